@@ -1,1 +1,165 @@
+//! kubectl-etcdnet: diagnose etcd quorum loss in vSphere Supervisor workload clusters.
+//!
+//! One run is a pipeline of plain values, one module a stage:
+//!
+//! ```text
+//! cli ─► connect ─► supervisor (find) ─► workload ─► analyse ─► report ─► render ─► String
+//! ```
+//!
+//! `main` is thin: it parses the command line, calls [`run`], prints the string it returns and
+//! exits with its code. Nothing below `run` writes to stdout.
 
+pub mod analyse;
+pub mod cleanup;
+pub mod cli;
+pub mod connect;
+pub mod error;
+pub mod labels;
+pub mod render;
+pub mod report;
+pub mod supervisor;
+pub mod workload;
+
+use clap::CommandFactory;
+
+use crate::cli::{Cli, Command, OutputFormat};
+use crate::error::{Error, Result, EXIT_INCOMPLETE, EXIT_OK, EXIT_PROBLEM};
+use crate::report::StatusReport;
+
+/// What a run prints and how it exits. Notes go to stderr after the output.
+#[derive(Debug)]
+pub struct Outcome {
+    pub stdout: String,
+    pub notes: Vec<String>,
+    pub exit_code: i32,
+}
+
+impl Outcome {
+    fn ok(stdout: String) -> Outcome {
+        Outcome {
+            stdout,
+            notes: Vec::new(),
+            exit_code: EXIT_OK,
+        }
+    }
+}
+
+pub async fn run(cli: Cli) -> Result<Outcome> {
+    let g = &cli.global;
+    match &cli.command {
+        Command::Version => Ok(Outcome::ok(match g.output {
+            OutputFormat::Json | OutputFormat::Yaml => {
+                render::structured(&report::VersionReport::current(), g.output)?
+            }
+            _ => format!("kubectl-etcdnet {}\n", env!("CARGO_PKG_VERSION")),
+        })),
+        Command::Completion { shell } => {
+            let mut buf = Vec::new();
+            clap_complete::generate(
+                clap_complete::Shell::from(*shell),
+                &mut Cli::command(),
+                "kubectl-etcdnet",
+                &mut buf,
+            );
+            Ok(Outcome::ok(String::from_utf8_lossy(&buf).into_owned()))
+        }
+        Command::Status(args) => {
+            let conn = connect::connect(g).await?;
+            let report = status_report(&conn, &args.cluster, args.api_timeout).await?;
+            Ok(Outcome {
+                stdout: render::status(&report, g.output)?,
+                notes: Vec::new(),
+                exit_code: report.result.exit_code,
+            })
+        }
+        Command::Diagnose(args) => {
+            // Until the node probes land, diagnose shows the Supervisor side and says so.
+            let conn = connect::connect(g).await?;
+            let report = status_report(&conn, &args.cluster, args.api_timeout).await?;
+            Ok(Outcome {
+                stdout: render::status(&report, g.output)?,
+                notes: vec!["note: node checks (etcd, 2379/2380 matrix) are not built yet; this is the Supervisor side only".into()],
+                exit_code: if report.result.healthy {
+                    EXIT_INCOMPLETE
+                } else {
+                    EXIT_PROBLEM
+                },
+            })
+        }
+        Command::Cleanup(args) => {
+            let conn = connect::connect(g).await?;
+            let scope = cleanup::CleanupScope {
+                namespace: (!args.all_namespaces).then_some(conn.namespace.as_str()),
+                older_than: args.older_than,
+                dry_run: args.dry_run,
+            };
+            let mut items = cleanup::clean(&conn.client, "supervisor", &scope).await?;
+            let mut skipped = Vec::new();
+            if let Some(cluster) = &args.cluster {
+                let workload_scope = cleanup::CleanupScope {
+                    namespace: None,
+                    ..scope
+                };
+                let found = async {
+                    let client = cleanup::workload_client(
+                        &conn.client,
+                        &conn.namespace,
+                        cluster,
+                        g.request_timeout,
+                    )
+                    .await?;
+                    cleanup::clean(&client, cluster, &workload_scope).await
+                };
+                match found.await {
+                    Ok(more) => items.extend(more),
+                    Err(e) => skipped.push(format!("workload cluster {cluster:?}: {e}")),
+                }
+            }
+            let failed = items.iter().any(|i| i.action.starts_with("error"));
+            let report = cleanup::CleanupReport::new(items, skipped);
+            let stdout = match g.output {
+                OutputFormat::Json | OutputFormat::Yaml => render::structured(&report, g.output)?,
+                _ => cleanup::render_table(&report),
+            };
+            Ok(Outcome {
+                stdout,
+                notes: Vec::new(),
+                exit_code: if failed || !report.skipped.is_empty() {
+                    EXIT_INCOMPLETE
+                } else {
+                    EXIT_OK
+                },
+            })
+        }
+    }
+}
+
+/// The Supervisor walk plus the workload API check, analysed.
+pub async fn status_report(
+    conn: &connect::Connection,
+    cluster: &str,
+    api_timeout: std::time::Duration,
+) -> Result<StatusReport> {
+    let apis = supervisor::discover(&conn.client, &conn.context)
+        .await
+        .map_err(|e| unreachable_hint(e, conn))?;
+    let scope = supervisor::Scope {
+        context: conn.context.clone(),
+        namespace: conn.namespace.clone(),
+    };
+    let facts = supervisor::find(&conn.client, &apis, &scope, cluster).await?;
+    let api = workload::check(&conn.client, &conn.namespace, cluster, api_timeout).await;
+    let findings = analyse::status_findings(&facts, &api);
+    Ok(StatusReport::new(facts, api, findings))
+}
+
+/// The first request is where an unreachable Supervisor shows; say which server it was.
+fn unreachable_hint(e: Error, conn: &connect::Connection) -> Error {
+    match e {
+        Error::Api(msg) => Error::Api(format!(
+            "{msg} (is the Supervisor API at {} reachable, and the login still valid? try: kubectl --context {} get ns)",
+            conn.server, conn.context
+        )),
+        other => other,
+    }
+}

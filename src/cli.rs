@@ -1,0 +1,308 @@
+//! The command line, in kubectl's conventions. clap derive only: this module turns argv into
+//! validated values and never talks to a cluster. Names are checked here, before any request is
+//! made, so a typo never reaches the API server.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use clap_complete::Shell;
+
+/// Appended to `--help`: scripts depend on these, so they are part of the interface.
+pub const EXIT_CODES_HELP: &str = "\
+Exit codes:
+  0  all fine (status: control plane complete and workload API reachable)
+  1  the run completed and found a problem (see the report)
+  2  usage or configuration error (bad flag or name, kubeconfig, not a Supervisor context, unknown cluster)
+  3  could not complete (API error, permission denied, timeout)";
+
+const ABOUT: &str = "Diagnose etcd quorum loss in vSphere Supervisor (TKG/VKS) workload clusters";
+
+const LONG_ABOUT: &str = "\
+Diagnose etcd quorum loss in vSphere Supervisor (TKG/VKS) workload clusters.
+
+Run it in the Supervisor context. It walks from the vSphere Namespace to the cluster's
+control-plane Machines and VirtualMachines, checks the workload cluster's API, and (diagnose)
+checks etcd and the 2379/2380 paths between the control-plane VMs.";
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "kubectl-etcdnet",
+    // Users run us as `kubectl etcdnet`; usage lines and errors say so.
+    bin_name = "kubectl etcdnet",
+    version,
+    about = ABOUT,
+    long_about = LONG_ABOUT,
+    after_help = EXIT_CODES_HELP,
+    propagate_version = true,
+    arg_required_else_help = true
+)]
+pub struct Cli {
+    #[command(flatten)]
+    pub global: GlobalArgs,
+
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Flags every subcommand takes, before or after its name (as kubectl's do).
+#[derive(Debug, Clone, Args)]
+pub struct GlobalArgs {
+    /// Path to the kubeconfig file (else $KUBECONFIG, else ~/.kube/config)
+    #[arg(long, global = true, value_name = "PATH")]
+    pub kubeconfig: Option<PathBuf>,
+
+    /// The kubeconfig context to use (must be the Supervisor's)
+    #[arg(long, global = true, value_name = "NAME")]
+    pub context: Option<String>,
+
+    /// The vSphere Namespace (else the context's namespace)
+    #[arg(short = 'n', long, global = true, value_name = "NAMESPACE", value_parser = parse_namespace)]
+    pub namespace: Option<String>,
+
+    /// Output format
+    #[arg(short = 'o', long, global = true, value_enum, default_value_t = OutputFormat::Table)]
+    pub output: OutputFormat,
+
+    /// More detail on stderr (-v info, -vv debug, -vvv trace)
+    #[arg(short = 'v', long, global = true, action = clap::ArgAction::Count)]
+    pub verbose: u8,
+
+    /// Bound on each request to the Supervisor API (e.g. 10s, 1m)
+    #[arg(long, global = true, value_name = "DURATION", default_value = "30s", value_parser = parse_duration)]
+    pub request_timeout: Duration,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum OutputFormat {
+    /// Human-readable tables
+    Table,
+    /// Tables with more columns
+    Wide,
+    /// The full report as JSON (versioned schema)
+    Json,
+    /// The full report as YAML (versioned schema)
+    Yaml,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Show a cluster's control plane as the Supervisor sees it, and whether its API answers
+    #[command(after_help = format!(
+        "Examples:\n  kubectl etcdnet status tkc-prod -n ns-prod\n  kubectl etcdnet status tkc-prod -n ns-prod -o json | jq .controlPlane\n\n{EXIT_CODES_HELP}"
+    ))]
+    Status(StatusArgs),
+
+    /// Diagnose etcd and its 2379/2380 network between the control-plane VMs
+    #[command(after_help = format!(
+        "Examples:\n  kubectl etcdnet diagnose tkc-prod -n ns-prod\n\n{EXIT_CODES_HELP}"
+    ))]
+    Diagnose(DiagnoseArgs),
+
+    /// Delete pods this plugin left behind (label app.kubernetes.io/managed-by=kubectl-etcdnet)
+    #[command(after_help = format!(
+        "Examples:\n  kubectl etcdnet cleanup -n ns-prod\n  kubectl etcdnet cleanup -A --older-than 1h --dry-run\n\n{EXIT_CODES_HELP}"
+    ))]
+    Cleanup(CleanupArgs),
+
+    /// Print the plugin's version
+    Version,
+
+    /// Print a shell completion script (see the README for kubectl's plugin completion)
+    #[command(
+        after_help = "Examples:\n  kubectl etcdnet completion bash > ~/.local/share/bash-completion/completions/kubectl-etcdnet\n  kubectl etcdnet completion zsh > \"${fpath[1]}/_kubectl-etcdnet\"\n  kubectl etcdnet completion fish > ~/.config/fish/completions/kubectl-etcdnet.fish"
+    )]
+    Completion {
+        /// The shell
+        #[arg(value_enum)]
+        shell: CompletionShell,
+    },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum CompletionShell {
+    Bash,
+    Zsh,
+    Fish,
+}
+
+impl From<CompletionShell> for Shell {
+    fn from(s: CompletionShell) -> Shell {
+        match s {
+            CompletionShell::Bash => Shell::Bash,
+            CompletionShell::Zsh => Shell::Zsh,
+            CompletionShell::Fish => Shell::Fish,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct StatusArgs {
+    /// The workload cluster's name (a CAPI Cluster in the vSphere Namespace)
+    #[arg(value_parser = parse_cluster_name)]
+    pub cluster: String,
+
+    /// Bound on the workload API check
+    #[arg(long, value_name = "DURATION", default_value = "5s", value_parser = parse_duration)]
+    pub api_timeout: Duration,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct DiagnoseArgs {
+    /// The workload cluster's name (a CAPI Cluster in the vSphere Namespace)
+    #[arg(value_parser = parse_cluster_name)]
+    pub cluster: String,
+
+    /// Bound on the workload API check
+    #[arg(long, value_name = "DURATION", default_value = "5s", value_parser = parse_duration)]
+    pub api_timeout: Duration,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct CleanupArgs {
+    /// Also clean up inside this workload cluster (through its <cluster>-kubeconfig secret)
+    #[arg(value_parser = parse_cluster_name)]
+    pub cluster: Option<String>,
+
+    /// Look in every namespace of the Supervisor
+    #[arg(short = 'A', long)]
+    pub all_namespaces: bool,
+
+    /// Only delete pods older than this (e.g. 30m, 2h)
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub older_than: Option<Duration>,
+
+    /// List what would be deleted, delete nothing
+    #[arg(long)]
+    pub dry_run: bool,
+}
+
+/// Kubernetes namespaces are RFC 1123 labels.
+fn parse_namespace(s: &str) -> Result<String, String> {
+    validate_dns1123_label(s)
+        .map(|_| s.to_string())
+        .map_err(|why| format!("not a valid namespace name: {why}"))
+}
+
+/// CAPI Cluster names are RFC 1123 subdomains (and a label in practice, as they become host names).
+fn parse_cluster_name(s: &str) -> Result<String, String> {
+    validate_dns1123_subdomain(s)
+        .map(|_| s.to_string())
+        .map_err(|why| format!("not a valid cluster name: {why}"))
+}
+
+/// Accepts kubectl's forms: "5s", "1m30s", "500ms", or a bare number of seconds.
+pub fn parse_duration(s: &str) -> Result<Duration, String> {
+    let s = s.trim();
+    if let Ok(secs) = s.parse::<u64>() {
+        return Ok(Duration::from_secs(secs));
+    }
+    humantime::parse_duration(s)
+        .map_err(|e| format!("{e} (use a duration such as 5s, 1m or 500ms)"))
+}
+
+/// RFC 1123 label: at most 63 characters of [a-z0-9-], starting and ending alphanumeric.
+pub fn validate_dns1123_label(s: &str) -> Result<(), String> {
+    if s.is_empty() {
+        return Err("it is empty".into());
+    }
+    if s.len() > 63 {
+        return Err(format!("{} characters, at most 63 are allowed", s.len()));
+    }
+    if let Some(c) = s
+        .chars()
+        .find(|c| !(c.is_ascii_lowercase() || c.is_ascii_digit() || *c == '-'))
+    {
+        return Err(format!(
+            "{c:?} is not allowed: use lowercase letters, digits and '-'"
+        ));
+    }
+    if s.starts_with('-') || s.ends_with('-') {
+        return Err("it must start and end with a letter or digit".into());
+    }
+    Ok(())
+}
+
+/// RFC 1123 subdomain: dot-separated labels, at most 253 characters.
+pub fn validate_dns1123_subdomain(s: &str) -> Result<(), String> {
+    if s.len() > 253 {
+        return Err(format!("{} characters, at most 253 are allowed", s.len()));
+    }
+    if s.is_empty() {
+        return Err("it is empty".into());
+    }
+    for label in s.split('.') {
+        validate_dns1123_label(label).map_err(|e| {
+            if label.is_empty() {
+                "it has an empty part between dots".to_string()
+            } else {
+                e
+            }
+        })?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn clap_definition_is_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn names() {
+        for ok in ["tkc", "tkc-prod", "a1", "tkc.prod", &"a".repeat(63)] {
+            assert!(validate_dns1123_subdomain(ok).is_ok(), "{ok}");
+        }
+        for bad in [
+            "",
+            "Tkc",
+            "tkc_prod",
+            "-tkc",
+            "tkc-",
+            "tkc..prod",
+            "tkc/prod",
+            "tkc prod",
+            &"a".repeat(64),
+        ] {
+            assert!(validate_dns1123_subdomain(bad).is_err(), "{bad:?}");
+        }
+        assert!(validate_dns1123_label("ns.prod").is_err());
+        assert!(validate_dns1123_label("ns-prod").is_ok());
+    }
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("5").unwrap(), Duration::from_secs(5));
+        assert_eq!(parse_duration("5s").unwrap(), Duration::from_secs(5));
+        assert_eq!(parse_duration("1m30s").unwrap(), Duration::from_secs(90));
+        assert_eq!(parse_duration("250ms").unwrap(), Duration::from_millis(250));
+        assert!(parse_duration("soon").is_err());
+        assert!(parse_duration("-1s").is_err());
+    }
+
+    #[test]
+    fn global_flags_go_anywhere() {
+        let a = Cli::try_parse_from(["kubectl-etcdnet", "-n", "ns", "status", "tkc", "-o", "json"])
+            .unwrap();
+        assert_eq!(a.global.namespace.as_deref(), Some("ns"));
+        assert_eq!(a.global.output, OutputFormat::Json);
+        let b =
+            Cli::try_parse_from(["kubectl-etcdnet", "status", "tkc", "--namespace=ns2"]).unwrap();
+        assert_eq!(b.global.namespace.as_deref(), Some("ns2"));
+    }
+
+    #[test]
+    fn bad_names_are_usage_errors() {
+        let e = Cli::try_parse_from(["kubectl-etcdnet", "status", "TKC_1"]).unwrap_err();
+        assert_eq!(e.exit_code(), 2);
+        assert!(e.to_string().contains("not a valid cluster name"));
+        let e =
+            Cli::try_parse_from(["kubectl-etcdnet", "status", "tkc", "-n", "Bad_NS"]).unwrap_err();
+        assert!(e.to_string().contains("not a valid namespace name"));
+    }
+}

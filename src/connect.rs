@@ -1,0 +1,111 @@
+//! The edge where the Supervisor client is made, from kubectl's flags: `--kubeconfig` (else
+//! `$KUBECONFIG`, merged as kubectl merges it, else `~/.kube/config`), `--context`, and
+//! `-n` (else the context's namespace). Everything deeper takes the `Client` this returns.
+
+use kube::config::{KubeConfigOptions, Kubeconfig, KubeconfigError};
+use kube::{Client, Config};
+
+use crate::cli::{validate_dns1123_label, GlobalArgs};
+use crate::error::{Error, Result};
+
+pub struct Connection {
+    pub client: Client,
+    /// The context's name, for messages ("context X is not a Supervisor").
+    pub context: String,
+    /// `-n`, else the context's namespace, else `default` (as kubectl).
+    pub namespace: String,
+    /// The API server URL, for messages.
+    pub server: String,
+}
+
+/// Kubeconfig errors are re-worded: the YAML parser's messages can quote values, and a
+/// kubeconfig's values include tokens and keys.
+fn config_error(where_: &str, e: KubeconfigError) -> Error {
+    let why = match &e {
+        KubeconfigError::ReadConfig(io, path) => format!("cannot read {}: {io}", path.display()),
+        KubeconfigError::Parse(_) | KubeconfigError::InvalidStructure(_) => {
+            "it is not a valid kubeconfig (YAML)".to_string()
+        }
+        KubeconfigError::FindPath => "no kubeconfig found (set --kubeconfig or KUBECONFIG)".into(),
+        KubeconfigError::CurrentContextNotSet => {
+            "no current context (use --context or kubectl config use-context)".into()
+        }
+        KubeconfigError::LoadContext(c) => format!("context {c:?} not found"),
+        KubeconfigError::LoadClusterOfContext(c) => {
+            format!("cluster {c:?} of the context not found")
+        }
+        other => other.to_string(),
+    };
+    Error::Config(format!("kubeconfig {where_}: {why}"))
+}
+
+pub async fn connect(g: &GlobalArgs) -> Result<Connection> {
+    let (kubeconfig, where_) = match &g.kubeconfig {
+        Some(path) => (Kubeconfig::read_from(path), format!("{}", path.display())),
+        None => (
+            Kubeconfig::read(),
+            "(KUBECONFIG or ~/.kube/config)".to_string(),
+        ),
+    };
+    let kubeconfig = kubeconfig.map_err(|e| config_error(&where_, e))?;
+    let context = match g
+        .context
+        .clone()
+        .or_else(|| kubeconfig.current_context.clone())
+    {
+        Some(c) => c,
+        None => return Err(config_error(&where_, KubeconfigError::CurrentContextNotSet)),
+    };
+    if !kubeconfig.contexts.iter().any(|c| c.name == context) {
+        let mut known: Vec<&str> = kubeconfig
+            .contexts
+            .iter()
+            .map(|c| c.name.as_str())
+            .collect();
+        known.sort();
+        return Err(Error::Config(format!(
+            "context {context:?} not found in kubeconfig {where_} (contexts: {})",
+            if known.is_empty() {
+                "none".to_string()
+            } else {
+                known.join(", ")
+            }
+        )));
+    }
+    let options = KubeConfigOptions {
+        context: Some(context.clone()),
+        ..Default::default()
+    };
+    let mut config = Config::from_custom_kubeconfig(kubeconfig, &options)
+        .await
+        .map_err(|e| config_error(&where_, e))?;
+    config.read_timeout = Some(g.request_timeout);
+    config.write_timeout = Some(g.request_timeout);
+    config.connect_timeout = Some(g.request_timeout.min(std::time::Duration::from_secs(10)));
+
+    let namespace = match &g.namespace {
+        Some(ns) => ns.clone(),
+        None => {
+            let ns = config.default_namespace.clone();
+            validate_dns1123_label(&ns).map_err(|why| {
+                Error::Usage(format!(
+                    "context {context:?} sets namespace {ns:?}, which is not a valid name: {why}; pass -n"
+                ))
+            })?;
+            ns
+        }
+    };
+    let server = config.cluster_url.to_string();
+    let client = Client::try_from(config).map_err(|e| {
+        Error::Config(format!(
+            "cannot build a client for context {context:?}: {}",
+            crate::error::chain(&e)
+        ))
+    })?;
+    Ok(Connection {
+        client,
+        context,
+        namespace,
+        server,
+    })
+}

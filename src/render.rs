@@ -1,0 +1,249 @@
+//! The render stage: reports in, strings out. Nothing here writes to a terminal; `main`
+//! prints what these return. Tables follow kubectl's look: upper-case headers, no borders,
+//! columns three spaces apart, `<none>` for an empty cell.
+
+use serde::Serialize;
+use tabled::builder::Builder;
+use tabled::settings::{Padding, Style};
+
+use crate::analyse::Severity;
+use crate::cli::OutputFormat;
+use crate::error::{Error, Result};
+use crate::report::StatusReport;
+use crate::workload::ApiState;
+
+const NONE: &str = "<none>";
+
+/// A kubectl-style table. Rows shorter than the header are padded.
+pub fn table(header: &[&str], rows: &[Vec<String>]) -> String {
+    let mut b = Builder::default();
+    b.push_record(header.iter().map(|h| h.to_string()));
+    for r in rows {
+        let mut r = r.clone();
+        r.resize(header.len(), String::new());
+        b.push_record(r);
+    }
+    let mut t = b.build();
+    t.with(Style::empty()).with(Padding::new(0, 3, 0, 0));
+    let mut out = String::new();
+    for line in t.to_string().lines() {
+        out.push_str(line.trim_end());
+        out.push('\n');
+    }
+    out
+}
+
+/// JSON (pretty, newline-terminated) or YAML of any report.
+pub fn structured<T: Serialize>(value: &T, format: OutputFormat) -> Result<String> {
+    match format {
+        OutputFormat::Yaml => {
+            serde_yaml_ng::to_string(value).map_err(|e| Error::Output(e.to_string()))
+        }
+        _ => serde_json::to_string_pretty(value)
+            .map(|s| s + "\n")
+            .map_err(|e| Error::Output(e.to_string())),
+    }
+}
+
+fn or_none(v: Option<impl ToString>) -> String {
+    v.map(|v| v.to_string()).unwrap_or_else(|| NONE.to_string())
+}
+
+fn count(v: Option<i64>) -> String {
+    v.map(|v| v.to_string()).unwrap_or_else(|| "?".to_string())
+}
+
+pub fn status(report: &StatusReport, format: OutputFormat) -> Result<String> {
+    match format {
+        OutputFormat::Json | OutputFormat::Yaml => structured(report, format),
+        OutputFormat::Table => Ok(status_table(report, false)),
+        OutputFormat::Wide => Ok(status_table(report, true)),
+    }
+}
+
+fn workload_cell(report: &StatusReport) -> String {
+    let w = &report.workload_api;
+    match w.state {
+        ApiState::Reachable | ApiState::HttpError => format!(
+            "{} ({} {}, {}ms)",
+            w.state,
+            w.path.as_deref().unwrap_or("?"),
+            or_none(w.http_status),
+            w.elapsed_ms.unwrap_or(0)
+        ),
+        ApiState::Unknown => "Unknown".to_string(),
+        _ => format!("{} ({}ms)", w.state, w.elapsed_ms.unwrap_or(0)),
+    }
+}
+
+fn status_table(r: &StatusReport, wide: bool) -> String {
+    let cp = &r.control_plane;
+    let mut out = String::new();
+
+    let desired = cp
+        .desired
+        .map(|d| d.to_string())
+        .unwrap_or_else(|| "?".into());
+    let mut header = vec![
+        "CLUSTER",
+        "NAMESPACE",
+        "PHASE",
+        "CONTROL PLANE",
+        "WORKLOAD API",
+    ];
+    let mut row = vec![
+        r.cluster.name.clone(),
+        r.namespace.clone(),
+        or_none(r.cluster.phase.as_deref()),
+        format!(
+            "{}/{desired} machines, {} VMs",
+            cp.machines, cp.virtual_machines
+        ),
+        workload_cell(r),
+    ];
+    if wide {
+        header.extend(["ENDPOINT", "CONTEXT"]);
+        row.push(or_none(r.cluster.control_plane_endpoint.as_deref()));
+        row.push(r.context.clone());
+    }
+    out.push_str(&table(&header, &[row]));
+
+    out.push('\n');
+    match &cp.kcp {
+        Some(k) => {
+            out.push_str(&format!(
+                "KubeadmControlPlane {} ({}): desired {}, ready {}, available {}, up-to-date {}\n",
+                k.name,
+                k.api_version,
+                count(k.desired),
+                count(k.ready),
+                count(k.available),
+                count(k.up_to_date)
+            ));
+            for c in &k.conditions {
+                let why = [c.reason.as_deref(), c.message.as_deref()]
+                    .into_iter()
+                    .flatten()
+                    .collect::<Vec<_>>()
+                    .join(": ");
+                out.push_str(&format!("  {} {}", c.kind, c.status));
+                if !why.is_empty() {
+                    out.push_str(&format!(" ({})", why.replace('\n', " ")));
+                }
+                out.push('\n');
+            }
+        }
+        None => out.push_str(&format!(
+            "KubeadmControlPlane: none ({})\n",
+            cp.kcp_missing_reason.as_deref().unwrap_or("unknown")
+        )),
+    }
+
+    out.push('\n');
+    let mut header = vec!["NODE", "VM", "IP", "POWER", "PHASE", "NODEREF"];
+    if wide {
+        header.extend(["CLASS", "VERSION", "FAILURE DOMAIN", "ADDRESSES"]);
+    }
+    let rows: Vec<Vec<String>> = r
+        .nodes
+        .iter()
+        .map(|n| {
+            let m = n.machine.as_ref();
+            let vm = n.vm.as_ref();
+            let mut row = vec![
+                m.map(|m| m.name.clone())
+                    .unwrap_or_else(|| "<no machine>".into()),
+                vm.map(|v| v.name.clone())
+                    .unwrap_or_else(|| "<no vm>".into()),
+                match vm {
+                    Some(v) => {
+                        v.ip.map(|ip| ip.to_string())
+                            .unwrap_or_else(|| "<pending>".into())
+                    }
+                    None => NONE.into(),
+                },
+                or_none(vm.map(|v| v.power)),
+                or_none(m.and_then(|m| m.phase.clone())),
+                or_none(m.and_then(|m| m.node_name.clone())),
+            ];
+            if wide {
+                row.push(or_none(vm.and_then(|v| v.class.clone())));
+                row.push(or_none(m.and_then(|m| m.version.clone())));
+                row.push(or_none(m.and_then(|m| m.failure_domain.clone())));
+                let addrs = m
+                    .map(|m| {
+                        m.addresses
+                            .iter()
+                            .map(|a| format!("{}={}", a.kind, a.address))
+                            .collect::<Vec<_>>()
+                            .join(",")
+                    })
+                    .filter(|s| !s.is_empty());
+                row.push(or_none(addrs));
+            }
+            row
+        })
+        .collect();
+    if rows.is_empty() {
+        out.push_str("No control-plane Machines or VirtualMachines found.\n");
+    } else {
+        out.push_str(&table(&header, &rows));
+    }
+
+    out.push('\n');
+    let w = &r.workload_api;
+    out.push_str(&format!(
+        "Workload API: {} {}\n",
+        w.state,
+        w.server
+            .as_deref()
+            .map(|s| format!("at {s}: "))
+            .unwrap_or_default()
+            + &w.detail
+    ));
+    if wide {
+        out.push_str(&format!(
+            "APIs: {}, {}, {}, control plane {}, VM labels {}\n",
+            r.apis.virtual_machine,
+            r.apis.cluster,
+            r.apis.machine,
+            or_none(r.apis.control_plane.as_deref()),
+            or_none(r.apis.vm_labels.map(|s| format!("{s:?}").to_lowercase()))
+        ));
+    }
+
+    out.push('\n');
+    if r.findings.is_empty() {
+        out.push_str("No problems found.\n");
+    } else {
+        out.push_str("Findings:\n");
+        for f in &r.findings {
+            let mark = match f.severity {
+                Severity::Error => "ERROR",
+                Severity::Warning => "WARN ",
+            };
+            out.push_str(&format!("  {mark} {}: {}\n", f.code, f.message));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn table_looks_like_kubectl() {
+        let t = table(
+            &["NAME", "IP"],
+            &[
+                vec!["a".into(), "198.18.0.11".into()],
+                vec!["longer-name".into()],
+            ],
+        );
+        assert_eq!(
+            t,
+            "NAME          IP\na             198.18.0.11\nlonger-name\n"
+        );
+    }
+}

@@ -1,0 +1,327 @@
+//! Pure field extraction over the Supervisor's objects, one small function per fact, each aware of
+//! the API versions real Supervisors serve:
+//! - vm-operator `VirtualMachine` v1alpha1 (`status.vmIp`, `poweredOn`) and v1alpha2..v1alpha5
+//!   (`status.network.primaryIP4`/`primaryIP6`, `PoweredOn`);
+//! - CAPI `Cluster`/`Machine`/`KubeadmControlPlane` v1beta1 (with or without the `status.v1beta2`
+//!   block of CAPI 1.9/1.10) and v1beta2 (CAPI 1.11+).
+//!
+//! Everything here takes `serde_json::Value` (the object minus metadata, as kube's `DynamicObject`
+//! keeps it) so it can be unit-tested on fixtures without a server.
+
+use std::net::IpAddr;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::facts::{Condition, KcpInfo, MachineAddress, MachineInfo, PowerState};
+
+fn str_at<'a>(v: &'a Value, path: &[&str]) -> Option<&'a str> {
+    let mut cur = v;
+    for p in path {
+        cur = cur.get(p)?;
+    }
+    cur.as_str().filter(|s| !s.is_empty())
+}
+
+fn int_at(v: &Value, path: &[&str]) -> Option<i64> {
+    let mut cur = v;
+    for p in path {
+        cur = cur.get(p)?;
+    }
+    cur.as_i64()
+}
+
+/// The VM's primary IP: `status.network.primaryIP4` (v1alpha2+), else `primaryIP6`, else
+/// `status.vmIp` (v1alpha1). Values that are not IP addresses are ignored rather than trusted.
+pub fn vm_ip(data: &Value) -> Option<IpAddr> {
+    [
+        &["status", "network", "primaryIP4"][..],
+        &["status", "network", "primaryIP6"][..],
+        &["status", "vmIp"][..],
+    ]
+    .iter()
+    .filter_map(|path| str_at(data, path))
+    .find_map(|s| s.trim().parse::<IpAddr>().ok())
+}
+
+/// `status.powerState`, normalised: v1alpha1 says `poweredOn`, later versions `PoweredOn`.
+pub fn vm_power(data: &Value) -> PowerState {
+    match str_at(data, &["status", "powerState"]) {
+        None => PowerState::Unknown,
+        Some(s) => match s.to_ascii_lowercase().as_str() {
+            "poweredon" => PowerState::PoweredOn,
+            "poweredoff" => PowerState::PoweredOff,
+            "suspended" => PowerState::Suspended,
+            _ => PowerState::Unknown,
+        },
+    }
+}
+
+/// The VM class (`spec.className`), shown in wide output.
+pub fn vm_class(data: &Value) -> Option<String> {
+    str_at(data, &["spec", "className"]).map(str::to_string)
+}
+
+/// The reference a CAPI `Cluster` holds to its control plane. v1beta1 writes an ObjectReference
+/// (`apiVersion`, `kind`, `name`); v1beta2 a ContractVersionedObjectReference (`apiGroup`,
+/// `kind`, `name`) with no version: the version is then whatever the server prefers.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ControlPlaneRef {
+    pub group: String,
+    /// Only v1beta1 names a version; a hint, discovery decides.
+    pub version: Option<String>,
+    pub kind: String,
+    pub name: String,
+}
+
+pub fn control_plane_ref(cluster_data: &Value) -> Option<ControlPlaneRef> {
+    let r = cluster_data.get("spec")?.get("controlPlaneRef")?;
+    let kind = str_at(r, &["kind"])?.to_string();
+    let name = str_at(r, &["name"])?.to_string();
+    let (group, version) = if let Some(g) = str_at(r, &["apiGroup"]) {
+        (g.to_string(), None)
+    } else {
+        let api_version = str_at(r, &["apiVersion"])?;
+        match api_version.split_once('/') {
+            Some((g, v)) => (g.to_string(), Some(v.to_string())),
+            None => (String::new(), Some(api_version.to_string())),
+        }
+    };
+    Some(ControlPlaneRef {
+        group,
+        version,
+        kind,
+        name,
+    })
+}
+
+/// `spec.controlPlaneEndpoint` as `host:port`.
+pub fn cluster_endpoint(cluster_data: &Value) -> Option<String> {
+    let host = str_at(cluster_data, &["spec", "controlPlaneEndpoint", "host"])?;
+    match int_at(cluster_data, &["spec", "controlPlaneEndpoint", "port"]) {
+        Some(port) => Some(format!("{host}:{port}")),
+        None => Some(host.to_string()),
+    }
+}
+
+pub fn phase(data: &Value) -> Option<String> {
+    str_at(data, &["status", "phase"]).map(str::to_string)
+}
+
+/// Reads a Machine (v1beta1 or v1beta2: the fields we use kept their names).
+pub fn machine(name: &str, data: &Value) -> MachineInfo {
+    let addresses = data
+        .pointer("/status/addresses")
+        .and_then(Value::as_array)
+        .map(|list| {
+            list.iter()
+                .filter_map(|a| {
+                    Some(MachineAddress {
+                        kind: str_at(a, &["type"])?.to_string(),
+                        address: str_at(a, &["address"])?.to_string(),
+                    })
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    MachineInfo {
+        name: name.to_string(),
+        phase: phase(data),
+        node_name: str_at(data, &["status", "nodeRef", "name"]).map(str::to_string),
+        addresses,
+        infrastructure_name: str_at(data, &["spec", "infrastructureRef", "name"])
+            .map(str::to_string),
+        version: str_at(data, &["spec", "version"]).map(str::to_string),
+        failure_domain: str_at(data, &["spec", "failureDomain"]).map(str::to_string),
+    }
+}
+
+/// Condition types worth showing for an etcd diagnosis: the etcd ones, and the overall ones.
+fn relevant_condition(kind: &str) -> bool {
+    kind.contains("Etcd") || kind == "Available" || kind == "Ready"
+}
+
+fn conditions_at(data: &Value, pointer: &str) -> Vec<Condition> {
+    data.pointer(pointer)
+        .and_then(Value::as_array)
+        .map(|list| {
+            list.iter()
+                .filter_map(|c| {
+                    Some(Condition {
+                        kind: str_at(c, &["type"])?.to_string(),
+                        status: str_at(c, &["status"]).unwrap_or("Unknown").to_string(),
+                        reason: str_at(c, &["reason"]).map(str::to_string),
+                        message: str_at(c, &["message"]).map(str::to_string),
+                        severity: str_at(c, &["severity"]).map(str::to_string),
+                    })
+                })
+                .filter(|c| relevant_condition(&c.kind))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Reads a KubeadmControlPlane. Where the counts live depends on the version:
+/// - v1beta2: `status.{replicas,readyReplicas,availableReplicas,upToDateReplicas}`;
+/// - v1beta1 on CAPI 1.9/1.10: the same names under `status.v1beta2`, next to the old ones;
+/// - v1beta1: `status.{replicas,readyReplicas,updatedReplicas,unavailableReplicas}`, so
+///   available = replicas - unavailable.
+pub fn kcp(name: &str, api_version: &str, data: &Value) -> KcpInfo {
+    let replicas = int_at(data, &["status", "replicas"]);
+    let ready = int_at(data, &["status", "readyReplicas"])
+        .or_else(|| int_at(data, &["status", "v1beta2", "readyReplicas"]));
+    let available = int_at(data, &["status", "availableReplicas"])
+        .or_else(|| int_at(data, &["status", "v1beta2", "availableReplicas"]))
+        .or_else(|| {
+            let unavailable = int_at(data, &["status", "unavailableReplicas"])?;
+            Some((replicas? - unavailable).max(0))
+        });
+    let up_to_date = int_at(data, &["status", "upToDateReplicas"])
+        .or_else(|| int_at(data, &["status", "v1beta2", "upToDateReplicas"]))
+        .or_else(|| int_at(data, &["status", "updatedReplicas"]));
+    // Newer (metav1) conditions first; v1beta1's own list only adds types not seen yet.
+    let mut conditions = conditions_at(data, "/status/v1beta2/conditions");
+    for c in conditions_at(data, "/status/conditions") {
+        if !conditions.iter().any(|seen| seen.kind == c.kind) {
+            conditions.push(c);
+        }
+    }
+    KcpInfo {
+        name: name.to_string(),
+        api_version: api_version.to_string(),
+        desired: int_at(data, &["spec", "replicas"]),
+        replicas,
+        ready,
+        available,
+        up_to_date,
+        version: str_at(data, &["spec", "version"]).map(str::to_string),
+        conditions,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn ip_per_version() {
+        let v1a1 = json!({"status": {"vmIp": "198.18.0.11", "powerState": "poweredOn"}});
+        let v1a3 = json!({"status": {"network": {"primaryIP4": "198.18.0.12"}, "powerState": "PoweredOn"}});
+        let v6 = json!({"status": {"network": {"primaryIP4": "", "primaryIP6": "2001:db8::13"}}});
+        let none = json!({"status": {"network": {}}});
+        let garbage =
+            json!({"status": {"network": {"primaryIP4": "not-an-ip"}, "vmIp": "198.18.0.14"}});
+        assert_eq!(vm_ip(&v1a1), Some("198.18.0.11".parse().unwrap()));
+        assert_eq!(vm_ip(&v1a3), Some("198.18.0.12".parse().unwrap()));
+        assert_eq!(vm_ip(&v6), Some("2001:db8::13".parse().unwrap()));
+        assert_eq!(vm_ip(&none), None);
+        assert_eq!(vm_ip(&json!({})), None);
+        assert_eq!(vm_ip(&garbage), Some("198.18.0.14".parse().unwrap()));
+    }
+
+    #[test]
+    fn ip4_wins_over_ip6() {
+        let both = json!({"status": {"network": {"primaryIP4": "198.18.0.12", "primaryIP6": "2001:db8::12"}}});
+        assert_eq!(vm_ip(&both), Some("198.18.0.12".parse().unwrap()));
+    }
+
+    #[test]
+    fn power_is_normalised() {
+        for (raw, want) in [
+            ("poweredOn", PowerState::PoweredOn),
+            ("PoweredOn", PowerState::PoweredOn),
+            ("poweredOff", PowerState::PoweredOff),
+            ("PoweredOff", PowerState::PoweredOff),
+            ("suspended", PowerState::Suspended),
+            ("Suspended", PowerState::Suspended),
+            ("weird", PowerState::Unknown),
+        ] {
+            assert_eq!(
+                vm_power(&json!({"status": {"powerState": raw}})),
+                want,
+                "{raw}"
+            );
+        }
+        assert_eq!(vm_power(&json!({})), PowerState::Unknown);
+    }
+
+    #[test]
+    fn control_plane_ref_both_forms() {
+        let b1 = json!({"spec": {"controlPlaneRef": {
+            "apiVersion": "controlplane.cluster.x-k8s.io/v1beta1", "kind": "KubeadmControlPlane",
+            "name": "tkc-prod-cp", "namespace": "ns"}}});
+        let b2 = json!({"spec": {"controlPlaneRef": {
+            "apiGroup": "controlplane.cluster.x-k8s.io", "kind": "KubeadmControlPlane", "name": "tkc-prod-cp"}}});
+        let r1 = control_plane_ref(&b1).unwrap();
+        assert_eq!(r1.group, "controlplane.cluster.x-k8s.io");
+        assert_eq!(r1.version.as_deref(), Some("v1beta1"));
+        let r2 = control_plane_ref(&b2).unwrap();
+        assert_eq!(r2.group, "controlplane.cluster.x-k8s.io");
+        assert_eq!(r2.version, None);
+        assert_eq!(r2.name, "tkc-prod-cp");
+        assert_eq!(control_plane_ref(&json!({"spec": {}})), None);
+    }
+
+    #[test]
+    fn kcp_v1beta1_plain() {
+        let d = json!({"spec": {"replicas": 3, "version": "v1.30.1"},
+            "status": {"replicas": 3, "readyReplicas": 0, "updatedReplicas": 3, "unavailableReplicas": 3,
+              "conditions": [
+                {"type": "Ready", "status": "False", "severity": "Error", "reason": "x"},
+                {"type": "EtcdClusterHealthy", "status": "False", "severity": "Error", "reason": "EtcdClusterUnhealthy", "message": "etcd members unhealthy"},
+                {"type": "MachinesReady", "status": "False"}]}});
+        let k = kcp("cp", "controlplane.cluster.x-k8s.io/v1beta1", &d);
+        assert_eq!(
+            (k.desired, k.replicas, k.ready, k.available, k.up_to_date),
+            (Some(3), Some(3), Some(0), Some(0), Some(3))
+        );
+        let kinds: Vec<_> = k.conditions.iter().map(|c| c.kind.as_str()).collect();
+        assert_eq!(kinds, ["Ready", "EtcdClusterHealthy"]);
+        assert_eq!(k.conditions[1].severity.as_deref(), Some("Error"));
+    }
+
+    #[test]
+    fn kcp_v1beta1_with_v1beta2_block() {
+        let d = json!({"spec": {"replicas": 3},
+            "status": {"replicas": 3, "readyReplicas": 3, "updatedReplicas": 3, "unavailableReplicas": 0,
+              "v1beta2": {"readyReplicas": 3, "availableReplicas": 2, "upToDateReplicas": 3,
+                "conditions": [{"type": "EtcdClusterHealthy", "status": "True", "reason": "Healthy"}]},
+              "conditions": [{"type": "EtcdClusterHealthy", "status": "True"}, {"type": "Ready", "status": "True"}]}});
+        let k = kcp("cp", "controlplane.cluster.x-k8s.io/v1beta1", &d);
+        assert_eq!(
+            (k.ready, k.available, k.up_to_date),
+            (Some(3), Some(2), Some(3))
+        );
+        assert_eq!(k.conditions.len(), 2);
+        assert_eq!(k.conditions[0].reason.as_deref(), Some("Healthy"));
+    }
+
+    #[test]
+    fn kcp_v1beta2() {
+        let d = json!({"spec": {"replicas": 3},
+            "status": {"replicas": 3, "readyReplicas": 1, "availableReplicas": 1, "upToDateReplicas": 3,
+              "conditions": [{"type": "EtcdClusterHealthy", "status": "False", "reason": "NotHealthy", "message": "* Machine m1: etcd member is not healthy"}],
+              "deprecated": {"v1beta1": {"readyReplicas": 1, "updatedReplicas": 3, "unavailableReplicas": 2}}}});
+        let k = kcp("cp", "controlplane.cluster.x-k8s.io/v1beta2", &d);
+        assert_eq!(
+            (k.desired, k.ready, k.available, k.up_to_date),
+            (Some(3), Some(1), Some(1), Some(3))
+        );
+        assert_eq!(k.conditions[0].status, "False");
+    }
+
+    #[test]
+    fn machine_fields() {
+        let d = json!({"spec": {"infrastructureRef": {"name": "tkc-prod-abc-1"}, "version": "v1.30.1"},
+            "status": {"phase": "Running", "nodeRef": {"name": "tkc-prod-abc-1"},
+              "addresses": [{"type": "InternalIP", "address": "198.18.0.11"}, {"type": "Hostname"}]}});
+        let m = machine("tkc-prod-abc-1", &d);
+        assert_eq!(m.phase.as_deref(), Some("Running"));
+        assert_eq!(m.node_name.as_deref(), Some("tkc-prod-abc-1"));
+        assert_eq!(m.addresses.len(), 1);
+        let empty = machine("m", &json!({}));
+        assert_eq!(empty.phase, None);
+        assert!(empty.addresses.is_empty());
+    }
+}
