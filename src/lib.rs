@@ -15,6 +15,7 @@ pub mod cli;
 pub mod connect;
 pub mod error;
 pub mod labels;
+pub mod probe;
 pub mod render;
 pub mod report;
 pub mod supervisor;

@@ -1,0 +1,1 @@
+//! etcd log classifier (in progress).
