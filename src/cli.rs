@@ -11,9 +11,9 @@ use clap_complete::Shell;
 /// Appended to `--help`: scripts depend on these, so they are part of the interface.
 pub const EXIT_CODES_HELP: &str = "\
 Exit codes:
-  0  all fine (status: control plane complete and workload API reachable)
+  0  all fine
   1  the run completed and found a problem (see the report)
-  2  usage or configuration error (bad flag or name, kubeconfig, not a Supervisor context, unknown cluster)
+  2  usage or configuration error (flag, name, kubeconfig, context, unknown cluster)
   3  could not complete (API error, permission denied, timeout)";
 
 const ABOUT: &str = "Diagnose etcd quorum loss in vSphere Supervisor (TKG/VKS) workload clusters";
