@@ -1,1 +1,65 @@
-pub fn _x(){}
+//! A fake Kubernetes API server for kubectl-etcdnet's tests.
+//!
+//! [`FakeApi`] serves a directory of YAML fixtures (a vSphere Supervisor's
+//! CAPI Clusters, KubeadmControlPlanes, Machines, vm-operator VirtualMachines,
+//! Secrets, ...) over plain HTTP on 127.0.0.1, answering as kube-apiserver does:
+//! legacy discovery, get/list/watch with label and field selectors, create,
+//! update, patch, delete, and `Status` errors (404, 403, 409) with the real
+//! message forms. Every request is recorded so a test can assert what the
+//! plugin did (and did not) ask for.
+//!
+//! [`Workload`] stands in for a workload cluster's endpoint: healthy, failing,
+//! a black hole that never answers, or a refused port.
+//!
+//! ```no_run
+//! use etcdnet_fakeapi::{FakeApi, FakeConfig, Workload};
+//! # fn main() -> anyhow::Result<()> {
+//! let workload = Workload::ok();
+//! let api = FakeApi::start_with(
+//!     FakeConfig::from_dir("tests/fixtures/supervisor/healthy-v1alpha3")?.var("WORKLOAD_URL", workload.url()),
+//! )?;
+//! let dir = std::env::temp_dir();
+//! api.write_kubeconfig(&dir.join("kubeconfig"), "ns-prod", Some("ns-prod"))?;
+//! // ... run the plugin with KUBECONFIG=<that file> ...
+//! assert!(api.requests().iter().all(|r| r.method == "GET"));
+//! # Ok(()) }
+//! ```
+//!
+//! Limits, on purpose: no conversion between versions (an object is served only
+//! at the apiVersion its fixture is written in, so fixtures must be written at
+//! the set's preferred version; another version answers 500 like a failing
+//! conversion webhook); no admission, defaulting or validation beyond names;
+//! deletes are immediate (no finalizers, no garbage collection); no
+//! authentication (any token is accepted) and authorization only through
+//! `forbidden:` rules; strategic merge patch is treated as JSON merge patch.
+
+mod config;
+mod discovery;
+mod handlers;
+mod pods;
+mod resources;
+mod router;
+pub mod selectors;
+mod server;
+mod status;
+mod store;
+mod table;
+mod watch;
+mod workload;
+
+pub use config::{FakeConfig, Forbid, SetConfig};
+pub use pods::PodScript;
+pub use server::{write_kubeconfig, FakeApi, Request};
+pub use workload::Workload;
+
+/// The fixture root of this repository: `tests/fixtures`.
+pub fn fixtures_dir() -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("..")
+        .join("fixtures")
+}
+
+/// A Supervisor fixture set by name: `tests/fixtures/supervisor/<set>`.
+pub fn supervisor_set(set: &str) -> std::path::PathBuf {
+    fixtures_dir().join("supervisor").join(set)
+}

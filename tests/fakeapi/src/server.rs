@@ -1,0 +1,451 @@
+//! The [`FakeApi`] handle: loads a fixture set, serves it on 127.0.0.1 from a
+//! background thread with its own tokio runtime, and stops on drop.
+//!
+//! Tests are synchronous and run the plugin as a subprocess, so the server
+//! must not need the caller's runtime.
+
+use std::collections::BTreeMap;
+use std::net::{SocketAddr, TcpListener};
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use anyhow::{anyhow, bail, Context, Result};
+use serde_json::{json, Value};
+use tokio::sync::oneshot;
+
+use crate::config::{FakeConfig, Forbid};
+use crate::pods::{PodReactor, PodScript};
+use crate::resources::{self, Registry, ResourceDef};
+use crate::store::{self, normalize, Store};
+
+/// One request the fake received.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Request {
+    /// "GET", "POST", ...
+    pub method: String,
+    /// The path, e.g. `/apis/cluster.x-k8s.io/v1beta1/namespaces/ns-prod/machines`.
+    pub path: String,
+    /// The raw (still percent-encoded) query string, "" if none.
+    pub query: String,
+    /// The body, when there was one.
+    pub body: Option<String>,
+}
+
+impl Request {
+    /// A decoded query parameter (first value).
+    pub fn param(&self, key: &str) -> Option<String> {
+        form_urlencoded::parse(self.query.as_bytes())
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v.into_owned())
+    }
+
+    /// `GET /path?query` as one string, handy in assertion messages.
+    pub fn line(&self) -> String {
+        if self.query.is_empty() {
+            format!("{} {}", self.method, self.path)
+        } else {
+            format!("{} {}?{}", self.method, self.path, self.query)
+        }
+    }
+}
+
+/// State shared by the handlers and the handle.
+pub struct Shared {
+    pub store: Mutex<Store>,
+    pub requests: Mutex<Vec<Request>>,
+    pub user: String,
+    pub forbidden: Mutex<Vec<Forbid>>,
+    pub version: Value,
+    pub aggregated: bool,
+    pub addr: SocketAddr,
+    pub pod_reactor: Mutex<Option<PodReactor>>,
+}
+
+/// Core v1 resources served on every set, objects or not.
+const CORE_KINDS: &[&str] = &["Namespace", "Pod", "Secret", "ConfigMap", "Node", "Event"];
+
+/// `/version` of a vSphere 8 Supervisor (fields overridable in fake.yaml).
+fn version_info(overrides: &BTreeMap<String, String>) -> Value {
+    let mut v = json!({
+        "major": "1",
+        "minor": "30",
+        "gitVersion": "v1.30.5+vmware.wcp.1",
+        "gitCommit": "0000000000000000000000000000000000000000",
+        "gitTreeState": "clean",
+        "buildDate": "2025-03-01T00:00:00Z",
+        "goVersion": "go1.22.8",
+        "compiler": "gc",
+        "platform": "linux/amd64",
+    });
+    for (k, val) in overrides {
+        v[k] = json!(val);
+    }
+    v
+}
+
+fn def_for(reg: &Registry, group: &str, version: &str, kind: &str) -> ResourceDef {
+    if let Some(d) = reg.by_kind(group, kind) {
+        let mut d = d.clone();
+        d.version = version.to_string();
+        return d;
+    }
+    resources::known(group, version, kind)
+        .unwrap_or_else(|| resources::guessed(group, version, kind))
+}
+
+fn build_registry(cfg: &FakeConfig, objects: &[Value]) -> Result<Registry> {
+    let mut reg = Registry::default();
+    for k in CORE_KINDS {
+        reg.add(resources::known("", "v1", k).expect("core kinds are in the table"));
+    }
+    for o in objects {
+        let (g, v) = store::split_api_version(&store::api_version(o));
+        let kind = store::kind(o);
+        if v.is_empty() || kind.is_empty() {
+            bail!("object without apiVersion/kind: {o}");
+        }
+        reg.add(def_for(&reg, &g, &v, &kind));
+    }
+    for r in &cfg.set.resources {
+        let (g, v) = store::split_api_version(&r.api_version);
+        let mut d = def_for(&reg, &g, &v, &r.kind);
+        if let Some(p) = &r.plural {
+            d.plural = p.clone();
+        }
+        if let Some(n) = r.namespaced {
+            d.namespaced = n;
+        }
+        reg.add(d);
+    }
+    let mut preferred = BTreeMap::new();
+    for (g, gc) in &cfg.set.groups {
+        for v in &gc.versions {
+            reg.add_version(g, v);
+        }
+        if let Some(p) = &gc.preferred_version {
+            if !gc.versions.contains(p) && !reg.serves_version(g, p) {
+                bail!("fake.yaml: preferredVersion {p} of group {g} is not among its versions");
+            }
+            preferred.insert(g.clone(), p.clone());
+        }
+    }
+    reg.finish(&preferred);
+    Ok(reg)
+}
+
+/// Creates the fixture objects: namespaces first, then the rest in file order.
+fn populate(store: &mut Store, cfg: &FakeConfig, objects: Vec<Value>) -> Result<()> {
+    let (mut nss, rest): (Vec<Value>, Vec<Value>) = objects
+        .into_iter()
+        .partition(|o| store::kind(o) == "Namespace" && store::api_version(o) == "v1");
+    if cfg.set.auto_namespaces.unwrap_or(true) {
+        let mut names: Vec<String> = ["default", "kube-system", "kube-public", "kube-node-lease"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        names.extend(rest.iter().map(store::namespace).filter(|n| !n.is_empty()));
+        for n in names {
+            if !nss.iter().any(|o| store::name(o) == n) {
+                nss.push(json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": n, "labels": {"kubernetes.io/metadata.name": n}}}));
+            }
+        }
+    }
+    for o in nss.into_iter().chain(rest) {
+        let (g, v) = store::split_api_version(&store::api_version(&o));
+        let def = store
+            .registry
+            .lookup(
+                &g,
+                &v,
+                &def_for(&store.registry, &g, &v, &store::kind(&o)).plural,
+            )
+            .expect("registered above");
+        let id = format!(
+            "{} {}/{}",
+            def.qualified(),
+            store::namespace(&o),
+            store::name(&o)
+        );
+        let obj = normalize(&def, o, true).map_err(|e| anyhow!("fixture {id}: {}", e.message))?;
+        store
+            .create(&def, obj)
+            .map_err(|e| anyhow!("fixture {id}: {}", e.message))?;
+    }
+    Ok(())
+}
+
+/// A running fake Kubernetes API server. Dropping it stops the server.
+pub struct FakeApi {
+    shared: Arc<Shared>,
+    addr: SocketAddr,
+    shutdown: Option<oneshot::Sender<()>>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl FakeApi {
+    /// Serves the fixture set in `dir` (its `*.yaml` files and `fake.yaml`).
+    pub fn start(dir: impl AsRef<Path>) -> Result<FakeApi> {
+        Self::start_with(FakeConfig::from_dir(dir)?)
+    }
+
+    /// Serves a configured set: `FakeConfig::from_dir(p)?.var("WORKLOAD_URL", url)`.
+    pub fn start_with(cfg: FakeConfig) -> Result<FakeApi> {
+        let listen = cfg
+            .listen
+            .unwrap_or_else(|| SocketAddr::from(([127, 0, 0, 1], 0)));
+        if !listen.ip().is_loopback() {
+            bail!("the fake API server listens on loopback only, not {listen}");
+        }
+        let listener = TcpListener::bind(listen).with_context(|| format!("binding {listen}"))?;
+        let addr = listener.local_addr()?;
+        let builtin: BTreeMap<String, String> =
+            [("FAKEAPI_URL".to_string(), format!("http://{addr}"))].into();
+        let objects = cfg.load_objects(&builtin)?;
+        let registry = build_registry(&cfg, &objects)?;
+        let mut store = Store::new(registry);
+        populate(&mut store, &cfg, objects)?;
+        let shared = Arc::new(Shared {
+            store: Mutex::new(store),
+            requests: Mutex::new(Vec::new()),
+            user: cfg.effective_user(),
+            forbidden: Mutex::new(cfg.set.forbidden.clone()),
+            version: version_info(&cfg.set.version),
+            aggregated: cfg.set.aggregated_discovery,
+            addr,
+            pod_reactor: Mutex::new(None),
+        });
+        let (shutdown, thread) = spawn_server(
+            listener,
+            axum::Router::new()
+                .fallback(crate::router::handle)
+                .with_state(shared.clone()),
+        )?;
+        Ok(FakeApi {
+            shared,
+            addr,
+            shutdown: Some(shutdown),
+            thread: Some(thread),
+        })
+    }
+
+    /// `http://127.0.0.1:PORT`
+    pub fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// Writes a kubeconfig whose only context points at this server with a
+    /// dummy bearer token, optionally with a default namespace.
+    pub fn write_kubeconfig(
+        &self,
+        path: &Path,
+        context: &str,
+        namespace: Option<&str>,
+    ) -> Result<()> {
+        write_kubeconfig(path, &self.url(), context, namespace, &self.shared.user)
+    }
+
+    /// Every request so far, in arrival order.
+    pub fn requests(&self) -> Vec<Request> {
+        self.shared.requests.lock().unwrap().clone()
+    }
+
+    /// Forgets the requests so far (e.g. after a setup step).
+    pub fn clear_requests(&self) {
+        self.shared.requests.lock().unwrap().clear();
+    }
+
+    /// Every stored object of a resource, all namespaces, in key order
+    /// (e.g. `objects("cluster.x-k8s.io", "clusters")`; "" is the core group).
+    pub fn objects(&self, group: &str, plural: &str) -> Vec<Value> {
+        let st = self.shared.store.lock().unwrap();
+        let def = st
+            .registry
+            .groups
+            .get(group)
+            .and_then(|g| g.resources.get(plural))
+            .cloned();
+        def.map(|d| st.list(&d, None)).unwrap_or_default()
+    }
+
+    /// Every stored object, sorted by apiVersion, kind, namespace, name.
+    pub fn all_objects(&self) -> Vec<Value> {
+        self.shared.store.lock().unwrap().all()
+    }
+
+    /// One stored object ("" namespace for cluster-scoped kinds).
+    pub fn object(
+        &self,
+        api_version: &str,
+        kind: &str,
+        namespace: &str,
+        name: &str,
+    ) -> Option<Value> {
+        let st = self.shared.store.lock().unwrap();
+        let (g, _) = store::split_api_version(api_version);
+        let def = st.registry.by_kind(&g, kind)?.clone();
+        st.get(&def, namespace, name).cloned()
+    }
+
+    fn resolve(&self, st: &mut Store, api_version: &str, kind: &str) -> ResourceDef {
+        let (g, v) = store::split_api_version(api_version);
+        if st
+            .registry
+            .lookup(&g, &v, &def_for(&st.registry, &g, &v, kind).plural)
+            .is_none()
+        {
+            // Like installing a CRD (or a version of it) at run time.
+            let d = def_for(&st.registry, &g, &v, kind);
+            st.registry.add(d);
+            st.registry.finish(&BTreeMap::new());
+        }
+        def_for(&st.registry, &g, &v, kind)
+    }
+
+    /// Creates an object as the API would (watchers see ADDED).
+    pub fn insert(&self, obj: Value) -> Result<Value> {
+        let mut st = self.shared.store.lock().unwrap();
+        let def = self.resolve(&mut st, &store::api_version(&obj), &store::kind(&obj));
+        let obj = normalize(&def, obj, false).map_err(|e| anyhow!(e.message))?;
+        st.create(&def, obj).map_err(|e| anyhow!(e.message))
+    }
+
+    /// Changes a stored object in place (watchers see MODIFIED).
+    pub fn modify(
+        &self,
+        api_version: &str,
+        kind: &str,
+        namespace: &str,
+        name: &str,
+        f: impl FnOnce(&mut Value),
+    ) -> Result<Value> {
+        let mut st = self.shared.store.lock().unwrap();
+        let def = self.resolve(&mut st, api_version, kind);
+        let mut obj = st
+            .get(&def, namespace, name)
+            .cloned()
+            .ok_or_else(|| anyhow!("{} {namespace}/{name} not found", def.qualified()))?;
+        f(&mut obj);
+        obj["metadata"]["resourceVersion"] = json!("");
+        st.update(&def, obj).map_err(|e| anyhow!(e.message))
+    }
+
+    /// Deletes an object (watchers see DELETED).
+    pub fn delete(
+        &self,
+        api_version: &str,
+        kind: &str,
+        namespace: &str,
+        name: &str,
+    ) -> Result<Value> {
+        let mut st = self.shared.store.lock().unwrap();
+        let def = self.resolve(&mut st, api_version, kind);
+        st.delete(&def, namespace, name)
+            .map_err(|e| anyhow!(e.message))
+    }
+
+    /// Sets the text served at `pods/{name}/log`.
+    pub fn set_pod_log(&self, namespace: &str, name: &str, log: impl Into<String>) {
+        self.shared
+            .store
+            .lock()
+            .unwrap()
+            .pod_logs
+            .insert((namespace.to_string(), name.to_string()), log.into());
+    }
+
+    /// Makes Pods created through the API run as the reactor says (see [`PodScript`]).
+    pub fn on_pod_created(
+        &self,
+        reactor: impl Fn(&Value) -> Option<PodScript> + Send + Sync + 'static,
+    ) {
+        *self.shared.pod_reactor.lock().unwrap() = Some(Arc::new(reactor));
+    }
+
+    /// Adds a 403 rule while running.
+    pub fn forbid(&self, rule: Forbid) {
+        self.shared.forbidden.lock().unwrap().push(rule);
+    }
+
+    /// The current (latest) resourceVersion.
+    pub fn resource_version(&self) -> u64 {
+        self.shared.store.lock().unwrap().resource_version()
+    }
+}
+
+impl Drop for FakeApi {
+    fn drop(&mut self) {
+        if let Some(tx) = self.shutdown.take() {
+            let _ = tx.send(());
+        }
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// Runs `app` on `listener` in a new thread with its own runtime until the
+/// returned sender fires (or is dropped).
+pub(crate) fn spawn_server(
+    listener: TcpListener,
+    app: axum::Router,
+) -> Result<(oneshot::Sender<()>, JoinHandle<()>)> {
+    listener.set_nonblocking(true)?;
+    let (tx, rx) = oneshot::channel::<()>();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .thread_name("fakeapi")
+        .enable_all()
+        .build()?;
+    let thread = std::thread::Builder::new()
+        .name("fakeapi-server".into())
+        .spawn(move || {
+            rt.block_on(async move {
+                let Ok(listener) = tokio::net::TcpListener::from_std(listener) else {
+                    return;
+                };
+                tokio::select! {
+                    _ = axum::serve(listener, app) => {}
+                    _ = rx => {}
+                }
+            });
+            // Open watches would keep a graceful shutdown waiting: cut them off.
+            rt.shutdown_timeout(Duration::from_millis(200));
+        })?;
+    Ok((tx, thread))
+}
+
+/// A kubeconfig for `server` with a dummy token.
+pub fn write_kubeconfig(
+    path: &Path,
+    server: &str,
+    context: &str,
+    namespace: Option<&str>,
+    user: &str,
+) -> Result<()> {
+    let host = server
+        .trim_start_matches("http://")
+        .trim_start_matches("https://");
+    let cluster = host.to_string();
+    let user_entry = format!("wcp:{host}:{user}");
+    let mut ctx = json!({"cluster": cluster, "user": user_entry});
+    if let Some(ns) = namespace {
+        ctx["namespace"] = json!(ns);
+    }
+    let kc = json!({
+        "apiVersion": "v1",
+        "kind": "Config",
+        "preferences": {},
+        "clusters": [{"name": cluster, "cluster": {"server": server}}],
+        "users": [{"name": user_entry, "user": {"token": "FAKE-SUPERVISOR-TOKEN-DO-NOT-PRINT"}}],
+        "contexts": [{"name": context, "context": ctx}],
+        "current-context": context,
+    });
+    std::fs::write(path, serde_yaml_ng::to_string(&kc)?)
+        .with_context(|| format!("writing {}", path.display()))
+}

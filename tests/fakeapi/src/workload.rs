@@ -1,0 +1,301 @@
+//! Stand-ins for a workload cluster's API endpoint, in the states the plugin
+//! must tell apart: answering, answering with an error (etcd without quorum
+//! makes kube-apiserver fail /readyz), never answering (a firewall dropping
+//! packets), and refusing connections (nothing listening, or a firewall
+//! rejecting).
+
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::http::{header, StatusCode, Uri};
+use axum::response::{IntoResponse, Response};
+use serde_json::json;
+use tokio::sync::oneshot;
+
+use crate::config::FakeConfig;
+use crate::server::{spawn_server, FakeApi, Request};
+use crate::status::ApiError;
+
+/// A fake workload-cluster API endpoint; stops on drop.
+pub struct Workload {
+    url: String,
+    inner: Inner,
+}
+
+enum Inner {
+    Api(Box<FakeApi>),
+    Failing {
+        requests: Arc<Mutex<Vec<Request>>>,
+        shutdown: Option<oneshot::Sender<()>>,
+        thread: Option<JoinHandle<()>>,
+    },
+    BlackHole {
+        stop: Arc<AtomicBool>,
+        accepted: Arc<AtomicUsize>,
+        thread: Option<JoinHandle<()>>,
+    },
+    /// Bound but never listening: the kernel answers a SYN with RST, and the
+    /// port stays reserved so no other process can take it meanwhile.
+    Refused(#[allow(dead_code)] socket2::Socket),
+}
+
+/// `/version` of a TKG workload cluster.
+fn workload_version() -> std::collections::BTreeMap<String, String> {
+    [
+        ("gitVersion", "v1.30.1+vmware.1-fips"),
+        ("minor", "30"),
+        ("goVersion", "go1.22.2"),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v.to_string()))
+    .collect()
+}
+
+#[derive(Clone)]
+struct FailState {
+    code: u16,
+    etcd: bool,
+    requests: Arc<Mutex<Vec<Request>>>,
+}
+
+async fn failing(
+    State(st): State<FailState>,
+    method: axum::http::Method,
+    uri: Uri,
+    body: Bytes,
+) -> Response {
+    st.requests.lock().unwrap().push(Request {
+        method: method.to_string(),
+        path: uri.path().to_string(),
+        query: uri.query().unwrap_or("").to_string(),
+        body: (!body.is_empty()).then(|| String::from_utf8_lossy(&body).into_owned()),
+    });
+    let code = StatusCode::from_u16(st.code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    let path = uri.path().trim_end_matches('/');
+    let text = |body: String| {
+        (
+            code,
+            [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
+            body,
+        )
+            .into_response()
+    };
+    match path {
+        // /version does not touch etcd: it answers even without quorum.
+        "/version" if st.etcd => {
+            let mut v = json!({"major": "1", "compiler": "gc", "platform": "linux/amd64", "gitTreeState": "clean"});
+            for (k, val) in workload_version() {
+                v[k] = json!(val);
+            }
+            (
+                StatusCode::OK,
+                [(header::CONTENT_TYPE, "application/json")],
+                v.to_string(),
+            )
+                .into_response()
+        }
+        "/readyz" | "/livez" | "/healthz" if st.etcd => {
+            let check = &path[1..];
+            text(format!(
+                "[+]ping ok\n[+]log ok\n[-]etcd failed: reason withheld\n[+]poststarthook/start-apiserver-admission-initializer ok\n{check} check failed\n"
+            ))
+        }
+        "/readyz" | "/livez" | "/healthz" => text(format!(
+            "{} {}\n",
+            st.code,
+            code.canonical_reason().unwrap_or("")
+        )),
+        _ if st.etcd => ApiError {
+            code: st.code,
+            reason: "InternalError",
+            message: "etcdserver: request timed out".into(),
+            details: None,
+        }
+        .into_response(),
+        _ => ApiError {
+            code: st.code,
+            reason: if st.code == 503 {
+                "ServiceUnavailable"
+            } else {
+                "InternalError"
+            },
+            message: code.canonical_reason().unwrap_or("error").to_string(),
+            details: None,
+        }
+        .into_response(),
+    }
+}
+
+fn loopback_listener() -> TcpListener {
+    TcpListener::bind(SocketAddr::from(([127, 0, 0, 1], 0))).expect("binding 127.0.0.1:0")
+}
+
+impl Workload {
+    /// A healthy API: /readyz, /livez, /healthz answer "ok", /version and
+    /// discovery answer like a real server (core v1, no objects).
+    pub fn ok() -> Workload {
+        Self::serving(FakeConfig::empty()).expect("starting the workload fake")
+    }
+
+    /// A healthy API serving a fixture set (e.g. tests/fixtures/workload/...).
+    pub fn serving(mut cfg: FakeConfig) -> anyhow::Result<Workload> {
+        for (k, v) in workload_version() {
+            cfg.set.version.entry(k).or_insert(v);
+        }
+        if cfg.user.is_none() && cfg.set.user.is_none() {
+            cfg.user = Some("kubernetes-admin".into());
+        }
+        let api = FakeApi::start_with(cfg)?;
+        Ok(Workload {
+            url: api.url(),
+            inner: Inner::Api(Box::new(api)),
+        })
+    }
+
+    /// Every request answered with `code` (health endpoints in plain text,
+    /// the rest as a Status).
+    pub fn status(code: u16) -> Workload {
+        Self::failing(code, false)
+    }
+
+    /// kube-apiserver whose etcd has no quorum: /readyz, /livez and /healthz
+    /// fail with 500 and `[-]etcd failed: reason withheld`, /version still
+    /// answers, API calls fail with `etcdserver: request timed out`.
+    pub fn etcd_unhealthy() -> Workload {
+        Self::failing(500, true)
+    }
+
+    fn failing(code: u16, etcd: bool) -> Workload {
+        let listener = loopback_listener();
+        let url = format!("http://{}", listener.local_addr().expect("local addr"));
+        let requests = Arc::new(Mutex::new(Vec::new()));
+        let st = FailState {
+            code,
+            etcd,
+            requests: requests.clone(),
+        };
+        let app = axum::Router::new().fallback(failing).with_state(st);
+        let (tx, thread) = spawn_server(listener, app).expect("starting the workload fake");
+        Workload {
+            url,
+            inner: Inner::Failing {
+                requests,
+                shutdown: Some(tx),
+                thread: Some(thread),
+            },
+        }
+    }
+
+    /// A port that accepts TCP connections and never sends a byte: clients
+    /// hang until their own timeout, as behind a firewall that drops replies.
+    pub fn black_hole() -> Workload {
+        let listener = loopback_listener();
+        let url = format!("http://{}", listener.local_addr().expect("local addr"));
+        listener
+            .set_nonblocking(true)
+            .expect("nonblocking listener");
+        let stop = Arc::new(AtomicBool::new(false));
+        let accepted = Arc::new(AtomicUsize::new(0));
+        let (s, a) = (stop.clone(), accepted.clone());
+        let thread = std::thread::Builder::new()
+            .name("fakeapi-black-hole".into())
+            .spawn(move || {
+                // Held open, never read or written, closed on drop.
+                let mut held: Vec<TcpStream> = Vec::new();
+                while !s.load(Ordering::Relaxed) {
+                    match listener.accept() {
+                        Ok((stream, _)) => {
+                            a.fetch_add(1, Ordering::Relaxed);
+                            held.push(stream);
+                        }
+                        Err(_) => std::thread::sleep(Duration::from_millis(10)),
+                    }
+                }
+            })
+            .expect("spawning the black hole");
+        Workload {
+            url,
+            inner: Inner::BlackHole {
+                stop,
+                accepted,
+                thread: Some(thread),
+            },
+        }
+    }
+
+    /// An address on 127.0.0.1 where nothing listens: connecting is refused at once.
+    pub fn refused() -> Workload {
+        use socket2::{Domain, Socket, Type};
+        let sock = Socket::new(Domain::IPV4, Type::STREAM, None).expect("socket");
+        sock.bind(&SocketAddr::from(([127, 0, 0, 1], 0)).into())
+            .expect("bind 127.0.0.1:0");
+        let addr = sock
+            .local_addr()
+            .expect("local addr")
+            .as_socket()
+            .expect("inet address");
+        Workload {
+            url: format!("http://{addr}"),
+            inner: Inner::Refused(sock),
+        }
+    }
+
+    /// `http://127.0.0.1:PORT`
+    pub fn url(&self) -> String {
+        self.url.clone()
+    }
+
+    /// Requests received (none for black-hole and refused endpoints).
+    pub fn requests(&self) -> Vec<Request> {
+        match &self.inner {
+            Inner::Api(api) => api.requests(),
+            Inner::Failing { requests, .. } => requests.lock().unwrap().clone(),
+            _ => Vec::new(),
+        }
+    }
+
+    /// TCP connections accepted so far (black hole only; 0 otherwise).
+    pub fn connections(&self) -> usize {
+        match &self.inner {
+            Inner::BlackHole { accepted, .. } => accepted.load(Ordering::Relaxed),
+            _ => 0,
+        }
+    }
+
+    /// The underlying API server of [`Workload::ok`]/[`Workload::serving`].
+    pub fn api(&self) -> Option<&FakeApi> {
+        match &self.inner {
+            Inner::Api(api) => Some(api),
+            _ => None,
+        }
+    }
+}
+
+impl Drop for Workload {
+    fn drop(&mut self) {
+        match &mut self.inner {
+            Inner::Failing {
+                shutdown, thread, ..
+            } => {
+                if let Some(tx) = shutdown.take() {
+                    let _ = tx.send(());
+                }
+                if let Some(t) = thread.take() {
+                    let _ = t.join();
+                }
+            }
+            Inner::BlackHole { stop, thread, .. } => {
+                stop.store(true, Ordering::Relaxed);
+                if let Some(t) = thread.take() {
+                    let _ = t.join();
+                }
+            }
+            Inner::Api(_) | Inner::Refused(_) => {}
+        }
+    }
+}
