@@ -10,9 +10,9 @@ use etcdnet::error::{EXIT_INCOMPLETE, EXIT_OK};
 fn init_tracing(verbose: u8) {
     // -v: our info; -vv: our debug; -vvv: also kube's debug. Logs go to stderr only.
     let filter = match verbose {
-        0 => "warn",
-        1 => "warn,etcdnet=info,kubectl_etcdnet=info",
-        2 => "warn,etcdnet=debug,kubectl_etcdnet=debug",
+        0 => "off,etcdnet=warn",
+        1 => "off,etcdnet=info",
+        2 => "off,etcdnet=debug",
         _ => "info,etcdnet=trace,kube=debug",
     };
     tracing_subscriber::fmt()

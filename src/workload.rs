@@ -85,9 +85,11 @@ pub async fn check(
     let secrets: Api<Secret> = Api::namespaced(client.clone(), namespace);
     let secret = match secrets.get_opt(&name).await {
         Ok(Some(s)) => s,
-        Ok(None) => return WorkloadApi::unknown(format!(
+        Ok(None) => {
+            return WorkloadApi::unknown(format!(
             "secret {name:?} not found in namespace {namespace:?}: cannot check the workload API"
-        )),
+        ))
+        }
         Err(kube::Error::Api(s)) => {
             return WorkloadApi::unknown(format!(
                 "cannot read secret {name:?}: {} ({})",

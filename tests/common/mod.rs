@@ -1,0 +1,145 @@
+//! Shared by the integration tests: a fake Supervisor (and workload API) on loopback, a real
+//! kubeconfig pointing at it, and helpers that run the built plugin, directly or through the real
+//! `kubectl` with the plugin on PATH.
+#![allow(dead_code)] // each test binary uses a different part of this module
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+pub use etcdnet_fakeapi::{FakeApi, FakeConfig, Workload};
+
+pub const PLUGIN: &str = env!("CARGO_BIN_EXE_kubectl-etcdnet");
+pub const KUBECTL: &str = "/usr/bin/kubectl";
+
+/// Secret material planted in the fixtures: it must never appear in any output.
+pub const SECRET_MARKERS: &[&str] = &["FAKE-WORKLOAD-TOKEN-DO-NOT-PRINT", "FAKEKEYMATERIAL"];
+
+pub fn fixture(set: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/supervisor")
+        .join(set)
+}
+
+/// One test's world: a fake Supervisor serving a fixture set, the workload API fake its
+/// kubeconfig secret points at, and a kubeconfig file for the plugin.
+pub struct Env {
+    pub supervisor: FakeApi,
+    pub workload: Option<Workload>,
+    pub dir: tempfile::TempDir,
+    pub kubeconfig: PathBuf,
+}
+
+pub const CONTEXT: &str = "supervisor";
+
+impl Env {
+    /// `workload`: the fake the `<cluster>-kubeconfig` secret points at (`{{WORKLOAD_URL}}`).
+    pub fn new(set: &str, workload: Workload) -> Env {
+        let url = workload.url();
+        Env::with_url(set, Some(workload), &url)
+    }
+
+    /// A world whose workload URL is given verbatim (e.g. https:// on a plain http fake).
+    pub fn with_url(set: &str, workload: Option<Workload>, workload_url: &str) -> Env {
+        let cfg = FakeConfig::from_dir(fixture(set))
+            .expect("fixture set loads")
+            .var("WORKLOAD_URL", workload_url);
+        let supervisor = FakeApi::start_with(cfg).expect("fake supervisor starts");
+        let dir = tempfile::tempdir().unwrap();
+        let kubeconfig = dir.path().join("kubeconfig");
+        supervisor
+            .write_kubeconfig(&kubeconfig, CONTEXT, None)
+            .unwrap();
+        Env {
+            supervisor,
+            workload,
+            dir,
+            kubeconfig,
+        }
+    }
+
+    /// Runs the plugin binary directly with `--kubeconfig` added.
+    pub fn plugin(&self, args: &[&str]) -> Run {
+        let mut cmd = Command::new(PLUGIN);
+        cmd.args(args).arg("--kubeconfig").arg(&self.kubeconfig);
+        self.isolate(&mut cmd);
+        Run::from(cmd.output().expect("plugin runs"))
+    }
+
+    /// Runs `kubectl etcdnet ...` through the real kubectl, with the plugin on PATH and the
+    /// kubeconfig given through KUBECONFIG (as users have it).
+    pub fn kubectl(&self, args: &[&str]) -> Run {
+        let bin_dir = Path::new(PLUGIN).parent().unwrap();
+        let path = format!(
+            "{}:{}",
+            bin_dir.display(),
+            std::env::var("PATH").unwrap_or_default()
+        );
+        let mut cmd = Command::new(KUBECTL);
+        cmd.arg("etcdnet").args(args);
+        self.isolate(&mut cmd);
+        cmd.env("PATH", path).env("KUBECONFIG", &self.kubeconfig);
+        Run::from(cmd.output().expect("kubectl runs"))
+    }
+
+    /// No user config leaks in: a private HOME, no colours.
+    fn isolate(&self, cmd: &mut Command) {
+        cmd.env("HOME", self.dir.path())
+            .env_remove("KUBECONFIG")
+            .env("NO_COLOR", "1");
+    }
+}
+
+/// What a run printed and how it exited.
+pub struct Run {
+    pub code: i32,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl From<Output> for Run {
+    fn from(o: Output) -> Run {
+        Run {
+            code: o.status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&o.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
+        }
+    }
+}
+
+impl Run {
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::from_str(&self.stdout).unwrap_or_else(|e| {
+            panic!(
+                "stdout is not JSON ({e}):\n{}\nstderr:\n{}",
+                self.stdout, self.stderr
+            )
+        })
+    }
+
+    pub fn expect_code(&self, code: i32) -> &Run {
+        assert_eq!(
+            self.code, code,
+            "exit code\n--- stdout\n{}\n--- stderr\n{}",
+            self.stdout, self.stderr
+        );
+        self
+    }
+
+    /// Errors are one line: `error: ...` and nothing else on stderr.
+    pub fn one_line_error(&self) -> &str {
+        let lines: Vec<&str> = self
+            .stderr
+            .lines()
+            .filter(|l| !l.trim().is_empty())
+            .collect();
+        assert_eq!(
+            lines.len(),
+            1,
+            "one error line expected, got:\n{}",
+            self.stderr
+        );
+        assert!(lines[0].starts_with("error: "), "{}", lines[0]);
+        assert!(!self.stderr.contains("panicked"), "{}", self.stderr);
+        lines[0]
+    }
+}

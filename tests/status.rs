@@ -1,0 +1,503 @@
+//! `kubectl etcdnet status` against the fake Supervisor, over HTTP, with a real kubeconfig.
+//! One test per fixture set and per error case; the kubectl-dispatch tests run the real kubectl.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::*;
+use serde_json::Value;
+
+fn status_json(env: &Env, cluster: &str, ns: &str) -> (Run, Value) {
+    let run = env.plugin(&["status", cluster, "-n", ns, "-o", "json"]);
+    let json = run.json();
+    (run, json)
+}
+
+fn node_ips(report: &Value) -> Vec<String> {
+    report["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n["vm"]["ip"].as_str().unwrap_or("<none>").to_string())
+        .collect()
+}
+
+fn finding_codes(report: &Value) -> Vec<String> {
+    report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["code"].as_str().unwrap().to_string())
+        .collect()
+}
+
+#[test]
+fn healthy_cluster_table_json_yaml() {
+    let env = Env::new("healthy-v1alpha3", Workload::ok());
+
+    let (run, report) = status_json(&env, "tkc-prod", "ns-prod");
+    run.expect_code(0);
+    assert_eq!(report["apiVersion"], "etcdnet.kubectl.io/v1alpha1");
+    assert_eq!(report["kind"], "StatusReport");
+    assert_eq!(
+        report["apis"]["virtualMachine"],
+        "vmoperator.vmware.com/v1alpha3"
+    );
+    assert_eq!(report["apis"]["vmLabels"], "capv");
+    assert_eq!(
+        node_ips(&report),
+        ["198.18.0.11", "198.18.0.12", "198.18.0.13"]
+    );
+    assert_eq!(report["controlPlane"]["desired"], 3);
+    assert_eq!(report["controlPlane"]["machines"], 3);
+    assert_eq!(report["workloadApi"]["state"], "Reachable");
+    assert_eq!(report["workloadApi"]["httpStatus"], 200);
+    assert_eq!(report["result"]["exitCode"], 0);
+    assert!(finding_codes(&report).is_empty());
+    for n in report["nodes"].as_array().unwrap() {
+        assert_eq!(n["vm"]["power"], "PoweredOn");
+        assert_eq!(n["machine"]["phase"], "Running");
+    }
+
+    let table = env.plugin(&["status", "tkc-prod", "-n", "ns-prod"]);
+    table.expect_code(0);
+    assert!(table.stdout.contains("NODE"), "{}", table.stdout);
+    for ip in ["198.18.0.11", "198.18.0.12", "198.18.0.13"] {
+        assert!(table.stdout.contains(ip), "{ip} missing:\n{}", table.stdout);
+    }
+    assert!(table.stdout.contains("3/3 machines"), "{}", table.stdout);
+    assert!(
+        table.stdout.contains("No problems found."),
+        "{}",
+        table.stdout
+    );
+
+    let yaml = env.plugin(&["status", "tkc-prod", "-n", "ns-prod", "-o", "yaml"]);
+    yaml.expect_code(0);
+    let mut from_yaml: Value = serde_yaml_ng::from_str(&yaml.stdout).unwrap();
+    // Timings differ between two runs; everything else is the same report.
+    let mut report = report;
+    from_yaml["workloadApi"]["elapsedMs"] = Value::Null;
+    report["workloadApi"]["elapsedMs"] = Value::Null;
+    assert_eq!(from_yaml, report, "yaml and json carry the same report");
+
+    let wide = env.plugin(&["status", "tkc-prod", "-n", "ns-prod", "-o", "wide"]);
+    wide.expect_code(0);
+    assert!(wide.stdout.contains("CLASS"), "{}", wide.stdout);
+    assert!(
+        wide.stdout.contains("vmoperator.vmware.com/v1alpha3"),
+        "{}",
+        wide.stdout
+    );
+}
+
+#[test]
+fn workers_are_not_control_plane() {
+    let env = Env::new("healthy-v1alpha3", Workload::ok());
+    let (_, report) = status_json(&env, "tkc-prod", "ns-prod");
+    for n in report["nodes"].as_array().unwrap() {
+        let name = n["name"].as_str().unwrap();
+        assert!(
+            !name.contains("worker") && !name.contains("md-"),
+            "worker listed: {name}"
+        );
+    }
+    assert_eq!(report["nodes"].as_array().unwrap().len(), 3);
+}
+
+#[test]
+fn old_supervisor_v1alpha1_with_capw_labels() {
+    let env = Env::new("v1alpha1-capw", Workload::ok());
+    let ns = namespace_of(&env);
+    let cluster = cluster_of(&env);
+    let (run, report) = status_json(&env, &cluster, &ns);
+    run.expect_code(0);
+    assert_eq!(
+        report["apis"]["virtualMachine"],
+        "vmoperator.vmware.com/v1alpha1"
+    );
+    assert_eq!(report["apis"]["vmLabels"], "capw");
+    let ips = node_ips(&report);
+    assert_eq!(ips.len(), 3);
+    assert!(ips.iter().all(|ip| ip.starts_with("198.1")), "{ips:?}");
+    for n in report["nodes"].as_array().unwrap() {
+        assert_eq!(n["vm"]["power"], "PoweredOn", "poweredOn is normalised");
+    }
+}
+
+#[test]
+fn v1alpha2_primary_ip4() {
+    let env = Env::new("v1alpha2", Workload::ok());
+    let (ns, cluster) = (namespace_of(&env), cluster_of(&env));
+    let (run, report) = status_json(&env, &cluster, &ns);
+    run.expect_code(0);
+    assert_eq!(
+        report["apis"]["virtualMachine"],
+        "vmoperator.vmware.com/v1alpha2"
+    );
+    assert_eq!(node_ips(&report).len(), 3);
+    assert!(node_ips(&report).iter().all(|ip| ip != "<none>"));
+}
+
+#[test]
+fn capi_v1beta2_and_vm_v1alpha5() {
+    let env = Env::new("kcp-v1beta2", Workload::ok());
+    let (ns, cluster) = (namespace_of(&env), cluster_of(&env));
+    let (_, report) = status_json(&env, &cluster, &ns);
+    assert_eq!(report["apis"]["cluster"], "cluster.x-k8s.io/v1beta2");
+    assert_eq!(
+        report["apis"]["virtualMachine"],
+        "vmoperator.vmware.com/v1alpha5"
+    );
+    assert_eq!(
+        report["controlPlane"]["kcp"]["apiVersion"],
+        "controlplane.cluster.x-k8s.io/v1beta2"
+    );
+    assert_eq!(report["controlPlane"]["desired"], 3);
+    assert!(report["controlPlane"]["kcp"]["ready"].is_i64());
+    assert!(report["controlPlane"]["kcp"]["available"].is_i64());
+    let ips = node_ips(&report);
+    assert!(
+        ips.iter().any(|ip| ip.contains(':')),
+        "one VM has only an IPv6 address: {ips:?}"
+    );
+}
+
+#[test]
+fn missing_control_plane_machine() {
+    let env = Env::new("missing-machine", Workload::black_hole());
+    let (ns, cluster) = (namespace_of(&env), cluster_of(&env));
+    let run = env.plugin(&[
+        "status",
+        &cluster,
+        "-n",
+        &ns,
+        "-o",
+        "json",
+        "--api-timeout",
+        "1s",
+    ]);
+    run.expect_code(1);
+    let report = run.json();
+    assert_eq!(report["controlPlane"]["desired"], 3);
+    assert_eq!(report["controlPlane"]["machines"], 2);
+    let codes = finding_codes(&report);
+    assert_eq!(codes[0], "ControlPlaneMachinesMissing", "{codes:?}");
+
+    let table = env.plugin(&["status", &cluster, "-n", &ns, "--api-timeout", "1s"]);
+    table.expect_code(1);
+    assert!(table.stdout.contains("2/3 machines"), "{}", table.stdout);
+    assert!(
+        table
+            .stdout
+            .contains("1 of 3 control-plane Machines missing"),
+        "{}",
+        table.stdout
+    );
+}
+
+#[test]
+fn vm_without_ip_is_shown_not_dropped() {
+    let env = Env::new("vm-no-ip", Workload::ok());
+    let (ns, cluster) = (namespace_of(&env), cluster_of(&env));
+    let (run, report) = status_json(&env, &cluster, &ns);
+    run.expect_code(1);
+    assert_eq!(report["nodes"].as_array().unwrap().len(), 3);
+    assert_eq!(
+        node_ips(&report)
+            .iter()
+            .filter(|ip| *ip == "<none>")
+            .count(),
+        1
+    );
+    assert!(finding_codes(&report).contains(&"VirtualMachineNoIP".to_string()));
+    let table = env.plugin(&["status", &cluster, "-n", &ns]);
+    assert!(table.stdout.contains("<pending>"), "{}", table.stdout);
+}
+
+#[test]
+fn powered_off_vm() {
+    let env = Env::new("vm-powered-off", Workload::ok());
+    let (ns, cluster) = (namespace_of(&env), cluster_of(&env));
+    let (run, report) = status_json(&env, &cluster, &ns);
+    run.expect_code(1);
+    let off: Vec<_> = report["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|n| n["vm"]["power"] == "PoweredOff")
+        .collect();
+    assert_eq!(off.len(), 1);
+    assert!(finding_codes(&report).contains(&"VirtualMachineNotPoweredOn".to_string()));
+}
+
+#[test]
+fn two_clusters_in_one_namespace() {
+    let env = Env::new("two-clusters", Workload::ok());
+    let (_, a) = status_json(&env, "tkc-a", "ns-shared");
+    let (_, b) = status_json(&env, "tkc-b", "ns-shared");
+    let (ips_a, ips_b) = (node_ips(&a), node_ips(&b));
+    assert_eq!(ips_a.len(), 3);
+    assert_eq!(ips_b.len(), 3);
+    assert!(
+        ips_a.iter().all(|ip| !ips_b.contains(ip)),
+        "{ips_a:?} vs {ips_b:?}"
+    );
+
+    let unknown = env.plugin(&["status", "tkc-c", "-n", "ns-shared"]);
+    unknown.expect_code(2);
+    let line = unknown.one_line_error();
+    assert!(line.contains("\"tkc-c\" not found"), "{line}");
+    assert!(
+        line.contains("tkc-a, tkc-b"),
+        "lists the clusters that exist: {line}"
+    );
+}
+
+#[test]
+fn not_a_supervisor() {
+    let env = Env::with_url("not-supervisor", None, "http://127.0.0.1:9");
+    let run = env.plugin(&["status", "tkc-prod", "-n", "default"]);
+    run.expect_code(2);
+    let line = run.one_line_error();
+    assert!(line.contains(&format!("context {CONTEXT:?}")), "{line}");
+    assert!(line.contains("Supervisor"), "{line}");
+}
+
+#[test]
+fn forbidden_list_is_exit_3_with_the_servers_words() {
+    let env = Env::new("forbidden", Workload::ok());
+    let (ns, cluster) = (namespace_of(&env), cluster_of(&env));
+    let run = env.plugin(&["status", &cluster, "-n", &ns]);
+    run.expect_code(3);
+    let line = run.one_line_error();
+    assert!(line.contains("forbidden"), "{line}");
+    assert!(line.contains("cannot list resource \"machines\""), "{line}");
+    assert!(
+        line.contains("RBAC"),
+        "points to the documented Role: {line}"
+    );
+}
+
+#[test]
+fn invalid_names_are_rejected_before_any_request() {
+    let env = Env::new("healthy-v1alpha3", Workload::ok());
+    for args in [
+        &["status", "TKC_Prod", "-n", "ns-prod"][..],
+        &["status", "tkc-prod", "-n", "ns_prod"][..],
+        &["status", "-tkc", "-n", "ns-prod"][..],
+        &[
+            "status",
+            "tkc-prod",
+            "-n",
+            "ns-prod",
+            "--api-timeout",
+            "soon",
+        ][..],
+        &["status", "tkc-prod", "-n", "ns-prod", "-o", "xml"][..],
+    ] {
+        let run = env.plugin(args);
+        run.expect_code(2);
+        assert!(
+            run.stderr.starts_with("error: "),
+            "{args:?}: {}",
+            run.stderr
+        );
+        assert!(!run.stderr.contains("panicked"));
+    }
+    assert!(
+        env.supervisor.requests().is_empty(),
+        "no request may be made for invalid input: {:?}",
+        env.supervisor.requests()
+    );
+}
+
+#[test]
+fn workload_api_black_hole_times_out_within_the_bound() {
+    let env = Env::new("healthy-v1alpha3", Workload::black_hole());
+    let started = Instant::now();
+    let run = env.plugin(&[
+        "status",
+        "tkc-prod",
+        "-n",
+        "ns-prod",
+        "-o",
+        "json",
+        "--api-timeout",
+        "1s",
+    ]);
+    let took = started.elapsed();
+    run.expect_code(1);
+    let report = run.json();
+    assert_eq!(report["workloadApi"]["state"], "Timeout");
+    assert!(finding_codes(&report).contains(&"WorkloadAPIUnreachable".to_string()));
+    assert!(took < Duration::from_secs(8), "took {took:?}");
+}
+
+#[test]
+fn workload_api_refused() {
+    let env = Env::new("healthy-v1alpha3", Workload::refused());
+    let (run, report) = status_json(&env, "tkc-prod", "ns-prod");
+    run.expect_code(1);
+    assert_eq!(report["workloadApi"]["state"], "Refused");
+}
+
+#[test]
+fn workload_api_tls_error() {
+    // The kubeconfig says https, the server speaks plain http: the handshake fails.
+    let workload = Workload::ok();
+    let url = workload.url().replace("http://", "https://");
+    let env = Env::with_url("healthy-v1alpha3", Some(workload), &url);
+    let (run, report) = status_json(&env, "tkc-prod", "ns-prod");
+    run.expect_code(1);
+    assert_eq!(report["workloadApi"]["state"], "TlsError", "{report:#}");
+}
+
+#[test]
+fn workload_api_not_ready() {
+    let env = Env::new("healthy-v1alpha3", Workload::status(500));
+    let (run, report) = status_json(&env, "tkc-prod", "ns-prod");
+    run.expect_code(1);
+    assert_eq!(report["workloadApi"]["state"], "HttpError");
+    assert_eq!(report["workloadApi"]["httpStatus"], 500);
+    assert!(finding_codes(&report).contains(&"WorkloadAPINotReady".to_string()));
+}
+
+#[test]
+fn secret_material_never_printed() {
+    let env = Env::new("healthy-v1alpha3", Workload::ok());
+    for args in [
+        &["status", "tkc-prod", "-n", "ns-prod", "-vvv"][..],
+        &["status", "tkc-prod", "-n", "ns-prod", "-o", "json", "-vvv"][..],
+        &["status", "tkc-prod", "-n", "ns-prod", "-o", "yaml", "-vvv"][..],
+        &["status", "tkc-prod", "-n", "ns-prod", "-o", "wide", "-vvv"][..],
+    ] {
+        let run = env.plugin(args);
+        for marker in SECRET_MARKERS {
+            assert!(
+                !run.stdout.contains(marker),
+                "{marker} in stdout of {args:?}"
+            );
+            assert!(
+                !run.stderr.contains(marker),
+                "{marker} in stderr of {args:?}"
+            );
+        }
+    }
+}
+
+#[test]
+fn namespace_defaults_to_the_contexts() {
+    let env = Env::new("healthy-v1alpha3", Workload::ok());
+    env.supervisor
+        .write_kubeconfig(&env.kubeconfig, CONTEXT, Some("ns-prod"))
+        .unwrap();
+    let run = env.plugin(&["status", "tkc-prod", "-o", "json"]);
+    run.expect_code(0);
+    assert_eq!(run.json()["namespace"], "ns-prod");
+}
+
+#[test]
+fn unknown_context_is_a_config_error() {
+    let env = Env::new("healthy-v1alpha3", Workload::ok());
+    let run = env.plugin(&["status", "tkc-prod", "-n", "ns-prod", "--context", "nope"]);
+    run.expect_code(2);
+    let line = run.one_line_error();
+    assert!(line.contains("\"nope\" not found"), "{line}");
+    assert!(line.contains(CONTEXT), "lists the contexts: {line}");
+}
+
+#[test]
+fn unreachable_supervisor_is_exit_3() {
+    let env = Env::new("healthy-v1alpha3", Workload::ok());
+    let dead = Workload::refused();
+    let text = std::fs::read_to_string(&env.kubeconfig).unwrap();
+    std::fs::write(
+        &env.kubeconfig,
+        text.replace(&env.supervisor.url(), &dead.url()),
+    )
+    .unwrap();
+    let run = env.plugin(&["status", "tkc-prod", "-n", "ns-prod"]);
+    run.expect_code(3);
+    let line = run.one_line_error();
+    assert!(
+        line.contains(&dead.url()) || line.contains("refused"),
+        "{line}"
+    );
+}
+
+#[test]
+fn missing_kubeconfig_file_is_exit_2() {
+    let env = Env::new("healthy-v1alpha3", Workload::ok());
+    let mut cmd = std::process::Command::new(PLUGIN);
+    cmd.args(["status", "tkc-prod", "-n", "ns-prod", "--kubeconfig"])
+        .arg(env.dir.path().join("absent"))
+        .env("HOME", env.dir.path());
+    let run = Run::from(cmd.output().unwrap());
+    run.expect_code(2);
+    assert!(run.one_line_error().contains("absent"));
+}
+
+#[test]
+fn through_the_real_kubectl() {
+    if !std::path::Path::new(KUBECTL).exists() {
+        eprintln!("SKIPPED: {KUBECTL} not installed; this test needs the real kubectl");
+        return;
+    }
+    let env = Env::new("healthy-v1alpha3", Workload::ok());
+    let run = env.kubectl(&["status", "tkc-prod", "-n", "ns-prod", "-o", "json"]);
+    run.expect_code(0);
+    assert_eq!(
+        node_ips(&run.json()),
+        ["198.18.0.11", "198.18.0.12", "198.18.0.13"]
+    );
+
+    let missing = Env::new("missing-machine", Workload::ok());
+    let (ns, cluster) = (namespace_of(&missing), cluster_of(&missing));
+    let run = missing.kubectl(&["status", &cluster, "-n", &ns]);
+    run.expect_code(1);
+    assert!(
+        run.stdout.contains("ControlPlaneMachinesMissing"),
+        "{}",
+        run.stdout
+    );
+
+    let bad = env.kubectl(&["status", "Bad_Name"]);
+    bad.expect_code(2);
+    assert!(
+        bad.stderr.contains("not a valid cluster name"),
+        "{}",
+        bad.stderr
+    );
+    let usage = env.kubectl(&["status"]);
+    usage.expect_code(2);
+    assert!(
+        usage.stderr.contains("Usage: kubectl etcdnet status"),
+        "usage names the plugin as run: {}",
+        usage.stderr
+    );
+}
+
+/// The namespace and cluster a set is about, read from its objects (each set documents them in
+/// its fake.yaml; reading them keeps the tests honest if a set is renamed).
+fn namespace_of(env: &Env) -> String {
+    first_cluster(env).0
+}
+
+fn cluster_of(env: &Env) -> String {
+    first_cluster(env).1
+}
+
+fn first_cluster(env: &Env) -> (String, String) {
+    let c = env
+        .supervisor
+        .objects("cluster.x-k8s.io", "clusters")
+        .into_iter()
+        .next()
+        .expect("the set has a Cluster");
+    (
+        c["metadata"]["namespace"].as_str().unwrap().to_string(),
+        c["metadata"]["name"].as_str().unwrap().to_string(),
+    )
+}
