@@ -163,15 +163,17 @@ pub async fn probe(mut config: Config, bound: Duration) -> WorkloadApi {
             Err(_) => (
                 ApiState::Timeout,
                 None,
-                format!(
-                    "no answer from {server} within {}",
-                    humantime::format_duration(bound)
-                ),
+                format!("no answer within {}", humantime::format_duration(bound)),
             ),
-            Ok(Err(e)) => {
-                let (state, why) = classify(&e);
-                (state, None, format!("{server}: {why}"))
-            }
+            Ok(Err(e)) => match classify(&e) {
+                // kube's own connect/read timeouts carry the same bound as ours.
+                (ApiState::Timeout, _) => (
+                    ApiState::Timeout,
+                    None,
+                    format!("no answer within {}", humantime::format_duration(bound)),
+                ),
+                (state, why) => (state, None, why),
+            },
             Ok(Ok(resp)) => {
                 let code = resp.status().as_u16();
                 // Some servers do not serve /readyz to everyone; /version says it is up too.
