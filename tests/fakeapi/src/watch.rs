@@ -32,6 +32,32 @@ fn line(kind: &str, obj: &Value) -> Bytes {
     Bytes::from(s)
 }
 
+/// Encodes events; for `kubectl get -w` (Accept as=Table) each object is a
+/// one-row Table, with column definitions on the first one only, as upstream does.
+struct Encoder {
+    def: ResourceDef,
+    table: bool,
+    columns_sent: bool,
+}
+
+impl Encoder {
+    fn encode(&mut self, kind: &str, obj: &Value) -> Bytes {
+        if !self.table || kind == "BOOKMARK" || kind == "ERROR" {
+            return line(kind, obj);
+        }
+        let rv = obj["metadata"]["resourceVersion"]
+            .as_str()
+            .and_then(|r| r.parse().ok())
+            .unwrap_or(0);
+        let mut t = crate::table::table(&self.def, std::slice::from_ref(obj), rv);
+        if self.columns_sent {
+            t["columnDefinitions"] = json!([]);
+        }
+        self.columns_sent = true;
+        line(kind, &t)
+    }
+}
+
 fn bookmark(def: &ResourceDef, rv: u64, initial_end: bool) -> Bytes {
     let mut meta = json!({"resourceVersion": rv.to_string()});
     if initial_end {
@@ -44,7 +70,12 @@ fn bookmark(def: &ResourceDef, rv: u64, initial_end: bool) -> Bytes {
 }
 
 /// The event a watcher with this filter sees for a change, if any.
-fn event_for(def: &ResourceDef, ns: Option<&str>, filter: &Filter, c: &Change) -> Option<Bytes> {
+fn event_for(
+    def: &ResourceDef,
+    ns: Option<&str>,
+    filter: &Filter,
+    c: &Change,
+) -> Option<(&'static str, Value)> {
     if c.group != def.group || c.plural != def.plural || ns.is_some_and(|n| n != c.namespace) {
         return None;
     }
@@ -61,12 +92,12 @@ fn event_for(def: &ResourceDef, ns: Option<&str>, filter: &Filter, c: &Change) -
     };
     // An object at a version the watch was not opened at cannot be converted.
     if check_version(def, &c.obj).is_err() {
-        return Some(line(
+        return Some((
             "ERROR",
-            &ApiError::no_conversion(def, c.obj["apiVersion"].as_str().unwrap_or("")).to_value(),
+            ApiError::no_conversion(def, c.obj["apiVersion"].as_str().unwrap_or("")).to_value(),
         ));
     }
-    Some(line(kind, &c.obj))
+    Some((kind, c.obj.clone()))
 }
 
 pub async fn serve(shared: Arc<Shared>, req: ResourceRequest) -> Response {
@@ -137,6 +168,7 @@ fn start(shared: Arc<Shared>, req: ResourceRequest) -> Result<Response, ApiError
         live,
         current,
         Duration::from_secs(timeout),
+        crate::table::wants_table(&req.accept),
         tx,
     ));
     Ok((
@@ -158,17 +190,24 @@ async fn pump(
     mut live: broadcast::Receiver<Arc<Change>>,
     current: u64,
     timeout: Duration,
+    table: bool,
     tx: mpsc::Sender<Result<Bytes, Infallible>>,
 ) {
     let deadline = tokio::time::Instant::now() + timeout;
-    let mut out: Vec<Bytes> = initial.iter().map(|o| line("ADDED", o)).collect();
+    let mut enc = Encoder {
+        def: def.clone(),
+        table,
+        columns_sent: false,
+    };
+    let mut out: Vec<Bytes> = initial.iter().map(|o| enc.encode("ADDED", o)).collect();
     if send_initial {
         out.push(bookmark(&def, current, true));
     }
     out.extend(
         backlog
             .iter()
-            .filter_map(|c| event_for(&def, ns.as_deref(), &filter, c)),
+            .filter_map(|c| event_for(&def, ns.as_deref(), &filter, c))
+            .map(|(k, o)| enc.encode(k, &o)),
     );
     for b in out {
         if tx.send(Ok(b)).await.is_err() {
@@ -186,8 +225,8 @@ async fn pump(
                 Err(_) => return,
             },
         };
-        if let Some(b) = event_for(&def, ns.as_deref(), &filter, &change) {
-            if tx.send(Ok(b)).await.is_err() {
+        if let Some((k, o)) = event_for(&def, ns.as_deref(), &filter, &change) {
+            if tx.send(Ok(enc.encode(k, &o))).await.is_err() {
                 return;
             }
         }
