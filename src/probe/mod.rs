@@ -2,3 +2,4 @@
 //! `etcdlog` classifies etcd's log lines into findings.
 
 pub mod etcdlog;
+pub mod output;
