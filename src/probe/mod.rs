@@ -1,5 +1,62 @@
 //! The probe stage: what runs on each control-plane node and how its output is read.
-//! `etcdlog` classifies etcd's log lines into findings.
+//! - `probe.sh` (embedded by `script`) gathers the node's facts and prints one JSON document;
+//! - [`output`] is that document's schema, `parse` its total parser;
+//! - [`etcdlog`] classifies etcd's log lines into findings.
+//!
+//! A route (pod, jumpbox, ssh) runs the probe on every node and hands on one [`NodeReport`] per
+//! node: a node that could not be probed is a value, not an early return.
 
 pub mod etcdlog;
 pub mod output;
+
+use std::net::IpAddr;
+
+use serde::{Deserialize, Serialize};
+
+pub use output::ProbeOutput;
+
+/// Why a node could not be probed. The kinds are a JSON contract.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ReachErrorKind {
+    /// The VM has no IP address (yet).
+    NoAddress,
+    /// The node did not answer (SSH or pod could not get there).
+    Unreachable,
+    /// SSH authentication failed.
+    AuthFailed,
+    /// The API server refused the probe pod (Pod Security admission, 403).
+    Rejected,
+    /// The probe pod's image could not be pulled.
+    ImagePull,
+    /// The probe pod could not be scheduled or stayed Pending.
+    Unschedulable,
+    /// The probe did not finish in time.
+    Timeout,
+    /// The probe ran but its output could not be read.
+    BadOutput,
+    Other,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ReachError {
+    pub kind: ReachErrorKind,
+    /// One line: what happened and what to do.
+    pub message: String,
+}
+
+/// One control-plane node's probe result.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct NodeReport {
+    /// The control-plane node's name (its Machine's).
+    pub name: String,
+    pub ip: Option<IpAddr>,
+    pub outcome: Result<ProbeOutput, ReachError>,
+}
+
+impl NodeReport {
+    pub fn probe(&self) -> Option<&ProbeOutput> {
+        self.outcome.as_ref().ok()
+    }
+}

@@ -1,4 +1,4 @@
-//! The analyse stage: pure rules over the collected facts. For `status`: what an admin following
+//! Findings for `status`: what an admin following
 //! the support article would flag from the Supervisor side. Each rule adds findings; the order of
 //! the list is the order an admin should read them in (missing machines first: the article calls
 //! that "a separate issue").

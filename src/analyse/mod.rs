@@ -1,0 +1,10 @@
+//! The analyse stage: pure rules over collected facts, no I/O.
+//! - [`status`]: what the Supervisor side shows (`kubectl etcdnet status`);
+//! - [`matrix`]: the node-to-node 2379/2380 matrices from every node's probe;
+//! - [`verdict`]: one verdict for the whole control plane, with evidence and next steps.
+
+pub mod matrix;
+pub mod status;
+pub mod verdict;
+
+pub use status::{codes, status_findings, Finding, Severity};

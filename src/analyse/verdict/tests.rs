@@ -1,0 +1,545 @@
+//! Table-driven tests of the verdict rules: synthetic probe outputs for a 3-node control plane,
+//! one fault each, and the real etcd logs from the lab where the rule quotes them.
+
+use super::*;
+use crate::probe::output::*;
+use crate::probe::{ReachError, ReachErrorKind};
+use crate::supervisor::*;
+
+const IPS: [&str; 3] = ["198.18.0.11", "198.18.0.12", "198.18.0.13"];
+const NAMES: [&str; 3] = ["cp1", "cp2", "cp3"];
+
+fn facts(present: usize) -> ClusterFacts {
+    ClusterFacts {
+        context: "sv".into(),
+        namespace: "ns".into(),
+        cluster: ClusterInfo {
+            name: "tkc".into(),
+            phase: None,
+            control_plane_endpoint: None,
+        },
+        apis: ApiVersions {
+            virtual_machine: "vmoperator.vmware.com/v1alpha3".into(),
+            cluster: "cluster.x-k8s.io/v1beta1".into(),
+            machine: "cluster.x-k8s.io/v1beta1".into(),
+            control_plane: None,
+            vm_labels: Some(VmLabelScheme::Capv),
+        },
+        kcp: Some(KcpInfo {
+            name: "tkc-cp".into(),
+            api_version: "controlplane.cluster.x-k8s.io/v1beta1".into(),
+            desired: Some(3),
+            replicas: Some(present as i64),
+            ready: Some(0),
+            available: Some(0),
+            up_to_date: Some(0),
+            version: None,
+            conditions: vec![],
+        }),
+        kcp_missing_reason: None,
+        nodes: (0..present)
+            .map(|i| ControlPlaneNode {
+                name: NAMES[i].into(),
+                machine: Some(MachineInfo {
+                    name: NAMES[i].into(),
+                    phase: Some("Running".into()),
+                    node_name: None,
+                    addresses: vec![],
+                    infrastructure_name: None,
+                    version: None,
+                    failure_domain: None,
+                }),
+                vm: None,
+            })
+            .collect(),
+    }
+}
+
+fn path(target: &str, port: u16, own: bool) -> PathCheck {
+    PathCheck {
+        target: target.into(),
+        port,
+        own,
+        tcp: TcpOutcome::Connected,
+        tcp_ms: Some(1),
+        tcp_detail: None,
+        tls: TlsOutcome::Completed,
+        tls_ms: Some(3),
+        tls_detail: None,
+        http_status: Some(200),
+    }
+}
+
+/// A healthy node `i` of three.
+fn healthy_probe(i: usize) -> ProbeOutput {
+    let mut paths = Vec::new();
+    for (j, ip) in IPS.iter().enumerate() {
+        for port in [2379, 2380] {
+            paths.push(path(ip, port, i == j));
+        }
+    }
+    ProbeOutput {
+        schema_version: PROBE_SCHEMA_VERSION,
+        node_ip: IPS[i].into(),
+        hostname: Some(NAMES[i].into()),
+        ips: vec![IPS[i].into()],
+        clock_ms: Some(1_764_662_400_000),
+        duration_ms: Some(40),
+        etcd: EtcdContainer {
+            query: RuntimeQuery::Ok,
+            error: None,
+            containers: vec![Container {
+                id: format!("{i}aaaaaaaaaaaaaaaaaaaa"),
+                state: "CONTAINER_RUNNING".into(),
+                attempt: Some(0),
+                created_at: Some("1764000000000000000".into()),
+            }],
+            logs: None,
+        },
+        kubelet: Kubelet {
+            active: Some("active".into()),
+            since: None,
+            error: None,
+        },
+        paths,
+        certs: vec![CertInfo {
+            file: "peer.crt".into(),
+            not_before: Some("2026-01-01T00:00:00Z".into()),
+            not_after: Some("2027-01-01T00:00:00Z".into()),
+            expires_in_s: Some(3_000_000),
+            not_yet_valid: Some(false),
+            sans: vec![NAMES[i].into(), IPS[i].into()],
+            has_node_ip: Some(true),
+            error: None,
+        }],
+        manifest: None,
+        health: Health {
+            outcome: HealthOutcome::Healthy,
+            http_status: Some(200),
+            body: Some(r#"{"health":"true"}"#.into()),
+            ms: Some(2),
+            detail: None,
+        },
+        errors: vec![],
+    }
+}
+
+fn cluster(probes: Vec<ProbeOutput>) -> Vec<NodeReport> {
+    probes
+        .into_iter()
+        .enumerate()
+        .map(|(i, p)| NodeReport {
+            name: NAMES[i].into(),
+            ip: Some(IPS[i].parse().unwrap()),
+            outcome: Ok(p),
+        })
+        .collect()
+}
+
+fn healthy3() -> Vec<ProbeOutput> {
+    (0..3).map(healthy_probe).collect()
+}
+
+/// Sets the outcome of `from` dialling `to` on `port`.
+fn set(
+    probes: &mut [ProbeOutput],
+    from: usize,
+    to: usize,
+    port: u16,
+    tcp: TcpOutcome,
+    tls: TlsOutcome,
+) {
+    let p = probes[from]
+        .paths
+        .iter_mut()
+        .find(|p| p.target == IPS[to] && p.port == port)
+        .unwrap();
+    p.tcp = tcp;
+    p.tls = tls;
+    p.tcp_detail = match tcp {
+        TcpOutcome::Timeout => Some("Connection timed out after 3001 milliseconds".into()),
+        TcpOutcome::Refused => Some("Failed to connect: Connection refused".into()),
+        _ => None,
+    };
+    if tcp != TcpOutcome::Connected {
+        p.tls = TlsOutcome::NotTried;
+        p.http_status = None;
+    }
+}
+
+fn peers_all(probes: &mut [ProbeOutput], tcp: TcpOutcome) {
+    for from in 0..3 {
+        for to in 0..3 {
+            if from != to {
+                for port in [2379, 2380] {
+                    set(probes, from, to, port, tcp, TlsOutcome::NotTried);
+                }
+            }
+        }
+    }
+}
+
+fn with_log(mut p: ProbeOutput, text: &str) -> ProbeOutput {
+    p.etcd.logs = Some(LogSample {
+        container_id: "x".into(),
+        text: text.into(),
+        lines: text.lines().count() as u32,
+        truncated: false,
+    });
+    p
+}
+
+fn shared_log(name: &str) -> String {
+    std::fs::read_to_string(format!(
+        "{}/tests/fixtures/etcd-logs/{name}.log",
+        env!("CARGO_MANIFEST_DIR")
+    ))
+    .unwrap()
+}
+
+fn run(probes: Vec<ProbeOutput>) -> Diagnosis {
+    diagnose(&facts(3), &cluster(probes))
+}
+
+#[test]
+fn healthy() {
+    let d = run(healthy3());
+    assert_eq!(d.verdict.code, VerdictCode::Healthy, "{:#?}", d.verdict);
+    assert_eq!(d.matrices.len(), 2);
+    assert!(d
+        .matrices
+        .iter()
+        .all(|m| m.cells.iter().all(|c| c.state == CellState::Ok)));
+}
+
+#[test]
+fn all_peers_dropped_is_blocked_and_quotes_the_log() {
+    let mut p = healthy3();
+    peers_all(&mut p, TcpOutcome::Timeout);
+    let p: Vec<_> = p
+        .into_iter()
+        .enumerate()
+        .map(|(i, p)| with_log(p, &shared_log(&format!("drop-all-peers-cp{}", i + 1))))
+        .collect();
+    let d = run(p);
+    let v = &d.verdict;
+    assert_eq!(v.code, VerdictCode::EtcdPeerNetworkBlocked, "{v:#?}");
+    assert!(v.evidence[0].starts_with("own etcd"), "{:?}", v.evidence);
+    assert!(
+        v.evidence
+            .iter()
+            .any(|e| e.contains("2380: timeout: cp1 → cp2")),
+        "{:?}",
+        v.evidence
+    );
+    assert!(
+        v.evidence.iter().any(|e| e.contains("cp1 etcd log:")
+            && e.contains("IoTimeout")
+            && e.contains("198.18.0.12:2380 = cp2")),
+        "{:#?}",
+        v.evidence
+    );
+    assert!(
+        v.next_steps.iter().any(|s| s.contains("4.2")),
+        "NSX upgrade hint"
+    );
+    let m = &d.matrices[1];
+    assert_eq!(m.cell("cp1", "cp2").unwrap().state, CellState::Timeout);
+    assert_eq!(m.cell("cp1", "cp1").unwrap().state, CellState::Ok);
+}
+
+#[test]
+fn all_peers_refused_with_etcd_running_is_a_rejecting_firewall() {
+    let mut p = healthy3();
+    peers_all(&mut p, TcpOutcome::Refused);
+    let p: Vec<_> = p
+        .into_iter()
+        .enumerate()
+        .map(|(i, p)| with_log(p, &shared_log(&format!("reject-all-peers-cp{}", i + 1))))
+        .collect();
+    let v = run(p).verdict;
+    assert_eq!(v.code, VerdictCode::EtcdPeerPortRefused, "{v:#?}");
+    assert!(
+        v.evidence.iter().any(|e| e.contains("ConnectionRefused")),
+        "{:#?}",
+        v.evidence
+    );
+}
+
+#[test]
+fn refused_by_a_stopped_member_is_not_running_not_a_firewall() {
+    let mut p = healthy3();
+    p[1].etcd.containers[0].state = "CONTAINER_EXITED".into();
+    for port in [2379, 2380] {
+        for from in 0..3 {
+            set(
+                &mut p,
+                from,
+                1,
+                port,
+                TcpOutcome::Refused,
+                TlsOutcome::NotTried,
+            );
+        }
+    }
+    p[1].health.outcome = HealthOutcome::Error;
+    let p: Vec<_> = p
+        .into_iter()
+        .enumerate()
+        .map(|(i, p)| with_log(p, &shared_log(&format!("cp2-etcd-stopped-cp{}", i + 1))))
+        .collect();
+    let v = run(p).verdict;
+    assert_eq!(v.code, VerdictCode::EtcdNotRunning, "{v:#?}");
+    assert_eq!(v.nodes, ["cp2"]);
+    assert!(
+        v.evidence.iter().any(|e| e.contains("CONTAINER_EXITED")),
+        "{:?}",
+        v.evidence
+    );
+    assert!(
+        v.evidence
+            .iter()
+            .any(|e| e.contains("cp1 etcd log") && e.contains("= cp2")),
+        "{:#?}",
+        v.evidence
+    );
+}
+
+#[test]
+fn crash_looping_member() {
+    let mut p = healthy3();
+    p[2].etcd.containers[0].state = "CONTAINER_EXITED".into();
+    p[2].etcd.containers[0].attempt = Some(7);
+    let v = run(p).verdict;
+    assert_eq!(v.code, VerdictCode::EtcdCrashLooping, "{v:#?}");
+    assert_eq!(v.nodes, ["cp3"]);
+}
+
+#[test]
+fn an_old_restart_count_on_a_running_member_is_not_crash_looping() {
+    let mut p = healthy3();
+    p[2].etcd.containers[0].attempt = Some(4); // created long before the probe's clock
+    assert_eq!(run(p).verdict.code, VerdictCode::Healthy);
+}
+
+#[test]
+fn isolated_node_is_partial_and_named() {
+    let mut p = healthy3();
+    for other in [0, 1] {
+        for port in [2379, 2380] {
+            set(
+                &mut p,
+                2,
+                other,
+                port,
+                TcpOutcome::Timeout,
+                TlsOutcome::NotTried,
+            );
+            set(
+                &mut p,
+                other,
+                2,
+                port,
+                TcpOutcome::Timeout,
+                TlsOutcome::NotTried,
+            );
+        }
+    }
+    let v = run(p).verdict;
+    assert_eq!(v.code, VerdictCode::EtcdPeerNetworkPartial, "{v:#?}");
+    assert_eq!(v.nodes, ["cp3"]);
+    assert!(v.summary.contains("cp3 cut off"), "{}", v.summary);
+}
+
+#[test]
+fn single_blocked_port() {
+    let mut p = healthy3();
+    for from in 0..3 {
+        for to in 0..3 {
+            if from != to {
+                set(
+                    &mut p,
+                    from,
+                    to,
+                    2380,
+                    TcpOutcome::Timeout,
+                    TlsOutcome::NotTried,
+                );
+            }
+        }
+    }
+    let v = run(p).verdict;
+    assert_eq!(v.code, VerdictCode::EtcdPeerNetworkPartial, "{v:#?}");
+    assert!(v.summary.contains("port 2380 is blocked"), "{}", v.summary);
+    assert!(!v.summary.contains("cut off"), "{}", v.summary);
+}
+
+#[test]
+fn one_way_path() {
+    let mut p = healthy3();
+    for port in [2379, 2380] {
+        set(
+            &mut p,
+            0,
+            1,
+            port,
+            TcpOutcome::Timeout,
+            TlsOutcome::NotTried,
+        );
+    }
+    let v = run(p).verdict;
+    assert_eq!(v.code, VerdictCode::EtcdPeerNetworkPartial, "{v:#?}");
+    assert!(
+        v.evidence
+            .iter()
+            .any(|e| e.starts_with("one-way: cp1 → cp2:2380 timeout")),
+        "{:#?}",
+        v.evidence
+    );
+    assert_eq!(v.nodes, ["cp1", "cp2"]);
+}
+
+#[test]
+fn tls_stalls_are_large_packets() {
+    let mut p = healthy3();
+    for from in 0..3 {
+        for to in 0..3 {
+            if from != to {
+                for port in [2379, 2380] {
+                    set(
+                        &mut p,
+                        from,
+                        to,
+                        port,
+                        TcpOutcome::Connected,
+                        TlsOutcome::Stalled,
+                    );
+                }
+            }
+        }
+    }
+    let v = run(p).verdict;
+    assert_eq!(v.code, VerdictCode::EtcdPeerLargePacketsDropped, "{v:#?}");
+    assert!(v.next_steps.iter().any(|s| s.contains("MTU")));
+}
+
+#[test]
+fn expired_peer_certificate() {
+    let mut p = healthy3();
+    p[1].certs[0].expires_in_s = Some(-3600);
+    p[1].certs[0].not_after = Some("2026-12-02T12:00:00Z".into());
+    for other in [0, 2] {
+        set(
+            &mut p,
+            other,
+            1,
+            2380,
+            TcpOutcome::Connected,
+            TlsOutcome::Rejected,
+        );
+        p[other]
+            .paths
+            .iter_mut()
+            .find(|x| x.target == IPS[1] && x.port == 2380)
+            .unwrap()
+            .tls_detail = Some("SSL certificate problem: certificate has expired".into());
+    }
+    let v = run(p).verdict;
+    assert_eq!(v.code, VerdictCode::EtcdCertificateProblem, "{v:#?}");
+    assert_eq!(v.nodes, ["cp2"]);
+    assert!(
+        v.evidence
+            .iter()
+            .any(|e| e.contains("peer.crt expired on 2026-12-02T12:00:00Z")),
+        "{:?}",
+        v.evidence
+    );
+    assert!(v
+        .evidence
+        .iter()
+        .any(|e| e.contains("certificate has expired")));
+}
+
+#[test]
+fn san_without_the_node_ip() {
+    let mut p = healthy3();
+    p[0].certs[0].has_node_ip = Some(false);
+    let v = run(p).verdict;
+    assert_eq!(v.code, VerdictCode::EtcdCertificateProblem);
+    assert!(
+        v.evidence[0].contains("does not name the node's IP 198.18.0.11"),
+        "{:?}",
+        v.evidence
+    );
+}
+
+#[test]
+fn missing_machines_come_first() {
+    let mut p = healthy3();
+    peers_all(&mut p, TcpOutcome::Timeout);
+    let nodes = cluster(p);
+    let v = diagnose(&facts(2), &nodes[..2]).verdict;
+    assert_eq!(v.code, VerdictCode::ControlPlaneMachinesMissing, "{v:#?}");
+}
+
+#[test]
+fn unprobed_node() {
+    let mut nodes = cluster(healthy3());
+    nodes[2].outcome = Err(ReachError {
+        kind: ReachErrorKind::Unreachable,
+        message: "ssh: connect to host 198.18.0.13 port 22: Connection timed out".into(),
+    });
+    let v = diagnose(&facts(3), &nodes).verdict;
+    assert_eq!(v.code, VerdictCode::NodesUnreachable, "{v:#?}");
+    assert_eq!(v.nodes, ["cp3"]);
+    assert!(v.evidence[0].contains("port 22"));
+}
+
+#[test]
+fn member_mismatch_with_a_working_network() {
+    let line = r#"{"level":"warn","ts":"2026-12-02T08:25:49.000Z","caller":"rafthttp/http.go:500","msg":"request cluster ID mismatch","local-member-id":"aa","local-member-cluster-id":"c1","remote-peer-id":"bb","remote-peer-cluster-id":"c2"}"#;
+    let mut p = healthy3();
+    p[0] = with_log(p[0].clone(), line);
+    let v = run(p).verdict;
+    assert_eq!(v.code, VerdictCode::EtcdMemberMismatch, "{v:#?}");
+    assert!(v.evidence[0].contains("ClusterIdMismatch"));
+}
+
+#[test]
+fn nospace_from_health() {
+    let mut p = healthy3();
+    p[1].health = Health {
+        outcome: HealthOutcome::Unhealthy,
+        http_status: Some(503),
+        body: Some(r#"{"health":"false","reason":"ALARM NOSPACE"}"#.into()),
+        ms: Some(2),
+        detail: None,
+    };
+    let v = run(p).verdict;
+    assert_eq!(v.code, VerdictCode::EtcdNoSpace, "{v:#?}");
+    assert_eq!(v.nodes, ["cp2"]);
+}
+
+#[test]
+fn slow_disk_from_logs() {
+    let line = r#"{"level":"warn","ts":"2026-12-02T08:25:49.000Z","caller":"wal/wal.go:802","msg":"slow fdatasync","took":"1.5s","expected-duration":"1s"}"#;
+    let mut p = healthy3();
+    p[2] = with_log(p[2].clone(), line);
+    let v = run(p).verdict;
+    assert_eq!(v.code, VerdictCode::EtcdSlowDisk, "{v:#?}");
+}
+
+#[test]
+fn unhealthy_without_explanation_is_inconclusive() {
+    let mut p = healthy3();
+    p[0].health = Health {
+        outcome: HealthOutcome::Unhealthy,
+        http_status: Some(503),
+        body: Some(r#"{"health":"false"}"#.into()),
+        ms: Some(2),
+        detail: None,
+    };
+    let v = run(p).verdict;
+    assert_eq!(v.code, VerdictCode::Inconclusive, "{v:#?}");
+    assert!(v.evidence[0].contains("cp1: /health Unhealthy"));
+}
