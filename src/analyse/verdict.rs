@@ -332,7 +332,7 @@ fn nodes_unreachable(ctx: &Ctx) -> Option<Verdict> {
     let mut evidence: Vec<String> = failed
         .iter()
         .map(|n| {
-            let e = n.outcome.as_ref().err().expect("filtered on errors");
+            let e = n.outcome.as_ref().expect_err("filtered on errors");
             format!("{}: {:?}: {}", n.name, e.kind, e.message)
         })
         .collect();
