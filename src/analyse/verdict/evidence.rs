@@ -1,0 +1,158 @@
+//! Turning cells and log findings into evidence lines.
+
+use super::*;
+
+// ---- evidence helpers ------------------------------------------------------------------------
+
+pub(super) fn short_id(id: &str) -> &str {
+    &id[..id.len().min(13)]
+}
+
+pub(super) fn ip_of(ctx: &Ctx, node: &str) -> String {
+    ctx.nodes
+        .iter()
+        .find(|n| n.name == node)
+        .and_then(|n| n.ip)
+        .map(|ip| ip.to_string())
+        .unwrap_or_else(|| "?".into())
+}
+
+/// "ok 2ms", "timeout after 3001ms (curl: ...)".
+pub(super) fn describe(c: &Cell) -> String {
+    let ms = c.ms.map(|ms| format!(" {ms}ms")).unwrap_or_default();
+    match (c.state, &c.detail) {
+        (CellState::Ok, _) => format!("ok{ms}"),
+        (s, Some(d)) => format!(
+            "{}{} ({})",
+            s.label(),
+            if ms.is_empty() {
+                String::new()
+            } else {
+                format!(" after{ms}")
+            },
+            d
+        ),
+        (s, None) => format!(
+            "{}{}",
+            s.label(),
+            if ms.is_empty() {
+                String::new()
+            } else {
+                format!(" after{ms}")
+            }
+        ),
+    }
+}
+
+pub(super) fn path_line(c: &Cell) -> String {
+    format!("{} → {}:{}: {}", c.from, c.to, c.port, describe(c))
+}
+
+/// Failing cells, grouped by state and port so a full outage is a few lines, not n².
+pub(super) fn summarise_cells(failing: &[&Cell]) -> Vec<String> {
+    let mut groups: BTreeMap<(u16, &'static str), Vec<String>> = BTreeMap::new();
+    for c in failing {
+        groups
+            .entry((c.port, c.state.label()))
+            .or_default()
+            .push(format!("{} → {}", c.from, c.to));
+    }
+    groups
+        .into_iter()
+        .map(|((port, state), paths)| format!("{port}: {state}: {}", paths.join(", ")))
+        .collect()
+}
+
+/// The nodes at either end of some cells, in order of appearance.
+pub(super) fn ends(cells: &[&Cell]) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for c in cells {
+        for n in [&c.from, &c.to] {
+            if !out.contains(n) {
+                out.push(n.clone());
+            }
+        }
+    }
+    out
+}
+
+pub(super) fn nodes_with_logs(ctx: &Ctx, kinds: &[LogKind]) -> Vec<String> {
+    ctx.logs
+        .iter()
+        .filter(|(_, s)| kinds.iter().any(|k| s.finding(*k).is_some()))
+        .map(|(n, _)| n.clone())
+        .collect()
+}
+
+/// The node's log findings of these kinds, one line each, quoting the log:
+/// `cp1 etcd log: 37× IoTimeout (198.18.0.12:2380 = cp2), 08:25:49..08:26:07: "…"`.
+pub(super) fn log_evidence(ctx: &Ctx, node: &str, kinds: &[LogKind]) -> Vec<String> {
+    let Some(summary) = ctx.logs.get(node) else {
+        return vec![];
+    };
+    kinds
+        .iter()
+        .filter_map(|k| summary.finding(*k))
+        .map(|f| {
+            let addrs: Vec<String> = f
+                .peer_addresses
+                .iter()
+                .map(|a| match node_at(ctx, a) {
+                    Some(name) => format!("{a} = {name}"),
+                    None => a.clone(),
+                })
+                .collect();
+            let when = match (&f.first, &f.last) {
+                (Some(a), Some(b)) if a != b => format!(", {a} .. {b}"),
+                (Some(a), _) => format!(", {a}"),
+                _ => String::new(),
+            };
+            // Quote the line's own words (message and error), not its JSON wrapping.
+            let quote = match etcdlog::parse_line(&f.example) {
+                Some(l) => match l.error {
+                    Some(e) => format!("\"{}\" ({e})", l.msg),
+                    None => format!("\"{}\"", l.msg),
+                },
+                // Examples are cut short, which can leave zap JSON unparsable: take its fields.
+                None => match (
+                    json_field(&f.example, "msg"),
+                    json_field(&f.example, "error"),
+                ) {
+                    (Some(m), Some(e)) => format!("\"{m}\" ({e})"),
+                    (Some(m), None) => format!("\"{m}\""),
+                    _ => f.example.clone(),
+                },
+            };
+            let example: String = quote.chars().take(200).collect();
+            format!(
+                "{node} etcd log: {}× {:?}{}{when}: {example}",
+                f.count,
+                f.kind,
+                if addrs.is_empty() {
+                    String::new()
+                } else {
+                    format!(" ({})", addrs.join(", "))
+                },
+            )
+        })
+        .collect()
+}
+
+/// A string field of a (possibly truncated) zap JSON line, up to its closing quote.
+pub(super) fn json_field(line: &str, key: &str) -> Option<String> {
+    let start = line.find(&format!("\"{key}\":\""))? + key.len() + 4;
+    let rest = &line[start..];
+    let end = rest.find('"').unwrap_or(rest.len());
+    Some(rest[..end].to_string())
+}
+
+/// Which node an address from a log line (`ip` or `ip:port`) belongs to.
+pub(super) fn node_at(ctx: &Ctx, addr: &str) -> Option<String> {
+    let host = addr.rsplit_once(':').map(|(h, _)| h).unwrap_or(addr);
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    let ip: std::net::IpAddr = host.parse().or_else(|_| addr.parse()).ok()?;
+    ctx.nodes
+        .iter()
+        .find(|n| n.ip == Some(ip))
+        .map(|n| n.name.clone())
+}

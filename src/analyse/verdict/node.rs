@@ -1,0 +1,243 @@
+//! Rules about etcd on each node: crash looping, not running, certificates.
+
+use super::evidence::*;
+use super::*;
+
+// ---- 2, 3. etcd on the nodes -----------------------------------------------------------------
+
+/// The newest etcd container: the highest restart attempt (kubelet counts up), else the first.
+pub(super) fn newest(containers: &[Container]) -> Option<&Container> {
+    containers.iter().max_by_key(|c| c.attempt.unwrap_or(0))
+}
+
+/// Whether etcd runs on a node: from crictl when it answered, else from whether the node's own
+/// 2379 answers. `None` when neither tells.
+pub(super) fn etcd_running(ctx: &Ctx, node: &NodeReport) -> Option<bool> {
+    let probe = node.probe()?;
+    if probe.etcd.query == RuntimeQuery::Ok {
+        return Some(probe.etcd.containers.iter().any(Container::is_running));
+    }
+    match own_cell(ctx, &node.name, 2379).map(|c| c.state) {
+        Some(CellState::Refused) => Some(false),
+        Some(CellState::Ok | CellState::TlsRejected | CellState::TlsStalled) => Some(true),
+        _ => None,
+    }
+}
+
+pub(super) fn own_cell<'a>(ctx: &'a Ctx, node: &str, port: u16) -> Option<&'a Cell> {
+    ctx.matrices
+        .iter()
+        .find(|m| m.port == port)?
+        .cell(node, node)
+        .filter(|c| c.state.is_known())
+}
+
+/// Epoch ms from crictl's createdAt: epoch nanoseconds, or RFC 3339.
+pub(super) fn created_ms(s: &str) -> Option<i64> {
+    if let Ok(ns) = s.trim().parse::<i64>() {
+        return Some(ns / 1_000_000);
+    }
+    s.trim()
+        .parse::<k8s_openapi::jiff::Timestamp>()
+        .ok()
+        .map(|t| t.as_millisecond())
+}
+
+/// Restarted at least this often and exited, or restarted within the window: crash looping.
+pub(super) const CRASH_ATTEMPTS: u32 = 3;
+pub(super) const CRASH_WINDOW_MS: i64 = 15 * 60 * 1000;
+
+pub(super) fn crash_looping(ctx: &Ctx) -> Option<Verdict> {
+    let mut nodes = Vec::new();
+    let mut evidence = Vec::new();
+    for n in ctx.nodes {
+        let Some(p) = n.probe() else { continue };
+        let Some(c) = newest(&p.etcd.containers) else {
+            continue;
+        };
+        let attempt = c.attempt.unwrap_or(0);
+        let recent = match (c.created_at.as_deref().and_then(created_ms), p.clock_ms) {
+            (Some(created), Some(now)) => now - created < CRASH_WINDOW_MS,
+            _ => false,
+        };
+        if attempt >= CRASH_ATTEMPTS && (!c.is_running() || recent) {
+            nodes.push(n.name.clone());
+            evidence.push(format!(
+                "{}: etcd container {} is {} after {attempt} restarts{}",
+                n.name,
+                short_id(&c.id),
+                c.state,
+                if recent {
+                    " (last one within 15 minutes)"
+                } else {
+                    ""
+                }
+            ));
+            evidence.extend(log_evidence(
+                ctx,
+                &n.name,
+                &[
+                    LogKind::NoSpace,
+                    LogKind::ClusterIdMismatch,
+                    LogKind::MemberRemoved,
+                    LogKind::CertExpired,
+                ],
+            ));
+        }
+    }
+    if nodes.is_empty() {
+        return None;
+    }
+    verdict(
+        VerdictCode::EtcdCrashLooping,
+        format!("etcd keeps restarting on {}: a separate issue from etcd networking", nodes.join(", ")),
+        nodes.clone(),
+        evidence,
+        vec![
+            format!("On {}: crictl ps -a --name etcd; crictl logs --tail 100 <container id> (the last lines before each exit)", nodes.join(", ")),
+            "Check /etc/kubernetes/manifests/etcd.yaml, the data directory /var/lib/etcd and free disk space on the node".into(),
+        ],
+    )
+}
+
+pub(super) fn not_running(ctx: &Ctx) -> Option<Verdict> {
+    let stopped: Vec<&NodeReport> = ctx
+        .nodes
+        .iter()
+        .filter(|n| etcd_running(ctx, n) == Some(false))
+        .collect();
+    if stopped.is_empty() {
+        return None;
+    }
+    let names: Vec<String> = stopped.iter().map(|n| n.name.clone()).collect();
+    let mut evidence = Vec::new();
+    for n in &stopped {
+        let p = n.probe().expect("etcd_running needs a probe");
+        match newest(&p.etcd.containers) {
+            Some(c) => evidence.push(format!(
+                "{}: crictl ps -a --name etcd: newest container {} is {} (attempt {})",
+                n.name,
+                short_id(&c.id),
+                c.state,
+                c.attempt.unwrap_or(0)
+            )),
+            None if p.etcd.query == RuntimeQuery::Ok => {
+                evidence.push(format!("{}: crictl ps -a --name etcd lists no etcd container", n.name))
+            }
+            None => evidence.push(format!(
+                "{}: the container runtime could not be asked ({:?}), and its own etcd port refuses",
+                n.name, p.etcd.query
+            )),
+        }
+        if let Some(c) = own_cell(ctx, &n.name, 2379) {
+            evidence.push(format!(
+                "{}: its own {}:2379 is {}",
+                n.name,
+                ip_of(ctx, &n.name),
+                describe(c)
+            ));
+        }
+    }
+    // The other members' logs tell the same story: refused dials to the stopped members.
+    for n in ctx.nodes.iter().filter(|n| !names.contains(&n.name)) {
+        evidence.extend(log_evidence(ctx, &n.name, &[LogKind::ConnectionRefused]));
+    }
+    verdict(
+        VerdictCode::EtcdNotRunning,
+        format!("etcd is not running on {}: a separate issue from etcd networking", names.join(", ")),
+        names.clone(),
+        evidence,
+        vec![
+            format!("On {}: crictl ps -a --name etcd; crictl logs <container id>; journalctl -u kubelet --since -1h | grep -i etcd", names.join(", ")),
+            "Check the static-pod manifest /etc/kubernetes/manifests/etcd.yaml and that kubelet is running".into(),
+        ],
+    )
+}
+
+// ---- 5. certificates -------------------------------------------------------------------------
+
+pub(super) fn certificate_problem(ctx: &Ctx) -> Option<Verdict> {
+    let mut nodes = Vec::new();
+    let mut evidence = Vec::new();
+    for n in ctx.nodes {
+        let Some(p) = n.probe() else { continue };
+        let mut bad = false;
+        for c in &p.certs {
+            let file = format!("/etc/kubernetes/pki/etcd/{}", c.file);
+            if c.expires_in_s.is_some_and(|s| s < 0) {
+                bad = true;
+                evidence.push(format!(
+                    "{}: {file} expired on {}",
+                    n.name,
+                    c.not_after.as_deref().unwrap_or("?")
+                ));
+            }
+            if c.not_yet_valid == Some(true) {
+                bad = true;
+                evidence.push(format!(
+                    "{}: {file} is not valid before {}",
+                    n.name,
+                    c.not_before.as_deref().unwrap_or("?")
+                ));
+            }
+            if c.has_node_ip == Some(false) {
+                bad = true;
+                evidence.push(format!(
+                    "{}: {file} does not name the node's IP {} (SANs: {})",
+                    n.name,
+                    p.node_ip,
+                    c.sans.join(", ")
+                ));
+            }
+        }
+        if bad {
+            nodes.push(n.name.clone());
+        }
+    }
+    let rejected: Vec<&Cell> = ctx
+        .matrices
+        .iter()
+        .flat_map(|m| m.cells.iter())
+        .filter(|c| c.state == CellState::TlsRejected)
+        .collect();
+    for c in &rejected {
+        evidence.push(format!("{} → {}:{}: {}", c.from, c.to, c.port, describe(c)));
+    }
+    if nodes.is_empty() && rejected.is_empty() {
+        return None;
+    }
+    for n in ctx.nodes {
+        evidence.extend(log_evidence(
+            ctx,
+            &n.name,
+            &[
+                LogKind::CertExpired,
+                LogKind::CertNotYetValid,
+                LogKind::CertNameMismatch,
+                LogKind::CertUnknownAuthority,
+                LogKind::TlsRemoteError,
+            ],
+        ));
+    }
+    if nodes.is_empty() {
+        // No certificate of ours is wrong, yet handshakes fail: name the ends of those paths.
+        for c in &rejected {
+            for n in [&c.from, &c.to] {
+                if !nodes.contains(n) {
+                    nodes.push(n.clone());
+                }
+            }
+        }
+    }
+    verdict(
+        VerdictCode::EtcdCertificateProblem,
+        format!("etcd TLS fails on {}: certificates expired, not yet valid, or not for the node's IP", nodes.join(", ")),
+        nodes.clone(),
+        evidence,
+        vec![
+            "Expired etcd certificates: roll the control plane so KCP issues new ones (kubectl patch kcp <name> -n <ns> --type merge -p '{\"spec\":{\"rolloutAfter\":\"<now, RFC 3339>\"}}'), or on the node: kubeadm certs renew etcd-peer etcd-server, then restart etcd".into(),
+            "A certificate without the node's current IP means the VM's IP changed: replace that Machine (kubectl delete machine <name> -n <ns>; KCP creates a new one)".into(),
+            "Not yet valid: check the node's clock (chronyc tracking / timedatectl)".into(),
+        ],
+    )
+}
