@@ -113,3 +113,129 @@ impl VersionReport {
         }
     }
 }
+
+/// How the nodes were reached, and why that route.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RouteInfo {
+    /// `pod`, `jumpbox` or `ssh`.
+    pub name: String,
+    pub reason: String,
+}
+
+/// One control-plane node in a diagnosis: what the Supervisor knows and what its probe said.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DiagnosedNode {
+    pub name: String,
+    pub ip: Option<std::net::IpAddr>,
+    pub machine: Option<crate::supervisor::MachineInfo>,
+    pub vm: Option<crate::supervisor::VmInfo>,
+    pub reached: bool,
+    /// Why the node could not be probed.
+    pub error: Option<crate::probe::ReachError>,
+    /// The probe's output, without the raw etcd log text (its findings are in `logs`).
+    pub probe: Option<crate::probe::ProbeOutput>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DiagnoseResult {
+    pub exit_code: i32,
+    /// Nodes probed / nodes in the control plane.
+    pub nodes_reached: usize,
+    pub nodes_total: usize,
+    pub duration_ms: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DiagnoseReport {
+    pub api_version: String,
+    pub kind: String,
+    pub context: String,
+    pub namespace: String,
+    pub cluster: ClusterInfo,
+    pub apis: ApiVersions,
+    pub control_plane: ControlPlaneSummary,
+    pub workload_api: WorkloadApi,
+    pub route: RouteInfo,
+    pub nodes: Vec<DiagnosedNode>,
+    /// Port 2379, then 2380.
+    pub matrices: Vec<crate::analyse::matrix::Matrix>,
+    pub logs: Vec<crate::analyse::verdict::NodeLogs>,
+    pub verdict: crate::analyse::verdict::Verdict,
+    pub result: DiagnoseResult,
+}
+
+impl DiagnoseReport {
+    /// Exit codes: 0 Healthy, 1 any other verdict, 3 when no node at all could be probed
+    /// (the diagnosis could not be made).
+    pub fn new(
+        facts: ClusterFacts,
+        workload_api: WorkloadApi,
+        route: RouteInfo,
+        reports: Vec<crate::probe::NodeReport>,
+        duration_ms: u64,
+    ) -> Self {
+        use crate::analyse::verdict::{diagnose, VerdictCode};
+        let diagnosis = diagnose(&facts, &reports);
+        let reached = reports.iter().filter(|r| r.outcome.is_ok()).count();
+        let exit_code = match diagnosis.verdict.code {
+            VerdictCode::Healthy => EXIT_OK,
+            _ if reached == 0 && !reports.is_empty() => EXIT_INCOMPLETE,
+            _ => EXIT_PROBLEM,
+        };
+        let nodes = reports
+            .into_iter()
+            .map(|r| {
+                let known = facts.nodes.iter().find(|n| n.name == r.name);
+                let (probe, error) = match r.outcome {
+                    Ok(mut p) => {
+                        if let Some(l) = p.etcd.logs.as_mut() {
+                            l.text.clear();
+                        }
+                        (Some(p), None)
+                    }
+                    Err(e) => (None, Some(e)),
+                };
+                DiagnosedNode {
+                    name: r.name,
+                    ip: r.ip,
+                    machine: known.and_then(|n| n.machine.clone()),
+                    vm: known.and_then(|n| n.vm.clone()),
+                    reached: probe.is_some(),
+                    error,
+                    probe,
+                }
+            })
+            .collect::<Vec<_>>();
+        DiagnoseReport {
+            api_version: API_VERSION.into(),
+            kind: "DiagnoseReport".into(),
+            control_plane: ControlPlaneSummary {
+                desired: facts.desired(),
+                machines: facts.machines_present(),
+                virtual_machines: facts.vms_present(),
+                kcp: facts.kcp,
+                kcp_missing_reason: facts.kcp_missing_reason,
+            },
+            context: facts.context,
+            namespace: facts.namespace,
+            cluster: facts.cluster,
+            apis: facts.apis,
+            workload_api,
+            route,
+            result: DiagnoseResult {
+                exit_code,
+                nodes_reached: reached,
+                nodes_total: nodes.len(),
+                duration_ms,
+            },
+            nodes,
+            matrices: diagnosis.matrices,
+            logs: diagnosis.logs,
+            verdict: diagnosis.verdict,
+        }
+    }
+}

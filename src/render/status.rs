@@ -1,57 +1,11 @@
-//! The render stage: reports in, strings out. Nothing here writes to a terminal; `main`
-//! prints what these return. Tables follow kubectl's look: upper-case headers, no borders,
-//! columns three spaces apart, `<none>` for an empty cell.
+//! `status` as tables.
 
-use serde::Serialize;
-use tabled::builder::Builder;
-use tabled::settings::{Padding, Style};
-
+use super::{count, or_none, structured, table, NONE};
 use crate::analyse::Severity;
 use crate::cli::OutputFormat;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::report::StatusReport;
 use crate::workload::ApiState;
-
-const NONE: &str = "<none>";
-
-/// A kubectl-style table. Rows shorter than the header are padded.
-pub fn table(header: &[&str], rows: &[Vec<String>]) -> String {
-    let mut b = Builder::default();
-    b.push_record(header.iter().map(|h| h.to_string()));
-    for r in rows {
-        let mut r = r.clone();
-        r.resize(header.len(), String::new());
-        b.push_record(r);
-    }
-    let mut t = b.build();
-    t.with(Style::empty()).with(Padding::new(0, 3, 0, 0));
-    let mut out = String::new();
-    for line in t.to_string().lines() {
-        out.push_str(line.trim_end());
-        out.push('\n');
-    }
-    out
-}
-
-/// JSON (pretty, newline-terminated) or YAML of any report.
-pub fn structured<T: Serialize>(value: &T, format: OutputFormat) -> Result<String> {
-    match format {
-        OutputFormat::Yaml => {
-            serde_yaml_ng::to_string(value).map_err(|e| Error::Output(e.to_string()))
-        }
-        _ => serde_json::to_string_pretty(value)
-            .map(|s| s + "\n")
-            .map_err(|e| Error::Output(e.to_string())),
-    }
-}
-
-fn or_none(v: Option<impl ToString>) -> String {
-    v.map(|v| v.to_string()).unwrap_or_else(|| NONE.to_string())
-}
-
-fn count(v: Option<i64>) -> String {
-    v.map(|v| v.to_string()).unwrap_or_else(|| "?".to_string())
-}
 
 pub fn status(report: &StatusReport, format: OutputFormat) -> Result<String> {
     match format {
@@ -226,24 +180,4 @@ fn status_table(r: &StatusReport, wide: bool) -> String {
         }
     }
     out
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn table_looks_like_kubectl() {
-        let t = table(
-            &["NAME", "IP"],
-            &[
-                vec!["a".into(), "198.18.0.11".into()],
-                vec!["longer-name".into()],
-            ],
-        );
-        assert_eq!(
-            t,
-            "NAME          IP\na             198.18.0.11\nlonger-name\n"
-        );
-    }
 }

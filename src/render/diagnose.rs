@@ -1,0 +1,197 @@
+//! `diagnose` as tables: a summary, the nodes, the 2379 and 2380 matrices (FROM rows, TO
+//! columns), the etcd log findings and the verdict with its evidence and next steps.
+
+use super::{or_none, structured, table};
+use crate::analyse::matrix::{CellState, Matrix};
+use crate::cli::OutputFormat;
+use crate::error::Result;
+use crate::probe::output::{HealthOutcome, RuntimeQuery};
+use crate::report::{DiagnoseReport, DiagnosedNode};
+
+pub fn diagnose(report: &DiagnoseReport, format: OutputFormat) -> Result<String> {
+    match format {
+        OutputFormat::Json | OutputFormat::Yaml => structured(report, format),
+        OutputFormat::Table => Ok(diagnose_table(report, false)),
+        OutputFormat::Wide => Ok(diagnose_table(report, true)),
+    }
+}
+
+fn diagnose_table(r: &DiagnoseReport, wide: bool) -> String {
+    let mut out = String::new();
+    let cp = &r.control_plane;
+    let desired = cp
+        .desired
+        .map(|d| d.to_string())
+        .unwrap_or_else(|| "?".into());
+    out.push_str(&table(
+        &[
+            "CLUSTER",
+            "NAMESPACE",
+            "CONTROL PLANE",
+            "WORKLOAD API",
+            "ROUTE",
+        ],
+        &[vec![
+            r.cluster.name.clone(),
+            r.namespace.clone(),
+            format!(
+                "{}/{desired} machines, {} VMs",
+                cp.machines, cp.virtual_machines
+            ),
+            r.workload_api.state.to_string(),
+            format!("{} ({})", r.route.name, r.route.reason),
+        ]],
+    ));
+
+    out.push('\n');
+    let mut header = vec![
+        "NODE", "IP", "ETCD", "RESTARTS", "KUBELET", "OWN 2379", "/HEALTH",
+    ];
+    if wide {
+        header.extend(["CERT EXPIRY", "PROBE TIME", "CLOCK"]);
+    }
+    let rows: Vec<Vec<String>> = r.nodes.iter().map(|n| node_row(r, n, wide)).collect();
+    out.push_str(&table(&header, &rows));
+    for n in r.nodes.iter().filter(|n| !n.reached) {
+        if let Some(e) = &n.error {
+            out.push_str(&format!("  {}: not probed: {}\n", n.name, e.message));
+        }
+    }
+
+    for m in &r.matrices {
+        out.push('\n');
+        out.push_str(&matrix_table(m));
+    }
+
+    let logs: Vec<String> = r
+        .logs
+        .iter()
+        .filter(|l| !l.summary.findings.is_empty())
+        .map(|l| {
+            let kinds: Vec<String> = l
+                .summary
+                .findings
+                .iter()
+                .map(|f| format!("{:?} ×{}", f.kind, f.count))
+                .collect();
+            format!("  {}: {}\n", l.node, kinds.join(", "))
+        })
+        .collect();
+    if !logs.is_empty() {
+        out.push_str("\netcd log findings:\n");
+        out.extend(logs);
+    }
+
+    let v = &r.verdict;
+    out.push_str(&format!("\nVERDICT: {:?}\n  {}\n", v.code, v.summary));
+    if !v.evidence.is_empty() {
+        out.push_str("\nEvidence:\n");
+        for e in &v.evidence {
+            out.push_str(&format!("  - {e}\n"));
+        }
+    }
+    if !v.next_steps.is_empty() {
+        out.push_str("\nNext steps:\n");
+        for (i, s) in v.next_steps.iter().enumerate() {
+            out.push_str(&format!("  {}. {s}\n", i + 1));
+        }
+    }
+    out
+}
+
+fn node_row(r: &DiagnoseReport, n: &DiagnosedNode, wide: bool) -> Vec<String> {
+    let ip =
+        n.ip.map(|ip| ip.to_string())
+            .unwrap_or_else(|| "<pending>".into());
+    let Some(p) = &n.probe else {
+        let why = n
+            .error
+            .as_ref()
+            .map(|e| format!("{:?}", e.kind))
+            .unwrap_or_default();
+        let mut row = vec![n.name.clone(), ip, format!("<not probed: {why}>")];
+        row.resize(if wide { 10 } else { 7 }, String::new());
+        return row;
+    };
+    let newest = p
+        .etcd
+        .containers
+        .iter()
+        .max_by_key(|c| c.attempt.unwrap_or(0));
+    let etcd = match (p.etcd.query, newest) {
+        (_, Some(c)) => c.state.trim_start_matches("CONTAINER_").to_string(),
+        (RuntimeQuery::Ok, None) => "none".into(),
+        (q, None) => format!("{q:?}"),
+    };
+    let own = r
+        .matrices
+        .iter()
+        .find(|m| m.port == 2379)
+        .and_then(|m| m.cell(&n.name, &n.name))
+        .map(|c| cell_text(c.state, c.ms))
+        .unwrap_or_else(|| "-".into());
+    let health = match p.health.outcome {
+        HealthOutcome::Healthy => "true".to_string(),
+        HealthOutcome::Unhealthy => "false".to_string(),
+        HealthOutcome::Error => "error".to_string(),
+        HealthOutcome::Skipped => "-".to_string(),
+    };
+    let mut row = vec![
+        n.name.clone(),
+        ip,
+        etcd,
+        or_none(newest.and_then(|c| c.attempt)),
+        or_none(p.kubelet.active.clone()),
+        own,
+        health,
+    ];
+    if wide {
+        let soonest = p
+            .certs
+            .iter()
+            .filter_map(|c| Some((c.expires_in_s?, c.not_after.clone()?)))
+            .min_by_key(|(s, _)| *s)
+            .map(|(_, at)| at);
+        row.push(or_none(soonest));
+        row.push(or_none(p.duration_ms.map(|ms| format!("{ms}ms"))));
+        let reference = r
+            .nodes
+            .iter()
+            .filter_map(|n| n.probe.as_ref()?.clock_ms)
+            .min();
+        row.push(or_none(
+            p.clock_ms
+                .zip(reference)
+                .map(|(c, base)| format!("+{}ms", c - base)),
+        ));
+    }
+    row
+}
+
+fn cell_text(state: CellState, ms: Option<u64>) -> String {
+    match (state, ms) {
+        (CellState::Ok, Some(ms)) => format!("ok {ms}ms"),
+        (s, _) => s.label().to_string(),
+    }
+}
+
+/// FROM rows, TO columns; the diagonal is each node's own path.
+fn matrix_table(m: &Matrix) -> String {
+    let corner = format!("{} FROM \\ TO", m.port);
+    let mut header: Vec<&str> = vec![&corner];
+    header.extend(m.nodes.iter().map(String::as_str));
+    let rows: Vec<Vec<String>> = m
+        .nodes
+        .iter()
+        .map(|from| {
+            let mut row = vec![from.clone()];
+            row.extend(m.nodes.iter().map(|to| {
+                m.cell(from, to)
+                    .map(|c| cell_text(c.state, c.ms))
+                    .unwrap_or_else(|| "-".into())
+            }));
+            row
+        })
+        .collect();
+    table(&header, &rows)
+}
