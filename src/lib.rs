@@ -18,6 +18,7 @@ pub mod labels;
 pub mod probe;
 pub mod render;
 pub mod report;
+pub mod route;
 pub mod supervisor;
 pub mod workload;
 
