@@ -4,7 +4,8 @@
 //! Forms read, mixed freely in one input:
 //! - zap JSON: etcd 3.5, and 3.4 with `--logger=zap` (`{"level":"warn","ts":"…","msg":"…",…}`);
 //! - 3.4's default capnslog text: `2026-11-30 09:12:44.123456 W | rafthttp: message`;
-//! - grpc-go's own logger, which etcd 3.4 leaves on stderr: `WARNING: 2026/12/02 08:26:30 [core] …`;
+//! - Go `log` lines etcd leaves on stderr: grpc-go's (`WARNING: 2026/12/02 08:26:30 [core] …`) and,
+//!   in 3.4's capnslog mode, raft's (`raft2026/12/02 14:19:33 INFO: … is starting a new election …`);
 //! - any of those behind `crictl logs --timestamps`, `kubectl logs --prefix` or the CRI file format
 //!   (`<ts> stderr F <line>`, with `P` records joined to the `F` that ends them).
 //!
@@ -471,7 +472,7 @@ pub fn parse_line(line: &str) -> Option<LogLine> {
             }
         }
     }
-    parse_text(line).or_else(|| parse_grpc(line))
+    parse_text(line).or_else(|| parse_golog(line))
 }
 
 fn parse_zap(json: &str) -> Option<LogLine> {
@@ -579,18 +580,41 @@ fn parse_text(line: &str) -> Option<LogLine> {
     Some(out)
 }
 
-/// grpc-go's default logger: `WARNING: 2026/12/02 08:26:30 [core] grpc: …`.
-fn parse_grpc(line: &str) -> Option<LogLine> {
-    let (word, rest) = line.split_once(": ")?;
-    let level = match word {
-        "INFO" => "info",
-        "WARNING" => "warn",
-        "ERROR" => "error",
-        "FATAL" => "fatal",
-        _ => return None,
+/// Go's `log` package, as two loggers that etcd leaves on stderr use it:
+/// - grpc-go's default logger, level first: `WARNING: 2026/12/02 08:26:30 [core] grpc: …`;
+/// - raft's DefaultLogger in 3.4's capnslog mode (raft/logger.go, `log.New(os.Stderr, "raft",
+///   log.LstdFlags)` + `header(lvl, msg)`): `raft2026/12/02 14:19:33 INFO: … is starting a new
+///   election at term 2`. These are etcd's own raft lines, so they count as the text form.
+fn parse_golog(line: &str) -> Option<LogLine> {
+    let word = |w: &str| match w {
+        "DEBUG" => Some("debug"),
+        "INFO" => Some("info"),
+        "WARN" | "WARNING" => Some("warn"),
+        "ERROR" => Some("error"),
+        "FATAL" => Some("fatal"),
+        "PANIC" => Some("panic"),
+        _ => None,
     };
-    let when = rest.get(..19)?;
-    let ts = parse_time(when)?;
+    if let Some(rest) = line.strip_prefix("raft") {
+        let ts = parse_time(rest.get(..19)?)?;
+        let rest = rest[19..].trim_start();
+        let (level, msg) = match rest.split_once(": ").and_then(|(w, m)| Some((word(w)?, m))) {
+            Some((level, msg)) => (level, msg),
+            None => ("info", rest),
+        };
+        let package = Some("raft".to_string());
+        return Some(text_line(
+            LineForm::Text,
+            Some(ts),
+            level,
+            package,
+            msg.to_string(),
+            line,
+        ));
+    }
+    let (w, rest) = line.split_once(": ")?;
+    let level = word(w)?;
+    let ts = parse_time(rest.get(..19)?)?;
     let msg = rest[19..].trim_start().to_string();
     Some(text_line(LineForm::Grpc, Some(ts), level, None, msg, line))
 }
@@ -874,7 +898,7 @@ mod tests {
             (zap(r#""msg":"prober detected unhealthy status","remote-peer-id":"3a57933972cb5131","error":"Get \"https://198.18.0.12:2380/raft/probing\": net/http: TLS handshake timeout""#), &[PeerUnhealthy, TlsHandshakeTimeout]),
             (zap(r#""msg":"peer became inactive (message send to peer failed)","peer-id":"3a57933972cb5131","error":"failed to dial 3a57933972cb5131 on stream MsgApp v2 (remote error: tls: bad certificate)""#), &[PeerInactive, TlsRemoteError]),
             (zap(r#""msg":"rejected connection on peer endpoint","remote-addr":"198.18.0.12:52314","server-name":"","error":"tls: failed to verify certificate: x509: certificate signed by unknown authority""#), &[RejectedConnection, CertUnknownAuthority]),
-            (format!(r#"2026-11-30 09:12:44.123456 I | embed: rejected connection from "198.18.0.12:52314" (error "remote error: tls: bad certificate", ServerName "")"#), &[TlsRemoteError, RejectedConnection]),
+            (r#"2026-11-30 09:12:44.123456 I | embed: rejected connection from "198.18.0.12:52314" (error "remote error: tls: bad certificate", ServerName "")"#.into(), &[TlsRemoteError, RejectedConnection]),
             (zap(r#""msg":"prober detected unhealthy status","error":"x509: certificate has expired or is not yet valid: current time 2026-11-30T09:12:44Z is after 2026-11-01T00:00:00Z""#), &[PeerUnhealthy, CertExpired]),
             (zap(r#""msg":"prober detected unhealthy status","error":"x509: certificate has expired or is not yet valid""#), &[PeerUnhealthy, CertExpired]),
             (zap(r#""msg":"prober detected unhealthy status","error":"x509: certificate has expired or is not yet valid: current time 2026-11-30T09:12:44Z is before 2027-01-01T00:00:00Z""#), &[PeerUnhealthy, CertNotYetValid]),
@@ -887,6 +911,7 @@ mod tests {
             (zap(r#""msg":"failed to dial","error":"the member has been permanently removed from the cluster""#), &[MemberRemoved]),
             (format!("{TXT}raft: raft.node: 8e9e05c52164694d lost leader 3a57933972cb5131 at term 5"), &[LeaderLost]),
             (format!("{TXT}raft: 8e9e05c52164694d is starting a new election at term 5"), &[ElectionStarted]),
+            ("raft2026/12/02 14:20:01 INFO: 9084a16ea99391a6 is starting a new election at term 3".into(), &[ElectionStarted]),
             (format!("{TXT}raft: 8e9e05c52164694d became candidate at term 6"), &[]),
             (zap(r#""msg":"8e9e05c52164694d stepped down to follower since quorum is not active""#), &[LeaderSteppedDown]),
             (zap(r#""msg":"leader failed to send out heartbeat on time; took too long, leader is overloaded likely from slow disk","to":"3a57933972cb5131""#), &[HeartbeatLate]),
@@ -995,6 +1020,13 @@ mod tests {
         let l = parse_line("2026-11-30 09:12:44.123456 I | etcdserver: starting member 8e9e05c52164694d in cluster cdf818194e3a8c32").unwrap();
         assert_eq!(l.local_member_id.as_deref(), Some("8e9e05c52164694d"));
         assert!(parse_line("2026-11-30 09:12:44.123456 X | raft: x").is_none());
+        let l = parse_line("raft2026/12/02 14:20:00 WARN: 9084a16ea99391a6 stepped down to follower since quorum is not active").unwrap();
+        assert_eq!(
+            (l.form, l.level.as_deref(), l.package.as_deref()),
+            (LineForm::Text, Some("warn"), Some("raft"))
+        );
+        assert_eq!(l.ts.as_deref(), Some("2026-12-02T14:20:00.000000Z"));
+        assert_eq!(l.kinds(), [LogKind::LeaderSteppedDown]);
         assert!(parse_line("just words").is_none());
     }
 
