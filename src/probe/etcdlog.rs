@@ -195,8 +195,11 @@ impl Pattern {
 /// Which form a line was written in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum LineForm {
+    /// zap JSON (3.5; 3.4 with `--logger=zap`).
     Zap,
+    /// 3.4's text mode: capnslog lines and raft's Go-log lines.
     Text,
+    /// grpc-go's own logger: not etcd's lines, but on the same stderr.
     Grpc,
 }
 
@@ -210,14 +213,15 @@ pub struct LogLine {
     /// zap's words: debug, info, warn, error, dpanic, panic, fatal (capnslog letters and grpc-go
     /// words mapped onto them; capnslog's N is "notice", C "critical", T "trace").
     pub level: Option<String>,
-    /// capnslog's package (`rafthttp`), when the form has one.
+    /// capnslog's package (`rafthttp`; `raft` for raft's Go-log lines), when the form has one.
     pub package: Option<String>,
     pub msg: String,
     /// zap's `error` field; for text forms the whole message, which is where they put the error.
     pub error: Option<String>,
     pub peer_ids: BTreeSet<String>,
-    /// `host:port` of a peer the line names (the far side of `read tcp a->b`), or a bare host for
-    /// an address whose port is ephemeral (`remote-addr`). Loopback is never a peer: left out.
+    /// `host:port` of a peer the line names (the far side of `read tcp a->b`), or a bare host when
+    /// the port is ephemeral (`remote-addr`) or not named (x509's "…, not 198.18.0.12"). Loopback
+    /// is never a peer: left out.
     pub peer_addresses: BTreeSet<String>,
     pub local_member_id: Option<String>,
     pub etcd_version: Option<String>,
