@@ -45,7 +45,7 @@ fn has(s: &LogSummary, file: &str, kind: LogKind, addresses: &[&str]) {
     assert!(first <= last, "{file}: {kind:?} {first} > {last}");
     assert!(s.first_ts.as_deref().unwrap() <= first && last <= s.last_ts.as_deref().unwrap());
     assert!(
-        !f.example.is_empty() && f.example.len() <= 310,
+        !f.example.is_empty() && f.example.len() <= 1010,
         "{file}: {kind:?} example"
     );
 }

@@ -18,8 +18,9 @@ use serde_json::Value;
 
 /// Longer lines are counted but not parsed: no etcd message is that long, and it caps the work.
 const MAX_LINE: usize = 256 * 1024;
-/// A finding's example line is cut to about this many bytes.
-const EXAMPLE_MAX: usize = 300;
+/// A finding's example line is cut to about this many bytes (enough for a whole zap line, whose
+/// error field comes last and is what evidence quotes).
+const EXAMPLE_MAX: usize = 1000;
 
 /// What a line says. Declaration order is the order of [`LogSummary::findings`]; the names are a
 /// JSON contract (serialized as written, PascalCase).

@@ -14,10 +14,13 @@ use kube::api::{Api, DeleteParams, LogParams, PostParams, WatchEvent, WatchParam
 use serde::{Deserialize, Serialize};
 use tracing::{debug, warn};
 
+/// A pod we created: the API it lives behind (its namespace and cluster) and its name.
+type Tracked = (Api<Pod>, String);
+
 /// Every pod this run has created and not yet deleted.
 #[derive(Clone, Default)]
 pub struct PodTracker {
-    pods: Arc<Mutex<Vec<(Api<Pod>, String)>>>,
+    pods: Arc<Mutex<Vec<Tracked>>>,
 }
 
 impl PodTracker {
@@ -44,7 +47,7 @@ impl PodTracker {
 
     /// Deletes every tracked pod, all at once, each bounded. Returns what could not be deleted.
     pub async fn delete_all(&self, bound: Duration) -> Vec<String> {
-        let pods: Vec<(Api<Pod>, String)> = std::mem::take(&mut *self.pods.lock().unwrap());
+        let pods: Vec<Tracked> = std::mem::take(&mut *self.pods.lock().unwrap());
         let deletions = pods.into_iter().map(|(api, name)| async move {
             let params = DeleteParams::default().grace_period(0);
             match tokio::time::timeout(bound, api.delete(&name, &params)).await {
