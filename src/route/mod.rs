@@ -4,3 +4,4 @@
 //!   pod is left behind.
 
 pub mod lifecycle;
+pub mod pod;
