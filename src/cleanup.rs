@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::{Pod, Secret};
+use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, DeleteParams, ListParams};
 use kube::Client;
 use serde::{Deserialize, Serialize};
@@ -91,40 +91,6 @@ pub async fn clean(
         });
     }
     Ok(items)
-}
-
-/// A client for the workload cluster, from its `<cluster>-kubeconfig` secret in the Supervisor.
-pub async fn workload_client(
-    supervisor: &Client,
-    namespace: &str,
-    cluster: &str,
-    bound: Duration,
-) -> Result<Client> {
-    let name = crate::workload::kubeconfig_secret_name(cluster);
-    let secrets: Api<Secret> = Api::namespaced(supervisor.clone(), namespace);
-    let secret = secrets.get(&name).await.map_err(|e| {
-        Error::from_kube(
-            format!("reading secret {name:?} in namespace {namespace:?}"),
-            e,
-        )
-    })?;
-    let text = secret
-        .data
-        .as_ref()
-        .and_then(|d| d.get("value"))
-        .and_then(|v| std::str::from_utf8(&v.0).ok())
-        .ok_or_else(|| Error::Config(format!("secret {name:?} has no text key \"value\"")))?;
-    let mut config = crate::workload::config_from(text)
-        .await
-        .map_err(|why| Error::Config(format!("secret {name:?}: {why}")))?;
-    config.connect_timeout = Some(bound);
-    config.read_timeout = Some(bound);
-    Client::try_from(config).map_err(|e| {
-        Error::Api(format!(
-            "workload cluster {cluster:?}: {}",
-            crate::error::chain(&e)
-        ))
-    })
 }
 
 impl CleanupReport {

@@ -153,9 +153,52 @@ pub struct DiagnoseArgs {
     #[arg(value_parser = parse_cluster_name)]
     pub cluster: String,
 
+    /// How to reach the nodes: pod = a privileged pod on each node through the workload API
+    #[arg(long, value_enum, default_value_t = Via::Pod)]
+    pub via: Via,
+
+    /// Image of the probe pods (needs only chroot and sh; the probe uses the node's tools)
+    #[arg(long, value_name = "IMAGE", default_value = crate::route::pod::DEFAULT_IMAGE)]
+    pub image: String,
+
+    /// Pull secret for --image, in the pods' namespace
+    #[arg(long, value_name = "SECRET")]
+    pub image_pull_secret: Option<String>,
+
+    /// Namespace of the probe pods in the workload cluster (must allow privileged pods)
+    #[arg(long, value_name = "NAMESPACE", default_value = crate::route::pod::DEFAULT_NAMESPACE, value_parser = parse_namespace)]
+    pub pod_namespace: String,
+
+    /// Bound of each TCP connect the probe makes (never the OS's two minutes)
+    #[arg(long, value_name = "DURATION", default_value = "3s", value_parser = parse_duration)]
+    pub connect_timeout: Duration,
+
+    /// Bound of the whole run; probe pods get it as activeDeadlineSeconds
+    #[arg(long, value_name = "DURATION", default_value = "2m", value_parser = parse_duration)]
+    pub timeout: Duration,
+
+    /// How many of etcd's newest log lines to read on each node
+    #[arg(long, value_name = "N", default_value_t = 500, value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    pub log_lines: u32,
+
+    /// Keep the probe pods (and print how to remove them)
+    #[arg(long)]
+    pub keep_pods: bool,
+
+    /// Print the pods it would create (-o yaml or json; else YAML), create nothing
+    #[arg(long)]
+    pub dry_run: bool,
+
     /// Bound on the workload API check
     #[arg(long, value_name = "DURATION", default_value = "5s", value_parser = parse_duration)]
     pub api_timeout: Duration,
+}
+
+/// Routes to the nodes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Via {
+    /// A privileged pod pinned to each node, through the workload cluster's API
+    Pod,
 }
 
 #[derive(Debug, Clone, Args)]

@@ -17,6 +17,9 @@ pub const EXIT_PROBLEM: i32 = 1;
 pub const EXIT_USAGE: i32 = 2;
 /// Exit code: the run could not complete (API error, permission, timeout).
 pub const EXIT_INCOMPLETE: i32 = 3;
+/// Exit code: interrupted by SIGINT/SIGTERM (after deleting what the run created), as shells
+/// report a SIGINT death (128 + 2).
+pub const EXIT_INTERRUPTED: i32 = 130;
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
@@ -51,6 +54,10 @@ pub enum Error {
     #[error("{0}")]
     Timeout(String),
 
+    /// Ctrl-C or SIGTERM; what the run created was cleaned up.
+    #[error("{0}")]
+    Interrupted(String),
+
     /// Writing the output failed (e.g. a closed pipe).
     #[error("cannot write output: {0}")]
     Output(String),
@@ -66,6 +73,7 @@ impl Error {
             Error::Forbidden(_) | Error::Api(_) | Error::Timeout(_) | Error::Output(_) => {
                 EXIT_INCOMPLETE
             }
+            Error::Interrupted(_) => EXIT_INTERRUPTED,
         }
     }
 

@@ -13,6 +13,7 @@ pub mod analyse;
 pub mod cleanup;
 pub mod cli;
 pub mod connect;
+pub mod diagnose;
 pub mod error;
 pub mod labels;
 pub mod probe;
@@ -25,7 +26,7 @@ pub mod workload;
 use clap::CommandFactory;
 
 use crate::cli::{Cli, Command, OutputFormat};
-use crate::error::{Error, Result, EXIT_INCOMPLETE, EXIT_OK, EXIT_PROBLEM};
+use crate::error::{Error, Result, EXIT_INCOMPLETE, EXIT_OK};
 use crate::report::StatusReport;
 
 /// What a run prints and how it exits. Notes go to stderr after the output.
@@ -74,20 +75,7 @@ pub async fn run(cli: Cli) -> Result<Outcome> {
                 exit_code: report.result.exit_code,
             })
         }
-        Command::Diagnose(args) => {
-            // Until the node probes land, diagnose shows the Supervisor side and says so.
-            let conn = connect::connect(g).await?;
-            let report = status_report(&conn, &args.cluster, args.api_timeout).await?;
-            Ok(Outcome {
-                stdout: render::status(&report, g.output)?,
-                notes: vec!["note: node checks (etcd, 2379/2380 matrix) are not built yet; this is the Supervisor side only".into()],
-                exit_code: if report.result.healthy {
-                    EXIT_INCOMPLETE
-                } else {
-                    EXIT_PROBLEM
-                },
-            })
-        }
+        Command::Diagnose(args) => run_diagnose(g, args).await,
         Command::Cleanup(args) => {
             let conn = connect::connect(g).await?;
             let scope = cleanup::CleanupScope {
@@ -103,7 +91,7 @@ pub async fn run(cli: Cli) -> Result<Outcome> {
                     ..scope
                 };
                 let found = async {
-                    let client = cleanup::workload_client(
+                    let client = workload::client(
                         &conn.client,
                         &conn.namespace,
                         cluster,
@@ -133,6 +121,68 @@ pub async fn run(cli: Cli) -> Result<Outcome> {
                 },
             })
         }
+    }
+}
+
+async fn run_diagnose(g: &cli::GlobalArgs, args: &cli::DiagnoseArgs) -> Result<Outcome> {
+    let conn = connect::connect(g).await?;
+    let tracker = route::lifecycle::PodTracker::default();
+    let result = tokio::select! {
+        r = diagnose::diagnose(&conn, args, &tracker) => r,
+        _ = shutdown_signal() => Err(diagnose::interrupted()),
+    };
+    // Every way out passes here: delete what is left, unless asked to keep it.
+    let mut notes = Vec::new();
+    if args.keep_pods {
+        let kept = tracker.names();
+        if !kept.is_empty() {
+            notes.push(format!(
+                "kept {} probe pod(s) in namespace {} of the workload cluster: {}; remove them with: kubectl etcdnet cleanup {} -n {}",
+                kept.len(), args.pod_namespace, kept.join(", "), args.cluster, conn.namespace
+            ));
+        }
+    } else {
+        for failed in tracker.delete_all(std::time::Duration::from_secs(15)).await {
+            notes.push(format!("warning: could not delete probe pod {failed}; run: kubectl etcdnet cleanup {} -n {}", args.cluster, conn.namespace));
+        }
+    }
+    match result? {
+        diagnose::Diagnosed::DryRun(pods) => {
+            let format = if g.output == OutputFormat::Json { OutputFormat::Json } else { OutputFormat::Yaml };
+            let mut out = String::new();
+            for pod in &pods {
+                if format == OutputFormat::Yaml {
+                    out.push_str("---\n");
+                }
+                out.push_str(&render::structured(pod, format)?);
+            }
+            notes.push(format!("dry run: {} pod(s) shown, nothing created", pods.len()));
+            Ok(Outcome { stdout: out, notes, exit_code: EXIT_OK })
+        }
+        diagnose::Diagnosed::Report(report) => Ok(Outcome {
+            stdout: render::diagnose(&report, g.output)?,
+            notes,
+            exit_code: report.result.exit_code,
+        }),
+    }
+}
+
+/// Resolves on SIGINT (Ctrl-C) or SIGTERM.
+async fn shutdown_signal() {
+    #[cfg(unix)]
+    {
+        let mut term = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(s) => s,
+            Err(_) => return std::future::pending().await,
+        };
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => {}
+            _ = term.recv() => {}
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
     }
 }
 

@@ -12,6 +12,8 @@ use k8s_openapi::api::core::v1::Secret;
 use kube::api::Api;
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::{Client, Config};
+
+use crate::error::{Error, Result};
 use serde::{Deserialize, Serialize};
 use tracing::debug;
 
@@ -72,6 +74,40 @@ impl WorkloadApi {
 
 pub fn kubeconfig_secret_name(cluster: &str) -> String {
     format!("{cluster}-kubeconfig")
+}
+
+/// A client for the workload cluster, from its `<cluster>-kubeconfig` secret in the Supervisor.
+pub async fn client(
+    supervisor: &Client,
+    namespace: &str,
+    cluster: &str,
+    bound: Duration,
+) -> Result<Client> {
+    let name = kubeconfig_secret_name(cluster);
+    let secrets: Api<Secret> = Api::namespaced(supervisor.clone(), namespace);
+    let secret = secrets.get(&name).await.map_err(|e| {
+        Error::from_kube(
+            format!("reading secret {name:?} in namespace {namespace:?}"),
+            e,
+        )
+    })?;
+    let text = secret
+        .data
+        .as_ref()
+        .and_then(|d| d.get("value"))
+        .and_then(|v| std::str::from_utf8(&v.0).ok())
+        .ok_or_else(|| Error::Config(format!("secret {name:?} has no text key \"value\"")))?;
+    let mut config = config_from(text)
+        .await
+        .map_err(|why| Error::Config(format!("secret {name:?}: {why}")))?;
+    config.connect_timeout = Some(bound);
+    config.read_timeout = Some(bound);
+    Client::try_from(config).map_err(|e| {
+        Error::Api(format!(
+            "workload cluster {cluster:?}: {}",
+            crate::error::chain(&e)
+        ))
+    })
 }
 
 /// Reads the cluster's kubeconfig secret and checks its API server, within `bound`.

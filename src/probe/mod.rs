@@ -8,6 +8,8 @@
 
 pub mod etcdlog;
 pub mod output;
+pub mod parse;
+pub mod script;
 
 use std::net::IpAddr;
 
