@@ -1,1 +1,63 @@
-//! The lab (in progress).
+//! etcdnet-lab: real control-plane "VMs" on one machine, for kubectl-etcdnet's tests.
+//!
+//! A [`Lab`] is N nodes (default 3), each a network namespace on a bridge (in its own switch
+//! namespace) with an address from 198.18.0.0/15, each running a REAL etcd member
+//! (`/usr/bin/etcd` from Debian's etcd-server, 3.4.23) with TLS, kubeadm's file layout and
+//! kubeadm's command-line flags. Faults are real kernel behaviour (nftables in the node
+//! namespaces, killed processes, expired certificates). Everything a lab creates carries its id
+//! (`en<pid>-<n>`), so labs run in parallel; dropping a lab removes it, and the sweeper removes
+//! labs of dead processes.
+//!
+//! The only stand-ins: `crictl` (a POSIX sh script answering for the node's real etcd process and
+//! its real log) and `systemctl` (answering for `kubelet` only), both in the node's
+//! /usr/local/bin.
+//!
+//! ```no_run
+//! use etcdnet_lab::{Fault, Lab, LabConfig};
+//! use std::time::Duration;
+//!
+//! if let Some(why) = Lab::skip_reason() {
+//!     eprintln!("SKIPPED (needs root + lab packages): {why}");
+//!     return;
+//! }
+//! let lab = Lab::start(LabConfig::default()).unwrap();
+//! lab.inject(Fault::DropAllPeers).unwrap();
+//! let out = lab.exec("cp1", &["crictl", "ps", "--name", "etcd"], None, Duration::from_secs(10)).unwrap();
+//! lab.heal().unwrap();
+//! lab.wait_healthy(Duration::from_secs(20)).unwrap();
+//! ```
+
+mod config;
+mod exec;
+mod fault;
+mod health;
+mod lab;
+mod member;
+mod net;
+mod node;
+mod pki;
+mod sweep;
+mod view;
+
+pub use config::{LabConfig, Logger};
+pub use exec::{run as run_with_timeout, ExecTimeout};
+pub use fault::Fault;
+pub use health::Curl;
+pub use lab::{Lab, CA_CRT, HEALTHCHECK_CRT, HEALTHCHECK_KEY};
+pub use node::Node;
+pub use sweep::PREFIX;
+
+/// Prints the loud skip line tests use and returns true when the lab cannot run here.
+///
+/// ```no_run
+/// if etcdnet_lab::skip_if_unavailable("my_test") { return; }
+/// ```
+pub fn skip_if_unavailable(test: &str) -> bool {
+    match Lab::skip_reason() {
+        Some(reason) => {
+            eprintln!("SKIPPED (needs root + lab packages): {test}: {reason}");
+            true
+        }
+        None => false,
+    }
+}

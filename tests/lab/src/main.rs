@@ -1,1 +1,181 @@
-fn main() {}
+//! `etcdnet-lab`: bring a lab up by hand, inject faults into it, sweep leftovers.
+//!
+//! ```text
+//! etcdnet-lab up [--nodes N] [--logger zap|text|mixed] [--dir D] [--fault F]...
+//! etcdnet-lab fault <fault>... [--lab ID]     (drop-all-peers, isolate:cp3, stop-etcd:cp2, ...)
+//! etcdnet-lab heal [--lab ID]
+//! etcdnet-lab sweep
+//! ```
+//!
+//! `up` prints the lab as JSON on stdout and keeps it until SIGINT or SIGTERM. It listens on a
+//! Unix socket `<dir>/control.sock` where `fault` and `heal` (from another shell) send one line.
+
+use std::io::{BufRead, BufReader, Write};
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{bail, Context, Result};
+use etcdnet_lab::{Fault, Lab, LabConfig, Logger};
+
+const USAGE: &str = "usage:
+  etcdnet-lab up [--nodes N] [--logger zap|text|mixed] [--dir D] [--fault F]...
+  etcdnet-lab fault <fault>... [--lab ID]
+  etcdnet-lab heal [--lab ID]
+  etcdnet-lab sweep
+faults: drop-all-peers, reject-all-peers, isolate:N, block-port:P, drop-one-way:FROM:TO,
+        drop-large-packets, expired-peer-cert:N, expired-server-cert:N, stop-etcd:N";
+
+fn main() {
+    if let Err(e) = run(std::env::args().skip(1).collect()) {
+        eprintln!("etcdnet-lab: {e:#}");
+        std::process::exit(1);
+    }
+}
+
+fn value(args: &[String], i: &mut usize, flag: &str) -> Result<String> {
+    *i += 1;
+    args.get(*i)
+        .cloned()
+        .with_context(|| format!("{flag} needs a value"))
+}
+
+fn run(args: Vec<String>) -> Result<()> {
+    let Some(cmd) = args.first() else {
+        bail!("{USAGE}");
+    };
+    let mut cfg = LabConfig::default();
+    let mut faults = Vec::new();
+    let mut lab_id = None;
+    let mut i = 1;
+    while i < args.len() {
+        let a = args[i].as_str();
+        match a {
+            "--nodes" => cfg.nodes = value(&args, &mut i, a)?.parse()?,
+            "--logger" => cfg.logger = value(&args, &mut i, a)?.parse::<Logger>()?,
+            "--dir" => cfg.dir = Some(PathBuf::from(value(&args, &mut i, a)?)),
+            "--fault" => faults.push(value(&args, &mut i, a)?.parse::<Fault>()?),
+            "--lab" => lab_id = Some(value(&args, &mut i, a)?),
+            "-h" | "--help" => {
+                println!("{USAGE}");
+                return Ok(());
+            }
+            _ if cmd == "fault" && !a.starts_with('-') => faults.push(a.parse::<Fault>()?),
+            _ => bail!("unexpected argument {a:?}\n{USAGE}"),
+        }
+        i += 1;
+    }
+    match cmd.as_str() {
+        "up" => up(cfg, faults),
+        "fault" if faults.is_empty() => bail!("which fault?\n{USAGE}"),
+        "fault" => {
+            for f in faults {
+                send(lab_id.as_deref(), &format!("fault {f}"))?;
+            }
+            Ok(())
+        }
+        "heal" => send(lab_id.as_deref(), "heal"),
+        "sweep" => {
+            for id in Lab::sweep_stale()? {
+                println!("removed {id}");
+            }
+            Ok(())
+        }
+        "-h" | "--help" | "help" => {
+            println!("{USAGE}");
+            Ok(())
+        }
+        other => bail!("unknown command {other:?}\n{USAGE}"),
+    }
+}
+
+/// Blocks SIGINT and SIGTERM in every thread (call before spawning any), then waits for one.
+fn block_signals() -> libc::sigset_t {
+    // SAFETY: sigset manipulation on a local set; pthread_sigmask on the calling thread.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        libc::sigaddset(&mut set, libc::SIGINT);
+        libc::sigaddset(&mut set, libc::SIGTERM);
+        libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
+        set
+    }
+}
+
+fn up(cfg: LabConfig, faults: Vec<Fault>) -> Result<()> {
+    let set = block_signals();
+    let lab = Arc::new(Lab::start(cfg)?);
+    for f in faults {
+        lab.inject(f)?;
+    }
+    let sock = lab.dir().join("control.sock");
+    let listener =
+        UnixListener::bind(&sock).with_context(|| format!("binding {}", sock.display()))?;
+    let mut out = lab.describe();
+    out["control"] = serde_json::json!(sock);
+    out["started_in_ms"] = serde_json::json!(lab.started_in().as_millis());
+    println!("{}", serde_json::to_string_pretty(&out)?);
+    std::io::stdout().flush()?;
+    // A weak handle: the lab must be dropped (torn down) by main, not kept alive by this thread.
+    let server = Arc::downgrade(&lab);
+    std::thread::spawn(move || {
+        for conn in listener.incoming().flatten() {
+            let Some(lab) = server.upgrade() else { break };
+            let _ = serve(&lab, conn);
+        }
+    });
+    let mut sig: libc::c_int = 0;
+    // SAFETY: waits on the set blocked above.
+    unsafe {
+        libc::sigwait(&set, &mut sig);
+    }
+    eprintln!("etcdnet-lab: signal {sig}, tearing down {}", lab.id());
+    drop(lab);
+    Ok(())
+}
+
+fn serve(lab: &Lab, conn: UnixStream) -> Result<()> {
+    conn.set_read_timeout(Some(Duration::from_secs(10)))?;
+    let mut line = String::new();
+    BufReader::new(&conn).read_line(&mut line)?;
+    let line = line.trim();
+    let result = if let Some(f) = line.strip_prefix("fault ") {
+        f.parse::<Fault>().and_then(|f| lab.inject(f))
+    } else if line == "heal" {
+        lab.heal()
+    } else {
+        Err(anyhow::anyhow!("unknown request {line:?}"))
+    };
+    let mut w = &conn;
+    match result {
+        Ok(()) => writeln!(w, "ok"),
+        Err(e) => writeln!(w, "error: {e:#}"),
+    }?;
+    Ok(())
+}
+
+/// Sends one request to a running `up`: the one with id `lab`, or the only one running.
+fn send(lab: Option<&str>, request: &str) -> Result<()> {
+    let socks: Vec<PathBuf> = Lab::running()
+        .into_iter()
+        .filter(|(id, _)| lab.is_none_or(|want| want == id))
+        .map(|(_, dir)| dir.join("control.sock"))
+        .filter(|p| p.exists())
+        .collect();
+    let sock = match socks.as_slice() {
+        [one] => one,
+        [] => bail!("no running `etcdnet-lab up` found"),
+        _ => bail!("several labs are up: pick one with --lab ID"),
+    };
+    let mut conn =
+        UnixStream::connect(sock).with_context(|| format!("connecting {}", sock.display()))?;
+    conn.set_read_timeout(Some(Duration::from_secs(60)))?;
+    writeln!(conn, "{request}")?;
+    let mut reply = String::new();
+    BufReader::new(&conn).read_line(&mut reply)?;
+    match reply.trim() {
+        "ok" => Ok(()),
+        other => bail!("{}", other.trim_start_matches("error: ")),
+    }
+}

@@ -1,0 +1,497 @@
+//! [`Lab`]: start, run things on nodes, inject faults, heal, tear down.
+
+use std::fs;
+use std::net::Ipv4Addr;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::{Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use anyhow::{anyhow, bail, Context, Result};
+use serde_json::json;
+
+use crate::config::LabConfig;
+use crate::exec;
+use crate::fault::Fault;
+use crate::member::{now_ns, Record, Supervisor};
+use crate::net;
+use crate::node::{self, Node};
+use crate::pki::{self, Pki, Role, RsaKey};
+use crate::sweep;
+use crate::view::{self, Mode};
+
+/// In-node paths of the healthcheck client certificate, for `curl` run through [`Lab::exec`].
+pub const CA_CRT: &str = "/etc/kubernetes/pki/etcd/ca.crt";
+pub const HEALTHCHECK_CRT: &str = "/etc/kubernetes/pki/etcd/healthcheck-client.crt";
+pub const HEALTHCHECK_KEY: &str = "/etc/kubernetes/pki/etcd/healthcheck-client.key";
+
+#[derive(Default)]
+struct Member {
+    /// The attempt last started (None before the first start).
+    attempt: Option<u32>,
+    pid: u32,
+    /// Certificates replaced by an Expired* fault, to restore on heal.
+    tampered: bool,
+}
+
+struct State {
+    faults: Vec<Fault>,
+    members: Vec<Member>,
+}
+
+/// A running lab: N control-plane nodes, each a network namespace on a private bridge, each
+/// running a real etcd member with kubeadm's TLS layout. Dropping it tears everything down.
+/// `Lab` is `Send + Sync`: share it (e.g. in an `Arc`) with a fake API server.
+pub struct Lab {
+    id: String,
+    dir: PathBuf,
+    nodes: Vec<Node>,
+    switch_netns: String,
+    jumpbox_ip: Ipv4Addr,
+    pki: Option<Pki>,
+    keys: Vec<RsaKey>,
+    supervisor: Option<Supervisor>,
+    state: Mutex<State>,
+    started_in: Duration,
+}
+
+fn which(program: &str) -> bool {
+    std::env::var_os("PATH")
+        .map(|p| std::env::split_paths(&p).collect::<Vec<_>>())
+        .unwrap_or_default()
+        .into_iter()
+        .chain(["/usr/sbin", "/usr/bin", "/sbin", "/bin"].map(PathBuf::from))
+        .any(|d| d.join(program).is_file())
+}
+
+fn check_dir(dir: &Path) -> Result<()> {
+    let s = dir.to_string_lossy();
+    // The path ends up in shell scripts, env files and overlayfs options (':' and ',' separate).
+    if !dir.is_absolute()
+        || !s
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"/._-+".contains(&b))
+    {
+        bail!("lab dir {s:?} must be an absolute path of [A-Za-z0-9/._-+]");
+    }
+    // Inside a node's view these are replaced (overlays, binds): the node's files would vanish.
+    for bad in ["/etc", "/var", "/usr", "/proc", "/sys", "/dev"] {
+        if dir.starts_with(bad) {
+            bail!("lab dir {s:?} must not be under {bad}");
+        }
+    }
+    if dir.exists() && fs::read_dir(dir)?.next().is_some() {
+        bail!("lab dir {s:?} exists and is not empty");
+    }
+    Ok(())
+}
+
+impl Lab {
+    /// Why a lab cannot run here, if it cannot: tests print it as
+    /// `SKIPPED (needs root + lab packages): <reason>` and return.
+    pub fn skip_reason() -> Option<String> {
+        // SAFETY: geteuid has no preconditions.
+        if unsafe { libc::geteuid() } != 0 {
+            return Some("not running as root (network namespaces and mounts need it)".into());
+        }
+        if !Path::new("/usr/bin/etcd").is_file() {
+            return Some("no /usr/bin/etcd (apt-get install etcd-server)".into());
+        }
+        for (program, package) in [
+            ("ip", "iproute2"),
+            ("nft", "nftables"),
+            ("unshare", "util-linux"),
+            ("curl", "curl"),
+            ("openssl", "openssl"),
+        ] {
+            if !which(program) {
+                return Some(format!("no `{program}` (apt-get install {package})"));
+            }
+        }
+        let mut c = Command::new("ip");
+        c.args(["netns", "list"]);
+        match exec::run(c, None, Duration::from_secs(10)) {
+            Ok(o) if o.status.success() => None,
+            Ok(o) => Some(format!(
+                "`ip netns list` fails: {}",
+                String::from_utf8_lossy(&o.stderr).trim()
+            )),
+            Err(e) => Some(format!("`ip netns list` fails: {e:#}")),
+        }
+    }
+
+    /// Removes what is left of labs whose owning process died (also done by every `start`).
+    pub fn sweep_stale() -> Result<Vec<String>> {
+        sweep::sweep_stale()
+    }
+
+    /// The labs on this machine whose owner process is alive: (id, dir).
+    pub fn running() -> Vec<(String, PathBuf)> {
+        sweep::records()
+            .into_iter()
+            .filter(sweep::owner_alive)
+            .map(|r| (r.id, r.dir))
+            .collect()
+    }
+
+    /// Builds the lab and returns once every member reports `/health` true (or fails, leaving
+    /// nothing behind).
+    pub fn start(cfg: LabConfig) -> Result<Lab> {
+        if let Some(reason) = Lab::skip_reason() {
+            bail!("cannot start a lab: {reason}");
+        }
+        cfg.check_subnet()?;
+        let names = cfg.names()?;
+        if let Err(e) = sweep::sweep_stale() {
+            eprintln!("etcdnet-lab: sweeping stale labs: {e:#}");
+        }
+        let t0 = Instant::now();
+        let id = sweep::new_id();
+        let dir = cfg
+            .dir
+            .clone()
+            .unwrap_or_else(|| std::env::temp_dir().join("etcdnet-lab").join(&id));
+        check_dir(&dir)?;
+        let owner = std::process::id();
+        sweep::register(&sweep::Record {
+            id: id.clone(),
+            owner_pid: owner,
+            owner_start: sweep::start_time(owner).context("reading our own start time")?,
+            dir: dir.clone(),
+        })?;
+        let nodes: Vec<Node> = names
+            .iter()
+            .enumerate()
+            .map(|(i, name)| Node {
+                name: name.clone(),
+                index: i + 1,
+                ip: cfg.ip(i + 1),
+                netns: format!("{id}-{name}"),
+                root: dir.join(name),
+                logger: cfg.logger.for_node(i + 1),
+            })
+            .collect();
+        // From here on, an error drops `lab`, which removes whatever was made.
+        let mut lab = Lab {
+            switch_netns: format!("{id}-sw"),
+            jumpbox_ip: cfg.jumpbox_ip(),
+            state: Mutex::new(State {
+                faults: Vec::new(),
+                members: nodes.iter().map(|_| Member::default()).collect(),
+            }),
+            id,
+            dir,
+            nodes,
+            pki: None,
+            keys: Vec::new(),
+            supervisor: None,
+            started_in: Duration::ZERO,
+        };
+        fs::create_dir_all(&lab.dir)?;
+        let now = now_ns();
+        for n in &lab.nodes {
+            node::lay_out(n, &lab.nodes, &cfg.image, now)?;
+        }
+        // Keys (slow the first time) are made while the network is built.
+        let key_count = 1 + Role::ALL.len() * lab.nodes.len();
+        let keys = std::thread::scope(|s| {
+            let keys = s.spawn(|| pki::rsa_keys(key_count));
+            net::build(&lab.switch_netns, lab.jumpbox_ip, &lab.nodes)?;
+            keys.join()
+                .map_err(|_| anyhow!("key generation panicked"))?
+        })?;
+        lab.keys = keys;
+        let ca = Pki::new(&lab.keys[0])?;
+        for (i, n) in lab.nodes.iter().enumerate() {
+            let pki_dir = n.root.join("etc/kubernetes/pki");
+            ca.write_ca(&pki_dir)?;
+            for (r, role) in Role::ALL.iter().enumerate() {
+                ca.issue(
+                    &pki_dir,
+                    *role,
+                    &n.name,
+                    n.ip,
+                    &lab.keys[1 + i * Role::ALL.len() + r],
+                    false,
+                )?;
+            }
+        }
+        lab.pki = Some(ca);
+        lab.supervisor = Some(Supervisor::new(&lab.id)?);
+        for i in 0..lab.nodes.len() {
+            lab.start_member(i)?;
+        }
+        lab.wait_healthy(cfg.start_timeout)
+            .context("the lab's etcd cluster did not become healthy")?;
+        lab.started_in = t0.elapsed();
+        Ok(lab)
+    }
+
+    /// The lab's id (`en<pid>-<n>`), the prefix of its namespaces.
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+    /// The lab directory (node roots are `<dir>/<node>`).
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+    /// How long [`Lab::start`] took.
+    pub fn started_in(&self) -> Duration {
+        self.started_in
+    }
+    pub fn nodes(&self) -> &[Node] {
+        &self.nodes
+    }
+    pub fn node(&self, name: &str) -> Result<&Node> {
+        self.nodes
+            .iter()
+            .find(|n| n.name == name)
+            .ok_or_else(|| anyhow!("no node {name:?} in lab {}", self.id))
+    }
+    fn index(&self, name: &str) -> Result<usize> {
+        self.nodes
+            .iter()
+            .position(|n| n.name == name)
+            .ok_or_else(|| anyhow!("no node {name:?} in lab {}", self.id))
+    }
+    /// The switch namespace; its bridge has the jumpbox address.
+    pub fn switch_netns(&self) -> &str {
+        &self.switch_netns
+    }
+    /// The address the jumpbox (an admin, the Supervisor) reaches the nodes from; no fault
+    /// ever applies to it.
+    pub fn jumpbox_ip(&self) -> Ipv4Addr {
+        self.jumpbox_ip
+    }
+    fn state(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+    fn supervisor(&self) -> Result<&Supervisor> {
+        self.supervisor.as_ref().context("the lab is torn down")
+    }
+
+    /// `argv` on `node`: as root, in its netns, with its hostname and filesystem view
+    /// (/etc/kubernetes, /var/lib/etcd, /var/log, crictl and systemctl on PATH). The command is a
+    /// process-group leader; its working directory is `/` of the view.
+    pub fn command<S: AsRef<std::ffi::OsStr>>(&self, node: &str, argv: &[S]) -> Result<Command> {
+        Ok(view::command(self.node(node)?, Mode::Node, argv))
+    }
+
+    /// Like [`Lab::command`] but as a privileged pod with `hostPath: /` mounted at `/host`
+    /// sees it: `/` is the host's own, `/host` is the node view (`chroot /host crictl ps` works),
+    /// network and hostname are the node's (hostNetwork). For a fake API server running "pods".
+    pub fn pod_command<S: AsRef<std::ffi::OsStr>>(
+        &self,
+        node: &str,
+        argv: &[S],
+    ) -> Result<Command> {
+        Ok(view::command(self.node(node)?, Mode::Pod, argv))
+    }
+
+    /// `argv` in the node's netns only (host filesystem): cheap, for the lab's own checks.
+    pub fn netns_command<S: AsRef<std::ffi::OsStr>>(
+        &self,
+        node: &str,
+        argv: &[S],
+    ) -> Result<Command> {
+        Ok(net::in_netns(&self.node(node)?.netns, argv))
+    }
+
+    /// `argv` on the jumpbox: the switch namespace (address [`Lab::jumpbox_ip`]), host
+    /// filesystem. It reaches every node whatever the faults (e.g. an SSH route's client).
+    pub fn jumpbox_command<S: AsRef<std::ffi::OsStr>>(&self, argv: &[S]) -> Command {
+        net::in_netns(&self.switch_netns, argv)
+    }
+
+    /// Runs [`Lab::command`] to completion with `stdin`, killing it (and what it started) after
+    /// `timeout`, which is then an [`crate::ExecTimeout`] error.
+    pub fn exec<S: AsRef<std::ffi::OsStr>>(
+        &self,
+        node: &str,
+        argv: &[S],
+        stdin: Option<&[u8]>,
+        timeout: Duration,
+    ) -> Result<Output> {
+        exec::run(self.command(node, argv)?, stdin, timeout)
+    }
+
+    fn start_member(&self, i: usize) -> Result<()> {
+        let node = &self.nodes[i];
+        let mut state = self.state();
+        let attempt = state.members[i].attempt.map_or(0, |a| a + 1);
+        let mut cmd = view::command(node, Mode::Node, &node::etcd_argv(node, &self.nodes));
+        // etcd reads ETCD_* variables: give it a node's environment, not the test's.
+        cmd.env_clear().env("PATH", "/usr/sbin:/usr/bin:/sbin:/bin");
+        let record = Record {
+            id: node.container_id(attempt),
+            attempt,
+            pid: 0,
+            created: 0,
+            finished: 0,
+            exit_code: 0,
+            log: node.log_file(),
+            marker: format!("{}/{}/{attempt}", self.id, node.name),
+            state_dir: node.state_dir(),
+        };
+        let pid = self.supervisor()?.start(i, cmd, record)?;
+        state.members[i].attempt = Some(attempt);
+        state.members[i].pid = pid;
+        Ok(())
+    }
+
+    /// The pid of the node's etcd if it is running (the process itself, in the node's netns).
+    pub fn etcd_pid(&self, node: &str) -> Option<u32> {
+        let i = self.index(node).ok()?;
+        let state = self.state();
+        let m = &state.members[i];
+        let marker = format!("ETCDNET_LAB_MEMBER={}/{}/{}", self.id, node, m.attempt?);
+        let env = fs::read(format!("/proc/{}/environ", m.pid)).ok()?;
+        env.split(|b| *b == 0)
+            .any(|v| v == marker.as_bytes())
+            .then_some(m.pid)
+    }
+
+    /// How many times the lab restarted this node's etcd (crictl's ATTEMPT).
+    pub fn attempt(&self, node: &str) -> Result<u32> {
+        let i = self.index(node)?;
+        Ok(self.state().members[i].attempt.unwrap_or(0))
+    }
+
+    /// The container ID crictl shows for the node's current etcd.
+    pub fn container_id(&self, node: &str) -> Result<String> {
+        Ok(self.node(node)?.container_id(self.attempt(node)?))
+    }
+
+    /// What the systemctl stand-in answers for kubelet on this node (active by default).
+    pub fn set_kubelet_active(&self, node: &str, active: bool) -> Result<()> {
+        node::set_kubelet(self.node(node)?, active, now_ns())
+    }
+
+    /// The faults in force.
+    pub fn faults(&self) -> Vec<Fault> {
+        self.state().faults.clone()
+    }
+
+    /// Re-issues a node's server or peer certificate (same key) and restarts its etcd.
+    fn reissue(&self, i: usize, role: Role, expired: bool) -> Result<()> {
+        let node = &self.nodes[i];
+        let r = Role::ALL
+            .iter()
+            .position(|x| *x == role)
+            .unwrap_or_default();
+        let key = &self.keys[1 + i * Role::ALL.len() + r];
+        let pki = self.pki.as_ref().context("no PKI")?;
+        pki.issue(
+            &node.root.join("etc/kubernetes/pki"),
+            role,
+            &node.name,
+            node.ip,
+            key,
+            expired,
+        )
+    }
+
+    fn restart(&self, i: usize) -> Result<()> {
+        self.supervisor()?.stop(i)?;
+        self.start_member(i)
+    }
+
+    /// Injects a fault (see [`Fault`] for what each one does and what a client sees).
+    pub fn inject(&self, fault: Fault) -> Result<()> {
+        for n in fault.named_nodes() {
+            self.node(n)?;
+        }
+        match &fault {
+            Fault::ExpiredPeerCert(n) | Fault::ExpiredServerCert(n) => {
+                let i = self.index(n)?;
+                let role = if matches!(fault, Fault::ExpiredPeerCert(_)) {
+                    Role::Peer
+                } else {
+                    Role::Server
+                };
+                self.reissue(i, role, true)?;
+                self.state().members[i].tampered = true;
+                self.restart(i)?;
+            }
+            Fault::StopEtcd(n) => {
+                self.supervisor()?.stop(self.index(n)?)?;
+            }
+            _ => {
+                for (i, rule) in fault.nft_rules(&self.nodes)? {
+                    net::nft(
+                        &self.nodes[i].netns,
+                        &format!("add rule inet etcdnet input {rule}\n"),
+                    )?;
+                }
+            }
+        }
+        self.state().faults.push(fault);
+        Ok(())
+    }
+
+    /// Removes every fault: nftables rules flushed, certificates re-issued valid (member
+    /// restarted), stopped members started again (attempt + 1). Does not wait for health.
+    pub fn heal(&self) -> Result<()> {
+        for n in &self.nodes {
+            net::flush_rules(&n.netns)?;
+        }
+        for i in 0..self.nodes.len() {
+            let tampered = std::mem::take(&mut self.state().members[i].tampered);
+            if tampered {
+                self.reissue(i, Role::Server, false)?;
+                self.reissue(i, Role::Peer, false)?;
+                self.restart(i)?;
+            } else if self.etcd_pid(&self.nodes[i].name).is_none() {
+                self.start_member(i)?;
+            }
+        }
+        self.state().faults.clear();
+        Ok(())
+    }
+
+    /// The lab as JSON: id, dir, jumpbox, and per node name, ip, netns, root, logger, etcd pid,
+    /// container id, attempt; plus the faults in force.
+    pub fn describe(&self) -> serde_json::Value {
+        let nodes: Vec<serde_json::Value> = self
+            .nodes
+            .iter()
+            .map(|n| {
+                json!({
+                    "name": n.name,
+                    "ip": n.ip.to_string(),
+                    "netns": n.netns,
+                    "root": n.root,
+                    "logger": n.logger,
+                    "etcd_pid": self.etcd_pid(&n.name),
+                    "container_id": self.container_id(&n.name).ok(),
+                    "attempt": self.attempt(&n.name).ok(),
+                })
+            })
+            .collect();
+        json!({
+            "id": self.id,
+            "dir": self.dir,
+            "switch_netns": self.switch_netns,
+            "jumpbox_ip": self.jumpbox_ip.to_string(),
+            "nodes": nodes,
+            "faults": self.faults().iter().map(|f| f.to_string()).collect::<Vec<_>>(),
+        })
+    }
+
+    /// Tears the lab down now (what `Drop` does): etcd killed, processes in the namespaces
+    /// killed, namespaces deleted, directory removed, record removed.
+    pub fn teardown(&mut self) {
+        if let Some(mut s) = self.supervisor.take() {
+            s.shutdown();
+        }
+        for e in sweep::destroy(&self.id, Some(&self.dir)) {
+            eprintln!("etcdnet-lab teardown of {}: {e}", self.id);
+        }
+    }
+}
+
+impl Drop for Lab {
+    fn drop(&mut self) {
+        self.teardown();
+    }
+}

@@ -1,0 +1,262 @@
+//! The etcd members' lifecycle: a small kubelet. One thread per lab owns every etcd child
+//! process, starts and kills them on request, notices when one dies, and keeps the container
+//! records the crictl stand-in reads (`run/crictl/containers/<attempt>.env`) true.
+//!
+//! Each etcd is started with `PR_SET_PDEATHSIG = SIGKILL`, which fires when the *thread* that
+//! forked it ends: that is this supervisor thread, which lives exactly as long as the lab. So
+//! when a test process is killed (SIGKILL, no destructors) its etcd processes die with it, and
+//! only namespaces and directories are left for the sweeper.
+
+use std::collections::hash_map::Entry;
+use std::collections::HashMap;
+use std::fs::{self, File};
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::path::PathBuf;
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::mpsc::{self, RecvTimeoutError};
+use std::thread::JoinHandle;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use anyhow::{anyhow, Context, Result};
+
+use crate::exec::kill_group;
+use crate::node::env_file;
+
+pub(crate) fn now_ns() -> u128 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or_default()
+}
+
+/// One container attempt as crictl reports it.
+#[derive(Clone, Debug)]
+pub(crate) struct Record {
+    pub id: String,
+    pub attempt: u32,
+    pub pid: u32,
+    pub created: u128,
+    pub finished: u128,
+    pub exit_code: i32,
+    pub log: PathBuf,
+    pub marker: String,
+    pub state_dir: PathBuf,
+}
+
+impl Record {
+    fn write(&self) -> Result<()> {
+        let dir = self.state_dir.join("containers");
+        let text = env_file(&[
+            ("ID", self.id.clone()),
+            ("ATTEMPT", self.attempt.to_string()),
+            ("PID", self.pid.to_string()),
+            ("CREATED", self.created.to_string()),
+            ("STARTED", self.created.to_string()),
+            ("FINISHED", self.finished.to_string()),
+            ("EXIT_CODE", self.exit_code.to_string()),
+            ("LOG", self.log.to_string_lossy().into_owned()),
+            ("MARKER", self.marker.clone()),
+        ]);
+        let tmp = dir.join(format!("{}.tmp", self.attempt));
+        fs::write(&tmp, text)?;
+        fs::rename(&tmp, dir.join(format!("{}.env", self.attempt)))?;
+        Ok(())
+    }
+
+    fn finish(&mut self, status: Option<ExitStatus>) {
+        self.finished = now_ns();
+        // Like a container runtime: a signal-killed process exits 128 + signal (SIGKILL: 137).
+        self.exit_code = match status {
+            Some(s) => s.code().unwrap_or_else(|| 128 + s.signal().unwrap_or(0)),
+            None => 255,
+        };
+    }
+}
+
+enum Req {
+    Start {
+        slot: usize,
+        cmd: Box<Command>,
+        record: Record,
+        reply: mpsc::Sender<Result<u32>>,
+    },
+    Stop {
+        slot: usize,
+        reply: mpsc::Sender<bool>,
+    },
+    Shutdown,
+}
+
+/// Handle on the supervisor thread.
+pub(crate) struct Supervisor {
+    tx: mpsc::Sender<Req>,
+    thread: Option<JoinHandle<()>>,
+}
+
+const REPLY: Duration = Duration::from_secs(30);
+
+impl Supervisor {
+    pub(crate) fn new(name: &str) -> Result<Self> {
+        let (tx, rx) = mpsc::channel();
+        let thread = std::thread::Builder::new()
+            .name(format!("{name}-kubelet"))
+            .spawn(move || run(rx))?;
+        Ok(Supervisor {
+            tx,
+            thread: Some(thread),
+        })
+    }
+
+    /// Starts `cmd` as member `slot`'s attempt `record.attempt`, its stdout and stderr appended
+    /// to `record.log` (the previous attempt's log is moved to `<log>.<attempt>` first).
+    pub(crate) fn start(&self, slot: usize, cmd: Command, record: Record) -> Result<u32> {
+        let (reply, rx) = mpsc::channel();
+        self.tx
+            .send(Req::Start {
+                slot,
+                cmd: Box::new(cmd),
+                record,
+                reply,
+            })
+            .map_err(|_| anyhow!("the lab's supervisor thread is gone"))?;
+        rx.recv_timeout(REPLY)
+            .map_err(|_| anyhow!("the supervisor did not answer"))?
+    }
+
+    /// Kills member `slot` (SIGKILL) and records it exited; false if it was not running.
+    pub(crate) fn stop(&self, slot: usize) -> Result<bool> {
+        let (reply, rx) = mpsc::channel();
+        self.tx
+            .send(Req::Stop { slot, reply })
+            .map_err(|_| anyhow!("the lab's supervisor thread is gone"))?;
+        rx.recv_timeout(REPLY)
+            .map_err(|_| anyhow!("the supervisor did not answer"))
+    }
+
+    /// Kills every member and ends the thread (bounded: each kill waits at most 5 s).
+    pub(crate) fn shutdown(&mut self) {
+        let _ = self.tx.send(Req::Shutdown);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+impl Drop for Supervisor {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}
+
+struct Running {
+    child: Child,
+    record: Record,
+}
+
+fn spawn(mut cmd: Command, record: &mut Record, previous: Option<&mut Record>) -> Result<Child> {
+    if let Some(prev) = previous {
+        if prev.log == record.log && record.log.exists() {
+            let moved = record.log.with_extension(format!("log.{}", prev.attempt));
+            fs::rename(&record.log, &moved)?;
+            prev.log = moved;
+            prev.write()?;
+        }
+    }
+    let log = File::options()
+        .create(true)
+        .append(true)
+        .open(&record.log)
+        .with_context(|| format!("opening {}", record.log.display()))?;
+    cmd.stdin(Stdio::null())
+        .stdout(log.try_clone()?)
+        .stderr(log)
+        .env("ETCDNET_LAB_MEMBER", &record.marker);
+    // SAFETY: prctl is async-signal-safe; nothing else runs between fork and exec.
+    unsafe {
+        cmd.pre_exec(|| {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    record.created = now_ns();
+    let child = cmd.spawn().context("starting etcd")?;
+    record.pid = child.id();
+    record.write()?;
+    Ok(child)
+}
+
+fn stop(
+    running: &mut HashMap<usize, Running>,
+    last: &mut HashMap<usize, Record>,
+    slot: usize,
+) -> bool {
+    let Some(mut r) = running.remove(&slot) else {
+        return false;
+    };
+    let status = kill_group(&mut r.child);
+    r.record.finish(status);
+    let _ = r.record.write();
+    last.insert(slot, r.record);
+    true
+}
+
+fn run(rx: mpsc::Receiver<Req>) {
+    let mut running: HashMap<usize, Running> = HashMap::new();
+    // The last record of every slot, for log rotation and for a clean exit record.
+    let mut last: HashMap<usize, Record> = HashMap::new();
+    loop {
+        match rx.recv_timeout(Duration::from_millis(100)) {
+            Ok(Req::Start {
+                slot,
+                cmd,
+                mut record,
+                reply,
+            }) => {
+                let result = match running.entry(slot) {
+                    Entry::Occupied(_) => Err(anyhow!("member {slot} is already running")),
+                    Entry::Vacant(free) => {
+                        spawn(*cmd, &mut record, last.get_mut(&slot)).map(|child| {
+                            let pid = child.id();
+                            last.insert(slot, record.clone());
+                            free.insert(Running { child, record });
+                            pid
+                        })
+                    }
+                };
+                let _ = reply.send(result);
+            }
+            Ok(Req::Stop { slot, reply }) => {
+                let _ = reply.send(stop(&mut running, &mut last, slot));
+            }
+            Ok(Req::Shutdown) | Err(RecvTimeoutError::Disconnected) => {
+                let slots: Vec<usize> = running.keys().copied().collect();
+                for slot in slots {
+                    stop(&mut running, &mut last, slot);
+                }
+                return;
+            }
+            Err(RecvTimeoutError::Timeout) => {}
+        }
+        // A member that died on its own: record it exited, as the runtime would.
+        let dead: Vec<(usize, ExitStatus)> = running
+            .iter_mut()
+            .filter_map(|(slot, r)| r.child.try_wait().ok().flatten().map(|s| (*slot, s)))
+            .collect();
+        for (slot, status) in dead {
+            if let Some(mut r) = running.remove(&slot) {
+                r.record.finish(Some(status));
+                let _ = r.record.write();
+                last.insert(slot, r.record);
+            }
+        }
+    }
+}
+
+/// The last `lines` lines of a member's log, for error messages.
+pub(crate) fn log_tail(path: &std::path::Path, lines: usize) -> String {
+    let text = fs::read_to_string(path).unwrap_or_default();
+    let all: Vec<&str> = text.lines().collect();
+    all[all.len().saturating_sub(lines)..].join("\n")
+}

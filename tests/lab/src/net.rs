@@ -1,0 +1,156 @@
+//! Network namespaces: one switch namespace holding the bridge, one namespace per node.
+//!
+//! Nothing touches the host's own network: every interface, address and nftables rule is created
+//! inside a namespace the lab owns (`ip -n`, `ip netns exec`), and interface names only need to
+//! be unique within their namespace, so parallel labs can all use 198.18.0.11.
+
+use std::net::Ipv4Addr;
+use std::os::unix::process::CommandExt;
+use std::process::Command;
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+
+use crate::exec::checked;
+use crate::Node;
+
+const STEP: Duration = Duration::from_secs(20);
+
+/// `ip netns exec <netns> argv...` (host filesystem, node network).
+pub(crate) fn in_netns<S: AsRef<std::ffi::OsStr>>(netns: &str, argv: &[S]) -> Command {
+    let mut c = Command::new("ip");
+    c.args(["netns", "exec", netns]).args(argv);
+    c.process_group(0);
+    c
+}
+
+/// `ip -n <netns> -batch -` fed with `lines`.
+fn ip_batch(netns: &str, lines: &[String]) -> Result<()> {
+    let mut c = Command::new("ip");
+    c.args(["-n", netns, "-batch", "-"]);
+    checked(c, Some(lines.join("\n").as_bytes()), STEP)
+        .with_context(|| format!("configuring netns {netns}"))?;
+    Ok(())
+}
+
+pub(crate) fn add_netns(name: &str) -> Result<()> {
+    let mut c = Command::new("ip");
+    c.args(["netns", "add", name]);
+    checked(c, None, STEP)?;
+    Ok(())
+}
+
+/// Names under /run/netns (what `ip netns list` shows).
+pub(crate) fn list_netns() -> Vec<String> {
+    std::fs::read_dir("/run/netns")
+        .map(|d| {
+            d.filter_map(|e| e.ok())
+                .filter_map(|e| e.file_name().into_string().ok())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Kills every process inside `netns` (SIGKILL) and deletes it. Errors are reported, not fatal:
+/// teardown goes on with the next namespace.
+pub(crate) fn destroy_netns(name: &str) -> Result<()> {
+    for _ in 0..3 {
+        let pids = netns_pids(name);
+        if pids.is_empty() {
+            break;
+        }
+        for pid in pids {
+            // SAFETY: kill(2) on pids the kernel reports inside our own namespace.
+            unsafe {
+                libc::kill(pid as libc::pid_t, libc::SIGKILL);
+            }
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let mut c = Command::new("ip");
+    c.args(["netns", "del", name]);
+    checked(c, None, STEP).with_context(|| format!("deleting netns {name}"))?;
+    Ok(())
+}
+
+pub(crate) fn netns_pids(name: &str) -> Vec<u32> {
+    let mut c = Command::new("ip");
+    c.args(["netns", "pids", name]);
+    checked(c, None, STEP)
+        .map(|s| {
+            s.split_whitespace()
+                .filter_map(|p| p.parse().ok())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Creates the switch and node namespaces, the bridge, one veth per node (named `eth0` inside the
+/// node, `v<i>` on the bridge), the addresses, and each node's empty nftables table.
+pub(crate) fn build(switch: &str, jumpbox_ip: Ipv4Addr, nodes: &[Node]) -> Result<()> {
+    add_netns(switch)?;
+    for n in nodes {
+        add_netns(&n.netns)?;
+    }
+    let mut sw = vec![
+        "link set lo up".to_string(),
+        "link add br0 type bridge".to_string(),
+        format!("addr add {jumpbox_ip}/24 dev br0"),
+        "link set br0 up".to_string(),
+    ];
+    for n in nodes {
+        let port = format!("v{}", n.index);
+        sw.push(format!(
+            "link add {port} type veth peer name eth0 netns {}",
+            n.netns
+        ));
+        sw.push(format!("link set {port} master br0"));
+        sw.push(format!("link set {port} up"));
+    }
+    ip_batch(switch, &sw)?;
+    for n in nodes {
+        ip_batch(
+            &n.netns,
+            &[
+                "link set lo up".to_string(),
+                format!("addr add {}/24 dev eth0", n.ip),
+                "link set eth0 up".to_string(),
+            ],
+        )?;
+        let peers: Vec<String> = nodes
+            .iter()
+            .filter(|p| p.name != n.name)
+            .map(|p| p.ip.to_string())
+            .collect();
+        // With one node the set is empty, which nft writes without `elements`.
+        let elements = if peers.is_empty() {
+            String::new()
+        } else {
+            format!("elements = {{ {} }}", peers.join(", "))
+        };
+        nft(
+            &n.netns,
+            &format!(
+                "table inet etcdnet {{\n  set peers {{ type ipv4_addr; {elements} }}\n  \
+                 chain input {{ type filter hook input priority filter; policy accept; }}\n}}\n"
+            ),
+        )?;
+    }
+    Ok(())
+}
+
+/// Feeds an nft script to `nft -f -` inside `netns`.
+pub(crate) fn nft(netns: &str, script: &str) -> Result<()> {
+    checked(
+        in_netns(netns, &["nft", "-f", "-"]),
+        Some(script.as_bytes()),
+        STEP,
+    )
+    .with_context(|| format!("nft in {netns}: {script}"))?;
+    Ok(())
+}
+
+/// Removes every fault rule of a node (the table and its peer set stay).
+pub(crate) fn flush_rules(netns: &str) -> Result<()> {
+    nft(netns, "flush chain inet etcdnet input\n")
+}
