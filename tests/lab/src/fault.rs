@@ -26,7 +26,11 @@
 //!   lost: curl prints "Connected to" and then times out (exit 28).
 //! - `ExpiredPeerCert(Y)` / `ExpiredServerCert(Y)`: Y's certificate is re-issued with a notAfter
 //!   in the past and Y's etcd restarted (attempt + 1): the TLS handshake is refused
-//!   (curl exit 60 "certificate has expired" when verifying the CA).
+//!   (curl exit 60 "certificate has expired" when verifying the CA). With an expired *peer*
+//!   certificate Y cannot rejoin its cluster, and a restarted etcd serves clients only once it
+//!   has: Y's 2379 accepts TCP but the TLS handshake waits (curl: "Connected to", then exit 28).
+//!   The peers log `rejected connection ... x509: certificate has expired`, Y logs
+//!   `remote error: tls: bad certificate`.
 //! - `StopEtcd(Y)`: Y's etcd is killed (SIGKILL, not restarted: crictl shows it Exited, exit code
 //!   137): nothing listens any more, connections are refused (exit 7), also from Y itself.
 

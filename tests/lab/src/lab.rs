@@ -396,6 +396,12 @@ impl Lab {
         self.start_member(i)
     }
 
+    /// Kills the node's etcd (if running) and starts it again, as the kubelet restarts a
+    /// container: attempt + 1, the old container shown Exited (137) by `crictl ps -a`.
+    pub fn restart_etcd(&self, node: &str) -> Result<()> {
+        self.restart(self.index(node)?)
+    }
+
     /// Injects a fault (see [`Fault`] for what each one does and what a client sees).
     pub fn inject(&self, fault: Fault) -> Result<()> {
         for n in fault.named_nodes() {

@@ -61,3 +61,13 @@ pub fn skip_if_unavailable(test: &str) -> bool {
         None => false,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    /// A lab is shared with servers (fake API server, SSH route) across threads.
+    #[test]
+    fn lab_is_send_and_sync() {
+        fn shareable<T: Send + Sync>() {}
+        shareable::<super::Lab>();
+    }
+}
