@@ -115,6 +115,9 @@ pub(crate) fn build(switch: &str, jumpbox_ip: Ipv4Addr, nodes: &[Node]) -> Resul
                 "link set lo up".to_string(),
                 format!("addr add {}/24 dev eth0", n.ip),
                 "link set eth0 up".to_string(),
+                // A VM has a default gateway (etcd warns "could not find default route" without
+                // one). The switch namespace forwards nothing, so this leads nowhere else.
+                format!("route add default via {jumpbox_ip}"),
             ],
         )?;
         let peers: Vec<String> = nodes
