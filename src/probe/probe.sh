@@ -1,0 +1,482 @@
+#!/bin/sh
+# etcdnet-probe: the on-node half of `kubectl etcdnet diagnose`.
+#
+# It automates the support article's checks on one control-plane node: is the etcd container
+# running and stable (crictl ps), what its log says (crictl logs), whether kubelet is active, whether
+# this node reaches its own and every peer's etcd on 2379/2380 (curl with the node's peer
+# certificate), whether the certificates are valid, what the static-pod manifest says, and whether
+# etcd's /health answers.
+#
+# Contract: exactly one JSON document (schema v1, src/probe/output.rs) on stdout, nothing on
+# stderr, exit 0 once it is printed. A missing tool or a failing step is data in the JSON. Read-only:
+# nothing writes to etcd or changes the node (temp files only, removed on exit). Portable: POSIX sh
+# (bash, dash, busybox ash), GNU or busybox tools, any awk (mawk, gawk, busybox); jq not needed.
+#
+# Usage: sh -c "$PROBE_SH" etcdnet-probe --self IP [--peer IP]... [--connect-timeout S]
+#          [--tls-timeout S] [--log-lines N] [--log-bytes N]
+#    or: sh -s -- --self IP ... < probe.sh
+# Timeouts are whole seconds: --connect-timeout (default 3) bounds each TCP connect, --tls-timeout
+# (default 2) is the extra time a handshake gets. All paths run at once, so the probe ends within
+# connect-timeout + tls-timeout + about a second whatever the number of peers.
+# Test hooks (environment): ETCDNET_PKI_DIR (default /etc/kubernetes/pki/etcd) and ETCDNET_MANIFEST
+# (default /etc/kubernetes/manifests/etcd.yaml).
+
+# JSON string escaping for every awk below, byte-wise (LC_ALL=C): \ and " escaped, control bytes
+# as \u00XX, valid UTF-8 kept, every invalid byte replaced by \ufffd, so the document is always
+# valid JSON whatever etcd, curl or openssl printed.
+AWK_LIB='
+BEGIN { for (i = 1; i < 256; i++) ORD[sprintf("%c", i)] = i }
+function cap(s, n) { return length(s) > n ? substr(s, 1, n) "..." : s }
+function jstr(s) { return s == "" ? "null" : "\"" esc(s) "\"" }
+function jnum(v) { return v < 0 ? "null" : sprintf("%.0f", v) }
+function esc(s,    out, c, o, n, k, ok, lo, hi, b) {
+  out = ""
+  while (match(s, /[^ -~]|"|\\/)) {
+    out = out substr(s, 1, RSTART - 1); c = substr(s, RSTART, 1); s = substr(s, RSTART + 1)
+    o = ORD[c]
+    if (c == "\"" || c == "\\") { out = out "\\" c; continue }
+    if (o < 128) { out = out sprintf("\\u%04x", o); continue }
+    n = (o >= 194 && o <= 223) ? 1 : (o >= 224 && o <= 239) ? 2 : (o >= 240 && o <= 244) ? 3 : 0
+    lo = (o == 224) ? 160 : (o == 240) ? 144 : 128; hi = (o == 237) ? 159 : (o == 244) ? 143 : 191
+    ok = n > 0
+    for (k = 1; ok && k <= n; k++) {
+      b = ORD[substr(s, k, 1)]; if (b < lo || b > hi) ok = 0; lo = 128; hi = 191
+    }
+    if (ok) { out = out c substr(s, 1, n); s = substr(s, n + 1) } else out = out "\\ufffd"
+  }
+  return out s
+}
+'
+
+have() { command -v "$1" >/dev/null 2>&1; }
+
+# A failed step, recorded for errors[] (one line: step TAB message).
+err() { printf '%s\t%s\n' "$1" "$(printf '%s' "$2" | tr '\t\n\r' '   ')" >>"$T/errors"; }
+
+# One shell string as a JSON string ("" becomes null).
+jstr() { printf '%s' "$1" | awk "$AWK_LIB"'{ s = s (NR > 1 ? "\n" : "") $0 } END { printf "%s", jstr(s) }'; }
+
+# Monotonic milliseconds from /proc/uptime (10 ms steps); the wall clock when that is missing.
+now_ms() {
+  up=
+  [ -r /proc/uptime ] && read -r up _ </proc/uptime
+  case $up in
+  [0-9]*.[0-9][0-9]) echo $((${up%.*} * 1000 + 1${up#*.} * 10 - 1000)) ;;
+  *) echo $(($(date +%s) * 1000)) ;;
+  esac
+}
+
+# The last line of a tool's stderr that says something, capped; crictl's msg="..." unwrapped.
+last_msg() {
+  awk 'NF { l = $0 } END { if (l ~ /msg="/) { sub(/^.*msg="/, "", l); sub(/"[^"]*$/, "", l); gsub(/\\"/, "\"", l) }
+    if (length(l) > 300) l = substr(l, 1, 300) "..."; print l }' "$1"
+}
+
+# --- arguments: bad values are reported and replaced by defaults, never fatal ------------------
+parse_args() {
+  SELF= PEERS= CT=3 TT=2 LOG_LINES=500 LOG_BYTES=262144
+  while [ $# -gt 0 ]; do
+    case $1 in
+    --self | --peer | --connect-timeout | --tls-timeout | --log-lines | --log-bytes)
+      if [ $# -lt 2 ]; then err args "$1 needs a value" && break; fi
+      set_opt "$1" "$2"
+      shift 2 ;;
+    --*=*)
+      set_opt "${1%%=*}" "${1#*=}"
+      shift ;;
+    *)
+      err args "unknown argument: $1"
+      shift ;;
+    esac
+  done
+  [ -n "$SELF" ] || err args "no --self IP: this node's own 2379/2380 not checked"
+  [ "$CT" -ge 1 ] || { err args "--connect-timeout 0 raised to 1" && CT=1; }
+}
+
+set_opt() {
+  case $1 in
+  --self | --peer)
+    case $2 in -* | '' | *[!0-9A-Za-z.:-]*) err args "ignored $1 '$2': not an address" && return ;; esac
+    if [ "$1" = --self ]; then SELF=$2; else PEERS="$PEERS $2"; fi ;;
+  --connect-timeout | --tls-timeout | --log-lines | --log-bytes)
+    case $2 in '' | *[!0-9]* | ??????????*) err args "ignored $1 '$2': not a whole number" && return ;; esac
+    n=$(printf '%s' "$2" | sed 's/^0*//') && n=${n:-0}
+    case $1 in --connect-timeout) CT=$n ;; --tls-timeout) TT=$n ;; --log-lines) LOG_LINES=$n ;;
+    *) LOG_BYTES=$n ;; esac ;;
+  *) err args "unknown argument: $1" ;;
+  esac
+}
+
+# --- host: name, addresses (all but loopback and IPv6 link-local), clock ----------------------
+probe_host() {
+  HOST=$(uname -n 2>/dev/null)
+  CLOCK=$(date +%s%3N 2>/dev/null)
+  # GNU date prints 13 digits; busybox prints "%3N" literally.
+  case $CLOCK in *[!0-9]* | '') CLOCK=$(($(date +%s) * 1000)) ;; esac
+  if have ip; then
+    ip -o addr show 2>/dev/null | awk '{ for (i = 3; i < NF; i++) if ($i == "inet" || $i == "inet6") {
+      a = $(i + 1); sub(/\/.*/, "", a); if ($2 != "lo" && a !~ /^127\./ && a != "::1" && a !~ /^fe80:/) print a } }' >"$T/ips"
+  elif hostname -I >"$T/ips.raw" 2>/dev/null; then
+    tr ' ' '\n' <"$T/ips.raw" | grep -v -e '^$' -e '^127\.' -e '^::1$' >"$T/ips"
+  else err host "neither 'ip' nor 'hostname -I' to list the node's addresses"; fi
+}
+
+# --- etcd container: crictl ps -a (JSON read with awk: jq may be absent), newest first ---------
+# The tokenizer follows crictl's {"containers":[{"id","metadata":{"name","attempt"},"state",
+# "createdAt"}]} whatever the spacing; `--name` is a regex, so only the name "etcd" is kept.
+AWK_CRICTL='
+{ gsub(/\t|\r/, " "); gsub(/\\\\/, "\001"); gsub(/\\"/, "\002"); buf = buf " " $0 }
+function value(v) {
+  if (d == 3 && key[1] == "containers") { if (key[3] == "id") id = v; if (key[3] == "state") st = v
+    if (key[3] == "createdAt") ca = v }
+  if (d == 4 && key[1] == "containers" && key[3] == "metadata") { if (key[4] == "name") nm = v
+    if (key[4] == "attempt") at = v }
+}
+END {
+  s = buf; d = 0
+  while (s != "") {
+    c = substr(s, 1, 1)
+    if (c == " ") { match(s, /^ +/); s = substr(s, RLENGTH + 1); continue }
+    if (c == "{" || c == "[") { d++; kind[d] = c; key[d] = ""; iskey[d] = (c == "{")
+      if (d == 3) id = st = ca = nm = at = ""; s = substr(s, 2); continue }
+    if (c == "}" || c == "]") {
+      if (d == 3 && c == "}" && key[1] == "containers" && nm == "etcd" && id ~ /^[0-9A-Za-z]+$/) {
+        if (ca !~ /^[0-9]+$/) ca = ""; if (at !~ /^[0-9]+$/) at = ""; if (st !~ /^[A-Za-z_]+$/) st = "UNKNOWN"
+        p = ca; while (length(p) < 24) p = "0" p
+        printf "%s\t%s\t%s\t%s\t%s\n", p, id, st, at, ca
+      }
+      d--; s = substr(s, 2); continue }
+    if (c == ":") { s = substr(s, 2); continue }
+    if (c == ",") { if (kind[d] == "{") iskey[d] = 1; s = substr(s, 2); continue }
+    if (c == "\"") { if (!match(s, /^"[^"]*"/)) break; tok = substr(s, 2, RLENGTH - 2) }
+    else { if (!match(s, /^[^] ,:{}[]+/)) break; tok = substr(s, 1, RLENGTH) }
+    s = substr(s, RLENGTH + 1)
+    if (kind[d] == "{" && iskey[d]) { key[d] = tok; iskey[d] = 0 } else value(tok)
+  }
+}'
+
+# The log tail: crictl's own logrus lines (WARN[0000] ...) dropped, NULs removed, then the newest
+# whole lines that fit in --log-bytes (the newest line alone is cut to its tail if it is longer).
+AWK_LOG='
+/^(DEBU|INFO|WARN|ERRO|FATA)\[[0-9]+\] / { next }
+{ line[++n] = $0 }
+END {
+  used = 0; first = n + 1
+  while (first > 1 && used + length(line[first - 1]) + 1 <= max) { first--; used += length(line[first]) + 1 }
+  trunc = first > 1
+  if (first > n && n > 0 && max > 1) { first = n; line[n] = substr(line[n], length(line[n]) - max + 2) }
+  printf "{\"containerId\":\"%s\",\"text\":\"", id
+  for (i = first; i <= n; i++) printf "%s\\n", esc(line[i])
+  kept = n - first + 1; tr = "false"; if (trunc) tr = "true"
+  printf "\",\"lines\":%d,\"truncated\":%s}", kept, tr
+}'
+
+probe_etcd() {
+  if ! have crictl; then
+    printf '{"query":"CrictlMissing","error":"crictl not found in PATH","containers":[],"logs":null}' >"$T/etcd.json"
+    return
+  fi
+  crictl ps -a --name etcd -o json >"$T/ps.out" 2>"$T/ps.err"
+  rc=$?
+  if [ $rc -ne 0 ] || ! grep -q '"containers"' "$T/ps.out"; then
+    msg=$(last_msg "$T/ps.err")
+    [ -n "$msg" ] || msg="crictl ps exited $rc with no container list: $(head -c 200 "$T/ps.out")"
+    printf '{"query":"RuntimeError","error":%s,"containers":[],"logs":null}' "$(jstr "$msg")" >"$T/etcd.json"
+    return
+  fi
+  awk "$AWK_CRICTL" "$T/ps.out" | sort -r >"$T/ctrs"
+  id=$(awk -F '\t' 'NR == 1 { print $2 }' "$T/ctrs")
+  logs=null
+  if [ -n "$id" ]; then
+    crictl logs --tail "$LOG_LINES" "$id" >"$T/log.raw" 2>&1
+    rc=$?
+    if [ $rc -eq 0 ]; then
+      logs=$(tr -d '\000' <"$T/log.raw" | awk -v id="$id" -v max="$LOG_BYTES" "$AWK_LIB$AWK_LOG")
+    else err etcd-logs "crictl logs $id exited $rc: $(last_msg "$T/log.raw")"; fi
+  fi
+  {
+    printf '{"query":"Ok","error":null,"containers":['
+    awk -F '\t' '{ at = $4; if (at == "") at = "null"; ca = "null"; if ($5 != "") ca = "\"" $5 "\""
+      printf "%s{\"id\":\"%s\",\"state\":\"%s\",\"attempt\":%s,\"createdAt\":%s}", sep, $2, $3, at, ca; sep = "," }' "$T/ctrs"
+    printf '],"logs":%s}' "$logs"
+  } >"$T/etcd.json"
+}
+
+# --- kubelet: what `systemctl status kubelet` shows in the article ----------------------------
+probe_kubelet() {
+  if ! have systemctl; then
+    printf '{"active":null,"since":null,"error":"systemctl not found"}' >"$T/kubelet.json" && return
+  fi
+  active=$(systemctl is-active kubelet 2>"$T/k.err" | head -n 1)
+  since=$(systemctl show kubelet -p ActiveEnterTimestamp 2>>"$T/k.err" | sed -n 's/^ActiveEnterTimestamp=//p')
+  e=
+  [ -n "$active" ] || e=$(last_msg "$T/k.err")
+  [ -n "$active" ] || [ -n "$e" ] || e="systemctl is-active kubelet printed nothing"
+  printf '{"active":%s,"since":%s,"error":%s}' "$(jstr "$active")" "$(jstr "$since")" "$(jstr "$e")" >"$T/kubelet.json"
+}
+
+# --- paths: own and peers' 2379/2380, all at once ---------------------------------------------
+# One curl per path, with the peer certificate when there is one (/version answers on both the
+# client and the peer listener). curl's --connect-timeout also covers the handshake, so curl gets
+# connect+tls seconds and a watchdog ends it after --connect-timeout if TCP has not connected by
+# then. "Connected" is read from curl -v (--trace-time stamps every line): curl <= 8.15 prints
+# "Connected to"; 8.16+ prints nothing until the handshake is done, but its ALPN offer and
+# ClientHello lines only come after the TCP connect. curl's time_connect is 0 on failed transfers.
+# HTTP/1.1: etcd's peer listener offers h2, and /version over h2 there ends in curl error 18.
+CONNECTED_RE='^[0-9:.]* ?\* +(Connected to |Established (2nd )?connection|ALPN[:,] |TLSv1\.[0-3] \(OUT\)|SSLv3 \(OUT\)|SSL connection using )'
+
+AWK_PATH='
+function secs(t) { return substr(t, 1, 2) * 3600 + substr(t, 4, 2) * 60 + substr(t, 7) }
+function span(a, b) { return (a >= 0 && b >= a) ? int((b - a) * 1000 + 0.5) : -1 }
+BEGIN { t0 = tc = th = last = -1 }
+{
+  l = $0; t = -1
+  if (l ~ /^[0-9][0-9]:[0-9][0-9]:[0-9][0-9]\.[0-9]+ /) { t = secs($1); l = substr(l, length($1) + 2) }
+  if (t >= 0 && t0 >= 0 && t < t0) t += 86400
+  if (t >= 0) last = t
+  if (l ~ /^\* +Trying / && t0 < 0) t0 = t
+  if (!conn && l ~ /^\* +(Connected to |Established (2nd )?connection|ALPN[:,] |TLSv1\.[0-3] \(OUT\)|SSLv3 \(OUT\)|SSL connection using )/) { conn = 1; tc = t }
+  if (!hs && l ~ /^\* +(SSL connection using |Established (2nd )?connection)/) { hs = 1; th = t }
+  if (l ~ /^\* +(connect to .* failed: |Immediate connect fail for )/) reason = substr(l, 3)
+  if (l ~ /^curl: \([0-9]+\) /) final = l
+}
+END {
+  split(w, wv, " "); code = wv[1] + 0; wc = wv[2] + 0; wa = wv[3] + 0
+  tcpms = tlsms = http = -1; tcpd = tlsd = ""; tls = "NotTried"
+  if (!conn) {
+    tcpms = killed ? elapsed : span(t0, last); if (tcpms < 0) tcpms = elapsed
+    if (killed) { tcp = "Timeout"; tcpd = "no TCP answer within " ct " s" }
+    else if (rc == 28) tcp = "Timeout"
+    else if (reason ~ /Connection refused/) tcp = "Refused"
+    else if (reason ~ /No route to host|Network is unreachable|Host is unreachable/) tcp = "NoRoute"
+    else tcp = "Error"
+    if (tcpd == "") tcpd = reason != "" ? reason : final != "" ? final : "curl exited " rc
+  } else {
+    tcp = "Connected"
+    tcpms = (rc == 0 && wc > 0) ? int(wc * 1000 + 0.5) : span(t0, tc)
+    if (!tried) { if (rc != 0 && !hs) tlsd = final }
+    else if (rc == 0 || code > 0) { tls = "Completed"; http = code > 0 ? code : -1; if (rc != 0) tlsd = final
+      tlsms = (wa > wc && wc > 0) ? int((wa - wc) * 1000 + 0.5) : span(tc, th) }
+    else if (rc == 28 && hs) { tls = "Completed"; tlsms = span(tc, th); tlsd = "no HTTP answer after the handshake: " final }
+    else if (rc == 28) { tls = "Stalled"; tlsms = span(tc, last); tlsd = "no TLS handshake within " ct + tt " s (connected after " tcpms " ms): " final }
+    else { tls = "Rejected"; tlsms = span(tc, last); tlsd = final
+      # TLS 1.3: the client finishes first; a peer refusing its certificate may just close.
+      if (hs && final !~ /alert|certificate/) tlsd = "closed after the handshake, no HTTP answer (a refused client certificate under TLS 1.3): " final }
+    if (tls != "NotTried" && tls != "Completed" && tlsd == "") tlsd = "curl exited " rc
+  }
+  printf "{\"target\":%s,\"port\":%d,\"own\":%s,\"tcp\":\"%s\",\"tcpMs\":%s,\"tcpDetail\":%s,", jstr(target), port, own, tcp, jnum(tcpms), jstr(cap(tcpd, 300))
+  printf "\"tls\":\"%s\",\"tlsMs\":%s,\"tlsDetail\":%s,\"httpStatus\":%s}", tls, jnum(tlsms), jstr(cap(tlsd, 300)), jnum(http)
+}'
+
+watchdog() { # curl's pid, its verbose log
+  trap 'kill "$s" 2>/dev/null; exit 0' TERM
+  sleep "$CT" &
+  s=$!
+  wait "$s"
+  grep -E -q "$CONNECTED_RE" "$2" || { : >"$2.killed" && kill "$1"; }
+}
+
+path_check() { # index target port own
+  f=$T/p.$1 target=$2 port=$3 own=$4 host=$2
+  case $host in *:*) host="[$host]" ;; esac
+  if [ -n "$PEER_TLS" ]; then set -- --cacert "$PKI/ca.crt" --cert "$PKI/peer.crt" --key "$PKI/peer.key"; else set -- -k; fi
+  t0=$(now_ms)
+  curl -q -g -sS -v --trace-time --http1.1 --noproxy '*' --connect-timeout $((CT + TT)) --max-time $((CT + TT)) "$@" \
+    -o /dev/null -w '%{http_code} %{time_connect} %{time_appconnect}' "https://$host:$port/version" >"$f.w" 2>"$f.v" &
+  cpid=$!
+  watchdog "$cpid" "$f.v" &
+  wpid=$!
+  wait "$cpid"
+  rc=$?
+  kill "$wpid" 2>/dev/null
+  wait "$wpid"
+  killed=0 && [ -e "$f.v.killed" ] && killed=1
+  elapsed=$(($(now_ms) - t0))
+  awk -v target="$target" -v port="$port" -v own="$own" -v rc="$rc" -v killed="$killed" -v ct="$CT" -v tt="$TT" \
+    -v elapsed="$elapsed" -v tried="${PEER_TLS:+1}" -v w="$(cat "$f.w")" "$AWK_LIB$AWK_PATH" "$f.v" >"$f.tmp" &&
+    mv "$f.tmp" "$f.json"
+}
+
+start_paths() {
+  N=0 seen=' ' PEER_TLS=
+  [ -r "$PKI/ca.crt" ] && [ -r "$PKI/peer.crt" ] && [ -r "$PKI/peer.key" ] && PEER_TLS=1
+  [ -n "$PEER_TLS" ] || err paths "no readable ca.crt/peer.crt/peer.key in $PKI: TCP checked, TLS not tried"
+  have curl || err paths "curl not found: 2379/2380 not checked"
+  for ip in $SELF $PEERS; do
+    case $seen in *" $ip "*) continue ;; esac
+    own=false && [ "$ip" = "$SELF" ] && own=true
+    seen="$seen$ip "
+    for port in 2379 2380; do
+      N=$((N + 1))
+      # What is left if the job dies: a valid entry that says so.
+      printf '{"target":"%s","port":%s,"own":%s,"tcp":"Error","tcpDetail":"%s","tls":"NotTried"}' "$ip" "$port" "$own" \
+        "$(have curl && echo 'probe job gave no result' || echo 'curl not found')" >"$T/p.$N.json"
+      have curl && path_check "$N" "$ip" "$port" "$own" >/dev/null 2>&1 &
+    done
+  done
+}
+
+# --- health: etcd's own /health (client cert, as etcdctl would), else the metrics listener -----
+AWK_HEALTH='
+{ body = body (NR > 1 ? "\n" : "") $0 }
+END {
+  split(w, wv, " "); code = wv[1] + 0; ms = int(wv[2] * 1000 + 0.5)
+  if (rc != 0) { out = "Error"; detail = url ": " e; if (e == "") detail = url ": curl exited " rc; code = 0 }
+  else { out = (body ~ /"health" *: *"true"/ && code == 200) ? "Healthy" : "Unhealthy"; detail = url }
+  if (code <= 0) code = -1
+  printf "{\"outcome\":\"%s\",\"httpStatus\":%s,\"body\":%s,\"ms\":%s,\"detail\":%s}", out, jnum(code),
+    jstr(cap(body, 1024)), jnum(ms), jstr(detail)
+}'
+
+health_check() {
+  if ! have curl; then printf '{"outcome":"Skipped","detail":"curl not found"}' >"$T/health.json" && return; fi
+  if [ -r "$PKI/ca.crt" ] && [ -r "$PKI/healthcheck-client.crt" ] && [ -r "$PKI/healthcheck-client.key" ]; then
+    url=https://127.0.0.1:2379/health
+    set -- --cacert "$PKI/ca.crt" --cert "$PKI/healthcheck-client.crt" --key "$PKI/healthcheck-client.key"
+  else url=http://127.0.0.1:2381/health && set --; fi
+  curl -q -sS --noproxy '*' --connect-timeout "$CT" --max-time $((CT + TT)) "$@" -o "$T/h.body" \
+    -w '%{http_code} %{time_total}' "$url" >"$T/h.w" 2>"$T/h.err"
+  rc=$?
+  head -c 4096 "$T/h.body" 2>/dev/null | tr -d '\000' |
+    awk -v rc="$rc" -v url="$url" -v w="$(cat "$T/h.w")" -v e="$(last_msg "$T/h.err")" "$AWK_LIB$AWK_HEALTH" >"$T/h.tmp" &&
+    mv "$T/h.tmp" "$T/health.json"
+}
+
+# --- certs: validity and SANs of the etcd certificates (openssl -text works on 1.0 to 3.x) -----
+AWK_CERT='
+function epoch(v,    a, m, y, mp, era, yoe, doy) { # "Dec  2 14:20:53 2026 GMT" -> seconds
+  if (split(v, a, " ") < 4 || split(a[3], hms, ":") != 3) return ""
+  m = index("JanFebMarAprMayJunJulAugSepOctNovDec", a[1]); if (m % 3 != 1) return ""
+  m = (m + 2) / 3; y = a[4] - (m <= 2); era = int(y / 400); yoe = y - era * 400
+  mp = (m + 9) % 12; doy = int((153 * mp + 2) / 5) + a[2] - 1
+  return (era * 146097 + yoe * 365 + int(yoe / 4) - int(yoe / 100) + doy - 719468) * 86400 + hms[1] * 3600 + hms[2] * 60 + hms[3]
+}
+function rfc(e,    d, z, era, doe, yoe, y, doy, mp, dd, m) { # seconds -> RFC 3339 UTC
+  d = int(e / 86400); z = d + 719468; era = int(z / 146097); doe = z - era * 146097
+  yoe = int((doe - int(doe / 1460) + int(doe / 36524) - int(doe / 146096)) / 365)
+  y = yoe + era * 400; doy = doe - (365 * yoe + int(yoe / 4) - int(yoe / 100)); mp = int((5 * doy + 2) / 153)
+  dd = doy - int((153 * mp + 2) / 5) + 1; m = mp < 10 ? mp + 3 : mp - 9; y += (m <= 2)
+  e -= d * 86400
+  return sprintf("%04d-%02d-%02dT%02d:%02d:%02dZ", y, m, dd, int(e / 3600), int(e % 3600 / 60), e % 60)
+}
+/^notBefore=/ { nb = epoch(substr($0, 11)) }
+/^notAfter=/ { na = epoch(substr($0, 10)) }
+san == 1 { san = 2; n = split($0, parts, ",") }
+/X509v3 Subject Alternative Name:/ { san = 1 }
+END {
+  list = ""; hit = "false"
+  for (i = 1; i <= n; i++) { v = parts[i]; gsub(/^ +| +$/, "", v); sub(/^(DNS|IP Address|IP):/, "", v)
+    if (v == "") continue; list = list (list == "" ? "" : ",") jstr(v); if (v == ip) hit = "true" }
+  if (!want || ip == "") hit = "null"
+  nbs = nas = ex = nyv = "null"; e = "null"
+  if (nb != "") { nbs = "\"" rfc(nb) "\""; nyv = "false"; if (nb > now) nyv = "true" }
+  if (na != "") { nas = "\"" rfc(na) "\""; ex = sprintf("%.0f", na - now) }
+  if (nb == "" || na == "") e = "\"no validity dates in openssl output\""
+  printf "{\"file\":%s,\"notBefore\":%s,\"notAfter\":%s,\"expiresInS\":%s,\"notYetValid\":%s,", jstr(file), nbs, nas, ex, nyv
+  printf "\"sans\":[%s],\"hasNodeIp\":%s,\"error\":%s}\n", list, hit, e
+}'
+
+cert_info() { # file-name path
+  case $1 in server.crt | peer.crt) want=1 ;; *) want=0 ;; esac
+  if [ ! -e "$2" ]; then e="not found: $2"
+  elif ! have openssl; then e="openssl not found"
+  elif ! openssl x509 -in "$2" -noout -startdate -enddate -text >"$T/c.txt" 2>"$T/c.err"; then e="openssl x509 failed on $2: $(last_msg "$T/c.err")"
+  else
+    awk -v file="$1" -v want="$want" -v ip="$SELF" -v now="$((CLOCK / 1000))" "$AWK_LIB$AWK_CERT" "$T/c.txt" >>"$T/certs"
+    return
+  fi
+  printf '{"file":%s,"sans":[],"error":%s}\n' "$(jstr "$1")" "$(jstr "$e")" >>"$T/certs"
+}
+
+probe_certs() {
+  : >"$T/certs"
+  for c in ca.crt server.crt peer.crt healthcheck-client.crt; do cert_info "$c" "$PKI/$c"; done
+  api=${PKI%/}
+  api=${api%/*}/apiserver-etcd-client.crt
+  [ -e "$api" ] && cert_info apiserver-etcd-client.crt "$api"
+}
+
+# --- manifest: kubeadm's static pod has one `- --flag=value` line per flag --------------------
+AWK_MANIFEST='
+function list(v,    a, n, i, out) { n = split(v, a, ","); out = ""
+  for (i = 1; i <= n; i++) if (a[i] != "") out = out (out == "" ? "" : ",") jstr(a[i]); return "[" out "]" }
+{ l = $0; sub(/\r$/, "", l); if (!sub(/^[ \t]*-[ \t]*["\047]?--/, "", l)) next; sub(/["\047]?[ \t]*$/, "", l)
+  eq = index(l, "="); if (eq == 0) next; k = substr(l, 1, eq - 1); v[k] = substr(l, eq + 1) }
+END {
+  printf "{\"name\":%s,\"advertiseClientUrls\":%s,\"initialAdvertisePeerUrls\":%s,", jstr(v["name"]), list(v["advertise-client-urls"]), list(v["initial-advertise-peer-urls"])
+  printf "\"listenPeerUrls\":%s,\"listenClientUrls\":%s,\"initialCluster\":%s}", list(v["listen-peer-urls"]), list(v["listen-client-urls"]), jstr(v["initial-cluster"])
+}'
+
+probe_manifest() {
+  if [ -r "$MANIFEST" ]; then awk "$AWK_LIB$AWK_MANIFEST" "$MANIFEST" >"$T/manifest.json"
+  else err manifest "not readable: $MANIFEST" && printf null >"$T/manifest.json"; fi
+}
+
+# --- the document: assembled from the parts, printed once -------------------------------------
+emit() {
+  [ -s "$T/stderr" ] && err probe "unexpected stderr: $(head -c 300 "$T/stderr")"
+  {
+    printf '{"schemaVersion":1,"nodeIp":%s,"hostname":%s,"ips":[' "$(jstr "$SELF" | sed 's/^null$/""/')" "$(jstr "$HOST")"
+    awk "$AWK_LIB"'{ printf "%s%s", sep, jstr($0); sep = "," }' "$T/ips" 2>/dev/null
+    printf '],"clockMs":%s,"durationMs":%s,"etcd":' "$CLOCK" "$(($(now_ms) - START))"
+    cat "$T/etcd.json"
+    printf ',"kubelet":'
+    cat "$T/kubelet.json"
+    printf ',"paths":['
+    i=1
+    while [ "$i" -le "$N" ]; do
+      [ "$i" -gt 1 ] && printf ','
+      cat "$T/p.$i.json"
+      i=$((i + 1))
+    done
+    printf '],"certs":['
+    awk 'NF { printf "%s%s", sep, $0; sep = "," }' "$T/certs"
+    printf '],"manifest":'
+    cat "$T/manifest.json"
+    printf ',"health":'
+    cat "$T/health.json"
+    printf ',"errors":['
+    awk -F '\t' "$AWK_LIB"'{ printf "%s{\"step\":%s,\"message\":%s}", sep, jstr($1), jstr(cap($2, 500)); sep = "," }' "$T/errors"
+    printf ']}\n'
+  } >"$T/out"
+  cat "$T/out"
+}
+
+make_tmp() {
+  for d in "${TMPDIR:-/tmp}" /tmp /var/tmp /dev/shm /run; do
+    T=$(mktemp -d "$d/etcdnet-probe.XXXXXX" 2>/dev/null) && [ -d "$T" ] && return 0
+    T=$d/etcdnet-probe.$$ && mkdir -m 700 "$T" 2>/dev/null && return 0
+  done
+  return 1
+}
+
+main() {
+  LC_ALL=C && export LC_ALL
+  PKI=${ETCDNET_PKI_DIR:-/etc/kubernetes/pki/etcd}
+  MANIFEST=${ETCDNET_MANIFEST:-/etc/kubernetes/manifests/etcd.yaml}
+  if ! make_tmp; then
+    printf '{"schemaVersion":1,"nodeIp":"","errors":[{"step":"probe","message":"no writable temp directory"}]}\n'
+    return 0
+  fi
+  trap 'rm -rf "$T"' EXIT
+  trap 'exit 1' HUP INT TERM
+  exec 2>"$T/stderr"
+  START=$(now_ms)
+  : >"$T/errors"
+  printf '{"outcome":"Error","detail":"health job gave no result"}' >"$T/health.json"
+  parse_args "$@"
+  probe_host
+  start_paths
+  health_check >/dev/null 2>&1 &
+  probe_etcd
+  probe_kubelet
+  probe_certs
+  probe_manifest
+  wait
+  emit
+}
+
+# Everything above is definitions; stdin is closed so that under `sh -s` no tool can read the
+# rest of the script as its input.
+main "$@" </dev/null
+exit 0
