@@ -1,0 +1,579 @@
+//! Reading a node probe's output back into [`ProbeOutput`].
+//!
+//! Total: whatever a node, a shell or a route printed, [`parse`] returns a value or a
+//! [`ParseError`] that names the node and what was wrong; it never panics. What it copes with:
+//! noise before the document (ssh banners, sudo lectures, `set -x` traces), a kubelet/CRI log
+//! prefix on each line (`<time> stdout F ...`, partial `P` lines joined), `kubectl logs
+//! --timestamps` prefixes, invalid UTF-8 (replaced), trailing noise, unknown fields (ignored) and
+//! missing optional ones (defaults). Input over [`MAX_OUTPUT_BYTES`] is refused before parsing.
+
+use std::borrow::Cow;
+
+use serde::Deserialize;
+use serde_json::Value;
+
+use crate::probe::output::{ProbeOutput, PROBE_SCHEMA_VERSION};
+
+/// The most a probe output may be. The probe's own caps keep it far below (the log sample is
+/// 256 KiB by default): more is not a probe.
+pub const MAX_OUTPUT_BYTES: usize = 16 * 1024 * 1024;
+
+/// How the document starts: the probe prints `schemaVersion` first.
+const MARKER: &str = "{\"schemaVersion\"";
+
+/// Characters of the node's output quoted in an error (shown to users; kept short).
+const EXCERPT_CHARS: usize = 160;
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ParseError {
+    #[error("node {node}: the probe printed nothing")]
+    Empty { node: String },
+    #[error("node {node}: the probe did not print its JSON document; it printed: {excerpt}")]
+    NotJson { node: String, excerpt: String },
+    #[error("node {node}: the probe's JSON document is cut short after {bytes} bytes")]
+    Truncated { node: String, bytes: usize },
+    #[error(
+        "node {node}: the probe speaks schema version {found}; this build reads version {PROBE_SCHEMA_VERSION}"
+    )]
+    UnsupportedSchema { node: String, found: String },
+    #[error("node {node}: the probe printed {bytes} bytes, more than the {MAX_OUTPUT_BYTES} read")]
+    TooLarge { node: String, bytes: usize },
+    /// JSON of schema v1, but a field has the wrong type or a required one is missing.
+    #[error("node {node}: the probe's document does not match schema v1: {detail}")]
+    Invalid { node: String, detail: String },
+}
+
+impl ParseError {
+    /// The node the output came from.
+    pub fn node(&self) -> &str {
+        match self {
+            ParseError::Empty { node }
+            | ParseError::NotJson { node, .. }
+            | ParseError::Truncated { node, .. }
+            | ParseError::UnsupportedSchema { node, .. }
+            | ParseError::TooLarge { node, .. }
+            | ParseError::Invalid { node, .. } => node,
+        }
+    }
+}
+
+/// Parse one node's probe output (its stdout, or a pod log that merged stdout and stderr).
+pub fn parse(node: &str, raw: &[u8]) -> Result<ProbeOutput, ParseError> {
+    if raw.len() > MAX_OUTPUT_BYTES {
+        return Err(ParseError::TooLarge {
+            node: node.into(),
+            bytes: raw.len(),
+        });
+    }
+    let lossy = String::from_utf8_lossy(raw);
+    let text = unwrap_cri(&lossy);
+    if text.trim().is_empty() {
+        return Err(ParseError::Empty { node: node.into() });
+    }
+    // Every place a document may start, tried in order; the last failure is the one reported
+    // (the real document comes after any noise that merely mentions the marker).
+    let mut last = None;
+    for start in document_starts(&text) {
+        match parse_document(node, &text[start..]) {
+            Ok(out) => return Ok(out),
+            Err(e) => last = Some(e),
+        }
+    }
+    Err(last.unwrap_or_else(|| ParseError::NotJson {
+        node: node.into(),
+        excerpt: excerpt(text.trim_start()),
+    }))
+}
+
+fn parse_document(node: &str, doc: &str) -> Result<ProbeOutput, ParseError> {
+    // The first JSON value from here; whatever follows it (a logout message) is ignored.
+    let mut de = serde_json::Deserializer::from_str(doc);
+    let value = match Value::deserialize(&mut de) {
+        Ok(v) => v,
+        Err(e) if e.is_eof() => {
+            return Err(ParseError::Truncated {
+                node: node.into(),
+                bytes: doc.len(),
+            })
+        }
+        Err(_) => {
+            return Err(ParseError::NotJson {
+                node: node.into(),
+                excerpt: excerpt(doc),
+            })
+        }
+    };
+    match value.get("schemaVersion") {
+        Some(v) if v.as_u64() == Some(u64::from(PROBE_SCHEMA_VERSION)) => {}
+        found => {
+            let found = found.map_or_else(|| "(none)".to_string(), Value::to_string);
+            return Err(ParseError::UnsupportedSchema {
+                node: node.into(),
+                found: cap(&found),
+            });
+        }
+    }
+    ProbeOutput::deserialize(value).map_err(|e| ParseError::Invalid {
+        node: node.into(),
+        detail: cap(&e.to_string()),
+    })
+}
+
+/// Offsets where a document may start: the marker at the start of a line, or after a prefix
+/// that holds no JSON (a timestamp, a CRI `stdout F`).
+fn document_starts(text: &str) -> Vec<usize> {
+    let mut starts = Vec::new();
+    let mut line_start = 0;
+    for line in text.split_inclusive('\n') {
+        let mut from = 0;
+        while let Some(i) = line[from..].find(MARKER) {
+            let at = from + i;
+            if !line[..at].contains(['{', '"']) {
+                starts.push(line_start + at);
+            }
+            from = at + MARKER.len();
+        }
+        line_start += line.len();
+    }
+    starts
+}
+
+/// Kubelet's CRI log format, `<time> <stream> <P|F> <text>`, when every line has it: the text
+/// with partial (`P`) lines joined to the next. Anything else is returned as it was.
+fn unwrap_cri(text: &str) -> Cow<'_, str> {
+    let mut out = String::with_capacity(text.len());
+    for line in text.lines().filter(|l| !l.trim().is_empty()) {
+        let mut parts = line.splitn(4, ' ');
+        let (Some(time), Some(stream), Some(tag)) = (parts.next(), parts.next(), parts.next())
+        else {
+            return Cow::Borrowed(text);
+        };
+        let cri = time.len() >= 10
+            && time.as_bytes()[0].is_ascii_digit()
+            && matches!(stream, "stdout" | "stderr")
+            && matches!(tag, "P" | "F");
+        if !cri {
+            return Cow::Borrowed(text);
+        }
+        out.push_str(parts.next().unwrap_or(""));
+        if tag == "F" {
+            out.push('\n');
+        }
+    }
+    if out.is_empty() {
+        Cow::Borrowed(text)
+    } else {
+        Cow::Owned(out)
+    }
+}
+
+/// The start of what the node printed, on one line, short enough to show.
+fn excerpt(text: &str) -> String {
+    let flat: String = text
+        .chars()
+        .take(EXCERPT_CHARS + 1)
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect();
+    let flat = flat.trim_end();
+    if flat.chars().count() > EXCERPT_CHARS {
+        format!(
+            "{}...",
+            flat.chars().take(EXCERPT_CHARS).collect::<String>()
+        )
+    } else {
+        flat.to_string()
+    }
+}
+
+fn cap(s: &str) -> String {
+    excerpt(s)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::probe::output::{HealthOutcome, RuntimeQuery, TcpOutcome, TlsOutcome};
+
+    macro_rules! fixture {
+        ($name:literal) => {
+            include_str!(concat!(
+                "../../tests/fixtures/probe-output/",
+                $name,
+                ".json"
+            ))
+        };
+    }
+
+    const FIXTURES: &[(&str, &str)] = &[
+        ("healthy-node", fixture!("healthy-node")),
+        ("peer-timeouts", fixture!("peer-timeouts")),
+        ("one-peer-timeout", fixture!("one-peer-timeout")),
+        ("peers-refused", fixture!("peers-refused")),
+        ("peers-no-route", fixture!("peers-no-route")),
+        ("tls-stalled", fixture!("tls-stalled")),
+        ("expired-peer-cert", fixture!("expired-peer-cert")),
+        ("peer-cert-wrong-san", fixture!("peer-cert-wrong-san")),
+        (
+            "peer-cert-not-yet-valid",
+            fixture!("peer-cert-not-yet-valid"),
+        ),
+        ("crictl-missing", fixture!("crictl-missing")),
+        ("crictl-runtime-error", fixture!("crictl-runtime-error")),
+        ("etcd-exited-attempt-5", fixture!("etcd-exited-attempt-5")),
+        ("minimal-busybox-node", fixture!("minimal-busybox-node")),
+    ];
+
+    fn get(name: &str) -> ProbeOutput {
+        let (_, text) = FIXTURES.iter().find(|(n, _)| *n == name).unwrap();
+        parse("cp1", text.as_bytes()).unwrap_or_else(|e| panic!("{name}: {e}"))
+    }
+
+    /// (tcp, tls) of every path to a peer (not own).
+    fn peer_outcomes(out: &ProbeOutput) -> Vec<(TcpOutcome, TlsOutcome)> {
+        out.paths
+            .iter()
+            .filter(|p| !p.own)
+            .map(|p| (p.tcp, p.tls))
+            .collect()
+    }
+
+    fn cert<'a>(out: &'a ProbeOutput, file: &str) -> &'a crate::probe::output::CertInfo {
+        out.certs.iter().find(|c| c.file == file).unwrap()
+    }
+
+    #[test]
+    fn every_fixture_parses_as_a_whole_node() {
+        for (name, text) in FIXTURES {
+            let out = parse(name, text.as_bytes()).unwrap_or_else(|e| panic!("{name}: {e}"));
+            assert_eq!(out.schema_version, 1, "{name}");
+            assert_eq!(out.node_ip, "198.18.0.11", "{name}");
+            assert_eq!(out.ips, ["198.18.0.11"], "{name}");
+            assert_eq!(
+                out.paths.len(),
+                6,
+                "{name}: own and two peers, 2379 and 2380"
+            );
+            assert!(
+                out.paths[..2].iter().all(|p| p.own),
+                "{name}: own paths first"
+            );
+            assert!(out.manifest.is_some(), "{name}");
+            assert!(out.errors.is_empty(), "{name}: {:?}", out.errors);
+        }
+    }
+
+    #[test]
+    fn healthy_node() {
+        let out = get("healthy-node");
+        assert_eq!(out.hostname.as_deref(), Some("tkc-1-control-plane-node1"));
+        assert_eq!(out.etcd.query, RuntimeQuery::Ok);
+        assert!(out.etcd.containers[0].is_running());
+        assert_eq!(out.etcd.containers[0].attempt, Some(0));
+        let logs = out.etcd.logs.as_ref().unwrap();
+        assert_eq!(logs.container_id, out.etcd.containers[0].id);
+        assert!(logs.lines > 10 && !logs.truncated && logs.text.contains("\"level\""));
+        assert!(
+            !logs.text.contains("WARN[0000]"),
+            "crictl's own warning is not etcd's log"
+        );
+        for p in &out.paths {
+            assert_eq!(
+                (p.tcp, p.tls, p.http_status),
+                (TcpOutcome::Connected, TlsOutcome::Completed, Some(200))
+            );
+        }
+        assert_eq!(out.health.outcome, HealthOutcome::Healthy);
+        assert_eq!(out.kubelet.active.as_deref(), Some("active"));
+        assert!(cert(&out, "peer.crt").has_node_ip == Some(true));
+        assert!(cert(&out, "peer.crt").expires_in_s.unwrap() > 0);
+        assert!(cert(&out, "peer.crt")
+            .sans
+            .iter()
+            .any(|s| s == "198.18.0.11"));
+        assert_eq!(cert(&out, "ca.crt").has_node_ip, None);
+        assert!(out
+            .certs
+            .iter()
+            .any(|c| c.file == "apiserver-etcd-client.crt"));
+        let m = out.manifest.unwrap();
+        assert_eq!(m.name.as_deref(), Some("tkc-1-control-plane-node1"));
+        assert_eq!(
+            m.listen_client_urls,
+            ["https://127.0.0.1:2379", "https://198.18.0.11:2379"]
+        );
+        assert!(m
+            .initial_cluster
+            .unwrap()
+            .contains("node3=https://198.18.0.13:2380"));
+    }
+
+    #[test]
+    fn peer_faults_show_in_the_paths() {
+        use TcpOutcome::*;
+        use TlsOutcome::*;
+        let cases: &[(&str, &[(TcpOutcome, TlsOutcome)])] = &[
+            ("peer-timeouts", &[(Timeout, NotTried); 4]),
+            ("peers-refused", &[(Refused, NotTried); 4]),
+            ("peers-no-route", &[(NoRoute, NotTried); 4]),
+            ("tls-stalled", &[(Connected, Stalled); 4]),
+            ("expired-peer-cert", &[(Connected, Rejected); 4]),
+            ("peer-cert-not-yet-valid", &[(Connected, Rejected); 4]),
+            (
+                "one-peer-timeout",
+                &[
+                    (Timeout, NotTried),
+                    (Timeout, NotTried),
+                    (Connected, Completed),
+                    (Connected, Completed),
+                ],
+            ),
+            (
+                "peer-cert-wrong-san",
+                &[
+                    (Connected, Completed),
+                    (Connected, Rejected),
+                    (Connected, Completed),
+                    (Connected, Rejected),
+                ],
+            ),
+        ];
+        for (name, want) in cases {
+            assert_eq!(peer_outcomes(&get(name)), *want, "{name}");
+        }
+        let t = get("peer-timeouts");
+        assert!(t
+            .paths
+            .iter()
+            .filter(|p| p.tcp == Timeout)
+            .all(|p| p.tcp_ms.unwrap() >= 3000));
+        assert_eq!(t.health.outcome, HealthOutcome::Unhealthy);
+        assert!(t.etcd.logs.unwrap().text.contains("i/o timeout"));
+        let s = get("tls-stalled");
+        assert!(s
+            .paths
+            .iter()
+            .filter(|p| p.tls == Stalled)
+            .all(|p| p.tls_ms.unwrap() >= 2000));
+        let e = get("expired-peer-cert");
+        assert!(cert(&e, "peer.crt").expires_in_s.unwrap() < 0);
+        assert!(e.paths.iter().all(|p| p
+            .tls_detail
+            .as_deref()
+            .unwrap()
+            .contains("bad certificate")));
+        assert_eq!(
+            cert(&get("peer-cert-wrong-san"), "peer.crt").has_node_ip,
+            Some(false)
+        );
+        assert_eq!(
+            cert(&get("peer-cert-not-yet-valid"), "peer.crt").not_yet_valid,
+            Some(true)
+        );
+    }
+
+    #[test]
+    fn node_side_failures() {
+        let m = get("crictl-missing");
+        assert_eq!(
+            (m.etcd.query, m.etcd.containers.len()),
+            (RuntimeQuery::CrictlMissing, 0)
+        );
+        let r = get("crictl-runtime-error");
+        assert_eq!(r.etcd.query, RuntimeQuery::RuntimeError);
+        assert!(r.etcd.error.unwrap().contains("containerd.sock"));
+        let x = get("etcd-exited-attempt-5");
+        assert_eq!(x.etcd.containers[0].state, "CONTAINER_EXITED");
+        assert_eq!(x.etcd.containers[0].attempt, Some(5));
+        assert!(!x.etcd.containers.iter().any(|c| c.is_running()));
+        assert!(x
+            .paths
+            .iter()
+            .filter(|p| p.own)
+            .all(|p| p.tcp == TcpOutcome::Refused));
+        assert_eq!(x.health.outcome, HealthOutcome::Error);
+        let b = get("minimal-busybox-node");
+        assert!(b
+            .certs
+            .iter()
+            .all(|c| c.error.as_deref() == Some("openssl not found")));
+        assert_eq!(b.kubelet.error.as_deref(), Some("systemctl not found"));
+        assert_eq!(b.clock_ms.unwrap() % 1000, 0, "busybox date has no %N");
+    }
+
+    #[test]
+    fn noise_before_and_after_the_document_is_skipped() {
+        let doc = fixture!("crictl-missing").trim_end();
+        let noisy = format!(
+            "Welcome to Photon 5.0\r\nWe trust you have received the usual lecture from the local System\n\
+             + printf '{{\"schemaVersion\":1,\"nodeIp\":%s'\n{doc}\nlogout\n"
+        );
+        assert_eq!(
+            parse("cp1", noisy.as_bytes()).unwrap(),
+            parse("cp1", doc.as_bytes()).unwrap()
+        );
+    }
+
+    #[test]
+    fn cri_and_timestamp_prefixes_are_unwrapped() {
+        let doc = fixture!("crictl-missing").trim_end();
+        let want = parse("cp1", doc.as_bytes()).unwrap();
+        let stamped = format!("2026-03-04T10:00:00.123456789Z {doc}\n");
+        assert_eq!(parse("cp1", stamped.as_bytes()).unwrap(), want);
+        // Kubelet's CRI log splits long lines into partial (P) records.
+        let (a, b) = doc.split_at(1000);
+        let (b, c) = b.split_at(900);
+        let cri = format!(
+            "2026-03-04T10:00:00.1Z stdout P {a}\n2026-03-04T10:00:00.1Z stdout P {b}\n2026-03-04T10:00:00.1Z stdout F {c}\n"
+        );
+        assert_eq!(parse("cp1", cri.as_bytes()).unwrap(), want);
+    }
+
+    #[test]
+    fn garbage_gives_the_named_errors() {
+        let err = |raw: &[u8]| parse("cp2", raw).unwrap_err();
+        assert_eq!(err(b""), ParseError::Empty { node: "cp2".into() });
+        assert_eq!(err(b" \n\t\r\n"), ParseError::Empty { node: "cp2".into() });
+        let e = err(b"sh: 1: curl: not found\n");
+        assert_eq!(
+            e,
+            ParseError::NotJson {
+                node: "cp2".into(),
+                excerpt: "sh: 1: curl: not found".into()
+            }
+        );
+        assert!(e.to_string().starts_with("node cp2: "), "{e}");
+        assert!(matches!(
+            err(b"{\"schemaVersion\":1,\"nodeIp\":\"x\",\"paths\":["),
+            ParseError::Truncated { .. }
+        ));
+        assert!(matches!(
+            err(b"{\"schemaVersion\":1 oops}"),
+            ParseError::NotJson { .. }
+        ));
+        assert_eq!(
+            err(b"{\"schemaVersion\":2,\"nodeIp\":\"x\"}"),
+            ParseError::UnsupportedSchema {
+                node: "cp2".into(),
+                found: "2".into()
+            }
+        );
+        assert!(matches!(
+            err(b"{\"schemaVersion\":\"1\"}"),
+            ParseError::UnsupportedSchema { .. }
+        ));
+        // Wrong types and a missing required field: errors, not panics.
+        assert!(matches!(
+            err(b"{\"schemaVersion\":1,\"nodeIp\":7}"),
+            ParseError::Invalid { .. }
+        ));
+        assert!(matches!(
+            err(b"{\"schemaVersion\":1}"),
+            ParseError::Invalid { .. }
+        ));
+        let bad_port = br#"{"schemaVersion":1,"nodeIp":"x","paths":[{"target":"y","port":99999,"tcp":"Connected","tls":"Completed"}]}"#;
+        assert!(matches!(err(bad_port), ParseError::Invalid { .. }));
+        let bad_enum = br#"{"schemaVersion":1,"nodeIp":"x","etcd":{"query":"Sideways"}}"#;
+        assert!(matches!(err(bad_enum), ParseError::Invalid { .. }));
+        let deep = format!(
+            "{{\"schemaVersion\":1,\"nodeIp\":{}1{}}}",
+            "[".repeat(10_000),
+            "]".repeat(10_000)
+        );
+        assert!(parse("cp2", deep.as_bytes()).is_err());
+        let huge = vec![b' '; MAX_OUTPUT_BYTES + 1];
+        assert_eq!(
+            err(&huge),
+            ParseError::TooLarge {
+                node: "cp2".into(),
+                bytes: MAX_OUTPUT_BYTES + 1
+            }
+        );
+        assert_eq!(err(&huge).node(), "cp2");
+    }
+
+    #[test]
+    fn excerpts_stay_short_and_on_one_line() {
+        let long = format!("Permission denied\n{}\n", "x\u{7}y ".repeat(500));
+        let ParseError::NotJson { excerpt, .. } = parse("cp1", long.as_bytes()).unwrap_err() else {
+            panic!("not NotJson");
+        };
+        assert!(
+            excerpt.chars().count() <= 200 && !excerpt.contains(['\n', '\u{7}']),
+            "{excerpt}"
+        );
+        let wide = "é".repeat(400);
+        let ParseError::NotJson { excerpt, .. } = parse("cp1", wide.as_bytes()).unwrap_err() else {
+            panic!("not NotJson");
+        };
+        assert!(excerpt.chars().count() <= 200);
+    }
+
+    #[test]
+    fn unknown_fields_accepted_missing_optional_fields_defaulted() {
+        let doc = br#"{"schemaVersion":1,"nodeIp":"10.0.0.1","futureField":{"a":[1,2]},"etcd":{"query":"Ok","newThing":true}}"#;
+        let out = parse("cp1", doc).unwrap();
+        assert_eq!(out.node_ip, "10.0.0.1");
+        assert_eq!(out.etcd.query, RuntimeQuery::Ok);
+        assert!(out.paths.is_empty() && out.certs.is_empty() && out.manifest.is_none());
+        assert_eq!(out.health.outcome, HealthOutcome::Skipped);
+        assert_eq!(out.kubelet, Default::default());
+    }
+
+    #[test]
+    fn invalid_utf8_is_replaced_not_refused() {
+        let mut doc = br#"{"schemaVersion":1,"nodeIp":"10.0.0.1","hostname":"cp"#.to_vec();
+        doc.extend_from_slice(&[0xff, 0xfe]);
+        doc.extend_from_slice(br#"1"}"#);
+        let out = parse("cp1", &doc).unwrap();
+        assert_eq!(out.hostname.as_deref(), Some("cp\u{fffd}\u{fffd}1"));
+    }
+
+    #[test]
+    fn never_panics_on_random_bytes() {
+        // A small LCG: the same bytes every run. Some inputs start with the marker so that the
+        // JSON parser, not only the search for it, sees garbage.
+        let mut state: u64 = 0x2545_f491_4f6c_dd1d;
+        let mut next = move || {
+            state = state
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
+            (state >> 33) as u8
+        };
+        let alphabet = b"{}[]\":,0123456789.-eE truefalsnul\\\n\xff\xc3";
+        for round in 0..3000 {
+            let len = usize::from(next()) * 4;
+            let mut raw: Vec<u8> = if round % 2 == 0 {
+                MARKER.as_bytes().to_vec()
+            } else {
+                Vec::new()
+            };
+            for _ in 0..len {
+                let b = next();
+                raw.push(if round % 3 == 0 {
+                    b
+                } else {
+                    alphabet[usize::from(b) % alphabet.len()]
+                });
+            }
+            let _ = parse("fuzz", &raw);
+        }
+    }
+
+    #[test]
+    fn every_truncation_of_a_real_output_is_an_error_not_a_panic() {
+        let doc = fixture!("crictl-missing").trim_end().as_bytes();
+        for end in 0..doc.len() {
+            assert!(parse("cp1", &doc[..end]).is_err(), "cut at {end} parsed");
+        }
+        assert!(parse("cp1", doc).is_ok());
+        // The larger ones, every 97th byte (all of them would take long in a debug build).
+        for (name, text) in FIXTURES {
+            for end in (0..text.len()).step_by(97) {
+                assert!(
+                    parse(name, &text.as_bytes()[..end]).is_err(),
+                    "{name} cut at {end}"
+                );
+            }
+        }
+    }
+}
