@@ -145,10 +145,15 @@ impl Node {
     }
 }
 
-/// The shells present here, each a prefix of the argv.
+/// The shells present here, each a prefix of the argv (`sh` is dash on Debian, bash elsewhere).
 fn shells() -> Vec<Vec<&'static str>> {
     let mut found = vec![vec!["sh"]];
-    for (tool, argv) in [("dash", vec!["dash"]), ("busybox", vec!["busybox", "sh"])] {
+    let candidates = [
+        ("bash", vec!["bash"]),
+        ("dash", vec!["dash"]),
+        ("busybox", vec!["busybox", "sh"]),
+    ];
+    for (tool, argv) in candidates {
         if which(tool).is_some() {
             found.push(argv);
         } else {
