@@ -14,6 +14,7 @@ use crate::connect::Connection;
 use crate::error::{Error, Result};
 use crate::probe::script::{self, ProbeArgs};
 use crate::probe::{NodeReport, ReachError, ReachErrorKind};
+use crate::progress::Progress;
 use crate::report::{DiagnoseReport, RouteInfo};
 use crate::route::lifecycle::{self, PodFailure, PodTracker};
 use crate::route::pod::{self, PodSettings, PodTarget};
@@ -53,8 +54,13 @@ pub async fn diagnose(
     conn: &Connection,
     args: &DiagnoseArgs,
     tracker: &PodTracker,
+    progress: &Progress,
 ) -> Result<Diagnosed> {
     let started = Instant::now();
+    progress.stage(format!(
+        "reading cluster {} in namespace {} (context {})",
+        args.cluster, conn.namespace, conn.context
+    ));
     let apis = supervisor::discover(&conn.client, &conn.context).await?;
     let scope = supervisor::Scope {
         context: conn.context.clone(),
@@ -83,6 +89,7 @@ pub async fn diagnose(
         return Ok(Diagnosed::DryRun(pods));
     }
 
+    progress.stage("checking the workload cluster's API");
     let api = workload::check(
         &conn.client,
         &conn.namespace,
@@ -100,8 +107,16 @@ pub async fn diagnose(
         .await?;
         let pods: Api<Pod> = Api::namespaced(client, &args.pod_namespace);
         let left = args.timeout.saturating_sub(started.elapsed());
-        let reports =
-            probe_with_pods(&pods, &plans, &settings, tracker, left, args.keep_pods).await;
+        let reports = probe_with_pods(
+            &pods,
+            &plans,
+            &settings,
+            tracker,
+            left,
+            args.keep_pods,
+            progress,
+        )
+        .await;
         (
             RouteInfo {
                 name: "pod".into(),
@@ -193,7 +208,14 @@ async fn probe_with_pods(
     tracker: &PodTracker,
     bound: Duration,
     keep: bool,
+    progress: &Progress,
 ) -> Vec<NodeReport> {
+    let done = std::sync::atomic::AtomicUsize::new(0);
+    let total = plans.len();
+    progress.stage(format!(
+        "probing {total} control-plane nodes with pods (0/{total} done)"
+    ));
+    let done = &done;
     let runs = plans.iter().map(|p| async move {
         let outcome = match &p.probe {
             None => Err(ReachError {
@@ -217,6 +239,10 @@ async fn probe_with_pods(
                 }
             }
         };
+        let n = done.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
+        progress.stage(format!(
+            "probing {total} control-plane nodes with pods ({n}/{total} done)"
+        ));
         NodeReport {
             name: p.target.name.clone(),
             ip: p.ip,

@@ -17,6 +17,7 @@ pub mod diagnose;
 pub mod error;
 pub mod labels;
 pub mod probe;
+pub mod progress;
 pub mod render;
 pub mod report;
 pub mod route;
@@ -70,7 +71,7 @@ pub async fn run(cli: Cli) -> Result<Outcome> {
             let conn = connect::connect(g).await?;
             let report = status_report(&conn, &args.cluster, args.api_timeout).await?;
             Ok(Outcome {
-                stdout: render::status(&report, g.output)?,
+                stdout: render::status(&report, g.output, render::Paint::detect())?,
                 notes: Vec::new(),
                 exit_code: report.result.exit_code,
             })
@@ -91,13 +92,9 @@ pub async fn run(cli: Cli) -> Result<Outcome> {
                     ..scope
                 };
                 let found = async {
-                    let client = workload::client(
-                        &conn.client,
-                        &conn.namespace,
-                        cluster,
-                        g.request_timeout,
-                    )
-                    .await?;
+                    let client =
+                        workload::client(&conn.client, &conn.namespace, cluster, g.request_timeout)
+                            .await?;
                     cleanup::clean(&client, cluster, &workload_scope).await
                 };
                 match found.await {
@@ -127,10 +124,12 @@ pub async fn run(cli: Cli) -> Result<Outcome> {
 async fn run_diagnose(g: &cli::GlobalArgs, args: &cli::DiagnoseArgs) -> Result<Outcome> {
     let conn = connect::connect(g).await?;
     let tracker = route::lifecycle::PodTracker::default();
+    let progress = progress::Progress::for_stderr();
     let result = tokio::select! {
-        r = diagnose::diagnose(&conn, args, &tracker) => r,
+        r = diagnose::diagnose(&conn, args, &tracker, &progress) => r,
         _ = shutdown_signal() => Err(diagnose::interrupted()),
     };
+    progress.finish();
     // Every way out passes here: delete what is left, unless asked to keep it.
     let mut notes = Vec::new();
     if args.keep_pods {
@@ -148,7 +147,11 @@ async fn run_diagnose(g: &cli::GlobalArgs, args: &cli::DiagnoseArgs) -> Result<O
     }
     match result? {
         diagnose::Diagnosed::DryRun(pods) => {
-            let format = if g.output == OutputFormat::Json { OutputFormat::Json } else { OutputFormat::Yaml };
+            let format = if g.output == OutputFormat::Json {
+                OutputFormat::Json
+            } else {
+                OutputFormat::Yaml
+            };
             let mut out = String::new();
             for pod in &pods {
                 if format == OutputFormat::Yaml {
@@ -156,11 +159,18 @@ async fn run_diagnose(g: &cli::GlobalArgs, args: &cli::DiagnoseArgs) -> Result<O
                 }
                 out.push_str(&render::structured(pod, format)?);
             }
-            notes.push(format!("dry run: {} pod(s) shown, nothing created", pods.len()));
-            Ok(Outcome { stdout: out, notes, exit_code: EXIT_OK })
+            notes.push(format!(
+                "dry run: {} pod(s) shown, nothing created",
+                pods.len()
+            ));
+            Ok(Outcome {
+                stdout: out,
+                notes,
+                exit_code: EXIT_OK,
+            })
         }
         diagnose::Diagnosed::Report(report) => Ok(Outcome {
-            stdout: render::diagnose(&report, g.output)?,
+            stdout: render::diagnose(&report, g.output, render::Paint::detect())?,
             notes,
             exit_code: report.result.exit_code,
         }),
@@ -171,10 +181,11 @@ async fn run_diagnose(g: &cli::GlobalArgs, args: &cli::DiagnoseArgs) -> Result<O
 async fn shutdown_signal() {
     #[cfg(unix)]
     {
-        let mut term = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(s) => s,
-            Err(_) => return std::future::pending().await,
-        };
+        let mut term =
+            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+                Ok(s) => s,
+                Err(_) => return std::future::pending().await,
+            };
         tokio::select! {
             _ = tokio::signal::ctrl_c() => {}
             _ = term.recv() => {}

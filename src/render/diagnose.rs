@@ -1,22 +1,22 @@
 //! `diagnose` as tables: a summary, the nodes, the 2379 and 2380 matrices (FROM rows, TO
 //! columns), the etcd log findings and the verdict with its evidence and next steps.
 
-use super::{or_none, structured, table};
+use super::{or_none, structured, table, Paint};
 use crate::analyse::matrix::{CellState, Matrix};
 use crate::cli::OutputFormat;
 use crate::error::Result;
 use crate::probe::output::{HealthOutcome, RuntimeQuery};
 use crate::report::{DiagnoseReport, DiagnosedNode};
 
-pub fn diagnose(report: &DiagnoseReport, format: OutputFormat) -> Result<String> {
+pub fn diagnose(report: &DiagnoseReport, format: OutputFormat, paint: Paint) -> Result<String> {
     match format {
         OutputFormat::Json | OutputFormat::Yaml => structured(report, format),
-        OutputFormat::Table => Ok(diagnose_table(report, false)),
-        OutputFormat::Wide => Ok(diagnose_table(report, true)),
+        OutputFormat::Table => Ok(diagnose_table(report, false, paint)),
+        OutputFormat::Wide => Ok(diagnose_table(report, true, paint)),
     }
 }
 
-fn diagnose_table(r: &DiagnoseReport, wide: bool) -> String {
+fn diagnose_table(r: &DiagnoseReport, wide: bool, paint: Paint) -> String {
     let mut out = String::new();
     let cp = &r.control_plane;
     let desired = cp
@@ -83,7 +83,13 @@ fn diagnose_table(r: &DiagnoseReport, wide: bool) -> String {
     }
 
     let v = &r.verdict;
-    out.push_str(&format!("\nVERDICT: {:?}\n  {}\n", v.code, v.summary));
+    let code = format!("{:?}", v.code);
+    let code = if v.code == crate::analyse::verdict::VerdictCode::Healthy {
+        paint.good(&code)
+    } else {
+        paint.bad(&code)
+    };
+    out.push_str(&format!("\nVERDICT: {code}\n  {}\n", v.summary));
     if !v.evidence.is_empty() {
         out.push_str("\nEvidence:\n");
         for e in &v.evidence {

@@ -17,6 +17,45 @@ pub use status::status;
 
 pub(crate) const NONE: &str = "<none>";
 
+/// Colour for the few lines that carry a judgement (verdict, ERROR/WARN). Tables stay plain so
+/// their columns line up. Off unless stdout is a terminal, and always off with `NO_COLOR`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Paint {
+    pub on: bool,
+}
+
+impl Paint {
+    /// <https://no-color.org>: a non-empty `NO_COLOR` turns colour off; so does a dumb terminal.
+    pub fn detect() -> Paint {
+        use std::io::IsTerminal;
+        let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
+        let dumb = std::env::var("TERM").is_ok_and(|t| t == "dumb");
+        Paint {
+            on: std::io::stdout().is_terminal() && !no_color && !dumb,
+        }
+    }
+
+    fn paint(self, style: anstyle::Style, text: &str) -> String {
+        if self.on {
+            format!("{style}{text}{style:#}")
+        } else {
+            text.to_string()
+        }
+    }
+
+    pub fn bad(self, text: &str) -> String {
+        self.paint(anstyle::AnsiColor::Red.on_default().bold(), text)
+    }
+
+    pub fn warn(self, text: &str) -> String {
+        self.paint(anstyle::AnsiColor::Yellow.on_default().bold(), text)
+    }
+
+    pub fn good(self, text: &str) -> String {
+        self.paint(anstyle::AnsiColor::Green.on_default().bold(), text)
+    }
+}
+
 /// A kubectl-style table. Rows shorter than the header are padded.
 pub fn table(header: &[&str], rows: &[Vec<String>]) -> String {
     let mut b = Builder::default();

@@ -1,17 +1,17 @@
 //! `status` as tables.
 
-use super::{count, or_none, structured, table, NONE};
+use super::{count, or_none, structured, table, Paint, NONE};
 use crate::analyse::Severity;
 use crate::cli::OutputFormat;
 use crate::error::Result;
 use crate::report::StatusReport;
 use crate::workload::ApiState;
 
-pub fn status(report: &StatusReport, format: OutputFormat) -> Result<String> {
+pub fn status(report: &StatusReport, format: OutputFormat, paint: Paint) -> Result<String> {
     match format {
         OutputFormat::Json | OutputFormat::Yaml => structured(report, format),
-        OutputFormat::Table => Ok(status_table(report, false)),
-        OutputFormat::Wide => Ok(status_table(report, true)),
+        OutputFormat::Table => Ok(status_table(report, false, paint)),
+        OutputFormat::Wide => Ok(status_table(report, true, paint)),
     }
 }
 
@@ -30,7 +30,7 @@ fn workload_cell(report: &StatusReport) -> String {
     }
 }
 
-fn status_table(r: &StatusReport, wide: bool) -> String {
+fn status_table(r: &StatusReport, wide: bool, paint: Paint) -> String {
     let cp = &r.control_plane;
     let mut out = String::new();
 
@@ -168,13 +168,14 @@ fn status_table(r: &StatusReport, wide: bool) -> String {
 
     out.push('\n');
     if r.findings.is_empty() {
-        out.push_str("No problems found.\n");
+        out.push_str(&paint.good("No problems found."));
+        out.push('\n');
     } else {
         out.push_str("Findings:\n");
         for f in &r.findings {
             let mark = match f.severity {
-                Severity::Error => "ERROR",
-                Severity::Warning => "WARN ",
+                Severity::Error => paint.bad("ERROR"),
+                Severity::Warning => paint.warn("WARN "),
             };
             out.push_str(&format!("  {mark} {}: {}\n", f.code, f.message));
         }

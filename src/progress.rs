@@ -1,0 +1,55 @@
+//! Progress on stderr while a run waits on the network: a spinner with the current stage.
+//! Only on a terminal; in a pipe, a script or CI it draws nothing (stdout stays clean too).
+
+use std::borrow::Cow;
+use std::io::IsTerminal;
+use std::time::Duration;
+
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+
+pub struct Progress {
+    bar: ProgressBar,
+}
+
+impl Progress {
+    /// Draws only when stderr is a terminal.
+    pub fn for_stderr() -> Progress {
+        Progress::new(std::io::stderr().is_terminal())
+    }
+
+    pub fn new(enabled: bool) -> Progress {
+        let bar = ProgressBar::with_draw_target(
+            None,
+            if enabled {
+                ProgressDrawTarget::stderr()
+            } else {
+                ProgressDrawTarget::hidden()
+            },
+        );
+        bar.set_style(
+            ProgressStyle::with_template("{spinner} {elapsed:>3} {msg}")
+                .unwrap_or_else(|_| ProgressStyle::default_spinner()),
+        );
+        bar.enable_steady_tick(Duration::from_millis(120));
+        Progress { bar }
+    }
+
+    pub fn hidden() -> Progress {
+        Progress::new(false)
+    }
+
+    pub fn stage(&self, msg: impl Into<Cow<'static, str>>) {
+        self.bar.set_message(msg);
+    }
+
+    /// Clears the line before the report is printed.
+    pub fn finish(&self) {
+        self.bar.finish_and_clear();
+    }
+}
+
+impl Drop for Progress {
+    fn drop(&mut self) {
+        self.bar.finish_and_clear();
+    }
+}
