@@ -14,7 +14,8 @@ Exit codes:
   0  all fine
   1  the run completed and found a problem (see the report)
   2  usage or configuration error (flag, name, kubeconfig, context, unknown cluster)
-  3  could not complete (API error, permission denied, timeout)";
+  3  could not complete (API error, permission denied, timeout)
+  130  interrupted (Ctrl-C, SIGTERM); probe pods created so far were deleted";
 
 const ABOUT: &str = "Diagnose etcd quorum loss in vSphere Supervisor (TKG/VKS) workload clusters";
 
@@ -47,6 +48,7 @@ pub struct Cli {
 
 /// Flags every subcommand takes, before or after its name (as kubectl's do).
 #[derive(Debug, Clone, Args)]
+#[command(next_help_heading = "Global options")]
 pub struct GlobalArgs {
     /// Path to the kubeconfig file (else $KUBECONFIG, else ~/.kube/config)
     #[arg(long, global = true, value_name = "PATH")]
@@ -95,7 +97,7 @@ pub enum Command {
 
     /// Diagnose etcd and its 2379/2380 network between the control-plane VMs
     #[command(after_help = format!(
-        "Examples:\n  kubectl etcdnet diagnose tkc-prod -n ns-prod\n\n{EXIT_CODES_HELP}"
+        "Examples:\n  kubectl etcdnet diagnose tkc-prod -n ns-prod\n  kubectl etcdnet diagnose tkc-prod -n ns-prod -o json | jq -r .verdict.code\n  kubectl etcdnet diagnose tkc-prod -n ns-prod --dry-run\n\n{EXIT_CODES_HELP}"
     ))]
     Diagnose(DiagnoseArgs),
 
