@@ -280,8 +280,9 @@ fn one_way_drop() {
         to: "cp2".into(),
     })
     .unwrap();
-    let d = diagnose_until(&lab, VerdictCode::EtcdPeerNetworkPartial, &[]);
+    let d = diagnose_until(&lab, VerdictCode::EtcdPeerNetworkPartial, &["= cp2"]);
     assert_verdict(&d, VerdictCode::EtcdPeerNetworkPartial);
+    assert_quotes_log(&d, &["= cp2"]);
     assert!(
         d.verdict
             .evidence
@@ -298,8 +299,15 @@ fn one_way_drop() {
 fn large_packets_dropped() {
     let Some(lab) = start(3) else { return };
     lab.inject(Fault::DropLargePackets).unwrap();
-    let d = diagnose_until(&lab, VerdictCode::EtcdPeerLargePacketsDropped, &[]);
+    let words = [
+        "IoTimeout",
+        "TlsHandshakeTimeout",
+        "PeerUnhealthy",
+        "LostStream",
+    ];
+    let d = diagnose_until(&lab, VerdictCode::EtcdPeerLargePacketsDropped, &words);
     assert_verdict(&d, VerdictCode::EtcdPeerLargePacketsDropped);
+    assert_quotes_log(&d, &words);
     assert_eq!(cell(&d, 2380, "cp1", "cp2"), CellState::TlsStalled);
     assert_eq!(
         cell(&d, 2380, "cp1", "cp1"),
