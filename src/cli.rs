@@ -155,9 +155,29 @@ pub struct DiagnoseArgs {
     #[arg(value_parser = parse_cluster_name)]
     pub cluster: String,
 
-    /// How to reach the nodes: pod = a privileged pod on each node through the workload API
-    #[arg(long, value_enum, default_value_t = Via::Pod)]
+    /// How to reach the nodes (auto: pod when the workload API answers, else jumpbox)
+    #[arg(long, value_enum, default_value_t = Via::Auto)]
     pub via: Via,
+
+    /// The node user for the jumpbox and ssh routes (has passwordless sudo)
+    #[arg(long, value_name = "USER", default_value = crate::route::ssh::DEFAULT_USER)]
+    pub ssh_user: String,
+
+    /// Image of the jumpbox pods (needs an ssh client and sh)
+    #[arg(long, value_name = "IMAGE", default_value = crate::route::jumpbox::DEFAULT_IMAGE)]
+    pub jumpbox_image: String,
+
+    /// ssh route: this private key instead of the cluster's <cluster>-ssh secret
+    #[arg(long, value_name = "PATH", conflicts_with = "ssh_agent")]
+    pub ssh_identity: Option<std::path::PathBuf>,
+
+    /// ssh route: use the running ssh-agent instead of the cluster's <cluster>-ssh secret
+    #[arg(long)]
+    pub ssh_agent: bool,
+
+    /// ssh route: an option passed to ssh -o (repeatable), e.g. ProxyJump=admin@bastion
+    #[arg(long, value_name = "KEY=VALUE")]
+    pub ssh_option: Vec<String>,
 
     /// Image of the probe pods (needs only chroot and sh; the probe uses the node's tools)
     #[arg(long, value_name = "IMAGE", default_value = crate::route::pod::DEFAULT_IMAGE)]
@@ -199,8 +219,14 @@ pub struct DiagnoseArgs {
 /// Routes to the nodes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum Via {
+    /// pod when the workload API answers, else jumpbox
+    Auto,
     /// A privileged pod pinned to each node, through the workload cluster's API
     Pod,
+    /// A pod per VM in the vSphere Namespace that SSHes to the VM with the <cluster>-ssh key
+    Jumpbox,
+    /// ssh from this machine to each VM (VMs routable from here, or --ssh-option ProxyJump=...)
+    Ssh,
 }
 
 #[derive(Debug, Clone, Args)]

@@ -136,6 +136,8 @@ pub struct DiagnosedNode {
     pub error: Option<crate::probe::ReachError>,
     /// The probe's output, without the raw etcd log text (its findings are in `logs`).
     pub probe: Option<crate::probe::ProbeOutput>,
+    /// The VM's 22, 2379, 2380 and 6443 as the Supervisor saw them (jumpbox route; else empty).
+    pub supervisor_reach: Vec<crate::probe::PortReach>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -190,6 +192,7 @@ impl DiagnoseReport {
             .into_iter()
             .map(|r| {
                 let known = facts.nodes.iter().find(|n| n.name == r.name);
+                let supervisor_reach = r.reach;
                 let (probe, error) = match r.outcome {
                     Ok(mut p) => {
                         if let Some(l) = p.etcd.logs.as_mut() {
@@ -207,6 +210,7 @@ impl DiagnoseReport {
                     reached: probe.is_some(),
                     error,
                     probe,
+                    supervisor_reach,
                 }
             })
             .collect::<Vec<_>>();

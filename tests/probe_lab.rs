@@ -115,6 +115,7 @@ fn probe_all(lab: &Lab) -> Vec<NodeReport> {
                         outcome: Ok(
                             parse(&node.name, &out.stdout).unwrap_or_else(|e| panic!("{e}"))
                         ),
+                        reach: vec![],
                     }
                 })
             })

@@ -193,6 +193,12 @@ fn nodes_unreachable(ctx: &Ctx) -> Option<Verdict> {
             format!("{}: {:?}: {}", n.name, e.kind, e.message)
         })
         .collect();
+    // What the Supervisor saw of them tells "nothing reaches the VM" from "the probe failed".
+    for n in &failed {
+        if let Some(line) = supervisor_reach_line(n) {
+            evidence.push(line);
+        }
+    }
     // What the probed nodes saw of the unprobed ones tells "down" from "cut off".
     for m in &ctx.matrices {
         for c in m.peer_cells().filter(|c| names.contains(&c.to)) {

@@ -47,6 +47,23 @@ pub struct ReachError {
     pub message: String,
 }
 
+/// What the Supervisor side (the jumpbox route) saw of a VM's port: tells "the VMs cannot reach
+/// each other" from "nothing reaches the VMs".
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum PortState {
+    Open,
+    Timeout,
+    Refused,
+    NoRoute,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PortReach {
+    pub port: u16,
+    pub state: PortState,
+}
+
 /// One control-plane node's probe result.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -55,6 +72,9 @@ pub struct NodeReport {
     pub name: String,
     pub ip: Option<IpAddr>,
     pub outcome: Result<ProbeOutput, ReachError>,
+    /// The VM's 22, 2379, 2380 and 6443 as seen from the Supervisor (jumpbox route only).
+    #[serde(default)]
+    pub reach: Vec<PortReach>,
 }
 
 impl NodeReport {

@@ -58,6 +58,27 @@ fn diagnose_table(r: &DiagnoseReport, wide: bool, paint: Paint) -> String {
         }
     }
 
+    if r.nodes.iter().any(|n| !n.supervisor_reach.is_empty()) {
+        out.push_str("\nFrom the Supervisor (jumpbox):\n");
+        let ports = [22u16, 2379, 2380, 6443];
+        let rows: Vec<Vec<String>> = r
+            .nodes
+            .iter()
+            .map(|n| {
+                let mut row = vec![n.name.clone()];
+                row.extend(ports.iter().map(|p| {
+                    n.supervisor_reach
+                        .iter()
+                        .find(|x| x.port == *p)
+                        .map(|x| format!("{:?}", x.state).to_lowercase())
+                        .unwrap_or_else(|| "-".into())
+                }));
+                row
+            })
+            .collect();
+        out.push_str(&table(&["NODE", "22", "2379", "2380", "6443"], &rows));
+    }
+
     for m in &r.matrices {
         out.push('\n');
         out.push_str(&matrix_table(m));

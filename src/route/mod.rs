@@ -3,5 +3,7 @@
 //! - [`lifecycle`]: one pod's create → wait → log → delete, and the tracker that guarantees no
 //!   pod is left behind.
 
+pub mod jumpbox;
 pub mod lifecycle;
 pub mod pod;
+pub mod ssh;

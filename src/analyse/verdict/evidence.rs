@@ -156,3 +156,33 @@ pub(super) fn node_at(ctx: &Ctx, addr: &str) -> Option<String> {
         .find(|n| n.ip == Some(ip))
         .map(|n| n.name.clone())
 }
+
+/// `cp3 from the Supervisor: 22 Timeout, 2379 Timeout, ...: nothing reaches this VM`.
+pub(super) fn supervisor_reach_line(n: &NodeReport) -> Option<String> {
+    use crate::probe::PortState;
+    if n.reach.is_empty() {
+        return None;
+    }
+    let ports: Vec<String> = n
+        .reach
+        .iter()
+        .map(|r| format!("{} {:?}", r.port, r.state))
+        .collect();
+    let open = n
+        .reach
+        .iter()
+        .filter(|r| r.state == PortState::Open)
+        .count();
+    let meaning = if open == 0 {
+        "nothing reaches this VM (powered off, hung, or cut off from the Supervisor too)"
+    } else if open == n.reach.len() {
+        "the Supervisor reaches every port"
+    } else {
+        "the Supervisor reaches some ports"
+    };
+    Some(format!(
+        "{} from the Supervisor: {}: {meaning}",
+        n.name,
+        ports.join(", ")
+    ))
+}

@@ -13,6 +13,25 @@ pub(super) fn peer_network(ctx: &Ctx) -> Option<Verdict> {
         return None;
     }
     let mut evidence = own_paths_evidence(ctx);
+    // Jumpbox route: the Supervisor's view of the peer ports tells "the VMs cannot reach each
+    // other" from "nothing reaches the VMs".
+    let reach: Vec<&crate::probe::PortReach> = ctx
+        .nodes
+        .iter()
+        .flat_map(|n| n.reach.iter())
+        .filter(|r| r.port == 2379 || r.port == 2380)
+        .collect();
+    if !reach.is_empty() {
+        let open = reach
+            .iter()
+            .filter(|r| r.state == crate::probe::PortState::Open)
+            .count();
+        evidence.push(if open == reach.len() {
+            "from the Supervisor, every VM answers on 2379 and 2380: the VMs cannot reach each other, yet the Supervisor reaches them".to_string()
+        } else {
+            format!("from the Supervisor, {open} of {} VM ports 2379/2380 answer", reach.len())
+        });
+    }
     let all = failing.len() == cells.len();
     let kinds = [
         LogKind::IoTimeout,

@@ -132,6 +132,7 @@ fn cluster(probes: Vec<ProbeOutput>) -> Vec<NodeReport> {
             name: NAMES[i].into(),
             ip: Some(IPS[i].parse().unwrap()),
             outcome: Ok(p),
+            reach: vec![],
         })
         .collect()
 }
