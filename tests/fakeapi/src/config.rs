@@ -119,6 +119,11 @@ pub struct SetConfig {
     /// changes settings. Their fake.yaml is not read.
     #[serde(default)]
     pub include: Vec<String>,
+    /// Images no node can pull (`refusedImages: [docker.io/library/busybox:1.36]`): a pod that
+    /// uses one stays Pending with ErrImagePull / ImagePullBackOff and never runs. References
+    /// are compared normalized (`busybox:1.36` is `docker.io/library/busybox:1.36`).
+    #[serde(default)]
+    pub refused_images: Vec<String>,
 }
 
 /// How to start a [`crate::FakeApi`]: a fixture set plus test-supplied overrides.
@@ -197,6 +202,12 @@ impl FakeConfig {
     /// Adds an object (JSON form of a manifest) to those of the set.
     pub fn object(mut self, obj: Value) -> Self {
         self.objects.push(obj);
+        self
+    }
+
+    /// Makes an image impossible to pull (see [`SetConfig::refused_images`]).
+    pub fn refuse_image(mut self, image: impl Into<String>) -> Self {
+        self.set.refused_images.push(image.into());
         self
     }
 

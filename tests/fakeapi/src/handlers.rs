@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use axum::body::Bytes;
 use axum::http::{header, StatusCode};
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 use base64::Engine;
 use serde_json::{json, Value};
 
@@ -128,19 +128,14 @@ fn ok(v: &Value) -> Result<Response, ApiError> {
 }
 
 pub fn get(shared: &Arc<Shared>, req: &ResourceRequest) -> Result<Response, ApiError> {
+    if req.sub.as_deref() == Some("log") {
+        return crate::logs::serve(shared, req);
+    }
     let store = shared.store.lock().unwrap();
     let obj = store
         .get(&req.def, req.ns(), req.name())
         .cloned()
         .ok_or_else(|| ApiError::not_found(&req.def, req.name()))?;
-    if req.sub.as_deref() == Some("log") {
-        let log = store
-            .pod_logs
-            .get(&(req.ns().to_string(), req.name().to_string()))
-            .cloned()
-            .unwrap_or_default();
-        return Ok((StatusCode::OK, [(header::CONTENT_TYPE, "text/plain")], log).into_response());
-    }
     if let Some(s) = req.sub.as_deref().filter(|s| *s != "status") {
         return Err(ApiError::method_not_allowed(&format!("GET {s}")));
     }
@@ -340,14 +335,26 @@ pub fn create(shared: &Arc<Shared>, req: &ResourceRequest) -> Result<Response, A
         }
     }
     let obj = normalize(&req.def, obj, false)?;
-    if dry_run(req) {
-        return Ok(json_response(StatusCode::CREATED, &obj));
+    let is_pod = req.def.group.is_empty() && req.def.plural == "pods";
+    // Validating admission comes before dry-run is honoured, as on a real server.
+    let warning = if is_pod {
+        crate::pods::admit(shared, &obj)?
+    } else {
+        None
+    };
+    let mut resp = if dry_run(req) {
+        json_response(StatusCode::CREATED, &obj)
+    } else {
+        let created = shared.store.lock().unwrap().create(&req.def, obj)?;
+        if is_pod {
+            crate::pods::on_created(shared, &created);
+        }
+        json_response(StatusCode::CREATED, &created)
+    };
+    if let Some(w) = warning.and_then(|w| header::HeaderValue::from_str(&w).ok()) {
+        resp.headers_mut().insert(header::WARNING, w);
     }
-    let created = shared.store.lock().unwrap().create(&req.def, obj)?;
-    if req.def.group.is_empty() && req.def.plural == "pods" {
-        crate::pods::on_created(shared, &created);
-    }
-    Ok(json_response(StatusCode::CREATED, &created))
+    Ok(resp)
 }
 
 /// PUT: replace the object, or with `/status` only its status.
@@ -400,85 +407,6 @@ fn replace(
     ok(&store.update(&req.def, obj)?)
 }
 
-/// RFC 7386 JSON merge patch.
-fn merge_patch(target: &mut Value, patch: &Value) {
-    match (target, patch) {
-        (Value::Object(t), Value::Object(p)) => {
-            for (k, v) in p {
-                if v.is_null() {
-                    t.remove(k);
-                } else {
-                    merge_patch(t.entry(k.clone()).or_insert(Value::Null), v);
-                }
-            }
-        }
-        (t, p) => *t = p.clone(),
-    }
-}
-
-/// RFC 6902 JSON patch: add, replace, remove and test.
-fn json_patch(target: &mut Value, ops: &Value) -> Result<(), ApiError> {
-    let bad = |m: String| ApiError {
-        code: 422,
-        reason: "Invalid",
-        message: m,
-        details: None,
-    };
-    for op in ops
-        .as_array()
-        .ok_or_else(|| ApiError::bad_request("a JSON patch must be an array"))?
-    {
-        let path = op["path"].as_str().unwrap_or("");
-        let (parent_path, last) = path
-            .rsplit_once('/')
-            .ok_or_else(|| bad(format!("invalid path {path:?}")))?;
-        let last = last.replace("~1", "/").replace("~0", "~");
-        let value = op["value"].clone();
-        match op["op"].as_str().unwrap_or("") {
-            "test" => {
-                if target.pointer(path) != Some(&value) {
-                    return Err(bad(format!("testing value {path} failed")));
-                }
-            }
-            kind @ ("add" | "replace" | "remove") => {
-                let parent = target
-                    .pointer_mut(parent_path)
-                    .ok_or_else(|| bad(format!("doc is missing path: {path:?}")))?;
-                match parent {
-                    Value::Object(m) => {
-                        if kind == "remove" || (kind == "replace" && !m.contains_key(&last)) {
-                            m.remove(&last)
-                                .ok_or_else(|| bad(format!("doc is missing key: {path:?}")))?;
-                        }
-                        if kind != "remove" {
-                            m.insert(last, value);
-                        }
-                    }
-                    Value::Array(a) => {
-                        let idx = if last == "-" {
-                            a.len()
-                        } else {
-                            last.parse()
-                                .map_err(|_| bad(format!("bad index {last:?}")))?
-                        };
-                        match kind {
-                            "add" if idx <= a.len() => a.insert(idx, value),
-                            "replace" if idx < a.len() => a[idx] = value,
-                            "remove" if idx < a.len() => {
-                                a.remove(idx);
-                            }
-                            _ => return Err(bad(format!("index out of range: {path:?}"))),
-                        }
-                    }
-                    _ => return Err(bad(format!("doc is missing path: {path:?}"))),
-                }
-            }
-            other => return Err(bad(format!("unsupported JSON patch op {other:?}"))),
-        }
-    }
-    Ok(())
-}
-
 /// PATCH with merge, strategic-merge (treated as merge: lists are replaced
 /// whole, which is what strategic merge does for lists without a merge key)
 /// or JSON patch.
@@ -501,9 +429,9 @@ pub fn patch(shared: &Arc<Shared>, req: &ResourceRequest) -> Result<Response, Ap
     };
     match ct.as_str() {
         "application/merge-patch+json" | "application/strategic-merge-patch+json" => {
-            merge_patch(&mut obj, &body)
+            crate::patch::merge_patch(&mut obj, &body)
         }
-        "application/json-patch+json" => json_patch(&mut obj, &body)?,
+        "application/json-patch+json" => crate::patch::json_patch(&mut obj, &body)?,
         other => return Err(ApiError::unsupported_media(other)),
     }
     // A resourceVersion in the patch is a precondition; without one the patch
@@ -531,7 +459,10 @@ pub fn delete(shared: &Arc<Shared>, req: &ResourceRequest) -> Result<Response, A
     if dry_run(req) || body_dry_run(&req.body) {
         return ok(&obj);
     }
-    ok(&store.delete(&req.def, req.ns(), req.name())?)
+    let deleted = store.delete(&req.def, req.ns(), req.name())?;
+    drop(store);
+    crate::pods::on_deleted(shared, &deleted);
+    ok(&deleted)
 }
 
 fn body_dry_run(body: &Bytes) -> bool {
@@ -560,6 +491,13 @@ pub fn delete_collection(
             deleted.push(store.delete(&req.def, &store::namespace(&v), &store::name(&v))?);
         }
     }
+    let rv = store.resource_version();
+    drop(store);
+    if !(dry_run(req) || body_dry_run(&req.body)) {
+        for d in &deleted {
+            crate::pods::on_deleted(shared, d);
+        }
+    }
     let items: Vec<Value> = deleted
         .into_iter()
         .map(|o| list_item(&req.def, o))
@@ -567,7 +505,7 @@ pub fn delete_collection(
     ok(&json!({
         "kind": format!("{}List", req.def.kind),
         "apiVersion": req.def.api_version(),
-        "metadata": {"resourceVersion": store.resource_version().to_string()},
+        "metadata": {"resourceVersion": rv.to_string()},
         "items": items,
     }))
 }
@@ -575,17 +513,6 @@ pub fn delete_collection(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn merge_and_json_patch() {
-        let mut v = json!({"a": {"b": 1, "c": 2}, "l": [1, 2]});
-        merge_patch(&mut v, &json!({"a": {"b": null, "d": 3}, "l": [9]}));
-        assert_eq!(v, json!({"a": {"c": 2, "d": 3}, "l": [9]}));
-        json_patch(&mut v, &json!([{"op": "add", "path": "/l/-", "value": 10}, {"op": "replace", "path": "/a/c", "value": 5}, {"op": "remove", "path": "/a/d"}]))
-            .unwrap();
-        assert_eq!(v, json!({"a": {"c": 5}, "l": [9, 10]}));
-        assert!(json_patch(&mut v, &json!([{"op": "test", "path": "/a/c", "value": 6}])).is_err());
-    }
 
     #[test]
     fn continue_tokens_round_trip() {

@@ -9,7 +9,11 @@
 //! plugin did (and did not) ask for.
 //!
 //! [`Workload`] stands in for a workload cluster's endpoint: healthy, failing,
-//! a black hole that never answers, or a refused port.
+//! a black hole that never answers, or a refused port. [`Workload::lab`] (or
+//! [`FakeApi::execute_pods_in`]) attaches a lab of real control-plane nodes: pods pinned to its
+//! nodes then really run there, reported as a kubelet reports them ([`kubelet`]). Pod creates go
+//! through Pod Security admission (namespace labels, upstream's messages), and images named in
+//! `refusedImages` are never pulled.
 //!
 //! ```no_run
 //! use etcdnet_fakeapi::{FakeApi, FakeConfig, Workload};
@@ -28,7 +32,8 @@
 //! Limits, on purpose: no conversion between versions (an object is served only
 //! at the apiVersion its fixture is written in, so fixtures must be written at
 //! the set's preferred version; another version answers 500 like a failing
-//! conversion webhook); no admission, defaulting or validation beyond names;
+//! conversion webhook); no admission but Pod Security's, no defaulting or
+//! validation beyond names and a pod's QoS class;
 //! deletes are immediate (no finalizers, no garbage collection); no
 //! authentication (any token is accepted) and authorization only through
 //! `forbidden:` rules; strategic merge patch is treated as JSON merge patch.
@@ -36,7 +41,13 @@
 mod config;
 mod discovery;
 mod handlers;
+pub mod kubelet;
+pub mod labplan;
+mod logs;
+mod patch;
 mod pods;
+mod podstatus;
+mod psa;
 mod resources;
 mod router;
 pub mod selectors;
@@ -48,6 +59,7 @@ mod watch;
 mod workload;
 
 pub use config::{FakeConfig, Forbid, SetConfig};
+pub use kubelet::PodProcess;
 pub use pods::PodScript;
 pub use server::{write_kubeconfig, FakeApi, Request};
 pub use workload::Workload;
@@ -62,4 +74,9 @@ pub fn fixtures_dir() -> std::path::PathBuf {
 /// A Supervisor fixture set by name: `tests/fixtures/supervisor/<set>`.
 pub fn supervisor_set(set: &str) -> std::path::PathBuf {
     fixtures_dir().join("supervisor").join(set)
+}
+
+/// A workload-cluster fixture set by name: `tests/fixtures/workload/<set>`.
+pub fn workload_set(set: &str) -> std::path::PathBuf {
+    fixtures_dir().join("workload").join(set)
 }

@@ -1,15 +1,23 @@
-//! Pods that "run": nothing executes in the fake, but a test can make a created
-//! Pod go Pending -> Running -> Succeeded/Failed with a log, as a kubelet would
-//! report it, so pod-based code paths (create, watch, read log, delete) can be
-//! exercised end to end.
+//! Pods through the API: admission, and what happens once one is created or deleted.
+//!
+//! A pod pinned to a node of an attached lab is run for real by the lab kubelet
+//! ([`crate::kubelet`]). Otherwise nothing executes, but a test can make a created pod go
+//! Pending -> Running -> Succeeded/Failed with a log, as a kubelet would report it (a
+//! [`PodScript`] from the reactor of [`crate::FakeApi::on_pod_created`]), so pod-based code
+//! paths (create, watch, read log, delete) can be exercised end to end.
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use serde_json::{json, Value};
+use serde_json::Value;
 
+use crate::podstatus::{self, Ending, RunInfo};
 use crate::server::Shared;
+use crate::status::ApiError;
 use crate::store::{self, now_rfc3339};
+
+/// The node address scripted pods report (they run on no real node).
+const HOST_IP: &str = "198.18.100.1";
 
 /// What a created Pod does, decided by the test's reactor.
 #[derive(Debug, Clone)]
@@ -60,125 +68,105 @@ impl PodScript {
 /// as a Pod that no node can take).
 pub type PodReactor = Arc<dyn Fn(&Value) -> Option<PodScript> + Send + Sync>;
 
-fn container_names(pod: &Value) -> Vec<(String, String)> {
-    pod["spec"]["containers"]
-        .as_array()
-        .map(|cs| {
-            cs.iter()
-                .map(|c| {
-                    (
-                        c["name"].as_str().unwrap_or("").to_string(),
-                        c["image"].as_str().unwrap_or("").to_string(),
-                    )
-                })
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
-fn running_status(pod: &Value, ip: &str, started: &str) -> Value {
-    let cs: Vec<Value> = container_names(pod)
-        .into_iter()
-        .map(|(name, image)| {
-            json!({"name": name, "image": image, "imageID": "", "containerID": "containerd://0000000000000000000000000000000000000000000000000000000000000000",
-                   "ready": true, "started": true, "restartCount": 0, "state": {"running": {"startedAt": started}}})
-        })
-        .collect();
-    json!({
-        "phase": "Running",
-        "podIP": ip,
-        "podIPs": [{"ip": ip}],
-        "hostIP": "198.18.100.1",
-        "startTime": started,
-        "qosClass": "BestEffort",
-        "conditions": [
-            {"type": "Initialized", "status": "True", "lastTransitionTime": started},
-            {"type": "Ready", "status": "True", "lastTransitionTime": started},
-            {"type": "ContainersReady", "status": "True", "lastTransitionTime": started},
-            {"type": "PodScheduled", "status": "True", "lastTransitionTime": started},
-        ],
-        "containerStatuses": cs,
-    })
-}
-
-fn terminated_status(pod: &Value, ip: &str, started: &str, code: i32) -> Value {
-    let finished = now_rfc3339();
-    let reason = if code == 0 { "Completed" } else { "Error" };
-    let cs: Vec<Value> = container_names(pod)
-        .into_iter()
-        .map(|(name, image)| {
-            json!({"name": name, "image": image, "imageID": "", "containerID": "containerd://0000000000000000000000000000000000000000000000000000000000000000",
-                   "ready": false, "started": false, "restartCount": 0,
-                   "state": {"terminated": {"exitCode": code, "reason": reason, "startedAt": started, "finishedAt": finished}}})
-        })
-        .collect();
-    json!({
-        "phase": if code == 0 { "Succeeded" } else { "Failed" },
-        "podIP": ip,
-        "podIPs": [{"ip": ip}],
-        "hostIP": "198.18.100.1",
-        "startTime": started,
-        "qosClass": "BestEffort",
-        "conditions": [
-            {"type": "Ready", "status": "False", "reason": "PodCompleted", "lastTransitionTime": finished},
-            {"type": "PodScheduled", "status": "True", "lastTransitionTime": started},
-        ],
-        "containerStatuses": cs,
-    })
-}
-
-/// Sets a Pod's status (if it still exists); returns false once it is gone.
-fn set_status(
-    shared: &Shared,
-    ns: &str,
-    name: &str,
-    status: impl FnOnce(&Value) -> Value,
-    log: Option<&str>,
-) -> bool {
-    let mut st = shared.store.lock().unwrap();
-    let Some(def) = st.registry.lookup("", "v1", "pods") else {
-        return false;
+/// Pod Security admission for a pod about to be created (see [`crate::psa`]): Err is the 403,
+/// Ok may carry a `Warning` header value.
+pub fn admit(shared: &Arc<Shared>, pod: &Value) -> Result<Option<String>, ApiError> {
+    let labels = {
+        let st = shared.store.lock().unwrap();
+        st.registry
+            .lookup("", "v1", "namespaces")
+            .and_then(|d| st.get(&d, "", &store::namespace(pod)).map(store::labels))
+            .unwrap_or_default()
     };
-    let Some(mut pod) = st.get(&def, ns, name).cloned() else {
-        return false;
-    };
-    pod["status"] = status(&pod);
-    if let Some(l) = log {
-        st.pod_logs
-            .insert((ns.to_string(), name.to_string()), l.to_string());
-    }
-    st.update(&def, pod).is_ok()
+    crate::psa::admit(&labels, pod)
 }
 
-/// Called after a Pod is created through the API.
+/// Called after a Pod is created through the API: the lab kubelet takes it if it is pinned to
+/// one of its nodes, else the test's reactor decides.
 pub fn on_created(shared: &Arc<Shared>, pod: &Value) {
+    shared
+        .created_pods
+        .lock()
+        .unwrap()
+        .push((store::namespace(pod), store::name(pod)));
+    let kubelet = shared.kubelet.lock().unwrap().clone();
+    if kubelet.is_some_and(|k| k.admit(shared, pod)) {
+        return;
+    }
     let reactor = shared.pod_reactor.lock().unwrap().clone();
     let Some(script) = reactor.and_then(|r| r(pod)) else {
         return;
     };
-    let (ns, name) = (store::namespace(pod), store::name(pod));
-    let shared = shared.clone();
+    // A scripted pod "runs on a node" too: an image that node cannot pull never runs.
+    if crate::kubelet::pull_refused_detached(shared, pod, HOST_IP, &script.pod_ip) {
+        return;
+    }
+    let (ns, name, uid) = (
+        store::namespace(pod),
+        store::name(pod),
+        store::meta_str(pod, "uid"),
+    );
+    let (shared, pod) = (shared.clone(), pod.clone());
     tokio::spawn(async move {
+        let run = RunInfo {
+            host_ip: HOST_IP.into(),
+            pod_ip: script.pod_ip.clone(),
+            start_time: now_rfc3339(),
+        };
         tokio::time::sleep(script.run_after).await;
         let started = now_rfc3339();
-        if !set_status(
+        shared
+            .store
+            .lock()
+            .unwrap()
+            .pod_logs
+            .insert((ns.clone(), name.clone()), script.log.clone());
+        if !podstatus::update(
             &shared,
             &ns,
             &name,
-            |p| running_status(p, &script.pod_ip, &started),
-            Some(&script.log),
+            &uid,
+            podstatus::running(&pod, &run, &started),
         ) {
             return;
         }
         if let Some(after) = script.finish_after {
             tokio::time::sleep(after).await;
-            set_status(
+            let end = Ending {
+                exit_code: script.exit_code,
+                reason: if script.exit_code == 0 {
+                    "Completed"
+                } else {
+                    "Error"
+                }
+                .into(),
+                message: None,
+                started_at: Some(started),
+                finished_at: now_rfc3339(),
+                pod_reason: None,
+            };
+            podstatus::update(
                 &shared,
                 &ns,
                 &name,
-                |p| terminated_status(p, &script.pod_ip, &started, script.exit_code),
-                None,
+                &uid,
+                podstatus::terminated(&pod, &run, &end),
             );
         }
     });
+}
+
+/// Called after a Pod is deleted through the API: its process (if the lab kubelet runs it) is
+/// killed at once.
+pub fn on_deleted(shared: &Arc<Shared>, obj: &Value) {
+    if store::kind(obj) != "Pod" || store::api_version(obj) != "v1" {
+        return;
+    }
+    if let Some(k) = shared.kubelet.lock().unwrap().clone() {
+        k.deleted(
+            &store::namespace(obj),
+            &store::name(obj),
+            &store::meta_str(obj, "uid"),
+        );
+    }
 }

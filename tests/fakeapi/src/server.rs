@@ -7,6 +7,7 @@
 use std::collections::BTreeMap;
 use std::net::{SocketAddr, TcpListener};
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
@@ -16,6 +17,7 @@ use serde_json::{json, Value};
 use tokio::sync::oneshot;
 
 use crate::config::{FakeConfig, Forbid};
+use crate::kubelet::{Kubelet, PodProcess};
 use crate::pods::{PodReactor, PodScript};
 use crate::resources::{self, Registry, ResourceDef};
 use crate::store::{self, normalize, Store};
@@ -61,6 +63,14 @@ pub struct Shared {
     pub aggregated: bool,
     pub addr: SocketAddr,
     pub pod_reactor: Mutex<Option<PodReactor>>,
+    /// The lab kubelet, once [`FakeApi::execute_pods_in`] attached a lab.
+    pub kubelet: Mutex<Option<Arc<Kubelet>>>,
+    /// Images no node can pull (FakeConfig::refuse_image, `refusedImages:`).
+    pub refused_images: Mutex<Vec<String>>,
+    /// (namespace, name) of every pod ever created through the API, in order.
+    pub created_pods: Mutex<Vec<(String, String)>>,
+    /// Set when the handle is dropped: background pod threads end.
+    pub stopping: AtomicBool,
 }
 
 /// Core v1 resources served on every set, objects or not.
@@ -215,6 +225,10 @@ impl FakeApi {
             aggregated: cfg.set.aggregated_discovery,
             addr,
             pod_reactor: Mutex::new(None),
+            kubelet: Mutex::new(None),
+            refused_images: Mutex::new(cfg.set.refused_images.clone()),
+            created_pods: Mutex::new(Vec::new()),
+            stopping: AtomicBool::new(false),
         });
         let (shutdown, thread) = spawn_server(
             listener,
@@ -335,7 +349,7 @@ impl FakeApi {
         st.update(&def, obj).map_err(|e| anyhow!(e.message))
     }
 
-    /// Deletes an object (watchers see DELETED).
+    /// Deletes an object (watchers see DELETED; a pod's process, if one runs, is killed).
     pub fn delete(
         &self,
         api_version: &str,
@@ -343,10 +357,14 @@ impl FakeApi {
         namespace: &str,
         name: &str,
     ) -> Result<Value> {
-        let mut st = self.shared.store.lock().unwrap();
-        let def = self.resolve(&mut st, api_version, kind);
-        st.delete(&def, namespace, name)
-            .map_err(|e| anyhow!(e.message))
+        let deleted = {
+            let mut st = self.shared.store.lock().unwrap();
+            let def = self.resolve(&mut st, api_version, kind);
+            st.delete(&def, namespace, name)
+                .map_err(|e| anyhow!(e.message))?
+        };
+        crate::pods::on_deleted(&self.shared, &deleted);
+        Ok(deleted)
     }
 
     /// Sets the text served at `pods/{name}/log`.
@@ -367,6 +385,65 @@ impl FakeApi {
         *self.shared.pod_reactor.lock().unwrap() = Some(Arc::new(reactor));
     }
 
+    /// Runs the pods created from now on whose `spec.nodeName` is a node of `lab`, for real
+    /// (see [`crate::kubelet`]): the lab's node names are the Kubernetes node names. Nodes the
+    /// fixtures do not have are registered as their kubelet would (Ready, control-plane taint,
+    /// the node's address). Pods pinned to other names stay Pending.
+    pub fn execute_pods_in(&self, lab: Arc<etcdnet_lab::Lab>) -> Result<()> {
+        let mut slot = self.shared.kubelet.lock().unwrap();
+        if let Some(k) = slot.as_ref() {
+            bail!("this fake already runs pods in lab {}", k.lab().id());
+        }
+        for n in lab.nodes() {
+            if self.object("v1", "Node", "", &n.name).is_none() {
+                self.insert(crate::kubelet::node_object(n))?;
+            }
+        }
+        *slot = Some(Arc::new(Kubelet::new(lab)));
+        Ok(())
+    }
+
+    /// The lab whose nodes run this fake's pods, if any.
+    pub fn lab(&self) -> Option<Arc<etcdnet_lab::Lab>> {
+        self.shared
+            .kubelet
+            .lock()
+            .unwrap()
+            .as_ref()
+            .map(|k| k.lab().clone())
+    }
+
+    /// (namespace, name) of every pod created through the API so far, in order, including
+    /// those deleted since (a rejected create is not there).
+    pub fn created_pods(&self) -> Vec<(String, String)> {
+        self.shared.created_pods.lock().unwrap().clone()
+    }
+
+    /// The pods that exist now, as (namespace, name).
+    pub fn existing_pods(&self) -> Vec<(String, String)> {
+        self.objects("", "pods")
+            .iter()
+            .map(|p| (store::namespace(p), store::name(p)))
+            .collect()
+    }
+
+    /// Processes of lab-run pods that are still alive (a pod's command and anything it
+    /// started in its process group), as (the pod's process, a live pid). Empty when every
+    /// pod has ended, been deleted, or the fake never ran one.
+    pub fn pod_processes(&self) -> Vec<(PodProcess, u32)> {
+        let k = self.shared.kubelet.lock().unwrap().clone();
+        k.map(|k| k.processes()).unwrap_or_default()
+    }
+
+    /// Makes `image` impossible to pull from now on (see [`FakeConfig::refuse_image`]).
+    pub fn refuse_image(&self, image: impl Into<String>) {
+        self.shared
+            .refused_images
+            .lock()
+            .unwrap()
+            .push(image.into());
+    }
+
     /// Adds a 403 rule while running.
     pub fn forbid(&self, rule: Forbid) {
         self.shared.forbidden.lock().unwrap().push(rule);
@@ -385,6 +462,13 @@ impl Drop for FakeApi {
         }
         if let Some(t) = self.thread.take() {
             let _ = t.join();
+        }
+        // No request can create a pod any more: kill what runs. Taking the kubelet out also
+        // breaks the Shared -> Kubelet -> thread -> Shared cycle.
+        self.shared.stopping.store(true, Ordering::SeqCst);
+        let kubelet = self.shared.kubelet.lock().unwrap().take();
+        if let Some(k) = kubelet {
+            k.shutdown();
         }
     }
 }

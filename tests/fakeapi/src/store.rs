@@ -369,8 +369,12 @@ pub fn normalize(def: &ResourceDef, mut obj: Value, fixture: bool) -> Result<Val
                 .or_insert_with(|| json!({"phase": "Active"}));
         }
         ("", "pods") => {
-            top.entry("status")
-                .or_insert_with(|| json!({"phase": "Pending", "qosClass": "BestEffort"}));
+            // The API server sets the QoS class at create; nothing else until a kubelet reports.
+            let qos = crate::podstatus::qos_class(&obj);
+            if let Value::Object(top) = &mut obj {
+                top.entry("status")
+                    .or_insert_with(|| json!({"phase": "Pending", "qosClass": qos}));
+            }
         }
         _ => {}
     }

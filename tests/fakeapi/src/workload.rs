@@ -157,6 +157,17 @@ impl Workload {
         })
     }
 
+    /// A healthy API serving `cfg` whose pods pinned to a node of `lab` really run there (see
+    /// [`FakeApi::execute_pods_in`]): the fake workload cluster of a lab, e.g.
+    /// `Workload::lab(FakeConfig::from_dir(workload_set("lab-3"))?, lab)`.
+    pub fn lab(cfg: FakeConfig, lab: Arc<etcdnet_lab::Lab>) -> anyhow::Result<Workload> {
+        let w = Self::serving(cfg)?;
+        w.api()
+            .expect("serving() is an API server")
+            .execute_pods_in(lab)?;
+        Ok(w)
+    }
+
     /// Every request answered with `code` (health endpoints in plain text,
     /// the rest as a Status).
     pub fn status(code: u16) -> Workload {

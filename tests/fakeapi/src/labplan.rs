@@ -1,0 +1,174 @@
+//! The lab a Supervisor fixture set describes: one lab node per control-plane Machine, named
+//! as the Machine's `status.nodeRef.name` (the Kubernetes Node the plugin pins its pod to) and at
+//! the Machine's VM address (`status.network.primaryIP4`, or v1alpha1's `status.vmIp`).
+//!
+//! A lab gives node i (1-based, in order) the address `<subnet>.(10 + i)`, so the VMs' addresses
+//! must be `x.y.z.11`, `.12`, ... in one /24 inside 198.18.0.0/15: the fixture sets are written
+//! that way (198.18.0.11-13), and [`plan`] says what is wrong when a set is not.
+
+use std::collections::BTreeMap;
+use std::net::Ipv4Addr;
+
+use anyhow::{bail, Context, Result};
+use etcdnet_lab::LabConfig;
+use serde_json::Value;
+
+use crate::config::FakeConfig;
+use crate::store;
+
+/// One control-plane node of the set, as the lab must build it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PlannedNode {
+    /// The Kubernetes Node name (Machine nodeRef, else the Machine's name): the lab node's name.
+    pub name: String,
+    pub machine: String,
+    pub ip: Ipv4Addr,
+}
+
+fn vm_ip(vm: &Value) -> Option<String> {
+    vm["status"]["network"]["primaryIP4"]
+        .as_str()
+        .or_else(|| vm["status"]["vmIp"].as_str())
+        .filter(|s| !s.is_empty())
+        .map(str::to_string)
+}
+
+/// The control-plane nodes of `cluster` (or of the set's only cluster) in address order.
+pub fn plan(cfg: &FakeConfig, cluster: Option<&str>) -> Result<Vec<PlannedNode>> {
+    let builtin: BTreeMap<String, String> =
+        [("FAKEAPI_URL".to_string(), "http://127.0.0.1:0".to_string())].into();
+    let objects = cfg.load_objects(&builtin)?;
+    let group = |o: &Value| store::split_api_version(&store::api_version(o)).0;
+    let machines: Vec<&Value> = objects
+        .iter()
+        .filter(|o| store::kind(o) == "Machine" && group(o) == "cluster.x-k8s.io")
+        .filter(|o| store::labels(o).contains_key("cluster.x-k8s.io/control-plane"))
+        .collect();
+    let cluster_of = |m: &Value| {
+        m["spec"]["clusterName"]
+            .as_str()
+            .map(str::to_string)
+            .or_else(|| {
+                store::labels(m)
+                    .get("cluster.x-k8s.io/cluster-name")
+                    .cloned()
+            })
+            .unwrap_or_default()
+    };
+    let mut clusters: Vec<String> = machines.iter().map(|m| cluster_of(m)).collect();
+    clusters.sort();
+    clusters.dedup();
+    let want = match (cluster, clusters.as_slice()) {
+        (Some(c), _) if clusters.iter().any(|x| x == c) => c.to_string(),
+        (Some(c), _) => {
+            bail!("no control-plane Machines of cluster {c:?} (clusters: {clusters:?})")
+        }
+        (None, [one]) => one.clone(),
+        (None, []) => bail!("the fixture set has no control-plane Machines"),
+        (None, _) => bail!("the fixture set has several clusters {clusters:?}: name one"),
+    };
+    let mut nodes = Vec::new();
+    for m in machines.into_iter().filter(|m| cluster_of(m) == want) {
+        let machine = store::name(m);
+        let vm = objects.iter().find(|o| {
+            store::kind(o) == "VirtualMachine"
+                && group(o) == "vmoperator.vmware.com"
+                && store::name(o) == machine
+                && store::namespace(o) == store::namespace(m)
+        });
+        let addr = vm.and_then(vm_ip).or_else(|| {
+            m["status"]["addresses"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .find(|a| a["type"] == "InternalIP")
+                .and_then(|a| a["address"].as_str().map(str::to_string))
+        });
+        let addr =
+            addr.with_context(|| format!("Machine {machine} has no VM with an IPv4 address"))?;
+        let ip: Ipv4Addr = addr.parse().with_context(|| {
+            format!("Machine {machine}: {addr:?} is not an IPv4 address (the lab is IPv4 only)")
+        })?;
+        let name = m["status"]["nodeRef"]["name"]
+            .as_str()
+            .unwrap_or(&machine)
+            .to_string();
+        nodes.push(PlannedNode { name, machine, ip });
+    }
+    nodes.sort_by_key(|n| n.ip);
+    for (i, n) in nodes.iter().enumerate() {
+        let o = n.ip.octets();
+        let first = nodes[0].ip.octets();
+        if o[..3] != first[..3] || o[3] as usize != 11 + i {
+            bail!(
+                "control-plane addresses must be x.y.z.11, .12, ... in one /24 for a lab (node i gets .10+i); {} ({}) is {}",
+                n.name,
+                n.machine,
+                n.ip
+            );
+        }
+    }
+    Ok(nodes)
+}
+
+/// A lab configuration with these nodes' names and subnet (everything else default).
+pub fn lab_config(nodes: &[PlannedNode]) -> Result<LabConfig> {
+    let Some(first) = nodes.first() else {
+        bail!("no nodes to build a lab of");
+    };
+    let [a, b, c, _] = first.ip.octets();
+    Ok(LabConfig {
+        nodes: nodes.len(),
+        node_names: nodes.iter().map(|n| n.name.clone()).collect(),
+        subnet: [a, b, c],
+        ..LabConfig::default()
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::supervisor_set;
+
+    #[test]
+    fn the_fixture_sets_line_up_with_a_lab() {
+        // v1alpha1 VMs carry the address in status.vmIp, and that set's KCP is named
+        // tkc-prod-control-plane.
+        for (set, kcp) in [
+            ("healthy-v1alpha3", "tkc-prod-7xk2p"),
+            ("quorum-lost", "tkc-prod-7xk2p"),
+            ("v1alpha1-capw", "tkc-prod-control-plane"),
+        ] {
+            let cfg = FakeConfig::from_dir(supervisor_set(set)).unwrap();
+            let nodes = plan(&cfg, None).unwrap();
+            let got: Vec<(String, String)> = nodes
+                .iter()
+                .map(|n| (n.name.clone(), n.ip.to_string()))
+                .collect();
+            assert_eq!(
+                got,
+                [
+                    ("4rz8m", "198.18.0.11"),
+                    ("9qtvw", "198.18.0.12"),
+                    ("bx2lk", "198.18.0.13")
+                ]
+                .map(|(a, b)| (format!("{kcp}-{a}"), b.to_string())),
+                "{set}"
+            );
+            let lab = lab_config(&nodes).unwrap();
+            assert_eq!((lab.nodes, lab.subnet), (3, [198, 18, 0]));
+        }
+    }
+
+    #[test]
+    fn sets_that_cannot_be_a_lab_say_why() {
+        let two = FakeConfig::from_dir(supervisor_set("two-clusters")).unwrap();
+        assert!(plan(&two, None)
+            .unwrap_err()
+            .to_string()
+            .contains("several clusters"));
+        assert_eq!(plan(&two, Some("tkc-a")).unwrap().len(), 3);
+        let v6 = FakeConfig::from_dir(supervisor_set("kcp-v1beta2")).unwrap();
+        assert!(plan(&v6, None).is_err());
+    }
+}
