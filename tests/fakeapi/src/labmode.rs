@@ -1,0 +1,135 @@
+//! `--workload lab`: the lab behind the workload fake, for demos.
+//!
+//! The lab's nodes are named and addressed as the Supervisor set's control plane
+//! ([`etcdnet_fakeapi::labplan`]), so the plugin's walk of the Supervisor leads it to pods pinned
+//! to Nodes that really exist in the lab. The lab answers `etcdnet-lab fault|heal --lab ID` on
+//! `<lab dir>/control.sock` with the same one-line protocol as `etcdnet-lab up`.
+
+use std::io::{BufRead, BufReader, Write};
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use etcdnet_fakeapi::{labplan, FakeConfig, Workload};
+use etcdnet_lab::{Fault, Lab, Logger};
+
+use crate::Args;
+
+/// Starts the lab the Supervisor set `cfg` describes and the workload fake in front of it.
+pub fn start(cfg: &FakeConfig, args: &Args) -> Result<(Arc<Lab>, Workload)> {
+    let nodes = labplan::plan(cfg, args.cluster.as_deref())
+        .context("finding the control-plane nodes the lab must have")?;
+    let mut lab_cfg = labplan::lab_config(&nodes)?;
+    if let Some(l) = &args.logger {
+        lab_cfg.logger = l.parse::<Logger>()?;
+    }
+    let faults: Vec<Fault> = args
+        .faults
+        .iter()
+        .map(|f| f.parse::<Fault>())
+        .collect::<Result<_>>()?;
+    eprintln!(
+        "etcdnet-fakeapi: starting a lab of {} nodes: {}",
+        nodes.len(),
+        nodes
+            .iter()
+            .map(|n| format!("{} {}", n.name, n.ip))
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    let lab = Arc::new(Lab::start(lab_cfg)?);
+    for f in faults {
+        lab.inject(f)?;
+    }
+    serve_control(&lab)?;
+    let workload = if args.workload_down {
+        Workload::black_hole()
+    } else {
+        let mut wcfg = match &args.workload_fixtures {
+            Some(dir) => FakeConfig::from_dir(dir)?,
+            None => FakeConfig::empty(),
+        };
+        for image in &args.refuse_images {
+            wcfg = wcfg.refuse_image(image);
+        }
+        let w = Workload::serving(wcfg)?;
+        let api = w.api().expect("a serving workload is an API server");
+        // A fixture set without these Nodes is likely a mistake (the lab kubelet registers
+        // them anyway): say so.
+        let missing: Vec<&str> = nodes
+            .iter()
+            .filter(|n| api.object("v1", "Node", "", &n.name).is_none())
+            .map(|n| n.name.as_str())
+            .collect();
+        if args.workload_fixtures.is_some() && !missing.is_empty() {
+            eprintln!(
+                "etcdnet-fakeapi: the workload fixtures have no Node {missing:?}; registering them as their kubelet would"
+            );
+        }
+        api.execute_pods_in(lab.clone())?;
+        w
+    };
+    Ok((lab, workload))
+}
+
+/// `LAB_ID=`, `LAB_DIR=`, `LAB_NODES=` lines, and how to inject a fault, on stderr.
+pub fn print(out: &mut impl Write, lab: &Lab) -> Result<()> {
+    writeln!(out, "LAB_ID={}", lab.id())?;
+    writeln!(out, "LAB_DIR={}", lab.dir().display())?;
+    let nodes: Vec<String> = lab
+        .nodes()
+        .iter()
+        .map(|n| format!("{}={}", n.name, n.ip))
+        .collect();
+    writeln!(out, "LAB_NODES={}", nodes.join(","))?;
+    eprintln!(
+        "etcdnet-fakeapi: faults: etcdnet-lab fault drop-all-peers --lab {id}; etcdnet-lab heal --lab {id}",
+        id = lab.id()
+    );
+    Ok(())
+}
+
+/// Tears the lab down (etcd, namespaces, files), saying so.
+pub fn stop(lab: Arc<Lab>) {
+    eprintln!("etcdnet-fakeapi: tearing down lab {}", lab.id());
+    drop(lab);
+}
+
+/// The control socket `etcdnet-lab fault|heal` finds through the lab's record.
+fn serve_control(lab: &Arc<Lab>) -> Result<()> {
+    let sock = lab.dir().join("control.sock");
+    let listener =
+        UnixListener::bind(&sock).with_context(|| format!("binding {}", sock.display()))?;
+    // A weak handle: main drops (tears down) the lab; this thread must not keep it alive.
+    let weak = Arc::downgrade(lab);
+    std::thread::Builder::new()
+        .name("lab-control".into())
+        .spawn(move || {
+            for conn in listener.incoming().flatten() {
+                let Some(lab) = weak.upgrade() else { break };
+                let _ = answer(&lab, conn);
+            }
+        })?;
+    Ok(())
+}
+
+fn answer(lab: &Lab, conn: UnixStream) -> Result<()> {
+    conn.set_read_timeout(Some(Duration::from_secs(10)))?;
+    let mut line = String::new();
+    BufReader::new(&conn).read_line(&mut line)?;
+    let line = line.trim();
+    let result = if let Some(f) = line.strip_prefix("fault ") {
+        f.parse::<Fault>().and_then(|f| lab.inject(f))
+    } else if line == "heal" {
+        lab.heal()
+    } else {
+        Err(anyhow::anyhow!("unknown request {line:?}"))
+    };
+    let mut w = &conn;
+    match result {
+        Ok(()) => writeln!(w, "ok")?,
+        Err(e) => writeln!(w, "error: {e:#}")?,
+    }
+    Ok(())
+}
