@@ -476,3 +476,42 @@ async fn a_pod_pinned_to_a_node_no_kubelet_owns_stays_pending() {
     );
     assert!(e.workload.api().unwrap().pod_processes().is_empty());
 }
+
+#[tokio::test]
+async fn following_the_log_streams_until_the_container_ends() {
+    if skip_if_unavailable("following_the_log_streams_until_the_container_ends") {
+        return;
+    }
+    use futures::AsyncBufReadExt;
+    let e = lab_env("lab-3").await;
+    let pod = probe_pod(
+        "talks",
+        CP2,
+        &["sh", "-c", "echo one; sleep 1; echo two"],
+        60,
+    );
+    e.pods.create(&PostParams::default(), &pod).await.unwrap();
+    wait_for(&e.pods, "talks", Duration::from_secs(10), |p| {
+        phase(p) == "Running"
+    })
+    .await;
+    let follow = LogParams {
+        follow: true,
+        ..Default::default()
+    };
+    let start = Instant::now();
+    let stream = e.pods.log_stream("talks", &follow).await.unwrap();
+    let lines: Vec<String> =
+        tokio::time::timeout(Duration::from_secs(10), stream.lines().try_collect())
+            .await
+            .expect("the stream ends with the container")
+            .unwrap();
+    assert_eq!(lines, ["one", "two"]);
+    // "two" came about a second later, on the same open stream.
+    assert!(
+        start.elapsed() >= Duration::from_millis(500),
+        "{:?}",
+        start.elapsed()
+    );
+    assert_eq!(phase(&v(&e.pods.get("talks").await.unwrap())), "Succeeded");
+}
