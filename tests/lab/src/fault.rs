@@ -33,6 +33,10 @@
 //!   `remote error: tls: bad certificate`.
 //! - `StopEtcd(Y)`: Y's etcd is killed (SIGKILL, not restarted: crictl shows it Exited, exit code
 //!   137): nothing listens any more, connections are refused (exit 7), also from Y itself.
+//! - `BlockSsh(Y)`: Y's input on port 22 dropped from everyone on eth0, the jumpbox included (a VM
+//!   that does not answer on 22): `ssh -o ConnectTimeout=3` fails after 3 s, "Connection timed
+//!   out", exit 255. The only fault that touches 22 or the jumpbox: the others match the peer
+//!   ports or the other members' addresses only.
 
 use std::fmt;
 use std::str::FromStr;
@@ -63,6 +67,8 @@ pub enum Fault {
     ExpiredServerCert(String),
     /// This node's etcd killed and left down.
     StopEtcd(String),
+    /// This node's port 22 dropped for everyone (the jumpbox and the admin included).
+    BlockSsh(String),
 }
 
 impl fmt::Display for Fault {
@@ -77,6 +83,7 @@ impl fmt::Display for Fault {
             Fault::ExpiredPeerCert(n) => write!(f, "expired-peer-cert:{n}"),
             Fault::ExpiredServerCert(n) => write!(f, "expired-server-cert:{n}"),
             Fault::StopEtcd(n) => write!(f, "stop-etcd:{n}"),
+            Fault::BlockSsh(n) => write!(f, "block-ssh:{n}"),
         }
     }
 }
@@ -104,6 +111,7 @@ impl FromStr for Fault {
             "expired-peer-cert" => Fault::ExpiredPeerCert(one("node")?),
             "expired-server-cert" => Fault::ExpiredServerCert(one("node")?),
             "stop-etcd" => Fault::StopEtcd(one("node")?),
+            "block-ssh" => Fault::BlockSsh(one("node")?),
             "block-port" => Fault::BlockPort(one("port")?.parse()?),
             "drop-one-way" => match args.as_slice() {
                 [from, to] => Fault::DropOneWay {
@@ -114,7 +122,8 @@ impl FromStr for Fault {
             },
             other => bail!(
                 "unknown fault {other:?}: drop-all-peers, reject-all-peers, isolate:N, block-port:P, \
-                 drop-one-way:FROM:TO, drop-large-packets, expired-peer-cert:N, expired-server-cert:N, stop-etcd:N"
+                 drop-one-way:FROM:TO, drop-large-packets, expired-peer-cert:N, expired-server-cert:N, stop-etcd:N, \
+                 block-ssh:N"
             ),
         };
         if !args.is_empty()
@@ -138,7 +147,8 @@ impl Fault {
             Fault::Isolate(n)
             | Fault::ExpiredPeerCert(n)
             | Fault::ExpiredServerCert(n)
-            | Fault::StopEtcd(n) => {
+            | Fault::StopEtcd(n)
+            | Fault::BlockSsh(n) => {
                 vec![n.as_str()]
             }
             Fault::DropOneWay { from, to } => vec![from.as_str(), to.as_str()],
@@ -205,6 +215,13 @@ impl Fault {
                     format!("{on_eth0} {from_ip} ct direction original drop {comment}"),
                 )]
             }
+            Fault::BlockSsh(name) => {
+                let i = nodes
+                    .iter()
+                    .position(|n| n.name == *name)
+                    .ok_or_else(|| anyhow!("no node {name:?} in this lab"))?;
+                vec![(i, format!("iifname \"eth0\" tcp dport 22 drop {comment}"))]
+            }
             Fault::ExpiredPeerCert(_) | Fault::ExpiredServerCert(_) | Fault::StopEtcd(_) => {
                 Vec::new()
             }
@@ -231,6 +248,7 @@ mod tests {
             Fault::ExpiredPeerCert("cp2".into()),
             Fault::ExpiredServerCert("cp2".into()),
             Fault::StopEtcd("cp2".into()),
+            Fault::BlockSsh("cp1".into()),
         ] {
             assert_eq!(f.to_string().parse::<Fault>().unwrap(), f);
         }

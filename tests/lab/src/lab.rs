@@ -11,12 +11,15 @@ use anyhow::{anyhow, bail, Context, Result};
 use serde_json::json;
 
 use crate::config::LabConfig;
+use crate::daemon::Daemons;
 use crate::exec;
 use crate::fault::Fault;
+use crate::forward::Forward;
 use crate::member::{now_ns, Record, Supervisor};
 use crate::net;
 use crate::node::{self, Node};
 use crate::pki::{self, Pki, Role, RsaKey};
+use crate::ssh::{self, SshKeys};
 use crate::sweep;
 use crate::view::{self, Mode};
 
@@ -53,6 +56,10 @@ pub struct Lab {
     supervisor: Option<Supervisor>,
     state: Mutex<State>,
     started_in: Duration,
+    /// The SSH route (see `remote.rs`): key pairs, the nodes' sshd, relayed host ports.
+    pub(crate) ssh: SshKeys,
+    pub(crate) daemons: Option<Daemons>,
+    pub(crate) forwards: Mutex<Vec<Forward>>,
 }
 
 fn which(program: &str) -> bool {
@@ -103,6 +110,10 @@ impl Lab {
             ("unshare", "util-linux"),
             ("curl", "curl"),
             ("openssl", "openssl"),
+            ("sshd", "openssh-server"),
+            ("ssh", "openssh-client"),
+            ("ssh-keygen", "openssh-client"),
+            ("sudo", "sudo"),
         ] {
             if !which(program) {
                 return Some(format!("no `{program}` (apt-get install {package})"));
@@ -186,12 +197,23 @@ impl Lab {
             keys: Vec::new(),
             supervisor: None,
             started_in: Duration::ZERO,
+            ssh: SshKeys::default(),
+            daemons: None,
+            forwards: Mutex::new(Vec::new()),
         };
         fs::create_dir_all(&lab.dir)?;
         let now = now_ns();
         for n in &lab.nodes {
             node::lay_out(n, &lab.nodes, &cfg.image, now)?;
         }
+        lab.ssh = ssh::make_keys(&lab.dir, &lab.id)?;
+        let mut known_hosts = String::new();
+        for n in &lab.nodes {
+            known_hosts.push_str(&ssh::lay_out(n, &lab.ssh)?);
+            known_hosts.push('\n');
+        }
+        fs::write(&lab.ssh.known_hosts, known_hosts)?;
+        fs::create_dir_all(lab.jumpbox_scratch())?;
         // Keys (slow the first time) are made while the network is built.
         let key_count = 1 + Role::ALL.len() * lab.nodes.len();
         let keys = std::thread::scope(|s| {
@@ -221,6 +243,18 @@ impl Lab {
         for i in 0..lab.nodes.len() {
             lab.start_member(i)?;
         }
+        lab.daemons = Some(Daemons::new(&lab.id, lab.nodes.len())?);
+        // Every sshd at once (each waits for its pid file), while etcd elects a leader.
+        std::thread::scope(|s| {
+            let started: Vec<_> = lab
+                .nodes
+                .iter()
+                .map(|n| s.spawn(|| lab.start_sshd(&n.name)))
+                .collect();
+            started
+                .into_iter()
+                .try_for_each(|h| h.join().map_err(|_| anyhow!("sshd start panicked"))?)
+        })?;
         lab.wait_healthy(cfg.start_timeout)
             .context("the lab's etcd cluster did not become healthy")?;
         lab.started_in = t0.elapsed();
@@ -436,7 +470,8 @@ impl Lab {
     }
 
     /// Removes every fault: nftables rules flushed, certificates re-issued valid (member
-    /// restarted), stopped members started again (attempt + 1). Does not wait for health.
+    /// restarted), stopped members started again (attempt + 1), stopped sshds started again.
+    /// Does not wait for etcd's health.
     pub fn heal(&self) -> Result<()> {
         for n in &self.nodes {
             net::flush_rules(&n.netns)?;
@@ -450,6 +485,9 @@ impl Lab {
             } else if self.etcd_pid(&self.nodes[i].name).is_none() {
                 self.start_member(i)?;
             }
+        }
+        for n in &self.nodes {
+            self.start_sshd(&n.name)?;
         }
         self.state().faults.clear();
         Ok(())
@@ -471,6 +509,7 @@ impl Lab {
                     "etcd_pid": self.etcd_pid(&n.name),
                     "container_id": self.container_id(&n.name).ok(),
                     "attempt": self.attempt(&n.name).ok(),
+                    "sshd_pid": self.sshd_pid(&n.name),
                 })
             })
             .collect();
@@ -481,12 +520,33 @@ impl Lab {
             "jumpbox_ip": self.jumpbox_ip.to_string(),
             "nodes": nodes,
             "faults": self.faults().iter().map(|f| f.to_string()).collect::<Vec<_>>(),
+            "ssh": {
+                "user": self.ssh_user(),
+                "private_key": self.ssh.key,
+                "wrong_private_key": self.ssh.wrong_key,
+                "known_hosts": self.ssh.known_hosts,
+            },
+            "forwarded_host_ports": self
+                .forwards
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .iter()
+                .map(|f| f.port)
+                .collect::<Vec<_>>(),
         })
     }
 
-    /// Tears the lab down now (what `Drop` does): etcd killed, processes in the namespaces
-    /// killed, namespaces deleted, directory removed, record removed.
+    /// Tears the lab down now (what `Drop` does): relayed ports closed, sshd and etcd killed,
+    /// processes in the namespaces killed, namespaces deleted, directory removed, record removed.
     pub fn teardown(&mut self) {
+        // Listening sockets made in the switch namespace keep it alive: close them first.
+        self.forwards
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clear();
+        if let Some(d) = self.daemons.take() {
+            d.shutdown();
+        }
         if let Some(mut s) = self.supervisor.take() {
             s.shutdown();
         }

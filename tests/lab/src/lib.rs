@@ -3,9 +3,11 @@
 //! A [`Lab`] is N nodes (default 3), each a network namespace on a bridge (in its own switch
 //! namespace) with an address from 198.18.0.0/15, each running a REAL etcd member
 //! (`/usr/bin/etcd` from Debian's etcd-server, 3.4.23) with TLS, kubeadm's file layout and
-//! kubeadm's command-line flags. Faults are real kernel behaviour (nftables in the node
-//! namespaces, killed processes, expired certificates). Everything a lab creates carries its id
-//! (`en<pid>-<n>`), so labs run in parallel; dropping a lab removes it, and the sweeper removes
+//! kubeadm's command-line flags, and a REAL OpenSSH sshd accepting the lab's key for
+//! `vmware-system-user`, who may `sudo` (the SSH route, see `remote.rs`: a jumpbox pod, the
+//! admin's machine, host ports relayed to it). Faults are real kernel behaviour (nftables in the
+//! node namespaces, killed processes, expired certificates). Everything a lab creates carries its
+//! id (`en<pid>-<n>`), so labs run in parallel; dropping a lab removes it, and the sweeper removes
 //! labs of dead processes.
 //!
 //! The only stand-ins: `crictl` (a POSIX sh script answering for the node's real etcd process and
@@ -28,14 +30,18 @@
 //! ```
 
 mod config;
+mod daemon;
 mod exec;
 mod fault;
+mod forward;
 mod health;
 mod lab;
 mod member;
 mod net;
 mod node;
 mod pki;
+mod remote;
+mod ssh;
 mod sweep;
 mod view;
 
@@ -45,6 +51,8 @@ pub use fault::Fault;
 pub use health::Curl;
 pub use lab::{Lab, CA_CRT, HEALTHCHECK_CRT, HEALTHCHECK_KEY};
 pub use node::Node;
+pub use remote::{write_secret_volume, NO_MOUNTS};
+pub use ssh::SSH_USER;
 pub use sweep::PREFIX;
 
 /// Prints the loud skip line tests use and returns true when the lab cannot run here.

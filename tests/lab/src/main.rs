@@ -2,7 +2,7 @@
 //!
 //! ```text
 //! etcdnet-lab up [--nodes N] [--logger zap|text|mixed] [--dir D] [--fault F]...
-//! etcdnet-lab fault <fault>... [--lab ID]     (drop-all-peers, isolate:cp3, stop-etcd:cp2, ...)
+//! etcdnet-lab fault <fault>... [--lab ID]     (drop-all-peers, isolate:cp3, block-ssh:cp1, ...)
 //! etcdnet-lab heal [--lab ID]
 //! etcdnet-lab sweep
 //! ```
@@ -25,7 +25,7 @@ const USAGE: &str = "usage:
   etcdnet-lab heal [--lab ID]
   etcdnet-lab sweep
 faults: drop-all-peers, reject-all-peers, isolate:N, block-port:P, drop-one-way:FROM:TO,
-        drop-large-packets, expired-peer-cert:N, expired-server-cert:N, stop-etcd:N";
+        drop-large-packets, expired-peer-cert:N, expired-server-cert:N, stop-etcd:N, block-ssh:N";
 
 fn main() {
     if let Err(e) = run(std::env::args().skip(1).collect()) {

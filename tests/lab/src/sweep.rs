@@ -114,10 +114,11 @@ pub(crate) fn destroy(id: &str, dir: Option<&Path>) -> Vec<String> {
     errors
 }
 
-/// Kills any etcd of lab `id` still alive outside its namespaces (found by the marker in its
-/// environment), e.g. when the namespace was already deleted.
+/// Kills any etcd or sshd of lab `id` still alive outside its namespaces (found by the marker in
+/// its environment), e.g. when the namespace was already deleted.
 fn kill_marked(id: &str) {
     let needle = format!("ETCDNET_LAB_MEMBER={id}/");
+    let daemon = crate::daemon::marker_prefix(id);
     let Ok(procs) = fs::read_dir("/proc") else {
         return;
     };
@@ -130,7 +131,7 @@ fn kill_marked(id: &str) {
         };
         if env
             .split(|b| *b == 0)
-            .any(|v| v.starts_with(needle.as_bytes()))
+            .any(|v| v.starts_with(needle.as_bytes()) || v.starts_with(daemon.as_bytes()))
         {
             // SAFETY: kill(2) on a process that carries our lab's marker.
             unsafe {
