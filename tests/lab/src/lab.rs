@@ -293,7 +293,7 @@ impl Lab {
         &self.switch_netns
     }
     /// The address the jumpbox (an admin, the Supervisor) reaches the nodes from; no fault
-    /// ever applies to it.
+    /// applies to it but [`Fault::BlockSsh`], which closes one node's port 22 to everyone.
     pub fn jumpbox_ip(&self) -> Ipv4Addr {
         self.jumpbox_ip
     }
@@ -332,7 +332,8 @@ impl Lab {
     }
 
     /// `argv` on the jumpbox: the switch namespace (address [`Lab::jumpbox_ip`]), host
-    /// filesystem. It reaches every node whatever the faults (e.g. an SSH route's client).
+    /// filesystem. It reaches every node whatever the peer faults (e.g. an SSH route's client;
+    /// only [`Fault::BlockSsh`] and [`Lab::stop_sshd`] take a node's port 22 away).
     pub fn jumpbox_command<S: AsRef<std::ffi::OsStr>>(&self, argv: &[S]) -> Command {
         net::in_netns(&self.switch_netns, argv)
     }
