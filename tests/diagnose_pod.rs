@@ -1,0 +1,414 @@
+//! `kubectl etcdnet diagnose` end to end through the pod route, as users run it: the real
+//! `kubectl` dispatching to the plugin, a fake Supervisor, and a fake workload API that executes
+//! every probe pod inside a lab node (network namespaces running real etcd). Faults are real.
+//!
+//! Needs root and the lab's packages; skips loudly otherwise.
+
+mod common;
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use common::*;
+use etcdnet_fakeapi::labplan;
+use etcdnet_lab::{skip_if_unavailable, Fault, Lab};
+use serde_json::Value;
+
+const SET: &str = "quorum-lost";
+const NS: &str = "ns-prod";
+const CLUSTER: &str = "tkc-prod";
+const CP: [&str; 3] = [
+    "tkc-prod-7xk2p-4rz8m",
+    "tkc-prod-7xk2p-9qtvw",
+    "tkc-prod-7xk2p-bx2lk",
+];
+
+/// A lab whose nodes are the Supervisor set's control-plane VMs, and a world around it.
+struct LabEnv {
+    env: Env,
+    lab: Arc<Lab>,
+}
+
+fn workload_fixture(name: &str) -> FakeConfig {
+    FakeConfig::from_dir(etcdnet_fakeapi::workload_set(name)).unwrap()
+}
+
+fn lab_env(test: &str, workload_set: &str) -> Option<LabEnv> {
+    if skip_if_unavailable(test) {
+        return None;
+    }
+    let plan = labplan::plan(&FakeConfig::from_dir(fixture(SET)).unwrap(), Some(CLUSTER)).unwrap();
+    let lab = Arc::new(Lab::start(labplan::lab_config(&plan).unwrap()).expect("lab starts"));
+    let workload = Workload::lab(workload_fixture(workload_set), lab.clone()).unwrap();
+    Some(LabEnv {
+        env: Env::new(SET, workload),
+        lab,
+    })
+}
+
+impl LabEnv {
+    fn workload_api(&self) -> &FakeApi {
+        self.env.workload.as_ref().unwrap().api().unwrap()
+    }
+
+    fn diagnose(&self, extra: &[&str]) -> Run {
+        let mut args = vec!["diagnose", CLUSTER, "-n", NS, "--connect-timeout", "2s"];
+        args.extend_from_slice(extra);
+        self.env.kubectl(&args)
+    }
+
+    fn assert_no_pod_left(&self) {
+        assert!(
+            self.workload_api().existing_pods().is_empty(),
+            "pods left behind: {:?}",
+            self.workload_api().existing_pods()
+        );
+        // A deleted pod's processes are killed as a kubelet would: give it a moment.
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while !self.workload_api().pod_processes().is_empty() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        assert!(
+            self.workload_api().pod_processes().is_empty(),
+            "processes left behind: {:?}",
+            self.workload_api().pod_processes()
+        );
+    }
+}
+
+fn verdict(report: &Value) -> &str {
+    report["verdict"]["code"].as_str().unwrap()
+}
+
+fn cell<'a>(report: &'a Value, port: u64, from: &str, to: &str) -> &'a str {
+    let m = report["matrices"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["port"] == port)
+        .unwrap();
+    m["cells"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["from"] == from && c["to"] == to)
+        .unwrap()["state"]
+        .as_str()
+        .unwrap()
+}
+
+/// Diagnoses until the verdict is `want` (etcd takes seconds to notice a fault), bounded.
+fn diagnose_until(e: &LabEnv, want: &str) -> (Run, Value) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let run = e.diagnose(&["-o", "json"]);
+        let report = run.json();
+        if verdict(&report) == want || Instant::now() > deadline {
+            return (run, report);
+        }
+        std::thread::sleep(Duration::from_secs(2));
+    }
+}
+
+#[test]
+fn healthy_then_peers_dropped_then_healed() {
+    let Some(e) = lab_env("diagnose_pod healthy/dropped", "lab-3") else {
+        return;
+    };
+
+    let table = e.diagnose(&[]);
+    table.expect_code(0);
+    assert!(
+        table.stdout.contains("VERDICT: Healthy"),
+        "{}",
+        table.stdout
+    );
+    assert!(table.stdout.contains("2380 FROM \\ TO"), "{}", table.stdout);
+    assert!(
+        table
+            .stdout
+            .contains("pod (auto: the workload API answers)"),
+        "{}",
+        table.stdout
+    );
+    e.assert_no_pod_left();
+
+    e.lab.inject(Fault::DropAllPeers).unwrap();
+    let started = Instant::now();
+    let (run, report) = diagnose_until(&e, "EtcdPeerNetworkBlocked");
+    run.expect_code(1);
+    assert_eq!(
+        verdict(&report),
+        "EtcdPeerNetworkBlocked",
+        "{:#}",
+        report["verdict"]
+    );
+    assert_eq!(report["route"]["name"], "pod");
+    assert_eq!(cell(&report, 2380, CP[0], CP[1]), "Timeout");
+    assert_eq!(cell(&report, 2379, CP[2], CP[0]), "Timeout");
+    assert_eq!(cell(&report, 2379, CP[1], CP[1]), "Ok");
+    assert_eq!(report["result"]["nodesReached"], 3);
+    eprintln!(
+        "time to verdict with peers dropped: {:?}",
+        started.elapsed()
+    );
+    e.assert_no_pod_left();
+
+    e.lab.heal().unwrap();
+    e.lab.wait_healthy(Duration::from_secs(30)).unwrap();
+    let (run, report) = diagnose_until(&e, "Healthy");
+    run.expect_code(0);
+    assert_eq!(verdict(&report), "Healthy");
+    e.assert_no_pod_left();
+}
+
+#[test]
+fn one_node_isolated() {
+    let Some(e) = lab_env("diagnose_pod isolated", "lab-3") else {
+        return;
+    };
+    e.lab.inject(Fault::Isolate(CP[2].into())).unwrap();
+    let (run, report) = diagnose_until(&e, "EtcdPeerNetworkPartial");
+    run.expect_code(1);
+    assert_eq!(
+        verdict(&report),
+        "EtcdPeerNetworkPartial",
+        "{:#}",
+        report["verdict"]
+    );
+    assert_eq!(report["verdict"]["nodes"], serde_json::json!([CP[2]]));
+    assert_eq!(cell(&report, 2380, CP[0], CP[2]), "Timeout");
+    assert_eq!(cell(&report, 2380, CP[0], CP[1]), "Ok");
+    e.assert_no_pod_left();
+}
+
+#[test]
+fn etcd_stopped_on_one_node() {
+    let Some(e) = lab_env("diagnose_pod etcd stopped", "lab-3") else {
+        return;
+    };
+    e.lab.inject(Fault::StopEtcd(CP[1].into())).unwrap();
+    let (run, report) = diagnose_until(&e, "EtcdNotRunning");
+    run.expect_code(1);
+    assert_eq!(
+        verdict(&report),
+        "EtcdNotRunning",
+        "{:#}",
+        report["verdict"]
+    );
+    assert_eq!(report["verdict"]["nodes"], serde_json::json!([CP[1]]));
+    assert_eq!(cell(&report, 2380, CP[0], CP[1]), "Refused");
+    e.assert_no_pod_left();
+}
+
+#[test]
+fn sigint_mid_probe_leaves_no_pod() {
+    let Some(e) = lab_env("diagnose_pod sigint", "lab-3") else {
+        return;
+    };
+    // Peers dropped: every probe waits on its connect timeouts, a window to interrupt in.
+    e.lab.inject(Fault::DropAllPeers).unwrap();
+    let mut cmd = std::process::Command::new(PLUGIN);
+    cmd.args([
+        "diagnose",
+        CLUSTER,
+        "-n",
+        NS,
+        "--connect-timeout",
+        "5s",
+        "--kubeconfig",
+    ])
+    .arg(&e.env.kubeconfig)
+    .env("HOME", e.env.dir.path())
+    .stdout(std::process::Stdio::piped())
+    .stderr(std::process::Stdio::piped());
+    let child = cmd.spawn().unwrap();
+    // Wait until the pods exist, then interrupt.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while e.workload_api().existing_pods().len() < 3 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(
+        e.workload_api().existing_pods().len(),
+        3,
+        "the probe pods were created"
+    );
+    let sent = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(sent.success());
+    let out = child.wait_with_output().unwrap();
+    let run = Run::from(out);
+    run.expect_code(130);
+    assert!(run.stderr.contains("interrupted"), "{}", run.stderr);
+    e.assert_no_pod_left();
+    assert_eq!(e.workload_api().created_pods().len(), 3);
+}
+
+#[test]
+fn pod_security_rejection_is_quoted() {
+    let Some(e) = lab_env("diagnose_pod psa", "lab-3") else {
+        return;
+    };
+    let run = e.diagnose(&["--pod-namespace", "restricted-ns", "-o", "json"]);
+    run.expect_code(3);
+    let report = run.json();
+    assert_eq!(verdict(&report), "NodesUnreachable");
+    for n in report["nodes"].as_array().unwrap() {
+        assert_eq!(n["error"]["kind"], "Rejected");
+        let m = n["error"]["message"].as_str().unwrap();
+        assert!(
+            m.contains("violates PodSecurity \"baseline:latest\""),
+            "{m}"
+        );
+        assert!(m.contains("--pod-namespace"), "suggests a namespace: {m}");
+    }
+    assert!(e.workload_api().created_pods().is_empty());
+}
+
+#[test]
+fn image_that_cannot_be_pulled() {
+    let Some(e) = lab_env("diagnose_pod image pull", "lab-3-airgapped") else {
+        return;
+    };
+    let run = e.diagnose(&["-o", "json", "--timeout", "30s"]);
+    run.expect_code(3);
+    let report = run.json();
+    for n in report["nodes"].as_array().unwrap() {
+        assert_eq!(n["error"]["kind"], "ImagePull", "{n:#}");
+        let m = n["error"]["message"].as_str().unwrap();
+        assert!(
+            m.contains("docker.io/library/busybox:1.36"),
+            "names the image: {m}"
+        );
+        assert!(
+            m.contains("--image") && m.contains("--image-pull-secret"),
+            "{m}"
+        );
+    }
+    e.assert_no_pod_left();
+    // From a registry the nodes reach, the same run works.
+    let run = e.diagnose(&["-o", "json", "--image", "registry.local/busybox:1.36"]);
+    run.expect_code(0);
+}
+
+#[test]
+fn pod_stuck_pending_times_out_and_is_deleted() {
+    // A workload API whose pods never run (no kubelet behind it): they stay Pending.
+    let env = Env::new(SET, Workload::ok());
+    let api = env.workload.as_ref().unwrap().api().unwrap();
+    let run = env.plugin(&[
+        "diagnose",
+        CLUSTER,
+        "-n",
+        NS,
+        "-o",
+        "json",
+        "--timeout",
+        "3s",
+    ]);
+    run.expect_code(3);
+    let report = run.json();
+    for n in report["nodes"].as_array().unwrap() {
+        assert_eq!(n["error"]["kind"], "Timeout", "{n:#}");
+        assert!(n["error"]["message"].as_str().unwrap().contains("Pending"));
+    }
+    assert_eq!(api.created_pods().len(), 3);
+    assert!(api.existing_pods().is_empty(), "deleted after the timeout");
+}
+
+#[test]
+fn forbidden_pod_create_names_verb_and_resource() {
+    let workload = Workload::serving(FakeConfig::empty().forbid(etcdnet_fakeapi::Forbid {
+        verb: Some("create".into()),
+        resource: Some("pods".into()),
+        ..Default::default()
+    }))
+    .unwrap();
+    let env = Env::new(SET, workload);
+    let run = env.plugin(&["diagnose", CLUSTER, "-n", NS, "-o", "json"]);
+    run.expect_code(3);
+    let report = run.json();
+    let m = report["nodes"][0]["error"]["message"].as_str().unwrap();
+    assert!(m.contains("cannot create resource \"pods\""), "{m}");
+    assert!(m.contains("docs/rbac.yaml"), "{m}");
+}
+
+#[test]
+fn workload_api_down_with_via_pod() {
+    let env = Env::new(SET, Workload::black_hole());
+    let run = env.plugin(&[
+        "diagnose",
+        CLUSTER,
+        "-n",
+        NS,
+        "--via",
+        "pod",
+        "--api-timeout",
+        "1s",
+        "-o",
+        "json",
+    ]);
+    run.expect_code(3);
+    let report = run.json();
+    assert_eq!(report["workloadApi"]["state"], "Timeout");
+    let m = report["nodes"][0]["error"]["message"].as_str().unwrap();
+    assert!(
+        m.contains("does not answer") && m.contains("--via jumpbox"),
+        "{m}"
+    );
+}
+
+#[test]
+fn dry_run_creates_nothing() {
+    let env = Env::new(SET, Workload::ok());
+    let api = env.workload.as_ref().unwrap().api().unwrap();
+    let run = env.plugin(&["diagnose", CLUSTER, "-n", NS, "--dry-run"]);
+    run.expect_code(0);
+    let pods: Vec<Value> = serde_yaml_ng::Deserializer::from_str(&run.stdout)
+        .map(|d| serde::Deserialize::deserialize(d).unwrap())
+        .filter(|v: &Value| !v.is_null())
+        .collect();
+    assert_eq!(pods.len(), 3);
+    assert!(pods
+        .iter()
+        .all(|p| p["kind"] == "Pod" && p["spec"]["hostNetwork"] == true));
+    assert!(api.created_pods().is_empty());
+    assert!(run.stderr.contains("nothing created"));
+}
+
+#[test]
+fn keep_pods_keeps_them_and_cleanup_removes_them() {
+    let Some(e) = lab_env("diagnose_pod keep", "lab-3") else {
+        return;
+    };
+    let run = e.diagnose(&["--keep-pods"]);
+    run.expect_code(0);
+    assert_eq!(e.workload_api().existing_pods().len(), 3);
+    assert!(
+        run.stderr
+            .contains("kubectl etcdnet cleanup tkc-prod -n ns-prod"),
+        "{}",
+        run.stderr
+    );
+    let clean = e.env.kubectl(&["cleanup", CLUSTER, "-n", NS]);
+    clean.expect_code(0);
+    e.assert_no_pod_left();
+}
+
+#[test]
+fn no_secret_in_any_output() {
+    let Some(e) = lab_env("diagnose_pod secrets", "lab-3") else {
+        return;
+    };
+    for fmt in ["table", "wide", "json", "yaml"] {
+        let run = e.diagnose(&["-o", fmt, "-vv"]);
+        for m in SECRET_MARKERS {
+            assert!(
+                !run.stdout.contains(m) && !run.stderr.contains(m),
+                "{m} in -o {fmt}"
+            );
+        }
+    }
+}
