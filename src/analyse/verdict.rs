@@ -283,7 +283,18 @@ fn slow_disk(ctx: &Ctx) -> Option<Verdict> {
     for (node, s) in &ctx.logs {
         let fsync = s.finding(LogKind::SlowFdatasync).map_or(0, |f| f.count);
         let late = s.finding(LogKind::HeartbeatLate).map_or(0, |f| f.count);
-        if fsync >= SLOW_FSYNC_MIN || late >= LATE_HEARTBEAT_MIN {
+        // Late heartbeats also follow a network outage (the leader could not send them); only
+        // without any sign of peer trouble in the same log do they point at the disk.
+        let network_trouble = [
+            LogKind::PeerInactive,
+            LogKind::IoTimeout,
+            LogKind::LostStream,
+            LogKind::ConnectionRefused,
+            LogKind::PeerUnhealthy,
+        ]
+        .iter()
+        .any(|k| s.finding(*k).is_some());
+        if fsync >= SLOW_FSYNC_MIN || (late >= LATE_HEARTBEAT_MIN && !network_trouble) {
             nodes.push(node.clone());
             evidence.extend(log_evidence(
                 ctx,

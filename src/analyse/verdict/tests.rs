@@ -544,3 +544,15 @@ fn unhealthy_without_explanation_is_inconclusive() {
     assert_eq!(v.code, VerdictCode::Inconclusive, "{v:#?}");
     assert!(v.evidence[0].contains("cp1: /health Unhealthy"));
 }
+
+#[test]
+fn late_heartbeats_after_a_network_outage_are_not_a_slow_disk() {
+    let late = r#"{"level":"warn","ts":"2026-12-02T08:26:00.000Z","caller":"etcdserver/raft.go:390","msg":"leader failed to send out heartbeat on time; took too long, leader is overloaded likely from slow disk","to":"aa","heartbeat-interval":"100ms","expected-duration":"200ms","exceeded-duration":"1s"}"#;
+    let outage = shared_log("drop-all-peers-cp1");
+    let mut p = healthy3();
+    p[0] = with_log(p[0].clone(), &format!("{outage}\n{late}\n{late}\n{late}\n"));
+    assert_eq!(run(p).verdict.code, VerdictCode::Healthy);
+    let mut p = healthy3();
+    p[0] = with_log(p[0].clone(), &format!("{late}\n{late}\n{late}\n"));
+    assert_eq!(run(p).verdict.code, VerdictCode::EtcdSlowDisk);
+}
