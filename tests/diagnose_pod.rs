@@ -123,7 +123,7 @@ fn healthy_then_peers_dropped_then_healed() {
         "{}",
         table.stdout
     );
-    assert!(table.stdout.contains("2380 FROM \\ TO"), "{}", table.stdout);
+    assert!(table.stdout.contains("2380 FROM → TO"), "{}", table.stdout);
     assert!(
         table
             .stdout

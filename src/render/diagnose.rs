@@ -52,7 +52,9 @@ fn diagnose_table(r: &DiagnoseReport, wide: bool, paint: Paint) -> String {
     }
     let rows: Vec<Vec<String>> = r.nodes.iter().map(|n| node_row(r, n, wide)).collect();
     out.push_str(&table(&header, &rows));
-    for n in r.nodes.iter().filter(|n| !n.reached) {
+    // The verdict's evidence lists them when it is about them; else say it here.
+    let listed = r.verdict.code == crate::analyse::verdict::VerdictCode::NodesUnreachable;
+    for n in r.nodes.iter().filter(|n| !n.reached && !listed) {
         if let Some(e) = &n.error {
             out.push_str(&format!("  {}: not probed: {}\n", n.name, e.message));
         }
@@ -204,7 +206,7 @@ fn cell_text(state: CellState, ms: Option<u64>) -> String {
 
 /// FROM rows, TO columns; the diagonal is each node's own path.
 fn matrix_table(m: &Matrix) -> String {
-    let corner = format!("{} FROM \\ TO", m.port);
+    let corner = format!("{} FROM → TO", m.port);
     let mut header: Vec<&str> = vec![&corner];
     header.extend(m.nodes.iter().map(String::as_str));
     let rows: Vec<Vec<String>> = m
