@@ -11,7 +11,9 @@
 //! [`Workload`] stands in for a workload cluster's endpoint: healthy, failing,
 //! a black hole that never answers, or a refused port. [`Workload::lab`] (or
 //! [`FakeApi::execute_pods_in`]) attaches a lab of real control-plane nodes: pods pinned to its
-//! nodes then really run there, reported as a kubelet reports them ([`kubelet`]). Pod creates go
+//! nodes then really run there, reported as a kubelet reports them ([`kubelet`]);
+//! [`FakeApi::execute_jumpbox_pods_in`] runs a Supervisor fake's node-less pods (the plugin's
+//! jumpbox pods) in the lab's switch namespace with their secret volumes. Pod creates go
 //! through Pod Security admission (namespace labels, upstream's messages), and images named in
 //! `refusedImages` are never pulled.
 //!
@@ -59,7 +61,7 @@ mod watch;
 mod workload;
 
 pub use config::{FakeConfig, Forbid, SetConfig};
-pub use kubelet::PodProcess;
+pub use kubelet::{PodProcess, SecretVolume};
 pub use pods::PodScript;
 pub use server::{write_kubeconfig, FakeApi, Request};
 pub use workload::Workload;

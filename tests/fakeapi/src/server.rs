@@ -17,7 +17,7 @@ use serde_json::{json, Value};
 use tokio::sync::oneshot;
 
 use crate::config::{FakeConfig, Forbid};
-use crate::kubelet::{Kubelet, PodProcess};
+use crate::kubelet::{Kubelet, PodProcess, SecretVolume};
 use crate::pods::{PodReactor, PodScript};
 use crate::resources::{self, Registry, ResourceDef};
 use crate::store::{self, normalize, Store};
@@ -63,7 +63,8 @@ pub struct Shared {
     pub aggregated: bool,
     pub addr: SocketAddr,
     pub pod_reactor: Mutex<Option<PodReactor>>,
-    /// The lab kubelet, once [`FakeApi::execute_pods_in`] attached a lab.
+    /// The lab kubelet, once [`FakeApi::execute_pods_in`] or
+    /// [`FakeApi::execute_jumpbox_pods_in`] attached a lab.
     pub kubelet: Mutex<Option<Arc<Kubelet>>>,
     /// Images no node can pull (FakeConfig::refuse_image, `refusedImages:`).
     pub refused_images: Mutex<Vec<String>>,
@@ -390,8 +391,8 @@ impl FakeApi {
     /// fixtures do not have are registered as their kubelet would (Ready, control-plane taint,
     /// the node's address). Pods pinned to other names stay Pending.
     pub fn execute_pods_in(&self, lab: Arc<etcdnet_lab::Lab>) -> Result<()> {
-        let mut slot = self.shared.kubelet.lock().unwrap();
-        if let Some(k) = slot.as_ref() {
+        let k = self.attach(&lab)?;
+        if !k.enable_pinned() {
             bail!("this fake already runs pods in lab {}", k.lab().id());
         }
         for n in lab.nodes() {
@@ -399,8 +400,66 @@ impl FakeApi {
                 self.insert(crate::kubelet::node_object(n))?;
             }
         }
-        *slot = Some(Arc::new(Kubelet::new(lab)));
         Ok(())
+    }
+
+    /// Makes this fake a Supervisor whose pods created from now on *without* `spec.nodeName`
+    /// run as vSphere Pods in `lab`'s switch namespace (198.18.0.1, the Supervisor side, which
+    /// reaches every node's 22), with the same lifecycle as [`FakeApi::execute_pods_in`]'s:
+    /// the plugin's jumpbox pods. Their `secret` volumes hold this fake's own Secrets (see
+    /// [`FakeApi::set_secret_data`] to put the lab's key in `<cluster>-ssh`); a missing secret
+    /// keeps the pod Pending (`ContainerCreating`, a `FailedMount` Event), with no process.
+    /// No Node objects are registered: a Supervisor's nodes are its ESXi hosts.
+    pub fn execute_jumpbox_pods_in(&self, lab: Arc<etcdnet_lab::Lab>) -> Result<()> {
+        let k = self.attach(&lab)?;
+        if !k.enable_vsphere() {
+            bail!(
+                "this fake already runs jumpbox pods in lab {}",
+                k.lab().id()
+            );
+        }
+        Ok(())
+    }
+
+    /// The kubelet of `lab`, made on first use; one fake runs pods in one lab only.
+    fn attach(&self, lab: &Arc<etcdnet_lab::Lab>) -> Result<Arc<Kubelet>> {
+        let mut slot = self.shared.kubelet.lock().unwrap();
+        match slot.as_ref() {
+            Some(k) if Arc::ptr_eq(k.lab(), lab) => Ok(k.clone()),
+            Some(k) => bail!("this fake already runs pods in lab {}", k.lab().id()),
+            None => {
+                let k = Arc::new(Kubelet::new(lab.clone()));
+                *slot = Some(k.clone());
+                Ok(k)
+            }
+        }
+    }
+
+    /// Sets one key of a stored Secret's `data` to `value` (base64-encoded as the API stores
+    /// it; watchers see MODIFIED), e.g. the lab's real key as `ssh-privatekey` of
+    /// `<cluster>-ssh`, whose fixture holds a fake one. The value is never logged.
+    pub fn set_secret_data(
+        &self,
+        namespace: &str,
+        name: &str,
+        key: &str,
+        value: impl AsRef<[u8]>,
+    ) -> Result<Value> {
+        use base64::Engine;
+        let encoded = base64::engine::general_purpose::STANDARD.encode(value.as_ref());
+        self.modify("v1", "Secret", namespace, name, |s| {
+            if !s["data"].is_object() {
+                s["data"] = json!({});
+            }
+            s["data"][key] = json!(encoded);
+        })
+    }
+
+    /// The secret volumes written for vSphere Pods so far (see [`SecretVolume`]): where each
+    /// was on the host, so a test can check it is gone once its pod ended.
+    pub fn secret_volumes(&self) -> Vec<SecretVolume> {
+        let k = self.shared.kubelet.lock().unwrap().clone();
+        k.map(|k| k.secret_volumes()).unwrap_or_default()
     }
 
     /// The lab whose nodes run this fake's pods, if any.

@@ -12,6 +12,11 @@
 //! and no kubelet owns that node. (A real cluster's pod garbage collector would delete it after
 //! about 40 s when the Node object does not exist; the fake keeps it, so tests stay deterministic.)
 //!
+//! [`crate::FakeApi::execute_jumpbox_pods_in`] makes a Supervisor fake run the pods created
+//! *without* `spec.nodeName` as vSphere Pods: in the lab's switch namespace (198.18.0.1, the
+//! Supervisor side, `Lab::jumpbox_pod_command_named`) with a pod's filesystem and its `secret`
+//! volumes written from the fake's own Secrets ([`volumes`]). Same lifecycle, same code.
+//!
 //! Limits, on purpose: the image is never pulled or used (the command runs with the host's
 //! binaries), only the first container runs (the others are reported `NotSupported`), init
 //! containers are ignored, `restartPolicy` is treated as Never, `workingDir` is ignored (the
@@ -20,8 +25,10 @@
 
 mod process;
 mod run;
+mod volumes;
 
 use std::collections::HashMap;
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc, Mutex};
 use std::thread::JoinHandle;
@@ -33,6 +40,11 @@ use crate::server::Shared;
 use crate::store;
 
 pub(crate) use run::pull_refused_detached;
+use run::Place;
+
+/// The host a vSphere Pod (a pod without `spec.nodeName` in a Supervisor fake) is reported on:
+/// the lab's switch namespace, where it runs.
+pub const VSPHERE_POD_HOST: &str = "jumpbox";
 
 /// A kubelet's default `maxPods`: more pods than this on one node are rejected (OutOfpods).
 pub const MAX_PODS_PER_NODE: usize = 110;
@@ -45,6 +57,20 @@ pub struct PodProcess {
     pub node: String,
     /// The process the pod's command became; it leads its own process group.
     pub pid: u32,
+}
+
+/// A secret volume the kubelet wrote for a vSphere Pod: a private directory (0700) in the
+/// host's temp dir, mounted read-only in the pod, removed when the pod ends or is deleted.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SecretVolume {
+    pub namespace: String,
+    pub pod: String,
+    /// The volume's name in the pod spec.
+    pub volume: String,
+    /// Where the pod sees it (the first container's `mountPath`).
+    pub mount_path: String,
+    /// The host directory (gone once the pod has ended).
+    pub dir: PathBuf,
 }
 
 /// Why a pod's thread must stop its process now.
@@ -65,6 +91,12 @@ struct Run {
 /// The lab kubelet of one fake API server (see the module docs).
 pub struct Kubelet {
     lab: Arc<Lab>,
+    /// Runs pods pinned to lab nodes (a workload fake: `execute_pods_in`).
+    pinned: AtomicBool,
+    /// Runs pods without a node as vSphere Pods (a Supervisor fake: `execute_jumpbox_pods_in`).
+    vsphere: AtomicBool,
+    /// Every secret volume directory ever written, for [`Kubelet::secret_volumes`].
+    volumes: Mutex<Vec<SecretVolume>>,
     /// Pods being run, by (namespace, name).
     runs: Mutex<HashMap<(String, String), Run>>,
     threads: Mutex<Vec<JoinHandle<()>>>,
@@ -77,6 +109,9 @@ impl Kubelet {
     pub(crate) fn new(lab: Arc<Lab>) -> Kubelet {
         Kubelet {
             lab,
+            pinned: AtomicBool::new(false),
+            vsphere: AtomicBool::new(false),
+            volumes: Mutex::new(Vec::new()),
             runs: Mutex::new(HashMap::new()),
             threads: Mutex::new(Vec::new()),
             groups: Mutex::new(Vec::new()),
@@ -88,17 +123,37 @@ impl Kubelet {
         &self.lab
     }
 
-    /// True if a lab node of this name exists (its kubelet would own the pod).
-    pub(crate) fn owns(&self, node: &str) -> bool {
-        self.lab.node(node).is_ok()
+    /// Starts running pods pinned to lab nodes; false if it already did.
+    pub(crate) fn enable_pinned(&self) -> bool {
+        !self.pinned.swap(true, Ordering::SeqCst)
     }
 
-    /// Takes a just-created pod if it is pinned to a lab node; false if it is not ours.
+    /// Starts running pods without a node as vSphere Pods; false if it already did.
+    pub(crate) fn enable_vsphere(&self) -> bool {
+        !self.vsphere.swap(true, Ordering::SeqCst)
+    }
+
+    /// True if a lab node of this name exists and this kubelet runs pods pinned to it.
+    pub(crate) fn owns(&self, node: &str) -> bool {
+        self.pinned.load(Ordering::SeqCst) && self.lab.node(node).is_ok()
+    }
+
+    /// Takes a just-created pod if it is pinned to a lab node (workload side) or, as a vSphere
+    /// Pod, has no node at all (Supervisor side); false if it is not ours.
     pub(crate) fn admit(self: &Arc<Self>, shared: &Arc<Shared>, pod: &Value) -> bool {
         let node_name = pod["spec"]["nodeName"].as_str().unwrap_or("");
-        let Ok(node) = self.lab.node(node_name) else {
-            return false;
+        let place = if node_name.is_empty() {
+            if !self.vsphere.load(Ordering::SeqCst) {
+                return false;
+            }
+            Place::Vsphere
+        } else {
+            match self.lab.node(node_name) {
+                Ok(n) if self.pinned.load(Ordering::SeqCst) => Place::Node(n.clone()),
+                _ => return false,
+            }
         };
+        let node_name = place.host().to_string();
         if self.stopping.load(Ordering::SeqCst) {
             return true;
         }
@@ -108,7 +163,8 @@ impl Kubelet {
         {
             let mut runs = self.runs.lock().unwrap();
             let used = runs.values().filter(|r| r.node == node_name).count();
-            if used >= MAX_PODS_PER_NODE {
+            // The Supervisor schedules vSphere Pods over its ESXi hosts: no per-node cap here.
+            if matches!(place, Place::Node(_)) && used >= MAX_PODS_PER_NODE {
                 drop(runs);
                 run::reject_out_of_pods(shared, pod, used);
                 return true;
@@ -117,17 +173,17 @@ impl Kubelet {
                 key.clone(),
                 Run {
                     uid: uid.clone(),
-                    node: node_name.to_string(),
+                    node: node_name.clone(),
                     tx,
                 },
             );
         }
         let key_for_err = key.clone();
-        let (me, shared, pod, node) = (self.clone(), shared.clone(), pod.clone(), node.clone());
+        let (me, shared, pod) = (self.clone(), shared.clone(), pod.clone());
         let spawned = std::thread::Builder::new()
-            .name(format!("kubelet-{}", node.name))
+            .name(format!("kubelet-{node_name}"))
             .spawn(move || {
-                run::run_pod(&me, &shared, &pod, &node, rx);
+                run::run_pod(&me, &shared, &pod, &place, rx);
                 let mut runs = me.runs.lock().unwrap();
                 if runs.get(&key).is_some_and(|r| r.uid == uid) {
                     runs.remove(&key);
@@ -160,6 +216,15 @@ impl Kubelet {
 
     pub(crate) fn record(&self, p: PodProcess) {
         self.groups.lock().unwrap().push(p);
+    }
+
+    pub(crate) fn record_volume(&self, v: SecretVolume) {
+        self.volumes.lock().unwrap().push(v);
+    }
+
+    /// Every secret volume directory written so far, in order (see [`SecretVolume`]).
+    pub fn secret_volumes(&self) -> Vec<SecretVolume> {
+        self.volumes.lock().unwrap().clone()
     }
 
     /// Every process still alive in any pod's process group (a pod's command and whatever it

@@ -18,7 +18,8 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 
 use super::process::{self, NODE_PATH};
-use super::{Kubelet, PodProcess, Stop};
+use super::volumes;
+use super::{Kubelet, PodProcess, Stop, VSPHERE_POD_HOST};
 use crate::podstatus::{self as ps, Ending, RunInfo};
 use crate::server::Shared;
 use crate::store::{self, now_rfc3339};
@@ -32,8 +33,27 @@ const MIN_GRACE: u64 = 2;
 const MAX_GRACE: u64 = 30;
 const DEADLINE_MESSAGE: &str = "Pod was active on the node longer than the specified deadline";
 
+/// Where a pod runs.
+pub(crate) enum Place {
+    /// On a lab node, as its kubelet runs a pod pinned there (`Lab::pod_command`).
+    Node(etcdnet_lab::Node),
+    /// As a vSphere Pod in the Supervisor: the lab's switch namespace, a pod's filesystem and
+    /// its secret volumes (`Lab::jumpbox_pod_command_named`).
+    Vsphere,
+}
+
+impl Place {
+    /// The node name the pod is reported on (Events, [`PodProcess::node`]).
+    pub(crate) fn host(&self) -> &str {
+        match self {
+            Place::Node(n) => &n.name,
+            Place::Vsphere => VSPHERE_POD_HOST,
+        }
+    }
+}
+
 /// What woke a waiting pod thread.
-enum Wake {
+pub(super) enum Wake {
     Timeout,
     /// Deleted, or the fake stops: either way the process dies now.
     Stop,
@@ -41,11 +61,11 @@ enum Wake {
 }
 
 /// One pod being run.
-struct Ctx<'a> {
-    shared: &'a Arc<Shared>,
+pub(super) struct Ctx<'a> {
+    pub(super) shared: &'a Arc<Shared>,
     pod: &'a Value,
-    ns: String,
-    name: String,
+    pub(super) ns: String,
+    pub(super) name: String,
     uid: String,
     host: String,
     run: RunInfo,
@@ -84,7 +104,7 @@ impl Ctx<'_> {
 
     /// Waits up to `d`, waking early for a stop request, a deleted pod, a stopping fake, or
     /// the pod's deadline.
-    fn sleep(&self, d: Duration) -> Wake {
+    pub(super) fn sleep(&self, d: Duration) -> Wake {
         self.wait(d, true)
     }
 
@@ -127,7 +147,7 @@ impl Ctx<'_> {
         ps::update(self.shared, &self.ns, &self.name, &self.uid, status)
     }
 
-    fn event(&self, kind: &str, reason: &str, message: &str) {
+    pub(super) fn event(&self, kind: &str, reason: &str, message: &str) {
         // The pod as stored now, so the event carries its current resourceVersion.
         let pod = ps::current(self.shared, &self.ns, &self.name, &self.uid);
         ps::event(
@@ -145,7 +165,7 @@ impl Ctx<'_> {
     }
 
     /// Failed with DeadlineExceeded; the container ended with `exit_code` (or never existed).
-    fn deadline_exceeded(&self, started_at: Option<String>, exit_code: Option<i32>) {
+    pub(super) fn deadline_exceeded(&self, started_at: Option<String>, exit_code: Option<i32>) {
         self.event("Normal", "DeadlineExceeded", DEADLINE_MESSAGE);
         let (reason, message) = match exit_code {
             Some(_) => ("Error", None),
@@ -307,11 +327,16 @@ fn argv(pod: &Value) -> Vec<String> {
 }
 
 /// The container's environment: literal values and the common downward-API fields.
-fn env(pod: &Value, run: &RunInfo, hostname: &str) -> Vec<(String, String)> {
+fn env(pod: &Value, run: &RunInfo, hostname: &str, place: &Place) -> Vec<(String, String)> {
     let mut out = vec![
         ("PATH".to_string(), NODE_PATH.to_string()),
         ("HOSTNAME".to_string(), hostname.to_string()),
     ];
+    if matches!(place, Place::Vsphere) {
+        // runc sets HOME from the image's passwd when the spec has none (root: /root); ssh in
+        // a jumpbox pod wants it. Node pods keep the environment they always had.
+        out.push(("HOME".to_string(), "/root".to_string()));
+    }
     for e in pod["spec"]["containers"][0]["env"]
         .as_array()
         .into_iter()
@@ -347,18 +372,38 @@ fn pod_ip(pod: &Value) -> String {
     format!("192.168.{}.{}", 156 + (n >> 8) % 16, 2 + n % 250)
 }
 
+/// The pod's hostname as the kubelet sets it: its name, cut to a DNS label.
+fn pod_hostname(name: &str) -> String {
+    let h: String = name
+        .chars()
+        .take(63)
+        .map(|c| if c == '.' { '-' } else { c })
+        .collect();
+    h.trim_end_matches('-').to_string()
+}
+
 /// Runs one pod to its end (see the module docs). Never panics on a vanished pod.
 pub(super) fn run_pod(
     k: &Kubelet,
     shared: &Arc<Shared>,
     pod: &Value,
-    node: &etcdnet_lab::Node,
+    place: &Place,
     rx: mpsc::Receiver<Stop>,
 ) {
     let host_net = pod["spec"]["hostNetwork"].as_bool() == Some(true);
-    let ip = node.ip.to_string();
-    let pip = if host_net { ip.clone() } else { pod_ip(pod) };
-    let ctx = Ctx::new(shared, pod, &node.name, ip, pip, Some(rx));
+    let (ip, pip) = match place {
+        Place::Node(node) => {
+            let ip = node.ip.to_string();
+            let pip = if host_net { ip.clone() } else { pod_ip(pod) };
+            (ip, pip)
+        }
+        // What the VMs see as the pod's source address is the switch's: report that.
+        Place::Vsphere => {
+            let ip = k.lab().jumpbox_ip().to_string();
+            (ip.clone(), ip)
+        }
+    };
+    let ctx = Ctx::new(shared, pod, place.host(), ip, pip, Some(rx));
     // The kubelet's sync loop picks the pod up.
     if !matches!(ctx.sleep(TICK), Wake::Timeout) {
         return;
@@ -368,6 +413,15 @@ pub(super) fn run_pod(
     }
     let Some((cname, image)) = ps::containers(pod).into_iter().next() else {
         return;
+    };
+    // Volumes come before the image, as in the kubelet's SyncPod. The guard removes the
+    // written secrets when this function returns, whichever way the pod ends.
+    let mounted = match place {
+        Place::Node(_) => volumes::Mounted::none(),
+        Place::Vsphere => match volumes::mount(k, &ctx, pod) {
+            Some(m) => m,
+            None => return,
+        },
     };
     if is_refused(shared, &image) {
         return pull_refused(&ctx, &image);
@@ -386,15 +440,25 @@ pub(super) fn run_pod(
         ),
     };
     let started = check.and_then(|()| {
-        let mut cmd = k
-            .lab()
-            .pod_command(&node.name, &argv)
-            .map_err(|e| e.to_string())?;
-        cmd.env_clear().envs(env(
-            pod,
-            &ctx.run,
-            if host_net { &node.name } else { &ctx.name },
-        ));
+        let (cmd, hostname) = match place {
+            Place::Node(node) => (
+                k.lab().pod_command(&node.name, &argv),
+                if host_net {
+                    node.name.clone()
+                } else {
+                    ctx.name.clone()
+                },
+            ),
+            Place::Vsphere => {
+                let h = pod_hostname(&ctx.name);
+                let cmd = k
+                    .lab()
+                    .jumpbox_pod_command_named(&h, &argv, &mounted.mounts());
+                (cmd, h)
+            }
+        };
+        let mut cmd = cmd.map_err(|e| e.to_string())?;
+        cmd.env_clear().envs(env(pod, &ctx.run, &hostname, place));
         let key = (ctx.ns.clone(), ctx.name.clone());
         let (sh, uid) = (shared.clone(), ctx.uid.clone());
         let mut pending = Vec::new();
@@ -422,7 +486,7 @@ pub(super) fn run_pod(
     k.record(PodProcess {
         namespace: ctx.ns.clone(),
         pod: ctx.name.clone(),
-        node: node.name.clone(),
+        node: place.host().to_string(),
         pid: child.id(),
     });
     process::wait_started(&child, Duration::from_secs(10));

@@ -1,0 +1,369 @@
+//! The Supervisor fake running the plugin's jumpbox pods in a lab: a pod created in the vSphere
+//! Namespace without a node runs on the Supervisor side of the lab (198.18.0.1), mounts the
+//! cluster's `<cluster>-ssh` secret from the fake's own store, and SSHes to a node as
+//! `vmware-system-user` with sudo, as `src/route/jumpbox.rs` expects.
+//!
+//! Needs root and the lab's packages; elsewhere every test prints `SKIPPED (needs root + lab
+//! packages): ...` and passes. The tests share one lab (the `quorum-lost` set's control plane);
+//! each has its own Supervisor fake, so each can change its secrets freely. No fault is injected.
+
+mod common;
+#[path = "pods_in_lab/helpers.rs"]
+mod helpers;
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use etcdnet_fakeapi::{supervisor_set, FakeApi, FakeConfig};
+use etcdnet_lab::{skip_if_unavailable, Lab};
+use helpers::*;
+use k8s_openapi::api::core::v1::{Event, Pod, Secret};
+use kube::api::{Api, DeleteParams, ListParams, LogParams, PostParams};
+use serde_json::{json, Value};
+
+const VNS: &str = "ns-prod";
+const SECRET: &str = "tkc-prod-ssh";
+const KEY_DIR: &str = "/etc/etcdnet/ssh";
+/// The plugin's jumpbox script, run as the plugin runs it (the fakeapi crate cannot depend on
+/// the root crate, which dev-depends on it; the script is plain text).
+const JUMPBOX_SH: &str = include_str!("../../../src/route/jumpbox.sh");
+
+struct Sup {
+    api: FakeApi,
+    lab: Arc<Lab>,
+    pods: Api<Pod>,
+    events: Api<Event>,
+    secrets: Api<Secret>,
+    _dir: tempfile::TempDir,
+}
+
+/// A Supervisor fake (quorum-lost) running jumpbox pods in the shared lab, with `key` as the
+/// `ssh-privatekey` of `tkc-prod-ssh` (None: the fixture's fake key stays).
+async fn supervisor(key: Option<Vec<u8>>) -> Sup {
+    let lab = lab();
+    let api =
+        FakeApi::start_with(FakeConfig::from_dir(supervisor_set("quorum-lost")).unwrap()).unwrap();
+    api.execute_jumpbox_pods_in(lab.clone()).unwrap();
+    if let Some(k) = key {
+        api.set_secret_data(VNS, SECRET, "ssh-privatekey", k)
+            .unwrap();
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let client = common::client(&api, dir.path()).await;
+    Sup {
+        pods: Api::namespaced(client.clone(), VNS),
+        events: Api::namespaced(client.clone(), VNS),
+        secrets: Api::namespaced(client, VNS),
+        api,
+        lab,
+        _dir: dir,
+    }
+}
+
+/// A pod shaped like `jumpbox_pod` (src/route/jumpbox.rs): no nodeName, the `<cluster>-ssh`
+/// secret's `ssh-privatekey` mounted read-only at /etc/etcdnet/ssh with mode 0400, bounded,
+/// never restarted.
+fn jumpbox_pod(name: &str, command: &[&str]) -> Pod {
+    serde_json::from_value(json!({
+        "metadata": {"name": name, "namespace": VNS,
+                     "labels": {"app.kubernetes.io/managed-by": "kubectl-etcdnet",
+                                "app.kubernetes.io/name": "etcdnet-jumpbox"}},
+        "spec": {
+            "restartPolicy": "Never", "activeDeadlineSeconds": 60,
+            "terminationGracePeriodSeconds": 0,
+            "automountServiceAccountToken": false, "enableServiceLinks": false,
+            "volumes": [{"name": "ssh-key", "secret": {
+                "secretName": SECRET, "defaultMode": 0o400, "optional": false,
+                "items": [{"key": "ssh-privatekey", "path": "ssh-privatekey", "mode": 0o400}]}}],
+            "containers": [{
+                "name": "jumpbox", "image": "docker.io/alpine/git:2.47.2",
+                "imagePullPolicy": "IfNotPresent", "command": command,
+                "volumeMounts": [{"name": "ssh-key", "mountPath": KEY_DIR, "readOnly": true}],
+                "resources": {"requests": {"cpu": "10m", "memory": "32Mi"},
+                              "limits": {"cpu": "500m", "memory": "128Mi"}}}]}
+    }))
+    .unwrap()
+}
+
+fn ssh_cmd(remote: &str) -> String {
+    format!(
+        "ssh -i {KEY_DIR}/ssh-privatekey -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o BatchMode=yes vmware-system-user@198.18.0.11 {remote}"
+    )
+}
+
+fn done(p: &Value) -> bool {
+    matches!(phase(p), "Succeeded" | "Failed")
+}
+
+async fn log(pods: &Api<Pod>, name: &str) -> String {
+    pods.logs(name, &LogParams::default()).await.unwrap()
+}
+
+#[tokio::test]
+async fn a_jumpbox_pod_sshes_to_the_node_with_the_secret_volume() {
+    if skip_if_unavailable("a_jumpbox_pod_sshes_to_the_node_with_the_secret_volume") {
+        return;
+    }
+    let s = supervisor(Some(lab().ssh_private_key())).await;
+    let script = format!(
+        "ls -l {KEY_DIR}; stat -L -c 'mode %a' {KEY_DIR}/ssh-privatekey; hostname; {}",
+        ssh_cmd("sudo crictl ps --name etcd")
+    );
+    let pod = jumpbox_pod("etcdnet-jumpbox-cp1", &["sh", "-c", &script]);
+    let seen = create_and_watch(&s.pods, &pod, Duration::from_secs(30), |_, p| done(p)).await;
+    let text = log(&s.pods, "etcdnet-jumpbox-cp1").await;
+    assert_eq!(
+        summary(&seen),
+        [
+            "ADDED Pending",
+            "MODIFIED Pending/waiting:ContainerCreating",
+            "MODIFIED Running/running:-",
+            "MODIFIED Succeeded/terminated:Completed",
+        ],
+        "{text}"
+    );
+    // The kubelet's layout: the key a symlink into ..data, the file itself 0400.
+    assert!(
+        text.contains("ssh-privatekey -> ..data/ssh-privatekey"),
+        "{text}"
+    );
+    assert!(text.contains("mode 400"), "{text}");
+    // The pod's hostname is its name; it ran on the Supervisor side of the lab.
+    assert!(text.lines().any(|l| l == "etcdnet-jumpbox-cp1"), "{text}");
+    let last = &seen.last().unwrap().1;
+    assert_eq!(last["status"]["podIP"], s.lab.jumpbox_ip().to_string());
+    assert!(last["spec"]["nodeName"].is_null());
+    // What the admin sees in the support article: the node's own etcd, Running.
+    assert!(
+        text.lines()
+            .any(|l| l.contains("etcd") && l.contains("Running")),
+        "{text}"
+    );
+    assert!(!text.contains("BEGIN OPENSSH"), "the key is not in the log");
+
+    // The secret was written for this pod only, and is gone now that it ended.
+    let vols = s.api.secret_volumes();
+    assert_eq!(vols.len(), 1, "{vols:?}");
+    assert_eq!(
+        (
+            vols[0].pod.as_str(),
+            vols[0].volume.as_str(),
+            vols[0].mount_path.as_str()
+        ),
+        ("etcdnet-jumpbox-cp1", "ssh-key", KEY_DIR)
+    );
+    assert!(!vols[0].dir.exists(), "{:?} still exists", vols[0].dir);
+    assert!(s.api.pod_processes().is_empty());
+    assert_eq!(
+        s.api.created_pods(),
+        [(VNS.to_string(), "etcdnet-jumpbox-cp1".to_string())]
+    );
+    let evs = s
+        .events
+        .list(&ListParams::default().fields("involvedObject.name=etcdnet-jumpbox-cp1"))
+        .await
+        .unwrap();
+    let reasons: Vec<String> = evs.items.iter().filter_map(|e| e.reason.clone()).collect();
+    assert_eq!(reasons, ["Pulled", "Created", "Started"], "{evs:?}");
+}
+
+#[tokio::test]
+async fn the_plugins_jumpbox_script_reaches_the_node_and_runs_sudo() {
+    if skip_if_unavailable("the_plugins_jumpbox_script_reaches_the_node_and_runs_sudo") {
+        return;
+    }
+    let s = supervisor(Some(lab().ssh_private_key())).await;
+    // jumpbox.sh IP USER CONNECT_TIMEOUT KEY_FILE REMOTE_CMD PROBE_SCRIPT; the "probe" here is
+    // a one-liner read from stdin by `sudo -n sh -s`, as the real probe is.
+    let key = format!("{KEY_DIR}/ssh-privatekey");
+    let argv = [
+        "sh",
+        "-c",
+        JUMPBOX_SH,
+        "etcdnet-jumpbox",
+        "198.18.0.12",
+        "vmware-system-user",
+        "3",
+        &key,
+        "sudo -n sh -s",
+        "id -un; hostname; crictl ps --name etcd -q | wc -l",
+    ];
+    let pod = jumpbox_pod("etcdnet-jumpbox-cp2", &argv);
+    let seen = create_and_watch(&s.pods, &pod, Duration::from_secs(30), |_, p| done(p)).await;
+    let text = log(&s.pods, "etcdnet-jumpbox-cp2").await;
+    assert_eq!(phase(&seen.last().unwrap().1), "Succeeded", "{text}");
+    for port in [22, 2379, 2380] {
+        assert!(
+            text.contains(&format!("ETCDNET-REACH {port} Open")),
+            "{port}: {text}"
+        );
+    }
+    assert!(text.contains("ETCDNET-SSH-EXIT 0"), "{text}");
+    let lines: Vec<&str> = text.lines().collect();
+    assert!(lines.contains(&"root"), "sudo: {text}");
+    assert!(lines.contains(&CP2), "the node's hostname: {text}");
+    assert!(lines.contains(&"1"), "one etcd container: {text}");
+}
+
+#[tokio::test]
+async fn a_missing_secret_keeps_the_pod_in_container_creating_without_a_process() {
+    if skip_if_unavailable("a_missing_secret_keeps_the_pod_in_container_creating_without_a_process")
+    {
+        return;
+    }
+    let s = supervisor(None).await;
+    s.secrets
+        .delete(SECRET, &DeleteParams::default())
+        .await
+        .unwrap();
+    let pod = jumpbox_pod("etcdnet-jumpbox-nokey", &["sh", "-c", &ssh_cmd("hostname")]);
+    s.pods.create(&PostParams::default(), &pod).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let p = v(&s.pods.get("etcdnet-jumpbox-nokey").await.unwrap());
+    assert_eq!(phase(&p), "Pending", "{p:#}");
+    assert_eq!(state(&p)["waiting"]["reason"], "ContainerCreating", "{p:#}");
+    assert!(s.api.pod_processes().is_empty());
+    assert!(s.api.secret_volumes().is_empty());
+    let evs = s
+        .events
+        .list(&ListParams::default().fields("involvedObject.name=etcdnet-jumpbox-nokey"))
+        .await
+        .unwrap();
+    let failed: Vec<(String, String)> = evs
+        .items
+        .iter()
+        .map(|e| {
+            (
+                e.reason.clone().unwrap_or_default(),
+                e.message.clone().unwrap_or_default(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        failed,
+        [(
+            "FailedMount".to_string(),
+            format!(
+                "MountVolume.SetUp failed for volume \"ssh-key\" : secret \"{SECRET}\" not found"
+            )
+        )]
+    );
+
+    // The kubelet keeps retrying: once the secret exists (with the lab's key), the pod runs.
+    let secret: Secret = serde_json::from_value(json!({
+        "metadata": {"name": SECRET, "namespace": VNS}, "type": "kubernetes.io/ssh-auth",
+        "stringData": {"ssh-privatekey": String::from_utf8(s.lab.ssh_private_key()).unwrap()}
+    }))
+    .unwrap();
+    s.secrets
+        .create(&PostParams::default(), &secret)
+        .await
+        .unwrap();
+    let p = wait_for(
+        &s.pods,
+        "etcdnet-jumpbox-nokey",
+        Duration::from_secs(20),
+        done,
+    )
+    .await;
+    let text = log(&s.pods, "etcdnet-jumpbox-nokey").await;
+    assert_eq!(phase(&p), "Succeeded", "{text}");
+    assert!(text.lines().any(|l| l == CP1), "{text}");
+}
+
+#[tokio::test]
+async fn the_wrong_key_is_refused_by_the_node() {
+    if skip_if_unavailable("the_wrong_key_is_refused_by_the_node") {
+        return;
+    }
+    let s = supervisor(Some(lab().wrong_ssh_private_key())).await;
+    let pod = jumpbox_pod("etcdnet-jumpbox-wrong", &["sh", "-c", &ssh_cmd("hostname")]);
+    let seen = create_and_watch(&s.pods, &pod, Duration::from_secs(30), |_, p| done(p)).await;
+    let last = &seen.last().unwrap().1;
+    let text = log(&s.pods, "etcdnet-jumpbox-wrong").await;
+    assert_eq!(phase(last), "Failed", "{text}");
+    assert_eq!(state(last)["terminated"]["exitCode"], 255);
+    assert!(text.contains("Permission denied (publickey)"), "{text}");
+}
+
+#[tokio::test]
+async fn deleting_a_running_jumpbox_pod_kills_it_and_removes_its_secret() {
+    if skip_if_unavailable("deleting_a_running_jumpbox_pod_kills_it_and_removes_its_secret") {
+        return;
+    }
+    let s = supervisor(Some(lab().ssh_private_key())).await;
+    // An ssh session that stays open: the kill must reach ssh too (same process group).
+    let pod = jumpbox_pod(
+        "etcdnet-jumpbox-slow",
+        &[
+            "sh",
+            "-c",
+            &format!("echo started; {}", ssh_cmd("sleep 300")),
+        ],
+    );
+    s.pods.create(&PostParams::default(), &pod).await.unwrap();
+    wait_for(
+        &s.pods,
+        "etcdnet-jumpbox-slow",
+        Duration::from_secs(20),
+        |p| phase(p) == "Running",
+    )
+    .await;
+    // Wait until ssh itself runs in the pod's group (the session is open).
+    let start = Instant::now();
+    while s.api.pod_processes().len() < 2 {
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "{:?}",
+            s.api.pod_processes()
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let procs = s.api.pod_processes();
+    assert!(procs.iter().all(|(p, _)| p.pod == "etcdnet-jumpbox-slow"
+        && p.node == etcdnet_fakeapi::kubelet::VSPHERE_POD_HOST));
+    let vols = s.api.secret_volumes();
+    assert_eq!(vols.len(), 1);
+    assert!(vols[0].dir.exists(), "mounted while the pod runs");
+
+    s.pods
+        .delete(
+            "etcdnet-jumpbox-slow",
+            &DeleteParams::default().grace_period(0),
+        )
+        .await
+        .unwrap();
+    let start = Instant::now();
+    while !s.api.pod_processes().is_empty() || vols[0].dir.exists() {
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "left: {:?}, dir {:?}",
+            s.api.pod_processes(),
+            vols[0].dir
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    for (p, pid) in procs {
+        assert!(!alive(p.pid, pid), "{pid} of {p:?} survived");
+    }
+    assert!(s.api.existing_pods().is_empty());
+}
+
+#[tokio::test]
+async fn a_pod_with_a_node_is_not_a_jumpbox_pod() {
+    if skip_if_unavailable("a_pod_with_a_node_is_not_a_jumpbox_pod") {
+        return;
+    }
+    // A Supervisor fake runs only node-less pods: one pinned to a lab node's name stays
+    // Pending with no status (nothing there owns that node), and runs nothing.
+    let s = supervisor(Some(lab().ssh_private_key())).await;
+    let mut pod = v(&jumpbox_pod("pinned", &["sh", "-c", "true"]));
+    pod["spec"]["nodeName"] = json!(CP1);
+    let pod: Pod = serde_json::from_value(pod).unwrap();
+    s.pods.create(&PostParams::default(), &pod).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let p = v(&s.pods.get("pinned").await.unwrap());
+    assert_eq!(phase(&p), "Pending");
+    assert!(p["status"]["containerStatuses"].is_null(), "{p:#}");
+    assert!(s.api.pod_processes().is_empty());
+}
