@@ -1,5 +1,9 @@
 //! `--workload lab`: the lab behind the workload fake, for demos.
 //!
+//! The Supervisor fake runs the plugin's jumpbox pods (pods without a node) in the same lab's
+//! switch namespace, and the cluster's `<cluster>-ssh` secret holds the lab's real key, so with
+//! `--workload-down` the support article's case is diagnosed through the jumpbox route.
+//!
 //! The lab's nodes are named and addressed as the Supervisor set's control plane
 //! ([`etcdnet_fakeapi::labplan`]), so the plugin's walk of the Supervisor leads it to pods pinned
 //! to Nodes that really exist in the lab. The lab answers `etcdnet-lab fault|heal --lab ID` on
@@ -11,13 +15,15 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
-use etcdnet_fakeapi::{labplan, FakeConfig, Workload};
+use etcdnet_fakeapi::labplan::{self, PlannedNode};
+use etcdnet_fakeapi::{FakeApi, FakeConfig, Workload};
 use etcdnet_lab::{Fault, Lab, Logger};
 
 use crate::Args;
 
-/// Starts the lab the Supervisor set `cfg` describes and the workload fake in front of it.
-pub fn start(cfg: &FakeConfig, args: &Args) -> Result<(Arc<Lab>, Workload)> {
+/// Starts the lab the Supervisor set `cfg` describes and the workload fake in front of it;
+/// also returns the planned nodes, for [`jumpbox`].
+pub fn start(cfg: &FakeConfig, args: &Args) -> Result<(Arc<Lab>, Workload, Vec<PlannedNode>)> {
     let nodes = labplan::plan(cfg, args.cluster.as_deref())
         .context("finding the control-plane nodes the lab must have")?;
     let mut lab_cfg = labplan::lab_config(&nodes)?;
@@ -70,7 +76,40 @@ pub fn start(cfg: &FakeConfig, args: &Args) -> Result<(Arc<Lab>, Workload)> {
         api.execute_pods_in(lab.clone())?;
         w
     };
-    Ok((lab, workload))
+    Ok((lab, workload, nodes))
+}
+
+/// Makes the Supervisor fake run jumpbox pods in the lab and puts the lab's private key into
+/// the cluster's `<cluster>-ssh` secret (key `ssh-privatekey`; the fixture's is a fake). Returns
+/// `namespace/name` of that secret. The key itself is never printed.
+pub fn jumpbox(api: &FakeApi, lab: &Arc<Lab>, nodes: &[PlannedNode]) -> Result<String> {
+    api.execute_jumpbox_pods_in(lab.clone())?;
+    let first = nodes.first().context("the lab has no nodes")?;
+    let machine = api
+        .objects("cluster.x-k8s.io", "machines")
+        .into_iter()
+        .find(|m| m["metadata"]["name"].as_str() == Some(first.machine.as_str()))
+        .with_context(|| format!("Machine {} is not served", first.machine))?;
+    let ns = machine["metadata"]["namespace"].as_str().unwrap_or("");
+    let cluster = machine["spec"]["clusterName"]
+        .as_str()
+        .or_else(|| machine["metadata"]["labels"]["cluster.x-k8s.io/cluster-name"].as_str())
+        .context("the Machine names no cluster")?;
+    let secret = format!("{cluster}-ssh");
+    if api.object("v1", "Secret", ns, &secret).is_none() {
+        // As on a Supervisor that lost it: the jumpbox pods will wait in FailedMount.
+        eprintln!(
+            "etcdnet-fakeapi: the set has no Secret {ns}/{secret}: jumpbox pods will stay Pending (FailedMount)"
+        );
+    } else {
+        api.set_secret_data(ns, &secret, "ssh-privatekey", lab.ssh_private_key())?;
+    }
+    eprintln!(
+        "etcdnet-fakeapi: the Supervisor runs pods without a node (jumpbox pods) in lab {} at {}; {ns}/{secret} holds the lab's SSH key",
+        lab.id(),
+        lab.jumpbox_ip()
+    );
+    Ok(format!("{ns}/{secret}"))
 }
 
 /// `LAB_ID=`, `LAB_DIR=`, `LAB_NODES=` lines, and how to inject a fault, on stderr.

@@ -9,13 +9,16 @@
 //! ```
 //!
 //! Prints `FAKEAPI_URL=...` (and `WORKLOAD_URL=...`, `KUBECONFIG=...`, and in lab mode
-//! `LAB_ID=...`, `LAB_DIR=...`, `LAB_NODES=name=ip,...`) on stdout, then serves until SIGINT or
+//! `JUMPBOX_SECRET=...`, `LAB_ID=...`, `LAB_DIR=...`, `LAB_NODES=name=ip,...`) on stdout, then serves until SIGINT or
 //! SIGTERM, and tears everything down.
 //!
 //! `--workload lab` starts a lab (tests/lab) whose node names and addresses are the Supervisor
 //! set's control-plane Machines' nodeRefs and VM addresses, and a workload API (serving
 //! `--workload-fixtures`) whose pods pinned to those nodes run in the lab. `--workload-down`
 //! keeps the lab but makes the workload API a black hole (etcd without quorum: nothing answers).
+//! In lab mode the Supervisor fake also runs the pods created without a node (the plugin's
+//! jumpbox pods) in the lab's switch namespace, the Supervisor side, and `<cluster>-ssh` holds the
+//! lab's real key (`JUMPBOX_SECRET=ns/name` is printed; the key never is).
 //! The lab listens on `<LAB_DIR>/control.sock`, so `etcdnet-lab fault drop-all-peers --lab ID`
 //! and `etcdnet-lab heal --lab ID` work against it.
 
@@ -37,7 +40,8 @@ const USAGE: &str = "usage: etcdnet-fakeapi --fixtures DIR [--listen 127.0.0.1:0
   --workload lab         a lab of real etcd nodes named and addressed as the set's control plane;
                          the workload API runs the pods pinned to them
   --workload-fixtures    objects of the workload API (e.g. tests/fixtures/workload/lab-3)
-  --workload-down        lab mode, but the workload API never answers (quorum lost)
+  --workload-down        lab mode, but the workload API never answers (quorum lost): the
+                         Supervisor's jumpbox pods still reach the nodes over SSH
   --cluster NAME         the cluster whose control plane the lab is (when the set has several)
   --refuse-image IMAGE   the workload's nodes cannot pull IMAGE (ErrImagePull, ImagePullBackOff)
   --fault F              inject an etcdnet-lab fault once the lab is up (drop-all-peers, ...)
@@ -150,6 +154,7 @@ fn run() -> Result<()> {
 
     let mut cfg = FakeConfig::from_dir(&fixtures)?;
     let mut lab = None;
+    let mut planned = Vec::new();
     let workload = match args.workload.as_deref() {
         None => None,
         Some("ok") => Some(Workload::ok()),
@@ -157,8 +162,9 @@ fn run() -> Result<()> {
         Some("refused") => Some(Workload::refused()),
         Some("etcd-unhealthy") => Some(Workload::etcd_unhealthy()),
         Some("lab") => {
-            let (l, w) = labmode::start(&cfg, &args)?;
+            let (l, w, nodes) = labmode::start(&cfg, &args)?;
             lab = Some(l);
+            planned = nodes;
             Some(w)
         }
         Some(other) => {
@@ -175,6 +181,10 @@ fn run() -> Result<()> {
         cfg = cfg.listen(l);
     }
     let api = FakeApi::start_with(cfg)?;
+    let jumpbox_secret = match &lab {
+        Some(l) => Some(labmode::jumpbox(&api, l, &planned)?),
+        None => None,
+    };
     let mut out = std::io::stdout().lock();
     writeln!(out, "FAKEAPI_URL={}", api.url())?;
     if let Some(w) = &workload {
@@ -188,6 +198,9 @@ fn run() -> Result<()> {
             .unwrap_or_else(|| "fakeapi".into());
         api.write_kubeconfig(path, &context, args.namespace.as_deref())?;
         writeln!(out, "KUBECONFIG={}", path.display())?;
+    }
+    if let Some(s) = &jumpbox_secret {
+        writeln!(out, "JUMPBOX_SECRET={s}")?;
     }
     if let Some(l) = &lab {
         labmode::print(&mut out, l)?;
