@@ -367,3 +367,76 @@ async fn a_pod_with_a_node_is_not_a_jumpbox_pod() {
     assert!(p["status"]["containerStatuses"].is_null(), "{p:#}");
     assert!(s.api.pod_processes().is_empty());
 }
+
+#[tokio::test]
+async fn the_binary_with_workload_down_runs_jumpbox_pods_with_the_labs_key() {
+    if skip_if_unavailable("the_binary_with_workload_down_runs_jumpbox_pods_with_the_labs_key") {
+        return;
+    }
+    use std::io::{BufRead, BufReader};
+    use std::process::{Command, Stdio};
+    let dir = tempfile::tempdir().unwrap();
+    let kubeconfig = dir.path().join("kubeconfig");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_etcdnet-fakeapi"))
+        .arg("--fixtures")
+        .arg(supervisor_set("quorum-lost"))
+        .arg("--workload-down")
+        .arg("--kubeconfig-out")
+        .arg(&kubeconfig)
+        .args(["--namespace", VNS])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Ends the binary however the test ends (SIGTERM: it tears its lab down).
+    struct Term(u32);
+    impl Drop for Term {
+        fn drop(&mut self) {
+            // SAFETY: kill(2) on our own child, not yet reaped.
+            unsafe { libc::kill(self.0 as libc::pid_t, libc::SIGTERM) };
+        }
+    }
+    let term = Term(child.id());
+    let mut out = Vec::new();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    for line in lines.by_ref() {
+        let line = line.unwrap();
+        let last = line.starts_with("LAB_NODES=");
+        out.push(line);
+        if last {
+            break;
+        }
+    }
+    assert!(
+        out.contains(&format!("JUMPBOX_SECRET={VNS}/{SECRET}")),
+        "{out:?}"
+    );
+
+    let kc = kube::config::Kubeconfig::read_from(&kubeconfig).unwrap();
+    let cfg = kube::Config::from_custom_kubeconfig(kc, &Default::default())
+        .await
+        .unwrap();
+    let pods: Api<Pod> = Api::namespaced(kube::Client::try_from(cfg).unwrap(), VNS);
+    let pod = jumpbox_pod(
+        "etcdnet-jumpbox-demo",
+        &["sh", "-c", &ssh_cmd("sudo crictl ps --name etcd")],
+    );
+    pods.create(&PostParams::default(), &pod).await.unwrap();
+    let p = wait_for(&pods, "etcdnet-jumpbox-demo", Duration::from_secs(30), done).await;
+    let text = log(&pods, "etcdnet-jumpbox-demo").await;
+    assert_eq!(phase(&p), "Succeeded", "{text}");
+    assert!(
+        text.lines()
+            .any(|l| l.contains("etcd") && l.contains("Running")),
+        "{text}"
+    );
+
+    drop(term);
+    let status = child.wait().unwrap();
+    let mut err = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err).unwrap();
+    assert!(status.success(), "{status:?}: {err}");
+    let all = format!("{}\n{err}", out.join("\n"));
+    assert!(all.contains("holds the lab's SSH key"), "{all}");
+    assert!(!all.contains("PRIVATE KEY"), "no key printed: {all}");
+}
