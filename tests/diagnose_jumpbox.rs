@@ -1,0 +1,472 @@
+//! The support article's case end to end: the workload API is down, so `kubectl etcdnet
+//! diagnose` (through the real kubectl) reaches the control-plane VMs from the Supervisor — a
+//! jumpbox pod per VM that SSHes in with the `<cluster>-ssh` key — or from the admin's machine
+//! (`--via ssh`). The lab's VMs run real etcd and a real sshd; faults are real.
+//! Needs root and the lab's packages; skips loudly otherwise.
+
+mod common;
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use common::*;
+use etcdnet_fakeapi::labplan;
+use etcdnet_lab::{skip_if_unavailable, Fault, Lab};
+use serde_json::Value;
+
+const SET: &str = "quorum-lost";
+const NS: &str = "ns-prod";
+const CLUSTER: &str = "tkc-prod";
+const CP: [&str; 3] = [
+    "tkc-prod-7xk2p-4rz8m",
+    "tkc-prod-7xk2p-9qtvw",
+    "tkc-prod-7xk2p-bx2lk",
+];
+
+struct World {
+    env: Env,
+    lab: Arc<Lab>,
+}
+
+/// The article's world: a lab, the workload API a black hole, the Supervisor running jumpbox
+/// pods in the lab with `key` in the cluster's ssh secret.
+fn world(test: &str, key: Option<Vec<u8>>) -> Option<World> {
+    if skip_if_unavailable(test) {
+        return None;
+    }
+    let plan = labplan::plan(&FakeConfig::from_dir(fixture(SET)).unwrap(), Some(CLUSTER)).unwrap();
+    let lab = Arc::new(Lab::start(labplan::lab_config(&plan).unwrap()).expect("lab starts"));
+    let env = Env::new(SET, Workload::black_hole());
+    env.supervisor.execute_jumpbox_pods_in(lab.clone()).unwrap();
+    let key = key.unwrap_or_else(|| lab.ssh_private_key());
+    env.supervisor
+        .set_secret_data(NS, "tkc-prod-ssh", "ssh-privatekey", key)
+        .unwrap();
+    Some(World { env, lab })
+}
+
+impl World {
+    fn diagnose(&self, extra: &[&str]) -> Run {
+        let mut args = vec![
+            "diagnose",
+            CLUSTER,
+            "-n",
+            NS,
+            "--connect-timeout",
+            "2s",
+            "--api-timeout",
+            "1s",
+        ];
+        args.extend_from_slice(extra);
+        self.env.kubectl(&args)
+    }
+
+    /// `--via ssh` runs on the admin's machine, which must reach the VMs: the lab's switch
+    /// namespace, with the fake Supervisor's port relayed there.
+    fn diagnose_via_ssh(&self, extra: &[&str], tmpdir: &Path) -> Run {
+        let port: u16 = self
+            .env
+            .supervisor
+            .url()
+            .rsplit(':')
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap();
+        self.lab.forward_host_port(port).unwrap();
+        let bin_dir = Path::new(PLUGIN).parent().unwrap();
+        let mut argv = vec![
+            KUBECTL.to_string(),
+            "etcdnet".into(),
+            "diagnose".into(),
+            CLUSTER.into(),
+            "-n".into(),
+            NS.into(),
+            "--via".into(),
+            "ssh".into(),
+            "--connect-timeout".into(),
+            "2s".into(),
+            "--api-timeout".into(),
+            "1s".into(),
+        ];
+        argv.extend(extra.iter().map(|s| s.to_string()));
+        let mut cmd = self.lab.admin_command(&argv);
+        cmd.env(
+            "PATH",
+            format!(
+                "{}:{}",
+                bin_dir.display(),
+                std::env::var("PATH").unwrap_or_default()
+            ),
+        )
+        .env("KUBECONFIG", &self.env.kubeconfig)
+        .env("HOME", self.env.dir.path())
+        .env("TMPDIR", tmpdir)
+        .env("NO_COLOR", "1");
+        Run::from(cmd.output().unwrap())
+    }
+
+    fn assert_no_pod_left(&self) {
+        let api = &self.env.supervisor;
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while !(api.existing_pods().is_empty()
+            && api.pod_processes().is_empty()
+            && api.secret_volumes().iter().all(|v| !v.dir.exists()))
+            && Instant::now() < deadline
+        {
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        assert!(
+            api.existing_pods().is_empty(),
+            "pods left: {:?}",
+            api.existing_pods()
+        );
+        assert!(api.pod_processes().is_empty(), "processes left");
+        // The secret volumes written for jumpbox pods (a history) must all be gone from disk.
+        for v in api.secret_volumes() {
+            assert!(!v.dir.exists(), "secret volume left: {}", v.dir.display());
+        }
+    }
+}
+
+fn verdict(r: &Value) -> &str {
+    r["verdict"]["code"].as_str().unwrap()
+}
+
+fn until<F: Fn() -> Run>(want: &str, run: F) -> (Run, Value) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let r = run();
+        let v = r.json();
+        if verdict(&v) == want || Instant::now() > deadline {
+            return (r, v);
+        }
+        std::thread::sleep(Duration::from_secs(2));
+    }
+}
+
+#[test]
+fn the_articles_case_through_the_jumpbox() {
+    let Some(w) = world("diagnose_jumpbox article", None) else {
+        return;
+    };
+    w.lab.inject(Fault::DropAllPeers).unwrap();
+    let (run, report) = until("EtcdPeerNetworkBlocked", || w.diagnose(&["-o", "json"]));
+    run.expect_code(1);
+    assert_eq!(
+        verdict(&report),
+        "EtcdPeerNetworkBlocked",
+        "{:#}",
+        report["verdict"]
+    );
+    assert_eq!(report["route"]["name"], "jumpbox");
+    assert!(report["route"]["reason"]
+        .as_str()
+        .unwrap()
+        .contains("does not answer"));
+    assert_eq!(report["workloadApi"]["state"], "Timeout");
+    let evidence = report["verdict"]["evidence"].to_string();
+    assert!(
+        evidence.contains("every VM answers on 2379 and 2380"),
+        "{evidence}"
+    );
+    for n in report["nodes"].as_array().unwrap() {
+        let reach: Vec<(u64, &str)> = n["supervisorReach"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| (p["port"].as_u64().unwrap(), p["state"].as_str().unwrap()))
+            .collect();
+        assert!(
+            reach.contains(&(22, "Open")) && reach.contains(&(2380, "Open")),
+            "{reach:?}"
+        );
+    }
+    w.assert_no_pod_left();
+
+    let table = w.diagnose(&[]);
+    assert!(
+        table.stdout.contains("From the Supervisor (jumpbox):"),
+        "{}",
+        table.stdout
+    );
+    assert!(
+        table.stdout.contains("VERDICT: EtcdPeerNetworkBlocked"),
+        "{}",
+        table.stdout
+    );
+}
+
+#[test]
+fn one_isolated_node_with_the_api_down() {
+    let Some(w) = world("diagnose_jumpbox isolated", None) else {
+        return;
+    };
+    w.lab.inject(Fault::Isolate(CP[1].into())).unwrap();
+    let (run, report) = until("EtcdPeerNetworkPartial", || w.diagnose(&["-o", "json"]));
+    run.expect_code(1);
+    assert_eq!(
+        verdict(&report),
+        "EtcdPeerNetworkPartial",
+        "{:#}",
+        report["verdict"]
+    );
+    assert_eq!(report["verdict"]["nodes"], serde_json::json!([CP[1]]));
+    assert_eq!(report["route"]["name"], "jumpbox");
+    w.assert_no_pod_left();
+}
+
+#[test]
+fn via_ssh_peers_dropped_and_isolated() {
+    let Some(w) = world("diagnose_jumpbox via ssh", None) else {
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    w.lab.inject(Fault::DropAllPeers).unwrap();
+    let (run, report) = until("EtcdPeerNetworkBlocked", || {
+        w.diagnose_via_ssh(&["-o", "json"], tmp.path())
+    });
+    run.expect_code(1);
+    assert_eq!(
+        verdict(&report),
+        "EtcdPeerNetworkBlocked",
+        "{:#}",
+        report["verdict"]
+    );
+    assert_eq!(report["route"]["name"], "ssh");
+    assert!(
+        std::fs::read_dir(tmp.path()).unwrap().next().is_none(),
+        "the temporary key is gone"
+    );
+    assert!(
+        w.env.supervisor.created_pods().is_empty(),
+        "the ssh route creates no pod"
+    );
+
+    w.lab.heal().unwrap();
+    w.lab.wait_healthy(Duration::from_secs(30)).unwrap();
+    w.lab.inject(Fault::Isolate(CP[2].into())).unwrap();
+    let (run, report) = until("EtcdPeerNetworkPartial", || {
+        w.diagnose_via_ssh(&["-o", "json"], tmp.path())
+    });
+    run.expect_code(1);
+    assert_eq!(report["verdict"]["nodes"], serde_json::json!([CP[2]]));
+
+    // --ssh-identity: the key from a file instead of the secret.
+    let run = w.diagnose_via_ssh(
+        &[
+            "-o",
+            "json",
+            "--ssh-identity",
+            w.lab.ssh_private_key_path().to_str().unwrap(),
+        ],
+        tmp.path(),
+    );
+    assert_eq!(run.json()["result"]["nodesReached"], 3);
+}
+
+#[test]
+fn wrong_key_is_an_authentication_error_per_node() {
+    let Some(w) = world("diagnose_jumpbox wrong key", None) else {
+        return;
+    };
+    w.env
+        .supervisor
+        .set_secret_data(
+            NS,
+            "tkc-prod-ssh",
+            "ssh-privatekey",
+            w.lab.wrong_ssh_private_key(),
+        )
+        .unwrap();
+    let run = w.diagnose(&["-o", "json"]);
+    run.expect_code(3);
+    let report = run.json();
+    for n in report["nodes"].as_array().unwrap() {
+        assert_eq!(n["error"]["kind"], "AuthFailed", "{n:#}");
+        assert!(n["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("authentication failed"));
+    }
+    w.assert_no_pod_left();
+}
+
+#[test]
+fn a_vm_that_does_not_answer_on_22() {
+    let Some(w) = world("diagnose_jumpbox port 22", None) else {
+        return;
+    };
+    w.lab.inject(Fault::BlockSsh(CP[2].into())).unwrap();
+    let run = w.diagnose(&["-o", "json"]);
+    run.expect_code(1);
+    let report = run.json();
+    assert_eq!(
+        verdict(&report),
+        "NodesUnreachable",
+        "{:#}",
+        report["verdict"]
+    );
+    assert_eq!(report["verdict"]["nodes"], serde_json::json!([CP[2]]));
+    assert_eq!(
+        report["result"]["nodesReached"], 2,
+        "the other nodes' results are kept"
+    );
+    let cp3 = &report["nodes"][2];
+    assert_eq!(cp3["error"]["kind"], "Unreachable");
+    assert!(
+        cp3["supervisorReach"]
+            .to_string()
+            .contains(r#"{"port":22,"state":"Timeout"}"#),
+        "{cp3:#}"
+    );
+    w.assert_no_pod_left();
+}
+
+#[test]
+fn sigint_leaves_no_pod_and_no_key_file() {
+    let Some(w) = world("diagnose_jumpbox sigint", None) else {
+        return;
+    };
+    w.lab.inject(Fault::DropAllPeers).unwrap();
+    // Jumpbox: interrupt once the pods exist.
+    let mut cmd = std::process::Command::new(PLUGIN);
+    cmd.args([
+        "diagnose",
+        CLUSTER,
+        "-n",
+        NS,
+        "--connect-timeout",
+        "5s",
+        "--api-timeout",
+        "1s",
+        "--kubeconfig",
+    ])
+    .arg(&w.env.kubeconfig)
+    .env("HOME", w.env.dir.path())
+    .stdout(std::process::Stdio::piped())
+    .stderr(std::process::Stdio::piped());
+    let child = cmd.spawn().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while w.env.supervisor.existing_pods().len() < 3 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(w.env.supervisor.existing_pods().len(), 3);
+    std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    let run = Run::from(child.wait_with_output().unwrap());
+    run.expect_code(130);
+    w.assert_no_pod_left();
+
+    // ssh: interrupt while the ssh sessions run; the temporary key must be gone.
+    let tmp = tempfile::tempdir().unwrap();
+    let port: u16 = w
+        .env
+        .supervisor
+        .url()
+        .rsplit(':')
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    w.lab.forward_host_port(port).unwrap();
+    let bin_dir = Path::new(PLUGIN).parent().unwrap();
+    let mut cmd = w.lab.admin_command(&[
+        PLUGIN,
+        "diagnose",
+        CLUSTER,
+        "-n",
+        NS,
+        "--via",
+        "ssh",
+        "--connect-timeout",
+        "5s",
+        "--api-timeout",
+        "1s",
+    ]);
+    cmd.env(
+        "PATH",
+        format!(
+            "{}:{}",
+            bin_dir.display(),
+            std::env::var("PATH").unwrap_or_default()
+        ),
+    )
+    .env("KUBECONFIG", &w.env.kubeconfig)
+    .env("HOME", w.env.dir.path())
+    .env("TMPDIR", tmp.path())
+    .stdout(std::process::Stdio::piped())
+    .stderr(std::process::Stdio::piped());
+    let child = cmd.spawn().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while std::fs::read_dir(tmp.path()).unwrap().next().is_none() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    // `ip netns exec` execs the plugin in place: the child is the plugin.
+    std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    let run = Run::from(child.wait_with_output().unwrap());
+    run.expect_code(130);
+    assert!(
+        std::fs::read_dir(tmp.path()).unwrap().next().is_none(),
+        "no key file left behind"
+    );
+}
+
+#[test]
+fn no_key_byte_in_any_output_or_pod_spec() {
+    let Some(w) = world("diagnose_jumpbox secrets", None) else {
+        return;
+    };
+    let key = String::from_utf8(w.lab.ssh_private_key()).unwrap();
+    // Every line of the key's body is secret; the armour lines are not.
+    let secret_lines: Vec<&str> = key
+        .lines()
+        .filter(|l| !l.starts_with("-----") && l.len() > 16)
+        .collect();
+    assert!(!secret_lines.is_empty());
+    let tmp = tempfile::tempdir().unwrap();
+    let mut outputs = Vec::new();
+    for fmt in ["table", "wide", "json", "yaml"] {
+        outputs.push(w.diagnose(&["-o", fmt, "-vv"]));
+        outputs.push(w.diagnose_via_ssh(&["-o", fmt, "-vv"], tmp.path()));
+    }
+    outputs.push(w.diagnose(&["--dry-run", "--via", "jumpbox"]));
+    for run in &outputs {
+        for line in &secret_lines {
+            assert!(
+                !run.stdout.contains(line) && !run.stderr.contains(line),
+                "key material printed"
+            );
+        }
+        for m in SECRET_MARKERS {
+            assert!(
+                !run.stdout.contains(m) && !run.stderr.contains(m),
+                "{m} printed"
+            );
+        }
+    }
+    // Every pod spec sent to the API server.
+    let bodies: Vec<String> = w
+        .env
+        .supervisor
+        .requests()
+        .into_iter()
+        .filter_map(|r| r.body)
+        .collect();
+    assert!(
+        bodies.iter().any(|b| b.contains("etcdnet-jumpbox")),
+        "jumpbox pods were created"
+    );
+    for b in &bodies {
+        for line in &secret_lines {
+            assert!(!b.contains(line), "key material in a request body");
+        }
+    }
+}
