@@ -204,7 +204,10 @@ fn one_isolated_node_with_the_api_down() {
         return;
     };
     w.lab.inject(Fault::Isolate(CP[1].into())).unwrap();
-    let (run, report) = until("EtcdPeerNetworkPartial", || w.diagnose(&["-o", "json"]));
+    // Explicitly this time (auto chose it in the article's case).
+    let (run, report) = until("EtcdPeerNetworkPartial", || {
+        w.diagnose(&["-o", "json", "--via", "jumpbox"])
+    });
     run.expect_code(1);
     assert_eq!(
         verdict(&report),
@@ -214,6 +217,7 @@ fn one_isolated_node_with_the_api_down() {
     );
     assert_eq!(report["verdict"]["nodes"], serde_json::json!([CP[1]]));
     assert_eq!(report["route"]["name"], "jumpbox");
+    assert_eq!(report["route"]["reason"], "--via jumpbox");
     w.assert_no_pod_left();
 }
 
