@@ -38,6 +38,18 @@ pub struct ControlPlaneSummary {
     pub kcp_missing_reason: Option<String>,
 }
 
+impl ControlPlaneSummary {
+    pub fn of(facts: &ClusterFacts) -> Self {
+        ControlPlaneSummary {
+            desired: facts.desired(),
+            machines: facts.machines_present(),
+            virtual_machines: facts.vms_present(),
+            kcp: facts.kcp.clone(),
+            kcp_missing_reason: facts.kcp_missing_reason.clone(),
+        }
+    }
+}
+
 /// How the run ended, and the exit code it maps to.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -70,13 +82,7 @@ impl StatusReport {
         StatusReport {
             api_version: API_VERSION.to_string(),
             kind: "StatusReport".to_string(),
-            control_plane: ControlPlaneSummary {
-                desired: facts.desired(),
-                machines: facts.machines_present(),
-                virtual_machines: facts.vms_present(),
-                kcp: facts.kcp,
-                kcp_missing_reason: facts.kcp_missing_reason,
-            },
+            control_plane: ControlPlaneSummary::of(&facts),
             context: facts.context,
             namespace: facts.namespace,
             cluster: facts.cluster,
@@ -217,13 +223,7 @@ impl DiagnoseReport {
         DiagnoseReport {
             api_version: API_VERSION.into(),
             kind: "DiagnoseReport".into(),
-            control_plane: ControlPlaneSummary {
-                desired: facts.desired(),
-                machines: facts.machines_present(),
-                virtual_machines: facts.vms_present(),
-                kcp: facts.kcp,
-                kcp_missing_reason: facts.kcp_missing_reason,
-            },
+            control_plane: ControlPlaneSummary::of(&facts),
             context: facts.context,
             namespace: facts.namespace,
             cluster: facts.cluster,

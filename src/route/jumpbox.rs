@@ -4,14 +4,11 @@
 //! probe with sudo (`jumpbox.sh`). The key never leaves the secret volume: it is in no env var,
 //! argument, pod spec field or output.
 
-use std::collections::BTreeMap;
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{
-    Container, KeyToPath, Pod, PodSpec, ResourceRequirements, SecretVolumeSource, Volume,
-    VolumeMount,
+    Container, KeyToPath, Pod, PodSpec, SecretVolumeSource, Volume, VolumeMount,
 };
-use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi_ext::{ContainerExt, PodExt, PodSpecExt, ResourceBuilder};
 
 use super::ssh::{classify_failure, remote_probe_command, SshSettings};
@@ -43,10 +40,7 @@ pub struct JumpboxSettings {
 }
 
 pub fn pod_name(node: &str, run_id: &str) -> String {
-    let prefix = "etcdnet-jumpbox-";
-    let room = 63 - prefix.len() - 1 - run_id.len();
-    let node: String = node.chars().take(room).collect();
-    format!("{prefix}{}-{run_id}", node.trim_end_matches('-'))
+    super::pod_name("etcdnet-jumpbox-", node, run_id)
 }
 
 /// The jumpbox pod for one VM.
@@ -77,18 +71,8 @@ pub fn jumpbox_pod(node: &str, ip: &str, probe: &ProbeArgs, s: &JumpboxSettings)
         remote_probe_command(probe),
         script::PROBE_SH.into(),
     ];
-    let small = |cpu: &str, mem: &str| {
-        BTreeMap::from([
-            ("cpu".to_string(), Quantity(cpu.into())),
-            ("memory".to_string(), Quantity(mem.into())),
-        ])
-    };
     let container = Container {
-        resources: Some(ResourceRequirements {
-            requests: Some(small("10m", "32Mi")),
-            limits: Some(small("500m", "128Mi")),
-            ..Default::default()
-        }),
+        resources: Some(super::small_resources("128Mi")),
         volume_mounts: Some(vec![VolumeMount {
             name: "ssh-key".into(),
             mount_path: KEY_DIR.into(),

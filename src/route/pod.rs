@@ -5,14 +5,11 @@
 //! runs the probe with `chroot /host`, so that `crictl`, `curl`, the certificates under
 //! `/etc/kubernetes/pki/etcd` and the network are the node's own.
 
-use std::collections::BTreeMap;
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{
-    Container, HostPathVolumeSource, Pod, PodSpec, ResourceRequirements, SecurityContext,
-    Toleration, Volume, VolumeMount,
+    Container, HostPathVolumeSource, Pod, PodSpec, SecurityContext, Toleration, Volume, VolumeMount,
 };
-use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi_ext::{ContainerExt, PodExt, PodSpecExt, ResourceBuilder};
 
 use crate::labels;
@@ -43,10 +40,7 @@ pub struct PodSettings {
 
 /// A pod name that says what it is and stays a valid DNS label: `etcdnet-probe-<node>-<run>`.
 pub fn pod_name(node: &str, run_id: &str) -> String {
-    let prefix = "etcdnet-probe-";
-    let room = 63 - prefix.len() - 1 - run_id.len();
-    let node: String = node.chars().take(room).collect();
-    format!("{prefix}{}-{run_id}", node.trim_end_matches('-'))
+    super::pod_name("etcdnet-probe-", node, run_id)
 }
 
 /// The probe pod for one node. `command` is the probe's argv as run on the host (it is
@@ -62,18 +56,8 @@ pub fn debug_pod(target: &PodTarget, settings: &PodSettings, command: &[String])
     };
     let mut argv = vec!["chroot".to_string(), "/host".to_string()];
     argv.extend(command.iter().cloned());
-    let small = |cpu: &str, mem: &str| {
-        BTreeMap::from([
-            ("cpu".to_string(), Quantity(cpu.into())),
-            ("memory".to_string(), Quantity(mem.into())),
-        ])
-    };
     let container = Container {
-        resources: Some(ResourceRequirements {
-            requests: Some(small("10m", "32Mi")),
-            limits: Some(small("500m", "256Mi")),
-            ..Default::default()
-        }),
+        resources: Some(super::small_resources("256Mi")),
         security_context: Some(SecurityContext {
             privileged: Some(true),
             ..Default::default()
