@@ -474,3 +474,41 @@ fn no_key_byte_in_any_output_or_pod_spec() {
         }
     }
 }
+
+#[test]
+fn one_node_rejecting_the_key_keeps_the_others_results() {
+    let Some(w) = world("diagnose_jumpbox key rejected on one node", None) else {
+        return;
+    };
+    // cp3 now trusts another key only (as a VM rebuilt with other credentials would).
+    let other = std::process::Command::new("ssh-keygen")
+        .arg("-y")
+        .arg("-f")
+        .arg(w.lab.wrong_ssh_private_key_path())
+        .output()
+        .unwrap();
+    assert!(other.status.success());
+    let node = w.lab.node(CP[2]).unwrap();
+    let authorized = node
+        .root
+        .join("home/vmware-system-user/.ssh/authorized_keys");
+    // Rewritten in place: owner and mode stay what sshd's StrictModes wants.
+    std::fs::write(&authorized, &other.stdout).unwrap();
+    let run = w.diagnose(&["-o", "json"]);
+    run.expect_code(1);
+    let report = run.json();
+    assert_eq!(
+        verdict(&report),
+        "NodesUnreachable",
+        "{:#}",
+        report["verdict"]
+    );
+    assert_eq!(report["verdict"]["nodes"], serde_json::json!([CP[2]]));
+    assert_eq!(report["result"]["nodesReached"], 2);
+    assert_eq!(report["nodes"][2]["error"]["kind"], "AuthFailed");
+    assert!(
+        report["nodes"][0]["probe"].is_object(),
+        "cp1's result is kept"
+    );
+    w.assert_no_pod_left();
+}
