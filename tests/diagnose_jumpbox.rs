@@ -65,6 +65,10 @@ impl World {
     /// `--via ssh` runs on the admin's machine, which must reach the VMs: the lab's switch
     /// namespace, with the fake Supervisor's port relayed there.
     fn diagnose_via_ssh(&self, extra: &[&str], tmpdir: &Path) -> Run {
+        self.diagnose_via_ssh_env(extra, tmpdir, &[])
+    }
+
+    fn diagnose_via_ssh_env(&self, extra: &[&str], tmpdir: &Path, envs: &[(&str, &str)]) -> Run {
         let port: u16 = self
             .env
             .supervisor
@@ -103,7 +107,8 @@ impl World {
         .env("KUBECONFIG", &self.env.kubeconfig)
         .env("HOME", self.env.dir.path())
         .env("TMPDIR", tmpdir)
-        .env("NO_COLOR", "1");
+        .env("NO_COLOR", "1")
+        .envs(envs.iter().copied());
         Run::from(cmd.output().unwrap())
     }
 
@@ -268,6 +273,52 @@ fn via_ssh_peers_dropped_and_isolated() {
         tmp.path(),
     );
     assert_eq!(run.json()["result"]["nodesReached"], 3);
+
+    // --ssh-agent: the running agent's key; the secret's (now wrong) key is not read.
+    w.env
+        .supervisor
+        .set_secret_data(
+            NS,
+            "tkc-prod-ssh",
+            "ssh-privatekey",
+            w.lab.wrong_ssh_private_key(),
+        )
+        .unwrap();
+    let sock = tmp.path().join("agent.sock");
+    let mut agent = std::process::Command::new("ssh-agent")
+        .args(["-D", "-a"])
+        .arg(&sock)
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !sock.exists() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let added = std::process::Command::new("ssh-add")
+        .arg(w.lab.ssh_private_key_path())
+        .env("SSH_AUTH_SOCK", &sock)
+        .output()
+        .unwrap();
+    assert!(
+        added.status.success(),
+        "{}",
+        String::from_utf8_lossy(&added.stderr)
+    );
+    let run = w.diagnose_via_ssh_env(
+        &["-o", "json", "--ssh-agent"],
+        tmp.path(),
+        &[("SSH_AUTH_SOCK", sock.to_str().unwrap())],
+    );
+    agent.kill().ok();
+    agent.wait().ok();
+    assert_eq!(
+        run.json()["result"]["nodesReached"],
+        3,
+        "{}\n{}",
+        run.stderr,
+        run.json()["nodes"]
+    );
 }
 
 #[test]
