@@ -1,0 +1,300 @@
+//! The real embedded probe in private network + PID namespaces (root, `unshare`, `ip`, `nft`,
+//! `openssl s_server`; skipped loudly without them): nothing listening (Refused), nftables drop
+//! (Timeout), ICMP reject (NoRoute), large packets dropped (TLS Stalled), bad certificates
+//! (Rejected), good ones (Completed), and a real etcd when Debian's etcd-server is installed.
+
+mod probe_support;
+
+use std::process::Command;
+use std::time::Duration;
+
+use etcdnet::probe::output::{HealthOutcome, TcpOutcome, TlsOutcome};
+use etcdnet::probe::script::{self, ProbeArgs};
+use probe_support::*;
+
+// --- in private network and PID namespaces ----------------------------------------------------
+
+/// Sets up the namespace, then runs the probe (the argv after the dir) with the test's own
+/// stdout and stderr. Everything in the PID namespace dies with it (--kill-child, PID 1 exits).
+const WRAPPER: &str = include_str!("fixtures/probe-output/harness/netns-wrapper.sh");
+
+const UNSHARE: [&str; 5] = ["--net", "--pid", "--fork", "--kill-child", "--mount-proc"];
+
+struct Lab {
+    servers: Vec<String>,
+    addrs: Vec<String>,
+    rules: String,
+    extra: String,
+}
+
+impl Lab {
+    /// None (and a loud skip) where namespaces or the tools are missing.
+    fn available(what: &str) -> Option<()> {
+        for tool in ["unshare", "ip", "ss", "nft", "openssl", "curl"] {
+            if which(tool).is_none() {
+                skip(&format!("{what}: {tool} not installed"));
+                return None;
+            }
+        }
+        let ok = Command::new(which("unshare").unwrap())
+            .args(UNSHARE)
+            .arg("true")
+            .status()
+            .is_ok_and(|s| s.success());
+        if !ok {
+            skip(&format!(
+                "{what}: cannot create network and PID namespaces (needs root)"
+            ));
+        }
+        ok.then_some(())
+    }
+
+    fn run(&self, node: &Node, shell: &[&str], opts: &ProbeArgs) -> Run {
+        let d = node.dir.path();
+        std::fs::create_dir_all(d.join("www")).unwrap();
+        let rules = format!("table inet probetest {{\n{}\n}}\n", self.rules);
+        for (name, text) in [
+            (
+                "www/version",
+                r#"{"etcdserver":"3.5.12","etcdcluster":"3.5.0"}"#.to_string(),
+            ),
+            ("www/health", r#"{"health":"true","reason":""}"#.to_string()),
+            ("wrapper.sh", WRAPPER.to_string()),
+            ("servers", self.servers.join("\n") + "\n"),
+            ("addrs", self.addrs.join("\n") + "\n"),
+            ("rules.nft", rules),
+            ("extra.sh", self.extra.clone()),
+        ] {
+            std::fs::write(d.join(name), text).unwrap();
+        }
+        let mut argv: Vec<String> = ["unshare"]
+            .iter()
+            .chain(&UNSHARE)
+            .chain(&["--", "sh"])
+            .map(|s| s.to_string())
+            .collect();
+        argv.push(d.join("wrapper.sh").display().to_string());
+        argv.push(d.display().to_string());
+        argv.extend(script::argv_with_shell(shell, opts));
+        // The set-up runs with the system's tools, the probe with the shell's PATH.
+        let mut cmd = node.command(&argv, shell, "bin");
+        cmd.env("PROBE_PATH", node.search_path(shell, "bin"));
+        let system = std::env::var("PATH").unwrap_or_default();
+        cmd.env("PATH", format!("{system}:/usr/sbin:/sbin:/usr/bin:/bin"));
+        let what = format!("{} in a namespace", shell.join(" "));
+        let run = check(cmd, node, &what);
+        if std::env::var_os("ETCDNET_TEST_VERBOSE").is_some() {
+            eprintln!(
+                "{}",
+                std::fs::read_to_string(d.join("wrapper.log")).unwrap_or_default()
+            );
+        }
+        run
+    }
+}
+
+fn servers(list: &[(&str, &str, &str)]) -> Vec<String> {
+    list.iter()
+        .flat_map(|(ip, cert, verify)| {
+            [2379, 2380].map(|port| format!("{ip} {port} {cert} {verify}"))
+        })
+        .collect()
+}
+
+#[test]
+fn every_outcome_against_real_listeners() {
+    if Lab::available("network outcomes").is_none() {
+        return;
+    }
+    let node = Node::new().with_pki();
+    let lab = Lab {
+        servers: [
+            servers(&[
+                ("198.18.0.1", "server", "ca"),      // own: Completed
+                ("198.18.0.3", "peers", "-"),        // large packets dropped: Stalled
+                ("198.18.0.4", "expired", "-"),      // Rejected: certificate has expired
+                ("198.18.0.5", "peers", "other-ca"), // Rejected: our cert from an unknown CA
+                ("198.18.0.6", "peers", "ca"),       // Completed
+                ("198.18.0.7", "wrongsan", "-"),     // Rejected: not valid for this IP
+                ("198.18.0.8", "stranger", "-"),     // Rejected: issuer unknown to us
+            ]),
+            vec!["127.0.0.1 2379 server ca".into()], // /health
+        ]
+        .concat(),
+        addrs: (1..=9)
+            .chain([20])
+            .map(|i| format!("198.18.0.{i}"))
+            .collect(),
+        rules: "chain input { type filter hook input priority 0;
+          ip daddr 198.18.0.20 tcp dport { 2379, 2380 } drop
+          ip daddr 198.18.0.9 tcp dport { 2379, 2380 } reject with icmp type host-unreachable; }
+        chain output { type filter hook output priority 0;
+          ip saddr 198.18.0.3 tcp sport { 2379, 2380 } meta length > 300 drop; }"
+            .into(),
+        extra: String::new(),
+    };
+    let peers = [2, 3, 4, 5, 6, 7, 8, 9, 20].map(|i| format!("198.18.0.{i}"));
+    let opts = ProbeArgs {
+        connect_timeout_s: 2,
+        tls_timeout_s: 1,
+        ..ProbeArgs::new("198.18.0.1", peers)
+    };
+    // Per peer: TCP, TLS, HTTP status, and what the detail says (curl's words).
+    let want = "198.18.0.1 Connected Completed Some(200) \n\
+                198.18.0.2 Refused NotTried None Connection refused\n\
+                198.18.0.3 Connected Stalled None no TLS handshake within 3 s\n\
+                198.18.0.4 Connected Rejected None certificate has expired\n\
+                198.18.0.5 Connected Rejected None alert unknown ca\n\
+                198.18.0.6 Connected Completed Some(200) \n\
+                198.18.0.7 Connected Rejected None no alternative certificate subject name matches\n\
+                198.18.0.8 Connected Rejected None unable to get local issuer certificate\n\
+                198.18.0.9 NoRoute NotTried None No route to host\n\
+                198.18.0.20 Timeout NotTried None no TCP answer within 2 s";
+    for shell in shells() {
+        let what = shell.join(" ");
+        let Run { out, wall } = lab.run(&node, &shell, &opts);
+        assert_eq!(out.paths.len(), 20, "{what}");
+        for line in want.lines() {
+            let (head, detail) = line.split_at(line.match_indices(' ').nth(3).unwrap().0 + 1);
+            for p in out
+                .paths
+                .iter()
+                .filter(|p| head.starts_with(&format!("{} ", p.target)))
+            {
+                let got_detail = p
+                    .tls_detail
+                    .as_deref()
+                    .or(p.tcp_detail.as_deref())
+                    .unwrap_or("");
+                let got = format!("{} {:?} {:?} {:?} ", p.target, p.tcp, p.tls, p.http_status);
+                assert!(
+                    got == head && got_detail.contains(detail),
+                    "{what}: {got}{got_detail}"
+                );
+                let ms = if p.tcp == TcpOutcome::Connected {
+                    0..1000
+                } else {
+                    0..3000
+                };
+                assert!(
+                    ms.contains(&p.tcp_ms.unwrap()),
+                    "{what}: {got}{:?}",
+                    p.tcp_ms
+                );
+            }
+        }
+        let stalled = out.paths.iter().filter(|p| p.tls == TlsOutcome::Stalled);
+        assert!(stalled.clone().all(|p| p.tls_ms.unwrap() >= 2000), "{what}");
+        let timeouts = out.paths.iter().filter(|p| p.tcp == TcpOutcome::Timeout);
+        assert!(
+            timeouts.clone().all(|p| p.tcp_ms.unwrap() >= 1900),
+            "{what}"
+        );
+        let health = (out.health.outcome, out.health.detail.as_deref());
+        assert_eq!(
+            health,
+            (
+                HealthOutcome::Healthy,
+                Some("https://127.0.0.1:2379/health")
+            ),
+            "{what}"
+        );
+        // The stall bounds the run: connect + tls timeouts, plus a little.
+        assert!(wall < Duration::from_secs(5), "{what}: took {wall:?}");
+        eprintln!(
+            "{what}: all outcomes in {wall:?} (probe {} ms)",
+            out.duration_ms.unwrap()
+        );
+    }
+}
+
+#[test]
+fn six_unreachable_peers_end_within_the_timeouts() {
+    if Lab::available("timing").is_none() {
+        return;
+    }
+    let node = Node::new().with_pki();
+    let lab = Lab {
+        servers: servers(&[("198.18.0.1", "server", "ca")]),
+        addrs: (1..=1)
+            .chain(21..=26)
+            .map(|i| format!("198.18.0.{i}"))
+            .collect(),
+        rules: "chain input { type filter hook input priority 0;
+          ip daddr 198.18.0.21-198.18.0.26 tcp dport { 2379, 2380 } drop; }"
+            .into(),
+        extra: String::new(),
+    };
+    let (connect, tls) = (2, 1);
+    let peers = (21..=26).map(|i| format!("198.18.0.{i}"));
+    let opts = ProbeArgs {
+        connect_timeout_s: connect,
+        tls_timeout_s: tls,
+        ..ProbeArgs::new("198.18.0.1", peers)
+    };
+    let bound = Duration::from_secs(u64::from(connect + tls) + 2);
+    for shell in shells() {
+        let what = shell.join(" ");
+        let Run { out, wall } = lab.run(&node, &shell, &opts);
+        let timeouts = out.paths.iter().filter(|p| p.tcp == TcpOutcome::Timeout);
+        assert_eq!(timeouts.count(), 12, "{what}: {:?}", out.paths);
+        let probe_ms = out.duration_ms.unwrap();
+        let in_time = wall < bound && probe_ms < bound.as_millis() as u64;
+        assert!(
+            in_time,
+            "{what}: 6 unreachable peers took {wall:?} (probe {probe_ms} ms), more than {bound:?}"
+        );
+        eprintln!("{what}: 6 unreachable peers (12 paths) in {wall:?} wall, probe {probe_ms} ms; bound {bound:?}");
+    }
+}
+
+#[test]
+fn real_etcd_on_its_own_node() {
+    if Lab::available("real etcd").is_none() {
+        return;
+    }
+    if which("etcd").is_none() {
+        skip("real etcd: etcd not installed (apt-get install etcd-server)");
+        return;
+    }
+    // No health check client certificate: /health is read from the metrics listener instead.
+    let node = Node::new().with_pki();
+    for f in ["healthcheck-client.crt", "healthcheck-client.key"] {
+        std::fs::remove_file(node.path("pki/etcd").join(f)).unwrap();
+    }
+    let extra = include_str!("fixtures/probe-output/harness/etcd.sh");
+    let lab = Lab {
+        servers: vec![],
+        addrs: vec!["198.18.0.1".into(), "198.18.0.2".into()],
+        rules: String::new(),
+        extra: extra.into(),
+    };
+    let opts = ProbeArgs::new("198.18.0.1", ["198.18.0.2"]);
+    let Run { out, .. } = lab.run(&node, &["sh"], &opts);
+    let paths: Vec<_> = (out.paths.iter())
+        .map(|p| {
+            format!(
+                "{}:{} {:?} {:?} {:?}",
+                p.target, p.port, p.tcp, p.tls, p.http_status
+            )
+        })
+        .collect();
+    let want = [
+        "198.18.0.1:2379 Connected Completed Some(200)",
+        "198.18.0.1:2380 Connected Completed Some(200)",
+        "198.18.0.2:2379 Refused NotTried None",
+        "198.18.0.2:2380 Refused NotTried None",
+    ];
+    assert_eq!(paths, want);
+    let health = (
+        out.health.outcome,
+        out.health.detail.as_deref(),
+        out.health.body.as_deref(),
+    );
+    let want = (
+        HealthOutcome::Healthy,
+        Some("http://127.0.0.1:2381/health"),
+        Some("{\"health\":\"true\"}"),
+    );
+    assert_eq!(health, want, "{:?}", out.health);
+}
