@@ -47,6 +47,20 @@ fn world(test: &str, key: Option<Vec<u8>>) -> Option<World> {
 }
 
 impl World {
+    /// The admin side (the lab's switch namespace) reaches the fake Supervisor on the same URL.
+    fn forward_supervisor(&self) {
+        let port: u16 = self
+            .env
+            .supervisor
+            .url()
+            .rsplit(':')
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap();
+        self.lab.forward_host_port(port).unwrap();
+    }
+
     fn diagnose(&self, extra: &[&str]) -> Run {
         let mut args = vec![
             "diagnose",
@@ -69,16 +83,7 @@ impl World {
     }
 
     fn diagnose_via_ssh_env(&self, extra: &[&str], tmpdir: &Path, envs: &[(&str, &str)]) -> Run {
-        let port: u16 = self
-            .env
-            .supervisor
-            .url()
-            .rsplit(':')
-            .next()
-            .unwrap()
-            .parse()
-            .unwrap();
-        self.lab.forward_host_port(port).unwrap();
+        self.forward_supervisor();
         let bin_dir = Path::new(PLUGIN).parent().unwrap();
         let mut argv = vec![
             KUBECTL.to_string(),
@@ -386,8 +391,7 @@ fn sigint_leaves_no_pod_and_no_key_file() {
     };
     w.lab.inject(Fault::DropAllPeers).unwrap();
     // Jumpbox: interrupt once the pods exist.
-    let mut cmd = std::process::Command::new(PLUGIN);
-    cmd.args([
+    let cmd = w.env.plugin_command(&[
         "diagnose",
         CLUSTER,
         "-n",
@@ -396,38 +400,18 @@ fn sigint_leaves_no_pod_and_no_key_file() {
         "5s",
         "--api-timeout",
         "1s",
-        "--kubeconfig",
-    ])
-    .arg(&w.env.kubeconfig)
-    .env("HOME", w.env.dir.path())
-    .stdout(std::process::Stdio::piped())
-    .stderr(std::process::Stdio::piped());
-    let child = cmd.spawn().unwrap();
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while w.env.supervisor.existing_pods().len() < 3 && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    assert_eq!(w.env.supervisor.existing_pods().len(), 3);
-    std::process::Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
-        .status()
-        .unwrap();
-    let run = Run::from(child.wait_with_output().unwrap());
+    ]);
+    let run = interrupt_when(
+        cmd,
+        || w.env.supervisor.existing_pods().len() == 3,
+        Duration::from_secs(20),
+    );
     run.expect_code(130);
     w.assert_no_pod_left();
 
     // ssh: interrupt while the ssh sessions run; the temporary key must be gone.
     let tmp = tempfile::tempdir().unwrap();
-    let port: u16 = w
-        .env
-        .supervisor
-        .url()
-        .rsplit(':')
-        .next()
-        .unwrap()
-        .parse()
-        .unwrap();
-    w.lab.forward_host_port(port).unwrap();
+    w.forward_supervisor();
     let bin_dir = Path::new(PLUGIN).parent().unwrap();
     let mut cmd = w.lab.admin_command(&[
         PLUGIN,
@@ -455,18 +439,13 @@ fn sigint_leaves_no_pod_and_no_key_file() {
     .env("TMPDIR", tmp.path())
     .stdout(std::process::Stdio::piped())
     .stderr(std::process::Stdio::piped());
-    let child = cmd.spawn().unwrap();
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while std::fs::read_dir(tmp.path()).unwrap().next().is_none() && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    std::thread::sleep(Duration::from_millis(500));
-    // `ip netns exec` execs the plugin in place: the child is the plugin.
-    std::process::Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
-        .status()
-        .unwrap();
-    let run = Run::from(child.wait_with_output().unwrap());
+    // `ip netns exec` execs the plugin in place: the child is the plugin. Interrupt once the
+    // temporary key exists (the ssh sessions are then starting).
+    let run = interrupt_when(
+        cmd,
+        || std::fs::read_dir(tmp.path()).unwrap().next().is_some(),
+        Duration::from_secs(20),
+    );
     run.expect_code(130);
     assert!(
         std::fs::read_dir(tmp.path()).unwrap().next().is_none(),

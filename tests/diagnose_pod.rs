@@ -208,38 +208,15 @@ fn sigint_mid_probe_leaves_no_pod() {
     };
     // Peers dropped: every probe waits on its connect timeouts, a window to interrupt in.
     e.lab.inject(Fault::DropAllPeers).unwrap();
-    let mut cmd = std::process::Command::new(PLUGIN);
-    cmd.args([
-        "diagnose",
-        CLUSTER,
-        "-n",
-        NS,
-        "--connect-timeout",
-        "5s",
-        "--kubeconfig",
-    ])
-    .arg(&e.env.kubeconfig)
-    .env("HOME", e.env.dir.path())
-    .stdout(std::process::Stdio::piped())
-    .stderr(std::process::Stdio::piped());
-    let child = cmd.spawn().unwrap();
-    // Wait until the pods exist, then interrupt.
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while e.workload_api().existing_pods().len() < 3 && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    assert_eq!(
-        e.workload_api().existing_pods().len(),
-        3,
-        "the probe pods were created"
+    // Interrupt once the pods exist.
+    let cmd = e
+        .env
+        .plugin_command(&["diagnose", CLUSTER, "-n", NS, "--connect-timeout", "5s"]);
+    let run = interrupt_when(
+        cmd,
+        || e.workload_api().existing_pods().len() == 3,
+        Duration::from_secs(20),
     );
-    let sent = std::process::Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(sent.success());
-    let out = child.wait_with_output().unwrap();
-    let run = Run::from(out);
     run.expect_code(130);
     assert!(run.stderr.contains("interrupted"), "{}", run.stderr);
     e.assert_no_pod_left();

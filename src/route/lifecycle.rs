@@ -187,12 +187,18 @@ pub async fn run(
     keep: bool,
 ) -> Result<PodRun, PodFailure> {
     let started = Instant::now();
-    let created = api
-        .create(&PostParams::default(), pod)
-        .await
-        .map_err(|e| api_failure("creating the probe pod", e))?;
-    let name = created.metadata.name.clone().unwrap_or_default();
+    // Tracked before the request goes out: if the run is cancelled while the create is in
+    // flight, the API server may have made the pod without us seeing the answer, and the final
+    // delete_all must still delete it (a 404 there is fine).
+    let name = pod.metadata.name.clone().unwrap_or_default();
     tracker.track(api, &name);
+    let created = match api.create(&PostParams::default(), pod).await {
+        Ok(p) => p,
+        Err(e) => {
+            tracker.untrack(&name);
+            return Err(api_failure("creating the probe pod", e));
+        }
+    };
     debug!(pod = %name, "created");
 
     let result = wait_and_read(api, &name, created, started, bound).await;

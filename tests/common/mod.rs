@@ -65,6 +65,16 @@ impl Env {
         Run::from(cmd.output().expect("plugin runs"))
     }
 
+    /// The plugin as a command not yet started (for tests that signal it), output piped.
+    pub fn plugin_command(&self, args: &[&str]) -> Command {
+        let mut cmd = Command::new(PLUGIN);
+        cmd.args(args).arg("--kubeconfig").arg(&self.kubeconfig);
+        self.isolate(&mut cmd);
+        cmd.stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped());
+        cmd
+    }
+
     /// Runs `kubectl etcdnet ...` through the real kubectl, with the plugin on PATH and the
     /// kubeconfig given through KUBECONFIG (as users have it).
     pub fn kubectl(&self, args: &[&str]) -> Run {
@@ -87,6 +97,27 @@ impl Env {
             .env_remove("KUBECONFIG")
             .env("NO_COLOR", "1");
     }
+}
+
+/// Starts `cmd`, waits (at most `bound`) until `ready()` holds, sends it SIGINT (as Ctrl-C does)
+/// and returns how it ended. Panics if it never got ready: the test would prove nothing.
+pub fn interrupt_when(
+    mut cmd: Command,
+    ready: impl Fn() -> bool,
+    bound: std::time::Duration,
+) -> Run {
+    let child = cmd.spawn().expect("starts");
+    let deadline = std::time::Instant::now() + bound;
+    while !ready() && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert!(ready(), "never got to the point of interrupting it");
+    let sent = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .expect("kill runs");
+    assert!(sent.success());
+    Run::from(child.wait_with_output().expect("it ends"))
 }
 
 /// What a run printed and how it exited.
