@@ -20,7 +20,7 @@ use crate::route::jumpbox::{self, JumpboxSettings};
 use crate::route::lifecycle::{self, PodFailure, PodTracker};
 use crate::route::pod::{self, PodSettings, PodTarget};
 use crate::route::ssh::{self, KeyFile, SshSettings, SshTarget};
-use crate::supervisor::{self, ClusterFacts};
+use crate::supervisor::ClusterFacts;
 use crate::workload;
 
 /// What a diagnose run produced.
@@ -63,12 +63,7 @@ pub async fn diagnose(
         "reading cluster {} in namespace {} (context {})",
         args.cluster, conn.namespace, conn.context
     ));
-    let apis = supervisor::discover(&conn.client, &conn.context).await?;
-    let scope = supervisor::Scope {
-        context: conn.context.clone(),
-        namespace: conn.namespace.clone(),
-    };
-    let facts = supervisor::find(&conn.client, &apis, &scope, &args.cluster).await?;
+    let facts = crate::supervisor_facts(conn, &args.cluster).await?;
     let run_id = run_id();
     let settings = PodSettings {
         namespace: args.pod_namespace.clone(),

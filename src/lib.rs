@@ -203,6 +203,17 @@ pub async fn status_report(
     cluster: &str,
     api_timeout: std::time::Duration,
 ) -> Result<StatusReport> {
+    let facts = supervisor_facts(conn, cluster).await?;
+    let api = workload::check(&conn.client, &conn.namespace, cluster, api_timeout).await;
+    let findings = analyse::status_findings(&facts, &api);
+    Ok(StatusReport::new(facts, api, findings))
+}
+
+/// Discovery (is this a Supervisor, which versions) and the walk to the cluster's control plane.
+pub async fn supervisor_facts(
+    conn: &connect::Connection,
+    cluster: &str,
+) -> Result<supervisor::ClusterFacts> {
     let apis = supervisor::discover(&conn.client, &conn.context)
         .await
         .map_err(|e| unreachable_hint(e, conn))?;
@@ -210,10 +221,7 @@ pub async fn status_report(
         context: conn.context.clone(),
         namespace: conn.namespace.clone(),
     };
-    let facts = supervisor::find(&conn.client, &apis, &scope, cluster).await?;
-    let api = workload::check(&conn.client, &conn.namespace, cluster, api_timeout).await;
-    let findings = analyse::status_findings(&facts, &api);
-    Ok(StatusReport::new(facts, api, findings))
+    supervisor::find(&conn.client, &apis, &scope, cluster).await
 }
 
 /// The first request is where an unreachable Supervisor shows; say which server it was.
