@@ -15,14 +15,7 @@ use etcdnet_fakeapi::labplan;
 use etcdnet_lab::{skip_if_unavailable, Fault, Lab};
 use serde_json::Value;
 
-const SET: &str = "quorum-lost";
-const NS: &str = "ns-prod";
-const CLUSTER: &str = "tkc-prod";
-const CP: [&str; 3] = [
-    "tkc-prod-7xk2p-4rz8m",
-    "tkc-prod-7xk2p-9qtvw",
-    "tkc-prod-7xk2p-bx2lk",
-];
+use common::article::*;
 
 struct World {
     env: Env,
@@ -83,38 +76,34 @@ impl World {
     }
 
     fn diagnose_via_ssh_env(&self, extra: &[&str], tmpdir: &Path, envs: &[(&str, &str)]) -> Run {
+        let mut args = vec!["--connect-timeout", "2s"];
+        args.extend_from_slice(extra);
+        let mut cmd = self.ssh_command(&args, tmpdir);
+        cmd.envs(envs.iter().copied());
+        Run::from(cmd.output().unwrap())
+    }
+
+    /// `kubectl etcdnet diagnose --via ssh` on the admin side, not yet started.
+    fn ssh_command(&self, extra: &[&str], tmpdir: &Path) -> std::process::Command {
         self.forward_supervisor();
         let bin_dir = Path::new(PLUGIN).parent().unwrap();
         let mut argv = vec![
-            KUBECTL.to_string(),
-            "etcdnet".into(),
-            "diagnose".into(),
-            CLUSTER.into(),
-            "-n".into(),
-            NS.into(),
-            "--via".into(),
-            "ssh".into(),
-            "--connect-timeout".into(),
-            "2s".into(),
-            "--api-timeout".into(),
-            "1s".into(),
+            KUBECTL, "etcdnet", "diagnose", CLUSTER, "-n", NS, "--via", "ssh",
         ];
-        argv.extend(extra.iter().map(|s| s.to_string()));
+        argv.extend(["--api-timeout", "1s"]);
+        argv.extend_from_slice(extra);
         let mut cmd = self.lab.admin_command(&argv);
-        cmd.env(
-            "PATH",
-            format!(
-                "{}:{}",
-                bin_dir.display(),
-                std::env::var("PATH").unwrap_or_default()
-            ),
-        )
-        .env("KUBECONFIG", &self.env.kubeconfig)
-        .env("HOME", self.env.dir.path())
-        .env("TMPDIR", tmpdir)
-        .env("NO_COLOR", "1")
-        .envs(envs.iter().copied());
-        Run::from(cmd.output().unwrap())
+        let path = format!(
+            "{}:{}",
+            bin_dir.display(),
+            std::env::var("PATH").unwrap_or_default()
+        );
+        cmd.env("PATH", path)
+            .env("KUBECONFIG", &self.env.kubeconfig)
+            .env("HOME", self.env.dir.path())
+            .env("TMPDIR", tmpdir)
+            .env("NO_COLOR", "1");
+        cmd
     }
 
     fn assert_no_pod_left(&self) {
@@ -411,34 +400,9 @@ fn sigint_leaves_no_pod_and_no_key_file() {
 
     // ssh: interrupt while the ssh sessions run; the temporary key must be gone.
     let tmp = tempfile::tempdir().unwrap();
-    w.forward_supervisor();
-    let bin_dir = Path::new(PLUGIN).parent().unwrap();
-    let mut cmd = w.lab.admin_command(&[
-        PLUGIN,
-        "diagnose",
-        CLUSTER,
-        "-n",
-        NS,
-        "--via",
-        "ssh",
-        "--connect-timeout",
-        "5s",
-        "--api-timeout",
-        "1s",
-    ]);
-    cmd.env(
-        "PATH",
-        format!(
-            "{}:{}",
-            bin_dir.display(),
-            std::env::var("PATH").unwrap_or_default()
-        ),
-    )
-    .env("KUBECONFIG", &w.env.kubeconfig)
-    .env("HOME", w.env.dir.path())
-    .env("TMPDIR", tmp.path())
-    .stdout(std::process::Stdio::piped())
-    .stderr(std::process::Stdio::piped());
+    let mut cmd = w.ssh_command(&["--connect-timeout", "5s"], tmp.path());
+    cmd.stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
     // `ip netns exec` execs the plugin in place: the child is the plugin. Interrupt once the
     // temporary key exists (the ssh sessions are then starting).
     let run = interrupt_when(

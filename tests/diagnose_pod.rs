@@ -14,14 +14,7 @@ use etcdnet_fakeapi::labplan;
 use etcdnet_lab::{skip_if_unavailable, Fault, Lab};
 use serde_json::Value;
 
-const SET: &str = "quorum-lost";
-const NS: &str = "ns-prod";
-const CLUSTER: &str = "tkc-prod";
-const CP: [&str; 3] = [
-    "tkc-prod-7xk2p-4rz8m",
-    "tkc-prod-7xk2p-9qtvw",
-    "tkc-prod-7xk2p-bx2lk",
-];
+use common::article::*;
 
 /// A lab whose nodes are the Supervisor set's control-plane VMs, and a world around it.
 struct LabEnv {

@@ -9,6 +9,19 @@ use std::process::{Command, Output};
 pub use etcdnet_fakeapi::{FakeApi, FakeConfig, Workload};
 
 pub const PLUGIN: &str = env!("CARGO_BIN_EXE_kubectl-etcdnet");
+
+/// The support article's cluster (fixture set `quorum-lost`): its namespace, name and the
+/// control-plane nodes, which the lab builds with the same names and IPs (198.18.0.11-13).
+pub mod article {
+    pub const SET: &str = "quorum-lost";
+    pub const NS: &str = "ns-prod";
+    pub const CLUSTER: &str = "tkc-prod";
+    pub const CP: [&str; 3] = [
+        "tkc-prod-7xk2p-4rz8m",
+        "tkc-prod-7xk2p-9qtvw",
+        "tkc-prod-7xk2p-bx2lk",
+    ];
+}
 pub const KUBECTL: &str = "/usr/bin/kubectl";
 
 /// Secret material planted in the fixtures: it must never appear in any output.
