@@ -253,18 +253,13 @@ async fn probe_with_pods(
     keep: bool,
     progress: &Progress,
 ) -> Vec<NodeReport> {
-    let done = std::sync::atomic::AtomicUsize::new(0);
-    let total = plans.len();
-    progress.stage(format!(
-        "probing {total} control-plane nodes with pods (0/{total} done)"
-    ));
-    let done = &done;
+    let steps = &progress.steps(
+        format!("probing {} control-plane nodes with pods", plans.len()),
+        plans.len(),
+    );
     let runs = plans.iter().map(|p| async move {
         let outcome = match &p.probe {
-            None => Err(ReachError {
-                kind: ReachErrorKind::NoAddress,
-                message: "the VirtualMachine has no IP address yet".into(),
-            }),
+            None => Err(ReachError::no_address()),
             Some(probe) => {
                 let pod = pod::debug_pod(&p.target, settings, &script::argv(probe));
                 match lifecycle::run(api, &pod, tracker, bound, keep).await {
@@ -282,10 +277,7 @@ async fn probe_with_pods(
                 }
             }
         };
-        let n = done.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
-        progress.stage(format!(
-            "probing {total} control-plane nodes with pods ({n}/{total} done)"
-        ));
+        steps.one_done();
         NodeReport {
             name: p.target.name.clone(),
             ip: p.ip,
@@ -297,29 +289,22 @@ async fn probe_with_pods(
 }
 
 fn unreachable_all(plans: &[Plan], kind: ReachErrorKind, why: &str) -> Vec<NodeReport> {
-    plans
-        .iter()
-        .map(|p| NodeReport {
-            name: p.target.name.clone(),
-            ip: p.ip,
-            outcome: Err(ReachError {
-                kind,
-                message: why.to_string(),
-            }),
-            reach: vec![],
-        })
-        .collect()
+    let error = ReachError {
+        kind,
+        message: why.to_string(),
+    };
+    plans.iter().map(|p| p.failed(error.clone())).collect()
 }
 
-fn no_address(p: &Plan) -> NodeReport {
-    NodeReport {
-        name: p.target.name.clone(),
-        ip: p.ip,
-        outcome: Err(ReachError {
-            kind: ReachErrorKind::NoAddress,
-            message: "the VirtualMachine has no IP address yet".into(),
-        }),
-        reach: vec![],
+impl Plan {
+    /// This node's report when it could not be probed.
+    fn failed(&self, error: ReachError) -> NodeReport {
+        NodeReport {
+            name: self.target.name.clone(),
+            ip: self.ip,
+            outcome: Err(error),
+            reach: vec![],
+        }
     }
 }
 
@@ -333,15 +318,16 @@ async fn probe_with_jumpbox(
     keep: bool,
     progress: &Progress,
 ) -> Vec<NodeReport> {
-    let total = plans.len();
-    let done = std::sync::atomic::AtomicUsize::new(0);
-    let done = &done;
-    progress.stage(format!(
-        "probing {total} control-plane VMs through jumpbox pods in the Supervisor (0/{total} done)"
-    ));
+    let steps = &progress.steps(
+        format!(
+            "probing {} control-plane VMs through jumpbox pods in the Supervisor",
+            plans.len()
+        ),
+        plans.len(),
+    );
     let runs = plans.iter().map(|p| async move {
         let (Some(ip), Some(probe)) = (p.ip, p.probe.as_ref()) else {
-            return no_address(p);
+            return p.failed(ReachError::no_address());
         };
         let ip = ip.to_string();
         let pod = jumpbox::jumpbox_pod(&p.target.name, &ip, probe, s);
@@ -359,8 +345,7 @@ async fn probe_with_jumpbox(
                 NodeReport { name: p.target.name.clone(), ip: p.ip, outcome: Err(e), reach: vec![] }
             }
         };
-        let n = done.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
-        progress.stage(format!("probing {total} control-plane VMs through jumpbox pods in the Supervisor ({n}/{total} done)"));
+        steps.one_done();
         report
     });
     futures::future::join_all(runs).await

@@ -3,6 +3,7 @@
 
 use std::borrow::Cow;
 use std::io::IsTerminal;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
@@ -45,6 +46,38 @@ impl Progress {
     /// Clears the line before the report is printed.
     pub fn finish(&self) {
         self.bar.finish_and_clear();
+    }
+}
+
+/// A stage made of `total` steps that finish in any order: "WHAT (n/total done)".
+pub struct Steps<'a> {
+    progress: &'a Progress,
+    what: String,
+    total: usize,
+    done: AtomicUsize,
+}
+
+impl Progress {
+    pub fn steps(&self, what: impl Into<String>, total: usize) -> Steps<'_> {
+        let steps = Steps {
+            progress: self,
+            what: what.into(),
+            total,
+            done: AtomicUsize::new(0),
+        };
+        steps.show(0);
+        steps
+    }
+}
+
+impl Steps<'_> {
+    pub fn one_done(&self) {
+        self.show(self.done.fetch_add(1, Ordering::Relaxed) + 1);
+    }
+
+    fn show(&self, n: usize) {
+        self.progress
+            .stage(format!("{} ({n}/{} done)", self.what, self.total));
     }
 }
 

@@ -64,6 +64,16 @@ pub struct PortReach {
     pub state: PortState,
 }
 
+impl ReachError {
+    /// A VM without an IP cannot be reached by any route.
+    pub fn no_address() -> ReachError {
+        ReachError {
+            kind: ReachErrorKind::NoAddress,
+            message: "the VirtualMachine has no IP address yet".into(),
+        }
+    }
+}
+
 /// One control-plane node's probe result.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]

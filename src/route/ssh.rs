@@ -196,10 +196,7 @@ pub async fn probe_all(
             (Some(ip), Some(probe)) => {
                 probe_one(&ip.to_string(), probe, settings, identity, bound).await
             }
-            _ => Err(ReachError {
-                kind: ReachErrorKind::NoAddress,
-                message: "the VirtualMachine has no IP address yet".into(),
-            }),
+            _ => Err(ReachError::no_address()),
         };
         NodeReport {
             name: t.name.clone(),
