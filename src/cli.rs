@@ -1,12 +1,21 @@
 //! The command line, in kubectl's conventions. clap derive only: this module turns argv into
 //! validated values and never talks to a cluster. Names are checked here, before any request is
-//! made, so a typo never reaches the API server.
+//! made, so a typo never reaches the API server. The `*_options` methods hand the commands plain
+//! values: nothing below the commands sees a clap type.
 
 use std::path::PathBuf;
 use std::time::Duration;
 
+use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use clap_complete::Shell;
+
+use crate::commands::cleanup::CleanupOptions;
+use crate::commands::status::StatusOptions;
+use crate::connect::ConnectOptions;
+use crate::names::{validate_dns1123_label, validate_dns1123_subdomain};
+use crate::plan::{DiagnoseOptions, Via};
+use crate::render::Format;
 
 /// Appended to `--help`: scripts depend on these, so they are part of the interface.
 pub const EXIT_CODES_HELP: &str = "\
@@ -87,6 +96,8 @@ pub enum OutputFormat {
     Yaml,
 }
 
+// Parsed once per run: the size of the largest variant costs nothing worth a Box.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Show a cluster's control plane as the Supervisor sees it, and whether its API answers
@@ -156,7 +167,7 @@ pub struct DiagnoseArgs {
     pub cluster: String,
 
     /// How to reach the nodes (auto: pod when the workload API answers, else jumpbox)
-    #[arg(long, value_enum, default_value_t = Via::Auto)]
+    #[arg(long, value_name = "VIA", default_value = "auto", value_parser = via_parser())]
     pub via: Via,
 
     /// The node user for the jumpbox and ssh routes (has passwordless sudo)
@@ -216,17 +227,20 @@ pub struct DiagnoseArgs {
     pub api_timeout: Duration,
 }
 
-/// Routes to the nodes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum Via {
-    /// pod when the workload API answers, else jumpbox
-    Auto,
-    /// A privileged pod pinned to each node, through the workload cluster's API
-    Pod,
-    /// A pod per VM in the vSphere Namespace that SSHes to the VM with the <cluster>-ssh key
-    Jumpbox,
-    /// ssh from this machine to each VM (VMs routable from here, or --ssh-option ProxyJump=...)
-    Ssh,
+/// `--via`: `auto`, or the name of a route in [`crate::route::ROUTES`] (with its help line).
+fn via_parser() -> impl TypedValueParser<Value = Via> {
+    let values = std::iter::once(
+        PossibleValue::new("auto").help("pod when the workload API answers, else jumpbox"),
+    )
+    .chain(
+        crate::route::ROUTES
+            .iter()
+            .map(|r| PossibleValue::new(r.name()).help(r.help())),
+    );
+    PossibleValuesParser::new(values).map(|name| match crate::route::by_name(&name) {
+        Some(route) => Via::Route(route),
+        None => Via::Auto,
+    })
 }
 
 #[derive(Debug, Clone, Args)]
@@ -246,6 +260,70 @@ pub struct CleanupArgs {
     /// List what would be deleted, delete nothing
     #[arg(long)]
     pub dry_run: bool,
+}
+
+impl GlobalArgs {
+    pub fn connect_options(&self) -> ConnectOptions {
+        ConnectOptions {
+            kubeconfig: self.kubeconfig.clone(),
+            context: self.context.clone(),
+            namespace: self.namespace.clone(),
+            request_timeout: self.request_timeout,
+        }
+    }
+
+    pub fn format(&self) -> Format {
+        match self.output {
+            OutputFormat::Table => Format::Table,
+            OutputFormat::Wide => Format::Wide,
+            OutputFormat::Json => Format::Json,
+            OutputFormat::Yaml => Format::Yaml,
+        }
+    }
+}
+
+impl StatusArgs {
+    pub fn options(&self) -> StatusOptions {
+        StatusOptions {
+            cluster: self.cluster.clone(),
+            api_timeout: self.api_timeout,
+        }
+    }
+}
+
+impl DiagnoseArgs {
+    pub fn options(&self) -> DiagnoseOptions {
+        DiagnoseOptions {
+            cluster: self.cluster.clone(),
+            via: self.via,
+            ssh_user: self.ssh_user.clone(),
+            ssh_key: crate::plan::ssh_key(self.ssh_identity.clone(), self.ssh_agent),
+            ssh_options: self.ssh_option.clone(),
+            jumpbox_image: self.jumpbox_image.clone(),
+            image: self.image.clone(),
+            image_pull_secret: self.image_pull_secret.clone(),
+            pod_namespace: self.pod_namespace.clone(),
+            connect_timeout: self.connect_timeout,
+            timeout: self.timeout,
+            log_lines: self.log_lines,
+            keep_pods: self.keep_pods,
+            dry_run: self.dry_run,
+            api_timeout: self.api_timeout,
+            parallel: crate::route::DEFAULT_PARALLEL,
+        }
+    }
+}
+
+impl CleanupArgs {
+    pub fn options(&self, global: &GlobalArgs) -> CleanupOptions {
+        CleanupOptions {
+            cluster: self.cluster.clone(),
+            all_namespaces: self.all_namespaces,
+            older_than: self.older_than,
+            dry_run: self.dry_run,
+            request_timeout: global.request_timeout,
+        }
+    }
 }
 
 /// Kubernetes namespaces are RFC 1123 labels.
@@ -272,48 +350,6 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
         .map_err(|e| format!("{e} (use a duration such as 5s, 1m or 500ms)"))
 }
 
-/// RFC 1123 label: at most 63 characters of [a-z0-9-], starting and ending alphanumeric.
-pub fn validate_dns1123_label(s: &str) -> Result<(), String> {
-    if s.is_empty() {
-        return Err("it is empty".into());
-    }
-    if s.len() > 63 {
-        return Err(format!("{} characters, at most 63 are allowed", s.len()));
-    }
-    if let Some(c) = s
-        .chars()
-        .find(|c| !(c.is_ascii_lowercase() || c.is_ascii_digit() || *c == '-'))
-    {
-        return Err(format!(
-            "{c:?} is not allowed: use lowercase letters, digits and '-'"
-        ));
-    }
-    if s.starts_with('-') || s.ends_with('-') {
-        return Err("it must start and end with a letter or digit".into());
-    }
-    Ok(())
-}
-
-/// RFC 1123 subdomain: dot-separated labels, at most 253 characters.
-pub fn validate_dns1123_subdomain(s: &str) -> Result<(), String> {
-    if s.len() > 253 {
-        return Err(format!("{} characters, at most 253 are allowed", s.len()));
-    }
-    if s.is_empty() {
-        return Err("it is empty".into());
-    }
-    for label in s.split('.') {
-        validate_dns1123_label(label).map_err(|e| {
-            if label.is_empty() {
-                "it has an empty part between dots".to_string()
-            } else {
-                e
-            }
-        })?;
-    }
-    Ok(())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -325,25 +361,25 @@ mod tests {
     }
 
     #[test]
-    fn names() {
-        for ok in ["tkc", "tkc-prod", "a1", "tkc.prod", &"a".repeat(63)] {
-            assert!(validate_dns1123_subdomain(ok).is_ok(), "{ok}");
+    fn via_takes_auto_and_every_route() {
+        let via = |v: &str| {
+            Cli::try_parse_from(["kubectl-etcdnet", "diagnose", "tkc", "--via", v]).map(|c| match c
+                .command
+            {
+                Command::Diagnose(d) => d.options().via,
+                _ => unreachable!(),
+            })
+        };
+        assert!(matches!(via("auto").unwrap(), Via::Auto));
+        for r in crate::route::ROUTES {
+            match via(r.name()).unwrap() {
+                Via::Route(got) => assert_eq!(got.name(), r.name()),
+                Via::Auto => panic!("{} parsed as auto", r.name()),
+            }
         }
-        for bad in [
-            "",
-            "Tkc",
-            "tkc_prod",
-            "-tkc",
-            "tkc-",
-            "tkc..prod",
-            "tkc/prod",
-            "tkc prod",
-            &"a".repeat(64),
-        ] {
-            assert!(validate_dns1123_subdomain(bad).is_err(), "{bad:?}");
-        }
-        assert!(validate_dns1123_label("ns.prod").is_err());
-        assert!(validate_dns1123_label("ns-prod").is_ok());
+        let e = via("telnet").unwrap_err();
+        assert_eq!(e.exit_code(), 2);
+        assert!(e.to_string().contains("possible values"), "{e}");
     }
 
     #[test]

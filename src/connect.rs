@@ -5,8 +5,23 @@
 use kube::config::{KubeConfigOptions, Kubeconfig, KubeconfigError};
 use kube::{Client, Config};
 
-use crate::cli::{validate_dns1123_label, GlobalArgs};
+use std::path::PathBuf;
+use std::time::Duration;
+
 use crate::error::{Error, Result};
+use crate::names::validate_dns1123_label;
+
+/// kubectl's connection flags, resolved.
+#[derive(Debug, Clone, Default)]
+pub struct ConnectOptions {
+    /// `--kubeconfig`; else `$KUBECONFIG`, else `~/.kube/config`.
+    pub kubeconfig: Option<PathBuf>,
+    pub context: Option<String>,
+    /// `-n`; else the context's namespace.
+    pub namespace: Option<String>,
+    /// Bound of each request to the Supervisor API.
+    pub request_timeout: Duration,
+}
 
 pub struct Connection {
     pub client: Client,
@@ -21,7 +36,15 @@ pub struct Connection {
 /// Kubeconfig errors are re-worded: the YAML parser's messages can quote values, and a
 /// kubeconfig's values include tokens and keys.
 fn config_error(where_: &str, e: KubeconfigError) -> Error {
-    let why = match &e {
+    Error::Kubeconfig {
+        location: where_.to_string(),
+        why: reword(&e),
+        source: Some(Box::new(e)),
+    }
+}
+
+fn reword(e: &KubeconfigError) -> String {
+    match e {
         KubeconfigError::ReadConfig(io, path) => format!("cannot read {}: {io}", path.display()),
         KubeconfigError::Parse(_) | KubeconfigError::InvalidStructure(_) => {
             "it is not a valid kubeconfig (YAML)".to_string()
@@ -35,11 +58,10 @@ fn config_error(where_: &str, e: KubeconfigError) -> Error {
             format!("cluster {c:?} of the context not found")
         }
         other => other.to_string(),
-    };
-    Error::Config(format!("kubeconfig {where_}: {why}"))
+    }
 }
 
-pub async fn connect(g: &GlobalArgs) -> Result<Connection> {
+pub async fn connect(g: &ConnectOptions) -> Result<Connection> {
     let (kubeconfig, where_) = match &g.kubeconfig {
         Some(path) => (Kubeconfig::read_from(path), format!("{}", path.display())),
         None => (
@@ -54,7 +76,13 @@ pub async fn connect(g: &GlobalArgs) -> Result<Connection> {
         .or_else(|| kubeconfig.current_context.clone())
     {
         Some(c) => c,
-        None => return Err(config_error(&where_, KubeconfigError::CurrentContextNotSet)),
+        None => {
+            return Err(Error::Kubeconfig {
+                why: reword(&KubeconfigError::CurrentContextNotSet),
+                location: where_,
+                source: None,
+            })
+        }
     };
     if !kubeconfig.contexts.iter().any(|c| c.name == context) {
         let mut known: Vec<&str> = kubeconfig
@@ -63,7 +91,7 @@ pub async fn connect(g: &GlobalArgs) -> Result<Connection> {
             .map(|c| c.name.as_str())
             .collect();
         known.sort();
-        return Err(Error::Config(format!(
+        return Err(Error::config(format!(
             "context {context:?} not found in kubeconfig {where_} (contexts: {})",
             if known.is_empty() {
                 "none".to_string()
@@ -97,10 +125,7 @@ pub async fn connect(g: &GlobalArgs) -> Result<Connection> {
     };
     let server = config.cluster_url.to_string();
     let client = Client::try_from(config).map_err(|e| {
-        Error::Config(format!(
-            "cannot build a client for context {context:?}: {}",
-            crate::error::chain(&e)
-        ))
+        Error::config_from(format!("cannot build a client for context {context:?}"), e)
     })?;
     Ok(Connection {
         client,

@@ -1,13 +1,17 @@
-//! One error type for the whole library. Every variant knows its exit code, so `main` only has to
-//! print the message once and exit with `Error::exit_code`.
+//! One error type for the whole library. Each variant keeps what caused it (the `kube::Error`,
+//! the `io::Error`, ...) as its `source`; its exit code and the one line the user reads are
+//! derived from it, so `main` only prints `error: {e}` and exits with [`Error::exit_code`].
 //!
 //! Exit codes (the contract with shell scripts, documented in the README and `--help`):
 //! - 0: everything checked is fine;
 //! - 1: the run completed and found a problem (see the report);
 //! - 2: usage or configuration error (bad flag, bad name, no kubeconfig, wrong context);
-//! - 3: could not complete (API error, permission denied, timeout).
+//! - 3: could not complete (API error, permission denied, timeout);
+//! - 130: interrupted, after deleting what the run created.
 
 use std::fmt;
+
+use kube::config::KubeconfigError;
 
 /// Exit code: the run completed and everything checked is fine.
 pub const EXIT_OK: i32 = 0;
@@ -27,9 +31,25 @@ pub enum Error {
     #[error("{0}")]
     Usage(String),
 
-    /// The kubeconfig could not be read or does not have what was asked for.
-    #[error("{0}")]
-    Config(String),
+    /// The admin's kubeconfig could not be read or does not have what was asked for. `why` is
+    /// our own wording: the parser's message can quote values, and a kubeconfig's values include
+    /// tokens and keys, so the source is kept for `-vvv` debugging but never printed.
+    #[error("kubeconfig {location}: {why}")]
+    Kubeconfig {
+        location: String,
+        why: String,
+        #[source]
+        source: Option<Box<KubeconfigError>>,
+    },
+
+    /// Something the run needs is not usable as it is (a secret without its key, a key file
+    /// that cannot be written, a client that cannot be built).
+    #[error("{what}{}", source.as_ref().map(|s| format!(": {}", chain(s.as_ref()))).unwrap_or_default())]
+    Config {
+        what: String,
+        #[source]
+        source: Option<Box<dyn std::error::Error + Send + Sync>>,
+    },
 
     /// The current context does not serve the Supervisor's APIs.
     #[error(
@@ -38,57 +58,142 @@ pub enum Error {
     )]
     NotSupervisor { context: String, missing: String },
 
-    /// The named cluster is not in the namespace.
-    #[error("{0}")]
-    ClusterNotFound(String),
+    /// The named cluster is not in the namespace; `existing` says which ones are.
+    #[error(
+        "cluster {name:?} not found in namespace {namespace:?} (context {context:?}); {existing}"
+    )]
+    ClusterNotFound {
+        name: String,
+        namespace: String,
+        context: String,
+        existing: String,
+    },
 
-    /// The API server refused a request (403).
-    #[error("{0}")]
-    Forbidden(String),
+    /// A request to an API server failed: refused (403 and others) or never answered. Boxed to
+    /// keep `Result<T, Error>` small; `source()` is the `kube::Error` itself.
+    #[error(transparent)]
+    Kube(Box<KubeFailure>),
 
-    /// Any other failure talking to the API server.
-    #[error("{0}")]
-    Api(String),
+    /// Ctrl-C, SIGTERM; what the run created was cleaned up.
+    #[error("interrupted; every probe pod created was deleted")]
+    Interrupted,
 
-    /// A bound ran out.
-    #[error("{0}")]
-    Timeout(String),
-
-    /// Ctrl-C or SIGTERM; what the run created was cleaned up.
-    #[error("{0}")]
-    Interrupted(String),
-
-    /// Writing the output failed (e.g. a closed pipe).
-    #[error("cannot write output: {0}")]
-    Output(String),
+    /// The report could not be serialized.
+    #[error("cannot write output: {source}")]
+    Output {
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
 }
 
 impl Error {
     pub fn exit_code(&self) -> i32 {
         match self {
             Error::Usage(_)
-            | Error::Config(_)
+            | Error::Kubeconfig { .. }
+            | Error::Config { .. }
             | Error::NotSupervisor { .. }
-            | Error::ClusterNotFound(_) => EXIT_USAGE,
-            Error::Forbidden(_) | Error::Api(_) | Error::Timeout(_) | Error::Output(_) => {
-                EXIT_INCOMPLETE
-            }
-            Error::Interrupted(_) => EXIT_INTERRUPTED,
+            | Error::ClusterNotFound { .. } => EXIT_USAGE,
+            Error::Kube(_) | Error::Output { .. } => EXIT_INCOMPLETE,
+            Error::Interrupted => EXIT_INTERRUPTED,
         }
     }
 
-    /// Wraps a kube client error with what we were doing, keeping the API server's own message
-    /// (it names the resource and, for 403, the user and verb) and adding what to do about it.
-    pub fn from_kube(doing: impl fmt::Display, err: kube::Error) -> Error {
-        match err {
-            kube::Error::Api(status) if status.code == 403 => Error::Forbidden(format!(
-                "{doing}: {} (grant the Role in the README's RBAC section, or use an account that has it)",
-                status.message
-            )),
-            kube::Error::Api(status) => {
-                Error::Api(format!("{doing}: {} ({})", status.message, status.code))
+    /// A request failed while `doing` something; the API server's own message is kept (it names
+    /// the resource and, for 403, the user and verb) and what to do about it is added.
+    pub fn kube(doing: impl fmt::Display, source: kube::Error) -> Error {
+        Error::Kube(Box::new(KubeFailure {
+            doing: doing.to_string(),
+            hint: None,
+            source,
+        }))
+    }
+
+    /// A configuration problem of ours, without an underlying error.
+    pub fn config(what: impl Into<String>) -> Error {
+        Error::Config {
+            what: what.into(),
+            source: None,
+        }
+    }
+
+    /// A configuration problem caused by `source`.
+    pub fn config_from(
+        what: impl Into<String>,
+        source: impl std::error::Error + Send + Sync + 'static,
+    ) -> Error {
+        Error::Config {
+            what: what.into(),
+            source: Some(Box::new(source)),
+        }
+    }
+
+    /// Adds what to check when the server could not be reached; a refusal (403) needs none.
+    pub fn with_unreachable_hint(self, hint: impl FnOnce() -> String) -> Error {
+        match self {
+            Error::Kube(mut f) if f.hint.is_none() && !f.source.is_forbidden() => {
+                f.hint = Some(hint());
+                Error::Kube(f)
             }
-            other => Error::Api(format!("{doing}: {}", crate::error::chain(&other))),
+            other => other,
+        }
+    }
+}
+
+/// A failed request: what we were doing, what to check, and the client's own error.
+#[derive(Debug, thiserror::Error)]
+#[error("{}", kube_line(doing, source, hint.as_deref()))]
+pub struct KubeFailure {
+    /// What we were doing ("listing Machines in namespace \"ns\"").
+    pub doing: String,
+    /// What to check when the server could not be reached at all.
+    pub hint: Option<String>,
+    #[source]
+    pub source: kube::Error,
+}
+
+/// The user's line for a failed request.
+fn kube_line(doing: &str, err: &kube::Error, hint: Option<&str>) -> String {
+    let line = match err {
+        kube::Error::Api(status) if status.code == 403 => format!(
+            "{doing}: {} (grant the Role in the README's RBAC section, or use an account that has it)",
+            status.message
+        ),
+        kube::Error::Api(status) => format!("{doing}: {} ({})", status.message, status.code),
+        other => format!("{doing}: {}", chain(other)),
+    };
+    match hint {
+        Some(h) => format!("{line} ({h})"),
+        None => line,
+    }
+}
+
+/// What an API server's answer was, without matching on `kube::Error` by hand everywhere.
+pub trait KubeErrorExt {
+    /// The HTTP status of an API server's `Status` answer; `None` when it never answered.
+    fn status_code(&self) -> Option<u16>;
+    /// The `Status` message the server gave, if it answered.
+    fn status_message(&self) -> Option<&str>;
+
+    fn is_not_found(&self) -> bool {
+        self.status_code() == Some(404)
+    }
+    fn is_forbidden(&self) -> bool {
+        self.status_code() == Some(403)
+    }
+}
+
+impl KubeErrorExt for kube::Error {
+    fn status_code(&self) -> Option<u16> {
+        match self {
+            kube::Error::Api(s) => Some(s.code),
+            _ => None,
+        }
+    }
+    fn status_message(&self) -> Option<&str> {
+        match self {
+            kube::Error::Api(s) => Some(s.message.as_str()),
+            _ => None,
         }
     }
 }
@@ -115,6 +220,11 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 mod tests {
     use super::*;
 
+    fn api_error(code: u16, message: &str) -> kube::Error {
+        let status = kube::core::Status::failure(message, "Reason").with_code(code);
+        kube::Error::Api(Box::new(status))
+    }
+
     #[test]
     fn exit_codes_by_kind() {
         assert_eq!(Error::Usage("x".into()).exit_code(), EXIT_USAGE);
@@ -126,21 +236,44 @@ mod tests {
             .exit_code(),
             EXIT_USAGE
         );
-        assert_eq!(Error::Forbidden("x".into()).exit_code(), EXIT_INCOMPLETE);
-        assert_eq!(Error::Timeout("x".into()).exit_code(), EXIT_INCOMPLETE);
+        assert_eq!(
+            Error::kube("x", api_error(403, "no")).exit_code(),
+            EXIT_INCOMPLETE
+        );
+        assert_eq!(Error::Interrupted.exit_code(), EXIT_INTERRUPTED);
     }
 
     #[test]
-    fn forbidden_keeps_the_servers_message() {
-        let status = kube::core::Status::failure(
-            "machines.cluster.x-k8s.io is forbidden: User \"u\" cannot list resource \"machines\"",
-            "Forbidden",
-        )
-        .with_code(403);
-        let err = Error::from_kube("listing Machines", kube::Error::Api(Box::new(status)));
+    fn forbidden_keeps_the_servers_message_and_its_source() {
+        let err = Error::kube(
+            "listing Machines",
+            api_error(
+                403,
+                "machines.cluster.x-k8s.io is forbidden: User \"u\" cannot list resource \"machines\"",
+            ),
+        );
         assert_eq!(err.exit_code(), EXIT_INCOMPLETE);
         let msg = err.to_string();
         assert!(msg.starts_with("listing Machines: machines.cluster.x-k8s.io is forbidden"));
         assert!(msg.contains("RBAC"));
+        let source = std::error::Error::source(&err).expect("the kube error is kept");
+        assert!(source.downcast_ref::<kube::Error>().is_some());
+        // A refusal is not a reachability problem: no hint is added.
+        let same = err.with_unreachable_hint(|| "is it up?".into()).to_string();
+        assert_eq!(same, msg);
+    }
+
+    #[test]
+    fn other_answers_keep_their_code_and_take_a_hint() {
+        let err = Error::kube("discovery", api_error(500, "boom"))
+            .with_unreachable_hint(|| "is it up?".into());
+        assert_eq!(err.to_string(), "discovery: boom (500) (is it up?)");
+    }
+
+    #[test]
+    fn status_codes_without_matching_by_hand() {
+        assert!(api_error(404, "gone").is_not_found());
+        assert!(api_error(403, "no").is_forbidden());
+        assert_eq!(api_error(409, "exists").status_message(), Some("exists"));
     }
 }

@@ -1,59 +1,66 @@
 //! kubectl-etcdnet: diagnose etcd quorum loss in vSphere Supervisor workload clusters.
 //!
-//! One run is a pipeline of plain values, one module a stage:
+//! One run is a pipeline of plain values, one module a stage (`diagnose`; `status` stops after
+//! the findings):
 //!
 //! ```text
-//! cli ─► connect ─► supervisor (find) ─► workload ─► analyse ─► report ─► render ─► String
+//! cli ──► connect ──► supervisor ──► workload ──► plan ──► route ──► analyse ──► report ──► render
+//! Options  Connection  ClusterFacts   WorkloadCheck  DiagnosePlan  Vec<NodeReport>  Diagnosis  DiagnoseReport  String
+//!                      (find)                                  (reach; runs probe)
 //! ```
 //!
-//! `main` is thin: it parses the command line, calls [`run`], prints the string it returns and
-//! exits with its code. Nothing below `run` writes to stdout.
+//! - `cli` turns argv into options; `commands::{status, diagnose, cleanup}` wire the stages,
+//!   one module per command; `main` prints the [`Outcome`] and exits with its code. Nothing
+//!   below `run` writes to stdout.
+//! - Each stage takes the values of the stages before it and the `kube::Client` from `connect`
+//!   (made there and only there), and returns a value; none calls back into a command or into
+//!   an earlier stage's logic. `probe` (the node script, its schema and parser, the log
+//!   classifier) is what the routes run and `analyse` reads.
+//!
+//! Layers, from the top: each module imports only modules below it (checked by
+//! `tests/architecture.rs`):
+//!
+//! ```text
+//! lib · cli · commands · plan · route · render · report · analyse · workload · supervisor ·
+//! connect · probe · {names, labels, progress, signal, error}
+//! ```
 
 pub mod analyse;
-pub mod cleanup;
 pub mod cli;
+pub mod commands;
 pub mod connect;
-pub mod diagnose;
 pub mod error;
 pub mod labels;
+pub mod names;
+pub mod plan;
 pub mod probe;
 pub mod progress;
 pub mod render;
 pub mod report;
 pub mod route;
+pub mod signal;
 pub mod supervisor;
 pub mod workload;
 
+#[cfg(test)]
+mod testing;
+
 use clap::CommandFactory;
 
-use crate::cli::{Cli, Command, OutputFormat};
-use crate::error::{Error, Result, EXIT_INCOMPLETE, EXIT_OK};
-use crate::report::StatusReport;
+use crate::cli::{Cli, Command};
+use crate::error::Result;
+use crate::render::Format;
 
-/// What a run prints and how it exits. Notes go to stderr after the output.
-#[derive(Debug)]
-pub struct Outcome {
-    pub stdout: String,
-    pub notes: Vec<String>,
-    pub exit_code: i32,
-}
+pub use commands::Outcome;
 
-impl Outcome {
-    fn ok(stdout: String) -> Outcome {
-        Outcome {
-            stdout,
-            notes: Vec::new(),
-            exit_code: EXIT_OK,
-        }
-    }
-}
-
+/// Dispatches one command line.
 pub async fn run(cli: Cli) -> Result<Outcome> {
     let g = &cli.global;
+    let format = g.format();
     match &cli.command {
-        Command::Version => Ok(Outcome::ok(match g.output {
-            OutputFormat::Json | OutputFormat::Yaml => {
-                render::structured(&report::VersionReport::current(), g.output)?
+        Command::Version => Ok(Outcome::ok(match format {
+            Format::Json | Format::Yaml => {
+                render::structured(&report::VersionReport::current(), format)?
             }
             _ => format!("kubectl-etcdnet {}\n", env!("CARGO_PKG_VERSION")),
         })),
@@ -68,169 +75,61 @@ pub async fn run(cli: Cli) -> Result<Outcome> {
             Ok(Outcome::ok(String::from_utf8_lossy(&buf).into_owned()))
         }
         Command::Status(args) => {
-            let conn = connect::connect(g).await?;
-            let report = status_report(&conn, &args.cluster, args.api_timeout).await?;
-            Ok(Outcome {
-                stdout: render::status(&report, g.output, render::Paint::detect())?,
-                notes: Vec::new(),
-                exit_code: report.result.exit_code,
-            })
+            let conn = connect::connect(&g.connect_options()).await?;
+            commands::status::run(&conn, &args.options(), format).await
         }
-        Command::Diagnose(args) => run_diagnose(g, args).await,
+        Command::Diagnose(args) => {
+            let conn = connect::connect(&g.connect_options()).await?;
+            commands::diagnose::run(&conn, &args.options(), format).await
+        }
         Command::Cleanup(args) => {
-            let conn = connect::connect(g).await?;
-            let scope = cleanup::CleanupScope {
-                namespace: (!args.all_namespaces).then_some(conn.namespace.as_str()),
-                older_than: args.older_than,
-                dry_run: args.dry_run,
-            };
-            let mut items = cleanup::clean(&conn.client, "supervisor", &scope).await?;
-            let mut skipped = Vec::new();
-            if let Some(cluster) = &args.cluster {
-                let workload_scope = cleanup::CleanupScope {
-                    namespace: None,
-                    ..scope
-                };
-                let found = async {
-                    let client =
-                        workload::client(&conn.client, &conn.namespace, cluster, g.request_timeout)
-                            .await?;
-                    cleanup::clean(&client, cluster, &workload_scope).await
-                };
-                match found.await {
-                    Ok(more) => items.extend(more),
-                    Err(e) => skipped.push(format!("workload cluster {cluster:?}: {e}")),
-                }
-            }
-            let failed = items.iter().any(|i| i.action.starts_with("error"));
-            let report = cleanup::CleanupReport::new(items, skipped);
-            let stdout = match g.output {
-                OutputFormat::Json | OutputFormat::Yaml => render::structured(&report, g.output)?,
-                _ => cleanup::render_table(&report),
-            };
-            Ok(Outcome {
-                stdout,
-                notes: Vec::new(),
-                exit_code: if failed || !report.skipped.is_empty() {
-                    EXIT_INCOMPLETE
-                } else {
-                    EXIT_OK
-                },
-            })
+            let conn = connect::connect(&g.connect_options()).await?;
+            commands::cleanup::run(&conn, &args.options(g), format).await
         }
     }
 }
 
-async fn run_diagnose(g: &cli::GlobalArgs, args: &cli::DiagnoseArgs) -> Result<Outcome> {
-    let conn = connect::connect(g).await?;
-    let tracker = route::lifecycle::PodTracker::default();
-    let progress = progress::Progress::for_stderr();
-    let result = tokio::select! {
-        r = diagnose::diagnose(&conn, args, &tracker, &progress) => r,
-        _ = shutdown_signal() => Err(diagnose::interrupted()),
-    };
-    progress.finish();
-    // Every way out passes here: delete what is left, unless asked to keep it.
-    let mut notes = Vec::new();
-    if args.keep_pods {
-        let kept = tracker.names();
-        if !kept.is_empty() {
-            notes.push(format!(
-                "kept {} probe pod(s) in namespace {} of the workload cluster: {}; remove them with: kubectl etcdnet cleanup {} -n {}",
-                kept.len(), args.pod_namespace, kept.join(", "), args.cluster, conn.namespace
-            ));
-        }
-    } else {
-        for failed in tracker.delete_all(std::time::Duration::from_secs(15)).await {
-            notes.push(format!("warning: could not delete probe pod {failed}; run: kubectl etcdnet cleanup {} -n {}", args.cluster, conn.namespace));
+#[cfg(test)]
+mod tests {
+    use serde::Serialize;
+    use strum::VariantArray;
+
+    /// Every enum a user sees as text says what its JSON says: no `Debug` form, no drift.
+    fn display_is_json<T: VariantArray + Serialize + std::fmt::Display>() {
+        for v in T::VARIANTS {
+            assert_eq!(
+                serde_json::to_value(v).unwrap(),
+                serde_json::Value::String(v.to_string()),
+                "{}",
+                std::any::type_name::<T>()
+            );
         }
     }
-    match result? {
-        diagnose::Diagnosed::DryRun(pods) => {
-            let format = if g.output == OutputFormat::Json {
-                OutputFormat::Json
-            } else {
-                OutputFormat::Yaml
-            };
-            let mut out = String::new();
-            for pod in &pods {
-                if format == OutputFormat::Yaml {
-                    out.push_str("---\n");
-                }
-                out.push_str(&render::structured(pod, format)?);
-            }
-            notes.push(format!(
-                "dry run: {} pod(s) shown, nothing created",
-                pods.len()
-            ));
-            Ok(Outcome {
-                stdout: out,
-                notes,
-                exit_code: EXIT_OK,
-            })
-        }
-        diagnose::Diagnosed::Report(report) => Ok(Outcome {
-            stdout: render::diagnose(&report, g.output, render::Paint::detect())?,
-            notes,
-            exit_code: report.result.exit_code,
-        }),
-    }
-}
 
-/// Resolves on SIGINT (Ctrl-C) or SIGTERM.
-async fn shutdown_signal() {
-    #[cfg(unix)]
-    {
-        let mut term =
-            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-                Ok(s) => s,
-                Err(_) => return std::future::pending().await,
-            };
-        tokio::select! {
-            _ = tokio::signal::ctrl_c() => {}
-            _ = term.recv() => {}
-        }
-    }
-    #[cfg(not(unix))]
-    {
-        let _ = tokio::signal::ctrl_c().await;
-    }
-}
-
-/// The Supervisor walk plus the workload API check, analysed.
-pub async fn status_report(
-    conn: &connect::Connection,
-    cluster: &str,
-    api_timeout: std::time::Duration,
-) -> Result<StatusReport> {
-    let facts = supervisor_facts(conn, cluster).await?;
-    let api = workload::check(&conn.client, &conn.namespace, cluster, api_timeout).await;
-    let findings = analyse::status_findings(&facts, &api);
-    Ok(StatusReport::new(facts, api, findings))
-}
-
-/// Discovery (is this a Supervisor, which versions) and the walk to the cluster's control plane.
-pub async fn supervisor_facts(
-    conn: &connect::Connection,
-    cluster: &str,
-) -> Result<supervisor::ClusterFacts> {
-    let apis = supervisor::discover(&conn.client, &conn.context)
-        .await
-        .map_err(|e| unreachable_hint(e, conn))?;
-    let scope = supervisor::Scope {
-        context: conn.context.clone(),
-        namespace: conn.namespace.clone(),
-    };
-    supervisor::find(&conn.client, &apis, &scope, cluster).await
-}
-
-/// The first request is where an unreachable Supervisor shows; say which server it was.
-fn unreachable_hint(e: Error, conn: &connect::Connection) -> Error {
-    match e {
-        Error::Api(msg) => Error::Api(format!(
-            "{msg} (is the Supervisor API at {} reachable, and the login still valid? try: kubectl --context {} get ns)",
-            conn.server, conn.context
-        )),
-        other => other,
+    #[test]
+    fn enums_shown_to_users_read_as_their_json() {
+        use crate::analyse::matrix::CellState;
+        use crate::analyse::verdict::VerdictCode;
+        use crate::analyse::{FindingCode, Severity};
+        use crate::probe::etcdlog::{LogFormat, LogKind};
+        use crate::probe::output::{HealthOutcome, RuntimeQuery, TcpOutcome, TlsOutcome};
+        use crate::probe::{PortState, ReachErrorKind};
+        use crate::supervisor::{PowerState, VmLabelScheme};
+        use crate::workload::ApiState;
+        display_is_json::<CellState>();
+        display_is_json::<VerdictCode>();
+        display_is_json::<FindingCode>();
+        display_is_json::<Severity>();
+        display_is_json::<LogFormat>();
+        display_is_json::<LogKind>();
+        display_is_json::<HealthOutcome>();
+        display_is_json::<RuntimeQuery>();
+        display_is_json::<TcpOutcome>();
+        display_is_json::<TlsOutcome>();
+        display_is_json::<PortState>();
+        display_is_json::<ReachErrorKind>();
+        display_is_json::<PowerState>();
+        display_is_json::<VmLabelScheme>();
+        display_is_json::<ApiState>();
     }
 }

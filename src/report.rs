@@ -4,16 +4,20 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::analyse::verdict::{Diagnosis, VerdictCode};
 use crate::analyse::{Finding, Severity};
 use crate::error::{EXIT_INCOMPLETE, EXIT_OK, EXIT_PROBLEM};
+use crate::probe::NodeReport;
 use crate::supervisor::{ApiVersions, ClusterFacts, ClusterInfo, ControlPlaneNode, KcpInfo};
 use crate::workload::{ApiState, WorkloadApi};
 
 pub const API_VERSION: &str = "etcdnet.kubectl.io/v1alpha1";
 
+/// What every report about one cluster starts with: which schema, and which cluster as the
+/// Supervisor sees it. Flattened into the reports, so the JSON has these fields at the top.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct StatusReport {
+pub struct ReportHeader {
     pub api_version: String,
     pub kind: String,
     pub context: String,
@@ -21,6 +25,29 @@ pub struct StatusReport {
     pub cluster: ClusterInfo,
     pub apis: ApiVersions,
     pub control_plane: ControlPlaneSummary,
+}
+
+impl ReportHeader {
+    /// The header of a `kind` report on `facts`, and the nodes the facts hold.
+    fn of(kind: &str, facts: ClusterFacts) -> (ReportHeader, Vec<ControlPlaneNode>) {
+        let header = ReportHeader {
+            api_version: API_VERSION.into(),
+            kind: kind.into(),
+            control_plane: ControlPlaneSummary::of(&facts),
+            context: facts.context,
+            namespace: facts.namespace,
+            cluster: facts.cluster,
+            apis: facts.apis,
+        };
+        (header, facts.nodes)
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StatusReport {
+    #[serde(flatten)]
+    pub header: ReportHeader,
     pub nodes: Vec<ControlPlaneNode>,
     pub workload_api: WorkloadApi,
     pub findings: Vec<Finding>,
@@ -79,15 +106,10 @@ impl StatusReport {
         } else {
             EXIT_OK
         };
+        let (header, nodes) = ReportHeader::of("StatusReport", facts);
         StatusReport {
-            api_version: API_VERSION.to_string(),
-            kind: "StatusReport".to_string(),
-            control_plane: ControlPlaneSummary::of(&facts),
-            context: facts.context,
-            namespace: facts.namespace,
-            cluster: facts.cluster,
-            apis: facts.apis,
-            nodes: facts.nodes,
+            header,
+            nodes,
             workload_api,
             result: RunResult {
                 healthy: findings.is_empty(),
@@ -159,13 +181,8 @@ pub struct DiagnoseResult {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct DiagnoseReport {
-    pub api_version: String,
-    pub kind: String,
-    pub context: String,
-    pub namespace: String,
-    pub cluster: ClusterInfo,
-    pub apis: ApiVersions,
-    pub control_plane: ControlPlaneSummary,
+    #[serde(flatten)]
+    pub header: ReportHeader,
     pub workload_api: WorkloadApi,
     pub route: RouteInfo,
     pub nodes: Vec<DiagnosedNode>,
@@ -177,27 +194,28 @@ pub struct DiagnoseReport {
 }
 
 impl DiagnoseReport {
-    /// Exit codes: 0 Healthy, 1 any other verdict, 3 when no node at all could be probed
-    /// (the diagnosis could not be made).
+    /// The report of a diagnosis made by `analyse` from these facts and node reports.
+    /// Exit codes: 0 Healthy, 1 any other verdict, 3 when no node at all could be probed (the
+    /// diagnosis could not be made).
     pub fn new(
         facts: ClusterFacts,
         workload_api: WorkloadApi,
         route: RouteInfo,
-        reports: Vec<crate::probe::NodeReport>,
+        reports: Vec<NodeReport>,
+        diagnosis: Diagnosis,
         duration_ms: u64,
     ) -> Self {
-        use crate::analyse::verdict::{diagnose, VerdictCode};
-        let diagnosis = diagnose(&facts, &reports);
         let reached = reports.iter().filter(|r| r.outcome.is_ok()).count();
         let exit_code = match diagnosis.verdict.code {
             VerdictCode::Healthy => EXIT_OK,
             _ if reached == 0 && !reports.is_empty() => EXIT_INCOMPLETE,
             _ => EXIT_PROBLEM,
         };
+        let (header, known) = ReportHeader::of("DiagnoseReport", facts);
         let nodes = reports
             .into_iter()
             .map(|r| {
-                let known = facts.nodes.iter().find(|n| n.name == r.name);
+                let known = known.iter().find(|n| n.name == r.name);
                 let supervisor_reach = r.reach;
                 let (probe, error) = match r.outcome {
                     Ok(mut p) => {
@@ -221,13 +239,7 @@ impl DiagnoseReport {
             })
             .collect::<Vec<_>>();
         DiagnoseReport {
-            api_version: API_VERSION.into(),
-            kind: "DiagnoseReport".into(),
-            control_plane: ControlPlaneSummary::of(&facts),
-            context: facts.context,
-            namespace: facts.namespace,
-            cluster: facts.cluster,
-            apis: facts.apis,
+            header,
             workload_api,
             route,
             result: DiagnoseResult {
@@ -240,6 +252,118 @@ impl DiagnoseReport {
             matrices: diagnosis.matrices,
             logs: diagnosis.logs,
             verdict: diagnosis.verdict,
+        }
+    }
+}
+
+/// One pod `cleanup` found.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CleanupItem {
+    /// `supervisor`, or the workload cluster's name.
+    pub cluster: String,
+    pub namespace: String,
+    pub name: String,
+    pub age_seconds: Option<u64>,
+    pub action: CleanupAction,
+}
+
+/// What `cleanup` did with a pod. In JSON a string: `deleted`, `would delete` (dry run), `kept`
+/// (younger than --older-than), or `error: ...`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(into = "String", from = "String")]
+pub enum CleanupAction {
+    Deleted,
+    WouldDelete,
+    Kept,
+    /// The delete failed; the one-line reason.
+    Failed(String),
+}
+
+impl CleanupAction {
+    pub fn is_failure(&self) -> bool {
+        matches!(self, CleanupAction::Failed(_))
+    }
+}
+
+impl std::fmt::Display for CleanupAction {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            CleanupAction::Deleted => f.write_str("deleted"),
+            CleanupAction::WouldDelete => f.write_str("would delete"),
+            CleanupAction::Kept => f.write_str("kept"),
+            CleanupAction::Failed(why) => write!(f, "error: {why}"),
+        }
+    }
+}
+
+impl From<CleanupAction> for String {
+    fn from(a: CleanupAction) -> String {
+        a.to_string()
+    }
+}
+
+impl From<String> for CleanupAction {
+    fn from(s: String) -> CleanupAction {
+        match s.as_str() {
+            "deleted" => CleanupAction::Deleted,
+            "would delete" => CleanupAction::WouldDelete,
+            "kept" => CleanupAction::Kept,
+            _ => CleanupAction::Failed(s.strip_prefix("error: ").unwrap_or(&s).to_string()),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CleanupReport {
+    pub api_version: String,
+    pub kind: String,
+    pub items: Vec<CleanupItem>,
+    /// Where we could not look (e.g. the workload API is down), one line each.
+    pub skipped: Vec<String>,
+}
+
+impl CleanupReport {
+    pub fn new(items: Vec<CleanupItem>, skipped: Vec<String>) -> Self {
+        CleanupReport {
+            api_version: API_VERSION.into(),
+            kind: "CleanupReport".into(),
+            items,
+            skipped,
+        }
+    }
+
+    /// Exit code: 3 when a delete failed or a cluster could not be looked at, else 0.
+    pub fn exit_code(&self) -> i32 {
+        if self.items.iter().any(|i| i.action.is_failure()) || !self.skipped.is_empty() {
+            EXIT_INCOMPLETE
+        } else {
+            EXIT_OK
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cleanup_actions_are_the_strings_scripts_match() {
+        for (action, text) in [
+            (CleanupAction::Deleted, "deleted"),
+            (CleanupAction::WouldDelete, "would delete"),
+            (CleanupAction::Kept, "kept"),
+            (
+                CleanupAction::Failed("deleting: boom (500)".into()),
+                "error: deleting: boom (500)",
+            ),
+        ] {
+            assert_eq!(serde_json::to_value(&action).unwrap(), text);
+            assert_eq!(
+                serde_json::from_value::<CleanupAction>(text.into()).unwrap(),
+                action
+            );
         }
     }
 }

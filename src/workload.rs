@@ -13,12 +13,14 @@ use kube::api::Api;
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::{Client, Config};
 
-use crate::error::{Error, Result};
+use crate::error::{Error, KubeErrorExt, Result};
 use serde::{Deserialize, Serialize};
 use tracing::debug;
 
-/// What the check found; the JSON contract uses these names.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+/// What the check found; the JSON contract uses these names (and tables show them).
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, strum::Display, strum::VariantArray,
+)]
 pub enum ApiState {
     /// It answered 2xx.
     Reachable,
@@ -34,12 +36,6 @@ pub enum ApiState {
     Unreachable,
     /// Not checked: the kubeconfig secret is missing, unreadable or unusable.
     Unknown,
-}
-
-impl std::fmt::Display for ApiState {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        std::fmt::Debug::fmt(self, f)
-    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -76,6 +72,62 @@ pub fn kubeconfig_secret_name(cluster: &str) -> String {
     format!("{cluster}-kubeconfig")
 }
 
+/// The workload API as checked, and the kubeconfig it was checked with (read once; the pod
+/// route builds its client from the same one). The kubeconfig holds credentials: it is kept in
+/// memory, and this type does not print it.
+pub struct WorkloadCheck {
+    pub api: WorkloadApi,
+    cluster: String,
+    kubeconfig: Option<Config>,
+}
+
+impl WorkloadCheck {
+    /// A client for the workload cluster, each request bounded by `bound`.
+    pub fn client(&self, bound: Duration) -> Result<Client> {
+        let config = self.kubeconfig.clone().ok_or_else(|| {
+            Error::config(format!(
+                "no usable workload kubeconfig: {}",
+                self.api.detail
+            ))
+        })?;
+        bounded_client(config, bound, &self.cluster)
+    }
+}
+
+fn bounded_client(mut config: Config, bound: Duration, cluster: &str) -> Result<Client> {
+    config.connect_timeout = Some(bound);
+    config.read_timeout = Some(bound);
+    Client::try_from(config).map_err(|e| Error::kube(format!("workload cluster {cluster:?}"), e))
+}
+
+/// Why the `<cluster>-kubeconfig` secret gave no usable kubeconfig.
+enum SecretProblem {
+    /// The API refused or failed the read (404 included).
+    Read(kube::Error),
+    NoValue,
+    NotText,
+    Invalid(String),
+}
+
+async fn read_kubeconfig(
+    supervisor: &Client,
+    namespace: &str,
+    cluster: &str,
+) -> std::result::Result<Config, SecretProblem> {
+    let secrets: Api<Secret> = Api::namespaced(supervisor.clone(), namespace);
+    let secret = secrets
+        .get(&kubeconfig_secret_name(cluster))
+        .await
+        .map_err(SecretProblem::Read)?;
+    let value = secret
+        .data
+        .as_ref()
+        .and_then(|d| d.get("value"))
+        .ok_or(SecretProblem::NoValue)?;
+    let text = std::str::from_utf8(&value.0).map_err(|_| SecretProblem::NotText)?;
+    config_from(text).await.map_err(SecretProblem::Invalid)
+}
+
 /// A client for the workload cluster, from its `<cluster>-kubeconfig` secret in the Supervisor.
 pub async fn client(
     supervisor: &Client,
@@ -84,72 +136,52 @@ pub async fn client(
     bound: Duration,
 ) -> Result<Client> {
     let name = kubeconfig_secret_name(cluster);
-    let secrets: Api<Secret> = Api::namespaced(supervisor.clone(), namespace);
-    let secret = secrets.get(&name).await.map_err(|e| {
-        Error::from_kube(
-            format!("reading secret {name:?} in namespace {namespace:?}"),
-            e,
-        )
-    })?;
-    let text = secret
-        .data
-        .as_ref()
-        .and_then(|d| d.get("value"))
-        .and_then(|v| std::str::from_utf8(&v.0).ok())
-        .ok_or_else(|| Error::Config(format!("secret {name:?} has no text key \"value\"")))?;
-    let mut config = config_from(text)
+    let kubeconfig = read_kubeconfig(supervisor, namespace, cluster)
         .await
-        .map_err(|why| Error::Config(format!("secret {name:?}: {why}")))?;
-    config.connect_timeout = Some(bound);
-    config.read_timeout = Some(bound);
-    Client::try_from(config).map_err(|e| {
-        Error::Api(format!(
-            "workload cluster {cluster:?}: {}",
-            crate::error::chain(&e)
-        ))
-    })
+        .map_err(|p| match p {
+            SecretProblem::Read(e) => Error::kube(
+                format!("reading secret {name:?} in namespace {namespace:?}"),
+                e,
+            ),
+            SecretProblem::NoValue | SecretProblem::NotText => {
+                Error::config(format!("secret {name:?} has no text key \"value\""))
+            }
+            SecretProblem::Invalid(why) => Error::config(format!("secret {name:?}: {why}")),
+        })?;
+    bounded_client(kubeconfig, bound, cluster)
 }
 
 /// Reads the cluster's kubeconfig secret and checks its API server, within `bound`.
 pub async fn check(
-    client: &Client,
+    supervisor: &Client,
     namespace: &str,
     cluster: &str,
     bound: Duration,
-) -> WorkloadApi {
+) -> WorkloadCheck {
     let name = kubeconfig_secret_name(cluster);
-    let secrets: Api<Secret> = Api::namespaced(client.clone(), namespace);
-    let secret = match secrets.get_opt(&name).await {
-        Ok(Some(s)) => s,
-        Ok(None) => {
-            return WorkloadApi::unknown(format!(
-            "secret {name:?} not found in namespace {namespace:?}: cannot check the workload API"
-        ))
-        }
-        Err(kube::Error::Api(s)) => {
-            return WorkloadApi::unknown(format!(
-                "cannot read secret {name:?}: {} ({})",
-                s.message, s.code
-            ))
-        }
-        Err(e) => {
-            return WorkloadApi::unknown(format!(
-                "cannot read secret {name:?}: {}",
-                crate::error::chain(&e)
-            ))
-        }
-    };
-    let Some(value) = secret.data.as_ref().and_then(|d| d.get("value")) else {
-        return WorkloadApi::unknown(format!("secret {name:?} has no key \"value\""));
-    };
-    let Ok(text) = std::str::from_utf8(&value.0) else {
-        return WorkloadApi::unknown(format!("secret {name:?}: key \"value\" is not text"));
-    };
-    let config = match config_from(text).await {
-        Ok(c) => c,
-        Err(why) => return WorkloadApi::unknown(format!("secret {name:?}: {why}")),
-    };
-    probe(config, bound).await
+    match read_kubeconfig(supervisor, namespace, cluster).await {
+        Ok(config) => WorkloadCheck {
+            api: probe(config.clone(), bound).await,
+            cluster: cluster.to_string(),
+            kubeconfig: Some(config),
+        },
+        Err(problem) => WorkloadCheck {
+            cluster: cluster.to_string(),
+            api: WorkloadApi::unknown(match problem {
+                SecretProblem::Read(e) if e.is_not_found() => format!(
+                    "secret {name:?} not found in namespace {namespace:?}: cannot check the workload API"
+                ),
+                SecretProblem::Read(e) => match (e.status_code(), e.status_message()) {
+                    (Some(code), Some(m)) => format!("cannot read secret {name:?}: {m} ({code})"),
+                    _ => format!("cannot read secret {name:?}: {}", crate::error::chain(&e)),
+                },
+                SecretProblem::NoValue => format!("secret {name:?} has no key \"value\""),
+                SecretProblem::NotText => format!("secret {name:?}: key \"value\" is not text"),
+                SecretProblem::Invalid(why) => format!("secret {name:?}: {why}"),
+            }),
+            kubeconfig: None,
+        },
+    }
 }
 
 /// Builds a client config from the kubeconfig text without ever echoing the text.

@@ -290,10 +290,14 @@ fn diagnose_dry_runs() {
 
 #[test]
 fn cleanup_and_version() {
+    // A hundred days and an hour old whenever the test runs, so that the AGE column reads "100d".
+    let created = (k8s_openapi::jiff::Timestamp::now()
+        - k8s_openapi::jiff::SignedDuration::from_hours(100 * 24 + 1))
+    .to_string();
     let pod = |ns: &str, name: &str| {
         json!({
             "apiVersion": "v1", "kind": "Pod",
-            "metadata": {"namespace": ns, "name": name, "creationTimestamp": "2026-01-01T00:00:00Z",
+            "metadata": {"namespace": ns, "name": name, "creationTimestamp": created,
                          "labels": {"app.kubernetes.io/managed-by": "kubectl-etcdnet"}},
             "spec": {"containers": [{"name": "probe", "image": "busybox"}]}
         })

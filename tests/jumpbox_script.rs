@@ -9,6 +9,7 @@ use etcdnet::probe::script::ProbeArgs;
 use etcdnet::probe::{PortState, ReachErrorKind};
 use etcdnet::route::jumpbox::{self, JumpboxSettings};
 use etcdnet::route::ssh::SshSettings;
+use etcdnet::route::PodBasics;
 use etcdnet_lab::{skip_if_unavailable, write_secret_volume, Fault, Lab, LabConfig};
 
 fn settings() -> JumpboxSettings {
@@ -16,9 +17,11 @@ fn settings() -> JumpboxSettings {
         namespace: "ns-prod".into(),
         cluster: "tkc-prod".into(),
         image: jumpbox::DEFAULT_IMAGE.into(),
-        image_pull_secret: None,
-        run_id: "t".into(),
-        deadline: Duration::from_secs(60),
+        basics: PodBasics {
+            image_pull_secret: None,
+            run_id: "t".into(),
+            deadline: Duration::from_secs(60),
+        },
         ssh: SshSettings {
             user: "vmware-system-user".into(),
             connect_timeout: Duration::from_secs(2),

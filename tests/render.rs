@@ -3,8 +3,7 @@
 //! After an intended change of the layout: `SNAPSHOTS=overwrite cargo test --test render`, then
 //! review the diff of `tests/snapshots/`.
 
-use etcdnet::cli::OutputFormat;
-use etcdnet::render::{self, Paint};
+use etcdnet::render::{self, Format, Paint};
 use etcdnet::report::DiagnoseReport;
 
 fn report(name: &str) -> DiagnoseReport {
@@ -15,14 +14,14 @@ fn report(name: &str) -> DiagnoseReport {
     serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
 }
 
-fn table(name: &str, format: OutputFormat) -> String {
+fn table(name: &str, format: Format) -> String {
     render::diagnose(&report(name), format, Paint { on: false }).unwrap()
 }
 
 #[test]
 fn peers_dropped_table() {
     snapbox::assert_data_eq!(
-        table("peers-dropped", OutputFormat::Table),
+        table("peers-dropped", Format::Table),
         snapbox::file!["snapshots/peers-dropped.table.txt"]
     );
 }
@@ -30,7 +29,7 @@ fn peers_dropped_table() {
 #[test]
 fn peers_dropped_wide() {
     snapbox::assert_data_eq!(
-        table("peers-dropped", OutputFormat::Wide),
+        table("peers-dropped", Format::Wide),
         snapbox::file!["snapshots/peers-dropped.wide.txt"]
     );
 }
@@ -38,7 +37,7 @@ fn peers_dropped_wide() {
 #[test]
 fn psa_rejected_table() {
     snapbox::assert_data_eq!(
-        table("psa-rejected", OutputFormat::Table),
+        table("psa-rejected", Format::Table),
         snapbox::file!["snapshots/psa-rejected.table.txt"]
     );
 }
@@ -57,14 +56,10 @@ fn json_round_trips() {
 
 #[test]
 fn colour_only_when_asked() {
-    let plain = table("peers-dropped", OutputFormat::Table);
+    let plain = table("peers-dropped", Format::Table);
     assert!(!plain.contains('\u{1b}'));
-    let coloured = render::diagnose(
-        &report("peers-dropped"),
-        OutputFormat::Table,
-        Paint { on: true },
-    )
-    .unwrap();
+    let coloured =
+        render::diagnose(&report("peers-dropped"), Format::Table, Paint { on: true }).unwrap();
     assert!(
         coloured.contains("\u{1b}["),
         "the verdict is coloured on a terminal"

@@ -8,7 +8,9 @@ use crate::probe::output::{PathCheck, TcpOutcome, TlsOutcome};
 use crate::probe::NodeReport;
 
 /// One cell's state, from worst news to best, as scripts match on it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, strum::Display, strum::VariantArray,
+)]
 pub enum CellState {
     /// TCP connected and the TLS handshake completed (or was not tried).
     Ok,

@@ -7,4 +7,4 @@ pub mod matrix;
 pub mod status;
 pub mod verdict;
 
-pub use status::{codes, status_findings, Finding, Severity};
+pub use status::{status_findings, Finding, FindingCode, Severity};

@@ -8,55 +8,70 @@ use serde::{Deserialize, Serialize};
 use crate::supervisor::{ClusterFacts, PowerState};
 use crate::workload::{ApiState, WorkloadApi};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Serialize,
+    Deserialize,
+    strum::Display,
+    strum::VariantArray,
+)]
 pub enum Severity {
     Error,
     Warning,
 }
 
-/// One thing found wrong. `code` is part of the JSON contract: scripts match on it.
+/// One thing found wrong.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Finding {
-    pub code: String,
+    pub code: FindingCode,
     pub severity: Severity,
     /// The node (Machine or VM name) it is about, when it is about one.
     pub node: Option<String>,
     pub message: String,
 }
 
-fn finding(code: &str, severity: Severity, node: Option<&str>, message: String) -> Finding {
+fn finding(code: FindingCode, severity: Severity, node: Option<&str>, message: String) -> Finding {
     Finding {
-        code: code.to_string(),
+        code,
         severity,
         node: node.map(str::to_string),
         message,
     }
 }
 
-/// Finding codes of `status` (documented in docs/output.md).
-pub mod codes {
-    pub const KCP_NOT_FOUND: &str = "ControlPlaneNotFound";
-    pub const MACHINES_MISSING: &str = "ControlPlaneMachinesMissing";
-    pub const CONTROL_PLANE_NOT_READY: &str = "ControlPlaneNotReady";
-    pub const ETCD_CONDITION: &str = "EtcdConditionNotTrue";
-    pub const VM_MISSING: &str = "VirtualMachineMissing";
-    pub const MACHINE_MISSING: &str = "MachineMissing";
-    pub const VM_NO_IP: &str = "VirtualMachineNoIP";
-    pub const VM_NOT_POWERED_ON: &str = "VirtualMachineNotPoweredOn";
-    pub const MACHINE_NOT_RUNNING: &str = "MachineNotRunning";
-    pub const WORKLOAD_API_DOWN: &str = "WorkloadAPIUnreachable";
-    pub const WORKLOAD_API_NOT_READY: &str = "WorkloadAPINotReady";
+/// Finding codes of `status`: a JSON contract, scripts match on them (docs/output.md).
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, strum::Display, strum::VariantArray,
+)]
+pub enum FindingCode {
+    ControlPlaneNotFound,
+    ControlPlaneMachinesMissing,
+    ControlPlaneNotReady,
+    EtcdConditionNotTrue,
+    VirtualMachineMissing,
+    MachineMissing,
+    VirtualMachineNoIP,
+    VirtualMachineNotPoweredOn,
+    MachineNotRunning,
+    WorkloadAPIUnreachable,
+    WorkloadAPINotReady,
 }
 
 pub fn status_findings(facts: &ClusterFacts, api: &WorkloadApi) -> Vec<Finding> {
-    use codes::*;
+    use FindingCode::*;
     use Severity::*;
     let mut out = Vec::new();
 
     match (&facts.kcp, facts.desired()) {
         (None, _) => out.push(finding(
-            KCP_NOT_FOUND,
+            ControlPlaneNotFound,
             Warning,
             None,
             format!(
@@ -71,7 +86,7 @@ pub fn status_findings(facts: &ClusterFacts, api: &WorkloadApi) -> Vec<Finding> 
             let present = facts.machines_present() as i64;
             if present < desired {
                 out.push(finding(
-                    MACHINES_MISSING,
+                    ControlPlaneMachinesMissing,
                     Error,
                     None,
                     format!(
@@ -84,7 +99,7 @@ pub fn status_findings(facts: &ClusterFacts, api: &WorkloadApi) -> Vec<Finding> 
             let ready = kcp.ready.unwrap_or(0);
             if ready < desired {
                 out.push(finding(
-                    CONTROL_PLANE_NOT_READY,
+                    ControlPlaneNotReady,
                     Error,
                     None,
                     format!(
@@ -105,7 +120,7 @@ pub fn status_findings(facts: &ClusterFacts, api: &WorkloadApi) -> Vec<Finding> 
                     .collect::<Vec<_>>()
                     .join(": ");
                 out.push(finding(
-                    ETCD_CONDITION,
+                    EtcdConditionNotTrue,
                     Error,
                     None,
                     format!(
@@ -127,13 +142,13 @@ pub fn status_findings(facts: &ClusterFacts, api: &WorkloadApi) -> Vec<Finding> 
         let name = Some(n.name.as_str());
         match (&n.machine, &n.vm) {
             (Some(_), None) => out.push(finding(
-                VM_MISSING,
+                VirtualMachineMissing,
                 Error,
                 name,
                 format!("Machine {:?} has no control-plane VirtualMachine", n.name),
             )),
             (None, Some(vm)) => out.push(finding(
-                MACHINE_MISSING,
+                MachineMissing,
                 Warning,
                 name,
                 format!("VirtualMachine {:?} has no control-plane Machine", vm.name),
@@ -143,7 +158,7 @@ pub fn status_findings(facts: &ClusterFacts, api: &WorkloadApi) -> Vec<Finding> 
         if let Some(vm) = &n.vm {
             if vm.power != PowerState::PoweredOn {
                 out.push(finding(
-                    VM_NOT_POWERED_ON,
+                    VirtualMachineNotPoweredOn,
                     Error,
                     name,
                     format!("VirtualMachine {:?} is {}", vm.name, vm.power),
@@ -151,7 +166,7 @@ pub fn status_findings(facts: &ClusterFacts, api: &WorkloadApi) -> Vec<Finding> 
             }
             if vm.ip.is_none() {
                 out.push(finding(
-                    VM_NO_IP,
+                    VirtualMachineNoIP,
                     Warning,
                     name,
                     format!("VirtualMachine {:?} has no IP address yet", vm.name),
@@ -162,7 +177,7 @@ pub fn status_findings(facts: &ClusterFacts, api: &WorkloadApi) -> Vec<Finding> 
             let phase = m.phase.as_deref().unwrap_or("Unknown");
             if phase != "Running" {
                 out.push(finding(
-                    MACHINE_NOT_RUNNING,
+                    MachineNotRunning,
                     Warning,
                     name,
                     format!("Machine {:?} is {phase}", m.name),
@@ -174,13 +189,13 @@ pub fn status_findings(facts: &ClusterFacts, api: &WorkloadApi) -> Vec<Finding> 
     match api.state {
         ApiState::Reachable | ApiState::Unknown => {}
         ApiState::HttpError => out.push(finding(
-            WORKLOAD_API_NOT_READY,
+            WorkloadAPINotReady,
             Error,
             None,
             format!("the workload API answers but is not ready: {}", api.detail),
         )),
         _ => out.push(finding(
-            WORKLOAD_API_DOWN,
+            WorkloadAPIUnreachable,
             Error,
             None,
             format!(
@@ -196,75 +211,10 @@ pub fn status_findings(facts: &ClusterFacts, api: &WorkloadApi) -> Vec<Finding> 
 mod tests {
     use super::*;
     use crate::supervisor::*;
+    use crate::testing::{api, facts, node};
 
-    fn facts(desired: i64, ready: i64, nodes: Vec<ControlPlaneNode>) -> ClusterFacts {
-        ClusterFacts {
-            context: "sv".into(),
-            namespace: "ns".into(),
-            cluster: ClusterInfo {
-                name: "tkc".into(),
-                phase: None,
-                control_plane_endpoint: None,
-            },
-            apis: ApiVersions {
-                virtual_machine: "vmoperator.vmware.com/v1alpha3".into(),
-                cluster: "cluster.x-k8s.io/v1beta1".into(),
-                machine: "cluster.x-k8s.io/v1beta1".into(),
-                control_plane: None,
-                vm_labels: Some(VmLabelScheme::Capv),
-            },
-            kcp: Some(KcpInfo {
-                name: "tkc-cp".into(),
-                api_version: "controlplane.cluster.x-k8s.io/v1beta1".into(),
-                desired: Some(desired),
-                replicas: Some(nodes.len() as i64),
-                ready: Some(ready),
-                available: Some(ready),
-                up_to_date: Some(ready),
-                version: None,
-                conditions: vec![],
-            }),
-            kcp_missing_reason: None,
-            nodes,
-        }
-    }
-
-    fn node(i: u8, power: PowerState, ip: bool, phase: &str) -> ControlPlaneNode {
-        let name = format!("tkc-cp-{i}");
-        ControlPlaneNode {
-            name: name.clone(),
-            machine: Some(MachineInfo {
-                name: name.clone(),
-                phase: Some(phase.into()),
-                node_name: None,
-                addresses: vec![],
-                infrastructure_name: None,
-                version: None,
-                failure_domain: None,
-            }),
-            vm: Some(VmInfo {
-                name,
-                ip: ip.then(|| format!("198.18.0.1{i}").parse().unwrap()),
-                power,
-                class: None,
-                owner: None,
-            }),
-        }
-    }
-
-    fn api(state: ApiState) -> WorkloadApi {
-        WorkloadApi {
-            state,
-            server: None,
-            path: None,
-            http_status: None,
-            elapsed_ms: None,
-            detail: "d".into(),
-        }
-    }
-
-    fn codes(f: &[Finding]) -> Vec<&str> {
-        f.iter().map(|f| f.code.as_str()).collect()
+    fn codes(f: &[Finding]) -> Vec<FindingCode> {
+        f.iter().map(|f| f.code).collect()
     }
 
     #[test]
@@ -292,9 +242,9 @@ mod tests {
         assert_eq!(
             codes(&got),
             [
-                codes::MACHINES_MISSING,
-                codes::CONTROL_PLANE_NOT_READY,
-                codes::WORKLOAD_API_DOWN
+                FindingCode::ControlPlaneMachinesMissing,
+                FindingCode::ControlPlaneNotReady,
+                FindingCode::WorkloadAPIUnreachable
             ]
         );
         assert!(got[0]
@@ -314,10 +264,10 @@ mod tests {
         assert_eq!(
             codes(&got),
             [
-                codes::VM_NOT_POWERED_ON,
-                codes::VM_NO_IP,
-                codes::MACHINE_NOT_RUNNING,
-                codes::VM_MISSING
+                FindingCode::VirtualMachineNotPoweredOn,
+                FindingCode::VirtualMachineNoIP,
+                FindingCode::MachineNotRunning,
+                FindingCode::VirtualMachineMissing
             ]
         );
         assert_eq!(got[1].node.as_deref(), Some("tkc-cp-2"));
@@ -342,7 +292,10 @@ mod tests {
         let got = status_findings(&f, &api(ApiState::HttpError));
         assert_eq!(
             codes(&got),
-            [codes::ETCD_CONDITION, codes::WORKLOAD_API_NOT_READY]
+            [
+                FindingCode::EtcdConditionNotTrue,
+                FindingCode::WorkloadAPINotReady
+            ]
         );
         assert!(got[0].message.contains("EtcdClusterUnhealthy"));
     }

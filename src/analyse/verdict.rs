@@ -31,7 +31,9 @@ use crate::probe::NodeReport;
 use crate::supervisor::ClusterFacts;
 
 /// The verdict codes: a JSON contract, scripts match on them.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, strum::Display, strum::VariantArray,
+)]
 pub enum VerdictCode {
     Healthy,
     ControlPlaneMachinesMissing,
@@ -190,7 +192,7 @@ fn nodes_unreachable(ctx: &Ctx) -> Option<Verdict> {
         .iter()
         .map(|n| {
             let e = n.outcome.as_ref().expect_err("filtered on errors");
-            format!("{}: {:?}: {}", n.name, e.kind, e.message)
+            format!("{}: {}: {}", n.name, e.kind, e.message)
         })
         .collect();
     // What the Supervisor saw of them tells "nothing reaches the VM" from "the probe failed".
@@ -364,7 +366,7 @@ fn inconclusive(ctx: &Ctx) -> Verdict {
         match n.probe() {
             None => {}
             Some(p) if p.health.outcome != HealthOutcome::Healthy => evidence.push(format!(
-                "{}: /health {:?}{}",
+                "{}: /health {}{}",
                 n.name,
                 p.health.outcome,
                 p.health

@@ -24,7 +24,20 @@ const EXAMPLE_MAX: usize = 1000;
 
 /// What a line says. Declaration order is the order of [`LogSummary::findings`]; the names are a
 /// JSON contract (serialized as written, PascalCase).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    Serialize,
+    Deserialize,
+    strum::Display,
+    strum::VariantArray,
+)]
 pub enum LogKind {
     PeerInactive,
     PeerActive,
@@ -257,7 +270,9 @@ pub struct Finding {
 }
 
 /// Which forms the etcd lines were in (grpc-go's lines do not count: they ride along with both).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, strum::Display, strum::VariantArray,
+)]
 pub enum LogFormat {
     Zap,
     Text,

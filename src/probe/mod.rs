@@ -18,7 +18,9 @@ use serde::{Deserialize, Serialize};
 pub use output::ProbeOutput;
 
 /// Why a node could not be probed. The kinds are a JSON contract.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, strum::Display, strum::VariantArray,
+)]
 pub enum ReachErrorKind {
     /// The VM has no IP address (yet).
     NoAddress,
@@ -49,7 +51,9 @@ pub struct ReachError {
 
 /// What the Supervisor side (the jumpbox route) saw of a VM's port: tells "the VMs cannot reach
 /// each other" from "nothing reaches the VMs".
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, strum::Display, strum::VariantArray,
+)]
 pub enum PortState {
     Open,
     Timeout,

@@ -63,7 +63,18 @@ pub struct EtcdContainer {
     pub logs: Option<LogSample>,
 }
 
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    Default,
+    PartialEq,
+    Eq,
+    Serialize,
+    Deserialize,
+    strum::Display,
+    strum::VariantArray,
+)]
 pub enum RuntimeQuery {
     /// crictl answered.
     Ok,
@@ -123,7 +134,9 @@ pub struct Kubelet {
     pub error: Option<String>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, strum::Display, strum::VariantArray,
+)]
 pub enum TcpOutcome {
     Connected,
     /// No answer within the connect timeout (a dropping firewall).
@@ -135,7 +148,9 @@ pub enum TcpOutcome {
     Error,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, strum::Display, strum::VariantArray,
+)]
 pub enum TlsOutcome {
     /// The handshake finished (with the node's peer certificate).
     Completed,
@@ -214,7 +229,18 @@ pub struct Manifest {
     pub initial_cluster: Option<String>,
 }
 
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    Default,
+    PartialEq,
+    Eq,
+    Serialize,
+    Deserialize,
+    strum::Display,
+    strum::VariantArray,
+)]
 pub enum HealthOutcome {
     /// `{"health":"true"}`.
     Healthy,

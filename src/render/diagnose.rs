@@ -1,28 +1,40 @@
 //! `diagnose` as tables: a summary, the nodes, the 2379 and 2380 matrices (FROM rows, TO
 //! columns), the etcd log findings and the verdict with its evidence and next steps.
 
-use super::{or_none, structured, table, Paint};
+use super::{control_plane_cell, or_none, structured, table, Format, Paint};
 use crate::analyse::matrix::{CellState, Matrix};
-use crate::cli::OutputFormat;
 use crate::error::Result;
 use crate::probe::output::{HealthOutcome, RuntimeQuery};
 use crate::report::{DiagnoseReport, DiagnosedNode};
 
-pub fn diagnose(report: &DiagnoseReport, format: OutputFormat, paint: Paint) -> Result<String> {
+pub fn diagnose(report: &DiagnoseReport, format: Format, paint: Paint) -> Result<String> {
     match format {
-        OutputFormat::Json | OutputFormat::Yaml => structured(report, format),
-        OutputFormat::Table => Ok(diagnose_table(report, false, paint)),
-        OutputFormat::Wide => Ok(diagnose_table(report, true, paint)),
+        Format::Json | Format::Yaml => structured(report, format),
+        Format::Table => Ok(diagnose_table(report, false, paint)),
+        Format::Wide => Ok(diagnose_table(report, true, paint)),
     }
+}
+
+/// `--dry-run`: the pods a run would create, as YAML documents (`---` each) or, with `-o json`,
+/// one JSON document per pod.
+pub fn dry_run(pods: &[k8s_openapi::api::core::v1::Pod], format: Format) -> Result<String> {
+    let format = if format == Format::Json {
+        Format::Json
+    } else {
+        Format::Yaml
+    };
+    let mut out = String::new();
+    for pod in pods {
+        if format == Format::Yaml {
+            out.push_str("---\n");
+        }
+        out.push_str(&structured(pod, format)?);
+    }
+    Ok(out)
 }
 
 fn diagnose_table(r: &DiagnoseReport, wide: bool, paint: Paint) -> String {
     let mut out = String::new();
-    let cp = &r.control_plane;
-    let desired = cp
-        .desired
-        .map(|d| d.to_string())
-        .unwrap_or_else(|| "?".into());
     out.push_str(&table(
         &[
             "CLUSTER",
@@ -32,12 +44,9 @@ fn diagnose_table(r: &DiagnoseReport, wide: bool, paint: Paint) -> String {
             "ROUTE",
         ],
         &[vec![
-            r.cluster.name.clone(),
-            r.namespace.clone(),
-            format!(
-                "{}/{desired} machines, {} VMs",
-                cp.machines, cp.virtual_machines
-            ),
+            r.header.cluster.name.clone(),
+            r.header.namespace.clone(),
+            control_plane_cell(&r.header.control_plane),
             r.workload_api.state.to_string(),
             format!("{} ({})", r.route.name, r.route.reason),
         ]],
@@ -72,7 +81,7 @@ fn diagnose_table(r: &DiagnoseReport, wide: bool, paint: Paint) -> String {
                     n.supervisor_reach
                         .iter()
                         .find(|x| x.port == *p)
-                        .map(|x| format!("{:?}", x.state).to_lowercase())
+                        .map(|x| x.state.to_string().to_lowercase())
                         .unwrap_or_else(|| "-".into())
                 }));
                 row
@@ -95,7 +104,7 @@ fn diagnose_table(r: &DiagnoseReport, wide: bool, paint: Paint) -> String {
                 .summary
                 .findings
                 .iter()
-                .map(|f| format!("{:?} ×{}", f.kind, f.count))
+                .map(|f| format!("{} ×{}", f.kind, f.count))
                 .collect();
             format!("  {}: {}\n", l.node, kinds.join(", "))
         })
@@ -106,7 +115,7 @@ fn diagnose_table(r: &DiagnoseReport, wide: bool, paint: Paint) -> String {
     }
 
     let v = &r.verdict;
-    let code = format!("{:?}", v.code);
+    let code = v.code.to_string();
     let code = if v.code == crate::analyse::verdict::VerdictCode::Healthy {
         paint.good(&code)
     } else {
@@ -136,7 +145,7 @@ fn node_row(r: &DiagnoseReport, n: &DiagnosedNode, wide: bool) -> Vec<String> {
         let why = n
             .error
             .as_ref()
-            .map(|e| format!("{:?}", e.kind))
+            .map(|e| e.kind.to_string())
             .unwrap_or_default();
         let mut row = vec![n.name.clone(), ip, format!("<not probed: {why}>")];
         row.resize(if wide { 10 } else { 7 }, String::new());
@@ -150,7 +159,7 @@ fn node_row(r: &DiagnoseReport, n: &DiagnosedNode, wide: bool) -> Vec<String> {
     let etcd = match (p.etcd.query, newest) {
         (_, Some(c)) => c.state.trim_start_matches("CONTAINER_").to_string(),
         (RuntimeQuery::Ok, None) => "none".into(),
-        (q, None) => format!("{q:?}"),
+        (q, None) => q.to_string(),
     };
     let own = r
         .matrices

@@ -6,14 +6,28 @@ use serde::Serialize;
 use tabled::builder::Builder;
 use tabled::settings::{Padding, Style};
 
-use crate::cli::OutputFormat;
 use crate::error::{Error, Result};
 
+mod cleanup;
 mod diagnose;
 mod status;
 
-pub use diagnose::diagnose;
+pub use cleanup::cleanup;
+pub use diagnose::{diagnose, dry_run};
 pub use status::status;
+
+/// How a report is printed (`-o`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    /// Human-readable tables.
+    Table,
+    /// Tables with more columns.
+    Wide,
+    /// The full report as JSON (versioned schema).
+    Json,
+    /// The full report as YAML (versioned schema).
+    Yaml,
+}
 
 pub(crate) const NONE: &str = "<none>";
 
@@ -76,15 +90,27 @@ pub fn table(header: &[&str], rows: &[Vec<String>]) -> String {
 }
 
 /// JSON (pretty, newline-terminated) or YAML of any report.
-pub fn structured<T: Serialize>(value: &T, format: OutputFormat) -> Result<String> {
+pub fn structured<T: Serialize>(value: &T, format: Format) -> Result<String> {
     match format {
-        OutputFormat::Yaml => {
-            serde_yaml_ng::to_string(value).map_err(|e| Error::Output(e.to_string()))
-        }
+        Format::Yaml => serde_yaml_ng::to_string(value).map_err(|e| Error::Output {
+            source: Box::new(e),
+        }),
         _ => serde_json::to_string_pretty(value)
             .map(|s| s + "\n")
-            .map_err(|e| Error::Output(e.to_string())),
+            .map_err(|e| Error::Output {
+                source: Box::new(e),
+            }),
     }
+}
+
+/// `3/3 machines, 3 VMs`: present Machines of desired, and VMs.
+pub(crate) fn control_plane_cell(cp: &crate::report::ControlPlaneSummary) -> String {
+    format!(
+        "{}/{} machines, {} VMs",
+        cp.machines,
+        count(cp.desired),
+        cp.virtual_machines
+    )
 }
 
 pub(crate) fn or_none(v: Option<impl ToString>) -> String {

@@ -1,17 +1,16 @@
 //! `status` as tables.
 
-use super::{count, or_none, structured, table, Paint, NONE};
+use super::{control_plane_cell, count, or_none, structured, table, Format, Paint, NONE};
 use crate::analyse::Severity;
-use crate::cli::OutputFormat;
 use crate::error::Result;
 use crate::report::StatusReport;
 use crate::workload::ApiState;
 
-pub fn status(report: &StatusReport, format: OutputFormat, paint: Paint) -> Result<String> {
+pub fn status(report: &StatusReport, format: Format, paint: Paint) -> Result<String> {
     match format {
-        OutputFormat::Json | OutputFormat::Yaml => structured(report, format),
-        OutputFormat::Table => Ok(status_table(report, false, paint)),
-        OutputFormat::Wide => Ok(status_table(report, true, paint)),
+        Format::Json | Format::Yaml => structured(report, format),
+        Format::Table => Ok(status_table(report, false, paint)),
+        Format::Wide => Ok(status_table(report, true, paint)),
     }
 }
 
@@ -31,13 +30,9 @@ fn workload_cell(report: &StatusReport) -> String {
 }
 
 fn status_table(r: &StatusReport, wide: bool, paint: Paint) -> String {
-    let cp = &r.control_plane;
+    let cp = &r.header.control_plane;
     let mut out = String::new();
 
-    let desired = cp
-        .desired
-        .map(|d| d.to_string())
-        .unwrap_or_else(|| "?".into());
     let mut header = vec![
         "CLUSTER",
         "NAMESPACE",
@@ -46,19 +41,16 @@ fn status_table(r: &StatusReport, wide: bool, paint: Paint) -> String {
         "WORKLOAD API",
     ];
     let mut row = vec![
-        r.cluster.name.clone(),
-        r.namespace.clone(),
-        or_none(r.cluster.phase.as_deref()),
-        format!(
-            "{}/{desired} machines, {} VMs",
-            cp.machines, cp.virtual_machines
-        ),
+        r.header.cluster.name.clone(),
+        r.header.namespace.clone(),
+        or_none(r.header.cluster.phase.as_deref()),
+        control_plane_cell(cp),
         workload_cell(r),
     ];
     if wide {
         header.extend(["ENDPOINT", "CONTEXT"]);
-        row.push(or_none(r.cluster.control_plane_endpoint.as_deref()));
-        row.push(r.context.clone());
+        row.push(or_none(r.header.cluster.control_plane_endpoint.as_deref()));
+        row.push(r.header.context.clone());
     }
     out.push_str(&table(&header, &[row]));
 
@@ -158,11 +150,11 @@ fn status_table(r: &StatusReport, wide: bool, paint: Paint) -> String {
     if wide {
         out.push_str(&format!(
             "APIs: {}, {}, {}, control plane {}, VM labels {}\n",
-            r.apis.virtual_machine,
-            r.apis.cluster,
-            r.apis.machine,
-            or_none(r.apis.control_plane.as_deref()),
-            or_none(r.apis.vm_labels.map(|s| format!("{s:?}").to_lowercase()))
+            r.header.apis.virtual_machine,
+            r.header.apis.cluster,
+            r.header.apis.machine,
+            or_none(r.header.apis.control_plane.as_deref()),
+            or_none(r.header.apis.vm_labels)
         ));
     }
 

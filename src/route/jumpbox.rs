@@ -4,15 +4,17 @@
 //! probe with sudo (`jumpbox.sh`). The key never leaves the secret volume: it is in no env var,
 //! argument, pod spec field or output.
 
-use std::time::Duration;
-
+use futures::future::BoxFuture;
 use k8s_openapi::api::core::v1::{
     Container, KeyToPath, Pod, PodSpec, SecretVolumeSource, Volume, VolumeMount,
 };
-use k8s_openapi_ext::{ContainerExt, PodExt, PodSpecExt, ResourceBuilder};
+use k8s_openapi_ext::{ContainerExt, PodSpecExt};
+use kube::api::Api;
 
+use super::lifecycle;
 use super::ssh::{classify_failure, remote_probe_command, SshSettings};
-use crate::labels;
+use super::{Address, Env, PodBasics, Reached, Route, RouteSettings, Run, Session, Target};
+use crate::error::Result;
 use crate::probe::script::{self, ProbeArgs};
 pub use crate::probe::{PortReach, PortState};
 use crate::probe::{ProbeOutput, ReachError, ReachErrorKind};
@@ -33,9 +35,7 @@ pub struct JumpboxSettings {
     pub namespace: String,
     pub cluster: String,
     pub image: String,
-    pub image_pull_secret: Option<String>,
-    pub run_id: String,
-    pub deadline: Duration,
+    pub basics: PodBasics,
     pub ssh: SshSettings,
 }
 
@@ -84,24 +84,94 @@ pub fn jumpbox_pod(node: &str, ip: &str, probe: &ProbeArgs, s: &JumpboxSettings)
             .image_pull_policy("IfNotPresent")
             .command(argv)
     };
-    let mut spec = PodSpec::container(container)
-        .restart_policy("Never")
-        .active_deadline_seconds(s.deadline.as_secs().max(1) as i64)
-        .termination_grace_period_seconds(0)
-        .automount_service_account_token(false)
-        .enable_service_links(false)
-        .volumes([key]);
-    if let Some(secret) = &s.image_pull_secret {
-        spec = spec.image_pull_secret(secret);
+    let spec = PodSpec::container(container).volumes([key]);
+    s.basics.pod(
+        pod_name(node, &s.basics.run_id),
+        &s.namespace,
+        "etcdnet-jumpbox",
+        spec,
+    )
+}
+
+/// Route `jumpbox`: one pod per VM in the vSphere Namespace, from the Supervisor.
+pub struct JumpboxRoute;
+
+impl Route for JumpboxRoute {
+    fn name(&self) -> &'static str {
+        "jumpbox"
     }
-    Pod::new(pod_name(node, &s.run_id))
-        .namespace(&s.namespace)
-        .labels([
-            (labels::MANAGED_BY, labels::MANAGED_BY_VALUE),
-            (labels::NAME, "etcdnet-jumpbox"),
-            (labels::RUN_ID, s.run_id.as_str()),
-        ])
-        .spec(spec)
+
+    fn help(&self) -> &'static str {
+        "A pod per VM in the vSphere Namespace that SSHes to the VM with the <cluster>-ssh key"
+    }
+
+    fn would_create(&self, s: &RouteSettings, target: &Target, at: &Address) -> Option<Pod> {
+        Some(jumpbox_pod(
+            &target.name,
+            &at.ip.to_string(),
+            &at.probe,
+            &s.jumpbox,
+        ))
+    }
+
+    fn open<'a>(
+        &'a self,
+        s: &'a RouteSettings,
+        env: Env<'a>,
+    ) -> BoxFuture<'a, Result<Box<dyn Session + 'a>>> {
+        Box::pin(async move {
+            Ok(Box::new(JumpboxSession {
+                api: Api::namespaced(env.supervisor.clone(), &s.jumpbox.namespace),
+                settings: &s.jumpbox,
+            }) as Box<dyn Session>)
+        })
+    }
+}
+
+struct JumpboxSession<'a> {
+    api: Api<Pod>,
+    settings: &'a JumpboxSettings,
+}
+
+impl Session for JumpboxSession<'_> {
+    fn doing(&self, nodes: usize) -> String {
+        format!("probing {nodes} control-plane VMs through jumpbox pods in the Supervisor")
+    }
+
+    fn probe<'a>(
+        &'a self,
+        t: &'a Target,
+        at: &'a Address,
+        run: &'a Run<'a>,
+    ) -> BoxFuture<'a, Reached> {
+        Box::pin(async move {
+            let s = self.settings;
+            let ip = at.ip.to_string();
+            let pod = jumpbox_pod(&t.name, &ip, &at.probe, s);
+            match lifecycle::run(&self.api, &pod, run.tracker, run.bound, run.keep).await {
+                Ok(done) => {
+                    let r = read_log(&t.name, &ip, &s.ssh.user, &done.log);
+                    Reached {
+                        outcome: r.outcome,
+                        reach: r.reach,
+                    }
+                }
+                Err(f) => {
+                    let mut e = super::pod::reach_error(f, &s.namespace, "--jumpbox-image");
+                    // vSphere Pods exist only on Supervisors with NSX networking.
+                    if matches!(
+                        e.kind,
+                        ReachErrorKind::Unschedulable
+                            | ReachErrorKind::Timeout
+                            | ReachErrorKind::Other
+                    ) {
+                        e.message.push_str("; the Supervisor may not run vSphere Pods (they need NSX networking): try --via ssh");
+                    }
+                    Err(e).into()
+                }
+            }
+        })
+    }
 }
 
 /// What one jumpbox pod's log says.
@@ -166,15 +236,18 @@ pub fn read_log(node: &str, ip: &str, user: &str, log: &str) -> JumpboxResult {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::Duration;
 
     fn settings() -> JumpboxSettings {
         JumpboxSettings {
             namespace: "ns-prod".into(),
             cluster: "tkc-prod".into(),
             image: DEFAULT_IMAGE.into(),
-            image_pull_secret: None,
-            run_id: "k3x9q".into(),
-            deadline: Duration::from_secs(60),
+            basics: PodBasics {
+                image_pull_secret: None,
+                run_id: "k3x9q".into(),
+                deadline: Duration::from_secs(60),
+            },
             ssh: SshSettings {
                 user: "vmware-system-user".into(),
                 connect_timeout: Duration::from_secs(3),

@@ -14,6 +14,8 @@ use kube::api::{Api, DeleteParams, LogParams, PostParams, WatchEvent, WatchParam
 use serde::{Deserialize, Serialize};
 use tracing::{debug, warn};
 
+use crate::error::KubeErrorExt;
+
 /// A pod we created: the API it lives behind (its namespace and cluster) and its name.
 type Tracked = (Api<Pod>, String);
 
@@ -52,7 +54,7 @@ impl PodTracker {
             let params = DeleteParams::default().grace_period(0);
             match tokio::time::timeout(bound, api.delete(&name, &params)).await {
                 Ok(Ok(_)) => None,
-                Ok(Err(kube::Error::Api(s))) if s.code == 404 => None,
+                Ok(Err(e)) if e.is_not_found() => None,
                 Ok(Err(e)) => Some(format!("{name}: {}", crate::error::chain(&e))),
                 Err(_) => Some(format!("{name}: delete did not finish within {bound:?}")),
             }
@@ -166,15 +168,13 @@ pub fn pod_state(pod: &Pod) -> PodState {
 }
 
 fn api_failure(doing: &str, err: kube::Error) -> PodFailure {
-    match err {
-        kube::Error::Api(s) if s.code == 403 && s.message.contains("violates PodSecurity") => {
-            PodFailure::Rejected(s.message)
+    match (err.status_code(), err.status_message()) {
+        (Some(403), Some(m)) if m.contains("violates PodSecurity") => {
+            PodFailure::Rejected(m.to_string())
         }
-        kube::Error::Api(s) if s.code == 403 => {
-            PodFailure::Forbidden(format!("{doing}: {}", s.message))
-        }
-        kube::Error::Api(s) => PodFailure::Api(format!("{doing}: {} ({})", s.message, s.code)),
-        other => PodFailure::Api(format!("{doing}: {}", crate::error::chain(&other))),
+        (Some(403), Some(m)) => PodFailure::Forbidden(format!("{doing}: {m}")),
+        (Some(code), Some(m)) => PodFailure::Api(format!("{doing}: {m} ({code})")),
+        _ => PodFailure::Api(format!("{doing}: {}", crate::error::chain(&err))),
     }
 }
 
@@ -209,7 +209,7 @@ pub async fn run(
             .await
         {
             Ok(_) => tracker.untrack(&name),
-            Err(kube::Error::Api(s)) if s.code == 404 => tracker.untrack(&name),
+            Err(e) if e.is_not_found() => tracker.untrack(&name),
             // Left tracked: the caller's final delete_all retries it.
             Err(e) => warn!(pod = %name, "delete failed: {}", crate::error::chain(&e)),
         }

@@ -1,17 +1,249 @@
 //! The reach stage: how the probe gets onto each control-plane node.
+//!
+//! A route is one file here that implements [`Route`] (what it would create, for `--dry-run`;
+//! how to open it) and a [`Session`] (reach one node and run the probe there). [`ROUTES`] lists
+//! them: it is what `--via` accepts. One driver, [`probe_all`], runs a session over every
+//! target with a bounded fan-out and the progress line, and builds each node's [`NodeReport`];
+//! no route repeats that.
+//!
 //! - [`pod`]: a privileged pod pinned to each node, through the workload cluster's API;
+//! - [`jumpbox`]: a pod per VM in the vSphere Namespace that SSHes to it (the API is down);
+//! - [`ssh`]: the admin's own ssh to every VM;
 //! - [`lifecycle`]: one pod's create → wait → log → delete, and the tracker that guarantees no
-//!   pod is left behind.
+//!   pod is left behind; [`leftovers`]: finding and deleting what a killed run left (`cleanup`).
+//!
+//! Adding a route: a new file with a unit struct implementing [`Route`], and one line in
+//! [`ROUTES`].
 
 pub mod jumpbox;
+pub mod leftovers;
 pub mod lifecycle;
 pub mod pod;
 pub mod ssh;
 
 use std::collections::BTreeMap;
+use std::fmt;
+use std::net::IpAddr;
+use std::time::Duration;
 
-use k8s_openapi::api::core::v1::ResourceRequirements;
+use futures::future::BoxFuture;
+use futures::StreamExt;
+use k8s_openapi::api::core::v1::{Pod, PodSpec, ResourceRequirements};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+use k8s_openapi_ext::{PodExt, PodSpecExt, ResourceBuilder};
+
+use crate::error::Result;
+use crate::labels;
+use crate::probe::script::ProbeArgs;
+use crate::probe::{NodeReport, PortReach, ProbeOutput, ReachError};
+use crate::progress::Progress;
+use crate::workload::WorkloadCheck;
+
+pub use lifecycle::PodTracker;
+
+/// Every route, in the order `--via` lists them.
+pub static ROUTES: &[&dyn Route] = &[&pod::PodRoute, &jumpbox::JumpboxRoute, &ssh::SshRoute];
+
+/// The route called `name` in [`ROUTES`].
+pub fn by_name(name: &str) -> Option<&'static dyn Route> {
+    ROUTES.iter().copied().find(|r| r.name() == name)
+}
+
+/// How many nodes are probed at once. Above it, a large control plane waits its turn instead
+/// of opening hundreds of pods or ssh sessions together.
+pub const DEFAULT_PARALLEL: usize = 16;
+
+/// One way to reach the nodes. Implementations are unit structs: everything they need comes
+/// in as [`RouteSettings`] and [`Env`].
+pub trait Route: Sync {
+    /// The name `--via` takes and reports show (`pod`, `jumpbox`, `ssh`).
+    fn name(&self) -> &'static str;
+    /// One line for `--help`.
+    fn help(&self) -> &'static str;
+    /// `--dry-run`: the pod this route would create for one node (None: it creates none).
+    fn would_create(&self, settings: &RouteSettings, target: &Target, at: &Address) -> Option<Pod>;
+    /// Does what needs I/O once, before the first node (a client, a key file). An error here
+    /// ends the run; a route that cannot work for any node returns [`Unavailable`] instead, so
+    /// that every node reports why.
+    fn open<'a>(
+        &'a self,
+        settings: &'a RouteSettings,
+        env: Env<'a>,
+    ) -> BoxFuture<'a, Result<Box<dyn Session + 'a>>>;
+}
+
+impl fmt::Debug for dyn Route {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// An opened route: reaches one node at a time (the driver runs many at once).
+pub trait Session: Send + Sync {
+    /// The progress line while it runs, e.g. "probing 3 control-plane nodes with pods".
+    fn doing(&self, nodes: usize) -> String;
+    /// Why no node can be reached at all, when that is so: it then explains every node, also
+    /// one without an address.
+    fn unavailable(&self) -> Option<&ReachError> {
+        None
+    }
+    /// Reaches `target` at `at` and runs the probe there.
+    fn probe<'a>(
+        &'a self,
+        target: &'a Target,
+        at: &'a Address,
+        run: &'a Run<'a>,
+    ) -> BoxFuture<'a, Reached>;
+}
+
+/// What a route is opened with, besides its settings.
+#[derive(Clone, Copy)]
+pub struct Env<'a> {
+    /// The Supervisor's client (the vSphere Namespace's pods and secrets).
+    pub supervisor: &'a kube::Client,
+    /// The workload API as checked, with its kubeconfig.
+    pub workload: &'a WorkloadCheck,
+}
+
+/// What a session may use while it runs.
+pub struct Run<'a> {
+    /// Every pod created is tracked here, so the caller deletes it on every way out.
+    pub tracker: &'a PodTracker,
+    /// Time left for the whole probing.
+    pub bound: Duration,
+    /// `--keep-pods`.
+    pub keep: bool,
+}
+
+/// One control-plane node to reach.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Target {
+    /// The node's name in reports (its Machine's, else its VM's).
+    pub name: String,
+    /// The Kubernetes Node a pod would be pinned to (the Machine's nodeRef, else `name`).
+    pub node_name: String,
+    /// None: the VM has no IP yet, so no route can reach it.
+    pub address: Option<Address>,
+}
+
+/// Where a node is and what its probe is told.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Address {
+    pub ip: IpAddr,
+    pub probe: ProbeArgs,
+}
+
+/// What reaching one node gave: the probe's document or why not, and (jumpbox) the VM's ports
+/// as the Supervisor saw them, known even when the probe failed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Reached {
+    pub outcome: std::result::Result<ProbeOutput, ReachError>,
+    pub reach: Vec<PortReach>,
+}
+
+impl From<std::result::Result<ProbeOutput, ReachError>> for Reached {
+    fn from(outcome: std::result::Result<ProbeOutput, ReachError>) -> Reached {
+        Reached {
+            outcome,
+            reach: Vec::new(),
+        }
+    }
+}
+
+/// Everything any route needs, resolved once from the command line (see `plan`).
+#[derive(Debug, Clone)]
+pub struct RouteSettings {
+    pub pod: pod::PodSettings,
+    pub jumpbox: jumpbox::JumpboxSettings,
+    pub ssh: ssh::SshRouteSettings,
+    /// Bound of each request to the workload API (pod route).
+    pub workload_timeout: Duration,
+}
+
+/// A route that cannot reach any node, and says why for each.
+pub struct Unavailable(pub ReachError);
+
+impl Session for Unavailable {
+    fn doing(&self, nodes: usize) -> String {
+        format!("{nodes} control-plane nodes cannot be reached")
+    }
+    fn unavailable(&self) -> Option<&ReachError> {
+        Some(&self.0)
+    }
+    fn probe<'a>(
+        &'a self,
+        _: &'a Target,
+        _: &'a Address,
+        _: &'a Run<'a>,
+    ) -> BoxFuture<'a, Reached> {
+        Box::pin(async move { Err(self.0.clone()).into() })
+    }
+}
+
+/// Runs `session` on every target, at most `parallel` at once, each node's result a value (a
+/// node that could not be reached is not an early return). The order is the targets'.
+pub async fn probe_all(
+    session: &dyn Session,
+    targets: &[Target],
+    run: &Run<'_>,
+    parallel: usize,
+    progress: &Progress,
+) -> Vec<NodeReport> {
+    let steps = &progress.steps(session.doing(targets.len()), targets.len());
+    futures::stream::iter(targets)
+        .map(|t| async move {
+            let reached = match (session.unavailable(), &t.address) {
+                (Some(why), _) => Err(why.clone()).into(),
+                (None, None) => Err(ReachError::no_address()).into(),
+                (None, Some(at)) => session.probe(t, at, run).await,
+            };
+            steps.one_done();
+            NodeReport {
+                name: t.name.clone(),
+                ip: t.address.as_ref().map(|a| a.ip),
+                outcome: reached.outcome,
+                reach: reached.reach,
+            }
+        })
+        .buffered(parallel.max(1))
+        .collect()
+        .await
+}
+
+/// What every pod this plugin creates has in common, whatever the route.
+#[derive(Debug, Clone)]
+pub struct PodBasics {
+    /// Shared by all pods of one run (label and name suffix).
+    pub run_id: String,
+    /// `activeDeadlineSeconds`: the kubelet kills the pod after this, even if we are gone.
+    pub deadline: Duration,
+    pub image_pull_secret: Option<String>,
+}
+
+impl PodBasics {
+    /// A pod named `name` in `namespace`, labelled as ours (`app` names its kind), with the
+    /// parts every one of our pods has: never restarted, killed at the deadline, no service
+    /// account token, no service links.
+    pub fn pod(&self, name: String, namespace: &str, app: &str, spec: PodSpec) -> Pod {
+        let mut spec = spec
+            .restart_policy("Never")
+            .active_deadline_seconds(self.deadline.as_secs().max(1) as i64)
+            .termination_grace_period_seconds(0)
+            .automount_service_account_token(false)
+            .enable_service_links(false);
+        if let Some(secret) = &self.image_pull_secret {
+            spec = spec.image_pull_secret(secret);
+        }
+        Pod::new(name)
+            .namespace(namespace)
+            .labels([
+                (labels::MANAGED_BY, labels::MANAGED_BY_VALUE),
+                (labels::NAME, app),
+                (labels::RUN_ID, self.run_id.as_str()),
+            ])
+            .spec(spec)
+    }
+}
 
 /// `<prefix><node>-<run>`, cut to stay a valid DNS label (63 characters).
 pub fn pod_name(prefix: &str, node: &str, run_id: &str) -> String {
@@ -32,5 +264,154 @@ pub fn small_resources(memory_limit: &str) -> ResourceRequirements {
         requests: Some(quantities("10m", "32Mi")),
         limits: Some(quantities("500m", memory_limit)),
         ..Default::default()
+    }
+}
+
+/// A short random id shared by all pods of one run (label and name suffix).
+pub fn run_id() -> String {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u128(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default()
+            .as_nanos(),
+    );
+    h.write_u32(std::process::id());
+    let alphabet = b"bcdfghjklmnpqrstvwxz2456789";
+    let mut n = h.finish();
+    (0..5)
+        .map(|_| {
+            let c = alphabet[(n % alphabet.len() as u64) as usize] as char;
+            n /= alphabet.len() as u64;
+            c
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_route_has_its_own_name() {
+        let mut names: Vec<&str> = ROUTES.iter().map(|r| r.name()).collect();
+        assert_eq!(names, ["pod", "jumpbox", "ssh"]);
+        names.dedup();
+        assert_eq!(names.len(), ROUTES.len());
+        for r in ROUTES {
+            assert_eq!(by_name(r.name()).unwrap().name(), r.name());
+            assert!(!r.help().is_empty());
+        }
+        assert!(by_name("auto").is_none(), "auto is resolved by the plan");
+    }
+
+    #[test]
+    fn run_ids_are_short_and_label_safe() {
+        let id = run_id();
+        assert_eq!(id.len(), 5);
+        crate::names::validate_dns1123_label(&id).unwrap();
+    }
+
+    #[tokio::test]
+    async fn the_driver_never_runs_more_than_parallel_at_once() {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        #[derive(Default)]
+        struct Counting {
+            now: AtomicUsize,
+            most: AtomicUsize,
+        }
+        impl Session for Counting {
+            fn doing(&self, n: usize) -> String {
+                format!("counting {n}")
+            }
+            fn probe<'a>(
+                &'a self,
+                _: &'a Target,
+                _: &'a Address,
+                _: &'a Run<'a>,
+            ) -> BoxFuture<'a, Reached> {
+                Box::pin(async move {
+                    let now = self.now.fetch_add(1, Ordering::SeqCst) + 1;
+                    self.most.fetch_max(now, Ordering::SeqCst);
+                    tokio::time::sleep(Duration::from_millis(5)).await;
+                    self.now.fetch_sub(1, Ordering::SeqCst);
+                    Err(ReachError::no_address()).into()
+                })
+            }
+        }
+        let targets: Vec<Target> = (0..50)
+            .map(|i| Target {
+                name: format!("n{i}"),
+                node_name: format!("n{i}"),
+                address: Some(Address {
+                    ip: "198.18.0.11".parse().unwrap(),
+                    probe: ProbeArgs::default(),
+                }),
+            })
+            .collect();
+        let tracker = PodTracker::default();
+        let run = Run {
+            tracker: &tracker,
+            bound: Duration::from_secs(1),
+            keep: false,
+        };
+        let session = Counting::default();
+        let reports = probe_all(&session, &targets, &run, 7, &Progress::hidden()).await;
+        assert_eq!(reports.len(), 50);
+        assert_eq!(session.most.load(Ordering::SeqCst), 7, "bounded, and the bound is used");
+    }
+
+    #[tokio::test]
+    async fn the_driver_keeps_order_and_reports_nodes_without_an_address() {
+        struct Echo;
+        impl Session for Echo {
+            fn doing(&self, n: usize) -> String {
+                format!("echo {n}")
+            }
+            fn probe<'a>(
+                &'a self,
+                t: &'a Target,
+                _: &'a Address,
+                _: &'a Run<'a>,
+            ) -> BoxFuture<'a, Reached> {
+                Box::pin(async move {
+                    Err(ReachError {
+                        kind: crate::probe::ReachErrorKind::Other,
+                        message: t.name.clone(),
+                    })
+                    .into()
+                })
+            }
+        }
+        let target = |name: &str, ip: Option<&str>| Target {
+            name: name.into(),
+            node_name: name.into(),
+            address: ip.map(|ip| Address {
+                ip: ip.parse().unwrap(),
+                probe: ProbeArgs::new(ip, Vec::<String>::new()),
+            }),
+        };
+        let targets: Vec<Target> = (0..40)
+            .map(|i| target(&format!("n{i}"), (i != 7).then_some("198.18.0.11")))
+            .collect();
+        let tracker = PodTracker::default();
+        let run = Run {
+            tracker: &tracker,
+            bound: Duration::from_secs(1),
+            keep: false,
+        };
+        let reports = probe_all(&Echo, &targets, &run, 4, &Progress::hidden()).await;
+        assert_eq!(reports.len(), 40);
+        for (i, r) in reports.iter().enumerate() {
+            assert_eq!(r.name, format!("n{i}"));
+            let e = r.outcome.as_ref().unwrap_err();
+            if i == 7 {
+                assert_eq!(e.kind, crate::probe::ReachErrorKind::NoAddress);
+                assert_eq!(r.ip, None);
+            } else {
+                assert_eq!(e.message, r.name, "the session saw its own target");
+            }
+        }
     }
 }

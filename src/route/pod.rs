@@ -5,37 +5,32 @@
 //! runs the probe with `chroot /host`, so that `crictl`, `curl`, the certificates under
 //! `/etc/kubernetes/pki/etcd` and the network are the node's own.
 
-use std::time::Duration;
-
+use futures::future::BoxFuture;
 use k8s_openapi::api::core::v1::{
     Container, HostPathVolumeSource, Pod, PodSpec, SecurityContext, Toleration, Volume, VolumeMount,
 };
-use k8s_openapi_ext::{ContainerExt, PodExt, PodSpecExt, ResourceBuilder};
+use k8s_openapi_ext::{ContainerExt, PodSpecExt};
+use kube::api::Api;
 
-use crate::labels;
+use super::lifecycle::{self, PodFailure};
+use super::{
+    Address, Env, PodBasics, Reached, Route, RouteSettings, Run, Session, Target, Unavailable,
+};
+use crate::error::Result;
+use crate::probe::script;
+use crate::probe::{ReachError, ReachErrorKind};
 
 /// The image only needs `chroot` and `sh` (everything else comes from the node).
 pub const DEFAULT_IMAGE: &str = "docker.io/library/busybox:1.36";
 pub const DEFAULT_NAMESPACE: &str = "kube-system";
 pub const CONTAINER: &str = "probe";
 
-/// What a pod needs to know about its node.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PodTarget {
-    /// The control-plane node's name in reports (its Machine's).
-    pub name: String,
-    /// The Kubernetes Node to pin the pod to (the Machine's nodeRef, else its name).
-    pub node_name: String,
-}
-
 #[derive(Debug, Clone)]
 pub struct PodSettings {
+    /// The namespace of the probe pods in the workload cluster.
     pub namespace: String,
     pub image: String,
-    pub image_pull_secret: Option<String>,
-    pub run_id: String,
-    /// `activeDeadlineSeconds`: the kubelet kills the pod after this, even if we are gone.
-    pub deadline: Duration,
+    pub basics: PodBasics,
 }
 
 /// A pod name that says what it is and stays a valid DNS label: `etcdnet-probe-<node>-<run>`.
@@ -43,9 +38,10 @@ pub fn pod_name(node: &str, run_id: &str) -> String {
     super::pod_name("etcdnet-probe-", node, run_id)
 }
 
-/// The probe pod for one node. `command` is the probe's argv as run on the host (it is
-/// prefixed with `chroot /host`).
-pub fn debug_pod(target: &PodTarget, settings: &PodSettings, command: &[String]) -> Pod {
+/// The probe pod for one node: `name` is the node's name in reports, `node_name` the Node it is
+/// pinned to. `command` is the probe's argv as run on the host (it is prefixed with
+/// `chroot /host`).
+pub fn debug_pod(name: &str, node_name: &str, settings: &PodSettings, command: &[String]) -> Pod {
     let host = Volume {
         name: "host".into(),
         host_path: Some(HostPathVolumeSource {
@@ -72,45 +68,149 @@ pub fn debug_pod(target: &PodTarget, settings: &PodSettings, command: &[String])
             .image_pull_policy("IfNotPresent")
             .command(argv)
     };
-    let mut spec = PodSpec::container(container)
-        .node_name(&target.node_name)
+    let spec = PodSpec::container(container)
+        .node_name(node_name)
         .host_network(true)
         .host_pid(true)
-        .restart_policy("Never")
-        .active_deadline_seconds(settings.deadline.as_secs().max(1) as i64)
-        .termination_grace_period_seconds(0)
-        .automount_service_account_token(false)
-        .enable_service_links(false)
         // Control-plane nodes are tainted; a node in trouble may be tainted more.
         .tolerations([Toleration {
             operator: Some("Exists".into()),
             ..Default::default()
         }])
         .volumes([host]);
-    if let Some(secret) = &settings.image_pull_secret {
-        spec = spec.image_pull_secret(secret);
+    settings.basics.pod(
+        pod_name(name, &settings.basics.run_id),
+        &settings.namespace,
+        "etcdnet-probe",
+        spec,
+    )
+}
+
+/// Route `pod`: works while the workload cluster's API answers.
+pub struct PodRoute;
+
+impl Route for PodRoute {
+    fn name(&self) -> &'static str {
+        "pod"
     }
-    Pod::new(pod_name(&target.name, &settings.run_id))
-        .namespace(&settings.namespace)
-        .labels([
-            (labels::MANAGED_BY, labels::MANAGED_BY_VALUE),
-            (labels::NAME, "etcdnet-probe"),
-            (labels::RUN_ID, settings.run_id.as_str()),
-        ])
-        .spec(spec)
+
+    fn help(&self) -> &'static str {
+        "A privileged pod pinned to each node, through the workload cluster's API"
+    }
+
+    fn would_create(&self, s: &RouteSettings, target: &Target, at: &Address) -> Option<Pod> {
+        Some(debug_pod(
+            &target.name,
+            &target.node_name,
+            &s.pod,
+            &script::argv(&at.probe),
+        ))
+    }
+
+    fn open<'a>(
+        &'a self,
+        s: &'a RouteSettings,
+        env: Env<'a>,
+    ) -> BoxFuture<'a, Result<Box<dyn Session + 'a>>> {
+        Box::pin(async move {
+            let api = &env.workload.api;
+            if !api.is_reachable() {
+                return Ok(Box::new(Unavailable(ReachError {
+                    kind: ReachErrorKind::Unreachable,
+                    message: format!(
+                        "the workload API does not answer ({}: {}), so no pod can run on the nodes; use --via jumpbox (through the Supervisor) or --via ssh",
+                        api.state, api.detail
+                    ),
+                })) as Box<dyn Session>);
+            }
+            let client = env.workload.client(s.workload_timeout)?;
+            Ok(Box::new(PodSession {
+                api: Api::namespaced(client, &s.pod.namespace),
+                settings: &s.pod,
+            }) as Box<dyn Session>)
+        })
+    }
+}
+
+struct PodSession<'a> {
+    api: Api<Pod>,
+    settings: &'a PodSettings,
+}
+
+impl Session for PodSession<'_> {
+    fn doing(&self, nodes: usize) -> String {
+        format!("probing {nodes} control-plane nodes with pods")
+    }
+
+    fn probe<'a>(
+        &'a self,
+        t: &'a Target,
+        at: &'a Address,
+        run: &'a Run<'a>,
+    ) -> BoxFuture<'a, Reached> {
+        Box::pin(async move {
+            let pod = debug_pod(
+                &t.name,
+                &t.node_name,
+                self.settings,
+                &script::argv(&at.probe),
+            );
+            match lifecycle::run(&self.api, &pod, run.tracker, run.bound, run.keep).await {
+                Ok(done) => crate::probe::parse::parse(&t.name, done.log.as_bytes())
+                    .map_err(|e| ReachError {
+                        kind: ReachErrorKind::BadOutput,
+                        message: format!(
+                            "{e} (pod exit code {})",
+                            done.exit_code
+                                .map(|c| c.to_string())
+                                .unwrap_or_else(|| "?".into())
+                        ),
+                    })
+                    .into(),
+                Err(f) => Err(reach_error(f, &self.settings.namespace, "--image")).into(),
+            }
+        })
+    }
+}
+
+/// A pod failure as one line that says what to do (both pod-based routes).
+pub fn reach_error(f: PodFailure, ns: &str, image_flag: &str) -> ReachError {
+    let (kind, message) = match f {
+        PodFailure::Rejected(m) => (
+            ReachErrorKind::Rejected,
+            format!("the probe pod was rejected: {m}; use --pod-namespace with a namespace whose Pod Security level is privileged (kube-system usually is)"),
+        ),
+        PodFailure::Forbidden(m) => (
+            ReachErrorKind::Rejected,
+            format!("{m}; creating, watching, reading the log of and deleting pods in {ns} is needed (docs/rbac.yaml)"),
+        ),
+        PodFailure::ImagePull { image, reason, message } => (
+            ReachErrorKind::ImagePull,
+            format!("cannot pull image {image:?} ({reason}: {message}); use {image_flag} from a registry the nodes reach, and --image-pull-secret if it needs credentials"),
+        ),
+        PodFailure::Pending(why) => (ReachErrorKind::Unschedulable, format!("the probe pod cannot start: {why}")),
+        PodFailure::Timeout(why) => (ReachErrorKind::Timeout, format!("the probe pod did not finish: {why}; raise --timeout")),
+        PodFailure::Gone => (ReachErrorKind::Other, "the probe pod was deleted while it ran".into()),
+        PodFailure::Api(m) => (ReachErrorKind::Other, m),
+    };
+    ReachError { kind, message }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    use std::time::Duration;
+
     fn settings() -> PodSettings {
         PodSettings {
             namespace: "kube-system".into(),
             image: DEFAULT_IMAGE.into(),
-            image_pull_secret: Some("regcred".into()),
-            run_id: "k3x9q".into(),
-            deadline: Duration::from_secs(60),
+            basics: PodBasics {
+                image_pull_secret: Some("regcred".into()),
+                run_id: "k3x9q".into(),
+                deadline: Duration::from_secs(60),
+            },
         }
     }
 
@@ -120,19 +220,16 @@ mod tests {
         assert_eq!(n, "etcdnet-probe-tkc-prod-7xk2p-4rz8m-k3x9q");
         let long = pod_name(&"a".repeat(100), "k3x9q");
         assert!(long.len() <= 63, "{long}");
-        crate::cli::validate_dns1123_label(&long).unwrap();
+        crate::names::validate_dns1123_label(&long).unwrap();
         let dash = pod_name(&format!("{}-b", "a".repeat(41)), "k3x9q");
-        crate::cli::validate_dns1123_label(&dash).unwrap();
+        crate::names::validate_dns1123_label(&dash).unwrap();
     }
 
     #[test]
     fn the_pod_is_what_the_node_needs() {
-        let target = PodTarget {
-            name: "tkc-cp-1".into(),
-            node_name: "tkc-cp-1".into(),
-        };
         let pod = debug_pod(
-            &target,
+            "tkc-cp-1",
+            "tkc-cp-1",
             &settings(),
             &["sh".into(), "-c".into(), "echo".into()],
         );

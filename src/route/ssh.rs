@@ -12,10 +12,14 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
 
+use futures::future::BoxFuture;
+use k8s_openapi::api::core::v1::Pod;
 use tokio::io::AsyncWriteExt;
 
+use super::{Address, Env, Reached, Route, RouteSettings, Run, Session, Target};
+use crate::error::{Error, Result};
 use crate::probe::script::{self, ProbeArgs};
-use crate::probe::{NodeReport, ReachError, ReachErrorKind};
+use crate::probe::{ReachError, ReachErrorKind};
 
 pub const DEFAULT_USER: &str = "vmware-system-user";
 
@@ -176,36 +180,125 @@ impl KeyFile {
     }
 }
 
-/// One node to reach over ssh.
-#[derive(Debug, Clone)]
-pub struct SshTarget {
-    pub name: String,
-    pub ip: Option<std::net::IpAddr>,
-    pub probe: Option<ProbeArgs>,
+/// Where the ssh route's key comes from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SshKey {
+    /// The cluster's `<cluster>-ssh` secret, written to a private temporary file for the run.
+    ClusterSecret,
+    /// `--ssh-identity PATH`.
+    File(PathBuf),
+    /// `--ssh-agent`: ssh asks the running agent.
+    Agent,
 }
 
-/// Route `ssh`: the admin's own `ssh` to every node at once, each bounded by `bound`.
-pub async fn probe_all(
-    targets: &[SshTarget],
-    settings: &SshSettings,
-    identity: Option<&Path>,
-    bound: Duration,
-) -> Vec<NodeReport> {
-    let runs = targets.iter().map(|t| async move {
-        let outcome = match (&t.ip, &t.probe) {
-            (Some(ip), Some(probe)) => {
-                probe_one(&ip.to_string(), probe, settings, identity, bound).await
-            }
-            _ => Err(ReachError::no_address()),
-        };
-        NodeReport {
-            name: t.name.clone(),
-            ip: t.ip,
-            outcome,
-            reach: vec![],
-        }
-    });
-    futures::future::join_all(runs).await
+#[derive(Debug, Clone)]
+pub struct SshRouteSettings {
+    pub ssh: SshSettings,
+    pub key: SshKey,
+    pub cluster: String,
+    /// The vSphere Namespace (where `<cluster>-ssh` is).
+    pub namespace: String,
+}
+
+/// Route `ssh`: the admin's own `ssh` to every VM.
+pub struct SshRoute;
+
+impl Route for SshRoute {
+    fn name(&self) -> &'static str {
+        "ssh"
+    }
+
+    fn help(&self) -> &'static str {
+        "ssh from this machine to each VM (VMs routable from here, or --ssh-option ProxyJump=...)"
+    }
+
+    /// It creates no object: only processes on this machine.
+    fn would_create(&self, _: &RouteSettings, _: &Target, _: &Address) -> Option<Pod> {
+        None
+    }
+
+    fn open<'a>(
+        &'a self,
+        s: &'a RouteSettings,
+        env: Env<'a>,
+    ) -> BoxFuture<'a, Result<Box<dyn Session + 'a>>> {
+        Box::pin(async move {
+            let s = &s.ssh;
+            let (identity, key_file) = match &s.key {
+                SshKey::File(path) => (Some(path.clone()), None),
+                SshKey::Agent => (None, None),
+                SshKey::ClusterSecret => {
+                    let key = read_key(env.supervisor, &s.namespace, &s.cluster).await?;
+                    let file = KeyFile::write(&key)
+                        .map_err(|e| Error::config_from("cannot write a temporary key file", e))?;
+                    (Some(file.path().to_path_buf()), Some(file))
+                }
+            };
+            Ok(Box::new(SshSession {
+                settings: &s.ssh,
+                identity,
+                _key_file: key_file,
+            }) as Box<dyn Session>)
+        })
+    }
+}
+
+/// The private key from `<cluster>-ssh` (key `ssh-privatekey`), kept in memory only.
+async fn read_key(client: &kube::Client, namespace: &str, cluster: &str) -> Result<Vec<u8>> {
+    use k8s_openapi::api::core::v1::Secret;
+    let name = super::jumpbox::ssh_secret_name(cluster);
+    let secrets: kube::Api<Secret> = kube::Api::namespaced(client.clone(), namespace);
+    let secret = secrets.get(&name).await.map_err(|e| {
+        Error::kube(
+            format!(
+                "reading secret {name:?} in namespace {namespace:?} (or use --ssh-identity / --ssh-agent)"
+            ),
+            e,
+        )
+    })?;
+    secret
+        .data
+        .and_then(|mut d| d.remove(super::jumpbox::KEY_FILE))
+        .map(|b| b.0)
+        .ok_or_else(|| {
+            Error::config(format!(
+                "secret {name:?} has no key {:?}",
+                super::jumpbox::KEY_FILE
+            ))
+        })
+}
+
+/// An opened ssh route. It owns the temporary key file, if any: the file is removed when the
+/// session is dropped, which is every way the run ends (Ctrl-C drops the future that owns it).
+struct SshSession<'a> {
+    settings: &'a SshSettings,
+    identity: Option<PathBuf>,
+    _key_file: Option<KeyFile>,
+}
+
+impl Session for SshSession<'_> {
+    fn doing(&self, nodes: usize) -> String {
+        format!("probing {nodes} control-plane VMs over ssh")
+    }
+
+    fn probe<'a>(
+        &'a self,
+        _: &'a Target,
+        at: &'a Address,
+        run: &'a Run<'a>,
+    ) -> BoxFuture<'a, Reached> {
+        Box::pin(async move {
+            probe_one(
+                &at.ip.to_string(),
+                &at.probe,
+                self.settings,
+                self.identity.as_deref(),
+                run.bound,
+            )
+            .await
+            .into()
+        })
+    }
 }
 
 async fn probe_one(
@@ -214,7 +307,7 @@ async fn probe_one(
     settings: &SshSettings,
     identity: Option<&Path>,
     bound: Duration,
-) -> Result<crate::probe::ProbeOutput, ReachError> {
+) -> std::result::Result<crate::probe::ProbeOutput, ReachError> {
     let mut cmd = tokio::process::Command::new("ssh");
     cmd.args(ssh_args(
         settings,

@@ -5,7 +5,9 @@ use std::net::IpAddr;
 
 use serde::{Deserialize, Serialize};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, strum::Display, strum::VariantArray,
+)]
 pub enum PowerState {
     PoweredOn,
     PoweredOff,
@@ -13,21 +15,13 @@ pub enum PowerState {
     Unknown,
 }
 
-impl std::fmt::Display for PowerState {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            PowerState::PoweredOn => "PoweredOn",
-            PowerState::PoweredOff => "PoweredOff",
-            PowerState::Suspended => "Suspended",
-            PowerState::Unknown => "Unknown",
-        })
-    }
-}
-
 /// Which labels found the control-plane VMs: `capv.vmware.com/*`, or the `capw.vmware.com/*` of
 /// older Supervisors.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, strum::Display, strum::VariantArray,
+)]
 #[serde(rename_all = "lowercase")]
+#[strum(serialize_all = "lowercase")]
 pub enum VmLabelScheme {
     Capv,
     Capw,

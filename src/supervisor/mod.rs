@@ -15,6 +15,7 @@ use kube::discovery::{ApiGroup, ApiResource, Discovery};
 use kube::Client;
 use tracing::debug;
 
+use crate::connect::Connection;
 use crate::error::{Error, Result};
 pub use facts::*;
 
@@ -43,7 +44,7 @@ pub async fn discover(client: &Client, context: &str) -> Result<SupervisorApis> 
         .filter(&[VMOPERATOR_GROUP, CAPI_GROUP, CONTROLPLANE_GROUP])
         .run()
         .await
-        .map_err(|e| Error::from_kube(format!("API discovery in context {context:?}"), e))?;
+        .map_err(|e| Error::kube(format!("API discovery in context {context:?}"), e))?;
 
     let vm = discovery
         .get(VMOPERATOR_GROUP)
@@ -85,6 +86,25 @@ impl SupervisorApis {
     }
 }
 
+/// The find stage as the commands use it: discovery (is this a Supervisor, which versions),
+/// then the walk to `cluster`'s control plane in the connection's namespace.
+pub async fn walk(conn: &Connection, cluster: &str) -> Result<ClusterFacts> {
+    // The first request is where an unreachable Supervisor shows: say which server it was.
+    let apis = discover(&conn.client, &conn.context).await.map_err(|e| {
+        e.with_unreachable_hint(|| {
+            format!(
+                "is the Supervisor API at {} reachable, and the login still valid? try: kubectl --context {} get ns",
+                conn.server, conn.context
+            )
+        })
+    })?;
+    let scope = Scope {
+        context: conn.context.clone(),
+        namespace: conn.namespace.clone(),
+    };
+    find(&conn.client, &apis, &scope, cluster).await
+}
+
 /// Walks the namespace: Cluster, its control plane (KCP), control-plane Machines and VMs.
 pub async fn find(
     client: &Client,
@@ -98,7 +118,7 @@ pub async fn find(
         Ok(Some(c)) => c,
         Ok(None) => return Err(cluster_not_found(&clusters, scope, cluster_name).await),
         Err(e) => {
-            return Err(Error::from_kube(
+            return Err(Error::kube(
                 format!("reading Cluster {cluster_name:?} in namespace {ns:?}"),
                 e,
             ))
@@ -140,7 +160,7 @@ pub async fn find(
                             Some(ar.api_version.clone()),
                         ),
                         Err(e) => {
-                            return Err(Error::from_kube(
+                            return Err(Error::kube(
                                 format!("reading {} {:?} in namespace {ns:?}", r.kind, r.name),
                                 e,
                             ))
@@ -194,10 +214,12 @@ async fn cluster_not_found(clusters: &Api<DynamicObject>, scope: &Scope, name: &
         }
         Err(_) => format!("check the name with: kubectl get clusters -n {ns}"),
     };
-    Error::ClusterNotFound(format!(
-        "cluster {name:?} not found in namespace {ns:?} (context {:?}); {existing}",
-        scope.context
-    ))
+    Error::ClusterNotFound {
+        name: name.to_string(),
+        namespace: ns.to_string(),
+        context: scope.context.clone(),
+        existing,
+    }
 }
 
 async fn list_machines(
@@ -213,7 +235,7 @@ async fn list_machines(
     let list = api
         .list(&ListParams::default().labels(&selector))
         .await
-        .map_err(|e| Error::from_kube(format!("listing Machines in namespace {ns:?}"), e))?;
+        .map_err(|e| Error::kube(format!("listing Machines in namespace {ns:?}"), e))?;
     Ok(list
         .items
         .iter()
@@ -239,9 +261,7 @@ async fn list_vms(
         let list = api
             .list(&ListParams::default().labels(&selector))
             .await
-            .map_err(|e| {
-                Error::from_kube(format!("listing VirtualMachines in namespace {ns:?}"), e)
-            })?;
+            .map_err(|e| Error::kube(format!("listing VirtualMachines in namespace {ns:?}"), e))?;
         if !list.items.is_empty() {
             let vms = list.items.iter().map(vm_info).collect();
             return Ok((vms, Some(scheme)));

@@ -125,7 +125,7 @@ pub(super) fn log_evidence(ctx: &Ctx, node: &str, kinds: &[LogKind]) -> Vec<Stri
             };
             let example: String = quote.chars().take(200).collect();
             format!(
-                "{node} etcd log: {}× {:?}{}{when}: {example}",
+                "{node} etcd log: {}× {}{}{when}: {example}",
                 f.count,
                 f.kind,
                 if addrs.is_empty() {
@@ -166,7 +166,7 @@ pub(super) fn supervisor_reach_line(n: &NodeReport) -> Option<String> {
     let ports: Vec<String> = n
         .reach
         .iter()
-        .map(|r| format!("{} {:?}", r.port, r.state))
+        .map(|r| format!("{} {}", r.port, r.state))
         .collect();
     let open = n
         .reach

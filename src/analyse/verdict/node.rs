@@ -121,11 +121,12 @@ pub(super) fn not_running(ctx: &Ctx) -> Option<Verdict> {
                 c.state,
                 c.attempt.unwrap_or(0)
             )),
-            None if p.etcd.query == RuntimeQuery::Ok => {
-                evidence.push(format!("{}: crictl ps -a --name etcd lists no etcd container", n.name))
-            }
+            None if p.etcd.query == RuntimeQuery::Ok => evidence.push(format!(
+                "{}: crictl ps -a --name etcd lists no etcd container",
+                n.name
+            )),
             None => evidence.push(format!(
-                "{}: the container runtime could not be asked ({:?}), and its own etcd port refuses",
+                "{}: the container runtime could not be asked ({}), and its own etcd port refuses",
                 n.name, p.etcd.query
             )),
         }

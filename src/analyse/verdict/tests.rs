@@ -9,50 +9,16 @@ use crate::supervisor::*;
 const IPS: [&str; 3] = ["198.18.0.11", "198.18.0.12", "198.18.0.13"];
 const NAMES: [&str; 3] = ["cp1", "cp2", "cp3"];
 
+/// The KCP wants 3; `present` Machines exist (cp1, cp2, ...), none ready, no VMs.
 fn facts(present: usize) -> ClusterFacts {
-    ClusterFacts {
-        context: "sv".into(),
-        namespace: "ns".into(),
-        cluster: ClusterInfo {
-            name: "tkc".into(),
-            phase: None,
-            control_plane_endpoint: None,
-        },
-        apis: ApiVersions {
-            virtual_machine: "vmoperator.vmware.com/v1alpha3".into(),
-            cluster: "cluster.x-k8s.io/v1beta1".into(),
-            machine: "cluster.x-k8s.io/v1beta1".into(),
-            control_plane: None,
-            vm_labels: Some(VmLabelScheme::Capv),
-        },
-        kcp: Some(KcpInfo {
-            name: "tkc-cp".into(),
-            api_version: "controlplane.cluster.x-k8s.io/v1beta1".into(),
-            desired: Some(3),
-            replicas: Some(present as i64),
-            ready: Some(0),
-            available: Some(0),
-            up_to_date: Some(0),
-            version: None,
-            conditions: vec![],
-        }),
-        kcp_missing_reason: None,
-        nodes: (0..present)
-            .map(|i| ControlPlaneNode {
-                name: NAMES[i].into(),
-                machine: Some(MachineInfo {
-                    name: NAMES[i].into(),
-                    phase: Some("Running".into()),
-                    node_name: None,
-                    addresses: vec![],
-                    infrastructure_name: None,
-                    version: None,
-                    failure_domain: None,
-                }),
-                vm: None,
-            })
-            .collect(),
-    }
+    let nodes = (0..present)
+        .map(|i| ControlPlaneNode {
+            name: NAMES[i].into(),
+            machine: Some(crate::testing::machine(NAMES[i], "Running")),
+            vm: None,
+        })
+        .collect();
+    crate::testing::facts(3, 0, nodes)
 }
 
 fn path(target: &str, port: u16, own: bool) -> PathCheck {

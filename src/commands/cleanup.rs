@@ -1,0 +1,56 @@
+//! `kubectl etcdnet cleanup`: deletes the pods this plugin left behind, in the Supervisor and,
+//! when a cluster is named, inside that workload cluster (through its kubeconfig secret).
+
+use std::time::Duration;
+
+use super::Outcome;
+use crate::connect::Connection;
+use crate::error::Result;
+use crate::render::{self, Format};
+use crate::report::CleanupReport;
+use crate::route::leftovers::{self, Scope};
+use crate::workload;
+
+#[derive(Debug, Clone)]
+pub struct CleanupOptions {
+    /// Also clean up inside this workload cluster.
+    pub cluster: Option<String>,
+    pub all_namespaces: bool,
+    pub older_than: Option<Duration>,
+    pub dry_run: bool,
+    /// Bound of each request to the workload cluster.
+    pub request_timeout: Duration,
+}
+
+pub async fn run(conn: &Connection, opts: &CleanupOptions, format: Format) -> Result<Outcome> {
+    let scope = Scope {
+        namespace: (!opts.all_namespaces).then_some(conn.namespace.as_str()),
+        older_than: opts.older_than,
+        dry_run: opts.dry_run,
+    };
+    let mut items = leftovers::clean(&conn.client, "supervisor", &scope).await?;
+    let mut skipped = Vec::new();
+    if let Some(cluster) = &opts.cluster {
+        // Inside the workload cluster our pods may be in any namespace.
+        let workload_scope = Scope {
+            namespace: None,
+            ..scope
+        };
+        let found = async {
+            let client =
+                workload::client(&conn.client, &conn.namespace, cluster, opts.request_timeout)
+                    .await?;
+            leftovers::clean(&client, cluster, &workload_scope).await
+        };
+        match found.await {
+            Ok(more) => items.extend(more),
+            Err(e) => skipped.push(format!("workload cluster {cluster:?}: {e}")),
+        }
+    }
+    let report = CleanupReport::new(items, skipped);
+    Ok(Outcome {
+        stdout: render::cleanup(&report, format)?,
+        notes: Vec::new(),
+        exit_code: report.exit_code(),
+    })
+}

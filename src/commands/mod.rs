@@ -1,0 +1,27 @@
+//! One module per command. Each wires the stages for its command and returns an [`Outcome`]:
+//! what to print and how to exit. They take plain options (made from the command line by
+//! `cli`) and a [`Connection`](crate::connect::Connection); none of them writes to stdout.
+
+pub mod cleanup;
+pub mod diagnose;
+pub mod status;
+
+use crate::error::EXIT_OK;
+
+/// What a run prints and how it exits. Notes go to stderr after the output.
+#[derive(Debug)]
+pub struct Outcome {
+    pub stdout: String,
+    pub notes: Vec<String>,
+    pub exit_code: i32,
+}
+
+impl Outcome {
+    pub fn ok(stdout: String) -> Outcome {
+        Outcome {
+            stdout,
+            notes: Vec::new(),
+            exit_code: EXIT_OK,
+        }
+    }
+}

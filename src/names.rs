@@ -1,0 +1,71 @@
+//! Kubernetes names, checked before anything is contacted so that a typo never reaches an API
+//! server. Shared by the command line and by values read from a kubeconfig.
+
+/// RFC 1123 label: at most 63 characters of [a-z0-9-], starting and ending alphanumeric.
+pub fn validate_dns1123_label(s: &str) -> Result<(), String> {
+    if s.is_empty() {
+        return Err("it is empty".into());
+    }
+    if s.len() > 63 {
+        return Err(format!("{} characters, at most 63 are allowed", s.len()));
+    }
+    if let Some(c) = s
+        .chars()
+        .find(|c| !(c.is_ascii_lowercase() || c.is_ascii_digit() || *c == '-'))
+    {
+        return Err(format!(
+            "{c:?} is not allowed: use lowercase letters, digits and '-'"
+        ));
+    }
+    if s.starts_with('-') || s.ends_with('-') {
+        return Err("it must start and end with a letter or digit".into());
+    }
+    Ok(())
+}
+
+/// RFC 1123 subdomain: dot-separated labels, at most 253 characters.
+pub fn validate_dns1123_subdomain(s: &str) -> Result<(), String> {
+    if s.len() > 253 {
+        return Err(format!("{} characters, at most 253 are allowed", s.len()));
+    }
+    if s.is_empty() {
+        return Err("it is empty".into());
+    }
+    for label in s.split('.') {
+        validate_dns1123_label(label).map_err(|e| {
+            if label.is_empty() {
+                "it has an empty part between dots".to_string()
+            } else {
+                e
+            }
+        })?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names() {
+        for ok in ["tkc", "tkc-prod", "a1", "tkc.prod", &"a".repeat(63)] {
+            assert!(validate_dns1123_subdomain(ok).is_ok(), "{ok}");
+        }
+        for bad in [
+            "",
+            "Tkc",
+            "tkc_prod",
+            "-tkc",
+            "tkc-",
+            "tkc..prod",
+            "tkc/prod",
+            "tkc prod",
+            &"a".repeat(64),
+        ] {
+            assert!(validate_dns1123_subdomain(bad).is_err(), "{bad:?}");
+        }
+        assert!(validate_dns1123_label("ns.prod").is_err());
+        assert!(validate_dns1123_label("ns-prod").is_ok());
+    }
+}

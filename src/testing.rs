@@ -1,0 +1,80 @@
+//! Builders shared by the unit tests of several stages: a cluster's facts as the Supervisor
+//! would give them, and the workload API in a given state. Compiled for tests only.
+
+use crate::supervisor::*;
+use crate::workload::{ApiState, WorkloadApi};
+
+/// A cluster `tkc` in namespace `ns` whose KCP wants `desired` nodes and has `ready` ready
+/// (available and up to date alike), with these nodes.
+pub fn facts(desired: i64, ready: i64, nodes: Vec<ControlPlaneNode>) -> ClusterFacts {
+    ClusterFacts {
+        context: "sv".into(),
+        namespace: "ns".into(),
+        cluster: ClusterInfo {
+            name: "tkc".into(),
+            phase: None,
+            control_plane_endpoint: None,
+        },
+        apis: ApiVersions {
+            virtual_machine: "vmoperator.vmware.com/v1alpha3".into(),
+            cluster: "cluster.x-k8s.io/v1beta1".into(),
+            machine: "cluster.x-k8s.io/v1beta1".into(),
+            control_plane: None,
+            vm_labels: Some(VmLabelScheme::Capv),
+        },
+        kcp: Some(KcpInfo {
+            name: "tkc-cp".into(),
+            api_version: "controlplane.cluster.x-k8s.io/v1beta1".into(),
+            desired: Some(desired),
+            replicas: Some(nodes.len() as i64),
+            ready: Some(ready),
+            available: Some(ready),
+            up_to_date: Some(ready),
+            version: None,
+            conditions: vec![],
+        }),
+        kcp_missing_reason: None,
+        nodes,
+    }
+}
+
+/// A control-plane Machine in `phase`.
+pub fn machine(name: &str, phase: &str) -> MachineInfo {
+    MachineInfo {
+        name: name.into(),
+        phase: Some(phase.into()),
+        node_name: None,
+        addresses: vec![],
+        infrastructure_name: None,
+        version: None,
+        failure_domain: None,
+    }
+}
+
+/// Node `tkc-cp-<i>`: its Machine in `phase` and its VM, at 198.18.0.1<i> when `ip`.
+pub fn node(i: u8, power: PowerState, ip: bool, phase: &str) -> ControlPlaneNode {
+    let name = format!("tkc-cp-{i}");
+    ControlPlaneNode {
+        name: name.clone(),
+        machine: Some(machine(&name, phase)),
+        vm: Some(VmInfo {
+            name,
+            ip: ip.then(|| format!("198.18.0.1{i}").parse().unwrap()),
+            power,
+            class: None,
+            owner: None,
+        }),
+    }
+}
+
+/// The workload API in `state`.
+pub fn api(state: ApiState) -> WorkloadApi {
+    WorkloadApi {
+        state,
+        server: None,
+        path: None,
+        http_status: None,
+        elapsed_ms: None,
+        detail: "d".into(),
+    }
+}
