@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use common::*;
 use etcdnet_fakeapi::labplan;
-use etcdnet_lab::{skip_if_unavailable, Fault, Lab};
+use etcdnet_lab::{require, Fault, Lab};
 use serde_json::Value;
 
 use common::article::*;
@@ -24,10 +24,8 @@ struct World {
 
 /// The article's world: a lab, the workload API a black hole, the Supervisor running jumpbox
 /// pods in the lab with `key` in the cluster's ssh secret.
-fn world(test: &str, key: Option<Vec<u8>>) -> Option<World> {
-    if skip_if_unavailable(test) {
-        return None;
-    }
+fn world(test: &str, key: Option<Vec<u8>>) -> World {
+    require(test);
     let plan = labplan::plan(&FakeConfig::from_dir(fixture(SET)).unwrap(), Some(CLUSTER)).unwrap();
     let lab = Arc::new(Lab::start(labplan::lab_config(&plan).unwrap()).expect("lab starts"));
     let env = Env::new(SET, Workload::black_hole());
@@ -36,7 +34,7 @@ fn world(test: &str, key: Option<Vec<u8>>) -> Option<World> {
     env.supervisor
         .set_secret_data(NS, "tkc-prod-ssh", "ssh-privatekey", key)
         .unwrap();
-    Some(World { env, lab })
+    World { env, lab }
 }
 
 impl World {
@@ -146,10 +144,9 @@ fn until<F: Fn() -> Run>(want: &str, run: F) -> (Run, Value) {
 }
 
 #[test]
+#[cfg_attr(not(etcdnet_lab), ignore = "needs root and the lab (see build.rs)")]
 fn the_articles_case_through_the_jumpbox() {
-    let Some(w) = world("diagnose_jumpbox article", None) else {
-        return;
-    };
+    let w = world("diagnose_jumpbox article", None);
     w.lab.inject(Fault::DropAllPeers).unwrap();
     let (run, report) = until("EtcdPeerNetworkBlocked", || w.diagnose(&["-o", "json"]));
     run.expect_code(1);
@@ -198,10 +195,9 @@ fn the_articles_case_through_the_jumpbox() {
 }
 
 #[test]
+#[cfg_attr(not(etcdnet_lab), ignore = "needs root and the lab (see build.rs)")]
 fn one_isolated_node_with_the_api_down() {
-    let Some(w) = world("diagnose_jumpbox isolated", None) else {
-        return;
-    };
+    let w = world("diagnose_jumpbox isolated", None);
     w.lab.inject(Fault::Isolate(CP[1].into())).unwrap();
     // Explicitly this time (auto chose it in the article's case).
     let (run, report) = until("EtcdPeerNetworkPartial", || {
@@ -221,10 +217,9 @@ fn one_isolated_node_with_the_api_down() {
 }
 
 #[test]
+#[cfg_attr(not(etcdnet_lab), ignore = "needs root and the lab (see build.rs)")]
 fn via_ssh_peers_dropped_and_isolated() {
-    let Some(w) = world("diagnose_jumpbox via ssh", None) else {
-        return;
-    };
+    let w = world("diagnose_jumpbox via ssh", None);
     let tmp = tempfile::tempdir().unwrap();
     w.lab.inject(Fault::DropAllPeers).unwrap();
     let (run, report) = until("EtcdPeerNetworkBlocked", || {
@@ -316,10 +311,9 @@ fn via_ssh_peers_dropped_and_isolated() {
 }
 
 #[test]
+#[cfg_attr(not(etcdnet_lab), ignore = "needs root and the lab (see build.rs)")]
 fn wrong_key_is_an_authentication_error_per_node() {
-    let Some(w) = world("diagnose_jumpbox wrong key", None) else {
-        return;
-    };
+    let w = world("diagnose_jumpbox wrong key", None);
     w.env
         .supervisor
         .set_secret_data(
@@ -343,10 +337,9 @@ fn wrong_key_is_an_authentication_error_per_node() {
 }
 
 #[test]
+#[cfg_attr(not(etcdnet_lab), ignore = "needs root and the lab (see build.rs)")]
 fn a_vm_that_does_not_answer_on_22() {
-    let Some(w) = world("diagnose_jumpbox port 22", None) else {
-        return;
-    };
+    let w = world("diagnose_jumpbox port 22", None);
     w.lab.inject(Fault::BlockSsh(CP[2].into())).unwrap();
     let run = w.diagnose(&["-o", "json"]);
     run.expect_code(1);
@@ -374,10 +367,9 @@ fn a_vm_that_does_not_answer_on_22() {
 }
 
 #[test]
+#[cfg_attr(not(etcdnet_lab), ignore = "needs root and the lab (see build.rs)")]
 fn sigint_leaves_no_pod_and_no_key_file() {
-    let Some(w) = world("diagnose_jumpbox sigint", None) else {
-        return;
-    };
+    let w = world("diagnose_jumpbox sigint", None);
     w.lab.inject(Fault::DropAllPeers).unwrap();
     // Jumpbox: interrupt once the pods exist.
     let cmd = w.env.plugin_command(&[
@@ -418,10 +410,9 @@ fn sigint_leaves_no_pod_and_no_key_file() {
 }
 
 #[test]
+#[cfg_attr(not(etcdnet_lab), ignore = "needs root and the lab (see build.rs)")]
 fn no_key_byte_in_any_output_or_pod_spec() {
-    let Some(w) = world("diagnose_jumpbox secrets", None) else {
-        return;
-    };
+    let w = world("diagnose_jumpbox secrets", None);
     let key = String::from_utf8(w.lab.ssh_private_key()).unwrap();
     // Every line of the key's body is secret; the armour lines are not.
     let secret_lines: Vec<&str> = key
@@ -470,10 +461,9 @@ fn no_key_byte_in_any_output_or_pod_spec() {
 }
 
 #[test]
+#[cfg_attr(not(etcdnet_lab), ignore = "needs root and the lab (see build.rs)")]
 fn one_node_rejecting_the_key_keeps_the_others_results() {
-    let Some(w) = world("diagnose_jumpbox key rejected on one node", None) else {
-        return;
-    };
+    let w = world("diagnose_jumpbox key rejected on one node", None);
     // cp3 now trusts another key only (as a VM rebuilt with other credentials would).
     let other = std::process::Command::new("ssh-keygen")
         .arg("-y")

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use common::*;
 use etcdnet_fakeapi::labplan;
-use etcdnet_lab::{skip_if_unavailable, Fault, Lab};
+use etcdnet_lab::{require, Fault, Lab};
 use serde_json::Value;
 
 use common::article::*;
@@ -26,17 +26,15 @@ fn workload_fixture(name: &str) -> FakeConfig {
     FakeConfig::from_dir(etcdnet_fakeapi::workload_set(name)).unwrap()
 }
 
-fn lab_env(test: &str, workload_set: &str) -> Option<LabEnv> {
-    if skip_if_unavailable(test) {
-        return None;
-    }
+fn lab_env(test: &str, workload_set: &str) -> LabEnv {
+    require(test);
     let plan = labplan::plan(&FakeConfig::from_dir(fixture(SET)).unwrap(), Some(CLUSTER)).unwrap();
     let lab = Arc::new(Lab::start(labplan::lab_config(&plan).unwrap()).expect("lab starts"));
     let workload = Workload::lab(workload_fixture(workload_set), lab.clone()).unwrap();
-    Some(LabEnv {
+    LabEnv {
         env: Env::new(SET, workload),
         lab,
-    })
+    }
 }
 
 impl LabEnv {
@@ -104,10 +102,9 @@ fn diagnose_until(e: &LabEnv, want: &str) -> (Run, Value) {
 }
 
 #[test]
+#[cfg_attr(not(etcdnet_lab), ignore = "needs root and the lab (see build.rs)")]
 fn healthy_then_peers_dropped_then_healed() {
-    let Some(e) = lab_env("diagnose_pod healthy/dropped", "lab-3") else {
-        return;
-    };
+    let e = lab_env("diagnose_pod healthy/dropped", "lab-3");
 
     let table = e.diagnose(&[]);
     table.expect_code(0);
@@ -156,10 +153,9 @@ fn healthy_then_peers_dropped_then_healed() {
 }
 
 #[test]
+#[cfg_attr(not(etcdnet_lab), ignore = "needs root and the lab (see build.rs)")]
 fn one_node_isolated() {
-    let Some(e) = lab_env("diagnose_pod isolated", "lab-3") else {
-        return;
-    };
+    let e = lab_env("diagnose_pod isolated", "lab-3");
     e.lab.inject(Fault::Isolate(CP[2].into())).unwrap();
     let (run, report) = diagnose_until(&e, "EtcdPeerNetworkPartial");
     run.expect_code(1);
@@ -176,10 +172,9 @@ fn one_node_isolated() {
 }
 
 #[test]
+#[cfg_attr(not(etcdnet_lab), ignore = "needs root and the lab (see build.rs)")]
 fn etcd_stopped_on_one_node() {
-    let Some(e) = lab_env("diagnose_pod etcd stopped", "lab-3") else {
-        return;
-    };
+    let e = lab_env("diagnose_pod etcd stopped", "lab-3");
     e.lab.inject(Fault::StopEtcd(CP[1].into())).unwrap();
     let (run, report) = diagnose_until(&e, "EtcdNotRunning");
     run.expect_code(1);
@@ -195,10 +190,9 @@ fn etcd_stopped_on_one_node() {
 }
 
 #[test]
+#[cfg_attr(not(etcdnet_lab), ignore = "needs root and the lab (see build.rs)")]
 fn sigint_mid_probe_leaves_no_pod() {
-    let Some(e) = lab_env("diagnose_pod sigint", "lab-3") else {
-        return;
-    };
+    let e = lab_env("diagnose_pod sigint", "lab-3");
     // Peers dropped: every probe waits on its connect timeouts, a window to interrupt in.
     e.lab.inject(Fault::DropAllPeers).unwrap();
     // Interrupt once the pods exist.
@@ -217,10 +211,9 @@ fn sigint_mid_probe_leaves_no_pod() {
 }
 
 #[test]
+#[cfg_attr(not(etcdnet_lab), ignore = "needs root and the lab (see build.rs)")]
 fn pod_security_rejection_is_quoted() {
-    let Some(e) = lab_env("diagnose_pod psa", "lab-3") else {
-        return;
-    };
+    let e = lab_env("diagnose_pod psa", "lab-3");
     let run = e.diagnose(&["--pod-namespace", "restricted-ns", "-o", "json"]);
     run.expect_code(3);
     let report = run.json();
@@ -238,10 +231,9 @@ fn pod_security_rejection_is_quoted() {
 }
 
 #[test]
+#[cfg_attr(not(etcdnet_lab), ignore = "needs root and the lab (see build.rs)")]
 fn image_that_cannot_be_pulled() {
-    let Some(e) = lab_env("diagnose_pod image pull", "lab-3-airgapped") else {
-        return;
-    };
+    let e = lab_env("diagnose_pod image pull", "lab-3-airgapped");
     let run = e.diagnose(&["-o", "json", "--timeout", "30s"]);
     run.expect_code(3);
     let report = run.json();
@@ -349,10 +341,9 @@ fn dry_run_creates_nothing() {
 }
 
 #[test]
+#[cfg_attr(not(etcdnet_lab), ignore = "needs root and the lab (see build.rs)")]
 fn keep_pods_keeps_them_and_cleanup_removes_them() {
-    let Some(e) = lab_env("diagnose_pod keep", "lab-3") else {
-        return;
-    };
+    let e = lab_env("diagnose_pod keep", "lab-3");
     let run = e.diagnose(&["--keep-pods"]);
     run.expect_code(0);
     assert_eq!(e.workload_api().existing_pods().len(), 3);
@@ -368,10 +359,9 @@ fn keep_pods_keeps_them_and_cleanup_removes_them() {
 }
 
 #[test]
+#[cfg_attr(not(etcdnet_lab), ignore = "needs root and the lab (see build.rs)")]
 fn no_secret_in_any_output() {
-    let Some(e) = lab_env("diagnose_pod secrets", "lab-3") else {
-        return;
-    };
+    let e = lab_env("diagnose_pod secrets", "lab-3");
     for fmt in ["table", "wide", "json", "yaml"] {
         let run = e.diagnose(&["-o", fmt, "-vv"]);
         for m in SECRET_MARKERS {

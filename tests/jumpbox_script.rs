@@ -10,7 +10,7 @@ use etcdnet::probe::{PortState, ReachErrorKind};
 use etcdnet::route::jumpbox::{self, JumpboxSettings};
 use etcdnet::route::ssh::SshSettings;
 use etcdnet::route::PodBasics;
-use etcdnet_lab::{skip_if_unavailable, write_secret_volume, Fault, Lab, LabConfig};
+use etcdnet_lab::{require, write_secret_volume, Fault, Lab, LabConfig};
 
 fn settings() -> JumpboxSettings {
     JumpboxSettings {
@@ -64,10 +64,9 @@ fn run_jumpbox(lab: &Lab, node: &str, key: &[u8]) -> jumpbox::JumpboxResult {
 }
 
 #[test]
+#[cfg_attr(not(etcdnet_lab), ignore = "needs root and the lab (see build.rs)")]
 fn probes_a_vm_over_ssh_from_the_supervisor() {
-    if skip_if_unavailable("jumpbox_script") {
-        return;
-    }
+    require("jumpbox_script");
     let lab = Lab::start(LabConfig::with_nodes(3)).unwrap();
     let r = run_jumpbox(&lab, "cp1", &lab.ssh_private_key());
     let probe = r.outcome.expect("the probe ran over ssh with sudo");
@@ -90,10 +89,9 @@ fn probes_a_vm_over_ssh_from_the_supervisor() {
 }
 
 #[test]
+#[cfg_attr(not(etcdnet_lab), ignore = "needs root and the lab (see build.rs)")]
 fn wrong_key_is_an_authentication_error() {
-    if skip_if_unavailable("jumpbox_script wrong key") {
-        return;
-    }
+    require("jumpbox_script wrong key");
     let lab = Lab::start(LabConfig::with_nodes(3)).unwrap();
     let e = run_jumpbox(&lab, "cp2", &lab.wrong_ssh_private_key())
         .outcome
@@ -103,10 +101,9 @@ fn wrong_key_is_an_authentication_error() {
 }
 
 #[test]
+#[cfg_attr(not(etcdnet_lab), ignore = "needs root and the lab (see build.rs)")]
 fn a_vm_that_does_not_answer_on_22() {
-    if skip_if_unavailable("jumpbox_script blocked 22") {
-        return;
-    }
+    require("jumpbox_script blocked 22");
     let lab = Lab::start(LabConfig::with_nodes(3)).unwrap();
     lab.inject(Fault::BlockSsh("cp3".into())).unwrap();
     let r = run_jumpbox(&lab, "cp3", &lab.ssh_private_key());

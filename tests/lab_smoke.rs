@@ -10,7 +10,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use etcdnet_lab::{skip_if_unavailable, Curl, Fault, Lab, LabConfig, Logger};
+use etcdnet_lab::{require, Curl, Fault, Lab, LabConfig, Logger};
 
 const EXEC: Duration = Duration::from_secs(30);
 const HEAL: Duration = Duration::from_secs(30);
@@ -99,10 +99,9 @@ fn heal(lab: &Lab) {
 }
 
 #[test]
+#[cfg_attr(not(etcdnet_lab), ignore = "needs root and the lab (see build.rs)")]
 fn three_node_lab_is_healthy_and_looks_like_kubeadm_nodes() {
-    if skip_if_unavailable("three_node_lab_is_healthy_and_looks_like_kubeadm_nodes") {
-        return;
-    }
+    require("three_node_lab_is_healthy_and_looks_like_kubeadm_nodes");
     let host_hostname = std::fs::read_to_string("/etc/hostname").unwrap_or_default();
     let host_had_kubernetes = Path::new("/etc/kubernetes").exists();
     let lab = start(LabConfig {
@@ -283,10 +282,9 @@ fn three_node_lab_is_healthy_and_looks_like_kubeadm_nodes() {
 }
 
 #[test]
+#[cfg_attr(not(etcdnet_lab), ignore = "needs root and the lab (see build.rs)")]
 fn faults_drop_reject_and_one_port() {
-    if skip_if_unavailable("faults_drop_reject_and_one_port") {
-        return;
-    }
+    require("faults_drop_reject_and_one_port");
     let lab = start(LabConfig::default());
 
     lab.inject(Fault::DropAllPeers).unwrap();
@@ -346,10 +344,9 @@ fn faults_drop_reject_and_one_port() {
 }
 
 #[test]
+#[cfg_attr(not(etcdnet_lab), ignore = "needs root and the lab (see build.rs)")]
 fn faults_isolate_one_way_and_large_packets() {
-    if skip_if_unavailable("faults_isolate_one_way_and_large_packets") {
-        return;
-    }
+    require("faults_isolate_one_way_and_large_packets");
     let lab = start(LabConfig::default());
 
     lab.inject(Fault::Isolate("cp3".into())).unwrap();
@@ -391,10 +388,9 @@ fn faults_isolate_one_way_and_large_packets() {
 }
 
 #[test]
+#[cfg_attr(not(etcdnet_lab), ignore = "needs root and the lab (see build.rs)")]
 fn faults_expired_certificates_and_stopped_etcd() {
-    if skip_if_unavailable("faults_expired_certificates_and_stopped_etcd") {
-        return;
-    }
+    require("faults_expired_certificates_and_stopped_etcd");
     let lab = start(LabConfig::default());
 
     lab.inject(Fault::ExpiredPeerCert("cp2".into())).unwrap();
@@ -459,10 +455,9 @@ fn faults_expired_certificates_and_stopped_etcd() {
 }
 
 #[test]
+#[cfg_attr(not(etcdnet_lab), ignore = "needs root and the lab (see build.rs)")]
 fn five_node_lab_starts() {
-    if skip_if_unavailable("five_node_lab_starts") {
-        return;
-    }
+    require("five_node_lab_starts");
     let lab = start(LabConfig::with_nodes(5));
     assert_eq!(lab.nodes().len(), 5);
     assert_eq!(lab.node("cp5").unwrap().ip.to_string(), "198.18.0.15");
@@ -507,10 +502,9 @@ fn etcd_pids(lab: &Lab) -> Vec<u32> {
 }
 
 #[test]
+#[cfg_attr(not(etcdnet_lab), ignore = "needs root and the lab (see build.rs)")]
 fn teardown_leaves_nothing_also_after_a_panic() {
-    if skip_if_unavailable("teardown_leaves_nothing_also_after_a_panic") {
-        return;
-    }
+    require("teardown_leaves_nothing_also_after_a_panic");
     let lab = start(LabConfig::with_nodes(1));
     let (id, dir, pids) = (
         lab.id().to_string(),
@@ -555,10 +549,9 @@ fn lab_holder_child() {
 }
 
 #[test]
+#[cfg_attr(not(etcdnet_lab), ignore = "needs root and the lab (see build.rs)")]
 fn sweeper_removes_a_killed_run() {
-    if skip_if_unavailable("sweeper_removes_a_killed_run") {
-        return;
-    }
+    require("sweeper_removes_a_killed_run");
     let mut child = Command::new(std::env::current_exe().unwrap())
         .args(["--exact", "lab_holder_child", "--ignored", "--nocapture"])
         .env("ETCDNET_LAB_HOLDER", "1")

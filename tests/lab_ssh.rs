@@ -16,7 +16,7 @@ use etcdnet::probe::output::{RuntimeQuery, TcpOutcome};
 use etcdnet::probe::parse::parse;
 use etcdnet::probe::script::{self, ProbeArgs};
 use etcdnet_lab::{
-    run_with_timeout, skip_if_unavailable, write_secret_volume, Fault, Lab, LabConfig, NO_MOUNTS,
+    require, run_with_timeout, write_secret_volume, Fault, Lab, LabConfig, NO_MOUNTS,
 };
 
 const RUN: Duration = Duration::from_secs(30);
@@ -71,24 +71,21 @@ fn jumpbox_ssh(lab: &Lab, node: &str, remote: &str) -> Ran {
     run(lab.jumpbox_command(&argv), None)
 }
 
-fn start(test: &str, nodes: usize) -> Option<Lab> {
-    if skip_if_unavailable(test) {
-        return None;
-    }
+fn start(test: &str, nodes: usize) -> Lab {
+    require(test);
     let lab = Lab::start(LabConfig {
         start_timeout: Duration::from_secs(60),
         ..LabConfig::with_nodes(nodes)
     })
     .expect("the lab starts");
     eprintln!("{test}: lab {} started in {:?}", lab.id(), lab.started_in());
-    Some(lab)
+    lab
 }
 
 #[test]
+#[cfg_attr(not(etcdnet_lab), ignore = "needs root and the lab (see build.rs)")]
 fn jumpbox_reaches_every_node_as_vmware_system_user() {
-    let Some(lab) = start("jumpbox_reaches_every_node_as_vmware_system_user", 3) else {
-        return;
-    };
+    let lab = start("jumpbox_reaches_every_node_as_vmware_system_user", 3);
     for node in lab.nodes() {
         let r = jumpbox_ssh(&lab, &node.name, "sudo crictl ps --name etcd");
         assert_eq!(r.code, 0, "{}: {}", node.name, r.stderr);
@@ -175,10 +172,9 @@ fn jumpbox_reaches_every_node_as_vmware_system_user() {
 }
 
 #[test]
+#[cfg_attr(not(etcdnet_lab), ignore = "needs root and the lab (see build.rs)")]
 fn block_ssh_and_stop_sshd_look_like_a_dead_port_and_a_stopped_service() {
-    let Some(lab) = start("block_ssh_and_stop_sshd", 3) else {
-        return;
-    };
+    let lab = start("block_ssh_and_stop_sshd", 3);
     lab.inject("block-ssh:cp2".parse().unwrap()).unwrap();
     let r = jumpbox_ssh(&lab, "cp2", "true");
     eprintln!(
@@ -241,10 +237,9 @@ fn block_ssh_and_stop_sshd_look_like_a_dead_port_and_a_stopped_service() {
 }
 
 #[test]
+#[cfg_attr(not(etcdnet_lab), ignore = "needs root and the lab (see build.rs)")]
 fn probe_runs_over_ssh_with_sudo_from_a_jumpbox_pod() {
-    let Some(lab) = start("probe_runs_over_ssh_with_sudo_from_a_jumpbox_pod", 3) else {
-        return;
-    };
+    let lab = start("probe_runs_over_ssh_with_sudo_from_a_jumpbox_pod", 3);
     // The `<cluster>-ssh` secret as the kubelet lays it out, key mode 0400.
     let secret = tempfile::tempdir().unwrap();
     write_secret_volume(
@@ -353,10 +348,9 @@ fn host_http_server() -> u16 {
 }
 
 #[test]
+#[cfg_attr(not(etcdnet_lab), ignore = "needs root and the lab (see build.rs)")]
 fn admin_machine_reaches_nodes_and_the_host_loopback() {
-    let Some(lab) = start("admin_machine_reaches_nodes_and_the_host_loopback", 2) else {
-        return;
-    };
+    let lab = start("admin_machine_reaches_nodes_and_the_host_loopback", 2);
     let port = host_http_server();
     let url = format!("http://127.0.0.1:{port}/");
     let curl = |url: &str| {
@@ -430,12 +424,10 @@ fn lab_processes(needle: &str) -> Vec<String> {
 }
 
 #[test]
+#[cfg_attr(not(etcdnet_lab), ignore = "needs root and the lab (see build.rs)")]
 fn teardown_leaves_no_sshd_namespace_or_link() {
-    if skip_if_unavailable("teardown_leaves_no_sshd_namespace_or_link") {
-        return;
-    }
     let links_before = host_links();
-    let lab = start("teardown_leaves_no_sshd_namespace_or_link", 2).unwrap();
+    let lab = start("teardown_leaves_no_sshd_namespace_or_link", 2);
     let id = lab.id().to_string();
     let dir = lab.dir().to_path_buf();
     let pids: Vec<u32> = ["cp1", "cp2"]
@@ -487,16 +479,15 @@ fn ssh_lab_holder_child() {
     if std::env::var_os("ETCDNET_LAB_SSH_HOLDER").is_none() {
         return;
     }
-    let lab = start("ssh_lab_holder_child", 1).unwrap();
+    let lab = start("ssh_lab_holder_child", 1);
     println!("LAB {} {}", lab.id(), lab.sshd_pid("cp1").unwrap());
     std::thread::sleep(Duration::from_secs(120));
 }
 
 #[test]
+#[cfg_attr(not(etcdnet_lab), ignore = "needs root and the lab (see build.rs)")]
 fn sshd_dies_with_a_killed_owner() {
-    if skip_if_unavailable("sshd_dies_with_a_killed_owner") {
-        return;
-    }
+    require("sshd_dies_with_a_killed_owner");
     let mut child = Command::new(std::env::current_exe().unwrap())
         .args([
             "--exact",

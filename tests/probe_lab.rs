@@ -12,7 +12,7 @@ use etcdnet::analyse::verdict::{diagnose, Diagnosis, VerdictCode};
 use etcdnet::probe::script::{self, ProbeArgs};
 use etcdnet::probe::{parse::parse, NodeReport};
 use etcdnet::supervisor::*;
-use etcdnet_lab::{skip_if_unavailable, Fault, Lab, LabConfig};
+use etcdnet_lab::{require, Fault, Lab, LabConfig};
 
 /// What the Supervisor would say about the lab: one Machine and VM per node.
 fn facts(lab: &Lab) -> ClusterFacts {
@@ -153,11 +153,9 @@ fn cell(d: &Diagnosis, port: u16, from: &str, to: &str) -> CellState {
         .state
 }
 
-fn start(nodes: usize) -> Option<Lab> {
-    if skip_if_unavailable("probe_lab") {
-        return None;
-    }
-    Some(Lab::start(LabConfig::with_nodes(nodes)).expect("the lab starts"))
+fn start(nodes: usize) -> Lab {
+    require("probe_lab");
+    Lab::start(LabConfig::with_nodes(nodes)).expect("the lab starts")
 }
 
 fn assert_verdict(d: &Diagnosis, want: VerdictCode) {
@@ -176,8 +174,9 @@ fn assert_quotes_log(d: &Diagnosis, words: &[&str]) {
 }
 
 #[test]
+#[cfg_attr(not(etcdnet_lab), ignore = "needs root and the lab (see build.rs)")]
 fn healthy_lab() {
-    let Some(lab) = start(3) else { return };
+    let lab = start(3);
     let d = diagnose_until(&lab, VerdictCode::Healthy, &[]);
     assert_verdict(&d, VerdictCode::Healthy);
     for m in &d.matrices {
@@ -186,8 +185,9 @@ fn healthy_lab() {
 }
 
 #[test]
+#[cfg_attr(not(etcdnet_lab), ignore = "needs root and the lab (see build.rs)")]
 fn all_peers_dropped() {
-    let Some(lab) = start(3) else { return };
+    let lab = start(3);
     lab.inject(Fault::DropAllPeers).unwrap();
     let d = diagnose_until(
         &lab,
@@ -211,8 +211,9 @@ fn all_peers_dropped() {
 }
 
 #[test]
+#[cfg_attr(not(etcdnet_lab), ignore = "needs root and the lab (see build.rs)")]
 fn all_peers_rejected() {
-    let Some(lab) = start(3) else { return };
+    let lab = start(3);
     lab.inject(Fault::RejectAllPeers).unwrap();
     let d = diagnose_until(
         &lab,
@@ -226,8 +227,9 @@ fn all_peers_rejected() {
 }
 
 #[test]
+#[cfg_attr(not(etcdnet_lab), ignore = "needs root and the lab (see build.rs)")]
 fn one_node_isolated() {
-    let Some(lab) = start(3) else { return };
+    let lab = start(3);
     lab.inject(Fault::Isolate("cp3".into())).unwrap();
     let d = diagnose_until(&lab, VerdictCode::EtcdPeerNetworkPartial, &["cp3"]);
     assert_verdict(&d, VerdictCode::EtcdPeerNetworkPartial);
@@ -239,8 +241,9 @@ fn one_node_isolated() {
 }
 
 #[test]
+#[cfg_attr(not(etcdnet_lab), ignore = "needs root and the lab (see build.rs)")]
 fn only_2380_blocked() {
-    let Some(lab) = start(3) else { return };
+    let lab = start(3);
     lab.inject(Fault::BlockPort(2380)).unwrap();
     let d = diagnose_until(
         &lab,
@@ -258,8 +261,9 @@ fn only_2380_blocked() {
 }
 
 #[test]
+#[cfg_attr(not(etcdnet_lab), ignore = "needs root and the lab (see build.rs)")]
 fn only_2379_blocked() {
-    let Some(lab) = start(3) else { return };
+    let lab = start(3);
     lab.inject(Fault::BlockPort(2379)).unwrap();
     // etcd's peers talk on 2380 only, so etcd itself stays healthy and logs nothing.
     let d = diagnose_until(&lab, VerdictCode::EtcdPeerNetworkPartial, &[]);
@@ -274,8 +278,9 @@ fn only_2379_blocked() {
 }
 
 #[test]
+#[cfg_attr(not(etcdnet_lab), ignore = "needs root and the lab (see build.rs)")]
 fn one_way_drop() {
-    let Some(lab) = start(3) else { return };
+    let lab = start(3);
     lab.inject(Fault::DropOneWay {
         from: "cp1".into(),
         to: "cp2".into(),
@@ -297,8 +302,9 @@ fn one_way_drop() {
 }
 
 #[test]
+#[cfg_attr(not(etcdnet_lab), ignore = "needs root and the lab (see build.rs)")]
 fn large_packets_dropped() {
-    let Some(lab) = start(3) else { return };
+    let lab = start(3);
     lab.inject(Fault::DropLargePackets).unwrap();
     let words = [
         "IoTimeout",
@@ -318,8 +324,9 @@ fn large_packets_dropped() {
 }
 
 #[test]
+#[cfg_attr(not(etcdnet_lab), ignore = "needs root and the lab (see build.rs)")]
 fn expired_peer_certificate() {
-    let Some(lab) = start(3) else { return };
+    let lab = start(3);
     lab.inject(Fault::ExpiredPeerCert("cp2".into())).unwrap();
     let d = diagnose_until(
         &lab,
@@ -340,8 +347,9 @@ fn expired_peer_certificate() {
 }
 
 #[test]
+#[cfg_attr(not(etcdnet_lab), ignore = "needs root and the lab (see build.rs)")]
 fn etcd_stopped_on_one_node() {
-    let Some(lab) = start(3) else { return };
+    let lab = start(3);
     lab.inject(Fault::StopEtcd("cp2".into())).unwrap();
     let d = diagnose_until(&lab, VerdictCode::EtcdNotRunning, &["ConnectionRefused"]);
     assert_verdict(&d, VerdictCode::EtcdNotRunning);
@@ -352,8 +360,9 @@ fn etcd_stopped_on_one_node() {
 }
 
 #[test]
+#[cfg_attr(not(etcdnet_lab), ignore = "needs root and the lab (see build.rs)")]
 fn five_nodes_one_isolated() {
-    let Some(lab) = start(5) else { return };
+    let lab = start(5);
     lab.inject(Fault::Isolate("cp5".into())).unwrap();
     let d = diagnose_until(&lab, VerdictCode::EtcdPeerNetworkPartial, &["= cp5"]);
     assert_verdict(&d, VerdictCode::EtcdPeerNetworkPartial);

@@ -1,7 +1,7 @@
 //! The real embedded probe in private network + PID namespaces (root, `unshare`, `ip`, `nft`,
-//! `openssl s_server`; skipped loudly without them): nothing listening (Refused), nftables drop
-//! (Timeout), ICMP reject (NoRoute), large packets dropped (TLS Stalled), bad certificates
-//! (Rejected), good ones (Completed), and a real etcd when Debian's etcd-server is installed.
+//! `openssl s_server`; ignored unless built as root, see build.rs): nothing listening (Refused),
+//! nftables drop (Timeout), ICMP reject (NoRoute), large packets dropped (TLS Stalled), bad
+//! certificates (Rejected), good ones (Completed), and a real etcd (Debian's etcd-server).
 
 mod probe_support;
 
@@ -28,25 +28,24 @@ struct Lab {
 }
 
 impl Lab {
-    /// None (and a loud skip) where namespaces or the tools are missing.
-    fn available(what: &str) -> Option<()> {
+    /// Panics, naming what is missing, where namespaces or the tools are not available: these
+    /// tests are compiled as ignored unless built as root (see build.rs).
+    fn require(what: &str) {
         for tool in ["unshare", "ip", "ss", "nft", "openssl", "curl"] {
-            if which(tool).is_none() {
-                skip(&format!("{what}: {tool} not installed"));
-                return None;
-            }
+            assert!(
+                which(tool).is_some(),
+                "{what}: {tool} not installed (install .ci/lab-packages)"
+            );
         }
         let ok = Command::new(which("unshare").unwrap())
             .args(UNSHARE)
             .arg("true")
             .status()
             .is_ok_and(|s| s.success());
-        if !ok {
-            skip(&format!(
-                "{what}: cannot create network and PID namespaces (needs root)"
-            ));
-        }
-        ok.then_some(())
+        assert!(
+            ok,
+            "{what}: cannot create network and PID namespaces (needs root; ETCDNET_LAB=0 counts these tests as ignored)"
+        );
     }
 
     fn run(&self, node: &Node, shell: &[&str], opts: &ProbeArgs) -> Run {
@@ -102,10 +101,9 @@ fn servers(list: &[(&str, &str, &str)]) -> Vec<String> {
 }
 
 #[test]
+#[cfg_attr(not(etcdnet_lab), ignore = "needs root and the lab (see build.rs)")]
 fn every_outcome_against_real_listeners() {
-    if Lab::available("network outcomes").is_none() {
-        return;
-    }
+    Lab::require("network outcomes");
     let node = Node::new().with_pki();
     let lab = Lab {
         servers: [
@@ -209,10 +207,9 @@ fn every_outcome_against_real_listeners() {
 }
 
 #[test]
+#[cfg_attr(not(etcdnet_lab), ignore = "needs root and the lab (see build.rs)")]
 fn six_unreachable_peers_end_within_the_timeouts() {
-    if Lab::available("timing").is_none() {
-        return;
-    }
+    Lab::require("timing");
     let node = Node::new().with_pki();
     let lab = Lab {
         servers: servers(&[("198.18.0.1", "server", "ca")]),
@@ -249,14 +246,13 @@ fn six_unreachable_peers_end_within_the_timeouts() {
 }
 
 #[test]
+#[cfg_attr(not(etcdnet_lab), ignore = "needs root and the lab (see build.rs)")]
 fn real_etcd_on_its_own_node() {
-    if Lab::available("real etcd").is_none() {
-        return;
-    }
-    if which("etcd").is_none() {
-        skip("real etcd: etcd not installed (apt-get install etcd-server)");
-        return;
-    }
+    Lab::require("real etcd");
+    assert!(
+        which("etcd").is_some(),
+        "real etcd: etcd not installed (apt-get install etcd-server)"
+    );
     // No health check client certificate: /health is read from the metrics listener instead.
     let node = Node::new().with_pki();
     for f in ["healthcheck-client.crt", "healthcheck-client.key"] {

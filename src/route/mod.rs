@@ -359,7 +359,11 @@ mod tests {
         let session = Counting::default();
         let reports = probe_all(&session, &targets, &run, 7, &Progress::hidden()).await;
         assert_eq!(reports.len(), 50);
-        assert_eq!(session.most.load(Ordering::SeqCst), 7, "bounded, and the bound is used");
+        assert_eq!(
+            session.most.load(Ordering::SeqCst),
+            7,
+            "bounded, and the bound is used"
+        );
     }
 
     #[tokio::test]

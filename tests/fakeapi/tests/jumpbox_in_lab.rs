@@ -15,7 +15,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use etcdnet_fakeapi::{supervisor_set, FakeApi, FakeConfig};
-use etcdnet_lab::{skip_if_unavailable, Lab};
+use etcdnet_lab::{require, Lab};
 use helpers::*;
 use k8s_openapi::api::core::v1::{Event, Pod, Secret};
 use kube::api::{Api, DeleteParams, ListParams, LogParams, PostParams};
@@ -100,10 +100,9 @@ async fn log(pods: &Api<Pod>, name: &str) -> String {
 }
 
 #[tokio::test]
+#[cfg_attr(not(etcdnet_lab), ignore = "needs root and the lab (see build.rs)")]
 async fn a_jumpbox_pod_sshes_to_the_node_with_the_secret_volume() {
-    if skip_if_unavailable("a_jumpbox_pod_sshes_to_the_node_with_the_secret_volume") {
-        return;
-    }
+    require("a_jumpbox_pod_sshes_to_the_node_with_the_secret_volume");
     let s = supervisor(Some(lab().ssh_private_key())).await;
     let script = format!(
         "ls -l {KEY_DIR}; stat -L -c 'mode %a' {KEY_DIR}/ssh-privatekey; hostname; {}",
@@ -168,10 +167,9 @@ async fn a_jumpbox_pod_sshes_to_the_node_with_the_secret_volume() {
 }
 
 #[tokio::test]
+#[cfg_attr(not(etcdnet_lab), ignore = "needs root and the lab (see build.rs)")]
 async fn the_plugins_jumpbox_script_reaches_the_node_and_runs_sudo() {
-    if skip_if_unavailable("the_plugins_jumpbox_script_reaches_the_node_and_runs_sudo") {
-        return;
-    }
+    require("the_plugins_jumpbox_script_reaches_the_node_and_runs_sudo");
     let s = supervisor(Some(lab().ssh_private_key())).await;
     // jumpbox.sh IP USER CONNECT_TIMEOUT KEY_FILE REMOTE_CMD PROBE_SCRIPT; the "probe" here is
     // a one-liner read from stdin by `sudo -n sh -s`, as the real probe is.
@@ -206,11 +204,9 @@ async fn the_plugins_jumpbox_script_reaches_the_node_and_runs_sudo() {
 }
 
 #[tokio::test]
+#[cfg_attr(not(etcdnet_lab), ignore = "needs root and the lab (see build.rs)")]
 async fn a_missing_secret_keeps_the_pod_in_container_creating_without_a_process() {
-    if skip_if_unavailable("a_missing_secret_keeps_the_pod_in_container_creating_without_a_process")
-    {
-        return;
-    }
+    require("a_missing_secret_keeps_the_pod_in_container_creating_without_a_process");
     let s = supervisor(None).await;
     s.secrets
         .delete(SECRET, &DeleteParams::default())
@@ -272,10 +268,9 @@ async fn a_missing_secret_keeps_the_pod_in_container_creating_without_a_process(
 }
 
 #[tokio::test]
+#[cfg_attr(not(etcdnet_lab), ignore = "needs root and the lab (see build.rs)")]
 async fn the_wrong_key_is_refused_by_the_node() {
-    if skip_if_unavailable("the_wrong_key_is_refused_by_the_node") {
-        return;
-    }
+    require("the_wrong_key_is_refused_by_the_node");
     let s = supervisor(Some(lab().wrong_ssh_private_key())).await;
     let pod = jumpbox_pod("etcdnet-jumpbox-wrong", &["sh", "-c", &ssh_cmd("hostname")]);
     let seen = create_and_watch(&s.pods, &pod, Duration::from_secs(30), |_, p| done(p)).await;
@@ -287,10 +282,9 @@ async fn the_wrong_key_is_refused_by_the_node() {
 }
 
 #[tokio::test]
+#[cfg_attr(not(etcdnet_lab), ignore = "needs root and the lab (see build.rs)")]
 async fn deleting_a_running_jumpbox_pod_kills_it_and_removes_its_secret() {
-    if skip_if_unavailable("deleting_a_running_jumpbox_pod_kills_it_and_removes_its_secret") {
-        return;
-    }
+    require("deleting_a_running_jumpbox_pod_kills_it_and_removes_its_secret");
     let s = supervisor(Some(lab().ssh_private_key())).await;
     // An ssh session that stays open: the kill must reach ssh too (same process group).
     let pod = jumpbox_pod(
@@ -350,10 +344,9 @@ async fn deleting_a_running_jumpbox_pod_kills_it_and_removes_its_secret() {
 }
 
 #[tokio::test]
+#[cfg_attr(not(etcdnet_lab), ignore = "needs root and the lab (see build.rs)")]
 async fn a_pod_with_a_node_is_not_a_jumpbox_pod() {
-    if skip_if_unavailable("a_pod_with_a_node_is_not_a_jumpbox_pod") {
-        return;
-    }
+    require("a_pod_with_a_node_is_not_a_jumpbox_pod");
     // A Supervisor fake runs only node-less pods: one pinned to a lab node's name stays
     // Pending with no status (nothing there owns that node), and runs nothing.
     let s = supervisor(Some(lab().ssh_private_key())).await;
@@ -369,10 +362,9 @@ async fn a_pod_with_a_node_is_not_a_jumpbox_pod() {
 }
 
 #[tokio::test]
+#[cfg_attr(not(etcdnet_lab), ignore = "needs root and the lab (see build.rs)")]
 async fn the_binary_with_workload_down_runs_jumpbox_pods_with_the_labs_key() {
-    if skip_if_unavailable("the_binary_with_workload_down_runs_jumpbox_pods_with_the_labs_key") {
-        return;
-    }
+    require("the_binary_with_workload_down_runs_jumpbox_pods_with_the_labs_key");
     use std::io::{BufRead, BufReader};
     use std::process::{Command, Stdio};
     let dir = tempfile::tempdir().unwrap();

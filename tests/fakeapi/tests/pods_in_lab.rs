@@ -15,7 +15,7 @@ mod helpers;
 use std::time::{Duration, Instant};
 
 use etcdnet_fakeapi::{workload_set, FakeConfig, Workload};
-use etcdnet_lab::skip_if_unavailable;
+use etcdnet_lab::require;
 use futures::TryStreamExt;
 use helpers::*;
 use k8s_openapi::api::core::v1::Pod;
@@ -23,10 +23,9 @@ use kube::api::{Api, DeleteParams, ListParams, LogParams, PostParams, WatchEvent
 use serde_json::json;
 
 #[tokio::test]
+#[cfg_attr(not(etcdnet_lab), ignore = "needs root and the lab (see build.rs)")]
 async fn a_probe_like_pod_runs_on_its_node_with_the_nodes_view() {
-    if skip_if_unavailable("a_probe_like_pod_runs_on_its_node_with_the_nodes_view") {
-        return;
-    }
+    require("a_probe_like_pod_runs_on_its_node_with_the_nodes_view");
     let e = lab_env("lab-3").await;
     let pod = probe_pod(
         "etcdnet-probe-cp1",
@@ -142,10 +141,9 @@ async fn a_probe_like_pod_runs_on_its_node_with_the_nodes_view() {
 }
 
 #[tokio::test]
+#[cfg_attr(not(etcdnet_lab), ignore = "needs root and the lab (see build.rs)")]
 async fn a_failing_command_fails_with_its_exit_code_and_both_streams_logged() {
-    if skip_if_unavailable("a_failing_command_fails_with_its_exit_code_and_both_streams_logged") {
-        return;
-    }
+    require("a_failing_command_fails_with_its_exit_code_and_both_streams_logged");
     let e = lab_env("lab-3").await;
     let pod = probe_pod(
         "fails",
@@ -187,10 +185,9 @@ async fn a_failing_command_fails_with_its_exit_code_and_both_streams_logged() {
 }
 
 #[tokio::test]
+#[cfg_attr(not(etcdnet_lab), ignore = "needs root and the lab (see build.rs)")]
 async fn active_deadline_seconds_kills_the_process() {
-    if skip_if_unavailable("active_deadline_seconds_kills_the_process") {
-        return;
-    }
+    require("active_deadline_seconds_kills_the_process");
     let e = lab_env("lab-3").await;
     let mut pod = probe_pod("slow", CP1, &["sleep", "60"], 2);
     // The kubelet's default grace period: SIGTERM first, and sleep dies of it.
@@ -214,10 +211,9 @@ async fn active_deadline_seconds_kills_the_process() {
 }
 
 #[tokio::test]
+#[cfg_attr(not(etcdnet_lab), ignore = "needs root and the lab (see build.rs)")]
 async fn deleting_a_running_pod_kills_its_processes_at_once() {
-    if skip_if_unavailable("deleting_a_running_pod_kills_its_processes_at_once") {
-        return;
-    }
+    require("deleting_a_running_pod_kills_its_processes_at_once");
     let e = lab_env("lab-3").await;
     let pod = probe_pod(
         "runs",
@@ -290,10 +286,9 @@ async fn deleting_a_running_pod_kills_its_processes_at_once() {
 }
 
 #[tokio::test]
+#[cfg_attr(not(etcdnet_lab), ignore = "needs root and the lab (see build.rs)")]
 async fn dropping_the_fake_kills_what_its_pods_run() {
-    if skip_if_unavailable("dropping_the_fake_kills_what_its_pods_run") {
-        return;
-    }
+    require("dropping_the_fake_kills_what_its_pods_run");
     let e = lab_env("lab-3").await;
     e.pods
         .create(
@@ -364,10 +359,9 @@ async fn pod_security_rejects_the_probe_where_a_namespace_enforces_it() {
 }
 
 #[tokio::test]
+#[cfg_attr(not(etcdnet_lab), ignore = "needs root and the lab (see build.rs)")]
 async fn a_refused_image_is_never_pulled_and_the_pod_never_runs() {
-    if skip_if_unavailable("a_refused_image_is_never_pulled_and_the_pod_never_runs") {
-        return;
-    }
+    require("a_refused_image_is_never_pulled_and_the_pod_never_runs");
     let e = lab_env("lab-3-airgapped").await;
     let pod = probe_pod("airgapped", CP1, &["sh", "-c", "echo ran"], 60);
     let seen = create_and_watch(&e.pods, &pod, Duration::from_secs(10), |_, p| {
@@ -430,10 +424,9 @@ async fn a_refused_image_is_never_pulled_and_the_pod_never_runs() {
 }
 
 #[tokio::test]
+#[cfg_attr(not(etcdnet_lab), ignore = "needs root and the lab (see build.rs)")]
 async fn a_pod_pinned_to_a_node_no_kubelet_owns_stays_pending() {
-    if skip_if_unavailable("a_pod_pinned_to_a_node_no_kubelet_owns_stays_pending") {
-        return;
-    }
+    require("a_pod_pinned_to_a_node_no_kubelet_owns_stays_pending");
     let e = lab_env("lab-3").await;
     let ghost = probe_pod("ghost", "tkc-prod-7xk2p-gone", &["true"], 60);
     let seen = create_and_watch(&e.pods, &ghost, Duration::from_secs(2), |_, _| false).await;
@@ -478,10 +471,9 @@ async fn a_pod_pinned_to_a_node_no_kubelet_owns_stays_pending() {
 }
 
 #[tokio::test]
+#[cfg_attr(not(etcdnet_lab), ignore = "needs root and the lab (see build.rs)")]
 async fn following_the_log_streams_until_the_container_ends() {
-    if skip_if_unavailable("following_the_log_streams_until_the_container_ends") {
-        return;
-    }
+    require("following_the_log_streams_until_the_container_ends");
     use futures::AsyncBufReadExt;
     let e = lab_env("lab-3").await;
     let pod = probe_pod(

@@ -94,8 +94,7 @@ fn check_dir(dir: &Path) -> Result<()> {
 }
 
 impl Lab {
-    /// Why a lab cannot run here, if it cannot: tests print it as
-    /// `SKIPPED (needs root + lab packages): <reason>` and return.
+    /// Why a lab cannot run here, if it cannot (`require` panics with it).
     pub fn skip_reason() -> Option<String> {
         // SAFETY: geteuid has no preconditions.
         if unsafe { libc::geteuid() } != 0 {

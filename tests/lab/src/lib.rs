@@ -18,10 +18,7 @@
 //! use etcdnet_lab::{Fault, Lab, LabConfig};
 //! use std::time::Duration;
 //!
-//! if let Some(why) = Lab::skip_reason() {
-//!     eprintln!("SKIPPED (needs root + lab packages): {why}");
-//!     return;
-//! }
+//! etcdnet_lab::require("my_test");
 //! let lab = Lab::start(LabConfig::default()).unwrap();
 //! lab.inject(Fault::DropAllPeers).unwrap();
 //! let out = lab.exec("cp1", &["crictl", "ps", "--name", "etcd"], None, Duration::from_secs(10)).unwrap();
@@ -55,18 +52,19 @@ pub use remote::{write_secret_volume, NO_MOUNTS};
 pub use ssh::SSH_USER;
 pub use sweep::PREFIX;
 
-/// Prints the loud skip line tests use and returns true when the lab cannot run here.
+/// The first line of every lab test: panics, naming what is missing, when the lab cannot run
+/// here. A lab test is compiled as `#[ignore]` unless built as root (the plugin's `build.rs`), so
+/// it is counted as ignored or as failed, never as passed without running.
 ///
 /// ```no_run
-/// if etcdnet_lab::skip_if_unavailable("my_test") { return; }
+/// etcdnet_lab::require("my_test");
 /// ```
-pub fn skip_if_unavailable(test: &str) -> bool {
-    match Lab::skip_reason() {
-        Some(reason) => {
-            eprintln!("SKIPPED (needs root + lab packages): {test}: {reason}");
-            true
-        }
-        None => false,
+pub fn require(test: &str) {
+    if let Some(reason) = Lab::skip_reason() {
+        panic!(
+            "{test}: the lab cannot run here: {reason} (install .ci/lab-packages as root, or run \
+             with ETCDNET_LAB=0 to count the lab tests as ignored)"
+        );
     }
 }
 
