@@ -4,6 +4,7 @@
 mod common;
 
 use common::*;
+use etcdnet::report::CleanupAction;
 use etcdnet_fakeapi::FakeConfig;
 use serde_json::{json, Value};
 
@@ -71,10 +72,11 @@ fn deletes_only_labelled_pods_in_the_namespace() {
         .unwrap();
     let run = env.plugin(&["cleanup", "-n", "ns-prod", "-o", "json"]);
     run.expect_code(0);
-    let report = run.json();
-    assert_eq!(report["kind"], "CleanupReport");
-    assert_eq!(report["items"].as_array().unwrap().len(), 1);
-    assert_eq!(report["items"][0]["action"], "deleted");
+    // The kind as scripts match it: checked on the wire, not through the type.
+    assert_eq!(run.json()["kind"], "CleanupReport");
+    let report = run.cleanup_report();
+    assert_eq!(report.items.len(), 1);
+    assert_eq!(report.items[0].action, CleanupAction::Deleted);
     assert_eq!(
         pod_names(&env.supervisor),
         ["etcdnet-jumpbox-b", "someone-elses"]
@@ -108,17 +110,16 @@ fn older_than_keeps_young_pods() {
         "json",
     ]);
     run.expect_code(0);
-    let report = run.json();
+    let report = run.cleanup_report();
     let action = |name: &str| {
-        report["items"]
-            .as_array()
-            .unwrap()
+        report
+            .items
             .iter()
-            .find(|i| i["name"] == name)
-            .map(|i| i["action"].as_str().unwrap().to_string())
+            .find(|i| i.name == name)
+            .map(|i| i.action.clone())
     };
-    assert_eq!(action("etcdnet-young").as_deref(), Some("kept"));
-    assert_eq!(action("etcdnet-old").as_deref(), Some("deleted"));
+    assert_eq!(action("etcdnet-young"), Some(CleanupAction::Kept));
+    assert_eq!(action("etcdnet-old"), Some(CleanupAction::Deleted));
     assert_eq!(pod_names(&env.supervisor), ["etcdnet-young"]);
 }
 

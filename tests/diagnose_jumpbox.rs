@@ -11,9 +11,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::*;
-use etcdnet_fakeapi::labplan;
-use etcdnet_lab::{require, Fault, Lab};
-use serde_json::Value;
+use etcdnet::analyse::verdict::VerdictCode;
+use etcdnet::probe::{PortReach, PortState, ReachErrorKind};
+use etcdnet::workload::ApiState;
+use etcdnet_lab::{Fault, Lab};
 
 use common::article::*;
 
@@ -25,9 +26,7 @@ struct World {
 /// The article's world: a lab, the workload API a black hole, the Supervisor running jumpbox
 /// pods in the lab with `key` in the cluster's ssh secret.
 fn world(test: &str, key: Option<Vec<u8>>) -> World {
-    require(test);
-    let plan = labplan::plan(&FakeConfig::from_dir(fixture(SET)).unwrap(), Some(CLUSTER)).unwrap();
-    let lab = Arc::new(Lab::start(labplan::lab_config(&plan).unwrap()).expect("lab starts"));
+    let lab = start_lab(test);
     let env = Env::new(SET, Workload::black_hole());
     env.supervisor.execute_jumpbox_pods_in(lab.clone()).unwrap();
     let key = key.unwrap_or_else(|| lab.ssh_private_key());
@@ -127,55 +126,39 @@ impl World {
     }
 }
 
-fn verdict(r: &Value) -> &str {
-    r["verdict"]["code"].as_str().unwrap()
-}
-
-fn until<F: Fn() -> Run>(want: &str, run: F) -> (Run, Value) {
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        let r = run();
-        let v = r.json();
-        if verdict(&v) == want || Instant::now() > deadline {
-            return (r, v);
-        }
-        std::thread::sleep(Duration::from_secs(2));
-    }
-}
-
 #[test]
 #[cfg_attr(not(etcdnet_lab), ignore = "needs root and the lab (see build.rs)")]
 fn the_articles_case_through_the_jumpbox() {
     let w = world("diagnose_jumpbox article", None);
     w.lab.inject(Fault::DropAllPeers).unwrap();
-    let (run, report) = until("EtcdPeerNetworkBlocked", || w.diagnose(&["-o", "json"]));
+    let (run, report) = diagnose_until(VerdictCode::EtcdPeerNetworkBlocked, || {
+        w.diagnose(&["-o", "json"])
+    });
     run.expect_code(1);
     assert_eq!(
-        verdict(&report),
-        "EtcdPeerNetworkBlocked",
-        "{:#}",
-        report["verdict"]
+        report.verdict.code,
+        VerdictCode::EtcdPeerNetworkBlocked,
+        "{:#?}",
+        report.verdict
     );
-    assert_eq!(report["route"]["name"], "jumpbox");
-    assert!(report["route"]["reason"]
-        .as_str()
-        .unwrap()
-        .contains("does not answer"));
-    assert_eq!(report["workloadApi"]["state"], "Timeout");
-    let evidence = report["verdict"]["evidence"].to_string();
+    assert_eq!(report.route.name, "jumpbox");
+    assert!(report.route.reason.contains("does not answer"));
+    assert_eq!(report.workload_api.state, ApiState::Timeout);
+    let evidence = &report.verdict.evidence;
     assert!(
-        evidence.contains("every VM answers on 2379 and 2380"),
-        "{evidence}"
-    );
-    for n in report["nodes"].as_array().unwrap() {
-        let reach: Vec<(u64, &str)> = n["supervisorReach"]
-            .as_array()
-            .unwrap()
+        evidence
             .iter()
-            .map(|p| (p["port"].as_u64().unwrap(), p["state"].as_str().unwrap()))
+            .any(|line| line.contains("every VM answers on 2379 and 2380")),
+        "{evidence:#?}"
+    );
+    for n in &report.nodes {
+        let reach: Vec<(u16, PortState)> = n
+            .supervisor_reach
+            .iter()
+            .map(|p| (p.port, p.state))
             .collect();
         assert!(
-            reach.contains(&(22, "Open")) && reach.contains(&(2380, "Open")),
+            reach.contains(&(22, PortState::Open)) && reach.contains(&(2380, PortState::Open)),
             "{reach:?}"
         );
     }
@@ -200,19 +183,19 @@ fn one_isolated_node_with_the_api_down() {
     let w = world("diagnose_jumpbox isolated", None);
     w.lab.inject(Fault::Isolate(CP[1].into())).unwrap();
     // Explicitly this time (auto chose it in the article's case).
-    let (run, report) = until("EtcdPeerNetworkPartial", || {
+    let (run, report) = diagnose_until(VerdictCode::EtcdPeerNetworkPartial, || {
         w.diagnose(&["-o", "json", "--via", "jumpbox"])
     });
     run.expect_code(1);
     assert_eq!(
-        verdict(&report),
-        "EtcdPeerNetworkPartial",
-        "{:#}",
-        report["verdict"]
+        report.verdict.code,
+        VerdictCode::EtcdPeerNetworkPartial,
+        "{:#?}",
+        report.verdict
     );
-    assert_eq!(report["verdict"]["nodes"], serde_json::json!([CP[1]]));
-    assert_eq!(report["route"]["name"], "jumpbox");
-    assert_eq!(report["route"]["reason"], "--via jumpbox");
+    assert_eq!(report.verdict.nodes, [CP[1]]);
+    assert_eq!(report.route.name, "jumpbox");
+    assert_eq!(report.route.reason, "--via jumpbox");
     w.assert_no_pod_left();
 }
 
@@ -222,17 +205,17 @@ fn via_ssh_peers_dropped_and_isolated() {
     let w = world("diagnose_jumpbox via ssh", None);
     let tmp = tempfile::tempdir().unwrap();
     w.lab.inject(Fault::DropAllPeers).unwrap();
-    let (run, report) = until("EtcdPeerNetworkBlocked", || {
+    let (run, report) = diagnose_until(VerdictCode::EtcdPeerNetworkBlocked, || {
         w.diagnose_via_ssh(&["-o", "json"], tmp.path())
     });
     run.expect_code(1);
     assert_eq!(
-        verdict(&report),
-        "EtcdPeerNetworkBlocked",
-        "{:#}",
-        report["verdict"]
+        report.verdict.code,
+        VerdictCode::EtcdPeerNetworkBlocked,
+        "{:#?}",
+        report.verdict
     );
-    assert_eq!(report["route"]["name"], "ssh");
+    assert_eq!(report.route.name, "ssh");
     assert!(
         std::fs::read_dir(tmp.path()).unwrap().next().is_none(),
         "the temporary key is gone"
@@ -245,11 +228,11 @@ fn via_ssh_peers_dropped_and_isolated() {
     w.lab.heal().unwrap();
     w.lab.wait_healthy(Duration::from_secs(30)).unwrap();
     w.lab.inject(Fault::Isolate(CP[2].into())).unwrap();
-    let (run, report) = until("EtcdPeerNetworkPartial", || {
+    let (run, report) = diagnose_until(VerdictCode::EtcdPeerNetworkPartial, || {
         w.diagnose_via_ssh(&["-o", "json"], tmp.path())
     });
     run.expect_code(1);
-    assert_eq!(report["verdict"]["nodes"], serde_json::json!([CP[2]]));
+    assert_eq!(report.verdict.nodes, [CP[2]]);
 
     // --ssh-identity: the key from a file instead of the secret.
     let run = w.diagnose_via_ssh(
@@ -261,7 +244,7 @@ fn via_ssh_peers_dropped_and_isolated() {
         ],
         tmp.path(),
     );
-    assert_eq!(run.json()["result"]["nodesReached"], 3);
+    assert_eq!(run.diagnose_report().result.nodes_reached, 3);
 
     // --ssh-agent: the running agent's key; the secret's (now wrong) key is not read.
     w.env
@@ -301,12 +284,11 @@ fn via_ssh_peers_dropped_and_isolated() {
     );
     agent.kill().ok();
     agent.wait().ok();
+    let report = run.diagnose_report();
     assert_eq!(
-        run.json()["result"]["nodesReached"],
-        3,
-        "{}\n{}",
-        run.stderr,
-        run.json()["nodes"]
+        report.result.nodes_reached, 3,
+        "{}\n{:#?}",
+        run.stderr, report.nodes
     );
 }
 
@@ -325,13 +307,10 @@ fn wrong_key_is_an_authentication_error_per_node() {
         .unwrap();
     let run = w.diagnose(&["-o", "json"]);
     run.expect_code(3);
-    let report = run.json();
-    for n in report["nodes"].as_array().unwrap() {
-        assert_eq!(n["error"]["kind"], "AuthFailed", "{n:#}");
-        assert!(n["error"]["message"]
-            .as_str()
-            .unwrap()
-            .contains("authentication failed"));
+    let report = run.diagnose_report();
+    for n in &report.nodes {
+        assert_eq!(reach_error(n).kind, ReachErrorKind::AuthFailed, "{n:#?}");
+        assert!(reach_error(n).message.contains("authentication failed"));
     }
     w.assert_no_pod_left();
 }
@@ -343,25 +322,26 @@ fn a_vm_that_does_not_answer_on_22() {
     w.lab.inject(Fault::BlockSsh(CP[2].into())).unwrap();
     let run = w.diagnose(&["-o", "json"]);
     run.expect_code(1);
-    let report = run.json();
+    let report = run.diagnose_report();
     assert_eq!(
-        verdict(&report),
-        "NodesUnreachable",
-        "{:#}",
-        report["verdict"]
+        report.verdict.code,
+        VerdictCode::NodesUnreachable,
+        "{:#?}",
+        report.verdict
     );
-    assert_eq!(report["verdict"]["nodes"], serde_json::json!([CP[2]]));
+    assert_eq!(report.verdict.nodes, [CP[2]]);
     assert_eq!(
-        report["result"]["nodesReached"], 2,
+        report.result.nodes_reached, 2,
         "the other nodes' results are kept"
     );
-    let cp3 = &report["nodes"][2];
-    assert_eq!(cp3["error"]["kind"], "Unreachable");
+    let cp3 = &report.nodes[2];
+    assert_eq!(reach_error(cp3).kind, ReachErrorKind::Unreachable);
     assert!(
-        cp3["supervisorReach"]
-            .to_string()
-            .contains(r#"{"port":22,"state":"Timeout"}"#),
-        "{cp3:#}"
+        cp3.supervisor_reach.contains(&PortReach {
+            port: 22,
+            state: PortState::Timeout
+        }),
+        "{cp3:#?}"
     );
     w.assert_no_pod_left();
 }
@@ -480,19 +460,19 @@ fn one_node_rejecting_the_key_keeps_the_others_results() {
     std::fs::write(&authorized, &other.stdout).unwrap();
     let run = w.diagnose(&["-o", "json"]);
     run.expect_code(1);
-    let report = run.json();
+    let report = run.diagnose_report();
     assert_eq!(
-        verdict(&report),
-        "NodesUnreachable",
-        "{:#}",
-        report["verdict"]
+        report.verdict.code,
+        VerdictCode::NodesUnreachable,
+        "{:#?}",
+        report.verdict
     );
-    assert_eq!(report["verdict"]["nodes"], serde_json::json!([CP[2]]));
-    assert_eq!(report["result"]["nodesReached"], 2);
-    assert_eq!(report["nodes"][2]["error"]["kind"], "AuthFailed");
-    assert!(
-        report["nodes"][0]["probe"].is_object(),
-        "cp1's result is kept"
+    assert_eq!(report.verdict.nodes, [CP[2]]);
+    assert_eq!(report.result.nodes_reached, 2);
+    assert_eq!(
+        reach_error(&report.nodes[2]).kind,
+        ReachErrorKind::AuthFailed
     );
+    assert!(report.nodes[0].probe.is_some(), "cp1's result is kept");
     w.assert_no_pod_left();
 }

@@ -10,8 +10,12 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::*;
-use etcdnet_fakeapi::labplan;
-use etcdnet_lab::{require, Fault, Lab};
+use etcdnet::analyse::matrix::CellState;
+use etcdnet::analyse::verdict::VerdictCode;
+use etcdnet::probe::ReachErrorKind;
+use etcdnet::report::DiagnoseReport;
+use etcdnet::workload::ApiState;
+use etcdnet_lab::{Fault, Lab};
 use serde_json::Value;
 
 use common::article::*;
@@ -27,9 +31,7 @@ fn workload_fixture(name: &str) -> FakeConfig {
 }
 
 fn lab_env(test: &str, workload_set: &str) -> LabEnv {
-    require(test);
-    let plan = labplan::plan(&FakeConfig::from_dir(fixture(SET)).unwrap(), Some(CLUSTER)).unwrap();
-    let lab = Arc::new(Lab::start(labplan::lab_config(&plan).unwrap()).expect("lab starts"));
+    let lab = start_lab(test);
     let workload = Workload::lab(workload_fixture(workload_set), lab.clone()).unwrap();
     LabEnv {
         env: Env::new(SET, workload),
@@ -67,38 +69,9 @@ impl LabEnv {
     }
 }
 
-fn verdict(report: &Value) -> &str {
-    report["verdict"]["code"].as_str().unwrap()
-}
-
-fn cell<'a>(report: &'a Value, port: u64, from: &str, to: &str) -> &'a str {
-    let m = report["matrices"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|m| m["port"] == port)
-        .unwrap();
-    m["cells"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|c| c["from"] == from && c["to"] == to)
-        .unwrap()["state"]
-        .as_str()
-        .unwrap()
-}
-
-/// Diagnoses until the verdict is `want` (etcd takes seconds to notice a fault), bounded.
-fn diagnose_until(e: &LabEnv, want: &str) -> (Run, Value) {
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        let run = e.diagnose(&["-o", "json"]);
-        let report = run.json();
-        if verdict(&report) == want || Instant::now() > deadline {
-            return (run, report);
-        }
-        std::thread::sleep(Duration::from_secs(2));
-    }
+fn cell(report: &DiagnoseReport, port: u16, from: &str, to: &str) -> CellState {
+    let m = report.matrices.iter().find(|m| m.port == port).unwrap();
+    m.cell(from, to).unwrap().state
 }
 
 #[test]
@@ -125,19 +98,21 @@ fn healthy_then_peers_dropped_then_healed() {
 
     e.lab.inject(Fault::DropAllPeers).unwrap();
     let started = Instant::now();
-    let (run, report) = diagnose_until(&e, "EtcdPeerNetworkBlocked");
+    let (run, report) = diagnose_until(VerdictCode::EtcdPeerNetworkBlocked, || {
+        e.diagnose(&["-o", "json"])
+    });
     run.expect_code(1);
     assert_eq!(
-        verdict(&report),
-        "EtcdPeerNetworkBlocked",
-        "{:#}",
-        report["verdict"]
+        report.verdict.code,
+        VerdictCode::EtcdPeerNetworkBlocked,
+        "{:#?}",
+        report.verdict
     );
-    assert_eq!(report["route"]["name"], "pod");
-    assert_eq!(cell(&report, 2380, CP[0], CP[1]), "Timeout");
-    assert_eq!(cell(&report, 2379, CP[2], CP[0]), "Timeout");
-    assert_eq!(cell(&report, 2379, CP[1], CP[1]), "Ok");
-    assert_eq!(report["result"]["nodesReached"], 3);
+    assert_eq!(report.route.name, "pod");
+    assert_eq!(cell(&report, 2380, CP[0], CP[1]), CellState::Timeout);
+    assert_eq!(cell(&report, 2379, CP[2], CP[0]), CellState::Timeout);
+    assert_eq!(cell(&report, 2379, CP[1], CP[1]), CellState::Ok);
+    assert_eq!(report.result.nodes_reached, 3);
     eprintln!(
         "time to verdict with peers dropped: {:?}",
         started.elapsed()
@@ -146,9 +121,9 @@ fn healthy_then_peers_dropped_then_healed() {
 
     e.lab.heal().unwrap();
     e.lab.wait_healthy(Duration::from_secs(30)).unwrap();
-    let (run, report) = diagnose_until(&e, "Healthy");
+    let (run, report) = diagnose_until(VerdictCode::Healthy, || e.diagnose(&["-o", "json"]));
     run.expect_code(0);
-    assert_eq!(verdict(&report), "Healthy");
+    assert_eq!(report.verdict.code, VerdictCode::Healthy);
     e.assert_no_pod_left();
 }
 
@@ -157,17 +132,19 @@ fn healthy_then_peers_dropped_then_healed() {
 fn one_node_isolated() {
     let e = lab_env("diagnose_pod isolated", "lab-3");
     e.lab.inject(Fault::Isolate(CP[2].into())).unwrap();
-    let (run, report) = diagnose_until(&e, "EtcdPeerNetworkPartial");
+    let (run, report) = diagnose_until(VerdictCode::EtcdPeerNetworkPartial, || {
+        e.diagnose(&["-o", "json"])
+    });
     run.expect_code(1);
     assert_eq!(
-        verdict(&report),
-        "EtcdPeerNetworkPartial",
-        "{:#}",
-        report["verdict"]
+        report.verdict.code,
+        VerdictCode::EtcdPeerNetworkPartial,
+        "{:#?}",
+        report.verdict
     );
-    assert_eq!(report["verdict"]["nodes"], serde_json::json!([CP[2]]));
-    assert_eq!(cell(&report, 2380, CP[0], CP[2]), "Timeout");
-    assert_eq!(cell(&report, 2380, CP[0], CP[1]), "Ok");
+    assert_eq!(report.verdict.nodes, [CP[2]]);
+    assert_eq!(cell(&report, 2380, CP[0], CP[2]), CellState::Timeout);
+    assert_eq!(cell(&report, 2380, CP[0], CP[1]), CellState::Ok);
     e.assert_no_pod_left();
 }
 
@@ -176,16 +153,16 @@ fn one_node_isolated() {
 fn etcd_stopped_on_one_node() {
     let e = lab_env("diagnose_pod etcd stopped", "lab-3");
     e.lab.inject(Fault::StopEtcd(CP[1].into())).unwrap();
-    let (run, report) = diagnose_until(&e, "EtcdNotRunning");
+    let (run, report) = diagnose_until(VerdictCode::EtcdNotRunning, || e.diagnose(&["-o", "json"]));
     run.expect_code(1);
     assert_eq!(
-        verdict(&report),
-        "EtcdNotRunning",
-        "{:#}",
-        report["verdict"]
+        report.verdict.code,
+        VerdictCode::EtcdNotRunning,
+        "{:#?}",
+        report.verdict
     );
-    assert_eq!(report["verdict"]["nodes"], serde_json::json!([CP[1]]));
-    assert_eq!(cell(&report, 2380, CP[0], CP[1]), "Refused");
+    assert_eq!(report.verdict.nodes, [CP[1]]);
+    assert_eq!(cell(&report, 2380, CP[0], CP[1]), CellState::Refused);
     e.assert_no_pod_left();
 }
 
@@ -216,11 +193,11 @@ fn pod_security_rejection_is_quoted() {
     let e = lab_env("diagnose_pod psa", "lab-3");
     let run = e.diagnose(&["--pod-namespace", "restricted-ns", "-o", "json"]);
     run.expect_code(3);
-    let report = run.json();
-    assert_eq!(verdict(&report), "NodesUnreachable");
-    for n in report["nodes"].as_array().unwrap() {
-        assert_eq!(n["error"]["kind"], "Rejected");
-        let m = n["error"]["message"].as_str().unwrap();
+    let report = run.diagnose_report();
+    assert_eq!(report.verdict.code, VerdictCode::NodesUnreachable);
+    for n in &report.nodes {
+        assert_eq!(reach_error(n).kind, ReachErrorKind::Rejected);
+        let m = &reach_error(n).message;
         assert!(
             m.contains("violates PodSecurity \"baseline:latest\""),
             "{m}"
@@ -236,10 +213,10 @@ fn image_that_cannot_be_pulled() {
     let e = lab_env("diagnose_pod image pull", "lab-3-airgapped");
     let run = e.diagnose(&["-o", "json", "--timeout", "30s"]);
     run.expect_code(3);
-    let report = run.json();
-    for n in report["nodes"].as_array().unwrap() {
-        assert_eq!(n["error"]["kind"], "ImagePull", "{n:#}");
-        let m = n["error"]["message"].as_str().unwrap();
+    let report = run.diagnose_report();
+    for n in &report.nodes {
+        assert_eq!(reach_error(n).kind, ReachErrorKind::ImagePull, "{n:#?}");
+        let m = &reach_error(n).message;
         assert!(
             m.contains("docker.io/library/busybox:1.36"),
             "names the image: {m}"
@@ -271,10 +248,10 @@ fn pod_stuck_pending_times_out_and_is_deleted() {
         "3s",
     ]);
     run.expect_code(3);
-    let report = run.json();
-    for n in report["nodes"].as_array().unwrap() {
-        assert_eq!(n["error"]["kind"], "Timeout", "{n:#}");
-        assert!(n["error"]["message"].as_str().unwrap().contains("Pending"));
+    let report = run.diagnose_report();
+    for n in &report.nodes {
+        assert_eq!(reach_error(n).kind, ReachErrorKind::Timeout, "{n:#?}");
+        assert!(reach_error(n).message.contains("Pending"));
     }
     assert_eq!(api.created_pods().len(), 3);
     assert!(api.existing_pods().is_empty(), "deleted after the timeout");
@@ -291,8 +268,8 @@ fn forbidden_pod_create_names_verb_and_resource() {
     let env = Env::new(SET, workload);
     let run = env.plugin(&["diagnose", CLUSTER, "-n", NS, "-o", "json"]);
     run.expect_code(3);
-    let report = run.json();
-    let m = report["nodes"][0]["error"]["message"].as_str().unwrap();
+    let report = run.diagnose_report();
+    let m = &reach_error(&report.nodes[0]).message;
     assert!(m.contains("cannot create resource \"pods\""), "{m}");
     assert!(m.contains("docs/rbac.yaml"), "{m}");
 }
@@ -313,9 +290,9 @@ fn workload_api_down_with_via_pod() {
         "json",
     ]);
     run.expect_code(3);
-    let report = run.json();
-    assert_eq!(report["workloadApi"]["state"], "Timeout");
-    let m = report["nodes"][0]["error"]["message"].as_str().unwrap();
+    let report = run.diagnose_report();
+    assert_eq!(report.workload_api.state, ApiState::Timeout);
+    let m = &reach_error(&report.nodes[0]).message;
     assert!(
         m.contains("does not answer") && m.contains("--via jumpbox"),
         "{m}"

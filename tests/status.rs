@@ -6,30 +6,32 @@ mod common;
 use std::time::{Duration, Instant};
 
 use common::*;
+use etcdnet::analyse::FindingCode;
+use etcdnet::report::StatusReport;
+use etcdnet::supervisor::{ControlPlaneNode, PowerState, VmLabelScheme};
+use etcdnet::workload::ApiState;
 use serde_json::Value;
 
-fn status_json(env: &Env, cluster: &str, ns: &str) -> (Run, Value) {
+fn status_json(env: &Env, cluster: &str, ns: &str) -> (Run, StatusReport) {
     let run = env.plugin(&["status", cluster, "-n", ns, "-o", "json"]);
-    let json = run.json();
-    (run, json)
+    let report = run.status_report();
+    (run, report)
 }
 
-fn node_ips(report: &Value) -> Vec<String> {
-    report["nodes"]
-        .as_array()
-        .unwrap()
+fn node_ips(report: &StatusReport) -> Vec<String> {
+    report
+        .nodes
         .iter()
-        .map(|n| n["vm"]["ip"].as_str().unwrap_or("<none>").to_string())
+        .map(|n| n.ip().map_or("<none>".to_string(), |ip| ip.to_string()))
         .collect()
 }
 
-fn finding_codes(report: &Value) -> Vec<String> {
-    report["findings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|f| f["code"].as_str().unwrap().to_string())
-        .collect()
+fn finding_codes(report: &StatusReport) -> Vec<FindingCode> {
+    report.findings.iter().map(|f| f.code).collect()
+}
+
+fn power(n: &ControlPlaneNode) -> Option<PowerState> {
+    n.vm.as_ref().map(|vm| vm.power)
 }
 
 #[test]
@@ -38,26 +40,27 @@ fn healthy_cluster_table_json_yaml() {
 
     let (run, report) = status_json(&env, "tkc-prod", "ns-prod");
     run.expect_code(0);
-    assert_eq!(report["apiVersion"], "etcdnet.kubectl.io/v1alpha1");
-    assert_eq!(report["kind"], "StatusReport");
-    assert_eq!(
-        report["apis"]["virtualMachine"],
-        "vmoperator.vmware.com/v1alpha3"
-    );
-    assert_eq!(report["apis"]["vmLabels"], "capv");
+    // The schema's name as scripts match it: checked on the wire, not through the type.
+    let json = run.json();
+    assert_eq!(json["apiVersion"], "etcdnet.kubectl.io/v1alpha1");
+    assert_eq!(json["kind"], "StatusReport");
+    let apis = &report.header.apis;
+    assert_eq!(apis.virtual_machine, "vmoperator.vmware.com/v1alpha3");
+    assert_eq!(apis.vm_labels, Some(VmLabelScheme::Capv));
     assert_eq!(
         node_ips(&report),
         ["198.18.0.11", "198.18.0.12", "198.18.0.13"]
     );
-    assert_eq!(report["controlPlane"]["desired"], 3);
-    assert_eq!(report["controlPlane"]["machines"], 3);
-    assert_eq!(report["workloadApi"]["state"], "Reachable");
-    assert_eq!(report["workloadApi"]["httpStatus"], 200);
-    assert_eq!(report["result"]["exitCode"], 0);
+    assert_eq!(report.header.control_plane.desired, Some(3));
+    assert_eq!(report.header.control_plane.machines, 3);
+    assert_eq!(report.workload_api.state, ApiState::Reachable);
+    assert_eq!(report.workload_api.http_status, Some(200));
+    assert_eq!(report.result.exit_code, 0);
     assert!(finding_codes(&report).is_empty());
-    for n in report["nodes"].as_array().unwrap() {
-        assert_eq!(n["vm"]["power"], "PoweredOn");
-        assert_eq!(n["machine"]["phase"], "Running");
+    for n in &report.nodes {
+        assert_eq!(power(n), Some(PowerState::PoweredOn));
+        let phase = n.machine.as_ref().and_then(|m| m.phase.as_deref());
+        assert_eq!(phase, Some("Running"));
     }
 
     let table = env.plugin(&["status", "tkc-prod", "-n", "ns-prod"]);
@@ -75,12 +78,14 @@ fn healthy_cluster_table_json_yaml() {
 
     let yaml = env.plugin(&["status", "tkc-prod", "-n", "ns-prod", "-o", "yaml"]);
     yaml.expect_code(0);
+    // Compared as documents, not as typed reports: a key missing from (or added to) one of
+    // them would still deserialize to the same report.
     let mut from_yaml: Value = serde_yaml_ng::from_str(&yaml.stdout).unwrap();
     // Timings differ between two runs; everything else is the same report.
-    let mut report = report;
+    let mut json = json;
     from_yaml["workloadApi"]["elapsedMs"] = Value::Null;
-    report["workloadApi"]["elapsedMs"] = Value::Null;
-    assert_eq!(from_yaml, report, "yaml and json carry the same report");
+    json["workloadApi"]["elapsedMs"] = Value::Null;
+    assert_eq!(from_yaml, json, "yaml and json carry the same report");
 
     let wide = env.plugin(&["status", "tkc-prod", "-n", "ns-prod", "-o", "wide"]);
     wide.expect_code(0);
@@ -96,14 +101,14 @@ fn healthy_cluster_table_json_yaml() {
 fn workers_are_not_control_plane() {
     let env = Env::new("healthy-v1alpha3", Workload::ok());
     let (_, report) = status_json(&env, "tkc-prod", "ns-prod");
-    for n in report["nodes"].as_array().unwrap() {
-        let name = n["name"].as_str().unwrap();
+    for n in &report.nodes {
+        let name = &n.name;
         assert!(
             !name.contains("worker") && !name.contains("md-"),
             "worker listed: {name}"
         );
     }
-    assert_eq!(report["nodes"].as_array().unwrap().len(), 3);
+    assert_eq!(report.nodes.len(), 3);
 }
 
 #[test]
@@ -113,16 +118,18 @@ fn old_supervisor_v1alpha1_with_capw_labels() {
     let cluster = cluster_of(&env);
     let (run, report) = status_json(&env, &cluster, &ns);
     run.expect_code(0);
-    assert_eq!(
-        report["apis"]["virtualMachine"],
-        "vmoperator.vmware.com/v1alpha1"
-    );
-    assert_eq!(report["apis"]["vmLabels"], "capw");
+    let apis = &report.header.apis;
+    assert_eq!(apis.virtual_machine, "vmoperator.vmware.com/v1alpha1");
+    assert_eq!(apis.vm_labels, Some(VmLabelScheme::Capw));
     let ips = node_ips(&report);
     assert_eq!(ips.len(), 3);
     assert!(ips.iter().all(|ip| ip.starts_with("198.1")), "{ips:?}");
-    for n in report["nodes"].as_array().unwrap() {
-        assert_eq!(n["vm"]["power"], "PoweredOn", "poweredOn is normalised");
+    for n in &report.nodes {
+        assert_eq!(
+            power(n),
+            Some(PowerState::PoweredOn),
+            "poweredOn is normalised"
+        );
     }
 }
 
@@ -133,7 +140,7 @@ fn v1alpha2_primary_ip4() {
     let (run, report) = status_json(&env, &cluster, &ns);
     run.expect_code(0);
     assert_eq!(
-        report["apis"]["virtualMachine"],
+        report.header.apis.virtual_machine,
         "vmoperator.vmware.com/v1alpha2"
     );
     assert_eq!(node_ips(&report).len(), 3);
@@ -145,18 +152,15 @@ fn capi_v1beta2_and_vm_v1alpha5() {
     let env = Env::new("kcp-v1beta2", Workload::ok());
     let (ns, cluster) = (namespace_of(&env), cluster_of(&env));
     let (_, report) = status_json(&env, &cluster, &ns);
-    assert_eq!(report["apis"]["cluster"], "cluster.x-k8s.io/v1beta2");
-    assert_eq!(
-        report["apis"]["virtualMachine"],
-        "vmoperator.vmware.com/v1alpha5"
-    );
-    assert_eq!(
-        report["controlPlane"]["kcp"]["apiVersion"],
-        "controlplane.cluster.x-k8s.io/v1beta2"
-    );
-    assert_eq!(report["controlPlane"]["desired"], 3);
-    assert!(report["controlPlane"]["kcp"]["ready"].is_i64());
-    assert!(report["controlPlane"]["kcp"]["available"].is_i64());
+    let apis = &report.header.apis;
+    assert_eq!(apis.cluster, "cluster.x-k8s.io/v1beta2");
+    assert_eq!(apis.virtual_machine, "vmoperator.vmware.com/v1alpha5");
+    let control_plane = &report.header.control_plane;
+    let kcp = control_plane.kcp.as_ref().expect("a KCP");
+    assert_eq!(kcp.api_version, "controlplane.cluster.x-k8s.io/v1beta2");
+    assert_eq!(control_plane.desired, Some(3));
+    assert!(kcp.ready.is_some(), "{kcp:#?}");
+    assert!(kcp.available.is_some(), "{kcp:#?}");
     let ips = node_ips(&report);
     assert!(
         ips.iter().any(|ip| ip.contains(':')),
@@ -179,11 +183,15 @@ fn missing_control_plane_machine() {
         "1s",
     ]);
     run.expect_code(1);
-    let report = run.json();
-    assert_eq!(report["controlPlane"]["desired"], 3);
-    assert_eq!(report["controlPlane"]["machines"], 2);
+    let report = run.status_report();
+    assert_eq!(report.header.control_plane.desired, Some(3));
+    assert_eq!(report.header.control_plane.machines, 2);
     let codes = finding_codes(&report);
-    assert_eq!(codes[0], "ControlPlaneMachinesMissing", "{codes:?}");
+    assert_eq!(
+        codes[0],
+        FindingCode::ControlPlaneMachinesMissing,
+        "{codes:?}"
+    );
 
     let table = env.plugin(&["status", &cluster, "-n", &ns, "--api-timeout", "1s"]);
     table.expect_code(1);
@@ -203,7 +211,7 @@ fn vm_without_ip_is_shown_not_dropped() {
     let (ns, cluster) = (namespace_of(&env), cluster_of(&env));
     let (run, report) = status_json(&env, &cluster, &ns);
     run.expect_code(1);
-    assert_eq!(report["nodes"].as_array().unwrap().len(), 3);
+    assert_eq!(report.nodes.len(), 3);
     assert_eq!(
         node_ips(&report)
             .iter()
@@ -211,7 +219,7 @@ fn vm_without_ip_is_shown_not_dropped() {
             .count(),
         1
     );
-    assert!(finding_codes(&report).contains(&"VirtualMachineNoIP".to_string()));
+    assert!(finding_codes(&report).contains(&FindingCode::VirtualMachineNoIP));
     let table = env.plugin(&["status", &cluster, "-n", &ns]);
     assert!(table.stdout.contains("<pending>"), "{}", table.stdout);
 }
@@ -222,14 +230,13 @@ fn powered_off_vm() {
     let (ns, cluster) = (namespace_of(&env), cluster_of(&env));
     let (run, report) = status_json(&env, &cluster, &ns);
     run.expect_code(1);
-    let off: Vec<_> = report["nodes"]
-        .as_array()
-        .unwrap()
+    let off: Vec<_> = report
+        .nodes
         .iter()
-        .filter(|n| n["vm"]["power"] == "PoweredOff")
+        .filter(|n| power(n) == Some(PowerState::PoweredOff))
         .collect();
     assert_eq!(off.len(), 1);
-    assert!(finding_codes(&report).contains(&"VirtualMachineNotPoweredOn".to_string()));
+    assert!(finding_codes(&report).contains(&FindingCode::VirtualMachineNotPoweredOn));
 }
 
 #[test]
@@ -329,9 +336,9 @@ fn workload_api_black_hole_times_out_within_the_bound() {
     ]);
     let took = started.elapsed();
     run.expect_code(1);
-    let report = run.json();
-    assert_eq!(report["workloadApi"]["state"], "Timeout");
-    assert!(finding_codes(&report).contains(&"WorkloadAPIUnreachable".to_string()));
+    let report = run.status_report();
+    assert_eq!(report.workload_api.state, ApiState::Timeout);
+    assert!(finding_codes(&report).contains(&FindingCode::WorkloadAPIUnreachable));
     assert!(took < Duration::from_secs(8), "took {took:?}");
 }
 
@@ -340,7 +347,7 @@ fn workload_api_refused() {
     let env = Env::new("healthy-v1alpha3", Workload::refused());
     let (run, report) = status_json(&env, "tkc-prod", "ns-prod");
     run.expect_code(1);
-    assert_eq!(report["workloadApi"]["state"], "Refused");
+    assert_eq!(report.workload_api.state, ApiState::Refused);
 }
 
 #[test]
@@ -351,7 +358,7 @@ fn workload_api_tls_error() {
     let env = Env::with_url("healthy-v1alpha3", Some(workload), &url);
     let (run, report) = status_json(&env, "tkc-prod", "ns-prod");
     run.expect_code(1);
-    assert_eq!(report["workloadApi"]["state"], "TlsError", "{report:#}");
+    assert_eq!(report.workload_api.state, ApiState::TlsError, "{report:#?}");
 }
 
 #[test]
@@ -359,9 +366,9 @@ fn workload_api_not_ready() {
     let env = Env::new("healthy-v1alpha3", Workload::status(500));
     let (run, report) = status_json(&env, "tkc-prod", "ns-prod");
     run.expect_code(1);
-    assert_eq!(report["workloadApi"]["state"], "HttpError");
-    assert_eq!(report["workloadApi"]["httpStatus"], 500);
-    assert!(finding_codes(&report).contains(&"WorkloadAPINotReady".to_string()));
+    assert_eq!(report.workload_api.state, ApiState::HttpError);
+    assert_eq!(report.workload_api.http_status, Some(500));
+    assert!(finding_codes(&report).contains(&FindingCode::WorkloadAPINotReady));
 }
 
 #[test]
@@ -395,7 +402,7 @@ fn namespace_defaults_to_the_contexts() {
         .unwrap();
     let run = env.plugin(&["status", "tkc-prod", "-o", "json"]);
     run.expect_code(0);
-    assert_eq!(run.json()["namespace"], "ns-prod");
+    assert_eq!(run.status_report().header.namespace, "ns-prod");
 }
 
 #[test]
@@ -449,7 +456,7 @@ fn through_the_real_kubectl() {
     let run = env.kubectl(&["status", "tkc-prod", "-n", "ns-prod", "-o", "json"]);
     run.expect_code(0);
     assert_eq!(
-        node_ips(&run.json()),
+        node_ips(&run.status_report()),
         ["198.18.0.11", "198.18.0.12", "198.18.0.13"]
     );
 

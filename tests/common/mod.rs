@@ -5,7 +5,11 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
+use std::time::{Duration, Instant};
 
+use etcdnet::analyse::verdict::VerdictCode;
+use etcdnet::probe::ReachError;
+use etcdnet::report::{CleanupReport, DiagnoseReport, DiagnosedNode, StatusReport};
 pub use etcdnet_fakeapi::{FakeApi, FakeConfig, Workload};
 
 pub const PLUGIN: &str = env!("CARGO_BIN_EXE_kubectl-etcdnet");
@@ -21,6 +25,17 @@ pub mod article {
         "tkc-prod-7xk2p-9qtvw",
         "tkc-prod-7xk2p-bx2lk",
     ];
+
+    /// A lab whose nodes are the set's control-plane VMs (same names and IPs). Panics, naming
+    /// what is missing, when the lab cannot run here (`etcdnet_lab::require`).
+    pub fn start_lab(test: &str) -> std::sync::Arc<etcdnet_lab::Lab> {
+        use etcdnet_fakeapi::labplan;
+        etcdnet_lab::require(test);
+        let set = super::FakeConfig::from_dir(super::fixture(SET)).unwrap();
+        let plan = labplan::plan(&set, Some(CLUSTER)).unwrap();
+        let config = labplan::lab_config(&plan).unwrap();
+        std::sync::Arc::new(etcdnet_lab::Lab::start(config).expect("lab starts"))
+    }
 }
 pub const KUBECTL: &str = "/usr/bin/kubectl";
 
@@ -160,6 +175,30 @@ impl Run {
         })
     }
 
+    /// Stdout as a typed report (`-o json`); panics with the output when it is not one.
+    pub fn report<T: serde::de::DeserializeOwned>(&self) -> T {
+        serde_json::from_str(&self.stdout).unwrap_or_else(|e| {
+            panic!(
+                "stdout is not a {} ({e}):\n{}\nstderr:\n{}",
+                std::any::type_name::<T>(),
+                self.stdout,
+                self.stderr
+            )
+        })
+    }
+
+    pub fn diagnose_report(&self) -> DiagnoseReport {
+        self.report()
+    }
+
+    pub fn status_report(&self) -> StatusReport {
+        self.report()
+    }
+
+    pub fn cleanup_report(&self) -> CleanupReport {
+        self.report()
+    }
+
     pub fn expect_code(&self, code: i32) -> &Run {
         assert_eq!(
             self.code, code,
@@ -186,4 +225,25 @@ impl Run {
         assert!(!self.stderr.contains("panicked"), "{}", self.stderr);
         lines[0]
     }
+}
+
+/// Runs `diagnose` (with `-o json`) until the verdict is `want`, as etcd takes seconds to notice
+/// a fault; gives up after 60 s and returns the last run and its report either way.
+pub fn diagnose_until(want: VerdictCode, diagnose: impl Fn() -> Run) -> (Run, DiagnoseReport) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let run = diagnose();
+        let report = run.diagnose_report();
+        if report.verdict.code == want || Instant::now() > deadline {
+            return (run, report);
+        }
+        std::thread::sleep(Duration::from_secs(2));
+    }
+}
+
+/// Why the node could not be probed; panics, showing the node, when it was probed.
+pub fn reach_error(node: &DiagnosedNode) -> &ReachError {
+    node.error
+        .as_ref()
+        .unwrap_or_else(|| panic!("{} has no error: {node:#?}", node.name))
 }
