@@ -34,6 +34,7 @@ pub fn facts(desired: i64, ready: i64, nodes: Vec<ControlPlaneNode>) -> ClusterF
             conditions: vec![],
         }),
         kcp_missing_reason: None,
+        endpoint: None,
         nodes,
     }
 }

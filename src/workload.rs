@@ -14,6 +14,7 @@ use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::{Client, Config};
 
 use crate::error::{Error, KubeErrorExt, Result};
+use crate::supervisor::Endpoint;
 use serde::{Deserialize, Serialize};
 use tracing::debug;
 
@@ -36,6 +37,10 @@ pub enum ApiState {
     Unreachable,
     /// Not checked: the kubeconfig secret is missing, unreadable or unusable.
     Unknown,
+    /// Not contacted: the kubeconfig secret asks for something we do not do for a secret's
+    /// writer (read a local file, run a program, use a proxy) or points at a server other than
+    /// the Cluster's own endpoint.
+    Untrusted,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -107,12 +112,15 @@ enum SecretProblem {
     NoValue,
     NotText,
     Invalid(String),
+    /// Refused by [`trust`]: what it asked for, in one line.
+    Untrusted(String),
 }
 
 async fn read_kubeconfig(
     supervisor: &Client,
     namespace: &str,
     cluster: &str,
+    endpoint: Option<&Endpoint>,
 ) -> std::result::Result<Config, SecretProblem> {
     let secrets: Api<Secret> = Api::namespaced(supervisor.clone(), namespace);
     let secret = secrets
@@ -125,7 +133,12 @@ async fn read_kubeconfig(
         .and_then(|d| d.get("value"))
         .ok_or(SecretProblem::NoValue)?;
     let text = std::str::from_utf8(&value.0).map_err(|_| SecretProblem::NotText)?;
-    config_from(text).await.map_err(SecretProblem::Invalid)
+    let kubeconfig = Kubeconfig::from_yaml(text)
+        .map_err(|_| SecretProblem::Invalid("key \"value\" is not a valid kubeconfig".into()))?;
+    trust(&kubeconfig, endpoint).map_err(SecretProblem::Untrusted)?;
+    config_from(kubeconfig)
+        .await
+        .map_err(SecretProblem::Invalid)
 }
 
 /// A client for the workload cluster, from its `<cluster>-kubeconfig` secret in the Supervisor.
@@ -133,10 +146,11 @@ pub async fn client(
     supervisor: &Client,
     namespace: &str,
     cluster: &str,
+    endpoint: Option<&Endpoint>,
     bound: Duration,
 ) -> Result<Client> {
     let name = kubeconfig_secret_name(cluster);
-    let kubeconfig = read_kubeconfig(supervisor, namespace, cluster)
+    let kubeconfig = read_kubeconfig(supervisor, namespace, cluster, endpoint)
         .await
         .map_err(|p| match p {
             SecretProblem::Read(e) => Error::kube(
@@ -146,20 +160,32 @@ pub async fn client(
             SecretProblem::NoValue | SecretProblem::NotText => {
                 Error::config(format!("secret {name:?} has no text key \"value\""))
             }
-            SecretProblem::Invalid(why) => Error::config(format!("secret {name:?}: {why}")),
+            SecretProblem::Invalid(why) | SecretProblem::Untrusted(why) => {
+                Error::config(format!("secret {name:?}: {why}"))
+            }
         })?;
     bounded_client(kubeconfig, bound, cluster)
 }
 
-/// Reads the cluster's kubeconfig secret and checks its API server, within `bound`.
+/// Reads the cluster's kubeconfig secret and checks its API server, within `bound`. `endpoint`
+/// is the Cluster's `spec.controlPlaneEndpoint`: the kubeconfig must point there.
 pub async fn check(
     supervisor: &Client,
     namespace: &str,
     cluster: &str,
+    endpoint: Option<&Endpoint>,
     bound: Duration,
 ) -> WorkloadCheck {
     let name = kubeconfig_secret_name(cluster);
-    match read_kubeconfig(supervisor, namespace, cluster).await {
+    match read_kubeconfig(supervisor, namespace, cluster, endpoint).await {
+        Err(SecretProblem::Untrusted(why)) => WorkloadCheck {
+            cluster: cluster.to_string(),
+            api: WorkloadApi {
+                state: ApiState::Untrusted,
+                ..WorkloadApi::unknown(format!("secret {name:?}: {why}"))
+            },
+            kubeconfig: None,
+        },
         Ok(config) => WorkloadCheck {
             api: probe(config.clone(), bound).await,
             cluster: cluster.to_string(),
@@ -178,27 +204,136 @@ pub async fn check(
                 SecretProblem::NoValue => format!("secret {name:?} has no key \"value\""),
                 SecretProblem::NotText => format!("secret {name:?}: key \"value\" is not text"),
                 SecretProblem::Invalid(why) => format!("secret {name:?}: {why}"),
+                SecretProblem::Untrusted(_) => unreachable!("answered above"),
             }),
             kubeconfig: None,
         },
     }
 }
 
-/// Builds a client config from the kubeconfig text without ever echoing the text.
-pub(crate) async fn config_from(text: &str) -> Result<Config, String> {
-    let kubeconfig = Kubeconfig::from_yaml(text)
-        .map_err(|_| "key \"value\" is not a valid kubeconfig".to_string())?;
-    // An exec or auth-provider entry would run a program named by the secret: not ours to run.
-    if kubeconfig.auth_infos.iter().any(|a| {
-        a.auth_info
-            .as_ref()
-            .is_some_and(|i| i.exec.is_some() || i.auth_provider.is_some())
-    }) {
-        return Err("the kubeconfig authenticates with an exec/auth-provider plugin, which this check does not run".into());
-    }
+/// Builds a client config from a kubeconfig that [`trust`] accepted.
+pub(crate) async fn config_from(kubeconfig: Kubeconfig) -> Result<Config, String> {
     Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
         .await
         .map_err(|_| "the kubeconfig has no usable current context, cluster or user".to_string())
+}
+
+/// The cluster's kubeconfig secret is written by whoever can edit Secrets in the vSphere
+/// Namespace, so it is data: credentials and an address, never instructions. Refused, before any
+/// request, with one line naming the field: a local file (`tokenFile`, `client-certificate`,
+/// `client-key`, `certificate-authority`: kube would read the admin's file and send it on), a
+/// `proxy-url` (the admin's requests would go through it), an `exec` or `auth-provider` (a
+/// program to run), and a server that is not the Cluster's `spec.controlPlaneEndpoint` (the
+/// credentials and our requests would go elsewhere). Only the entries the current context uses
+/// are read, as kube reads only those.
+pub(crate) fn trust(kubeconfig: &Kubeconfig, endpoint: Option<&Endpoint>) -> Result<(), String> {
+    let inline = "the secret's kubeconfig must carry its credentials inline (token, \
+                  client-certificate-data, client-key-data, certificate-authority-data)";
+    let context_name = kubeconfig
+        .current_context
+        .as_deref()
+        .ok_or("the kubeconfig has no current-context")?;
+    let context = kubeconfig
+        .contexts
+        .iter()
+        .find(|c| c.name == context_name)
+        .and_then(|c| c.context.as_ref())
+        .ok_or_else(|| format!("the kubeconfig has no context {context_name:?}"))?;
+    let cluster = kubeconfig
+        .clusters
+        .iter()
+        .find(|c| c.name == context.cluster)
+        .and_then(|c| c.cluster.as_ref())
+        .ok_or_else(|| format!("the kubeconfig has no cluster {:?}", context.cluster))?;
+    let refused = |entry: &str, name: &str, field: &str, what: &str| {
+        format!("{entry} {name:?} in the kubeconfig sets {field} ({what}): refused; {inline}")
+    };
+    if cluster.certificate_authority.is_some() {
+        return Err(refused(
+            "cluster",
+            &context.cluster,
+            "certificate-authority",
+            "a file on this machine",
+        ));
+    }
+    if cluster.proxy_url.is_some() {
+        return Err(refused(
+            "cluster",
+            &context.cluster,
+            "proxy-url",
+            "a proxy for our requests",
+        ));
+    }
+    if let Some(user) = &context.user {
+        let auth = kubeconfig
+            .auth_infos
+            .iter()
+            .find(|a| &a.name == user)
+            .and_then(|a| a.auth_info.as_ref())
+            .ok_or_else(|| format!("the kubeconfig has no user {user:?}"))?;
+        let file = "a file on this machine";
+        let checks = [
+            (auth.token_file.is_some(), "tokenFile", file),
+            (
+                auth.client_certificate.is_some(),
+                "client-certificate",
+                file,
+            ),
+            (auth.client_key.is_some(), "client-key", file),
+            (auth.exec.is_some(), "exec", "a program to run"),
+            (
+                auth.auth_provider.is_some(),
+                "auth-provider",
+                "a program to run",
+            ),
+        ];
+        if let Some((_, field, what)) = checks.iter().find(|(set, _, _)| *set) {
+            return Err(refused("user", user, field, what));
+        }
+    }
+    let server = cluster.server.as_deref().unwrap_or_default();
+    same_server(server, endpoint)
+}
+
+/// Is `server` (a URL) the Cluster's endpoint? Hosts compare as IP addresses when both are, else
+/// case-insensitively; the port is the URL's (or its scheme's default).
+fn same_server(server: &str, endpoint: Option<&Endpoint>) -> Result<(), String> {
+    let Some(endpoint) = endpoint else {
+        return Err(format!(
+            "the Cluster has no spec.controlPlaneEndpoint to check the kubeconfig's server {server:?} against: refused"
+        ));
+    };
+    let want = match endpoint.port {
+        Some(port) => format!("{}:{port}", endpoint.host),
+        None => endpoint.host.clone(),
+    };
+    let differ = || {
+        format!(
+            "the kubeconfig's server {server:?} is not the Cluster's spec.controlPlaneEndpoint {want:?}: refused (the secret may have been edited)"
+        )
+    };
+    let uri: http::Uri = server.parse().map_err(|_| differ())?;
+    let host = uri.host().ok_or_else(differ)?;
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    let port = uri
+        .port_u16()
+        .unwrap_or(if uri.scheme_str() == Some("http") {
+            80
+        } else {
+            443
+        });
+    let same_host = match (
+        host.parse::<std::net::IpAddr>(),
+        endpoint.host.parse::<std::net::IpAddr>(),
+    ) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => host.eq_ignore_ascii_case(&endpoint.host),
+    };
+    if same_host && endpoint.port.is_none_or(|p| p == port) {
+        Ok(())
+    } else {
+        Err(differ())
+    }
 }
 
 /// Asks the server for `/readyz`, then `/version` if `/readyz` is not served, within `bound`.
@@ -323,5 +458,118 @@ fn classify(err: &kube::Error) -> (ApiState, String) {
         (ApiState::TlsError, format!("TLS handshake failed: {text}"))
     } else {
         (ApiState::Unreachable, text)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn endpoint(host: &str, port: Option<u16>) -> Endpoint {
+        Endpoint {
+            host: host.into(),
+            port,
+        }
+    }
+
+    /// A kubeconfig as CAPI writes it, with `cluster_extra`/`user_extra` lines added.
+    fn kubeconfig(server: &str, cluster_extra: &str, user_extra: &str) -> Kubeconfig {
+        let text = format!(
+            "apiVersion: v1
+kind: Config
+current-context: tkc-admin@tkc
+contexts:
+- name: tkc-admin@tkc
+  context: {{cluster: tkc, user: tkc-admin}}
+- name: other
+  context: {{cluster: other, user: other}}
+clusters:
+- name: tkc
+  cluster:
+    server: {server}
+    certificate-authority-data: Y2E=
+{cluster_extra}
+- name: other
+  cluster: {{server: 'https://203.0.113.9:6443', certificate-authority: /etc/passwd}}
+users:
+- name: tkc-admin
+  user:
+    client-certificate-data: Y2VydA==
+    client-key-data: a2V5
+{user_extra}
+- name: other
+  user: {{tokenFile: /etc/shadow}}
+"
+        );
+        Kubeconfig::from_yaml(&text).unwrap()
+    }
+
+    #[test]
+    fn inline_credentials_for_the_clusters_own_endpoint_are_accepted() {
+        let ep = endpoint("198.18.0.10", Some(6443));
+        let k = kubeconfig("https://198.18.0.10:6443", "", "");
+        assert_eq!(trust(&k, Some(&ep)), Ok(()), "unused entries are not read");
+        let k = kubeconfig("https://TKC.example.com:6443", "", "");
+        assert_eq!(
+            trust(&k, Some(&endpoint("tkc.example.com", Some(6443)))),
+            Ok(())
+        );
+        let k = kubeconfig("https://[fd00::10]:6443", "", "");
+        assert_eq!(trust(&k, Some(&endpoint("fd00:0::10", Some(6443)))), Ok(()));
+        let k = kubeconfig("https://198.18.0.10", "", "");
+        assert_eq!(trust(&k, Some(&endpoint("198.18.0.10", Some(443)))), Ok(()));
+        assert_eq!(trust(&k, Some(&endpoint("198.18.0.10", None))), Ok(()));
+    }
+
+    #[test]
+    fn every_reference_to_a_file_a_program_or_a_proxy_is_refused_by_name() {
+        let ep = endpoint("198.18.0.10", Some(6443));
+        let server = "https://198.18.0.10:6443";
+        let exec = "    exec: {apiVersion: client.authentication.k8s.io/v1, command: /bin/sh}";
+        let provider = "    auth-provider: {name: oidc}";
+        for (cluster_extra, user_extra, field) in [
+            (
+                "    certificate-authority: /root/ca.crt",
+                "",
+                "certificate-authority",
+            ),
+            ("    proxy-url: http://198.51.100.1:3128", "", "proxy-url"),
+            ("", "    tokenFile: /home/admin/.token", "tokenFile"),
+            (
+                "",
+                "    client-certificate: /home/admin/c.crt",
+                "client-certificate",
+            ),
+            ("", "    client-key: /home/admin/c.key", "client-key"),
+            ("", exec, "exec"),
+            ("", provider, "auth-provider"),
+        ] {
+            let k = kubeconfig(server, cluster_extra, user_extra);
+            let err = trust(&k, Some(&ep)).unwrap_err();
+            assert!(err.contains(&format!(" sets {field} (")), "{field}: {err}");
+            assert!(err.contains("inline"), "{err}");
+            assert!(
+                !err.contains("/home/admin") && !err.contains("/root"),
+                "{err}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_server_that_is_not_the_clusters_endpoint_is_refused_naming_both() {
+        let ep = endpoint("198.18.0.10", Some(6443));
+        for server in [
+            "https://203.0.113.7:6443",
+            "https://198.18.0.10:7443",
+            "https://198.18.0.10",
+            "https://198.18.0.10.attacker.example:6443",
+            "not a url",
+        ] {
+            let err = trust(&kubeconfig(server, "", ""), Some(&ep)).unwrap_err();
+            assert!(err.contains(&format!("{server:?}")), "{err}");
+            assert!(err.contains("\"198.18.0.10:6443\""), "{err}");
+        }
+        let err = trust(&kubeconfig("https://198.18.0.10:6443", "", ""), None).unwrap_err();
+        assert!(err.contains("no spec.controlPlaneEndpoint"), "{err}");
     }
 }

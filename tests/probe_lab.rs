@@ -44,6 +44,7 @@ fn facts(lab: &Lab) -> ClusterFacts {
             conditions: vec![],
         }),
         kcp_missing_reason: None,
+        endpoint: None,
         nodes: lab
             .nodes()
             .iter()

@@ -62,6 +62,9 @@ pub enum FindingCode {
     MachineNotRunning,
     WorkloadAPIUnreachable,
     WorkloadAPINotReady,
+    /// The `<cluster>-kubeconfig` secret was refused before any request (a local file, a
+    /// program, a proxy, or a server other than the Cluster's endpoint).
+    WorkloadKubeconfigUntrusted,
 }
 
 pub fn status_findings(facts: &ClusterFacts, api: &WorkloadApi) -> Vec<Finding> {
@@ -188,6 +191,12 @@ pub fn status_findings(facts: &ClusterFacts, api: &WorkloadApi) -> Vec<Finding> 
 
     match api.state {
         ApiState::Reachable | ApiState::Unknown => {}
+        ApiState::Untrusted => out.push(finding(
+            WorkloadKubeconfigUntrusted,
+            Error,
+            None,
+            format!("{}; the workload API was not contacted", api.detail),
+        )),
         ApiState::HttpError => out.push(finding(
             WorkloadAPINotReady,
             Error,

@@ -9,7 +9,7 @@ use crate::error::Result;
 use crate::render::{self, Format};
 use crate::report::CleanupReport;
 use crate::route::leftovers::{self, Scope};
-use crate::workload;
+use crate::{supervisor, workload};
 
 #[derive(Debug, Clone)]
 pub struct CleanupOptions {
@@ -37,9 +37,16 @@ pub async fn run(conn: &Connection, opts: &CleanupOptions, format: Format) -> Re
             ..scope
         };
         let found = async {
-            let client =
-                workload::client(&conn.client, &conn.namespace, cluster, opts.request_timeout)
-                    .await?;
+            // The kubeconfig secret is trusted only for the Cluster's own endpoint.
+            let facts = supervisor::walk(conn, cluster).await?;
+            let client = workload::client(
+                &conn.client,
+                &conn.namespace,
+                cluster,
+                facts.endpoint.as_ref(),
+                opts.request_timeout,
+            )
+            .await?;
             leftovers::clean(&client, cluster, &workload_scope).await
         };
         match found.await {

@@ -97,6 +97,7 @@ pub async fn diagnose(
         &conn.client,
         &conn.namespace,
         &opts.cluster,
+        facts.endpoint.as_ref(),
         opts.api_timeout,
     )
     .await;

@@ -34,6 +34,7 @@ pub async fn report(conn: &Connection, opts: &StatusOptions) -> Result<StatusRep
         &conn.client,
         &conn.namespace,
         &opts.cluster,
+        facts.endpoint.as_ref(),
         opts.api_timeout,
     )
     .await

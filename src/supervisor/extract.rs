@@ -13,7 +13,7 @@ use std::net::IpAddr;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::facts::{Condition, KcpInfo, MachineAddress, MachineInfo, PowerState};
+use super::facts::{Condition, Endpoint, KcpInfo, MachineAddress, MachineInfo, PowerState};
 
 fn str_at<'a>(v: &'a Value, path: &[&str]) -> Option<&'a str> {
     let mut cur = v;
@@ -102,6 +102,23 @@ pub fn cluster_endpoint(cluster_data: &Value) -> Option<String> {
         Some(port) => Some(format!("{host}:{port}")),
         None => Some(host.to_string()),
     }
+}
+
+/// `spec.controlPlaneEndpoint` as host and port (a port outside 0..=65535 is no port).
+pub fn endpoint(cluster_data: &Value) -> Option<Endpoint> {
+    let host = str_at(cluster_data, &["spec", "controlPlaneEndpoint", "host"])?;
+    if host.is_empty() {
+        return None;
+    }
+    let port = int_at(cluster_data, &["spec", "controlPlaneEndpoint", "port"])
+        .and_then(|p| u16::try_from(p).ok());
+    Some(Endpoint {
+        host: host
+            .trim_start_matches('[')
+            .trim_end_matches(']')
+            .to_string(),
+        port,
+    })
 }
 
 pub fn phase(data: &Value) -> Option<String> {

@@ -135,6 +135,19 @@ pub struct ClusterFacts {
     /// Why there is no KCP, when there is none.
     pub kcp_missing_reason: Option<String>,
     pub nodes: Vec<ControlPlaneNode>,
+    /// The Cluster's `spec.controlPlaneEndpoint`, parsed: the only server a kubeconfig from the
+    /// cluster's secret may point at (reports show it as `cluster.controlPlaneEndpoint`).
+    #[serde(skip)]
+    pub endpoint: Option<Endpoint>,
+}
+
+/// Where a cluster's API server is: CAPI writes the cluster's kubeconfig for this address.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Endpoint {
+    /// A DNS name or an IP address (IPv6 without brackets).
+    pub host: String,
+    /// None when the Cluster does not say (CAPI always does once the endpoint is known).
+    pub port: Option<u16>,
 }
 
 impl ClusterFacts {

@@ -192,6 +192,7 @@ pub async fn find(
         kcp,
         kcp_missing_reason,
         nodes: join::join(machines, vms),
+        endpoint: extract::endpoint(&cluster.data),
     })
 }
 

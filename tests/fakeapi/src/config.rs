@@ -232,6 +232,7 @@ impl FakeConfig {
         let mut vars = self.set.vars.clone();
         vars.extend(builtin_vars.iter().map(|(k, v)| (k.clone(), v.clone())));
         vars.extend(self.vars.iter().map(|(k, v)| (k.clone(), v.clone())));
+        derive_workload_endpoint(&mut vars);
         let mut out = Vec::new();
         if let Some(dir) = &self.dir {
             for inc in &self.set.include {
@@ -242,6 +243,35 @@ impl FakeConfig {
         out.extend(self.objects.iter().cloned());
         Ok(out)
     }
+}
+
+/// `{{WORKLOAD_HOST}}` and `{{WORKLOAD_PORT}}` from `{{WORKLOAD_URL}}` (unless set): a Cluster's
+/// `spec.controlPlaneEndpoint` is where CAPI points the cluster's kubeconfig, and the plugin refuses
+/// a kubeconfig whose server is anywhere else, so the fixtures' Clusters name the fake's address.
+fn derive_workload_endpoint(vars: &mut BTreeMap<String, String>) {
+    let Some(url) = vars.get("WORKLOAD_URL") else {
+        return;
+    };
+    let Ok(uri) = url.parse::<axum::http::Uri>() else {
+        return;
+    };
+    let Some(host) = uri.host() else {
+        return;
+    };
+    let host = host
+        .trim_start_matches('[')
+        .trim_end_matches(']')
+        .to_string();
+    let port = uri
+        .port_u16()
+        .unwrap_or(if uri.scheme_str() == Some("http") {
+            80
+        } else {
+            443
+        });
+    vars.entry("WORKLOAD_HOST".into()).or_insert(host);
+    vars.entry("WORKLOAD_PORT".into())
+        .or_insert(port.to_string());
 }
 
 /// Loads every object file of one directory (not fake.yaml), in file-name order.
