@@ -12,7 +12,7 @@ use crate::route::jumpbox::{JumpboxRoute, JumpboxSettings};
 use crate::route::pod::{PodRoute, PodSettings};
 use crate::route::ssh::{SshKey, SshRouteSettings, SshSettings};
 use crate::route::{Address, PodBasics, Route, RouteSettings, Target};
-use crate::supervisor::ClusterFacts;
+use crate::supervisor::{ClusterFacts, ControlPlaneNode};
 use crate::workload::WorkloadApi;
 
 /// `--via`: a route, or `auto` (pod when the workload API answers, else jumpbox).
@@ -130,16 +130,23 @@ pub fn plan(
 }
 
 /// One target per control-plane node; its peers are every other node with an IP.
+///
+/// A node is a control-plane Machine of this cluster (with its VM, when it has one). Anyone who
+/// can edit the vSphere Namespace can create a VirtualMachine carrying the control-plane labels;
+/// one that joins no Machine is a finding (`MachineMissing`, with its IP) and never a target nor
+/// a peer: no pod, no ssh session and no probe's curl goes to it. So the targets are at most the
+/// Machines present (which never exceed the KCP's desired replicas plus the Machines present),
+/// and the driver probes at most `--parallel` of them at once.
 fn targets(facts: &ClusterFacts, opts: &DiagnoseOptions) -> Vec<Target> {
-    let ips: Vec<String> = facts
-        .nodes
+    let members: Vec<&ControlPlaneNode> =
+        facts.nodes.iter().filter(|n| n.machine.is_some()).collect();
+    let ips: Vec<String> = members
         .iter()
         .filter_map(|n| n.ip())
         .map(|ip| ip.to_string())
         .collect();
-    facts
-        .nodes
-        .iter()
+    members
+        .into_iter()
         .map(|n| Target {
             name: n.name.clone(),
             node_name: n
@@ -231,6 +238,29 @@ mod tests {
             (p.route.name(), p.route_info.reason.as_str()),
             ("ssh", "--via ssh")
         );
+    }
+
+    #[test]
+    fn a_vm_without_a_machine_is_neither_a_target_nor_a_peer() {
+        let mut nodes: Vec<_> = (1..=3).map(|i| node(i, true)).collect();
+        for i in 4..=9 {
+            let mut rogue = node(i, true);
+            rogue.machine = None;
+            nodes.push(rogue);
+        }
+        let f = facts(3, 3, nodes);
+        let p = plan(&options(Via::Auto), &f, &api(ApiState::Reachable), ctx());
+        let names: Vec<&str> = p.targets.iter().map(|t| t.name.as_str()).collect();
+        assert_eq!(names, ["tkc-cp-1", "tkc-cp-2", "tkc-cp-3"]);
+        let bound = f.desired().unwrap() as usize + f.machines_present();
+        assert!(p.targets.len() <= bound);
+        for t in &p.targets {
+            let peers = &t.address.as_ref().unwrap().probe.peers;
+            assert_eq!(peers.len(), 2, "{peers:?}");
+            assert!(peers
+                .iter()
+                .all(|ip| ["198.18.0.11", "198.18.0.12", "198.18.0.13"].contains(&ip.as_str())));
+        }
     }
 
     #[test]

@@ -184,6 +184,10 @@ pub struct DiagnoseReport {
     #[serde(flatten)]
     pub header: ReportHeader,
     pub workload_api: WorkloadApi,
+    /// What the Supervisor side shows, as `status` lists it: among them the VMs that carry the
+    /// control-plane labels but join no Machine, which are never probed.
+    #[serde(default)]
+    pub findings: Vec<Finding>,
     pub route: RouteInfo,
     pub nodes: Vec<DiagnosedNode>,
     /// Port 2379, then 2380.
@@ -200,6 +204,7 @@ impl DiagnoseReport {
     pub fn new(
         facts: ClusterFacts,
         workload_api: WorkloadApi,
+        findings: Vec<Finding>,
         route: RouteInfo,
         reports: Vec<NodeReport>,
         diagnosis: Diagnosis,
@@ -241,6 +246,7 @@ impl DiagnoseReport {
         DiagnoseReport {
             header,
             workload_api,
+            findings,
             route,
             result: DiagnoseResult {
                 exit_code,

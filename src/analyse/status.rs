@@ -154,7 +154,11 @@ pub fn status_findings(facts: &ClusterFacts, api: &WorkloadApi) -> Vec<Finding> 
                 MachineMissing,
                 Warning,
                 name,
-                format!("VirtualMachine {:?} has no control-plane Machine", vm.name),
+                format!(
+                    "VirtualMachine {:?} ({}) carries the control-plane labels but joins no control-plane Machine of this cluster: it is never probed",
+                    vm.name,
+                    vm.ip.map(|ip| format!("IP {ip}")).unwrap_or_else(|| "no IP".into())
+                ),
             )),
             _ => {}
         }

@@ -136,9 +136,11 @@ pub async fn diagnose(
     drop(session);
 
     let diagnosis = analyse::verdict::diagnose(&facts, &reports);
+    let findings = analyse::status_findings(&facts, &workload.api);
     let report = DiagnoseReport::new(
         facts,
         workload.api,
+        findings,
         plan.route_info,
         reports,
         diagnosis,
