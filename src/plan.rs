@@ -161,6 +161,7 @@ fn targets(facts: &ClusterFacts, opts: &DiagnoseOptions) -> Vec<Target> {
                     probe: ProbeArgs {
                         connect_timeout_s: opts.connect_timeout.as_secs().max(1) as u32,
                         log_lines: opts.log_lines,
+                        parallel: u32::try_from(opts.parallel).unwrap_or(u32::MAX).max(1),
                         ..ProbeArgs::new(me.clone(), ips.iter().filter(|p| **p != me).cloned())
                     },
                 }

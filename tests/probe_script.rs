@@ -155,3 +155,117 @@ fn bad_arguments_are_reported_not_fatal_and_logs_are_capped() {
         );
     }
 }
+
+/// A `curl` shim that counts how many 2379/2380 checks (`/version`; the health check is not one)
+/// run at once (one directory entry each while it runs) before handing over to the real curl.
+fn counting_curl(node: &Node) -> std::path::PathBuf {
+    let real = which("curl").expect("curl installed (apt-get install curl)");
+    let dir = node.path("running");
+    std::fs::create_dir_all(&dir).unwrap();
+    let shim = format!(
+        "#!/bin/sh\ncase \"$*\" in *version*) ;; *) exec {real} \"$@\" ;; esac\nmkdir \"{d}/$$\"\nls \"{d}\" | wc -l >>\"{d}.max\"\nsleep 0.4\nrmdir \"{d}/$$\"\nexec {real} \"$@\"\n",
+        d = dir.display(),
+        real = real.display()
+    );
+    std::fs::write(node.path("bin/curl"), shim).unwrap();
+    sh("chmod +x bin/curl", node.dir.path());
+    node.path("running.max")
+}
+
+#[test]
+fn the_probe_runs_at_most_parallel_checks_at_once() {
+    let node = Node::new();
+    let seen = counting_curl(&node);
+    // Four peers and self: ten 2379/2380 checks; at most three at a time.
+    let peers = ["127.77.0.2", "127.77.0.3", "127.77.0.4", "127.77.0.5"];
+    let opts = ProbeArgs {
+        connect_timeout_s: 1,
+        tls_timeout_s: 1,
+        parallel: 3,
+        ..ProbeArgs::new("127.77.0.1", peers)
+    };
+    let Run { out, .. } = check(
+        node.command(&script::argv(&opts), &["sh"], "bin"),
+        &node,
+        "parallel 3",
+    );
+    assert_eq!(out.paths.len(), 10, "every check still made");
+    let counts: Vec<usize> = std::fs::read_to_string(&seen)
+        .unwrap()
+        .lines()
+        .map(|l| l.trim().parse().unwrap())
+        .collect();
+    assert_eq!(counts.len(), 10);
+    let most = counts.iter().max().copied().unwrap();
+    assert_eq!(most, 3, "bounded, and the bound is used: {counts:?}");
+}
+
+/// The probe's own temp folders under TMPDIR.
+fn probe_dirs(node: &Node) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(node.path("tmp"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("etcdnet-probe."))
+        .collect();
+    names.sort();
+    names
+}
+
+#[test]
+fn an_interrupted_probe_removes_its_temp_folder() {
+    for signal in ["TERM", "HUP", "INT"] {
+        let node = Node::new();
+        // crictl hangs, as on a node whose runtime does not answer: the probe is mid-run.
+        std::fs::write(node.path("bin/crictl"), "#!/bin/sh\nexec sleep 5\n").unwrap();
+        let opts = ProbeArgs::new("127.77.0.1", Vec::<String>::new());
+        let mut cmd = node.command(&script::argv(&opts), &["sh"], "bin");
+        let mut child = cmd
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let until = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        while probe_dirs(&node).is_empty() && std::time::Instant::now() < until {
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        assert_eq!(probe_dirs(&node).len(), 1, "{signal}: the probe started");
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        sh(&format!("kill -{signal} {}", child.id()), node.dir.path());
+        child.wait().unwrap();
+        assert_eq!(probe_dirs(&node), Vec::<String>::new(), "{signal}");
+    }
+}
+
+#[test]
+fn a_killed_probes_folder_is_swept_by_the_next_probe_once_stale() {
+    let node = Node::new();
+    let tmp = node.path("tmp");
+    let outside = node.path("outside");
+    std::fs::create_dir_all(outside.join("keep")).unwrap();
+    for d in ["etcdnet-probe.killed1", "etcdnet-probe.fresh", "not-ours"] {
+        std::fs::create_dir_all(tmp.join(d).join("p.1.v")).unwrap();
+    }
+    std::os::unix::fs::symlink(&outside, tmp.join("etcdnet-probe.link")).unwrap();
+    // Untouched for 20 minutes: what a SIGKILLed probe leaves.
+    sh(
+        "touch -d '20 minutes ago' tmp/etcdnet-probe.killed1 tmp/not-ours outside && \
+         touch -h -d '20 minutes ago' tmp/etcdnet-probe.link",
+        node.dir.path(),
+    );
+    let opts = ProbeArgs::new("127.77.0.1", Vec::<String>::new());
+    let out = node
+        .command(&script::argv(&opts), &["sh"], "bin")
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    assert_eq!(
+        probe_dirs(&node),
+        ["etcdnet-probe.fresh", "etcdnet-probe.link"],
+        "the stale folder is gone, a fresh one (a probe still running) and a link are kept"
+    );
+    assert!(tmp.join("not-ours").exists());
+    assert!(
+        outside.join("keep").exists(),
+        "nothing followed through the link"
+    );
+}

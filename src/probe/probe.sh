@@ -13,11 +13,13 @@
 # (bash, dash, busybox ash), GNU or busybox tools, any awk (mawk, gawk, busybox); jq not needed.
 #
 # Usage: sh -c "$PROBE_SH" etcdnet-probe --self IP [--peer IP]... [--connect-timeout S]
-#          [--tls-timeout S] [--log-lines N] [--log-bytes N]
+#          [--tls-timeout S] [--log-lines N] [--log-bytes N] [--parallel N]
 #    or: sh -s -- --self IP ... < probe.sh
 # Timeouts are whole seconds: --connect-timeout (default 3) bounds each TCP connect, --tls-timeout
-# (default 2) is the extra time a handshake gets. All paths run at once, so the probe ends within
-# connect-timeout + tls-timeout + about a second whatever the number of peers.
+# (default 2) is the extra time a handshake gets. Up to --parallel (default 16) paths run at once,
+# so with up to 7 peers the probe ends within connect-timeout + tls-timeout + about a second.
+# Temp files live in one folder, removed on exit and on HUP/INT/TERM; a folder left by a probe
+# killed outright (SIGKILL) is removed by the next probe on the node once it is 10 minutes old.
 # Test hooks (environment): ETCDNET_PKI_DIR (default /etc/kubernetes/pki/etcd) and ETCDNET_MANIFEST
 # (default /etc/kubernetes/manifests/etcd.yaml).
 
@@ -74,10 +76,10 @@ last_msg() {
 
 # --- arguments: bad values are reported and replaced by defaults, never fatal ------------------
 parse_args() {
-  SELF= PEERS= CT=3 TT=2 LOG_LINES=500 LOG_BYTES=262144
+  SELF= PEERS= CT=3 TT=2 LOG_LINES=500 LOG_BYTES=262144 PAR=16
   while [ $# -gt 0 ]; do
     case $1 in
-    --self | --peer | --connect-timeout | --tls-timeout | --log-lines | --log-bytes)
+    --self | --peer | --connect-timeout | --tls-timeout | --log-lines | --log-bytes | --parallel)
       if [ $# -lt 2 ]; then err args "$1 needs a value" && break; fi
       set_opt "$1" "$2"
       shift 2 ;;
@@ -91,6 +93,7 @@ parse_args() {
   done
   [ -n "$SELF" ] || err args "no --self IP: this node's own 2379/2380 not checked"
   [ "$CT" -ge 1 ] || { err args "--connect-timeout 0 raised to 1" && CT=1; }
+  [ "$PAR" -ge 1 ] || { err args "--parallel 0 raised to 1" && PAR=1; }
 }
 
 set_opt() {
@@ -98,11 +101,11 @@ set_opt() {
   --self | --peer)
     case $2 in -* | '' | *[!0-9A-Za-z.:-]*) err args "ignored $1 '$2': not an address" && return ;; esac
     if [ "$1" = --self ]; then SELF=$2; else PEERS="$PEERS $2"; fi ;;
-  --connect-timeout | --tls-timeout | --log-lines | --log-bytes)
+  --connect-timeout | --tls-timeout | --log-lines | --log-bytes | --parallel)
     case $2 in '' | *[!0-9]* | ??????????*) err args "ignored $1 '$2': not a whole number" && return ;; esac
     n=$(printf '%s' "$2" | sed 's/^0*//') && n=${n:-0}
     case $1 in --connect-timeout) CT=$n ;; --tls-timeout) TT=$n ;; --log-lines) LOG_LINES=$n ;;
-    *) LOG_BYTES=$n ;; esac ;;
+    --parallel) PAR=$n ;; *) LOG_BYTES=$n ;; esac ;;
   *) err args "unknown argument: $1" ;;
   esac
 }
@@ -297,8 +300,11 @@ path_check() { # index target port own
     mv "$f.tmp" "$f.json"
 }
 
+# At most $PAR path checks at once: past that, wait for the oldest (all have the same bounds, so
+# the oldest ends first) before starting the next. Bounds the processes and connections a long
+# --peer list can make the probe open on the node.
 start_paths() {
-  N=0 seen=' ' PEER_TLS=
+  N=0 seen=' ' PEER_TLS= running=
   [ -r "$PKI/ca.crt" ] && [ -r "$PKI/peer.crt" ] && [ -r "$PKI/peer.key" ] && PEER_TLS=1
   [ -n "$PEER_TLS" ] || err paths "no readable ca.crt/peer.crt/peer.key in $PKI: TCP checked, TLS not tried"
   have curl || err paths "curl not found: 2379/2380 not checked"
@@ -311,7 +317,15 @@ start_paths() {
       # What is left if the job dies: a valid entry that says so.
       printf '{"target":"%s","port":%s,"own":%s,"tcp":"Error","tcpDetail":"%s","tls":"NotTried"}' "$ip" "$port" "$own" \
         "$(have curl && echo 'probe job gave no result' || echo 'curl not found')" >"$T/p.$N.json"
-      have curl && path_check "$N" "$ip" "$port" "$own" >/dev/null 2>&1 &
+      have curl || continue
+      path_check "$N" "$ip" "$port" "$own" >/dev/null 2>&1 &
+      running="$running $!"
+      set -- $running
+      if [ $# -ge "$PAR" ]; then
+        wait "$1"
+        shift
+        running="$*"
+      fi
     done
   done
 }
@@ -442,6 +456,19 @@ emit() {
   cat "$T/out"
 }
 
+# A probe killed outright (SIGKILL: the pod's deadline after its grace period, the OOM killer)
+# cannot remove its folder: the next probe on the node removes ours that nobody has touched for
+# 10 minutes (no probe runs that long). By age, not by PID: probes in other PID namespaces share
+# the node's /tmp. find -type d matches no symlink, and rm -rf follows none.
+sweep_stale() {
+  have find || return 0
+  me=$(id -u 2>/dev/null) || return 0
+  for d in "${TMPDIR:-/tmp}" /tmp /var/tmp /dev/shm /run; do
+    [ -d "$d" ] || continue
+    find "$d" -maxdepth 1 -type d -name 'etcdnet-probe.*' -user "$me" -mmin +10 -exec rm -rf {} + 2>/dev/null
+  done
+}
+
 make_tmp() {
   for d in "${TMPDIR:-/tmp}" /tmp /var/tmp /dev/shm /run; do
     T=$(mktemp -d "$d/etcdnet-probe.XXXXXX" 2>/dev/null) && [ -d "$T" ] && return 0
@@ -454,6 +481,7 @@ main() {
   LC_ALL=C && export LC_ALL
   PKI=${ETCDNET_PKI_DIR:-/etc/kubernetes/pki/etcd}
   MANIFEST=${ETCDNET_MANIFEST:-/etc/kubernetes/manifests/etcd.yaml}
+  sweep_stale
   if ! make_tmp; then
     printf '{"schemaVersion":1,"nodeIp":"","errors":[{"step":"probe","message":"no writable temp directory"}]}\n'
     return 0

@@ -38,6 +38,9 @@ pub struct ProbeArgs {
     pub log_lines: u32,
     /// Byte cap of that log sample, the newest kept (`--log-bytes`).
     pub log_bytes: u64,
+    /// How many of the node's 2379/2380 checks run at once (`--parallel`), as the plugin's own
+    /// `--parallel` bounds the nodes probed at once.
+    pub parallel: u32,
 }
 
 impl Default for ProbeArgs {
@@ -49,6 +52,7 @@ impl Default for ProbeArgs {
             tls_timeout_s: 2,
             log_lines: 500,
             log_bytes: 256 * 1024,
+            parallel: 16,
         }
     }
 }
@@ -65,13 +69,14 @@ impl ProbeArgs {
         }
     }
 
-    /// How long the probe itself may take on the node: every path runs at once, bounded by the
-    /// connect timeout plus the handshake timeout, plus a second for the rest. A route adds its
-    /// own overhead (pod start, ssh) on top.
+    /// How long the probe itself may take on the node: the paths (own and each peer's 2379 and
+    /// 2380) run `parallel` at a time, each bounded by the connect timeout plus the handshake
+    /// timeout, plus a second for the rest. A route adds its own overhead (pod start, ssh).
     pub fn expected_duration(&self) -> Duration {
-        Duration::from_secs(
-            u64::from(self.connect_timeout_s.max(1)) + u64::from(self.tls_timeout_s) + 1,
-        )
+        let paths = 2 * (self.peers.len() as u64 + 1);
+        let rounds = paths.div_ceil(u64::from(self.parallel.max(1)));
+        let one = u64::from(self.connect_timeout_s.max(1)) + u64::from(self.tls_timeout_s);
+        Duration::from_secs(rounds.saturating_mul(one).saturating_add(1))
     }
 
     /// The script's own arguments, in order.
@@ -86,6 +91,7 @@ impl ProbeArgs {
             ("--tls-timeout", u64::from(self.tls_timeout_s)),
             ("--log-lines", u64::from(self.log_lines)),
             ("--log-bytes", self.log_bytes),
+            ("--parallel", u64::from(self.parallel)),
         ] {
             args.push(flag.into());
             args.push(value.to_string());
@@ -165,6 +171,8 @@ mod tests {
                 "500",
                 "--log-bytes",
                 "262144",
+                "--parallel",
+                "16",
             ]
         );
     }
