@@ -24,7 +24,7 @@ Exit codes:
   1  the run completed and found a problem (see the report)
   2  usage or configuration error (flag, name, kubeconfig, context, unknown cluster)
   3  could not complete (API error, permission denied, timeout)
-  130  interrupted (Ctrl-C, SIGTERM); probe pods created so far were deleted";
+  130  interrupted (Ctrl-C, SIGTERM, SIGHUP); probe pods created so far were deleted";
 
 const ABOUT: &str = "Diagnose etcd quorum loss in vSphere Supervisor (TKG/VKS) workload clusters";
 
@@ -114,7 +114,7 @@ pub enum Command {
 
     /// Delete pods this plugin left behind (label app.kubernetes.io/managed-by=kubectl-etcdnet)
     #[command(after_help = format!(
-        "Examples:\n  kubectl etcdnet cleanup -n ns-prod\n  kubectl etcdnet cleanup -A --older-than 1h --dry-run\n\n{EXIT_CODES_HELP}"
+        "Only pods that have finished or are past their deadline are deleted: one still running may be\nanother admin's run in progress (--all deletes it too).\n\nExamples:\n  kubectl etcdnet cleanup -n ns-prod\n  kubectl etcdnet cleanup -A --older-than 1h --dry-run\n  kubectl etcdnet cleanup tkc-prod -n ns-prod --all\n\n{EXIT_CODES_HELP}"
     ))]
     Cleanup(CleanupArgs),
 
@@ -260,6 +260,11 @@ pub struct CleanupArgs {
     /// List what would be deleted, delete nothing
     #[arg(long)]
     pub dry_run: bool,
+
+    /// Also delete pods that have not finished and are not past their deadline (another run
+    /// may be using them); by default those are kept
+    #[arg(long)]
+    pub all: bool,
 }
 
 impl GlobalArgs {
@@ -321,6 +326,7 @@ impl CleanupArgs {
             all_namespaces: self.all_namespaces,
             older_than: self.older_than,
             dry_run: self.dry_run,
+            all: self.all,
             request_timeout: global.request_timeout,
         }
     }

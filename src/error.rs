@@ -7,7 +7,7 @@
 //! - 1: the run completed and found a problem (see the report);
 //! - 2: usage or configuration error (bad flag, bad name, no kubeconfig, wrong context);
 //! - 3: could not complete (API error, permission denied, timeout);
-//! - 130: interrupted, after deleting what the run created.
+//! - 130: interrupted (SIGINT, SIGTERM or SIGHUP), after deleting what the run created.
 
 use std::fmt;
 
@@ -21,8 +21,9 @@ pub const EXIT_PROBLEM: i32 = 1;
 pub const EXIT_USAGE: i32 = 2;
 /// Exit code: the run could not complete (API error, permission, timeout).
 pub const EXIT_INCOMPLETE: i32 = 3;
-/// Exit code: interrupted by SIGINT/SIGTERM (after deleting what the run created), as shells
-/// report a SIGINT death (128 + 2).
+/// Exit code: interrupted by SIGINT, SIGTERM or SIGHUP (after deleting what the run created),
+/// as shells report a SIGINT death (128 + 2); one code for all three, since a script only needs
+/// to know the run was interrupted.
 pub const EXIT_INTERRUPTED: i32 = 130;
 
 #[derive(Debug, thiserror::Error)]
@@ -74,7 +75,7 @@ pub enum Error {
     #[error(transparent)]
     Kube(Box<KubeFailure>),
 
-    /// Ctrl-C, SIGTERM; what the run created was cleaned up.
+    /// Ctrl-C, SIGTERM, SIGHUP; what the run created was cleaned up.
     #[error("interrupted; every probe pod created was deleted")]
     Interrupted,
 

@@ -6,6 +6,7 @@ use std::process::ExitCode;
 use clap::Parser;
 use etcdnet::cli::Cli;
 use etcdnet::error::{EXIT_INCOMPLETE, EXIT_OK};
+use etcdnet::render::visible;
 
 fn init_tracing(verbose: u8) {
     // -v: our info; -vv: our debug; -vvv: also kube's debug. Logs go to stderr only.
@@ -22,14 +23,34 @@ fn init_tracing(verbose: u8) {
         .init();
 }
 
+/// Makes the process non-dumpable (Linux): no core dump, and no other process of the same user
+/// may ptrace it or read its memory through /proc. Done first thing, for every command: the
+/// commands that talk to a cluster hold the admin's kubeconfig from their first step (and
+/// `diagnose`/`cleanup` the workload cluster's admin kubeconfig, the ssh route the nodes' key),
+/// and the ones that do not (`version`, `completion`) lose nothing by it. One place at the
+/// start is simpler to trust than a call before every read of a secret. Children (`ssh`) are
+/// dumpable again after their exec, as any program is; OpenSSH protects itself.
+fn deny_dumps() {
+    #[cfg(target_os = "linux")]
+    {
+        // SAFETY: prctl(PR_SET_DUMPABLE) takes plain integers and changes only this process's
+        // flag. It cannot fail with these arguments; if it did, the run would go on as before,
+        // so the result is not checked.
+        unsafe {
+            libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0);
+        }
+    }
+}
+
 fn main() -> ExitCode {
+    deny_dumps();
     // clap prints usage errors itself and exits 2, our documented usage code.
     let cli = Cli::parse();
     init_tracing(cli.global.verbose);
     match real_main(cli) {
         Ok(code) => ExitCode::from(code as u8),
         Err(e) => {
-            eprintln!("error: {e:#}");
+            eprintln!("error: {}", visible(&format!("{e:#}")));
             ExitCode::from(EXIT_INCOMPLETE as u8)
         }
     }
@@ -51,15 +72,27 @@ fn real_main(cli: Cli) -> anyhow::Result<i32> {
                     return Err(e.into());
                 }
             }
+            // Notes and errors quote names and API servers' messages: one visible line each.
             for note in &outcome.notes {
-                eprintln!("{note}");
+                eprintln!("{}", visible(note));
             }
             Ok(outcome.exit_code)
         }
         Err(e) => {
-            eprintln!("error: {e}");
+            eprintln!("error: {}", visible(&e.to_string()));
             Ok(e.exit_code())
         }
     }
     .map(|code| if code < 0 { EXIT_OK } else { code })
+}
+
+#[cfg(all(test, target_os = "linux"))]
+mod tests {
+    #[test]
+    fn the_process_is_not_dumpable() {
+        super::deny_dumps();
+        // SAFETY: PR_GET_DUMPABLE only reads this process's flag.
+        let dumpable = unsafe { libc::prctl(libc::PR_GET_DUMPABLE, 0, 0, 0, 0) };
+        assert_eq!(dumpable, 0);
+    }
 }

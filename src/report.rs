@@ -275,13 +275,17 @@ pub struct CleanupItem {
 }
 
 /// What `cleanup` did with a pod. In JSON a string: `deleted`, `would delete` (dry run), `kept`
-/// (younger than --older-than), or `error: ...`.
+/// (younger than --older-than), `kept (running; --all to delete)` (a run may still be using
+/// it), or `error: ...`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(into = "String", from = "String")]
 pub enum CleanupAction {
     Deleted,
     WouldDelete,
     Kept,
+    /// Neither finished nor past its deadline: possibly another admin's run in progress, so
+    /// only `--all` deletes it.
+    KeptRunning,
     /// The delete failed; the one-line reason.
     Failed(String),
 }
@@ -298,10 +302,13 @@ impl std::fmt::Display for CleanupAction {
             CleanupAction::Deleted => f.write_str("deleted"),
             CleanupAction::WouldDelete => f.write_str("would delete"),
             CleanupAction::Kept => f.write_str("kept"),
+            CleanupAction::KeptRunning => f.write_str(KEPT_RUNNING),
             CleanupAction::Failed(why) => write!(f, "error: {why}"),
         }
     }
 }
+
+const KEPT_RUNNING: &str = "kept (running; --all to delete)";
 
 impl From<CleanupAction> for String {
     fn from(a: CleanupAction) -> String {
@@ -315,6 +322,7 @@ impl From<String> for CleanupAction {
             "deleted" => CleanupAction::Deleted,
             "would delete" => CleanupAction::WouldDelete,
             "kept" => CleanupAction::Kept,
+            KEPT_RUNNING => CleanupAction::KeptRunning,
             _ => CleanupAction::Failed(s.strip_prefix("error: ").unwrap_or(&s).to_string()),
         }
     }
@@ -360,6 +368,10 @@ mod tests {
             (CleanupAction::Deleted, "deleted"),
             (CleanupAction::WouldDelete, "would delete"),
             (CleanupAction::Kept, "kept"),
+            (
+                CleanupAction::KeptRunning,
+                "kept (running; --all to delete)",
+            ),
             (
                 CleanupAction::Failed("deleting: boom (500)".into()),
                 "error: deleting: boom (500)",

@@ -1,18 +1,29 @@
 //! The signals that end a run early. A run selects on [`shutdown`] next to its work, so that
 //! the work is dropped (and its pods deleted by the caller) when one arrives.
 
-/// Resolves on SIGINT (Ctrl-C) or SIGTERM.
+/// Resolves on SIGINT (Ctrl-C), SIGTERM or SIGHUP. SIGHUP is what a run gets when the
+/// terminal goes away (the SSH session to the admin's bastion drops): it ends the run like
+/// the others, so that its pods are deleted instead of the process dying with them running.
+/// All three end with the same exit code (130, [`crate::error::EXIT_INTERRUPTED`]).
 pub async fn shutdown() {
     #[cfg(unix)]
     {
-        use tokio::signal::unix::{signal, SignalKind};
-        let mut term = match signal(SignalKind::terminate()) {
-            Ok(s) => s,
-            Err(_) => return std::future::pending().await,
-        };
+        use tokio::signal::unix::{signal, Signal, SignalKind};
+        // A handler that cannot be installed never fires; the others still end the run.
+        async fn received(s: Option<Signal>) {
+            match s {
+                Some(mut s) => {
+                    s.recv().await;
+                }
+                None => std::future::pending().await,
+            }
+        }
+        let term = signal(SignalKind::terminate()).ok();
+        let hup = signal(SignalKind::hangup()).ok();
         tokio::select! {
             _ = tokio::signal::ctrl_c() => {}
-            _ = term.recv() => {}
+            _ = received(term) => {}
+            _ = received(hup) => {}
         }
     }
     #[cfg(not(unix))]

@@ -1,8 +1,13 @@
 //! Builders shared by the unit tests of several stages: a cluster's facts as the Supervisor
 //! would give them, and the workload API in a given state. Compiled for tests only.
+//!
+//! [`fuzz`] uses them for the property tests of the whole pipeline (parse → render), which no
+//! single stage's tests can reach.
 
 use crate::supervisor::*;
 use crate::workload::{ApiState, WorkloadApi};
+
+mod fuzz;
 
 /// A cluster `tkc` in namespace `ns` whose KCP wants `desired` nodes and has `ready` ready
 /// (available and up to date alike), with these nodes.

@@ -13,10 +13,13 @@ fn pod(ns: &str, name: &str, managed: bool, created: &str) -> Value {
     if managed {
         labels["app.kubernetes.io/managed-by"] = json!("kubectl-etcdnet");
     }
+    // Finished: what these tests select on is the label, the namespace and the age; pods a
+    // run may still be using are tests/cleanup_running.rs's.
     json!({
         "apiVersion": "v1", "kind": "Pod",
         "metadata": {"namespace": ns, "name": name, "labels": labels, "creationTimestamp": created},
-        "spec": {"containers": [{"name": "probe", "image": "busybox"}]}
+        "spec": {"containers": [{"name": "probe", "image": "busybox"}]},
+        "status": {"phase": "Succeeded"}
     })
 }
 

@@ -18,6 +18,8 @@ pub struct CleanupOptions {
     pub all_namespaces: bool,
     pub older_than: Option<Duration>,
     pub dry_run: bool,
+    /// `--all`: also pods that may belong to a run in progress (see `leftovers`).
+    pub all: bool,
     /// Bound of each request to the workload cluster.
     pub request_timeout: Duration,
 }
@@ -27,6 +29,7 @@ pub async fn run(conn: &Connection, opts: &CleanupOptions, format: Format) -> Re
         namespace: (!opts.all_namespaces).then_some(conn.namespace.as_str()),
         older_than: opts.older_than,
         dry_run: opts.dry_run,
+        all: opts.all,
     };
     let mut items = leftovers::clean(&conn.client, "supervisor", &scope).await?;
     let mut skipped = Vec::new();

@@ -5,7 +5,7 @@
 //! render. Nothing here knows a particular route: they all come through [`crate::route`].
 //!
 //! Every pod created on the way is tracked by a [`PodTracker`]; the run may be cancelled at any
-//! await (Ctrl-C, SIGTERM) and [`run`] still deletes every pod before it returns.
+//! await (Ctrl-C, SIGTERM, SIGHUP) and [`run`] still deletes every pod before it returns.
 
 use std::time::{Duration, Instant};
 

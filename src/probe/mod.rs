@@ -96,3 +96,35 @@ impl NodeReport {
         self.outcome.as_ref().ok()
     }
 }
+
+/// The longest start of `text` of at most `max` bytes that ends on a character boundary. What a
+/// node prints may hold multi-byte characters anywhere (a container ID, a log line), and slicing
+/// it at a byte count (`&s[..n]`) panics inside one: every cut of outside text goes through here.
+pub fn head(text: &str, max: usize) -> &str {
+    if text.len() <= max {
+        return text;
+    }
+    let mut end = max;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    &text[..end]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::head;
+
+    #[test]
+    fn head_cuts_on_character_boundaries() {
+        assert_eq!(head("0123456789abcdef", 13), "0123456789abc");
+        assert_eq!(head("short", 13), "short");
+        assert_eq!(head("", 3), "");
+        // 'é' is two bytes, '日' three, '🎉' four: never cut inside one.
+        assert_eq!(head("ééé", 3), "é");
+        assert_eq!(head("日本語", 4), "日");
+        assert_eq!(head("🎉🎉", 5), "🎉");
+        assert_eq!(head("🎉", 3), "");
+        assert_eq!(head("abc", 0), "");
+    }
+}

@@ -24,6 +24,12 @@ const MARKER: &str = "{\"schemaVersion\"";
 /// Characters of the node's output quoted in an error (shown to users; kept short).
 const EXCERPT_CHARS: usize = 160;
 
+/// How many times the output's length the attempts at its document starts may read together.
+/// A failed attempt can read to the end of the output (a start nested in another's array is
+/// read by both), so without a bound an output of many nested starts costs starts × length:
+/// minutes for a few MiB. A real output fails a few short attempts (noise lines) at most.
+const READ_BUDGET_FACTOR: usize = 4;
+
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ParseError {
     #[error("node {node}: the probe printed nothing")]
@@ -71,12 +77,20 @@ pub fn parse(node: &str, raw: &[u8]) -> Result<ProbeOutput, ParseError> {
         return Err(ParseError::Empty { node: node.into() });
     }
     // Every place a document may start, tried in order; the last failure is the one reported
-    // (the real document comes after any noise that merely mentions the marker).
+    // (the real document comes after any noise that merely mentions the marker), or the one
+    // before the read budget ran out.
     let mut last = None;
+    let mut budget = text.len().saturating_mul(READ_BUDGET_FACTOR);
     for start in document_starts(&text) {
+        if budget == 0 {
+            break;
+        }
         match parse_document(node, &text[start..]) {
             Ok(out) => return Ok(out),
-            Err(e) => last = Some(e),
+            Err((e, read)) => {
+                budget = budget.saturating_sub(read);
+                last = Some(e);
+            }
         }
     }
     Err(last.unwrap_or_else(|| ParseError::NotJson {
@@ -85,24 +99,47 @@ pub fn parse(node: &str, raw: &[u8]) -> Result<ProbeOutput, ParseError> {
     }))
 }
 
-fn parse_document(node: &str, doc: &str) -> Result<ProbeOutput, ParseError> {
+/// One attempt at a document starting at `doc`; a failure comes with how many bytes it read.
+fn parse_document(node: &str, doc: &str) -> Result<ProbeOutput, (ParseError, usize)> {
     // The first JSON value from here; whatever follows it (a logout message) is ignored.
-    let mut de = serde_json::Deserializer::from_str(doc);
-    let value = match Value::deserialize(&mut de) {
-        Ok(v) => v,
-        Err(e) if e.is_eof() => {
-            return Err(ParseError::Truncated {
-                node: node.into(),
-                bytes: doc.len(),
-            })
+    let mut values = serde_json::Deserializer::from_str(doc).into_iter::<Value>();
+    let value = match values.next() {
+        Some(Ok(v)) => v,
+        Some(Err(e)) if !e.is_eof() => {
+            return Err((
+                ParseError::NotJson {
+                    node: node.into(),
+                    excerpt: excerpt(doc),
+                },
+                offset_of(doc, e.line(), e.column()),
+            ))
         }
-        Err(_) => {
-            return Err(ParseError::NotJson {
-                node: node.into(),
-                excerpt: excerpt(doc),
-            })
+        _ => {
+            return Err((
+                ParseError::Truncated {
+                    node: node.into(),
+                    bytes: doc.len(),
+                },
+                doc.len(),
+            ))
         }
     };
+    let read = values.byte_offset();
+    parse_value(node, value).map_err(|e| (e, read))
+}
+
+/// The byte offset of serde_json's 1-based `line` and `column` in `doc`.
+fn offset_of(doc: &str, line: usize, column: usize) -> usize {
+    let before: usize = doc
+        .split_inclusive('\n')
+        .take(line.saturating_sub(1))
+        .map(str::len)
+        .sum();
+    before.saturating_add(column).min(doc.len())
+}
+
+/// A parsed JSON value as the probe's document: schema version first, then the fields.
+fn parse_value(node: &str, value: Value) -> Result<ProbeOutput, ParseError> {
     match value.get("schemaVersion") {
         Some(v) if v.as_u64() == Some(u64::from(PROBE_SCHEMA_VERSION)) => {}
         found => {
@@ -489,6 +526,31 @@ mod tests {
             }
         );
         assert_eq!(err(&huge).node(), "cp2");
+    }
+
+    #[test]
+    fn nested_document_starts_are_read_a_few_times_not_once_each() {
+        // 1024 lines of 4 KiB, each a document start that opens an array the next one lands
+        // in: each attempt used to read on to serde_json's nesting limit (128 lines ahead), so
+        // the whole output 128 times over (a minute for these 4 MiB in a debug build).
+        let line = format!("{{\"schemaVersion\":[{}\n", "1,".repeat(2048));
+        let text = line.repeat(1024);
+        let started = std::time::Instant::now();
+        assert!(parse("cp1", text.as_bytes()).is_err());
+        // Generous for a debug build on busy cores: the budget is four reads of the output.
+        let took = started.elapsed();
+        assert!(took < std::time::Duration::from_secs(20), "took {took:?}");
+    }
+
+    #[test]
+    fn the_budget_leaves_real_outputs_alone() {
+        // Noise that mentions the marker, cut documents, then the real one: all still found.
+        let doc = fixture!("healthy-node").trim();
+        let noisy = format!(
+            "{{\"schemaVersion\":1,\"nodeIp\":%s'\n{}\n{{\"schemaVersion\": garbage\n{doc}\nlogout\n",
+            &doc[..doc.len() / 2]
+        );
+        assert_eq!(parse("cp1", noisy.as_bytes()).unwrap(), get("healthy-node"));
     }
 
     #[test]

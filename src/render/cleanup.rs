@@ -1,8 +1,8 @@
 //! `cleanup` as a table: one row per pod found, then where it could not look.
 
-use super::{structured, table, Format};
+use super::{structured, Format, Lines, Paint};
 use crate::error::Result;
-use crate::report::CleanupReport;
+use crate::report::{CleanupAction, CleanupReport};
 
 pub fn cleanup(report: &CleanupReport, format: Format) -> Result<String> {
     match format {
@@ -12,9 +12,10 @@ pub fn cleanup(report: &CleanupReport, format: Format) -> Result<String> {
 }
 
 fn cleanup_table(report: &CleanupReport) -> String {
-    let mut out = String::new();
+    // Nothing in this table carries a judgement: no colour.
+    let mut out = Lines::new(Paint::default());
     if report.items.is_empty() {
-        out.push_str("No kubectl-etcdnet pods found.\n");
+        out.line("No kubectl-etcdnet pods found.");
     } else {
         let rows: Vec<Vec<String>> = report
             .items
@@ -31,15 +32,23 @@ fn cleanup_table(report: &CleanupReport) -> String {
                 ]
             })
             .collect();
-        out.push_str(&table(
-            &["CLUSTER", "NAMESPACE", "POD", "AGE", "ACTION"],
-            &rows,
+        out.table(&["CLUSTER", "NAMESPACE", "POD", "AGE", "ACTION"], &rows);
+    }
+    // Says why a pod the admin may have come to delete is still there, and how to delete it.
+    let running = report
+        .items
+        .iter()
+        .filter(|i| i.action == CleanupAction::KeptRunning)
+        .count();
+    if running > 0 {
+        out.line(format!(
+            "{running} pod(s) kept: not finished and not past a deadline, so perhaps another run's in progress; --all deletes them too"
         ));
     }
     for s in &report.skipped {
-        out.push_str(&format!("skipped: {s}\n"));
+        out.line(format!("skipped: {s}"));
     }
-    out
+    out.finish()
 }
 
 /// kubectl's compact age: 45s, 12m, 5h, 3d.
@@ -55,6 +64,30 @@ pub fn human_age(secs: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn pods_kept_running_say_how_to_delete_them() {
+        use crate::report::CleanupItem;
+        let item = |name: &str, action| CleanupItem {
+            cluster: "supervisor".into(),
+            namespace: "ns-prod".into(),
+            name: name.into(),
+            age_seconds: Some(30),
+            action,
+        };
+        let report = CleanupReport::new(
+            vec![
+                item("etcdnet-jumpbox-a-k3x9q", CleanupAction::KeptRunning),
+                item("etcdnet-jumpbox-b-k3x9q", CleanupAction::Deleted),
+            ],
+            vec![],
+        );
+        let out = cleanup_table(&report);
+        assert!(out.contains("kept (running; --all to delete)"), "{out}");
+        assert!(out.contains("1 pod(s) kept: "), "{out}");
+        let none = CleanupReport::new(vec![item("x", CleanupAction::Deleted)], vec![]);
+        assert!(!cleanup_table(&none).contains("--all"));
+    }
 
     #[test]
     fn ages_like_kubectl() {

@@ -1,7 +1,7 @@
 //! `diagnose` as tables: a summary, the nodes, the 2379 and 2380 matrices (FROM rows, TO
 //! columns), the etcd log findings and the verdict with its evidence and next steps.
 
-use super::{control_plane_cell, or_none, structured, table, Format, Paint};
+use super::{control_plane_cell, or_none, structured, Format, Lines, Paint, Tone};
 use crate::analyse::matrix::{CellState, Matrix};
 use crate::error::Result;
 use crate::probe::output::{HealthOutcome, RuntimeQuery};
@@ -34,8 +34,8 @@ pub fn dry_run(pods: &[k8s_openapi::api::core::v1::Pod], format: Format) -> Resu
 }
 
 fn diagnose_table(r: &DiagnoseReport, wide: bool, paint: Paint) -> String {
-    let mut out = String::new();
-    out.push_str(&table(
+    let mut out = Lines::new(paint);
+    out.table(
         &[
             "CLUSTER",
             "NAMESPACE",
@@ -50,9 +50,9 @@ fn diagnose_table(r: &DiagnoseReport, wide: bool, paint: Paint) -> String {
             r.workload_api.state.to_string(),
             format!("{} ({})", r.route.name, r.route.reason),
         ]],
-    ));
+    );
 
-    out.push('\n');
+    out.blank();
     let mut header = vec![
         "NODE", "IP", "ETCD", "RESTARTS", "KUBELET", "OWN 2379", "/HEALTH",
     ];
@@ -60,17 +60,18 @@ fn diagnose_table(r: &DiagnoseReport, wide: bool, paint: Paint) -> String {
         header.extend(["CERT EXPIRY", "PROBE TIME", "CLOCK"]);
     }
     let rows: Vec<Vec<String>> = r.nodes.iter().map(|n| node_row(r, n, wide)).collect();
-    out.push_str(&table(&header, &rows));
+    out.table(&header, &rows);
     // The verdict's evidence lists them when it is about them; else say it here.
     let listed = r.verdict.code == crate::analyse::verdict::VerdictCode::NodesUnreachable;
     for n in r.nodes.iter().filter(|n| !n.reached && !listed) {
         if let Some(e) = &n.error {
-            out.push_str(&format!("  {}: not probed: {}\n", n.name, e.message));
+            out.line(format!("  {}: not probed: {}", n.name, e.message));
         }
     }
 
     if r.nodes.iter().any(|n| !n.supervisor_reach.is_empty()) {
-        out.push_str("\nFrom the Supervisor (jumpbox):\n");
+        out.blank();
+        out.line("From the Supervisor (jumpbox):");
         let ports = [22u16, 2379, 2380, 6443];
         let rows: Vec<Vec<String>> = r
             .nodes
@@ -87,12 +88,12 @@ fn diagnose_table(r: &DiagnoseReport, wide: bool, paint: Paint) -> String {
                 row
             })
             .collect();
-        out.push_str(&table(&["NODE", "22", "2379", "2380", "6443"], &rows));
+        out.table(&["NODE", "22", "2379", "2380", "6443"], &rows);
     }
 
     for m in &r.matrices {
-        out.push('\n');
-        out.push_str(&matrix_table(m));
+        out.blank();
+        matrix_table(&mut out, m);
     }
 
     let logs: Vec<String> = r
@@ -106,35 +107,41 @@ fn diagnose_table(r: &DiagnoseReport, wide: bool, paint: Paint) -> String {
                 .iter()
                 .map(|f| format!("{} ×{}", f.kind, f.count))
                 .collect();
-            format!("  {}: {}\n", l.node, kinds.join(", "))
+            format!("  {}: {}", l.node, kinds.join(", "))
         })
         .collect();
     if !logs.is_empty() {
-        out.push_str("\netcd log findings:\n");
-        out.extend(logs);
+        out.blank();
+        out.line("etcd log findings:");
+        for l in logs {
+            out.line(l);
+        }
     }
 
     let v = &r.verdict;
-    let code = v.code.to_string();
-    let code = if v.code == crate::analyse::verdict::VerdictCode::Healthy {
-        paint.good(&code)
+    let tone = if v.code == crate::analyse::verdict::VerdictCode::Healthy {
+        Tone::Good
     } else {
-        paint.bad(&code)
+        Tone::Bad
     };
-    out.push_str(&format!("\nVERDICT: {code}\n  {}\n", v.summary));
+    out.blank();
+    out.marked("VERDICT: ", tone, &v.code.to_string(), "");
+    out.line(format!("  {}", v.summary));
     if !v.evidence.is_empty() {
-        out.push_str("\nEvidence:\n");
+        out.blank();
+        out.line("Evidence:");
         for e in &v.evidence {
-            out.push_str(&format!("  - {e}\n"));
+            out.line(format!("  - {e}"));
         }
     }
     if !v.next_steps.is_empty() {
-        out.push_str("\nNext steps:\n");
+        out.blank();
+        out.line("Next steps:");
         for (i, s) in v.next_steps.iter().enumerate() {
-            out.push_str(&format!("  {}. {s}\n", i + 1));
+            out.line(format!("  {}. {s}", i + 1));
         }
     }
-    out
+    out.finish()
 }
 
 fn node_row(r: &DiagnoseReport, n: &DiagnosedNode, wide: bool) -> Vec<String> {
@@ -200,7 +207,8 @@ fn node_row(r: &DiagnoseReport, n: &DiagnosedNode, wide: bool) -> Vec<String> {
         row.push(or_none(
             p.clock_ms
                 .zip(reference)
-                .map(|(c, base)| format!("+{}ms", c - base)),
+                // Both clocks are the nodes' word: saturate rather than overflow.
+                .map(|(c, base)| format!("+{}ms", c.saturating_sub(base))),
         ));
     }
     row
@@ -214,7 +222,7 @@ fn cell_text(state: CellState, ms: Option<u64>) -> String {
 }
 
 /// FROM rows, TO columns; the diagonal is each node's own path.
-fn matrix_table(m: &Matrix) -> String {
+fn matrix_table(out: &mut Lines, m: &Matrix) {
     let corner = format!("{} FROM → TO", m.port);
     let mut header: Vec<&str> = vec![&corner];
     header.extend(m.nodes.iter().map(String::as_str));
@@ -231,5 +239,5 @@ fn matrix_table(m: &Matrix) -> String {
             row
         })
         .collect();
-    table(&header, &rows)
+    out.table(&header, &rows);
 }

@@ -1,6 +1,17 @@
 //! The render stage: reports in, strings out. Nothing here writes to a terminal; `main`
 //! prints what these return. Tables follow kubectl's look: upper-case headers, no borders,
 //! columns three spaces apart, `<none>` for an empty cell.
+//!
+//! Text for a terminal is never built by pushing strings onto a `String`: every cell goes
+//! through [`table`] and every other line through [`Lines`], and both pass what they are given
+//! through [`visible`]. The reports hold what the API server, the nodes, their logs and ssh
+//! said, verbatim; a namespace editor or a broken node can put escape sequences there (retitle
+//! the window, clear the screen, fake a verdict in colour). The only escape sequences that reach
+//! a terminal are [`Paint`]'s own, added after. `main` passes its stderr lines through
+//! [`visible`] too. JSON and YAML keep every string as it was, escaped as their formats escape.
+
+use std::borrow::Cow;
+use std::fmt::Write as _;
 
 use serde::Serialize;
 use tabled::builder::Builder;
@@ -31,6 +42,103 @@ pub enum Format {
 
 pub(crate) const NONE: &str = "<none>";
 
+/// `text` as it may be shown on a terminal: every character that a terminal would act on
+/// instead of print is written as an escape a reader can see, and everything else (any script,
+/// emoji) is kept as it is.
+///
+/// - C0 controls and DEL (`char::is_control` below U+0080): `\n`, `\r`, `\t` for the three
+///   everyone knows, else `\x1b`, `\x07`, ...: ESC starts every escape sequence (CSI, OSC,
+///   DCS), so with it visible the rest of a sequence is harmless text; a newline or a carriage
+///   return in a cell would break the table's layout or overwrite what was printed before.
+/// - C1 controls (U+0080..U+009F): `\u{9b}`. Terminals that read them act on them as on ESC
+///   sequences (U+009B is CSI, U+009D is OSC).
+/// - Bidirectional overrides and isolates (U+202A..U+202E, U+2066..U+2069) and the line and
+///   paragraph separators (U+2028, U+2029): `\u{202e}`. They reorder or split what is displayed,
+///   so a name could read as another name or a cell as another cell.
+///
+/// A backslash is kept as it is: kubectl does so too, and our own text has them.
+pub fn visible(text: &str) -> Cow<'_, str> {
+    if !text.chars().any(hidden) {
+        return Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        match c {
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            // Writing to a String cannot fail.
+            c if (c as u32) < 0x80 && hidden(c) => {
+                let _ = write!(out, "\\x{:02x}", c as u32);
+            }
+            c if hidden(c) => {
+                let _ = write!(out, "\\u{{{:x}}}", c as u32);
+            }
+            c => out.push(c),
+        }
+    }
+    Cow::Owned(out)
+}
+
+/// A character [`visible`] writes as an escape.
+fn hidden(c: char) -> bool {
+    c.is_control()
+        || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{2028}' | '\u{2029}')
+}
+
+/// The tone of the one painted word of a line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Tone {
+    Good,
+    Warn,
+    Bad,
+}
+
+/// Table-format output, line by line: what goes in is made [`visible`] (a line cannot hold a
+/// line break from outside, so it cannot be split or overwritten), and only [`Paint`] adds
+/// escape sequences, around text that is already visible.
+pub(crate) struct Lines {
+    out: String,
+    paint: Paint,
+}
+
+impl Lines {
+    pub fn new(paint: Paint) -> Lines {
+        Lines {
+            out: String::new(),
+            paint,
+        }
+    }
+
+    /// One line; its newline is added here.
+    pub fn line(&mut self, text: impl AsRef<str>) {
+        self.out.push_str(&visible(text.as_ref()));
+        self.out.push('\n');
+    }
+
+    /// An empty line between sections.
+    pub fn blank(&mut self) {
+        self.out.push('\n');
+    }
+
+    /// One line with one word painted: `before`, `word` in `tone`, `after`.
+    pub fn marked(&mut self, before: &str, tone: Tone, word: &str, after: &str) {
+        self.out.push_str(&visible(before));
+        self.out.push_str(&self.paint.tone(tone, word));
+        self.out.push_str(&visible(after));
+        self.out.push('\n');
+    }
+
+    /// A table (see [`table`]).
+    pub fn table(&mut self, header: &[&str], rows: &[Vec<String>]) {
+        self.out.push_str(&table(header, rows));
+    }
+
+    pub fn finish(self) -> String {
+        self.out
+    }
+}
+
 /// Colour for the few lines that carry a judgement (verdict, ERROR/WARN). Tables stay plain so
 /// their columns line up. Off unless stdout is a terminal, and always off with `NO_COLOR`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -49,33 +157,31 @@ impl Paint {
         }
     }
 
-    fn paint(self, style: anstyle::Style, text: &str) -> String {
-        if self.on {
-            format!("{style}{text}{style:#}")
-        } else {
-            text.to_string()
+    /// `text`, made [`visible`] first, in the colour of `tone` when painting is on: the text
+    /// cannot end our colour early or start its own.
+    fn tone(self, tone: Tone, text: &str) -> String {
+        let text = visible(text);
+        if !self.on {
+            return text.into_owned();
         }
-    }
-
-    pub fn bad(self, text: &str) -> String {
-        self.paint(anstyle::AnsiColor::Red.on_default().bold(), text)
-    }
-
-    pub fn warn(self, text: &str) -> String {
-        self.paint(anstyle::AnsiColor::Yellow.on_default().bold(), text)
-    }
-
-    pub fn good(self, text: &str) -> String {
-        self.paint(anstyle::AnsiColor::Green.on_default().bold(), text)
+        let style = match tone {
+            Tone::Good => anstyle::AnsiColor::Green,
+            Tone::Warn => anstyle::AnsiColor::Yellow,
+            Tone::Bad => anstyle::AnsiColor::Red,
+        }
+        .on_default()
+        .bold();
+        format!("{style}{text}{style:#}")
     }
 }
 
-/// A kubectl-style table. Rows shorter than the header are padded.
+/// A kubectl-style table. Rows shorter than the header are padded. Every cell, the header's
+/// too, is made [`visible`]: a cell is one line, whatever the API server put in it.
 pub fn table(header: &[&str], rows: &[Vec<String>]) -> String {
     let mut b = Builder::default();
-    b.push_record(header.iter().map(|h| h.to_string()));
+    b.push_record(header.iter().map(|h| visible(h).into_owned()));
     for r in rows {
-        let mut r = r.clone();
+        let mut r: Vec<String> = r.iter().map(|c| visible(c).into_owned()).collect();
         r.resize(header.len(), String::new());
         b.push_record(r);
     }
@@ -96,11 +202,33 @@ pub fn structured<T: Serialize>(value: &T, format: Format) -> Result<String> {
             source: Box::new(e),
         }),
         _ => serde_json::to_string_pretty(value)
-            .map(|s| s + "\n")
+            .map(|s| escape_json_controls(s) + "\n")
             .map_err(|e| Error::Output {
                 source: Box::new(e),
             }),
     }
+}
+
+/// serde_json escapes C0 controls (ESC is `\u001b`) but writes DEL and the C1 controls
+/// (U+009B is CSI to some terminals) as they are, which is valid JSON that `-o json` on a
+/// terminal would still act on; here they become `\u007f`, `\u009b`. Outside its strings a
+/// JSON text is ASCII punctuation, digits, literals and spaces, so every such character is
+/// inside a string, where the escape reads back as the same character. (YAML needs nothing:
+/// the emitter writes every non-printable character as an escape in a double-quoted scalar.)
+fn escape_json_controls(json: String) -> String {
+    let raw = |c: char| c == '\u{7f}' || ('\u{80}'..='\u{9f}').contains(&c);
+    if !json.chars().any(raw) {
+        return json;
+    }
+    let mut out = String::with_capacity(json.len() + 16);
+    for c in json.chars() {
+        if raw(c) {
+            let _ = write!(out, "\\u{:04x}", c as u32);
+        } else {
+            out.push(c);
+        }
+    }
+    out
 }
 
 /// `3/3 machines, 3 VMs`: present Machines of desired, and VMs.
@@ -138,5 +266,151 @@ mod tests {
             t,
             "NAME          IP\na             198.18.0.11\nlonger-name\n"
         );
+    }
+
+    /// A terminal acts on these: C0 and DEL, C1.
+    fn is_terminal_control(c: char) -> bool {
+        c.is_control()
+    }
+
+    #[test]
+    fn visible_writes_every_c0_and_del_as_an_escape() {
+        for b in (0u8..0x20).chain([0x7f]) {
+            let c = char::from(b);
+            let shown = visible(&format!("a{c}b")).into_owned();
+            let want = match c {
+                '\n' => "a\\nb".to_string(),
+                '\r' => "a\\rb".to_string(),
+                '\t' => "a\\tb".to_string(),
+                _ => format!("a\\x{b:02x}b"),
+            };
+            assert_eq!(shown, want, "{b:#04x}");
+        }
+        assert_eq!(visible("\u{1b}"), "\\x1b");
+        assert_eq!(visible("\u{7}"), "\\x07");
+        assert_eq!(visible("\u{0}"), "\\x00");
+        assert_eq!(visible("\u{7f}"), "\\x7f");
+    }
+
+    #[test]
+    fn visible_writes_every_c1_as_an_escape() {
+        for u in 0x80u32..=0x9f {
+            let c = char::from_u32(u).unwrap();
+            assert_eq!(visible(&c.to_string()), format!("\\u{{{u:x}}}"), "{u:#x}");
+        }
+        assert_eq!(visible("\u{9b}2J"), "\\u{9b}2J");
+    }
+
+    #[test]
+    fn visible_defuses_whole_sequences() {
+        let osc = "\u{1b}]0;pwned\u{7}";
+        assert_eq!(visible(osc), "\\x1b]0;pwned\\x07");
+        let osc_st = "\u{1b}]8;;http://x\u{1b}\\link\u{1b}]8;;\u{1b}\\";
+        assert_eq!(
+            visible(osc_st),
+            "\\x1b]8;;http://x\\x1b\\link\\x1b]8;;\\x1b\\"
+        );
+        let csi = "\u{1b}[2J\u{1b}[1;31mHealthy\u{1b}[0m";
+        assert_eq!(visible(csi), "\\x1b[2J\\x1b[1;31mHealthy\\x1b[0m");
+        // Bidi overrides and the Unicode line separators reorder or split what is shown.
+        assert_eq!(
+            visible("a\u{202e}b\u{2066}c\u{2028}d"),
+            "a\\u{202e}b\\u{2066}c\\u{2028}d"
+        );
+        for s in [osc, osc_st, csi] {
+            assert!(!visible(s).chars().any(is_terminal_control), "{s:?}");
+        }
+    }
+
+    #[test]
+    fn visible_keeps_text_and_borrows_it() {
+        for s in [
+            "",
+            "tkc-prod-7xk2p-4rz8m",
+            "é",
+            "日本",
+            "🎉 emoji 👩‍👩‍👧",
+            "a\\x1b stays as typed",
+            "Ünïcödé and →",
+            "\u{a0}nbsp",
+        ] {
+            assert!(matches!(visible(s), Cow::Borrowed(_)), "{s:?}");
+            assert_eq!(visible(s), s);
+        }
+        // Mixed: the multi-byte characters around an escape are intact.
+        assert_eq!(visible("é\u{1b}日本\n🎉"), "é\\x1b日本\\n🎉");
+    }
+
+    #[test]
+    fn table_cells_cannot_break_the_layout() {
+        let t = table(
+            &["NAME", "PHASE"],
+            &[vec!["cp\u{1b}[2J".into(), "Run\nning\tnow\r".into()]],
+        );
+        assert_eq!(t, "NAME        PHASE\ncp\\x1b[2J   Run\\nning\\tnow\\r\n");
+    }
+
+    #[test]
+    fn paint_colours_only_visible_text() {
+        let on = Paint { on: true };
+        let painted = on.tone(Tone::Bad, "x\u{1b}[0m\u{1b}[32mHealthy");
+        // Our style around the text, and no escape sequence but ours.
+        let style = anstyle::AnsiColor::Red.on_default().bold();
+        assert_eq!(
+            painted,
+            format!("{style}x\\x1b[0m\\x1b[32mHealthy{style:#}")
+        );
+        let off = Paint { on: false };
+        assert_eq!(off.tone(Tone::Good, "ok\u{7}"), "ok\\x07");
+    }
+
+    #[test]
+    fn lines_make_every_line_visible() {
+        let mut out = Lines::new(Paint { on: false });
+        out.line("a\nb");
+        out.blank();
+        out.marked("  ", Tone::Warn, "WARN\u{9b}", " c\u{1b}");
+        assert_eq!(out.finish(), "a\\nb\n\n  WARN\\u{9b} c\\x1b\n");
+    }
+
+    /// Every C0 (but the newline), DEL and C1 character, in one string.
+    fn all_controls() -> String {
+        (0u32..0x20)
+            .chain(0x7f..=0x9f)
+            .filter_map(char::from_u32)
+            .collect()
+    }
+
+    #[test]
+    fn json_escapes_every_control_and_reads_back_the_same() {
+        let s = format!("{}é日本🎉\u{1b}]0;t\u{7}", all_controls());
+        let json = structured(&s, Format::Json).unwrap();
+        assert!(
+            !json.trim_end().chars().any(is_terminal_control),
+            "{json:?}"
+        );
+        assert!(json.contains("\\u001b") && json.contains("\\u009b") && json.contains("\\u007f"));
+        let back: String = serde_json::from_str(&json).unwrap();
+        assert_eq!(back, s);
+        // Nothing to escape: the text is serde_json's, byte for byte.
+        let plain = serde_json::json!({"a": "é 日本 🎉", "b": [1, 2]});
+        assert_eq!(
+            structured(&plain, Format::Json).unwrap(),
+            serde_json::to_string_pretty(&plain).unwrap() + "\n"
+        );
+    }
+
+    #[test]
+    fn yaml_escapes_every_control_and_reads_back_the_same() {
+        let s = format!("{}é日本🎉\u{1b}]0;t\u{7}", all_controls());
+        for value in [s.clone(), format!("two\nlines{s}"), "multi\nline\n".into()] {
+            let yaml = structured(&value, Format::Yaml).unwrap();
+            assert!(
+                !yaml.chars().any(|c| c != '\n' && is_terminal_control(c)),
+                "{yaml:?}"
+            );
+            let back: String = serde_yaml_ng::from_str(&yaml).unwrap();
+            assert_eq!(back, value);
+        }
     }
 }

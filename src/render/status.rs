@@ -1,6 +1,6 @@
 //! `status` as tables.
 
-use super::{control_plane_cell, count, or_none, structured, table, Format, Paint, NONE};
+use super::{control_plane_cell, count, or_none, structured, Format, Lines, Paint, Tone, NONE};
 use crate::analyse::Severity;
 use crate::error::Result;
 use crate::report::StatusReport;
@@ -31,7 +31,7 @@ fn workload_cell(report: &StatusReport) -> String {
 
 fn status_table(r: &StatusReport, wide: bool, paint: Paint) -> String {
     let cp = &r.header.control_plane;
-    let mut out = String::new();
+    let mut out = Lines::new(paint);
 
     let mut header = vec![
         "CLUSTER",
@@ -52,13 +52,13 @@ fn status_table(r: &StatusReport, wide: bool, paint: Paint) -> String {
         row.push(or_none(r.header.cluster.control_plane_endpoint.as_deref()));
         row.push(r.header.context.clone());
     }
-    out.push_str(&table(&header, &[row]));
+    out.table(&header, &[row]);
 
-    out.push('\n');
+    out.blank();
     match &cp.kcp {
         Some(k) => {
-            out.push_str(&format!(
-                "KubeadmControlPlane {} ({}): desired {}, ready {}, available {}, up-to-date {}\n",
+            out.line(format!(
+                "KubeadmControlPlane {} ({}): desired {}, ready {}, available {}, up-to-date {}",
                 k.name,
                 k.api_version,
                 count(k.desired),
@@ -72,20 +72,21 @@ fn status_table(r: &StatusReport, wide: bool, paint: Paint) -> String {
                     .flatten()
                     .collect::<Vec<_>>()
                     .join(": ");
-                out.push_str(&format!("  {} {}", c.kind, c.status));
+                // A multi-line message (CAPI's v1beta2 bullets) reads as one line here.
+                let mut line = format!("  {} {}", c.kind, c.status);
                 if !why.is_empty() {
-                    out.push_str(&format!(" ({})", why.replace('\n', " ")));
+                    line.push_str(&format!(" ({})", why.replace('\n', " ")));
                 }
-                out.push('\n');
+                out.line(line);
             }
         }
-        None => out.push_str(&format!(
-            "KubeadmControlPlane: none ({})\n",
+        None => out.line(format!(
+            "KubeadmControlPlane: none ({})",
             cp.kcp_missing_reason.as_deref().unwrap_or("unknown")
         )),
     }
 
-    out.push('\n');
+    out.blank();
     let mut header = vec!["NODE", "VM", "IP", "POWER", "PHASE", "NODEREF"];
     if wide {
         header.extend(["CLASS", "VERSION", "FAILURE DOMAIN", "ADDRESSES"]);
@@ -131,15 +132,15 @@ fn status_table(r: &StatusReport, wide: bool, paint: Paint) -> String {
         })
         .collect();
     if rows.is_empty() {
-        out.push_str("No control-plane Machines or VirtualMachines found.\n");
+        out.line("No control-plane Machines or VirtualMachines found.");
     } else {
-        out.push_str(&table(&header, &rows));
+        out.table(&header, &rows);
     }
 
-    out.push('\n');
+    out.blank();
     let w = &r.workload_api;
-    out.push_str(&format!(
-        "Workload API: {} {}\n",
+    out.line(format!(
+        "Workload API: {} {}",
         w.state,
         w.server
             .as_deref()
@@ -148,8 +149,8 @@ fn status_table(r: &StatusReport, wide: bool, paint: Paint) -> String {
             + &w.detail
     ));
     if wide {
-        out.push_str(&format!(
-            "APIs: {}, {}, {}, control plane {}, VM labels {}\n",
+        out.line(format!(
+            "APIs: {}, {}, {}, control plane {}, VM labels {}",
             r.header.apis.virtual_machine,
             r.header.apis.cluster,
             r.header.apis.machine,
@@ -158,19 +159,18 @@ fn status_table(r: &StatusReport, wide: bool, paint: Paint) -> String {
         ));
     }
 
-    out.push('\n');
+    out.blank();
     if r.findings.is_empty() {
-        out.push_str(&paint.good("No problems found."));
-        out.push('\n');
+        out.marked("", Tone::Good, "No problems found.", "");
     } else {
-        out.push_str("Findings:\n");
+        out.line("Findings:");
         for f in &r.findings {
-            let mark = match f.severity {
-                Severity::Error => paint.bad("ERROR"),
-                Severity::Warning => paint.warn("WARN "),
+            let (tone, mark) = match f.severity {
+                Severity::Error => (Tone::Bad, "ERROR"),
+                Severity::Warning => (Tone::Warn, "WARN "),
             };
-            out.push_str(&format!("  {mark} {}: {}\n", f.code, f.message));
+            out.marked("  ", tone, mark, &format!(" {}: {}", f.code, f.message));
         }
     }
-    out
+    out.finish()
 }

@@ -1,14 +1,19 @@
 //! The life of one probe pod: create → wait (a bounded watch) → read its log → delete.
 //!
 //! This module owns the guarantee "never a pod left behind": every pod is recorded in the
-//! [`PodTracker`] the moment the API server accepts it, and removed from it only once deleted.
-//! Whatever ends the run — success, an error, a timeout, Ctrl-C — the caller deletes what the
-//! tracker still holds ([`PodTracker::delete_all`]).
+//! [`PodTracker`] before its create goes out, and removed from it only once deleted or once the
+//! API server definitely refused to create it. Whatever ends the run — success, an error, a
+//! timeout, Ctrl-C — the caller deletes what the tracker still holds
+//! ([`PodTracker::delete_all`]).
+//!
+//! Waiting is bounded by the run's `--timeout` only: a watch that breaks or stays quiet past the
+//! client's read timeout (a slow image pull, a vSphere Pod that takes 30 s to start) is resumed
+//! from the last resourceVersion, never reported as a failure.
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use futures::TryStreamExt;
+use futures::{AsyncReadExt, TryStreamExt};
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, DeleteParams, LogParams, PostParams, WatchEvent, WatchParams};
 use serde::{Deserialize, Serialize};
@@ -16,25 +21,69 @@ use tracing::{debug, warn};
 
 use crate::error::KubeErrorExt;
 
-/// A pod we created: the API it lives behind (its namespace and cluster) and its name.
-type Tracked = (Api<Pod>, String);
+/// The most a probe pod's log may hold; more is refused unread (a per-node `BadOutput`). The
+/// probe prints one JSON document whose etcd log sample is capped at `--log-bytes` (256 KiB of
+/// raw text, whatever `--log-lines` asks), which JSON escaping can grow at most six-fold (a
+/// control byte becomes `\u00XX`), plus a few KiB of paths, certificates and errors; a jumpbox
+/// adds a few lines around it. 4 MiB is well above that, and bounds what a broken or hostile
+/// node makes the plugin hold (times the pods read at once). The tests check it stays above
+/// the probe's maximum and within what the parser reads.
+pub const MAX_LOG_BYTES: u64 = 4 * 1024 * 1024;
 
-/// Every pod this run has created and not yet deleted.
+/// Time the log read gets even when the run's bound is (nearly) used up: the pod has finished,
+/// its log is all there is left to fetch.
+const LOG_READ_FLOOR: Duration = Duration::from_secs(10);
+
+/// Least time between two watches of one pod, so that a server that ends every watch at once
+/// (or a connection that keeps failing) is not hammered.
+const REWATCH_PACE: Duration = Duration::from_secs(1);
+
+/// A pod we created, or may have: the API it lives behind (its namespace and cluster) and its
+/// name, under the id of the create that made it. Two entries may carry the same name; each is
+/// removed only by its own create's outcome.
+struct Tracked {
+    ticket: Ticket,
+    api: Api<Pod>,
+    name: String,
+}
+
+/// One create's entry in the tracker.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Ticket(u64);
+
+#[derive(Default)]
+struct Pods {
+    next: u64,
+    tracked: Vec<Tracked>,
+}
+
+/// Every pod this run has created (or may have) and not yet deleted.
 #[derive(Clone, Default)]
 pub struct PodTracker {
-    pods: Arc<Mutex<Vec<Tracked>>>,
+    pods: Arc<Mutex<Pods>>,
 }
 
 impl PodTracker {
-    fn track(&self, api: &Api<Pod>, name: &str) {
+    /// Records one create, before its request goes out.
+    fn track(&self, api: &Api<Pod>, name: &str) -> Ticket {
+        let mut pods = self.pods.lock().unwrap();
+        pods.next += 1;
+        let ticket = Ticket(pods.next);
+        pods.tracked.push(Tracked {
+            ticket,
+            api: api.clone(),
+            name: name.to_string(),
+        });
+        ticket
+    }
+
+    /// Forgets exactly the entry of one create (never another create's pod of the same name).
+    fn untrack(&self, ticket: Ticket) {
         self.pods
             .lock()
             .unwrap()
-            .push((api.clone(), name.to_string()));
-    }
-
-    fn untrack(&self, name: &str) {
-        self.pods.lock().unwrap().retain(|(_, n)| n != name);
+            .tracked
+            .retain(|t| t.ticket != ticket);
     }
 
     /// Names of the pods still alive (for "--keep-pods: remove them with ...").
@@ -42,23 +91,26 @@ impl PodTracker {
         self.pods
             .lock()
             .unwrap()
+            .tracked
             .iter()
-            .map(|(_, n)| n.clone())
+            .map(|t| t.name.clone())
             .collect()
     }
 
     /// Deletes every tracked pod, all at once, each bounded. Returns what could not be deleted.
     pub async fn delete_all(&self, bound: Duration) -> Vec<String> {
-        let pods: Vec<Tracked> = std::mem::take(&mut *self.pods.lock().unwrap());
-        let deletions = pods.into_iter().map(|(api, name)| async move {
-            let params = DeleteParams::default().grace_period(0);
-            match tokio::time::timeout(bound, api.delete(&name, &params)).await {
-                Ok(Ok(_)) => None,
-                Ok(Err(e)) if e.is_not_found() => None,
-                Ok(Err(e)) => Some(format!("{name}: {}", crate::error::chain(&e))),
-                Err(_) => Some(format!("{name}: delete did not finish within {bound:?}")),
-            }
-        });
+        let pods: Vec<Tracked> = std::mem::take(&mut self.pods.lock().unwrap().tracked);
+        let deletions = pods
+            .into_iter()
+            .map(|Tracked { api, name, .. }| async move {
+                let params = DeleteParams::default().grace_period(0);
+                match tokio::time::timeout(bound, api.delete(&name, &params)).await {
+                    Ok(Ok(_)) => None,
+                    Ok(Err(e)) if e.is_not_found() => None,
+                    Ok(Err(e)) => Some(format!("{name}: {}", crate::error::chain(&e))),
+                    Err(_) => Some(format!("{name}: delete did not finish within {bound:?}")),
+                }
+            });
         futures::future::join_all(deletions)
             .await
             .into_iter()
@@ -85,6 +137,10 @@ pub enum PodFailure {
     Timeout(String),
     /// Deleted by someone else while we waited.
     Gone,
+    /// The log is larger than [`MAX_LOG_BYTES`]: not the probe's document, not read.
+    LogTooLarge {
+        limit_bytes: u64,
+    },
     Api(String),
 }
 
@@ -167,8 +223,40 @@ pub fn pod_state(pod: &Pod) -> PodState {
     PodState::Waiting
 }
 
+/// Whether the API server definitely did not create the pod: it answered this very create
+/// with a 4xx `Status` (a refusal: RBAC's 403, Pod Security's 403, an invalid spec's 422,
+/// 429, or 409 AlreadyExists). Anything else — no answer (a timeout, a broken connection) or a
+/// 5xx (a 504 may still be processed) — leaves the pod possibly created, so it stays tracked
+/// and the final `delete_all` tries it (a 404 there is fine).
+///
+/// 409 counts as a refusal on purpose: it says that *this* create made nothing. The pod that
+/// holds the name is not this run's: pod names are unique per node within a run (the node
+/// name, hashed when it is cut, and the run id) and a create is never retried (kube sends each
+/// POST once). So it is someone else's, or an earlier run's with the same 5-character run id;
+/// deleting it could kill another admin's run in progress, which is worse than leaving it
+/// (`cleanup` removes it once it has finished or passed its deadline).
+fn definitely_refused(err: &kube::Error) -> bool {
+    matches!(err.status_code(), Some(400..=499))
+}
+
+/// Whether a failed watch (or the read that resumes one) is worth trying again until the
+/// run's bound: the connection broke or stayed quiet past the client's read timeout (kube
+/// reports that as `ReadEvents`), or the server was briefly overloaded (429, 5xx: an API
+/// server whose etcd is struggling answers so). Not a refusal (403), not an answer that
+/// cannot be read.
+fn resumable(err: &kube::Error) -> bool {
+    match err {
+        kube::Error::HyperError(_) | kube::Error::Service(_) | kube::Error::ReadEvents(_) => true,
+        kube::Error::Api(s) => s.code == 429 || s.code >= 500,
+        _ => false,
+    }
+}
+
 fn api_failure(doing: &str, err: kube::Error) -> PodFailure {
     match (err.status_code(), err.status_message()) {
+        (Some(409), Some(m)) => PodFailure::Api(format!(
+            "{doing}: {m} (409); this run did not create it and leaves it alone (if it is a leftover of an earlier run, kubectl etcdnet cleanup removes it once it has finished)"
+        )),
         (Some(403), Some(m)) if m.contains("violates PodSecurity") => {
             PodFailure::Rejected(m.to_string())
         }
@@ -191,11 +279,17 @@ pub async fn run(
     // flight, the API server may have made the pod without us seeing the answer, and the final
     // delete_all must still delete it (a 404 there is fine).
     let name = pod.metadata.name.clone().unwrap_or_default();
-    tracker.track(api, &name);
+    let ticket = tracker.track(api, &name);
     let created = match api.create(&PostParams::default(), pod).await {
         Ok(p) => p,
         Err(e) => {
-            tracker.untrack(&name);
+            if definitely_refused(&e) {
+                tracker.untrack(ticket);
+            } else {
+                // No answer, or one that does not say "not created": the pod may exist. Left
+                // tracked, so the final delete_all deletes it.
+                warn!(pod = %name, "create failed, the pod may exist: {}", crate::error::chain(&e));
+            }
             return Err(api_failure("creating the probe pod", e));
         }
     };
@@ -208,8 +302,8 @@ pub async fn run(
             .delete(&name, &DeleteParams::default().grace_period(0))
             .await
         {
-            Ok(_) => tracker.untrack(&name),
-            Err(e) if e.is_not_found() => tracker.untrack(&name),
+            Ok(_) => tracker.untrack(ticket),
+            Err(e) if e.is_not_found() => tracker.untrack(ticket),
             // Left tracked: the caller's final delete_all retries it.
             Err(e) => warn!(pod = %name, "delete failed: {}", crate::error::chain(&e)),
         }
@@ -230,16 +324,24 @@ async fn wait_and_read(
         .and_then(|s| s.containers.first())
         .and_then(|c| c.image.clone())
         .unwrap_or_default();
+    // Why the latest watch ended, when it broke off: said if the bound runs out right after.
+    let mut interrupted: Option<String> = None;
     loop {
         match pod_state(&pod) {
             PodState::Finished {
                 succeeded,
                 exit_code,
             } => {
-                let log = api
-                    .logs(name, &LogParams::default())
-                    .await
-                    .map_err(|e| api_failure("reading the probe pod's log", e))?;
+                let left = bound.saturating_sub(started.elapsed()).max(LOG_READ_FLOOR);
+                let log = match tokio::time::timeout(left, read_log(api, name)).await {
+                    Ok(log) => log?,
+                    Err(_) => {
+                        return Err(PodFailure::Timeout(format!(
+                            "the pod finished, but its log did not arrive within {}s",
+                            left.as_secs()
+                        )))
+                    }
+                };
                 return Ok(PodRun {
                     succeeded,
                     exit_code,
@@ -263,61 +365,366 @@ async fn wait_and_read(
                 .as_ref()
                 .and_then(|s| s.phase.clone())
                 .unwrap_or_else(|| "Pending".into());
+            let why = interrupted
+                .map(|e| format!(" (the last watch broke off: {e})"))
+                .unwrap_or_default();
             return Err(PodFailure::Timeout(format!(
-                "still {phase} after {}s",
+                "still {phase} after {}s{why}",
                 bound.as_secs()
             )));
         }
-        pod = match next_change(api, name, &pod, left).await? {
-            Some(p) => p,
-            None => continue, // the watch ended (timeout or closed): the loop re-checks the bound
-        };
+        let attempt = Instant::now();
+        match next_change(api, name, &pod, left).await? {
+            Next::Changed(p) => {
+                pod = *p;
+                interrupted = None;
+                continue;
+            }
+            Next::Quiet => interrupted = None,
+            Next::Interrupted(e) => {
+                debug!(pod = %name, "watch broke off, resuming: {e}");
+                interrupted = Some(e);
+            }
+        }
+        // No news: watch again from the last version seen (the loop re-checks the bound), at
+        // most once a REWATCH_PACE.
+        let pause = REWATCH_PACE
+            .saturating_sub(attempt.elapsed())
+            .min(bound.saturating_sub(started.elapsed()));
+        tokio::time::sleep(pause).await;
     }
 }
 
-/// Waits for the next version of the pod with a watch bounded by `left`; `Ok(None)` when the
-/// watch ended without news (the caller loops and re-checks its own bound).
+/// Reads a finished pod's log, at most [`MAX_LOG_BYTES`]: one byte more is asked of the server
+/// (`limitBytes`) and read, so that a log of exactly the limit is told from a longer one. The
+/// client-side cap holds even if a server ignores `limitBytes`.
+async fn read_log(api: &Api<Pod>, name: &str) -> Result<String, PodFailure> {
+    let params = LogParams {
+        limit_bytes: Some(MAX_LOG_BYTES as i64 + 1),
+        ..LogParams::default()
+    };
+    let doing = "reading the probe pod's log";
+    let stream = api
+        .log_stream(name, &params)
+        .await
+        .map_err(|e| api_failure(doing, e))?;
+    let mut log = Vec::new();
+    Box::pin(stream.take(MAX_LOG_BYTES + 1))
+        .read_to_end(&mut log)
+        .await
+        .map_err(|e| PodFailure::Api(format!("{doing}: {e}")))?;
+    if log.len() as u64 > MAX_LOG_BYTES {
+        return Err(PodFailure::LogTooLarge {
+            limit_bytes: MAX_LOG_BYTES,
+        });
+    }
+    // Invalid UTF-8 is the parser's to report (it replaces it and names the node).
+    Ok(String::from_utf8_lossy(&log).into_owned())
+}
+
+/// What one watch of the pod gave.
+enum Next {
+    /// A new version of the pod (boxed: a Pod is large, the other variants small).
+    Changed(Box<Pod>),
+    /// The watch ended without news (the server's timeoutSeconds, a bookmark, our bound).
+    Quiet,
+    /// The watch broke off (the client's read timeout on a quiet watch, a dropped connection,
+    /// an overloaded server): resumed from the same resourceVersion.
+    Interrupted(String),
+}
+
+/// Waits for the next version of the pod with a watch bounded by `left`.
 async fn next_change(
     api: &Api<Pod>,
     name: &str,
     pod: &Pod,
     left: Duration,
-) -> Result<Option<Pod>, PodFailure> {
+) -> Result<Next, PodFailure> {
+    let doing = "watching the probe pod";
+    let broke = |e: kube::Error| {
+        if resumable(&e) {
+            Ok(Next::Interrupted(crate::error::chain(&e)))
+        } else {
+            Err(api_failure(doing, e))
+        }
+    };
     let rv = pod.metadata.resource_version.clone().unwrap_or_default();
     // The API server closes the watch after timeoutSeconds (at least 1).
     let secs = left.as_secs().clamp(1, 290) as u32;
     let params = WatchParams::default()
         .fields(&format!("metadata.name={name}"))
         .timeout(secs);
-    let stream = api
-        .watch(&params, &rv)
-        .await
-        .map_err(|e| api_failure("watching the probe pod", e))?;
+    let opened = tokio::time::timeout(left, api.watch(&params, &rv)).await;
+    let stream = match opened {
+        Err(_) => return Ok(Next::Quiet),
+        Ok(Ok(stream)) => stream,
+        // 410 Gone as the answer itself (some servers): our resourceVersion is too old.
+        Ok(Err(e)) if e.status_code() == Some(410) => return reread(api, name).await,
+        Ok(Err(e)) => return broke(e),
+    };
     futures::pin_mut!(stream);
     let next = tokio::time::timeout(left, stream.try_next()).await;
     match next {
-        Err(_) => Ok(None),
-        Ok(Err(e)) => Err(api_failure("watching the probe pod", e)),
-        Ok(Ok(None)) => Ok(None),
+        Err(_) | Ok(Ok(None)) => Ok(Next::Quiet),
+        Ok(Err(e)) => broke(e),
         Ok(Ok(Some(event))) => match event {
-            WatchEvent::Added(p) | WatchEvent::Modified(p) => Ok(Some(p)),
+            WatchEvent::Added(p) | WatchEvent::Modified(p) => Ok(Next::Changed(Box::new(p))),
             WatchEvent::Deleted(_) => Err(PodFailure::Gone),
-            WatchEvent::Bookmark(_) => Ok(None),
+            WatchEvent::Bookmark(_) => Ok(Next::Quiet),
             // 410 Gone: our resourceVersion is too old; read the pod afresh.
-            WatchEvent::Error(e) if e.code == 410 => api
-                .get(name)
-                .await
-                .map(Some)
-                .map_err(|e| api_failure("reading the probe pod", e)),
+            WatchEvent::Error(e) if e.code == 410 => reread(api, name).await,
+            WatchEvent::Error(e) if e.code == 429 || e.code >= 500 => Ok(Next::Interrupted(
+                format!("watch: {} ({})", e.message, e.code),
+            )),
             WatchEvent::Error(e) => Err(PodFailure::Api(format!("watch: {}", e.message))),
         },
+    }
+}
+
+/// The pod afresh, when the watch cannot go on from the version we hold.
+async fn reread(api: &Api<Pod>, name: &str) -> Result<Next, PodFailure> {
+    match api.get(name).await {
+        Ok(p) => Ok(Next::Changed(Box::new(p))),
+        Err(e) if e.is_not_found() => Err(PodFailure::Gone),
+        Err(e) if resumable(&e) => Ok(Next::Interrupted(crate::error::chain(&e))),
+        Err(e) => Err(api_failure("reading the probe pod", e)),
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use etcdnet_fakeapi::{FakeApi, FakeConfig, Forbid, PodScript, Workload};
     use serde_json::json;
+
+    const NAME: &str = "etcdnet-probe-cp1-k3x9q";
+
+    /// A client to `url` whose every read gives up after `read_timeout`, as ours do.
+    fn client(url: &str, read_timeout: Duration) -> kube::Client {
+        let mut config = kube::Config::new(url.parse().unwrap());
+        config.read_timeout = Some(read_timeout);
+        config.connect_timeout = Some(read_timeout);
+        kube::Client::try_from(config).unwrap()
+    }
+
+    fn pods_at(url: &str, read_timeout: Duration) -> Api<Pod> {
+        Api::namespaced(client(url, read_timeout), "kube-system")
+    }
+
+    fn probe_pod(name: &str) -> Pod {
+        serde_json::from_value(json!({
+            "apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": name, "namespace": "kube-system"},
+            "spec": {"restartPolicy": "Never", "activeDeadlineSeconds": 60,
+                     "containers": [{"name": "probe", "image": "busybox"}]}
+        }))
+        .unwrap()
+    }
+
+    fn fake() -> FakeApi {
+        FakeApi::start_with(FakeConfig::empty()).unwrap()
+    }
+
+    #[tokio::test]
+    async fn a_409_forgets_only_its_own_create() {
+        // Someone else's pod holds the name.
+        let api = FakeApi::start_with(
+            FakeConfig::empty().object(serde_json::to_value(probe_pod(NAME)).unwrap()),
+        )
+        .unwrap();
+        let pods = pods_at(&api.url(), Duration::from_secs(5));
+        let tracker = PodTracker::default();
+        // Another create of the same name, still in flight: its entry must survive ours.
+        let other = tracker.track(&pods, NAME);
+        let failure = run(
+            &pods,
+            &probe_pod(NAME),
+            &tracker,
+            Duration::from_secs(5),
+            false,
+        )
+        .await
+        .unwrap_err();
+        match &failure {
+            PodFailure::Api(m) => assert!(
+                m.contains("already exists")
+                    && m.contains("(409)")
+                    && m.contains("leaves it alone"),
+                "{m}"
+            ),
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(
+            tracker.names(),
+            [NAME],
+            "exactly the other create's entry is left"
+        );
+        tracker.untrack(other);
+        assert!(tracker.names().is_empty());
+        assert_eq!(
+            api.existing_pods(),
+            [("kube-system".to_string(), NAME.to_string())],
+            "the pod that was there is not ours to delete"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_403_is_a_definite_refusal() {
+        let api = FakeApi::start_with(FakeConfig::empty().forbid(Forbid {
+            verb: Some("create".into()),
+            resource: Some("pods".into()),
+            ..Forbid::default()
+        }))
+        .unwrap();
+        let pods = pods_at(&api.url(), Duration::from_secs(5));
+        let tracker = PodTracker::default();
+        let failure = run(
+            &pods,
+            &probe_pod(NAME),
+            &tracker,
+            Duration::from_secs(5),
+            false,
+        )
+        .await
+        .unwrap_err();
+        assert!(matches!(failure, PodFailure::Forbidden(_)), "{failure:?}");
+        assert!(tracker.names().is_empty());
+    }
+
+    #[tokio::test]
+    async fn no_answer_to_a_create_keeps_the_pod_tracked() {
+        // A server that takes the request and never answers: the pod may well exist.
+        let hole = Workload::black_hole();
+        let pods = pods_at(&hole.url(), Duration::from_millis(300));
+        let tracker = PodTracker::default();
+        let failure = run(
+            &pods,
+            &probe_pod(NAME),
+            &tracker,
+            Duration::from_secs(5),
+            false,
+        )
+        .await
+        .unwrap_err();
+        assert!(matches!(failure, PodFailure::Api(_)), "{failure:?}");
+        assert_eq!(tracker.names(), [NAME], "delete_all must still try it");
+        // And it does: the delete is tried (and here cannot be answered either).
+        let failed = tracker.delete_all(Duration::from_millis(500)).await;
+        assert_eq!(failed.len(), 1, "{failed:?}");
+        assert!(failed[0].starts_with(NAME), "{failed:?}");
+
+        // Refused at connect: kept as well (nothing tells a transport error from a lost answer).
+        let refused = Workload::refused();
+        let pods = pods_at(&refused.url(), Duration::from_millis(300));
+        let tracker = PodTracker::default();
+        run(
+            &pods,
+            &probe_pod(NAME),
+            &tracker,
+            Duration::from_secs(5),
+            false,
+        )
+        .await
+        .unwrap_err();
+        assert_eq!(tracker.names(), [NAME]);
+    }
+
+    #[tokio::test]
+    async fn a_pod_slower_to_start_than_the_read_timeout_is_waited_for() {
+        let api = fake();
+        // Pending for 1.5 s with no event: longer than the client's 300 ms read timeout.
+        api.on_pod_created(|_| {
+            Some(PodScript {
+                log: "probe output\n".into(),
+                run_after: Duration::from_millis(1500),
+                finish_after: Some(Duration::from_millis(50)),
+                ..PodScript::default()
+            })
+        });
+        let pods = pods_at(&api.url(), Duration::from_millis(300));
+        let tracker = PodTracker::default();
+        let done = run(
+            &pods,
+            &probe_pod(NAME),
+            &tracker,
+            Duration::from_secs(20),
+            false,
+        )
+        .await
+        .unwrap();
+        assert!(done.succeeded);
+        assert_eq!(done.log, "probe output\n");
+        assert!(tracker.names().is_empty());
+        assert!(api.existing_pods().is_empty(), "deleted once read");
+    }
+
+    #[tokio::test]
+    async fn only_the_bound_ends_the_wait() {
+        let api = fake();
+        // Never scheduled: stays Pending, no event at all.
+        let pods = pods_at(&api.url(), Duration::from_millis(200));
+        let tracker = PodTracker::default();
+        let started = Instant::now();
+        let failure = run(
+            &pods,
+            &probe_pod(NAME),
+            &tracker,
+            Duration::from_secs(2),
+            false,
+        )
+        .await
+        .unwrap_err();
+        match &failure {
+            PodFailure::Timeout(m) => assert!(m.starts_with("still Pending after 2s"), "{m}"),
+            other => panic!("{other:?}"),
+        }
+        assert!(started.elapsed() >= Duration::from_secs(2));
+        assert!(tracker.names().is_empty() && api.existing_pods().is_empty());
+    }
+
+    #[tokio::test]
+    async fn an_oversized_log_is_refused_unread() {
+        let api = fake();
+        api.on_pod_created(|pod| {
+            let big = pod["metadata"]["name"] == "big";
+            let size = MAX_LOG_BYTES as usize + usize::from(big);
+            Some(PodScript::succeeds("x".repeat(size)))
+        });
+        let pods = pods_at(&api.url(), Duration::from_secs(5));
+        let tracker = PodTracker::default();
+        let bound = Duration::from_secs(20);
+        let failure = run(&pods, &probe_pod("big"), &tracker, bound, false)
+            .await
+            .unwrap_err();
+        assert_eq!(
+            failure,
+            PodFailure::LogTooLarge {
+                limit_bytes: MAX_LOG_BYTES
+            }
+        );
+        let reach = super::super::pod::reach_error(failure, "kube-system", "--image");
+        assert_eq!(reach.kind, crate::probe::ReachErrorKind::BadOutput);
+        assert!(
+            reach.message.contains("larger than 4 MiB"),
+            "{}",
+            reach.message
+        );
+        // Exactly the limit is still read, whole.
+        let done = run(&pods, &probe_pod("fits"), &tracker, bound, false)
+            .await
+            .unwrap();
+        assert_eq!(done.log.len() as u64, MAX_LOG_BYTES);
+        assert!(tracker.names().is_empty() && api.existing_pods().is_empty());
+    }
+
+    #[test]
+    fn the_log_bound_is_above_what_the_probe_prints() {
+        // The etcd log sample, escaped at worst six-fold, plus room for the rest.
+        let sample = crate::probe::script::ProbeArgs::default().log_bytes;
+        assert!(MAX_LOG_BYTES > 6 * sample + 512 * 1024);
+        // ... and within what the parser reads at all.
+        assert!(MAX_LOG_BYTES as usize <= crate::probe::parse::MAX_OUTPUT_BYTES);
+    }
 
     fn pod(status: serde_json::Value) -> Pod {
         serde_json::from_value(json!({"metadata": {"name": "p"}, "status": status})).unwrap()

@@ -245,11 +245,39 @@ impl PodBasics {
     }
 }
 
-/// `<prefix><node>-<run>`, cut to stay a valid DNS label (63 characters).
+/// `<prefix><node>-<run>` when that is a valid DNS label (at most 63 characters of
+/// `[a-z0-9-]`), as it is for every usual node name. Otherwise the node's name is cut to fit
+/// (other characters, such as a subdomain's dots, become `-`) and a hash of the *whole* name
+/// is added: `<prefix><cut node>-<hash>-<run>`. Without it, nodes whose names differ only past
+/// the cut (a long cluster name) would all get one pod name: one create would win and the
+/// others fail with 409. The hash is FNV-1a, stable across Rust versions and platforms (std's
+/// hasher is not), so a name reads the same in every run's pods and in `--dry-run`.
 pub fn pod_name(prefix: &str, node: &str, run_id: &str) -> String {
-    let room = 63 - prefix.len() - 1 - run_id.len();
-    let node: String = node.chars().take(room).collect();
-    format!("{prefix}{}-{run_id}", node.trim_end_matches('-'))
+    let plain = format!("{prefix}{node}-{run_id}");
+    if crate::names::validate_dns1123_label(&plain).is_ok() {
+        return plain;
+    }
+    let hash = format!("{:08x}", fnv1a32(node.as_bytes()));
+    let room = 63usize.saturating_sub(prefix.len() + 1 + hash.len() + 1 + run_id.len());
+    let cut: String = node
+        .chars()
+        .map(|c| {
+            if c.is_ascii_lowercase() || c.is_ascii_digit() {
+                c
+            } else {
+                '-'
+            }
+        })
+        .take(room)
+        .collect();
+    format!("{prefix}{}-{hash}-{run_id}", cut.trim_end_matches('-'))
+}
+
+/// 32-bit FNV-1a (offset basis 0x811c9dc5, prime 0x01000193): small, well known, stable.
+fn fnv1a32(bytes: &[u8]) -> u32 {
+    bytes.iter().fold(0x811c_9dc5, |h: u32, b| {
+        (h ^ u32::from(*b)).wrapping_mul(0x0100_0193)
+    })
 }
 
 /// Small requests (the probe waits on the network, not the CPU) and a modest limit.
@@ -304,6 +332,70 @@ mod tests {
             assert!(!r.help().is_empty());
         }
         assert!(by_name("auto").is_none(), "auto is resolved by the plan");
+    }
+
+    #[test]
+    fn fnv1a_is_the_published_function() {
+        // Test vectors of the FNV reference (draft-eastlake-fnv).
+        assert_eq!(fnv1a32(b""), 0x811c_9dc5);
+        assert_eq!(fnv1a32(b"a"), 0xe40c_292c);
+        assert_eq!(fnv1a32(b"foobar"), 0xbf9c_f968);
+    }
+
+    #[test]
+    fn pod_names_that_fit_are_unchanged() {
+        assert_eq!(
+            pod_name("etcdnet-probe-", "tkc-prod-7xk2p-4rz8m", "k3x9q"),
+            "etcdnet-probe-tkc-prod-7xk2p-4rz8m-k3x9q"
+        );
+        // Exactly 63 characters: still the plain form.
+        let node = "n".repeat(63 - "etcdnet-probe-".len() - "-k3x9q".len());
+        let name = pod_name("etcdnet-probe-", &node, "k3x9q");
+        assert_eq!(name, format!("etcdnet-probe-{node}-k3x9q"));
+        assert_eq!(name.len(), 63);
+    }
+
+    #[test]
+    fn pod_names_stay_unique_past_the_cut() {
+        // A 45-character cluster name: its nodes differ only after the 63-character cut.
+        let cluster = "tkc-payments-eu-central-1-prod-blue-green-v02";
+        assert_eq!(cluster.len(), 45);
+        let nodes: Vec<String> = ["4rz8m", "9qtvw", "bx2lk"]
+            .iter()
+            .map(|s| format!("{cluster}-7xk2p-{s}"))
+            .collect();
+        for prefix in ["etcdnet-probe-", "etcdnet-jumpbox-"] {
+            let names: Vec<String> = nodes.iter().map(|n| pod_name(prefix, n, "k3x9q")).collect();
+            for n in &names {
+                assert!(n.len() <= 63, "{n}");
+                crate::names::validate_dns1123_label(n).unwrap();
+                assert!(n.starts_with(prefix) && n.ends_with("-k3x9q"), "{n}");
+            }
+            let mut distinct = names.clone();
+            distinct.sort();
+            distinct.dedup();
+            assert_eq!(distinct.len(), 3, "{names:?}");
+            // Stable: the same node gives the same name in every run of the same id.
+            assert_eq!(pod_name(prefix, &nodes[0], "k3x9q"), names[0]);
+        }
+        // Characters a label cannot hold are replaced, and the hash keeps "a.b" and "a-b" apart.
+        let dotted = pod_name("etcdnet-probe-", "cp-1.example.com", "k3x9q");
+        crate::names::validate_dns1123_label(&dotted).unwrap();
+        assert_ne!(
+            dotted,
+            pod_name("etcdnet-probe-", "cp-1-example-com", "k3x9q")
+        );
+        // Whatever the name, never more than 63 and never an invalid label.
+        for node in [
+            "-",
+            &"-".repeat(80),
+            &"a-".repeat(60),
+            "\u{e9}t\u{e9}",
+            &"z".repeat(300),
+        ] {
+            let n = pod_name("etcdnet-jumpbox-", node, "k3x9q");
+            crate::names::validate_dns1123_label(&n).unwrap_or_else(|e| panic!("{n}: {e}"));
+        }
     }
 
     #[test]

@@ -191,6 +191,10 @@ pub fn reach_error(f: PodFailure, ns: &str, image_flag: &str) -> ReachError {
         PodFailure::Pending(why) => (ReachErrorKind::Unschedulable, format!("the probe pod cannot start: {why}")),
         PodFailure::Timeout(why) => (ReachErrorKind::Timeout, format!("the probe pod did not finish: {why}; raise --timeout")),
         PodFailure::Gone => (ReachErrorKind::Other, "the probe pod was deleted while it ran".into()),
+        PodFailure::LogTooLarge { limit_bytes } => (
+            ReachErrorKind::BadOutput,
+            format!("the probe pod's log is larger than {} MiB, far more than the probe prints: it was not read", limit_bytes / (1024 * 1024)),
+        ),
         PodFailure::Api(m) => (ReachErrorKind::Other, m),
     };
     ReachError { kind, message }

@@ -191,7 +191,8 @@ pub fn kcp(name: &str, api_version: &str, data: &Value) -> KcpInfo {
         .or_else(|| int_at(data, &["status", "v1beta2", "availableReplicas"]))
         .or_else(|| {
             let unavailable = int_at(data, &["status", "unavailableReplicas"])?;
-            Some((replicas? - unavailable).max(0))
+            // Counts from the API are int32 by schema, but a served object may say anything.
+            Some(replicas?.saturating_sub(unavailable).max(0))
         });
     let up_to_date = int_at(data, &["status", "upToDateReplicas"])
         .or_else(|| int_at(data, &["status", "v1beta2", "upToDateReplicas"]))

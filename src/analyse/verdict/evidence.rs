@@ -4,8 +4,10 @@ use super::*;
 
 // ---- evidence helpers ------------------------------------------------------------------------
 
+/// crictl's short container ID (13 characters). The ID is the node's word: cut it on a
+/// character boundary.
 pub(super) fn short_id(id: &str) -> &str {
-    &id[..id.len().min(13)]
+    crate::probe::head(id, 13)
 }
 
 pub(super) fn ip_of(ctx: &Ctx, node: &str) -> String {

@@ -57,7 +57,8 @@ pub(super) fn crash_looping(ctx: &Ctx) -> Option<Verdict> {
         };
         let attempt = c.attempt.unwrap_or(0);
         let recent = match (c.created_at.as_deref().and_then(created_ms), p.clock_ms) {
-            (Some(created), Some(now)) => now - created < CRASH_WINDOW_MS,
+            // Both times are the node's word (any i64): saturate rather than overflow.
+            (Some(created), Some(now)) => now.saturating_sub(created) < CRASH_WINDOW_MS,
             _ => false,
         };
         if attempt >= CRASH_ATTEMPTS && (!c.is_running() || recent) {

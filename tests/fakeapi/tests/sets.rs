@@ -33,8 +33,16 @@ fn expectations() -> BTreeMap<&'static str, Expect> {
     };
     BTreeMap::from([
         ("healthy-v1alpha3", e("v1alpha3", cp3, 3)),
+        ("hostile-escapes", e("v1alpha3", cp3, 3)),
         ("forbidden", e("v1alpha3", cp3, 3)),
         ("quorum-lost", e("v1alpha3", cp3, 3)),
+        (
+            "long-names",
+            Expect {
+                cluster: "tkc-payments-eu-central-1-prod-blue-green-v02",
+                ..e("v1alpha3", cp3, 3)
+            },
+        ),
         ("v1alpha1-capw", e("v1alpha1", cp3, 3)),
         ("v1alpha2", e("v1alpha2", cp3, 3)),
         (

@@ -1,0 +1,144 @@
+//! A cluster name long enough (45 characters) that its control-plane node names differ only
+//! past the 63-character cut of a pod name (fixture set `long-names`): every node still gets
+//! its own probe and jumpbox pod, in `--dry-run` and for real.
+
+mod common;
+
+use std::collections::BTreeSet;
+
+use common::*;
+use etcdnet::names::validate_dns1123_label;
+use etcdnet_fakeapi::PodScript;
+use serde_json::Value;
+
+const SET: &str = "long-names";
+const NS: &str = "ns-prod";
+const CLUSTER: &str = "tkc-payments-eu-central-1-prod-blue-green-v02";
+const CP: [&str; 3] = [
+    "tkc-payments-eu-central-1-prod-blue-green-v02-7xk2p-4rz8m",
+    "tkc-payments-eu-central-1-prod-blue-green-v02-7xk2p-9qtvw",
+    "tkc-payments-eu-central-1-prod-blue-green-v02-7xk2p-bx2lk",
+];
+
+/// The pods of a `--dry-run -o json` (one JSON document per pod).
+fn dry_run_pods(run: &Run) -> Vec<Value> {
+    serde_json::Deserializer::from_str(&run.stdout)
+        .into_iter::<Value>()
+        .collect::<Result<_, _>>()
+        .unwrap_or_else(|e| panic!("{e}:\n{}", run.stdout))
+}
+
+/// Three names, all distinct, all valid DNS labels with `prefix`.
+fn assert_distinct_labels(names: &[String], prefix: &str) {
+    assert_eq!(names.len(), 3, "{names:?}");
+    let distinct: BTreeSet<&String> = names.iter().collect();
+    assert_eq!(distinct.len(), 3, "one pod name per node: {names:?}");
+    for n in names {
+        validate_dns1123_label(n).unwrap_or_else(|e| panic!("{n}: {e}"));
+        assert!(n.starts_with(prefix), "{n}");
+    }
+}
+
+#[test]
+fn the_fixture_names_differ_only_past_the_cut() {
+    assert_eq!(CLUSTER.len(), 45);
+    for n in CP {
+        // The 63-character pod name leaves 43 characters of the node's name to the probe pod
+        // ("etcdnet-probe-" and "-<run id>"), 41 to the jumpbox's: the same for all three.
+        assert_eq!(n[..43], CP[0][..43]);
+    }
+}
+
+#[test]
+fn dry_run_shows_one_pod_name_per_node() {
+    let env = Env::new(SET, Workload::ok());
+    for (via, prefix) in [("pod", "etcdnet-probe-"), ("jumpbox", "etcdnet-jumpbox-")] {
+        let run = env.plugin(&[
+            "diagnose",
+            CLUSTER,
+            "-n",
+            NS,
+            "--via",
+            via,
+            "--dry-run",
+            "-o",
+            "json",
+        ]);
+        run.expect_code(0);
+        let pods = dry_run_pods(&run);
+        let names: Vec<String> = pods
+            .iter()
+            .map(|p| p["metadata"]["name"].as_str().unwrap().to_string())
+            .collect();
+        assert_distinct_labels(&names, prefix);
+        if via == "pod" {
+            // Each pod is still pinned to its own node.
+            let nodes: Vec<&str> = pods
+                .iter()
+                .map(|p| p["spec"]["nodeName"].as_str().unwrap())
+                .collect();
+            assert_eq!(nodes, CP);
+        }
+    }
+}
+
+/// What a jumpbox pod prints when the probe ran on its VM: the reach lines, the probe's
+/// document (the captured healthy one, with this VM's IP) and ssh's exit.
+fn jumpbox_log(pod: &Value) -> String {
+    let ip = pod["spec"]["containers"][0]["command"][4]
+        .as_str()
+        .unwrap_or("198.18.0.11");
+    let doc = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/probe-output/healthy-node.json"),
+    )
+    .unwrap()
+    .trim()
+    .replace(
+        "\"nodeIp\":\"198.18.0.11\"",
+        &format!("\"nodeIp\":\"{ip}\""),
+    );
+    format!(
+        "ETCDNET-REACH 22 Open\nETCDNET-REACH 2379 Open\nETCDNET-REACH 2380 Open\nETCDNET-REACH 6443 Open\n{doc}\n\nETCDNET-SSH-EXIT 0\n"
+    )
+}
+
+#[test]
+fn every_node_gets_its_own_pod_for_real() {
+    // The workload API does not answer: auto picks the jumpbox route, whose pods the
+    // Supervisor fake runs as scripted vSphere Pods.
+    let env = Env::new(SET, Workload::black_hole());
+    env.supervisor
+        .on_pod_created(|pod| Some(PodScript::succeeds(jumpbox_log(pod))));
+    let run = env.plugin(&[
+        "diagnose",
+        CLUSTER,
+        "-n",
+        NS,
+        "--api-timeout",
+        "1s",
+        "-o",
+        "json",
+    ]);
+    let report = run.diagnose_report();
+    let created: Vec<String> = env
+        .supervisor
+        .created_pods()
+        .into_iter()
+        .map(|(_, name)| name)
+        .collect();
+    assert_distinct_labels(&created, "etcdnet-jumpbox-");
+    for node in &report.nodes {
+        assert!(
+            node.reached,
+            "{}: {:?} (a 409 here means two nodes shared a pod name)",
+            node.name, node.error
+        );
+    }
+    assert_eq!(report.result.nodes_reached, 3);
+    assert!(
+        env.supervisor.existing_pods().is_empty(),
+        "pods left behind: {:?}",
+        env.supervisor.existing_pods()
+    );
+}
