@@ -50,10 +50,16 @@ fn main() -> ExitCode {
     match real_main(cli) {
         Ok(code) => ExitCode::from(code as u8),
         Err(e) => {
-            eprintln!("error: {}", visible(&format!("{e:#}")));
+            say(&format!("error: {}", visible(&format!("{e:#}"))));
             ExitCode::from(EXIT_INCOMPLETE as u8)
         }
     }
+}
+
+/// One line to stderr. After a SIGHUP the terminal may be gone: a failed write is dropped
+/// rather than panicking (as `eprintln!` does), so the exit code stays the documented one.
+fn say(line: &str) {
+    let _ = writeln!(std::io::stderr(), "{line}");
 }
 
 fn real_main(cli: Cli) -> anyhow::Result<i32> {
@@ -74,12 +80,12 @@ fn real_main(cli: Cli) -> anyhow::Result<i32> {
             }
             // Notes and errors quote names and API servers' messages: one visible line each.
             for note in &outcome.notes {
-                eprintln!("{}", visible(note));
+                say(&visible(note));
             }
             Ok(outcome.exit_code)
         }
         Err(e) => {
-            eprintln!("error: {}", visible(&e.to_string()));
+            say(&format!("error: {}", visible(&e.to_string())));
             Ok(e.exit_code())
         }
     }

@@ -75,3 +75,17 @@ fn sighup_deletes_running_pods_and_exits_130() {
         env.supervisor.existing_pods()
     );
 }
+
+/// After a SIGHUP the admin's terminal may be gone, and writing to stderr fails (EIO on a hung-up
+/// terminal, EPIPE on a closed pipe): the error line is lost, but the run must still exit with
+/// its documented code (2 for a missing kubeconfig), not with a panic's 101.
+#[test]
+fn a_dead_stderr_does_not_change_the_exit_code() {
+    // stderr is a pipe whose reader has already gone; the exit code goes out on fd 4.
+    let script = format!(
+        "exec 4>&1; {{ sleep 0.3; \"{PLUGIN}\" status {CLUSTER} -n {NS} --kubeconfig /nonexistent/kubeconfig; echo \"exit $?\" >&4; }} 2>&1 >/dev/null | true"
+    );
+    let out = Command::new("sh").args(["-c", &script]).output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(stdout.trim(), "exit 2", "{stdout}");
+}
