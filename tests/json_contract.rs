@@ -294,28 +294,39 @@ fn cleanup_and_version() {
     let created = (k8s_openapi::jiff::Timestamp::now()
         - k8s_openapi::jiff::SignedDuration::from_hours(100 * 24 + 1))
     .to_string();
-    let pod = |ns: &str, name: &str| {
+    // Running without a deadline (kept unless --all) and finished (deleted), in both clusters.
+    let pod = |ns: &str, name: &str, phase: &str| {
         json!({
             "apiVersion": "v1", "kind": "Pod",
             "metadata": {"namespace": ns, "name": name, "creationTimestamp": created,
                          "labels": {"app.kubernetes.io/managed-by": "kubectl-etcdnet"}},
-            "spec": {"containers": [{"name": "probe", "image": "busybox"}]}
+            "spec": {"containers": [{"name": "probe", "image": "busybox"}]},
+            "status": {"phase": phase}
         })
     };
     let workload = Workload::serving(
-        FakeConfig::empty().object(pod("kube-system", "etcdnet-probe-cp1-bcdfg")),
+        FakeConfig::empty()
+            .object(pod("kube-system", "etcdnet-probe-cp1-bcdfg", "Running"))
+            .object(pod("kube-system", "etcdnet-probe-cp2-bcdfg", "Succeeded")),
     )
     .unwrap();
     let env = Env::new("healthy-v1alpha3", workload);
-    env.supervisor
-        .insert(pod(NS, "etcdnet-jumpbox-cp1-bcdfg"))
-        .unwrap();
+    for (name, phase) in [
+        ("etcdnet-jumpbox-cp1-bcdfg", "Running"),
+        ("etcdnet-jumpbox-cp2-bcdfg", "Failed"),
+    ] {
+        env.supervisor.insert(pod(NS, name, phase)).unwrap();
+    }
     for format in ["json", "table"] {
         snapshot(
             &format!("cleanup-dry-run.{format}"),
             &env.plugin(&["cleanup", CLUSTER, "-n", NS, "--dry-run", "-o", format]),
         );
     }
+    snapshot(
+        "cleanup-all-dry-run.table",
+        &env.plugin(&["cleanup", CLUSTER, "-n", NS, "--all", "--dry-run"]),
+    );
     snapshot(
         "cleanup.json",
         &env.plugin(&["cleanup", CLUSTER, "-n", NS, "-o", "json"]),
