@@ -103,7 +103,8 @@ impl PodTracker {
         let deletions = pods
             .into_iter()
             .map(|Tracked { api, name, .. }| async move {
-                let params = DeleteParams::default().grace_period(0);
+                // The pod's own grace period (2 s): the probe gets its SIGTERM and tidies up.
+                let params = DeleteParams::default();
                 match tokio::time::timeout(bound, api.delete(&name, &params)).await {
                     Ok(Ok(_)) => None,
                     Ok(Err(e)) if e.is_not_found() => None,
@@ -298,10 +299,7 @@ pub async fn run(
     let result = wait_and_read(api, &name, created, started, bound).await;
 
     if !keep {
-        match api
-            .delete(&name, &DeleteParams::default().grace_period(0))
-            .await
-        {
+        match api.delete(&name, &DeleteParams::default()).await {
             Ok(_) => tracker.untrack(ticket),
             Err(e) if e.is_not_found() => tracker.untrack(ticket),
             // Left tracked: the caller's final delete_all retries it.

@@ -228,7 +228,9 @@ impl PodBasics {
         let mut spec = spec
             .restart_policy("Never")
             .active_deadline_seconds(self.deadline.as_secs().max(1) as i64)
-            .termination_grace_period_seconds(0)
+            // A kill (our delete, the deadline) is a SIGTERM first, so the probe removes its
+            // temp folder on the node; 2 s is also the least the kubelet gives at a deadline.
+            .termination_grace_period_seconds(2)
             .automount_service_account_token(false)
             .enable_service_links(false);
         if let Some(secret) = &self.image_pull_secret {

@@ -76,7 +76,7 @@ pub struct SecretVolume {
 /// Why a pod's thread must stop its process now.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Stop {
-    /// The pod was deleted: kill at once (the fake deletes with grace 0).
+    /// The pod was deleted: SIGTERM, then SIGKILL after its grace period.
     Deleted,
     /// The fake is shutting down.
     Shutdown,

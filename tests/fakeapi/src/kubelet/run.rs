@@ -512,7 +512,20 @@ pub(super) fn run_pod(
     };
     match wake {
         Wake::Stop => {
-            // Deleted (grace 0) or the fake stops: kill at once, no status to write.
+            // Deleted, or the fake stops: the kubelet's kill, SIGTERM and SIGKILL after the
+            // pod's grace period (0: at once), as for a delete without gracePeriodSeconds. No
+            // status to write: the object is gone.
+            let grace = pod["spec"]["terminationGracePeriodSeconds"]
+                .as_u64()
+                .unwrap_or(30)
+                .min(MAX_GRACE);
+            if grace > 0 {
+                process::signal_group(&child, libc::SIGTERM);
+                let until = Instant::now() + Duration::from_secs(grace);
+                while !process::exited(&child) && Instant::now() < until {
+                    std::thread::sleep(TICK);
+                }
+            }
             process::finish(&mut child);
             drain();
         }
