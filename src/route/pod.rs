@@ -1,13 +1,18 @@
-//! Route 1: a privileged pod on each control-plane node, through the workload cluster's API.
+//! Route 1: a debug pod on each control-plane node, through the workload cluster's API.
 //! Works while that API answers (a partial partition, one isolated node, a proactive check).
 //!
-//! The pod shares the node's network and PID namespaces, mounts the node's `/` at `/host` and
-//! runs the probe with `chroot /host`, so that `crictl`, `curl`, the certificates under
-//! `/etc/kubernetes/pki/etcd` and the network are the node's own.
+//! The pod shares the node's network namespace, mounts the node's `/` at `/host` and runs the
+//! probe with `chroot /host`, so that `crictl`, `curl`, the certificates under
+//! `/etc/kubernetes/pki/etcd` and the network are the node's own. It keeps only what that needs
+//! (docs/security.md has the list and why): root (the node's etcd keys, containerd's socket and
+//! systemd's are root's own files), `CAP_SYS_CHROOT` and nothing else, the host network, the
+//! host's `/`; it is not privileged, shares no PID namespace, cannot gain privileges, runs
+//! under the runtime's default seccomp profile and cannot write its own image.
 
 use futures::future::BoxFuture;
 use k8s_openapi::api::core::v1::{
-    Container, HostPathVolumeSource, Pod, PodSpec, SecurityContext, Toleration, Volume, VolumeMount,
+    Capabilities, Container, HostPathVolumeSource, Pod, PodSpec, SeccompProfile, SecurityContext,
+    Toleration, Volume, VolumeMount,
 };
 use k8s_openapi_ext::{ContainerExt, PodSpecExt};
 use kube::api::Api;
@@ -24,6 +29,7 @@ use crate::probe::{ReachError, ReachErrorKind};
 pub const DEFAULT_IMAGE: &str = "docker.io/library/busybox:1.36";
 pub const DEFAULT_NAMESPACE: &str = "kube-system";
 pub const CONTAINER: &str = "probe";
+pub const NODE_CRITICAL: &str = "system-node-critical";
 
 #[derive(Debug, Clone)]
 pub struct PodSettings {
@@ -55,7 +61,18 @@ pub fn debug_pod(name: &str, node_name: &str, settings: &PodSettings, command: &
     let container = Container {
         resources: Some(super::small_resources("256Mi")),
         security_context: Some(SecurityContext {
-            privileged: Some(true),
+            privileged: Some(false),
+            allow_privilege_escalation: Some(false),
+            run_as_user: Some(0),
+            read_only_root_filesystem: Some(true),
+            capabilities: Some(Capabilities {
+                drop: Some(vec!["ALL".into()]),
+                add: Some(vec!["SYS_CHROOT".into()]),
+            }),
+            seccomp_profile: Some(SeccompProfile {
+                type_: "RuntimeDefault".into(),
+                ..Default::default()
+            }),
             ..Default::default()
         }),
         volume_mounts: Some(vec![VolumeMount {
@@ -68,16 +85,22 @@ pub fn debug_pod(name: &str, node_name: &str, settings: &PodSettings, command: &
             .image_pull_policy("IfNotPresent")
             .command(argv)
     };
-    let spec = PodSpec::container(container)
+    let mut spec = PodSpec::container(container)
         .node_name(node_name)
+        // The paths are checked from the node's own address, as etcd's peers see it.
         .host_network(true)
-        .host_pid(true)
         // Control-plane nodes are tainted; a node in trouble may be tainted more.
         .tolerations([Toleration {
             operator: Some("Exists".into()),
             ..Default::default()
         }])
         .volumes([host]);
+    // A node under disk or memory pressure (etcd's NOSPACE case) still admits and keeps a
+    // node-critical pod. The API server allows that class only in kube-system; elsewhere the pod
+    // goes without it rather than being refused.
+    if settings.namespace == "kube-system" {
+        spec.priority_class_name = Some(NODE_CRITICAL.into());
+    }
     settings.basics.pod(
         pod_name(name, &settings.basics.run_id),
         &settings.namespace,
@@ -95,7 +118,7 @@ impl Route for PodRoute {
     }
 
     fn help(&self) -> &'static str {
-        "A privileged pod pinned to each node, through the workload cluster's API"
+        "A debug pod pinned to each node (host network, the host's / at /host), through the workload cluster's API"
     }
 
     fn would_create(&self, s: &RouteSettings, target: &Target, at: &Address) -> Option<Pod> {
@@ -230,6 +253,16 @@ mod tests {
     }
 
     #[test]
+    fn node_critical_only_where_the_api_server_allows_it() {
+        let elsewhere = PodSettings {
+            namespace: "etcdnet".into(),
+            ..settings()
+        };
+        let pod = debug_pod("cp", "cp", &elsewhere, &["true".into()]);
+        assert_eq!(pod.spec.unwrap().priority_class_name, None);
+    }
+
+    #[test]
     fn the_pod_is_what_the_node_needs() {
         let pod = debug_pod(
             "tkc-cp-1",
@@ -241,14 +274,22 @@ mod tests {
         let spec = &v["spec"];
         assert_eq!(spec["nodeName"], "tkc-cp-1");
         assert_eq!(spec["hostNetwork"], true);
-        assert_eq!(spec["hostPID"], true);
+        assert_eq!(spec["hostPID"], serde_json::Value::Null, "no PID namespace shared");
+        assert_eq!(spec["priorityClassName"], "system-node-critical");
         assert_eq!(spec["restartPolicy"], "Never");
         assert_eq!(spec["activeDeadlineSeconds"], 60);
         assert_eq!(spec["tolerations"][0]["operator"], "Exists");
         assert_eq!(spec["imagePullSecrets"][0]["name"], "regcred");
         assert_eq!(spec["volumes"][0]["hostPath"]["path"], "/");
         let c = &spec["containers"][0];
-        assert_eq!(c["securityContext"]["privileged"], true);
+        let sc = &c["securityContext"];
+        assert_eq!(sc["privileged"], false);
+        assert_eq!(sc["allowPrivilegeEscalation"], false);
+        assert_eq!(sc["readOnlyRootFilesystem"], true);
+        assert_eq!(sc["runAsUser"], 0, "the node's etcd keys are root's own files");
+        assert_eq!(sc["capabilities"]["drop"], serde_json::json!(["ALL"]));
+        assert_eq!(sc["capabilities"]["add"], serde_json::json!(["SYS_CHROOT"]));
+        assert_eq!(sc["seccompProfile"]["type"], "RuntimeDefault");
         assert_eq!(c["command"][0], "chroot");
         assert_eq!(c["command"][1], "/host");
         assert_eq!(c["volumeMounts"][0]["mountPath"], "/host");
