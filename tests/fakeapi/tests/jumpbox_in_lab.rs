@@ -3,8 +3,7 @@
 //! cluster's `<cluster>-ssh` secret from the fake's own store, and SSHes to a node as
 //! `vmware-system-user` with sudo, as `src/route/jumpbox.rs` expects.
 //!
-//! Needs root and the lab's packages; elsewhere every test prints `SKIPPED (needs root + lab
-//! packages): ...` and passes. The tests share one lab (the `quorum-lost` set's control plane);
+//! Needs root and the lab's packages; elsewhere the tests are compiled as ignored (build.rs). The tests share one lab (the `quorum-lost` set's control plane);
 //! each has its own Supervisor fake, so each can change its secrets freely. No fault is injected.
 
 mod common;
@@ -431,4 +430,55 @@ async fn the_binary_with_workload_down_runs_jumpbox_pods_with_the_labs_key() {
     let all = format!("{}\n{err}", out.join("\n"));
     assert!(all.contains("holds the lab's SSH key"), "{all}");
     assert!(!all.contains("PRIVATE KEY"), "no key printed: {all}");
+}
+
+/// A restricted pod's security context, applied as a runtime does: the command runs as the
+/// non-root user and groups asked for, the image is read-only, an emptyDir is writable, and with
+/// an fsGroup the 0400 secret is group-owned and group-readable, so ssh still reads the key.
+#[tokio::test]
+#[cfg_attr(not(etcdnet_lab), ignore = "needs root and the lab (see build.rs)")]
+async fn a_non_root_read_only_pod_still_reads_its_key_through_fs_group() {
+    require("a_non_root_read_only_pod_still_reads_its_key_through_fs_group");
+    let s = supervisor(Some(lab().ssh_private_key())).await;
+    let script = format!(
+        "id -u; id -g; id -G; stat -L -c 'key %a %g' {KEY_DIR}/ssh-privatekey; \
+         touch /etc/x 2>/dev/null && echo etc-writable || echo etc-read-only; \
+         touch /tmp/x && echo tmp-writable; \
+         {}",
+        ssh_cmd("id -un")
+    );
+    let mut pod = serde_json::to_value(jumpbox_pod(
+        "etcdnet-jumpbox-nonroot",
+        &["sh", "-c", &script],
+    ))
+    .unwrap();
+    pod["spec"]["securityContext"] = json!({
+        "runAsNonRoot": true, "runAsUser": 65534, "runAsGroup": 65534, "fsGroup": 65534,
+        "seccompProfile": {"type": "RuntimeDefault"}
+    });
+    pod["spec"]["volumes"]
+        .as_array_mut()
+        .unwrap()
+        .push(json!({"name": "tmp", "emptyDir": {"medium": "Memory"}}));
+    let c = &mut pod["spec"]["containers"][0];
+    c["securityContext"] = json!({
+        "allowPrivilegeEscalation": false, "readOnlyRootFilesystem": true,
+        "capabilities": {"drop": ["ALL"]}
+    });
+    c["volumeMounts"]
+        .as_array_mut()
+        .unwrap()
+        .push(json!({"name": "tmp", "mountPath": "/tmp"}));
+    let pod: Pod = serde_json::from_value(pod).unwrap();
+    create_and_watch(&s.pods, &pod, Duration::from_secs(30), |_, p| done(p)).await;
+    let text = log(&s.pods, "etcdnet-jumpbox-nonroot").await;
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines[..3], ["65534", "65534", "65534"], "{text}");
+    assert!(text.contains("key 440 65534"), "{text}");
+    assert!(text.contains("etc-read-only"), "{text}");
+    assert!(text.contains("tmp-writable"), "{text}");
+    assert!(
+        lines.contains(&"vmware-system-user"),
+        "ssh read the key and logged in: {text}"
+    );
 }

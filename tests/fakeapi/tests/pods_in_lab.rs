@@ -3,8 +3,8 @@
 //! kubelet does. Also Pod Security admission, refused image pulls and pods pinned to nodes that
 //! no kubelet owns.
 //!
-//! Lab tests need root and the lab's packages (`.ci/lab-packages`); elsewhere they print
-//! `SKIPPED (needs root + lab packages): ...` and pass. They share one lab (built as the
+//! Lab tests need root and the lab's packages (`.ci/lab-packages`); elsewhere they are compiled
+//! as ignored (build.rs). They share one lab (built as the
 //! `quorum-lost` Supervisor set's control plane), started by the first test that needs it and
 //! torn down when the last one holding it ends; no test injects a fault.
 

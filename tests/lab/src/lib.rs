@@ -48,7 +48,7 @@ pub use fault::Fault;
 pub use health::Curl;
 pub use lab::{Lab, CA_CRT, HEALTHCHECK_CRT, HEALTHCHECK_KEY};
 pub use node::Node;
-pub use remote::{write_secret_volume, NO_MOUNTS};
+pub use remote::{write_secret_volume, PodSecurity, NO_MOUNTS};
 pub use ssh::SSH_USER;
 pub use sweep::PREFIX;
 

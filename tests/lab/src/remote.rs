@@ -187,6 +187,24 @@ impl Lab {
         H: AsRef<Path>,
         C: AsRef<Path>,
     {
+        self.jumpbox_pod_command_as(name, argv, mounts, &PodSecurity::default())
+    }
+
+    /// [`Lab::jumpbox_pod_command_named`] with what a pod's security context asks of the
+    /// runtime: the user, group and supplementary groups the command runs as, a read-only root
+    /// filesystem, and `emptyDir` volumes (writable, empty, at these container paths).
+    pub fn jumpbox_pod_command_as<S, H, C>(
+        &self,
+        name: &str,
+        argv: &[S],
+        mounts: &[(H, C)],
+        security: &PodSecurity,
+    ) -> Result<Command>
+    where
+        S: AsRef<OsStr>,
+        H: AsRef<Path>,
+        C: AsRef<Path>,
+    {
         if name.is_empty()
             || name.len() > 63
             || !name
@@ -208,6 +226,7 @@ impl Lab {
             .args(["/bin/sh", "-c", POD_SH, "etcdnet-pod"])
             .arg(self.jumpbox_scratch())
             .arg(name)
+            .arg(security.spec()?)
             .arg(mounts.len().to_string());
         for (host, container) in mounts {
             let (host, container) = (host.as_ref(), container.as_ref());
@@ -226,6 +245,43 @@ impl Lab {
     /// The empty directory jumpbox pods mount their private scratch tmpfs on.
     pub(crate) fn jumpbox_scratch(&self) -> PathBuf {
         self.dir().join("jumpbox").join(".pod")
+    }
+}
+
+/// A pod's security context as the lab's runtime applies it (see `sh/pod.sh`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PodSecurity {
+    /// `runAsUser`; None: root.
+    pub uid: Option<u32>,
+    /// `runAsGroup`; None: group 0, as a runtime does for a numeric user without one.
+    pub gid: Option<u32>,
+    /// `fsGroup` and `supplementalGroups`.
+    pub groups: Vec<u32>,
+    /// `readOnlyRootFilesystem`: only volumes are writable.
+    pub read_only_root: bool,
+    /// The container paths of `emptyDir` volumes.
+    pub empty_dirs: Vec<String>,
+}
+
+impl PodSecurity {
+    /// One word per setting, for `pod.sh` (`uid=1 gid=2 groups=3,4 ro=1 empty=/tmp`).
+    fn spec(&self) -> Result<String> {
+        let mut words = vec![
+            format!("uid={}", self.uid.unwrap_or(0)),
+            format!("gid={}", self.gid.unwrap_or(0)),
+            format!("ro={}", u8::from(self.read_only_root)),
+        ];
+        if !self.groups.is_empty() {
+            let g: Vec<String> = self.groups.iter().map(u32::to_string).collect();
+            words.push(format!("groups={}", g.join(",")));
+        }
+        for dir in &self.empty_dirs {
+            if !dir.starts_with('/') || dir.contains(|c: char| c.is_whitespace() || c == '\'') {
+                bail!("emptyDir path {dir:?} is not a plain absolute path");
+            }
+            words.push(format!("empty={dir}"));
+        }
+        Ok(words.join(" "))
     }
 }
 

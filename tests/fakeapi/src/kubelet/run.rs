@@ -451,9 +451,12 @@ pub(super) fn run_pod(
             ),
             Place::Vsphere => {
                 let h = pod_hostname(&ctx.name);
-                let cmd = k
-                    .lab()
-                    .jumpbox_pod_command_named(&h, &argv, &mounted.mounts());
+                let cmd = k.lab().jumpbox_pod_command_as(
+                    &h,
+                    &argv,
+                    &mounted.mounts(),
+                    &volumes::security(pod),
+                );
                 (cmd, h)
             }
         };

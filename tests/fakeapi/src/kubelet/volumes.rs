@@ -8,8 +8,13 @@
 //! stays Pending, `ContainerCreating`, with a `FailedMount` Event, and no process, while the
 //! kubelet retries; it starts once the secret appears, or fails at `activeDeadlineSeconds`.
 //!
-//! Limits: only `secret` volumes are mounted (others are ignored), `subPath` is ignored, and
-//! item paths must be plain file names (no subdirectories).
+//! The pod's security context is applied as a runtime does ([`security`]): the user and groups
+//! the command runs as, a read-only root filesystem, `emptyDir` volumes (empty writable tmpfs);
+//! with an `fsGroup`, secret volumes are group-owned and group-readable, as the kubelet's
+//! `SetVolumeOwnership` leaves them.
+//!
+//! Limits: only `secret` and `emptyDir` volumes are mounted (others are ignored), `subPath` is
+//! ignored, and item paths must be plain file names (no subdirectories).
 
 use std::fs;
 use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
@@ -70,7 +75,7 @@ pub(crate) fn mount(k: &Kubelet, ctx: &Ctx, pod: &Value) -> Option<Mounted> {
     let mut reported = String::new();
     loop {
         let failure = match plan(ctx, pod) {
-            Ok(plans) => match write(k, ctx, plans) {
+            Ok(plans) => match write(k, ctx, pod, plans) {
                 Ok(m) => return Some(m),
                 Err(e) => e,
             },
@@ -187,7 +192,7 @@ fn private_dir() -> std::io::Result<PathBuf> {
 }
 
 /// Writes the mounted volumes; Err is a FailedMount message (nothing of the data in it).
-fn write(k: &Kubelet, ctx: &Ctx, plans: Vec<Plan>) -> Result<Mounted, String> {
+fn write(k: &Kubelet, ctx: &Ctx, pod: &Value, plans: Vec<Plan>) -> Result<Mounted, String> {
     let mut mounted = Mounted::none();
     for p in plans {
         let Some(mount_path) = p.mount_path else {
@@ -215,6 +220,9 @@ fn write(k: &Kubelet, ctx: &Ctx, plans: Vec<Plan>) -> Result<Mounted, String> {
             fs::set_permissions(dir.join(path), fs::Permissions::from_mode(*m))
                 .map_err(|e| fail(format!("chmod {path}: {e}")))?;
         }
+        if let Some(gid) = fs_group(pod) {
+            own_for_group(&dir, &p.files, gid).map_err(|e| fail(format!("fsGroup: {e}")))?;
+        }
         k.record_volume(SecretVolume {
             namespace: ctx.ns.clone(),
             pod: ctx.name.clone(),
@@ -224,4 +232,76 @@ fn write(k: &Kubelet, ctx: &Ctx, plans: Vec<Plan>) -> Result<Mounted, String> {
         });
     }
     Ok(mounted)
+}
+
+/// `spec.securityContext.fsGroup`.
+fn fs_group(pod: &Value) -> Option<u32> {
+    pod["spec"]["securityContext"]["fsGroup"]
+        .as_u64()
+        .and_then(|g| u32::try_from(g).ok())
+}
+
+/// What the kubelet does to a read-only volume for an `fsGroup` (`SetVolumeOwnership`): the
+/// group owns every directory (set-gid) and file, and may read them (`g+r`, `g+rx` on dirs).
+fn own_for_group(
+    dir: &std::path::Path,
+    files: &[(String, Vec<u8>, u32)],
+    gid: u32,
+) -> std::io::Result<()> {
+    use std::os::unix::fs::{chown, MetadataExt};
+    let data = fs::read_link(dir.join("..data"))?;
+    for d in [dir.to_path_buf(), dir.join(data)] {
+        chown(&d, None, Some(gid))?;
+        let m = fs::metadata(&d)?.mode() & 0o7777;
+        fs::set_permissions(&d, fs::Permissions::from_mode(m | 0o2050))?;
+    }
+    for (path, _, m) in files {
+        let f = dir.join(path);
+        chown(&f, None, Some(gid))?;
+        fs::set_permissions(&f, fs::Permissions::from_mode(m | 0o440))?;
+    }
+    Ok(())
+}
+
+/// The container's user, groups, read-only root and emptyDir volumes, as the runtime applies
+/// them (container settings over the pod's).
+pub(crate) fn security(pod: &Value) -> etcdnet_lab::PodSecurity {
+    let spec = &pod["spec"];
+    let container = &spec["containers"][0];
+    let pick = |key: &str| {
+        container["securityContext"][key]
+            .as_u64()
+            .or_else(|| spec["securityContext"][key].as_u64())
+            .and_then(|v| u32::try_from(v).ok())
+    };
+    let mut groups: Vec<u32> = fs_group(pod).into_iter().collect();
+    groups.extend(
+        spec["securityContext"]["supplementalGroups"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|g| g.as_u64().and_then(|g| u32::try_from(g).ok())),
+    );
+    let empty: Vec<&str> = spec["volumes"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|v| v["emptyDir"].is_object())
+        .filter_map(|v| v["name"].as_str())
+        .collect();
+    let empty_dirs = container["volumeMounts"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|m| m["name"].as_str().is_some_and(|n| empty.contains(&n)))
+        .filter_map(|m| m["mountPath"].as_str().map(str::to_string))
+        .collect();
+    etcdnet_lab::PodSecurity {
+        uid: pick("runAsUser"),
+        gid: pick("runAsGroup"),
+        groups,
+        read_only_root: container["securityContext"]["readOnlyRootFilesystem"].as_bool()
+            == Some(true),
+        empty_dirs,
+    }
 }
