@@ -274,7 +274,11 @@ mod tests {
         let spec = &v["spec"];
         assert_eq!(spec["nodeName"], "tkc-cp-1");
         assert_eq!(spec["hostNetwork"], true);
-        assert_eq!(spec["hostPID"], serde_json::Value::Null, "no PID namespace shared");
+        assert_eq!(
+            spec["hostPID"],
+            serde_json::Value::Null,
+            "no PID namespace shared"
+        );
         assert_eq!(spec["priorityClassName"], "system-node-critical");
         assert_eq!(spec["restartPolicy"], "Never");
         assert_eq!(spec["activeDeadlineSeconds"], 60);
@@ -286,7 +290,10 @@ mod tests {
         assert_eq!(sc["privileged"], false);
         assert_eq!(sc["allowPrivilegeEscalation"], false);
         assert_eq!(sc["readOnlyRootFilesystem"], true);
-        assert_eq!(sc["runAsUser"], 0, "the node's etcd keys are root's own files");
+        assert_eq!(
+            sc["runAsUser"], 0,
+            "the node's etcd keys are root's own files"
+        );
         assert_eq!(sc["capabilities"]["drop"], serde_json::json!(["ALL"]));
         assert_eq!(sc["capabilities"]["add"], serde_json::json!(["SYS_CHROOT"]));
         assert_eq!(sc["seccompProfile"]["type"], "RuntimeDefault");
