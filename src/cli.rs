@@ -187,7 +187,7 @@ pub struct DiagnoseArgs {
     pub ssh_agent: bool,
 
     /// ssh route: an option passed to ssh -o (repeatable), e.g. ProxyJump=admin@bastion
-    #[arg(long, value_name = "KEY=VALUE")]
+    #[arg(long, value_name = "KEY=VALUE", value_parser = crate::route::ssh::user_option)]
     pub ssh_option: Vec<String>,
 
     /// Image of the probe pods (needs only chroot and sh; the probe uses the node's tools)

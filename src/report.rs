@@ -166,6 +166,10 @@ pub struct DiagnosedNode {
     pub probe: Option<crate::probe::ProbeOutput>,
     /// The VM's 22, 2379, 2380 and 6443 as the Supervisor saw them (jumpbox route; else empty).
     pub supervisor_reach: Vec<crate::probe::PortReach>,
+    /// The ssh host key the node presented (jumpbox and ssh routes, once ssh got that far).
+    /// Absent, not null, otherwise: a pod-route report is what it was before the field existed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host_key: Option<crate::probe::HostKey>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -222,6 +226,7 @@ impl DiagnoseReport {
             .map(|r| {
                 let known = known.iter().find(|n| n.name == r.name);
                 let supervisor_reach = r.reach;
+                let host_key = r.host_key;
                 let (probe, error) = match r.outcome {
                     Ok(mut p) => {
                         if let Some(l) = p.etcd.logs.as_mut() {
@@ -240,6 +245,7 @@ impl DiagnoseReport {
                     error,
                     probe,
                     supervisor_reach,
+                    host_key,
                 }
             })
             .collect::<Vec<_>>();

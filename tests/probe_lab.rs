@@ -117,6 +117,7 @@ fn probe_all(lab: &Lab) -> Vec<NodeReport> {
                             parse(&node.name, &out.stdout).unwrap_or_else(|e| panic!("{e}"))
                         ),
                         reach: vec![],
+                        host_key: None,
                     }
                 })
             })

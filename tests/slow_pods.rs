@@ -12,6 +12,14 @@ use common::*;
 use etcdnet_fakeapi::PodScript;
 use serde_json::Value;
 
+/// The control-plane node whose VM has `ip` (the fixture's .11, .12, .13).
+fn node_at(ip: &str) -> &'static str {
+    ["198.18.0.11", "198.18.0.12", "198.18.0.13"]
+        .iter()
+        .position(|i| *i == ip)
+        .map_or("unknown", |i| CP[i])
+}
+
 /// The captured healthy probe document as a jumpbox pod prints it, with this VM's IP.
 fn jumpbox_log(pod: &Value) -> String {
     let ip = pod["spec"]["containers"][0]["command"][4]
@@ -26,6 +34,12 @@ fn jumpbox_log(pod: &Value) -> String {
     .replace(
         "\"nodeIp\":\"198.18.0.11\"",
         &format!("\"nodeIp\":\"{ip}\""),
+    )
+    // The document must be this VM's own (the plugin checks its host name and addresses).
+    .replace("\"ips\":[\"198.18.0.11\"]", &format!("\"ips\":[\"{ip}\"]"))
+    .replace(
+        "\"hostname\":\"tkc-1-control-plane-node1\"",
+        &format!("\"hostname\":\"{}\"", node_at(ip)),
     );
     format!("ETCDNET-REACH 22 Open\n{doc}\n\nETCDNET-SSH-EXIT 0\n")
 }

@@ -1,12 +1,16 @@
 //! The probe stage: what runs on each control-plane node and how its output is read.
 //! - `probe.sh` (embedded by `script`) gathers the node's facts and prints one JSON document;
 //! - [`output`] is that document's schema, `parse` its total parser;
-//! - [`etcdlog`] classifies etcd's log lines into findings.
+//! - [`etcdlog`] classifies etcd's log lines into findings;
+//! - [`identity`] tells a document from the node it was sent to from one of another machine;
+//! - [`hostkey`]: the ssh host key a node presented (ssh routes), as its fingerprint.
 //!
 //! A route (pod, jumpbox, ssh) runs the probe on every node and hands on one [`NodeReport`] per
 //! node: a node that could not be probed is a value, not an early return.
 
 pub mod etcdlog;
+pub mod hostkey;
+pub mod identity;
 pub mod output;
 pub mod parse;
 pub mod script;
@@ -15,6 +19,7 @@ use std::net::IpAddr;
 
 use serde::{Deserialize, Serialize};
 
+pub use hostkey::HostKey;
 pub use output::ProbeOutput;
 
 /// Why a node could not be probed. The kinds are a JSON contract.
@@ -38,6 +43,9 @@ pub enum ReachErrorKind {
     Timeout,
     /// The probe ran but its output could not be read.
     BadOutput,
+    /// The machine that answered is not the node it was sent to (its document names other
+    /// addresses or another host name); its document is not used.
+    IdentityMismatch,
     Other,
 }
 
@@ -59,6 +67,8 @@ pub enum PortState {
     Timeout,
     Refused,
     NoRoute,
+    /// The check failed in a way it does not recognise: neither open nor closed is known.
+    Unknown,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -89,6 +99,9 @@ pub struct NodeReport {
     /// The VM's 22, 2379, 2380 and 6443 as seen from the Supervisor (jumpbox route only).
     #[serde(default)]
     pub reach: Vec<PortReach>,
+    /// The ssh host key the node presented (ssh routes; None for pods or before any contact).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host_key: Option<HostKey>,
 }
 
 impl NodeReport {

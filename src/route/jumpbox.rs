@@ -12,12 +12,12 @@ use k8s_openapi_ext::{ContainerExt, PodSpecExt};
 use kube::api::Api;
 
 use super::lifecycle;
-use super::ssh::{classify_failure, remote_probe_command, SshSettings};
+use super::ssh::{classify_failure, locked_option_words, remote_probe_command, SshSettings};
 use super::{Address, Env, PodBasics, Reached, Route, RouteSettings, Run, Session, Target};
 use crate::error::Result;
 use crate::probe::script::{self, ProbeArgs};
+use crate::probe::{HostKey, ProbeOutput, ReachError, ReachErrorKind};
 pub use crate::probe::{PortReach, PortState};
-use crate::probe::{ProbeOutput, ReachError, ReachErrorKind};
 
 pub const JUMPBOX_SH: &str = include_str!("jumpbox.sh");
 /// An image with an OpenSSH client and a POSIX sh (alpine/git ships both).
@@ -69,6 +69,8 @@ pub fn jumpbox_pod(node: &str, ip: &str, probe: &ProbeArgs, s: &JumpboxSettings)
         s.ssh.connect_timeout.as_secs().max(1).to_string(),
         format!("{KEY_DIR}/{KEY_FILE}"),
         remote_probe_command(probe),
+        // The same options the ssh route locks, before the script's own (see `ssh.rs`).
+        locked_option_words(),
         script::PROBE_SH.into(),
     ];
     let container = Container {
@@ -154,6 +156,7 @@ impl Session for JumpboxSession<'_> {
                     Reached {
                         outcome: r.outcome,
                         reach: r.reach,
+                        host_key: r.host_key,
                     }
                 }
                 Err(f) => {
@@ -179,58 +182,98 @@ impl Session for JumpboxSession<'_> {
 pub struct JumpboxResult {
     pub reach: Vec<PortReach>,
     pub outcome: Result<ProbeOutput, ReachError>,
+    /// The host key the VM presented, as the pod's ssh recorded it (None: no contact, or no
+    /// trailer in the log).
+    pub host_key: Option<HostKey>,
 }
 
-/// Reads a jumpbox pod's log: the reach lines, the probe document, ssh's exit and errors.
+/// Reads a jumpbox pod's log: the reach lines, the probe document, ssh's exit and errors, the
+/// VM's host key.
+///
+/// The node writes into this log too (the probe's output and its stderr, through ssh), so the
+/// script's own lines are taken only where the node cannot write: the `ETCDNET-REACH` block at
+/// the start (printed, and ended by `ETCDNET-REACH-END`, before ssh to the node starts: a line
+/// of the node's can only come after the end) and the trailer at the end
+/// (`ETCDNET-HOSTKEY`, `ETCDNET-SSH-EXIT`, printed after it ended; ssh's stderr goes into the
+/// same ordered stream, so nothing of the node's comes after). The same lines anywhere else are
+/// the node's, and are read as noise.
 pub fn read_log(node: &str, ip: &str, user: &str, log: &str) -> JumpboxResult {
+    let lines: Vec<&str> = log.lines().collect();
+    if lines.first().map(|l| l.trim()) == Some("ETCDNET-JUMPBOX no-ssh-client") {
+        return JumpboxResult {
+            reach: Vec::new(),
+            outcome: Err(ReachError {
+                kind: ReachErrorKind::Other,
+                message: format!("the jumpbox image has no ssh client; use --jumpbox-image with one (e.g. {DEFAULT_IMAGE})"),
+            }),
+            host_key: None,
+        };
+    }
     let mut reach = Vec::new();
-    let mut ssh_exit = None;
-    let mut no_client = false;
-    let mut other = String::new();
-    for line in log.lines() {
-        let mut words = line.split_whitespace();
+    let mut body = &lines[..];
+    while let Some((first, rest)) = body.split_first() {
+        let mut words = first.split_whitespace();
         match words.next() {
-            Some("ETCDNET-REACH") => {
-                let port = words.next().and_then(|p| p.parse().ok());
-                let state = match words.next() {
-                    Some("Open") => Some(PortState::Open),
-                    Some("Timeout") => Some(PortState::Timeout),
-                    Some("Refused") => Some(PortState::Refused),
-                    Some("NoRoute") => Some(PortState::NoRoute),
-                    _ => None,
-                };
-                if let (Some(port), Some(state)) = (port, state) {
-                    reach.push(PortReach { port, state });
-                }
+            Some("ETCDNET-REACH") => {}
+            Some("ETCDNET-REACH-END") => {
+                body = rest;
+                break;
             }
-            Some("ETCDNET-SSH-EXIT") => ssh_exit = words.next().and_then(|c| c.parse().ok()),
-            Some("ETCDNET-JUMPBOX") => no_client = true,
-            _ if !line.starts_with("{\"schemaVersion\"") => {
-                other.push_str(line);
-                other.push('\n');
-            }
-            _ => {}
+            _ => break,
         }
+        if let Some(port) = words.next().and_then(|p| p.parse().ok()) {
+            // What the script does not name (a newer script, a garbled line) is not known open.
+            let state = match words.next() {
+                Some("Open") => PortState::Open,
+                Some("Timeout") => PortState::Timeout,
+                Some("Refused") => PortState::Refused,
+                Some("NoRoute") => PortState::NoRoute,
+                _ => PortState::Unknown,
+            };
+            reach.push(PortReach { port, state });
+        }
+        body = rest;
     }
     reach.sort_by_key(|r| r.port);
-    let outcome = if no_client {
-        Err(ReachError {
-            kind: ReachErrorKind::Other,
-            message: format!("the jumpbox image has no ssh client; use --jumpbox-image with one (e.g. {DEFAULT_IMAGE})"),
-        })
-    } else {
-        match crate::probe::parse::parse(node, log.as_bytes()) {
-            Ok(p) => Ok(p),
-            Err(e) => match ssh_exit {
-                Some(0) | None if other.trim().is_empty() => Err(ReachError {
-                    kind: ReachErrorKind::BadOutput,
-                    message: e.to_string(),
-                }),
-                code => Err(classify_failure(ip, user, code, &other)),
-            },
+
+    // The trailer: the last two lines that are not blank.
+    let mut ssh_exit = None;
+    let mut host_key = None;
+    let last = body.iter().rposition(|l| !l.trim().is_empty());
+    let before = last.and_then(|i| body[..i].iter().rposition(|l| !l.trim().is_empty()));
+    if let (Some(i), Some(j)) = (last, before) {
+        let exit = body[i].trim().strip_prefix("ETCDNET-SSH-EXIT ");
+        let key = body[j].trim().strip_prefix("ETCDNET-HOSTKEY ");
+        if let (Some(exit), Some(key)) = (exit, key) {
+            ssh_exit = exit.trim().parse::<i32>().ok();
+            let mut fields = key.split_whitespace();
+            host_key = match (fields.next(), fields.next()) {
+                (Some(type_name), Some(blob)) => HostKey::from_openssh(type_name, blob),
+                _ => None,
+            };
+            body = &body[..j];
         }
+    }
+    let other: String = body
+        .iter()
+        .filter(|l| !l.starts_with("{\"schemaVersion\""))
+        .flat_map(|l| [*l, "\n"])
+        .collect();
+    let outcome = match crate::probe::parse::parse(node, body.join("\n").as_bytes()) {
+        Ok(p) => Ok(p),
+        Err(e) => match ssh_exit {
+            Some(0) | None if other.trim().is_empty() => Err(ReachError {
+                kind: ReachErrorKind::BadOutput,
+                message: e.to_string(),
+            }),
+            code => Err(classify_failure(ip, user, code, &other)),
+        },
     };
-    JumpboxResult { reach, outcome }
+    JumpboxResult {
+        reach,
+        outcome,
+        host_key,
+    }
 }
 
 #[cfg(test)]
@@ -289,13 +332,34 @@ mod tests {
             "a path, never the key"
         );
         assert!(argv[8].starts_with("sudo -n sh -s -- --self 198.18.0.11"));
+        assert_eq!(
+            argv[9],
+            locked_option_words(),
+            "ssh's options, as the ssh route's"
+        );
+        assert!(argv[9].contains("-o ForwardAgent=no") && argv[9].contains("-o ControlPath=none"));
+        assert_eq!(argv[10], script::PROBE_SH);
+    }
+
+    const KEY: &str =
+        "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIAQfFjWaK1mOC5cvxpw4GfdsrHvjpnqWbEa1XRgLc1DY";
+    const KEY_SHA256: &str = "SHA256:ty81B6nhE5K1O8wnrBKNdHkXNNiAoIkfpBzYPgaOUG4";
+
+    fn healthy_document() -> String {
+        std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/fixtures/probe-output/healthy-node.json"
+        ))
+        .unwrap()
+        .trim()
+        .to_string()
     }
 
     #[test]
     fn reads_the_log() {
         let ok = format!(
-            "ETCDNET-REACH 2379 Open\nETCDNET-REACH 22 Open\nETCDNET-REACH 6443 Timeout\nETCDNET-REACH 2380 Refused\n{}\n\nETCDNET-SSH-EXIT 0\n",
-            std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/probe-output/healthy-node.json")).unwrap().trim()
+            "ETCDNET-REACH 2379 Open\nETCDNET-REACH 22 Open\nETCDNET-REACH 6443 Timeout\nETCDNET-REACH 2380 Refused\nETCDNET-REACH-END\n{}\n\nETCDNET-HOSTKEY {KEY}\nETCDNET-SSH-EXIT 0\n",
+            healthy_document()
         );
         let r = read_log("cp1", "198.18.0.11", "u", &ok);
         assert!(r.outcome.is_ok(), "{:?}", r.outcome);
@@ -304,24 +368,21 @@ mod tests {
             [22, 2379, 2380, 6443]
         );
         assert_eq!(r.reach[3].state, PortState::Timeout);
-
-        let denied = "ETCDNET-REACH 22 Open\nvmware-system-user@198.18.0.11: Permission denied (publickey).\n\nETCDNET-SSH-EXIT 255\n";
+        let key = r.host_key.unwrap();
         assert_eq!(
-            read_log("cp1", "198.18.0.11", "u", denied)
-                .outcome
-                .unwrap_err()
-                .kind,
-            ReachErrorKind::AuthFailed
+            (key.key_type.as_str(), key.sha256.as_str()),
+            ("ED25519", KEY_SHA256)
         );
 
-        let timeout = "ETCDNET-REACH 22 Timeout\nssh: connect to host 198.18.0.11 port 22: Connection timed out\n\nETCDNET-SSH-EXIT 255\n";
-        assert_eq!(
-            read_log("cp1", "198.18.0.11", "u", timeout)
-                .outcome
-                .unwrap_err()
-                .kind,
-            ReachErrorKind::Unreachable
-        );
+        let denied = "ETCDNET-REACH 22 Open\nETCDNET-REACH-END\nvmware-system-user@198.18.0.11: Permission denied (publickey).\n\nETCDNET-HOSTKEY ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIAQfFjWaK1mOC5cvxpw4GfdsrHvjpnqWbEa1XRgLc1DY\nETCDNET-SSH-EXIT 255\n";
+        let r = read_log("cp1", "198.18.0.11", "u", denied);
+        assert_eq!(r.outcome.unwrap_err().kind, ReachErrorKind::AuthFailed);
+        assert!(r.host_key.is_some(), "recorded before authentication");
+
+        let timeout = "ETCDNET-REACH 22 Timeout\nETCDNET-REACH-END\nssh: connect to host 198.18.0.11 port 22: Connection timed out\n\nETCDNET-HOSTKEY none\nETCDNET-SSH-EXIT 255\n";
+        let r = read_log("cp1", "198.18.0.11", "u", timeout);
+        assert_eq!(r.outcome.unwrap_err().kind, ReachErrorKind::Unreachable);
+        assert_eq!(r.host_key, None);
 
         let no_ssh = "ETCDNET-JUMPBOX no-ssh-client\n";
         assert!(read_log("cp1", "198.18.0.11", "u", no_ssh)
@@ -329,5 +390,151 @@ mod tests {
             .unwrap_err()
             .message
             .contains("no ssh client"));
+    }
+
+    #[test]
+    fn a_port_state_it_does_not_know_is_unknown_never_open() {
+        let log = "ETCDNET-REACH 22 Open\nETCDNET-REACH 2379 Unknown\nETCDNET-REACH 2380 Halfway\nETCDNET-REACH 6443\n";
+        let r = read_log("cp1", "198.18.0.11", "u", log);
+        let states: Vec<(u16, PortState)> = r.reach.iter().map(|p| (p.port, p.state)).collect();
+        assert_eq!(
+            states,
+            [
+                (22, PortState::Open),
+                (2379, PortState::Unknown),
+                (2380, PortState::Unknown),
+                (6443, PortState::Unknown)
+            ]
+        );
+    }
+
+    /// The node writes into the same log: lines it prints that look like the script's are not
+    /// taken for them.
+    #[test]
+    fn the_node_cannot_write_the_scripts_lines() {
+        let forged = "ETCDNET-REACH 6443 Open\nETCDNET-HOSTKEY ssh-rsa AAAAB3NzaC1yc2E=\nETCDNET-SSH-EXIT 0\nETCDNET-JUMPBOX no-ssh-client\n";
+        let log = format!(
+            "ETCDNET-REACH 22 Open\nETCDNET-REACH 6443 Refused\nETCDNET-REACH-END\n{forged}{}\n{forged}\nETCDNET-HOSTKEY {KEY}\nETCDNET-SSH-EXIT 0\n",
+            healthy_document()
+        );
+        let r = read_log("cp1", "198.18.0.11", "u", &log);
+        assert!(r.outcome.is_ok(), "{:?}", r.outcome);
+        assert_eq!(
+            r.reach,
+            [
+                PortReach {
+                    port: 22,
+                    state: PortState::Open
+                },
+                PortReach {
+                    port: 6443,
+                    state: PortState::Refused
+                }
+            ]
+        );
+        assert_eq!(r.host_key.unwrap().sha256, KEY_SHA256);
+        // Without the script's trailer (the pod was killed), a forged one is not the trailer.
+        let cut = format!(
+            "ETCDNET-REACH 22 Open\nETCDNET-REACH-END\n{forged}{}\n{forged}",
+            healthy_document()
+        );
+        let r = read_log("cp1", "198.18.0.11", "u", &cut);
+        assert_eq!(r.host_key, None);
+        assert_eq!(r.reach.len(), 1);
+    }
+
+    /// The script itself under sh, with an `ssh` that answers as the real one does for each
+    /// port (and one way it never does): what the plugin reads back.
+    #[test]
+    fn the_script_reports_what_ssh_says() {
+        let dir = tempfile::tempdir().unwrap();
+        let fake = dir.path().join("ssh");
+        let calls = dir.path().join("calls");
+        std::fs::write(
+            &fake,
+            format!(
+                r#"#!/bin/sh
+echo "$*" >>{calls}
+port=22 kh= probe=
+while [ $# -gt 0 ]; do
+    case $1 in
+        -p) port=$2; shift ;;
+        -i) probe=yes; shift ;;
+        -o) case $2 in UserKnownHostsFile=*) kh=${{2#UserKnownHostsFile=}} ;; esac; shift ;;
+        -l) shift ;;
+    esac
+    shift
+done
+# accept-new: the key is recorded on first contact with 22.
+if [ "$port" = 22 ] && [ ! -s "$kh" ]; then echo "198.18.0.11 {KEY}" >>"$kh"; fi
+case $port in
+    2379) echo "kex_exchange_identification: Connection closed by remote host" >&2; exit 255 ;;
+    2380) echo "ssh: something nobody has seen before" >&2; exit 255 ;;
+    6443) echo "ssh: connect to host 198.18.0.11 port 6443: Connection refused" >&2; exit 255 ;;
+esac
+if [ -n "$probe" ]; then cat >/dev/null; cat {doc}; exit 0; fi
+echo "etcdnet@198.18.0.11: Permission denied (publickey)." >&2
+exit 255
+"#,
+                calls = calls.display(),
+                doc = concat!(
+                    env!("CARGO_MANIFEST_DIR"),
+                    "/tests/fixtures/probe-output/healthy-node.json"
+                ),
+            ),
+        )
+        .unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let pod = jumpbox_pod(
+            "cp1",
+            "198.18.0.11",
+            &ProbeArgs::new("198.18.0.11", ["198.18.0.12"]),
+            &settings(),
+        );
+        let argv = pod.spec.unwrap().containers[0].command.clone().unwrap();
+        let out = std::process::Command::new(&argv[0])
+            .args(&argv[1..])
+            .env("PATH", format!("{}:/usr/bin:/bin", dir.path().display()))
+            .env("TMPDIR", dir.path())
+            .output()
+            .unwrap();
+        let log = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let r = read_log("cp1", "198.18.0.11", "vmware-system-user", &log);
+        let states: Vec<(u16, PortState)> = r.reach.iter().map(|p| (p.port, p.state)).collect();
+        assert_eq!(
+            states,
+            [
+                (22, PortState::Open),
+                (2379, PortState::Open),
+                (2380, PortState::Unknown),
+                (6443, PortState::Refused)
+            ],
+            "{log}"
+        );
+        assert!(r.outcome.is_ok(), "{:?}\n{log}", r.outcome);
+        assert_eq!(
+            r.host_key.map(|k| k.sha256).as_deref(),
+            Some(KEY_SHA256),
+            "{log}"
+        );
+        // Every ssh started with the locked options, the pod's own known_hosts file after them.
+        let calls = std::fs::read_to_string(&calls).unwrap();
+        assert_eq!(calls.lines().count(), 5, "{calls}");
+        for call in calls.lines() {
+            assert!(call.starts_with(&locked_option_words()), "{call}");
+            assert!(call.contains("-o UserKnownHostsFile=/"), "{call}");
+        }
+        // The pod's known_hosts file is removed with the run.
+        let left: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|n| n.starts_with("tmp."))
+            .collect();
+        assert!(left.is_empty(), "{left:?}");
     }
 }

@@ -35,7 +35,7 @@ use k8s_openapi_ext::{PodExt, PodSpecExt, ResourceBuilder};
 use crate::error::Result;
 use crate::labels;
 use crate::probe::script::ProbeArgs;
-use crate::probe::{NodeReport, PortReach, ProbeOutput, ReachError};
+use crate::probe::{identity, HostKey, NodeReport, PortReach, ProbeOutput, ReachError};
 use crate::progress::Progress;
 use crate::workload::WorkloadCheck;
 
@@ -133,12 +133,14 @@ pub struct Address {
     pub probe: ProbeArgs,
 }
 
-/// What reaching one node gave: the probe's document or why not, and (jumpbox) the VM's ports
-/// as the Supervisor saw them, known even when the probe failed.
+/// What reaching one node gave: the probe's document or why not, (jumpbox) the VM's ports as
+/// the Supervisor saw them and (ssh routes) the host key it presented, both known even when the
+/// probe failed.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Reached {
     pub outcome: std::result::Result<ProbeOutput, ReachError>,
     pub reach: Vec<PortReach>,
+    pub host_key: Option<HostKey>,
 }
 
 impl From<std::result::Result<ProbeOutput, ReachError>> for Reached {
@@ -146,6 +148,7 @@ impl From<std::result::Result<ProbeOutput, ReachError>> for Reached {
         Reached {
             outcome,
             reach: Vec::new(),
+            host_key: None,
         }
     }
 }
@@ -181,7 +184,10 @@ impl Session for Unavailable {
 }
 
 /// Runs `session` on every target, at most `parallel` at once, each node's result a value (a
-/// node that could not be reached is not an early return). The order is the targets'.
+/// node that could not be reached is not an early return). The order is the targets'. Every
+/// document is checked here, whatever the route, to come from the node it was sent to (its
+/// addresses hold the target's IP, its host name is the node's: [`identity`]); one from another
+/// machine is an `IdentityMismatch`, an unreached node.
 pub async fn probe_all(
     session: &dyn Session,
     targets: &[Target],
@@ -195,7 +201,13 @@ pub async fn probe_all(
             let reached = match (session.unavailable(), &t.address) {
                 (Some(why), _) => Err(why.clone()).into(),
                 (None, None) => Err(ReachError::no_address()).into(),
-                (None, Some(at)) => session.probe(t, at, run).await,
+                (None, Some(at)) => {
+                    let r = session.probe(t, at, run).await;
+                    Reached {
+                        outcome: identity::confirm(r.outcome, at.ip, &[&t.node_name, &t.name]),
+                        ..r
+                    }
+                }
             };
             steps.one_done();
             NodeReport {
@@ -203,6 +215,7 @@ pub async fn probe_all(
                 ip: t.address.as_ref().map(|a| a.ip),
                 outcome: reached.outcome,
                 reach: reached.reach,
+                host_key: reached.host_key,
             }
         })
         .buffered(parallel.max(1))
@@ -458,6 +471,89 @@ mod tests {
             7,
             "bounded, and the bound is used"
         );
+    }
+
+    /// Whatever the route, a document from another machine than the target is not the target's.
+    #[tokio::test]
+    async fn the_driver_refuses_a_document_from_another_node() {
+        /// Every address answers with cp1's document (one VM behind every IP).
+        struct AllCp1;
+        impl Session for AllCp1 {
+            fn doing(&self, n: usize) -> String {
+                format!("all cp1 {n}")
+            }
+            fn probe<'a>(
+                &'a self,
+                _: &'a Target,
+                _: &'a Address,
+                _: &'a Run<'a>,
+            ) -> BoxFuture<'a, Reached> {
+                Box::pin(async move {
+                    let doc = std::fs::read(concat!(
+                        env!("CARGO_MANIFEST_DIR"),
+                        "/tests/fixtures/probe-output/healthy-node.json"
+                    ))
+                    .unwrap();
+                    Reached {
+                        outcome: Ok(crate::probe::parse::parse("cp", &doc).unwrap()),
+                        reach: Vec::new(),
+                        host_key: crate::probe::HostKey::from_openssh(
+                            "ssh-ed25519",
+                            "AAAAC3NzaC1lZDI1NTE5AAAAIAQfFjWaK1mOC5cvxpw4GfdsrHvjpnqWbEa1XRgLc1DY",
+                        ),
+                    }
+                })
+            }
+        }
+        // The fixture's node: host name tkc-1-control-plane-node1, address 198.18.0.11.
+        let target = |name: &str, ip: &str| Target {
+            name: name.into(),
+            node_name: name.into(),
+            address: Some(Address {
+                ip: ip.parse().unwrap(),
+                probe: ProbeArgs::new(ip, Vec::<String>::new()),
+            }),
+        };
+        let targets = [
+            target("tkc-1-control-plane-node1", "198.18.0.11"),
+            target("tkc-1-control-plane-node2", "198.18.0.12"),
+            // The right address, another host name: two machines with one IP.
+            target("tkc-1-control-plane-node3", "198.18.0.11"),
+        ];
+        let tracker = PodTracker::default();
+        let run = Run {
+            tracker: &tracker,
+            bound: Duration::from_secs(1),
+            keep: false,
+        };
+        let reports = probe_all(&AllCp1, &targets, &run, 2, &Progress::hidden()).await;
+        assert!(reports[0].outcome.is_ok(), "{:?}", reports[0].outcome);
+        for r in &reports[1..] {
+            let e = r.outcome.as_ref().unwrap_err();
+            assert_eq!(
+                e.kind,
+                crate::probe::ReachErrorKind::IdentityMismatch,
+                "{e:?}"
+            );
+            assert!(
+                e.message.contains(&r.name),
+                "names the target: {}",
+                e.message
+            );
+            assert!(
+                e.message.contains("tkc-1-control-plane-node1"),
+                "names what answered: {}",
+                e.message
+            );
+        }
+        assert!(reports[1]
+            .outcome
+            .as_ref()
+            .unwrap_err()
+            .message
+            .contains("198.18.0.12"));
+        // The host key of what answered is kept: it is evidence of who that was.
+        assert!(reports.iter().all(|r| r.host_key.is_some()));
     }
 
     #[tokio::test]

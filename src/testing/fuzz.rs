@@ -618,6 +618,7 @@ fn node_report() -> BoxedStrategy<NodeReport> {
                 ip,
                 outcome,
                 reach,
+                host_key: None,
             }
         })
         .boxed()
@@ -986,6 +987,7 @@ fn a_multi_byte_container_id_is_cut_on_a_character() {
         ip: "198.18.0.11".parse().ok(),
         outcome: Ok(parse("cp1", printed(&doc).as_bytes()).expect("parses")),
         reach: vec![],
+        host_key: None,
     };
     let facts = testing::facts(
         1,
@@ -1048,6 +1050,7 @@ fn big_documents_stay_bounded() {
                 ip: format!("198.18.0.1{i}").parse().ok(),
                 outcome: Ok(parse("cp", printed(&doc).as_bytes()).expect("parses")),
                 reach: vec![],
+                host_key: None,
             }
         })
         .collect();

@@ -170,17 +170,20 @@ pub(super) fn supervisor_reach_line(n: &NodeReport) -> Option<String> {
         .iter()
         .map(|r| format!("{} {}", r.port, r.state))
         .collect();
-    let open = n
-        .reach
-        .iter()
-        .filter(|r| r.state == PortState::Open)
-        .count();
-    let meaning = if open == 0 {
-        "nothing reaches this VM (powered off, hung, or cut off from the Supervisor too)"
-    } else if open == n.reach.len() {
-        "the Supervisor reaches every port"
+    let count = |state: PortState| n.reach.iter().filter(|r| r.state == state).count();
+    let (open, unknown) = (count(PortState::Open), count(PortState::Unknown));
+    // Only what was seen is claimed: an Unknown port is neither reached nor unreached.
+    let meaning = if open == n.reach.len() {
+        "the Supervisor reaches every port".to_string()
+    } else if unknown > 0 {
+        format!(
+            "the Supervisor reaches {open} of {} ports; {unknown} could not be told",
+            n.reach.len()
+        )
+    } else if open == 0 {
+        "nothing reaches this VM (powered off, hung, or cut off from the Supervisor too)".into()
     } else {
-        "the Supervisor reaches some ports"
+        "the Supervisor reaches some ports".into()
     };
     Some(format!(
         "{} from the Supervisor: {}: {meaning}",

@@ -26,8 +26,15 @@ pub(super) fn peer_network(ctx: &Ctx) -> Option<Verdict> {
             .iter()
             .filter(|r| r.state == crate::probe::PortState::Open)
             .count();
+        let unknown = reach
+            .iter()
+            .filter(|r| r.state == crate::probe::PortState::Unknown)
+            .count();
+        // "Every VM answers" only when every port was seen open; Unknown is not open.
         evidence.push(if open == reach.len() {
             "from the Supervisor, every VM answers on 2379 and 2380: the VMs cannot reach each other, yet the Supervisor reaches them".to_string()
+        } else if unknown > 0 {
+            format!("from the Supervisor, {open} of {} VM ports 2379/2380 answer ({unknown} could not be told)", reach.len())
         } else {
             format!("from the Supervisor, {open} of {} VM ports 2379/2380 answer", reach.len())
         });

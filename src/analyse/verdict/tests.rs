@@ -99,6 +99,7 @@ fn cluster(probes: Vec<ProbeOutput>) -> Vec<NodeReport> {
             ip: Some(IPS[i].parse().unwrap()),
             outcome: Ok(p),
             reach: vec![],
+            host_key: None,
         })
         .collect()
 }
@@ -460,6 +461,89 @@ fn unprobed_node() {
     assert_eq!(v.code, VerdictCode::NodesUnreachable, "{v:#?}");
     assert_eq!(v.nodes, ["cp3"]);
     assert!(v.evidence[0].contains("port 22"));
+}
+
+/// cp2's address answered with cp1's document (a duplicate IP, an ssh alias to the wrong VM):
+/// the driver's identity check makes it an unreached node, and a healthy-looking set of documents
+/// is not Healthy.
+#[test]
+fn a_node_answering_as_another_is_unreached_not_healthy() {
+    let mut p = healthy3();
+    p[1] = healthy_probe(0);
+    let nodes: Vec<NodeReport> = cluster(p)
+        .into_iter()
+        .map(|n| NodeReport {
+            outcome: crate::probe::identity::confirm(
+                n.outcome.clone(),
+                n.ip.expect("every node has an IP"),
+                &[&n.name],
+            ),
+            ..n
+        })
+        .collect();
+    let e = nodes[1].outcome.as_ref().unwrap_err();
+    assert_eq!(e.kind, ReachErrorKind::IdentityMismatch);
+    assert!(
+        e.message.contains("198.18.0.11") && e.message.contains("198.18.0.12"),
+        "{}",
+        e.message
+    );
+    assert!(nodes[0].outcome.is_ok() && nodes[2].outcome.is_ok());
+    let v = diagnose(&facts(3), &nodes).verdict;
+    assert_eq!(v.code, VerdictCode::NodesUnreachable, "{v:#?}");
+    assert_eq!(v.nodes, ["cp2"]);
+    assert!(
+        v.evidence[0].contains("IdentityMismatch"),
+        "{:?}",
+        v.evidence
+    );
+    // Without the check, the same documents would have read as a healthy control plane.
+    let mut unchecked = healthy3();
+    unchecked[1] = healthy_probe(0);
+    assert_eq!(run(unchecked).verdict.code, VerdictCode::Healthy);
+}
+
+/// A port the Supervisor could not tell is never counted as reached.
+#[test]
+fn unknown_ports_are_not_reached_ports() {
+    use crate::probe::{PortReach, PortState};
+    let mut nodes = cluster(healthy3());
+    nodes[2].outcome = Err(ReachError {
+        kind: ReachErrorKind::Unreachable,
+        message: "ssh: connect to host 198.18.0.13 port 22: Connection timed out".into(),
+    });
+    nodes[2].reach = [22, 2379, 2380, 6443]
+        .map(|port| PortReach {
+            port,
+            state: if port == 22 {
+                PortState::Open
+            } else {
+                PortState::Unknown
+            },
+        })
+        .to_vec();
+    let v = diagnose(&facts(3), &nodes).verdict;
+    let line = v
+        .evidence
+        .iter()
+        .find(|l| l.contains("from the Supervisor"))
+        .expect("the Supervisor's view is evidence");
+    assert!(!line.contains("every port"), "{line}");
+    assert!(!line.contains("nothing reaches"), "{line}");
+    assert!(
+        line.contains("1 of 4") && line.contains("3 could not be told"),
+        "{line}"
+    );
+    // Every port seen open is still said so.
+    for r in &mut nodes[2].reach {
+        r.state = PortState::Open;
+    }
+    let v = diagnose(&facts(3), &nodes).verdict;
+    assert!(
+        v.evidence.iter().any(|l| l.contains("reaches every port")),
+        "{:?}",
+        v.evidence
+    );
 }
 
 #[test]
