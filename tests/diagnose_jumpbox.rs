@@ -476,3 +476,50 @@ fn one_node_rejecting_the_key_keeps_the_others_results() {
     assert!(report.nodes[0].probe.is_some(), "cp1's result is kept");
     w.assert_no_pod_left();
 }
+
+/// The jumpbox pod passes the `restricted` Pod Security level: a vSphere Namespace that enforces
+/// it admits the pods (the fake runs the admission as the API server does), they run as
+/// `nobody` with a read-only image, read the 0400 key through their fsGroup, and diagnose.
+#[test]
+#[cfg_attr(not(etcdnet_lab), ignore = "needs root and the lab (see build.rs)")]
+fn a_restricted_vsphere_namespace_admits_and_runs_the_jumpbox() {
+    let w = world("diagnose_jumpbox restricted", None);
+    w.env
+        .supervisor
+        .modify("v1", "Namespace", "", NS, |ns| {
+            let labels = &mut ns["metadata"]["labels"];
+            labels["pod-security.kubernetes.io/enforce"] = "restricted".into();
+            labels["pod-security.kubernetes.io/enforce-version"] = "latest".into();
+        })
+        .unwrap();
+    let run = w.diagnose(&["-o", "json", "--via", "jumpbox"]);
+    let report = run.diagnose_report();
+    assert_eq!(
+        report.verdict.code,
+        VerdictCode::Healthy,
+        "{:#?}",
+        report.verdict
+    );
+    run.expect_code(0);
+    assert_eq!(report.result.nodes_reached, CP.len());
+    // And the admission was real: the same namespace refuses a pod that is not restricted.
+    let out = std::process::Command::new(KUBECTL)
+        .args([
+            "run",
+            "root-pod",
+            "--image=busybox",
+            "--restart=Never",
+            "-n",
+            NS,
+        ])
+        .arg("--kubeconfig")
+        .arg(&w.env.kubeconfig)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success() && err.contains("violates PodSecurity \"restricted:latest\""),
+        "{err}"
+    );
+    w.assert_no_pod_left();
+}

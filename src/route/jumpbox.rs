@@ -6,8 +6,10 @@
 
 use futures::future::BoxFuture;
 use k8s_openapi::api::core::v1::{
-    Container, KeyToPath, Pod, PodSpec, SecretVolumeSource, Volume, VolumeMount,
+    Capabilities, Container, EmptyDirVolumeSource, EnvVar, KeyToPath, Pod, PodSecurityContext,
+    PodSpec, SeccompProfile, SecretVolumeSource, SecurityContext, Volume, VolumeMount,
 };
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi_ext::{ContainerExt, PodSpecExt};
 use kube::api::Api;
 
@@ -24,6 +26,9 @@ pub const JUMPBOX_SH: &str = include_str!("jumpbox.sh");
 pub const DEFAULT_IMAGE: &str = "docker.io/alpine/git:2.47.2";
 pub const KEY_DIR: &str = "/etc/etcdnet/ssh";
 pub const KEY_FILE: &str = "ssh-privatekey";
+/// The user and group the jumpbox runs as (`nobody`, in every image's /etc/passwd: ssh refuses
+/// to run as a user it cannot look up).
+pub const NOBODY: i64 = 65534;
 
 pub fn ssh_secret_name(cluster: &str) -> String {
     format!("{cluster}-ssh")
@@ -73,20 +78,67 @@ pub fn jumpbox_pod(node: &str, ip: &str, probe: &ProbeArgs, s: &JumpboxSettings)
         locked_option_words(),
         script::PROBE_SH.into(),
     ];
+    // ssh's known_hosts for the run (and nothing else) is written here: the image is read-only.
+    let tmp = Volume {
+        name: "tmp".into(),
+        empty_dir: Some(EmptyDirVolumeSource {
+            medium: Some("Memory".into()),
+            size_limit: Some(Quantity("1Mi".into())),
+        }),
+        ..Default::default()
+    };
     let container = Container {
         resources: Some(super::small_resources("128Mi")),
-        volume_mounts: Some(vec![VolumeMount {
-            name: "ssh-key".into(),
-            mount_path: KEY_DIR.into(),
-            read_only: Some(true),
+        volume_mounts: Some(vec![
+            VolumeMount {
+                name: "ssh-key".into(),
+                mount_path: KEY_DIR.into(),
+                read_only: Some(true),
+                ..Default::default()
+            },
+            VolumeMount {
+                name: "tmp".into(),
+                mount_path: "/tmp".into(),
+                ..Default::default()
+            },
+        ]),
+        // ssh looks for ~/.ssh; the user's home in the image may not exist.
+        env: Some(vec![EnvVar {
+            name: "HOME".into(),
+            value: Some("/tmp".into()),
             ..Default::default()
         }]),
+        // The Pod Security `restricted` level, and nothing an ssh client does not need.
+        security_context: Some(SecurityContext {
+            allow_privilege_escalation: Some(false),
+            read_only_root_filesystem: Some(true),
+            run_as_non_root: Some(true),
+            capabilities: Some(Capabilities {
+                drop: Some(vec!["ALL".into()]),
+                ..Default::default()
+            }),
+            ..Default::default()
+        }),
         ..Container::new("jumpbox")
             .image(&s.image)
             .image_pull_policy("IfNotPresent")
             .command(argv)
     };
-    let spec = PodSpec::container(container).volumes([key]);
+    let mut spec = PodSpec::container(container).volumes([key, tmp]);
+    // Not root: `nobody`, which every image has. The key stays 0400 and owned by root; the
+    // kubelet gives a read-only volume's files to the fsGroup with g+r, so ssh (which only
+    // refuses a key that is its own user's and readable by others) reads it.
+    spec.security_context = Some(PodSecurityContext {
+        run_as_non_root: Some(true),
+        run_as_user: Some(NOBODY),
+        run_as_group: Some(NOBODY),
+        fs_group: Some(NOBODY),
+        seccomp_profile: Some(SeccompProfile {
+            type_: "RuntimeDefault".into(),
+            ..Default::default()
+        }),
+        ..Default::default()
+    });
     s.basics.pod(
         pod_name(node, &s.basics.run_id),
         &s.namespace,
@@ -313,7 +365,11 @@ mod tests {
         assert_eq!(vol["defaultMode"], 0o400);
         let c = &v["spec"]["containers"][0];
         assert_eq!(c["volumeMounts"][0]["readOnly"], true);
-        assert!(c.get("env").is_none(), "no env vars");
+        assert_eq!(
+            c["env"],
+            serde_json::json!([{"name": "HOME", "value": "/tmp"}]),
+            "no env var but HOME: nothing of the key"
+        );
         assert_eq!(v["metadata"]["namespace"], "ns-prod");
         assert_eq!(
             v["metadata"]["labels"]["app.kubernetes.io/managed-by"],
@@ -339,6 +395,40 @@ mod tests {
         );
         assert!(argv[9].contains("-o ForwardAgent=no") && argv[9].contains("-o ControlPath=none"));
         assert_eq!(argv[10], script::PROBE_SH);
+    }
+
+    #[test]
+    fn the_jumpbox_is_restricted_and_not_root() {
+        let pod = jumpbox_pod(
+            "tkc-cp-1",
+            "198.18.0.11",
+            &ProbeArgs::new("198.18.0.11", ["198.18.0.12"]),
+            &settings(),
+        );
+        let v = serde_json::to_value(&pod).unwrap();
+        let psc = &v["spec"]["securityContext"];
+        assert_eq!(psc["runAsNonRoot"], true);
+        assert_eq!(psc["runAsUser"], 65534);
+        assert_eq!(
+            psc["fsGroup"], 65534,
+            "how a non-root user reads the 0400 key"
+        );
+        assert_eq!(psc["seccompProfile"]["type"], "RuntimeDefault");
+        let c = &v["spec"]["containers"][0];
+        let sc = &c["securityContext"];
+        assert_eq!(sc["allowPrivilegeEscalation"], false);
+        assert_eq!(sc["readOnlyRootFilesystem"], true);
+        assert_eq!(sc["capabilities"]["drop"], serde_json::json!(["ALL"]));
+        assert!(sc["capabilities"]["add"].is_null());
+        let tmp = &v["spec"]["volumes"][1];
+        assert_eq!(tmp["emptyDir"]["medium"], "Memory");
+        assert_eq!(c["volumeMounts"][1]["mountPath"], "/tmp");
+        for v in v["spec"]["volumes"].as_array().unwrap() {
+            assert!(
+                v["secret"].is_object() || v["emptyDir"].is_object(),
+                "restricted volume types only: {v}"
+            );
+        }
     }
 
     const KEY: &str =
