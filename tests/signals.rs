@@ -37,10 +37,10 @@ fn signal_when(mut cmd: Command, signal: &str, ready: impl Fn() -> bool, bound: 
     Run::from(child.wait_with_output().expect("it ends"))
 }
 
-#[test]
-fn sighup_deletes_running_pods_and_exits_130() {
-    let env = Env::new(SET, Workload::black_hole());
-    // Running forever (until deleted): the run waits on them.
+/// `diagnose` on fixture set `set`, its jumpbox pods held Running (until deleted), `signal`
+/// once all three run: every pod is deleted and the run exits 130.
+fn signal_mid_run_leaves_no_pod(set: &str, ns: &str, cluster: &str, signal: &str) {
+    let env = Env::new(set, Workload::black_hole());
     env.supervisor.on_pod_created(|_| {
         Some(PodScript {
             run_after: Duration::from_millis(50),
@@ -50,9 +50,9 @@ fn sighup_deletes_running_pods_and_exits_130() {
     });
     let cmd = env.plugin_command(&[
         "diagnose",
-        CLUSTER,
+        cluster,
         "-n",
-        NS,
+        ns,
         "--via",
         "jumpbox",
         "--api-timeout",
@@ -62,17 +62,35 @@ fn sighup_deletes_running_pods_and_exits_130() {
     ]);
     let run = signal_when(
         cmd,
-        "HUP",
+        signal,
         || running(&env.supervisor) == 3,
         Duration::from_secs(20),
     );
     run.expect_code(130);
     assert!(run.stderr.contains("interrupted"), "{}", run.stderr);
-    assert_eq!(env.supervisor.created_pods().len(), 3);
+    let created = env.supervisor.created_pods();
+    assert_eq!(created.len(), 3, "{created:?}");
     assert!(
         env.supervisor.existing_pods().is_empty(),
         "pods left behind: {:?}",
         env.supervisor.existing_pods()
+    );
+}
+
+#[test]
+fn sighup_deletes_running_pods_and_exits_130() {
+    signal_mid_run_leaves_no_pod(SET, NS, CLUSTER, "HUP");
+}
+
+/// A 45-character cluster name (fixture set `long-names`): node names that differ only past a
+/// pod name's cut still give three pods, each tracked, and Ctrl-C leaves none.
+#[test]
+fn ctrl_c_with_long_node_names_leaves_no_pod() {
+    signal_mid_run_leaves_no_pod(
+        "long-names",
+        "ns-prod",
+        "tkc-payments-eu-central-1-prod-blue-green-v02",
+        "INT",
     );
 }
 
