@@ -82,48 +82,13 @@ fn dry_run_shows_one_pod_name_per_node() {
     }
 }
 
-/// The control-plane node whose VM has `ip` (the fixture's .11, .12, .13).
-fn node_at(ip: &str) -> &'static str {
-    ["198.18.0.11", "198.18.0.12", "198.18.0.13"]
-        .iter()
-        .position(|i| *i == ip)
-        .map_or("unknown", |i| CP[i])
-}
-
-/// What a jumpbox pod prints when the probe ran on its VM: the reach lines, the probe's
-/// document (the captured healthy one, with this VM's IP) and ssh's exit.
-fn jumpbox_log(pod: &Value) -> String {
-    let ip = pod["spec"]["containers"][0]["command"][4]
-        .as_str()
-        .unwrap_or("198.18.0.11");
-    let doc = std::fs::read_to_string(
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("tests/fixtures/probe-output/healthy-node.json"),
-    )
-    .unwrap()
-    .trim()
-    .replace(
-        "\"nodeIp\":\"198.18.0.11\"",
-        &format!("\"nodeIp\":\"{ip}\""),
-    )
-    // The document must be this VM's own (the plugin checks its host name and addresses).
-    .replace("\"ips\":[\"198.18.0.11\"]", &format!("\"ips\":[\"{ip}\"]"))
-    .replace(
-        "\"hostname\":\"tkc-1-control-plane-node1\"",
-        &format!("\"hostname\":\"{}\"", node_at(ip)),
-    );
-    format!(
-        "ETCDNET-REACH 22 Open\nETCDNET-REACH 2379 Open\nETCDNET-REACH 2380 Open\nETCDNET-REACH 6443 Open\n{doc}\n\nETCDNET-SSH-EXIT 0\n"
-    )
-}
-
 #[test]
 fn every_node_gets_its_own_pod_for_real() {
     // The workload API does not answer: auto picks the jumpbox route, whose pods the
     // Supervisor fake runs as scripted vSphere Pods.
     let env = Env::new(SET, Workload::black_hole());
     env.supervisor
-        .on_pod_created(|pod| Some(PodScript::succeeds(jumpbox_log(pod))));
+        .on_pod_created(|pod| Some(PodScript::succeeds(scripted_jumpbox_log(pod, &CP))));
     let run = env.plugin(&[
         "diagnose",
         CLUSTER,

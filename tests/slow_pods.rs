@@ -10,39 +10,6 @@ use std::time::Duration;
 use common::article::*;
 use common::*;
 use etcdnet_fakeapi::PodScript;
-use serde_json::Value;
-
-/// The control-plane node whose VM has `ip` (the fixture's .11, .12, .13).
-fn node_at(ip: &str) -> &'static str {
-    ["198.18.0.11", "198.18.0.12", "198.18.0.13"]
-        .iter()
-        .position(|i| *i == ip)
-        .map_or("unknown", |i| CP[i])
-}
-
-/// The captured healthy probe document as a jumpbox pod prints it, with this VM's IP.
-fn jumpbox_log(pod: &Value) -> String {
-    let ip = pod["spec"]["containers"][0]["command"][4]
-        .as_str()
-        .unwrap_or("198.18.0.11");
-    let doc = std::fs::read_to_string(
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("tests/fixtures/probe-output/healthy-node.json"),
-    )
-    .unwrap()
-    .trim()
-    .replace(
-        "\"nodeIp\":\"198.18.0.11\"",
-        &format!("\"nodeIp\":\"{ip}\""),
-    )
-    // The document must be this VM's own (the plugin checks its host name and addresses).
-    .replace("\"ips\":[\"198.18.0.11\"]", &format!("\"ips\":[\"{ip}\"]"))
-    .replace(
-        "\"hostname\":\"tkc-1-control-plane-node1\"",
-        &format!("\"hostname\":\"{}\"", node_at(ip)),
-    );
-    format!("ETCDNET-REACH 22 Open\n{doc}\n\nETCDNET-SSH-EXIT 0\n")
-}
 
 #[test]
 fn a_pod_slower_than_the_read_timeout_is_waited_for() {
@@ -50,7 +17,7 @@ fn a_pod_slower_than_the_read_timeout_is_waited_for() {
     // Pending with no event for 3 s: three read timeouts of the watch.
     env.supervisor.on_pod_created(|pod| {
         Some(PodScript {
-            log: jumpbox_log(pod),
+            log: scripted_jumpbox_log(pod, &CP),
             run_after: Duration::from_secs(3),
             finish_after: Some(Duration::from_millis(100)),
             ..PodScript::default()

@@ -247,3 +247,36 @@ pub fn reach_error(node: &DiagnosedNode) -> &ReachError {
         .as_ref()
         .unwrap_or_else(|| panic!("{} has no error: {node:#?}", node.name))
 }
+
+/// What a jumpbox pod prints when the probe ran on its VM, for Supervisor fakes that script
+/// their vSphere Pods: the port lines, the captured healthy probe document made this VM's own
+/// (its IP from the pod's command, its host name the node `names[i]` of the VM at 198.18.0.1<i+1>:
+/// the plugin checks both), and ssh's exit.
+pub fn scripted_jumpbox_log(pod: &serde_json::Value, names: &[&str]) -> String {
+    let ip = pod["spec"]["containers"][0]["command"][4]
+        .as_str()
+        .unwrap_or("198.18.0.11");
+    let node = ["198.18.0.11", "198.18.0.12", "198.18.0.13"]
+        .iter()
+        .position(|i| *i == ip)
+        .and_then(|i| names.get(i))
+        .copied()
+        .unwrap_or("unknown");
+    let doc = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/probe-output/healthy-node.json"),
+    )
+    .unwrap()
+    .trim()
+    .replace(
+        "\"nodeIp\":\"198.18.0.11\"",
+        &format!("\"nodeIp\":\"{ip}\""),
+    )
+    .replace("\"ips\":[\"198.18.0.11\"]", &format!("\"ips\":[\"{ip}\"]"))
+    .replace(
+        "\"hostname\":\"tkc-1-control-plane-node1\"",
+        &format!("\"hostname\":\"{node}\""),
+    );
+    format!(
+        "ETCDNET-REACH 22 Open\nETCDNET-REACH 2379 Open\nETCDNET-REACH 2380 Open\nETCDNET-REACH 6443 Open\n{doc}\n\nETCDNET-SSH-EXIT 0\n"
+    )
+}
