@@ -170,8 +170,9 @@ async fn a_jumpbox_pod_sshes_to_the_node_with_the_secret_volume() {
 async fn the_plugins_jumpbox_script_reaches_the_node_and_runs_sudo() {
     require("the_plugins_jumpbox_script_reaches_the_node_and_runs_sudo");
     let s = supervisor(Some(lab().ssh_private_key())).await;
-    // jumpbox.sh IP USER CONNECT_TIMEOUT KEY_FILE REMOTE_CMD PROBE_SCRIPT; the "probe" here is
-    // a one-liner read from stdin by `sudo -n sh -s`, as the real probe is.
+    // jumpbox.sh IP USER CONNECT_TIMEOUT KEY_FILE REMOTE_CMD SSH_OPTIONS PROBE_SCRIPT; the
+    // "probe" here is a one-liner read from stdin by `sudo -n sh -s`, as the real probe is. The
+    // options are the plugin's locked ones (src/route/ssh.rs; this crate cannot depend on it).
     let key = format!("{KEY_DIR}/ssh-privatekey");
     let argv = [
         "sh",
@@ -183,6 +184,9 @@ async fn the_plugins_jumpbox_script_reaches_the_node_and_runs_sudo() {
         "3",
         &key,
         "sudo -n sh -s",
+        "-o BatchMode=yes -o ForwardAgent=no -o ForwardX11=no -o ClearAllForwardings=yes \
+         -o ControlMaster=no -o ControlPath=none -o PermitLocalCommand=no \
+         -o StrictHostKeyChecking=accept-new -o GlobalKnownHostsFile=/dev/null",
         "id -un; hostname; crictl ps --name etcd -q | wc -l",
     ];
     let pod = jumpbox_pod("etcdnet-jumpbox-cp2", &argv);
