@@ -54,6 +54,18 @@ pub fn machine(name: &str, phase: &str) -> MachineInfo {
         infrastructure_name: None,
         version: None,
         failure_domain: None,
+        etcd_conditions: vec![],
+    }
+}
+
+/// A condition as the KCP writes it on a Machine (metav1 shape: no severity).
+pub fn condition(kind: &str, status: &str, reason: &str, message: &str) -> Condition {
+    Condition {
+        kind: kind.into(),
+        status: status.into(),
+        reason: (!reason.is_empty()).then(|| reason.into()),
+        message: (!message.is_empty()).then(|| message.into()),
+        severity: None,
     }
 }
 

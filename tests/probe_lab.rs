@@ -58,6 +58,7 @@ fn facts(lab: &Lab) -> ClusterFacts {
                     infrastructure_name: None,
                     version: None,
                     failure_domain: None,
+                    etcd_conditions: vec![],
                 }),
                 vm: Some(VmInfo {
                     name: node.name.clone(),

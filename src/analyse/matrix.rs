@@ -108,18 +108,22 @@ pub fn cell_state(p: &PathCheck) -> CellState {
     }
 }
 
+/// What `from`'s probe saw when it dialled `to`'s IP on `port`: `None` when `from` was not
+/// probed, `to` has no IP, or the probe has no result for that address (a `NotProbed` cell).
+pub fn path<'a>(from: &'a NodeReport, to: &NodeReport, port: u16) -> Option<&'a PathCheck> {
+    let ip = to.ip?;
+    from.probe()?
+        .paths
+        .iter()
+        .find(|p| p.port == port && p.target.parse::<std::net::IpAddr>().ok() == Some(ip))
+}
+
 pub fn build(nodes: &[NodeReport], port: u16) -> Matrix {
     let names: Vec<String> = nodes.iter().map(|n| n.name.clone()).collect();
     let mut cells = Vec::with_capacity(nodes.len() * nodes.len());
     for from in nodes {
         for to in nodes {
-            let path = match (from.probe(), to.ip) {
-                (Some(probe), Some(ip)) => probe.paths.iter().find(|p| {
-                    p.port == port && p.target.parse::<std::net::IpAddr>().ok() == Some(ip)
-                }),
-                _ => None,
-            };
-            let cell = match path {
+            let cell = match path(from, to, port) {
                 None => Cell {
                     from: from.name.clone(),
                     to: to.name.clone(),

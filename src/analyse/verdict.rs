@@ -10,7 +10,14 @@
 //! 4. NodesUnreachable              5. EtcdCertificateProblem
 //! 6. network: EtcdPeerPortRefused, EtcdPeerLargePacketsDropped, EtcdPeerNetworkBlocked,
 //!    EtcdPeerNetworkPartial
-//! 7. EtcdMemberMismatch  8. EtcdNoSpace  9. EtcdSlowDisk  10. Healthy  11. Inconclusive
+//! 7. EtcdMemberMismatch  8. EtcdNoSpace  9. EtcdSlowDisk
+//! 10. Healthy: only when everything was seen to work: every control-plane node probed, `/health`
+//!     true on each, every path on 2379 and 2380 (own and peer) connected with TLS completed, no
+//!     probe step failed
+//! 11. Inconclusive: anything less, naming what was not seen (which node, which path, which check)
+//!
+//! Whatever the verdict, the KCP's etcd conditions on the Machines it is about that are not
+//! `True` are quoted at the end of its evidence: the Supervisor's view, next to what was seen.
 
 use std::collections::BTreeMap;
 
@@ -19,10 +26,12 @@ use serde::{Deserialize, Serialize};
 mod evidence;
 mod network;
 mod node;
+mod seen;
 
 use evidence::*;
 use network::peer_network;
 use node::{certificate_problem, crash_looping, not_running};
+use seen::{healthy, inconclusive};
 
 use super::matrix::{self, Cell, CellState, Matrix};
 use crate::probe::etcdlog::{self, LogKind, LogSummary};
@@ -118,10 +127,13 @@ pub fn diagnose(facts: &ClusterFacts, nodes: &[NodeReport]) -> Diagnosis {
         matrices: vec![matrix::build(nodes, 2379), matrix::build(nodes, 2380)],
         logs,
     };
-    let verdict = RULES
+    let mut verdict = RULES
         .iter()
         .find_map(|rule| rule(&ctx))
         .unwrap_or_else(|| inconclusive(&ctx));
+    verdict
+        .evidence
+        .extend(machine_condition_evidence(&ctx, &verdict.nodes));
     Diagnosis {
         verdict,
         logs: ctx
@@ -322,73 +334,6 @@ fn slow_disk(ctx: &Ctx) -> Option<Verdict> {
             "Avoid snapshots and storage vMotion of control-plane VMs while they run",
         ]),
     )
-}
-
-// ---- 10, 11. ---------------------------------------------------------------------------------
-
-fn healthy(ctx: &Ctx) -> Option<Verdict> {
-    let probed: Vec<_> = ctx
-        .nodes
-        .iter()
-        .filter_map(|n| n.probe().map(|p| (n, p)))
-        .collect();
-    if probed.is_empty() || probed.len() < ctx.nodes.len() {
-        return None;
-    }
-    if !probed
-        .iter()
-        .all(|(_, p)| p.health.outcome == HealthOutcome::Healthy)
-    {
-        return None;
-    }
-    let peers: usize = ctx.matrices.iter().map(|m| m.peer_cells().count()).sum();
-    let mut evidence = vec![format!(
-        "etcd /health is true on all {} members",
-        probed.len()
-    )];
-    if peers > 0 {
-        evidence.push(format!(
-            "all {peers} peer paths on 2379 and 2380 connect and complete TLS"
-        ));
-    }
-    verdict(
-        VerdictCode::Healthy,
-        "etcd is healthy and every control-plane VM reaches every other on 2379 and 2380".into(),
-        vec![],
-        evidence,
-        vec![],
-    )
-}
-
-fn inconclusive(ctx: &Ctx) -> Verdict {
-    let mut evidence = Vec::new();
-    for n in ctx.nodes {
-        match n.probe() {
-            None => {}
-            Some(p) if p.health.outcome != HealthOutcome::Healthy => evidence.push(format!(
-                "{}: /health {}{}",
-                n.name,
-                p.health.outcome,
-                p.health
-                    .body
-                    .as_deref()
-                    .or(p.health.detail.as_deref())
-                    .map(|b| format!(": {b}"))
-                    .unwrap_or_default()
-            )),
-            Some(_) => {}
-        }
-    }
-    if ctx.nodes.is_empty() {
-        evidence.push("no control-plane node to probe".into());
-    }
-    Verdict {
-        code: VerdictCode::Inconclusive,
-        summary: "the checks found no network, certificate or etcd-process problem that explains the state".into(),
-        nodes: vec![],
-        evidence,
-        next_steps: strings(&["Read the etcd logs on the nodes (crictl logs <etcd container>) and the KCP conditions (kubectl describe kcp -n <ns>)"]),
-    }
 }
 
 #[cfg(test)]

@@ -4,6 +4,7 @@ use super::{control_plane_cell, count, or_none, structured, Format, Lines, Paint
 use crate::analyse::Severity;
 use crate::error::Result;
 use crate::report::StatusReport;
+use crate::supervisor::Condition;
 use crate::workload::ApiState;
 
 pub fn status(report: &StatusReport, format: Format, paint: Paint) -> Result<String> {
@@ -26,6 +27,43 @@ fn workload_cell(report: &StatusReport) -> String {
         ),
         ApiState::Unknown => "Unknown".to_string(),
         _ => format!("{} ({}ms)", w.state, w.elapsed_ms.unwrap_or(0)),
+    }
+}
+
+/// A condition as one line's part: `EtcdMemberHealthy False (EtcdMemberUnhealthy: message)`, a
+/// multi-line message (CAPI's v1beta2 bullets) on one line.
+fn condition_text(c: &Condition) -> String {
+    let why = [c.reason.as_deref(), c.message.as_deref()]
+        .into_iter()
+        .flatten()
+        .collect::<Vec<_>>()
+        .join(": ");
+    let mut text = format!("{} {}", c.kind, c.status);
+    if !why.is_empty() {
+        text.push_str(&format!(" ({})", why.replace('\n', " ")));
+    }
+    text
+}
+
+/// `-o wide`: one line per Machine with the etcd conditions the KCP wrote on it, when any has.
+fn machine_etcd_conditions(out: &mut Lines, r: &StatusReport) {
+    let lines: Vec<String> = r
+        .nodes
+        .iter()
+        .filter_map(|n| n.machine.as_ref())
+        .filter(|m| !m.etcd_conditions.is_empty())
+        .map(|m| {
+            let conditions: Vec<String> = m.etcd_conditions.iter().map(condition_text).collect();
+            format!("  {}: {}", m.name, conditions.join(", "))
+        })
+        .collect();
+    if lines.is_empty() {
+        return;
+    }
+    out.blank();
+    out.line("Machine etcd conditions (from the KCP):");
+    for l in lines {
+        out.line(l);
     }
 }
 
@@ -67,17 +105,7 @@ fn status_table(r: &StatusReport, wide: bool, paint: Paint) -> String {
                 count(k.up_to_date)
             ));
             for c in &k.conditions {
-                let why = [c.reason.as_deref(), c.message.as_deref()]
-                    .into_iter()
-                    .flatten()
-                    .collect::<Vec<_>>()
-                    .join(": ");
-                // A multi-line message (CAPI's v1beta2 bullets) reads as one line here.
-                let mut line = format!("  {} {}", c.kind, c.status);
-                if !why.is_empty() {
-                    line.push_str(&format!(" ({})", why.replace('\n', " ")));
-                }
-                out.line(line);
+                out.line(format!("  {}", condition_text(c)));
             }
         }
         None => out.line(format!(
@@ -136,6 +164,9 @@ fn status_table(r: &StatusReport, wide: bool, paint: Paint) -> String {
     } else {
         out.table(&header, &rows);
     }
+    if wide {
+        machine_etcd_conditions(&mut out, r);
+    }
 
     out.blank();
     let w = &r.workload_api;
@@ -173,4 +204,48 @@ fn status_table(r: &StatusReport, wide: bool, paint: Paint) -> String {
         }
     }
     out.finish()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::supervisor::PowerState;
+    use crate::testing::{api, condition, facts, node};
+
+    fn report() -> StatusReport {
+        let mut nodes = vec![
+            node(1, PowerState::PoweredOn, true, "Running"),
+            node(2, PowerState::PoweredOn, true, "Running"),
+        ];
+        nodes[0].machine.as_mut().unwrap().etcd_conditions = vec![
+            condition(
+                "EtcdMemberHealthy",
+                "False",
+                "NotHealthy",
+                "* Etcd reports alarms: NOSPACE\n\u{1b}]0;pwned\u{7}",
+            ),
+            condition("EtcdPodHealthy", "True", "Running", ""),
+        ];
+        StatusReport::new(facts(3, 2, nodes), api(ApiState::Reachable), vec![])
+    }
+
+    /// `-o wide` has a line per Machine with etcd conditions, visible and on one line; the
+    /// default table keeps its layout.
+    #[test]
+    fn wide_shows_the_machines_etcd_conditions() {
+        let wide = status(&report(), Format::Wide, Paint { on: false }).unwrap();
+        assert!(
+            wide.contains(
+                "Machine etcd conditions (from the KCP):\n  tkc-cp-1: EtcdMemberHealthy False (NotHealthy: * Etcd reports alarms: NOSPACE \\x1b]0;pwned\\x07), EtcdPodHealthy True (Running)\n"
+            ),
+            "{wide}"
+        );
+        assert!(
+            !wide.contains("tkc-cp-2:"),
+            "no conditions, no line: {wide}"
+        );
+        let table = status(&report(), Format::Table, Paint { on: false }).unwrap();
+        assert!(!table.contains("Machine etcd conditions"), "{table}");
+        assert!(!table.contains("EtcdMemberHealthy"), "{table}");
+    }
 }

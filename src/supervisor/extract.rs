@@ -150,7 +150,42 @@ pub fn machine(name: &str, data: &Value) -> MachineInfo {
             .map(str::to_string),
         version: str_at(data, &["spec", "version"]).map(str::to_string),
         failure_domain: str_at(data, &["spec", "failureDomain"]).map(str::to_string),
+        etcd_conditions: machine_etcd_conditions(data),
     }
+}
+
+/// The conditions the KCP writes on each control-plane Machine about its etcd, member first.
+/// The names are the same in every shape (CAPI's controlplane/kubeadm API types:
+/// `MachineEtcdMemberHealthyCondition` / `MachineEtcdPodHealthyCondition` in v1beta1,
+/// `KubeadmControlPlaneMachineEtcd{Member,Pod}HealthyCondition` in v1beta2).
+pub const MACHINE_ETCD_CONDITIONS: [&str; 2] = ["EtcdMemberHealthy", "EtcdPodHealthy"];
+
+/// A Machine's etcd conditions, wherever its version keeps them:
+/// - v1beta1: `status.conditions[]` (CAPI's own type: `type`, `status`, `severity`, `reason`,
+///   `message`), and on CAPI 1.9/1.10 also `status.v1beta2.conditions[]` (metav1: no severity);
+/// - v1beta2 (CAPI 1.11+): `status.conditions[]` (metav1), the old ones under
+///   `status.deprecated.v1beta1.conditions[]`.
+///
+/// As for the KCP, the metav1 shape wins where both carry a type; the other only adds types not
+/// seen yet. The order is [`MACHINE_ETCD_CONDITIONS`]'s.
+pub fn machine_etcd_conditions(data: &Value) -> Vec<Condition> {
+    let etcd = |kind: &str| MACHINE_ETCD_CONDITIONS.contains(&kind);
+    let mut found: Vec<Condition> = Vec::new();
+    // A v1beta1 object has no `deprecated` block and a v1beta2 object no `v1beta2` block, so one
+    // order serves both: metav1 first, then CAPI's own.
+    for pointer in [
+        "/status/v1beta2/conditions",
+        "/status/conditions",
+        "/status/deprecated/v1beta1/conditions",
+    ] {
+        for c in conditions_at(data, pointer, etcd) {
+            if !found.iter().any(|seen| seen.kind == c.kind) {
+                found.push(c);
+            }
+        }
+    }
+    found.sort_by_key(|c| MACHINE_ETCD_CONDITIONS.iter().position(|k| *k == c.kind));
+    found
 }
 
 /// Condition types worth showing for an etcd diagnosis: the etcd ones, and the overall ones.
@@ -158,7 +193,7 @@ fn relevant_condition(kind: &str) -> bool {
     kind.contains("Etcd") || kind == "Available" || kind == "Ready"
 }
 
-fn conditions_at(data: &Value, pointer: &str) -> Vec<Condition> {
+fn conditions_at(data: &Value, pointer: &str, keep: impl Fn(&str) -> bool) -> Vec<Condition> {
     data.pointer(pointer)
         .and_then(Value::as_array)
         .map(|list| {
@@ -172,7 +207,7 @@ fn conditions_at(data: &Value, pointer: &str) -> Vec<Condition> {
                         severity: str_at(c, &["severity"]).map(str::to_string),
                     })
                 })
-                .filter(|c| relevant_condition(&c.kind))
+                .filter(|c| keep(&c.kind))
                 .collect()
         })
         .unwrap_or_default()
@@ -198,8 +233,8 @@ pub fn kcp(name: &str, api_version: &str, data: &Value) -> KcpInfo {
         .or_else(|| int_at(data, &["status", "v1beta2", "upToDateReplicas"]))
         .or_else(|| int_at(data, &["status", "updatedReplicas"]));
     // Newer (metav1) conditions first; v1beta1's own list only adds types not seen yet.
-    let mut conditions = conditions_at(data, "/status/v1beta2/conditions");
-    for c in conditions_at(data, "/status/conditions") {
+    let mut conditions = conditions_at(data, "/status/v1beta2/conditions", relevant_condition);
+    for c in conditions_at(data, "/status/conditions", relevant_condition) {
         if !conditions.iter().any(|seen| seen.kind == c.kind) {
             conditions.push(c);
         }
@@ -341,5 +376,164 @@ mod tests {
         let empty = machine("m", &json!({}));
         assert_eq!(empty.phase, None);
         assert!(empty.addresses.is_empty());
+        assert!(empty.etcd_conditions.is_empty());
+    }
+
+    fn kinds_and_status(c: &[Condition]) -> Vec<(&str, &str)> {
+        c.iter()
+            .map(|c| (c.kind.as_str(), c.status.as_str()))
+            .collect()
+    }
+
+    /// CAPI v1beta1 (before 1.9): only `status.conditions[]`, CAPI's own type with a severity.
+    #[test]
+    fn machine_etcd_conditions_v1beta1() {
+        let d = json!({"status": {"conditions": [
+            {"type": "Ready", "status": "False", "severity": "Error", "reason": "EtcdMemberUnhealthy"},
+            {"type": "EtcdPodHealthy", "status": "True", "lastTransitionTime": "2025-06-01T12:00:00Z"},
+            {"type": "APIServerPodHealthy", "status": "True"},
+            {"type": "EtcdMemberHealthy", "status": "False", "severity": "Error",
+             "reason": "EtcdMemberUnhealthy",
+             "message": "Etcd member status reports errors: etcdserver: no leader"}]}});
+        let m = machine("m1", &d);
+        assert_eq!(
+            kinds_and_status(&m.etcd_conditions),
+            [("EtcdMemberHealthy", "False"), ("EtcdPodHealthy", "True")],
+            "etcd ones only, member first"
+        );
+        let member = &m.etcd_conditions[0];
+        assert_eq!(member.severity.as_deref(), Some("Error"));
+        assert_eq!(member.reason.as_deref(), Some("EtcdMemberUnhealthy"));
+        assert_eq!(
+            member.message.as_deref(),
+            Some("Etcd member status reports errors: etcdserver: no leader")
+        );
+        assert_eq!(m.etcd_conditions[1].reason, None);
+    }
+
+    /// CAPI 1.9/1.10 serving v1beta1: the metav1 conditions under `status.v1beta2` win over the
+    /// v1beta1 ones of the same type; a type only in the old list is still read.
+    #[test]
+    fn machine_etcd_conditions_v1beta1_with_v1beta2_block() {
+        let d = json!({"status": {
+            "conditions": [
+                {"type": "EtcdMemberHealthy", "status": "False", "severity": "Error",
+                 "reason": "EtcdMemberUnhealthy", "message": "Etcd member reports alarms: NOSPACE"},
+                {"type": "EtcdPodHealthy", "status": "True"}],
+            "v1beta2": {"conditions": [
+                {"type": "Ready", "status": "False", "reason": "NotReady"},
+                {"type": "EtcdMemberHealthy", "status": "False", "reason": "NotHealthy",
+                 "message": "Etcd reports alarms: NOSPACE", "observedGeneration": 2}]}}});
+        let c = machine("m1", &d).etcd_conditions;
+        assert_eq!(
+            kinds_and_status(&c),
+            [("EtcdMemberHealthy", "False"), ("EtcdPodHealthy", "True")]
+        );
+        assert_eq!(c[0].reason.as_deref(), Some("NotHealthy"));
+        assert_eq!(
+            c[0].message.as_deref(),
+            Some("Etcd reports alarms: NOSPACE")
+        );
+        assert_eq!(c[0].severity, None, "metav1 conditions have no severity");
+    }
+
+    /// CAPI 1.11+ serving v1beta2: metav1 `status.conditions[]`, the old ones under
+    /// `status.deprecated.v1beta1.conditions[]`.
+    #[test]
+    fn machine_etcd_conditions_v1beta2() {
+        let d = json!({"status": {
+            "conditions": [
+                {"type": "EtcdPodHealthy", "status": "Unknown", "reason": "ConnectionDown",
+                 "message": "Last successful probe at 2025-06-03T08:13:52Z"},
+                {"type": "Available", "status": "True", "reason": "Available"}],
+            "deprecated": {"v1beta1": {"conditions": [
+                {"type": "EtcdPodHealthy", "status": "True"},
+                {"type": "EtcdMemberHealthy", "status": "False", "severity": "Error",
+                 "reason": "EtcdMemberUnhealthy", "message": "Failed to get etcd members"}]}}}});
+        let c = machine("m1", &d).etcd_conditions;
+        assert_eq!(
+            kinds_and_status(&c),
+            [
+                ("EtcdMemberHealthy", "False"),
+                ("EtcdPodHealthy", "Unknown")
+            ]
+        );
+        assert_eq!(c[0].severity.as_deref(), Some("Error"), "from the old list");
+        assert_eq!(c[1].reason.as_deref(), Some("ConnectionDown"));
+    }
+
+    /// A served object may say anything: no list, a list of junk, a condition without a type or
+    /// status, the same type twice (the first is kept).
+    #[test]
+    fn machine_etcd_conditions_odd_shapes() {
+        for d in [
+            json!({}),
+            json!({"status": {"conditions": "EtcdMemberHealthy"}}),
+            json!({"status": {"conditions": [1, null, {"status": "False"}]}}),
+        ] {
+            assert!(machine_etcd_conditions(&d).is_empty(), "{d}");
+        }
+        let d = json!({"status": {"conditions": [
+            {"type": "EtcdMemberHealthy"},
+            {"type": "EtcdMemberHealthy", "status": "True"}]}});
+        assert_eq!(
+            kinds_and_status(&machine_etcd_conditions(&d)),
+            [("EtcdMemberHealthy", "Unknown")]
+        );
+    }
+
+    /// The fixture sets' Machines, as the fake API serves them: quorum-lost (v1beta1) says every
+    /// member is unhealthy, kcp-v1beta2 (v1beta2) that every member is healthy.
+    #[test]
+    fn machine_etcd_conditions_of_the_fixture_sets() {
+        let machines = |set: &str| -> Vec<(String, Vec<Condition>)> {
+            let path = format!(
+                "{}/tests/fixtures/supervisor/{set}/30-machines.yaml",
+                env!("CARGO_MANIFEST_DIR")
+            );
+            let text = std::fs::read_to_string(path).unwrap();
+            serde_yaml_ng::Deserializer::from_str(&text)
+                .map(|doc| Value::deserialize(doc).unwrap())
+                .filter(|o| {
+                    o["kind"] == "Machine"
+                        && o.pointer("/metadata/labels/cluster.x-k8s.io~1control-plane")
+                            .is_some()
+                })
+                .map(|o| {
+                    let name = o["metadata"]["name"].as_str().unwrap().to_string();
+                    (name, machine_etcd_conditions(&o))
+                })
+                .collect()
+        };
+        let lost = machines("quorum-lost");
+        assert_eq!(lost.len(), 3);
+        for (name, c) in &lost {
+            assert_eq!(
+                kinds_and_status(c),
+                [("EtcdMemberHealthy", "False"), ("EtcdPodHealthy", "True")],
+                "{name}"
+            );
+            assert_eq!(c[0].severity.as_deref(), Some("Error"), "{name}");
+            assert!(
+                c[0].message
+                    .as_deref()
+                    .is_some_and(|m| m.contains("etcdserver: no leader")),
+                "{name}: {c:?}"
+            );
+        }
+        let v1beta2 = machines("kcp-v1beta2");
+        assert_eq!(v1beta2.len(), 3);
+        for (name, c) in &v1beta2 {
+            assert_eq!(
+                kinds_and_status(c),
+                [("EtcdMemberHealthy", "True"), ("EtcdPodHealthy", "True")],
+                "{name}"
+            );
+            assert!(
+                c.iter().all(|c| c.severity.is_none()),
+                "{name}: metav1 shape"
+            );
+            assert_eq!(c[0].reason.as_deref(), Some("Healthy"), "{name}");
+        }
     }
 }

@@ -94,6 +94,11 @@ pub struct MachineInfo {
     pub infrastructure_name: Option<String>,
     pub version: Option<String>,
     pub failure_domain: Option<String>,
+    /// The KCP's `EtcdMemberHealthy` and `EtcdPodHealthy` conditions on this Machine (the
+    /// newer, metav1 shape where both are written). Reports captured before they were read
+    /// have none.
+    #[serde(default)]
+    pub etcd_conditions: Vec<Condition>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -58,6 +58,7 @@ mod tests {
             infrastructure_name: infra.map(Into::into),
             version: None,
             failure_domain: None,
+            etcd_conditions: vec![],
         }
     }
 

@@ -629,7 +629,14 @@ fn node_report() -> BoxedStrategy<NodeReport> {
 fn condition() -> BoxedStrategy<Value> {
     (
         s_leaf(prop_oneof![
-            select(vec!["EtcdClusterHealthy", "Ready", "Available"]).prop_map(str::to_string),
+            select(vec![
+                "EtcdClusterHealthy",
+                "EtcdMemberHealthy",
+                "EtcdPodHealthy",
+                "Ready",
+                "Available"
+            ])
+            .prop_map(str::to_string),
             text()
         ]),
         s_leaf(prop_oneof![
@@ -677,8 +684,14 @@ fn machine_object() -> BoxedStrategy<(String, Value)> {
         opt(text()),
         opt(text()),
         opt(text()),
+        // The KCP's conditions in every place a Machine version keeps them.
+        (
+            proptest::collection::vec(condition(), 0..3),
+            proptest::collection::vec(condition(), 0..3),
+            proptest::collection::vec(condition(), 0..3),
+        ),
     )
-        .prop_map(|(name, phase, node, addrs, infra, version, fd)| {
+        .prop_map(|(name, phase, node, addrs, infra, version, fd, (c1, c2, c3))| {
             let v = json!({
                 "spec": {
                     "infrastructureRef": {"name": infra}, "version": version, "failureDomain": fd,
@@ -688,6 +701,8 @@ fn machine_object() -> BoxedStrategy<(String, Value)> {
                     "addresses": addrs.into_iter()
                         .map(|(t, a)| json!({"type": t, "address": a}))
                         .collect::<Vec<_>>(),
+                    "conditions": c1, "v1beta2": {"conditions": c2},
+                    "deprecated": {"v1beta1": {"conditions": c3}},
                 },
             });
             (name, v)

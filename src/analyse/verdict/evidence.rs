@@ -191,3 +191,35 @@ pub(super) fn supervisor_reach_line(n: &NodeReport) -> Option<String> {
         ports.join(", ")
     ))
 }
+
+/// The KCP's etcd conditions (`EtcdMemberHealthy`, `EtcdPodHealthy`) that are not `True` on the
+/// Machines of `about` (every node's when empty), one line each:
+/// `cp1: Machine condition EtcdMemberHealthy is False (EtcdMemberUnhealthy: Etcd member status
+/// reports errors: etcdserver: no leader)`. The Supervisor's view, which may lag what was seen.
+pub(super) fn machine_condition_evidence(ctx: &Ctx, about: &[String]) -> Vec<String> {
+    let mut out = Vec::new();
+    for n in &ctx.facts.nodes {
+        let Some(m) = &n.machine else { continue };
+        if !about.is_empty() && !about.contains(&n.name) {
+            continue;
+        }
+        for c in m.etcd_conditions.iter().filter(|c| c.status != "True") {
+            let why = [c.reason.as_deref(), c.message.as_deref()]
+                .into_iter()
+                .flatten()
+                .collect::<Vec<_>>()
+                .join(": ");
+            // CAPI's v1beta2 messages are bullet lists: one line here.
+            let why = if why.is_empty() {
+                String::new()
+            } else {
+                format!(" ({})", why.replace('\n', " "))
+            };
+            out.push(format!(
+                "{}: Machine condition {} is {}{why}",
+                n.name, c.kind, c.status
+            ));
+        }
+    }
+    out
+}

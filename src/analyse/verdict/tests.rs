@@ -178,6 +178,323 @@ fn healthy() {
         .matrices
         .iter()
         .all(|m| m.cells.iter().all(|c| c.state == CellState::Ok)));
+    // Everything that was seen, said: nothing is claimed that was not checked.
+    assert_eq!(
+        d.verdict.evidence,
+        [
+            "etcd /health is true on all 3 members",
+            "all 18 paths on 2379 and 2380 (each node to itself and to every other) connect and complete TLS",
+            "no probe step reported an error",
+        ]
+    );
+    assert!(d.verdict.nodes.is_empty());
+}
+
+/// One way of falling short of `Healthy`: a change to a healthy three-node control plane that
+/// no earlier rule explains, and the `Inconclusive` it must give.
+struct ShortOf {
+    name: &'static str,
+    change: fn(&mut ClusterFacts, &mut Vec<NodeReport>),
+    /// The nodes the verdict names.
+    nodes: &'static [&'static str],
+    /// A part of the summary.
+    summary: &'static str,
+    /// The whole evidence, in order.
+    evidence: &'static [&'static str],
+}
+
+fn probe_mut(nodes: &mut [NodeReport], i: usize) -> &mut ProbeOutput {
+    nodes[i].outcome.as_mut().expect("a probed node")
+}
+
+const SHORT_OF_HEALTHY: &[ShortOf] = &[
+    ShortOf {
+        name: "a path the probe has no result for (NotProbed cell)",
+        change: |_, nodes| {
+            probe_mut(nodes, 0)
+                .paths
+                .retain(|p| !(p.target == IPS[2] && p.port == 2380));
+        },
+        nodes: &["cp1"],
+        summary: "not everything was seen to work: 1 path not checked",
+        evidence: &["not checked: cp1 → cp3:2380 (cp1's probe has no result for 198.18.0.13)"],
+    },
+    ShortOf {
+        name: "a node without an IP (NotProbed cells to it)",
+        change: |_, nodes| nodes[2].ip = None,
+        nodes: &["cp3"],
+        summary: "6 paths not checked",
+        evidence: &["not checked: cp1 → cp3:2379, cp2 → cp3:2379, cp3 → cp3:2379, cp1 → cp3:2380, cp2 → cp3:2380, cp3 → cp3:2380 (cp3 has no IP)"],
+    },
+    ShortOf {
+        name: "TLS not tried (no readable peer certificate)",
+        change: |_, nodes| {
+            let p = probe_mut(nodes, 1);
+            for path in &mut p.paths {
+                path.tls = TlsOutcome::NotTried;
+                path.tls_ms = None;
+            }
+            p.errors.push(StepError {
+                step: "paths".into(),
+                message: "no readable ca.crt/peer.crt/peer.key in /etc/kubernetes/pki/etcd: TCP checked, TLS not tried".into(),
+            });
+        },
+        nodes: &["cp2"],
+        summary: "TLS not tried on 6 paths; probe errors on cp2",
+        evidence: &[
+            "TCP connected, TLS handshake not tried: cp2 → cp1:2379, cp2 → cp2:2379, cp2 → cp3:2379, cp2 → cp1:2380, cp2 → cp2:2380, cp2 → cp3:2380",
+            "cp2: probe step paths failed: no readable ca.crt/peer.crt/peer.key in /etc/kubernetes/pki/etcd: TCP checked, TLS not tried",
+        ],
+    },
+    ShortOf {
+        name: "TLS not tried on one peer path only, no error reported",
+        change: |_, nodes| {
+            let p = probe_mut(nodes, 2);
+            let path = p.paths.iter_mut().find(|x| x.target == IPS[0] && x.port == 2380).unwrap();
+            path.tls = TlsOutcome::NotTried;
+        },
+        nodes: &["cp3"],
+        summary: "TLS not tried on 1 path",
+        evidence: &["TCP connected, TLS handshake not tried: cp3 → cp1:2380"],
+    },
+    ShortOf {
+        name: "/health did not answer",
+        change: |_, nodes| {
+            probe_mut(nodes, 2).health = Health {
+                outcome: HealthOutcome::Error,
+                http_status: None,
+                body: None,
+                ms: Some(3001),
+                detail: Some("https://127.0.0.1:2379/health: Operation timed out after 3001 milliseconds with 0 bytes received".into()),
+            };
+        },
+        nodes: &["cp3"],
+        summary: "/health not true on cp3",
+        evidence: &["cp3: /health Error: https://127.0.0.1:2379/health: Operation timed out after 3001 milliseconds with 0 bytes received"],
+    },
+    ShortOf {
+        name: "/health not asked (skipped)",
+        change: |_, nodes| probe_mut(nodes, 0).health = Health::default(),
+        nodes: &["cp1"],
+        summary: "/health not true on cp1",
+        evidence: &["cp1: /health Skipped"],
+    },
+    ShortOf {
+        name: "a probe step reported an error",
+        change: |_, nodes| {
+            probe_mut(nodes, 1).errors.push(StepError {
+                step: "manifest".into(),
+                message: "not readable: /etc/kubernetes/manifests/etcd.yaml".into(),
+            });
+        },
+        nodes: &["cp2"],
+        summary: "probe errors on cp2",
+        evidence: &["cp2: probe step manifest failed: not readable: /etc/kubernetes/manifests/etcd.yaml"],
+    },
+    ShortOf {
+        name: "a control-plane Machine with no result at all (no earlier rule fires)",
+        change: |_, nodes| nodes.truncate(2),
+        nodes: &["cp3"],
+        summary: "cp3 not probed",
+        evidence: &["cp3: a control-plane Machine with no probe result"],
+    },
+    ShortOf {
+        name: "a node's own path fails while every peer path works",
+        change: |_, nodes| {
+            let p = probe_mut(nodes, 0);
+            let own = p.paths.iter_mut().find(|x| x.own && x.port == 2379).unwrap();
+            own.tls = TlsOutcome::Stalled;
+        },
+        nodes: &["cp1"],
+        summary: "1 path failing",
+        evidence: &["cp1 → cp1:2379: tls-stalled after 1ms"],
+    },
+];
+
+/// `Healthy` needs everything seen to work; each way of falling short is `Inconclusive`, naming
+/// the node, the path and the check that was not seen.
+#[test]
+fn anything_short_of_seen_working_is_inconclusive() {
+    for case in SHORT_OF_HEALTHY {
+        let mut facts = facts(3);
+        let mut nodes = cluster(healthy3());
+        (case.change)(&mut facts, &mut nodes);
+        let v = diagnose(&facts, &nodes).verdict;
+        assert_eq!(v.code, VerdictCode::Inconclusive, "{}: {v:#?}", case.name);
+        assert_eq!(v.nodes, case.nodes, "{}", case.name);
+        assert!(
+            v.summary.contains(case.summary),
+            "{}: {}",
+            case.name,
+            v.summary
+        );
+        assert_eq!(v.evidence, case.evidence, "{}", case.name);
+        assert!(
+            !v.summary.contains("every VM reaches every other"),
+            "{}",
+            case.name
+        );
+        assert!(
+            v.next_steps
+                .last()
+                .unwrap()
+                .contains("kubectl describe kcp -n ns"),
+            "{}: {:?}",
+            case.name,
+            v.next_steps
+        );
+    }
+}
+
+/// A TLS handshake that stalls on every peer path is a network verdict before it is a gap.
+#[test]
+fn stalled_tls_is_still_a_network_verdict_not_a_gap() {
+    let mut p = healthy3();
+    for from in 0..3 {
+        for to in 0..3 {
+            if from != to {
+                set(
+                    &mut p,
+                    from,
+                    to,
+                    2380,
+                    TcpOutcome::Connected,
+                    TlsOutcome::Stalled,
+                );
+            }
+        }
+    }
+    let v = run(p).verdict;
+    assert_eq!(v.code, VerdictCode::EtcdPeerLargePacketsDropped, "{v:#?}");
+}
+
+/// Several gaps at once: one line each, in the order node, health, paths, probe errors.
+#[test]
+fn every_gap_is_listed_in_order() {
+    let mut nodes = cluster(healthy3());
+    probe_mut(&mut nodes, 1).errors.push(StepError {
+        step: "host".into(),
+        message: "neither 'ip' nor 'hostname -I' to list the node's addresses".into(),
+    });
+    probe_mut(&mut nodes, 0)
+        .paths
+        .retain(|p| !(p.target == IPS[1] && p.port == 2379));
+    probe_mut(&mut nodes, 2).health.outcome = HealthOutcome::Unhealthy;
+    probe_mut(&mut nodes, 2).health.body =
+        Some(r#"{"health":"false","reason":"RAFT NO LEADER"}"#.into());
+    let v = diagnose(&facts(3), &nodes).verdict;
+    assert_eq!(v.code, VerdictCode::Inconclusive, "{v:#?}");
+    assert_eq!(
+        v.evidence,
+        [
+            r#"cp3: /health Unhealthy: {"health":"false","reason":"RAFT NO LEADER"}"#,
+            "not checked: cp1 → cp2:2379 (cp1's probe has no result for 198.18.0.12)",
+            "cp2: probe step host failed: neither 'ip' nor 'hostname -I' to list the node's addresses",
+        ]
+    );
+    assert_eq!(v.nodes, ["cp3", "cp1", "cp2"]);
+    assert!(
+        v.summary
+            .ends_with("/health not true on cp3; 1 path not checked; probe errors on cp2"),
+        "{}",
+        v.summary
+    );
+}
+
+/// No node at all: nothing was seen, nothing is healthy.
+#[test]
+fn no_node_is_inconclusive() {
+    let v = diagnose(&crate::testing::facts(0, 0, vec![]), &[]).verdict;
+    assert_eq!(v.code, VerdictCode::Inconclusive, "{v:#?}");
+    assert_eq!(v.evidence, ["no control-plane node to probe"]);
+}
+
+/// The KCP's etcd conditions on the Machines: quoted when not True, for the nodes the verdict is
+/// about (every node when it names none), after the verdict's own evidence.
+#[test]
+fn machine_etcd_conditions_are_quoted_for_the_nodes_the_verdict_is_about() {
+    use crate::testing::condition;
+    let mut facts = facts(3);
+    let conditions = [
+        vec![
+            condition(
+                "EtcdMemberHealthy",
+                "False",
+                "NotHealthy",
+                "Etcd reports alarms: NOSPACE",
+            ),
+            condition("EtcdPodHealthy", "True", "Running", ""),
+        ],
+        vec![
+            condition(
+                "EtcdMemberHealthy",
+                "False",
+                "EtcdMemberUnhealthy",
+                "Etcd member status reports errors: etcdserver: no leader",
+            ),
+            condition(
+                "EtcdPodHealthy",
+                "Unknown",
+                "ConnectionDown",
+                "Last successful probe at\n2025-06-03T08:13:52Z",
+            ),
+        ],
+        vec![condition("EtcdMemberHealthy", "True", "Healthy", "")],
+    ];
+    for (n, c) in facts.nodes.iter_mut().zip(conditions) {
+        n.machine.as_mut().unwrap().etcd_conditions = c;
+    }
+    let cp2_lines = [
+        "cp2: Machine condition EtcdMemberHealthy is False (EtcdMemberUnhealthy: Etcd member status reports errors: etcdserver: no leader)",
+        "cp2: Machine condition EtcdPodHealthy is Unknown (ConnectionDown: Last successful probe at 2025-06-03T08:13:52Z)",
+    ];
+    let cp1_line = "cp1: Machine condition EtcdMemberHealthy is False (NotHealthy: Etcd reports alarms: NOSPACE)";
+
+    // A verdict about cp2 quotes cp2's, after its own evidence, and nobody else's.
+    let mut p = healthy3();
+    p[1].etcd.containers[0].state = "CONTAINER_EXITED".into();
+    for from in 0..3 {
+        for port in [2379, 2380] {
+            set(
+                &mut p,
+                from,
+                1,
+                port,
+                TcpOutcome::Refused,
+                TlsOutcome::NotTried,
+            );
+        }
+    }
+    let v = diagnose(&facts, &cluster(p)).verdict;
+    assert_eq!(v.code, VerdictCode::EtcdNotRunning, "{v:#?}");
+    assert!(
+        v.evidence[0].contains("CONTAINER_EXITED"),
+        "{:?}",
+        v.evidence
+    );
+    assert_eq!(
+        v.evidence[v.evidence.len() - 2..],
+        cp2_lines,
+        "{:#?}",
+        v.evidence
+    );
+    assert!(
+        !v.evidence.iter().any(|e| e.contains("cp1: Machine")),
+        "{:#?}",
+        v.evidence
+    );
+
+    // Healthy is about every node: the Supervisor's view, next to what was seen. True ones are
+    // never quoted.
+    let v = diagnose(&facts, &cluster(healthy3())).verdict;
+    assert_eq!(v.code, VerdictCode::Healthy, "{v:#?}");
+    assert_eq!(
+        v.evidence[3..],
+        [cp1_line, cp2_lines[0], cp2_lines[1]],
+        "{:#?}",
+        v.evidence
+    );
+    assert!(!v.evidence.iter().any(|e| e.contains(" is True")));
 }
 
 #[test]
