@@ -234,18 +234,34 @@ fn nodes_unreachable(ctx: &Ctx) -> Option<Verdict> {
 // ---- 7-9. etcd itself, with a working network ------------------------------------------------
 
 fn member_mismatch(ctx: &Ctx) -> Option<Verdict> {
-    let kinds = [LogKind::ClusterIdMismatch, LogKind::MemberRemoved];
+    // What makes members reject each other. Not `MemberRemovedInfo`: every member logs "removed
+    // member" on each machine replacement (every rolling update); only a removed member that
+    // still talks is a fault. Not `MemberUnknown` alone either: a member that lags behind a
+    // membership change logs it until it catches up; it is quoted when the rule holds.
+    let kinds = [
+        LogKind::ClusterIdMismatch,
+        LogKind::MemberRemoved,
+        LogKind::MemberIdMismatch,
+        LogKind::MemberAlreadyBootstrapped,
+    ];
     let nodes = nodes_with_logs(ctx, &kinds);
     if nodes.is_empty() {
         return None;
     }
+    let quoted = [
+        LogKind::ClusterIdMismatch,
+        LogKind::MemberRemoved,
+        LogKind::MemberIdMismatch,
+        LogKind::MemberAlreadyBootstrapped,
+        LogKind::MemberUnknown,
+    ];
     let evidence = nodes
         .iter()
-        .flat_map(|n| log_evidence(ctx, n, &kinds))
+        .flat_map(|n| log_evidence(ctx, n, &quoted))
         .collect();
     verdict(
         VerdictCode::EtcdMemberMismatch,
-        format!("the network is fine, but etcd members reject each other ({}): cluster ID mismatch or removed member", nodes.join(", ")),
+        format!("the network is fine, but etcd members reject each other ({}): cluster ID mismatch, removed member or member ID mismatch", nodes.join(", ")),
         nodes,
         evidence,
         strings(&[
@@ -305,6 +321,7 @@ fn slow_disk(ctx: &Ctx) -> Option<Verdict> {
             LogKind::LostStream,
             LogKind::ConnectionRefused,
             LogKind::PeerUnhealthy,
+            LogKind::BufferFull,
         ]
         .iter()
         .any(|k| s.finding(*k).is_some());

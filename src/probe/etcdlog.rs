@@ -51,16 +51,42 @@ pub enum LogKind {
     TlsHandshakeTimeout,
     TlsRemoteError,
     RejectedConnection,
+    /// A TLS handshake on the client port (2379) failed (3.5.15+ says which endpoint): a client's
+    /// problem, never counted as a peer's.
+    ClientRejectedConnection,
     CertExpired,
     CertNotYetValid,
     CertNameMismatch,
     CertUnknownAuthority,
     ClusterIdMismatch,
+    /// A removed member is still talking: its messages or streams are rejected, or it was told so.
     MemberRemoved,
+    /// Informational: the membership change "removed member", which every member logs each time
+    /// a member is removed (KCP does it on every machine replacement, i.e. every rolling update).
+    MemberRemovedInfo,
+    /// A peer not in this member's member list dialled it, or a peer does not know this member.
+    MemberUnknown,
+    /// A message or stream meant for another member ID arrived here: an IP address reused by a
+    /// new VM (new member) that the others still know as the old one.
+    MemberIdMismatch,
+    /// etcd refused to start: its member was already bootstrapped into the cluster.
+    MemberAlreadyBootstrapped,
+    /// The member could not publish its attributes through raft (no quorum at start-up).
+    PublishFailed,
     LeaderLost,
+    /// raft "elected leader": this member knows a leader (again).
+    LeaderElected,
+    /// raft "changed leader from X to Y": leadership moved without a gap (flapping if frequent).
+    LeaderChanged,
+    /// No leader: /health false, proposals dropped, "etcdserver: no leader".
+    NoLeader,
     ElectionStarted,
     LeaderSteppedDown,
     HeartbeatLate,
+    /// A linearizable read timed out waiting for the leader's read index.
+    ReadIndexTimeout,
+    /// rafthttp dropped raft messages: the buffer towards (or from) a peer is full.
+    BufferFull,
     SlowFdatasync,
     ApplySlow,
     NoSpace,
@@ -145,9 +171,11 @@ const PATTERNS: &[Pattern] = &[
     // crypto/tls alertError: the other side refused our handshake, e.g. "remote error: tls: bad
     // certificate" when it does not trust our client certificate.
     row(K::TlsRemoteError, Error, &["remote error: tls:"]),
-    // embed/config_logging.go: zap "rejected connection" (3.4) / "rejected connection on peer
-    // endpoint" / "… on client endpoint" (3.5); embed/config.go capnslog "rejected connection from %q".
-    row(K::RejectedConnection, Msg, &["rejected connection"]),
+    // embed/config_logging.go: zap "rejected connection" (3.4, 3.5 before 3.5.15) / "rejected
+    // connection on peer endpoint" (3.5.15+); embed/config.go capnslog "rejected connection from %q".
+    row(K::RejectedConnection, Msg, &["rejected connection"]).not(&["on client endpoint"]),
+    // server/embed/config_logging.go (3.5.15+): "rejected connection on client endpoint".
+    row(K::ClientRejectedConnection, Msg, &["rejected connection on client endpoint"]),
     // crypto/x509 CertificateInvalidError{Expired}: "x509: certificate has expired or is not yet
     // valid: current time X is after Y" (Go >= 1.15 adds the detail; without it, read as expired,
     // by far the common case).
@@ -156,19 +184,60 @@ const PATTERNS: &[Pattern] = &[
     // crypto/x509 HostnameError.
     row(K::CertNameMismatch, Error, &["x509: certificate is valid for ",
         "x509: certificate is not valid for any names", "because it doesn't contain any IP SANs"]),
+    // client/pkg/transport/listener_tls.go checkSAN() (3.5; 3.4 pkg/transport): the server side's
+    // check of a peer's client certificate against its remote IP, when the certificate carries DNS
+    // names (kubeadm's do): `tls: "198.18.0.12" does not match any of DNSNames ["cp1" …]`.
+    row(K::CertNameMismatch, Error, &["does not match any of DNSNames"]),
     // crypto/x509 UnknownAuthorityError.
     row(K::CertUnknownAuthority, Error, &["certificate signed by unknown authority"]),
     // rafthttp/http.go checkClusterCompatibilityFromHeader "request cluster ID mismatch";
     // rafthttp/stream.go and util.go "request sent was ignored … cluster ID mismatch".
     row(K::ClusterIdMismatch, Line, &["cluster ID mismatch"]),
-    // membership/cluster.go "removed member" (zap) / "removed member %s from cluster %s";
-    // rafthttp/http.go "rejected stream from remote peer because it was removed" / capnslog
-    // "rejected the stream from peer %s since it was removed"; rafthttp/util.go errMemberRemoved.
-    row(K::MemberRemoved, Msg, &["removed member", "because it was removed", "since it was removed"])
-        .not(&["skipped removing"]),
+    // Rejections from (or of) a removed member. rafthttp/http.go streamHandler "rejected stream
+    // from remote peer because it was removed" / capnslog "rejected the stream from peer %s since it
+    // was removed"; etcdserver/server.go Process() "rejected Raft message from removed member" /
+    // capnslog "reject message from removed member %s"; rafthttp/util.go errMemberRemoved and
+    // etcdserver/server.go applyConfChange "the member has been permanently removed from the
+    // cluster" (the removed member's own log).
+    row(K::MemberRemoved, Msg, &["because it was removed", "since it was removed",
+        "message from removed member"]),
     row(K::MemberRemoved, Error, &["the member has been permanently removed from the cluster"]),
-    // raft/node.go "raft.node: %x lost leader %x at term %d" (same text in both forms).
+    // membership/cluster.go RemoveMember(): zap "removed member" / capnslog "removed member %s from
+    // cluster %s": the conf change itself, routine (every machine replacement), not a fault.
+    row(K::MemberRemovedInfo, Msg, &["removed member"])
+        .not(&["skipped", "from removed member", "removed members"]),
+    // rafthttp/http.go streamHandler: zap "failed to find remote peer in cluster" / capnslog
+    // "failed to find member %s in cluster %s" (a dialler not in our member list); rafthttp/stream.go
+    // dial(): "peer %s failed to find local node %s" (the peer does not know us; in the error of
+    // the stream reader's dial).
+    row(K::MemberUnknown, Msg, &["failed to find remote peer in cluster", "failed to find member "])
+        .and(&[" in cluster"]),
+    row(K::MemberUnknown, Error, &["failed to find local node"]),
+    // rafthttp/http.go streamHandler: zap "ignored streaming request; ID mismatch" / capnslog
+    // "streaming request ignored (ID mismatch got %s want %s)"; etcdserver/server.go Process():
+    // "rejected Raft message to mismatch member".
+    row(K::MemberIdMismatch, Msg, &["ignored streaming request; ID mismatch",
+        "streaming request ignored (ID mismatch", "rejected Raft message to mismatch member"]),
+    // etcdserver/server.go NewServer(): "member %s has already been bootstrapped" (the error of
+    // etcdmain's fatal start-up line).
+    row(K::MemberAlreadyBootstrapped, Line, &["has already been bootstrapped"]),
+    // etcdserver/server.go publish()/publishV3(): "failed to publish local member to cluster
+    // through raft".
+    row(K::PublishFailed, Msg, &["failed to publish local member to cluster"]),
+    // raft/node.go "raft.node: %x lost leader %x at term %d" (same text in both forms; 3.5 writes
+    // raft's lines through zap, "logger":"raft").
     row(K::LeaderLost, Msg, &["lost leader"]),
+    // raft/node.go "raft.node: %x elected leader %x at term %d".
+    row(K::LeaderElected, Msg, &["raft.node: "]).and(&[" elected leader "]),
+    // raft/node.go "raft.node: %x changed leader from %x to %x at term %d".
+    row(K::LeaderChanged, Msg, &["raft.node: "]).and(&[" changed leader from "]),
+    // etcdhttp/metrics.go (3.5.1; health.go later) "serving /health false; no leader" / 3.4
+    // capnslog "/health error; no leader (status code %d)"; raft/raft.go "%x no leader at term %d;
+    // dropping proposal" (and "… dropping index reading msg"); etcdserver/errors.go ErrNoLeader /
+    // rpctypes ErrGRPCNoLeader "etcdserver: no leader".
+    row(K::NoLeader, Msg, &["; no leader", " no leader at term "]),
+    row(K::NoLeader, Error, &["etcdserver: no leader"]),
+
     // raft/raft.go hup(): "%x is starting a new election at term %d", logged once per election
     // timeout. Not "became (pre-)candidate": campaign() logs those right after it, which would
     // count each election twice or thrice; and a leadership transfer ("starts an election to get
@@ -179,6 +248,15 @@ const PATTERNS: &[Pattern] = &[
     // etcdserver/raft.go: zap "leader failed to send out heartbeat on time; took too long, …";
     // capnslog "failed to send out heartbeat on time (exceeded the %v timeout for %v, to %x)".
     row(K::HeartbeatLate, Msg, &["failed to send out heartbeat on time"]),
+    // etcdserver/v3_server.go requestCurrentIndex() (3.5; linearizableReadLoop 3.4): "timed out
+    // waiting for read index response (local node might have slow network)".
+    row(K::ReadIndexTimeout, Msg, &["timed out waiting for read index response"]),
+    // rafthttp/peer.go send(), remote.go send(): zap "dropped internal Raft message since sending
+    // buffer is full (overloaded network)" and "dropped Raft message since sending buffer is full
+    // …"; rafthttp/stream.go "… since receiving buffer is full …"; capnslog "dropped internal raft
+    // message to %s since … sending buffer is full (bad/overloaded network)".
+    row(K::BufferFull, Msg, &["aft message since sending buffer is full",
+        "aft message since receiving buffer is full", "sending buffer is full (bad/overloaded network)"]),
     // wal/wal.go sync(): zap "slow fdatasync"; capnslog "sync duration of %v, expected less than %v".
     row(K::SlowFdatasync, Msg, &["slow fdatasync", "sync duration of"]),
     // etcdserver/util.go warnOfExpensiveGenericRequest(): zap "apply request took too long";
@@ -186,8 +264,10 @@ const PATTERNS: &[Pattern] = &[
     row(K::ApplySlow, Msg, &["apply request took too long"]),
     row(K::ApplySlow, Msg, &["took too long ("]).and(&[") to execute"]),
     // etcdserver/apply.go "alarm raised" with "alarm":"NOSPACE" / capnslog "alarm NOSPACE raised by
-    // peer %s"; rpctypes ErrGRPCNoSpace "etcdserver: mvcc: database space exceeded".
-    row(K::NoSpace, Line, &["NOSPACE", "database space exceeded"]).not(&["alarm disarmed"]),
+    // peer %s"; rpctypes ErrGRPCNoSpace "etcdserver: mvcc: database space exceeded"; etcdserver/
+    // errors.go ErrNoSpace "etcdserver: no space" (both exist in 3.4 and 3.5).
+    row(K::NoSpace, Line, &["NOSPACE", "database space exceeded", "etcdserver: no space"])
+        .not(&["alarm disarmed"]),
     // rafthttp/probing_status.go: zap "prober found high clock drift"; capnslog "the clock
     // difference against peer %s is too high [%v > %v]".
     row(K::ClockDrift, Msg, &["prober found high clock drift", "the clock difference against peer"]),
@@ -294,6 +374,10 @@ pub struct LogSummary {
     pub last_ts: Option<String>,
     pub local_member_id: Option<String>,
     pub etcd_version: Option<String>,
+    /// From the raft lines: whether the member knows a leader at its last leader line, since
+    /// when, and its last leader change; null when the log has no such line.
+    #[serde(default)]
+    pub leader: Option<LeaderView>,
 }
 
 impl LogSummary {
@@ -354,6 +438,7 @@ struct Acc {
     local: Option<String>,
     version: Option<String>,
     found: BTreeMap<LogKind, Finding>,
+    leader: leader::LeaderAcc,
 }
 
 impl Acc {
@@ -372,7 +457,9 @@ impl Acc {
         if self.version.is_none() {
             self.version.clone_from(&line.etcd_version);
         }
-        for kind in line.kinds() {
+        let kinds = line.kinds();
+        self.leader.add(&line, &kinds);
+        for kind in kinds {
             let f = self.found.entry(kind).or_insert_with(|| Finding {
                 kind,
                 count: 0,
@@ -419,6 +506,7 @@ impl Acc {
             last_ts: self.last,
             local_member_id: local,
             etcd_version: self.version,
+            leader: self.leader.finish(),
         }
     }
 }
@@ -442,8 +530,11 @@ fn shorten(s: &str, max: usize) -> String {
     format!("{}…", super::head(s, max))
 }
 
+mod leader;
 mod line;
 mod time;
+
+pub use leader::{clock, member_name, LeaderState, LeaderView};
 
 pub use line::parse_line;
 use line::peel;

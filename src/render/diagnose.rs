@@ -56,10 +56,25 @@ fn diagnose_table(r: &DiagnoseReport, wide: bool, paint: Paint) -> String {
     let mut header = vec![
         "NODE", "IP", "ETCD", "RESTARTS", "KUBELET", "OWN 2379", "/HEALTH",
     ];
+    // From the etcd logs' raft lines; only when some log has one.
+    let leaders = r.logs.iter().any(|l| l.summary.leader.is_some());
+    if leaders {
+        header.push("LEADER");
+    }
     if wide {
         header.extend(["CERT EXPIRY", "PROBE TIME", "CLOCK"]);
     }
-    let rows: Vec<Vec<String>> = r.nodes.iter().map(|n| node_row(r, n, wide)).collect();
+    let rows: Vec<Vec<String>> = r
+        .nodes
+        .iter()
+        .map(|n| {
+            let mut row = node_row(r, n, wide);
+            if leaders {
+                row.insert(7, leader_cell(r, &n.name));
+            }
+            row
+        })
+        .collect();
     out.table(&header, &rows);
     // The verdict's evidence lists them when it is about them; else say it here.
     let listed = r.verdict.code == crate::analyse::verdict::VerdictCode::NodesUnreachable;
@@ -214,6 +229,36 @@ fn node_row(r: &DiagnoseReport, n: &DiagnosedNode, wide: bool) -> Vec<String> {
     row
 }
 
+/// `cp2 since 08:41:11` (the leader this node's log last named), `none since 08:40:25`, or `-`.
+fn leader_cell(r: &DiagnoseReport, node: &str) -> String {
+    use crate::probe::etcdlog::{clock, member_name, LeaderState};
+    let Some(v) = r
+        .logs
+        .iter()
+        .find(|l| l.node == node)
+        .and_then(|l| l.summary.leader.as_ref())
+    else {
+        return "-".into();
+    };
+    let since = v
+        .since
+        .as_deref()
+        .map(|t| format!(" since {}", clock(t)))
+        .unwrap_or_default();
+    match v.state {
+        LeaderState::NoLeader => format!("none{since}"),
+        LeaderState::Known => {
+            let members = r.logs.iter().map(|l| (l.node.as_str(), &l.summary));
+            let who = v
+                .leader_id
+                .as_deref()
+                .map(|id| member_name(members, id))
+                .unwrap_or_else(|| "?".into());
+            format!("{who}{since}")
+        }
+    }
+}
+
 fn cell_text(state: CellState, ms: Option<u64>) -> String {
     match (state, ms) {
         (CellState::Ok, Some(ms)) => format!("ok {ms}ms"),
@@ -240,4 +285,67 @@ fn matrix_table(out: &mut Lines, m: &Matrix) {
         })
         .collect();
     out.table(&header, &rows);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::probe::etcdlog::{LeaderState, LeaderView};
+
+    /// The LEADER column: the leader a node's log last named (by node name when some log says
+    /// it is that member), or none and since when; absent when no log has a leader line.
+    #[test]
+    fn leader_column() {
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/fixtures/reports/peers-dropped.json"
+        );
+        let mut r: DiagnoseReport =
+            serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+        let plain = diagnose_table(&r, false, Paint { on: false });
+        assert!(!plain.contains("LEADER"), "{plain}");
+        let view = |state, id: Option<&str>, since: &str| LeaderView {
+            state,
+            leader_id: id.map(str::to_string),
+            since: Some(since.to_string()),
+            term: Some(2),
+            last_change: Some(since.to_string()),
+            changes: 1,
+        };
+        let leader_id = r.logs[1].summary.local_member_id.clone().unwrap();
+        let leader_node = r.logs[1].node.clone();
+        r.logs[0].summary.leader = Some(view(
+            LeaderState::Known,
+            Some(&leader_id),
+            "2026-12-02T15:15:30.100000Z",
+        ));
+        r.logs[2].summary.leader = Some(view(
+            LeaderState::NoLeader,
+            None,
+            "2026-12-02T15:15:34.287000Z",
+        ));
+        for wide in [false, true] {
+            let out = diagnose_table(&r, wide, Paint { on: false });
+            assert!(out.contains("LEADER"), "{out}");
+            let row = |node: &str| {
+                out.lines()
+                    .find(|l| l.starts_with(node) && l.contains("RUNNING"))
+                    .unwrap()
+                    .to_string()
+            };
+            assert!(
+                row(&r.logs[0].node).contains(&format!("{leader_node} since 15:15:30")),
+                "{out}"
+            );
+            let cells: Vec<String> = row(&r.logs[1].node)
+                .split_whitespace()
+                .map(str::to_string)
+                .collect();
+            assert_eq!(cells[8], "-", "{out}"); // "ok 0ms" is two words
+            assert!(
+                row(&r.logs[2].node).contains("none since 15:15:34"),
+                "{out}"
+            );
+        }
+    }
 }

@@ -223,3 +223,65 @@ pub(super) fn machine_condition_evidence(ctx: &Ctx, about: &[String]) -> Vec<Str
     }
     out
 }
+
+/// The leader view of every node's log, one line (none when no log has a leader line):
+/// `etcd logs: no leader since 08:13:52 on all nodes`, or who follows whom and who has none.
+pub(super) fn leader_evidence(ctx: &Ctx) -> Option<String> {
+    use etcdlog::{clock, member_name, LeaderState};
+    let views: Vec<(&str, &etcdlog::LeaderView)> = ctx
+        .logs
+        .iter()
+        .filter_map(|(n, s)| Some((n.as_str(), s.leader.as_ref()?)))
+        .collect();
+    if views.is_empty() {
+        return None;
+    }
+    let members = || ctx.logs.iter().map(|(n, s)| (n.as_str(), s));
+    let since = |v: &etcdlog::LeaderView| {
+        v.since
+            .as_deref()
+            .map(|t| format!(" since {}", clock(t)))
+            .unwrap_or_default()
+    };
+    let none: Vec<&(&str, &etcdlog::LeaderView)> = views
+        .iter()
+        .filter(|(_, v)| v.state == LeaderState::NoLeader)
+        .collect();
+    if none.len() == views.len() && views.len() == ctx.nodes.len() {
+        // Every node has been without a leader since the latest of their times.
+        let latest = none.iter().filter_map(|(_, v)| v.since.as_deref()).max();
+        return Some(format!(
+            "etcd logs: no leader{} on all nodes",
+            latest
+                .map(|t| format!(" since {} UTC", clock(t)))
+                .unwrap_or_default()
+        ));
+    }
+    let mut parts = Vec::new();
+    if !none.is_empty() {
+        parts.push(
+            none.iter()
+                .map(|(n, v)| format!("no leader on {n}{}", since(v)))
+                .collect::<Vec<_>>()
+                .join(", "),
+        );
+    }
+    // Followers grouped by the leader they name, in node order.
+    let mut by_leader: Vec<(String, Vec<String>)> = Vec::new();
+    for (n, v) in views.iter().filter(|(_, v)| v.state == LeaderState::Known) {
+        let leader = v
+            .leader_id
+            .as_deref()
+            .map(|id| member_name(members(), id))
+            .unwrap_or_else(|| "?".into());
+        let entry = format!("{n}{}", since(v));
+        match by_leader.iter_mut().find(|(l, _)| *l == leader) {
+            Some((_, ns)) => ns.push(entry),
+            None => by_leader.push((leader, vec![entry])),
+        }
+    }
+    for (leader, ns) in by_leader {
+        parts.push(format!("leader {leader} known on {}", ns.join(", ")));
+    }
+    Some(format!("etcd logs (UTC): {}", parts.join("; ")))
+}

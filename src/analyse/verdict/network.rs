@@ -108,6 +108,8 @@ pub(super) fn peer_network(ctx: &Ctx) -> Option<Verdict> {
             ],
         )
     };
+    // Whether the members know a leader, from their raft lines ("no leader since 08:13:52").
+    evidence.extend(leader_evidence(ctx));
     // The two most telling log findings per node, in the order of `kinds`.
     for n in ctx.nodes {
         evidence.extend(log_evidence(ctx, &n.name, &kinds).into_iter().take(2));

@@ -81,6 +81,7 @@ pub(super) fn crash_looping(ctx: &Ctx) -> Option<Verdict> {
                     LogKind::NoSpace,
                     LogKind::ClusterIdMismatch,
                     LogKind::MemberRemoved,
+                    LogKind::MemberAlreadyBootstrapped,
                     LogKind::CertExpired,
                 ],
             ));

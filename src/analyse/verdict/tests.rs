@@ -923,3 +923,118 @@ fn late_heartbeats_after_a_network_outage_are_not_a_slow_disk() {
     p[0] = with_log(p[0].clone(), &format!("{late}\n{late}\n{late}\n"));
     assert_eq!(run(p).verdict.code, VerdictCode::EtcdSlowDisk);
 }
+
+/// A rolling update (KCP replacing every machine) leaves "removed member" Info lines in every
+/// member's log: routine, not a mismatch. Only a removed member that still talks is one.
+#[test]
+fn a_rolling_update_is_not_a_member_mismatch() {
+    // etcd 3.5's membership/cluster.go line, one per replaced machine, on every member.
+    let removed = |i: u8, id: &str| {
+        format!(
+            r#"{{"level":"info","ts":"2026-12-02T08:2{i}:49.000Z","caller":"membership/cluster.go:472","msg":"removed member","cluster-id":"9fcc4ae5a1c5c9e4","local-member-id":"71ea0ea03f1cc0b1","removed-remote-peer-id":"{id}","removed-remote-peer-urls":["https://198.18.0.2{i}:2380"]}}"#
+        )
+    };
+    let log = [
+        removed(1, "0a57933972cb5131"),
+        removed(2, "1a57933972cb5131"),
+        removed(3, "2a57933972cb5131"),
+    ]
+    .join("\n");
+    let mut p = healthy3();
+    for probe in p.iter_mut() {
+        *probe = with_log(probe.clone(), &log);
+    }
+    let d = run(p);
+    assert_eq!(d.verdict.code, VerdictCode::Healthy, "{:#?}", d.verdict);
+    let f = d.logs[0]
+        .summary
+        .finding(LogKind::MemberRemovedInfo)
+        .unwrap();
+    assert_eq!(f.count, 3);
+    assert!(d.logs[0].summary.finding(LogKind::MemberRemoved).is_none());
+
+    // The old member still dialling after its removal is a mismatch.
+    let rejected = r#"{"level":"warn","ts":"2026-12-02T08:29:49.000Z","caller":"rafthttp/http.go:394","msg":"rejected stream from remote peer because it was removed","local-member-id":"71ea0ea03f1cc0b1","remote-peer-id-stream-handler":"71ea0ea03f1cc0b1","remote-peer-id-from":"2a57933972cb5131"}"#;
+    let mut p = healthy3();
+    p[0] = with_log(p[0].clone(), &format!("{log}\n{rejected}"));
+    let v = run(p).verdict;
+    assert_eq!(v.code, VerdictCode::EtcdMemberMismatch, "{v:#?}");
+    assert_eq!(v.nodes, ["cp1"]);
+    assert!(v.evidence[0].contains("MemberRemoved"), "{:?}", v.evidence);
+}
+
+/// An IP address reused by a new VM: the others' messages for the old member ID reach the new one.
+#[test]
+fn a_reused_ip_is_a_member_mismatch() {
+    let line = r#"{"level":"warn","ts":"2026-12-02T08:25:49.000Z","caller":"etcdserver/server.go:1001","msg":"rejected Raft message to mismatch member","local-member-id":"71ea0ea03f1cc0b1","mismatch-member-id":"3a57933972cb5131"}"#;
+    let mut p = healthy3();
+    p[1] = with_log(p[1].clone(), line);
+    let v = run(p).verdict;
+    assert_eq!(v.code, VerdictCode::EtcdMemberMismatch, "{v:#?}");
+    assert!(
+        v.evidence[0].contains("MemberIdMismatch"),
+        "{:?}",
+        v.evidence
+    );
+    // A member that only lags behind a membership change is not one by itself.
+    let line = r#"{"level":"warn","ts":"2026-12-02T08:25:49.000Z","caller":"rafthttp/http.go:413","msg":"failed to find remote peer in cluster","local-member-id":"71ea0ea03f1cc0b1","remote-peer-id-stream-handler":"71ea0ea03f1cc0b1","remote-peer-id-from":"a0efed2619cd10db","cluster-id":"9fcc4ae5a1c5c9e4"}"#;
+    let mut p = healthy3();
+    p[1] = with_log(p[1].clone(), line);
+    assert_eq!(run(p).verdict.code, VerdictCode::Healthy);
+}
+
+/// The network verdicts say whether the members know a leader, from their raft lines.
+#[test]
+fn network_verdicts_quote_the_leader_view() {
+    // etcd 3.5.1, every peer path dropped: every member lost its leader.
+    let mut p = healthy3();
+    peers_all(&mut p, TcpOutcome::Timeout);
+    let p: Vec<_> = p
+        .into_iter()
+        .enumerate()
+        .map(|(i, p)| with_log(p, &shared_log(&format!("v3.5/drop-all-peers-cp{}", i + 1))))
+        .collect();
+    let d = run(p);
+    assert_eq!(d.verdict.code, VerdictCode::EtcdPeerNetworkBlocked);
+    assert!(
+        d.verdict
+            .evidence
+            .contains(&"etcd logs: no leader since 08:40:25 UTC on all nodes".to_string()),
+        "{:#?}",
+        d.verdict.evidence
+    );
+    // etcd 3.5.1, cp3 cut off: cp1 and cp2 keep cp2 as leader, cp3 has none.
+    let mut p = healthy3();
+    for other in [0, 1] {
+        for port in [2379, 2380] {
+            set(
+                &mut p,
+                2,
+                other,
+                port,
+                TcpOutcome::Timeout,
+                TlsOutcome::NotTried,
+            );
+            set(
+                &mut p,
+                other,
+                2,
+                port,
+                TcpOutcome::Timeout,
+                TlsOutcome::NotTried,
+            );
+        }
+    }
+    let p: Vec<_> = p
+        .into_iter()
+        .enumerate()
+        .map(|(i, p)| with_log(p, &shared_log(&format!("v3.5/cp3-isolated-cp{}", i + 1))))
+        .collect();
+    let d = run(p);
+    assert_eq!(d.verdict.code, VerdictCode::EtcdPeerNetworkPartial);
+    assert!(
+        d.verdict.evidence.contains(&"etcd logs (UTC): no leader on cp3 since 08:41:15; leader cp2 known on cp1 since 08:41:11, cp2 since 08:41:11".to_string()),
+        "{:#?}",
+        d.verdict.evidence
+    );
+}

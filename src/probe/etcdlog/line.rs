@@ -99,6 +99,8 @@ pub(super) fn parse_zap(json: &str) -> Option<LogLine> {
                 | "remote-peer-id"
                 | "remote-member-id"
                 | "removed-remote-peer-id"
+                | "removed-member-id"
+                | "mismatch-member-id"
                 | "remote-peer-id-from"
                 | "to"
                 | "from"
@@ -121,6 +123,10 @@ pub(super) fn parse_zap(json: &str) -> Option<LogLine> {
     if let Some(e) = line.error.clone() {
         scan_text(&mut line, &e);
     }
+    // 3.5 writes raft's lines through zap with the IDs in the message ("raft.node: … elected
+    // leader … at term 2").
+    let m = line.msg.clone();
+    scan_text(&mut line, &m);
     Some(line)
 }
 
@@ -226,8 +232,15 @@ pub(super) fn text_line(
 /// Peer IDs and addresses named in free text (text-form messages, zap error strings).
 pub(super) fn scan_text(line: &mut LogLine, text: &str) {
     // Phrases that put a member ID next: rafthttp's "peer %s …", "failed to <action> %s on <stream>",
-    // cluster_util's "of member %s", raft.go's heartbeat "…, to %x)", membership "removed member %s".
+    // cluster_util's "of member %s", raft.go's heartbeat "…, to %x)", membership "removed member %s",
+    // raft/node.go's "lost leader %x", "elected leader %x", "changed leader from %x to %x",
+    // rafthttp's "failed to find member %s", server.go's "from removed member %s".
     const ID_AFTER: &[&str] = &[
+        "leader ",
+        "leader from ",
+        " to ",
+        "failed to find member ",
+        "from removed member ",
         "peer ",
         "of member ",
         "failed to dial ",
@@ -280,6 +293,16 @@ pub(super) fn scan_text(line: &mut LogLine, text: &str) {
     // capnslog's "rejected connection from \"198.18.0.12:41234\"": the port is ephemeral.
     if let Some(addr) = after(text, "rejected connection from \"") {
         add_address(&mut line.peer_addresses, &addr, true);
+    }
+    // listener_tls.go checkSAN(): `tls: "198.18.0.12" does not match any of DNSNames [...]`: the
+    // remote IP whose certificate names other hosts.
+    if let Some(i) = text.find(" does not match any of DNSNames") {
+        if let Some(j) = text[..i].rfind("tls: \"") {
+            let ip = text[j + 6..i].trim_end_matches('"');
+            if !ip.is_empty() && !ip.contains(['"', ' ']) {
+                add_address(&mut line.peer_addresses, ip, true);
+            }
+        }
     }
     // x509 "certificate is valid for A, B, not C": C is the name we dialled, i.e. the peer, when
     // the line names the peer nowhere else (a stream dial's error carries no URL).

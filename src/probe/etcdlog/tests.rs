@@ -31,6 +31,12 @@ fn every_row() {
         (zap(r#""msg":"prober detected unhealthy status","remote-peer-id":"3a57933972cb5131","error":"Get \"https://198.18.0.12:2380/raft/probing\": net/http: TLS handshake timeout""#), &[PeerUnhealthy, TlsHandshakeTimeout]),
         (zap(r#""msg":"peer became inactive (message send to peer failed)","peer-id":"3a57933972cb5131","error":"failed to dial 3a57933972cb5131 on stream MsgApp v2 (remote error: tls: bad certificate)""#), &[PeerInactive, TlsRemoteError]),
         (zap(r#""msg":"rejected connection on peer endpoint","remote-addr":"198.18.0.12:52314","server-name":"","error":"tls: failed to verify certificate: x509: certificate signed by unknown authority""#), &[RejectedConnection, CertUnknownAuthority]),
+        // 3.5.1 (v3.5/cp2-peer-cert-expired-cp1.log): one wording for both endpoints.
+        (r#"{"level":"warn","ts":"2026-12-03T08:42:03.795Z","caller":"embed/config_logging.go:169","msg":"rejected connection","remote-addr":"198.18.0.11:48008","server-name":"","error":"EOF"}"#.into(), &[RejectedConnection]),
+        // 3.5.15+: a client's rejection is not a peer's.
+        (zap(r#""msg":"rejected connection on client endpoint","remote-addr":"198.18.0.20:40118","server-name":"","error":"tls: failed to verify certificate: x509: certificate signed by unknown authority""#), &[ClientRejectedConnection, CertUnknownAuthority]),
+        // 3.5 listener_tls.go checkSAN(): kubeadm peer certificates carry DNS names.
+        (zap(r#""msg":"rejected connection on peer endpoint","remote-addr":"198.18.0.12:52314","server-name":"","ip-addresses":["198.18.0.21"],"dns-names":["cp2"],"error":"tls: \"198.18.0.12\" does not match any of DNSNames [\"cp2\" \"localhost\"]""#), &[RejectedConnection, CertNameMismatch]),
         (r#"2026-11-30 09:12:44.123456 I | embed: rejected connection from "198.18.0.12:52314" (error "remote error: tls: bad certificate", ServerName "")"#.into(), &[TlsRemoteError, RejectedConnection]),
         (zap(r#""msg":"prober detected unhealthy status","error":"x509: certificate has expired or is not yet valid: current time 2026-11-30T09:12:44Z is after 2026-11-01T00:00:00Z""#), &[PeerUnhealthy, CertExpired]),
         (zap(r#""msg":"prober detected unhealthy status","error":"x509: certificate has expired or is not yet valid""#), &[PeerUnhealthy, CertExpired]),
@@ -38,17 +44,50 @@ fn every_row() {
         (zap(r#""msg":"peer became inactive (message send to peer failed)","error":"failed to dial 3a57933972cb5131 on stream Message (x509: certificate is valid for 198.18.0.21, not 198.18.0.12)""#), &[PeerInactive, CertNameMismatch]),
         (zap(r#""msg":"request cluster ID mismatch","remote-peer-cluster-id":"1b3a5b1e0c2f9d11""#), &[ClusterIdMismatch]),
         (format!("{TXT}rafthttp: request sent was ignored (cluster ID mismatch: remote[3a57933972cb5131]=1b3a5b1e0c2f9d11, local=cdf818194e3a8c32)"), &[ClusterIdMismatch]),
-        (zap(r#""msg":"removed member","removed-remote-peer-id":"3a57933972cb5131","removed-remote-peer-urls":["https://198.18.0.12:2380"]"#), &[MemberRemoved]),
-        (format!("{TXT}etcdserver/membership: removed member 3a57933972cb5131 from cluster cdf818194e3a8c32"), &[MemberRemoved]),
+        // The conf change every member logs on each machine replacement: routine.
+        (zap(r#""msg":"removed member","removed-remote-peer-id":"3a57933972cb5131","removed-remote-peer-urls":["https://198.18.0.12:2380"]"#), &[MemberRemovedInfo]),
+        (format!("{TXT}etcdserver/membership: removed member 3a57933972cb5131 from cluster cdf818194e3a8c32"), &[MemberRemovedInfo]),
         (zap(r#""msg":"skipped removing already removed member","removed-remote-peer-id":"3a57933972cb5131""#), &[]),
+        (zap(r#""msg":"skipped attributes update of removed member","member-id":"3a57933972cb5131""#), &[]),
+        // What a removed member that still talks gets: rejections.
         (zap(r#""msg":"failed to dial","error":"the member has been permanently removed from the cluster""#), &[MemberRemoved]),
+        (r#"{"level":"warn","ts":"2026-12-03T08:42:13.892Z","caller":"rafthttp/http.go:394","msg":"rejected stream from remote peer because it was removed","local-member-id":"71ea0ea03f1cc0b1","remote-peer-id-stream-handler":"71ea0ea03f1cc0b1","remote-peer-id-from":"a0efed2619cd10db"}"#.into(), &[MemberRemoved]),
+        (format!("{TXT}rafthttp: rejected the stream from peer 3a57933972cb5131 since it was removed"), &[MemberRemoved]),
+        (r#"{"level":"warn","ts":"2026-12-03T08:42:13.892Z","caller":"etcdserver/server.go:993","msg":"rejected Raft message from removed member","local-member-id":"71ea0ea03f1cc0b1","removed-member-id":"a0efed2619cd10db"}"#.into(), &[MemberRemoved]),
+        (format!("{TXT}etcdserver: reject message from removed member 3a57933972cb5131"), &[MemberRemoved]),
+        (r#"{"level":"warn","ts":"2026-12-03T08:42:13.892Z","caller":"etcdserver/server.go:1462","msg":"server error","error":"the member has been permanently removed from the cluster"}"#.into(), &[MemberRemoved]),
+        // A peer we do not know dialled us / a peer that does not know us.
+        (r#"{"level":"warn","ts":"2026-12-03T08:42:13.892Z","caller":"rafthttp/http.go:413","msg":"failed to find remote peer in cluster","local-member-id":"71ea0ea03f1cc0b1","remote-peer-id-stream-handler":"71ea0ea03f1cc0b1","remote-peer-id-from":"a0efed2619cd10db","cluster-id":"9fcc4ae5a1c5c9e4"}"#.into(), &[MemberUnknown]),
+        (format!("{TXT}rafthttp: failed to find member 3a57933972cb5131 in cluster cdf818194e3a8c32"), &[MemberUnknown]),
+        (r#"{"level":"warn","ts":"2026-12-03T08:42:13.892Z","caller":"rafthttp/stream.go:682","msg":"failed to dial remote peer","from":"71ea0ea03f1cc0b1","to":"a0efed2619cd10db","address":"https://198.18.0.12:2380","error":"peer a0efed2619cd10db failed to find local node 71ea0ea03f1cc0b1"}"#.into(), &[MemberUnknown]),
+        // An IP reused by a new VM: messages for the old member ID reach the new member.
+        (r#"{"level":"warn","ts":"2026-12-03T08:42:13.892Z","caller":"rafthttp/http.go:426","msg":"ignored streaming request; ID mismatch","local-member-id":"71ea0ea03f1cc0b1","remote-peer-id-stream-handler":"71ea0ea03f1cc0b1","remote-peer-id-header":"3a57933972cb5131","remote-peer-id-from":"a0efed2619cd10db","cluster-id":"9fcc4ae5a1c5c9e4"}"#.into(), &[MemberIdMismatch]),
+        (format!("{TXT}rafthttp: streaming request ignored (ID mismatch got 3a57933972cb5131 want 8e9e05c52164694d)"), &[MemberIdMismatch]),
+        (r#"{"level":"warn","ts":"2026-12-03T08:42:13.892Z","caller":"etcdserver/server.go:1001","msg":"rejected Raft message to mismatch member","local-member-id":"71ea0ea03f1cc0b1","mismatch-member-id":"3a57933972cb5131"}"#.into(), &[MemberIdMismatch]),
+        (r#"{"level":"fatal","ts":"2026-12-03T08:42:13.892Z","caller":"etcdmain/etcd.go:204","msg":"discovery failed","error":"member 71ea0ea03f1cc0b1 has already been bootstrapped","stacktrace":"…"}"#.into(), &[MemberAlreadyBootstrapped]),
+        // v3.5/cp2-peer-cert-expired-cp2.log
+        (r#"{"level":"warn","ts":"2026-12-03T08:42:13.892Z","caller":"etcdserver/server.go:2048","msg":"failed to publish local member to cluster through raft","local-member-id":"a0efed2619cd10db","local-member-attributes":"{Name:cp2 ClientURLs:[https://198.18.0.12:2379]}","request-path":"/0/members/a0efed2619cd10db/attributes","publish-timeout":"7s","error":"etcdserver: request timed out"}"#.into(), &[PublishFailed]),
         (format!("{TXT}raft: raft.node: 8e9e05c52164694d lost leader 3a57933972cb5131 at term 5"), &[LeaderLost]),
+        // v3.5/cp2-peer-cert-expired-cp1.log: 3.5's raft lines come through zap.
+        (r#"{"level":"info","ts":"2026-12-03T08:42:08.186Z","logger":"raft","caller":"etcdserver/zap_raft.go:77","msg":"raft.node: 71ea0ea03f1cc0b1 lost leader a0efed2619cd10db at term 2"}"#.into(), &[LeaderLost]),
+        (r#"{"level":"info","ts":"2026-12-03T08:42:03.765Z","logger":"raft","caller":"etcdserver/zap_raft.go:77","msg":"raft.node: 71ea0ea03f1cc0b1 elected leader a0efed2619cd10db at term 2"}"#.into(), &[LeaderElected]),
+        ("raft2026/12/02 14:20:01 INFO: raft.node: 9084a16ea99391a6 elected leader 9084a16ea99391a6 at term 3".into(), &[LeaderElected]),
+        // v3.4 capture (raft/node.go through zap); 3.5 says the same through zap_raft.go.
+        (r#"{"level":"info","ts":"2026-12-03T08:40:27.171Z","caller":"raft/node.go:329","msg":"raft.node: a0efed2619cd10db changed leader from a0efed2619cd10db to 14569749fa01776e at term 3"}"#.into(), &[LeaderChanged]),
+        (r#"{"level":"warn","ts":"2026-12-03T08:42:13.892Z","caller":"etcdhttp/metrics.go:167","msg":"serving /health false; no leader"}"#.into(), &[NoLeader]),
+        (format!("{TXT}etcdhttp: /health error; no leader (status code 503)"), &[NoLeader]),
+        (r#"{"level":"info","ts":"2026-12-03T08:42:13.892Z","logger":"raft","caller":"etcdserver/zap_raft.go:77","msg":"71ea0ea03f1cc0b1 no leader at term 3; dropping proposal"}"#.into(), &[NoLeader]),
+        (r#"{"level":"warn","ts":"2026-12-03T08:42:13.892Z","caller":"etcdserver/util.go:166","msg":"apply request took too long","took":"7s","expected-duration":"100ms","prefix":"read-only range ","request":"key:\"/registry/health\" ","response":"","error":"etcdserver: no leader"}"#.into(), &[NoLeader, ApplySlow]),
         (format!("{TXT}raft: 8e9e05c52164694d is starting a new election at term 5"), &[ElectionStarted]),
         ("raft2026/12/02 14:20:01 INFO: 9084a16ea99391a6 is starting a new election at term 3".into(), &[ElectionStarted]),
         (format!("{TXT}raft: 8e9e05c52164694d became candidate at term 6"), &[]),
         (zap(r#""msg":"8e9e05c52164694d stepped down to follower since quorum is not active""#), &[LeaderSteppedDown]),
         (zap(r#""msg":"leader failed to send out heartbeat on time; took too long, leader is overloaded likely from slow disk","to":"3a57933972cb5131""#), &[HeartbeatLate]),
         (format!("{TXT}etcdserver: failed to send out heartbeat on time (exceeded the 100ms timeout for 1.2s, to 3a57933972cb5131)"), &[HeartbeatLate]),
+        (r#"{"level":"warn","ts":"2026-12-03T08:42:13.892Z","caller":"etcdserver/v3_server.go:932","msg":"timed out waiting for read index response (local node might have slow network)","timeout":"7s"}"#.into(), &[ReadIndexTimeout]),
+        (r#"{"level":"warn","ts":"2026-12-03T08:42:13.892Z","caller":"rafthttp/peer.go:267","msg":"dropped internal Raft message since sending buffer is full (overloaded network)","message-type":"MsgHeartbeat","local-member-id":"71ea0ea03f1cc0b1","from":"71ea0ea03f1cc0b1","remote-peer-id":"a0efed2619cd10db","remote-peer-name":"pipeline","remote-peer-active":false}"#.into(), &[BufferFull]),
+        (r#"{"level":"warn","ts":"2026-12-03T08:42:13.892Z","caller":"rafthttp/stream.go:530","msg":"dropped internal Raft message since receiving buffer is full (overloaded network)","message-type":"MsgApp","local-member-id":"71ea0ea03f1cc0b1","from":"a0efed2619cd10db","remote-peer-id":"a0efed2619cd10db","remote-peer-active":true}"#.into(), &[BufferFull]),
+        (format!("{TXT}rafthttp: dropped internal raft message to 3a57933972cb5131 since pipeline's sending buffer is full (bad/overloaded network)"), &[BufferFull]),
         (zap(r#""msg":"slow fdatasync","took":"1.5s","expected-duration":"1s""#), &[SlowFdatasync]),
         (format!("{TXT}wal: sync duration of 1.5s, expected less than 1s"), &[SlowFdatasync]),
         (zap(r#""msg":"apply request took too long","took":"1.2s","prefix":"read-only range ""#), &[ApplySlow]),
@@ -57,6 +96,7 @@ fn every_row() {
         (format!("{TXT}etcdserver: alarm NOSPACE raised by peer 3a57933972cb5131"), &[NoSpace]),
         (zap(r#""msg":"alarm disarmed","alarm":"NOSPACE""#), &[]),
         (zap(r#""msg":"failed to apply request","error":"etcdserver: mvcc: database space exceeded""#), &[NoSpace]),
+        (zap(r#""msg":"failed to apply request","error":"etcdserver: no space""#), &[NoSpace]),
         (zap(r#""msg":"prober found high clock drift","remote-peer-id":"3a57933972cb5131","clock-drift":"1.5s""#), &[ClockDrift]),
         (format!("{TXT}rafthttp: the clock difference against peer 3a57933972cb5131 is too high [1.5s > 1s]"), &[ClockDrift]),
     ];
@@ -260,4 +300,128 @@ fn total_on_noise() {
         "{ZAP}\"msg\":\"{}\"}}",
         "peer 3a57933972cb5131 http://".repeat(8_000)
     ));
+}
+
+/// The peer named by the 3.5 rows added for issue 10, from the fields and from the message text.
+#[test]
+fn peers_named_in_3_5_rows() {
+    let ids = |l: &str| parse_line(l).unwrap().peer_ids;
+    let one = |s: &str| BTreeSet::from([s.to_string()]);
+    // raft's lines through zap carry the IDs in the message only.
+    let l = r#"{"level":"info","ts":"2026-12-03T08:42:03.765Z","logger":"raft","caller":"etcdserver/zap_raft.go:77","msg":"raft.node: 71ea0ea03f1cc0b1 elected leader a0efed2619cd10db at term 2"}"#;
+    assert!(ids(l).contains("a0efed2619cd10db"));
+    let l = r#"{"level":"info","ts":"2026-12-03T08:40:27.171Z","caller":"raft/node.go:329","msg":"raft.node: a0efed2619cd10db changed leader from a0efed2619cd10db to 14569749fa01776e at term 3"}"#;
+    assert!(ids(l).contains("14569749fa01776e"));
+    let l = r#"{"level":"warn","ts":"2026-12-03T08:42:13.892Z","caller":"etcdserver/server.go:993","msg":"rejected Raft message from removed member","local-member-id":"71ea0ea03f1cc0b1","removed-member-id":"a0efed2619cd10db"}"#;
+    assert_eq!(ids(l), one("a0efed2619cd10db"));
+    let l = r#"{"level":"warn","ts":"2026-12-03T08:42:13.892Z","caller":"etcdserver/server.go:1001","msg":"rejected Raft message to mismatch member","local-member-id":"71ea0ea03f1cc0b1","mismatch-member-id":"3a57933972cb5131"}"#;
+    assert_eq!(ids(l), one("3a57933972cb5131"));
+    let l = format!("{TXT}etcdserver: reject message from removed member 3a57933972cb5131");
+    assert_eq!(ids(&l), one("3a57933972cb5131"));
+    let l = format!(
+        "{TXT}rafthttp: failed to find member 3a57933972cb5131 in cluster cdf818194e3a8c32"
+    );
+    assert_eq!(ids(&l), one("3a57933972cb5131"));
+    let l = r#"{"level":"warn","ts":"2026-12-03T08:42:13.892Z","caller":"rafthttp/stream.go:682","msg":"failed to dial remote peer","address":"https://198.18.0.12:2380","error":"peer a0efed2619cd10db failed to find local node 71ea0ea03f1cc0b1"}"#;
+    assert!(ids(l).contains("a0efed2619cd10db"));
+    // The SAN check names the peer's IP in its error; the port of remote-addr is ephemeral.
+    let l = parse_line(&zap(r#""msg":"rejected connection on peer endpoint","server-name":"","error":"tls: \"198.18.0.12\" does not match any of DNSNames [\"cp2\" \"localhost\"]""#)).unwrap();
+    assert_eq!(l.peer_addresses, one("198.18.0.12"));
+    // A lost leader that was this member is not a peer.
+    let s = classify(
+        r#"{"level":"info","ts":"2026-12-03T08:42:00.000Z","caller":"etcdserver/server.go:1","msg":"starting","local-member-id":"71ea0ea03f1cc0b1"}
+{"level":"info","ts":"2026-12-03T08:42:08.186Z","logger":"raft","caller":"etcdserver/zap_raft.go:77","msg":"raft.node: 71ea0ea03f1cc0b1 lost leader 71ea0ea03f1cc0b1 at term 2"}"#,
+    );
+    assert!(s.finding(LogKind::LeaderLost).unwrap().peer_ids.is_empty());
+}
+
+/// The leader view follows the raft lines by time: known after "elected/changed leader", none
+/// after "lost leader", a no-leader line or an election; `since` is the start of the current run.
+#[test]
+fn leader_view() {
+    let raft = |ts: &str, msg: &str| {
+        format!(
+            r#"{{"level":"info","ts":"2026-12-03T{ts}Z","logger":"raft","caller":"etcdserver/zap_raft.go:77","msg":"{msg}"}}"#
+        )
+    };
+    let log = [
+        raft("08:41:35.100", "71ea0ea03f1cc0b1 is starting a new election at term 1"),
+        raft("08:41:35.111", "raft.node: 71ea0ea03f1cc0b1 elected leader 14569749fa01776e at term 2"),
+        raft("08:42:08.186", "raft.node: 71ea0ea03f1cc0b1 lost leader 14569749fa01776e at term 2"),
+        raft("08:42:09.000", "71ea0ea03f1cc0b1 is starting a new election at term 2"),
+        r#"{"level":"warn","ts":"2026-12-03T08:42:10.000Z","caller":"etcdhttp/metrics.go:167","msg":"serving /health false; no leader"}"#.to_string(),
+    ]
+    .join("\n");
+    let v = classify(&log).leader.unwrap();
+    assert_eq!(v.state, LeaderState::NoLeader);
+    assert_eq!(v.leader_id, None);
+    assert_eq!(v.since.as_deref(), Some("2026-12-03T08:42:08.186000Z"));
+    assert_eq!(
+        v.last_change.as_deref(),
+        Some("2026-12-03T08:42:08.186000Z")
+    );
+    assert_eq!((v.term, v.changes), (Some(2), 1));
+    // Recovery: a new leader, then a change of leader (flapping shows in `changes`).
+    let log = format!(
+        "{log}\n{}\n{}",
+        raft("08:42:12.000", "raft.node: 71ea0ea03f1cc0b1 elected leader 71ea0ea03f1cc0b1 at term 3"),
+        raft("08:42:20.000", "raft.node: 71ea0ea03f1cc0b1 changed leader from 71ea0ea03f1cc0b1 to a0efed2619cd10db at term 4"),
+    );
+    let v = classify(&log).leader.unwrap();
+    assert_eq!(v.state, LeaderState::Known);
+    assert_eq!(v.leader_id.as_deref(), Some("a0efed2619cd10db"));
+    assert_eq!(v.since.as_deref(), Some("2026-12-03T08:42:20.000000Z"));
+    assert_eq!((v.term, v.changes), (Some(4), 3));
+    // An older line (out of order) is history: it does not change the state.
+    let log = format!(
+        "{log}\n{}",
+        raft(
+            "08:41:00.000",
+            "raft.node: 71ea0ea03f1cc0b1 lost leader 14569749fa01776e at term 1"
+        )
+    );
+    assert_eq!(classify(&log).leader.unwrap().state, LeaderState::Known);
+    // No leader line at all: no view.
+    assert_eq!(
+        classify(r#"{"level":"info","msg":"peer became active"}"#).leader,
+        None
+    );
+    // 3.4's text form: raft's Go-log lines.
+    let v = classify("raft2026/12/02 14:20:01 INFO: raft.node: 9084a16ea99391a6 elected leader 3a57933972cb5131 at term 3").leader.unwrap();
+    assert_eq!(v.leader_id.as_deref(), Some("3a57933972cb5131"));
+}
+
+/// On the lab's etcd 3.5.1 captures: the isolated member has no leader, the majority keeps one.
+#[test]
+fn leader_view_on_the_3_5_captures() {
+    let read = |f: &str| {
+        let path = format!(
+            "{}/tests/fixtures/etcd-logs/v3.5/{f}.log",
+            env!("CARGO_MANIFEST_DIR")
+        );
+        classify(&std::fs::read_to_string(path).unwrap())
+            .leader
+            .unwrap()
+    };
+    let cp3 = read("cp3-isolated-cp3");
+    assert_eq!(cp3.state, LeaderState::NoLeader);
+    assert_eq!(cp3.since, cp3.last_change, "no leader since it lost it");
+    for cp in ["cp1", "cp2"] {
+        let v = read(&format!("cp3-isolated-{cp}"));
+        assert_eq!(v.state, LeaderState::Known, "{cp}");
+        assert_eq!(v.leader_id.as_deref(), Some("a0efed2619cd10db"), "{cp}");
+    }
+    for cp in ["cp1", "cp2", "cp3"] {
+        assert_eq!(
+            read(&format!("drop-all-peers-{cp}")).state,
+            LeaderState::NoLeader,
+            "{cp}"
+        );
+    }
+    // Restarted with an expired certificate: campaigns, never hears of a leader.
+    let v = read("cp2-peer-cert-expired-cp2");
+    assert_eq!(
+        (v.state, v.changes, v.last_change.as_deref()),
+        (LeaderState::NoLeader, 0, None)
+    );
 }
