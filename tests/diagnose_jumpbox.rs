@@ -39,16 +39,9 @@ fn world(test: &str, key: Option<Vec<u8>>) -> World {
 impl World {
     /// The admin side (the lab's switch namespace) reaches the fake Supervisor on the same URL.
     fn forward_supervisor(&self) {
-        let port: u16 = self
-            .env
-            .supervisor
-            .url()
-            .rsplit(':')
-            .next()
-            .unwrap()
-            .parse()
+        self.lab
+            .forward_host_port(self.env.supervisor_port())
             .unwrap();
-        self.lab.forward_host_port(port).unwrap();
     }
 
     fn diagnose(&self, extra: &[&str]) -> Run {

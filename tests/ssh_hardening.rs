@@ -167,16 +167,9 @@ impl World {
     /// namespace, which reaches the VMs and, relayed, the fake Supervisor), with the test's home
     /// bound over /root.
     fn diagnose_via_ssh(&self) -> Run {
-        let port: u16 = self
-            .env
-            .supervisor
-            .url()
-            .rsplit(':')
-            .next()
-            .unwrap()
-            .parse()
+        self.lab
+            .forward_host_port(self.env.supervisor_port())
             .unwrap();
-        self.lab.forward_host_port(port).unwrap();
         let home = self.home.path().to_str().unwrap();
         let argv = [
             "unshare",

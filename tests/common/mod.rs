@@ -85,6 +85,12 @@ impl Env {
         }
     }
 
+    /// The fake Supervisor's loopback port (to relay it into the lab's switch namespace).
+    pub fn supervisor_port(&self) -> u16 {
+        let url = self.supervisor.url();
+        url.rsplit(':').next().unwrap().parse().unwrap()
+    }
+
     /// Runs the plugin binary directly with `--kubeconfig` added.
     pub fn plugin(&self, args: &[&str]) -> Run {
         let mut cmd = Command::new(PLUGIN);
