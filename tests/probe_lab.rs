@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use etcdnet::analyse::matrix::CellState;
 use etcdnet::analyse::verdict::{diagnose, Diagnosis, VerdictCode};
-use etcdnet::probe::etcdlog::{classify, LogFormat};
+use etcdnet::probe::etcdlog::{classify, LogFormat, LogKind};
 use etcdnet::probe::script::{self, ProbeArgs};
 use etcdnet::probe::{parse::parse, NodeReport};
 use etcdnet::supervisor::*;
@@ -400,6 +400,81 @@ fn five_nodes_one_isolated(etcd: EtcdVersion) {
     assert_eq!(cell(&d, 2380, "cp1", "cp4"), CellState::Ok);
 }
 
+/// A rolling update is not a fault: cp3's member replaced as KubeadmControlPlane does (member
+/// removed, the machine's etcd gone with its data, a member added at the same peer URL, etcd
+/// started on an empty data dir as a new pod's container). The members that stayed log the
+/// removal ("removed member"), which is routine: the verdict is Healthy.
+///
+/// Awaiting the analysis: on 3.4 and 3.5 the verdict is `EtcdMemberMismatch` (nodes cp1, cp2),
+/// from the "rejected stream from remote peer because it was removed" lines the members that
+/// stayed log (`MemberRemoved`) in the instant between the removal and the old member's stop —
+/// about the removed member's id, which their "removed member" line (`MemberRemovedInfo`) names.
+fn member_replaced(etcd: EtcdVersion) {
+    let lab = start(etcd, 3);
+    let old_container = lab.container_id("cp3").unwrap();
+    let (removed, added) = lab.replace_member("cp3").unwrap();
+    assert_ne!(removed, added);
+    lab.wait_healthy(Duration::from_secs(60)).unwrap();
+    // A new container of a new pod: new id, attempt 0, and crictl says so.
+    assert_eq!(lab.attempt("cp3").unwrap(), 0);
+    let id = lab.container_id("cp3").unwrap();
+    assert_ne!(id, old_container);
+    let out = lab
+        .exec(
+            "cp3",
+            &["crictl", "ps", "-a", "-q", "--no-trunc"],
+            None,
+            Duration::from_secs(10),
+        )
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), id, "{out:?}");
+    let cmdline = std::fs::read(format!("/proc/{}/cmdline", lab.etcd_pid("cp3").unwrap())).unwrap();
+    assert!(
+        String::from_utf8_lossy(&cmdline).contains("--initial-cluster-state=existing"),
+        "kubeadm join's flags"
+    );
+    let members = lab.member_list().unwrap();
+    assert_eq!(members.len(), 3, "{members:?}");
+    assert!(members
+        .iter()
+        .any(|(id, name, _)| *id == added && name == "cp3"));
+
+    let d = diagnose_until(&lab, VerdictCode::Healthy, &[]);
+    assert_verdict(&d, VerdictCode::Healthy);
+    for m in &d.matrices {
+        assert!(m.cells.iter().all(|c| c.state == CellState::Ok), "{m:#?}");
+    }
+    // The case is the one the issue means: the members that stayed did log the removal.
+    let removal_logged = probe_all(&lab).iter().any(|r| {
+        let logs = r.probe().expect("probed").etcd.logs.as_ref();
+        logs.is_some_and(|l| {
+            classify(&l.text)
+                .finding(LogKind::MemberRemovedInfo)
+                .is_some()
+        })
+    });
+    assert!(removal_logged, "no member logged \"removed member\"");
+}
+
+/// A removed member restarted on its OLD data dir (a VM restored from a snapshot taken before
+/// the removal): it learns it was removed and stops ("the member has been permanently removed
+/// from the cluster"). The verdict names it and quotes that line.
+///
+/// Awaiting the analysis: on 3.4 and 3.5 the verdict is `EtcdNotRunning` (node cp3) with crictl's
+/// exited container and the refused own 2379 as evidence, no log line, although cp3's log summary
+/// has the `MemberRemoved` finding ("server error", "the member has been permanently removed from
+/// the cluster").
+fn removed_member_restarted_on_old_data(etcd: EtcdVersion) {
+    let lab = start(etcd, 3);
+    lab.remove_member("cp3").unwrap();
+    lab.restart_etcd("cp3").unwrap();
+    let words = ["permanently removed from the cluster"];
+    let d = diagnose_until(&lab, VerdictCode::EtcdMemberMismatch, &words);
+    assert_verdict(&d, VerdictCode::EtcdMemberMismatch);
+    assert_eq!(d.verdict.nodes, ["cp3"], "{:#?}", d.verdict);
+    assert_quotes_log(&d, &words);
+}
+
 /// The faults whose logs `capture_etcd_logs` keeps: (file name prefix, fault, seconds from the
 /// fault to the copy). The first four are the shared 3.4 captures' scenarios, 20 s as theirs;
 /// the TLS ones log every rejected dial (~70 lines a second), so 10 s keeps them small.
@@ -463,26 +538,38 @@ fn capture_etcd_logs() {
 
 /// One `#[test]` per case and etcd line, named `etcd_3_4::<case>` / `etcd_3_5::<case>`, so the
 /// summary says which line a failure is on. Both sets are in this one test binary: they run with
-/// the same parallelism (cargo's test threads), interleaved.
+/// the same parallelism (cargo's test threads), interleaved. The cases after `awaiting_verdict:`
+/// assert what the issue expects where the analysis does not give it yet: they are ignored (run
+/// them with `--ignored`) until it does.
 macro_rules! on_both_etcd_lines {
-    ($($case:ident),* $(,)?) => {
-        on_both_etcd_lines!(@line etcd_3_4, V3_4, $($case),*);
-        on_both_etcd_lines!(@line etcd_3_5, V3_5, $($case),*);
+    ($($case:ident),* $(,)?; awaiting_verdict: $($waiting:ident),* $(,)?) => {
+        on_both_etcd_lines!(@line etcd_3_4, V3_4, [$($case),*], [$($waiting),*]);
+        on_both_etcd_lines!(@line etcd_3_5, V3_5, [$($case),*], [$($waiting),*]);
     };
-    (@line $module:ident, $version:ident, $($case:ident),*) => {
+    (@line $module:ident, $version:ident, [$($case:ident),*], [$($waiting:ident),*]) => {
         mod $module {
             $(
                 #[test]
                 #[cfg_attr(not(etcdnet_lab), ignore = "needs root and the lab (see build.rs)")]
                 fn $case() {
-                    etcdnet_lab::require(concat!(stringify!($module), "::", stringify!($case)));
-                    let etcd = etcdnet_lab::EtcdVersion::$version;
-                    // Names a missing etcd 3.5 as `require` names a missing package.
-                    etcdnet_lab::require_etcd(stringify!($case), etcd);
-                    super::$case(etcd);
+                    on_both_etcd_lines!(@body $module, $version, $case);
+                }
+            )*
+            $(
+                #[test]
+                #[ignore = "issue 10 part 4: the analysis does not give the verdict this case asserts yet"]
+                fn $waiting() {
+                    on_both_etcd_lines!(@body $module, $version, $waiting);
                 }
             )*
         }
+    };
+    (@body $module:ident, $version:ident, $case:ident) => {
+        etcdnet_lab::require(concat!(stringify!($module), "::", stringify!($case)));
+        let etcd = etcdnet_lab::EtcdVersion::$version;
+        // Names a missing etcd 3.5 as `require` names a missing package.
+        etcdnet_lab::require_etcd(stringify!($case), etcd);
+        super::$case(etcd);
     };
 }
 
@@ -497,5 +584,8 @@ on_both_etcd_lines!(
     large_packets_dropped,
     expired_peer_certificate,
     etcd_stopped_on_one_node,
-    five_nodes_one_isolated,
+    five_nodes_one_isolated;
+    awaiting_verdict:
+    member_replaced,
+    removed_member_restarted_on_old_data,
 );

@@ -87,6 +87,15 @@ impl EtcdVersion {
         }
     }
 
+    /// The etcdctl of this line on the host: Debian's etcd-client (`/usr/bin/etcdctl`, 3.4.23)
+    /// for 3.4, the one beside the etcd binary (its release's) for 3.5.
+    pub fn etcdctl(self) -> PathBuf {
+        match self {
+            EtcdVersion::V3_4 => PathBuf::from("/usr/bin/etcdctl"),
+            EtcdVersion::V3_5 => self.binary().with_file_name("etcdctl"),
+        }
+    }
+
     /// The release this binary reports (`etcd --version`), e.g. "3.5.1", checked to be of this
     /// line; else why it cannot serve (missing, not executable, another line). Asked once per
     /// process: labs start often, the binary does not change under a test run.

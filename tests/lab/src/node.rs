@@ -74,13 +74,29 @@ impl Node {
     pub(crate) fn state_dir(&self) -> PathBuf {
         self.root.join("run/crictl")
     }
-    /// The container ID crictl shows for attempt `attempt` (stable per node and attempt).
+    /// The container ID crictl shows for attempt `attempt` (stable per node and attempt) of the
+    /// node's first etcd pod.
     pub fn container_id(&self, attempt: u32) -> String {
-        sha256_hex(&format!("etcdnet-lab/{}/etcd/{attempt}", self.name))
+        self.container_id_in(0, attempt)
     }
-    /// The pod sandbox ID crictl shows.
+    /// The container ID of attempt `attempt` of the node's etcd pod number `generation` (0 at
+    /// start, + 1 with every `Lab::replace_member`: a new pod, a new container from attempt 0).
+    pub fn container_id_in(&self, generation: u32, attempt: u32) -> String {
+        match generation {
+            0 => sha256_hex(&format!("etcdnet-lab/{}/etcd/{attempt}", self.name)),
+            g => sha256_hex(&format!("etcdnet-lab/{}/etcd/g{g}/{attempt}", self.name)),
+        }
+    }
+    /// The pod sandbox ID crictl shows (the node's first etcd pod).
     pub fn pod_sandbox_id(&self) -> String {
-        sha256_hex(&format!("etcdnet-lab/{}/pod", self.name))
+        self.pod_sandbox_id_in(0)
+    }
+    /// The pod sandbox ID of the node's etcd pod number `generation`.
+    pub fn pod_sandbox_id_in(&self, generation: u32) -> String {
+        match generation {
+            0 => sha256_hex(&format!("etcdnet-lab/{}/pod", self.name)),
+            g => sha256_hex(&format!("etcdnet-lab/{}/pod/g{g}", self.name)),
+        }
     }
 }
 
@@ -97,8 +113,10 @@ pub(crate) fn sha256_hex(s: &str) -> String {
 /// found on the node's PATH: `/usr/local/bin/etcd` (where the etcd image has it) for 3.5, Debian's
 /// `/usr/bin/etcd` for 3.4, so `/proc/<pid>/cmdline` is the manifest's command. The members
 /// bootstrap together (`--initial-cluster` lists all of them, state "new"), where a real kubeadm
-/// cluster grew one join at a time (`--initial-cluster-state=existing` on the joiners).
-pub(crate) fn etcd_argv(node: &Node, nodes: &[Node]) -> Vec<String> {
+/// cluster grew one join at a time (`--initial-cluster-state=existing` on the joiners). A member
+/// that joins a running cluster (`Lab::replace_member`, after `etcdctl member add`) is `existing`:
+/// kubeadm's join manifest, `--initial-cluster-state=existing` and the cluster it joins.
+pub(crate) fn etcd_argv(node: &Node, nodes: &[Node], existing: bool) -> Vec<String> {
     let ip = node.ip;
     let cluster: Vec<String> = nodes
         .iter()
@@ -113,6 +131,7 @@ pub(crate) fn etcd_argv(node: &Node, nodes: &[Node]) -> Vec<String> {
         "--experimental-watch-progress-notify-interval=5s".into(),
         format!("--initial-advertise-peer-urls=https://{ip}:2380"),
         format!("--initial-cluster={}", cluster.join(",")),
+        "--initial-cluster-state=existing".into(),
         "--key-file=/etc/kubernetes/pki/etcd/server.key".into(),
         format!("--listen-client-urls=https://127.0.0.1:2379,https://{ip}:2379"),
         "--listen-metrics-urls=http://127.0.0.1:2381".into(),
@@ -125,6 +144,9 @@ pub(crate) fn etcd_argv(node: &Node, nodes: &[Node]) -> Vec<String> {
         "--snapshot-count=10000".into(),
         "--trusted-ca-file=/etc/kubernetes/pki/etcd/ca.crt".into(),
     ];
+    if !existing {
+        flags.retain(|f| f != "--initial-cluster-state=existing");
+    }
     // etcd 3.4 logs capnslog text unless told otherwise. 3.5 logs zap JSON to stderr by default
     // and kubeadm's 3.5 manifest has no --logger flag (3.5 rejects --logger=capnslog).
     if node.etcd == EtcdVersion::V3_4 && node.logger == Logger::Zap {
@@ -222,10 +244,6 @@ pub(crate) fn lay_out(node: &Node, nodes: &[Node], image: &str, now_ns: u128) ->
         std::os::unix::fs::symlink(node.etcd.binary(), r.join("usr/local/bin/etcd"))
             .context("linking etcd 3.5 into the node's /usr/local/bin")?;
     }
-    let argv = etcd_argv(node, nodes);
-    let manifest = manifest_yaml(node, &argv, image);
-    write(&node.manifest(), &manifest, 0o600)?;
-
     let state = node.state_dir();
     let state_str = state.to_string_lossy();
     write(
@@ -238,13 +256,30 @@ pub(crate) fn lay_out(node: &Node, nodes: &[Node], image: &str, now_ns: u128) ->
         &SYSTEMCTL_SH.replace("@STATE@", &state_str),
         0o755,
     )?;
+    write_pod(node, nodes, image, 0, false, now_ns)?;
+    set_kubelet(node, true, now_ns)
+}
+
+/// Writes the manifest of the node's etcd pod number `generation` (`existing`: a member joining
+/// a running cluster) and what crictl says about that pod.
+pub(crate) fn write_pod(
+    node: &Node,
+    nodes: &[Node],
+    image: &str,
+    generation: u32,
+    existing: bool,
+    now_ns: u128,
+) -> Result<()> {
+    let argv = etcd_argv(node, nodes, existing);
+    let manifest = manifest_yaml(node, &argv, image);
+    write(&node.manifest(), &manifest, 0o600)?;
     let hash = sha256_hex(&manifest);
     write(
-        &state.join("node.env"),
+        &node.state_dir().join("node.env"),
         &env_file(&[
             ("NODE", node.name.clone()),
             ("POD_NAME", format!("etcd-{}", node.name)),
-            ("POD_ID", node.pod_sandbox_id()),
+            ("POD_ID", node.pod_sandbox_id_in(generation)),
             // A static pod's UID is the hash of its manifest (32 hex digits).
             ("POD_UID", hash[..32].to_string()),
             ("POD_CREATED", now_ns.to_string()),
@@ -253,8 +288,7 @@ pub(crate) fn lay_out(node: &Node, nodes: &[Node], image: &str, now_ns: u128) ->
             ("CONTAINER_HASH", hash[32..40].to_string()),
         ]),
         0o644,
-    )?;
-    set_kubelet(node, true, now_ns)
+    )
 }
 
 /// What the systemctl stand-in answers for `kubelet`.
