@@ -584,8 +584,8 @@ on_both_etcd_lines!(
     large_packets_dropped,
     expired_peer_certificate,
     etcd_stopped_on_one_node,
-    five_nodes_one_isolated;
-    awaiting_verdict:
+    five_nodes_one_isolated,
     member_replaced,
-    removed_member_restarted_on_old_data,
+    removed_member_restarted_on_old_data;
+    awaiting_verdict:
 );

@@ -240,11 +240,16 @@ fn member_mismatch(ctx: &Ctx) -> Option<Verdict> {
     // membership change logs it until it catches up; it is quoted when the rule holds.
     let kinds = [
         LogKind::ClusterIdMismatch,
-        LogKind::MemberRemoved,
         LogKind::MemberIdMismatch,
         LogKind::MemberAlreadyBootstrapped,
     ];
-    let nodes = nodes_with_logs(ctx, &kinds);
+    let mut nodes = nodes_with_logs(ctx, &kinds);
+    for n in ctx.logs.keys() {
+        if !nodes.contains(n) && removed_member_fault(ctx, n) {
+            nodes.push(n.clone());
+        }
+    }
+    nodes.sort();
     if nodes.is_empty() {
         return None;
     }

@@ -86,6 +86,42 @@ pub(super) fn nodes_with_logs(ctx: &Ctx, kinds: &[LogKind]) -> Vec<String> {
         .collect()
 }
 
+/// How long after a removal the removed member's last dials are still routine: it stops within
+/// about a second in the lab (etcd 3.4 and 3.5); anything much later means it is still running.
+const REMOVAL_TAIL: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// Does this node's log say a removed member is still part of the story? Its `MemberRemoved`
+/// lines are the routine tail of a membership change when they name only members whose removal
+/// the same log recorded ("removed member", `MemberRemovedInfo`) and end within
+/// [`REMOVAL_TAIL`] of it: the removed member dials for about a second before it stops, on every
+/// KCP machine replacement. Lines that name another member, or none (the removed member's own
+/// "the member has been permanently removed from the cluster"), or come later, or whose times
+/// cannot be read, are the fault: a member that was removed is still running or came back.
+pub(super) fn removed_member_fault(ctx: &Ctx, node: &str) -> bool {
+    let Some(summary) = ctx.logs.get(node) else {
+        return false;
+    };
+    let Some(rejected) = summary.finding(LogKind::MemberRemoved) else {
+        return false;
+    };
+    let time = |t: &Option<String>| {
+        t.as_deref()
+            .and_then(|t| t.parse::<k8s_openapi::jiff::Timestamp>().ok())
+    };
+    let routine = summary
+        .finding(LogKind::MemberRemovedInfo)
+        .is_some_and(|info| {
+            let soon_after = match (time(&rejected.last), time(&info.last)) {
+                (Some(r), Some(i)) => r.duration_since(i).unsigned_abs() <= REMOVAL_TAIL,
+                _ => false,
+            };
+            !rejected.peer_ids.is_empty()
+                && rejected.peer_ids.is_subset(&info.peer_ids)
+                && soon_after
+        });
+    !routine
+}
+
 /// The node's log findings of these kinds, one line each, quoting the log:
 /// `cp1 etcd log: 37× IoTimeout (198.18.0.12:2380 = cp2), 08:25:49..08:26:07: "…"`.
 pub(super) fn log_evidence(ctx: &Ctx, node: &str, kinds: &[LogKind]) -> Vec<String> {

@@ -111,6 +111,12 @@ pub(super) fn not_running(ctx: &Ctx) -> Option<Verdict> {
     if stopped.is_empty() {
         return None;
     }
+    // A member that stopped because its own log says it was removed from the cluster (a VM
+    // restored from an old snapshot restarts on a removed member's data) is a membership
+    // problem, not a process one: say that, with the line that says so.
+    if stopped.iter().all(|n| removed_member_fault(ctx, &n.name)) {
+        return super::member_mismatch(ctx);
+    }
     let names: Vec<String> = stopped.iter().map(|n| n.name.clone()).collect();
     let mut evidence = Vec::new();
     for n in &stopped {
