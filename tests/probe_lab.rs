@@ -403,12 +403,10 @@ fn five_nodes_one_isolated(etcd: EtcdVersion) {
 /// A rolling update is not a fault: cp3's member replaced as KubeadmControlPlane does (member
 /// removed, the machine's etcd gone with its data, a member added at the same peer URL, etcd
 /// started on an empty data dir as a new pod's container). The members that stayed log the
-/// removal ("removed member"), which is routine: the verdict is Healthy.
-///
-/// Awaiting the analysis: on 3.4 and 3.5 the verdict is `EtcdMemberMismatch` (nodes cp1, cp2),
-/// from the "rejected stream from remote peer because it was removed" lines the members that
-/// stayed log (`MemberRemoved`) in the instant between the removal and the old member's stop —
-/// about the removed member's id, which their "removed member" line (`MemberRemovedInfo`) names.
+/// removal ("removed member"), which is routine: the verdict is Healthy. So are the few
+/// "rejected stream from remote peer because it was removed" lines they log in the instant
+/// between the removal and the old member's stop: they name the member whose removal the same
+/// log recorded, within seconds of it.
 fn member_replaced(etcd: EtcdVersion) {
     let lab = start(etcd, 3);
     let old_container = lab.container_id("cp3").unwrap();
@@ -458,12 +456,8 @@ fn member_replaced(etcd: EtcdVersion) {
 
 /// A removed member restarted on its OLD data dir (a VM restored from a snapshot taken before
 /// the removal): it learns it was removed and stops ("the member has been permanently removed
-/// from the cluster"). The verdict names it and quotes that line.
-///
-/// Awaiting the analysis: on 3.4 and 3.5 the verdict is `EtcdNotRunning` (node cp3) with crictl's
-/// exited container and the refused own 2379 as evidence, no log line, although cp3's log summary
-/// has the `MemberRemoved` finding ("server error", "the member has been permanently removed from
-/// the cluster").
+/// from the cluster"). The verdict is `EtcdMemberMismatch`, not `EtcdNotRunning`: it names the
+/// node and quotes that line.
 fn removed_member_restarted_on_old_data(etcd: EtcdVersion) {
     let lab = start(etcd, 3);
     lab.remove_member("cp3").unwrap();
