@@ -519,6 +519,15 @@ mod tests {
         .unwrap()
     }
 
+    /// `run` of the probe pod `NAME`, not kept, within `bound`.
+    async fn run_probe(
+        pods: &Api<Pod>,
+        tracker: &PodTracker,
+        bound: Duration,
+    ) -> Result<PodRun, PodFailure> {
+        run(pods, &probe_pod(NAME), tracker, bound, false).await
+    }
+
     fn fake() -> FakeApi {
         FakeApi::start_with(FakeConfig::empty()).unwrap()
     }
@@ -534,15 +543,9 @@ mod tests {
         let tracker = PodTracker::default();
         // Another create of the same name, still in flight: its entry must survive ours.
         let other = tracker.track(&pods, NAME);
-        let failure = run(
-            &pods,
-            &probe_pod(NAME),
-            &tracker,
-            Duration::from_secs(5),
-            false,
-        )
-        .await
-        .unwrap_err();
+        let failure = run_probe(&pods, &tracker, Duration::from_secs(5))
+            .await
+            .unwrap_err();
         match &failure {
             PodFailure::Api(m) => assert!(
                 m.contains("already exists")
@@ -576,15 +579,9 @@ mod tests {
         .unwrap();
         let pods = pods_at(&api.url(), Duration::from_secs(5));
         let tracker = PodTracker::default();
-        let failure = run(
-            &pods,
-            &probe_pod(NAME),
-            &tracker,
-            Duration::from_secs(5),
-            false,
-        )
-        .await
-        .unwrap_err();
+        let failure = run_probe(&pods, &tracker, Duration::from_secs(5))
+            .await
+            .unwrap_err();
         assert!(matches!(failure, PodFailure::Forbidden(_)), "{failure:?}");
         assert!(tracker.names().is_empty());
     }
@@ -595,15 +592,9 @@ mod tests {
         let hole = Workload::black_hole();
         let pods = pods_at(&hole.url(), Duration::from_millis(300));
         let tracker = PodTracker::default();
-        let failure = run(
-            &pods,
-            &probe_pod(NAME),
-            &tracker,
-            Duration::from_secs(5),
-            false,
-        )
-        .await
-        .unwrap_err();
+        let failure = run_probe(&pods, &tracker, Duration::from_secs(5))
+            .await
+            .unwrap_err();
         assert!(matches!(failure, PodFailure::Api(_)), "{failure:?}");
         assert_eq!(tracker.names(), [NAME], "delete_all must still try it");
         // And it does: the delete is tried (and here cannot be answered either).
@@ -615,15 +606,9 @@ mod tests {
         let refused = Workload::refused();
         let pods = pods_at(&refused.url(), Duration::from_millis(300));
         let tracker = PodTracker::default();
-        run(
-            &pods,
-            &probe_pod(NAME),
-            &tracker,
-            Duration::from_secs(5),
-            false,
-        )
-        .await
-        .unwrap_err();
+        run_probe(&pods, &tracker, Duration::from_secs(5))
+            .await
+            .unwrap_err();
         assert_eq!(tracker.names(), [NAME]);
     }
 
@@ -641,15 +626,9 @@ mod tests {
         });
         let pods = pods_at(&api.url(), Duration::from_millis(300));
         let tracker = PodTracker::default();
-        let done = run(
-            &pods,
-            &probe_pod(NAME),
-            &tracker,
-            Duration::from_secs(20),
-            false,
-        )
-        .await
-        .unwrap();
+        let done = run_probe(&pods, &tracker, Duration::from_secs(20))
+            .await
+            .unwrap();
         assert!(done.succeeded);
         assert_eq!(done.log, "probe output\n");
         assert!(tracker.names().is_empty());
@@ -663,15 +642,9 @@ mod tests {
         let pods = pods_at(&api.url(), Duration::from_millis(200));
         let tracker = PodTracker::default();
         let started = Instant::now();
-        let failure = run(
-            &pods,
-            &probe_pod(NAME),
-            &tracker,
-            Duration::from_secs(2),
-            false,
-        )
-        .await
-        .unwrap_err();
+        let failure = run_probe(&pods, &tracker, Duration::from_secs(2))
+            .await
+            .unwrap_err();
         match &failure {
             PodFailure::Timeout(m) => assert!(m.starts_with("still Pending after 2s"), "{m}"),
             other => panic!("{other:?}"),

@@ -336,6 +336,17 @@ pub fn run_id() -> String {
 mod tests {
     use super::*;
 
+    /// The driver over `targets` with `session`, `parallel` at once, nothing tracked.
+    async fn drive(session: &dyn Session, targets: &[Target], parallel: usize) -> Vec<NodeReport> {
+        let tracker = PodTracker::default();
+        let run = Run {
+            tracker: &tracker,
+            bound: Duration::from_secs(1),
+            keep: false,
+        };
+        probe_all(session, targets, &run, parallel, &Progress::hidden()).await
+    }
+
     #[test]
     fn every_route_has_its_own_name() {
         let mut names: Vec<&str> = ROUTES.iter().map(|r| r.name()).collect();
@@ -457,14 +468,8 @@ mod tests {
                 }),
             })
             .collect();
-        let tracker = PodTracker::default();
-        let run = Run {
-            tracker: &tracker,
-            bound: Duration::from_secs(1),
-            keep: false,
-        };
         let session = Counting::default();
-        let reports = probe_all(&session, &targets, &run, 7, &Progress::hidden()).await;
+        let reports = drive(&session, &targets, 7).await;
         assert_eq!(reports.len(), 50);
         assert_eq!(
             session.most.load(Ordering::SeqCst),
@@ -520,13 +525,7 @@ mod tests {
             // The right address, another host name: two machines with one IP.
             target("tkc-1-control-plane-node3", "198.18.0.11"),
         ];
-        let tracker = PodTracker::default();
-        let run = Run {
-            tracker: &tracker,
-            bound: Duration::from_secs(1),
-            keep: false,
-        };
-        let reports = probe_all(&AllCp1, &targets, &run, 2, &Progress::hidden()).await;
+        let reports = drive(&AllCp1, &targets, 2).await;
         assert!(reports[0].outcome.is_ok(), "{:?}", reports[0].outcome);
         for r in &reports[1..] {
             let e = r.outcome.as_ref().unwrap_err();
@@ -589,13 +588,7 @@ mod tests {
         let targets: Vec<Target> = (0..40)
             .map(|i| target(&format!("n{i}"), (i != 7).then_some("198.18.0.11")))
             .collect();
-        let tracker = PodTracker::default();
-        let run = Run {
-            tracker: &tracker,
-            bound: Duration::from_secs(1),
-            keep: false,
-        };
-        let reports = probe_all(&Echo, &targets, &run, 4, &Progress::hidden()).await;
+        let reports = drive(&Echo, &targets, 4).await;
         assert_eq!(reports.len(), 40);
         for (i, r) in reports.iter().enumerate() {
             assert_eq!(r.name, format!("n{i}"));
