@@ -514,7 +514,7 @@ impl Lab {
         Ok(String::from_utf8_lossy(&out.stdout).into_owned())
     }
 
-    /// [`Lab::etcdctl`] for a membership change, retried for up to 30 s, as Cluster API's
+    /// [`Lab::etcdctl`] for a membership change, retried for up to 60 s, as Cluster API's
     /// controllers retry: while etcd refuses it with "unhealthy cluster" (the strict
     /// reconfiguration check wants the members that stay connected for 5 s, `HealthInterval`,
     /// which a lab just started or a member just joined are not), and when the proposal was lost
@@ -526,13 +526,17 @@ impl Lab {
         args: &[&str],
         applied: impl Fn() -> bool,
     ) -> Result<Option<String>> {
-        const RETRY: [&str; 4] = [
+        // etcdctl 3.4 reports a proposal that found no leader in time as its own client's
+        // "context deadline exceeded" (seen in CI just after the removed member had led).
+        const RETRY: [&str; 6] = [
             "unhealthy cluster",
             "request timed out",
             "leader changed",
             "no leader",
+            "context deadline exceeded",
+            "DeadlineExceeded",
         ];
-        let deadline = Instant::now() + Duration::from_secs(30);
+        let deadline = Instant::now() + Duration::from_secs(60);
         loop {
             match self.etcdctl(node, args) {
                 Ok(out) => return Ok(Some(out)),
