@@ -129,6 +129,11 @@ impl Error {
         }
     }
 
+    /// The API server refused the request (403).
+    pub fn is_forbidden(&self) -> bool {
+        matches!(self, Error::Kube(f) if f.source.is_forbidden())
+    }
+
     /// Adds what to check when the server could not be reached; a refusal (403) needs none.
     pub fn with_unreachable_hint(self, hint: impl FnOnce() -> String) -> Error {
         match self {

@@ -37,6 +37,7 @@ fn mask(text: &str) -> String {
         let mut line = mask_number_after(line, &["elapsedMs", "durationMs", "ageSeconds"]);
         line = mask_loopback_ports(&line);
         line = mask_millis(&line);
+        line = collapse_padding(&line);
         if let Some(id) = &run_id {
             line = line.replace(id.as_str(), "RUNID");
         }
@@ -74,6 +75,26 @@ fn mask_number_after(line: &str, keys: &[&str]) -> String {
         }
     }
     line.to_string()
+}
+
+/// Runs of two or more spaces inside a line become two: a table's column width follows its
+/// widest cell, and a timing (`9ms`, `10ms`) changes the width of its column and of the header
+/// above it from run to run. Indentation stays as it is.
+fn collapse_padding(line: &str) -> String {
+    let body = line.trim_start_matches(' ');
+    let mut out = line[..line.len() - body.len()].to_string();
+    let mut spaces = 0;
+    for c in body.chars() {
+        if c == ' ' {
+            spaces += 1;
+            continue;
+        }
+        out.push_str(&" ".repeat(spaces.min(2)));
+        spaces = 0;
+        out.push(c);
+    }
+    out.push_str(&" ".repeat(spaces.min(2)));
+    out
 }
 
 /// `5ms`, `1002ms` (a timing in a table or a message) become `<n>ms`.

@@ -41,7 +41,7 @@ pub async fn run(conn: &Connection, opts: &CleanupOptions, format: Format) -> Re
         };
         let found = async {
             // The kubeconfig secret is trusted only for the Cluster's own endpoint.
-            let facts = supervisor::walk(conn, cluster).await?;
+            let (facts, _) = supervisor::walk(conn, cluster).await?;
             let client = workload::client(
                 &conn.client,
                 &conn.namespace,

@@ -89,7 +89,7 @@ pub async fn diagnose(
         "reading cluster {} in namespace {} (context {})",
         opts.cluster, conn.namespace, conn.context
     ));
-    let facts = supervisor::walk(conn, &opts.cluster).await?;
+    let (facts, _inventory) = supervisor::walk(conn, &opts.cluster).await?;
 
     // The workload API decides `auto`, and is part of every report.
     progress.stage("checking the workload cluster's API");

@@ -29,7 +29,7 @@ pub async fn run(conn: &Connection, opts: &StatusOptions, format: Format) -> Res
 
 /// The Supervisor walk plus the workload API check, analysed.
 pub async fn report(conn: &Connection, opts: &StatusOptions) -> Result<StatusReport> {
-    let facts = supervisor::walk(conn, &opts.cluster).await?;
+    let (facts, _inventory) = supervisor::walk(conn, &opts.cluster).await?;
     let api = workload::check(
         &conn.client,
         &conn.namespace,

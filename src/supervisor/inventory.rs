@@ -1,0 +1,627 @@
+//! What was read from the Supervisor, kept as the objects themselves: the Clusters, their
+//! control planes (KCPs), the control-plane Machines and VMs of one vSphere Namespace. Reading
+//! ([`Inventory::of_cluster`], [`Inventory::of_namespace`], [`Inventory::of_all_namespaces`])
+//! is apart from understanding ([`Inventory::facts`], pure), so that
+//! - many clusters share one list of each kind per namespace (or one per Supervisor with `-A`),
+//!   instead of four requests per cluster;
+//! - the evidence bundle stores the objects a verdict was made from ([`Inventory::objects_of`]),
+//!   and `analyse` rebuilds the same facts from them offline ([`Inventory::from_objects`]).
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use futures::future::try_join_all;
+use k8s_openapi::api::core::v1::Namespace;
+use kube::api::{Api, DynamicObject, ListParams, ObjectList};
+use kube::core::{ApiResource, TypeMeta};
+use kube::Client;
+use serde_json::Value;
+
+use super::discovery::SupervisorApis;
+use super::facts::*;
+use super::{extract, join};
+use crate::error::{Error, Result};
+
+pub const CLUSTER_NAME_LABEL: &str = "cluster.x-k8s.io/cluster-name";
+pub const CONTROL_PLANE_LABEL: &str = "cluster.x-k8s.io/control-plane";
+/// The VM label schemes, newest first: `capv.vmware.com/*`, and the `capw.vmware.com/*` of older
+/// Supervisors (used only for a cluster with no VM under the first).
+const VM_LABELS: [(VmLabelScheme, &str); 2] = [
+    (VmLabelScheme::Capv, "capv.vmware.com"),
+    (VmLabelScheme::Capw, "capw.vmware.com"),
+];
+
+/// The objects read in one vSphere Namespace.
+#[derive(Debug, Clone)]
+pub struct Inventory {
+    pub namespace: String,
+    pub apis: SupervisorApis,
+    pub clusters: Vec<DynamicObject>,
+    /// The control-plane objects the Clusters reference (KubeadmControlPlane), each with its
+    /// resource (list items may carry no apiVersion/kind of their own).
+    pub control_planes: Vec<(ApiResource, DynamicObject)>,
+    pub machines: Vec<DynamicObject>,
+    pub vms: Vec<DynamicObject>,
+}
+
+/// Where we are: the context's name (for messages) and the namespace to look in.
+#[derive(Debug, Clone)]
+pub struct Scope {
+    pub context: String,
+    pub namespace: String,
+}
+
+fn labels(o: &DynamicObject) -> &BTreeMap<String, String> {
+    static EMPTY: BTreeMap<String, String> = BTreeMap::new();
+    o.metadata.labels.as_ref().unwrap_or(&EMPTY)
+}
+
+fn name(o: &DynamicObject) -> &str {
+    o.metadata.name.as_deref().unwrap_or_default()
+}
+
+fn list_error(what: &str, ns: Option<&str>, e: kube::Error) -> Error {
+    match ns {
+        Some(ns) => Error::kube(format!("listing {what} in namespace {ns:?}"), e),
+        None => Error::kube(format!("listing {what} in all namespaces"), e),
+    }
+}
+
+async fn list(
+    client: &Client,
+    ar: &ApiResource,
+    ns: Option<&str>,
+    selector: Option<&str>,
+    what: &str,
+) -> Result<Vec<DynamicObject>> {
+    let api: Api<DynamicObject> = match ns {
+        Some(ns) => Api::namespaced_with(client.clone(), ns, ar),
+        None => Api::all_with(client.clone(), ar),
+    };
+    let mut params = ListParams::default();
+    if let Some(s) = selector {
+        params = params.labels(s);
+    }
+    let list: ObjectList<DynamicObject> = api
+        .list(&params)
+        .await
+        .map_err(|e| list_error(what, ns, e))?;
+    Ok(list.items)
+}
+
+impl Inventory {
+    /// One cluster, read as directly as the API allows: the Cluster and its KCP by name, its
+    /// Machines and VMs by label (the `capw` labels only when `capv` finds none). 4 requests
+    /// (5 on an old Supervisor). An unknown cluster is [`Error::ClusterNotFound`], naming the
+    /// clusters that do exist.
+    pub async fn of_cluster(
+        client: &Client,
+        apis: &SupervisorApis,
+        scope: &Scope,
+        cluster_name: &str,
+    ) -> Result<Inventory> {
+        let ns = scope.namespace.as_str();
+        let clusters: Api<DynamicObject> = Api::namespaced_with(client.clone(), ns, &apis.cluster);
+        let cluster = match clusters.get_opt(cluster_name).await {
+            Ok(Some(c)) => c,
+            Ok(None) => return Err(cluster_not_found(&clusters, scope, cluster_name).await),
+            Err(e) => {
+                return Err(Error::kube(
+                    format!("reading Cluster {cluster_name:?} in namespace {ns:?}"),
+                    e,
+                ))
+            }
+        };
+        let machines_selector =
+            format!("{CLUSTER_NAME_LABEL}={cluster_name},{CONTROL_PLANE_LABEL}");
+        let (kcp, machines, vms) = tokio::try_join!(
+            control_plane_of(client, apis, ns, &cluster),
+            list(
+                client,
+                &apis.machine,
+                Some(ns),
+                Some(&machines_selector),
+                "Machines"
+            ),
+            cluster_vms(client, apis, ns, cluster_name),
+        )?;
+        Ok(Inventory {
+            namespace: ns.to_string(),
+            apis: apis.clone(),
+            clusters: vec![cluster],
+            control_planes: kcp.into_iter().collect(),
+            machines,
+            vms,
+        })
+    }
+
+    /// Every cluster of one namespace, with one list of each kind for all of them: Clusters,
+    /// control-plane Machines, control-plane VMs (`capw` too only when a cluster has no `capv`
+    /// VM), and the control-plane objects of each kind referenced. 4 requests (plus one per
+    /// further control-plane kind, one for old labels), whatever the number of clusters.
+    pub async fn of_namespace(
+        client: &Client,
+        apis: &SupervisorApis,
+        ns: &str,
+    ) -> Result<Inventory> {
+        let role = role_selector(VM_LABELS[0].1);
+        let (clusters, machines, vms) = tokio::try_join!(
+            list(client, &apis.cluster, Some(ns), None, "Clusters"),
+            list(
+                client,
+                &apis.machine,
+                Some(ns),
+                Some(CONTROL_PLANE_LABEL),
+                "Machines"
+            ),
+            list(
+                client,
+                &apis.virtual_machine,
+                Some(ns),
+                Some(&role),
+                "VirtualMachines"
+            ),
+        )?;
+        let mut inv = Inventory {
+            namespace: ns.to_string(),
+            apis: apis.clone(),
+            clusters,
+            control_planes: Vec::new(),
+            machines,
+            vms,
+        };
+        inv.complete(client, Some(ns)).await?;
+        Ok(inv)
+    }
+
+    /// Every cluster the user can see: one list of each kind across the Supervisor when the
+    /// user may list cluster-wide, else per namespace, over the namespaces the user can list (a
+    /// namespace whose Clusters the user may not list is left out: the user cannot see it).
+    /// Returns one inventory per namespace that has clusters, by namespace name.
+    pub async fn of_all_namespaces(
+        client: &Client,
+        apis: &SupervisorApis,
+    ) -> Result<Vec<Inventory>> {
+        match list(client, &apis.cluster, None, None, "Clusters").await {
+            Ok(clusters) => {
+                let role = role_selector(VM_LABELS[0].1);
+                let (machines, vms) = tokio::try_join!(
+                    list(
+                        client,
+                        &apis.machine,
+                        None,
+                        Some(CONTROL_PLANE_LABEL),
+                        "Machines"
+                    ),
+                    list(
+                        client,
+                        &apis.virtual_machine,
+                        None,
+                        Some(&role),
+                        "VirtualMachines"
+                    ),
+                )?;
+                let mut all = Inventory {
+                    namespace: String::new(),
+                    apis: apis.clone(),
+                    clusters,
+                    control_planes: Vec::new(),
+                    machines,
+                    vms,
+                };
+                all.complete(client, None).await?;
+                Ok(all.split_by_namespace())
+            }
+            Err(e) if e.is_forbidden() => {
+                let namespaces: Api<Namespace> = Api::all(client.clone());
+                let list = namespaces
+                    .list(&ListParams::default())
+                    .await
+                    .map_err(|e| list_error("Namespaces", None, e))?;
+                let mut names: Vec<String> = list
+                    .items
+                    .into_iter()
+                    .filter_map(|n| n.metadata.name)
+                    .collect();
+                names.sort();
+                let found = try_join_all(names.iter().map(|ns| async move {
+                    match Inventory::of_namespace(client, apis, ns).await {
+                        Ok(inv) => Ok(Some(inv)),
+                        Err(e) if e.is_forbidden() => Ok(None),
+                        Err(e) => Err(e),
+                    }
+                }))
+                .await?;
+                Ok(found
+                    .into_iter()
+                    .flatten()
+                    .filter(|inv| !inv.clusters.is_empty())
+                    .collect())
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    /// The lists that depend on the Clusters: old-label VMs for clusters without new-label
+    /// ones, and each referenced control-plane kind.
+    async fn complete(&mut self, client: &Client, ns: Option<&str>) -> Result<()> {
+        let without_vms = self.clusters.iter().any(|c| {
+            let (cns, cname) = (c.metadata.namespace.as_deref(), name(c));
+            !self.vms.iter().any(|vm| {
+                vm.metadata.namespace.as_deref() == cns
+                    && labels(vm).get(&format!("{}/cluster.name", VM_LABELS[0].1))
+                        == Some(&cname.to_string())
+            })
+        });
+        let mut kinds: Vec<ApiResource> = Vec::new();
+        for ar in self
+            .clusters
+            .iter()
+            .filter_map(|c| extract::control_plane_ref(&c.data))
+            .filter_map(|r| self.apis.kind_in(&r.group, &r.kind))
+        {
+            if !kinds.contains(&ar) {
+                kinds.push(ar);
+            }
+        }
+        let apis = self.apis.clone();
+        let old_vms = async {
+            if without_vms {
+                let selector = role_selector(VM_LABELS[1].1);
+                list(
+                    client,
+                    &apis.virtual_machine,
+                    ns,
+                    Some(&selector),
+                    "VirtualMachines",
+                )
+                .await
+            } else {
+                Ok(Vec::new())
+            }
+        };
+        let control_planes = try_join_all(kinds.iter().map(|ar| async move {
+            let what = format!("{}s", ar.kind);
+            list(client, ar, ns, None, &what).await.map(|items| {
+                items
+                    .into_iter()
+                    .map(|o| (ar.clone(), o))
+                    .collect::<Vec<_>>()
+            })
+        }));
+        let (old_vms, control_planes) = tokio::try_join!(old_vms, control_planes)?;
+        self.vms.extend(old_vms);
+        self.control_planes = control_planes.into_iter().flatten().collect();
+        Ok(())
+    }
+
+    /// A cross-namespace inventory, one per namespace that has clusters.
+    fn split_by_namespace(self) -> Vec<Inventory> {
+        let namespaces: BTreeSet<String> = self
+            .clusters
+            .iter()
+            .filter_map(|c| c.metadata.namespace.clone())
+            .collect();
+        let in_ns = |o: &DynamicObject, ns: &str| o.metadata.namespace.as_deref() == Some(ns);
+        namespaces
+            .into_iter()
+            .map(|ns| Inventory {
+                clusters: self
+                    .clusters
+                    .iter()
+                    .filter(|o| in_ns(o, &ns))
+                    .cloned()
+                    .collect(),
+                control_planes: self
+                    .control_planes
+                    .iter()
+                    .filter(|(_, o)| in_ns(o, &ns))
+                    .cloned()
+                    .collect(),
+                machines: self
+                    .machines
+                    .iter()
+                    .filter(|o| in_ns(o, &ns))
+                    .cloned()
+                    .collect(),
+                vms: self.vms.iter().filter(|o| in_ns(o, &ns)).cloned().collect(),
+                apis: self.apis.clone(),
+                namespace: ns,
+            })
+            .collect()
+    }
+
+    /// The clusters' names, sorted.
+    pub fn cluster_names(&self) -> Vec<String> {
+        let mut names: Vec<String> = self.clusters.iter().map(|c| name(c).to_string()).collect();
+        names.sort();
+        names.dedup();
+        names
+    }
+
+    /// What the Supervisor says about `cluster_name`'s control plane (pure).
+    pub fn facts(&self, context: &str, cluster_name: &str) -> Result<ClusterFacts> {
+        let ns = self.namespace.as_str();
+        let Some(cluster) = self.clusters.iter().find(|c| name(c) == cluster_name) else {
+            let names = self.cluster_names();
+            return Err(Error::ClusterNotFound {
+                name: cluster_name.to_string(),
+                namespace: ns.to_string(),
+                context: context.to_string(),
+                existing: existing(ns, &names),
+            });
+        };
+        let (kcp, kcp_missing_reason, control_plane_version) =
+            match extract::control_plane_ref(&cluster.data) {
+                None => (
+                    None,
+                    Some("the Cluster has no spec.controlPlaneRef".to_string()),
+                    None,
+                ),
+                Some(r) => match self.apis.kind_in(&r.group, &r.kind) {
+                    None => (
+                        None,
+                        Some(format!(
+                            "the server does not serve {} in group {}",
+                            r.kind, r.group
+                        )),
+                        None,
+                    ),
+                    Some(ar) => {
+                        let found = self.control_planes.iter().find(|(a, o)| {
+                            a.kind == ar.kind && a.group == ar.group && name(o) == r.name
+                        });
+                        match found {
+                            Some((_, obj)) => (
+                                Some(extract::kcp(&r.name, &ar.api_version, &obj.data)),
+                                None,
+                                Some(ar.api_version.clone()),
+                            ),
+                            None => (
+                                None,
+                                Some(format!("{} {:?} not found", r.kind, r.name)),
+                                Some(ar.api_version.clone()),
+                            ),
+                        }
+                    }
+                },
+            };
+        let machines: Vec<MachineInfo> = self
+            .machines
+            .iter()
+            .filter(|m| {
+                let l = labels(m);
+                l.get(CLUSTER_NAME_LABEL).map(String::as_str) == Some(cluster_name)
+                    && l.contains_key(CONTROL_PLANE_LABEL)
+            })
+            .map(|m| extract::machine(name(m), &m.data))
+            .collect();
+        let (vms, vm_labels) = VM_LABELS
+            .iter()
+            .map(|(scheme, prefix)| {
+                let vms: Vec<VmInfo> = self
+                    .vms
+                    .iter()
+                    .filter(|vm| {
+                        let l = labels(vm);
+                        l.get(&format!("{prefix}/cluster.name")).map(String::as_str)
+                            == Some(cluster_name)
+                            && l.get(&format!("{prefix}/cluster.role")).map(String::as_str)
+                                == Some("controlplane")
+                    })
+                    .map(vm_info)
+                    .collect();
+                (vms, Some(*scheme))
+            })
+            .find(|(vms, _)| !vms.is_empty())
+            .unwrap_or((Vec::new(), None));
+        Ok(ClusterFacts {
+            context: context.to_string(),
+            namespace: ns.to_string(),
+            cluster: ClusterInfo {
+                name: cluster_name.to_string(),
+                phase: extract::phase(&cluster.data),
+                control_plane_endpoint: extract::cluster_endpoint(&cluster.data),
+            },
+            apis: ApiVersions {
+                virtual_machine: self.apis.virtual_machine.api_version.clone(),
+                cluster: self.apis.cluster.api_version.clone(),
+                machine: self.apis.machine.api_version.clone(),
+                control_plane: control_plane_version,
+                vm_labels,
+            },
+            kcp,
+            kcp_missing_reason,
+            nodes: join::join(machines, vms),
+            endpoint: extract::endpoint(&cluster.data),
+        })
+    }
+
+    /// The objects `cluster_name`'s facts are made from, as the API served them, each with its
+    /// apiVersion and kind and without `metadata.managedFields` (bulky, and nothing of ours).
+    /// Secrets are never among them: they are not part of an inventory.
+    pub fn objects_of(&self, cluster_name: &str) -> Vec<Value> {
+        let Ok(facts) = self.facts("", cluster_name) else {
+            return Vec::new();
+        };
+        let keep_machine = |m: &DynamicObject| {
+            facts
+                .nodes
+                .iter()
+                .any(|n| n.machine.as_ref().is_some_and(|x| x.name == name(m)))
+        };
+        let keep_vm = |v: &DynamicObject| {
+            facts
+                .nodes
+                .iter()
+                .any(|n| n.vm.as_ref().is_some_and(|x| x.name == name(v)))
+        };
+        let kcp_name = facts.kcp.as_ref().map(|k| k.name.as_str());
+        let mut out = Vec::new();
+        for c in self.clusters.iter().filter(|c| name(c) == cluster_name) {
+            out.push(plain(c, &self.apis.cluster));
+        }
+        for (ar, o) in &self.control_planes {
+            if Some(name(o)) == kcp_name {
+                out.push(plain(o, ar));
+            }
+        }
+        for m in self.machines.iter().filter(|m| keep_machine(m)) {
+            out.push(plain(m, &self.apis.machine));
+        }
+        for v in self.vms.iter().filter(|v| keep_vm(v)) {
+            out.push(plain(v, &self.apis.virtual_machine));
+        }
+        out
+    }
+
+    /// An inventory of the objects [`Inventory::objects_of`] gave (an evidence bundle's), sorted
+    /// back by apiVersion and kind. Objects of other kinds are ignored.
+    pub fn from_objects(namespace: &str, apis: SupervisorApis, objects: &[Value]) -> Inventory {
+        let mut inv = Inventory {
+            namespace: namespace.to_string(),
+            apis,
+            clusters: Vec::new(),
+            control_planes: Vec::new(),
+            machines: Vec::new(),
+            vms: Vec::new(),
+        };
+        for v in objects {
+            let Ok(o) = serde_json::from_value::<DynamicObject>(v.clone()) else {
+                continue;
+            };
+            let Some(types) = o.types.clone() else {
+                continue;
+            };
+            let is =
+                |ar: &ApiResource| ar.api_version == types.api_version && ar.kind == types.kind;
+            if is(&inv.apis.cluster) {
+                inv.clusters.push(o);
+            } else if is(&inv.apis.machine) {
+                inv.machines.push(o);
+            } else if is(&inv.apis.virtual_machine) {
+                inv.vms.push(o);
+            } else if let Some((group, version)) = types.api_version.split_once('/') {
+                let ar = ApiResource::from_gvk(&kube::core::GroupVersionKind::gvk(
+                    group,
+                    version,
+                    &types.kind,
+                ));
+                if inv.apis.kind_in(group, &types.kind).is_some() {
+                    inv.control_planes.push((ar, o));
+                }
+            }
+        }
+        inv
+    }
+}
+
+/// An object as JSON with its type and without managedFields.
+fn plain(o: &DynamicObject, ar: &ApiResource) -> Value {
+    let mut o = o.clone();
+    o.types = Some(TypeMeta {
+        api_version: ar.api_version.clone(),
+        kind: ar.kind.clone(),
+    });
+    o.metadata.managed_fields = None;
+    serde_json::to_value(&o).unwrap_or(Value::Null)
+}
+
+fn role_selector(prefix: &str) -> String {
+    format!("{prefix}/cluster.role=controlplane")
+}
+
+/// The control plane a Cluster references, read by name (None when it has no reference, its
+/// kind is not served or the object does not exist: [`Inventory::facts`] says which).
+async fn control_plane_of(
+    client: &Client,
+    apis: &SupervisorApis,
+    ns: &str,
+    cluster: &DynamicObject,
+) -> Result<Option<(ApiResource, DynamicObject)>> {
+    let Some(r) = extract::control_plane_ref(&cluster.data) else {
+        return Ok(None);
+    };
+    let Some(ar) = apis.kind_in(&r.group, &r.kind) else {
+        return Ok(None);
+    };
+    let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), ns, &ar);
+    match api.get_opt(&r.name).await {
+        Ok(found) => Ok(found.map(|o| (ar, o))),
+        Err(e) => Err(Error::kube(
+            format!("reading {} {:?} in namespace {ns:?}", r.kind, r.name),
+            e,
+        )),
+    }
+}
+
+/// One cluster's control-plane VMs by label: `capv`, else `capw`.
+async fn cluster_vms(
+    client: &Client,
+    apis: &SupervisorApis,
+    ns: &str,
+    cluster: &str,
+) -> Result<Vec<DynamicObject>> {
+    for (_, prefix) in VM_LABELS {
+        let selector = format!("{prefix}/cluster.name={cluster},{}", role_selector(prefix));
+        let vms = list(
+            client,
+            &apis.virtual_machine,
+            Some(ns),
+            Some(&selector),
+            "VirtualMachines",
+        )
+        .await?;
+        if !vms.is_empty() {
+            return Ok(vms);
+        }
+    }
+    Ok(Vec::new())
+}
+
+fn existing(ns: &str, names: &[String]) -> String {
+    if names.is_empty() {
+        format!("there are no clusters in namespace {ns:?}")
+    } else {
+        format!("clusters in namespace {ns:?}: {}", names.join(", "))
+    }
+}
+
+/// The error for an unknown cluster names the clusters that do exist, so a typo is one glance.
+async fn cluster_not_found(clusters: &Api<DynamicObject>, scope: &Scope, name: &str) -> Error {
+    let ns = &scope.namespace;
+    let existing = match clusters.list(&ListParams::default()).await {
+        Ok(list) => {
+            let mut names: Vec<String> = list
+                .items
+                .into_iter()
+                .filter_map(|c| c.metadata.name)
+                .collect();
+            names.sort();
+            existing(ns, &names)
+        }
+        Err(_) => format!("check the name with: kubectl get clusters -n {ns}"),
+    };
+    Error::ClusterNotFound {
+        name: name.to_string(),
+        namespace: ns.to_string(),
+        context: scope.context.clone(),
+        existing,
+    }
+}
+
+fn vm_info(vm: &DynamicObject) -> VmInfo {
+    let owner = vm
+        .metadata
+        .owner_references
+        .iter()
+        .flatten()
+        .find(|o| o.kind == "VSphereMachine")
+        .map(|o| o.name.clone());
+    VmInfo {
+        name: vm.metadata.name.clone().unwrap_or_default(),
+        ip: extract::vm_ip(&vm.data),
+        power: extract::vm_power(&vm.data),
+        class: extract::vm_class(&vm.data),
+        owner,
+    }
+}
