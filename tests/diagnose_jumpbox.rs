@@ -1,8 +1,9 @@
 //! The support article's case end to end: the workload API is down, so `kubectl etcdnet
-//! diagnose` (through the real kubectl) reaches the control-plane VMs from the Supervisor — a
-//! jumpbox pod per VM that SSHes in with the `<cluster>-ssh` key — or from the admin's machine
-//! (`--via ssh`). The lab's VMs run real etcd and a real sshd; faults are real.
-//! Needs root and the lab's packages; skips loudly otherwise.
+//! diagnose` (through the real kubectl) reaches the control-plane VMs from the Supervisor — one
+//! jumpbox pod for the cluster that SSHes into every VM with the `<cluster>-ssh` key — or from
+//! the admin's machine (`--via ssh`). The lab's VMs run real etcd and a real sshd; faults are
+//! real. Needs root and the lab's packages; skips loudly otherwise (the tests on scripted
+//! vSphere Pods, at the end, need neither).
 
 mod common;
 
@@ -96,6 +97,24 @@ impl World {
         cmd
     }
 
+    /// `runs` diagnoses made exactly `runs` jumpbox pods: one each, whatever the number of VMs
+    /// (counted by the fake as the API server saw them: creates, and create requests).
+    fn assert_one_pod_per_diagnosis(&self, runs: usize) {
+        let api = &self.env.supervisor;
+        let created = api.created_pods();
+        assert_eq!(created.len(), runs, "{created:?}");
+        for (ns, name) in &created {
+            assert_eq!(ns, NS);
+            assert!(name.starts_with("etcdnet-jumpbox-tkc-prod-"), "{name}");
+        }
+        let creates = api
+            .requests()
+            .iter()
+            .filter(|r| r.method == "POST" && r.path.ends_with("/pods"))
+            .count();
+        assert_eq!(creates, runs);
+    }
+
     fn assert_no_pod_left(&self) {
         let api = &self.env.supervisor;
         let deadline = Instant::now() + Duration::from_secs(5);
@@ -156,6 +175,7 @@ fn the_articles_case_through_the_jumpbox() {
         );
     }
     w.assert_no_pod_left();
+    w.assert_one_pod_per_diagnosis(1);
 
     let table = w.diagnose(&[]);
     assert!(
@@ -336,6 +356,15 @@ fn a_vm_that_does_not_answer_on_22() {
         }),
         "{cp3:#?}"
     );
+    // The VM that does not answer is its own row; the others were reached by the same pod.
+    for n in &report.nodes[..2] {
+        assert!(n.reached, "{n:#?}");
+        assert!(n.supervisor_reach.contains(&PortReach {
+            port: 22,
+            state: PortState::Open
+        }));
+    }
+    w.assert_one_pod_per_diagnosis(1);
     w.assert_no_pod_left();
 }
 
@@ -344,7 +373,7 @@ fn a_vm_that_does_not_answer_on_22() {
 fn sigint_leaves_no_pod_and_no_key_file() {
     let w = world("diagnose_jumpbox sigint", None);
     w.lab.inject(Fault::DropAllPeers).unwrap();
-    // Jumpbox: interrupt once the pods exist.
+    // Jumpbox: interrupt once the pod exists (one for the three VMs).
     let cmd = w.env.plugin_command(&[
         "diagnose",
         CLUSTER,
@@ -357,7 +386,7 @@ fn sigint_leaves_no_pod_and_no_key_file() {
     ]);
     let run = interrupt_when(
         cmd,
-        || w.env.supervisor.existing_pods().len() == 3,
+        || w.env.supervisor.existing_pods().len() == 1,
         Duration::from_secs(20),
     );
     run.expect_code(130);
@@ -426,6 +455,17 @@ fn no_key_byte_in_any_output_or_pod_spec() {
         bodies.iter().any(|b| b.contains("etcdnet-jumpbox")),
         "jumpbox pods were created"
     );
+    // The nonce that frames the pod's log is in its spec, never in any output.
+    for b in bodies.iter().filter(|b| b.contains("etcdnet-jumpbox")) {
+        let pod: serde_json::Value = serde_json::from_str(b).unwrap();
+        let nonce = pod["spec"]["containers"][0]["command"][etcdnet::route::jumpbox::ARGV_NONCE]
+            .as_str()
+            .unwrap();
+        assert_eq!(nonce.len(), 32, "{nonce}");
+        for run in &outputs {
+            assert!(!run.stdout.contains(nonce) && !run.stderr.contains(nonce));
+        }
+    }
     for b in &bodies {
         for line in &secret_lines {
             assert!(!b.contains(line), "key material in a request body");
@@ -515,4 +555,173 @@ fn a_restricted_vsphere_namespace_admits_and_runs_the_jumpbox() {
         "{err}"
     );
     w.assert_no_pod_left();
+}
+
+/// Three VMs, one pod, on a Supervisor whose vSphere Pods are scripted (no lab): the pod's log
+/// holds every VM's section and each node is reached from it.
+#[test]
+fn three_vms_one_jumpbox_pod() {
+    let env = Env::new(SET, Workload::black_hole());
+    env.supervisor.on_pod_created(|pod| {
+        Some(etcdnet_fakeapi::PodScript::succeeds(scripted_jumpbox_log(
+            pod, &CP,
+        )))
+    });
+    let run = env.kubectl(&[
+        "diagnose",
+        CLUSTER,
+        "-n",
+        NS,
+        "--via",
+        "jumpbox",
+        "--api-timeout",
+        "1s",
+        "-o",
+        "json",
+    ]);
+    let report = run.diagnose_report();
+    assert_eq!(report.result.nodes_reached, 3, "{:#?}", report.nodes);
+    let created = env.supervisor.created_pods();
+    assert_eq!(created.len(), 1, "{created:?}");
+    assert!(created[0].1.starts_with("etcdnet-jumpbox-tkc-prod-"));
+    // Its spec holds all three VMs, and asks for what one probe's pod asks.
+    let body = env
+        .supervisor
+        .requests()
+        .into_iter()
+        .filter(|r| r.method == "POST" && r.path.ends_with("/pods"))
+        .map(|r| r.body.unwrap())
+        .collect::<Vec<_>>();
+    assert_eq!(body.len(), 1);
+    let pod: serde_json::Value = serde_json::from_str(&body[0]).unwrap();
+    let text = pod["spec"]["containers"][0]["command"].to_string();
+    for ip in ["198.18.0.11", "198.18.0.12", "198.18.0.13"] {
+        assert!(text.contains(ip), "{ip}");
+    }
+    assert_eq!(
+        pod["spec"]["containers"][0]["resources"]["requests"],
+        serde_json::json!({"cpu": "10m", "memory": "32Mi"})
+    );
+    assert!(env.supervisor.existing_pods().is_empty());
+
+    // --dry-run shows that one pod, once.
+    let run = env.kubectl(&[
+        "diagnose",
+        CLUSTER,
+        "-n",
+        NS,
+        "--via",
+        "jumpbox",
+        "--dry-run",
+        "-o",
+        "json",
+    ]);
+    run.expect_code(0);
+    let pods: Vec<serde_json::Value> = serde_json::Deserializer::from_str(&run.stdout)
+        .into_iter()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    assert_eq!(pods.len(), 1, "{}", run.stdout);
+    assert!(run.stderr.contains("1 pod(s) shown"), "{}", run.stderr);
+}
+
+/// One VM of three that nothing reaches from the Supervisor: its own row (the script's section
+/// for it), the two others reached by the same pod.
+#[test]
+fn one_unreachable_vm_of_three_is_its_own_row() {
+    let env = Env::new(SET, Workload::black_hole());
+    env.supervisor.on_pod_created(|pod| {
+        Some(etcdnet_fakeapi::PodScript::succeeds(
+            scripted_jumpbox_log_with(pod, &CP, |i, ip| {
+                (i == 1).then(|| unreachable_jumpbox_section(ip))
+            }),
+        ))
+    });
+    let run = env.kubectl(&[
+        "diagnose",
+        CLUSTER,
+        "-n",
+        NS,
+        "--api-timeout",
+        "1s",
+        "-o",
+        "json",
+    ]);
+    run.expect_code(1);
+    let report = run.diagnose_report();
+    assert_eq!(report.route.name, "jumpbox");
+    assert_eq!(report.result.nodes_reached, 2);
+    assert_eq!(report.verdict.code, VerdictCode::NodesUnreachable);
+    assert_eq!(report.verdict.nodes, [CP[1]]);
+    let e = reach_error(&report.nodes[1]);
+    assert_eq!(e.kind, ReachErrorKind::Unreachable, "{e:?}");
+    assert!(report.nodes[1]
+        .supervisor_reach
+        .iter()
+        .all(|p| p.state == PortState::Timeout));
+    assert!(report.nodes[0].reached && report.nodes[2].reached);
+    assert_eq!(env.supervisor.created_pods().len(), 1);
+}
+
+/// A pod whose log is not framed with this run's nonce (another run's, or text a node made up)
+/// gives no node a result: each says why, none is misread.
+#[test]
+fn a_log_without_this_runs_frames_is_every_vms_bad_output() {
+    let env = Env::new(SET, Workload::black_hole());
+    env.supervisor.on_pod_created(|pod| {
+        let mut other = pod.clone();
+        other["spec"]["containers"][0]["command"][etcdnet::route::jumpbox::ARGV_NONCE] =
+            "0123456789abcdef0123456789abcdef".into();
+        Some(etcdnet_fakeapi::PodScript::succeeds(scripted_jumpbox_log(
+            &other, &CP,
+        )))
+    });
+    let run = env.kubectl(&[
+        "diagnose",
+        CLUSTER,
+        "-n",
+        NS,
+        "--via",
+        "jumpbox",
+        "--api-timeout",
+        "1s",
+        "-o",
+        "json",
+    ]);
+    let report = run.diagnose_report();
+    assert_eq!(report.result.nodes_reached, 0);
+    for n in &report.nodes {
+        assert_eq!(reach_error(n).kind, ReachErrorKind::BadOutput, "{n:#?}");
+    }
+}
+
+/// The pod as a whole failing (its image cannot be pulled) is every VM's error, as one pod's.
+#[test]
+fn a_pod_that_cannot_run_is_every_vms_error() {
+    let env = Env::new(SET, Workload::black_hole());
+    env.supervisor
+        .refuse_image(etcdnet::route::jumpbox::DEFAULT_IMAGE);
+    env.supervisor.on_pod_created(|pod| {
+        Some(etcdnet_fakeapi::PodScript::succeeds(scripted_jumpbox_log(
+            pod, &CP,
+        )))
+    });
+    let run = env.kubectl(&[
+        "diagnose",
+        CLUSTER,
+        "-n",
+        NS,
+        "--via",
+        "jumpbox",
+        "--api-timeout",
+        "1s",
+        "-o",
+        "json",
+    ]);
+    let report = run.diagnose_report();
+    assert_eq!(env.supervisor.created_pods().len(), 1);
+    for n in &report.nodes {
+        assert_eq!(reach_error(n).kind, ReachErrorKind::ImagePull, "{n:#?}");
+    }
+    assert!(env.supervisor.existing_pods().is_empty());
 }

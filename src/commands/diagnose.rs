@@ -118,7 +118,7 @@ pub async fn diagnose(
         supervisor: &conn.client,
         workload: &workload,
     };
-    let session = plan.route.open(&plan.settings, env).await?;
+    let session = plan.route.open(&plan.settings, env, &plan.targets).await?;
     let run = route::Run {
         tracker,
         bound: plan.timeout.saturating_sub(started.elapsed()),
@@ -149,13 +149,7 @@ pub async fn diagnose(
     Ok(Diagnosed::Report(Box::new(report)))
 }
 
-/// `--dry-run`: what the chosen route would create for every node it could reach.
+/// `--dry-run`: what the chosen route would create to reach the nodes it could reach.
 fn would_create(plan: &DiagnosePlan) -> Vec<Pod> {
-    plan.targets
-        .iter()
-        .filter_map(|t| {
-            let at = t.address.as_ref()?;
-            plan.route.would_create(&plan.settings, t, at)
-        })
-        .collect()
+    plan.route.would_create(&plan.settings, &plan.targets)
 }

@@ -1,34 +1,44 @@
 #!/bin/sh
-# etcdnet-jumpbox: runs in a short-lived pod in the vSphere Namespace (the Supervisor), the
-# documented VMware way into a workload cluster's VMs when its API is down. It
+# etcdnet-jumpbox: runs in one short-lived pod in the vSphere Namespace (the Supervisor), the
+# documented VMware way into a workload cluster's VMs when its API is down. For every VM it is
+# given, at most PARALLEL at once, it
 #  1. says whether the Supervisor side reaches the VM's 22, 2379, 2380 and 6443 (so "the VMs
 #     cannot reach each other" can be told from "nothing reaches the VMs"), using ssh itself as
 #     the TCP client: an image with an ssh client is all this needs;
 #  2. runs the node probe over ssh as the node user, with sudo, the script on stdin.
-# Output (the pod's log): `ETCDNET-REACH <port> <state>` lines and `ETCDNET-REACH-END`, then what
-# ssh to the node prints
-# (the probe's JSON document; ssh's and the node's errors, merged into the same ordered stream),
-# then `ETCDNET-HOSTKEY <type> <base64>` (or `none`) and `ETCDNET-SSH-EXIT <code>`. The plugin
-# takes the ETCDNET lines only from where the node cannot write: the block before ssh to the node
-# starts, and the last two lines.
-# Arguments: IP USER CONNECT_TIMEOUT KEY_FILE REMOTE_COMMAND SSH_OPTIONS PROBE_SCRIPT
+# Each VM's work goes into its own file (its section), and once every VM is done the sections are
+# printed one after another, each framed as
+#     ETCDNET-NODE <nonce> <index> <bytes>
+#     <exactly <bytes> bytes: the section>ETCDNET-NODE-END <nonce> <index>
+# The nonce is the plugin's, new for every run, and never sent to a node (it is in no remote
+# command): a node cannot print a frame, so what it prints stays inside its own section, which
+# the plugin reads by its length. A section is: `ETCDNET-REACH <port> <state>` lines and
+# `ETCDNET-REACH-END`, then what ssh to the node printed (the probe's JSON document; ssh's and
+# the node's errors, merged into the same ordered stream; at most OUTPUT_CAP bytes), then
+# `ETCDNET-HOSTKEY <type> <base64>` (or `none`) and `ETCDNET-SSH-EXIT <code>`. Within a section
+# the plugin takes the ETCDNET lines only from where the node cannot write: the block before ssh
+# to the node starts, and the last two lines.
+# Arguments: NONCE USER CONNECT_TIMEOUT KEY_FILE SSH_OPTIONS PARALLEL OUTPUT_CAP PROBE_SCRIPT,
+# then one IP REMOTE_COMMAND pair per VM (the VM's index is its pair's position, from 0).
 # SSH_OPTIONS: the `-o KEY=VALUE` words every ssh here starts with (what ssh may do; see ssh.rs).
-ip=$1 user=$2 ct=$3 key=$4 remote=$5 locked=$6 script=$7
+nonce=$1 user=$2 ct=$3 key=$4 locked=$5 par=$6 cap=$7 script=$8
+shift 8
+vms=$(($# / 2))
 # $locked is split into words on purpose; no word is a glob, and none is ever expanded as one.
 set -f
 
 if ! command -v ssh >/dev/null 2>&1; then
-    echo "ETCDNET-JUMPBOX no-ssh-client"
+    echo "ETCDNET-JUMPBOX $nonce no-ssh-client"
     exit 127
 fi
+# Every VM's section and known_hosts file: the pod's own /tmp (an emptyDir in memory).
+if ! dir=$(mktemp -d 2>/dev/null); then
+    echo "ETCDNET-JUMPBOX $nonce no-tmp"
+    exit 1
+fi
 
-# The VM's host key is learnt on first contact into this pod's own file (accept-new), held to
-# for the rest of the pod's life, and reported (no writable /tmp: nothing is recorded).
-kh=$(mktemp 2>/dev/null) || kh=/dev/null
-opts="$locked -o UserKnownHostsFile=$kh -o LogLevel=ERROR -o ConnectTimeout=$ct"
-
-# One port: ssh's connect tells timeout/refused/no-route; what ssh says only after the TCP
-# connection was made (a banner error from a TLS port, an auth failure) means open. Anything
+# One port of VM $ip: ssh's connect tells timeout/refused/no-route; what ssh says only after the
+# TCP connection was made (a banner error from a TLS port, an auth failure) means open. Anything
 # else is not understood: Unknown, never open.
 reach() {
     out=$(ssh $opts -o PasswordAuthentication=no -o PubkeyAuthentication=no -p "$1" "etcdnet@$ip" true 2>&1 </dev/null)
@@ -45,24 +55,72 @@ reach() {
     esac
     echo "ETCDNET-REACH $1 $state"
 }
-for port in 22 2379 2380 6443; do
-    reach "$port" &
+
+# VM number $1 (from 0) at IP $2, probed with remote command $3: its section into $dir/s.$1.
+vm() {
+    i=$1 ip=$2 remote=$3
+    # The VM's host key is learnt on first contact into its own file (accept-new), held to for
+    # the rest of the pod's life, and reported.
+    kh=$dir/kh.$i
+    : >"$kh"
+    opts="$locked -o UserKnownHostsFile=$kh -o LogLevel=ERROR -o ConnectTimeout=$ct"
+    f=$dir/s.$i
+    : >"$f"
+    # Appended (O_APPEND): the four checks write their lines at once.
+    for port in 22 2379 2380 6443; do
+        reach "$port" >>"$f" 2>&1 &
+    done
+    wait
+    # Ends the block: whatever the node prints comes after this line, so it cannot extend it.
+    echo "ETCDNET-REACH-END" >>"$f"
+    # 2>&1: one ordered stream, so nothing the node prints can come after the trailer below
+    # (the probe sends its own stderr to a file: nothing of it lands inside the document).
+    # head: a node that prints without end fills neither the pod's memory nor its log; one
+    # byte over the cap tells the plugin it was cut.
+    {
+        printf '%s' "$script" | ssh $opts -i "$key" -o IdentitiesOnly=yes -l "$user" "$ip" "$remote" 2>&1
+        echo "$?" >"$dir/rc.$i"
+    } | head -c "$cap" >>"$f"
+    rc=$(cat "$dir/rc.$i" 2>/dev/null)
+    # The first key recorded is the one the VM presented on first contact.
+    hostkey=none
+    if read -r _ ktype kblob _ <"$kh" 2>/dev/null && [ -n "$kblob" ]; then
+        hostkey="$ktype $kblob"
+    fi
+    printf '\nETCDNET-HOSTKEY %s\nETCDNET-SSH-EXIT %s\n' "$hostkey" "${rc:-255}" >>"$f"
+}
+
+# PARALLEL lanes, lane l working on VMs l, l+PARALLEL, l+2*PARALLEL, ... one after another:
+# never more than PARALLEL VMs at once, without anything POSIX sh lacks.
+case $par in '' | *[!0-9]*) par=1 ;; esac
+[ "$par" -ge 1 ] || par=1
+lane=0
+while [ "$lane" -lt "$par" ] && [ "$lane" -lt "$vms" ]; do
+    (
+        i=$lane
+        while [ "$i" -lt "$vms" ]; do
+            # The pair's position is a number computed here: eval sees no text from outside.
+            eval "ip=\${$((2 * i + 1))} remote=\${$((2 * i + 2))}"
+            vm "$i" "$ip" "$remote" </dev/null >/dev/null 2>&1
+            i=$((i + par))
+        done
+    ) &
+    lane=$((lane + 1))
 done
 wait
-# Ends the block: whatever the node prints comes after this line, so it cannot extend the block.
-echo "ETCDNET-REACH-END"
 
-# 2>&1: one ordered stream, so nothing the node prints can come after the trailer below (the
-# probe sends its own stderr to a file: nothing of it lands inside the document).
-printf '%s' "$script" | ssh $opts -i "$key" -o IdentitiesOnly=yes -l "$user" "$ip" "$remote" 2>&1
-rc=$?
-echo
-# The first key recorded is the one the VM presented on first contact.
-hostkey=none
-if read -r _ ktype kblob _ <"$kh" 2>/dev/null && [ -n "$kblob" ]; then
-    hostkey="$ktype $kblob"
-fi
-[ "$kh" = /dev/null ] || rm -f "$kh"
-echo "ETCDNET-HOSTKEY $hostkey"
-echo "ETCDNET-SSH-EXIT $rc"
+i=0
+while [ "$i" -lt "$vms" ]; do
+    f=$dir/s.$i
+    # The length is what is in the file now: every lane has ended, nothing writes to it. A VM
+    # without a file (its lane died) has no section: the plugin says so in its row.
+    if [ -f "$f" ] && bytes=$(wc -c <"$f"); then
+        # $((...)): some wc pad the count with blanks.
+        printf 'ETCDNET-NODE %s %s %s\n' "$nonce" "$i" "$((bytes))"
+        cat "$f"
+        printf 'ETCDNET-NODE-END %s %s\n' "$nonce" "$i"
+    fi
+    i=$((i + 1))
+done
+rm -rf "$dir"
 exit 0

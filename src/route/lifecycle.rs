@@ -24,10 +24,12 @@ use crate::error::KubeErrorExt;
 /// The most a probe pod's log may hold; more is refused unread (a per-node `BadOutput`). The
 /// probe prints one JSON document whose etcd log sample is capped at `--log-bytes` (256 KiB of
 /// raw text, whatever `--log-lines` asks), which JSON escaping can grow at most six-fold (a
-/// control byte becomes `\u00XX`), plus a few KiB of paths, certificates and errors; a jumpbox
-/// adds a few lines around it. 4 MiB is well above that, and bounds what a broken or hostile
-/// node makes the plugin hold (times the pods read at once). The tests check it stays above
-/// the probe's maximum and within what the parser reads.
+/// control byte becomes `\u00XX`), plus a few KiB of paths, certificates and errors. 4 MiB is
+/// well above that, and bounds what a broken or hostile node makes the plugin hold (times the
+/// pods read at once). The tests check it stays above the probe's maximum and within what the
+/// parser reads. The jumpbox's one pod prints a section per VM, each holding at most this much
+/// of its node's output (its script cuts more): its limit is scaled with the number of VMs
+/// (`jumpbox::log_limit`, through [`run_with_log_limit`]).
 pub const MAX_LOG_BYTES: u64 = 4 * 1024 * 1024;
 
 /// Time the log read gets even when the run's bound is (nearly) used up: the pod has finished,
@@ -138,7 +140,7 @@ pub enum PodFailure {
     Timeout(String),
     /// Deleted by someone else while we waited.
     Gone,
-    /// The log is larger than [`MAX_LOG_BYTES`]: not the probe's document, not read.
+    /// The log is larger than its limit ([`MAX_LOG_BYTES`] for one probe): not read.
     LogTooLarge {
         limit_bytes: u64,
     },
@@ -267,13 +269,28 @@ fn api_failure(doing: &str, err: kube::Error) -> PodFailure {
     }
 }
 
-/// Runs one pod to its end within `bound`, then deletes it unless `keep`.
+/// Runs one pod to its end within `bound`, then deletes it unless `keep`; its log is read up
+/// to [`MAX_LOG_BYTES`].
 pub async fn run(
     api: &Api<Pod>,
     pod: &Pod,
     tracker: &PodTracker,
     bound: Duration,
     keep: bool,
+) -> Result<PodRun, PodFailure> {
+    run_with_log_limit(api, pod, tracker, bound, keep, MAX_LOG_BYTES).await
+}
+
+/// [`run`] for a pod whose log holds more than one probe's output (the jumpbox's, one section
+/// per VM): its log is read up to `log_limit` bytes instead, more refused unread. The caller
+/// scales the limit with what the pod prints at most (see `jumpbox::log_limit`).
+pub async fn run_with_log_limit(
+    api: &Api<Pod>,
+    pod: &Pod,
+    tracker: &PodTracker,
+    bound: Duration,
+    keep: bool,
+    log_limit: u64,
 ) -> Result<PodRun, PodFailure> {
     let started = Instant::now();
     // Tracked before the request goes out: if the run is cancelled while the create is in
@@ -296,7 +313,7 @@ pub async fn run(
     };
     debug!(pod = %name, "created");
 
-    let result = wait_and_read(api, &name, created, started, bound).await;
+    let result = wait_and_read(api, &name, created, started, bound, log_limit).await;
 
     if !keep {
         match api.delete(&name, &DeleteParams::default()).await {
@@ -315,6 +332,7 @@ async fn wait_and_read(
     mut pod: Pod,
     started: Instant,
     bound: Duration,
+    log_limit: u64,
 ) -> Result<PodRun, PodFailure> {
     let image = pod
         .spec
@@ -331,7 +349,7 @@ async fn wait_and_read(
                 exit_code,
             } => {
                 let left = bound.saturating_sub(started.elapsed()).max(LOG_READ_FLOOR);
-                let log = match tokio::time::timeout(left, read_log(api, name)).await {
+                let log = match tokio::time::timeout(left, read_log(api, name, log_limit)).await {
                     Ok(log) => log?,
                     Err(_) => {
                         return Err(PodFailure::Timeout(format!(
@@ -393,12 +411,13 @@ async fn wait_and_read(
     }
 }
 
-/// Reads a finished pod's log, at most [`MAX_LOG_BYTES`]: one byte more is asked of the server
-/// (`limitBytes`) and read, so that a log of exactly the limit is told from a longer one. The
-/// client-side cap holds even if a server ignores `limitBytes`.
-async fn read_log(api: &Api<Pod>, name: &str) -> Result<String, PodFailure> {
+/// Reads a finished pod's log, at most `limit` bytes ([`MAX_LOG_BYTES`] for one probe's pod):
+/// one byte more is asked of the server (`limitBytes`) and read, so that a log of exactly the
+/// limit is told from a longer one. The client-side cap holds even if a server ignores
+/// `limitBytes`.
+async fn read_log(api: &Api<Pod>, name: &str, limit: u64) -> Result<String, PodFailure> {
     let params = LogParams {
-        limit_bytes: Some(MAX_LOG_BYTES as i64 + 1),
+        limit_bytes: Some(i64::try_from(limit).unwrap_or(i64::MAX - 1) + 1),
         ..LogParams::default()
     };
     let doing = "reading the probe pod's log";
@@ -407,14 +426,12 @@ async fn read_log(api: &Api<Pod>, name: &str) -> Result<String, PodFailure> {
         .await
         .map_err(|e| api_failure(doing, e))?;
     let mut log = Vec::new();
-    Box::pin(stream.take(MAX_LOG_BYTES + 1))
+    Box::pin(stream.take(limit.saturating_add(1)))
         .read_to_end(&mut log)
         .await
         .map_err(|e| PodFailure::Api(format!("{doing}: {e}")))?;
-    if log.len() as u64 > MAX_LOG_BYTES {
-        return Err(PodFailure::LogTooLarge {
-            limit_bytes: MAX_LOG_BYTES,
-        });
+    if log.len() as u64 > limit {
+        return Err(PodFailure::LogTooLarge { limit_bytes: limit });
     }
     // Invalid UTF-8 is the parser's to report (it replaces it and names the node).
     Ok(String::from_utf8_lossy(&log).into_owned())

@@ -7,7 +7,7 @@
 //! no route repeats that.
 //!
 //! - [`pod`]: a privileged pod pinned to each node, through the workload cluster's API;
-//! - [`jumpbox`]: a pod per VM in the vSphere Namespace that SSHes to it (the API is down);
+//! - [`jumpbox`]: one pod in the vSphere Namespace that SSHes to every VM (the API is down);
 //! - [`ssh`]: the admin's own ssh to every VM;
 //! - [`lifecycle`]: one pod's create → wait → log → delete, and the tracker that guarantees no
 //!   pod is left behind; [`leftovers`]: finding and deleting what a killed run left (`cleanup`).
@@ -54,21 +54,24 @@ pub fn by_name(name: &str) -> Option<&'static dyn Route> {
 pub const DEFAULT_PARALLEL: usize = 16;
 
 /// One way to reach the nodes. Implementations are unit structs: everything they need comes
-/// in as [`RouteSettings`] and [`Env`].
+/// in as [`RouteSettings`], [`Env`] and the targets.
 pub trait Route: Sync {
     /// The name `--via` takes and reports show (`pod`, `jumpbox`, `ssh`).
     fn name(&self) -> &'static str;
     /// One line for `--help`.
     fn help(&self) -> &'static str;
-    /// `--dry-run`: the pod this route would create for one node (None: it creates none).
-    fn would_create(&self, settings: &RouteSettings, target: &Target, at: &Address) -> Option<Pod>;
+    /// `--dry-run`: the pods this route would create to reach `targets` (those with an
+    /// address): one per node (`pod`), one for them all (`jumpbox`), or none (`ssh`).
+    fn would_create(&self, settings: &RouteSettings, targets: &[Target]) -> Vec<Pod>;
     /// Does what needs I/O once, before the first node (a client, a key file). An error here
     /// ends the run; a route that cannot work for any node returns [`Unavailable`] instead, so
-    /// that every node reports why.
+    /// that every node reports why. `targets` are the nodes the session will be asked to probe
+    /// (a route that reaches them all at once, as the jumpbox's one pod does, needs them).
     fn open<'a>(
         &'a self,
         settings: &'a RouteSettings,
         env: Env<'a>,
+        targets: &'a [Target],
     ) -> BoxFuture<'a, Result<Box<dyn Session + 'a>>>;
 }
 

@@ -121,19 +121,27 @@ impl Route for PodRoute {
         "A debug pod pinned to each node (host network, the host's / at /host), through the workload cluster's API"
     }
 
-    fn would_create(&self, s: &RouteSettings, target: &Target, at: &Address) -> Option<Pod> {
-        Some(debug_pod(
-            &target.name,
-            &target.node_name,
-            &s.pod,
-            &script::argv(&at.probe),
-        ))
+    /// One pod per node it can reach.
+    fn would_create(&self, s: &RouteSettings, targets: &[Target]) -> Vec<Pod> {
+        targets
+            .iter()
+            .filter_map(|t| {
+                let at = t.address.as_ref()?;
+                Some(debug_pod(
+                    &t.name,
+                    &t.node_name,
+                    &s.pod,
+                    &script::argv(&at.probe),
+                ))
+            })
+            .collect()
     }
 
     fn open<'a>(
         &'a self,
         s: &'a RouteSettings,
         env: Env<'a>,
+        _: &'a [Target],
     ) -> BoxFuture<'a, Result<Box<dyn Session + 'a>>> {
         Box::pin(async move {
             let api = &env.workload.api;

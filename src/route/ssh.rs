@@ -198,14 +198,15 @@ impl Route for SshRoute {
     }
 
     /// It creates no object: only processes on this machine.
-    fn would_create(&self, _: &RouteSettings, _: &Target, _: &Address) -> Option<Pod> {
-        None
+    fn would_create(&self, _: &RouteSettings, _: &[Target]) -> Vec<Pod> {
+        Vec::new()
     }
 
     fn open<'a>(
         &'a self,
         s: &'a RouteSettings,
         env: Env<'a>,
+        _: &'a [Target],
     ) -> BoxFuture<'a, Result<Box<dyn Session + 'a>>> {
         Box::pin(async move {
             let s = &s.ssh;

@@ -254,14 +254,46 @@ pub fn reach_error(node: &DiagnosedNode) -> &ReachError {
         .unwrap_or_else(|| panic!("{} has no error: {node:#?}", node.name))
 }
 
-/// What a jumpbox pod prints when the probe ran on its VM, for Supervisor fakes that script
-/// their vSphere Pods: the port lines, the captured healthy probe document made this VM's own
-/// (its IP from the pod's command, its host name the node `names[i]` of the VM at 198.18.0.1<i+1>:
-/// the plugin checks both), and ssh's exit.
+/// What the jumpbox pod prints when the probe ran on every VM it was given, for Supervisor fakes
+/// that script their vSphere Pods: for each VM of the pod's command, in order, its section framed
+/// with the pod's nonce (`route::jumpbox::frame`): the port lines, the captured healthy probe
+/// document made this VM's own (its IP from the command, its host name the node `names[i]` of
+/// the VM at 198.18.0.1<i+1>: the plugin checks both), and ssh's exit.
 pub fn scripted_jumpbox_log(pod: &serde_json::Value, names: &[&str]) -> String {
-    let ip = pod["spec"]["containers"][0]["command"][4]
-        .as_str()
-        .unwrap_or("198.18.0.11");
+    scripted_jumpbox_log_with(pod, names, |_, _| None)
+}
+
+/// [`scripted_jumpbox_log`], with `section(index, ip)` replacing a VM's section when it says so
+/// (e.g. [`unreachable_jumpbox_section`]).
+pub fn scripted_jumpbox_log_with(
+    pod: &serde_json::Value,
+    names: &[&str],
+    section: impl Fn(usize, &str) -> Option<String>,
+) -> String {
+    use etcdnet::route::jumpbox::{frame, ARGV_NONCE, ARGV_VMS};
+    let command: Vec<&str> = pod["spec"]["containers"][0]["command"]
+        .as_array()
+        .map(|a| a.iter().filter_map(|v| v.as_str()).collect())
+        .unwrap_or_default();
+    let nonce = command.get(ARGV_NONCE).copied().unwrap_or_default();
+    let ips: Vec<&str> = command
+        .get(ARGV_VMS..)
+        .unwrap_or_default()
+        .iter()
+        .step_by(2)
+        .copied()
+        .collect();
+    ips.iter()
+        .enumerate()
+        .map(|(i, ip)| {
+            let text = section(i, ip).unwrap_or_else(|| healthy_jumpbox_section(ip, names));
+            frame(nonce, i, &text)
+        })
+        .collect()
+}
+
+/// One VM's section when its probe ran: ports open, the healthy document made the VM's own.
+fn healthy_jumpbox_section(ip: &str, names: &[&str]) -> String {
     let node = ["198.18.0.11", "198.18.0.12", "198.18.0.13"]
         .iter()
         .position(|i| *i == ip)
@@ -283,6 +315,14 @@ pub fn scripted_jumpbox_log(pod: &serde_json::Value, names: &[&str]) -> String {
         &format!("\"hostname\":\"{node}\""),
     );
     format!(
-        "ETCDNET-REACH 22 Open\nETCDNET-REACH 2379 Open\nETCDNET-REACH 2380 Open\nETCDNET-REACH 6443 Open\n{doc}\n\nETCDNET-SSH-EXIT 0\n"
+        "ETCDNET-REACH 22 Open\nETCDNET-REACH 2379 Open\nETCDNET-REACH 2380 Open\nETCDNET-REACH 6443 Open\nETCDNET-REACH-END\n{doc}\n\nETCDNET-HOSTKEY none\nETCDNET-SSH-EXIT 0\n"
     )
 }
+
+/// One VM's section when nothing of it answers from the Supervisor (as the script prints it).
+pub fn unreachable_jumpbox_section(ip: &str) -> String {
+    format!(
+        "ETCDNET-REACH 22 Timeout\nETCDNET-REACH 2379 Timeout\nETCDNET-REACH 2380 Timeout\nETCDNET-REACH 6443 Timeout\nETCDNET-REACH-END\nssh: connect to host {ip} port 22: Connection timed out\n\nETCDNET-HOSTKEY none\nETCDNET-SSH-EXIT 255\n"
+    )
+}
+

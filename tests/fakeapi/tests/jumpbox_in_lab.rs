@@ -170,24 +170,28 @@ async fn a_jumpbox_pod_sshes_to_the_node_with_the_secret_volume() {
 async fn the_plugins_jumpbox_script_reaches_the_node_and_runs_sudo() {
     require("the_plugins_jumpbox_script_reaches_the_node_and_runs_sudo");
     let s = supervisor(Some(lab().ssh_private_key())).await;
-    // jumpbox.sh IP USER CONNECT_TIMEOUT KEY_FILE REMOTE_CMD SSH_OPTIONS PROBE_SCRIPT; the
-    // "probe" here is a one-liner read from stdin by `sudo -n sh -s`, as the real probe is. The
-    // options are the plugin's locked ones (src/route/ssh.rs; this crate cannot depend on it).
+    // jumpbox.sh NONCE USER CONNECT_TIMEOUT KEY_FILE SSH_OPTIONS PARALLEL OUTPUT_CAP
+    // PROBE_SCRIPT, then IP REMOTE_CMD per VM (one VM here); the "probe" is a one-liner read
+    // from stdin by `sudo -n sh -s`, as the real probe is. The options are the plugin's locked
+    // ones (src/route/ssh.rs; this crate cannot depend on it).
     let key = format!("{KEY_DIR}/ssh-privatekey");
     let argv = [
         "sh",
         "-c",
         JUMPBOX_SH,
         "etcdnet-jumpbox",
-        "198.18.0.12",
+        "a-test-nonce",
         "vmware-system-user",
         "3",
         &key,
-        "sudo -n sh -s",
         "-o BatchMode=yes -o ForwardAgent=no -o ForwardX11=no -o ClearAllForwardings=yes \
          -o ControlMaster=no -o ControlPath=none -o PermitLocalCommand=no \
          -o StrictHostKeyChecking=accept-new -o GlobalKnownHostsFile=/dev/null",
+        "4",
+        "4194305",
         "id -un; hostname; crictl ps --name etcd -q | wc -l",
+        "198.18.0.12",
+        "sudo -n sh -s",
     ];
     let pod = jumpbox_pod("etcdnet-jumpbox-cp2", &argv);
     let seen = create_and_watch(&s.pods, &pod, Duration::from_secs(30), |_, p| done(p)).await;
@@ -200,6 +204,12 @@ async fn the_plugins_jumpbox_script_reaches_the_node_and_runs_sudo() {
         );
     }
     assert!(text.contains("ETCDNET-SSH-EXIT 0"), "{text}");
+    // The VM's section, framed with the nonce (read by the plugin's `split_log`).
+    assert!(text.starts_with("ETCDNET-NODE a-test-nonce 0 "), "{text}");
+    assert!(
+        text.ends_with("ETCDNET-NODE-END a-test-nonce 0\n"),
+        "{text}"
+    );
     let lines: Vec<&str> = text.lines().collect();
     assert!(lines.contains(&"root"), "sudo: {text}");
     assert!(lines.contains(&CP2), "the node's hostname: {text}");
