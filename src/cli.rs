@@ -10,7 +10,10 @@ use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use clap_complete::Shell;
 
+use crate::commands::analyse::AnalyseOptions;
 use crate::commands::cleanup::CleanupOptions;
+use crate::commands::diagnose::DiagnoseRun;
+use crate::commands::many::{Selection, Which};
 use crate::commands::status::StatusOptions;
 use crate::connect::ConnectOptions;
 use crate::names::{validate_dns1123_label, validate_dns1123_subdomain};
@@ -102,15 +105,21 @@ pub enum OutputFormat {
 pub enum Command {
     /// Show a cluster's control plane as the Supervisor sees it, and whether its API answers
     #[command(after_help = format!(
-        "Examples:\n  kubectl etcdnet status tkc-prod -n ns-prod\n  kubectl etcdnet status tkc-prod -n ns-prod -o json | jq .controlPlane\n\n{EXIT_CODES_HELP}"
+        "Examples:\n  kubectl etcdnet status tkc-prod -n ns-prod\n  kubectl etcdnet status tkc-prod -n ns-prod -o json | jq .controlPlane\n  kubectl etcdnet status -A\n\n{EXIT_CODES_HELP}\n\nWith --all or -A the exit code is the worst of the clusters'."
     ))]
     Status(StatusArgs),
 
     /// Diagnose etcd and its 2379/2380 network between the control-plane VMs
     #[command(after_help = format!(
-        "Examples:\n  kubectl etcdnet diagnose tkc-prod -n ns-prod\n  kubectl etcdnet diagnose tkc-prod -n ns-prod -o json | jq -r .verdict.code\n  kubectl etcdnet diagnose tkc-prod -n ns-prod --dry-run\n\n{EXIT_CODES_HELP}"
+        "Examples:\n  kubectl etcdnet diagnose tkc-prod -n ns-prod\n  kubectl etcdnet diagnose tkc-prod -n ns-prod -o json | jq -r .verdict.code\n  kubectl etcdnet diagnose tkc-prod -n ns-prod --dry-run\n  kubectl etcdnet diagnose --all -n ns-prod --summary\n  kubectl etcdnet diagnose -A --max-concurrent 8 -o json | jq -r '.items[].verdict.code'\n  kubectl etcdnet diagnose tkc-prod -n ns-prod --watch=10s\n  kubectl etcdnet diagnose tkc-prod -n ns-prod --bundle tkc-prod.tar.gz\n\n{EXIT_CODES_HELP}\n\nWith --all or -A the exit code is the worst of the clusters'; --watch ends 0 once Healthy."
     ))]
     Diagnose(DiagnoseArgs),
+
+    /// Judge an evidence bundle (diagnose --bundle) again, offline, and print the report
+    #[command(after_help = format!(
+        "Reads the bundle in memory and contacts no cluster (no kubeconfig needed). The report and the\nexit code are the ones diagnose gave, judged again by this plugin's rules: a newer plugin\nre-judges an old bundle. A file that is not a readable bundle is exit 2.\n\nExamples:\n  kubectl etcdnet analyse tkc-prod.tar.gz\n  kubectl etcdnet analyse tkc-prod.tar.gz -o json | jq -r .verdict.code\n  kubectl etcdnet analyse all-clusters.tar.gz --summary\n\n{EXIT_CODES_HELP}\n\nWith several clusters in the bundle the exit code is the worst of the clusters'."
+    ))]
+    Analyse(AnalyseArgs),
 
     /// Delete pods this plugin left behind (label app.kubernetes.io/managed-by=kubectl-etcdnet)
     #[command(after_help = format!(
@@ -149,22 +158,75 @@ impl From<CompletionShell> for Shell {
     }
 }
 
+/// Which clusters a command works on, besides one by name.
+#[derive(Debug, Clone, Args)]
+#[command(next_help_heading = "Many clusters")]
+pub struct ManyArgs {
+    /// Every cluster of the namespace
+    #[arg(long, conflicts_with = "cluster")]
+    pub all: bool,
+
+    /// Every cluster of every vSphere Namespace you can see
+    #[arg(short = 'A', long, conflicts_with_all = ["cluster", "all"])]
+    pub all_namespaces: bool,
+
+    /// With --all or -A: how many clusters are worked on at once
+    #[arg(long, value_name = "N", default_value_t = 4, value_parser = clap::value_parser!(u16).range(1..=64))]
+    pub max_concurrent: u16,
+
+    /// With --all or -A: only the summary table, not each unhealthy cluster's detail
+    #[arg(long)]
+    pub summary: bool,
+}
+
+impl ManyArgs {
+    /// The selection, given the positional cluster name (clap made sure of one or the other).
+    pub fn selection(&self, cluster: Option<&str>) -> Selection {
+        let which = match (cluster, self.all_namespaces) {
+            (Some(c), _) => Which::One(c.to_string()),
+            (None, true) => Which::AllNamespaces,
+            (None, false) => Which::Namespace,
+        };
+        Selection {
+            which,
+            max_concurrent: usize::from(self.max_concurrent),
+            summary: self.summary,
+        }
+    }
+}
+
 #[derive(Debug, Clone, Args)]
 pub struct StatusArgs {
     /// The workload cluster's name (a CAPI Cluster in the vSphere Namespace)
-    #[arg(value_parser = parse_cluster_name)]
-    pub cluster: String,
+    #[arg(value_parser = parse_cluster_name, required_unless_present_any = ["all", "all_namespaces"])]
+    pub cluster: Option<String>,
 
     /// Bound on the workload API check
     #[arg(long, value_name = "DURATION", default_value = "5s", value_parser = parse_duration)]
     pub api_timeout: Duration,
+
+    // Last: its help heading ("Many clusters") applies to what follows it.
+    #[command(flatten)]
+    pub many: ManyArgs,
 }
 
 #[derive(Debug, Clone, Args)]
 pub struct DiagnoseArgs {
     /// The workload cluster's name (a CAPI Cluster in the vSphere Namespace)
-    #[arg(value_parser = parse_cluster_name)]
-    pub cluster: String,
+    #[arg(value_parser = parse_cluster_name, required_unless_present_any = ["all", "all_namespaces"])]
+    pub cluster: Option<String>,
+
+    /// Diagnose again every INTERVAL until the verdict is Healthy (or Ctrl-C), printing each
+    /// change of verdict; -o json prints one document per round
+    #[arg(long, value_name = "INTERVAL", num_args = 0..=1, require_equals = true,
+          default_missing_value = "30s", value_parser = parse_duration,
+          conflicts_with_all = ["dry_run", "keep_pods", "bundle"])]
+    pub watch: Option<Duration>,
+
+    /// Also write the evidence the verdict was made from to FILE (a .tar.gz; no secrets), for
+    /// `kubectl etcdnet analyse FILE` or a support case
+    #[arg(long, value_name = "FILE", conflicts_with = "dry_run")]
+    pub bundle: Option<PathBuf>,
 
     /// How to reach the nodes (auto: pod when the workload API answers, else jumpbox)
     #[arg(long, value_name = "VIA", default_value = "auto", value_parser = via_parser())]
@@ -225,6 +287,10 @@ pub struct DiagnoseArgs {
     /// Bound on the workload API check
     #[arg(long, value_name = "DURATION", default_value = "5s", value_parser = parse_duration)]
     pub api_timeout: Duration,
+
+    // Last: its help heading ("Many clusters") applies to what follows it.
+    #[command(flatten)]
+    pub many: ManyArgs,
 }
 
 /// `--via`: `auto`, or the name of a route in [`crate::route::ROUTES`] (with its help line).
@@ -241,6 +307,26 @@ fn via_parser() -> impl TypedValueParser<Value = Via> {
         Some(route) => Via::Route(route),
         None => Via::Auto,
     })
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct AnalyseArgs {
+    /// The bundle (a .tar.gz written by diagnose --bundle)
+    #[arg(value_name = "FILE")]
+    pub file: PathBuf,
+
+    /// With several clusters in the bundle: only the summary table
+    #[arg(long)]
+    pub summary: bool,
+}
+
+impl AnalyseArgs {
+    pub fn options(&self) -> AnalyseOptions {
+        AnalyseOptions {
+            path: self.file.clone(),
+            summary: self.summary,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Args)]
@@ -290,16 +376,26 @@ impl GlobalArgs {
 impl StatusArgs {
     pub fn options(&self) -> StatusOptions {
         StatusOptions {
-            cluster: self.cluster.clone(),
+            selection: self.many.selection(self.cluster.as_deref()),
             api_timeout: self.api_timeout,
         }
     }
 }
 
 impl DiagnoseArgs {
+    /// Which clusters, and what the command does besides diagnosing them.
+    pub fn run_options(&self) -> DiagnoseRun {
+        DiagnoseRun {
+            selection: self.many.selection(self.cluster.as_deref()),
+            watch: self.watch,
+            bundle: self.bundle.clone(),
+        }
+    }
+
+    /// How each cluster is diagnosed (`cluster` is filled in per cluster).
     pub fn options(&self) -> DiagnoseOptions {
         DiagnoseOptions {
-            cluster: self.cluster.clone(),
+            cluster: self.cluster.clone().unwrap_or_default(),
             via: self.via,
             ssh_user: self.ssh_user.clone(),
             ssh_key: crate::plan::ssh_key(self.ssh_identity.clone(), self.ssh_agent),

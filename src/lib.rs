@@ -4,12 +4,18 @@
 //! the findings):
 //!
 //! ```text
-//! cli ──► connect ──► supervisor ──► workload ──► plan ──► route ──► analyse ──► report ──► render
-//! Options  Connection  ClusterFacts   WorkloadCheck  DiagnosePlan  Vec<NodeReport>  Diagnosis  DiagnoseReport  String
-//!                      (find)                                  (reach; runs probe)
+//! cli ──► connect ──► supervisor ──► workload ──► plan ──► route ──► report::Evidence ──► analyse ──► report ──► render
+//! Options  Connection  Inventory,     WorkloadCheck  DiagnosePlan  Vec<NodeReport>  (what the verdict  Diagnosis  DiagnoseReport  String
+//!                      ClusterFacts                              (reach; runs probe)  is made from)
+//!                      (find)
 //! ```
 //!
-//! - `cli` turns argv into options; `commands::{status, diagnose, cleanup}` wire the stages,
+//! `Evidence::judge` runs the analysis for a live `diagnose` and for `analyse` of an evidence
+//! bundle alike ([`bundle`] writes and reads them). `--all`/`-A` run the same pipeline per cluster
+//! after one Supervisor read per namespace (`commands::many`); `--watch` repeats it
+//! (`commands::watch`).
+//!
+//! - `cli` turns argv into options; `commands::{status, diagnose, analyse, cleanup}` wire the stages,
 //!   one module per command; `main` prints the [`Outcome`] and exits with its code. Nothing
 //!   below `run` writes to stdout.
 //! - Each stage takes the values of the stages before it and the `kube::Client` from `connect`
@@ -21,11 +27,12 @@
 //! `tests/architecture.rs`):
 //!
 //! ```text
-//! lib · cli · commands · plan · route · render · report · analyse · workload · supervisor ·
+//! lib · cli · commands · bundle · plan · route · render · report · analyse · workload · supervisor ·
 //! connect · probe · {names, labels, progress, signal, error}
 //! ```
 
 pub mod analyse;
+pub mod bundle;
 pub mod cli;
 pub mod commands;
 pub mod connect;
@@ -53,8 +60,9 @@ use crate::render::Format;
 
 pub use commands::Outcome;
 
-/// Dispatches one command line.
-pub async fn run(cli: Cli) -> Result<Outcome> {
+/// Dispatches one command line. `emit` takes what a command prints as it goes (`--watch`);
+/// everything else is in the [`Outcome`].
+pub async fn run(cli: Cli, emit: commands::Emit<'_>) -> Result<Outcome> {
     let g = &cli.global;
     let format = g.format();
     match &cli.command {
@@ -80,8 +88,10 @@ pub async fn run(cli: Cli) -> Result<Outcome> {
         }
         Command::Diagnose(args) => {
             let conn = connect::connect(&g.connect_options()).await?;
-            commands::diagnose::run(&conn, &args.options(), format).await
+            commands::diagnose::run(&conn, &args.run_options(), &args.options(), format, emit).await
         }
+        // Offline: the bundle is all it reads; no kubeconfig, no connection.
+        Command::Analyse(args) => commands::analyse::run(&args.options(), format),
         Command::Cleanup(args) => {
             let conn = connect::connect(&g.connect_options()).await?;
             commands::cleanup::run(&conn, &args.options(g), format).await

@@ -66,7 +66,15 @@ fn real_main(cli: Cli) -> anyhow::Result<i32> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
-    match runtime.block_on(etcdnet::run(cli)) {
+    // `--watch` prints each round as it ends; a closed pipe ends nothing (the run goes on to
+    // delete its pods and exit as documented).
+    let emit = |text: &str| {
+        let mut stdout = std::io::stdout().lock();
+        let _ = stdout
+            .write_all(text.as_bytes())
+            .and_then(|_| stdout.flush());
+    };
+    match runtime.block_on(etcdnet::run(cli, &emit)) {
         Ok(outcome) => {
             let mut stdout = std::io::stdout().lock();
             // A closed pipe (`| head`) is not an error worth a message.

@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 const LAYERS: &[&[&str]] = &[
     &["cli"],
     &["commands"],
+    &["bundle"],
     &["plan"],
     &["route"],
     &["render"],

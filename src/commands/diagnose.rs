@@ -1,101 +1,242 @@
-//! `kubectl etcdnet diagnose`: the whole pipeline for one cluster.
+//! `kubectl etcdnet diagnose`: the whole pipeline, for one cluster or many.
 //!
 //! find (Supervisor walk) → workload (API check) → plan (route, targets, bounds) → reach (the
-//! route's session on every node, bounded fan-out) → analyse (matrices, verdict) → report →
-//! render. Nothing here knows a particular route: they all come through [`crate::route`].
+//! route's session on every node, bounded fan-out) → [`Evidence`] → analyse ([`Evidence::judge`]:
+//! matrices, verdict) → report → render. Nothing here knows a particular route: they all come
+//! through [`crate::route`]. Many clusters (`--all`, `-A`) go through [`super::many`]; `--watch`
+//! repeats rounds ([`super::watch`]).
 //!
 //! Every pod created on the way is tracked by a [`PodTracker`]; the run may be cancelled at any
 //! await (Ctrl-C, SIGTERM, SIGHUP) and [`run`] still deletes every pod before it returns.
 
+use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::Pod;
 
-use super::Outcome;
-use crate::analyse;
+use super::many::{self, Selection, Which};
+use super::{Emit, Outcome};
 use crate::connect::Connection;
 use crate::error::{Error, Result, EXIT_OK};
 use crate::plan::{self, DiagnoseOptions, DiagnosePlan};
 use crate::progress::Progress;
 use crate::render::{self, Format, Paint};
-use crate::report::DiagnoseReport;
+use crate::report::{DiagnoseReport, Evidence, ListReport};
 use crate::route::{self, Env, PodTracker};
-use crate::{signal, supervisor, workload};
+use crate::supervisor::{self, ClusterFacts, Inventory};
+use crate::{signal, workload};
 
-/// What one diagnosis produced.
+/// What the command does besides diagnosing: which clusters, watch, bundle.
+#[derive(Debug, Clone)]
+pub struct DiagnoseRun {
+    pub selection: Selection,
+    /// `--watch`: the interval between rounds.
+    pub watch: Option<Duration>,
+    /// `--bundle`: where to write the evidence.
+    pub bundle: Option<PathBuf>,
+}
+
+/// What one cluster's diagnosis produced.
 pub enum Diagnosed {
-    Report(Box<DiagnoseReport>),
+    Report(Box<DiagnoseReport>, Box<Evidence>),
     /// `--dry-run`: the pods it would have created.
     DryRun(Vec<Pod>),
 }
 
+/// What one round produced: one cluster's diagnosis, or a list of many.
+pub enum Round {
+    One(Diagnosed),
+    Many(ListReport<DiagnoseReport>, Vec<Evidence>, Vec<Pod>),
+}
+
 /// Runs the diagnosis until it ends or a signal comes, then deletes what is left (unless
 /// `--keep-pods`) and renders the result.
-pub async fn run(conn: &Connection, opts: &DiagnoseOptions, format: Format) -> Result<Outcome> {
+pub async fn run(
+    conn: &Connection,
+    how: &DiagnoseRun,
+    opts: &DiagnoseOptions,
+    format: Format,
+    emit: Emit<'_>,
+) -> Result<Outcome> {
+    if let Some(every) = how.watch {
+        return super::watch::run(conn, &how.selection, opts, format, every, emit).await;
+    }
+    if let Some(path) = &how.bundle {
+        crate::bundle::check_target(path)?;
+    }
+    let (result, mut notes) = round_with_cleanup(conn, &how.selection, opts).await;
+    let (stdout, mut exit_code, evidence) = match result? {
+        Round::One(Diagnosed::DryRun(pods)) => return dry_run(&pods, format, notes),
+        Round::Many(_, _, pods) if opts.dry_run => return dry_run(&pods, format, notes),
+        Round::One(Diagnosed::Report(report, evidence)) => (
+            render::diagnose(&report, format, Paint::detect())?,
+            report.result.exit_code,
+            vec![*evidence],
+        ),
+        Round::Many(list, evidence, _) => (
+            render::diagnose_list(&list, format, Paint::detect(), !how.selection.summary)?,
+            list.result.exit_code,
+            evidence,
+        ),
+    };
+    if let Some(path) = &how.bundle {
+        match crate::bundle::write(path, &evidence) {
+            Ok(()) => notes.push(format!(
+                "evidence of {} cluster(s) written to {}",
+                evidence.len(),
+                path.display()
+            )),
+            // The diagnosis is not thrown away for it: the report is printed, the bundle's
+            // failure said, and the run did not complete what was asked (exit 3).
+            Err(e) => {
+                notes.push(format!("error: {e}"));
+                exit_code = exit_code.max(crate::error::EXIT_INCOMPLETE);
+            }
+        }
+    }
+    Ok(Outcome {
+        stdout,
+        notes,
+        exit_code,
+    })
+}
+
+/// `--dry-run`: the pods, nothing created.
+fn dry_run(pods: &[Pod], format: Format, mut notes: Vec<String>) -> Result<Outcome> {
+    notes.push(format!(
+        "dry run: {} pod(s) shown, nothing created",
+        pods.len()
+    ));
+    Ok(Outcome {
+        stdout: render::dry_run(pods, format)?,
+        notes,
+        exit_code: EXIT_OK,
+    })
+}
+
+/// One round over the selection, cancelled by a signal, then every pod it created deleted
+/// (unless `--keep-pods`). Returns the round and the notes about the pods.
+pub async fn round_with_cleanup(
+    conn: &Connection,
+    selection: &Selection,
+    opts: &DiagnoseOptions,
+) -> (Result<Round>, Vec<String>) {
     let tracker = PodTracker::default();
     let progress = Progress::for_stderr();
     let result = tokio::select! {
-        r = diagnose(conn, opts, &tracker, &progress) => r,
+        r = round(conn, selection, opts, &tracker, &progress) => r,
         _ = signal::shutdown() => Err(Error::Interrupted),
     };
     progress.finish();
     // Every way out passes here: delete what is left, unless asked to keep it.
     let mut notes = Vec::new();
+    let where_ = match &selection.which {
+        Which::One(c) => format!("{c} -n {}", conn.namespace),
+        Which::Namespace => format!("<cluster> -n {}", conn.namespace),
+        Which::AllNamespaces => "<cluster> -n <namespace>".to_string(),
+    };
     if opts.keep_pods {
         let kept = tracker.names();
         if !kept.is_empty() {
             notes.push(format!(
-                "kept {} probe pod(s) in namespace {} of the workload cluster: {}; remove them with: kubectl etcdnet cleanup {} -n {}",
-                kept.len(), opts.pod_namespace, kept.join(", "), opts.cluster, conn.namespace
+                "kept {} probe pod(s) in namespace {} of the workload cluster(s): {}; remove them with: kubectl etcdnet cleanup {where_}",
+                kept.len(), opts.pod_namespace, kept.join(", ")
             ));
         }
     } else {
         for failed in tracker.delete_all(Duration::from_secs(15)).await {
             notes.push(format!(
-                "warning: could not delete probe pod {failed}; run: kubectl etcdnet cleanup {} -n {}",
-                opts.cluster, conn.namespace
+                "warning: could not delete probe pod {failed}; run: kubectl etcdnet cleanup {where_}"
             ));
         }
     }
-    match result? {
-        Diagnosed::DryRun(pods) => {
-            notes.push(format!(
-                "dry run: {} pod(s) shown, nothing created",
-                pods.len()
-            ));
-            Ok(Outcome {
-                stdout: render::dry_run(&pods, format)?,
-                notes,
-                exit_code: EXIT_OK,
-            })
-        }
-        Diagnosed::Report(report) => Ok(Outcome {
-            stdout: render::diagnose(&report, format, Paint::detect())?,
-            notes,
-            exit_code: report.result.exit_code,
-        }),
-    }
+    (result, notes)
 }
 
-/// One diagnosis; every pod it creates goes into `tracker`.
+/// One round: one cluster, or each of many at most `max_concurrent` at once.
+async fn round(
+    conn: &Connection,
+    selection: &Selection,
+    opts: &DiagnoseOptions,
+    tracker: &PodTracker,
+    progress: &Progress,
+) -> Result<Round> {
+    let started = Instant::now();
+    if let Which::One(cluster) = &selection.which {
+        progress.stage(format!(
+            "reading cluster {cluster} in namespace {} (context {})",
+            conn.namespace, conn.context
+        ));
+        let (facts, inventory) = supervisor::walk(conn, cluster).await?;
+        let d = diagnose(conn, facts, &Arc::new(inventory), opts, tracker, progress).await?;
+        return Ok(Round::One(d));
+    }
+    progress.stage(match &selection.which {
+        Which::AllNamespaces => format!(
+            "reading the clusters of every namespace (context {})",
+            conn.context
+        ),
+        _ => format!(
+            "reading the clusters of namespace {} (context {})",
+            conn.namespace, conn.context
+        ),
+    });
+    let found = many::find(conn, &selection.which).await?;
+    let steps = progress.steps(format!("diagnosing {} clusters", found.len()), found.len());
+    let evidence = std::sync::Mutex::new(Vec::new());
+    let pods = std::sync::Mutex::new(Vec::new());
+    let items = many::each(found, selection.max_concurrent, |facts, inventory| {
+        let (evidence, pods, steps) = (&evidence, &pods, &steps);
+        async move {
+            // Each cluster's own stages would fight over one line: only the count is shown.
+            let quiet = Progress::hidden();
+            let d = diagnose(conn, facts, &inventory, opts, tracker, &quiet).await;
+            steps.one_done();
+            match d? {
+                Diagnosed::Report(report, e) => {
+                    evidence.lock().unwrap_or_else(|p| p.into_inner()).push(*e);
+                    Ok(*report)
+                }
+                Diagnosed::DryRun(p) => {
+                    pods.lock().unwrap_or_else(|p| p.into_inner()).extend(p);
+                    Err(Error::config("dry run: nothing diagnosed"))
+                }
+            }
+        }
+    })
+    .await?;
+    let items = if opts.dry_run { Vec::new() } else { items };
+    let mut evidence = evidence.into_inner().unwrap_or_else(|p| p.into_inner());
+    evidence.sort_by(|a, b| (&a.namespace, &a.cluster).cmp(&(&b.namespace, &b.cluster)));
+    Ok(Round::Many(
+        ListReport::new(items, started.elapsed()),
+        evidence,
+        pods.into_inner().unwrap_or_else(|p| p.into_inner()),
+    ))
+}
+
+/// One cluster's diagnosis, from its facts; every pod it creates goes into `tracker`.
 pub async fn diagnose(
     conn: &Connection,
+    facts: ClusterFacts,
+    inventory: &Arc<Inventory>,
     opts: &DiagnoseOptions,
     tracker: &PodTracker,
     progress: &Progress,
 ) -> Result<Diagnosed> {
     let started = Instant::now();
-    progress.stage(format!(
-        "reading cluster {} in namespace {} (context {})",
-        opts.cluster, conn.namespace, conn.context
-    ));
-    let (facts, _inventory) = supervisor::walk(conn, &opts.cluster).await?;
+    let opts = &DiagnoseOptions {
+        cluster: facts.cluster.name.clone(),
+        ..opts.clone()
+    };
+    let namespace = facts.namespace.clone();
 
     // The workload API decides `auto`, and is part of every report.
     progress.stage("checking the workload cluster's API");
     let workload = workload::check(
         &conn.client,
-        &conn.namespace,
+        &namespace,
         &opts.cluster,
         facts.endpoint.as_ref(),
         opts.api_timeout,
@@ -106,7 +247,7 @@ pub async fn diagnose(
         &facts,
         &workload.api,
         plan::Context {
-            namespace: &conn.namespace,
+            namespace: &namespace,
             run_id: route::run_id(),
         },
     );
@@ -135,18 +276,17 @@ pub async fn diagnose(
     // The session (and any key file it holds) ends here, before the analysis.
     drop(session);
 
-    let diagnosis = analyse::verdict::diagnose(&facts, &reports);
-    let findings = analyse::status_findings(&facts, &workload.api);
-    let report = DiagnoseReport::new(
-        facts,
+    let evidence = Evidence::new(
+        &conn.context,
+        &opts.cluster,
+        inventory,
         workload.api,
-        findings,
         plan.route_info,
         reports,
-        diagnosis,
         started.elapsed().as_millis() as u64,
     );
-    Ok(Diagnosed::Report(Box::new(report)))
+    let report = evidence.judge()?;
+    Ok(Diagnosed::Report(Box::new(report), Box::new(evidence)))
 }
 
 /// `--dry-run`: what the chosen route would create to reach the nodes it could reach.

@@ -1,44 +1,73 @@
 //! `kubectl etcdnet status`: the support article's Supervisor-side checks.
 //!
-//! find (the Supervisor walk) → workload (the API check) → analyse (findings) → report → render.
+//! find (the Supervisor walk) → workload (the API check) → analyse (findings) → report → render;
+//! for one cluster, or for each of many (`--all`, `-A`: [`super::many`]).
 
-use std::time::Duration;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
+use super::many::{self, Selection, Which};
 use super::Outcome;
 use crate::connect::Connection;
 use crate::error::Result;
 use crate::render::{self, Format, Paint};
-use crate::report::StatusReport;
+use crate::report::{ListReport, StatusReport};
+use crate::supervisor::{ClusterFacts, Inventory};
 use crate::{analyse, supervisor, workload};
 
 #[derive(Debug, Clone)]
 pub struct StatusOptions {
-    pub cluster: String,
+    pub selection: Selection,
     /// Bound of the workload API check.
     pub api_timeout: Duration,
 }
 
 pub async fn run(conn: &Connection, opts: &StatusOptions, format: Format) -> Result<Outcome> {
-    let report = report(conn, opts).await?;
+    let started = Instant::now();
+    if let Which::One(cluster) = &opts.selection.which {
+        let (facts, inventory) = supervisor::walk(conn, cluster).await?;
+        let report = report(conn, facts, Arc::new(inventory), opts, started).await?;
+        return Ok(Outcome {
+            stdout: render::status(&report, format, Paint::detect())?,
+            notes: Vec::new(),
+            exit_code: report.result.exit_code,
+        });
+    }
+    let found = many::find(conn, &opts.selection.which).await?;
+    let items = many::each(found, opts.selection.max_concurrent, |facts, inv| {
+        report(conn, facts, inv, opts, Instant::now())
+    })
+    .await?;
+    let list = ListReport::new(items, started.elapsed());
     Ok(Outcome {
-        stdout: render::status(&report, format, Paint::detect())?,
+        stdout: render::status_list(&list, format, Paint::detect(), !opts.selection.summary)?,
         notes: Vec::new(),
-        exit_code: report.result.exit_code,
+        exit_code: list.result.exit_code,
     })
 }
 
-/// The Supervisor walk plus the workload API check, analysed.
-pub async fn report(conn: &Connection, opts: &StatusOptions) -> Result<StatusReport> {
-    let (facts, _inventory) = supervisor::walk(conn, &opts.cluster).await?;
+/// The workload API check on top of the Supervisor's facts, analysed.
+pub async fn report(
+    conn: &Connection,
+    facts: ClusterFacts,
+    _inventory: Arc<Inventory>,
+    opts: &StatusOptions,
+    started: Instant,
+) -> Result<StatusReport> {
     let api = workload::check(
         &conn.client,
-        &conn.namespace,
-        &opts.cluster,
+        &facts.namespace,
+        &facts.cluster.name,
         facts.endpoint.as_ref(),
         opts.api_timeout,
     )
     .await
     .api;
     let findings = analyse::status_findings(&facts, &api);
-    Ok(StatusReport::new(facts, api, findings))
+    Ok(StatusReport::new(
+        facts,
+        api,
+        findings,
+        started.elapsed().as_millis() as u64,
+    ))
 }

@@ -45,6 +45,45 @@ pub struct ProbeOutput {
     /// Steps that failed, with why (a missing tool, a timeout, ...).
     #[serde(default)]
     pub errors: Vec<StepError>,
+    /// The document as the node printed it, set by [`crate::probe::parse::parse`]: the evidence
+    /// bundle stores it verbatim, so a later plugin reads what the node said, not our reading
+    /// of it. Never in a report's JSON (skipped), and not part of equality ([`RawDocument`]).
+    #[serde(skip)]
+    pub raw: RawDocument,
+}
+
+/// A probe document's text as printed. Equal to any other: two documents that read the same
+/// are the same probe (whitespace or key order must not make reports differ), and a value made
+/// in code has none. Its `Debug` shows the length only, so a failing test's dump of a report
+/// does not print every node's log tail twice.
+#[derive(Clone, Default)]
+pub struct RawDocument(pub Option<std::sync::Arc<str>>);
+
+impl RawDocument {
+    pub fn new(text: &str) -> RawDocument {
+        RawDocument(Some(text.into()))
+    }
+
+    pub fn as_str(&self) -> Option<&str> {
+        self.0.as_deref()
+    }
+}
+
+impl PartialEq for RawDocument {
+    fn eq(&self, _: &RawDocument) -> bool {
+        true
+    }
+}
+
+impl Eq for RawDocument {}
+
+impl std::fmt::Debug for RawDocument {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.0 {
+            Some(text) => write!(f, "RawDocument({} bytes)", text.len()),
+            None => f.write_str("RawDocument(none)"),
+        }
+    }
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]

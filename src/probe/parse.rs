@@ -12,7 +12,7 @@ use std::borrow::Cow;
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::probe::output::{ProbeOutput, PROBE_SCHEMA_VERSION};
+use crate::probe::output::{ProbeOutput, RawDocument, PROBE_SCHEMA_VERSION};
 
 /// The most a probe output may be. The probe's own caps keep it far below (the log sample is
 /// 256 KiB by default): more is not a probe.
@@ -125,7 +125,10 @@ fn parse_document(node: &str, doc: &str) -> Result<ProbeOutput, (ParseError, usi
         }
     };
     let read = values.byte_offset();
-    parse_value(node, value).map_err(|e| (e, read))
+    let mut out = parse_value(node, value).map_err(|e| (e, read))?;
+    // Exactly the document's bytes, without the noise around it (the evidence bundle's copy).
+    out.raw = RawDocument::new(&doc[..read]);
+    Ok(out)
 }
 
 /// The byte offset of serde_json's 1-based `line` and `column` in `doc`.

@@ -21,10 +21,12 @@ use crate::error::{Error, Result};
 
 mod cleanup;
 mod diagnose;
+mod list;
 mod status;
 
 pub use cleanup::cleanup;
 pub use diagnose::{diagnose, dry_run};
+pub use list::{diagnose_list, status_list};
 pub use status::status;
 
 /// How a report is printed (`-o`).
@@ -207,6 +209,16 @@ pub fn structured<T: Serialize>(value: &T, format: Format) -> Result<String> {
                 source: Box::new(e),
             }),
     }
+}
+
+/// One JSON document on one line (JSON lines, for `--watch -o json`), escaped as
+/// [`structured`]'s.
+pub fn json_line<T: Serialize>(value: &T) -> Result<String> {
+    serde_json::to_string(value)
+        .map(|s| escape_json_controls(s) + "\n")
+        .map_err(|e| Error::Output {
+            source: Box::new(e),
+        })
 }
 
 /// serde_json escapes C0 controls (ESC is `\u001b`) but writes DEL and the C1 controls

@@ -226,7 +226,7 @@ mod tests {
             ),
             condition("EtcdPodHealthy", "True", "Running", ""),
         ];
-        StatusReport::new(facts(3, 2, nodes), api(ApiState::Reachable), vec![])
+        StatusReport::new(facts(3, 2, nodes), api(ApiState::Reachable), vec![], 0)
     }
 
     /// `-o wide` has a line per Machine with etcd conditions, visible and on one line; the

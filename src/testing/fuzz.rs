@@ -897,7 +897,7 @@ fn render_everything(
     let yaml = render::diagnose(&report, Format::Yaml, Paint::default()).expect("YAML");
     assert_structured("diagnose", &report, &json, &yaml);
 
-    let status = StatusReport::new(facts, api, findings);
+    let status = StatusReport::new(facts, api, findings, 0);
     for format in [Format::Table, Format::Wide] {
         for on in [false, true] {
             let out = render::status(&status, format, Paint { on }).expect("renders");

@@ -326,3 +326,39 @@ pub fn unreachable_jumpbox_section(ip: &str) -> String {
     )
 }
 
+impl Env {
+    /// `kubectl etcdnet ...` through the real kubectl as a command not yet started (for runs
+    /// that are watched while they go, e.g. `--watch`), output piped.
+    pub fn kubectl_command(&self, args: &[&str]) -> Command {
+        let bin_dir = Path::new(PLUGIN).parent().unwrap();
+        let path = format!(
+            "{}:{}",
+            bin_dir.display(),
+            std::env::var("PATH").unwrap_or_default()
+        );
+        let mut cmd = Command::new(KUBECTL);
+        cmd.arg("etcdnet").args(args);
+        self.isolate(&mut cmd);
+        cmd.env("PATH", path)
+            .env("KUBECONFIG", &self.kubeconfig)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped());
+        cmd
+    }
+
+    /// The Supervisor requests made so far, as `METHOD path?query` lines.
+    pub fn supervisor_requests(&self) -> Vec<String> {
+        self.supervisor
+            .requests()
+            .iter()
+            .map(|r| {
+                if r.query.is_empty() {
+                    format!("{} {}", r.method, r.path)
+                } else {
+                    format!("{} {}?{}", r.method, r.path, r.query)
+                }
+            })
+            .collect()
+    }
+}
+

@@ -87,6 +87,7 @@ fn healthy_probe(i: usize) -> ProbeOutput {
             detail: None,
         },
         errors: vec![],
+        raw: Default::default(),
     }
 }
 

@@ -2,7 +2,14 @@
 //! added within an `apiVersion`; renaming or removing one means a new `apiVersion`.
 //! Documented in docs/output.md.
 
+mod evidence;
+mod list;
+pub mod watch;
+
 use serde::{Deserialize, Serialize};
+
+pub use evidence::Evidence;
+pub use list::{ClusterFailure, ListItem, ListReport, ListResult, Summarized, SummaryRow};
 
 use crate::analyse::verdict::{Diagnosis, VerdictCode};
 use crate::analyse::{Finding, Severity};
@@ -88,10 +95,18 @@ pub struct RunResult {
     pub errors: usize,
     pub warnings: usize,
     pub exit_code: i32,
+    /// How long the cluster took (the Supervisor walk and the workload API check).
+    #[serde(default)]
+    pub duration_ms: u64,
 }
 
 impl StatusReport {
-    pub fn new(facts: ClusterFacts, workload_api: WorkloadApi, findings: Vec<Finding>) -> Self {
+    pub fn new(
+        facts: ClusterFacts,
+        workload_api: WorkloadApi,
+        findings: Vec<Finding>,
+        duration_ms: u64,
+    ) -> Self {
         let complete = workload_api.state != ApiState::Unknown;
         let errors = findings
             .iter()
@@ -117,6 +132,7 @@ impl StatusReport {
                 errors,
                 warnings,
                 exit_code,
+                duration_ms,
             },
             findings,
         }

@@ -1,0 +1,1017 @@
+//! The evidence bundle: `diagnose --bundle FILE.tar.gz` writes what each verdict was made from
+//! ([`Evidence`]) as plain files a person can read, and `analyse FILE.tar.gz` reads them back
+//! and judges again ([`Evidence::judge`]): the same tool, offline, and a newer plugin re-judges
+//! an old bundle with its own parser and rules. Layout (docs/output.md):
+//!
+//! ```text
+//! manifest.json                          format version, plugin version, arguments, time, clusters
+//! <namespace>/<cluster>/report.json      the DiagnoseReport as judged when written (for people)
+//! <namespace>/<cluster>/discovery.json   what discovery said (SupervisorApis)
+//! <namespace>/<cluster>/supervisor/<Kind>-<name>.json   each object read, no managedFields
+//! <namespace>/<cluster>/workload-api.json, route.json
+//! <namespace>/<cluster>/nodes/<node>/probe.json   the probe's document as the node printed it
+//! <namespace>/<cluster>/nodes/<node>/etcd.log     its etcd log tail (also inside probe.json)
+//! <namespace>/<cluster>/nodes/<node>/reach.json   IP, why unreached, Supervisor-side ports, host key
+//! ```
+//!
+//! Nothing secret is in an [`Evidence`] (no Secret object, no kubeconfig, no key: see
+//! docs/security.md), so nothing secret is written. Names become path components only through
+//! [`component`]: whatever a name holds, it cannot make `..`, `/` or an absolute path; the
+//! manifest maps each name to its folder, so the names themselves are kept exactly.
+//!
+//! Writing is atomic (a temporary file beside the target, renamed onto it once complete), so an
+//! error or a signal never leaves a partial bundle. Reading is in memory, never extracted, with
+//! caps on entry size, total size and entry count; it refuses absolute and `..` paths, links and
+//! devices, and says in one line which file is wrong and how. Entries it does not know are
+//! ignored: a newer plugin's bundle may hold more.
+
+use std::cell::RefCell;
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::{self, Read, Write};
+use std::net::IpAddr;
+use std::path::Path;
+use std::rc::Rc;
+use std::time::SystemTime;
+
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::error::{Error, Result};
+use crate::probe::{identity, HostKey, NodeReport, PortReach, ReachError, ReachErrorKind};
+use crate::report::{Evidence, RouteInfo, API_VERSION};
+use crate::supervisor::{Inventory, SupervisorApis};
+use crate::workload::WorkloadApi;
+
+/// The layout's version. Files are only added within one; a reader refuses a newer one.
+pub const FORMAT_VERSION: u32 = 1;
+/// The manifest's `kind`.
+pub const KIND: &str = "EvidenceBundle";
+pub const MANIFEST: &str = "manifest.json";
+
+/// What reading accepts at most.
+#[derive(Debug, Clone, Copy)]
+pub struct Caps {
+    /// One entry's bytes. A probe document is at most `parse::MAX_OUTPUT_BYTES` (16 MiB);
+    /// nothing else comes near.
+    pub entry: u64,
+    /// The whole archive's once decompressed (headers included): a gzip bomb stops here.
+    pub total: u64,
+    /// Entries: a bundle of 50 clusters of 7 nodes has about 2000.
+    pub count: usize,
+}
+
+pub const CAPS: Caps = Caps {
+    entry: 32 * 1024 * 1024,
+    total: 512 * 1024 * 1024,
+    count: 20_000,
+};
+/// Longest path component written (tar handles longer paths, people's tools less so).
+const MAX_COMPONENT_CHARS: usize = 100;
+
+/// `manifest.json`: what the bundle is and where each cluster's files are.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Manifest {
+    pub api_version: String,
+    /// Always [`KIND`].
+    pub kind: String,
+    pub format_version: u32,
+    /// The plugin that wrote it.
+    pub plugin_version: String,
+    /// The command line after the program's name (`diagnose tkc-prod -n ns-prod --bundle ...`).
+    pub args: Vec<String>,
+    /// When it was written, RFC 3339 (UTC).
+    pub created: String,
+    pub clusters: Vec<ClusterEntry>,
+}
+
+/// One cluster's files.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ClusterEntry {
+    pub context: String,
+    pub namespace: String,
+    pub cluster: String,
+    /// The folder of its files, `<namespace>/<cluster>` made safe.
+    pub dir: String,
+    /// How long its diagnosis took.
+    pub duration_ms: u64,
+    /// The verdict when written (for a reader's glance; `analyse` judges again).
+    #[serde(default)]
+    pub verdict: Option<String>,
+    /// Its Supervisor objects, paths under `dir`, in the order they were read.
+    pub objects: Vec<String>,
+    /// Its control-plane nodes, in the report's order.
+    pub nodes: Vec<NodeEntry>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct NodeEntry {
+    /// The node's name, exactly.
+    pub name: String,
+    /// Its folder under the cluster's `dir` (`nodes/<name made safe>`).
+    pub dir: String,
+}
+
+/// `nodes/<node>/reach.json`: how the route got (or did not get) to the node.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct NodeReach {
+    pub name: String,
+    pub ip: Option<IpAddr>,
+    /// Why the node could not be probed; null when `probe.json` holds its document.
+    pub error: Option<ReachError>,
+    /// The VM's 22, 2379, 2380 and 6443 from the Supervisor (jumpbox route).
+    #[serde(default)]
+    pub reach: Vec<PortReach>,
+    #[serde(default)]
+    pub host_key: Option<HostKey>,
+}
+
+/// A bundle as read: its manifest and each cluster's evidence.
+#[derive(Debug, Clone)]
+pub struct Bundle {
+    pub manifest: Manifest,
+    pub evidence: Vec<Evidence>,
+}
+
+/// Writes `evidence` (one per cluster) to `path` as a .tar.gz, atomically.
+/// Checked before a run, so that a bundle that cannot be written is known before minutes of
+/// diagnosis (exit 2, nothing contacted): its folder must exist, and the path must not be one.
+pub fn check_target(path: &Path) -> Result<()> {
+    let cannot = |why: &str| Error::Usage(format!("cannot write bundle {}: {why}", path.display()));
+    if path.is_dir() {
+        return Err(cannot("it is a folder"));
+    }
+    match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() && !d.is_dir() => {
+            Err(cannot(&format!("no folder {}", d.display())))
+        }
+        _ => Ok(()),
+    }
+}
+
+pub fn write(path: &Path, evidence: &[Evidence]) -> Result<()> {
+    let cannot =
+        |why: String| Error::config(format!("cannot write bundle {}: {why}", path.display()));
+    // `args_os`: `args` panics on an argument that is not UTF-8 (a path can be anything).
+    let args = std::env::args_os()
+        .skip(1)
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    let files = files(evidence, args)?;
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "bundle".into());
+    // Beside the target, so the rename is atomic; removed on drop if anything below fails.
+    let tmp = tempfile::Builder::new()
+        .prefix(&format!(".{name}."))
+        .suffix(".tmp")
+        .tempfile_in(dir)
+        .map_err(|e| cannot(e.to_string()))?;
+    let mtime = unix_seconds(SystemTime::now());
+    let gz = flate2::write::GzEncoder::new(
+        io::BufWriter::new(tmp.as_file()),
+        flate2::Compression::default(),
+    );
+    let mut tar = tar::Builder::new(gz);
+    for (entry, bytes) in &files {
+        let mut header = tar::Header::new_gnu();
+        header.set_entry_type(tar::EntryType::Regular);
+        header.set_size(bytes.len() as u64);
+        header.set_mode(0o644);
+        header.set_mtime(mtime);
+        header.set_uid(0);
+        header.set_gid(0);
+        tar.append_data(&mut header, entry, bytes.as_slice())
+            .map_err(|e| cannot(e.to_string()))?;
+    }
+    let gz = tar.into_inner().map_err(|e| cannot(e.to_string()))?;
+    let mut buf = gz.finish().map_err(|e| cannot(e.to_string()))?;
+    buf.flush().map_err(|e| cannot(e.to_string()))?;
+    drop(buf);
+    tmp.as_file()
+        .sync_all()
+        .map_err(|e| cannot(e.to_string()))?;
+    tmp.persist(path).map_err(|e| cannot(e.error.to_string()))?;
+    Ok(())
+}
+
+/// The bundle's files, in order (the manifest first), from `evidence` and the command line.
+fn files(evidence: &[Evidence], args: Vec<String>) -> Result<Vec<(String, Vec<u8>)>> {
+    let mut out = Vec::new();
+    let mut clusters = Vec::new();
+    let mut dirs = Names::default();
+    for e in evidence {
+        let report = e.judge()?;
+        let ns = component(&e.namespace);
+        let dir = format!("{ns}/{}", dirs.unique(&ns, &component(&e.cluster)));
+        let mut put = |rel: &str, bytes: Vec<u8>| out.push((format!("{dir}/{rel}"), bytes));
+        put("report.json", pretty(&report)?);
+        put("discovery.json", pretty(&e.apis)?);
+        put("workload-api.json", pretty(&e.workload_api)?);
+        put("route.json", pretty(&e.route)?);
+        let mut taken = Names::default();
+        let mut objects = Vec::new();
+        for o in &e.objects {
+            let kind = o.get("kind").and_then(Value::as_str).unwrap_or("Object");
+            let name = o
+                .pointer("/metadata/name")
+                .and_then(Value::as_str)
+                .unwrap_or("unnamed");
+            let file = taken.unique("supervisor", &component(&format!("{kind}-{name}")));
+            let rel = format!("supervisor/{file}.json");
+            put(&rel, pretty(o)?);
+            objects.push(rel);
+        }
+        let mut nodes = Vec::new();
+        for n in &e.nodes {
+            let rel = format!("nodes/{}", taken.unique("nodes", &component(&n.name)));
+            if let Ok(probe) = &n.outcome {
+                // As the node printed it; a document made in code (tests) in the same schema.
+                let doc = match probe.raw.as_str() {
+                    Some(raw) => raw.as_bytes().to_vec(),
+                    None => pretty(probe)?,
+                };
+                put(&format!("{rel}/probe.json"), doc);
+                if let Some(logs) = &probe.etcd.logs {
+                    put(&format!("{rel}/etcd.log"), logs.text.clone().into_bytes());
+                }
+            }
+            let reach = NodeReach {
+                name: n.name.clone(),
+                ip: n.ip,
+                error: n.outcome.as_ref().err().cloned(),
+                reach: n.reach.clone(),
+                host_key: n.host_key.clone(),
+            };
+            put(&format!("{rel}/reach.json"), pretty(&reach)?);
+            nodes.push(NodeEntry {
+                name: n.name.clone(),
+                dir: rel,
+            });
+        }
+        clusters.push(ClusterEntry {
+            context: e.context.clone(),
+            namespace: e.namespace.clone(),
+            cluster: e.cluster.clone(),
+            dir,
+            duration_ms: e.duration_ms,
+            verdict: Some(report.verdict.code.to_string()),
+            objects,
+            nodes,
+        });
+    }
+    let manifest = Manifest {
+        api_version: API_VERSION.into(),
+        kind: KIND.into(),
+        format_version: FORMAT_VERSION,
+        plugin_version: env!("CARGO_PKG_VERSION").into(),
+        args,
+        created: humantime::format_rfc3339_seconds(SystemTime::now()).to_string(),
+        clusters,
+    };
+    out.insert(0, (MANIFEST.to_string(), pretty(&manifest)?));
+    Ok(out)
+}
+
+fn pretty<T: Serialize>(value: &T) -> Result<Vec<u8>> {
+    let mut text = serde_json::to_vec_pretty(value).map_err(|e| Error::Output {
+        source: Box::new(e),
+    })?;
+    text.push(b'\n');
+    Ok(text)
+}
+
+fn unix_seconds(t: SystemTime) -> u64 {
+    t.duration_since(SystemTime::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0)
+}
+
+/// A name as one path component: ASCII letters, digits, `.`, `-` and `_` kept, anything else
+/// `_`; never empty, never starting with a dot (so never `.` or `..`, nor hidden), at most
+/// [`MAX_COMPONENT_CHARS`]. Kubernetes names pass unchanged; the rest is data, not a path.
+pub fn component(name: &str) -> String {
+    let mut safe: String = name
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_') {
+                c
+            } else {
+                '_'
+            }
+        })
+        .take(MAX_COMPONENT_CHARS)
+        .collect();
+    if safe.is_empty() || safe.starts_with('.') {
+        safe.insert(0, '_');
+        safe.truncate(MAX_COMPONENT_CHARS);
+    }
+    safe
+}
+
+/// Components already used per folder: two names that became the same component (or differ
+/// past the cut) get `-2`, `-3`, ...
+#[derive(Default)]
+struct Names(BTreeMap<String, BTreeSet<String>>);
+
+impl Names {
+    fn unique(&mut self, folder: &str, wanted: &str) -> String {
+        let used = self.0.entry(folder.to_string()).or_default();
+        let mut name = wanted.to_string();
+        let mut n = 2;
+        while used.contains(&name) {
+            name = format!("{wanted}-{n}");
+            n += 1;
+        }
+        used.insert(name.clone());
+        name
+    }
+}
+
+/// Reads the bundle at `path`: in memory, each node's document parsed again with this plugin's
+/// parser and checked to be the node's, as a live run does. Any problem with the file is one
+/// configuration error (exit 2) naming the file, the entry and what is wrong.
+pub fn read(path: &Path) -> Result<Bundle> {
+    let bad = |why: String| Error::config(format!("bundle {}: {why}", path.display()));
+    let file = std::fs::File::open(path).map_err(|e| bad(format!("cannot open: {e}")))?;
+    let entries = entries(io::BufReader::new(file), CAPS).map_err(bad)?;
+    from_entries(&entries).map_err(bad)
+}
+
+/// The regular files of a .tar.gz read from `source`, by normalised path. Every refusal is one
+/// line naming the entry.
+fn entries(
+    source: impl Read,
+    caps: Caps,
+) -> std::result::Result<BTreeMap<String, Vec<u8>>, String> {
+    // gzip's magic first: a text file or a bare tar says so, rather than "truncated".
+    let mut source = source;
+    let mut magic = Vec::with_capacity(2);
+    (&mut source)
+        .take(2)
+        .read_to_end(&mut magic)
+        .map_err(|e| format!("cannot read: {e}"))?;
+    match magic.as_slice() {
+        [] => return Err("empty file, not a .tar.gz".into()),
+        [0x1f, 0x8b] => {}
+        _ => return Err("not a .tar.gz (it does not start with gzip's header)".into()),
+    }
+    let failure = Rc::new(RefCell::new(None));
+    let counted = Capped {
+        inner: flate2::read::GzDecoder::new(magic.as_slice().chain(source)),
+        read: 0,
+        cap: caps.total,
+        failure: failure.clone(),
+    };
+    let mut archive = tar::Archive::new(counted);
+    // What the decompression said, if it failed, says more than tar's wrapping of it.
+    let why = |e: io::Error| -> String {
+        failure
+            .borrow()
+            .clone()
+            .unwrap_or_else(|| format!("not a tar archive ({e})"))
+    };
+    let mut files = BTreeMap::new();
+    let mut count = 0usize;
+    for entry in archive.entries().map_err(why)? {
+        let mut entry = entry.map_err(why)?;
+        count += 1;
+        if count > caps.count {
+            return Err(format!("more than {} entries", caps.count));
+        }
+        let raw_path = String::from_utf8_lossy(&entry.path_bytes()).into_owned();
+        let shown = format!("{raw_path:?}");
+        let kind = entry.header().entry_type();
+        if kind.is_dir() || kind.is_pax_global_extensions() {
+            continue;
+        }
+        if !(kind.is_file() || kind.is_contiguous()) {
+            return Err(format!(
+                "entry {shown} is a {}, not a regular file",
+                entry_kind(kind)
+            ));
+        }
+        let path = normalise(&raw_path).map_err(|why| format!("entry {shown}: {why}"))?;
+        let size = entry.size();
+        if size > caps.entry {
+            return Err(format!(
+                "entry {shown} is {size} bytes, more than the {} an entry may be",
+                caps.entry
+            ));
+        }
+        let mut bytes = Vec::with_capacity(size as usize);
+        (&mut entry)
+            .take(caps.entry)
+            .read_to_end(&mut bytes)
+            .map_err(|e| format!("entry {shown}: {}", why(e)))?;
+        if files.insert(path, bytes).is_some() {
+            return Err(format!("entry {shown} appears twice"));
+        }
+    }
+    // The rest of the stream (tar's end blocks, the gzip trailer): a cut or a corrupt checksum
+    // past the last entry is still a damaged file.
+    io::copy(&mut archive.into_inner(), &mut io::sink()).map_err(|e| {
+        failure
+            .borrow()
+            .clone()
+            .unwrap_or_else(|| format!("unreadable after the last entry ({e})"))
+    })?;
+    Ok(files)
+}
+
+fn entry_kind(kind: tar::EntryType) -> &'static str {
+    if kind.is_symlink() {
+        "symbolic link"
+    } else if kind.is_hard_link() {
+        "hard link"
+    } else if kind.is_character_special() || kind.is_block_special() {
+        "device"
+    } else if kind.is_fifo() {
+        "FIFO"
+    } else {
+        "special entry"
+    }
+}
+
+/// A relative path of plain components joined by `/`; `.` components dropped. Absolute paths,
+/// `..`, empty names and NUL are refused.
+fn normalise(path: &str) -> std::result::Result<String, &'static str> {
+    if path.starts_with('/') || path.starts_with('\\') {
+        return Err("absolute path refused");
+    }
+    if path.contains('\0') {
+        return Err("NUL in path refused");
+    }
+    let mut parts = Vec::new();
+    for part in path.split('/') {
+        match part {
+            "" | "." => {}
+            ".." => return Err("`..` in path refused"),
+            p => parts.push(p),
+        }
+    }
+    if parts.is_empty() {
+        return Err("empty path");
+    }
+    Ok(parts.join("/"))
+}
+
+/// The decompressed stream, counted against `cap`; the first failure (the cap, a cut or
+/// corrupt gzip) is kept in `failure` in its own words.
+struct Capped<R> {
+    inner: R,
+    read: u64,
+    cap: u64,
+    failure: Rc<RefCell<Option<String>>>,
+}
+
+impl<R: Read> Read for Capped<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.inner.read(buf).map_err(|e| {
+            let why = match e.kind() {
+                io::ErrorKind::UnexpectedEof => "cut short: the file is truncated".to_string(),
+                _ => format!("not a .tar.gz, or damaged ({e})"),
+            };
+            self.failure.borrow_mut().get_or_insert(why.clone());
+            io::Error::new(e.kind(), why)
+        })?;
+        self.read += n as u64;
+        if self.read > self.cap {
+            let why = format!("more than {} bytes once decompressed", self.cap);
+            self.failure.borrow_mut().get_or_insert(why.clone());
+            return Err(io::Error::other(why));
+        }
+        Ok(n)
+    }
+}
+
+/// The evidence the files hold, per the manifest.
+fn from_entries(files: &BTreeMap<String, Vec<u8>>) -> std::result::Result<Bundle, String> {
+    let manifest: Manifest = match files.get(MANIFEST) {
+        None => return Err(format!("not an etcdnet evidence bundle (no {MANIFEST})")),
+        Some(bytes) => {
+            let v: Value = json(MANIFEST, bytes)?;
+            if v.get("kind").and_then(Value::as_str) != Some(KIND) {
+                return Err(format!(
+                    "not an etcdnet evidence bundle ({MANIFEST} is not of kind {KIND})"
+                ));
+            }
+            match v.get("formatVersion").and_then(Value::as_u64) {
+                Some(n) if n <= u64::from(FORMAT_VERSION) => {}
+                found => {
+                    return Err(format!(
+                        "format version {} is newer than this plugin reads ({FORMAT_VERSION}): upgrade kubectl-etcdnet",
+                        found.map_or_else(|| "(none)".to_string(), |n| n.to_string())
+                    ))
+                }
+            }
+            serde_json::from_value(v).map_err(|e| format!("{MANIFEST}: {e}"))?
+        }
+    };
+    if manifest.clusters.is_empty() {
+        return Err(format!("{MANIFEST} lists no cluster"));
+    }
+    let evidence = manifest
+        .clusters
+        .iter()
+        .map(|c| cluster(files, c))
+        .collect::<std::result::Result<Vec<_>, _>>()?;
+    Ok(Bundle { manifest, evidence })
+}
+
+/// One cluster's evidence from its files.
+fn cluster(
+    files: &BTreeMap<String, Vec<u8>>,
+    c: &ClusterEntry,
+) -> std::result::Result<Evidence, String> {
+    let get = |rel: &str| file(files, &c.dir, rel);
+    let dir = c.dir.as_str();
+    let apis: SupervisorApis = read_json(files, dir, "discovery.json")?;
+    let objects = c
+        .objects
+        .iter()
+        .map(|rel| read_json(files, dir, rel))
+        .collect::<std::result::Result<Vec<Value>, _>>()?;
+    let workload_api: WorkloadApi = read_json(files, dir, "workload-api.json")?;
+    let route: RouteInfo = read_json(files, dir, "route.json")?;
+    // The names each node answers to, as the live run checked them (Machine's nodeRef, name).
+    let facts = Inventory::from_objects(&c.namespace, apis.clone(), &objects)
+        .facts(&c.context, &c.cluster)
+        .ok();
+    let mut nodes = Vec::new();
+    for n in &c.nodes {
+        let reach: NodeReach = read_json(files, dir, &format!("{}/reach.json", n.dir))?;
+        let outcome = match reach.error {
+            Some(e) => Err(e),
+            None => {
+                let (name, doc) = get(&format!("{}/probe.json", n.dir))?;
+                let node_name = facts
+                    .as_ref()
+                    .and_then(|f| f.nodes.iter().find(|x| x.name == n.name))
+                    .and_then(|x| x.machine.as_ref())
+                    .and_then(|m| m.node_name.clone())
+                    .unwrap_or_else(|| n.name.clone());
+                reread(&n.name, &node_name, reach.ip, doc).map_err(|e| format!("{name}: {e}"))?
+            }
+        };
+        nodes.push(NodeReport {
+            name: n.name.clone(),
+            ip: reach.ip,
+            outcome,
+            reach: reach.reach,
+            host_key: reach.host_key,
+        });
+    }
+    Ok(Evidence {
+        context: c.context.clone(),
+        namespace: c.namespace.clone(),
+        cluster: c.cluster.clone(),
+        apis,
+        objects,
+        workload_api,
+        route,
+        nodes,
+        duration_ms: c.duration_ms,
+    })
+}
+
+/// The file `rel` of the cluster folder `dir`, as JSON of a `T`.
+fn read_json<T: DeserializeOwned>(
+    files: &BTreeMap<String, Vec<u8>>,
+    dir: &str,
+    rel: &str,
+) -> std::result::Result<T, String> {
+    file(files, dir, rel).and_then(|(name, bytes)| json(&name, bytes))
+}
+
+/// The file `rel` of the cluster folder `dir`, and its full name.
+fn file<'a>(
+    files: &'a BTreeMap<String, Vec<u8>>,
+    dir: &str,
+    rel: &str,
+) -> std::result::Result<(String, &'a [u8]), String> {
+    let name = normalise(&format!("{dir}/{rel}"))
+        .map_err(|why| format!("{MANIFEST}: {dir:?}/{rel:?}: {why}"))?;
+    match files.get(&name) {
+        Some(bytes) => Ok((name, bytes.as_slice())),
+        None => Err(format!("{name} is missing ({MANIFEST} lists it)")),
+    }
+}
+
+/// A node's stored document read as a live run reads one: this plugin's parser (a document it
+/// cannot read is the node's `BadOutput`, as it would be live), then the identity check.
+type Outcome = std::result::Result<crate::probe::ProbeOutput, ReachError>;
+
+fn reread(
+    name: &str,
+    node_name: &str,
+    ip: Option<IpAddr>,
+    doc: &[u8],
+) -> std::result::Result<Outcome, &'static str> {
+    let ip = ip.ok_or("a probe document for a node without an IP")?;
+    let parsed = crate::probe::parse::parse(name, doc).map_err(|e| ReachError {
+        kind: ReachErrorKind::BadOutput,
+        message: format!("{e} (read again from the bundle)"),
+    });
+    Ok(identity::confirm(parsed, ip, &[node_name, name]))
+}
+
+fn json<T: DeserializeOwned>(name: &str, bytes: &[u8]) -> std::result::Result<T, String> {
+    serde_json::from_slice(bytes)
+        .map_err(|e| format!("{name}: not what this file should hold: {e}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::probe::{PortState, ProbeOutput};
+    use serde_json::json;
+
+    const NS: &str = "ns-prod";
+    const CLUSTER: &str = "tkc-prod";
+    const CP: [&str; 3] = [
+        "tkc-prod-7xk2p-4rz8m",
+        "tkc-prod-7xk2p-9qtvw",
+        "tkc-prod-7xk2p-bx2lk",
+    ];
+    const HEALTHY: &str = include_str!("../tests/fixtures/probe-output/healthy-node.json");
+
+    fn apis() -> SupervisorApis {
+        let group = |name: &str, version: &str| {
+            json!({"name": name, "versions": [{"groupVersion": format!("{name}/{version}"), "version": version}],
+                   "preferredVersion": {"groupVersion": format!("{name}/{version}"), "version": version}})
+        };
+        let answer = json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": [
+            group("vmoperator.vmware.com", "v1alpha3"),
+            group("cluster.x-k8s.io", "v1beta1"),
+            group("controlplane.cluster.x-k8s.io", "v1beta1"),
+        ]});
+        crate::supervisor::discovery::from_answer(&answer, "supervisor").unwrap()
+    }
+
+    /// The article's cluster as the fake Supervisor serves it (fixture set `quorum-lost`).
+    fn objects() -> Vec<Value> {
+        let dir = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/fixtures/supervisor/quorum-lost/"
+        );
+        let mut all = Vec::new();
+        for f in [
+            "10-cluster.yaml",
+            "20-kcp.yaml",
+            "30-machines.yaml",
+            "50-virtualmachines.yaml",
+        ] {
+            let text = std::fs::read_to_string(format!("{dir}{f}"))
+                .unwrap()
+                .replace("{{WORKLOAD_HOST}}", "198.18.0.10")
+                .replace("{{WORKLOAD_PORT}}", "6443");
+            for doc in serde_yaml_ng::Deserializer::from_str(&text) {
+                let v = Value::deserialize(doc).unwrap();
+                if !v.is_null() {
+                    all.push(v);
+                }
+            }
+        }
+        Inventory::from_objects(NS, apis(), &all).objects_of(CLUSTER)
+    }
+
+    /// Node `i`'s healthy document, as a node would print it between noise.
+    fn printed(i: usize) -> (String, ProbeOutput) {
+        let ip = format!("198.18.0.1{}", i + 1);
+        let doc = HEALTHY
+            .trim()
+            .replace(
+                "\"nodeIp\":\"198.18.0.11\"",
+                &format!("\"nodeIp\":\"{ip}\""),
+            )
+            .replace("\"ips\":[\"198.18.0.11\"]", &format!("\"ips\":[\"{ip}\"]"))
+            .replace(
+                "\"hostname\":\"tkc-1-control-plane-node1\"",
+                &format!("\"hostname\":\"{}\"", CP[i]),
+            );
+        let noisy = format!("Welcome to the VM\n{doc}\nlogout\n");
+        let out = crate::probe::parse::parse(CP[i], noisy.as_bytes()).unwrap();
+        (doc, out)
+    }
+
+    /// Two nodes probed, the third unreached with the Supervisor's view of its ports.
+    fn evidence() -> Evidence {
+        let mut nodes: Vec<NodeReport> = (0..2)
+            .map(|i| NodeReport {
+                name: CP[i].into(),
+                ip: Some(format!("198.18.0.1{}", i + 1).parse().unwrap()),
+                outcome: Ok(printed(i).1),
+                reach: vec![PortReach {
+                    port: 22,
+                    state: PortState::Open,
+                }],
+                host_key: Some(HostKey {
+                    key_type: "ED25519".into(),
+                    sha256: "SHA256:abc".into(),
+                }),
+            })
+            .collect();
+        nodes.push(NodeReport {
+            name: CP[2].into(),
+            ip: Some("198.18.0.13".parse().unwrap()),
+            outcome: Err(ReachError {
+                kind: ReachErrorKind::Unreachable,
+                message: "ssh: connect to host 198.18.0.13 port 22: Connection timed out".into(),
+            }),
+            reach: vec![PortReach {
+                port: 22,
+                state: PortState::Timeout,
+            }],
+            host_key: None,
+        });
+        Evidence {
+            context: "supervisor".into(),
+            namespace: NS.into(),
+            cluster: CLUSTER.into(),
+            apis: apis(),
+            objects: objects(),
+            workload_api: serde_json::from_value(json!({
+                "state": "Timeout", "server": "https://198.18.0.10:6443", "path": null,
+                "httpStatus": null, "elapsedMs": 1000, "detail": "no answer within 1s"
+            }))
+            .unwrap(),
+            route: RouteInfo {
+                name: "jumpbox".into(),
+                reason: "auto: the workload API does not answer".into(),
+            },
+            nodes,
+            duration_ms: 1234,
+        }
+    }
+
+    fn write_bytes(evidence: &[Evidence]) -> Vec<u8> {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("b.tar.gz");
+        write(&path, evidence).unwrap();
+        std::fs::read(path).unwrap()
+    }
+
+    fn read_bytes(bytes: &[u8]) -> std::result::Result<Bundle, String> {
+        from_entries(&entries(bytes, CAPS)?)
+    }
+
+    #[test]
+    fn evidence_round_trips() {
+        let e = evidence();
+        assert!(objects().len() >= 7, "the cluster, KCP, 3 Machines, 3 VMs");
+        let bytes = write_bytes(std::slice::from_ref(&e));
+        let b = read_bytes(&bytes).unwrap();
+        assert_eq!(b.evidence, vec![e.clone()]);
+        assert_eq!(b.evidence[0].judge().unwrap(), e.judge().unwrap());
+        // The document as printed, not our reading of it: byte for byte, without the noise.
+        for i in 0..2 {
+            let raw = b.evidence[0].nodes[i]
+                .probe()
+                .unwrap()
+                .raw
+                .as_str()
+                .unwrap();
+            assert_eq!(raw, printed(i).0);
+        }
+        assert_eq!(b.manifest.format_version, FORMAT_VERSION);
+        assert_eq!(b.manifest.clusters[0].dir, "ns-prod/tkc-prod");
+        let files = entries(bytes.as_slice(), CAPS).unwrap();
+        let names: Vec<&str> = files.keys().map(String::as_str).collect();
+        for want in [
+            "manifest.json",
+            "ns-prod/tkc-prod/report.json",
+            "ns-prod/tkc-prod/discovery.json",
+            "ns-prod/tkc-prod/workload-api.json",
+            "ns-prod/tkc-prod/route.json",
+            "ns-prod/tkc-prod/supervisor/Cluster-tkc-prod.json",
+            "ns-prod/tkc-prod/supervisor/KubeadmControlPlane-tkc-prod-7xk2p.json",
+            "ns-prod/tkc-prod/supervisor/Machine-tkc-prod-7xk2p-4rz8m.json",
+            "ns-prod/tkc-prod/supervisor/VirtualMachine-tkc-prod-7xk2p-4rz8m.json",
+            "ns-prod/tkc-prod/nodes/tkc-prod-7xk2p-4rz8m/probe.json",
+            "ns-prod/tkc-prod/nodes/tkc-prod-7xk2p-4rz8m/etcd.log",
+            "ns-prod/tkc-prod/nodes/tkc-prod-7xk2p-4rz8m/reach.json",
+            "ns-prod/tkc-prod/nodes/tkc-prod-7xk2p-bx2lk/reach.json",
+        ] {
+            assert!(names.contains(&want), "{want} not in {names:#?}");
+        }
+        assert!(!names.contains(&"ns-prod/tkc-prod/nodes/tkc-prod-7xk2p-bx2lk/probe.json"));
+        assert!(!String::from_utf8_lossy(
+            &files["ns-prod/tkc-prod/supervisor/Machine-tkc-prod-7xk2p-4rz8m.json"]
+        )
+        .contains("managedFields"));
+    }
+
+    #[test]
+    fn a_newer_bundles_extra_entries_are_ignored_and_reports_are_judged_again() {
+        let e = evidence();
+        let mut files = entries(write_bytes(std::slice::from_ref(&e)).as_slice(), CAPS).unwrap();
+        files.insert("ns-prod/tkc-prod/future.json".into(), b"{\"x\":1}".to_vec());
+        files.insert(
+            "ns-prod/tkc-prod/report.json".into(),
+            b"{\"verdict\":{\"code\":\"Healthy\"}}".to_vec(),
+        );
+        let b = from_entries(&files).unwrap();
+        assert_eq!(b.evidence[0].judge().unwrap(), e.judge().unwrap());
+    }
+
+    #[test]
+    fn names_never_make_paths() {
+        for (name, want) in [
+            ("tkc-prod", "tkc-prod"),
+            ("..", "_.."),
+            (".", "_."),
+            ("", "_"),
+            ("../../etc", "_.._.._etc"),
+            ("/abs", "_abs"),
+            ("a/b\\c", "a_b_c"),
+            ("é\u{1b}[0m", "___0m"),
+        ] {
+            let got = component(name);
+            assert_eq!(got, want, "{name:?}");
+            assert!(normalise(&got).is_ok_and(|p| p == got), "{got:?}");
+        }
+        assert_eq!(component(&"x".repeat(300)).len(), MAX_COMPONENT_CHARS);
+
+        // A hostile namespace and node names: every path stays inside, the names come back as they were.
+        let mut e = evidence();
+        e.namespace = "../../etc".into();
+        e.nodes[0].name = "/root/.ssh".into();
+        e.nodes[1].name = "..".into();
+        e.nodes[2].name = "..".into();
+        let files = files(std::slice::from_ref(&e), vec![]).unwrap();
+        for (path, _) in &files {
+            assert_eq!(normalise(path).as_deref(), Ok(path.as_str()), "{path}");
+            assert!(
+                !path.split('/').any(|c| c == ".." || c.is_empty()),
+                "{path}"
+            );
+        }
+        let m: Manifest = serde_json::from_slice(&files[0].1).unwrap();
+        let dirs: Vec<&str> = m.clusters[0].nodes.iter().map(|n| n.dir.as_str()).collect();
+        assert_eq!(dirs, ["nodes/_root_.ssh", "nodes/_..", "nodes/_..-2"]);
+        assert_eq!(m.clusters[0].nodes[1].name, "..");
+    }
+
+    /// A .tar.gz of `entries`, each a raw header (path bytes written as they are, bypassing the
+    /// tar crate's own checks, as a hostile tool would) and its data.
+    fn hostile(entries: &[(&[u8], tar::EntryType, &[u8])]) -> Vec<u8> {
+        let mut b = tar::Builder::new(flate2::write::GzEncoder::new(
+            Vec::new(),
+            flate2::Compression::default(),
+        ));
+        for (path, kind, data) in entries {
+            let mut h = tar::Header::new_gnu();
+            h.as_old_mut().name[..path.len()].copy_from_slice(path);
+            h.set_entry_type(*kind);
+            h.set_size(data.len() as u64);
+            h.set_mode(0o644);
+            if kind.is_symlink() || kind.is_hard_link() {
+                h.set_link_name("/etc/shadow").unwrap();
+            }
+            h.set_cksum();
+            b.append(&h, *data).unwrap();
+        }
+        b.into_inner().unwrap().finish().unwrap()
+    }
+
+    fn refused(bytes: &[u8]) -> String {
+        let e = read_bytes(bytes).unwrap_err();
+        assert!(!e.contains('\n'), "one line: {e}");
+        e
+    }
+
+    #[test]
+    fn hostile_archives_are_refused_naming_the_entry() {
+        use tar::EntryType::*;
+        let cases: &[(&[u8], tar::EntryType, &str)] = &[
+            (
+                b"../escape.json",
+                Regular,
+                "\"../escape.json\": `..` in path refused",
+            ),
+            (b"a/../../b", Regular, "`..` in path refused"),
+            (
+                b"/etc/passwd",
+                Regular,
+                "\"/etc/passwd\": absolute path refused",
+            ),
+            (b"link", Symlink, "entry \"link\" is a symbolic link"),
+            (b"hard", Link, "entry \"hard\" is a hard link"),
+            (b"dev", Char, "is a device"),
+            (b"blk", Block, "is a device"),
+            (b"fifo", Fifo, "is a FIFO"),
+        ];
+        for (path, kind, want) in cases {
+            let e = refused(&hostile(&[(*path, *kind, b"{}")]));
+            assert!(e.contains(want), "{e}");
+        }
+        // Twice the same file: which one is meant?
+        let e = refused(&hostile(&[
+            (b"manifest.json", Regular, b"{}"),
+            (b"./manifest.json", Regular, b"{}"),
+        ]));
+        assert!(e.contains("appears twice"), "{e}");
+    }
+
+    #[test]
+    fn caps_hold() {
+        let bytes = write_bytes(&[evidence()]);
+        let small = |c: Caps| entries(bytes.as_slice(), c).unwrap_err();
+        let e = small(Caps { entry: 100, ..CAPS });
+        assert!(e.contains("more than the 100 an entry may be"), "{e}");
+        let e = small(Caps {
+            total: 4096,
+            ..CAPS
+        });
+        assert!(e.contains("more than 4096 bytes once decompressed"), "{e}");
+        let e = small(Caps { count: 3, ..CAPS });
+        assert!(e.contains("more than 3 entries"), "{e}");
+        // A header that claims more than the cap is refused before anything is read.
+        let mut b = tar::Builder::new(flate2::write::GzEncoder::new(
+            Vec::new(),
+            flate2::Compression::fast(),
+        ));
+        let mut h = tar::Header::new_gnu();
+        h.set_path("huge.json").unwrap();
+        h.set_size(CAPS.entry + 1);
+        h.set_cksum();
+        b.get_mut().write_all(h.as_bytes()).unwrap();
+        let bytes = b.into_inner().unwrap().finish().unwrap();
+        let e = refused(&bytes);
+        assert!(e.contains("entry \"huge.json\" is 33554433 bytes"), "{e}");
+    }
+
+    #[test]
+    fn garbage_is_refused_in_one_line() {
+        let good = write_bytes(&[evidence()]);
+        for cut in [10, good.len() / 2, good.len() - 4] {
+            let e = refused(&good[..cut]);
+            assert!(
+                e.contains("truncated") || e.contains("damaged"),
+                "{cut}: {e}"
+            );
+        }
+        for text in [&b"just some text, not gzip at all"[..], b"x", b"\x1f"] {
+            let e = refused(text);
+            assert!(e.contains("not a .tar.gz"), "{e}");
+        }
+        assert!(refused(b"").contains("empty file"));
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        gz.write_all(&[b'x'; 2000]).unwrap();
+        let e = refused(&gz.finish().unwrap());
+        assert!(e.contains("not a tar archive"), "{e}");
+        let e = refused(&hostile(&[(b"other.txt", tar::EntryType::Regular, b"hi")]));
+        assert!(e.contains("no manifest.json"), "{e}");
+        let e = refused(&hostile(&[(
+            b"manifest.json",
+            tar::EntryType::Regular,
+            br#"{"kind":"EvidenceBundle","formatVersion":99}"#,
+        )]));
+        assert!(e.contains("format version 99 is newer"), "{e}");
+        let e = refused(&hostile(&[(
+            b"manifest.json",
+            tar::EntryType::Regular,
+            b"{",
+        )]));
+        assert!(
+            e.contains("manifest.json: not what this file should hold"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn read_names_the_file_and_write_leaves_nothing_on_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("bad.tar.gz");
+        std::fs::write(&path, b"nope").unwrap();
+        let e = read(&path).unwrap_err().to_string();
+        assert!(
+            e.starts_with(&format!("bundle {}: ", path.display())),
+            "{e}"
+        );
+        assert_eq!(read(&path).unwrap_err().exit_code(), 2);
+
+        // The target is a folder: nothing replaces it, no temporary file is left.
+        let target = dir.path().join("a-folder");
+        std::fs::create_dir(&target).unwrap();
+        let e = write(&target, &[evidence()]).unwrap_err();
+        assert!(e.to_string().starts_with("cannot write bundle"), "{e}");
+        let e = write(&dir.path().join("no/such/dir/b.tar.gz"), &[evidence()]).unwrap_err();
+        assert!(e.to_string().contains("No such file or directory"), "{e}");
+        let left: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(left.len(), 2, "{left:?}");
+    }
+}

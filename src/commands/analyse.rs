@@ -1,0 +1,74 @@
+//! `kubectl etcdnet analyse FILE.tar.gz`: the verdict again, offline, from an evidence bundle
+//! (`diagnose --bundle`). No cluster is contacted and no kubeconfig is read: the bundle is read
+//! in memory ([`crate::bundle::read`]) and each cluster's [`Evidence`] judged with this plugin's
+//! rules ([`Evidence::judge`], what a live `diagnose` runs), so the report is the one `diagnose`
+//! printed, and a newer plugin's verdict on an old bundle. The `report.json` files the bundle
+//! holds are for people; they are not replayed.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use super::Outcome;
+use crate::bundle;
+use crate::error::Result;
+use crate::render::{self, Format, Paint};
+use crate::report::{ClusterFailure, Evidence, ListItem, ListReport};
+
+#[derive(Debug, Clone)]
+pub struct AnalyseOptions {
+    /// The bundle.
+    pub path: PathBuf,
+    /// With several clusters: only the summary table.
+    pub summary: bool,
+}
+
+/// Reads the bundle and prints what `diagnose` printed: one cluster's report, or the list of
+/// several; the exit code is the one `diagnose` had (a bad bundle is a configuration error, 2).
+pub fn run(opts: &AnalyseOptions, format: Format) -> Result<Outcome> {
+    let bundle = bundle::read(&opts.path)?;
+    let m = &bundle.manifest;
+    let notes = vec![format!(
+        "analysed {} cluster(s) from {}, written {} by kubectl-etcdnet {}: kubectl etcdnet {}",
+        bundle.evidence.len(),
+        opts.path.display(),
+        m.created,
+        m.plugin_version,
+        m.args.join(" ")
+    )];
+    let (stdout, exit_code) = match bundle.evidence.as_slice() {
+        [one] => {
+            let report = one.judge()?;
+            (
+                render::diagnose(&report, format, Paint::detect())?,
+                report.result.exit_code,
+            )
+        }
+        many => {
+            let items = many.iter().map(item).collect();
+            // The clusters ran concurrently: the run took about as long as the slowest.
+            let took = many.iter().map(|e| e.duration_ms).max().unwrap_or(0);
+            let list = ListReport::new(items, Duration::from_millis(took));
+            (
+                render::diagnose_list(&list, format, Paint::detect(), !opts.summary)?,
+                list.result.exit_code,
+            )
+        }
+    };
+    Ok(Outcome {
+        stdout,
+        notes,
+        exit_code,
+    })
+}
+
+/// One cluster's item: its report, or (its objects do not make a cluster) its own error row,
+/// as in a live many-cluster run.
+fn item(e: &Evidence) -> ListItem<crate::report::DiagnoseReport> {
+    match e.judge() {
+        Ok(r) => ListItem::Report(r),
+        Err(err) => ListItem::Failed(
+            ClusterFailure::new(&e.namespace, &e.cluster, &err)
+                .took(Duration::from_millis(e.duration_ms)),
+        ),
+    }
+}

@@ -1,0 +1,211 @@
+//! `--all` and `-A`: the same command on many clusters.
+//!
+//! The Supervisor is read once per namespace (or once for all of them, [`Inventory`]), not once
+//! per cluster; the clusters are then worked on concurrently, at most `--max-concurrent` at
+//! once, and each cluster's failure (403, a missing secret, an API down, no route) is that
+//! cluster's row, never the end of the run.
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Instant;
+
+use futures::StreamExt;
+
+use crate::connect::Connection;
+use crate::error::{Error, Result};
+use crate::report::{ClusterFailure, ListItem};
+use crate::supervisor::{self, ClusterFacts, Inventory};
+
+/// Which clusters a command works on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Which {
+    /// One, by name, in the connection's namespace.
+    One(String),
+    /// `--all`: every cluster of the connection's namespace.
+    Namespace,
+    /// `-A`: every cluster of every namespace the user can see.
+    AllNamespaces,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Selection {
+    pub which: Which,
+    /// Clusters worked on at once.
+    pub max_concurrent: usize,
+    /// Only the summary table.
+    pub summary: bool,
+}
+
+impl Selection {
+    pub fn one(cluster: &str) -> Selection {
+        Selection {
+            which: Which::One(cluster.to_string()),
+            max_concurrent: 1,
+            summary: false,
+        }
+    }
+}
+
+/// One cluster to work on: its facts and the objects they came from, or why they could not be
+/// had.
+pub struct Found {
+    pub namespace: String,
+    pub cluster: String,
+    pub facts: std::result::Result<(ClusterFacts, Arc<Inventory>), ClusterFailure>,
+}
+
+/// The clusters of a many-cluster selection, read with one list of each kind per namespace (or
+/// per Supervisor). An error that leaves no cluster to show (not a Supervisor, the cluster list
+/// refused) ends the run; after that, every failure is a cluster's.
+pub async fn find(conn: &Connection, which: &Which) -> Result<Vec<Found>> {
+    let apis = supervisor::apis(conn).await?;
+    let inventories = match which {
+        Which::One(cluster) => {
+            let (facts, inventory) = supervisor::walk(conn, cluster).await?;
+            return Ok(vec![Found {
+                namespace: facts.namespace.clone(),
+                cluster: cluster.clone(),
+                facts: Ok((facts, Arc::new(inventory))),
+            }]);
+        }
+        Which::Namespace => {
+            vec![Inventory::of_namespace(&conn.client, &apis, &conn.namespace).await?]
+        }
+        Which::AllNamespaces => Inventory::of_all_namespaces(&conn.client, &apis).await?,
+    };
+    let mut found = Vec::new();
+    for inventory in inventories.into_iter().map(Arc::new) {
+        for cluster in inventory.cluster_names() {
+            let facts = inventory
+                .facts(&conn.context, &cluster)
+                .map(|f| (f, inventory.clone()))
+                .map_err(|e| ClusterFailure::new(&inventory.namespace, &cluster, &e));
+            found.push(Found {
+                namespace: inventory.namespace.clone(),
+                cluster,
+                facts,
+            });
+        }
+    }
+    Ok(found)
+}
+
+/// Runs `work` on every found cluster, at most `max_concurrent` at once; each cluster's error is
+/// its [`ListItem::Failed`] row. An interruption is not a cluster's failure: it ends the run.
+pub async fn each<T, F, Fut>(
+    found: Vec<Found>,
+    max_concurrent: usize,
+    work: F,
+) -> Result<Vec<ListItem<T>>>
+where
+    F: Fn(ClusterFacts, Arc<Inventory>) -> Fut,
+    Fut: Future<Output = Result<T>>,
+{
+    let work = &work;
+    let items: Vec<Result<ListItem<T>>> = futures::stream::iter(found)
+        .map(|f| async move {
+            let started = Instant::now();
+            match f.facts {
+                Err(failure) => Ok(ListItem::Failed(failure)),
+                Ok((facts, inventory)) => match work(facts, inventory).await {
+                    Ok(report) => Ok(ListItem::Report(report)),
+                    Err(Error::Interrupted) => Err(Error::Interrupted),
+                    Err(e) => Ok(ListItem::Failed(
+                        ClusterFailure::new(&f.namespace, &f.cluster, &e).took(started.elapsed()),
+                    )),
+                },
+            }
+        })
+        .buffer_unordered(max_concurrent.max(1))
+        .collect()
+        .await;
+    items.into_iter().collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::time::Duration;
+
+    use super::*;
+    use crate::supervisor::discovery;
+
+    fn inventory() -> Arc<Inventory> {
+        let answer = serde_json::json!({"kind": "APIGroupList", "groups": [
+            {"name": "vmoperator.vmware.com", "preferredVersion": {"version": "v1alpha3"}},
+            {"name": "cluster.x-k8s.io", "preferredVersion": {"version": "v1beta1"}}]});
+        Arc::new(Inventory {
+            namespace: "ns".into(),
+            apis: discovery::from_answer(&answer, "sv").unwrap(),
+            clusters: Vec::new(),
+            control_planes: Vec::new(),
+            machines: Vec::new(),
+            vms: Vec::new(),
+        })
+    }
+
+    fn found(name: &str) -> Found {
+        let mut facts = crate::testing::facts(3, 3, Vec::new());
+        facts.cluster.name = name.into();
+        Found {
+            namespace: "ns".into(),
+            cluster: name.into(),
+            facts: Ok((facts, inventory())),
+        }
+    }
+
+    #[tokio::test]
+    async fn at_most_max_concurrent_and_each_failure_is_a_row() {
+        let running = AtomicUsize::new(0);
+        let most = AtomicUsize::new(0);
+        let mut all: Vec<Found> = (0..9).map(|i| found(&format!("c{i}"))).collect();
+        all.push(Found {
+            namespace: "ns".into(),
+            cluster: "gone".into(),
+            facts: Err(ClusterFailure::new(
+                "ns",
+                "gone",
+                &Error::config("no such thing"),
+            )),
+        });
+        let items = each(all, 3, |facts, _| {
+            let (running, most) = (&running, &most);
+            async move {
+                let now = running.fetch_add(1, Ordering::SeqCst) + 1;
+                most.fetch_max(now, Ordering::SeqCst);
+                tokio::time::sleep(Duration::from_millis(20)).await;
+                running.fetch_sub(1, Ordering::SeqCst);
+                if facts.cluster.name == "c4" {
+                    return Err(Error::config("secret \"c4-ssh\" not found"));
+                }
+                Ok(facts.cluster.name)
+            }
+        })
+        .await
+        .unwrap();
+        assert_eq!(most.load(Ordering::SeqCst), 3);
+        assert_eq!(items.len(), 10);
+        let failed: Vec<&ClusterFailure> = items
+            .iter()
+            .filter_map(|i| match i {
+                ListItem::Failed(f) => Some(f),
+                ListItem::Report(_) => None,
+            })
+            .collect();
+        let mut names: Vec<&str> = failed.iter().map(|f| f.cluster.as_str()).collect();
+        names.sort();
+        assert_eq!(names, ["c4", "gone"]);
+        assert!(failed
+            .iter()
+            .all(|f| f.exit_code == 2 && f.kind == "ClusterError"));
+    }
+
+    #[tokio::test]
+    async fn an_interruption_ends_the_run_not_a_row() {
+        let r = each(vec![found("a"), found("b")], 4, |_, _| async {
+            Err::<(), _>(Error::Interrupted)
+        })
+        .await;
+        assert!(matches!(r, Err(Error::Interrupted)));
+    }
+}

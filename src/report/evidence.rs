@@ -1,0 +1,73 @@
+//! What a verdict is made from, as a value: the Supervisor's objects as they were read, the
+//! workload API check, the route, and what every node's probe said. A live `diagnose` and an
+//! offline `analyse` of an evidence bundle both make their report with [`Evidence::judge`], so
+//! the two cannot disagree, and a newer plugin re-judges an old bundle with its own rules.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::{DiagnoseReport, RouteInfo};
+use crate::analyse;
+use crate::error::Result;
+use crate::probe::NodeReport;
+use crate::supervisor::{Inventory, SupervisorApis};
+use crate::workload::WorkloadApi;
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Evidence {
+    pub context: String,
+    pub namespace: String,
+    pub cluster: String,
+    /// What discovery said (which versions; how a `controlPlaneRef` resolves).
+    pub apis: SupervisorApis,
+    /// The cluster's objects as read ([`Inventory::objects_of`]): no Secret, no managedFields.
+    pub objects: Vec<Value>,
+    pub workload_api: WorkloadApi,
+    pub route: RouteInfo,
+    /// Every control-plane node's probe (or why it could not be probed).
+    pub nodes: Vec<NodeReport>,
+    pub duration_ms: u64,
+}
+
+impl Evidence {
+    /// The cluster's slice of `inventory`, with what the run found.
+    pub fn new(
+        context: &str,
+        cluster: &str,
+        inventory: &Inventory,
+        workload_api: WorkloadApi,
+        route: RouteInfo,
+        nodes: Vec<NodeReport>,
+        duration_ms: u64,
+    ) -> Evidence {
+        Evidence {
+            context: context.to_string(),
+            namespace: inventory.namespace.clone(),
+            cluster: cluster.to_string(),
+            apis: inventory.apis.clone(),
+            objects: inventory.objects_of(cluster),
+            workload_api,
+            route,
+            nodes,
+            duration_ms,
+        }
+    }
+
+    /// The facts again from the objects, the findings, the matrices and the verdict.
+    pub fn judge(&self) -> Result<DiagnoseReport> {
+        let inventory = Inventory::from_objects(&self.namespace, self.apis.clone(), &self.objects);
+        let facts = inventory.facts(&self.context, &self.cluster)?;
+        let diagnosis = analyse::verdict::diagnose(&facts, &self.nodes);
+        let findings = analyse::status_findings(&facts, &self.workload_api);
+        Ok(DiagnoseReport::new(
+            facts,
+            self.workload_api.clone(),
+            findings,
+            self.route.clone(),
+            self.nodes.clone(),
+            diagnosis,
+            self.duration_ms,
+        ))
+    }
+}
