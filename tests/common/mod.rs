@@ -362,3 +362,193 @@ impl Env {
     }
 }
 
+impl Env {
+    /// A world over a configured Supervisor set (placeholders already given), e.g. a generated
+    /// one; `workload` is kept alive with it.
+    pub fn with_config(cfg: FakeConfig, workload: Option<Workload>) -> Env {
+        let supervisor = FakeApi::start_with(cfg).expect("fake supervisor starts");
+        let dir = tempfile::tempdir().unwrap();
+        let kubeconfig = dir.path().join("kubeconfig");
+        supervisor
+            .write_kubeconfig(&kubeconfig, CONTEXT, None)
+            .unwrap();
+        Env {
+            supervisor,
+            workload,
+            dir,
+            kubeconfig,
+        }
+    }
+}
+
+/// The set `three-clusters`: three TKG clusters in one vSphere Namespace, each with its own
+/// workload API (`{{WORKLOAD_URL_TKC_WEB}}`, ...) and its own lab subnet, for [`LabFleet`].
+pub mod fleet {
+    pub const SET: &str = "three-clusters";
+    pub const NS: &str = "ns-fleet";
+    /// In the set's order (198.18.1.x, .2.x, .3.x).
+    pub const CLUSTERS: [&str; 3] = ["tkc-web", "tkc-api", "tkc-db"];
+
+    /// A cluster's control-plane nodes, (name, IP) in address order: the Machines', VMs' and
+    /// Nodes' names, and the lab's.
+    pub fn nodes(cluster: &str) -> Vec<(String, std::net::Ipv4Addr)> {
+        etcdnet_fakeapi::generate::three_clusters()
+            .into_iter()
+            .find(|c| c.name == cluster)
+            .unwrap_or_else(|| panic!("{cluster} is not a cluster of {SET}"))
+            .nodes()
+    }
+}
+
+/// The set `seven-nodes`: one cluster with 7 control-plane nodes (198.18.7.11-17).
+pub mod seven {
+    pub const SET: &str = "seven-nodes";
+    pub const NS: &str = "ns-prod";
+    pub const CLUSTER: &str = "tkc-big";
+}
+
+/// How the fake Supervisor of a [`LabFleet`] reaches the VMs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Supervisor {
+    /// It runs no pods: the plugin goes through each cluster's workload API (pod route).
+    PodsOnly,
+    /// It also runs jumpbox pods (vSphere Pods) in the first cluster's lab (in name order:
+    /// tkc-api's of `three-clusters`), whose switch is linked to the other labs (`Lab::route_jumpbox_to`), so it reaches every cluster's VMs;
+    /// each `<cluster>-ssh` secret holds its own lab's key.
+    Jumpbox,
+}
+
+/// One cluster of a [`LabFleet`]: its workload API (running the plugin's probe pods on its
+/// lab's nodes) and its lab.
+pub struct ClusterLab {
+    pub cluster: String,
+    pub workload: Workload,
+    pub lab: std::sync::Arc<etcdnet_lab::Lab>,
+}
+
+/// A Supervisor set with a lab per cluster: the fake Supervisor ([`Env`], through `Deref`), and
+/// for every cluster of the set (those with control-plane Machines) a lab of its nodes (names and
+/// IPs of its VMs, `labplan::plan`) and a workload API over `workload/lab-any` whose pods pinned
+/// to those nodes run there. Each cluster's kubeconfig secret points at its own workload API
+/// (`{{WORKLOAD_URL_<NAME>}}`; a one-cluster set's `{{WORKLOAD_URL}}` too). Labs start side by
+/// side; faults injected in one lab touch that cluster only.
+pub struct LabFleet {
+    pub env: Env,
+    /// In cluster-name order.
+    pub clusters: Vec<ClusterLab>,
+}
+
+impl std::ops::Deref for LabFleet {
+    type Target = Env;
+    fn deref(&self) -> &Env {
+        &self.env
+    }
+}
+
+impl LabFleet {
+    /// Starts the labs of every cluster of `set` and the fakes. Panics, naming what is missing,
+    /// when the lab cannot run here (`etcdnet_lab::require`).
+    pub fn start(test: &str, set: &str, supervisor: Supervisor) -> LabFleet {
+        use etcdnet_fakeapi::{labplan, workload_set, workload_url_var};
+        etcdnet_lab::require(test);
+        let mut cfg = FakeConfig::from_dir(fixture(set)).expect("fixture set loads");
+        let names = labplan::clusters(&cfg).expect("the set's clusters");
+        assert!(!names.is_empty(), "{set} has no cluster");
+        let configs: Vec<etcdnet_lab::LabConfig> = names
+            .iter()
+            .map(|c| {
+                let plan = labplan::plan(&cfg, Some(c)).expect("a lab plan");
+                labplan::lab_config(&plan).expect("a lab config")
+            })
+            .collect();
+        let labs: Vec<std::sync::Arc<etcdnet_lab::Lab>> = std::thread::scope(|s| {
+            let handles: Vec<_> = configs
+                .into_iter()
+                .map(|lc| s.spawn(move || etcdnet_lab::Lab::start(lc)))
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| std::sync::Arc::new(h.join().unwrap().expect("lab starts")))
+                .collect()
+        });
+        let mut clusters = Vec::new();
+        for (c, lab) in names.iter().zip(labs) {
+            let w = FakeConfig::from_dir(workload_set("lab-any")).unwrap();
+            let workload = Workload::lab(w, lab.clone()).expect("workload fake starts");
+            cfg = cfg.var(workload_url_var(c), workload.url());
+            if names.len() == 1 {
+                cfg = cfg.var("WORKLOAD_URL", workload.url());
+            }
+            clusters.push(ClusterLab {
+                cluster: c.clone(),
+                workload,
+                lab,
+            });
+        }
+        let env = Env::with_config(cfg, None);
+        if supervisor == Supervisor::Jumpbox {
+            let first = &clusters[0].lab;
+            env.supervisor
+                .execute_jumpbox_pods_in(first.clone())
+                .expect("the Supervisor runs jumpbox pods");
+            for c in &clusters {
+                if !std::sync::Arc::ptr_eq(&c.lab, first) {
+                    first.route_jumpbox_to(&c.lab).expect("labs linked");
+                }
+                let secret = format!("{}-ssh", c.cluster);
+                let ns = env
+                    .supervisor
+                    .objects("", "secrets")
+                    .into_iter()
+                    .find(|s| s["metadata"]["name"] == secret.as_str())
+                    .and_then(|s| s["metadata"]["namespace"].as_str().map(str::to_string))
+                    .unwrap_or_else(|| panic!("{set} has no secret {secret}"));
+                env.supervisor
+                    .set_secret_data(&ns, &secret, "ssh-privatekey", c.lab.ssh_private_key())
+                    .unwrap();
+            }
+        }
+        LabFleet { env, clusters }
+    }
+
+    pub fn cluster(&self, name: &str) -> &ClusterLab {
+        self.clusters
+            .iter()
+            .find(|c| c.cluster == name)
+            .unwrap_or_else(|| panic!("no cluster {name} in the fleet"))
+    }
+
+    /// The lab of cluster `name`.
+    pub fn lab(&self, name: &str) -> &std::sync::Arc<etcdnet_lab::Lab> {
+        &self.cluster(name).lab
+    }
+}
+
+/// The generated Supervisor of many clusters (`etcdnet_fakeapi::generate::many_clusters`):
+/// `namespaces` vSphere Namespaces `ns-team-<n>` of `per_namespace` clusters `tkc-<n>-<m>` each,
+/// 3 control-plane VMs per cluster (198.19.k.11-13), every `<cluster>-kubeconfig` at `workload`
+/// (a stand-in: the Supervisor side is what is measured). `many_clusters_env(4, 5, ..)` is the
+/// 20-cluster Supervisor of issue 11.
+pub fn many_clusters_env(namespaces: usize, per_namespace: usize, workload: Workload) -> Env {
+    use etcdnet_fakeapi::generate;
+    let dir = tempfile::tempdir().unwrap();
+    generate::write_set(
+        dir.path(),
+        &format!("{namespaces} x {per_namespace} clusters"),
+        &generate::many_clusters(namespaces, per_namespace),
+    )
+    .expect("the set is written");
+    let cfg = FakeConfig::from_dir(dir.path())
+        .unwrap()
+        .var("WORKLOAD_URL", workload.url());
+    // The set is read when the fake starts: its directory may go then.
+    Env::with_config(cfg, Some(workload))
+}
+
+/// (namespace, cluster) of every cluster [`many_clusters_env`] serves, in order.
+pub fn many_clusters(namespaces: usize, per_namespace: usize) -> Vec<(String, String)> {
+    etcdnet_fakeapi::generate::many_clusters(namespaces, per_namespace)
+        .into_iter()
+        .map(|c| (c.namespace, c.name))
+        .collect()
+}

@@ -248,30 +248,38 @@ impl FakeConfig {
 /// `{{WORKLOAD_HOST}}` and `{{WORKLOAD_PORT}}` from `{{WORKLOAD_URL}}` (unless set): a Cluster's
 /// `spec.controlPlaneEndpoint` is where CAPI points the cluster's kubeconfig, and the plugin refuses
 /// a kubeconfig whose server is anywhere else, so the fixtures' Clusters name the fake's address.
+/// The same for every `{{WORKLOAD_URL_<SUFFIX>}}` (one workload API per cluster, see
+/// [`crate::workload_url_var`]): `{{WORKLOAD_HOST_<SUFFIX>}}`, `{{WORKLOAD_PORT_<SUFFIX>}}`.
 fn derive_workload_endpoint(vars: &mut BTreeMap<String, String>) {
-    let Some(url) = vars.get("WORKLOAD_URL") else {
-        return;
-    };
-    let Ok(uri) = url.parse::<axum::http::Uri>() else {
-        return;
-    };
-    let Some(host) = uri.host() else {
-        return;
-    };
-    let host = host
-        .trim_start_matches('[')
-        .trim_end_matches(']')
-        .to_string();
-    let port = uri
-        .port_u16()
-        .unwrap_or(if uri.scheme_str() == Some("http") {
-            80
-        } else {
-            443
-        });
-    vars.entry("WORKLOAD_HOST".into()).or_insert(host);
-    vars.entry("WORKLOAD_PORT".into())
-        .or_insert(port.to_string());
+    let urls: Vec<(String, String)> = vars
+        .iter()
+        .filter_map(|(k, v)| {
+            let suffix = k.strip_prefix("WORKLOAD_URL")?;
+            (suffix.is_empty() || suffix.starts_with('_')).then(|| (suffix.to_string(), v.clone()))
+        })
+        .collect();
+    for (suffix, url) in urls {
+        let Ok(uri) = url.parse::<axum::http::Uri>() else {
+            continue;
+        };
+        let Some(host) = uri.host() else {
+            continue;
+        };
+        let host = host
+            .trim_start_matches('[')
+            .trim_end_matches(']')
+            .to_string();
+        let port = uri
+            .port_u16()
+            .unwrap_or(if uri.scheme_str() == Some("http") {
+                80
+            } else {
+                443
+            });
+        vars.entry(format!("WORKLOAD_HOST{suffix}")).or_insert(host);
+        vars.entry(format!("WORKLOAD_PORT{suffix}"))
+            .or_insert(port.to_string());
+    }
 }
 
 /// Loads every object file of one directory (not fake.yaml), in file-name order.
@@ -377,6 +385,33 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.contains("NOPE"), "{err}");
+    }
+
+    #[test]
+    fn every_workload_url_gives_its_host_and_port() {
+        let mut vars: BTreeMap<String, String> = [
+            ("WORKLOAD_URL", "http://127.0.0.1:1"),
+            ("WORKLOAD_URL_TKC_A", "http://127.0.0.1:2"),
+            ("WORKLOAD_URL_TKC_B", "https://[::1]"),
+            ("WORKLOAD_URLX", "http://127.0.0.1:4"),
+            ("WORKLOAD_PORT_TKC_A", "9"),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+        derive_workload_endpoint(&mut vars);
+        let get = |k: &str| vars.get(k).map(String::as_str);
+        assert_eq!(get("WORKLOAD_HOST"), Some("127.0.0.1"));
+        assert_eq!(get("WORKLOAD_PORT"), Some("1"));
+        assert_eq!(get("WORKLOAD_HOST_TKC_A"), Some("127.0.0.1"));
+        assert_eq!(get("WORKLOAD_PORT_TKC_A"), Some("9"), "a set value wins");
+        assert_eq!(get("WORKLOAD_HOST_TKC_B"), Some("::1"));
+        assert_eq!(get("WORKLOAD_PORT_TKC_B"), Some("443"));
+        assert_eq!(
+            get("WORKLOAD_HOSTX"),
+            None,
+            "only WORKLOAD_URL and WORKLOAD_URL_*"
+        );
     }
 
     #[test]

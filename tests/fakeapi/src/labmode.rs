@@ -68,7 +68,8 @@ pub fn start(cfg: &FakeConfig, args: &Args) -> Result<(Arc<Lab>, Workload, Vec<P
             .filter(|n| api.object("v1", "Node", "", &n.name).is_none())
             .map(|n| n.name.as_str())
             .collect();
-        if args.workload_fixtures.is_some() && !missing.is_empty() {
+        // (A set with no Node at all, such as lab-any, leaves them to the kubelet on purpose.)
+        if args.workload_fixtures.is_some() && !missing.is_empty() && missing.len() < nodes.len() {
             eprintln!(
                 "etcdnet-fakeapi: the workload fixtures have no Node {missing:?}; registering them as their kubelet would"
             );
@@ -170,5 +171,126 @@ fn answer(lab: &Lab, conn: UnixStream) -> Result<()> {
         Ok(()) => writeln!(w, "ok")?,
         Err(e) => writeln!(w, "error: {e:#}")?,
     }
+    Ok(())
+}
+
+/// One cluster of `--cluster all`: its lab and the workload API in front of it.
+pub struct ClusterLab {
+    pub cluster: String,
+    pub lab: Arc<Lab>,
+    pub workload: Workload,
+    pub nodes: Vec<PlannedNode>,
+}
+
+impl ClusterLab {
+    /// The suffix of its variables: `WORKLOAD_URL_<S>`, `LAB_ID_<S>`, ...
+    pub fn suffix(&self) -> String {
+        etcdnet_fakeapi::workload_url_var(&self.cluster)["WORKLOAD_URL_".len()..].to_string()
+    }
+}
+
+/// `--cluster all`: one lab per cluster of the set (each cluster's control plane on its own
+/// /24), started side by side, each behind a workload API of its own (what [`start`] makes for
+/// one cluster, faults included). The set must give each cluster's kubeconfig its own
+/// `{{WORKLOAD_URL_<NAME>}}` (`etcdnet_fakeapi::workload_url_var`), as `three-clusters` does.
+pub fn start_all(cfg: &FakeConfig, args: &Args) -> Result<Vec<ClusterLab>> {
+    let clusters = labplan::clusters(cfg)?;
+    if clusters.is_empty() {
+        anyhow::bail!("the fixture set has no control-plane Machines");
+    }
+    let results: Vec<Result<ClusterLab>> = std::thread::scope(|s| {
+        let handles: Vec<_> = clusters
+            .iter()
+            .map(|c| {
+                s.spawn(move || {
+                    let mut one = args.clone();
+                    one.cluster = Some(c.clone());
+                    let (lab, workload, nodes) =
+                        start(cfg, &one).with_context(|| format!("cluster {c}"))?;
+                    Ok(ClusterLab {
+                        cluster: c.clone(),
+                        lab,
+                        workload,
+                        nodes,
+                    })
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| Err(anyhow::anyhow!("a lab start panicked")))
+            })
+            .collect()
+    });
+    // On an error the labs already started are dropped (torn down) here.
+    results.into_iter().collect()
+}
+
+/// `--cluster all`: the Supervisor runs jumpbox pods in the first cluster's lab ([`jumpbox`]),
+/// whose switch is linked to every other lab (`Lab::route_jumpbox_to`), so one Supervisor reaches
+/// the VMs of all its clusters; each `<cluster>-ssh` holds its own lab's key. Returns the
+/// secrets, `namespace/name` each.
+pub fn jumpbox_all(api: &FakeApi, labs: &[ClusterLab]) -> Result<Vec<String>> {
+    let Some((first, rest)) = labs.split_first() else {
+        return Ok(Vec::new());
+    };
+    let mut secrets = vec![jumpbox(api, &first.lab, &first.nodes)?];
+    for other in rest {
+        first.lab.route_jumpbox_to(&other.lab)?;
+        secrets.push(ssh_secret(api, other)?);
+    }
+    Ok(secrets)
+}
+
+/// Puts `c`'s lab key into its `<cluster>-ssh` secret; `namespace/name` of the secret.
+fn ssh_secret(api: &FakeApi, c: &ClusterLab) -> Result<String> {
+    let first = c.nodes.first().context("the lab has no nodes")?;
+    let machine = api
+        .objects("cluster.x-k8s.io", "machines")
+        .into_iter()
+        .find(|m| m["metadata"]["name"].as_str() == Some(first.machine.as_str()))
+        .with_context(|| format!("Machine {} is not served", first.machine))?;
+    let ns = machine["metadata"]["namespace"].as_str().unwrap_or("");
+    let secret = format!("{}-ssh", c.cluster);
+    if api.object("v1", "Secret", ns, &secret).is_none() {
+        eprintln!(
+            "etcdnet-fakeapi: the set has no Secret {ns}/{secret}: jumpbox pods will stay Pending (FailedMount)"
+        );
+    } else {
+        api.set_secret_data(ns, &secret, "ssh-privatekey", c.lab.ssh_private_key())?;
+    }
+    eprintln!(
+        "etcdnet-fakeapi: the Supervisor's jumpbox pods reach lab {} ({}) through lab {}'s switch",
+        c.lab.id(),
+        c.cluster,
+        api.lab().map(|l| l.id().to_string()).unwrap_or_default()
+    );
+    Ok(format!("{ns}/{secret}"))
+}
+
+/// `LAB_ID=` (the first lab, as with one cluster), then per cluster `WORKLOAD_URL_<S>=`,
+/// `LAB_ID_<S>=`, `LAB_DIR_<S>=`, `LAB_NODES_<S>=` (S from `etcdnet_fakeapi::workload_url_var`).
+pub fn print_all(out: &mut impl Write, labs: &[ClusterLab]) -> Result<()> {
+    if let Some(first) = labs.first() {
+        writeln!(out, "LAB_ID={}", first.lab.id())?;
+    }
+    for c in labs {
+        let s = c.suffix();
+        writeln!(out, "WORKLOAD_URL_{s}={}", c.workload.url())?;
+        writeln!(out, "LAB_ID_{s}={}", c.lab.id())?;
+        writeln!(out, "LAB_DIR_{s}={}", c.lab.dir().display())?;
+        let nodes: Vec<String> = c
+            .lab
+            .nodes()
+            .iter()
+            .map(|n| format!("{}={}", n.name, n.ip))
+            .collect();
+        writeln!(out, "LAB_NODES_{s}={}", nodes.join(","))?;
+    }
+    eprintln!(
+        "etcdnet-fakeapi: faults: etcdnet-lab fault drop-all-peers --lab <LAB_ID_...>; etcdnet-lab heal --lab <LAB_ID_...>"
+    );
     Ok(())
 }

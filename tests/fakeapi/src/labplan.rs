@@ -111,6 +111,34 @@ pub fn plan(cfg: &FakeConfig, cluster: Option<&str>) -> Result<Vec<PlannedNode>>
     Ok(nodes)
 }
 
+/// The clusters of the set that have control-plane Machines, sorted (what [`plan`] accepts).
+pub fn clusters(cfg: &FakeConfig) -> Result<Vec<String>> {
+    let builtin: BTreeMap<String, String> =
+        [("FAKEAPI_URL".to_string(), "http://127.0.0.1:0".to_string())].into();
+    let objects = cfg.load_objects(&builtin)?;
+    let mut out: Vec<String> = objects
+        .iter()
+        .filter(|o| {
+            store::kind(o) == "Machine"
+                && store::split_api_version(&store::api_version(o)).0 == "cluster.x-k8s.io"
+                && store::labels(o).contains_key("cluster.x-k8s.io/control-plane")
+        })
+        .filter_map(|m| {
+            m["spec"]["clusterName"]
+                .as_str()
+                .map(str::to_string)
+                .or_else(|| {
+                    store::labels(m)
+                        .get("cluster.x-k8s.io/cluster-name")
+                        .cloned()
+                })
+        })
+        .collect();
+    out.sort();
+    out.dedup();
+    Ok(out)
+}
+
 /// A lab configuration with these nodes' names and subnet (everything else default).
 pub fn lab_config(nodes: &[PlannedNode]) -> Result<LabConfig> {
     let Some(first) = nodes.first() else {
@@ -168,7 +196,38 @@ mod tests {
             .to_string()
             .contains("several clusters"));
         assert_eq!(plan(&two, Some("tkc-a")).unwrap().len(), 3);
+        assert_eq!(clusters(&two).unwrap(), ["tkc-a", "tkc-b"]);
         let v6 = FakeConfig::from_dir(supervisor_set("kcp-v1beta2")).unwrap();
         assert!(plan(&v6, None).is_err());
+    }
+}
+
+#[cfg(test)]
+mod many {
+    use super::*;
+    use crate::supervisor_set;
+
+    /// Each cluster of three-clusters is a lab of its own subnet; seven-nodes is one of 7.
+    #[test]
+    fn the_generated_sets_line_up_with_labs() {
+        let three = FakeConfig::from_dir(supervisor_set("three-clusters")).unwrap();
+        assert_eq!(clusters(&three).unwrap(), ["tkc-api", "tkc-db", "tkc-web"]);
+        for spec in crate::generate::three_clusters() {
+            let nodes = plan(&three, Some(&spec.name)).unwrap();
+            let got: Vec<(String, Ipv4Addr)> =
+                nodes.iter().map(|n| (n.name.clone(), n.ip)).collect();
+            assert_eq!(got, spec.nodes());
+            let lab = lab_config(&nodes).unwrap();
+            assert_eq!((lab.nodes, lab.subnet), (3, spec.subnet));
+        }
+        let seven = FakeConfig::from_dir(supervisor_set("seven-nodes")).unwrap();
+        let nodes = plan(&seven, None).unwrap();
+        assert_eq!(lab_config(&nodes).unwrap().nodes, 7);
+        assert_eq!(
+            nodes.iter().map(|n| n.ip.to_string()).collect::<Vec<_>>(),
+            (11..=17)
+                .map(|i| format!("198.18.7.{i}"))
+                .collect::<Vec<_>>()
+        );
     }
 }

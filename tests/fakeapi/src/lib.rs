@@ -42,6 +42,7 @@
 
 mod config;
 mod discovery;
+pub mod generate;
 mod handlers;
 pub mod kubelet;
 pub mod labplan;
@@ -81,4 +82,19 @@ pub fn supervisor_set(set: &str) -> std::path::PathBuf {
 /// A workload-cluster fixture set by name: `tests/fixtures/workload/<set>`.
 pub fn workload_set(set: &str) -> std::path::PathBuf {
     fixtures_dir().join("workload").join(set)
+}
+
+/// The placeholder of a cluster's own workload API URL in sets with one workload API per
+/// cluster: `WORKLOAD_URL_<NAME>`, the name upper-cased with `-` and `.` as `_`
+/// (`tkc-web` → `WORKLOAD_URL_TKC_WEB`). Its Cluster's controlPlaneEndpoint is
+/// `{{WORKLOAD_HOST_<NAME>}}`/`{{WORKLOAD_PORT_<NAME>}}`, derived from it unless set.
+pub fn workload_url_var(cluster: &str) -> String {
+    let name: String = cluster
+        .chars()
+        .map(|c| match c {
+            '-' | '.' => '_',
+            c => c.to_ascii_uppercase(),
+        })
+        .collect();
+    format!("WORKLOAD_URL_{name}")
 }

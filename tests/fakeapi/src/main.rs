@@ -1,8 +1,8 @@
 //! `etcdnet-fakeapi`: the fake API server from the command line, for demos.
 //!
 //! ```text
-//! etcdnet-fakeapi --fixtures DIR [--listen 127.0.0.1:0] [--var K=V ...]
-//!                 [--kubeconfig-out PATH [--context NAME] [--namespace NS]]
+//! etcdnet-fakeapi --fixtures DIR | --many-clusters NxM [--listen 127.0.0.1:0] [--var K=V ...]
+//!                 [--kubeconfig-out PATH [--context NAME] [--namespace NS]] [--requests-out FILE]
 //!                 [--workload ok|black-hole|refused|etcd-unhealthy|lab]
 //!                 [--workload-fixtures DIR] [--workload-down] [--cluster NAME]
 //!                 [--refuse-image IMAGE ...] [--fault F ...] [--logger zap|text|mixed]
@@ -21,6 +21,16 @@
 //! lab's real key (`JUMPBOX_SECRET=ns/name` is printed; the key never is).
 //! The lab listens on `<LAB_DIR>/control.sock`, so `etcdnet-lab fault drop-all-peers --lab ID`
 //! and `etcdnet-lab heal --lab ID` work against it.
+//!
+//! `--cluster all` (lab mode) starts one lab per cluster of the set, side by side, each with its
+//! own workload API (`{{WORKLOAD_URL_<NAME>}}`, e.g. the `three-clusters` set); the Supervisor
+//! runs jumpbox pods in the first lab, linked to the others. It prints `LAB_ID=` (the first lab)
+//! and per cluster `WORKLOAD_URL_<S>=`, `LAB_ID_<S>=`, `LAB_DIR_<S>=`, `LAB_NODES_<S>=`.
+//!
+//! `--many-clusters NxM` serves a generated Supervisor instead of `--fixtures`: N vSphere
+//! Namespaces of M clusters (`etcdnet_fakeapi::generate::many_clusters`), every kubeconfig at the
+//! one `WORKLOAD_URL`. `--requests-out FILE` writes every Supervisor request to FILE as it
+//! arrives, one `METHOD path?query` line each (count a run's with `wc -l` before and after).
 
 mod labmode;
 
@@ -32,8 +42,10 @@ use anyhow::{bail, Context, Result};
 use etcdnet_fakeapi::{FakeApi, FakeConfig, Workload};
 use tokio::signal::unix::{signal, SignalKind};
 
-const USAGE: &str = "usage: etcdnet-fakeapi --fixtures DIR [--listen 127.0.0.1:0] [--var K=V ...]
-                       [--kubeconfig-out PATH [--context NAME] [--namespace NS]]
+const USAGE: &str =
+    "usage: etcdnet-fakeapi --fixtures DIR | --many-clusters NxM [--listen 127.0.0.1:0]
+                       [--var K=V ...] [--kubeconfig-out PATH [--context NAME] [--namespace NS]]
+                       [--requests-out FILE]
                        [--workload ok|black-hole|refused|etcd-unhealthy|lab]
                        [--workload-fixtures DIR] [--workload-down] [--cluster NAME]
                        [--refuse-image IMAGE ...] [--fault F ...] [--logger zap|text|mixed]
@@ -42,12 +54,15 @@ const USAGE: &str = "usage: etcdnet-fakeapi --fixtures DIR [--listen 127.0.0.1:0
   --workload-fixtures    objects of the workload API (e.g. tests/fixtures/workload/lab-3)
   --workload-down        lab mode, but the workload API never answers (quorum lost): the
                          Supervisor's jumpbox pods still reach the nodes over SSH
-  --cluster NAME         the cluster whose control plane the lab is (when the set has several)
+  --cluster NAME         the cluster whose control plane the lab is (when the set has several);
+                         `all`: one lab and one workload API per cluster ({{WORKLOAD_URL_<NAME>}})
+  --many-clusters NxM    a generated Supervisor: N vSphere Namespaces of M clusters each
+  --requests-out FILE    every Supervisor request, one line each, written as it arrives
   --refuse-image IMAGE   the workload's nodes cannot pull IMAGE (ErrImagePull, ImagePullBackOff)
   --fault F              inject an etcdnet-lab fault once the lab is up (drop-all-peers, ...)
   --logger L             the lab's etcd log format";
 
-#[derive(Default)]
+#[derive(Default, Clone)]
 struct Args {
     fixtures: Option<PathBuf>,
     listen: Option<SocketAddr>,
@@ -62,6 +77,8 @@ struct Args {
     refuse_images: Vec<String>,
     faults: Vec<String>,
     logger: Option<String>,
+    requests_out: Option<PathBuf>,
+    many_clusters: Option<(usize, usize)>,
 }
 
 fn parse_args(mut it: impl Iterator<Item = String>) -> Result<Args> {
@@ -105,6 +122,17 @@ fn parse_args(mut it: impl Iterator<Item = String>) -> Result<Args> {
             "--refuse-image" => a.refuse_images.push(value()?),
             "--fault" => a.faults.push(value()?),
             "--logger" => a.logger = Some(value()?),
+            "--requests-out" => a.requests_out = Some(value()?.into()),
+            "--many-clusters" => {
+                let v = value()?;
+                let parsed = v
+                    .split_once('x')
+                    .and_then(|(n, m)| Some((n.parse().ok()?, m.parse().ok()?)))
+                    .filter(|&(n, m): &(usize, usize)| n > 0 && m > 0 && n * m <= 255);
+                a.many_clusters = Some(parsed.with_context(|| {
+                    format!("--many-clusters takes NxM (namespaces x clusters each, at most 255 clusters), not {v:?}")
+                })?);
+            }
             other => bail!("unknown argument {other:?}\n{USAGE}"),
         }
     }
@@ -138,8 +166,16 @@ fn main() {
 
 fn run() -> Result<()> {
     let args = parse_args(std::env::args().skip(1))?;
-    let Some(fixtures) = args.fixtures.clone() else {
-        bail!("--fixtures is required\n{USAGE}")
+    // A generated set lives in a directory of this run, removed at the end.
+    let generated = match (&args.fixtures, args.many_clusters) {
+        (Some(_), Some(_)) => bail!("--fixtures and --many-clusters do not mix"),
+        (None, None) => bail!("--fixtures (or --many-clusters) is required\n{USAGE}"),
+        (Some(_), None) => None,
+        (None, Some((n, m))) => Some(Generated::new(n, m)?),
+    };
+    let fixtures = match &generated {
+        Some(g) => g.0.clone(),
+        None => args.fixtures.clone().expect("checked above"),
     };
     // Signals are caught from the start: a Ctrl-C while the lab starts must still tear it down.
     let rt = tokio::runtime::Builder::new_current_thread()
@@ -155,7 +191,19 @@ fn run() -> Result<()> {
     let mut cfg = FakeConfig::from_dir(&fixtures)?;
     let mut lab = None;
     let mut planned = Vec::new();
+    let mut labs = Vec::new();
+    let all = args.cluster.as_deref() == Some("all");
     let workload = match args.workload.as_deref() {
+        Some("lab") if all => {
+            labs = labmode::start_all(&cfg, &args)?;
+            for c in &labs {
+                cfg = cfg.var(
+                    etcdnet_fakeapi::workload_url_var(&c.cluster),
+                    c.workload.url(),
+                );
+            }
+            None
+        }
         None => None,
         Some("ok") => Some(Workload::ok()),
         Some("black-hole") => Some(Workload::black_hole()),
@@ -181,8 +229,12 @@ fn run() -> Result<()> {
         cfg = cfg.listen(l);
     }
     let api = FakeApi::start_with(cfg)?;
+    if let Some(path) = &args.requests_out {
+        api.log_requests_to(path)?;
+    }
     let jumpbox_secret = match &lab {
         Some(l) => Some(labmode::jumpbox(&api, l, &planned)?),
+        None if !labs.is_empty() => Some(labmode::jumpbox_all(&api, &labs)?.join(",")),
         None => None,
     };
     let mut out = std::io::stdout().lock();
@@ -205,6 +257,12 @@ fn run() -> Result<()> {
     if let Some(l) = &lab {
         labmode::print(&mut out, l)?;
     }
+    if !labs.is_empty() {
+        labmode::print_all(&mut out, &labs)?;
+    }
+    if let Some(path) = &args.requests_out {
+        writeln!(out, "REQUESTS_OUT={}", path.display())?;
+    }
     out.flush()?;
     drop(out);
 
@@ -224,5 +282,35 @@ fn run() -> Result<()> {
     if let Some(l) = lab {
         labmode::stop(l);
     }
+    for c in labs {
+        drop(c.workload);
+        labmode::stop(c.lab);
+    }
+    drop(generated);
     Ok(())
+}
+
+/// The directory of a `--many-clusters` set, removed on drop.
+struct Generated(PathBuf);
+
+impl Generated {
+    fn new(namespaces: usize, per_namespace: usize) -> Result<Generated> {
+        let dir = std::env::temp_dir().join(format!(
+            "etcdnet-fakeapi-{}-many-{namespaces}x{per_namespace}",
+            std::process::id()
+        ));
+        let g = Generated(dir);
+        etcdnet_fakeapi::generate::write_set(
+            &g.0,
+            &format!("many clusters: {namespaces} vSphere Namespaces of {per_namespace} clusters (etcdnet-fakeapi --many-clusters)"),
+            &etcdnet_fakeapi::generate::many_clusters(namespaces, per_namespace),
+        )?;
+        Ok(g)
+    }
+}
+
+impl Drop for Generated {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
 }

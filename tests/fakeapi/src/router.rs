@@ -36,12 +36,14 @@ pub async fn handle(
 ) -> Response {
     let path = uri.path().to_string();
     let raw_query = uri.query().unwrap_or("").to_string();
-    shared.requests.lock().unwrap().push(Request {
+    let request = Request {
         method: method.to_string(),
         path: path.clone(),
         query: raw_query.clone(),
         body: (!body.is_empty()).then(|| String::from_utf8_lossy(&body).into_owned()),
-    });
+    };
+    crate::server::log_request(&shared, &request);
+    shared.requests.lock().unwrap().push(request);
     let query = parse_query(&raw_query);
     let accept = headers
         .get(header::ACCEPT)

@@ -72,6 +72,18 @@ pub struct Shared {
     pub created_pods: Mutex<Vec<(String, String)>>,
     /// Set when the handle is dropped: background pod threads end.
     pub stopping: AtomicBool,
+    /// Where every request is also written as it arrives, one `METHOD path?query` line each
+    /// ([`FakeApi::log_requests_to`]).
+    pub request_log: Mutex<Option<std::fs::File>>,
+}
+
+/// Appends `request` to the request log, if there is one (one write per line, so a reader sees
+/// whole lines).
+pub(crate) fn log_request(shared: &Shared, request: &Request) {
+    use std::io::Write;
+    if let Some(f) = shared.request_log.lock().unwrap().as_mut() {
+        let _ = f.write_all(format!("{}\n", request.line()).as_bytes());
+    }
 }
 
 /// Core v1 resources served on every set, objects or not.
@@ -230,6 +242,7 @@ impl FakeApi {
             refused_images: Mutex::new(cfg.set.refused_images.clone()),
             created_pods: Mutex::new(Vec::new()),
             stopping: AtomicBool::new(false),
+            request_log: Mutex::new(None),
         });
         let (shutdown, thread) = spawn_server(
             listener,
@@ -268,6 +281,16 @@ impl FakeApi {
     /// Every request so far, in arrival order.
     pub fn requests(&self) -> Vec<Request> {
         self.shared.requests.lock().unwrap().clone()
+    }
+
+    /// From now on also writes every request to `path` as it arrives (created or truncated),
+    /// one `METHOD path?query` line each ([`Request::line`]), so a script can count what one
+    /// run asked for: `wc -l` before and after it.
+    pub fn log_requests_to(&self, path: &Path) -> Result<()> {
+        let f =
+            std::fs::File::create(path).with_context(|| format!("creating {}", path.display()))?;
+        *self.shared.request_log.lock().unwrap() = Some(f);
+        Ok(())
     }
 
     /// Forgets the requests so far (e.g. after a setup step).

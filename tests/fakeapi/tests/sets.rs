@@ -66,6 +66,39 @@ fn expectations() -> BTreeMap<&'static str, Expect> {
             e("v1alpha3", &["198.18.0.11", "", "198.18.0.13"], 3),
         ),
         (
+            // Generated (etcdnet_fakeapi::generate); tests/many_clusters.rs checks all three.
+            // IPs in Machine name order: -2tfqk .11, -mpljt .13, -w5nfz .12.
+            "three-clusters",
+            Expect {
+                ns: "ns-fleet",
+                cluster: "tkc-web",
+                desired: 3,
+                machines: 3,
+                vm_version: "v1alpha3",
+                ips: &["198.18.1.11", "198.18.1.13", "198.18.1.12"],
+            },
+        ),
+        (
+            // Generated; in Machine name order (-2ggrn is .17, ..., -tr474 .13).
+            "seven-nodes",
+            Expect {
+                ns: "ns-prod",
+                cluster: "tkc-big",
+                desired: 7,
+                machines: 7,
+                vm_version: "v1alpha3",
+                ips: &[
+                    "198.18.7.17",
+                    "198.18.7.14",
+                    "198.18.7.11",
+                    "198.18.7.15",
+                    "198.18.7.12",
+                    "198.18.7.16",
+                    "198.18.7.13",
+                ],
+            },
+        ),
+        (
             "two-clusters",
             Expect {
                 ns: "ns-shared",

@@ -316,6 +316,22 @@ impl Lab {
     pub fn jumpbox_ip(&self) -> Ipv4Addr {
         self.jumpbox_ip
     }
+    /// Makes this lab's jumpbox (and so every command of [`Lab::jumpbox_command`],
+    /// [`Lab::jumpbox_pod_command`], and the jumpbox pods a fake Supervisor runs here) reach the
+    /// nodes of `other`, a lab on another subnet, as one Supervisor reaches the VMs of all its
+    /// clusters: a veth pair between the two switch namespaces, a route on each side, and
+    /// forwarding in `other`'s switch only. Nothing else changes: the nodes of the two labs do
+    /// not reach each other, `other`'s faults apply as before (no fault but `BlockSsh` touches a
+    /// jumpbox address), and the link goes with either lab.
+    pub fn route_jumpbox_to(&self, other: &Lab) -> Result<()> {
+        net::link_switches(
+            &self.switch_netns,
+            self.jumpbox_ip,
+            &other.switch_netns,
+            other.jumpbox_ip,
+        )
+        .with_context(|| format!("linking lab {} to lab {}", self.id, other.id))
+    }
     fn state(&self) -> MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }

@@ -157,3 +157,61 @@ pub(crate) fn nft(netns: &str, script: &str) -> Result<()> {
 pub(crate) fn flush_rules(netns: &str) -> Result<()> {
     nft(netns, "flush chain inet etcdnet input\n")
 }
+
+/// Links two labs' switch namespaces with a veth pair so that `from`'s jumpbox address reaches
+/// the nodes of `to` (and they answer it), as one Supervisor reaches the networks of all its
+/// clusters. Only `to`'s switch forwards (from the link onto its bridge): `from`'s nodes still
+/// reach nothing outside their own /24, and `to`'s nodes reach only `from`'s jumpbox address.
+/// Both subnets are /24s of 198.18.0.0/15 and must differ. The pair lives in the two namespaces
+/// only (no host interface, route or address) and disappears with either of them.
+pub(crate) fn link_switches(
+    from_switch: &str,
+    from_jumpbox: Ipv4Addr,
+    to_switch: &str,
+    to_jumpbox: Ipv4Addr,
+) -> Result<()> {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    static LINKS: AtomicUsize = AtomicUsize::new(0);
+    let n = LINKS.fetch_add(1, Ordering::SeqCst);
+    let net = |ip: Ipv4Addr| {
+        let [a, b, c, _] = ip.octets();
+        format!("{a}.{b}.{c}.0/24")
+    };
+    if net(from_jumpbox) == net(to_jumpbox) {
+        anyhow::bail!(
+            "labs on the same subnet {} cannot be linked (give them different LabConfig::subnet)",
+            net(from_jumpbox)
+        );
+    }
+    // Interface names need only be unique within their namespace; a process-wide counter is.
+    let (here, there) = (format!("up{n}"), format!("dn{n}"));
+    ip_batch(
+        from_switch,
+        &[
+            format!("link add {here} type veth peer name {there} netns {to_switch}"),
+            format!("link set {here} up"),
+            // The next hop is the other switch's bridge address, answered by ARP on the link.
+            format!(
+                "route add {} via {to_jumpbox} dev {here} onlink src {from_jumpbox}",
+                net(to_jumpbox)
+            ),
+        ],
+    )?;
+    ip_batch(
+        to_switch,
+        &[
+            format!("link set {there} up"),
+            format!(
+                "route add {}/32 via {from_jumpbox} dev {there} onlink",
+                from_jumpbox
+            ),
+        ],
+    )?;
+    checked(
+        in_netns(to_switch, &["sysctl", "-qw", "net.ipv4.ip_forward=1"]),
+        None,
+        STEP,
+    )
+    .with_context(|| format!("enabling forwarding in {to_switch}"))?;
+    Ok(())
+}
