@@ -170,9 +170,10 @@ pub struct ManyArgs {
     #[arg(short = 'A', long, conflicts_with_all = ["cluster", "all"])]
     pub all_namespaces: bool,
 
-    /// With --all or -A: how many clusters are worked on at once
-    #[arg(long, value_name = "N", default_value_t = 4, value_parser = clap::value_parser!(u16).range(1..=64))]
-    pub max_concurrent: u16,
+    /// With --all or -A: how many clusters are worked on at once [default: diagnose 4 (each
+    /// makes pods), status 16 (each is two requests)]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=64))]
+    pub max_concurrent: Option<u16>,
 
     /// With --all or -A: only the summary table, not each unhealthy cluster's detail
     #[arg(long)]
@@ -180,8 +181,9 @@ pub struct ManyArgs {
 }
 
 impl ManyArgs {
-    /// The selection, given the positional cluster name (clap made sure of one or the other).
-    pub fn selection(&self, cluster: Option<&str>) -> Selection {
+    /// The selection, given the positional cluster name (clap made sure of one or the other)
+    /// and the command's own default bound.
+    pub fn selection(&self, cluster: Option<&str>, default_concurrent: u16) -> Selection {
         let which = match (cluster, self.all_namespaces) {
             (Some(c), _) => Which::One(c.to_string()),
             (None, true) => Which::AllNamespaces,
@@ -189,7 +191,7 @@ impl ManyArgs {
         };
         Selection {
             which,
-            max_concurrent: usize::from(self.max_concurrent),
+            max_concurrent: usize::from(self.max_concurrent.unwrap_or(default_concurrent)),
             summary: self.summary,
         }
     }
@@ -376,7 +378,7 @@ impl GlobalArgs {
 impl StatusArgs {
     pub fn options(&self) -> StatusOptions {
         StatusOptions {
-            selection: self.many.selection(self.cluster.as_deref()),
+            selection: self.many.selection(self.cluster.as_deref(), 16),
             api_timeout: self.api_timeout,
         }
     }
@@ -386,7 +388,7 @@ impl DiagnoseArgs {
     /// Which clusters, and what the command does besides diagnosing them.
     pub fn run_options(&self) -> DiagnoseRun {
         DiagnoseRun {
-            selection: self.many.selection(self.cluster.as_deref()),
+            selection: self.many.selection(self.cluster.as_deref(), 4),
             watch: self.watch,
             bundle: self.bundle.clone(),
         }
