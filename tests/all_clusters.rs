@@ -398,8 +398,7 @@ fn diagnose_all_in_the_lab_one_run_every_cluster() {
 #[test]
 #[cfg_attr(not(etcdnet_lab), ignore = "needs root and the lab (see build.rs)")]
 fn watch_all_ends_once_every_cluster_is_healthy() {
-    use std::io::Read;
-    use std::time::{Duration, Instant};
+    use std::time::Duration;
     let f = LabFleet::start("all_clusters watch --all", fleet::SET, Supervisor::PodsOnly);
     f.lab("tkc-web")
         .inject(etcdnet_lab::Fault::DropAllPeers)
@@ -432,37 +431,12 @@ fn watch_all_ends_once_every_cluster_is_healthy() {
         ])
         .spawn()
         .unwrap();
-    let mut stdout = child.stdout.take().unwrap();
-    let out = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
-    let sink = out.clone();
-    std::thread::spawn(move || {
-        let mut buf = [0u8; 4096];
-        while let Ok(n) = stdout.read(&mut buf) {
-            if n == 0 {
-                break;
-            }
-            sink.lock()
-                .unwrap()
-                .push_str(&String::from_utf8_lossy(&buf[..n]));
-        }
+    let out = stdout_of(&mut child);
+    wait_for("the first round", Duration::from_secs(60), || {
+        out.lock().unwrap().contains("clusters healthy")
     });
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while !out.lock().unwrap().contains("clusters healthy") {
-        assert!(Instant::now() < deadline, "no first round");
-        std::thread::sleep(Duration::from_millis(100));
-    }
     f.lab("tkc-web").heal().unwrap();
-    let deadline = Instant::now() + Duration::from_secs(120);
-    let code = loop {
-        if let Some(s) = child.try_wait().unwrap() {
-            break s.code().unwrap_or(-1);
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            panic!("the watch did not end: {}", out.lock().unwrap());
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    };
+    let code = exit_within(&mut child, Duration::from_secs(120));
     let text = out.lock().unwrap().clone();
     assert_eq!(code, 0, "{text}");
     assert!(

@@ -5,9 +5,8 @@
 mod common;
 
 use std::io::Read;
-use std::process::Child;
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::sync::Arc;
+use std::time::Duration;
 
 use common::article::*;
 use common::*;
@@ -21,48 +20,6 @@ fn lab_env(test: &str) -> (Env, Arc<Lab>) {
     let fixture = FakeConfig::from_dir(etcdnet_fakeapi::workload_set("lab-3")).unwrap();
     let workload = Workload::lab(fixture, lab.clone()).unwrap();
     (Env::new(SET, workload), lab)
-}
-
-/// Collects a child's stdout as it comes, so a test can wait for a line.
-fn stdout_of(child: &mut Child) -> Arc<Mutex<String>> {
-    let out = Arc::new(Mutex::new(String::new()));
-    let mut pipe = child.stdout.take().unwrap();
-    let sink = out.clone();
-    std::thread::spawn(move || {
-        let mut buf = [0u8; 4096];
-        while let Ok(n) = pipe.read(&mut buf) {
-            if n == 0 {
-                break;
-            }
-            sink.lock()
-                .unwrap()
-                .push_str(&String::from_utf8_lossy(&buf[..n]));
-        }
-    });
-    out
-}
-
-fn wait_for(what: &str, bound: Duration, ready: impl Fn() -> bool) {
-    let deadline = Instant::now() + bound;
-    while !ready() {
-        assert!(Instant::now() < deadline, "never saw: {what}");
-        std::thread::sleep(Duration::from_millis(100));
-    }
-}
-
-/// Waits for the child to end within `bound`; kills it and fails otherwise.
-fn exit_within(child: &mut Child, bound: Duration) -> i32 {
-    let deadline = Instant::now() + bound;
-    loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            return status.code().unwrap_or(-1);
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            panic!("the watch did not end within {bound:?}");
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
 }
 
 #[test]

@@ -71,18 +71,7 @@ impl Env {
         let cfg = FakeConfig::from_dir(fixture(set))
             .expect("fixture set loads")
             .var("WORKLOAD_URL", workload_url);
-        let supervisor = FakeApi::start_with(cfg).expect("fake supervisor starts");
-        let dir = tempfile::tempdir().unwrap();
-        let kubeconfig = dir.path().join("kubeconfig");
-        supervisor
-            .write_kubeconfig(&kubeconfig, CONTEXT, None)
-            .unwrap();
-        Env {
-            supervisor,
-            workload,
-            dir,
-            kubeconfig,
-        }
+        Env::with_config(cfg, workload)
     }
 
     /// The fake Supervisor's loopback port (to relay it into the lab's switch namespace).
@@ -551,4 +540,49 @@ pub fn many_clusters(namespaces: usize, per_namespace: usize) -> Vec<(String, St
         .into_iter()
         .map(|c| (c.namespace, c.name))
         .collect()
+}
+
+/// A child's stdout collected as it comes (by a thread), so a test can wait for a line while
+/// the child runs (`--watch`).
+pub fn stdout_of(child: &mut std::process::Child) -> std::sync::Arc<std::sync::Mutex<String>> {
+    use std::io::Read;
+    let out = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+    let mut pipe = child.stdout.take().expect("stdout piped");
+    let sink = out.clone();
+    std::thread::spawn(move || {
+        let mut buf = [0u8; 4096];
+        while let Ok(n) = pipe.read(&mut buf) {
+            if n == 0 {
+                break;
+            }
+            sink.lock()
+                .unwrap()
+                .push_str(&String::from_utf8_lossy(&buf[..n]));
+        }
+    });
+    out
+}
+
+/// Waits (at most `bound`) until `ready()`; fails naming `what` otherwise.
+pub fn wait_for(what: &str, bound: Duration, ready: impl Fn() -> bool) {
+    let deadline = Instant::now() + bound;
+    while !ready() {
+        assert!(Instant::now() < deadline, "never saw: {what}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// The child's exit code once it ends within `bound`; kills it and fails otherwise.
+pub fn exit_within(child: &mut std::process::Child, bound: Duration) -> i32 {
+    let deadline = Instant::now() + bound;
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            return status.code().unwrap_or(-1);
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("it did not end within {bound:?}");
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
 }
