@@ -112,14 +112,32 @@ struct FileOperation {
 /// `metadata.name` against.
 const INDEX_NAME: &str = "etcdnet";
 const BIN: &str = "kubectl-etcdnet";
+/// Windows runs executables by their extension: there the binary is `kubectl-etcdnet.exe`.
+const BIN_WINDOWS: &str = "kubectl-etcdnet.exe";
 const PLACEHOLDER_SHA: &str = "0000000000000000000000000000000000000000000000000000000000000000";
 /// The platforms we ship, as (os, arch).
-const OUR_PLATFORMS: [(&str, &str); 4] = [
+const OUR_PLATFORMS: [(&str, &str); 5] = [
     ("linux", "amd64"),
     ("linux", "arm64"),
     ("darwin", "amd64"),
     ("darwin", "arm64"),
+    ("windows", "amd64"),
 ];
+
+/// What a platform's archive is called and holds (krew/README.md, "Release archives"): a
+/// .tar.gz with `kubectl-etcdnet`, or on Windows a .zip with `kubectl-etcdnet.exe`, and LICENSE.
+fn archive_name(version: &str, os: &str, arch: &str) -> String {
+    let ext = if os == "windows" { "zip" } else { "tar.gz" };
+    format!("kubectl-etcdnet_{version}_{os}_{arch}.{ext}")
+}
+
+fn bin_of(os: &str) -> &'static str {
+    if os == "windows" {
+        BIN_WINDOWS
+    } else {
+        BIN
+    }
+}
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -543,6 +561,12 @@ fn krew_problems(name: &str, p: &Plugin) -> Vec<String> {
 // Our rules.
 
 fn project_problems(p: &Plugin) -> Vec<String> {
+    project_problems_for(p, &OUR_PLATFORMS)
+}
+
+/// Our rules, for a manifest that carries the platforms `want` (all of ours, or the ones whose
+/// archives a local build made).
+fn project_problems_for(p: &Plugin, want: &[(&str, &str)]) -> Vec<String> {
     let mut out = Vec::new();
     let version = our_version();
     let name = &p.metadata.name;
@@ -659,11 +683,13 @@ fn project_problems(p: &Plugin) -> Vec<String> {
             ));
         }
         seen.push((os.clone(), arch.clone()));
-        if pl.bin != BIN {
-            out.push(format!("platforms[{i}]: bin is {:?}, want {BIN:?}", pl.bin));
+        let bin = bin_of(os);
+        if pl.bin != bin {
+            out.push(format!("platforms[{i}]: bin is {:?}, want {bin:?}", pl.bin));
         }
         let want_uri = format!(
-            "https://github.com/etcdnet/kubectl-etcdnet/releases/download/{version}/kubectl-etcdnet_{version}_{os}_{arch}.tar.gz"
+            "https://github.com/etcdnet/kubectl-etcdnet/releases/download/{version}/{}",
+            archive_name(&version, os, arch)
         );
         if pl.uri != want_uri {
             out.push(format!(
@@ -673,7 +699,7 @@ fn project_problems(p: &Plugin) -> Vec<String> {
         }
         let want_files = vec![
             FileOperation {
-                from: BIN.into(),
+                from: bin.into(),
                 to: ".".into(),
             },
             FileOperation {
@@ -688,7 +714,7 @@ fn project_problems(p: &Plugin) -> Vec<String> {
             ));
         }
     }
-    let want: Vec<(String, String)> = OUR_PLATFORMS
+    let want: Vec<(String, String)> = want
         .iter()
         .map(|(o, a)| (o.to_string(), a.to_string()))
         .collect();
@@ -717,9 +743,13 @@ fn project_problems(p: &Plugin) -> Vec<String> {
 
 // ---------------------------------------------------------------------------------------------
 // The release template: rendered as krew-release-bot does (Go text/template with the release's
-// tag as .TagName and its `addURIAndSha` function), with a stand-in for the archive's sha256.
+// tag as .TagName and its `addURIAndSha` function). `sha` gives the sha256 of the archive at a
+// URL, as the bot computes it from the download: a stand-in in the tests, the real archive's in
+// `rendered_release_manifest`.
 
-fn render_template(src: &str, tag: &str, sha: &str) -> Result<String, String> {
+type ShaOf<'a> = &'a dyn Fn(&str) -> Result<String, String>;
+
+fn render_template(src: &str, tag: &str, sha: ShaOf) -> Result<String, String> {
     let mut out = String::new();
     let mut rest = src;
     while let Some(start) = rest.find("{{") {
@@ -788,7 +818,7 @@ fn render_template(src: &str, tag: &str, sha: &str) -> Result<String, String> {
             .ok_or_else(|| format!("expected addURIAndSha \"<url>\" .TagName, got {inner:?}"))?;
         let url = render_template(url_tpl, tag, sha)?;
         // The bot's output assumes the platform's keys are indented by four spaces.
-        out.push_str(&format!("uri: {url}\n    sha256: {sha}"));
+        out.push_str(&format!("uri: {url}\n    sha256: {}", sha(&url)?));
     }
     out.push_str(rest);
     Ok(out)
@@ -796,7 +826,7 @@ fn render_template(src: &str, tag: &str, sha: &str) -> Result<String, String> {
 
 fn rendered_template(tag: &str) -> Plugin {
     // A sha the YAML reads as a string, as real ones are in practice.
-    let sha = "ab".repeat(32);
+    let sha = |_: &str| Ok("ab".repeat(32));
     let text = render_template(&read("krew/.krew.yaml"), tag, &sha)
         .unwrap_or_else(|e| panic!("krew/.krew.yaml does not render: {e}"));
     parse(&format!("krew/.krew.yaml rendered for {tag}"), &text)
@@ -807,6 +837,267 @@ fn without_shas(mut p: Plugin) -> Plugin {
         pl.sha256.clear();
     }
     p
+}
+
+// ---------------------------------------------------------------------------------------------
+// The release's own manifest: krew/.krew.yaml rendered with the sha256 of archives built from
+// this tree, and the archives themselves. `scripts/release.sh check` runs it (locally and in
+// .ci/run for linux/amd64, in the release workflow for all five platforms); it needs archives,
+// so the plain test run leaves it ignored.
+
+/// The sha256 of a file, in the lower-case hex krew wants.
+fn sha256_hex(bytes: &[u8]) -> String {
+    ring::digest::digest(&ring::digest::SHA256, bytes)
+        .as_ref()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// One file in an archive: its name, its unix mode where the format keeps one, its bytes.
+struct Entry {
+    name: String,
+    mode: Option<u32>,
+    data: Vec<u8>,
+}
+
+fn tar_gz_entries(bytes: &[u8]) -> Result<Vec<Entry>, String> {
+    use std::io::Read;
+    let mut archive = tar::Archive::new(flate2::read::GzDecoder::new(bytes));
+    let mut out = Vec::new();
+    for entry in archive.entries().map_err(|e| e.to_string())? {
+        let mut entry = entry.map_err(|e| e.to_string())?;
+        let name = entry
+            .path()
+            .map_err(|e| e.to_string())?
+            .to_string_lossy()
+            .into_owned();
+        let mode = entry.header().mode().ok();
+        let mut data = Vec::new();
+        entry.read_to_end(&mut data).map_err(|e| e.to_string())?;
+        out.push(Entry { name, mode, data });
+    }
+    Ok(out)
+}
+
+/// A zip's files from its central directory (APPNOTE.TXT 4.3.12, 4.3.16), each read through its
+/// local header: stored or deflated, the two methods `zip` and Python's zipfile write.
+fn zip_entries(bytes: &[u8]) -> Result<Vec<Entry>, String> {
+    use std::io::Read;
+    let u16_at = |o: usize| -> Result<usize, String> {
+        bytes
+            .get(o..o + 2)
+            .map(|b| u16::from_le_bytes([b[0], b[1]]) as usize)
+            .ok_or_else(|| "truncated zip".to_string())
+    };
+    let u32_at = |o: usize| -> Result<usize, String> {
+        bytes
+            .get(o..o + 4)
+            .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as usize)
+            .ok_or_else(|| "truncated zip".to_string())
+    };
+    let eocd = (0..bytes.len().saturating_sub(21))
+        .rev()
+        .find(|&o| bytes[o..].starts_with(&[0x50, 0x4b, 0x05, 0x06]))
+        .ok_or("no end of central directory: not a zip")?;
+    let count = u16_at(eocd + 10)?;
+    let mut at = u32_at(eocd + 16)?;
+    let mut out = Vec::new();
+    for _ in 0..count {
+        if !bytes[at..].starts_with(&[0x50, 0x4b, 0x01, 0x02]) {
+            return Err(format!("bad central directory entry at {at}"));
+        }
+        let method = u16_at(at + 10)?;
+        let size = u32_at(at + 20)?;
+        let (name_len, extra_len, comment_len) =
+            (u16_at(at + 28)?, u16_at(at + 30)?, u16_at(at + 32)?);
+        let local = u32_at(at + 42)?;
+        let name = String::from_utf8_lossy(
+            bytes
+                .get(at + 46..at + 46 + name_len)
+                .ok_or("truncated zip")?,
+        )
+        .into_owned();
+        // A zip made on unix keeps the mode in the upper half of the external attributes.
+        let mode = (u16_at(at + 4)? >> 8 == 3).then(|| (u32_at(at + 38).unwrap_or(0) >> 16) as u32);
+        let start = local + 30 + u16_at(local + 26)? + u16_at(local + 28)?;
+        let raw = bytes.get(start..start + size).ok_or("truncated zip")?;
+        let data = match method {
+            0 => raw.to_vec(),
+            8 => {
+                let mut d = Vec::new();
+                flate2::read::DeflateDecoder::new(raw)
+                    .read_to_end(&mut d)
+                    .map_err(|e| format!("{name}: {e}"))?;
+                d
+            }
+            m => {
+                return Err(format!(
+                    "{name}: compression method {m} is neither stored nor deflate"
+                ))
+            }
+        };
+        out.push(Entry { name, mode, data });
+        at += 46 + name_len + extra_len + comment_len;
+    }
+    Ok(out)
+}
+
+/// What the archive behind one platform must be: the file the uri names, with the manifest's
+/// sha256 and its `.sha256` file, holding exactly the binary and LICENSE at its root.
+fn archive_problems(dist: &Path, os: &str, arch: &str, pl: &Platform) -> Vec<String> {
+    let name = archive_name(&our_version(), os, arch);
+    let path = dist.join(&name);
+    let bytes = match std::fs::read(&path) {
+        Ok(b) => b,
+        Err(e) => return vec![format!("{os}/{arch}: cannot read {}: {e}", path.display())],
+    };
+    let mut out = Vec::new();
+    let sha = sha256_hex(&bytes);
+    if pl.sha256 != sha {
+        out.push(format!(
+            "{os}/{arch}: sha256 is {}, the archive's is {sha}",
+            pl.sha256
+        ));
+    }
+    match std::fs::read_to_string(dist.join(format!("{name}.sha256"))) {
+        Ok(line) if line == format!("{sha}  {name}\n") => {}
+        Ok(line) => out.push(format!(
+            "{name}.sha256 says {line:?}, want \"{sha}  {name}\\n\""
+        )),
+        Err(e) => out.push(format!("{name}.sha256: {e}")),
+    }
+    let entries = if os == "windows" {
+        zip_entries(&bytes)
+    } else {
+        tar_gz_entries(&bytes)
+    };
+    let entries = match entries {
+        Ok(e) => e,
+        Err(e) => {
+            out.push(format!("{name}: unreadable: {e}"));
+            return out;
+        }
+    };
+    let bin = bin_of(os);
+    let mut names: Vec<&str> = entries.iter().map(|e| e.name.as_str()).collect();
+    names.sort_unstable();
+    let mut want = vec![bin, "LICENSE"];
+    want.sort_unstable();
+    if names != want {
+        out.push(format!(
+            "{name} holds {names:?}, want exactly {want:?} at its root (krew/README.md)"
+        ));
+    }
+    for e in &entries {
+        if e.name == "LICENSE" && e.data != read("LICENSE").as_bytes() {
+            out.push(format!("{name}: LICENSE is not the repository's"));
+        }
+        if e.name == bin {
+            if e.data.len() < 100_000 {
+                out.push(format!("{name}: {bin} is {} bytes", e.data.len()));
+            }
+            if e.mode.is_some_and(|m| m & 0o111 == 0) {
+                out.push(format!(
+                    "{name}: {bin} is not executable (mode {:o})",
+                    e.mode.unwrap_or(0)
+                ));
+            }
+        }
+    }
+    out
+}
+
+/// Drops the platforms whose archive was not built (their sha256 is `absent`) from the rendered
+/// text: a local build makes one platform's archive, and its manifest offers only that one.
+fn without_absent_platforms(text: &str) -> String {
+    let Some(at) = text.find("\n  platforms:\n") else {
+        return text.to_string();
+    };
+    let (head, platforms) = text.split_at(at + "\n  platforms:\n".len());
+    let mut blocks: Vec<String> = Vec::new();
+    for line in platforms.split_inclusive('\n') {
+        if line.starts_with("  - ") || blocks.is_empty() {
+            blocks.push(String::new());
+        }
+        blocks.last_mut().unwrap().push_str(line);
+    }
+    let kept: String = blocks
+        .into_iter()
+        .filter(|b| !b.contains("\n    sha256: absent"))
+        .collect();
+    format!("{head}{kept}")
+}
+
+#[test]
+#[ignore = "needs release archives: scripts/release.sh check runs it"]
+fn rendered_release_manifest() {
+    let dist = PathBuf::from(std::env::var("ETCDNET_RELEASE_DIST").expect(
+        "ETCDNET_RELEASE_DIST must name the directory of the release archives (scripts/release.sh check)",
+    ));
+    let all = std::env::var("ETCDNET_RELEASE_ALL").is_ok_and(|v| v == "1");
+    let tag = our_version();
+    // The bot downloads each archive to hash it; here it is the file of that name in `dist`.
+    let sha = |url: &str| -> Result<String, String> {
+        let name = url.rsplit('/').next().unwrap_or_default();
+        match std::fs::read(dist.join(name)) {
+            Ok(bytes) => Ok(sha256_hex(&bytes)),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound && !all => Ok("absent".into()),
+            Err(e) => Err(format!("{name}: {e}")),
+        }
+    };
+    let text = render_template(&read("krew/.krew.yaml"), &tag, &sha)
+        .unwrap_or_else(|e| panic!("krew/.krew.yaml does not render: {e}"));
+    let text = without_absent_platforms(&text);
+    let manifest = parse("the rendered release manifest", &text);
+    let present: Vec<(&str, &str)> = OUR_PLATFORMS
+        .iter()
+        .copied()
+        .filter(|(os, arch)| dist.join(archive_name(&tag, os, arch)).exists())
+        .collect();
+    assert!(
+        !present.is_empty(),
+        "no archive for {tag} in {}",
+        dist.display()
+    );
+    let mut problems = krew_problems(INDEX_NAME, &manifest);
+    problems.extend(project_problems_for(&manifest, &present));
+    if manifest
+        .spec
+        .platforms
+        .iter()
+        .any(|pl| pl.sha256 == PLACEHOLDER_SHA)
+    {
+        problems.push("a release manifest carries the placeholder sha256".into());
+    }
+    for pl in &manifest.spec.platforms {
+        let labels = pl.selector.as_ref().and_then(|s| s.match_labels.as_ref());
+        if let (Some(os), Some(arch)) = (
+            labels.and_then(|l| l.get("os")),
+            labels.and_then(|l| l.get("arch")),
+        ) {
+            problems.extend(archive_problems(&dist, os, arch, pl));
+        }
+    }
+    assert_no_problems(
+        &format!(
+            "krew/.krew.yaml rendered for {tag} with the archives in {}",
+            dist.display()
+        ),
+        problems,
+    );
+    let out = dist.join("etcdnet.yaml");
+    std::fs::write(&out, &text).unwrap_or_else(|e| panic!("cannot write {}: {e}", out.display()));
+    eprintln!(
+        "{}: {} platform(s): {}",
+        out.display(),
+        present.len(),
+        present
+            .iter()
+            .map(|(os, arch)| format!("{os}/{arch}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -96,7 +96,9 @@ pub fn classify_failure(host: &str, user: &str, exit: Option<i32>, stderr: &str)
 /// 0600 file, when it comes from the cluster's secret) and one known_hosts file per node (one
 /// file per node, not one shared: what ssh records there is that node's key and nothing else,
 /// whatever HostKeyAlias or HashKnownHosts the admin's config sets). Removed when dropped: every
-/// exit path of the run, Ctrl-C included, since the session owns it until the run ends.
+/// exit path of the run, Ctrl-C included, since the session owns it until the run ends. On
+/// Windows, where there are no modes, the directory's access list is what keeps it private
+/// (see [`RunDir::create`]).
 pub struct RunDir {
     dir: tempfile::TempDir,
     key: Option<PathBuf>,
@@ -112,6 +114,11 @@ impl RunDir {
             use std::os::unix::fs::PermissionsExt;
             builder.permissions(std::fs::Permissions::from_mode(0o700));
         }
+        // Windows has no mode bits: what protects the directory is its ACL, inherited from the
+        // temp directory it is created in. The default one (%TEMP%, GetTempPath2) lies in the
+        // user's profile, whose ACL grants only the user, SYSTEM and Administrators, which is
+        // also what Windows' OpenSSH demands of a private key before it uses it. A TMP/TEMP
+        // pointing at a shared directory would share the key: docs/install.md says so.
         Ok(RunDir {
             dir: builder.tempdir()?,
             key: None,
@@ -127,6 +134,13 @@ impl RunDir {
         {
             use std::os::unix::fs::OpenOptionsExt;
             options.mode(0o600);
+        }
+        // On Windows the file inherits the private directory's ACL (see `create`). It is opened
+        // without FILE_SHARE_READ/WRITE, so no other process can open the key while it is written.
+        #[cfg(windows)]
+        {
+            use std::os::windows::fs::OpenOptionsExt;
+            options.share_mode(0);
         }
         let mut f = options.open(&path)?;
         f.write_all(key)?;

@@ -161,17 +161,57 @@ pub fn ssh_args(
 }
 
 /// `path` as an ssh option's value, when it can be one: ssh splits option values at blanks,
-/// reads quotes and expands `%` tokens and a leading `~`, so only plain characters pass.
+/// reads quotes and expands `%` tokens and a leading `~`, so only plain characters pass. On
+/// Windows an absolute path starts with a drive (`C:\Users\...\Temp`): Windows' OpenSSH takes
+/// it with `/` for `\` (`C:/Users/.../Temp`), which is what is given, with the same check.
 pub fn option_path(path: &Path) -> Option<String> {
     let s = path.to_str()?;
-    let plain = s.starts_with('/')
+    let s = if cfg!(windows) {
+        s.replace('\\', "/")
+    } else {
+        s.to_string()
+    };
+    plain_absolute(&s, cfg!(windows)).then_some(s)
+}
+
+/// `/...` (or, where `drive` is allowed, `X:/...`) of plain characters only.
+fn plain_absolute(s: &str, drive: bool) -> bool {
+    let rooted = s.starts_with('/')
+        || (drive && {
+            let b = s.as_bytes();
+            b.len() > 2 && b[0].is_ascii_alphabetic() && b[1] == b':' && b[2] == b'/'
+        });
+    rooted
         && s.chars()
-            .all(|c| c.is_ascii_alphanumeric() || "/._-+,:@".contains(c));
-    plain.then(|| s.to_string())
+            .all(|c| c.is_ascii_alphanumeric() || "/._-+,:@".contains(c))
 }
 
 /// The remote command: the probe under sudo, its script on stdin. `-n` makes sudo fail instead
 /// of prompting when it wants a password.
 pub fn remote_probe_command(probe: &ProbeArgs) -> String {
     format!("sudo -n {}", script::stdin_command_line(probe))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::plain_absolute;
+
+    #[test]
+    fn option_paths_are_plain_and_absolute() {
+        assert!(plain_absolute("/tmp/etcdnet-ssh.Ab12/key", false));
+        assert!(!plain_absolute("tmp/key", false));
+        assert!(!plain_absolute("/tmp/my key", false));
+        assert!(!plain_absolute("/tmp/%h", false));
+        assert!(!plain_absolute(
+            "C:/Users/admin/AppData/Local/Temp/key",
+            false
+        ));
+        assert!(plain_absolute(
+            "C:/Users/admin/AppData/Local/Temp/key",
+            true
+        ));
+        assert!(!plain_absolute("C:Users/key", true));
+        assert!(!plain_absolute("C:/Program Files/key", true));
+        assert!(!plain_absolute("~/key", true));
+    }
 }
