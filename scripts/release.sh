@@ -42,6 +42,9 @@ dist=${DIST:-target/dist}
 platform_of() {
     case "$1" in
     x86_64-unknown-linux-musl) echo "linux amd64" ;;
+    # Only .ci/run's fallback where rustup cannot fetch musl's std: packed and checked the same,
+    # not static, never released (the workflow builds musl).
+    x86_64-unknown-linux-gnu) echo "linux amd64" ;;
     aarch64-unknown-linux-musl) echo "linux arm64" ;;
     x86_64-apple-darwin) echo "darwin amd64" ;;
     aarch64-apple-darwin) echo "darwin arm64" ;;
