@@ -350,70 +350,26 @@ impl Inventory {
                 existing: existing(ns, &names),
             });
         };
-        let (kcp, kcp_missing_reason, control_plane_version) =
-            match extract::control_plane_ref(&cluster.data) {
-                None => (
-                    None,
-                    Some("the Cluster has no spec.controlPlaneRef".to_string()),
-                    None,
-                ),
-                Some(r) => match self.apis.kind_in(&r.group, &r.kind) {
-                    None => (
-                        None,
-                        Some(format!(
-                            "the server does not serve {} in group {}",
-                            r.kind, r.group
-                        )),
-                        None,
-                    ),
-                    Some(ar) => {
-                        let found = self.control_planes.iter().find(|(a, o)| {
-                            a.kind == ar.kind && a.group == ar.group && name(o) == r.name
-                        });
-                        match found {
-                            Some((_, obj)) => (
-                                Some(extract::kcp(&r.name, &ar.api_version, &obj.data)),
-                                None,
-                                Some(ar.api_version.clone()),
-                            ),
-                            None => (
-                                None,
-                                Some(format!("{} {:?} not found", r.kind, r.name)),
-                                Some(ar.api_version.clone()),
-                            ),
-                        }
-                    }
-                },
-            };
+        let (kcp, kcp_missing_reason, control_plane_version) = match self.control_plane_of(cluster)
+        {
+            Err(why) => (None, Some(why), None),
+            Ok((ar, kcp_name, Some(obj))) => (
+                Some(extract::kcp(&kcp_name, &ar.api_version, &obj.data)),
+                None,
+                Some(ar.api_version),
+            ),
+            Ok((ar, kcp_name, None)) => (
+                None,
+                Some(format!("{} {kcp_name:?} not found", ar.kind)),
+                Some(ar.api_version),
+            ),
+        };
         let machines: Vec<MachineInfo> = self
-            .machines
-            .iter()
-            .filter(|m| {
-                let l = labels(m);
-                l.get(CLUSTER_NAME_LABEL).map(String::as_str) == Some(cluster_name)
-                    && l.contains_key(CONTROL_PLANE_LABEL)
-            })
+            .machines_of(cluster_name)
             .map(|m| extract::machine(name(m), &m.data))
             .collect();
-        let (vms, vm_labels) = VM_LABELS
-            .iter()
-            .map(|(scheme, prefix)| {
-                let vms: Vec<VmInfo> = self
-                    .vms
-                    .iter()
-                    .filter(|vm| {
-                        let l = labels(vm);
-                        l.get(&format!("{prefix}/cluster.name")).map(String::as_str)
-                            == Some(cluster_name)
-                            && l.get(&format!("{prefix}/cluster.role")).map(String::as_str)
-                                == Some("controlplane")
-                    })
-                    .map(vm_info)
-                    .collect();
-                (vms, Some(*scheme))
-            })
-            .find(|(vms, _)| !vms.is_empty())
-            .unwrap_or((Vec::new(), None));
+        let (vms, vm_labels) = self.vms_of(cluster_name);
+        let vms: Vec<VmInfo> = vms.into_iter().map(vm_info).collect();
         Ok(ClusterFacts {
             context: context.to_string(),
             namespace: ns.to_string(),
@@ -436,41 +392,79 @@ impl Inventory {
         })
     }
 
-    /// The objects `cluster_name`'s facts are made from, as the API served them, each with its
-    /// apiVersion and kind and without `metadata.managedFields` (bulky, and nothing of ours).
-    /// Secrets are never among them: they are not part of an inventory.
+    /// The control-plane object `cluster` references: its resource, its name, and the object when
+    /// it was read; or why there is none to look for (no reference, a kind not served).
+    fn control_plane_of(
+        &self,
+        cluster: &DynamicObject,
+    ) -> std::result::Result<(ApiResource, String, Option<&DynamicObject>), String> {
+        let r = extract::control_plane_ref(&cluster.data)
+            .ok_or("the Cluster has no spec.controlPlaneRef")?;
+        let ar = self
+            .apis
+            .kind_in(&r.group, &r.kind)
+            .ok_or_else(|| format!("the server does not serve {} in group {}", r.kind, r.group))?;
+        let obj = self
+            .control_planes
+            .iter()
+            .find(|(a, o)| a.kind == ar.kind && a.group == ar.group && name(o) == r.name)
+            .map(|(_, o)| o);
+        Ok((ar, r.name, obj))
+    }
+
+    /// The cluster's control-plane Machines (by CAPI's cluster-name and control-plane labels).
+    fn machines_of<'a>(&'a self, cluster: &'a str) -> impl Iterator<Item = &'a DynamicObject> {
+        self.machines.iter().filter(move |m| {
+            let l = labels(m);
+            l.get(CLUSTER_NAME_LABEL).map(String::as_str) == Some(cluster)
+                && l.contains_key(CONTROL_PLANE_LABEL)
+        })
+    }
+
+    /// The cluster's control-plane VMs under the first label scheme that finds any, and which.
+    fn vms_of(&self, cluster: &str) -> (Vec<&DynamicObject>, Option<VmLabelScheme>) {
+        VM_LABELS
+            .iter()
+            .map(|(scheme, prefix)| {
+                let vms: Vec<&DynamicObject> = self
+                    .vms
+                    .iter()
+                    .filter(|vm| {
+                        let l = labels(vm);
+                        l.get(&format!("{prefix}/cluster.name")).map(String::as_str)
+                            == Some(cluster)
+                            && l.get(&format!("{prefix}/cluster.role")).map(String::as_str)
+                                == Some("controlplane")
+                    })
+                    .collect();
+                (vms, Some(*scheme))
+            })
+            .find(|(vms, _)| !vms.is_empty())
+            .unwrap_or((Vec::new(), None))
+    }
+
+    /// The objects `cluster_name`'s facts are made from ([`Inventory::facts`] reads the same
+    /// ones), as the API served them, each with its apiVersion and kind and without
+    /// `metadata.managedFields` (bulky, and nothing of ours). Secrets are never among them: they
+    /// are not part of an inventory.
     pub fn objects_of(&self, cluster_name: &str) -> Vec<Value> {
-        let Ok(facts) = self.facts("", cluster_name) else {
+        let Some(cluster) = self.clusters.iter().find(|c| name(c) == cluster_name) else {
             return Vec::new();
         };
-        let keep_machine = |m: &DynamicObject| {
-            facts
-                .nodes
-                .iter()
-                .any(|n| n.machine.as_ref().is_some_and(|x| x.name == name(m)))
-        };
-        let keep_vm = |v: &DynamicObject| {
-            facts
-                .nodes
-                .iter()
-                .any(|n| n.vm.as_ref().is_some_and(|x| x.name == name(v)))
-        };
-        let kcp_name = facts.kcp.as_ref().map(|k| k.name.as_str());
-        let mut out = Vec::new();
-        for c in self.clusters.iter().filter(|c| name(c) == cluster_name) {
-            out.push(plain(c, &self.apis.cluster));
+        let mut out = vec![plain(cluster, &self.apis.cluster)];
+        if let Ok((ar, _, Some(obj))) = self.control_plane_of(cluster) {
+            out.push(plain(obj, &ar));
         }
-        for (ar, o) in &self.control_planes {
-            if Some(name(o)) == kcp_name {
-                out.push(plain(o, ar));
-            }
-        }
-        for m in self.machines.iter().filter(|m| keep_machine(m)) {
-            out.push(plain(m, &self.apis.machine));
-        }
-        for v in self.vms.iter().filter(|v| keep_vm(v)) {
-            out.push(plain(v, &self.apis.virtual_machine));
-        }
+        out.extend(
+            self.machines_of(cluster_name)
+                .map(|m| plain(m, &self.apis.machine)),
+        );
+        out.extend(
+            self.vms_of(cluster_name)
+                .0
+                .into_iter()
+                .map(|v| plain(v, &self.apis.virtual_machine)),
+        );
         out
     }
 
