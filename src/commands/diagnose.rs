@@ -22,7 +22,7 @@ use crate::error::{Error, Result, EXIT_OK};
 use crate::plan::{self, DiagnoseOptions, DiagnosePlan};
 use crate::progress::Progress;
 use crate::render::{self, Format, Paint};
-use crate::report::{DiagnoseReport, Evidence, ListReport};
+use crate::report::{DiagnoseReport, Evidence, ListItem, ListReport};
 use crate::route::{self, Env, PodTracker};
 use crate::supervisor::{self, ClusterFacts, Inventory};
 use crate::{signal, workload};
@@ -184,35 +184,35 @@ async fn round(
     });
     let found = many::find(conn, &selection.which).await?;
     let steps = progress.steps(format!("diagnosing {} clusters", found.len()), found.len());
-    let evidence = std::sync::Mutex::new(Vec::new());
-    let pods = std::sync::Mutex::new(Vec::new());
-    let items = many::each(found, selection.max_concurrent, |facts, inventory| {
-        let (evidence, pods, steps) = (&evidence, &pods, &steps);
+    let diagnosed = many::each(found, selection.max_concurrent, |facts, inventory| {
+        let steps = &steps;
         async move {
             // Each cluster's own stages would fight over one line: only the count is shown.
             let quiet = Progress::hidden();
             let d = diagnose(conn, facts, &inventory, opts, tracker, &quiet).await;
             steps.one_done();
-            match d? {
-                Diagnosed::Report(report, e) => {
-                    evidence.lock().unwrap_or_else(|p| p.into_inner()).push(*e);
-                    Ok(*report)
-                }
-                Diagnosed::DryRun(p) => {
-                    pods.lock().unwrap_or_else(|p| p.into_inner()).extend(p);
-                    Err(Error::config("dry run: nothing diagnosed"))
-                }
-            }
+            d
         }
     })
     .await?;
-    let items = if opts.dry_run { Vec::new() } else { items };
-    let mut evidence = evidence.into_inner().unwrap_or_else(|p| p.into_inner());
+    // Each cluster's report to the list, its evidence to the bundle, its pods (dry run) to
+    // the dry run's output.
+    let (mut items, mut evidence, mut pods) = (Vec::new(), Vec::new(), Vec::new());
+    for item in diagnosed {
+        match item {
+            ListItem::Report(Diagnosed::Report(report, e)) => {
+                items.push(ListItem::Report(*report));
+                evidence.push(*e);
+            }
+            ListItem::Report(Diagnosed::DryRun(p)) => pods.extend(p),
+            ListItem::Failed(f) => items.push(ListItem::Failed(f)),
+        }
+    }
     evidence.sort_by(|a, b| (&a.namespace, &a.cluster).cmp(&(&b.namespace, &b.cluster)));
     Ok(Round::Many(
         ListReport::new(items, started.elapsed()),
         evidence,
-        pods.into_inner().unwrap_or_else(|p| p.into_inner()),
+        pods,
     ))
 }
 

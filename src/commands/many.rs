@@ -36,16 +36,6 @@ pub struct Selection {
     pub summary: bool,
 }
 
-impl Selection {
-    pub fn one(cluster: &str) -> Selection {
-        Selection {
-            which: Which::One(cluster.to_string()),
-            max_concurrent: 1,
-            summary: false,
-        }
-    }
-}
-
 /// One cluster to work on: its facts and the objects they came from, or why they could not be
 /// had.
 pub struct Found {
@@ -58,8 +48,8 @@ pub struct Found {
 /// per Supervisor). An error that leaves no cluster to show (not a Supervisor, the cluster list
 /// refused) ends the run; after that, every failure is a cluster's.
 pub async fn find(conn: &Connection, which: &Which) -> Result<Vec<Found>> {
-    let apis = supervisor::apis(conn).await?;
     let inventories = match which {
+        // One cluster is read by name (its own walk does discovery).
         Which::One(cluster) => {
             let (facts, inventory) = supervisor::walk(conn, cluster).await?;
             return Ok(vec![Found {
@@ -69,9 +59,13 @@ pub async fn find(conn: &Connection, which: &Which) -> Result<Vec<Found>> {
             }]);
         }
         Which::Namespace => {
+            let apis = supervisor::apis(conn).await?;
             vec![Inventory::of_namespace(&conn.client, &apis, &conn.namespace).await?]
         }
-        Which::AllNamespaces => Inventory::of_all_namespaces(&conn.client, &apis).await?,
+        Which::AllNamespaces => {
+            let apis = supervisor::apis(conn).await?;
+            Inventory::of_all_namespaces(&conn.client, &apis).await?
+        }
     };
     let mut found = Vec::new();
     for inventory in inventories.into_iter().map(Arc::new) {

@@ -3,7 +3,6 @@
 //! find (the Supervisor walk) → workload (the API check) → analyse (findings) → report → render;
 //! for one cluster, or for each of many (`--all`, `-A`: [`super::many`]).
 
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::many::{self, Selection, Which};
@@ -12,7 +11,7 @@ use crate::connect::Connection;
 use crate::error::Result;
 use crate::render::{self, Format, Paint};
 use crate::report::{ListReport, StatusReport};
-use crate::supervisor::{ClusterFacts, Inventory};
+use crate::supervisor::ClusterFacts;
 use crate::{analyse, supervisor, workload};
 
 #[derive(Debug, Clone)]
@@ -25,8 +24,8 @@ pub struct StatusOptions {
 pub async fn run(conn: &Connection, opts: &StatusOptions, format: Format) -> Result<Outcome> {
     let started = Instant::now();
     if let Which::One(cluster) = &opts.selection.which {
-        let (facts, inventory) = supervisor::walk(conn, cluster).await?;
-        let report = report(conn, facts, Arc::new(inventory), opts, started).await?;
+        let (facts, _) = supervisor::walk(conn, cluster).await?;
+        let report = report(conn, facts, opts, started).await?;
         return Ok(Outcome {
             stdout: render::status(&report, format, Paint::detect())?,
             notes: Vec::new(),
@@ -34,8 +33,8 @@ pub async fn run(conn: &Connection, opts: &StatusOptions, format: Format) -> Res
         });
     }
     let found = many::find(conn, &opts.selection.which).await?;
-    let items = many::each(found, opts.selection.max_concurrent, |facts, inv| {
-        report(conn, facts, inv, opts, Instant::now())
+    let items = many::each(found, opts.selection.max_concurrent, |facts, _| {
+        report(conn, facts, opts, Instant::now())
     })
     .await?;
     let list = ListReport::new(items, started.elapsed());
@@ -50,7 +49,6 @@ pub async fn run(conn: &Connection, opts: &StatusOptions, format: Format) -> Res
 pub async fn report(
     conn: &Connection,
     facts: ClusterFacts,
-    _inventory: Arc<Inventory>,
     opts: &StatusOptions,
     started: Instant,
 ) -> Result<StatusReport> {
