@@ -365,8 +365,7 @@ fn many_clusters_bundle_then_analyse_gives_the_same_list() {
     let env = Env::new("two-clusters", Workload::black_hole());
     // tkc-a's VMs answer as themselves; tkc-b's (198.18.1.x) answer with other names and
     // addresses: an IdentityMismatch each, re-checked when the bundle is read.
-    env.supervisor
-        .on_pod_created(|pod| Some(PodScript::succeeds(scripted_jumpbox_log(pod, &A))));
+    env.script_jumpbox_pods(&A);
     let bundle = env.dir.path().join("all.tar.gz");
     let args = |extra: &[&str]| {
         let mut a = vec![

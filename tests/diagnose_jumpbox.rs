@@ -562,11 +562,7 @@ fn a_restricted_vsphere_namespace_admits_and_runs_the_jumpbox() {
 #[test]
 fn three_vms_one_jumpbox_pod() {
     let env = Env::new(SET, Workload::black_hole());
-    env.supervisor.on_pod_created(|pod| {
-        Some(etcdnet_fakeapi::PodScript::succeeds(scripted_jumpbox_log(
-            pod, &CP,
-        )))
-    });
+    env.script_jumpbox_pods(&CP);
     let run = env.kubectl(&[
         "diagnose",
         CLUSTER,
@@ -701,11 +697,7 @@ fn a_pod_that_cannot_run_is_every_vms_error() {
     let env = Env::new(SET, Workload::black_hole());
     env.supervisor
         .refuse_image(etcdnet::route::jumpbox::DEFAULT_IMAGE);
-    env.supervisor.on_pod_created(|pod| {
-        Some(etcdnet_fakeapi::PodScript::succeeds(scripted_jumpbox_log(
-            pod, &CP,
-        )))
-    });
+    env.script_jumpbox_pods(&CP);
     let run = env.kubectl(&[
         "diagnose",
         CLUSTER,

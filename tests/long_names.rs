@@ -9,7 +9,6 @@ use std::collections::BTreeSet;
 
 use common::*;
 use etcdnet::names::validate_dns1123_label;
-use etcdnet_fakeapi::PodScript;
 use serde_json::Value;
 
 const SET: &str = "long-names";
@@ -92,8 +91,7 @@ fn every_node_is_reached_for_real() {
     // The workload API does not answer: auto picks the jumpbox route, whose one pod the
     // Supervisor fake runs as a scripted vSphere Pod.
     let env = Env::new(SET, Workload::black_hole());
-    env.supervisor
-        .on_pod_created(|pod| Some(PodScript::succeeds(scripted_jumpbox_log(pod, &CP))));
+    env.script_jumpbox_pods(&CP);
     let run = env.plugin(&[
         "diagnose",
         CLUSTER,

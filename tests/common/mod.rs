@@ -101,6 +101,11 @@ impl Env {
     /// Runs `kubectl etcdnet ...` through the real kubectl, with the plugin on PATH and the
     /// kubeconfig given through KUBECONFIG (as users have it).
     pub fn kubectl(&self, args: &[&str]) -> Run {
+        Run::from(self.kubectl_base(args).output().expect("kubectl runs"))
+    }
+
+    /// `kubectl etcdnet <args>` with the plugin first on PATH and the kubeconfig in KUBECONFIG.
+    fn kubectl_base(&self, args: &[&str]) -> Command {
         let bin_dir = Path::new(PLUGIN).parent().unwrap();
         let path = format!(
             "{}:{}",
@@ -111,7 +116,17 @@ impl Env {
         cmd.arg("etcdnet").args(args);
         self.isolate(&mut cmd);
         cmd.env("PATH", path).env("KUBECONFIG", &self.kubeconfig);
-        Run::from(cmd.output().expect("kubectl runs"))
+        cmd
+    }
+
+    /// The Supervisor's vSphere Pods (jumpbox pods) succeed at once, printing every VM's section
+    /// with the healthy probe document made that VM's own ([`scripted_jumpbox_log`]).
+    pub fn script_jumpbox_pods(&self, names: &'static [&'static str]) {
+        self.supervisor.on_pod_created(move |pod| {
+            Some(etcdnet_fakeapi::PodScript::succeeds(scripted_jumpbox_log(
+                pod, names,
+            )))
+        });
     }
 
     /// No user config leaks in: a private HOME, no colours.
@@ -319,18 +334,8 @@ impl Env {
     /// `kubectl etcdnet ...` through the real kubectl as a command not yet started (for runs
     /// that are watched while they go, e.g. `--watch`), output piped.
     pub fn kubectl_command(&self, args: &[&str]) -> Command {
-        let bin_dir = Path::new(PLUGIN).parent().unwrap();
-        let path = format!(
-            "{}:{}",
-            bin_dir.display(),
-            std::env::var("PATH").unwrap_or_default()
-        );
-        let mut cmd = Command::new(KUBECTL);
-        cmd.arg("etcdnet").args(args);
-        self.isolate(&mut cmd);
-        cmd.env("PATH", path)
-            .env("KUBECONFIG", &self.kubeconfig)
-            .stdout(std::process::Stdio::piped())
+        let mut cmd = self.kubectl_base(args);
+        cmd.stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::piped());
         cmd
     }
