@@ -156,6 +156,98 @@ fn bad_arguments_are_reported_not_fatal_and_logs_are_capped() {
     }
 }
 
+/// An `openssl` shim that notes each command (`x509`, `crl2pkcs7`, ...) before running the real one.
+fn counting_openssl(node: &Node) -> std::path::PathBuf {
+    let real = which("openssl").expect("openssl installed (apt-get install openssl)");
+    let calls = node.path("openssl.calls");
+    let shim = format!(
+        "#!/bin/sh\necho \"$1\" >>\"{calls}\"\nexec {real} \"$@\"\n",
+        calls = calls.display(),
+        real = real.display()
+    );
+    std::fs::write(node.path("bin/openssl"), shim).unwrap();
+    sh("chmod +x bin/openssl", node.dir.path());
+    calls
+}
+
+/// What the probe says of each certificate file, without the seconds-to-expiry that moves on.
+fn cert_facts(out: &etcdnet::probe::output::ProbeOutput) -> Vec<String> {
+    out.certs
+        .iter()
+        .map(|c| {
+            format!(
+                "{} {:?} {:?} {:?} {:?} {:?}",
+                c.file, c.not_before, c.not_after, c.sans, c.has_node_ip, c.error
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn certificates_are_read_in_one_go_and_an_odd_file_alone() {
+    let node = Node::new().with_pki();
+    let calls = counting_openssl(&node);
+    let run = |what: &str| {
+        let _ = std::fs::remove_file(&calls);
+        let argv = script::argv_with_shell(&["sh"], &loopback_args());
+        let Run { out, .. } = check(node.command(&argv, &["sh"], "bin"), &node, what);
+        let calls = std::fs::read_to_string(&calls).unwrap_or_default();
+        // Sorted: the two sides of a pipe start in either order.
+        let mut calls: Vec<String> = calls.lines().map(String::from).collect();
+        calls.sort();
+        (cert_facts(&out), calls)
+    };
+    let (plain, used) = run("plain");
+    assert_eq!(
+        used,
+        ["crl2pkcs7", "pkcs7"],
+        "one pair of openssl runs for all"
+    );
+    assert_eq!(plain.len(), 4, "{plain:?}");
+    // The CA (ten years, no SANs) and the node's server certificate (one year, the node's SANs):
+    // each file's own certificate, not its neighbour's.
+    assert!(
+        plain[0].starts_with("ca.crt ") && plain[0].ends_with(" [] None None"),
+        "{plain:?}"
+    );
+    let not_after = |c: &str| c.split(' ').nth(2).map(String::from);
+    assert_ne!(not_after(&plain[0]), not_after(&plain[1]), "{plain:?}");
+    assert!(
+        plain[1].starts_with("server.crt ")
+            && plain[1].contains("[\"localhost\", \"198.18.0.1\", \"127.0.0.1\"]"),
+        "{plain:?}"
+    );
+    assert!(
+        plain.iter().all(|c| c.ends_with(" None")),
+        "no errors: {plain:?}"
+    );
+
+    // A CA bundle: ca.crt holds a second certificate (as during a CA rotation). Each file still
+    // stands for its first certificate, so nothing else moves.
+    let pki = node.path("pki/etcd");
+    let other = std::fs::read_to_string(pki.join("other-ca.crt")).unwrap();
+    let mut bundle = std::fs::OpenOptions::new()
+        .append(true)
+        .open(pki.join("ca.crt"))
+        .unwrap();
+    std::io::Write::write_all(&mut bundle, other.as_bytes()).unwrap();
+    let (bundled, used) = run("bundle");
+    assert_eq!(used, ["crl2pkcs7", "pkcs7"]);
+    assert_eq!(bundled, plain, "a bundle changes no file's entry");
+
+    // A file that is no certificate: read file by file; that file has its error, the others
+    // are what they were.
+    std::fs::write(pki.join("healthcheck-client.crt"), "not a certificate\n").unwrap();
+    let (odd, used) = run("odd file");
+    assert_eq!(used, ["x509"; 4], "the fallback: one x509 per file");
+    assert_eq!(odd[..3], plain[..3]);
+    assert!(
+        odd[3]
+            .starts_with("healthcheck-client.crt None None [] None Some(\"openssl x509 failed on "),
+        "{odd:?}"
+    );
+}
+
 /// A `curl` shim that counts how many 2379/2380 checks (`/version`; the health check is not one)
 /// run at once (one directory entry each while it runs) before handing over to the real curl.
 fn counting_curl(node: &Node) -> std::path::PathBuf {
