@@ -281,6 +281,50 @@ fn three_node_lab_is_healthy_and_looks_like_kubeadm_nodes() {
     assert_eq!(Path::new("/etc/kubernetes").exists(), host_had_kubernetes);
 }
 
+/// The lab never assumes a pristine host: on one with a `/host` directory of its own, a pod view
+/// still starts, and its `/host` is the node, not the host's directory.
+#[test]
+#[cfg_attr(not(etcdnet_lab), ignore = "needs root and the lab (see build.rs)")]
+fn a_host_with_its_own_host_directory_still_gets_pod_views() {
+    require("a_host_with_its_own_host_directory_still_gets_pod_views");
+    /// `/host`, made for this test when the host has none, and removed again (also on a panic).
+    struct Made(bool);
+    impl Drop for Made {
+        fn drop(&mut self) {
+            if self.0 {
+                let _ = std::fs::remove_dir_all("/host");
+            }
+        }
+    }
+    let made = Made(!Path::new("/host").exists() && std::fs::create_dir("/host").is_ok());
+    if made.0 {
+        std::fs::write("/host/etcdnet-lab-marker", "the host's own /host\n").unwrap();
+    }
+    assert!(Path::new("/host").is_dir(), "no /host to test with");
+    let lab = start(LabConfig {
+        nodes: 1,
+        ..LabConfig::default()
+    });
+    let script =
+        "test ! -e /host/etcdnet-lab-marker && test -e /host/etc/kubernetes/pki/etcd/ca.crt \
+                  && chroot /host crictl ps --name etcd";
+    let cmd = lab.pod_command("cp1", &["sh", "-c", script]).unwrap();
+    let out = etcdnet_lab::run_with_timeout(cmd, None, EXEC).unwrap();
+    assert!(
+        out.status.success() && String::from_utf8_lossy(&out.stdout).contains("Running"),
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    drop(lab);
+    if made.0 {
+        assert!(
+            Path::new("/host/etcdnet-lab-marker").exists(),
+            "the host's /host is untouched"
+        );
+    }
+}
+
 #[test]
 #[cfg_attr(not(etcdnet_lab), ignore = "needs root and the lab (see build.rs)")]
 fn faults_drop_reject_and_one_port() {

@@ -27,19 +27,33 @@ mkdir "$S/root" "$S/pod" "$S/up"
 mount --rbind / "$S/root"
 umount -l "$S/root$S" 2>/dev/null || true
 
+# The rest of the view is mounted by one `mount -a` over a table of its own (util-linux reads
+# fstab lines in order, X-mount.mkdir makes each mount point): one process instead of one per
+# mount, which is most of a pod's start when several nodes start theirs at once. Fields are
+# blank-separated, so a path with a blank or a backslash is mounted on its own instead.
+TAB=$S/fstab
+: >"$TAB"
+# add SOURCE TARGET TYPE OPTIONS: one line of the table (or, for an odd path, mounted now).
+add() {
+    case "$1$2" in
+    *[[:space:]\\]*) mkdir -p "$2" && mount -t "$3" -o "$4" "$1" "$2" ;;
+    *) printf '%s %s %s %s,X-mount.mkdir 0 0\n' "$1" "$2" "$3" "$4" >>"$TAB" ;;
+    esac
+}
+
 # /etc and /var become copy-on-write (writes land on the tmpfs and vanish with the namespace), so
 # /etc/kubernetes and /var/lib/etcd can appear without touching the host's real /etc or /var.
+mkdir "$S/up/etc" "$S/up/etc.work" "$S/up/var" "$S/up/var.work"
 for d in etc var; do
-    mkdir "$S/up/$d" "$S/up/$d.work"
-    mount -t overlay "etcdnet-$d" -o "lowerdir=/$d,upperdir=$S/up/$d,workdir=$S/up/$d.work" "$S/root/$d"
+    add "etcdnet-$d" "$S/root/$d" overlay "lowerdir=/$d,upperdir=$S/up/$d,workdir=$S/up/$d.work"
 done
-mkdir -p "$S/root/etc/kubernetes" "$S/root/var/lib/etcd"
-mount --bind "$R/etc/kubernetes" "$S/root/etc/kubernetes"
-mount --bind "$R/var/lib/etcd" "$S/root/var/lib/etcd"
+add "$R/etc/kubernetes" "$S/root/etc/kubernetes" none bind
+add "$R/var/lib/etcd" "$S/root/var/lib/etcd" none bind
 # The node's own logs replace the host's.
-mount --bind "$R/var/log" "$S/root/var/log"
+add "$R/var/log" "$S/root/var/log" none bind
 # The crictl/systemctl stand-ins shadow anything of the same name in /usr/local/bin (read-only union).
-mount -t overlay etcdnet-bin -o "lowerdir=$R/usr/local/bin:/usr/local/bin" "$S/root/usr/local/bin"
+add etcdnet-bin "$S/root/usr/local/bin" overlay "lowerdir=$R/usr/local/bin:/usr/local/bin"
+mount -a -T "$TAB"
 printf '%s\n' "$N" >"$S/root/etc/hostname"
 printf '%s %s\n' "$IP" "$N" >>"$S/root/etc/hosts"
 
@@ -47,15 +61,19 @@ NEWROOT=$S/root
 if [ "$MODE" = pod ]; then
     # A new root needs a /host directory, which the host's / does not have: build the root from
     # bind mounts of every top-level entry of / (symlinks such as /bin -> usr/bin copied as such).
+    # A /host the host has of its own is not one of them: the node view takes its place.
+    : >"$TAB"
     for e in /*; do
         b=${e#/}
-        if [ -L "$e" ]; then
-            ln -s "$(readlink "$e")" "$S/pod/$b"
+        if [ "$b" = host ]; then
+            continue
+        elif [ -L "$e" ]; then
+            cp -P "$e" "$S/pod/$b"
         elif [ -d "$e" ]; then
-            mkdir "$S/pod/$b"
-            mount --rbind "$e" "$S/pod/$b"
+            add "$e" "$S/pod/$b" none rbind
         fi
     done
+    mount -a -T "$TAB"
     umount -l "$S/pod$S" 2>/dev/null || true
     mkdir "$S/pod/host"
     mount --rbind "$S/root" "$S/pod/host"
