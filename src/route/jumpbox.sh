@@ -39,9 +39,13 @@ fi
 
 # One port of VM $ip: ssh's connect tells timeout/refused/no-route; what ssh says only after the
 # TCP connection was made (a banner error from a TLS port, an auth failure) means open. Anything
-# else is not understood: Unknown, never open.
+# else is not understood: Unknown, never open. On 22 the key exchange is curve25519 unless the
+# admin's --ssh-option says otherwise (theirs come first): this connection carries nothing, and
+# the default post-quantum exchange costs ~150 ms of CPU per VM in OpenSSH 9's client (a server
+# refusing curve25519, as a FIPS one may, answers "Unable to negotiate": open all the same).
 reach() {
-    out=$(ssh $opts -o PasswordAuthentication=no -o PubkeyAuthentication=no -p "$1" "etcdnet@$ip" true 2>&1 </dev/null)
+    out=$(ssh $opts -o KexAlgorithms=curve25519-sha256 -o PasswordAuthentication=no -o PubkeyAuthentication=no \
+        -p "$1" "etcdnet@$ip" true 2>&1 </dev/null)
     case $out in
         *"port $1: Connection timed out"*|*"port $1: Operation timed out"*) state=Timeout ;;
         *"port $1: Connection refused"*) state=Refused ;;
@@ -59,20 +63,24 @@ reach() {
 # VM number $1 (from 0) at IP $2, probed with remote command $3: its section into $dir/s.$1.
 vm() {
     i=$1 ip=$2 remote=$3
-    # The VM's host key is learnt on first contact into its own file (accept-new), held to for
-    # the rest of the pod's life, and reported.
+    # The VM's host key is learnt on first contact into its own file (accept-new) by the probe's
+    # ssh, and reported. The port checks learn theirs into another file: they run beside the
+    # probe, and only the probe's connection is trusted with anything.
     kh=$dir/kh.$i
     : >"$kh"
-    opts="$locked -o UserKnownHostsFile=$kh -o LogLevel=ERROR -o ConnectTimeout=$ct"
+    : >"$dir/khr.$i"
+    base="$locked -o LogLevel=ERROR -o ConnectTimeout=$ct"
     f=$dir/s.$i
-    : >"$f"
-    # Appended (O_APPEND): the four checks write their lines at once.
+    r=$dir/r.$i
+    : >"$r"
+    # The four port checks run while the probe does (they are TCP connects, and waiting for
+    # them first put a round of ssh handshakes before every probe); their lines head the section
+    # once both are done. Appended (O_APPEND): the four write their lines at once.
+    opts="$base -o UserKnownHostsFile=$dir/khr.$i"
     for port in 22 2379 2380 6443; do
-        reach "$port" >>"$f" 2>&1 &
+        reach "$port" >>"$r" 2>&1 &
     done
-    wait
-    # Ends the block: whatever the node prints comes after this line, so it cannot extend it.
-    echo "ETCDNET-REACH-END" >>"$f"
+    opts="$base -o UserKnownHostsFile=$kh"
     # 2>&1: one ordered stream, so nothing the node prints can come after the trailer below
     # (the probe sends its own stderr to a file: nothing of it lands inside the document).
     # head: a node that prints without end fills neither the pod's memory nor its log; one
@@ -80,14 +88,22 @@ vm() {
     {
         printf '%s' "$script" | ssh $opts -i "$key" -o IdentitiesOnly=yes -l "$user" "$ip" "$remote" 2>&1
         echo "$?" >"$dir/rc.$i"
-    } | head -c "$cap" >>"$f"
+    } | head -c "$cap" >"$dir/o.$i"
+    wait
     rc=$(cat "$dir/rc.$i" 2>/dev/null)
     # The first key recorded is the one the VM presented on first contact.
     hostkey=none
     if read -r _ ktype kblob _ <"$kh" 2>/dev/null && [ -n "$kblob" ]; then
         hostkey="$ktype $kblob"
     fi
-    printf '\nETCDNET-HOSTKEY %s\nETCDNET-SSH-EXIT %s\n' "$hostkey" "${rc:-255}" >>"$f"
+    # ETCDNET-REACH-END ends the block: whatever the node printed comes after it, so it cannot
+    # extend the block, and the trailer comes after the node's output.
+    {
+        cat "$r"
+        echo "ETCDNET-REACH-END"
+        cat "$dir/o.$i"
+        printf '\nETCDNET-HOSTKEY %s\nETCDNET-SSH-EXIT %s\n' "$hostkey" "${rc:-255}"
+    } >"$f"
 }
 
 # PARALLEL lanes, lane l working on VMs l, l+PARALLEL, l+2*PARALLEL, ... one after another:
