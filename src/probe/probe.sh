@@ -55,8 +55,15 @@ have() { command -v "$1" >/dev/null 2>&1; }
 # A failed step, recorded for errors[] (one line: step TAB message).
 err() { printf '%s\t%s\n' "$1" "$(printf '%s' "$2" | tr '\t\n\r' '   ')" >>"$T/errors"; }
 
-# One shell string as a JSON string ("" becomes null).
-jstr() { printf '%s' "$1" | awk "$AWK_LIB"'{ s = s (NR > 1 ? "\n" : "") $0 } END { printf "%s", jstr(s) }'; }
+# One shell string as a JSON string ("" becomes null). Printable ASCII without " and \ is its
+# own JSON string (most values are): only the others cost an awk.
+jstr() {
+  case $1 in
+  '') printf null ;;
+  *[!\ -~]* | *[\"\\]*) printf '%s' "$1" | awk "$AWK_LIB"'{ s = s (NR > 1 ? "\n" : "") $0 } END { printf "%s", jstr(s) }' ;;
+  *) printf '"%s"' "$1" ;;
+  esac
+}
 
 # Monotonic milliseconds from /proc/uptime (10 ms steps) into NOW; the wall clock when that is
 # missing. It sets a variable rather than printing so that reading the clock costs no fork.
@@ -544,8 +551,11 @@ probe_manifest() {
 # --- the document: assembled from the parts, printed once -------------------------------------
 emit() {
   [ -s "$T/stderr" ] && err probe "unexpected stderr: $(head -c 300 "$T/stderr")"
+  # nodeIp is a string even when --self was missing.
+  self_json='""'
+  [ -z "$SELF" ] || self_json=$(jstr "$SELF")
   {
-    printf '{"schemaVersion":1,"nodeIp":%s,"hostname":%s,"ips":[' "$(jstr "$SELF" | sed 's/^null$/""/')" "$(jstr "$HOST")"
+    printf '{"schemaVersion":1,"nodeIp":%s,"hostname":%s,"ips":[' "$self_json" "$(jstr "$HOST")"
     awk "$AWK_LIB"'{ printf "%s%s", sep, jstr($0); sep = "," }' "$T/ips" 2>/dev/null
     now_ms
     printf '],"clockMs":%s,"durationMs":%s,"etcd":' "$CLOCK" "$((NOW - START))"
@@ -574,10 +584,15 @@ emit() {
 sweep_stale() {
   have find || return 0
   me=$(id -u 2>/dev/null) || return 0
+  # One find over all the temp folders there are (each once): a process each added up on a busy node.
+  set --
   for d in "${TMPDIR:-/tmp}" /tmp /var/tmp /dev/shm /run; do
     [ -d "$d" ] || continue
-    find "$d" -maxdepth 1 -type d -name 'etcdnet-probe.*' -user "$me" -mmin +10 -exec rm -rf {} + 2>/dev/null
+    for seen in "$@"; do [ "$seen" = "$d" ] && continue 2; done
+    set -- "$@" "$d"
   done
+  [ $# -gt 0 ] || return 0
+  find "$@" -maxdepth 1 -type d -name 'etcdnet-probe.*' -user "$me" -mmin +10 -exec rm -rf {} + 2>/dev/null
 }
 
 make_tmp() {
