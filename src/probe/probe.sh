@@ -111,7 +111,9 @@ set_opt() {
     if [ "$1" = --self ]; then SELF=$2; else PEERS="$PEERS $2"; fi ;;
   --connect-timeout | --tls-timeout | --log-lines | --log-bytes | --parallel)
     case $2 in '' | *[!0-9]* | ??????????*) err args "ignored $1 '$2': not a whole number" && return ;; esac
-    n=$(printf '%s' "$2" | sed 's/^0*//') && n=${n:-0}
+    # Leading zeros off by hand ($((...)) would read 010 as octal): no process per option.
+    n=$2
+    while :; do case $n in 0?*) n=${n#0} ;; *) break ;; esac; done
     case $1 in --connect-timeout) CT=$n ;; --tls-timeout) TT=$n ;; --log-lines) LOG_LINES=$n ;;
     --parallel) PAR=$n ;; *) LOG_BYTES=$n ;; esac ;;
   *) err args "unknown argument: $1" ;;
@@ -607,8 +609,8 @@ main() {
   LC_ALL=C && export LC_ALL
   PKI=${ETCDNET_PKI_DIR:-/etc/kubernetes/pki/etcd}
   MANIFEST=${ETCDNET_MANIFEST:-/etc/kubernetes/manifests/etcd.yaml}
-  sweep_stale
-  if ! make_tmp; then
+  # No writable temp folder may mean stale ones filling it: sweep, then try once more.
+  if ! make_tmp && ! { sweep_stale; make_tmp; }; then
     printf '{"schemaVersion":1,"nodeIp":"","errors":[{"step":"probe","message":"no writable temp directory"}]}\n'
     return 0
   fi
@@ -620,8 +622,10 @@ main() {
   : >"$T/errors"
   printf '{"outcome":"Error","detail":"health job gave no result"}' >"$T/health.json"
   parse_args "$@"
-  # The paths first: their timers are what the probe waits for.
+  # The paths first: their timers are what the probe waits for, and on a busy node every process
+  # started before them delays them all.
   start_paths
+  sweep_stale
   probe_host
   health_check >/dev/null 2>&1 &
   probe_etcd
