@@ -496,13 +496,18 @@ BEGIN { for (i = 1; i < ARGC; i++) { f = ARGV[i]; n = 0
     close(f); name = f; sub(/.*\//, "", name); printf "%s:%d ", name, n ? seen + 1 : 0; seen += n }
   print seen; exit }'
 
+# The JSON lines of the certificates in $T/c.txt (see AWK_CERT): files "name:K ...", total.
+cert_json() { # files total
+  awk -v files="$1" -v total="$2" -v ip="$SELF" -v now="$((CLOCK / 1000))" "$AWK_LIB$AWK_CERT" "$T/c.txt"
+}
+
 # One certificate file on its own: the fallback, and the one that names a file's own error.
 cert_info() { # path
   name=${1##*/}
   if [ ! -e "$1" ]; then e="not found: $1"
   elif ! have openssl; then e="openssl not found"
   elif ! openssl x509 -in "$1" -noout -text >"$T/c.txt" 2>"$T/c.err"; then e="openssl x509 failed on $1: $(last_msg "$T/c.err")"
-  elif awk -v files="$name:1" -v total=1 -v ip="$SELF" -v now="$((CLOCK / 1000))" "$AWK_LIB$AWK_CERT" "$T/c.txt" >>"$T/certs"; then return
+  elif cert_json "$name:1" 1 >>"$T/certs"; then return
   else e="openssl x509 printed no certificate for $1"; fi
   printf '{"file":%s,"sans":[],"error":%s}\n' "$(jstr "$name")" "$(jstr "$e")" >>"$T/certs"
 }
@@ -521,7 +526,7 @@ certs_at_once() { # path...
   total=${firsts##* }
   for f in "$@"; do set -- "$@" -certfile "$f" && shift; done
   openssl crl2pkcs7 -nocrl "$@" 2>/dev/null | openssl pkcs7 -print_certs -text -noout >"$T/c.txt" 2>/dev/null || return 1
-  awk -v files="${firsts% *}" -v total="$total" -v ip="$SELF" -v now="$((CLOCK / 1000))" "$AWK_LIB$AWK_CERT" "$T/c.txt" >"$T/certs"
+  cert_json "${firsts% *}" "$total" >"$T/certs"
 }
 
 probe_certs() {

@@ -44,7 +44,7 @@ fi
 # the default post-quantum exchange costs ~150 ms of CPU per VM in OpenSSH 9's client (a server
 # refusing curve25519, as a FIPS one may, answers "Unable to negotiate": open all the same).
 reach() {
-    out=$(ssh $opts -o KexAlgorithms=curve25519-sha256 -o PasswordAuthentication=no -o PubkeyAuthentication=no \
+    out=$(ssh $reach_opts -o KexAlgorithms=curve25519-sha256 -o PasswordAuthentication=no -o PubkeyAuthentication=no \
         -p "$1" "etcdnet@$ip" true 2>&1 </dev/null)
     case $out in
         *"port $1: Connection timed out"*|*"port $1: Operation timed out"*) state=Timeout ;;
@@ -70,17 +70,17 @@ vm() {
     : >"$kh"
     : >"$dir/khr.$i"
     base="$locked -o LogLevel=ERROR -o ConnectTimeout=$ct"
+    opts="$base -o UserKnownHostsFile=$kh"
+    reach_opts="$base -o UserKnownHostsFile=$dir/khr.$i"
     f=$dir/s.$i
     r=$dir/r.$i
     : >"$r"
     # The four port checks run while the probe does (they are TCP connects, and waiting for
     # them first put a round of ssh handshakes before every probe); their lines head the section
     # once both are done. Appended (O_APPEND): the four write their lines at once.
-    opts="$base -o UserKnownHostsFile=$dir/khr.$i"
     for port in 22 2379 2380 6443; do
         reach "$port" >>"$r" 2>&1 &
     done
-    opts="$base -o UserKnownHostsFile=$kh"
     # 2>&1: one ordered stream, so nothing the node prints can come after the trailer below
     # (the probe sends its own stderr to a file: nothing of it lands inside the document).
     # head: a node that prints without end fills neither the pod's memory nor its log; one
