@@ -167,8 +167,7 @@ fn counting_openssl(node: &Node) -> std::path::PathBuf {
         calls = calls.display(),
         real = real.display()
     );
-    std::fs::write(node.path("bin/openssl"), shim).unwrap();
-    sh("chmod +x bin/openssl", node.dir.path());
+    node.shim("openssl", &shim);
     calls
 }
 
@@ -261,8 +260,7 @@ fn counting_curl(node: &Node) -> std::path::PathBuf {
         d = dir.display(),
         real = real.display()
     );
-    std::fs::write(node.path("bin/curl"), shim).unwrap();
-    sh("chmod +x bin/curl", node.dir.path());
+    node.shim("curl", &shim);
     node.path("running.max")
 }
 

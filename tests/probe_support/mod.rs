@@ -78,6 +78,13 @@ impl Node {
         self
     }
 
+    /// Puts an executable `name` with `script` in the node's `bin` (first on its PATH).
+    pub fn shim(&self, name: &str, script: &str) {
+        let path = self.path(&format!("bin/{name}"));
+        std::fs::write(&path, script).unwrap();
+        sh(&format!("chmod +x bin/{name}"), self.dir.path());
+    }
+
     pub fn path(&self, sub: &str) -> PathBuf {
         self.dir.path().join(sub)
     }
