@@ -145,6 +145,22 @@ fn one_pod_probes_every_vm_over_ssh_under_every_shell() {
             assert!(r.host_key.is_some(), "{what}: {}", node.name);
         }
     }
+    // Port 22 was told by the probe's own connection: each VM's sshd saw one session per run,
+    // the probe's, and no second one as a user it does not know (which a fail2ban watching the
+    // VM would count against the Supervisor).
+    for node in lab.nodes() {
+        let log = std::fs::read_to_string(node.sshd_log()).unwrap();
+        let connections = log.matches("Connection from ").count();
+        assert_eq!(connections, shells().len(), "{}:\n{log}", node.name);
+        assert_eq!(
+            log.matches("Accepted publickey for vmware-system-user")
+                .count(),
+            connections,
+            "{}:\n{log}",
+            node.name
+        );
+        assert!(!log.contains("Invalid user"), "{}:\n{log}", node.name);
+    }
 }
 
 #[test]
@@ -154,7 +170,10 @@ fn wrong_key_is_an_authentication_error_on_every_vm() {
     let lab = Lab::start(LabConfig::with_nodes(3)).unwrap();
     let (log, results) = run_jumpbox(&lab, &["sh"], command(&lab), &lab.wrong_ssh_private_key());
     for r in results {
-        let e = r.unwrap().outcome.unwrap_err();
+        let r = r.unwrap();
+        // 22 answered: asked again on a connection of its own, as the probe's says no more.
+        assert_eq!(ports(&r), LAB_PORTS, "{log}");
+        let e = r.outcome.unwrap_err();
         assert_eq!(e.kind, ReachErrorKind::AuthFailed, "{e:?}\n{log}");
         assert!(e.message.contains("authentication failed"), "{}", e.message);
     }

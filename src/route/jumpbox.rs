@@ -1228,7 +1228,9 @@ exit 255
         assert!(read[2].reach.iter().all(|p| p.state == PortState::Timeout));
         // Every ssh started with the locked options, each VM's own known_hosts file after them.
         let calls = std::fs::read_to_string(&calls).unwrap();
-        assert_eq!(calls.lines().count(), 15, "{calls}");
+        // Three port checks and the probe's connection per VM: 22 is known from the latter.
+        assert_eq!(calls.lines().count(), 12, "{calls}");
+        assert!(!calls.contains("-p 22 "), "{calls}");
         for call in calls.lines() {
             assert!(call.starts_with(&locked_option_words()), "{call}");
             assert!(call.contains("-o UserKnownHostsFile=/"), "{call}");
@@ -1240,6 +1242,95 @@ exit 255
             .filter(|n| n.starts_with("tmp."))
             .collect();
         assert!(left.is_empty(), "{left:?}");
+    }
+
+    /// Port 22 is read from the probe's own connection: a node that ran the command (any exit
+    /// code but ssh's 255) is open on 22, a failed TCP connect names its state on ssh's first
+    /// line; only what neither tells (an authentication failure here) gets a connection of its
+    /// own, so a VM's sshd sees one session per diagnosis, not a second one as `etcdnet`.
+    #[test]
+    fn port_22_comes_from_the_probes_own_connection() {
+        let dir = tempfile::tempdir().unwrap();
+        let calls = dir.path().join("calls");
+        let fake = dir.path().join("ssh");
+        std::fs::write(
+            &fake,
+            format!(
+                r#"#!/bin/sh
+port=22 probe= host=
+while [ $# -gt 0 ]; do
+    case $1 in
+        -p) port=$2; shift ;;
+        -i) probe=yes; shift ;;
+        -o | -l) shift ;;
+        -*) ;;
+        *) [ -n "$host" ] || host=${{1#*@}} ;;
+    esac
+    shift
+done
+echo "$host $port ${{probe:-reach}}" >>{calls}
+[ -n "$probe" ] && cat >/dev/null
+case $host:$port:$probe in
+    *:2379:|*:2380:) echo "kex_exchange_identification: Connection closed by remote host" >&2; exit 255 ;;
+    *:6443:) echo "ssh: connect to host $host port 6443: Connection refused" >&2; exit 255 ;;
+    198.18.0.11:22:yes) cat {doc}; exit 0 ;;
+    198.18.0.12:22:yes) echo "vmware-system-user@$host: Permission denied (publickey)." >&2; exit 255 ;;
+    198.18.0.12:22:) echo "etcdnet@$host: Permission denied (publickey)." >&2; exit 255 ;;
+    198.18.0.13:22:yes) echo "ssh: connect to host $host port 22: Connection refused" >&2; exit 255 ;;
+    198.18.0.14:22:yes) echo "sudo: a password is required" >&2; exit 1 ;;
+esac
+echo "ssh: unexpected $host $port" >&2
+exit 255
+"#,
+                calls = calls.display(),
+                doc = concat!(
+                    env!("CARGO_MANIFEST_DIR"),
+                    "/tests/fixtures/probe-output/healthy-node.json"
+                ),
+            ),
+        )
+        .unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let ips = ["198.18.0.11", "198.18.0.12", "198.18.0.13", "198.18.0.14"];
+        let vms: Vec<Address> = ips
+            .iter()
+            .map(|me| Address {
+                ip: me.parse().unwrap(),
+                probe: ProbeArgs::new(*me, ips.iter().filter(|p| *p != me).copied()),
+            })
+            .collect();
+        let argv = command_of(&pod_for(&vms, NONCE));
+        let out = std::process::Command::new(&argv[0])
+            .args(&argv[1..])
+            .env("PATH", format!("{}:/usr/bin:/bin", dir.path().display()))
+            .env("TMPDIR", dir.path())
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+        let log = String::from_utf8(out.stdout).unwrap();
+        let sections = split_log(&log, NONCE, 4).unwrap();
+        let state_of_22: Vec<PortState> = sections
+            .iter()
+            .zip(ips)
+            .map(|(s, ip)| {
+                let r = read_log("cp", ip, "vmware-system-user", s.as_ref().unwrap());
+                assert_eq!(r.reach.len(), 4, "{ip}: {:?}", r.reach);
+                r.reach.iter().find(|p| p.port == 22).unwrap().state
+            })
+            .collect();
+        assert_eq!(
+            state_of_22,
+            [
+                PortState::Open,
+                PortState::Open,
+                PortState::Refused,
+                PortState::Open
+            ]
+        );
+        let calls = std::fs::read_to_string(&calls).unwrap();
+        let own_22: Vec<&str> = calls.lines().filter(|l| l.ends_with(" 22 reach")).collect();
+        assert_eq!(own_22, ["198.18.0.12 22 reach"], "{calls}");
     }
 
     /// `--parallel 1`: one VM after another, in the same sections.
@@ -1264,7 +1355,7 @@ exit 255
         // One lane: every call to .11 comes before any to .12, and those before .13's.
         let hosts = std::fs::read_to_string(calls.with_extension("hosts")).unwrap();
         let hosts: Vec<&str> = hosts.lines().collect();
-        assert_eq!(hosts.len(), 15);
+        assert_eq!(hosts.len(), 12);
         let mut sorted = hosts.clone();
         sorted.sort();
         assert_eq!(hosts, sorted, "one VM at a time");

@@ -4,7 +4,7 @@
 # given, at most PARALLEL at once, it
 #  1. says whether the Supervisor side reaches the VM's 22, 2379, 2380 and 6443 (so "the VMs
 #     cannot reach each other" can be told from "nothing reaches the VMs"), using ssh itself as
-#     the TCP client: an image with an ssh client is all this needs;
+#     the TCP client: an image with an ssh client is all this needs (22: see state_of_22);
 #  2. runs the node probe over ssh as the node user, with sudo, the script on stdin.
 # Each VM's work goes into its own file (its section), and once every VM is done the sections are
 # printed one after another, each framed as
@@ -37,27 +37,59 @@ if ! dir=$(mktemp -d 2>/dev/null); then
     exit 1
 fi
 
-# One port of VM $ip: ssh's connect tells timeout/refused/no-route; what ssh says only after the
-# TCP connection was made (a banner error from a TLS port, an auth failure) means open. Anything
-# else is not understood: Unknown, never open. On 22 the key exchange is curve25519 unless the
-# admin's --ssh-option says otherwise (theirs come first): this connection carries nothing, and
-# the default post-quantum exchange costs ~150 ms of CPU per VM in OpenSSH 9's client (a server
-# refusing curve25519, as a FIPS one may, answers "Unable to negotiate": open all the same).
-reach() {
-    out=$(ssh $reach_opts -o KexAlgorithms=curve25519-sha256 -o PasswordAuthentication=no -o PubkeyAuthentication=no \
-        -p "$1" "etcdnet@$ip" true 2>&1 </dev/null)
-    case $out in
-        *"port $1: Connection timed out"*|*"port $1: Operation timed out"*) state=Timeout ;;
-        *"port $1: Connection refused"*) state=Refused ;;
-        *"port $1: No route to host"*|*"port $1: Network is unreachable"*|*"port $1: Host is unreachable"*) state=NoRoute ;;
+# How ssh's output $2 (a connection to port $1) says the port is: ssh's connect tells
+# timeout/refused/no-route; what ssh says only after the TCP connection was made (a banner error
+# from a TLS port, an auth failure) means open. Anything else is not understood: Unknown, never
+# open.
+port_state() {
+    case $2 in
+        *"port $1: Connection timed out"*|*"port $1: Operation timed out"*) echo Timeout ;;
+        *"port $1: Connection refused"*) echo Refused ;;
+        *"port $1: No route to host"*|*"port $1: Network is unreachable"*|*"port $1: Host is unreachable"*) echo NoRoute ;;
         *kex_exchange_identification*|*ssh_exchange_identification*|*"banner exchange"*|\
         *"Connection closed by"*|*"Permission denied"*|*"Host key verification failed"*|\
         *"Unable to negotiate"*|*"Received disconnect"*|*"Disconnected from"*|\
         *"No supported authentication methods"*|*"Too many authentication failures"*|\
-        *"Bad packet length"*|*"Protocol major versions differ"*|*ssh_dispatch_run_fatal*) state=Open ;;
-        *) state=Unknown ;;
+        *"Bad packet length"*|*"Protocol major versions differ"*|*ssh_dispatch_run_fatal*) echo Open ;;
+        *) echo Unknown ;;
     esac
-    echo "ETCDNET-REACH $1 $state"
+}
+
+# One port of VM $ip, by a connection of its own. On 22 the key exchange is curve25519 unless
+# the admin's --ssh-option says otherwise (theirs come first): this connection carries nothing,
+# and the default post-quantum exchange costs ~150 ms of CPU per VM in OpenSSH 9's client (a
+# server refusing curve25519, as a FIPS one may, answers "Unable to negotiate": open all the
+# same).
+reach() {
+    out=$(ssh $reach_opts -o KexAlgorithms=curve25519-sha256 -o PasswordAuthentication=no -o PubkeyAuthentication=no \
+        -p "$1" "etcdnet@$ip" true 2>&1 </dev/null)
+    echo "ETCDNET-REACH $1 $(port_state "$1" "$out")"
+}
+
+# Port 22, from the probe's own connection where that tells (a connection of its own only where
+# it does not): a separate one would cost the VM an sshd session per diagnosis and leave an
+# "Invalid user etcdnet" line in its auth log each time, which a fail2ban or SIEM watching the VM
+# counts against the Supervisor (every 30 s under --watch). ssh's exit code is the remote
+# command's unless ssh itself failed (255): anything else means the node ran our command, so 22
+# is open. On 255, ssh's own first line names a failed TCP connect (it prints nothing before
+# it); anything else is asked on a connection of its own. A node that ran our command could
+# print such a line and exit 255: it would only misreport its own 22, which it can do anyway by
+# answering that port as it likes.
+state_of_22() { # rc output-file
+    if [ -n "$1" ] && [ "$1" != 255 ]; then
+        echo "ETCDNET-REACH 22 Open"
+        return
+    fi
+    first=$(head -n 1 "$2" 2>/dev/null)
+    case $first in
+        "ssh: connect to host "*" port 22: "*)
+            state=$(port_state 22 "$first")
+            if [ "$state" != Unknown ]; then
+                echo "ETCDNET-REACH 22 $state"
+                return
+            fi ;;
+    esac
+    reach 22
 }
 
 # VM number $1 (from 0) at IP $2, probed with remote command $3: its section into $dir/s.$1.
@@ -75,10 +107,11 @@ vm() {
     f=$dir/s.$i
     r=$dir/r.$i
     : >"$r"
-    # The four port checks run while the probe does (they are TCP connects, and waiting for
-    # them first put a round of ssh handshakes before every probe); their lines head the section
-    # once both are done. Appended (O_APPEND): the four write their lines at once.
-    for port in 22 2379 2380 6443; do
+    # The port checks of 2379, 2380 and 6443 run while the probe does (they are TCP connects,
+    # and waiting for them first put a round of ssh handshakes before every probe); 22's comes
+    # from the probe's own connection. Their lines head the section once all are done.
+    # Appended (O_APPEND): the three write their lines at once.
+    for port in 2379 2380 6443; do
         reach "$port" >>"$r" 2>&1 &
     done
     # 2>&1: one ordered stream, so nothing the node prints can come after the trailer below
@@ -89,8 +122,9 @@ vm() {
         printf '%s' "$script" | ssh $opts -i "$key" -o IdentitiesOnly=yes -l "$user" "$ip" "$remote" 2>&1
         echo "$?" >"$dir/rc.$i"
     } | head -c "$cap" >"$dir/o.$i"
-    wait
     rc=$(cat "$dir/rc.$i" 2>/dev/null)
+    state_of_22 "$rc" "$dir/o.$i" >>"$r" 2>&1
+    wait
     # The first key recorded is the one the VM presented on first contact.
     hostkey=none
     if read -r _ ktype kblob _ <"$kh" 2>/dev/null && [ -n "$kblob" ]; then
