@@ -251,12 +251,13 @@ fn certificates_are_read_in_one_go_and_an_odd_file_alone() {
 
 /// A `curl` shim that counts how many 2379/2380 checks (`/version`; the health check is not one)
 /// run at once (one directory entry each while it runs) before handing over to the real curl.
+/// Every call, the health check's too, notes its GNUTLS_NO_IMPLICIT_INIT in `running.env`.
 fn counting_curl(node: &Node) -> std::path::PathBuf {
     let real = which("curl").expect("curl installed (apt-get install curl)");
     let dir = node.path("running");
     std::fs::create_dir_all(&dir).unwrap();
     let shim = format!(
-        "#!/bin/sh\ncase \"$*\" in *version*) ;; *) exec {real} \"$@\" ;; esac\nmkdir \"{d}/$$\"\nls \"{d}\" | wc -l >>\"{d}.max\"\nsleep 0.4\nrmdir \"{d}/$$\"\nexec {real} \"$@\"\n",
+        "#!/bin/sh\necho \"${{GNUTLS_NO_IMPLICIT_INIT:-unset}}\" >>\"{d}.env\"\ncase \"$*\" in *version*) ;; *) exec {real} \"$@\" ;; esac\nmkdir \"{d}/$$\"\nls \"{d}\" | wc -l >>\"{d}.max\"\nsleep 0.4\nrmdir \"{d}/$$\"\nexec {real} \"$@\"\n",
         d = dir.display(),
         real = real.display()
     );
@@ -290,6 +291,9 @@ fn the_probe_runs_at_most_parallel_checks_at_once() {
     assert_eq!(counts.len(), 10);
     let most = counts.iter().max().copied().unwrap();
     assert_eq!(most, 3, "bounded, and the bound is used: {counts:?}");
+    // Every curl (ten checks and the health check) skips GnuTLS's implicit start-up.
+    let env = std::fs::read_to_string(node.path("running.env")).unwrap();
+    assert_eq!(env.lines().collect::<Vec<_>>(), ["1"; 11], "{env}");
 }
 
 /// The probe's own temp folders under TMPDIR.
@@ -360,4 +364,41 @@ fn a_killed_probes_folder_is_swept_by_the_next_probe_once_stale() {
         outside.join("keep").exists(),
         "nothing followed through the link"
     );
+}
+
+/// Without TMPDIR (sudo clears it on a node) the probe's scratch is in memory, /dev/shm, not on
+/// the disk where etcd fsyncs its WAL; and it is gone when the probe is.
+#[test]
+fn without_tmpdir_the_scratch_is_in_memory() {
+    if !std::path::Path::new("/dev/shm").is_dir() {
+        eprintln!("SKIP without_tmpdir_the_scratch_is_in_memory: no /dev/shm here");
+        return;
+    }
+    let node = Node::new();
+    // crictl notes where the probe sends its output (a file in the probe's folder).
+    let seen = node.path("seen");
+    node.shim(
+        "crictl",
+        &format!(
+            // (dash may redirect in the shell itself around a command: read the link first.)
+            "#!/bin/sh\nto=$(readlink /proc/$$/fd/1)\necho \"$to\" >>{}\necho '{{\"containers\":[]}}'\n",
+            seen.display()
+        ),
+    );
+    let opts = ProbeArgs::new("127.77.0.1", Vec::<String>::new());
+    let mut cmd = node.command(&script::argv(&opts), &["sh"], "bin");
+    cmd.env_remove("TMPDIR");
+    let out = cmd.output().unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let seen = std::fs::read_to_string(&seen).unwrap();
+    let dir = seen
+        .lines()
+        .next()
+        .unwrap()
+        .rsplit_once('/')
+        .unwrap()
+        .0
+        .to_string();
+    assert!(dir.starts_with("/dev/shm/etcdnet-probe."), "{seen}");
+    assert!(!std::path::Path::new(&dir).exists(), "{dir} left behind");
 }
