@@ -402,3 +402,57 @@ fn without_tmpdir_the_scratch_is_in_memory() {
     assert!(dir.starts_with("/dev/shm/etcdnet-probe."), "{seen}");
     assert!(!std::path::Path::new(&dir).exists(), "{dir} left behind");
 }
+
+/// The path checks keep the priority the probe started with; the rest of the probe (the health
+/// check and crictl here) runs at nice 10, behind etcd, the kubelet and the checks' timers.
+#[test]
+fn the_rest_of_the_probe_yields_the_cpu_to_the_checks() {
+    let node = Node::new();
+    let real = which("curl").expect("curl installed (apt-get install curl)");
+    let seen = node.path("nice");
+    node.shim(
+        "curl",
+        &format!(
+            "#!/bin/sh\ncase \"$*\" in *version*) t=path ;; *) t=health ;; esac\necho \"$t $(awk '{{print $19}}' /proc/$$/stat)\" >>{s}\nexec {real} \"$@\"\n",
+            s = seen.display(),
+            real = real.display()
+        ),
+    );
+    node.shim(
+        "crictl",
+        &format!(
+            "#!/bin/sh\necho \"crictl $(awk '{{print $19}}' /proc/$$/stat)\" >>{s}\necho '{{\"containers\":[]}}'\n",
+            s = seen.display()
+        ),
+    );
+    let opts = ProbeArgs {
+        connect_timeout_s: 1,
+        ..ProbeArgs::new("127.77.0.1", ["127.77.0.2"])
+    };
+    for shell in shells() {
+        let _ = std::fs::remove_file(&seen);
+        let what = shell.join(" ");
+        check(
+            node.command(&script::argv(&opts), &shell, "bin"),
+            &node,
+            &what,
+        );
+        let lines = std::fs::read_to_string(&seen).unwrap();
+        let of = |tool: &str| -> Vec<i32> {
+            let mut v: Vec<i32> = (lines.lines())
+                .filter_map(|l| l.strip_prefix(tool))
+                .map(|n| n.trim().parse().unwrap())
+                .collect();
+            v.sort();
+            v.dedup();
+            v
+        };
+        // Four path checks at the probe's priority; the health check and crictl behind them.
+        let paths = of("path ");
+        assert_eq!(paths.len(), 1, "{what}: {lines}");
+        assert_eq!(lines.matches("path ").count(), 4, "{what}: {lines}");
+        let yielded = [(paths[0] + 10).min(19)];
+        assert_eq!(of("health "), yielded, "{what}: {lines}");
+        assert_eq!(of("crictl "), yielded, "{what}: {lines}");
+    }
+}

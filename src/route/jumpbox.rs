@@ -1269,6 +1269,7 @@ while [ $# -gt 0 ]; do
     shift
 done
 echo "$host $port ${{probe:-reach}}" >>{calls}
+echo "${{probe:-reach}} $(awk '{{print $19}}' /proc/$$/stat)" >>{calls}.nice
 [ -n "$probe" ] && cat >/dev/null
 case $host:$port:$probe in
     *:2379:|*:2380:) echo "kex_exchange_identification: Connection closed by remote host" >&2; exit 255 ;;
@@ -1328,9 +1329,22 @@ exit 255
                 PortState::Open
             ]
         );
+        let nice = std::fs::read_to_string(calls.with_extension("nice")).unwrap();
         let calls = std::fs::read_to_string(&calls).unwrap();
         let own_22: Vec<&str> = calls.lines().filter(|l| l.ends_with(" 22 reach")).collect();
         assert_eq!(own_22, ["198.18.0.12 22 reach"], "{calls}");
+        // The port checks yield the CPU to the probes' connections.
+        let of = |kind: &str| -> Vec<i32> {
+            let mut v: Vec<i32> = (nice.lines())
+                .filter_map(|l| l.strip_prefix(kind))
+                .map(|n| n.trim().parse().unwrap())
+                .collect();
+            v.dedup();
+            v
+        };
+        let probes = of("yes ");
+        assert_eq!(probes.len(), 1, "{nice}");
+        assert_eq!(of("reach "), [(probes[0] + 10).min(19)], "{nice}");
     }
 
     /// `--parallel 1`: one VM after another, in the same sections.
