@@ -14,7 +14,8 @@
 # reports). A flag the plugin does not have yet (exit 2, a usage error) shows as "unsupported".
 # Root and the lab's packages; build first: cargo build --workspace --bins && cargo build
 # --release --bin kubectl-etcdnet. The plugin timed is the release build (what users run: the
-# debug build spends tens of ms of CPU per cluster making TLS clients), the fakes the debug one.
+# debug build spends tens of ms of CPU per cluster making TLS clients); the fakes are taken from
+# target/release when built there (cargo build --release --workspace --bins), else the debug ones.
 #
 # Usage: bash tests/bench/many-clusters.sh [-n RUNS] [-t CONNECT_TIMEOUT] [-k] [a] [b] [c]
 #   -n RUNS             runs per row (default 5)
