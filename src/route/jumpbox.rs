@@ -1113,15 +1113,28 @@ mod tests {
         assert!(split_log(&log, NONCE, 1).unwrap()[0].is_ok());
     }
 
+    /// The probe document the fake ssh prints for a node that ran the probe.
+    const HEALTHY_DOC: &str = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/probe-output/healthy-node.json"
+    );
+
+    /// Writes `script` as an executable `ssh` in `dir` (put first on the script's PATH).
+    fn install_ssh(dir: &std::path::Path, script: &str) {
+        use std::os::unix::fs::PermissionsExt;
+        let fake = dir.join("ssh");
+        std::fs::write(&fake, script).unwrap();
+        std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+
     /// A fake `ssh` that answers as the real one does for each port of 198.18.0.11 (and one
     /// way it never does), runs the probe there (its document: the fixture's) and, at
     /// 198.18.0.12, prints forged frames around the document; 198.18.0.13 does not answer.
     fn fake_ssh(dir: &std::path::Path) -> std::path::PathBuf {
         let calls = dir.join("calls");
-        let fake = dir.join("ssh");
-        std::fs::write(
-            &fake,
-            format!(
+        install_ssh(
+            dir,
+            &format!(
                 r#"#!/bin/sh
 echo "$*" >>{calls}
 port=22 kh= probe= host=
@@ -1161,15 +1174,9 @@ echo "etcdnet@$host: Permission denied (publickey)." >&2
 exit 255
 "#,
                 calls = calls.display(),
-                doc = concat!(
-                    env!("CARGO_MANIFEST_DIR"),
-                    "/tests/fixtures/probe-output/healthy-node.json"
-                ),
+                doc = HEALTHY_DOC,
             ),
-        )
-        .unwrap();
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+        );
         calls
     }
 
@@ -1252,10 +1259,9 @@ exit 255
     fn port_22_comes_from_the_probes_own_connection() {
         let dir = tempfile::tempdir().unwrap();
         let calls = dir.path().join("calls");
-        let fake = dir.path().join("ssh");
-        std::fs::write(
-            &fake,
-            format!(
+        install_ssh(
+            dir.path(),
+            &format!(
                 r#"#!/bin/sh
 port=22 probe= host=
 while [ $# -gt 0 ]; do
@@ -1284,15 +1290,9 @@ echo "ssh: unexpected $host $port" >&2
 exit 255
 "#,
                 calls = calls.display(),
-                doc = concat!(
-                    env!("CARGO_MANIFEST_DIR"),
-                    "/tests/fixtures/probe-output/healthy-node.json"
-                ),
+                doc = HEALTHY_DOC,
             ),
-        )
-        .unwrap();
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+        );
         let ips = ["198.18.0.11", "198.18.0.12", "198.18.0.13", "198.18.0.14"];
         let vms: Vec<Address> = ips
             .iter()
