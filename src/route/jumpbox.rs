@@ -1127,6 +1127,17 @@ mod tests {
         std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
     }
 
+    /// Runs the jumpbox pod's command with the fake ssh in `dir` first on PATH and `dir` as
+    /// its TMPDIR.
+    fn run_script(argv: &[String], dir: &std::path::Path) -> std::process::Output {
+        std::process::Command::new(&argv[0])
+            .args(&argv[1..])
+            .env("PATH", format!("{}:/usr/bin:/bin", dir.display()))
+            .env("TMPDIR", dir)
+            .output()
+            .unwrap()
+    }
+
     /// A fake `ssh` that answers as the real one does for each port of 198.18.0.11 (and one
     /// way it never does), runs the probe there (its document: the fixture's) and, at
     /// 198.18.0.12, prints forged frames around the document; 198.18.0.13 does not answer.
@@ -1187,12 +1198,7 @@ exit 255
         let calls = fake_ssh(dir.path());
         let pod = pod_for(&addresses(), NONCE);
         let argv = command_of(&pod);
-        let out = std::process::Command::new(&argv[0])
-            .args(&argv[1..])
-            .env("PATH", format!("{}:/usr/bin:/bin", dir.path().display()))
-            .env("TMPDIR", dir.path())
-            .output()
-            .unwrap();
+        let out = run_script(&argv, dir.path());
         assert!(out.status.success(), "{out:?}");
         assert!(
             out.stderr.is_empty(),
@@ -1302,12 +1308,7 @@ exit 255
             })
             .collect();
         let argv = command_of(&pod_for(&vms, NONCE));
-        let out = std::process::Command::new(&argv[0])
-            .args(&argv[1..])
-            .env("PATH", format!("{}:/usr/bin:/bin", dir.path().display()))
-            .env("TMPDIR", dir.path())
-            .output()
-            .unwrap();
+        let out = run_script(&argv, dir.path());
         assert!(out.status.success(), "{out:?}");
         let log = String::from_utf8(out.stdout).unwrap();
         let sections = split_log(&log, NONCE, 4).unwrap();
@@ -1357,12 +1358,7 @@ exit 255
             a.probe.parallel = 1;
         }
         let argv = command_of(&pod_for(&vms, NONCE));
-        let out = std::process::Command::new(&argv[0])
-            .args(&argv[1..])
-            .env("PATH", format!("{}:/usr/bin:/bin", dir.path().display()))
-            .env("TMPDIR", dir.path())
-            .output()
-            .unwrap();
+        let out = run_script(&argv, dir.path());
         let log = String::from_utf8(out.stdout).unwrap();
         let s = split_log(&log, NONCE, 3).unwrap();
         assert!(s.iter().all(|s| s.is_ok()), "{s:?}");
