@@ -132,10 +132,16 @@ fn every_outcome_against_real_listeners() {
         extra: String::new(),
     };
     let peers = [2, 3, 4, 5, 6, 7, 8, 9, 20].map(|i| format!("198.18.0.{i}"));
-    let opts = ProbeArgs {
+    // 20 checks: --parallel 16 runs them one curl each; 20, as one curl (see `multi_curl` in
+    // probe.sh). Both must tell every outcome alike.
+    let per_path = ProbeArgs {
         connect_timeout_s: 2,
         tls_timeout_s: 1,
-        ..ProbeArgs::new("198.18.0.1", peers)
+        ..ProbeArgs::new("198.18.0.1", peers.clone())
+    };
+    let one_curl = ProbeArgs {
+        parallel: 20,
+        ..per_path.clone()
     };
     // Per peer: TCP, TLS, HTTP status, and what the detail says (curl's words).
     let want = "198.18.0.1 Connected Completed Some(200) \n\
@@ -148,10 +154,31 @@ fn every_outcome_against_real_listeners() {
                 198.18.0.8 Connected Rejected None unable to get local issuer certificate\n\
                 198.18.0.9 NoRoute NotTried None No route to host\n\
                 198.18.0.20 Timeout NotTried None no TCP answer within 2 s";
-    for shell in shells() {
-        let what = shell.join(" ");
-        let Run { out, wall } = lab.run(&node, &shell, &opts);
+    // A curl that notes every call (the -V query aside) before it runs.
+    let calls = node.path("curl-calls");
+    let real = which("curl").unwrap();
+    node.shim(
+        "curl",
+        &format!(
+            "#!/bin/sh\n[ \"$1\" = -V ] || echo \"$*\" >>{}\nexec {} \"$@\"\n",
+            calls.display(),
+            real.display()
+        ),
+    );
+    for ((shell, opts), curls) in shells()
+        .into_iter()
+        .flat_map(|s| [((s.clone(), &per_path), 20), ((s, &one_curl), 1)])
+    {
+        let _ = std::fs::remove_file(&calls);
+        let what = format!("{} --parallel {}", shell.join(" "), opts.parallel);
+        let Run { out, wall } = lab.run(&node, &shell, opts);
         assert_eq!(out.paths.len(), 20, "{what}");
+        let made = std::fs::read_to_string(&calls).unwrap();
+        assert_eq!(
+            made.lines().filter(|l| l.contains("/version")).count(),
+            curls,
+            "{what}: curls for the checks\n{made}"
+        );
         for line in want.lines() {
             let (head, detail) = line.split_at(line.match_indices(' ').nth(3).unwrap().0 + 1);
             for p in out
@@ -169,10 +196,12 @@ fn every_outcome_against_real_listeners() {
                     got == head && got_detail.contains(detail),
                     "{what}: {got}{got_detail}"
                 );
+                // One curl cannot end one transfer: beside a stalled handshake, a check that
+                // never connected runs to connect + TLS timeouts (3 s) instead of 2.
                 let ms = if p.tcp == TcpOutcome::Connected {
                     0..1000
                 } else {
-                    0..3000
+                    0..3300
                 };
                 assert!(
                     ms.contains(&p.tcp_ms.unwrap()),

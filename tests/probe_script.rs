@@ -413,7 +413,7 @@ fn the_rest_of_the_probe_yields_the_cpu_to_the_checks() {
     node.shim(
         "curl",
         &format!(
-            "#!/bin/sh\ncase \"$*\" in *version*) t=path ;; *) t=health ;; esac\necho \"$t $(awk '{{print $19}}' /proc/$$/stat)\" >>{s}\nexec {real} \"$@\"\n",
+            "#!/bin/sh\ncase \"$*\" in -V) t=query ;; *version*) t=path ;; *) t=health ;; esac\necho \"$t $(awk '{{print $19}}' /proc/$$/stat)\" >>{s}\nexec {real} \"$@\"\n",
             s = seen.display(),
             real = real.display()
         ),
@@ -447,12 +447,78 @@ fn the_rest_of_the_probe_yields_the_cpu_to_the_checks() {
             v.dedup();
             v
         };
-        // Four path checks at the probe's priority; the health check and crictl behind them.
+        // The path checks (one curl for all four here, see multi_curl) at the probe's priority;
+        // the health check and crictl behind them.
         let paths = of("path ");
         assert_eq!(paths.len(), 1, "{what}: {lines}");
-        assert_eq!(lines.matches("path ").count(), 4, "{what}: {lines}");
+        assert_eq!(lines.matches("path ").count(), 1, "{what}: {lines}");
         let yielded = [(paths[0] + 10).min(19)];
         assert_eq!(of("health "), yielded, "{what}: {lines}");
         assert_eq!(of("crictl "), yielded, "{what}: {lines}");
     }
+}
+
+/// One curl for all the checks where the node's curl is one whose verbose log the probe reads
+/// that way (7.75 to 7.x); one curl per check elsewhere, and when a curl refuses `--parallel`.
+/// Either way the same entries.
+#[test]
+fn one_curl_for_all_checks_where_the_version_allows() {
+    let real = which("curl").expect("curl installed (apt-get install curl)");
+    let opts = ProbeArgs {
+        connect_timeout_s: 1,
+        ..ProbeArgs::new("127.77.0.1", ["127.77.0.2", "127.77.0.3"])
+    };
+    let cases = [
+        // (what curl -V says, refuses --parallel, curls for the six checks)
+        ("", false, 1),
+        ("curl 7.68.0 (x86_64-pc-linux-gnu) libcurl/7.68.0", false, 6),
+        ("curl 8.5.0 (x86_64-pc-linux-gnu) libcurl/8.5.0", false, 6),
+        ("", true, 7),
+    ];
+    let mut entries = vec![];
+    for (version, refuses, curls) in cases {
+        let node = Node::new();
+        let calls = node.path("calls");
+        let answer = if version.is_empty() {
+            String::new()
+        } else {
+            format!("[ \"$1\" = -V ] && {{ echo '{version}'; exit 0; }}\n")
+        };
+        let refuse = if refuses {
+            "case \"$*\" in *--parallel*) echo 'curl: option --parallel: is unknown' >&2; exit 2 ;; esac\n"
+        } else {
+            ""
+        };
+        node.shim(
+            "curl",
+            &format!(
+                "#!/bin/sh\n{answer}case \"$*\" in *version*) echo x >>{c} ;; esac\n{refuse}exec {real} \"$@\"\n",
+                c = calls.display(),
+                real = real.display()
+            ),
+        );
+        let what = format!("{version:?} refuses {refuses}");
+        let Run { out, .. } = check(
+            node.command(&script::argv(&opts), &["sh"], "bin"),
+            &node,
+            &what,
+        );
+        let made = std::fs::read_to_string(&calls).unwrap().lines().count();
+        assert_eq!(made, curls, "{what}");
+        let got: Vec<String> = (out.paths.iter())
+            .map(|p| {
+                format!(
+                    "{}:{} {:?} {:?} {}",
+                    p.target,
+                    p.port,
+                    p.tcp,
+                    p.tls,
+                    p.tcp_detail.as_deref().unwrap_or("")
+                )
+            })
+            .collect();
+        assert_eq!(got.len(), 6, "{what}: {got:?}");
+        entries.push(got);
+    }
+    assert!(entries.windows(2).all(|w| w[0] == w[1]), "{entries:#?}");
 }
