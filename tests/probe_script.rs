@@ -521,4 +521,26 @@ fn one_curl_for_all_checks_where_the_version_allows() {
         entries.push(got);
     }
     assert!(entries.windows(2).all(|w| w[0] == w[1]), "{entries:#?}");
+    // A peer given by name: its lines would carry what it resolved to, so one curl per check.
+    let node = Node::new();
+    let calls = node.path("calls");
+    node.shim(
+        "curl",
+        &format!(
+            "#!/bin/sh\ncase \"$*\" in *version*) echo x >>{c} ;; esac\nexec {real} \"$@\"\n",
+            c = calls.display(),
+            real = real.display()
+        ),
+    );
+    let named = ProbeArgs {
+        connect_timeout_s: 1,
+        ..ProbeArgs::new("127.77.0.1", ["localhost"])
+    };
+    check(
+        node.command(&script::argv(&named), &["sh"], "bin"),
+        &node,
+        "a peer by name",
+    );
+    let made = std::fs::read_to_string(&calls).unwrap().lines().count();
+    assert_eq!(made, 4, "a peer by name");
 }

@@ -394,7 +394,8 @@ run_paths() {
 # "Connected to" names its address and port), every check is instead one transfer of a single
 # `curl --parallel`, and that log is cut into the same per-check files the checks above write,
 # for the same AWK_PATH. Only when every check can run at once (N <= --parallel) and every
-# address is IPv4 (the log prints IPv6 as the resolver canonicalises it). What one process
+# address is a dotted IPv4 one (the log prints IPv6 as the resolver canonicalises it, and a
+# name as what it resolved to). What one process
 # cannot do is end one transfer: curl ends each at connect + TLS timeouts, and the watchdog ends
 # the process at --connect-timeout only when none of what still runs has connected (the case of
 # dropped peers). A check that had not connected by then but another was mid-handshake runs on
@@ -402,11 +403,11 @@ run_paths() {
 
 # The version of the curl on PATH allows one curl for all checks.
 multi_curl() {
-  [ "$N" -le "$PAR" ] || return 1
+  [ "$N" -ge 1 ] && [ "$N" -le "$PAR" ] || return 1
   i=1
   while [ "$i" -le "$N" ]; do
     eval "ip=\$IP_$i"
-    case $ip in *:*) return 1 ;; esac
+    case $ip in '' | *[!0-9.]*) return 1 ;; esac
     i=$((i + 1))
   done
   v=$(GNUTLS_NO_IMPLICIT_INIT=1 curl -V 2>/dev/null) || return 1
@@ -420,8 +421,8 @@ multi_curl() {
 }
 
 # Reads m.v (curl -v --trace-time, with one "ETCDNET-W urlnum exitcode http_code time_connect
-# time_appconnect time_total errormsg" line per ended transfer): the key (address:port) a line
-# names, or "".
+# time_appconnect time_total errormsg" line per ended transfer, the only lines without a time:
+# nothing a peer sends can make one): the key (address:port) a line names, or "".
 AWK_MULTI='
 function key_of(l,   s, ip, p) {
   if (l ~ /^\* +Trying [0-9.]+:[0-9]+\.\.\./) { s = l; sub(/^\* +Trying /, "", s); sub(/\.\.\..*$/, "", s); return s }
@@ -436,9 +437,8 @@ FNR == NR { key[$2 ":" $3] = $1; tgt[$1] = $2 " " $3 " " $4; ipof[$1] = $2; n = 
 
 # The checks still running with none of them connected: their indexes (nothing if one has).
 AWK_MULTI_LEFT='
-{ l = untimed($0) }
-l ~ /^ETCDNET-W [0-9]+ / { split(l, f, " "); ended[f[2] + 1] = 1; next }
-{ k = key_of(l); if (k != "" && connected(l)) conn[key[k]] = 1 }
+/^ETCDNET-W [0-9]+ / { split($0, f, " "); ended[f[2] + 1] = 1; next }
+{ l = untimed($0); k = key_of(l); if (k != "" && connected(l)) conn[key[k]] = 1 }
 END { for (j = 1; j <= n; j++) if (!ended[j]) { if (conn[j]) exit; left = left " " j }
   if (left != "") print left }'
 
@@ -452,7 +452,7 @@ function secs(t) { return substr(t, 1, 2) * 3600 + substr(t, 4, 2) * 60 + substr
 function stamp(t,   h) { t = t % 86400; h = int(t / 3600); t -= h * 3600; return sprintf("%02d:%02d:%09.6f", h, int(t / 60), t - int(t / 60) * 60) }
 { l = $0; t = -1
   if (l ~ /^[0-9][0-9]:[0-9][0-9]:[0-9][0-9]\.[0-9]+ /) { sp = index(l, " "); t = secs(substr(l, 1, sp - 1)); l = substr(l, sp + 1) } }
-l ~ /^ETCDNET-W [0-9]+ / { w = split(l, f, " "); j = f[2] + 1; rc[j] = f[3]; code[j] = f[4]; tc[j] = f[5]; ta[j] = f[6]; tt[j] = f[7]
+t < 0 && l ~ /^ETCDNET-W [0-9]+ / { w = split(l, f, " "); j = f[2] + 1; rc[j] = f[3]; code[j] = f[4]; tc[j] = f[5]; ta[j] = f[6]; tt[j] = f[7]
   m = ""; if (w > 7) { m = l; for (i = 1; i <= 7; i++) sub(/^[^ ]* /, "", m) }; msg[j] = m; ended[j] = 1; next }
 # No port on this line: it stands for both ports of the address (the same failed connect).
 l ~ /^\* +Immediate connect fail for [0-9.]+:/ { ip = l; sub(/^\* +Immediate connect fail for /, "", ip); sub(/:.*$/, "", ip)
