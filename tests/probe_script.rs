@@ -464,83 +464,62 @@ fn the_rest_of_the_probe_yields_the_cpu_to_the_checks() {
 #[test]
 fn one_curl_for_all_checks_where_the_version_allows() {
     let real = which("curl").expect("curl installed (apt-get install curl)");
-    let opts = ProbeArgs {
-        connect_timeout_s: 1,
-        ..ProbeArgs::new("127.77.0.1", ["127.77.0.2", "127.77.0.3"])
-    };
-    let cases = [
-        // (what curl -V says, refuses --parallel, curls for the six checks)
-        ("", false, 1),
-        ("curl 7.68.0 (x86_64-pc-linux-gnu) libcurl/7.68.0", false, 6),
-        ("curl 8.5.0 (x86_64-pc-linux-gnu) libcurl/8.5.0", false, 6),
-        ("", true, 7),
-    ];
-    let mut entries = vec![];
-    for (version, refuses, curls) in cases {
+    // Runs the probe with a curl that first does `head` (a shell snippet) and notes each call
+    // with a check's URL; returns how many there were, and the entries.
+    let run = |head: &str, opts: &ProbeArgs, what: &str| -> (usize, Vec<String>) {
         let node = Node::new();
         let calls = node.path("calls");
-        let answer = if version.is_empty() {
-            String::new()
-        } else {
-            format!("[ \"$1\" = -V ] && {{ echo '{version}'; exit 0; }}\n")
-        };
-        let refuse = if refuses {
-            "case \"$*\" in *--parallel*) echo 'curl: option --parallel: is unknown' >&2; exit 2 ;; esac\n"
-        } else {
-            ""
-        };
         node.shim(
             "curl",
             &format!(
-                "#!/bin/sh\n{answer}case \"$*\" in *version*) echo x >>{c} ;; esac\n{refuse}exec {real} \"$@\"\n",
+                "#!/bin/sh\n{head}case \"$*\" in *version*) echo x >>{c} ;; esac\nexec {real} \"$@\"\n",
                 c = calls.display(),
                 real = real.display()
             ),
         );
-        let what = format!("{version:?} refuses {refuses}");
         let Run { out, .. } = check(
-            node.command(&script::argv(&opts), &["sh"], "bin"),
+            node.command(&script::argv(opts), &["sh"], "bin"),
             &node,
-            &what,
+            what,
         );
         let made = std::fs::read_to_string(&calls).unwrap().lines().count();
-        assert_eq!(made, curls, "{what}");
-        let got: Vec<String> = (out.paths.iter())
+        let got = (out.paths.iter())
             .map(|p| {
-                format!(
-                    "{}:{} {:?} {:?} {}",
-                    p.target,
-                    p.port,
-                    p.tcp,
-                    p.tls,
-                    p.tcp_detail.as_deref().unwrap_or("")
-                )
+                let detail = p.tcp_detail.as_deref().unwrap_or("");
+                format!("{}:{} {:?} {:?} {detail}", p.target, p.port, p.tcp, p.tls)
             })
             .collect();
-        assert_eq!(got.len(), 6, "{what}: {got:?}");
+        (made, got)
+    };
+    let opts = ProbeArgs {
+        connect_timeout_s: 1,
+        ..ProbeArgs::new("127.77.0.1", ["127.77.0.2", "127.77.0.3"])
+    };
+    let version = |v: &str| {
+        format!(
+            "[ \"$1\" = -V ] && {{ echo 'curl {v} (x86_64-pc-linux-gnu) libcurl/{v}'; exit 0; }}\n"
+        )
+    };
+    let refuse = "case \"$*\" in *--parallel*) echo x >>\"${0%/*}/../calls\"; echo 'curl: option --parallel: is unknown' >&2; exit 2 ;; esac\n";
+    let cases = [
+        // (what the curl does first, curls for the six checks)
+        (String::new(), 1),
+        (version("7.68.0"), 6),
+        (version("8.5.0"), 6),
+        (refuse.to_string(), 7),
+    ];
+    let mut entries = vec![];
+    for (head, curls) in cases {
+        let (made, got) = run(&head, &opts, &head);
+        assert_eq!(made, curls, "{head}");
+        assert_eq!(got.len(), 6, "{head}: {got:?}");
         entries.push(got);
     }
     assert!(entries.windows(2).all(|w| w[0] == w[1]), "{entries:#?}");
     // A peer given by name: its lines would carry what it resolved to, so one curl per check.
-    let node = Node::new();
-    let calls = node.path("calls");
-    node.shim(
-        "curl",
-        &format!(
-            "#!/bin/sh\ncase \"$*\" in *version*) echo x >>{c} ;; esac\nexec {real} \"$@\"\n",
-            c = calls.display(),
-            real = real.display()
-        ),
-    );
     let named = ProbeArgs {
         connect_timeout_s: 1,
         ..ProbeArgs::new("127.77.0.1", ["localhost"])
     };
-    check(
-        node.command(&script::argv(&named), &["sh"], "bin"),
-        &node,
-        "a peer by name",
-    );
-    let made = std::fs::read_to_string(&calls).unwrap().lines().count();
-    assert_eq!(made, 4, "a peer by name");
+    assert_eq!(run("", &named, "a peer by name").0, 4);
 }
