@@ -248,6 +248,11 @@ probe_kubelet() {
 # gnutls_global_init), and nothing else here sees the variable.
 AWK_CONNECTED='
 function untimed(l) { sub(/^[0-9][0-9]:[0-9][0-9]:[0-9][0-9]\.[0-9]+ /, "", l); return l }
+function secs(t) { return substr(t, 1, 2) * 3600 + substr(t, 4, 2) * 60 + substr(t, 7) }
+# The line without its --trace-time stamp; LT: the stamp in seconds of the day, or -1 if none.
+function stamped(l,   sp) { LT = -1
+  if (l ~ /^[0-9][0-9]:[0-9][0-9]:[0-9][0-9]\.[0-9]+ /) { sp = index(l, " "); LT = secs(substr(l, 1, sp - 1)); l = substr(l, sp + 1) }
+  return l }
 function connected(l) { return l ~ /^\* +(Connected to |Established (2nd )?connection|ALPN[:,] |TLSv1\.[0-3] \(OUT\)|SSLv3 \(OUT\)|SSL connection using )/ }
 '
 
@@ -263,16 +268,14 @@ BEGIN { for (i = first; i <= last; i++) { f = dir "/p." i ".v"; c = 0
 # check it reads p.I.v (curl -v), p.I.w (curl -w) and p.I.killed (the watchdog's ms, if it ended
 # the check). Output: the JSON array's entries, comma-separated.
 AWK_PATH='
-function secs(t) { return substr(t, 1, 2) * 3600 + substr(t, 4, 2) * 60 + substr(t, 7) }
 function span(a, b) { return (a >= 0 && b >= a) ? int((b - a) * 1000 + 0.5) : -1 }
 function path(i, target, port, own, rc, elapsed,
-    f, l, sp, t, t0, tc, th, last, conn, hs, reason, final, w, wv, code, wc, wa, killed, k,
+    f, l, t, t0, tc, th, last, conn, hs, reason, final, w, wv, code, wc, wa, killed, k,
     tcp, tcpms, tcpd, tls, tlsms, tlsd, http) {
   t0 = tc = th = last = -1; conn = hs = 0; reason = final = ""
   f = dir "/p." i ".v"
   while ((getline l < f) > 0) {
-    t = -1
-    if (l ~ /^[0-9][0-9]:[0-9][0-9]:[0-9][0-9]\.[0-9]+ /) { sp = index(l, " "); t = secs(substr(l, 1, sp - 1)); l = substr(l, sp + 1) }
+    l = stamped(l); t = LT
     if (t >= 0 && t0 >= 0 && t < t0) t += 86400
     if (t >= 0) last = t
     if (l ~ /^\* +Trying / && t0 < 0) t0 = t
@@ -448,10 +451,8 @@ END { for (j = 1; j <= n; j++) if (!ended[j]) { if (conn[j]) exit; left = left "
 # prints paths.meta. A transfer without a -w line was ended with the process (143, as a curl of
 # its own would be).
 AWK_MULTI_CUT='
-function secs(t) { return substr(t, 1, 2) * 3600 + substr(t, 4, 2) * 60 + substr(t, 7) }
 function stamp(t,   h) { t = t % 86400; h = int(t / 3600); t -= h * 3600; return sprintf("%02d:%02d:%09.6f", h, int(t / 60), t - int(t / 60) * 60) }
-{ l = $0; t = -1
-  if (l ~ /^[0-9][0-9]:[0-9][0-9]:[0-9][0-9]\.[0-9]+ /) { sp = index(l, " "); t = secs(substr(l, 1, sp - 1)); l = substr(l, sp + 1) } }
+{ l = stamped($0); t = LT }
 t < 0 && l ~ /^ETCDNET-W [0-9]+ / { w = split(l, f, " "); j = f[2] + 1; rc[j] = f[3]; code[j] = f[4]; tc[j] = f[5]; ta[j] = f[6]; tt[j] = f[7]
   m = ""; if (w > 7) { m = l; for (i = 1; i <= 7; i++) sub(/^[^ ]* /, "", m) }; msg[j] = m; ended[j] = 1; next }
 # No port on this line: it stands for both ports of the address (the same failed connect).
