@@ -625,10 +625,15 @@ mod tests {
 
     /// The article's three VMs, each the others' peer.
     fn addresses() -> Vec<Address> {
-        IPS.iter()
+        addresses_of(&IPS)
+    }
+
+    /// VMs at `ips`, each the others' peer.
+    fn addresses_of(ips: &[&str]) -> Vec<Address> {
+        ips.iter()
             .map(|me| Address {
                 ip: me.parse().unwrap(),
-                probe: ProbeArgs::new(*me, IPS.iter().filter(|p| *p != me).copied()),
+                probe: ProbeArgs::new(*me, ips.iter().filter(|p| *p != me).copied()),
             })
             .collect()
     }
@@ -1300,14 +1305,7 @@ exit 255
             ),
         );
         let ips = ["198.18.0.11", "198.18.0.12", "198.18.0.13", "198.18.0.14"];
-        let vms: Vec<Address> = ips
-            .iter()
-            .map(|me| Address {
-                ip: me.parse().unwrap(),
-                probe: ProbeArgs::new(*me, ips.iter().filter(|p| *p != me).copied()),
-            })
-            .collect();
-        let argv = command_of(&pod_for(&vms, NONCE));
+        let argv = command_of(&pod_for(&addresses_of(&ips), NONCE));
         let out = run_script(&argv, dir.path());
         assert!(out.status.success(), "{out:?}");
         let log = String::from_utf8(out.stdout).unwrap();
