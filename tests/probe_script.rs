@@ -366,6 +366,19 @@ fn a_killed_probes_folder_is_swept_by_the_next_probe_once_stale() {
     );
 }
 
+/// A `crictl` that lists no container and appends `line` (expanded by its shell) to `seen`.
+/// The line is expanded before the redirection (dash may redirect in the shell itself around
+/// an external command, so a `readlink /proc/$$/fd/1 >>seen` would read `seen`).
+fn crictl_noting(node: &Node, seen: &std::path::Path, line: &str) {
+    node.shim(
+        "crictl",
+        &format!(
+            "#!/bin/sh\necho \"{line}\" >>{}\necho '{{\"containers\":[]}}'\n",
+            seen.display()
+        ),
+    );
+}
+
 /// Without TMPDIR (sudo clears it on a node) the probe's scratch is in memory, /dev/shm, not on
 /// the disk where etcd fsyncs its WAL; and it is gone when the probe is.
 #[test]
@@ -377,14 +390,7 @@ fn without_tmpdir_the_scratch_is_in_memory() {
     let node = Node::new();
     // crictl notes where the probe sends its output (a file in the probe's folder).
     let seen = node.path("seen");
-    node.shim(
-        "crictl",
-        &format!(
-            // (dash may redirect in the shell itself around a command: read the link first.)
-            "#!/bin/sh\nto=$(readlink /proc/$$/fd/1)\necho \"$to\" >>{}\necho '{{\"containers\":[]}}'\n",
-            seen.display()
-        ),
-    );
+    crictl_noting(&node, &seen, "$(readlink /proc/$$/fd/1)");
     let opts = ProbeArgs::new("127.77.0.1", Vec::<String>::new());
     let mut cmd = node.command(&script::argv(&opts), &["sh"], "bin");
     cmd.env_remove("TMPDIR");
@@ -418,13 +424,7 @@ fn the_rest_of_the_probe_yields_the_cpu_to_the_checks() {
             real = real.display()
         ),
     );
-    node.shim(
-        "crictl",
-        &format!(
-            "#!/bin/sh\necho \"crictl $(awk '{{print $19}}' /proc/$$/stat)\" >>{s}\necho '{{\"containers\":[]}}'\n",
-            s = seen.display()
-        ),
-    );
+    crictl_noting(&node, &seen, "crictl $(awk '{print $19}' /proc/$$/stat)");
     let opts = ProbeArgs {
         connect_timeout_s: 1,
         ..ProbeArgs::new("127.77.0.1", ["127.77.0.2"])
@@ -463,20 +463,12 @@ fn the_rest_of_the_probe_yields_the_cpu_to_the_checks() {
 /// Either way the same entries.
 #[test]
 fn one_curl_for_all_checks_where_the_version_allows() {
-    let real = which("curl").expect("curl installed (apt-get install curl)");
     // Runs the probe with a curl that first does `head` (a shell snippet) and notes each call
-    // with a check's URL; returns how many there were, and the entries.
+    // making checks; returns how many there were, and the entries.
     let run = |head: &str, opts: &ProbeArgs, what: &str| -> (usize, Vec<String>) {
         let node = Node::new();
         let calls = node.path("calls");
-        node.shim(
-            "curl",
-            &format!(
-                "#!/bin/sh\n{head}case \"$*\" in *version*) echo x >>{c} ;; esac\nexec {real} \"$@\"\n",
-                c = calls.display(),
-                real = real.display()
-            ),
-        );
+        node.curl_noting_checks(&calls, head);
         let Run { out, .. } = check(
             node.command(&script::argv(opts), &["sh"], "bin"),
             &node,
