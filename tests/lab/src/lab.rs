@@ -481,9 +481,36 @@ impl Lab {
         )
     }
 
+    /// Stops and starts the node's etcd, and returns once the new one listens on its client and
+    /// peer ports: a diagnosis run right after an injected fault must meet the fault (e.g. a
+    /// rejected certificate), not a port still closed because etcd is starting (that was a
+    /// `Refused` where `TlsRejected` was due, on a loaded CI machine).
     fn restart(&self, i: usize) -> Result<()> {
         self.supervisor()?.stop(i)?;
-        self.start_member(i)
+        self.start_member(i)?;
+        self.wait_listening(i, Duration::from_secs(20))
+    }
+
+    /// Waits until the node's etcd listens on 2379 and 2380 (read from its netns's
+    /// `/proc/<pid>/net/tcp`, so nothing connects to it), or until it has exited by itself (a
+    /// member that learns it was removed stops; that is the scenario, not a lab failure).
+    fn wait_listening(&self, i: usize, limit: Duration) -> Result<()> {
+        let node = &self.nodes[i].name;
+        let deadline = Instant::now() + limit;
+        loop {
+            let Some(pid) = self.etcd_pid(node) else {
+                return Ok(());
+            };
+            let tcp = fs::read_to_string(format!("/proc/{pid}/net/tcp")).unwrap_or_default();
+            let listening = listening_ports(&tcp);
+            if listening.contains(&2379) && listening.contains(&2380) {
+                return Ok(());
+            }
+            if Instant::now() >= deadline {
+                bail!("{node}: etcd (pid {pid}) did not listen on 2379 and 2380 within {limit:?}");
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
     }
 
     /// Kills the node's etcd (if running) and starts it again, as the kubelet restarts a
@@ -830,5 +857,34 @@ impl Lab {
 impl Drop for Lab {
     fn drop(&mut self) {
         self.teardown();
+    }
+}
+
+/// The local ports in state LISTEN (`0A`) of a `/proc/<pid>/net/tcp` table.
+fn listening_ports(table: &str) -> Vec<u16> {
+    table
+        .lines()
+        .skip(1)
+        .filter_map(|line| {
+            let mut fields = line.split_whitespace();
+            let local = fields.nth(1)?;
+            let state = fields.nth(1)?;
+            let port = local.rsplit_once(':')?.1;
+            (state == "0A").then(|| u16::from_str_radix(port, 16).ok())?
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::listening_ports;
+
+    #[test]
+    fn listening_ports_are_the_rows_in_state_0a() {
+        // Two rows as the kernel writes them: etcd's peer listener on 198.18.0.11:2380 and an
+        // established connection from local port 2379 (state 01), which is not a listener.
+        let table = "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode\n   0: 0B0012C6:094C 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 1 1 0 100 0 0 10 0\n   1: 0B0012C6:094B 0C0012C6:A1B2 01 00000000:00000000 00:00000000 00000000     0        0 2 1 0 20 4 30 10 -1\n";
+        assert_eq!(listening_ports(table), [2380]);
+        assert!(listening_ports("").is_empty());
     }
 }
