@@ -1124,10 +1124,10 @@ mod tests {
         "/tests/fixtures/probe-output/healthy-node.json"
     );
 
-    /// Writes `script` as an executable `ssh` in `dir` (put first on the script's PATH).
-    /// Installs `script` (a `#!/bin/sh` one) as the fake `ssh` in `dir`. Every fake answers
-    /// `ssh -G` as OpenSSH 9.2 does (its configuration: here its key exchanges only), from
-    /// `dir/ssh-G` when a test wrote one; the script's own lines see only connections.
+    /// Writes `script` (a `#!/bin/sh` one) as an executable `ssh` in `dir` (put first on the
+    /// script's PATH). Every fake answers `ssh -G` as OpenSSH 9.2 does (its configuration:
+    /// here its key exchanges only), from `dir/ssh-G` when a test wrote one; the script's own
+    /// lines see only connections.
     fn install_ssh(dir: &std::path::Path, script: &str) {
         use std::os::unix::fs::PermissionsExt;
         let fake = dir.join("ssh");
