@@ -97,6 +97,9 @@ pub struct ClusterEntry {
     pub dir: String,
     /// How long its diagnosis took.
     pub duration_ms: u64,
+    /// The log window of the diagnosis (`--since`), seconds; `analyse` judges with it again.
+    #[serde(default = "default_since_s")]
+    pub since_s: u64,
     /// The verdict when written (for a reader's glance; `analyse` judges again).
     #[serde(default)]
     pub verdict: Option<String>,
@@ -264,6 +267,7 @@ fn files(evidence: &[Evidence], args: Vec<String>) -> Result<Vec<(String, Vec<u8
             cluster: e.cluster.clone(),
             dir,
             duration_ms: e.duration_ms,
+            since_s: e.since_s,
             verdict: Some(report.verdict.code.to_string()),
             objects,
             nodes,
@@ -581,7 +585,12 @@ fn cluster(
         route,
         nodes,
         duration_ms: c.duration_ms,
+        since_s: c.since_s,
     })
+}
+
+fn default_since_s() -> u64 {
+    crate::analyse::verdict::DEFAULT_SINCE.as_secs()
 }
 
 /// The file `rel` of the cluster folder `dir`, as JSON of a `T`.
@@ -751,6 +760,7 @@ mod tests {
             },
             nodes,
             duration_ms: 1234,
+            since_s: 900,
         }
     }
 

@@ -278,6 +278,11 @@ pub struct DiagnoseArgs {
     #[arg(long, value_name = "N", default_value_t = 500, value_parser = clap::value_parser!(u32).range(1..=100_000))]
     pub log_lines: u32,
 
+    /// Count etcd log lines of the last DURATION before each node's probe (the node's clock);
+    /// older lines are history, shown with their times but never the reason for a verdict
+    #[arg(long, value_name = "DURATION", default_value = "15m", value_parser = parse_since)]
+    pub since: Duration,
+
     /// Keep the probe pods (and print how to remove them)
     #[arg(long)]
     pub keep_pods: bool,
@@ -320,6 +325,10 @@ pub struct AnalyseArgs {
     /// With several clusters in the bundle: only the summary table
     #[arg(long)]
     pub summary: bool,
+
+    /// Judge with this log window instead of the one the bundle was written with
+    #[arg(long, value_name = "DURATION", value_parser = parse_since)]
+    pub since: Option<Duration>,
 }
 
 impl AnalyseArgs {
@@ -327,6 +336,7 @@ impl AnalyseArgs {
         AnalyseOptions {
             path: self.file.clone(),
             summary: self.summary,
+            since: self.since,
         }
     }
 }
@@ -409,6 +419,7 @@ impl DiagnoseArgs {
             connect_timeout: self.connect_timeout,
             timeout: self.timeout,
             log_lines: self.log_lines,
+            since: self.since,
             keep_pods: self.keep_pods,
             dry_run: self.dry_run,
             api_timeout: self.api_timeout,
@@ -452,6 +463,16 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
     }
     humantime::parse_duration(s)
         .map_err(|e| format!("{e} (use a duration such as 5s, 1m or 500ms)"))
+}
+
+/// `--since`: a duration of at least a second and at most 30 days (etcd's log tail on a node
+/// rarely reaches back further; a larger window would count every old line as the present).
+pub fn parse_since(s: &str) -> Result<Duration, String> {
+    let d = parse_duration(s)?;
+    if d < Duration::from_secs(1) || d > Duration::from_secs(30 * 24 * 3600) {
+        return Err("must be between 1s and 30d (e.g. 15m, 1h)".into());
+    }
+    Ok(d)
 }
 
 #[cfg(test)]

@@ -38,6 +38,8 @@ pub struct DiagnoseOptions {
     /// Bound of the whole run; pods get it as activeDeadlineSeconds.
     pub timeout: Duration,
     pub log_lines: u32,
+    /// The log window: lines older than this before each node's probe time are history.
+    pub since: Duration,
     pub keep_pods: bool,
     pub dry_run: bool,
     pub api_timeout: Duration,
@@ -204,6 +206,7 @@ mod tests {
             connect_timeout: Duration::from_secs(3),
             timeout: Duration::from_secs(120),
             log_lines: 500,
+            since: crate::analyse::verdict::DEFAULT_SINCE,
             keep_pods: false,
             dry_run: false,
             api_timeout: Duration::from_secs(5),

@@ -426,7 +426,8 @@ fn hand_made_samples() {
             SlowFdatasync,
             ApplySlow,
             NoSpace,
-            ClockDrift
+            ClockDrift,
+            AlarmDisarmed
         ]
     );
     // "alarm raised" NOSPACE and "database space exceeded"; not "alarm disarmed".

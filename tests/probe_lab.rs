@@ -13,7 +13,7 @@
 use std::time::{Duration, Instant};
 
 use etcdnet::analyse::matrix::CellState;
-use etcdnet::analyse::verdict::{diagnose, Diagnosis, VerdictCode};
+use etcdnet::analyse::verdict::{diagnose, Diagnosis, VerdictCode, DEFAULT_SINCE};
 use etcdnet::probe::etcdlog::{classify, LogFormat, LogKind};
 use etcdnet::probe::script::{self, ProbeArgs};
 use etcdnet::probe::{parse::parse, NodeReport};
@@ -139,7 +139,7 @@ fn diagnose_until(lab: &Lab, want: VerdictCode, log_words: &[&str]) -> Diagnosis
     let facts = facts(lab);
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
-        let d = diagnose(&facts, &probe_all(lab));
+        let d = diagnose(&facts, &probe_all(lab), DEFAULT_SINCE);
         let quoted = log_words.is_empty()
             || d.verdict
                 .evidence

@@ -9,15 +9,32 @@
 //! 1. ControlPlaneMachinesMissing   2. EtcdCrashLooping   3. EtcdNotRunning
 //! 4. NodesUnreachable              5. EtcdCertificateProblem
 //! 6. network: EtcdPeerPortRefused, EtcdPeerLargePacketsDropped, EtcdPeerNetworkBlocked,
-//!    EtcdPeerNetworkPartial
+//!    EtcdPeerNetworkPartial (not when only 2379 fails: see 10)
 //! 7. EtcdMemberMismatch  8. EtcdNoSpace  9. EtcdSlowDisk
-//! 10. Healthy: only when everything was seen to work: every control-plane node probed, `/health`
+//! 10. EtcdPeerNetworkPartial when only 2379 fails between the VMs and 2380 works: the members
+//!     do not need it (they talk on 2380), so the rules above decide first; the article asks both
+//!     open, so it is never Healthy
+//! 11. Healthy: only when everything was seen to work: every control-plane node probed, `/health`
 //!     true on each, every path on 2379 and 2380 (own and peer) connected with TLS completed, no
 //!     probe step failed
-//! 11. Inconclusive: anything less, naming what was not seen (which node, which path, which check)
+//! 12. Inconclusive: anything less, naming what was not seen (which node, which path, which check)
+//!
+//! **The present decides.** Log findings are counted in a window that ends at each node's own
+//! probe time (`--since`, default 15 minutes); older lines are history, quoted in the notes with
+//! their times, never a reason. A member is crash looping or not running only for a fatal reason
+//! of its own, or when its own paths work: restarts while its peers time out are kubelet's
+//! answer to the partition (kubeadm's startupProbe fails without a leader) and are quoted as
+//! evidence for the network verdict.
+//!
+//! **The network is never hidden.** A missing Machine, an unreachable node or a stopped member
+//! (rules 1, 3, 4) does not end the analysis: when the members that were probed and run cannot
+//! reach each other either, the network verdict wins (fixing the one node would not restore
+//! quorum) and the first verdict's evidence follows in it.
 //!
 //! Whatever the verdict, the KCP's etcd conditions on the Machines it is about that are not
 //! `True` are quoted at the end of its evidence: the Supervisor's view, next to what was seen.
+//! Notes carry what is past or minor: history, a single slow fsync, restarts of a member that
+//! runs and is healthy now, many elections on a `Healthy` cluster.
 
 use std::collections::BTreeMap;
 
@@ -26,14 +43,16 @@ use serde::{Deserialize, Serialize};
 mod evidence;
 mod network;
 mod node;
+mod notes;
 mod seen;
 
 use evidence::*;
-use network::peer_network;
+use network::{client_port_blocked, peer_network};
 use node::{certificate_problem, crash_looping, not_running};
 use seen::{healthy, inconclusive};
 
 use super::matrix::{self, Cell, CellState, Matrix};
+pub use crate::probe::etcdlog::LogWindow;
 use crate::probe::etcdlog::{self, LogKind, LogSummary};
 use crate::probe::output::{Container, HealthOutcome, RuntimeQuery};
 use crate::probe::NodeReport;
@@ -71,6 +90,11 @@ pub struct Verdict {
     /// The facts that led to it, one line each, most telling first.
     pub evidence: Vec<String>,
     pub next_steps: Vec<String>,
+    /// What is past or minor, one line each: log history outside the window, a single slow
+    /// fsync, restarts of a member that is healthy now; a line starting "warning:" is one an
+    /// admin should still read on a `Healthy` verdict (many elections in the window).
+    #[serde(default)]
+    pub notes: Vec<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -95,7 +119,9 @@ struct Ctx<'a> {
     facts: &'a ClusterFacts,
     nodes: &'a [NodeReport],
     matrices: Vec<Matrix>,
+    /// Each node's log, classified in the window (`since`) that ends at its probe time.
     logs: BTreeMap<String, LogSummary>,
+    since: std::time::Duration,
 }
 
 type Rule = fn(&Ctx) -> Option<Verdict>;
@@ -110,15 +136,28 @@ const RULES: &[Rule] = &[
     member_mismatch,
     no_space,
     slow_disk,
+    client_port_blocked,
     healthy,
 ];
 
-pub fn diagnose(facts: &ClusterFacts, nodes: &[NodeReport]) -> Diagnosis {
+/// The window of log lines that count as the present, unless `--since` says otherwise.
+pub const DEFAULT_SINCE: std::time::Duration = std::time::Duration::from_secs(15 * 60);
+
+/// The verdict on the nodes' probes, log lines counted within `since` of each node's probe.
+pub fn diagnose(
+    facts: &ClusterFacts,
+    nodes: &[NodeReport],
+    since: std::time::Duration,
+) -> Diagnosis {
     let logs: BTreeMap<String, LogSummary> = nodes
         .iter()
         .filter_map(|n| {
-            let text = &n.probe()?.etcd.logs.as_ref()?.text;
-            Some((n.name.clone(), etcdlog::classify(text)))
+            let p = n.probe()?;
+            let text = &p.etcd.logs.as_ref()?.text;
+            Some((
+                n.name.clone(),
+                etcdlog::classify_window(text, p.clock_ms, since),
+            ))
         })
         .collect();
     let ctx = Ctx {
@@ -126,14 +165,17 @@ pub fn diagnose(facts: &ClusterFacts, nodes: &[NodeReport]) -> Diagnosis {
         nodes,
         matrices: vec![matrix::build(nodes, 2379), matrix::build(nodes, 2380)],
         logs,
+        since,
     };
     let mut verdict = RULES
         .iter()
         .find_map(|rule| rule(&ctx))
         .unwrap_or_else(|| inconclusive(&ctx));
+    verdict = network::unless_network(&ctx, verdict);
     verdict
         .evidence
         .extend(machine_condition_evidence(&ctx, &verdict.nodes));
+    verdict.notes.extend(notes::notes(&ctx, &verdict));
     Diagnosis {
         verdict,
         logs: ctx
@@ -158,6 +200,7 @@ fn verdict(
         nodes,
         evidence,
         next_steps,
+        notes: vec![],
     })
 }
 
@@ -276,21 +319,40 @@ fn member_mismatch(ctx: &Ctx) -> Option<Verdict> {
     )
 }
 
+/// Whether a NOSPACE alarm is raised now on this node, and what says so: etcd's `/health` body
+/// (3.5+ names the alarm: `{"health":"false","reason":"ALARM NOSPACE"}`, etcdhttp/health.go),
+/// else a `/health` that is not true while the log's newest NOSPACE line is newer than its newest
+/// "alarm disarmed" (3.4's body does not say why; the alarm survives restarts, so the log's
+/// history counts here). An old `alarm raised` that was disarmed since is history.
+fn nospace_now(ctx: &Ctx, n: &NodeReport) -> Option<String> {
+    let p = n.probe()?;
+    if let Some(body) = p.health.body.as_deref().filter(|b| b.contains("NOSPACE")) {
+        return Some(format!("{}: /health says {body}", n.name));
+    }
+    if p.health.outcome == HealthOutcome::Healthy {
+        return None;
+    }
+    let s = ctx.logs.get(&n.name)?;
+    let raised = last_time(s, LogKind::NoSpace)?;
+    match last_time(s, LogKind::AlarmDisarmed) {
+        Some(disarmed) if disarmed >= raised => None,
+        _ => Some(format!(
+            "{}: /health is {} and the newest NOSPACE line ({} UTC) has no \"alarm disarmed\" after it",
+            n.name,
+            p.health.outcome,
+            etcdlog::clock(&raised)
+        )),
+    }
+}
+
 fn no_space(ctx: &Ctx) -> Option<Verdict> {
-    let mut nodes = nodes_with_logs(ctx, &[LogKind::NoSpace]);
-    let mut evidence: Vec<String> = nodes
-        .iter()
-        .flat_map(|n| log_evidence(ctx, n, &[LogKind::NoSpace]))
-        .collect();
+    let mut nodes = Vec::new();
+    let mut evidence = Vec::new();
     for n in ctx.nodes {
-        let Some(body) = n.probe().and_then(|p| p.health.body.as_deref()) else {
-            continue;
-        };
-        if body.contains("NOSPACE") {
-            evidence.push(format!("{}: /health says {body}", n.name));
-            if !nodes.contains(&n.name) {
-                nodes.push(n.name.clone());
-            }
+        if let Some(line) = nospace_now(ctx, n) {
+            evidence.push(line);
+            evidence.extend(log_evidence(ctx, &n.name, &[LogKind::NoSpace]));
+            nodes.push(n.name.clone());
         }
     }
     if nodes.is_empty() {
@@ -308,9 +370,25 @@ fn no_space(ctx: &Ctx) -> Option<Verdict> {
     )
 }
 
-/// Warnings a slow disk leaves; counts below these are ordinary noise on a busy member.
-const SLOW_FSYNC_MIN: usize = 1;
-const LATE_HEARTBEAT_MIN: usize = 3;
+/// How many warnings in the window make a slow disk, and not an event. Each "slow fdatasync" is
+/// one WAL fsync over 1 s (wal/wal.go `warnSyncDuration = time.Second`, 3.4 to 3.6), as long as
+/// etcd's default election timeout (1000 ms): one such stall is a VM snapshot or a vMotion stun,
+/// three within `--since` are the datastore. A late heartbeat is one sent more than twice the
+/// heartbeat interval late (etcdserver/raft.go `NewTimeoutDetector(2 * heartbeat)`); the same
+/// three, and only without any sign of peer trouble in the window (the leader could not send
+/// them during an outage either). Fewer, or older, are notes.
+pub(super) const SLOW_FSYNC_MIN: usize = 3;
+pub(super) const LATE_HEARTBEAT_MIN: usize = 3;
+
+/// Kinds that say a member had trouble with its peers.
+const PEER_TROUBLE: &[LogKind] = &[
+    LogKind::PeerInactive,
+    LogKind::IoTimeout,
+    LogKind::LostStream,
+    LogKind::ConnectionRefused,
+    LogKind::PeerUnhealthy,
+    LogKind::BufferFull,
+];
 
 fn slow_disk(ctx: &Ctx) -> Option<Verdict> {
     let mut nodes = Vec::new();
@@ -318,18 +396,7 @@ fn slow_disk(ctx: &Ctx) -> Option<Verdict> {
     for (node, s) in &ctx.logs {
         let fsync = s.finding(LogKind::SlowFdatasync).map_or(0, |f| f.count);
         let late = s.finding(LogKind::HeartbeatLate).map_or(0, |f| f.count);
-        // Late heartbeats also follow a network outage (the leader could not send them); only
-        // without any sign of peer trouble in the same log do they point at the disk.
-        let network_trouble = [
-            LogKind::PeerInactive,
-            LogKind::IoTimeout,
-            LogKind::LostStream,
-            LogKind::ConnectionRefused,
-            LogKind::PeerUnhealthy,
-            LogKind::BufferFull,
-        ]
-        .iter()
-        .any(|k| s.finding(*k).is_some());
+        let network_trouble = PEER_TROUBLE.iter().any(|k| s.finding(*k).is_some());
         if fsync >= SLOW_FSYNC_MIN || (late >= LATE_HEARTBEAT_MIN && !network_trouble) {
             nodes.push(node.clone());
             evidence.extend(log_evidence(
@@ -360,3 +427,6 @@ fn slow_disk(ctx: &Ctx) -> Option<Verdict> {
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod past_tests;

@@ -20,12 +20,19 @@ pub struct AnalyseOptions {
     pub path: PathBuf,
     /// With several clusters: only the summary table.
     pub summary: bool,
+    /// `--since`: judge with this log window instead of the bundle's.
+    pub since: Option<std::time::Duration>,
 }
 
 /// Reads the bundle and prints what `diagnose` printed: one cluster's report, or the list of
 /// several; the exit code is the one `diagnose` had (a bad bundle is a configuration error, 2).
 pub fn run(opts: &AnalyseOptions, format: Format) -> Result<Outcome> {
-    let bundle = bundle::read(&opts.path)?;
+    let mut bundle = bundle::read(&opts.path)?;
+    if let Some(since) = opts.since {
+        for e in &mut bundle.evidence {
+            e.since_s = since.as_secs();
+        }
+    }
     let m = &bundle.manifest;
     let notes = vec![format!(
         "analysed {} cluster(s) from {}, written {} by kubectl-etcdnet {}: kubectl etcdnet {}",

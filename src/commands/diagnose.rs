@@ -284,7 +284,8 @@ pub async fn diagnose(
         plan.route_info,
         reports,
         started.elapsed().as_millis() as u64,
-    );
+    )
+    .with_since(opts.since);
     let report = evidence.judge()?;
     Ok(Diagnosed::Report(Box::new(report), Box::new(evidence)))
 }

@@ -91,6 +91,16 @@ pub enum LogKind {
     ApplySlow,
     NoSpace,
     ClockDrift,
+    /// An alarm was disarmed (`etcdctl alarm disarm`): a NOSPACE before it is over.
+    AlarmDisarmed,
+    /// etcd exited for a reason of its own: a fatal or panic line (corrupt WAL or database,
+    /// unreadable certificate or key, data directory permissions), a Go runtime panic, bad flags.
+    Fatal,
+    /// etcd exited because it could not reach its peers (a joining member that found no peer
+    /// to fetch the cluster from): the network's doing, not the member's.
+    FatalUnreachable,
+    /// etcd was told to stop (SIGTERM): a kubelet killing it after failed probes, or a rollout.
+    Terminated,
 }
 
 /// Which text of a line a pattern reads.
@@ -271,6 +281,39 @@ const PATTERNS: &[Pattern] = &[
     // rafthttp/probing_status.go: zap "prober found high clock drift"; capnslog "the clock
     // difference against peer %s is too high [%v > %v]".
     row(K::ClockDrift, Msg, &["prober found high clock drift", "the clock difference against peer"]),
+    // etcdserver/apply.go (3.5: server/etcdserver/apply.go; 3.6 apply/apply.go) zap "alarm
+    // disarmed" with "alarm":"NOSPACE"; 3.4 capnslog "alarm disarmed %+v".
+    row(K::AlarmDisarmed, Msg, &["alarm disarmed"]),
+    // etcdmain/etcd.go startEtcdOrProxyV2() (3.5, 3.6 server/etcdmain): zap error "failed to
+    // verify flags" then exit 1; 3.4 capnslog "error verifying flags, %v. See 'etcd --help'.";
+    // Go's flag package "flag provided but not defined: -x" (see line::parse_go_runtime).
+    row(K::Fatal, Msg, &["failed to verify flags", "error verifying flags", "flag provided but not defined"]),
+    // etcdmain/etcd.go: a member joining with --initial-cluster-state=existing that reaches no
+    // peer fails in GetClusterFromRemotePeers ("cannot fetch cluster info from peer urls: could
+    // not retrieve cluster information from the given URLs") and exits with zap fatal
+    // "discovery failed". LogLine::kinds() tells it from Fatal.
+    row(K::FatalUnreachable, Line, &["cannot fetch cluster info from peer urls",
+        "could not retrieve cluster information from the given URLs"]),
+    // pkg/osutil/interrupt_unix.go HandleInterrupts(): zap "received signal; shutting down"
+    // (3.5, 3.6: client/pkg/v3/... / pkg/osutil); 3.4 capnslog "received %v signal, shutting down...".
+    row(K::Terminated, Msg, &["received signal; shutting down"]),
+    row(K::Terminated, Msg, &[" signal, shutting down"]).and(&["received "]),
+];
+
+/// Levels at which etcd exits: zap's fatal, panic and dpanic (etcd's zap loggers exit on
+/// dpanic in development only, but a node that logs one is not healthy either), capnslog's C
+/// (plog.Fatal / Panic), Go's runtime `panic:` / `fatal error:` (line::parse_go_runtime).
+const EXIT_LEVELS: &[&str] = &["fatal", "panic", "dpanic", "critical"];
+
+/// Kinds that say the peers could not be reached: a fatal line that shows one exited for the
+/// network, not for a reason of its own.
+const UNREACHABLE: &[LogKind] = &[
+    K::IoTimeout,
+    K::ConnectionRefused,
+    K::NoRouteToHost,
+    K::TlsHandshakeTimeout,
+    K::PeerUrlUnreachable,
+    K::FatalUnreachable,
 ];
 
 impl Pattern {
@@ -326,11 +369,27 @@ pub struct LogLine {
 impl LogLine {
     /// Every kind this line shows, in declaration order, each once.
     pub fn kinds(&self) -> Vec<LogKind> {
-        let set: BTreeSet<LogKind> = PATTERNS
+        let mut set: BTreeSet<LogKind> = PATTERNS
             .iter()
             .filter(|p| p.matches(self))
             .map(|p| p.kind)
             .collect();
+        if self
+            .level
+            .as_deref()
+            .is_some_and(|l| EXIT_LEVELS.contains(&l))
+        {
+            // An exit: the network's doing when the same line says the peers could not be
+            // reached, the member's own otherwise.
+            if UNREACHABLE.iter().any(|k| set.contains(k)) {
+                set.insert(K::FatalUnreachable);
+            } else {
+                set.insert(K::Fatal);
+            }
+        }
+        if set.contains(&K::FatalUnreachable) {
+            set.remove(&K::Fatal);
+        }
         set.into_iter().collect()
     }
 }
@@ -378,6 +437,37 @@ pub struct LogSummary {
     /// when, and its last leader change; null when the log has no such line.
     #[serde(default)]
     pub leader: Option<LeaderView>,
+    /// The window the findings were counted in (`--since`, ending at the node's probe time);
+    /// null when the whole log counted (no window asked).
+    #[serde(default)]
+    pub window: Option<LogWindow>,
+    /// What older lines said, in [`LogKind`] order: the member's past, shown with its times,
+    /// never the reason for a verdict.
+    #[serde(default)]
+    pub history: Vec<Finding>,
+}
+
+/// The present of a log: lines at or after `since` count, older ones are history.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LogWindow {
+    /// RFC 3339 UTC (six fraction digits): the oldest time that counts.
+    pub since: String,
+    /// Its end: the node's clock when the probe ran, or (no clock) the log's newest line.
+    pub until: String,
+    /// `--since`, in seconds.
+    pub seconds: u64,
+    pub until_from: WindowEnd,
+}
+
+/// Where a window's end comes from: the node's own clock, so a node whose clock is off is judged
+/// against its own lines, never against the admin's clock.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, strum::Display, strum::VariantArray,
+)]
+pub enum WindowEnd {
+    ProbeClock,
+    LastLine,
 }
 
 impl LogSummary {
@@ -391,22 +481,85 @@ pub fn classify_bytes(log: &[u8]) -> LogSummary {
     classify(&String::from_utf8_lossy(log))
 }
 
-/// Classify a whole log.
+/// Classify a whole log: every line counts as the present.
 pub fn classify(log: &str) -> LogSummary {
     let mut acc = Acc::default();
+    let mut physical = 0;
+    each_line(log, &mut physical, |line| acc.add(line, true));
+    acc.lines = physical;
+    acc.finish(None)
+}
+
+/// Classify a log as of `until_ms` (the node's clock at probe time, epoch ms; `None`: the log's
+/// newest line): findings count lines of the last `since`, older lines are [`LogSummary::history`].
+/// A line without a time takes the time of the line before it (the text forms' continuation
+/// lines, grpc-go's); one before any dated line counts as the present, which only ever makes a
+/// finding count, never hides one.
+pub fn classify_window(log: &str, until_ms: Option<i64>, since: std::time::Duration) -> LogSummary {
+    let mut lines = Vec::new();
+    let mut physical = 0;
+    each_line(log, &mut physical, |line| {
+        if let Some(l) = line {
+            lines.push(l)
+        }
+    });
+    let (until, until_from) = match until_ms {
+        Some(ms) => (Some(ms.saturating_mul(1000)), WindowEnd::ProbeClock),
+        None => (
+            lines
+                .iter()
+                .filter_map(|l| l.ts.as_deref().and_then(time::parse_time))
+                .max(),
+            WindowEnd::LastLine,
+        ),
+    };
+    let seconds = since.as_secs();
+    let window = until.map(|until| {
+        let start = until.saturating_sub(
+            i64::try_from(seconds)
+                .unwrap_or(i64::MAX)
+                .saturating_mul(1_000_000),
+        );
+        LogWindow {
+            since: time::format_time(start),
+            until: time::format_time(until),
+            seconds,
+            until_from,
+        }
+    });
+    let mut acc = Acc::default();
+    let mut prev: Option<String> = None;
+    for line in lines {
+        if line.ts.is_some() {
+            prev.clone_from(&line.ts);
+        }
+        // Normalised times sort as strings (see `time`): no parsing per line.
+        let recent = match (&window, &prev) {
+            (Some(w), Some(ts)) => ts.as_str() >= w.since.as_str(),
+            _ => true,
+        };
+        acc.add(Some(line), recent);
+    }
+    acc.lines = physical;
+    acc.finish(window)
+}
+
+/// Every log line of `log` (CRI `P` records joined), `None` for one that is not etcd's;
+/// `physical` counts the non-blank physical lines.
+fn each_line(log: &str, physical: &mut usize, mut f: impl FnMut(Option<LogLine>)) {
     // CRI `P` records: the pieces of one long line, joined when its `F` record comes.
     let mut pending = String::new();
-    for physical in log.split('\n') {
-        let physical = physical.trim_end_matches('\r');
-        if physical.trim().is_empty() {
+    for raw in log.split('\n') {
+        let raw = raw.trim_end_matches('\r');
+        if raw.trim().is_empty() {
             continue;
         }
-        acc.lines += 1;
-        if physical.len() > MAX_LINE {
+        *physical += 1;
+        if raw.len() > MAX_LINE {
             pending.clear();
             continue;
         }
-        let (content, partial) = peel(physical);
+        let (content, partial) = peel(raw);
         if partial {
             if pending.len() + content.len() <= MAX_LINE {
                 pending.push_str(content);
@@ -414,17 +567,16 @@ pub fn classify(log: &str) -> LogSummary {
             continue;
         }
         if pending.is_empty() {
-            acc.add(parse_line(content));
+            f(parse_line(content));
         } else {
             pending.push_str(content);
-            acc.add(parse_line(&pending));
+            f(parse_line(&pending));
             pending.clear();
         }
     }
     if !pending.is_empty() {
-        acc.add(parse_line(&pending));
+        f(parse_line(&pending));
     }
-    acc.finish()
 }
 
 #[derive(Default)]
@@ -438,11 +590,15 @@ struct Acc {
     local: Option<String>,
     version: Option<String>,
     found: BTreeMap<LogKind, Finding>,
+    /// Findings of lines older than the window.
+    old: BTreeMap<LogKind, Finding>,
     leader: leader::LeaderAcc,
 }
 
 impl Acc {
-    fn add(&mut self, line: Option<LogLine>) {
+    /// One line; `recent`: inside the window (its findings count), else history. The leader
+    /// view reads every line: it is the state at the newest.
+    fn add(&mut self, line: Option<LogLine>, recent: bool) {
         let Some(line) = line else { return };
         self.parsed += 1;
         match line.form {
@@ -459,8 +615,13 @@ impl Acc {
         }
         let kinds = line.kinds();
         self.leader.add(&line, &kinds);
+        let found = if recent {
+            &mut self.found
+        } else {
+            &mut self.old
+        };
         for kind in kinds {
-            let f = self.found.entry(kind).or_insert_with(|| Finding {
+            let f = found.entry(kind).or_insert_with(|| Finding {
                 kind,
                 count: 0,
                 peer_ids: BTreeSet::new(),
@@ -479,20 +640,25 @@ impl Acc {
         }
     }
 
-    fn finish(self) -> LogSummary {
+    fn finish(self, window: Option<LogWindow>) -> LogSummary {
         let local = self.local;
-        let findings = self
-            .found
-            .into_values()
-            .map(|mut f| {
-                // A member is not its own peer (e.g. an alarm's `from`, or a lost leader that was us).
-                if let Some(id) = &local {
-                    f.peer_ids.remove(id);
-                }
-                f
-            })
-            .collect();
+        let own = |found: BTreeMap<LogKind, Finding>| -> Vec<Finding> {
+            found
+                .into_values()
+                .map(|mut f| {
+                    // A member is not its own peer (e.g. an alarm's `from`, or a lost leader that was us).
+                    if let Some(id) = &local {
+                        f.peer_ids.remove(id);
+                    }
+                    f
+                })
+                .collect()
+        };
+        let findings = own(self.found);
+        let history = own(self.old);
         LogSummary {
+            window,
+            history,
             findings,
             lines: self.lines,
             parsed_lines: self.parsed,

@@ -127,7 +127,15 @@ fn diagnose_table(r: &DiagnoseReport, wide: bool, paint: Paint) -> String {
         .collect();
     if !logs.is_empty() {
         out.blank();
-        out.line("etcd log findings:");
+        out.line(
+            match r.logs.iter().find_map(|l| l.summary.window.as_ref()) {
+                Some(w) => format!(
+                    "etcd log findings (the last {} before each probe; older lines are notes):",
+                    humantime::format_duration(std::time::Duration::from_secs(w.seconds))
+                ),
+                None => "etcd log findings:".to_string(),
+            },
+        );
         for l in logs {
             out.line(l);
         }
@@ -154,6 +162,13 @@ fn diagnose_table(r: &DiagnoseReport, wide: bool, paint: Paint) -> String {
         out.line("Next steps:");
         for (i, s) in v.next_steps.iter().enumerate() {
             out.line(format!("  {}. {s}", i + 1));
+        }
+    }
+    if !v.notes.is_empty() {
+        out.blank();
+        out.line("Notes (the past, and what is too minor to decide):");
+        for n in &v.notes {
+            out.line(format!("  - {n}"));
         }
     }
     out.finish()

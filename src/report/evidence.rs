@@ -28,6 +28,14 @@ pub struct Evidence {
     /// Every control-plane node's probe (or why it could not be probed).
     pub nodes: Vec<NodeReport>,
     pub duration_ms: u64,
+    /// The log window the verdict counted (`--since`), in seconds: `analyse` re-judges with the
+    /// same unless told otherwise. Bundles from before it had none: the default then.
+    #[serde(default = "default_since_s")]
+    pub since_s: u64,
+}
+
+fn default_since_s() -> u64 {
+    analyse::verdict::DEFAULT_SINCE.as_secs()
 }
 
 impl Evidence {
@@ -51,14 +59,22 @@ impl Evidence {
             route,
             nodes,
             duration_ms,
+            since_s: default_since_s(),
         }
+    }
+
+    /// The log window the verdict counts (`--since`).
+    pub fn with_since(mut self, since: std::time::Duration) -> Evidence {
+        self.since_s = since.as_secs();
+        self
     }
 
     /// The facts again from the objects, the findings, the matrices and the verdict.
     pub fn judge(&self) -> Result<DiagnoseReport> {
         let inventory = Inventory::from_objects(&self.namespace, self.apis.clone(), &self.objects);
         let facts = inventory.facts(&self.context, &self.cluster)?;
-        let diagnosis = analyse::verdict::diagnose(&facts, &self.nodes);
+        let since = std::time::Duration::from_secs(self.since_s);
+        let diagnosis = analyse::verdict::diagnose(&facts, &self.nodes, since);
         let findings = analyse::status_findings(&facts, &self.workload_api);
         Ok(DiagnoseReport::new(
             facts,

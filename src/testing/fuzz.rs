@@ -876,7 +876,7 @@ fn render_everything(
     route: RouteInfo,
     ms: u64,
 ) {
-    let diagnosis = verdict::diagnose(&facts, &nodes);
+    let diagnosis = verdict::diagnose(&facts, &nodes, verdict::DEFAULT_SINCE);
     let findings = status_findings(&facts, &api);
     let report = DiagnoseReport::new(
         facts.clone(),
@@ -1009,7 +1009,7 @@ fn a_multi_byte_container_id_is_cut_on_a_character() {
         1,
         vec![testing::node(1, PowerState::PoweredOn, true, "Running")],
     );
-    let d = verdict::diagnose(&facts, std::slice::from_ref(&node));
+    let d = verdict::diagnose(&facts, std::slice::from_ref(&node), verdict::DEFAULT_SINCE);
     assert_eq!(d.verdict.code, verdict::VerdictCode::EtcdCrashLooping);
     assert!(
         d.verdict.evidence.iter().any(|e| e.contains("日本語の")),

@@ -78,6 +78,17 @@ pub(super) fn ends(cells: &[&Cell]) -> Vec<String> {
     out
 }
 
+/// The newest time of a kind in the whole log read, window and history alike (`None` < any).
+pub(super) fn last_time(s: &LogSummary, kind: LogKind) -> Option<String> {
+    let recent = s.finding(kind).and_then(|f| f.last.clone());
+    let old = s
+        .history
+        .iter()
+        .find(|f| f.kind == kind)
+        .and_then(|f| f.last.clone());
+    recent.max(old)
+}
+
 pub(super) fn nodes_with_logs(ctx: &Ctx, kinds: &[LogKind]) -> Vec<String> {
     ctx.logs
         .iter()

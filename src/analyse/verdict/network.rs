@@ -1,15 +1,35 @@
 //! The peer-network rules: which paths between the control-plane VMs fail, and how.
 
 use super::evidence::*;
-use super::node::own_cell;
+use super::node::{etcd_running, fatal_reason, newest, own_cell};
 use super::*;
 
 // ---- 6. the peer network ---------------------------------------------------------------------
 
 pub(super) fn peer_network(ctx: &Ctx) -> Option<Verdict> {
     let cells: Vec<&Cell> = ctx.matrices.iter().flat_map(|m| m.peer_cells()).collect();
+    peer_network_over(ctx, &cells)
+}
+
+/// Only 2379 fails between the VMs while every 2380 path works: members talk to each other on
+/// 2380 alone (rafthttp), so quorum does not depend on 2379 between VMs (each apiserver talks to
+/// its own member, kubeadm's `--etcd-servers=https://127.0.0.1:2379`).
+fn client_port_only(cells: &[&Cell]) -> bool {
+    let failing = cells.iter().filter(|c| !c.state.is_ok());
+    let mut any = false;
+    for c in failing {
+        if c.port != 2379 {
+            return false;
+        }
+        any = true;
+    }
+    any && cells.iter().any(|c| c.port == 2380)
+}
+
+/// The network verdict over these peer cells, `None` when they all work (or only 2379 fails).
+fn peer_network_over(ctx: &Ctx, cells: &[&Cell]) -> Option<Verdict> {
     let failing: Vec<&Cell> = cells.iter().copied().filter(|c| !c.state.is_ok()).collect();
-    if failing.is_empty() {
+    if failing.is_empty() || client_port_only(cells) {
         return None;
     }
     let mut evidence = own_paths_evidence(ctx);
@@ -86,9 +106,18 @@ pub(super) fn peer_network(ctx: &Ctx) -> Option<Verdict> {
         )
     } else if all {
         evidence.extend(summarise_cells(&failing));
+        let own_ok = ctx
+            .nodes
+            .iter()
+            .filter(|n| n.probe().is_some())
+            .all(|n| own_cell(ctx, &n.name, 2379).is_some_and(|c| c.state.is_ok()));
         (
             VerdictCode::EtcdPeerNetworkBlocked,
-            "every node reaches its own etcd, but no control-plane VM reaches another on 2379/2380".to_string(),
+            if own_ok {
+                "every node reaches its own etcd, but no control-plane VM reaches another on 2379/2380".to_string()
+            } else {
+                "no control-plane VM reaches another on 2379/2380".to_string()
+            },
             vec![],
             vec![
                 format!("Open TCP 2379 and 2380 between the control-plane VMs ({ips}) in both directions"),
@@ -97,7 +126,7 @@ pub(super) fn peer_network(ctx: &Ctx) -> Option<Verdict> {
             ],
         )
     } else {
-        let (summary, nodes, lines) = partial(ctx, &cells, &failing);
+        let (summary, nodes, lines) = partial(ctx, cells, &failing);
         evidence.extend(lines);
         (
             VerdictCode::EtcdPeerNetworkPartial,
@@ -110,6 +139,8 @@ pub(super) fn peer_network(ctx: &Ctx) -> Option<Verdict> {
     };
     // Whether the members know a leader, from their raft lines ("no leader since 08:13:52").
     evidence.extend(leader_evidence(ctx));
+    // Members that kubelet restarts or keeps stopped while they cannot reach their peers.
+    evidence.extend(restarts_evidence(ctx));
     // The two most telling log findings per node, in the order of `kinds`.
     for n in ctx.nodes {
         evidence.extend(log_evidence(ctx, &n.name, &kinds).into_iter().take(2));
@@ -219,4 +250,138 @@ pub(super) fn own_paths_evidence(ctx: &Ctx) -> Vec<String> {
         "own etcd (node → its own IP:2379): {}",
         own.join(", ")
     )]
+}
+
+/// kubelet restarting a member that cannot reach a quorum, one line per node: a member whose
+/// newest container was restarted (attempt > 0) or is not running, with no fatal reason in its
+/// log. kubeadm's etcd static pod has a startupProbe on `/health?exclude=NOSPACE&serializable=false`
+/// (cmd/kubeadm/app/phases/etcd/local.go), which fails without a leader: a member restarted
+/// during a partition is killed again and backed off until the network is back.
+pub(super) fn restarts_evidence(ctx: &Ctx) -> Vec<String> {
+    let mut out = Vec::new();
+    for n in ctx.nodes {
+        let Some(p) = n.probe() else { continue };
+        let Some(c) = newest(&p.etcd.containers) else {
+            continue;
+        };
+        let attempt = c.attempt.unwrap_or(0);
+        let running = etcd_running(ctx, n) != Some(false);
+        if (attempt == 0 && running) || fatal_reason(ctx, &n.name) {
+            continue;
+        }
+        let signs: Vec<&str> = [
+            (LogKind::NoLeader, "no leader"),
+            (LogKind::LeaderLost, "lost leader"),
+            (LogKind::IoTimeout, "i/o timeouts"),
+            (LogKind::PeerUrlUnreachable, "peers unreachable"),
+            (LogKind::PeerInactive, "peers inactive"),
+            (LogKind::FatalUnreachable, "exited reaching no peer"),
+            (LogKind::Terminated, "told to stop (SIGTERM)"),
+        ]
+        .iter()
+        .filter(|(k, _)| {
+            ctx.logs
+                .get(&n.name)
+                .is_some_and(|s| s.finding(*k).is_some())
+        })
+        .map(|(_, w)| *w)
+        .collect();
+        let state = if running {
+            "running".to_string()
+        } else {
+            format!("not running ({})", c.state)
+        };
+        out.push(format!(
+            "{}: etcd restarted {attempt} time{} (newest container {state}); {}no fatal reason: kubelet restarts a member that cannot reach a quorum (kubeadm's startupProbe /health?serializable=false fails without a leader)",
+            n.name,
+            if attempt == 1 { "" } else { "s" },
+            if signs.is_empty() {
+                String::new()
+            } else {
+                format!("its log shows {}, ", signs.join(", "))
+            }
+        ));
+    }
+    out
+}
+
+// ---- after the rules: the network is never hidden --------------------------------------------
+
+/// A verdict about some nodes (a missing Machine, an unreachable node, a stopped or crash
+/// looping member) gives
+/// way to the network verdict when the members that were probed and run cannot reach each other
+/// either: fixing the one node would not restore quorum. The first verdict's summary and evidence
+/// follow in the network verdict's evidence, its nodes among its nodes.
+pub(super) fn unless_network(ctx: &Ctx, first: Verdict) -> Verdict {
+    if !matches!(
+        first.code,
+        VerdictCode::ControlPlaneMachinesMissing
+            | VerdictCode::NodesUnreachable
+            | VerdictCode::EtcdNotRunning
+            | VerdictCode::EtcdCrashLooping
+    ) {
+        return first;
+    }
+    let live: Vec<&str> = ctx
+        .nodes
+        .iter()
+        .filter(|n| n.probe().is_some() && etcd_running(ctx, n) != Some(false))
+        .map(|n| n.name.as_str())
+        .collect();
+    let cells: Vec<&Cell> = ctx
+        .matrices
+        .iter()
+        .flat_map(|m| m.peer_cells())
+        .filter(|c| live.contains(&c.from.as_str()) && live.contains(&c.to.as_str()))
+        .collect();
+    let Some(mut net) = peer_network_over(ctx, &cells) else {
+        return first;
+    };
+    net.summary = format!("{}; besides, {}", net.summary, first.summary);
+    net.evidence
+        .push(format!("also {}: {}", first.code, first.summary));
+    net.evidence.extend(first.evidence);
+    for n in first.nodes {
+        if !net.nodes.is_empty() && !net.nodes.contains(&n) {
+            net.nodes.push(n);
+        }
+    }
+    net.next_steps.insert(
+        0,
+        format!(
+            "The members that run ({}) cannot reach each other: fixing {} alone does not restore quorum; open the network first",
+            live.join(", "),
+            match first.code {
+                VerdictCode::ControlPlaneMachinesMissing => "the missing Machines",
+                VerdictCode::NodesUnreachable => "the unreachable nodes",
+                VerdictCode::EtcdCrashLooping => "the crash looping members",
+                _ => "the stopped members",
+            }
+        ),
+    );
+    net.next_steps.extend(first.next_steps);
+    net
+}
+
+// ---- 10. only 2379 between the VMs ---------------------------------------------------------------
+
+pub(super) fn client_port_blocked(ctx: &Ctx) -> Option<Verdict> {
+    let cells: Vec<&Cell> = ctx.matrices.iter().flat_map(|m| m.peer_cells()).collect();
+    if !client_port_only(&cells) {
+        return None;
+    }
+    let failing: Vec<&Cell> = cells.iter().copied().filter(|c| !c.state.is_ok()).collect();
+    let mut evidence = vec![
+        "every 2380 path between the control-plane VMs works: the members reach each other, quorum does not depend on 2379 between VMs".to_string(),
+    ];
+    evidence.extend(summarise_cells(&failing));
+    verdict(
+        VerdictCode::EtcdPeerNetworkPartial,
+        "only 2379 is blocked between the control-plane VMs; 2380 (what the members use between themselves) works, so quorum holds, but etcd's client port should be open between them too".into(),
+        ends(&failing),
+        evidence,
+        vec![
+            "Open TCP 2379 between the control-plane VMs in both directions (the support article asks 2379 and 2380 open; etcdctl against a peer and some backup tools use it)".into(),
+        ],
+    )
 }

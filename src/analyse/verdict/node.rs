@@ -43,6 +43,36 @@ pub(super) fn created_ms(s: &str) -> Option<i64> {
         .map(|t| t.as_millisecond())
 }
 
+/// The member exited for a reason of its own in the window: a fatal or panic line that does not
+/// say the peers could not be reached (etcdlog's `Fatal`, not `FatalUnreachable`).
+pub(super) fn fatal_reason(ctx: &Ctx, node: &str) -> bool {
+    ctx.logs
+        .get(node)
+        .is_some_and(|s| s.finding(LogKind::Fatal).is_some())
+}
+
+/// Whether the node's own paths work: every path it dialled to another member connected, and
+/// every path another member dialled to it connected or was refused (refused is what a member
+/// whose etcd is down answers). A node that dropped or timed-out paths, in or out, is one the
+/// network may have cut off: its restarts are then kubelet's answer to the partition.
+pub(super) fn own_paths_work(ctx: &Ctx, node: &str) -> bool {
+    ctx.matrices.iter().flat_map(|m| m.peer_cells()).all(|c| {
+        if c.from == node {
+            c.state.is_ok()
+        } else if c.to == node {
+            c.state.is_ok() || c.state == CellState::Refused
+        } else {
+            true
+        }
+    })
+}
+
+/// A stopped or restarting member is its own problem only for a fatal reason of its own, or
+/// when the network around it works; else it is evidence for the network verdict.
+pub(super) fn own_problem(ctx: &Ctx, node: &str) -> bool {
+    fatal_reason(ctx, node) || own_paths_work(ctx, node)
+}
+
 /// Restarted at least this often and exited, or restarted within the window: crash looping.
 pub(super) const CRASH_ATTEMPTS: u32 = 3;
 pub(super) const CRASH_WINDOW_MS: i64 = 15 * 60 * 1000;
@@ -61,7 +91,14 @@ pub(super) fn crash_looping(ctx: &Ctx) -> Option<Verdict> {
             (Some(created), Some(now)) => now.saturating_sub(created) < CRASH_WINDOW_MS,
             _ => false,
         };
-        if attempt >= CRASH_ATTEMPTS && (!c.is_running() || recent) {
+        // A member that runs and whose /health is true is not crash looping, however often it
+        // was restarted: the restarts are a note (kubelet restarted it during a past outage).
+        let healthy_now = c.is_running() && p.health.outcome == HealthOutcome::Healthy;
+        if attempt >= CRASH_ATTEMPTS
+            && (!c.is_running() || recent)
+            && !healthy_now
+            && own_problem(ctx, &n.name)
+        {
             nodes.push(n.name.clone());
             evidence.push(format!(
                 "{}: etcd container {} is {} after {attempt} restarts{}",
@@ -78,6 +115,7 @@ pub(super) fn crash_looping(ctx: &Ctx) -> Option<Verdict> {
                 ctx,
                 &n.name,
                 &[
+                    LogKind::Fatal,
                     LogKind::NoSpace,
                     LogKind::ClusterIdMismatch,
                     LogKind::MemberRemoved,
@@ -106,7 +144,10 @@ pub(super) fn not_running(ctx: &Ctx) -> Option<Verdict> {
     let stopped: Vec<&NodeReport> = ctx
         .nodes
         .iter()
-        .filter(|n| etcd_running(ctx, n) == Some(false))
+        .filter(|n| {
+            etcd_running(ctx, n) == Some(false)
+                && (removed_member_fault(ctx, &n.name) || own_problem(ctx, &n.name))
+        })
         .collect();
     if stopped.is_empty() {
         return None;
@@ -146,6 +187,7 @@ pub(super) fn not_running(ctx: &Ctx) -> Option<Verdict> {
                 describe(c)
             ));
         }
+        evidence.extend(log_evidence(ctx, &n.name, &[LogKind::Fatal]));
     }
     // The other members' logs tell the same story: refused dials to the stopped members.
     for n in ctx.nodes.iter().filter(|n| !names.contains(&n.name)) {

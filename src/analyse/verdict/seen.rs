@@ -305,5 +305,6 @@ pub(super) fn inconclusive(ctx: &Ctx) -> Verdict {
         nodes: gap_nodes(&gaps, None),
         evidence,
         next_steps: next,
+        notes: vec![],
     }
 }

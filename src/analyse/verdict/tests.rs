@@ -6,11 +6,11 @@ use crate::probe::output::*;
 use crate::probe::{ReachError, ReachErrorKind};
 use crate::supervisor::*;
 
-const IPS: [&str; 3] = ["198.18.0.11", "198.18.0.12", "198.18.0.13"];
-const NAMES: [&str; 3] = ["cp1", "cp2", "cp3"];
+pub(super) const IPS: [&str; 3] = ["198.18.0.11", "198.18.0.12", "198.18.0.13"];
+pub(super) const NAMES: [&str; 3] = ["cp1", "cp2", "cp3"];
 
 /// The KCP wants 3; `present` Machines exist (cp1, cp2, ...), none ready, no VMs.
-fn facts(present: usize) -> ClusterFacts {
+pub(super) fn facts(present: usize) -> ClusterFacts {
     let nodes = (0..present)
         .map(|i| ControlPlaneNode {
             name: NAMES[i].into(),
@@ -21,7 +21,7 @@ fn facts(present: usize) -> ClusterFacts {
     crate::testing::facts(3, 0, nodes)
 }
 
-fn path(target: &str, port: u16, own: bool) -> PathCheck {
+pub(super) fn path(target: &str, port: u16, own: bool) -> PathCheck {
     PathCheck {
         target: target.into(),
         port,
@@ -37,7 +37,7 @@ fn path(target: &str, port: u16, own: bool) -> PathCheck {
 }
 
 /// A healthy node `i` of three.
-fn healthy_probe(i: usize) -> ProbeOutput {
+pub(super) fn healthy_probe(i: usize) -> ProbeOutput {
     let mut paths = Vec::new();
     for (j, ip) in IPS.iter().enumerate() {
         for port in [2379, 2380] {
@@ -91,7 +91,7 @@ fn healthy_probe(i: usize) -> ProbeOutput {
     }
 }
 
-fn cluster(probes: Vec<ProbeOutput>) -> Vec<NodeReport> {
+pub(super) fn cluster(probes: Vec<ProbeOutput>) -> Vec<NodeReport> {
     probes
         .into_iter()
         .enumerate()
@@ -105,12 +105,12 @@ fn cluster(probes: Vec<ProbeOutput>) -> Vec<NodeReport> {
         .collect()
 }
 
-fn healthy3() -> Vec<ProbeOutput> {
+pub(super) fn healthy3() -> Vec<ProbeOutput> {
     (0..3).map(healthy_probe).collect()
 }
 
 /// Sets the outcome of `from` dialling `to` on `port`.
-fn set(
+pub(super) fn set(
     probes: &mut [ProbeOutput],
     from: usize,
     to: usize,
@@ -136,7 +136,7 @@ fn set(
     }
 }
 
-fn peers_all(probes: &mut [ProbeOutput], tcp: TcpOutcome) {
+pub(super) fn peers_all(probes: &mut [ProbeOutput], tcp: TcpOutcome) {
     for from in 0..3 {
         for to in 0..3 {
             if from != to {
@@ -148,7 +148,7 @@ fn peers_all(probes: &mut [ProbeOutput], tcp: TcpOutcome) {
     }
 }
 
-fn with_log(mut p: ProbeOutput, text: &str) -> ProbeOutput {
+pub(super) fn with_log(mut p: ProbeOutput, text: &str) -> ProbeOutput {
     p.etcd.logs = Some(LogSample {
         container_id: "x".into(),
         text: text.into(),
@@ -158,7 +158,7 @@ fn with_log(mut p: ProbeOutput, text: &str) -> ProbeOutput {
     p
 }
 
-fn shared_log(name: &str) -> String {
+pub(super) fn shared_log(name: &str) -> String {
     std::fs::read_to_string(format!(
         "{}/tests/fixtures/etcd-logs/{name}.log",
         env!("CARGO_MANIFEST_DIR")
@@ -166,8 +166,8 @@ fn shared_log(name: &str) -> String {
     .unwrap()
 }
 
-fn run(probes: Vec<ProbeOutput>) -> Diagnosis {
-    diagnose(&facts(3), &cluster(probes))
+pub(super) fn run(probes: Vec<ProbeOutput>) -> Diagnosis {
+    diagnose(&facts(3), &cluster(probes), DEFAULT_SINCE)
 }
 
 #[test]
@@ -320,7 +320,7 @@ fn anything_short_of_seen_working_is_inconclusive() {
         let mut facts = facts(3);
         let mut nodes = cluster(healthy3());
         (case.change)(&mut facts, &mut nodes);
-        let v = diagnose(&facts, &nodes).verdict;
+        let v = diagnose(&facts, &nodes, DEFAULT_SINCE).verdict;
         assert_eq!(v.code, VerdictCode::Inconclusive, "{}: {v:#?}", case.name);
         assert_eq!(v.nodes, case.nodes, "{}", case.name);
         assert!(
@@ -383,7 +383,7 @@ fn every_gap_is_listed_in_order() {
     probe_mut(&mut nodes, 2).health.outcome = HealthOutcome::Unhealthy;
     probe_mut(&mut nodes, 2).health.body =
         Some(r#"{"health":"false","reason":"RAFT NO LEADER"}"#.into());
-    let v = diagnose(&facts(3), &nodes).verdict;
+    let v = diagnose(&facts(3), &nodes, DEFAULT_SINCE).verdict;
     assert_eq!(v.code, VerdictCode::Inconclusive, "{v:#?}");
     assert_eq!(
         v.evidence,
@@ -405,7 +405,7 @@ fn every_gap_is_listed_in_order() {
 /// No node at all: nothing was seen, nothing is healthy.
 #[test]
 fn no_node_is_inconclusive() {
-    let v = diagnose(&crate::testing::facts(0, 0, vec![]), &[]).verdict;
+    let v = diagnose(&crate::testing::facts(0, 0, vec![]), &[], DEFAULT_SINCE).verdict;
     assert_eq!(v.code, VerdictCode::Inconclusive, "{v:#?}");
     assert_eq!(v.evidence, ["no control-plane node to probe"]);
 }
@@ -466,7 +466,7 @@ fn machine_etcd_conditions_are_quoted_for_the_nodes_the_verdict_is_about() {
             );
         }
     }
-    let v = diagnose(&facts, &cluster(p)).verdict;
+    let v = diagnose(&facts, &cluster(p), DEFAULT_SINCE).verdict;
     assert_eq!(v.code, VerdictCode::EtcdNotRunning, "{v:#?}");
     assert!(
         v.evidence[0].contains("CONTAINER_EXITED"),
@@ -487,7 +487,7 @@ fn machine_etcd_conditions_are_quoted_for_the_nodes_the_verdict_is_about() {
 
     // Healthy is about every node: the Supervisor's view, next to what was seen. True ones are
     // never quoted.
-    let v = diagnose(&facts, &cluster(healthy3())).verdict;
+    let v = diagnose(&facts, &cluster(healthy3()), DEFAULT_SINCE).verdict;
     assert_eq!(v.code, VerdictCode::Healthy, "{v:#?}");
     assert_eq!(
         v.evidence[3..],
@@ -761,11 +761,26 @@ fn san_without_the_node_ip() {
 
 #[test]
 fn missing_machines_come_first() {
+    let nodes = cluster(healthy3());
+    let v = diagnose(&facts(2), &nodes[..2], DEFAULT_SINCE).verdict;
+    assert_eq!(v.code, VerdictCode::ControlPlaneMachinesMissing, "{v:#?}");
+}
+
+/// A missing Machine does not hide that the members left cannot reach each other.
+#[test]
+fn missing_machines_do_not_hide_the_network() {
     let mut p = healthy3();
     peers_all(&mut p, TcpOutcome::Timeout);
     let nodes = cluster(p);
-    let v = diagnose(&facts(2), &nodes[..2]).verdict;
-    assert_eq!(v.code, VerdictCode::ControlPlaneMachinesMissing, "{v:#?}");
+    let v = diagnose(&facts(2), &nodes[..2], DEFAULT_SINCE).verdict;
+    assert_eq!(v.code, VerdictCode::EtcdPeerNetworkBlocked, "{v:#?}");
+    assert!(
+        v.evidence
+            .iter()
+            .any(|e| e.starts_with("also ControlPlaneMachinesMissing: 1 of 3")),
+        "{v:#?}"
+    );
+    assert!(v.next_steps[0].contains("fixing the missing Machines alone does not restore quorum"));
 }
 
 #[test]
@@ -775,7 +790,7 @@ fn unprobed_node() {
         kind: ReachErrorKind::Unreachable,
         message: "ssh: connect to host 198.18.0.13 port 22: Connection timed out".into(),
     });
-    let v = diagnose(&facts(3), &nodes).verdict;
+    let v = diagnose(&facts(3), &nodes, DEFAULT_SINCE).verdict;
     assert_eq!(v.code, VerdictCode::NodesUnreachable, "{v:#?}");
     assert_eq!(v.nodes, ["cp3"]);
     assert!(v.evidence[0].contains("port 22"));
@@ -807,7 +822,7 @@ fn a_node_answering_as_another_is_unreached_not_healthy() {
         e.message
     );
     assert!(nodes[0].outcome.is_ok() && nodes[2].outcome.is_ok());
-    let v = diagnose(&facts(3), &nodes).verdict;
+    let v = diagnose(&facts(3), &nodes, DEFAULT_SINCE).verdict;
     assert_eq!(v.code, VerdictCode::NodesUnreachable, "{v:#?}");
     assert_eq!(v.nodes, ["cp2"]);
     assert!(
@@ -840,7 +855,7 @@ fn unknown_ports_are_not_reached_ports() {
             },
         })
         .to_vec();
-    let v = diagnose(&facts(3), &nodes).verdict;
+    let v = diagnose(&facts(3), &nodes, DEFAULT_SINCE).verdict;
     let line = v
         .evidence
         .iter()
@@ -856,7 +871,7 @@ fn unknown_ports_are_not_reached_ports() {
     for r in &mut nodes[2].reach {
         r.state = PortState::Open;
     }
-    let v = diagnose(&facts(3), &nodes).verdict;
+    let v = diagnose(&facts(3), &nodes, DEFAULT_SINCE).verdict;
     assert!(
         v.evidence.iter().any(|l| l.contains("reaches every port")),
         "{:?}",
@@ -893,9 +908,20 @@ fn nospace_from_health() {
 fn slow_disk_from_logs() {
     let line = r#"{"level":"warn","ts":"2026-12-02T08:25:49.000Z","caller":"wal/wal.go:802","msg":"slow fdatasync","took":"1.5s","expected-duration":"1s"}"#;
     let mut p = healthy3();
-    p[2] = with_log(p[2].clone(), line);
+    p[2] = with_log(p[2].clone(), &[line; 3].join("\n"));
     let v = run(p).verdict;
     assert_eq!(v.code, VerdictCode::EtcdSlowDisk, "{v:#?}");
+    // One is an event (a snapshot, a vMotion stun): a note on a Healthy verdict.
+    let mut p = healthy3();
+    p[2] = with_log(p[2].clone(), line);
+    let v = run(p).verdict;
+    assert_eq!(v.code, VerdictCode::Healthy, "{v:#?}");
+    assert!(
+        v.notes
+            .iter()
+            .any(|n| n.starts_with("cp3: 1× slow fdatasync in the last 15m")),
+        "{v:#?}"
+    );
 }
 
 #[test]

@@ -50,7 +50,33 @@ pub fn parse_line(line: &str) -> Option<LogLine> {
             }
         }
     }
-    parse_text(line).or_else(|| parse_golog(line))
+    parse_text(line)
+        .or_else(|| parse_golog(line))
+        .or_else(|| parse_go_runtime(line))
+}
+
+/// What a Go program prints on stderr as it dies, in no logger's format: the runtime's
+/// `panic: …` and `fatal error: …`, and the flag package's `flag provided but not defined: -x`
+/// (etcd's flag set exits 2 after it). Undated: the classifier gives them the time of the line
+/// before. Level "panic" / "fatal", so they count as exits.
+pub(super) fn parse_go_runtime(line: &str) -> Option<LogLine> {
+    let level = if line.starts_with("panic: ") {
+        "panic"
+    } else if line.starts_with("fatal error: ")
+        || line.starts_with("flag provided but not defined: ")
+    {
+        "fatal"
+    } else {
+        return None;
+    };
+    Some(text_line(
+        LineForm::Text,
+        None,
+        level,
+        None,
+        line.to_string(),
+        line,
+    ))
 }
 
 pub(super) fn parse_zap(json: &str) -> Option<LogLine> {

@@ -64,7 +64,21 @@ fn every_row() {
         (r#"{"level":"warn","ts":"2026-12-03T08:42:13.892Z","caller":"rafthttp/http.go:426","msg":"ignored streaming request; ID mismatch","local-member-id":"71ea0ea03f1cc0b1","remote-peer-id-stream-handler":"71ea0ea03f1cc0b1","remote-peer-id-header":"3a57933972cb5131","remote-peer-id-from":"a0efed2619cd10db","cluster-id":"9fcc4ae5a1c5c9e4"}"#.into(), &[MemberIdMismatch]),
         (format!("{TXT}rafthttp: streaming request ignored (ID mismatch got 3a57933972cb5131 want 8e9e05c52164694d)"), &[MemberIdMismatch]),
         (r#"{"level":"warn","ts":"2026-12-03T08:42:13.892Z","caller":"etcdserver/server.go:1001","msg":"rejected Raft message to mismatch member","local-member-id":"71ea0ea03f1cc0b1","mismatch-member-id":"3a57933972cb5131"}"#.into(), &[MemberIdMismatch]),
-        (r#"{"level":"fatal","ts":"2026-12-03T08:42:13.892Z","caller":"etcdmain/etcd.go:204","msg":"discovery failed","error":"member 71ea0ea03f1cc0b1 has already been bootstrapped","stacktrace":"…"}"#.into(), &[MemberAlreadyBootstrapped]),
+        (r#"{"level":"fatal","ts":"2026-12-03T08:42:13.892Z","caller":"etcdmain/etcd.go:204","msg":"discovery failed","error":"member 71ea0ea03f1cc0b1 has already been bootstrapped","stacktrace":"…"}"#.into(), &[MemberAlreadyBootstrapped, Fatal]),
+        // etcdmain/etcd.go: a joining member that reaches no peer exits "discovery failed".
+        (r#"{"level":"fatal","ts":"2026-12-03T08:42:13.892Z","caller":"etcdmain/etcd.go:204","msg":"discovery failed","error":"cannot fetch cluster info from peer urls: could not retrieve cluster information from the given URLs"}"#.into(), &[FatalUnreachable]),
+        // The same exit when the error names the dial that failed.
+        (r#"{"level":"fatal","ts":"2026-12-03T08:42:13.892Z","caller":"etcdmain/etcd.go:204","msg":"discovery failed","error":"dial tcp 198.18.0.12:2380: i/o timeout"}"#.into(), &[IoTimeout, FatalUnreachable]),
+        // A fatal line of the member's own: a corrupt WAL.
+        (r#"{"level":"fatal","ts":"2026-12-03T08:42:13.892Z","caller":"etcdserver/storage.go:95","msg":"failed to read WAL","error":"walpb: crc mismatch"}"#.into(), &[Fatal]),
+        ("2026-11-30 09:12:44.123456 C | etcdmain: open /var/lib/etcd/member/snap/db: permission denied".into(), &[Fatal]),
+        (zap(r#""msg":"failed to verify flags","error":"invalid value \"x\" for flag -heartbeat-interval""#), &[Fatal]),
+        (format!("{TXT}etcdmain: error verifying flags, flag provided but not defined: -foo. See 'etcd --help'."), &[Fatal]),
+        ("flag provided but not defined: -foo".into(), &[Fatal]),
+        ("panic: runtime error: invalid memory address or nil pointer dereference".into(), &[Fatal]),
+        ("fatal error: concurrent map writes".into(), &[Fatal]),
+        (zap(r#""msg":"received signal; shutting down","signal":"terminated""#), &[Terminated]),
+        (format!("{TXT}osutil: received terminated signal, shutting down..."), &[Terminated]),
         // v3.5/cp2-peer-cert-expired-cp2.log
         (r#"{"level":"warn","ts":"2026-12-03T08:42:13.892Z","caller":"etcdserver/server.go:2048","msg":"failed to publish local member to cluster through raft","local-member-id":"a0efed2619cd10db","local-member-attributes":"{Name:cp2 ClientURLs:[https://198.18.0.12:2379]}","request-path":"/0/members/a0efed2619cd10db/attributes","publish-timeout":"7s","error":"etcdserver: request timed out"}"#.into(), &[PublishFailed]),
         (format!("{TXT}raft: raft.node: 8e9e05c52164694d lost leader 3a57933972cb5131 at term 5"), &[LeaderLost]),
@@ -94,7 +108,7 @@ fn every_row() {
         (format!(r#"{TXT}etcdserver: read-only range request "key:\"/registry/pods\" " with result "range_response_count:0 size:5" took too long (1.2s) to execute"#), &[ApplySlow]),
         (zap(r#""msg":"alarm raised","alarm":"NOSPACE","from":"3a57933972cb5131""#), &[NoSpace]),
         (format!("{TXT}etcdserver: alarm NOSPACE raised by peer 3a57933972cb5131"), &[NoSpace]),
-        (zap(r#""msg":"alarm disarmed","alarm":"NOSPACE""#), &[]),
+        (zap(r#""msg":"alarm disarmed","alarm":"NOSPACE""#), &[AlarmDisarmed]),
         (zap(r#""msg":"failed to apply request","error":"etcdserver: mvcc: database space exceeded""#), &[NoSpace]),
         (zap(r#""msg":"failed to apply request","error":"etcdserver: no space""#), &[NoSpace]),
         (zap(r#""msg":"prober found high clock drift","remote-peer-id":"3a57933972cb5131","clock-drift":"1.5s""#), &[ClockDrift]),
@@ -424,4 +438,72 @@ fn leader_view_on_the_3_5_captures() {
         (v.state, v.changes, v.last_change.as_deref()),
         (LeaderState::NoLeader, 0, None)
     );
+}
+
+/// The window: lines older than `since` before the probe's clock are history, the rest count;
+/// an undated line takes the time of the line before it; without a clock the newest line ends it.
+#[test]
+fn window_splits_present_from_history() {
+    let at = |ts: &str, msg: &str| {
+        format!(r#"{{"level":"warn","ts":"{ts}","caller":"x","msg":"{msg}"}}"#)
+    };
+    let log = [
+        at("2026-12-04T05:00:00.000Z", "slow fdatasync"),
+        at(
+            "2026-12-04T06:00:00.000Z",
+            "alarm raised\",\"alarm\":\"NOSPACE",
+        ),
+        "panic: old".to_string(),
+        at("2026-12-04T07:55:00.000Z", "slow fdatasync"),
+        at("2026-12-04T07:58:00.000Z", "slow fdatasync"),
+    ]
+    .join("\n");
+    // 08:00:00 UTC on the node.
+    let clock = 1_796_371_200_000;
+    assert_eq!(format_time(clock * 1000), "2026-12-04T08:00:00.000000Z");
+    let s = classify_window(&log, Some(clock), std::time::Duration::from_secs(15 * 60));
+    let w = s.window.as_ref().expect("a window");
+    assert_eq!(w.since, "2026-12-04T07:45:00.000000Z");
+    assert_eq!(w.until, "2026-12-04T08:00:00.000000Z");
+    assert_eq!((w.seconds, w.until_from), (900, WindowEnd::ProbeClock));
+    assert_eq!(s.finding(LogKind::SlowFdatasync).map(|f| f.count), Some(2));
+    assert!(s.finding(LogKind::NoSpace).is_none());
+    // The undated panic follows the 06:00 line into history.
+    assert!(s.finding(LogKind::Fatal).is_none());
+    let old: Vec<(LogKind, usize)> = s.history.iter().map(|f| (f.kind, f.count)).collect();
+    assert_eq!(
+        old,
+        [
+            (LogKind::SlowFdatasync, 1),
+            (LogKind::NoSpace, 1),
+            (LogKind::Fatal, 1)
+        ]
+    );
+    assert_eq!(s.lines, 5);
+    assert_eq!(s.first_ts.as_deref(), Some("2026-12-04T05:00:00.000000Z"));
+
+    // No clock: the newest line ends the window.
+    let s = classify_window(&log, None, std::time::Duration::from_secs(3600));
+    let w = s.window.as_ref().expect("a window");
+    assert_eq!(
+        (w.until.as_str(), w.until_from),
+        ("2026-12-04T07:58:00.000000Z", WindowEnd::LastLine)
+    );
+    assert_eq!(s.finding(LogKind::SlowFdatasync).map(|f| f.count), Some(2));
+
+    // A window as long as the log: nothing is history, as classify() says.
+    let all = classify_window(&log, Some(clock), std::time::Duration::from_secs(24 * 3600));
+    assert!(all.history.is_empty());
+    assert_eq!(all.findings, classify(&log).findings);
+
+    // An undated line before any dated one counts as the present (it only adds a finding).
+    let s = classify_window(
+        "panic: first\n",
+        Some(clock),
+        std::time::Duration::from_secs(60),
+    );
+    assert_eq!(s.finding(LogKind::Fatal).map(|f| f.count), Some(1));
+    // No line at all and no clock: no window, nothing found.
+    let s = classify_window("", None, std::time::Duration::from_secs(60));
+    assert!(s.window.is_none() && s.findings.is_empty() && s.history.is_empty());
 }

@@ -1,0 +1,120 @@
+//! Notes on a verdict: what is past or minor, said so that nobody mistakes it for the reason.
+//! History (log lines older than the window), a slow fsync too rare to be a slow disk, restarts
+//! of a member that is healthy now, and many elections in the window on a `Healthy` cluster.
+
+use super::node::newest;
+use super::*;
+
+/// Leader changes in the window that make a `Healthy` cluster "unstable". A rolling update moves
+/// leadership at most once per Machine (KCP forwards leadership off a Machine before it removes
+/// its member: CAPI controlplane/kubeadm/internal/workload_cluster_etcd.go
+/// `ForwardEtcdLeadership`), so three for a three-node control plane; five is more than any
+/// rollout explains.
+pub(super) const ELECTIONS_WARN: usize = 5;
+
+/// Kinds that say nothing wrong: never worth a history note.
+const ROUTINE: &[LogKind] = &[
+    LogKind::PeerActive,
+    LogKind::MemberRemovedInfo,
+    LogKind::LeaderElected,
+    LogKind::LeaderChanged,
+];
+
+/// At most this many kinds per node's history line: the rest is in `-o json`.
+const HISTORY_KINDS: usize = 8;
+
+pub(super) fn notes(ctx: &Ctx, v: &Verdict) -> Vec<String> {
+    let mut out = Vec::new();
+    let since = humantime::format_duration(ctx.since).to_string();
+    let healthy = v.code == VerdictCode::Healthy;
+
+    // Many elections in the window: the cluster works now, but not steadily.
+    if healthy {
+        if let Some((node, changes)) = ctx
+            .logs
+            .iter()
+            .map(|(n, s)| {
+                let count = |k| s.finding(k).map_or(0, |f| f.count);
+                (
+                    n,
+                    count(LogKind::LeaderElected) + count(LogKind::LeaderChanged),
+                )
+            })
+            .max_by_key(|(_, c)| *c)
+            .filter(|(_, c)| *c >= ELECTIONS_WARN)
+        {
+            out.push(format!(
+                "warning: unstable: {changes} elections in {since} ({node}'s etcd log): leadership keeps moving; check the network between the VMs and the disk under etcd"
+            ));
+        }
+    }
+
+    for (node, s) in &ctx.logs {
+        // A slow fsync too rare to be a slow disk.
+        if v.code != VerdictCode::EtcdSlowDisk {
+            if let Some(f) = s
+                .finding(LogKind::SlowFdatasync)
+                .filter(|f| f.count < SLOW_FSYNC_MIN)
+            {
+                out.push(format!(
+                    "{node}: {}× slow fdatasync in the last {since} ({}): fewer than the {SLOW_FSYNC_MIN} that make EtcdSlowDisk (a VM snapshot or vMotion stun gives one)",
+                    f.count,
+                    when(f)
+                ));
+            }
+        }
+        // History: what the log said before the window.
+        let old: Vec<String> = s
+            .history
+            .iter()
+            .filter(|f| !ROUTINE.contains(&f.kind))
+            .take(HISTORY_KINDS)
+            .map(|f| format!("{} {}× ({})", f.kind, f.count, when(f)))
+            .collect();
+        if !old.is_empty() {
+            let before = s
+                .window
+                .as_ref()
+                .map(|w| format!(" before {} UTC", etcdlog::clock(&w.since)))
+                .unwrap_or_default();
+            out.push(format!(
+                "{node} etcd log{before} (history, outside --since {since}; not a reason for this verdict): {}",
+                old.join(", ")
+            ));
+        }
+    }
+
+    // Restarts of a member that runs and is healthy now.
+    for n in ctx.nodes {
+        let Some(p) = n.probe() else { continue };
+        let Some(c) = newest(&p.etcd.containers) else {
+            continue;
+        };
+        let attempt = c.attempt.unwrap_or(0);
+        if attempt > 0 && c.is_running() && p.health.outcome == HealthOutcome::Healthy {
+            out.push(format!(
+                "{}: etcd was restarted {attempt} time{} before; the newest container runs{} and /health is true",
+                n.name,
+                if attempt == 1 { "" } else { "s" },
+                c.created_at
+                    .as_deref()
+                    .and_then(super::node::created_ms)
+                    .and_then(|ms| k8s_openapi::jiff::Timestamp::from_millisecond(ms).ok())
+                    .map(|t| format!(" since {} UTC", t.strftime("%H:%M:%S")))
+                    .unwrap_or_default()
+            ));
+        }
+    }
+    out
+}
+
+/// "05:12:03" or "05:12:03 .. 06:00:05" (UTC), from a finding's first and last times.
+fn when(f: &etcdlog::Finding) -> String {
+    match (&f.first, &f.last) {
+        (Some(a), Some(b)) if a != b => {
+            format!("{} .. {} UTC", etcdlog::clock(a), etcdlog::clock(b))
+        }
+        (Some(a), _) => format!("{} UTC", etcdlog::clock(a)),
+        _ => "no time".into(),
+    }
+}

@@ -1,0 +1,420 @@
+//! The verdict on a control plane with a past: log lines older than the window, kubelet's
+//! restarts during a partition, a member that is healthy again, an unreachable node beside a
+//! partition, only 2379 blocked. Every node's clock reads 08:00:00 UTC; the window is 15 min.
+
+use super::tests::*;
+use super::*;
+use crate::probe::output::*;
+use crate::probe::{ReachError, ReachErrorKind};
+
+/// 2026-12-04T08:00:00Z, epoch ms: the nodes' clocks at probe time.
+const CLOCK: i64 = 1_796_371_200_000;
+
+/// A zap line at `hh:mm:ss` on 2026-12-04 with the fields after `msg`.
+fn at(hms: &str, level: &str, rest: &str) -> String {
+    format!(r#"{{"level":"{level}","ts":"2026-12-04T{hms}.000Z","caller":"x",{rest}}}"#)
+}
+
+fn past3() -> Vec<ProbeOutput> {
+    healthy3()
+        .into_iter()
+        .map(|mut p| {
+            p.clock_ms = Some(CLOCK);
+            p
+        })
+        .collect()
+}
+
+fn logged(p: ProbeOutput, lines: &[String]) -> ProbeOutput {
+    with_log(p, &lines.join("\n"))
+}
+
+/// The newest container: `state`, restarted `attempt` times, created at 2026-12-04T`hms`Z.
+fn container(p: &mut ProbeOutput, state: &str, attempt: u32, hms: &str) {
+    p.etcd.containers = vec![Container {
+        id: "c0ffee0000000000000000".into(),
+        state: state.into(),
+        attempt: Some(attempt),
+        created_at: Some(format!("2026-12-04T{hms}Z")),
+    }];
+}
+
+fn unhealthy(p: &mut ProbeOutput, body: &str) {
+    p.health = Health {
+        outcome: HealthOutcome::Unhealthy,
+        http_status: Some(503),
+        body: Some(body.into()),
+        ms: Some(2),
+        detail: None,
+    };
+}
+
+fn nospace(hms: &str) -> String {
+    at(
+        hms,
+        "warn",
+        r#""msg":"alarm raised","alarm":"NOSPACE","from":"3a57933972cb5131""#,
+    )
+}
+
+fn disarmed(hms: &str) -> String {
+    at(
+        hms,
+        "warn",
+        r#""msg":"alarm disarmed","alarm":"NOSPACE","from":"3a57933972cb5131""#,
+    )
+}
+
+fn slow_fsync(hms: &str) -> String {
+    at(
+        hms,
+        "warn",
+        r#""msg":"slow fdatasync","took":"1.5s","expected-duration":"1s""#,
+    )
+}
+
+fn no_leader(hms: &str) -> String {
+    at(
+        hms,
+        "warn",
+        r#""msg":"peer became inactive (message send to peer failed)","peer-id":"3a57933972cb5131","error":"failed to dial 3a57933972cb5131 on stream Message (dial tcp 198.18.0.12:2380: i/o timeout)""#,
+    )
+}
+
+fn judge(p: Vec<ProbeOutput>) -> Verdict {
+    diagnose(&facts(3), &cluster(p), DEFAULT_SINCE).verdict
+}
+
+#[test]
+fn old_slow_fsyncs_are_history_not_a_slow_disk() {
+    let mut p = past3();
+    let old: Vec<String> = ["05:00:00", "05:00:01", "05:00:02", "05:00:03"]
+        .iter()
+        .map(|t| slow_fsync(t))
+        .collect();
+    p[0] = logged(p[0].clone(), &old);
+    let v = judge(p);
+    assert_eq!(v.code, VerdictCode::Healthy, "{v:#?}");
+    assert!(
+        v.notes.iter().any(|n| n.starts_with(
+            "cp1 etcd log before 07:45:00 UTC (history, outside --since 15m; not a reason for this verdict): SlowFdatasync 4× (05:00:00 .. 05:00:03 UTC)"
+        )),
+        "{:#?}",
+        v.notes
+    );
+    // The same four inside the window are a slow disk.
+    let mut p = past3();
+    let recent: Vec<String> = ["07:50:00", "07:51:00", "07:52:00", "07:53:00"]
+        .iter()
+        .map(|t| slow_fsync(t))
+        .collect();
+    p[0] = logged(p[0].clone(), &recent);
+    assert_eq!(judge(p).code, VerdictCode::EtcdSlowDisk);
+    // A longer --since reaches them too.
+    let mut p = past3();
+    p[0] = logged(p[0].clone(), &old);
+    let v = diagnose(
+        &facts(3),
+        &cluster(p),
+        std::time::Duration::from_secs(4 * 3600),
+    )
+    .verdict;
+    assert_eq!(v.code, VerdictCode::EtcdSlowDisk, "{v:#?}");
+}
+
+#[test]
+fn a_disarmed_nospace_is_history() {
+    // Raised hours ago and disarmed: /health is true, the verdict Healthy.
+    let mut p = past3();
+    p[1] = logged(p[1].clone(), &[nospace("05:00:00"), disarmed("06:00:00")]);
+    let v = judge(p);
+    assert_eq!(v.code, VerdictCode::Healthy, "{v:#?}");
+    assert!(v.notes.iter().any(|n| n.contains("NoSpace 1×")), "{v:#?}");
+
+    // Disarmed inside the window, after a raise inside it: still over.
+    let mut p = past3();
+    p[1] = logged(p[1].clone(), &[nospace("07:50:00"), disarmed("07:55:00")]);
+    assert_eq!(judge(p).code, VerdictCode::Healthy);
+}
+
+#[test]
+fn nospace_is_the_present_alarm() {
+    // etcd 3.5+ names the alarm in /health.
+    let mut p = past3();
+    unhealthy(&mut p[2], r#"{"health":"false","reason":"ALARM NOSPACE"}"#);
+    let v = judge(p);
+    assert_eq!(v.code, VerdictCode::EtcdNoSpace, "{v:#?}");
+    assert_eq!(v.nodes, ["cp3"]);
+
+    // 3.4 does not: /health false and a raise hours ago with no disarm after it. The alarm is
+    // kept in etcd's database across restarts, so it is still on.
+    let mut p = past3();
+    unhealthy(&mut p[2], r#"{"health":"false"}"#);
+    p[2] = logged(p[2].clone(), &[nospace("03:00:00")]);
+    let v = judge(p);
+    assert_eq!(v.code, VerdictCode::EtcdNoSpace, "{v:#?}");
+    assert!(
+        v.evidence[0]
+            .contains("the newest NOSPACE line (03:00:00 UTC) has no \"alarm disarmed\" after it"),
+        "{v:#?}"
+    );
+
+    // A raise in the log but /health true: the alarm is not on.
+    let mut p = past3();
+    p[2] = logged(p[2].clone(), &[nospace("07:59:00")]);
+    assert_eq!(judge(p).code, VerdictCode::Healthy);
+}
+
+/// The article's case with one VM restarted during the cut: its etcd is in kubelet's back-off
+/// (exited, attempt 4), its log shows lost peers and no fatal reason, and every path between
+/// the VMs times out. The network verdict, with the restarts as its evidence.
+#[test]
+fn restarted_during_the_cut_is_the_network() {
+    let mut p = past3();
+    peers_all(&mut p, TcpOutcome::Timeout);
+    container(&mut p[1], "CONTAINER_EXITED", 4, "07:58:30");
+    // Its own 2379 refuses: nothing listens while kubelet backs off.
+    set(
+        &mut p,
+        1,
+        1,
+        2379,
+        TcpOutcome::Refused,
+        TlsOutcome::NotTried,
+    );
+    set(
+        &mut p,
+        1,
+        1,
+        2380,
+        TcpOutcome::Refused,
+        TlsOutcome::NotTried,
+    );
+    p[1] = logged(
+        p[1].clone(),
+        &[
+            no_leader("07:58:31"),
+            at(
+                "07:58:40",
+                "info",
+                r#""msg":"received signal; shutting down","signal":"terminated""#,
+            ),
+        ],
+    );
+    let v = judge(p.clone());
+    assert_eq!(v.code, VerdictCode::EtcdPeerNetworkBlocked, "{v:#?}");
+    assert!(
+        v.evidence.iter().any(|e| e.starts_with(
+            "cp2: etcd restarted 4 times (newest container not running (CONTAINER_EXITED)); its log shows i/o timeouts, peers inactive, told to stop (SIGTERM), no fatal reason"
+        )),
+        "{v:#?}"
+    );
+    assert!(
+        !v.summary.contains("every node reaches its own etcd"),
+        "{v:#?}"
+    );
+
+    // The same member with a fatal reason of its own (a corrupt WAL) crash loops for it, but
+    // the network among the others is still what keeps quorum away: network first.
+    let fatal = at(
+        "07:58:35",
+        "fatal",
+        r#""msg":"failed to read WAL","error":"walpb: crc mismatch""#,
+    );
+    let mut q = p.clone();
+    q[1] = logged(q[1].clone(), std::slice::from_ref(&fatal));
+    let v = judge(q);
+    assert_eq!(v.code, VerdictCode::EtcdPeerNetworkBlocked, "{v:#?}");
+    assert!(
+        v.evidence
+            .iter()
+            .any(|e| e.starts_with("also EtcdCrashLooping")),
+        "{v:#?}"
+    );
+
+    // With the others reaching each other, the fatal reason decides: EtcdNotRunning (exited
+    // once; more often it is EtcdCrashLooping).
+    let mut q = past3();
+    container(&mut q[1], "CONTAINER_EXITED", 1, "07:58:30");
+    for to in [0, 2] {
+        for port in [2379, 2380] {
+            set(
+                &mut q,
+                1,
+                to,
+                port,
+                TcpOutcome::Timeout,
+                TlsOutcome::NotTried,
+            );
+            set(
+                &mut q,
+                to,
+                1,
+                port,
+                TcpOutcome::Timeout,
+                TlsOutcome::NotTried,
+            );
+        }
+    }
+    set(
+        &mut q,
+        1,
+        1,
+        2379,
+        TcpOutcome::Refused,
+        TlsOutcome::NotTried,
+    );
+    q[1] = logged(q[1].clone(), &[fatal]);
+    let v = judge(q.clone());
+    assert_eq!(v.code, VerdictCode::EtcdNotRunning, "{v:#?}");
+    assert!(
+        v.evidence.iter().any(|e| e.contains("failed to read WAL")),
+        "{v:#?}"
+    );
+    // Without it, cp2 cut off is the network's doing.
+    q[1] = logged(q[1].clone(), &[no_leader("07:58:31")]);
+    let v = judge(q);
+    assert_eq!(v.code, VerdictCode::EtcdPeerNetworkPartial, "{v:#?}");
+    assert!(v.summary.contains("cp2 cut off"), "{v:#?}");
+}
+
+/// After the NSX fix: the member kubelet restarted runs again and /health is true. Not crash
+/// looping, however recent its restarts: Healthy, with the restarts as a note.
+#[test]
+fn healthy_again_after_restarts_is_healthy() {
+    let mut p = past3();
+    container(&mut p[1], "CONTAINER_RUNNING", 6, "07:57:00");
+    let v = judge(p);
+    assert_eq!(v.code, VerdictCode::Healthy, "{v:#?}");
+    assert!(
+        v.notes.iter().any(|n| n
+            == "cp2: etcd was restarted 6 times before; the newest container runs since 07:57:00 UTC and /health is true"),
+        "{v:#?}"
+    );
+}
+
+#[test]
+fn crash_looping_needs_a_reason_of_its_own_or_a_working_network() {
+    // Restarting, not healthy, the network fine: crash looping.
+    let mut p = past3();
+    container(&mut p[2], "CONTAINER_RUNNING", 5, "07:59:00");
+    unhealthy(&mut p[2], r#"{"health":"false"}"#);
+    assert_eq!(judge(p).code, VerdictCode::EtcdCrashLooping);
+
+    // The same while every path times out, no fatal line: the network.
+    let mut p = past3();
+    peers_all(&mut p, TcpOutcome::Timeout);
+    container(&mut p[2], "CONTAINER_RUNNING", 5, "07:59:00");
+    unhealthy(&mut p[2], r#"{"health":"false"}"#);
+    p[2] = logged(p[2].clone(), &[no_leader("07:59:10")]);
+    let v = judge(p.clone());
+    assert_eq!(v.code, VerdictCode::EtcdPeerNetworkBlocked, "{v:#?}");
+
+    // A fatal line of its own in the window: crash looping for it, said after the network
+    // that keeps cp1 and cp2 apart.
+    p[2] = logged(
+        p[2].clone(),
+        &[at(
+            "07:59:20",
+            "panic",
+            r#""msg":"failed to recover v3 backend from snapshot","error":"failed to find database snapshot file (snap: snapshot file doesn't exist)""#,
+        )],
+    );
+    let v = judge(p.clone());
+    assert_eq!(v.code, VerdictCode::EtcdPeerNetworkBlocked, "{v:#?}");
+    assert!(
+        v.evidence
+            .iter()
+            .any(|e| e.starts_with("also EtcdCrashLooping")),
+        "{v:#?}"
+    );
+    // The same line hours ago is history: the network alone.
+    p[2] = logged(
+        p[2].clone(),
+        &[at(
+            "03:59:20",
+            "panic",
+            r#""msg":"failed to recover v3 backend from snapshot","error":"x""#,
+        )],
+    );
+    let v = judge(p);
+    assert_eq!(v.code, VerdictCode::EtcdPeerNetworkBlocked, "{v:#?}");
+    assert!(!v.evidence.iter().any(|e| e.starts_with("also ")), "{v:#?}");
+}
+
+/// One VM hung, the other two cut from each other: the network, with the hung VM in its
+/// evidence; fixing the VM alone would not restore quorum.
+#[test]
+fn an_unreachable_node_does_not_hide_the_network() {
+    let mut p = past3();
+    peers_all(&mut p, TcpOutcome::Timeout);
+    let mut nodes = cluster(p);
+    nodes[2].outcome = Err(ReachError {
+        kind: ReachErrorKind::Unreachable,
+        message: "ssh: connect to host 198.18.0.13 port 22: Connection timed out".into(),
+    });
+    let v = diagnose(&facts(3), &nodes, DEFAULT_SINCE).verdict;
+    assert_eq!(v.code, VerdictCode::EtcdPeerNetworkBlocked, "{v:#?}");
+    assert!(v
+        .summary
+        .contains("besides, 1 of 3 control-plane nodes could not be probed: cp3"));
+    assert!(
+        v.evidence.iter().any(|e| e.contains("cp3: Unreachable")),
+        "{v:#?}"
+    );
+    assert!(
+        v.next_steps[0].starts_with("The members that run (cp1, cp2) cannot reach each other"),
+        "{v:#?}"
+    );
+}
+
+/// Only 2379 blocked between the VMs, 2380 fine: said as such, and a NOSPACE is not hidden.
+#[test]
+fn only_2379_blocked_lets_the_later_rules_decide() {
+    let mut p = past3();
+    for from in 0..3 {
+        for to in 0..3 {
+            if from != to {
+                set(
+                    &mut p,
+                    from,
+                    to,
+                    2379,
+                    TcpOutcome::Timeout,
+                    TlsOutcome::NotTried,
+                );
+            }
+        }
+    }
+    let v = judge(p.clone());
+    assert_eq!(v.code, VerdictCode::EtcdPeerNetworkPartial, "{v:#?}");
+    assert!(v.summary.starts_with("only 2379 is blocked"), "{v:#?}");
+    unhealthy(&mut p[0], r#"{"health":"false","reason":"ALARM NOSPACE"}"#);
+    assert_eq!(judge(p).code, VerdictCode::EtcdNoSpace);
+}
+
+#[test]
+fn many_elections_are_a_warning_on_healthy() {
+    let mut p = past3();
+    let changes: Vec<String> = (0..6)
+        .map(|i| {
+            at(
+                &format!("07:5{i}:00"),
+                "info",
+                r#""logger":"raft","msg":"raft.node: 8e9e05c52164694d changed leader from 8e9e05c52164694d to 3a57933972cb5131 at term 5""#,
+            )
+        })
+        .collect();
+    p[0] = logged(p[0].clone(), &changes);
+    let v = judge(p.clone());
+    assert_eq!(v.code, VerdictCode::Healthy, "{v:#?}");
+    assert!(
+        v.notes
+            .iter()
+            .any(|n| n.starts_with("warning: unstable: 6 elections in 15m (cp1's etcd log)")),
+        "{v:#?}"
+    );
+    // Two are a rollout's, not instability.
+    p[0] = logged(p[0].clone(), &changes[..2]);
+    assert!(judge(p).notes.iter().all(|n| !n.starts_with("warning:")));
+}
