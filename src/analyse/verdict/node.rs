@@ -270,6 +270,8 @@ pub(super) fn certificate_problem(ctx: &Ctx) -> Option<Verdict> {
             ],
         ));
     }
+    // A node whose clock is off judges certificates by it.
+    evidence.extend(super::notes::clock_drift(ctx));
     if nodes.is_empty() {
         // No certificate of ours is wrong, yet handshakes fail: name the ends of those paths.
         for c in &rejected {

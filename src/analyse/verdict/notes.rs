@@ -49,6 +49,10 @@ pub(super) fn notes(ctx: &Ctx, v: &Verdict) -> Vec<String> {
         }
     }
 
+    // (A certificate verdict has them in its evidence already.)
+    if v.code != VerdictCode::EtcdCertificateProblem {
+        out.extend(clock_drift(ctx));
+    }
     for (node, s) in &ctx.logs {
         // A slow fsync too rare to be a slow disk.
         if v.code != VerdictCode::EtcdSlowDisk {
@@ -106,6 +110,34 @@ pub(super) fn notes(ctx: &Ctx, v: &Verdict) -> Vec<String> {
         }
     }
     out
+}
+
+/// etcd's own clock check, from the window: each member's prober compares its peers' clocks
+/// with its own and warns over 1 s ("prober found high clock drift", rafthttp/probing_status.go
+/// `maxClockDrift = time.Second`, 3.4 to 3.6). Clocks that disagree break leases and make a
+/// certificate look expired (or not yet valid) to the node whose clock is off.
+pub(super) fn clock_drift(ctx: &Ctx) -> Vec<String> {
+    ctx.logs
+        .iter()
+        .filter_map(|(node, s)| {
+            let f = s.finding(LogKind::ClockDrift)?;
+            let peers: Vec<String> = f
+                .peer_ids
+                .iter()
+                .map(|id| etcdlog::member_name(ctx.logs.iter().map(|(n, s)| (n.as_str(), s)), id))
+                .collect();
+            Some(format!(
+                "warning: clocks disagree: {node}'s etcd found its clock over 1 s off {} ({}× in the window, {}): check NTP (chronyc tracking) on the VMs; a certificate judged by a node whose clock is off may look expired or not yet valid",
+                if peers.is_empty() {
+                    "a peer's".to_string()
+                } else {
+                    format!("{}'s", peers.join(", "))
+                },
+                f.count,
+                when(f)
+            ))
+        })
+        .collect()
 }
 
 /// "05:12:03" or "05:12:03 .. 06:00:05" (UTC), from a finding's first and last times.

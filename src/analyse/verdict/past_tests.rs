@@ -418,3 +418,33 @@ fn many_elections_are_a_warning_on_healthy() {
     p[0] = logged(p[0].clone(), &changes[..2]);
     assert!(judge(p).notes.iter().all(|n| !n.starts_with("warning:")));
 }
+
+/// etcd's own clock check in the window: a warning on any verdict, and evidence beside an
+/// expired certificate (the node that judged it may be the one whose clock is off).
+#[test]
+fn clock_drift_is_a_warning_and_explains_certificates() {
+    let drift = at(
+        "07:59:00",
+        "warn",
+        r#""msg":"prober found high clock drift","remote-peer-id":"3a57933972cb5131","clock-drift":"3.2s","rtt":"1ms""#,
+    );
+    let mut p = past3();
+    p[0] = logged(p[0].clone(), std::slice::from_ref(&drift));
+    let v = judge(p.clone());
+    assert_eq!(v.code, VerdictCode::Healthy, "{v:#?}");
+    assert!(
+        v.notes.iter().any(|n| n.starts_with(
+            "warning: clocks disagree: cp1's etcd found its clock over 1 s off 3a57933972cb5131's"
+        )),
+        "{v:#?}"
+    );
+    p[0].certs[0].expires_in_s = Some(-5);
+    let v = judge(p);
+    assert_eq!(v.code, VerdictCode::EtcdCertificateProblem, "{v:#?}");
+    assert!(
+        v.evidence
+            .iter()
+            .any(|e| e.starts_with("warning: clocks disagree")),
+        "{v:#?}"
+    );
+}
