@@ -55,6 +55,7 @@ pub fn machine(name: &str, phase: &str) -> MachineInfo {
         version: None,
         failure_domain: None,
         etcd_conditions: vec![],
+        rollout: None,
     }
 }
 
@@ -66,6 +67,7 @@ pub fn condition(kind: &str, status: &str, reason: &str, message: &str) -> Condi
         reason: (!reason.is_empty()).then(|| reason.into()),
         message: (!message.is_empty()).then(|| message.into()),
         severity: None,
+        last_transition_time: None,
     }
 }
 

@@ -301,6 +301,7 @@ mod tests {
             reason: Some("EtcdClusterUnhealthy".into()),
             message: None,
             severity: Some("Error".into()),
+            last_transition_time: None,
         });
         let got = status_findings(&f, &api(ApiState::HttpError));
         assert_eq!(

@@ -370,6 +370,18 @@ impl Inventory {
             .collect();
         let (vms, vm_labels) = self.vms_of(cluster_name);
         let vms: Vec<VmInfo> = vms.into_iter().map(vm_info).collect();
+        let mut nodes = join::join(machines, vms);
+        // A rollout phase needs the Machine's metadata and its VM: known once joined.
+        for n in &mut nodes {
+            let vm = n.vm.as_ref();
+            if let Some(m) = n.machine.as_mut() {
+                let obj = self.machines_of(cluster_name).find(|o| name(o) == m.name);
+                m.rollout = obj.and_then(|o| {
+                    let meta = serde_json::to_value(&o.metadata).unwrap_or_default();
+                    extract::machine_rollout(&meta, &o.data, vm)
+                });
+            }
+        }
         Ok(ClusterFacts {
             context: context.to_string(),
             namespace: ns.to_string(),
@@ -387,7 +399,7 @@ impl Inventory {
             },
             kcp,
             kcp_missing_reason,
-            nodes: join::join(machines, vms),
+            nodes,
             endpoint: extract::endpoint(&cluster.data),
         })
     }

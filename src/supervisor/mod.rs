@@ -12,6 +12,8 @@ pub mod extract;
 pub mod facts;
 pub mod inventory;
 pub mod join;
+#[cfg(test)]
+mod rollout_tests;
 
 use crate::connect::Connection;
 use crate::error::Result;
