@@ -13,12 +13,9 @@ use std::net::IpAddr;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::facts::{
-    Condition, Endpoint, KcpInfo, MachineAddress, MachineInfo, PowerState, ProvisioningStep,
-    RolloutPhase, VmInfo,
-};
+use super::facts::{Condition, Endpoint, KcpInfo, MachineAddress, MachineInfo, PowerState};
 
-fn str_at<'a>(v: &'a Value, path: &[&str]) -> Option<&'a str> {
+pub(super) fn str_at<'a>(v: &'a Value, path: &[&str]) -> Option<&'a str> {
     let mut cur = v;
     for p in path {
         cur = cur.get(p)?;
@@ -154,45 +151,9 @@ pub fn machine(name: &str, data: &Value) -> MachineInfo {
         version: str_at(data, &["spec", "version"]).map(str::to_string),
         failure_domain: str_at(data, &["spec", "failureDomain"]).map(str::to_string),
         etcd_conditions: machine_etcd_conditions(data),
+        // Needs the Machine's metadata and its VM: [`super::rollout::machine_rollout`].
         rollout: None,
     }
-}
-
-/// CAPI's Machine phases before the Machine is a Node (`MachinePhasePending`,
-/// `MachinePhaseProvisioning`, `MachinePhaseProvisioned` in `machine_phase_types.go`, the same
-/// in v1beta1 and v1beta2). `Running` needs a nodeRef; `Failed` and `Unknown` are no rollout.
-const PROVISIONING_PHASES: [&str; 3] = ["Pending", "Provisioning", "Provisioned"];
-
-/// A Machine's rollout phase (see [`RolloutPhase`]) from its metadata (`meta`: the object's
-/// `metadata`, as JSON), the rest of the object (`data`) and its VM when it has one. Deleting
-/// wins over provisioning: a Machine deleted before it joined is on its way out.
-pub fn machine_rollout(meta: &Value, data: &Value, vm: Option<&VmInfo>) -> Option<RolloutPhase> {
-    let machine_phase = phase(data);
-    let deletion = str_at(meta, &["deletionTimestamp"]).map(str::to_string);
-    if deletion.is_some() || machine_phase.as_deref() == Some("Deleting") {
-        return Some(RolloutPhase::Deleting {
-            since: deletion,
-            machine_phase,
-        });
-    }
-    let joined = str_at(data, &["status", "nodeRef", "name"]).is_some();
-    let provisioning = machine_phase
-        .as_deref()
-        .is_some_and(|p| PROVISIONING_PHASES.contains(&p));
-    if joined || !provisioning {
-        return None;
-    }
-    let waiting_for = match vm {
-        None => ProvisioningStep::VirtualMachine,
-        Some(vm) if vm.power != PowerState::PoweredOn => ProvisioningStep::PowerOn,
-        Some(vm) if vm.ip.is_none() => ProvisioningStep::IpAddress,
-        Some(_) => ProvisioningStep::NodeJoin,
-    };
-    Some(RolloutPhase::Provisioning {
-        since: str_at(meta, &["creationTimestamp"]).map(str::to_string),
-        machine_phase,
-        waiting_for,
-    })
 }
 
 /// The conditions the KCP writes on each control-plane Machine about its etcd, member first.
@@ -522,119 +483,6 @@ mod tests {
         assert_eq!(
             kinds_and_status(&machine_etcd_conditions(&d)),
             [("EtcdMemberHealthy", "Unknown")]
-        );
-    }
-
-    fn vm(power: PowerState, ip: Option<&str>) -> VmInfo {
-        VmInfo {
-            name: "m".into(),
-            ip: ip.map(|s| s.parse().unwrap()),
-            power,
-            class: None,
-            owner: None,
-        }
-    }
-
-    /// CAPI sets `Deleting` from the deletionTimestamp; either says the Machine is going, and
-    /// going wins over not yet joined.
-    #[test]
-    fn rollout_deleting() {
-        let running = json!({"status": {"phase": "Running", "nodeRef": {"name": "n"}}});
-        let meta = json!({"deletionTimestamp": "2025-06-03T09:02:00Z", "finalizers": ["machine.cluster.x-k8s.io"]});
-        let on = vm(PowerState::PoweredOn, Some("198.18.0.11"));
-        assert_eq!(
-            machine_rollout(&meta, &running, Some(&on)),
-            Some(RolloutPhase::Deleting {
-                since: Some("2025-06-03T09:02:00Z".into()),
-                machine_phase: Some("Running".into()),
-            }),
-            "the timestamp before CAPI's next reconcile"
-        );
-        let deleting = json!({"status": {"phase": "Deleting"}});
-        assert_eq!(
-            machine_rollout(&json!({}), &deleting, None),
-            Some(RolloutPhase::Deleting {
-                since: None,
-                machine_phase: Some("Deleting".into()),
-            })
-        );
-        let provisioning = json!({"status": {"phase": "Provisioning"}});
-        assert!(machine_rollout(&meta, &provisioning, None)
-            .unwrap()
-            .is_deleting());
-    }
-
-    /// A Machine without a nodeRef in CAPI's provisioning phases waits for the next thing it
-    /// lacks, VM first.
-    #[test]
-    fn rollout_provisioning_steps() {
-        let meta = json!({"creationTimestamp": "2025-06-03T08:30:00Z"});
-        let step = |phase: &str, vm: Option<&VmInfo>| match machine_rollout(
-            &meta,
-            &json!({"status": {"phase": phase}}),
-            vm,
-        ) {
-            Some(RolloutPhase::Provisioning {
-                since,
-                machine_phase,
-                waiting_for,
-            }) => {
-                assert_eq!(since.as_deref(), Some("2025-06-03T08:30:00Z"));
-                assert_eq!(machine_phase.as_deref(), Some(phase));
-                Some(waiting_for)
-            }
-            other => {
-                assert_eq!(other, None, "{phase}");
-                None
-            }
-        };
-        let off = vm(PowerState::PoweredOff, None);
-        let no_ip = vm(PowerState::PoweredOn, None);
-        let up = vm(PowerState::PoweredOn, Some("198.18.0.14"));
-        assert_eq!(
-            step("Pending", None),
-            Some(ProvisioningStep::VirtualMachine)
-        );
-        assert_eq!(
-            step("Provisioning", Some(&off)),
-            Some(ProvisioningStep::PowerOn)
-        );
-        assert_eq!(
-            step("Provisioning", Some(&vm(PowerState::Unknown, None))),
-            Some(ProvisioningStep::PowerOn)
-        );
-        assert_eq!(
-            step("Provisioning", Some(&no_ip)),
-            Some(ProvisioningStep::IpAddress)
-        );
-        assert_eq!(
-            step("Provisioned", Some(&up)),
-            Some(ProvisioningStep::NodeJoin)
-        );
-    }
-
-    /// Faults are no rollout: a joined Machine whose VM is off, a Failed one, one with no phase
-    /// or a phase nobody wrote (a served object may say anything).
-    #[test]
-    fn rollout_is_not_a_fault() {
-        let meta = json!({"creationTimestamp": "2025-06-03T08:30:00Z"});
-        let off = vm(PowerState::PoweredOff, None);
-        for data in [
-            json!({"status": {"phase": "Running", "nodeRef": {"name": "n"}}}),
-            json!({"status": {"phase": "Provisioned", "nodeRef": {"name": "n"}}}),
-            json!({"status": {"phase": "Failed"}}),
-            json!({"status": {"phase": "Unknown"}}),
-            json!({"status": {"phase": "provisioning\u{1b}[2J"}}),
-            json!({"status": {}}),
-            json!({}),
-        ] {
-            assert_eq!(machine_rollout(&meta, &data, Some(&off)), None, "{data}");
-        }
-        // An empty deletionTimestamp is no timestamp.
-        let running = json!({"status": {"phase": "Running", "nodeRef": {"name": "n"}}});
-        assert_eq!(
-            machine_rollout(&json!({"deletionTimestamp": ""}), &running, None),
-            None
         );
     }
 

@@ -18,7 +18,7 @@ use serde_json::Value;
 
 use super::discovery::SupervisorApis;
 use super::facts::*;
-use super::{extract, join};
+use super::{extract, join, rollout};
 use crate::error::{Error, Result};
 
 pub const CLUSTER_NAME_LABEL: &str = "cluster.x-k8s.io/cluster-name";
@@ -372,16 +372,10 @@ impl Inventory {
         let vms: Vec<VmInfo> = vms.into_iter().map(vm_info).collect();
         let mut nodes = join::join(machines, vms);
         // A rollout phase needs the Machine's metadata and its VM: known once joined.
-        for n in &mut nodes {
-            let vm = n.vm.as_ref();
-            if let Some(m) = n.machine.as_mut() {
-                let obj = self.machines_of(cluster_name).find(|o| name(o) == m.name);
-                m.rollout = obj.and_then(|o| {
-                    let meta = serde_json::to_value(&o.metadata).unwrap_or_default();
-                    extract::machine_rollout(&meta, &o.data, vm)
-                });
-            }
-        }
+        rollout::fill(
+            &mut nodes,
+            &self.machines_of(cluster_name).collect::<Vec<_>>(),
+        );
         Ok(ClusterFacts {
             context: context.to_string(),
             namespace: ns.to_string(),
