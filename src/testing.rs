@@ -10,7 +10,7 @@ use crate::workload::{ApiState, WorkloadApi};
 mod fuzz;
 
 /// A cluster `tkc` in namespace `ns` whose KCP wants `desired` nodes and has `ready` ready
-/// (available and up to date alike), with these nodes.
+/// (and available), every Machine up to date, with these nodes.
 pub fn facts(desired: i64, ready: i64, nodes: Vec<ControlPlaneNode>) -> ClusterFacts {
     ClusterFacts {
         context: "sv".into(),
@@ -34,7 +34,8 @@ pub fn facts(desired: i64, ready: i64, nodes: Vec<ControlPlaneNode>) -> ClusterF
             replicas: Some(nodes.len() as i64),
             ready: Some(ready),
             available: Some(ready),
-            up_to_date: Some(ready),
+            // Every Machine up to date: no rollout unless a test makes one.
+            up_to_date: Some(nodes.len() as i64),
             version: None,
             conditions: vec![],
         }),
@@ -55,6 +56,7 @@ pub fn machine(name: &str, phase: &str) -> MachineInfo {
         version: None,
         failure_domain: None,
         etcd_conditions: vec![],
+        rollout: None,
     }
 }
 
@@ -66,6 +68,7 @@ pub fn condition(kind: &str, status: &str, reason: &str, message: &str) -> Condi
         reason: (!reason.is_empty()).then(|| reason.into()),
         message: (!message.is_empty()).then(|| message.into()),
         severity: None,
+        last_transition_time: None,
     }
 }
 

@@ -36,6 +36,7 @@ fn mask(text: &str) -> String {
     for line in text.split_inclusive('\n') {
         let mut line = mask_number_after(line, &["elapsedMs", "durationMs", "ageSeconds"]);
         line = mask_loopback_ports(&line);
+        line = mask_ages(&line);
         line = mask_millis(&line);
         line = collapse_padding(&line);
         if let Some(id) = &run_id {
@@ -117,6 +118,30 @@ fn mask_millis(line: &str) -> String {
         out.push(c);
     }
     out.push_str(&digits);
+    out
+}
+
+/// `(552d ago)` (the age of a fixture's timestamp, which grows by the day) becomes `(<age> ago)`.
+fn mask_ages(line: &str) -> String {
+    let mut out = String::new();
+    let mut rest = line;
+    while let Some(end) = rest.find(" ago)") {
+        let head = &rest[..end];
+        match head.rfind('(') {
+            Some(open)
+                if head[open + 1..].len() > 1
+                    && head[open + 1..end - 1].chars().all(|c| c.is_ascii_digit())
+                    && head[open + 1..].ends_with(['s', 'm', 'h', 'd']) =>
+            {
+                out.push_str(&head[..=open]);
+                out.push_str("<age>");
+            }
+            _ => out.push_str(head),
+        }
+        out.push_str(" ago)");
+        rest = &rest[end + " ago)".len()..];
+    }
+    out.push_str(rest);
     out
 }
 

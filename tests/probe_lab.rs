@@ -65,6 +65,7 @@ fn facts(lab: &Lab) -> ClusterFacts {
                     version: None,
                     failure_domain: None,
                     etcd_conditions: vec![],
+                    rollout: None,
                 }),
                 vm: Some(VmInfo {
                     name: node.name.clone(),

@@ -8,7 +8,9 @@ use std::time::{Duration, Instant};
 use common::*;
 use etcdnet::analyse::FindingCode;
 use etcdnet::report::StatusReport;
-use etcdnet::supervisor::{ControlPlaneNode, PowerState, VmLabelScheme};
+use etcdnet::supervisor::{
+    ControlPlaneNode, PowerState, ProvisioningStep, RolloutPhase, VmLabelScheme,
+};
 use etcdnet::workload::ApiState;
 use serde_json::Value;
 
@@ -222,9 +224,154 @@ fn vm_without_ip_is_shown_not_dropped() {
             .count(),
         1
     );
-    assert!(finding_codes(&report).contains(&FindingCode::VirtualMachineNoIP));
+    // Provisioning without a nodeRef: a Machine on its way, waiting for its address (its age
+    // in the table tells a stuck one), not a VM fault.
+    let pending = report.nodes.iter().find(|n| n.ip().is_none()).unwrap();
+    assert!(
+        matches!(
+            pending.rollout(),
+            Some(RolloutPhase::Provisioning {
+                waiting_for: ProvisioningStep::IpAddress,
+                ..
+            })
+        ),
+        "{pending:?}"
+    );
+    assert!(finding_codes(&report).contains(&FindingCode::RolloutInProgress));
+    assert!(!finding_codes(&report).contains(&FindingCode::VirtualMachineNoIP));
     let table = env.plugin(&["status", &cluster, "-n", &ns]);
     assert!(table.stdout.contains("<pending>"), "{}", table.stdout);
+    assert!(
+        table
+            .stdout
+            .contains(": Provisioning (Machine phase Provisioning), waiting for an IP address"),
+        "{}",
+        table.stdout
+    );
+}
+
+/// The JSON of `kubectl etcdnet status -o json` through the real kubectl, raw and parsed.
+fn kubectl_status_json(env: &Env) -> (StatusReport, Value) {
+    assert!(
+        std::path::Path::new(KUBECTL).exists(),
+        "{KUBECTL} is not installed: this test needs the real kubectl (apt-get install kubectl, as .ci/run does)"
+    );
+    let (ns, cluster) = (namespace_of(env), cluster_of(env));
+    let run = env.kubectl(&["status", &cluster, "-n", &ns, "-o", "json"]);
+    // Warnings only: exit 1 says there is something to read, as for any finding.
+    run.expect_code(1);
+    let raw: Value = serde_json::from_str(&run.stdout).unwrap();
+    (run.status_report(), raw)
+}
+
+fn kubectl_status_table(env: &Env) -> String {
+    let (ns, cluster) = (namespace_of(env), cluster_of(env));
+    let run = env.kubectl(&["status", &cluster, "-n", &ns]);
+    run.expect_code(1);
+    run.stdout
+}
+
+fn rollout_json(raw: &Value, node: &str) -> Value {
+    raw["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|n| n["name"] == node)
+        .unwrap_or_else(|| panic!("no node {node}: {raw}"))["machine"]["rollout"]
+        .clone()
+}
+
+/// A KCP rollout's scale-up (fixture rollout-scale-up): the 4th Machine, provisioning with its VM
+/// off, is under "rollout in progress" with its phase and age, not a powered-off VM or a missing
+/// address; the KCP's 4 for 3 is said once; nothing else is flagged.
+#[test]
+fn rollout_scale_up_through_the_real_kubectl() {
+    let env = Env::new("rollout-scale-up", Workload::ok());
+    let (report, raw) = kubectl_status_json(&env);
+    assert_eq!(report.nodes.len(), 4);
+    assert_eq!(
+        finding_codes(&report),
+        [
+            FindingCode::RolloutInProgress,
+            FindingCode::RolloutInProgress
+        ],
+        "{:?}",
+        report.findings
+    );
+    assert_eq!(report.findings[0].node, None);
+    assert!(report.findings[0]
+        .message
+        .contains("has 4 replicas for 3 desired"));
+    assert_eq!(
+        report.findings[1].node.as_deref(),
+        Some("tkc-prod-7xk2p-k8d5n")
+    );
+    assert_eq!(
+        rollout_json(&raw, "tkc-prod-7xk2p-k8d5n"),
+        serde_json::json!({"phase": "Provisioning", "since": "2025-06-03T08:30:00Z",
+            "machinePhase": "Provisioning", "waitingFor": "PowerOn"})
+    );
+    assert_eq!(rollout_json(&raw, "tkc-prod-7xk2p-4rz8m"), Value::Null);
+    let table = kubectl_status_table(&env);
+    assert!(
+        table.contains("Rollout in progress (these Machines are shown, not judged):\n  KubeadmControlPlane tkc-prod-7xk2p has 4 replicas for 3 desired\n  tkc-prod-7xk2p-k8d5n: Provisioning (Machine phase Provisioning), waiting for its VM to power on, since 2025-06-03T08:30:00Z ("),
+        "{table}"
+    );
+    assert!(table.contains(" ago)\n"), "the age: {table}");
+
+    let joining = Env::new("rollout-scale-up-joining", Workload::ok());
+    let (report, raw) = kubectl_status_json(&joining);
+    assert_eq!(node_ips(&report)[3], "198.18.0.14");
+    assert_eq!(
+        rollout_json(&raw, "tkc-prod-7xk2p-k8d5n")["waitingFor"],
+        "NodeJoin"
+    );
+}
+
+/// A KCP rollout's scale-down (fixture rollout-scale-down): the Machine being deleted (served
+/// with its deletionTimestamp and finalizer, as a real API server serves it) is under "rollout in
+/// progress" since its deletionTimestamp, and is not counted against the KCP's 3; conditions
+/// carry their lastTransitionTime in the JSON.
+#[test]
+fn rollout_scale_down_through_the_real_kubectl() {
+    let env = Env::new("rollout-scale-down", Workload::ok());
+    let (report, raw) = kubectl_status_json(&env);
+    assert_eq!(report.nodes.len(), 4);
+    assert_eq!(
+        finding_codes(&report),
+        [
+            FindingCode::RolloutInProgress,
+            FindingCode::RolloutInProgress
+        ],
+        "{:?}",
+        report.findings
+    );
+    assert_eq!(
+        report.findings[1].node.as_deref(),
+        Some("tkc-prod-7xk2p-4rz8m")
+    );
+    assert_eq!(
+        rollout_json(&raw, "tkc-prod-7xk2p-4rz8m"),
+        serde_json::json!({"phase": "Deleting", "since": "2025-06-03T09:02:00Z",
+            "machinePhase": "Deleting"})
+    );
+    assert_eq!(rollout_json(&raw, "tkc-prod-7xk2p-k8d5n"), Value::Null);
+    let ready = raw["controlPlane"]["kcp"]["conditions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["type"] == "Ready")
+        .unwrap();
+    assert_eq!(
+        (ready["type"].as_str(), ready["lastTransitionTime"].as_str()),
+        (Some("Ready"), Some("2025-06-03T08:30:00Z")),
+        "{ready}"
+    );
+    let table = kubectl_status_table(&env);
+    assert!(
+        table.contains("  tkc-prod-7xk2p-4rz8m: Deleting (Machine phase Deleting), since 2025-06-03T09:02:00Z ("),
+        "{table}"
+    );
 }
 
 #[test]

@@ -5,7 +5,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::supervisor::{ClusterFacts, PowerState};
+use crate::supervisor::{ClusterFacts, ControlPlaneNode, PowerState, RolloutPhase};
 use crate::workload::{ApiState, WorkloadApi};
 
 #[derive(
@@ -65,6 +65,10 @@ pub enum FindingCode {
     /// The `<cluster>-kubeconfig` secret was refused before any request (a local file, a
     /// program, a proxy, or a server other than the Cluster's endpoint).
     WorkloadKubeconfigUntrusted,
+    /// A Machine is being deleted or is still provisioning, or the KCP's counts show it rolling
+    /// (more replicas than desired, replicas not up to date): shown, with the phase and since
+    /// when, in place of the node findings it explains (no IP, not powered on, not Running).
+    RolloutInProgress,
 }
 
 pub fn status_findings(facts: &ClusterFacts, api: &WorkloadApi) -> Vec<Finding> {
@@ -86,14 +90,19 @@ pub fn status_findings(facts: &ClusterFacts, api: &WorkloadApi) -> Vec<Finding> 
             ),
         )),
         (Some(kcp), Some(desired)) => {
-            let present = facts.machines_present() as i64;
+            // A Machine being deleted no longer stands for a wanted node.
+            let present = facts.machines_staying() as i64;
             if present < desired {
+                let deleting = match facts.machines_deleting() {
+                    0 => String::new(),
+                    n => format!(", {n} more being deleted"),
+                };
                 out.push(finding(
                     ControlPlaneMachinesMissing,
                     Error,
                     None,
                     format!(
-                        "{} of {desired} control-plane Machines missing (present {present}): a separate issue from etcd networking; check the KCP {:?} and its events",
+                        "{} of {desired} control-plane Machines missing (present {present}{deleting}): a separate issue from etcd networking; check the KCP {:?} and its events",
                         desired - present,
                         kcp.name
                     ),
@@ -141,8 +150,26 @@ pub fn status_findings(facts: &ClusterFacts, api: &WorkloadApi) -> Vec<Finding> 
         }
     }
 
+    if let Some(why) = facts.kcp_rollout() {
+        out.push(finding(
+            RolloutInProgress,
+            Warning,
+            None,
+            format!("rollout in progress: {why}"),
+        ));
+    }
     for n in &facts.nodes {
         let name = Some(n.name.as_str());
+        if let Some(r) = n.rollout() {
+            // The rollout explains the VM's state and the Machine's phase: one finding.
+            out.push(finding(
+                RolloutInProgress,
+                Warning,
+                name,
+                rollout_text(n, r),
+            ));
+            continue;
+        }
         match (&n.machine, &n.vm) {
             (Some(_), None) => out.push(finding(
                 VirtualMachineMissing,
@@ -220,6 +247,32 @@ pub fn status_findings(facts: &ClusterFacts, api: &WorkloadApi) -> Vec<Finding> 
     out
 }
 
+/// One rollout node in words, its times as the objects have them (RFC 3339: the same on
+/// every run, so a bundle analysed later says the same; the table adds the ages).
+pub fn rollout_text(n: &ControlPlaneNode, r: &RolloutPhase) -> String {
+    let phase = r.machine_phase().unwrap_or("no phase yet");
+    match r {
+        RolloutPhase::Deleting { since, .. } => format!(
+            "rollout in progress: Machine {:?} is being deleted (phase {phase}{}); KCP removes its etcd member before the VM goes",
+            n.name,
+            since
+                .as_deref()
+                .map(|t| format!(", deletionTimestamp {t}"))
+                .unwrap_or_default()
+        ),
+        RolloutPhase::Provisioning {
+            since, waiting_for, ..
+        } => format!(
+            "rollout in progress: Machine {:?} is provisioning (phase {phase}, waiting for {waiting_for}{})",
+            n.name,
+            since
+                .as_deref()
+                .map(|t| format!(", created {t}"))
+                .unwrap_or_default()
+        ),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -286,6 +339,110 @@ mod tests {
         assert_eq!(got[1].node.as_deref(), Some("tkc-cp-2"));
     }
 
+    fn provisioning(i: u8, waiting_for: ProvisioningStep) -> ControlPlaneNode {
+        let mut n = node(i, PowerState::PoweredOff, false, "Provisioning");
+        n.machine.as_mut().unwrap().rollout = Some(RolloutPhase::Provisioning {
+            since: Some("2025-06-03T08:30:00Z".into()),
+            machine_phase: Some("Provisioning".into()),
+            waiting_for,
+        });
+        n
+    }
+
+    fn deleting(i: u8) -> ControlPlaneNode {
+        let mut n = node(i, PowerState::PoweredOn, true, "Deleting");
+        n.machine.as_mut().unwrap().rollout = Some(RolloutPhase::Deleting {
+            since: Some("2025-06-03T09:02:00Z".into()),
+            machine_phase: Some("Deleting".into()),
+        });
+        n
+    }
+
+    /// Scale-up: the KCP's 4 for 3 is said once, the new Machine once, in place of its VM's
+    /// power and address and its phase; the three running nodes say nothing.
+    #[test]
+    fn a_provisioning_machine_is_a_rollout_not_a_fault() {
+        let mut nodes: Vec<ControlPlaneNode> = (1..=3)
+            .map(|i| node(i, PowerState::PoweredOn, true, "Running"))
+            .collect();
+        nodes.push(provisioning(4, ProvisioningStep::PowerOn));
+        let got = status_findings(&facts(3, 3, nodes), &api(ApiState::Reachable));
+        assert_eq!(
+            codes(&got),
+            [
+                FindingCode::RolloutInProgress,
+                FindingCode::RolloutInProgress
+            ]
+        );
+        assert_eq!(
+            got[0].message,
+            "rollout in progress: KubeadmControlPlane tkc-cp has 4 replicas for 3 desired"
+        );
+        assert_eq!(got[0].node, None);
+        assert_eq!(got[1].node.as_deref(), Some("tkc-cp-4"));
+        assert_eq!(
+            got[1].message,
+            "rollout in progress: Machine \"tkc-cp-4\" is provisioning (phase Provisioning, waiting for its VM to power on, created 2025-06-03T08:30:00Z)"
+        );
+        assert!(got.iter().all(|f| f.severity == Severity::Warning));
+    }
+
+    /// Scale-down: the Machine being deleted is a rollout, and is not counted against the KCP's
+    /// replicas; without its replacement the missing one is named as such.
+    #[test]
+    fn a_deleting_machine_is_a_rollout_and_no_longer_counted() {
+        let mut nodes: Vec<ControlPlaneNode> = (2..=4)
+            .map(|i| node(i, PowerState::PoweredOn, true, "Running"))
+            .collect();
+        nodes.insert(0, deleting(1));
+        let got = status_findings(&facts(3, 3, nodes.clone()), &api(ApiState::Reachable));
+        assert_eq!(
+            codes(&got),
+            [
+                FindingCode::RolloutInProgress,
+                FindingCode::RolloutInProgress
+            ]
+        );
+        assert_eq!(got[1].node.as_deref(), Some("tkc-cp-1"));
+        assert!(
+            got[1].message.contains(
+                "is being deleted (phase Deleting, deletionTimestamp 2025-06-03T09:02:00Z)"
+            ),
+            "{}",
+            got[1].message
+        );
+
+        nodes.pop();
+        let got = status_findings(&facts(3, 3, nodes), &api(ApiState::Reachable));
+        assert_eq!(
+            codes(&got),
+            [
+                FindingCode::ControlPlaneMachinesMissing,
+                FindingCode::RolloutInProgress
+            ]
+        );
+        assert!(
+            got[0].message.starts_with(
+                "1 of 3 control-plane Machines missing (present 2, 1 more being deleted)"
+            ),
+            "{}",
+            got[0].message
+        );
+    }
+
+    /// A joined Machine whose VM is off is no rollout: still an error.
+    #[test]
+    fn a_powered_off_running_node_stays_an_error() {
+        let nodes = vec![
+            node(1, PowerState::PoweredOff, false, "Running"),
+            node(2, PowerState::PoweredOn, true, "Running"),
+            node(3, PowerState::PoweredOn, true, "Running"),
+        ];
+        let got = status_findings(&facts(3, 3, nodes), &api(ApiState::Reachable));
+        assert!(!codes(&got).contains(&FindingCode::RolloutInProgress));
+        assert!(codes(&got).contains(&FindingCode::VirtualMachineNotPoweredOn));
+    }
+
     #[test]
     fn etcd_condition_false_is_an_error() {
         let mut f = facts(
@@ -301,6 +458,7 @@ mod tests {
             reason: Some("EtcdClusterUnhealthy".into()),
             message: None,
             severity: Some("Error".into()),
+            last_transition_time: None,
         });
         let got = status_findings(&f, &api(ApiState::HttpError));
         assert_eq!(

@@ -4,7 +4,10 @@ use super::{control_plane_cell, count, or_none, structured, Format, Lines, Paint
 use crate::analyse::Severity;
 use crate::error::Result;
 use crate::report::StatusReport;
-use crate::supervisor::Condition;
+use std::time::SystemTime;
+
+use super::cleanup::human_age;
+use crate::supervisor::{seconds_since, Condition, RolloutPhase};
 use crate::workload::ApiState;
 
 pub fn status(report: &StatusReport, format: Format, paint: Paint) -> Result<String> {
@@ -65,6 +68,50 @@ fn machine_etcd_conditions(out: &mut Lines, r: &StatusReport) {
     for l in lines {
         out.line(l);
     }
+}
+
+/// `since` with its age at `now`: `2025-06-03T08:20:00Z (4m ago)`.
+fn since_text(since: &str, now: SystemTime) -> String {
+    match seconds_since(since, now) {
+        Some(secs) => format!("{since} ({} ago)", human_age(secs)),
+        None => since.to_string(),
+    }
+}
+
+/// The "rollout in progress" lines, when there is a rollout: the KCP's counts that say so,
+/// then each Machine being created or deleted with its phase and since when. These nodes are
+/// shown, never judged (issue 18): the lines say so.
+fn rollout_lines(r: &StatusReport, now: SystemTime) -> Vec<String> {
+    let mut lines: Vec<String> = Vec::new();
+    if let Some(why) = r
+        .header
+        .control_plane
+        .kcp
+        .as_ref()
+        .and_then(|k| k.rollout())
+    {
+        lines.push(format!("  {why}"));
+    }
+    for n in &r.nodes {
+        let Some(rollout) = n.rollout() else {
+            continue;
+        };
+        let phase = rollout.machine_phase().unwrap_or("none yet");
+        let mut line = match rollout {
+            RolloutPhase::Deleting { .. } => {
+                format!("  {}: Deleting (Machine phase {phase})", n.name)
+            }
+            RolloutPhase::Provisioning { waiting_for, .. } => format!(
+                "  {}: Provisioning (Machine phase {phase}), waiting for {waiting_for}",
+                n.name
+            ),
+        };
+        if let Some(since) = rollout.since() {
+            line.push_str(&format!(", since {}", since_text(since, now)));
+        }
+        lines.push(line);
+    }
+    lines
 }
 
 fn status_table(r: &StatusReport, wide: bool, paint: Paint) -> String {
@@ -164,6 +211,14 @@ fn status_table(r: &StatusReport, wide: bool, paint: Paint) -> String {
     } else {
         out.table(&header, &rows);
     }
+    let rollout = rollout_lines(r, SystemTime::now());
+    if !rollout.is_empty() {
+        out.blank();
+        out.line("Rollout in progress (these Machines are shown, not judged):");
+        for l in rollout {
+            out.line(l);
+        }
+    }
     if wide {
         machine_etcd_conditions(&mut out, r);
     }
@@ -227,6 +282,46 @@ mod tests {
             condition("EtcdPodHealthy", "True", "Running", ""),
         ];
         StatusReport::new(facts(3, 2, nodes), api(ApiState::Reachable), vec![], 0)
+    }
+
+    /// A rollout's Machines get their own lines, each with its phase and age; the table says
+    /// so under a heading only when there is one.
+    #[test]
+    fn rollout_lines_give_phase_and_age() {
+        use crate::supervisor::{ProvisioningStep, RolloutPhase};
+        let mut nodes: Vec<_> = (1..=4)
+            .map(|i| node(i, PowerState::PoweredOn, true, "Running"))
+            .collect();
+        nodes[0].machine.as_mut().unwrap().rollout = Some(RolloutPhase::Deleting {
+            since: Some("2025-06-03T09:02:00Z".into()),
+            machine_phase: Some("Deleting".into()),
+        });
+        nodes[3].machine.as_mut().unwrap().rollout = Some(RolloutPhase::Provisioning {
+            since: Some("not a time\u{1b}[2J".into()),
+            machine_phase: None,
+            waiting_for: ProvisioningStep::VirtualMachine,
+        });
+        let r = StatusReport::new(facts(3, 3, nodes), api(ApiState::Reachable), vec![], 0);
+        let now = humantime::parse_rfc3339("2025-06-03T09:06:10Z").unwrap();
+        assert_eq!(
+            rollout_lines(&r, now),
+            [
+                "  KubeadmControlPlane tkc-cp has 4 replicas for 3 desired",
+                "  tkc-cp-1: Deleting (Machine phase Deleting), since 2025-06-03T09:02:00Z (4m ago)",
+                "  tkc-cp-4: Provisioning (Machine phase none yet), waiting for its VirtualMachine, since not a time\u{1b}[2J",
+            ]
+        );
+        let table = status(&r, Format::Table, Paint { on: false }).unwrap();
+        assert!(
+            table.contains("\nRollout in progress (these Machines are shown, not judged):\n  KubeadmControlPlane tkc-cp has 4 replicas for 3 desired\n  tkc-cp-1: Deleting (Machine phase Deleting), since 2025-06-03T09:02:00Z ("),
+            "{table}"
+        );
+        assert!(
+            !table.contains('\u{1b}'),
+            "hostile text is shown escaped: {table}"
+        );
+        let quiet = status(&report(), Format::Table, Paint { on: false }).unwrap();
+        assert!(!quiet.contains("Rollout in progress"), "{quiet}");
     }
 
     /// `-o wide` has a line per Machine with etcd conditions, visible and on one line; the

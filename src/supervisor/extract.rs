@@ -15,7 +15,7 @@ use serde_json::Value;
 
 use super::facts::{Condition, Endpoint, KcpInfo, MachineAddress, MachineInfo, PowerState};
 
-fn str_at<'a>(v: &'a Value, path: &[&str]) -> Option<&'a str> {
+pub(super) fn str_at<'a>(v: &'a Value, path: &[&str]) -> Option<&'a str> {
     let mut cur = v;
     for p in path {
         cur = cur.get(p)?;
@@ -151,6 +151,8 @@ pub fn machine(name: &str, data: &Value) -> MachineInfo {
         version: str_at(data, &["spec", "version"]).map(str::to_string),
         failure_domain: str_at(data, &["spec", "failureDomain"]).map(str::to_string),
         etcd_conditions: machine_etcd_conditions(data),
+        // Needs the Machine's metadata and its VM: [`super::rollout::machine_rollout`].
+        rollout: None,
     }
 }
 
@@ -205,6 +207,8 @@ fn conditions_at(data: &Value, pointer: &str, keep: impl Fn(&str) -> bool) -> Ve
                         reason: str_at(c, &["reason"]).map(str::to_string),
                         message: str_at(c, &["message"]).map(str::to_string),
                         severity: str_at(c, &["severity"]).map(str::to_string),
+                        last_transition_time: str_at(c, &["lastTransitionTime"])
+                            .map(str::to_string),
                     })
                 })
                 .filter(|c| keep(&c.kind))
@@ -479,6 +483,36 @@ mod tests {
         assert_eq!(
             kinds_and_status(&machine_etcd_conditions(&d)),
             [("EtcdMemberHealthy", "Unknown")]
+        );
+    }
+
+    /// `lastTransitionTime` is kept as written, in both shapes; absent, it is None.
+    #[test]
+    fn conditions_keep_their_transition_time() {
+        let d = json!({"status": {
+            "conditions": [
+                {"type": "EtcdMemberHealthy", "status": "False", "severity": "Error",
+                 "lastTransitionTime": "2025-06-03T08:14:07Z"},
+                {"type": "EtcdPodHealthy", "status": "True"}],
+            "v1beta2": {"conditions": [
+                {"type": "EtcdMemberHealthy", "status": "False", "reason": "NotHealthy",
+                 "lastTransitionTime": "2025-06-03T08:14:09Z"}]}}});
+        let c = machine_etcd_conditions(&d);
+        assert_eq!(
+            c[0].last_transition_time.as_deref(),
+            Some("2025-06-03T08:14:09Z"),
+            "the metav1 one wins, with its own time"
+        );
+        assert_eq!(c[1].last_transition_time, None);
+        let k = kcp(
+            "cp",
+            "controlplane.cluster.x-k8s.io/v1beta1",
+            &json!({"status": {"conditions": [{"type": "EtcdClusterHealthy", "status": "False",
+                "lastTransitionTime": "2025-06-03T08:14:07Z"}]}}),
+        );
+        assert_eq!(
+            k.conditions[0].last_transition_time.as_deref(),
+            Some("2025-06-03T08:14:07Z")
         );
     }
 

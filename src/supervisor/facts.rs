@@ -2,6 +2,7 @@
 //! They are part of the JSON/YAML report, hence serde with camelCase names.
 
 use std::net::IpAddr;
+use std::time::SystemTime;
 
 use serde::{Deserialize, Serialize};
 
@@ -58,6 +59,12 @@ pub struct Condition {
     pub message: Option<String>,
     /// v1beta1 conditions only.
     pub severity: Option<String>,
+    /// `lastTransitionTime` as the object has it (RFC 3339, e.g. `2025-06-03T08:14:07Z`): when
+    /// the Supervisor last changed its mind, so a report can say how old its word is. Required
+    /// in both shapes (CAPI's `clusterv1.Condition` and `metav1.Condition`); absent when a
+    /// served object leaves it out. Not in the JSON when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_transition_time: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -74,6 +81,36 @@ pub struct KcpInfo {
     pub version: Option<String>,
     /// Etcd-related conditions, plus Ready/Available.
     pub conditions: Vec<Condition>,
+}
+
+impl KcpInfo {
+    /// What says a rollout is under way, from the counts alone (CAPI
+    /// `KubeadmControlPlaneStatus`: v1beta1 `status.replicas`/`updatedReplicas`, v1beta2
+    /// `status.replicas`/`upToDateReplicas`): more Machines than wanted (a rolling update
+    /// scales up by one first, then down), or Machines not up to date with the KCP's spec.
+    /// None when a count is absent or they say nothing is moving.
+    pub fn rollout(&self) -> Option<String> {
+        let replicas = self.replicas?;
+        match (self.desired, self.up_to_date) {
+            (Some(desired), _) if replicas > desired => Some(format!(
+                "KubeadmControlPlane {} has {replicas} replicas for {desired} desired",
+                self.name
+            )),
+            (_, Some(up_to_date)) if up_to_date < replicas => Some(format!(
+                "KubeadmControlPlane {}: {up_to_date} of {replicas} replicas up to date",
+                self.name
+            )),
+            _ => None,
+        }
+    }
+}
+
+/// Whole seconds from `rfc3339` (a time as a Supervisor object has it: a condition's
+/// `lastTransitionTime`, a [`RolloutPhase`]'s `since`) to `now`: 0 for a time ahead of `now`
+/// (the Supervisor's clock and ours differ), None when it is no RFC 3339 time.
+pub fn seconds_since(rfc3339: &str, now: SystemTime) -> Option<u64> {
+    let t = humantime::parse_rfc3339_weak(rfc3339.trim()).ok()?;
+    Some(now.duration_since(t).map(|d| d.as_secs()).unwrap_or(0))
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -99,6 +136,86 @@ pub struct MachineInfo {
     /// have none.
     #[serde(default)]
     pub etcd_conditions: Vec<Condition>,
+    /// Where the Machine is in a rollout, when it is being created or deleted (see
+    /// [`RolloutPhase`]). Not in the JSON for a Machine that is simply there.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rollout: Option<RolloutPhase>,
+}
+
+/// A control-plane Machine that KCP (or an admin) is adding or removing: it is shown under
+/// "rollout in progress" and is evidence, never the reason for a verdict (issue 18, item 3).
+///
+/// Read from the Machine as CAPI writes it (v1beta1 and v1beta2 alike: `metadata`,
+/// `status.phase`, `status.nodeRef`) and from its VirtualMachine (vm-operator v1alpha1..5):
+/// - `Deleting`: `metadata.deletionTimestamp` is set (the API server keeps the object, and lists
+///   it, until CAPI's `machine.cluster.x-k8s.io` finalizer goes: the VM is deleted first, then
+///   the Node), or CAPI's `status.phase` says `Deleting` (`MachinePhaseDeleting`, set from the
+///   deletionTimestamp);
+/// - `Provisioning`: no `status.nodeRef` yet and `status.phase` is `Pending`, `Provisioning` or
+///   `Provisioned` (CAPI's `MachinePhase*` constants: created, infrastructure being made,
+///   infrastructure made but no Node yet). `waitingFor` says what the Machine still lacks.
+///
+/// A Machine with a nodeRef whose VM is off, or one `Failed`, is no rollout: those are faults.
+///
+/// JSON (`nodes[].machine.rollout`): `{"phase": "Deleting", "since": "<deletionTimestamp>",
+/// "machinePhase": "Deleting"}` or `{"phase": "Provisioning", "since": "<creationTimestamp>",
+/// "machinePhase": "Provisioning", "waitingFor": "IpAddress"}` (`waitingFor`:
+/// [`ProvisioningStep`]'s variant names).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "phase")]
+pub enum RolloutPhase {
+    Deleting {
+        /// `metadata.deletionTimestamp` (RFC 3339); None when only the phase says so.
+        since: Option<String>,
+        #[serde(rename = "machinePhase")]
+        machine_phase: Option<String>,
+    },
+    Provisioning {
+        /// `metadata.creationTimestamp` (RFC 3339): how long it has been on its way.
+        since: Option<String>,
+        #[serde(rename = "machinePhase")]
+        machine_phase: Option<String>,
+        #[serde(rename = "waitingFor")]
+        waiting_for: ProvisioningStep,
+    },
+}
+
+impl RolloutPhase {
+    /// When the phase began (RFC 3339, as the object has it).
+    pub fn since(&self) -> Option<&str> {
+        match self {
+            RolloutPhase::Deleting { since, .. } | RolloutPhase::Provisioning { since, .. } => {
+                since.as_deref()
+            }
+        }
+    }
+    pub fn machine_phase(&self) -> Option<&str> {
+        match self {
+            RolloutPhase::Deleting { machine_phase, .. }
+            | RolloutPhase::Provisioning { machine_phase, .. } => machine_phase.as_deref(),
+        }
+    }
+    pub fn is_deleting(&self) -> bool {
+        matches!(self, RolloutPhase::Deleting { .. })
+    }
+}
+
+/// What a provisioning Machine still lacks, in the order it gets them: its VirtualMachine
+/// (vm-operator creates it for the VSphereMachine), power (`status.powerState` PoweredOn), an
+/// address (`status.network.primaryIP4`/`primaryIP6`, v1alpha1 `status.vmIp`), then kubeadm's
+/// join, after which CAPI sets `status.nodeRef`.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, strum::Display, strum::VariantArray,
+)]
+pub enum ProvisioningStep {
+    #[strum(serialize = "its VirtualMachine")]
+    VirtualMachine,
+    #[strum(serialize = "its VM to power on")]
+    PowerOn,
+    #[strum(serialize = "an IP address")]
+    IpAddress,
+    #[strum(serialize = "its Node to join")]
+    NodeJoin,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -125,6 +242,11 @@ pub struct ControlPlaneNode {
 impl ControlPlaneNode {
     pub fn ip(&self) -> Option<IpAddr> {
         self.vm.as_ref().and_then(|v| v.ip)
+    }
+    /// The node's rollout phase (its Machine's), when it is being created or deleted: such a
+    /// node is shown, never the reason for a verdict.
+    pub fn rollout(&self) -> Option<&RolloutPhase> {
+        self.machine.as_ref().and_then(|m| m.rollout.as_ref())
     }
 }
 
@@ -164,5 +286,39 @@ impl ClusterFacts {
     }
     pub fn vms_present(&self) -> usize {
         self.nodes.iter().filter(|n| n.vm.is_some()).count()
+    }
+    /// Machines being deleted (scale-down, remediation, a `kubectl delete`).
+    pub fn machines_deleting(&self) -> usize {
+        self.count_rollout(RolloutPhase::is_deleting)
+    }
+    /// Machines on their way to becoming nodes (see [`RolloutPhase::Provisioning`]).
+    pub fn machines_provisioning(&self) -> usize {
+        self.count_rollout(|r| !r.is_deleting())
+    }
+    /// Machines that are staying: every one but those being deleted. What KCP's `spec.replicas`
+    /// is to be compared with: a provisioning one is KCP doing its job, a deleting one is
+    /// already on its way out.
+    pub fn machines_staying(&self) -> usize {
+        self.machines_present() - self.machines_deleting()
+    }
+    /// Machines neither provisioning nor deleting: the ones whose nodes may decide a verdict.
+    pub fn machines_in_service(&self) -> usize {
+        self.machines_present() - self.machines_deleting() - self.machines_provisioning()
+    }
+    /// The nodes in a rollout phase, in the nodes' order.
+    pub fn rollout_nodes(&self) -> impl Iterator<Item = (&ControlPlaneNode, &RolloutPhase)> {
+        self.nodes.iter().filter_map(|n| Some((n, n.rollout()?)))
+    }
+    /// What says a KCP rollout is under way, from its counts ([`KcpInfo::rollout`]).
+    pub fn kcp_rollout(&self) -> Option<String> {
+        self.kcp.as_ref()?.rollout()
+    }
+    /// A rollout is in progress: a Machine is provisioning or deleting, or the KCP's counts
+    /// say it is rolling ([`ClusterFacts::kcp_rollout`]).
+    pub fn rollout_in_progress(&self) -> bool {
+        self.rollout_nodes().next().is_some() || self.kcp_rollout().is_some()
+    }
+    fn count_rollout(&self, keep: impl Fn(&RolloutPhase) -> bool) -> usize {
+        self.rollout_nodes().filter(|(_, r)| keep(r)).count()
     }
 }

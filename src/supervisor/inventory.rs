@@ -18,7 +18,7 @@ use serde_json::Value;
 
 use super::discovery::SupervisorApis;
 use super::facts::*;
-use super::{extract, join};
+use super::{extract, join, rollout};
 use crate::error::{Error, Result};
 
 pub const CLUSTER_NAME_LABEL: &str = "cluster.x-k8s.io/cluster-name";
@@ -370,6 +370,12 @@ impl Inventory {
             .collect();
         let (vms, vm_labels) = self.vms_of(cluster_name);
         let vms: Vec<VmInfo> = vms.into_iter().map(vm_info).collect();
+        let mut nodes = join::join(machines, vms);
+        // A rollout phase needs the Machine's metadata and its VM: known once joined.
+        rollout::fill(
+            &mut nodes,
+            &self.machines_of(cluster_name).collect::<Vec<_>>(),
+        );
         Ok(ClusterFacts {
             context: context.to_string(),
             namespace: ns.to_string(),
@@ -387,7 +393,7 @@ impl Inventory {
             },
             kcp,
             kcp_missing_reason,
-            nodes: join::join(machines, vms),
+            nodes,
             endpoint: extract::endpoint(&cluster.data),
         })
     }

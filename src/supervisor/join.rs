@@ -59,6 +59,7 @@ mod tests {
             version: None,
             failure_domain: None,
             etcd_conditions: vec![],
+            rollout: None,
         }
     }
 

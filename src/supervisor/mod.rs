@@ -5,13 +5,17 @@
 //!   (vm-operator v1alpha1..v1alpha5, CAPI v1beta1/v1beta2); versions are never hard-coded.
 //! - [`inventory`]: the objects read (one cluster's, or one list of each kind per namespace for
 //!   many clusters), and the pure step from them to [`ClusterFacts`];
-//! - [`extract`] (per-version field reading) and [`join`] (Machines with VMs), both pure.
+//! - [`extract`] (per-version field reading), [`join`] (Machines with VMs) and [`rollout`] (a
+//!   Machine's rollout phase), all pure.
 
 pub mod discovery;
 pub mod extract;
 pub mod facts;
 pub mod inventory;
 pub mod join;
+pub mod rollout;
+#[cfg(test)]
+mod rollout_tests;
 
 use crate::connect::Connection;
 use crate::error::Result;

@@ -1,4 +1,5 @@
-//! The lab a Supervisor fixture set describes: one lab node per control-plane Machine, named
+//! The lab a Supervisor fixture set describes: one lab node per control-plane Machine (but a
+//! Machine with no nodeRef and no address yet, which is no node anywhere), named
 //! as the Machine's `status.nodeRef.name` (the Kubernetes Node the plugin pins its pod to) and at
 //! the Machine's VM address (`status.network.primaryIP4`, or v1alpha1's `status.vmIp`).
 //!
@@ -84,8 +85,14 @@ pub fn plan(cfg: &FakeConfig, cluster: Option<&str>) -> Result<Vec<PlannedNode>>
                 .find(|a| a["type"] == "InternalIP")
                 .and_then(|a| a["address"].as_str().map(str::to_string))
         });
-        let addr =
-            addr.with_context(|| format!("Machine {machine} has no VM with an IPv4 address"))?;
+        let joined = m["status"]["nodeRef"]["name"].as_str().is_some();
+        let addr = match addr {
+            Some(a) => a,
+            // A Machine still provisioning with no address yet (a rollout's new one) is no node
+            // a lab could build: the lab is the nodes that exist.
+            None if !joined => continue,
+            None => bail!("Machine {machine} has no VM with an IPv4 address"),
+        };
         let ip: Ipv4Addr = addr.parse().with_context(|| {
             format!("Machine {machine}: {addr:?} is not an IPv4 address (the lab is IPv4 only)")
         })?;
@@ -185,6 +192,26 @@ mod tests {
             );
             let lab = lab_config(&nodes).unwrap();
             assert_eq!((lab.nodes, lab.subnet), (3, [198, 18, 0]));
+        }
+    }
+
+    /// A rollout's sets: the 4th node is planned once it has an address (by its Machine's name
+    /// until it has a nodeRef); a Machine not yet addressed is left out.
+    #[test]
+    fn rollout_sets_line_up_with_a_lab() {
+        for (set, nodes) in [
+            ("rollout-scale-up", 3),
+            ("rollout-scale-up-joining", 4),
+            ("rollout-scale-down", 4),
+        ] {
+            let cfg = FakeConfig::from_dir(supervisor_set(set)).unwrap();
+            let plan = plan(&cfg, None).unwrap();
+            let lab = lab_config(&plan).unwrap();
+            assert_eq!((lab.nodes, lab.subnet), (nodes, [198, 18, 0]), "{set}");
+            if nodes == 4 {
+                assert_eq!(plan[3].name, "tkc-prod-7xk2p-k8d5n", "{set}");
+                assert_eq!(plan[3].ip.to_string(), "198.18.0.14", "{set}");
+            }
         }
     }
 

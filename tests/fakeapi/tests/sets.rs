@@ -23,6 +23,7 @@ struct Expect {
 
 fn expectations() -> BTreeMap<&'static str, Expect> {
     let cp3 = &["198.18.0.11", "198.18.0.12", "198.18.0.13"][..];
+    let cp4 = &["198.18.0.11", "198.18.0.12", "198.18.0.13", "198.18.0.14"][..];
     let e = |vm_version, ips: &'static [&'static str], machines| Expect {
         ns: "ns-prod",
         cluster: "tkc-prod",
@@ -65,6 +66,17 @@ fn expectations() -> BTreeMap<&'static str, Expect> {
             "vm-powered-off",
             e("v1alpha3", &["198.18.0.11", "", "198.18.0.13"], 3),
         ),
+        // A KCP rollout: 4 Machines for 3 desired, in name order (-k8d5n is the new one).
+        (
+            "rollout-scale-up",
+            e(
+                "v1alpha3",
+                &["198.18.0.11", "198.18.0.12", "198.18.0.13", ""],
+                4,
+            ),
+        ),
+        ("rollout-scale-up-joining", e("v1alpha3", cp4, 4)),
+        ("rollout-scale-down", e("v1alpha3", cp4, 4)),
         (
             // Generated (etcdnet_fakeapi::generate); tests/many_clusters.rs checks all three.
             // IPs in Machine name order: -2tfqk .11, -mpljt .13, -w5nfz .12.
@@ -260,6 +272,54 @@ async fn every_set_serves_the_walk() {
         checked,
         expect.len() + 1,
         "every expectation was checked: {sets:?}"
+    );
+}
+
+/// A Machine being deleted is listed and read as a real API server serves it until its
+/// finalizer goes: with its deletionTimestamp, finalizers and KCP's pre-terminate hook.
+#[tokio::test]
+async fn a_deleting_machine_is_still_served() {
+    let api = FakeApi::start_with(
+        FakeConfig::from_dir(supervisor_set("rollout-scale-down"))
+            .unwrap()
+            .var("WORKLOAD_URL", "http://127.0.0.1:9"),
+    )
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let client = common::client(&api, dir.path()).await;
+    let ar = kube::core::ApiResource::from_gvk(&kube::core::GroupVersionKind::gvk(
+        "cluster.x-k8s.io",
+        "v1beta1",
+        "Machine",
+    ));
+    let machines: Api<DynamicObject> = Api::namespaced_with(client, "ns-prod", &ar);
+    let list = machines
+        .list(&ListParams::default().labels("cluster.x-k8s.io/control-plane"))
+        .await
+        .unwrap();
+    let going: Vec<&DynamicObject> = list
+        .items
+        .iter()
+        .filter(|m| m.metadata.deletion_timestamp.is_some())
+        .collect();
+    assert_eq!(going.len(), 1, "{:?}", list.items);
+    let m = going[0];
+    assert_eq!(m.metadata.name.as_deref(), Some("tkc-prod-7xk2p-4rz8m"));
+    assert_eq!(
+        m.metadata.finalizers.as_deref(),
+        Some(&["machine.cluster.x-k8s.io".to_string()][..])
+    );
+    assert!(m
+        .metadata
+        .annotations
+        .as_ref()
+        .unwrap()
+        .contains_key("pre-terminate.delete.hook.machine.cluster.x-k8s.io/kcp-cleanup"));
+    assert_eq!(m.data["status"]["phase"], "Deleting");
+    let got = machines.get("tkc-prod-7xk2p-4rz8m").await.unwrap();
+    assert_eq!(
+        serde_json::to_value(&got.metadata.deletion_timestamp).unwrap(),
+        "2025-06-03T09:02:00Z"
     );
 }
 

@@ -1,0 +1,215 @@
+//! The rollout phases and counts of [`ClusterFacts`], from the fixture sets as the Supervisor
+//! serves them (the objects read as the evidence bundle stores them: `Inventory::from_objects`,
+//! then the same pure `Inventory::facts` a live run uses).
+
+use std::time::{Duration, SystemTime};
+
+use serde::Deserialize;
+use serde_json::{json, Value};
+
+use super::*;
+
+fn apis() -> SupervisorApis {
+    let group = |name: &str, version: &str| {
+        json!({"name": name, "versions": [{"groupVersion": format!("{name}/{version}"), "version": version}],
+               "preferredVersion": {"groupVersion": format!("{name}/{version}"), "version": version}})
+    };
+    let answer = json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": [
+        group("vmoperator.vmware.com", "v1alpha3"),
+        group("cluster.x-k8s.io", "v1beta1"),
+        group("controlplane.cluster.x-k8s.io", "v1beta1"),
+    ]});
+    discovery::from_answer(&answer, "supervisor").unwrap()
+}
+
+/// Cluster tkc-prod of `set` (a v1beta1/v1alpha3 set), as the plugin reads it.
+fn facts(set: &str) -> ClusterFacts {
+    let dir = format!(
+        "{}/tests/fixtures/supervisor/{set}",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let mut all = Vec::new();
+    for f in [
+        "10-cluster.yaml",
+        "20-kcp.yaml",
+        "30-machines.yaml",
+        "50-virtualmachines.yaml",
+    ] {
+        let text = std::fs::read_to_string(format!("{dir}/{f}"))
+            .unwrap()
+            .replace("{{WORKLOAD_HOST}}", "198.18.0.10")
+            .replace("{{WORKLOAD_PORT}}", "6443");
+        for doc in serde_yaml_ng::Deserializer::from_str(&text) {
+            let v = Value::deserialize(doc).unwrap();
+            if !v.is_null() {
+                all.push(v);
+            }
+        }
+    }
+    Inventory::from_objects("ns-prod", apis(), &all)
+        .facts("sv", "tkc-prod")
+        .unwrap()
+}
+
+fn phases(f: &ClusterFacts) -> Vec<(&str, &RolloutPhase)> {
+    f.rollout_nodes()
+        .map(|(n, r)| (n.name.as_str(), r))
+        .collect()
+}
+
+#[test]
+fn a_cluster_at_rest_has_no_rollout() {
+    for set in [
+        "healthy-v1alpha3",
+        "quorum-lost",
+        "vm-powered-off",
+        "missing-machine",
+    ] {
+        let f = facts(set);
+        assert!(phases(&f).is_empty(), "{set}");
+        assert_eq!(f.kcp_rollout(), None, "{set}");
+        assert!(!f.rollout_in_progress(), "{set}");
+        assert_eq!(f.machines_staying(), f.machines_present(), "{set}");
+        assert_eq!(f.machines_in_service(), f.machines_present(), "{set}");
+    }
+}
+
+/// The 4th Machine is provisioning, its VM created and off; KCP has 4 for 3.
+#[test]
+fn scale_up() {
+    let f = facts("rollout-scale-up");
+    assert_eq!(
+        phases(&f),
+        [(
+            "tkc-prod-7xk2p-k8d5n",
+            &RolloutPhase::Provisioning {
+                since: Some("2025-06-03T08:30:00Z".into()),
+                machine_phase: Some("Provisioning".into()),
+                waiting_for: ProvisioningStep::PowerOn,
+            }
+        )]
+    );
+    assert_eq!(
+        (
+            f.machines_present(),
+            f.machines_provisioning(),
+            f.machines_deleting(),
+            f.machines_staying(),
+            f.machines_in_service()
+        ),
+        (4, 1, 0, 4, 3)
+    );
+    assert_eq!(
+        f.kcp_rollout().as_deref(),
+        Some("KubeadmControlPlane tkc-prod-7xk2p has 4 replicas for 3 desired")
+    );
+    assert!(f.rollout_in_progress());
+    let joining = facts("rollout-scale-up-joining");
+    let (name, r) = phases(&joining)[0];
+    assert_eq!(name, "tkc-prod-7xk2p-k8d5n");
+    assert!(matches!(
+        r,
+        RolloutPhase::Provisioning {
+            waiting_for: ProvisioningStep::NodeJoin,
+            ..
+        }
+    ));
+    assert_eq!(r.machine_phase(), Some("Provisioned"));
+}
+
+/// The oldest Machine is being deleted (still listed, finalizer held); it no longer counts
+/// against the KCP's 3.
+#[test]
+fn scale_down() {
+    let f = facts("rollout-scale-down");
+    assert_eq!(
+        phases(&f),
+        [(
+            "tkc-prod-7xk2p-4rz8m",
+            &RolloutPhase::Deleting {
+                since: Some("2025-06-03T09:02:00Z".into()),
+                machine_phase: Some("Deleting".into()),
+            }
+        )]
+    );
+    assert_eq!(
+        (
+            f.machines_present(),
+            f.machines_deleting(),
+            f.machines_staying(),
+            f.machines_in_service()
+        ),
+        (4, 1, 3, 3)
+    );
+    assert!(f.rollout_in_progress());
+}
+
+/// vm-no-ip's third Machine (Provisioning, no nodeRef, VM on without an address) reads as a
+/// Machine on its way, waiting for its address: its age tells a stuck one.
+#[test]
+fn a_provisioning_machine_without_an_address() {
+    let f = facts("vm-no-ip");
+    let (name, r) = phases(&f)[0];
+    assert_eq!(name, "tkc-prod-7xk2p-bx2lk");
+    assert!(matches!(
+        r,
+        RolloutPhase::Provisioning {
+            waiting_for: ProvisioningStep::IpAddress,
+            ..
+        }
+    ));
+    assert_eq!(f.kcp_rollout(), None, "3 replicas for 3, all up to date");
+}
+
+/// JSON: the phase is a tag beside its fields; a Machine at rest has no `rollout` key, and a
+/// report written before the field reads back.
+#[test]
+fn rollout_json() {
+    let f = facts("rollout-scale-up");
+    let v = serde_json::to_value(&f.nodes).unwrap();
+    let k8d5n = v
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|n| n["name"] == "tkc-prod-7xk2p-k8d5n")
+        .unwrap();
+    assert_eq!(
+        k8d5n["machine"]["rollout"],
+        json!({"phase": "Provisioning", "since": "2025-06-03T08:30:00Z",
+               "machinePhase": "Provisioning", "waitingFor": "PowerOn"})
+    );
+    let first = &v[0]["machine"];
+    assert!(first.get("rollout").is_none(), "{first}");
+    assert_eq!(
+        first["etcdConditions"][0]["lastTransitionTime"],
+        "2025-06-01T12:00:00Z"
+    );
+    let back: Vec<ControlPlaneNode> = serde_json::from_value(v).unwrap();
+    assert_eq!(back, f.nodes);
+    let mut old = serde_json::to_value(&f.nodes[0]).unwrap();
+    old["machine"]
+        .as_object_mut()
+        .unwrap()
+        .remove("etcdConditions");
+    let read: ControlPlaneNode = serde_json::from_value(old).unwrap();
+    assert_eq!(read.rollout(), None);
+}
+
+#[test]
+fn ages() {
+    let t = humantime::parse_rfc3339("2025-06-03T09:02:00Z").unwrap();
+    let later = t + Duration::from_secs(240);
+    assert_eq!(seconds_since("2025-06-03T09:02:00Z", later), Some(240));
+    assert_eq!(
+        seconds_since("2025-06-03T09:02:00.5Z", later),
+        Some(239),
+        "fractions are allowed"
+    );
+    assert_eq!(
+        seconds_since("2025-06-03T09:06:00Z", t),
+        Some(0),
+        "ahead of our clock"
+    );
+    assert_eq!(seconds_since("yesterday", SystemTime::now()), None);
+    assert_eq!(seconds_since("", SystemTime::now()), None);
+}
