@@ -51,6 +51,21 @@ fn probe_contract_under_every_shell() {
         );
         assert_eq!(peer.not_yet_valid, Some(false));
         assert!(peer.not_after.as_deref().unwrap().ends_with('Z'));
+        // Nothing listens: the member list is an error, the alarm list not asked.
+        use etcdnet::probe::output::QueryOutcome;
+        let m = &out.members;
+        assert_eq!(m.outcome, QueryOutcome::Error, "{what}: {m:?}");
+        assert!(m
+            .detail
+            .as_deref()
+            .unwrap()
+            .starts_with("https://127.77.0.1:2380/members: "));
+        let a = (out.alarms.outcome, out.alarms.detail.as_deref());
+        let want = (
+            QueryOutcome::Skipped,
+            Some("not asked: /health got no answer"),
+        );
+        assert_eq!(a, want, "{what}");
     }
 }
 

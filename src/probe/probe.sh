@@ -641,11 +641,11 @@ emit_paths() {
 
 # One request to the node's own etcd: name (of the $T files), byte cap, URL, curl options. Writes
 # NAME.hdr (headers), NAME.body (at most the cap), NAME.w ("http_code time_total"), NAME.err;
-# returns curl's exit code.
+# returns curl's exit code. ASK_MAX, when set, is its whole time instead of connect + TLS.
 etcd_ask() { # name max-bytes url option...
   n=$1 max=$2 url=$3
   shift 3
-  GNUTLS_NO_IMPLICIT_INIT=1 curl -q -g -sS --http1.1 --noproxy '*' --connect-timeout "$CT" --max-time $((CT + TT)) \
+  GNUTLS_NO_IMPLICIT_INIT=1 curl -q -g -sS --http1.1 --noproxy '*' --connect-timeout "$CT" --max-time "${ASK_MAX:-$((CT + TT))}" \
     --max-filesize "$max" "$@" -D "$T/$n.hdr" -o "$T/$n.body" -w '%{http_code} %{time_total}' "$url" >"$T/$n.w" 2>"$T/$n.err"
 }
 
@@ -795,7 +795,9 @@ members_check() {
 # and 3.6), with the health check's client certificate. It goes through raft, so without quorum it
 # fails or times out: that is data, not an error of the probe. grpc-gateway prints the member ID
 # as a decimal string and the alarm by its name (AlarmType: NONE 0, NOSPACE 1, CORRUPT 2; the
-# number is read too). At most 64 alarms.
+# number is read too). At most 64 alarms. Asked once /health has answered, in the time that
+# left of connect + TLS (at least a second): a member that does not answer /health is not asked
+# (Skipped), and the two requests never queue behind each other at a busy member.
 AWK_ALARMS='
 function entry() { return d == 3 && top == "{" && key[1] == "alarms" && kind[2] == "[" && kind[3] == "{" }
 function opened() { if (entry()) amid = aname = "" }
@@ -819,6 +821,10 @@ alarms_check() {
   if ! { [ -r "$PKI/ca.crt" ] && [ -r "$PKI/healthcheck-client.crt" ] && [ -r "$PKI/healthcheck-client.key" ]; }; then
     printf '{"outcome":"Skipped","detail":"no readable ca.crt/healthcheck-client.crt/healthcheck-client.key"}' >"$f" && return
   fi
+  case $(cat "$T/health.json") in *'"outcome":"Error"'* | *'"outcome":"Skipped"'*)
+    printf '{"outcome":"Skipped","detail":"not asked: /health got no answer"}' >"$f" && return ;;
+  esac
+  ASK_MAX=$(awk -v all=$((CT + TT)) '{ t = all - $2 } END { if (t < 1) t = 1; printf "%.3f", t }' "$T/h.w" 2>/dev/null)
   url=https://$LOCAL:2379/v3/maintenance/alarm
   etcd_ask alarms 16384 "$url" --cacert "$PKI/ca.crt" --cert "$PKI/healthcheck-client.crt" --key "$PKI/healthcheck-client.key" \
     -H 'Content-Type: application/json' --data '{"action":"GET"}'
@@ -1036,9 +1042,8 @@ main() {
   if have renice; then renice -n 10 -p $$ >/dev/null 2>&1; fi
   sweep_stale
   probe_host
-  health_check >/dev/null 2>&1 &
+  { health_check; alarms_check; } >/dev/null 2>&1 &
   members_check >/dev/null 2>&1 &
-  alarms_check >/dev/null 2>&1 &
   probe_etcd
   probe_kubelet
   probe_certs
