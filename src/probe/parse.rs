@@ -261,6 +261,8 @@ mod tests {
         ("crictl-runtime-error", fixture!("crictl-runtime-error")),
         ("etcd-exited-attempt-5", fixture!("etcd-exited-attempt-5")),
         ("minimal-busybox-node", fixture!("minimal-busybox-node")),
+        ("no-quorum-own-view", fixture!("no-quorum-own-view")),
+        ("nospace-alarm", fixture!("nospace-alarm")),
     ];
 
     fn get(name: &str) -> ProbeOutput {
@@ -345,6 +347,46 @@ mod tests {
             .initial_cluster
             .unwrap()
             .contains("node3=https://198.18.0.13:2380"));
+    }
+
+    /// The node's own view (issue 18), as etcd 3.4 gave it: the member list without quorum,
+    /// the alarm list only with it, NOSPACE listed while 3.4's /health does not name it.
+    #[test]
+    fn own_view_members_and_alarms() {
+        use crate::probe::output::QueryOutcome;
+        let members = |out: &ProbeOutput| -> Vec<String> {
+            (out.members.members.iter())
+                .map(|m| {
+                    let id = m.id.as_deref().unwrap_or("?");
+                    let name = m.name.as_deref().unwrap_or("?");
+                    format!("{id} {name} {}", m.peer_urls.join(","))
+                })
+                .collect()
+        };
+        let want = [
+            "14569749fa01776e tkc-1-control-plane-node3 https://198.18.0.13:2380",
+            "71ea0ea03f1cc0b1 tkc-1-control-plane-node1 https://198.18.0.11:2380",
+            "a0efed2619cd10db tkc-1-control-plane-node2 https://198.18.0.12:2380",
+        ];
+        let cut = get("no-quorum-own-view");
+        assert_eq!(cut.members.outcome, QueryOutcome::Ok);
+        assert_eq!(cut.members.cluster_id.as_deref(), Some("e3fee805b34935c9"));
+        assert_eq!(members(&cut), want);
+        assert_eq!(cut.alarms.outcome, QueryOutcome::Error);
+        assert!(cut.alarms.detail.as_deref().unwrap().contains("timed out"));
+        let full = get("nospace-alarm");
+        assert_eq!(members(&full), want);
+        let alarms: Vec<_> = (full.alarms.alarms.iter())
+            .map(|a| (a.member_id.as_deref(), a.alarm.as_str()))
+            .collect();
+        assert_eq!(alarms, [(Some("71ea0ea03f1cc0b1"), "NOSPACE")]);
+        assert_eq!(full.health.outcome, HealthOutcome::Unhealthy);
+        assert_eq!(full.health.body.as_deref(), Some("{\"health\":\"false\"}"));
+        // A document from before these fields: not asked, never read as fine.
+        let old = get("healthy-node");
+        assert_eq!(old.members.outcome, QueryOutcome::Skipped);
+        assert_eq!(old.alarms.outcome, QueryOutcome::Skipped);
+        assert_eq!(old.etcd.previous_logs, None);
     }
 
     #[test]
