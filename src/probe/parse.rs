@@ -153,10 +153,29 @@ fn parse_value(node: &str, value: Value) -> Result<ProbeOutput, ParseError> {
             });
         }
     }
-    ProbeOutput::deserialize(value).map_err(|e| ParseError::Invalid {
+    let mut out = ProbeOutput::deserialize(value).map_err(|e| ParseError::Invalid {
         node: node.into(),
         detail: cap(&e.to_string()),
-    })
+    })?;
+    no_http_answer_of_older_probes(&mut out);
+    Ok(out)
+}
+
+/// Probes before `NoHttpAnswer` (issue 18) wrote a completed handshake that got no HTTP answer
+/// as `Completed` with this detail and no status: read it as what it is, so that a stored
+/// document of then is never taken for a working path. The schema version stays 1: a reader of
+/// then refuses the new value (an unknown variant) rather than misreading it.
+fn no_http_answer_of_older_probes(out: &mut ProbeOutput) {
+    use crate::probe::output::TlsOutcome;
+    for p in &mut out.paths {
+        let detail = p.tls_detail.as_deref().unwrap_or_default();
+        if p.tls == TlsOutcome::Completed
+            && p.http_status.is_none()
+            && detail.starts_with("no HTTP answer after the handshake")
+        {
+            p.tls = TlsOutcome::NoHttpAnswer;
+        }
+    }
 }
 
 /// Offsets where a document may start: the marker at the start of a line, or after a prefix
@@ -613,6 +632,24 @@ mod tests {
             panic!("not NotJson");
         };
         assert!(excerpt.chars().count() <= 200);
+    }
+
+    #[test]
+    fn an_older_probes_completed_handshake_without_an_answer_reads_as_no_http_answer() {
+        let doc = |tls: &str, status: &str, detail: &str| {
+            format!(
+                r#"{{"schemaVersion":1,"nodeIp":"x","paths":[{{"target":"y","port":2380,"tcp":"Connected","tls":"{tls}","httpStatus":{status},"tlsDetail":"{detail}"}}]}}"#
+            )
+        };
+        let tls = |text: String| parse("cp1", text.as_bytes()).unwrap().paths[0].tls;
+        let old = "no HTTP answer after the handshake: curl: (28) Operation timed out";
+        assert_eq!(tls(doc("Completed", "null", old)), TlsOutcome::NoHttpAnswer);
+        assert_eq!(
+            tls(doc("NoHttpAnswer", "null", old)),
+            TlsOutcome::NoHttpAnswer
+        );
+        assert_eq!(tls(doc("Completed", "200", "")), TlsOutcome::Completed);
+        assert_eq!(tls(doc("Completed", "null", "")), TlsOutcome::Completed);
     }
 
     #[test]
