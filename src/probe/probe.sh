@@ -5,7 +5,8 @@
 # running and stable (crictl ps), what its log says (crictl logs), whether kubelet is active, whether
 # this node reaches its own and every peer's etcd on 2379/2380 (curl with the node's peer
 # certificate), whether the certificates are valid, what the static-pod manifest says, and whether
-# etcd's /health answers.
+# etcd's /health answers. From etcd's own view besides: its member list (the peer listener's,
+# answered without quorum), its alarm list, and the previous container's log after a restart.
 #
 # Contract: exactly one JSON document (schema v1, src/probe/output.rs) on stdout, nothing on
 # stderr, exit 0 once it is printed. A missing tool or a failing step is data in the JSON. Read-only:
