@@ -237,8 +237,10 @@ probe_etcd() {
 # The previous etcd container's log (PREV, PREV_FILE), when the newest one's says little: it is
 # not running, or its log has fewer lines than --log-lines (a member the kubelet restarted, e.g.
 # killed by kubeadm's startupProbe while it had no leader, starts a new log). The kubelet keeps one
-# dead container besides the current one (pkg/kubelet/kuberuntime/kuberuntime_gc.go): crictl logs
-# it; when that fails (the container already removed), the kubelet's own file of that attempt.
+# dead container per container besides the current one (MaxPerPodContainerCount 1 in
+# cmd/kubelet/app/options/options.go, enforced by pkg/kubelet/kuberuntime/kuberuntime_gc.go):
+# crictl logs it; when that fails (the container already removed), the kubelet's own file of that
+# attempt.
 # What the newest's log left of --log-bytes is the cap.
 previous_logs() {
   read -r got used <"$T/log.used"
@@ -272,8 +274,9 @@ previous_logs() {
 }
 
 # LOGFILE: the kubelet's log file of etcd's attempt $1, the static pod's
-# ($POD_LOGS/kube-system_etcd-<node>_<uid>/etcd/<attempt>.log: kubelet's BuildPodLogsDirectory and
-# BuildContainerLogsDirectory, pkg/kubelet/kuberuntime/helpers.go). The pod named after this host
+# ($POD_LOGS/kube-system_etcd-<node>_<uid>/etcd/<attempt>.log: BuildPodLogsDirectory,
+# BuildContainerLogsDirectory and buildContainerLogsPath in pkg/kubelet/kuberuntime/helpers.go; the
+# kubelet's podLogsDirectory, /var/log/pods unless configured otherwise). The pod named after this host
 # first, else the newest such file. Only directories and regular files, no symbolic link: what
 # the node holds is not trusted to point anywhere.
 pod_log_file() { # attempt
