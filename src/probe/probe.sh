@@ -795,8 +795,9 @@ members_check() {
 }
 
 # The alarm list through etcd's grpc-gateway on the client port (POST /v3/maintenance/alarm,
-# {"action":"GET"}: Maintenance.Alarm in api/etcdserverpb/rpc.proto; /v3/ is served by 3.4, 3.5
-# and 3.6), with the health check's client certificate. It goes through raft, so without quorum it
+# {"action":"GET"}: Maintenance.Alarm, google.api.http post "/v3/maintenance/alarm" in
+# api/etcdserverpb/rpc.proto of 3.5 and 3.6; 3.4.23 and 3.5.1 answer it in the lab), with the health
+# check's client certificate. It goes through raft, so without quorum it
 # fails or times out: that is data, not an error of the probe. grpc-gateway prints the member ID
 # as a decimal string and the alarm by its name (AlarmType: NONE 0, NOSPACE 1, CORRUPT 2; the
 # number is read too). At most 64 alarms. Asked once /health has answered, in the time that
