@@ -470,6 +470,168 @@ fn removed_member_restarted_on_old_data(etcd: EtcdVersion) {
     assert_quotes_log(&d, &words);
 }
 
+/// Runs `curl` on `node` against its own etcd's gateway with the healthcheck client
+/// certificate (as an admin on the VM would), returning the body.
+fn gateway(lab: &Lab, node: &str, path: &str, body: &str) -> String {
+    let pki = "/etc/kubernetes/pki/etcd";
+    let argv = [
+        "curl".to_string(),
+        "-sS".into(),
+        "--max-time".into(),
+        "10".into(),
+        "--cacert".into(),
+        format!("{pki}/ca.crt"),
+        "--cert".into(),
+        format!("{pki}/healthcheck-client.crt"),
+        "--key".into(),
+        format!("{pki}/healthcheck-client.key"),
+        "--data".into(),
+        body.into(),
+        format!("https://127.0.0.1:2379{path}"),
+    ];
+    let out = lab
+        .exec(node, &argv, None, Duration::from_secs(20))
+        .unwrap();
+    assert!(out.status.success(), "{node}: curl {path}: {out:?}");
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// What every node's etcd says of itself, from its own view (issue 18): the member list from
+/// the peer listener, the same on every node and without quorum; the alarm list (NOSPACE raised
+/// for one member through etcd's own API, then `/health` says so on 3.5, not on 3.4); the
+/// previous container's log after a restart; crictl found with sudo's secure_path.
+fn own_view(etcd: EtcdVersion) {
+    use etcdnet::probe::output::{HealthOutcome, QueryOutcome};
+    let lab = start(etcd, 3);
+    lab.wait_healthy(Duration::from_secs(30)).unwrap();
+    let list = lab.member_list().unwrap();
+    let mut want: Vec<(String, String, Vec<String>)> = (list.iter())
+        .map(|(id, name, urls)| (format!("{id:x}"), name.clone(), urls.clone()))
+        .collect();
+    want.sort();
+    assert_eq!(want.len(), 3, "{list:?}");
+    let mut cluster_ids = vec![];
+    for r in probe_all(&lab) {
+        let p = r.probe().unwrap();
+        let m = &p.members;
+        assert_eq!(m.outcome, QueryOutcome::Ok, "{}: {m:?}", r.name);
+        let mut got: Vec<(String, String, Vec<String>)> = (m.members.iter())
+            .map(|x| {
+                assert!(!x.is_learner && !x.client_urls.is_empty(), "{x:?}");
+                (
+                    x.id.clone().unwrap(),
+                    x.name.clone().unwrap(),
+                    x.peer_urls.clone(),
+                )
+            })
+            .collect();
+        got.sort();
+        assert_eq!(got, want, "{}: the ids etcdctl prints, in hex", r.name);
+        cluster_ids.push(m.cluster_id.clone().expect("a cluster ID"));
+        assert_eq!(
+            (p.alarms.outcome, p.alarms.alarms.len()),
+            (QueryOutcome::Ok, 0),
+            "{}: {:?}",
+            r.name,
+            p.alarms
+        );
+        assert_eq!(p.etcd.previous_logs, None, "{}: one container only", r.name);
+    }
+    cluster_ids.dedup();
+    assert_eq!(cluster_ids.len(), 1, "{cluster_ids:?}");
+    assert!(cluster_ids[0]
+        .bytes()
+        .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase()));
+
+    // sudo's secure_path without /usr/local/bin: the stand-in crictl there is still found.
+    let me = lab.nodes()[0].ip.to_string();
+    let args = ProbeArgs::new(me.clone(), Vec::<String>::new());
+    let mut argv: Vec<String> = ["env", "-i", "PATH=/usr/sbin:/usr/bin:/sbin:/bin"]
+        .map(String::from)
+        .to_vec();
+    argv.extend(script::argv(&args));
+    let out = lab
+        .exec("cp1", &argv, None, Duration::from_secs(30))
+        .unwrap();
+    let doc = parse("cp1", &out.stdout).unwrap();
+    assert_eq!(
+        doc.etcd.query,
+        etcdnet::probe::output::RuntimeQuery::Ok,
+        "{:?}",
+        doc.etcd
+    );
+
+    // NOSPACE raised for cp2's member (etcd's Alarm API, action ACTIVATE): every node lists it.
+    let cp2 = lab.member_id("cp2").unwrap().unwrap();
+    let raise = format!(r#"{{"action":"ACTIVATE","memberID":"{cp2}","alarm":"NOSPACE"}}"#);
+    gateway(&lab, "cp1", "/v3/maintenance/alarm", &raise);
+    for r in probe_all(&lab) {
+        let p = r.probe().unwrap();
+        let got: Vec<(Option<&str>, &str)> = (p.alarms.alarms.iter())
+            .map(|a| (a.member_id.as_deref(), a.alarm.as_str()))
+            .collect();
+        let hex = format!("{cp2:x}");
+        assert_eq!(got, [(Some(hex.as_str()), "NOSPACE")], "{}", r.name);
+        assert_eq!(p.health.outcome, HealthOutcome::Unhealthy, "{}", r.name);
+        // 3.5 names the alarm in /health; 3.4 does not (hence the alarm list).
+        let body = p.health.body.as_deref().unwrap_or_default();
+        assert_eq!(
+            body.contains("ALARM NOSPACE"),
+            etcd == EtcdVersion::V3_5,
+            "{}: {body}",
+            r.name
+        );
+    }
+    let disarm = raise.replace("ACTIVATE", "DEACTIVATE");
+    gateway(&lab, "cp1", "/v3/maintenance/alarm", &disarm);
+
+    // Restarted as the kubelet would: the previous container's log comes with the new one's.
+    let old = lab.container_id("cp3").unwrap();
+    lab.restart_etcd("cp3").unwrap();
+    lab.wait_healthy(Duration::from_secs(60)).unwrap();
+    let reports = probe_all(&lab);
+    let cp3 = reports
+        .iter()
+        .find(|r| r.name == "cp3")
+        .unwrap()
+        .probe()
+        .unwrap();
+    let prev = cp3.etcd.previous_logs.as_ref().expect("the previous log");
+    assert_eq!(prev.container_id, old);
+    assert_eq!(cp3.etcd.previous_logs_file, None, "crictl had it");
+    let s = classify(&prev.text);
+    assert!(s.lines > 10 && s.lines == s.parsed_lines, "{s:?}");
+    assert_ne!(prev.text, cp3.etcd.logs.as_ref().unwrap().text);
+
+    // No quorum: the member lists still come (the member's own copy), the alarm lists do not.
+    lab.inject(Fault::DropAllPeers).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let reports = probe_all(&lab);
+        for r in &reports {
+            let m = &r.probe().unwrap().members;
+            assert_eq!(
+                (m.outcome, m.members.len()),
+                (QueryOutcome::Ok, 3),
+                "{}",
+                r.name
+            );
+            assert_eq!(m.cluster_id.as_ref(), Some(&cluster_ids[0]), "{}", r.name);
+        }
+        let alarms: Vec<_> = (reports.iter())
+            .map(|r| r.probe().unwrap().alarms.clone())
+            .collect();
+        if alarms.iter().all(|a| a.outcome == QueryOutcome::Error) {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "alarm lists still answered: {alarms:#?}"
+        );
+        std::thread::sleep(Duration::from_secs(2));
+    }
+}
+
 /// The faults whose logs `capture_etcd_logs` keeps: (file name prefix, fault, seconds from the
 /// fault to the copy). The first four are the shared 3.4 captures' scenarios, 20 s as theirs;
 /// the TLS ones log every rejected dial (~70 lines a second), so 10 s keeps them small.
@@ -581,6 +743,7 @@ on_both_etcd_lines!(
     etcd_stopped_on_one_node,
     five_nodes_one_isolated,
     member_replaced,
-    removed_member_restarted_on_old_data;
+    removed_member_restarted_on_old_data,
+    own_view;
     awaiting_verdict:
 );

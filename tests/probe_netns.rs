@@ -315,3 +315,119 @@ fn real_etcd_on_its_own_node() {
     );
     assert_eq!(health, want, "{:?}", out.health);
 }
+
+/// A listener that completes the TLS handshake and never answers the request (something that is
+/// not etcd, or one too busy to serve): `NoHttpAnswer`, never `Completed`, whether the checks run
+/// one curl each or as one curl.
+#[test]
+#[cfg_attr(not(etcdnet_lab), ignore = "needs root and the lab (see build.rs)")]
+fn a_handshake_without_an_http_answer_is_no_http_answer() {
+    Lab::require("no HTTP answer");
+    let node = Node::new().with_pki();
+    let lab = Lab {
+        servers: [
+            servers(&[("198.18.0.1", "server", "ca")]),
+            servers(&[("198.18.0.10", "v6", "-")])
+                .into_iter()
+                .map(|s| s + " silent")
+                .collect(),
+            vec!["127.0.0.1 2379 server ca".into()],
+        ]
+        .concat(),
+        addrs: vec!["198.18.0.1".into(), "198.18.0.10".into()],
+        rules: String::new(),
+        extra: String::new(),
+    };
+    let per_path = ProbeArgs {
+        connect_timeout_s: 1,
+        tls_timeout_s: 1,
+        parallel: 1,
+        ..ProbeArgs::new("198.18.0.1", ["198.18.0.10"])
+    };
+    let one_curl = ProbeArgs {
+        parallel: 16,
+        ..per_path.clone()
+    };
+    for opts in [&per_path, &one_curl] {
+        let what = format!("--parallel {}", opts.parallel);
+        let Run { out, .. } = lab.run(&node, &["sh"], opts);
+        let got: Vec<String> = (out.paths.iter())
+            .map(|p| {
+                let d = p.tls_detail.as_deref().unwrap_or("");
+                let d = d.split(':').next().unwrap_or("");
+                format!("{}:{} {:?} {:?} {d}", p.target, p.port, p.tcp, p.tls)
+            })
+            .collect();
+        let want = [
+            "198.18.0.1:2379 Connected Completed ",
+            "198.18.0.1:2380 Connected Completed ",
+            "198.18.0.10:2379 Connected NoHttpAnswer no HTTP answer after the handshake",
+            "198.18.0.10:2380 Connected NoHttpAnswer no HTTP answer after the handshake",
+        ];
+        assert_eq!(got, want, "{what}");
+    }
+}
+
+/// An IPv6 node against real TLS listeners: its own paths and /health on `[::1]` complete, the
+/// member list is read from `https://[self]:2380/members`, the targets carry no brackets.
+#[test]
+#[cfg_attr(not(etcdnet_lab), ignore = "needs root and the lab (see build.rs)")]
+fn an_ipv6_node_against_real_listeners() {
+    use etcdnet::probe::output::QueryOutcome;
+    Lab::require("IPv6");
+    let node = Node::new().with_pki();
+    std::fs::create_dir_all(node.path("www")).unwrap();
+    let members = r#"[{"id":10501334649042878790,"name":"cp1","peerURLs":["https://[fd00:db8::1]:2380"],"clientURLs":["https://[fd00:db8::1]:2379"]}]"#;
+    std::fs::write(node.path("www/members"), members).unwrap();
+    let lab = Lab {
+        servers: [
+            servers(&[("fd00:db8::1", "v6", "ca"), ("fd00:db8::2", "v6", "ca")]),
+            vec!["::1 2379 v6 ca".into()],
+        ]
+        .concat(),
+        addrs: vec!["fd00:db8::1".into(), "fd00:db8::2".into()],
+        rules: "chain input { type filter hook input priority 0;
+          ip6 daddr fd00:db8::2 tcp dport 2379 reject with tcp reset; }"
+            .into(),
+        extra: String::new(),
+    };
+    let opts = ProbeArgs {
+        connect_timeout_s: 1,
+        tls_timeout_s: 1,
+        ..ProbeArgs::new("fd00:db8::1", ["fd00:db8::2"])
+    };
+    for shell in shells() {
+        let what = shell.join(" ");
+        let Run { out, .. } = lab.run(&node, &shell, &opts);
+        let got: Vec<String> = (out.paths.iter())
+            .map(|p| {
+                format!(
+                    "{}:{} {:?} {:?} {:?}",
+                    p.target, p.port, p.tcp, p.tls, p.http_status
+                )
+            })
+            .collect();
+        let want = [
+            "fd00:db8::1:2379 Connected Completed Some(200)",
+            "fd00:db8::1:2380 Connected Completed Some(200)",
+            "fd00:db8::2:2379 Refused NotTried None",
+            "fd00:db8::2:2380 Connected Completed Some(200)",
+        ];
+        assert_eq!(got, want, "{what}");
+        let health = (out.health.outcome, out.health.detail.as_deref());
+        assert_eq!(
+            health,
+            (HealthOutcome::Healthy, Some("https://[::1]:2379/health")),
+            "{what}"
+        );
+        let m = &out.members;
+        assert_eq!(m.outcome, QueryOutcome::Ok, "{what}: {m:?}");
+        assert_eq!(
+            m.detail.as_deref(),
+            Some("https://[fd00:db8::1]:2380/members")
+        );
+        let first = &m.members[0];
+        assert_eq!(first.id.as_deref(), Some("91bc3c398fb3c146"), "{what}");
+        assert_eq!(first.peer_urls, ["https://[fd00:db8::1]:2380"]);
+    }
+}

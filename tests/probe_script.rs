@@ -10,7 +10,7 @@
 
 mod probe_support;
 
-use std::process::Stdio;
+use std::process::{Command, Stdio};
 
 use etcdnet::probe::output::{RuntimeQuery, TlsOutcome};
 use etcdnet::probe::parse::parse;
@@ -51,6 +51,21 @@ fn probe_contract_under_every_shell() {
         );
         assert_eq!(peer.not_yet_valid, Some(false));
         assert!(peer.not_after.as_deref().unwrap().ends_with('Z'));
+        // Nothing listens: the member list is an error, the alarm list not asked.
+        use etcdnet::probe::output::QueryOutcome;
+        let m = &out.members;
+        assert_eq!(m.outcome, QueryOutcome::Error, "{what}: {m:?}");
+        assert!(m
+            .detail
+            .as_deref()
+            .unwrap()
+            .starts_with("https://127.77.0.1:2380/members: "));
+        let a = (out.alarms.outcome, out.alarms.detail.as_deref());
+        let want = (
+            QueryOutcome::Skipped,
+            Some("not asked: /health got no answer"),
+        );
+        assert_eq!(a, want, "{what}");
     }
 }
 
@@ -514,4 +529,360 @@ fn one_curl_for_all_checks_where_the_version_allows() {
         ..ProbeArgs::new("127.77.0.1", ["localhost"])
     };
     assert_eq!(run("", &named, "a peer by name").0, 4);
+}
+
+/// The probe's own questions to etcd (member list, alarm list) answered with what a hostile or
+/// broken node could send: every value escaped, IDs converted exactly (uint64 past 2^53), the
+/// counts capped, anything not of the expected shape an `Error` with the start of the body.
+#[test]
+fn member_and_alarm_lists_are_read_exactly_and_hostile_ones_capped() {
+    use etcdnet::probe::output::QueryOutcome;
+    let node = Node::new().with_pki();
+    let ok = |headers: &str, body: String| Answer {
+        rc: 0,
+        w: "200 0.004".into(),
+        headers: headers.into(),
+        body: body.into_bytes(),
+    };
+    // 3 members as etcd 3.5 prints them (ids are decimal uint64), a hostile name, an id past
+    // uint64, then 70 more: 64 kept.
+    let mut members = vec![
+        r#"{"id":13195394291058371180,"name":"na\"me\\ \u001b","peerURLs":["https://198.18.0.11:2380","https://[fd00::11]:2380"],"clientURLs":["https://198.18.0.11:2379"],"isLearner":true}"#.to_string(),
+        r#"{"id":1,"peerURLs":["https://198.18.0.12:2380"]}"#.to_string(),
+        r#"{"id":18446744073709551616,"name":"too big","peerURLs":[]}"#.to_string(),
+    ];
+    members
+        .extend((0..70).map(|i| format!(r#"{{"id":{},"name":"m{i}","peerURLs":[]}}"#, 1000 + i)));
+    let members = ok(
+        "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nX-Etcd-Cluster-Id: 0C45A069F3A1D796\r\n\r\n",
+        format!("[{}]\n", members.join(",")),
+    );
+    let alarms = ok(
+        "HTTP/1.1 200 OK\r\n\r\n",
+        r#"{"header":{"cluster_id":"2037210783374497686"},"alarms":[{"memberID":"13195394291058371180","alarm":"NOSPACE"},{"memberID":"2","alarm":2},{"alarm":"X\"Y"}]}"#.into(),
+    );
+    node.curl_answering(Some(&members), Some(&alarms), false);
+    for shell in shells() {
+        let what = shell.join(" ");
+        let argv = script::argv_with_shell(&shell, &loopback_args());
+        let Run { out, .. } = check(node.command(&argv, &shell, "bin"), &node, &what);
+        let m = &out.members;
+        assert_eq!(
+            (
+                m.outcome,
+                m.http_status,
+                m.cluster_id.as_deref(),
+                m.truncated
+            ),
+            (QueryOutcome::Ok, Some(200), Some("c45a069f3a1d796"), true),
+            "{what}: {m:?}"
+        );
+        assert_eq!(
+            m.detail.as_deref(),
+            Some("https://127.77.0.1:2380/members"),
+            "{what}"
+        );
+        assert_eq!(m.members.len(), 64, "{what}");
+        let first = &m.members[0];
+        assert_eq!(first.id.as_deref(), Some("b71f75320dc06a6c"), "{what}");
+        assert_eq!(first.name.as_deref(), Some("na\"me\\ \\u001b"), "{what}");
+        assert_eq!(
+            first.peer_urls,
+            ["https://198.18.0.11:2380", "https://[fd00::11]:2380"]
+        );
+        assert_eq!(first.client_urls, ["https://198.18.0.11:2379"]);
+        assert!(first.is_learner);
+        let second = &m.members[1];
+        assert_eq!(
+            (
+                second.id.as_deref(),
+                second.name.as_deref(),
+                second.is_learner
+            ),
+            (Some("1"), None, false),
+            "{what}: a member added but never started has no name"
+        );
+        assert_eq!(m.members[2].id, None, "{what}: 2^64 is no member ID");
+        assert_eq!(m.members[3].id.as_deref(), Some("3e8"), "{what}");
+        let a = &out.alarms;
+        assert_eq!(
+            (a.outcome, a.truncated),
+            (QueryOutcome::Ok, false),
+            "{what}"
+        );
+        let got: Vec<(Option<&str>, &str)> = (a.alarms.iter())
+            .map(|x| (x.member_id.as_deref(), x.alarm.as_str()))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                (Some("b71f75320dc06a6c"), "NOSPACE"),
+                (Some("2"), "CORRUPT"),
+                (None, "X\"Y")
+            ],
+            "{what}"
+        );
+        assert!(out.errors.is_empty(), "{what}: {:?}", out.errors);
+    }
+
+    // Not what was asked for: a body cut by the 64 KiB cap, an error status, a curl failure.
+    let big = format!("[{}]", r#"{"id":1,"name":"x"},"#.repeat(20_000));
+    let cut = ok("HTTP/1.1 200 OK\r\n\r\n", big);
+    let unavailable = Answer {
+        rc: 0,
+        w: "503 2.001".into(),
+        headers: "HTTP/1.1 503 Service Unavailable\r\n\r\n".into(),
+        body: br#"{"error":"etcdserver: request timed out","code":14}"#.to_vec(),
+    };
+    node.curl_answering(Some(&cut), Some(&unavailable), false);
+    let argv = script::argv_with_shell(&["sh"], &loopback_args());
+    let Run { out, wall } = check(node.command(&argv, &["sh"], "bin"), &node, "cut");
+    let m = &out.members;
+    assert_eq!((m.outcome, m.members.len()), (QueryOutcome::Error, 0));
+    let detail = m.detail.as_deref().unwrap();
+    assert!(
+        detail.starts_with("https://127.77.0.1:2380/members: not a member list: [{\"id\":1,"),
+        "{detail}"
+    );
+    assert!(wall < std::time::Duration::from_secs(5), "took {wall:?}");
+    let a = &out.alarms;
+    assert_eq!((a.outcome, a.http_status), (QueryOutcome::Error, Some(503)));
+    assert!(
+        a.detail.as_deref().unwrap().ends_with(
+            "/v3/maintenance/alarm: HTTP 503: {\"error\":\"etcdserver: request timed out\",\"code\":14}"
+        ),
+        "{a:?}"
+    );
+    let nested = ok("HTTP/1.1 200 OK\r\n\r\n", "[".repeat(40) + &"]".repeat(40));
+    let timeout = Answer {
+        rc: 28,
+        w: "000 5.001".into(),
+        headers: String::new(),
+        body: vec![],
+    };
+    node.curl_answering(Some(&nested), Some(&timeout), false);
+    let Run { out, .. } = check(node.command(&argv, &["sh"], "bin"), &node, "nested");
+    assert_eq!(
+        out.members.outcome,
+        QueryOutcome::Error,
+        "{:?}",
+        out.members
+    );
+    assert_eq!(out.alarms.outcome, QueryOutcome::Error);
+    assert_eq!(out.alarms.http_status, None);
+    assert!(
+        out.alarms
+            .detail
+            .as_deref()
+            .unwrap()
+            .ends_with(": curl: (28) fake failure"),
+        "{:?}",
+        out.alarms
+    );
+}
+
+/// An IPv6 node: `/health` and the alarm list on `[::1]`, the member list and every path on a
+/// bracketed URL, the targets in the document without brackets, and the matrix fills from them.
+#[test]
+fn ipv6_nodes_are_asked_on_bracketed_urls() {
+    use etcdnet::analyse::matrix::{self, CellState};
+    use etcdnet::probe::NodeReport;
+    let node = Node::new().with_pki();
+    let urls = node.curl_answering(None, None, true);
+    let opts = ProbeArgs {
+        connect_timeout_s: 1,
+        ..ProbeArgs::new("fd00:db8::11", ["fd00:db8::12", "FD00:DB8:0::13"])
+    };
+    for shell in shells() {
+        let what = shell.join(" ");
+        let _ = std::fs::remove_file(&urls);
+        let argv = script::argv_with_shell(&shell, &opts);
+        let Run { out, .. } = check(node.command(&argv, &shell, "bin"), &node, &what);
+        let mut asked: Vec<String> = std::fs::read_to_string(&urls)
+            .unwrap()
+            .lines()
+            .map(String::from)
+            .collect();
+        asked.sort();
+        let want = [
+            "https://[::1]:2379/health",
+            "https://[::1]:2379/v3/maintenance/alarm",
+            "https://[FD00:DB8:0::13]:2379/version",
+            "https://[FD00:DB8:0::13]:2380/version",
+            "https://[fd00:db8::11]:2379/version",
+            "https://[fd00:db8::11]:2380/members",
+            "https://[fd00:db8::11]:2380/version",
+            "https://[fd00:db8::12]:2379/version",
+            "https://[fd00:db8::12]:2380/version",
+        ];
+        assert_eq!(
+            asked, want,
+            "{what}: one curl per check (no --parallel for IPv6)"
+        );
+        let targets: Vec<&str> = out.paths.iter().map(|p| p.target.as_str()).collect();
+        let want = [
+            "fd00:db8::11",
+            "fd00:db8::11",
+            "fd00:db8::12",
+            "fd00:db8::12",
+        ];
+        assert_eq!(targets[..4], want, "{what}");
+        assert_eq!(targets[4..], ["FD00:DB8:0::13"; 2], "{what}");
+        // The matrix matches targets to the nodes' addresses as addresses.
+        let report = |name: &str, ip: &str| NodeReport {
+            name: name.into(),
+            ip: Some(ip.parse().unwrap()),
+            outcome: Err(etcdnet::probe::ReachError::no_address()),
+            reach: vec![],
+            host_key: None,
+        };
+        let mut cp1 = report("cp1", "fd00:db8::11");
+        cp1.outcome = Ok(out.clone());
+        let nodes = [
+            cp1,
+            report("cp2", "fd00:db8::12"),
+            report("cp3", "fd00:db8::13"),
+        ];
+        let m = matrix::build(&nodes, 2380);
+        for to in ["cp1", "cp2", "cp3"] {
+            let cell = m.cell("cp1", to).unwrap();
+            assert!(
+                cell.state != CellState::NotProbed && !cell.state.is_ok(),
+                "{what}: cp1 → {to}: {cell:?}"
+            );
+        }
+    }
+}
+
+/// sudo's secure_path may leave out /usr/local/bin (where image-builder puts crictl): the probe
+/// puts /usr/local/bin, /usr/local/sbin and /opt/bin in front, each only when missing, before it
+/// looks for crictl.
+#[test]
+fn path_gains_the_local_bin_directories_before_crictl_is_looked_up() {
+    let node = Node::new();
+    let seen = node.path("seen");
+    crictl_noting(&node, &seen, "$PATH");
+    let opts = ProbeArgs::new("127.77.0.1", Vec::<String>::new());
+    let bin = node.path("bin").display().to_string();
+    let system = "/usr/sbin:/usr/bin:/sbin:/bin";
+    let cases = [
+        (
+            format!("{bin}:{system}"),
+            format!("/usr/local/bin:/usr/local/sbin:/opt/bin:{bin}:{system}"),
+        ),
+        (
+            format!("{bin}:{system}:/usr/local/bin"),
+            format!("/usr/local/sbin:/opt/bin:{bin}:{system}:/usr/local/bin"),
+        ),
+    ];
+    for (given, want) in cases {
+        let _ = std::fs::remove_file(&seen);
+        let mut cmd = node.command(&script::argv(&opts), &["sh"], "bin");
+        cmd.env("PATH", &given);
+        let Run { out, .. } = check(cmd, &node, &given);
+        assert_eq!(out.etcd.query, RuntimeQuery::Ok, "crictl found");
+        let path = std::fs::read_to_string(&seen).unwrap();
+        assert_eq!(path.trim_end(), want, "{given}");
+    }
+}
+
+/// A short log of the current container (a member the kubelet restarted): the previous
+/// container's log too, from crictl, else from the kubelet's file of that attempt, never
+/// through a link, the two within one byte cap.
+#[test]
+fn the_previous_containers_log_when_the_current_one_is_short() {
+    let node = Node::new().with_pki();
+    let run = |opts: &ProbeArgs, what: &str| {
+        let mut cmd = node.command(&script::argv(opts), &["sh"], "bin");
+        cmd.env(script::ENV_POD_LOGS, node.path("pods"));
+        check(cmd, &node, what).out
+    };
+    let opts = loopback_args();
+    // The harness's crictl: 2222bbbb running (42 lines, fewer than 500), 1111aaaa exited.
+    let out = run(&opts, "crictl");
+    let prev = out.etcd.previous_logs.as_ref().expect("previous log read");
+    assert_eq!((prev.container_id.as_str(), prev.lines), ("1111aaaa", 42));
+    assert_eq!(out.etcd.previous_logs_file, None);
+    // A full current log: nothing more.
+    let full = run(
+        &ProbeArgs {
+            log_lines: 40,
+            ..opts.clone()
+        },
+        "full",
+    );
+    assert_eq!(full.etcd.previous_logs, None);
+    // One byte cap for both: the previous log gets what the current one left.
+    let capped = run(
+        &ProbeArgs {
+            log_bytes: 2500,
+            ..opts.clone()
+        },
+        "capped",
+    );
+    let (cur, prev) = (
+        capped.etcd.logs.unwrap(),
+        capped.etcd.previous_logs.unwrap(),
+    );
+    assert!(!cur.truncated && prev.truncated, "{cur:?} {prev:?}");
+    assert!(cur.text.len() + prev.text.len() <= 2500);
+
+    // crictl no longer has the old container: the kubelet's file of attempt 1, CRI lines
+    // unwrapped (a partial line joined), the pod of this host first; never through a link.
+    let host = String::from_utf8(Command::new("uname").arg("-n").output().unwrap().stdout).unwrap();
+    let pods = node.path("pods");
+    let ours = pods.join(format!("kube-system_etcd-{}_0123", host.trim()));
+    let other = pods.join("kube-system_etcd-elsewhere_4567");
+    let linked = pods.join("kube-system_etcd-linked_89ab");
+    for d in [&ours, &other, &linked] {
+        std::fs::create_dir_all(d.join("etcd")).unwrap();
+    }
+    let cri = "2026-12-04T10:00:00.000000001Z stderr F {\"level\":\"warn\",\"msg\":\"first\"}\n\
+               2026-12-04T10:00:01.000000001Z stderr P {\"level\":\"info\",\n\
+               2026-12-04T10:00:01.000000002Z stderr F \"msg\":\"joined\"}\n";
+    std::fs::write(ours.join("etcd/1.log"), cri).unwrap();
+    std::fs::write(
+        other.join("etcd/1.log"),
+        "2026-12-04T10:00:00Z stderr F other\n",
+    )
+    .unwrap();
+    std::fs::write(node.path("secret"), "secret\n").unwrap();
+    std::os::unix::fs::symlink(node.path("secret"), linked.join("etcd/1.log")).unwrap();
+    // Newest, so it would win were it not for the host name and the link rule.
+    sh(
+        "touch -h -d '1 minute' pods/kube-system_etcd-linked_89ab/etcd/1.log",
+        node.dir.path(),
+    );
+    let crictl = format!(
+        "#!/bin/sh\ncase \"$*\" in *1111aaaa*) echo 'FATA[0000] rpc error: code = NotFound' >&2; exit 1 ;; esac\nexec {} \"$@\"\n",
+        node.path("real-crictl").display()
+    );
+    std::fs::rename(node.path("bin/crictl"), node.path("real-crictl")).unwrap();
+    node.shim("crictl", &crictl);
+    let out = run(&opts, "kubelet file");
+    let prev = out
+        .etcd
+        .previous_logs
+        .expect("read from the kubelet's file");
+    assert_eq!(
+        prev.text,
+        "{\"level\":\"warn\",\"msg\":\"first\"}\n{\"level\":\"info\",\"msg\":\"joined\"}\n"
+    );
+    assert_eq!(prev.container_id, "1111aaaa");
+    let file = ours.join("etcd/1.log").display().to_string();
+    assert_eq!(out.etcd.previous_logs_file.as_deref(), Some(file.as_str()));
+    assert!(out.errors.is_empty(), "{:?}", out.errors);
+    // Without the host's pod: the other regular file, not the newer link.
+    std::fs::remove_dir_all(&ours).unwrap();
+    let out = run(&opts, "other pod");
+    assert_eq!(out.etcd.previous_logs.unwrap().text, "other\n");
+    // Nothing to read at all: crictl's failure is reported.
+    std::fs::remove_dir_all(&other).unwrap();
+    let out = run(&opts, "nothing");
+    assert_eq!(out.etcd.previous_logs, None);
+    let e = &out.errors[0];
+    assert!(
+        e.step == "etcd-previous-logs" && e.message.contains("crictl logs 1111aaaa exited 1"),
+        "{e:?}"
+    );
 }

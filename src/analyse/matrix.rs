@@ -18,6 +18,9 @@ pub enum CellState {
     TlsStalled,
     /// TCP connected, the TLS handshake failed (certificate problem).
     TlsRejected,
+    /// TCP connected and the TLS handshake completed, but no HTTP answer came: something that is
+    /// not a working etcd listens there (or one too busy to answer). Never ok.
+    NoAnswer,
     /// The connect timed out (dropped).
     Timeout,
     /// Connection refused (RST: nothing listens, or a rejecting firewall).
@@ -43,6 +46,7 @@ impl CellState {
             CellState::Ok => "ok",
             CellState::TlsStalled => "tls-stalled",
             CellState::TlsRejected => "tls-rejected",
+            CellState::NoAnswer => "no-answer",
             CellState::Timeout => "timeout",
             CellState::Refused => "refused",
             CellState::NoRoute => "no-route",
@@ -100,6 +104,7 @@ pub fn cell_state(p: &PathCheck) -> CellState {
             TlsOutcome::Completed | TlsOutcome::NotTried => CellState::Ok,
             TlsOutcome::Stalled => CellState::TlsStalled,
             TlsOutcome::Rejected => CellState::TlsRejected,
+            TlsOutcome::NoHttpAnswer => CellState::NoAnswer,
         },
         TcpOutcome::Timeout => CellState::Timeout,
         TcpOutcome::Refused => CellState::Refused,
@@ -136,7 +141,7 @@ pub fn build(nodes: &[NodeReport], port: u16) -> Matrix {
                     let state = cell_state(p);
                     let detail = match state {
                         CellState::Ok => None,
-                        CellState::TlsStalled | CellState::TlsRejected => {
+                        CellState::TlsStalled | CellState::TlsRejected | CellState::NoAnswer => {
                             p.tls_detail.clone().or_else(|| p.tcp_detail.clone())
                         }
                         _ => p.tcp_detail.clone(),
@@ -158,5 +163,117 @@ pub fn build(nodes: &[NodeReport], port: u16) -> Matrix {
         port,
         nodes: names,
         cells,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::probe::output::ProbeOutput;
+
+    fn check(target: &str, port: u16, tcp: TcpOutcome, tls: TlsOutcome) -> PathCheck {
+        PathCheck {
+            target: target.into(),
+            port,
+            own: false,
+            tcp,
+            tcp_ms: Some(1),
+            tcp_detail: None,
+            tls,
+            tls_ms: Some(1),
+            tls_detail: Some(format!("{tls} detail")),
+            http_status: None,
+        }
+    }
+
+    fn node(name: &str, ip: &str, paths: Vec<PathCheck>) -> NodeReport {
+        let doc = format!(r#"{{"schemaVersion":1,"nodeIp":"{ip}"}}"#);
+        let mut out: ProbeOutput = serde_json::from_str(&doc).unwrap();
+        out.paths = paths;
+        NodeReport {
+            name: name.into(),
+            ip: Some(ip.parse().unwrap()),
+            outcome: Ok(out),
+            reach: vec![],
+            host_key: None,
+        }
+    }
+
+    #[test]
+    fn a_handshake_without_an_http_answer_is_its_own_state_never_ok() {
+        let p = check(
+            "198.18.0.12",
+            2380,
+            TcpOutcome::Connected,
+            TlsOutcome::NoHttpAnswer,
+        );
+        assert_eq!(cell_state(&p), CellState::NoAnswer);
+        assert!(!CellState::NoAnswer.is_ok() && CellState::NoAnswer.is_known());
+        assert_eq!(CellState::NoAnswer.label(), "no-answer");
+        let ok = check(
+            "198.18.0.12",
+            2380,
+            TcpOutcome::Connected,
+            TlsOutcome::Completed,
+        );
+        assert_eq!(cell_state(&ok), CellState::Ok);
+    }
+
+    /// The probe prints IPv6 targets without brackets, in whatever spelling it was given; the
+    /// matrix matches them to the nodes' addresses as addresses, not as text.
+    #[test]
+    fn ipv6_targets_fill_the_matrix() {
+        let a = node(
+            "cp1",
+            "fd00:db8::11",
+            vec![
+                check(
+                    "fd00:db8::11",
+                    2380,
+                    TcpOutcome::Connected,
+                    TlsOutcome::Completed,
+                ),
+                check(
+                    "FD00:DB8:0::12",
+                    2380,
+                    TcpOutcome::Timeout,
+                    TlsOutcome::NotTried,
+                ),
+            ],
+        );
+        let b = node(
+            "cp2",
+            "fd00:db8::12",
+            vec![check(
+                "fd00:db8::11",
+                2380,
+                TcpOutcome::Connected,
+                TlsOutcome::NoHttpAnswer,
+            )],
+        );
+        let m = build(&[a, b], 2380);
+        let state = |from: &str, to: &str| m.cell(from, to).unwrap().state;
+        assert_eq!(state("cp1", "cp1"), CellState::Ok);
+        assert_eq!(state("cp1", "cp2"), CellState::Timeout);
+        assert_eq!(state("cp2", "cp1"), CellState::NoAnswer);
+        assert_eq!(
+            m.cell("cp2", "cp1").unwrap().detail.as_deref(),
+            Some("NoHttpAnswer detail")
+        );
+        assert_eq!(state("cp2", "cp2"), CellState::NotProbed);
+        // A bracketed target is not an address: that path is not matched (the probe never
+        // prints one).
+        let c = node(
+            "cp3",
+            "fd00:db8::13",
+            vec![check(
+                "[fd00:db8::11]",
+                2380,
+                TcpOutcome::Connected,
+                TlsOutcome::Completed,
+            )],
+        );
+        let m = build(&[c.clone(), node("cp1", "fd00:db8::11", vec![])], 2380);
+        assert_eq!(m.cell("cp3", "cp1").unwrap().state, CellState::NotProbed);
     }
 }

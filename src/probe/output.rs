@@ -42,6 +42,14 @@ pub struct ProbeOutput {
     /// etcd's own `/health` on this node.
     #[serde(default)]
     pub health: Health,
+    /// The member list as this node's etcd knows it (its peer listener's `/members`, no quorum
+    /// needed). Absent from older probes: `Skipped`.
+    #[serde(default)]
+    pub members: Members,
+    /// The alarm list (NOSPACE, CORRUPT) from this node's etcd, where it could answer (it needs
+    /// quorum). Absent from older probes: `Skipped`.
+    #[serde(default)]
+    pub alarms: Alarms,
     /// Steps that failed, with why (a missing tool, a timeout, ...).
     #[serde(default)]
     pub errors: Vec<StepError>,
@@ -100,6 +108,17 @@ pub struct EtcdContainer {
     /// The tail of the newest container's log.
     #[serde(default)]
     pub logs: Option<LogSample>,
+    /// The tail of the previous container's log, read when the newest is not running or its log
+    /// has fewer lines than `--log-lines` (a restarted member starts a new log). From `crictl
+    /// logs` of the second newest container, else from the kubelet's log file of the attempt
+    /// before (then `previous_logs_file`). Its bytes and the newest's share `--log-bytes`.
+    #[serde(default)]
+    pub previous_logs: Option<LogSample>,
+    /// The kubelet log file (`/var/log/pods/kube-system_etcd-<node>_<uid>/etcd/<attempt>.log`)
+    /// `previous_logs` was read from; `None` when crictl gave it. Its `container_id` is then the
+    /// crictl ID when the container was still listed, else empty.
+    #[serde(default)]
+    pub previous_logs_file: Option<String>,
 }
 
 #[derive(
@@ -197,6 +216,9 @@ pub enum TlsOutcome {
     Stalled,
     /// The handshake failed with an error (bad certificate, expired, unknown CA, ...).
     Rejected,
+    /// The handshake completed but the request after it got no HTTP answer in time: not etcd
+    /// answering there (or one too busy to), never a working path.
+    NoHttpAnswer,
     /// Not attempted (TCP did not connect, or no certificate to try with).
     NotTried,
 }
@@ -308,9 +330,132 @@ pub struct Health {
     pub detail: Option<String>,
 }
 
+/// How one of the probe's questions to its own etcd went (member list, alarm list).
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    Default,
+    PartialEq,
+    Eq,
+    Serialize,
+    Deserialize,
+    strum::Display,
+    strum::VariantArray,
+)]
+pub enum QueryOutcome {
+    /// etcd answered 200 with a document of the expected shape.
+    Ok,
+    /// No answer, a TLS or HTTP error, or not the expected document (`detail` says which).
+    Error,
+    /// Not asked (no certificate, no curl, no `--self`; or a probe older than the field).
+    #[default]
+    Skipped,
+}
+
+/// The member list from this node's etcd peer listener (`GET https://<self>:2380/members` with
+/// the node's peer certificate; etcd's `peerMembersHandler`, server/etcdserver/api/etcdhttp/
+/// peer.go, 3.4 to 3.6). It is the member's own copy: answered without quorum.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Members {
+    #[serde(default)]
+    pub outcome: QueryOutcome,
+    #[serde(default)]
+    pub http_status: Option<u16>,
+    /// The `X-Etcd-Cluster-ID` the node answered with: lowercase hex without leading zeros, as
+    /// etcd and etcdctl print cluster IDs. Also given with an error answer when etcd sent it.
+    #[serde(default)]
+    pub cluster_id: Option<String>,
+    /// At most 64 (then `truncated`), in etcd's order (by ID).
+    #[serde(default)]
+    pub members: Vec<Member>,
+    #[serde(default)]
+    pub truncated: bool,
+    #[serde(default)]
+    pub ms: Option<u64>,
+    /// The URL asked; with the error when there is one (curl's words, the HTTP status and the
+    /// start of the body).
+    #[serde(default)]
+    pub detail: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Member {
+    /// The member ID in lowercase hex without leading zeros, as `etcdctl member list` prints it
+    /// (e.g. `b71f75320dc06a6c`). etcd 3.4 and 3.5 send it as a decimal uint64 (checked in the
+    /// lab); the probe converts it exactly. `None` when what was sent is no uint64.
+    #[serde(default)]
+    pub id: Option<String>,
+    /// `None` for a member added but never started (etcd leaves its name out until it publishes).
+    #[serde(default)]
+    pub name: Option<String>,
+    /// At most 16.
+    #[serde(default)]
+    pub peer_urls: Vec<String>,
+    /// At most 16; empty for a member that never started.
+    #[serde(default)]
+    pub client_urls: Vec<String>,
+    /// A learner (etcd leaves the field out when false).
+    #[serde(default)]
+    pub is_learner: bool,
+}
+
+/// The alarm list of this node's etcd (`POST https://127.0.0.1:2379/v3/maintenance/alarm`,
+/// `{"action":"GET"}`, through etcd's grpc-gateway with the healthcheck-client certificate;
+/// `[::1]` on IPv6 nodes). It goes through raft: without quorum it is an `Error` (a timeout),
+/// which is data, not a probe failure.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Alarms {
+    #[serde(default)]
+    pub outcome: QueryOutcome,
+    #[serde(default)]
+    pub http_status: Option<u16>,
+    /// The active alarms (empty when `Ok` and none), at most 64 (then `truncated`).
+    #[serde(default)]
+    pub alarms: Vec<Alarm>,
+    #[serde(default)]
+    pub truncated: bool,
+    #[serde(default)]
+    pub ms: Option<u64>,
+    #[serde(default)]
+    pub detail: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Alarm {
+    /// The member the alarm is raised for, lowercase hex as [`Member::id`].
+    #[serde(default)]
+    pub member_id: Option<String>,
+    /// etcd's AlarmType name: `NOSPACE`, `CORRUPT` (`NONE` for an entry without one); another
+    /// name as etcd sent it (capped).
+    pub alarm: String,
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct StepError {
     pub step: String,
     pub message: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use strum::VariantArray;
+
+    /// Display is what the JSON says: scripts and tables agree (as `enums_shown_to_users_read_
+    /// as_their_json` in lib.rs checks for the older enums).
+    #[test]
+    fn query_outcome_displays_as_its_json() {
+        for v in QueryOutcome::VARIANTS {
+            assert_eq!(serde_json::to_string(v).unwrap(), format!("\"{v}\""));
+        }
+        for v in TlsOutcome::VARIANTS {
+            assert_eq!(serde_json::to_string(v).unwrap(), format!("\"{v}\""));
+        }
+    }
 }

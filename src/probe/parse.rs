@@ -153,10 +153,29 @@ fn parse_value(node: &str, value: Value) -> Result<ProbeOutput, ParseError> {
             });
         }
     }
-    ProbeOutput::deserialize(value).map_err(|e| ParseError::Invalid {
+    let mut out = ProbeOutput::deserialize(value).map_err(|e| ParseError::Invalid {
         node: node.into(),
         detail: cap(&e.to_string()),
-    })
+    })?;
+    no_http_answer_of_older_probes(&mut out);
+    Ok(out)
+}
+
+/// Probes before `NoHttpAnswer` (issue 18) wrote a completed handshake that got no HTTP answer
+/// as `Completed` with this detail and no status: read it as what it is, so that a stored
+/// document of then is never taken for a working path. The schema version stays 1: a reader of
+/// then refuses the new value (an unknown variant) rather than misreading it.
+fn no_http_answer_of_older_probes(out: &mut ProbeOutput) {
+    use crate::probe::output::TlsOutcome;
+    for p in &mut out.paths {
+        let detail = p.tls_detail.as_deref().unwrap_or_default();
+        if p.tls == TlsOutcome::Completed
+            && p.http_status.is_none()
+            && detail.starts_with("no HTTP answer after the handshake")
+        {
+            p.tls = TlsOutcome::NoHttpAnswer;
+        }
+    }
 }
 
 /// Offsets where a document may start: the marker at the start of a line, or after a prefix
@@ -261,6 +280,8 @@ mod tests {
         ("crictl-runtime-error", fixture!("crictl-runtime-error")),
         ("etcd-exited-attempt-5", fixture!("etcd-exited-attempt-5")),
         ("minimal-busybox-node", fixture!("minimal-busybox-node")),
+        ("no-quorum-own-view", fixture!("no-quorum-own-view")),
+        ("nospace-alarm", fixture!("nospace-alarm")),
     ];
 
     fn get(name: &str) -> ProbeOutput {
@@ -345,6 +366,46 @@ mod tests {
             .initial_cluster
             .unwrap()
             .contains("node3=https://198.18.0.13:2380"));
+    }
+
+    /// The node's own view (issue 18), as etcd 3.4 gave it: the member list without quorum,
+    /// the alarm list only with it, NOSPACE listed while 3.4's /health does not name it.
+    #[test]
+    fn own_view_members_and_alarms() {
+        use crate::probe::output::QueryOutcome;
+        let members = |out: &ProbeOutput| -> Vec<String> {
+            (out.members.members.iter())
+                .map(|m| {
+                    let id = m.id.as_deref().unwrap_or("?");
+                    let name = m.name.as_deref().unwrap_or("?");
+                    format!("{id} {name} {}", m.peer_urls.join(","))
+                })
+                .collect()
+        };
+        let want = [
+            "14569749fa01776e tkc-1-control-plane-node3 https://198.18.0.13:2380",
+            "71ea0ea03f1cc0b1 tkc-1-control-plane-node1 https://198.18.0.11:2380",
+            "a0efed2619cd10db tkc-1-control-plane-node2 https://198.18.0.12:2380",
+        ];
+        let cut = get("no-quorum-own-view");
+        assert_eq!(cut.members.outcome, QueryOutcome::Ok);
+        assert_eq!(cut.members.cluster_id.as_deref(), Some("e3fee805b34935c9"));
+        assert_eq!(members(&cut), want);
+        assert_eq!(cut.alarms.outcome, QueryOutcome::Error);
+        assert!(cut.alarms.detail.as_deref().unwrap().contains("timed out"));
+        let full = get("nospace-alarm");
+        assert_eq!(members(&full), want);
+        let alarms: Vec<_> = (full.alarms.alarms.iter())
+            .map(|a| (a.member_id.as_deref(), a.alarm.as_str()))
+            .collect();
+        assert_eq!(alarms, [(Some("71ea0ea03f1cc0b1"), "NOSPACE")]);
+        assert_eq!(full.health.outcome, HealthOutcome::Unhealthy);
+        assert_eq!(full.health.body.as_deref(), Some("{\"health\":\"false\"}"));
+        // A document from before these fields: not asked, never read as fine.
+        let old = get("healthy-node");
+        assert_eq!(old.members.outcome, QueryOutcome::Skipped);
+        assert_eq!(old.alarms.outcome, QueryOutcome::Skipped);
+        assert_eq!(old.etcd.previous_logs, None);
     }
 
     #[test]
@@ -571,6 +632,24 @@ mod tests {
             panic!("not NotJson");
         };
         assert!(excerpt.chars().count() <= 200);
+    }
+
+    #[test]
+    fn an_older_probes_completed_handshake_without_an_answer_reads_as_no_http_answer() {
+        let doc = |tls: &str, status: &str, detail: &str| {
+            format!(
+                r#"{{"schemaVersion":1,"nodeIp":"x","paths":[{{"target":"y","port":2380,"tcp":"Connected","tls":"{tls}","httpStatus":{status},"tlsDetail":"{detail}"}}]}}"#
+            )
+        };
+        let tls = |text: String| parse("cp1", text.as_bytes()).unwrap().paths[0].tls;
+        let old = "no HTTP answer after the handshake: curl: (28) Operation timed out";
+        assert_eq!(tls(doc("Completed", "null", old)), TlsOutcome::NoHttpAnswer);
+        assert_eq!(
+            tls(doc("NoHttpAnswer", "null", old)),
+            TlsOutcome::NoHttpAnswer
+        );
+        assert_eq!(tls(doc("Completed", "200", "")), TlsOutcome::Completed);
+        assert_eq!(tls(doc("Completed", "null", "")), TlsOutcome::Completed);
     }
 
     #[test]

@@ -5,7 +5,8 @@
 # running and stable (crictl ps), what its log says (crictl logs), whether kubelet is active, whether
 # this node reaches its own and every peer's etcd on 2379/2380 (curl with the node's peer
 # certificate), whether the certificates are valid, what the static-pod manifest says, and whether
-# etcd's /health answers.
+# etcd's /health answers. From etcd's own view besides: its member list (the peer listener's,
+# answered without quorum), its alarm list, and the previous container's log after a restart.
 #
 # Contract: exactly one JSON document (schema v1, src/probe/output.rs) on stdout, nothing on
 # stderr, exit 0 once it is printed. A missing tool or a failing step is data in the JSON. Read-only:
@@ -20,8 +21,8 @@
 # so with up to 7 peers the probe ends within connect-timeout + tls-timeout + about a second.
 # Temp files live in one folder, removed on exit and on HUP/INT/TERM; a folder left by a probe
 # killed outright (SIGKILL) is removed by the next probe on the node once it is 10 minutes old.
-# Test hooks (environment): ETCDNET_PKI_DIR (default /etc/kubernetes/pki/etcd) and ETCDNET_MANIFEST
-# (default /etc/kubernetes/manifests/etcd.yaml).
+# Test hooks (environment): ETCDNET_PKI_DIR (default /etc/kubernetes/pki/etcd), ETCDNET_MANIFEST
+# (default /etc/kubernetes/manifests/etcd.yaml) and ETCDNET_POD_LOGS (default /var/log/pods).
 
 # JSON string escaping for every awk below, byte-wise (LC_ALL=C): \ and " escaped, control bytes
 # as \u00XX, valid UTF-8 kept, every invalid byte replaced by \ufffd, so the document is always
@@ -100,6 +101,8 @@ parse_args() {
     esac
   done
   [ -n "$SELF" ] || err args "no --self IP: this node's own 2379/2380 not checked"
+  LOCAL=127.0.0.1
+  case $SELF in *:*) LOCAL='[::1]' ;; esac
   [ "$CT" -ge 1 ] || { err args "--connect-timeout 0 raised to 1" && CT=1; }
   [ "$PAR" -ge 1 ] || { err args "--parallel 0 raised to 1" && PAR=1; }
 }
@@ -182,7 +185,21 @@ END {
   for (i = first; i <= n; i++) printf "%s\\n", esc(line[i])
   kept = n - first + 1; tr = "false"; if (trunc) tr = "true"
   printf "\",\"lines\":%d,\"truncated\":%s}", kept, tr
+  # For the caller: the lines read and the bytes kept (what is left of --log-bytes for the
+  # previous container).
+  if (usedf != "") printf "%d %d\n", n, used > usedf
 }'
+
+# A kubelet container log file (/var/log/pods/<ns>_<pod>_<uid>/<container>/<attempt>.log, CRI
+# format "<time> <stdout|stderr> <P|F> <text>") as `crictl logs` prints it: the text only, the
+# partial (P) pieces of a line joined. A line in another format is kept as it is.
+AWK_CRI='
+{ sub(/\r$/, "") }
+match($0, /^[^ ]+ (stdout|stderr) [PF] /) { part = part substr($0, RLENGTH + 1)
+  if (substr($0, RLENGTH - 1, 1) == "F") { print part; part = "" }
+  next }
+{ if (part != "") { print part; part = "" }; print }
+END { if (part != "") print part }'
 
 probe_etcd() {
   if ! have crictl; then
@@ -199,20 +216,79 @@ probe_etcd() {
   fi
   awk "$AWK_CRICTL" "$T/ps.out" | sort -r >"$T/ctrs"
   id=$(awk -F '\t' 'NR == 1 { print $2 }' "$T/ctrs")
-  logs=null
+  logs=null PREV=null PREV_FILE=
   if [ -n "$id" ]; then
+    echo "0 0" >"$T/log.used"
     crictl logs --tail "$LOG_LINES" "$id" >"$T/log.raw" 2>&1
     rc=$?
     if [ $rc -eq 0 ]; then
-      logs=$(tr -d '\000' <"$T/log.raw" | awk -v id="$id" -v max="$LOG_BYTES" "$AWK_LIB$AWK_LOG")
+      logs=$(tr -d '\000' <"$T/log.raw" | awk -v id="$id" -v max="$LOG_BYTES" -v usedf="$T/log.used" "$AWK_LIB$AWK_LOG")
     else err etcd-logs "crictl logs $id exited $rc: $(last_msg "$T/log.raw")"; fi
+    previous_logs
   fi
   {
     printf '{"query":"Ok","error":null,"containers":['
     awk -F '\t' '{ at = $4; if (at == "") at = "null"; ca = "null"; if ($5 != "") ca = "\"" $5 "\""
       printf "%s{\"id\":\"%s\",\"state\":\"%s\",\"attempt\":%s,\"createdAt\":%s}", sep, $2, $3, at, ca; sep = "," }' "$T/ctrs"
-    printf '],"logs":%s}' "$logs"
+    printf '],"logs":%s,"previousLogs":%s,"previousLogsFile":%s}' "$logs" "$PREV" "$(jstr "$PREV_FILE")"
   } >"$T/etcd.json"
+}
+
+# The previous etcd container's log (PREV, PREV_FILE), when the newest one's says little: it is
+# not running, or its log has fewer lines than --log-lines (a member the kubelet restarted, e.g.
+# killed by kubeadm's startupProbe while it had no leader, starts a new log). The kubelet keeps one
+# dead container per container besides the current one (MaxPerPodContainerCount 1 in
+# cmd/kubelet/app/options/options.go, enforced by pkg/kubelet/kuberuntime/kuberuntime_gc.go):
+# crictl logs it; when that fails (the container already removed), the kubelet's own file of that
+# attempt.
+# What the newest's log left of --log-bytes is the cap.
+previous_logs() {
+  read -r got used <"$T/log.used"
+  running=$(awk -F '\t' 'NR == 1 { print $3 }' "$T/ctrs")
+  case $running in CONTAINER_RUNNING | Running | RUNNING | running) [ "$got" -lt "$LOG_LINES" ] || return 0 ;; esac
+  left=$((LOG_BYTES - used))
+  [ "$left" -gt 1 ] || return 0
+  # The second newest container; or, none listed, the attempt before the newest.
+  prev_id=$(awk -F '\t' 'NR == 2 { print $2 }' "$T/ctrs")
+  pat=$(awk -F '\t' 'NR == 2 { print $4 }' "$T/ctrs")
+  if [ -z "$prev_id" ]; then
+    at=$(awk -F '\t' 'NR == 1 { print $4 }' "$T/ctrs")
+    case $at in '' | 0) return 0 ;; esac
+    pat=$((at - 1))
+  fi
+  if [ -n "$prev_id" ]; then
+    crictl logs --tail "$LOG_LINES" "$prev_id" >"$T/prev.raw" 2>&1
+    rc=$?
+    if [ $rc -eq 0 ]; then
+      PREV=$(tr -d '\000' <"$T/prev.raw" | awk -v id="$prev_id" -v max="$left" "$AWK_LIB$AWK_LOG")
+      return 0
+    fi
+    why="crictl logs $prev_id exited $rc: $(last_msg "$T/prev.raw")"
+  fi
+  [ -n "$pat" ] && pod_log_file "$pat" || {
+    [ -z "$prev_id" ] || err etcd-previous-logs "$why; no kubelet log file of attempt $pat under $POD_LOGS"
+    return 0
+  }
+  PREV_FILE=$LOGFILE
+  PREV=$(tail -c 4194304 "$LOGFILE" | tr -d '\000' | awk "$AWK_CRI" | tail -n "$LOG_LINES" | awk -v id="$prev_id" -v max="$left" "$AWK_LIB$AWK_LOG")
+}
+
+# LOGFILE: the kubelet's log file of etcd's attempt $1, the static pod's
+# ($POD_LOGS/kube-system_etcd-<node>_<uid>/etcd/<attempt>.log: BuildPodLogsDirectory,
+# BuildContainerLogsDirectory and buildContainerLogsPath in pkg/kubelet/kuberuntime/helpers.go; the
+# kubelet's podLogsDirectory, /var/log/pods unless configured otherwise). The pod named after this host
+# first, else the newest such file. Only directories and regular files, no symbolic link: what
+# the node holds is not trusted to point anywhere.
+pod_log_file() { # attempt
+  LOGFILE=
+  case $1 in '' | *[!0-9]*) return 1 ;; esac
+  for d in "$POD_LOGS"/kube-system_etcd-*_*; do
+    f=$d/etcd/$1.log
+    [ -d "$d" ] && [ ! -L "$d" ] && [ ! -L "$d/etcd" ] && [ -f "$f" ] && [ ! -L "$f" ] || continue
+    case ${d##*/} in "kube-system_etcd-${HOST}_"*) LOGFILE=$f && return 0 ;; esac
+    if [ -z "$LOGFILE" ] || [ "$f" -nt "$LOGFILE" ]; then LOGFILE=$f; fi
+  done
+  [ -n "$LOGFILE" ]
 }
 
 # --- kubelet: what `systemctl status kubelet` shows in the article ----------------------------
@@ -300,10 +376,12 @@ function path(i, target, port, own, rc, elapsed,
   } else {
     tcp = "Connected"
     tcpms = (rc == 0 && wc > 0) ? int(wc * 1000 + 0.5) : span(t0, tc)
+    # A handshake that finished with nothing answering the request in time is NoHttpAnswer (not
+    # etcd listening there, or one too busy to serve): never a working path.
     if (!tried) { if (rc != 0 && !hs) tlsd = final }
     else if (rc == 0 || code > 0) { tls = "Completed"; http = code > 0 ? code : -1; if (rc != 0) tlsd = final
       tlsms = (wa > wc && wc > 0) ? int((wa - wc) * 1000 + 0.5) : span(tc, th) }
-    else if (rc == 28 && hs) { tls = "Completed"; tlsms = span(tc, th); tlsd = "no HTTP answer after the handshake: " final }
+    else if (rc == 28 && hs) { tls = "NoHttpAnswer"; tlsms = span(tc, th); tlsd = "no HTTP answer after the handshake: " final }
     else if (rc == 28) { tls = "Stalled"; tlsms = span(tc, last); tlsd = "no TLS handshake within " ct + tt " s (connected after " tcpms " ms): " final }
     else { tls = "Rejected"; tlsms = span(tc, last); tlsd = final
       # TLS 1.3: the client finishes first; a peer refusing its certificate may just close.
@@ -558,7 +636,23 @@ emit_paths() {
   done
 }
 
-# --- health: etcd's own /health (client cert, as etcdctl would), else the metrics listener -----
+# --- etcd's own view: /health, the member list, the alarm list --------------------------------
+# Each is one bounded request (connect timeout, then connect + TLS timeouts in all), run in the
+# background beside the rest; none of them is a path check (those are the /version checks above).
+# LOCAL is this node's loopback in the family of --self: kubeadm's etcd listens for clients on
+# 127.0.0.1:2379 on IPv4 nodes and on [::1]:2379 on IPv6 ones (and its metrics on the same
+# loopback's 2381).
+
+# One request to the node's own etcd: name (of the $T files), byte cap, URL, curl options. Writes
+# NAME.hdr (headers), NAME.body (at most the cap), NAME.w ("http_code time_total"), NAME.err;
+# returns curl's exit code. ASK_MAX, when set, is its whole time instead of connect + TLS.
+etcd_ask() { # name max-bytes url option...
+  n=$1 max=$2 url=$3
+  shift 3
+  GNUTLS_NO_IMPLICIT_INIT=1 curl -q -g -sS --http1.1 --noproxy '*' --connect-timeout "$CT" --max-time "${ASK_MAX:-$((CT + TT))}" \
+    --max-filesize "$max" "$@" -D "$T/$n.hdr" -o "$T/$n.body" -w '%{http_code} %{time_total}' "$url" >"$T/$n.w" 2>"$T/$n.err"
+}
+
 AWK_HEALTH='
 { body = body (NR > 1 ? "\n" : "") $0 }
 END {
@@ -570,18 +664,179 @@ END {
     jstr(cap(body, 1024)), jnum(ms), jstr(detail)
 }'
 
+# etcd's /health (client certificate, as etcdctl would), else the metrics listener. Its body names
+# an alarm from etcd 3.5 on ({"health":"false","reason":"ALARM NOSPACE"}: checkAlarms in
+# server/etcdserver/api/etcdhttp/health.go, 3.5 and 3.6); 3.4's says {"health":"false"} only
+# (etcdserver/api/etcdhttp/metrics.go), hence the alarm list below.
 health_check() {
   if ! have curl; then printf '{"outcome":"Skipped","detail":"curl not found"}' >"$T/health.json" && return; fi
   if [ -r "$PKI/ca.crt" ] && [ -r "$PKI/healthcheck-client.crt" ] && [ -r "$PKI/healthcheck-client.key" ]; then
-    url=https://127.0.0.1:2379/health
+    url=https://$LOCAL:2379/health
     set -- --cacert "$PKI/ca.crt" --cert "$PKI/healthcheck-client.crt" --key "$PKI/healthcheck-client.key"
-  else url=http://127.0.0.1:2381/health && set --; fi
-  GNUTLS_NO_IMPLICIT_INIT=1 curl -q -sS --noproxy '*' --connect-timeout "$CT" --max-time $((CT + TT)) "$@" -o "$T/h.body" \
+  else url=http://$LOCAL:2381/health && set --; fi
+  GNUTLS_NO_IMPLICIT_INIT=1 curl -q -g -sS --noproxy '*' --connect-timeout "$CT" --max-time $((CT + TT)) "$@" -o "$T/h.body" \
     -w '%{http_code} %{time_total}' "$url" >"$T/h.w" 2>"$T/h.err"
   rc=$?
   head -c 4096 "$T/h.body" 2>/dev/null | tr -d '\000' |
     awk -v rc="$rc" -v url="$url" -v w="$(cat "$T/h.w")" -v e="$(last_msg "$T/h.err")" "$AWK_LIB$AWK_HEALTH" >"$T/h.tmp" &&
     mv "$T/h.tmp" "$T/health.json"
+}
+
+# A JSON document walked without jq, in linear time whatever it holds: strings are the even
+# fields when split at '"' (once \\ and \" are set aside as \001 and \002), the rest is split at
+# its punctuation. The program using it defines opened(), closed() (d is the depth, kind[1..d] "{"
+# or "[", key[1..d] the current key of each object) and value(v, quoted). walk() returns 0 for
+# anything that is not one well-formed object or array (nesting over 16 counts as not).
+AWK_JSON='
+{ gsub(/\t|\r/, " "); gsub(/\\\\/, "\001"); gsub(/\\"/, "\002"); buf = buf " " $0 }
+function walk(s,    n, part, i, m, w, tok, j, c) {
+  d = 0; top = ""; n = split(s, part, "\"")
+  if (n % 2 == 0) return 0
+  for (i = 1; i <= n; i++) {
+    if (i % 2 == 0) { if (!scalar(part[i], 1)) return 0; continue }
+    w = part[i]; gsub(/[][{}:,]/, " & ", w); m = split(w, tok, " ")
+    for (j = 1; j <= m; j++) {
+      c = tok[j]
+      if (c == "{" || c == "[") { if (d == 0 && top != "") return 0; if (++d > 16) return 0
+        kind[d] = c; key[d] = ""; iskey[d] = (c == "{"); if (d == 1) top = c; opened(); continue }
+      if (c == "}" || c == "]") { if (d < 1 || (c == "}") != (kind[d] == "{")) return 0; closed(); d--; continue }
+      if (c == ":") continue
+      if (c == ",") { if (d > 0 && kind[d] == "{") iskey[d] = 1; continue }
+      if (!scalar(c, 0)) return 0
+    }
+  }
+  return d == 0 && top != ""
+}
+function scalar(v, q) {
+  if (d < 1) return 0
+  if (kind[d] == "{" && iskey[d]) { key[d] = v; iskey[d] = 0; return 1 }
+  value(v, q); return 1
+}
+# A string as it was in the document, its \\ and \" back (other escapes stay as written).
+function unesc(s,    n, a, i, out) {
+  n = split(s, a, "\001"); out = a[1]; for (i = 2; i <= n; i++) out = out "\\" a[i]
+  n = split(out, a, "\002"); out = a[1]; for (i = 2; i <= n; i++) out = out "\"" a[i]
+  return out
+}
+# A uint64 in decimal (as the JSON of etcd prints member IDs) in lowercase hex without leading
+# zeros, as etcdctl prints them (%x); "" when it is not one. Long division on the digits: awk
+# numbers are doubles, exact only to 2^53.
+function dec2hex(s,    out, q, r, i, x) {
+  if (s !~ /^[0-9]+$/ || length(s) > 20) return ""
+  sub(/^0+/, "", s); if (s == "") return "0"
+  out = ""
+  while (s != "") {
+    q = ""; r = 0
+    for (i = 1; i <= length(s); i++) { r = r * 10 + substr(s, i, 1); x = int(r / 16); r -= x * 16; if (q != "" || x > 0) q = q x }
+    out = substr("0123456789abcdef", r + 1, 1) out; s = q
+  }
+  return length(out) > 16 ? "" : out
+}
+# The first 200 bytes of the body, for a detail.
+function excerpt() { return cap(unesc(substr(buf, 2)), 200) }
+function outcome(what, wanted) {
+  split(w, wv, " "); code = wv[1] + 0; ms = int(wv[2] * 1000 + 0.5); if (code <= 0) code = -1
+  if (rc != 0) return fail(url ": " (e != "" ? e : "curl exited " rc))
+  if (code != 200) return fail(url ": HTTP " code ": " excerpt())
+  if (!walk(buf) || top != wanted) return fail(url ": not " what ": " excerpt())
+  detail = url; return "Ok"
+}
+function fail(why) { detail = why; return "Error" }
+'
+
+# The member list from this node's peer listener, with its peer certificate: etcd serves it there
+# without quorum, from the member's own copy (GET /members, peerMembersHandler in
+# server/etcdserver/api/etcdhttp/peer.go, 3.4 to 3.6), as a JSON array of {id, name, peerURLs,
+# clientURLs, isLearner}, with the X-Etcd-Cluster-ID header. etcd 3.4 and 3.5 print the id as a
+# decimal number (a uint64: over 2^53, so never read as an awk number) and leave out an empty name
+# (a member added but not started yet) and isLearner when false. At most 64 members, 16 URLs each.
+AWK_MEMBERS='
+function opened() { if (d == 2 && top == "[") { mid = mname = ""; np = nc = 0; learner = "false" } }
+function value(v, q) {
+  if (d == 2 && top == "[" && kind[2] == "{") {
+    if (key[2] == "id") mid = dec2hex(v)
+    else if (key[2] == "name" && q) mname = unesc(v)
+    else if (key[2] == "isLearner" && !q) learner = v == "true" ? "true" : "false"
+  } else if (d == 3 && top == "[" && kind[2] == "{" && kind[3] == "[" && q) {
+    if (key[2] == "peerURLs" && np < 16) pu[++np] = unesc(v)
+    if (key[2] == "clientURLs" && nc < 16) cu[++nc] = unesc(v)
+  }
+}
+function closed() {
+  if (d != 2 || top != "[" || kind[2] != "{" || ++count > 64) return
+  list = list sep "{\"id\":" jstr(mid) ",\"name\":" jstr(cap(mname, 256)) ",\"peerUrls\":" urls(pu, np) ",\"clientUrls\":" urls(cu, nc) ",\"isLearner\":" learner "}"
+  sep = ","
+}
+function urls(a, n,    i, s) { s = ""; for (i = 1; i <= n; i++) s = s (i > 1 ? "," : "") jstr(cap(a[i], 256)); return "[" s "]" }
+END {
+  out = outcome("a member list", "[")
+  if (out != "Ok") list = ""
+  c = tolower(cid); sub(/^0+/, "", c); if (c == "" && cid != "") c = "0"
+  printf "{\"outcome\":\"%s\",\"httpStatus\":%s,\"clusterId\":%s,\"members\":[%s],\"truncated\":%s,\"ms\":%s,\"detail\":%s}", out,
+    jnum(code), jstr(c), list, (out == "Ok" && count > 64) ? "true" : "false", jnum(ms), jstr(cap(detail, 500))
+}'
+
+members_check() {
+  f=$T/members.json
+  if ! have curl; then printf '{"outcome":"Skipped","detail":"curl not found"}' >"$f" && return; fi
+  if [ -z "$SELF" ]; then printf '{"outcome":"Skipped","detail":"no --self address to ask"}' >"$f" && return; fi
+  if [ -z "$PEER_TLS" ]; then printf '{"outcome":"Skipped","detail":"no readable ca.crt/peer.crt/peer.key"}' >"$f" && return; fi
+  host=$SELF
+  case $host in *:*) host="[$host]" ;; esac
+  url=https://$host:2380/members
+  etcd_ask members 65536 "$url" --cacert "$PKI/ca.crt" --cert "$PKI/peer.crt" --key "$PKI/peer.key"
+  rc=$?
+  # The header as etcd writes it (types.ID.String(): hex); anything else is no cluster ID.
+  cid=$(head -c 16384 "$T/members.hdr" | tr -d '\r\000' | sed -n 's/^[Xx]-[Ee][Tt][Cc][Dd]-[Cc][Ll][Uu][Ss][Tt][Ee][Rr]-[Ii][Dd]: *//p' | head -n 1)
+  case $cid in *[!0-9A-Fa-f]* | ?????????????????*) cid= ;; esac
+  head -c 65536 "$T/members.body" | tr -d '\000' |
+    awk -v rc="$rc" -v url="$url" -v cid="$cid" -v w="$(cat "$T/members.w")" -v e="$(last_msg "$T/members.err")" \
+      "$AWK_LIB$AWK_JSON$AWK_MEMBERS" >"$f.tmp" && mv "$f.tmp" "$f"
+}
+
+# The alarm list through etcd's grpc-gateway on the client port (POST /v3/maintenance/alarm,
+# {"action":"GET"}: Maintenance.Alarm, google.api.http post "/v3/maintenance/alarm" in
+# api/etcdserverpb/rpc.proto of 3.5 and 3.6; 3.4.23 and 3.5.1 answer it in the lab), with the health
+# check's client certificate. It goes through raft, so without quorum it
+# fails or times out: that is data, not an error of the probe. grpc-gateway prints the member ID
+# as a decimal string and the alarm by its name (AlarmType: NONE 0, NOSPACE 1, CORRUPT 2; the
+# number is read too). At most 64 alarms. Asked once /health has answered, in the time that
+# left of connect + TLS (at least a second): a member that does not answer /health is not asked
+# (Skipped), and the two requests never queue behind each other at a busy member.
+AWK_ALARMS='
+function entry() { return d == 3 && top == "{" && key[1] == "alarms" && kind[2] == "[" && kind[3] == "{" }
+function opened() { if (entry()) amid = aname = "" }
+function value(v, q) { if (entry()) { if (key[3] == "memberID") amid = dec2hex(v); else if (key[3] == "alarm") aname = unesc(v) } }
+function closed() {
+  if (!entry() || ++count > 64) return
+  if (aname == "" || aname == "0") aname = "NONE"; else if (aname == "1") aname = "NOSPACE"; else if (aname == "2") aname = "CORRUPT"
+  list = list sep "{\"memberId\":" jstr(amid) ",\"alarm\":" jstr(cap(aname, 64)) "}"
+  sep = ","
+}
+END {
+  out = outcome("an alarm list", "{")
+  if (out != "Ok") list = ""
+  printf "{\"outcome\":\"%s\",\"httpStatus\":%s,\"alarms\":[%s],\"truncated\":%s,\"ms\":%s,\"detail\":%s}", out,
+    jnum(code), list, (out == "Ok" && count > 64) ? "true" : "false", jnum(ms), jstr(cap(detail, 500))
+}'
+
+alarms_check() {
+  f=$T/alarms.json
+  if ! have curl; then printf '{"outcome":"Skipped","detail":"curl not found"}' >"$f" && return; fi
+  if ! { [ -r "$PKI/ca.crt" ] && [ -r "$PKI/healthcheck-client.crt" ] && [ -r "$PKI/healthcheck-client.key" ]; }; then
+    printf '{"outcome":"Skipped","detail":"no readable ca.crt/healthcheck-client.crt/healthcheck-client.key"}' >"$f" && return
+  fi
+  case $(cat "$T/health.json") in *'"outcome":"Error"'* | *'"outcome":"Skipped"'*)
+    printf '{"outcome":"Skipped","detail":"not asked: /health got no answer"}' >"$f" && return ;;
+  esac
+  ASK_MAX=$(awk -v all=$((CT + TT)) '{ t = all - $2 } END { if (t < 1) t = 1; printf "%.3f", t }' "$T/h.w" 2>/dev/null)
+  url=https://$LOCAL:2379/v3/maintenance/alarm
+  etcd_ask alarms 16384 "$url" --cacert "$PKI/ca.crt" --cert "$PKI/healthcheck-client.crt" --key "$PKI/healthcheck-client.key" \
+    -H 'Content-Type: application/json' --data '{"action":"GET"}'
+  rc=$?
+  head -c 16384 "$T/alarms.body" | tr -d '\000' |
+    awk -v rc="$rc" -v url="$url" -v w="$(cat "$T/alarms.w")" -v e="$(last_msg "$T/alarms.err")" \
+      "$AWK_LIB$AWK_JSON$AWK_ALARMS" >"$f.tmp" && mv "$f.tmp" "$f"
 }
 
 # --- certs: validity and SANs of the etcd certificates (openssl -text works on 1.0 to 3.x) -----
@@ -718,6 +973,10 @@ emit() {
     cat "$T/manifest.json"
     printf ',"health":'
     cat "$T/health.json"
+    printf ',"members":'
+    cat "$T/members.json"
+    printf ',"alarms":'
+    cat "$T/alarms.json"
     printf ',"errors":['
     awk -F '\t' "$AWK_LIB"'{ printf "%s{\"step\":%s,\"message\":%s}", sep, jstr($1), jstr(cap($2, 500)); sep = "," }' "$T/errors"
     printf ']}\n'
@@ -756,8 +1015,16 @@ make_tmp() {
 
 main() {
   LC_ALL=C && export LC_ALL
+  # sudo's secure_path leaves out /usr/local/bin and /usr/local/sbin on some distributions (Photon
+  # among them), and image-builder installs crictl in /usr/local/bin (Flatcar: /opt/bin): put each
+  # that is missing in front, in that order, before any tool is looked up.
+  for d in /opt/bin /usr/local/sbin /usr/local/bin; do
+    case :$PATH: in *:"$d":*) ;; *) PATH=$d${PATH:+:$PATH} ;; esac
+  done
+  export PATH
   PKI=${ETCDNET_PKI_DIR:-/etc/kubernetes/pki/etcd}
   MANIFEST=${ETCDNET_MANIFEST:-/etc/kubernetes/manifests/etcd.yaml}
+  POD_LOGS=${ETCDNET_POD_LOGS:-/var/log/pods}
   # No writable temp folder may mean stale ones filling it: sweep, then try once more.
   if ! make_tmp && ! { sweep_stale; make_tmp; }; then
     printf '{"schemaVersion":1,"nodeIp":"","errors":[{"step":"probe","message":"no writable temp directory"}]}\n'
@@ -769,7 +1036,7 @@ main() {
   now_ms
   START=$NOW
   : >"$T/errors"
-  printf '{"outcome":"Error","detail":"health job gave no result"}' >"$T/health.json"
+  for f in health members alarms; do printf '{"outcome":"Error","detail":"%s job gave no result"}' "$f" >"$T/$f.json"; done
   parse_args "$@"
   # The paths first: their timers are what the probe waits for, and on a busy node every process
   # started before them delays them all.
@@ -780,7 +1047,8 @@ main() {
   if have renice; then renice -n 10 -p $$ >/dev/null 2>&1; fi
   sweep_stale
   probe_host
-  health_check >/dev/null 2>&1 &
+  { health_check; alarms_check; } >/dev/null 2>&1 &
+  members_check >/dev/null 2>&1 &
   probe_etcd
   probe_kubelet
   probe_certs

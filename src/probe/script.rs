@@ -21,6 +21,10 @@ pub const ENV_PKI_DIR: &str = "ETCDNET_PKI_DIR";
 /// Test hook: the etcd static-pod manifest (default `/etc/kubernetes/manifests/etcd.yaml`).
 pub const ENV_MANIFEST: &str = "ETCDNET_MANIFEST";
 
+/// Test hook: the kubelet's pod log directory (default `/var/log/pods`), where the previous etcd
+/// container's log is read from when crictl no longer has it.
+pub const ENV_POD_LOGS: &str = "ETCDNET_POD_LOGS";
+
 /// What the probe is told: who this node is, who its peers are, and its bounds.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ProbeArgs {

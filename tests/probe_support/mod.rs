@@ -262,3 +262,68 @@ cert server.crt sans=["localhost", "198.18.0.1", "127.0.0.1"] node_ip=Some(false
 cert peer.crt sans=["localhost", "198.18.0.1", "127.0.0.1"] node_ip=Some(false) None
 cert healthcheck-client.crt sans=["hc"] node_ip=None None
 manifest Some("cp1") ["https://127.0.0.1:2379", "https://198.18.0.1:2379"] Some("cp1=https://198.18.0.1:2380,cp2=https://198.18.0.2:2380")"#;
+
+/// What a fake etcd answers one of the probe's own questions with: curl's exit code, the `-w`
+/// text ("http_code time_total"), the response headers and the body.
+pub struct Answer {
+    pub rc: u8,
+    pub w: String,
+    pub headers: String,
+    pub body: Vec<u8>,
+}
+
+impl Node {
+    /// A `curl` shim: `/health` answers `{"health":"true"}` (the alarm list is asked only once it
+    /// has answered), requests for `/members` and `/v3/maintenance/alarm` get the given answers
+    /// (written where the probe's `-D` and `-o` point, as curl would), every call's URL is noted
+    /// in `urls`, and anything else goes to the real curl, or, with `others_fail`, ends as a
+    /// refused connect would (no network needed: IPv6 addresses nothing routes).
+    pub fn curl_answering(
+        &self,
+        members: Option<&Answer>,
+        alarms: Option<&Answer>,
+        others_fail: bool,
+    ) -> PathBuf {
+        let real = which("curl").expect("curl installed (apt-get install curl)");
+        let dir = self.path("answers");
+        std::fs::create_dir_all(&dir).unwrap();
+        for (kind, a) in [("members", members), ("alarms", alarms)] {
+            let Some(a) = a else { continue };
+            std::fs::write(dir.join(format!("{kind}.hdr")), &a.headers).unwrap();
+            std::fs::write(dir.join(format!("{kind}.body")), &a.body).unwrap();
+            std::fs::write(dir.join(format!("{kind}.w")), &a.w).unwrap();
+            std::fs::write(dir.join(format!("{kind}.rc")), a.rc.to_string()).unwrap();
+        }
+        let urls = self.path("urls");
+        let other = if others_fail {
+            "echo 'curl: (7) Failed to connect: Connection refused' >&2; exit 7".to_string()
+        } else {
+            format!("exec {} \"$@\"", real.display())
+        };
+        let shim = format!(
+            r#"#!/bin/sh
+url=
+for a in "$@"; do case $a in http://* | https://*) url=$a ;; esac; done
+[ -n "$url" ] && printf '%s\n' "$url" >>{urls}
+case $url in
+*/health)
+  while [ $# -gt 0 ]; do case $1 in -o) printf '{{"health":"true"}}' >"$2" && shift ;; esac; shift; done
+  printf '200 0.001'; exit 0 ;;
+*/members) k=members ;;
+*/v3/maintenance/alarm) k=alarms ;;
+*) {other} ;;
+esac
+[ -e {d}/$k.rc ] || {{ echo "curl: (7) no answer set for $k" >&2; exit 7; }}
+while [ $# -gt 0 ]; do case $1 in -D) h=$2 && shift ;; -o) o=$2 && shift ;; esac; shift; done
+cat {d}/$k.hdr >"$h"; cat {d}/$k.body >"$o"; cat {d}/$k.w
+rc=$(cat {d}/$k.rc)
+[ "$rc" = 0 ] || echo "curl: ($rc) fake failure" >&2
+exit "$rc"
+"#,
+            urls = urls.display(),
+            d = dir.display(),
+        );
+        self.shim("curl", &shim);
+        urls
+    }
+}

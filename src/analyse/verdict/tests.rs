@@ -61,6 +61,8 @@ pub(super) fn healthy_probe(i: usize) -> ProbeOutput {
                 created_at: Some("1764000000000000000".into()),
             }],
             logs: None,
+            previous_logs: None,
+            previous_logs_file: None,
         },
         kubelet: Kubelet {
             active: Some("active".into()),
@@ -86,6 +88,8 @@ pub(super) fn healthy_probe(i: usize) -> ProbeOutput {
             ms: Some(2),
             detail: None,
         },
+        members: Default::default(),
+        alarms: Default::default(),
         errors: vec![],
         raw: Default::default(),
     }
