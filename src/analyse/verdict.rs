@@ -153,10 +153,19 @@ pub fn diagnose(
         .iter()
         .filter_map(|n| {
             let p = n.probe()?;
-            let text = &p.etcd.logs.as_ref()?.text;
+            let current = p.etcd.logs.as_ref().map(|l| l.text.as_str());
+            // A restarted member starts a new log: the previous container's comes first, so
+            // the restarts' reasons are read with the rest (one log, in time order).
+            let previous = p.etcd.previous_logs.as_ref().map(|l| l.text.as_str());
+            let text = match (previous, current) {
+                (None, None) => return None,
+                (Some(a), Some(b)) => format!("{a}\n{b}"),
+                (Some(a), None) => a.to_string(),
+                (None, Some(b)) => b.to_string(),
+            };
             Some((
                 n.name.clone(),
-                etcdlog::classify_window(text, p.clock_ms, since),
+                etcdlog::classify_window(&text, p.clock_ms, since),
             ))
         })
         .collect();
@@ -321,13 +330,35 @@ fn member_mismatch(ctx: &Ctx) -> Option<Verdict> {
 
 /// Whether a NOSPACE alarm is raised now on this node, and what says so: etcd's `/health` body
 /// (3.5+ names the alarm: `{"health":"false","reason":"ALARM NOSPACE"}`, etcdhttp/health.go),
-/// else a `/health` that is not true while the log's newest NOSPACE line is newer than its newest
+/// else etcd's alarm list where it answered (an answer without NOSPACE says it is off), else a
+/// `/health` that is not true while the log's newest NOSPACE line is newer than its newest
 /// "alarm disarmed" (3.4's body does not say why; the alarm survives restarts, so the log's
 /// history counts here). An old `alarm raised` that was disarmed since is history.
 fn nospace_now(ctx: &Ctx, n: &NodeReport) -> Option<String> {
     let p = n.probe()?;
     if let Some(body) = p.health.body.as_deref().filter(|b| b.contains("NOSPACE")) {
         return Some(format!("{}: /health says {body}", n.name));
+    }
+    // etcd's own alarm list (it needs quorum to answer): NOSPACE raised for any member.
+    if p.alarms.outcome == crate::probe::output::QueryOutcome::Ok {
+        let nospace: Vec<&str> = p
+            .alarms
+            .alarms
+            .iter()
+            .filter(|a| a.alarm == "NOSPACE")
+            .map(|a| a.member_id.as_deref().unwrap_or("?"))
+            .collect();
+        if !nospace.is_empty() {
+            return Some(format!(
+                "{}: etcd's alarm list has NOSPACE raised (member {})",
+                n.name,
+                nospace.join(", ")
+            ));
+        }
+        // The list answered without NOSPACE: the alarm is not on, whatever the log says.
+        if p.health.outcome != HealthOutcome::Healthy {
+            return None;
+        }
     }
     if p.health.outcome == HealthOutcome::Healthy {
         return None;

@@ -448,3 +448,60 @@ fn clock_drift_is_a_warning_and_explains_certificates() {
         "{v:#?}"
     );
 }
+
+/// etcd's alarm list, where the node could ask it, says what is on now.
+#[test]
+fn the_alarm_list_is_the_present() {
+    let list = |alarms: Vec<Alarm>| Alarms {
+        outcome: QueryOutcome::Ok,
+        http_status: Some(200),
+        alarms,
+        truncated: false,
+        ms: Some(3),
+        detail: None,
+    };
+    let mut p = past3();
+    unhealthy(&mut p[0], r#"{"health":"false"}"#);
+    p[0].alarms = list(vec![Alarm {
+        member_id: Some("8e9e05c52164694d".into()),
+        alarm: "NOSPACE".into(),
+    }]);
+    let v = judge(p);
+    assert_eq!(v.code, VerdictCode::EtcdNoSpace, "{v:#?}");
+    assert!(v.evidence[0].contains("alarm list has NOSPACE raised (member 8e9e05c52164694d)"));
+
+    // The list answered without NOSPACE: an undisarmed raise in the log is not the present.
+    let mut p = past3();
+    unhealthy(&mut p[0], r#"{"health":"false"}"#);
+    p[0].alarms = list(vec![]);
+    p[0] = logged(p[0].clone(), &[nospace("07:00:00")]);
+    assert_ne!(judge(p).code, VerdictCode::EtcdNoSpace);
+}
+
+/// A restarted member's reason is in the previous container's log: read with the current one.
+#[test]
+fn the_previous_containers_log_is_read() {
+    let mut p = past3();
+    container(&mut p[2], "CONTAINER_RUNNING", 5, "07:59:50");
+    unhealthy(&mut p[2], r#"{"health":"false"}"#);
+    p[2] = logged(
+        p[2].clone(),
+        &[at("07:59:51", "info", r#""msg":"starting etcd""#)],
+    );
+    p[2].etcd.previous_logs = Some(LogSample {
+        container_id: "prev".into(),
+        text: at(
+            "07:59:40",
+            "fatal",
+            r#""msg":"failed to open database","error":"open /var/lib/etcd/member/snap/db: permission denied""#,
+        ),
+        lines: 1,
+        truncated: false,
+    });
+    let v = judge(p);
+    assert_eq!(v.code, VerdictCode::EtcdCrashLooping, "{v:#?}");
+    assert!(
+        v.evidence.iter().any(|e| e.contains("permission denied")),
+        "{v:#?}"
+    );
+}
