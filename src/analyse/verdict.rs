@@ -41,6 +41,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 mod evidence;
+mod members;
 mod network;
 mod node;
 mod notes;
@@ -56,7 +57,7 @@ pub use crate::probe::etcdlog::LogWindow;
 use crate::probe::etcdlog::{self, LogKind, LogSummary};
 use crate::probe::output::{Container, HealthOutcome, RuntimeQuery};
 use crate::probe::NodeReport;
-use crate::supervisor::ClusterFacts;
+use crate::supervisor::{ClusterFacts, RolloutPhase};
 
 /// The verdict codes: a JSON contract, scripts match on them.
 #[derive(
@@ -122,6 +123,9 @@ struct Ctx<'a> {
     /// Each node's log, classified in the window (`since`) that ends at its probe time.
     logs: BTreeMap<String, LogSummary>,
     since: std::time::Duration,
+    /// Every node's report, the rollout's included (membership reads all member lists); `nodes`,
+    /// `matrices` and `logs` leave out the nodes in a rollout.
+    all: &'a [NodeReport],
 }
 
 type Rule = fn(&Ctx) -> Option<Verdict>;
@@ -144,6 +148,9 @@ const RULES: &[Rule] = &[
 pub const DEFAULT_SINCE: std::time::Duration = std::time::Duration::from_secs(15 * 60);
 
 /// The verdict on the nodes' probes, log lines counted within `since` of each node's probe.
+///
+/// Nodes in a rollout (their Machine is being deleted or is still provisioning) are shown in the
+/// matrices and logs but do not decide: the rules see the others only, and a note lists them.
 pub fn diagnose(
     facts: &ClusterFacts,
     nodes: &[NodeReport],
@@ -169,12 +176,29 @@ pub fn diagnose(
             ))
         })
         .collect();
+    let rollout: BTreeMap<String, RolloutPhase> = facts
+        .rollout_nodes()
+        .map(|(n, r)| (n.name.clone(), r.clone()))
+        .collect();
+    let deciding: Vec<NodeReport> = nodes
+        .iter()
+        .filter(|n| !rollout.contains_key(&n.name))
+        .cloned()
+        .collect();
     let ctx = Ctx {
         facts,
-        nodes,
-        matrices: vec![matrix::build(nodes, 2379), matrix::build(nodes, 2380)],
-        logs,
+        nodes: &deciding,
+        matrices: vec![
+            matrix::build(&deciding, 2379),
+            matrix::build(&deciding, 2380),
+        ],
+        logs: logs
+            .iter()
+            .filter(|(n, _)| !rollout.contains_key(*n))
+            .map(|(n, s)| (n.clone(), s.clone()))
+            .collect(),
         since,
+        all: nodes,
     };
     let mut verdict = RULES
         .iter()
@@ -187,12 +211,12 @@ pub fn diagnose(
     verdict.notes.extend(notes::notes(&ctx, &verdict));
     Diagnosis {
         verdict,
-        logs: ctx
-            .logs
+        logs: logs
             .into_iter()
             .map(|(node, summary)| NodeLogs { node, summary })
             .collect(),
-        matrices: ctx.matrices,
+        // Every node's paths, the rollout's too: shown, whatever decided.
+        matrices: vec![matrix::build(nodes, 2379), matrix::build(nodes, 2380)],
     }
 }
 
@@ -221,7 +245,9 @@ fn strings(items: &[&str]) -> Vec<String> {
 
 fn machines_missing(ctx: &Ctx) -> Option<Verdict> {
     let desired = ctx.facts.desired()?;
-    let present = ctx.facts.machines_present() as i64;
+    // A Machine being deleted is on its way out (a scale-down, a remediation): it does not count
+    // towards the replicas; a provisioning one does (KCP is making it).
+    let present = ctx.facts.machines_staying() as i64;
     if present >= desired {
         return None;
     }
@@ -301,8 +327,15 @@ fn member_mismatch(ctx: &Ctx) -> Option<Verdict> {
             nodes.push(n.clone());
         }
     }
+    // Every node's own member list, against the others' and the Machines'.
+    let lists = members::membership(ctx);
+    for n in &lists.nodes {
+        if !nodes.contains(n) {
+            nodes.push(n.clone());
+        }
+    }
     nodes.sort();
-    if nodes.is_empty() {
+    if nodes.is_empty() && lists.problems.is_empty() {
         return None;
     }
     let quoted = [
@@ -312,19 +345,32 @@ fn member_mismatch(ctx: &Ctx) -> Option<Verdict> {
         LogKind::MemberAlreadyBootstrapped,
         LogKind::MemberUnknown,
     ];
-    let evidence = nodes
-        .iter()
-        .flat_map(|n| log_evidence(ctx, n, &quoted))
-        .collect();
+    let mut evidence = lists.problems.clone();
+    evidence.extend(nodes.iter().flat_map(|n| log_evidence(ctx, n, &quoted)));
+    let mut next = Vec::new();
+    for (id, url) in &lists.strays {
+        next.push(format!(
+            "Member {id} ({url}) has no Machine: KCP will not remove it. On a node with a healthy member: etcdctl member remove {id} (with --endpoints https://127.0.0.1:2379 and the certs under /etc/kubernetes/pki/etcd/), after checking with etcdctl member list -w table that it is the one named here"
+        ));
+    }
+    next.extend(strings(&[
+        "On a node with a healthy member: etcdctl member list -w table (with the certs under /etc/kubernetes/pki/etcd/) and compare with the control-plane Machines",
+        "A member from another cluster, one that was removed, or a Machine whose node is no member cannot heal by itself: let KCP remediate it (its MachineHealthCheck), or replace its Machine (kubectl delete machine <name> -n <ns>) so KCP creates a fresh member",
+    ]));
+    let summary = if lists.problems.is_empty() {
+        format!("the network is fine, but etcd members reject each other ({}): cluster ID mismatch, removed member or member ID mismatch", nodes.join(", "))
+    } else {
+        format!(
+            "the network is fine, but etcd's membership does not match the control plane: {}",
+            lists.problems[0]
+        )
+    };
     verdict(
         VerdictCode::EtcdMemberMismatch,
-        format!("the network is fine, but etcd members reject each other ({}): cluster ID mismatch, removed member or member ID mismatch", nodes.join(", ")),
+        summary,
         nodes,
         evidence,
-        strings(&[
-            "On a node with a healthy member: etcdctl member list (with the certs under /etc/kubernetes/pki/etcd/) and compare with the control-plane Machines",
-            "A member from another cluster or one that was removed cannot rejoin: replace its Machine (kubectl delete machine <name> -n <ns>) so KCP creates a fresh member",
-        ]),
+        next,
     )
 }
 
@@ -461,3 +507,6 @@ mod tests;
 
 #[cfg(test)]
 mod past_tests;
+
+#[cfg(test)]
+mod rollout_tests;

@@ -115,6 +115,11 @@ pub(super) fn removed_member_fault(ctx: &Ctx, node: &str) -> bool {
     let Some(rejected) = summary.finding(LogKind::MemberRemoved) else {
         return false;
     };
+    // A scale-down: the member removed is a node whose Machine is being deleted; kubelet runs
+    // its static pod until CAPI deletes the VM, and its peers reject it all that time.
+    if removed_in_rollout(ctx, summary, rejected) {
+        return false;
+    }
     let time = |t: &Option<String>| {
         t.as_deref()
             .and_then(|t| t.parse::<k8s_openapi::jiff::Timestamp>().ok())
@@ -131,6 +136,59 @@ pub(super) fn removed_member_fault(ctx: &Ctx, node: &str) -> bool {
                 && soon_after
         });
     !routine
+}
+
+/// Every peer a `MemberRemoved` finding names (by address, or by member ID through any node's
+/// member list or log) is a node whose Machine is being deleted.
+fn removed_in_rollout(ctx: &Ctx, summary: &LogSummary, f: &etcdlog::Finding) -> bool {
+    let deleting: Vec<std::net::IpAddr> = ctx
+        .facts
+        .rollout_nodes()
+        .filter(|(_, r)| r.is_deleting())
+        .filter_map(|(n, _)| n.ip())
+        .collect();
+    if deleting.is_empty() || (f.peer_ids.is_empty() && f.peer_addresses.is_empty()) {
+        return false;
+    }
+    let addr_ok = f.peer_addresses.iter().all(|a| {
+        let host = a.rsplit_once(':').map_or(a.as_str(), |(h, _)| h);
+        let host = host.trim_start_matches('[').trim_end_matches(']');
+        host.parse()
+            .or_else(|_| a.parse())
+            .is_ok_and(|ip| deleting.contains(&ip))
+    });
+    // IDs, to the node's address: from the member lists (a removed member's own list still
+    // names it), else from this log's own "removed member" lines when every address they name
+    // is a deleting node's (membership/cluster.go logs the removed member's ID and peer URLs).
+    let (listed, _) = super::members::listed(ctx);
+    let by_info = summary
+        .finding(LogKind::MemberRemovedInfo)
+        .or_else(|| {
+            summary
+                .history
+                .iter()
+                .find(|h| h.kind == LogKind::MemberRemovedInfo)
+        })
+        .filter(|info| {
+            !info.peer_addresses.is_empty()
+                && info.peer_addresses.iter().all(|a| {
+                    let host = a.rsplit_once(':').map_or(a.as_str(), |(h, _)| h);
+                    host.trim_start_matches('[')
+                        .trim_end_matches(']')
+                        .parse()
+                        .is_ok_and(|ip| deleting.contains(&ip))
+                })
+        });
+    let id_ok = f.peer_ids.iter().all(|id| {
+        listed
+            .iter()
+            .filter(|l| l.member.id.as_deref() == Some(id.as_str()))
+            .flat_map(|l| l.member.peer_urls.iter())
+            .filter_map(|u| super::members::url_ip(u))
+            .any(|ip| deleting.contains(&ip))
+            || by_info.is_some_and(|info| info.peer_ids.contains(id))
+    });
+    addr_ok && id_ok
 }
 
 /// The node's log findings of these kinds, one line each, quoting the log:

@@ -128,6 +128,12 @@ pub(super) fn crash_looping(ctx: &Ctx) -> Option<Verdict> {
     if nodes.is_empty() {
         return None;
     }
+    // Restarted because its peers reject it as removed (and no Machine of it is being deleted:
+    // that would be a rollout, left out before the rules): a membership problem, as for a
+    // stopped member below.
+    if nodes.iter().all(|n| removed_member_fault(ctx, n)) {
+        return super::member_mismatch(ctx);
+    }
     verdict(
         VerdictCode::EtcdCrashLooping,
         format!("etcd keeps restarting on {}: a separate issue from etcd networking", nodes.join(", ")),

@@ -49,6 +49,38 @@ pub(super) fn notes(ctx: &Ctx, v: &Verdict) -> Vec<String> {
         }
     }
 
+    // The rollout: shown, never deciding.
+    let rollout: Vec<String> = ctx
+        .facts
+        .rollout_nodes()
+        .map(|(n, r)| {
+            let what = match r {
+                crate::supervisor::RolloutPhase::Deleting { .. } => "Deleting".to_string(),
+                crate::supervisor::RolloutPhase::Provisioning { waiting_for, .. } => {
+                    format!("Provisioning (waiting for {waiting_for})")
+                }
+            };
+            let since = r.since().map(|t| format!(" since {t}")).unwrap_or_default();
+            format!("{} {what}{since}", n.name)
+        })
+        .collect();
+    if !rollout.is_empty() || ctx.facts.kcp_rollout().is_some() {
+        out.push(format!(
+            "rollout in progress{}{}: these nodes are shown but do not decide the verdict",
+            ctx.facts
+                .kcp_rollout()
+                .map(|k| format!(" ({k})"))
+                .unwrap_or_default(),
+            if rollout.is_empty() {
+                String::new()
+            } else {
+                format!(": {}", rollout.join(", "))
+            }
+        ));
+    }
+    if v.code != VerdictCode::EtcdMemberMismatch {
+        out.extend(super::members::membership(ctx).notes);
+    }
     // (A certificate verdict has them in its evidence already.)
     if v.code != VerdictCode::EtcdCertificateProblem {
         out.extend(clock_drift(ctx));

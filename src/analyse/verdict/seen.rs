@@ -60,7 +60,10 @@ pub(super) fn gaps(ctx: &Ctx) -> Vec<Gap> {
     }
     // Every control-plane Machine is a node to reach: one the run has no result for is unseen.
     for n in &ctx.facts.nodes {
-        if n.machine.is_some() && !ctx.nodes.iter().any(|r| r.name == n.name) {
+        if n.machine.is_some()
+            && n.rollout().is_none()
+            && !ctx.nodes.iter().any(|r| r.name == n.name)
+        {
             out.push(gap(
                 Check::Unreached,
                 &[&n.name],
