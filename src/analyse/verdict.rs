@@ -205,9 +205,10 @@ pub fn diagnose(
         .find_map(|rule| rule(&ctx))
         .unwrap_or_else(|| inconclusive(&ctx));
     verdict = network::unless_network(&ctx, verdict);
+    let healthy = verdict.code == VerdictCode::Healthy;
     verdict
         .evidence
-        .extend(machine_condition_evidence(&ctx, &verdict.nodes));
+        .extend(machine_condition_evidence(&ctx, &verdict.nodes, healthy));
     verdict.notes.extend(notes::notes(&ctx, &verdict));
     Diagnosis {
         verdict,

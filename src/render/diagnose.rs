@@ -84,6 +84,10 @@ fn diagnose_table(r: &DiagnoseReport, wide: bool, paint: Paint) -> String {
         }
     }
 
+    if wide {
+        members_table(&mut out, r);
+    }
+
     if r.nodes.iter().any(|n| !n.supervisor_reach.is_empty()) {
         out.blank();
         out.line("From the Supervisor (jumpbox):");
@@ -172,6 +176,58 @@ fn diagnose_table(r: &DiagnoseReport, wide: bool, paint: Paint) -> String {
         }
     }
     out.finish()
+}
+
+/// `-o wide`: every node's own member list (its peer listener's `/members`), one row a member,
+/// so lists that differ stand side by side; a node whose list could not be read says why.
+fn members_table(out: &mut Lines, r: &DiagnoseReport) {
+    use crate::probe::output::QueryOutcome;
+    let mut rows = Vec::new();
+    let mut errors = Vec::new();
+    for n in &r.nodes {
+        let Some(p) = &n.probe else { continue };
+        match p.members.outcome {
+            QueryOutcome::Ok => {
+                for m in &p.members.members {
+                    rows.push(vec![
+                        n.name.clone(),
+                        or_none(p.members.cluster_id.as_deref()),
+                        or_none(m.id.as_deref()),
+                        m.name.clone().unwrap_or_else(|| "<never started>".into()),
+                        m.peer_urls.join(","),
+                        if m.is_learner { "yes" } else { "no" }.into(),
+                    ]);
+                }
+            }
+            QueryOutcome::Error => errors.push(format!(
+                "  {}: member list not read: {}",
+                n.name,
+                p.members.detail.as_deref().unwrap_or("?")
+            )),
+            QueryOutcome::Skipped => {}
+        }
+    }
+    if rows.is_empty() && errors.is_empty() {
+        return;
+    }
+    out.blank();
+    out.line("MEMBERS (each node's own list):");
+    if !rows.is_empty() {
+        out.table(
+            &[
+                "NODE",
+                "CLUSTER ID",
+                "MEMBER ID",
+                "NAME",
+                "PEER URLS",
+                "LEARNER",
+            ],
+            &rows,
+        );
+    }
+    for e in errors {
+        out.line(e);
+    }
 }
 
 fn node_row(r: &DiagnoseReport, n: &DiagnosedNode, wide: bool) -> Vec<String> {

@@ -301,7 +301,23 @@ pub(super) fn supervisor_reach_line(n: &NodeReport) -> Option<String> {
 /// Machines of `about` (every node's when empty), one line each:
 /// `cp1: Machine condition EtcdMemberHealthy is False (EtcdMemberUnhealthy: Etcd member status
 /// reports errors: etcdserver: no leader)`. The Supervisor's view, which may lag what was seen.
-pub(super) fn machine_condition_evidence(ctx: &Ctx, about: &[String]) -> Vec<String> {
+///
+/// Each carries its age (`lastTransitionTime`, against the newest probe's clock: the time of the
+/// run, also when a bundle is judged later); beside a `Healthy` verdict it is marked as the
+/// Supervisor's last report, which KCP refreshes only once it reaches the workload API again.
+pub(super) fn machine_condition_evidence(
+    ctx: &Ctx,
+    about: &[String],
+    healthy: bool,
+) -> Vec<String> {
+    let now = ctx
+        .all
+        .iter()
+        .filter_map(|n| n.probe()?.clock_ms)
+        .max()
+        .and_then(|ms| u64::try_from(ms).ok())
+        .map(|ms| std::time::UNIX_EPOCH + std::time::Duration::from_millis(ms))
+        .unwrap_or_else(std::time::SystemTime::now);
     let mut out = Vec::new();
     for n in &ctx.facts.nodes {
         let Some(m) = &n.machine else { continue };
@@ -320,8 +336,26 @@ pub(super) fn machine_condition_evidence(ctx: &Ctx, about: &[String]) -> Vec<Str
             } else {
                 format!(" ({})", why.replace('\n', " "))
             };
+            let age = c
+                .last_transition_time
+                .as_deref()
+                .and_then(|t| crate::supervisor::seconds_since(t, now))
+                .map(|secs| {
+                    // Minutes once past two: what kubectl's AGE column would say.
+                    let secs = if secs < 120 { secs } else { secs - secs % 60 };
+                    format!(
+                        ", {} ago",
+                        humantime::format_duration(std::time::Duration::from_secs(secs))
+                    )
+                })
+                .unwrap_or_default();
+            let stale = if healthy {
+                ": the Supervisor's last report, not what was seen now (KCP updates it once it reaches the workload API again)"
+            } else {
+                ""
+            };
             out.push(format!(
-                "{}: Machine condition {} is {}{why}",
+                "{}: Machine condition {} is {}{why}{age}{stale}",
                 n.name, c.kind, c.status
             ));
         }

@@ -505,3 +505,24 @@ fn the_previous_containers_log_is_read() {
         "{v:#?}"
     );
 }
+
+/// Beside `Healthy`, a condition that is not `True` is the Supervisor's last report, with its age
+/// against the probes' clock (08:00:00).
+#[test]
+fn conditions_beside_healthy_carry_their_age() {
+    let mut facts = facts(3);
+    let mut c = crate::testing::condition(
+        "EtcdMemberHealthy",
+        "False",
+        "EtcdMemberUnhealthy",
+        "etcdserver: no leader",
+    );
+    c.last_transition_time = Some("2026-12-04T07:56:00Z".into());
+    facts.nodes[0].machine.as_mut().unwrap().etcd_conditions = vec![c];
+    let v = diagnose(&facts, &cluster(past3()), DEFAULT_SINCE).verdict;
+    assert_eq!(v.code, VerdictCode::Healthy, "{v:#?}");
+    assert_eq!(
+        v.evidence.last().unwrap(),
+        "cp1: Machine condition EtcdMemberHealthy is False (EtcdMemberUnhealthy: etcdserver: no leader), 4m ago: the Supervisor's last report, not what was seen now (KCP updates it once it reaches the workload API again)"
+    );
+}
