@@ -34,22 +34,31 @@ mod exec;
 mod fault;
 mod forward;
 mod health;
+mod kubelet;
 mod lab;
 mod member;
+mod membership;
 mod net;
 mod node;
+mod past;
 mod pki;
+mod pods;
 mod remote;
 mod ssh;
 mod sweep;
 mod view;
 
-pub use config::{EtcdVersion, LabConfig, Logger, ETCD_3_5_DEFAULT, ETCD_3_5_ENV};
+pub use config::{
+    EtcdVersion, KubeletConfig, LabConfig, Logger, ProbeConfig, ETCD_3_5_DEFAULT, ETCD_3_5_ENV,
+    LIVENESS_PROBE_PATH, STARTUP_PROBE_PATH,
+};
 pub use exec::{run as run_with_timeout, ExecTimeout};
 pub use fault::Fault;
 pub use health::Curl;
 pub use lab::{Lab, CA_CRT, HEALTHCHECK_CRT, HEALTHCHECK_KEY};
+pub use membership::MemberInfo;
 pub use node::Node;
+pub use past::{AgeSpec, EtcdLine};
 pub use remote::{write_secret_volume, PodSecurity, NO_MOUNTS};
 pub use ssh::SSH_USER;
 pub use sweep::PREFIX;

@@ -19,7 +19,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use anyhow::{anyhow, Context, Result};
 
-use crate::exec::kill_group;
+use crate::exec::{kill_group, wait_deadline};
 use crate::node::env_file;
 
 pub(crate) fn now_ns() -> u128 {
@@ -39,6 +39,9 @@ pub(crate) struct Record {
     pub finished: u128,
     pub exit_code: i32,
     pub log: PathBuf,
+    /// Lines from before this container's process started (`Lab::age`, `Lab::append_log_lines`),
+    /// which `crictl logs` prints before `log`.
+    pub past: PathBuf,
     pub marker: String,
     pub state_dir: PathBuf,
 }
@@ -55,6 +58,7 @@ impl Record {
             ("FINISHED", self.finished.to_string()),
             ("EXIT_CODE", self.exit_code.to_string()),
             ("LOG", self.log.to_string_lossy().into_owned()),
+            ("PAST", self.past.to_string_lossy().into_owned()),
             ("MARKER", self.marker.clone()),
         ]);
         let tmp = dir.join(format!("{}.tmp", self.attempt));
@@ -66,7 +70,11 @@ impl Record {
     fn finish(&mut self, status: Option<ExitStatus>) {
         self.finished = now_ns();
         // Like a container runtime: a signal-killed process exits 128 + signal (SIGKILL: 137).
+        // But SIGTERM: in its container etcd is pid 1, and etcd's HandleInterrupts
+        // (pkg/osutil/interrupt_unix.go, 3.4 to 3.6) calls os.Exit(0) there instead of
+        // re-raising the signal, so a container the kubelet stopped reads exit code 0.
         self.exit_code = match status {
+            Some(s) if s.signal() == Some(libc::SIGTERM) => 0,
             Some(s) => s.code().unwrap_or_else(|| 128 + s.signal().unwrap_or(0)),
             None => 255,
         };
@@ -82,15 +90,31 @@ enum Req {
     },
     Stop {
         slot: usize,
+        /// `Some`: SIGTERM first and this long to exit (the kubelet's kill with the pod's grace
+        /// period), then SIGKILL. `None`: SIGKILL at once.
+        grace: Option<Duration>,
         reply: mpsc::Sender<bool>,
+    },
+    SetCreated {
+        slot: usize,
+        attempt: u32,
+        created: u128,
+        reply: mpsc::Sender<Result<()>>,
     },
     Shutdown,
 }
 
 /// Handle on the supervisor thread.
 pub(crate) struct Supervisor {
-    tx: mpsc::Sender<Req>,
+    handle: Handle,
     thread: Option<JoinHandle<()>>,
+}
+
+/// What starts and stops members: shared by the lab and its kubelet stand-ins (`kubelet.rs`).
+/// Every call fails once the supervisor thread is gone (the lab torn down).
+#[derive(Clone)]
+pub(crate) struct Handle {
+    tx: mpsc::Sender<Req>,
 }
 
 const REPLY: Duration = Duration::from_secs(30);
@@ -99,14 +123,28 @@ impl Supervisor {
     pub(crate) fn new(name: &str) -> Result<Self> {
         let (tx, rx) = mpsc::channel();
         let thread = std::thread::Builder::new()
-            .name(format!("{name}-kubelet"))
+            .name(format!("{name}-members"))
             .spawn(move || run(rx))?;
         Ok(Supervisor {
-            tx,
+            handle: Handle { tx },
             thread: Some(thread),
         })
     }
 
+    pub(crate) fn handle(&self) -> Handle {
+        self.handle.clone()
+    }
+
+    /// Kills every member and ends the thread (bounded: each kill waits at most 5 s).
+    pub(crate) fn shutdown(&mut self) {
+        let _ = self.handle.tx.send(Req::Shutdown);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+impl Handle {
     /// Starts `cmd` as member `slot`'s attempt `record.attempt`, its stdout and stderr appended
     /// to `record.log` (the previous attempt's log is moved to `<log>.<attempt>` first).
     pub(crate) fn start(&self, slot: usize, cmd: Command, record: Record) -> Result<u32> {
@@ -125,20 +163,38 @@ impl Supervisor {
 
     /// Kills member `slot` (SIGKILL) and records it exited; false if it was not running.
     pub(crate) fn stop(&self, slot: usize) -> Result<bool> {
-        let (reply, rx) = mpsc::channel();
-        self.tx
-            .send(Req::Stop { slot, reply })
-            .map_err(|_| anyhow!("the lab's supervisor thread is gone"))?;
-        rx.recv_timeout(REPLY)
-            .map_err(|_| anyhow!("the supervisor did not answer"))
+        self.stop_with(slot, None)
     }
 
-    /// Kills every member and ends the thread (bounded: each kill waits at most 5 s).
-    pub(crate) fn shutdown(&mut self) {
-        let _ = self.tx.send(Req::Shutdown);
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
+    /// Stops member `slot` as the kubelet kills a container: SIGTERM, `grace` to exit, then
+    /// SIGKILL; false if it was not running.
+    pub(crate) fn terminate(&self, slot: usize, grace: Duration) -> Result<bool> {
+        self.stop_with(slot, Some(grace))
+    }
+
+    /// Records `created` (ns since the epoch) as the creation and start time of member `slot`'s
+    /// attempt `attempt`, what crictl then reports (`Lab::age`).
+    pub(crate) fn set_created(&self, slot: usize, attempt: u32, created: u128) -> Result<()> {
+        let (reply, rx) = mpsc::channel();
+        self.tx
+            .send(Req::SetCreated {
+                slot,
+                attempt,
+                created,
+                reply,
+            })
+            .map_err(|_| anyhow!("the lab's supervisor thread is gone"))?;
+        rx.recv_timeout(REPLY)
+            .map_err(|_| anyhow!("the supervisor did not answer"))?
+    }
+
+    fn stop_with(&self, slot: usize, grace: Option<Duration>) -> Result<bool> {
+        let (reply, rx) = mpsc::channel();
+        self.tx
+            .send(Req::Stop { slot, grace, reply })
+            .map_err(|_| anyhow!("the lab's supervisor thread is gone"))?;
+        rx.recv_timeout(REPLY + grace.unwrap_or_default())
+            .map_err(|_| anyhow!("the supervisor did not answer"))
     }
 }
 
@@ -191,11 +247,18 @@ fn stop(
     running: &mut HashMap<usize, Running>,
     last: &mut HashMap<usize, Record>,
     slot: usize,
+    grace: Option<Duration>,
 ) -> bool {
     let Some(mut r) = running.remove(&slot) else {
         return false;
     };
-    let status = kill_group(&mut r.child);
+    let mut status = None;
+    if let Some(grace) = grace {
+        // SAFETY: kill(2) on the child we own and have not reaped.
+        unsafe { libc::kill(r.child.id() as libc::pid_t, libc::SIGTERM) };
+        status = wait_deadline(&mut r.child, grace);
+    }
+    let status = status.or_else(|| kill_group(&mut r.child));
     r.record.finish(status);
     let _ = r.record.write();
     last.insert(slot, r.record);
@@ -227,13 +290,35 @@ fn run(rx: mpsc::Receiver<Req>) {
                 };
                 let _ = reply.send(result);
             }
-            Ok(Req::Stop { slot, reply }) => {
-                let _ = reply.send(stop(&mut running, &mut last, slot));
+            Ok(Req::Stop { slot, grace, reply }) => {
+                let _ = reply.send(stop(&mut running, &mut last, slot, grace));
+            }
+            Ok(Req::SetCreated {
+                slot,
+                attempt,
+                created,
+                reply,
+            }) => {
+                let result = match running.get_mut(&slot) {
+                    Some(r) if r.record.attempt == attempt => {
+                        r.record.created = created;
+                        last.insert(slot, r.record.clone());
+                        r.record.write()
+                    }
+                    _ => match last.get_mut(&slot) {
+                        Some(rec) if rec.attempt == attempt => {
+                            rec.created = created;
+                            rec.write()
+                        }
+                        _ => Err(anyhow!("member {slot} has no attempt {attempt}")),
+                    },
+                };
+                let _ = reply.send(result);
             }
             Ok(Req::Shutdown) | Err(RecvTimeoutError::Disconnected) => {
                 let slots: Vec<usize> = running.keys().copied().collect();
                 for slot in slots {
-                    stop(&mut running, &mut last, slot);
+                    stop(&mut running, &mut last, slot, None);
                 }
                 return;
             }
@@ -259,4 +344,11 @@ pub(crate) fn log_tail(path: &std::path::Path, lines: usize) -> String {
     let text = fs::read_to_string(path).unwrap_or_default();
     let all: Vec<&str> = text.lines().collect();
     all[all.len().saturating_sub(lines)..].join("\n")
+}
+
+impl std::ops::Deref for Supervisor {
+    type Target = Handle;
+    fn deref(&self) -> &Handle {
+        &self.handle
+    }
 }
