@@ -70,11 +70,24 @@ impl Record {
     fn finish(&mut self, status: Option<ExitStatus>) {
         self.finished = now_ns();
         // Like a container runtime: a signal-killed process exits 128 + signal (SIGKILL: 137).
-        // But SIGTERM: in its container etcd is pid 1, and etcd's HandleInterrupts
-        // (pkg/osutil/interrupt_unix.go, 3.4 to 3.6) calls os.Exit(0) there instead of
-        // re-raising the signal, so a container the kubelet stopped reads exit code 0.
+        // But SIGTERM (the kubelet's stop): in its container etcd is pid 1, which no signal
+        // kills by default. Once etcd is ready it handles SIGTERM itself (HandleInterrupts,
+        // pkg/osutil/interrupt_unix.go, 3.4 to 3.6, installed after the server is ready):
+        // logs "received signal; shutting down" and, being pid 1, calls os.Exit(0). Before
+        // that only Go's runtime handles it, and its dieFromSignal (runtime/signal_unix.go)
+        // exits 2 when re-raising the signal did not kill the process, as for pid 1. Here etcd
+        // is no pid 1 and dies of the signal either way: its log tells which case it was.
         self.exit_code = match status {
-            Some(s) if s.signal() == Some(libc::SIGTERM) => 0,
+            Some(s) if s.signal() == Some(libc::SIGTERM) => {
+                let tail = log_tail(&self.log, 20);
+                if tail.contains("received signal; shutting down")
+                    || tail.contains("signal, shutting down")
+                {
+                    0
+                } else {
+                    2
+                }
+            }
             Some(s) => s.code().unwrap_or_else(|| 128 + s.signal().unwrap_or(0)),
             None => 255,
         };

