@@ -14,7 +14,10 @@
 //!
 //! The only stand-ins: `crictl` (a POSIX sh script answering for the node's real etcd process and
 //! its real log) and `systemctl` (answering for `kubelet` only), both in the node's
-//! /usr/local/bin.
+//! /usr/local/bin; and, when [`LabConfig::kubelet`] asks for it, a kubelet thread per node
+//! (`kubelet.rs`: kubelet's crash-loop back-off, kubeadm's startup and liveness probes).
+//! A node can be given a past ([`Lab::age`]: its container hours old, etcd's own lines from
+//! then), and the member list its drift (`membership.rs`: unstarted members, learners).
 //!
 //! ```no_run
 //! use etcdnet_lab::{Fault, Lab, LabConfig};
