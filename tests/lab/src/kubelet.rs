@@ -1,8 +1,8 @@
 //! The kubelet stand-in: one thread per node that does to the node's etcd static pod what the
 //! kubelet does ([`KubeletConfig`] cites the sources), on lab-scaled durations.
 //!
-//! - **Restart with back-off.** When the container has exited, the next one is started (attempt
-//!   + 1, a new container id) unless the pod is in its crash-loop back-off: the logic of
+//! - **Restart with back-off.** When the container has exited, the next one is started (the
+//!   next attempt, a new container id) unless the pod is in its crash-loop back-off: the logic of
 //!   `doBackOff` (pkg/kubelet/kuberuntime/kuberuntime_manager.go) on client-go's
 //!   `flowcontrol.Backoff`: measured from the exit, the first restart at once, then 10 s,
 //!   doubling, capped at 5 min, and a fresh start once a container ran 2 × the cap.
