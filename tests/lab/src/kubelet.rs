@@ -127,7 +127,14 @@ impl Kubelets {
         Ok(k)
     }
 
-    /// Stops every kubelet thread (each within a probe timeout or a kill's grace period).
+    /// Tells every kubelet thread to stop at its next look (they start nothing after it).
+    pub(crate) fn signal_stop(&self) {
+        self.stop.store(true, Ordering::SeqCst);
+    }
+
+    /// Stops every kubelet thread and waits for them: each within a probe's timeout, or, when
+    /// it is stopping a container, until the supervisor has (stop the supervisor first to cut
+    /// a long grace period short).
     pub(crate) fn shutdown(mut self) {
         self.stop.store(true, Ordering::SeqCst);
         for t in self.threads.drain(..) {
@@ -154,6 +161,9 @@ fn run(i: usize, node: &str, pods: &Pods, cfg: &KubeletConfig, stop: &AtomicBool
     while !stop.load(Ordering::SeqCst) {
         std::thread::sleep(TICK);
         let (key, running, paused) = pods.current(i);
+        if stop.load(Ordering::SeqCst) {
+            return;
+        }
         let Some(key) = key else { continue };
         if paused {
             probed = None;

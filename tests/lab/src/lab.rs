@@ -598,15 +598,20 @@ impl Lab {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .clear();
-        // The kubelets first: they would restart what the supervisor stops.
-        if let Some(k) = self.kubelets.take() {
-            k.shutdown();
+        // The kubelets are told first (they would restart what the supervisor stops), and
+        // joined after it (its shutdown ends any graceful stop one of them waits for).
+        let kubelets = self.kubelets.take();
+        if let Some(k) = &kubelets {
+            k.signal_stop();
         }
         if let Some(d) = self.daemons.take() {
             d.shutdown();
         }
         if let Some(mut s) = self.supervisor.take() {
             s.shutdown();
+        }
+        if let Some(k) = kubelets {
+            k.shutdown();
         }
         for e in sweep::destroy(&self.id, Some(&self.dir)) {
             eprintln!("etcdnet-lab teardown of {}: {e}", self.id);

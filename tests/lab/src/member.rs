@@ -15,11 +15,11 @@ use std::path::PathBuf;
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::thread::JoinHandle;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use anyhow::{anyhow, Context, Result};
 
-use crate::exec::{kill_group, wait_deadline};
+use crate::exec::kill_group;
 use crate::node::env_file;
 
 pub(crate) fn now_ns() -> u128 {
@@ -106,6 +106,8 @@ enum Req {
         /// `Some`: SIGTERM first and this long to exit (the kubelet's kill with the pod's grace
         /// period), then SIGKILL. `None`: SIGKILL at once.
         grace: Option<Duration>,
+        /// Only if the running container has this id (the kubelet's kill of what it probed).
+        only: Option<String>,
         reply: mpsc::Sender<bool>,
     },
     SetCreated {
@@ -176,13 +178,14 @@ impl Handle {
 
     /// Kills member `slot` (SIGKILL) and records it exited; false if it was not running.
     pub(crate) fn stop(&self, slot: usize) -> Result<bool> {
-        self.stop_with(slot, None)
+        self.stop_with(slot, None, None)
     }
 
-    /// Stops member `slot` as the kubelet kills a container: SIGTERM, `grace` to exit, then
-    /// SIGKILL; false if it was not running.
-    pub(crate) fn terminate(&self, slot: usize, grace: Duration) -> Result<bool> {
-        self.stop_with(slot, Some(grace))
+    /// Stops member `slot`'s container `id` as the kubelet kills a container: SIGTERM, `grace`
+    /// to exit, then SIGKILL; false if that container was not running. The supervisor goes on
+    /// serving the other members meanwhile.
+    pub(crate) fn terminate(&self, slot: usize, id: &str, grace: Duration) -> Result<bool> {
+        self.stop_with(slot, Some(grace), Some(id.to_string()))
     }
 
     /// Records `created` (ns since the epoch) as the creation and start time of member `slot`'s
@@ -201,10 +204,20 @@ impl Handle {
             .map_err(|_| anyhow!("the supervisor did not answer"))?
     }
 
-    fn stop_with(&self, slot: usize, grace: Option<Duration>) -> Result<bool> {
+    fn stop_with(
+        &self,
+        slot: usize,
+        grace: Option<Duration>,
+        only: Option<String>,
+    ) -> Result<bool> {
         let (reply, rx) = mpsc::channel();
         self.tx
-            .send(Req::Stop { slot, grace, reply })
+            .send(Req::Stop {
+                slot,
+                grace,
+                only,
+                reply,
+            })
             .map_err(|_| anyhow!("the lab's supervisor thread is gone"))?;
         rx.recv_timeout(REPLY + grace.unwrap_or_default())
             .map_err(|_| anyhow!("the supervisor did not answer"))
@@ -220,6 +233,8 @@ impl Drop for Supervisor {
 struct Running {
     child: Child,
     record: Record,
+    /// A graceful stop under way: SIGKILL at this deadline unless it exited; then the replies.
+    terminating: Option<(Instant, Vec<mpsc::Sender<bool>>)>,
 }
 
 fn spawn(mut cmd: Command, record: &mut Record, previous: Option<&mut Record>) -> Result<Child> {
@@ -256,25 +271,22 @@ fn spawn(mut cmd: Command, record: &mut Record, previous: Option<&mut Record>) -
     Ok(child)
 }
 
+/// Kills slot's member now (SIGKILL to its group) and records it exited; false if none ran.
 fn stop(
     running: &mut HashMap<usize, Running>,
     last: &mut HashMap<usize, Record>,
     slot: usize,
-    grace: Option<Duration>,
 ) -> bool {
     let Some(mut r) = running.remove(&slot) else {
         return false;
     };
-    let mut status = None;
-    if let Some(grace) = grace {
-        // SAFETY: kill(2) on the child we own and have not reaped.
-        unsafe { libc::kill(r.child.id() as libc::pid_t, libc::SIGTERM) };
-        status = wait_deadline(&mut r.child, grace);
-    }
-    let status = status.or_else(|| kill_group(&mut r.child));
+    let status = kill_group(&mut r.child);
     r.record.finish(status);
     let _ = r.record.write();
     last.insert(slot, r.record);
+    for reply in r.terminating.map(|t| t.1).unwrap_or_default() {
+        let _ = reply.send(true);
+    }
     true
 }
 
@@ -296,16 +308,41 @@ fn run(rx: mpsc::Receiver<Req>) {
                         spawn(*cmd, &mut record, last.get_mut(&slot)).map(|child| {
                             let pid = child.id();
                             last.insert(slot, record.clone());
-                            free.insert(Running { child, record });
+                            free.insert(Running {
+                                child,
+                                record,
+                                terminating: None,
+                            });
                             pid
                         })
                     }
                 };
                 let _ = reply.send(result);
             }
-            Ok(Req::Stop { slot, grace, reply }) => {
-                let _ = reply.send(stop(&mut running, &mut last, slot, grace));
-            }
+            Ok(Req::Stop {
+                slot,
+                grace,
+                only,
+                reply,
+            }) => match (running.get_mut(&slot), grace) {
+                (Some(r), _) if only.as_ref().is_some_and(|id| *id != r.record.id) => {
+                    let _ = reply.send(false);
+                }
+                (Some(r), Some(grace)) => {
+                    // SIGTERM now; the loop below reaps it or SIGKILLs it at the deadline.
+                    match &mut r.terminating {
+                        Some((_, replies)) => replies.push(reply),
+                        None => {
+                            // SAFETY: kill(2) on the child we own and have not reaped.
+                            unsafe { libc::kill(r.child.id() as libc::pid_t, libc::SIGTERM) };
+                            r.terminating = Some((Instant::now() + grace, vec![reply]));
+                        }
+                    }
+                }
+                _ => {
+                    let _ = reply.send(stop(&mut running, &mut last, slot));
+                }
+            },
             Ok(Req::SetCreated {
                 slot,
                 attempt,
@@ -331,7 +368,7 @@ fn run(rx: mpsc::Receiver<Req>) {
             Ok(Req::Shutdown) | Err(RecvTimeoutError::Disconnected) => {
                 let slots: Vec<usize> = running.keys().copied().collect();
                 for slot in slots {
-                    stop(&mut running, &mut last, slot, None);
+                    stop(&mut running, &mut last, slot);
                 }
                 return;
             }
@@ -347,7 +384,23 @@ fn run(rx: mpsc::Receiver<Req>) {
                 r.record.finish(Some(status));
                 let _ = r.record.write();
                 last.insert(slot, r.record);
+                for reply in r.terminating.map(|t| t.1).unwrap_or_default() {
+                    let _ = reply.send(true);
+                }
             }
+        }
+        // A graceful stop past its grace period: SIGKILL, as the runtime does.
+        let overdue: Vec<usize> = running
+            .iter()
+            .filter(|(_, r)| {
+                r.terminating
+                    .as_ref()
+                    .is_some_and(|t| Instant::now() >= t.0)
+            })
+            .map(|(slot, _)| *slot)
+            .collect();
+        for slot in overdue {
+            stop(&mut running, &mut last, slot);
         }
     }
 }

@@ -157,13 +157,18 @@ impl Pods {
 
     /// The kubelet's kill after a failed probe: SIGTERM and `grace`, only if `seen` is still the
     /// current container.
+    /// The supervisor stops that container only (by its id), so the lock is not held for the
+    /// grace period.
     pub(crate) fn kill_if(&self, i: usize, seen: ContainerKey, grace: Duration) -> Result<bool> {
-        let members = self.members();
-        let m = &members[i];
-        if m.kubelet_paused || (m.generation, m.attempt.unwrap_or(0)) != seen {
-            return Ok(false);
+        {
+            let members = self.members();
+            let m = &members[i];
+            if m.kubelet_paused || (m.generation, m.attempt.unwrap_or(0)) != seen {
+                return Ok(false);
+            }
         }
-        self.supervisor()?.terminate(i, grace)
+        let id = self.nodes[i].container_id_in(seen.0, seen.1);
+        self.supervisor()?.terminate(i, &id, grace)
     }
 
     /// The current container of node `i` (None before its first start), whether it runs, and
