@@ -527,6 +527,9 @@ impl Lab {
             net::flush_rules(&n.netns)?;
         }
         for i in 0..self.nodes.len() {
+            if self.pods.members()[i].powered_off {
+                continue;
+            }
             let tampered = std::mem::take(&mut self.pods.members()[i].tampered);
             if tampered {
                 self.reissue(i, Role::Server, false)?;
@@ -537,8 +540,10 @@ impl Lab {
                 self.pods.start_if_stopped(i)?;
             }
         }
-        for n in &self.nodes {
-            self.start_sshd(&n.name)?;
+        for (i, n) in self.nodes.iter().enumerate() {
+            if !self.pods.members()[i].powered_off {
+                self.start_sshd(&n.name)?;
+            }
         }
         self.state().faults.clear();
         Ok(())

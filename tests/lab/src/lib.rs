@@ -46,6 +46,7 @@ mod node;
 mod past;
 mod pki;
 mod pods;
+mod power;
 mod remote;
 mod ssh;
 mod sweep;

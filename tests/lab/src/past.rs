@@ -284,6 +284,24 @@ pub(crate) fn render(node: &Node, me: u64, ns: u128, line: &EtcdLine) -> String 
     }
 }
 
+/// The member id the node's etcd logged for itself: zap's `"local-member-id":"<hex>"`, capnslog's
+/// `etcdserver: starting member <hex> in cluster` / `restarting member <hex> in cluster`.
+fn own_member_id(n: &Node) -> Option<u64> {
+    let text = fs::read_to_string(n.log_file()).ok()?;
+    text.lines().find_map(|l| {
+        let hex = if let Some(rest) = l.split("\"local-member-id\":\"").nth(1) {
+            rest.split('"').next()?
+        } else {
+            let rest = l
+                .split("etcdserver: starting member ")
+                .nth(1)
+                .or_else(|| l.split("etcdserver: restarting member ").nth(1))?;
+            rest.split(' ').next()?
+        };
+        u64::from_str_radix(hex, 16).ok()
+    })
+}
+
 impl Lab {
     /// Gives `node` a past: its current container created and started `spec.started_ago` ago
     /// (what the crictl stand-in reports from then on: `ps` CREATED, `ps -o json` createdAt,
@@ -304,13 +322,17 @@ impl Lab {
     /// times, in the node's format: those older than the running etcd process into the part
     /// `crictl logs` prints first (kept in time order), the others appended after etcd's own
     /// lines so far (in time order among themselves). For "recent" cases, e.g. repeated slow
-    /// fdatasync in the last 5 minutes.
+    /// fdatasync in the last 5 minutes. The lines name the node's member id: from the member
+    /// list, or (a removed member) from what its etcd logged.
     pub fn append_log_lines(&self, node: &str, lines: &[(Duration, EtcdLine)]) -> Result<()> {
         let i = self.index(node)?;
         let n = &self.nodes[i];
-        let me = self
-            .member_id(node)?
-            .ok_or_else(|| anyhow!("{node}: no member id to write its lines with"))?;
+        // A removed member has no id in the member list any more; its own log still names it.
+        let me = match self.member_id(node) {
+            Ok(Some(id)) => id,
+            _ => own_member_id(n)
+                .ok_or_else(|| anyhow!("{node}: no member id to write its lines with"))?,
+        };
         let now = now_ns();
         let mut rendered: Vec<(u128, String)> = lines
             .iter()

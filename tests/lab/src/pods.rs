@@ -40,6 +40,8 @@ pub(crate) struct Member {
     pub past: Vec<crate::past::PastLine>,
     /// What the node's kubelet stand-in did, oldest first.
     pub kubelet_events: Vec<String>,
+    /// `Lab::power_off`: nothing of the node runs until `Lab::power_on`.
+    pub powered_off: bool,
 }
 
 /// A container as seen at one moment: (pod generation, attempt).

@@ -203,6 +203,17 @@ fn a_removed_member_is_restarted_and_exits_again(etcd: EtcdVersion) {
             "{l}"
         );
     }
+    // Its lines can still be written: a removed member's id comes from its own log.
+    lab.append_log_lines(
+        "cp4",
+        &[(
+            Duration::from_secs(600),
+            EtcdLine::SlowFdatasync {
+                took: Duration::from_millis(1100),
+            },
+        )],
+    )
+    .unwrap();
     // The three members keep their quorum meanwhile.
     lab.etcdctl("cp1", &["put", "scale-down", "ok"]).unwrap();
     for n in ["cp1", "cp2", "cp3"] {
@@ -406,6 +417,40 @@ fn a_member_without_a_vm_and_learners(etcd: EtcdVersion) {
     lab.wait_healthy(Duration::from_secs(30)).unwrap();
 }
 
+fn a_powered_off_vm_answers_nothing_until_powered_on(etcd: EtcdVersion) {
+    let test = "a_powered_off_vm_answers_nothing_until_powered_on";
+    let lab = start(
+        test,
+        etcd,
+        LabConfig {
+            kubelet: Some(fast_kubelet()),
+            ..LabConfig::with_nodes(3)
+        },
+    );
+    lab.power_off("cp3").unwrap();
+    assert!(lab.powered_off("cp3").unwrap());
+    assert!(lab.etcd_pid("cp3").is_none() && lab.sshd_pid("cp3").is_none());
+    let ip = lab.node("cp3").unwrap().ip;
+    let c = lab
+        .curl(
+            "cp1",
+            &format!("https://{ip}:2379/health"),
+            Duration::from_secs(3),
+        )
+        .unwrap();
+    assert!(c.code == 28 || c.code == 7, "{c:?}");
+    // Quorum holds with two; the stand-in does not restart a VM that is off, nor does heal.
+    lab.etcdctl("cp1", &["put", "two-of-three", "ok"]).unwrap();
+    lab.heal().unwrap();
+    std::thread::sleep(Duration::from_secs(3));
+    assert!(lab.etcd_pid("cp3").is_none());
+    assert_eq!(lab.kubelet_restarts("cp3").unwrap(), 0);
+    lab.power_on("cp3").unwrap();
+    lab.wait_healthy(Duration::from_secs(60)).unwrap();
+    assert_eq!(lab.attempt("cp3").unwrap(), 1);
+    assert!(lab.sshd_pid("cp3").is_some());
+}
+
 macro_rules! per_etcd {
     ($($case:ident),* $(,)?) => {
         mod etcd_3_4 {
@@ -434,4 +479,5 @@ per_etcd!(
     a_removed_member_is_restarted_and_exits_again,
     age_gives_the_container_a_past_in_time_order,
     a_member_without_a_vm_and_learners,
+    a_powered_off_vm_answers_nothing_until_powered_on,
 );
