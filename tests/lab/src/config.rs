@@ -190,6 +190,9 @@ pub struct LabConfig {
     pub image: Option<String>,
     /// How long [`crate::Lab::start`] waits for every member's /health.
     pub start_timeout: Duration,
+    /// A kubelet stand-in on every node (restarts, probes; see [`KubeletConfig`]), started once
+    /// the cluster is healthy. None (the default): etcd runs until the lab or a test stops it.
+    pub kubelet: Option<KubeletConfig>,
 }
 
 impl Default for LabConfig {
@@ -203,6 +206,7 @@ impl Default for LabConfig {
             subnet: [198, 18, 0],
             image: None,
             start_timeout: Duration::from_secs(30),
+            kubelet: None,
         }
     }
 }
@@ -300,3 +304,84 @@ impl LabConfig {
         Ok(())
     }
 }
+
+/// One kubelet probe, as kubeadm writes it into the etcd static pod (`httpGet` on the metrics
+/// listener, `http://127.0.0.1:2381`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ProbeConfig {
+    /// The request path, query included.
+    pub path: String,
+    pub initial_delay: Duration,
+    pub period: Duration,
+    pub timeout: Duration,
+    pub failure_threshold: u32,
+}
+
+/// The node's kubelet as far as its etcd static pod goes: kubelet's crash-loop back-off and
+/// kubeadm's probes, every duration divided by one lab scale.
+///
+/// Sources (kubernetes/kubernetes): back-off 10 s doubling to 300 s — `backOffPeriod` and
+/// `MaxContainerBackOff` in pkg/kubelet/kubelet.go (`flowcontrol.NewBackOff(backOffPeriod,
+/// MaxContainerBackOff)`), applied by `doBackOff` in pkg/kubelet/kuberuntime/kuberuntime_manager.go
+/// from the exited container's FinishedAt; reset once a container ran 2 × the cap (10 min):
+/// `hasExpired` in staging/src/k8s.io/client-go/util/flowcontrol/backoff.go. Probes:
+/// `GetEtcdPodSpec` in cmd/kubeadm/app/phases/etcd/local.go (the releases that run etcd 3.5:
+/// liveness `/health?exclude=NOSPACE&serializable=true`, startup `/health?serializable=false`)
+/// with `LivenessProbe` (initial delay 10 s, timeout 15 s, 8 failures, every 10 s) and
+/// `StartupProbe` (10 s, 15 s, ceil(4 min / 10 s) = 24, 10 s) of
+/// cmd/kubeadm/app/util/staticpod/utils.go. Grace period: the pod's
+/// `terminationGracePeriodSeconds` default, 30 s (kubeadm sets none).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct KubeletConfig {
+    /// The first restart delay after the second exit (the first restart is immediate).
+    pub backoff_initial: Duration,
+    /// The cap of the doubling delay; a container that ran twice this long starts afresh.
+    pub backoff_max: Duration,
+    pub startup: ProbeConfig,
+    pub liveness: ProbeConfig,
+    /// SIGTERM, then this long before SIGKILL, when a probe kills the container.
+    pub termination_grace: Duration,
+}
+
+impl KubeletConfig {
+    /// The real kubelet and kubeadm durations (scale 1).
+    pub fn kubeadm() -> Self {
+        KubeletConfig::scaled(1)
+    }
+
+    /// Every duration of [`KubeletConfig::kubeadm`] divided by `divisor` (at least 1); the
+    /// thresholds and paths stay. `scaled(10)`: back-off 1 s to 30 s, startup probe every 1 s,
+    /// killed after 24 failures (~25 s), liveness after 8 (~9 s).
+    pub fn scaled(divisor: u32) -> Self {
+        let d = divisor.max(1);
+        let s = |secs: u64| Duration::from_secs(secs) / d;
+        let probe = |path: &str, failures| ProbeConfig {
+            path: path.to_string(),
+            initial_delay: s(10),
+            period: s(10),
+            timeout: s(15),
+            failure_threshold: failures,
+        };
+        KubeletConfig {
+            backoff_initial: s(10),
+            backoff_max: s(300),
+            startup: probe(STARTUP_PROBE_PATH, 24),
+            liveness: probe(LIVENESS_PROBE_PATH, 8),
+            termination_grace: s(30),
+        }
+    }
+}
+
+impl Default for KubeletConfig {
+    /// [`KubeletConfig::scaled`]`(10)`.
+    fn default() -> Self {
+        KubeletConfig::scaled(10)
+    }
+}
+
+/// kubeadm's etcd startup probe path, `GetEtcdPodSpec` with etcd 3.5 (later kubeadm releases
+/// probe etcd's `/readyz`, kubernetes/kubeadm#3039).
+pub const STARTUP_PROBE_PATH: &str = "/health?serializable=false";
+/// kubeadm's etcd liveness probe path, `GetEtcdPodSpec` with etcd 3.5 (later kubeadm releases
+/// probe etcd's `/livez`, kubernetes/kubeadm#3039).
+pub const LIVENESS_PROBE_PATH: &str = "/health?exclude=NOSPACE&serializable=true";

@@ -4,7 +4,7 @@ use std::fs;
 use std::net::Ipv4Addr;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Context, Result};
@@ -15,10 +15,12 @@ use crate::daemon::Daemons;
 use crate::exec;
 use crate::fault::Fault;
 use crate::forward::Forward;
-use crate::member::{now_ns, Record, Supervisor};
+use crate::kubelet::Kubelets;
+use crate::member::{now_ns, Supervisor};
 use crate::net;
 use crate::node::{self, Node};
 use crate::pki::{self, Pki, Role, RsaKey};
+use crate::pods::Pods;
 use crate::ssh::{self, SshKeys};
 use crate::sweep;
 use crate::view::{self, Mode};
@@ -28,22 +30,8 @@ pub const CA_CRT: &str = "/etc/kubernetes/pki/etcd/ca.crt";
 pub const HEALTHCHECK_CRT: &str = "/etc/kubernetes/pki/etcd/healthcheck-client.crt";
 pub const HEALTHCHECK_KEY: &str = "/etc/kubernetes/pki/etcd/healthcheck-client.key";
 
-#[derive(Default)]
-struct Member {
-    /// The attempt last started (None before the first start).
-    attempt: Option<u32>,
-    pid: u32,
-    /// Certificates replaced by an Expired* fault, to restore on heal.
-    tampered: bool,
-    /// The node's etcd pod: 0 at start, + 1 with every [`Lab::replace_member`].
-    generation: u32,
-    /// Joined a running cluster (`--initial-cluster-state=existing`): after a replacement.
-    existing: bool,
-}
-
 struct State {
     faults: Vec<Fault>,
-    members: Vec<Member>,
 }
 
 /// A running lab: N control-plane nodes, each a network namespace on a private bridge, each
@@ -52,16 +40,20 @@ struct State {
 pub struct Lab {
     id: String,
     dir: PathBuf,
-    nodes: Vec<Node>,
+    pub(crate) nodes: Vec<Node>,
     switch_netns: String,
     jumpbox_ip: Ipv4Addr,
     pki: Option<Pki>,
     keys: Vec<RsaKey>,
     supervisor: Option<Supervisor>,
+    /// The nodes' etcd containers, shared with the kubelet stand-ins.
+    pub(crate) pods: Arc<Pods>,
+    /// The kubelet stand-ins, when the lab has them ([`LabConfig::kubelet`]).
+    pub(crate) kubelets: Option<Kubelets>,
     state: Mutex<State>,
     started_in: Duration,
     /// The image the manifests name.
-    image: String,
+    pub(crate) image: String,
     /// The SSH route (see `remote.rs`): key pairs, the nodes' sshd, relayed host ports.
     pub(crate) ssh: SshKeys,
     pub(crate) daemons: Option<Daemons>,
@@ -200,10 +192,9 @@ impl Lab {
         let mut lab = Lab {
             switch_netns: format!("{id}-sw"),
             jumpbox_ip: cfg.jumpbox_ip(),
-            state: Mutex::new(State {
-                faults: Vec::new(),
-                members: nodes.iter().map(|_| Member::default()).collect(),
-            }),
+            state: Mutex::new(State { faults: Vec::new() }),
+            pods: Arc::new(Pods::new(&id, &nodes)),
+            kubelets: None,
             id,
             dir,
             nodes,
@@ -254,9 +245,11 @@ impl Lab {
             }
         }
         lab.pki = Some(ca);
-        lab.supervisor = Some(Supervisor::new(&lab.id)?);
+        let supervisor = Supervisor::new(&lab.id)?;
+        lab.pods.set_supervisor(supervisor.handle());
+        lab.supervisor = Some(supervisor);
         for i in 0..lab.nodes.len() {
-            lab.start_member(i)?;
+            lab.pods.start(i)?;
         }
         lab.daemons = Some(Daemons::new(&lab.id, lab.nodes.len())?);
         // Every sshd at once (each waits for its pid file), while etcd elects a leader.
@@ -272,6 +265,10 @@ impl Lab {
         })?;
         lab.wait_healthy(cfg.start_timeout)
             .context("the lab's etcd cluster did not become healthy")?;
+        // After the first election: kubeadm's startup probe would pass on the first try here.
+        if let Some(k) = &cfg.kubelet {
+            lab.kubelets = Some(Kubelets::start(&lab.id, &lab.nodes, &lab.pods, k)?);
+        }
         lab.started_in = t0.elapsed();
         Ok(lab)
     }
@@ -301,7 +298,7 @@ impl Lab {
             .find(|n| n.name == name)
             .ok_or_else(|| anyhow!("no node {name:?} in lab {}", self.id))
     }
-    fn index(&self, name: &str) -> Result<usize> {
+    pub(crate) fn index(&self, name: &str) -> Result<usize> {
         self.nodes
             .iter()
             .position(|n| n.name == name)
@@ -334,9 +331,6 @@ impl Lab {
     }
     fn state(&self) -> MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
-    }
-    fn supervisor(&self) -> Result<&Supervisor> {
-        self.supervisor.as_ref().context("the lab is torn down")
     }
 
     /// `argv` on `node`: as root, in its netns, with its hostname and filesystem view
@@ -385,71 +379,45 @@ impl Lab {
         exec::run(self.command(node, argv)?, stdin, timeout)
     }
 
-    fn start_member(&self, i: usize) -> Result<()> {
-        let node = &self.nodes[i];
-        let mut state = self.state();
-        let attempt = state.members[i].attempt.map_or(0, |a| a + 1);
-        let (generation, existing) = (state.members[i].generation, state.members[i].existing);
-        let argv = node::etcd_argv(node, &self.nodes, existing);
-        let mut cmd = view::command(node, Mode::Node, &argv);
-        // etcd reads ETCD_* variables: give it a node's environment, not the test's.
-        cmd.env_clear().env("PATH", "/usr/sbin:/usr/bin:/sbin:/bin");
-        let record = Record {
-            id: node.container_id_in(generation, attempt),
-            attempt,
-            pid: 0,
-            created: 0,
-            finished: 0,
-            exit_code: 0,
-            log: node.log_file(),
-            marker: self.member_marker(&node.name, generation, attempt),
-            state_dir: node.state_dir(),
-        };
-        let pid = self.supervisor()?.start(i, cmd, record)?;
-        state.members[i].attempt = Some(attempt);
-        state.members[i].pid = pid;
-        Ok(())
-    }
-
-    /// The value of `ETCDNET_LAB_MEMBER` in a member's environment.
-    fn member_marker(&self, node: &str, generation: u32, attempt: u32) -> String {
-        match generation {
-            0 => format!("{}/{node}/{attempt}", self.id),
-            g => format!("{}/{node}/g{g}/{attempt}", self.id),
-        }
-    }
-
     /// The pid of the node's etcd if it is running (the process itself, in the node's netns).
     pub fn etcd_pid(&self, node: &str) -> Option<u32> {
-        let i = self.index(node).ok()?;
-        let state = self.state();
-        let m = &state.members[i];
-        let marker = format!(
-            "ETCDNET_LAB_MEMBER={}",
-            self.member_marker(node, m.generation, m.attempt?)
-        );
-        let env = fs::read(format!("/proc/{}/environ", m.pid)).ok()?;
-        env.split(|b| *b == 0)
-            .any(|v| v == marker.as_bytes())
-            .then_some(m.pid)
+        self.pods.pid(self.index(node).ok()?)
     }
 
-    /// How many times the lab restarted this node's etcd (crictl's ATTEMPT) since its pod
-    /// started (the lab, or the last [`Lab::replace_member`]).
+    /// How many times this node's etcd was restarted (crictl's ATTEMPT) since its pod started
+    /// (the lab, or the last [`Lab::replace_member`]): by the lab's calls and by the node's
+    /// kubelet stand-in alike.
     pub fn attempt(&self, node: &str) -> Result<u32> {
         let i = self.index(node)?;
-        Ok(self.state().members[i].attempt.unwrap_or(0))
+        Ok(self.pods.members()[i].attempt.unwrap_or(0))
     }
 
     /// The container ID crictl shows for the node's current etcd.
     pub fn container_id(&self, node: &str) -> Result<String> {
         let i = self.index(node)?;
         let (generation, attempt) = {
-            let state = self.state();
-            let m = &state.members[i];
+            let members = self.pods.members();
+            let m = &members[i];
             (m.generation, m.attempt.unwrap_or(0))
         };
         Ok(self.nodes[i].container_id_in(generation, attempt))
+    }
+
+    /// How many times the node's kubelet stand-in restarted its etcd container (in the current
+    /// pod); an error when the lab has none ([`LabConfig::kubelet`]).
+    pub fn kubelet_restarts(&self, node: &str) -> Result<u32> {
+        let i = self.index(node)?;
+        if self.kubelets.is_none() {
+            return Err(crate::kubelet::no_kubelet(node));
+        }
+        Ok(self.pods.members()[i].kubelet_restarts)
+    }
+
+    /// What the node's kubelet stand-in did (probe kills with the probe's last error, restarts),
+    /// oldest first: for a test's assertions and messages.
+    pub fn kubelet_events(&self, node: &str) -> Result<Vec<String>> {
+        let i = self.index(node)?;
+        Ok(self.pods.members()[i].kubelet_events.clone())
     }
 
     /// What the systemctl stand-in answers for kubelet on this node (active by default).
@@ -486,8 +454,7 @@ impl Lab {
     /// rejected certificate), not a port still closed because etcd is starting (that was a
     /// `Refused` where `TlsRejected` was due, on a loaded CI machine).
     fn restart(&self, i: usize) -> Result<()> {
-        self.supervisor()?.stop(i)?;
-        self.start_member(i)?;
+        self.pods.restart(i)?;
         self.wait_listening(i, Duration::from_secs(20))
     }
 
@@ -519,218 +486,6 @@ impl Lab {
         self.restart(self.index(node)?)
     }
 
-    /// `etcdctl <args>` of the lab's etcd line ([`EtcdVersion::etcdctl`]) run on `node` (its
-    /// view and network), against that node's own member (`--endpoints=https://<ip>:2379`) with
-    /// the healthcheck client certificate, as an admin on the VM would. Fails, quoting etcdctl's
-    /// stderr, when it exits non-zero; otherwise its stdout.
-    pub fn etcdctl(&self, node: &str, args: &[&str]) -> Result<String> {
-        let n = self.node(node)?;
-        let etcdctl = self.etcd().etcdctl();
-        if !etcdctl.is_file() {
-            bail!(
-                "no etcdctl at {} (etcd 3.4: apt-get install etcd-client; etcd 3.5: `bash                  .ci/run` installs it beside etcd)",
-                etcdctl.display()
-            );
-        }
-        let mut argv = vec![
-            etcdctl.to_string_lossy().into_owned(),
-            format!("--endpoints={}", n.client_url()),
-            format!("--cacert={CA_CRT}"),
-            format!("--cert={HEALTHCHECK_CRT}"),
-            format!("--key={HEALTHCHECK_KEY}"),
-            "--command-timeout=10s".into(),
-        ];
-        argv.extend(args.iter().map(|a| a.to_string()));
-        let mut cmd = self.command(node, &argv)?;
-        // etcdctl 3.4 reads ETCDCTL_* variables: none of the test's, API 3.
-        cmd.env_clear()
-            .env("PATH", "/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin")
-            .env("ETCDCTL_API", "3");
-        let out = exec::run(cmd, None, Duration::from_secs(30))?;
-        if !out.status.success() {
-            bail!(
-                "{node}: etcdctl {}: {}",
-                args.join(" "),
-                String::from_utf8_lossy(&out.stderr).trim()
-            );
-        }
-        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
-    }
-
-    /// [`Lab::etcdctl`] for a membership change, retried for up to 60 s, as Cluster API's
-    /// controllers retry: while etcd refuses it with "unhealthy cluster" (the strict
-    /// reconfiguration check wants the members that stay connected for 5 s, `HealthInterval`,
-    /// which a lab just started or a member just joined are not), and when the proposal was lost
-    /// ("request timed out", e.g. forwarded to a leader that was just removed) unless `applied()`
-    /// says it took effect after all. `Ok(None)`: applied, though etcdctl did not say so.
-    fn etcdctl_reconfig(
-        &self,
-        node: &str,
-        args: &[&str],
-        applied: impl Fn() -> bool,
-    ) -> Result<Option<String>> {
-        // etcdctl 3.4 reports a proposal that found no leader in time as its own client's
-        // "context deadline exceeded" (seen in CI just after the removed member had led).
-        const RETRY: [&str; 6] = [
-            "unhealthy cluster",
-            "request timed out",
-            "leader changed",
-            "no leader",
-            "context deadline exceeded",
-            "DeadlineExceeded",
-        ];
-        let deadline = Instant::now() + Duration::from_secs(60);
-        loop {
-            match self.etcdctl(node, args) {
-                Ok(out) => return Ok(Some(out)),
-                Err(e) => {
-                    let why = format!("{e:#}");
-                    if applied() {
-                        return Ok(None);
-                    }
-                    if Instant::now() > deadline || !RETRY.iter().any(|r| why.contains(r)) {
-                        return Err(e);
-                    }
-                    std::thread::sleep(Duration::from_millis(500));
-                }
-            }
-        }
-    }
-
-    /// A node other than `node` whose etcd runs, to ask about the cluster.
-    fn other_running(&self, node: &str) -> Result<String> {
-        self.nodes
-            .iter()
-            .map(|n| n.name.clone())
-            .find(|n| n != node && self.etcd_pid(n).is_some())
-            .ok_or_else(|| anyhow!("no running member besides {node}"))
-    }
-
-    /// The cluster's members as `etcdctl member list` on another running node sees them:
-    /// (member id, name, peer URLs). A member added but not started yet has no name.
-    pub fn member_list(&self) -> Result<Vec<(u64, String, Vec<String>)>> {
-        let asked = self
-            .nodes
-            .iter()
-            .find(|n| self.etcd_pid(&n.name).is_some())
-            .context("no member runs")?;
-        let out = self.etcdctl(&asked.name, &["member", "list", "-w", "json"])?;
-        let v: serde_json::Value = serde_json::from_str(&out)
-            .with_context(|| format!("etcdctl member list -w json: {out}"))?;
-        Ok(v["members"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .map(|m| {
-                let urls = m["peerURLs"]
-                    .as_array()
-                    .into_iter()
-                    .flatten()
-                    .filter_map(|u| u.as_str().map(str::to_string))
-                    .collect();
-                (
-                    m["ID"].as_u64().unwrap_or_default(),
-                    m["name"].as_str().unwrap_or_default().to_string(),
-                    urls,
-                )
-            })
-            .collect())
-    }
-
-    /// The member id of the node's member (found by its peer URL), if it is one.
-    pub fn member_id(&self, node: &str) -> Result<Option<u64>> {
-        let url = self.node(node)?.peer_url();
-        Ok(self
-            .member_list()?
-            .into_iter()
-            .find(|(_, _, urls)| urls.contains(&url))
-            .map(|(id, _, _)| id))
-    }
-
-    /// `etcdctl member remove` of the node's member, run on another running member, as Cluster
-    /// API's KubeadmControlPlane does before it deletes a machine. The node's etcd is left as it
-    /// is: etcd 3.4 and 3.5 stop by themselves once they learn they were removed ("the member
-    /// has been permanently removed from the cluster"), and a restart on the same data dir
-    /// ([`Lab::restart_etcd`]) meets the same end. Returns the removed member's id.
-    pub fn remove_member(&self, node: &str) -> Result<u64> {
-        let id = self
-            .member_id(node)?
-            .ok_or_else(|| anyhow!("{node} is no member of the cluster"))?;
-        let asked = self.other_running(node)?;
-        let gone = || matches!(self.member_id(node), Ok(None));
-        self.etcdctl_reconfig(&asked, &["member", "remove", &format!("{id:x}")], gone)?;
-        Ok(id)
-    }
-
-    /// `etcdctl member add <node> --peer-urls=<its peer URL>`, run on another running member,
-    /// as `kubeadm join --control-plane` does before it starts the joiner's etcd. Returns the
-    /// new member's id.
-    pub fn add_member(&self, node: &str) -> Result<u64> {
-        let url = format!("--peer-urls={}", self.node(node)?.peer_url());
-        let asked = self.other_running(node)?;
-        let there = || matches!(self.member_id(node), Ok(Some(_)));
-        let args = ["member", "add", node, &url, "-w", "json"];
-        let Some(out) = self.etcdctl_reconfig(&asked, &args, there)? else {
-            return self
-                .member_id(node)?
-                .ok_or_else(|| anyhow!("{node}: added, then gone"));
-        };
-        let v: serde_json::Value = serde_json::from_str(&out)
-            .with_context(|| format!("etcdctl member add -w json: {out}"))?;
-        v["member"]["ID"]
-            .as_u64()
-            .ok_or_else(|| anyhow!("etcdctl member add -w json: no member ID in {out}"))
-    }
-
-    /// Replaces the node's member as a KubeadmControlPlane rolling update does (a new machine at
-    /// the same name and address): [`Lab::remove_member`], the node's etcd stopped, its data dir
-    /// emptied and its etcd logs and container records deleted (a new VM has none),
-    /// [`Lab::add_member`], then etcd started as a new pod's container — a new manifest
-    /// (`--initial-cluster-state=existing`, kubeadm's join), a new pod sandbox id and UID, a new
-    /// container id, attempt 0 — which joins the running cluster with an empty data dir. Does
-    /// not wait for it to catch up ([`Lab::wait_healthy`]). Returns (removed id, added id).
-    pub fn replace_member(&self, node: &str) -> Result<(u64, u64)> {
-        let i = self.index(node)?;
-        let removed = self.remove_member(node)?;
-        self.supervisor()?.stop(i)?;
-        let n = &self.nodes[i];
-        let data = n.data_dir();
-        for entry in fs::read_dir(&data)? {
-            let path = entry?.path();
-            if path.is_dir() {
-                fs::remove_dir_all(&path)?;
-            } else {
-                fs::remove_file(&path)?;
-            }
-        }
-        // etcd.log, etcd.log.<attempt>; containers/<attempt>.env.
-        let log = n.log_file();
-        let log_name = log.file_name().unwrap_or_default().to_string_lossy();
-        let records = n.state_dir().join("containers");
-        let logs_dir = log.parent().unwrap_or(Path::new("/"));
-        for (dir, prefix, suffix) in [(logs_dir, &*log_name, ""), (&*records, "", ".env")] {
-            for entry in fs::read_dir(dir)? {
-                let path = entry?.path();
-                let name = path.file_name().unwrap_or_default().to_string_lossy();
-                if name.starts_with(prefix) && name.ends_with(suffix) {
-                    fs::remove_file(&path)?;
-                }
-            }
-        }
-        let added = self.add_member(node)?;
-        let generation = {
-            let mut state = self.state();
-            let m = &mut state.members[i];
-            m.generation += 1;
-            m.existing = true;
-            m.attempt = None;
-            m.generation
-        };
-        node::write_pod(n, &self.nodes, &self.image, generation, true, now_ns())?;
-        self.start_member(i)?;
-        Ok((removed, added))
-    }
-
     /// Injects a fault (see [`Fault`] for what each one does and what a client sees).
     pub fn inject(&self, fault: Fault) -> Result<()> {
         for n in fault.named_nodes() {
@@ -745,11 +500,11 @@ impl Lab {
                     Role::Server
                 };
                 self.reissue(i, role, true)?;
-                self.state().members[i].tampered = true;
+                self.pods.members()[i].tampered = true;
                 self.restart(i)?;
             }
             Fault::StopEtcd(n) => {
-                self.supervisor()?.stop(self.index(n)?)?;
+                self.pods.stop(self.index(n)?)?;
             }
             _ => {
                 for (i, rule) in fault.nft_rules(&self.nodes)? {
@@ -772,17 +527,23 @@ impl Lab {
             net::flush_rules(&n.netns)?;
         }
         for i in 0..self.nodes.len() {
-            let tampered = std::mem::take(&mut self.state().members[i].tampered);
+            if self.pods.members()[i].powered_off {
+                continue;
+            }
+            let tampered = std::mem::take(&mut self.pods.members()[i].tampered);
             if tampered {
                 self.reissue(i, Role::Server, false)?;
                 self.reissue(i, Role::Peer, false)?;
                 self.restart(i)?;
-            } else if self.etcd_pid(&self.nodes[i].name).is_none() {
-                self.start_member(i)?;
+            } else {
+                // Race-free with a kubelet stand-in restarting it at the same moment.
+                self.pods.start_if_stopped(i)?;
             }
         }
-        for n in &self.nodes {
-            self.start_sshd(&n.name)?;
+        for (i, n) in self.nodes.iter().enumerate() {
+            if !self.pods.members()[i].powered_off {
+                self.start_sshd(&n.name)?;
+            }
         }
         self.state().faults.clear();
         Ok(())
@@ -842,11 +603,20 @@ impl Lab {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .clear();
+        // The kubelets are told first (they would restart what the supervisor stops), and
+        // joined after it (its shutdown ends any graceful stop one of them waits for).
+        let kubelets = self.kubelets.take();
+        if let Some(k) = &kubelets {
+            k.signal_stop();
+        }
         if let Some(d) = self.daemons.take() {
             d.shutdown();
         }
         if let Some(mut s) = self.supervisor.take() {
             s.shutdown();
+        }
+        if let Some(k) = kubelets {
+            k.shutdown();
         }
         for e in sweep::destroy(&self.id, Some(&self.dir)) {
             eprintln!("etcdnet-lab teardown of {}: {e}", self.id);

@@ -14,7 +14,10 @@
 //!
 //! The only stand-ins: `crictl` (a POSIX sh script answering for the node's real etcd process and
 //! its real log) and `systemctl` (answering for `kubelet` only), both in the node's
-//! /usr/local/bin.
+//! /usr/local/bin; and, when [`LabConfig::kubelet`] asks for it, a kubelet thread per node
+//! (`kubelet.rs`: kubelet's crash-loop back-off, kubeadm's startup and liveness probes).
+//! A node can be given a past ([`Lab::age`]: its container hours old, etcd's own lines from
+//! then), and the member list its drift (`membership.rs`: unstarted members, learners).
 //!
 //! ```no_run
 //! use etcdnet_lab::{Fault, Lab, LabConfig};
@@ -34,22 +37,32 @@ mod exec;
 mod fault;
 mod forward;
 mod health;
+mod kubelet;
 mod lab;
 mod member;
+mod membership;
 mod net;
 mod node;
+mod past;
 mod pki;
+mod pods;
+mod power;
 mod remote;
 mod ssh;
 mod sweep;
 mod view;
 
-pub use config::{EtcdVersion, LabConfig, Logger, ETCD_3_5_DEFAULT, ETCD_3_5_ENV};
+pub use config::{
+    EtcdVersion, KubeletConfig, LabConfig, Logger, ProbeConfig, ETCD_3_5_DEFAULT, ETCD_3_5_ENV,
+    LIVENESS_PROBE_PATH, STARTUP_PROBE_PATH,
+};
 pub use exec::{run as run_with_timeout, ExecTimeout};
 pub use fault::Fault;
 pub use health::Curl;
 pub use lab::{Lab, CA_CRT, HEALTHCHECK_CRT, HEALTHCHECK_KEY};
+pub use membership::MemberInfo;
 pub use node::Node;
+pub use past::{AgeSpec, EtcdLine};
 pub use remote::{write_secret_volume, PodSecurity, NO_MOUNTS};
 pub use ssh::SSH_USER;
 pub use sweep::PREFIX;

@@ -1,7 +1,8 @@
 //! `etcdnet-lab`: bring a lab up by hand, inject faults into it, sweep leftovers.
 //!
 //! ```text
-//! etcdnet-lab up [--nodes N] [--logger zap|text|mixed] [--dir D] [--fault F]...
+//! etcdnet-lab up [--nodes N] [--etcd 3.4|3.5] [--logger zap|text|mixed] [--kubelet SCALE]
+//!                 [--dir D] [--fault F]...
 //! etcdnet-lab fault <fault>... [--lab ID]     (drop-all-peers, isolate:cp3, block-ssh:cp1, ...)
 //! etcdnet-lab heal [--lab ID]
 //! etcdnet-lab sweep
@@ -17,10 +18,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
-use etcdnet_lab::{Fault, Lab, LabConfig, Logger};
+use etcdnet_lab::{EtcdVersion, Fault, KubeletConfig, Lab, LabConfig, Logger};
 
 const USAGE: &str = "usage:
-  etcdnet-lab up [--nodes N] [--logger zap|text|mixed] [--dir D] [--fault F]...
+  etcdnet-lab up [--nodes N] [--etcd 3.4|3.5] [--logger zap|text|mixed] [--kubelet SCALE]
+                 [--dir D] [--fault F]...
+      --kubelet SCALE: a kubelet stand-in per node, kubelet's and kubeadm's durations / SCALE
   etcdnet-lab fault <fault>... [--lab ID]
   etcdnet-lab heal [--lab ID]
   etcdnet-lab sweep
@@ -54,6 +57,10 @@ fn run(args: Vec<String>) -> Result<()> {
         match a {
             "--nodes" => cfg.nodes = value(&args, &mut i, a)?.parse()?,
             "--logger" => cfg.logger = value(&args, &mut i, a)?.parse::<Logger>()?,
+            "--etcd" => cfg.etcd = value(&args, &mut i, a)?.parse::<EtcdVersion>()?,
+            "--kubelet" => {
+                cfg.kubelet = Some(KubeletConfig::scaled(value(&args, &mut i, a)?.parse()?))
+            }
             "--dir" => cfg.dir = Some(PathBuf::from(value(&args, &mut i, a)?)),
             "--fault" => faults.push(value(&args, &mut i, a)?.parse::<Fault>()?),
             "--lab" => lab_id = Some(value(&args, &mut i, a)?),

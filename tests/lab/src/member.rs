@@ -15,7 +15,7 @@ use std::path::PathBuf;
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::thread::JoinHandle;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use anyhow::{anyhow, Context, Result};
 
@@ -39,6 +39,9 @@ pub(crate) struct Record {
     pub finished: u128,
     pub exit_code: i32,
     pub log: PathBuf,
+    /// Lines from before this container's process started (`Lab::age`, `Lab::append_log_lines`),
+    /// which `crictl logs` prints before `log`.
+    pub past: PathBuf,
     pub marker: String,
     pub state_dir: PathBuf,
 }
@@ -55,6 +58,7 @@ impl Record {
             ("FINISHED", self.finished.to_string()),
             ("EXIT_CODE", self.exit_code.to_string()),
             ("LOG", self.log.to_string_lossy().into_owned()),
+            ("PAST", self.past.to_string_lossy().into_owned()),
             ("MARKER", self.marker.clone()),
         ]);
         let tmp = dir.join(format!("{}.tmp", self.attempt));
@@ -66,7 +70,24 @@ impl Record {
     fn finish(&mut self, status: Option<ExitStatus>) {
         self.finished = now_ns();
         // Like a container runtime: a signal-killed process exits 128 + signal (SIGKILL: 137).
+        // But SIGTERM (the kubelet's stop): in its container etcd is pid 1, which no signal
+        // kills by default. Once etcd is ready it handles SIGTERM itself (HandleInterrupts,
+        // pkg/osutil/interrupt_unix.go, 3.4 to 3.6, installed after the server is ready):
+        // logs "received signal; shutting down" and, being pid 1, calls os.Exit(0). Before
+        // that only Go's runtime handles it, and its dieFromSignal (runtime/signal_unix.go)
+        // exits 2 when re-raising the signal did not kill the process, as for pid 1. Here etcd
+        // is no pid 1 and dies of the signal either way: its log tells which case it was.
         self.exit_code = match status {
+            Some(s) if s.signal() == Some(libc::SIGTERM) => {
+                let tail = log_tail(&self.log, 20);
+                if tail.contains("received signal; shutting down")
+                    || tail.contains("signal, shutting down")
+                {
+                    0
+                } else {
+                    2
+                }
+            }
             Some(s) => s.code().unwrap_or_else(|| 128 + s.signal().unwrap_or(0)),
             None => 255,
         };
@@ -82,15 +103,33 @@ enum Req {
     },
     Stop {
         slot: usize,
+        /// `Some`: SIGTERM first and this long to exit (the kubelet's kill with the pod's grace
+        /// period), then SIGKILL. `None`: SIGKILL at once.
+        grace: Option<Duration>,
+        /// Only if the running container has this id (the kubelet's kill of what it probed).
+        only: Option<String>,
         reply: mpsc::Sender<bool>,
+    },
+    SetCreated {
+        slot: usize,
+        attempt: u32,
+        created: u128,
+        reply: mpsc::Sender<Result<()>>,
     },
     Shutdown,
 }
 
 /// Handle on the supervisor thread.
 pub(crate) struct Supervisor {
-    tx: mpsc::Sender<Req>,
+    handle: Handle,
     thread: Option<JoinHandle<()>>,
+}
+
+/// What starts and stops members: shared by the lab and its kubelet stand-ins (`kubelet.rs`).
+/// Every call fails once the supervisor thread is gone (the lab torn down).
+#[derive(Clone)]
+pub(crate) struct Handle {
+    tx: mpsc::Sender<Req>,
 }
 
 const REPLY: Duration = Duration::from_secs(30);
@@ -99,14 +138,28 @@ impl Supervisor {
     pub(crate) fn new(name: &str) -> Result<Self> {
         let (tx, rx) = mpsc::channel();
         let thread = std::thread::Builder::new()
-            .name(format!("{name}-kubelet"))
+            .name(format!("{name}-members"))
             .spawn(move || run(rx))?;
         Ok(Supervisor {
-            tx,
+            handle: Handle { tx },
             thread: Some(thread),
         })
     }
 
+    pub(crate) fn handle(&self) -> Handle {
+        self.handle.clone()
+    }
+
+    /// Kills every member and ends the thread (bounded: each kill waits at most 5 s).
+    pub(crate) fn shutdown(&mut self) {
+        let _ = self.handle.tx.send(Req::Shutdown);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+impl Handle {
     /// Starts `cmd` as member `slot`'s attempt `record.attempt`, its stdout and stderr appended
     /// to `record.log` (the previous attempt's log is moved to `<log>.<attempt>` first).
     pub(crate) fn start(&self, slot: usize, cmd: Command, record: Record) -> Result<u32> {
@@ -125,20 +178,49 @@ impl Supervisor {
 
     /// Kills member `slot` (SIGKILL) and records it exited; false if it was not running.
     pub(crate) fn stop(&self, slot: usize) -> Result<bool> {
-        let (reply, rx) = mpsc::channel();
-        self.tx
-            .send(Req::Stop { slot, reply })
-            .map_err(|_| anyhow!("the lab's supervisor thread is gone"))?;
-        rx.recv_timeout(REPLY)
-            .map_err(|_| anyhow!("the supervisor did not answer"))
+        self.stop_with(slot, None, None)
     }
 
-    /// Kills every member and ends the thread (bounded: each kill waits at most 5 s).
-    pub(crate) fn shutdown(&mut self) {
-        let _ = self.tx.send(Req::Shutdown);
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
+    /// Stops member `slot`'s container `id` as the kubelet kills a container: SIGTERM, `grace`
+    /// to exit, then SIGKILL; false if that container was not running. The supervisor goes on
+    /// serving the other members meanwhile.
+    pub(crate) fn terminate(&self, slot: usize, id: &str, grace: Duration) -> Result<bool> {
+        self.stop_with(slot, Some(grace), Some(id.to_string()))
+    }
+
+    /// Records `created` (ns since the epoch) as the creation and start time of member `slot`'s
+    /// attempt `attempt`, what crictl then reports (`Lab::age`).
+    pub(crate) fn set_created(&self, slot: usize, attempt: u32, created: u128) -> Result<()> {
+        let (reply, rx) = mpsc::channel();
+        self.tx
+            .send(Req::SetCreated {
+                slot,
+                attempt,
+                created,
+                reply,
+            })
+            .map_err(|_| anyhow!("the lab's supervisor thread is gone"))?;
+        rx.recv_timeout(REPLY)
+            .map_err(|_| anyhow!("the supervisor did not answer"))?
+    }
+
+    fn stop_with(
+        &self,
+        slot: usize,
+        grace: Option<Duration>,
+        only: Option<String>,
+    ) -> Result<bool> {
+        let (reply, rx) = mpsc::channel();
+        self.tx
+            .send(Req::Stop {
+                slot,
+                grace,
+                only,
+                reply,
+            })
+            .map_err(|_| anyhow!("the lab's supervisor thread is gone"))?;
+        rx.recv_timeout(REPLY + grace.unwrap_or_default())
+            .map_err(|_| anyhow!("the supervisor did not answer"))
     }
 }
 
@@ -151,6 +233,8 @@ impl Drop for Supervisor {
 struct Running {
     child: Child,
     record: Record,
+    /// A graceful stop under way: SIGKILL at this deadline unless it exited; then the replies.
+    terminating: Option<(Instant, Vec<mpsc::Sender<bool>>)>,
 }
 
 fn spawn(mut cmd: Command, record: &mut Record, previous: Option<&mut Record>) -> Result<Child> {
@@ -187,6 +271,7 @@ fn spawn(mut cmd: Command, record: &mut Record, previous: Option<&mut Record>) -
     Ok(child)
 }
 
+/// Kills slot's member now (SIGKILL to its group) and records it exited; false if none ran.
 fn stop(
     running: &mut HashMap<usize, Running>,
     last: &mut HashMap<usize, Record>,
@@ -199,6 +284,9 @@ fn stop(
     r.record.finish(status);
     let _ = r.record.write();
     last.insert(slot, r.record);
+    for reply in r.terminating.map(|t| t.1).unwrap_or_default() {
+        let _ = reply.send(true);
+    }
     true
 }
 
@@ -220,15 +308,62 @@ fn run(rx: mpsc::Receiver<Req>) {
                         spawn(*cmd, &mut record, last.get_mut(&slot)).map(|child| {
                             let pid = child.id();
                             last.insert(slot, record.clone());
-                            free.insert(Running { child, record });
+                            free.insert(Running {
+                                child,
+                                record,
+                                terminating: None,
+                            });
                             pid
                         })
                     }
                 };
                 let _ = reply.send(result);
             }
-            Ok(Req::Stop { slot, reply }) => {
-                let _ = reply.send(stop(&mut running, &mut last, slot));
+            Ok(Req::Stop {
+                slot,
+                grace,
+                only,
+                reply,
+            }) => match (running.get_mut(&slot), grace) {
+                (Some(r), _) if only.as_ref().is_some_and(|id| *id != r.record.id) => {
+                    let _ = reply.send(false);
+                }
+                (Some(r), Some(grace)) => {
+                    // SIGTERM now; the loop below reaps it or SIGKILLs it at the deadline.
+                    match &mut r.terminating {
+                        Some((_, replies)) => replies.push(reply),
+                        None => {
+                            // SAFETY: kill(2) on the child we own and have not reaped.
+                            unsafe { libc::kill(r.child.id() as libc::pid_t, libc::SIGTERM) };
+                            r.terminating = Some((Instant::now() + grace, vec![reply]));
+                        }
+                    }
+                }
+                _ => {
+                    let _ = reply.send(stop(&mut running, &mut last, slot));
+                }
+            },
+            Ok(Req::SetCreated {
+                slot,
+                attempt,
+                created,
+                reply,
+            }) => {
+                let result = match running.get_mut(&slot) {
+                    Some(r) if r.record.attempt == attempt => {
+                        r.record.created = created;
+                        last.insert(slot, r.record.clone());
+                        r.record.write()
+                    }
+                    _ => match last.get_mut(&slot) {
+                        Some(rec) if rec.attempt == attempt => {
+                            rec.created = created;
+                            rec.write()
+                        }
+                        _ => Err(anyhow!("member {slot} has no attempt {attempt}")),
+                    },
+                };
+                let _ = reply.send(result);
             }
             Ok(Req::Shutdown) | Err(RecvTimeoutError::Disconnected) => {
                 let slots: Vec<usize> = running.keys().copied().collect();
@@ -249,7 +384,23 @@ fn run(rx: mpsc::Receiver<Req>) {
                 r.record.finish(Some(status));
                 let _ = r.record.write();
                 last.insert(slot, r.record);
+                for reply in r.terminating.map(|t| t.1).unwrap_or_default() {
+                    let _ = reply.send(true);
+                }
             }
+        }
+        // A graceful stop past its grace period: SIGKILL, as the runtime does.
+        let overdue: Vec<usize> = running
+            .iter()
+            .filter(|(_, r)| {
+                r.terminating
+                    .as_ref()
+                    .is_some_and(|t| Instant::now() >= t.0)
+            })
+            .map(|(slot, _)| *slot)
+            .collect();
+        for slot in overdue {
+            stop(&mut running, &mut last, slot);
         }
     }
 }
@@ -259,4 +410,11 @@ pub(crate) fn log_tail(path: &std::path::Path, lines: usize) -> String {
     let text = fs::read_to_string(path).unwrap_or_default();
     let all: Vec<&str> = text.lines().collect();
     all[all.len().saturating_sub(lines)..].join("\n")
+}
+
+impl std::ops::Deref for Supervisor {
+    type Target = Handle;
+    fn deref(&self) -> &Handle {
+        &self.handle
+    }
 }

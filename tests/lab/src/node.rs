@@ -21,7 +21,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 use serde::Serialize;
 
-use crate::config::{EtcdVersion, Logger};
+use crate::config::{EtcdVersion, Logger, LIVENESS_PROBE_PATH, STARTUP_PROBE_PATH};
 
 const CRICTL_SH: &str = include_str!("sh/crictl.sh");
 const SYSTEMCTL_SH: &str = include_str!("sh/systemctl.sh");
@@ -57,6 +57,12 @@ impl Node {
     /// `<root>/var/log/etcd.log`: the running (or last) etcd's stderr.
     pub fn log_file(&self) -> PathBuf {
         self.root.join("var/log/etcd.log")
+    }
+    /// `<root>/var/log/etcd.log.past-<generation>-<attempt>`: the lines a container's log holds
+    /// from before the lab started its process (`Lab::age`), printed by `crictl logs` first.
+    pub fn past_log(&self, generation: u32, attempt: u32) -> PathBuf {
+        self.root
+            .join(format!("var/log/etcd.log.past-{generation}-{attempt}"))
     }
     /// `<root>/var/lib/etcd`.
     pub fn data_dir(&self) -> PathBuf {
@@ -184,13 +190,9 @@ pub(crate) fn manifest_yaml(node: &Node, argv: &[String], image: &str) -> String
              periodSeconds: 10\n      timeoutSeconds: 15\n"
         )
     };
-    y.push_str(&probe(
-        "livenessProbe",
-        "/health?exclude=NOSPACE&serializable=true",
-        8,
-    ));
+    y.push_str(&probe("livenessProbe", LIVENESS_PROBE_PATH, 8));
     y.push_str("    name: etcd\n    resources:\n      requests:\n        cpu: 100m\n        memory: 100Mi\n");
-    y.push_str(&probe("startupProbe", "/health?serializable=false", 24));
+    y.push_str(&probe("startupProbe", STARTUP_PROBE_PATH, 24));
     y.push_str(
         "    volumeMounts:\n    - mountPath: /var/lib/etcd\n      name: etcd-data\n    \
          - mountPath: /etc/kubernetes/pki/etcd\n      name: etcd-certs\n  hostNetwork: true\n  \

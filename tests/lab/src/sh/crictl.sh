@@ -14,9 +14,9 @@ fatal() {
     exit 1
 }
 
-# Sets ID ATTEMPT PID CREATED STARTED FINISHED EXIT_CODE LOG MARKER and STATE_NAME.
+# Sets ID ATTEMPT PID CREATED STARTED FINISHED EXIT_CODE LOG PAST MARKER and STATE_NAME.
 load() {
-    ID='' ATTEMPT=0 PID=0 CREATED=0 STARTED=0 FINISHED=0 EXIT_CODE=0 LOG='' MARKER=''
+    ID='' ATTEMPT=0 PID=0 CREATED=0 STARTED=0 FINISHED=0 EXIT_CODE=0 LOG='' PAST='' MARKER=''
     . "$1"
     STATE_NAME=CONTAINER_EXITED
     # Running only while the recorded pid is still the etcd process the lab started for this
@@ -267,13 +267,17 @@ cmd_logs() {
     fi
     [ -r "$LOG" ] || fatal "failed to open log file \"$LOG\": no such file or directory"
     case $tail in -1) n=+1 ;; *[!0-9]*) fatal "invalid value \"$tail\" for flag -tail" ;; *) n=$tail ;; esac
-    # etcd logs on stderr, and crictl replays each line on the stream it came from.
+    # etcd logs on stderr, and crictl replays each line on the stream it came from. A container
+    # the lab aged (Lab::age) has lines from before its process started in $PAST: they come
+    # first, as they would in a log that began hours ago.
+    size=$(stat -c %s "$LOG")
     if [ -n "$follow" ]; then
-        tail -n "$n" -f "$LOG" >&2
+        { [ -z "$PAST" ] || [ ! -r "$PAST" ] || cat "$PAST"; head -c "$size" "$LOG"; } | tail -n "$n" >&2
+        tail -c +"$((size + 1))" -f "$LOG" >&2
     elif [ -n "$limit" ]; then
-        tail -n "$n" "$LOG" | head -c "$limit" >&2
+        { [ -z "$PAST" ] || [ ! -r "$PAST" ] || cat "$PAST"; cat "$LOG"; } | tail -n "$n" | head -c "$limit" >&2
     else
-        tail -n "$n" "$LOG" >&2
+        { [ -z "$PAST" ] || [ ! -r "$PAST" ] || cat "$PAST"; cat "$LOG"; } | tail -n "$n" >&2
     fi
 }
 
