@@ -216,14 +216,22 @@ impl RolloutPhase {
     Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, strum::Display, strum::VariantArray,
 )]
 pub enum ProvisioningStep {
-    #[strum(serialize = "its VirtualMachine")]
     VirtualMachine,
-    #[strum(serialize = "its VM to power on")]
     PowerOn,
-    #[strum(serialize = "an IP address")]
     IpAddress,
-    #[strum(serialize = "its Node to join")]
     NodeJoin,
+}
+
+impl ProvisioningStep {
+    /// What the Machine is waiting for, in words: "waiting for {this}".
+    pub fn describe(self) -> &'static str {
+        match self {
+            ProvisioningStep::VirtualMachine => "its VirtualMachine",
+            ProvisioningStep::PowerOn => "its VM to power on",
+            ProvisioningStep::IpAddress => "an IP address",
+            ProvisioningStep::NodeJoin => "its Node to join",
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

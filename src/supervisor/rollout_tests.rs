@@ -223,3 +223,16 @@ fn ages() {
     assert_eq!(seconds_since("yesterday", SystemTime::now()), None);
     assert_eq!(seconds_since("", SystemTime::now()), None);
 }
+
+/// As every enum a user sees: its text is its JSON (the words are `describe`'s).
+#[test]
+fn provisioning_step_reads_as_its_json() {
+    use strum::VariantArray;
+    for step in ProvisioningStep::VARIANTS {
+        assert_eq!(
+            serde_json::to_value(step).unwrap(),
+            Value::String(step.to_string())
+        );
+        assert!(!step.describe().is_empty());
+    }
+}
