@@ -263,8 +263,9 @@ pub fn rollout_text(n: &ControlPlaneNode, r: &RolloutPhase) -> String {
         RolloutPhase::Provisioning {
             since, waiting_for, ..
         } => format!(
-            "rollout in progress: Machine {:?} is provisioning (phase {phase}, waiting for {waiting_for}{})",
+            "rollout in progress: Machine {:?} is provisioning (phase {phase}, waiting for {}{})",
             n.name,
+            waiting_for.describe(),
             since
                 .as_deref()
                 .map(|t| format!(", created {t}"))

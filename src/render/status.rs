@@ -102,8 +102,9 @@ fn rollout_lines(r: &StatusReport, now: SystemTime) -> Vec<String> {
                 format!("  {}: Deleting (Machine phase {phase})", n.name)
             }
             RolloutPhase::Provisioning { waiting_for, .. } => format!(
-                "  {}: Provisioning (Machine phase {phase}), waiting for {waiting_for}",
-                n.name
+                "  {}: Provisioning (Machine phase {phase}), waiting for {}",
+                n.name,
+                waiting_for.describe()
             ),
         };
         if let Some(since) = rollout.since() {

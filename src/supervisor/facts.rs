@@ -67,6 +67,14 @@ pub struct Condition {
     pub last_transition_time: Option<String>,
 }
 
+impl Condition {
+    /// How old the Supervisor's word is at `now`: whole seconds since `lastTransitionTime`
+    /// ([`seconds_since`]); None without a readable time.
+    pub fn age_seconds(&self, now: SystemTime) -> Option<u64> {
+        seconds_since(self.last_transition_time.as_deref()?, now)
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct KcpInfo {
@@ -208,14 +216,22 @@ impl RolloutPhase {
     Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, strum::Display, strum::VariantArray,
 )]
 pub enum ProvisioningStep {
-    #[strum(serialize = "its VirtualMachine")]
     VirtualMachine,
-    #[strum(serialize = "its VM to power on")]
     PowerOn,
-    #[strum(serialize = "an IP address")]
     IpAddress,
-    #[strum(serialize = "its Node to join")]
     NodeJoin,
+}
+
+impl ProvisioningStep {
+    /// What the Machine is waiting for, in words: "waiting for {this}".
+    pub fn describe(self) -> &'static str {
+        match self {
+            ProvisioningStep::VirtualMachine => "its VirtualMachine",
+            ProvisioningStep::PowerOn => "its VM to power on",
+            ProvisioningStep::IpAddress => "an IP address",
+            ProvisioningStep::NodeJoin => "its Node to join",
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -304,6 +320,11 @@ impl ClusterFacts {
     /// Machines neither provisioning nor deleting: the ones whose nodes may decide a verdict.
     pub fn machines_in_service(&self) -> usize {
         self.machines_present() - self.machines_deleting() - self.machines_provisioning()
+    }
+    /// The rollout phase of the node named `name` (a probe report's node name: its Machine's,
+    /// else its VM's), when it has one.
+    pub fn rollout_of(&self, name: &str) -> Option<&RolloutPhase> {
+        self.nodes.iter().find(|n| n.name == name)?.rollout()
     }
     /// The nodes in a rollout phase, in the nodes' order.
     pub fn rollout_nodes(&self) -> impl Iterator<Item = (&ControlPlaneNode, &RolloutPhase)> {

@@ -142,6 +142,11 @@ fn scale_down() {
         (4, 1, 3, 3)
     );
     assert!(f.rollout_in_progress());
+    assert!(f
+        .rollout_of("tkc-prod-7xk2p-4rz8m")
+        .is_some_and(RolloutPhase::is_deleting));
+    assert_eq!(f.rollout_of("tkc-prod-7xk2p-k8d5n"), None);
+    assert_eq!(f.rollout_of("no-such-node"), None);
 }
 
 /// vm-no-ip's third Machine (Provisioning, no nodeRef, VM on without an address) reads as a
@@ -210,6 +215,24 @@ fn ages() {
         Some(0),
         "ahead of our clock"
     );
+    let f = facts("quorum-lost");
+    let member = &f.nodes[0].machine.as_ref().unwrap().etcd_conditions[0];
+    assert_eq!(member.kind, "EtcdMemberHealthy");
+    let at = humantime::parse_rfc3339(member.last_transition_time.as_deref().unwrap()).unwrap();
+    assert_eq!(member.age_seconds(at + Duration::from_secs(240)), Some(240));
     assert_eq!(seconds_since("yesterday", SystemTime::now()), None);
     assert_eq!(seconds_since("", SystemTime::now()), None);
+}
+
+/// As every enum a user sees: its text is its JSON (the words are `describe`'s).
+#[test]
+fn provisioning_step_reads_as_its_json() {
+    use strum::VariantArray;
+    for step in ProvisioningStep::VARIANTS {
+        assert_eq!(
+            serde_json::to_value(step).unwrap(),
+            Value::String(step.to_string())
+        );
+        assert!(!step.describe().is_empty());
+    }
 }
