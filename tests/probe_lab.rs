@@ -621,7 +621,17 @@ fn own_view(etcd: EtcdVersion) {
         let alarms: Vec<_> = (reports.iter())
             .map(|r| r.probe().unwrap().alarms.clone())
             .collect();
-        if alarms.iter().all(|a| a.outcome == QueryOutcome::Error) {
+        // 3.4 is asked and times out; 3.5's /health says RAFT NO LEADER, so it is not asked.
+        let none = |a: &etcdnet::probe::output::Alarms| match etcd {
+            EtcdVersion::V3_4 => a.outcome == QueryOutcome::Error,
+            _ => {
+                a.outcome == QueryOutcome::Skipped
+                    && a.detail
+                        .as_deref()
+                        .is_some_and(|d| d.contains("RAFT NO LEADER"))
+            }
+        };
+        if alarms.iter().all(none) {
             break;
         }
         assert!(

@@ -800,9 +800,11 @@ members_check() {
 # check's client certificate. It goes through raft, so without quorum it
 # fails or times out: that is data, not an error of the probe. grpc-gateway prints the member ID
 # as a decimal string and the alarm by its name (AlarmType: NONE 0, NOSPACE 1, CORRUPT 2; the
-# number is read too). At most 64 alarms. Asked once /health has answered, in the time that
-# left of connect + TLS (at least a second): a member that does not answer /health is not asked
-# (Skipped), and the two requests never queue behind each other at a busy member.
+# number is read too). At most 64 alarms. Asked once /health has answered, in what is left of
+# connect + TLS timeouts since the probe started (at least a second): a member that does not
+# answer /health, or says it has no leader (3.5 and 3.6: "RAFT NO LEADER", checkLeader in
+# health.go), is not asked (Skipped), and the two requests never queue behind each other at a
+# busy member.
 AWK_ALARMS='
 function entry() { return d == 3 && top == "{" && key[1] == "alarms" && kind[2] == "[" && kind[3] == "{" }
 function opened() { if (entry()) amid = aname = "" }
@@ -826,10 +828,18 @@ alarms_check() {
   if ! { [ -r "$PKI/ca.crt" ] && [ -r "$PKI/healthcheck-client.crt" ] && [ -r "$PKI/healthcheck-client.key" ]; }; then
     printf '{"outcome":"Skipped","detail":"no readable ca.crt/healthcheck-client.crt/healthcheck-client.key"}' >"$f" && return
   fi
-  case $(cat "$T/health.json") in *'"outcome":"Error"'* | *'"outcome":"Skipped"'*)
+  case $(cat "$T/health.json") in
+  *'"outcome":"Error"'* | *'"outcome":"Skipped"'*)
     printf '{"outcome":"Skipped","detail":"not asked: /health got no answer"}' >"$f" && return ;;
+  *'RAFT NO LEADER'*)
+    printf '{"outcome":"Skipped","detail":"not asked: /health says RAFT NO LEADER (the list needs quorum)"}' >"$f" && return ;;
   esac
-  ASK_MAX=$(awk -v all=$((CT + TT)) '{ t = all - $2 } END { if (t < 1) t = 1; printf "%.3f", t }' "$T/h.w" 2>/dev/null)
+  # What is left of connect + TLS timeouts since the probe started (at least a second): the
+  # alarm list never makes the probe longer than its path checks may take.
+  now_ms
+  left=$(((CT + TT) * 1000 - (NOW - START)))
+  [ "$left" -ge 1000 ] || left=1000
+  ASK_MAX=$((left / 1000)).$((left % 1000 / 100))
   url=https://$LOCAL:2379/v3/maintenance/alarm
   etcd_ask alarms 16384 "$url" --cacert "$PKI/ca.crt" --cert "$PKI/healthcheck-client.crt" --key "$PKI/healthcheck-client.key" \
     -H 'Content-Type: application/json' --data '{"action":"GET"}'
