@@ -44,7 +44,7 @@ fn healthy_cluster_table_json_yaml() {
     run.expect_code(0);
     // The schema's name as scripts match it: checked on the wire, not through the type.
     let json = run.json();
-    assert_eq!(json["apiVersion"], "etcdnet.kubectl.io/v1alpha1");
+    assert_eq!(json["apiVersion"], "etcdnet.kubectl.io/v1alpha2");
     assert_eq!(json["kind"], "StatusReport");
     let apis = &report.header.apis;
     assert_eq!(apis.virtual_machine, "vmoperator.vmware.com/v1alpha3");

@@ -18,7 +18,9 @@ use crate::probe::NodeReport;
 use crate::supervisor::{ApiVersions, ClusterFacts, ClusterInfo, ControlPlaneNode, KcpInfo};
 use crate::workload::{ApiState, WorkloadApi};
 
-pub const API_VERSION: &str = "etcdnet.kubectl.io/v1alpha1";
+/// v1alpha2 (0.2.0): log findings count the `--since` window only (history apart), and the
+/// verdicts read the present; v1alpha1 documents had the whole log counted.
+pub const API_VERSION: &str = "etcdnet.kubectl.io/v1alpha2";
 
 /// What every report about one cluster starts with: which schema, and which cluster as the
 /// Supervisor sees it. Flattened into the reports, so the JSON has these fields at the top.
