@@ -121,8 +121,10 @@ mod tests {
         use crate::analyse::matrix::CellState;
         use crate::analyse::verdict::VerdictCode;
         use crate::analyse::{FindingCode, Severity};
-        use crate::probe::etcdlog::{LogFormat, LogKind};
-        use crate::probe::output::{HealthOutcome, RuntimeQuery, TcpOutcome, TlsOutcome};
+        use crate::probe::etcdlog::{LogFormat, LogKind, WindowEnd};
+        use crate::probe::output::{
+            HealthOutcome, QueryOutcome, RuntimeQuery, TcpOutcome, TlsOutcome,
+        };
         use crate::probe::{PortState, ReachErrorKind};
         use crate::supervisor::{PowerState, VmLabelScheme};
         use crate::workload::ApiState;
@@ -132,6 +134,8 @@ mod tests {
         display_is_json::<Severity>();
         display_is_json::<LogFormat>();
         display_is_json::<LogKind>();
+        display_is_json::<WindowEnd>();
+        display_is_json::<QueryOutcome>();
         display_is_json::<HealthOutcome>();
         display_is_json::<RuntimeQuery>();
         display_is_json::<TcpOutcome>();
