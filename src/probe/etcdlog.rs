@@ -447,29 +447,6 @@ pub struct LogSummary {
     pub history: Vec<Finding>,
 }
 
-/// The present of a log: lines at or after `since` count, older ones are history.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct LogWindow {
-    /// RFC 3339 UTC (six fraction digits): the oldest time that counts.
-    pub since: String,
-    /// Its end: the node's clock when the probe ran, or (no clock) the log's newest line.
-    pub until: String,
-    /// `--since`, in seconds.
-    pub seconds: u64,
-    pub until_from: WindowEnd,
-}
-
-/// Where a window's end comes from: the node's own clock, so a node whose clock is off is judged
-/// against its own lines, never against the admin's clock.
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, strum::Display, strum::VariantArray,
-)]
-pub enum WindowEnd {
-    ProbeClock,
-    LastLine,
-}
-
 impl LogSummary {
     pub fn finding(&self, kind: LogKind) -> Option<&Finding> {
         self.findings.iter().find(|f| f.kind == kind)
@@ -490,63 +467,9 @@ pub fn classify(log: &str) -> LogSummary {
     acc.finish(None)
 }
 
-/// Classify a log as of `until_ms` (the node's clock at probe time, epoch ms; `None`: the log's
-/// newest line): findings count lines of the last `since`, older lines are [`LogSummary::history`].
-/// A line without a time takes the time of the line before it (the text forms' continuation
-/// lines, grpc-go's); one before any dated line counts as the present, which only ever makes a
-/// finding count, never hides one.
-pub fn classify_window(log: &str, until_ms: Option<i64>, since: std::time::Duration) -> LogSummary {
-    let mut lines = Vec::new();
-    let mut physical = 0;
-    each_line(log, &mut physical, |line| {
-        if let Some(l) = line {
-            lines.push(l)
-        }
-    });
-    let (until, until_from) = match until_ms {
-        Some(ms) => (Some(ms.saturating_mul(1000)), WindowEnd::ProbeClock),
-        None => (
-            lines
-                .iter()
-                .filter_map(|l| l.ts.as_deref().and_then(time::parse_time))
-                .max(),
-            WindowEnd::LastLine,
-        ),
-    };
-    let seconds = since.as_secs();
-    let window = until.map(|until| {
-        let start = until.saturating_sub(
-            i64::try_from(seconds)
-                .unwrap_or(i64::MAX)
-                .saturating_mul(1_000_000),
-        );
-        LogWindow {
-            since: time::format_time(start),
-            until: time::format_time(until),
-            seconds,
-            until_from,
-        }
-    });
-    let mut acc = Acc::default();
-    let mut prev: Option<String> = None;
-    for line in lines {
-        if line.ts.is_some() {
-            prev.clone_from(&line.ts);
-        }
-        // Normalised times sort as strings (see `time`): no parsing per line.
-        let recent = match (&window, &prev) {
-            (Some(w), Some(ts)) => ts.as_str() >= w.since.as_str(),
-            _ => true,
-        };
-        acc.add(Some(line), recent);
-    }
-    acc.lines = physical;
-    acc.finish(window)
-}
-
 /// Every log line of `log` (CRI `P` records joined), `None` for one that is not etcd's;
 /// `physical` counts the non-blank physical lines.
-fn each_line(log: &str, physical: &mut usize, mut f: impl FnMut(Option<LogLine>)) {
+pub(super) fn each_line(log: &str, physical: &mut usize, mut f: impl FnMut(Option<LogLine>)) {
     // CRI `P` records: the pieces of one long line, joined when its `F` record comes.
     let mut pending = String::new();
     for raw in log.split('\n') {
@@ -580,8 +503,8 @@ fn each_line(log: &str, physical: &mut usize, mut f: impl FnMut(Option<LogLine>)
 }
 
 #[derive(Default)]
-struct Acc {
-    lines: usize,
+pub(super) struct Acc {
+    pub(super) lines: usize,
     parsed: usize,
     zap: usize,
     text: usize,
@@ -598,7 +521,7 @@ struct Acc {
 impl Acc {
     /// One line; `recent`: inside the window (its findings count), else history. The leader
     /// view reads every line: it is the state at the newest.
-    fn add(&mut self, line: Option<LogLine>, recent: bool) {
+    pub(super) fn add(&mut self, line: Option<LogLine>, recent: bool) {
         let Some(line) = line else { return };
         self.parsed += 1;
         match line.form {
@@ -640,7 +563,7 @@ impl Acc {
         }
     }
 
-    fn finish(self, window: Option<LogWindow>) -> LogSummary {
+    pub(super) fn finish(self, window: Option<LogWindow>) -> LogSummary {
         let local = self.local;
         let own = |found: BTreeMap<LogKind, Finding>| -> Vec<Finding> {
             found
@@ -699,11 +622,13 @@ fn shorten(s: &str, max: usize) -> String {
 mod leader;
 mod line;
 mod time;
+mod window;
 
 pub use leader::{clock, member_name, LeaderState, LeaderView};
 
 pub use line::parse_line;
 use line::peel;
+pub use window::{classify_window, LogWindow, WindowEnd};
 
 #[cfg(test)]
 mod tests;
