@@ -254,9 +254,12 @@ pub(super) fn own_paths_evidence(ctx: &Ctx) -> Vec<String> {
 
 /// kubelet restarting a member that cannot reach a quorum, one line per node: a member whose
 /// newest container was restarted (attempt > 0) or is not running, with no fatal reason in its
-/// log. kubeadm's etcd static pod has a startupProbe on `/health?exclude=NOSPACE&serializable=false`
-/// (cmd/kubeadm/app/phases/etcd/local.go), which fails without a leader: a member restarted
-/// during a partition is killed again and backed off until the network is back.
+/// log. kubeadm's etcd static pod (cmd/kubeadm/app/phases/etcd/local.go, probes from
+/// cmd/kubeadm/app/util/staticpod/utils.go) has a startupProbe on `/health?serializable=false`,
+/// which fails without a leader, and a livenessProbe on `/health?exclude=NOSPACE&serializable=true`
+/// that etcd 3.4 and early 3.5 also fail without one (the lab's kubelet stand-in shows both): a
+/// member restarted during a partition is killed again and backed off, and so, in time, are the
+/// others, until the network is back.
 pub(super) fn restarts_evidence(ctx: &Ctx) -> Vec<String> {
     let mut out = Vec::new();
     for n in ctx.nodes {
@@ -292,7 +295,7 @@ pub(super) fn restarts_evidence(ctx: &Ctx) -> Vec<String> {
             format!("not running ({})", c.state)
         };
         out.push(format!(
-            "{}: etcd restarted {attempt} time{} (newest container {state}); {}no fatal reason: kubelet restarts a member that cannot reach a quorum (kubeadm's startupProbe /health?serializable=false fails without a leader)",
+            "{}: etcd restarted {attempt} time{} (newest container {state}); {}no fatal reason: kubelet restarts a member that cannot reach a quorum (kubeadm's probes on etcd's /health fail without a leader)",
             n.name,
             if attempt == 1 { "" } else { "s" },
             if signs.is_empty() {
@@ -308,9 +311,8 @@ pub(super) fn restarts_evidence(ctx: &Ctx) -> Vec<String> {
 // ---- after the rules: the network is never hidden --------------------------------------------
 
 /// A verdict about some nodes (a missing Machine, an unreachable node, a stopped or crash
-/// looping member) gives
-/// way to the network verdict when the members that were probed and run cannot reach each other
-/// either: fixing the one node would not restore quorum. The first verdict's summary and evidence
+/// looping member) gives way to the network verdict when the members that were probed and run
+/// cannot reach each other either: fixing the one node would not restore quorum. The first verdict's summary and evidence
 /// follow in the network verdict's evidence, its nodes among its nodes.
 pub(super) fn unless_network(ctx: &Ctx, first: Verdict) -> Verdict {
     if !matches!(
