@@ -210,9 +210,11 @@ fn four_vms(test: &str, route: Route, etcd: EtcdVersion) {
 
     // 4. The scale-down: KCP removed 4rz8m's member (its Machine is deleting, the VM still
     // there); the kubelet keeps restarting its static pod, its peers reject it as removed.
-    // Before (f52a559): 4rz8m, restarted 3+ times and exited, was rule 2's EtcdCrashLooping (no
-    // rollout, no "own problem" test), or, exited after fewer, rule 3's EtcdNotRunning turned
-    // EtcdMemberMismatch by its "permanently removed" line: the Healthy assertion fails.
+    // Before (f52a559): 4rz8m was judged like any node (no rollout) and, restarted 3+ times
+    // within 15 minutes (the test waits for that), was rule 2's EtcdCrashLooping whatever its
+    // state (no "own problem" test, no removed-member turn); exited after fewer, rule 3's
+    // EtcdNotRunning turned EtcdMemberMismatch by its "permanently removed" line. Either way
+    // the Healthy assertion fails.
     let down = World::new(&lab, "rollout-scale-down", route);
     let removed = lab.remove_member(CP[0]).unwrap();
     poll(
