@@ -454,9 +454,19 @@ fn no_space(ctx: &Ctx) -> Option<Verdict> {
 /// three within `--since` are the datastore. A late heartbeat is one sent more than twice the
 /// heartbeat interval late (etcdserver/raft.go `NewTimeoutDetector(2 * heartbeat)`); the same
 /// three, and only without any sign of peer trouble in the window (the leader could not send
-/// them during an outage either). Fewer, or older, are notes.
+/// them during an outage either). Fewer, or older, are notes. A late heartbeat is counted once,
+/// not once per line: the leader writes one line per follower it was late to (`processMessages`
+/// in etcdserver/raft.go, 3.4 to 3.6: one warning per `MsgHeartbeat` whose `to` the per-peer
+/// detector flags), so one stall of a 4-member cluster's leader is 3 lines.
 pub(super) const SLOW_FSYNC_MIN: usize = 3;
 pub(super) const LATE_HEARTBEAT_MIN: usize = 3;
+
+/// How many times the leader was late with its heartbeats: its lines over the followers they
+/// name (rounded up; lines that name none count one each).
+pub(super) fn late_heartbeats(s: &LogSummary) -> usize {
+    s.finding(LogKind::HeartbeatLate)
+        .map_or(0, |f| f.count.div_ceil(f.peer_ids.len().max(1)))
+}
 
 /// Kinds that say a member had trouble with its peers.
 const PEER_TROUBLE: &[LogKind] = &[
@@ -473,7 +483,7 @@ fn slow_disk(ctx: &Ctx) -> Option<Verdict> {
     let mut evidence = Vec::new();
     for (node, s) in &ctx.logs {
         let fsync = s.finding(LogKind::SlowFdatasync).map_or(0, |f| f.count);
-        let late = s.finding(LogKind::HeartbeatLate).map_or(0, |f| f.count);
+        let late = late_heartbeats(s);
         let network_trouble = PEER_TROUBLE.iter().any(|k| s.finding(*k).is_some());
         if fsync >= SLOW_FSYNC_MIN || (late >= LATE_HEARTBEAT_MIN && !network_trouble) {
             nodes.push(node.clone());

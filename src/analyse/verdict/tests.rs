@@ -958,6 +958,36 @@ fn late_heartbeats_after_a_network_outage_are_not_a_slow_disk() {
     assert_eq!(run(p).verdict.code, VerdictCode::EtcdSlowDisk);
 }
 
+/// The leader of a 4-member cluster late once (seen in the lab under CPU load: 5 ms past the
+/// 200 ms) writes 3 lines, one per follower: one stall, not a slow disk. Three stalls are.
+#[test]
+fn a_late_heartbeat_is_counted_once_not_once_per_follower() {
+    let late = |t: &str, to: &str| {
+        format!(
+            r#"{{"level":"warn","ts":"2026-12-02T08:26:0{t}.271Z","caller":"etcdserver/raft.go:369","msg":"leader failed to send out heartbeat on time; took too long, leader is overloaded likely from slow disk","to":"{to}","heartbeat-interval":"100ms","expected-duration":"200ms","exceeded-duration":"5.662114ms"}}"#
+        )
+    };
+    let stall = |t: &str| {
+        ["a0efed2619cd10db", "14569749fa01776e", "3a57933972cb5131"]
+            .map(|to| late(t, to))
+            .join("\n")
+    };
+    let mut p = healthy3();
+    p[0] = with_log(p[0].clone(), &stall("1"));
+    let d = run(p);
+    assert_eq!(d.verdict.code, VerdictCode::Healthy, "{:#?}", d.verdict);
+    let f = d.logs[0].summary.finding(LogKind::HeartbeatLate).unwrap();
+    assert_eq!((f.count, f.peer_ids.len()), (3, 3));
+    let mut p = healthy3();
+    p[0] = with_log(
+        p[0].clone(),
+        &[stall("1"), stall("3"), stall("5")].join("\n"),
+    );
+    let v = run(p).verdict;
+    assert_eq!(v.code, VerdictCode::EtcdSlowDisk, "{v:#?}");
+    assert_eq!(v.nodes, ["cp1"]);
+}
+
 /// A rolling update (KCP replacing every machine) leaves "removed member" Info lines in every
 /// member's log: routine, not a mismatch. Only a removed member that still talks is one.
 #[test]
