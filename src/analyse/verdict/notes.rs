@@ -57,7 +57,7 @@ pub(super) fn notes(ctx: &Ctx, v: &Verdict) -> Vec<String> {
             let what = match r {
                 crate::supervisor::RolloutPhase::Deleting { .. } => "Deleting".to_string(),
                 crate::supervisor::RolloutPhase::Provisioning { waiting_for, .. } => {
-                    format!("Provisioning (waiting for {waiting_for})")
+                    format!("Provisioning (waiting for {})", waiting_for.describe())
                 }
             };
             let since = r.since().map(|t| format!(" since {t}")).unwrap_or_default();
