@@ -213,6 +213,24 @@ pub(super) fn not_running(ctx: &Ctx) -> Option<Verdict> {
 
 // ---- 5. certificates -------------------------------------------------------------------------
 
+/// A connection the server ended with a TCP reset before any TLS answer: curl's `(35) Recv
+/// failure: Connection reset by peer` with no alert and no certificate named, and not the probe's
+/// "closed after the handshake" (a client certificate refused under TLS 1.3, which may read as a
+/// reset). A server that refuses a certificate answers with a TLS alert first (Go's crypto/tls,
+/// which etcd serves with: `sendAlert(alertBadCertificate)` in handshake_server.go
+/// `processCertsFromClient`); a bare reset is the listener going away — seen on etcd 3.4 and 3.5
+/// that kubelet kills during a partition: the member's client port accepts TCP before it serves
+/// (it waits for a leader), and the kill resets what waits in its accept queue. Not a certificate
+/// verdict; the path still is not working (the other rules and `Inconclusive` see it).
+pub(super) fn reset_before_tls(c: &Cell) -> bool {
+    c.detail.as_deref().is_some_and(|d| {
+        d.contains("Connection reset by peer")
+            && !d.contains("alert")
+            && !d.contains("certificate")
+            && !d.contains("closed after the handshake")
+    })
+}
+
 pub(super) fn certificate_problem(ctx: &Ctx) -> Option<Verdict> {
     let mut nodes = Vec::new();
     let mut evidence = Vec::new();
@@ -255,7 +273,7 @@ pub(super) fn certificate_problem(ctx: &Ctx) -> Option<Verdict> {
         .matrices
         .iter()
         .flat_map(|m| m.cells.iter())
-        .filter(|c| c.state == CellState::TlsRejected)
+        .filter(|c| c.state == CellState::TlsRejected && !reset_before_tls(c))
         .collect();
     for c in &rejected {
         evidence.push(format!("{} → {}:{}: {}", c.from, c.to, c.port, describe(c)));
