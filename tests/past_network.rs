@@ -43,7 +43,7 @@ fn scenarios(route: Route, etcd: EtcdVersion) {
     eprintln!("{test}: 4 (2379, NOSPACE) done at {:?}", started.elapsed());
 }
 
-/// 1. Every node aged with `Lab::troubled_past`: nothing in the last hour.
+/// Scenario 1: every node aged with `Lab::troubled_past`: nothing in the last hour.
 ///
 /// Fails before issue 18 (f52a559): its `slow_disk` counted every line of the log with
 /// `SLOW_FSYNC_MIN = 1`, so the one `slow fdatasync` of 3 h ago gave `EtcdSlowDisk`; its
@@ -108,9 +108,9 @@ fn aged_past_is_history(w: &PastWorld) {
     );
 }
 
-/// 2. The article's case (every peer path dropped) on a control plane whose kubelet kills and
-/// restarts the members that see no leader (real etcd 3.4/3.5 fail even kubeadm's liveness
-/// probe without quorum), then the fix.
+/// Scenario 2: the article's case (every peer path dropped) on a control plane whose kubelet
+/// kills and restarts the members that see no leader (real etcd 3.4/3.5 fail even kubeadm's
+/// liveness probe without quorum), then the fix.
 ///
 /// Fails before issue 18 (f52a559): `crash_looping` held for any member restarted 3 times
 /// within 15 min, network or not, and `not_running` for a killed one; so the verdict under the
@@ -179,9 +179,9 @@ fn most_restarts_quoted(r: &etcdnet::report::DiagnoseReport) -> u32 {
         .unwrap_or(0)
 }
 
-/// 3. One VM hung (powered off: nothing answers at its address) and the two others cut from
-/// each other (each one's connections to the other dropped): fixing the hung VM alone would not
-/// restore quorum, so the verdict is the network's, with the hung VM in its evidence.
+/// Scenario 3: one VM hung (powered off: nothing answers at its address) and the two others cut
+/// from each other (each one's connections to the other dropped): fixing the hung VM alone would
+/// not restore quorum, so the verdict is the network's, with the hung VM in its evidence.
 ///
 /// Fails before issue 18 (f52a559): rule 4 `NodesUnreachable` (jumpbox: cp3 not reached) or
 /// rule 3 `EtcdNotRunning` (pod route: cp3's etcd is down) ended the analysis: the verdict was
@@ -242,8 +242,8 @@ fn hung_vm_and_the_others_cut(w: &PastWorld) {
     w.lab.wait_healthy(SETTLE).unwrap();
 }
 
-/// 4. Only 2379 dropped between the VMs (2380 works: quorum holds), then NOSPACE raised for one
-/// member through etcd's Alarm API while 2379 stays blocked, then disarmed.
+/// Scenario 4: only 2379 dropped between the VMs (2380 works: quorum holds), then NOSPACE
+/// raised for one member through etcd's Alarm API while 2379 stays blocked, then disarmed.
 ///
 /// Fails before issue 18 (f52a559): the network rule took any failing peer cell, so 2379 alone
 /// gave `EtcdPeerNetworkPartial` "port 2379 is blocked between all control-plane VMs, 2380
