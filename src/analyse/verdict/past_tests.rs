@@ -303,6 +303,22 @@ fn a_reset_while_kubelet_kills_the_member_is_no_certificate_problem() {
         own.tls_detail = Some("curl: (35) Recv failure: Connection reset by peer".into());
         p[i] = logged(p[i].clone(), &[no_leader("07:59:55")]);
     }
+    // OpenSSL's words for the same close on the peer port (etcd 3.5 in the lab).
+    set(
+        &mut p,
+        2,
+        2,
+        2380,
+        TcpOutcome::Connected,
+        TlsOutcome::Rejected,
+    );
+    (p[2].paths.iter_mut())
+        .find(|x| x.target == IPS[2] && x.port == 2380)
+        .unwrap()
+        .tls_detail = Some(
+        "curl: (35) OpenSSL SSL_connect: SSL_ERROR_SYSCALL in connection to 198.18.0.13:2380 "
+            .into(),
+    );
     let v = judge(p.clone());
     assert_eq!(v.code, VerdictCode::EtcdPeerNetworkBlocked, "{v:#?}");
     // A refused client certificate under TLS 1.3 (the probe's words) still is one.
