@@ -132,7 +132,7 @@ fn restarted_during_the_cut(w: &PastWorld) {
     );
     assert!(most_restarts_quoted(&r) >= 3, "{}", shown(&r));
     // Nor a certificate problem: a member killed while a probe's handshake waits resets it
-    // (f2cbf96, seen on etcd 3.5 here).
+    // (f2cbf96, 838e6dd: seen on etcd 3.5 here).
     for bad in [
         VerdictCode::EtcdCrashLooping,
         VerdictCode::EtcdNotRunning,
