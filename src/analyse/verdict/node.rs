@@ -213,6 +213,26 @@ pub(super) fn not_running(ctx: &Ctx) -> Option<Verdict> {
 
 // ---- 5. certificates -------------------------------------------------------------------------
 
+/// A connection the server ended before any TLS answer, with no alert: curl's `(35) Recv
+/// failure: Connection reset by peer` (a TCP reset) or `(35) OpenSSL SSL_connect:
+/// SSL_ERROR_SYSCALL` (OpenSSL's word for an EOF or reset where a TLS record was due), no alert
+/// and no certificate named, and not the probe's "closed after the handshake" (a client
+/// certificate refused under TLS 1.3, which may read as a reset). A server that refuses a
+/// certificate answers with a TLS alert first (Go's crypto/tls, which etcd serves with:
+/// `sendAlert(alertBadCertificate)` in handshake_server.go `processCertsFromClient`); a bare
+/// close is the listener going away — seen in the lab on etcd 3.5 that kubelet kills during a
+/// partition: the member accepts TCP before it serves (it waits for a leader), and the kill
+/// closes what waits in its accept queue. Not a certificate verdict; the path still is not
+/// working (the other rules and `Inconclusive` see it).
+pub(super) fn reset_before_tls(c: &Cell) -> bool {
+    c.detail.as_deref().is_some_and(|d| {
+        (d.contains("Connection reset by peer") || d.contains("SSL_ERROR_SYSCALL"))
+            && !d.contains("alert")
+            && !d.contains("certificate")
+            && !d.contains("closed after the handshake")
+    })
+}
+
 pub(super) fn certificate_problem(ctx: &Ctx) -> Option<Verdict> {
     let mut nodes = Vec::new();
     let mut evidence = Vec::new();
@@ -255,7 +275,7 @@ pub(super) fn certificate_problem(ctx: &Ctx) -> Option<Verdict> {
         .matrices
         .iter()
         .flat_map(|m| m.cells.iter())
-        .filter(|c| c.state == CellState::TlsRejected)
+        .filter(|c| c.state == CellState::TlsRejected && !reset_before_tls(c))
         .collect();
     for c in &rejected {
         evidence.push(format!("{} → {}:{}: {}", c.from, c.to, c.port, describe(c)));

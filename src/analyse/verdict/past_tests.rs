@@ -280,6 +280,58 @@ fn restarted_during_the_cut_is_the_network() {
 
 /// After the NSX fix: the member kubelet restarted runs again and /health is true. Not crash
 /// looping, however recent its restarts: Healthy, with the restarts as a note.
+/// The lab's etcd 3.5 under a full partition with kubelet on: every member killed at about the
+/// same time, its own 2379 reset during the handshake (TCP accepted while it waited for a
+/// leader, then the process went). The network verdict, not a certificate one.
+#[test]
+fn a_reset_while_kubelet_kills_the_member_is_no_certificate_problem() {
+    let mut p = past3();
+    peers_all(&mut p, TcpOutcome::Timeout);
+    for i in 0..3 {
+        container(&mut p[i], "CONTAINER_RUNNING", 3, "07:59:50");
+        set(
+            &mut p,
+            i,
+            i,
+            2379,
+            TcpOutcome::Connected,
+            TlsOutcome::Rejected,
+        );
+        let own = (p[i].paths.iter_mut())
+            .find(|x| x.target == IPS[i] && x.port == 2379)
+            .unwrap();
+        own.tls_detail = Some("curl: (35) Recv failure: Connection reset by peer".into());
+        p[i] = logged(p[i].clone(), &[no_leader("07:59:55")]);
+    }
+    // OpenSSL's words for the same close on the peer port (etcd 3.5 in the lab).
+    set(
+        &mut p,
+        2,
+        2,
+        2380,
+        TcpOutcome::Connected,
+        TlsOutcome::Rejected,
+    );
+    (p[2].paths.iter_mut())
+        .find(|x| x.target == IPS[2] && x.port == 2380)
+        .unwrap()
+        .tls_detail = Some(
+        "curl: (35) OpenSSL SSL_connect: SSL_ERROR_SYSCALL in connection to 198.18.0.13:2380 "
+            .into(),
+    );
+    let v = judge(p.clone());
+    assert_eq!(v.code, VerdictCode::EtcdPeerNetworkBlocked, "{v:#?}");
+    // A refused client certificate under TLS 1.3 (the probe's words) still is one.
+    let own = (p[0].paths.iter_mut())
+        .find(|x| x.target == IPS[0] && x.port == 2379)
+        .unwrap();
+    own.tls_detail = Some(
+        "closed after the handshake, no HTTP answer (a refused client certificate under TLS 1.3): curl: (56) Recv failure: Connection reset by peer".into(),
+    );
+    let v = judge(p);
+    assert_eq!(v.code, VerdictCode::EtcdCertificateProblem, "{v:#?}");
+}
+
 #[test]
 fn healthy_again_after_restarts_is_healthy() {
     let mut p = past3();

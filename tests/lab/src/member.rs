@@ -302,6 +302,10 @@ fn run(rx: mpsc::Receiver<Req>) {
                 mut record,
                 reply,
             }) => {
+                // An exited member not reaped yet (a zombie: its /proc environ reads empty, so
+                // the pods side already counts it stopped, e.g. `heal` right after a kubelet's
+                // SIGTERM) is recorded exited first, as the loop below would 100 ms later.
+                reap_dead(&mut running, &mut last);
                 let result = match running.entry(slot) {
                     Entry::Occupied(_) => Err(anyhow!("member {slot} is already running")),
                     Entry::Vacant(free) => {
@@ -374,21 +378,7 @@ fn run(rx: mpsc::Receiver<Req>) {
             }
             Err(RecvTimeoutError::Timeout) => {}
         }
-        // A member that died on its own: record it exited, as the runtime would.
-        let dead: Vec<(usize, ExitStatus)> = running
-            .iter_mut()
-            .filter_map(|(slot, r)| r.child.try_wait().ok().flatten().map(|s| (*slot, s)))
-            .collect();
-        for (slot, status) in dead {
-            if let Some(mut r) = running.remove(&slot) {
-                r.record.finish(Some(status));
-                let _ = r.record.write();
-                last.insert(slot, r.record);
-                for reply in r.terminating.map(|t| t.1).unwrap_or_default() {
-                    let _ = reply.send(true);
-                }
-            }
-        }
+        reap_dead(&mut running, &mut last);
         // A graceful stop past its grace period: SIGKILL, as the runtime does.
         let overdue: Vec<usize> = running
             .iter()
@@ -401,6 +391,25 @@ fn run(rx: mpsc::Receiver<Req>) {
             .collect();
         for slot in overdue {
             stop(&mut running, &mut last, slot);
+        }
+    }
+}
+
+/// Members that died on their own (or after a graceful stop's SIGTERM): recorded exited, as
+/// the runtime would, and their stop requests answered.
+fn reap_dead(running: &mut HashMap<usize, Running>, last: &mut HashMap<usize, Record>) {
+    let dead: Vec<(usize, ExitStatus)> = running
+        .iter_mut()
+        .filter_map(|(slot, r)| r.child.try_wait().ok().flatten().map(|s| (*slot, s)))
+        .collect();
+    for (slot, status) in dead {
+        if let Some(mut r) = running.remove(&slot) {
+            r.record.finish(Some(status));
+            let _ = r.record.write();
+            last.insert(slot, r.record);
+            for reply in r.terminating.map(|t| t.1).unwrap_or_default() {
+                let _ = reply.send(true);
+            }
         }
     }
 }
