@@ -281,8 +281,10 @@ const PATTERNS: &[Pattern] = &[
     // rafthttp/probing_status.go: zap "prober found high clock drift"; capnslog "the clock
     // difference against peer %s is too high [%v > %v]".
     row(K::ClockDrift, Msg, &["prober found high clock drift", "the clock difference against peer"]),
-    // etcdserver/apply.go (3.5: server/etcdserver/apply.go; 3.6 apply/apply.go) zap "alarm
-    // disarmed" with "alarm":"NOSPACE"; 3.4 capnslog "alarm disarmed %+v".
+    // etcdserver/apply.go applierV3backend.Alarm (3.5: server/etcdserver/apply.go) zap "alarm
+    // disarmed" with "alarm":"NOSPACE"; 3.4 capnslog "alarm disarmed %+v". etcd's newest apply
+    // package (server/etcdserver/apply/backend.go) no longer logs it: there the alarm list and
+    // `/health` (both read by the probe) are what tell, which is why they decide.
     row(K::AlarmDisarmed, Msg, &["alarm disarmed"]),
     // etcdmain/etcd.go startEtcdOrProxyV2() (3.5, 3.6 server/etcdmain): zap error "failed to
     // verify flags" then exit 1; 3.4 capnslog "error verifying flags, %v. See 'etcd --help'.";
