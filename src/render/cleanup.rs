@@ -26,7 +26,7 @@ fn cleanup_table(report: &CleanupReport) -> String {
                     i.namespace.clone(),
                     i.name.clone(),
                     i.age_seconds
-                        .map(human_age)
+                        .map(crate::supervisor::human_age)
                         .unwrap_or_else(|| "<unknown>".into()),
                     i.action.to_string(),
                 ]
@@ -49,16 +49,6 @@ fn cleanup_table(report: &CleanupReport) -> String {
         out.line(format!("skipped: {s}"));
     }
     out.finish()
-}
-
-/// kubectl's compact age: 45s, 12m, 5h, 3d.
-pub fn human_age(secs: u64) -> String {
-    match secs {
-        s if s < 120 => format!("{s}s"),
-        s if s < 3600 * 2 => format!("{}m", s / 60),
-        s if s < 86400 * 2 => format!("{}h", s / 3600),
-        s => format!("{}d", s / 86400),
-    }
 }
 
 #[cfg(test)]
@@ -91,10 +81,10 @@ mod tests {
 
     #[test]
     fn ages_like_kubectl() {
-        assert_eq!(human_age(5), "5s");
-        assert_eq!(human_age(119), "119s");
-        assert_eq!(human_age(600), "10m");
-        assert_eq!(human_age(3 * 3600), "3h");
-        assert_eq!(human_age(5 * 86400), "5d");
+        assert_eq!(crate::supervisor::human_age(5), "5s");
+        assert_eq!(crate::supervisor::human_age(119), "119s");
+        assert_eq!(crate::supervisor::human_age(600), "10m");
+        assert_eq!(crate::supervisor::human_age(3 * 3600), "3h");
+        assert_eq!(crate::supervisor::human_age(5 * 86400), "5d");
     }
 }

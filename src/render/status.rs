@@ -6,7 +6,7 @@ use crate::error::Result;
 use crate::report::StatusReport;
 use std::time::SystemTime;
 
-use super::cleanup::human_age;
+use crate::supervisor::human_age;
 use crate::supervisor::{seconds_since, Condition, RolloutPhase};
 use crate::workload::ApiState;
 

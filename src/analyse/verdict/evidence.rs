@@ -340,14 +340,8 @@ pub(super) fn machine_condition_evidence(
                 .last_transition_time
                 .as_deref()
                 .and_then(|t| crate::supervisor::seconds_since(t, now))
-                .map(|secs| {
-                    // Minutes once past two: what kubectl's AGE column would say.
-                    let secs = if secs < 120 { secs } else { secs - secs % 60 };
-                    format!(
-                        ", {} ago",
-                        humantime::format_duration(std::time::Duration::from_secs(secs))
-                    )
-                })
+                // As kubectl's AGE column says it.
+                .map(|secs| format!(" ({} ago)", crate::supervisor::human_age(secs)))
                 .unwrap_or_default();
             let stale = if healthy {
                 ": the Supervisor's last report, not what was seen now (KCP updates it once it reaches the workload API again)"

@@ -575,6 +575,6 @@ fn conditions_beside_healthy_carry_their_age() {
     assert_eq!(v.code, VerdictCode::Healthy, "{v:#?}");
     assert_eq!(
         v.evidence.last().unwrap(),
-        "cp1: Machine condition EtcdMemberHealthy is False (EtcdMemberUnhealthy: etcdserver: no leader), 4m ago: the Supervisor's last report, not what was seen now (KCP updates it once it reaches the workload API again)"
+        "cp1: Machine condition EtcdMemberHealthy is False (EtcdMemberUnhealthy: etcdserver: no leader) (4m ago): the Supervisor's last report, not what was seen now (KCP updates it once it reaches the workload API again)"
     );
 }
