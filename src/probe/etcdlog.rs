@@ -453,6 +453,10 @@ impl LogSummary {
     pub fn finding(&self, kind: LogKind) -> Option<&Finding> {
         self.findings.iter().find(|f| f.kind == kind)
     }
+    /// The same kind in the history: lines older than the window.
+    pub fn past(&self, kind: LogKind) -> Option<&Finding> {
+        self.history.iter().find(|f| f.kind == kind)
+    }
 }
 
 /// [`classify`] over bytes that may not be UTF-8.

@@ -81,11 +81,7 @@ pub(super) fn ends(cells: &[&Cell]) -> Vec<String> {
 /// The newest time of a kind in the whole log read, window and history alike (`None` < any).
 pub(super) fn last_time(s: &LogSummary, kind: LogKind) -> Option<String> {
     let recent = s.finding(kind).and_then(|f| f.last.clone());
-    let old = s
-        .history
-        .iter()
-        .find(|f| f.kind == kind)
-        .and_then(|f| f.last.clone());
+    let old = s.past(kind).and_then(|f| f.last.clone());
     recent.max(old)
 }
 
@@ -150,34 +146,17 @@ fn removed_in_rollout(ctx: &Ctx, summary: &LogSummary, f: &etcdlog::Finding) -> 
     if deleting.is_empty() || (f.peer_ids.is_empty() && f.peer_addresses.is_empty()) {
         return false;
     }
-    let addr_ok = f.peer_addresses.iter().all(|a| {
-        let host = a.rsplit_once(':').map_or(a.as_str(), |(h, _)| h);
-        let host = host.trim_start_matches('[').trim_end_matches(']');
-        host.parse()
-            .or_else(|_| a.parse())
-            .is_ok_and(|ip| deleting.contains(&ip))
-    });
+    let deleting_addr = |a: &String| log_addr_ip(a).is_some_and(|ip| deleting.contains(&ip));
+    let addr_ok = f.peer_addresses.iter().all(deleting_addr);
     // IDs, to the node's address: from the member lists (a removed member's own list still
     // names it), else from this log's own "removed member" lines when every address they name
     // is a deleting node's (membership/cluster.go logs the removed member's ID and peer URLs).
     let (listed, _) = super::members::listed(ctx);
     let by_info = summary
         .finding(LogKind::MemberRemovedInfo)
-        .or_else(|| {
-            summary
-                .history
-                .iter()
-                .find(|h| h.kind == LogKind::MemberRemovedInfo)
-        })
+        .or_else(|| summary.past(LogKind::MemberRemovedInfo))
         .filter(|info| {
-            !info.peer_addresses.is_empty()
-                && info.peer_addresses.iter().all(|a| {
-                    let host = a.rsplit_once(':').map_or(a.as_str(), |(h, _)| h);
-                    host.trim_start_matches('[')
-                        .trim_end_matches(']')
-                        .parse()
-                        .is_ok_and(|ip| deleting.contains(&ip))
-                })
+            !info.peer_addresses.is_empty() && info.peer_addresses.iter().all(deleting_addr)
         });
     let id_ok = f.peer_ids.iter().all(|id| {
         listed
@@ -253,11 +232,16 @@ pub(super) fn json_field(line: &str, key: &str) -> Option<String> {
     Some(rest[..end].to_string())
 }
 
-/// Which node an address from a log line (`ip` or `ip:port`) belongs to.
-pub(super) fn node_at(ctx: &Ctx, addr: &str) -> Option<String> {
+/// The IP of an address from a log line: `ip`, `ip:port` or `[ip6]:port`.
+pub(super) fn log_addr_ip(addr: &str) -> Option<std::net::IpAddr> {
     let host = addr.rsplit_once(':').map(|(h, _)| h).unwrap_or(addr);
     let host = host.trim_start_matches('[').trim_end_matches(']');
-    let ip: std::net::IpAddr = host.parse().or_else(|_| addr.parse()).ok()?;
+    host.parse().or_else(|_| addr.parse()).ok()
+}
+
+/// Which node an address from a log line (`ip` or `ip:port`) belongs to.
+pub(super) fn node_at(ctx: &Ctx, addr: &str) -> Option<String> {
+    let ip = log_addr_ip(addr)?;
     ctx.nodes
         .iter()
         .find(|n| n.ip == Some(ip))
