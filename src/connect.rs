@@ -8,6 +8,7 @@ use kube::{Client, Config};
 use std::path::PathBuf;
 use std::time::Duration;
 
+use crate::bounds;
 use crate::error::{Error, Result};
 use crate::names::validate_dns1123_label;
 
@@ -19,7 +20,8 @@ pub struct ConnectOptions {
     pub context: Option<String>,
     /// `-n`; else the context's namespace.
     pub namespace: Option<String>,
-    /// Bound of each request to the Supervisor API.
+    /// Bound of each request to the Supervisor API, from sending it to the last byte of its
+    /// answer (`bounds`).
     pub request_timeout: Duration,
 }
 
@@ -104,12 +106,9 @@ pub async fn connect(g: &ConnectOptions) -> Result<Connection> {
         context: Some(context.clone()),
         ..Default::default()
     };
-    let mut config = Config::from_custom_kubeconfig(kubeconfig, &options)
+    let config = Config::from_custom_kubeconfig(kubeconfig, &options)
         .await
         .map_err(|e| config_error(&where_, e))?;
-    config.read_timeout = Some(g.request_timeout);
-    config.write_timeout = Some(g.request_timeout);
-    config.connect_timeout = Some(g.request_timeout.min(std::time::Duration::from_secs(10)));
 
     let namespace = match &g.namespace {
         Some(ns) => ns.clone(),
@@ -124,7 +123,8 @@ pub async fn connect(g: &ConnectOptions) -> Result<Connection> {
         }
     };
     let server = config.cluster_url.to_string();
-    let client = Client::try_from(config).map_err(|e| {
+    // Each request, headers and body, within --request-timeout; each body within its cap.
+    let client = bounds::client(config, bounds::Api::Supervisor, g.request_timeout).map_err(|e| {
         Error::config_from(format!("cannot build a client for context {context:?}"), e)
     })?;
     Ok(Connection {

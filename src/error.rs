@@ -206,7 +206,13 @@ impl KubeErrorExt for kube::Error {
 
 /// Renders an error and its sources on one line: "outer: inner: root". kube's errors nest the
 /// useful part (connection refused, certificate problem) several sources deep.
+///
+/// A request cut by its bounds ([`crate::bounds::Exceeded`]) is that line alone: it names the
+/// API, its URL and the bound, and what kube wraps it in adds only noise ("ServiceError").
 pub fn chain(err: &(dyn std::error::Error + 'static)) -> String {
+    if let Some(bound) = crate::bounds::exceeded(err) {
+        return bound.to_string();
+    }
     let mut out = err.to_string();
     let mut source = err.source();
     while let Some(s) = source {

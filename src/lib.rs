@@ -22,16 +22,20 @@
 //!   (made there and only there), and returns a value; none calls back into a command or into
 //!   an earlier stage's logic. `probe` (the node script, its schema and parser, the log
 //!   classifier) is what the routes run and `analyse` reads.
+//! - Every `kube::Client` (the Supervisor's in `connect`, a workload API's in `workload`) is
+//!   built by [`bounds::client`]: one deadline per request, headers and body, and a size cap
+//!   on every body and watch line (docs/security.md, "Bounds").
 //!
 //! Layers, from the top: each module imports only modules below it (checked by
 //! `tests/architecture.rs`):
 //!
 //! ```text
 //! lib · cli · commands · bundle · plan · route · render · report · analyse · workload · supervisor ·
-//! connect · probe · {names, labels, progress, signal, error}
+//! connect · probe · {names, labels, progress, signal, error} · bounds
 //! ```
 
 pub mod analyse;
+pub mod bounds;
 pub mod bundle;
 pub mod cli;
 pub mod commands;

@@ -13,6 +13,7 @@ use kube::api::Api;
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::{Client, Config};
 
+use crate::bounds;
 use crate::error::{Error, KubeErrorExt, Result};
 use crate::supervisor::Endpoint;
 use serde::{Deserialize, Serialize};
@@ -99,10 +100,10 @@ impl WorkloadCheck {
     }
 }
 
-fn bounded_client(mut config: Config, bound: Duration, cluster: &str) -> Result<Client> {
-    config.connect_timeout = Some(bound);
-    config.read_timeout = Some(bound);
-    Client::try_from(config).map_err(|e| Error::kube(format!("workload cluster {cluster:?}"), e))
+/// Every request within `bound`, headers and body, every body within its cap (`bounds`).
+fn bounded_client(config: Config, bound: Duration, cluster: &str) -> Result<Client> {
+    bounds::client(config, bounds::Api::Workload, bound)
+        .map_err(|e| Error::kube(format!("workload cluster {cluster:?}"), e))
 }
 
 /// Why the `<cluster>-kubeconfig` secret gave no usable kubeconfig.
@@ -337,12 +338,12 @@ fn same_server(server: &str, endpoint: Option<&Endpoint>) -> Result<(), String> 
 }
 
 /// Asks the server for `/readyz`, then `/version` if `/readyz` is not served, within `bound`.
-pub async fn probe(mut config: Config, bound: Duration) -> WorkloadApi {
+///
+/// Only the status is used; the body is not read (a server that trickles it holds nothing). The
+/// client's own deadline is `bound` too, and the two paths share it.
+pub async fn probe(config: Config, bound: Duration) -> WorkloadApi {
     let server = config.cluster_url.to_string();
-    config.connect_timeout = Some(bound);
-    config.read_timeout = Some(bound);
-    config.write_timeout = Some(bound);
-    let client = match Client::try_from(config) {
+    let client = match bounds::client(config, bounds::Api::Workload, bound) {
         Ok(c) => c,
         Err(e) => {
             let mut w = WorkloadApi::unknown(format!(
@@ -423,6 +424,11 @@ pub async fn probe(mut config: Config, bound: Duration) -> WorkloadApi {
 /// by its message (rustls and hyper do not expose a stable type through kube's boxed errors).
 fn classify(err: &kube::Error) -> (ApiState, String) {
     use std::io::ErrorKind;
+    match bounds::exceeded(err) {
+        Some(slow @ bounds::Exceeded::Slow { .. }) => return (ApiState::Timeout, slow.to_string()),
+        Some(other) => return (ApiState::HttpError, other.to_string()),
+        None => {}
+    }
     let text = crate::error::chain(err);
     let mut source: Option<&(dyn std::error::Error + 'static)> = Some(err);
     while let Some(e) = source {

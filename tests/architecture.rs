@@ -21,6 +21,7 @@ const LAYERS: &[&[&str]] = &[
     &["connect"],
     &["probe"],
     &["names", "labels", "progress", "signal", "error"],
+    &["bounds"],
 ];
 
 /// Test-only support, free to use what it builds.
