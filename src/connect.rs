@@ -124,9 +124,10 @@ pub async fn connect(g: &ConnectOptions) -> Result<Connection> {
     };
     let server = config.cluster_url.to_string();
     // Each request, headers and body, within --request-timeout; each body within its cap.
-    let client = bounds::client(config, bounds::Api::Supervisor, g.request_timeout).map_err(|e| {
-        Error::config_from(format!("cannot build a client for context {context:?}"), e)
-    })?;
+    let client =
+        bounds::client(config, bounds::Api::Supervisor, g.request_timeout).map_err(|e| {
+            Error::config_from(format!("cannot build a client for context {context:?}"), e)
+        })?;
     Ok(Connection {
         client,
         context,

@@ -75,6 +75,11 @@ pub enum Error {
     #[error(transparent)]
     Kube(Box<KubeFailure>),
 
+    /// A stage did not finish within the run's bound (`diagnose --timeout` plus its grace):
+    /// an API server answered each request, but too slowly to finish.
+    #[error("{0}")]
+    Timeout(String),
+
     /// Ctrl-C, SIGTERM, SIGHUP; what the run created was cleaned up.
     #[error("interrupted; every probe pod created was deleted")]
     Interrupted,
@@ -95,7 +100,7 @@ impl Error {
             | Error::Config { .. }
             | Error::NotSupervisor { .. }
             | Error::ClusterNotFound { .. } => EXIT_USAGE,
-            Error::Kube(_) | Error::Output { .. } => EXIT_INCOMPLETE,
+            Error::Kube(_) | Error::Timeout(_) | Error::Output { .. } => EXIT_INCOMPLETE,
             Error::Interrupted => EXIT_INTERRUPTED,
         }
     }

@@ -113,8 +113,12 @@ pub fn plan(
             cluster: opts.cluster.clone(),
             namespace: ctx.namespace.to_string(),
         },
-        // The pod route's requests (create, watch, logs) get more time than the quick check.
-        workload_timeout: opts.api_timeout.max(Duration::from_secs(10)),
+        // The pod route's requests (create, watch, logs) get more time than the quick check,
+        // never more than the run's: each is bounded, headers and body (`bounds`).
+        workload_timeout: opts
+            .api_timeout
+            .max(Duration::from_secs(10))
+            .min(opts.timeout),
     };
     DiagnosePlan {
         route,

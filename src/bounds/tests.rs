@@ -81,7 +81,11 @@ async fn read(mut body: BoundBody<Slowly>) -> Result<Vec<u8>, Exceeded> {
 #[test]
 fn each_request_is_bounded_by_its_kind() {
     let b = bound(Duration::from_secs(10), 100, 10);
-    let plain = b.limits(&"/api/v1/namespaces/ns/pods?labelSelector=a%3Db".parse().unwrap());
+    let plain = b.limits(
+        &"/api/v1/namespaces/ns/pods?labelSelector=a%3Db"
+            .parse()
+            .unwrap(),
+    );
     assert_eq!(
         plain,
         Limits {
@@ -90,7 +94,11 @@ fn each_request_is_bounded_by_its_kind() {
             line: None
         }
     );
-    let log = b.limits(&"/api/v1/namespaces/ns/pods/p/log?&limitBytes=4194305".parse().unwrap());
+    let log = b.limits(
+        &"/api/v1/namespaces/ns/pods/p/log?&limitBytes=4194305"
+            .parse()
+            .unwrap(),
+    );
     assert_eq!(log.body, Some(4_194_305));
     let watch = b.limits(
         &"/api/v1/namespaces/ns/pods?&fieldSelector=metadata.name%3Dp&timeoutSeconds=290&watch=true&resourceVersion=1"
@@ -119,7 +127,11 @@ async fn a_body_that_trickles_past_the_deadline_fails_naming_it() {
     let started = std::time::Instant::now();
     let trickle = Slowly::new(vec![b"{"], Duration::from_millis(20), true);
     let err = read(wrap(&b, "/api/v1/pods", trickle)).await.unwrap_err();
-    assert!(started.elapsed() < Duration::from_secs(2), "{:?}", started.elapsed());
+    assert!(
+        started.elapsed() < Duration::from_secs(2),
+        "{:?}",
+        started.elapsed()
+    );
     assert_eq!(
         err.to_string(),
         "the workload API at https://198.18.0.10:6443/ did not finish answering within 300ms"

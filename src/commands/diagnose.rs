@@ -168,8 +168,12 @@ async fn round(
             "reading cluster {cluster} in namespace {} (context {})",
             conn.namespace, conn.context
         ));
-        let (facts, inventory) = supervisor::walk(conn, cluster).await?;
-        let d = diagnose(conn, facts, &Arc::new(inventory), opts, tracker, progress).await?;
+        // The Supervisor walk is inside the cluster's bound: `--timeout` is the whole run's.
+        let d = within(opts.timeout, cluster, async {
+            let (facts, inventory) = supervisor::walk(conn, cluster).await?;
+            diagnose(conn, facts, &Arc::new(inventory), opts, tracker, progress).await
+        })
+        .await?;
         return Ok(Round::One(d));
     }
     progress.stage(match &selection.which {
@@ -189,7 +193,13 @@ async fn round(
         async move {
             // Each cluster's own stages would fight over one line: only the count is shown.
             let quiet = Progress::hidden();
-            let d = diagnose(conn, facts, &inventory, opts, tracker, &quiet).await;
+            let name = facts.cluster.name.clone();
+            let d = within(
+                opts.timeout,
+                &name,
+                diagnose(conn, facts, &inventory, opts, tracker, &quiet),
+            )
+            .await;
             steps.one_done();
             d
         }
@@ -214,6 +224,30 @@ async fn round(
         evidence,
         pods,
     ))
+}
+
+/// How long past `--timeout` one cluster's diagnosis may go on before it is cut: a probe pod
+/// that finishes at the deadline still has its log read (at least `lifecycle`'s 10 s floor) and
+/// is deleted (one request, within the workload client's bound), and the analysis runs. Only a
+/// server that answers every request slowly, each within its own bound, reaches it.
+pub const DIAGNOSIS_GRACE: Duration = Duration::from_secs(30);
+
+/// `work` (one cluster's diagnosis), cut at `timeout` + [`DIAGNOSIS_GRACE`]: a run ends within
+/// its `--timeout` plus a stated margin whatever the servers do (docs/security.md, "Bounds").
+/// What it created is still tracked, and deleted by the caller.
+async fn within<T>(
+    timeout: Duration,
+    cluster: &str,
+    work: impl std::future::Future<Output = Result<T>>,
+) -> Result<T> {
+    let bound = timeout + DIAGNOSIS_GRACE;
+    tokio::time::timeout(bound, work).await.unwrap_or_else(|_| {
+        Err(Error::Timeout(format!(
+            "the diagnosis of cluster {cluster:?} did not finish within --timeout {} plus {}s: the Supervisor or workload API answers too slowly",
+            humantime::format_duration(timeout),
+            DIAGNOSIS_GRACE.as_secs()
+        )))
+    })
 }
 
 /// One cluster's diagnosis, from its facts; every pod it creates goes into `tracker`.

@@ -8,7 +8,10 @@
 //!
 //! Waiting is bounded by the run's `--timeout` only: a watch that breaks or stays quiet past the
 //! client's read timeout (a slow image pull, a vSphere Pod that takes 30 s to start) is resumed
-//! from the last resourceVersion, never reported as a failure.
+//! from the last resourceVersion, never reported as a failure. Each request (create, watch, log,
+//! delete) is also bounded by the client (`bounds`): a create, log or delete within the client's
+//! bound, headers and body; a watch within its `timeoutSeconds` plus that bound, each event line
+//! within `bounds::MAX_LINE_BYTES` (a longer one ends the wait with an error, never resumed).
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -247,7 +250,13 @@ fn definitely_refused(err: &kube::Error) -> bool {
 /// reports that as `ReadEvents`), or the server was briefly overloaded (429, 5xx: an API
 /// server whose etcd is struggling answers so). Not a refusal (403), not an answer that
 /// cannot be read.
+///
+/// A watch line or a body past its size cap (`bounds`) is not resumed: the same server would
+/// send it again. A watch past its deadline (`timeoutSeconds` plus the client's bound) is.
 fn resumable(err: &kube::Error) -> bool {
+    if let Some(bound) = crate::bounds::exceeded(err) {
+        return matches!(bound, crate::bounds::Exceeded::Slow { .. });
+    }
     match err {
         kube::Error::HyperError(_) | kube::Error::Service(_) | kube::Error::ReadEvents(_) => true,
         kube::Error::Api(s) => s.code == 429 || s.code >= 500,
