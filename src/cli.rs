@@ -82,7 +82,8 @@ pub struct GlobalArgs {
     #[arg(short = 'v', long, global = true, action = clap::ArgAction::Count)]
     pub verbose: u8,
 
-    /// Bound on each request to the Supervisor API (e.g. 10s, 1m)
+    /// Bound on each request to the Supervisor API, from sending it to the answer's last byte
+    /// (e.g. 10s, 1m)
     #[arg(long, global = true, value_name = "DURATION", default_value = "30s", value_parser = parse_duration)]
     pub request_timeout: Duration,
 }
@@ -203,7 +204,7 @@ pub struct StatusArgs {
     #[arg(value_parser = parse_cluster_name, required_unless_present_any = ["all", "all_namespaces"])]
     pub cluster: Option<String>,
 
-    /// Bound on the workload API check
+    /// Bound on the workload API check (both of its requests, together)
     #[arg(long, value_name = "DURATION", default_value = "5s", value_parser = parse_duration)]
     pub api_timeout: Duration,
 
@@ -270,7 +271,8 @@ pub struct DiagnoseArgs {
     #[arg(long, value_name = "DURATION", default_value = "3s", value_parser = parse_duration)]
     pub connect_timeout: Duration,
 
-    /// Bound of the whole run; probe pods get it as activeDeadlineSeconds
+    /// Bound of each cluster's diagnosis (cut at it plus 30s, exit 3); probe pods get it as
+    /// activeDeadlineSeconds
     #[arg(long, value_name = "DURATION", default_value = "2m", value_parser = parse_duration)]
     pub timeout: Duration,
 
@@ -291,7 +293,8 @@ pub struct DiagnoseArgs {
     #[arg(long)]
     pub dry_run: bool,
 
-    /// Bound on the workload API check
+    /// Bound on the workload API check (both of its requests); the pod route's requests get
+    /// it too, at least 10s and at most --timeout
     #[arg(long, value_name = "DURATION", default_value = "5s", value_parser = parse_duration)]
     pub api_timeout: Duration,
 

@@ -438,7 +438,8 @@ async fn read_log(api: &Api<Pod>, name: &str, limit: u64) -> Result<String, PodF
     Box::pin(stream.take(limit.saturating_add(1)))
         .read_to_end(&mut log)
         .await
-        .map_err(|e| PodFailure::Api(format!("{doing}: {e}")))?;
+        // `chain`: a log past its deadline or size (`bounds`) says so in one line.
+        .map_err(|e| PodFailure::Api(format!("{doing}: {}", crate::error::chain(&e))))?;
     if log.len() as u64 > limit {
         return Err(PodFailure::LogTooLarge { limit_bytes: limit });
     }
