@@ -133,15 +133,18 @@ pub fn plan(
 
 /// One target per control-plane node; its peers are every other node with an IP.
 ///
-/// A node is a control-plane Machine of this cluster (with its VM, when it has one). Anyone who
-/// can edit the vSphere Namespace can create a VirtualMachine carrying the control-plane labels;
-/// one that joins no Machine is a finding (`MachineMissing`, with its IP) and never a target nor
-/// a peer: no pod, no ssh session and no probe's curl goes to it. So the targets are at most the
-/// Machines present (which never exceed the KCP's desired replicas plus the Machines present),
-/// and the driver probes at most `--parallel` of them at once.
+/// A node is a control-plane Machine of this cluster, owned by its KCP (by uid), with the VM
+/// joined to it by uid when it has one ([`ControlPlaneNode::is_target`]; the rules are in
+/// `supervisor::join`). Anyone who can edit the vSphere Namespace can create a VirtualMachine
+/// carrying the control-plane labels, or naming a real VSphereMachine as its owner, or a Machine
+/// with the control-plane labels: each is a finding and never a target nor a peer: no pod, no
+/// ssh session and no probe's curl goes to it. An address the VM reports that is no other host's
+/// (loopback, link-local, ...: `supervisor::address`) was dropped where it was read, so such a
+/// node is a target without address: nothing is sent to it, and it is nobody's peer. So the
+/// targets are at most the Machines present, and the driver probes at most `--parallel` of them
+/// at once.
 fn targets(facts: &ClusterFacts, opts: &DiagnoseOptions) -> Vec<Target> {
-    let members: Vec<&ControlPlaneNode> =
-        facts.nodes.iter().filter(|n| n.machine.is_some()).collect();
+    let members: Vec<&ControlPlaneNode> = facts.nodes.iter().filter(|n| n.is_target()).collect();
     let ips: Vec<String> = members
         .iter()
         .filter_map(|n| n.ip())

@@ -7,7 +7,9 @@ use crate::report::StatusReport;
 use std::time::SystemTime;
 
 use crate::supervisor::human_age;
-use crate::supervisor::{seconds_since, Condition, RolloutPhase};
+use crate::supervisor::{
+    seconds_since, Condition, ControlPlaneNode, IdentityProblem, JoinedBy, RolloutPhase,
+};
 use crate::workload::ApiState;
 
 pub fn status(report: &StatusReport, format: Format, paint: Paint) -> Result<String> {
@@ -115,6 +117,20 @@ fn rollout_lines(r: &StatusReport, now: SystemTime) -> Vec<String> {
     lines
 }
 
+/// `-o wide`'s JOIN: how the VM was found for the Machine (`uid`, `owner name`, `VM name`), or
+/// the identity problem that makes the node no target.
+fn join_cell(n: &ControlPlaneNode) -> String {
+    match (&n.join.problem, n.join.by) {
+        (Some(IdentityProblem::MachineNotOwned { .. }), _) => "refused: not the KCP's".into(),
+        (Some(IdentityProblem::OwnerMismatch { .. }), _) => "refused: owner uid".into(),
+        (Some(IdentityProblem::AmbiguousVm { .. }), _) => "refused: ambiguous".into(),
+        (None, Some(JoinedBy::Uid)) => "uid".into(),
+        (None, Some(JoinedBy::OwnerName)) => "owner name".into(),
+        (None, Some(JoinedBy::VmName)) => "VM name".into(),
+        (None, None) => NONE.into(),
+    }
+}
+
 fn status_table(r: &StatusReport, wide: bool, paint: Paint) -> String {
     let cp = &r.header.control_plane;
     let mut out = Lines::new(paint);
@@ -165,7 +181,7 @@ fn status_table(r: &StatusReport, wide: bool, paint: Paint) -> String {
     out.blank();
     let mut header = vec!["NODE", "VM", "IP", "POWER", "PHASE", "NODEREF"];
     if wide {
-        header.extend(["CLASS", "VERSION", "FAILURE DOMAIN", "ADDRESSES"]);
+        header.extend(["CLASS", "VERSION", "FAILURE DOMAIN", "ADDRESSES", "JOIN"]);
     }
     let rows: Vec<Vec<String>> = r
         .nodes
@@ -174,15 +190,21 @@ fn status_table(r: &StatusReport, wide: bool, paint: Paint) -> String {
             let m = n.machine.as_ref();
             let vm = n.vm.as_ref();
             let mut row = vec![
-                m.map(|m| m.name.clone())
-                    .unwrap_or_else(|| "<no machine>".into()),
+                match (m, &n.join.problem) {
+                    (Some(m), _) => m.name.clone(),
+                    (None, Some(IdentityProblem::MachineNotOwned { machine, .. })) => {
+                        format!("{machine} <not the KCP's>")
+                    }
+                    (None, _) => "<no machine>".into(),
+                },
                 vm.map(|v| v.name.clone())
                     .unwrap_or_else(|| "<no vm>".into()),
                 match vm {
-                    Some(v) => {
-                        v.ip.map(|ip| ip.to_string())
-                            .unwrap_or_else(|| "<pending>".into())
-                    }
+                    Some(v) => match (v.ip, v.refused_ip) {
+                        (Some(ip), _) => ip.to_string(),
+                        (None, Some(ip)) => format!("{ip} <refused>"),
+                        (None, None) => "<pending>".into(),
+                    },
                     None => NONE.into(),
                 },
                 or_none(vm.map(|v| v.power)),
@@ -203,6 +225,7 @@ fn status_table(r: &StatusReport, wide: bool, paint: Paint) -> String {
                     })
                     .filter(|s| !s.is_empty());
                 row.push(or_none(addrs));
+                row.push(join_cell(n));
             }
             row
         })
@@ -211,6 +234,18 @@ fn status_table(r: &StatusReport, wide: bool, paint: Paint) -> String {
         out.line("No control-plane Machines or VirtualMachines found.");
     } else {
         out.table(&header, &rows);
+    }
+    let by_name: Vec<String> = r
+        .nodes
+        .iter()
+        .filter_map(|n| Some(format!("{} {}", n.name, n.join.by.filter(|b| *b != JoinedBy::Uid)?.describe())))
+        .collect();
+    if !by_name.is_empty() {
+        out.blank();
+        out.line("Joined without a VSphereMachine uid to check (an older Supervisor):");
+        for l in by_name {
+            out.line(format!("  {l}"));
+        }
     }
     let rollout = rollout_lines(r, SystemTime::now());
     if !rollout.is_empty() {

@@ -11,6 +11,7 @@
 pub mod discovery;
 pub mod extract;
 pub mod facts;
+pub mod address;
 pub mod inventory;
 pub mod join;
 pub mod rollout;
