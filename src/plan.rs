@@ -270,6 +270,36 @@ mod tests {
         }
     }
 
+    /// A node whose identity does not hold (a Machine not the KCP's has no `machine`; a Machine
+    /// whose VM is ambiguous has a problem) is neither a target nor a peer; a VM whose address
+    /// was refused leaves its node a target without address. c04990d targeted every node with a
+    /// Machine and had no `join`.
+    #[test]
+    fn a_node_whose_identity_does_not_hold_is_neither_a_target_nor_a_peer() {
+        use crate::supervisor::IdentityProblem;
+        let mut nodes: Vec<_> = (1..=4).map(|i| node(i, true)).collect();
+        nodes[2].join.problem = Some(IdentityProblem::AmbiguousVm {
+            machine: "tkc-cp-3".into(),
+            candidates: vec!["a".into(), "b".into()],
+        });
+        nodes[3].machine = None;
+        nodes[3].join.problem = Some(IdentityProblem::MachineNotOwned {
+            machine: "tkc-cp-4".into(),
+            controller: None,
+        });
+        let vm = nodes[1].vm.as_mut().unwrap();
+        vm.refused_ip = vm.ip.take();
+        let f = facts(3, 3, nodes);
+        let p = plan(&options(Via::Auto), &f, &api(ApiState::Reachable), ctx());
+        let names: Vec<&str> = p.targets.iter().map(|t| t.name.as_str()).collect();
+        assert_eq!(names, ["tkc-cp-1", "tkc-cp-2"]);
+        assert!(p.targets[1].address.is_none(), "refused: no address");
+        assert_eq!(
+            p.targets[0].address.as_ref().unwrap().probe.peers,
+            Vec::<String>::new()
+        );
+    }
+
     #[test]
     fn every_node_is_a_target_and_peers_are_the_others() {
         let mut nodes: Vec<_> = (1..=3).map(|i| node(i, true)).collect();

@@ -95,7 +95,10 @@ fn assert_only_good_targets(env: &Env) {
             GOOD.iter().map(|s| s.to_string()).collect(),
             "{route}: the addresses probed"
         );
-        assert_eq!(count, pods, "{route}: one pod per addressed node, or one for all");
+        assert_eq!(
+            count, pods,
+            "{route}: one pod per addressed node, or one for all"
+        );
         for name in [FORGED_VM, ROGUE_MACHINE] {
             assert!(!text.contains(name), "{route}: {name} in {text}");
         }
@@ -121,7 +124,11 @@ fn a_vm_with_a_forged_owner_uid_is_a_finding_and_the_real_vm_stays() {
         .unwrap_or_else(|| panic!("{:#?}", report.findings));
     assert_eq!(forged.node.as_deref(), Some(FORGED_VM));
     assert!(forged.message.contains("198.18.0.66"), "{}", forged.message);
-    assert!(forged.message.contains("never probed"), "{}", forged.message);
+    assert!(
+        forged.message.contains("never probed"),
+        "{}",
+        forged.message
+    );
     let row = report.nodes.iter().find(|n| n.name == FORGED_VM).unwrap();
     assert!(row.machine.is_none());
     assert!(matches!(
@@ -129,7 +136,10 @@ fn a_vm_with_a_forged_owner_uid_is_a_finding_and_the_real_vm_stays() {
         Some(IdentityProblem::OwnerMismatch { .. })
     ));
     assert!(
-        !report.findings.iter().any(|f| f.node.as_deref() == Some(CP1)),
+        !report
+            .findings
+            .iter()
+            .any(|f| f.node.as_deref() == Some(CP1)),
         "cp1 is whole: {:#?}",
         report.findings
     );
@@ -150,11 +160,19 @@ fn a_vm_reporting_loopback_is_a_finding_and_never_a_target() {
         .find(|f| f.code == FindingCode::VirtualMachineAddressRefused)
         .unwrap_or_else(|| panic!("{:#?}", report.findings));
     assert_eq!(f.node.as_deref(), Some(CP2));
-    assert!(f.message.contains("reports 127.0.0.1 (loopback)"), "{}", f.message);
+    assert!(
+        f.message.contains("reports 127.0.0.1 (loopback)"),
+        "{}",
+        f.message
+    );
     let cp2 = report.nodes.iter().find(|n| n.name == CP2).unwrap();
     assert_eq!(cp2.ip(), None);
     assert_eq!(
-        cp2.vm.as_ref().and_then(|v| v.refused_ip).map(|ip| ip.to_string()).as_deref(),
+        cp2.vm
+            .as_ref()
+            .and_then(|v| v.refused_ip)
+            .map(|ip| ip.to_string())
+            .as_deref(),
         Some("127.0.0.1")
     );
     assert!(

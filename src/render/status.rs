@@ -238,7 +238,13 @@ fn status_table(r: &StatusReport, wide: bool, paint: Paint) -> String {
     let by_name: Vec<String> = r
         .nodes
         .iter()
-        .filter_map(|n| Some(format!("{} {}", n.name, n.join.by.filter(|b| *b != JoinedBy::Uid)?.describe())))
+        .filter_map(|n| {
+            Some(format!(
+                "{} {}",
+                n.name,
+                n.join.by.filter(|b| *b != JoinedBy::Uid)?.describe()
+            ))
+        })
         .collect();
     if !by_name.is_empty() {
         out.blank();
@@ -358,6 +364,41 @@ mod tests {
         );
         let quiet = status(&report(), Format::Table, Paint { on: false }).unwrap();
         assert!(!quiet.contains("Rollout in progress"), "{quiet}");
+    }
+
+    /// How each node was joined is in `-o wide`'s JOIN column; a join without a uid (an older
+    /// Supervisor) is said under the table too, and a refused address is shown as refused.
+    #[test]
+    fn the_join_is_shown() {
+        use crate::supervisor::JoinedBy;
+        let mut nodes: Vec<_> = (1..=3)
+            .map(|i| node(i, PowerState::PoweredOn, true, "Running"))
+            .collect();
+        nodes[0].join.by = Some(JoinedBy::Uid);
+        nodes[1].join.by = Some(JoinedBy::OwnerName);
+        let vm = nodes[2].vm.as_mut().unwrap();
+        vm.refused_ip = Some("127.0.0.1".parse().unwrap());
+        vm.ip = None;
+        let r = StatusReport::new(facts(3, 3, nodes), api(ApiState::Reachable), vec![], 0);
+        let wide = status(&r, Format::Wide, Paint { on: false }).unwrap();
+        let row = |name: &str| {
+            wide.lines()
+                .find(|l| l.starts_with(name))
+                .map(|l| l.trim_end().to_string())
+                .unwrap_or_default()
+        };
+        assert!(row("NODE").ends_with("ADDRESSES   JOIN"), "{wide}");
+        assert!(row("tkc-cp-1").ends_with(" uid"), "{wide}");
+        assert!(row("tkc-cp-2").ends_with(" owner name"), "{wide}");
+        let table = status(&r, Format::Table, Paint { on: false }).unwrap();
+        assert!(
+            table.contains("Joined without a VSphereMachine uid to check (an older Supervisor):\n  tkc-cp-2 by owner name (no uid to check)\n"),
+            "{table}"
+        );
+        assert!(table.contains("127.0.0.1 <refused>"), "{table}");
+        assert!(!status(&report(), Format::Table, Paint { on: false })
+            .unwrap()
+            .contains("Joined without"));
     }
 
     /// `-o wide` has a line per Machine with etcd conditions, visible and on one line; the

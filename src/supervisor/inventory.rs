@@ -383,7 +383,10 @@ impl Inventory {
                 Some(ar.api_version),
             ),
         };
-        let machines = self.machines_of(cluster_name).map(join::machine_object).collect();
+        let machines = self
+            .machines_of(cluster_name)
+            .map(join::machine_object)
+            .collect();
         let (vms, vm_labels) = self.vms_of(cluster_name);
         let vms = vms.into_iter().map(join::vm_object).collect();
         let anchors = join::Anchors {
@@ -456,9 +459,9 @@ impl Inventory {
         &'a self,
         cluster: &'a str,
     ) -> impl Iterator<Item = &'a DynamicObject> {
-        self.vsphere_machines.iter().filter(move |m| {
-            labels(m).get(CLUSTER_NAME_LABEL).map(String::as_str) == Some(cluster)
-        })
+        self.vsphere_machines
+            .iter()
+            .filter(move |m| labels(m).get(CLUSTER_NAME_LABEL).map(String::as_str) == Some(cluster))
     }
 
     /// The cluster's control-plane VMs under the first label scheme that finds any, and which.

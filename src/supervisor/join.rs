@@ -99,7 +99,11 @@ enum Key {
     Names,
 }
 
-pub fn join(anchors: &Anchors, machines: Vec<MachineObject>, vms: Vec<VmObject>) -> Vec<ControlPlaneNode> {
+pub fn join(
+    anchors: &Anchors,
+    machines: Vec<MachineObject>,
+    vms: Vec<VmObject>,
+) -> Vec<ControlPlaneNode> {
     let mut problems: Vec<Option<IdentityProblem>> = vec![None; vms.len()];
     let mut taken = vec![false; vms.len()];
     let mut nodes = Vec::new();
@@ -120,18 +124,27 @@ pub fn join(anchors: &Anchors, machines: Vec<MachineObject>, vms: Vec<VmObject>)
             });
             continue;
         }
-        let infra_kind = m.infra.as_ref().map_or("VSphereMachine", |r| r.kind.as_str());
+        let infra_kind = m
+            .infra
+            .as_ref()
+            .map_or("VSphereMachine", |r| r.kind.as_str());
         let infra_name = m
             .info
             .infrastructure_name
             .clone()
             .unwrap_or_else(|| m.info.name.clone());
-        let names_infra =
-            |v: &VmObject| v.owners.iter().any(|o| o.kind == infra_kind && o.name == infra_name);
+        let names_infra = |v: &VmObject| {
+            v.owners
+                .iter()
+                .any(|o| o.kind == infra_kind && o.name == infra_name)
+        };
         let (candidates, by): (Vec<usize>, JoinedBy) = match key(&m, anchors) {
             Key::Uid(uid) => {
-                let controls =
-                    |v: &VmObject| v.owners.iter().any(|o| o.controller && o.uid.as_deref() == Some(uid.as_str()));
+                let controls = |v: &VmObject| {
+                    v.owners
+                        .iter()
+                        .any(|o| o.controller && o.uid.as_deref() == Some(uid.as_str()))
+                };
                 for (i, v) in vms.iter().enumerate() {
                     if names_infra(v) && !controls(v) {
                         problems[i] = Some(IdentityProblem::OwnerMismatch {

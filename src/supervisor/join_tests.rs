@@ -112,9 +112,17 @@ fn a_forged_owner_uid_is_a_finding_and_the_real_vm_stays() {
             owned_vm("a-forged", "cp-1", "forged-uid", "198.18.0.66"),
             owned_vm("cp-1", "cp-1", "u1", "198.18.0.11"),
             // Right uid, but not as controller: only names its owner.
-            vm("b-forged", vec![owner("VSphereMachine", "cp-1", "u1", false)], "198.18.0.67"),
+            vm(
+                "b-forged",
+                vec![owner("VSphereMachine", "cp-1", "u1", false)],
+                "198.18.0.67",
+            ),
             // No uid at all.
-            vm("c-forged", vec![owner("VSphereMachine", "cp-1", "", true)], "198.18.0.68"),
+            vm(
+                "c-forged",
+                vec![owner("VSphereMachine", "cp-1", "", true)],
+                "198.18.0.68",
+            ),
         ],
     );
     let cp1 = row(&nodes, "cp-1");
@@ -206,7 +214,10 @@ fn a_missing_vsphere_machine_leaves_the_machine_without_a_vm() {
     );
     let m = nodes.iter().find(|n| n.machine.is_some()).unwrap();
     assert_eq!(m.vm, None);
-    assert!(m.is_target(), "a Machine without VM is a target without address");
+    assert!(
+        m.is_target(),
+        "a Machine without VM is a target without address"
+    );
     let named = nodes.iter().find(|n| vm_of(n) == Some("cp-1")).unwrap();
     assert!(matches!(
         named.join.problem,
@@ -226,7 +237,11 @@ fn without_vsphere_machines_the_reference_uid_then_names() {
     with_uid.infra.as_mut().unwrap().uid = Some("u1".into());
     let nodes = join(
         &unread,
-        vec![with_uid, machine("cp-2", Some("vsm-2")), machine("cp-3", None)],
+        vec![
+            with_uid,
+            machine("cp-2", Some("vsm-2")),
+            machine("cp-3", None),
+        ],
         vec![
             owned_vm("a-forged", "cp-1", "bad", "198.18.0.66"),
             owned_vm("cp-1", "cp-1", "u1", "198.18.0.11"),

@@ -8,10 +8,10 @@
 //! - [`extract`] (per-version field reading), [`join`] (Machines with VMs) and [`rollout`] (a
 //!   Machine's rollout phase), all pure.
 
+pub mod address;
 pub mod discovery;
 pub mod extract;
 pub mod facts;
-pub mod address;
 pub mod inventory;
 pub mod join;
 pub mod rollout;

@@ -275,7 +275,9 @@ mod tests {
             let cfg = FakeConfig::from_dir(&dir).unwrap();
             let builtin: BTreeMap<String, String> =
                 [("FAKEAPI_URL".to_string(), "http://127.0.0.1:0".to_string())].into();
-            let Ok(objects) = cfg.var("WORKLOAD_URL", "http://127.0.0.1:9").load_objects(&builtin)
+            let Ok(objects) = cfg
+                .var("WORKLOAD_URL", "http://127.0.0.1:9")
+                .load_objects(&builtin)
             else {
                 continue;
             };
