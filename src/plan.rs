@@ -137,15 +137,18 @@ pub fn plan(
 
 /// One target per control-plane node; its peers are every other node with an IP.
 ///
-/// A node is a control-plane Machine of this cluster (with its VM, when it has one). Anyone who
-/// can edit the vSphere Namespace can create a VirtualMachine carrying the control-plane labels;
-/// one that joins no Machine is a finding (`MachineMissing`, with its IP) and never a target nor
-/// a peer: no pod, no ssh session and no probe's curl goes to it. So the targets are at most the
-/// Machines present (which never exceed the KCP's desired replicas plus the Machines present),
-/// and the driver probes at most `--parallel` of them at once.
+/// A node is a control-plane Machine of this cluster, owned by its KCP (by uid), with the VM
+/// joined to it by uid when it has one ([`ControlPlaneNode::is_target`]; the rules are in
+/// `supervisor::join`). Anyone who can edit the vSphere Namespace can create a VirtualMachine
+/// carrying the control-plane labels, or naming a real VSphereMachine as its owner, or a Machine
+/// with the control-plane labels: each is a finding and never a target nor a peer: no pod, no
+/// ssh session and no probe's curl goes to it. An address the VM reports that is no other host's
+/// (loopback, link-local, ...: `supervisor::address`) was dropped where it was read, so such a
+/// node is a target without address: nothing is sent to it, and it is nobody's peer. So the
+/// targets are at most the Machines present, and the driver probes at most `--parallel` of them
+/// at once.
 fn targets(facts: &ClusterFacts, opts: &DiagnoseOptions) -> Vec<Target> {
-    let members: Vec<&ControlPlaneNode> =
-        facts.nodes.iter().filter(|n| n.machine.is_some()).collect();
+    let members: Vec<&ControlPlaneNode> = facts.nodes.iter().filter(|n| n.is_target()).collect();
     let ips: Vec<String> = members
         .iter()
         .filter_map(|n| n.ip())
@@ -269,6 +272,36 @@ mod tests {
                 .iter()
                 .all(|ip| ["198.18.0.11", "198.18.0.12", "198.18.0.13"].contains(&ip.as_str())));
         }
+    }
+
+    /// A node whose identity does not hold (a Machine not the KCP's has no `machine`; a Machine
+    /// whose VM is ambiguous has a problem) is neither a target nor a peer; a VM whose address
+    /// was refused leaves its node a target without address. c04990d targeted every node with a
+    /// Machine and had no `join`.
+    #[test]
+    fn a_node_whose_identity_does_not_hold_is_neither_a_target_nor_a_peer() {
+        use crate::supervisor::IdentityProblem;
+        let mut nodes: Vec<_> = (1..=4).map(|i| node(i, true)).collect();
+        nodes[2].join.problem = Some(IdentityProblem::AmbiguousVm {
+            machine: "tkc-cp-3".into(),
+            candidates: vec!["a".into(), "b".into()],
+        });
+        nodes[3].machine = None;
+        nodes[3].join.problem = Some(IdentityProblem::MachineNotOwned {
+            machine: "tkc-cp-4".into(),
+            controller: None,
+        });
+        let vm = nodes[1].vm.as_mut().unwrap();
+        vm.refused_ip = vm.ip.take();
+        let f = facts(3, 3, nodes);
+        let p = plan(&options(Via::Auto), &f, &api(ApiState::Reachable), ctx());
+        let names: Vec<&str> = p.targets.iter().map(|t| t.name.as_str()).collect();
+        assert_eq!(names, ["tkc-cp-1", "tkc-cp-2"]);
+        assert!(p.targets[1].address.is_none(), "refused: no address");
+        assert_eq!(
+            p.targets[0].address.as_ref().unwrap().probe.peers,
+            Vec::<String>::new()
+        );
     }
 
     #[test]

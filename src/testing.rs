@@ -84,7 +84,9 @@ pub fn node(i: u8, power: PowerState, ip: bool, phase: &str) -> ControlPlaneNode
             power,
             class: None,
             owner: None,
+            refused_ip: None,
         }),
+        join: Default::default(),
     }
 }
 

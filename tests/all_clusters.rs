@@ -75,13 +75,14 @@ fn one_list_of_each_kind_per_namespace_not_per_cluster() {
         "discovery is one request: {requests:#?}"
     );
     assert_eq!(count("/machines"), 1, "{requests:#?}");
+    assert_eq!(count("/vspheremachines"), 1, "{requests:#?}");
     assert_eq!(count("/virtualmachines"), 1, "{requests:#?}");
     assert_eq!(count("/kubeadmcontrolplanes"), 1, "{requests:#?}");
     assert_eq!(count("/clusters"), 1, "{requests:#?}");
     // The kubeconfig secret of each cluster, once each.
     assert_eq!(count("/secrets/tkc-a-kubeconfig"), 1, "{requests:#?}");
     assert_eq!(count("/secrets/tkc-b-kubeconfig"), 1, "{requests:#?}");
-    assert_eq!(requests.len(), 7, "{requests:#?}");
+    assert_eq!(requests.len(), 8, "{requests:#?}");
 }
 
 #[test]
@@ -97,7 +98,8 @@ fn one_cluster_is_at_most_seven_requests() {
             .iter()
             .filter(|r| r.starts_with("GET /apis"))
             .count(),
-        1 + 1 + 1 + 1 + 1, // discovery, Cluster, KCP, Machines, VMs
+        // discovery, Cluster, KCP, Machines, VSphereMachines (the join by uid), VMs
+        1 + 1 + 1 + 1 + 1 + 1,
         "{requests:#?}"
     );
 }
@@ -333,6 +335,7 @@ fn diagnose_all_in_the_lab_one_run_every_cluster() {
     for kind in [
         "/clusters",
         "/machines",
+        "/vspheremachines",
         "/virtualmachines",
         "/kubeadmcontrolplanes",
     ] {
@@ -343,7 +346,7 @@ fn diagnose_all_in_the_lab_one_run_every_cluster() {
         );
     }
     // Per cluster: its kubeconfig secret, once; nothing else of the Supervisor's.
-    assert_eq!(requests.len(), 1 + 4 + 3, "{requests:#?}");
+    assert_eq!(requests.len(), 1 + 5 + 3, "{requests:#?}");
     for (c, before) in fleet::CLUSTERS.iter().zip(before) {
         let api = f.cluster(c).workload.api().unwrap();
         assert_eq!(api.created_pods().len() - before, 3, "{c}");

@@ -73,7 +73,9 @@ fn facts(lab: &Lab) -> ClusterFacts {
                     power: PowerState::PoweredOn,
                     class: None,
                     owner: None,
+                    refused_ip: None,
                 }),
+                join: Default::default(),
             })
             .collect(),
     }

@@ -5,7 +5,9 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::supervisor::{ClusterFacts, ControlPlaneNode, PowerState, RolloutPhase};
+use crate::supervisor::{
+    ClusterFacts, ControlPlaneNode, IdentityProblem, PowerState, RolloutPhase, VmInfo,
+};
 use crate::workload::{ApiState, WorkloadApi};
 
 #[derive(
@@ -69,6 +71,17 @@ pub enum FindingCode {
     /// (more replicas than desired, replicas not up to date): shown, with the phase and since
     /// when, in place of the node findings it explains (no IP, not powered on, not Running).
     RolloutInProgress,
+    /// A Machine with the cluster's control-plane labels is not controller-owned by the uid of
+    /// the cluster's KubeadmControlPlane: no Machine of this control plane, never probed.
+    MachineNotOwnedByKCP,
+    /// A VirtualMachine names a Machine's VSphereMachine as its owner but is not controlled by
+    /// that VSphereMachine's uid: never probed, and never taken for the Machine's VM.
+    VirtualMachineOwnerMismatch,
+    /// Several VirtualMachines claim one Machine's VSphereMachine: none is used or probed.
+    VirtualMachineAmbiguous,
+    /// The VM reports an address that is no other host's (loopback, unspecified, link-local,
+    /// multicast, broadcast, reserved): the node is never probed at it, nor anyone's peer.
+    VirtualMachineAddressRefused,
 }
 
 pub fn status_findings(facts: &ClusterFacts, api: &WorkloadApi) -> Vec<Finding> {
@@ -160,6 +173,13 @@ pub fn status_findings(facts: &ClusterFacts, api: &WorkloadApi) -> Vec<Finding> 
     }
     for n in &facts.nodes {
         let name = Some(n.name.as_str());
+        if let Some(p) = &n.join.problem {
+            out.push(identity_finding(facts, n, p));
+            if n.machine.is_none() {
+                // No Machine of this cluster's: its VM's state is nothing to report on.
+                continue;
+            }
+        }
         if let Some(r) = n.rollout() {
             // The rollout explains the VM's state and the Machine's phase: one finding.
             out.push(finding(
@@ -171,7 +191,7 @@ pub fn status_findings(facts: &ClusterFacts, api: &WorkloadApi) -> Vec<Finding> 
             continue;
         }
         match (&n.machine, &n.vm) {
-            (Some(_), None) => out.push(finding(
+            (Some(_), None) if n.join.problem.is_none() => out.push(finding(
                 VirtualMachineMissing,
                 Error,
                 name,
@@ -184,7 +204,7 @@ pub fn status_findings(facts: &ClusterFacts, api: &WorkloadApi) -> Vec<Finding> 
                 format!(
                     "VirtualMachine {:?} ({}) carries the control-plane labels but joins no control-plane Machine of this cluster: it is never probed",
                     vm.name,
-                    vm.ip.map(|ip| format!("IP {ip}")).unwrap_or_else(|| "no IP".into())
+                    ip_text(vm)
                 ),
             )),
             _ => {}
@@ -198,7 +218,17 @@ pub fn status_findings(facts: &ClusterFacts, api: &WorkloadApi) -> Vec<Finding> 
                     format!("VirtualMachine {:?} is {}", vm.name, vm.power),
                 ));
             }
-            if vm.ip.is_none() {
+            if let Some((ip, why)) = vm.refusal() {
+                out.push(finding(
+                    VirtualMachineAddressRefused,
+                    Error,
+                    name,
+                    format!(
+                        "VirtualMachine {:?} reports {ip} ({why}), no address of another host: the node is never probed at it, nor anyone's peer",
+                        vm.name
+                    ),
+                ));
+            } else if vm.ip.is_none() {
                 out.push(finding(
                     VirtualMachineNoIP,
                     Warning,
@@ -245,6 +275,75 @@ pub fn status_findings(facts: &ClusterFacts, api: &WorkloadApi) -> Vec<Finding> 
         )),
     }
     out
+}
+
+/// A VM's address for a message: `IP 198.18.0.11`, `IP 127.0.0.1 (loopback, refused)`, `no IP`.
+fn ip_text(vm: &VmInfo) -> String {
+    match (vm.ip, vm.refusal()) {
+        (Some(ip), _) => format!("IP {ip}"),
+        (None, Some((ip, why))) => format!("IP {ip} ({why}, refused)"),
+        (None, None) => "no IP".into(),
+    }
+}
+
+/// The finding for a node whose identity does not hold (see `supervisor::join`).
+fn identity_finding(facts: &ClusterFacts, n: &ControlPlaneNode, p: &IdentityProblem) -> Finding {
+    let name = Some(n.name.as_str());
+    match p {
+        IdentityProblem::MachineNotOwned {
+            machine,
+            controller,
+        } => {
+            let kcp = match &facts.kcp {
+                Some(k) => format!("KubeadmControlPlane {:?}", k.name),
+                None => "KubeadmControlPlane (none was read)".into(),
+            };
+            finding(
+                FindingCode::MachineNotOwnedByKCP,
+                Severity::Error,
+                name,
+                format!(
+                    "Machine {machine:?} carries the control-plane labels but is not controlled by the cluster's {kcp} ({}): it is never probed",
+                    match controller {
+                        Some(c) => format!("its controller is {c}"),
+                        None => "it has no controller ownerReference".into(),
+                    }
+                ),
+            )
+        }
+        IdentityProblem::OwnerMismatch {
+            machine,
+            vsphere_machine,
+        } => {
+            let vm = n.vm.as_ref().map_or(n.name.as_str(), |v| v.name.as_str());
+            let ip = n.vm.as_ref().map(ip_text).unwrap_or_else(|| "no IP".into());
+            finding(
+                FindingCode::VirtualMachineOwnerMismatch,
+                Severity::Error,
+                name,
+                format!(
+                    "VirtualMachine {vm:?} ({ip}) names VSphereMachine {vsphere_machine:?} of Machine {machine:?} as its owner, but is not controlled by that VSphereMachine's uid: it is never probed"
+                ),
+            )
+        }
+        IdentityProblem::AmbiguousVm {
+            machine,
+            candidates,
+        } => finding(
+            FindingCode::VirtualMachineAmbiguous,
+            Severity::Error,
+            name,
+            format!(
+                "{} VirtualMachines claim Machine {machine:?}'s VSphereMachine ({}): none is taken for its VM, none is probed",
+                candidates.len(),
+                candidates
+                    .iter()
+                    .map(|c| format!("{c:?}"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        ),
+    }
 }
 
 /// One rollout node in words, its times as the objects have them (RFC 3339: the same on

@@ -134,6 +134,7 @@ mod tests {
             clusters: Vec::new(),
             control_planes: Vec::new(),
             machines: Vec::new(),
+            vsphere_machines: Vec::new(),
             vms: Vec::new(),
         })
     }

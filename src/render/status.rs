@@ -7,7 +7,9 @@ use crate::report::StatusReport;
 use std::time::SystemTime;
 
 use crate::supervisor::human_age;
-use crate::supervisor::{seconds_since, Condition, RolloutPhase};
+use crate::supervisor::{
+    seconds_since, Condition, ControlPlaneNode, IdentityProblem, JoinedBy, RolloutPhase,
+};
 use crate::workload::ApiState;
 
 pub fn status(report: &StatusReport, format: Format, paint: Paint) -> Result<String> {
@@ -115,6 +117,20 @@ fn rollout_lines(r: &StatusReport, now: SystemTime) -> Vec<String> {
     lines
 }
 
+/// `-o wide`'s JOIN: how the VM was found for the Machine (`uid`, `owner name`, `VM name`), or
+/// the identity problem that makes the node no target.
+fn join_cell(n: &ControlPlaneNode) -> String {
+    match (&n.join.problem, n.join.by) {
+        (Some(IdentityProblem::MachineNotOwned { .. }), _) => "refused: not the KCP's".into(),
+        (Some(IdentityProblem::OwnerMismatch { .. }), _) => "refused: owner uid".into(),
+        (Some(IdentityProblem::AmbiguousVm { .. }), _) => "refused: ambiguous".into(),
+        (None, Some(JoinedBy::Uid)) => "uid".into(),
+        (None, Some(JoinedBy::OwnerName)) => "owner name".into(),
+        (None, Some(JoinedBy::VmName)) => "VM name".into(),
+        (None, None) => NONE.into(),
+    }
+}
+
 fn status_table(r: &StatusReport, wide: bool, paint: Paint) -> String {
     let cp = &r.header.control_plane;
     let mut out = Lines::new(paint);
@@ -165,7 +181,7 @@ fn status_table(r: &StatusReport, wide: bool, paint: Paint) -> String {
     out.blank();
     let mut header = vec!["NODE", "VM", "IP", "POWER", "PHASE", "NODEREF"];
     if wide {
-        header.extend(["CLASS", "VERSION", "FAILURE DOMAIN", "ADDRESSES"]);
+        header.extend(["CLASS", "VERSION", "FAILURE DOMAIN", "ADDRESSES", "JOIN"]);
     }
     let rows: Vec<Vec<String>> = r
         .nodes
@@ -174,15 +190,21 @@ fn status_table(r: &StatusReport, wide: bool, paint: Paint) -> String {
             let m = n.machine.as_ref();
             let vm = n.vm.as_ref();
             let mut row = vec![
-                m.map(|m| m.name.clone())
-                    .unwrap_or_else(|| "<no machine>".into()),
+                match (m, &n.join.problem) {
+                    (Some(m), _) => m.name.clone(),
+                    (None, Some(IdentityProblem::MachineNotOwned { machine, .. })) => {
+                        format!("{machine} <not the KCP's>")
+                    }
+                    (None, _) => "<no machine>".into(),
+                },
                 vm.map(|v| v.name.clone())
                     .unwrap_or_else(|| "<no vm>".into()),
                 match vm {
-                    Some(v) => {
-                        v.ip.map(|ip| ip.to_string())
-                            .unwrap_or_else(|| "<pending>".into())
-                    }
+                    Some(v) => match (v.ip, v.refused_ip) {
+                        (Some(ip), _) => ip.to_string(),
+                        (None, Some(ip)) => format!("{ip} <refused>"),
+                        (None, None) => "<pending>".into(),
+                    },
                     None => NONE.into(),
                 },
                 or_none(vm.map(|v| v.power)),
@@ -203,6 +225,7 @@ fn status_table(r: &StatusReport, wide: bool, paint: Paint) -> String {
                     })
                     .filter(|s| !s.is_empty());
                 row.push(or_none(addrs));
+                row.push(join_cell(n));
             }
             row
         })
@@ -211,6 +234,24 @@ fn status_table(r: &StatusReport, wide: bool, paint: Paint) -> String {
         out.line("No control-plane Machines or VirtualMachines found.");
     } else {
         out.table(&header, &rows);
+    }
+    let by_name: Vec<String> = r
+        .nodes
+        .iter()
+        .filter_map(|n| {
+            Some(format!(
+                "{} {}",
+                n.name,
+                n.join.by.filter(|b| *b != JoinedBy::Uid)?.describe()
+            ))
+        })
+        .collect();
+    if !by_name.is_empty() {
+        out.blank();
+        out.line("Joined without a VSphereMachine uid to check (an older Supervisor):");
+        for l in by_name {
+            out.line(format!("  {l}"));
+        }
     }
     let rollout = rollout_lines(r, SystemTime::now());
     if !rollout.is_empty() {
@@ -323,6 +364,41 @@ mod tests {
         );
         let quiet = status(&report(), Format::Table, Paint { on: false }).unwrap();
         assert!(!quiet.contains("Rollout in progress"), "{quiet}");
+    }
+
+    /// How each node was joined is in `-o wide`'s JOIN column; a join without a uid (an older
+    /// Supervisor) is said under the table too, and a refused address is shown as refused.
+    #[test]
+    fn the_join_is_shown() {
+        use crate::supervisor::JoinedBy;
+        let mut nodes: Vec<_> = (1..=3)
+            .map(|i| node(i, PowerState::PoweredOn, true, "Running"))
+            .collect();
+        nodes[0].join.by = Some(JoinedBy::Uid);
+        nodes[1].join.by = Some(JoinedBy::OwnerName);
+        let vm = nodes[2].vm.as_mut().unwrap();
+        vm.refused_ip = Some("127.0.0.1".parse().unwrap());
+        vm.ip = None;
+        let r = StatusReport::new(facts(3, 3, nodes), api(ApiState::Reachable), vec![], 0);
+        let wide = status(&r, Format::Wide, Paint { on: false }).unwrap();
+        let row = |name: &str| {
+            wide.lines()
+                .find(|l| l.starts_with(name))
+                .map(|l| l.trim_end().to_string())
+                .unwrap_or_default()
+        };
+        assert!(row("NODE").ends_with("ADDRESSES   JOIN"), "{wide}");
+        assert!(row("tkc-cp-1").ends_with(" uid"), "{wide}");
+        assert!(row("tkc-cp-2").ends_with(" owner name"), "{wide}");
+        let table = status(&r, Format::Table, Paint { on: false }).unwrap();
+        assert!(
+            table.contains("Joined without a VSphereMachine uid to check (an older Supervisor):\n  tkc-cp-2 by owner name (no uid to check)\n"),
+            "{table}"
+        );
+        assert!(table.contains("127.0.0.1 <refused>"), "{table}");
+        assert!(!status(&report(), Format::Table, Paint { on: false })
+            .unwrap()
+            .contains("Joined without"));
     }
 
     /// `-o wide` has a line per Machine with etcd conditions, visible and on one line; the

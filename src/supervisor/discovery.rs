@@ -23,6 +23,9 @@ use crate::error::{Error, Result};
 pub const VMOPERATOR_GROUP: &str = "vmoperator.vmware.com";
 pub const CAPI_GROUP: &str = "cluster.x-k8s.io";
 pub const CONTROLPLANE_GROUP: &str = "controlplane.cluster.x-k8s.io";
+/// CAPV's Supervisor-mode group (VSphereMachine v1beta1, and v1beta2 from CAPV 1.14; the join
+/// reads only `metadata`, the same in every version).
+pub const INFRA_GROUP: &str = "vmware.infrastructure.cluster.x-k8s.io";
 
 /// kubectl's order: aggregated v2, v2beta1 (Kubernetes 1.26–1.29), then the plain answer.
 const ACCEPT: &str = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,\
@@ -46,6 +49,11 @@ pub struct SupervisorApis {
     pub virtual_machine: ApiResource,
     pub cluster: ApiResource,
     pub machine: ApiResource,
+    /// CAPV's VSphereMachine, when the Supervisor serves it: the join goes Machine →
+    /// VSphereMachine (uid) → VM. None: not served, or a bundle written before it was read
+    /// (the join then goes by the Machine's reference alone, see [`super::join`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vsphere_machine: Option<ApiResource>,
     /// Every group the answer named (a `controlPlaneRef` may point into any of them).
     pub groups: BTreeMap<String, ServedGroup>,
 }
@@ -85,12 +93,14 @@ pub fn from_answer(answer: &Value, context: &str) -> Result<SupervisorApis> {
         Some("APIGroupDiscoveryList") => aggregated_groups(answer),
         _ => plain_groups(answer),
     };
-    let apis = SupervisorApis {
+    let mut apis = SupervisorApis {
         virtual_machine: placeholder(),
         cluster: placeholder(),
         machine: placeholder(),
+        vsphere_machine: None,
         groups,
     };
+    apis.vsphere_machine = apis.kind_in(INFRA_GROUP, "VSphereMachine");
     let vm = apis.kind_in(VMOPERATOR_GROUP, "VirtualMachine");
     let cluster = apis.kind_in(CAPI_GROUP, "Cluster");
     let machine = apis.kind_in(CAPI_GROUP, "Machine");

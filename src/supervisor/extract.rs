@@ -44,6 +44,26 @@ pub fn vm_ip(data: &Value) -> Option<IpAddr> {
     .find_map(|s| s.trim().parse::<IpAddr>().ok())
 }
 
+/// The VM's primary IP split by the address rule ([`super::address`]): (the address to use,
+/// the address refused). At most one is Some; both None when the VM reports none yet.
+pub fn vm_address(data: &Value) -> (Option<IpAddr>, Option<IpAddr>) {
+    match vm_ip(data) {
+        Some(ip) if super::address::refusal(ip).is_some() => (None, Some(ip)),
+        ip => (ip, None),
+    }
+}
+
+/// A Machine's `spec.infrastructureRef` (v1beta1 ObjectReference with `uid`, v1beta2
+/// ContractVersionedObjectReference without).
+pub fn infrastructure_ref(data: &Value) -> Option<super::join::InfraRef> {
+    let r = data.get("spec")?.get("infrastructureRef")?;
+    Some(super::join::InfraRef {
+        kind: str_at(r, &["kind"])?.to_string(),
+        name: str_at(r, &["name"])?.to_string(),
+        uid: str_at(r, &["uid"]).map(str::to_string),
+    })
+}
+
 /// `status.powerState`, normalised: v1alpha1 says `poweredOn`, later versions `PoweredOn`.
 pub fn vm_power(data: &Value) -> PowerState {
     match str_at(data, &["status", "powerState"]) {

@@ -251,8 +251,88 @@ pub struct VmInfo {
     pub ip: Option<IpAddr>,
     pub power: PowerState,
     pub class: Option<String>,
-    /// The VSphereMachine that owns the VM (ownerReferences), used to join with Machines.
+    /// The name of the VSphereMachine the VM's ownerReferences name (shown; the join goes by
+    /// uid, see [`super::join`]).
     pub owner: Option<String>,
+    /// The address the VM reports when it is none the plugin may send anything to (loopback,
+    /// link-local, multicast...: [`super::address::refusal`]); `ip` is then None. Not in the
+    /// JSON when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub refused_ip: Option<IpAddr>,
+}
+
+impl VmInfo {
+    /// Why the VM's reported address is refused ("loopback", ...), when it is.
+    pub fn refusal(&self) -> Option<(IpAddr, &'static str)> {
+        let ip = self.refused_ip?;
+        Some((ip, super::address::refusal(ip).unwrap_or("not unicast")))
+    }
+}
+
+/// How a node's VirtualMachine was found for its Machine (`nodes[].join.by`).
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, strum::Display, strum::VariantArray,
+)]
+pub enum JoinedBy {
+    /// The VM is controller-owned (`controller: true`) by the uid of the Machine's
+    /// VSphereMachine: read from the VSphereMachine, else from the Machine's
+    /// `spec.infrastructureRef.uid` (CAPI v1beta1 writes it).
+    Uid,
+    /// No VSphereMachine uid to go by (an older Supervisor, a bundle without them): the VM's
+    /// VSphereMachine ownerReference names the Machine's infrastructure.
+    OwnerName,
+    /// No uid, and the VM names no VSphereMachine owner: its name is the Machine's
+    /// infrastructure's (or the Machine's).
+    VmName,
+}
+
+impl JoinedBy {
+    /// In words, for the tables.
+    pub fn describe(self) -> &'static str {
+        match self {
+            JoinedBy::Uid => "by uid",
+            JoinedBy::OwnerName => "by owner name (no uid to check)",
+            JoinedBy::VmName => "by VM name (no uid to check)",
+        }
+    }
+}
+
+/// Why a node is never probed: who it is could not be established (`nodes[].join.problem`,
+/// tagged by `kind`). Each is a finding.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all_fields = "camelCase")]
+pub enum IdentityProblem {
+    /// A Machine with the cluster's control-plane labels that is not controller-owned by the
+    /// uid of the cluster's KubeadmControlPlane. Such a row has no `machine` (it is no Machine of
+    /// this cluster's control plane) and joins no VM.
+    MachineNotOwned {
+        machine: String,
+        /// Its controller ownerReference (`Kind name (uid)`), when it has one.
+        controller: Option<String>,
+    },
+    /// Several VMs claim the Machine's VSphereMachine (by uid, or by name without one): none
+    /// is used. On the Machine's row and on each candidate's.
+    AmbiguousVm {
+        machine: String,
+        candidates: Vec<String>,
+    },
+    /// The VM names the Machine's VSphereMachine as its owner, but not as its controller by
+    /// that VSphereMachine's uid (a wrong or absent uid, or `controller` not true).
+    OwnerMismatch {
+        machine: String,
+        vsphere_machine: String,
+    },
+}
+
+/// How a node's Machine and VM were put together (`nodes[].join`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Join {
+    /// Absent when the row lacks a Machine or a VM.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub by: Option<JoinedBy>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub problem: Option<IdentityProblem>,
 }
 
 /// One control-plane node: a Machine and its VM, either of which may be missing.
@@ -263,11 +343,22 @@ pub struct ControlPlaneNode {
     pub name: String,
     pub machine: Option<MachineInfo>,
     pub vm: Option<VmInfo>,
+    /// How Machine and VM were joined, and what makes the node no target. Reports from before
+    /// it have none.
+    #[serde(default)]
+    pub join: Join,
 }
 
 impl ControlPlaneNode {
+    /// The VM's address, when it is one the plugin may use (see [`VmInfo::refused_ip`]).
     pub fn ip(&self) -> Option<IpAddr> {
         self.vm.as_ref().and_then(|v| v.ip)
+    }
+    /// A node the probes may go to: a control-plane Machine of this cluster (owned by its
+    /// KCP) whose VM, when it has one, was found without doubt. Its VM's address may still be
+    /// missing or refused: then nothing is sent to it (the route reports it without address).
+    pub fn is_target(&self) -> bool {
+        self.machine.is_some() && self.join.problem.is_none()
     }
     /// The node's rollout phase (its Machine's), when it is being created or deleted: such a
     /// node is shown, never the reason for a verdict.

@@ -40,6 +40,9 @@ pub struct Inventory {
     /// resource (list items may carry no apiVersion/kind of their own).
     pub control_planes: Vec<(ApiResource, DynamicObject)>,
     pub machines: Vec<DynamicObject>,
+    /// The control-plane VSphereMachines (by the same labels as the Machines; KCP gives its
+    /// infrastructure machines both), when the Supervisor serves them.
+    pub vsphere_machines: Vec<DynamicObject>,
     pub vms: Vec<DynamicObject>,
 }
 
@@ -90,8 +93,8 @@ async fn list(
 
 impl Inventory {
     /// One cluster, read as directly as the API allows: the Cluster and its KCP by name, its
-    /// Machines and VMs by label (the `capw` labels only when `capv` finds none). 4 requests
-    /// (5 on an old Supervisor). An unknown cluster is [`Error::ClusterNotFound`], naming the
+    /// Machines, VSphereMachines and VMs by label (the `capw` labels only when `capv` finds
+    /// none). 5 requests (6 on an old Supervisor; 4 where VSphereMachines are not served). An unknown cluster is [`Error::ClusterNotFound`], naming the
     /// clusters that do exist.
     pub async fn of_cluster(
         client: &Client,
@@ -113,7 +116,7 @@ impl Inventory {
         };
         let machines_selector =
             format!("{CLUSTER_NAME_LABEL}={cluster_name},{CONTROL_PLANE_LABEL}");
-        let (kcp, machines, vms) = tokio::try_join!(
+        let (kcp, machines, vsphere_machines, vms) = tokio::try_join!(
             control_plane_of(client, apis, ns, &cluster),
             list(
                 client,
@@ -122,6 +125,7 @@ impl Inventory {
                 Some(&machines_selector),
                 "Machines"
             ),
+            vsphere_machines(client, apis, Some(ns), &machines_selector),
             cluster_vms(client, apis, ns, cluster_name),
         )?;
         Ok(Inventory {
@@ -130,6 +134,7 @@ impl Inventory {
             clusters: vec![cluster],
             control_planes: kcp.into_iter().collect(),
             machines,
+            vsphere_machines,
             vms,
         })
     }
@@ -144,7 +149,7 @@ impl Inventory {
         ns: &str,
     ) -> Result<Inventory> {
         let role = role_selector(VM_LABELS[0].1);
-        let (clusters, machines, vms) = tokio::try_join!(
+        let (clusters, machines, vsphere_machines, vms) = tokio::try_join!(
             list(client, &apis.cluster, Some(ns), None, "Clusters"),
             list(
                 client,
@@ -153,6 +158,7 @@ impl Inventory {
                 Some(CONTROL_PLANE_LABEL),
                 "Machines"
             ),
+            vsphere_machines(client, apis, Some(ns), CONTROL_PLANE_LABEL),
             list(
                 client,
                 &apis.virtual_machine,
@@ -167,6 +173,7 @@ impl Inventory {
             clusters,
             control_planes: Vec::new(),
             machines,
+            vsphere_machines,
             vms,
         };
         inv.complete(client, Some(ns)).await?;
@@ -184,7 +191,7 @@ impl Inventory {
         match list(client, &apis.cluster, None, None, "Clusters").await {
             Ok(clusters) => {
                 let role = role_selector(VM_LABELS[0].1);
-                let (machines, vms) = tokio::try_join!(
+                let (machines, vsphere_machines, vms) = tokio::try_join!(
                     list(
                         client,
                         &apis.machine,
@@ -192,6 +199,7 @@ impl Inventory {
                         Some(CONTROL_PLANE_LABEL),
                         "Machines"
                     ),
+                    vsphere_machines(client, apis, None, CONTROL_PLANE_LABEL),
                     list(
                         client,
                         &apis.virtual_machine,
@@ -206,6 +214,7 @@ impl Inventory {
                     clusters,
                     control_planes: Vec::new(),
                     machines,
+                    vsphere_machines,
                     vms,
                 };
                 all.complete(client, None).await?;
@@ -323,6 +332,12 @@ impl Inventory {
                     .filter(|o| in_ns(o, &ns))
                     .cloned()
                     .collect(),
+                vsphere_machines: self
+                    .vsphere_machines
+                    .iter()
+                    .filter(|o| in_ns(o, &ns))
+                    .cloned()
+                    .collect(),
                 vms: self.vms.iter().filter(|o| in_ns(o, &ns)).cloned().collect(),
                 apis: self.apis.clone(),
                 namespace: ns,
@@ -350,6 +365,10 @@ impl Inventory {
                 existing: existing(ns, &names),
             });
         };
+        let kcp_uid = match self.control_plane_of(cluster) {
+            Ok((_, _, Some(obj))) => obj.metadata.uid.clone().filter(|u| !u.is_empty()),
+            _ => None,
+        };
         let (kcp, kcp_missing_reason, control_plane_version) = match self.control_plane_of(cluster)
         {
             Err(why) => (None, Some(why), None),
@@ -364,13 +383,21 @@ impl Inventory {
                 Some(ar.api_version),
             ),
         };
-        let machines: Vec<MachineInfo> = self
+        let machines = self
             .machines_of(cluster_name)
-            .map(|m| extract::machine(name(m), &m.data))
+            .map(join::machine_object)
             .collect();
         let (vms, vm_labels) = self.vms_of(cluster_name);
-        let vms: Vec<VmInfo> = vms.into_iter().map(vm_info).collect();
-        let mut nodes = join::join(machines, vms);
+        let vms = vms.into_iter().map(join::vm_object).collect();
+        let anchors = join::Anchors {
+            kcp_uid,
+            vsphere_machines: self.apis.vsphere_machine.as_ref().map(|_| {
+                self.vsphere_machines_of(cluster_name)
+                    .filter_map(|o| Some((name(o).to_string(), o.metadata.uid.clone()?)))
+                    .collect()
+            }),
+        };
+        let mut nodes = join::join(&anchors, machines, vms);
         // A rollout phase needs the Machine's metadata and its VM: known once joined.
         rollout::fill(
             &mut nodes,
@@ -427,6 +454,16 @@ impl Inventory {
         })
     }
 
+    /// The cluster's control-plane VSphereMachines (by the Machines' labels).
+    fn vsphere_machines_of<'a>(
+        &'a self,
+        cluster: &'a str,
+    ) -> impl Iterator<Item = &'a DynamicObject> {
+        self.vsphere_machines
+            .iter()
+            .filter(move |m| labels(m).get(CLUSTER_NAME_LABEL).map(String::as_str) == Some(cluster))
+    }
+
     /// The cluster's control-plane VMs under the first label scheme that finds any, and which.
     fn vms_of(&self, cluster: &str) -> (Vec<&DynamicObject>, Option<VmLabelScheme>) {
         VM_LABELS
@@ -465,6 +502,9 @@ impl Inventory {
             self.machines_of(cluster_name)
                 .map(|m| plain(m, &self.apis.machine)),
         );
+        if let Some(ar) = &self.apis.vsphere_machine {
+            out.extend(self.vsphere_machines_of(cluster_name).map(|m| plain(m, ar)));
+        }
         out.extend(
             self.vms_of(cluster_name)
                 .0
@@ -483,6 +523,7 @@ impl Inventory {
             clusters: Vec::new(),
             control_planes: Vec::new(),
             machines: Vec::new(),
+            vsphere_machines: Vec::new(),
             vms: Vec::new(),
         };
         for v in objects {
@@ -500,6 +541,8 @@ impl Inventory {
                 inv.machines.push(o);
             } else if is(&inv.apis.virtual_machine) {
                 inv.vms.push(o);
+            } else if inv.apis.vsphere_machine.as_ref().is_some_and(is) {
+                inv.vsphere_machines.push(o);
             } else if let Some((group, version)) = types.api_version.split_once('/') {
                 let ar = ApiResource::from_gvk(&kube::core::GroupVersionKind::gvk(
                     group,
@@ -551,6 +594,19 @@ async fn control_plane_of(
             format!("reading {} {:?} in namespace {ns:?}", r.kind, r.name),
             e,
         )),
+    }
+}
+
+/// The control-plane VSphereMachines by `selector`, when the Supervisor serves them (none else).
+async fn vsphere_machines(
+    client: &Client,
+    apis: &SupervisorApis,
+    ns: Option<&str>,
+    selector: &str,
+) -> Result<Vec<DynamicObject>> {
+    match &apis.vsphere_machine {
+        Some(ar) => list(client, ar, ns, Some(selector), "VSphereMachines").await,
+        None => Ok(Vec::new()),
     }
 }
 
@@ -606,22 +662,5 @@ async fn cluster_not_found(clusters: &Api<DynamicObject>, scope: &Scope, name: &
         namespace: ns.to_string(),
         context: scope.context.clone(),
         existing,
-    }
-}
-
-fn vm_info(vm: &DynamicObject) -> VmInfo {
-    let owner = vm
-        .metadata
-        .owner_references
-        .iter()
-        .flatten()
-        .find(|o| o.kind == "VSphereMachine")
-        .map(|o| o.name.clone());
-    VmInfo {
-        name: vm.metadata.name.clone().unwrap_or_default(),
-        ip: extract::vm_ip(&vm.data),
-        power: extract::vm_power(&vm.data),
-        class: extract::vm_class(&vm.data),
-        owner,
     }
 }

@@ -1,133 +1,303 @@
-//! Joins control-plane Machines with their VirtualMachines into one row per node.
+//! Joins control-plane Machines with their VirtualMachines into one row per node, by uid.
 //!
-//! In Supervisor mode CAPV creates one VSphereMachine per Machine (the Machine points at it through
-//! `spec.infrastructureRef.name`), and the VirtualMachine takes the VSphereMachine's name and an
-//! ownerReference to it. So a Machine and a VM belong together when the VM's
-//! owner (or, failing that, its name) equals the Machine's infrastructure name (or, failing that,
-//! the Machine's name). Nothing is dropped: a Machine without a VM and a VM without a Machine each
-//! get a row of their own, because either is a finding.
+//! What CAPI, CAPV and vm-operator write, and what the join follows:
+//! - KCP creates each control-plane Machine with a controller ownerReference to itself
+//!   (`controller: true`, the KCP's uid). A Machine carrying the control-plane labels without
+//!   it is no Machine of this control plane: anyone who can edit the namespace can create one.
+//!   It is a row of its own with the problem [`IdentityProblem::MachineNotOwned`], no `machine`
+//!   and no VM, and never a target.
+//! - The Machine names its VSphereMachine in `spec.infrastructureRef` (CAPI v1beta1 an
+//!   ObjectReference with the uid, v1beta2 `apiGroup`/`kind`/`name` only). The VSphereMachine's
+//!   uid is read from the object ([`Anchors::vsphere_machines`]), else from the reference.
+//! - CAPV creates the VirtualMachine with a controller ownerReference to the VSphereMachine
+//!   (`ctrlutil.SetControllerReference`). The Machine's VM is the one VM controlled by that uid
+//!   ([`JoinedBy::Uid`]). Names prove nothing: an editor may create a VM naming the
+//!   VSphereMachine as its owner with any uid. Such a VM is [`IdentityProblem::OwnerMismatch`];
+//!   two VMs controlled by the uid (an editor may copy the uid too) are
+//!   [`IdentityProblem::AmbiguousVm`] and neither is used: never a guess.
+//! - Only when there is no uid at all to go by (the VSphereMachines were not read: an older
+//!   Supervisor that does not serve them, an evidence bundle written before they were read; and
+//!   the Machine's reference carries none) is the VM found as before the uid rule: the VM whose
+//!   VSphereMachine ownerReference names the Machine's infrastructure ([`JoinedBy::OwnerName`]),
+//!   else the VM without one that bears that name or the Machine's ([`JoinedBy::VmName`]); more
+//!   than one such VM is [`IdentityProblem::AmbiguousVm`] too. The row says how it was joined.
+//!
+//! Nothing is dropped: a Machine without a VM and a VM without a Machine each get a row of their
+//! own, because either is a finding.
 
-use super::facts::{ControlPlaneNode, MachineInfo, VmInfo};
+use std::collections::BTreeMap;
 
-pub fn join(machines: Vec<MachineInfo>, vms: Vec<VmInfo>) -> Vec<ControlPlaneNode> {
-    let mut vms: Vec<Option<VmInfo>> = vms.into_iter().map(Some).collect();
+use kube::api::DynamicObject;
+
+use super::extract;
+use super::facts::{ControlPlaneNode, IdentityProblem, Join, JoinedBy, MachineInfo, VmInfo};
+
+/// An ownerReference, as the join reads it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Owner {
+    pub kind: String,
+    pub name: String,
+    /// None when empty (the API server refuses that; a bundle may say anything).
+    pub uid: Option<String>,
+    pub controller: bool,
+}
+
+impl Owner {
+    fn describe(&self) -> String {
+        format!(
+            "{} {} (uid {})",
+            self.kind,
+            self.name,
+            self.uid.as_deref().unwrap_or("none")
+        )
+    }
+}
+
+/// A Machine's `spec.infrastructureRef`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InfraRef {
+    pub kind: String,
+    pub name: String,
+    /// v1beta1 references carry it; v1beta2 ones do not.
+    pub uid: Option<String>,
+}
+
+/// A control-plane Machine with what the join checks.
+#[derive(Debug, Clone)]
+pub struct MachineObject {
+    pub info: MachineInfo,
+    pub owners: Vec<Owner>,
+    pub infra: Option<InfraRef>,
+}
+
+/// A control-plane VM with its ownerReferences.
+#[derive(Debug, Clone)]
+pub struct VmObject {
+    pub info: VmInfo,
+    pub owners: Vec<Owner>,
+}
+
+/// What Machines and VMs are checked against.
+#[derive(Debug, Clone, Default)]
+pub struct Anchors {
+    /// The uid of the cluster's KubeadmControlPlane; None when it was not read, and then no
+    /// Machine is owned by it.
+    pub kcp_uid: Option<String>,
+    /// The VSphereMachines read (name → uid); None when they were not read (not served, or a
+    /// bundle from before they were).
+    pub vsphere_machines: Option<BTreeMap<String, String>>,
+}
+
+/// What a Machine's VM is looked for by.
+enum Key {
+    /// The uid of its VSphereMachine (or whatever its infrastructure object is).
+    Uid(String),
+    /// The VSphereMachines were read and its own is not among them, nor is a uid in its
+    /// reference: it has no VM (vm-operator's VM goes with its owner).
+    Missing,
+    /// No uid to be had: names, as before the uid rule.
+    Names,
+}
+
+pub fn join(
+    anchors: &Anchors,
+    machines: Vec<MachineObject>,
+    vms: Vec<VmObject>,
+) -> Vec<ControlPlaneNode> {
+    let mut problems: Vec<Option<IdentityProblem>> = vec![None; vms.len()];
+    let mut taken = vec![false; vms.len()];
     let mut nodes = Vec::new();
     for m in machines {
-        let key = m
+        if !owned_by_kcp(&m, anchors) {
+            let controller = m.owners.iter().find(|o| o.controller).map(Owner::describe);
+            nodes.push(ControlPlaneNode {
+                name: m.info.name.clone(),
+                machine: None,
+                vm: None,
+                join: Join {
+                    by: None,
+                    problem: Some(IdentityProblem::MachineNotOwned {
+                        machine: m.info.name,
+                        controller,
+                    }),
+                },
+            });
+            continue;
+        }
+        let infra_kind = m
+            .infra
+            .as_ref()
+            .map_or("VSphereMachine", |r| r.kind.as_str());
+        let infra_name = m
+            .info
             .infrastructure_name
             .clone()
-            .unwrap_or_else(|| m.name.clone());
-        let matches = |vm: &VmInfo| {
-            vm.owner.as_deref() == Some(key.as_str()) || vm.name == key || vm.name == m.name
+            .unwrap_or_else(|| m.info.name.clone());
+        let names_infra = |v: &VmObject| {
+            v.owners
+                .iter()
+                .any(|o| o.kind == infra_kind && o.name == infra_name)
         };
-        // Prefer the owner reference, the strongest link, before falling back to names.
-        let pos = vms
-            .iter()
-            .position(|v| {
-                v.as_ref()
-                    .is_some_and(|v| v.owner.as_deref() == Some(key.as_str()))
-            })
-            .or_else(|| vms.iter().position(|v| v.as_ref().is_some_and(matches)));
-        let vm = pos.and_then(|i| vms[i].take());
+        let (candidates, by): (Vec<usize>, JoinedBy) = match key(&m, anchors) {
+            Key::Uid(uid) => {
+                let controls = |v: &VmObject| {
+                    v.owners
+                        .iter()
+                        .any(|o| o.controller && o.uid.as_deref() == Some(uid.as_str()))
+                };
+                for (i, v) in vms.iter().enumerate() {
+                    if names_infra(v) && !controls(v) {
+                        problems[i] = Some(IdentityProblem::OwnerMismatch {
+                            machine: m.info.name.clone(),
+                            vsphere_machine: infra_name.clone(),
+                        });
+                    }
+                }
+                let found = (0..vms.len()).filter(|&i| controls(&vms[i])).collect();
+                (found, JoinedBy::Uid)
+            }
+            Key::Missing => {
+                for (i, v) in vms.iter().enumerate() {
+                    if names_infra(v) {
+                        problems[i] = Some(IdentityProblem::OwnerMismatch {
+                            machine: m.info.name.clone(),
+                            vsphere_machine: infra_name.clone(),
+                        });
+                    }
+                }
+                (Vec::new(), JoinedBy::Uid)
+            }
+            Key::Names => {
+                let by_owner: Vec<usize> = (0..vms.len())
+                    .filter(|&i| !taken[i] && names_infra(&vms[i]))
+                    .collect();
+                if by_owner.is_empty() {
+                    let by_name = (0..vms.len())
+                        .filter(|&i| {
+                            let v = &vms[i];
+                            !taken[i]
+                                && !v.owners.iter().any(|o| o.kind == infra_kind)
+                                && (v.info.name == infra_name || v.info.name == m.info.name)
+                        })
+                        .collect();
+                    (by_name, JoinedBy::VmName)
+                } else {
+                    (by_owner, JoinedBy::OwnerName)
+                }
+            }
+        };
+        let mut join = Join::default();
+        let vm = match candidates.as_slice() {
+            [] => None,
+            [i] if !taken[*i] => {
+                taken[*i] = true;
+                join.by = Some(by);
+                Some(vms[*i].info.clone())
+            }
+            // Its one VM is another Machine's already (two Machines naming one VSphereMachine).
+            [_] => None,
+            several => {
+                let problem = IdentityProblem::AmbiguousVm {
+                    machine: m.info.name.clone(),
+                    candidates: several.iter().map(|&i| vms[i].info.name.clone()).collect(),
+                };
+                for &i in several {
+                    problems[i] = Some(problem.clone());
+                }
+                join.problem = Some(problem);
+                None
+            }
+        };
         nodes.push(ControlPlaneNode {
-            name: m.name.clone(),
-            machine: Some(m),
+            name: m.info.name.clone(),
+            machine: Some(m.info),
             vm,
+            join,
         });
     }
-    nodes.extend(vms.into_iter().flatten().map(|vm| ControlPlaneNode {
-        name: vm.name.clone(),
-        machine: None,
-        vm: Some(vm),
-    }));
+    for ((v, taken), problem) in vms.into_iter().zip(taken).zip(problems) {
+        if !taken {
+            nodes.push(ControlPlaneNode {
+                name: v.info.name.clone(),
+                machine: None,
+                vm: Some(v.info),
+                join: Join { by: None, problem },
+            });
+        }
+    }
     nodes.sort_by(|a, b| a.name.cmp(&b.name));
     nodes
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::supervisor::facts::PowerState;
+/// An object's ownerReferences.
+fn owners(o: &DynamicObject) -> Vec<Owner> {
+    o.metadata
+        .owner_references
+        .iter()
+        .flatten()
+        .map(|r| Owner {
+            kind: r.kind.clone(),
+            name: r.name.clone(),
+            uid: Some(r.uid.clone()).filter(|u| !u.is_empty()),
+            controller: r.controller == Some(true),
+        })
+        .collect()
+}
 
-    fn machine(name: &str, infra: Option<&str>) -> MachineInfo {
-        MachineInfo {
-            name: name.into(),
-            phase: Some("Running".into()),
-            node_name: Some(name.into()),
-            addresses: vec![],
-            infrastructure_name: infra.map(Into::into),
-            version: None,
-            failure_domain: None,
-            etcd_conditions: vec![],
-            rollout: None,
-        }
-    }
-
-    fn vm(name: &str, owner: Option<&str>, ip: Option<&str>) -> VmInfo {
-        VmInfo {
-            name: name.into(),
-            ip: ip.map(|s| s.parse().unwrap()),
-            power: PowerState::PoweredOn,
-            class: None,
-            owner: owner.map(Into::into),
-        }
-    }
-
-    #[test]
-    fn joins_by_owner_then_name() {
-        let nodes = join(
-            vec![
-                machine("tkc-cp-1", Some("tkc-vsm-1")),
-                machine("tkc-cp-2", None),
-                machine("tkc-cp-3", Some("tkc-cp-3")),
-            ],
-            vec![
-                vm("tkc-cp-3", None, Some("198.18.0.13")),
-                vm("some-vm", Some("tkc-vsm-1"), Some("198.18.0.11")),
-                vm("tkc-cp-2", Some("tkc-cp-2"), Some("198.18.0.12")),
-            ],
-        );
-        let pairs: Vec<_> = nodes
-            .iter()
-            .map(|n| (n.name.as_str(), n.vm.as_ref().map(|v| v.name.as_str())))
-            .collect();
-        assert_eq!(
-            pairs,
-            [
-                ("tkc-cp-1", Some("some-vm")),
-                ("tkc-cp-2", Some("tkc-cp-2")),
-                ("tkc-cp-3", Some("tkc-cp-3"))
-            ]
-        );
-    }
-
-    #[test]
-    fn keeps_the_unmatched_on_both_sides() {
-        let nodes = join(
-            vec![machine("tkc-cp-1", None), machine("tkc-cp-2", None)],
-            vec![
-                vm("tkc-cp-1", None, None),
-                vm("orphan", None, Some("198.18.0.19")),
-            ],
-        );
-        assert_eq!(nodes.len(), 3);
-        let cp1 = nodes.iter().find(|n| n.name == "tkc-cp-1").unwrap();
-        assert!(
-            cp1.vm.is_some() && cp1.ip().is_none(),
-            "a VM without an IP stays"
-        );
-        let cp2 = nodes.iter().find(|n| n.name == "tkc-cp-2").unwrap();
-        assert!(cp2.vm.is_none());
-        let orphan = nodes.iter().find(|n| n.name == "orphan").unwrap();
-        assert!(orphan.machine.is_none());
-    }
-
-    #[test]
-    fn a_vm_is_used_once() {
-        let nodes = join(
-            vec![machine("a", Some("x")), machine("b", Some("x"))],
-            vec![vm("x", None, None)],
-        );
-        assert_eq!(nodes.iter().filter(|n| n.vm.is_some()).count(), 1);
+/// A Machine object as the join reads it.
+pub fn machine_object(o: &DynamicObject) -> MachineObject {
+    MachineObject {
+        info: extract::machine(o.metadata.name.as_deref().unwrap_or_default(), &o.data),
+        owners: owners(o),
+        infra: extract::infrastructure_ref(&o.data),
     }
 }
+
+/// A VirtualMachine object as the join reads it; its address split by the address rule
+/// ([`extract::vm_address`]), so no later stage sees a refused one.
+pub fn vm_object(o: &DynamicObject) -> VmObject {
+    let owners = owners(o);
+    let (ip, refused_ip) = extract::vm_address(&o.data);
+    VmObject {
+        info: VmInfo {
+            name: o.metadata.name.clone().unwrap_or_default(),
+            ip,
+            power: extract::vm_power(&o.data),
+            class: extract::vm_class(&o.data),
+            owner: owners
+                .iter()
+                .find(|o| o.kind == "VSphereMachine")
+                .map(|o| o.name.clone()),
+            refused_ip,
+        },
+        owners,
+    }
+}
+
+/// KCP made it: a controller ownerReference with the KCP's uid.
+fn owned_by_kcp(m: &MachineObject, anchors: &Anchors) -> bool {
+    anchors.kcp_uid.as_deref().is_some_and(|kcp| {
+        m.owners
+            .iter()
+            .any(|o| o.controller && o.uid.as_deref() == Some(kcp))
+    })
+}
+
+fn key(m: &MachineObject, anchors: &Anchors) -> Key {
+    let Some(r) = &m.infra else {
+        return Key::Names;
+    };
+    let read = match &anchors.vsphere_machines {
+        Some(read) if r.kind == "VSphereMachine" => Some(read.get(&r.name)),
+        _ => None,
+    };
+    match (read, &r.uid) {
+        (Some(Some(uid)), _) | (None | Some(None), Some(uid)) => Key::Uid(uid.clone()),
+        (Some(None), None) => Key::Missing,
+        (None, None) => Key::Names,
+    }
+}
+
+#[cfg(test)]
+#[path = "join_tests.rs"]
+mod tests;

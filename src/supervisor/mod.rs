@@ -8,6 +8,7 @@
 //! - [`extract`] (per-version field reading), [`join`] (Machines with VMs) and [`rollout`] (a
 //!   Machine's rollout phase), all pure.
 
+pub mod address;
 pub mod discovery;
 pub mod extract;
 pub mod facts;

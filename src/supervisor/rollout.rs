@@ -75,6 +75,7 @@ mod tests {
             power,
             class: None,
             owner: None,
+            refused_ip: None,
         }
     }
 

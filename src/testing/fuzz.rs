@@ -776,21 +776,51 @@ fn cluster_facts() -> BoxedStrategy<ClusterFacts> {
                 facts.apis.virtual_machine = apis.0;
                 facts.apis.cluster = apis.1;
                 facts.apis.control_plane = Some(apis.2);
+                // Every Machine the KCP's, so that the join's other rules are reached; the
+                // VMs name their owner (or none), with or without the uid.
                 let machines = machines
                     .iter()
-                    .map(|(name, m)| extract::machine(name, m))
+                    .map(|(name, m)| join::MachineObject {
+                        info: extract::machine(name, m),
+                        owners: vec![join::Owner {
+                            kind: "KubeadmControlPlane".into(),
+                            name: "tkc-cp".into(),
+                            uid: Some("kcp".into()),
+                            controller: true,
+                        }],
+                        infra: extract::infrastructure_ref(m),
+                    })
                     .collect();
                 let vms = vms
                     .into_iter()
-                    .map(|((name, v), owner)| supervisor::VmInfo {
-                        ip: extract::vm_ip(&v),
-                        power: extract::vm_power(&v),
-                        class: extract::vm_class(&v),
-                        owner,
-                        name,
+                    .map(|((name, v), owner)| {
+                        let (ip, refused_ip) = extract::vm_address(&v);
+                        join::VmObject {
+                            owners: owner
+                                .iter()
+                                .map(|o| join::Owner {
+                                    kind: "VSphereMachine".into(),
+                                    name: o.clone(),
+                                    uid: Some(o.clone()),
+                                    controller: true,
+                                })
+                                .collect(),
+                            info: supervisor::VmInfo {
+                                ip,
+                                power: extract::vm_power(&v),
+                                class: extract::vm_class(&v),
+                                owner,
+                                refused_ip,
+                                name,
+                            },
+                        }
                     })
                     .collect();
-                facts.nodes = join::join(machines, vms);
+                let anchors = join::Anchors {
+                    kcp_uid: Some("kcp".into()),
+                    vsphere_machines: None,
+                };
+                facts.nodes = join::join(&anchors, machines, vms);
                 facts
             },
         )

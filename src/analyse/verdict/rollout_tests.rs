@@ -20,7 +20,9 @@ fn facts_with_vms(n: usize) -> ClusterFacts {
                 power: PowerState::PoweredOn,
                 class: None,
                 owner: None,
+                refused_ip: None,
             }),
+            join: Default::default(),
         })
         .collect();
     crate::testing::facts(3, 3, nodes)

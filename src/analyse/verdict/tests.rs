@@ -16,6 +16,7 @@ pub(super) fn facts(present: usize) -> ClusterFacts {
             name: NAMES[i].into(),
             machine: Some(crate::testing::machine(NAMES[i], "Running")),
             vm: None,
+            join: Default::default(),
         })
         .collect();
     crate::testing::facts(3, 0, nodes)

@@ -3,6 +3,10 @@
 //! as the Machine's `status.nodeRef.name` (the Kubernetes Node the plugin pins its pod to) and at
 //! the Machine's VM address (`status.network.primaryIP4`, or v1alpha1's `status.vmIp`).
 //!
+//! The Machines and VMs are joined as the plugin joins them (its `supervisor::join`): a Machine
+//! controller-owned by its cluster's KCP (by uid), and the VM controller-owned by the uid of the
+//! Machine's VSphereMachine; so a set's forged objects are no lab node either.
+//!
 //! A lab gives node i (1-based, in order) the address `<subnet>.(10 + i)`, so the VMs' addresses
 //! must be `x.y.z.11`, `.12`, ... in one /24 inside 198.18.0.0/15: the fixture sets are written
 //! that way (198.18.0.11-13), and [`plan`] says what is wrong when a set is not.
@@ -68,15 +72,20 @@ pub fn plan(cfg: &FakeConfig, cluster: Option<&str>) -> Result<Vec<PlannedNode>>
         (None, []) => bail!("the fixture set has no control-plane Machines"),
         (None, _) => bail!("the fixture set has several clusters {clusters:?}: name one"),
     };
+    let kcp_uids: Vec<&str> = objects
+        .iter()
+        .filter(|o| store::kind(o) == "KubeadmControlPlane")
+        .filter(|o| store::labels(o).get("cluster.x-k8s.io/cluster-name") == Some(&want))
+        .filter_map(|o| o["metadata"]["uid"].as_str())
+        .collect();
     let mut nodes = Vec::new();
-    for m in machines.into_iter().filter(|m| cluster_of(m) == want) {
+    for m in machines
+        .into_iter()
+        .filter(|m| cluster_of(m) == want)
+        .filter(|m| controllers(m).any(|uid| kcp_uids.contains(&uid)))
+    {
         let machine = store::name(m);
-        let vm = objects.iter().find(|o| {
-            store::kind(o) == "VirtualMachine"
-                && group(o) == "vmoperator.vmware.com"
-                && store::name(o) == machine
-                && store::namespace(o) == store::namespace(m)
-        });
+        let vm = vm_of(&objects, m);
         let addr = vm.and_then(vm_ip).or_else(|| {
             m["status"]["addresses"]
                 .as_array()
@@ -116,6 +125,41 @@ pub fn plan(cfg: &FakeConfig, cluster: Option<&str>) -> Result<Vec<PlannedNode>>
         }
     }
     Ok(nodes)
+}
+
+/// The uids of an object's controller ownerReferences (at most one, as the API server keeps it).
+fn controllers(o: &Value) -> impl Iterator<Item = &str> {
+    o["metadata"]["ownerReferences"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|r| r["controller"] == true)
+        .filter_map(|r| r["uid"].as_str())
+}
+
+/// A Machine's VM: the one VirtualMachine controller-owned by the uid of its VSphereMachine (the
+/// object's, else the one in `spec.infrastructureRef`); None when there is not exactly one.
+pub fn vm_of<'a>(objects: &'a [Value], machine: &Value) -> Option<&'a Value> {
+    let infra = &machine["spec"]["infrastructureRef"];
+    let ns = store::namespace(machine);
+    let vsm_uid = objects
+        .iter()
+        .find(|o| {
+            store::kind(o) == "VSphereMachine"
+                && store::namespace(o) == ns
+                && Some(store::name(o).as_str()) == infra["name"].as_str()
+        })
+        .and_then(|o| o["metadata"]["uid"].as_str())
+        .or_else(|| infra["uid"].as_str())?;
+    let mut vms = objects.iter().filter(|o| {
+        store::kind(o) == "VirtualMachine"
+            && store::namespace(o) == ns
+            && controllers(o).any(|uid| uid == vsm_uid)
+    });
+    match (vms.next(), vms.next()) {
+        (Some(vm), None) => Some(vm),
+        _ => None,
+    }
 }
 
 /// The clusters of the set that have control-plane Machines, sorted (what [`plan`] accepts).
@@ -213,6 +257,46 @@ mod tests {
                 assert_eq!(plan[3].ip.to_string(), "198.18.0.14", "{set}");
             }
         }
+    }
+
+    /// The uids and ownerReferences of every set line up as CAPI, CAPV and vm-operator write
+    /// them: each control-plane Machine of the KCP has exactly one VM by uid, and it is the VM
+    /// bearing the Machine's name (how the sets were written before the join went by uid).
+    #[test]
+    fn every_set_joins_by_uid() {
+        let root = crate::fixtures_dir().join("supervisor");
+        let mut checked = 0;
+        for entry in std::fs::read_dir(&root).unwrap() {
+            let dir = entry.unwrap().path();
+            let set = dir.file_name().unwrap().to_string_lossy().to_string();
+            if !dir.is_dir() || set.starts_with("hostile-identity") {
+                continue;
+            }
+            let cfg = FakeConfig::from_dir(&dir).unwrap();
+            let builtin: BTreeMap<String, String> =
+                [("FAKEAPI_URL".to_string(), "http://127.0.0.1:0".to_string())].into();
+            let Ok(objects) = cfg
+                .var("WORKLOAD_URL", "http://127.0.0.1:9")
+                .load_objects(&builtin)
+            else {
+                continue;
+            };
+            for m in objects.iter().filter(|o| {
+                store::kind(o) == "Machine"
+                    && store::labels(o).contains_key("cluster.x-k8s.io/control-plane")
+            }) {
+                let vm = vm_of(&objects, m)
+                    .unwrap_or_else(|| panic!("{set}: {}: no VM by uid", store::name(m)));
+                assert_eq!(store::name(vm), store::name(m), "{set}");
+                assert!(
+                    controllers(m).next().is_some(),
+                    "{set}: {} has no controller",
+                    store::name(m)
+                );
+                checked += 1;
+            }
+        }
+        assert!(checked > 40, "{checked}");
     }
 
     #[test]

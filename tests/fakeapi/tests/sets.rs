@@ -35,6 +35,16 @@ fn expectations() -> BTreeMap<&'static str, Expect> {
     BTreeMap::from([
         ("healthy-v1alpha3", e("v1alpha3", cp3, 3)),
         ("hostile-escapes", e("v1alpha3", cp3, 3)),
+        // The VMs named as the Machines' infrastructure: cp2's reports loopback, and the 4th
+        // Machine (-x9rog) is an editor's, not the KCP's (the join by uid refuses both).
+        (
+            "hostile-identity",
+            e(
+                "v1alpha3",
+                &["198.18.0.11", "127.0.0.1", "198.18.0.13", "198.18.0.77"],
+                4,
+            ),
+        ),
         ("forbidden", e("v1alpha3", cp3, 3)),
         ("quorum-lost", e("v1alpha3", cp3, 3)),
         (
