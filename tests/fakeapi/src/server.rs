@@ -614,7 +614,8 @@ pub(crate) fn spawn_server(
     Ok((tx, thread))
 }
 
-/// A kubeconfig for `server` with a dummy token.
+/// A kubeconfig for `server` with a dummy token (and, for an `https://` one, the workload
+/// fakes' CA).
 pub fn write_kubeconfig(
     path: &Path,
     server: &str,
@@ -628,6 +629,11 @@ pub fn write_kubeconfig(
     let cluster = host.to_string();
     let user_entry = format!("wcp:{host}:{user}");
     let mut ctx = json!({"cluster": cluster, "user": user_entry});
+    let mut cluster_entry = json!({"server": server});
+    if server.starts_with("https://") {
+        // A workload fake's: its CA inline, as CAPI writes a cluster's kubeconfig.
+        cluster_entry["certificate-authority-data"] = json!(crate::tls::ca_data());
+    }
     if let Some(ns) = namespace {
         ctx["namespace"] = json!(ns);
     }
@@ -635,7 +641,7 @@ pub fn write_kubeconfig(
         "apiVersion": "v1",
         "kind": "Config",
         "preferences": {},
-        "clusters": [{"name": cluster, "cluster": {"server": server}}],
+        "clusters": [{"name": cluster, "cluster": cluster_entry}],
         "users": [{"name": user_entry, "user": {"token": "FAKE-SUPERVISOR-TOKEN-DO-NOT-PRINT"}}],
         "contexts": [{"name": context, "context": ctx}],
         "current-context": context,

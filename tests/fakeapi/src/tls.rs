@@ -15,7 +15,7 @@ use rcgen::{
     KeyUsagePurpose, SanType,
 };
 use tokio_rustls::rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
-use tokio_rustls::rustls::{self, ServerConfig};
+use tokio_rustls::rustls::ServerConfig;
 use tokio_rustls::TlsAcceptor;
 
 struct Pki {
@@ -164,3 +164,13 @@ impl axum::serve::Listener for TlsListener {
         Ok(self.addr)
     }
 }
+
+/// The serving side for a test's own TLS server (e.g. one that records what arrives): the same
+/// certificate as the fakes', so a secret with [`ca_data`] verifies it.
+pub fn server_config() -> Arc<ServerConfig> {
+    pki().server.clone()
+}
+
+/// The rustls the fakes serve with (sync API for a test's own server: `ServerConnection`,
+/// `StreamOwned`).
+pub use tokio_rustls::rustls;
