@@ -87,11 +87,12 @@ pub struct GlobalArgs {
     #[arg(long, global = true, value_name = "DURATION", default_value = "30s", value_parser = parse_duration)]
     pub request_timeout: Duration,
 
-    /// Do not check the certificate of the workload cluster's API server (the <cluster>-kubeconfig
-    /// secret's server): its admin credentials then go to whoever answers at the Cluster's
-    /// endpoint. Without it, a secret with insecure-skip-tls-verify or no
-    /// certificate-authority-data is refused. Never allows an http:// server. The Supervisor
-    /// connection is your kubeconfig's, as kubectl makes it
+    /// Do not check the workload API server's certificate (the <cluster>-kubeconfig secret's)
+    ///
+    /// As kubectl's flag: the secret's CA is not used, and its admin credentials go to whoever
+    /// answers at the Cluster's endpoint. Without it, a secret with insecure-skip-tls-verify or
+    /// without certificate-authority-data is refused. Never allows an http:// server. The
+    /// Supervisor connection is your kubeconfig's, as kubectl makes it.
     #[arg(long, global = true)]
     pub insecure_skip_tls_verify: bool,
 }

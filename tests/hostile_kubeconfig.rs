@@ -358,7 +358,7 @@ fn an_unverified_server_gets_no_token_unless_the_admin_says_so() {
             "{message}"
         );
         assert!(
-            message.ends_with("pass --insecure-skip-tls-verify to send the credentials anyway"),
+            message.contains("; pass --insecure-skip-tls-verify to send the credentials anyway"),
             "{message}"
         );
         let cleanup = env.kubectl(&["cleanup", CLUSTER, "-n", NS, "-o", "json"]);
