@@ -263,8 +263,8 @@ fn untrusted(report: &StatusReport) -> &str {
 
 /// A secret whose server is `http://` (the Cluster's own endpoint): the token would cross the
 /// network readable. Refused before any connection, naming the secret and the field, by
-/// status (exit 1: a finding), `-A`, diagnose through the pod route and `cleanup <cluster>`
-/// (exit 3), and still refused with `--insecure-skip-tls-verify` (which is about certificates:
+/// status (exit 1: a finding), `-A`, diagnose through the pod route (exit 1: each node's error
+/// says why no pod ran) and `cleanup <cluster>` (exit 3: the workload cluster skipped), and still refused with `--insecure-skip-tls-verify` (which is about certificates:
 /// a workload API serves https only). On c04990d the plugin sent its request and the token in
 /// clear: the recorder saw connections and `authorization: Bearer ...`.
 #[test]
@@ -305,7 +305,13 @@ fn cleartext_http_in_the_secret_gets_no_connection_even_with_the_flag() {
         "--timeout",
         "20s",
     ]);
-    assert_ne!(diagnose.code, 0, "{}", diagnose.stderr);
+    // The run completes: every node's error says why no pod could run.
+    assert_eq!(diagnose.code, 1, "{}", diagnose.stderr);
+    assert!(
+        diagnose.stdout.contains("(not https"),
+        "{}",
+        diagnose.stdout
+    );
     let cleanup = env.kubectl(&["cleanup", CLUSTER, "-n", NS, "-o", "json"]);
     assert_eq!(cleanup.code, 3, "{}", cleanup.stderr);
     assert!(cleanup.stdout.contains("sets server"), "{}", cleanup.stdout);
