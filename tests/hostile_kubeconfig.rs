@@ -262,10 +262,11 @@ fn untrusted(report: &StatusReport) -> &str {
 }
 
 /// A secret whose server is `http://` (the Cluster's own endpoint): the token would cross the
-/// network readable. Refused before any connection, naming the secret and the field, by
-/// status (exit 1: a finding), `-A`, diagnose through the pod route (exit 1: each node's error
-/// says why no pod ran) and `cleanup <cluster>` (exit 3: the workload cluster skipped), and still refused with `--insecure-skip-tls-verify` (which is about certificates:
-/// a workload API serves https only). On c04990d the plugin sent its request and the token in
+/// network readable. Refused before any connection, naming the secret and the field, by status
+/// (exit 1: a finding), `-A`, diagnose through the pod route (exit 3, NodesUnreachable: each
+/// node's error says why no pod ran) and `cleanup <cluster>` (exit 3: the workload cluster
+/// skipped); still refused with `--insecure-skip-tls-verify` (which is about certificates: a
+/// workload API serves https only). On c04990d the plugin sent its request and the token in
 /// clear: the recorder saw connections and `authorization: Bearer ...`.
 #[test]
 fn cleartext_http_in_the_secret_gets_no_connection_even_with_the_flag() {
@@ -305,8 +306,8 @@ fn cleartext_http_in_the_secret_gets_no_connection_even_with_the_flag() {
         "--timeout",
         "20s",
     ]);
-    // The run completes: every node's error says why no pod could run.
-    assert_eq!(diagnose.code, 1, "{}", diagnose.stderr);
+    // No node could be probed (NodesUnreachable, exit 3): every node's error says why.
+    assert_eq!(diagnose.code, 3, "{}\n{}", diagnose.stdout, diagnose.stderr);
     assert!(
         diagnose.stdout.contains("(not https"),
         "{}",
