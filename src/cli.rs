@@ -19,6 +19,7 @@ use crate::connect::ConnectOptions;
 use crate::names::{validate_dns1123_label, validate_dns1123_subdomain};
 use crate::plan::{DiagnoseOptions, Via};
 use crate::render::Format;
+use crate::workload::Tls;
 
 /// Appended to `--help`: scripts depend on these, so they are part of the interface.
 pub const EXIT_CODES_HELP: &str = "\
@@ -86,6 +87,15 @@ pub struct GlobalArgs {
     /// (e.g. 10s, 1m)
     #[arg(long, global = true, value_name = "DURATION", default_value = "30s", value_parser = parse_duration)]
     pub request_timeout: Duration,
+
+    /// Do not check the workload API server's certificate (the <cluster>-kubeconfig secret's)
+    ///
+    /// As kubectl's flag: the secret's CA is not used, and its admin credentials go to whoever
+    /// answers at the Cluster's endpoint. Without it, a secret with insecure-skip-tls-verify or
+    /// without certificate-authority-data is refused. Never allows an http:// server. The
+    /// Supervisor connection is your kubeconfig's, as kubectl makes it.
+    #[arg(long, global = true)]
+    pub insecure_skip_tls_verify: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -140,6 +150,18 @@ pub enum Command {
         #[arg(value_enum)]
         shell: CompletionShell,
     },
+}
+
+impl Cli {
+    /// [`GlobalArgs::warnings`], for the commands that may contact a workload API.
+    pub fn warnings(&self) -> Vec<String> {
+        match self.command {
+            Command::Status(_) | Command::Diagnose(_) | Command::Cleanup(_) => {
+                self.global.warnings()
+            }
+            Command::Analyse(_) | Command::Version | Command::Completion { .. } => Vec::new(),
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -378,6 +400,28 @@ impl GlobalArgs {
         }
     }
 
+    /// `--insecure-skip-tls-verify`, for the commands that use a `<cluster>-kubeconfig` secret.
+    pub fn workload_tls(&self) -> Tls {
+        if self.insecure_skip_tls_verify {
+            Tls::SkipVerify
+        } else {
+            Tls::Verify
+        }
+    }
+
+    /// What a run that may use a `<cluster>-kubeconfig` secret says on stderr before it starts,
+    /// once: that it will not check the workload API's certificate.
+    pub fn warnings(&self) -> Vec<String> {
+        match self.workload_tls() {
+            Tls::Verify => Vec::new(),
+            Tls::SkipVerify => vec![
+                "warning: --insecure-skip-tls-verify: the workload API's certificate is not checked; \
+                 the <cluster>-kubeconfig secret's credentials go to whoever answers at the Cluster's endpoint"
+                    .into(),
+            ],
+        }
+    }
+
     pub fn format(&self) -> Format {
         match self.output {
             OutputFormat::Table => Format::Table,
@@ -389,10 +433,11 @@ impl GlobalArgs {
 }
 
 impl StatusArgs {
-    pub fn options(&self) -> StatusOptions {
+    pub fn options(&self, global: &GlobalArgs) -> StatusOptions {
         StatusOptions {
             selection: self.many.selection(self.cluster.as_deref(), 16),
             api_timeout: self.api_timeout,
+            workload_tls: global.workload_tls(),
         }
     }
 }
@@ -408,7 +453,7 @@ impl DiagnoseArgs {
     }
 
     /// How each cluster is diagnosed (`cluster` is filled in per cluster).
-    pub fn options(&self) -> DiagnoseOptions {
+    pub fn options(&self, global: &GlobalArgs) -> DiagnoseOptions {
         DiagnoseOptions {
             cluster: self.cluster.clone().unwrap_or_default(),
             via: self.via,
@@ -426,6 +471,7 @@ impl DiagnoseArgs {
             keep_pods: self.keep_pods,
             dry_run: self.dry_run,
             api_timeout: self.api_timeout,
+            workload_tls: global.workload_tls(),
             parallel: crate::route::DEFAULT_PARALLEL,
         }
     }
@@ -440,6 +486,7 @@ impl CleanupArgs {
             dry_run: self.dry_run,
             all: self.all,
             request_timeout: global.request_timeout,
+            workload_tls: global.workload_tls(),
         }
     }
 }
@@ -494,7 +541,7 @@ mod tests {
             Cli::try_parse_from(["kubectl-etcdnet", "diagnose", "tkc", "--via", v]).map(|c| match c
                 .command
             {
-                Command::Diagnose(d) => d.options().via,
+                Command::Diagnose(d) => d.options(&c.global).via,
                 _ => unreachable!(),
             })
         };

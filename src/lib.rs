@@ -88,11 +88,12 @@ pub async fn run(cli: Cli, emit: commands::Emit<'_>) -> Result<Outcome> {
         }
         Command::Status(args) => {
             let conn = connect::connect(&g.connect_options()).await?;
-            commands::status::run(&conn, &args.options(), format).await
+            commands::status::run(&conn, &args.options(g), format).await
         }
         Command::Diagnose(args) => {
             let conn = connect::connect(&g.connect_options()).await?;
-            commands::diagnose::run(&conn, &args.run_options(), &args.options(), format, emit).await
+            commands::diagnose::run(&conn, &args.run_options(), &args.options(g), format, emit)
+                .await
         }
         // Offline: the bundle is all it reads; no kubeconfig, no connection.
         Command::Analyse(args) => commands::analyse::run(&args.options(), format),

@@ -47,6 +47,10 @@ fn main() -> ExitCode {
     // clap prints usage errors itself and exits 2, our documented usage code.
     let cli = Cli::parse();
     init_tracing(cli.global.verbose);
+    // Before the run, so that an admin reading a long run's output knows from the start.
+    for warning in cli.warnings() {
+        say(&warning);
+    }
     match real_main(cli) {
         Ok(code) => ExitCode::from(code as u8),
         Err(e) => {

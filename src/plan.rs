@@ -43,6 +43,8 @@ pub struct DiagnoseOptions {
     pub keep_pods: bool,
     pub dry_run: bool,
     pub api_timeout: Duration,
+    /// How the workload API's certificate is checked (`--insecure-skip-tls-verify`).
+    pub workload_tls: crate::workload::Tls,
     /// How many nodes are probed at once.
     pub parallel: usize,
 }
@@ -217,6 +219,7 @@ mod tests {
             keep_pods: false,
             dry_run: false,
             api_timeout: Duration::from_secs(5),
+            workload_tls: crate::workload::Tls::Verify,
             parallel: 16,
         }
     }

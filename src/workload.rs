@@ -78,6 +78,21 @@ pub fn kubeconfig_secret_name(cluster: &str) -> String {
     format!("{cluster}-kubeconfig")
 }
 
+/// How the secret's credentials may travel to its server. A secret's token crosses the network
+/// between the admin and the Cluster's endpoint: only TLS verified against the cluster's CA
+/// (`certificate-authority-data`, inline as CAPI writes it) keeps it from whoever sits on that
+/// path. `http://` is refused either way (see [`trust`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Tls {
+    /// The server's certificate must chain to the secret's `certificate-authority-data`; a
+    /// secret without one, or with `insecure-skip-tls-verify: true`, is refused.
+    #[default]
+    Verify,
+    /// `--insecure-skip-tls-verify`, as kubectl's: the server's certificate is not checked (the
+    /// secret's CA is ignored, its `insecure-skip-tls-verify` accepted). Still TLS, never http.
+    SkipVerify,
+}
+
 /// The workload API as checked, and the kubeconfig it was checked with (read once; the pod
 /// route builds its client from the same one). The kubeconfig holds credentials: it is kept in
 /// memory, and this type does not print it.
@@ -122,6 +137,7 @@ async fn read_kubeconfig(
     namespace: &str,
     cluster: &str,
     endpoint: Option<&Endpoint>,
+    tls: Tls,
 ) -> std::result::Result<Config, SecretProblem> {
     let secrets: Api<Secret> = Api::namespaced(supervisor.clone(), namespace);
     let secret = secrets
@@ -136,8 +152,8 @@ async fn read_kubeconfig(
     let text = std::str::from_utf8(&value.0).map_err(|_| SecretProblem::NotText)?;
     let kubeconfig = Kubeconfig::from_yaml(text)
         .map_err(|_| SecretProblem::Invalid("key \"value\" is not a valid kubeconfig".into()))?;
-    trust(&kubeconfig, endpoint).map_err(SecretProblem::Untrusted)?;
-    config_from(kubeconfig)
+    trust(&kubeconfig, endpoint, tls).map_err(SecretProblem::Untrusted)?;
+    config_from(kubeconfig, tls)
         .await
         .map_err(SecretProblem::Invalid)
 }
@@ -148,10 +164,11 @@ pub async fn client(
     namespace: &str,
     cluster: &str,
     endpoint: Option<&Endpoint>,
+    tls: Tls,
     bound: Duration,
 ) -> Result<Client> {
     let name = kubeconfig_secret_name(cluster);
-    let kubeconfig = read_kubeconfig(supervisor, namespace, cluster, endpoint)
+    let kubeconfig = read_kubeconfig(supervisor, namespace, cluster, endpoint, tls)
         .await
         .map_err(|p| match p {
             SecretProblem::Read(e) => Error::kube(
@@ -169,16 +186,18 @@ pub async fn client(
 }
 
 /// Reads the cluster's kubeconfig secret and checks its API server, within `bound`. `endpoint`
-/// is the Cluster's `spec.controlPlaneEndpoint`: the kubeconfig must point there.
+/// is the Cluster's `spec.controlPlaneEndpoint`: the kubeconfig must point there; `tls` says
+/// how its server's certificate is checked.
 pub async fn check(
     supervisor: &Client,
     namespace: &str,
     cluster: &str,
     endpoint: Option<&Endpoint>,
+    tls: Tls,
     bound: Duration,
 ) -> WorkloadCheck {
     let name = kubeconfig_secret_name(cluster);
-    match read_kubeconfig(supervisor, namespace, cluster, endpoint).await {
+    match read_kubeconfig(supervisor, namespace, cluster, endpoint, tls).await {
         Err(SecretProblem::Untrusted(why)) => WorkloadCheck {
             cluster: cluster.to_string(),
             api: WorkloadApi {
@@ -188,7 +207,7 @@ pub async fn check(
             kubeconfig: None,
         },
         Ok(config) => WorkloadCheck {
-            api: probe(config.clone(), bound).await,
+            api: unverified(probe(config.clone(), bound).await, tls),
             cluster: cluster.to_string(),
             kubeconfig: Some(config),
         },
@@ -212,11 +231,54 @@ pub async fn check(
     }
 }
 
-/// Builds a client config from a kubeconfig that [`trust`] accepted.
-pub(crate) async fn config_from(kubeconfig: Kubeconfig) -> Result<Config, String> {
-    Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
+/// Builds a client config from a kubeconfig that [`trust`] accepted: the server's certificate
+/// checked against the secret's CA only (`root_cert`: never this machine's roots), or not at
+/// all with [`Tls::SkipVerify`].
+pub(crate) async fn config_from(mut kubeconfig: Kubeconfig, tls: Tls) -> Result<Config, String> {
+    use kube::config::KubeconfigError;
+    if tls == Tls::SkipVerify {
+        // As kubectl's flag: the CA is cleared, not parsed (it is not used).
+        for c in kubeconfig
+            .clusters
+            .iter_mut()
+            .filter_map(|c| c.cluster.as_mut())
+        {
+            c.certificate_authority_data = None;
+        }
+    }
+    let mut config = Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
         .await
-        .map_err(|_| "the kubeconfig has no usable current context, cluster or user".to_string())
+        .map_err(|e| match e {
+            KubeconfigError::LoadCertificateAuthority(_)
+            | KubeconfigError::ParseCertificates(_) => {
+                "its certificate-authority-data is not a base64-encoded PEM certificate".to_string()
+            }
+            _ => "the kubeconfig has no usable current context, cluster or user".to_string(),
+        })?;
+    match tls {
+        Tls::Verify => {
+            config.accept_invalid_certs = false;
+            if config.root_cert.as_ref().is_none_or(|c| c.is_empty()) {
+                // Never fall back to this machine's roots (trust() refused a missing one).
+                return Err("its certificate-authority-data holds no certificate".into());
+            }
+        }
+        Tls::SkipVerify => {
+            config.accept_invalid_certs = true;
+            // No root store is consulted; an empty one spares loading this machine's roots.
+            config.root_cert.get_or_insert_with(Vec::new);
+        }
+    }
+    Ok(config)
+}
+
+/// With [`Tls::SkipVerify`] the report says that the answer came from an unverified server.
+fn unverified(mut api: WorkloadApi, tls: Tls) -> WorkloadApi {
+    if tls == Tls::SkipVerify && api.server.is_some() {
+        api.detail
+            .push_str(" (certificate not verified: --insecure-skip-tls-verify)");
+    }
+    api
 }
 
 /// The cluster's kubeconfig secret is written by whoever can edit Secrets in the vSphere
@@ -225,9 +287,14 @@ pub(crate) async fn config_from(kubeconfig: Kubeconfig) -> Result<Config, String
 /// `client-key`, `certificate-authority`: kube would read the admin's file and send it on), a
 /// `proxy-url` (the admin's requests would go through it), an `exec` or `auth-provider` (a
 /// program to run), and a server that is not the Cluster's `spec.controlPlaneEndpoint` (the
-/// credentials and our requests would go elsewhere). Only the entries the current context uses
-/// are read, as kube reads only those.
-pub(crate) fn trust(kubeconfig: &Kubeconfig, endpoint: Option<&Endpoint>) -> Result<(), String> {
+/// credentials and our requests would go elsewhere). Then the transport ([`transport`]): only
+/// `https://`, verified against the secret's `certificate-authority-data` unless `tls` says
+/// otherwise. Only the entries the current context uses are read, as kube reads only those.
+pub(crate) fn trust(
+    kubeconfig: &Kubeconfig,
+    endpoint: Option<&Endpoint>,
+    tls: Tls,
+) -> Result<(), String> {
     let inline = "the secret's kubeconfig must carry its credentials inline (token, \
                   client-certificate-data, client-key-data, certificate-authority-data)";
     let context_name = kubeconfig
@@ -293,7 +360,47 @@ pub(crate) fn trust(kubeconfig: &Kubeconfig, endpoint: Option<&Endpoint>) -> Res
         }
     }
     let server = cluster.server.as_deref().unwrap_or_default();
-    same_server(server, endpoint)
+    same_server(server, endpoint)?;
+    transport(&context.cluster, cluster, tls)
+}
+
+/// The secret's token goes to its server in every request. Over `http://` anyone on the path
+/// reads it: refused, even with `--insecure-skip-tls-verify` (kubectl's flag is about checking
+/// certificates, and kube-apiserver serves no plain HTTP since Kubernetes 1.20: an `http://` in
+/// a CAPI secret is never CAPI's). Over TLS without a check of the server's certificate, anyone
+/// who can answer for the endpoint's address reads it: `insecure-skip-tls-verify: true`, or no
+/// `certificate-authority-data` (CAPI always writes it), refused unless the admin passes
+/// `--insecure-skip-tls-verify` for this run.
+fn transport(name: &str, cluster: &kube::config::Cluster, tls: Tls) -> Result<(), String> {
+    let server = cluster.server.as_deref().unwrap_or_default();
+    let scheme = server
+        .parse::<http::Uri>()
+        .ok()
+        .and_then(|u| u.scheme_str().map(str::to_ascii_lowercase));
+    if scheme.as_deref() != Some("https") {
+        return Err(format!(
+            "cluster {name:?} in the kubeconfig sets server {server:?} (not https: the token would cross the network readable): refused, even with --insecure-skip-tls-verify; a workload API serves https only"
+        ));
+    }
+    if tls == Tls::SkipVerify {
+        return Ok(());
+    }
+    let skip = "pass --insecure-skip-tls-verify to send the credentials anyway";
+    if cluster.insecure_skip_tls_verify == Some(true) {
+        return Err(format!(
+            "cluster {name:?} in the kubeconfig sets insecure-skip-tls-verify (the server's certificate would not be checked): refused; {skip}"
+        ));
+    }
+    if cluster
+        .certificate_authority_data
+        .as_deref()
+        .is_none_or(|d| d.trim().is_empty())
+    {
+        return Err(format!(
+            "cluster {name:?} in the kubeconfig has no certificate-authority-data (the server's certificate could not be checked against the cluster's CA): refused; {skip}"
+        ));
+    }
+    Ok(())
 }
 
 /// Is `server` (a URL) the Cluster's endpoint? Hosts compare as IP addresses when both are, else
@@ -514,17 +621,34 @@ users:
     fn inline_credentials_for_the_clusters_own_endpoint_are_accepted() {
         let ep = endpoint("198.18.0.10", Some(6443));
         let k = kubeconfig("https://198.18.0.10:6443", "", "");
-        assert_eq!(trust(&k, Some(&ep)), Ok(()), "unused entries are not read");
+        assert_eq!(
+            trust(&k, Some(&ep), Tls::Verify),
+            Ok(()),
+            "unused entries are not read"
+        );
         let k = kubeconfig("https://TKC.example.com:6443", "", "");
         assert_eq!(
-            trust(&k, Some(&endpoint("tkc.example.com", Some(6443)))),
+            trust(
+                &k,
+                Some(&endpoint("tkc.example.com", Some(6443))),
+                Tls::Verify
+            ),
             Ok(())
         );
         let k = kubeconfig("https://[fd00::10]:6443", "", "");
-        assert_eq!(trust(&k, Some(&endpoint("fd00:0::10", Some(6443)))), Ok(()));
+        assert_eq!(
+            trust(&k, Some(&endpoint("fd00:0::10", Some(6443))), Tls::Verify),
+            Ok(())
+        );
         let k = kubeconfig("https://198.18.0.10", "", "");
-        assert_eq!(trust(&k, Some(&endpoint("198.18.0.10", Some(443)))), Ok(()));
-        assert_eq!(trust(&k, Some(&endpoint("198.18.0.10", None))), Ok(()));
+        assert_eq!(
+            trust(&k, Some(&endpoint("198.18.0.10", Some(443))), Tls::Verify),
+            Ok(())
+        );
+        assert_eq!(
+            trust(&k, Some(&endpoint("198.18.0.10", None)), Tls::Verify),
+            Ok(())
+        );
     }
 
     #[test]
@@ -551,7 +675,7 @@ users:
             ("", provider, "auth-provider"),
         ] {
             let k = kubeconfig(server, cluster_extra, user_extra);
-            let err = trust(&k, Some(&ep)).unwrap_err();
+            let err = trust(&k, Some(&ep), Tls::Verify).unwrap_err();
             assert!(err.contains(&format!(" sets {field} (")), "{field}: {err}");
             assert!(err.contains("inline"), "{err}");
             assert!(
@@ -559,6 +683,63 @@ users:
                 "{err}"
             );
         }
+    }
+
+    /// On c04990d `trust` had no transport check: kube then sent the token in clear over
+    /// `http://`, and to any certificate with `insecure-skip-tls-verify` or no CA (this machine's
+    /// roots).
+    #[test]
+    fn cleartext_and_unverified_transport_are_refused_by_field() {
+        let ep = endpoint("198.18.0.10", Some(6443));
+        let k = kubeconfig("http://198.18.0.10:6443", "", "");
+        for tls in [Tls::Verify, Tls::SkipVerify] {
+            let err = trust(&k, Some(&ep), tls).unwrap_err();
+            assert!(
+                err.contains("sets server \"http://198.18.0.10:6443\" (not https"),
+                "{err}"
+            );
+            assert!(
+                err.contains("even with --insecure-skip-tls-verify"),
+                "{err}"
+            );
+        }
+        let k = kubeconfig(
+            "https://198.18.0.10:6443",
+            "    insecure-skip-tls-verify: true",
+            "",
+        );
+        let err = trust(&k, Some(&ep), Tls::Verify).unwrap_err();
+        assert!(
+            err.starts_with("cluster \"tkc\" in the kubeconfig sets insecure-skip-tls-verify ("),
+            "{err}"
+        );
+        assert!(err.ends_with("pass --insecure-skip-tls-verify to send the credentials anyway"));
+        assert_eq!(trust(&k, Some(&ep), Tls::SkipVerify), Ok(()));
+        let mut k = kubeconfig("https://198.18.0.10:6443", "", "");
+        for empty in [None, Some(String::new())] {
+            k.clusters[0]
+                .cluster
+                .as_mut()
+                .unwrap()
+                .certificate_authority_data = empty;
+            let err = trust(&k, Some(&ep), Tls::Verify).unwrap_err();
+            assert!(err.contains("has no certificate-authority-data ("), "{err}");
+            assert_eq!(trust(&k, Some(&ep), Tls::SkipVerify), Ok(()));
+        }
+    }
+
+    #[tokio::test]
+    async fn the_client_trusts_the_secrets_ca_alone_or_nothing_with_the_flag() {
+        let k = kubeconfig("https://198.18.0.10:6443", "", "");
+        let err = config_from(k.clone(), Tls::Verify).await.unwrap_err();
+        assert!(err.contains("certificate-authority-data"), "{err}");
+        let config = config_from(k, Tls::SkipVerify).await.unwrap();
+        assert!(config.accept_invalid_certs);
+        assert_eq!(
+            config.root_cert,
+            Some(Vec::new()),
+            "never this machine's roots"
+        );
     }
 
     #[test]
@@ -571,11 +752,16 @@ users:
             "https://198.18.0.10.attacker.example:6443",
             "not a url",
         ] {
-            let err = trust(&kubeconfig(server, "", ""), Some(&ep)).unwrap_err();
+            let err = trust(&kubeconfig(server, "", ""), Some(&ep), Tls::Verify).unwrap_err();
             assert!(err.contains(&format!("{server:?}")), "{err}");
             assert!(err.contains("\"198.18.0.10:6443\""), "{err}");
         }
-        let err = trust(&kubeconfig("https://198.18.0.10:6443", "", ""), None).unwrap_err();
+        let err = trust(
+            &kubeconfig("https://198.18.0.10:6443", "", ""),
+            None,
+            Tls::Verify,
+        )
+        .unwrap_err();
         assert!(err.contains("no spec.controlPlaneEndpoint"), "{err}");
     }
 }

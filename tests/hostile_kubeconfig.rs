@@ -3,7 +3,11 @@
 //! kubectl, a secret that names a local token file, or a server other than the Cluster's
 //! `spec.controlPlaneEndpoint`, is refused with one line naming the field or both addresses, and
 //! servers run by the test record that nothing (not the file's content, not a token, not even a
-//! connection) ever arrives.
+//! connection) ever arrives. Its credentials travel only over TLS verified against its CA
+//! (`certificate-authority-data`): `http://`, `insecure-skip-tls-verify` and a missing CA are
+//! refused before any connection (the last two unless the admin passes
+//! `--insecure-skip-tls-verify`), and a CA that did not sign the server's certificate ends the
+//! handshake before a byte of the request is sent.
 
 mod common;
 
@@ -24,8 +28,9 @@ const SECRET: &str = "tkc-prod-kubeconfig";
 /// What the admin's token file holds: it must never leave this machine.
 const FILE_TOKEN: &str = "ADMINS-OWN-TOKEN-FROM-A-LOCAL-FILE";
 
-/// A server that answers every request with 200 `{}` and keeps every byte it was sent, and how
-/// many connections it accepted.
+/// An HTTPS server (the workload fakes' certificate, [`etcdnet_fakeapi::tls`]) that answers
+/// every request with 200 `{}` and keeps every byte it was sent (decrypted: what a client sent
+/// once the handshake succeeded), and how many TCP connections it accepted (handshake or not).
 struct Recorder {
     url: String,
     seen: Arc<Mutex<(usize, Vec<u8>)>>,
@@ -33,27 +38,36 @@ struct Recorder {
 
 impl Recorder {
     fn start() -> Recorder {
+        use etcdnet_fakeapi::tls::rustls::{ServerConnection, StreamOwned};
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        let url = format!("http://{}", listener.local_addr().unwrap());
+        let url = format!("https://{}", listener.local_addr().unwrap());
         let seen = Arc::new(Mutex::new((0, Vec::new())));
         let keep = seen.clone();
         std::thread::spawn(move || {
             for stream in listener.incoming() {
-                let Ok(mut stream) = stream else { continue };
+                let Ok(stream) = stream else { continue };
                 keep.lock().unwrap().0 += 1;
                 stream
                     .set_read_timeout(Some(Duration::from_millis(300)))
                     .unwrap();
+                let conn = ServerConnection::new(etcdnet_fakeapi::tls::server_config()).unwrap();
+                let mut tls = StreamOwned::new(conn, stream);
                 let mut buf = [0u8; 4096];
-                while let Ok(n @ 1..) = stream.read(&mut buf) {
+                while let Ok(n @ 1..) = tls.read(&mut buf) {
                     keep.lock().unwrap().1.extend_from_slice(&buf[..n]);
                 }
-                let _ = stream.write_all(
+                let _ = tls.write_all(
                     b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 2\r\n\r\n{}",
                 );
+                let _ = tls.flush();
             }
         });
         Recorder { url, seen }
+    }
+
+    /// The same `host:port` as `http://`.
+    fn http_url(&self) -> String {
+        self.url.replace("https://", "http://")
     }
 
     fn connections(&self) -> usize {
@@ -65,7 +79,17 @@ impl Recorder {
     }
 }
 
+/// A kubeconfig as CAPI writes it (the cluster's CA inline: the fakes' per-run CA), with
+/// `cluster` lines added under the cluster and `user` under the user.
 fn kubeconfig(server: &str, user: &str) -> String {
+    kubeconfig_with(server, &ca_line(&etcdnet_fakeapi::tls::ca_data()), user)
+}
+
+fn ca_line(data: &str) -> String {
+    format!("    certificate-authority-data: {data}")
+}
+
+fn kubeconfig_with(server: &str, cluster: &str, user: &str) -> String {
     format!(
         "apiVersion: v1
 kind: Config
@@ -73,6 +97,7 @@ clusters:
 - name: tkc-prod
   cluster:
     server: {server}
+{cluster}
 contexts:
 - name: admin@tkc-prod
   context: {{cluster: tkc-prod, user: admin}}
@@ -160,7 +185,7 @@ fn a_server_other_than_the_clusters_endpoint_gets_no_request_and_no_token() {
         .find(|f| f.code == FindingCode::WorkloadKubeconfigUntrusted)
         .unwrap()
         .message;
-    let host_port = |url: &str| url.trim_start_matches("http://").to_string();
+    let host_port = |url: &str| url.trim_start_matches("https://").to_string();
     assert!(
         message.contains(&elsewhere.url),
         "names the kubeconfig's server: {message}"
@@ -215,4 +240,211 @@ fn the_clusters_own_endpoint_with_an_inline_token_is_used() {
         .received()
         .to_ascii_lowercase()
         .contains("authorization: bearer inline-token-for-the-endpoint"));
+}
+
+const TOKEN: &str = "    token: FAKE-WORKLOAD-TOKEN-DO-NOT-PRINT";
+const FLAG: &str = "--insecure-skip-tls-verify";
+
+/// The one `WorkloadKubeconfigUntrusted` finding of a status report.
+fn untrusted(report: &StatusReport) -> &str {
+    assert_eq!(
+        report.workload_api.state,
+        ApiState::Untrusted,
+        "{:?}",
+        report.workload_api
+    );
+    &report
+        .findings
+        .iter()
+        .find(|f| f.code == FindingCode::WorkloadKubeconfigUntrusted)
+        .unwrap_or_else(|| panic!("{:?}", report.findings))
+        .message
+}
+
+/// A secret whose server is `http://` (the Cluster's own endpoint): the token would cross the
+/// network readable. Refused before any connection, naming the secret and the field, by status
+/// (exit 1: a finding), `-A`, diagnose through the pod route (exit 3, NodesUnreachable: each
+/// node's error says why no pod ran) and `cleanup <cluster>` (exit 3: the workload cluster
+/// skipped); still refused with `--insecure-skip-tls-verify` (which is about certificates: a
+/// workload API serves https only). On c04990d the plugin sent its request and the token in
+/// clear: the recorder saw connections and `authorization: Bearer ...`.
+#[test]
+fn cleartext_http_in_the_secret_gets_no_connection_even_with_the_flag() {
+    let server = Recorder::start();
+    let env = Env::with_url(SET, None, &server.http_url());
+    env.supervisor
+        .set_secret_data(NS, SECRET, "value", kubeconfig(&server.http_url(), TOKEN))
+        .unwrap();
+
+    for extra in [&[][..], &[FLAG][..]] {
+        let args = [&["status", CLUSTER, "-n", NS, "-o", "json"][..], extra].concat();
+        let run = env.kubectl(&args);
+        assert_eq!(run.code, 1, "a refused secret is a finding: {}", run.stderr);
+        let report: StatusReport = run.report();
+        let message = untrusted(&report);
+        assert!(
+            message.starts_with(&format!("secret \"{SECRET}\": cluster \"tkc-prod\" in the kubeconfig sets server \"{}\" (not https", server.http_url())),
+            "{message}"
+        );
+        assert!(
+            message.contains("even with --insecure-skip-tls-verify"),
+            "{message}"
+        );
+        assert!(!message.contains('\n'), "one line: {message}");
+    }
+    let all = env.kubectl(&["status", "-A", "-o", "json"]);
+    assert!(all.stdout.contains("(not https"), "{}", all.stdout);
+    let diagnose = env.kubectl(&[
+        "diagnose",
+        CLUSTER,
+        "-n",
+        NS,
+        "--via",
+        "pod",
+        "-o",
+        "json",
+        "--timeout",
+        "20s",
+    ]);
+    // No node could be probed (NodesUnreachable, exit 3): every node's error says why.
+    assert_eq!(diagnose.code, 3, "{}\n{}", diagnose.stdout, diagnose.stderr);
+    assert!(
+        diagnose.stdout.contains("(not https"),
+        "{}",
+        diagnose.stdout
+    );
+    let cleanup = env.kubectl(&["cleanup", CLUSTER, "-n", NS, "-o", "json"]);
+    assert_eq!(cleanup.code, 3, "{}", cleanup.stderr);
+    assert!(cleanup.stdout.contains("sets server"), "{}", cleanup.stdout);
+
+    assert_eq!(server.connections(), 0, "{}", server.received());
+    for out in [
+        &all.stdout,
+        &diagnose.stdout,
+        &diagnose.stderr,
+        &cleanup.stdout,
+    ] {
+        assert!(!out.contains("FAKE-WORKLOAD-TOKEN-DO-NOT-PRINT"));
+    }
+}
+
+/// A secret that turns the server's certificate check off (`insecure-skip-tls-verify: true`) or
+/// gives no CA to check it with: refused before any connection, naming the secret and the
+/// field; with `--insecure-skip-tls-verify` the run proceeds (the token arrives), says so on
+/// stderr and in the report. On c04990d both secrets were used as they were: the first sent
+/// the token to an unchecked server (the recorder saw it), the second checked the server
+/// against this machine's roots; and the flag did not exist (exit 2).
+#[test]
+fn an_unverified_server_gets_no_token_unless_the_admin_says_so() {
+    for (cluster, field) in [
+        (
+            "    insecure-skip-tls-verify: true",
+            "sets insecure-skip-tls-verify (",
+        ),
+        ("", "has no certificate-authority-data ("),
+    ] {
+        let server = Recorder::start();
+        let env = Env::with_url(SET, None, &server.url);
+        env.supervisor
+            .set_secret_data(
+                NS,
+                SECRET,
+                "value",
+                kubeconfig_with(&server.url, cluster, TOKEN),
+            )
+            .unwrap();
+
+        let run = env.kubectl(&["status", CLUSTER, "-n", NS, "-o", "json"]);
+        assert_eq!(run.code, 1, "{}", run.stderr);
+        let report: StatusReport = run.report();
+        let message = untrusted(&report);
+        assert!(
+            message.starts_with(&format!(
+                "secret \"{SECRET}\": cluster \"tkc-prod\" in the kubeconfig {field}"
+            )),
+            "{message}"
+        );
+        assert!(
+            message.contains("; pass --insecure-skip-tls-verify to send the credentials anyway"),
+            "{message}"
+        );
+        let cleanup = env.kubectl(&["cleanup", CLUSTER, "-n", NS, "-o", "json"]);
+        assert_eq!(cleanup.code, 3, "{}", cleanup.stderr);
+        assert!(cleanup.stdout.contains(field), "{}", cleanup.stdout);
+        assert_eq!(server.connections(), 0, "{field}: {}", server.received());
+
+        let run = env.kubectl(&["status", CLUSTER, "-n", NS, "-o", "json", FLAG]);
+        let report: StatusReport = run.report();
+        assert_eq!(
+            report.workload_api.state,
+            ApiState::Reachable,
+            "{field}: {:?}",
+            report.workload_api
+        );
+        assert!(
+            report
+                .workload_api
+                .detail
+                .ends_with("(certificate not verified: --insecure-skip-tls-verify)"),
+            "{}",
+            report.workload_api.detail
+        );
+        assert!(
+            run.stderr
+                .starts_with("warning: --insecure-skip-tls-verify: the workload API's certificate is not checked"),
+            "{}",
+            run.stderr
+        );
+        assert!(server
+            .received()
+            .to_ascii_lowercase()
+            .contains("authorization: bearer fake-workload-token-do-not-print"));
+        for out in [&run.stdout, &run.stderr, &cleanup.stdout] {
+            assert!(!out.contains("FAKE-WORKLOAD-TOKEN-DO-NOT-PRINT"));
+        }
+    }
+}
+
+/// A secret whose CA did not sign the server's certificate (someone else answers at the
+/// endpoint): the handshake fails, `TlsError`, and not a byte of the request (nor the token)
+/// is sent; `--insecure-skip-tls-verify` (kubectl's meaning: the CA is not used) proceeds. On
+/// c04990d the first half held already (kube checks a CA it is given); the second fails there,
+/// the flag being unknown (exit 2).
+#[test]
+fn a_ca_that_did_not_sign_the_servers_certificate_gets_no_token() {
+    let server = Recorder::start();
+    let env = Env::with_url(SET, None, &server.url);
+    let other = ca_line(&etcdnet_fakeapi::tls::other_ca_data());
+    env.supervisor
+        .set_secret_data(
+            NS,
+            SECRET,
+            "value",
+            kubeconfig_with(&server.url, &other, TOKEN),
+        )
+        .unwrap();
+
+    let (run, report) = status(&env);
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    assert_eq!(
+        report.workload_api.state,
+        ApiState::TlsError,
+        "{:?}",
+        report.workload_api
+    );
+    assert!(server.connections() > 0, "it tried");
+    assert_eq!(server.received(), "", "nothing readable arrived");
+
+    let run = env.kubectl(&["status", CLUSTER, "-n", NS, "-o", "json", FLAG]);
+    let report: StatusReport = run.report();
+    assert_eq!(
+        report.workload_api.state,
+        ApiState::Reachable,
+        "{}",
+        run.stderr
+    );
+    assert!(server
+        .received()
+        .to_ascii_lowercase()
+        .contains("authorization: bearer fake-workload-token-do-not-print"));
 }

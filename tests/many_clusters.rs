@@ -44,7 +44,7 @@ fn check_cluster(
     );
     // The endpoint the plugin compares the kubeconfig's server with.
     let endpoint = &c["spec"]["controlPlaneEndpoint"];
-    let want = url.trim_start_matches("http://");
+    let want = url.trim_start_matches("https://");
     assert_eq!(
         format!(
             "{}:{}",

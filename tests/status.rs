@@ -502,10 +502,13 @@ fn workload_api_refused() {
 
 #[test]
 fn workload_api_tls_error() {
-    // The kubeconfig says https, the server speaks plain http: the handshake fails.
+    // The secret's CA did not sign the server's certificate: the handshake fails.
     let workload = Workload::ok();
-    let url = workload.url().replace("http://", "https://");
-    let env = Env::with_url("healthy-v1alpha3", Some(workload), &url);
+    let cfg = FakeConfig::from_dir(fixture("healthy-v1alpha3"))
+        .unwrap()
+        .var("WORKLOAD_URL", workload.url())
+        .var("WORKLOAD_CA", etcdnet_fakeapi::tls::other_ca_data());
+    let env = Env::with_config(cfg, Some(workload));
     let (run, report) = status_json(&env, "tkc-prod", "ns-prod");
     run.expect_code(1);
     assert_eq!(report.workload_api.state, ApiState::TlsError, "{report:#?}");

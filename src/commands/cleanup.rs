@@ -22,6 +22,8 @@ pub struct CleanupOptions {
     pub all: bool,
     /// Bound of each request to the workload cluster.
     pub request_timeout: Duration,
+    /// How the workload API's certificate is checked (`--insecure-skip-tls-verify`).
+    pub workload_tls: workload::Tls,
 }
 
 pub async fn run(conn: &Connection, opts: &CleanupOptions, format: Format) -> Result<Outcome> {
@@ -47,6 +49,7 @@ pub async fn run(conn: &Connection, opts: &CleanupOptions, format: Format) -> Re
                 &conn.namespace,
                 cluster,
                 facts.endpoint.as_ref(),
+                opts.workload_tls,
                 opts.request_timeout,
             )
             .await?;

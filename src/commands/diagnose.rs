@@ -273,6 +273,7 @@ pub async fn diagnose(
         &namespace,
         &opts.cluster,
         facts.endpoint.as_ref(),
+        opts.workload_tls,
         opts.api_timeout,
     )
     .await;

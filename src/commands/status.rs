@@ -19,6 +19,8 @@ pub struct StatusOptions {
     pub selection: Selection,
     /// Bound of the workload API check.
     pub api_timeout: Duration,
+    /// How the workload API's certificate is checked (`--insecure-skip-tls-verify`).
+    pub workload_tls: workload::Tls,
 }
 
 pub async fn run(conn: &Connection, opts: &StatusOptions, format: Format) -> Result<Outcome> {
@@ -57,6 +59,7 @@ pub async fn report(
         &facts.namespace,
         &facts.cluster.name,
         facts.endpoint.as_ref(),
+        opts.workload_tls,
         opts.api_timeout,
     )
     .await

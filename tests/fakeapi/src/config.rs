@@ -233,6 +233,10 @@ impl FakeConfig {
         vars.extend(builtin_vars.iter().map(|(k, v)| (k.clone(), v.clone())));
         vars.extend(self.vars.iter().map(|(k, v)| (k.clone(), v.clone())));
         derive_workload_endpoint(&mut vars);
+        // What every fixture secret's certificate-authority-data is, as CAPI writes it: the CA
+        // of the workload fakes' serving certificates (made once per run), unless a test says.
+        vars.entry("WORKLOAD_CA".to_string())
+            .or_insert_with(crate::tls::ca_data);
         let mut out = Vec::new();
         if let Some(dir) = &self.dir {
             for inc in &self.set.include {

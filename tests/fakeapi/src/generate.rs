@@ -250,7 +250,7 @@ fn fake_yaml(title: &str, clusters: &[ClusterSpec]) -> String {
     vars.dedup();
     s.push_str("vars:\n");
     for v in vars {
-        let _ = writeln!(s, "  {v}: http://127.0.0.1:1");
+        let _ = writeln!(s, "  {v}: https://127.0.0.1:1");
     }
     s.push_str(
         "groups:\n  vmoperator.vmware.com:\n    versions: [v1alpha1, v1alpha2, v1alpha3]\n    preferredVersion: v1alpha3\n",

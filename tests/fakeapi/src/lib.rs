@@ -9,7 +9,9 @@
 //! plugin did (and did not) ask for.
 //!
 //! [`Workload`] stands in for a workload cluster's endpoint: healthy, failing,
-//! a black hole that never answers, or a refused port. [`Workload::lab`] (or
+//! a black hole that never answers, or a refused port. It speaks HTTPS with a certificate of a
+//! CA made per run ([`tls`]), which every fixture secret carries as CAPI writes it
+//! (`certificate-authority-data: {{WORKLOAD_CA}}`, filled in by the fake). [`Workload::lab`] (or
 //! [`FakeApi::execute_pods_in`]) attaches a lab of real control-plane nodes: pods pinned to its
 //! nodes then really run there, reported as a kubelet reports them ([`kubelet`]);
 //! [`FakeApi::execute_jumpbox_pods_in`] runs a Supervisor fake's node-less pods (the plugin's
@@ -58,6 +60,7 @@ mod server;
 mod status;
 mod store;
 mod table;
+pub mod tls;
 mod watch;
 mod workload;
 

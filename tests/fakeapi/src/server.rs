@@ -203,6 +203,7 @@ fn populate(store: &mut Store, cfg: &FakeConfig, objects: Vec<Value>) -> Result<
 pub struct FakeApi {
     shared: Arc<Shared>,
     addr: SocketAddr,
+    tls: bool,
     shutdown: Option<oneshot::Sender<()>>,
     thread: Option<JoinHandle<()>>,
 }
@@ -213,8 +214,19 @@ impl FakeApi {
         Self::start_with(FakeConfig::from_dir(dir)?)
     }
 
-    /// Serves a configured set: `FakeConfig::from_dir(p)?.var("WORKLOAD_URL", url)`.
+    /// Serves a configured set: `FakeConfig::from_dir(p)?.var("WORKLOAD_URL", url)`, over plain
+    /// HTTP (a Supervisor: the plugin reaches it with the admin's own kubeconfig).
     pub fn start_with(cfg: FakeConfig) -> Result<FakeApi> {
+        Self::start_serving(cfg, false)
+    }
+
+    /// [`FakeApi::start_with`] over HTTPS, with the per-run serving certificate for loopback
+    /// ([`crate::tls`]): a workload cluster's API, as its `<cluster>-kubeconfig` reaches it.
+    pub fn start_tls(cfg: FakeConfig) -> Result<FakeApi> {
+        Self::start_serving(cfg, true)
+    }
+
+    fn start_serving(cfg: FakeConfig, tls: bool) -> Result<FakeApi> {
         let listen = cfg
             .listen
             .unwrap_or_else(|| SocketAddr::from(([127, 0, 0, 1], 0)));
@@ -223,8 +235,9 @@ impl FakeApi {
         }
         let listener = TcpListener::bind(listen).with_context(|| format!("binding {listen}"))?;
         let addr = listener.local_addr()?;
+        let scheme = if tls { "https" } else { "http" };
         let builtin: BTreeMap<String, String> =
-            [("FAKEAPI_URL".to_string(), format!("http://{addr}"))].into();
+            [("FAKEAPI_URL".to_string(), format!("{scheme}://{addr}"))].into();
         let objects = cfg.load_objects(&builtin)?;
         let registry = build_registry(&cfg, &objects)?;
         let mut store = Store::new(registry);
@@ -249,18 +262,21 @@ impl FakeApi {
             axum::Router::new()
                 .fallback(crate::router::handle)
                 .with_state(shared.clone()),
+            tls,
         )?;
         Ok(FakeApi {
             shared,
             addr,
+            tls,
             shutdown: Some(shutdown),
             thread: Some(thread),
         })
     }
 
-    /// `http://127.0.0.1:PORT`
+    /// `http://127.0.0.1:PORT` (`https://` when started with [`FakeApi::start_tls`])
     pub fn url(&self) -> String {
-        format!("http://{}", self.addr)
+        let scheme = if self.tls { "https" } else { "http" };
+        format!("{scheme}://{}", self.addr)
     }
 
     pub fn addr(&self) -> SocketAddr {
@@ -557,9 +573,11 @@ impl Drop for FakeApi {
 
 /// Runs `app` on `listener` in a new thread with its own runtime until the
 /// returned sender fires (or is dropped).
+/// `tls`: HTTPS with the per-run serving certificate ([`crate::tls`]), as a workload API.
 pub(crate) fn spawn_server(
     listener: TcpListener,
     app: axum::Router,
+    tls: bool,
 ) -> Result<(oneshot::Sender<()>, JoinHandle<()>)> {
     listener.set_nonblocking(true)?;
     let (tx, rx) = oneshot::channel::<()>();
@@ -575,9 +593,19 @@ pub(crate) fn spawn_server(
                 let Ok(listener) = tokio::net::TcpListener::from_std(listener) else {
                     return;
                 };
-                tokio::select! {
-                    _ = axum::serve(listener, app) => {}
-                    _ = rx => {}
+                if tls {
+                    let Ok(listener) = crate::tls::TlsListener::new(listener) else {
+                        return;
+                    };
+                    tokio::select! {
+                        _ = axum::serve(listener, app) => {}
+                        _ = rx => {}
+                    }
+                } else {
+                    tokio::select! {
+                        _ = axum::serve(listener, app) => {}
+                        _ = rx => {}
+                    }
                 }
             });
             // Open watches would keep a graceful shutdown waiting: cut them off.
@@ -586,7 +614,8 @@ pub(crate) fn spawn_server(
     Ok((tx, thread))
 }
 
-/// A kubeconfig for `server` with a dummy token.
+/// A kubeconfig for `server` with a dummy token (and, for an `https://` one, the workload
+/// fakes' CA).
 pub fn write_kubeconfig(
     path: &Path,
     server: &str,
@@ -600,6 +629,11 @@ pub fn write_kubeconfig(
     let cluster = host.to_string();
     let user_entry = format!("wcp:{host}:{user}");
     let mut ctx = json!({"cluster": cluster, "user": user_entry});
+    let mut cluster_entry = json!({"server": server});
+    if server.starts_with("https://") {
+        // A workload fake's: its CA inline, as CAPI writes a cluster's kubeconfig.
+        cluster_entry["certificate-authority-data"] = json!(crate::tls::ca_data());
+    }
     if let Some(ns) = namespace {
         ctx["namespace"] = json!(ns);
     }
@@ -607,7 +641,7 @@ pub fn write_kubeconfig(
         "apiVersion": "v1",
         "kind": "Config",
         "preferences": {},
-        "clusters": [{"name": cluster, "cluster": {"server": server}}],
+        "clusters": [{"name": cluster, "cluster": cluster_entry}],
         "users": [{"name": user_entry, "user": {"token": "FAKE-SUPERVISOR-TOKEN-DO-NOT-PRINT"}}],
         "contexts": [{"name": context, "context": ctx}],
         "current-context": context,

@@ -150,7 +150,7 @@ impl Workload {
         if cfg.user.is_none() && cfg.set.user.is_none() {
             cfg.user = Some("kubernetes-admin".into());
         }
-        let api = FakeApi::start_with(cfg)?;
+        let api = FakeApi::start_tls(cfg)?;
         Ok(Workload {
             url: api.url(),
             inner: Inner::Api(Box::new(api)),
@@ -183,7 +183,7 @@ impl Workload {
 
     fn failing(code: u16, etcd: bool) -> Workload {
         let listener = loopback_listener();
-        let url = format!("http://{}", listener.local_addr().expect("local addr"));
+        let url = format!("https://{}", listener.local_addr().expect("local addr"));
         let requests = Arc::new(Mutex::new(Vec::new()));
         let st = FailState {
             code,
@@ -191,7 +191,7 @@ impl Workload {
             requests: requests.clone(),
         };
         let app = axum::Router::new().fallback(failing).with_state(st);
-        let (tx, thread) = spawn_server(listener, app).expect("starting the workload fake");
+        let (tx, thread) = spawn_server(listener, app, true).expect("starting the workload fake");
         Workload {
             url,
             inner: Inner::Failing {
@@ -206,7 +206,7 @@ impl Workload {
     /// hang until their own timeout, as behind a firewall that drops replies.
     pub fn black_hole() -> Workload {
         let listener = loopback_listener();
-        let url = format!("http://{}", listener.local_addr().expect("local addr"));
+        let url = format!("https://{}", listener.local_addr().expect("local addr"));
         listener
             .set_nonblocking(true)
             .expect("nonblocking listener");
@@ -251,12 +251,13 @@ impl Workload {
             .as_socket()
             .expect("inet address");
         Workload {
-            url: format!("http://{addr}"),
+            url: format!("https://{addr}"),
             inner: Inner::Refused(sock),
         }
     }
 
-    /// `http://127.0.0.1:PORT`
+    /// `https://127.0.0.1:PORT`: every stand-in is an HTTPS endpoint (those that answer, with a
+    /// certificate of [`crate::tls::ca_pem`]), as a workload cluster's API is.
     pub fn url(&self) -> String {
         self.url.clone()
     }

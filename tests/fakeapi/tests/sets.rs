@@ -395,7 +395,7 @@ async fn secrets_are_served_as_a_real_server_stores_them() {
     let api = FakeApi::start_with(
         FakeConfig::from_dir(supervisor_set("healthy-v1alpha3"))
             .unwrap()
-            .var("WORKLOAD_URL", "http://127.0.0.1:4242"),
+            .var("WORKLOAD_URL", "https://127.0.0.1:4242"),
     )
     .unwrap();
     let dir = tempfile::tempdir().unwrap();
@@ -405,7 +405,15 @@ async fn secrets_are_served_as_a_real_server_stores_them() {
     assert_eq!(kc.type_.as_deref(), Some("cluster.x-k8s.io/secret"));
     assert!(kc.string_data.is_none(), "stringData is never served");
     let value = String::from_utf8(kc.data.unwrap()["value"].0.clone()).unwrap();
-    assert!(value.contains("server: http://127.0.0.1:4242"), "{value}");
+    assert!(value.contains("server: https://127.0.0.1:4242"), "{value}");
+    // As CAPI writes it: the cluster's CA inline, the one the workload fakes serve with.
+    assert!(
+        value.contains(&format!(
+            "certificate-authority-data: {}",
+            etcdnet_fakeapi::tls::ca_data()
+        )),
+        "{value}"
+    );
     assert!(value.contains("FAKE-WORKLOAD-TOKEN-DO-NOT-PRINT"));
     let ssh = secrets.get("tkc-prod-ssh").await.unwrap();
     assert_eq!(ssh.type_.as_deref(), Some("kubernetes.io/ssh-auth"));

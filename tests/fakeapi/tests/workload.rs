@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use etcdnet_fakeapi::Workload;
 
 fn addr(w: &Workload) -> String {
-    w.url().trim_start_matches("http://").to_string()
+    w.url().trim_start_matches("https://").to_string()
 }
 
 #[test]

@@ -21,11 +21,47 @@ pub async fn client(api: &FakeApi, dir: &Path) -> kube::Client {
     kube::Client::try_from(cfg).unwrap()
 }
 
-/// One HTTP/1.1 GET; returns (status code, headers, body).
-pub fn get(url: &str, path: &str, accept: Option<&str>) -> (u16, String, String) {
-    let addr = url.trim_start_matches("http://");
-    let mut s = TcpStream::connect(addr).unwrap();
+/// A byte stream to `url`'s host and port: TLS verified against the workload fakes' CA for an
+/// `https://` URL, plain TCP for `http://`.
+pub fn connect(url: &str) -> (String, Box<dyn ReadWrite>) {
+    use etcdnet_fakeapi::tls::rustls::{self, pki_types::pem::PemObject};
+    let (tls, addr) = match url.strip_prefix("https://") {
+        Some(addr) => (true, addr),
+        None => (false, url.trim_start_matches("http://")),
+    };
+    let s = TcpStream::connect(addr).unwrap();
     s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    if !tls {
+        return (addr.to_string(), Box::new(s));
+    }
+    let mut roots = rustls::RootCertStore::empty();
+    let ca = rustls::pki_types::CertificateDer::from_pem_slice(
+        etcdnet_fakeapi::tls::ca_pem().as_bytes(),
+    )
+    .unwrap();
+    roots.add(ca).unwrap();
+    let config = rustls::ClientConfig::builder_with_provider(std::sync::Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .unwrap()
+    .with_root_certificates(roots)
+    .with_no_client_auth();
+    let host = addr.rsplit_once(':').unwrap().0.trim_matches(['[', ']']);
+    let name = rustls::pki_types::ServerName::try_from(host.to_string()).unwrap();
+    let conn = rustls::ClientConnection::new(std::sync::Arc::new(config), name).unwrap();
+    (
+        addr.to_string(),
+        Box::new(rustls::StreamOwned::new(conn, s)),
+    )
+}
+
+pub trait ReadWrite: Read + Write {}
+impl<T: Read + Write> ReadWrite for T {}
+
+/// One HTTP/1.1 GET (over TLS for an `https://` URL); returns (status code, headers, body).
+pub fn get(url: &str, path: &str, accept: Option<&str>) -> (u16, String, String) {
+    let (addr, mut s) = connect(url);
     let accept = accept
         .map(|a| format!("Accept: {a}\r\n"))
         .unwrap_or_default();
@@ -35,7 +71,10 @@ pub fn get(url: &str, path: &str, accept: Option<&str>) -> (u16, String, String)
     )
     .unwrap();
     let mut raw = Vec::new();
-    s.read_to_end(&mut raw).unwrap();
+    // A TLS peer that closes without close_notify is an error after the whole answer came.
+    if let Err(e) = s.read_to_end(&mut raw) {
+        assert!(!raw.is_empty(), "{e}");
+    }
     let text = String::from_utf8_lossy(&raw).into_owned();
     let (head, body) = text.split_once("\r\n\r\n").unwrap();
     let code = head.split_whitespace().nth(1).unwrap().parse().unwrap();
