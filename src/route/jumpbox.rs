@@ -21,7 +21,7 @@ use k8s_openapi_ext::{ContainerExt, PodSpecExt};
 use kube::api::Api;
 use tokio::sync::OnceCell;
 
-use super::lifecycle::{self, MAX_LOG_BYTES};
+use super::lifecycle::{self, PodApi, MAX_LOG_BYTES};
 use super::ssh::{classify_failure, locked_option_words, remote_probe_command, SshSettings};
 use super::{
     Address, Env, PodBasics, Reached, Route, RouteSettings, Run, Session, Target, Unavailable,
@@ -259,7 +259,10 @@ impl Route for JumpboxRoute {
                 })) as Box<dyn Session>);
             };
             Ok(Box::new(JumpboxSession {
-                api: Api::namespaced(env.supervisor.clone(), &s.jumpbox.namespace),
+                api: PodApi::new(Api::namespaced(
+                    env.supervisor.clone(),
+                    &s.jumpbox.namespace,
+                )),
                 settings: &s.jumpbox,
                 vms: addressed(targets).collect(),
                 nonce,
@@ -270,7 +273,7 @@ impl Route for JumpboxRoute {
 }
 
 struct JumpboxSession<'a> {
-    api: Api<Pod>,
+    api: PodApi,
     settings: &'a JumpboxSettings,
     /// The targets the session was opened for that have an address, with it: the pod's VMs,
     /// in the order of its sections.

@@ -17,7 +17,7 @@ use k8s_openapi::api::core::v1::{
 use k8s_openapi_ext::{ContainerExt, PodSpecExt};
 use kube::api::Api;
 
-use super::lifecycle::{self, PodFailure};
+use super::lifecycle::{self, PodApi, PodFailure};
 use super::{
     Address, Env, PodBasics, Reached, Route, RouteSettings, Run, Session, Target, Unavailable,
 };
@@ -167,7 +167,7 @@ impl Route for PodRoute {
             }
             let client = env.workload.client(s.workload_timeout)?;
             Ok(Box::new(PodSession {
-                api: Api::namespaced(client, &s.pod.namespace),
+                api: PodApi::new(Api::namespaced(client, &s.pod.namespace)),
                 settings: &s.pod,
             }) as Box<dyn Session>)
         })
@@ -175,7 +175,7 @@ impl Route for PodRoute {
 }
 
 struct PodSession<'a> {
-    api: Api<Pod>,
+    api: PodApi,
     settings: &'a PodSettings,
 }
 
