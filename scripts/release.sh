@@ -167,12 +167,14 @@ cmd_check() {
     echo "$dist/etcdnet.yaml: krew/.krew.yaml rendered for $tag with the archives' sha256; passes the krew rules"
 }
 
-# The default images, read from the source so that the notes cannot name stale ones.
+# The default images, read from the source so that the notes cannot name stale ones: the string
+# of `pub const DEFAULT_IMAGE: &str =` (on that line, or the next where rustfmt puts it).
 cmd_images() {
     local f
     for f in src/route/pod.rs src/route/jumpbox.rs; do
-        sed -n 's/^pub const DEFAULT_IMAGE: &str = "\(.*\)";$/\1/p' "$f" | grep . ||
-            die "no DEFAULT_IMAGE in $f"
+        awk '/^pub const DEFAULT_IMAGE: &str =/ { on = 1 }
+            on && match($0, /"[^"]+"/) { print substr($0, RSTART + 1, RLENGTH - 2); exit }' "$f" |
+            grep . || die "no DEFAULT_IMAGE in $f"
     done
 }
 
@@ -190,19 +192,28 @@ cmd_notes() {
     echo
     echo "The pods the plugin creates use these images unless --image / --jumpbox-image say"
     echo "otherwise (docs/images.md: what they must contain, mirroring them for air-gapped sites)."
-    echo "Digests as resolved when this release was built:"
+    echo "Each is pinned by the digest of its multi-arch index: the pods run exactly these,"
+    echo "whatever the tag points at today."
     echo
-    local image digest
+    local images image name digest repo served
+    images=$(cmd_images)
     while read -r image; do
-        # The digest of the manifest (a multi-arch index for both defaults) as the registry
-        # serves it: the sha256 of its raw bytes, what image@sha256:... pins.
-        if digest=$(skopeo inspect --raw --retry-times 3 "docker://$image" | sha256sum | cut -d' ' -f1) &&
-            [ -n "$digest" ]; then
-            echo "- \`$image\`: \`sha256:$digest\`"
-        else
-            die "cannot resolve the digest of $image"
-        fi
-    done < <(cmd_images)
+        # name:tag@sha256:<64 hex>, as src/route/*.rs must pin it (docs/images.md).
+        name=${image%@*}
+        digest=${image#*@}
+        [[ "$image" == *@* && "$digest" =~ ^sha256:[0-9a-f]{64}$ ]] ||
+            die "default image $image is not pinned as name:tag@sha256:<64 hex> (docs/images.md)"
+        # The repository: the name without its tag (a tag is after the last '/', a port is not).
+        repo=$name
+        [[ "${name##*/}" == *:* ]] && repo=${name%:*}
+        # The registry must still serve the pinned manifest, byte for byte: the sha256 of its raw
+        # bytes is the digest. (skopeo takes no tag and digest together: by the digest alone.)
+        served=$(skopeo inspect --raw --retry-times 3 "docker://$repo@$digest" | sha256sum | cut -d' ' -f1) ||
+            die "cannot fetch $repo@$digest"
+        [ "sha256:$served" = "$digest" ] ||
+            die "the registry serves sha256:$served for $repo@$digest"
+        echo "- \`$name\`: \`$digest\`"
+    done <<<"$images"
     echo
     echo "Archives and their sha256 sums are attached below (\`sha256sum -c <archive>.sha256\`)."
 }

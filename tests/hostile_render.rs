@@ -206,3 +206,76 @@ fn kubectl_with(kubeconfig: &std::path::Path, home: &std::path::Path, args: &[&s
         .expect("kubectl runs");
     Run::from(out)
 }
+
+/// The KCP's Available message in the set: characters that hide or reorder text without being
+/// controls (zero-width, BOM, soft hyphen, bidi marks, tags, other Cf).
+const INVISIBLE: &str = "3\u{200b}\u{200c}\u{200d}\u{2060}\u{feff}\u{ad} of 3 \u{200e}\u{200f}\u{61c}ready\u{e0001}\u{e0041}\u{e007f}\u{e0000}\u{2062}\u{180e}\u{fff9}\u{1d173}";
+
+/// What a terminal shows of nothing, or shows elsewhere: every non-ASCII character of
+/// [`INVISIBLE`].
+fn raw_invisible(text: &str) -> Vec<char> {
+    let hidden: Vec<char> = INVISIBLE.chars().filter(|c| !c.is_ascii()).collect();
+    text.chars().filter(|c| hidden.contains(c)).collect()
+}
+
+fn assert_no_raw_invisible(what: &str, run: &Run) {
+    for (stream, text) in [("stdout", &run.stdout), ("stderr", &run.stderr)] {
+        let raw = raw_invisible(text);
+        assert!(raw.is_empty(), "{what}: {stream} carries {raw:?}:\n{text}");
+    }
+}
+
+/// Issue 19 (6): tables and stderr show invisible and format characters as escapes, JSON
+/// keeps them. Fails on c04990d: `visible` escaped only the bidi overrides and isolates, so
+/// the KCP line carried the zero-width characters, the marks and the tags raw (and the error
+/// line the user name's).
+#[test]
+fn invisible_characters_are_shown_as_escapes() {
+    let env = env();
+    for format in ["table", "wide"] {
+        let run = env.kubectl(&["status", CLUSTER, "-n", NS, "-o", format]);
+        run.expect_code(1);
+        assert_no_raw_invisible(&format!("status -o {format}"), &run);
+        let shown = "Available True (Available: 3\\u{200b}\\u{200c}\\u{200d}\\u{2060}\\u{feff}\\u{ad} of 3 \\u{200e}\\u{200f}\\u{61c}ready\\u{e0001}\\u{e0041}\\u{e007f}\\u{e0000}\\u{2062}\\u{180e}\\u{fff9}\\u{1d173})";
+        assert!(
+            run.stdout.contains(shown),
+            "-o {format}: {shown} missing:\n{}",
+            run.stdout
+        );
+    }
+
+    let run = env.kubectl(&["status", CLUSTER, "-n", NS, "-o", "json"]);
+    run.expect_code(1);
+    let report: StatusReport = run.status_report();
+    let kcp = report.header.control_plane.kcp.as_ref().expect("a KCP");
+    let available = kcp
+        .conditions
+        .iter()
+        .find(|c| c.kind == "Available")
+        .expect("the Available condition");
+    assert_eq!(
+        available.message.as_deref(),
+        Some(INVISIBLE),
+        "JSON keeps them"
+    );
+
+    // stderr: the error line quoting a user name that carries them.
+    let user = format!("sso:al\u{200b}ice\u{202e}\u{200f}{INVISIBLE}");
+    let api = FakeApi::start_with(
+        FakeConfig::from_dir(fixture("forbidden"))
+            .expect("fixture set loads")
+            .user(user),
+    )
+    .expect("fake supervisor starts");
+    let dir = tempfile::tempdir().unwrap();
+    let kubeconfig = dir.path().join("kubeconfig");
+    api.write_kubeconfig(&kubeconfig, CONTEXT, None).unwrap();
+    let run = kubectl_with(&kubeconfig, dir.path(), &["status", CLUSTER, "-n", NS]);
+    run.expect_code(3);
+    assert_no_raw_invisible("error line", &run);
+    let line = run.one_line_error();
+    assert!(
+        line.contains("sso:al\\u{200b}ice\\u{202e}\\u{200f}3\\u{200b}"),
+        "{line}"
+    );
+}

@@ -111,3 +111,75 @@ fn a_dead_stderr_does_not_change_the_exit_code() {
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert_eq!(stdout.trim(), "exit 2", "{stdout}");
 }
+
+/// Issue 19 (6): Ctrl-C while a pod create is in flight. The API server stores the pod only
+/// after the run has deleted its pods by name (a 404 then), so only the delete-collection by the
+/// run's label that follows, and its retry after a short wait, can find it. Through kubectl, on
+/// both routes: the jumpbox pod in the Supervisor, the probe pods in the workload cluster.
+/// Fails on c04990d: the run exited after the 404s and the pod created a second later stayed.
+#[test]
+fn ctrl_c_during_an_in_flight_create_leaves_no_pod() {
+    for via in ["jumpbox", "pod"] {
+        let workload = if via == "pod" {
+            Workload::ok()
+        } else {
+            Workload::black_hole()
+        };
+        let env = Env::new(SET, workload);
+        let api = match via {
+            "pod" => env.workload.as_ref().unwrap().api().unwrap(),
+            _ => &env.supervisor,
+        };
+        api.delay_pod_creates(Duration::from_millis(800));
+        let posted = || {
+            api.requests()
+                .iter()
+                .any(|r| r.method == "POST" && r.path.ends_with("/pods"))
+        };
+        let cmd = env.kubectl_command(&[
+            "diagnose",
+            CLUSTER,
+            "-n",
+            NS,
+            "--via",
+            via,
+            "--api-timeout",
+            "1s",
+            "--timeout",
+            "60s",
+        ]);
+        let started = Instant::now();
+        let run = signal_when(cmd, "INT", posted, Duration::from_secs(20));
+        run.expect_code(130);
+        // The create lands whatever the client did; only then is "no pod left" worth checking.
+        while api.created_pods().is_empty() && started.elapsed() < Duration::from_secs(10) {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        assert!(
+            !api.created_pods().is_empty(),
+            "--via {via}: no create landed"
+        );
+        assert!(
+            api.existing_pods().is_empty(),
+            "--via {via}: pods left behind: {:?}",
+            api.existing_pods()
+        );
+        let swept = api
+            .requests()
+            .iter()
+            .filter(|r| r.method == "DELETE" && r.path.ends_with("/pods"))
+            .map(|r| r.param("labelSelector").unwrap_or_default())
+            .collect::<Vec<_>>();
+        assert_eq!(
+            swept.len(),
+            2,
+            "--via {via}: one sweep, retried once: {swept:?}"
+        );
+        assert!(
+            swept
+                .iter()
+                .all(|s| s.contains("etcdnet.kubectl.io/run-id=")),
+            "{swept:?}"
+        );
+    }
+}

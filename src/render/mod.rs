@@ -54,9 +54,18 @@ pub(crate) const NONE: &str = "<none>";
 ///   return in a cell would break the table's layout or overwrite what was printed before.
 /// - C1 controls (U+0080..U+009F): `\u{9b}`. Terminals that read them act on them as on ESC
 ///   sequences (U+009B is CSI, U+009D is OSC).
-/// - Bidirectional overrides and isolates (U+202A..U+202E, U+2066..U+2069) and the line and
-///   paragraph separators (U+2028, U+2029): `\u{202e}`. They reorder or split what is displayed,
-///   so a name could read as another name or a cell as another cell.
+/// - Every format character (Unicode general category Cf, from `unicode-general-category`'s
+///   tables rather than a list of our own): `\u{202e}`. They are invisible or act on the text
+///   around them: the bidirectional controls (overrides and isolates U+202A..U+202E,
+///   U+2066..U+2069, and the marks LRM U+200E, RLM U+200F, ALM U+061C) reorder what is
+///   displayed, so a name could read as another name or a cell as another cell; the zero-width
+///   space, non-joiner and joiner (U+200B..U+200D), the word joiner (U+2060), the byte order
+///   mark (U+FEFF), the soft hyphen (U+00AD) and the tag characters hide text, so two names
+///   that look the same differ, or a message carries words nobody sees. (A zero-width joiner
+///   inside an emoji sequence is escaped too: what the sequence shows is not worth what a
+///   hidden one can do.)
+/// - The whole tag block U+E0000..U+E007F, the unassigned ones included (not Cf, as invisible),
+///   and the line and paragraph separators (U+2028, U+2029): they split a line.
 ///
 /// A backslash is kept as it is: kubectl does so too, and our own text has them.
 pub fn visible(text: &str) -> Cow<'_, str> {
@@ -84,8 +93,13 @@ pub fn visible(text: &str) -> Cow<'_, str> {
 
 /// A character [`visible`] writes as an escape.
 fn hidden(c: char) -> bool {
+    use unicode_general_category::{get_general_category, GeneralCategory};
+    if c.is_ascii() {
+        return c.is_ascii_control();
+    }
     c.is_control()
-        || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{2028}' | '\u{2029}')
+        || matches!(c, '\u{2028}' | '\u{2029}' | '\u{e0000}'..='\u{e007f}')
+        || get_general_category(c) == GeneralCategory::Format
 }
 
 /// The tone of the one painted word of a line.
@@ -334,6 +348,52 @@ mod tests {
         }
     }
 
+    /// The characters that hide or reorder text without being controls. Fails on c04990d:
+    /// only the bidi overrides and isolates were escaped.
+    #[test]
+    fn visible_writes_every_format_and_invisible_character_as_an_escape() {
+        for (c, name) in [
+            ('\u{200e}', "LRM"),
+            ('\u{200f}', "RLM"),
+            ('\u{61c}', "ALM"),
+            ('\u{200b}', "zero-width space"),
+            ('\u{200c}', "zero-width non-joiner"),
+            ('\u{200d}', "zero-width joiner"),
+            ('\u{2060}', "word joiner"),
+            ('\u{feff}', "byte order mark"),
+            ('\u{ad}', "soft hyphen"),
+            ('\u{e0000}', "tag block, unassigned"),
+            ('\u{e0001}', "language tag"),
+            ('\u{e0041}', "tag A"),
+            ('\u{e007f}', "cancel tag"),
+            ('\u{2062}', "invisible times"),
+            ('\u{180e}', "Mongolian vowel separator"),
+            ('\u{fff9}', "interlinear annotation anchor"),
+            ('\u{1d173}', "musical begin beam"),
+        ] {
+            let text = format!("a{c}b");
+            assert_eq!(
+                visible(&text),
+                format!("a\\u{{{:x}}}b", c as u32),
+                "{name} U+{:04X}",
+                c as u32
+            );
+        }
+        // Every Cf character there is, whatever the Unicode version adds.
+        use unicode_general_category::{get_general_category, GeneralCategory};
+        let format = (0..=0x10ffffu32)
+            .filter_map(char::from_u32)
+            .filter(|&c| get_general_category(c) == GeneralCategory::Format);
+        let mut n = 0;
+        for c in format {
+            n += 1;
+            assert!(hidden(c), "U+{:04X}", c as u32);
+        }
+        assert!(n > 150, "the table knows the Cf category ({n})");
+        // An emoji family is held together by zero-width joiners: shown apart, not hidden.
+        assert_eq!(visible("👩\u{200d}👧"), "👩\\u{200d}👧");
+    }
+
     #[test]
     fn visible_keeps_text_and_borrows_it() {
         for s in [
@@ -341,7 +401,8 @@ mod tests {
             "tkc-prod-7xk2p-4rz8m",
             "é",
             "日本",
-            "🎉 emoji 👩‍👩‍👧",
+            "🎉 emoji ❤\u{fe0f}",
+            "e\u{301} combining",
             "a\\x1b stays as typed",
             "Ünïcödé and →",
             "\u{a0}nbsp",

@@ -21,7 +21,7 @@ use k8s_openapi_ext::{ContainerExt, PodSpecExt};
 use kube::api::Api;
 use tokio::sync::OnceCell;
 
-use super::lifecycle::{self, MAX_LOG_BYTES};
+use super::lifecycle::{self, PodApi, MAX_LOG_BYTES};
 use super::ssh::{classify_failure, locked_option_words, remote_probe_command, SshSettings};
 use super::{
     Address, Env, PodBasics, Reached, Route, RouteSettings, Run, Session, Target, Unavailable,
@@ -32,8 +32,12 @@ use crate::probe::{HostKey, ProbeOutput, ReachError, ReachErrorKind};
 pub use crate::probe::{PortReach, PortState};
 
 pub const JUMPBOX_SH: &str = include_str!("jumpbox.sh");
-/// An image with an OpenSSH client and a POSIX sh (alpine/git ships both).
-pub const DEFAULT_IMAGE: &str = "docker.io/alpine/git:2.47.2";
+/// An image with an OpenSSH client and a POSIX sh (alpine/git ships both). Pinned by the digest
+/// of its multi-arch index: this pod holds the key to every control-plane VM, so what it runs is
+/// what was reviewed, whatever the tag is made to point at later (docs/images.md: where the
+/// digest comes from, how to move it).
+pub const DEFAULT_IMAGE: &str =
+    "docker.io/alpine/git:2.47.2@sha256:062a01ad7a0eb17cff382bc5e26086b4d710e56dfdfdf001109a49b6d9bd378c";
 pub const KEY_DIR: &str = "/etc/etcdnet/ssh";
 pub const KEY_FILE: &str = "ssh-privatekey";
 /// The user and group the jumpbox runs as (`nobody`, in every image's /etc/passwd: ssh refuses
@@ -255,7 +259,10 @@ impl Route for JumpboxRoute {
                 })) as Box<dyn Session>);
             };
             Ok(Box::new(JumpboxSession {
-                api: Api::namespaced(env.supervisor.clone(), &s.jumpbox.namespace),
+                api: PodApi::new(Api::namespaced(
+                    env.supervisor.clone(),
+                    &s.jumpbox.namespace,
+                )),
                 settings: &s.jumpbox,
                 vms: addressed(targets).collect(),
                 nonce,
@@ -266,7 +273,7 @@ impl Route for JumpboxRoute {
 }
 
 struct JumpboxSession<'a> {
-    api: Api<Pod>,
+    api: PodApi,
     settings: &'a JumpboxSettings,
     /// The targets the session was opened for that have an address, with it: the pod's VMs,
     /// in the order of its sections.

@@ -4,7 +4,9 @@
 //! [`PodTracker`] before its create goes out, and removed from it only once deleted or once the
 //! API server definitely refused to create it. Whatever ends the run — success, an error, a
 //! timeout, Ctrl-C — the caller deletes what the tracker still holds
-//! ([`PodTracker::delete_all`]).
+//! ([`PodTracker::delete_all`]). A create still in flight when the run ends (Ctrl-C) may be
+//! stored after that delete has found nothing: for those, one delete-collection by the run's
+//! label follows, and once more after a short wait ([`SWEEP_AGAIN_AFTER`]).
 //!
 //! Waiting is bounded by the run's `--timeout` only: a watch that breaks or stays quiet past the
 //! client's read timeout (a slow image pull, a vSphere Pod that takes 30 s to start) is resumed
@@ -13,16 +15,18 @@
 //! bound, headers and body; a watch within its `timeoutSeconds` plus that bound, each event line
 //! within `bounds::MAX_LINE_BYTES` (a longer one ends the wait with an error, never resumed).
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use futures::{AsyncReadExt, TryStreamExt};
 use k8s_openapi::api::core::v1::Pod;
-use kube::api::{Api, DeleteParams, LogParams, PostParams, WatchEvent, WatchParams};
+use kube::api::{Api, DeleteParams, ListParams, LogParams, PostParams, WatchEvent, WatchParams};
 use serde::{Deserialize, Serialize};
 use tracing::{debug, warn};
 
 use crate::error::KubeErrorExt;
+use crate::labels::{managed_selector, RUN_ID};
 
 /// The most a probe pod's log may hold; more is refused unread (a per-node `BadOutput`). The
 /// probe prints one JSON document whose etcd log sample is capped at `--log-bytes` (256 KiB of
@@ -43,6 +47,37 @@ const LOG_READ_FLOOR: Duration = Duration::from_secs(10);
 /// (or a connection that keeps failing) is not hammered.
 const REWATCH_PACE: Duration = Duration::from_secs(1);
 
+/// How long after the first delete-collection of a run's unsettled creates the second one goes
+/// out: a create the API server was still processing when the run ended is stored within it,
+/// unless the server takes longer than this to admit a pod (a slow admission webhook), which is
+/// then `kubectl etcdnet cleanup`'s.
+pub const SWEEP_AGAIN_AFTER: Duration = Duration::from_secs(2);
+
+/// The pods of one namespace of one cluster, as one route's session creates them: the API, and
+/// an identity (an `Api` has none to compare), so that a run's sweep asks each place once.
+#[derive(Clone)]
+pub struct PodApi {
+    api: Api<Pod>,
+    place: u64,
+}
+
+impl PodApi {
+    pub fn new(api: Api<Pod>) -> PodApi {
+        static NEXT: AtomicU64 = AtomicU64::new(0);
+        PodApi {
+            api,
+            place: NEXT.fetch_add(1, Ordering::Relaxed),
+        }
+    }
+}
+
+impl std::ops::Deref for PodApi {
+    type Target = Api<Pod>;
+    fn deref(&self) -> &Api<Pod> {
+        &self.api
+    }
+}
+
 /// A pod we created, or may have: the API it lives behind (its namespace and cluster) and its
 /// name, under the id of the create that made it. Two entries may carry the same name; each is
 /// removed only by its own create's outcome.
@@ -50,6 +85,14 @@ struct Tracked {
     ticket: Ticket,
     api: Api<Pod>,
     name: String,
+}
+
+/// A create whose outcome the run has not learnt (in flight, or answered without a definite
+/// refusal): where, and the label selector of the run's pods there.
+struct Unsettled {
+    ticket: Ticket,
+    api: PodApi,
+    selector: String,
 }
 
 /// One create's entry in the tracker.
@@ -60,6 +103,7 @@ struct Ticket(u64);
 struct Pods {
     next: u64,
     tracked: Vec<Tracked>,
+    unsettled: Vec<Unsettled>,
 }
 
 /// Every pod this run has created (or may have) and not yet deleted.
@@ -69,17 +113,35 @@ pub struct PodTracker {
 }
 
 impl PodTracker {
-    /// Records one create, before its request goes out.
-    fn track(&self, api: &Api<Pod>, name: &str) -> Ticket {
+    /// Records one create of `pod`, before its request goes out: its name, and, until its
+    /// answer settles it, the run's label to sweep by (a pod without the run-id label has none).
+    fn track(&self, api: &PodApi, pod: &Pod) -> Ticket {
         let mut pods = self.pods.lock().unwrap();
         pods.next += 1;
         let ticket = Ticket(pods.next);
         pods.tracked.push(Tracked {
             ticket,
-            api: api.clone(),
-            name: name.to_string(),
+            api: (**api).clone(),
+            name: pod.metadata.name.clone().unwrap_or_default(),
         });
+        let run_id = pod.metadata.labels.as_ref().and_then(|l| l.get(RUN_ID));
+        if let Some(run_id) = run_id {
+            pods.unsettled.push(Unsettled {
+                ticket,
+                api: api.clone(),
+                selector: format!("{},{RUN_ID}={run_id}", managed_selector()),
+            });
+        }
         ticket
+    }
+
+    /// The create answered: it made the pod (tracked by name) or definitely did not.
+    fn settle(&self, ticket: Ticket) {
+        self.pods
+            .lock()
+            .unwrap()
+            .unsettled
+            .retain(|u| u.ticket != ticket);
     }
 
     /// Forgets exactly the entry of one create (never another create's pod of the same name).
@@ -117,11 +179,54 @@ impl PodTracker {
                     Err(_) => Some(format!("{name}: delete did not finish within {bound:?}")),
                 }
             });
-        futures::future::join_all(deletions)
+        let mut failed: Vec<String> = futures::future::join_all(deletions)
             .await
             .into_iter()
             .flatten()
-            .collect()
+            .collect();
+        failed.extend(self.sweep(bound).await);
+        failed
+    }
+
+    /// For the creates the run never saw answered: one delete-collection by the run's label
+    /// in each place they went to, then the same once more after [`SWEEP_AGAIN_AFTER`], for a
+    /// pod the API server stores only after the first. Nothing when every create was answered.
+    async fn sweep(&self, bound: Duration) -> Vec<String> {
+        let unsettled = std::mem::take(&mut self.pods.lock().unwrap().unsettled);
+        let mut places: Vec<Unsettled> = Vec::new();
+        for u in unsettled {
+            if !places
+                .iter()
+                .any(|p| p.api.place == u.api.place && p.selector == u.selector)
+            {
+                places.push(u);
+            }
+        }
+        if places.is_empty() {
+            return Vec::new();
+        }
+        let once = || {
+            futures::future::join_all(places.iter().map(|p| async move {
+                let list = ListParams::default().labels(&p.selector);
+                let ns = p.api.namespace().unwrap_or_default();
+                let what = format!("the pods labelled {} in namespace {ns}", p.selector);
+                match tokio::time::timeout(
+                    bound,
+                    p.api.delete_collection(&DeleteParams::default(), &list),
+                )
+                .await
+                {
+                    Ok(Ok(_)) => None,
+                    Ok(Err(e)) => Some(format!("{what}: {}", crate::error::chain(&e))),
+                    Err(_) => Some(format!("{what}: delete did not finish within {bound:?}")),
+                }
+            }))
+        };
+        debug!(places = places.len(), "sweeping unanswered creates");
+        // The first try's failures are the second's to mend: a place is reported by its last.
+        once().await;
+        tokio::time::sleep(SWEEP_AGAIN_AFTER).await;
+        once().await.into_iter().flatten().collect()
     }
 }
 
@@ -281,7 +386,7 @@ fn api_failure(doing: &str, err: kube::Error) -> PodFailure {
 /// Runs one pod to its end within `bound`, then deletes it unless `keep`; its log is read up
 /// to [`MAX_LOG_BYTES`].
 pub async fn run(
-    api: &Api<Pod>,
+    api: &PodApi,
     pod: &Pod,
     tracker: &PodTracker,
     bound: Duration,
@@ -294,7 +399,7 @@ pub async fn run(
 /// per VM): its log is read up to `log_limit` bytes instead, more refused unread. The caller
 /// scales the limit with what the pod prints at most (see `jumpbox::log_limit`).
 pub async fn run_with_log_limit(
-    api: &Api<Pod>,
+    api: &PodApi,
     pod: &Pod,
     tracker: &PodTracker,
     bound: Duration,
@@ -306,12 +411,16 @@ pub async fn run_with_log_limit(
     // flight, the API server may have made the pod without us seeing the answer, and the final
     // delete_all must still delete it (a 404 there is fine).
     let name = pod.metadata.name.clone().unwrap_or_default();
-    let ticket = tracker.track(api, &name);
+    let ticket = tracker.track(api, pod);
     let created = match api.create(&PostParams::default(), pod).await {
-        Ok(p) => p,
+        Ok(p) => {
+            tracker.settle(ticket);
+            p
+        }
         Err(e) => {
             if definitely_refused(&e) {
                 tracker.untrack(ticket);
+                tracker.settle(ticket);
             } else {
                 // No answer, or one that does not say "not created": the pod may exist. Left
                 // tracked, so the final delete_all deletes it.
@@ -532,8 +641,8 @@ mod tests {
         kube::Client::try_from(config).unwrap()
     }
 
-    fn pods_at(url: &str, read_timeout: Duration) -> Api<Pod> {
-        Api::namespaced(client(url, read_timeout), "kube-system")
+    fn pods_at(url: &str, read_timeout: Duration) -> PodApi {
+        PodApi::new(Api::namespaced(client(url, read_timeout), "kube-system"))
     }
 
     fn probe_pod(name: &str) -> Pod {
@@ -548,7 +657,7 @@ mod tests {
 
     /// `run` of the probe pod `NAME`, not kept, within `bound`.
     async fn run_probe(
-        pods: &Api<Pod>,
+        pods: &PodApi,
         tracker: &PodTracker,
         bound: Duration,
     ) -> Result<PodRun, PodFailure> {
@@ -557,6 +666,77 @@ mod tests {
 
     fn fake() -> FakeApi {
         FakeApi::start_with(FakeConfig::empty()).unwrap()
+    }
+
+    /// The probe pod `name`, labelled as a run's pods are (run id `k3x9q`).
+    fn labelled_pod(name: &str) -> Pod {
+        let mut pod = probe_pod(name);
+        pod.metadata.labels = Some(
+            [
+                (crate::labels::MANAGED_BY, crate::labels::MANAGED_BY_VALUE),
+                (RUN_ID, "k3x9q"),
+            ]
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect(),
+        );
+        pod
+    }
+
+    /// The delete-collections the fake received, by their label selector.
+    fn sweeps(api: &FakeApi) -> Vec<String> {
+        api.requests()
+            .iter()
+            .filter(|r| r.method == "DELETE" && r.path.ends_with("/pods"))
+            .map(|r| r.param("labelSelector").unwrap_or_default())
+            .collect()
+    }
+
+    /// A create the run stopped waiting for (Ctrl-C drops it) is stored after the delete by
+    /// name: the sweep by the run's label, retried after a wait, deletes it. Fails on c04990d
+    /// (no sweep: the pod stayed).
+    #[tokio::test]
+    async fn a_create_dropped_in_flight_is_swept_by_the_run_label() {
+        let api = fake();
+        api.delay_pod_creates(Duration::from_millis(500));
+        let pods = pods_at(&api.url(), Duration::from_secs(5));
+        let tracker = PodTracker::default();
+        let pod = labelled_pod(NAME);
+        let cut = tokio::time::timeout(
+            Duration::from_millis(100),
+            run(&pods, &pod, &tracker, Duration::from_secs(5), false),
+        )
+        .await;
+        assert!(cut.is_err(), "the create was still in flight");
+        let failed = tracker.delete_all(Duration::from_secs(2)).await;
+        assert!(failed.is_empty(), "{failed:?}");
+        assert_eq!(api.created_pods().len(), 1, "the create landed meanwhile");
+        assert!(api.existing_pods().is_empty(), "{:?}", api.existing_pods());
+        let selector =
+            "app.kubernetes.io/managed-by=kubectl-etcdnet,etcdnet.kubectl.io/run-id=k3x9q";
+        assert_eq!(sweeps(&api), [selector, selector]);
+    }
+
+    /// Every create answered: no sweep, and no wait for one.
+    #[tokio::test]
+    async fn answered_creates_need_no_sweep() {
+        let api = fake();
+        api.on_pod_created(|_| Some(PodScript::succeeds("{}")));
+        let pods = pods_at(&api.url(), Duration::from_secs(5));
+        let tracker = PodTracker::default();
+        let _ = run(
+            &pods,
+            &labelled_pod(NAME),
+            &tracker,
+            Duration::from_secs(5),
+            true,
+        )
+        .await;
+        let started = Instant::now();
+        tracker.delete_all(Duration::from_secs(2)).await;
+        assert!(started.elapsed() < SWEEP_AGAIN_AFTER);
+        assert!(api.existing_pods().is_empty());
+        assert!(sweeps(&api).is_empty(), "{:?}", sweeps(&api));
     }
 
     #[tokio::test]
@@ -569,7 +749,7 @@ mod tests {
         let pods = pods_at(&api.url(), Duration::from_secs(5));
         let tracker = PodTracker::default();
         // Another create of the same name, still in flight: its entry must survive ours.
-        let other = tracker.track(&pods, NAME);
+        let other = tracker.track(&pods, &probe_pod(NAME));
         let failure = run_probe(&pods, &tracker, Duration::from_secs(5))
             .await
             .unwrap_err();

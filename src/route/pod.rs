@@ -1,8 +1,8 @@
 //! Route 1: a debug pod on each control-plane node, through the workload cluster's API.
 //! Works while that API answers (a partial partition, one isolated node, a proactive check).
 //!
-//! The pod shares the node's network namespace, mounts the node's `/` at `/host` and runs the
-//! probe with `chroot /host`, so that `crictl`, `curl`, the certificates under
+//! The pod shares the node's network namespace, mounts the node's `/` read-only at `/host` and
+//! runs the probe with `chroot /host`, so that `crictl`, `curl`, the certificates under
 //! `/etc/kubernetes/pki/etcd` and the network are the node's own. It keeps only what that needs
 //! (docs/security.md has the list and why): root (the node's etcd keys, containerd's socket and
 //! systemd's are root's own files), `CAP_SYS_CHROOT` and nothing else, the host network, the
@@ -17,7 +17,7 @@ use k8s_openapi::api::core::v1::{
 use k8s_openapi_ext::{ContainerExt, PodSpecExt};
 use kube::api::Api;
 
-use super::lifecycle::{self, PodFailure};
+use super::lifecycle::{self, PodApi, PodFailure};
 use super::{
     Address, Env, PodBasics, Reached, Route, RouteSettings, Run, Session, Target, Unavailable,
 };
@@ -25,8 +25,13 @@ use crate::error::Result;
 use crate::probe::script;
 use crate::probe::{ReachError, ReachErrorKind};
 
-/// The image only needs `chroot` and `sh` (everything else comes from the node).
-pub const DEFAULT_IMAGE: &str = "docker.io/library/busybox:1.36";
+/// The image only needs `chroot` and `sh` (everything else comes from the node). Pinned by the
+/// digest of its multi-arch index, so that what runs as root on every control-plane node is
+/// what was reviewed, whatever the tag is made to point at later; the tag stays for readers
+/// (the runtime pulls by the digest). docs/images.md says where the digest comes from and how
+/// to move it.
+pub const DEFAULT_IMAGE: &str =
+    "docker.io/library/busybox:1.36@sha256:73aaf090f3d85aa34ee199857f03fa3a95c8ede2ffd4cc2cdb5b94e566b11662";
 pub const DEFAULT_NAMESPACE: &str = "kube-system";
 pub const CONTAINER: &str = "probe";
 pub const NODE_CRITICAL: &str = "system-node-critical";
@@ -75,9 +80,15 @@ pub fn debug_pod(name: &str, node_name: &str, settings: &PodSettings, command: &
             }),
             ..Default::default()
         }),
+        // Read-only: the probe only reads the node. Its one write, its temporary folder, goes to
+        // the node's /dev/shm (or /run), each a mount of its own under `/`: Kubernetes' readOnly
+        // is not recursive unless `recursiveReadOnly` asks (KEP-3857; left unset on purpose),
+        // so those stay writable while the node's root filesystem (/etc, /usr, /var/lib/etcd on
+        // it, the kubelet's files) cannot be written through /host.
         volume_mounts: Some(vec![VolumeMount {
             name: "host".into(),
             mount_path: "/host".into(),
+            read_only: Some(true),
             ..Default::default()
         }]),
         ..Container::new(CONTAINER)
@@ -156,7 +167,7 @@ impl Route for PodRoute {
             }
             let client = env.workload.client(s.workload_timeout)?;
             Ok(Box::new(PodSession {
-                api: Api::namespaced(client, &s.pod.namespace),
+                api: PodApi::new(Api::namespaced(client, &s.pod.namespace)),
                 settings: &s.pod,
             }) as Box<dyn Session>)
         })
@@ -164,7 +175,7 @@ impl Route for PodRoute {
 }
 
 struct PodSession<'a> {
-    api: Api<Pod>,
+    api: PodApi,
     settings: &'a PodSettings,
 }
 
@@ -260,6 +271,24 @@ mod tests {
         crate::names::validate_dns1123_label(&dash).unwrap();
     }
 
+    /// Both defaults are `name:tag@sha256:<64 lowercase hex>` (docs/images.md): the tag for the
+    /// reader, the index digest for the runtime. Fails on c04990d (tags only).
+    #[test]
+    fn default_images_are_pinned_by_digest() {
+        for image in [DEFAULT_IMAGE, crate::route::jumpbox::DEFAULT_IMAGE] {
+            let (name, digest) = image.split_once('@').expect(image);
+            let hex = digest.strip_prefix("sha256:").expect(image);
+            assert_eq!(hex.len(), 64, "{image}");
+            assert!(
+                hex.bytes()
+                    .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)),
+                "{image}"
+            );
+            let last = name.rsplit('/').next().unwrap();
+            assert!(last.contains(':'), "the tag stays, for the reader: {image}");
+        }
+    }
+
     #[test]
     fn node_critical_only_where_the_api_server_allows_it() {
         let elsewhere = PodSettings {
@@ -308,6 +337,15 @@ mod tests {
         assert_eq!(c["command"][0], "chroot");
         assert_eq!(c["command"][1], "/host");
         assert_eq!(c["volumeMounts"][0]["mountPath"], "/host");
+        assert_eq!(
+            c["volumeMounts"][0]["readOnly"], true,
+            "the probe only reads"
+        );
+        assert_eq!(
+            c["volumeMounts"][0]["recursiveReadOnly"],
+            serde_json::Value::Null,
+            "the node's /dev/shm stays writable for the probe's temporary folder"
+        );
         assert_eq!(c["resources"]["requests"]["cpu"], "10m");
         let l = &v["metadata"]["labels"];
         assert_eq!(l["app.kubernetes.io/managed-by"], "kubectl-etcdnet");

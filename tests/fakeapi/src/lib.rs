@@ -67,7 +67,7 @@ mod workload;
 pub use config::{FakeConfig, Forbid, SetConfig};
 pub use kubelet::{PodProcess, SecretVolume};
 pub use pods::PodScript;
-pub use server::{write_kubeconfig, FakeApi, Request};
+pub use server::{write_kubeconfig, Access, FakeApi, Request};
 pub use workload::Workload;
 
 /// The fixture root of this repository: `tests/fixtures`.

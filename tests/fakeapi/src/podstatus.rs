@@ -73,7 +73,10 @@ pub fn container_id(pod: &Value, container: &str) -> String {
     )
 }
 
-/// A reference as containerd normalizes it: `busybox` is `docker.io/library/busybox:latest`.
+/// A reference as containerd normalizes it: `busybox` is `docker.io/library/busybox:latest`,
+/// and a reference with both a tag and a digest is its digest alone
+/// (`busybox:1.36@sha256:...` is `docker.io/library/busybox@sha256:...`, as containerd's
+/// `reference/docker.ParseDockerRef` drops the tag).
 pub fn normalize_image(image: &str) -> String {
     let (name, digest) = match image.split_once('@') {
         Some((n, d)) => (n, Some(d)),
@@ -89,13 +92,15 @@ pub fn normalize_image(image: &str) -> String {
     } else {
         format!("docker.io/library/{name}")
     };
+    // Where the tag starts, if there is one: a ':' in the last path segment (a port is not).
     let last = full.rsplit('/').next().unwrap_or("");
-    match digest {
-        Some(d) => format!("{full}@{d}"),
-        None => {
-            if !last.contains(':') {
-                full.push_str(":latest");
-            }
+    let tag_at = last.find(':').map(|i| full.len() - last.len() + i);
+    match (digest, tag_at) {
+        (Some(d), Some(at)) => format!("{}@{d}", &full[..at]),
+        (Some(d), None) => format!("{full}@{d}"),
+        (None, Some(_)) => full,
+        (None, None) => {
+            full.push_str(":latest");
             full
         }
     }
@@ -104,6 +109,10 @@ pub fn normalize_image(image: &str) -> String {
 /// `docker.io/library/busybox@sha256:...`: what the runtime reports once an image is present.
 pub fn image_id(image: &str) -> String {
     let full = normalize_image(image);
+    // Pulled by digest: that digest is the one the runtime reports.
+    if full.contains('@') {
+        return full;
+    }
     let repo = full
         .split('@')
         .next()
@@ -383,6 +392,14 @@ mod tests {
         assert_eq!(
             normalize_image("a@sha256:00"),
             "docker.io/library/a@sha256:00"
+        );
+        assert_eq!(
+            normalize_image("busybox:1.36@sha256:00"),
+            "docker.io/library/busybox@sha256:00"
+        );
+        assert_eq!(
+            normalize_image("localhost:5000/probe:1@sha256:00"),
+            "localhost:5000/probe@sha256:00"
         );
         assert!(image_id("busybox:1.36").starts_with("docker.io/library/busybox@sha256:"));
     }

@@ -204,6 +204,12 @@ async fn resource(
         Some(s) => format!("{plural}/{s}"),
         None => plural.clone(),
     };
+    shared.accesses.lock().unwrap().push(crate::server::Access {
+        verb: verb.to_string(),
+        group: group.to_string(),
+        resource: rbac_resource.clone(),
+        namespace: namespace.clone(),
+    });
     // Authorization comes before routing on a real server: a denied user gets
     // 403 even for a resource that does not exist.
     let denied = shared.forbidden.lock().unwrap().iter().any(|r| {
@@ -262,6 +268,25 @@ async fn resource(
         (_, "watch") => return crate::watch::serve(shared.clone(), req).await,
         ("GET", "get") => handlers::get(shared, &req),
         ("GET", "list") => handlers::list(shared, &req),
+        ("POST", _) if req.def.group.is_empty() && req.def.plural == "pods" => {
+            let delay = *shared.pod_create_delay.lock().unwrap();
+            match delay {
+                // On a task of its own, so that a client hanging up (which drops this
+                // handler) does not stop the write.
+                Some(d) => {
+                    let shared = shared.clone();
+                    let done = tokio::spawn(async move {
+                        tokio::time::sleep(d).await;
+                        handlers::create(&shared, &req).map_err(IntoResponse::into_response)
+                    });
+                    return match done.await {
+                        Ok(Ok(r)) | Ok(Err(r)) => r,
+                        Err(_) => StatusCode::INTERNAL_SERVER_ERROR.into_response(),
+                    };
+                }
+                None => handlers::create(shared, &req),
+            }
+        }
         ("POST", _) => handlers::create(shared, &req),
         ("PUT", _) => handlers::update(shared, &req),
         ("PATCH", _) => handlers::patch(shared, &req),

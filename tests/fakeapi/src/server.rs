@@ -75,6 +75,24 @@ pub struct Shared {
     /// Where every request is also written as it arrives, one `METHOD path?query` line each
     /// ([`FakeApi::log_requests_to`]).
     pub request_log: Mutex<Option<std::fs::File>>,
+    /// Every request on a resource as RBAC sees it, in order ([`FakeApi::accesses`]).
+    pub accesses: Mutex<Vec<Access>>,
+    /// How long a pod create takes before the pod is stored ([`FakeApi::delay_pod_creates`]).
+    pub pod_create_delay: Mutex<Option<Duration>>,
+}
+
+/// One request on a resource as an authorizer sees it: what RBAC must grant for it.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Access {
+    /// get, list, watch, create, update, patch, delete, deletecollection.
+    pub verb: String,
+    /// API group; "" is the core group.
+    pub group: String,
+    /// Plural resource, with "/sub" for a subresource ("pods/log").
+    pub resource: String,
+    /// None: an all-namespaces request or a cluster-scoped resource (only a ClusterRole
+    /// grants it).
+    pub namespace: Option<String>,
 }
 
 /// Appends `request` to the request log, if there is one (one write per line, so a reader sees
@@ -256,6 +274,8 @@ impl FakeApi {
             created_pods: Mutex::new(Vec::new()),
             stopping: AtomicBool::new(false),
             request_log: Mutex::new(None),
+            accesses: Mutex::new(Vec::new()),
+            pod_create_delay: Mutex::new(None),
         });
         let (shutdown, thread) = spawn_server(
             listener,
@@ -540,6 +560,20 @@ impl FakeApi {
             .lock()
             .unwrap()
             .push(image.into());
+    }
+
+    /// Every request on a resource so far, as RBAC sees it (verb, group, resource with its
+    /// subresource, namespace), in order, refused ones included. Discovery and `/version` are
+    /// not resources (every authenticated user may read them) and are not listed.
+    pub fn accesses(&self) -> Vec<Access> {
+        self.shared.accesses.lock().unwrap().clone()
+    }
+
+    /// From now on a pod create takes `delay` before the pod is stored, and the pod is stored
+    /// even if the client has gone by then: an API server whose write is under way finishes it
+    /// whether or not anyone waits for the answer.
+    pub fn delay_pod_creates(&self, delay: Duration) {
+        *self.shared.pod_create_delay.lock().unwrap() = Some(delay);
     }
 
     /// Adds a 403 rule while running.

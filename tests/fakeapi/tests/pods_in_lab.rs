@@ -22,6 +22,36 @@ use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, DeleteParams, ListParams, LogParams, PostParams, WatchEvent, WatchParams};
 use serde_json::json;
 
+/// `readOnly: true` on the `/host` mount is honoured as runc honours it: `/host` itself cannot
+/// be written, the mounts under it (the node's /dev/shm, where the probe keeps its temporary
+/// folder) still can (Kubernetes' readOnly is not recursive).
+#[tokio::test]
+#[cfg_attr(not(etcdnet_lab), ignore = "needs root and the lab (see build.rs)")]
+async fn a_read_only_host_mount_is_read_only_as_runc_makes_it() {
+    require("a_read_only_host_mount_is_read_only_as_runc_makes_it");
+    let e = lab_env("lab-3").await;
+    let script =
+        "f=/host/etcdnet-ro-check; if touch $f 2>/dev/null; then rm -f $f; echo root-writable; \
+                  else echo root-read-only; fi; \
+                  d=$(mktemp -d /host/dev/shm/etcdnet-ro.XXXXXX) && rmdir $d && echo shm-writable";
+    let mut pod = probe_pod("etcdnet-probe-ro", CP1, &["sh", "-c", script], 60);
+    pod.spec.as_mut().unwrap().containers[0]
+        .volume_mounts
+        .as_mut()
+        .unwrap()[0]
+        .read_only = Some(true);
+    create_and_watch(&e.pods, &pod, Duration::from_secs(30), |_, p| {
+        matches!(phase(p), "Succeeded" | "Failed")
+    })
+    .await;
+    let log = e
+        .pods
+        .logs("etcdnet-probe-ro", &LogParams::default())
+        .await
+        .unwrap();
+    assert_eq!(log, "root-read-only\nshm-writable\n");
+}
+
 #[tokio::test]
 #[cfg_attr(not(etcdnet_lab), ignore = "needs root and the lab (see build.rs)")]
 async fn a_probe_like_pod_runs_on_its_node_with_the_nodes_view() {

@@ -348,7 +348,24 @@ impl Lab {
         node: &str,
         argv: &[S],
     ) -> Result<Command> {
-        Ok(view::command(self.node(node)?, Mode::Pod, argv))
+        self.pod_command_with(node, argv, false)
+    }
+
+    /// [`Lab::pod_command`], with `/host` read-only when `host_read_only` (the pod's volumeMount
+    /// says `readOnly: true`): as a runtime mounts it, only `/host` itself, not the mounts under
+    /// it (Kubernetes' readOnly is not recursive).
+    pub fn pod_command_with<S: AsRef<std::ffi::OsStr>>(
+        &self,
+        node: &str,
+        argv: &[S],
+        host_read_only: bool,
+    ) -> Result<Command> {
+        let mode = if host_read_only {
+            Mode::PodHostReadOnly
+        } else {
+            Mode::Pod
+        };
+        Ok(view::command(self.node(node)?, mode, argv))
     }
 
     /// `argv` in the node's netns only (host filesystem): cheap, for the lab's own checks.

@@ -23,6 +23,9 @@ pub(crate) enum Mode {
     Node,
     /// `/` is the host, `/host` is the node (a privileged pod with hostPath `/` at `/host`).
     Pod,
+    /// As [`Mode::Pod`], `/host` mounted read-only as a runtime mounts a `readOnly` volume:
+    /// the top mount only, the mounts under it (the node's /etc, /var, /dev/shm) as they were.
+    PodHostReadOnly,
 }
 
 pub(crate) fn command<S: AsRef<OsStr>>(node: &Node, mode: Mode, argv: &[S]) -> Command {
@@ -43,6 +46,7 @@ pub(crate) fn command<S: AsRef<OsStr>>(node: &Node, mode: Mode, argv: &[S]) -> C
         .arg(match mode {
             Mode::Node => "node",
             Mode::Pod => "pod",
+            Mode::PodHostReadOnly => "pod-ro",
         })
         .args(argv);
     // Its own process group, so a timeout can kill the command and everything it started.

@@ -4,7 +4,8 @@
 //! created through the API whose `spec.nodeName` is a lab node's name is run the way a kubelet on
 //! that node would: the first container's `command` + `args` as root in the node's network
 //! namespace, with the host's `/` and the node's view at `/host` (`Lab::pod_command`: what a
-//! privileged hostNetwork pod with a hostPath `/` volume sees), its stdout and stderr interleaved
+//! privileged hostNetwork pod with a hostPath `/` volume sees; read-only, not recursively, when the
+//! container mounts `/host` with `readOnly: true`, as runc does), its stdout and stderr interleaved
 //! as the pod's log, its exit status as the pod's phase, every transition a status write (a
 //! MODIFIED watch event), plus the kubelet's Events. `activeDeadlineSeconds` and DELETE kill it.
 //!

@@ -221,6 +221,16 @@ pub(super) fn reject_out_of_pods(shared: &Arc<Shared>, pod: &Value, used: usize)
     );
 }
 
+/// Whether the first container mounts `/host` read-only (the lab's `/host` is the node's `/`,
+/// whatever volume the pod names: the lab runs node pods only as the probe's).
+fn host_read_only(pod: &Value) -> bool {
+    pod["spec"]["containers"][0]["volumeMounts"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .any(|m| m["mountPath"] == "/host" && m["readOnly"] == true)
+}
+
 fn is_refused(shared: &Arc<Shared>, image: &str) -> bool {
     let want = ps::normalize_image(image);
     shared
@@ -442,7 +452,8 @@ pub(super) fn run_pod(
     let started = check.and_then(|()| {
         let (cmd, hostname) = match place {
             Place::Node(node) => (
-                k.lab().pod_command(&node.name, &argv),
+                k.lab()
+                    .pod_command_with(&node.name, &argv, host_read_only(pod)),
                 if host_net {
                     node.name.clone()
                 } else {

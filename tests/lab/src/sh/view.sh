@@ -10,6 +10,8 @@
 # MODE "node": / is the host's / with the node's files where a kubeadm node has them.
 # MODE "pod":  / is the host's / untouched, and /host is the node view (what a privileged pod
 #              with a hostPath volume of / sees), so `chroot /host crictl ps` works.
+# MODE "pod-ro": "pod" with /host read-only as runc mounts a readOnly volume: a read-only remount
+#              of that one mount, not of those under it (Kubernetes' readOnly is not recursive).
 set -eu
 R=$1 N=$2 IP=$3 MODE=$4
 shift 4
@@ -58,7 +60,7 @@ printf '%s\n' "$N" >"$S/root/etc/hostname"
 printf '%s %s\n' "$IP" "$N" >>"$S/root/etc/hosts"
 
 NEWROOT=$S/root
-if [ "$MODE" = pod ]; then
+if [ "$MODE" = pod ] || [ "$MODE" = pod-ro ]; then
     # A new root needs a /host directory, which the host's / does not have: build the root from
     # bind mounts of every top-level entry of / (symlinks such as /bin -> usr/bin copied as such).
     # A /host the host has of its own is not one of them: the node view takes its place.
@@ -77,6 +79,7 @@ if [ "$MODE" = pod ]; then
     umount -l "$S/pod$S" 2>/dev/null || true
     mkdir "$S/pod/host"
     mount --rbind "$S/root" "$S/pod/host"
+    [ "$MODE" = pod ] || mount -o remount,bind,ro "$S/pod/host"
     NEWROOT=$S/pod
 fi
 
