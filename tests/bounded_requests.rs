@@ -49,16 +49,33 @@ struct Server {
 }
 
 impl Server {
-    fn start(upstream: Option<String>, slow: &'static [&'static str], how: Answer) -> Server {
+    /// `tls`: speak HTTPS with the workload fakes' certificate ([`etcdnet_fakeapi::tls`]), as a
+    /// workload API must for the plugin to send it the secret's credentials at all.
+    fn start(
+        upstream: Option<String>,
+        slow: &'static [&'static str],
+        how: Answer,
+        tls: bool,
+    ) -> Server {
+        use etcdnet_fakeapi::tls::rustls::{ServerConnection, StreamOwned};
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        let url = format!("http://{}", listener.local_addr().unwrap());
+        let scheme = if tls { "https" } else { "http" };
+        let url = format!("{scheme}://{}", listener.local_addr().unwrap());
         let seen = Arc::new(Mutex::new(Vec::new()));
         let keep = seen.clone();
         std::thread::spawn(move || {
             for stream in listener.incoming() {
                 let Ok(stream) = stream else { continue };
                 let (upstream, keep) = (upstream.clone(), keep.clone());
-                std::thread::spawn(move || serve(stream, upstream, slow, how, keep));
+                std::thread::spawn(move || {
+                    if tls {
+                        let conn =
+                            ServerConnection::new(etcdnet_fakeapi::tls::server_config()).unwrap();
+                        serve(StreamOwned::new(conn, stream), upstream, slow, how, keep)
+                    } else {
+                        serve(stream, upstream, slow, how, keep)
+                    }
+                });
             }
         });
         Server { url, seen }
@@ -70,7 +87,7 @@ impl Server {
 }
 
 /// One request's head and body, or None when the client closed.
-fn read_request(stream: &mut TcpStream) -> Option<(String, Vec<u8>)> {
+fn read_request(stream: &mut impl Read) -> Option<(String, Vec<u8>)> {
     let mut buf = Vec::new();
     let mut byte = [0u8; 1];
     while !buf.ends_with(b"\r\n\r\n") {
@@ -94,7 +111,7 @@ fn read_request(stream: &mut TcpStream) -> Option<(String, Vec<u8>)> {
 }
 
 fn serve(
-    mut stream: TcpStream,
+    mut stream: impl Read + Write,
     upstream: Option<String>,
     slow: &[&str],
     how: Answer,
@@ -106,7 +123,7 @@ fn serve(
         let path = line.split(' ').nth(1).unwrap_or_default();
         if path.starts_with("/readyz") {
             let ok = b"HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\ncontent-length: 2\r\n\r\nok";
-            if stream.write_all(ok).is_err() {
+            if stream.write_all(ok).and_then(|_| stream.flush()).is_err() {
                 return;
             }
             continue;
@@ -122,7 +139,7 @@ fn serve(
                     b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ntransfer-encoding: chunked\r\n\r\n1\r\n{\r\n",
                 );
                 // JSON allows any number of blanks: the body is never wrong, only never done.
-                while stream.write_all(b"1\r\n \r\n").is_ok() {
+                while stream.write_all(b"1\r\n \r\n").is_ok() && stream.flush().is_ok() {
                     std::thread::sleep(Duration::from_secs(1));
                 }
                 return;
@@ -140,11 +157,11 @@ fn serve(
                         return;
                     }
                 }
-                let _ = stream.write_all(tail);
+                let _ = stream.write_all(tail).and_then(|_| stream.flush());
             }
             Answer::Relay => {
                 let answer = relay(upstream.as_deref().unwrap(), &head, &body);
-                let _ = stream.write_all(&answer);
+                let _ = stream.write_all(&answer).and_then(|_| stream.flush());
                 // One request per relayed connection (the answer says `connection: close`).
                 return;
             }
@@ -180,7 +197,7 @@ fn relay(upstream: &str, head: &str, body: &[u8]) -> Vec<u8> {
 
 /// A world whose workload API is a server that trickles every answer but `/readyz`.
 fn trickling_workload() -> (Env, Server) {
-    let workload = Server::start(None, &[], Answer::Trickle);
+    let workload = Server::start(None, &[], Answer::Trickle, true);
     let env = Env::with_url(SET, None, &workload.url);
     (env, workload)
 }
@@ -189,7 +206,7 @@ fn trickling_workload() -> (Env, Server) {
 /// contains one of `slow` with `how` (the kubeconfig points at the relay).
 fn hostile_supervisor(slow: &'static [&'static str], how: Answer) -> (Env, Server) {
     let env = Env::with_url(SET, None, "https://198.18.0.10:6443");
-    let relay = Server::start(Some(env.supervisor.url()), slow, how);
+    let relay = Server::start(Some(env.supervisor.url()), slow, how, false);
     let text = std::fs::read_to_string(&env.kubeconfig).unwrap();
     let fake = env
         .supervisor
