@@ -136,9 +136,10 @@ pub fn plan(
 /// A node is a control-plane Machine of this cluster (with its VM, when it has one). Anyone who
 /// can edit the vSphere Namespace can create a VirtualMachine carrying the control-plane labels;
 /// one that joins no Machine is a finding (`MachineMissing`, with its IP) and never a target nor
-/// a peer: no pod, no ssh session and no probe's curl goes to it. So the targets are at most the
-/// Machines present (which never exceed the KCP's desired replicas plus the Machines present),
-/// and the driver probes at most `--parallel` of them at once.
+/// a peer: no pod, no ssh session and no probe's curl goes to it. The Machines are already at
+/// most the KCP's desired replicas plus a surplus of one (`supervisor::targets`: labelled
+/// Machines beyond that are a finding and not among the nodes), so the targets are too, and the
+/// driver probes at most `--parallel` of them at once.
 fn targets(facts: &ClusterFacts, opts: &DiagnoseOptions) -> Vec<Target> {
     let members: Vec<&ControlPlaneNode> =
         facts.nodes.iter().filter(|n| n.machine.is_some()).collect();

@@ -18,7 +18,7 @@ use serde_json::Value;
 
 use super::discovery::SupervisorApis;
 use super::facts::*;
-use super::{extract, join, rollout};
+use super::{extract, join, rollout, targets};
 use crate::error::{Error, Result};
 
 pub const CLUSTER_NAME_LABEL: &str = "cluster.x-k8s.io/cluster-name";
@@ -350,8 +350,16 @@ impl Inventory {
                 existing: existing(ns, &names),
             });
         };
-        let (kcp, kcp_missing_reason, control_plane_version) = match self.control_plane_of(cluster)
-        {
+        let control_plane = self.control_plane_of(cluster);
+        let kcp_owner = match &control_plane {
+            Ok((_, name, obj)) => Some(targets::Owner {
+                name,
+                uid: obj.and_then(|o| o.metadata.uid.as_deref()),
+            }),
+            Err(_) => None,
+        };
+        let machine_objects: Vec<&DynamicObject> = self.machines_of(cluster_name).collect();
+        let (kcp, kcp_missing_reason, control_plane_version) = match control_plane.clone() {
             Err(why) => (None, Some(why), None),
             Ok((ar, kcp_name, Some(obj))) => (
                 Some(extract::kcp(&kcp_name, &ar.api_version, &obj.data)),
@@ -364,18 +372,21 @@ impl Inventory {
                 Some(ar.api_version),
             ),
         };
-        let machines: Vec<MachineInfo> = self
-            .machines_of(cluster_name)
+        let machines: Vec<MachineInfo> = machine_objects
+            .iter()
             .map(|m| extract::machine(name(m), &m.data))
             .collect();
         let (vms, vm_labels) = self.vms_of(cluster_name);
         let vms: Vec<VmInfo> = vms.into_iter().map(vm_info).collect();
-        let mut nodes = join::join(machines, vms);
-        // A rollout phase needs the Machine's metadata and its VM: known once joined.
-        rollout::fill(
-            &mut nodes,
-            &self.machines_of(cluster_name).collect::<Vec<_>>(),
+        // At most the KCP's replicas plus a surplus go on; the rest are named, never probed.
+        let (mut nodes, machines_beyond_replicas) = targets::select(
+            join::join(machines, vms),
+            &machine_objects,
+            kcp_owner,
+            kcp.as_ref().and_then(|k| k.desired),
         );
+        // A rollout phase needs the Machine's metadata and its VM: known once joined.
+        rollout::fill(&mut nodes, &machine_objects);
         Ok(ClusterFacts {
             context: context.to_string(),
             namespace: ns.to_string(),
@@ -394,6 +405,7 @@ impl Inventory {
             kcp,
             kcp_missing_reason,
             nodes,
+            machines_beyond_replicas,
             endpoint: extract::endpoint(&cluster.data),
         })
     }
