@@ -26,7 +26,7 @@
 //! ignored: a newer plugin's bundle may hold more.
 
 use std::cell::RefCell;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::io::{self, Read, Write};
 use std::net::IpAddr;
 use std::path::Path;
@@ -49,7 +49,23 @@ pub const FORMAT_VERSION: u32 = 1;
 pub const KIND: &str = "EvidenceBundle";
 pub const MANIFEST: &str = "manifest.json";
 
-/// What reading accepts at most.
+/// What reading accepts at most (what writing keeps to: see [`files`]).
+///
+/// Bounds of `analyse` (docs/security.md, "Bundle bounds"), with B the decompressed bytes
+/// (≤ `total`), C the clusters (≤ `clusters`), N the nodes of a cluster (≤ `nodes`) and O its
+/// objects (≤ `objects`):
+/// - memory: the entries as bytes (B, each at most `entry`), and each entry parsed at most
+///   once (a manifest naming an entry twice, a node or a cluster twice, is refused before
+///   anything is parsed twice), so the parsed documents are a constant times B; the report is
+///   made of those;
+/// - time: decompressing and parsing are linear in B; per cluster, the facts are
+///   O(O log O) (maps by name, one sort), the matrices and the verdict's path steps O(N²)
+///   with indexed lookups (`analyse::matrix::Matrix::index`, `Paths`), each node's log
+///   classified once, linear in its bytes. Altogether O(B + C·(O log O + N²)).
+///
+/// Held by `bounds_tests::the_largest_bundle_within_the_caps_is_read_once_in_bounded_time` (the
+/// largest bundle these caps allow, analysed, timed, and every entry parsed once) and the
+/// property tests of `bounds_tests`.
 #[derive(Debug, Clone, Copy)]
 pub struct Caps {
     /// One entry's bytes. A probe document is at most `parse::MAX_OUTPUT_BYTES` (16 MiB);
@@ -59,12 +75,23 @@ pub struct Caps {
     pub total: u64,
     /// Entries: a bundle of 50 clusters of 7 nodes has about 2000.
     pub count: usize,
+    /// Clusters in the manifest: one `-A` run's worth; a larger Supervisor is written (and
+    /// analysed) per namespace.
+    pub clusters: usize,
+    /// Nodes of one cluster: the most a run probes (`supervisor::targets::MAX_TARGETS`).
+    pub nodes: usize,
+    /// Supervisor objects of one cluster: its Cluster and KCP, each Machine and VM (a real
+    /// cluster has 2 + 2 × its nodes), with room for labelled objects that are not its own.
+    pub objects: usize,
 }
 
 pub const CAPS: Caps = Caps {
     entry: 32 * 1024 * 1024,
     total: 512 * 1024 * 1024,
     count: 20_000,
+    clusters: 100,
+    nodes: crate::supervisor::targets::MAX_TARGETS,
+    objects: 256,
 };
 /// Longest path component written (tar handles longer paths, people's tools less so).
 const MAX_COMPONENT_CHARS: usize = 100;
@@ -208,7 +235,28 @@ pub fn write(path: &Path, evidence: &[Evidence]) -> Result<()> {
 }
 
 /// The bundle's files, in order (the manifest first), from `evidence` and the command line.
+/// Nothing is written that [`read`] would refuse: more clusters or nodes than [`CAPS`] allow is
+/// an error, and a cluster's objects beyond the cap are left out (the Supervisor's list order,
+/// with the Machines beyond the KCP's replicas last, so those go first; `analyse` then counts
+/// fewer of them).
 fn files(evidence: &[Evidence], args: Vec<String>) -> Result<Vec<(String, Vec<u8>)>> {
+    let too_many = |what: String| {
+        Error::config(format!(
+            "{what}: an evidence bundle holds at most {} clusters of {} nodes; write one per namespace (-n)",
+            CAPS.clusters, CAPS.nodes
+        ))
+    };
+    if evidence.len() > CAPS.clusters {
+        return Err(too_many(format!("{} clusters", evidence.len())));
+    }
+    if let Some(e) = evidence.iter().find(|e| e.nodes.len() > CAPS.nodes) {
+        return Err(too_many(format!(
+            "cluster {}/{} has {} nodes",
+            e.namespace,
+            e.cluster,
+            e.nodes.len()
+        )));
+    }
     let mut out = Vec::new();
     let mut clusters = Vec::new();
     let mut dirs = Names::default();
@@ -223,7 +271,7 @@ fn files(evidence: &[Evidence], args: Vec<String>) -> Result<Vec<(String, Vec<u8
         put("route.json", pretty(&e.route)?);
         let mut taken = Names::default();
         let mut objects = Vec::new();
-        for o in &e.objects {
+        for o in e.objects.iter().take(CAPS.objects) {
             let kind = o.get("kind").and_then(Value::as_str).unwrap_or("Object");
             let name = o
                 .pointer("/metadata/name")
@@ -348,7 +396,7 @@ pub fn read(path: &Path) -> Result<Bundle> {
     let bad = |why: String| Error::config(format!("bundle {}: {why}", path.display()));
     let file = std::fs::File::open(path).map_err(|e| bad(format!("cannot open: {e}")))?;
     let entries = entries(io::BufReader::new(file), CAPS).map_err(bad)?;
-    from_entries(&entries).map_err(bad)
+    from_entries(&entries, CAPS).map_err(bad)
 }
 
 /// The regular files of a .tar.gz read from `source`, by normalised path. Every refusal is one
@@ -499,7 +547,18 @@ impl<R: Read> Read for Capped<R> {
 }
 
 /// The evidence the files hold, per the manifest.
-fn from_entries(files: &BTreeMap<String, Vec<u8>>) -> std::result::Result<Bundle, String> {
+fn from_entries(
+    files: &BTreeMap<String, Vec<u8>>,
+    caps: Caps,
+) -> std::result::Result<Bundle, String> {
+    read_entries(files, caps).map(|(bundle, _)| bundle)
+}
+
+/// [`from_entries`], and how many bytes of entries were parsed (each at most once).
+fn read_entries(
+    files: &BTreeMap<String, Vec<u8>>,
+    caps: Caps,
+) -> std::result::Result<(Bundle, u64), String> {
     let manifest: Manifest = match files.get(MANIFEST) {
         None => return Err(format!("not an etcdnet evidence bundle (no {MANIFEST})")),
         Some(bytes) => {
@@ -524,47 +583,135 @@ fn from_entries(files: &BTreeMap<String, Vec<u8>>) -> std::result::Result<Bundle
     if manifest.clusters.is_empty() {
         return Err(format!("{MANIFEST} lists no cluster"));
     }
+    bounded(&manifest, caps)?;
+    let mut reader = Reader {
+        files,
+        taken: HashSet::from([MANIFEST.to_string()]),
+        parsed: files.get(MANIFEST).map_or(0, |b| b.len() as u64),
+    };
     let evidence = manifest
         .clusters
         .iter()
-        .map(|c| cluster(files, c))
+        .map(|c| cluster(&mut reader, c))
         .collect::<std::result::Result<Vec<_>, _>>()?;
-    Ok(Bundle { manifest, evidence })
+    Ok((Bundle { manifest, evidence }, reader.parsed))
+}
+
+/// The manifest within the caps, and naming nothing twice: before any entry is parsed, so
+/// that the work is bounded by the caps whatever the manifest says (each duplicate would be
+/// parsed again, with its own copy of the document).
+fn bounded(m: &Manifest, caps: Caps) -> std::result::Result<(), String> {
+    let over = |what: String, cap: usize| {
+        format!("{MANIFEST} lists {what}, more than the {cap} a bundle may hold")
+    };
+    if m.clusters.len() > caps.clusters {
+        return Err(over(
+            format!("{} clusters", m.clusters.len()),
+            caps.clusters,
+        ));
+    }
+    let mut clusters = HashSet::new();
+    for c in &m.clusters {
+        let which = format!("{}/{}", c.namespace, c.cluster);
+        if !clusters.insert((c.namespace.as_str(), c.cluster.as_str())) {
+            return Err(format!("{MANIFEST} lists cluster {which:?} twice"));
+        }
+        if c.nodes.len() > caps.nodes {
+            return Err(over(
+                format!("{} nodes for cluster {which:?}", c.nodes.len()),
+                caps.nodes,
+            ));
+        }
+        if c.objects.len() > caps.objects {
+            return Err(over(
+                format!("{} objects for cluster {which:?}", c.objects.len()),
+                caps.objects,
+            ));
+        }
+        let mut nodes = HashSet::new();
+        for n in &c.nodes {
+            if !nodes.insert(n.name.as_str()) {
+                return Err(format!(
+                    "{MANIFEST} lists node {:?} of cluster {which:?} twice",
+                    n.name
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Reads the entries the manifest names, each at most once: a second read of the same entry
+/// (two clusters, nodes or objects naming one file) is refused, naming it.
+struct Reader<'a> {
+    files: &'a BTreeMap<String, Vec<u8>>,
+    taken: HashSet<String>,
+    /// Bytes handed to a parser so far.
+    parsed: u64,
+}
+
+impl<'a> Reader<'a> {
+    /// The file `rel` of the cluster folder `dir`, and its full name.
+    fn take(&mut self, dir: &str, rel: &str) -> std::result::Result<(String, &'a [u8]), String> {
+        let name = normalise(&format!("{dir}/{rel}"))
+            .map_err(|why| format!("{MANIFEST}: {dir:?}/{rel:?}: {why}"))?;
+        let Some(bytes) = self.files.get(&name) else {
+            return Err(format!("{name} is missing ({MANIFEST} lists it)"));
+        };
+        if !self.taken.insert(name.clone()) {
+            return Err(format!(
+                "{MANIFEST} names entry {name:?} twice: each entry is read once"
+            ));
+        }
+        self.parsed += bytes.len() as u64;
+        Ok((name, bytes.as_slice()))
+    }
+
+    /// The file `rel` of the cluster folder `dir`, as JSON of a `T`.
+    fn json<T: DeserializeOwned>(
+        &mut self,
+        dir: &str,
+        rel: &str,
+    ) -> std::result::Result<T, String> {
+        self.take(dir, rel)
+            .and_then(|(name, bytes)| json(&name, bytes))
+    }
 }
 
 /// One cluster's evidence from its files.
-fn cluster(
-    files: &BTreeMap<String, Vec<u8>>,
-    c: &ClusterEntry,
-) -> std::result::Result<Evidence, String> {
-    let get = |rel: &str| file(files, &c.dir, rel);
+fn cluster(r: &mut Reader<'_>, c: &ClusterEntry) -> std::result::Result<Evidence, String> {
     let dir = c.dir.as_str();
-    let apis: SupervisorApis = read_json(files, dir, "discovery.json")?;
+    let apis: SupervisorApis = r.json(dir, "discovery.json")?;
     let objects = c
         .objects
         .iter()
-        .map(|rel| read_json(files, dir, rel))
+        .map(|rel| r.json(dir, rel))
         .collect::<std::result::Result<Vec<Value>, _>>()?;
-    let workload_api: WorkloadApi = read_json(files, dir, "workload-api.json")?;
-    let route: RouteInfo = read_json(files, dir, "route.json")?;
+    let workload_api: WorkloadApi = r.json(dir, "workload-api.json")?;
+    let route: RouteInfo = r.json(dir, "route.json")?;
     // The names each node answers to, as the live run checked them (Machine's nodeRef, name).
     let facts = Inventory::from_objects(&c.namespace, apis.clone(), &objects)
         .facts(&c.context, &c.cluster)
         .ok();
+    // By name, the first node of a name as a search would find it: O(1) per node.
+    let mut node_names: HashMap<&str, Option<&str>> = HashMap::new();
+    for x in facts.iter().flat_map(|f| &f.nodes) {
+        let node_name = x.machine.as_ref().and_then(|m| m.node_name.as_deref());
+        node_names.entry(x.name.as_str()).or_insert(node_name);
+    }
     let mut nodes = Vec::new();
     for n in &c.nodes {
-        let reach: NodeReach = read_json(files, dir, &format!("{}/reach.json", n.dir))?;
+        let reach: NodeReach = r.json(dir, &format!("{}/reach.json", n.dir))?;
         let outcome = match reach.error {
             Some(e) => Err(e),
             None => {
-                let (name, doc) = get(&format!("{}/probe.json", n.dir))?;
-                let node_name = facts
-                    .as_ref()
-                    .and_then(|f| f.nodes.iter().find(|x| x.name == n.name))
-                    .and_then(|x| x.machine.as_ref())
-                    .and_then(|m| m.node_name.clone())
-                    .unwrap_or_else(|| n.name.clone());
-                reread(&n.name, &node_name, reach.ip, doc).map_err(|e| format!("{name}: {e}"))?
+                let (name, doc) = r.take(dir, &format!("{}/probe.json", n.dir))?;
+                let node_name = node_names
+                    .get(n.name.as_str())
+                    .copied()
+                    .flatten()
+                    .unwrap_or(&n.name);
+                reread(&n.name, node_name, reach.ip, doc).map_err(|e| format!("{name}: {e}"))?
             }
         };
         nodes.push(NodeReport {
@@ -591,29 +738,6 @@ fn cluster(
 
 fn default_since_s() -> u64 {
     crate::analyse::verdict::DEFAULT_SINCE.as_secs()
-}
-
-/// The file `rel` of the cluster folder `dir`, as JSON of a `T`.
-fn read_json<T: DeserializeOwned>(
-    files: &BTreeMap<String, Vec<u8>>,
-    dir: &str,
-    rel: &str,
-) -> std::result::Result<T, String> {
-    file(files, dir, rel).and_then(|(name, bytes)| json(&name, bytes))
-}
-
-/// The file `rel` of the cluster folder `dir`, and its full name.
-fn file<'a>(
-    files: &'a BTreeMap<String, Vec<u8>>,
-    dir: &str,
-    rel: &str,
-) -> std::result::Result<(String, &'a [u8]), String> {
-    let name = normalise(&format!("{dir}/{rel}"))
-        .map_err(|why| format!("{MANIFEST}: {dir:?}/{rel:?}: {why}"))?;
-    match files.get(&name) {
-        Some(bytes) => Ok((name, bytes.as_slice())),
-        None => Err(format!("{name} is missing ({MANIFEST} lists it)")),
-    }
 }
 
 /// A node's stored document read as a live run reads one: this plugin's parser (a document it
@@ -772,7 +896,7 @@ mod tests {
     }
 
     fn read_bytes(bytes: &[u8]) -> std::result::Result<Bundle, String> {
-        from_entries(&entries(bytes, CAPS)?)
+        from_entries(&entries(bytes, CAPS)?, CAPS)
     }
 
     #[test]
@@ -830,7 +954,7 @@ mod tests {
             "ns-prod/tkc-prod/report.json".into(),
             b"{\"verdict\":{\"code\":\"Healthy\"}}".to_vec(),
         );
-        let b = from_entries(&files).unwrap();
+        let b = from_entries(&files, CAPS).unwrap();
         assert_eq!(b.evidence[0].judge().unwrap(), e.judge().unwrap());
     }
 

@@ -14,6 +14,7 @@ use k8s_openapi::api::core::v1::Namespace;
 use kube::api::{Api, DynamicObject, ListParams, ObjectList};
 use kube::core::{ApiResource, TypeMeta};
 use kube::Client;
+use serde::Deserialize;
 use serde_json::Value;
 
 use super::discovery::SupervisorApis;
@@ -473,16 +474,23 @@ impl Inventory {
         if let Ok((ar, _, Some(obj))) = self.control_plane_of(cluster) {
             out.push(plain(obj, &ar));
         }
-        out.extend(
-            self.machines_of(cluster_name)
-                .map(|m| plain(m, &self.apis.machine)),
-        );
+        // The Machines beyond the KCP's replicas last: a bundle that has to leave objects out
+        // (its cap) leaves those out first.
+        let beyond: BTreeSet<String> = self
+            .facts("", cluster_name)
+            .map(|f| f.machines_beyond_replicas.into_iter().collect())
+            .unwrap_or_default();
+        let (later, first): (Vec<&DynamicObject>, Vec<&DynamicObject>) = self
+            .machines_of(cluster_name)
+            .partition(|m| beyond.contains(name(m)));
+        out.extend(first.into_iter().map(|m| plain(m, &self.apis.machine)));
         out.extend(
             self.vms_of(cluster_name)
                 .0
                 .into_iter()
                 .map(|v| plain(v, &self.apis.virtual_machine)),
         );
+        out.extend(later.into_iter().map(|m| plain(m, &self.apis.machine)));
         out
     }
 
@@ -498,7 +506,8 @@ impl Inventory {
             vms: Vec::new(),
         };
         for v in objects {
-            let Ok(o) = serde_json::from_value::<DynamicObject>(v.clone()) else {
+            // Read from the value in place: no second copy of each object.
+            let Ok(o) = DynamicObject::deserialize(v) else {
                 continue;
             };
             let Some(types) = o.types.clone() else {
