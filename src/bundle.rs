@@ -400,8 +400,26 @@ pub fn read(path: &Path) -> Result<Bundle> {
 }
 
 /// The regular files of a .tar.gz read from `source`, by normalised path. Every refusal is one
-/// line naming the entry.
+/// line naming the entry (tar's and gzip's own words may quote the archive's bytes: control
+/// characters among them are escaped).
 fn entries(
+    source: impl Read,
+    caps: Caps,
+) -> std::result::Result<BTreeMap<String, Vec<u8>>, String> {
+    read_archive(source, caps).map_err(|e| {
+        e.chars()
+            .map(|c| {
+                if c.is_control() {
+                    c.escape_default().to_string()
+                } else {
+                    c.to_string()
+                }
+            })
+            .collect()
+    })
+}
+
+fn read_archive(
     source: impl Read,
     caps: Caps,
 ) -> std::result::Result<BTreeMap<String, Vec<u8>>, String> {
@@ -762,6 +780,9 @@ fn json<T: DeserializeOwned>(name: &str, bytes: &[u8]) -> std::result::Result<T,
     serde_json::from_slice(bytes)
         .map_err(|e| format!("{name}: not what this file should hold: {e}"))
 }
+
+#[cfg(test)]
+mod bounds_tests;
 
 #[cfg(test)]
 mod tests {
