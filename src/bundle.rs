@@ -64,8 +64,8 @@ pub const MANIFEST: &str = "manifest.json";
 ///   classified once, linear in its bytes. Altogether O(B + C·(O log O + N²)).
 ///
 /// Held by `bounds_tests::the_largest_bundle_within_the_caps_is_read_once_in_bounded_time` (the
-/// largest bundle these caps allow, analysed, timed, and every entry parsed once) and the
-/// property tests of `bounds_tests`.
+/// largest bundle these caps allow by count, about 100 MB of JSON: analysed, timed, every
+/// entry parsed exactly once) and the property tests of `bounds_tests`.
 #[derive(Debug, Clone, Copy)]
 pub struct Caps {
     /// One entry's bytes. A probe document is at most `parse::MAX_OUTPUT_BYTES` (16 MiB);

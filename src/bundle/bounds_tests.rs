@@ -258,14 +258,22 @@ fn the_largest_bundle_within_the_caps_is_read_once_in_bounded_time() {
     let (parsed, clusters) = analyse(&bytes, CAPS).unwrap();
     let took = started.elapsed();
     assert_eq!(clusters, CAPS.clusters);
-    let stored: u64 = all.iter().map(|(_, b)| b.len() as u64).sum();
-    // Every entry but the reports (for people) parsed once.
-    assert!(
-        parsed <= stored && parsed * 10 >= stored * 8,
-        "{parsed} of {stored}"
+    // Every entry parsed exactly once, but the reports and logs (for people; the log is
+    // also inside probe.json), which are never parsed.
+    let unread = |p: &str| p.ends_with("/report.json") || p.ends_with("/etcd.log");
+    let read: u64 = all
+        .iter()
+        .filter(|(p, _)| !unread(p))
+        .map(|(_, b)| b.len() as u64)
+        .sum();
+    assert_eq!(parsed, read);
+    eprintln!(
+        "analysed {} entries, {read} bytes parsed, in {took:?}",
+        all.len()
     );
-    // Generous for a debug build on two busy cores; measured about 15 s there.
-    assert!(took < Duration::from_secs(120), "took {took:?}");
+    // About 100 MB of JSON parsed and 100 clusters judged: measured 51 s in a debug build on two
+    // cores busy with other builds (a few seconds in release). Generous, and still a bound.
+    assert!(took < Duration::from_secs(300), "took {took:?}");
     // The flood is a finding, and no node past the cap is a node.
     let b = read_entries(&entries(bytes.as_slice(), CAPS).unwrap(), CAPS)
         .unwrap()
