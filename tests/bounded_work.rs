@@ -271,6 +271,9 @@ fn write_entries(bundle: &Path, entries: &[(String, Vec<u8>)]) {
     b.into_inner().unwrap().finish().unwrap().flush().unwrap();
 }
 
+/// A change to a manifest.
+type Edit = Box<dyn Fn(&mut Value)>;
+
 /// The bundle at `path` with its manifest changed by `edit`, written to `out`.
 fn edited(path: &Path, out: &Path, edit: impl Fn(&mut Value)) {
     let mut files = entries(path);
@@ -296,7 +299,7 @@ fn analyse_refuses_a_bundle_with_repeated_entries_at_once() {
     let ok = env.kubectl(&["analyse", good.to_str().unwrap(), "-o", "json"]);
     assert_eq!(ok.diagnose_report().nodes.len(), 3, "{}", ok.stderr);
 
-    let cases: [(&str, Box<dyn Fn(&mut Value)>, String); 3] = [
+    let cases: [(&str, Edit, String); 3] = [
         (
             "node-flood",
             Box::new(|m: &mut Value| {
