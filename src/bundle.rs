@@ -26,7 +26,7 @@
 //! ignored: a newer plugin's bundle may hold more.
 
 use std::cell::RefCell;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::io::{self, Read, Write};
 use std::net::IpAddr;
 use std::path::Path;
@@ -49,7 +49,23 @@ pub const FORMAT_VERSION: u32 = 1;
 pub const KIND: &str = "EvidenceBundle";
 pub const MANIFEST: &str = "manifest.json";
 
-/// What reading accepts at most.
+/// What reading accepts at most (what writing keeps to: see [`files`]).
+///
+/// Bounds of `analyse` (docs/security.md, "Bundle bounds"), with B the decompressed bytes
+/// (≤ `total`), C the clusters (≤ `clusters`), N the nodes of a cluster (≤ `nodes`) and O its
+/// objects (≤ `objects`):
+/// - memory: the entries as bytes (B, each at most `entry`), and each entry parsed at most
+///   once (a manifest naming an entry twice, a node or a cluster twice, is refused before
+///   anything is parsed twice), so the parsed documents are a constant times B; the report is
+///   made of those;
+/// - time: decompressing and parsing are linear in B; per cluster, the facts are
+///   O(O log O) (maps by name, one sort), the matrices and the verdict's path steps O(N²)
+///   with indexed lookups (`analyse::matrix::Matrix::index`, `Paths`), each node's log
+///   classified once, linear in its bytes. Altogether O(B + C·(O log O + N²)).
+///
+/// Held by `bounds_tests::the_largest_bundle_within_the_caps_is_read_once_in_bounded_time` (the
+/// largest bundle these caps allow by count, about 100 MB of JSON: analysed, timed, every
+/// entry parsed exactly once) and the property tests of `bounds_tests`.
 #[derive(Debug, Clone, Copy)]
 pub struct Caps {
     /// One entry's bytes. A probe document is at most `parse::MAX_OUTPUT_BYTES` (16 MiB);
@@ -59,12 +75,23 @@ pub struct Caps {
     pub total: u64,
     /// Entries: a bundle of 50 clusters of 7 nodes has about 2000.
     pub count: usize,
+    /// Clusters in the manifest: one `-A` run's worth; a larger Supervisor is written (and
+    /// analysed) per namespace.
+    pub clusters: usize,
+    /// Nodes of one cluster: the most a run probes (`supervisor::targets::MAX_TARGETS`).
+    pub nodes: usize,
+    /// Supervisor objects of one cluster: its Cluster and KCP, each Machine and VM (a real
+    /// cluster has 2 + 2 × its nodes), with room for labelled objects that are not its own.
+    pub objects: usize,
 }
 
 pub const CAPS: Caps = Caps {
     entry: 32 * 1024 * 1024,
     total: 512 * 1024 * 1024,
     count: 20_000,
+    clusters: 100,
+    nodes: crate::supervisor::targets::MAX_TARGETS,
+    objects: 256,
 };
 /// Longest path component written (tar handles longer paths, people's tools less so).
 const MAX_COMPONENT_CHARS: usize = 100;
@@ -208,7 +235,28 @@ pub fn write(path: &Path, evidence: &[Evidence]) -> Result<()> {
 }
 
 /// The bundle's files, in order (the manifest first), from `evidence` and the command line.
+/// Nothing is written that [`read`] would refuse: more clusters or nodes than [`CAPS`] allow is
+/// an error, and a cluster's objects beyond the cap are left out (the Supervisor's list order,
+/// with the Machines beyond the KCP's replicas last, so those go first; `analyse` then counts
+/// fewer of them).
 fn files(evidence: &[Evidence], args: Vec<String>) -> Result<Vec<(String, Vec<u8>)>> {
+    let too_many = |what: String| {
+        Error::config(format!(
+            "{what}: an evidence bundle holds at most {} clusters of {} nodes; write one per namespace (-n)",
+            CAPS.clusters, CAPS.nodes
+        ))
+    };
+    if evidence.len() > CAPS.clusters {
+        return Err(too_many(format!("{} clusters", evidence.len())));
+    }
+    if let Some(e) = evidence.iter().find(|e| e.nodes.len() > CAPS.nodes) {
+        return Err(too_many(format!(
+            "cluster {}/{} has {} nodes",
+            e.namespace,
+            e.cluster,
+            e.nodes.len()
+        )));
+    }
     let mut out = Vec::new();
     let mut clusters = Vec::new();
     let mut dirs = Names::default();
@@ -223,7 +271,7 @@ fn files(evidence: &[Evidence], args: Vec<String>) -> Result<Vec<(String, Vec<u8
         put("route.json", pretty(&e.route)?);
         let mut taken = Names::default();
         let mut objects = Vec::new();
-        for o in &e.objects {
+        for o in e.objects.iter().take(CAPS.objects) {
             let kind = o.get("kind").and_then(Value::as_str).unwrap_or("Object");
             let name = o
                 .pointer("/metadata/name")
@@ -348,12 +396,30 @@ pub fn read(path: &Path) -> Result<Bundle> {
     let bad = |why: String| Error::config(format!("bundle {}: {why}", path.display()));
     let file = std::fs::File::open(path).map_err(|e| bad(format!("cannot open: {e}")))?;
     let entries = entries(io::BufReader::new(file), CAPS).map_err(bad)?;
-    from_entries(&entries).map_err(bad)
+    from_entries(&entries, CAPS).map_err(bad)
 }
 
 /// The regular files of a .tar.gz read from `source`, by normalised path. Every refusal is one
-/// line naming the entry.
+/// line naming the entry (tar's and gzip's own words may quote the archive's bytes: control
+/// characters among them are escaped).
 fn entries(
+    source: impl Read,
+    caps: Caps,
+) -> std::result::Result<BTreeMap<String, Vec<u8>>, String> {
+    read_archive(source, caps).map_err(|e| {
+        e.chars()
+            .map(|c| {
+                if c.is_control() {
+                    c.escape_default().to_string()
+                } else {
+                    c.to_string()
+                }
+            })
+            .collect()
+    })
+}
+
+fn read_archive(
     source: impl Read,
     caps: Caps,
 ) -> std::result::Result<BTreeMap<String, Vec<u8>>, String> {
@@ -499,7 +565,18 @@ impl<R: Read> Read for Capped<R> {
 }
 
 /// The evidence the files hold, per the manifest.
-fn from_entries(files: &BTreeMap<String, Vec<u8>>) -> std::result::Result<Bundle, String> {
+fn from_entries(
+    files: &BTreeMap<String, Vec<u8>>,
+    caps: Caps,
+) -> std::result::Result<Bundle, String> {
+    read_entries(files, caps).map(|(bundle, _)| bundle)
+}
+
+/// [`from_entries`], and how many bytes of entries were parsed (each at most once).
+fn read_entries(
+    files: &BTreeMap<String, Vec<u8>>,
+    caps: Caps,
+) -> std::result::Result<(Bundle, u64), String> {
     let manifest: Manifest = match files.get(MANIFEST) {
         None => return Err(format!("not an etcdnet evidence bundle (no {MANIFEST})")),
         Some(bytes) => {
@@ -524,47 +601,135 @@ fn from_entries(files: &BTreeMap<String, Vec<u8>>) -> std::result::Result<Bundle
     if manifest.clusters.is_empty() {
         return Err(format!("{MANIFEST} lists no cluster"));
     }
+    bounded(&manifest, caps)?;
+    let mut reader = Reader {
+        files,
+        taken: HashSet::from([MANIFEST.to_string()]),
+        parsed: files.get(MANIFEST).map_or(0, |b| b.len() as u64),
+    };
     let evidence = manifest
         .clusters
         .iter()
-        .map(|c| cluster(files, c))
+        .map(|c| cluster(&mut reader, c))
         .collect::<std::result::Result<Vec<_>, _>>()?;
-    Ok(Bundle { manifest, evidence })
+    Ok((Bundle { manifest, evidence }, reader.parsed))
+}
+
+/// The manifest within the caps, and naming nothing twice: before any entry is parsed, so
+/// that the work is bounded by the caps whatever the manifest says (each duplicate would be
+/// parsed again, with its own copy of the document).
+fn bounded(m: &Manifest, caps: Caps) -> std::result::Result<(), String> {
+    let over = |what: String, cap: usize| {
+        format!("{MANIFEST} lists {what}, more than the {cap} a bundle may hold")
+    };
+    if m.clusters.len() > caps.clusters {
+        return Err(over(
+            format!("{} clusters", m.clusters.len()),
+            caps.clusters,
+        ));
+    }
+    let mut clusters = HashSet::new();
+    for c in &m.clusters {
+        let which = format!("{}/{}", c.namespace, c.cluster);
+        if !clusters.insert((c.namespace.as_str(), c.cluster.as_str())) {
+            return Err(format!("{MANIFEST} lists cluster {which:?} twice"));
+        }
+        if c.nodes.len() > caps.nodes {
+            return Err(over(
+                format!("{} nodes for cluster {which:?}", c.nodes.len()),
+                caps.nodes,
+            ));
+        }
+        if c.objects.len() > caps.objects {
+            return Err(over(
+                format!("{} objects for cluster {which:?}", c.objects.len()),
+                caps.objects,
+            ));
+        }
+        let mut nodes = HashSet::new();
+        for n in &c.nodes {
+            if !nodes.insert(n.name.as_str()) {
+                return Err(format!(
+                    "{MANIFEST} lists node {:?} of cluster {which:?} twice",
+                    n.name
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Reads the entries the manifest names, each at most once: a second read of the same entry
+/// (two clusters, nodes or objects naming one file) is refused, naming it.
+struct Reader<'a> {
+    files: &'a BTreeMap<String, Vec<u8>>,
+    taken: HashSet<String>,
+    /// Bytes handed to a parser so far.
+    parsed: u64,
+}
+
+impl<'a> Reader<'a> {
+    /// The file `rel` of the cluster folder `dir`, and its full name.
+    fn take(&mut self, dir: &str, rel: &str) -> std::result::Result<(String, &'a [u8]), String> {
+        let name = normalise(&format!("{dir}/{rel}"))
+            .map_err(|why| format!("{MANIFEST}: {dir:?}/{rel:?}: {why}"))?;
+        let Some(bytes) = self.files.get(&name) else {
+            return Err(format!("{name} is missing ({MANIFEST} lists it)"));
+        };
+        if !self.taken.insert(name.clone()) {
+            return Err(format!(
+                "{MANIFEST} names entry {name:?} twice: each entry is read once"
+            ));
+        }
+        self.parsed += bytes.len() as u64;
+        Ok((name, bytes.as_slice()))
+    }
+
+    /// The file `rel` of the cluster folder `dir`, as JSON of a `T`.
+    fn json<T: DeserializeOwned>(
+        &mut self,
+        dir: &str,
+        rel: &str,
+    ) -> std::result::Result<T, String> {
+        self.take(dir, rel)
+            .and_then(|(name, bytes)| json(&name, bytes))
+    }
 }
 
 /// One cluster's evidence from its files.
-fn cluster(
-    files: &BTreeMap<String, Vec<u8>>,
-    c: &ClusterEntry,
-) -> std::result::Result<Evidence, String> {
-    let get = |rel: &str| file(files, &c.dir, rel);
+fn cluster(r: &mut Reader<'_>, c: &ClusterEntry) -> std::result::Result<Evidence, String> {
     let dir = c.dir.as_str();
-    let apis: SupervisorApis = read_json(files, dir, "discovery.json")?;
+    let apis: SupervisorApis = r.json(dir, "discovery.json")?;
     let objects = c
         .objects
         .iter()
-        .map(|rel| read_json(files, dir, rel))
+        .map(|rel| r.json(dir, rel))
         .collect::<std::result::Result<Vec<Value>, _>>()?;
-    let workload_api: WorkloadApi = read_json(files, dir, "workload-api.json")?;
-    let route: RouteInfo = read_json(files, dir, "route.json")?;
+    let workload_api: WorkloadApi = r.json(dir, "workload-api.json")?;
+    let route: RouteInfo = r.json(dir, "route.json")?;
     // The names each node answers to, as the live run checked them (Machine's nodeRef, name).
     let facts = Inventory::from_objects(&c.namespace, apis.clone(), &objects)
         .facts(&c.context, &c.cluster)
         .ok();
+    // By name, the first node of a name as a search would find it: O(1) per node.
+    let mut node_names: HashMap<&str, Option<&str>> = HashMap::new();
+    for x in facts.iter().flat_map(|f| &f.nodes) {
+        let node_name = x.machine.as_ref().and_then(|m| m.node_name.as_deref());
+        node_names.entry(x.name.as_str()).or_insert(node_name);
+    }
     let mut nodes = Vec::new();
     for n in &c.nodes {
-        let reach: NodeReach = read_json(files, dir, &format!("{}/reach.json", n.dir))?;
+        let reach: NodeReach = r.json(dir, &format!("{}/reach.json", n.dir))?;
         let outcome = match reach.error {
             Some(e) => Err(e),
             None => {
-                let (name, doc) = get(&format!("{}/probe.json", n.dir))?;
-                let node_name = facts
-                    .as_ref()
-                    .and_then(|f| f.nodes.iter().find(|x| x.name == n.name))
-                    .and_then(|x| x.machine.as_ref())
-                    .and_then(|m| m.node_name.clone())
-                    .unwrap_or_else(|| n.name.clone());
-                reread(&n.name, &node_name, reach.ip, doc).map_err(|e| format!("{name}: {e}"))?
+                let (name, doc) = r.take(dir, &format!("{}/probe.json", n.dir))?;
+                let node_name = node_names
+                    .get(n.name.as_str())
+                    .copied()
+                    .flatten()
+                    .unwrap_or(&n.name);
+                reread(&n.name, node_name, reach.ip, doc).map_err(|e| format!("{name}: {e}"))?
             }
         };
         nodes.push(NodeReport {
@@ -593,29 +758,6 @@ fn default_since_s() -> u64 {
     crate::analyse::verdict::DEFAULT_SINCE.as_secs()
 }
 
-/// The file `rel` of the cluster folder `dir`, as JSON of a `T`.
-fn read_json<T: DeserializeOwned>(
-    files: &BTreeMap<String, Vec<u8>>,
-    dir: &str,
-    rel: &str,
-) -> std::result::Result<T, String> {
-    file(files, dir, rel).and_then(|(name, bytes)| json(&name, bytes))
-}
-
-/// The file `rel` of the cluster folder `dir`, and its full name.
-fn file<'a>(
-    files: &'a BTreeMap<String, Vec<u8>>,
-    dir: &str,
-    rel: &str,
-) -> std::result::Result<(String, &'a [u8]), String> {
-    let name = normalise(&format!("{dir}/{rel}"))
-        .map_err(|why| format!("{MANIFEST}: {dir:?}/{rel:?}: {why}"))?;
-    match files.get(&name) {
-        Some(bytes) => Ok((name, bytes.as_slice())),
-        None => Err(format!("{name} is missing ({MANIFEST} lists it)")),
-    }
-}
-
 /// A node's stored document read as a live run reads one: this plugin's parser (a document it
 /// cannot read is the node's `BadOutput`, as it would be live), then the identity check.
 type Outcome = std::result::Result<crate::probe::ProbeOutput, ReachError>;
@@ -640,388 +782,7 @@ fn json<T: DeserializeOwned>(name: &str, bytes: &[u8]) -> std::result::Result<T,
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::probe::{PortState, ProbeOutput};
-    use serde_json::json;
+mod bounds_tests;
 
-    const NS: &str = "ns-prod";
-    const CLUSTER: &str = "tkc-prod";
-    const CP: [&str; 3] = [
-        "tkc-prod-7xk2p-4rz8m",
-        "tkc-prod-7xk2p-9qtvw",
-        "tkc-prod-7xk2p-bx2lk",
-    ];
-    const HEALTHY: &str = include_str!("../tests/fixtures/probe-output/healthy-node.json");
-
-    fn apis() -> SupervisorApis {
-        let group = |name: &str, version: &str| {
-            json!({"name": name, "versions": [{"groupVersion": format!("{name}/{version}"), "version": version}],
-                   "preferredVersion": {"groupVersion": format!("{name}/{version}"), "version": version}})
-        };
-        let answer = json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": [
-            group("vmoperator.vmware.com", "v1alpha3"),
-            group("cluster.x-k8s.io", "v1beta1"),
-            group("controlplane.cluster.x-k8s.io", "v1beta1"),
-        ]});
-        crate::supervisor::discovery::from_answer(&answer, "supervisor").unwrap()
-    }
-
-    /// The article's cluster as the fake Supervisor serves it (fixture set `quorum-lost`).
-    fn objects() -> Vec<Value> {
-        let dir = concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/tests/fixtures/supervisor/quorum-lost/"
-        );
-        let mut all = Vec::new();
-        for f in [
-            "10-cluster.yaml",
-            "20-kcp.yaml",
-            "30-machines.yaml",
-            "50-virtualmachines.yaml",
-        ] {
-            let text = std::fs::read_to_string(format!("{dir}{f}"))
-                .unwrap()
-                .replace("{{WORKLOAD_HOST}}", "198.18.0.10")
-                .replace("{{WORKLOAD_PORT}}", "6443");
-            for doc in serde_yaml_ng::Deserializer::from_str(&text) {
-                let v = Value::deserialize(doc).unwrap();
-                if !v.is_null() {
-                    all.push(v);
-                }
-            }
-        }
-        Inventory::from_objects(NS, apis(), &all).objects_of(CLUSTER)
-    }
-
-    /// Node `i`'s healthy document, as a node would print it between noise.
-    fn printed(i: usize) -> (String, ProbeOutput) {
-        let ip = format!("198.18.0.1{}", i + 1);
-        let doc = HEALTHY
-            .trim()
-            .replace(
-                "\"nodeIp\":\"198.18.0.11\"",
-                &format!("\"nodeIp\":\"{ip}\""),
-            )
-            .replace("\"ips\":[\"198.18.0.11\"]", &format!("\"ips\":[\"{ip}\"]"))
-            .replace(
-                "\"hostname\":\"tkc-1-control-plane-node1\"",
-                &format!("\"hostname\":\"{}\"", CP[i]),
-            );
-        let noisy = format!("Welcome to the VM\n{doc}\nlogout\n");
-        let out = crate::probe::parse::parse(CP[i], noisy.as_bytes()).unwrap();
-        (doc, out)
-    }
-
-    /// Two nodes probed, the third unreached with the Supervisor's view of its ports.
-    fn evidence() -> Evidence {
-        let mut nodes: Vec<NodeReport> = (0..2)
-            .map(|i| NodeReport {
-                name: CP[i].into(),
-                ip: Some(format!("198.18.0.1{}", i + 1).parse().unwrap()),
-                outcome: Ok(printed(i).1),
-                reach: vec![PortReach {
-                    port: 22,
-                    state: PortState::Open,
-                }],
-                host_key: Some(HostKey {
-                    key_type: "ED25519".into(),
-                    sha256: "SHA256:abc".into(),
-                }),
-            })
-            .collect();
-        nodes.push(NodeReport {
-            name: CP[2].into(),
-            ip: Some("198.18.0.13".parse().unwrap()),
-            outcome: Err(ReachError {
-                kind: ReachErrorKind::Unreachable,
-                message: "ssh: connect to host 198.18.0.13 port 22: Connection timed out".into(),
-            }),
-            reach: vec![PortReach {
-                port: 22,
-                state: PortState::Timeout,
-            }],
-            host_key: None,
-        });
-        Evidence {
-            context: "supervisor".into(),
-            namespace: NS.into(),
-            cluster: CLUSTER.into(),
-            apis: apis(),
-            objects: objects(),
-            workload_api: serde_json::from_value(json!({
-                "state": "Timeout", "server": "https://198.18.0.10:6443", "path": null,
-                "httpStatus": null, "elapsedMs": 1000, "detail": "no answer within 1s"
-            }))
-            .unwrap(),
-            route: RouteInfo {
-                name: "jumpbox".into(),
-                reason: "auto: the workload API does not answer".into(),
-            },
-            nodes,
-            duration_ms: 1234,
-            since_s: 900,
-        }
-    }
-
-    fn write_bytes(evidence: &[Evidence]) -> Vec<u8> {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("b.tar.gz");
-        write(&path, evidence).unwrap();
-        std::fs::read(path).unwrap()
-    }
-
-    fn read_bytes(bytes: &[u8]) -> std::result::Result<Bundle, String> {
-        from_entries(&entries(bytes, CAPS)?)
-    }
-
-    #[test]
-    fn evidence_round_trips() {
-        let e = evidence();
-        assert!(objects().len() >= 7, "the cluster, KCP, 3 Machines, 3 VMs");
-        let bytes = write_bytes(std::slice::from_ref(&e));
-        let b = read_bytes(&bytes).unwrap();
-        assert_eq!(b.evidence, vec![e.clone()]);
-        assert_eq!(b.evidence[0].judge().unwrap(), e.judge().unwrap());
-        // The document as printed, not our reading of it: byte for byte, without the noise.
-        for i in 0..2 {
-            let raw = b.evidence[0].nodes[i]
-                .probe()
-                .unwrap()
-                .raw
-                .as_str()
-                .unwrap();
-            assert_eq!(raw, printed(i).0);
-        }
-        assert_eq!(b.manifest.format_version, FORMAT_VERSION);
-        assert_eq!(b.manifest.clusters[0].dir, "ns-prod/tkc-prod");
-        let files = entries(bytes.as_slice(), CAPS).unwrap();
-        let names: Vec<&str> = files.keys().map(String::as_str).collect();
-        for want in [
-            "manifest.json",
-            "ns-prod/tkc-prod/report.json",
-            "ns-prod/tkc-prod/discovery.json",
-            "ns-prod/tkc-prod/workload-api.json",
-            "ns-prod/tkc-prod/route.json",
-            "ns-prod/tkc-prod/supervisor/Cluster-tkc-prod.json",
-            "ns-prod/tkc-prod/supervisor/KubeadmControlPlane-tkc-prod-7xk2p.json",
-            "ns-prod/tkc-prod/supervisor/Machine-tkc-prod-7xk2p-4rz8m.json",
-            "ns-prod/tkc-prod/supervisor/VirtualMachine-tkc-prod-7xk2p-4rz8m.json",
-            "ns-prod/tkc-prod/nodes/tkc-prod-7xk2p-4rz8m/probe.json",
-            "ns-prod/tkc-prod/nodes/tkc-prod-7xk2p-4rz8m/etcd.log",
-            "ns-prod/tkc-prod/nodes/tkc-prod-7xk2p-4rz8m/reach.json",
-            "ns-prod/tkc-prod/nodes/tkc-prod-7xk2p-bx2lk/reach.json",
-        ] {
-            assert!(names.contains(&want), "{want} not in {names:#?}");
-        }
-        assert!(!names.contains(&"ns-prod/tkc-prod/nodes/tkc-prod-7xk2p-bx2lk/probe.json"));
-        assert!(!String::from_utf8_lossy(
-            &files["ns-prod/tkc-prod/supervisor/Machine-tkc-prod-7xk2p-4rz8m.json"]
-        )
-        .contains("managedFields"));
-    }
-
-    #[test]
-    fn a_newer_bundles_extra_entries_are_ignored_and_reports_are_judged_again() {
-        let e = evidence();
-        let mut files = entries(write_bytes(std::slice::from_ref(&e)).as_slice(), CAPS).unwrap();
-        files.insert("ns-prod/tkc-prod/future.json".into(), b"{\"x\":1}".to_vec());
-        files.insert(
-            "ns-prod/tkc-prod/report.json".into(),
-            b"{\"verdict\":{\"code\":\"Healthy\"}}".to_vec(),
-        );
-        let b = from_entries(&files).unwrap();
-        assert_eq!(b.evidence[0].judge().unwrap(), e.judge().unwrap());
-    }
-
-    #[test]
-    fn names_never_make_paths() {
-        for (name, want) in [
-            ("tkc-prod", "tkc-prod"),
-            ("..", "_.."),
-            (".", "_."),
-            ("", "_"),
-            ("../../etc", "_.._.._etc"),
-            ("/abs", "_abs"),
-            ("a/b\\c", "a_b_c"),
-            ("é\u{1b}[0m", "___0m"),
-        ] {
-            let got = component(name);
-            assert_eq!(got, want, "{name:?}");
-            assert!(normalise(&got).is_ok_and(|p| p == got), "{got:?}");
-        }
-        assert_eq!(component(&"x".repeat(300)).len(), MAX_COMPONENT_CHARS);
-
-        // A hostile namespace and node names: every path stays inside, the names come back as they were.
-        let mut e = evidence();
-        e.namespace = "../../etc".into();
-        e.nodes[0].name = "/root/.ssh".into();
-        e.nodes[1].name = "..".into();
-        e.nodes[2].name = "..".into();
-        let files = files(std::slice::from_ref(&e), vec![]).unwrap();
-        for (path, _) in &files {
-            assert_eq!(normalise(path).as_deref(), Ok(path.as_str()), "{path}");
-            assert!(
-                !path.split('/').any(|c| c == ".." || c.is_empty()),
-                "{path}"
-            );
-        }
-        let m: Manifest = serde_json::from_slice(&files[0].1).unwrap();
-        let dirs: Vec<&str> = m.clusters[0].nodes.iter().map(|n| n.dir.as_str()).collect();
-        assert_eq!(dirs, ["nodes/_root_.ssh", "nodes/_..", "nodes/_..-2"]);
-        assert_eq!(m.clusters[0].nodes[1].name, "..");
-    }
-
-    /// A .tar.gz of `entries`, each a raw header (path bytes written as they are, bypassing the
-    /// tar crate's own checks, as a hostile tool would) and its data.
-    fn hostile(entries: &[(&[u8], tar::EntryType, &[u8])]) -> Vec<u8> {
-        let mut b = tar::Builder::new(flate2::write::GzEncoder::new(
-            Vec::new(),
-            flate2::Compression::default(),
-        ));
-        for (path, kind, data) in entries {
-            let mut h = tar::Header::new_gnu();
-            h.as_old_mut().name[..path.len()].copy_from_slice(path);
-            h.set_entry_type(*kind);
-            h.set_size(data.len() as u64);
-            h.set_mode(0o644);
-            if kind.is_symlink() || kind.is_hard_link() {
-                h.set_link_name("/etc/shadow").unwrap();
-            }
-            h.set_cksum();
-            b.append(&h, *data).unwrap();
-        }
-        b.into_inner().unwrap().finish().unwrap()
-    }
-
-    fn refused(bytes: &[u8]) -> String {
-        let e = read_bytes(bytes).unwrap_err();
-        assert!(!e.contains('\n'), "one line: {e}");
-        e
-    }
-
-    #[test]
-    fn hostile_archives_are_refused_naming_the_entry() {
-        use tar::EntryType::*;
-        let cases: &[(&[u8], tar::EntryType, &str)] = &[
-            (
-                b"../escape.json",
-                Regular,
-                "\"../escape.json\": `..` in path refused",
-            ),
-            (b"a/../../b", Regular, "`..` in path refused"),
-            (
-                b"/etc/passwd",
-                Regular,
-                "\"/etc/passwd\": absolute path refused",
-            ),
-            (b"link", Symlink, "entry \"link\" is a symbolic link"),
-            (b"hard", Link, "entry \"hard\" is a hard link"),
-            (b"dev", Char, "is a device"),
-            (b"blk", Block, "is a device"),
-            (b"fifo", Fifo, "is a FIFO"),
-        ];
-        for (path, kind, want) in cases {
-            let e = refused(&hostile(&[(*path, *kind, b"{}")]));
-            assert!(e.contains(want), "{e}");
-        }
-        // Twice the same file: which one is meant?
-        let e = refused(&hostile(&[
-            (b"manifest.json", Regular, b"{}"),
-            (b"./manifest.json", Regular, b"{}"),
-        ]));
-        assert!(e.contains("appears twice"), "{e}");
-    }
-
-    #[test]
-    fn caps_hold() {
-        let bytes = write_bytes(&[evidence()]);
-        let small = |c: Caps| entries(bytes.as_slice(), c).unwrap_err();
-        let e = small(Caps { entry: 100, ..CAPS });
-        assert!(e.contains("more than the 100 an entry may be"), "{e}");
-        let e = small(Caps {
-            total: 4096,
-            ..CAPS
-        });
-        assert!(e.contains("more than 4096 bytes once decompressed"), "{e}");
-        let e = small(Caps { count: 3, ..CAPS });
-        assert!(e.contains("more than 3 entries"), "{e}");
-        // A header that claims more than the cap is refused before anything is read.
-        let mut b = tar::Builder::new(flate2::write::GzEncoder::new(
-            Vec::new(),
-            flate2::Compression::fast(),
-        ));
-        let mut h = tar::Header::new_gnu();
-        h.set_path("huge.json").unwrap();
-        h.set_size(CAPS.entry + 1);
-        h.set_cksum();
-        b.get_mut().write_all(h.as_bytes()).unwrap();
-        let bytes = b.into_inner().unwrap().finish().unwrap();
-        let e = refused(&bytes);
-        assert!(e.contains("entry \"huge.json\" is 33554433 bytes"), "{e}");
-    }
-
-    #[test]
-    fn garbage_is_refused_in_one_line() {
-        let good = write_bytes(&[evidence()]);
-        for cut in [10, good.len() / 2, good.len() - 4] {
-            let e = refused(&good[..cut]);
-            assert!(
-                e.contains("truncated") || e.contains("damaged"),
-                "{cut}: {e}"
-            );
-        }
-        for text in [&b"just some text, not gzip at all"[..], b"x", b"\x1f"] {
-            let e = refused(text);
-            assert!(e.contains("not a .tar.gz"), "{e}");
-        }
-        assert!(refused(b"").contains("empty file"));
-        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
-        gz.write_all(&[b'x'; 2000]).unwrap();
-        let e = refused(&gz.finish().unwrap());
-        assert!(e.contains("not a tar archive"), "{e}");
-        let e = refused(&hostile(&[(b"other.txt", tar::EntryType::Regular, b"hi")]));
-        assert!(e.contains("no manifest.json"), "{e}");
-        let e = refused(&hostile(&[(
-            b"manifest.json",
-            tar::EntryType::Regular,
-            br#"{"kind":"EvidenceBundle","formatVersion":99}"#,
-        )]));
-        assert!(e.contains("format version 99 is newer"), "{e}");
-        let e = refused(&hostile(&[(
-            b"manifest.json",
-            tar::EntryType::Regular,
-            b"{",
-        )]));
-        assert!(
-            e.contains("manifest.json: not what this file should hold"),
-            "{e}"
-        );
-    }
-
-    #[test]
-    fn read_names_the_file_and_write_leaves_nothing_on_error() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("bad.tar.gz");
-        std::fs::write(&path, b"nope").unwrap();
-        let e = read(&path).unwrap_err().to_string();
-        assert!(
-            e.starts_with(&format!("bundle {}: ", path.display())),
-            "{e}"
-        );
-        assert_eq!(read(&path).unwrap_err().exit_code(), 2);
-
-        // The target is a folder: nothing replaces it, no temporary file is left.
-        let target = dir.path().join("a-folder");
-        std::fs::create_dir(&target).unwrap();
-        let e = write(&target, &[evidence()]).unwrap_err();
-        assert!(e.to_string().starts_with("cannot write bundle"), "{e}");
-        let e = write(&dir.path().join("no/such/dir/b.tar.gz"), &[evidence()]).unwrap_err();
-        assert!(e.to_string().contains("No such file or directory"), "{e}");
-        let left: Vec<_> = std::fs::read_dir(dir.path())
-            .unwrap()
-            .map(|e| e.unwrap().file_name())
-            .collect();
-        assert_eq!(left.len(), 2, "{left:?}");
-    }
-}
+#[cfg(test)]
+mod tests;

@@ -146,9 +146,10 @@ pub fn plan(
 /// with the control-plane labels: each is a finding and never a target nor a peer: no pod, no
 /// ssh session and no probe's curl goes to it. An address the VM reports that is no other host's
 /// (loopback, link-local, ...: `supervisor::address`) was dropped where it was read, so such a
-/// node is a target without address: nothing is sent to it, and it is nobody's peer. So the
-/// targets are at most the Machines present, and the driver probes at most `--parallel` of them
-/// at once.
+/// node is a target without address: nothing is sent to it, and it is nobody's peer. The Machines
+/// are already at most the KCP's desired replicas plus a surplus of one (`supervisor::targets`:
+/// labelled Machines beyond that are a finding and not among the nodes), so the targets are too,
+/// and the driver probes at most `--parallel` of them at once.
 fn targets(facts: &ClusterFacts, opts: &DiagnoseOptions) -> Vec<Target> {
     let members: Vec<&ControlPlaneNode> = facts.nodes.iter().filter(|n| n.is_target()).collect();
     let ips: Vec<String> = members

@@ -40,6 +40,7 @@ pub fn facts(desired: i64, ready: i64, nodes: Vec<ControlPlaneNode>) -> ClusterF
             conditions: vec![],
         }),
         kcp_missing_reason: None,
+        machines_beyond_replicas: Vec::new(),
         endpoint: None,
         nodes,
     }

@@ -50,6 +50,7 @@ fn facts(lab: &Lab) -> ClusterFacts {
             conditions: vec![],
         }),
         kcp_missing_reason: None,
+        machines_beyond_replicas: Vec::new(),
         endpoint: None,
         nodes: lab
             .nodes()

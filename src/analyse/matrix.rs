@@ -2,6 +2,9 @@
 //! node (TO), what FROM saw when it dialled TO's IP on that port. The diagonal is each node's
 //! own path (FROM dialling its own IP): the article's "each node reaches its own etcd".
 
+use std::collections::HashMap;
+use std::net::IpAddr;
+
 use serde::{Deserialize, Serialize};
 
 use crate::probe::output::{PathCheck, TcpOutcome, TlsOutcome};
@@ -86,14 +89,67 @@ pub struct Matrix {
 }
 
 impl Matrix {
+    /// The cell `from` → `to`: O(N) (two positions in `nodes`). Loops over cells use
+    /// [`Matrix::index`] instead.
     pub fn cell(&self, from: &str, to: &str) -> Option<&Cell> {
-        self.cells.iter().find(|c| c.from == from && c.to == to)
+        let at = |name: &str| self.nodes.iter().position(|n| n == name);
+        self.at(at(from)?, at(to)?)
+    }
+    /// Each node's row and column, once: O(N) to make, then each cell is O(1).
+    pub fn index(&self) -> Cells<'_> {
+        let mut pos = HashMap::with_capacity(self.nodes.len());
+        for (i, n) in self.nodes.iter().enumerate() {
+            // The first of two equal names, as a search from the start would find it.
+            pos.entry(n.as_str()).or_insert(i);
+        }
+        Cells { matrix: self, pos }
+    }
+    /// Row `i`, column `j`; None when the matrix's cells do not say what its nodes say (a
+    /// matrix read back from JSON is data).
+    fn at(&self, i: usize, j: usize) -> Option<&Cell> {
+        let c = self
+            .cells
+            .get(i.checked_mul(self.nodes.len())?.checked_add(j)?)?;
+        (c.from == self.nodes[i] && c.to == self.nodes[j]).then_some(c)
     }
     /// Cells between two different nodes that both have something to say.
     pub fn peer_cells(&self) -> impl Iterator<Item = &Cell> {
         self.cells
             .iter()
             .filter(|c| !c.is_self() && c.state.is_known())
+    }
+}
+
+/// A matrix's cells by node name ([`Matrix::index`]).
+pub struct Cells<'a> {
+    matrix: &'a Matrix,
+    pos: HashMap<&'a str, usize>,
+}
+
+impl<'a> Cells<'a> {
+    pub fn cell(&self, from: &str, to: &str) -> Option<&'a Cell> {
+        self.matrix.at(*self.pos.get(from)?, *self.pos.get(to)?)
+    }
+}
+
+/// One node's probe results by (port, address), made once per node: the first result for an
+/// address wins, as a search from the start would find it.
+pub struct Paths<'a>(HashMap<(u16, IpAddr), &'a PathCheck>);
+
+impl<'a> Paths<'a> {
+    /// Empty when the node was not probed.
+    pub fn of(node: &'a NodeReport) -> Paths<'a> {
+        let mut by = HashMap::new();
+        for p in node.probe().map(|o| o.paths.as_slice()).unwrap_or_default() {
+            if let Ok(ip) = p.target.parse::<IpAddr>() {
+                by.entry((p.port, ip)).or_insert(p);
+            }
+        }
+        Paths(by)
+    }
+    /// What this node saw when it dialled `to`'s IP on `port` (see [`path`]).
+    pub fn to(&self, to: &NodeReport, port: u16) -> Option<&'a PathCheck> {
+        self.0.get(&(port, to.ip?)).copied()
     }
 }
 
@@ -115,20 +171,24 @@ pub fn cell_state(p: &PathCheck) -> CellState {
 
 /// What `from`'s probe saw when it dialled `to`'s IP on `port`: `None` when `from` was not
 /// probed, `to` has no IP, or the probe has no result for that address (a `NotProbed` cell).
+/// O(paths); loops over nodes use [`Paths`].
 pub fn path<'a>(from: &'a NodeReport, to: &NodeReport, port: u16) -> Option<&'a PathCheck> {
     let ip = to.ip?;
     from.probe()?
         .paths
         .iter()
-        .find(|p| p.port == port && p.target.parse::<std::net::IpAddr>().ok() == Some(ip))
+        .find(|p| p.port == port && p.target.parse::<IpAddr>().ok() == Some(ip))
 }
 
+/// N² cells for N nodes, each an O(1) lookup in its row's [`Paths`] (made once per row, linear
+/// in that node's paths).
 pub fn build(nodes: &[NodeReport], port: u16) -> Matrix {
     let names: Vec<String> = nodes.iter().map(|n| n.name.clone()).collect();
     let mut cells = Vec::with_capacity(nodes.len() * nodes.len());
     for from in nodes {
+        let paths = Paths::of(from);
         for to in nodes {
-            let cell = match path(from, to, port) {
+            let cell = match paths.to(to, port) {
                 None => Cell {
                     from: from.name.clone(),
                     to: to.name.clone(),
@@ -197,6 +257,37 @@ mod tests {
             reach: vec![],
             host_key: None,
         }
+    }
+
+    /// The indexed lookups say what a search from the start says, equal names included; a
+    /// matrix whose cells do not match its nodes has no cell there rather than another's.
+    #[test]
+    fn indexed_lookups_agree_with_a_search() {
+        let ok = |t: &str| check(t, 2380, TcpOutcome::Connected, TlsOutcome::Completed);
+        let bad = |t: &str| check(t, 2380, TcpOutcome::Timeout, TlsOutcome::NotTried);
+        let a = node(
+            "cp1",
+            "198.18.0.11",
+            vec![ok("198.18.0.11"), bad("198.18.0.12"), ok("198.18.0.12")],
+        );
+        let b = node("cp2", "198.18.0.12", vec![ok("198.18.0.11")]);
+        let twin = node("cp2", "198.18.0.13", vec![bad("198.18.0.11")]);
+        let m = build(&[a, b, twin], 2380);
+        let index = m.index();
+        for from in ["cp1", "cp2", "cp9"] {
+            for to in ["cp1", "cp2", "cp9"] {
+                let linear = m.cells.iter().find(|c| c.from == from && c.to == to);
+                assert_eq!(m.cell(from, to), linear, "{from} {to}");
+                assert_eq!(index.cell(from, to), linear, "{from} {to}");
+            }
+        }
+        // The first result for an address wins.
+        assert_eq!(m.cell("cp1", "cp2").unwrap().state, CellState::Timeout);
+        let mut broken = m.clone();
+        broken.cells.swap(0, 1);
+        assert_eq!(broken.index().cell("cp1", "cp1"), None);
+        broken.cells.truncate(2);
+        assert_eq!(broken.cell("cp2", "cp2"), None);
     }
 
     #[test]

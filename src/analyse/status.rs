@@ -82,7 +82,13 @@ pub enum FindingCode {
     /// The VM reports an address that is no other host's (loopback, unspecified, link-local,
     /// multicast, broadcast, reserved): the node is never probed at it, nor anyone's peer.
     VirtualMachineAddressRefused,
+    /// More Machines carry the control-plane label than the KCP's replicas plus a surplus of
+    /// one: the KCP's own and then the oldest are probed, the rest never (named, at most a few).
+    ControlPlaneMachinesBeyondReplicas,
 }
+
+/// Names of the Machines beyond the replicas a finding spells out; the rest are counted.
+const BEYOND_NAMED: usize = 5;
 
 pub fn status_findings(facts: &ClusterFacts, api: &WorkloadApi) -> Vec<Finding> {
     use FindingCode::*;
@@ -135,6 +141,9 @@ pub fn status_findings(facts: &ClusterFacts, api: &WorkloadApi) -> Vec<Finding> 
             }
         }
         (Some(_), None) => {}
+    }
+    if let Some(f) = beyond_replicas(facts) {
+        out.push(f);
     }
     if let Some(kcp) = &facts.kcp {
         for c in kcp.conditions.iter().filter(|c| c.kind.contains("Etcd")) {
@@ -344,6 +353,39 @@ fn identity_finding(facts: &ClusterFacts, n: &ControlPlaneNode, p: &IdentityProb
             ),
         ),
     }
+}
+
+/// The labelled Machines that are never probed, when there are any: how many carry the label,
+/// how many the KCP wants, which are left out (a few by name).
+fn beyond_replicas(facts: &ClusterFacts) -> Option<Finding> {
+    let beyond = &facts.machines_beyond_replicas;
+    if beyond.is_empty() {
+        return None;
+    }
+    let probed = facts.machines_present();
+    let total = probed + beyond.len();
+    let wants = match (&facts.kcp, facts.desired()) {
+        (Some(kcp), Some(d)) => format!("KCP {:?} wants {d}", kcp.name),
+        _ => "there is no KCP replica count to go by".to_string(),
+    };
+    let mut names = beyond
+        .iter()
+        .take(BEYOND_NAMED)
+        .map(|n| format!("{n:?}"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    if beyond.len() > BEYOND_NAMED {
+        names.push_str(&format!(" and {} more", beyond.len() - BEYOND_NAMED));
+    }
+    Some(finding(
+        FindingCode::ControlPlaneMachinesBeyondReplicas,
+        Severity::Warning,
+        None,
+        format!(
+            "{total} Machines carry the control-plane label; {wants}: {probed} are looked at (the KCP's own first, then the oldest), {} are never probed: {names}",
+            beyond.len()
+        ),
+    ))
 }
 
 /// One rollout node in words, its times as the objects have them (RFC 3339: the same on

@@ -17,6 +17,7 @@ use k8s_openapi::api::core::v1::Pod;
 
 use super::many::{self, Selection, Which};
 use super::{Emit, Outcome};
+use crate::analyse::{self, FindingCode};
 use crate::connect::Connection;
 use crate::error::{Error, Result, EXIT_OK};
 use crate::plan::{self, DiagnoseOptions, DiagnosePlan};
@@ -41,13 +42,21 @@ pub struct DiagnoseRun {
 pub enum Diagnosed {
     Report(Box<DiagnoseReport>, Box<Evidence>),
     /// `--dry-run`: the pods it would have created.
-    DryRun(Vec<Pod>),
+    DryRun(DryRun),
+}
+
+/// `--dry-run`'s output: the pods, and the warnings a dry run still owes the admin (the
+/// labelled Machines that would not be probed).
+#[derive(Default)]
+pub struct DryRun {
+    pub pods: Vec<Pod>,
+    pub notes: Vec<String>,
 }
 
 /// What one round produced: one cluster's diagnosis, or a list of many.
 pub enum Round {
     One(Diagnosed),
-    Many(ListReport<DiagnoseReport>, Vec<Evidence>, Vec<Pod>),
+    Many(ListReport<DiagnoseReport>, Vec<Evidence>, DryRun),
 }
 
 /// Runs the diagnosis until it ends or a signal comes, then deletes what is left (unless
@@ -67,8 +76,8 @@ pub async fn run(
     }
     let (result, mut notes) = round_with_cleanup(conn, &how.selection, opts).await;
     let (stdout, mut exit_code, evidence) = match result? {
-        Round::One(Diagnosed::DryRun(pods)) => return dry_run(&pods, format, notes),
-        Round::Many(_, _, pods) if opts.dry_run => return dry_run(&pods, format, notes),
+        Round::One(Diagnosed::DryRun(d)) => return dry_run(d, format, notes),
+        Round::Many(_, _, d) if opts.dry_run => return dry_run(d, format, notes),
         Round::One(Diagnosed::Report(report, evidence)) => (
             render::diagnose(&report, format, Paint::detect())?,
             report.result.exit_code,
@@ -103,13 +112,15 @@ pub async fn run(
 }
 
 /// `--dry-run`: the pods, nothing created.
-fn dry_run(pods: &[Pod], format: Format, mut notes: Vec<String>) -> Result<Outcome> {
+fn dry_run(d: DryRun, format: Format, mut notes: Vec<String>) -> Result<Outcome> {
+    let pods = d.pods;
+    notes.extend(d.notes);
     notes.push(format!(
         "dry run: {} pod(s) shown, nothing created",
         pods.len()
     ));
     Ok(Outcome {
-        stdout: render::dry_run(pods, format)?,
+        stdout: render::dry_run(&pods, format)?,
         notes,
         exit_code: EXIT_OK,
     })
@@ -207,14 +218,17 @@ async fn round(
     .await?;
     // Each cluster's report to the list, its evidence to the bundle, its pods (dry run) to
     // the dry run's output.
-    let (mut items, mut evidence, mut pods) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut items, mut evidence, mut dry) = (Vec::new(), Vec::new(), DryRun::default());
     for item in diagnosed {
         match item {
             ListItem::Report(Diagnosed::Report(report, e)) => {
                 items.push(ListItem::Report(*report));
                 evidence.push(*e);
             }
-            ListItem::Report(Diagnosed::DryRun(p)) => pods.extend(p),
+            ListItem::Report(Diagnosed::DryRun(d)) => {
+                dry.pods.extend(d.pods);
+                dry.notes.extend(d.notes);
+            }
             ListItem::Failed(f) => items.push(ListItem::Failed(f)),
         }
     }
@@ -222,7 +236,7 @@ async fn round(
     Ok(Round::Many(
         ListReport::new(items, started.elapsed()),
         evidence,
-        pods,
+        dry,
     ))
 }
 
@@ -287,7 +301,16 @@ pub async fn diagnose(
         },
     );
     if plan.dry_run {
-        return Ok(Diagnosed::DryRun(would_create(&plan)));
+        // The Supervisor-side finding a dry run can already tell: Machines never probed.
+        let notes = analyse::status_findings(&facts, &workload.api)
+            .into_iter()
+            .filter(|f| f.code == FindingCode::ControlPlaneMachinesBeyondReplicas)
+            .map(|f| format!("warning: cluster {}: {}", opts.cluster, f.message))
+            .collect();
+        return Ok(Diagnosed::DryRun(DryRun {
+            pods: would_create(&plan),
+            notes,
+        }));
     }
 
     let env = Env {

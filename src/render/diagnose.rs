@@ -342,13 +342,15 @@ fn matrix_table(out: &mut Lines, m: &Matrix) {
     let corner = format!("{} FROM → TO", m.port);
     let mut header: Vec<&str> = vec![&corner];
     header.extend(m.nodes.iter().map(String::as_str));
+    let cells = m.index();
     let rows: Vec<Vec<String>> = m
         .nodes
         .iter()
         .map(|from| {
             let mut row = vec![from.clone()];
             row.extend(m.nodes.iter().map(|to| {
-                m.cell(from, to)
+                cells
+                    .cell(from, to)
                     .map(|c| cell_text(c.state, c.ms))
                     .unwrap_or_else(|| "-".into())
             }));

@@ -11,10 +11,11 @@ fn reaches_peers(report: &DiagnoseReport, node: &str) -> Option<bool> {
         return None;
     }
     let row_ok = |m: &Matrix| {
+        let cells = m.index();
         m.nodes
             .iter()
             .filter(|to| to.as_str() != node)
-            .filter_map(|to| m.cell(node, to))
+            .filter_map(|to| cells.cell(node, to))
             .filter(|c| c.state.is_known())
             .all(|c| c.state.is_ok())
     };

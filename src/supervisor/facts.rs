@@ -379,6 +379,11 @@ pub struct ClusterFacts {
     /// Why there is no KCP, when there is none.
     pub kcp_missing_reason: Option<String>,
     pub nodes: Vec<ControlPlaneNode>,
+    /// Machines carrying the control-plane label beyond what is probed (the KCP's replicas plus
+    /// a surplus, [`super::targets`]), by name, in the order they ranked: never probed, not among
+    /// `nodes`. Empty when every labelled Machine is there.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub machines_beyond_replicas: Vec<String>,
     /// The Cluster's `spec.controlPlaneEndpoint`, parsed: the only server a kubeconfig from the
     /// cluster's secret may point at (reports show it as `cluster.controlPlaneEndpoint`).
     #[serde(skip)]

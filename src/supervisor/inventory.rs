@@ -14,11 +14,12 @@ use k8s_openapi::api::core::v1::Namespace;
 use kube::api::{Api, DynamicObject, ListParams, ObjectList};
 use kube::core::{ApiResource, TypeMeta};
 use kube::Client;
+use serde::Deserialize;
 use serde_json::Value;
 
 use super::discovery::SupervisorApis;
 use super::facts::*;
-use super::{extract, join, rollout};
+use super::{extract, join, rollout, targets};
 use crate::error::{Error, Result};
 
 pub const CLUSTER_NAME_LABEL: &str = "cluster.x-k8s.io/cluster-name";
@@ -365,12 +366,20 @@ impl Inventory {
                 existing: existing(ns, &names),
             });
         };
-        let kcp_uid = match self.control_plane_of(cluster) {
+        let control_plane = self.control_plane_of(cluster);
+        let kcp_uid = match &control_plane {
             Ok((_, _, Some(obj))) => obj.metadata.uid.clone().filter(|u| !u.is_empty()),
             _ => None,
         };
-        let (kcp, kcp_missing_reason, control_plane_version) = match self.control_plane_of(cluster)
-        {
+        let kcp_owner = match &control_plane {
+            Ok((_, name, obj)) => Some(targets::Owner {
+                name,
+                uid: obj.and_then(|o| o.metadata.uid.as_deref()),
+            }),
+            Err(_) => None,
+        };
+        let machine_objects: Vec<&DynamicObject> = self.machines_of(cluster_name).collect();
+        let (kcp, kcp_missing_reason, control_plane_version) = match control_plane.clone() {
             Err(why) => (None, Some(why), None),
             Ok((ar, kcp_name, Some(obj))) => (
                 Some(extract::kcp(&kcp_name, &ar.api_version, &obj.data)),
@@ -383,9 +392,9 @@ impl Inventory {
                 Some(ar.api_version),
             ),
         };
-        let machines = self
-            .machines_of(cluster_name)
-            .map(join::machine_object)
+        let machines = machine_objects
+            .iter()
+            .map(|m| join::machine_object(m))
             .collect();
         let (vms, vm_labels) = self.vms_of(cluster_name);
         let vms = vms.into_iter().map(join::vm_object).collect();
@@ -397,12 +406,15 @@ impl Inventory {
                     .collect()
             }),
         };
-        let mut nodes = join::join(&anchors, machines, vms);
-        // A rollout phase needs the Machine's metadata and its VM: known once joined.
-        rollout::fill(
-            &mut nodes,
-            &self.machines_of(cluster_name).collect::<Vec<_>>(),
+        // At most the KCP's replicas plus a surplus go on; the rest are named, never probed.
+        let (mut nodes, machines_beyond_replicas) = targets::select(
+            join::join(&anchors, machines, vms),
+            &machine_objects,
+            kcp_owner,
+            kcp.as_ref().and_then(|k| k.desired),
         );
+        // A rollout phase needs the Machine's metadata and its VM: known once joined.
+        rollout::fill(&mut nodes, &machine_objects);
         Ok(ClusterFacts {
             context: context.to_string(),
             namespace: ns.to_string(),
@@ -421,6 +433,7 @@ impl Inventory {
             kcp,
             kcp_missing_reason,
             nodes,
+            machines_beyond_replicas,
             endpoint: extract::endpoint(&cluster.data),
         })
     }
@@ -498,10 +511,16 @@ impl Inventory {
         if let Ok((ar, _, Some(obj))) = self.control_plane_of(cluster) {
             out.push(plain(obj, &ar));
         }
-        out.extend(
-            self.machines_of(cluster_name)
-                .map(|m| plain(m, &self.apis.machine)),
-        );
+        // The Machines beyond the KCP's replicas last: a bundle that has to leave objects out
+        // (its cap) leaves those out first.
+        let beyond: BTreeSet<String> = self
+            .facts("", cluster_name)
+            .map(|f| f.machines_beyond_replicas.into_iter().collect())
+            .unwrap_or_default();
+        let (later, first): (Vec<&DynamicObject>, Vec<&DynamicObject>) = self
+            .machines_of(cluster_name)
+            .partition(|m| beyond.contains(name(m)));
+        out.extend(first.into_iter().map(|m| plain(m, &self.apis.machine)));
         if let Some(ar) = &self.apis.vsphere_machine {
             out.extend(self.vsphere_machines_of(cluster_name).map(|m| plain(m, ar)));
         }
@@ -511,6 +530,7 @@ impl Inventory {
                 .into_iter()
                 .map(|v| plain(v, &self.apis.virtual_machine)),
         );
+        out.extend(later.into_iter().map(|m| plain(m, &self.apis.machine)));
         out
     }
 
@@ -527,7 +547,8 @@ impl Inventory {
             vms: Vec::new(),
         };
         for v in objects {
-            let Ok(o) = serde_json::from_value::<DynamicObject>(v.clone()) else {
+            // Read from the value in place: no second copy of each object.
+            let Ok(o) = DynamicObject::deserialize(v) else {
                 continue;
             };
             let Some(types) = o.types.clone() else {

@@ -5,8 +5,9 @@
 //!   (vm-operator v1alpha1..v1alpha5, CAPI v1beta1/v1beta2); versions are never hard-coded.
 //! - [`inventory`]: the objects read (one cluster's, or one list of each kind per namespace for
 //!   many clusters), and the pure step from them to [`ClusterFacts`];
-//! - [`extract`] (per-version field reading), [`join`] (Machines with VMs) and [`rollout`] (a
-//!   Machine's rollout phase), all pure.
+//! - [`extract`] (per-version field reading), [`join`] (Machines with VMs), [`targets`] (at
+//!   most the KCP's replicas plus a surplus of them) and [`rollout`] (a Machine's rollout
+//!   phase), all pure.
 
 pub mod address;
 pub mod discovery;
@@ -17,6 +18,7 @@ pub mod join;
 pub mod rollout;
 #[cfg(test)]
 mod rollout_tests;
+pub mod targets;
 
 use crate::connect::Connection;
 use crate::error::Result;

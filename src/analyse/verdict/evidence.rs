@@ -68,9 +68,10 @@ pub(super) fn summarise_cells(failing: &[&Cell]) -> Vec<String> {
 /// The nodes at either end of some cells, in order of appearance.
 pub(super) fn ends(cells: &[&Cell]) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
+    let mut seen = std::collections::HashSet::new();
     for c in cells {
         for n in [&c.from, &c.to] {
-            if !out.contains(n) {
+            if seen.insert(n.as_str()) {
                 out.push(n.clone());
             }
         }

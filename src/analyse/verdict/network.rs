@@ -1,5 +1,7 @@
 //! The peer-network rules: which paths between the control-plane VMs fail, and how.
 
+use std::collections::{HashMap, HashSet};
+
 use super::evidence::*;
 use super::node::{etcd_running, fatal_reason, newest, own_cell};
 use super::*;
@@ -160,13 +162,23 @@ pub(super) fn partial(
     let mut nodes = Vec::new();
     let mut lines = Vec::new();
 
-    // A node whose every path, in and out, fails while others work is cut off.
+    // A node whose every path, in and out, fails while others work is cut off. One pass over
+    // the cells counts each node's paths (touching, ok): O(cells), not O(nodes × cells).
+    let mut touching: HashMap<&str, (usize, usize)> = HashMap::new();
+    for c in cells {
+        let ends: &[&str] = if c.from == c.to {
+            &[&c.from]
+        } else {
+            &[&c.from, &c.to]
+        };
+        for end in ends {
+            let t = touching.entry(end).or_default();
+            t.0 += 1;
+            t.1 += usize::from(c.state.is_ok());
+        }
+    }
     for n in &names {
-        let touching: Vec<&&Cell> = cells
-            .iter()
-            .filter(|c| c.from == *n || c.to == *n)
-            .collect();
-        if !touching.is_empty() && touching.iter().all(|c| !c.state.is_ok()) {
+        if touching.get(n).is_some_and(|&(all, ok)| all > 0 && ok == 0) {
             nodes.push(n.to_string());
         }
     }
@@ -194,11 +206,14 @@ pub(super) fn partial(
         }
     }
 
-    // One-way: A→B fails while B→A works on the same port.
+    // One-way: A→B fails while B→A works on the same port (the first such cell, by key).
+    let mut by_path: HashMap<(&str, &str, u16), &Cell> = HashMap::with_capacity(cells.len());
+    for c in cells {
+        by_path.entry((&c.from, &c.to, c.port)).or_insert(c);
+    }
+    let mut named: HashSet<String> = nodes.iter().cloned().collect();
     for c in failing {
-        let back = cells
-            .iter()
-            .find(|b| b.from == c.to && b.to == c.from && b.port == c.port);
+        let back = by_path.get(&(c.to.as_str(), c.from.as_str(), c.port));
         if back.is_some_and(|b| b.state.is_ok()) {
             lines.push(format!(
                 "one-way: {} → {}:{} {}, while {} → {}:{} works",
@@ -211,7 +226,7 @@ pub(super) fn partial(
                 c.port
             ));
             for n in [&c.from, &c.to] {
-                if !nodes.contains(n) {
+                if named.insert(n.clone()) {
                     nodes.push(n.clone());
                 }
             }

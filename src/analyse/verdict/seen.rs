@@ -120,10 +120,12 @@ fn path_gaps(ctx: &Ctx) -> Vec<Gap> {
     let mut out = Vec::new();
     for m in &ctx.matrices {
         let port = m.port;
+        let cells = m.index();
         for from in ctx.nodes.iter().filter(|n| n.probe().is_some()) {
+            let paths = matrix::Paths::of(from);
             for to in ctx.nodes {
                 let what = format!("{} → {}:{port}", from.name, to.name);
-                let Some(p) = matrix::path(from, to, port) else {
+                let Some(p) = paths.to(to, port) else {
                     out.push(match to.ip {
                         None => gap(
                             Check::NotChecked,
@@ -149,7 +151,10 @@ fn path_gaps(ctx: &Ctx) -> Vec<Gap> {
                         p.tls_detail.clone(),
                     )),
                     _ => {
-                        let line = m.cell(&from.name, &to.name).map(path_line).unwrap_or(what);
+                        let line = cells
+                            .cell(&from.name, &to.name)
+                            .map(path_line)
+                            .unwrap_or(what);
                         out.push(gap(Check::PathFails, &[&from.name], line, None));
                     }
                 }

@@ -1,0 +1,385 @@
+//! The bundle written and read back; hostile archives refused in one line.
+
+use super::*;
+use crate::probe::{PortState, ProbeOutput};
+use serde_json::json;
+
+const NS: &str = "ns-prod";
+const CLUSTER: &str = "tkc-prod";
+const CP: [&str; 3] = [
+    "tkc-prod-7xk2p-4rz8m",
+    "tkc-prod-7xk2p-9qtvw",
+    "tkc-prod-7xk2p-bx2lk",
+];
+const HEALTHY: &str = include_str!("../../tests/fixtures/probe-output/healthy-node.json");
+
+fn apis() -> SupervisorApis {
+    let group = |name: &str, version: &str| {
+        json!({"name": name, "versions": [{"groupVersion": format!("{name}/{version}"), "version": version}],
+               "preferredVersion": {"groupVersion": format!("{name}/{version}"), "version": version}})
+    };
+    let answer = json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": [
+        group("vmoperator.vmware.com", "v1alpha3"),
+        group("cluster.x-k8s.io", "v1beta1"),
+        group("controlplane.cluster.x-k8s.io", "v1beta1"),
+    ]});
+    crate::supervisor::discovery::from_answer(&answer, "supervisor").unwrap()
+}
+
+/// The article's cluster as the fake Supervisor serves it (fixture set `quorum-lost`).
+fn objects() -> Vec<Value> {
+    let dir = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/supervisor/quorum-lost/"
+    );
+    let mut all = Vec::new();
+    for f in [
+        "10-cluster.yaml",
+        "20-kcp.yaml",
+        "30-machines.yaml",
+        "50-virtualmachines.yaml",
+    ] {
+        let text = std::fs::read_to_string(format!("{dir}{f}"))
+            .unwrap()
+            .replace("{{WORKLOAD_HOST}}", "198.18.0.10")
+            .replace("{{WORKLOAD_PORT}}", "6443");
+        for doc in serde_yaml_ng::Deserializer::from_str(&text) {
+            let v = Value::deserialize(doc).unwrap();
+            if !v.is_null() {
+                all.push(v);
+            }
+        }
+    }
+    Inventory::from_objects(NS, apis(), &all).objects_of(CLUSTER)
+}
+
+/// Node `i`'s healthy document, as a node would print it between noise.
+fn printed(i: usize) -> (String, ProbeOutput) {
+    let ip = format!("198.18.0.1{}", i + 1);
+    let doc = HEALTHY
+        .trim()
+        .replace(
+            "\"nodeIp\":\"198.18.0.11\"",
+            &format!("\"nodeIp\":\"{ip}\""),
+        )
+        .replace("\"ips\":[\"198.18.0.11\"]", &format!("\"ips\":[\"{ip}\"]"))
+        .replace(
+            "\"hostname\":\"tkc-1-control-plane-node1\"",
+            &format!("\"hostname\":\"{}\"", CP[i]),
+        );
+    let noisy = format!("Welcome to the VM\n{doc}\nlogout\n");
+    let out = crate::probe::parse::parse(CP[i], noisy.as_bytes()).unwrap();
+    (doc, out)
+}
+
+/// Two nodes probed, the third unreached with the Supervisor's view of its ports.
+fn evidence() -> Evidence {
+    let mut nodes: Vec<NodeReport> = (0..2)
+        .map(|i| NodeReport {
+            name: CP[i].into(),
+            ip: Some(format!("198.18.0.1{}", i + 1).parse().unwrap()),
+            outcome: Ok(printed(i).1),
+            reach: vec![PortReach {
+                port: 22,
+                state: PortState::Open,
+            }],
+            host_key: Some(HostKey {
+                key_type: "ED25519".into(),
+                sha256: "SHA256:abc".into(),
+            }),
+        })
+        .collect();
+    nodes.push(NodeReport {
+        name: CP[2].into(),
+        ip: Some("198.18.0.13".parse().unwrap()),
+        outcome: Err(ReachError {
+            kind: ReachErrorKind::Unreachable,
+            message: "ssh: connect to host 198.18.0.13 port 22: Connection timed out".into(),
+        }),
+        reach: vec![PortReach {
+            port: 22,
+            state: PortState::Timeout,
+        }],
+        host_key: None,
+    });
+    Evidence {
+        context: "supervisor".into(),
+        namespace: NS.into(),
+        cluster: CLUSTER.into(),
+        apis: apis(),
+        objects: objects(),
+        workload_api: serde_json::from_value(json!({
+            "state": "Timeout", "server": "https://198.18.0.10:6443", "path": null,
+            "httpStatus": null, "elapsedMs": 1000, "detail": "no answer within 1s"
+        }))
+        .unwrap(),
+        route: RouteInfo {
+            name: "jumpbox".into(),
+            reason: "auto: the workload API does not answer".into(),
+        },
+        nodes,
+        duration_ms: 1234,
+        since_s: 900,
+    }
+}
+
+fn write_bytes(evidence: &[Evidence]) -> Vec<u8> {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("b.tar.gz");
+    write(&path, evidence).unwrap();
+    std::fs::read(path).unwrap()
+}
+
+fn read_bytes(bytes: &[u8]) -> std::result::Result<Bundle, String> {
+    from_entries(&entries(bytes, CAPS)?, CAPS)
+}
+
+#[test]
+fn evidence_round_trips() {
+    let e = evidence();
+    assert!(objects().len() >= 7, "the cluster, KCP, 3 Machines, 3 VMs");
+    let bytes = write_bytes(std::slice::from_ref(&e));
+    let b = read_bytes(&bytes).unwrap();
+    assert_eq!(b.evidence, vec![e.clone()]);
+    assert_eq!(b.evidence[0].judge().unwrap(), e.judge().unwrap());
+    // The document as printed, not our reading of it: byte for byte, without the noise.
+    for i in 0..2 {
+        let raw = b.evidence[0].nodes[i]
+            .probe()
+            .unwrap()
+            .raw
+            .as_str()
+            .unwrap();
+        assert_eq!(raw, printed(i).0);
+    }
+    assert_eq!(b.manifest.format_version, FORMAT_VERSION);
+    assert_eq!(b.manifest.clusters[0].dir, "ns-prod/tkc-prod");
+    let files = entries(bytes.as_slice(), CAPS).unwrap();
+    let names: Vec<&str> = files.keys().map(String::as_str).collect();
+    for want in [
+        "manifest.json",
+        "ns-prod/tkc-prod/report.json",
+        "ns-prod/tkc-prod/discovery.json",
+        "ns-prod/tkc-prod/workload-api.json",
+        "ns-prod/tkc-prod/route.json",
+        "ns-prod/tkc-prod/supervisor/Cluster-tkc-prod.json",
+        "ns-prod/tkc-prod/supervisor/KubeadmControlPlane-tkc-prod-7xk2p.json",
+        "ns-prod/tkc-prod/supervisor/Machine-tkc-prod-7xk2p-4rz8m.json",
+        "ns-prod/tkc-prod/supervisor/VirtualMachine-tkc-prod-7xk2p-4rz8m.json",
+        "ns-prod/tkc-prod/nodes/tkc-prod-7xk2p-4rz8m/probe.json",
+        "ns-prod/tkc-prod/nodes/tkc-prod-7xk2p-4rz8m/etcd.log",
+        "ns-prod/tkc-prod/nodes/tkc-prod-7xk2p-4rz8m/reach.json",
+        "ns-prod/tkc-prod/nodes/tkc-prod-7xk2p-bx2lk/reach.json",
+    ] {
+        assert!(names.contains(&want), "{want} not in {names:#?}");
+    }
+    assert!(!names.contains(&"ns-prod/tkc-prod/nodes/tkc-prod-7xk2p-bx2lk/probe.json"));
+    assert!(!String::from_utf8_lossy(
+        &files["ns-prod/tkc-prod/supervisor/Machine-tkc-prod-7xk2p-4rz8m.json"]
+    )
+    .contains("managedFields"));
+}
+
+#[test]
+fn a_newer_bundles_extra_entries_are_ignored_and_reports_are_judged_again() {
+    let e = evidence();
+    let mut files = entries(write_bytes(std::slice::from_ref(&e)).as_slice(), CAPS).unwrap();
+    files.insert("ns-prod/tkc-prod/future.json".into(), b"{\"x\":1}".to_vec());
+    files.insert(
+        "ns-prod/tkc-prod/report.json".into(),
+        b"{\"verdict\":{\"code\":\"Healthy\"}}".to_vec(),
+    );
+    let b = from_entries(&files, CAPS).unwrap();
+    assert_eq!(b.evidence[0].judge().unwrap(), e.judge().unwrap());
+}
+
+#[test]
+fn names_never_make_paths() {
+    for (name, want) in [
+        ("tkc-prod", "tkc-prod"),
+        ("..", "_.."),
+        (".", "_."),
+        ("", "_"),
+        ("../../etc", "_.._.._etc"),
+        ("/abs", "_abs"),
+        ("a/b\\c", "a_b_c"),
+        ("é\u{1b}[0m", "___0m"),
+    ] {
+        let got = component(name);
+        assert_eq!(got, want, "{name:?}");
+        assert!(normalise(&got).is_ok_and(|p| p == got), "{got:?}");
+    }
+    assert_eq!(component(&"x".repeat(300)).len(), MAX_COMPONENT_CHARS);
+
+    // A hostile namespace and node names: every path stays inside, the names come back as they were.
+    let mut e = evidence();
+    e.namespace = "../../etc".into();
+    e.nodes[0].name = "/root/.ssh".into();
+    e.nodes[1].name = "..".into();
+    e.nodes[2].name = "..".into();
+    let files = files(std::slice::from_ref(&e), vec![]).unwrap();
+    for (path, _) in &files {
+        assert_eq!(normalise(path).as_deref(), Ok(path.as_str()), "{path}");
+        assert!(
+            !path.split('/').any(|c| c == ".." || c.is_empty()),
+            "{path}"
+        );
+    }
+    let m: Manifest = serde_json::from_slice(&files[0].1).unwrap();
+    let dirs: Vec<&str> = m.clusters[0].nodes.iter().map(|n| n.dir.as_str()).collect();
+    assert_eq!(dirs, ["nodes/_root_.ssh", "nodes/_..", "nodes/_..-2"]);
+    assert_eq!(m.clusters[0].nodes[1].name, "..");
+}
+
+/// A .tar.gz of `entries`, each a raw header (path bytes written as they are, bypassing the
+/// tar crate's own checks, as a hostile tool would) and its data.
+fn hostile(entries: &[(&[u8], tar::EntryType, &[u8])]) -> Vec<u8> {
+    let mut b = tar::Builder::new(flate2::write::GzEncoder::new(
+        Vec::new(),
+        flate2::Compression::default(),
+    ));
+    for (path, kind, data) in entries {
+        let mut h = tar::Header::new_gnu();
+        h.as_old_mut().name[..path.len()].copy_from_slice(path);
+        h.set_entry_type(*kind);
+        h.set_size(data.len() as u64);
+        h.set_mode(0o644);
+        if kind.is_symlink() || kind.is_hard_link() {
+            h.set_link_name("/etc/shadow").unwrap();
+        }
+        h.set_cksum();
+        b.append(&h, *data).unwrap();
+    }
+    b.into_inner().unwrap().finish().unwrap()
+}
+
+fn refused(bytes: &[u8]) -> String {
+    let e = read_bytes(bytes).unwrap_err();
+    assert!(!e.contains('\n'), "one line: {e}");
+    e
+}
+
+#[test]
+fn hostile_archives_are_refused_naming_the_entry() {
+    use tar::EntryType::*;
+    let cases: &[(&[u8], tar::EntryType, &str)] = &[
+        (
+            b"../escape.json",
+            Regular,
+            "\"../escape.json\": `..` in path refused",
+        ),
+        (b"a/../../b", Regular, "`..` in path refused"),
+        (
+            b"/etc/passwd",
+            Regular,
+            "\"/etc/passwd\": absolute path refused",
+        ),
+        (b"link", Symlink, "entry \"link\" is a symbolic link"),
+        (b"hard", Link, "entry \"hard\" is a hard link"),
+        (b"dev", Char, "is a device"),
+        (b"blk", Block, "is a device"),
+        (b"fifo", Fifo, "is a FIFO"),
+    ];
+    for (path, kind, want) in cases {
+        let e = refused(&hostile(&[(*path, *kind, b"{}")]));
+        assert!(e.contains(want), "{e}");
+    }
+    // Twice the same file: which one is meant?
+    let e = refused(&hostile(&[
+        (b"manifest.json", Regular, b"{}"),
+        (b"./manifest.json", Regular, b"{}"),
+    ]));
+    assert!(e.contains("appears twice"), "{e}");
+}
+
+#[test]
+fn caps_hold() {
+    let bytes = write_bytes(&[evidence()]);
+    let small = |c: Caps| entries(bytes.as_slice(), c).unwrap_err();
+    let e = small(Caps { entry: 100, ..CAPS });
+    assert!(e.contains("more than the 100 an entry may be"), "{e}");
+    let e = small(Caps {
+        total: 4096,
+        ..CAPS
+    });
+    assert!(e.contains("more than 4096 bytes once decompressed"), "{e}");
+    let e = small(Caps { count: 3, ..CAPS });
+    assert!(e.contains("more than 3 entries"), "{e}");
+    // A header that claims more than the cap is refused before anything is read.
+    let mut b = tar::Builder::new(flate2::write::GzEncoder::new(
+        Vec::new(),
+        flate2::Compression::fast(),
+    ));
+    let mut h = tar::Header::new_gnu();
+    h.set_path("huge.json").unwrap();
+    h.set_size(CAPS.entry + 1);
+    h.set_cksum();
+    b.get_mut().write_all(h.as_bytes()).unwrap();
+    let bytes = b.into_inner().unwrap().finish().unwrap();
+    let e = refused(&bytes);
+    assert!(e.contains("entry \"huge.json\" is 33554433 bytes"), "{e}");
+}
+
+#[test]
+fn garbage_is_refused_in_one_line() {
+    let good = write_bytes(&[evidence()]);
+    for cut in [10, good.len() / 2, good.len() - 4] {
+        let e = refused(&good[..cut]);
+        assert!(
+            e.contains("truncated") || e.contains("damaged"),
+            "{cut}: {e}"
+        );
+    }
+    for text in [&b"just some text, not gzip at all"[..], b"x", b"\x1f"] {
+        let e = refused(text);
+        assert!(e.contains("not a .tar.gz"), "{e}");
+    }
+    assert!(refused(b"").contains("empty file"));
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    gz.write_all(&[b'x'; 2000]).unwrap();
+    let e = refused(&gz.finish().unwrap());
+    assert!(e.contains("not a tar archive"), "{e}");
+    let e = refused(&hostile(&[(b"other.txt", tar::EntryType::Regular, b"hi")]));
+    assert!(e.contains("no manifest.json"), "{e}");
+    let e = refused(&hostile(&[(
+        b"manifest.json",
+        tar::EntryType::Regular,
+        br#"{"kind":"EvidenceBundle","formatVersion":99}"#,
+    )]));
+    assert!(e.contains("format version 99 is newer"), "{e}");
+    let e = refused(&hostile(&[(
+        b"manifest.json",
+        tar::EntryType::Regular,
+        b"{",
+    )]));
+    assert!(
+        e.contains("manifest.json: not what this file should hold"),
+        "{e}"
+    );
+}
+
+#[test]
+fn read_names_the_file_and_write_leaves_nothing_on_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("bad.tar.gz");
+    std::fs::write(&path, b"nope").unwrap();
+    let e = read(&path).unwrap_err().to_string();
+    assert!(
+        e.starts_with(&format!("bundle {}: ", path.display())),
+        "{e}"
+    );
+    assert_eq!(read(&path).unwrap_err().exit_code(), 2);
+
+    // The target is a folder: nothing replaces it, no temporary file is left.
+    let target = dir.path().join("a-folder");
+    std::fs::create_dir(&target).unwrap();
+    let e = write(&target, &[evidence()]).unwrap_err();
+    assert!(e.to_string().starts_with("cannot write bundle"), "{e}");
+    let e = write(&dir.path().join("no/such/dir/b.tar.gz"), &[evidence()]).unwrap_err();
+    assert!(e.to_string().contains("No such file or directory"), "{e}");
+    let left: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(left.len(), 2, "{left:?}");
+}
