@@ -46,7 +46,14 @@ fn rogue_machine(i: usize) -> Value {
                 "cluster.x-k8s.io/cluster-name": CLUSTER,
                 "cluster.x-k8s.io/control-plane": "",
                 "cluster.x-k8s.io/control-plane-name": "tkc-prod-7xk2p"
-            }
+            },
+            // The KCP's uid is readable by whoever may edit the namespace: an ownerReference
+            // naming it is forgeable, so identity by uid alone does not bound the targets.
+            "ownerReferences": [{
+                "apiVersion": "controlplane.cluster.x-k8s.io/v1beta1",
+                "kind": "KubeadmControlPlane", "name": "tkc-prod-7xk2p",
+                "uid": KCP_UID, "controller": true, "blockOwnerDeletion": true
+            }]
         },
         "spec": {
             "clusterName": CLUSTER,
@@ -54,7 +61,8 @@ fn rogue_machine(i: usize) -> Value {
             "bootstrap": {"dataSecretName": name},
             "infrastructureRef": {
                 "apiVersion": "vmware.infrastructure.cluster.x-k8s.io/v1beta1",
-                "kind": "VSphereMachine", "name": name, "namespace": NS
+                "kind": "VSphereMachine", "name": name, "namespace": NS,
+                "uid": vsm_uid(i)
             }
         },
         "status": {
@@ -66,6 +74,27 @@ fn rogue_machine(i: usize) -> Value {
 }
 
 /// Its VirtualMachine (vm-operator v1alpha3), owned by the VSphereMachine of the same name.
+/// The cluster's KubeadmControlPlane's uid in the fixture set.
+const KCP_UID: &str = "7ab0b595-725e-5d49-8993-89adc70c8e71";
+
+fn vsm_uid(i: usize) -> String {
+    format!("00000000-0000-4000-8000-{i:012}")
+}
+
+/// The rogue Machine's VSphereMachine, as CAPV would have made it: the rogue VM is controlled by
+/// its uid, so each rogue node joins as a real one would.
+fn rogue_vsphere_machine(i: usize) -> Value {
+    json!({
+        "apiVersion": "vmware.infrastructure.cluster.x-k8s.io/v1beta1",
+        "kind": "VSphereMachine",
+        "metadata": {
+            "name": rogue(i), "namespace": NS, "uid": vsm_uid(i),
+            "labels": {"cluster.x-k8s.io/cluster-name": CLUSTER}
+        },
+        "spec": {"className": "best-effort-small"}
+    })
+}
+
 fn rogue_vm(i: usize) -> Value {
     let name = rogue(i);
     json!({
@@ -81,7 +110,7 @@ fn rogue_vm(i: usize) -> Value {
             "ownerReferences": [{
                 "apiVersion": "vmware.infrastructure.cluster.x-k8s.io/v1beta1",
                 "kind": "VSphereMachine", "name": name,
-                "uid": format!("00000000-0000-4000-8000-{i:012}"),
+                "uid": vsm_uid(i),
                 "controller": true, "blockOwnerDeletion": true
             }]
         },
@@ -94,6 +123,7 @@ fn flooded() -> Env {
     let env = Env::new(SET, Workload::refused());
     for i in 0..FLOOD {
         env.supervisor.insert(rogue_machine(i)).unwrap();
+        env.supervisor.insert(rogue_vsphere_machine(i)).unwrap();
         env.supervisor.insert(rogue_vm(i)).unwrap();
     }
     env

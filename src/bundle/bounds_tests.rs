@@ -77,8 +77,8 @@ fn renamed(template: &Value, name: &str, ip: &str, ns: &str) -> Value {
 
 /// Cluster `c` of a bundle: `n` nodes (the KCP wants `n - 1`, so all are within its replicas
 /// plus the surplus), each probed, its document dialling every node on both ports; and
-/// `objects` Supervisor objects, the ones past the cluster's own being labelled Machines of
-/// nobody's (beyond the replicas: a flood, never probed).
+/// `objects` Supervisor objects, the ones past the cluster's own being labelled Machines the
+/// KCP seems to control (beyond the replicas: a flood, never probed).
 fn evidence(c: usize, n: usize, objects: usize) -> Evidence {
     let ns = format!("ns-{c:03}");
     let fixture = fixture_objects();
@@ -99,9 +99,14 @@ fn evidence(c: usize, n: usize, objects: usize) -> Evidence {
         out.push(renamed(vm, &node_name(i), &ip(c, i), &ns));
     }
     for k in 0..objects.saturating_sub(out.len()) {
-        let mut rogue = renamed(machine, &format!("tkc-prod-rogue-{k:03}"), "192.0.2.1", &ns);
-        rogue["metadata"]["ownerReferences"] = json!([]);
-        out.push(rogue);
+        // Controlled by the KCP as the real ones are (its uid is readable, so forgeable): only
+        // the replicas' bound keeps these out of the nodes.
+        out.push(renamed(
+            machine,
+            &format!("tkc-prod-rogue-{k:03}"),
+            "192.0.2.1",
+            &ns,
+        ));
     }
     let ips: Vec<String> = (0..n).map(|i| ip(c, i)).collect();
     let nodes = (0..n)
