@@ -91,9 +91,10 @@ pub struct GlobalArgs {
     /// Do not check the workload API server's certificate (the <cluster>-kubeconfig secret's)
     ///
     /// As kubectl's flag: the secret's CA is not used, and its admin credentials go to whoever
-    /// answers at the Cluster's endpoint. Without it, a secret with insecure-skip-tls-verify or
-    /// without certificate-authority-data is refused. Never allows an http:// server. The
-    /// Supervisor connection is your kubeconfig's, as kubectl makes it.
+    /// answers at the Cluster's endpoint (over plain http, unencrypted, when the secret's server
+    /// is http://). Without it, such a secret, or one with insecure-skip-tls-verify or without
+    /// certificate-authority-data, is refused. The Supervisor connection is your kubeconfig's,
+    /// as kubectl makes it.
     #[arg(long, global = true)]
     pub insecure_skip_tls_verify: bool,
 }
@@ -415,8 +416,9 @@ impl GlobalArgs {
         match self.workload_tls() {
             Tls::Verify => Vec::new(),
             Tls::SkipVerify => vec![
-                "warning: --insecure-skip-tls-verify: the workload API's certificate is not checked; \
-                 the <cluster>-kubeconfig secret's credentials go to whoever answers at the Cluster's endpoint"
+                "warning: --insecure-skip-tls-verify: the workload API's certificate is not checked \
+                 (and an http:// server in the secret is used, unencrypted); the <cluster>-kubeconfig \
+                 secret's credentials go to whoever answers at the Cluster's endpoint"
                     .into(),
             ],
         }

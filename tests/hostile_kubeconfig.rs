@@ -265,33 +265,33 @@ fn untrusted(report: &StatusReport) -> &str {
 /// network readable. Refused before any connection, naming the secret and the field, by status
 /// (exit 1: a finding), `-A`, diagnose through the pod route (exit 3, NodesUnreachable: each
 /// node's error says why no pod ran) and `cleanup <cluster>` (exit 3: the workload cluster
-/// skipped); still refused with `--insecure-skip-tls-verify` (which is about certificates: a
-/// workload API serves https only). On c04990d the plugin sent its request and the token in
-/// clear: the recorder saw connections and `authorization: Bearer ...`.
+/// skipped). Only the admin's explicit `--insecure-skip-tls-verify` lets the run go to it (as
+/// kubectl would, but never silently): the report then says the credentials went unencrypted.
+/// On c04990d the plugin sent its request and the token in clear without any flag: the
+/// recorder saw connections and `authorization: Bearer ...`.
 #[test]
-fn cleartext_http_in_the_secret_gets_no_connection_even_with_the_flag() {
+fn cleartext_http_in_the_secret_gets_no_connection_without_the_flag() {
     let server = Recorder::start();
     let env = Env::with_url(SET, None, &server.http_url());
     env.supervisor
         .set_secret_data(NS, SECRET, "value", kubeconfig(&server.http_url(), TOKEN))
         .unwrap();
 
-    for extra in [&[][..], &[FLAG][..]] {
-        let args = [&["status", CLUSTER, "-n", NS, "-o", "json"][..], extra].concat();
-        let run = env.kubectl(&args);
-        assert_eq!(run.code, 1, "a refused secret is a finding: {}", run.stderr);
-        let report: StatusReport = run.report();
-        let message = untrusted(&report);
-        assert!(
-            message.starts_with(&format!("secret \"{SECRET}\": cluster \"tkc-prod\" in the kubeconfig sets server \"{}\" (not https", server.http_url())),
-            "{message}"
-        );
-        assert!(
-            message.contains("even with --insecure-skip-tls-verify"),
-            "{message}"
-        );
-        assert!(!message.contains('\n'), "one line: {message}");
-    }
+    let run = env.kubectl(&["status", CLUSTER, "-n", NS, "-o", "json"]);
+    assert_eq!(run.code, 1, "a refused secret is a finding: {}", run.stderr);
+    let report: StatusReport = run.report();
+    let message = untrusted(&report);
+    assert!(
+        message.starts_with(&format!("secret \"{SECRET}\": cluster \"tkc-prod\" in the kubeconfig sets server \"{}\" (not https", server.http_url())),
+        "{message}"
+    );
+    assert!(
+        message.contains(
+            "; pass --insecure-skip-tls-verify to send the credentials anyway, in clear;"
+        ),
+        "{message}"
+    );
+    assert!(!message.contains('\n'), "one line: {message}");
     let all = env.kubectl(&["status", "-A", "-o", "json"]);
     assert!(all.stdout.contains("(not https"), "{}", all.stdout);
     let diagnose = env.kubectl(&[
@@ -326,6 +326,27 @@ fn cleartext_http_in_the_secret_gets_no_connection_even_with_the_flag() {
     ] {
         assert!(!out.contains("FAKE-WORKLOAD-TOKEN-DO-NOT-PRINT"));
     }
+
+    // With the flag the admin has said so: the request goes (here to a server that speaks TLS,
+    // so it gets no answer), the warning is on stderr and the report says it went unencrypted.
+    let run = env.kubectl(&["status", CLUSTER, "-n", NS, "-o", "json", FLAG]);
+    assert!(server.connections() > 0, "the flag lets the request go");
+    assert!(
+        run.stderr
+            .contains("an http:// server in the secret is used, unencrypted"),
+        "{}",
+        run.stderr
+    );
+    let report: StatusReport = run.report();
+    assert_ne!(report.workload_api.state, ApiState::Untrusted);
+    assert!(
+        report
+            .workload_api
+            .detail
+            .ends_with("(plain http, credentials sent unencrypted: --insecure-skip-tls-verify)"),
+        "{}",
+        report.workload_api.detail
+    );
 }
 
 /// A secret that turns the server's certificate check off (`insecure-skip-tls-verify: true`) or
