@@ -9,6 +9,51 @@ use crate::workload::{ApiState, WorkloadApi};
 
 mod fuzz;
 
+/// Discovery of a Supervisor serving vm-operator v1alpha3, CAPI v1beta1 and KCP v1beta1 (the
+/// fixture sets' versions), as `supervisor::discovery` reads the API's group list.
+pub fn supervisor_apis() -> SupervisorApis {
+    use serde_json::json;
+    let group = |name: &str, version: &str| {
+        json!({"name": name, "versions": [{"groupVersion": format!("{name}/{version}"), "version": version}],
+               "preferredVersion": {"groupVersion": format!("{name}/{version}"), "version": version}})
+    };
+    let answer = json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": [
+        group("vmoperator.vmware.com", "v1alpha3"),
+        group("cluster.x-k8s.io", "v1beta1"),
+        group("controlplane.cluster.x-k8s.io", "v1beta1"),
+    ]});
+    crate::supervisor::discovery::from_answer(&answer, "supervisor").unwrap()
+}
+
+/// The Cluster, KCP, Machines and VMs of Supervisor fixture set `set` as the fake serves them
+/// (its workload endpoint filled in), one value per object.
+pub fn fixture_objects(set: &str) -> Vec<serde_json::Value> {
+    use serde::Deserialize;
+    let dir = format!(
+        "{}/tests/fixtures/supervisor/{set}",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let mut all = Vec::new();
+    for f in [
+        "10-cluster.yaml",
+        "20-kcp.yaml",
+        "30-machines.yaml",
+        "50-virtualmachines.yaml",
+    ] {
+        let text = std::fs::read_to_string(format!("{dir}/{f}"))
+            .unwrap()
+            .replace("{{WORKLOAD_HOST}}", "198.18.0.10")
+            .replace("{{WORKLOAD_PORT}}", "6443");
+        for doc in serde_yaml_ng::Deserializer::from_str(&text) {
+            let v = serde_json::Value::deserialize(doc).unwrap();
+            if !v.is_null() {
+                all.push(v);
+            }
+        }
+    }
+    all
+}
+
 /// A cluster `tkc` in namespace `ns` whose KCP wants `desired` nodes and has `ready` ready
 /// (and available), every Machine up to date, with these nodes.
 pub fn facts(desired: i64, ready: i64, nodes: Vec<ControlPlaneNode>) -> ClusterFacts {

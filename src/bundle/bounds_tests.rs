@@ -17,44 +17,9 @@ const HEALTHY: &str = include_str!("../../tests/fixtures/probe-output/healthy-no
 const CP: &str = "tkc-prod-7xk2p-4rz8m";
 const CP_IP: &str = "198.18.0.11";
 
-fn apis() -> SupervisorApis {
-    let group = |name: &str, version: &str| {
-        json!({"name": name, "versions": [{"groupVersion": format!("{name}/{version}"), "version": version}],
-               "preferredVersion": {"groupVersion": format!("{name}/{version}"), "version": version}})
-    };
-    let answer = json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": [
-        group("vmoperator.vmware.com", "v1alpha3"),
-        group("cluster.x-k8s.io", "v1beta1"),
-        group("controlplane.cluster.x-k8s.io", "v1beta1"),
-    ]});
-    crate::supervisor::discovery::from_answer(&answer, "supervisor").unwrap()
-}
-
 /// The article's cluster (fixture set `quorum-lost`) as objects: Cluster, KCP, Machines, VMs.
 fn fixture_objects() -> Vec<Value> {
-    let dir = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/tests/fixtures/supervisor/quorum-lost/"
-    );
-    let mut all = Vec::new();
-    for f in [
-        "10-cluster.yaml",
-        "20-kcp.yaml",
-        "30-machines.yaml",
-        "50-virtualmachines.yaml",
-    ] {
-        let text = std::fs::read_to_string(format!("{dir}{f}"))
-            .unwrap()
-            .replace("{{WORKLOAD_HOST}}", "198.18.0.10")
-            .replace("{{WORKLOAD_PORT}}", "6443");
-        for doc in serde_yaml_ng::Deserializer::from_str(&text) {
-            let v = Value::deserialize(doc).unwrap();
-            if !v.is_null() {
-                all.push(v);
-            }
-        }
-    }
-    all
+    crate::testing::fixture_objects("quorum-lost")
 }
 
 fn ip(c: usize, i: usize) -> String {
@@ -154,7 +119,7 @@ fn evidence(c: usize, n: usize, objects: usize) -> Evidence {
         context: "supervisor".into(),
         namespace: ns,
         cluster: "tkc-prod".into(),
-        apis: apis(),
+        apis: crate::testing::supervisor_apis(),
         objects: out,
         workload_api: serde_json::from_value(json!({
             "state": "Timeout", "server": "https://198.18.0.10:6443", "path": null,

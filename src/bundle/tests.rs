@@ -13,44 +13,10 @@ const CP: [&str; 3] = [
 ];
 const HEALTHY: &str = include_str!("../../tests/fixtures/probe-output/healthy-node.json");
 
-fn apis() -> SupervisorApis {
-    let group = |name: &str, version: &str| {
-        json!({"name": name, "versions": [{"groupVersion": format!("{name}/{version}"), "version": version}],
-               "preferredVersion": {"groupVersion": format!("{name}/{version}"), "version": version}})
-    };
-    let answer = json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": [
-        group("vmoperator.vmware.com", "v1alpha3"),
-        group("cluster.x-k8s.io", "v1beta1"),
-        group("controlplane.cluster.x-k8s.io", "v1beta1"),
-    ]});
-    crate::supervisor::discovery::from_answer(&answer, "supervisor").unwrap()
-}
-
 /// The article's cluster as the fake Supervisor serves it (fixture set `quorum-lost`).
 fn objects() -> Vec<Value> {
-    let dir = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/tests/fixtures/supervisor/quorum-lost/"
-    );
-    let mut all = Vec::new();
-    for f in [
-        "10-cluster.yaml",
-        "20-kcp.yaml",
-        "30-machines.yaml",
-        "50-virtualmachines.yaml",
-    ] {
-        let text = std::fs::read_to_string(format!("{dir}{f}"))
-            .unwrap()
-            .replace("{{WORKLOAD_HOST}}", "198.18.0.10")
-            .replace("{{WORKLOAD_PORT}}", "6443");
-        for doc in serde_yaml_ng::Deserializer::from_str(&text) {
-            let v = Value::deserialize(doc).unwrap();
-            if !v.is_null() {
-                all.push(v);
-            }
-        }
-    }
-    Inventory::from_objects(NS, apis(), &all).objects_of(CLUSTER)
+    let all = crate::testing::fixture_objects("quorum-lost");
+    Inventory::from_objects(NS, crate::testing::supervisor_apis(), &all).objects_of(CLUSTER)
 }
 
 /// Node `i`'s healthy document, as a node would print it between noise.
@@ -106,7 +72,7 @@ fn evidence() -> Evidence {
         context: "supervisor".into(),
         namespace: NS.into(),
         cluster: CLUSTER.into(),
-        apis: apis(),
+        apis: crate::testing::supervisor_apis(),
         objects: objects(),
         workload_api: serde_json::from_value(json!({
             "state": "Timeout", "server": "https://198.18.0.10:6443", "path": null,

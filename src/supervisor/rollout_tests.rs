@@ -4,49 +4,14 @@
 
 use std::time::{Duration, SystemTime};
 
-use serde::Deserialize;
 use serde_json::{json, Value};
 
 use super::*;
 
-fn apis() -> SupervisorApis {
-    let group = |name: &str, version: &str| {
-        json!({"name": name, "versions": [{"groupVersion": format!("{name}/{version}"), "version": version}],
-               "preferredVersion": {"groupVersion": format!("{name}/{version}"), "version": version}})
-    };
-    let answer = json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": [
-        group("vmoperator.vmware.com", "v1alpha3"),
-        group("cluster.x-k8s.io", "v1beta1"),
-        group("controlplane.cluster.x-k8s.io", "v1beta1"),
-    ]});
-    discovery::from_answer(&answer, "supervisor").unwrap()
-}
-
 /// Cluster tkc-prod of `set` (a v1beta1/v1alpha3 set), as the plugin reads it.
 fn facts(set: &str) -> ClusterFacts {
-    let dir = format!(
-        "{}/tests/fixtures/supervisor/{set}",
-        env!("CARGO_MANIFEST_DIR")
-    );
-    let mut all = Vec::new();
-    for f in [
-        "10-cluster.yaml",
-        "20-kcp.yaml",
-        "30-machines.yaml",
-        "50-virtualmachines.yaml",
-    ] {
-        let text = std::fs::read_to_string(format!("{dir}/{f}"))
-            .unwrap()
-            .replace("{{WORKLOAD_HOST}}", "198.18.0.10")
-            .replace("{{WORKLOAD_PORT}}", "6443");
-        for doc in serde_yaml_ng::Deserializer::from_str(&text) {
-            let v = Value::deserialize(doc).unwrap();
-            if !v.is_null() {
-                all.push(v);
-            }
-        }
-    }
-    Inventory::from_objects("ns-prod", apis(), &all)
+    let all = crate::testing::fixture_objects(set);
+    Inventory::from_objects("ns-prod", crate::testing::supervisor_apis(), &all)
         .facts("sv", "tkc-prod")
         .unwrap()
 }
