@@ -81,7 +81,7 @@ pub fn kubeconfig_secret_name(cluster: &str) -> String {
 /// How the secret's credentials may travel to its server. A secret's token crosses the network
 /// between the admin and the Cluster's endpoint: only TLS verified against the cluster's CA
 /// (`certificate-authority-data`, inline as CAPI writes it) keeps it from whoever sits on that
-/// path. `http://` is refused either way (see [`trust`]).
+/// path (see [`trust`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Tls {
     /// The server's certificate must chain to the secret's `certificate-authority-data`; a
@@ -89,7 +89,8 @@ pub enum Tls {
     #[default]
     Verify,
     /// `--insecure-skip-tls-verify`, as kubectl's: the server's certificate is not checked (the
-    /// secret's CA is ignored, its `insecure-skip-tls-verify` accepted). Still TLS, never http.
+    /// secret's CA is ignored, its `insecure-skip-tls-verify` accepted), and an `http://` server
+    /// is used as it is: the admin's explicit choice, said on stderr and in the report.
     SkipVerify,
 }
 
@@ -272,23 +273,19 @@ pub(crate) async fn config_from(mut kubeconfig: Kubeconfig, tls: Tls) -> Result<
     Ok(config)
 }
 
-/// With [`Tls::SkipVerify`] the report says that the answer came from an unverified server.
+/// With [`Tls::SkipVerify`] the report says that the answer came from an unverified server, or
+/// over plain http.
 fn unverified(mut api: WorkloadApi, tls: Tls) -> WorkloadApi {
-    if tls == Tls::SkipVerify {
-        let plain = api
-            .server
-            .as_deref()
-            .is_some_and(|s| !s.to_ascii_lowercase().starts_with("https:"));
-        match (&api.server, plain) {
-            (None, _) => {}
-            (Some(_), true) => api.detail.push_str(
-                " (plain http, credentials sent unencrypted: --insecure-skip-tls-verify)",
-            ),
-            (Some(_), false) => api
-                .detail
-                .push_str(" (certificate not verified: --insecure-skip-tls-verify)"),
-        }
-    }
+    let Some(server) = api.server.as_deref().filter(|_| tls == Tls::SkipVerify) else {
+        return api;
+    };
+    let how = if server.to_ascii_lowercase().starts_with("https:") {
+        "certificate not verified"
+    } else {
+        "plain http, credentials sent unencrypted"
+    };
+    api.detail
+        .push_str(&format!(" ({how}: --insecure-skip-tls-verify)"));
     api
 }
 
@@ -376,32 +373,26 @@ pub(crate) fn trust(
 }
 
 /// The secret's token goes to its server in every request. Over `http://` anyone on the path
-/// reads it: refused, even with `--insecure-skip-tls-verify` (kubectl's flag is about checking
-/// certificates, and kube-apiserver serves no plain HTTP since Kubernetes 1.20: an `http://` in
-/// a CAPI secret is never CAPI's). Over TLS without a check of the server's certificate, anyone
-/// who can answer for the endpoint's address reads it: `insecure-skip-tls-verify: true`, or no
-/// `certificate-authority-data` (CAPI always writes it), refused unless the admin passes
-/// `--insecure-skip-tls-verify` for this run.
+/// reads it; over TLS without a check of the server's certificate (`insecure-skip-tls-verify:
+/// true`, or no `certificate-authority-data`, which CAPI always writes) anyone who can answer for
+/// the endpoint's address does. Each is refused unless the admin passes
+/// `--insecure-skip-tls-verify` for this run. kubectl sends a kubeconfig's credentials to an
+/// `http://` server without a word; here it takes that explicit flag too (kube-apiserver has
+/// served no plain HTTP since 1.20: such a server is a proxy, a test rig or an edit of the secret).
 fn transport(name: &str, cluster: &kube::config::Cluster, tls: Tls) -> Result<(), String> {
+    if tls == Tls::SkipVerify {
+        return Ok(());
+    }
     let server = cluster.server.as_deref().unwrap_or_default();
     let scheme = server
         .parse::<http::Uri>()
         .ok()
         .and_then(|u| u.scheme_str().map(str::to_ascii_lowercase));
-    // kubectl sends a kubeconfig's credentials to an http:// server without a word; here the
-    // admin's explicit flag is needed, as for an unchecked certificate (kube-apiserver has served
-    // no plain HTTP since 1.20: such a server is a proxy, a test rig or an edit of the secret).
     let skip = "pass --insecure-skip-tls-verify to send the credentials anyway";
     if scheme.as_deref() != Some("https") {
-        if tls == Tls::SkipVerify {
-            return Ok(());
-        }
         return Err(format!(
             "cluster {name:?} in the kubeconfig sets server {server:?} (not https: the token would cross the network readable): refused; {skip}, in clear"
         ));
-    }
-    if tls == Tls::SkipVerify {
-        return Ok(());
     }
     if cluster.insecure_skip_tls_verify == Some(true) {
         return Err(format!(

@@ -95,8 +95,8 @@ async fn list(
 impl Inventory {
     /// One cluster, read as directly as the API allows: the Cluster and its KCP by name, its
     /// Machines, VSphereMachines and VMs by label (the `capw` labels only when `capv` finds
-    /// none). 5 requests (6 on an old Supervisor; 4 where VSphereMachines are not served). An unknown cluster is [`Error::ClusterNotFound`], naming the
-    /// clusters that do exist.
+    /// none). 5 requests (6 on an old Supervisor; 4 where VSphereMachines are not served). An
+    /// unknown cluster is [`Error::ClusterNotFound`], naming the clusters that do exist.
     pub async fn of_cluster(
         client: &Client,
         apis: &SupervisorApis,
@@ -367,10 +367,6 @@ impl Inventory {
             });
         };
         let control_plane = self.control_plane_of(cluster);
-        let kcp_uid = match &control_plane {
-            Ok((_, _, Some(obj))) => obj.metadata.uid.clone().filter(|u| !u.is_empty()),
-            _ => None,
-        };
         let kcp_owner = match &control_plane {
             Ok((_, name, obj)) => Some(targets::Owner {
                 name,
@@ -378,6 +374,10 @@ impl Inventory {
             }),
             Err(_) => None,
         };
+        let kcp_uid = kcp_owner
+            .and_then(|o| o.uid)
+            .filter(|u| !u.is_empty())
+            .map(str::to_string);
         let machine_objects: Vec<&DynamicObject> = self.machines_of(cluster_name).collect();
         let (kcp, kcp_missing_reason, control_plane_version) = match control_plane.clone() {
             Err(why) => (None, Some(why), None),
