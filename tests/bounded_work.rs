@@ -129,29 +129,6 @@ fn flooded() -> Env {
     env
 }
 
-/// `diagnose --dry-run -o json` on `route`: the pods it would create, and the run.
-fn dry_run(env: &Env, route: &str) -> (Vec<Value>, Run) {
-    let run = env.kubectl(&[
-        "diagnose",
-        CLUSTER,
-        "-n",
-        NS,
-        "--via",
-        route,
-        "--dry-run",
-        "--api-timeout",
-        "1s",
-        "-o",
-        "json",
-    ]);
-    assert_eq!(run.code, 0, "{}", run.stderr);
-    let pods = serde_json::Deserializer::from_str(&run.stdout)
-        .into_iter::<Value>()
-        .map(|v| v.unwrap())
-        .collect();
-    (pods, run)
-}
-
 /// How many of the rogue IPs `text` names (as JSON strings or arguments).
 fn rogue_ips_in(text: &str) -> usize {
     (0..FLOOD).filter(|i| text.contains(&rogue_ip(*i))).count()
@@ -223,7 +200,7 @@ fn a_flood_of_labelled_machines_is_a_finding_in_status() {
 fn a_flood_of_labelled_machines_probes_at_most_the_replicas_plus_one() {
     let env = flooded();
     for (route, most) in [("pod", LIMIT), ("jumpbox", 1)] {
-        let (pods, run) = dry_run(&env, route);
+        let (pods, run) = env.dry_run_pods(CLUSTER, NS, route);
         assert!(
             !pods.is_empty() && pods.len() <= most,
             "{route}: {} pods",

@@ -41,24 +41,7 @@ fn status(env: &Env) -> StatusReport {
 /// check to: the array elements that are addresses (ssh destinations) and the values after
 /// `--self`/`--peer`, whether as elements (pod route) or inside a command line (jumpbox).
 fn dry_run_targets(env: &Env, route: &str) -> (usize, BTreeSet<String>, String) {
-    let run = env.kubectl(&[
-        "diagnose",
-        CLUSTER,
-        "-n",
-        NS,
-        "--via",
-        route,
-        "--dry-run",
-        "--api-timeout",
-        "1s",
-        "-o",
-        "json",
-    ]);
-    assert_eq!(run.code, 0, "{}", run.stderr);
-    let pods: Vec<Value> = serde_json::Deserializer::from_str(&run.stdout)
-        .into_iter::<Value>()
-        .map(|v| v.unwrap())
-        .collect();
+    let (pods, run) = env.dry_run_pods(CLUSTER, NS, route);
     let mut strings = Vec::new();
     fn walk(v: &Value, out: &mut Vec<String>) {
         match v {

@@ -48,29 +48,6 @@ fn world(rogues: usize) -> Env {
     env
 }
 
-/// The pods `diagnose --dry-run` would create on `route`.
-fn dry_run(env: &Env, route: &str) -> Vec<Value> {
-    let run = env.kubectl(&[
-        "diagnose",
-        CLUSTER,
-        "-n",
-        NS,
-        "--via",
-        route,
-        "--dry-run",
-        "--api-timeout",
-        "1s",
-        "-o",
-        "json",
-    ]);
-    assert_eq!(run.code, 0, "{}", run.stderr);
-    // One JSON document per pod, as `kubectl create --dry-run -o json` prints them.
-    serde_json::Deserializer::from_str(&run.stdout)
-        .into_iter::<Value>()
-        .map(|v| v.unwrap())
-        .collect()
-}
-
 #[test]
 fn a_labelled_vm_without_a_machine_is_a_finding_and_never_a_target() {
     let env = world(1);
@@ -86,7 +63,7 @@ fn a_labelled_vm_without_a_machine_is_a_finding_and_never_a_target() {
     assert!(rogue.message.contains("never probed"), "{}", rogue.message);
 
     for (route, count) in [("pod", CP.len()), ("jumpbox", 1)] {
-        let pods = dry_run(&env, route);
+        let (pods, _) = env.dry_run_pods(CLUSTER, NS, route);
         assert_eq!(
             pods.len(),
             count,
@@ -106,7 +83,7 @@ fn a_labelled_vm_without_a_machine_is_a_finding_and_never_a_target() {
 fn a_hundred_rogue_vms_add_no_target() {
     let env = world(100);
     for (route, count) in [("pod", CP.len()), ("jumpbox", 1)] {
-        let pods = dry_run(&env, route);
+        let (pods, _) = env.dry_run_pods(CLUSTER, NS, route);
         assert_eq!(pods.len(), count, "{route}");
         let text = serde_json::to_string(&pods).unwrap();
         for i in 0..100 {

@@ -14,10 +14,7 @@ const ALPINE_GIT: &str = "docker.io/alpine/git:2.47.2@sha256:062a01ad7a0eb17cff3
 /// The pods of a `--dry-run -o json` (one JSON document per pod).
 fn dry_run_pods(run: &Run) -> Vec<Value> {
     run.expect_code(0);
-    let pods: Vec<Value> = serde_json::Deserializer::from_str(&run.stdout)
-        .into_iter::<Value>()
-        .collect::<Result<_, _>>()
-        .unwrap_or_else(|e| panic!("{e}: {}", run.stdout));
+    let pods = run.json_documents();
     assert!(!pods.is_empty(), "no pod shown: {}", run.stderr);
     for p in &pods {
         assert_eq!(p["kind"], "Pod", "{p}");

@@ -9,7 +9,6 @@ use std::collections::BTreeSet;
 
 use common::*;
 use etcdnet::names::validate_dns1123_label;
-use serde_json::Value;
 
 const SET: &str = "long-names";
 const NS: &str = "ns-prod";
@@ -21,13 +20,6 @@ const CP: [&str; 3] = [
 ];
 
 /// The pods of a `--dry-run -o json` (one JSON document per pod).
-fn dry_run_pods(run: &Run) -> Vec<Value> {
-    serde_json::Deserializer::from_str(&run.stdout)
-        .into_iter::<Value>()
-        .collect::<Result<_, _>>()
-        .unwrap_or_else(|e| panic!("{e}:\n{}", run.stdout))
-}
-
 /// `count` names, all distinct, all valid DNS labels with `prefix`.
 fn assert_distinct_labels(names: &[String], prefix: &str, count: usize) {
     assert_eq!(names.len(), count, "{names:?}");
@@ -69,7 +61,7 @@ fn dry_run_shows_one_pod_name_per_node() {
             "json",
         ]);
         run.expect_code(0);
-        let pods = dry_run_pods(&run);
+        let pods = run.json_documents();
         let names: Vec<String> = pods
             .iter()
             .map(|p| p["metadata"]["name"].as_str().unwrap().to_string())

@@ -104,6 +104,31 @@ impl Env {
         Run::from(self.kubectl_base(args).output().expect("kubectl runs"))
     }
 
+    /// `diagnose <cluster> -n <ns> --via <route> --dry-run --api-timeout 1s -o json` through
+    /// kubectl, exit 0 asserted: the pods it would create, and the run.
+    pub fn dry_run_pods(
+        &self,
+        cluster: &str,
+        ns: &str,
+        route: &str,
+    ) -> (Vec<serde_json::Value>, Run) {
+        let run = self.kubectl(&[
+            "diagnose",
+            cluster,
+            "-n",
+            ns,
+            "--via",
+            route,
+            "--dry-run",
+            "--api-timeout",
+            "1s",
+            "-o",
+            "json",
+        ]);
+        assert_eq!(run.code, 0, "{}", run.stderr);
+        (run.json_documents(), run)
+    }
+
     /// `kubectl etcdnet <args>` with the plugin first on PATH and the kubeconfig in KUBECONFIG.
     fn kubectl_base(&self, args: &[&str]) -> Command {
         let bin_dir = Path::new(PLUGIN).parent().unwrap();
@@ -207,6 +232,15 @@ impl Run {
 
     pub fn cleanup_report(&self) -> CleanupReport {
         self.report()
+    }
+
+    /// Every JSON document of stdout, in order (`diagnose --dry-run -o json` prints one per
+    /// pod, as `kubectl create --dry-run -o json` does).
+    pub fn json_documents(&self) -> Vec<serde_json::Value> {
+        serde_json::Deserializer::from_str(&self.stdout)
+            .into_iter::<serde_json::Value>()
+            .collect::<Result<_, _>>()
+            .unwrap_or_else(|e| panic!("{e}:\n{}", self.stdout))
     }
 
     pub fn expect_code(&self, code: i32) -> &Run {
