@@ -9,8 +9,14 @@ use proptest::prelude::*;
 use proptest::test_runner::{Config, RngSeed};
 use serde_json::json;
 
+use super::read::*;
+use super::write::*;
 use super::*;
+use crate::probe::NodeReport;
 use crate::probe::{PortState, ProbeOutput};
+use crate::report::RouteInfo;
+use serde_json::Value;
+use std::io::Write;
 
 const HEALTHY: &str = include_str!("../../tests/fixtures/probe-output/healthy-node.json");
 /// The template node of fixture set `quorum-lost`, and its IP.
