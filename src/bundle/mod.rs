@@ -50,7 +50,7 @@ pub const FORMAT_VERSION: u32 = 1;
 pub const KIND: &str = "EvidenceBundle";
 pub const MANIFEST: &str = "manifest.json";
 
-/// What reading accepts at most (what writing keeps to: see [`files`]).
+/// What reading accepts at most (what writing keeps to: see [`write::write`]).
 ///
 /// Bounds of `analyse` (docs/security.md, "Bundle bounds"), with B the decompressed bytes
 /// (≤ `total`), C the clusters (≤ `clusters`), N the nodes of a cluster (≤ `nodes`) and O its
