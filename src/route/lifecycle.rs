@@ -27,6 +27,7 @@ use tracing::{debug, warn};
 
 use crate::error::KubeErrorExt;
 use crate::labels::{managed_selector, RUN_ID};
+use crate::probe::{ReachError, ReachErrorKind};
 
 /// The most a probe pod's log may hold; more is refused unread (a per-node `BadOutput`). The
 /// probe prints one JSON document whose etcd log sample is capped at `--log-bytes` (256 KiB of
@@ -367,6 +368,33 @@ fn resumable(err: &kube::Error) -> bool {
         kube::Error::Api(s) => s.code == 429 || s.code >= 500,
         _ => false,
     }
+}
+
+/// A pod failure as one line that says what to do (both pod-based routes: `pod`, `jumpbox`).
+pub fn reach_error(f: PodFailure, ns: &str, image_flag: &str) -> ReachError {
+    let (kind, message) = match f {
+        PodFailure::Rejected(m) => (
+            ReachErrorKind::Rejected,
+            format!("the probe pod was rejected: {m}; use --pod-namespace with a namespace whose Pod Security level is privileged (kube-system usually is)"),
+        ),
+        PodFailure::Forbidden(m) => (
+            ReachErrorKind::Rejected,
+            format!("{m}; creating, watching, reading the log of and deleting pods in {ns} is needed (docs/rbac.yaml)"),
+        ),
+        PodFailure::ImagePull { image, reason, message } => (
+            ReachErrorKind::ImagePull,
+            format!("cannot pull image {image:?} ({reason}: {message}); use {image_flag} from a registry the nodes reach, and --image-pull-secret if it needs credentials"),
+        ),
+        PodFailure::Pending(why) => (ReachErrorKind::Unschedulable, format!("the probe pod cannot start: {why}")),
+        PodFailure::Timeout(why) => (ReachErrorKind::Timeout, format!("the probe pod did not finish: {why}; raise --timeout")),
+        PodFailure::Gone => (ReachErrorKind::Other, "the probe pod was deleted while it ran".into()),
+        PodFailure::LogTooLarge { limit_bytes } => (
+            ReachErrorKind::BadOutput,
+            format!("the probe pod's log is larger than {} MiB, far more than the probe prints: it was not read", limit_bytes / (1024 * 1024)),
+        ),
+        PodFailure::Api(m) => (ReachErrorKind::Other, m),
+    };
+    ReachError { kind, message }
 }
 
 fn api_failure(doing: &str, err: kube::Error) -> PodFailure {
@@ -880,7 +908,7 @@ mod tests {
                 limit_bytes: MAX_LOG_BYTES
             }
         );
-        let reach = super::super::pod::reach_error(failure, "kube-system", "--image");
+        let reach = reach_error(failure, "kube-system", "--image");
         assert_eq!(reach.kind, crate::probe::ReachErrorKind::BadOutput);
         assert!(
             reach.message.contains("larger than 4 MiB"),
