@@ -270,3 +270,221 @@ async fn an_oversized_log_is_refused_unread() {
     assert_eq!(done.log.len() as u64, MAX_LOG_BYTES);
     assert!(tracker.names().is_empty() && api.existing_pods().is_empty());
 }
+
+/// How [`Scripted`] answers one request.
+enum Answer {
+    /// A whole JSON answer with this status.
+    Json(u16, serde_json::Value),
+    /// A watch: these events, one a line, then the connection closes.
+    Events(Vec<serde_json::Value>),
+    Text(&'static str),
+}
+
+/// An API server of one namespace's pods that answers each request with what `answer` says for
+/// its method, target (path and query) and the requests before it; one connection a request.
+struct Scripted {
+    url: String,
+    requests: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+}
+
+impl Scripted {
+    fn start(answer: impl Fn(&str, &str, &[String]) -> Answer + Send + Sync + 'static) -> Scripted {
+        use std::io::{BufRead, BufReader, Read, Write};
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        let requests = std::sync::Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+        let (seen, answer) = (requests.clone(), std::sync::Arc::new(answer));
+        std::thread::spawn(move || {
+            for conn in listener.incoming() {
+                let Ok(mut conn) = conn else { return };
+                let (seen, answer) = (seen.clone(), answer.clone());
+                std::thread::spawn(move || {
+                    let mut reader = BufReader::new(conn.try_clone().unwrap());
+                    let mut head = String::new();
+                    let mut length = 0;
+                    loop {
+                        let mut line = String::new();
+                        if reader.read_line(&mut line).unwrap_or(0) == 0 {
+                            return;
+                        }
+                        if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+                            length = v.trim().parse().unwrap();
+                        }
+                        if line == "\r\n" {
+                            break;
+                        }
+                        head.push_str(&line);
+                    }
+                    reader.read_exact(&mut vec![0; length]).unwrap();
+                    let mut words = head.split_whitespace();
+                    let (method, target) = (words.next().unwrap(), words.next().unwrap());
+                    let before = seen.lock().unwrap().clone();
+                    let reply = answer(method, target, &before);
+                    seen.lock().unwrap().push(format!("{method} {target}"));
+                    let (status, kind, body) = match reply {
+                        Answer::Json(status, v) => (status, "application/json", v.to_string()),
+                        Answer::Events(events) => (
+                            200,
+                            "application/json",
+                            events.iter().map(|e| format!("{e}\n")).collect(),
+                        ),
+                        Answer::Text(t) => (200, "text/plain", t.to_string()),
+                    };
+                    let _ = write!(
+                        conn,
+                        "HTTP/1.1 {status} X\r\nContent-Type: {kind}\r\nConnection: close\r\n\r\n{body}"
+                    );
+                });
+            }
+        });
+        Scripted { url, requests }
+    }
+
+    /// The requests so far, as `METHOD target`.
+    fn requests(&self) -> Vec<String> {
+        self.requests.lock().unwrap().clone()
+    }
+}
+
+/// The probe pod `NAME` in `phase`, at resourceVersion `rv`.
+fn pod_at(phase: &str, rv: u64) -> serde_json::Value {
+    let mut pod = serde_json::to_value(probe_pod(NAME)).unwrap();
+    pod["metadata"]["resourceVersion"] = json!(rv.to_string());
+    pod["status"] = json!({"phase": phase});
+    pod
+}
+
+fn pod_list(items: &[serde_json::Value], rv: u64) -> Answer {
+    Answer::Json(
+        200,
+        json!({"apiVersion": "v1", "kind": "PodList",
+               "metadata": {"resourceVersion": rv.to_string()}, "items": items}),
+    )
+}
+
+fn event(kind: &str, object: serde_json::Value) -> serde_json::Value {
+    json!({"type": kind, "object": object})
+}
+
+fn status_410() -> serde_json::Value {
+    json!({"kind": "Status", "apiVersion": "v1", "status": "Failure", "reason": "Expired",
+           "message": "too old resource version: 2 (9)", "code": 410})
+}
+
+/// The create, the log and the delete of `NAME`, as any script answers them; None for a list
+/// or a watch.
+fn the_rest(method: &str, target: &str) -> Option<Answer> {
+    match method {
+        "POST" => Some(Answer::Json(201, pod_at("Pending", 1))),
+        "DELETE" => Some(Answer::Json(200, pod_at("Succeeded", 10))),
+        _ if target.contains("/log") => Some(Answer::Text("probe output\n")),
+        _ => None,
+    }
+}
+
+fn lists(requests: &[String]) -> Vec<&String> {
+    requests
+        .iter()
+        .filter(|r| r.starts_with("GET ") && r.contains("/pods?") && !r.contains("watch=true"))
+        .collect()
+}
+
+fn watches(requests: &[String]) -> Vec<&String> {
+    requests
+        .iter()
+        .filter(|r| r.contains("watch=true"))
+        .collect()
+}
+
+/// 410 Gone, as a watch event or as the answer to the watch request itself: the pod is listed
+/// afresh (and found finished), not reported as a failure. Today's hand-rolled wait read it
+/// afresh too; kube's watcher alone would ask the second form again with the same version.
+#[tokio::test]
+async fn a_410_lists_the_pod_afresh() {
+    for in_stream in [true, false] {
+        let api = Scripted::start(move |method, target, before| {
+            if let Some(a) = the_rest(method, target) {
+                return a;
+            }
+            if target.contains("watch=true") {
+                return match in_stream {
+                    true => Answer::Events(vec![event("ERROR", status_410())]),
+                    false => Answer::Json(410, status_410()),
+                };
+            }
+            match lists(before).len() {
+                0 => pod_list(&[pod_at("Pending", 2)], 2),
+                _ => pod_list(&[pod_at("Succeeded", 9)], 9),
+            }
+        });
+        let pods = pods_at(&api.url, Duration::from_secs(5));
+        let tracker = PodTracker::default();
+        let done = run_probe(&pods, &tracker, Duration::from_secs(10))
+            .await
+            .unwrap();
+        assert_eq!(done.log, "probe output\n");
+        let requests = api.requests();
+        assert_eq!(lists(&requests).len(), 2, "{requests:#?}");
+        assert_eq!(watches(&requests).len(), 1, "{requests:#?}");
+        assert!(lists(&requests)[0].contains("fieldSelector=metadata.name%3D"));
+        assert!(tracker.names().is_empty());
+    }
+}
+
+/// A watch that drops (the connection closes, no error) is resumed from the last
+/// resourceVersion it delivered, without listing again.
+#[tokio::test]
+async fn a_dropped_watch_resumes_from_the_last_version() {
+    let api = Scripted::start(|method, target, before| {
+        if let Some(a) = the_rest(method, target) {
+            return a;
+        }
+        if !target.contains("watch=true") {
+            return pod_list(&[pod_at("Pending", 2)], 2);
+        }
+        match watches(before).len() {
+            0 => Answer::Events(vec![event("MODIFIED", pod_at("Pending", 3))]),
+            _ => Answer::Events(vec![event("MODIFIED", pod_at("Succeeded", 4))]),
+        }
+    });
+    let pods = pods_at(&api.url, Duration::from_secs(5));
+    let tracker = PodTracker::default();
+    let done = run_probe(&pods, &tracker, Duration::from_secs(10))
+        .await
+        .unwrap();
+    assert!(done.succeeded);
+    let requests = api.requests();
+    let watches = watches(&requests);
+    assert_eq!(lists(&requests).len(), 1, "{requests:#?}");
+    assert_eq!(watches.len(), 2, "{requests:#?}");
+    assert!(watches[0].contains("resourceVersion=2"), "{watches:?}");
+    assert!(watches[1].contains("resourceVersion=3"), "{watches:?}");
+    // Each watch is bounded by what is left of the run's bound.
+    assert!(watches.iter().all(|w| w.contains("timeoutSeconds=")));
+}
+
+/// A pod deleted by someone else while the run waits, as a DELETED event or missing from the
+/// list, is `Gone`.
+#[tokio::test]
+async fn a_pod_deleted_meanwhile_is_gone() {
+    for deleted_event in [true, false] {
+        let api = Scripted::start(move |method, target, _| {
+            if let Some(a) = the_rest(method, target) {
+                return a;
+            }
+            match (target.contains("watch=true"), deleted_event) {
+                (true, _) => Answer::Events(vec![event("DELETED", pod_at("Pending", 3))]),
+                (false, true) => pod_list(&[pod_at("Pending", 2)], 2),
+                (false, false) => pod_list(&[], 2),
+            }
+        });
+        let pods = pods_at(&api.url, Duration::from_secs(5));
+        let tracker = PodTracker::default();
+        let failure = run_probe(&pods, &tracker, Duration::from_secs(10))
+            .await
+            .unwrap_err();
+        assert_eq!(failure, PodFailure::Gone);
+        let reach = reach_error(failure, "kube-system", "--image");
+        assert_eq!(reach.message, "the probe pod was deleted while it ran");
+    }
+}

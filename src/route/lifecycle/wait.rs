@@ -1,19 +1,21 @@
-//! Waiting for a created pod to end: what its status says, and the bounded watch that waits
-//! for the next one.
+//! Waiting for a created pod to end: what its status says, and kube-runtime's watcher of that
+//! one pod (a list, then watches resumed from the last resourceVersion, a relist after 410
+//! Gone), within the run's bound.
 
 use std::time::{Duration, Instant};
 
-use futures::TryStreamExt;
+use futures::StreamExt;
 use k8s_openapi::api::core::v1::Pod;
-use kube::api::{Api, WatchEvent, WatchParams};
+use kube::api::Api;
+use kube::runtime::watcher::{self, watcher, Event, ListSemantic};
 use tracing::debug;
 
 use super::failure::{api_failure, resumable, PodFailure};
 use super::run::{read_log, PodRun, LOG_READ_FLOOR};
 use crate::error::KubeErrorExt;
 
-/// Least time between two watches of one pod, so that a server that ends every watch at once
-/// (or a connection that keeps failing) is not hammered.
+/// Least time between a failed watch (or list) of one pod and the next, so that a connection
+/// that keeps failing, or a server that keeps answering 410, is not hammered.
 const REWATCH_PACE: Duration = Duration::from_secs(1);
 
 /// What a pod's status says about waiting any longer.
@@ -102,6 +104,12 @@ pub(super) async fn wait_and_read(
         .and_then(|s| s.containers.first())
         .and_then(|c| c.image.clone())
         .unwrap_or_default();
+    // The watcher of this one pod; it sends nothing until first polled (a pod that has ended
+    // by its create's answer is never watched).
+    let open = || Box::pin(watcher(api.clone(), watch_config(name, bound, started)));
+    let mut changes = open();
+    // Whether the watcher's latest (re)list held the pod: one without it means it was deleted.
+    let mut listed = false;
     // Why the latest watch ended, when it broke off: said if the bound runs out right after.
     let mut interrupted: Option<String> = None;
     loop {
@@ -136,109 +144,117 @@ pub(super) async fn wait_and_read(
             PodState::Stuck(why) => return Err(PodFailure::Pending(why)),
             PodState::Waiting => {}
         }
-        let left = bound.saturating_sub(started.elapsed());
-        if left.is_zero() {
-            let phase = pod
-                .status
-                .as_ref()
-                .and_then(|s| s.phase.clone())
-                .unwrap_or_else(|| "Pending".into());
-            let why = interrupted
-                .map(|e| format!(" (the last watch broke off: {e})"))
-                .unwrap_or_default();
-            return Err(PodFailure::Timeout(format!(
-                "still {phase} after {}s{why}",
-                bound.as_secs()
-            )));
-        }
-        let attempt = Instant::now();
-        match next_change(api, name, &pod, left).await? {
-            Next::Changed(p) => {
-                pod = *p;
-                interrupted = None;
-                continue;
+        // The next event that says something about the pod, or the end of the bound.
+        loop {
+            let left = bound.saturating_sub(started.elapsed());
+            if left.is_zero() {
+                let phase = pod
+                    .status
+                    .as_ref()
+                    .and_then(|s| s.phase.clone())
+                    .unwrap_or_else(|| "Pending".into());
+                let why = interrupted
+                    .map(|e| format!(" (the last watch broke off: {e})"))
+                    .unwrap_or_default();
+                return Err(PodFailure::Timeout(format!(
+                    "still {phase} after {}s{why}",
+                    bound.as_secs()
+                )));
             }
-            Next::Quiet => interrupted = None,
-            Next::Interrupted(e) => {
-                debug!(pod = %name, "watch broke off, resuming: {e}");
-                interrupted = Some(e);
+            let attempt = Instant::now();
+            let event = match tokio::time::timeout(left, changes.next()).await {
+                // The bound ran out while the watch was quiet; the loop says so.
+                Err(_) => {
+                    interrupted = None;
+                    continue;
+                }
+                // The watcher never ends; kept total all the same.
+                Ok(None) => {
+                    return Err(PodFailure::Api(
+                        "watching the probe pod: the watch ended".into(),
+                    ))
+                }
+                Ok(Some(event)) => event,
+            };
+            match event {
+                Ok(Event::Init) => listed = false,
+                Ok(Event::InitApply(p) | Event::Apply(p)) => {
+                    listed = true;
+                    pod = p;
+                    interrupted = None;
+                    break;
+                }
+                Ok(Event::InitDone) if !listed => return Err(PodFailure::Gone),
+                Ok(Event::InitDone) => {}
+                Ok(Event::Delete(_)) => return Err(PodFailure::Gone),
+                Err(e) => {
+                    match broke_off(e)? {
+                        BrokeOff::Resume(why) => {
+                            debug!(pod = %name, "watch broke off, resuming: {why}");
+                            interrupted = Some(why);
+                        }
+                        BrokeOff::Relist => {
+                            debug!(pod = %name, "watch refused our resourceVersion (410), listing afresh");
+                            changes = open();
+                        }
+                    }
+                    // The watcher goes on at its next poll: at most once a REWATCH_PACE.
+                    let pause = REWATCH_PACE
+                        .saturating_sub(attempt.elapsed())
+                        .min(bound.saturating_sub(started.elapsed()));
+                    tokio::time::sleep(pause).await;
+                }
             }
         }
-        // No news: watch again from the last version seen (the loop re-checks the bound), at
-        // most once a REWATCH_PACE.
-        let pause = REWATCH_PACE
-            .saturating_sub(attempt.elapsed())
-            .min(bound.saturating_sub(started.elapsed()));
-        tokio::time::sleep(pause).await;
     }
 }
 
-/// What one watch of the pod gave.
-enum Next {
-    /// A new version of the pod (boxed: a Pod is large, the other variants small).
-    Changed(Box<Pod>),
-    /// The watch ended without news (the server's timeoutSeconds, a bookmark, our bound).
-    Quiet,
-    /// The watch broke off (the client's read timeout on a quiet watch, a dropped connection,
-    /// an overloaded server): resumed from the same resourceVersion.
-    Interrupted(String),
-}
-
-/// Waits for the next version of the pod with a watch bounded by `left`.
-async fn next_change(
-    api: &Api<Pod>,
-    name: &str,
-    pod: &Pod,
-    left: Duration,
-) -> Result<Next, PodFailure> {
-    let doing = "watching the probe pod";
-    let broke = |e: kube::Error| {
-        if resumable(&e) {
-            Ok(Next::Interrupted(crate::error::chain(&e)))
-        } else {
-            Err(api_failure(doing, e))
-        }
-    };
-    let rv = pod.metadata.resource_version.clone().unwrap_or_default();
-    // The API server closes the watch after timeoutSeconds (at least 1).
-    let secs = left.as_secs().clamp(1, 290) as u32;
-    let params = WatchParams::default()
+/// The watcher of the pod `name`: the pod alone (by name), each list a consistent read (a
+/// cached one may not hold the pod just created yet, which would read as deleted), and each
+/// list and watch bounded by what is left of `bound` (the API server closes a watch after
+/// its `timeoutSeconds`, at least 1, at most 290).
+fn watch_config(name: &str, bound: Duration, started: Instant) -> watcher::Config {
+    let left = bound.saturating_sub(started.elapsed());
+    watcher::Config::default()
         .fields(&format!("metadata.name={name}"))
-        .timeout(secs);
-    let opened = tokio::time::timeout(left, api.watch(&params, &rv)).await;
-    let stream = match opened {
-        Err(_) => return Ok(Next::Quiet),
-        Ok(Ok(stream)) => stream,
-        // 410 Gone as the answer itself (some servers): our resourceVersion is too old.
-        Ok(Err(e)) if e.status_code() == Some(410) => return reread(api, name).await,
-        Ok(Err(e)) => return broke(e),
-    };
-    futures::pin_mut!(stream);
-    let next = tokio::time::timeout(left, stream.try_next()).await;
-    match next {
-        Err(_) | Ok(Ok(None)) => Ok(Next::Quiet),
-        Ok(Err(e)) => broke(e),
-        Ok(Ok(Some(event))) => match event {
-            WatchEvent::Added(p) | WatchEvent::Modified(p) => Ok(Next::Changed(Box::new(p))),
-            WatchEvent::Deleted(_) => Err(PodFailure::Gone),
-            WatchEvent::Bookmark(_) => Ok(Next::Quiet),
-            // 410 Gone: our resourceVersion is too old; read the pod afresh.
-            WatchEvent::Error(e) if e.code == 410 => reread(api, name).await,
-            WatchEvent::Error(e) if e.code == 429 || e.code >= 500 => Ok(Next::Interrupted(
-                format!("watch: {} ({})", e.message, e.code),
-            )),
-            WatchEvent::Error(e) => Err(PodFailure::Api(format!("watch: {}", e.message))),
-        },
-    }
+        .list_semantic(ListSemantic::MostRecent)
+        .timeout(left.as_secs().clamp(1, 290) as u32)
 }
 
-/// The pod afresh, when the watch cannot go on from the version we hold.
-async fn reread(api: &Api<Pod>, name: &str) -> Result<Next, PodFailure> {
-    match api.get(name).await {
-        Ok(p) => Ok(Next::Changed(Box::new(p))),
-        Err(e) if e.is_not_found() => Err(PodFailure::Gone),
-        Err(e) if resumable(&e) => Ok(Next::Interrupted(crate::error::chain(&e))),
-        Err(e) => Err(api_failure("reading the probe pod", e)),
+/// What to do after the watcher reported an error; the failure, when it ends the wait.
+enum BrokeOff {
+    /// Go on: the watcher resumes from the last resourceVersion it saw (or lists afresh).
+    /// Holds why the watch broke off (the client's read timeout on a quiet watch, a dropped
+    /// connection, an overloaded server).
+    Resume(String),
+    /// Start a new watcher, which lists the pod afresh: the server answered 410 Gone (our
+    /// resourceVersion is too old). Done here for every form: a watch event (which the watcher
+    /// would also mend), and the answer to the watch request itself (some servers; kube reads
+    /// it as the stream's error), which the watcher would ask again with the same version.
+    Relist,
+}
+
+/// Reads a watcher error as the resumption it allows, or the failure that ends the wait.
+fn broke_off(err: watcher::Error) -> Result<BrokeOff, PodFailure> {
+    let doing = "watching the probe pod";
+    match err {
+        watcher::Error::InitialListFailed(e)
+        | watcher::Error::WatchStartFailed(e)
+        | watcher::Error::WatchFailed(e) => {
+            if e.status_code() == Some(410) {
+                Ok(BrokeOff::Relist)
+            } else if resumable(&e) {
+                Ok(BrokeOff::Resume(crate::error::chain(&e)))
+            } else {
+                Err(api_failure(doing, e))
+            }
+        }
+        watcher::Error::WatchError(s) if s.code == 410 => Ok(BrokeOff::Relist),
+        watcher::Error::WatchError(s) if s.code == 429 || s.code >= 500 => Ok(BrokeOff::Resume(
+            format!("watch: {} ({})", s.message, s.code),
+        )),
+        watcher::Error::WatchError(s) => Err(PodFailure::Api(format!("watch: {}", s.message))),
+        e @ watcher::Error::NoResourceVersion => Err(PodFailure::Api(format!("{doing}: {e}"))),
     }
 }
 
