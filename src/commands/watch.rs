@@ -10,8 +10,8 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use super::diagnose::{round_with_cleanup, Diagnosed, Round};
 use super::many::Selection;
+use super::round::{round_with_cleanup, Diagnosed, Round};
 use super::{Emit, Outcome};
 use crate::error::{Error, Result, EXIT_OK};
 use crate::plan::DiagnoseOptions;
