@@ -60,7 +60,6 @@ use clap::CommandFactory;
 
 use crate::cli::{Cli, Command};
 use crate::error::Result;
-use crate::render::Format;
 
 pub use commands::Outcome;
 
@@ -68,14 +67,13 @@ pub use commands::Outcome;
 /// everything else is in the [`Outcome`].
 pub async fn run(cli: Cli, emit: commands::Emit<'_>) -> Result<Outcome> {
     let g = &cli.global;
-    let format = g.format();
+    let format = g.output;
     match &cli.command {
-        Command::Version => Ok(Outcome::ok(match format {
-            Format::Json | Format::Yaml => {
-                render::structured(&report::VersionReport::current(), format)?
-            }
-            _ => format!("kubectl-etcdnet {}\n", env!("CARGO_PKG_VERSION")),
-        })),
+        Command::Version => Ok(Outcome::ok(render::output(
+            &report::VersionReport::current(),
+            format,
+            render::Paint::detect(),
+        )?)),
         Command::Completion { shell } => {
             let mut buf = Vec::new();
             clap_complete::generate(

@@ -10,7 +10,7 @@ use super::{Emit, Outcome};
 use crate::connect::Connection;
 use crate::error::{Result, EXIT_OK};
 use crate::plan::DiagnoseOptions;
-use crate::render::{self, Format, Paint};
+use crate::render::{self, Format, Listed, Paint};
 
 /// What the command does besides diagnosing: which clusters, watch, bundle.
 #[derive(Debug, Clone)]
@@ -42,12 +42,19 @@ pub async fn run(
         Round::One(Diagnosed::DryRun(d)) => return dry_run(d, format, notes),
         Round::Many(_, _, d) if opts.dry_run => return dry_run(d, format, notes),
         Round::One(Diagnosed::Report(report, evidence)) => (
-            render::diagnose(&report, format, Paint::detect())?,
+            render::output(&*report, format, Paint::detect())?,
             report.result.exit_code,
             vec![*evidence],
         ),
         Round::Many(list, evidence, _) => (
-            render::diagnose_list(&list, format, Paint::detect(), !how.selection.summary)?,
+            render::output(
+                &Listed {
+                    list: &list,
+                    detail: !how.selection.summary,
+                },
+                format,
+                Paint::detect(),
+            )?,
             list.result.exit_code,
             evidence,
         ),
