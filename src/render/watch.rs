@@ -9,7 +9,7 @@
 use std::collections::BTreeMap;
 use std::time::SystemTime;
 
-use super::{switch, Format, Layout, Lines, Listed, Paint};
+use super::{switch, Format, Layout, Lines, Listed, Paint, Tabular};
 use crate::error::Result;
 use crate::report::{watch::why_changed, DiagnoseReport, ListItem, ListReport};
 
@@ -93,7 +93,7 @@ impl Watch {
     }
 
     /// The round's report as a document of the stream; tables only at the first round.
-    fn whole<R: super::Tabular>(&self, report: &R) -> Result<String> {
+    fn whole<R: Tabular>(&self, report: &R) -> Result<String> {
         if self.tables() && self.last.is_some() {
             return Ok(String::new());
         }
@@ -162,4 +162,155 @@ fn clock(at: SystemTime) -> String {
         .unwrap_or_default();
     let day = secs % 86_400;
     format!("{:02}:{:02}:{:02}", day / 3600, day % 3600 / 60, day % 60)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::{Duration, SystemTime};
+
+    use super::*;
+    use crate::analyse::matrix::CellState;
+    use crate::analyse::verdict::VerdictCode;
+    use crate::error::Error;
+    use crate::render::output;
+    use crate::report::ClusterFailure;
+
+    const OFF: Paint = Paint { on: false };
+
+    /// 08:31:02 UTC on the first day of 1970.
+    fn at() -> SystemTime {
+        SystemTime::UNIX_EPOCH + Duration::from_secs(8 * 3600 + 31 * 60 + 2)
+    }
+
+    fn blocked() -> DiagnoseReport {
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/fixtures/reports/peers-dropped.json"
+        );
+        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+    }
+
+    /// `node`'s paths to its peers (both ports) opened, and the verdict `code`.
+    fn healed(before: &DiagnoseReport, node: &str, code: VerdictCode) -> DiagnoseReport {
+        let mut r = before.clone();
+        for m in &mut r.matrices {
+            for c in m.cells.iter_mut().filter(|c| c.from == node) {
+                c.state = CellState::Ok;
+            }
+        }
+        r.verdict.code = code;
+        r
+    }
+
+    fn named(mut r: DiagnoseReport, namespace: &str, cluster: &str) -> DiagnoseReport {
+        r.header.namespace = namespace.into();
+        r.header.cluster.name = cluster.into();
+        r
+    }
+
+    #[test]
+    fn tables_print_the_first_round_whole_then_only_the_verdicts_that_moved() {
+        let mut w = Watch::new(Format::Table, OFF, true);
+        let first = blocked();
+        assert_eq!(
+            w.one(Box::new(first.clone()), false, at()).unwrap(),
+            output(&first, Format::Table, OFF).unwrap()
+        );
+        assert_eq!(w.one(Box::new(first.clone()), false, at()).unwrap(), "");
+        let node = first.nodes[1].name.clone();
+        let partial = healed(&first, &node, VerdictCode::EtcdPeerNetworkPartial);
+        assert_eq!(
+            w.one(Box::new(partial.clone()), false, at()).unwrap(),
+            format!(
+                "08:31:02 EtcdPeerNetworkBlocked → EtcdPeerNetworkPartial ({node} reaches its peers again)\n"
+            )
+        );
+        let mut healthy = partial.clone();
+        for n in &first.nodes {
+            healthy = healed(&healthy, &n.name, VerdictCode::Healthy);
+        }
+        let why = why_changed(&partial, &healthy);
+        assert_eq!(
+            w.one(Box::new(healthy), true, at()).unwrap(),
+            format!(
+                "08:31:02 EtcdPeerNetworkPartial → Healthy ({why})\n08:31:02 Healthy: the watch ends\n"
+            )
+        );
+    }
+
+    #[test]
+    fn a_first_round_that_ends_the_watch_is_only_its_report() {
+        let mut w = Watch::new(Format::Wide, OFF, true);
+        let r = healed(&blocked(), "none", VerdictCode::Healthy);
+        assert_eq!(
+            w.one(Box::new(r.clone()), true, at()).unwrap(),
+            output(&r, Format::Wide, OFF).unwrap()
+        );
+    }
+
+    #[test]
+    fn json_is_one_line_per_round_and_yaml_one_document_per_round() {
+        let r = blocked();
+        let mut json = Watch::new(Format::Json, OFF, true);
+        for _ in 0..2 {
+            let line = json.one(Box::new(r.clone()), false, at()).unwrap();
+            assert_eq!(line.matches('\n').count(), 1, "{line}");
+            assert!(line.ends_with('\n'));
+            let back: DiagnoseReport = serde_json::from_str(&line).unwrap();
+            assert_eq!(back, r);
+        }
+        let mut yaml = Watch::new(Format::Yaml, OFF, true);
+        for _ in 0..2 {
+            let doc = yaml.one(Box::new(r.clone()), true, at()).unwrap();
+            let body = doc.strip_prefix("---\n").expect("a document of a stream");
+            let back: DiagnoseReport = serde_yaml_ng::from_str(body).unwrap();
+            assert_eq!(back, r);
+        }
+    }
+
+    /// With many clusters a change line names its cluster; a cluster that was not there at the
+    /// first round is new; a failure's line is its message.
+    #[test]
+    fn many_clusters_name_each_change() {
+        let a = named(blocked(), "ns-a", "tkc-a");
+        let failed = |ns, c| {
+            ListItem::Failed(ClusterFailure::new(
+                ns,
+                c,
+                &Error::Usage("the secret is gone".into()),
+            ))
+        };
+        let list = |items| ListReport::new(items, Duration::from_secs(1));
+        let mut w = Watch::new(Format::Table, OFF, false);
+        let first = list(vec![ListItem::Report(a.clone()), failed("ns-b", "tkc-b")]);
+        assert_eq!(
+            w.many(first.clone(), false, at()).unwrap(),
+            output(
+                &Listed {
+                    list: &first,
+                    detail: false
+                },
+                Format::Table,
+                OFF
+            )
+            .unwrap()
+        );
+        let b = named(blocked(), "ns-b", "tkc-b");
+        let c = named(blocked(), "ns-c", "tkc-c");
+        let summary = b.verdict.summary.clone();
+        let second = list(vec![
+            failed("ns-a", "tkc-a"),
+            ListItem::Report(b),
+            ListItem::Report(c),
+        ]);
+        let message = Error::Usage("the secret is gone".into()).to_string();
+        assert_eq!(
+            w.many(second, false, at()).unwrap(),
+            format!(
+                "08:31:02 ns-a/tkc-a: EtcdPeerNetworkBlocked → Error ({message})\n\
+                 08:31:02 ns-b/tkc-b: Error → EtcdPeerNetworkBlocked ({summary})\n\
+                 08:31:02 ns-c/tkc-c: new, EtcdPeerNetworkBlocked\n"
+            )
+        );
+    }
 }
