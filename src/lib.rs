@@ -12,8 +12,8 @@
 //!
 //! `Evidence::judge` runs the analysis for a live `diagnose` and for `analyse` of an evidence
 //! bundle alike ([`bundle`] writes and reads them). `--all`/`-A` run the same pipeline per cluster
-//! after one Supervisor read per namespace (`commands::many`); `--watch` repeats it
-//! (`commands::watch`).
+//! after one Supervisor read per namespace (`commands::many`); one diagnosis round is
+//! `commands::round`, which `--watch` repeats (`commands::watch`).
 //!
 //! - `cli` turns argv into options; `commands::{status, diagnose, analyse, cleanup}` wire the stages,
 //!   one module per command; `main` prints the [`Outcome`] and exits with its code. Nothing

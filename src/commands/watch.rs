@@ -15,6 +15,8 @@ use crate::plan::DiagnoseOptions;
 use crate::render::{self, Format, Paint};
 use crate::{connect::Connection, signal};
 
+/// Diagnoses the selection every `every`, printing each round through `emit` as it ends, until
+/// every cluster is Healthy (exit 0), a round fails, or a signal comes.
 pub async fn run(
     conn: &Connection,
     selection: &Selection,
@@ -59,6 +61,7 @@ pub async fn run(
     }
 }
 
+/// One line to stderr, made visible; a failed write is dropped.
 fn eprintln_visible(line: &str) {
     use std::io::Write;
     let _ = writeln!(std::io::stderr(), "{}", render::visible(line));

@@ -5,8 +5,8 @@
 //! One dispatch: every report implements [`Tabular`] (its table and its wide table), and
 //! [`output`] is the one place an output [`Format`] is switched; JSON and YAML are each
 //! report's serialization, the same for all. `--watch`'s rounds and change lines are
-//! [`Watch`]'s. A new format is a variant of [`Format`] (its doc is the `-o` help) and an arm in
-//! [`output`]'s switch.
+//! [`Watch`]'s. A new format is a variant of [`Format`] (its doc is the `-o` help), its arm in
+//! the switch behind [`output`] and its answer to [`Format::is_tables`].
 //!
 //! Text for a terminal is never built by pushing strings onto a `String`: every cell goes
 //! through [`table`] and every other line through [`Lines`], and both pass what they are given
@@ -36,7 +36,9 @@ pub use diagnose::dry_run;
 pub use list::Listed;
 pub use watch::Watch;
 
-/// How a report is printed: the `-o` flag's values, whose docs here are its help.
+/// How a report is printed: the `-o` flag's values, whose docs here are its help. It derives
+/// clap's `ValueEnum` so that `cli` parses the flag straight into it (one enum, not a copy per
+/// layer); nothing in `render` calls clap.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Format {
     /// Human-readable tables
@@ -47,6 +49,17 @@ pub enum Format {
     Json,
     /// The full report as YAML (versioned schema)
     Yaml,
+}
+
+impl Format {
+    /// Whether this format prints tables (for people) rather than documents (for scripts):
+    /// `--watch` prints tables' rounds as change lines.
+    pub fn is_tables(self) -> bool {
+        match self {
+            Format::Table | Format::Wide => true,
+            Format::Json | Format::Yaml => false,
+        }
+    }
 }
 
 /// What `-o table` and `-o wide` print of a report; JSON and YAML are its serialization.
@@ -271,7 +284,7 @@ pub fn table(header: &[&str], rows: &[Vec<String>]) -> String {
 }
 
 /// JSON (pretty, newline-terminated) or YAML of any report.
-fn structured<T: Serialize + ?Sized>(value: &T, format: Format) -> Result<String> {
+fn structured<T: Serialize>(value: &T, format: Format) -> Result<String> {
     match format {
         Format::Yaml => serde_yaml_ng::to_string(value).map_err(|e| Error::Output {
             source: Box::new(e),
@@ -286,7 +299,7 @@ fn structured<T: Serialize + ?Sized>(value: &T, format: Format) -> Result<String
 
 /// One JSON document on one line (JSON lines, for `--watch -o json`), escaped as
 /// [`structured`]'s.
-fn json_line<T: Serialize + ?Sized>(value: &T) -> Result<String> {
+fn json_line<T: Serialize>(value: &T) -> Result<String> {
     serde_json::to_string(value)
         .map(|s| escape_json_controls(s) + "\n")
         .map_err(|e| Error::Output {

@@ -94,14 +94,10 @@ impl Watch {
 
     /// The round's report as a document of the stream; tables only at the first round.
     fn whole<R: Tabular>(&self, report: &R) -> Result<String> {
-        if self.tables() && self.last.is_some() {
+        if self.format.is_tables() && self.last.is_some() {
             return Ok(String::new());
         }
         switch(report, self.format, self.paint, Layout::Stream)
-    }
-
-    fn tables(&self) -> bool {
-        matches!(self.format, Format::Table | Format::Wide)
     }
 
     /// The change lines of a round (tables only): a cluster new since the first round, or whose
@@ -109,7 +105,7 @@ impl Watch {
     fn changes(&mut self, now: Vec<(Key, Seen)>, ends: bool, at: SystemTime) -> String {
         let first = self.last.is_none();
         let mut out = Lines::new(self.paint);
-        if self.tables() {
+        if self.format.is_tables() {
             let clock = clock(at);
             let last = self.last.take().unwrap_or_default();
             for (key, seen) in &now {
