@@ -179,7 +179,7 @@ fn analyse(bytes: &[u8], caps: Caps) -> std::result::Result<(u64, usize), String
     assert!(parsed <= stored, "parsed {parsed} of {stored} bytes");
     for e in &bundle.evidence {
         if let Ok(r) = e.judge() {
-            crate::render::diagnose(
+            crate::render::output(
                 &r,
                 crate::render::Format::Wide,
                 crate::render::Paint::default(),
