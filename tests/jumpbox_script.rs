@@ -9,7 +9,7 @@ use std::time::Duration;
 use etcdnet::probe::script::ProbeArgs;
 use etcdnet::probe::{PortState, ReachError, ReachErrorKind};
 use etcdnet::route::jumpbox::{self, JumpboxResult, JumpboxSettings, ARGV_VMS};
-use etcdnet::route::ssh::SshSettings;
+use etcdnet::route::ssh::{self, SshSettings};
 use etcdnet::route::{Address, PodBasics};
 use etcdnet_lab::{require, write_secret_volume, Fault, Lab, LabConfig};
 
@@ -71,7 +71,7 @@ fn run_jumpbox(
 ) -> (String, Vec<Result<JumpboxResult, ReachError>>) {
     argv.splice(0..1, shell.iter().map(|s| s.to_string()));
     let secret = tempfile::tempdir().unwrap();
-    write_secret_volume(secret.path(), &[(jumpbox::KEY_FILE, key)], 0o400).unwrap();
+    write_secret_volume(secret.path(), &[(ssh::KEY_FILE, key)], 0o400).unwrap();
     let mut cmd = lab
         .jumpbox_pod_command_named("jumpbox-test", &argv, &[(secret.path(), jumpbox::KEY_DIR)])
         .unwrap();

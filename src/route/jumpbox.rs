@@ -22,7 +22,9 @@ use kube::api::Api;
 use tokio::sync::OnceCell;
 
 use super::lifecycle::{self, PodApi, MAX_LOG_BYTES};
-use super::ssh::{classify_failure, locked_option_words, remote_probe_command, SshSettings};
+use super::ssh::{
+    classify_failure, locked_option_words, remote_probe_command, secret_name, SshSettings, KEY_FILE,
+};
 use super::{
     Address, Env, PodBasics, Reached, Route, RouteSettings, Run, Session, Target, Unavailable,
 };
@@ -39,7 +41,6 @@ pub const JUMPBOX_SH: &str = include_str!("jumpbox.sh");
 pub const DEFAULT_IMAGE: &str =
     "docker.io/alpine/git:2.47.2@sha256:062a01ad7a0eb17cff382bc5e26086b4d710e56dfdfdf001109a49b6d9bd378c";
 pub const KEY_DIR: &str = "/etc/etcdnet/ssh";
-pub const KEY_FILE: &str = "ssh-privatekey";
 /// The user and group the jumpbox runs as (`nobody`, in every image's /etc/passwd: ssh refuses
 /// to run as a user it cannot look up).
 pub const NOBODY: i64 = 65534;
@@ -62,10 +63,6 @@ const SECTION_OVERHEAD: u64 = 64 * 1024;
 /// ([`NODE_OUTPUT_CAP`]), so only a script that misbehaves exceeds this.
 pub fn log_limit(vms: usize) -> u64 {
     (vms.max(1) as u64).saturating_mul(NODE_OUTPUT_CAP + SECTION_OVERHEAD)
-}
-
-pub fn ssh_secret_name(cluster: &str) -> String {
-    format!("{cluster}-ssh")
 }
 
 #[derive(Debug, Clone)]
@@ -104,7 +101,7 @@ pub fn jumpbox_pod(vms: &[&Address], nonce: &str, s: &JumpboxSettings) -> Pod {
     let key = Volume {
         name: "ssh-key".into(),
         secret: Some(SecretVolumeSource {
-            secret_name: Some(ssh_secret_name(&s.cluster)),
+            secret_name: Some(secret_name(&s.cluster)),
             default_mode: Some(0o400),
             items: Some(vec![KeyToPath {
                 key: KEY_FILE.into(),

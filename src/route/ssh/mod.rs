@@ -34,7 +34,9 @@ use crate::probe::script::{self, ProbeArgs};
 use crate::probe::{HostKey, ProbeOutput, ReachError, ReachErrorKind};
 
 mod options;
+mod secret;
 pub use options::*;
+pub use secret::{secret_name, KEY_FILE};
 
 /// Reads what ssh says when it fails (exit 255, message on stderr) as a reach error.
 pub fn classify_failure(host: &str, user: &str, exit: Option<i32>, stderr: &str) -> ReachError {
@@ -233,17 +235,18 @@ impl Route for SshRoute {
                     files.path().display().to_string()
                 )));
             }
-            let identity =
-                match &s.key {
-                    SshKey::File(path) => Some(path.clone()),
-                    SshKey::Agent => None,
-                    SshKey::ClusterSecret => {
-                        let key = read_key(env.supervisor, &s.namespace, &s.cluster).await?;
-                        Some(files.write_key(&key).map_err(|e| {
+            let identity = match &s.key {
+                SshKey::File(path) => Some(path.clone()),
+                SshKey::Agent => None,
+                SshKey::ClusterSecret => {
+                    let key = secret::read_key(env.supervisor, &s.namespace, &s.cluster).await?;
+                    Some(
+                        files.write_key(&key).map_err(|e| {
                             Error::config_from("cannot write a temporary key file", e)
-                        })?)
-                    }
-                };
+                        })?,
+                    )
+                }
+            };
             Ok(Box::new(SshSession {
                 settings: &s.ssh,
                 identity,
@@ -251,31 +254,6 @@ impl Route for SshRoute {
             }) as Box<dyn Session>)
         })
     }
-}
-
-/// The private key from `<cluster>-ssh` (key `ssh-privatekey`), kept in memory only.
-async fn read_key(client: &kube::Client, namespace: &str, cluster: &str) -> Result<Vec<u8>> {
-    use k8s_openapi::api::core::v1::Secret;
-    let name = super::jumpbox::ssh_secret_name(cluster);
-    let secrets: kube::Api<Secret> = kube::Api::namespaced(client.clone(), namespace);
-    let secret = secrets.get(&name).await.map_err(|e| {
-        Error::kube(
-            format!(
-                "reading secret {name:?} in namespace {namespace:?} (or use --ssh-identity / --ssh-agent)"
-            ),
-            e,
-        )
-    })?;
-    secret
-        .data
-        .and_then(|mut d| d.remove(super::jumpbox::KEY_FILE))
-        .map(|b| b.0)
-        .ok_or_else(|| {
-            Error::config(format!(
-                "secret {name:?} has no key {:?}",
-                super::jumpbox::KEY_FILE
-            ))
-        })
 }
 
 /// An opened ssh route. It owns the run's files (the key, the known_hosts files): they are
