@@ -198,7 +198,7 @@ cmd_notes() {
     local images image name digest repo served
     images=$(cmd_images)
     while read -r image; do
-        # name:tag@sha256:<64 hex>, as src/route/*.rs must pin it (docs/images.md).
+        # name:tag@sha256:<64 hex>, as src/route/ must pin it (docs/images.md).
         name=${image%@*}
         digest=${image#*@}
         [[ "$image" == *@* && "$digest" =~ ^sha256:[0-9a-f]{64}$ ]] ||

@@ -1,7 +1,7 @@
-//! The jumpbox pod's script (`src/route/jumpbox/jumpbox.sh`) for real: one pod for all the lab's VMs,
-//! run on the lab's Supervisor side (the switch namespace) under every shell with the cluster's
-//! key mounted as a secret volume, SSH to every VM at once, sudo, the probe; its log cut into
-//! the VMs' sections by `route::jumpbox::split_log` and each read back by `read_log`.
+//! The jumpbox pod's script (`src/route/jumpbox/jumpbox.sh`) for real: one pod for all the
+//! lab's VMs, run on the lab's Supervisor side (the switch namespace) under every shell with the
+//! cluster's key mounted as a secret volume, SSH to every VM at once, sudo, the probe; its log
+//! cut into the VMs' sections by `route::jumpbox::split_log` and each read back by `read_log`.
 //! Needs root and the lab's packages; skips loudly otherwise.
 
 use std::time::Duration;
