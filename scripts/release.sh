@@ -171,7 +171,7 @@ cmd_check() {
 # of `pub const DEFAULT_IMAGE: &str =` (on that line, or the next where rustfmt puts it).
 cmd_images() {
     local f
-    for f in src/route/pod.rs src/route/jumpbox.rs; do
+    for f in src/route/pod.rs src/route/jumpbox/spec.rs; do
         awk '/^pub const DEFAULT_IMAGE: &str =/ { on = 1 }
             on && match($0, /"[^"]+"/) { print substr($0, RSTART + 1, RLENGTH - 2); exit }' "$f" |
             grep . || die "no DEFAULT_IMAGE in $f"
@@ -198,7 +198,7 @@ cmd_notes() {
     local images image name digest repo served
     images=$(cmd_images)
     while read -r image; do
-        # name:tag@sha256:<64 hex>, as src/route/*.rs must pin it (docs/images.md).
+        # name:tag@sha256:<64 hex>, as src/route/ must pin it (docs/images.md).
         name=${image%@*}
         digest=${image#*@}
         [[ "$image" == *@* && "$digest" =~ ^sha256:[0-9a-f]{64}$ ]] ||

@@ -1,16 +1,16 @@
-//! The jumpbox pod's script (`src/route/jumpbox.sh`) for real: one pod for all the lab's VMs,
-//! run on the lab's Supervisor side (the switch namespace) under every shell with the cluster's
-//! key mounted as a secret volume, SSH to every VM at once, sudo, the probe; its log cut into
-//! the VMs' sections by `route::jumpbox::split_log` and each read back by `read_log`.
+//! The jumpbox pod's script (`src/route/jumpbox/jumpbox.sh`) for real: one pod for all the
+//! lab's VMs, run on the lab's Supervisor side (the switch namespace) under every shell with the
+//! cluster's key mounted as a secret volume, SSH to every VM at once, sudo, the probe; its log
+//! cut into the VMs' sections by `route::jumpbox::split_log` and each read back by `read_log`.
 //! Needs root and the lab's packages; skips loudly otherwise.
 
 use std::time::Duration;
 
 use etcdnet::probe::script::ProbeArgs;
 use etcdnet::probe::{PortState, ReachError, ReachErrorKind};
-use etcdnet::route::jumpbox::{self, JumpboxResult, JumpboxSettings, ARGV_VMS};
-use etcdnet::route::ssh::SshSettings;
-use etcdnet::route::{Address, PodBasics};
+use etcdnet::route::jumpbox::{self, JumpboxSettings, ARGV_VMS};
+use etcdnet::route::ssh::{self, SshSettings};
+use etcdnet::route::{Address, PodBasics, Reached};
 use etcdnet_lab::{require, write_secret_volume, Fault, Lab, LabConfig};
 
 const NONCE: &str = "5f0c4a1e9b7d3c2a8e6f4b1d0c9a7e5f";
@@ -68,10 +68,10 @@ fn run_jumpbox(
     shell: &[&str],
     mut argv: Vec<String>,
     key: &[u8],
-) -> (String, Vec<Result<JumpboxResult, ReachError>>) {
+) -> (String, Vec<Result<Reached, ReachError>>) {
     argv.splice(0..1, shell.iter().map(|s| s.to_string()));
     let secret = tempfile::tempdir().unwrap();
-    write_secret_volume(secret.path(), &[(jumpbox::KEY_FILE, key)], 0o400).unwrap();
+    write_secret_volume(secret.path(), &[(ssh::KEY_FILE, key)], 0o400).unwrap();
     let mut cmd = lab
         .jumpbox_pod_command_named("jumpbox-test", &argv, &[(secret.path(), jumpbox::KEY_DIR)])
         .unwrap();
@@ -103,7 +103,7 @@ fn run_jumpbox(
     (log, results)
 }
 
-fn ports(r: &JumpboxResult) -> Vec<(u16, PortState)> {
+fn ports(r: &Reached) -> Vec<(u16, PortState)> {
     r.reach.iter().map(|p| (p.port, p.state)).collect()
 }
 
@@ -187,7 +187,7 @@ fn a_vm_that_does_not_answer_on_22_is_its_own_row() {
     let lab = Lab::start(LabConfig::with_nodes(3)).unwrap();
     lab.inject(Fault::BlockSsh("cp3".into())).unwrap();
     let (log, results) = run_jumpbox(&lab, &["sh"], command(&lab), &lab.ssh_private_key());
-    let results: Vec<JumpboxResult> = results.into_iter().map(|r| r.unwrap()).collect();
+    let results: Vec<Reached> = results.into_iter().map(|r| r.unwrap()).collect();
     for r in &results[..2] {
         assert!(r.outcome.is_ok(), "{:?}\n{log}", r.outcome);
         assert_eq!(ports(r), LAB_PORTS);

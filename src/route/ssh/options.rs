@@ -194,7 +194,159 @@ pub fn remote_probe_command(probe: &ProbeArgs) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::plain_absolute;
+    use super::*;
+
+    fn settings() -> SshSettings {
+        SshSettings {
+            user: DEFAULT_USER.into(),
+            connect_timeout: Duration::from_secs(3),
+            options: vec!["ProxyJump=admin@bastion".into()],
+        }
+    }
+
+    #[test]
+    fn args_are_non_interactive_and_bounded() {
+        let a = ssh_args(
+            &settings(),
+            Some(Path::new("/tmp/k/id")),
+            "/tmp/k/known_hosts-198.18.0.11",
+            "198.18.0.11",
+            "true",
+        );
+        let joined = a.join(" ");
+        for want in [
+            "-i /tmp/k/id",
+            "BatchMode=yes",
+            "StrictHostKeyChecking=accept-new",
+            "UserKnownHostsFile=/tmp/k/known_hosts-198.18.0.11",
+            "GlobalKnownHostsFile=/dev/null",
+            "ConnectTimeout=3",
+            "ProxyJump=admin@bastion",
+            "-l vmware-system-user 198.18.0.11 true",
+        ] {
+            assert!(joined.contains(want), "{want} in {joined}");
+        }
+        let remote = remote_probe_command(&ProbeArgs::new("198.18.0.11", ["198.18.0.12"]));
+        assert!(
+            remote.starts_with("sudo -n sh -s -- --self 198.18.0.11 --peer 198.18.0.12"),
+            "{remote}"
+        );
+    }
+
+    /// ssh keeps an option's first value: every one of ours must come before the admin's.
+    #[test]
+    fn our_options_come_before_the_admins() {
+        let s = SshSettings {
+            options: vec![
+                "ProxyJump=admin@bastion".into(),
+                "Port=2222".into(),
+                // Not through the command line (refused there): left out here too.
+                "ForwardAgent=yes".into(),
+                "controlpath /tmp/cm-%C".into(),
+            ],
+            ..settings()
+        };
+        let a = ssh_args(&s, None, "/tmp/k/kh", "198.18.0.11", "true");
+        let at = |opt: &str| {
+            a.windows(2)
+                .position(|w| w[0] == "-o" && w[1] == opt)
+                .unwrap_or_else(|| panic!("{opt} not in {a:?}"))
+        };
+        let first_users = at("ProxyJump=admin@bastion");
+        assert!(first_users < at("Port=2222"));
+        for (k, v) in LOCKED_OPTIONS {
+            assert!(at(&format!("{k}={v}")) < first_users, "{k}");
+        }
+        for ours in [
+            "UserKnownHostsFile=/tmp/k/kh",
+            "LogLevel=ERROR",
+            "ConnectTimeout=3",
+        ] {
+            assert!(at(ours) < first_users, "{ours}");
+        }
+        assert!(!a.iter().any(|x| x == "ForwardAgent=yes"), "{a:?}");
+        assert!(!a.iter().any(|x| x.starts_with("controlpath")), "{a:?}");
+        // The seven of the brief, at least.
+        for k in [
+            "BatchMode",
+            "ForwardAgent",
+            "ForwardX11",
+            "ClearAllForwardings",
+            "ControlMaster",
+            "ControlPath",
+            "PermitLocalCommand",
+        ] {
+            assert!(LOCKED_OPTIONS.iter().any(|(l, _)| *l == k), "{k}");
+        }
+        assert!(locked_option_words().starts_with("-o BatchMode=yes -o ForwardAgent=no"));
+    }
+
+    #[test]
+    fn the_admin_cannot_change_what_is_locked() {
+        for refused in [
+            "ForwardAgent=yes",
+            "forwardagent yes",
+            "  ForwardAgent = yes",
+            "ForwardAgent\tyes",
+            "ControlMaster=auto",
+            "ControlPath=/tmp/cm-%C",
+            "ClearAllForwardings=no",
+            "PermitLocalCommand=yes",
+            "ForwardX11=yes",
+            "BatchMode=no",
+            "StrictHostKeyChecking=no",
+            "UserKnownHostsFile=/tmp/x",
+            "GlobalKnownHostsFile=/etc/ssh/ssh_known_hosts",
+            "LocalCommand=touch /tmp/x",
+            "RemoteForward=8080 localhost:80",
+            "User=root",
+            "ConnectTimeout=60",
+        ] {
+            let e = user_option(refused).unwrap_err();
+            let keyword = refused.trim_start().split([' ', '=', '\t']).next().unwrap();
+            assert!(
+                e.to_lowercase().contains(&keyword.to_lowercase()),
+                "{refused}: {e}"
+            );
+            assert!(!e.contains('\n'), "one line: {e}");
+        }
+        // Not a plain keyword: ssh might read another one than the one checked.
+        for malformed in [
+            "",
+            "=yes",
+            "\"ForwardAgent\" yes",
+            "ProxyJump=a\nForwardAgent yes",
+            "Forward-Agent=yes",
+        ] {
+            assert!(user_option(malformed).is_err(), "{malformed:?}");
+        }
+        for allowed in [
+            "ProxyJump=admin@bastion",
+            "ProxyJump admin@bastion:2222",
+            "Port=2222",
+            "IdentityFile=~/.ssh/tkc",
+            "HostKeyAlgorithms=+ssh-rsa",
+        ] {
+            assert_eq!(user_option(allowed).unwrap(), allowed);
+        }
+    }
+
+    #[test]
+    fn only_plain_paths_go_into_an_option() {
+        assert_eq!(
+            option_path(Path::new("/tmp/etcdnet-ssh-Ab1/known_hosts-fd00::12")).as_deref(),
+            Some("/tmp/etcdnet-ssh-Ab1/known_hosts-fd00::12")
+        );
+        for bad in [
+            "/tmp/with space/kh",
+            "/tmp/%h/kh",
+            "/tmp/\"q/kh",
+            "~/kh",
+            "relative/kh",
+        ] {
+            assert_eq!(option_path(Path::new(bad)), None, "{bad}");
+        }
+    }
 
     #[test]
     fn option_paths_are_plain_and_absolute() {

@@ -1,7 +1,7 @@
 //! The Supervisor fake running the plugin's jumpbox pods in a lab: a pod created in the vSphere
 //! Namespace without a node runs on the Supervisor side of the lab (198.18.0.1), mounts the
 //! cluster's `<cluster>-ssh` secret from the fake's own store, and SSHes to a node as
-//! `vmware-system-user` with sudo, as `src/route/jumpbox.rs` expects.
+//! `vmware-system-user` with sudo, as `src/route/jumpbox/` expects.
 //!
 //! Needs root and the lab's packages; elsewhere the tests are compiled as ignored (build.rs). The tests share one lab (the `quorum-lost` set's control plane);
 //! each has its own Supervisor fake, so each can change its secrets freely. No fault is injected.
@@ -25,7 +25,7 @@ const SECRET: &str = "tkc-prod-ssh";
 const KEY_DIR: &str = "/etc/etcdnet/ssh";
 /// The plugin's jumpbox script, run as the plugin runs it (the fakeapi crate cannot depend on
 /// the root crate, which dev-depends on it; the script is plain text).
-const JUMPBOX_SH: &str = include_str!("../../../src/route/jumpbox.sh");
+const JUMPBOX_SH: &str = include_str!("../../../src/route/jumpbox/jumpbox.sh");
 
 struct Sup {
     api: FakeApi,
@@ -59,7 +59,7 @@ async fn supervisor(key: Option<Vec<u8>>) -> Sup {
     }
 }
 
-/// A pod shaped like `jumpbox_pod` (src/route/jumpbox.rs): no nodeName, the `<cluster>-ssh`
+/// A pod shaped like `jumpbox_pod` (src/route/jumpbox/spec.rs): no nodeName, the `<cluster>-ssh`
 /// secret's `ssh-privatekey` mounted read-only at /etc/etcdnet/ssh with mode 0400, bounded,
 /// never restarted.
 fn jumpbox_pod(name: &str, command: &[&str]) -> Pod {
@@ -173,7 +173,7 @@ async fn the_plugins_jumpbox_script_reaches_the_node_and_runs_sudo() {
     // jumpbox.sh NONCE USER CONNECT_TIMEOUT KEY_FILE SSH_OPTIONS PARALLEL OUTPUT_CAP
     // PROBE_SCRIPT, then IP REMOTE_CMD per VM (one VM here); the "probe" is a one-liner read
     // from stdin by `sudo -n sh -s`, as the real probe is. The options are the plugin's locked
-    // ones (src/route/ssh.rs; this crate cannot depend on it).
+    // ones (src/route/ssh/options.rs; this crate cannot depend on it).
     let key = format!("{KEY_DIR}/ssh-privatekey");
     let argv = [
         "sh",

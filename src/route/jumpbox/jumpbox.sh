@@ -20,7 +20,8 @@
 # to the node starts, and the last two lines.
 # Arguments: NONCE USER CONNECT_TIMEOUT KEY_FILE SSH_OPTIONS PARALLEL OUTPUT_CAP PROBE_SCRIPT,
 # then one IP REMOTE_COMMAND pair per VM (the VM's index is its pair's position, from 0).
-# SSH_OPTIONS: the `-o KEY=VALUE` words every ssh here starts with (what ssh may do; see ssh.rs).
+# SSH_OPTIONS: the `-o KEY=VALUE` words every ssh here starts with (what ssh may do; see
+# ssh/options.rs).
 nonce=$1 user=$2 ct=$3 key=$4 locked=$5 par=$6 cap=$7 script=$8
 shift 8
 vms=$(($# / 2))
@@ -36,40 +37,6 @@ if ! dir=$(mktemp -d 2>/dev/null); then
     echo "ETCDNET-JUMPBOX $nonce no-tmp"
     exit 1
 fi
-
-# The key exchange: ssh's own list (`ssh -G`: its defaults and the image's ssh_config), the fast
-# exchanges moved to its head, nothing added or enabled: mlkem768x25519 (post-quantum, where both
-# ends have it: OpenSSH 9.9+), then curve25519, before sntrup761x25519. OpenSSH 9's sntrup761
-# costs ~150 ms of client CPU per connection, and this pod makes one per VM at once on a small
-# CPU share before any probe can start (7 VMs: ~1 s). What these sessions carry is no secret (the
-# probe script, public, and its report), and the VM's host key is learnt on first contact, so an
-# exchange resistant to a future quantum computer guards little here; docs/security.md, "Key
-# exchange". Empty (ssh's defaults untouched) when ssh -G does not answer with a plain list.
-fast_kex() {
-    all=$(ssh $locked -G etcdnet.invalid 2>/dev/null </dev/null | sed -n 's/^kexalgorithms //p')
-    case $all in
-        "" | *[!A-Za-z0-9@.,_+-]*) return ;;
-    esac
-    first= rest=
-    for a in mlkem768x25519-sha256 curve25519-sha256 curve25519-sha256@libssh.org; do
-        case ,$all, in
-            *,"$a",*) first=$first$a, ;;
-        esac
-    done
-    [ -n "$first" ] || return
-    saved_ifs=$IFS
-    IFS=,
-    for a in $all; do
-        case ,$first in
-            *,"$a",*) ;;
-            *) rest=$rest$a, ;;
-        esac
-    done
-    IFS=$saved_ifs
-    all=$first$rest
-    echo "-o KexAlgorithms=${all%,}"
-}
-kex=$(fast_kex)
 
 # The port checks yield the CPU (nice 10) to the probes' connections: the pod has half a CPU
 # for every VM's key exchange, and a connect's outcome does not depend on when it is read.
@@ -137,9 +104,9 @@ vm() {
     kh=$dir/kh.$i
     : >"$kh"
     : >"$dir/khr.$i"
-    # LogLevel=ERROR also keeps OpenSSH 10.1's "not using a post-quantum key exchange" warning
-    # out of the section (see fast_kex).
-    base="$locked -o LogLevel=ERROR -o ConnectTimeout=$ct $kex"
+    # LogLevel=ERROR also keeps OpenSSH 10.1's warning about a VM's sshd without a post-quantum
+    # key exchange out of the section.
+    base="$locked -o LogLevel=ERROR -o ConnectTimeout=$ct"
     opts="$base -o UserKnownHostsFile=$kh"
     reach_opts="$base -o UserKnownHostsFile=$dir/khr.$i"
     f=$dir/s.$i

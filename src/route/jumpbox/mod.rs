@@ -1,0 +1,106 @@
+//! Route `jumpbox`: from the Supervisor, when the workload cluster's API is down (the support
+//! article's case). One short-lived pod per diagnosis (per cluster) in the vSphere Namespace
+//! mounts the cluster's `<cluster>-ssh` secret read-only (mode 0400) and SSHes from there to
+//! every control-plane VM at once (at most `--parallel`), as the node user, running the probe
+//! with sudo (`jumpbox.sh`). One pod, not one per VM: a vSphere Pod is a small VM of its own,
+//! seconds to tens of seconds to start and a share of the namespace's quota each. The key never
+//! leaves the secret volume: it is in no env var, argument, pod spec field or output.
+//!
+//! The files: `spec.rs` (the pod), `session.rs` (its run, shared by every VM), `framing.rs`
+//! (the pod's log, one section per VM framed with a nonce of the run that the nodes never see:
+//! [`frame`], [`split_log`]; each section read as one VM's [`Reached`](super::Reached):
+//! [`read_log`]). The session runs the pod on the first node the driver asks for and hands every
+//! node its own section, so the driver ([`super::probe_all`]) stays the one place that fans out.
+//! What this route shares with the ssh route (the ssh command line, ssh's failures, the key's
+//! secret) it takes from [`super::ssh`], which imports nothing from here.
+
+use futures::future::BoxFuture;
+use k8s_openapi::api::core::v1::Pod;
+use kube::api::Api;
+
+use super::lifecycle::PodApi;
+use super::ssh::SshSettings;
+use super::{Address, Env, PodBasics, Route, RouteSettings, Session, Target, Unavailable};
+use crate::error::Result;
+pub use crate::probe::{PortReach, PortState};
+use crate::probe::{ReachError, ReachErrorKind};
+
+mod framing;
+mod session;
+mod spec;
+pub use framing::{frame, read_log, split_log};
+use session::JumpboxSession;
+pub use spec::{
+    jumpbox_pod, log_limit, new_nonce, pod_name, ARGV_NONCE, ARGV_VMS, DEFAULT_IMAGE,
+    DRY_RUN_NONCE, JUMPBOX_SH, KEY_DIR, NOBODY, NODE_OUTPUT_CAP,
+};
+
+#[derive(Debug, Clone)]
+pub struct JumpboxSettings {
+    /// The vSphere Namespace (where the secret is).
+    pub namespace: String,
+    pub cluster: String,
+    pub image: String,
+    pub basics: PodBasics,
+    pub ssh: SshSettings,
+}
+
+/// The targets the pod reaches, in its sections' order: those with an address.
+fn addressed(targets: &[Target]) -> impl Iterator<Item = (&Target, &Address)> {
+    targets
+        .iter()
+        .filter_map(|t| t.address.as_ref().map(|a| (t, a)))
+}
+
+/// Route `jumpbox`: one pod in the vSphere Namespace, from the Supervisor, for every VM.
+pub struct JumpboxRoute;
+
+impl Route for JumpboxRoute {
+    fn name(&self) -> &'static str {
+        "jumpbox"
+    }
+
+    fn help(&self) -> &'static str {
+        "One pod in the vSphere Namespace that SSHes to every VM with the <cluster>-ssh key"
+    }
+
+    /// One pod for every VM with an address (none when no VM has one).
+    fn would_create(&self, s: &RouteSettings, targets: &[Target]) -> Vec<Pod> {
+        let vms: Vec<&Address> = addressed(targets).map(|(_, a)| a).collect();
+        if vms.is_empty() {
+            return Vec::new();
+        }
+        vec![jumpbox_pod(&vms, DRY_RUN_NONCE, &s.jumpbox)]
+    }
+
+    fn open<'a>(
+        &'a self,
+        s: &'a RouteSettings,
+        env: Env<'a>,
+        targets: &'a [Target],
+    ) -> BoxFuture<'a, Result<Box<dyn Session + 'a>>> {
+        Box::pin(async move {
+            let Some(nonce) = new_nonce() else {
+                return Ok(Box::new(Unavailable(ReachError {
+                    kind: ReachErrorKind::Other,
+                    message: "the system gave no random bytes for the jumpbox's log framing, so no jumpbox pod was made; try again, or use --via ssh".into(),
+                })) as Box<dyn Session>);
+            };
+            Ok(Box::new(JumpboxSession::new(
+                PodApi::new(Api::namespaced(
+                    env.supervisor.clone(),
+                    &s.jumpbox.namespace,
+                )),
+                &s.jumpbox,
+                addressed(targets).collect(),
+                nonce,
+            )) as Box<dyn Session>)
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests;
+
+#[cfg(test)]
+mod script_tests;

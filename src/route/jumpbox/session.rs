@@ -1,0 +1,119 @@
+//! The jumpbox route's session: runs the one pod on the first node the driver asks for, and
+//! hands every node its own section of the pod's log.
+
+use futures::future::BoxFuture;
+use tokio::sync::OnceCell;
+
+use super::framing::{read_log, split_log};
+use super::spec::{jumpbox_pod, log_limit};
+use super::JumpboxSettings;
+use crate::probe::{ReachError, ReachErrorKind};
+use crate::route::lifecycle::{self, PodApi};
+use crate::route::{Address, Reached, Run, Session, Target};
+
+/// The opened jumpbox route: the one pod's run, shared by every VM.
+pub(super) struct JumpboxSession<'a> {
+    api: PodApi,
+    settings: &'a JumpboxSettings,
+    /// The targets the session was opened for that have an address, with it: the pod's VMs,
+    /// in the order of its sections.
+    vms: Vec<(&'a Target, &'a Address)>,
+    /// This run's framing nonce (see `jumpbox.sh`).
+    nonce: String,
+    /// The one pod's run, made by the first `probe` and shared by every other: each VM's
+    /// result, in the order of `vms`, or the pod's failure (every VM's).
+    results: OnceCell<std::result::Result<Vec<Reached>, ReachError>>,
+}
+
+impl<'a> JumpboxSession<'a> {
+    /// A session for `vms` (the pod's VMs, in its sections' order), its log framed with `nonce`.
+    pub(super) fn new(
+        api: PodApi,
+        settings: &'a JumpboxSettings,
+        vms: Vec<(&'a Target, &'a Address)>,
+        nonce: String,
+    ) -> Self {
+        JumpboxSession {
+            api,
+            settings,
+            vms,
+            nonce,
+            results: OnceCell::new(),
+        }
+    }
+
+    /// Runs the one pod for every VM and reads each VM's section of its log.
+    async fn run_pod(&self, run: &Run<'_>) -> std::result::Result<Vec<Reached>, ReachError> {
+        let s = self.settings;
+        let addresses: Vec<&Address> = self.vms.iter().map(|(_, at)| *at).collect();
+        let pod = jumpbox_pod(&addresses, &self.nonce, s);
+        let limit = log_limit(addresses.len());
+        match lifecycle::run_with_log_limit(
+            &self.api,
+            &pod,
+            run.tracker,
+            run.bound,
+            run.keep,
+            limit,
+        )
+        .await
+        {
+            Ok(done) => {
+                let sections = split_log(&done.log, &self.nonce, addresses.len())?;
+                Ok(self
+                    .vms
+                    .iter()
+                    .zip(sections)
+                    .map(|((t, at), section)| match section {
+                        Ok(text) => read_log(&t.name, &at.ip.to_string(), &s.ssh.user, text),
+                        Err(e) => Err(e).into(),
+                    })
+                    .collect())
+            }
+            Err(f) => {
+                let mut e =
+                    crate::route::lifecycle::reach_error(f, &s.namespace, "--jumpbox-image");
+                // vSphere Pods exist only on Supervisors with NSX networking.
+                if matches!(
+                    e.kind,
+                    ReachErrorKind::Unschedulable | ReachErrorKind::Timeout | ReachErrorKind::Other
+                ) {
+                    e.message.push_str("; the Supervisor may not run vSphere Pods (they need NSX networking): try --via ssh");
+                }
+                Err(e)
+            }
+        }
+    }
+}
+
+impl Session for JumpboxSession<'_> {
+    fn doing(&self, nodes: usize) -> String {
+        format!("probing {nodes} control-plane VMs through one jumpbox pod in the Supervisor")
+    }
+
+    fn probe<'a>(
+        &'a self,
+        t: &'a Target,
+        _: &'a Address,
+        run: &'a Run<'a>,
+    ) -> BoxFuture<'a, Reached> {
+        Box::pin(async move {
+            let Some(index) = self.vms.iter().position(|(v, _)| *v == t) else {
+                return Err(ReachError {
+                    kind: ReachErrorKind::Other,
+                    message: format!(
+                        "{} is not among the VMs the jumpbox pod was made for",
+                        t.name
+                    ),
+                })
+                .into();
+            };
+            // The first node asked for runs the pod; the others wait for it and take their
+            // own section.
+            match self.results.get_or_init(|| self.run_pod(run)).await {
+                Ok(all) => all[index].clone(),
+                Err(e) => Err(e.clone()).into(),
+            }
+        })
+    }
+}

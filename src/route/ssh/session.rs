@@ -1,0 +1,313 @@
+//! The ssh route's session: one `ssh` from the admin's machine per node, its output read with a
+//! cap.
+//!
+//! What ssh prints is read with a cap while it is read (a node printing without end costs at
+//! most the caps), as bytes: stderr is decoded lossily for the failure message, the document is
+//! parsed from the bytes, so a banner or MOTD in another encoding never fails a node.
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::Duration;
+
+use futures::future::BoxFuture;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
+
+use super::client::classify_failure;
+use super::options::{option_path, remote_probe_command, ssh_args, SshSettings};
+use super::run_dir::{recorded_host_key, RunDir};
+use crate::probe::parse::MAX_OUTPUT_BYTES;
+use crate::probe::script::{self, ProbeArgs};
+use crate::probe::{ProbeOutput, ReachError, ReachErrorKind};
+use crate::route::{Address, Reached, Run, Session, Target};
+
+/// An opened ssh route. It owns the run's files (the key, the known_hosts files): they are
+/// removed when the session is dropped, which is every way the run ends (Ctrl-C drops the future
+/// that owns it).
+pub(super) struct SshSession<'a> {
+    pub(super) settings: &'a SshSettings,
+    pub(super) identity: Option<PathBuf>,
+    pub(super) files: RunDir,
+}
+
+impl Session for SshSession<'_> {
+    fn doing(&self, nodes: usize) -> String {
+        format!("probing {nodes} control-plane VMs over ssh")
+    }
+
+    fn probe<'a>(
+        &'a self,
+        _: &'a Target,
+        at: &'a Address,
+        run: &'a Run<'a>,
+    ) -> BoxFuture<'a, Reached> {
+        Box::pin(async move {
+            let known_hosts = self.files.known_hosts(at.ip);
+            // The directory passed `option_path` at open; an IP adds only plain characters.
+            let outcome = match option_path(&known_hosts) {
+                Some(kh) => {
+                    probe_one(
+                        &at.ip.to_string(),
+                        &at.probe,
+                        self.settings,
+                        self.identity.as_deref(),
+                        &kh,
+                        run.bound,
+                    )
+                    .await
+                }
+                None => Err(ReachError {
+                    kind: ReachErrorKind::Other,
+                    message: format!("{} cannot be named in an ssh option", known_hosts.display()),
+                }),
+            };
+            Reached {
+                outcome,
+                reach: Vec::new(),
+                // Recorded on first contact, before authentication: known for a failed login too.
+                host_key: recorded_host_key(&known_hosts),
+            }
+        })
+    }
+}
+
+/// The most of ssh's stderr read: its own errors, a banner, sudo's lecture. More is not ssh
+/// talking, and is a `BadOutput` as soon as it is seen.
+pub const MAX_STDERR_BYTES: usize = 1024 * 1024;
+
+async fn probe_one(
+    host: &str,
+    probe: &ProbeArgs,
+    settings: &SshSettings,
+    identity: Option<&Path>,
+    known_hosts: &str,
+    bound: Duration,
+) -> std::result::Result<ProbeOutput, ReachError> {
+    let mut cmd = tokio::process::Command::new("ssh");
+    cmd.args(ssh_args(
+        settings,
+        identity,
+        known_hosts,
+        host,
+        &remote_probe_command(probe),
+    ))
+    .stdin(Stdio::piped())
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped())
+    // Ctrl-C, the bound or an oversized output drop this future: ssh must not outlive it.
+    .kill_on_drop(true);
+    let mut child = cmd.spawn().map_err(|e| ReachError {
+        kind: ReachErrorKind::Other,
+        message: format!("cannot run ssh: {e} (is the OpenSSH client installed?)"),
+    })?;
+    let (Some(mut stdin), Some(stdout), Some(stderr)) =
+        (child.stdin.take(), child.stdout.take(), child.stderr.take())
+    else {
+        return Err(ReachError {
+            kind: ReachErrorKind::Other,
+            message: format!("ssh {host}: no pipes to the ssh process"),
+        });
+    };
+    // The script is written while the output is read: a node that answers before reading all
+    // of its stdin never blocks us on a full pipe. One bound for the whole exchange.
+    let exchange = async {
+        let write = async move {
+            // A node that stops reading early (or is gone) says so in its output and exit code.
+            let _ = stdin.write_all(script::PROBE_SH.as_bytes()).await;
+            // Dropped here: end of file ends `sh -s`.
+            Ok(())
+        };
+        let ((), (out, err)) = tokio::try_join!(
+            write,
+            read_both(host, stdout, stderr, (MAX_OUTPUT_BYTES, MAX_STDERR_BYTES))
+        )?;
+        let status = child.wait().await.map_err(|e| ReachError {
+            kind: ReachErrorKind::Other,
+            message: format!("ssh {host}: {e}"),
+        })?;
+        Ok((status, out, err))
+    };
+    match tokio::time::timeout(bound, exchange).await {
+        Ok(Ok((status, out, err))) => read_result(
+            host,
+            &settings.user,
+            status.code(),
+            status.success(),
+            &out,
+            &err,
+        ),
+        Ok(Err(e)) => Err(e),
+        Err(_) => Err(ReachError {
+            kind: ReachErrorKind::Timeout,
+            message: format!("ssh {host}: no result within {}s", bound.as_secs()),
+        }),
+    }
+}
+
+/// Reads all of `r` but at most `cap` bytes: None when there is more. The cap holds while
+/// reading (at most `cap + 1` bytes are ever read), not after.
+async fn read_capped<R: AsyncRead + Unpin>(r: R, cap: usize) -> std::io::Result<Option<Vec<u8>>> {
+    let mut buf = Vec::new();
+    r.take(cap as u64 + 1).read_to_end(&mut buf).await?;
+    Ok((buf.len() <= cap).then_some(buf))
+}
+
+/// ssh's stdout and stderr, read together, each up to its cap (`caps`: stdout, stderr); more on
+/// either is a `BadOutput` at once (the caller then drops, and so kills, ssh).
+async fn read_both<O, E>(
+    host: &str,
+    stdout: O,
+    stderr: E,
+    caps: (usize, usize),
+) -> std::result::Result<(Vec<u8>, Vec<u8>), ReachError>
+where
+    O: AsyncRead + Unpin,
+    E: AsyncRead + Unpin,
+{
+    let too_long = |what: &str, cap: usize| ReachError {
+        kind: ReachErrorKind::BadOutput,
+        message: format!(
+            "ssh {host}: more than {cap} bytes on {what}: not a probe's output, not read further"
+        ),
+    };
+    let failed = |e: std::io::Error| ReachError {
+        kind: ReachErrorKind::Other,
+        message: format!("ssh {host}: reading its output: {e}"),
+    };
+    let out = async {
+        read_capped(stdout, caps.0)
+            .await
+            .map_err(failed)?
+            .ok_or_else(|| too_long("stdout", caps.0))
+    };
+    let err = async {
+        read_capped(stderr, caps.1)
+            .await
+            .map_err(failed)?
+            .ok_or_else(|| too_long("stderr", caps.1))
+    };
+    tokio::try_join!(out, err)
+}
+
+/// What one ssh run gave: the probe's document, parsed from stdout's bytes (banners, noise and
+/// invalid UTF-8 around it are the parser's to skip), else why not, from the exit code and
+/// stderr decoded lossily (a MOTD in another encoding must not fail the node).
+fn read_result(
+    host: &str,
+    user: &str,
+    exit: Option<i32>,
+    success: bool,
+    stdout: &[u8],
+    stderr: &[u8],
+) -> std::result::Result<ProbeOutput, ReachError> {
+    match crate::probe::parse::parse(host, stdout) {
+        Ok(p) => Ok(p),
+        Err(_) if !success => Err(classify_failure(
+            host,
+            user,
+            exit,
+            &String::from_utf8_lossy(stderr),
+        )),
+        Err(e) => Err(ReachError {
+            kind: ReachErrorKind::BadOutput,
+            message: e.to_string(),
+        }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::route::ssh::options::DEFAULT_USER;
+
+    /// A probe document as the healthy fixture has it.
+    fn document() -> Vec<u8> {
+        std::fs::read(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/fixtures/probe-output/healthy-node.json"
+        ))
+        .unwrap()
+    }
+
+    #[tokio::test]
+    async fn output_is_capped_while_it_is_read() {
+        let cap = 1000;
+        let exactly = vec![b'x'; cap];
+        let over = vec![b'x'; cap + 1];
+        let (out, err) = read_both("198.18.0.11", &exactly[..], &exactly[..], (cap, cap))
+            .await
+            .unwrap();
+        assert_eq!(
+            (out.len(), err.len()),
+            (cap, cap),
+            "exactly the cap is fine"
+        );
+        for (stdout, stderr, what) in [
+            (&over[..], &b""[..], "stdout"),
+            (&b""[..], &over[..], "stderr"),
+        ] {
+            let e = read_both("198.18.0.11", stdout, stderr, (cap, cap))
+                .await
+                .unwrap_err();
+            assert_eq!(e.kind, ReachErrorKind::BadOutput, "{what}");
+            assert!(e.message.contains(what), "{}", e.message);
+        }
+        // A stream without end: refused once past the cap, not read to its (absent) end.
+        let e = read_both("198.18.0.11", tokio::io::repeat(b'y'), &b""[..], (cap, cap))
+            .await
+            .unwrap_err();
+        assert_eq!(e.kind, ReachErrorKind::BadOutput);
+        // The real caps hold the largest document the parser reads.
+        assert_eq!(
+            read_capped(&document()[..], MAX_OUTPUT_BYTES)
+                .await
+                .unwrap(),
+            Some(document())
+        );
+    }
+
+    #[tokio::test]
+    async fn a_process_printing_without_end_is_cut_off() {
+        // `yes` never stops: what is held stays at the cap, and the answer comes at once.
+        let mut child = tokio::process::Command::new("yes")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .unwrap();
+        let (out, err) = (child.stdout.take().unwrap(), child.stderr.take().unwrap());
+        let started = std::time::Instant::now();
+        let e = read_both("198.18.0.11", out, err, (1024 * 1024, 1024))
+            .await
+            .unwrap_err();
+        assert_eq!(e.kind, ReachErrorKind::BadOutput);
+        assert!(started.elapsed() < Duration::from_secs(10));
+    }
+
+    #[test]
+    fn invalid_utf8_from_ssh_or_sudo_never_fails_a_node() {
+        // A banner and a MOTD in Latin-1 on stderr, noise with broken UTF-8 around the document.
+        let mut stdout = b"\xe9t\xe9 \xff\xfe banner\n".to_vec();
+        stdout.extend(document());
+        stdout.extend(b"\n\xc3\x28 logout \x80\n");
+        let stderr = b"Bienvenue \xe0 bord\n\xff\xfe\x80\n";
+        let p = read_result("198.18.0.11", DEFAULT_USER, Some(0), true, &stdout, stderr).unwrap();
+        assert_eq!(p.node_ip, "198.18.0.11");
+        // ssh's own failure after a broken banner still reads as what it is.
+        let stderr =
+            b"\xff\xfe\x80 MOTD\nvmware-system-user@198.18.0.11: Permission denied (publickey).\n";
+        let e = read_result(
+            "198.18.0.11",
+            DEFAULT_USER,
+            Some(255),
+            false,
+            b"\xff",
+            stderr,
+        )
+        .unwrap_err();
+        assert_eq!(e.kind, ReachErrorKind::AuthFailed, "{e:?}");
+        // A run that succeeded but printed no document.
+        let e =
+            read_result("198.18.0.11", DEFAULT_USER, Some(0), true, b"\xff\xfe", b"").unwrap_err();
+        assert_eq!(e.kind, ReachErrorKind::BadOutput);
+    }
+}
