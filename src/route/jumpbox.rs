@@ -11,6 +11,7 @@
 //! The session runs the pod on the first node the driver asks for and hands every node its own
 //! section, so the driver ([`super::probe_all`]) stays the one place that fans out.
 
+use clap::{Arg, ArgAction};
 use futures::future::BoxFuture;
 use k8s_openapi::api::core::v1::{
     Capabilities, Container, EmptyDirVolumeSource, EnvVar, KeyToPath, Pod, PodSecurityContext,
@@ -24,7 +25,8 @@ use tokio::sync::OnceCell;
 use super::lifecycle::{self, PodApi, MAX_LOG_BYTES};
 use super::ssh::{classify_failure, locked_option_words, remote_probe_command, SshSettings};
 use super::{
-    Address, Env, PodBasics, Reached, Route, RouteSettings, Run, Session, Target, Unavailable,
+    Address, Configured, Env, Flags, PodBasics, Reached, Route, Run, Session, Shared, Target,
+    Unavailable,
 };
 use crate::error::Result;
 use crate::probe::script;
@@ -236,18 +238,41 @@ impl Route for JumpboxRoute {
         "One pod in the vSphere Namespace that SSHes to every VM with the <cluster>-ssh key"
     }
 
+    /// `--jumpbox-image`.
+    fn args(&self) -> Vec<Arg> {
+        vec![Arg::new("jumpbox_image")
+            .long("jumpbox-image")
+            .value_name("IMAGE")
+            .action(ArgAction::Set)
+            .default_value(DEFAULT_IMAGE)
+            .help("Image of the jumpbox pods (needs an ssh client and sh)")]
+    }
+
+    fn configure(&self, shared: &Shared, flags: &Flags) -> Box<dyn Configured> {
+        Box::new(JumpboxSettings {
+            namespace: shared.namespace.clone(),
+            cluster: shared.cluster.clone(),
+            image: flags
+                .one("jumpbox_image")
+                .unwrap_or_else(|| DEFAULT_IMAGE.into()),
+            basics: shared.pod_basics(),
+            ssh: shared.ssh(),
+        })
+    }
+}
+
+impl Configured for JumpboxSettings {
     /// One pod for every VM with an address (none when no VM has one).
-    fn would_create(&self, s: &RouteSettings, targets: &[Target]) -> Vec<Pod> {
+    fn would_create(&self, targets: &[Target]) -> Vec<Pod> {
         let vms: Vec<&Address> = addressed(targets).map(|(_, a)| a).collect();
         if vms.is_empty() {
             return Vec::new();
         }
-        vec![jumpbox_pod(&vms, DRY_RUN_NONCE, &s.jumpbox)]
+        vec![jumpbox_pod(&vms, DRY_RUN_NONCE, self)]
     }
 
     fn open<'a>(
         &'a self,
-        s: &'a RouteSettings,
         env: Env<'a>,
         targets: &'a [Target],
     ) -> BoxFuture<'a, Result<Box<dyn Session + 'a>>> {
@@ -259,11 +284,8 @@ impl Route for JumpboxRoute {
                 })) as Box<dyn Session>);
             };
             Ok(Box::new(JumpboxSession {
-                api: PodApi::new(Api::namespaced(
-                    env.supervisor.clone(),
-                    &s.jumpbox.namespace,
-                )),
-                settings: &s.jumpbox,
+                api: PodApi::new(Api::namespaced(env.supervisor.clone(), &self.namespace)),
+                settings: self,
                 vms: addressed(targets).collect(),
                 nonce,
                 results: OnceCell::new(),
@@ -705,23 +727,8 @@ mod tests {
         assert_eq!(command_of(&pod_for(&two, NONCE))[9], "2");
 
         // --dry-run: one pod for all three, and none when no VM has an address.
-        let route = JumpboxRoute;
-        let s = RouteSettings {
-            pod: crate::route::pod::PodSettings {
-                namespace: "kube-system".into(),
-                image: "busybox".into(),
-                basics: settings().basics,
-            },
-            jumpbox: settings(),
-            ssh: crate::route::ssh::SshRouteSettings {
-                ssh: settings().ssh,
-                namespace: "ns-prod".into(),
-                cluster: "tkc-prod".into(),
-                key: crate::route::ssh::SshKey::ClusterSecret,
-            },
-            workload_timeout: Duration::from_secs(1),
-        };
-        let pods = route.would_create(&s, &targets());
+        let s = settings();
+        let pods = s.would_create(&targets());
         assert_eq!(pods.len(), 1);
         assert_eq!(command_of(&pods[0])[4], DRY_RUN_NONCE);
         assert_eq!(command_of(&pods[0]).len(), 12 + 2 * 3);
@@ -729,7 +736,7 @@ mod tests {
         for t in &mut none {
             t.address = None;
         }
-        assert!(route.would_create(&s, &none).is_empty());
+        assert!(s.would_create(&none).is_empty());
     }
 
     #[test]

@@ -23,11 +23,12 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
 
+use clap::{Arg, ArgAction};
 use futures::future::BoxFuture;
 use k8s_openapi::api::core::v1::Pod;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 
-use super::{Address, Env, Reached, Route, RouteSettings, Run, Session, Target};
+use super::{Address, Configured, Env, Flags, Reached, Route, Run, Session, Shared, Target};
 use crate::error::{Error, Result};
 use crate::probe::parse::MAX_OUTPUT_BYTES;
 use crate::probe::script::{self, ProbeArgs};
@@ -211,19 +212,64 @@ impl Route for SshRoute {
         "ssh from this machine to each VM (VMs routable from here, or --ssh-option ProxyJump=...)"
     }
 
+    /// `--ssh-identity`, `--ssh-agent` and `--ssh-option`.
+    fn args(&self) -> Vec<Arg> {
+        vec![
+            Arg::new("ssh_identity")
+                .long("ssh-identity")
+                .value_name("PATH")
+                .action(ArgAction::Set)
+                .value_parser(clap::value_parser!(PathBuf))
+                .conflicts_with("ssh_agent")
+                .help("ssh route: this private key instead of the cluster's <cluster>-ssh secret"),
+            Arg::new("ssh_agent")
+                .long("ssh-agent")
+                .action(ArgAction::SetTrue)
+                .help("ssh route: use the running ssh-agent instead of the cluster's <cluster>-ssh secret"),
+            Arg::new("ssh_option")
+                .long("ssh-option")
+                .value_name("KEY=VALUE")
+                .action(ArgAction::Append)
+                .value_parser(user_option)
+                .help("ssh route: an option passed to ssh -o (repeatable), e.g. ProxyJump=admin@bastion"),
+        ]
+    }
+
+    fn configure(&self, shared: &Shared, flags: &Flags) -> Box<dyn Configured> {
+        // `--ssh-identity` / `--ssh-agent`, else the cluster's secret.
+        let key = match (
+            flags.one::<PathBuf>("ssh_identity"),
+            flags.is_set("ssh_agent"),
+        ) {
+            (Some(path), _) => SshKey::File(path),
+            (None, true) => SshKey::Agent,
+            (None, false) => SshKey::ClusterSecret,
+        };
+        Box::new(SshRouteSettings {
+            ssh: SshSettings {
+                options: flags.all("ssh_option"),
+                ..shared.ssh()
+            },
+            key,
+            cluster: shared.cluster.clone(),
+            namespace: shared.namespace.clone(),
+        })
+    }
+}
+
+impl Configured for SshRouteSettings {
     /// It creates no object: only processes on this machine.
-    fn would_create(&self, _: &RouteSettings, _: &[Target]) -> Vec<Pod> {
+    fn would_create(&self, _: &[Target]) -> Vec<Pod> {
         Vec::new()
     }
 
     fn open<'a>(
         &'a self,
-        s: &'a RouteSettings,
         env: Env<'a>,
         _: &'a [Target],
     ) -> BoxFuture<'a, Result<Box<dyn Session + 'a>>> {
         Box::pin(async move {
-            let s = &s.ssh;
+            let s = self;
             let mut files = RunDir::create().map_err(|e| {
                 Error::config_from("cannot create a private temporary directory for ssh", e)
             })?;
