@@ -213,6 +213,23 @@ impl Shared {
     }
 }
 
+#[cfg(test)]
+impl Shared {
+    /// Cluster `tkc` in namespace `ns`, run `bcdfg`, and the flags' defaults.
+    pub fn example() -> Shared {
+        Shared {
+            cluster: "tkc".into(),
+            namespace: "ns".into(),
+            run_id: "bcdfg".into(),
+            timeout: Duration::from_secs(120),
+            connect_timeout: Duration::from_secs(3),
+            api_timeout: Duration::from_secs(5),
+            image_pull_secret: None,
+            ssh_user: ssh::DEFAULT_USER.into(),
+        }
+    }
+}
+
 /// The routes' own flags as the command line gave them: each route reads its own by the ids of
 /// the args it made ([`Route::args`]); nothing else looks inside.
 #[derive(Debug, Clone)]

@@ -316,14 +316,8 @@ mod tests {
     #[test]
     fn settings_come_from_the_shared_context_and_the_routes_flags() {
         let shared = Shared {
-            cluster: "tkc".into(),
-            namespace: "ns".into(),
-            run_id: "bcdfg".into(),
-            timeout: Duration::from_secs(120),
-            connect_timeout: Duration::from_secs(3),
-            api_timeout: Duration::from_secs(5),
             image_pull_secret: Some("regcred".into()),
-            ssh_user: "vmware-system-user".into(),
+            ..Shared::example()
         };
         let s = PodSettings::new(&shared, &Flags::parse(&[]));
         assert_eq!(

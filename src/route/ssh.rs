@@ -236,6 +236,13 @@ impl Route for SshRoute {
     }
 
     fn configure(&self, shared: &Shared, flags: &Flags) -> Box<dyn Configured> {
+        Box::new(SshRouteSettings::new(shared, flags))
+    }
+}
+
+impl SshRouteSettings {
+    /// The ssh route's settings for one cluster.
+    pub fn new(shared: &Shared, flags: &Flags) -> SshRouteSettings {
         // `--ssh-identity` / `--ssh-agent`, else the cluster's secret.
         let key = match (
             flags.one::<PathBuf>("ssh_identity"),
@@ -245,7 +252,7 @@ impl Route for SshRoute {
             (None, true) => SshKey::Agent,
             (None, false) => SshKey::ClusterSecret,
         };
-        Box::new(SshRouteSettings {
+        SshRouteSettings {
             ssh: SshSettings {
                 options: flags.all("ssh_option"),
                 ..shared.ssh()
@@ -253,7 +260,7 @@ impl Route for SshRoute {
             key,
             cluster: shared.cluster.clone(),
             namespace: shared.namespace.clone(),
-        })
+        }
     }
 }
 
@@ -521,6 +528,25 @@ fn read_result(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_key_and_options_come_from_the_routes_flags() {
+        let shared = Shared::example();
+        let of = |argv: &[&str]| SshRouteSettings::new(&shared, &Flags::parse(argv));
+        let s = of(&[]);
+        assert_eq!(s.key, SshKey::ClusterSecret);
+        assert_eq!((s.cluster.as_str(), s.namespace.as_str()), ("tkc", "ns"));
+        assert_eq!(s.ssh.user, DEFAULT_USER);
+        assert_eq!(s.ssh.connect_timeout, Duration::from_secs(3));
+        assert!(s.ssh.options.is_empty());
+        assert_eq!(of(&["--ssh-agent"]).key, SshKey::Agent);
+        assert_eq!(
+            of(&["--ssh-identity", "/k"]).key,
+            SshKey::File(PathBuf::from("/k"))
+        );
+        let s = of(&["--ssh-option", "ProxyJump=a@b", "--ssh-option", "Port=2222"]);
+        assert_eq!(s.ssh.options, ["ProxyJump=a@b", "Port=2222"]);
+    }
 
     fn settings() -> SshSettings {
         SshSettings {
