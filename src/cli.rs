@@ -1,13 +1,14 @@
-//! The command line, in kubectl's conventions. clap derive only: this module turns argv into
-//! validated values and never talks to a cluster. Names are checked here, before any request is
-//! made, so a typo never reaches the API server. The `*_options` methods hand the commands plain
-//! values: nothing below the commands sees a clap type.
+//! The command line, in kubectl's conventions. clap derive, and clap's builder for the routes'
+//! flags: this module turns argv into validated values and never talks to a cluster. Names are
+//! checked here, before any request is made, so a typo never reaches the API server. The
+//! `*_options` methods hand the commands plain values; below the commands only the routes see
+//! clap, each its own flags ([`ReachArgs`]: a route defines them and reads them back).
 
 use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use clap::{Arg, ArgAction, ArgMatches, Args, FromArgMatches, Parser, Subcommand, ValueEnum};
 use clap_complete::Shell;
 
 use crate::commands::analyse::AnalyseOptions;
@@ -16,9 +17,11 @@ use crate::commands::diagnose::DiagnoseRun;
 use crate::commands::many::{Selection, Which};
 use crate::commands::status::StatusOptions;
 use crate::connect::ConnectOptions;
-use crate::names::{validate_dns1123_label, validate_dns1123_subdomain};
-use crate::plan::{DiagnoseOptions, Via};
+use crate::names::{parse_namespace, validate_dns1123_subdomain};
+use crate::plan::DiagnoseOptions;
 use crate::render::Format;
+use crate::route::via::AUTO_HELP;
+use crate::route::{Flags, Route, Via, ROUTES};
 use crate::workload::Tls;
 
 /// Appended to `--help`: scripts depend on these, so they are part of the interface.
@@ -242,41 +245,9 @@ pub struct DiagnoseArgs {
     #[arg(long, value_name = "FILE", conflicts_with = "dry_run")]
     pub bundle: Option<PathBuf>,
 
-    /// How to reach the nodes (auto: pod when the workload API answers, else jumpbox)
-    #[arg(long, value_name = "VIA", default_value = "auto", value_parser = via_parser())]
-    pub via: Via,
-
-    /// The node user for the jumpbox and ssh routes (has passwordless sudo)
-    #[arg(long, value_name = "USER", default_value = crate::route::ssh::DEFAULT_USER)]
-    pub ssh_user: String,
-
-    /// Image of the jumpbox pods (needs an ssh client and sh)
-    #[arg(long, value_name = "IMAGE", default_value = crate::route::jumpbox::DEFAULT_IMAGE)]
-    pub jumpbox_image: String,
-
-    /// ssh route: this private key instead of the cluster's <cluster>-ssh secret
-    #[arg(long, value_name = "PATH", conflicts_with = "ssh_agent")]
-    pub ssh_identity: Option<std::path::PathBuf>,
-
-    /// ssh route: use the running ssh-agent instead of the cluster's <cluster>-ssh secret
-    #[arg(long)]
-    pub ssh_agent: bool,
-
-    /// ssh route: an option passed to ssh -o (repeatable), e.g. ProxyJump=admin@bastion
-    #[arg(long, value_name = "KEY=VALUE", value_parser = crate::route::ssh::user_option)]
-    pub ssh_option: Vec<String>,
-
-    /// Image of the probe pods (needs only chroot and sh; the probe uses the node's tools)
-    #[arg(long, value_name = "IMAGE", default_value = crate::route::pod::DEFAULT_IMAGE)]
-    pub image: String,
-
-    /// Pull secret for --image, in the pods' namespace
-    #[arg(long, value_name = "SECRET")]
-    pub image_pull_secret: Option<String>,
-
-    /// Namespace of the probe pods in the workload cluster (must allow privileged pods)
-    #[arg(long, value_name = "NAMESPACE", default_value = crate::route::pod::DEFAULT_NAMESPACE, value_parser = parse_namespace)]
-    pub pod_namespace: String,
+    // `--via`, the routes' shared flags and each route's own.
+    #[command(flatten)]
+    pub reach: ReachArgs,
 
     /// Bound of each TCP connect the probe makes (never the OS's two minutes)
     #[arg(long, value_name = "DURATION", default_value = "3s", value_parser = parse_duration)]
@@ -314,19 +285,110 @@ pub struct DiagnoseArgs {
     pub many: ManyArgs,
 }
 
-/// `--via`: `auto`, or the name of a route in [`crate::route::ROUTES`] (with its help line).
-fn via_parser() -> impl TypedValueParser<Value = Via> {
-    let values = std::iter::once(
-        PossibleValue::new("auto").help("pod when the workload API answers, else jumpbox"),
-    )
-    .chain(
-        crate::route::ROUTES
+/// `--via`, the flags the routes share (`--ssh-user`, `--image-pull-secret`) and every route's
+/// own flags ([`Route::args`]): one block of `diagnose`'s options, made from the route list
+/// ([`ROUTES`]) so that a route's flags come with its line there and nothing here changes.
+#[derive(Debug, Clone)]
+pub struct ReachArgs {
+    pub via: Via,
+    pub ssh_user: String,
+    pub image_pull_secret: Option<String>,
+    /// The routes' own flags, for each route to read.
+    pub route_flags: Flags,
+}
+
+/// Where `--help` shows the flags after `--via`: in the order they have always had. A flag not
+/// named here (a new route's) follows these, in the order of [`ROUTES`].
+const REACH_FLAGS_ORDER: &[&str] = &[
+    "ssh_user",
+    "jumpbox_image",
+    "ssh_identity",
+    "ssh_agent",
+    "ssh_option",
+    "image",
+    "image_pull_secret",
+    "pod_namespace",
+];
+
+/// The routes the command line is made of: [`ROUTES`]; a unit test adds one of its own, to show
+/// that the list is all the command line takes from a new route.
+fn routes() -> &'static [&'static dyn Route] {
+    #[cfg(test)]
+    if let Some(routes) = tests::ROUTES_HERE.with(|r| r.get()) {
+        return routes;
+    }
+    ROUTES
+}
+
+impl Args for ReachArgs {
+    fn augment_args(cmd: clap::Command) -> clap::Command {
+        let routes = routes();
+        let mut flags = vec![
+            Arg::new("ssh_user")
+                .long("ssh-user")
+                .value_name("USER")
+                .action(ArgAction::Set)
+                .default_value(crate::route::ssh::DEFAULT_USER)
+                .help("The node user for the jumpbox and ssh routes (has passwordless sudo)"),
+            Arg::new("image_pull_secret")
+                .long("image-pull-secret")
+                .value_name("SECRET")
+                .action(ArgAction::Set)
+                .help("Pull secret for --image, in the pods' namespace"),
+        ];
+        flags.extend(routes.iter().flat_map(|r| r.args()));
+        // Stable: what the order does not name keeps the routes' order.
+        flags.sort_by_key(|a| {
+            REACH_FLAGS_ORDER
+                .iter()
+                .position(|id| a.get_id() == *id)
+                .unwrap_or(REACH_FLAGS_ORDER.len())
+        });
+        cmd.arg(
+            Arg::new("via")
+                .long("via")
+                .value_name("VIA")
+                .action(ArgAction::Set)
+                .default_value("auto")
+                .value_parser(via_parser(routes))
+                .help("How to reach the nodes (auto: pod when the workload API answers, else jumpbox)"),
+        )
+        .args(flags)
+    }
+
+    fn augment_args_for_update(cmd: clap::Command) -> clap::Command {
+        Self::augment_args(cmd)
+    }
+}
+
+impl FromArgMatches for ReachArgs {
+    fn from_arg_matches(m: &ArgMatches) -> Result<Self, clap::Error> {
+        Ok(ReachArgs {
+            via: m.get_one::<Via>("via").copied().unwrap_or(Via::Auto),
+            ssh_user: m.get_one::<String>("ssh_user").cloned().unwrap_or_default(),
+            image_pull_secret: m.get_one::<String>("image_pull_secret").cloned(),
+            route_flags: Flags::new(m.clone()),
+        })
+    }
+
+    fn update_from_arg_matches(&mut self, m: &ArgMatches) -> Result<(), clap::Error> {
+        *self = Self::from_arg_matches(m)?;
+        Ok(())
+    }
+}
+
+/// `--via`: `auto`, or the name of a route in `routes` (with its help line).
+fn via_parser(routes: &'static [&'static dyn Route]) -> impl TypedValueParser<Value = Via> {
+    let values = std::iter::once(PossibleValue::new("auto").help(AUTO_HELP)).chain(
+        routes
             .iter()
             .map(|r| PossibleValue::new(r.name()).help(r.help())),
     );
-    PossibleValuesParser::new(values).map(|name| match crate::route::by_name(&name) {
-        Some(route) => Via::Route(route),
-        None => Via::Auto,
+    PossibleValuesParser::new(values).map(move |name| {
+        match routes.iter().copied().find(|r| r.name() == name) {
+            Some(route) => Via::Route(route),
+            None => Via::Auto,
+        }
     })
 }
 
@@ -433,18 +495,13 @@ impl DiagnoseArgs {
         }
     }
 
-    /// How each cluster is diagnosed (`cluster` is filled in per cluster).
+    /// How each cluster is diagnosed: the same options for every cluster.
     pub fn options(&self, global: &GlobalArgs) -> DiagnoseOptions {
         DiagnoseOptions {
-            cluster: self.cluster.clone().unwrap_or_default(),
-            via: self.via,
-            ssh_user: self.ssh_user.clone(),
-            ssh_key: crate::plan::ssh_key(self.ssh_identity.clone(), self.ssh_agent),
-            ssh_options: self.ssh_option.clone(),
-            jumpbox_image: self.jumpbox_image.clone(),
-            image: self.image.clone(),
-            image_pull_secret: self.image_pull_secret.clone(),
-            pod_namespace: self.pod_namespace.clone(),
+            via: self.reach.via,
+            route_flags: self.reach.route_flags.clone(),
+            ssh_user: self.reach.ssh_user.clone(),
+            image_pull_secret: self.reach.image_pull_secret.clone(),
             connect_timeout: self.connect_timeout,
             timeout: self.timeout,
             log_lines: self.log_lines,
@@ -470,13 +527,6 @@ impl CleanupArgs {
             workload_tls: global.workload_tls(),
         }
     }
-}
-
-/// Kubernetes namespaces are RFC 1123 labels.
-fn parse_namespace(s: &str) -> Result<String, String> {
-    validate_dns1123_label(s)
-        .map(|_| s.to_string())
-        .map_err(|why| format!("not a valid namespace name: {why}"))
 }
 
 /// CAPI Cluster names are RFC 1123 subdomains (and a label in practice, as they become host names).
@@ -510,6 +560,13 @@ pub fn parse_since(s: &str) -> Result<Duration, String> {
 mod tests {
     use super::*;
     use clap::CommandFactory;
+    use std::cell::Cell;
+
+    thread_local! {
+        /// The routes the command line is made of on this thread, when a test sets them.
+        pub(super) static ROUTES_HERE: Cell<Option<&'static [&'static dyn Route]>> =
+            const { Cell::new(None) };
+    }
 
     #[test]
     fn clap_definition_is_consistent() {
@@ -536,6 +593,140 @@ mod tests {
         let e = via("telnet").unwrap_err();
         assert_eq!(e.exit_code(), 2);
         assert!(e.to_string().contains("possible values"), "{e}");
+    }
+
+    /// A route as its own file would write it: a name, a help line, a flag and the settings it
+    /// makes from them.
+    struct Telnet;
+
+    #[derive(Debug)]
+    struct TelnetSettings {
+        cluster: String,
+        port: u16,
+    }
+
+    impl Route for Telnet {
+        fn name(&self) -> &'static str {
+            "telnet"
+        }
+        fn help(&self) -> &'static str {
+            "telnet to each VM (a test's route)"
+        }
+        fn args(&self) -> Vec<Arg> {
+            vec![Arg::new("telnet_port")
+                .long("telnet-port")
+                .value_name("PORT")
+                .default_value("23")
+                .value_parser(clap::value_parser!(u16))
+                .help("telnet route: the port of every VM")]
+        }
+        fn configure(
+            &self,
+            shared: &crate::route::Shared,
+            flags: &Flags,
+        ) -> Box<dyn crate::route::Configured> {
+            Box::new(TelnetSettings {
+                cluster: shared.cluster.clone(),
+                port: flags.one("telnet_port").unwrap(),
+            })
+        }
+    }
+
+    impl crate::route::Configured for TelnetSettings {
+        fn would_create(&self, _: &[crate::route::Target]) -> Vec<k8s_openapi::api::core::v1::Pod> {
+            use k8s_openapi_ext::PodExt;
+            vec![k8s_openapi::api::core::v1::Pod::new(format!(
+                "{}-{}",
+                self.cluster, self.port
+            ))]
+        }
+        fn open<'a>(
+            &'a self,
+            _: crate::route::Env<'a>,
+            _: &'a [crate::route::Target],
+        ) -> futures::future::BoxFuture<'a, crate::error::Result<Box<dyn crate::route::Session + 'a>>>
+        {
+            let why = crate::probe::ReachError::no_address();
+            Box::pin(async move {
+                Ok(Box::new(crate::route::Unavailable(why)) as Box<dyn crate::route::Session>)
+            })
+        }
+    }
+
+    fn diagnose_help() -> String {
+        let mut cmd = Cli::command().term_width(100);
+        cmd.build();
+        let mut d = cmd.find_subcommand("diagnose").unwrap().clone();
+        d.render_long_help().to_string()
+    }
+
+    /// Adding a route is its file (here `Telnet`) and one line in `ROUTES` (here the list the
+    /// command line is made of on this thread): its flag is in `diagnose --help`, `--via` takes
+    /// it, its settings come from its flag, and the help gains the route's lines and no other.
+    #[test]
+    fn a_new_route_is_its_file_and_one_line_in_routes() {
+        let before = diagnose_help();
+        let with_telnet: &'static [&'static dyn Route] = Vec::leak(
+            ROUTES
+                .iter()
+                .copied()
+                .chain([&Telnet as &dyn Route])
+                .collect(),
+        );
+        ROUTES_HERE.with(|r| r.set(Some(with_telnet)));
+        let after = diagnose_help();
+        let parsed = Cli::try_parse_from([
+            "kubectl-etcdnet",
+            "diagnose",
+            "tkc",
+            "--via",
+            "telnet",
+            "--telnet-port",
+            "2323",
+        ]);
+        ROUTES_HERE.with(|r| r.set(None));
+
+        // The help: today's lines, in their order, and the new ones are the route's.
+        let mut old = before.lines().peekable();
+        let mut added = Vec::new();
+        for line in after.lines() {
+            if old.peek() == Some(&line) {
+                old.next();
+            } else {
+                added.push(line);
+            }
+        }
+        assert_eq!(
+            old.next(),
+            None,
+            "every line of today's help stays, in order"
+        );
+        assert_eq!(
+            added,
+            [
+                "          - telnet:  telnet to each VM (a test's route)",
+                "      --telnet-port <PORT>",
+                "          telnet route: the port of every VM",
+                "          ",
+                "          [default: 23]",
+                "",
+            ],
+            "{after}"
+        );
+
+        // `--via` takes it, and its settings come from its flag and the cluster's context.
+        let cli = parsed.unwrap();
+        let Command::Diagnose(d) = &cli.command else {
+            unreachable!()
+        };
+        let opts = d.options(&cli.global);
+        let facts = crate::testing::facts(3, 3, Vec::new());
+        let api = crate::testing::api(crate::workload::ApiState::Reachable);
+        let plan = crate::plan::plan(&opts, &facts, &api, "bcdfg".into());
+        assert_eq!(plan.route_info.name, "telnet");
+        assert_eq!(plan.route_info.reason, "--via telnet");
+        let pods = plan.route.would_create(&plan.targets);
+        assert_eq!(pods[0].metadata.name.as_deref(), Some("tkc-2323"));
     }
 
     #[test]

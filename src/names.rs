@@ -23,6 +23,14 @@ pub fn validate_dns1123_label(s: &str) -> Result<(), String> {
     Ok(())
 }
 
+/// A namespace flag's value (`-n`, `--pod-namespace`): Kubernetes namespaces are RFC 1123
+/// labels.
+pub fn parse_namespace(s: &str) -> Result<String, String> {
+    validate_dns1123_label(s)
+        .map(|_| s.to_string())
+        .map_err(|why| format!("not a valid namespace name: {why}"))
+}
+
 /// RFC 1123 subdomain: dot-separated labels, at most 253 characters.
 pub fn validate_dns1123_subdomain(s: &str) -> Result<(), String> {
     if s.len() > 253 {

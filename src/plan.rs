@@ -1,39 +1,28 @@
 //! Resolve once. A [`DiagnosePlan`] is made from the command's options, the cluster's facts
 //! and the workload API check, the way ripgrep turns its flags into settings once: the route
-//! chosen (no `auto` left) and why, one [`Target`] per control-plane node with what its probe
-//! is told, and the settings every route reads. Nothing after it sees the command line.
+//! chosen (no `auto` left: [`Via::resolve`]) and why, configured with its settings, and one
+//! [`Target`] per control-plane node with what its probe is told. Nothing after it sees the
+//! command line.
 
-use std::path::PathBuf;
 use std::time::Duration;
 
 use crate::probe::script::ProbeArgs;
 use crate::report::RouteInfo;
-use crate::route::jumpbox::{JumpboxRoute, JumpboxSettings};
-use crate::route::pod::{PodRoute, PodSettings};
-use crate::route::ssh::{SshKey, SshRouteSettings, SshSettings};
-use crate::route::{Address, PodBasics, Route, RouteSettings, Target};
+use crate::route::{Address, Configured, Flags, Shared, Target, Via};
 use crate::supervisor::{ClusterFacts, ControlPlaneNode};
 use crate::workload::WorkloadApi;
 
-/// `--via`: a route, or `auto` (pod when the workload API answers, else jumpbox).
-#[derive(Debug, Clone, Copy)]
-pub enum Via {
-    Auto,
-    Route(&'static dyn Route),
-}
-
-/// What `diagnose` was asked to do, as plain values (made from the command line by `cli`).
+/// What `diagnose` was asked to do, as plain values (made from the command line by `cli`), the
+/// same for every cluster it diagnoses.
 #[derive(Debug, Clone)]
 pub struct DiagnoseOptions {
-    pub cluster: String,
     pub via: Via,
+    /// The routes' own flags: each route reads its own when it is configured.
+    pub route_flags: Flags,
+    /// `--ssh-user`, for the routes that ssh.
     pub ssh_user: String,
-    pub ssh_key: SshKey,
-    pub ssh_options: Vec<String>,
-    pub jumpbox_image: String,
-    pub image: String,
+    /// `--image-pull-secret`, for every pod.
     pub image_pull_secret: Option<String>,
-    pub pod_namespace: String,
     pub connect_timeout: Duration,
     /// Bound of the whole run; pods get it as activeDeadlineSeconds.
     pub timeout: Duration,
@@ -52,84 +41,43 @@ pub struct DiagnoseOptions {
 /// One diagnosis, resolved.
 #[derive(Debug)]
 pub struct DiagnosePlan {
-    pub route: &'static dyn Route,
+    /// The chosen route, configured for this cluster.
+    pub route: Box<dyn Configured>,
     /// The route's name and why it was chosen, as the report says it.
     pub route_info: RouteInfo,
     pub targets: Vec<Target>,
-    pub settings: RouteSettings,
     pub timeout: Duration,
     pub parallel: usize,
     pub keep_pods: bool,
     pub dry_run: bool,
 }
 
-/// Where the plan is made: the vSphere Namespace, and the id all of the run's pods share.
-pub struct Context<'a> {
-    pub namespace: &'a str,
-    pub run_id: String,
-}
-
+/// The plan for the cluster of `facts` (its name and vSphere Namespace are theirs), whose
+/// workload API is `api`; `run_id` is shared by all of the run's pods.
 pub fn plan(
     opts: &DiagnoseOptions,
     facts: &ClusterFacts,
     api: &WorkloadApi,
-    ctx: Context<'_>,
+    run_id: String,
 ) -> DiagnosePlan {
-    let (route, reason): (&'static dyn Route, String) = match opts.via {
-        Via::Auto if api.is_reachable() => (&PodRoute, "auto: the workload API answers".into()),
-        Via::Auto => (
-            &JumpboxRoute,
-            format!(
-                "auto: the workload API does not answer ({}), so through the Supervisor",
-                api.state
-            ),
-        ),
-        Via::Route(r) => (r, format!("--via {}", r.name())),
-    };
-    let basics = PodBasics {
-        run_id: ctx.run_id,
-        deadline: opts.timeout,
-        image_pull_secret: opts.image_pull_secret.clone(),
-    };
-    let ssh = SshSettings {
-        user: opts.ssh_user.clone(),
+    let (route, reason) = opts.via.resolve(api);
+    let shared = Shared {
+        cluster: facts.cluster.name.clone(),
+        namespace: facts.namespace.clone(),
+        run_id,
+        timeout: opts.timeout,
         connect_timeout: opts.connect_timeout,
-        options: opts.ssh_options.clone(),
-    };
-    let settings = RouteSettings {
-        pod: PodSettings {
-            namespace: opts.pod_namespace.clone(),
-            image: opts.image.clone(),
-            basics: basics.clone(),
-        },
-        jumpbox: JumpboxSettings {
-            namespace: ctx.namespace.to_string(),
-            cluster: opts.cluster.clone(),
-            image: opts.jumpbox_image.clone(),
-            basics,
-            ssh: ssh.clone(),
-        },
-        ssh: SshRouteSettings {
-            ssh,
-            key: opts.ssh_key.clone(),
-            cluster: opts.cluster.clone(),
-            namespace: ctx.namespace.to_string(),
-        },
-        // The pod route's requests (create, watch, logs) get more time than the quick check,
-        // never more than the run's: each is bounded, headers and body (`bounds`).
-        workload_timeout: opts
-            .api_timeout
-            .max(Duration::from_secs(10))
-            .min(opts.timeout),
+        api_timeout: opts.api_timeout,
+        image_pull_secret: opts.image_pull_secret.clone(),
+        ssh_user: opts.ssh_user.clone(),
     };
     DiagnosePlan {
-        route,
+        route: route.configure(&shared, &opts.route_flags),
         route_info: RouteInfo {
             name: route.name().into(),
             reason,
         },
         targets: targets(facts, opts),
-        settings,
         timeout: opts.timeout,
         parallel: opts.parallel,
         keep_pods: opts.keep_pods,
@@ -182,15 +130,6 @@ fn targets(facts: &ClusterFacts, opts: &DiagnoseOptions) -> Vec<Target> {
         .collect()
 }
 
-/// `--ssh-identity` / `--ssh-agent`, else the cluster's secret.
-pub fn ssh_key(identity: Option<PathBuf>, agent: bool) -> SshKey {
-    match (identity, agent) {
-        (Some(path), _) => SshKey::File(path),
-        (None, true) => SshKey::Agent,
-        (None, false) => SshKey::ClusterSecret,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -204,15 +143,10 @@ mod tests {
 
     fn options(via: Via) -> DiagnoseOptions {
         DiagnoseOptions {
-            cluster: "tkc".into(),
             via,
+            route_flags: Flags::parse(&[]),
             ssh_user: "vmware-system-user".into(),
-            ssh_key: SshKey::ClusterSecret,
-            ssh_options: vec![],
-            jumpbox_image: "jb".into(),
-            image: "busybox".into(),
             image_pull_secret: None,
-            pod_namespace: "kube-system".into(),
             connect_timeout: Duration::from_secs(3),
             timeout: Duration::from_secs(120),
             log_lines: 500,
@@ -225,34 +159,44 @@ mod tests {
         }
     }
 
-    fn ctx() -> Context<'static> {
-        Context {
-            namespace: "ns",
-            run_id: "bcdfg".into(),
-        }
-    }
+    const RUN: &str = "bcdfg";
 
     #[test]
-    fn auto_is_resolved_from_the_workload_api() {
+    fn the_route_is_resolved_and_configured_for_the_cluster() {
         let f = facts(3, 3, (1..=3).map(|i| node(i, true)).collect());
         let up = api(ApiState::Reachable);
         let down = api(ApiState::Timeout);
-        let p = plan(&options(Via::Auto), &f, &up, ctx());
-        assert_eq!(p.route.name(), "pod");
+        let p = plan(&options(Via::Auto), &f, &up, RUN.into());
+        assert_eq!(p.route_info.name, "pod");
         assert_eq!(p.route_info.reason, "auto: the workload API answers");
-        let p = plan(&options(Via::Auto), &f, &down, ctx());
-        assert_eq!(p.route.name(), "jumpbox");
+        // The cluster's own values reach the route: its run id, its namespace, its name.
+        let pods = p.route.would_create(&p.targets);
+        assert_eq!(pods.len(), 3);
+        assert!(pods.iter().all(|pod| {
+            pod.metadata.namespace.as_deref() == Some("kube-system")
+                && pod.metadata.name.as_ref().unwrap().ends_with("-bcdfg")
+        }));
+        let p = plan(&options(Via::Auto), &f, &down, RUN.into());
+        assert_eq!(p.route_info.name, "jumpbox");
         assert!(
             p.route_info.reason.contains("(Timeout)"),
             "{}",
             p.route_info.reason
         );
-        let ssh = crate::route::by_name("ssh").unwrap();
-        let p = plan(&options(Via::Route(ssh)), &f, &up, ctx());
+        let pods = p.route.would_create(&p.targets);
+        assert_eq!(pods.len(), 1);
+        assert_eq!(pods[0].metadata.namespace.as_deref(), Some("ns"));
         assert_eq!(
-            (p.route.name(), p.route_info.reason.as_str()),
+            pods[0].metadata.name.as_deref(),
+            Some("etcdnet-jumpbox-tkc-bcdfg")
+        );
+        let ssh = crate::route::by_name("ssh").unwrap();
+        let p = plan(&options(Via::Route(ssh)), &f, &up, RUN.into());
+        assert_eq!(
+            (p.route_info.name.as_str(), p.route_info.reason.as_str()),
             ("ssh", "--via ssh")
         );
+        assert!(p.route.would_create(&p.targets).is_empty());
     }
 
     #[test]
@@ -264,7 +208,12 @@ mod tests {
             nodes.push(rogue);
         }
         let f = facts(3, 3, nodes);
-        let p = plan(&options(Via::Auto), &f, &api(ApiState::Reachable), ctx());
+        let p = plan(
+            &options(Via::Auto),
+            &f,
+            &api(ApiState::Reachable),
+            RUN.into(),
+        );
         let names: Vec<&str> = p.targets.iter().map(|t| t.name.as_str()).collect();
         assert_eq!(names, ["tkc-cp-1", "tkc-cp-2", "tkc-cp-3"]);
         let bound = f.desired().unwrap() as usize + f.machines_present();
@@ -298,7 +247,12 @@ mod tests {
         let vm = nodes[1].vm.as_mut().unwrap();
         vm.refused_ip = vm.ip.take();
         let f = facts(3, 3, nodes);
-        let p = plan(&options(Via::Auto), &f, &api(ApiState::Reachable), ctx());
+        let p = plan(
+            &options(Via::Auto),
+            &f,
+            &api(ApiState::Reachable),
+            RUN.into(),
+        );
         let names: Vec<&str> = p.targets.iter().map(|t| t.name.as_str()).collect();
         assert_eq!(names, ["tkc-cp-1", "tkc-cp-2"]);
         assert!(p.targets[1].address.is_none(), "refused: no address");
@@ -313,7 +267,12 @@ mod tests {
         let mut nodes: Vec<_> = (1..=3).map(|i| node(i, true)).collect();
         nodes[2] = node(3, false);
         let f = facts(3, 3, nodes);
-        let p = plan(&options(Via::Auto), &f, &api(ApiState::Reachable), ctx());
+        let p = plan(
+            &options(Via::Auto),
+            &f,
+            &api(ApiState::Reachable),
+            RUN.into(),
+        );
         assert_eq!(p.targets.len(), 3);
         let a = p.targets[0].address.as_ref().unwrap();
         assert_eq!(a.probe.self_ip, "198.18.0.11");
@@ -324,8 +283,5 @@ mod tests {
         );
         assert_eq!(a.probe.connect_timeout_s, 3);
         assert!(p.targets[2].address.is_none());
-        assert_eq!(p.settings.pod.basics.run_id, "bcdfg");
-        assert_eq!(p.settings.jumpbox.namespace, "ns");
-        assert_eq!(p.settings.workload_timeout, Duration::from_secs(10));
     }
 }

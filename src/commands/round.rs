@@ -70,11 +70,13 @@ pub async fn round_with_cleanup(
         Which::AllNamespaces => "<cluster> -n <namespace>".to_string(),
     };
     if opts.keep_pods {
+        // The note names the pod route's namespace, as it always has (a kept jumpbox pod is in
+        // the vSphere Namespace instead).
         let kept = tracker.names();
         if !kept.is_empty() {
             notes.push(format!(
                 "kept {} probe pod(s) in namespace {} of the workload cluster(s): {}; remove them with: kubectl etcdnet cleanup {where_}",
-                kept.len(), opts.pod_namespace, kept.join(", ")
+                kept.len(), route::pod::namespace(&opts.route_flags), kept.join(", ")
             ));
         }
     } else {
@@ -196,10 +198,7 @@ pub async fn diagnose(
     progress: &Progress,
 ) -> Result<Diagnosed> {
     let started = Instant::now();
-    let opts = &DiagnoseOptions {
-        cluster: facts.cluster.name.clone(),
-        ..opts.clone()
-    };
+    let cluster = facts.cluster.name.clone();
     let namespace = facts.namespace.clone();
 
     // The workload API decides `auto`, and is part of every report.
@@ -207,27 +206,19 @@ pub async fn diagnose(
     let workload = workload::check(
         &conn.client,
         &namespace,
-        &opts.cluster,
+        &cluster,
         facts.endpoint.as_ref(),
         opts.workload_tls,
         opts.api_timeout,
     )
     .await;
-    let plan = plan::plan(
-        opts,
-        &facts,
-        &workload.api,
-        plan::Context {
-            namespace: &namespace,
-            run_id: route::run_id(),
-        },
-    );
+    let plan = plan::plan(opts, &facts, &workload.api, route::run_id());
     if plan.dry_run {
         // The Supervisor-side finding a dry run can already tell: Machines never probed.
         let notes = analyse::status_findings(&facts, &workload.api)
             .into_iter()
             .filter(|f| f.code == FindingCode::ControlPlaneMachinesBeyondReplicas)
-            .map(|f| format!("warning: cluster {}: {}", opts.cluster, f.message))
+            .map(|f| format!("warning: cluster {cluster}: {}", f.message))
             .collect();
         return Ok(Diagnosed::DryRun(DryRun {
             pods: would_create(&plan),
@@ -239,7 +230,7 @@ pub async fn diagnose(
         supervisor: &conn.client,
         workload: &workload,
     };
-    let session = plan.route.open(&plan.settings, env, &plan.targets).await?;
+    let session = plan.route.open(env, &plan.targets).await?;
     let run = route::Run {
         tracker,
         bound: plan.timeout.saturating_sub(started.elapsed()),
@@ -258,7 +249,7 @@ pub async fn diagnose(
 
     let evidence = Evidence::new(
         &conn.context,
-        &opts.cluster,
+        &cluster,
         inventory,
         workload.api,
         plan.route_info,
@@ -272,5 +263,5 @@ pub async fn diagnose(
 
 /// `--dry-run`: what the chosen route would create to reach the nodes it could reach.
 fn would_create(plan: &DiagnosePlan) -> Vec<Pod> {
-    plan.route.would_create(&plan.settings, &plan.targets)
+    plan.route.would_create(&plan.targets)
 }

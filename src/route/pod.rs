@@ -9,6 +9,9 @@
 //! host's `/`; it is not privileged, shares no PID namespace, cannot gain privileges, runs
 //! under the runtime's default seccomp profile and cannot write its own image.
 
+use std::time::Duration;
+
+use clap::{Arg, ArgAction};
 use futures::future::BoxFuture;
 use k8s_openapi::api::core::v1::{
     Capabilities, Container, HostPathVolumeSource, Pod, PodSpec, SeccompProfile, SecurityContext,
@@ -19,7 +22,8 @@ use kube::api::Api;
 
 use super::lifecycle::{self, PodApi};
 use super::{
-    Address, Env, PodBasics, Reached, Route, RouteSettings, Run, Session, Target, Unavailable,
+    Address, Configured, Env, Flags, PodBasics, Reached, Route, Run, Session, Shared, Target,
+    Unavailable,
 };
 use crate::error::Result;
 use crate::probe::script;
@@ -42,6 +46,8 @@ pub struct PodSettings {
     pub namespace: String,
     pub image: String,
     pub basics: PodBasics,
+    /// Bound of each request to the workload API (create, watch, logs, delete).
+    pub workload_timeout: Duration,
 }
 
 /// A pod name that says what it is and stays a valid DNS label: `etcdnet-probe-<node>-<run>`.
@@ -132,8 +138,57 @@ impl Route for PodRoute {
         "A debug pod pinned to each node (host network, the host's / at /host), through the workload cluster's API"
     }
 
+    /// `--image` and `--pod-namespace`.
+    fn args(&self) -> Vec<Arg> {
+        vec![
+            Arg::new("image")
+                .long("image")
+                .value_name("IMAGE")
+                .action(ArgAction::Set)
+                .default_value(DEFAULT_IMAGE)
+                .help("Image of the probe pods (needs only chroot and sh; the probe uses the node's tools)"),
+            Arg::new("pod_namespace")
+                .long("pod-namespace")
+                .value_name("NAMESPACE")
+                .action(ArgAction::Set)
+                .default_value(DEFAULT_NAMESPACE)
+                .value_parser(crate::names::parse_namespace)
+                .help("Namespace of the probe pods in the workload cluster (must allow privileged pods)"),
+        ]
+    }
+
+    fn configure(&self, shared: &Shared, flags: &Flags) -> Box<dyn Configured> {
+        Box::new(PodSettings::new(shared, flags))
+    }
+}
+
+impl PodSettings {
+    /// The pod route's settings for one cluster.
+    pub fn new(shared: &Shared, flags: &Flags) -> PodSettings {
+        PodSettings {
+            namespace: namespace(flags),
+            image: flags.one("image").unwrap_or_else(|| DEFAULT_IMAGE.into()),
+            basics: shared.pod_basics(),
+            // The requests (create, watch, logs) get more time than the quick check, never
+            // more than the run's: each is bounded, headers and body (`bounds`).
+            workload_timeout: shared
+                .api_timeout
+                .max(Duration::from_secs(10))
+                .min(shared.timeout),
+        }
+    }
+}
+
+/// `--pod-namespace`: where the probe pods are in the workload cluster.
+pub fn namespace(flags: &Flags) -> String {
+    flags
+        .one("pod_namespace")
+        .unwrap_or_else(|| DEFAULT_NAMESPACE.into())
+}
+
+impl Configured for PodSettings {
     /// One pod per node it can reach.
-    fn would_create(&self, s: &RouteSettings, targets: &[Target]) -> Vec<Pod> {
+    fn would_create(&self, targets: &[Target]) -> Vec<Pod> {
         targets
             .iter()
             .filter_map(|t| {
@@ -141,7 +196,7 @@ impl Route for PodRoute {
                 Some(debug_pod(
                     &t.name,
                     &t.node_name,
-                    &s.pod,
+                    self,
                     &script::argv(&at.probe),
                 ))
             })
@@ -150,7 +205,6 @@ impl Route for PodRoute {
 
     fn open<'a>(
         &'a self,
-        s: &'a RouteSettings,
         env: Env<'a>,
         _: &'a [Target],
     ) -> BoxFuture<'a, Result<Box<dyn Session + 'a>>> {
@@ -165,10 +219,10 @@ impl Route for PodRoute {
                     ),
                 })) as Box<dyn Session>);
             }
-            let client = env.workload.client(s.workload_timeout)?;
+            let client = env.workload.client(self.workload_timeout)?;
             Ok(Box::new(PodSession {
-                api: PodApi::new(Api::namespaced(client, &s.pod.namespace)),
-                settings: &s.pod,
+                api: PodApi::new(Api::namespaced(client, &self.namespace)),
+                settings: self,
             }) as Box<dyn Session>)
         })
     }
@@ -224,8 +278,6 @@ impl Session for PodSession<'_> {
 mod tests {
     use super::*;
 
-    use std::time::Duration;
-
     fn settings() -> PodSettings {
         PodSettings {
             namespace: "kube-system".into(),
@@ -235,7 +287,41 @@ mod tests {
                 run_id: "k3x9q".into(),
                 deadline: Duration::from_secs(60),
             },
+            workload_timeout: Duration::from_secs(10),
         }
+    }
+
+    #[test]
+    fn settings_come_from_the_shared_context_and_the_routes_flags() {
+        let shared = Shared {
+            image_pull_secret: Some("regcred".into()),
+            ..Shared::example()
+        };
+        let s = PodSettings::new(&shared, &Flags::parse(&[]));
+        assert_eq!(
+            (s.namespace.as_str(), s.image.as_str()),
+            ("kube-system", DEFAULT_IMAGE)
+        );
+        assert_eq!(s.basics.run_id, "bcdfg");
+        assert_eq!(s.basics.image_pull_secret.as_deref(), Some("regcred"));
+        assert_eq!(s.workload_timeout, Duration::from_secs(10), "at least 10s");
+        let flags = Flags::parse(&["--pod-namespace", "etcdnet", "--image", "busybox"]);
+        let s = PodSettings::new(
+            &Shared {
+                api_timeout: Duration::from_secs(300),
+                ..shared
+            },
+            &flags,
+        );
+        assert_eq!(
+            (s.namespace.as_str(), s.image.as_str()),
+            ("etcdnet", "busybox")
+        );
+        assert_eq!(
+            s.workload_timeout,
+            Duration::from_secs(120),
+            "at most --timeout"
+        );
     }
 
     #[test]

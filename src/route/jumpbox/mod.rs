@@ -14,13 +14,16 @@
 //! What this route shares with the ssh route (the ssh command line, ssh's failures, the key's
 //! secret) it takes from [`super::ssh`], which imports nothing from here.
 
+use clap::{Arg, ArgAction};
 use futures::future::BoxFuture;
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::Api;
 
 use super::lifecycle::PodApi;
 use super::ssh::SshSettings;
-use super::{Address, Env, PodBasics, Route, RouteSettings, Session, Target, Unavailable};
+use super::{
+    Address, Configured, Env, Flags, PodBasics, Route, Session, Shared, Target, Unavailable,
+};
 use crate::error::Result;
 pub use crate::probe::{PortReach, PortState};
 use crate::probe::{ReachError, ReachErrorKind};
@@ -64,18 +67,41 @@ impl Route for JumpboxRoute {
         "One pod in the vSphere Namespace that SSHes to every VM with the <cluster>-ssh key"
     }
 
+    /// `--jumpbox-image`.
+    fn args(&self) -> Vec<Arg> {
+        vec![Arg::new("jumpbox_image")
+            .long("jumpbox-image")
+            .value_name("IMAGE")
+            .action(ArgAction::Set)
+            .default_value(DEFAULT_IMAGE)
+            .help("Image of the jumpbox pods (needs an ssh client and sh)")]
+    }
+
+    fn configure(&self, shared: &Shared, flags: &Flags) -> Box<dyn Configured> {
+        Box::new(JumpboxSettings {
+            namespace: shared.namespace.clone(),
+            cluster: shared.cluster.clone(),
+            image: flags
+                .one("jumpbox_image")
+                .unwrap_or_else(|| DEFAULT_IMAGE.into()),
+            basics: shared.pod_basics(),
+            ssh: shared.ssh(),
+        })
+    }
+}
+
+impl Configured for JumpboxSettings {
     /// One pod for every VM with an address (none when no VM has one).
-    fn would_create(&self, s: &RouteSettings, targets: &[Target]) -> Vec<Pod> {
+    fn would_create(&self, targets: &[Target]) -> Vec<Pod> {
         let vms: Vec<&Address> = addressed(targets).map(|(_, a)| a).collect();
         if vms.is_empty() {
             return Vec::new();
         }
-        vec![jumpbox_pod(&vms, DRY_RUN_NONCE, &s.jumpbox)]
+        vec![jumpbox_pod(&vms, DRY_RUN_NONCE, self)]
     }
 
     fn open<'a>(
         &'a self,
-        s: &'a RouteSettings,
         env: Env<'a>,
         targets: &'a [Target],
     ) -> BoxFuture<'a, Result<Box<dyn Session + 'a>>> {
@@ -87,11 +113,8 @@ impl Route for JumpboxRoute {
                 })) as Box<dyn Session>);
             };
             Ok(Box::new(JumpboxSession::new(
-                PodApi::new(Api::namespaced(
-                    env.supervisor.clone(),
-                    &s.jumpbox.namespace,
-                )),
-                &s.jumpbox,
+                PodApi::new(Api::namespaced(env.supervisor.clone(), &self.namespace)),
+                self,
                 addressed(targets).collect(),
                 nonce,
             )) as Box<dyn Session>)

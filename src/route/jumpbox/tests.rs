@@ -103,23 +103,8 @@ fn one_pod_reaches_every_vm() {
     assert_eq!(command_of(&pod_for(&two, NONCE))[9], "2");
 
     // --dry-run: one pod for all three, and none when no VM has an address.
-    let route = JumpboxRoute;
-    let s = RouteSettings {
-        pod: crate::route::pod::PodSettings {
-            namespace: "kube-system".into(),
-            image: "busybox".into(),
-            basics: settings().basics,
-        },
-        jumpbox: settings(),
-        ssh: crate::route::ssh::SshRouteSettings {
-            ssh: settings().ssh,
-            namespace: "ns-prod".into(),
-            cluster: "tkc-prod".into(),
-            key: crate::route::ssh::SshKey::ClusterSecret,
-        },
-        workload_timeout: Duration::from_secs(1),
-    };
-    let pods = route.would_create(&s, &targets());
+    let s = settings();
+    let pods = s.would_create(&targets());
     assert_eq!(pods.len(), 1);
     assert_eq!(command_of(&pods[0])[4], DRY_RUN_NONCE);
     assert_eq!(command_of(&pods[0]).len(), 12 + 2 * 3);
@@ -127,7 +112,7 @@ fn one_pod_reaches_every_vm() {
     for t in &mut none {
         t.address = None;
     }
-    assert!(route.would_create(&s, &none).is_empty());
+    assert!(s.would_create(&none).is_empty());
 }
 
 #[test]
