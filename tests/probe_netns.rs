@@ -132,16 +132,11 @@ fn every_outcome_against_real_listeners() {
         extra: String::new(),
     };
     let peers = [2, 3, 4, 5, 6, 7, 8, 9, 20].map(|i| format!("198.18.0.{i}"));
-    // 20 checks: --parallel 16 runs them one curl each; 20, as one curl (see `multi_curl` in
-    // probe.sh). Both must tell every outcome alike.
-    let per_path = ProbeArgs {
+    // 20 checks, one curl each, at most 16 at once.
+    let opts = ProbeArgs {
         connect_timeout_s: 2,
         tls_timeout_s: 1,
-        ..ProbeArgs::new("198.18.0.1", peers.clone())
-    };
-    let one_curl = ProbeArgs {
-        parallel: 20,
-        ..per_path.clone()
+        ..ProbeArgs::new("198.18.0.1", peers)
     };
     // Per peer: TCP, TLS, HTTP status, and what the detail says (curl's words).
     let want = "198.18.0.1 Connected Completed Some(200) \n\
@@ -156,19 +151,16 @@ fn every_outcome_against_real_listeners() {
                 198.18.0.20 Timeout NotTried None no TCP answer within 2 s";
     // A curl that notes every call making checks before it runs.
     let calls = node.path("curl-calls");
-    node.curl_noting_checks(&calls, "");
-    for ((shell, opts), curls) in shells()
-        .into_iter()
-        .flat_map(|s| [((s.clone(), &per_path), 20), ((s, &one_curl), 1)])
-    {
+    node.curl_noting_checks(&calls);
+    for shell in shells() {
         let _ = std::fs::remove_file(&calls);
-        let what = format!("{} --parallel {}", shell.join(" "), opts.parallel);
-        let Run { out, wall } = lab.run(&node, &shell, opts);
+        let what = shell.join(" ");
+        let Run { out, wall } = lab.run(&node, &shell, &opts);
         assert_eq!(out.paths.len(), 20, "{what}");
         let made = std::fs::read_to_string(&calls).unwrap();
         assert_eq!(
             made.lines().count(),
-            curls,
+            20,
             "{what}: curls for the checks\n{made}"
         );
         for line in want.lines() {
@@ -188,12 +180,10 @@ fn every_outcome_against_real_listeners() {
                     got == head && got_detail.contains(detail),
                     "{what}: {got}{got_detail}"
                 );
-                // One curl cannot end one transfer: beside a stalled handshake, a check that
-                // never connected runs to connect + TLS timeouts (3 s) instead of 2.
                 let ms = if p.tcp == TcpOutcome::Connected {
                     0..1000
                 } else {
-                    0..3300
+                    0..3000
                 };
                 assert!(
                     ms.contains(&p.tcp_ms.unwrap()),
@@ -318,7 +308,7 @@ fn real_etcd_on_its_own_node() {
 
 /// A listener that completes the TLS handshake and never answers the request (something that is
 /// not etcd, or one too busy to serve): `NoHttpAnswer`, never `Completed`, whether the checks run
-/// one curl each or as one curl.
+/// one after another or at once.
 #[test]
 #[cfg_attr(not(etcdnet_lab), ignore = "needs root and the lab (see build.rs)")]
 fn a_handshake_without_an_http_answer_is_no_http_answer() {
@@ -344,11 +334,11 @@ fn a_handshake_without_an_http_answer_is_no_http_answer() {
         parallel: 1,
         ..ProbeArgs::new("198.18.0.1", ["198.18.0.10"])
     };
-    let one_curl = ProbeArgs {
+    let at_once = ProbeArgs {
         parallel: 16,
         ..per_path.clone()
     };
-    for opts in [&per_path, &one_curl] {
+    for opts in [&per_path, &at_once] {
         let what = format!("--parallel {}", opts.parallel);
         let Run { out, .. } = lab.run(&node, &["sh"], opts);
         let got: Vec<String> = (out.paths.iter())

@@ -434,7 +434,7 @@ fn the_rest_of_the_probe_yields_the_cpu_to_the_checks() {
     node.shim(
         "curl",
         &format!(
-            "#!/bin/sh\ncase \"$*\" in -V) t=query ;; *version*) t=path ;; *) t=health ;; esac\necho \"$t $(awk '{{print $19}}' /proc/$$/stat)\" >>{s}\nexec {real} \"$@\"\n",
+            "#!/bin/sh\ncase \"$*\" in *version*) t=path ;; *) t=health ;; esac\necho \"$t $(awk '{{print $19}}' /proc/$$/stat)\" >>{s}\nexec {real} \"$@\"\n",
             s = seen.display(),
             real = real.display()
         ),
@@ -462,73 +462,14 @@ fn the_rest_of_the_probe_yields_the_cpu_to_the_checks() {
             v.dedup();
             v
         };
-        // The path checks (one curl for all four here, see multi_curl) at the probe's priority;
-        // the health check and crictl behind them.
+        // Four path checks at the probe's priority; the health check and crictl behind them.
         let paths = of("path ");
         assert_eq!(paths.len(), 1, "{what}: {lines}");
-        assert_eq!(lines.matches("path ").count(), 1, "{what}: {lines}");
+        assert_eq!(lines.matches("path ").count(), 4, "{what}: {lines}");
         let yielded = [(paths[0] + 10).min(19)];
         assert_eq!(of("health "), yielded, "{what}: {lines}");
         assert_eq!(of("crictl "), yielded, "{what}: {lines}");
     }
-}
-
-/// One curl for all the checks where the node's curl is one whose verbose log the probe reads
-/// that way (7.75 to 7.x); one curl per check elsewhere, and when a curl refuses `--parallel`.
-/// Either way the same entries.
-#[test]
-fn one_curl_for_all_checks_where_the_version_allows() {
-    // Runs the probe with a curl that first does `head` (a shell snippet) and notes each call
-    // making checks; returns how many there were, and the entries.
-    let run = |head: &str, opts: &ProbeArgs, what: &str| -> (usize, Vec<String>) {
-        let node = Node::new();
-        let calls = node.path("calls");
-        node.curl_noting_checks(&calls, head);
-        let Run { out, .. } = check(
-            node.command(&script::argv(opts), &["sh"], "bin"),
-            &node,
-            what,
-        );
-        let made = std::fs::read_to_string(&calls).unwrap().lines().count();
-        let got = (out.paths.iter())
-            .map(|p| {
-                let detail = p.tcp_detail.as_deref().unwrap_or("");
-                format!("{}:{} {:?} {:?} {detail}", p.target, p.port, p.tcp, p.tls)
-            })
-            .collect();
-        (made, got)
-    };
-    let opts = ProbeArgs {
-        connect_timeout_s: 1,
-        ..ProbeArgs::new("127.77.0.1", ["127.77.0.2", "127.77.0.3"])
-    };
-    let version = |v: &str| {
-        format!(
-            "[ \"$1\" = -V ] && {{ echo 'curl {v} (x86_64-pc-linux-gnu) libcurl/{v}'; exit 0; }}\n"
-        )
-    };
-    let refuse = "case \"$*\" in *--parallel*) echo x >>\"${0%/*}/../calls\"; echo 'curl: option --parallel: is unknown' >&2; exit 2 ;; esac\n";
-    let cases = [
-        // (what the curl does first, curls for the six checks)
-        (String::new(), 1),
-        (version("7.68.0"), 6),
-        (version("8.5.0"), 6),
-        (refuse.to_string(), 7),
-    ];
-    let mut entries = vec![];
-    for (head, curls) in cases {
-        let (made, got) = run(&head, &opts, &head);
-        assert_eq!(made, curls, "{head}");
-        assert_eq!(got.len(), 6, "{head}: {got:?}");
-        entries.push(got);
-    }
-    assert!(entries.windows(2).all(|w| w[0] == w[1]), "{entries:#?}");
-    // A peer given by name: its lines would carry what it resolved to, so one curl per check.
-    let named = ProbeArgs {
-        connect_timeout_s: 1,
-        ..ProbeArgs::new("127.77.0.1", ["localhost"])
-    };
-    assert_eq!(run("", &named, "a peer by name").0, 4);
 }
 
 /// The probe's own questions to etcd (member list, alarm list) answered with what a hostile or
@@ -715,10 +656,7 @@ fn ipv6_nodes_are_asked_on_bracketed_urls() {
             "https://[fd00:db8::12]:2379/version",
             "https://[fd00:db8::12]:2380/version",
         ];
-        assert_eq!(
-            asked, want,
-            "{what}: one curl per check (no --parallel for IPv6)"
-        );
+        assert_eq!(asked, want, "{what}: one curl per check");
         let targets: Vec<&str> = out.paths.iter().map(|p| p.target.as_str()).collect();
         let want = [
             "fd00:db8::11",

@@ -468,140 +468,6 @@ run_paths() {
     : >"$T/paths.ok"
 }
 
-# --- the same checks from one curl: curl 7.75 to 7.x -----------------------------------------
-# Each curl above is ~10 ms of CPU, nearly all process start (exec, 33 shared libraries): on a
-# node that is 2N processes at once, in the lab N x 2N on shared CPUs. Where the node's curl is
-# one whose verbose log this was checked against (7.75: %{exitcode}, %{errormsg}, %{urlnum}; 7.x:
-# "Connected to" names its address and port), every check is instead one transfer of a single
-# `curl --parallel`, and that log is cut into the same per-check files the checks above write,
-# for the same AWK_PATH. Only when every check can run at once (N <= --parallel) and every
-# address is a dotted IPv4 one (the log prints IPv6 as the resolver canonicalises it, and a
-# name as what it resolved to). What one process
-# cannot do is end one transfer: curl ends each at connect + TLS timeouts, and the watchdog ends
-# the process at --connect-timeout only when none of what still runs has connected (the case of
-# dropped peers). A check that had not connected by then but another was mid-handshake runs on
-# to connect + TLS timeouts; it is reported as it ended.
-
-# The version of the curl on PATH allows one curl for all checks.
-multi_curl() {
-  [ "$N" -ge 1 ] && [ "$N" -le "$PAR" ] || return 1
-  i=1
-  while [ "$i" -le "$N" ]; do
-    eval "ip=\$IP_$i"
-    case $ip in '' | *[!0-9.]*) return 1 ;; esac
-    i=$((i + 1))
-  done
-  v=$(GNUTLS_NO_IMPLICIT_INIT=1 curl -V 2>/dev/null) || return 1
-  v=${v#curl }
-  v=${v%% *}
-  major=${v%%.*}
-  minor=${v#*.}
-  minor=${minor%%.*}
-  case $major.$minor in *[!0-9.]* | .* | *.) return 1 ;; esac
-  [ "$major" -eq 7 ] && [ "$minor" -ge 75 ]
-}
-
-# Reads m.v (curl -v --trace-time, with one "ETCDNET-W urlnum exitcode http_code time_connect
-# time_appconnect time_total errormsg" line per ended transfer, the only lines without a time:
-# nothing a peer sends can make one): the key (address:port) a line names, or "".
-AWK_MULTI='
-function key_of(l,   s, ip, p) {
-  if (l ~ /^\* +Trying [0-9.]+:[0-9]+\.\.\./) { s = l; sub(/^\* +Trying /, "", s); sub(/\.\.\..*$/, "", s); return s }
-  if (l ~ /^\* +Connected to .* \([0-9.]+\) port [0-9]+/) { s = l; sub(/^[^(]*\(/, "", s); ip = s; sub(/\).*$/, "", ip)
-    p = s; sub(/^[^)]*\) port /, "", p); sub(/[^0-9].*$/, "", p); return ip ":" p }
-  if (l ~ /^\* +(connect to|Failed to connect to) [0-9.]+ port [0-9]+/) { s = l; sub(/^\* +(connect to|Failed to connect to) /, "", s)
-    ip = s; sub(/ .*$/, "", ip); p = s; sub(/^[0-9.]+ port /, "", p); sub(/[^0-9].*$/, "", p); return ip ":" p }
-  return ""
-}
-FNR == NR { key[$2 ":" $3] = $1; tgt[$1] = $2 " " $3 " " $4; ipof[$1] = $2; n = $1; next }
-'
-
-# The checks still running with none of them connected: their indexes (nothing if one has).
-AWK_MULTI_LEFT='
-/^ETCDNET-W [0-9]+ / { split($0, f, " "); ended[f[2] + 1] = 1; next }
-{ l = untimed($0); k = key_of(l); if (k != "" && connected(l)) conn[key[k]] = 1 }
-END { for (j = 1; j <= n; j++) if (!ended[j]) { if (conn[j]) exit; left = left " " j }
-  if (left != "") print left }'
-
-# Cuts m.v into p.I.v (the lines that name the check, then what -w says as lines AWK_PATH reads:
-# the handshake at time_appconnect, "curl: (N) ..." at time_total), p.I.w ("http_code
-# time_connect time_appconnect") and, for a check that timed out unconnected, p.I.killed;
-# prints paths.meta. A transfer without a -w line was ended with the process (143, as a curl of
-# its own would be).
-AWK_MULTI_CUT='
-function stamp(t,   h) { t = t % 86400; h = int(t / 3600); t -= h * 3600; return sprintf("%02d:%02d:%09.6f", h, int(t / 60), t - int(t / 60) * 60) }
-{ l = stamped($0); t = LT }
-t < 0 && l ~ /^ETCDNET-W [0-9]+ / { w = split(l, f, " "); j = f[2] + 1; rc[j] = f[3]; code[j] = f[4]; tc[j] = f[5]; ta[j] = f[6]; tt[j] = f[7]
-  m = ""; if (w > 7) { m = l; for (i = 1; i <= 7; i++) sub(/^[^ ]* /, "", m) }; msg[j] = m; ended[j] = 1; next }
-# No port on this line: it stands for both ports of the address (the same failed connect).
-l ~ /^\* +Immediate connect fail for [0-9.]+:/ { ip = l; sub(/^\* +Immediate connect fail for /, "", ip); sub(/:.*$/, "", ip)
-  for (j = 1; j <= n; j++) if (ipof[j] == ip) print $0 > (dir "/p." j ".v")
-  next }
-{ k = key_of(l); if (k == "" || !(k in key)) next; j = key[k]
-  if (t0[j] == "" && l ~ /^\* +Trying /) t0[j] = t
-  if (connected(l)) conn[j] = 1
-  print $0 > (dir "/p." j ".v") }
-END {
-  for (j = 1; j <= n; j++) {
-    v = dir "/p." j ".v"
-    if (ended[j]) {
-      if (t0[j] != "" && ta[j] > 0) print stamp(t0[j] + ta[j]) " * SSL connection using (time_appconnect)" > v
-      if (rc[j] != 0) print (t0[j] != "" ? stamp(t0[j] + tt[j]) " " : "") "curl: (" rc[j] ") " msg[j] > v
-      printf "%s %s %s\n", code[j], tc[j], ta[j] > (dir "/p." j ".w")
-      # Ended by curl at connect + TLS timeouts without having connected: what the watchdog
-      # would have ended at --connect-timeout had nothing else been mid-handshake.
-      if (rc[j] == 28 && !conn[j]) { printf "%d\n", int(tt[j] * 1000 + 0.5) > (dir "/p." j ".killed"); close(dir "/p." j ".killed") }
-      r = rc[j]; ms = int(tt[j] * 1000 + 0.5)
-    } else { printf "" > v; r = 143; ms = 0 }
-    close(v); close(dir "/p." j ".w")
-    print j, tgt[j], r, ms
-  }
-}'
-
-# The checks from one curl (see above); the same files and paths.json as run_paths.
-run_paths_multi() {
-  : >"$T/targets"
-  if [ -n "$PEER_TLS" ]; then set -- --cacert "$PKI/ca.crt" --cert "$PKI/peer.crt" --key "$PKI/peer.key"; else set -- -k; fi
-  j=1
-  while [ "$j" -le "$N" ]; do
-    eval "host=\$IP_$j port=\$PORT_$j own=\$OWN_$j"
-    printf '%s %s %s %s\n' "$j" "$host" "$port" "$own" >>"$T/targets"
-    set -- "$@" -o /dev/null "https://$host:$port/version"
-    j=$((j + 1))
-  done
-  now_ms
-  M0=$NOW
-  GNUTLS_NO_IMPLICIT_INIT=1 curl -q -g -sS -v --no-progress-meter --trace-time --http1.1 --noproxy '*' \
-    --parallel --parallel-immediate --parallel-max "$N" --connect-timeout $((CT + TT)) --max-time $((CT + TT)) \
-    -w '%{stderr}ETCDNET-W %{urlnum} %{exitcode} %{http_code} %{time_connect} %{time_appconnect} %{time_total} %{errormsg}\n' \
-    "$@" >/dev/null 2>"$T/m.v" &
-  cpid=$!
-  (
-    trap 'kill "$s" 2>/dev/null; exit 0' TERM
-    sleep "$CT" &
-    s=$!
-    wait "$s"
-    now_ms
-    left=$(awk "$AWK_CONNECTED$AWK_MULTI$AWK_MULTI_LEFT" "$T/targets" "$T/m.v")
-    [ -n "$left" ] || exit 0
-    for j in $left; do echo $((NOW - M0)) >"$T/p.$j.killed"; done
-    kill "$cpid"
-  ) &
-  wd=$!
-  wait "$cpid"
-  kill "$wd" 2>/dev/null
-  wait "$wd"
-  # A curl that refused the command line (an option its build lacks) ran no transfer: one curl
-  # per check after all.
-  if ! grep -q -e '^ETCDNET-W ' -e 'Trying ' "$T/m.v"; then
-    run_paths
-    return
-  fi
-  awk -v dir="$T" "$AWK_CONNECTED$AWK_MULTI$AWK_MULTI_CUT" "$T/targets" "$T/m.v" >"$T/paths.meta" &&
-    awk -v dir="$T" -v ct="$CT" -v tt="$TT" -v tried="${PEER_TLS:+1}" "$AWK_LIB$AWK_CONNECTED$AWK_PATH" "$T/paths.meta" >"$T/paths.json" &&
-    : >"$T/paths.ok"
-}
-
 # The checks (IP_i PORT_i OWN_i, i = 1..N: own node first, each address once), run in the
 # background while the rest of the probe reads the node.
 start_paths() {
@@ -618,7 +484,7 @@ start_paths() {
     done
   done
   if have curl; then
-    { if multi_curl; then run_paths_multi; else run_paths; fi; } >/dev/null 2>&1 &
+    run_paths >/dev/null 2>&1 &
   else err paths "curl not found: 2379/2380 not checked"; fi
 }
 

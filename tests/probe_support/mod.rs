@@ -85,16 +85,15 @@ impl Node {
         sh(&format!("chmod +x bin/{name}"), self.dir.path());
     }
 
-    /// A `curl` shim that runs `head` (a shell snippet) first, then notes every call that makes
-    /// a 2379/2380 check (its URLs end in `/version`), one line of its arguments each in `calls`
-    /// (printf: dash's echo would turn the `\n` of a `-w` format into a second line), and hands
-    /// over to the real curl.
-    pub fn curl_noting_checks(&self, calls: &Path, head: &str) {
+    /// A `curl` shim that notes every call that makes a 2379/2380 check (its URLs end in
+    /// `/version`), one line of its arguments each in `calls` (printf: dash's echo would turn the
+    /// `\n` of a `-w` format into a second line), and hands over to the real curl.
+    pub fn curl_noting_checks(&self, calls: &Path) {
         let real = which("curl").expect("curl installed (apt-get install curl)");
         self.shim(
             "curl",
             &format!(
-                "#!/bin/sh\n{head}case \"$*\" in */version*) printf '%s\\n' \"$*\" >>{c} ;; esac\nexec {real} \"$@\"\n",
+                "#!/bin/sh\ncase \"$*\" in */version*) printf '%s\\n' \"$*\" >>{c} ;; esac\nexec {real} \"$@\"\n",
                 c = calls.display(),
                 real = real.display()
             ),
