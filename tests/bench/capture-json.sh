@@ -6,11 +6,13 @@
 #   bash tests/bench/capture-json.sh /tmp/before   # on the old commit
 #   bash tests/bench/capture-json.sh /tmp/after    # on the new one
 #   diff -r /tmp/before /tmp/after
+# The raw documents are kept in OUT_DIR/raw, so that a better mask can be applied to both later
+# (`python3 tests/bench/normalize-json.py < OUT_DIR/raw/NAME.json`).
 # Needs root and the lab's packages (see .ci/lab-packages).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 out=${1:?usage: capture-json.sh OUT_DIR}
-mkdir -p "$out"
+mkdir -p "$out/raw"
 cargo build --quiet --workspace --bins
 export PATH="$PWD/target/debug:$PATH"
 work=$(mktemp -d)
@@ -37,6 +39,7 @@ start() { # $@: extra fakeapi flags
 capture() { # name, args...
     local name=$1; shift
     set +e; kubectl etcdnet "$@" -o json >"$work/raw.json" 2>"$work/raw.err"; local rc=$?; set -e
+    cp "$work/raw.json" "$out/raw/$name.json"
     python3 tests/bench/normalize-json.py <"$work/raw.json" >"$out/$name.json"
     echo "exit $rc" >>"$out/$name.json"
 }
