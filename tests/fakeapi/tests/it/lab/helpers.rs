@@ -1,5 +1,5 @@
-//! Helpers of `pods_in_lab.rs`: the shared lab, a workload fake and kube client per test, the
-//! plugin-shaped pod, and watching a pod through its transitions.
+//! Helpers of the lab tests (`lab::pods`, `lab::jumpbox`): the shared lab, a workload fake and
+//! kube client per test, the plugin-shaped pod, and watching a pod through its transitions.
 #![allow(dead_code)]
 
 use std::sync::{Arc, Mutex, Weak};

@@ -8,9 +8,7 @@
 //! `quorum-lost` Supervisor set's control plane), started by the first test that needs it and
 //! torn down when the last one holding it ends; no test injects a fault.
 
-mod common;
-#[path = "pods_in_lab/helpers.rs"]
-mod helpers;
+use super::helpers;
 
 use std::time::{Duration, Instant};
 

@@ -6,9 +6,8 @@
 //! Needs root and the lab's packages; elsewhere the tests are compiled as ignored (build.rs). The tests share one lab (the `quorum-lost` set's control plane);
 //! each has its own Supervisor fake, so each can change its secrets freely. No fault is injected.
 
-mod common;
-#[path = "pods_in_lab/helpers.rs"]
-mod helpers;
+use super::helpers;
+use crate::common;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -25,7 +24,7 @@ const SECRET: &str = "tkc-prod-ssh";
 const KEY_DIR: &str = "/etc/etcdnet/ssh";
 /// The plugin's jumpbox script, run as the plugin runs it (the fakeapi crate cannot depend on
 /// the root crate, which dev-depends on it; the script is plain text).
-const JUMPBOX_SH: &str = include_str!("../../../src/route/jumpbox.sh");
+const JUMPBOX_SH: &str = include_str!("../../../../../src/route/jumpbox.sh");
 
 struct Sup {
     api: FakeApi,

@@ -1,7 +1,7 @@
 //! Every fixture set, through the real kube client: discovery, then the walk the
 //! plugin makes (Cluster -> KCP -> control-plane Machines -> VirtualMachines).
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 

@@ -1,6 +1,6 @@
 //! The fake's API behaviour through the real kube client: errors, writes, watches, paging.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

@@ -1,6 +1,6 @@
 //! The workload-endpoint fakes: answering, failing, black hole, refused.
 
-mod common;
+use crate::common;
 
 use std::io::{ErrorKind, Read, Write};
 use std::net::TcpStream;
