@@ -25,7 +25,11 @@ mod status;
 
 mod all_clusters;
 mod bundle;
+mod diagnose_jumpbox;
+mod diagnose_pod;
 mod many_clusters;
+mod ssh_hardening;
+mod watch;
 
 mod bounded_requests;
 mod bounded_work;

@@ -9,9 +9,12 @@
 //!
 //! Run them alone with `cargo test --test it lab::`; skip them with `-- --skip lab::`.
 
+mod all_clusters;
+mod bundle;
 mod diagnose_jumpbox;
 mod diagnose_pod;
 mod jumpbox_script;
+mod many_clusters;
 mod past_members;
 mod past_network;
 mod probe;

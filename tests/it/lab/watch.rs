@@ -167,13 +167,3 @@ fn watch_json_is_one_document_per_round() {
         .iter()
         .all(|r| r.verdict.code != VerdictCode::Healthy));
 }
-
-#[test]
-fn watch_does_not_mix_with_dry_run_keep_pods_or_bundle() {
-    for extra in ["--dry-run", "--keep-pods", "--bundle=x.tar.gz"] {
-        let env = Env::new(SET, Workload::ok());
-        let run = env.kubectl(&["diagnose", CLUSTER, "-n", NS, "--watch", extra]);
-        run.expect_code(2);
-        assert!(run.stderr.contains("cannot be used with"), "{}", run.stderr);
-    }
-}
