@@ -596,8 +596,13 @@ fn lab_holder_child() {
 #[cfg_attr(not(etcdnet_lab), ignore = "needs root and the lab (see build.rs)")]
 fn sweeper_removes_a_killed_run() {
     require("sweeper_removes_a_killed_run");
+    // The child's full name in this binary (`lab::smoke::lab_holder_child`), whatever the module.
+    let holder = format!(
+        "{}::lab_holder_child",
+        module_path!().split_once("::").unwrap().1
+    );
     let mut child = Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", "lab_holder_child", "--ignored", "--nocapture"])
+        .args(["--exact", &holder, "--ignored", "--nocapture"])
         .env("ETCDNET_LAB_HOLDER", "1")
         .stdout(Stdio::piped())
         .stderr(Stdio::null())

@@ -488,13 +488,13 @@ fn ssh_lab_holder_child() {
 #[cfg_attr(not(etcdnet_lab), ignore = "needs root and the lab (see build.rs)")]
 fn sshd_dies_with_a_killed_owner() {
     require("sshd_dies_with_a_killed_owner");
+    // The child's full name in this binary (`lab::ssh::ssh_lab_holder_child`), whatever the module.
+    let holder = format!(
+        "{}::ssh_lab_holder_child",
+        module_path!().split_once("::").unwrap().1
+    );
     let mut child = Command::new(std::env::current_exe().unwrap())
-        .args([
-            "--exact",
-            "ssh_lab_holder_child",
-            "--ignored",
-            "--nocapture",
-        ])
+        .args(["--exact", &holder, "--ignored", "--nocapture"])
         .env("ETCDNET_LAB_SSH_HOLDER", "1")
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
