@@ -76,8 +76,8 @@ pub struct GlobalArgs {
     pub namespace: Option<String>,
 
     /// Output format
-    #[arg(short = 'o', long, global = true, value_enum, default_value_t = OutputFormat::Table)]
-    pub output: OutputFormat,
+    #[arg(short = 'o', long, global = true, value_enum, default_value_t = Format::Table)]
+    pub output: Format,
 
     /// More detail on stderr (-v info, -vv debug, -vvv trace)
     #[arg(short = 'v', long, global = true, action = clap::ArgAction::Count)]
@@ -97,18 +97,6 @@ pub struct GlobalArgs {
     /// as kubectl makes it.
     #[arg(long, global = true)]
     pub insecure_skip_tls_verify: bool,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum OutputFormat {
-    /// Human-readable tables
-    Table,
-    /// Tables with more columns
-    Wide,
-    /// The full report as JSON (versioned schema)
-    Json,
-    /// The full report as YAML (versioned schema)
-    Yaml,
 }
 
 // Parsed once per run: the size of the largest variant costs nothing worth a Box.
@@ -423,15 +411,6 @@ impl GlobalArgs {
             ],
         }
     }
-
-    pub fn format(&self) -> Format {
-        match self.output {
-            OutputFormat::Table => Format::Table,
-            OutputFormat::Wide => Format::Wide,
-            OutputFormat::Json => Format::Json,
-            OutputFormat::Yaml => Format::Yaml,
-        }
-    }
 }
 
 impl StatusArgs {
@@ -574,7 +553,7 @@ mod tests {
         let a = Cli::try_parse_from(["kubectl-etcdnet", "-n", "ns", "status", "tkc", "-o", "json"])
             .unwrap();
         assert_eq!(a.global.namespace.as_deref(), Some("ns"));
-        assert_eq!(a.global.output, OutputFormat::Json);
+        assert_eq!(a.global.output, Format::Json);
         let b =
             Cli::try_parse_from(["kubectl-etcdnet", "status", "tkc", "--namespace=ns2"]).unwrap();
         assert_eq!(b.global.namespace.as_deref(), Some("ns2"));

@@ -35,8 +35,9 @@ pub struct Connection {
     pub server: String,
 }
 
-/// Kubeconfig errors are re-worded: the YAML parser's messages can quote values, and a
-/// kubeconfig's values include tokens and keys.
+/// A kubeconfig error in our own words, never the parser's.
+///
+/// The YAML parser's messages can quote values, and a kubeconfig's values include tokens and keys.
 fn config_error(where_: &str, e: KubeconfigError) -> Error {
     Error::Kubeconfig {
         location: where_.to_string(),

@@ -12,8 +12,8 @@
 //!
 //! `Evidence::judge` runs the analysis for a live `diagnose` and for `analyse` of an evidence
 //! bundle alike ([`bundle`] writes and reads them). `--all`/`-A` run the same pipeline per cluster
-//! after one Supervisor read per namespace (`commands::many`); `--watch` repeats it
-//! (`commands::watch`).
+//! after one Supervisor read per namespace (`commands::many`); one diagnosis round is
+//! `commands::round`, which `--watch` repeats (`commands::watch`).
 //!
 //! - `cli` turns argv into options; `commands::{status, diagnose, analyse, cleanup}` wire the stages,
 //!   one module per command; `main` prints the [`Outcome`] and exits with its code. Nothing
@@ -60,7 +60,6 @@ use clap::CommandFactory;
 
 use crate::cli::{Cli, Command};
 use crate::error::Result;
-use crate::render::Format;
 
 pub use commands::Outcome;
 
@@ -68,14 +67,13 @@ pub use commands::Outcome;
 /// everything else is in the [`Outcome`].
 pub async fn run(cli: Cli, emit: commands::Emit<'_>) -> Result<Outcome> {
     let g = &cli.global;
-    let format = g.format();
+    let format = g.output;
     match &cli.command {
-        Command::Version => Ok(Outcome::ok(match format {
-            Format::Json | Format::Yaml => {
-                render::structured(&report::VersionReport::current(), format)?
-            }
-            _ => format!("kubectl-etcdnet {}\n", env!("CARGO_PKG_VERSION")),
-        })),
+        Command::Version => Ok(Outcome::ok(render::output(
+            &report::VersionReport::current(),
+            format,
+            render::Paint::detect(),
+        )?)),
         Command::Completion { shell } => {
             let mut buf = Vec::new();
             clap_complete::generate(

@@ -116,7 +116,8 @@ impl WorkloadCheck {
     }
 }
 
-/// Every request within `bound`, headers and body, every body within its cap (`bounds`).
+/// A workload client whose every request is within `bound`, headers and body, and every body
+/// within its cap (`bounds`).
 fn bounded_client(config: Config, bound: Duration, cluster: &str) -> Result<Client> {
     bounds::client(config, bounds::Api::Workload, bound)
         .map_err(|e| Error::kube(format!("workload cluster {cluster:?}"), e))
@@ -273,8 +274,8 @@ pub(crate) async fn config_from(mut kubeconfig: Kubeconfig, tls: Tls) -> Result<
     Ok(config)
 }
 
-/// With [`Tls::SkipVerify`] the report says that the answer came from an unverified server, or
-/// over plain http.
+/// Adds to the report's detail that the answer came from an unverified server, or over plain
+/// http, when `tls` is [`Tls::SkipVerify`].
 fn unverified(mut api: WorkloadApi, tls: Tls) -> WorkloadApi {
     let Some(server) = api.server.as_deref().filter(|_| tls == Tls::SkipVerify) else {
         return api;
@@ -289,8 +290,11 @@ fn unverified(mut api: WorkloadApi, tls: Tls) -> WorkloadApi {
     api
 }
 
-/// The cluster's kubeconfig secret is written by whoever can edit Secrets in the vSphere
-/// Namespace, so it is data: credentials and an address, never instructions. Refused, before any
+/// Accepts the secret's kubeconfig only as credentials and an address for the Cluster's own
+/// endpoint, else says which field is refused.
+///
+/// The secret is written by whoever can edit Secrets in the vSphere Namespace, so it is data:
+/// credentials and an address, never instructions. Refused, before any
 /// request, with one line naming the field: a local file (`tokenFile`, `client-certificate`,
 /// `client-key`, `certificate-authority`: kube would read the admin's file and send it on), a
 /// `proxy-url` (the admin's requests would go through it), an `exec` or `auth-provider` (a
@@ -372,6 +376,9 @@ pub(crate) fn trust(
     transport(&context.cluster, cluster, tls)
 }
 
+/// Accepts only `https://` verified against the secret's CA, unless `tls` is
+/// [`Tls::SkipVerify`].
+///
 /// The secret's token goes to its server in every request. Over `http://` anyone on the path
 /// reads it; over TLS without a check of the server's certificate (`insecure-skip-tls-verify:
 /// true`, or no `certificate-authority-data`, which CAPI always writes) anyone who can answer for

@@ -9,8 +9,14 @@ use proptest::prelude::*;
 use proptest::test_runner::{Config, RngSeed};
 use serde_json::json;
 
+use super::read::*;
+use super::write::*;
 use super::*;
+use crate::probe::NodeReport;
 use crate::probe::{PortState, ProbeOutput};
+use crate::report::RouteInfo;
+use serde_json::Value;
+use std::io::Write;
 
 const HEALTHY: &str = include_str!("../../tests/fixtures/probe-output/healthy-node.json");
 /// The template node of fixture set `quorum-lost`, and its IP.
@@ -173,7 +179,7 @@ fn analyse(bytes: &[u8], caps: Caps) -> std::result::Result<(u64, usize), String
     assert!(parsed <= stored, "parsed {parsed} of {stored} bytes");
     for e in &bundle.evidence {
         if let Ok(r) = e.judge() {
-            crate::render::diagnose(
+            crate::render::output(
                 &r,
                 crate::render::Format::Wide,
                 crate::render::Paint::default(),

@@ -1,8 +1,15 @@
 //! The bundle written and read back; hostile archives refused in one line.
 
+use super::read::*;
+use super::write::*;
 use super::*;
+use crate::probe::{NodeReport, ReachErrorKind};
 use crate::probe::{PortState, ProbeOutput};
+use crate::report::RouteInfo;
+use crate::supervisor::Inventory;
 use serde_json::json;
+use serde_json::Value;
+use std::io::Write;
 
 const NS: &str = "ns-prod";
 const CLUSTER: &str = "tkc-prod";

@@ -11,7 +11,7 @@ use std::time::Duration;
 use super::Outcome;
 use crate::bundle;
 use crate::error::Result;
-use crate::render::{self, Format, Paint};
+use crate::render::{self, Format, Listed, Paint};
 use crate::report::{ClusterFailure, Evidence, ListItem, ListReport};
 
 #[derive(Debug, Clone)]
@@ -46,7 +46,7 @@ pub fn run(opts: &AnalyseOptions, format: Format) -> Result<Outcome> {
         [one] => {
             let report = one.judge()?;
             (
-                render::diagnose(&report, format, Paint::detect())?,
+                render::output(&report, format, Paint::detect())?,
                 report.result.exit_code,
             )
         }
@@ -56,7 +56,14 @@ pub fn run(opts: &AnalyseOptions, format: Format) -> Result<Outcome> {
             let took = many.iter().map(|e| e.duration_ms).max().unwrap_or(0);
             let list = ListReport::new(items, Duration::from_millis(took));
             (
-                render::diagnose_list(&list, format, Paint::detect(), !opts.summary)?,
+                render::output(
+                    &Listed {
+                        list: &list,
+                        detail: !opts.summary,
+                    },
+                    format,
+                    Paint::detect(),
+                )?,
                 list.result.exit_code,
             )
         }

@@ -6,7 +6,7 @@ use std::time::Duration;
 use super::Outcome;
 use crate::connect::Connection;
 use crate::error::Result;
-use crate::render::{self, Format};
+use crate::render::{self, Format, Paint};
 use crate::report::CleanupReport;
 use crate::route::leftovers::{self, Scope};
 use crate::{supervisor, workload};
@@ -62,7 +62,7 @@ pub async fn run(conn: &Connection, opts: &CleanupOptions, format: Format) -> Re
     }
     let report = CleanupReport::new(items, skipped);
     Ok(Outcome {
-        stdout: render::cleanup(&report, format)?,
+        stdout: render::output(&report, format, Paint::detect())?,
         notes: Vec::new(),
         exit_code: report.exit_code(),
     })

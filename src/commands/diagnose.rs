@@ -1,32 +1,16 @@
-//! `kubectl etcdnet diagnose`: the whole pipeline, for one cluster or many.
-//!
-//! find (Supervisor walk) → workload (API check) → plan (route, targets, bounds) → reach (the
-//! route's session on every node, bounded fan-out) → [`Evidence`] → analyse ([`Evidence::judge`]:
-//! matrices, verdict) → report → render. Nothing here knows a particular route: they all come
-//! through [`crate::route`]. Many clusters (`--all`, `-A`) go through [`super::many`]; `--watch`
-//! repeats rounds ([`super::watch`]).
-//!
-//! Every pod created on the way is tracked by a [`PodTracker`]; the run may be cancelled at any
-//! await (Ctrl-C, SIGTERM, SIGHUP) and [`run`] still deletes every pod before it returns.
+//! `kubectl etcdnet diagnose`: one round ([`super::round`]) for one cluster or many, its report
+//! rendered, its evidence written to a bundle when asked; `--watch` goes to [`super::watch`].
 
 use std::path::PathBuf;
-use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use k8s_openapi::api::core::v1::Pod;
-
-use super::many::{self, Selection, Which};
+use super::many::Selection;
+use super::round::{round_with_cleanup, Diagnosed, DryRun, Round};
 use super::{Emit, Outcome};
-use crate::analyse::{self, FindingCode};
 use crate::connect::Connection;
-use crate::error::{Error, Result, EXIT_OK};
-use crate::plan::{self, DiagnoseOptions, DiagnosePlan};
-use crate::progress::Progress;
-use crate::render::{self, Format, Paint};
-use crate::report::{DiagnoseReport, Evidence, ListItem, ListReport};
-use crate::route::{self, Env, PodTracker};
-use crate::supervisor::{self, ClusterFacts, Inventory};
-use crate::{signal, workload};
+use crate::error::{Result, EXIT_OK};
+use crate::plan::DiagnoseOptions;
+use crate::render::{self, Format, Listed, Paint};
 
 /// What the command does besides diagnosing: which clusters, watch, bundle.
 #[derive(Debug, Clone)]
@@ -36,27 +20,6 @@ pub struct DiagnoseRun {
     pub watch: Option<Duration>,
     /// `--bundle`: where to write the evidence.
     pub bundle: Option<PathBuf>,
-}
-
-/// What one cluster's diagnosis produced.
-pub enum Diagnosed {
-    Report(Box<DiagnoseReport>, Box<Evidence>),
-    /// `--dry-run`: the pods it would have created.
-    DryRun(DryRun),
-}
-
-/// `--dry-run`'s output: the pods, and the warnings a dry run still owes the admin (the
-/// labelled Machines that would not be probed).
-#[derive(Default)]
-pub struct DryRun {
-    pub pods: Vec<Pod>,
-    pub notes: Vec<String>,
-}
-
-/// What one round produced: one cluster's diagnosis, or a list of many.
-pub enum Round {
-    One(Diagnosed),
-    Many(ListReport<DiagnoseReport>, Vec<Evidence>, DryRun),
 }
 
 /// Runs the diagnosis until it ends or a signal comes, then deletes what is left (unless
@@ -79,12 +42,19 @@ pub async fn run(
         Round::One(Diagnosed::DryRun(d)) => return dry_run(d, format, notes),
         Round::Many(_, _, d) if opts.dry_run => return dry_run(d, format, notes),
         Round::One(Diagnosed::Report(report, evidence)) => (
-            render::diagnose(&report, format, Paint::detect())?,
+            render::output(&*report, format, Paint::detect())?,
             report.result.exit_code,
             vec![*evidence],
         ),
         Round::Many(list, evidence, _) => (
-            render::diagnose_list(&list, format, Paint::detect(), !how.selection.summary)?,
+            render::output(
+                &Listed {
+                    list: &list,
+                    detail: !how.selection.summary,
+                },
+                format,
+                Paint::detect(),
+            )?,
             list.result.exit_code,
             evidence,
         ),
@@ -124,231 +94,4 @@ fn dry_run(d: DryRun, format: Format, mut notes: Vec<String>) -> Result<Outcome>
         notes,
         exit_code: EXIT_OK,
     })
-}
-
-/// One round over the selection, cancelled by a signal, then every pod it created deleted
-/// (unless `--keep-pods`). Returns the round and the notes about the pods.
-pub async fn round_with_cleanup(
-    conn: &Connection,
-    selection: &Selection,
-    opts: &DiagnoseOptions,
-) -> (Result<Round>, Vec<String>) {
-    let tracker = PodTracker::default();
-    let progress = Progress::for_stderr();
-    let result = tokio::select! {
-        r = round(conn, selection, opts, &tracker, &progress) => r,
-        _ = signal::shutdown() => Err(Error::Interrupted),
-    };
-    progress.finish();
-    // Every way out passes here: delete what is left, unless asked to keep it.
-    let mut notes = Vec::new();
-    let where_ = match &selection.which {
-        Which::One(c) => format!("{c} -n {}", conn.namespace),
-        Which::Namespace => format!("<cluster> -n {}", conn.namespace),
-        Which::AllNamespaces => "<cluster> -n <namespace>".to_string(),
-    };
-    if opts.keep_pods {
-        let kept = tracker.names();
-        if !kept.is_empty() {
-            notes.push(format!(
-                "kept {} probe pod(s) in namespace {} of the workload cluster(s): {}; remove them with: kubectl etcdnet cleanup {where_}",
-                kept.len(), opts.pod_namespace, kept.join(", ")
-            ));
-        }
-    } else {
-        for failed in tracker.delete_all(Duration::from_secs(15)).await {
-            notes.push(format!(
-                "warning: could not delete probe pod {failed}; run: kubectl etcdnet cleanup {where_}"
-            ));
-        }
-    }
-    (result, notes)
-}
-
-/// One round: one cluster, or each of many at most `max_concurrent` at once.
-async fn round(
-    conn: &Connection,
-    selection: &Selection,
-    opts: &DiagnoseOptions,
-    tracker: &PodTracker,
-    progress: &Progress,
-) -> Result<Round> {
-    let started = Instant::now();
-    if let Which::One(cluster) = &selection.which {
-        progress.stage(format!(
-            "reading cluster {cluster} in namespace {} (context {})",
-            conn.namespace, conn.context
-        ));
-        // The Supervisor walk is inside the cluster's bound: `--timeout` is the whole run's.
-        let d = within(opts.timeout, cluster, async {
-            let (facts, inventory) = supervisor::walk(conn, cluster).await?;
-            diagnose(conn, facts, &Arc::new(inventory), opts, tracker, progress).await
-        })
-        .await?;
-        return Ok(Round::One(d));
-    }
-    progress.stage(match &selection.which {
-        Which::AllNamespaces => format!(
-            "reading the clusters of every namespace (context {})",
-            conn.context
-        ),
-        _ => format!(
-            "reading the clusters of namespace {} (context {})",
-            conn.namespace, conn.context
-        ),
-    });
-    let found = many::find(conn, &selection.which).await?;
-    let steps = progress.steps(format!("diagnosing {} clusters", found.len()), found.len());
-    let diagnosed = many::each(found, selection.max_concurrent, |facts, inventory| {
-        let steps = &steps;
-        async move {
-            // Each cluster's own stages would fight over one line: only the count is shown.
-            let quiet = Progress::hidden();
-            let name = facts.cluster.name.clone();
-            let d = within(
-                opts.timeout,
-                &name,
-                diagnose(conn, facts, &inventory, opts, tracker, &quiet),
-            )
-            .await;
-            steps.one_done();
-            d
-        }
-    })
-    .await?;
-    // Each cluster's report to the list, its evidence to the bundle, its pods (dry run) to
-    // the dry run's output.
-    let (mut items, mut evidence, mut dry) = (Vec::new(), Vec::new(), DryRun::default());
-    for item in diagnosed {
-        match item {
-            ListItem::Report(Diagnosed::Report(report, e)) => {
-                items.push(ListItem::Report(*report));
-                evidence.push(*e);
-            }
-            ListItem::Report(Diagnosed::DryRun(d)) => {
-                dry.pods.extend(d.pods);
-                dry.notes.extend(d.notes);
-            }
-            ListItem::Failed(f) => items.push(ListItem::Failed(f)),
-        }
-    }
-    evidence.sort_by(|a, b| (&a.namespace, &a.cluster).cmp(&(&b.namespace, &b.cluster)));
-    Ok(Round::Many(
-        ListReport::new(items, started.elapsed()),
-        evidence,
-        dry,
-    ))
-}
-
-/// How long past `--timeout` one cluster's diagnosis may go on before it is cut: a probe pod
-/// that finishes at the deadline still has its log read (at least `lifecycle`'s 10 s floor) and
-/// is deleted (one request, within the workload client's bound), and the analysis runs. Only a
-/// server that answers every request slowly, each within its own bound, reaches it.
-pub const DIAGNOSIS_GRACE: Duration = Duration::from_secs(30);
-
-/// `work` (one cluster's diagnosis), cut at `timeout` + [`DIAGNOSIS_GRACE`]: a run ends within
-/// its `--timeout` plus a stated margin whatever the servers do (docs/security.md, "Bounds").
-/// What it created is still tracked, and deleted by the caller.
-async fn within<T>(
-    timeout: Duration,
-    cluster: &str,
-    work: impl std::future::Future<Output = Result<T>>,
-) -> Result<T> {
-    let bound = timeout + DIAGNOSIS_GRACE;
-    tokio::time::timeout(bound, work).await.unwrap_or_else(|_| {
-        Err(Error::Timeout(format!(
-            "the diagnosis of cluster {cluster:?} did not finish within --timeout {} plus {}s: the Supervisor or workload API answers too slowly",
-            humantime::format_duration(timeout),
-            DIAGNOSIS_GRACE.as_secs()
-        )))
-    })
-}
-
-/// One cluster's diagnosis, from its facts; every pod it creates goes into `tracker`.
-pub async fn diagnose(
-    conn: &Connection,
-    facts: ClusterFacts,
-    inventory: &Arc<Inventory>,
-    opts: &DiagnoseOptions,
-    tracker: &PodTracker,
-    progress: &Progress,
-) -> Result<Diagnosed> {
-    let started = Instant::now();
-    let opts = &DiagnoseOptions {
-        cluster: facts.cluster.name.clone(),
-        ..opts.clone()
-    };
-    let namespace = facts.namespace.clone();
-
-    // The workload API decides `auto`, and is part of every report.
-    progress.stage("checking the workload cluster's API");
-    let workload = workload::check(
-        &conn.client,
-        &namespace,
-        &opts.cluster,
-        facts.endpoint.as_ref(),
-        opts.workload_tls,
-        opts.api_timeout,
-    )
-    .await;
-    let plan = plan::plan(
-        opts,
-        &facts,
-        &workload.api,
-        plan::Context {
-            namespace: &namespace,
-            run_id: route::run_id(),
-        },
-    );
-    if plan.dry_run {
-        // The Supervisor-side finding a dry run can already tell: Machines never probed.
-        let notes = analyse::status_findings(&facts, &workload.api)
-            .into_iter()
-            .filter(|f| f.code == FindingCode::ControlPlaneMachinesBeyondReplicas)
-            .map(|f| format!("warning: cluster {}: {}", opts.cluster, f.message))
-            .collect();
-        return Ok(Diagnosed::DryRun(DryRun {
-            pods: would_create(&plan),
-            notes,
-        }));
-    }
-
-    let env = Env {
-        supervisor: &conn.client,
-        workload: &workload,
-    };
-    let session = plan.route.open(&plan.settings, env, &plan.targets).await?;
-    let run = route::Run {
-        tracker,
-        bound: plan.timeout.saturating_sub(started.elapsed()),
-        keep: plan.keep_pods,
-    };
-    let reports = route::probe_all(
-        session.as_ref(),
-        &plan.targets,
-        &run,
-        plan.parallel,
-        progress,
-    )
-    .await;
-    // The session (and any key file it holds) ends here, before the analysis.
-    drop(session);
-
-    let evidence = Evidence::new(
-        &conn.context,
-        &opts.cluster,
-        inventory,
-        workload.api,
-        plan.route_info,
-        reports,
-        started.elapsed().as_millis() as u64,
-    )
-    .with_since(opts.since);
-    let report = evidence.judge()?;
-    Ok(Diagnosed::Report(Box::new(report), Box::new(evidence)))
-}
-
-/// `--dry-run`: what the chosen route would create to reach the nodes it could reach.
-fn would_create(plan: &DiagnosePlan) -> Vec<Pod> {
-    plan.route.would_create(&plan.settings, &plan.targets)
 }

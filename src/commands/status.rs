@@ -9,7 +9,7 @@ use super::many::{self, Selection, Which};
 use super::Outcome;
 use crate::connect::Connection;
 use crate::error::Result;
-use crate::render::{self, Format, Paint};
+use crate::render::{self, Format, Listed, Paint};
 use crate::report::{ListReport, StatusReport};
 use crate::supervisor::ClusterFacts;
 use crate::{analyse, supervisor, workload};
@@ -29,7 +29,7 @@ pub async fn run(conn: &Connection, opts: &StatusOptions, format: Format) -> Res
         let (facts, _) = supervisor::walk(conn, cluster).await?;
         let report = report(conn, facts, opts, started).await?;
         return Ok(Outcome {
-            stdout: render::status(&report, format, Paint::detect())?,
+            stdout: render::output(&report, format, Paint::detect())?,
             notes: Vec::new(),
             exit_code: report.result.exit_code,
         });
@@ -41,7 +41,14 @@ pub async fn run(conn: &Connection, opts: &StatusOptions, format: Format) -> Res
     .await?;
     let list = ListReport::new(items, started.elapsed());
     Ok(Outcome {
-        stdout: render::status_list(&list, format, Paint::detect(), !opts.selection.summary)?,
+        stdout: render::output(
+            &Listed {
+                list: &list,
+                detail: !opts.selection.summary,
+            },
+            format,
+            Paint::detect(),
+        )?,
         notes: Vec::new(),
         exit_code: list.result.exit_code,
     })

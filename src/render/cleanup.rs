@@ -1,13 +1,12 @@
 //! `cleanup` as a table: one row per pod found, then where it could not look.
 
-use super::{structured, Format, Lines, Paint};
-use crate::error::Result;
+use super::{Lines, Paint, Tabular};
 use crate::report::{CleanupAction, CleanupReport};
 
-pub fn cleanup(report: &CleanupReport, format: Format) -> Result<String> {
-    match format {
-        Format::Json | Format::Yaml => structured(report, format),
-        Format::Table | Format::Wide => Ok(cleanup_table(report)),
+/// The same table for `-o table` and `-o wide`, never coloured.
+impl Tabular for CleanupReport {
+    fn table(&self, _paint: Paint) -> String {
+        cleanup_table(self)
     }
 }
 

@@ -1,22 +1,24 @@
 //! `diagnose` as tables: a summary, the nodes, the 2379 and 2380 matrices (FROM rows, TO
 //! columns), the etcd log findings and the verdict with its evidence and next steps.
 
-use super::{control_plane_cell, or_none, structured, Format, Lines, Paint, Tone};
+use super::{control_plane_cell, or_none, structured, Format, Lines, Paint, Tabular, Tone};
 use crate::analyse::matrix::{CellState, Matrix};
 use crate::error::Result;
 use crate::probe::output::{HealthOutcome, RuntimeQuery};
 use crate::report::{DiagnoseReport, DiagnosedNode};
 
-pub fn diagnose(report: &DiagnoseReport, format: Format, paint: Paint) -> Result<String> {
-    match format {
-        Format::Json | Format::Yaml => structured(report, format),
-        Format::Table => Ok(diagnose_table(report, false, paint)),
-        Format::Wide => Ok(diagnose_table(report, true, paint)),
+impl Tabular for DiagnoseReport {
+    fn table(&self, paint: Paint) -> String {
+        diagnose_table(self, false, paint)
+    }
+
+    fn wide(&self, paint: Paint) -> String {
+        diagnose_table(self, true, paint)
     }
 }
 
 /// `--dry-run`: the pods a run would create, as YAML documents (`---` each) or, with `-o json`,
-/// one JSON document per pod.
+/// one JSON document per pod. Pods are Kubernetes objects, not a report: they have no table.
 pub fn dry_run(pods: &[k8s_openapi::api::core::v1::Pod], format: Format) -> Result<String> {
     let format = if format == Format::Json {
         Format::Json

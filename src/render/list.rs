@@ -1,48 +1,46 @@
 //! `--all` / `-A`: one summary table, worst first, then the detail of each cluster that is not
 //! healthy (unless `--summary`), each as its single-cluster run would print it.
 
-use super::{structured, Format, Lines, Paint, Tone};
-use crate::error::{Result, EXIT_OK, EXIT_PROBLEM};
-use crate::report::{DiagnoseReport, ListItem, ListReport, StatusReport, Summarized};
+use serde::Serialize;
 
-pub fn diagnose_list(
-    list: &ListReport<DiagnoseReport>,
-    format: Format,
-    paint: Paint,
-    detail: bool,
-) -> Result<String> {
-    list_of(list, format, paint, detail, |r, f| {
-        super::diagnose(r, f, paint)
-    })
+use super::{Lines, Paint, Tabular, Tone};
+use crate::error::{EXIT_OK, EXIT_PROBLEM};
+use crate::report::{ListItem, ListReport, Summarized};
+
+/// A many-cluster list as printed: its JSON and YAML are the list's own; its tables are the
+/// summary and, with `detail` (no `--summary`), each unhealthy cluster's own tables after it.
+#[derive(Serialize)]
+#[serde(transparent)]
+pub struct Listed<'a, T> {
+    pub list: &'a ListReport<T>,
+    #[serde(skip)]
+    pub detail: bool,
 }
 
-pub fn status_list(
-    list: &ListReport<StatusReport>,
-    format: Format,
-    paint: Paint,
-    detail: bool,
-) -> Result<String> {
-    list_of(list, format, paint, detail, |r, f| {
-        super::status(r, f, paint)
-    })
-}
-
-fn list_of<T: Summarized + serde::Serialize>(
-    list: &ListReport<T>,
-    format: Format,
-    paint: Paint,
-    detail: bool,
-    one: impl Fn(&T, Format) -> Result<String>,
-) -> Result<String> {
-    if matches!(format, Format::Json | Format::Yaml) {
-        return structured(list, format);
+impl<T: Summarized + Tabular> Tabular for Listed<'_, T> {
+    fn table(&self, paint: Paint) -> String {
+        list_table(self.list, false, paint, self.detail)
     }
+
+    fn wide(&self, paint: Paint) -> String {
+        list_table(self.list, true, paint, self.detail)
+    }
+}
+
+/// The summary table, a line per cluster that could not be looked at and the count; then, with
+/// `detail`, the tables of each cluster that is not healthy.
+fn list_table<T: Summarized + Tabular>(
+    list: &ListReport<T>,
+    wide: bool,
+    paint: Paint,
+    detail: bool,
+) -> String {
     let mut out = Lines::new(paint);
     if list.items.is_empty() {
         out.line("No clusters found.");
-        return Ok(out.finish());
+        return out.finish();
     }
-    out.table(&summary_header::<T>(format), &summary_rows(list, format));
+    out.table(&summary_header::<T>(wide), &summary_rows(list, wide));
     // A failure's reason is all there is to read about it: under the table, one line each.
     let failed: Vec<_> = list
         .items
@@ -86,14 +84,18 @@ fn list_of<T: Summarized + serde::Serialize>(
                 head.blank();
                 head.line(format!("=== {}/{} ===", row.namespace, row.cluster));
                 text.push_str(&head.finish());
-                text.push_str(&one(report, format)?);
+                text.push_str(&if wide {
+                    report.wide(paint)
+                } else {
+                    report.table(paint)
+                });
             }
         }
     }
-    Ok(text)
+    text
 }
 
-fn summary_header<T: Summarized>(format: Format) -> Vec<&'static str> {
+fn summary_header<T: Summarized>(wide: bool) -> Vec<&'static str> {
     let mut h = if T::DIAGNOSIS {
         vec![
             "NAMESPACE",
@@ -106,13 +108,13 @@ fn summary_header<T: Summarized>(format: Format) -> Vec<&'static str> {
     } else {
         vec!["NAMESPACE", "CLUSTER", "STATUS", "MACHINES", "SECONDS"]
     };
-    if format == Format::Wide {
+    if wide {
         h.push("DETAIL");
     }
     h
 }
 
-fn summary_rows<T: Summarized>(list: &ListReport<T>, format: Format) -> Vec<Vec<String>> {
+fn summary_rows<T: Summarized>(list: &ListReport<T>, wide: bool) -> Vec<Vec<String>> {
     list.items
         .iter()
         .map(|i| {
@@ -124,7 +126,7 @@ fn summary_rows<T: Summarized>(list: &ListReport<T>, format: Format) -> Vec<Vec<
             }
             row.push(or_none(r.nodes));
             row.push(format!("{:.1}", r.duration_ms as f64 / 1000.0));
-            if format == Format::Wide {
+            if wide {
                 row.push(r.detail);
             }
             row

@@ -2,6 +2,12 @@
 //! prints what these return. Tables follow kubectl's look: upper-case headers, no borders,
 //! columns three spaces apart, `<none>` for an empty cell.
 //!
+//! One dispatch: every report implements [`Tabular`] (its table and its wide table), and
+//! [`output`] is the one place an output [`Format`] is switched; JSON and YAML are each
+//! report's serialization, the same for all. `--watch`'s rounds and change lines are
+//! [`Watch`]'s. A new format is a variant of [`Format`] (its doc is the `-o` help), its arm in
+//! the switch behind [`output`] and its answer to [`Format::is_tables`].
+//!
 //! Text for a terminal is never built by pushing strings onto a `String`: every cell goes
 //! through [`table`] and every other line through [`Lines`], and both pass what they are given
 //! through [`visible`]. The reports hold what the API server, the nodes, their logs and ssh
@@ -18,28 +24,94 @@ use tabled::builder::Builder;
 use tabled::settings::{Padding, Style};
 
 use crate::error::{Error, Result};
+use crate::report::{DiagnoseReport, VersionReport};
 
 mod cleanup;
 mod diagnose;
 mod list;
 mod status;
+mod watch;
 
-pub use cleanup::cleanup;
-pub use diagnose::{diagnose, dry_run};
-pub use list::{diagnose_list, status_list};
-pub use status::status;
+pub use diagnose::dry_run;
+pub use list::Listed;
+pub use watch::Watch;
 
-/// How a report is printed (`-o`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// How a report is printed: the `-o` flag's values, whose docs here are its help. It derives
+/// clap's `ValueEnum` so that `cli` parses the flag straight into it (one enum, not a copy per
+/// layer); nothing in `render` calls clap.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Format {
-    /// Human-readable tables.
+    /// Human-readable tables
     Table,
-    /// Tables with more columns.
+    /// Tables with more columns
     Wide,
-    /// The full report as JSON (versioned schema).
+    /// The full report as JSON (versioned schema)
     Json,
-    /// The full report as YAML (versioned schema).
+    /// The full report as YAML (versioned schema)
     Yaml,
+}
+
+impl Format {
+    /// Whether this format prints tables (for people) rather than documents (for scripts):
+    /// `--watch` prints tables' rounds as change lines.
+    pub fn is_tables(self) -> bool {
+        match self {
+            Format::Table | Format::Wide => true,
+            Format::Json | Format::Yaml => false,
+        }
+    }
+}
+
+/// What `-o table` and `-o wide` print of a report; JSON and YAML are its serialization.
+pub trait Tabular: Serialize {
+    /// The report as tables and lines (`-o table`).
+    fn table(&self, paint: Paint) -> String;
+
+    /// The tables with more columns (`-o wide`); the same as [`Tabular::table`] by default, for
+    /// a report with none to add.
+    fn wide(&self, paint: Paint) -> String {
+        self.table(paint)
+    }
+}
+
+/// How JSON and YAML documents are laid out: one for a run, or one per round of a stream.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Layout {
+    /// Pretty JSON, or a YAML document.
+    Document,
+    /// `--watch`: JSON on one line (JSON lines), or a YAML document started with `---`.
+    Stream,
+}
+
+/// A report as `format` prints it.
+pub fn output<R: Tabular>(report: &R, format: Format, paint: Paint) -> Result<String> {
+    switch(report, format, paint, Layout::Document)
+}
+
+/// The one switch on the output format, for a run's report and for a watch's rounds.
+fn switch<R: Tabular>(report: &R, format: Format, paint: Paint, layout: Layout) -> Result<String> {
+    match (format, layout) {
+        (Format::Table, _) => Ok(report.table(paint)),
+        (Format::Wide, _) => Ok(report.wide(paint)),
+        (Format::Json, Layout::Document) => structured(report, Format::Json),
+        (Format::Json, Layout::Stream) => json_line(report),
+        (Format::Yaml, Layout::Document) => structured(report, Format::Yaml),
+        (Format::Yaml, Layout::Stream) => Ok(format!("---\n{}", structured(report, Format::Yaml)?)),
+    }
+}
+
+/// One diagnosis as `format` prints it: [`output`] for a [`DiagnoseReport`].
+pub fn diagnose(report: &DiagnoseReport, format: Format, paint: Paint) -> Result<String> {
+    output(report, format, paint)
+}
+
+/// `version`: one line, `kubectl-etcdnet 0.1.0`.
+impl Tabular for VersionReport {
+    fn table(&self, paint: Paint) -> String {
+        let mut out = Lines::new(paint);
+        out.line(format!("kubectl-etcdnet {}", self.version));
+        out.finish()
+    }
 }
 
 pub(crate) const NONE: &str = "<none>";
@@ -212,7 +284,7 @@ pub fn table(header: &[&str], rows: &[Vec<String>]) -> String {
 }
 
 /// JSON (pretty, newline-terminated) or YAML of any report.
-pub fn structured<T: Serialize>(value: &T, format: Format) -> Result<String> {
+fn structured<T: Serialize>(value: &T, format: Format) -> Result<String> {
     match format {
         Format::Yaml => serde_yaml_ng::to_string(value).map_err(|e| Error::Output {
             source: Box::new(e),
@@ -227,7 +299,7 @@ pub fn structured<T: Serialize>(value: &T, format: Format) -> Result<String> {
 
 /// One JSON document on one line (JSON lines, for `--watch -o json`), escaped as
 /// [`structured`]'s.
-pub fn json_line<T: Serialize>(value: &T) -> Result<String> {
+fn json_line<T: Serialize>(value: &T) -> Result<String> {
     serde_json::to_string(value)
         .map(|s| escape_json_controls(s) + "\n")
         .map_err(|e| Error::Output {

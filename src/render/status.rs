@@ -1,8 +1,7 @@
 //! `status` as tables.
 
-use super::{control_plane_cell, count, or_none, structured, Format, Lines, Paint, Tone, NONE};
+use super::{control_plane_cell, count, or_none, Lines, Paint, Tabular, Tone, NONE};
 use crate::analyse::Severity;
-use crate::error::Result;
 use crate::report::StatusReport;
 use std::time::SystemTime;
 
@@ -12,11 +11,13 @@ use crate::supervisor::{
 };
 use crate::workload::ApiState;
 
-pub fn status(report: &StatusReport, format: Format, paint: Paint) -> Result<String> {
-    match format {
-        Format::Json | Format::Yaml => structured(report, format),
-        Format::Table => Ok(status_table(report, false, paint)),
-        Format::Wide => Ok(status_table(report, true, paint)),
+impl Tabular for StatusReport {
+    fn table(&self, paint: Paint) -> String {
+        status_table(self, false, paint)
+    }
+
+    fn wide(&self, paint: Paint) -> String {
+        status_table(self, true, paint)
     }
 }
 
@@ -353,7 +354,7 @@ mod tests {
                 "  tkc-cp-4: Provisioning (Machine phase none yet), waiting for its VirtualMachine, since not a time\u{1b}[2J",
             ]
         );
-        let table = status(&r, Format::Table, Paint { on: false }).unwrap();
+        let table = status_table(&r, false, Paint { on: false });
         assert!(
             table.contains("\nRollout in progress (these Machines are shown, not judged):\n  KubeadmControlPlane tkc-cp has 4 replicas for 3 desired\n  tkc-cp-1: Deleting (Machine phase Deleting), since 2025-06-03T09:02:00Z ("),
             "{table}"
@@ -362,7 +363,7 @@ mod tests {
             !table.contains('\u{1b}'),
             "hostile text is shown escaped: {table}"
         );
-        let quiet = status(&report(), Format::Table, Paint { on: false }).unwrap();
+        let quiet = status_table(&report(), false, Paint { on: false });
         assert!(!quiet.contains("Rollout in progress"), "{quiet}");
     }
 
@@ -380,7 +381,7 @@ mod tests {
         vm.refused_ip = Some("127.0.0.1".parse().unwrap());
         vm.ip = None;
         let r = StatusReport::new(facts(3, 3, nodes), api(ApiState::Reachable), vec![], 0);
-        let wide = status(&r, Format::Wide, Paint { on: false }).unwrap();
+        let wide = status_table(&r, true, Paint { on: false });
         let row = |name: &str| {
             wide.lines()
                 .find(|l| l.starts_with(name))
@@ -390,22 +391,20 @@ mod tests {
         assert!(row("NODE").ends_with("ADDRESSES   JOIN"), "{wide}");
         assert!(row("tkc-cp-1").ends_with(" uid"), "{wide}");
         assert!(row("tkc-cp-2").ends_with(" owner name"), "{wide}");
-        let table = status(&r, Format::Table, Paint { on: false }).unwrap();
+        let table = status_table(&r, false, Paint { on: false });
         assert!(
             table.contains("Joined without a VSphereMachine uid to check (an older Supervisor):\n  tkc-cp-2 by owner name (no uid to check)\n"),
             "{table}"
         );
         assert!(table.contains("127.0.0.1 <refused>"), "{table}");
-        assert!(!status(&report(), Format::Table, Paint { on: false })
-            .unwrap()
-            .contains("Joined without"));
+        assert!(!status_table(&report(), false, Paint { on: false }).contains("Joined without"));
     }
 
     /// `-o wide` has a line per Machine with etcd conditions, visible and on one line; the
     /// default table keeps its layout.
     #[test]
     fn wide_shows_the_machines_etcd_conditions() {
-        let wide = status(&report(), Format::Wide, Paint { on: false }).unwrap();
+        let wide = status_table(&report(), true, Paint { on: false });
         assert!(
             wide.contains(
                 "Machine etcd conditions (from the KCP):\n  tkc-cp-1: EtcdMemberHealthy False (NotHealthy: * Etcd reports alarms: NOSPACE \\x1b]0;pwned\\x07), EtcdPodHealthy True (Running)\n"
@@ -416,7 +415,7 @@ mod tests {
             !wide.contains("tkc-cp-2:"),
             "no conditions, no line: {wide}"
         );
-        let table = status(&report(), Format::Table, Paint { on: false }).unwrap();
+        let table = status_table(&report(), false, Paint { on: false });
         assert!(!table.contains("Machine etcd conditions"), "{table}");
         assert!(!table.contains("EtcdMemberHealthy"), "{table}");
     }

@@ -322,7 +322,7 @@ impl JumpboxSession<'_> {
                     .collect())
             }
             Err(f) => {
-                let mut e = super::pod::reach_error(f, &s.namespace, "--jumpbox-image");
+                let mut e = lifecycle::reach_error(f, &s.namespace, "--jumpbox-image");
                 // vSphere Pods exist only on Supervisors with NSX networking.
                 if matches!(
                     e.kind,

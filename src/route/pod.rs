@@ -17,7 +17,7 @@ use k8s_openapi::api::core::v1::{
 use k8s_openapi_ext::{ContainerExt, PodSpecExt};
 use kube::api::Api;
 
-use super::lifecycle::{self, PodApi, PodFailure};
+use super::lifecycle::{self, PodApi};
 use super::{
     Address, Env, PodBasics, Reached, Route, RouteSettings, Run, Session, Target, Unavailable,
 };
@@ -209,37 +209,15 @@ impl Session for PodSession<'_> {
                         ),
                     })
                     .into(),
-                Err(f) => Err(reach_error(f, &self.settings.namespace, "--image")).into(),
+                Err(f) => Err(lifecycle::reach_error(
+                    f,
+                    &self.settings.namespace,
+                    "--image",
+                ))
+                .into(),
             }
         })
     }
-}
-
-/// A pod failure as one line that says what to do (both pod-based routes).
-pub fn reach_error(f: PodFailure, ns: &str, image_flag: &str) -> ReachError {
-    let (kind, message) = match f {
-        PodFailure::Rejected(m) => (
-            ReachErrorKind::Rejected,
-            format!("the probe pod was rejected: {m}; use --pod-namespace with a namespace whose Pod Security level is privileged (kube-system usually is)"),
-        ),
-        PodFailure::Forbidden(m) => (
-            ReachErrorKind::Rejected,
-            format!("{m}; creating, watching, reading the log of and deleting pods in {ns} is needed (docs/rbac.yaml)"),
-        ),
-        PodFailure::ImagePull { image, reason, message } => (
-            ReachErrorKind::ImagePull,
-            format!("cannot pull image {image:?} ({reason}: {message}); use {image_flag} from a registry the nodes reach, and --image-pull-secret if it needs credentials"),
-        ),
-        PodFailure::Pending(why) => (ReachErrorKind::Unschedulable, format!("the probe pod cannot start: {why}")),
-        PodFailure::Timeout(why) => (ReachErrorKind::Timeout, format!("the probe pod did not finish: {why}; raise --timeout")),
-        PodFailure::Gone => (ReachErrorKind::Other, "the probe pod was deleted while it ran".into()),
-        PodFailure::LogTooLarge { limit_bytes } => (
-            ReachErrorKind::BadOutput,
-            format!("the probe pod's log is larger than {} MiB, far more than the probe prints: it was not read", limit_bytes / (1024 * 1024)),
-        ),
-        PodFailure::Api(m) => (ReachErrorKind::Other, m),
-    };
-    ReachError { kind, message }
 }
 
 #[cfg(test)]

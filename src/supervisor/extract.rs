@@ -53,11 +53,20 @@ pub fn vm_address(data: &Value) -> (Option<IpAddr>, Option<IpAddr>) {
     }
 }
 
+/// A Machine's `spec.infrastructureRef`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InfraRef {
+    pub kind: String,
+    pub name: String,
+    /// v1beta1 references carry it; v1beta2 ones do not.
+    pub uid: Option<String>,
+}
+
 /// A Machine's `spec.infrastructureRef` (v1beta1 ObjectReference with `uid`, v1beta2
 /// ContractVersionedObjectReference without).
-pub fn infrastructure_ref(data: &Value) -> Option<super::join::InfraRef> {
+pub fn infrastructure_ref(data: &Value) -> Option<InfraRef> {
     let r = data.get("spec")?.get("infrastructureRef")?;
-    Some(super::join::InfraRef {
+    Some(InfraRef {
         kind: str_at(r, &["kind"])?.to_string(),
         name: str_at(r, &["name"])?.to_string(),
         uid: str_at(r, &["uid"]).map(str::to_string),

@@ -29,7 +29,7 @@ use std::collections::BTreeMap;
 
 use kube::api::DynamicObject;
 
-use super::extract;
+use super::extract::{self, InfraRef};
 use super::facts::{ControlPlaneNode, IdentityProblem, Join, JoinedBy, MachineInfo, VmInfo};
 
 /// An ownerReference, as the join reads it.
@@ -51,15 +51,6 @@ impl Owner {
             self.uid.as_deref().unwrap_or("none")
         )
     }
-}
-
-/// A Machine's `spec.infrastructureRef`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct InfraRef {
-    pub kind: String,
-    pub name: String,
-    /// v1beta1 references carry it; v1beta2 ones do not.
-    pub uid: Option<String>,
 }
 
 /// A control-plane Machine with what the join checks.

@@ -919,23 +919,23 @@ fn render_everything(
     );
     for format in [Format::Table, Format::Wide] {
         for on in [false, true] {
-            let out = render::diagnose(&report, format, Paint { on }).expect("renders");
+            let out = render::output(&report, format, Paint { on }).expect("renders");
             assert_visible("diagnose table", &out);
         }
     }
-    let json = render::diagnose(&report, Format::Json, Paint::default()).expect("JSON");
-    let yaml = render::diagnose(&report, Format::Yaml, Paint::default()).expect("YAML");
+    let json = render::output(&report, Format::Json, Paint::default()).expect("JSON");
+    let yaml = render::output(&report, Format::Yaml, Paint::default()).expect("YAML");
     assert_structured("diagnose", &report, &json, &yaml);
 
     let status = StatusReport::new(facts, api, findings, 0);
     for format in [Format::Table, Format::Wide] {
         for on in [false, true] {
-            let out = render::status(&status, format, Paint { on }).expect("renders");
+            let out = render::output(&status, format, Paint { on }).expect("renders");
             assert_visible("status table", &out);
         }
     }
-    let json = render::status(&status, Format::Json, Paint::default()).expect("JSON");
-    let yaml = render::status(&status, Format::Yaml, Paint::default()).expect("YAML");
+    let json = render::output(&status, Format::Json, Paint::default()).expect("JSON");
+    let yaml = render::output(&status, Format::Yaml, Paint::default()).expect("YAML");
     assert_structured("status", &status, &json, &yaml);
 }
 
@@ -1009,9 +1009,10 @@ proptest! {
     ) {
         let report = CleanupReport::new(items, skipped);
         for format in [Format::Table, Format::Wide] {
-            assert_visible("cleanup table", &render::cleanup(&report, format).expect("renders"));
+            let out = render::output(&report, format, Paint::default()).expect("renders");
+            assert_visible("cleanup table", &out);
         }
-        let json = render::cleanup(&report, Format::Json).expect("JSON");
+        let json = render::output(&report, Format::Json, Paint::default()).expect("JSON");
         prop_assert!(!json.chars().any(|c| c != '\n' && c.is_control()));
     }
 }

@@ -403,3 +403,19 @@ pub(super) fn leader_evidence(ctx: &Ctx) -> Option<String> {
     }
     Some(format!("etcd logs (UTC): {}", parts.join("; ")))
 }
+
+/// The newest etcd container: the highest restart attempt (kubelet counts up), else the first.
+pub(super) fn newest(containers: &[Container]) -> Option<&Container> {
+    containers.iter().max_by_key(|c| c.attempt.unwrap_or(0))
+}
+
+/// Epoch ms from crictl's createdAt: epoch nanoseconds, or RFC 3339.
+pub(super) fn created_ms(s: &str) -> Option<i64> {
+    if let Ok(ns) = s.trim().parse::<i64>() {
+        return Some(ns / 1_000_000);
+    }
+    s.trim()
+        .parse::<k8s_openapi::jiff::Timestamp>()
+        .ok()
+        .map(|t| t.as_millisecond())
+}

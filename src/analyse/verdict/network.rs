@@ -3,7 +3,7 @@
 use std::collections::{HashMap, HashSet};
 
 use super::evidence::*;
-use super::node::{etcd_running, fatal_reason, newest, own_cell};
+use super::node::{etcd_running, fatal_reason, own_cell};
 use super::*;
 
 // ---- 6. the peer network ---------------------------------------------------------------------

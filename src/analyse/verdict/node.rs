@@ -5,11 +5,6 @@ use super::*;
 
 // ---- 2, 3. etcd on the nodes -----------------------------------------------------------------
 
-/// The newest etcd container: the highest restart attempt (kubelet counts up), else the first.
-pub(super) fn newest(containers: &[Container]) -> Option<&Container> {
-    containers.iter().max_by_key(|c| c.attempt.unwrap_or(0))
-}
-
 /// Whether etcd runs on a node: from crictl when it answered, else from whether the node's own
 /// 2379 answers. `None` when neither tells.
 pub(super) fn etcd_running(ctx: &Ctx, node: &NodeReport) -> Option<bool> {
@@ -30,17 +25,6 @@ pub(super) fn own_cell<'a>(ctx: &'a Ctx, node: &str, port: u16) -> Option<&'a Ce
         .find(|m| m.port == port)?
         .cell(node, node)
         .filter(|c| c.state.is_known())
-}
-
-/// Epoch ms from crictl's createdAt: epoch nanoseconds, or RFC 3339.
-pub(super) fn created_ms(s: &str) -> Option<i64> {
-    if let Ok(ns) = s.trim().parse::<i64>() {
-        return Some(ns / 1_000_000);
-    }
-    s.trim()
-        .parse::<k8s_openapi::jiff::Timestamp>()
-        .ok()
-        .map(|t| t.as_millisecond())
 }
 
 /// The member exited for a reason of its own in the window: a fatal or panic line that does not

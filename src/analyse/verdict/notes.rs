@@ -2,7 +2,6 @@
 //! History (log lines older than the window), a slow fsync too rare to be a slow disk, restarts
 //! of a member that is healthy now, and many elections in the window on a `Healthy` cluster.
 
-use super::node::newest;
 use super::*;
 
 /// Leader changes in the window that make a `Healthy` cluster "unstable". A rolling update moves
@@ -134,7 +133,7 @@ pub(super) fn notes(ctx: &Ctx, v: &Verdict) -> Vec<String> {
                 if attempt == 1 { "" } else { "s" },
                 c.created_at
                     .as_deref()
-                    .and_then(super::node::created_ms)
+                    .and_then(created_ms)
                     .and_then(|ms| k8s_openapi::jiff::Timestamp::from_millisecond(ms).ok())
                     .map(|t| format!(" since {} UTC", t.strftime("%H:%M:%S")))
                     .unwrap_or_default()

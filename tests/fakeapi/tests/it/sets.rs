@@ -88,7 +88,7 @@ fn expectations() -> BTreeMap<&'static str, Expect> {
         ("rollout-scale-up-joining", e("v1alpha3", cp4, 4)),
         ("rollout-scale-down", e("v1alpha3", cp4, 4)),
         (
-            // Generated (etcdnet_fakeapi::generate); tests/many_clusters.rs checks all three.
+            // Generated (etcdnet_fakeapi::generate); tests/it/many_clusters.rs checks all three.
             // IPs in Machine name order: -2tfqk .11, -mpljt .13, -w5nfz .12.
             "three-clusters",
             Expect {

@@ -1,0 +1,221 @@
+//! The evidence bundle: `diagnose --bundle FILE.tar.gz` writes what each verdict was made from
+//! ([`Evidence`]) as plain files a person can read, and `analyse FILE.tar.gz` reads them back
+//! and judges again ([`Evidence::judge`]): the same tool, offline, and a newer plugin re-judges
+//! an old bundle with its own parser and rules. Layout (docs/output.md):
+//!
+//! ```text
+//! manifest.json                          format version, plugin version, arguments, time, clusters
+//! <namespace>/<cluster>/report.json      the DiagnoseReport as judged when written (for people)
+//! <namespace>/<cluster>/discovery.json   what discovery said (SupervisorApis)
+//! <namespace>/<cluster>/supervisor/<Kind>-<name>.json   each object read, no managedFields
+//! <namespace>/<cluster>/workload-api.json, route.json
+//! <namespace>/<cluster>/nodes/<node>/probe.json   the probe's document as the node printed it
+//! <namespace>/<cluster>/nodes/<node>/etcd.log     its etcd log tail (also inside probe.json)
+//! <namespace>/<cluster>/nodes/<node>/reach.json   IP, why unreached, Supervisor-side ports, host key
+//! ```
+//!
+//! Nothing secret is in an [`Evidence`] (no Secret object, no kubeconfig, no key: see
+//! docs/security.md), so nothing secret is written. Names become path components only through
+//! [`component`]: whatever a name holds, it cannot make `..`, `/` or an absolute path; the
+//! manifest maps each name to its folder, so the names themselves are kept exactly.
+//!
+//! Writing is atomic (a temporary file beside the target, renamed onto it once complete), so an
+//! error or a signal never leaves a partial bundle. Reading is in memory, never extracted, with
+//! caps on entry size, total size and entry count; it refuses absolute and `..` paths, links and
+//! devices, and says in one line which file is wrong and how. Entries it does not know are
+//! ignored: a newer plugin's bundle may hold more.
+
+//!
+//! - this file: the layout (the manifest's types, the caps, how a name becomes a path component);
+//! - [`write`]: the bundle written atomically from evidence ([`write::write`]);
+//! - [`read`]: a bundle read back in memory, within the caps ([`read::read`]).
+
+mod read;
+mod write;
+
+pub use read::read;
+pub use write::{check_target, write};
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::net::IpAddr;
+
+use serde::{Deserialize, Serialize};
+
+use crate::probe::{HostKey, PortReach, ReachError};
+use crate::report::Evidence;
+
+/// The layout's version. Files are only added within one; a reader refuses a newer one.
+pub const FORMAT_VERSION: u32 = 1;
+/// The manifest's `kind`.
+pub const KIND: &str = "EvidenceBundle";
+pub const MANIFEST: &str = "manifest.json";
+
+/// What reading accepts at most (what writing keeps to: see [`write::write`]).
+///
+/// Bounds of `analyse` (docs/security.md, "Bundle bounds"), with B the decompressed bytes
+/// (≤ `total`), C the clusters (≤ `clusters`), N the nodes of a cluster (≤ `nodes`) and O its
+/// objects (≤ `objects`):
+/// - memory: the entries as bytes (B, each at most `entry`), and each entry parsed at most
+///   once (a manifest naming an entry twice, a node or a cluster twice, is refused before
+///   anything is parsed twice), so the parsed documents are a constant times B; the report is
+///   made of those;
+/// - time: decompressing and parsing are linear in B; per cluster, the facts are
+///   O(O log O) (maps by name, one sort), the matrices and the verdict's path steps O(N²)
+///   with indexed lookups (`analyse::matrix::Matrix::index`, `Paths`), each node's log
+///   classified once, linear in its bytes. Altogether O(B + C·(O log O + N²)).
+///
+/// Held by `bounds_tests::the_largest_bundle_within_the_caps_is_read_once_in_bounded_time` (the
+/// largest bundle these caps allow by count, about 100 MB of JSON: analysed, timed, every
+/// entry parsed exactly once) and the property tests of `bounds_tests`.
+#[derive(Debug, Clone, Copy)]
+pub struct Caps {
+    /// One entry's bytes. A probe document is at most `parse::MAX_OUTPUT_BYTES` (16 MiB);
+    /// nothing else comes near.
+    pub entry: u64,
+    /// The whole archive's once decompressed (headers included): a gzip bomb stops here.
+    pub total: u64,
+    /// Entries: a bundle of 50 clusters of 7 nodes has about 2000.
+    pub count: usize,
+    /// Clusters in the manifest: one `-A` run's worth; a larger Supervisor is written (and
+    /// analysed) per namespace.
+    pub clusters: usize,
+    /// Nodes of one cluster: the most a run probes (`supervisor::targets::MAX_TARGETS`).
+    pub nodes: usize,
+    /// Supervisor objects of one cluster: its Cluster and KCP, each Machine and VM (a real
+    /// cluster has 2 + 2 × its nodes), with room for labelled objects that are not its own.
+    pub objects: usize,
+}
+
+pub const CAPS: Caps = Caps {
+    entry: 32 * 1024 * 1024,
+    total: 512 * 1024 * 1024,
+    count: 20_000,
+    clusters: 100,
+    nodes: crate::supervisor::targets::MAX_TARGETS,
+    objects: 256,
+};
+/// Longest path component written (tar handles longer paths, people's tools less so).
+const MAX_COMPONENT_CHARS: usize = 100;
+
+/// `manifest.json`: what the bundle is and where each cluster's files are.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Manifest {
+    pub api_version: String,
+    /// Always [`KIND`].
+    pub kind: String,
+    pub format_version: u32,
+    /// The plugin that wrote it.
+    pub plugin_version: String,
+    /// The command line after the program's name (`diagnose tkc-prod -n ns-prod --bundle ...`).
+    pub args: Vec<String>,
+    /// When it was written, RFC 3339 (UTC).
+    pub created: String,
+    pub clusters: Vec<ClusterEntry>,
+}
+
+/// One cluster's files.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ClusterEntry {
+    pub context: String,
+    pub namespace: String,
+    pub cluster: String,
+    /// The folder of its files, `<namespace>/<cluster>` made safe.
+    pub dir: String,
+    /// How long its diagnosis took.
+    pub duration_ms: u64,
+    /// The log window of the diagnosis (`--since`), seconds; `analyse` judges with it again.
+    #[serde(default = "default_since_s")]
+    pub since_s: u64,
+    /// The verdict when written (for a reader's glance; `analyse` judges again).
+    #[serde(default)]
+    pub verdict: Option<String>,
+    /// Its Supervisor objects, paths under `dir`, in the order they were read.
+    pub objects: Vec<String>,
+    /// Its control-plane nodes, in the report's order.
+    pub nodes: Vec<NodeEntry>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct NodeEntry {
+    /// The node's name, exactly.
+    pub name: String,
+    /// Its folder under the cluster's `dir` (`nodes/<name made safe>`).
+    pub dir: String,
+}
+
+/// `nodes/<node>/reach.json`: how the route got (or did not get) to the node.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct NodeReach {
+    pub name: String,
+    pub ip: Option<IpAddr>,
+    /// Why the node could not be probed; null when `probe.json` holds its document.
+    pub error: Option<ReachError>,
+    /// The VM's 22, 2379, 2380 and 6443 from the Supervisor (jumpbox route).
+    #[serde(default)]
+    pub reach: Vec<PortReach>,
+    #[serde(default)]
+    pub host_key: Option<HostKey>,
+}
+
+/// A bundle as read: its manifest and each cluster's evidence.
+#[derive(Debug, Clone)]
+pub struct Bundle {
+    pub manifest: Manifest,
+    pub evidence: Vec<Evidence>,
+}
+
+/// A name as one path component: ASCII letters, digits, `.`, `-` and `_` kept, anything else
+/// `_`; never empty, never starting with a dot (so never `.` or `..`, nor hidden), at most
+/// [`MAX_COMPONENT_CHARS`]. Kubernetes names pass unchanged; the rest is data, not a path.
+pub fn component(name: &str) -> String {
+    let mut safe: String = name
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_') {
+                c
+            } else {
+                '_'
+            }
+        })
+        .take(MAX_COMPONENT_CHARS)
+        .collect();
+    if safe.is_empty() || safe.starts_with('.') {
+        safe.insert(0, '_');
+        safe.truncate(MAX_COMPONENT_CHARS);
+    }
+    safe
+}
+
+/// Components already used per folder: two names that became the same component (or differ
+/// past the cut) get `-2`, `-3`, ...
+#[derive(Default)]
+struct Names(BTreeMap<String, BTreeSet<String>>);
+
+impl Names {
+    fn unique(&mut self, folder: &str, wanted: &str) -> String {
+        let used = self.0.entry(folder.to_string()).or_default();
+        let mut name = wanted.to_string();
+        let mut n = 2;
+        while used.contains(&name) {
+            name = format!("{wanted}-{n}");
+            n += 1;
+        }
+        used.insert(name.clone());
+        name
+    }
+}
+
+/// The log window of a bundle written before `sinceS` existed: the default `--since`.
+fn default_since_s() -> u64 {
+    crate::analyse::verdict::DEFAULT_SINCE.as_secs()
+}
+
+#[cfg(test)]
+mod bounds_tests;
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,199 @@
+//! Writing a bundle: every file made in memory from the evidence, then one .tar.gz written
+//! beside the target and renamed onto it, so an error or a signal never leaves a partial bundle.
+
+use std::io::{self, Write};
+use std::path::Path;
+use std::time::SystemTime;
+
+use serde::Serialize;
+use serde_json::Value;
+
+use super::{
+    component, ClusterEntry, Manifest, Names, NodeEntry, NodeReach, CAPS, FORMAT_VERSION, KIND,
+    MANIFEST,
+};
+use crate::error::{Error, Result};
+use crate::report::{Evidence, API_VERSION};
+
+/// Checks that a bundle can be written at `path`.
+///
+/// Checked before a run, so that a bundle that cannot be written is known before minutes of
+/// diagnosis (exit 2, nothing contacted): its folder must exist, and the path must not be one.
+pub fn check_target(path: &Path) -> Result<()> {
+    let cannot = |why: &str| Error::Usage(format!("cannot write bundle {}: {why}", path.display()));
+    if path.is_dir() {
+        return Err(cannot("it is a folder"));
+    }
+    match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() && !d.is_dir() => {
+            Err(cannot(&format!("no folder {}", d.display())))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// Writes `evidence` (one per cluster) to `path` as a .tar.gz, atomically.
+pub fn write(path: &Path, evidence: &[Evidence]) -> Result<()> {
+    let cannot =
+        |why: String| Error::config(format!("cannot write bundle {}: {why}", path.display()));
+    // `args_os`: `args` panics on an argument that is not UTF-8 (a path can be anything).
+    let args = std::env::args_os()
+        .skip(1)
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    let files = files(evidence, args)?;
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "bundle".into());
+    // Beside the target, so the rename is atomic; removed on drop if anything below fails.
+    let tmp = tempfile::Builder::new()
+        .prefix(&format!(".{name}."))
+        .suffix(".tmp")
+        .tempfile_in(dir)
+        .map_err(|e| cannot(e.to_string()))?;
+    let mtime = unix_seconds(SystemTime::now());
+    let gz = flate2::write::GzEncoder::new(
+        io::BufWriter::new(tmp.as_file()),
+        flate2::Compression::default(),
+    );
+    let mut tar = tar::Builder::new(gz);
+    for (entry, bytes) in &files {
+        let mut header = tar::Header::new_gnu();
+        header.set_entry_type(tar::EntryType::Regular);
+        header.set_size(bytes.len() as u64);
+        header.set_mode(0o644);
+        header.set_mtime(mtime);
+        header.set_uid(0);
+        header.set_gid(0);
+        tar.append_data(&mut header, entry, bytes.as_slice())
+            .map_err(|e| cannot(e.to_string()))?;
+    }
+    let gz = tar.into_inner().map_err(|e| cannot(e.to_string()))?;
+    let mut buf = gz.finish().map_err(|e| cannot(e.to_string()))?;
+    buf.flush().map_err(|e| cannot(e.to_string()))?;
+    drop(buf);
+    tmp.as_file()
+        .sync_all()
+        .map_err(|e| cannot(e.to_string()))?;
+    tmp.persist(path).map_err(|e| cannot(e.error.to_string()))?;
+    Ok(())
+}
+
+/// The bundle's files, in order (the manifest first), from `evidence` and the command line.
+/// Nothing is written that [`read`] would refuse: more clusters or nodes than [`CAPS`] allow is
+/// an error, and a cluster's objects beyond the cap are left out (the Supervisor's list order,
+/// with the Machines beyond the KCP's replicas last, so those go first; `analyse` then counts
+/// fewer of them).
+pub(super) fn files(evidence: &[Evidence], args: Vec<String>) -> Result<Vec<(String, Vec<u8>)>> {
+    let too_many = |what: String| {
+        Error::config(format!(
+            "{what}: an evidence bundle holds at most {} clusters of {} nodes; write one per namespace (-n)",
+            CAPS.clusters, CAPS.nodes
+        ))
+    };
+    if evidence.len() > CAPS.clusters {
+        return Err(too_many(format!("{} clusters", evidence.len())));
+    }
+    if let Some(e) = evidence.iter().find(|e| e.nodes.len() > CAPS.nodes) {
+        return Err(too_many(format!(
+            "cluster {}/{} has {} nodes",
+            e.namespace,
+            e.cluster,
+            e.nodes.len()
+        )));
+    }
+    let mut out = Vec::new();
+    let mut clusters = Vec::new();
+    let mut dirs = Names::default();
+    for e in evidence {
+        let report = e.judge()?;
+        let ns = component(&e.namespace);
+        let dir = format!("{ns}/{}", dirs.unique(&ns, &component(&e.cluster)));
+        let mut put = |rel: &str, bytes: Vec<u8>| out.push((format!("{dir}/{rel}"), bytes));
+        put("report.json", pretty(&report)?);
+        put("discovery.json", pretty(&e.apis)?);
+        put("workload-api.json", pretty(&e.workload_api)?);
+        put("route.json", pretty(&e.route)?);
+        let mut taken = Names::default();
+        let mut objects = Vec::new();
+        for o in e.objects.iter().take(CAPS.objects) {
+            let kind = o.get("kind").and_then(Value::as_str).unwrap_or("Object");
+            let name = o
+                .pointer("/metadata/name")
+                .and_then(Value::as_str)
+                .unwrap_or("unnamed");
+            let file = taken.unique("supervisor", &component(&format!("{kind}-{name}")));
+            let rel = format!("supervisor/{file}.json");
+            put(&rel, pretty(o)?);
+            objects.push(rel);
+        }
+        let mut nodes = Vec::new();
+        for n in &e.nodes {
+            let rel = format!("nodes/{}", taken.unique("nodes", &component(&n.name)));
+            if let Ok(probe) = &n.outcome {
+                // As the node printed it; a document made in code (tests) in the same schema.
+                let doc = match probe.raw.as_str() {
+                    Some(raw) => raw.as_bytes().to_vec(),
+                    None => pretty(probe)?,
+                };
+                put(&format!("{rel}/probe.json"), doc);
+                if let Some(logs) = &probe.etcd.logs {
+                    put(&format!("{rel}/etcd.log"), logs.text.clone().into_bytes());
+                }
+            }
+            let reach = NodeReach {
+                name: n.name.clone(),
+                ip: n.ip,
+                error: n.outcome.as_ref().err().cloned(),
+                reach: n.reach.clone(),
+                host_key: n.host_key.clone(),
+            };
+            put(&format!("{rel}/reach.json"), pretty(&reach)?);
+            nodes.push(NodeEntry {
+                name: n.name.clone(),
+                dir: rel,
+            });
+        }
+        clusters.push(ClusterEntry {
+            context: e.context.clone(),
+            namespace: e.namespace.clone(),
+            cluster: e.cluster.clone(),
+            dir,
+            duration_ms: e.duration_ms,
+            since_s: e.since_s,
+            verdict: Some(report.verdict.code.to_string()),
+            objects,
+            nodes,
+        });
+    }
+    let manifest = Manifest {
+        api_version: API_VERSION.into(),
+        kind: KIND.into(),
+        format_version: FORMAT_VERSION,
+        plugin_version: env!("CARGO_PKG_VERSION").into(),
+        args,
+        created: humantime::format_rfc3339_seconds(SystemTime::now()).to_string(),
+        clusters,
+    };
+    out.insert(0, (MANIFEST.to_string(), pretty(&manifest)?));
+    Ok(out)
+}
+
+pub(super) fn pretty<T: Serialize>(value: &T) -> Result<Vec<u8>> {
+    let mut text = serde_json::to_vec_pretty(value).map_err(|e| Error::Output {
+        source: Box::new(e),
+    })?;
+    text.push(b'\n');
+    Ok(text)
+}
+
+fn unix_seconds(t: SystemTime) -> u64 {
+    t.duration_since(SystemTime::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0)
+}

@@ -1,0 +1,312 @@
+//! `diagnose --watch` as printed, round after round, for one cluster or with `--all`/`-A`.
+//!
+//! Tables: the first round is printed whole; after it, one line per cluster whose verdict
+//! changed, with the time and why (`08:31:02 EtcdPeerNetworkBlocked → EtcdPeerNetworkPartial
+//! (tkc-prod-7xk2p-9qtvw reaches its peers again)`), and a last line when the watch ends.
+//! `-o json`: one compact JSON document per round, one per line (JSON lines); `-o yaml`: one
+//! YAML document per round (`---`).
+
+use std::collections::BTreeMap;
+use std::time::SystemTime;
+
+use super::{switch, Format, Layout, Lines, Listed, Paint, Tabular};
+use crate::error::Result;
+use crate::report::{watch::why_changed, DiagnoseReport, ListItem, ListReport};
+
+/// A cluster, by namespace and name.
+type Key = (String, String);
+
+/// What a cluster was at a round: its report, or the line of its failure.
+enum Seen {
+    Report(Box<DiagnoseReport>),
+    Failed(String),
+}
+
+impl Seen {
+    /// The verdict code a change line names: the report's, or `Error`.
+    fn verdict(&self) -> String {
+        match self {
+            Seen::Report(r) => r.verdict.code.to_string(),
+            Seen::Failed(_) => "Error".into(),
+        }
+    }
+}
+
+/// The watch's printer: it keeps each cluster's last round to say what changed.
+pub struct Watch {
+    format: Format,
+    paint: Paint,
+    /// Each unhealthy cluster's tables under a list's summary (no `--summary`).
+    detail: bool,
+    /// The clusters at the last round; `None` before the first.
+    last: Option<BTreeMap<Key, Seen>>,
+}
+
+impl Watch {
+    pub fn new(format: Format, paint: Paint, detail: bool) -> Watch {
+        Watch {
+            format,
+            paint,
+            detail,
+            last: None,
+        }
+    }
+
+    /// One cluster's round, diagnosed at `at`; `ends` when the watch stops after it (Healthy).
+    pub fn one(
+        &mut self,
+        report: Box<DiagnoseReport>,
+        ends: bool,
+        at: SystemTime,
+    ) -> Result<String> {
+        let text = self.whole(&*report)?;
+        let key = (
+            report.header.namespace.clone(),
+            report.header.cluster.name.clone(),
+        );
+        Ok(text + &self.changes(vec![(key, Seen::Report(report))], ends, at))
+    }
+
+    /// A many-cluster round, as [`Watch::one`].
+    pub fn many(
+        &mut self,
+        list: ListReport<DiagnoseReport>,
+        ends: bool,
+        at: SystemTime,
+    ) -> Result<String> {
+        let text = self.whole(&Listed {
+            list: &list,
+            detail: self.detail,
+        })?;
+        let now = list
+            .items
+            .into_iter()
+            .map(|i| match i {
+                ListItem::Report(r) => (
+                    (r.header.namespace.clone(), r.header.cluster.name.clone()),
+                    Seen::Report(Box::new(r)),
+                ),
+                ListItem::Failed(f) => ((f.namespace, f.cluster), Seen::Failed(f.message)),
+            })
+            .collect();
+        Ok(text + &self.changes(now, ends, at))
+    }
+
+    /// The round's report as a document of the stream; tables only at the first round.
+    fn whole<R: Tabular>(&self, report: &R) -> Result<String> {
+        if self.format.is_tables() && self.last.is_some() {
+            return Ok(String::new());
+        }
+        switch(report, self.format, self.paint, Layout::Stream)
+    }
+
+    /// The change lines of a round (tables only): a cluster new since the first round, or whose
+    /// verdict moved; then `Healthy: the watch ends` when it does. Remembers `now` for the next.
+    fn changes(&mut self, now: Vec<(Key, Seen)>, ends: bool, at: SystemTime) -> String {
+        let first = self.last.is_none();
+        let mut out = Lines::new(self.paint);
+        if self.format.is_tables() {
+            let clock = clock(at);
+            let last = self.last.take().unwrap_or_default();
+            for (key, seen) in &now {
+                let line = match last.get(key) {
+                    None if first => None,
+                    None => Some(format!(
+                        "{clock} {}/{}: new, {}",
+                        key.0,
+                        key.1,
+                        seen.verdict()
+                    )),
+                    Some(before) if before.verdict() != seen.verdict() => {
+                        let why = match (before, seen) {
+                            (Seen::Report(b), Seen::Report(a)) => why_changed(b, a),
+                            (_, Seen::Failed(message)) => message.clone(),
+                            (_, Seen::Report(a)) => a.verdict.summary.clone(),
+                        };
+                        let who = if now.len() > 1 {
+                            format!("{}/{}: ", key.0, key.1)
+                        } else {
+                            String::new()
+                        };
+                        Some(format!(
+                            "{clock} {who}{} → {} ({why})",
+                            before.verdict(),
+                            seen.verdict()
+                        ))
+                    }
+                    Some(_) => None,
+                };
+                if let Some(line) = line {
+                    out.line(line);
+                }
+            }
+            if ends && !first {
+                out.line(format!("{clock} Healthy: the watch ends"));
+            }
+        }
+        self.last = Some(now.into_iter().collect());
+        out.finish()
+    }
+}
+
+/// The time of day a watch line starts with (`08:31:02`), in UTC: the plugin carries no
+/// time-zone database, and UTC is what etcd's logs and the API server's timestamps use.
+fn clock(at: SystemTime) -> String {
+    let secs = at
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or_default();
+    let day = secs % 86_400;
+    format!("{:02}:{:02}:{:02}", day / 3600, day % 3600 / 60, day % 60)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::{Duration, SystemTime};
+
+    use super::*;
+    use crate::analyse::matrix::CellState;
+    use crate::analyse::verdict::VerdictCode;
+    use crate::error::Error;
+    use crate::render::output;
+    use crate::report::ClusterFailure;
+
+    const OFF: Paint = Paint { on: false };
+
+    /// 08:31:02 UTC on the first day of 1970.
+    fn at() -> SystemTime {
+        SystemTime::UNIX_EPOCH + Duration::from_secs(8 * 3600 + 31 * 60 + 2)
+    }
+
+    fn blocked() -> DiagnoseReport {
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/fixtures/reports/peers-dropped.json"
+        );
+        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+    }
+
+    /// `node`'s paths to its peers (both ports) opened, and the verdict `code`.
+    fn healed(before: &DiagnoseReport, node: &str, code: VerdictCode) -> DiagnoseReport {
+        let mut r = before.clone();
+        for m in &mut r.matrices {
+            for c in m.cells.iter_mut().filter(|c| c.from == node) {
+                c.state = CellState::Ok;
+            }
+        }
+        r.verdict.code = code;
+        r
+    }
+
+    fn named(mut r: DiagnoseReport, namespace: &str, cluster: &str) -> DiagnoseReport {
+        r.header.namespace = namespace.into();
+        r.header.cluster.name = cluster.into();
+        r
+    }
+
+    #[test]
+    fn tables_print_the_first_round_whole_then_only_the_verdicts_that_moved() {
+        let mut w = Watch::new(Format::Table, OFF, true);
+        let first = blocked();
+        assert_eq!(
+            w.one(Box::new(first.clone()), false, at()).unwrap(),
+            output(&first, Format::Table, OFF).unwrap()
+        );
+        assert_eq!(w.one(Box::new(first.clone()), false, at()).unwrap(), "");
+        let node = first.nodes[1].name.clone();
+        let partial = healed(&first, &node, VerdictCode::EtcdPeerNetworkPartial);
+        assert_eq!(
+            w.one(Box::new(partial.clone()), false, at()).unwrap(),
+            format!(
+                "08:31:02 EtcdPeerNetworkBlocked → EtcdPeerNetworkPartial ({node} reaches its peers again)\n"
+            )
+        );
+        let mut healthy = partial.clone();
+        for n in &first.nodes {
+            healthy = healed(&healthy, &n.name, VerdictCode::Healthy);
+        }
+        let why = why_changed(&partial, &healthy);
+        assert_eq!(
+            w.one(Box::new(healthy), true, at()).unwrap(),
+            format!(
+                "08:31:02 EtcdPeerNetworkPartial → Healthy ({why})\n08:31:02 Healthy: the watch ends\n"
+            )
+        );
+    }
+
+    #[test]
+    fn a_first_round_that_ends_the_watch_is_only_its_report() {
+        let mut w = Watch::new(Format::Wide, OFF, true);
+        let r = healed(&blocked(), "none", VerdictCode::Healthy);
+        assert_eq!(
+            w.one(Box::new(r.clone()), true, at()).unwrap(),
+            output(&r, Format::Wide, OFF).unwrap()
+        );
+    }
+
+    #[test]
+    fn json_is_one_line_per_round_and_yaml_one_document_per_round() {
+        let r = blocked();
+        let mut json = Watch::new(Format::Json, OFF, true);
+        for _ in 0..2 {
+            let line = json.one(Box::new(r.clone()), false, at()).unwrap();
+            assert_eq!(line.matches('\n').count(), 1, "{line}");
+            assert!(line.ends_with('\n'));
+            let back: DiagnoseReport = serde_json::from_str(&line).unwrap();
+            assert_eq!(back, r);
+        }
+        let mut yaml = Watch::new(Format::Yaml, OFF, true);
+        for _ in 0..2 {
+            let doc = yaml.one(Box::new(r.clone()), true, at()).unwrap();
+            let body = doc.strip_prefix("---\n").expect("a document of a stream");
+            let back: DiagnoseReport = serde_yaml_ng::from_str(body).unwrap();
+            assert_eq!(back, r);
+        }
+    }
+
+    /// With many clusters a change line names its cluster; a cluster that was not there at the
+    /// first round is new; a failure's line is its message.
+    #[test]
+    fn many_clusters_name_each_change() {
+        let a = named(blocked(), "ns-a", "tkc-a");
+        let failed = |ns, c| {
+            ListItem::Failed(ClusterFailure::new(
+                ns,
+                c,
+                &Error::Usage("the secret is gone".into()),
+            ))
+        };
+        let list = |items| ListReport::new(items, Duration::from_secs(1));
+        let mut w = Watch::new(Format::Table, OFF, false);
+        let first = list(vec![ListItem::Report(a.clone()), failed("ns-b", "tkc-b")]);
+        assert_eq!(
+            w.many(first.clone(), false, at()).unwrap(),
+            output(
+                &Listed {
+                    list: &first,
+                    detail: false
+                },
+                Format::Table,
+                OFF
+            )
+            .unwrap()
+        );
+        let b = named(blocked(), "ns-b", "tkc-b");
+        let c = named(blocked(), "ns-c", "tkc-c");
+        let summary = b.verdict.summary.clone();
+        let second = list(vec![
+            failed("ns-a", "tkc-a"),
+            ListItem::Report(b),
+            ListItem::Report(c),
+        ]);
+        let message = Error::Usage("the secret is gone".into()).to_string();
+        assert_eq!(
+            w.many(second, false, at()).unwrap(),
+            format!(
+                "08:31:02 ns-a/tkc-a: EtcdPeerNetworkBlocked → Error ({message})\n\
+                 08:31:02 ns-b/tkc-b: Error → EtcdPeerNetworkBlocked ({summary})\n\
+                 08:31:02 ns-c/tkc-c: new, EtcdPeerNetworkBlocked\n"
+            )
+        );
+    }
+}

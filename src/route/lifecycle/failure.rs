@@ -1,0 +1,136 @@
+//! Why a probe pod gave no usable log: the failures of one pod's run, how a failed request is
+//! read (a refusal, worth resuming, or neither), and each failure as the line a report shows.
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::KubeErrorExt;
+use crate::probe::{ReachError, ReachErrorKind};
+
+/// Why a probe pod gave no usable log. The messages are one line and say what to do.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum PodFailure {
+    /// Pod Security admission (or another admission webhook) refused the pod.
+    Rejected(String),
+    /// RBAC: 403 on create, watch or log.
+    Forbidden(String),
+    ImagePull {
+        image: String,
+        reason: String,
+        message: String,
+    },
+    /// Pending with a scheduling or kubelet reason.
+    Pending(String),
+    /// Did not finish within the bound.
+    Timeout(String),
+    /// Deleted by someone else while we waited.
+    Gone,
+    /// The log is larger than its limit ([`MAX_LOG_BYTES`] for one probe): not read.
+    LogTooLarge {
+        limit_bytes: u64,
+    },
+    Api(String),
+}
+
+/// Whether the API server definitely did not create the pod: it answered this very create
+/// with a 4xx `Status` (a refusal: RBAC's 403, Pod Security's 403, an invalid spec's 422,
+/// 429, or 409 AlreadyExists). Anything else — no answer (a timeout, a broken connection) or a
+/// 5xx (a 504 may still be processed) — leaves the pod possibly created, so it stays tracked
+/// and the final `delete_all` tries it (a 404 there is fine).
+///
+/// 409 counts as a refusal on purpose: it says that *this* create made nothing. The pod that
+/// holds the name is not this run's: pod names are unique per node within a run (the node
+/// name, hashed when it is cut, and the run id) and a create is never retried (kube sends each
+/// POST once). So it is someone else's, or an earlier run's with the same 5-character run id;
+/// deleting it could kill another admin's run in progress, which is worse than leaving it
+/// (`cleanup` removes it once it has finished or passed its deadline).
+pub(super) fn definitely_refused(err: &kube::Error) -> bool {
+    matches!(err.status_code(), Some(400..=499))
+}
+
+/// Whether a failed watch (or the read that resumes one) is worth trying again until the
+/// run's bound: the connection broke or stayed quiet past the client's read timeout (kube
+/// reports that as `ReadEvents`), or the server was briefly overloaded (429, 5xx: an API
+/// server whose etcd is struggling answers so). Not a refusal (403), not an answer that
+/// cannot be read.
+///
+/// A watch line or a body past its size cap (`bounds`) is not resumed: the same server would
+/// send it again. A watch past its deadline (`timeoutSeconds` plus the client's bound) is.
+pub(super) fn resumable(err: &kube::Error) -> bool {
+    if let Some(bound) = crate::bounds::exceeded(err) {
+        return matches!(bound, crate::bounds::Exceeded::Slow { .. });
+    }
+    match err {
+        kube::Error::HyperError(_) | kube::Error::Service(_) | kube::Error::ReadEvents(_) => true,
+        kube::Error::Api(s) => s.code == 429 || s.code >= 500,
+        _ => false,
+    }
+}
+
+/// A pod failure as one line that says what to do (both pod-based routes: `pod`, `jumpbox`).
+pub fn reach_error(f: PodFailure, ns: &str, image_flag: &str) -> ReachError {
+    let (kind, message) = match f {
+        PodFailure::Rejected(m) => (
+            ReachErrorKind::Rejected,
+            format!("the probe pod was rejected: {m}; use --pod-namespace with a namespace whose Pod Security level is privileged (kube-system usually is)"),
+        ),
+        PodFailure::Forbidden(m) => (
+            ReachErrorKind::Rejected,
+            format!("{m}; creating, watching, reading the log of and deleting pods in {ns} is needed (docs/rbac.yaml)"),
+        ),
+        PodFailure::ImagePull { image, reason, message } => (
+            ReachErrorKind::ImagePull,
+            format!("cannot pull image {image:?} ({reason}: {message}); use {image_flag} from a registry the nodes reach, and --image-pull-secret if it needs credentials"),
+        ),
+        PodFailure::Pending(why) => (ReachErrorKind::Unschedulable, format!("the probe pod cannot start: {why}")),
+        PodFailure::Timeout(why) => (ReachErrorKind::Timeout, format!("the probe pod did not finish: {why}; raise --timeout")),
+        PodFailure::Gone => (ReachErrorKind::Other, "the probe pod was deleted while it ran".into()),
+        PodFailure::LogTooLarge { limit_bytes } => (
+            ReachErrorKind::BadOutput,
+            format!("the probe pod's log is larger than {} MiB, far more than the probe prints: it was not read", limit_bytes / (1024 * 1024)),
+        ),
+        PodFailure::Api(m) => (ReachErrorKind::Other, m),
+    };
+    ReachError { kind, message }
+}
+
+/// A failed request of the run (`doing` says which) as the failure it means.
+pub(super) fn api_failure(doing: &str, err: kube::Error) -> PodFailure {
+    match (err.status_code(), err.status_message()) {
+        (Some(409), Some(m)) => PodFailure::Api(format!(
+            "{doing}: {m} (409); this run did not create it and leaves it alone (if it is a leftover of an earlier run, kubectl etcdnet cleanup removes it once it has finished)"
+        )),
+        (Some(403), Some(m)) if m.contains("violates PodSecurity") => {
+            PodFailure::Rejected(m.to_string())
+        }
+        (Some(403), Some(m)) => PodFailure::Forbidden(format!("{doing}: {m}")),
+        (Some(code), Some(m)) => PodFailure::Api(format!("{doing}: {m} ({code})")),
+        _ => PodFailure::Api(format!("{doing}: {}", crate::error::chain(&err))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn psa_rejection_is_told_apart_from_rbac() {
+        let psa = kube::core::Status::failure(
+            "pods \"x\" is forbidden: violates PodSecurity \"baseline:latest\": host namespaces (hostNetwork=true)",
+            "Forbidden",
+        )
+        .with_code(403);
+        assert!(matches!(
+            api_failure("creating", kube::Error::Api(Box::new(psa))),
+            PodFailure::Rejected(_)
+        ));
+        let rbac = kube::core::Status::failure(
+            "pods is forbidden: User \"u\" cannot create resource \"pods\"",
+            "Forbidden",
+        )
+        .with_code(403);
+        assert!(matches!(
+            api_failure("creating", kube::Error::Api(Box::new(rbac))),
+            PodFailure::Forbidden(_)
+        ));
+    }
+}
