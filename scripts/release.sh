@@ -12,7 +12,7 @@
 #                                        $DIST/kubectl-etcdnet_<tag>_<os>_<arch>.<ext> + .sha256
 #   scripts/release.sh check [--all]     render krew/.krew.yaml for the archives in $DIST with
 #                                        their real sha256 into $DIST/etcdnet.yaml and hold it
-#                                        to the krew rules of tests/krew_manifest.rs; --all:
+#                                        to the checks of tests/it/krew_manifest.rs; --all:
 #                                        every platform's archive must be there (the release)
 #   scripts/release.sh notes             release notes: the CHANGELOG section of the version
 #                                        and the digests of the default pod images
@@ -157,14 +157,14 @@ cmd_check() {
         [ -f "$dist/$(archive_of "$triple")" ] && found=$((found + 1))
     done
     [ "$found" -gt 0 ] || die "no release archive for $tag in $dist"
-    # The rendering and the rules are tests/krew_manifest.rs's: the same renderer that keeps
-    # krew/.krew.yaml and plugin.yaml in step, the same krew validation. The test reads the
+    # The rendering and the rules are tests/it/krew_manifest.rs's: the same renderer that keeps
+    # krew/.krew.yaml and plugin.yaml in step, the same manifest checks. The test reads the
     # archives, writes the manifest and fails on any problem. After `cargo test` it is already
     # built, so this costs no compile.
-    echo "+ cargo test --test krew_manifest -- --ignored --exact rendered_release_manifest"
+    echo "+ cargo test --test it -- --ignored --exact krew_manifest::rendered_release_manifest"
     ETCDNET_RELEASE_DIST="$(cd "$dist" && pwd)" ETCDNET_RELEASE_ALL=$all \
-        cargo test --locked --quiet --test krew_manifest -- --ignored --exact rendered_release_manifest
-    echo "$dist/etcdnet.yaml: krew/.krew.yaml rendered for $tag with the archives' sha256; passes the krew rules"
+        cargo test --locked --quiet --test it -- --ignored --exact krew_manifest::rendered_release_manifest
+    echo "$dist/etcdnet.yaml: krew/.krew.yaml rendered for $tag with the archives' sha256; passes the manifest checks"
 }
 
 # The default images, read from the source so that the notes cannot name stale ones: the string

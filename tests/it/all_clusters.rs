@@ -1,0 +1,263 @@
+//! `--all` and `-A` through the real kubectl against the fake Supervisor: one summary, a
+//! `List`-style report, the worst exit code, and the Supervisor read once per namespace (or once
+//! for all of them), not once per cluster. Lab runs of many clusters are in tests/many_*.rs.
+
+use crate::common;
+
+use common::*;
+use etcdnet::report::{ListItem, ListReport, StatusReport};
+
+const NS: &str = "ns-shared";
+
+fn status_list(run: &Run) -> ListReport<StatusReport> {
+    run.report()
+}
+
+#[test]
+fn status_all_lists_every_cluster_of_the_namespace() {
+    let env = Env::new("two-clusters", Workload::ok());
+    let run = env.kubectl(&["status", "--all", "-n", NS, "-o", "json"]);
+    run.expect_code(0);
+    let list = status_list(&run);
+    assert_eq!(list.kind, "StatusReportList");
+    assert_eq!(list.result.clusters, 2);
+    assert_eq!(list.result.healthy, 2);
+    let names: Vec<String> = list
+        .items
+        .iter()
+        .map(|i| match i {
+            ListItem::Report(r) => r.header.cluster.name.clone(),
+            ListItem::Failed(f) => panic!("{f:?}"),
+        })
+        .collect();
+    assert_eq!(names, ["tkc-a", "tkc-b"]);
+    // Each cluster's report is the one `status <cluster>` gives (timings aside).
+    for item in &list.items {
+        let ListItem::Report(r) = item else {
+            unreachable!()
+        };
+        let one = env.kubectl(&["status", &r.header.cluster.name, "-n", NS, "-o", "json"]);
+        let mut alone = one.status_report();
+        alone.result.duration_ms = r.result.duration_ms;
+        alone.workload_api.elapsed_ms = r.workload_api.elapsed_ms;
+        assert_eq!(&alone, r);
+    }
+
+    let table = env.kubectl(&["status", "--all", "-n", NS]);
+    table.expect_code(0);
+    let first = table.stdout.lines().next().unwrap();
+    for column in ["NAMESPACE", "CLUSTER", "STATUS", "MACHINES", "SECONDS"] {
+        assert!(first.contains(column), "{first}");
+    }
+    assert!(
+        table.stdout.contains("2 of 2 clusters healthy"),
+        "{}",
+        table.stdout
+    );
+}
+
+#[test]
+fn one_list_of_each_kind_per_namespace_not_per_cluster() {
+    let env = Env::new("two-clusters", Workload::ok());
+    env.supervisor.clear_requests();
+    env.kubectl(&["status", "--all", "-n", NS, "-o", "json"])
+        .expect_code(0);
+    let requests = env.supervisor_requests();
+    let count = |needle: &str| requests.iter().filter(|r| r.contains(needle)).count();
+    assert_eq!(
+        count("GET /apis?") + count("GET /apis "),
+        0,
+        "{requests:#?}"
+    );
+    assert_eq!(
+        requests.iter().filter(|r| *r == "GET /apis").count(),
+        1,
+        "discovery is one request: {requests:#?}"
+    );
+    assert_eq!(count("/machines"), 1, "{requests:#?}");
+    assert_eq!(count("/vspheremachines"), 1, "{requests:#?}");
+    assert_eq!(count("/virtualmachines"), 1, "{requests:#?}");
+    assert_eq!(count("/kubeadmcontrolplanes"), 1, "{requests:#?}");
+    assert_eq!(count("/clusters"), 1, "{requests:#?}");
+    // The kubeconfig secret of each cluster, once each.
+    assert_eq!(count("/secrets/tkc-a-kubeconfig"), 1, "{requests:#?}");
+    assert_eq!(count("/secrets/tkc-b-kubeconfig"), 1, "{requests:#?}");
+    assert_eq!(requests.len(), 8, "{requests:#?}");
+}
+
+#[test]
+fn one_cluster_is_at_most_seven_requests() {
+    let env = Env::new("two-clusters", Workload::ok());
+    env.supervisor.clear_requests();
+    env.kubectl(&["status", "tkc-a", "-n", NS, "-o", "json"])
+        .expect_code(0);
+    let requests = env.supervisor_requests();
+    assert!(requests.len() <= 7, "{requests:#?}");
+    assert_eq!(
+        requests
+            .iter()
+            .filter(|r| r.starts_with("GET /apis"))
+            .count(),
+        // discovery, Cluster, KCP, Machines, VSphereMachines (the join by uid), VMs
+        1 + 1 + 1 + 1 + 1 + 1,
+        "{requests:#?}"
+    );
+}
+
+#[test]
+fn all_namespaces_reads_each_kind_once_across_the_supervisor() {
+    let env = Env::new("two-clusters", Workload::ok());
+    env.supervisor.clear_requests();
+    let run = env.kubectl(&["status", "-A", "-o", "json"]);
+    run.expect_code(0);
+    assert_eq!(status_list(&run).result.clusters, 2);
+    let requests = env.supervisor_requests();
+    for kind in [
+        "clusters",
+        "machines",
+        "virtualmachines",
+        "kubeadmcontrolplanes",
+    ] {
+        let lists: Vec<&String> = requests
+            .iter()
+            .filter(|r| r.contains(&format!("/{kind}")))
+            .collect();
+        assert_eq!(lists.len(), 1, "{requests:#?}");
+        assert!(
+            !lists[0].contains("/namespaces/"),
+            "cluster-wide: {lists:?}"
+        );
+    }
+}
+
+#[test]
+fn all_namespaces_without_cluster_wide_rights_goes_namespace_by_namespace() {
+    let env = Env::new("two-clusters", Workload::ok());
+    env.supervisor.forbid(etcdnet_fakeapi::Forbid {
+        verb: Some("list".into()),
+        group: Some("cluster.x-k8s.io".into()),
+        resource: Some("clusters".into()),
+        cluster_scope: true,
+        ..Default::default()
+    });
+    let run = env.kubectl(&["status", "-A", "-o", "json"]);
+    run.expect_code(0);
+    let list = status_list(&run);
+    assert_eq!(list.result.clusters, 2, "{}", run.stdout);
+    let requests = env.supervisor_requests();
+    assert!(
+        requests.iter().any(|r| r == "GET /api/v1/namespaces"),
+        "{requests:#?}"
+    );
+}
+
+#[test]
+fn a_cluster_name_and_all_do_not_mix() {
+    let env = Env::new("two-clusters", Workload::ok());
+    let run = env.kubectl(&["status", "tkc-a", "--all", "-n", NS]);
+    run.expect_code(2);
+    assert!(run.stderr.contains("--all"), "{}", run.stderr);
+    let run = env.kubectl(&["diagnose", "-n", NS]);
+    run.expect_code(2);
+    assert!(run.stderr.contains("CLUSTER"), "{}", run.stderr);
+}
+
+#[test]
+fn the_exit_code_is_the_worst_clusters() {
+    let env = Env::new("two-clusters", Workload::ok());
+    // tkc-b's kubeconfig cannot be read: its API is not checked (exit 3 alone), tkc-a is fine.
+    env.supervisor.forbid(etcdnet_fakeapi::Forbid {
+        verb: Some("get".into()),
+        resource: Some("secrets".into()),
+        name: Some("tkc-b-kubeconfig".into()),
+        group: Some(String::new()),
+        ..Default::default()
+    });
+    let run = env.kubectl(&["status", "--all", "-n", NS, "-o", "json"]);
+    let list = status_list(&run);
+    let worst = list.items.iter().map(|i| i.exit_code()).max().unwrap();
+    assert_ne!(worst, 0, "{}", run.stdout);
+    run.expect_code(worst);
+    // Worst first.
+    let ListItem::Report(first) = &list.items[0] else {
+        panic!("{:?}", list.items[0])
+    };
+    assert_eq!(first.header.cluster.name, "tkc-b");
+}
+
+#[test]
+fn diagnose_all_dry_run_shows_every_clusters_pods() {
+    let env = Env::new("two-clusters", Workload::ok());
+    let run = env.kubectl(&["diagnose", "--all", "-n", NS, "--dry-run", "-o", "json"]);
+    run.expect_code(0);
+    assert!(run.stderr.contains("6 pod(s) shown"), "{}", run.stderr);
+    for node in ["tkc-a-m2c8r-4rz8m", "tkc-b-j5t9w-bx2lk"] {
+        assert!(run.stdout.contains(node), "{node}: {}", run.stdout);
+    }
+}
+
+/// One cluster's failure is its row: tkc-b's jumpbox pod fails outright, tkc-a's probes come
+/// back; the run completes, both clusters are in the list, tkc-b (could not complete) first.
+#[test]
+fn one_clusters_failure_is_its_row_not_the_end_of_the_run() {
+    const TKC_A: [&str; 3] = [
+        "tkc-a-m2c8r-4rz8m",
+        "tkc-a-m2c8r-9qtvw",
+        "tkc-a-m2c8r-bx2lk",
+    ];
+    let env = Env::new("two-clusters", Workload::ok());
+    env.supervisor.on_pod_created(|pod| {
+        let command = pod["spec"]["containers"][0]["command"].to_string();
+        Some(if command.contains("\"198.18.0.11\"") {
+            etcdnet_fakeapi::PodScript::succeeds(scripted_jumpbox_log(pod, &TKC_A))
+        } else {
+            etcdnet_fakeapi::PodScript::fails("exec /bin/sh: no such file or directory", 1)
+        })
+    });
+    let run = env.kubectl(&[
+        "diagnose", "--all", "-n", NS, "--via", "jumpbox", "-o", "json",
+    ]);
+    let list: ListReport<etcdnet::report::DiagnoseReport> = run.report();
+    assert_eq!(list.kind, "DiagnoseReportList");
+    assert_eq!(list.result.clusters, 2, "{}", run.stdout);
+    let reports: Vec<&etcdnet::report::DiagnoseReport> = list
+        .items
+        .iter()
+        .map(|i| match i {
+            ListItem::Report(r) => r,
+            ListItem::Failed(f) => panic!("{f:?}"),
+        })
+        .collect();
+    assert_eq!(reports[0].header.cluster.name, "tkc-b", "worst first");
+    assert_eq!(reports[0].result.exit_code, 3);
+    assert_eq!(reports[0].result.nodes_reached, 0);
+    assert_eq!(reports[1].header.cluster.name, "tkc-a");
+    assert_eq!(
+        reports[1].result.nodes_reached, 3,
+        "{:#?}",
+        reports[1].nodes
+    );
+    run.expect_code(3);
+    // One jumpbox pod per cluster, and none left.
+    assert_eq!(env.supervisor.created_pods().len(), 2);
+    assert!(env.supervisor.existing_pods().is_empty());
+
+    let table = env.kubectl(&["diagnose", "--all", "-n", NS, "--via", "jumpbox"]);
+    table.expect_code(3);
+    let rows: Vec<&str> = table.stdout.lines().take(3).collect();
+    assert!(
+        rows[1].contains("tkc-b") && rows[1].contains("0/3"),
+        "{}",
+        table.stdout
+    );
+    assert!(
+        rows[2].contains("tkc-a") && rows[2].contains("3/3"),
+        "{}",
+        table.stdout
+    );
+    assert!(
+        table.stdout.contains("=== ns-shared/tkc-b ==="),
+        "the unhealthy cluster's detail follows:\n{}",
+        table.stdout
+    );
+}

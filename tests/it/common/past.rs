@@ -1,0 +1,185 @@
+//! A world for the "control plane with a past" lab tests (issue 18): the article's cluster as a
+//! lab running a chosen etcd line with the kubelet stand-in on every node (its restarts and
+//! kubeadm's probes, durations / 20), reached by the real kubectl on the pod or the jumpbox
+//! route; for `lab::past_network`.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use etcdnet::analyse::verdict::VerdictCode;
+use etcdnet::report::DiagnoseReport;
+use etcdnet_lab::{EtcdVersion, KubeletConfig, Lab};
+
+use crate::common::article::{CLUSTER, NS, SET};
+use crate::common::{fixture, Env, FakeConfig, Run, Workload};
+
+/// How the plugin reaches the VMs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Route {
+    /// Probe pods through the workload API (a fake executing them in the lab's nodes).
+    Pod,
+    /// The workload API is a black hole; `--via jumpbox`: one vSphere Pod that SSHes to every VM.
+    Jumpbox,
+}
+
+pub struct PastWorld {
+    pub env: Env,
+    pub lab: Arc<Lab>,
+    pub route: Route,
+}
+
+/// kubelet's and kubeadm's durations divided by 20: startup/liveness probes every 0.5 s,
+/// back-off 0.5 s doubling to 15 s, so a partition's restarts show within a test's seconds.
+pub fn lab_kubelet() -> KubeletConfig {
+    KubeletConfig::scaled(20)
+}
+
+impl PastWorld {
+    /// The article's nodes (names and IPs of the `quorum-lost` set) running `etcd`, with the
+    /// kubelet stand-in; panics, naming what is missing, when the lab cannot run here.
+    pub fn start(test: &str, route: Route, etcd: EtcdVersion) -> PastWorld {
+        use etcdnet_fakeapi::labplan;
+        etcdnet_lab::require(test);
+        etcdnet_lab::require_etcd(test, etcd);
+        let set = FakeConfig::from_dir(fixture(SET)).unwrap();
+        let plan = labplan::plan(&set, Some(CLUSTER)).unwrap();
+        let config = etcdnet_lab::LabConfig {
+            etcd,
+            kubelet: Some(lab_kubelet()),
+            start_timeout: Duration::from_secs(60),
+            ..labplan::lab_config(&plan).unwrap()
+        };
+        let lab = Arc::new(Lab::start(config).expect("lab starts"));
+        // A 3.5 case that ran 3.4 would prove nothing.
+        let release = etcd.release().expect("require_etcd checked the binary");
+        for node in lab.nodes() {
+            let log = std::fs::read_to_string(node.log_file()).unwrap();
+            assert!(
+                log.contains(&format!("\"etcd-version\":\"{release}\"")),
+                "{}: not etcd {release}",
+                node.name
+            );
+        }
+        eprintln!(
+            "{test}: lab {} (etcd {etcd}, {route:?} route) started in {:?}",
+            lab.id(),
+            lab.started_in()
+        );
+        let env = match route {
+            Route::Pod => {
+                let w = FakeConfig::from_dir(etcdnet_fakeapi::workload_set("lab-3")).unwrap();
+                Env::new(SET, Workload::lab(w, lab.clone()).unwrap())
+            }
+            Route::Jumpbox => {
+                let env = Env::new(SET, Workload::black_hole());
+                env.supervisor.execute_jumpbox_pods_in(lab.clone()).unwrap();
+                env.supervisor
+                    .set_secret_data(NS, "tkc-prod-ssh", "ssh-privatekey", lab.ssh_private_key())
+                    .unwrap();
+                env
+            }
+        };
+        PastWorld { env, lab, route }
+    }
+
+    /// `kubectl etcdnet diagnose ... -o json` on this world's route.
+    pub fn diagnose(&self, extra: &[&str]) -> Run {
+        let mut args = vec![
+            "diagnose",
+            CLUSTER,
+            "-n",
+            NS,
+            "--connect-timeout",
+            "2s",
+            "-o",
+            "json",
+        ];
+        if self.route == Route::Jumpbox {
+            args.extend(["--via", "jumpbox", "--api-timeout", "1s"]);
+        }
+        args.extend_from_slice(extra);
+        self.env.kubectl(&args)
+    }
+
+    /// Diagnoses until `done(report)` or `bound` has passed; returns the last report and every
+    /// verdict code seen on the way (in order), so a test can say which it must never see.
+    pub fn diagnose_until(
+        &self,
+        extra: &[&str],
+        bound: Duration,
+        done: impl Fn(&DiagnoseReport) -> bool,
+    ) -> (DiagnoseReport, Vec<VerdictCode>) {
+        let deadline = Instant::now() + bound;
+        let mut seen = Vec::new();
+        loop {
+            let run = self.diagnose(extra);
+            let report = run.diagnose_report();
+            seen.push(report.verdict.code);
+            if done(&report) || Instant::now() > deadline {
+                return (report, seen);
+            }
+            // What a run on the way said, for the failure that names a code seen on the way.
+            eprintln!(
+                "  (not yet) {}: {}\n    {}",
+                report.verdict.code,
+                report.verdict.summary,
+                report.verdict.evidence.join("\n    ")
+            );
+            std::thread::sleep(Duration::from_secs(1));
+        }
+    }
+
+    /// Raises (`on`) or disarms etcd's NOSPACE alarm for `node`'s member through etcd's own
+    /// Alarm API (etcdserverpb Maintenance.Alarm, `POST /v3/maintenance/alarm` on the gRPC
+    /// gateway; action ACTIVATE / DEACTIVATE), asked on `node`'s own 2379 with the
+    /// healthcheck-client certificate. etcdctl can only disarm; etcd raises NOSPACE itself only
+    /// over a full quota, which a test cannot wait for.
+    pub fn nospace(&self, node: &str, on: bool) {
+        let id = self.lab.member_id(node).unwrap().expect("a member");
+        let action = if on { "ACTIVATE" } else { "DEACTIVATE" };
+        let body = format!(r#"{{"action":"{action}","memberID":"{id}","alarm":"NOSPACE"}}"#);
+        let pki = "/etc/kubernetes/pki/etcd";
+        let argv = [
+            "curl".to_string(),
+            "-sS".into(),
+            "--fail".into(),
+            "--max-time".into(),
+            "10".into(),
+            "--cacert".into(),
+            format!("{pki}/ca.crt"),
+            "--cert".into(),
+            format!("{pki}/healthcheck-client.crt"),
+            "--key".into(),
+            format!("{pki}/healthcheck-client.key"),
+            "--data".into(),
+            body,
+            "https://127.0.0.1:2379/v3/maintenance/alarm".into(),
+        ];
+        let out = self
+            .lab
+            .exec(node, &argv, None, Duration::from_secs(20))
+            .unwrap();
+        assert!(out.status.success(), "{node}: alarm {action}: {out:?}");
+    }
+}
+
+/// The report's verdict, for assertion messages.
+pub fn shown(r: &DiagnoseReport) -> String {
+    format!("{:#?}", r.verdict)
+}
+
+/// Whether any evidence line holds every one of `words`.
+pub fn evidence_has(r: &DiagnoseReport, words: &[&str]) -> bool {
+    r.verdict
+        .evidence
+        .iter()
+        .any(|l| words.iter().all(|w| l.contains(w)))
+}
+
+/// Whether any note holds every one of `words`.
+pub fn notes_have(r: &DiagnoseReport, words: &[&str]) -> bool {
+    r.verdict
+        .notes
+        .iter()
+        .any(|l| words.iter().all(|w| l.contains(w)))
+}

@@ -1,0 +1,169 @@
+//! The jumpbox route where the lab is not needed: pod failures, logs without frames, one
+//! unreachable VM, from the fake Supervisor alone (the lab side is `lab::diagnose_jumpbox`).
+
+use crate::common;
+use common::article::*;
+use common::*;
+use etcdnet::analyse::verdict::VerdictCode;
+use etcdnet::probe::{PortState, ReachErrorKind};
+
+/// Three VMs, one pod, on a Supervisor whose vSphere Pods are scripted (no lab): the pod's log
+/// holds every VM's section and each node is reached from it.
+#[test]
+fn three_vms_one_jumpbox_pod() {
+    let env = Env::new(SET, Workload::black_hole());
+    env.script_jumpbox_pods(&CP);
+    let run = env.kubectl(&[
+        "diagnose",
+        CLUSTER,
+        "-n",
+        NS,
+        "--via",
+        "jumpbox",
+        "--api-timeout",
+        "1s",
+        "-o",
+        "json",
+    ]);
+    let report = run.diagnose_report();
+    assert_eq!(report.result.nodes_reached, 3, "{:#?}", report.nodes);
+    let created = env.supervisor.created_pods();
+    assert_eq!(created.len(), 1, "{created:?}");
+    assert!(created[0].1.starts_with("etcdnet-jumpbox-tkc-prod-"));
+    // Its spec holds all three VMs, and asks for what one probe's pod asks.
+    let body = env
+        .supervisor
+        .requests()
+        .into_iter()
+        .filter(|r| r.method == "POST" && r.path.ends_with("/pods"))
+        .map(|r| r.body.unwrap())
+        .collect::<Vec<_>>();
+    assert_eq!(body.len(), 1);
+    let pod: serde_json::Value = serde_json::from_str(&body[0]).unwrap();
+    let text = pod["spec"]["containers"][0]["command"].to_string();
+    for ip in ["198.18.0.11", "198.18.0.12", "198.18.0.13"] {
+        assert!(text.contains(ip), "{ip}");
+    }
+    assert_eq!(
+        pod["spec"]["containers"][0]["resources"]["requests"],
+        serde_json::json!({"cpu": "10m", "memory": "32Mi"})
+    );
+    assert!(env.supervisor.existing_pods().is_empty());
+
+    // --dry-run shows that one pod, once.
+    let run = env.kubectl(&[
+        "diagnose",
+        CLUSTER,
+        "-n",
+        NS,
+        "--via",
+        "jumpbox",
+        "--dry-run",
+        "-o",
+        "json",
+    ]);
+    run.expect_code(0);
+    let pods: Vec<serde_json::Value> = serde_json::Deserializer::from_str(&run.stdout)
+        .into_iter()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    assert_eq!(pods.len(), 1, "{}", run.stdout);
+    assert!(run.stderr.contains("1 pod(s) shown"), "{}", run.stderr);
+}
+
+/// One VM of three that nothing reaches from the Supervisor: its own row (the script's section
+/// for it), the two others reached by the same pod.
+#[test]
+fn one_unreachable_vm_of_three_is_its_own_row() {
+    let env = Env::new(SET, Workload::black_hole());
+    env.supervisor.on_pod_created(|pod| {
+        Some(etcdnet_fakeapi::PodScript::succeeds(
+            scripted_jumpbox_log_with(pod, &CP, |i, ip| {
+                (i == 1).then(|| unreachable_jumpbox_section(ip))
+            }),
+        ))
+    });
+    let run = env.kubectl(&[
+        "diagnose",
+        CLUSTER,
+        "-n",
+        NS,
+        "--api-timeout",
+        "1s",
+        "-o",
+        "json",
+    ]);
+    run.expect_code(1);
+    let report = run.diagnose_report();
+    assert_eq!(report.route.name, "jumpbox");
+    assert_eq!(report.result.nodes_reached, 2);
+    assert_eq!(report.verdict.code, VerdictCode::NodesUnreachable);
+    assert_eq!(report.verdict.nodes, [CP[1]]);
+    let e = reach_error(&report.nodes[1]);
+    assert_eq!(e.kind, ReachErrorKind::Unreachable, "{e:?}");
+    assert!(report.nodes[1]
+        .supervisor_reach
+        .iter()
+        .all(|p| p.state == PortState::Timeout));
+    assert!(report.nodes[0].reached && report.nodes[2].reached);
+    assert_eq!(env.supervisor.created_pods().len(), 1);
+}
+
+/// A pod whose log is not framed with this run's nonce (another run's, or text a node made up)
+/// gives no node a result: each says why, none is misread.
+#[test]
+fn a_log_without_this_runs_frames_is_every_vms_bad_output() {
+    let env = Env::new(SET, Workload::black_hole());
+    env.supervisor.on_pod_created(|pod| {
+        let mut other = pod.clone();
+        other["spec"]["containers"][0]["command"][etcdnet::route::jumpbox::ARGV_NONCE] =
+            "0123456789abcdef0123456789abcdef".into();
+        Some(etcdnet_fakeapi::PodScript::succeeds(scripted_jumpbox_log(
+            &other, &CP,
+        )))
+    });
+    let run = env.kubectl(&[
+        "diagnose",
+        CLUSTER,
+        "-n",
+        NS,
+        "--via",
+        "jumpbox",
+        "--api-timeout",
+        "1s",
+        "-o",
+        "json",
+    ]);
+    let report = run.diagnose_report();
+    assert_eq!(report.result.nodes_reached, 0);
+    for n in &report.nodes {
+        assert_eq!(reach_error(n).kind, ReachErrorKind::BadOutput, "{n:#?}");
+    }
+}
+
+/// The pod as a whole failing (its image cannot be pulled) is every VM's error, as one pod's.
+#[test]
+fn a_pod_that_cannot_run_is_every_vms_error() {
+    let env = Env::new(SET, Workload::black_hole());
+    env.supervisor
+        .refuse_image(etcdnet::route::jumpbox::DEFAULT_IMAGE);
+    env.script_jumpbox_pods(&CP);
+    let run = env.kubectl(&[
+        "diagnose",
+        CLUSTER,
+        "-n",
+        NS,
+        "--via",
+        "jumpbox",
+        "--api-timeout",
+        "1s",
+        "-o",
+        "json",
+    ]);
+    let report = run.diagnose_report();
+    assert_eq!(env.supervisor.created_pods().len(), 1);
+    for n in &report.nodes {
+        assert_eq!(reach_error(n).kind, ReachErrorKind::ImagePull, "{n:#?}");
+    }
+    assert!(env.supervisor.existing_pods().is_empty());
+}

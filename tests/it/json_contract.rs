@@ -1,0 +1,387 @@
+//! The output contract, byte for byte: `-o json`, `-o yaml` and the tables of every command
+//! against every Supervisor fixture set (and the error lines on stderr), compared with the
+//! snapshots in `tests/snapshots/contract/`. A refactor must leave these files untouched; a change
+//! of the contract shows up as a diff of them in review.
+//!
+//! Only what differs between two runs of the same case is masked: timings, the fake servers'
+//! loopback ports, the random run id and the age of a pod. Regenerate after an intended change
+//! with `SNAPSHOTS=overwrite cargo test --test it json_contract::`.
+
+use crate::common;
+
+use common::*;
+use etcdnet_fakeapi::FakeConfig;
+use serde_json::json;
+use snapbox::IntoData;
+
+/// Every snapshot is: the exit code, stdout, then stderr.
+fn snapshot(name: &str, run: &Run) {
+    let text = format!(
+        "exit code: {}\n--- stdout\n{}--- stderr\n{}",
+        run.code,
+        mask(&run.stdout),
+        mask(&run.stderr)
+    );
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/snapshots/contract")
+        .join(format!("{name}.txt"));
+    // Raw: no line-ending or path normalization, every byte counts.
+    snapbox::assert_data_eq!(text.raw(), snapbox::Data::read_from(&path, None).raw());
+}
+
+/// Masks the values that change from run to run, keeping every byte around them.
+fn mask(text: &str) -> String {
+    let mut out = String::new();
+    let run_id = run_id_in(text);
+    for line in text.split_inclusive('\n') {
+        let mut line = mask_number_after(line, &["elapsedMs", "durationMs", "ageSeconds"]);
+        line = mask_loopback_ports(&line);
+        line = mask_ages(&line);
+        line = mask_millis(&line);
+        line = collapse_padding(&line);
+        if let Some(id) = &run_id {
+            line = line.replace(id.as_str(), "RUNID");
+        }
+        out.push_str(&line);
+    }
+    out
+}
+
+/// The run id of a dry run's pods: the value of their run-id label.
+fn run_id_in(text: &str) -> Option<String> {
+    let at = text.find("etcdnet.kubectl.io/run-id")?;
+    let rest = &text[at + "etcdnet.kubectl.io/run-id".len()..];
+    let rest = rest.trim_start_matches(['"', ':', ' ']);
+    let id: String = rest
+        .chars()
+        .take_while(|c| c.is_ascii_alphanumeric())
+        .collect();
+    (id.len() == 5).then_some(id)
+}
+
+/// `"elapsedMs": 12,` (JSON) and `elapsedMs: 12` (YAML) become `... <n>`.
+fn mask_number_after(line: &str, keys: &[&str]) -> String {
+    for key in keys {
+        for quoted in [format!("\"{key}\": "), format!("{key}: ")] {
+            if let Some(at) = line.find(&quoted) {
+                let start = at + quoted.len();
+                let digits = line[start..]
+                    .chars()
+                    .take_while(|c| c.is_ascii_digit())
+                    .count();
+                if digits > 0 {
+                    return format!("{}<n>{}", &line[..start], &line[start + digits..]);
+                }
+            }
+        }
+    }
+    line.to_string()
+}
+
+/// Runs of two or more spaces inside a line become two: a table's column width follows its
+/// widest cell, and a timing (`9ms`, `10ms`) changes the width of its column and of the header
+/// above it from run to run. Indentation stays as it is.
+fn collapse_padding(line: &str) -> String {
+    let body = line.trim_start_matches(' ');
+    let mut out = line[..line.len() - body.len()].to_string();
+    let mut spaces = 0;
+    for c in body.chars() {
+        if c == ' ' {
+            spaces += 1;
+            continue;
+        }
+        out.push_str(&" ".repeat(spaces.min(2)));
+        spaces = 0;
+        out.push(c);
+    }
+    out.push_str(&" ".repeat(spaces.min(2)));
+    out
+}
+
+/// `5ms`, `1002ms` (a timing in a table or a message) become `<n>ms`.
+fn mask_millis(line: &str) -> String {
+    let mut out = String::new();
+    let mut digits = String::new();
+    let mut chars = line.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c.is_ascii_digit() {
+            digits.push(c);
+            continue;
+        }
+        let after_word = out.chars().last().is_some_and(|p| p.is_alphanumeric());
+        if !digits.is_empty() && c == 'm' && chars.peek() == Some(&'s') && !after_word {
+            out.push_str("<n>");
+        } else {
+            out.push_str(&digits);
+        }
+        digits.clear();
+        out.push(c);
+    }
+    out.push_str(&digits);
+    out
+}
+
+/// `(552d ago)` (the age of a fixture's timestamp, which grows by the day) becomes `(<age> ago)`.
+fn mask_ages(line: &str) -> String {
+    let mut out = String::new();
+    let mut rest = line;
+    while let Some(end) = rest.find(" ago)") {
+        let head = &rest[..end];
+        match head.rfind('(') {
+            Some(open)
+                if head[open + 1..].len() > 1
+                    && head[open + 1..end - 1].chars().all(|c| c.is_ascii_digit())
+                    && head[open + 1..].ends_with(['s', 'm', 'h', 'd']) =>
+            {
+                out.push_str(&head[..=open]);
+                out.push_str("<age>");
+            }
+            _ => out.push_str(head),
+        }
+        out.push_str(" ago)");
+        rest = &rest[end + " ago)".len()..];
+    }
+    out.push_str(rest);
+    out
+}
+
+/// `127.0.0.1:38213` (a fake server's ephemeral port) becomes `127.0.0.1:PORT`; fixed ports
+/// (etcd's 2379, 2381) stay.
+fn mask_loopback_ports(line: &str) -> String {
+    let mut out = String::new();
+    let mut rest = line;
+    while let Some(at) = rest.find("127.0.0.1:") {
+        let end = at + "127.0.0.1:".len();
+        out.push_str(&rest[..end]);
+        rest = &rest[end..];
+        let digits = rest.chars().take_while(|c| c.is_ascii_digit()).count();
+        if digits == 5 {
+            out.push_str("PORT");
+            rest = &rest[digits..];
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+const NS: &str = "ns-prod";
+const CLUSTER: &str = "tkc-prod";
+
+#[test]
+fn status_of_every_fixture_set() {
+    for set in [
+        "healthy-v1alpha3",
+        "quorum-lost",
+        "v1alpha1-capw",
+        "v1alpha2",
+        "kcp-v1beta2",
+        "missing-machine",
+        "vm-no-ip",
+        "vm-powered-off",
+    ] {
+        let env = Env::new(set, Workload::ok());
+        for format in ["json", "yaml", "table", "wide"] {
+            let run = env.plugin(&["status", CLUSTER, "-n", NS, "-o", format]);
+            snapshot(&format!("status-{set}.{format}"), &run);
+        }
+    }
+    let env = Env::new("two-clusters", Workload::ok());
+    for cluster in ["tkc-a", "tkc-b"] {
+        let run = env.plugin(&["status", cluster, "-n", "ns-shared", "-o", "json"]);
+        snapshot(&format!("status-two-clusters-{cluster}.json"), &run);
+    }
+}
+
+#[test]
+fn status_errors() {
+    let env = Env::new("forbidden", Workload::ok());
+    snapshot(
+        "status-forbidden",
+        &env.plugin(&["status", CLUSTER, "-n", NS, "-o", "json"]),
+    );
+    let env = Env::new("not-supervisor", Workload::ok());
+    snapshot(
+        "status-not-supervisor",
+        &env.plugin(&["status", CLUSTER, "-n", NS, "-o", "json"]),
+    );
+    let env = Env::new("two-clusters", Workload::ok());
+    snapshot(
+        "status-unknown-cluster",
+        &env.plugin(&["status", "tkc-c", "-n", "ns-shared", "-o", "json"]),
+    );
+}
+
+#[test]
+fn status_with_the_workload_api_in_every_state() {
+    for (name, workload) in [
+        ("black-hole", Workload::black_hole()),
+        ("refused", Workload::refused()),
+        ("http-500", Workload::status(500)),
+        ("etcd-unhealthy", Workload::etcd_unhealthy()),
+    ] {
+        let env = Env::new("quorum-lost", workload);
+        for format in ["json", "table"] {
+            let run = env.plugin(&[
+                "status",
+                CLUSTER,
+                "-n",
+                NS,
+                "--api-timeout",
+                "1s",
+                "-o",
+                format,
+            ]);
+            snapshot(&format!("status-workload-{name}.{format}"), &run);
+        }
+    }
+}
+
+#[test]
+fn diagnose_without_a_lab() {
+    // The workload API is down and the pod route is forced: every node is unreachable.
+    let env = Env::new("quorum-lost", Workload::black_hole());
+    for format in ["json", "yaml", "table"] {
+        let run = env.plugin(&[
+            "diagnose",
+            CLUSTER,
+            "-n",
+            NS,
+            "--via",
+            "pod",
+            "--api-timeout",
+            "1s",
+            "-o",
+            format,
+        ]);
+        snapshot(&format!("diagnose-via-pod-api-down.{format}"), &run);
+    }
+
+    // RBAC forbids creating pods in the workload cluster.
+    let workload = Workload::serving(FakeConfig::empty().forbid(etcdnet_fakeapi::Forbid {
+        verb: Some("create".into()),
+        resource: Some("pods".into()),
+        ..Default::default()
+    }))
+    .unwrap();
+    let env = Env::new("quorum-lost", workload);
+    snapshot(
+        "diagnose-pod-create-forbidden.json",
+        &env.plugin(&["diagnose", CLUSTER, "-n", NS, "-o", "json"]),
+    );
+
+    // A VM without an IP, and one powered off: no address to probe.
+    let env = Env::new("vm-no-ip", Workload::black_hole());
+    snapshot(
+        "diagnose-vm-no-ip-via-pod.json",
+        &env.plugin(&[
+            "diagnose",
+            CLUSTER,
+            "-n",
+            NS,
+            "--via",
+            "pod",
+            "--api-timeout",
+            "1s",
+            "-o",
+            "json",
+        ]),
+    );
+}
+
+#[test]
+fn diagnose_dry_runs() {
+    let env = Env::new("quorum-lost", Workload::ok());
+    snapshot(
+        "diagnose-dry-run.yaml",
+        &env.plugin(&["diagnose", CLUSTER, "-n", NS, "--dry-run"]),
+    );
+    snapshot(
+        "diagnose-dry-run.json",
+        &env.plugin(&["diagnose", CLUSTER, "-n", NS, "--dry-run", "-o", "json"]),
+    );
+    snapshot(
+        "diagnose-dry-run-jumpbox.json",
+        &env.plugin(&[
+            "diagnose",
+            CLUSTER,
+            "-n",
+            NS,
+            "--dry-run",
+            "--via",
+            "jumpbox",
+            "-o",
+            "json",
+        ]),
+    );
+    snapshot(
+        "diagnose-dry-run-ssh",
+        &env.plugin(&["diagnose", CLUSTER, "-n", NS, "--dry-run", "--via", "ssh"]),
+    );
+    let env = Env::new("vm-no-ip", Workload::black_hole());
+    snapshot(
+        "diagnose-dry-run-vm-no-ip.json",
+        &env.plugin(&[
+            "diagnose",
+            CLUSTER,
+            "-n",
+            NS,
+            "--dry-run",
+            "--api-timeout",
+            "1s",
+            "-o",
+            "json",
+        ]),
+    );
+}
+
+#[test]
+fn cleanup_and_version() {
+    // A hundred days and an hour old whenever the test runs, so that the AGE column reads "100d".
+    let created = (k8s_openapi::jiff::Timestamp::now()
+        - k8s_openapi::jiff::SignedDuration::from_hours(100 * 24 + 1))
+    .to_string();
+    // Running without a deadline (kept unless --all) and finished (deleted), in both clusters.
+    let pod = |ns: &str, name: &str, phase: &str| {
+        json!({
+            "apiVersion": "v1", "kind": "Pod",
+            "metadata": {"namespace": ns, "name": name, "creationTimestamp": created,
+                         "labels": {"app.kubernetes.io/managed-by": "kubectl-etcdnet"}},
+            "spec": {"containers": [{"name": "probe", "image": "busybox"}]},
+            "status": {"phase": phase}
+        })
+    };
+    let workload = Workload::serving(
+        FakeConfig::empty()
+            .object(pod("kube-system", "etcdnet-probe-cp1-bcdfg", "Running"))
+            .object(pod("kube-system", "etcdnet-probe-cp2-bcdfg", "Succeeded")),
+    )
+    .unwrap();
+    let env = Env::new("healthy-v1alpha3", workload);
+    for (name, phase) in [
+        ("etcdnet-jumpbox-cp1-bcdfg", "Running"),
+        ("etcdnet-jumpbox-cp2-bcdfg", "Failed"),
+    ] {
+        env.supervisor.insert(pod(NS, name, phase)).unwrap();
+    }
+    for format in ["json", "table"] {
+        snapshot(
+            &format!("cleanup-dry-run.{format}"),
+            &env.plugin(&["cleanup", CLUSTER, "-n", NS, "--dry-run", "-o", format]),
+        );
+    }
+    snapshot(
+        "cleanup-all-dry-run.table",
+        &env.plugin(&["cleanup", CLUSTER, "-n", NS, "--all", "--dry-run"]),
+    );
+    snapshot(
+        "cleanup.json",
+        &env.plugin(&["cleanup", CLUSTER, "-n", NS, "-o", "json"]),
+    );
+    let env = Env::new("healthy-v1alpha3", Workload::refused());
+    snapshot(
+        "cleanup-workload-refused.json",
+        &env.plugin(&["cleanup", CLUSTER, "-n", NS, "-o", "json"]),
+    );
+    snapshot("version.json", &env.plugin(&["version", "-o", "json"]));
+    snapshot("version.yaml", &env.plugin(&["version", "-o", "yaml"]));
+}

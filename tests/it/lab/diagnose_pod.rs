@@ -1,0 +1,264 @@
+//! `kubectl etcdnet diagnose` end to end through the pod route, as users run it: the real
+//! `kubectl` dispatching to the plugin, a fake Supervisor, and a fake workload API that executes
+//! every probe pod inside a lab node (network namespaces running real etcd). Faults are real.
+//!
+//! Needs root and the lab's packages; skips loudly otherwise.
+
+use crate::common;
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use common::*;
+use etcdnet::analyse::matrix::CellState;
+use etcdnet::analyse::verdict::VerdictCode;
+use etcdnet::probe::ReachErrorKind;
+use etcdnet::report::DiagnoseReport;
+use etcdnet_lab::{Fault, Lab};
+
+use common::article::*;
+
+/// A lab whose nodes are the Supervisor set's control-plane VMs, and a world around it.
+struct LabEnv {
+    env: Env,
+    lab: Arc<Lab>,
+}
+
+fn workload_fixture(name: &str) -> FakeConfig {
+    FakeConfig::from_dir(etcdnet_fakeapi::workload_set(name)).unwrap()
+}
+
+fn lab_env(test: &str, workload_set: &str) -> LabEnv {
+    let lab = start_lab(test);
+    let workload = Workload::lab(workload_fixture(workload_set), lab.clone()).unwrap();
+    LabEnv {
+        env: Env::new(SET, workload),
+        lab,
+    }
+}
+
+impl LabEnv {
+    fn workload_api(&self) -> &FakeApi {
+        self.env.workload.as_ref().unwrap().api().unwrap()
+    }
+
+    fn diagnose(&self, extra: &[&str]) -> Run {
+        let mut args = vec!["diagnose", CLUSTER, "-n", NS, "--connect-timeout", "2s"];
+        args.extend_from_slice(extra);
+        self.env.kubectl(&args)
+    }
+
+    fn assert_no_pod_left(&self) {
+        assert!(
+            self.workload_api().existing_pods().is_empty(),
+            "pods left behind: {:?}",
+            self.workload_api().existing_pods()
+        );
+        // A deleted pod's processes are killed as a kubelet would: give it a moment.
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while !self.workload_api().pod_processes().is_empty() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        assert!(
+            self.workload_api().pod_processes().is_empty(),
+            "processes left behind: {:?}",
+            self.workload_api().pod_processes()
+        );
+    }
+}
+
+fn cell(report: &DiagnoseReport, port: u16, from: &str, to: &str) -> CellState {
+    let m = report.matrices.iter().find(|m| m.port == port).unwrap();
+    m.cell(from, to).unwrap().state
+}
+
+#[test]
+#[cfg_attr(not(etcdnet_lab), ignore = "needs root and the lab (see build.rs)")]
+fn healthy_then_peers_dropped_then_healed() {
+    let e = lab_env("diagnose_pod healthy/dropped", "lab-3");
+
+    let table = e.diagnose(&[]);
+    table.expect_code(0);
+    assert!(
+        table.stdout.contains("VERDICT: Healthy"),
+        "{}",
+        table.stdout
+    );
+    assert!(table.stdout.contains("2380 FROM → TO"), "{}", table.stdout);
+    assert!(
+        table
+            .stdout
+            .contains("pod (auto: the workload API answers)"),
+        "{}",
+        table.stdout
+    );
+    e.assert_no_pod_left();
+
+    e.lab.inject(Fault::DropAllPeers).unwrap();
+    let started = Instant::now();
+    let (run, report) = diagnose_until(VerdictCode::EtcdPeerNetworkBlocked, || {
+        e.diagnose(&["-o", "json"])
+    });
+    run.expect_code(1);
+    assert_eq!(
+        report.verdict.code,
+        VerdictCode::EtcdPeerNetworkBlocked,
+        "{:#?}",
+        report.verdict
+    );
+    assert_eq!(report.route.name, "pod");
+    assert_eq!(cell(&report, 2380, CP[0], CP[1]), CellState::Timeout);
+    assert_eq!(cell(&report, 2379, CP[2], CP[0]), CellState::Timeout);
+    assert_eq!(cell(&report, 2379, CP[1], CP[1]), CellState::Ok);
+    assert_eq!(report.result.nodes_reached, 3);
+    eprintln!(
+        "time to verdict with peers dropped: {:?}",
+        started.elapsed()
+    );
+    e.assert_no_pod_left();
+
+    e.lab.heal().unwrap();
+    e.lab.wait_healthy(Duration::from_secs(30)).unwrap();
+    let (run, report) = diagnose_until(VerdictCode::Healthy, || e.diagnose(&["-o", "json"]));
+    run.expect_code(0);
+    assert_eq!(report.verdict.code, VerdictCode::Healthy);
+    e.assert_no_pod_left();
+}
+
+#[test]
+#[cfg_attr(not(etcdnet_lab), ignore = "needs root and the lab (see build.rs)")]
+fn one_node_isolated() {
+    let e = lab_env("diagnose_pod isolated", "lab-3");
+    e.lab.inject(Fault::Isolate(CP[2].into())).unwrap();
+    let (run, report) = diagnose_until(VerdictCode::EtcdPeerNetworkPartial, || {
+        e.diagnose(&["-o", "json"])
+    });
+    run.expect_code(1);
+    assert_eq!(
+        report.verdict.code,
+        VerdictCode::EtcdPeerNetworkPartial,
+        "{:#?}",
+        report.verdict
+    );
+    assert_eq!(report.verdict.nodes, [CP[2]]);
+    assert_eq!(cell(&report, 2380, CP[0], CP[2]), CellState::Timeout);
+    assert_eq!(cell(&report, 2380, CP[0], CP[1]), CellState::Ok);
+    e.assert_no_pod_left();
+}
+
+#[test]
+#[cfg_attr(not(etcdnet_lab), ignore = "needs root and the lab (see build.rs)")]
+fn etcd_stopped_on_one_node() {
+    let e = lab_env("diagnose_pod etcd stopped", "lab-3");
+    e.lab.inject(Fault::StopEtcd(CP[1].into())).unwrap();
+    let (run, report) = diagnose_until(VerdictCode::EtcdNotRunning, || e.diagnose(&["-o", "json"]));
+    run.expect_code(1);
+    assert_eq!(
+        report.verdict.code,
+        VerdictCode::EtcdNotRunning,
+        "{:#?}",
+        report.verdict
+    );
+    assert_eq!(report.verdict.nodes, [CP[1]]);
+    assert_eq!(cell(&report, 2380, CP[0], CP[1]), CellState::Refused);
+    e.assert_no_pod_left();
+}
+
+#[test]
+#[cfg_attr(not(etcdnet_lab), ignore = "needs root and the lab (see build.rs)")]
+fn sigint_mid_probe_leaves_no_pod() {
+    let e = lab_env("diagnose_pod sigint", "lab-3");
+    // Peers dropped: every probe waits on its connect timeouts, a window to interrupt in.
+    e.lab.inject(Fault::DropAllPeers).unwrap();
+    // Interrupt once the pods exist.
+    let cmd = e
+        .env
+        .plugin_command(&["diagnose", CLUSTER, "-n", NS, "--connect-timeout", "5s"]);
+    let run = interrupt_when(
+        cmd,
+        || e.workload_api().existing_pods().len() == 3,
+        Duration::from_secs(20),
+    );
+    run.expect_code(130);
+    assert!(run.stderr.contains("interrupted"), "{}", run.stderr);
+    e.assert_no_pod_left();
+    assert_eq!(e.workload_api().created_pods().len(), 3);
+}
+
+#[test]
+#[cfg_attr(not(etcdnet_lab), ignore = "needs root and the lab (see build.rs)")]
+fn pod_security_rejection_is_quoted() {
+    let e = lab_env("diagnose_pod psa", "lab-3");
+    let run = e.diagnose(&["--pod-namespace", "restricted-ns", "-o", "json"]);
+    run.expect_code(3);
+    let report = run.diagnose_report();
+    assert_eq!(report.verdict.code, VerdictCode::NodesUnreachable);
+    for n in &report.nodes {
+        assert_eq!(reach_error(n).kind, ReachErrorKind::Rejected);
+        let m = &reach_error(n).message;
+        assert!(
+            m.contains("violates PodSecurity \"baseline:latest\""),
+            "{m}"
+        );
+        assert!(m.contains("--pod-namespace"), "suggests a namespace: {m}");
+    }
+    assert!(e.workload_api().created_pods().is_empty());
+}
+
+#[test]
+#[cfg_attr(not(etcdnet_lab), ignore = "needs root and the lab (see build.rs)")]
+fn image_that_cannot_be_pulled() {
+    let e = lab_env("diagnose_pod image pull", "lab-3-airgapped");
+    let run = e.diagnose(&["-o", "json", "--timeout", "30s"]);
+    run.expect_code(3);
+    let report = run.diagnose_report();
+    for n in &report.nodes {
+        assert_eq!(reach_error(n).kind, ReachErrorKind::ImagePull, "{n:#?}");
+        let m = &reach_error(n).message;
+        assert!(
+            m.contains("docker.io/library/busybox:1.36"),
+            "names the image: {m}"
+        );
+        assert!(
+            m.contains("--image") && m.contains("--image-pull-secret"),
+            "{m}"
+        );
+    }
+    e.assert_no_pod_left();
+    // From a registry the nodes reach, the same run works.
+    let run = e.diagnose(&["-o", "json", "--image", "registry.local/busybox:1.36"]);
+    run.expect_code(0);
+}
+
+#[test]
+#[cfg_attr(not(etcdnet_lab), ignore = "needs root and the lab (see build.rs)")]
+fn keep_pods_keeps_them_and_cleanup_removes_them() {
+    let e = lab_env("diagnose_pod keep", "lab-3");
+    let run = e.diagnose(&["--keep-pods"]);
+    run.expect_code(0);
+    assert_eq!(e.workload_api().existing_pods().len(), 3);
+    assert!(
+        run.stderr
+            .contains("kubectl etcdnet cleanup tkc-prod -n ns-prod"),
+        "{}",
+        run.stderr
+    );
+    let clean = e.env.kubectl(&["cleanup", CLUSTER, "-n", NS]);
+    clean.expect_code(0);
+    e.assert_no_pod_left();
+}
+
+#[test]
+#[cfg_attr(not(etcdnet_lab), ignore = "needs root and the lab (see build.rs)")]
+fn no_secret_in_any_output() {
+    let e = lab_env("diagnose_pod secrets", "lab-3");
+    for fmt in ["table", "wide", "json", "yaml"] {
+        let run = e.diagnose(&["-o", fmt, "-vv"]);
+        for m in SECRET_MARKERS {
+            assert!(
+                !run.stdout.contains(m) && !run.stderr.contains(m),
+                "{m} in -o {fmt}"
+            );
+        }
+    }
+}

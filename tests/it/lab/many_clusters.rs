@@ -1,0 +1,164 @@
+//! Many clusters, each its own lab: side by side, each diagnosed from its own lab, one jumpbox
+//! lab reaching every lab's VMs (the fixture side is `many_clusters`).
+
+use crate::common;
+use common::*;
+use etcdnet::analyse::verdict::VerdictCode;
+use etcdnet_lab::Fault;
+use std::time::Duration;
+
+#[test]
+#[cfg_attr(not(etcdnet_lab), ignore = "needs root and the lab (see build.rs)")]
+fn three_labs_start_side_by_side_with_each_clusters_names_and_addresses() {
+    let f = LabFleet::start("many_clusters three labs", fleet::SET, Supervisor::PodsOnly);
+    assert_eq!(f.clusters.len(), 3);
+    let mut ids = Vec::new();
+    for c in fleet::CLUSTERS {
+        let lab = f.lab(c);
+        let got: Vec<(String, std::net::Ipv4Addr)> =
+            lab.nodes().iter().map(|n| (n.name.clone(), n.ip)).collect();
+        assert_eq!(got, fleet::nodes(c), "{c}");
+        let subnet = fleet::nodes(c)[0].1.octets()[2];
+        assert_eq!(
+            lab.jumpbox_ip(),
+            std::net::Ipv4Addr::new(198, 18, subnet, 1)
+        );
+        ids.push(lab.id().to_string());
+        // Its workload API serves its nodes as Nodes (registered by the lab kubelet).
+        let api = f.cluster(c).workload.api().unwrap();
+        for (name, _) in fleet::nodes(c) {
+            assert!(
+                api.object("v1", "Node", "", &name).is_some(),
+                "{c}: Node {name}"
+            );
+        }
+    }
+    ids.sort();
+    ids.dedup();
+    assert_eq!(ids.len(), 3);
+    // The labs do not reach each other: a node of tkc-web cannot connect to tkc-api's etcd.
+    let web = f.lab("tkc-web");
+    let api_ip = fleet::nodes("tkc-api")[0].1;
+    let mut probe = web
+        .netns_command(
+            &fleet::nodes("tkc-web")[0].0,
+            &[
+                "timeout",
+                "2",
+                "bash",
+                "-c",
+                &format!("exec 3<>/dev/tcp/{api_ip}/2379"),
+            ],
+        )
+        .unwrap();
+    assert!(
+        !probe.status().unwrap().success(),
+        "labs are separate networks"
+    );
+}
+
+/// Each cluster of `three-clusters`, diagnosed one at a time through the real kubectl on the pod
+/// route, is probed in its own lab, through its own workload API; peers dropped in tkc-api's lab
+/// show in tkc-api's verdict only.
+#[test]
+#[cfg_attr(not(etcdnet_lab), ignore = "needs root and the lab (see build.rs)")]
+fn each_cluster_is_diagnosed_from_its_own_lab() {
+    let f = LabFleet::start(
+        "many_clusters diagnose each",
+        fleet::SET,
+        Supervisor::PodsOnly,
+    );
+    f.lab("tkc-api").inject(Fault::DropAllPeers).unwrap();
+    for c in fleet::CLUSTERS {
+        let want = if c == "tkc-api" {
+            VerdictCode::EtcdPeerNetworkBlocked
+        } else {
+            VerdictCode::Healthy
+        };
+        let (run, report) = diagnose_until(want, || {
+            f.kubectl(&[
+                "diagnose",
+                c,
+                "-n",
+                fleet::NS,
+                "--connect-timeout",
+                "2s",
+                "-o",
+                "json",
+            ])
+        });
+        assert_eq!(report.verdict.code, want, "{c}: {:#?}", report.verdict);
+        run.expect_code(if c == "tkc-api" { 1 } else { 0 });
+        assert_eq!(report.route.name, "pod", "{c}");
+        assert_eq!(report.result.nodes_reached, 3, "{c}");
+        for n in &report.nodes {
+            let ip = fleet::nodes(c)
+                .into_iter()
+                .find(|(name, _)| *name == n.name)
+                .unwrap_or_else(|| panic!("{c}: {} is not its node", n.name))
+                .1;
+            assert_eq!(n.ip, Some(ip.into()), "{c}");
+        }
+        // The probe pods ran through this cluster's workload API, and only there.
+        let pods = f.cluster(c).workload.api().unwrap().created_pods();
+        assert!(!pods.is_empty(), "{c}: no pod through its own API");
+    }
+    f.lab("tkc-api").heal().unwrap();
+}
+
+/// The Supervisor side of many labs: jumpbox pods run in the first cluster's lab (tkc-api, in
+/// name order), whose switch reaches the other two labs' VMs; each cluster's `<cluster>-ssh` holds its own lab's key, so
+/// `--via jumpbox` diagnoses every cluster, and a fault in tkc-db's lab is tkc-db's only.
+#[test]
+#[cfg_attr(not(etcdnet_lab), ignore = "needs root and the lab (see build.rs)")]
+fn the_supervisor_reaches_every_labs_vms_through_one_jumpbox_lab() {
+    let f = LabFleet::start("many_clusters jumpbox", fleet::SET, Supervisor::Jumpbox);
+    // The link: from tkc-api's jumpbox, tkc-db's sshd answers.
+    assert_eq!(f.clusters[0].cluster, "tkc-api");
+    let db_ip = fleet::nodes("tkc-db")[2].1;
+    let out = f
+        .lab("tkc-api")
+        .jumpbox_command(&[
+            "timeout",
+            "3",
+            "bash",
+            "-c",
+            &format!("exec 3<>/dev/tcp/{db_ip}/22; head -c 4 <&3"),
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "SSH-", "{out:?}");
+
+    f.lab("tkc-db").inject(Fault::DropAllPeers).unwrap();
+    for c in fleet::CLUSTERS {
+        let want = if c == "tkc-db" {
+            VerdictCode::EtcdPeerNetworkBlocked
+        } else {
+            VerdictCode::Healthy
+        };
+        let (_, report) = diagnose_until(want, || {
+            f.kubectl(&[
+                "diagnose",
+                c,
+                "-n",
+                fleet::NS,
+                "--via",
+                "jumpbox",
+                "--connect-timeout",
+                "2s",
+                "-o",
+                "json",
+            ])
+        });
+        assert_eq!(report.verdict.code, want, "{c}: {:#?}", report.verdict);
+        assert_eq!(report.route.name, "jumpbox", "{c}");
+        assert_eq!(report.result.nodes_reached, 3, "{c}: {:#?}", report.nodes);
+    }
+    // Every jumpbox pod ran in the Supervisor's namespace and is gone.
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while !f.supervisor.existing_pods().is_empty() && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert!(f.supervisor.existing_pods().is_empty());
+    assert!(!f.supervisor.created_pods().is_empty());
+}

@@ -1,0 +1,25 @@
+//! The tests that need the lab (tests/lab: network namespaces running real etcd and sshd,
+//! nftables faults), and only as root. Each test carries the gate
+//! `#[cfg_attr(not(etcdnet_lab), ignore = "needs root and the lab (see build.rs)")]` and starts
+//! with `etcdnet_lab::require` (or a helper that calls it): built as anyone but root they are
+//! counted as ignored, never as passed; as root they run, and fail naming what is missing.
+//!
+//! Every lab names its namespaces, addresses and files after its own id (`en<pid>-<n>`), so the
+//! lab tests run side by side like the others.
+//!
+//! Run them alone with `cargo test --test it lab::`; skip them with `-- --skip lab::`.
+
+mod all_clusters;
+mod bundle;
+mod diagnose_jumpbox;
+mod diagnose_pod;
+mod jumpbox_script;
+mod many_clusters;
+mod past_members;
+mod past_network;
+mod probe;
+mod probe_netns;
+mod smoke;
+mod ssh;
+mod ssh_hardening;
+mod watch;

@@ -1,0 +1,763 @@
+//! The real probe on real etcd under real faults: a lab of control-plane "VMs" (network
+//! namespaces running etcd with kubeadm's layout), one fault each, the embedded probe script run
+//! inside every node's view, its JSON parsed, and the analysis asked for a verdict.
+//! Each test asserts the verdict code, the matrix cells, and evidence quoting etcd's own log.
+//!
+//! Every case runs on both etcd lines the field has, 3.4 (Debian's) and 3.5 (TKG/VKS control
+//! planes), as `etcd_3_4::<case>` and `etcd_3_5::<case>` (see `on_both_etcd_lines!` at the end),
+//! and must give the same verdict on both.
+//!
+//! Needs root and the lab's packages (`.ci/lab-packages`, etcd 3.5 from `.ci/run`); fails loudly
+//! otherwise.
+
+use std::time::{Duration, Instant};
+
+use etcdnet::analyse::matrix::CellState;
+use etcdnet::analyse::verdict::{diagnose, Diagnosis, VerdictCode, DEFAULT_SINCE};
+use etcdnet::probe::etcdlog::{classify, LogFormat, LogKind};
+use etcdnet::probe::script::{self, ProbeArgs};
+use etcdnet::probe::{parse::parse, NodeReport};
+use etcdnet::supervisor::*;
+use etcdnet_lab::{EtcdVersion, Fault, Lab, LabConfig};
+
+/// What the Supervisor would say about the lab: one Machine and VM per node.
+fn facts(lab: &Lab) -> ClusterFacts {
+    let n = lab.nodes().len();
+    ClusterFacts {
+        context: "lab".into(),
+        namespace: "ns-lab".into(),
+        cluster: ClusterInfo {
+            name: "tkc-lab".into(),
+            phase: Some("Provisioned".into()),
+            control_plane_endpoint: None,
+        },
+        apis: ApiVersions {
+            virtual_machine: "vmoperator.vmware.com/v1alpha3".into(),
+            cluster: "cluster.x-k8s.io/v1beta1".into(),
+            machine: "cluster.x-k8s.io/v1beta1".into(),
+            control_plane: Some("controlplane.cluster.x-k8s.io/v1beta1".into()),
+            vm_labels: Some(VmLabelScheme::Capv),
+        },
+        kcp: Some(KcpInfo {
+            name: "tkc-lab-cp".into(),
+            api_version: "controlplane.cluster.x-k8s.io/v1beta1".into(),
+            desired: Some(n as i64),
+            replicas: Some(n as i64),
+            ready: None,
+            available: None,
+            up_to_date: None,
+            version: None,
+            conditions: vec![],
+        }),
+        kcp_missing_reason: None,
+        machines_beyond_replicas: Vec::new(),
+        endpoint: None,
+        nodes: lab
+            .nodes()
+            .iter()
+            .map(|node| ControlPlaneNode {
+                name: node.name.clone(),
+                machine: Some(MachineInfo {
+                    name: node.name.clone(),
+                    phase: Some("Running".into()),
+                    node_name: Some(node.name.clone()),
+                    addresses: vec![],
+                    infrastructure_name: None,
+                    version: None,
+                    failure_domain: None,
+                    etcd_conditions: vec![],
+                    rollout: None,
+                }),
+                vm: Some(VmInfo {
+                    name: node.name.clone(),
+                    ip: Some(node.ip.into()),
+                    power: PowerState::PoweredOn,
+                    class: None,
+                    owner: None,
+                    refused_ip: None,
+                }),
+                join: Default::default(),
+            })
+            .collect(),
+    }
+}
+
+const CONNECT_TIMEOUT_S: u32 = 2;
+
+/// Runs the embedded probe on every node at once and reads the results back.
+fn probe_all(lab: &Lab) -> Vec<NodeReport> {
+    let ips: Vec<String> = lab.nodes().iter().map(|n| n.ip.to_string()).collect();
+    std::thread::scope(|s| {
+        let handles: Vec<_> = lab
+            .nodes()
+            .iter()
+            .map(|node| {
+                let me = node.ip.to_string();
+                let args = ProbeArgs {
+                    connect_timeout_s: CONNECT_TIMEOUT_S,
+                    ..ProbeArgs::new(me.clone(), ips.iter().filter(|ip| **ip != me).cloned())
+                };
+                s.spawn(move || {
+                    let started = Instant::now();
+                    let out = lab
+                        .exec(
+                            &node.name,
+                            &script::argv(&args),
+                            None,
+                            Duration::from_secs(30),
+                        )
+                        .expect("the probe runs on the node");
+                    let took = started.elapsed();
+                    // The probe's own bound, whatever the number of peers: connect + TLS + ~1 s,
+                    // plus the lab's ~40 ms to enter the node's view.
+                    assert!(
+                        took <= args.expected_duration() + Duration::from_secs(2),
+                        "{}: the probe took {took:?}",
+                        node.name
+                    );
+                    assert!(
+                        out.stderr.is_empty(),
+                        "{}: stderr: {}",
+                        node.name,
+                        String::from_utf8_lossy(&out.stderr)
+                    );
+                    NodeReport {
+                        name: node.name.clone(),
+                        ip: Some(node.ip.into()),
+                        outcome: Ok(
+                            parse(&node.name, &out.stdout).unwrap_or_else(|e| panic!("{e}"))
+                        ),
+                        reach: vec![],
+                        host_key: None,
+                    }
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    })
+}
+
+/// Probes until the verdict is `want` and some evidence line quotes etcd's log (etcd needs a
+/// few seconds to notice a fault and say so), bounded; returns the last diagnosis either way.
+fn diagnose_until(lab: &Lab, want: VerdictCode, log_words: &[&str]) -> Diagnosis {
+    let facts = facts(lab);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let d = diagnose(&facts, &probe_all(lab), DEFAULT_SINCE);
+        let quoted = log_words.is_empty()
+            || d.verdict
+                .evidence
+                .iter()
+                .any(|e| e.contains("etcd log:") && log_words.iter().any(|w| e.contains(w)));
+        if (d.verdict.code == want && quoted) || Instant::now() > deadline {
+            return d;
+        }
+        std::thread::sleep(Duration::from_secs(3));
+    }
+}
+
+fn cell(d: &Diagnosis, port: u16, from: &str, to: &str) -> CellState {
+    d.matrices
+        .iter()
+        .find(|m| m.port == port)
+        .unwrap()
+        .cell(from, to)
+        .unwrap()
+        .state
+}
+
+/// A lab of `nodes` members running `etcd` (the test has called `require` first), checked to
+/// run that line: a 3.5 case that ran 3.4 would prove nothing.
+fn start(etcd: EtcdVersion, nodes: usize) -> Lab {
+    let lab = Lab::start(LabConfig::with_etcd(etcd, nodes)).expect("the lab starts");
+    let release = etcd.release().expect("require checked the binary");
+    for node in lab.nodes() {
+        let log = std::fs::read_to_string(node.log_file()).unwrap();
+        assert!(
+            log.contains(&format!("\"etcd-version\":\"{release}\"")),
+            "{}: not etcd {release}:\n{}",
+            node.name,
+            log.lines().take(5).collect::<Vec<_>>().join("\n")
+        );
+    }
+    lab
+}
+
+fn assert_verdict(d: &Diagnosis, want: VerdictCode) {
+    assert_eq!(d.verdict.code, want, "{:#?}", d.verdict);
+}
+
+fn assert_quotes_log(d: &Diagnosis, words: &[&str]) {
+    assert!(
+        d.verdict
+            .evidence
+            .iter()
+            .any(|e| e.contains("etcd log:") && words.iter().any(|w| e.contains(w))),
+        "evidence should quote etcd's log ({words:?}): {:#?}",
+        d.verdict.evidence
+    );
+}
+
+fn healthy_lab(etcd: EtcdVersion) {
+    let lab = start(etcd, 3);
+    let d = diagnose_until(&lab, VerdictCode::Healthy, &[]);
+    assert_verdict(&d, VerdictCode::Healthy);
+    for m in &d.matrices {
+        assert!(m.cells.iter().all(|c| c.state == CellState::Ok), "{m:#?}");
+    }
+    // `crictl logs` replays etcd's stream as a static pod's: everything on stderr, zap JSON.
+    let id = lab.container_id("cp1").unwrap();
+    let out = lab
+        .exec(
+            "cp1",
+            &["crictl", "logs", "--tail", "20", &id],
+            None,
+            Duration::from_secs(10),
+        )
+        .unwrap();
+    assert!(out.status.success() && out.stdout.is_empty(), "{out:?}");
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(stderr.lines().count(), 20);
+    for line in stderr.lines() {
+        let v: serde_json::Value = serde_json::from_str(line).unwrap();
+        assert!(v["level"].is_string() && v["ts"].is_string() && v["msg"].is_string());
+    }
+    // What the probe got from it: every line read, the release named.
+    for r in probe_all(&lab) {
+        let probe = r.probe().expect("probed");
+        let logs = probe.etcd.logs.as_ref().expect("a log sample");
+        let s = classify(&logs.text);
+        assert_eq!(s.format, LogFormat::Zap, "{}", r.name);
+        assert_eq!(s.lines, s.parsed_lines, "{}: every line parsed", r.name);
+        assert_eq!(s.etcd_version, etcd.release().ok(), "{}", r.name);
+    }
+}
+
+fn all_peers_dropped(etcd: EtcdVersion) {
+    let lab = start(etcd, 3);
+    lab.inject(Fault::DropAllPeers).unwrap();
+    let d = diagnose_until(
+        &lab,
+        VerdictCode::EtcdPeerNetworkBlocked,
+        &["IoTimeout", "PeerUnhealthy", "PeerInactive"],
+    );
+    assert_verdict(&d, VerdictCode::EtcdPeerNetworkBlocked);
+    assert_quotes_log(&d, &["IoTimeout", "PeerUnhealthy", "PeerInactive"]);
+    for port in [2379, 2380] {
+        assert_eq!(cell(&d, port, "cp1", "cp2"), CellState::Timeout);
+        assert_eq!(cell(&d, port, "cp3", "cp1"), CellState::Timeout);
+        assert_eq!(cell(&d, port, "cp2", "cp2"), CellState::Ok, "own path");
+    }
+    // Healed, the same lab is healthy again.
+    lab.heal().unwrap();
+    lab.wait_healthy(Duration::from_secs(30)).unwrap();
+    assert_verdict(
+        &diagnose_until(&lab, VerdictCode::Healthy, &[]),
+        VerdictCode::Healthy,
+    );
+}
+
+fn all_peers_rejected(etcd: EtcdVersion) {
+    let lab = start(etcd, 3);
+    lab.inject(Fault::RejectAllPeers).unwrap();
+    let d = diagnose_until(
+        &lab,
+        VerdictCode::EtcdPeerPortRefused,
+        &["ConnectionRefused"],
+    );
+    assert_verdict(&d, VerdictCode::EtcdPeerPortRefused);
+    assert_quotes_log(&d, &["ConnectionRefused"]);
+    assert_eq!(cell(&d, 2380, "cp1", "cp3"), CellState::Refused);
+    assert_eq!(cell(&d, 2379, "cp1", "cp1"), CellState::Ok);
+}
+
+fn one_node_isolated(etcd: EtcdVersion) {
+    let lab = start(etcd, 3);
+    lab.inject(Fault::Isolate("cp3".into())).unwrap();
+    // Wait for the words the assertion wants: "cp3" alone also matches the evidence's "cp3 etcd
+    // log:" prefix, and etcd 3.5's first prober lines after the fault carry no error, so no
+    // address: the peer is named ("= cp3") only from the next probe on, ~5 s later.
+    let d = diagnose_until(&lab, VerdictCode::EtcdPeerNetworkPartial, &["= cp3"]);
+    assert_verdict(&d, VerdictCode::EtcdPeerNetworkPartial);
+    assert_eq!(d.verdict.nodes, ["cp3"], "{:#?}", d.verdict);
+    assert_quotes_log(&d, &["= cp3"]);
+    assert_eq!(cell(&d, 2380, "cp1", "cp3"), CellState::Timeout);
+    assert_eq!(cell(&d, 2380, "cp3", "cp2"), CellState::Timeout);
+    assert_eq!(cell(&d, 2380, "cp1", "cp2"), CellState::Ok);
+}
+
+fn only_2380_blocked(etcd: EtcdVersion) {
+    let lab = start(etcd, 3);
+    lab.inject(Fault::BlockPort(2380)).unwrap();
+    let d = diagnose_until(
+        &lab,
+        VerdictCode::EtcdPeerNetworkPartial,
+        &["IoTimeout", "PeerUnhealthy", "PeerInactive"],
+    );
+    assert_verdict(&d, VerdictCode::EtcdPeerNetworkPartial);
+    assert!(
+        d.verdict.summary.contains("port 2380 is blocked"),
+        "{}",
+        d.verdict.summary
+    );
+    assert_eq!(cell(&d, 2380, "cp1", "cp2"), CellState::Timeout);
+    assert_eq!(cell(&d, 2379, "cp1", "cp2"), CellState::Ok);
+}
+
+fn only_2379_blocked(etcd: EtcdVersion) {
+    let lab = start(etcd, 3);
+    lab.inject(Fault::BlockPort(2379)).unwrap();
+    // etcd's peers talk on 2380 only, so etcd itself stays healthy and logs nothing: the rules
+    // after the network's decide first, and with nothing else wrong it is said as it is.
+    let d = diagnose_until(&lab, VerdictCode::EtcdPeerNetworkPartial, &[]);
+    assert_verdict(&d, VerdictCode::EtcdPeerNetworkPartial);
+    assert!(
+        d.verdict.summary.starts_with("only 2379 is blocked"),
+        "{}",
+        d.verdict.summary
+    );
+    assert_eq!(cell(&d, 2379, "cp2", "cp3"), CellState::Timeout);
+    assert_eq!(cell(&d, 2380, "cp2", "cp3"), CellState::Ok);
+}
+
+fn one_way_drop(etcd: EtcdVersion) {
+    let lab = start(etcd, 3);
+    lab.inject(Fault::DropOneWay {
+        from: "cp1".into(),
+        to: "cp2".into(),
+    })
+    .unwrap();
+    let d = diagnose_until(&lab, VerdictCode::EtcdPeerNetworkPartial, &["= cp2"]);
+    assert_verdict(&d, VerdictCode::EtcdPeerNetworkPartial);
+    assert_quotes_log(&d, &["= cp2"]);
+    assert!(
+        d.verdict
+            .evidence
+            .iter()
+            .any(|e| e.starts_with("one-way: cp1 → cp2:")),
+        "{:#?}",
+        d.verdict.evidence
+    );
+    assert_eq!(cell(&d, 2380, "cp1", "cp2"), CellState::Timeout);
+    assert_eq!(cell(&d, 2380, "cp2", "cp1"), CellState::Ok);
+}
+
+fn large_packets_dropped(etcd: EtcdVersion) {
+    let lab = start(etcd, 3);
+    lab.inject(Fault::DropLargePackets).unwrap();
+    let words = [
+        "IoTimeout",
+        "TlsHandshakeTimeout",
+        "PeerUnhealthy",
+        "LostStream",
+    ];
+    let d = diagnose_until(&lab, VerdictCode::EtcdPeerLargePacketsDropped, &words);
+    assert_verdict(&d, VerdictCode::EtcdPeerLargePacketsDropped);
+    assert_quotes_log(&d, &words);
+    assert_eq!(cell(&d, 2380, "cp1", "cp2"), CellState::TlsStalled);
+    assert_eq!(
+        cell(&d, 2380, "cp1", "cp1"),
+        CellState::Ok,
+        "own path: no large-packet loss on lo"
+    );
+}
+
+fn expired_peer_certificate(etcd: EtcdVersion) {
+    let lab = start(etcd, 3);
+    lab.inject(Fault::ExpiredPeerCert("cp2".into())).unwrap();
+    let d = diagnose_until(
+        &lab,
+        VerdictCode::EtcdCertificateProblem,
+        &["CertExpired", "TlsRemoteError", "RejectedConnection"],
+    );
+    assert_verdict(&d, VerdictCode::EtcdCertificateProblem);
+    assert_eq!(d.verdict.nodes, ["cp2"], "{:#?}", d.verdict);
+    assert!(
+        d.verdict
+            .evidence
+            .iter()
+            .any(|e| e.contains("cp2: /etc/kubernetes/pki/etcd/peer.crt expired")),
+        "{:#?}",
+        d.verdict.evidence
+    );
+    assert_eq!(cell(&d, 2380, "cp1", "cp2"), CellState::TlsRejected);
+}
+
+fn etcd_stopped_on_one_node(etcd: EtcdVersion) {
+    let lab = start(etcd, 3);
+    lab.inject(Fault::StopEtcd("cp2".into())).unwrap();
+    let d = diagnose_until(&lab, VerdictCode::EtcdNotRunning, &["ConnectionRefused"]);
+    assert_verdict(&d, VerdictCode::EtcdNotRunning);
+    assert_eq!(d.verdict.nodes, ["cp2"]);
+    assert_quotes_log(&d, &["ConnectionRefused"]);
+    assert_eq!(cell(&d, 2380, "cp1", "cp2"), CellState::Refused);
+    assert_eq!(cell(&d, 2379, "cp2", "cp2"), CellState::Refused);
+}
+
+fn five_nodes_one_isolated(etcd: EtcdVersion) {
+    let lab = start(etcd, 5);
+    lab.inject(Fault::Isolate("cp5".into())).unwrap();
+    let d = diagnose_until(&lab, VerdictCode::EtcdPeerNetworkPartial, &["= cp5"]);
+    assert_verdict(&d, VerdictCode::EtcdPeerNetworkPartial);
+    assert_eq!(d.verdict.nodes, ["cp5"]);
+    assert_eq!(d.matrices[0].nodes.len(), 5);
+    assert_eq!(cell(&d, 2380, "cp1", "cp5"), CellState::Timeout);
+    assert_eq!(cell(&d, 2380, "cp1", "cp4"), CellState::Ok);
+}
+
+/// A rolling update is not a fault: cp3's member replaced as KubeadmControlPlane does (member
+/// removed, the machine's etcd gone with its data, a member added at the same peer URL, etcd
+/// started on an empty data dir as a new pod's container). The members that stayed log the
+/// removal ("removed member"), which is routine: the verdict is Healthy. So are the few
+/// "rejected stream from remote peer because it was removed" lines they log in the instant
+/// between the removal and the old member's stop: they name the member whose removal the same
+/// log recorded, within seconds of it.
+fn member_replaced(etcd: EtcdVersion) {
+    let lab = start(etcd, 3);
+    let old_container = lab.container_id("cp3").unwrap();
+    let (removed, added) = lab.replace_member("cp3").unwrap();
+    assert_ne!(removed, added);
+    lab.wait_healthy(Duration::from_secs(60)).unwrap();
+    // A new container of a new pod: new id, attempt 0, and crictl says so.
+    assert_eq!(lab.attempt("cp3").unwrap(), 0);
+    let id = lab.container_id("cp3").unwrap();
+    assert_ne!(id, old_container);
+    let out = lab
+        .exec(
+            "cp3",
+            &["crictl", "ps", "-a", "-q", "--no-trunc"],
+            None,
+            Duration::from_secs(10),
+        )
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), id, "{out:?}");
+    let cmdline = std::fs::read(format!("/proc/{}/cmdline", lab.etcd_pid("cp3").unwrap())).unwrap();
+    assert!(
+        String::from_utf8_lossy(&cmdline).contains("--initial-cluster-state=existing"),
+        "kubeadm join's flags"
+    );
+    let members = lab.member_list().unwrap();
+    assert_eq!(members.len(), 3, "{members:?}");
+    assert!(members
+        .iter()
+        .any(|(id, name, _)| *id == added && name == "cp3"));
+
+    let d = diagnose_until(&lab, VerdictCode::Healthy, &[]);
+    assert_verdict(&d, VerdictCode::Healthy);
+    for m in &d.matrices {
+        assert!(m.cells.iter().all(|c| c.state == CellState::Ok), "{m:#?}");
+    }
+    // The case is the one the issue means: the members that stayed did log the removal.
+    let removal_logged = probe_all(&lab).iter().any(|r| {
+        let logs = r.probe().expect("probed").etcd.logs.as_ref();
+        logs.is_some_and(|l| {
+            classify(&l.text)
+                .finding(LogKind::MemberRemovedInfo)
+                .is_some()
+        })
+    });
+    assert!(removal_logged, "no member logged \"removed member\"");
+}
+
+/// A removed member restarted on its OLD data dir (a VM restored from a snapshot taken before
+/// the removal): it learns it was removed and stops ("the member has been permanently removed
+/// from the cluster"). The verdict is `EtcdMemberMismatch`, not `EtcdNotRunning`: it names the
+/// node and quotes that line.
+fn removed_member_restarted_on_old_data(etcd: EtcdVersion) {
+    let lab = start(etcd, 3);
+    lab.remove_member("cp3").unwrap();
+    lab.restart_etcd("cp3").unwrap();
+    let words = ["permanently removed from the cluster"];
+    let d = diagnose_until(&lab, VerdictCode::EtcdMemberMismatch, &words);
+    assert_verdict(&d, VerdictCode::EtcdMemberMismatch);
+    assert_eq!(d.verdict.nodes, ["cp3"], "{:#?}", d.verdict);
+    assert_quotes_log(&d, &words);
+}
+
+/// Runs `curl` on `node` against its own etcd's gateway with the healthcheck client
+/// certificate (as an admin on the VM would), returning the body.
+fn gateway(lab: &Lab, node: &str, path: &str, body: &str) -> String {
+    let pki = "/etc/kubernetes/pki/etcd";
+    let argv = [
+        "curl".to_string(),
+        "-sS".into(),
+        "--max-time".into(),
+        "10".into(),
+        "--cacert".into(),
+        format!("{pki}/ca.crt"),
+        "--cert".into(),
+        format!("{pki}/healthcheck-client.crt"),
+        "--key".into(),
+        format!("{pki}/healthcheck-client.key"),
+        "--data".into(),
+        body.into(),
+        format!("https://127.0.0.1:2379{path}"),
+    ];
+    let out = lab
+        .exec(node, &argv, None, Duration::from_secs(20))
+        .unwrap();
+    assert!(out.status.success(), "{node}: curl {path}: {out:?}");
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// What every node's etcd says of itself, from its own view (issue 18): the member list from
+/// the peer listener, the same on every node and without quorum; the alarm list (NOSPACE raised
+/// for one member through etcd's own API, then `/health` says so on 3.5, not on 3.4); the
+/// previous container's log after a restart; crictl found with sudo's secure_path.
+fn own_view(etcd: EtcdVersion) {
+    use etcdnet::probe::output::{HealthOutcome, QueryOutcome};
+    let lab = start(etcd, 3);
+    lab.wait_healthy(Duration::from_secs(30)).unwrap();
+    let list = lab.member_list().unwrap();
+    let mut want: Vec<(String, String, Vec<String>)> = (list.iter())
+        .map(|(id, name, urls)| (format!("{id:x}"), name.clone(), urls.clone()))
+        .collect();
+    want.sort();
+    assert_eq!(want.len(), 3, "{list:?}");
+    let mut cluster_ids = vec![];
+    for r in probe_all(&lab) {
+        let p = r.probe().unwrap();
+        let m = &p.members;
+        assert_eq!(m.outcome, QueryOutcome::Ok, "{}: {m:?}", r.name);
+        let mut got: Vec<(String, String, Vec<String>)> = (m.members.iter())
+            .map(|x| {
+                assert!(!x.is_learner && !x.client_urls.is_empty(), "{x:?}");
+                (
+                    x.id.clone().unwrap(),
+                    x.name.clone().unwrap(),
+                    x.peer_urls.clone(),
+                )
+            })
+            .collect();
+        got.sort();
+        assert_eq!(got, want, "{}: the ids etcdctl prints, in hex", r.name);
+        cluster_ids.push(m.cluster_id.clone().expect("a cluster ID"));
+        assert_eq!(
+            (p.alarms.outcome, p.alarms.alarms.len()),
+            (QueryOutcome::Ok, 0),
+            "{}: {:?}",
+            r.name,
+            p.alarms
+        );
+        assert_eq!(p.etcd.previous_logs, None, "{}: one container only", r.name);
+    }
+    cluster_ids.dedup();
+    assert_eq!(cluster_ids.len(), 1, "{cluster_ids:?}");
+    assert!(cluster_ids[0]
+        .bytes()
+        .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase()));
+
+    // sudo's secure_path without /usr/local/bin: the stand-in crictl there is still found.
+    let me = lab.nodes()[0].ip.to_string();
+    let args = ProbeArgs::new(me.clone(), Vec::<String>::new());
+    let mut argv: Vec<String> = ["env", "-i", "PATH=/usr/sbin:/usr/bin:/sbin:/bin"]
+        .map(String::from)
+        .to_vec();
+    argv.extend(script::argv(&args));
+    let out = lab
+        .exec("cp1", &argv, None, Duration::from_secs(30))
+        .unwrap();
+    let doc = parse("cp1", &out.stdout).unwrap();
+    assert_eq!(
+        doc.etcd.query,
+        etcdnet::probe::output::RuntimeQuery::Ok,
+        "{:?}",
+        doc.etcd
+    );
+
+    // NOSPACE raised for cp2's member (etcd's Alarm API, action ACTIVATE): every node lists it.
+    let cp2 = lab.member_id("cp2").unwrap().unwrap();
+    let raise = format!(r#"{{"action":"ACTIVATE","memberID":"{cp2}","alarm":"NOSPACE"}}"#);
+    gateway(&lab, "cp1", "/v3/maintenance/alarm", &raise);
+    for r in probe_all(&lab) {
+        let p = r.probe().unwrap();
+        let got: Vec<(Option<&str>, &str)> = (p.alarms.alarms.iter())
+            .map(|a| (a.member_id.as_deref(), a.alarm.as_str()))
+            .collect();
+        let hex = format!("{cp2:x}");
+        assert_eq!(got, [(Some(hex.as_str()), "NOSPACE")], "{}", r.name);
+        assert_eq!(p.health.outcome, HealthOutcome::Unhealthy, "{}", r.name);
+        // 3.5 names the alarm in /health; 3.4 does not (hence the alarm list).
+        let body = p.health.body.as_deref().unwrap_or_default();
+        assert_eq!(
+            body.contains("ALARM NOSPACE"),
+            etcd == EtcdVersion::V3_5,
+            "{}: {body}",
+            r.name
+        );
+    }
+    let disarm = raise.replace("ACTIVATE", "DEACTIVATE");
+    gateway(&lab, "cp1", "/v3/maintenance/alarm", &disarm);
+
+    // Restarted as the kubelet would: the previous container's log comes with the new one's.
+    let old = lab.container_id("cp3").unwrap();
+    lab.restart_etcd("cp3").unwrap();
+    lab.wait_healthy(Duration::from_secs(60)).unwrap();
+    let reports = probe_all(&lab);
+    let cp3 = reports
+        .iter()
+        .find(|r| r.name == "cp3")
+        .unwrap()
+        .probe()
+        .unwrap();
+    let prev = cp3.etcd.previous_logs.as_ref().expect("the previous log");
+    assert_eq!(prev.container_id, old);
+    assert_eq!(cp3.etcd.previous_logs_file, None, "crictl had it");
+    let s = classify(&prev.text);
+    assert!(s.lines > 10 && s.lines == s.parsed_lines, "{s:?}");
+    assert_ne!(prev.text, cp3.etcd.logs.as_ref().unwrap().text);
+
+    // No quorum: the member lists still come (the member's own copy), the alarm lists do not.
+    lab.inject(Fault::DropAllPeers).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let reports = probe_all(&lab);
+        for r in &reports {
+            let m = &r.probe().unwrap().members;
+            assert_eq!(
+                (m.outcome, m.members.len()),
+                (QueryOutcome::Ok, 3),
+                "{}",
+                r.name
+            );
+            assert_eq!(m.cluster_id.as_ref(), Some(&cluster_ids[0]), "{}", r.name);
+        }
+        let alarms: Vec<_> = (reports.iter())
+            .map(|r| r.probe().unwrap().alarms.clone())
+            .collect();
+        // 3.4 is asked and times out; 3.5's /health says RAFT NO LEADER, so it is not asked.
+        let none = |a: &etcdnet::probe::output::Alarms| match etcd {
+            EtcdVersion::V3_4 => a.outcome == QueryOutcome::Error,
+            _ => {
+                a.outcome == QueryOutcome::Skipped
+                    && a.detail
+                        .as_deref()
+                        .is_some_and(|d| d.contains("RAFT NO LEADER"))
+            }
+        };
+        if alarms.iter().all(none) {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "alarm lists still answered: {alarms:#?}"
+        );
+        std::thread::sleep(Duration::from_secs(2));
+    }
+}
+
+/// The faults whose logs `capture_etcd_logs` keeps: (file name prefix, fault, seconds from the
+/// fault to the copy). The first four are the shared 3.4 captures' scenarios, 20 s as theirs;
+/// the TLS ones log every rejected dial (~70 lines a second), so 10 s keeps them small.
+const CAPTURES: [(&str, &str, u64); 6] = [
+    ("drop-all-peers", "drop-all-peers", 20),
+    ("reject-all-peers", "reject-all-peers", 20),
+    ("cp3-isolated", "isolate:cp3", 20),
+    ("cp2-etcd-stopped", "stop-etcd:cp2", 20),
+    ("cp2-peer-cert-expired", "expired-peer-cert:cp2", 10),
+    ("large-packets-dropped", "drop-large-packets", 20),
+];
+
+/// Regenerates the lab captures `tests/fixtures/etcd-logs/v3.4/` and `v3.5/` (see the README
+/// there): per fault, a fresh 3-member lab of each line (both at once), left 3 s after every
+/// member is healthy so start-up has settled, the fault injected, and after the table's seconds
+/// every member's log as `crictl logs` gives it (the current container's: a restarted member's
+/// new attempt). As root:
+///
+/// ```text
+/// cargo test --test it -- --ignored --exact lab::probe::capture_etcd_logs
+/// ```
+///
+/// `ETCDNET_CAPTURE_DIR=<dir>` writes under `<dir>` instead (to compare without touching the
+/// fixtures); `ETCDNET_CAPTURE_ETCD=3.5` captures one line only.
+#[test]
+#[ignore = "capture: regenerates tests/fixtures/etcd-logs/v3.4 and v3.5 (root; see their README)"]
+fn capture_etcd_logs() {
+    etcdnet_lab::require("capture_etcd_logs");
+    etcdnet_lab::require_etcd("capture_etcd_logs", EtcdVersion::V3_5);
+    let out = std::env::var_os("ETCDNET_CAPTURE_DIR")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| {
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/etcd-logs")
+        });
+    let lines: Vec<EtcdVersion> = match std::env::var("ETCDNET_CAPTURE_ETCD") {
+        Ok(v) => vec![v.parse().unwrap()],
+        Err(_) => EtcdVersion::ALL.to_vec(),
+    };
+    for (name, fault, wait_s) in CAPTURES {
+        let fault: Fault = fault.parse().unwrap();
+        std::thread::scope(|s| {
+            for &etcd in &lines {
+                let (out, fault) = (&out, fault.clone());
+                s.spawn(move || {
+                    let lab = start(etcd, 3);
+                    std::thread::sleep(Duration::from_secs(3));
+                    lab.inject(fault).unwrap();
+                    std::thread::sleep(Duration::from_secs(wait_s));
+                    let dir = out.join(format!("v{etcd}"));
+                    std::fs::create_dir_all(&dir).unwrap();
+                    for node in lab.nodes() {
+                        let file = dir.join(format!("{name}-{}.log", node.name));
+                        std::fs::copy(node.log_file(), &file).unwrap();
+                        eprintln!("wrote {}", file.display());
+                    }
+                });
+            }
+        });
+    }
+}
+
+/// One `#[test]` per case and etcd line, named `etcd_3_4::<case>` / `etcd_3_5::<case>`, so the
+/// summary says which line a failure is on. Both sets are in this one test binary: they run with
+/// the same parallelism (cargo's test threads), interleaved. The cases after `awaiting_verdict:`
+/// assert what the issue expects where the analysis does not give it yet: they are ignored (run
+/// them with `--ignored`) until it does.
+macro_rules! on_both_etcd_lines {
+    ($($case:ident),* $(,)?; awaiting_verdict: $($waiting:ident),* $(,)?) => {
+        on_both_etcd_lines!(@line etcd_3_4, V3_4, [$($case),*], [$($waiting),*]);
+        on_both_etcd_lines!(@line etcd_3_5, V3_5, [$($case),*], [$($waiting),*]);
+    };
+    (@line $module:ident, $version:ident, [$($case:ident),*], [$($waiting:ident),*]) => {
+        mod $module {
+            $(
+                #[test]
+                #[cfg_attr(not(etcdnet_lab), ignore = "needs root and the lab (see build.rs)")]
+                fn $case() {
+                    on_both_etcd_lines!(@body $module, $version, $case);
+                }
+            )*
+            $(
+                #[test]
+                #[ignore = "issue 10 part 4: the analysis does not give the verdict this case asserts yet"]
+                fn $waiting() {
+                    on_both_etcd_lines!(@body $module, $version, $waiting);
+                }
+            )*
+        }
+    };
+    (@body $module:ident, $version:ident, $case:ident) => {
+        etcdnet_lab::require(concat!(stringify!($module), "::", stringify!($case)));
+        let etcd = etcdnet_lab::EtcdVersion::$version;
+        // Names a missing etcd 3.5 as `require` names a missing package.
+        etcdnet_lab::require_etcd(stringify!($case), etcd);
+        super::$case(etcd);
+    };
+}
+
+on_both_etcd_lines!(
+    healthy_lab,
+    all_peers_dropped,
+    all_peers_rejected,
+    one_node_isolated,
+    only_2380_blocked,
+    only_2379_blocked,
+    one_way_drop,
+    large_packets_dropped,
+    expired_peer_certificate,
+    etcd_stopped_on_one_node,
+    five_nodes_one_isolated,
+    member_replaced,
+    removed_member_restarted_on_old_data,
+    own_view;
+    awaiting_verdict:
+);

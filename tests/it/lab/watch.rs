@@ -1,0 +1,169 @@
+//! `diagnose --watch` end to end in the lab, through the real kubectl: a fault healed while the
+//! watch runs shows as a transition line and ends the watch with exit 0; `-o json` is one
+//! document per round (JSON lines). Needs root and the lab's packages.
+
+use crate::common;
+
+use std::io::Read;
+use std::sync::Arc;
+use std::time::Duration;
+
+use common::article::*;
+use common::*;
+use etcdnet::analyse::verdict::VerdictCode;
+use etcdnet::report::DiagnoseReport;
+use etcdnet_fakeapi::FakeConfig;
+use etcdnet_lab::{Fault, Lab};
+
+fn lab_env(test: &str) -> (Env, Arc<Lab>) {
+    let lab = start_lab(test);
+    let fixture = FakeConfig::from_dir(etcdnet_fakeapi::workload_set("lab-3")).unwrap();
+    let workload = Workload::lab(fixture, lab.clone()).unwrap();
+    (Env::new(SET, workload), lab)
+}
+
+#[test]
+#[cfg_attr(not(etcdnet_lab), ignore = "needs root and the lab (see build.rs)")]
+fn a_fault_healed_mid_watch_shows_the_transition_and_ends_the_watch() {
+    let (env, lab) = lab_env("watch heal");
+    lab.inject(Fault::Isolate(CP[2].into())).unwrap();
+    // Let etcd notice, so the first round already sees the partition.
+    diagnose_until(VerdictCode::EtcdPeerNetworkPartial, || {
+        env.kubectl(&[
+            "diagnose",
+            CLUSTER,
+            "-n",
+            NS,
+            "--connect-timeout",
+            "2s",
+            "-o",
+            "json",
+        ])
+    });
+
+    let mut child = env
+        .kubectl_command(&[
+            "diagnose",
+            CLUSTER,
+            "-n",
+            NS,
+            "--connect-timeout",
+            "2s",
+            "--watch=1s",
+        ])
+        .spawn()
+        .unwrap();
+    let out = stdout_of(&mut child);
+    wait_for("the first round's report", Duration::from_secs(60), || {
+        out.lock().unwrap().contains("VERDICT: ")
+    });
+    let first = out.lock().unwrap().clone();
+    assert!(
+        first.contains("VERDICT: EtcdPeerNetworkPartial"),
+        "the first round is printed whole:\n{first}"
+    );
+
+    lab.heal().unwrap();
+    let code = exit_within(&mut child, Duration::from_secs(120));
+    let mut stderr = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut stderr)
+        .unwrap();
+    let text = out.lock().unwrap().clone();
+    assert_eq!(code, 0, "exit 0 once Healthy\n{text}\n{stderr}");
+
+    // After the first report, only transition lines: `HH:MM:SS OLD → NEW (why)`.
+    let after: Vec<&str> = text[first.len()..].lines().collect();
+    let transitions: Vec<&&str> = after.iter().filter(|l| l.contains(" → ")).collect();
+    assert!(!transitions.is_empty(), "{text}");
+    for line in &transitions {
+        let clock = &line[..8];
+        assert!(
+            clock.chars().enumerate().all(|(i, c)| if i == 2 || i == 5 {
+                c == ':'
+            } else {
+                c.is_ascii_digit()
+            }),
+            "starts with the time: {line}"
+        );
+    }
+    let first_change = transitions[0];
+    assert!(
+        first_change.contains("EtcdPeerNetworkPartial → "),
+        "{first_change}"
+    );
+    // etcd may pass through another verdict (Inconclusive while it elects) before Healthy.
+    assert!(
+        transitions
+            .iter()
+            .any(|l| l.contains(&format!("{} reaches its peers again", CP[2]))),
+        "a change names the isolated node reaching its peers again:\n{text}"
+    );
+    assert!(transitions.last().unwrap().contains("→ Healthy"), "{text}");
+    assert!(
+        after.last().unwrap().contains("Healthy"),
+        "ends on Healthy:\n{text}"
+    );
+    // Each round's pods were deleted before the next: none is left.
+    let workload = env.workload.as_ref().unwrap().api().unwrap();
+    assert!(
+        workload.existing_pods().is_empty(),
+        "{:?}",
+        workload.existing_pods()
+    );
+    assert!(!stderr.contains("panicked"), "{stderr}");
+}
+
+#[test]
+#[cfg_attr(not(etcdnet_lab), ignore = "needs root and the lab (see build.rs)")]
+fn watch_json_is_one_document_per_round() {
+    let (env, lab) = lab_env("watch json");
+    lab.inject(Fault::DropAllPeers).unwrap();
+    diagnose_until(VerdictCode::EtcdPeerNetworkBlocked, || {
+        env.kubectl(&[
+            "diagnose",
+            CLUSTER,
+            "-n",
+            NS,
+            "--connect-timeout",
+            "2s",
+            "-o",
+            "json",
+        ])
+    });
+    let mut child = env
+        .kubectl_command(&[
+            "diagnose",
+            CLUSTER,
+            "-n",
+            NS,
+            "--connect-timeout",
+            "2s",
+            "--watch=1s",
+            "-o",
+            "json",
+        ])
+        .spawn()
+        .unwrap();
+    let out = stdout_of(&mut child);
+    wait_for("two rounds", Duration::from_secs(60), || {
+        out.lock().unwrap().lines().count() >= 2
+    });
+    lab.heal().unwrap();
+    let code = exit_within(&mut child, Duration::from_secs(120));
+    assert_eq!(code, 0);
+    let text = out.lock().unwrap().clone();
+    let rounds: Vec<DiagnoseReport> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect();
+    assert!(rounds.len() >= 3, "{text}");
+    assert_eq!(rounds[0].verdict.code, VerdictCode::EtcdPeerNetworkBlocked);
+    assert_eq!(rounds.last().unwrap().verdict.code, VerdictCode::Healthy);
+    assert!(rounds[..rounds.len() - 1]
+        .iter()
+        .all(|r| r.verdict.code != VerdictCode::Healthy));
+}
