@@ -53,16 +53,21 @@ const FOLDERS: &[(&str, &[&[&str]])] = &[
     (
         "route",
         &[
+            &["via"],
             &["pod"],
             &["jumpbox"],
             &["ssh"],
             &["leftovers", "lifecycle"],
         ],
     ),
-    ("route::ssh", &[&["options"]]),
+    ("route::jumpbox", &[&["session"], &["framing"], &["spec"]]),
+    (
+        "route::ssh",
+        &[&["session"], &["client", "run_dir", "secret"], &["options"]],
+    ),
     (
         "route::lifecycle",
-        &[&["run"], &["wait"], &["tracker"], &["failure"]],
+        &[&["run"], &["wait"], &["log"], &["tracker"], &["failure"]],
     ),
     ("bundle", &[&["read", "write"]]),
     (
@@ -110,26 +115,6 @@ const FOLDERS: &[(&str, &[&[&str]])] = &[
         &[&["leader", "window"], &["line"], &["time"]],
     ),
 ];
-
-/// Imports (lifted to siblings, `from` → `to`) that close today's cycles, allowed in both
-/// checks until the branches that remove them merge. Each must still exist, so the list cannot
-/// go stale.
-const KNOWN_CYCLE_EDGES: &[(&str, &str)] = &[
-    // removed by the i20 merge: route::jumpbox ↔ route::ssh (ssh takes the secret's name and
-    // key file from jumpbox)
-    ("route::ssh", "route::jumpbox"),
-    // Found by this check in tests only, left for a follow-up: route::jumpbox ↔ route::pod
-    // (jumpbox's tests build pod's `PodSettings`, pod's tests name jumpbox's default image)
-    ("route::jumpbox", "route::pod"),
-    // Found by this check after the lifecycle split, left for a follow-up:
-    // route::lifecycle::run ↔ route::lifecycle::wait (run waits with `wait_and_read`, wait
-    // reads the log with run's `read_log`)
-    ("route::lifecycle::wait", "route::lifecycle::run"),
-];
-
-fn is_known(from: &[String], to: &[String]) -> bool {
-    KNOWN_CYCLE_EDGES.contains(&(show(from).as_str(), show(to).as_str()))
-}
 
 /// Test-only support, free to use what it builds.
 const EXEMPT: &[&str] = &["testing"];
@@ -591,7 +576,7 @@ fn order_violations(
             (Some(x), Some(y)) => y > x,
             (Some(_), None) => false, // only a test module imports a test module
         };
-        if !fine && !is_known(from, to) {
+        if !fine {
             for i in imports {
                 violations.push(format!(
                     "src/{}:{}: `{}` imports `{}`, which is not below it in {}'s order: {}",
@@ -647,21 +632,12 @@ fn every_module_imports_only_modules_below_it() {
 #[test]
 fn no_module_import_cycle() {
     let krate = read_crate(&read_src);
-    let mut edges = edges(&krate);
-    let stale: Vec<_> = KNOWN_CYCLE_EDGES
-        .iter()
-        .filter(|(a, b)| !edges.keys().any(|(f, t)| show(f) == *a && show(t) == *b))
-        .collect();
-    edges.retain(|(from, to), _| !is_known(from, to));
+    let edges = edges(&krate);
     let found: Vec<String> = cycles(&edges).iter().map(|c| explain(c, &edges)).collect();
     assert!(
         found.is_empty(),
         "module import cycles:\n{}",
         found.join("\n")
-    );
-    assert!(
-        stale.is_empty(),
-        "KNOWN_CYCLE_EDGES lists imports that no longer exist: remove {stale:?}"
     );
 }
 

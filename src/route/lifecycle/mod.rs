@@ -20,10 +20,13 @@
 //! - `tracker`: the [`PodTracker`] and its sweep;
 //! - `run`: one pod's run ([`run`], [`run_with_log_limit`]): create, wait, read the log, delete;
 //! - `wait`: what a pod's status says, and the watcher that waits for its next one;
+//! - `log`: a finished pod's log read within its cap ([`MAX_LOG_BYTES`]), and the [`PodRun`]
+//!   it ends in;
 //! - `failure`: the [`PodFailure`]s, how a failed request is read, and [`reach_error`] (each
 //!   failure as the line a report shows, for both pod-based routes).
 
 mod failure;
+mod log;
 mod run;
 mod tracker;
 mod wait;
@@ -32,5 +35,6 @@ mod wait;
 mod tests;
 
 pub use failure::{reach_error, PodFailure};
-pub use run::{run, run_with_log_limit, PodRun, MAX_LOG_BYTES};
+pub use log::{PodRun, MAX_LOG_BYTES};
+pub use run::{run, run_with_log_limit};
 pub use tracker::{PodApi, PodTracker, SWEEP_AGAIN_AFTER};

@@ -11,7 +11,7 @@ use kube::runtime::watcher::{self, watcher, Event, ListSemantic};
 use tracing::debug;
 
 use super::failure::{api_failure, resumable, PodFailure};
-use super::run::{read_log, PodRun, LOG_READ_FLOOR};
+use super::log::{read_log, PodRun, LOG_READ_FLOOR};
 use crate::error::KubeErrorExt;
 
 /// Least time between a failed watch (or list) of one pod and the next, so that a connection
