@@ -27,7 +27,8 @@
 //!   on every body and watch line (docs/security.md, "Bounds").
 //!
 //! Layers, from the top: each module imports only modules below it (checked by
-//! `tests/architecture.rs`):
+//! `tests/it/architecture.rs`, which also fails on any module import cycle and checks the order
+//! inside each folder):
 //!
 //! ```text
 //! lib · cli · commands · bundle · plan · route · render · report · analyse · workload · supervisor ·

@@ -221,7 +221,7 @@ mod tests {
     #[test]
     fn script_is_posix_shaped() {
         // Cheap guards against the bashisms that would break dash or busybox; the tests in
-        // tests/probe_script.rs run the script under each shell for real.
+        // tests/it/probe_script.rs runs the script under each shell for real.
         for bad in [
             "[[ ",
             "$'\\",
