@@ -49,14 +49,8 @@ command -v kubectl >/dev/null || { echo "no kubectl on PATH" >&2; exit 1; }
 work=$(mktemp -d)
 results="$work/results.tsv"
 : >"$results"
-fake=
-stop_fake() {
-    if [[ -n $fake ]]; then
-        kill "$fake" 2>/dev/null || true
-        wait "$fake" 2>/dev/null || true
-        fake=
-    fi
-}
+# shellcheck source=tests/bench/fake.sh
+source tests/bench/fake.sh
 cleanup() {
     stop_fake
     if [[ -n $keep ]]; then echo "work directory kept: $work" >&2; else rm -rf "$work"; fi

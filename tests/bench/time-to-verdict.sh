@@ -31,14 +31,8 @@ for bin in kubectl-etcdnet etcdnet-fakeapi kubectl; do
     command -v "$bin" >/dev/null || { echo "no $bin on PATH: cargo build --workspace --bins first" >&2; exit 1; }
 done
 work=$(mktemp -d)
-fake=
-stop_fake() {
-    if [[ -n $fake ]]; then
-        kill "$fake" 2>/dev/null || true
-        wait "$fake" 2>/dev/null || true
-        fake=
-    fi
-}
+# shellcheck source=tests/bench/fake.sh
+source tests/bench/fake.sh
 trap 'stop_fake; rm -rf "$work"' EXIT
 trap 'exit 130' INT TERM
 
