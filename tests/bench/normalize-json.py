@@ -17,6 +17,7 @@ VOLATILE_KEYS = {
 def scrub(s):
     s = re.sub(r"\d+ms", "Nms", s)
     s = re.sub(r"\d+ milliseconds", "N milliseconds", s)
+    s = re.sub(r"\d+ ms\b", "N ms", s)
     s = re.sub(r"\b\d\d:\d\d:\d\d\b", "HH:MM:SS", s)
     s = re.sub(r"(\d{1,3}\.\d{1,3}\.\d{1,3}\.\d{1,3}):\d{4,5}(?!\d)", lambda m: m.group(1) + (":" + m.group(0).split(":")[1] if m.group(0).split(":")[1] in ("2379", "2380", "6443", "22") else ":PORT"), s)
     s = re.sub(r"127\.0\.0\.1:\d+", "127.0.0.1:PORT", s)
@@ -45,6 +46,8 @@ except ValueError:
 # The etcd log findings (which kinds appear in 8 s, and the history) vary from run to run.
 for l in doc.get("logs", []) if isinstance(doc, dict) else []:
     l["summary"]["findings"] = "<masked>"
+    # "Mixed" when the lines read happen to include a non-JSON one (a start-up banner, a panic).
+    l["summary"]["format"] = "<masked>"
     if "history" in l["summary"]:
         l["summary"]["history"] = "<masked>"
 doc = walk(doc)
