@@ -1,0 +1,471 @@
+//! Unit tests of `parse`.
+
+use super::*;
+use crate::probe::output::{HealthOutcome, RuntimeQuery, TcpOutcome, TlsOutcome};
+
+macro_rules! fixture {
+    ($name:literal) => {
+        include_str!(concat!(
+            "../../../tests/fixtures/probe-output/",
+            $name,
+            ".json"
+        ))
+    };
+}
+
+const FIXTURES: &[(&str, &str)] = &[
+    ("healthy-node", fixture!("healthy-node")),
+    ("peer-timeouts", fixture!("peer-timeouts")),
+    ("one-peer-timeout", fixture!("one-peer-timeout")),
+    ("peers-refused", fixture!("peers-refused")),
+    ("peers-no-route", fixture!("peers-no-route")),
+    ("tls-stalled", fixture!("tls-stalled")),
+    ("expired-peer-cert", fixture!("expired-peer-cert")),
+    ("peer-cert-wrong-san", fixture!("peer-cert-wrong-san")),
+    (
+        "peer-cert-not-yet-valid",
+        fixture!("peer-cert-not-yet-valid"),
+    ),
+    ("crictl-missing", fixture!("crictl-missing")),
+    ("crictl-runtime-error", fixture!("crictl-runtime-error")),
+    ("etcd-exited-attempt-5", fixture!("etcd-exited-attempt-5")),
+    ("minimal-busybox-node", fixture!("minimal-busybox-node")),
+    ("no-quorum-own-view", fixture!("no-quorum-own-view")),
+    ("nospace-alarm", fixture!("nospace-alarm")),
+];
+
+fn get(name: &str) -> ProbeOutput {
+    let (_, text) = FIXTURES.iter().find(|(n, _)| *n == name).unwrap();
+    parse("cp1", text.as_bytes()).unwrap_or_else(|e| panic!("{name}: {e}"))
+}
+
+/// (tcp, tls) of every path to a peer (not own).
+fn peer_outcomes(out: &ProbeOutput) -> Vec<(TcpOutcome, TlsOutcome)> {
+    out.paths
+        .iter()
+        .filter(|p| !p.own)
+        .map(|p| (p.tcp, p.tls))
+        .collect()
+}
+
+fn cert<'a>(out: &'a ProbeOutput, file: &str) -> &'a crate::probe::output::CertInfo {
+    out.certs.iter().find(|c| c.file == file).unwrap()
+}
+
+#[test]
+fn every_fixture_parses_as_a_whole_node() {
+    for (name, text) in FIXTURES {
+        let out = parse(name, text.as_bytes()).unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert_eq!(out.schema_version, 1, "{name}");
+        assert_eq!(out.node_ip, "198.18.0.11", "{name}");
+        assert_eq!(out.ips, ["198.18.0.11"], "{name}");
+        assert_eq!(
+            out.paths.len(),
+            6,
+            "{name}: own and two peers, 2379 and 2380"
+        );
+        assert!(
+            out.paths[..2].iter().all(|p| p.own),
+            "{name}: own paths first"
+        );
+        assert!(out.manifest.is_some(), "{name}");
+        assert!(out.errors.is_empty(), "{name}: {:?}", out.errors);
+    }
+}
+
+#[test]
+fn healthy_node() {
+    let out = get("healthy-node");
+    assert_eq!(out.hostname.as_deref(), Some("tkc-1-control-plane-node1"));
+    assert_eq!(out.etcd.query, RuntimeQuery::Ok);
+    assert!(out.etcd.containers[0].is_running());
+    assert_eq!(out.etcd.containers[0].attempt, Some(0));
+    let logs = out.etcd.logs.as_ref().unwrap();
+    assert_eq!(logs.container_id, out.etcd.containers[0].id);
+    assert!(logs.lines > 10 && !logs.truncated && logs.text.contains("\"level\""));
+    assert!(
+        !logs.text.contains("WARN[0000]"),
+        "crictl's own warning is not etcd's log"
+    );
+    for p in &out.paths {
+        assert_eq!(
+            (p.tcp, p.tls, p.http_status),
+            (TcpOutcome::Connected, TlsOutcome::Completed, Some(200))
+        );
+    }
+    assert_eq!(out.health.outcome, HealthOutcome::Healthy);
+    assert_eq!(out.kubelet.active.as_deref(), Some("active"));
+    assert!(cert(&out, "peer.crt").has_node_ip == Some(true));
+    assert!(cert(&out, "peer.crt").expires_in_s.unwrap() > 0);
+    assert!(cert(&out, "peer.crt")
+        .sans
+        .iter()
+        .any(|s| s == "198.18.0.11"));
+    assert_eq!(cert(&out, "ca.crt").has_node_ip, None);
+    assert!(out
+        .certs
+        .iter()
+        .any(|c| c.file == "apiserver-etcd-client.crt"));
+    let m = out.manifest.unwrap();
+    assert_eq!(m.name.as_deref(), Some("tkc-1-control-plane-node1"));
+    assert_eq!(
+        m.listen_client_urls,
+        ["https://127.0.0.1:2379", "https://198.18.0.11:2379"]
+    );
+    assert!(m
+        .initial_cluster
+        .unwrap()
+        .contains("node3=https://198.18.0.13:2380"));
+}
+
+/// The node's own view (issue 18), as etcd 3.4 gave it: the member list without quorum,
+/// the alarm list only with it, NOSPACE listed while 3.4's /health does not name it.
+#[test]
+fn own_view_members_and_alarms() {
+    use crate::probe::output::QueryOutcome;
+    let members = |out: &ProbeOutput| -> Vec<String> {
+        (out.members.members.iter())
+            .map(|m| {
+                let id = m.id.as_deref().unwrap_or("?");
+                let name = m.name.as_deref().unwrap_or("?");
+                format!("{id} {name} {}", m.peer_urls.join(","))
+            })
+            .collect()
+    };
+    let want = [
+        "14569749fa01776e tkc-1-control-plane-node3 https://198.18.0.13:2380",
+        "71ea0ea03f1cc0b1 tkc-1-control-plane-node1 https://198.18.0.11:2380",
+        "a0efed2619cd10db tkc-1-control-plane-node2 https://198.18.0.12:2380",
+    ];
+    let cut = get("no-quorum-own-view");
+    assert_eq!(cut.members.outcome, QueryOutcome::Ok);
+    assert_eq!(cut.members.cluster_id.as_deref(), Some("e3fee805b34935c9"));
+    assert_eq!(members(&cut), want);
+    assert_eq!(cut.alarms.outcome, QueryOutcome::Error);
+    assert!(cut.alarms.detail.as_deref().unwrap().contains("timed out"));
+    let full = get("nospace-alarm");
+    assert_eq!(members(&full), want);
+    let alarms: Vec<_> = (full.alarms.alarms.iter())
+        .map(|a| (a.member_id.as_deref(), a.alarm.as_str()))
+        .collect();
+    assert_eq!(alarms, [(Some("71ea0ea03f1cc0b1"), "NOSPACE")]);
+    assert_eq!(full.health.outcome, HealthOutcome::Unhealthy);
+    assert_eq!(full.health.body.as_deref(), Some("{\"health\":\"false\"}"));
+    // A document from before these fields: not asked, never read as fine.
+    let old = get("healthy-node");
+    assert_eq!(old.members.outcome, QueryOutcome::Skipped);
+    assert_eq!(old.alarms.outcome, QueryOutcome::Skipped);
+    assert_eq!(old.etcd.previous_logs, None);
+}
+
+#[test]
+fn peer_faults_show_in_the_paths() {
+    use TcpOutcome::*;
+    use TlsOutcome::*;
+    let cases: &[(&str, &[(TcpOutcome, TlsOutcome)])] = &[
+        ("peer-timeouts", &[(Timeout, NotTried); 4]),
+        ("peers-refused", &[(Refused, NotTried); 4]),
+        ("peers-no-route", &[(NoRoute, NotTried); 4]),
+        ("tls-stalled", &[(Connected, Stalled); 4]),
+        ("expired-peer-cert", &[(Connected, Rejected); 4]),
+        ("peer-cert-not-yet-valid", &[(Connected, Rejected); 4]),
+        (
+            "one-peer-timeout",
+            &[
+                (Timeout, NotTried),
+                (Timeout, NotTried),
+                (Connected, Completed),
+                (Connected, Completed),
+            ],
+        ),
+        (
+            "peer-cert-wrong-san",
+            &[
+                (Connected, Completed),
+                (Connected, Rejected),
+                (Connected, Completed),
+                (Connected, Rejected),
+            ],
+        ),
+    ];
+    for (name, want) in cases {
+        assert_eq!(peer_outcomes(&get(name)), *want, "{name}");
+    }
+    let t = get("peer-timeouts");
+    assert!(t
+        .paths
+        .iter()
+        .filter(|p| p.tcp == Timeout)
+        .all(|p| p.tcp_ms.unwrap() >= 3000));
+    assert_eq!(t.health.outcome, HealthOutcome::Unhealthy);
+    assert!(t.etcd.logs.unwrap().text.contains("i/o timeout"));
+    let s = get("tls-stalled");
+    assert!(s
+        .paths
+        .iter()
+        .filter(|p| p.tls == Stalled)
+        .all(|p| p.tls_ms.unwrap() >= 2000));
+    let e = get("expired-peer-cert");
+    assert!(cert(&e, "peer.crt").expires_in_s.unwrap() < 0);
+    assert!(e
+        .paths
+        .iter()
+        .all(|p| p.tls_detail.as_deref().unwrap().contains("bad certificate")));
+    assert_eq!(
+        cert(&get("peer-cert-wrong-san"), "peer.crt").has_node_ip,
+        Some(false)
+    );
+    assert_eq!(
+        cert(&get("peer-cert-not-yet-valid"), "peer.crt").not_yet_valid,
+        Some(true)
+    );
+}
+
+#[test]
+fn node_side_failures() {
+    let m = get("crictl-missing");
+    assert_eq!(
+        (m.etcd.query, m.etcd.containers.len()),
+        (RuntimeQuery::CrictlMissing, 0)
+    );
+    let r = get("crictl-runtime-error");
+    assert_eq!(r.etcd.query, RuntimeQuery::RuntimeError);
+    assert!(r.etcd.error.unwrap().contains("containerd.sock"));
+    let x = get("etcd-exited-attempt-5");
+    assert_eq!(x.etcd.containers[0].state, "CONTAINER_EXITED");
+    assert_eq!(x.etcd.containers[0].attempt, Some(5));
+    assert!(!x.etcd.containers.iter().any(|c| c.is_running()));
+    assert!(x
+        .paths
+        .iter()
+        .filter(|p| p.own)
+        .all(|p| p.tcp == TcpOutcome::Refused));
+    assert_eq!(x.health.outcome, HealthOutcome::Error);
+    let b = get("minimal-busybox-node");
+    assert!(b
+        .certs
+        .iter()
+        .all(|c| c.error.as_deref() == Some("openssl not found")));
+    assert_eq!(b.kubelet.error.as_deref(), Some("systemctl not found"));
+    assert_eq!(b.clock_ms.unwrap() % 1000, 0, "busybox date has no %N");
+}
+
+#[test]
+fn noise_before_and_after_the_document_is_skipped() {
+    let doc = fixture!("crictl-missing").trim_end();
+    let noisy = format!(
+        "Welcome to Photon 5.0\r\nWe trust you have received the usual lecture from the local System\n\
+         + printf '{{\"schemaVersion\":1,\"nodeIp\":%s'\n{doc}\nlogout\n"
+    );
+    assert_eq!(
+        parse("cp1", noisy.as_bytes()).unwrap(),
+        parse("cp1", doc.as_bytes()).unwrap()
+    );
+}
+
+#[test]
+fn cri_and_timestamp_prefixes_are_unwrapped() {
+    let doc = fixture!("crictl-missing").trim_end();
+    let want = parse("cp1", doc.as_bytes()).unwrap();
+    let stamped = format!("2026-03-04T10:00:00.123456789Z {doc}\n");
+    assert_eq!(parse("cp1", stamped.as_bytes()).unwrap(), want);
+    // Kubelet's CRI log splits long lines into partial (P) records.
+    let (a, b) = doc.split_at(1000);
+    let (b, c) = b.split_at(900);
+    let cri = format!(
+        "2026-03-04T10:00:00.1Z stdout P {a}\n2026-03-04T10:00:00.1Z stdout P {b}\n2026-03-04T10:00:00.1Z stdout F {c}\n"
+    );
+    assert_eq!(parse("cp1", cri.as_bytes()).unwrap(), want);
+}
+
+#[test]
+fn garbage_gives_the_named_errors() {
+    let err = |raw: &[u8]| parse("cp2", raw).unwrap_err();
+    assert_eq!(err(b""), ParseError::Empty { node: "cp2".into() });
+    assert_eq!(err(b" \n\t\r\n"), ParseError::Empty { node: "cp2".into() });
+    let e = err(b"sh: 1: curl: not found\n");
+    assert_eq!(
+        e,
+        ParseError::NotJson {
+            node: "cp2".into(),
+            excerpt: "sh: 1: curl: not found".into()
+        }
+    );
+    assert!(e.to_string().starts_with("node cp2: "), "{e}");
+    assert!(matches!(
+        err(b"{\"schemaVersion\":1,\"nodeIp\":\"x\",\"paths\":["),
+        ParseError::Truncated { .. }
+    ));
+    assert!(matches!(
+        err(b"{\"schemaVersion\":1 oops}"),
+        ParseError::NotJson { .. }
+    ));
+    assert_eq!(
+        err(b"{\"schemaVersion\":2,\"nodeIp\":\"x\"}"),
+        ParseError::UnsupportedSchema {
+            node: "cp2".into(),
+            found: "2".into()
+        }
+    );
+    assert!(matches!(
+        err(b"{\"schemaVersion\":\"1\"}"),
+        ParseError::UnsupportedSchema { .. }
+    ));
+    // Wrong types and a missing required field: errors, not panics.
+    assert!(matches!(
+        err(b"{\"schemaVersion\":1,\"nodeIp\":7}"),
+        ParseError::Invalid { .. }
+    ));
+    assert!(matches!(
+        err(b"{\"schemaVersion\":1}"),
+        ParseError::Invalid { .. }
+    ));
+    let bad_port = br#"{"schemaVersion":1,"nodeIp":"x","paths":[{"target":"y","port":99999,"tcp":"Connected","tls":"Completed"}]}"#;
+    assert!(matches!(err(bad_port), ParseError::Invalid { .. }));
+    let bad_enum = br#"{"schemaVersion":1,"nodeIp":"x","etcd":{"query":"Sideways"}}"#;
+    assert!(matches!(err(bad_enum), ParseError::Invalid { .. }));
+    let deep = format!(
+        "{{\"schemaVersion\":1,\"nodeIp\":{}1{}}}",
+        "[".repeat(10_000),
+        "]".repeat(10_000)
+    );
+    assert!(parse("cp2", deep.as_bytes()).is_err());
+    let huge = vec![b' '; MAX_OUTPUT_BYTES + 1];
+    assert_eq!(
+        err(&huge),
+        ParseError::TooLarge {
+            node: "cp2".into(),
+            bytes: MAX_OUTPUT_BYTES + 1
+        }
+    );
+    assert_eq!(err(&huge).node(), "cp2");
+}
+
+#[test]
+fn nested_document_starts_are_read_a_few_times_not_once_each() {
+    // 1024 lines of 4 KiB, each a document start that opens an array the next one lands
+    // in: each attempt used to read on to serde_json's nesting limit (128 lines ahead), so
+    // the whole output 128 times over (a minute for these 4 MiB in a debug build).
+    let line = format!("{{\"schemaVersion\":[{}\n", "1,".repeat(2048));
+    let text = line.repeat(1024);
+    let started = std::time::Instant::now();
+    assert!(parse("cp1", text.as_bytes()).is_err());
+    // Generous for a debug build on busy cores: the budget is four reads of the output.
+    let took = started.elapsed();
+    assert!(took < std::time::Duration::from_secs(20), "took {took:?}");
+}
+
+#[test]
+fn the_budget_leaves_real_outputs_alone() {
+    // Noise that mentions the marker, cut documents, then the real one: all still found.
+    let doc = fixture!("healthy-node").trim();
+    let noisy = format!(
+        "{{\"schemaVersion\":1,\"nodeIp\":%s'\n{}\n{{\"schemaVersion\": garbage\n{doc}\nlogout\n",
+        &doc[..doc.len() / 2]
+    );
+    assert_eq!(parse("cp1", noisy.as_bytes()).unwrap(), get("healthy-node"));
+}
+
+#[test]
+fn excerpts_stay_short_and_on_one_line() {
+    let long = format!("Permission denied\n{}\n", "x\u{7}y ".repeat(500));
+    let ParseError::NotJson { excerpt, .. } = parse("cp1", long.as_bytes()).unwrap_err() else {
+        panic!("not NotJson");
+    };
+    assert!(
+        excerpt.chars().count() <= 200 && !excerpt.contains(['\n', '\u{7}']),
+        "{excerpt}"
+    );
+    let wide = "é".repeat(400);
+    let ParseError::NotJson { excerpt, .. } = parse("cp1", wide.as_bytes()).unwrap_err() else {
+        panic!("not NotJson");
+    };
+    assert!(excerpt.chars().count() <= 200);
+}
+
+#[test]
+fn an_older_probes_completed_handshake_without_an_answer_reads_as_no_http_answer() {
+    let doc = |tls: &str, status: &str, detail: &str| {
+        format!(
+            r#"{{"schemaVersion":1,"nodeIp":"x","paths":[{{"target":"y","port":2380,"tcp":"Connected","tls":"{tls}","httpStatus":{status},"tlsDetail":"{detail}"}}]}}"#
+        )
+    };
+    let tls = |text: String| parse("cp1", text.as_bytes()).unwrap().paths[0].tls;
+    let old = "no HTTP answer after the handshake: curl: (28) Operation timed out";
+    assert_eq!(tls(doc("Completed", "null", old)), TlsOutcome::NoHttpAnswer);
+    assert_eq!(
+        tls(doc("NoHttpAnswer", "null", old)),
+        TlsOutcome::NoHttpAnswer
+    );
+    assert_eq!(tls(doc("Completed", "200", "")), TlsOutcome::Completed);
+    assert_eq!(tls(doc("Completed", "null", "")), TlsOutcome::Completed);
+}
+
+#[test]
+fn unknown_fields_accepted_missing_optional_fields_defaulted() {
+    let doc = br#"{"schemaVersion":1,"nodeIp":"10.0.0.1","futureField":{"a":[1,2]},"etcd":{"query":"Ok","newThing":true}}"#;
+    let out = parse("cp1", doc).unwrap();
+    assert_eq!(out.node_ip, "10.0.0.1");
+    assert_eq!(out.etcd.query, RuntimeQuery::Ok);
+    assert!(out.paths.is_empty() && out.certs.is_empty() && out.manifest.is_none());
+    assert_eq!(out.health.outcome, HealthOutcome::Skipped);
+    assert_eq!(out.kubelet, Default::default());
+}
+
+#[test]
+fn invalid_utf8_is_replaced_not_refused() {
+    let mut doc = br#"{"schemaVersion":1,"nodeIp":"10.0.0.1","hostname":"cp"#.to_vec();
+    doc.extend_from_slice(&[0xff, 0xfe]);
+    doc.extend_from_slice(br#"1"}"#);
+    let out = parse("cp1", &doc).unwrap();
+    assert_eq!(out.hostname.as_deref(), Some("cp\u{fffd}\u{fffd}1"));
+}
+
+#[test]
+fn never_panics_on_random_bytes() {
+    // A small LCG: the same bytes every run. Some inputs start with the marker so that the
+    // JSON parser, not only the search for it, sees garbage.
+    let mut state: u64 = 0x2545_f491_4f6c_dd1d;
+    let mut next = move || {
+        state = state
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        (state >> 33) as u8
+    };
+    let alphabet = b"{}[]\":,0123456789.-eE truefalsnul\\\n\xff\xc3";
+    for round in 0..3000 {
+        let len = usize::from(next()) * 4;
+        let mut raw: Vec<u8> = if round % 2 == 0 {
+            MARKER.as_bytes().to_vec()
+        } else {
+            Vec::new()
+        };
+        for _ in 0..len {
+            let b = next();
+            raw.push(if round % 3 == 0 {
+                b
+            } else {
+                alphabet[usize::from(b) % alphabet.len()]
+            });
+        }
+        let _ = parse("fuzz", &raw);
+    }
+}
+
+#[test]
+fn every_truncation_of_a_real_output_is_an_error_not_a_panic() {
+    let doc = fixture!("crictl-missing").trim_end().as_bytes();
+    for end in 0..doc.len() {
+        assert!(parse("cp1", &doc[..end]).is_err(), "cut at {end} parsed");
+    }
+    assert!(parse("cp1", doc).is_ok());
+    // The larger ones, every 97th byte (all of them would take long in a debug build).
+    for (name, text) in FIXTURES {
+        for end in (0..text.len()).step_by(97) {
+            assert!(
+                parse(name, &text.as_bytes()[..end]).is_err(),
+                "{name} cut at {end}"
+            );
+        }
+    }
+}
