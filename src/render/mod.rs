@@ -24,7 +24,7 @@ use tabled::builder::Builder;
 use tabled::settings::{Padding, Style};
 
 use crate::error::{Error, Result};
-use crate::report::{DiagnoseReport, VersionReport};
+use crate::report::VersionReport;
 
 mod cleanup;
 mod diagnose;
@@ -98,11 +98,6 @@ fn switch<R: Tabular>(report: &R, format: Format, paint: Paint, layout: Layout) 
         (Format::Yaml, Layout::Document) => structured(report, Format::Yaml),
         (Format::Yaml, Layout::Stream) => Ok(format!("---\n{}", structured(report, Format::Yaml)?)),
     }
-}
-
-/// One diagnosis as `format` prints it: [`output`] for a [`DiagnoseReport`].
-pub fn diagnose(report: &DiagnoseReport, format: Format, paint: Paint) -> Result<String> {
-    output(report, format, paint)
 }
 
 /// `version`: one line, `kubectl-etcdnet 0.1.0`.

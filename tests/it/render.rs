@@ -15,7 +15,7 @@ fn report(name: &str) -> DiagnoseReport {
 }
 
 fn table(name: &str, format: Format) -> String {
-    render::diagnose(&report(name), format, Paint { on: false }).unwrap()
+    render::output(&report(name), format, Paint { on: false }).unwrap()
 }
 
 #[test]
@@ -59,7 +59,7 @@ fn colour_only_when_asked() {
     let plain = table("peers-dropped", Format::Table);
     assert!(!plain.contains('\u{1b}'));
     let coloured =
-        render::diagnose(&report("peers-dropped"), Format::Table, Paint { on: true }).unwrap();
+        render::output(&report("peers-dropped"), Format::Table, Paint { on: true }).unwrap();
     assert!(
         coloured.contains("\u{1b}["),
         "the verdict is coloured on a terminal"
