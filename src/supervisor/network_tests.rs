@@ -298,3 +298,103 @@ fn a_cross_namespace_read_splits_by_namespace() {
     assert!(part.objects[&NetKind::SubnetPort].is_empty());
     assert_eq!(part.objects[&NetKind::Namespace].len(), 1);
 }
+
+/// The objects of healthy-v1alpha3 and `set`'s own files (tests/fixtures/supervisor), as the
+/// fake serves them, and the discovery of a Supervisor serving `groups` too.
+fn fixture_inventory(set: &str, groups: &[Value]) -> crate::supervisor::Inventory {
+    use serde::Deserialize;
+    let mut all = crate::testing::fixture_objects("healthy-v1alpha3");
+    let dir = format!("{}/tests/fixtures/supervisor/{set}", env!("CARGO_MANIFEST_DIR"));
+    let mut files: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.file_name().unwrap() != "fake.yaml")
+        .collect();
+    files.sort();
+    for f in files {
+        let text = std::fs::read_to_string(f).unwrap();
+        for doc in serde_yaml_ng::Deserializer::from_str(&text) {
+            let v = Value::deserialize(doc).unwrap();
+            if !v.is_null() {
+                all.push(v);
+            }
+        }
+    }
+    let mut answer = json!({"kind": "APIGroupList", "groups": [
+        group("vmoperator.vmware.com", "v1alpha3"),
+        group("cluster.x-k8s.io", "v1beta1"),
+        group("controlplane.cluster.x-k8s.io", "v1beta1"),
+        group("networking.k8s.io", "v1"),
+    ]});
+    answer["groups"]
+        .as_array_mut()
+        .unwrap()
+        .extend(groups.iter().cloned());
+    crate::supervisor::Inventory::from_objects("ns-prod", from_answer(&answer, "sv").unwrap(), &all)
+}
+
+fn summary(net: &NetworkObjects) -> Vec<String> {
+    net.objects()
+        .iter()
+        .map(|(k, o)| format!("{k} {}", name(o)))
+        .collect()
+}
+
+#[test]
+fn nsx_vpc_fixtures_give_the_cluster_its_objects_and_the_failed_port() {
+    let inv = fixture_inventory("nsx-vpc", &[group("crd.nsx.vmware.com", "v1alpha1")]);
+    let net = inv.network_of("tkc-prod").unwrap();
+    assert_eq!(net.security_policies.len(), 5);
+    assert_eq!(net.subnet_sets.len(), 1);
+    assert_eq!(net.subnet_ports.len(), 3);
+    assert_eq!(net.vms.len(), 3);
+    assert!(net.namespace_object.is_some());
+    let problems = realization(&net);
+    assert_eq!(problems.len(), 1, "{problems:?}");
+    assert_eq!(problems[0].vm.as_deref(), Some("tkc-prod-7xk2p-bx2lk"));
+    assert_eq!(problems[0].reason.as_deref(), Some("SubnetPortNotReady"));
+    // No NSX group, no network (and the same objects for the facts as before).
+    let plain = fixture_inventory("nsx-vpc", &[]);
+    assert!(plain.network_of("tkc-prod").is_none());
+    assert!(plain.network.is_none());
+}
+
+#[test]
+fn the_bundle_keeps_the_network_objects() {
+    let groups = [group("crd.nsx.vmware.com", "v1alpha1")];
+    let inv = fixture_inventory("nsx-vpc", &groups);
+    let before = inv.network_of("tkc-prod").unwrap();
+    let objects = inv.objects_of("tkc-prod");
+    // Every network object is in the bundle once, with its type, and never a Secret.
+    assert!(objects.iter().all(|o| o["kind"] != "Secret"));
+    let policies = objects
+        .iter()
+        .filter(|o| o["apiVersion"] == "crd.nsx.vmware.com/v1alpha1" && o["kind"] == "SecurityPolicy")
+        .count();
+    assert_eq!(policies, 5);
+    let back = crate::supervisor::Inventory::from_objects("ns-prod", inv.apis.clone(), &objects);
+    let after = back.network_of("tkc-prod").unwrap();
+    assert_eq!(summary(&after), summary(&before));
+    assert_eq!(realization(&after), realization(&before));
+    // The facts are made from the same objects as before.
+    assert_eq!(
+        back.facts("sv", "tkc-prod").unwrap(),
+        inv.facts("sv", "tkc-prod").unwrap()
+    );
+    // Without the NSX groups, a bundle's objects are those of before the network was read.
+    let plain = fixture_inventory("nsx-vpc", &[]);
+    assert!(plain.objects_of("tkc-prod").iter().all(|o| o["kind"] != "SecurityPolicy"));
+}
+
+#[test]
+fn nsx_ncp_fixtures_give_the_virtual_network_and_the_t1_policy() {
+    let inv = fixture_inventory(
+        "nsx-ncp",
+        &[group("nsx.vmware.com", "v1alpha1"), group("vmware.com", "v1alpha1")],
+    );
+    let net = inv.network_of("tkc-prod").unwrap();
+    assert_eq!(net.security_policies.len(), 1);
+    assert_eq!(net.security_policies[0].0, NetKind::T1SecurityPolicy);
+    assert_eq!(summary(&net)[1], "VirtualNetwork tkc-prod-vnet");
+    assert!(realization(&net).is_empty());
+}
