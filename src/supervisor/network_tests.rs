@@ -304,7 +304,10 @@ fn a_cross_namespace_read_splits_by_namespace() {
 fn fixture_inventory(set: &str, groups: &[Value]) -> crate::supervisor::Inventory {
     use serde::Deserialize;
     let mut all = crate::testing::fixture_objects("healthy-v1alpha3");
-    let dir = format!("{}/tests/fixtures/supervisor/{set}", env!("CARGO_MANIFEST_DIR"));
+    let dir = format!(
+        "{}/tests/fixtures/supervisor/{set}",
+        env!("CARGO_MANIFEST_DIR")
+    );
     let mut files: Vec<_> = std::fs::read_dir(&dir)
         .unwrap()
         .map(|e| e.unwrap().path())
@@ -369,7 +372,9 @@ fn the_bundle_keeps_the_network_objects() {
     assert!(objects.iter().all(|o| o["kind"] != "Secret"));
     let policies = objects
         .iter()
-        .filter(|o| o["apiVersion"] == "crd.nsx.vmware.com/v1alpha1" && o["kind"] == "SecurityPolicy")
+        .filter(|o| {
+            o["apiVersion"] == "crd.nsx.vmware.com/v1alpha1" && o["kind"] == "SecurityPolicy"
+        })
         .count();
     assert_eq!(policies, 5);
     let back = crate::supervisor::Inventory::from_objects("ns-prod", inv.apis.clone(), &objects);
@@ -383,14 +388,20 @@ fn the_bundle_keeps_the_network_objects() {
     );
     // Without the NSX groups, a bundle's objects are those of before the network was read.
     let plain = fixture_inventory("nsx-vpc", &[]);
-    assert!(plain.objects_of("tkc-prod").iter().all(|o| o["kind"] != "SecurityPolicy"));
+    assert!(plain
+        .objects_of("tkc-prod")
+        .iter()
+        .all(|o| o["kind"] != "SecurityPolicy"));
 }
 
 #[test]
 fn nsx_ncp_fixtures_give_the_virtual_network_and_the_t1_policy() {
     let inv = fixture_inventory(
         "nsx-ncp",
-        &[group("nsx.vmware.com", "v1alpha1"), group("vmware.com", "v1alpha1")],
+        &[
+            group("nsx.vmware.com", "v1alpha1"),
+            group("vmware.com", "v1alpha1"),
+        ],
     );
     let net = inv.network_of("tkc-prod").unwrap();
     assert_eq!(net.security_policies.len(), 1);

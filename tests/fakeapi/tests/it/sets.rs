@@ -490,12 +490,18 @@ async fn a_network_set_serves_nsx() {
                     failed[0].metadata.name.as_deref(),
                     Some("tkc-prod-7xk2p-bx2lk-tkc-prod-vnet-eth0")
                 );
-                assert_eq!(names(list(served, "SubnetSet").await.unwrap()), ["tkc-prod-vnet"]);
+                assert_eq!(
+                    names(list(served, "SubnetSet").await.unwrap()),
+                    ["tkc-prod-vnet"]
+                );
                 assert!(list(served, "Subnet").await.unwrap().items.is_empty());
                 let ns: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(client.clone());
                 let ns = ns.get("ns-prod").await.unwrap();
                 let c = &ns.status.unwrap().conditions.unwrap()[0];
-                assert_eq!((c.type_.as_str(), c.status.as_str()), ("NamespaceNetworkReady", "True"));
+                assert_eq!(
+                    (c.type_.as_str(), c.status.as_str()),
+                    ("NamespaceNetworkReady", "True")
+                );
             }
             "nsx-vpc-forbidden" => {
                 match list(served, "SecurityPolicy").await {
