@@ -37,6 +37,9 @@ pub const NCP_GROUP: &str = "vmware.com";
 pub const NETWORKING_GROUP: &str = "networking.k8s.io";
 /// nsx-operator's annotation on a NetworkPolicy it failed to realize.
 pub const NSX_ERROR_ANNOTATION: &str = "nsx-op/error";
+/// CAPI's cluster label on the VSphereCluster (the inventory's `CLUSTER_NAME_LABEL`, which sits
+/// above this module).
+const CLUSTER_NAME_LABEL: &str = "cluster.x-k8s.io/cluster-name";
 /// The most objects of one kind kept per read; beyond it a note says how many were left out.
 pub const MAX_OBJECTS_PER_KIND: usize = 500;
 /// The most characters kept of a condition's reason or message, or an annotation's text.
@@ -389,7 +392,7 @@ impl NetworkRead {
                     || o.metadata
                         .labels
                         .as_ref()
-                        .and_then(|l| l.get(super::inventory::CLUSTER_NAME_LABEL))
+                        .and_then(|l| l.get(CLUSTER_NAME_LABEL))
                         .map(String::as_str)
                         == Some(cluster)
             })
