@@ -511,7 +511,29 @@ impl NetworkRead {
     }
 }
 
+/// A control-plane VM as a `vmSelector` and a peer see it: its name, its labels and its address.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VmEndpoint {
+    pub name: String,
+    pub labels: BTreeMap<String, String>,
+    /// The address the VM reports (None: none, or one the plugin refuses, see
+    /// [`super::address`]).
+    pub ip: Option<std::net::IpAddr>,
+}
+
 impl NetworkObjects {
+    /// The control-plane VMs' names, labels and addresses, read as the facts read them.
+    pub fn vm_endpoints(&self) -> Vec<VmEndpoint> {
+        self.vms
+            .iter()
+            .map(|vm| VmEndpoint {
+                name: name(vm).to_string(),
+                labels: vm.metadata.labels.clone().unwrap_or_default(),
+                ip: super::extract::vm_address(&vm.data).0,
+            })
+            .collect()
+    }
+
     /// Every object with the kind it was read as, in a fixed order (the evidence bundle's).
     pub fn objects(&self) -> Vec<(NetKind, &DynamicObject)> {
         let mut out: Vec<(NetKind, &DynamicObject)> = self

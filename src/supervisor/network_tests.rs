@@ -351,6 +351,16 @@ fn nsx_vpc_fixtures_give_the_cluster_its_objects_and_the_failed_port() {
     assert_eq!(net.subnet_sets.len(), 1);
     assert_eq!(net.subnet_ports.len(), 3);
     assert_eq!(net.vms.len(), 3);
+    let endpoints = net.vm_endpoints();
+    assert_eq!(endpoints[0].name, "tkc-prod-7xk2p-4rz8m");
+    assert_eq!(endpoints[0].ip, Some("198.18.0.11".parse().unwrap()));
+    assert_eq!(
+        endpoints[0]
+            .labels
+            .get("capv.vmware.com/cluster.role")
+            .map(String::as_str),
+        Some("controlplane")
+    );
     assert!(net.namespace_object.is_some());
     let problems = realization(&net);
     assert_eq!(problems.len(), 1, "{problems:?}");
@@ -408,4 +418,72 @@ fn nsx_ncp_fixtures_give_the_virtual_network_and_the_t1_policy() {
     assert_eq!(net.security_policies[0].0, NetKind::T1SecurityPolicy);
     assert_eq!(summary(&net)[1], "VirtualNetwork tkc-prod-vnet");
     assert!(realization(&net).is_empty());
+}
+
+/// The supervisor fixture `set` served by the fake, and a client to it.
+fn served(set: &str) -> (etcdnet_fakeapi::FakeApi, kube::Client) {
+    let api = etcdnet_fakeapi::FakeApi::start_with(
+        etcdnet_fakeapi::FakeConfig::from_dir(etcdnet_fakeapi::supervisor_set(set))
+            .unwrap()
+            .var("WORKLOAD_URL", "https://127.0.0.1:1"),
+    )
+    .unwrap();
+    let config = kube::Config::new(api.url().parse().unwrap());
+    let client = kube::Client::try_from(config).unwrap();
+    (api, client)
+}
+
+fn scope() -> crate::supervisor::Scope {
+    crate::supervisor::Scope {
+        context: "sv".into(),
+        namespace: "ns-prod".into(),
+    }
+}
+
+#[tokio::test]
+async fn a_forbidden_list_is_a_note_and_the_rest_is_read() {
+    let (_api, client) = served("nsx-vpc-forbidden");
+    let apis = crate::supervisor::discovery::discover(&client, "sv")
+        .await
+        .unwrap();
+    let inv = crate::supervisor::Inventory::of_cluster(&client, &apis, &scope(), "tkc-prod")
+        .await
+        .unwrap();
+    let net = inv.network_of("tkc-prod").unwrap();
+    assert_eq!(
+        net.unread,
+        ["list securitypolicies.crd.nsx.vmware.com in namespace ns-prod: forbidden"]
+    );
+    assert!(net.security_policies.is_empty());
+    assert!(!net
+        .read
+        .iter()
+        .any(|r| r.resource == "securitypolicies.crd.nsx.vmware.com"));
+    assert_eq!(net.subnet_ports.len(), 3);
+    assert_eq!(realization(&net).len(), 1);
+    // The facts are the ones healthy-v1alpha3 gives.
+    assert_eq!(inv.facts("sv", "tkc-prod").unwrap().nodes.len(), 3);
+}
+
+#[tokio::test]
+async fn a_supervisor_without_nsx_is_asked_nothing_more() {
+    let (api, client) = served("healthy-v1alpha3");
+    let apis = crate::supervisor::discovery::discover(&client, "sv")
+        .await
+        .unwrap();
+    api.clear_requests();
+    assert!(read(&client, &apis, Some("ns-prod")).await.is_none());
+    assert!(read(&client, &apis, None).await.is_none());
+    assert!(api.requests().is_empty());
+
+    let (api, client) = served("nsx-vpc");
+    let apis = crate::supervisor::discovery::discover(&client, "sv")
+        .await
+        .unwrap();
+    api.clear_requests();
+    let net = read(&client, &apis, Some("ns-prod")).await.unwrap();
+    // One request per planned resource, each answered.
+    assert_eq!(api.requests().len(), plan(&apis).len());
+    assert_eq!(net.answered.len(), plan(&apis).len());
+    assert!(net.unread.is_empty(), "{:?}", net.unread);
 }
