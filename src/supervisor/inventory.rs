@@ -554,6 +554,13 @@ impl Inventory {
         out
     }
 
+    /// The notes of what could not be read of the network, as an evidence bundle kept them
+    /// ([`NetworkRead::with_notes`]); nothing when no network was read.
+    pub fn with_network_notes(mut self, notes: &[String]) -> Inventory {
+        self.network = self.network.map(|n| n.with_notes(notes));
+        self
+    }
+
     /// `cluster_name`'s network objects (pure); None when the Supervisor serves no NSX group,
     /// or there is no such cluster.
     pub fn network_of(&self, cluster_name: &str) -> Option<NetworkObjects> {

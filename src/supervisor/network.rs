@@ -44,6 +44,10 @@ const CLUSTER_NAME_LABEL: &str = "cluster.x-k8s.io/cluster-name";
 pub const MAX_OBJECTS_PER_KIND: usize = 500;
 /// The most characters kept of a condition's reason or message, or an annotation's text.
 pub const MAX_TEXT_CHARS: usize = 512;
+/// The most notes of what could not be read that an evidence bundle's are taken in, and their
+/// length (a bundle is anyone's file; ours has one note per resource at most).
+pub const MAX_NOTES: usize = 32;
+pub const MAX_NOTE_CHARS: usize = 300;
 
 /// What a network object is, with its group and kind as the Supervisor serves them.
 #[derive(
@@ -317,6 +321,28 @@ impl NetworkRead {
             resources: plan.into_iter().collect(),
             ..NetworkRead::default()
         })
+    }
+
+    /// The notes of what could not be read, as an evidence bundle keeps them (bounded: the
+    /// bundle is anyone's file); a resource a note names (`<verb> <resource> ...`) was not read.
+    pub fn with_notes(mut self, notes: &[String]) -> NetworkRead {
+        self.unread = notes
+            .iter()
+            .take(MAX_NOTES)
+            .map(|n| match n.char_indices().nth(MAX_NOTE_CHARS) {
+                Some((cut, _)) => format!("{}…", &n[..cut]),
+                None => n.clone(),
+            })
+            .collect();
+        let failed: BTreeSet<&str> = self
+            .unread
+            .iter()
+            .filter_map(|n| n.split(' ').nth(1))
+            .collect();
+        let resources = &self.resources;
+        self.answered
+            .retain(|k| !failed.contains(resource_name(&resources[k]).as_str()));
+        self
     }
 
     /// Keeps `o` when its apiVersion and kind are one of the planned resources'; gives it back

@@ -487,3 +487,16 @@ async fn a_supervisor_without_nsx_is_asked_nothing_more() {
     assert_eq!(net.answered.len(), plan(&apis).len());
     assert!(net.unread.is_empty(), "{:?}", net.unread);
 }
+
+#[test]
+fn a_bundles_notes_are_bounded_and_unmark_what_they_name() {
+    let apis = apis(&[group("crd.nsx.vmware.com", "v1alpha1")]);
+    let mut notes =
+        vec!["list securitypolicies.crd.nsx.vmware.com in namespace ns: forbidden".to_string()];
+    notes.extend((0..100).map(|_| "x".repeat(1000)));
+    let read = NetworkRead::planned(&apis).unwrap().with_notes(&notes);
+    assert_eq!(read.unread.len(), MAX_NOTES);
+    assert_eq!(read.unread[1].chars().count(), MAX_NOTE_CHARS + 1);
+    assert!(!read.answered.contains(&NetKind::VpcSecurityPolicy));
+    assert!(read.answered.contains(&NetKind::SubnetPort));
+}
