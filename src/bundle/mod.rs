@@ -135,6 +135,9 @@ pub struct ClusterEntry {
     pub objects: Vec<String>,
     /// Its control-plane nodes, in the report's order.
     pub nodes: Vec<NodeEntry>,
+    /// What could not be read of its network (`Evidence::network_unread`). Absent when none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub network_unread: Vec<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -382,6 +382,7 @@ fn cluster(r: &mut Reader<'_>, c: &ClusterEntry) -> std::result::Result<Evidence
         nodes,
         duration_ms: c.duration_ms,
         since_s: c.since_s,
+        network_unread: c.network_unread.clone(),
     })
 }
 

@@ -93,6 +93,7 @@ fn evidence() -> Evidence {
         nodes,
         duration_ms: 1234,
         since_s: 900,
+        network_unread: Vec::new(),
     }
 }
 
@@ -115,6 +116,12 @@ fn evidence_round_trips() {
     let b = read_bytes(&bytes).unwrap();
     assert_eq!(b.evidence, vec![e.clone()]);
     assert_eq!(b.evidence[0].judge().unwrap(), e.judge().unwrap());
+    // The notes of what could not be read of the network go in the manifest and come back.
+    let mut noted = e.clone();
+    noted.network_unread =
+        vec!["list securitypolicies.crd.nsx.vmware.com in namespace ns-prod: forbidden".into()];
+    let b = read_bytes(&write_bytes(std::slice::from_ref(&noted))).unwrap();
+    assert_eq!(b.evidence, vec![noted]);
     // The document as printed, not our reading of it: byte for byte, without the noise.
     for i in 0..2 {
         let raw = b.evidence[0].nodes[i]
@@ -355,4 +362,52 @@ fn read_names_the_file_and_write_leaves_nothing_on_error() {
         .map(|e| e.unwrap().file_name())
         .collect();
     assert_eq!(left.len(), 2, "{left:?}");
+}
+
+/// A live run's notes of what it could not read of the network (fixture nsx-vpc-forbidden,
+/// served by the fake) go into the evidence, through a bundle, and back into the inventory
+/// `analyse` judges from, with the network objects.
+#[tokio::test]
+async fn the_network_notes_and_objects_go_through_a_bundle() {
+    use crate::supervisor::{discovery, Inventory, Scope};
+    let api = etcdnet_fakeapi::FakeApi::start_with(
+        etcdnet_fakeapi::FakeConfig::from_dir(etcdnet_fakeapi::supervisor_set("nsx-vpc-forbidden"))
+            .unwrap()
+            .var("WORKLOAD_URL", "https://127.0.0.1:1"),
+    )
+    .unwrap();
+    let client = kube::Client::try_from(kube::Config::new(api.url().parse().unwrap())).unwrap();
+    let apis = discovery::discover(&client, "sv").await.unwrap();
+    let scope = Scope {
+        context: "sv".into(),
+        namespace: NS.into(),
+    };
+    let inv = Inventory::of_cluster(&client, &apis, &scope, CLUSTER)
+        .await
+        .unwrap();
+    let mut e = evidence();
+    e.apis = apis.clone();
+    e.objects = inv.objects_of(CLUSTER);
+    e.network_unread = Evidence::new(
+        "sv",
+        CLUSTER,
+        &inv,
+        e.workload_api.clone(),
+        e.route.clone(),
+        Vec::new(),
+        1,
+    )
+    .network_unread;
+    let note = "list securitypolicies.crd.nsx.vmware.com in namespace ns-prod: forbidden";
+    assert_eq!(e.network_unread, [note]);
+    let b = read_bytes(&write_bytes(std::slice::from_ref(&e))).unwrap();
+    let back = &b.evidence[0];
+    assert_eq!(back, &e);
+    let net = Inventory::from_objects(NS, back.apis.clone(), &back.objects)
+        .with_network_notes(&back.network_unread)
+        .network_of(CLUSTER)
+        .unwrap();
+    assert_eq!(net.unread, [note]);
+    assert_eq!(net.subnet_ports.len(), 3);
+    assert!(net.security_policies.is_empty());
 }

@@ -169,6 +169,7 @@ pub(super) fn files(evidence: &[Evidence], args: Vec<String>) -> Result<Vec<(Str
             verdict: Some(report.verdict.code.to_string()),
             objects,
             nodes,
+            network_unread: e.network_unread.clone(),
         });
     }
     let manifest = Manifest {

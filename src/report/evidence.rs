@@ -32,6 +32,10 @@ pub struct Evidence {
     /// same unless told otherwise. Bundles from before it had none: the default then.
     #[serde(default = "default_since_s")]
     pub since_s: u64,
+    /// What could not be read of the cluster's network (one note per failed request; see
+    /// `supervisor::network`). Not in the JSON when empty.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub network_unread: Vec<String>,
 }
 
 fn default_since_s() -> u64 {
@@ -60,6 +64,10 @@ impl Evidence {
             nodes,
             duration_ms,
             since_s: default_since_s(),
+            network_unread: inventory
+                .network_of(cluster)
+                .map(|n| n.unread)
+                .unwrap_or_default(),
         }
     }
 
@@ -71,7 +79,8 @@ impl Evidence {
 
     /// The facts again from the objects, the findings, the matrices and the verdict.
     pub fn judge(&self) -> Result<DiagnoseReport> {
-        let inventory = Inventory::from_objects(&self.namespace, self.apis.clone(), &self.objects);
+        let inventory = Inventory::from_objects(&self.namespace, self.apis.clone(), &self.objects)
+            .with_network_notes(&self.network_unread);
         let facts = inventory.facts(&self.context, &self.cluster)?;
         let since = std::time::Duration::from_secs(self.since_s);
         let diagnosis = analyse::verdict::diagnose(&facts, &self.nodes, since);
