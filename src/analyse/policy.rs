@@ -43,9 +43,9 @@ mod model;
 mod selector;
 
 pub use evaluate::{
-    evaluate, CoverReason, CoveringRule, PathEvaluation, PathOutcome, PathRef, PolicyEvaluation,
-    PolicyInput, PolicySummary, PolicyVm, PolicyWarning, RuleRef, Side, SideOutcome, ETCD_PORTS,
-    MAX_POLICIES, MAX_VMS,
+    evaluate, BlockingRule, CoverReason, CoveringRule, PathEvaluation, PathOutcome, PathRef,
+    PolicyEvaluation, PolicyInput, PolicySummary, PolicyVm, PolicyWarning, RuleRef, Side,
+    SideOutcome, ETCD_PORTS, MAX_POLICIES, MAX_VMS,
 };
 pub use model::{Action, Direction, NsxGroup, PolicyObject, Realization, RealizedState};
 pub use selector::{Operator, Requirement, Selector};

@@ -16,7 +16,7 @@ use super::selector::Selector;
 /// The ports evaluated: etcd's client and peer ports, TCP.
 pub const ETCD_PORTS: [u16; 2] = [2379, 2380];
 /// At most this many policies are read (both groups together); more are counted, not read.
-pub const MAX_POLICIES: usize = 128;
+pub const MAX_POLICIES: usize = 64;
 /// At most this many VMs are evaluated (a control plane has 1, 3, 5 or 7).
 pub const MAX_VMS: usize = 16;
 
@@ -175,6 +175,14 @@ pub struct PolicyWarning {
     pub paths: Vec<PathRef>,
 }
 
+/// A Drop/Reject rule that blocks paths now, with those paths.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct BlockingRule {
+    pub rule: RuleRef,
+    pub paths: Vec<PathRef>,
+}
+
 /// One policy as read: who it is, whether NSX realized it, which VMs it applies to.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -235,6 +243,31 @@ impl PolicyEvaluation {
             PathOutcome::Dropped { rule } | PathOutcome::Rejected { rule } => Some(rule),
             _ => None,
         }
+    }
+
+    /// Every rule that blocks paths now, each with its paths, in the order the paths come: for
+    /// the verdict's evidence and the NETWORK POLICY section (policy, rule, action, VM pairs).
+    pub fn blocking(&self) -> Vec<BlockingRule> {
+        let mut out: Vec<BlockingRule> = Vec::new();
+        for p in &self.paths {
+            let (PathOutcome::Dropped { rule } | PathOutcome::Rejected { rule }) = &p.outcome
+            else {
+                continue;
+            };
+            let path = PathRef {
+                port: p.port,
+                from: p.from.clone(),
+                to: p.to.clone(),
+            };
+            match out.iter_mut().find(|b| &b.rule == rule) {
+                Some(b) => b.paths.push(path),
+                None => out.push(BlockingRule {
+                    rule: rule.clone(),
+                    paths: vec![path],
+                }),
+            }
+        }
+        out
     }
 
     /// Whether any policy was read at all (the NETWORK POLICY section shows when one was).
@@ -456,46 +489,71 @@ fn port_matches(ports: &[PortSpec], port: u16) -> Tri {
     }))
 }
 
-/// Whether `rule` matches this check: traffic in `dir` at `this` (the VM the rule must be
-/// applied to) with `other` as the peer, on TCP `port`.
-fn rule_matches(
-    policy: &Policy,
-    rule: &Rule,
-    dir: Direction,
-    this: &PolicyVm,
-    other: &PolicyVm,
-    port: u16,
-    ctx: &Ctx,
-) -> Tri {
-    let at = |e: &str| Tri::Unknown(format!("rules[{}]: {e}", rule.index));
-    let direction = match &rule.direction {
-        Ok(d) => Tri::from_bool(*d == dir),
-        Err(e) => at(e),
+/// What a rule's match depends on, computed once per rule: its ports against each of
+/// [`ETCD_PORTS`], its `appliedTo` against each VM, its peers against each VM. A check then only
+/// combines them (the bounds make rules times checks large).
+struct RuleFacts {
+    ports: [Tri; ETCD_PORTS.len()],
+    applied: Vec<Tri>,
+    peers: Vec<Tri>,
+}
+
+fn rule_facts(policy: &Policy, rule: &Rule, vms: &[PolicyVm], ctx: &Ctx) -> RuleFacts {
+    let at = |t: Tri| match t {
+        Tri::Unknown(w) => Tri::Unknown(format!("rules[{}]: {w}", rule.index)),
+        t => t,
     };
-    direction
-        .and(|| match &rule.ports {
-            Ok(p) => match port_matches(p, port) {
-                Tri::Unknown(w) => at(&w),
-                t => t,
-            },
-            Err(e) => at(e),
-        })
-        .and(|| applied(policy, rule, this, ctx))
-        .and(|| match &rule.peers {
+    let ports = ETCD_PORTS.map(|port| match &rule.ports {
+        Ok(p) => at(port_matches(p, port)),
+        Err(e) => at(Tri::Unknown(e.clone())),
+    });
+    let applied = vms
+        .iter()
+        .map(|vm| applied(policy, rule, vm, ctx))
+        .collect();
+    let peers = vms
+        .iter()
+        .map(|vm| match &rule.peers {
             Ok(peers) if peers.is_empty() => Tri::Yes,
-            Ok(peers) => match Tri::any(
+            Ok(peers) => at(Tri::any(
                 peers
                     .iter()
-                    .map(|p| peer_matches(p, &policy.namespace, other, ctx)),
-            ) {
-                Tri::Unknown(w) => at(&w),
-                t => t,
-            },
-            Err(e) => at(e),
+                    .map(|p| peer_matches(p, &policy.namespace, vm, ctx)),
+            )),
+            Err(e) => at(Tri::Unknown(e.clone())),
         })
+        .collect();
+    RuleFacts {
+        ports,
+        applied,
+        peers,
+    }
+}
+
+/// One check's coordinates: the direction, the VM the rule must be applied to (`this`), the
+/// peer VM (`other`), both as indexes in the sorted VMs, and the index of the port.
+#[derive(Clone, Copy)]
+struct At {
+    dir: Direction,
+    this: usize,
+    other: usize,
+    port: usize,
+}
+
+/// Whether `rule` matches this check.
+fn rule_matches(rule: &Rule, facts: &RuleFacts, at: At) -> Tri {
+    let unknown = |e: &str| Tri::Unknown(format!("rules[{}]: {e}", rule.index));
+    let direction = match &rule.direction {
+        Ok(d) => Tri::from_bool(*d == at.dir),
+        Err(e) => unknown(e),
+    };
+    direction
+        .and(|| facts.ports[at.port].clone())
+        .and(|| facts.applied[at.this].clone())
+        .and(|| facts.peers[at.other].clone())
         .and(|| match &rule.action {
             Ok(_) => Tri::Yes,
-            Err(e) => at(e),
+            Err(e) => unknown(e),
         })
 }
 
@@ -516,22 +574,18 @@ fn who(p: &Policy) -> String {
     format!("{}/{}", p.namespace, p.name)
 }
 
-/// One policy's first hit on a check: the first rule that matches or cannot be told apart.
-fn first_hit(matches: &[Tri], policy: &Policy) -> Option<(usize, Tri)> {
-    let hit = matches
-        .iter()
-        .enumerate()
-        .find(|(_, t)| **t != Tri::No)
-        .map(|(i, t)| (i, t.clone()));
-    match hit {
+/// One policy's first hit on a check (`hits`: its rules that match or cannot be told apart, in
+/// order): the first of them.
+fn first_hit(hits: &[(usize, Tri)], policy: &Policy) -> Option<(usize, Tri)> {
+    match hits.first() {
         None if policy.rules_truncated => Some((
-            matches.len(),
+            policy.rules.len(),
             Tri::Unknown(format!(
                 "policy {} has more rules than are read",
                 who(policy)
             )),
         )),
-        h => h,
+        h => h.cloned(),
     }
 }
 
@@ -540,24 +594,22 @@ struct SideResult {
     covering: Vec<(RuleRef, CoverReason)>,
 }
 
-/// One check. `order` is the policies sorted by priority, namespace, name, group.
-#[allow(clippy::too_many_arguments)]
-fn check(
-    policies: &[Policy],
-    order: &[usize],
-    dir: Direction,
-    this: &PolicyVm,
-    other: &PolicyVm,
-    port: u16,
-    ctx: &Ctx,
-) -> SideResult {
-    // Every rule's match, once.
-    let matches: Vec<Vec<Tri>> = policies
+/// One check. `order` is the policies sorted by priority, namespace, name, group; `facts`
+/// each policy's rules' [`RuleFacts`].
+fn check(policies: &[Policy], order: &[usize], facts: &[Vec<RuleFacts>], at: At) -> SideResult {
+    // Each policy's rules that match or may match, in order (a No is not kept: most are).
+    let matches: Vec<Vec<(usize, Tri)>> = policies
         .iter()
-        .map(|p| {
+        .zip(facts)
+        .map(|(p, f)| {
             p.rules
                 .iter()
-                .map(|r| rule_matches(p, r, dir, this, other, port, ctx))
+                .zip(f)
+                .enumerate()
+                .filter_map(|(i, (r, f))| match rule_matches(r, f, at) {
+                    Tri::No => None,
+                    t => Some((i, t)),
+                })
                 .collect()
         })
         .collect();
@@ -657,8 +709,8 @@ fn check(
                 } else {
                     0
                 };
-                for (r, t) in matches[i].iter().enumerate().skip(from) {
-                    let rule = &p.rules[r];
+                for (r, t) in matches[i].iter().filter(|(r, _)| *r >= from) {
+                    let rule = &p.rules[*r];
                     if *t == Tri::Yes && rule.action.as_ref().is_ok_and(|a| a.blocks()) {
                         if let Some(rr) = rule_ref(p, prio, rule) {
                             covering.push((rr, CoverReason::Shadowed { by: by.clone() }));
@@ -676,8 +728,8 @@ fn check(
         }
         let Ok(prio) = p.priority else { continue };
         let own_first = first_hit(&matches[i], p).map(|(r, _)| r);
-        for (r, t) in matches[i].iter().enumerate() {
-            let rule = &p.rules[r];
+        for (r, t) in &matches[i] {
+            let (r, rule) = (*r, &p.rules[*r]);
             if *t != Tri::Yes || !rule.action.as_ref().is_ok_and(|a| a.blocks()) {
                 continue;
             }
@@ -835,16 +887,38 @@ pub fn evaluate(input: &PolicyInput) -> PolicyEvaluation {
             ))
     });
 
+    let facts: Vec<Vec<RuleFacts>> = policies
+        .iter()
+        .map(|p| {
+            p.rules
+                .iter()
+                .map(|r| rule_facts(p, r, &vms, &ctx))
+                .collect()
+        })
+        .collect();
+
     let mut paths = Vec::new();
     let mut covering = Vec::new();
-    for port in ETCD_PORTS {
-        for from in &vms {
-            for to in &vms {
-                if from.name == to.name {
+    for (pi, port) in ETCD_PORTS.into_iter().enumerate() {
+        for (fi, from) in vms.iter().enumerate() {
+            for (ti, to) in vms.iter().enumerate() {
+                if fi == ti {
                     continue;
                 }
-                let e = check(&policies, &order, Direction::Out, from, to, port, &ctx);
-                let i = check(&policies, &order, Direction::In, to, from, port, &ctx);
+                let egress = At {
+                    dir: Direction::Out,
+                    this: fi,
+                    other: ti,
+                    port: pi,
+                };
+                let ingress = At {
+                    dir: Direction::In,
+                    this: ti,
+                    other: fi,
+                    port: pi,
+                };
+                let e = check(&policies, &order, &facts, egress);
+                let i = check(&policies, &order, &facts, ingress);
                 let mut outcome = combine(&e.outcome, &i.outcome);
                 if policies_not_read > 0
                     && !matches!(

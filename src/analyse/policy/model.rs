@@ -18,7 +18,7 @@ use serde_json::Value;
 use super::selector::Selector;
 
 /// At most this many rules are read from one policy; more makes the rest one unreadable rule.
-pub const MAX_RULES: usize = 256;
+pub const MAX_RULES: usize = 64;
 /// At most this many `appliedTo` entries, peers of a rule, ports of a rule.
 pub const MAX_ENTRIES: usize = 64;
 /// At most this many `ipBlocks` in one peer.

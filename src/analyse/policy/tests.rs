@@ -124,6 +124,11 @@ fn a_drop_between_the_control_plane_vms_names_the_rule() {
         assert_eq!(r.group, NsxGroup::Vpc);
         assert_eq!(r.namespace, "ns-prod");
     }
+    let b = e.blocking();
+    assert_eq!(b.len(), 2, "two rules, six paths each");
+    assert_eq!((b[0].rule.rule_index, b[0].paths.len()), (0, 6));
+    assert!(b[0].paths.iter().all(|p| p.port == 2379));
+    assert_eq!((b[1].rule.rule_index, b[1].paths.len()), (1, 6));
     let p = &e.policies[0];
     assert!(p.in_effect);
     assert_eq!(p.applies_to, vec![A, B, C]);
@@ -520,4 +525,46 @@ fn the_json_is_camel_case_and_round_trips() {
         .any(|c| c["reason"]["kind"] == "NotRealized" && c["reason"]["wouldDecide"] == false));
     let back: PolicyEvaluation = serde_json::from_value(json).unwrap();
     assert_eq!(back, e);
+}
+
+#[test]
+fn the_worst_case_is_quick() {
+    // Every bound at once: MAX_POLICIES policies of MAX_RULES rules, MAX_VMS VMs.
+    let rule = "  - {direction: In, action: Drop, from: [{vmSelector: {matchLabels: {k: v}}}], ports: [{port: 1}]}\n";
+    let text = format!(
+        "apiVersion: crd.nsx.vmware.com/v1alpha1
+kind: SecurityPolicy
+metadata: {{name: p, namespace: ns-prod}}
+spec:
+  appliedTo: [{{vmSelector: {{}}}}]
+  rules:
+{}status:
+  conditions: [{{type: Ready, status: 'True'}}]
+",
+        rule.repeat(super::model::MAX_RULES)
+    );
+    let one = objects(&text).remove(0);
+    let vms: Vec<PolicyVm> = (0..MAX_VMS)
+        .map(|i| {
+            vm(
+                &format!("vm-{i:02}"),
+                &format!("198.18.0.{}", i + 1),
+                "zone-a",
+            )
+        })
+        .collect();
+    let start = std::time::Instant::now();
+    let e = evaluate(&PolicyInput {
+        namespace: "ns-prod".to_string(),
+        namespace_labels: BTreeMap::new(),
+        policies: vec![one; MAX_POLICIES],
+        vms,
+    });
+    assert_eq!(e.paths.len(), 2 * MAX_VMS * (MAX_VMS - 1));
+    assert!(
+        start.elapsed() < std::time::Duration::from_secs(10),
+        "{:?}",
+        start.elapsed()
+    );
+    eprintln!("worst case: {:?}", start.elapsed());
 }
