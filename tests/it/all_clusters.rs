@@ -59,11 +59,8 @@ fn status_all_lists_every_cluster_of_the_namespace() {
 #[test]
 fn one_list_of_each_kind_per_namespace_not_per_cluster() {
     let env = Env::new("two-clusters", Workload::ok());
-    env.supervisor.clear_requests();
-    env.kubectl(&["status", "--all", "-n", NS, "-o", "json"])
-        .expect_code(0);
-    let requests = env.supervisor_requests();
-    let count = |needle: &str| requests.iter().filter(|r| r.contains(needle)).count();
+    let requests = env.requests_of_kubectl(&["status", "--all", "-n", NS, "-o", "json"]);
+    let count = |needle: &str| count_requests(&requests, needle);
     assert_eq!(
         count("GET /apis?") + count("GET /apis "),
         0,
@@ -88,10 +85,7 @@ fn one_list_of_each_kind_per_namespace_not_per_cluster() {
 #[test]
 fn one_cluster_is_at_most_seven_requests() {
     let env = Env::new("two-clusters", Workload::ok());
-    env.supervisor.clear_requests();
-    env.kubectl(&["status", "tkc-a", "-n", NS, "-o", "json"])
-        .expect_code(0);
-    let requests = env.supervisor_requests();
+    let requests = env.requests_of_kubectl(&["status", "tkc-a", "-n", NS, "-o", "json"]);
     assert!(requests.len() <= 7, "{requests:#?}");
     assert_eq!(
         requests

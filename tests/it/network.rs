@@ -105,11 +105,8 @@ fn a_forbidden_policy_list_does_not_fail_the_run() {
 #[test]
 fn ncp_and_many_clusters_read_the_network_once() {
     let env = Env::new("nsx-ncp", Workload::ok());
-    env.supervisor.clear_requests();
-    env.kubectl(&["status", "--all", "-n", NS, "-o", "json"])
-        .expect_code(0);
-    let requests = env.supervisor_requests();
-    let count = |needle: &str| requests.iter().filter(|r| r.contains(needle)).count();
+    let requests = env.requests_of_kubectl(&["status", "--all", "-n", NS, "-o", "json"]);
+    let count = |needle: &str| count_requests(&requests, needle);
     assert_eq!(
         count("/apis/nsx.vmware.com/v1alpha1/namespaces/ns-prod/securitypolicies"),
         1
@@ -120,9 +117,7 @@ fn ncp_and_many_clusters_read_the_network_once() {
     );
     assert_eq!(count("crd.nsx.vmware.com"), 0, "{requests:#?}");
 
-    env.supervisor.clear_requests();
-    env.kubectl(&["status", "-A", "-o", "json"]).expect_code(0);
-    let requests = env.supervisor_requests();
+    let requests = env.requests_of_kubectl(&["status", "-A", "-o", "json"]);
     let lists: Vec<&String> = network(&requests);
     assert_eq!(lists.len(), 5, "{requests:#?}");
     assert!(

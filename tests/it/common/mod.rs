@@ -377,6 +377,14 @@ impl Env {
         cmd
     }
 
+    /// The Supervisor requests that one successful `kubectl etcdnet <args>` makes, as
+    /// [`Env::supervisor_requests`] gives them (those before it are forgotten).
+    pub fn requests_of_kubectl(&self, args: &[&str]) -> Vec<String> {
+        self.supervisor.clear_requests();
+        self.kubectl(args).expect_code(0);
+        self.supervisor_requests()
+    }
+
     /// The Supervisor requests made so far, as `METHOD path?query` lines.
     pub fn supervisor_requests(&self) -> Vec<String> {
         self.supervisor
@@ -627,4 +635,9 @@ pub fn exit_within(child: &mut std::process::Child, bound: Duration) -> i32 {
         }
         std::thread::sleep(Duration::from_millis(100));
     }
+}
+
+/// How many of `requests` contain `needle`.
+pub fn count_requests(requests: &[String], needle: &str) -> usize {
+    requests.iter().filter(|r| r.contains(needle)).count()
 }
