@@ -171,3 +171,11 @@ pub fn cpu_time() -> std::time::Duration {
         START.get_or_init(std::time::Instant::now).elapsed()
     }
 }
+
+/// A label map from pairs, as a test writes them.
+pub fn labels(pairs: &[(&str, &str)]) -> std::collections::BTreeMap<String, String> {
+    pairs
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
+}

@@ -202,12 +202,7 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn labels(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
-        pairs
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect()
-    }
+    use crate::testing::labels;
 
     fn sel(v: Value) -> Selector {
         Selector::from_value(&v).unwrap()

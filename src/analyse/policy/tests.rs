@@ -12,12 +12,7 @@ const A: &str = "tkc-prod-7xk2p-4rz8m";
 const B: &str = "tkc-prod-7xk2p-9qtvw";
 const C: &str = "tkc-prod-7xk2p-bx2lk";
 
-fn labels(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
-    pairs
-        .iter()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect()
-}
+use crate::testing::labels;
 
 fn vm(name: &str, ip: &str, zone: &str) -> PolicyVm {
     PolicyVm {
