@@ -136,6 +136,7 @@ mod tests {
             machines: Vec::new(),
             vsphere_machines: Vec::new(),
             vms: Vec::new(),
+            network: None,
         })
     }
 

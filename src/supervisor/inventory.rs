@@ -19,6 +19,7 @@ use serde_json::Value;
 
 use super::discovery::SupervisorApis;
 use super::facts::*;
+use super::network::{self, NetworkObjects, NetworkRead};
 use super::{extract, join, rollout, targets};
 use crate::error::{Error, Result};
 
@@ -45,6 +46,9 @@ pub struct Inventory {
     /// infrastructure machines both), when the Supervisor serves them.
     pub vsphere_machines: Vec<DynamicObject>,
     pub vms: Vec<DynamicObject>,
+    /// The network objects read ([`super::network`]); None when the Supervisor serves no NSX
+    /// group (nothing was asked).
+    pub network: Option<NetworkRead>,
 }
 
 /// Where we are: the context's name (for messages) and the namespace to look in.
@@ -117,7 +121,7 @@ impl Inventory {
         };
         let machines_selector =
             format!("{CLUSTER_NAME_LABEL}={cluster_name},{CONTROL_PLANE_LABEL}");
-        let (kcp, machines, vsphere_machines, vms) = tokio::try_join!(
+        let (kcp, machines, vsphere_machines, vms, network) = tokio::try_join!(
             control_plane_of(client, apis, ns, &cluster),
             list(
                 client,
@@ -128,6 +132,7 @@ impl Inventory {
             ),
             vsphere_machines(client, apis, Some(ns), &machines_selector),
             cluster_vms(client, apis, ns, cluster_name),
+            network_read(client, apis, Some(ns)),
         )?;
         Ok(Inventory {
             namespace: ns.to_string(),
@@ -137,6 +142,7 @@ impl Inventory {
             machines,
             vsphere_machines,
             vms,
+            network,
         })
     }
 
@@ -150,7 +156,7 @@ impl Inventory {
         ns: &str,
     ) -> Result<Inventory> {
         let role = role_selector(VM_LABELS[0].1);
-        let (clusters, machines, vsphere_machines, vms) = tokio::try_join!(
+        let (clusters, machines, vsphere_machines, vms, network) = tokio::try_join!(
             list(client, &apis.cluster, Some(ns), None, "Clusters"),
             list(
                 client,
@@ -167,6 +173,7 @@ impl Inventory {
                 Some(&role),
                 "VirtualMachines"
             ),
+            network_read(client, apis, Some(ns)),
         )?;
         let mut inv = Inventory {
             namespace: ns.to_string(),
@@ -176,6 +183,7 @@ impl Inventory {
             machines,
             vsphere_machines,
             vms,
+            network,
         };
         inv.complete(client, Some(ns)).await?;
         Ok(inv)
@@ -192,7 +200,7 @@ impl Inventory {
         match list(client, &apis.cluster, None, None, "Clusters").await {
             Ok(clusters) => {
                 let role = role_selector(VM_LABELS[0].1);
-                let (machines, vsphere_machines, vms) = tokio::try_join!(
+                let (machines, vsphere_machines, vms, network) = tokio::try_join!(
                     list(
                         client,
                         &apis.machine,
@@ -208,6 +216,7 @@ impl Inventory {
                         Some(&role),
                         "VirtualMachines"
                     ),
+                    network_read(client, apis, None),
                 )?;
                 let mut all = Inventory {
                     namespace: String::new(),
@@ -217,6 +226,7 @@ impl Inventory {
                     machines,
                     vsphere_machines,
                     vms,
+                    network,
                 };
                 all.complete(client, None).await?;
                 Ok(all.split_by_namespace())
@@ -340,6 +350,7 @@ impl Inventory {
                     .cloned()
                     .collect(),
                 vms: self.vms.iter().filter(|o| in_ns(o, &ns)).cloned().collect(),
+                network: self.network.as_ref().map(|n| n.in_namespace(&ns)),
                 apis: self.apis.clone(),
                 namespace: ns,
             })
@@ -531,7 +542,29 @@ impl Inventory {
                 .map(|v| plain(v, &self.apis.virtual_machine)),
         );
         out.extend(later.into_iter().map(|m| plain(m, &self.apis.machine)));
+        // The network objects after them all: the facts do not need them.
+        if let (Some(read), Some(objects)) = (&self.network, self.network_of(cluster_name)) {
+            out.extend(
+                objects
+                    .objects()
+                    .into_iter()
+                    .filter_map(|(k, o)| Some(plain(o, read.resources.get(&k)?))),
+            );
+        }
         out
+    }
+
+    /// `cluster_name`'s network objects (pure); None when the Supervisor serves no NSX group,
+    /// or there is no such cluster.
+    pub fn network_of(&self, cluster_name: &str) -> Option<NetworkObjects> {
+        let read = self.network.as_ref()?;
+        let cluster = self.clusters.iter().find(|c| name(c) == cluster_name)?;
+        let infra = cluster
+            .data
+            .pointer("/spec/infrastructureRef/name")
+            .and_then(Value::as_str);
+        let (vms, _) = self.vms_of(cluster_name);
+        Some(read.of_cluster(&self.namespace, cluster_name, infra, &vms))
     }
 
     /// An inventory of the objects [`Inventory::objects_of`] gave (an evidence bundle's), sorted
@@ -545,7 +578,9 @@ impl Inventory {
             machines: Vec::new(),
             vsphere_machines: Vec::new(),
             vms: Vec::new(),
+            network: None,
         };
+        let mut network = NetworkRead::planned(&inv.apis);
         for v in objects {
             // Read from the value in place: no second copy of each object.
             let Ok(o) = DynamicObject::deserialize(v) else {
@@ -556,6 +591,14 @@ impl Inventory {
             };
             let is =
                 |ar: &ApiResource| ar.api_version == types.api_version && ar.kind == types.kind;
+            // Network objects first: their groups are served too, and are no control plane.
+            let o = match network.as_mut() {
+                Some(read) => match read.take(&types.api_version, &types.kind, o) {
+                    Some(o) => o,
+                    None => continue,
+                },
+                None => o,
+            };
             if is(&inv.apis.cluster) {
                 inv.clusters.push(o);
             } else if is(&inv.apis.machine) {
@@ -575,6 +618,7 @@ impl Inventory {
                 }
             }
         }
+        inv.network = network;
         inv
     }
 }
@@ -616,6 +660,16 @@ async fn control_plane_of(
             e,
         )),
     }
+}
+
+/// The network objects, when the Supervisor serves an NSX group (never an error: a failed
+/// request is a note in the read).
+async fn network_read(
+    client: &Client,
+    apis: &SupervisorApis,
+    ns: Option<&str>,
+) -> Result<Option<NetworkRead>> {
+    Ok(network::read(client, apis, ns).await)
 }
 
 /// The control-plane VSphereMachines by `selector`, when the Supervisor serves them (none else).

@@ -8,6 +8,8 @@
 //! - [`extract`] (per-version field reading), [`join`] (Machines with VMs), [`targets`] (at
 //!   most the KCP's replicas plus a surplus of them) and [`rollout`] (a Machine's rollout
 //!   phase), all pure.
+//! - [`network`]: the cluster's NSX/network objects, read only when the Supervisor serves an
+//!   NSX group, and what they say NSX failed to realize (pure).
 
 pub mod address;
 pub mod discovery;
@@ -15,6 +17,7 @@ pub mod extract;
 pub mod facts;
 pub mod inventory;
 pub mod join;
+pub mod network;
 pub mod rollout;
 #[cfg(test)]
 mod rollout_tests;

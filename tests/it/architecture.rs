@@ -90,6 +90,7 @@ const FOLDERS: &[(&str, &[&[&str]])] = &[
         "supervisor",
         &[
             &["inventory"],
+            &["network"],
             &["targets"],
             &["join"],
             &["rollout"],

@@ -20,6 +20,7 @@ mod probe_script;
 mod cleanup;
 mod cleanup_running;
 mod json_contract;
+mod network;
 mod rbac;
 mod status;
 

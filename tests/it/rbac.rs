@@ -208,3 +208,30 @@ fn the_role_and_the_cluster_role_grant_the_same() {
     };
     assert_eq!(flat("Role"), flat("ClusterRole"));
 }
+
+/// Issue 21: on a Supervisor that serves NSX (fixture nsx-vpc), the network reads are granted
+/// too, by the Role in the namespace (its own Namespace included) and by the ClusterRole for `-A`.
+#[test]
+fn the_network_reads_are_granted() {
+    let env = Env::new("nsx-vpc", Workload::ok());
+    env.kubectl(&["status", CLUSTER, "-n", NS]);
+    let seen = assert_granted("status (nsx-vpc)", &env.supervisor, "Role", Some(NS));
+    for (verb, resource) in [
+        ("list", "securitypolicies"),
+        ("list", "subnetports"),
+        ("list", "networkpolicies"),
+        ("list", "vsphereclusters"),
+        ("get", "namespaces"),
+    ] {
+        assert!(asked(&seen, verb, resource), "{verb} {resource}: {seen:?}");
+    }
+    let env = Env::new("nsx-vpc", Workload::ok());
+    env.kubectl(&["diagnose", "-A", "--dry-run"]);
+    let seen = assert_granted(
+        "diagnose -A (nsx-vpc)",
+        &env.supervisor,
+        "ClusterRole",
+        None,
+    );
+    assert!(asked(&seen, "list", "namespaces"), "{seen:?}");
+}

@@ -204,11 +204,18 @@ async fn resource(
         Some(s) => format!("{plural}/{s}"),
         None => plural.clone(),
     };
+    // The namespace the authorizer sees: a Namespace by name (and its status/finalize) is in
+    // itself, as a real API server's RequestInfo has it (k8s.io/apiserver
+    // pkg/endpoints/request/requestinfo.go), so a Role there grants `get` on its own Namespace.
+    let rbac_namespace = match (&namespace, &name) {
+        (None, Some(n)) if group.is_empty() && plural == "namespaces" => Some(n.clone()),
+        _ => namespace.clone(),
+    };
     shared.accesses.lock().unwrap().push(crate::server::Access {
         verb: verb.to_string(),
         group: group.to_string(),
         resource: rbac_resource.clone(),
-        namespace: namespace.clone(),
+        namespace: rbac_namespace.clone(),
     });
     // Authorization comes before routing on a real server: a denied user gets
     // 403 even for a resource that does not exist.
@@ -217,7 +224,7 @@ async fn resource(
             verb,
             group,
             &rbac_resource,
-            namespace.as_deref(),
+            rbac_namespace.as_deref(),
             name.as_deref(),
         )
     });
@@ -228,7 +235,7 @@ async fn resource(
             group,
             &plural,
             sub.as_deref(),
-            namespace.as_deref(),
+            rbac_namespace.as_deref(),
             name.as_deref(),
         )
         .into_response();

@@ -46,6 +46,10 @@ fn expectations() -> BTreeMap<&'static str, Expect> {
             ),
         ),
         ("forbidden", e("v1alpha3", cp3, 3)),
+        // healthy-v1alpha3's objects, plus the network ones (`a_network_set_serves_nsx`).
+        ("nsx-vpc", e("v1alpha3", cp3, 3)),
+        ("nsx-vpc-forbidden", e("v1alpha3", cp3, 3)),
+        ("nsx-ncp", e("v1alpha3", cp3, 3)),
         ("quorum-lost", e("v1alpha3", cp3, 3)),
         (
             "long-names",
@@ -434,4 +438,88 @@ fn a_placeholder_without_value_is_an_error() {
         .err()
         .expect("missing placeholder fails the start");
     assert!(format!("{err:#}").contains("NOPE"), "{err:#}");
+}
+
+/// The network sets serve the NSX groups in discovery, as a VPC or NCP Supervisor does, with
+/// their objects; `nsx-vpc-forbidden` refuses the list of SecurityPolicies only.
+#[tokio::test]
+async fn a_network_set_serves_nsx() {
+    for (set, served, absent) in [
+        ("nsx-vpc", "crd.nsx.vmware.com", "nsx.vmware.com"),
+        ("nsx-vpc-forbidden", "crd.nsx.vmware.com", "vmware.com"),
+        ("nsx-ncp", "nsx.vmware.com", "crd.nsx.vmware.com"),
+    ] {
+        let api = FakeApi::start_with(
+            FakeConfig::from_dir(supervisor_set(set))
+                .unwrap()
+                .var("WORKLOAD_URL", "http://127.0.0.1:9"),
+        )
+        .unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let client = common::client(&api, dir.path()).await;
+        let discovery = Discovery::new(client.clone()).run().await.unwrap();
+        assert!(discovery.has_group(served), "{set}: {served}");
+        assert!(!discovery.has_group(absent), "{set}: {absent}");
+        assert!(discovery.has_group("networking.k8s.io"), "{set}");
+        let list = |group: &str, kind: &str| {
+            let (ar, _) = discovery
+                .get(group)
+                .and_then(|g| g.recommended_kind(kind))
+                .unwrap_or_else(|| panic!("{set}: {kind}.{group} not served"));
+            let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), "ns-prod", &ar);
+            async move { api.list(&ListParams::default()).await }
+        };
+        let names = |l: kube::core::ObjectList<DynamicObject>| {
+            l.items
+                .into_iter()
+                .map(|o| o.metadata.name.unwrap())
+                .collect::<Vec<_>>()
+        };
+        match set {
+            "nsx-vpc" => {
+                let policies = names(list(served, "SecurityPolicy").await.unwrap());
+                assert_eq!(policies.len(), 5, "{policies:?}");
+                let ports = list(served, "SubnetPort").await.unwrap();
+                let failed: Vec<&DynamicObject> = ports
+                    .items
+                    .iter()
+                    .filter(|p| p.data["status"]["conditions"][0]["status"] == "False")
+                    .collect();
+                assert_eq!(ports.items.len(), 3);
+                assert_eq!(
+                    failed[0].metadata.name.as_deref(),
+                    Some("tkc-prod-7xk2p-bx2lk-tkc-prod-vnet-eth0")
+                );
+                assert_eq!(
+                    names(list(served, "SubnetSet").await.unwrap()),
+                    ["tkc-prod-vnet"]
+                );
+                assert!(list(served, "Subnet").await.unwrap().items.is_empty());
+                let ns: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(client.clone());
+                let ns = ns.get("ns-prod").await.unwrap();
+                let c = &ns.status.unwrap().conditions.unwrap()[0];
+                assert_eq!(
+                    (c.type_.as_str(), c.status.as_str()),
+                    ("NamespaceNetworkReady", "True")
+                );
+            }
+            "nsx-vpc-forbidden" => {
+                match list(served, "SecurityPolicy").await {
+                    Err(kube::Error::Api(s)) => assert_eq!(s.code, 403),
+                    other => panic!("{set}: {other:?}"),
+                }
+                assert_eq!(list(served, "SubnetPort").await.unwrap().items.len(), 3);
+            }
+            _ => {
+                assert_eq!(
+                    names(list(served, "SecurityPolicy").await.unwrap()),
+                    ["drop-etcd-peer"]
+                );
+                assert_eq!(
+                    names(list("vmware.com", "VirtualNetwork").await.unwrap()),
+                    ["tkc-prod-vnet"]
+                );
+            }
+        }
+    }
 }

@@ -1,0 +1,132 @@
+//! Issue 21 (1): the network objects are read through the real kubectl only when the Supervisor
+//! serves an NSX group, with one request per resource, and never change what a Supervisor without
+//! one is asked; a refused list is a note, not a failure (the output is not changed yet: the
+//! evaluation and its rendering join later).
+
+use crate::common;
+
+use common::*;
+
+const NS: &str = "ns-prod";
+const CLUSTER: &str = "tkc-prod";
+
+/// The network requests among `requests`.
+fn network(requests: &[String]) -> Vec<&String> {
+    requests
+        .iter()
+        .filter(|r| {
+            let path = r.split('?').next().unwrap();
+            // The Namespace itself (by name, or the list with -A), not what is in it.
+            let namespace = path
+                .strip_prefix("GET /api/v1/namespaces")
+                .is_some_and(|rest| rest.is_empty() || !rest[1..].contains('/'));
+            namespace
+                || [
+                    "securitypolicies",
+                    "subnetsets",
+                    "subnets",
+                    "subnetports",
+                    "virtualnetworks",
+                    "networkpolicies",
+                    "vsphereclusters",
+                ]
+                .iter()
+                .any(|k| path.ends_with(&format!("/{k}")))
+        })
+        .collect()
+}
+
+/// `status` on a Supervisor that serves crd.nsx.vmware.com: the same report as on
+/// healthy-v1alpha3 (the objects it includes), and one request per network resource.
+#[test]
+fn status_on_a_vpc_supervisor_reads_the_network_once() {
+    let plain = Env::new("healthy-v1alpha3", Workload::ok());
+    plain.supervisor.clear_requests();
+    let before = plain.kubectl(&["status", CLUSTER, "-n", NS, "-o", "json"]);
+    before.expect_code(0);
+    assert!(
+        network(&plain.supervisor_requests()).is_empty(),
+        "no NSX group, no network request: {:#?}",
+        plain.supervisor_requests()
+    );
+
+    let env = Env::new("nsx-vpc", Workload::ok());
+    env.supervisor.clear_requests();
+    let run = env.kubectl(&["status", CLUSTER, "-n", NS, "-o", "json"]);
+    run.expect_code(0);
+    let mut report = run.status_report();
+    let expected = before.status_report();
+    report.result.duration_ms = expected.result.duration_ms;
+    report.workload_api.elapsed_ms = expected.workload_api.elapsed_ms;
+    // Each Env runs its own workload fake: its port differs.
+    report.workload_api.server = expected.workload_api.server.clone();
+    report.header.cluster.control_plane_endpoint =
+        expected.header.cluster.control_plane_endpoint.clone();
+    assert_eq!(report, expected);
+
+    let requests = env.supervisor_requests();
+    let mut asked: Vec<&str> = network(&requests)
+        .into_iter()
+        .map(|r| r.split('?').next().unwrap())
+        .collect();
+    asked.sort();
+    assert_eq!(
+        asked,
+        [
+            "GET /api/v1/namespaces/ns-prod",
+            "GET /apis/crd.nsx.vmware.com/v1alpha1/namespaces/ns-prod/securitypolicies",
+            "GET /apis/crd.nsx.vmware.com/v1alpha1/namespaces/ns-prod/subnetports",
+            "GET /apis/crd.nsx.vmware.com/v1alpha1/namespaces/ns-prod/subnets",
+            "GET /apis/crd.nsx.vmware.com/v1alpha1/namespaces/ns-prod/subnetsets",
+            "GET /apis/networking.k8s.io/v1/namespaces/ns-prod/networkpolicies",
+            "GET /apis/vmware.infrastructure.cluster.x-k8s.io/v1beta1/namespaces/ns-prod/vsphereclusters",
+        ],
+        "{requests:#?}"
+    );
+}
+
+/// A 403 on the SecurityPolicies is a note: the run goes on and says what it says without them.
+#[test]
+fn a_forbidden_policy_list_does_not_fail_the_run() {
+    let env = Env::new("nsx-vpc-forbidden", Workload::ok());
+    let run = env.kubectl(&["status", CLUSTER, "-n", NS, "-o", "json"]);
+    run.expect_code(0);
+    assert_eq!(run.status_report().nodes.len(), 3);
+    let dry = env.kubectl(&["diagnose", CLUSTER, "-n", NS, "--dry-run"]);
+    assert!(
+        !dry.stderr.contains("securitypolicies"),
+        "the note is the report's to show, not an error: {}",
+        dry.stderr
+    );
+}
+
+/// NCP: the legacy policies and the VirtualNetwork; `--all` and `-A` read them once per
+/// namespace or once across the Supervisor.
+#[test]
+fn ncp_and_many_clusters_read_the_network_once() {
+    let env = Env::new("nsx-ncp", Workload::ok());
+    env.supervisor.clear_requests();
+    env.kubectl(&["status", "--all", "-n", NS, "-o", "json"])
+        .expect_code(0);
+    let requests = env.supervisor_requests();
+    let count = |needle: &str| requests.iter().filter(|r| r.contains(needle)).count();
+    assert_eq!(
+        count("/apis/nsx.vmware.com/v1alpha1/namespaces/ns-prod/securitypolicies"),
+        1
+    );
+    assert_eq!(
+        count("/apis/vmware.com/v1alpha1/namespaces/ns-prod/virtualnetworks"),
+        1
+    );
+    assert_eq!(count("crd.nsx.vmware.com"), 0, "{requests:#?}");
+
+    env.supervisor.clear_requests();
+    env.kubectl(&["status", "-A", "-o", "json"]).expect_code(0);
+    let requests = env.supervisor_requests();
+    let lists: Vec<&String> = network(&requests);
+    assert_eq!(lists.len(), 5, "{requests:#?}");
+    assert!(
+        lists.iter().all(|r| !r.contains("/namespaces/ns-prod")),
+        "cross-namespace: {lists:#?}"
+    );
+}
