@@ -1,9 +1,11 @@
 //! The analyse stage: pure rules over collected facts, no I/O.
 //! - [`status`]: what the Supervisor side shows (`kubectl etcdnet status`);
 //! - [`matrix`]: the node-to-node 2379/2380 matrices from every node's probe;
-//! - [`verdict`]: one verdict for the whole control plane, with evidence and next steps.
+//! - [`verdict`]: one verdict for the whole control plane, with evidence and next steps;
+//! - [`policy`]: NSX SecurityPolicies evaluated against the control-plane VMs on 2379/2380.
 
 pub mod matrix;
+pub mod policy;
 pub mod status;
 pub mod verdict;
 

@@ -75,7 +75,14 @@ const FOLDERS: &[(&str, &[&[&str]])] = &[
         &[&["watch"], &["cleanup", "diagnose", "list", "status"]],
     ),
     ("report", &[&["watch"], &["evidence", "list"]]),
-    ("analyse", &[&["status"], &["verdict"], &["matrix"]]),
+    (
+        "analyse",
+        &[&["status"], &["verdict"], &["matrix", "policy"]],
+    ),
+    (
+        "analyse::policy",
+        &[&["evaluate"], &["model"], &["selector"]],
+    ),
     (
         "analyse::verdict",
         &[

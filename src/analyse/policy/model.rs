@@ -1,0 +1,516 @@
+//! The typed SecurityPolicy, read tolerantly from a `kube::api::DynamicObject` of either group.
+//!
+//! Shapes checked against vmware-tanzu/nsx-operator `pkg/apis/vpc/v1alpha1/securitypolicy_types.go`
+//! (`crd.nsx.vmware.com/v1alpha1`) and `pkg/apis/legacy/v1alpha1/securitypolicy_types.go`
+//! (`nsx.vmware.com/v1alpha1`, `groupversion_info.go`): the same schema. What a field means comes
+//! from `pkg/nsx/services/securitypolicy/parse.go` (action and direction are read
+//! case-insensitively), `builder.go` and `expand.go` (see the module `policy` for the rules).
+//!
+//! Nothing here fails: a policy, a rule or a part of a rule that cannot be read keeps the reason
+//! (our words, with bounded names) and the evaluation says "cannot decide" where it matters.
+
+use std::net::IpAddr;
+
+use kube::api::DynamicObject;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::selector::Selector;
+
+/// At most this many rules are read from one policy; more makes the rest one unreadable rule.
+pub const MAX_RULES: usize = 256;
+/// At most this many `appliedTo` entries, peers of a rule, ports of a rule.
+pub const MAX_ENTRIES: usize = 64;
+/// At most this many `ipBlocks` in one peer.
+pub const MAX_IP_BLOCKS: usize = 256;
+/// Names (policy, namespace, rule) are cut to this many characters.
+pub const MAX_NAME_CHARS: usize = 253;
+/// A condition's reason is cut to this many characters, its message to [`MAX_MESSAGE_CHARS`].
+pub const MAX_REASON_CHARS: usize = 128;
+pub const MAX_MESSAGE_CHARS: usize = 1024;
+
+/// The API group a SecurityPolicy was served from (both `v1alpha1`, the same schema).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub enum NsxGroup {
+    /// `crd.nsx.vmware.com`: nsx-operator on VPC networking.
+    #[serde(rename = "crd.nsx.vmware.com")]
+    Vpc,
+    /// `nsx.vmware.com`: the older NCP/T1 networking.
+    #[serde(rename = "nsx.vmware.com")]
+    Legacy,
+}
+
+impl NsxGroup {
+    pub const ALL: [NsxGroup; 2] = [NsxGroup::Vpc, NsxGroup::Legacy];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            NsxGroup::Vpc => "crd.nsx.vmware.com",
+            NsxGroup::Legacy => "nsx.vmware.com",
+        }
+    }
+
+    /// The group of an `apiVersion` such as `crd.nsx.vmware.com/v1alpha1`.
+    pub fn from_api_version(api_version: &str) -> Option<NsxGroup> {
+        let group = api_version.split('/').next()?;
+        NsxGroup::ALL.into_iter().find(|g| g.name() == group)
+    }
+}
+
+/// One SecurityPolicy as listed, with the group it was listed from (list items may lack
+/// `apiVersion`, so the reader says which list it came from).
+#[derive(Debug, Clone)]
+pub struct PolicyObject {
+    pub group: NsxGroup,
+    pub object: DynamicObject,
+}
+
+impl PolicyObject {
+    /// The group from the object's own `apiVersion`; `None` when it names neither group.
+    pub fn new(object: DynamicObject) -> Option<PolicyObject> {
+        let group = NsxGroup::from_api_version(&object.types.as_ref()?.api_version)?;
+        Some(PolicyObject { group, object })
+    }
+
+    pub fn in_group(group: NsxGroup, object: DynamicObject) -> PolicyObject {
+        PolicyObject { group, object }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub enum Action {
+    Allow,
+    Drop,
+    Reject,
+}
+
+impl Action {
+    /// Drop or Reject.
+    pub fn blocks(self) -> bool {
+        self != Action::Allow
+    }
+}
+
+/// `In`/`Ingress` and `Out`/`Egress` are one each (parse.go's `getRuleDirection`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub enum Direction {
+    In,
+    Out,
+}
+
+/// Whether NSX realized the policy: its `status.conditions[type=Ready]`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum RealizedState {
+    /// Ready True (`SecurityPolicyReady`).
+    Realized,
+    /// Ready False (`SecurityPolicyNotReady`, the error in the message).
+    NotRealized,
+    /// No Ready condition (not processed yet) or another status.
+    Unknown,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Realization {
+    pub state: RealizedState,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+}
+
+/// One `appliedTo` entry (`SecurityPolicyTarget`).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Target {
+    /// `vmSelector`: VMs of the policy's namespace.
+    Vms(Selector),
+    /// `podSelector`: Pods of the policy's namespace, never a VM.
+    Pods(Selector),
+    /// `{}`: neither selector. nsx-operator's group is then the cluster tag alone
+    /// (`updateTargetExpressions`): every port of the NSX cluster.
+    Everything,
+}
+
+/// One peer of `from`/`to` (`SecurityPolicyPeer`). `ipBlocks` and the selectors are ORed
+/// (`updatePeerExpressions` joins them with OR).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Peer {
+    pub vms: Option<Selector>,
+    pub pods: Option<Selector>,
+    pub namespaces: Option<Selector>,
+    pub ip_blocks: Vec<Cidr>,
+}
+
+/// An `ipBlocks[].cidr` (a bare address is a /32 or /128).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Cidr {
+    pub addr: IpAddr,
+    pub prefix: u8,
+}
+
+impl Cidr {
+    pub fn parse(s: &str) -> Option<Cidr> {
+        let (a, p) = match s.split_once('/') {
+            Some((a, p)) => (a, Some(p)),
+            None => (s, None),
+        };
+        let addr: IpAddr = a.trim().parse().ok()?;
+        let max = if addr.is_ipv4() { 32 } else { 128 };
+        let prefix = match p {
+            Some(p) => p.trim().parse::<u8>().ok().filter(|p| *p <= max)?,
+            None => max,
+        };
+        Some(Cidr { addr, prefix })
+    }
+
+    pub fn contains(&self, ip: IpAddr) -> bool {
+        match (self.addr, ip) {
+            (IpAddr::V4(n), IpAddr::V4(i)) => {
+                let mask = u32::MAX
+                    .checked_shl(32 - u32::from(self.prefix))
+                    .unwrap_or(0);
+                u32::from(n) & mask == u32::from(i) & mask
+            }
+            (IpAddr::V6(n), IpAddr::V6(i)) => {
+                let mask = u128::MAX
+                    .checked_shl(128 - u32::from(self.prefix))
+                    .unwrap_or(0);
+                u128::from(n) & mask == u128::from(i) & mask
+            }
+            _ => false,
+        }
+    }
+}
+
+/// One `ports` entry: the protocol (TCP when absent) and the destination ports.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PortSpec {
+    /// `port` from 0 (absent) to `endPort` (0 or absent: `port` alone); no port and no
+    /// endPort is every port of the protocol (`buildRuleServiceEntries`).
+    Numbers {
+        protocol: String,
+        start: u16,
+        end: Option<u16>,
+    },
+    /// A named port: nsx-operator resolves it from Pods' container ports (`expand.go`).
+    Named { protocol: String, name: String },
+}
+
+/// A rule read as far as it could be: each part may be unreadable on its own.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Rule {
+    pub index: usize,
+    pub name: Option<String>,
+    pub action: Result<Action, String>,
+    pub direction: Result<Direction, String>,
+    /// Rule-level `appliedTo` (empty: none).
+    pub applied_to: Result<Vec<Target>, String>,
+    /// `from` (else `sources`) for In, `to` (else `destinations`) for Out; empty: any.
+    pub peers: Result<Vec<Peer>, String>,
+    /// Empty: any protocol, any port.
+    pub ports: Result<Vec<PortSpec>, String>,
+}
+
+/// One SecurityPolicy.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Policy {
+    pub group: NsxGroup,
+    pub namespace: String,
+    pub name: String,
+    /// 0..=1000, lower first; absent is 0 (`omitempty`).
+    pub priority: Result<u32, String>,
+    /// Policy-level `appliedTo` (empty: none).
+    pub applied_to: Result<Vec<Target>, String>,
+    pub rules: Vec<Rule>,
+    /// Rules past [`MAX_RULES`] were not read.
+    pub rules_truncated: bool,
+    pub realization: Realization,
+    /// What was read but not used, said once (e.g. an `except` nsx-operator does not have).
+    pub notes: Vec<String>,
+}
+
+/// Cuts a string from the Supervisor to `max` characters.
+pub fn clip(s: &str, max: usize) -> String {
+    match s.char_indices().nth(max) {
+        Some((i, _)) => format!("{}…", &s[..i]),
+        None => s.to_string(),
+    }
+}
+
+impl Policy {
+    /// Reads one policy. Never fails: what cannot be read is kept as the reason.
+    pub fn read(obj: &PolicyObject) -> Policy {
+        let meta = &obj.object.metadata;
+        let data = &obj.object.data;
+        let spec = data.get("spec").unwrap_or(&Value::Null);
+        let mut notes = Vec::new();
+        let priority = match spec.get("priority") {
+            None | Some(Value::Null) => Ok(0),
+            Some(v) => v
+                .as_u64()
+                .filter(|p| *p <= 1000)
+                .map(|p| p as u32)
+                .ok_or_else(|| "spec.priority is not a number from 0 to 1000".to_string()),
+        };
+        let applied_to = targets(spec.get("appliedTo"), "spec.appliedTo");
+        let (rules, rules_truncated) = match spec.get("rules") {
+            None | Some(Value::Null) => (Vec::new(), false),
+            Some(Value::Array(rs)) => (
+                rs.iter()
+                    .take(MAX_RULES)
+                    .enumerate()
+                    .map(|(i, r)| rule(i, r, &mut notes))
+                    .collect(),
+                rs.len() > MAX_RULES,
+            ),
+            Some(_) => (vec![Rule::unreadable(0, "spec.rules is not a list")], false),
+        };
+        Policy {
+            group: obj.group,
+            namespace: clip(meta.namespace.as_deref().unwrap_or(""), MAX_NAME_CHARS),
+            name: clip(meta.name.as_deref().unwrap_or(""), MAX_NAME_CHARS),
+            priority,
+            applied_to,
+            rules,
+            rules_truncated,
+            realization: realization(data),
+            notes,
+        }
+    }
+}
+
+impl Rule {
+    fn unreadable(index: usize, why: &str) -> Rule {
+        Rule {
+            index,
+            name: None,
+            action: Err(why.to_string()),
+            direction: Err(why.to_string()),
+            applied_to: Err(why.to_string()),
+            peers: Err(why.to_string()),
+            ports: Err(why.to_string()),
+        }
+    }
+}
+
+fn realization(data: &Value) -> Realization {
+    let ready = data
+        .pointer("/status/conditions")
+        .and_then(Value::as_array)
+        .and_then(|cs| {
+            cs.iter()
+                .find(|c| c.get("type").and_then(Value::as_str) == Some("Ready"))
+        });
+    let text = |c: &Value, k: &str, max: usize| {
+        c.get(k)
+            .and_then(Value::as_str)
+            .filter(|s| !s.is_empty())
+            .map(|s| clip(s, max))
+    };
+    match ready {
+        None => Realization {
+            state: RealizedState::Unknown,
+            reason: None,
+            message: None,
+        },
+        Some(c) => Realization {
+            state: match c.get("status").and_then(Value::as_str) {
+                Some("True") => RealizedState::Realized,
+                Some("False") => RealizedState::NotRealized,
+                _ => RealizedState::Unknown,
+            },
+            reason: text(c, "reason", MAX_REASON_CHARS),
+            message: text(c, "message", MAX_MESSAGE_CHARS),
+        },
+    }
+}
+
+fn list<'a>(v: Option<&'a Value>, what: &str) -> Result<&'a [Value], String> {
+    match v {
+        None | Some(Value::Null) => Ok(&[]),
+        Some(Value::Array(a)) if a.len() <= MAX_ENTRIES => Ok(a),
+        Some(Value::Array(_)) => Err(format!("{what} has more than {MAX_ENTRIES} entries")),
+        Some(_) => Err(format!("{what} is not a list")),
+    }
+}
+
+fn selector(v: Option<&Value>, what: &str) -> Result<Option<Selector>, String> {
+    match v {
+        None | Some(Value::Null) => Ok(None),
+        Some(v) => Selector::from_value(v)
+            .map(Some)
+            .map_err(|e| format!("{what}: {e}")),
+    }
+}
+
+fn targets(v: Option<&Value>, what: &str) -> Result<Vec<Target>, String> {
+    list(v, what)?
+        .iter()
+        .enumerate()
+        .map(|(i, t)| {
+            let at = format!("{what}[{i}]");
+            if !t.is_object() {
+                return Err(format!("{at} is not an object"));
+            }
+            let vms = selector(t.get("vmSelector"), &format!("{at}.vmSelector"))?;
+            let pods = selector(t.get("podSelector"), &format!("{at}.podSelector"))?;
+            match (vms, pods) {
+                // nsx-operator refuses it: "PodSelector and VMSelector are not allowed to set in one group".
+                (Some(_), Some(_)) => Err(format!("{at} sets both vmSelector and podSelector")),
+                (Some(s), None) => Ok(Target::Vms(s)),
+                (None, Some(s)) => Ok(Target::Pods(s)),
+                (None, None) => Ok(Target::Everything),
+            }
+        })
+        .collect()
+}
+
+fn peers(v: Option<&Value>, what: &str, notes: &mut Vec<String>) -> Result<Vec<Peer>, String> {
+    list(v, what)?
+        .iter()
+        .enumerate()
+        .map(|(i, p)| {
+            let at = format!("{what}[{i}]");
+            if !p.is_object() {
+                return Err(format!("{at} is not an object"));
+            }
+            let peer = Peer {
+                vms: selector(p.get("vmSelector"), &format!("{at}.vmSelector"))?,
+                pods: selector(p.get("podSelector"), &format!("{at}.podSelector"))?,
+                namespaces: selector(
+                    p.get("namespaceSelector"),
+                    &format!("{at}.namespaceSelector"),
+                )?,
+                ip_blocks: ip_blocks(p.get("ipBlocks"), &format!("{at}.ipBlocks"), notes)?,
+            };
+            if peer.vms.is_some() && peer.pods.is_some() {
+                // nsx-operator refuses both in one peer, with or without a namespaceSelector.
+                return Err(format!("{at} sets both vmSelector and podSelector"));
+            }
+            Ok(peer)
+        })
+        .collect()
+}
+
+fn ip_blocks(v: Option<&Value>, what: &str, notes: &mut Vec<String>) -> Result<Vec<Cidr>, String> {
+    let blocks = match v {
+        None | Some(Value::Null) => return Ok(Vec::new()),
+        Some(Value::Array(a)) if a.len() <= MAX_IP_BLOCKS => a,
+        Some(Value::Array(_)) => {
+            return Err(format!("{what} has more than {MAX_IP_BLOCKS} entries"))
+        }
+        Some(_) => return Err(format!("{what} is not a list")),
+    };
+    blocks
+        .iter()
+        .enumerate()
+        .map(|(i, b)| {
+            if b.get("except").is_some() {
+                // The SecurityPolicy IPBlock has `cidr` only: nsx-operator never sees an except.
+                let note = "ipBlocks[].except is not part of the SecurityPolicy schema: ignored, as nsx-operator does".to_string();
+                if !notes.contains(&note) {
+                    notes.push(note);
+                }
+            }
+            b.get("cidr")
+                .and_then(Value::as_str)
+                .and_then(Cidr::parse)
+                .ok_or_else(|| format!("{what}[{i}].cidr is not an IP CIDR"))
+        })
+        .collect()
+}
+
+fn ports(v: Option<&Value>) -> Result<Vec<PortSpec>, String> {
+    list(v, "ports")?
+        .iter()
+        .enumerate()
+        .map(|(i, p)| {
+            let protocol = match p.get("protocol") {
+                None | Some(Value::Null) => "TCP".to_string(),
+                Some(Value::String(s)) if !s.is_empty() => clip(s, 16).to_ascii_uppercase(),
+                Some(_) => return Err(format!("ports[{i}].protocol is not a string")),
+            };
+            let end = match p.get("endPort") {
+                None | Some(Value::Null) => None,
+                Some(v) => match v.as_u64().filter(|n| *n <= 65535) {
+                    Some(0) => None,
+                    Some(n) => Some(n as u16),
+                    None => return Err(format!("ports[{i}].endPort is not a port number")),
+                },
+            };
+            match p.get("port") {
+                // A JSON string is an IntOrString of type String: a named port to nsx-operator,
+                // even "2379".
+                Some(Value::String(name)) => Ok(PortSpec::Named {
+                    protocol,
+                    name: clip(name, 63),
+                }),
+                None | Some(Value::Null) => Ok(PortSpec::Numbers {
+                    protocol,
+                    start: 0,
+                    end,
+                }),
+                Some(v) => match v.as_u64().filter(|n| *n <= 65535) {
+                    Some(n) => Ok(PortSpec::Numbers {
+                        protocol,
+                        start: n as u16,
+                        end,
+                    }),
+                    None => Err(format!("ports[{i}].port is not a port number")),
+                },
+            }
+        })
+        .collect()
+}
+
+fn rule(index: usize, r: &Value, notes: &mut Vec<String>) -> Rule {
+    if !r.is_object() {
+        return Rule::unreadable(index, "the rule is not an object");
+    }
+    let word = |k: &str| {
+        r.get(k)
+            .and_then(Value::as_str)
+            .map(str::to_ascii_uppercase)
+    };
+    let action = match word("action").as_deref() {
+        Some("ALLOW") => Ok(Action::Allow),
+        Some("DROP") => Ok(Action::Drop),
+        Some("REJECT") => Ok(Action::Reject),
+        _ => Err("action is not Allow, Drop or Reject".to_string()),
+    };
+    let direction = match word("direction").as_deref() {
+        Some("IN" | "INGRESS") => Ok(Direction::In),
+        Some("OUT" | "EGRESS") => Ok(Direction::Out),
+        _ => Err("direction is not In, Ingress, Out or Egress".to_string()),
+    };
+    // `from`/`to` win over the deprecated `sources`/`destinations` (docs/security-policy.md;
+    // builder.go getRuleSourcePeers/getRuleDestinationPeers take the new one when non-empty).
+    let pick = |new: &str, old: &str| match r.get(new) {
+        Some(Value::Array(a)) if !a.is_empty() => (r.get(new), new.to_string()),
+        _ => (r.get(old), old.to_string()),
+    };
+    let peers = match direction {
+        Ok(Direction::In) => {
+            let (v, what) = pick("from", "sources");
+            peers(v, &what, notes)
+        }
+        Ok(Direction::Out) => {
+            let (v, what) = pick("to", "destinations");
+            peers(v, &what, notes)
+        }
+        Err(ref e) => Err(e.clone()),
+    };
+    Rule {
+        index,
+        name: r
+            .get("name")
+            .and_then(Value::as_str)
+            .filter(|s| !s.is_empty())
+            .map(|s| clip(s, MAX_NAME_CHARS)),
+        action,
+        direction,
+        applied_to: targets(r.get("appliedTo"), "appliedTo"),
+        peers,
+        ports: ports(r.get("ports")),
+    }
+}

@@ -1,0 +1,523 @@
+//! The evaluation on the fixtures of tests/fixtures/nsx (see its README for the VMs).
+
+use std::collections::BTreeMap;
+use std::net::IpAddr;
+
+use kube::api::DynamicObject;
+use serde::Deserialize;
+
+use super::*;
+
+const A: &str = "tkc-prod-7xk2p-4rz8m";
+const B: &str = "tkc-prod-7xk2p-9qtvw";
+const C: &str = "tkc-prod-7xk2p-bx2lk";
+
+fn labels(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+    pairs
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
+}
+
+fn vm(name: &str, ip: &str, zone: &str) -> PolicyVm {
+    PolicyVm {
+        name: name.to_string(),
+        labels: labels(&[
+            ("capv.vmware.com/cluster.name", "tkc-prod"),
+            ("capv.vmware.com/cluster.role", "controlplane"),
+            ("capw.vmware.com/cluster.name", "tkc-prod"),
+            ("capw.vmware.com/cluster.role", "controlplane"),
+            ("topology.kubernetes.io/zone", zone),
+        ]),
+        ips: vec![ip.parse::<IpAddr>().unwrap()],
+    }
+}
+
+fn vms() -> Vec<PolicyVm> {
+    vec![
+        vm(C, "198.18.0.13", "zone-c"),
+        vm(A, "198.18.0.11", "zone-a"),
+        vm(B, "198.18.0.12", "zone-b"),
+    ]
+}
+
+fn objects(text: &str) -> Vec<PolicyObject> {
+    serde_yaml_ng::Deserializer::from_str(text)
+        .map(|doc| serde_json::Value::deserialize(doc).unwrap())
+        .filter(|v| !v.is_null())
+        .map(|v| {
+            let o: DynamicObject = serde_json::from_value(v).unwrap();
+            PolicyObject::new(o).expect("an NSX group")
+        })
+        .collect()
+}
+
+fn fixture(name: &str) -> Vec<PolicyObject> {
+    let path = format!(
+        "{}/tests/fixtures/nsx/{name}.yaml",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    objects(&std::fs::read_to_string(path).unwrap())
+}
+
+fn run(policies: Vec<PolicyObject>) -> PolicyEvaluation {
+    evaluate(&PolicyInput {
+        namespace: "ns-prod".to_string(),
+        namespace_labels: labels(&[("kubernetes.io/metadata.name", "ns-prod"), ("env", "prod")]),
+        policies,
+        vms: vms(),
+    })
+}
+
+fn eval(name: &str) -> PolicyEvaluation {
+    run(fixture(name))
+}
+
+fn pairs() -> Vec<(&'static str, &'static str)> {
+    let all = [A, B, C];
+    let mut out = Vec::new();
+    for f in all {
+        for t in all {
+            if f != t {
+                out.push((f, t));
+            }
+        }
+    }
+    out
+}
+
+fn outcome(e: &PolicyEvaluation, port: u16, from: &str, to: &str) -> PathOutcome {
+    e.path(port, from, to).unwrap().outcome.clone()
+}
+
+fn rule_of(o: &PathOutcome) -> (&str, usize, Action, Direction) {
+    match o {
+        PathOutcome::Dropped { rule } | PathOutcome::Rejected { rule } => (
+            rule.policy.as_str(),
+            rule.rule_index,
+            rule.action,
+            rule.direction,
+        ),
+        other => panic!("not blocked: {other:?}"),
+    }
+}
+
+#[test]
+fn a_drop_between_the_control_plane_vms_names_the_rule() {
+    let e = eval("drop-between-cp");
+    assert_eq!(e.vms, vec![A, B, C], "sorted by name");
+    assert_eq!(e.paths.len(), 12, "2 ports x 6 ordered pairs");
+    for (f, t) in pairs() {
+        // 2379: only the In rule covers it, at TO.
+        assert_eq!(
+            rule_of(&outcome(&e, 2379, f, t)),
+            ("isolate-etcd", 0, Action::Drop, Direction::In)
+        );
+        // 2380: the Out rule at FROM comes first on the path.
+        assert_eq!(
+            rule_of(&outcome(&e, 2380, f, t)),
+            ("isolate-etcd", 1, Action::Drop, Direction::Out)
+        );
+        let r = e.blocking_rule(2379, f, t).unwrap();
+        assert_eq!(r.rule_name.as_deref(), Some("drop-etcd-in"));
+        assert_eq!(r.priority, 10);
+        assert_eq!(r.group, NsxGroup::Vpc);
+        assert_eq!(r.namespace, "ns-prod");
+    }
+    let p = &e.policies[0];
+    assert!(p.in_effect);
+    assert_eq!(p.applies_to, vec![A, B, C]);
+    assert_eq!(p.rule_count, 2);
+    assert!(e.warnings().is_empty());
+    assert!(e.covering.is_empty());
+}
+
+#[test]
+fn an_allow_allows_and_blocks_nothing() {
+    let e = eval("allow");
+    for (f, t) in pairs() {
+        for port in ETCD_PORTS {
+            match outcome(&e, port, f, t) {
+                PathOutcome::Allowed {
+                    egress: None,
+                    ingress: Some(r),
+                } => {
+                    assert_eq!((r.policy.as_str(), r.rule_index), ("allow-etcd", 0));
+                }
+                o => panic!("{o:?}"),
+            }
+            assert!(e.blocking_rule(port, f, t).is_none());
+        }
+    }
+    assert!(e.warnings().is_empty(), "the UDP drop does not cover TCP");
+}
+
+#[test]
+fn a_drop_shadowed_by_a_higher_priority_allow_is_a_warning() {
+    let e = eval("shadowed");
+    assert_eq!(e.policies[0].name, "allow-all-in", "priority 1 first");
+    for (f, t) in pairs() {
+        for port in ETCD_PORTS {
+            assert!(
+                matches!(
+                    outcome(&e, port, f, t),
+                    PathOutcome::Allowed {
+                        ingress: Some(_),
+                        ..
+                    }
+                ),
+                "{port} {f} {t}"
+            );
+        }
+    }
+    let w = e.warnings();
+    // The Reject after the Allow in the same policy (2379 only), and the priority 5 Drop.
+    assert_eq!(w.len(), 2, "{w:#?}");
+    assert_eq!(w[0].rule.policy, "allow-all-in");
+    assert_eq!(w[0].rule.action, Action::Reject);
+    assert_eq!(w[0].paths.len(), 6);
+    assert_eq!(w[1].rule.policy, "deny-etcd");
+    assert_eq!(w[1].paths.len(), 12);
+    match &w[1].reason {
+        CoverReason::Shadowed { by } => {
+            assert_eq!(
+                (by.policy.as_str(), by.rule_index, by.priority),
+                ("allow-all-in", 0, 1)
+            )
+        }
+        r => panic!("{r:?}"),
+    }
+    assert!(w.iter().all(|w| w.realization.is_none()));
+}
+
+#[test]
+fn a_drop_not_realized_is_not_in_effect_but_warned() {
+    let e = eval("not-realized");
+    let p = &e.policies[0];
+    assert!(!p.in_effect);
+    assert_eq!(p.realization.state, RealizedState::NotRealized);
+    assert_eq!(
+        p.realization.reason.as_deref(),
+        Some("SecurityPolicyNotReady")
+    );
+    for (f, t) in pairs() {
+        for port in ETCD_PORTS {
+            assert_eq!(outcome(&e, port, f, t), PathOutcome::NoVisibleRule);
+        }
+    }
+    let w = e.warnings();
+    assert_eq!(w.len(), 1);
+    assert_eq!(w[0].rule.rule_name.as_deref(), Some("drop-peer"));
+    assert_eq!(
+        w[0].reason,
+        CoverReason::NotRealized {
+            state: RealizedState::NotRealized,
+            would_decide: true
+        }
+    );
+    assert!(w[0]
+        .realization
+        .as_ref()
+        .unwrap()
+        .message
+        .as_deref()
+        .unwrap()
+        .contains("exceed NSX limit"));
+    assert_eq!(w[0].paths.len(), 6, "2380 only");
+    assert!(w[0].paths.iter().all(|p| p.port == 2380));
+}
+
+#[test]
+fn an_unrealized_drop_behind_a_realized_allow_would_not_decide() {
+    let mut policies = fixture("allow");
+    policies.extend(fixture("not-realized"));
+    let e = run(policies);
+    assert!(e.covering.iter().all(|c| c.reason
+        == CoverReason::NotRealized {
+            state: RealizedState::NotRealized,
+            would_decide: false
+        }));
+    assert_eq!(e.covering.len(), 6);
+    assert!(e.warnings().is_empty());
+}
+
+#[test]
+fn a_rule_level_applied_to_selects_its_vms_only() {
+    let e = eval("rule-applied-to");
+    for (f, t) in pairs() {
+        for port in ETCD_PORTS {
+            let o = outcome(&e, port, f, t);
+            if t == A {
+                assert_eq!(rule_of(&o), ("zone-a-only", 0, Action::Drop, Direction::In));
+            } else {
+                // The rule without any appliedTo applies to nothing (nsx-operator refuses it).
+                assert_eq!(o, PathOutcome::NoVisibleRule, "{port} {f} {t}");
+            }
+        }
+    }
+    assert_eq!(e.policies[0].applies_to, vec![A]);
+}
+
+#[test]
+fn policy_level_applied_to_takes_precedence_over_the_rules() {
+    let e = run(objects(
+        "apiVersion: crd.nsx.vmware.com/v1alpha1
+kind: SecurityPolicy
+metadata: {name: p, namespace: ns-prod}
+spec:
+  appliedTo: [{vmSelector: {}}]
+  rules:
+  - direction: In
+    action: Drop
+    appliedTo: [{podSelector: {}}]
+status:
+  conditions: [{type: Ready, status: 'True'}]
+",
+    ));
+    assert_eq!(rule_of(&outcome(&e, 2379, A, B)).0, "p");
+    assert_eq!(e.policies[0].priority, Some(0), "absent priority is 0");
+}
+
+#[test]
+fn ip_blocks_match_the_vm_ips_and_except_is_not_in_the_schema() {
+    let e = eval("ip-blocks");
+    for (f, t) in pairs() {
+        // 198.18.0.0/24 covers every VM, the .13 except included: nsx-operator has no except.
+        assert_eq!(
+            rule_of(&outcome(&e, 2379, f, t)),
+            ("reject-to-block", 0, Action::Reject, Direction::Out)
+        );
+        let o = outcome(&e, 2380, f, t);
+        if t == B {
+            assert!(matches!(o, PathOutcome::Rejected { .. }), "{f} {t}");
+        } else {
+            assert_eq!(o, PathOutcome::NoVisibleRule, "{f} {t}");
+        }
+    }
+    assert_eq!(e.policies[0].notes.len(), 1);
+    assert!(e.policies[0].notes[0].contains("except"));
+}
+
+#[test]
+fn a_vm_without_a_known_ip_against_ip_blocks_cannot_be_decided() {
+    let mut input = PolicyInput {
+        namespace: "ns-prod".to_string(),
+        namespace_labels: BTreeMap::new(),
+        policies: fixture("ip-blocks"),
+        vms: vms(),
+    };
+    input.vms[0].ips.clear(); // C
+    let e = evaluate(&input);
+    assert!(matches!(
+        outcome(&e, 2379, A, C),
+        PathOutcome::CannotDecide { .. }
+    ));
+    assert!(matches!(
+        outcome(&e, 2379, C, A),
+        PathOutcome::Rejected { .. }
+    ));
+}
+
+#[test]
+fn a_named_port_cannot_be_decided() {
+    let e = eval("named-port");
+    for (f, t) in pairs() {
+        match outcome(&e, 2379, f, t) {
+            PathOutcome::CannotDecide { why } => assert!(why.contains("named port"), "{why}"),
+            o => panic!("{o:?}"),
+        }
+    }
+    assert_eq!(e.undecided().count(), 12);
+}
+
+#[test]
+fn an_out_rule_blocks_one_way_only() {
+    let e = eval("one-way");
+    for (f, t) in pairs() {
+        for port in ETCD_PORTS {
+            let o = outcome(&e, port, f, t);
+            if f == A {
+                assert_eq!(
+                    rule_of(&o),
+                    ("zone-a-egress", 0, Action::Drop, Direction::Out)
+                );
+            } else {
+                assert_eq!(o, PathOutcome::NoVisibleRule);
+            }
+        }
+    }
+    assert_eq!(e.policies[0].applies_to, vec![A]);
+}
+
+#[test]
+fn the_legacy_group_with_the_deprecated_peer_names() {
+    let e = eval("legacy");
+    assert_eq!(e.policies[0].group, NsxGroup::Legacy);
+    for (f, t) in pairs() {
+        match outcome(&e, 2379, f, t) {
+            PathOutcome::Allowed {
+                egress: Some(r),
+                ingress: None,
+            } => assert_eq!((r.rule_index, r.direction), (1, Direction::Out)),
+            o => panic!("{o:?}"),
+        }
+        let r = e.blocking_rule(2380, f, t).unwrap();
+        assert_eq!(
+            (r.group, r.rule_index, r.action),
+            (NsxGroup::Legacy, 0, Action::Drop)
+        );
+    }
+}
+
+#[test]
+fn from_wins_over_sources() {
+    let e = run(objects(
+        "apiVersion: nsx.vmware.com/v1alpha1
+kind: SecurityPolicy
+metadata: {name: p, namespace: ns-prod}
+spec:
+  appliedTo: [{vmSelector: {}}]
+  rules:
+  - direction: Ingress
+    action: Reject
+    from: [{podSelector: {}}]
+    sources: [{vmSelector: {}}]
+status:
+  conditions: [{type: Ready, status: 'True'}]
+",
+    ));
+    assert_eq!(outcome(&e, 2379, A, B), PathOutcome::NoVisibleRule);
+}
+
+#[test]
+fn two_policies_of_one_priority_that_disagree_cannot_be_decided() {
+    let e = eval("same-priority");
+    match outcome(&e, 2379, A, B) {
+        PathOutcome::CannotDecide { why } => {
+            assert!(
+                why.contains("ns-prod/a-allow") && why.contains("ns-prod/b-drop"),
+                "{why}"
+            )
+        }
+        o => panic!("{o:?}"),
+    }
+    assert_eq!(outcome(&e, 2380, A, B), PathOutcome::NoVisibleRule);
+}
+
+#[test]
+fn what_cannot_be_read_is_said_never_a_panic() {
+    let e = eval("unreadable");
+    assert_eq!(e.policies.len(), 3);
+    // Ingress: bad-operator (priority 2) comes first and its appliedTo cannot be evaluated;
+    // egress: its In rule does not count, bad-rules' unreadable direction does.
+    let path = e.path(2379, A, B).unwrap();
+    assert!(matches!(&path.outcome, PathOutcome::CannotDecide { why } if why.contains("rules[1]")));
+    match &path.ingress {
+        SideOutcome::CannotDecide { why } => assert!(why.contains("appliedTo"), "{why}"),
+        o => panic!("{o:?}"),
+    }
+    let bad_rules = e.policies.iter().find(|p| p.name == "bad-rules").unwrap();
+    assert_eq!(bad_rules.rule_count, 4);
+    assert!(
+        bad_rules.unreadable.len() >= 4,
+        "{:?}",
+        bad_rules.unreadable
+    );
+    let not_list = e
+        .policies
+        .iter()
+        .find(|p| p.name == "rules-not-a-list")
+        .unwrap();
+    assert_eq!(not_list.priority, None);
+    assert_eq!(not_list.realization.state, RealizedState::Unknown);
+    assert!(!not_list.in_effect);
+    // Alone, bad-rules' ingress check cannot be decided at its first rule (the action).
+    let only = run(fixture("unreadable")
+        .into_iter()
+        .filter(|p| p.object.metadata.name.as_deref() == Some("bad-rules"))
+        .collect());
+    match &only.path(2379, A, B).unwrap().ingress {
+        SideOutcome::CannotDecide { why } => assert!(why.contains("rules[0]"), "{why}"),
+        o => panic!("{o:?}"),
+    }
+}
+
+#[test]
+fn other_namespaces_and_pods_do_not_select_these_vms() {
+    let e = eval("elsewhere");
+    for (f, t) in pairs() {
+        for port in ETCD_PORTS {
+            assert_eq!(outcome(&e, port, f, t), PathOutcome::NoVisibleRule);
+        }
+    }
+    let other = e
+        .policies
+        .iter()
+        .find(|p| p.name == "other-namespace")
+        .unwrap();
+    assert!(other.applies_to.is_empty());
+    assert_eq!(e.selecting_vms().count(), 1);
+}
+
+#[test]
+fn hostile_input_is_bounded() {
+    let long = "x".repeat(5000);
+    let text = format!(
+        "apiVersion: crd.nsx.vmware.com/v1alpha1
+kind: SecurityPolicy
+metadata: {{name: {long}, namespace: ns-prod}}
+spec:
+  appliedTo: [{{vmSelector: {{}}}}]
+  rules:
+  - {{direction: In, action: Drop, name: {long}}}
+status:
+  conditions: [{{type: Ready, status: 'False', message: {long}}}]
+"
+    );
+    let mut many = objects(&text);
+    let one = many[0].clone();
+    many.extend(std::iter::repeat_n(one, MAX_POLICIES + 3));
+    let e = run(many);
+    assert_eq!(e.policies.len(), MAX_POLICIES);
+    assert_eq!(e.policies_not_read, 4);
+    assert!(e.policies[0].name.chars().count() <= 254);
+    assert!(
+        e.policies[0]
+            .realization
+            .message
+            .as_ref()
+            .unwrap()
+            .chars()
+            .count()
+            <= 1025
+    );
+    assert!(e.undecided().count() == 12);
+    // Garbage spec: still read, never a panic.
+    for text in [
+        "apiVersion: crd.nsx.vmware.com/v1alpha1\nkind: SecurityPolicy\nmetadata: {name: g}\nspec: 7\n",
+        "apiVersion: crd.nsx.vmware.com/v1alpha1\nkind: SecurityPolicy\nmetadata: {name: g}\nspec: {rules: [null, 1, {ports: 3}], appliedTo: 5}\nstatus: {conditions: 3}\n",
+    ] {
+        let e = run(objects(text));
+        assert_eq!(e.policies.len(), 1);
+    }
+}
+
+#[test]
+fn the_json_is_camel_case_and_round_trips() {
+    let mut policies = fixture("shadowed");
+    policies.extend(fixture("not-realized"));
+    let e = run(policies);
+    let json = serde_json::to_value(&e).unwrap();
+    assert_eq!(json["paths"][0]["outcome"]["outcome"], "Allowed");
+    assert_eq!(json["paths"][0]["ingress"]["result"], "Matched");
+    assert_eq!(json["paths"][0]["ingress"]["rule"]["ruleIndex"], 0);
+    assert_eq!(json["policies"][0]["group"], "crd.nsx.vmware.com");
+    assert_eq!(json["policies"][0]["inEffect"], true);
+    assert!(json["covering"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|c| c["reason"]["kind"] == "NotRealized" && c["reason"]["wouldDecide"] == false));
+    let back: PolicyEvaluation = serde_json::from_value(json).unwrap();
+    assert_eq!(back, e);
+}
