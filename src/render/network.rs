@@ -167,3 +167,46 @@ pub(crate) fn section(out: &mut Lines, a: &NetworkAssessment, wide: bool) {
         out.line(format!("  could not read: {n}"));
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analyse::policy::{evaluate, PolicyInput};
+    use crate::render::Paint;
+    use crate::supervisor::network::RealizationProblem;
+
+    /// A condition's message from the Supervisor cannot reach the terminal as a sequence.
+    #[test]
+    fn text_from_the_objects_is_made_visible() {
+        let a = NetworkAssessment {
+            read: vec![],
+            unread: vec!["list x: forbidden\u{1b}]0;title\u{7}".into()],
+            realization: vec![RealizationProblem {
+                kind: "SubnetPort".into(),
+                name: "p".into(),
+                condition: "Ready".into(),
+                status: Some("False".into()),
+                reason: Some("R\u{1b}[2J".into()),
+                message: Some("line\nbreak\u{9b}31m".into()),
+                vm: None,
+            }],
+            evaluation: evaluate(&PolicyInput {
+                namespace: "ns".into(),
+                namespace_labels: Default::default(),
+                policies: vec![],
+                vms: vec![],
+            }),
+        };
+        let mut out = Lines::new(Paint { on: false });
+        section(&mut out, &a, true);
+        let text = out.finish();
+        assert!(text.contains("NOT REALIZED SubnetPort p"), "{text}");
+        assert!(
+            !text
+                .chars()
+                .any(|c| c == '\u{1b}' || c == '\u{9b}' || c == '\u{7}'),
+            "{text:?}"
+        );
+        assert!(text.lines().all(|l| !l.starts_with("break")), "{text}");
+    }
+}
