@@ -83,8 +83,12 @@ impl Evidence {
             .with_network_notes(&self.network_unread);
         let facts = inventory.facts(&self.context, &self.cluster)?;
         let since = std::time::Duration::from_secs(self.since_s);
-        let diagnosis = analyse::verdict::diagnose(&facts, &self.nodes, since);
+        let mut diagnosis = analyse::verdict::diagnose(&facts, &self.nodes, since);
         let findings = analyse::status_findings(&facts, &self.workload_api);
+        let network = self.network(&inventory);
+        if let Some(a) = &network {
+            analyse::network::join(&mut diagnosis, &facts, a);
+        }
         Ok(DiagnoseReport::new(
             facts,
             self.workload_api.clone(),
@@ -93,6 +97,13 @@ impl Evidence {
             self.nodes.clone(),
             diagnosis,
             self.duration_ms,
-        ))
+        )
+        .with_network(network))
+    }
+
+    /// The cluster's network assessed, when the Supervisor serves an NSX group (the objects
+    /// kept, with the notes of what could not be read: [`Inventory::with_network_notes`]).
+    fn network(&self, inventory: &Inventory) -> Option<analyse::NetworkAssessment> {
+        Some(analyse::assess(&inventory.network_of(&self.cluster)?))
     }
 }

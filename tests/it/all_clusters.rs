@@ -59,7 +59,7 @@ fn status_all_lists_every_cluster_of_the_namespace() {
 #[test]
 fn one_list_of_each_kind_per_namespace_not_per_cluster() {
     let env = Env::new("two-clusters", Workload::ok());
-    let requests = env.requests_of_kubectl(&["status", "--all", "-n", NS, "-o", "json"]);
+    let requests = env.requests_of_kubectl(&["status", "--all", "-n", NS, "-o", "json"], 0);
     let count = |needle: &str| count_requests(&requests, needle);
     assert_eq!(
         count("GET /apis?") + count("GET /apis "),
@@ -85,7 +85,7 @@ fn one_list_of_each_kind_per_namespace_not_per_cluster() {
 #[test]
 fn one_cluster_is_at_most_seven_requests() {
     let env = Env::new("two-clusters", Workload::ok());
-    let requests = env.requests_of_kubectl(&["status", "tkc-a", "-n", NS, "-o", "json"]);
+    let requests = env.requests_of_kubectl(&["status", "tkc-a", "-n", NS, "-o", "json"], 0);
     assert!(requests.len() <= 7, "{requests:#?}");
     assert_eq!(
         requests

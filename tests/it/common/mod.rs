@@ -377,11 +377,11 @@ impl Env {
         cmd
     }
 
-    /// The Supervisor requests that one successful `kubectl etcdnet <args>` makes, as
+    /// The Supervisor requests that one `kubectl etcdnet <args>` exiting with `code` makes, as
     /// [`Env::supervisor_requests`] gives them (those before it are forgotten).
-    pub fn requests_of_kubectl(&self, args: &[&str]) -> Vec<String> {
+    pub fn requests_of_kubectl(&self, args: &[&str], code: i32) -> Vec<String> {
         self.supervisor.clear_requests();
-        self.kubectl(args).expect_code(0);
+        self.kubectl(args).expect_code(code);
         self.supervisor_requests()
     }
 
