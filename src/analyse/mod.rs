@@ -2,11 +2,15 @@
 //! - [`status`]: what the Supervisor side shows (`kubectl etcdnet status`);
 //! - [`matrix`]: the node-to-node 2379/2380 matrices from every node's probe;
 //! - [`verdict`]: one verdict for the whole control plane, with evidence and next steps;
-//! - [`policy`]: NSX SecurityPolicies evaluated against the control-plane VMs on 2379/2380.
+//! - [`policy`]: NSX SecurityPolicies evaluated against the control-plane VMs on 2379/2380;
+//! - [`network`]: the cluster's network as the reports carry it (`networkPolicy`), joined to
+//!   the findings and the verdict.
 
 pub mod matrix;
+pub mod network;
 pub mod policy;
 pub mod status;
 pub mod verdict;
 
-pub use status::{status_findings, Finding, FindingCode, Severity};
+pub use network::{assess, NetworkAssessment};
+pub use status::{network_findings, status_findings, Finding, FindingCode, Severity};

@@ -5,6 +5,9 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::network::{
+    action_text, paths_text, ports_text, rule_text, warning_text, NetworkAssessment,
+};
 use crate::supervisor::{
     ClusterFacts, ControlPlaneNode, IdentityProblem, PowerState, RolloutPhase, VmInfo,
 };
@@ -85,6 +88,17 @@ pub enum FindingCode {
     /// More Machines carry the control-plane label than the KCP's replicas plus a surplus of
     /// one: the KCP's own and then the oldest are probed, the rest never (named, at most a few).
     ControlPlaneMachinesBeyondReplicas,
+    /// A network object of the cluster NSX (or CAPV) failed to realize: a SubnetPort,
+    /// SubnetSet, Subnet or VirtualNetwork not Ready, the Namespace's `NamespaceNetworkReady`
+    /// or the VSphereCluster's `ClusterNetworkReady` not True, a NetworkPolicy with an
+    /// `nsx-op/error` annotation (only on a Supervisor that serves an NSX group).
+    NetworkNotRealized,
+    /// A realized SecurityPolicy's Drop or Reject rule is what decides TCP 2379/2380 between
+    /// the cluster's control-plane VMs (docs/nsx-policy.md).
+    SecurityPolicyBlocksEtcd,
+    /// A SecurityPolicy's Drop or Reject rule would block TCP 2379/2380 between the
+    /// control-plane VMs but does not now: shadowed by an earlier Allow, or not realized yet.
+    SecurityPolicyWouldBlockEtcd,
 }
 
 /// Names of the Machines beyond the replicas a finding spells out; the rest are counted.
@@ -612,4 +626,59 @@ mod tests {
         );
         assert!(got[0].message.contains("EtcdClusterUnhealthy"));
     }
+}
+
+/// The findings of the cluster's network, when the Supervisor serves an NSX group: each
+/// realization problem, each rule in effect that blocks 2379/2380 between the control-plane
+/// VMs, each one that would (shadowed, not realized). Paths are named by VM.
+pub fn network_findings(a: &NetworkAssessment) -> Vec<Finding> {
+    use FindingCode::*;
+    use Severity::*;
+    let mut out = Vec::new();
+    for p in &a.realization {
+        let mut text = format!("{} {}: {}", p.kind, p.name, p.condition);
+        if let Some(s) = &p.status {
+            text.push_str(&format!(" {s}"));
+        }
+        let why = [p.reason.as_deref(), p.message.as_deref()]
+            .into_iter()
+            .flatten()
+            .collect::<Vec<_>>()
+            .join(": ");
+        if !why.is_empty() {
+            text.push_str(&format!(" ({})", why.replace('\n', " ")));
+        }
+        text.push_str(match p.vm {
+            Some(_) => ": NSX did not realize this VM's network port, a cause of its own",
+            None => ": NSX did not realize the cluster's network",
+        });
+        out.push(finding(NetworkNotRealized, Error, p.vm.as_deref(), text));
+    }
+    for b in a.blocking() {
+        out.push(finding(
+            SecurityPolicyBlocksEtcd,
+            Error,
+            None,
+            format!(
+                "{}: {} on {} blocks {} path(s) between the control-plane VMs ({}); check it: kubectl get securitypolicies.{} {} -n {} -o yaml",
+                rule_text(b.rule),
+                action_text(b.rule),
+                ports_text(&b.paths),
+                b.paths.len(),
+                paths_text(&b.paths),
+                b.rule.group.name(),
+                b.rule.policy,
+                b.rule.namespace
+            ),
+        ));
+    }
+    for w in a.evaluation.warnings() {
+        out.push(finding(
+            SecurityPolicyWouldBlockEtcd,
+            Warning,
+            None,
+            warning_text(&w),
+        ));
+    }
+    out
 }

@@ -140,6 +140,7 @@ fn evidence(c: usize, n: usize, objects: usize) -> Evidence {
         nodes,
         duration_ms: 1234,
         since_s: 900,
+        network_unread: Vec::new(),
     }
 }
 

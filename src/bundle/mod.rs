@@ -131,6 +131,9 @@ pub struct ClusterEntry {
     /// The verdict when written (for a reader's glance; `analyse` judges again).
     #[serde(default)]
     pub verdict: Option<String>,
+    /// The network requests that failed (issue 21), one note each; absent when none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub network_unread: Vec<String>,
     /// Its Supervisor objects, paths under `dir`, in the order they were read.
     pub objects: Vec<String>,
     /// Its control-plane nodes, in the report's order.

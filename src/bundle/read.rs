@@ -327,6 +327,10 @@ impl<'a> Reader<'a> {
     }
 }
 
+/// At most this many network notes are read back from a bundle, each cut to this many characters.
+const MAX_NETWORK_NOTES: usize = 64;
+const MAX_NETWORK_NOTE_CHARS: usize = 512;
+
 /// One cluster's evidence from its files.
 fn cluster(r: &mut Reader<'_>, c: &ClusterEntry) -> std::result::Result<Evidence, String> {
     let dir = c.dir.as_str();
@@ -382,6 +386,13 @@ fn cluster(r: &mut Reader<'_>, c: &ClusterEntry) -> std::result::Result<Evidence
         nodes,
         duration_ms: c.duration_ms,
         since_s: c.since_s,
+        // Notes the plugin wrote, read back bounded: a bundle is someone else's file.
+        network_unread: c
+            .network_unread
+            .iter()
+            .take(MAX_NETWORK_NOTES)
+            .map(|n| n.chars().take(MAX_NETWORK_NOTE_CHARS).collect())
+            .collect(),
     })
 }
 

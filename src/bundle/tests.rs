@@ -93,6 +93,7 @@ fn evidence() -> Evidence {
         nodes,
         duration_ms: 1234,
         since_s: 900,
+        network_unread: Vec::new(),
     }
 }
 

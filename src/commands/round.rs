@@ -219,6 +219,7 @@ pub async fn diagnose(
             .into_iter()
             .filter(|f| f.code == FindingCode::ControlPlaneMachinesBeyondReplicas)
             .map(|f| format!("warning: cluster {cluster}: {}", f.message))
+            .chain(network_notes(&cluster, inventory))
             .collect();
         return Ok(Diagnosed::DryRun(DryRun {
             pods: would_create(&plan),
@@ -259,6 +260,25 @@ pub async fn diagnose(
     .with_since(opts.since);
     let report = evidence.judge()?;
     Ok(Diagnosed::Report(Box::new(report), Box::new(evidence)))
+}
+
+/// `--dry-run`: the cluster's network findings (a policy that blocks or would block
+/// 2379/2380 between the VMs, a network NSX did not realize), one note each, when the
+/// Supervisor serves an NSX group; and what could not be read.
+fn network_notes(cluster: &str, inventory: &Inventory) -> Vec<String> {
+    let Some(a) = inventory.network_of(cluster).map(|o| analyse::assess(&o)) else {
+        return Vec::new();
+    };
+    let mut out: Vec<String> = analyse::network_findings(&a)
+        .into_iter()
+        .map(|f| format!("warning: cluster {cluster}: {}: {}", f.code, f.message))
+        .collect();
+    out.extend(
+        a.unread
+            .iter()
+            .map(|n| format!("warning: cluster {cluster}: network not read: {n}")),
+    );
+    out
 }
 
 /// `--dry-run`: what the chosen route would create to reach the nodes it could reach.

@@ -11,7 +11,7 @@ use crate::connect::Connection;
 use crate::error::Result;
 use crate::render::{self, Format, Listed, Paint};
 use crate::report::{ListReport, StatusReport};
-use crate::supervisor::ClusterFacts;
+use crate::supervisor::{ClusterFacts, Inventory};
 use crate::{analyse, supervisor, workload};
 
 #[derive(Debug, Clone)]
@@ -26,8 +26,8 @@ pub struct StatusOptions {
 pub async fn run(conn: &Connection, opts: &StatusOptions, format: Format) -> Result<Outcome> {
     let started = Instant::now();
     if let Which::One(cluster) = &opts.selection.which {
-        let (facts, _) = supervisor::walk(conn, cluster).await?;
-        let report = report(conn, facts, opts, started).await?;
+        let (facts, inventory) = supervisor::walk(conn, cluster).await?;
+        let report = report(conn, facts, &inventory, opts, started).await?;
         return Ok(Outcome {
             stdout: render::output(&report, format, Paint::detect())?,
             notes: Vec::new(),
@@ -35,10 +35,15 @@ pub async fn run(conn: &Connection, opts: &StatusOptions, format: Format) -> Res
         });
     }
     let found = many::find(conn, &opts.selection.which).await?;
-    let items = many::each(found, opts.selection.max_concurrent, |facts, _| {
-        report(conn, facts, opts, Instant::now())
-    })
-    .await?;
+    let items =
+        many::each(
+            found,
+            opts.selection.max_concurrent,
+            |facts, inventory| async move {
+                report(conn, facts, &inventory, opts, Instant::now()).await
+            },
+        )
+        .await?;
     let list = ListReport::new(items, started.elapsed());
     Ok(Outcome {
         stdout: render::output(
@@ -54,10 +59,12 @@ pub async fn run(conn: &Connection, opts: &StatusOptions, format: Format) -> Res
     })
 }
 
-/// The workload API check on top of the Supervisor's facts, analysed.
+/// The workload API check on top of the Supervisor's facts, analysed; with the cluster's
+/// network when the Supervisor serves an NSX group.
 pub async fn report(
     conn: &Connection,
     facts: ClusterFacts,
+    inventory: &Inventory,
     opts: &StatusOptions,
     started: Instant,
 ) -> Result<StatusReport> {
@@ -72,10 +79,11 @@ pub async fn report(
     .await
     .api;
     let findings = analyse::status_findings(&facts, &api);
-    Ok(StatusReport::new(
-        facts,
-        api,
-        findings,
-        started.elapsed().as_millis() as u64,
-    ))
+    let network = inventory
+        .network_of(&facts.cluster.name)
+        .map(|o| analyse::assess(&o));
+    Ok(
+        StatusReport::new(facts, api, findings, started.elapsed().as_millis() as u64)
+            .with_network(network),
+    )
 }

@@ -147,6 +147,10 @@ fn diagnose_table(r: &DiagnoseReport, wide: bool, paint: Paint) -> String {
         }
     }
 
+    if let Some(a) = &r.network_policy {
+        super::network::section(&mut out, a, wide);
+    }
+
     let v = &r.verdict;
     let tone = if v.code == crate::analyse::verdict::VerdictCode::Healthy {
         Tone::Good

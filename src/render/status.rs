@@ -288,6 +288,10 @@ fn status_table(r: &StatusReport, wide: bool, paint: Paint) -> String {
         ));
     }
 
+    if let Some(a) = &r.network_policy {
+        super::network::section(&mut out, a, wide);
+    }
+
     out.blank();
     if r.findings.is_empty() {
         out.marked("", Tone::Good, "No problems found.", "");

@@ -32,6 +32,10 @@ pub struct Evidence {
     /// same unless told otherwise. Bundles from before it had none: the default then.
     #[serde(default = "default_since_s")]
     pub since_s: u64,
+    /// The network requests that failed, one note each ("list ... forbidden"): the objects
+    /// keep what was read, these what was not. Empty without an NSX group.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub network_unread: Vec<String>,
 }
 
 fn default_since_s() -> u64 {
@@ -60,6 +64,11 @@ impl Evidence {
             nodes,
             duration_ms,
             since_s: default_since_s(),
+            network_unread: inventory
+                .network
+                .as_ref()
+                .map(|n| n.unread.clone())
+                .unwrap_or_default(),
         }
     }
 
@@ -74,8 +83,12 @@ impl Evidence {
         let inventory = Inventory::from_objects(&self.namespace, self.apis.clone(), &self.objects);
         let facts = inventory.facts(&self.context, &self.cluster)?;
         let since = std::time::Duration::from_secs(self.since_s);
-        let diagnosis = analyse::verdict::diagnose(&facts, &self.nodes, since);
+        let mut diagnosis = analyse::verdict::diagnose(&facts, &self.nodes, since);
         let findings = analyse::status_findings(&facts, &self.workload_api);
+        let network = self.network(&inventory);
+        if let Some(a) = &network {
+            analyse::network::join(&mut diagnosis, &facts, a);
+        }
         Ok(DiagnoseReport::new(
             facts,
             self.workload_api.clone(),
@@ -84,6 +97,31 @@ impl Evidence {
             self.nodes.clone(),
             diagnosis,
             self.duration_ms,
-        ))
+        )
+        .with_network(network))
+    }
+
+    /// The cluster's network assessed, when the Supervisor serves an NSX group: the objects
+    /// kept, with the notes of what could not be read (a resource with a note was not read).
+    fn network(&self, inventory: &Inventory) -> Option<analyse::NetworkAssessment> {
+        let mut objects = inventory.network_of(&self.cluster)?;
+        objects.unread = self.network_unread.clone();
+        objects.read.retain(|r| {
+            !self
+                .network_unread
+                .iter()
+                .any(|n| unread_resource(n) == Some(&r.resource))
+        });
+        Some(analyse::assess(&objects))
+    }
+}
+
+/// The resource a failed request's note names (`list securitypolicies.crd.nsx.vmware.com in
+/// namespace ns-prod: forbidden`: its second word); None for a note about an answered one.
+fn unread_resource(note: &str) -> Option<&str> {
+    let mut words = note.split_whitespace();
+    match words.next()? {
+        "list" | "get" => words.next().map(|w| w.trim_end_matches(':')),
+        _ => None,
     }
 }

@@ -12,7 +12,7 @@ pub use evidence::Evidence;
 pub use list::{ClusterFailure, ListItem, ListReport, ListResult, Summarized, SummaryRow};
 
 use crate::analyse::verdict::{Diagnosis, VerdictCode};
-use crate::analyse::{Finding, Severity};
+use crate::analyse::{network_findings, Finding, NetworkAssessment, Severity};
 use crate::error::{EXIT_INCOMPLETE, EXIT_OK, EXIT_PROBLEM};
 use crate::probe::NodeReport;
 use crate::supervisor::{ApiVersions, ClusterFacts, ClusterInfo, ControlPlaneNode, KcpInfo};
@@ -60,6 +60,10 @@ pub struct StatusReport {
     pub nodes: Vec<ControlPlaneNode>,
     pub workload_api: WorkloadApi,
     pub findings: Vec<Finding>,
+    /// The cluster's network and its SecurityPolicies against the control-plane VMs: only when
+    /// the Supervisor serves an NSX group (absent otherwise, so a report is what it was).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub network_policy: Option<NetworkAssessment>,
     pub result: RunResult,
 }
 
@@ -109,6 +113,33 @@ impl StatusReport {
         findings: Vec<Finding>,
         duration_ms: u64,
     ) -> Self {
+        let (header, nodes) = ReportHeader::of("StatusReport", facts);
+        let result = RunResult::of(&workload_api, &findings, duration_ms);
+        StatusReport {
+            header,
+            nodes,
+            workload_api,
+            result,
+            findings,
+            network_policy: None,
+        }
+    }
+
+    /// The report with the cluster's network: its findings after the others, the result
+    /// counted again. None (no NSX group served) leaves the report as it is.
+    pub fn with_network(mut self, network: Option<NetworkAssessment>) -> Self {
+        if let Some(a) = network {
+            self.findings.extend(network_findings(&a));
+            self.result =
+                RunResult::of(&self.workload_api, &self.findings, self.result.duration_ms);
+            self.network_policy = Some(a);
+        }
+        self
+    }
+}
+
+impl RunResult {
+    fn of(workload_api: &WorkloadApi, findings: &[Finding], duration_ms: u64) -> RunResult {
         let complete = workload_api.state != ApiState::Unknown;
         let errors = findings
             .iter()
@@ -123,20 +154,13 @@ impl StatusReport {
         } else {
             EXIT_OK
         };
-        let (header, nodes) = ReportHeader::of("StatusReport", facts);
-        StatusReport {
-            header,
-            nodes,
-            workload_api,
-            result: RunResult {
-                healthy: findings.is_empty(),
-                complete,
-                errors,
-                warnings,
-                exit_code,
-                duration_ms,
-            },
-            findings,
+        RunResult {
+            healthy: findings.is_empty(),
+            complete,
+            errors,
+            warnings,
+            exit_code,
+            duration_ms,
         }
     }
 }
@@ -210,6 +234,9 @@ pub struct DiagnoseReport {
     /// control-plane labels but join no Machine, which are never probed.
     #[serde(default)]
     pub findings: Vec<Finding>,
+    /// As in `StatusReport`: only when the Supervisor serves an NSX group.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub network_policy: Option<NetworkAssessment>,
     pub route: RouteInfo,
     pub nodes: Vec<DiagnosedNode>,
     /// Port 2379, then 2380.
@@ -271,6 +298,7 @@ impl DiagnoseReport {
             header,
             workload_api,
             findings,
+            network_policy: None,
             route,
             result: DiagnoseResult {
                 exit_code,
@@ -283,6 +311,18 @@ impl DiagnoseReport {
             logs: diagnosis.logs,
             verdict: diagnosis.verdict,
         }
+    }
+}
+
+impl DiagnoseReport {
+    /// The report with the cluster's network: its findings after the others (the exit code is
+    /// the verdict's). None leaves the report as it is.
+    pub fn with_network(mut self, network: Option<NetworkAssessment>) -> Self {
+        if let Some(a) = network {
+            self.findings.extend(network_findings(&a));
+            self.network_policy = Some(a);
+        }
+        self
     }
 }
 

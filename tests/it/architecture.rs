@@ -72,12 +72,21 @@ const FOLDERS: &[(&str, &[&[&str]])] = &[
     ("bundle", &[&["read", "write"]]),
     (
         "render",
-        &[&["watch"], &["cleanup", "diagnose", "list", "status"]],
+        &[
+            &["watch"],
+            &["cleanup", "diagnose", "list", "status"],
+            &["network"],
+        ],
     ),
     ("report", &[&["watch"], &["evidence", "list"]]),
     (
         "analyse",
-        &[&["status"], &["verdict"], &["matrix", "policy"]],
+        &[
+            &["status"],
+            &["network"],
+            &["verdict"],
+            &["matrix", "policy"],
+        ],
     ),
     (
         "analyse::policy",

@@ -1,0 +1,169 @@
+//! The NETWORK POLICY section of the `status` and `diagnose` tables: the rules that block or
+//! would block TCP 2379/2380 between the control-plane VMs, with their VM pairs, the network
+//! objects NSX did not realize, what could not be read; with `-o wide`, the policies that select
+//! the VMs. Shown only when the Supervisor serves an NSX group and something applies.
+//!
+//! Every text from the objects (names, condition messages) goes out through [`Lines`], which
+//! makes it visible (no control or invisible character reaches the terminal).
+
+use super::{Lines, Tone};
+use crate::analyse::network::{action_text, paths_text, ports_text, rule_text, warning_text};
+use crate::analyse::policy::{PathRef, RealizedState};
+use crate::analyse::NetworkAssessment;
+
+/// The VM pairs of one rule, per port: `all 6 paths` when it covers every ordered pair of
+/// distinct VMs on that port (the matrix's N×N shape without its diagonal), else the pairs.
+fn pairs_lines(paths: &[PathRef], vms: usize) -> Vec<String> {
+    let mut ports: Vec<u16> = paths.iter().map(|p| p.port).collect();
+    ports.sort_unstable();
+    ports.dedup();
+    let all = vms * vms.saturating_sub(1);
+    ports
+        .into_iter()
+        .map(|port| {
+            let on: Vec<PathRef> = paths.iter().filter(|p| p.port == port).cloned().collect();
+            if all > 0 && on.len() == all {
+                format!("      {port}: every path between the {vms} VMs ({all} of {all})")
+            } else {
+                format!("      {port}: {} of {all}: {}", on.len(), paths_text(&on))
+            }
+        })
+        .collect()
+}
+
+/// The section, when anything applies; `wide` adds the table of the policies that select the
+/// cluster's VMs.
+pub(crate) fn section(out: &mut Lines, a: &NetworkAssessment, wide: bool) {
+    if !a.applies() {
+        return;
+    }
+    let ev = &a.evaluation;
+    let vms = ev.vms.len();
+    out.blank();
+    out.line(format!(
+        "NETWORK POLICY (NSX, namespace {}: TCP 2379/2380 between the {vms} control-plane VMs):",
+        ev.namespace
+    ));
+    for b in a.blocking() {
+        out.marked(
+            "  ",
+            Tone::Bad,
+            "BLOCKS",
+            &format!(
+                " {}: {} on {}",
+                rule_text(b.rule),
+                action_text(b.rule),
+                ports_text(&b.paths)
+            ),
+        );
+        for l in pairs_lines(&b.paths, vms) {
+            out.line(l);
+        }
+    }
+    for w in ev.warnings() {
+        out.marked(
+            "  ",
+            Tone::Warn,
+            "WOULD BLOCK",
+            &format!(" {}", warning_text(&w)),
+        );
+    }
+    let undecided: Vec<PathRef> = ev
+        .undecided()
+        .map(|p| PathRef {
+            port: p.port,
+            from: p.from.clone(),
+            to: p.to.clone(),
+        })
+        .collect();
+    if let Some(why) = ev.undecided().find_map(|p| match &p.outcome {
+        crate::analyse::policy::PathOutcome::CannotDecide { why } => Some(why.clone()),
+        _ => None,
+    }) {
+        out.line(format!(
+            "  cannot decide {} path(s) ({}): {why}",
+            undecided.len(),
+            paths_text(&undecided)
+        ));
+    }
+    for p in &a.realization {
+        let why = [p.reason.as_deref(), p.message.as_deref()]
+            .into_iter()
+            .flatten()
+            .collect::<Vec<_>>()
+            .join(": ");
+        out.marked(
+            "  ",
+            Tone::Bad,
+            "NOT REALIZED",
+            &format!(
+                " {} {}{}: {} {}{}",
+                p.kind,
+                p.name,
+                p.vm.as_ref()
+                    .map(|v| format!(" (VM {v})"))
+                    .unwrap_or_default(),
+                p.condition,
+                p.status.as_deref().unwrap_or(""),
+                if why.is_empty() {
+                    String::new()
+                } else {
+                    format!(" ({})", why.replace('\n', " "))
+                }
+            ),
+        );
+    }
+    let selecting: Vec<_> = ev.selecting_vms().collect();
+    if wide && !selecting.is_empty() {
+        let rows: Vec<Vec<String>> = selecting
+            .iter()
+            .map(|p| {
+                vec![
+                    format!("{}/{}", p.namespace, p.name),
+                    p.group.name().to_string(),
+                    p.priority
+                        .map(|n| n.to_string())
+                        .unwrap_or_else(|| "?".into()),
+                    match p.realization.state {
+                        RealizedState::Realized => "yes",
+                        RealizedState::NotRealized => "no",
+                        RealizedState::Unknown => "unknown",
+                    }
+                    .to_string(),
+                    if p.applies_to.len() == vms {
+                        format!("all {vms}")
+                    } else {
+                        p.applies_to.join(",")
+                    },
+                ]
+            })
+            .collect();
+        out.line("  Policies that select the control-plane VMs:");
+        out.table(
+            &["  POLICY", "GROUP", "PRIORITY", "REALIZED", "VMS"],
+            &rows
+                .into_iter()
+                .map(|mut r| {
+                    r[0] = format!("  {}", r[0]);
+                    r
+                })
+                .collect::<Vec<_>>(),
+        );
+    } else if !selecting.is_empty() {
+        out.line(format!(
+            "  {} of {} SecurityPolicies select the control-plane VMs (-o wide lists them)",
+            selecting.len(),
+            ev.policies.len()
+        ));
+    }
+    if ev.policies_not_read > 0 {
+        out.line(format!(
+            "  {} more SecurityPolicies were not read (bounded): paths they could touch are undecided",
+            ev.policies_not_read
+        ));
+    }
+    out.line(format!("  read: {}", a.read_text()));
+    for n in &a.unread {
+        out.line(format!("  could not read: {n}"));
+    }
+}
