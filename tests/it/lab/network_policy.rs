@@ -154,7 +154,13 @@ fn policy_then_no_policy_then_healed(route: Route) {
     );
     assert_eq!(r.route.name, route_name(route));
     assert_eq!(r.result.nodes_reached, 3, "{}", shown(&r));
-    assert!(evidence_has(&r, &[POLICY]), "{}", shown(&r));
+    // Every failing path (2 ports, 6 ordered pairs) is the policy's: the probe's nodes joined
+    // to their VMs.
+    assert!(
+        evidence_has(&r, &[POLICY, "covers 12 of the 12 failing paths"]),
+        "{}",
+        shown(&r)
+    );
     assert!(
         r.verdict
             .next_steps
@@ -187,7 +193,11 @@ fn policy_then_no_policy_then_healed(route: Route) {
         shown(&r)
     );
     assert_eq!(r.route.name, route_name(route));
-    assert!(evidence_has(&r, &[OUTSIDE]), "{}", shown(&r));
+    assert!(
+        evidence_has(&r, &["12 of the 12 failing paths", OUTSIDE]),
+        "{}",
+        shown(&r)
+    );
     assert!(!evidence_has(&r, &["drop-etcd-peers"]), "{}", shown(&r));
     assert!(!next_steps_have(&r, "SecurityPolicy"), "{}", shown(&r));
     assert!(json["networkPolicy"].is_object(), "{}", run.stdout);
