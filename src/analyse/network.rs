@@ -226,8 +226,43 @@ pub fn paths_text(paths: &[PathRef]) -> String {
     parts.join(", ")
 }
 
-/// One line for a warning: which rule, what it would block, why it does not now.
-pub fn warning_text(w: &PolicyWarning) -> String {
+/// The paths in short, per port: `every path between the 3 VMs on 2380` when they are all
+/// the ordered pairs of distinct VMs on that port (the matrix's N×N shape without its
+/// diagonal), else the paths named ([`paths_text`]).
+pub fn pairs_text(paths: &[PathRef], vms: usize) -> String {
+    let all = vms * vms.saturating_sub(1);
+    let mut ports: Vec<u16> = paths.iter().map(|p| p.port).collect();
+    ports.sort_unstable();
+    ports.dedup();
+    let full: Vec<u16> = ports
+        .iter()
+        .copied()
+        .filter(|port| all > 0 && paths.iter().filter(|p| p.port == *port).count() == all)
+        .collect();
+    let mut parts = Vec::new();
+    if !full.is_empty() {
+        parts.push(format!(
+            "every path between the {vms} VMs on {}",
+            full.iter()
+                .map(u16::to_string)
+                .collect::<Vec<_>>()
+                .join(" and ")
+        ));
+    }
+    let rest: Vec<PathRef> = paths
+        .iter()
+        .filter(|p| !full.contains(&p.port))
+        .cloned()
+        .collect();
+    if !rest.is_empty() {
+        parts.push(paths_text(&rest));
+    }
+    parts.join("; ")
+}
+
+/// One line for a warning: which rule, what it would block (`vms`: how many VMs were
+/// evaluated, for [`pairs_text`]), why it does not now.
+pub fn warning_text(w: &PolicyWarning, vms: usize) -> String {
     let why = match &w.reason {
         CoverReason::Shadowed { by } => format!(
             "shadowed by {} ({}), which comes first: it blocks them if that rule changes",
@@ -257,7 +292,7 @@ pub fn warning_text(w: &PolicyWarning) -> String {
         action_text(&w.rule),
         ports_text(&w.paths),
         w.paths.len(),
-        paths_text(&w.paths)
+        pairs_text(&w.paths, vms)
     )
 }
 
@@ -406,15 +441,43 @@ pub fn join(diagnosis: &mut Diagnosis, facts: &ClusterFacts, a: &NetworkAssessme
             ))
         })
         .collect();
+    let seen_working = |p: &PathRef| {
+        working
+            .iter()
+            .any(|(port, f, t)| *port == p.port && *f == p.from && *t == p.to)
+    };
+    // A rule in effect that blocks paths the probe saw work: said, never judged.
+    for b in a.blocking() {
+        let works: Vec<PathRef> = b
+            .paths
+            .iter()
+            .filter(|p| seen_working(p))
+            .map(|p| PathRef {
+                port: p.port,
+                from: node_of(&p.from),
+                to: node_of(&p.to),
+            })
+            .collect();
+        if works.is_empty() {
+            continue;
+        }
+        diagnosis.verdict.notes.push(format!(
+            "warning: {}: {} on {} covers {} path(s) the probe saw work ({}): check how NSX applies it (kubectl get securitypolicies.{} {} -n {} -o yaml)",
+            rule_text(b.rule),
+            action_text(b.rule),
+            ports_text(&works),
+            works.len(),
+            pairs_text(&works, ev.vms.len()),
+            b.rule.group.name(),
+            b.rule.policy,
+            b.rule.namespace
+        ));
+    }
     for w in ev.warnings() {
         let works: Vec<PathRef> = w
             .paths
             .iter()
-            .filter(|p| {
-                working
-                    .iter()
-                    .any(|(port, f, t)| *port == p.port && *f == p.from && *t == p.to)
-            })
+            .filter(|p| seen_working(p))
             .map(|p| PathRef {
                 port: p.port,
                 from: node_of(&p.from),
@@ -428,7 +491,7 @@ pub fn join(diagnosis: &mut Diagnosis, facts: &ClusterFacts, a: &NetworkAssessme
         diagnosis
             .verdict
             .notes
-            .push(format!("warning: {}", warning_text(&w)));
+            .push(format!("warning: {}", warning_text(&w, ev.vms.len())));
     }
 }
 

@@ -6,7 +6,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::network::{
-    action_text, paths_text, ports_text, rule_text, warning_text, NetworkAssessment,
+    action_text, pairs_text, ports_text, rule_text, warning_text, NetworkAssessment,
 };
 use crate::supervisor::{
     ClusterFacts, ControlPlaneNode, IdentityProblem, PowerState, RolloutPhase, VmInfo,
@@ -665,7 +665,7 @@ pub fn network_findings(a: &NetworkAssessment) -> Vec<Finding> {
                 action_text(b.rule),
                 ports_text(&b.paths),
                 b.paths.len(),
-                paths_text(&b.paths),
+                pairs_text(&b.paths, a.evaluation.vms.len()),
                 b.rule.group.name(),
                 b.rule.policy,
                 b.rule.namespace
@@ -677,7 +677,7 @@ pub fn network_findings(a: &NetworkAssessment) -> Vec<Finding> {
             SecurityPolicyWouldBlockEtcd,
             Warning,
             None,
-            warning_text(&w),
+            warning_text(&w, a.evaluation.vms.len()),
         ));
     }
     out

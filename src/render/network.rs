@@ -65,7 +65,7 @@ pub(crate) fn section(out: &mut Lines, a: &NetworkAssessment, wide: bool) {
             "  ",
             Tone::Warn,
             "WOULD BLOCK",
-            &format!(" {}", warning_text(&w)),
+            &format!(" {}", warning_text(&w, vms)),
         );
     }
     let undecided: Vec<PathRef> = ev

@@ -21,6 +21,7 @@ mod cleanup;
 mod cleanup_running;
 mod json_contract;
 mod network;
+mod network_policy;
 mod rbac;
 mod status;
 

@@ -65,3 +65,50 @@ fn colour_only_when_asked() {
         "the verdict is coloured on a terminal"
     );
 }
+
+fn status_table(name: &str, format: Format) -> String {
+    let path = format!(
+        "{}/tests/fixtures/reports/{name}.json",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let r: etcdnet::report::StatusReport =
+        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    render::output(&r, format, Paint { on: false }).unwrap()
+}
+
+/// nsx-vpc (issue 21), its peers' 2380 timing out: the NETWORK POLICY section, the verdict's
+/// evidence naming drop-etcd-peers and its first next step. Captured from
+/// `network_policy::a_diagnosis_names_the_dropping_policy_and_its_bundle_keeps_it`'s `-o json`.
+#[test]
+fn nsx_vpc_dropped_table() {
+    snapbox::assert_data_eq!(
+        table("nsx-vpc-2380-dropped", Format::Table),
+        snapbox::file!["../snapshots/nsx-vpc-2380-dropped.table.txt"]
+    );
+}
+
+#[test]
+fn nsx_vpc_dropped_wide() {
+    snapbox::assert_data_eq!(
+        table("nsx-vpc-2380-dropped", Format::Wide),
+        snapbox::file!["../snapshots/nsx-vpc-2380-dropped.wide.txt"]
+    );
+}
+
+/// nsx-vpc's `status` (captured from `network_policy::status_on_nsx_vpc_shows_the_evaluation`):
+/// the section, and with `-o wide` the policies that select the VMs.
+#[test]
+fn nsx_vpc_status_table() {
+    snapbox::assert_data_eq!(
+        status_table("nsx-vpc-status", Format::Table),
+        snapbox::file!["../snapshots/nsx-vpc-status.table.txt"]
+    );
+}
+
+#[test]
+fn nsx_vpc_status_wide() {
+    snapbox::assert_data_eq!(
+        status_table("nsx-vpc-status", Format::Wide),
+        snapbox::file!["../snapshots/nsx-vpc-status.wide.txt"]
+    );
+}
