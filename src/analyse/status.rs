@@ -429,6 +429,61 @@ pub fn rollout_text(n: &ControlPlaneNode, r: &RolloutPhase) -> String {
     }
 }
 
+/// The findings of the cluster's network, when the Supervisor serves an NSX group: each
+/// realization problem, each rule in effect that blocks 2379/2380 between the control-plane
+/// VMs, each one that would (shadowed, not realized). Paths are named by VM.
+pub fn network_findings(a: &NetworkAssessment) -> Vec<Finding> {
+    use FindingCode::*;
+    use Severity::*;
+    let mut out = Vec::new();
+    for p in &a.realization {
+        let mut text = format!("{} {}: {}", p.kind, p.name, p.condition);
+        if let Some(s) = &p.status {
+            text.push_str(&format!(" {s}"));
+        }
+        let why = [p.reason.as_deref(), p.message.as_deref()]
+            .into_iter()
+            .flatten()
+            .collect::<Vec<_>>()
+            .join(": ");
+        if !why.is_empty() {
+            text.push_str(&format!(" ({})", why.replace('\n', " ")));
+        }
+        text.push_str(match p.vm {
+            Some(_) => ": NSX did not realize this VM's network port, a cause of its own",
+            None => ": NSX did not realize the cluster's network",
+        });
+        out.push(finding(NetworkNotRealized, Error, p.vm.as_deref(), text));
+    }
+    for b in a.blocking() {
+        out.push(finding(
+            SecurityPolicyBlocksEtcd,
+            Error,
+            None,
+            format!(
+                "{}: {} on {} blocks {} path(s) between the control-plane VMs ({}); check it: kubectl get securitypolicies.{} {} -n {} -o yaml",
+                rule_text(b.rule),
+                action_text(b.rule),
+                ports_text(&b.paths),
+                b.paths.len(),
+                pairs_text(&b.paths, a.evaluation.vms.len()),
+                b.rule.group.name(),
+                b.rule.policy,
+                b.rule.namespace
+            ),
+        ));
+    }
+    for w in a.evaluation.warnings() {
+        out.push(finding(
+            SecurityPolicyWouldBlockEtcd,
+            Warning,
+            None,
+            warning_text(&w, a.evaluation.vms.len()),
+        ));
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -626,59 +681,4 @@ mod tests {
         );
         assert!(got[0].message.contains("EtcdClusterUnhealthy"));
     }
-}
-
-/// The findings of the cluster's network, when the Supervisor serves an NSX group: each
-/// realization problem, each rule in effect that blocks 2379/2380 between the control-plane
-/// VMs, each one that would (shadowed, not realized). Paths are named by VM.
-pub fn network_findings(a: &NetworkAssessment) -> Vec<Finding> {
-    use FindingCode::*;
-    use Severity::*;
-    let mut out = Vec::new();
-    for p in &a.realization {
-        let mut text = format!("{} {}: {}", p.kind, p.name, p.condition);
-        if let Some(s) = &p.status {
-            text.push_str(&format!(" {s}"));
-        }
-        let why = [p.reason.as_deref(), p.message.as_deref()]
-            .into_iter()
-            .flatten()
-            .collect::<Vec<_>>()
-            .join(": ");
-        if !why.is_empty() {
-            text.push_str(&format!(" ({})", why.replace('\n', " ")));
-        }
-        text.push_str(match p.vm {
-            Some(_) => ": NSX did not realize this VM's network port, a cause of its own",
-            None => ": NSX did not realize the cluster's network",
-        });
-        out.push(finding(NetworkNotRealized, Error, p.vm.as_deref(), text));
-    }
-    for b in a.blocking() {
-        out.push(finding(
-            SecurityPolicyBlocksEtcd,
-            Error,
-            None,
-            format!(
-                "{}: {} on {} blocks {} path(s) between the control-plane VMs ({}); check it: kubectl get securitypolicies.{} {} -n {} -o yaml",
-                rule_text(b.rule),
-                action_text(b.rule),
-                ports_text(&b.paths),
-                b.paths.len(),
-                pairs_text(&b.paths, a.evaluation.vms.len()),
-                b.rule.group.name(),
-                b.rule.policy,
-                b.rule.namespace
-            ),
-        ));
-    }
-    for w in a.evaluation.warnings() {
-        out.push(finding(
-            SecurityPolicyWouldBlockEtcd,
-            Warning,
-            None,
-            warning_text(&w, a.evaluation.vms.len()),
-        ));
-    }
-    out
 }

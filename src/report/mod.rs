@@ -426,6 +426,27 @@ impl CleanupReport {
 mod tests {
     use super::*;
 
+    /// Without an NSX group (`None`) a report is what it was: the same value, no
+    /// `networkPolicy` key in its JSON.
+    #[test]
+    fn without_a_network_nothing_changes() {
+        use crate::supervisor::PowerState;
+        use crate::testing::{api, facts, node};
+        let nodes = vec![node(1, PowerState::PoweredOn, true, "Running")];
+        let plain = StatusReport::new(
+            facts(1, 1, nodes.clone()),
+            api(ApiState::Reachable),
+            vec![],
+            7,
+        );
+        let joined = plain.clone().with_network(None);
+        assert_eq!(joined, plain);
+        let json = serde_json::to_string(&joined).unwrap();
+        assert!(!json.contains("networkPolicy"), "{json}");
+        let back: StatusReport = serde_json::from_str(&json).unwrap();
+        assert_eq!(back, plain);
+    }
+
     #[test]
     fn cleanup_actions_are_the_strings_scripts_match() {
         for (action, text) in [

@@ -192,6 +192,22 @@ fn status_of_every_fixture_set() {
     }
 }
 
+/// The NSX sets (issue 21): `networkPolicy`, the network's finding codes and the NETWORK POLICY
+/// section, and `diagnose --dry-run`'s warnings on stderr. The other sets serve no NSX group:
+/// their snapshots above are unchanged by it.
+#[test]
+fn status_of_the_nsx_sets() {
+    for set in ["nsx-vpc", "nsx-ncp", "nsx-vpc-forbidden"] {
+        let env = Env::new(set, Workload::ok());
+        for format in ["json", "table", "wide"] {
+            let run = env.plugin(&["status", CLUSTER, "-n", NS, "-o", format]);
+            snapshot(&format!("status-{set}.{format}"), &run);
+        }
+        let run = env.plugin(&["diagnose", CLUSTER, "-n", NS, "--dry-run", "-o", "json"]);
+        snapshot(&format!("diagnose-dry-run-{set}.json"), &run);
+    }
+}
+
 #[test]
 fn status_errors() {
     let env = Env::new("forbidden", Workload::ok());

@@ -197,11 +197,10 @@ fn section_2380_dropped(ip: &str) -> String {
     )
 }
 
-/// The peers time out on 2380 on nsx-vpc: the verdict's evidence names drop-etcd-peers, its
-/// first next step is to fix it; the bundle, analysed, keeps `networkPolicy` and says the same.
-#[test]
-fn a_diagnosis_names_the_dropping_policy_and_its_bundle_keeps_it() {
-    let env = Env::new("nsx-vpc", Workload::black_hole());
+/// `diagnose --via jumpbox --bundle` on `set` with every VM's peers timing out on 2380: the
+/// env, the run (`-o json`) and the bundle's path.
+fn diagnose_2380_dropped(set: &str) -> (Env, Run, std::path::PathBuf) {
+    let env = Env::new(set, Workload::black_hole());
     env.supervisor.on_pod_created(|pod| {
         Some(PodScript::succeeds(scripted_jumpbox_log_with(
             pod,
@@ -224,6 +223,25 @@ fn a_diagnosis_names_the_dropping_policy_and_its_bundle_keeps_it() {
         "-o",
         "json",
     ]);
+    (env, live, bundle)
+}
+
+fn analyse_json(env: &Env, bundle: &Path) -> Run {
+    env.kubectl(&[
+        "--kubeconfig",
+        "/nonexistent/kubeconfig",
+        "analyse",
+        bundle.to_str().unwrap(),
+        "-o",
+        "json",
+    ])
+}
+
+/// The peers time out on 2380 on nsx-vpc: the verdict's evidence names drop-etcd-peers, its
+/// first next step is to fix it; the bundle, analysed, keeps `networkPolicy` and says the same.
+#[test]
+fn a_diagnosis_names_the_dropping_policy_and_its_bundle_keeps_it() {
+    let (env, live, bundle) = diagnose_2380_dropped("nsx-vpc");
     live.expect_code(1);
     let report = live.diagnose_report();
     assert!(
@@ -248,14 +266,7 @@ fn a_diagnosis_names_the_dropping_policy_and_its_bundle_keeps_it() {
     );
     assert!(report.network_policy.is_some());
 
-    let offline = env.kubectl(&[
-        "--kubeconfig",
-        "/nonexistent/kubeconfig",
-        "analyse",
-        bundle.to_str().unwrap(),
-        "-o",
-        "json",
-    ]);
+    let offline = analyse_json(&env, &bundle);
     offline.expect_code(1);
     assert!(offline.json().get("networkPolicy").is_some());
     assert_eq!(offline.json(), live.json(), "the same report");
@@ -269,4 +280,31 @@ fn a_diagnosis_names_the_dropping_policy_and_its_bundle_keeps_it() {
         "{}",
         table.stdout
     );
+}
+
+/// nsx-vpc-forbidden, the same cut: no policy was read, so the failing paths are outside the
+/// Supervisor's view, and the evidence says what was read and what was refused; the bundle keeps
+/// the refusal (its manifest's `networkUnread`) and `analyse` says the same.
+#[test]
+fn failing_paths_no_policy_covers_are_outside_the_view_and_the_bundle_keeps_why() {
+    let (env, live, bundle) = diagnose_2380_dropped("nsx-vpc-forbidden");
+    live.expect_code(1);
+    let report = live.diagnose_report();
+    let line = &report.verdict.evidence[0];
+    assert!(
+        line.starts_with("6 of the 6 failing paths (")
+            && line.contains("the cause is outside its view")
+            && line.contains("read: ")
+            && line.contains(
+                "could not read: list securitypolicies.crd.nsx.vmware.com in namespace ns-prod: forbidden"
+            ),
+        "{line}"
+    );
+    assert!(
+        !line.contains("securitypolicies.crd.nsx.vmware.com 0"),
+        "{line}"
+    );
+    let offline = analyse_json(&env, &bundle);
+    offline.expect_code(1);
+    assert_eq!(offline.json(), live.json(), "the same report");
 }

@@ -332,7 +332,6 @@ fn a_reset_while_kubelet_kills_the_member_is_no_certificate_problem() {
     assert_eq!(v.code, VerdictCode::EtcdCertificateProblem, "{v:#?}");
     // But a reset that curl met asking the socket for its peer, after the handshake and before
     // the request (the lab's etcd 3.4, killed by kubelet during the cut), is the listener gone.
-    let mut p = p;
     let own = (p[0].paths.iter_mut())
         .find(|x| x.target == IPS[0] && x.port == 2379)
         .unwrap();
