@@ -15,6 +15,7 @@ mod diagnose_jumpbox;
 mod diagnose_pod;
 mod jumpbox_script;
 mod many_clusters;
+mod network_policy;
 mod past_members;
 mod past_network;
 mod probe;

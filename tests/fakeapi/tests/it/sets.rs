@@ -49,6 +49,7 @@ fn expectations() -> BTreeMap<&'static str, Expect> {
         // healthy-v1alpha3's objects, plus the network ones (`a_network_set_serves_nsx`).
         ("nsx-vpc", e("v1alpha3", cp3, 3)),
         ("nsx-vpc-forbidden", e("v1alpha3", cp3, 3)),
+        ("nsx-vpc-no-drop", e("v1alpha3", cp3, 3)),
         ("nsx-ncp", e("v1alpha3", cp3, 3)),
         ("quorum-lost", e("v1alpha3", cp3, 3)),
         (
@@ -441,12 +442,14 @@ fn a_placeholder_without_value_is_an_error() {
 }
 
 /// The network sets serve the NSX groups in discovery, as a VPC or NCP Supervisor does, with
-/// their objects; `nsx-vpc-forbidden` refuses the list of SecurityPolicies only.
+/// their objects; `nsx-vpc-forbidden` refuses the list of SecurityPolicies only; `nsx-vpc-no-drop`
+/// has one Allow on 6443 and every port realized.
 #[tokio::test]
 async fn a_network_set_serves_nsx() {
     for (set, served, absent) in [
         ("nsx-vpc", "crd.nsx.vmware.com", "nsx.vmware.com"),
         ("nsx-vpc-forbidden", "crd.nsx.vmware.com", "vmware.com"),
+        ("nsx-vpc-no-drop", "crd.nsx.vmware.com", "nsx.vmware.com"),
         ("nsx-ncp", "nsx.vmware.com", "crd.nsx.vmware.com"),
     ] {
         let api = FakeApi::start_with(
@@ -501,6 +504,25 @@ async fn a_network_set_serves_nsx() {
                 assert_eq!(
                     (c.type_.as_str(), c.status.as_str()),
                     ("NamespaceNetworkReady", "True")
+                );
+            }
+            "nsx-vpc-no-drop" => {
+                assert_eq!(
+                    names(list(served, "SecurityPolicy").await.unwrap()),
+                    ["allow-apiserver"]
+                );
+                let ports = list(served, "SubnetPort").await.unwrap();
+                assert_eq!(ports.items.len(), 3);
+                for p in &ports.items {
+                    assert_eq!(
+                        p.data["status"]["conditions"][0]["status"], "True",
+                        "{:?}",
+                        p.metadata.name
+                    );
+                }
+                assert_eq!(
+                    names(list(served, "SubnetSet").await.unwrap()),
+                    ["tkc-prod-vnet"]
                 );
             }
             "nsx-vpc-forbidden" => {
