@@ -131,16 +131,13 @@ pub struct ClusterEntry {
     /// The verdict when written (for a reader's glance; `analyse` judges again).
     #[serde(default)]
     pub verdict: Option<String>,
-    /// The network requests that failed (issue 21), one note each; absent when none.
+    /// What could not be read of its network (`Evidence::network_unread`). Absent when none.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub network_unread: Vec<String>,
     /// Its Supervisor objects, paths under `dir`, in the order they were read.
     pub objects: Vec<String>,
     /// Its control-plane nodes, in the report's order.
     pub nodes: Vec<NodeEntry>,
-    /// What could not be read of its network (`Evidence::network_unread`). Absent when none.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub network_unread: Vec<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -166,7 +166,6 @@ pub(super) fn files(evidence: &[Evidence], args: Vec<String>) -> Result<Vec<(Str
             dir,
             duration_ms: e.duration_ms,
             since_s: e.since_s,
-            network_unread: e.network_unread.clone(),
             verdict: Some(report.verdict.code.to_string()),
             objects,
             nodes,
