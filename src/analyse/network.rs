@@ -23,7 +23,6 @@ use super::policy::{
     PolicyObject, PolicyVm, PolicyWarning, RuleRef,
 };
 use super::verdict::{Diagnosis, VerdictCode};
-use crate::supervisor::extract::vm_ip;
 use crate::supervisor::network::{
     realization, NetKind, NetworkObjects, ReadCount, RealizationProblem,
 };
@@ -51,48 +50,16 @@ pub struct NetworkAssessment {
     pub evaluation: PolicyEvaluation,
 }
 
-/// A Drop/Reject rule in effect and the paths between the VMs it decides.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Blocking<'a> {
-    pub rule: &'a RuleRef,
-    pub paths: Vec<PathRef>,
-}
-
 impl NetworkAssessment {
     /// Whether there is anything to show in the NETWORK POLICY section: a policy applying to a
     /// VM, a blocking rule, a warning, a realization problem, an unread note.
     pub fn applies(&self) -> bool {
         self.evaluation.selecting_vms().next().is_some()
-            || !self.blocking().is_empty()
+            || !self.evaluation.blocking().is_empty()
             || !self.evaluation.warnings().is_empty()
             || !self.realization.is_empty()
             || !self.unread.is_empty()
             || self.evaluation.policies_not_read > 0
-    }
-
-    /// The rules in effect that drop or reject a path between the VMs, each with its paths, in
-    /// the order of the paths (port, FROM, TO).
-    pub fn blocking(&self) -> Vec<Blocking<'_>> {
-        let mut out: Vec<Blocking> = Vec::new();
-        for p in &self.evaluation.paths {
-            let rule = match &p.outcome {
-                PathOutcome::Dropped { rule } | PathOutcome::Rejected { rule } => rule,
-                _ => continue,
-            };
-            let path = PathRef {
-                port: p.port,
-                from: p.from.clone(),
-                to: p.to.clone(),
-            };
-            match out.iter_mut().find(|b| b.rule == rule) {
-                Some(b) => b.paths.push(path),
-                None => out.push(Blocking {
-                    rule,
-                    paths: vec![path],
-                }),
-            }
-        }
-        out
     }
 
     /// `securitypolicies.crd.nsx.vmware.com 5, subnetports.crd.nsx.vmware.com 3, ...`.
@@ -134,18 +101,12 @@ pub fn input(objects: &NetworkObjects) -> PolicyInput {
         })
         .collect();
     let vms = objects
-        .vms
-        .iter()
+        .vm_endpoints()
+        .into_iter()
         .map(|v| PolicyVm {
-            name: v.metadata.name.clone().unwrap_or_default(),
-            labels: v
-                .metadata
-                .labels
-                .clone()
-                .unwrap_or_default()
-                .into_iter()
-                .collect(),
-            ips: vm_ip(&v.data).into_iter().collect(),
+            name: v.name,
+            labels: v.labels,
+            ips: v.ip.into_iter().collect(),
         })
         .collect();
     PolicyInput {
@@ -447,7 +408,7 @@ pub fn join(diagnosis: &mut Diagnosis, facts: &ClusterFacts, a: &NetworkAssessme
             .any(|(port, f, t)| *port == p.port && *f == p.from && *t == p.to)
     };
     // A rule in effect that blocks paths the probe saw work: said, never judged.
-    for b in a.blocking() {
+    for b in a.evaluation.blocking() {
         let works: Vec<PathRef> = b
             .paths
             .iter()
@@ -463,8 +424,8 @@ pub fn join(diagnosis: &mut Diagnosis, facts: &ClusterFacts, a: &NetworkAssessme
         }
         diagnosis.verdict.notes.push(format!(
             "warning: {}: {} on {} covers {} path(s) the probe saw work ({}): check how NSX applies it (kubectl get securitypolicies.{} {} -n {} -o yaml)",
-            rule_text(b.rule),
-            action_text(b.rule),
+            rule_text(&b.rule),
+            action_text(&b.rule),
             ports_text(&works),
             works.len(),
             pairs_text(&works, ev.vms.len()),

@@ -455,15 +455,15 @@ pub fn network_findings(a: &NetworkAssessment) -> Vec<Finding> {
         });
         out.push(finding(NetworkNotRealized, Error, p.vm.as_deref(), text));
     }
-    for b in a.blocking() {
+    for b in a.evaluation.blocking() {
         out.push(finding(
             SecurityPolicyBlocksEtcd,
             Error,
             None,
             format!(
                 "{}: {} on {} blocks {} path(s) between the control-plane VMs ({}); check it: kubectl get securitypolicies.{} {} -n {} -o yaml",
-                rule_text(b.rule),
-                action_text(b.rule),
+                rule_text(&b.rule),
+                action_text(&b.rule),
                 ports_text(&b.paths),
                 b.paths.len(),
                 pairs_text(&b.paths, a.evaluation.vms.len()),

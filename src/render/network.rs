@@ -44,15 +44,15 @@ pub(crate) fn section(out: &mut Lines, a: &NetworkAssessment, wide: bool) {
         "NETWORK POLICY (NSX, namespace {}: TCP 2379/2380 between the {vms} control-plane VMs):",
         ev.namespace
     ));
-    for b in a.blocking() {
+    for b in a.evaluation.blocking() {
         out.marked(
             "  ",
             Tone::Bad,
             "BLOCKS",
             &format!(
                 " {}: {} on {}",
-                rule_text(b.rule),
-                action_text(b.rule),
+                rule_text(&b.rule),
+                action_text(&b.rule),
                 ports_text(&b.paths)
             ),
         );
