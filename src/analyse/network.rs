@@ -408,9 +408,9 @@ pub fn join(diagnosis: &mut Diagnosis, facts: &ClusterFacts, a: &NetworkAssessme
             .any(|(port, f, t)| *port == p.port && *f == p.from && *t == p.to)
     };
     // A rule in effect that blocks paths the probe saw work: said, never judged.
-    for b in a.evaluation.blocking() {
-        let works: Vec<PathRef> = b
-            .paths
+    // The paths of `paths` the probe saw work, named by their nodes.
+    let worked = |paths: &[PathRef]| -> Vec<PathRef> {
+        paths
             .iter()
             .filter(|p| seen_working(p))
             .map(|p| PathRef {
@@ -418,7 +418,10 @@ pub fn join(diagnosis: &mut Diagnosis, facts: &ClusterFacts, a: &NetworkAssessme
                 from: node_of(&p.from),
                 to: node_of(&p.to),
             })
-            .collect();
+            .collect()
+    };
+    for b in a.evaluation.blocking() {
+        let works = worked(&b.paths);
         if works.is_empty() {
             continue;
         }
@@ -435,16 +438,7 @@ pub fn join(diagnosis: &mut Diagnosis, facts: &ClusterFacts, a: &NetworkAssessme
         ));
     }
     for w in ev.warnings() {
-        let works: Vec<PathRef> = w
-            .paths
-            .iter()
-            .filter(|p| seen_working(p))
-            .map(|p| PathRef {
-                port: p.port,
-                from: node_of(&p.from),
-                to: node_of(&p.to),
-            })
-            .collect();
+        let works = worked(&w.paths);
         if works.is_empty() {
             continue;
         }

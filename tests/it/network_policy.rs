@@ -152,15 +152,7 @@ fn status_on_nsx_vpc_forbidden_says_what_was_not_read() {
 /// One VM's jumpbox section: the captured healthy document made this VM's own, with its peers
 /// on 2380 timing out (a dropping firewall).
 fn section_2380_dropped(ip: &str) -> String {
-    let node = ["198.18.0.11", "198.18.0.12", "198.18.0.13"]
-        .iter()
-        .position(|i| *i == ip)
-        .map(|i| CP[i])
-        .unwrap_or("unknown");
-    let text = std::fs::read_to_string(
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/probe-output/healthy-node.json"),
-    )
-    .unwrap();
+    let text = healthy_probe_doc(ip, &CP);
     // The paths again, this VM's own: its peers' 2380 time out (as peer-timeouts.json says it).
     let paths: Vec<String> = ["198.18.0.11", "198.18.0.12", "198.18.0.13"]
         .iter()
@@ -176,25 +168,12 @@ fn section_2380_dropped(ip: &str) -> String {
         .collect();
     let at = text.find("\"paths\":[").unwrap();
     let close = at + text[at..].find(']').unwrap();
-    let doc = format!(
+    jumpbox_section(&format!(
         "{}\"paths\":[{}{}",
         &text[..at],
         paths.join(","),
         &text[close..]
-    )
-    .trim()
-    .replace(
-        "\"nodeIp\":\"198.18.0.11\"",
-        &format!("\"nodeIp\":\"{ip}\""),
-    )
-    .replace("\"ips\":[\"198.18.0.11\"]", &format!("\"ips\":[\"{ip}\"]"))
-    .replace(
-        "\"hostname\":\"tkc-1-control-plane-node1\"",
-        &format!("\"hostname\":\"{node}\""),
-    );
-    format!(
-        "ETCDNET-REACH 22 Open\nETCDNET-REACH 2379 Open\nETCDNET-REACH 2380 Open\nETCDNET-REACH 6443 Open\nETCDNET-REACH-END\n{doc}\n\nETCDNET-HOSTKEY none\nETCDNET-SSH-EXIT 0\n"
-    )
+    ))
 }
 
 /// `diagnose --via jumpbox --bundle` on `set` with every VM's peers timing out on 2380: the

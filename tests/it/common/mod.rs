@@ -335,13 +335,19 @@ pub fn scripted_jumpbox_log_with(
 
 /// One VM's section when its probe ran: ports open, the healthy document made the VM's own.
 fn healthy_jumpbox_section(ip: &str, names: &[&str]) -> String {
+    jumpbox_section(&healthy_probe_doc(ip, names))
+}
+
+/// The healthy probe document (tests/fixtures/probe-output/healthy-node.json) made VM `ip`'s
+/// own: its address, and its node's name from `names` in the order of 198.18.0.11-13.
+pub fn healthy_probe_doc(ip: &str, names: &[&str]) -> String {
     let node = ["198.18.0.11", "198.18.0.12", "198.18.0.13"]
         .iter()
         .position(|i| *i == ip)
         .and_then(|i| names.get(i))
         .copied()
         .unwrap_or("unknown");
-    let doc = std::fs::read_to_string(
+    std::fs::read_to_string(
         Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/probe-output/healthy-node.json"),
     )
     .unwrap()
@@ -354,7 +360,11 @@ fn healthy_jumpbox_section(ip: &str, names: &[&str]) -> String {
     .replace(
         "\"hostname\":\"tkc-1-control-plane-node1\"",
         &format!("\"hostname\":\"{node}\""),
-    );
+    )
+}
+
+/// One VM's jumpbox section around its probe document: ports open, no host key, ssh exit 0.
+pub fn jumpbox_section(doc: &str) -> String {
     format!(
         "ETCDNET-REACH 22 Open\nETCDNET-REACH 2379 Open\nETCDNET-REACH 2380 Open\nETCDNET-REACH 6443 Open\nETCDNET-REACH-END\n{doc}\n\nETCDNET-HOSTKEY none\nETCDNET-SSH-EXIT 0\n"
     )
