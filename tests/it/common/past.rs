@@ -22,6 +22,44 @@ pub enum Route {
     Jumpbox,
 }
 
+impl Route {
+    /// A fake Supervisor serving fixture set `set` whose plugin reaches `lab`'s nodes on this
+    /// route: probe pods run in the nodes by a workload fake, or the jumpbox pod run in the lab
+    /// with the lab's key as the cluster's `<cluster>-ssh` secret.
+    pub fn env(self, set: &str, lab: &Arc<Lab>) -> Env {
+        match self {
+            Route::Pod => {
+                let w = FakeConfig::from_dir(etcdnet_fakeapi::workload_set("lab-3")).unwrap();
+                Env::new(set, Workload::lab(w, lab.clone()).unwrap())
+            }
+            Route::Jumpbox => {
+                let env = Env::new(set, Workload::black_hole());
+                env.supervisor.execute_jumpbox_pods_in(lab.clone()).unwrap();
+                env.supervisor
+                    .set_secret_data(NS, "tkc-prod-ssh", "ssh-privatekey", lab.ssh_private_key())
+                    .unwrap();
+                env
+            }
+        }
+    }
+
+    /// `diagnose`'s flags for this route, after the common ones.
+    pub fn args(self) -> &'static [&'static str] {
+        match self {
+            Route::Pod => &[],
+            Route::Jumpbox => &["--via", "jumpbox", "--api-timeout", "1s"],
+        }
+    }
+
+    /// The route's name, as a report gives it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Route::Pod => "pod",
+            Route::Jumpbox => "jumpbox",
+        }
+    }
+}
+
 pub struct PastWorld {
     pub env: Env,
     pub lab: Arc<Lab>,
@@ -65,20 +103,7 @@ impl PastWorld {
             lab.id(),
             lab.started_in()
         );
-        let env = match route {
-            Route::Pod => {
-                let w = FakeConfig::from_dir(etcdnet_fakeapi::workload_set("lab-3")).unwrap();
-                Env::new(SET, Workload::lab(w, lab.clone()).unwrap())
-            }
-            Route::Jumpbox => {
-                let env = Env::new(SET, Workload::black_hole());
-                env.supervisor.execute_jumpbox_pods_in(lab.clone()).unwrap();
-                env.supervisor
-                    .set_secret_data(NS, "tkc-prod-ssh", "ssh-privatekey", lab.ssh_private_key())
-                    .unwrap();
-                env
-            }
-        };
+        let env = route.env(SET, &lab);
         PastWorld { env, lab, route }
     }
 
@@ -94,9 +119,7 @@ impl PastWorld {
             "-o",
             "json",
         ];
-        if self.route == Route::Jumpbox {
-            args.extend(["--via", "jumpbox", "--api-timeout", "1s"]);
-        }
+        args.extend_from_slice(self.route.args());
         args.extend_from_slice(extra);
         self.env.kubectl(&args)
     }

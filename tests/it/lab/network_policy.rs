@@ -15,7 +15,7 @@
 //! `.ci/run`; compiled as ignored elsewhere (build.rs).
 
 use crate::common;
-use crate::common::past::{evidence_has, shown};
+use crate::common::past::{evidence_has, shown, Route};
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -38,15 +38,6 @@ const POLICY: &str = "SecurityPolicy ns-prod/drop-etcd-peers";
 const FIX: &str = "Fix SecurityPolicy ns-prod/drop-etcd-peers";
 /// What the evidence says when no visible rule covers the blocked paths.
 const OUTSIDE: &str = "outside the Supervisor's view";
-
-/// How the plugin reaches the VMs.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Route {
-    /// Probe pods through the workload API (a fake running them in the lab's nodes).
-    Pod,
-    /// The workload API a black hole, `--via jumpbox`: one vSphere Pod that SSHes to every VM.
-    Jumpbox,
-}
 
 /// One fake Supervisor over the shared lab, reached on `route`.
 struct Supervisor {
@@ -84,29 +75,14 @@ fn start_lab(test: &str) -> Arc<Lab> {
 impl Supervisor {
     /// A fake Supervisor serving `set`, reaching `lab`'s nodes on `route`.
     fn start(set: &str, lab: &Arc<Lab>, route: Route) -> Supervisor {
-        let env = match route {
-            Route::Pod => {
-                let w = FakeConfig::from_dir(etcdnet_fakeapi::workload_set("lab-3")).unwrap();
-                Env::new(set, Workload::lab(w, lab.clone()).unwrap())
-            }
-            Route::Jumpbox => {
-                let env = Env::new(set, Workload::black_hole());
-                env.supervisor.execute_jumpbox_pods_in(lab.clone()).unwrap();
-                env.supervisor
-                    .set_secret_data(NS, "tkc-prod-ssh", "ssh-privatekey", lab.ssh_private_key())
-                    .unwrap();
-                env
-            }
-        };
+        let env = route.env(set, lab);
         Supervisor { env, route }
     }
 
     /// `kubectl etcdnet diagnose` on this Supervisor's route, `extra` added.
     fn diagnose(&self, extra: &[&str]) -> Run {
         let mut args = vec!["diagnose", CLUSTER, "-n", NS, "--connect-timeout", "2s"];
-        if self.route == Route::Jumpbox {
-            args.extend(["--via", "jumpbox", "--api-timeout", "1s"]);
-        }
+        args.extend_from_slice(self.route.args());
         args.extend_from_slice(extra);
         self.env.kubectl(&args)
     }
@@ -117,14 +93,6 @@ impl Supervisor {
         let (run, report) = diagnose_until(want, || self.diagnose(&["-o", "json"]));
         let json = run.json();
         (run, report, json)
-    }
-}
-
-/// The route the report says it took.
-fn route_name(route: Route) -> &'static str {
-    match route {
-        Route::Pod => "pod",
-        Route::Jumpbox => "jumpbox",
     }
 }
 
@@ -152,7 +120,7 @@ fn policy_then_no_policy_then_healed(route: Route) {
         "{}",
         shown(&r)
     );
-    assert_eq!(r.route.name, route_name(route));
+    assert_eq!(r.route.name, route.name());
     assert_eq!(r.result.nodes_reached, 3, "{}", shown(&r));
     // Every failing path (2 ports, 6 ordered pairs) is the policy's: the probe's nodes joined
     // to their VMs.
@@ -192,7 +160,7 @@ fn policy_then_no_policy_then_healed(route: Route) {
         "{}",
         shown(&r)
     );
-    assert_eq!(r.route.name, route_name(route));
+    assert_eq!(r.route.name, route.name());
     assert!(
         evidence_has(&r, &["12 of the 12 failing paths", OUTSIDE]),
         "{}",
