@@ -14,13 +14,8 @@ use etcdnet::analyse::FindingCode;
 use etcdnet::report::StatusReport;
 use etcdnet_fakeapi::PodScript;
 
-const NS: &str = "ns-prod";
-const CLUSTER: &str = "tkc-prod";
-const CP: [&str; 3] = [
-    "tkc-prod-7xk2p-4rz8m",
-    "tkc-prod-7xk2p-9qtvw",
-    "tkc-prod-7xk2p-bx2lk",
-];
+// The nsx sets hold the article's cluster (the objects of healthy-v1alpha3).
+use common::article::{CLUSTER, CP, NS};
 
 fn codes(r: &StatusReport) -> Vec<FindingCode> {
     r.findings.iter().map(|f| f.code).collect()
