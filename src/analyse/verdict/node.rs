@@ -197,33 +197,54 @@ pub(super) fn not_running(ctx: &Ctx) -> Option<Verdict> {
 
 // ---- 5. certificates -------------------------------------------------------------------------
 
-/// A connection the server ended before any TLS answer, with no alert: curl's `(35) Recv
-/// failure: Connection reset by peer` (a TCP reset) or `(35) OpenSSL SSL_connect:
-/// SSL_ERROR_SYSCALL` (OpenSSL's word for an EOF or reset where a TLS record was due), no alert
-/// and no certificate named, and not the probe's "closed after the handshake" (a client
-/// certificate refused under TLS 1.3, which may read as a reset). A server that refuses a
-/// certificate answers with a TLS alert first (Go's crypto/tls, which etcd serves with:
-/// `sendAlert(alertBadCertificate)` in handshake_server.go `processCertsFromClient`); a bare
-/// close is the listener going away — seen in the lab on etcd 3.5 that kubelet kills during a
-/// partition: the member accepts TCP before it serves (it waits for a leader), and the kill
-/// closes what waits in its accept queue. Not a certificate verdict; the path still is not
-/// working (the other rules and `Inconclusive` see it).
+/// The kinds of etcd log line that name a certificate: a member that refuses a certificate
+/// logs which and why ("rejected connection ... x509: ..." or "remote error: tls: bad
+/// certificate" on the side whose certificate was refused).
+const CERT_LOG_KINDS: &[LogKind] = &[
+    LogKind::CertExpired,
+    LogKind::CertNotYetValid,
+    LogKind::CertNameMismatch,
+    LogKind::CertUnknownAuthority,
+    LogKind::TlsRemoteError,
+];
+
+/// Whether a refused handshake (`tls-rejected`) is a certificate's doing: curl names a TLS alert
+/// or a certificate, or either end's etcd log in the window names a certificate.
 ///
-/// Also curl's `getpeername() failed with errno 107` (ENOTCONN), even after a handshake: curl
-/// asks the socket for its peer once the connection (TLS included) is up and before it sends
-/// the request, and only a TCP reset makes that fail. Go refuses a certificate with an alert
-/// and a close (a FIN: nothing of the client's is unread then), after which getpeername still
-/// answers; a reset there is the listener going away (seen in the lab on etcd 3.4's own 2380,
-/// killed by kubelet during a partition, under load).
-pub(super) fn reset_before_tls(c: &Cell) -> bool {
-    c.detail.as_deref().is_some_and(|d| {
-        let reset = (d.contains("Connection reset by peer") || d.contains("SSL_ERROR_SYSCALL"))
-            && !d.contains("certificate")
-            && !d.contains("closed after the handshake");
-        let gone = d.contains("getpeername() failed with errno 107");
-        (reset || gone) && !d.contains("alert")
-    })
+/// A bare end of the connection (curl's `(35) Recv failure: Connection reset by peer`,
+/// `SSL_ERROR_SYSCALL`, OpenSSL 3's `unexpected eof while reading`, `(52) Empty reply from
+/// server` after the handshake, `getpeername() failed with errno 107`) says only that the
+/// listener went away. A member that refuses a certificate says so: Go's crypto/tls, which etcd
+/// serves with, answers a bad certificate with an alert (`sendAlert(alertBadCertificate)` in
+/// handshake_server.go `processCertsFromClient`), and etcd's own check of a peer certificate's
+/// SANs after the handshake closes without one but logs "rejected connection" with the x509
+/// error. Seen in the lab: members that kubelet kills during a partition (they accept TCP
+/// before they serve, and the kill ends what waits) give every one of those bare ends, at
+/// random, on etcd 3.4 and 3.5. Not a certificate verdict then; the path still is not working
+/// (the other rules and `Inconclusive` see it).
+pub(super) fn refused_for_a_certificate(ctx: &Ctx, c: &Cell) -> bool {
+    // Our own prefix names "a refused client certificate" as the likely cause: only curl's
+    // words after it count.
+    let detail = c.detail.as_deref().unwrap_or("");
+    let curl = detail
+        .strip_prefix(CLOSED_AFTER_HANDSHAKE)
+        .unwrap_or(detail)
+        .to_ascii_lowercase();
+    let named = ["alert", "certificate", "verify"]
+        .iter()
+        .any(|w| curl.contains(w));
+    named
+        || [&c.from, &c.to].iter().any(|n| {
+            ctx.logs
+                .get(n.as_str())
+                .is_some_and(|s| CERT_LOG_KINDS.iter().any(|k| s.finding(*k).is_some()))
+        })
 }
+
+/// How the probe starts its detail of a connection closed after the handshake, before curl's
+/// own words (probe.sh, the `Rejected` outcome).
+const CLOSED_AFTER_HANDSHAKE: &str =
+    "closed after the handshake, no HTTP answer (a refused client certificate under TLS 1.3): ";
 
 pub(super) fn certificate_problem(ctx: &Ctx) -> Option<Verdict> {
     let mut nodes = Vec::new();
@@ -267,7 +288,7 @@ pub(super) fn certificate_problem(ctx: &Ctx) -> Option<Verdict> {
         .matrices
         .iter()
         .flat_map(|m| m.cells.iter())
-        .filter(|c| c.state == CellState::TlsRejected && !reset_before_tls(c))
+        .filter(|c| c.state == CellState::TlsRejected && refused_for_a_certificate(ctx, c))
         .collect();
     for c in &rejected {
         evidence.push(format!("{} → {}:{}: {}", c.from, c.to, c.port, describe(c)));
@@ -276,17 +297,7 @@ pub(super) fn certificate_problem(ctx: &Ctx) -> Option<Verdict> {
         return None;
     }
     for n in ctx.nodes {
-        evidence.extend(log_evidence(
-            ctx,
-            &n.name,
-            &[
-                LogKind::CertExpired,
-                LogKind::CertNotYetValid,
-                LogKind::CertNameMismatch,
-                LogKind::CertUnknownAuthority,
-                LogKind::TlsRemoteError,
-            ],
-        ));
+        evidence.extend(log_evidence(ctx, &n.name, CERT_LOG_KINDS));
     }
     // A node whose clock is off judges certificates by it.
     evidence.extend(super::notes::clock_drift(ctx));

@@ -321,12 +321,47 @@ fn a_reset_while_kubelet_kills_the_member_is_no_certificate_problem() {
     );
     let v = judge(p.clone());
     assert_eq!(v.code, VerdictCode::EtcdPeerNetworkBlocked, "{v:#?}");
-    // A refused client certificate under TLS 1.3 (the probe's words) still is one.
+    // OpenSSL 3's words for a close without a reset, during the handshake.
+    let own = (p[1].paths.iter_mut())
+        .find(|x| x.target == IPS[1] && x.port == 2379)
+        .unwrap();
+    own.tls_detail = Some(
+        "curl: (35) OpenSSL/3.0.19: error:0A000126:SSL routines::unexpected eof while reading"
+            .into(),
+    );
+    // And a close after the handshake (the probe's words name a refused client certificate
+    // under TLS 1.3 as one cause; the member going away is the other): nothing names a
+    // certificate, so not a certificate verdict (seen in CI on etcd 3.4, jumpbox route).
     let own = (p[0].paths.iter_mut())
         .find(|x| x.target == IPS[0] && x.port == 2379)
         .unwrap();
     own.tls_detail = Some(
         "closed after the handshake, no HTTP answer (a refused client certificate under TLS 1.3): curl: (56) Recv failure: Connection reset by peer".into(),
+    );
+    let v = judge(p.clone());
+    assert_eq!(v.code, VerdictCode::EtcdPeerNetworkBlocked, "{v:#?}");
+    // The same close is a refused certificate when the member's log says which (etcd logs
+    // "rejected connection" with the x509 error when it refuses one).
+    let mut q = p.clone();
+    q[0] = logged(
+        q[0].clone(),
+        &[
+            no_leader("07:59:55"),
+            at(
+                "07:59:56",
+                "warn",
+                r#""msg":"rejected connection on client endpoint","remote-addr":"198.18.0.11:40118","server-name":"","error":"tls: failed to verify certificate: x509: certificate signed by unknown authority""#,
+            ),
+        ],
+    );
+    let v = judge(q);
+    assert_eq!(v.code, VerdictCode::EtcdCertificateProblem, "{v:#?}");
+    // Or when curl names the alert the member sent (Go's crypto/tls refuses with one).
+    let own = (p[0].paths.iter_mut())
+        .find(|x| x.target == IPS[0] && x.port == 2379)
+        .unwrap();
+    own.tls_detail = Some(
+        "curl: (56) OpenSSL SSL_read: OpenSSL/3.0.19: error:0A000412:SSL routines::sslv3 alert bad certificate, errno 0".into(),
     );
     let v = judge(p.clone());
     assert_eq!(v.code, VerdictCode::EtcdCertificateProblem, "{v:#?}");
