@@ -3,8 +3,9 @@
 //! step with Cargo.toml, and the template rendering to the same manifest. krew-index's own CI
 //! validates a manifest against krew's rules when it is submitted; this checks ours.
 //!
-//! `rendered_release_manifest` (ignored; `scripts/release.sh check` runs it, and `.ci/run`
-//! through it) renders the template with the real archives' sha256 and checks the archives.
+//! `rendered_release_manifest` (ignored; `scripts/release.sh check` runs it, and CI's
+//! `release-archive` job through it) renders the template with the real archives' sha256 and
+//! checks the archives.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -480,9 +481,9 @@ fn without_shas(mut p: Plugin) -> Plugin {
 
 // ---------------------------------------------------------------------------------------------
 // The release's own manifest: krew/.krew.yaml rendered with the sha256 of archives built from
-// this tree, and the archives themselves. `scripts/release.sh check` runs it (locally and in
-// .ci/run for linux/amd64, in the release workflow for all five platforms); it needs archives,
-// so the plain test run leaves it ignored.
+// this tree, and the archives themselves. `scripts/release.sh check` runs it (locally, in CI's
+// release-archive job for linux/amd64, in the release workflow for all five platforms); it
+// needs archives, so the plain test run leaves it ignored.
 
 /// The sha256 of a file, in the lower-case hex krew wants.
 fn sha256_hex(bytes: &[u8]) -> String {
