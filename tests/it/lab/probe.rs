@@ -109,9 +109,11 @@ fn probe_all(lab: &Lab) -> Vec<NodeReport> {
                         .expect("the probe runs on the node");
                     let took = started.elapsed();
                     // The probe's own bound, whatever the number of peers: connect + TLS + ~1 s,
-                    // plus the lab's ~40 ms to enter the node's view.
+                    // plus the lab's ~40 ms to enter the node's view, plus what CPU the shared
+                    // test machine left it (7.1 and 7.5 s with five labs on 2 cores). A probe
+                    // that waited on TCP's own timeouts would take minutes.
                     assert!(
-                        took <= args.expected_duration() + Duration::from_secs(2),
+                        took <= args.expected_duration() + Duration::from_secs(5),
                         "{}: the probe took {took:?}",
                         node.name
                     );

@@ -285,9 +285,26 @@ pub(crate) fn render(node: &Node, me: u64, ns: u128, line: &EtcdLine) -> String 
 }
 
 /// The member id the node's etcd logged for itself: zap's `"local-member-id":"<hex>"`, capnslog's
-/// `etcdserver: starting member <hex> in cluster` / `restarting member <hex> in cluster`.
+/// `etcdserver: starting member <hex> in cluster` / `restarting member <hex> in cluster`. Read
+/// from the current attempt's log, then the earlier attempts' (`etcd.log.<attempt>`, moved
+/// aside at each restart): an attempt that kubelet just started has not logged it yet.
 fn own_member_id(n: &Node) -> Option<u64> {
-    let text = fs::read_to_string(n.log_file()).ok()?;
+    let current = n.log_file();
+    let mut earlier: Vec<(u32, std::path::PathBuf)> = fs::read_dir(current.parent()?)
+        .ok()?
+        .filter_map(|e| {
+            let path = e.ok()?.path();
+            let attempt = path.file_name()?.to_str()?.strip_prefix("etcd.log.")?;
+            Some((attempt.parse().ok()?, path))
+        })
+        .collect();
+    earlier.sort_by(|a, b| b.0.cmp(&a.0));
+    std::iter::once(current)
+        .chain(earlier.into_iter().map(|(_, p)| p))
+        .find_map(|f| logged_member_id(&fs::read_to_string(f).ok()?))
+}
+
+fn logged_member_id(text: &str) -> Option<u64> {
     text.lines().find_map(|l| {
         let hex = if let Some(rest) = l.split("\"local-member-id\":\"").nth(1) {
             rest.split('"').next()?
