@@ -298,7 +298,7 @@ fn own_member_id(n: &Node) -> Option<u64> {
             Some((attempt.parse().ok()?, path))
         })
         .collect();
-    earlier.sort_by(|a, b| b.0.cmp(&a.0));
+    earlier.sort_by_key(|e| std::cmp::Reverse(e.0));
     std::iter::once(current)
         .chain(earlier.into_iter().map(|(_, p)| p))
         .find_map(|f| logged_member_id(&fs::read_to_string(f).ok()?))
