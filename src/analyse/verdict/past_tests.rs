@@ -278,6 +278,14 @@ fn restarted_during_the_cut_is_the_network() {
     assert!(v.summary.contains("cp2 cut off"), "{v:#?}");
 }
 
+/// Sets curl's words for node `i`'s path to its own IP on `port`.
+fn own_detail(p: &mut [ProbeOutput], i: usize, port: u16, text: &str) {
+    let own = (p[i].paths.iter_mut())
+        .find(|x| x.target == IPS[i] && x.port == port)
+        .unwrap();
+    own.tls_detail = Some(text.into());
+}
+
 /// After the NSX fix: the member kubelet restarted runs again and /health is true. Not crash
 /// looping, however recent its restarts: Healthy, with the restarts as a note.
 /// The lab's etcd 3.5 under a full partition with kubelet on: every member killed at about the
@@ -297,10 +305,12 @@ fn a_reset_while_kubelet_kills_the_member_is_no_certificate_problem() {
             TcpOutcome::Connected,
             TlsOutcome::Rejected,
         );
-        let own = (p[i].paths.iter_mut())
-            .find(|x| x.target == IPS[i] && x.port == 2379)
-            .unwrap();
-        own.tls_detail = Some("curl: (35) Recv failure: Connection reset by peer".into());
+        own_detail(
+            &mut p,
+            i,
+            2379,
+            "curl: (35) Recv failure: Connection reset by peer",
+        );
         p[i] = logged(p[i].clone(), &[no_leader("07:59:55")]);
     }
     // OpenSSL's words for the same close on the peer port (etcd 3.5 in the lab).
@@ -312,32 +322,25 @@ fn a_reset_while_kubelet_kills_the_member_is_no_certificate_problem() {
         TcpOutcome::Connected,
         TlsOutcome::Rejected,
     );
-    (p[2].paths.iter_mut())
-        .find(|x| x.target == IPS[2] && x.port == 2380)
-        .unwrap()
-        .tls_detail = Some(
-        "curl: (35) OpenSSL SSL_connect: SSL_ERROR_SYSCALL in connection to 198.18.0.13:2380 "
-            .into(),
+    own_detail(
+        &mut p,
+        2,
+        2380,
+        "curl: (35) OpenSSL SSL_connect: SSL_ERROR_SYSCALL in connection to 198.18.0.13:2380 ",
     );
     let v = judge(p.clone());
     assert_eq!(v.code, VerdictCode::EtcdPeerNetworkBlocked, "{v:#?}");
     // OpenSSL 3's words for a close without a reset, during the handshake.
-    let own = (p[1].paths.iter_mut())
-        .find(|x| x.target == IPS[1] && x.port == 2379)
-        .unwrap();
-    own.tls_detail = Some(
-        "curl: (35) OpenSSL/3.0.19: error:0A000126:SSL routines::unexpected eof while reading"
-            .into(),
+    own_detail(
+        &mut p,
+        1,
+        2379,
+        "curl: (35) OpenSSL/3.0.19: error:0A000126:SSL routines::unexpected eof while reading",
     );
     // And a close after the handshake (the probe's words name a refused client certificate
     // under TLS 1.3 as one cause; the member going away is the other): nothing names a
-    // certificate, so not a certificate verdict (seen in CI on etcd 3.4, jumpbox route).
-    let own = (p[0].paths.iter_mut())
-        .find(|x| x.target == IPS[0] && x.port == 2379)
-        .unwrap();
-    own.tls_detail = Some(
-        "closed after the handshake, no HTTP answer (a refused client certificate under TLS 1.3): curl: (56) Recv failure: Connection reset by peer".into(),
-    );
+    // certificate, so not a certificate verdict.
+    own_detail(&mut p, 0, 2379, "closed after the handshake, no HTTP answer (a refused client certificate under TLS 1.3): curl: (56) Recv failure: Connection reset by peer");
     let v = judge(p.clone());
     assert_eq!(v.code, VerdictCode::EtcdPeerNetworkBlocked, "{v:#?}");
     // The same close is a refused certificate when the member's log says which (etcd logs
@@ -357,22 +360,12 @@ fn a_reset_while_kubelet_kills_the_member_is_no_certificate_problem() {
     let v = judge(q);
     assert_eq!(v.code, VerdictCode::EtcdCertificateProblem, "{v:#?}");
     // Or when curl names the alert the member sent (Go's crypto/tls refuses with one).
-    let own = (p[0].paths.iter_mut())
-        .find(|x| x.target == IPS[0] && x.port == 2379)
-        .unwrap();
-    own.tls_detail = Some(
-        "curl: (56) OpenSSL SSL_read: OpenSSL/3.0.19: error:0A000412:SSL routines::sslv3 alert bad certificate, errno 0".into(),
-    );
+    own_detail(&mut p, 0, 2379, "curl: (56) OpenSSL SSL_read: OpenSSL/3.0.19: error:0A000412:SSL routines::sslv3 alert bad certificate, errno 0");
     let v = judge(p.clone());
     assert_eq!(v.code, VerdictCode::EtcdCertificateProblem, "{v:#?}");
     // But a reset that curl met asking the socket for its peer, after the handshake and before
     // the request (the lab's etcd 3.4, killed by kubelet during the cut), is the listener gone.
-    let own = (p[0].paths.iter_mut())
-        .find(|x| x.target == IPS[0] && x.port == 2379)
-        .unwrap();
-    own.tls_detail = Some(
-        "closed after the handshake, no HTTP answer (a refused client certificate under TLS 1.3): curl: (55) getpeername() failed with errno 107: Transport endpoint is not connected".into(),
-    );
+    own_detail(&mut p, 0, 2379, "closed after the handshake, no HTTP answer (a refused client certificate under TLS 1.3): curl: (55) getpeername() failed with errno 107: Transport endpoint is not connected");
     let v = judge(p);
     assert_eq!(v.code, VerdictCode::EtcdPeerNetworkBlocked, "{v:#?}");
 }
