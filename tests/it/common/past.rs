@@ -72,6 +72,20 @@ pub fn lab_kubelet() -> KubeletConfig {
     KubeletConfig::scaled(20)
 }
 
+/// Every member of a lab just started logged `etcd`'s release: a 3.5 case that ran 3.4 would
+/// prove nothing. Call after `etcdnet_lab::require_etcd`.
+pub fn assert_runs(lab: &Lab, etcd: EtcdVersion) {
+    let release = etcd.release().expect("require_etcd checked the binary");
+    for node in lab.nodes() {
+        let log = std::fs::read_to_string(node.log_file()).unwrap();
+        assert!(
+            log.contains(&format!("\"etcd-version\":\"{release}\"")),
+            "{}: not etcd {release}",
+            node.name
+        );
+    }
+}
+
 impl PastWorld {
     /// The article's nodes (names and IPs of the `quorum-lost` set) running `etcd`, with the
     /// kubelet stand-in; panics, naming what is missing, when the lab cannot run here.
@@ -88,16 +102,7 @@ impl PastWorld {
             ..labplan::lab_config(&plan).unwrap()
         };
         let lab = Arc::new(Lab::start(config).expect("lab starts"));
-        // A 3.5 case that ran 3.4 would prove nothing.
-        let release = etcd.release().expect("require_etcd checked the binary");
-        for node in lab.nodes() {
-            let log = std::fs::read_to_string(node.log_file()).unwrap();
-            assert!(
-                log.contains(&format!("\"etcd-version\":\"{release}\"")),
-                "{}: not etcd {release}",
-                node.name
-            );
-        }
+        assert_runs(&lab, etcd);
         eprintln!(
             "{test}: lab {} (etcd {etcd}, {route:?} route) started in {:?}",
             lab.id(),

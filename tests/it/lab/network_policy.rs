@@ -15,7 +15,7 @@
 //! `.ci/run`; compiled as ignored elsewhere (build.rs).
 
 use crate::common;
-use crate::common::past::{evidence_has, shown, Route};
+use crate::common::past::{self, evidence_has, shown, Route};
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -57,18 +57,7 @@ fn start_lab(test: &str) -> Arc<Lab> {
         ..labplan::lab_config(&plan).unwrap()
     };
     let lab = Arc::new(Lab::start(config).expect("lab starts"));
-    // A 3.5 case that ran 3.4 would prove nothing.
-    let release = EtcdVersion::V3_5
-        .release()
-        .expect("require_etcd checked it");
-    for node in lab.nodes() {
-        let log = std::fs::read_to_string(node.log_file()).unwrap();
-        assert!(
-            log.contains(&format!("\"etcd-version\":\"{release}\"")),
-            "{}: not etcd {release}",
-            node.name
-        );
-    }
+    past::assert_runs(&lab, EtcdVersion::V3_5);
     lab
 }
 
