@@ -73,15 +73,17 @@ pub fn lab_kubelet() -> KubeletConfig {
 }
 
 /// Every member of a lab just started logged `etcd`'s release: a 3.5 case that ran 3.4 would
-/// prove nothing. Call after `etcdnet_lab::require_etcd`.
+/// prove nothing (the first lines of a member's log say what ran). Call after
+/// `etcdnet_lab::require_etcd`.
 pub fn assert_runs(lab: &Lab, etcd: EtcdVersion) {
     let release = etcd.release().expect("require_etcd checked the binary");
     for node in lab.nodes() {
         let log = std::fs::read_to_string(node.log_file()).unwrap();
         assert!(
             log.contains(&format!("\"etcd-version\":\"{release}\"")),
-            "{}: not etcd {release}",
-            node.name
+            "{}: not etcd {release}:\n{}",
+            node.name,
+            log.lines().take(5).collect::<Vec<_>>().join("\n")
         );
     }
 }

@@ -172,16 +172,7 @@ fn cell(d: &Diagnosis, port: u16, from: &str, to: &str) -> CellState {
 /// run that line: a 3.5 case that ran 3.4 would prove nothing.
 fn start(etcd: EtcdVersion, nodes: usize) -> Lab {
     let lab = Lab::start(LabConfig::with_etcd(etcd, nodes)).expect("the lab starts");
-    let release = etcd.release().expect("require checked the binary");
-    for node in lab.nodes() {
-        let log = std::fs::read_to_string(node.log_file()).unwrap();
-        assert!(
-            log.contains(&format!("\"etcd-version\":\"{release}\"")),
-            "{}: not etcd {release}:\n{}",
-            node.name,
-            log.lines().take(5).collect::<Vec<_>>().join("\n")
-        );
-    }
+    crate::common::past::assert_runs(&lab, etcd);
     lab
 }
 
