@@ -243,7 +243,7 @@ pub(super) fn refused_for_a_certificate(ctx: &Ctx, c: &Cell) -> bool {
 
 /// How the probe starts its detail of a connection closed after the handshake, before curl's
 /// own words (probe.sh, the `Rejected` outcome).
-const CLOSED_AFTER_HANDSHAKE: &str =
+pub(super) const CLOSED_AFTER_HANDSHAKE: &str =
     "closed after the handshake, no HTTP answer (a refused client certificate under TLS 1.3): ";
 
 pub(super) fn certificate_problem(ctx: &Ctx) -> Option<Verdict> {

@@ -616,3 +616,15 @@ fn conditions_beside_healthy_carry_their_age() {
         "cp1: Machine condition EtcdMemberHealthy is False (EtcdMemberUnhealthy: etcdserver: no leader) (4m ago): the Supervisor's last report, not what was seen now (KCP updates it once it reaches the workload API again)"
     );
 }
+
+/// The certificate rule reads curl's words after the probe's own prefix for a close after the
+/// handshake (which names a refused certificate as one cause): probe.sh must write that prefix
+/// word for word, or every such close would read as a certificate problem again.
+#[test]
+fn the_probes_prefix_for_a_close_after_the_handshake_is_the_one_the_rule_strips() {
+    let prefix = super::node::CLOSED_AFTER_HANDSHAKE;
+    assert!(
+        crate::probe::script::PROBE_SH.contains(&format!("tlsd = \"{prefix}\" final")),
+        "probe.sh no longer writes {prefix:?}"
+    );
+}
