@@ -365,7 +365,9 @@ function path(i, target, port, own, rc, elapsed,
   killed = 0; f = dir "/p." i ".killed"; if ((getline k < f) > 0) { killed = 1; elapsed = k + 0 }; close(f)
   split(w, wv, " "); code = wv[1] + 0; wc = wv[2] + 0; wa = wv[3] + 0
   tcpms = tlsms = http = -1; tcpd = tlsd = ""; tls = "NotTried"
-  if (!conn) {
+  # Ended by the watchdog: not connected at the deadline, even if curl connected in the instant
+  # before the signal (its handshake cut short by us is no TLS answer to judge).
+  if (!conn || killed) {
     tcpms = killed ? elapsed : span(t0, last); if (tcpms < 0) tcpms = elapsed
     if (killed) { tcp = "Timeout"; tcpd = "no TCP answer within " ct " s" }
     else if (rc == 28) tcp = "Timeout"

@@ -12,7 +12,7 @@ use crate::common::probe as probe_support;
 
 use std::process::{Command, Stdio};
 
-use etcdnet::probe::output::{RuntimeQuery, TlsOutcome};
+use etcdnet::probe::output::{RuntimeQuery, TcpOutcome, TlsOutcome};
 use etcdnet::probe::parse::parse;
 use etcdnet::probe::script::{self, ProbeArgs};
 use probe_support::*;
@@ -309,6 +309,55 @@ fn the_probe_runs_at_most_parallel_checks_at_once() {
     // Every curl (ten checks and the health check) skips GnuTLS's implicit start-up.
     let env = std::fs::read_to_string(node.path("running.env")).unwrap();
     assert_eq!(env.lines().collect::<Vec<_>>(), ["1"; 11], "{env}");
+}
+
+/// A check the watchdog ends is judged at the connect timeout: no TCP answer by then. A curl
+/// that connects in the instant between the watchdog's look and its signal (a peer answering
+/// right at the timeout) must not read as a TLS rejection, which the verdict would take for a
+/// certificate problem. Before, it was `Connected` (and with the node's certificates `Rejected`,
+/// "curl exited 143").
+#[test]
+fn a_check_the_watchdog_ends_as_it_connects_is_a_timeout() {
+    let node = Node::new();
+    let real = which("curl").expect("curl installed (apt-get install curl)");
+    // The path checks wait past the connect timeout, then, told to stop, say they connected
+    // (as curl -v --trace-time would) and end by the signal; the health check is the real curl.
+    node.shim(
+        "curl",
+        &format!(
+            "#!/bin/sh\ncase \"$*\" in *version*) ;; *) exec {real} \"$@\" ;; esac\n\
+             trap 'echo \"$(date +%H:%M:%S.%6N) * Connected to peer (127.77.0.2) port 2380 (#0)\" >&2; exit 143' TERM\n\
+             echo \"$(date +%H:%M:%S.%6N) *   Trying 127.77.0.2:2380...\" >&2\n\
+             sleep 5 &\nwait $!\n",
+            real = real.display()
+        ),
+    );
+    let opts = ProbeArgs {
+        connect_timeout_s: 1,
+        tls_timeout_s: 1,
+        ..ProbeArgs::new("127.77.0.1", ["127.77.0.2"])
+    };
+    for shell in shells() {
+        let what = shell.join(" ");
+        let Run { out, .. } = check(
+            node.command(&script::argv(&opts), &shell, "bin"),
+            &node,
+            &what,
+        );
+        assert_eq!(out.paths.len(), 4, "{what}");
+        for p in &out.paths {
+            assert_eq!(
+                (p.tcp, p.tls),
+                (TcpOutcome::Timeout, TlsOutcome::NotTried),
+                "{what}: {p:?}"
+            );
+            assert_eq!(
+                p.tcp_detail.as_deref(),
+                Some("no TCP answer within 1 s"),
+                "{what}"
+            );
+        }
+    }
 }
 
 /// The probe's own temp folders under TMPDIR.
