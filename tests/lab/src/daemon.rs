@@ -61,6 +61,7 @@ impl Spawner {
                 Ok(())
             });
         }
+        crate::exec::as_machine(&mut cmd);
         let (reply, rx) = mpsc::channel();
         self.tx
             .as_ref()

@@ -34,6 +34,37 @@ impl fmt::Display for ExecTimeout {
 
 impl std::error::Error for ExecTimeout {}
 
+/// The nice value of everything the lab runs as its machines (etcd, the kubelet stand-ins,
+/// sshd, the pods and commands on a node or on the jumpbox): ahead of the test processes
+/// (nice 0). A control-plane VM has CPUs of its own; here two cores are shared with every other
+/// test, and a member they starve misses heartbeats (then judged, rightly, a slow disk), a
+/// probe's curl its connect timeout.
+pub(crate) const MACHINE_NICE: libc::c_int = -10;
+
+/// Makes `cmd` run at [`MACHINE_NICE`]; best effort: without CAP_SYS_NICE it keeps its nice.
+pub(crate) fn as_machine(cmd: &mut Command) {
+    // SAFETY: setpriority is async-signal-safe; it only touches the forked child.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::setpriority(libc::PRIO_PROCESS, 0, MACHINE_NICE);
+            Ok(())
+        });
+    }
+}
+
+/// Puts the calling thread at [`MACHINE_NICE`] (Linux keeps a nice value per thread), as
+/// [`as_machine`] does for a process.
+pub(crate) fn this_thread_as_machine() {
+    // SAFETY: plain syscalls on this thread's own id.
+    unsafe {
+        libc::setpriority(
+            libc::PRIO_PROCESS,
+            libc::gettid() as libc::id_t,
+            MACHINE_NICE,
+        );
+    }
+}
+
 fn reader<R: Read + Send + 'static>(mut r: R) -> mpsc::Receiver<Vec<u8>> {
     let (tx, rx) = mpsc::channel();
     std::thread::spawn(move || {

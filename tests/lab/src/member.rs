@@ -264,6 +264,7 @@ fn spawn(mut cmd: Command, record: &mut Record, previous: Option<&mut Record>) -
             Ok(())
         });
     }
+    crate::exec::as_machine(&mut cmd);
     record.created = now_ns();
     let child = cmd.spawn().context("starting etcd")?;
     record.pid = child.id();

@@ -21,6 +21,7 @@ pub(crate) fn in_netns<S: AsRef<std::ffi::OsStr>>(netns: &str, argv: &[S]) -> Co
     let mut c = Command::new("ip");
     c.args(["netns", "exec", netns]).args(argv);
     c.process_group(0);
+    crate::exec::as_machine(&mut c);
     c
 }
 

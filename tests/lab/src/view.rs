@@ -51,5 +51,6 @@ pub(crate) fn command<S: AsRef<OsStr>>(node: &Node, mode: Mode, argv: &[S]) -> C
         .args(argv);
     // Its own process group, so a timeout can kill the command and everything it started.
     c.process_group(0);
+    crate::exec::as_machine(&mut c);
     c
 }
