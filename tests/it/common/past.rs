@@ -195,7 +195,16 @@ impl PastWorld {
 
 /// The report's verdict, for assertion messages.
 pub fn shown(r: &DiagnoseReport) -> String {
-    format!("{:#?}", r.verdict)
+    use etcdnet::analyse::matrix::CellState;
+    // The paths that did not work, with the tool's own words: what a failure on CI needs.
+    let cells: Vec<String> = (r.matrices.iter().flat_map(|m| &m.cells))
+        .filter(|c| c.state != CellState::Ok)
+        .map(|c| {
+            let detail = c.detail.as_deref().unwrap_or("");
+            format!("{} {} → {}: {:?} {detail}", c.port, c.from, c.to, c.state)
+        })
+        .collect();
+    format!("{:#?}\npaths not ok: {cells:#?}", r.verdict)
 }
 
 /// Whether any evidence line holds every one of `words`.

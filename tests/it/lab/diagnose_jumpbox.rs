@@ -530,8 +530,8 @@ fn a_restricted_vsphere_namespace_admits_and_runs_the_jumpbox() {
     assert_eq!(
         report.verdict.code,
         VerdictCode::Healthy,
-        "{:#?}",
-        report.verdict
+        "{}",
+        crate::common::past::shown(&report)
     );
     run.expect_code(0);
     assert_eq!(report.result.nodes_reached, CP.len());
