@@ -234,7 +234,7 @@ fn within(mut cmd: Command, bound: Duration) -> (Run, Duration) {
     let took = started.elapsed();
     let run = Run {
         code,
-        stdout: stdout.lock().unwrap().clone(),
+        stdout: stdout.all(),
         stderr: stderr.join().unwrap(),
     };
     (run, took)
@@ -328,19 +328,17 @@ fn watch_rounds_through_a_trickling_workload_api_each_end() {
     let stdout = stdout_of(&mut child);
     // One JSON document a round: two rounds, each within its bound.
     let round = Duration::from_secs(5) + DIAGNOSE_MARGIN + Duration::from_secs(1);
-    let rounds = || stdout.lock().unwrap().lines().count();
+    let rounds = || stdout.now().lines().count();
     let started = Instant::now();
-    let waited =
-        std::panic::catch_unwind(|| wait_for("two --watch rounds", 2 * round, || rounds() >= 2));
+    // (Unwind-safe: the closure only reads the text so far.)
+    let waited = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        wait_for("two --watch rounds", 2 * round, || rounds() >= 2)
+    }));
     let _ = child.kill();
     let _ = child.wait();
-    assert!(
-        waited.is_ok(),
-        "after {:?}: {}",
-        started.elapsed(),
-        stdout.lock().unwrap()
-    );
-    for line in stdout.lock().unwrap().lines().take(2) {
+    let text = stdout.all();
+    assert!(waited.is_ok(), "after {:?}: {text}", started.elapsed());
+    for line in text.lines().take(2) {
         let report: DiagnoseReport = serde_json::from_str(line).unwrap();
         for e in reach_errors(&report) {
             assert!(e.contains("did not finish answering within 5s"), "{e}");

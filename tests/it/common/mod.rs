@@ -603,13 +603,14 @@ pub fn many_clusters(namespaces: usize, per_namespace: usize) -> Vec<(String, St
 }
 
 /// A child's stdout collected as it comes (by a thread), so a test can wait for a line while
-/// the child runs (`--watch`).
-pub fn stdout_of(child: &mut std::process::Child) -> std::sync::Arc<std::sync::Mutex<String>> {
+/// the child runs (`--watch`): [`LiveStdout::now`]; everything, once it exited:
+/// [`LiveStdout::all`].
+pub fn stdout_of(child: &mut std::process::Child) -> LiveStdout {
     use std::io::Read;
-    let out = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+    let text = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
     let mut pipe = child.stdout.take().expect("stdout piped");
-    let sink = out.clone();
-    std::thread::spawn(move || {
+    let sink = text.clone();
+    let reader = std::thread::spawn(move || {
         let mut buf = [0u8; 4096];
         while let Ok(n) = pipe.read(&mut buf) {
             if n == 0 {
@@ -620,7 +621,37 @@ pub fn stdout_of(child: &mut std::process::Child) -> std::sync::Arc<std::sync::M
                 .push_str(&String::from_utf8_lossy(&buf[..n]));
         }
     });
-    out
+    LiveStdout { text, reader }
+}
+
+/// See [`stdout_of`].
+pub struct LiveStdout {
+    text: std::sync::Arc<std::sync::Mutex<String>>,
+    reader: std::thread::JoinHandle<()>,
+}
+
+impl LiveStdout {
+    /// What the child printed so far.
+    pub fn now(&self) -> String {
+        self.text.lock().unwrap().clone()
+    }
+
+    /// All the child printed, to the end of the stream: call once it exited. Its last lines
+    /// may still be in the pipe when `try_wait` sees the exit (a loaded machine runs the
+    /// reader late), so this waits for the reader (10 s at most: nothing else holds the pipe).
+    pub fn all(self) -> String {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while !self.reader.is_finished() {
+            assert!(
+                Instant::now() < deadline,
+                "stdout still open 10 s after the exit"
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        self.reader.join().unwrap();
+        let text = self.text.lock().unwrap().clone();
+        text
+    }
 }
 
 /// Waits (at most `bound`) until `ready()`; fails naming `what` otherwise.

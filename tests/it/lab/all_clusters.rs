@@ -179,11 +179,11 @@ fn watch_all_ends_once_every_cluster_is_healthy() {
         .unwrap();
     let out = stdout_of(&mut child);
     wait_for("the first round", Duration::from_secs(60), || {
-        out.lock().unwrap().contains("clusters healthy")
+        out.now().contains("clusters healthy")
     });
     f.lab("tkc-web").heal().unwrap();
     let code = exit_within(&mut child, Duration::from_secs(120));
-    let text = out.lock().unwrap().clone();
+    let text = out.all();
     assert_eq!(code, 0, "{text}");
     assert!(
         text.contains("1 of 3 clusters healthy") || text.contains("2 of 3 clusters healthy"),

@@ -55,9 +55,9 @@ fn a_fault_healed_mid_watch_shows_the_transition_and_ends_the_watch() {
         .unwrap();
     let out = stdout_of(&mut child);
     wait_for("the first round's report", Duration::from_secs(60), || {
-        out.lock().unwrap().contains("VERDICT: ")
+        out.now().contains("VERDICT: ")
     });
-    let first = out.lock().unwrap().clone();
+    let first = out.now();
     assert!(
         first.contains("VERDICT: EtcdPeerNetworkPartial"),
         "the first round is printed whole:\n{first}"
@@ -72,7 +72,7 @@ fn a_fault_healed_mid_watch_shows_the_transition_and_ends_the_watch() {
         .unwrap()
         .read_to_string(&mut stderr)
         .unwrap();
-    let text = out.lock().unwrap().clone();
+    let text = out.all();
     assert_eq!(code, 0, "exit 0 once Healthy\n{text}\n{stderr}");
 
     // After the first report, only transition lines: `HH:MM:SS OLD → NEW (why)`.
@@ -150,12 +150,12 @@ fn watch_json_is_one_document_per_round() {
         .unwrap();
     let out = stdout_of(&mut child);
     wait_for("two rounds", Duration::from_secs(60), || {
-        out.lock().unwrap().lines().count() >= 2
+        out.now().lines().count() >= 2
     });
     lab.heal().unwrap();
     let code = exit_within(&mut child, Duration::from_secs(120));
     assert_eq!(code, 0);
-    let text = out.lock().unwrap().clone();
+    let text = out.all();
     let rounds: Vec<DiagnoseReport> = text
         .lines()
         .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
