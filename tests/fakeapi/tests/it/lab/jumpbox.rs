@@ -149,6 +149,12 @@ async fn a_jumpbox_pod_sshes_to_the_node_with_the_secret_volume() {
         ),
         ("etcdnet-jumpbox-cp1", "ssh-key", KEY_DIR)
     );
+    // As a kubelet does, the fake tears the volume down after it set the pod's final status:
+    // gone within moments of the watch seeing Succeeded (a loaded machine runs it late).
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while vols[0].dir.exists() && std::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
     assert!(!vols[0].dir.exists(), "{:?} still exists", vols[0].dir);
     assert!(s.api.pod_processes().is_empty());
     assert_eq!(
