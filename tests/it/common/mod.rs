@@ -640,14 +640,9 @@ impl LiveStdout {
     /// may still be in the pipe when `try_wait` sees the exit (a loaded machine runs the
     /// reader late), so this waits for the reader (10 s at most: nothing else holds the pipe).
     pub fn all(self) -> String {
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while !self.reader.is_finished() {
-            assert!(
-                Instant::now() < deadline,
-                "stdout still open 10 s after the exit"
-            );
-            std::thread::sleep(Duration::from_millis(10));
-        }
+        wait_for("the end of stdout", Duration::from_secs(10), || {
+            self.reader.is_finished()
+        });
         self.reader.join().unwrap();
         let text = self.text.lock().unwrap().clone();
         text

@@ -97,6 +97,21 @@ async fn log(pods: &Api<Pod>, name: &str) -> String {
     pods.logs(name, &LogParams::default()).await.unwrap()
 }
 
+/// Waits (10 s at most) until the fake kubelet tore a pod down: no process of it left and its
+/// secret volume `dir` gone. As a kubelet does, it tears down after it set the pod's final
+/// status, so a watch may see Succeeded (or the delete return) a moment before.
+async fn torn_down(api: &FakeApi, dir: &std::path::Path) {
+    let start = Instant::now();
+    while !api.pod_processes().is_empty() || dir.exists() {
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "left: {:?}, dir {dir:?}",
+            api.pod_processes()
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
 #[tokio::test]
 #[cfg_attr(not(etcdnet_lab), ignore = "needs root and the lab (see build.rs)")]
 async fn a_jumpbox_pod_sshes_to_the_node_with_the_secret_volume() {
@@ -149,12 +164,7 @@ async fn a_jumpbox_pod_sshes_to_the_node_with_the_secret_volume() {
         ),
         ("etcdnet-jumpbox-cp1", "ssh-key", KEY_DIR)
     );
-    // As a kubelet does, the fake tears the volume down after it set the pod's final status:
-    // gone within moments of the watch seeing Succeeded (a loaded machine runs it late).
-    let deadline = std::time::Instant::now() + Duration::from_secs(10);
-    while vols[0].dir.exists() && std::time::Instant::now() < deadline {
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    torn_down(&s.api, &vols[0].dir).await;
     assert!(!vols[0].dir.exists(), "{:?} still exists", vols[0].dir);
     assert!(s.api.pod_processes().is_empty());
     assert_eq!(
@@ -345,16 +355,7 @@ async fn deleting_a_running_jumpbox_pod_kills_it_and_removes_its_secret() {
         )
         .await
         .unwrap();
-    let start = Instant::now();
-    while !s.api.pod_processes().is_empty() || vols[0].dir.exists() {
-        assert!(
-            start.elapsed() < Duration::from_secs(10),
-            "left: {:?}, dir {:?}",
-            s.api.pod_processes(),
-            vols[0].dir
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    torn_down(&s.api, &vols[0].dir).await;
     for (p, pid) in procs {
         assert!(!alive(p.pid, pid), "{pid} of {p:?} survived");
     }
