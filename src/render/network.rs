@@ -189,6 +189,7 @@ mod tests {
                 reason: Some("R\u{1b}[2J".into()),
                 message: Some("line\nbreak\u{9b}31m".into()),
                 vm: None,
+                claim: false,
             }],
             evaluation: evaluate(&PolicyInput {
                 namespace: "ns".into(),

@@ -206,6 +206,16 @@ pub struct NetworkObjects {
     pub read: Vec<ReadCount>,
     /// What could not be read, one note per failed request.
     pub unread: Vec<String>,
+    /// Which SecurityPolicy kind nsx-operator reconciles for this namespace (issue 28):
+    /// `VpcSecurityPolicy` where the namespace is on VPC networking, `T1SecurityPolicy`
+    /// otherwise; None when the Supervisor's objects cannot tell. A policy of the other group is
+    /// a leftover, not in effect, whatever its `Ready` says.
+    pub live_policy_kind: Option<NetKind>,
+    /// What `live_policy_kind` was told from, in words for the evidence (None with it).
+    pub networking_basis: Option<String>,
+    /// SecurityPolicies the read could not keep (past a bound): any of them might come first,
+    /// so the evaluation cannot rule them out.
+    pub policies_left_out: usize,
 }
 
 fn name(o: &DynamicObject) -> &str {
@@ -533,6 +543,9 @@ impl NetworkRead {
             vms: vms.iter().map(|v| (*v).clone()).collect(),
             read,
             unread: self.unread.clone(),
+            live_policy_kind: None,
+            networking_basis: None,
+            policies_left_out: 0,
         }
     }
 }
@@ -617,6 +630,10 @@ pub struct RealizationProblem {
     /// cause of its own.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub vm: Option<String>,
+    /// Only the object's own annotation says so (a NetworkPolicy's `nsx-op/error`): anyone who
+    /// may edit the object can write it, so it is the object's claim, never NSX's status.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub claim: bool,
 }
 
 fn bounded(s: &str) -> String {
@@ -647,6 +664,7 @@ fn not_true(o: &DynamicObject, object_kind: &str, condition: &str) -> Option<Rea
         reason: text("reason"),
         message: text("message"),
         vm: None,
+        claim: false,
     })
 }
 
@@ -703,6 +721,7 @@ pub fn realization(objects: &NetworkObjects) -> Vec<RealizationProblem> {
                 reason: None,
                 message: Some(bounded(text)),
                 vm: None,
+                claim: false,
             });
         }
     }
