@@ -1,4 +1,5 @@
 //! The analyse stage: pure rules over collected facts, no I/O.
+//! - [`clock`]: whose clock is "now" (the Supervisor read's, each node's own, the median);
 //! - [`status`]: what the Supervisor side shows (`kubectl etcdnet status`);
 //! - [`matrix`]: the node-to-node 2379/2380 matrices from every node's probe;
 //! - [`verdict`]: one verdict for the whole control plane, with evidence and next steps;
@@ -6,6 +7,7 @@
 //! - [`network`]: the cluster's network as the reports carry it (`networkPolicy`), joined to
 //!   the findings and the verdict.
 
+pub mod clock;
 pub mod matrix;
 pub mod network;
 pub mod policy;

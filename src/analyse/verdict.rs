@@ -123,6 +123,9 @@ struct Ctx<'a> {
     /// Each node's log, classified in the window (`since`) that ends at its probe time.
     logs: BTreeMap<String, LogSummary>,
     since: std::time::Duration,
+    /// "Now" for the Supervisor's facts (the ages of its conditions): the time the plugin read
+    /// the Supervisor ([`diagnose_at`]), never one node's clock.
+    now: std::time::SystemTime,
     /// Every node's report, the rollout's included (membership reads all member lists); `nodes`,
     /// `matrices` and `logs` leave out the nodes in a rollout.
     all: &'a [NodeReport],
@@ -147,15 +150,36 @@ const RULES: &[Rule] = &[
 /// The window of log lines that count as the present, unless `--since` says otherwise.
 pub const DEFAULT_SINCE: std::time::Duration = std::time::Duration::from_secs(15 * 60);
 
-/// The verdict on the nodes' probes, log lines counted within `since` of each node's probe.
-///
-/// Nodes in a rollout (their Machine is being deleted or is still provisioning) are shown in the
-/// matrices and logs but do not decide: the rules see the others only, and a note lists them.
+/// The verdict on the nodes' probes, log lines counted within `since` of each node's probe,
+/// with no time of the Supervisor read at hand: [`diagnose_at`] with the median of the nodes'
+/// clocks as "now" (which one node that lies about its clock cannot move past the others').
 pub fn diagnose(
     facts: &ClusterFacts,
     nodes: &[NodeReport],
     since: std::time::Duration,
 ) -> Diagnosis {
+    diagnose_at(facts, nodes, since, None)
+}
+
+/// The verdict on the nodes' probes, log lines counted within `since` of each node's probe.
+/// `read_at` is when the plugin read the Supervisor (its own clock): the ages of the
+/// Supervisor's conditions are measured against it. Without it, the median of the nodes'
+/// clocks, else this machine's clock.
+///
+/// Nodes in a rollout (their Machine is being deleted or is still provisioning) are shown in the
+/// matrices and logs but do not decide: the rules see the others only, and a note lists them.
+pub fn diagnose_at(
+    facts: &ClusterFacts,
+    nodes: &[NodeReport],
+    since: std::time::Duration,
+    read_at: Option<std::time::SystemTime>,
+) -> Diagnosis {
+    let now = read_at
+        .or_else(|| {
+            super::clock::median(nodes.iter().filter_map(|n| n.probe()?.clock_ms))
+                .and_then(super::clock::system_time)
+        })
+        .unwrap_or_else(std::time::SystemTime::now);
     let logs: BTreeMap<String, LogSummary> = nodes
         .iter()
         .filter_map(|n| {
@@ -198,6 +222,7 @@ pub fn diagnose(
             .map(|(n, s)| (n.clone(), s.clone()))
             .collect(),
         since,
+        now,
         all: nodes,
     };
     let mut verdict = RULES
@@ -521,3 +546,6 @@ mod past_tests;
 
 #[cfg(test)]
 mod rollout_tests;
+
+#[cfg(test)]
+mod trust_tests;

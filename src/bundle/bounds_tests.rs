@@ -141,6 +141,7 @@ fn evidence(c: usize, n: usize, objects: usize) -> Evidence {
         duration_ms: 1234,
         since_s: 900,
         network_unread: Vec::new(),
+        read_at: None,
     }
 }
 

@@ -241,7 +241,7 @@ pub(super) fn read_entries(
     let evidence = manifest
         .clusters
         .iter()
-        .map(|c| cluster(&mut reader, c))
+        .map(|c| cluster(&mut reader, c, &manifest.created))
         .collect::<std::result::Result<Vec<_>, _>>()?;
     Ok((Bundle { manifest, evidence }, reader.parsed))
 }
@@ -328,7 +328,12 @@ impl<'a> Reader<'a> {
 }
 
 /// One cluster's evidence from its files.
-fn cluster(r: &mut Reader<'_>, c: &ClusterEntry) -> std::result::Result<Evidence, String> {
+/// `created`: the manifest's, the time of the run for a bundle from before `readAt`.
+fn cluster(
+    r: &mut Reader<'_>,
+    c: &ClusterEntry,
+    created: &str,
+) -> std::result::Result<Evidence, String> {
     let dir = c.dir.as_str();
     let apis: SupervisorApis = r.json(dir, "discovery.json")?;
     let objects = c
@@ -383,6 +388,7 @@ fn cluster(r: &mut Reader<'_>, c: &ClusterEntry) -> std::result::Result<Evidence
         duration_ms: c.duration_ms,
         since_s: c.since_s,
         network_unread: c.network_unread.clone(),
+        read_at: c.read_at.clone().or_else(|| Some(created.to_string())),
     })
 }
 

@@ -94,6 +94,7 @@ fn evidence() -> Evidence {
         duration_ms: 1234,
         since_s: 900,
         network_unread: Vec::new(),
+        read_at: Some("2026-12-04T08:00:00Z".into()),
     }
 }
 

@@ -170,6 +170,7 @@ pub(super) fn files(evidence: &[Evidence], args: Vec<String>) -> Result<Vec<(Str
             objects,
             nodes,
             network_unread: e.network_unread.clone(),
+            read_at: e.read_at.clone(),
         });
     }
     let manifest = Manifest {

@@ -291,16 +291,15 @@ fn node_row(r: &DiagnoseReport, n: &DiagnosedNode, wide: bool) -> Vec<String> {
             .map(|(_, at)| at);
         row.push(or_none(soonest));
         row.push(or_none(p.duration_ms.map(|ms| format!("{ms}ms"))));
-        let reference = r
-            .nodes
-            .iter()
-            .filter_map(|n| n.probe.as_ref()?.clock_ms)
-            .min();
+        // Against the median of the nodes' clocks, not one node's (the earliest was): a node
+        // that lies about its clock then marks only itself as skewed (issue 28).
+        let reference = crate::analyse::clock::median(
+            r.nodes.iter().filter_map(|n| n.probe.as_ref()?.clock_ms),
+        );
         row.push(or_none(
             p.clock_ms
                 .zip(reference)
-                // Both clocks are the nodes' word: saturate rather than overflow.
-                .map(|(c, base)| format!("+{}ms", c.saturating_sub(base))),
+                .map(|(c, base)| crate::analyse::clock::offset_text(c, base)),
         ));
     }
     row
@@ -370,6 +369,45 @@ fn matrix_table(out: &mut Lines, m: &Matrix) {
 mod tests {
     use super::*;
     use crate::probe::etcdlog::{LeaderState, LeaderView};
+
+    /// The CLOCK column (`-o wide`) is each node's clock against the median of the nodes'
+    /// clocks: a node whose clock reads far behind shows as the one that is off, and the honest
+    /// ones stay near +0ms (against the earliest clock, the liar's, they all looked skewed).
+    #[test]
+    fn clock_column_is_against_the_median() {
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/fixtures/reports/peers-dropped.json"
+        );
+        let mut r: DiagnoseReport =
+            serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+        let base = 1_764_688_528_000_i64;
+        for (n, c) in r.nodes.iter_mut().zip([base, base + 12, 0]) {
+            n.probe.as_mut().unwrap().clock_ms = Some(c);
+        }
+        // The last cell of each node's row, in the report's order.
+        let clocks = |r: &DiagnoseReport| -> Vec<String> {
+            let out = diagnose_table(r, true, Paint { on: false });
+            r.nodes
+                .iter()
+                .map(|n| {
+                    out.lines()
+                        .find(|l| l.starts_with(&n.name) && l.contains("RUNNING"))
+                        .and_then(|l| l.split_whitespace().last())
+                        .unwrap_or_else(|| panic!("no row for {}: {out}", n.name))
+                        .to_string()
+                })
+                .collect()
+        };
+        assert_eq!(clocks(&r), ["+0ms", "+12ms", &format!("-{base}ms")]);
+
+        // Any i64 a node writes: no overflow, the honest ones unmoved.
+        r.nodes[2].probe.as_mut().unwrap().clock_ms = Some(i64::MAX);
+        assert_eq!(
+            clocks(&r),
+            ["-12ms", "+0ms", &format!("+{}ms", i64::MAX - base - 12)]
+        );
+    }
 
     /// The LEADER column: the leader a node's log last named (by node name when some log says
     /// it is that member), or none and since when; absent when no log has a leader line.

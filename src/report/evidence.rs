@@ -36,6 +36,12 @@ pub struct Evidence {
     /// `supervisor::network`). Not in the JSON when empty.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub network_unread: Vec<String>,
+    /// When the run gathered this (after the Supervisor read and the probes, within the run's
+    /// `--timeout`), RFC 3339 UTC, by the plugin's own clock: "now" for the ages of the
+    /// Supervisor's conditions (never a node's clock, which the node writes). A bundle keeps it
+    /// (`clusters[].readAt`; older bundles: the manifest's `created`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read_at: Option<String>,
 }
 
 fn default_since_s() -> u64 {
@@ -68,6 +74,9 @@ impl Evidence {
                 .network_of(cluster)
                 .map(|n| n.unread)
                 .unwrap_or_default(),
+            read_at: Some(
+                humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string(),
+            ),
         }
     }
 
@@ -83,7 +92,11 @@ impl Evidence {
             .with_network_notes(&self.network_unread);
         let facts = inventory.facts(&self.context, &self.cluster)?;
         let since = std::time::Duration::from_secs(self.since_s);
-        let mut diagnosis = analyse::verdict::diagnose(&facts, &self.nodes, since);
+        let read_at = self
+            .read_at
+            .as_deref()
+            .and_then(|t| humantime::parse_rfc3339(t).ok());
+        let mut diagnosis = analyse::verdict::diagnose_at(&facts, &self.nodes, since, read_at);
         let findings = analyse::status_findings(&facts, &self.workload_api);
         let network = self.network(&inventory);
         if let Some(a) = &network {

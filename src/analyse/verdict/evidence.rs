@@ -287,22 +287,18 @@ pub(super) fn supervisor_reach_line(n: &NodeReport) -> Option<String> {
 /// `cp1: Machine condition EtcdMemberHealthy is False (EtcdMemberUnhealthy: Etcd member status
 /// reports errors: etcdserver: no leader)`. The Supervisor's view, which may lag what was seen.
 ///
-/// Each carries its age (`lastTransitionTime`, against the newest probe's clock: the time of the
-/// run, also when a bundle is judged later); beside a `Healthy` verdict it is marked as the
-/// Supervisor's last report, which KCP refreshes only once it reaches the workload API again.
+/// Each carries its age (`lastTransitionTime`, against the time the plugin read the Supervisor
+/// (`Ctx::now`): the time of the run, also when a bundle is judged later); beside a `Healthy`
+/// verdict it is marked as the Supervisor's last report, which KCP refreshes only once it
+/// reaches the workload API again.
 pub(super) fn machine_condition_evidence(
     ctx: &Ctx,
     about: &[String],
     healthy: bool,
 ) -> Vec<String> {
-    let now = ctx
-        .all
-        .iter()
-        .filter_map(|n| n.probe()?.clock_ms)
-        .max()
-        .and_then(|ms| u64::try_from(ms).ok())
-        .map(|ms| std::time::UNIX_EPOCH + std::time::Duration::from_millis(ms))
-        .unwrap_or_else(std::time::SystemTime::now);
+    // The time the plugin read the Supervisor, never a node's clock: one node that lies about
+    // its clock would make every condition look new or years old (issue 28).
+    let now = ctx.now;
     let mut out = Vec::new();
     for n in &ctx.facts.nodes {
         let Some(m) = &n.machine else { continue };
