@@ -209,7 +209,8 @@ const CERT_LOG_KINDS: &[LogKind] = &[
 ];
 
 /// Whether a refused handshake (`tls-rejected`) is a certificate's doing: curl names a TLS alert
-/// or a certificate, or either end's etcd log in the window names a certificate.
+/// or a certificate, or an end's etcd log in the window has a certificate line about the other
+/// end ([`logged_about`]).
 ///
 /// A bare end of the connection (curl's `(35) Recv failure: Connection reset by peer`,
 /// `SSL_ERROR_SYSCALL`, OpenSSL 3's `unexpected eof while reading`, `(52) Empty reply from
@@ -233,11 +234,34 @@ pub(super) fn refused_for_a_certificate(ctx: &Ctx, c: &Cell) -> bool {
     let named = ["alert", "certificate", "verify"]
         .iter()
         .any(|w| curl.contains(w));
-    named
-        || [&c.from, &c.to].iter().any(|n| {
-            ctx.logs
-                .get(n.as_str())
-                .is_some_and(|s| CERT_LOG_KINDS.iter().any(|k| s.finding(*k).is_some()))
+    named || logged_about(ctx, &c.from, &c.to) || logged_about(ctx, &c.to, &c.from)
+}
+
+/// Whether `node`'s etcd log has, in the window, a certificate line ([`CERT_LOG_KINDS`]) about
+/// `peer`: one that names the peer's address (its VM's IP, as the Supervisor gives it; for a
+/// node's own path, its own) or its member ID (the one the peer's own log calls local).
+///
+/// Never any certificate line in any log (issue 28): an honest member logs "rejected
+/// connection" with the x509 error for whoever dials it with a bad certificate (any client
+/// with an expired one, `remote-addr` its own address), and such a line says nothing about a
+/// path between two other ends. A line's addresses and IDs are what the classifier read from
+/// it (`remote-addr`, the dialled URL, `remote-peer-id`, …: `etcdlog::LogLine`).
+fn logged_about(ctx: &Ctx, node: &str, peer: &str) -> bool {
+    let Some(summary) = ctx.logs.get(node) else {
+        return false;
+    };
+    let ip = ctx.nodes.iter().find(|n| n.name == peer).and_then(|n| n.ip);
+    // The peer's log drops its own ID from its findings; another node's log keeps it.
+    let id = ctx
+        .logs
+        .get(peer)
+        .and_then(|s| s.local_member_id.as_deref());
+    CERT_LOG_KINDS
+        .iter()
+        .filter_map(|k| summary.finding(*k))
+        .any(|f| {
+            ip.is_some_and(|ip| f.peer_addresses.iter().any(|a| log_addr_ip(a) == Some(ip)))
+                || id.is_some_and(|id| f.peer_ids.contains(id))
         })
 }
 

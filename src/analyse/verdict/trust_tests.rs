@@ -68,3 +68,149 @@ fn conditions_age_against_the_time_of_the_read() {
         d.verdict
     );
 }
+
+// ---- a certificate verdict only from the end that logged it about that peer ----------------
+
+/// A zap line of etcd 3.5 at 2025-12-02T`hms`Z with the fields after `msg`.
+fn zap(hms: &str, rest: &str) -> String {
+    format!(
+        r#"{{"level":"warn","ts":"2025-12-02T{hms}.000Z","caller":"embed/config_logging.go:169",{rest}}}"#
+    )
+}
+
+/// etcd's "rejected connection" for a client at `addr` whose certificate has expired (what an
+/// honest member logs for whoever dials it with one; embed/config_logging.go).
+fn rejected_expired(addr: &str) -> String {
+    zap(
+        "07:59:56",
+        &format!(
+            r#""msg":"rejected connection","remote-addr":"{addr}","server-name":"","error":"tls: failed to verify certificate: x509: certificate has expired or is not yet valid: current time 2025-12-02T07:59:56Z is after 2025-12-01T00:00:00Z""#
+        ),
+    )
+}
+
+/// cp1 → cp2:2380 connected and closed after the handshake with no word about a certificate
+/// (the probe's own prefix, then curl's bare reset), every other path working.
+fn bare_close_cp1_to_cp2() -> Vec<crate::probe::output::ProbeOutput> {
+    use crate::probe::output::{TcpOutcome, TlsOutcome};
+    let mut p = healthy3();
+    set(
+        &mut p,
+        0,
+        1,
+        2380,
+        TcpOutcome::Connected,
+        TlsOutcome::Rejected,
+    );
+    let path = (p[0].paths.iter_mut())
+        .find(|x| x.target == IPS[1] && x.port == 2380)
+        .unwrap();
+    path.tls_detail = Some(format!(
+        "{}curl: (56) Recv failure: Connection reset by peer",
+        node::CLOSED_AFTER_HANDSHAKE
+    ));
+    path.http_status = None;
+    p
+}
+
+fn code(p: Vec<crate::probe::output::ProbeOutput>) -> (VerdictCode, Verdict) {
+    let v = run(p).verdict;
+    (v.code, v)
+}
+
+/// An x509 line about a stranger's address in the log of an end of the failing path is no
+/// certificate verdict on that path; the same line naming the path's other end is.
+#[test]
+fn an_x509_line_about_a_stranger_is_no_certificate_verdict() {
+    let (c, v) = code(bare_close_cp1_to_cp2());
+    assert_ne!(c, VerdictCode::EtcdCertificateProblem, "{v:#?}");
+
+    // cp2 (the end that refused) logged an expired certificate of 10.20.0.7: not cp1.
+    let mut p = bare_close_cp1_to_cp2();
+    p[1] = with_log(p[1].clone(), &rejected_expired("10.20.0.7:40118"));
+    let (c, v) = code(p);
+    assert_ne!(c, VerdictCode::EtcdCertificateProblem, "{v:#?}");
+
+    // The same line about cp1's address: cp2 refused cp1's certificate.
+    let mut p = bare_close_cp1_to_cp2();
+    p[1] = with_log(p[1].clone(), &rejected_expired("198.18.0.11:40118"));
+    let (c, v) = code(p);
+    assert_eq!(c, VerdictCode::EtcdCertificateProblem, "{v:#?}");
+    assert!(
+        v.evidence.iter().any(|e| e.starts_with("cp1 → cp2:2380: ")),
+        "{v:#?}"
+    );
+}
+
+/// A certificate line about the path's end in the log of a node that is not an end of it (cp3
+/// refused cp1's certificate) says nothing about cp1 → cp2.
+#[test]
+fn a_third_nodes_line_is_not_about_the_path() {
+    let mut p = bare_close_cp1_to_cp2();
+    p[2] = with_log(p[2].clone(), &rejected_expired("198.18.0.11:40118"));
+    let (c, v) = code(p);
+    assert_ne!(c, VerdictCode::EtcdCertificateProblem, "{v:#?}");
+}
+
+/// The dialling end's line names the peer by member ID (a stream dial's error carries no
+/// address): `remote error: tls: bad certificate` about cp2's ID (the one cp2's own log calls
+/// local) is about the path; about another ID it is not.
+#[test]
+fn the_dialling_ends_line_counts_by_the_peers_member_id() {
+    let cp2_id = "8e9e05c52164694d";
+    let local = zap(
+        "07:50:00",
+        &format!(r#""msg":"starting raft instance","local-member-id":"{cp2_id}""#),
+    );
+    let dial = |id: &str| {
+        zap(
+            "07:59:57",
+            &format!(
+                r#""msg":"failed to dial","local-member-id":"aaaabbbbccccdddd","remote-peer-id":"{id}","error":"remote error: tls: bad certificate""#
+            ),
+        )
+    };
+    for (id, certificate) in [("fd422379fda50e48", false), (cp2_id, true)] {
+        let mut p = bare_close_cp1_to_cp2();
+        p[1] = with_log(p[1].clone(), &local);
+        p[0] = with_log(p[0].clone(), &dial(id));
+        let (c, v) = code(p);
+        assert_eq!(
+            c == VerdictCode::EtcdCertificateProblem,
+            certificate,
+            "{id}: {v:#?}"
+        );
+    }
+}
+
+/// A node's own path: its own log's line about its own address counts (the probe dials the
+/// node's IP from the node), a stranger's does not.
+#[test]
+fn a_nodes_own_path_counts_its_own_address_only() {
+    use crate::probe::output::{TcpOutcome, TlsOutcome};
+    for (addr, certificate) in [("10.20.0.7:40118", false), ("198.18.0.11:40118", true)] {
+        let mut p = healthy3();
+        set(
+            &mut p,
+            0,
+            0,
+            2379,
+            TcpOutcome::Connected,
+            TlsOutcome::Rejected,
+        );
+        let path = (p[0].paths.iter_mut())
+            .find(|x| x.target == IPS[0] && x.port == 2379)
+            .unwrap();
+        path.tls_detail = Some(format!(
+            "{}curl: (56) Recv failure: Connection reset by peer",
+            node::CLOSED_AFTER_HANDSHAKE
+        ));
+        p[0] = with_log(p[0].clone(), &rejected_expired(addr));
+        let (c, v) = code(p);
+        assert_eq!(
+            c == VerdictCode::EtcdCertificateProblem,
+            certificate,
+            "{addr}: {v:#?}"
+        );
+    }
+}
