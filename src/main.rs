@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use clap::Parser;
 use etcdnet::cli::Cli;
 use etcdnet::error::{EXIT_INCOMPLETE, EXIT_OK};
-use etcdnet::render::visible;
+use etcdnet::render::{visible, visible_log};
 
 fn init_tracing(verbose: u8) {
     // -v: our info; -vv: our debug; -vvv: also kube's debug. Logs go to stderr only.
@@ -18,9 +18,32 @@ fn init_tracing(verbose: u8) {
     };
     tracing_subscriber::fmt()
         .with_env_filter(tracing_subscriber::EnvFilter::new(filter))
-        .with_writer(std::io::stderr)
+        .with_writer(|| VisibleStderr)
+        // Plain: the writer shows every escape sequence as text, the level's colours too.
+        .with_ansi(false)
         .with_target(false)
         .init();
+}
+
+/// stderr for log events, each made visible (`render::visible_log`): a warning quotes API error
+/// text (`kube::Error`'s Display carries the server's message; -vvv logs kube's own lines), and
+/// what a server or a proxy wrote there must not act on the terminal (escape sequences, bidi
+/// overrides and other format characters) nor break the event's line. tracing-subscriber's own
+/// sanitizing leaves newlines, carriage returns and format characters as they are.
+struct VisibleStderr;
+
+impl Write for VisibleStderr {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        // One event per write (the fmt layer writes its formatted event at once); a cut inside
+        // a character would show as U+FFFD, never as raw bytes.
+        let text = String::from_utf8_lossy(buf);
+        std::io::stderr().write_all(visible_log(&text).as_bytes())?;
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        std::io::stderr().flush()
+    }
 }
 
 /// Makes the process non-dumpable (Linux): no core dump, and no other process of the same user

@@ -39,8 +39,14 @@ impl Progress {
         Progress::new(false)
     }
 
+    /// The stage's line, made visible (`render::visible`): it quotes names (the cluster's,
+    /// the namespace's, the context's) and is drawn on the terminal.
     pub fn stage(&self, msg: impl Into<Cow<'static, str>>) {
-        self.bar.set_message(msg);
+        let msg = msg.into();
+        match crate::render::visible(&msg) {
+            Cow::Borrowed(_) => self.bar.set_message(msg),
+            Cow::Owned(shown) => self.bar.set_message(shown),
+        }
     }
 
     /// Clears the line before the report is printed.

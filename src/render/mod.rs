@@ -14,7 +14,7 @@
 //! said, verbatim; a namespace editor or a broken node can put escape sequences there (retitle
 //! the window, clear the screen, fake a verdict in colour). The only escape sequences that reach
 //! a terminal are [`Paint`]'s own, added after. `main` passes its stderr lines through
-//! [`visible`] too. JSON and YAML keep every string as it was, escaped as their formats escape.
+//! [`visible`] too, and every log event through [`visible_log`]. JSON and YAML keep every string as it was, escaped as their formats escape.
 
 use std::borrow::Cow;
 use std::fmt::Write as _;
@@ -157,6 +157,24 @@ pub fn visible(text: &str) -> Cow<'_, str> {
         }
     }
     Cow::Owned(out)
+}
+
+/// A log event as `tracing` formatted it (one event, its newline last) made [`visible`]: the
+/// event stays one line, whatever its message quoted (an API server's error text, which a
+/// `kube::Error` displays, carries what the server or a proxy in front of it wrote). Only the
+/// one newline that ends the text is kept as it is.
+pub fn visible_log(text: &str) -> Cow<'_, str> {
+    let (body, end) = match text.strip_suffix('\n') {
+        Some(body) => (body, "\n"),
+        None => (text, ""),
+    };
+    match visible(body) {
+        Cow::Borrowed(_) => Cow::Borrowed(text),
+        Cow::Owned(mut out) => {
+            out.push_str(end);
+            Cow::Owned(out)
+        }
+    }
 }
 
 /// A character [`visible`] writes as an escape.
@@ -346,6 +364,22 @@ pub(crate) fn count(v: Option<i64>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A log event stays one line: only its final newline is kept, every other character a
+    /// terminal would act on is shown (the bidi override and the zero-width space as well as
+    /// ESC), and a plain event is passed on as it is.
+    #[test]
+    fn a_log_event_is_one_visible_line() {
+        let plain = "2026-12-05T19:48:20Z  WARN delete failed: forbidden pod=p\n";
+        assert!(matches!(visible_log(plain), Cow::Borrowed(_)));
+        assert_eq!(
+            visible_log("WARN a\u{1b}[2J\u{202e}b\u{200b}\nWARN forged\r\n"),
+            "WARN a\\x1b[2J\\u{202e}b\\u{200b}\\nWARN forged\\r\n"
+        );
+        assert_eq!(visible_log("no newline\u{2066}"), "no newline\\u{2066}");
+        assert_eq!(visible_log("\n\n"), "\\n\n");
+        assert_eq!(visible_log(""), "");
+    }
 
     #[test]
     fn table_looks_like_kubectl() {

@@ -279,3 +279,64 @@ fn invisible_characters_are_shown_as_escapes() {
         "{line}"
     );
 }
+
+/// Issue 28: a warning (`tracing`'s `warn!`, printed at the default verbosity) quotes an API
+/// server's error text, which `kube::Error` displays with the server's message: the event is
+/// one visible line, its escape sequences, bidi controls, other format characters and newline
+/// shown as escapes. Here the Supervisor refuses the jumpbox pod's delete, naming a user that
+/// carries them (a server, or a proxy in front of it, can write anything there). Fails before
+/// the log writer made events visible: tracing-subscriber escapes ESC and BEL only, so the
+/// bidi override, the isolate, the zero-width space and the newline (a forged second
+/// line) reached the terminal raw.
+#[test]
+fn a_warning_quoting_an_api_error_is_one_visible_line() {
+    use common::article;
+    use etcdnet_fakeapi::Forbid;
+    let user = "sso:alice\u{1b}]0;pwned\u{7}\u{202e}\u{2066}evil\u{200b}\nWARN forged line";
+    let workload = Workload::ok();
+    let cfg = FakeConfig::from_dir(fixture(article::SET))
+        .expect("fixture set loads")
+        .var("WORKLOAD_URL", workload.url())
+        .user(user)
+        .forbid(Forbid {
+            verb: Some("delete".into()),
+            resource: Some("pods".into()),
+            ..Default::default()
+        });
+    let env = Env::with_config(cfg, Some(workload));
+    env.script_jumpbox_pods(&article::CP);
+    let run = env.kubectl(&[
+        "diagnose",
+        article::CLUSTER,
+        "-n",
+        article::NS,
+        "--via",
+        "jumpbox",
+    ]);
+    assert_no_raw_controls("diagnose with a refused delete", &run);
+    for hidden in ['\u{202e}', '\u{2066}', '\u{200b}'] {
+        assert!(
+            !run.stderr.contains(hidden),
+            "stderr carries {hidden:?} raw:\n{}",
+            run.stderr.escape_debug()
+        );
+    }
+    let warning: Vec<&str> = run
+        .stderr
+        .lines()
+        .filter(|l| l.contains("delete failed"))
+        .collect();
+    assert_eq!(warning.len(), 1, "one warning line:\n{}", run.stderr);
+    assert!(
+        warning[0].contains(
+            "sso:alice\\x1b]0;pwned\\x07\\u{202e}\\u{2066}evil\\u{200b}\\nWARN forged line"
+        ),
+        "{}",
+        warning[0]
+    );
+    assert!(
+        !run.stderr.lines().any(|l| l.starts_with("WARN forged")),
+        "a forged line:\n{}",
+        run.stderr
+    );
+}
