@@ -297,17 +297,19 @@ pub fn table(header: &[&str], rows: &[Vec<String>]) -> String {
     out
 }
 
-/// JSON (pretty, newline-terminated) or YAML of any report.
+/// JSON (pretty, newline-terminated) or YAML of any report, every string as it was but with no
+/// character a terminal would act on or hide left raw ([`escape_json_hidden`],
+/// [`escape_yaml_hidden`]).
 fn structured<T: Serialize>(value: &T, format: Format) -> Result<String> {
+    let failed = |e: Box<dyn std::error::Error + Send + Sync>| Error::Output { source: e };
     match format {
-        Format::Yaml => serde_yaml_ng::to_string(value).map_err(|e| Error::Output {
-            source: Box::new(e),
-        }),
+        Format::Yaml => {
+            let yaml = serde_yaml_ng::to_string(value).map_err(|e| failed(Box::new(e)))?;
+            escape_yaml_hidden(yaml, value).map_err(|e| failed(Box::new(e)))
+        }
         _ => serde_json::to_string_pretty(value)
-            .map(|s| escape_json_controls(s) + "\n")
-            .map_err(|e| Error::Output {
-                source: Box::new(e),
-            }),
+            .map(|s| escape_json_hidden(s) + "\n")
+            .map_err(|e| failed(Box::new(e))),
     }
 }
 
@@ -315,31 +317,154 @@ fn structured<T: Serialize>(value: &T, format: Format) -> Result<String> {
 /// [`structured`]'s.
 fn json_line<T: Serialize>(value: &T) -> Result<String> {
     serde_json::to_string(value)
-        .map(|s| escape_json_controls(s) + "\n")
+        .map(|s| escape_json_hidden(s) + "\n")
         .map_err(|e| Error::Output {
             source: Box::new(e),
         })
 }
 
-/// serde_json escapes C0 controls (ESC is `\u001b`) but writes DEL and the C1 controls
-/// (U+009B is CSI to some terminals) as they are, which is valid JSON that `-o json` on a
-/// terminal would still act on; here they become `\u007f`, `\u009b`. Outside its strings a
-/// JSON text is ASCII punctuation, digits, literals and spaces, so every such character is
-/// inside a string, where the escape reads back as the same character. (YAML needs nothing:
-/// the emitter writes every non-printable character as an escape in a double-quoted scalar.)
-fn escape_json_controls(json: String) -> String {
-    let raw = |c: char| c == '\u{7f}' || ('\u{80}'..='\u{9f}').contains(&c);
-    if !json.chars().any(raw) {
+/// A character JSON and YAML output write as an escape although their emitters would not: DEL
+/// and the C1 controls (U+009B is CSI to some terminals), and every character [`visible`]
+/// shows as an escape on a terminal beyond ASCII: the format characters (Unicode Cf: bidi
+/// overrides, isolates and marks, zero-width characters, BOM, soft hyphen), the tag block and
+/// the line and paragraph separators. serde_json escapes only C0; libyaml writes what it deems
+/// printable as it is, U+202E among it. Raw, `-o json` on a terminal (or a script's output
+/// shown by a reviewer) would reorder or hide what is shown; escaped, every parser reads the
+/// same string back.
+fn hidden_in_output(c: char) -> bool {
+    c == '\u{7f}' || (!c.is_ascii() && hidden(c))
+}
+
+/// serde_json's text with every [`hidden_in_output`] character as a `\uXXXX` escape (a
+/// surrogate pair beyond U+FFFF, as JSON writes those): `\u007f`, `\u009b`, `\u202e`,
+/// `\udb40\udc01`. Outside its strings a JSON text is ASCII punctuation, digits, literals and
+/// spaces, so every such character is inside a string, where the escape reads back as the same
+/// character. Text without any is serde_json's, byte for byte.
+fn escape_json_hidden(json: String) -> String {
+    if !json.chars().any(hidden_in_output) {
         return json;
     }
     let mut out = String::with_capacity(json.len() + 16);
     for c in json.chars() {
-        if raw(c) {
-            let _ = write!(out, "\\u{:04x}", c as u32);
+        if hidden_in_output(c) {
+            let mut units = [0u16; 2];
+            for u in c.encode_utf16(&mut units) {
+                let _ = write!(out, "\\u{:04x}", u);
+            }
         } else {
             out.push(c);
         }
     }
+    out
+}
+
+/// serde_yaml_ng's text, or, when it holds a [`hidden_in_output`] character, the same document
+/// with every string that holds one written as a double-quoted scalar of ours, where those
+/// characters are `\uXXXX` (`\UXXXXXXXX` beyond U+FFFF) escapes: libyaml leaves them raw in
+/// whatever style it picked (plain, single-quoted, a literal block), none of which has escapes.
+/// Those strings are swapped for tokens in the document's YAML value before it is emitted, and
+/// each token for its scalar after; the tokens' prefix is one the first text does not hold, so
+/// no string of the report can be taken for one. Text without any is serde_yaml_ng's, byte for
+/// byte (the contract snapshots).
+fn escape_yaml_hidden<T: Serialize>(
+    yaml: String,
+    value: &T,
+) -> std::result::Result<String, serde_yaml_ng::Error> {
+    if !yaml.chars().any(hidden_in_output) {
+        return Ok(yaml);
+    }
+    let mut nonce = 0u64;
+    let prefix = loop {
+        let p = format!("etcdnet-hidden-{nonce}-");
+        if !yaml.contains(&p) {
+            break p;
+        }
+        nonce += 1;
+    };
+    let mut doc = serde_yaml_ng::to_value(value)?;
+    let mut swapped: Vec<String> = Vec::new();
+    tokenize(&mut doc, &prefix, &mut swapped);
+    let text = serde_yaml_ng::to_string(&doc)?;
+    let mut out = String::with_capacity(text.len() + 64);
+    let mut rest = text.as_str();
+    while let Some(at) = rest.find(&prefix) {
+        out.push_str(&rest[..at]);
+        let after = &rest[at + prefix.len()..];
+        let digits = after.bytes().take_while(u8::is_ascii_digit).count();
+        let index = after[..digits].parse::<usize>().ok();
+        match (
+            index.and_then(|i| swapped.get(i)),
+            after[digits..].strip_prefix("-x"),
+        ) {
+            (Some(original), Some(tail)) => {
+                out.push_str(&yaml_double_quoted(original));
+                rest = tail;
+            }
+            // Not one of ours (cannot happen: the prefix is in no string): kept as it is.
+            _ => {
+                out.push_str(&prefix);
+                rest = after;
+            }
+        }
+    }
+    out.push_str(rest);
+    Ok(out)
+}
+
+/// Every string (mapping keys too) holding a [`hidden_in_output`] character, moved to
+/// `swapped` and replaced by `<prefix><index>-x`.
+fn tokenize(v: &mut serde_yaml_ng::Value, prefix: &str, swapped: &mut Vec<String>) {
+    use serde_yaml_ng::Value;
+    let token = |s: &mut String, swapped: &mut Vec<String>| {
+        if s.chars().any(hidden_in_output) {
+            let t = format!("{prefix}{}-x", swapped.len());
+            swapped.push(std::mem::replace(s, t));
+        }
+    };
+    match v {
+        Value::String(s) => token(s, swapped),
+        Value::Sequence(items) => {
+            for item in items {
+                tokenize(item, prefix, swapped);
+            }
+        }
+        Value::Mapping(map) => {
+            let entries = std::mem::take(map);
+            for (mut k, mut val) in entries {
+                tokenize(&mut k, prefix, swapped);
+                tokenize(&mut val, prefix, swapped);
+                map.insert(k, val);
+            }
+        }
+        Value::Tagged(t) => tokenize(&mut t.value, prefix, swapped),
+        Value::Null | Value::Bool(_) | Value::Number(_) => {}
+    }
+}
+
+/// `s` as a YAML double-quoted scalar on one line: `\\` and `\"` escaped, `\n` and `\t`, every
+/// other control, every [`hidden_in_output`] character and every character YAML does not allow
+/// raw (U+FFFE, U+FFFF) as `\uXXXX` / `\UXXXXXXXX`; everything else as it is.
+fn yaml_double_quoted(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 16);
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '"' => out.push_str("\\\""),
+            '\n' => out.push_str("\\n"),
+            '\t' => out.push_str("\\t"),
+            c if c.is_control() || hidden_in_output(c) || matches!(c, '\u{fffe}' | '\u{ffff}') => {
+                let n = c as u32;
+                if n <= 0xffff {
+                    let _ = write!(out, "\\u{n:04X}");
+                } else {
+                    let _ = write!(out, "\\U{n:08X}");
+                }
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
     out
 }
 
@@ -572,6 +697,94 @@ mod tests {
         assert_eq!(
             structured(&plain, Format::Json).unwrap(),
             serde_json::to_string_pretty(&plain).unwrap() + "\n"
+        );
+    }
+
+    /// Format and other invisible characters of every kind [`visible`] names: bidi overrides,
+    /// isolates and marks, zero-width characters, BOM, soft hyphen, tags (beyond U+FFFF), a
+    /// musical-notation format character, the separators.
+    const HIDDEN: &str = "\u{202e}\u{2066}\u{2069}\u{200e}\u{200f}\u{61c}\u{200b}\u{200c}\u{200d}\u{2060}\u{feff}\u{ad}\u{e0001}\u{e0041}\u{e007f}\u{1d173}\u{2028}\u{2029}";
+
+    /// Issue 28: `-o json|yaml` keep no bidi or other format character raw: each is an escape
+    /// that reads back as the same character, in values and in keys, in every YAML style
+    /// libyaml would have picked (plain, quoted, a literal block, a string that reads as a
+    /// number or a bool). Fails on 2b957a5: serde_json and libyaml wrote them as they are.
+    #[test]
+    fn json_and_yaml_escape_format_characters_and_read_back_the_same() {
+        use std::collections::BTreeMap;
+        let strings = [
+            format!("cp1{HIDDEN}"),
+            format!("{HIDDEN}"),
+            format!("multi\nline\n{HIDDEN}\n"),
+            format!("it's \"quoted\" \\ {HIDDEN} é日本🎉"),
+            format!("123\u{200b}"),
+            format!("true\u{202e}"),
+            format!("- {HIDDEN}: #"),
+            format!("{}\u{202e}", all_controls()),
+            "etcdnet-hidden-0-0-x".to_string(),
+        ];
+        let mut map: BTreeMap<String, Vec<String>> = BTreeMap::new();
+        for (i, s) in strings.iter().enumerate() {
+            map.insert(format!("k{i}{s}"), vec![s.clone(), format!("plain {i}")]);
+        }
+        let hidden = |text: &str| -> Vec<char> {
+            text.chars()
+                .filter(|&c| c != '\n' && (c.is_control() || hidden(c)))
+                .collect()
+        };
+        let json = structured(&map, Format::Json).unwrap();
+        assert_eq!(hidden(&json), Vec::<char>::new(), "{json}");
+        assert!(
+            json.contains("\\u202e") && json.contains("\\udb40\\udc01"),
+            "{json}"
+        );
+        let back: BTreeMap<String, Vec<String>> = serde_json::from_str(&json).unwrap();
+        assert_eq!(back, map);
+        let line = json_line(&map).unwrap();
+        assert_eq!(hidden(&line), Vec::<char>::new(), "{line}");
+        assert_eq!(
+            serde_json::from_str::<BTreeMap<String, Vec<String>>>(&line).unwrap(),
+            map
+        );
+
+        let yaml = structured(&map, Format::Yaml).unwrap();
+        assert_eq!(hidden(&yaml), Vec::<char>::new(), "{yaml}");
+        assert!(
+            yaml.contains("\\u202E")
+                && yaml.contains("\\U000E0001")
+                && yaml.contains("\"multi\\nline\\n"),
+            "{yaml}"
+        );
+        let back: BTreeMap<String, Vec<String>> = serde_yaml_ng::from_str(&yaml).unwrap();
+        assert_eq!(back, map);
+        // The strings without any stay as libyaml wrote them.
+        assert!(yaml.contains("- plain 0\n"), "{yaml}");
+
+        // A tagged enum value and a report-like struct keep their shape.
+        #[derive(Serialize, serde::Deserialize, PartialEq, Debug)]
+        enum Kind {
+            Named { name: String },
+        }
+        let v = vec![Kind::Named {
+            name: format!("a{HIDDEN}"),
+        }];
+        let yaml = structured(&v, Format::Yaml).unwrap();
+        assert_eq!(hidden(&yaml), Vec::<char>::new(), "{yaml}");
+        assert_eq!(serde_yaml_ng::from_str::<Vec<Kind>>(&yaml).unwrap(), v);
+    }
+
+    /// Text without such characters is the emitters' own, byte for byte (the contract
+    /// snapshots do not change).
+    #[test]
+    fn ordinary_text_is_the_emitters_own() {
+        let plain = serde_json::json!({"a": "é 日本 🎉 \\ \"q\"", "b": [1, 2], "c": "x\ny"});
+        assert_eq!(
+            structured(&plain, Format::Json).unwrap(),
+            serde_json::to_string_pretty(&plain).unwrap() + "\n"
+        );
+        assert_eq!(
+            structured(&plain, Format::Yaml).unwrap(),
+            serde_yaml_ng::to_string(&plain).unwrap()
         );
     }
 

@@ -340,3 +340,36 @@ fn a_warning_quoting_an_api_error_is_one_visible_line() {
         run.stderr
     );
 }
+
+/// Issue 28: `-o json` and `-o yaml` carry no format character raw (a bidi override in a
+/// condition's message would reorder what a terminal or a reviewer's pager shows of the
+/// document): each is an escape (JSON `\u200b`, YAML `\u200B` in a double-quoted string), and
+/// the document reads back to the exact string. Fails on 2b957a5: both kept them as they are.
+#[test]
+fn json_and_yaml_escape_format_characters() {
+    let env = env();
+    for format in ["json", "yaml"] {
+        let run = env.kubectl(&["status", CLUSTER, "-n", NS, "-o", format]);
+        run.expect_code(1);
+        assert_no_raw_invisible(&format!("status -o {format}"), &run);
+        assert_no_raw_controls(&format!("status -o {format}"), &run);
+        let report: StatusReport = if format == "json" {
+            run.status_report()
+        } else {
+            serde_yaml_ng::from_str(&run.stdout).expect("YAML report")
+        };
+        let kcp = report.header.control_plane.kcp.as_ref().expect("a KCP");
+        let available = kcp
+            .conditions
+            .iter()
+            .find(|c| c.kind == "Available")
+            .expect("the Available condition");
+        assert_eq!(available.message.as_deref(), Some(INVISIBLE), "-o {format}");
+        let escape = if format == "json" {
+            "3\\u200b\\u200c"
+        } else {
+            "3\\u200B\\u200C"
+        };
+        assert!(run.stdout.contains(escape), "-o {format}:\n{}", run.stdout);
+    }
+}
