@@ -714,11 +714,11 @@ mod tests {
         use std::collections::BTreeMap;
         let strings = [
             format!("cp1{HIDDEN}"),
-            format!("{HIDDEN}"),
+            HIDDEN.to_string(),
             format!("multi\nline\n{HIDDEN}\n"),
             format!("it's \"quoted\" \\ {HIDDEN} é日本🎉"),
-            format!("123\u{200b}"),
-            format!("true\u{202e}"),
+            "123\u{200b}".to_string(),
+            "true\u{202e}".to_string(),
             format!("- {HIDDEN}: #"),
             format!("{}\u{202e}", all_controls()),
             "etcdnet-hidden-0-0-x".to_string(),
