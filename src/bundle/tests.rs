@@ -412,3 +412,23 @@ async fn the_network_notes_and_objects_go_through_a_bundle() {
     assert_eq!(net.subnet_ports.len(), 3);
     assert!(net.security_policies.is_empty());
 }
+
+/// The time of the run goes through a bundle (`clusters[].readAt`): `analyse` measures the
+/// Supervisor's conditions' ages against it, never against a node's clock (issue 28). A bundle
+/// from before it has the manifest's `created`, the time it was written, right after the run.
+#[test]
+fn the_time_of_the_run_goes_through_a_bundle() {
+    let e = evidence();
+    let b = read_bytes(&write_bytes(std::slice::from_ref(&e))).unwrap();
+    assert_eq!(b.manifest.clusters[0].read_at, e.read_at);
+    assert_eq!(
+        b.evidence[0].read_at.as_deref(),
+        Some("2026-12-04T08:00:00Z")
+    );
+
+    let mut old = e.clone();
+    old.read_at = None;
+    let b = read_bytes(&write_bytes(std::slice::from_ref(&old))).unwrap();
+    assert_eq!(b.manifest.clusters[0].read_at, None);
+    assert_eq!(b.evidence[0].read_at, Some(b.manifest.created.clone()));
+}
