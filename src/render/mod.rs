@@ -363,8 +363,8 @@ fn escape_json_hidden(json: String) -> String {
 /// characters are `\uXXXX` (`\UXXXXXXXX` beyond U+FFFF) escapes: libyaml leaves them raw in
 /// whatever style it picked (plain, single-quoted, a literal block), none of which has escapes.
 /// Those strings are swapped for tokens in the document's YAML value before it is emitted, and
-/// each token for its scalar after; the tokens' prefix is one the first text does not hold, so
-/// no string of the report can be taken for one. Text without any is serde_yaml_ng's, byte for
+/// each token for its scalar after; the tokens' prefix is one the first text does not hold
+/// ([`unused_prefix`]), so no string of the report can be taken for one. Text without any is serde_yaml_ng's, byte for
 /// byte (the contract snapshots).
 fn escape_yaml_hidden<T: Serialize>(
     yaml: String,
@@ -373,14 +373,7 @@ fn escape_yaml_hidden<T: Serialize>(
     if !yaml.chars().any(hidden_in_output) {
         return Ok(yaml);
     }
-    let mut nonce = 0u64;
-    let prefix = loop {
-        let p = format!("etcdnet-hidden-{nonce}-");
-        if !yaml.contains(&p) {
-            break p;
-        }
-        nonce += 1;
-    };
+    let prefix = unused_prefix(&yaml);
     let mut doc = serde_yaml_ng::to_value(value)?;
     let mut swapped: Vec<String> = Vec::new();
     tokenize(&mut doc, &prefix, &mut swapped);
@@ -409,6 +402,30 @@ fn escape_yaml_hidden<T: Serialize>(
     }
     out.push_str(rest);
     Ok(out)
+}
+
+/// `etcdnet-hidden-<n>-` for the smallest `n` that `text` does not hold right after
+/// `etcdnet-hidden-`: one pass over the text whatever it holds (trying numbers one by one, each
+/// a search of the whole text, would let a report full of such strings cost quadratic time).
+fn unused_prefix(text: &str) -> String {
+    const STEM: &str = "etcdnet-hidden-";
+    let mut used: Vec<u64> = text
+        .match_indices(STEM)
+        .filter_map(|(at, _)| {
+            let after = &text[at + STEM.len()..];
+            let digits = after.bytes().take_while(u8::is_ascii_digit).count();
+            after[..digits].parse().ok()
+        })
+        .collect();
+    used.sort_unstable();
+    used.dedup();
+    // The first gap: `used` is sorted and distinct, so `n` is free where `used[n] != n`.
+    let n = used
+        .iter()
+        .enumerate()
+        .find(|(i, &u)| u != *i as u64)
+        .map_or(used.len() as u64, |(i, _)| i as u64);
+    format!("{STEM}{n}-")
 }
 
 /// Every string (mapping keys too) holding a [`hidden_in_output`] character, moved to
@@ -771,6 +788,29 @@ mod tests {
         let yaml = structured(&v, Format::Yaml).unwrap();
         assert_eq!(hidden(&yaml), Vec::<char>::new(), "{yaml}");
         assert_eq!(serde_yaml_ng::from_str::<Vec<Kind>>(&yaml).unwrap(), v);
+    }
+
+    /// The tokens' prefix is one no string of the report holds, found in one pass however many
+    /// look like it.
+    #[test]
+    fn the_token_prefix_is_unused() {
+        assert_eq!(unused_prefix("a"), "etcdnet-hidden-0-");
+        assert_eq!(
+            unused_prefix("etcdnet-hidden-0- etcdnet-hidden-1-x etcdnet-hidden-3-"),
+            "etcdnet-hidden-2-"
+        );
+        assert_eq!(
+            unused_prefix("etcdnet-hidden-99999999999999999999999 etcdnet-hidden-"),
+            "etcdnet-hidden-0-"
+        );
+        let many: String = (0..20_000)
+            .map(|i| format!("etcdnet-hidden-{i}- "))
+            .collect();
+        let started = std::time::Instant::now();
+        let p = unused_prefix(&many);
+        assert_eq!(p, "etcdnet-hidden-20000-");
+        assert!(!many.contains(&p));
+        assert!(started.elapsed() < std::time::Duration::from_secs(2));
     }
 
     /// Text without such characters is the emitters' own, byte for byte (the contract
