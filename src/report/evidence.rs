@@ -120,3 +120,107 @@ impl Evidence {
         Some(analyse::assess(&inventory.network_of(&self.cluster)?))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::probe::NodeReport;
+
+    const CP: [&str; 3] = [
+        "tkc-prod-7xk2p-4rz8m",
+        "tkc-prod-7xk2p-9qtvw",
+        "tkc-prod-7xk2p-bx2lk",
+    ];
+
+    /// The article's cluster (fixture set `quorum-lost`: each Machine's EtcdMemberHealthy False
+    /// since 2025-06-03T08:14:07Z), every node probed healthy, each node's clock `clocks[i]`.
+    fn evidence(clocks: [i64; 3], read_at: Option<&str>) -> Evidence {
+        let all = crate::testing::fixture_objects("quorum-lost");
+        let objects = Inventory::from_objects("ns-prod", crate::testing::supervisor_apis(), &all)
+            .objects_of("tkc-prod");
+        let healthy = include_str!("../../tests/fixtures/probe-output/healthy-node.json");
+        let nodes = (0..3)
+            .map(|i| {
+                let ip = format!("198.18.0.1{}", i + 1);
+                let doc = healthy
+                    .replace(
+                        "\"nodeIp\":\"198.18.0.11\"",
+                        &format!("\"nodeIp\":\"{ip}\""),
+                    )
+                    .replace("\"ips\":[\"198.18.0.11\"]", &format!("\"ips\":[\"{ip}\"]"));
+                let mut p = crate::probe::parse::parse(CP[i], doc.as_bytes()).unwrap();
+                p.clock_ms = Some(clocks[i]);
+                NodeReport {
+                    name: CP[i].into(),
+                    ip: Some(ip.parse().unwrap()),
+                    outcome: Ok(p),
+                    reach: vec![],
+                    host_key: None,
+                }
+            })
+            .collect();
+        Evidence {
+            context: "supervisor".into(),
+            namespace: "ns-prod".into(),
+            cluster: "tkc-prod".into(),
+            apis: crate::testing::supervisor_apis(),
+            objects,
+            workload_api: serde_json::from_value(serde_json::json!({
+                "state": "Timeout", "server": "https://198.18.0.10:6443", "path": null,
+                "httpStatus": null, "elapsedMs": 1000, "detail": "no answer within 1s"
+            }))
+            .unwrap(),
+            route: RouteInfo {
+                name: "jumpbox".into(),
+                reason: "auto: the workload API does not answer".into(),
+            },
+            nodes,
+            duration_ms: 1,
+            since_s: 900,
+            network_unread: vec![],
+            read_at: read_at.map(str::to_string),
+        }
+    }
+
+    /// The ages of the Machines' conditions in the verdict's evidence.
+    fn ages(e: &Evidence) -> Vec<String> {
+        let r = e.judge().unwrap();
+        let lines: Vec<String> = r
+            .verdict
+            .evidence
+            .iter()
+            .filter(|l| l.contains("Machine condition EtcdMemberHealthy"))
+            .map(|l| {
+                let end = l.find(" ago)").map_or(0, |i| i + " ago)".len());
+                let start = l[..end].rfind(" (").unwrap_or(0);
+                l[start..end].to_string()
+            })
+            .collect();
+        assert!(!lines.is_empty(), "{:#?}", r.verdict);
+        lines
+    }
+
+    /// `judge` measures the conditions' ages against the time of the run, not the nodes'
+    /// clocks (here all three read 2040): 4 minutes after 08:14:07 is "(4m ago)". Without it, the
+    /// median of the nodes' clocks, which one node alone cannot move.
+    #[test]
+    fn conditions_age_against_the_time_of_the_run() {
+        let later = 2_222_222_222_000; // 2040-06-02
+        let e = evidence([later; 3], Some("2025-06-03T08:18:07Z"));
+        assert!(ages(&e).iter().all(|a| a == " (4m ago)"), "{:?}", ages(&e));
+
+        let at = humantime::parse_rfc3339("2025-06-03T08:19:07Z").unwrap();
+        let ms = at
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_millis() as i64;
+        for lie in [later, 0, i64::MIN, i64::MAX] {
+            let e = evidence([ms, ms + 1_000, lie], None);
+            assert!(
+                ages(&e).iter().all(|a| a == " (5m ago)"),
+                "{lie}: {:?}",
+                ages(&e)
+            );
+        }
+    }
+}
