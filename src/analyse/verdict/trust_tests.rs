@@ -214,3 +214,46 @@ fn a_nodes_own_path_counts_its_own_address_only() {
         );
     }
 }
+
+/// With the lab's own logs (etcd 3.5, cp2's peer certificate expired: cp1 and cp3 log x509
+/// lines about 198.18.0.12 only), a bare close between cp1 and cp3 is not a certificate
+/// problem; the same close between cp1 and cp2 is (both ends logged it about each other). The
+/// nodes' own certificates are left valid so that only the logs can decide.
+#[test]
+fn the_labs_x509_lines_about_cp2_decide_only_cp2s_paths() {
+    use crate::probe::output::{TcpOutcome, TlsOutcome};
+    // 2026-12-03T08:43:00Z: the lines of 08:42 are in the window.
+    let clock = 1_796_287_380_000;
+    for (to, certificate) in [(2usize, false), (1, true)] {
+        let mut p = healthy3();
+        for (i, probe) in p.iter_mut().enumerate() {
+            probe.clock_ms = Some(clock);
+            *probe = with_log(
+                probe.clone(),
+                &shared_log(&format!("v3.5/cp2-peer-cert-expired-cp{}", i + 1)),
+            );
+        }
+        set(
+            &mut p,
+            0,
+            to,
+            2380,
+            TcpOutcome::Connected,
+            TlsOutcome::Rejected,
+        );
+        let path = (p[0].paths.iter_mut())
+            .find(|x| x.target == IPS[to] && x.port == 2380)
+            .unwrap();
+        path.tls_detail = Some(format!(
+            "{}curl: (56) Recv failure: Connection reset by peer",
+            node::CLOSED_AFTER_HANDSHAKE
+        ));
+        let (c, v) = code(p);
+        assert_eq!(
+            c == VerdictCode::EtcdCertificateProblem,
+            certificate,
+            "cp1 → cp{}: {v:#?}",
+            to + 1
+        );
+    }
+}
