@@ -134,8 +134,9 @@ pub struct ClusterEntry {
     /// What could not be read of its network (`Evidence::network_unread`). Absent when none.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub network_unread: Vec<String>,
-    /// When the run gathered it, by the plugin's clock (`Evidence::read_at`): "now" for the
-    /// ages of the Supervisor's conditions. Absent in older bundles (then `created`).
+    /// When the run read the Supervisor's objects, by the plugin's clock (`Evidence::read_at`):
+    /// "now" for the ages of the Supervisor's conditions. Absent in older bundles (then
+    /// `created`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub read_at: Option<String>,
     /// Its Supervisor objects, paths under `dir`, in the order they were read.

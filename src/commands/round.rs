@@ -198,6 +198,8 @@ pub async fn diagnose(
     progress: &Progress,
 ) -> Result<Diagnosed> {
     let started = Instant::now();
+    // The Supervisor's objects were read just before: "now" for their conditions' ages.
+    let read_at = std::time::SystemTime::now();
     let cluster = facts.cluster.name.clone();
     let namespace = facts.namespace.clone();
 
@@ -257,7 +259,8 @@ pub async fn diagnose(
         reports,
         started.elapsed().as_millis() as u64,
     )
-    .with_since(opts.since);
+    .with_since(opts.since)
+    .with_read_at(read_at);
     let report = evidence.judge()?;
     Ok(Diagnosed::Report(Box::new(report), Box::new(evidence)))
 }

@@ -36,10 +36,10 @@ pub struct Evidence {
     /// `supervisor::network`). Not in the JSON when empty.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub network_unread: Vec<String>,
-    /// When the run gathered this (after the Supervisor read and the probes, within the run's
-    /// `--timeout`), RFC 3339 UTC, by the plugin's own clock: "now" for the ages of the
-    /// Supervisor's conditions (never a node's clock, which the node writes). A bundle keeps it
-    /// (`clusters[].readAt`; older bundles: the manifest's `created`).
+    /// When the run read the Supervisor's objects (`diagnose`: as its diagnosis of the cluster
+    /// starts, right after the read), RFC 3339 UTC, by the plugin's own clock: "now" for the
+    /// ages of the Supervisor's conditions (never a node's clock, which the node writes). A
+    /// bundle keeps it (`clusters[].readAt`; older bundles: the manifest's `created`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub read_at: Option<String>,
 }
@@ -83,6 +83,13 @@ impl Evidence {
     /// The log window the verdict counts (`--since`).
     pub fn with_since(mut self, since: std::time::Duration) -> Evidence {
         self.since_s = since.as_secs();
+        self
+    }
+
+    /// When the Supervisor's objects were read (the plugin's clock), for the conditions' ages:
+    /// closer to what they say than the end of the run, which [`Evidence::new`] takes.
+    pub fn with_read_at(mut self, at: std::time::SystemTime) -> Evidence {
+        self.read_at = Some(humantime::format_rfc3339_seconds(at).to_string());
         self
     }
 
