@@ -339,6 +339,22 @@ fn a_warning_quoting_an_api_error_is_one_visible_line() {
         "a forged line:\n{}",
         run.stderr
     );
+
+    // With every log on (-vvv: kube's own lines too), nothing raw either.
+    let run = env.kubectl(&[
+        "diagnose",
+        article::CLUSTER,
+        "-n",
+        article::NS,
+        "--via",
+        "jumpbox",
+        "-vvv",
+    ]);
+    assert!(run.stderr.contains("delete failed"), "{}", run.stderr);
+    assert_no_raw_controls("diagnose -vvv with a refused delete", &run);
+    for hidden in ['\u{202e}', '\u{2066}', '\u{200b}'] {
+        assert!(!run.stderr.contains(hidden), "-vvv: {hidden:?} raw");
+    }
 }
 
 /// Issue 28: `-o json` and `-o yaml` carry no format character raw (a bidi override in a
