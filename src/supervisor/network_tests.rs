@@ -113,7 +113,7 @@ fn vpc_read() -> (NetworkRead, Vec<DynamicObject>) {
         .iter()
         .map(|n| {
             obj(json!({"apiVersion": "vmoperator.vmware.com/v1alpha3", "kind": "VirtualMachine",
-                "metadata": {"name": n, "namespace": "ns"},
+                "metadata": {"name": n, "namespace": "ns", "uid": format!("uid-{n}")},
                 "spec": {"network": {"interfaces": [{"name": "eth0", "network":
                     {"apiVersion": "crd.nsx.vmware.com/v1alpha1", "kind": "SubnetSet", "name": "tkc-vnet"}}]}}}))
         })
@@ -121,7 +121,7 @@ fn vpc_read() -> (NetworkRead, Vec<DynamicObject>) {
     let port = |n: &str, vm: &str, set: &str, ready: &str| {
         obj(
             json!({"metadata": {"name": n, "namespace": "ns", "ownerReferences": [
-            {"apiVersion": "vmoperator.vmware.com/v1alpha3", "kind": "VirtualMachine", "name": vm, "uid": "u", "controller": true}]},
+            {"apiVersion": "vmoperator.vmware.com/v1alpha3", "kind": "VirtualMachine", "name": vm, "uid": format!("uid-{vm}"), "controller": true}]},
             "spec": {"subnetSet": set},
             "status": {"conditions": [condition("Ready", ready, "SubnetPortNotReady", "no IP left")]}}),
         )
@@ -183,11 +183,21 @@ fn vpc_read() -> (NetworkRead, Vec<DynamicObject>) {
     (read, vms)
 }
 
+/// The Cluster `tkc` of namespace `ns`, its infrastructure the VSphereCluster `tkc-abcde`.
+fn cluster() -> DynamicObject {
+    obj(
+        json!({"apiVersion": "cluster.x-k8s.io/v1beta1", "kind": "Cluster",
+        "metadata": {"name": "tkc", "namespace": "ns", "uid": "cluster-uid"},
+        "spec": {"infrastructureRef": {"apiVersion": "vmware.infrastructure.cluster.x-k8s.io/v1beta1",
+            "kind": "VSphereCluster", "name": "tkc-abcde"}}}),
+    )
+}
+
 #[test]
 fn a_cluster_gets_its_own_network_objects_and_the_namespace_policies() {
     let (read, vms) = vpc_read();
     let vms: Vec<&DynamicObject> = vms.iter().collect();
-    let net = read.of_cluster("ns", "tkc", Some("tkc-abcde"), &vms);
+    let net = read.of_cluster("ns", &cluster(), &vms);
     let names = |l: &[DynamicObject]| l.iter().map(|o| name(o).to_string()).collect::<Vec<_>>();
     assert_eq!(names(&net.subnet_sets), ["tkc-vnet"]);
     assert_eq!(
@@ -216,7 +226,7 @@ fn a_cluster_gets_its_own_network_objects_and_the_namespace_policies() {
 fn realization_names_each_failure_and_the_vm_whose_port_failed() {
     let (read, vms) = vpc_read();
     let vms: Vec<&DynamicObject> = vms.iter().collect();
-    let net = read.of_cluster("ns", "tkc", Some("tkc-abcde"), &vms);
+    let net = read.of_cluster("ns", &cluster(), &vms);
     let problems = realization(&net);
     let short: Vec<(String, String, String, Option<String>)> = problems
         .iter()
@@ -411,6 +421,8 @@ fn nsx_ncp_fixtures_give_the_virtual_network_and_the_t1_policy() {
         &[
             group("nsx.vmware.com", "v1alpha1"),
             group("vmware.com", "v1alpha1"),
+            // The VSphereCluster: the VirtualNetwork is the cluster's by its owner's uid.
+            group("vmware.infrastructure.cluster.x-k8s.io", "v1beta1"),
         ],
     );
     let net = inv.network_of("tkc-prod").unwrap();
