@@ -336,6 +336,7 @@ fn cluster(r: &mut Reader<'_>, c: &ClusterEntry) -> std::result::Result<Evidence
         .iter()
         .map(|rel| r.json(dir, rel))
         .collect::<std::result::Result<Vec<Value>, _>>()?;
+    let objects_len = objects.len();
     let workload_api: WorkloadApi = r.json(dir, "workload-api.json")?;
     let route: RouteInfo = r.json(dir, "route.json")?;
     // The names each node answers to, as the live run checked them (Machine's nodeRef, name).
@@ -383,6 +384,15 @@ fn cluster(r: &mut Reader<'_>, c: &ClusterEntry) -> std::result::Result<Evidence
         duration_ms: c.duration_ms,
         since_s: c.since_s,
         network_unread: c.network_unread.clone(),
+        // Everything a bundle holds is what `analyse` judges from.
+        essential_objects: objects_len,
+        // The manifest is anyone's file: its notes bounded as the writer bounds them.
+        left_out: c
+            .left_out
+            .iter()
+            .take(super::MAX_LEFT_OUT_NAMED + 1)
+            .map(|n| n.chars().take(super::MAX_LEFT_OUT_CHARS).collect())
+            .collect(),
     })
 }
 

@@ -36,6 +36,19 @@ pub struct Evidence {
     /// `supervisor::network`). Not in the JSON when empty.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub network_unread: Vec<String>,
+    /// How many of `objects`, first, the verdict uses ([`Inventory::objects_ranked`]); the rest
+    /// only add to what the report counts. An evidence bundle keeps those first, every one
+    /// within its cap; a bundle read back counts them all.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub essential_objects: usize,
+    /// The objects a bundle had to leave out (`Kind namespace/name`, bounded, with a count of
+    /// the rest): a verdict judged from it may differ from the live one. Empty for a live run.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub left_out: Vec<String>,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 fn default_since_s() -> u64 {
@@ -53,12 +66,14 @@ impl Evidence {
         nodes: Vec<NodeReport>,
         duration_ms: u64,
     ) -> Evidence {
+        let (objects, essential_objects) = inventory.objects_ranked(cluster);
         Evidence {
             context: context.to_string(),
             namespace: inventory.namespace.clone(),
             cluster: cluster.to_string(),
             apis: inventory.apis.clone(),
-            objects: inventory.objects_of(cluster),
+            objects,
+            essential_objects,
             workload_api,
             route,
             nodes,
@@ -68,6 +83,7 @@ impl Evidence {
                 .network_of(cluster)
                 .map(|n| n.unread)
                 .unwrap_or_default(),
+            left_out: Vec::new(),
         }
     }
 
