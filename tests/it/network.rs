@@ -140,3 +140,113 @@ fn ncp_and_many_clusters_read_the_network_once() {
         "cross-namespace: {lists:#?}"
     );
 }
+
+/// Issue 28: on NCP (nsx.vmware.com the live group) a SecurityPolicy of another namespace with
+/// `appliedTo: [{}]` can apply to these VMs: with `-n` one more request lists the group across
+/// all namespaces, and the other namespace's policy is handed to the evaluation beside the
+/// cluster namespace's; with `-A` the one list per resource serves both.
+#[test]
+fn ncp_reads_the_other_namespaces_policies_once() {
+    let env = Env::new("nsx-ncp-other-namespace", Workload::ok());
+    env.supervisor.clear_requests();
+    let run = env.kubectl(&["status", CLUSTER, "-n", NS, "-o", "json"]);
+    let requests = env.supervisor_requests();
+    assert_eq!(
+        count_requests(
+            &requests,
+            "GET /apis/nsx.vmware.com/v1alpha1/securitypolicies"
+        ),
+        1,
+        "{requests:#?}"
+    );
+    assert_eq!(
+        count_requests(
+            &requests,
+            "GET /apis/nsx.vmware.com/v1alpha1/namespaces/ns-prod/securitypolicies"
+        ),
+        1
+    );
+    let report = run.status_report();
+    let net = report.network_policy.expect("an NSX group is served");
+    assert!(net.unread.is_empty(), "{:?}", net.unread);
+    let read: Vec<(String, usize)> = net
+        .read
+        .iter()
+        .map(|r| (r.resource.clone(), r.count))
+        .collect();
+    assert!(
+        read.contains(&("securitypolicies.nsx.vmware.com".into(), 2)),
+        "ns-prod's and ns-platform's: {read:?}"
+    );
+    let json = serde_json::to_string(&net.evaluation).unwrap();
+    assert!(json.contains("drop-all-peers"), "{json}");
+
+    // -A: no request more than one per resource.
+    let requests = env.requests_of_kubectl(&["status", "-A", "-o", "json"], 1);
+    assert_eq!(
+        count_requests(&requests, "/apis/nsx.vmware.com/v1alpha1/securitypolicies"),
+        1,
+        "{requests:#?}"
+    );
+}
+
+/// A 403 on the cross-namespace list is a note that says what could not be seen; the cluster
+/// namespace's policy is still read and evaluated, and the run does not fail for it.
+#[test]
+fn a_forbidden_cross_namespace_list_is_a_note() {
+    let env = Env::new("nsx-ncp-other-namespace-forbidden", Workload::ok());
+    let run = env.kubectl(&["status", CLUSTER, "-n", NS, "-o", "json"]);
+    // Exit 1: ns-prod's drop-etcd-peer blocks 2380, as on nsx-ncp.
+    run.expect_code(1);
+    let net = run.status_report().network_policy.unwrap();
+    assert_eq!(
+        net.unread,
+        ["the SecurityPolicies of other namespaces (a policy there with appliedTo [{}] can apply to these VMs): list securitypolicies.nsx.vmware.com in all namespaces: forbidden"]
+    );
+    let json = serde_json::to_string(&net.evaluation).unwrap();
+    assert!(json.contains("drop-etcd-peer"), "{json}");
+    assert!(!json.contains("drop-all-peers"), "{json}");
+    let dry = env.kubectl(&["diagnose", CLUSTER, "-n", NS, "--dry-run"]);
+    dry.expect_code(0);
+    assert!(
+        dry.stderr
+            .contains("network not read: the SecurityPolicies of other namespaces"),
+        "{}",
+        dry.stderr
+    );
+}
+
+/// Issue 28: a NetworkPolicy's `nsx-op/error` written by a namespace editor is the object's own
+/// claim: one Warning saying so, the text cut and made visible, never `NetworkNotRealized`, and
+/// `status` exits as without it.
+#[test]
+fn a_forged_nsx_error_annotation_never_changes_the_exit_code() {
+    let plain = Env::new("nsx-vpc-no-drop", Workload::ok());
+    let before = plain.kubectl(&["status", CLUSTER, "-n", NS, "-o", "json"]);
+    let env = Env::new("nsx-vpc-forged-claim", Workload::ok());
+    let run = env.kubectl(&["status", CLUSTER, "-n", NS, "-o", "json"]);
+    run.expect_code(before.code);
+    let (report, expected) = (run.status_report(), before.status_report());
+    assert_eq!(report.result.healthy, expected.result.healthy);
+    assert_eq!(report.result.errors, expected.result.errors);
+    assert!(report
+        .findings
+        .iter()
+        .all(|f| f.code != FindingCode::NetworkNotRealized));
+    let claims: Vec<_> = report
+        .findings
+        .iter()
+        .filter(|f| f.code == FindingCode::NetworkPolicyErrorClaimed)
+        .collect();
+    assert_eq!(claims.len(), 1, "{:#?}", report.findings);
+    let m = &claims[0].message;
+    assert_eq!(claims[0].severity, etcdnet::analyse::Severity::Warning);
+    assert!(m.contains("the object's own claim"), "{m}");
+    assert!(m.contains("NetworkPolicy forged"), "{m}");
+    assert!(!m.contains('\u{1b}') && !m.contains('\u{7}'), "{m}");
+    assert!(m.len() < 600, "the text is cut: {}", m.len());
+    // The table too: a WARN line, no ERROR.
+    let table = env.kubectl(&["status", CLUSTER, "-n", NS]);
+    table.expect_code(before.code);
+    assert!(!table.stdout.contains('\u{1b}'), "{}", table.stdout);
+}
