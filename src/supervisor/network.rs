@@ -655,7 +655,9 @@ impl NetworkRead {
         let mut policies_left_out: usize = [NetKind::VpcSecurityPolicy, NetKind::T1SecurityPolicy]
             .into_iter()
             .filter(|k| live_kind.is_none_or(|l| l == *k))
-            .filter_map(|k| self.left_out.get(&(k, ns.to_string())))
+            // `""`: a bundle of a plugin before issue 28, whose cut notes named no namespace.
+            .flat_map(|k| [(k, ns.to_string()), (k, String::new())])
+            .filter_map(|key| self.left_out.get(&key))
             .sum();
         let others_apply = live_kind != Some(NetKind::VpcSecurityPolicy)
             && self.resources.contains_key(&NetKind::T1SecurityPolicy);

@@ -832,7 +832,7 @@ fn unread_other_namespaces_are_said_where_they_could_apply() {
     read.others_unread = Some(note.clone());
     let net = read.of_cluster("ns", &cluster(), &[]);
     assert_eq!(net.live_policy_kind, None);
-    assert_eq!(net.unread, [note.clone()]);
+    assert_eq!(net.unread, std::slice::from_ref(&note));
     assert!(net.unread[0].contains("appliedTo [{}] can apply to these VMs): "));
     let back = both_groups().with_notes(&net.unread);
     assert!(back.other_policies.is_none());
