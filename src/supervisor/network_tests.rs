@@ -972,3 +972,37 @@ fn claims_are_bounded() {
         Some("5 more NetworkPolicies carry the annotation")
     );
 }
+
+/// The other namespaces' policies go through an evidence bundle: kept among the objects the
+/// verdict uses, and handed to the evaluation again by `analyse`.
+#[test]
+fn other_namespaces_policies_go_through_a_bundle() {
+    let groups = [group(T1, "v1alpha1"), group("vmware.com", "v1alpha1")];
+    let other = json!({"apiVersion": "nsx.vmware.com/v1alpha1", "kind": "SecurityPolicy",
+        "metadata": {"name": "drop-all-peers", "namespace": "ns-platform"},
+        "spec": {"priority": 1, "appliedTo": [{}], "rules": [{"direction": "In", "action": "Drop",
+            "ports": [{"protocol": "TCP", "port": 2380}]}]}});
+    let inv = inventory_with("nsx-ncp", &groups, vec![other]);
+    let net = inv.network_of("tkc-prod").unwrap();
+    assert_eq!(net.live_policy_kind, Some(NetKind::T1SecurityPolicy));
+    let places = |net: &NetworkObjects| {
+        net.security_policies
+            .iter()
+            .map(|(_, o)| format!("{}/{}", o.metadata.namespace.as_deref().unwrap(), name(o)))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        places(&net),
+        ["ns-prod/drop-etcd-peer", "ns-platform/drop-all-peers"]
+    );
+    let (objects, essential) = inv.objects_ranked("tkc-prod");
+    assert!(objects[..essential]
+        .iter()
+        .any(|o| o["metadata"]["name"] == "drop-all-peers"));
+    let back = crate::supervisor::Inventory::from_objects("ns-prod", inv.apis.clone(), &objects)
+        .with_network_notes(&net.unread);
+    let again = back.network_of("tkc-prod").unwrap();
+    assert_eq!(places(&again), places(&net));
+    assert_eq!(again.live_policy_kind, net.live_policy_kind);
+    assert_eq!(again.networking_basis, net.networking_basis);
+}

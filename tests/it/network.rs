@@ -181,13 +181,17 @@ fn ncp_reads_the_other_namespaces_policies_once() {
     let json = serde_json::to_string(&net.evaluation).unwrap();
     assert!(json.contains("drop-all-peers"), "{json}");
 
-    // -A: no request more than one per resource.
-    let requests = env.requests_of_kubectl(&["status", "-A", "-o", "json"], 1);
+    // -A: no request more than one per resource, and the same policies handed over.
+    env.supervisor.clear_requests();
+    let all = env.kubectl(&["status", "-A", "-o", "json"]);
+    let requests = env.supervisor_requests();
     assert_eq!(
         count_requests(&requests, "/apis/nsx.vmware.com/v1alpha1/securitypolicies"),
         1,
         "{requests:#?}"
     );
+    let text = all.json().to_string();
+    assert!(text.contains("drop-all-peers"), "{text}");
 }
 
 /// A 403 on the cross-namespace list is a note that says what could not be seen; the cluster
