@@ -155,6 +155,17 @@ impl Inventory {
         apis: &SupervisorApis,
         ns: &str,
     ) -> Result<Inventory> {
+        Inventory::of_namespace_with(client, apis, ns, None).await
+    }
+
+    /// [`Inventory::of_namespace`], with the other namespaces' SecurityPolicies already listed
+    /// (`-A` per namespace: one request for them all).
+    async fn of_namespace_with(
+        client: &Client,
+        apis: &SupervisorApis,
+        ns: &str,
+        others: Option<&network::OthersAnswer>,
+    ) -> Result<Inventory> {
         let role = role_selector(VM_LABELS[0].1);
         let (clusters, machines, vsphere_machines, vms, network) = tokio::try_join!(
             list(client, &apis.cluster, Some(ns), None, "Clusters"),
@@ -173,7 +184,7 @@ impl Inventory {
                 Some(&role),
                 "VirtualMachines"
             ),
-            network_read(client, apis, Some(ns)),
+            async { Ok(network::read_with(client, apis, Some(ns), others).await) },
         )?;
         let mut inv = Inventory {
             namespace: ns.to_string(),
@@ -243,8 +254,11 @@ impl Inventory {
                     .filter_map(|n| n.metadata.name)
                     .collect();
                 names.sort();
+                // The other namespaces' SecurityPolicies once for every namespace (NCP/T1).
+                let others = network::read_others(client, apis).await;
+                let others = &others;
                 let found = try_join_all(names.iter().map(|ns| async move {
-                    match Inventory::of_namespace(client, apis, ns).await {
+                    match Inventory::of_namespace_with(client, apis, ns, Some(others)).await {
                         Ok(inv) => Ok(Some(inv)),
                         Err(e) if e.is_forbidden() => Ok(None),
                         Err(e) => Err(e),

@@ -311,6 +311,44 @@ fn cut_note(resource: &str, ns: &str, left: usize) -> String {
 /// the one list per resource already holds them. Every request is bounded in time and size by
 /// the client ([`crate::bounds`]). Returns None when nothing is to be read.
 pub async fn read(client: &Client, apis: &SupervisorApis, ns: Option<&str>) -> Option<NetworkRead> {
+    read_with(client, apis, ns, None).await
+}
+
+/// The other namespaces' nsx.vmware.com SecurityPolicies, listed once across all namespaces
+/// (cut per namespace as any list), or the note of why they could not be; None when the group
+/// is not served. Shared by the per-namespace reads of `-A` when the user may not list
+/// across namespaces ([`read_with`]): one request, not one per namespace.
+pub type OthersAnswer =
+    Option<std::result::Result<(Arc<Vec<DynamicObject>>, BTreeMap<String, usize>), String>>;
+
+/// Lists what [`OthersAnswer`] says.
+pub async fn read_others(client: &Client, apis: &SupervisorApis) -> OthersAnswer {
+    let ar = plan(apis)
+        .into_iter()
+        .find(|(k, _)| *k == NetKind::T1SecurityPolicy)
+        .map(|(_, ar)| ar)?;
+    let api: Api<DynamicObject> = Api::all_with(client.clone(), &ar);
+    Some(match api.list(&ListParams::default()).await {
+        Ok(l) => {
+            let (items, left) = per_namespace(l.items);
+            Ok((Arc::new(items), left))
+        }
+        Err(e) => Err(format!(
+            "{OTHERS_NOTE}: list {} in all namespaces: {}",
+            resource_name(&ar),
+            failure(&e)
+        )),
+    })
+}
+
+/// [`read`], with the other namespaces' policies already listed (`given`), or listed here when
+/// None and `ns` is one namespace.
+pub async fn read_with(
+    client: &Client,
+    apis: &SupervisorApis,
+    ns: Option<&str>,
+    given: Option<&OthersAnswer>,
+) -> Option<NetworkRead> {
     let plan = plan(apis);
     if plan.is_empty() {
         return None;
@@ -356,27 +394,12 @@ pub async fn read(client: &Client, apis: &SupervisorApis, ns: Option<&str>) -> O
     }));
     // The other namespaces' nsx.vmware.com SecurityPolicies (only with one namespace: across
     // all namespaces the list above holds them).
-    let t1 = plan
-        .iter()
-        .find(|(k, _)| *k == NetKind::T1SecurityPolicy)
-        .map(|(_, ar)| ar.clone());
     let others = async {
-        let (Some(ar), Some(_)) = (&t1, ns) else {
-            return None;
-        };
-        let api: Api<DynamicObject> = Api::all_with(client.clone(), ar);
-        Some(
-            api.list(&ListParams::default())
-                .await
-                .map(|l| l.items)
-                .map_err(|e| {
-                    format!(
-                        "{OTHERS_NOTE}: list {} in all namespaces: {}",
-                        resource_name(ar),
-                        failure(&e)
-                    )
-                }),
-        )
+        match (given, ns) {
+            (Some(answer), Some(_)) => answer.clone(),
+            (None, Some(_)) => read_others(client, apis).await,
+            (_, None) => None,
+        }
     };
     let (answers, others) = futures::join!(answers, others);
     let mut out = NetworkRead {
@@ -399,15 +422,13 @@ pub async fn read(client: &Client, apis: &SupervisorApis, ns: Option<&str>) -> O
         }
     }
     match (others, ns) {
-        (Some(Ok(items)), Some(own)) => {
-            // The own namespace's are in the namespaced list (and its cut); the others' cut
-            // per namespace as any list.
-            let items: Vec<DynamicObject> = items.into_iter().filter(|o| !in_ns(o, own)).collect();
-            let (items, left) = per_namespace(items);
-            for (lns, n) in left {
+        (Some(Ok((items, left))), Some(own)) => {
+            // The own namespace's are in the namespaced list (and its cut): `of_cluster` takes
+            // only the others' from the shared list.
+            for (lns, n) in left.into_iter().filter(|(lns, _)| lns != own) {
                 out.left_out.insert((NetKind::T1SecurityPolicy, lns), n);
             }
-            out.other_policies = Some(Arc::new(items));
+            out.other_policies = Some(items);
         }
         (Some(Err(note)), _) => out.others_unread = Some(note),
         // Across all namespaces: the one list, when it was answered.

@@ -254,3 +254,48 @@ fn a_forged_nsx_error_annotation_never_changes_the_exit_code() {
     table.expect_code(before.code);
     assert!(!table.stdout.contains('\u{1b}'), "{}", table.stdout);
 }
+
+/// `-A` by a user who may not list across namespaces (namespace by namespace): the other
+/// namespaces' SecurityPolicies are still asked once for all of them, not once per namespace,
+/// and the refusal is each cluster's note.
+#[test]
+fn all_namespaces_namespace_by_namespace_asks_the_others_once() {
+    let env = Env::new("nsx-ncp-other-namespace", Workload::ok());
+    for (group, resource) in [
+        ("cluster.x-k8s.io", "clusters"),
+        ("nsx.vmware.com", "securitypolicies"),
+    ] {
+        env.supervisor.forbid(etcdnet_fakeapi::Forbid {
+            verb: Some("list".into()),
+            group: Some(group.into()),
+            resource: Some(resource.into()),
+            cluster_scope: true,
+            ..Default::default()
+        });
+    }
+    env.supervisor.clear_requests();
+    let run = env.kubectl(&["status", "-A", "-o", "json"]);
+    let requests = env.supervisor_requests();
+    assert!(
+        requests.iter().any(|r| r == "GET /api/v1/namespaces"),
+        "namespace by namespace: {requests:#?}"
+    );
+    let per_namespace = requests
+        .iter()
+        .filter(|r| r.contains("/clusters") && r.contains("/namespaces/"))
+        .count();
+    assert!(per_namespace >= 2, "ns-prod and ns-platform: {requests:#?}");
+    assert_eq!(
+        count_requests(
+            &requests,
+            "GET /apis/nsx.vmware.com/v1alpha1/securitypolicies"
+        ),
+        1,
+        "{requests:#?}"
+    );
+    let text = run.json().to_string();
+    assert!(
+        text.contains("list securitypolicies.nsx.vmware.com in all namespaces: forbidden"),
+        "{text}"
+    );
+}
