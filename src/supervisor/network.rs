@@ -841,7 +841,7 @@ impl NetworkRead {
                     format!(
                         "the control-plane VM {}'s interface {} is on {kind} {} (VPC networking: nsx-operator reconciles crd.nsx.vmware.com)",
                         bounded(name(vm)),
-                        bounded(interface),
+                        bounded(&interface),
                         bounded(network)
                     ),
                 ));
@@ -851,10 +851,15 @@ impl NetworkRead {
     }
 }
 
-/// A VM's interfaces as (network kind, network name, interface name); a kind left out is
+/// A VM's interfaces as (network kind, network name, interface name): v1alpha2 and later
+/// `spec.network.interfaces[].network` (kind, name), v1alpha1 `spec.networkInterfaces[]`
+/// (`networkType` as vm-operator converts it, `api/v1alpha1/virtualmachine_conversion.go`:
+/// `nsx-t` VirtualNetwork, `nsx-t-subnet` Subnet, `nsx-t-subnetset` SubnetSet,
+/// `vsphere-distributed` Network; the interfaces named `eth<i>`). A kind left out is
 /// vm-operator's default for the Supervisor's networking, which says nothing here.
-fn interfaces(vm: &DynamicObject) -> Vec<(&str, &str, &str)> {
-    vm.data
+fn interfaces(vm: &DynamicObject) -> Vec<(&str, &str, String)> {
+    let current = vm
+        .data
         .pointer("/spec/network/interfaces")
         .and_then(Value::as_array)
         .into_iter()
@@ -863,10 +868,30 @@ fn interfaces(vm: &DynamicObject) -> Vec<(&str, &str, &str)> {
             Some((
                 i.pointer("/network/kind")?.as_str()?,
                 i.pointer("/network/name")?.as_str()?,
-                i.get("name").and_then(Value::as_str).unwrap_or_default(),
+                i.get("name")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_string(),
             ))
-        })
-        .collect()
+        });
+    let v1alpha1 = vm
+        .data
+        .pointer("/spec/networkInterfaces")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .enumerate()
+        .filter_map(|(i, n)| {
+            let kind = match n.get("networkType")?.as_str()? {
+                "nsx-t" => "VirtualNetwork",
+                "nsx-t-subnet" => "Subnet",
+                "nsx-t-subnetset" => "SubnetSet",
+                "vsphere-distributed" => "Network",
+                _ => return None,
+            };
+            Some((kind, n.get("networkName")?.as_str()?, format!("eth{i}")))
+        });
+    current.chain(v1alpha1).collect()
 }
 
 fn uid(o: &DynamicObject) -> Option<&str> {

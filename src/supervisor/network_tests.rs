@@ -747,6 +747,23 @@ fn the_live_policy_group_is_told_from_what_the_supervisor_shows() {
     }
     let vm = vm_on("VirtualNetwork");
     assert_eq!(live(&both, &[&vm]).0, None);
+    // v1alpha1's networkInterfaces, as vm-operator converts them.
+    let old = |t: &str| {
+        obj(
+            json!({"apiVersion": "vmoperator.vmware.com/v1alpha1", "kind": "VirtualMachine",
+            "metadata": {"name": "cp-1", "namespace": "ns", "uid": "uid-cp-1"},
+            "spec": {"networkInterfaces": [{"networkType": t, "networkName": "tkc-vnet"}]}}),
+        )
+    };
+    let vm = old("nsx-t-subnetset");
+    let (k, why) = live(&both, &[&vm]);
+    assert_eq!(k, Some(NetKind::VpcSecurityPolicy));
+    assert!(
+        why.contains("interface eth0 is on SubnetSet tkc-vnet"),
+        "{why}"
+    );
+    let vm = old("nsx-t");
+    assert_eq!(live(&both, &[&vm]).0, None);
 }
 
 fn t1_policy(ns: &str, name: &str, priority: i64) -> DynamicObject {
