@@ -299,3 +299,87 @@ fn all_namespaces_namespace_by_namespace_asks_the_others_once() {
         "{text}"
     );
 }
+
+/// Issue 28: ~250 NetworkPolicies beside the blocking SecurityPolicy (nsx-vpc). The bundle
+/// keeps every object the verdict uses first, so `analyse` gives the live verdict and names the
+/// same policy and the same failed port; the NetworkPolicies past its bound (only counted) are
+/// noted in the bundle, and `analyse` says its verdict may differ.
+#[test]
+fn many_network_policies_give_the_same_verdict_offline() {
+    use etcdnet_fakeapi::PodScript;
+    const CP: [&str; 3] = [
+        "tkc-prod-7xk2p-4rz8m",
+        "tkc-prod-7xk2p-9qtvw",
+        "tkc-prod-7xk2p-bx2lk",
+    ];
+    let env = Env::new("nsx-vpc", Workload::black_hole());
+    for i in 0..250 {
+        env.supervisor
+            .insert(serde_json::json!({"apiVersion": "networking.k8s.io/v1",
+                "kind": "NetworkPolicy",
+                "metadata": {"name": format!("aa-deny-{i:03}"), "namespace": NS},
+                "spec": {"podSelector": {}, "policyTypes": ["Ingress"]}}))
+            .unwrap();
+    }
+    env.supervisor.on_pod_created(|pod| {
+        Some(PodScript::succeeds(scripted_jumpbox_log_with(
+            pod,
+            &CP,
+            |_, ip| Some(crate::network_policy::section_2380_dropped(ip)),
+        )))
+    });
+    let bundle = env.dir.path().join("tkc-prod.tar.gz");
+    let live = env.kubectl(&[
+        "diagnose",
+        CLUSTER,
+        "-n",
+        NS,
+        "--via",
+        "jumpbox",
+        "--api-timeout",
+        "1s",
+        "--bundle",
+        bundle.to_str().unwrap(),
+        "-o",
+        "json",
+    ]);
+    live.expect_code(1);
+    let live_report = live.diagnose_report();
+    assert!(
+        live_report.verdict.evidence[0].starts_with("SecurityPolicy ns-prod/drop-etcd-peers"),
+        "{:#?}",
+        live_report.verdict.evidence
+    );
+    let offline = env.kubectl(&[
+        "--kubeconfig",
+        "/nonexistent/kubeconfig",
+        "analyse",
+        bundle.to_str().unwrap(),
+        "-o",
+        "json",
+    ]);
+    offline.expect_code(1);
+    let offline_report = offline.diagnose_report();
+    assert_eq!(offline_report.verdict, live_report.verdict);
+    assert_eq!(offline_report.findings, live_report.findings);
+    let (a, b) = (
+        offline_report.network_policy.unwrap(),
+        live_report.network_policy.unwrap(),
+    );
+    assert_eq!(a.evaluation, b.evaluation);
+    assert_eq!(a.realization, b.realization);
+    assert!(
+        offline.stderr.contains(
+            "the bundle left out Supervisor objects the run read (NetworkPolicy ns-prod/aa-deny-"
+        ),
+        "{}",
+        offline.stderr
+    );
+    assert!(
+        offline
+            .stderr
+            .contains("this verdict may differ from the live one"),
+        "{}",
+        offline.stderr
+    );
+}
