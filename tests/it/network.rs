@@ -383,3 +383,47 @@ fn many_network_policies_give_the_same_verdict_offline() {
         offline.stderr
     );
 }
+
+/// Issue 28: 16 VMs carrying the cluster's control-plane labels, ahead of the real ones in the
+/// API's order, change nothing the evaluation sees: its VMs are the uid chain's three, and the
+/// blocking policy is still named.
+#[test]
+fn labelled_rogue_vms_are_not_evaluated() {
+    let env = Env::new("nsx-vpc", Workload::ok());
+    let before = env.kubectl(&["status", CLUSTER, "-n", NS, "-o", "json"]);
+    for i in 0..16 {
+        env.supervisor
+            .insert(serde_json::json!({"apiVersion": "vmoperator.vmware.com/v1alpha3",
+                "kind": "VirtualMachine",
+                "metadata": {"name": format!("aaa-rogue-{i:02}"), "namespace": NS,
+                    "labels": {"capv.vmware.com/cluster.name": CLUSTER,
+                        "capv.vmware.com/cluster.role": "controlplane",
+                        "cluster.x-k8s.io/cluster-name": CLUSTER}},
+                "spec": {"className": "best-effort-small", "imageName": "x", "powerState": "PoweredOn"},
+                "status": {"powerState": "PoweredOn",
+                    "network": {"primaryIP4": format!("198.18.0.{}", 100 + i)}}}))
+            .unwrap();
+    }
+    let run = env.kubectl(&["status", CLUSTER, "-n", NS, "-o", "json"]);
+    let (a, b) = (
+        run.status_report().network_policy.unwrap(),
+        before.status_report().network_policy.unwrap(),
+    );
+    let mut vms = a.evaluation.vms.clone();
+    vms.sort();
+    assert_eq!(
+        vms,
+        [
+            "tkc-prod-7xk2p-4rz8m",
+            "tkc-prod-7xk2p-9qtvw",
+            "tkc-prod-7xk2p-bx2lk"
+        ]
+    );
+    assert_eq!(a.evaluation, b.evaluation);
+    assert!(run
+        .status_report()
+        .findings
+        .iter()
+        .any(|f| f.code == FindingCode::SecurityPolicyBlocksEtcd
+            && f.message.contains("ns-prod/drop-etcd-peers")));
+}
