@@ -16,6 +16,12 @@
 //! named as the VSphereCluster, owned by it; `ClusterNetworkReady` on the VSphereCluster);
 //! vmware-tanzu/vm-operator `pkg/providers/vsphere/network/network.go` (a VM's SubnetPort
 //! `<vm>-<network>-<interface>`, controller-owned by the VirtualMachine).
+//!
+//! Issue 28: every object is tied to the cluster by uid, never by a name or label a namespace
+//! editor can give ([`NetworkRead::of_cluster`]); which SecurityPolicy group is live follows
+//! nsx-operator `pkg/controllers/securitypolicy/securitypolicy_controller.go` and
+//! `pkg/config/mixed_mode.go` ([`NetworkRead::live_kind`]); on NCP/T1 the other namespaces'
+//! policies are read too (`appliedTo: [{}]` selects every port), bounded and counted.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
@@ -205,7 +211,9 @@ pub struct NetworkRead {
 pub struct NetworkObjects {
     pub namespace: String,
     pub cluster: String,
-    /// The namespace's SecurityPolicies, each with the kind it was read as (which group).
+    /// The namespace's SecurityPolicies, each with the kind it was read as (which group), and
+    /// (unless the live group is crd.nsx.vmware.com) the other namespaces' nsx.vmware.com ones,
+    /// at most [`MAX_OTHER_POLICIES`] by priority (each object carries its namespace).
     pub security_policies: Vec<(NetKind, DynamicObject)>,
     /// The namespace's Kubernetes NetworkPolicies.
     pub network_policies: Vec<DynamicObject>,
@@ -219,7 +227,7 @@ pub struct NetworkObjects {
     pub namespace_object: Option<DynamicObject>,
     /// The cluster's VSphereCluster (its `ClusterNetworkReady` condition).
     pub vsphere_cluster: Option<DynamicObject>,
-    /// The cluster's control-plane VMs' names (a SubnetPort they own is theirs).
+    /// The names of `vms` (the uid chain's control-plane VMs).
     pub control_plane_vms: Vec<String>,
     /// The cluster's control-plane VirtualMachines, as read: their labels are what a
     /// `vmSelector` selects (nsx-operator copies them onto the VM's port), their
