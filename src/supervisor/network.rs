@@ -20,7 +20,7 @@
 //! Issue 28: every object is tied to the cluster by uid, never by a name or label a namespace
 //! editor can give ([`NetworkRead::of_cluster`]); which SecurityPolicy group is live follows
 //! nsx-operator `pkg/controllers/securitypolicy/securitypolicy_controller.go` and
-//! `pkg/config/mixed_mode.go` ([`NetworkRead::live_kind`]); on NCP/T1 the other namespaces'
+//! `pkg/config/mixed_mode.go` (`NetworkRead::live_kind`); on NCP/T1 the other namespaces'
 //! policies are read too (`appliedTo: [{}]` selects every port), bounded and counted.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
