@@ -93,6 +93,10 @@ pub enum FindingCode {
     /// or the VSphereCluster's `ClusterNetworkReady` not True, a NetworkPolicy with an
     /// `nsx-op/error` annotation (only on a Supervisor that serves an NSX group).
     NetworkNotRealized,
+    /// NetworkPolicies carry an `nsx-op/error` annotation: the object's own claim, not NSX's
+    /// status (anyone who may edit a NetworkPolicy can write it). Always a Warning, and never
+    /// what makes `status` exit 1 ([`FindingCode::counts`]).
+    NetworkPolicyErrorClaimed,
     /// A realized SecurityPolicy's Drop or Reject rule is what decides TCP 2379/2380 between
     /// the cluster's control-plane VMs (docs/nsx-policy.md).
     SecurityPolicyBlocksEtcd,
@@ -100,6 +104,17 @@ pub enum FindingCode {
     /// control-plane VMs but does not now: shadowed by an earlier Allow, or not realized yet.
     SecurityPolicyWouldBlockEtcd,
 }
+
+impl FindingCode {
+    /// Whether a finding of this code is a problem found (the exit code, `healthy`): every code
+    /// but an object's own claim, which anyone who may edit the object can write.
+    pub fn counts(self) -> bool {
+        self != FindingCode::NetworkPolicyErrorClaimed
+    }
+}
+
+/// Characters of a NetworkPolicy's `nsx-op/error` text a finding shows.
+const CLAIM_CHARS: usize = 120;
 
 /// Names of the Machines beyond the replicas a finding spells out; the rest are counted.
 const BEYOND_NAMED: usize = 5;
@@ -436,7 +451,8 @@ pub fn network_findings(a: &NetworkAssessment) -> Vec<Finding> {
     use FindingCode::*;
     use Severity::*;
     let mut out = Vec::new();
-    for p in &a.realization {
+    // NSX's (or CAPV's) own status, of objects tied to the cluster by uid: Errors.
+    for p in a.realization.iter().filter(|p| !p.claim) {
         let mut text = format!("{} {}: {}", p.kind, p.name, p.condition);
         if let Some(s) = &p.status {
             text.push_str(&format!(" {s}"));
@@ -454,6 +470,40 @@ pub fn network_findings(a: &NetworkAssessment) -> Vec<Finding> {
             None => ": NSX did not realize the cluster's network",
         });
         out.push(finding(NetworkNotRealized, Error, p.vm.as_deref(), text));
+    }
+    // A NetworkPolicy's annotation: the object's claim, one Warning for them all, each text
+    // bounded and made visible (it is the editor's text, not NSX's).
+    let claims: Vec<String> = a
+        .realization
+        .iter()
+        .filter(|p| p.claim)
+        .map(|p| {
+            let text = p.message.as_deref().unwrap_or_default();
+            let short: String = text.chars().take(CLAIM_CHARS).collect();
+            let cut = if short.len() < text.len() { "…" } else { "" };
+            let shown = crate::render::visible(&short).replace('"', "\\\"");
+            if p.name.is_empty() {
+                crate::render::visible(text).into_owned()
+            } else {
+                format!(
+                    "NetworkPolicy {}: {} \"{shown}{cut}\"",
+                    crate::render::visible(&p.name),
+                    p.condition
+                )
+            }
+        })
+        .collect();
+    if !claims.is_empty() {
+        out.push(finding(
+            NetworkPolicyErrorClaimed,
+            Warning,
+            None,
+            format!(
+                "{}: the object's own claim, not NSX's status (anyone who may edit a NetworkPolicy can write this annotation; NetworkPolicies are realized for pods, not between the control-plane VMs); check it: kubectl get networkpolicies -n {} -o yaml",
+                claims.join("; "),
+                a.evaluation.namespace
+            ),
+        ));
     }
     for b in a.evaluation.blocking() {
         out.push(finding(

@@ -82,7 +82,11 @@ pub struct Caps {
     /// Nodes of one cluster: the most a run probes (`supervisor::targets::MAX_TARGETS`).
     pub nodes: usize,
     /// Supervisor objects of one cluster: its Cluster and KCP, each Machine and VM (a real
-    /// cluster has 2 + 2 × its nodes), with room for labelled objects that are not its own.
+    /// cluster has 2 + 2 × its nodes), with room for labelled objects that are not its own, and
+    /// the network objects its verdict reads (up to 500 SecurityPolicies of each group and 100
+    /// of other namespaces, the NetworkPolicies that claim an `nsx-op/error`, the cluster's
+    /// ports and networks): every object the verdict uses fits a bundle unless the namespace
+    /// holds thousands, and then each one left out is noted ([`ClusterEntry::left_out`]).
     pub objects: usize,
 }
 
@@ -92,8 +96,15 @@ pub const CAPS: Caps = Caps {
     count: 20_000,
     clusters: 100,
     nodes: crate::supervisor::targets::MAX_TARGETS,
-    objects: 256,
+    objects: 2048,
 };
+/// The objects the verdict does not use (NetworkPolicies without an `nsx-op/error`, only
+/// counted in the report's `read`) a bundle keeps at most, after every one it does use.
+pub const MAX_EXTRA_OBJECTS: usize = 64;
+/// The objects left out a bundle names (each at most [`MAX_LEFT_OUT_CHARS`]); the rest are
+/// counted in one more line.
+pub const MAX_LEFT_OUT_NAMED: usize = 32;
+pub const MAX_LEFT_OUT_CHARS: usize = 300;
 /// Longest path component written (tar handles longer paths, people's tools less so).
 const MAX_COMPONENT_CHARS: usize = 100;
 
@@ -139,8 +150,13 @@ pub struct ClusterEntry {
     /// `created`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub read_at: Option<String>,
-    /// Its Supervisor objects, paths under `dir`, in the order they were read.
+    /// Its Supervisor objects, paths under `dir`: the ones the verdict uses first.
     pub objects: Vec<String>,
+    /// The Supervisor objects the run read that the bundle had to leave out (its caps), each
+    /// `Kind namespace/name` and whether the verdict used it, at most [`MAX_LEFT_OUT_NAMED`]
+    /// and a line counting the rest: `analyse` says its verdict may differ. Absent when none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub left_out: Vec<String>,
     /// Its control-plane nodes, in the report's order.
     pub nodes: Vec<NodeEntry>,
 }

@@ -341,6 +341,7 @@ fn cluster(
         .iter()
         .map(|rel| r.json(dir, rel))
         .collect::<std::result::Result<Vec<Value>, _>>()?;
+    let objects_len = objects.len();
     let workload_api: WorkloadApi = r.json(dir, "workload-api.json")?;
     let route: RouteInfo = r.json(dir, "route.json")?;
     // The names each node answers to, as the live run checked them (Machine's nodeRef, name).
@@ -389,6 +390,15 @@ fn cluster(
         since_s: c.since_s,
         network_unread: c.network_unread.clone(),
         read_at: c.read_at.clone().or_else(|| Some(created.to_string())),
+        // Everything a bundle holds is what `analyse` judges from.
+        essential_objects: objects_len,
+        // The manifest is anyone's file: its notes bounded as the writer bounds them.
+        left_out: c
+            .left_out
+            .iter()
+            .take(super::MAX_LEFT_OUT_NAMED + 1)
+            .map(|n| n.chars().take(super::MAX_LEFT_OUT_CHARS).collect())
+            .collect(),
     })
 }
 

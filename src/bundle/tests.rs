@@ -1,6 +1,7 @@
 //! The bundle written and read back; hostile archives refused in one line.
 
 use super::read::*;
+use super::write::keep;
 use super::write::*;
 use super::*;
 use crate::probe::{NodeReport, ReachErrorKind};
@@ -95,6 +96,8 @@ fn evidence() -> Evidence {
         since_s: 900,
         network_unread: Vec::new(),
         read_at: Some("2026-12-04T08:00:00Z".into()),
+        essential_objects: objects().len(),
+        left_out: Vec::new(),
     }
 }
 
@@ -388,7 +391,7 @@ async fn the_network_notes_and_objects_go_through_a_bundle() {
         .unwrap();
     let mut e = evidence();
     e.apis = apis.clone();
-    e.objects = inv.objects_of(CLUSTER);
+    (e.objects, e.essential_objects) = inv.objects_ranked(CLUSTER);
     e.network_unread = Evidence::new(
         "sv",
         CLUSTER,
@@ -431,4 +434,170 @@ fn the_time_of_the_run_goes_through_a_bundle() {
     let b = read_bytes(&write_bytes(std::slice::from_ref(&old))).unwrap();
     assert_eq!(b.manifest.clusters[0].read_at, None);
     assert_eq!(b.evidence[0].read_at, Some(b.manifest.created.clone()));
+}
+
+/// healthy-v1alpha3's objects (the cluster of [`evidence`]'s nodes) with nsx-vpc's network
+/// objects and `extra`, as a VPC Supervisor serves them.
+fn nsx_inventory(extra: Vec<Value>) -> Inventory {
+    use serde::Deserialize;
+    let mut all = crate::testing::fixture_objects("healthy-v1alpha3");
+    let dir = format!(
+        "{}/tests/fixtures/supervisor/nsx-vpc",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let mut files: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.file_name().unwrap() != "fake.yaml")
+        .collect();
+    files.sort();
+    for f in files {
+        let text = std::fs::read_to_string(f).unwrap();
+        for doc in serde_yaml_ng::Deserializer::from_str(&text) {
+            let v = Value::deserialize(doc).unwrap();
+            if !v.is_null() {
+                all.push(v);
+            }
+        }
+    }
+    all.extend(extra);
+    let group =
+        |name: &str, version: &str| json!({"name": name, "preferredVersion": {"version": version}});
+    let apis = crate::supervisor::discovery::from_answer(
+        &json!({"kind": "APIGroupList", "groups": [
+            group("vmoperator.vmware.com", "v1alpha3"), group("cluster.x-k8s.io", "v1beta1"),
+            group("controlplane.cluster.x-k8s.io", "v1beta1"), group("networking.k8s.io", "v1"),
+            group("crd.nsx.vmware.com", "v1alpha1")]}),
+        "sv",
+    )
+    .unwrap();
+    Inventory::from_objects(NS, apis, &all)
+}
+
+/// `n` NetworkPolicies of the namespace (a default deny each, as a namespace editor may make).
+fn network_policies(n: usize, annotated: bool) -> Vec<Value> {
+    (0..n)
+        .map(|i| {
+            let mut np = json!({"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy",
+                "metadata": {"name": format!("aa-deny-{i:03}"), "namespace": NS},
+                "spec": {"podSelector": {}, "policyTypes": ["Ingress"]}});
+            if annotated {
+                np["metadata"]["annotations"] = json!({"nsx-op/error": format!("forged {i}")});
+            }
+            np
+        })
+        .collect()
+}
+
+/// [`evidence`]'s nodes with `inv`'s objects, as `diagnose --bundle` makes it.
+fn nsx_evidence(inv: &Inventory) -> Evidence {
+    let mut e = evidence();
+    e.apis = inv.apis.clone();
+    (e.objects, e.essential_objects) = inv.objects_ranked(CLUSTER);
+    e
+}
+
+/// Issue 28: ~250 NetworkPolicies in the namespace beside a blocking SecurityPolicy. The bundle
+/// keeps every object the verdict uses first (the policies, the ports, the Namespace), so
+/// `analyse` gives the live verdict, names the same policy and the same failed port; it notes
+/// the NetworkPolicies it left out (only counted), and `analyse` says its verdict may differ.
+#[test]
+fn many_network_policies_never_push_the_verdicts_objects_out() {
+    let inv = nsx_inventory(network_policies(250, false));
+    let e = nsx_evidence(&inv);
+    assert!(e.objects.len() > 256, "{}", e.objects.len());
+    let live = e.judge().unwrap();
+    let live_net = live.network_policy.clone().unwrap();
+    assert!(
+        live_net
+            .evaluation
+            .blocking()
+            .iter()
+            .any(|b| b.rule.policy == "drop-etcd-peers"),
+        "the set blocks: {:#?}",
+        live_net.evaluation.blocking()
+    );
+    assert_eq!(live_net.realization.len(), 1, "bx2lk's port");
+
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("b.tar.gz");
+    write(&path, std::slice::from_ref(&e)).unwrap();
+    let b = read(&path).unwrap();
+    let back = &b.evidence[0];
+    let offline = back.judge().unwrap();
+    let offline_net = offline.network_policy.clone().unwrap();
+    assert_eq!(offline.verdict, live.verdict);
+    assert_eq!(offline_net.evaluation, live_net.evaluation);
+    assert_eq!(offline_net.realization, live_net.realization);
+    assert_eq!(offline.findings, live.findings);
+    // The NetworkPolicies past the bound are named, as only counted, and counted.
+    assert_eq!(
+        b.manifest.clusters[0].objects.len(),
+        e.essential_objects + MAX_EXTRA_OBJECTS
+    );
+    let left = &back.left_out;
+    assert_eq!(left.len(), MAX_LEFT_OUT_NAMED + 1);
+    assert!(
+        left[0].starts_with("NetworkPolicy ns-prod/aa-deny-"),
+        "{left:?}"
+    );
+    assert!(left[0].ends_with("(only counted)"), "{left:?}");
+    let more = 250 - MAX_EXTRA_OBJECTS - MAX_LEFT_OUT_NAMED;
+    assert_eq!(left[MAX_LEFT_OUT_NAMED], format!("and {more} more"));
+
+    let out = crate::commands::analyse::run(
+        &crate::commands::analyse::AnalyseOptions {
+            path: path.clone(),
+            summary: false,
+            since: None,
+        },
+        crate::render::Format::Json,
+    )
+    .unwrap();
+    assert!(
+        out.notes
+            .iter()
+            .any(|n| n.contains("left out") && n.contains("this verdict may differ")),
+        "{:?}",
+        out.notes
+    );
+}
+
+/// A bundle of everything the verdict uses leaves nothing out and says nothing; one whose
+/// objects the verdict uses are past the cap names them as used, and `analyse` says its verdict
+/// may differ.
+#[test]
+fn a_bundle_that_left_used_objects_out_says_so() {
+    let inv = nsx_inventory(network_policies(3, false));
+    let e = nsx_evidence(&inv);
+    let (kept, left) = keep(&e);
+    assert_eq!(kept.len(), e.objects.len());
+    assert!(left.is_empty());
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("b.tar.gz");
+    write(&path, std::slice::from_ref(&e)).unwrap();
+    let options = crate::commands::analyse::AnalyseOptions {
+        path: path.clone(),
+        summary: false,
+        since: None,
+    };
+    let out = crate::commands::analyse::run(&options, crate::render::Format::Json).unwrap();
+    assert_eq!(out.notes.len(), 1, "{:?}", out.notes);
+
+    // Claims of more NetworkPolicies than the cap holds: the verdict uses each (they are
+    // counted), so the ones past the cap are named as used.
+    let inv = nsx_inventory(network_policies(CAPS.objects + 10, true));
+    let e = nsx_evidence(&inv);
+    let (kept, left) = keep(&e);
+    assert_eq!(kept.len(), CAPS.objects);
+    assert!(left[0].ends_with("(the verdict used it)"), "{left:?}");
+    write(&path, std::slice::from_ref(&e)).unwrap();
+    let out = crate::commands::analyse::run(&options, crate::render::Format::Json).unwrap();
+    assert!(
+        out.notes
+            .iter()
+            .any(|n| n.contains("this verdict may differ")),
+        "{:?}",
+        out.notes
+    );
 }

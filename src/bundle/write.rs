@@ -10,7 +10,7 @@ use serde_json::Value;
 
 use super::{
     component, ClusterEntry, Manifest, Names, NodeEntry, NodeReach, CAPS, FORMAT_VERSION, KIND,
-    MANIFEST,
+    MANIFEST, MAX_EXTRA_OBJECTS, MAX_LEFT_OUT_CHARS, MAX_LEFT_OUT_NAMED,
 };
 use crate::error::{Error, Result};
 use crate::report::{Evidence, API_VERSION};
@@ -86,9 +86,8 @@ pub fn write(path: &Path, evidence: &[Evidence]) -> Result<()> {
 
 /// The bundle's files, in order (the manifest first), from `evidence` and the command line.
 /// Nothing is written that [`read`] would refuse: more clusters or nodes than [`CAPS`] allow is
-/// an error, and a cluster's objects beyond the cap are left out (the Supervisor's list order,
-/// with the Machines beyond the KCP's replicas last, so those go first; `analyse` then counts
-/// fewer of them).
+/// an error, and a cluster's objects past its caps are left out, the ones the verdict does not
+/// use first, each one noted in the manifest ([`keep`]).
 pub(super) fn files(evidence: &[Evidence], args: Vec<String>) -> Result<Vec<(String, Vec<u8>)>> {
     let too_many = |what: String| {
         Error::config(format!(
@@ -121,7 +120,8 @@ pub(super) fn files(evidence: &[Evidence], args: Vec<String>) -> Result<Vec<(Str
         put("route.json", pretty(&e.route)?);
         let mut taken = Names::default();
         let mut objects = Vec::new();
-        for o in e.objects.iter().take(CAPS.objects) {
+        let (kept, left_out) = keep(e);
+        for o in kept {
             let kind = o.get("kind").and_then(Value::as_str).unwrap_or("Object");
             let name = o
                 .pointer("/metadata/name")
@@ -168,6 +168,7 @@ pub(super) fn files(evidence: &[Evidence], args: Vec<String>) -> Result<Vec<(Str
             since_s: e.since_s,
             verdict: Some(report.verdict.code.to_string()),
             objects,
+            left_out,
             nodes,
             network_unread: e.network_unread.clone(),
             read_at: e.read_at.clone(),
@@ -184,6 +185,53 @@ pub(super) fn files(evidence: &[Evidence], args: Vec<String>) -> Result<Vec<(Str
     };
     out.insert(0, (MANIFEST.to_string(), pretty(&manifest)?));
     Ok(out)
+}
+
+/// The objects a cluster's bundle keeps, and a note of those it leaves out: every object the
+/// verdict uses first ([`Evidence::essential_objects`], all of them unless past
+/// [`CAPS`]`.objects`), then at most [`MAX_EXTRA_OBJECTS`] of the others. Each one left out is
+/// named (at most [`MAX_LEFT_OUT_NAMED`], then a count), so that `analyse` can say its verdict
+/// may differ instead of differing silently.
+pub(super) fn keep(e: &Evidence) -> (Vec<&Value>, Vec<String>) {
+    let essential = e.essential_objects.min(e.objects.len());
+    let (used, extra) = e.objects.split_at(essential);
+    let used_kept = used.len().min(CAPS.objects);
+    let extra_kept = extra
+        .len()
+        .min(MAX_EXTRA_OBJECTS)
+        .min(CAPS.objects - used_kept);
+    let kept = used[..used_kept]
+        .iter()
+        .chain(&extra[..extra_kept])
+        .collect();
+    let left: Vec<(bool, &Value)> = used[used_kept..]
+        .iter()
+        .map(|o| (true, o))
+        .chain(extra[extra_kept..].iter().map(|o| (false, o)))
+        .collect();
+    let mut notes: Vec<String> = left
+        .iter()
+        .take(MAX_LEFT_OUT_NAMED)
+        .map(|(used, o)| {
+            let text = |p: &str| o.pointer(p).and_then(Value::as_str).unwrap_or("?");
+            let line = format!(
+                "{} {}/{} ({})",
+                text("/kind"),
+                text("/metadata/namespace"),
+                text("/metadata/name"),
+                if *used {
+                    "the verdict used it"
+                } else {
+                    "only counted"
+                }
+            );
+            line.chars().take(MAX_LEFT_OUT_CHARS).collect()
+        })
+        .collect();
+    if left.len() > MAX_LEFT_OUT_NAMED {
+        notes.push(format!("and {} more", left.len() - MAX_LEFT_OUT_NAMED));
+    }
+    (kept, notes)
 }
 
 pub(super) fn pretty<T: Serialize>(value: &T) -> Result<Vec<u8>> {

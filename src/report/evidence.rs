@@ -42,6 +42,19 @@ pub struct Evidence {
     /// bundle keeps it (`clusters[].readAt`; older bundles: the manifest's `created`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub read_at: Option<String>,
+    /// How many of `objects`, first, the verdict uses ([`Inventory::objects_ranked`]); the rest
+    /// only add to what the report counts. An evidence bundle keeps those first, every one
+    /// within its cap; a bundle read back counts them all.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub essential_objects: usize,
+    /// The objects a bundle had to leave out (`Kind namespace/name`, bounded, with a count of
+    /// the rest): a verdict judged from it may differ from the live one. Empty for a live run.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub left_out: Vec<String>,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 fn default_since_s() -> u64 {
@@ -59,12 +72,14 @@ impl Evidence {
         nodes: Vec<NodeReport>,
         duration_ms: u64,
     ) -> Evidence {
+        let (objects, essential_objects) = inventory.objects_ranked(cluster);
         Evidence {
             context: context.to_string(),
             namespace: inventory.namespace.clone(),
             cluster: cluster.to_string(),
             apis: inventory.apis.clone(),
-            objects: inventory.objects_of(cluster),
+            objects,
+            essential_objects,
             workload_api,
             route,
             nodes,
@@ -77,6 +92,7 @@ impl Evidence {
             read_at: Some(
                 humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string(),
             ),
+            left_out: Vec::new(),
         }
     }
 
@@ -186,6 +202,8 @@ mod tests {
             since_s: 900,
             network_unread: vec![],
             read_at: read_at.map(str::to_string),
+            essential_objects: 0,
+            left_out: vec![],
         }
     }
 

@@ -94,7 +94,7 @@ impl ControlPlaneSummary {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct RunResult {
-    /// No finding at all.
+    /// No finding at all but an object's own claim ([`crate::analyse::FindingCode::counts`]).
     pub healthy: bool,
     /// Every check could run (false when e.g. the kubeconfig secret could not be read).
     pub complete: bool,
@@ -146,8 +146,11 @@ impl RunResult {
             .filter(|f| f.severity == Severity::Error)
             .count();
         let warnings = findings.len() - errors;
+        // An object's own claim (a NetworkPolicy's `nsx-op/error`) is shown, never a problem
+        // found: anyone who may edit the object can write it.
+        let problems = findings.iter().filter(|f| f.code.counts()).count();
         // A problem found outranks a check that could not run: the admin learned something.
-        let exit_code = if !findings.is_empty() {
+        let exit_code = if problems > 0 {
             EXIT_PROBLEM
         } else if !complete {
             EXIT_INCOMPLETE
@@ -155,7 +158,7 @@ impl RunResult {
             EXIT_OK
         };
         RunResult {
-            healthy: findings.is_empty(),
+            healthy: problems == 0,
             complete,
             errors,
             warnings,

@@ -155,6 +155,17 @@ impl Inventory {
         apis: &SupervisorApis,
         ns: &str,
     ) -> Result<Inventory> {
+        Inventory::of_namespace_with(client, apis, ns, None).await
+    }
+
+    /// [`Inventory::of_namespace`], with the other namespaces' SecurityPolicies already listed
+    /// (`-A` per namespace: one request for them all).
+    async fn of_namespace_with(
+        client: &Client,
+        apis: &SupervisorApis,
+        ns: &str,
+        others: Option<&network::OthersAnswer>,
+    ) -> Result<Inventory> {
         let role = role_selector(VM_LABELS[0].1);
         let (clusters, machines, vsphere_machines, vms, network) = tokio::try_join!(
             list(client, &apis.cluster, Some(ns), None, "Clusters"),
@@ -173,7 +184,7 @@ impl Inventory {
                 Some(&role),
                 "VirtualMachines"
             ),
-            network_read(client, apis, Some(ns)),
+            async { Ok(network::read_with(client, apis, Some(ns), others).await) },
         )?;
         let mut inv = Inventory {
             namespace: ns.to_string(),
@@ -243,8 +254,11 @@ impl Inventory {
                     .filter_map(|n| n.metadata.name)
                     .collect();
                 names.sort();
+                // The other namespaces' SecurityPolicies once for every namespace (NCP/T1).
+                let others = network::read_others(client, apis).await;
+                let others = &others;
                 let found = try_join_all(names.iter().map(|ns| async move {
-                    match Inventory::of_namespace(client, apis, ns).await {
+                    match Inventory::of_namespace_with(client, apis, ns, Some(others)).await {
                         Ok(inv) => Ok(Some(inv)),
                         Err(e) if e.is_forbidden() => Ok(None),
                         Err(e) => Err(e),
@@ -513,17 +527,28 @@ impl Inventory {
     /// The objects `cluster_name`'s facts are made from ([`Inventory::facts`] reads the same
     /// ones), as the API served them, each with its apiVersion and kind and without
     /// `metadata.managedFields` (bulky, and nothing of ours). Secrets are never among them: they
-    /// are not part of an inventory.
+    /// are not part of an inventory. See [`Inventory::objects_ranked`] for their order.
     pub fn objects_of(&self, cluster_name: &str) -> Vec<Value> {
+        self.objects_ranked(cluster_name).0
+    }
+
+    /// [`Inventory::objects_of`], and how many of them, first, the verdict uses: the Cluster,
+    /// its KCP, the Machines and VSphereMachines, the VMs (the uid chain's first), the Machines
+    /// beyond the KCP's replicas (named by the facts), then every network object the
+    /// evaluation and the realization findings read (the SecurityPolicies kept, other
+    /// namespaces' too, the Namespace, the VSphereCluster, the SubnetSets, Subnets, SubnetPorts,
+    /// VirtualNetworks, the NetworkPolicies carrying `nsx-op/error`). After them the objects
+    /// nothing decides from (the other NetworkPolicies: only counted in `read`), which an
+    /// evidence bundle keeps within a bound of its own.
+    pub fn objects_ranked(&self, cluster_name: &str) -> (Vec<Value>, usize) {
         let Some(cluster) = self.clusters.iter().find(|c| name(c) == cluster_name) else {
-            return Vec::new();
+            return (Vec::new(), 0);
         };
         let mut out = vec![plain(cluster, &self.apis.cluster)];
         if let Ok((ar, _, Some(obj))) = self.control_plane_of(cluster) {
             out.push(plain(obj, &ar));
         }
-        // The Machines beyond the KCP's replicas last: a bundle that has to leave objects out
-        // (its cap) leaves those out first.
+        // The Machines beyond the KCP's replicas after the cluster's own.
         let beyond: BTreeSet<String> = self
             .facts("", cluster_name)
             .map(|f| f.machines_beyond_replicas.into_iter().collect())
@@ -535,23 +560,43 @@ impl Inventory {
         if let Some(ar) = &self.apis.vsphere_machine {
             out.extend(self.vsphere_machines_of(cluster_name).map(|m| plain(m, ar)));
         }
+        // The uid chain's VMs first, then the VMs that only carry the labels (the facts show
+        // them as rows of their own).
+        let verified = self.verified_vms(cluster_name);
+        let is_verified = |v: &DynamicObject| verified.iter().any(|w| std::ptr::eq(*w, v));
+        let (chain, labelled): (Vec<&DynamicObject>, Vec<&DynamicObject>) = self
+            .vms_of(cluster_name)
+            .0
+            .into_iter()
+            .partition(|v| is_verified(v));
         out.extend(
-            self.vms_of(cluster_name)
-                .0
+            chain
                 .into_iter()
+                .chain(labelled)
                 .map(|v| plain(v, &self.apis.virtual_machine)),
         );
         out.extend(later.into_iter().map(|m| plain(m, &self.apis.machine)));
-        // The network objects after them all: the facts do not need them.
+        let mut rest = Vec::new();
         if let (Some(read), Some(objects)) = (&self.network, self.network_of(cluster_name)) {
-            out.extend(
-                objects
-                    .objects()
-                    .into_iter()
-                    .filter_map(|(k, o)| Some(plain(o, read.resources.get(&k)?))),
-            );
+            for (k, o) in objects.objects() {
+                let Some(ar) = read.resources.get(&k) else {
+                    continue;
+                };
+                let claims = o
+                    .metadata
+                    .annotations
+                    .as_ref()
+                    .is_some_and(|a| a.contains_key(network::NSX_ERROR_ANNOTATION));
+                if k == network::NetKind::NetworkPolicy && !claims {
+                    rest.push(plain(o, ar));
+                } else {
+                    out.push(plain(o, ar));
+                }
+            }
         }
-        out
+        let essential = out.len();
+        out.extend(rest);
+        (out, essential)
     }
 
     /// The notes of what could not be read of the network, as an evidence bundle kept them
@@ -562,16 +607,39 @@ impl Inventory {
     }
 
     /// `cluster_name`'s network objects (pure); None when the Supervisor serves no NSX group,
-    /// or there is no such cluster.
+    /// or there is no such cluster. The control-plane VMs are the uid chain's
+    /// ([`Inventory::verified_vms`]), never every VM carrying the labels.
     pub fn network_of(&self, cluster_name: &str) -> Option<NetworkObjects> {
         let read = self.network.as_ref()?;
         let cluster = self.clusters.iter().find(|c| name(c) == cluster_name)?;
-        let infra = cluster
-            .data
-            .pointer("/spec/infrastructureRef/name")
-            .and_then(Value::as_str);
-        let (vms, _) = self.vms_of(cluster_name);
-        Some(read.of_cluster(&self.namespace, cluster_name, infra, &vms))
+        let vms = self.verified_vms(cluster_name);
+        Some(read.of_cluster(&self.namespace, cluster, &vms))
+    }
+
+    /// The control-plane VMs the cluster's facts use: the VM of each node that has a Machine
+    /// controlled by the KCP's uid and a VM joined to it (by the VSphereMachine's uid, or by
+    /// names only where no uid exists: [`join`]), within the targets' bound ([`targets`]).
+    /// A VM that only carries the labels is a row of its own in the facts, never here: 16
+    /// labelled VMs cannot push the real ones out. A name two objects share (only a bundle can
+    /// hold that) gives neither.
+    pub fn verified_vms(&self, cluster_name: &str) -> Vec<&DynamicObject> {
+        let Ok(facts) = self.facts("", cluster_name) else {
+            return Vec::new();
+        };
+        facts
+            .nodes
+            .iter()
+            .filter(|n| n.machine.is_some() && n.join.by.is_some() && n.join.problem.is_none())
+            .filter_map(|n| n.vm.as_ref())
+            .filter_map(|vm| {
+                let mut found = self.vms.iter().filter(|v| name(v) == vm.name);
+                let first = found.next()?;
+                // The same object listed twice (both label schemes) is still one.
+                found
+                    .all(|v| v.metadata.uid == first.metadata.uid)
+                    .then_some(first)
+            })
+            .collect()
     }
 
     /// An inventory of the objects [`Inventory::objects_of`] gave (an evidence bundle's), sorted
@@ -623,6 +691,24 @@ impl Inventory {
                 if inv.apis.kind_in(group, &types.kind).is_some() {
                     inv.control_planes.push((ar, o));
                 }
+            }
+        }
+        // The other namespaces' nsx.vmware.com policies the bundle kept (the notes, taken in
+        // after, say when they could not be read).
+        if let Some(read) = network.as_mut() {
+            if read
+                .resources
+                .contains_key(&network::NetKind::T1SecurityPolicy)
+            {
+                let others: Vec<DynamicObject> = read
+                    .objects
+                    .get(&network::NetKind::T1SecurityPolicy)
+                    .into_iter()
+                    .flatten()
+                    .filter(|o| o.metadata.namespace.as_deref() != Some(namespace))
+                    .cloned()
+                    .collect();
+                read.other_policies = Some(std::sync::Arc::new(others));
             }
         }
         inv.network = network;

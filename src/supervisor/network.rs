@@ -16,8 +16,15 @@
 //! named as the VSphereCluster, owned by it; `ClusterNetworkReady` on the VSphereCluster);
 //! vmware-tanzu/vm-operator `pkg/providers/vsphere/network/network.go` (a VM's SubnetPort
 //! `<vm>-<network>-<interface>`, controller-owned by the VirtualMachine).
+//!
+//! Issue 28: every object is tied to the cluster by uid, never by a name or label a namespace
+//! editor can give ([`NetworkRead::of_cluster`]); which SecurityPolicy group is live follows
+//! nsx-operator `pkg/controllers/securitypolicy/securitypolicy_controller.go` and
+//! `pkg/config/mixed_mode.go` (`NetworkRead::live_kind`); on NCP/T1 the other namespaces'
+//! policies are read too (`appliedTo: [{}]` selects every port), bounded and counted.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::Arc;
 
 use futures::future::join_all;
 use kube::api::{Api, DynamicObject, ListParams};
@@ -37,9 +44,6 @@ pub const NCP_GROUP: &str = "vmware.com";
 pub const NETWORKING_GROUP: &str = "networking.k8s.io";
 /// nsx-operator's annotation on a NetworkPolicy it failed to realize.
 pub const NSX_ERROR_ANNOTATION: &str = "nsx-op/error";
-/// CAPI's cluster label on the VSphereCluster (the inventory's `CLUSTER_NAME_LABEL`, which sits
-/// above this module).
-const CLUSTER_NAME_LABEL: &str = "cluster.x-k8s.io/cluster-name";
 /// The most objects of one kind kept per read; beyond it a note says how many were left out.
 pub const MAX_OBJECTS_PER_KIND: usize = 500;
 /// The most characters kept of a condition's reason or message, or an annotation's text.
@@ -48,6 +52,19 @@ pub const MAX_TEXT_CHARS: usize = 512;
 /// length (a bundle is anyone's file; ours has one note per resource at most).
 pub const MAX_NOTES: usize = 32;
 pub const MAX_NOTE_CHARS: usize = 300;
+/// The most SecurityPolicies of other namespaces kept for one cluster (nsx.vmware.com, T1/NCP
+/// mode), the first by priority; the rest are counted in [`NetworkObjects::policies_left_out`].
+pub const MAX_OTHER_POLICIES: usize = 100;
+/// The most NetworkPolicies whose `nsx-op/error` annotation is taken as a claim (by name); the
+/// rest are counted in one more claim.
+pub const MAX_CLAIMS: usize = 8;
+/// The annotation the Supervisor puts on a Namespace on VPC networking: nsx-operator reconciles
+/// `crd.nsx.vmware.com` SecurityPolicies as soon as one namespace carries it
+/// (vmware-tanzu/nsx-operator `pkg/config/mixed_mode.go`: `VPCNetworkConfigAnnotation`,
+/// `HasVPCNamespaces`). A namespace editor cannot write it: the Namespace is cluster-scoped.
+pub const VPC_NETWORK_CONFIG_ANNOTATION: &str = "nsx.vmware.com/vpc_network_config";
+/// The note that the SecurityPolicies of other namespaces could not be read starts with this.
+pub const OTHERS_NOTE: &str = "the SecurityPolicies of other namespaces (a policy there with appliedTo [{}] can apply to these VMs)";
 
 /// What a network object is, with its group and kind as the Supervisor serves them.
 #[derive(
@@ -173,8 +190,20 @@ pub struct NetworkRead {
     /// The resources whose request was answered.
     pub answered: BTreeSet<NetKind>,
     /// One note per request that failed ("list securitypolicies.crd.nsx.vmware.com in
-    /// namespace ns-prod: forbidden").
+    /// namespace ns-prod: forbidden"), and per list cut at [`MAX_OBJECTS_PER_KIND`].
     pub unread: Vec<String>,
+    /// The nsx.vmware.com SecurityPolicies of every namespace, shared by the namespaces' parts:
+    /// in T1/NCP mode a policy's `appliedTo: [{}]` selects every port of the Supervisor, so a
+    /// policy of another namespace can apply to the cluster's VMs. None when not read (the group
+    /// is not served, or the request failed: [`NetworkRead::others_unread`] says so).
+    pub other_policies: Option<Arc<Vec<DynamicObject>>>,
+    /// Why the other namespaces' SecurityPolicies could not be read (a note starting with
+    /// [`OTHERS_NOTE`]); said only for a cluster whose live group can be nsx.vmware.com.
+    pub others_unread: Option<String>,
+    /// How many of them an evidence bundle's notes say were left out (None: count them).
+    pub others_left_out: Option<usize>,
+    /// Objects past [`MAX_OBJECTS_PER_KIND`], per kind and namespace (`""` for Namespaces).
+    pub left_out: BTreeMap<(NetKind, String), usize>,
 }
 
 /// The network objects of one cluster ([`NetworkRead::of_cluster`]), as read.
@@ -182,7 +211,9 @@ pub struct NetworkRead {
 pub struct NetworkObjects {
     pub namespace: String,
     pub cluster: String,
-    /// The namespace's SecurityPolicies, each with the kind it was read as (which group).
+    /// The namespace's SecurityPolicies, each with the kind it was read as (which group), and
+    /// (unless the live group is crd.nsx.vmware.com) the other namespaces' nsx.vmware.com ones,
+    /// at most [`MAX_OTHER_POLICIES`] by priority (each object carries its namespace).
     pub security_policies: Vec<(NetKind, DynamicObject)>,
     /// The namespace's Kubernetes NetworkPolicies.
     pub network_policies: Vec<DynamicObject>,
@@ -196,7 +227,7 @@ pub struct NetworkObjects {
     pub namespace_object: Option<DynamicObject>,
     /// The cluster's VSphereCluster (its `ClusterNetworkReady` condition).
     pub vsphere_cluster: Option<DynamicObject>,
-    /// The cluster's control-plane VMs' names (a SubnetPort they own is theirs).
+    /// The names of `vms` (the uid chain's control-plane VMs).
     pub control_plane_vms: Vec<String>,
     /// The cluster's control-plane VirtualMachines, as read: their labels are what a
     /// `vmSelector` selects (nsx-operator copies them onto the VM's port), their
@@ -246,9 +277,86 @@ fn failure(e: &kube::Error) -> String {
     }
 }
 
+/// A list cut at [`MAX_OBJECTS_PER_KIND`] objects *per namespace* (in the API's order), so that
+/// with `-A` a namespace holding many objects of a kind never pushes another's out; how many
+/// were left out, by namespace (`""` for cluster-scoped objects).
+fn per_namespace(items: Vec<DynamicObject>) -> (Vec<DynamicObject>, BTreeMap<String, usize>) {
+    let mut seen: HashMap<String, usize> = HashMap::new();
+    let mut left: BTreeMap<String, usize> = BTreeMap::new();
+    let kept = items
+        .into_iter()
+        .filter(|o| {
+            let ns = o.metadata.namespace.clone().unwrap_or_default();
+            let n = seen.entry(ns.clone()).or_insert(0);
+            *n += 1;
+            if *n > MAX_OBJECTS_PER_KIND {
+                *left.entry(ns).or_insert(0) += 1;
+                false
+            } else {
+                true
+            }
+        })
+        .collect();
+    (kept, left)
+}
+
+/// The note of a list cut at [`MAX_OBJECTS_PER_KIND`] (read back by [`NetworkRead::with_notes`]).
+fn cut_note(resource: &str, ns: &str, left: usize) -> String {
+    let total = MAX_OBJECTS_PER_KIND + left;
+    if ns.is_empty() {
+        format!("{resource}: only the first {MAX_OBJECTS_PER_KIND} of {total} objects kept")
+    } else {
+        format!(
+            "{resource} in namespace {ns}: only the first {MAX_OBJECTS_PER_KIND} of {total} objects kept"
+        )
+    }
+}
+
 /// Reads what [`plan`] says, in `ns` (None: across all namespaces, and every Namespace). The
-/// requests run together; each failure is a note. Returns None when nothing is to be read.
+/// requests run together; each failure is a note. With `ns`, where the Supervisor serves
+/// nsx.vmware.com SecurityPolicies, one more request lists those of every namespace (T1/NCP
+/// mode: `appliedTo: [{}]` in another namespace selects these VMs too); across all namespaces
+/// the one list per resource already holds them. Every request is bounded in time and size by
+/// the client ([`crate::bounds`]). Returns None when nothing is to be read.
 pub async fn read(client: &Client, apis: &SupervisorApis, ns: Option<&str>) -> Option<NetworkRead> {
+    read_with(client, apis, ns, None).await
+}
+
+/// The other namespaces' nsx.vmware.com SecurityPolicies, listed once across all namespaces
+/// (cut per namespace as any list), or the note of why they could not be; None when the group
+/// is not served. Shared by the per-namespace reads of `-A` when the user may not list
+/// across namespaces ([`read_with`]): one request, not one per namespace.
+pub type OthersAnswer =
+    Option<std::result::Result<(Arc<Vec<DynamicObject>>, BTreeMap<String, usize>), String>>;
+
+/// Lists what [`OthersAnswer`] says.
+pub async fn read_others(client: &Client, apis: &SupervisorApis) -> OthersAnswer {
+    let ar = plan(apis)
+        .into_iter()
+        .find(|(k, _)| *k == NetKind::T1SecurityPolicy)
+        .map(|(_, ar)| ar)?;
+    let api: Api<DynamicObject> = Api::all_with(client.clone(), &ar);
+    Some(match api.list(&ListParams::default()).await {
+        Ok(l) => {
+            let (items, left) = per_namespace(l.items);
+            Ok((Arc::new(items), left))
+        }
+        Err(e) => Err(format!(
+            "{OTHERS_NOTE}: list {} in all namespaces: {}",
+            resource_name(&ar),
+            failure(&e)
+        )),
+    })
+}
+
+/// [`read`], with the other namespaces' policies already listed (`given`), or listed here when
+/// None and `ns` is one namespace.
+pub async fn read_with(
+    client: &Client,
+    apis: &SupervisorApis,
+    ns: Option<&str>,
+    given: Option<&OthersAnswer>,
+) -> Option<NetworkRead> {
     let plan = plan(apis);
     if plan.is_empty() {
         return None;
@@ -291,28 +399,56 @@ pub async fn read(client: &Client, apis: &SupervisorApis, ns: Option<&str>) -> O
             *kind,
             result.map_err(|e| format!("{verb} {place}: {}", failure(&e))),
         )
-    }))
-    .await;
+    }));
+    // The other namespaces' nsx.vmware.com SecurityPolicies (only with one namespace: across
+    // all namespaces the list above holds them).
+    let others = async {
+        match (given, ns) {
+            (Some(answer), Some(_)) => answer.clone(),
+            (None, Some(_)) => read_others(client, apis).await,
+            (_, None) => None,
+        }
+    };
+    let (answers, others) = futures::join!(answers, others);
     let mut out = NetworkRead {
         resources: plan.into_iter().collect(),
         ..NetworkRead::default()
     };
     for (kind, answer) in answers {
         match answer {
-            Ok(mut items) => {
-                if items.len() > MAX_OBJECTS_PER_KIND {
-                    out.unread.push(format!(
-                        "{}: only the first {MAX_OBJECTS_PER_KIND} of {} objects kept",
-                        resource_name(&out.resources[&kind]),
-                        items.len()
-                    ));
-                    items.truncate(MAX_OBJECTS_PER_KIND);
+            Ok(items) => {
+                let (items, left) = per_namespace(items);
+                for (lns, n) in left {
+                    out.unread
+                        .push(cut_note(&resource_name(&out.resources[&kind]), &lns, n));
+                    out.left_out.insert((kind, lns), n);
                 }
                 out.answered.insert(kind);
                 out.objects.insert(kind, items);
             }
             Err(note) => out.unread.push(note),
         }
+    }
+    match (others, ns) {
+        (Some(Ok((items, left))), Some(own)) => {
+            // The own namespace's are in the namespaced list (and its cut): `of_cluster` takes
+            // only the others' from the shared list.
+            for (lns, n) in left.into_iter().filter(|(lns, _)| lns != own) {
+                out.left_out.insert((NetKind::T1SecurityPolicy, lns), n);
+            }
+            out.other_policies = Some(items);
+        }
+        (Some(Err(note)), _) => out.others_unread = Some(note),
+        // Across all namespaces: the one list, when it was answered.
+        (_, None) if out.answered.contains(&NetKind::T1SecurityPolicy) => {
+            out.other_policies = Some(Arc::new(
+                out.objects
+                    .get(&NetKind::T1SecurityPolicy)
+                    .cloned()
+                    .unwrap_or_default(),
+            ));
+        }
+        _ => {}
     }
     Some(out)
 }
@@ -335,8 +471,11 @@ impl NetworkRead {
 
     /// The notes of what could not be read, as an evidence bundle keeps them (bounded: the
     /// bundle is anyone's file); a resource a note names (`<verb> <resource> ...`) was not read.
+    /// A list's cut (`<resource> in namespace <ns>: only the first K of N objects kept`) gives
+    /// back how many were left out; an [`OTHERS_NOTE`] that the other namespaces' policies were
+    /// not read, or how many of them were left out.
     pub fn with_notes(mut self, notes: &[String]) -> NetworkRead {
-        self.unread = notes
+        let notes: Vec<String> = notes
             .iter()
             .take(MAX_NOTES)
             .map(|n| match n.char_indices().nth(MAX_NOTE_CHARS) {
@@ -344,6 +483,24 @@ impl NetworkRead {
                 None => n.clone(),
             })
             .collect();
+        self.unread.clear();
+        for n in notes {
+            if let Some(rest) = n.strip_prefix(OTHERS_NOTE) {
+                match left_out_of(rest) {
+                    Some(count) => self.others_left_out = Some(count),
+                    None => {
+                        self.other_policies = None;
+                        self.others_unread = Some(n);
+                    }
+                }
+                // Said again by `of_cluster` where it applies.
+                continue;
+            }
+            if let Some((kind, ns, count)) = self.cut_of(&n) {
+                self.left_out.insert((kind, ns), count);
+            }
+            self.unread.push(n);
+        }
         let failed: BTreeSet<&str> = self
             .unread
             .iter()
@@ -353,6 +510,24 @@ impl NetworkRead {
         self.answered
             .retain(|k| !failed.contains(resource_name(&resources[k]).as_str()));
         self
+    }
+
+    /// A [`cut_note`] read back: the kind, the namespace and how many were left out.
+    fn cut_of(&self, note: &str) -> Option<(NetKind, String, usize)> {
+        let (head, tail) = note.split_once(": only the first ")?;
+        let (resource, ns) = match head.split_once(" in namespace ") {
+            Some((r, ns)) => (r, ns.to_string()),
+            None => (head, String::new()),
+        };
+        let kind = self
+            .resources
+            .iter()
+            .find(|(_, ar)| resource_name(ar) == resource)
+            .map(|(k, _)| *k)?;
+        let mut words = tail.split(' ');
+        let kept: usize = words.next()?.parse().ok()?;
+        let total: usize = words.nth(1)?.parse().ok()?;
+        Some((kind, ns, total.saturating_sub(kept)))
     }
 
     /// Keeps `o` when its apiVersion and kind are one of the planned resources'; gives it back
@@ -377,7 +552,8 @@ impl NetworkRead {
         }
     }
 
-    /// The part of a cross-namespace read that is in `ns` (the notes go with every part).
+    /// The part of a cross-namespace read that is in `ns` (the notes go with every part; the
+    /// other namespaces' SecurityPolicies are shared, not copied).
     pub fn in_namespace(&self, ns: &str) -> NetworkRead {
         NetworkRead {
             resources: self.resources.clone(),
@@ -401,6 +577,10 @@ impl NetworkRead {
                 .collect(),
             answered: self.answered.clone(),
             unread: self.unread.clone(),
+            other_policies: self.other_policies.clone(),
+            others_unread: self.others_unread.clone(),
+            others_left_out: self.others_left_out,
+            left_out: self.left_out.clone(),
         }
     }
 
@@ -408,67 +588,67 @@ impl NetworkRead {
         self.objects.get(&k).map(Vec::as_slice).unwrap_or_default()
     }
 
-    /// One cluster's network objects (pure): the namespace's SecurityPolicies and
-    /// NetworkPolicies; the SubnetSets, Subnets and VirtualNetworks the control-plane VMs'
-    /// interfaces name or CAPV made for the cluster (named as its VSphereCluster, `-vnet` for
-    /// NCP, or owned by it); the SubnetPorts of those or controller-owned by a control-plane VM;
-    /// the Namespace and the VSphereCluster. `vms` are the cluster's control-plane VMs and
-    /// `infra` the name in the Cluster's `spec.infrastructureRef`.
+    /// One cluster's network objects (pure), each tied to the cluster by uid, never by a name
+    /// or a label anyone who may edit the namespace can give:
+    /// - `vms` are the cluster's control-plane VirtualMachines from the verified uid chain (KCP →
+    ///   Machine → VSphereMachine → VM, as the targets: [`super::Inventory::network_of`]);
+    /// - the VSphereCluster is the one the Cluster's `spec.infrastructureRef` names (kind and
+    ///   name) and, when it has owner references, owned by the Cluster's uid (CAPI sets that
+    ///   owner: kubernetes-sigs/cluster-api `core/reconcilers/cluster/cluster_controller_phases.go`
+    ///   `ensureOwnerRefAndLabel`);
+    /// - a SubnetSet, Subnet or VirtualNetwork is the cluster's when a control-plane VM's
+    ///   interface names it (immutable once created: vmware-tanzu/vm-operator
+    ///   `webhooks/virtualmachine/validation/virtualmachine_validator.go`) or it is owned by the
+    ///   VSphereCluster's uid (CAPV's `SetOwnerReference`:
+    ///   kubernetes-sigs/cluster-api-provider-vsphere `pkg/services/network/nsxt_vpc_provider.go`,
+    ///   `nsxt_provider.go`);
+    /// - a SubnetPort is a control-plane VM's when its controller owner reference carries that
+    ///   VM's uid (vm-operator `pkg/providers/vsphere/network/network.go`,
+    ///   `SetNetworkInterfaceOwnerRef`);
+    /// - the SecurityPolicies are the namespace's, of both groups, and (unless the live group is
+    ///   known to be crd.nsx.vmware.com) the other namespaces' nsx.vmware.com ones, the first
+    ///   [`MAX_OTHER_POLICIES`] by priority; the NetworkPolicies are the namespace's.
     pub fn of_cluster(
         &self,
         ns: &str,
-        cluster: &str,
-        infra: Option<&str>,
+        cluster: &DynamicObject,
         vms: &[&DynamicObject],
     ) -> NetworkObjects {
         let here = |k: NetKind| self.all(k).iter().filter(|o| in_ns(o, ns));
-        let vsphere_cluster = here(NetKind::VSphereCluster)
-            .find(|o| {
-                Some(name(o)) == infra
-                    || o.metadata
-                        .labels
-                        .as_ref()
-                        .and_then(|l| l.get(CLUSTER_NAME_LABEL))
-                        .map(String::as_str)
-                        == Some(cluster)
-            })
-            .cloned();
-        let vsc_name = vsphere_cluster
-            .as_ref()
-            .map(|o| name(o).to_string())
-            .or(infra.map(str::to_string));
+        let cluster_name = name(cluster);
+        let cluster_uid = uid(cluster);
+        let infra_kind = cluster
+            .data
+            .pointer("/spec/infrastructureRef/kind")
+            .and_then(Value::as_str);
+        let infra_name = cluster
+            .data
+            .pointer("/spec/infrastructureRef/name")
+            .and_then(Value::as_str);
+        let vsphere_cluster = match (infra_kind, infra_name) {
+            (None | Some("VSphereCluster"), Some(infra)) => {
+                let found: Vec<&DynamicObject> = here(NetKind::VSphereCluster)
+                    .filter(|o| name(o) == infra && owned_by_cluster(o, cluster_uid))
+                    .collect();
+                // Two of one name cannot come from the API; from a bundle, neither is taken.
+                match found.as_slice() {
+                    [one] => Some((*one).clone()),
+                    _ => None,
+                }
+            }
+            _ => None,
+        };
+        let vsc_uid = vsphere_cluster.as_ref().and_then(uid);
         // The networks the VMs' interfaces name: (kind, name).
         let named: BTreeSet<(String, String)> = vms
             .iter()
-            .flat_map(|vm| {
-                vm.data
-                    .pointer("/spec/network/interfaces")
-                    .and_then(Value::as_array)
-                    .into_iter()
-                    .flatten()
-                    .filter_map(|i| {
-                        Some((
-                            i.pointer("/network/kind")?.as_str()?.to_string(),
-                            i.pointer("/network/name")?.as_str()?.to_string(),
-                        ))
-                    })
-            })
+            .flat_map(|vm| interfaces(vm))
+            .map(|(kind, n, _)| (kind.to_string(), n.to_string()))
             .collect();
-        let vm_names: Vec<String> = vms.iter().map(|v| name(v).to_string()).collect();
-        let owned_by = |o: &DynamicObject, kind: &str, who: &str| {
-            o.metadata
-                .owner_references
-                .iter()
-                .flatten()
-                .any(|r| r.kind == kind && r.name == who)
-        };
+        let vm_uids: BTreeSet<&str> = vms.iter().filter_map(|v| uid(v)).collect();
         let ours = |o: &DynamicObject, kind: &str| {
-            let n = name(o);
-            named.contains(&(kind.to_string(), n.to_string()))
-                || vsc_name.as_deref().is_some_and(|v| {
-                    n == v || owned_by(o, "VSphereCluster", v) || n == format!("{v}-vnet")
-                })
-                || n == format!("{cluster}-vnet")
+            named.contains(&(kind.to_string(), name(o).to_string()))
+                || vsc_uid.is_some_and(|u| owner_uid(o, "VSphereCluster", u))
         };
         let subnet_sets: Vec<DynamicObject> = here(NetKind::SubnetSet)
             .filter(|o| ours(o, "SubnetSet"))
@@ -478,35 +658,77 @@ impl NetworkRead {
             .filter(|o| ours(o, "Subnet"))
             .cloned()
             .collect();
-        let parent = |o: &DynamicObject, field: &str, list: &[DynamicObject]| {
-            o.data
-                .pointer(&format!("/spec/{field}"))
-                .and_then(Value::as_str)
-                .is_some_and(|p| list.iter().any(|s| name(s) == p))
-        };
         let subnet_ports: Vec<DynamicObject> = here(NetKind::SubnetPort)
-            .filter(|o| {
-                vm_names.iter().any(|v| owned_by(o, "VirtualMachine", v))
-                    || parent(o, "subnetSet", &subnet_sets)
-                    || parent(o, "subnet", &subnets)
-            })
+            .filter(|o| controller_uid(o, "VirtualMachine").is_some_and(|u| vm_uids.contains(u)))
             .cloned()
             .collect();
         let virtual_networks: Vec<DynamicObject> = here(NetKind::VirtualNetwork)
             .filter(|o| ours(o, "VirtualNetwork"))
             .cloned()
             .collect();
-        let security_policies: Vec<(NetKind, DynamicObject)> =
-            [NetKind::VpcSecurityPolicy, NetKind::T1SecurityPolicy]
-                .into_iter()
-                .flat_map(|k| here(k).map(move |o| (k, o.clone())))
-                .collect();
-        let network_policies: Vec<DynamicObject> = here(NetKind::NetworkPolicy).cloned().collect();
         let namespace_object = self
             .all(NetKind::Namespace)
             .iter()
             .find(|o| name(o) == ns)
             .cloned();
+        let live = self.live_kind(namespace_object.as_ref(), vms);
+        let live_kind = live.as_ref().map(|(k, _)| *k);
+        let mut unread = self.unread.clone();
+        let mut security_policies: Vec<(NetKind, DynamicObject)> =
+            [NetKind::VpcSecurityPolicy, NetKind::T1SecurityPolicy]
+                .into_iter()
+                .flat_map(|k| here(k).map(move |o| (k, o.clone())))
+                .collect();
+        // The namespace's own lists cut at their bound: only the live group's count (a leftover
+        // group is not in effect), both when the live one is not known.
+        let mut policies_left_out: usize = [NetKind::VpcSecurityPolicy, NetKind::T1SecurityPolicy]
+            .into_iter()
+            .filter(|k| live_kind.is_none_or(|l| l == *k))
+            // `""`: a bundle of a plugin before issue 28, whose cut notes named no namespace.
+            .flat_map(|k| [(k, ns.to_string()), (k, String::new())])
+            .filter_map(|key| self.left_out.get(&key))
+            .sum();
+        let others_apply = live_kind != Some(NetKind::VpcSecurityPolicy)
+            && self.resources.contains_key(&NetKind::T1SecurityPolicy);
+        if others_apply {
+            match &self.other_policies {
+                Some(all) => {
+                    let mut others: Vec<&DynamicObject> =
+                        all.iter().filter(|o| !in_ns(o, ns)).collect();
+                    // The first by priority (NSX applies the lower first), then by place, so the
+                    // same objects always keep the same policies.
+                    others.sort_by_cached_key(|o| {
+                        (
+                            priority(o),
+                            o.metadata.namespace.clone().unwrap_or_default(),
+                            name(o).to_string(),
+                        )
+                    });
+                    let cut = others.len().saturating_sub(MAX_OTHER_POLICIES);
+                    let listed_cut: usize = self
+                        .left_out
+                        .iter()
+                        .filter(|((k, lns), _)| *k == NetKind::T1SecurityPolicy && lns != ns)
+                        .map(|(_, n)| n)
+                        .sum();
+                    let left = self.others_left_out.unwrap_or(cut + listed_cut);
+                    if left > 0 {
+                        unread.push(format!(
+                            "{OTHERS_NOTE}: {left} left out (only the first {MAX_OTHER_POLICIES} by priority kept)"
+                        ));
+                    }
+                    policies_left_out += left;
+                    security_policies.extend(
+                        others
+                            .into_iter()
+                            .take(MAX_OTHER_POLICIES)
+                            .map(|o| (NetKind::T1SecurityPolicy, o.clone())),
+                    );
+                }
+                None => unread.extend(self.others_unread.iter().cloned()),
+            }
+        }
+        let network_policies: Vec<DynamicObject> = here(NetKind::NetworkPolicy).cloned().collect();
         let count = |k: NetKind| match k {
             NetKind::VpcSecurityPolicy | NetKind::T1SecurityPolicy => {
                 security_policies.iter().filter(|(sk, _)| *sk == k).count()
@@ -528,9 +750,10 @@ impl NetworkRead {
                 count: count(*k),
             })
             .collect();
+        let (live_policy_kind, networking_basis) = live.unzip();
         NetworkObjects {
             namespace: ns.to_string(),
-            cluster: cluster.to_string(),
+            cluster: cluster_name.to_string(),
             security_policies,
             network_policies,
             subnet_sets,
@@ -539,15 +762,194 @@ impl NetworkRead {
             virtual_networks,
             namespace_object,
             vsphere_cluster,
-            control_plane_vms: vm_names,
+            control_plane_vms: vms.iter().map(|v| name(v).to_string()).collect(),
             vms: vms.iter().map(|v| (*v).clone()).collect(),
             read,
-            unread: self.unread.clone(),
-            live_policy_kind: None,
-            networking_basis: None,
-            policies_left_out: 0,
+            unread,
+            live_policy_kind,
+            networking_basis,
+            policies_left_out,
         }
     }
+
+    /// Which SecurityPolicy group nsx-operator reconciles, and what says so; None when what the
+    /// Supervisor shows cannot tell.
+    ///
+    /// nsx-operator runs one SecurityPolicy controller for the whole Supervisor: it watches
+    /// `crd.nsx.vmware.com` when `IsVPCEnabled` (`config.HasVPCNamespaces()`: the operator's
+    /// `enable_vpc_network`, or, with per-namespace network providers, any Namespace carrying
+    /// [`VPC_NETWORK_CONFIG_ANNOTATION`]), else `nsx.vmware.com` (vmware-tanzu/nsx-operator
+    /// `pkg/controllers/securitypolicy/securitypolicy_controller.go` `setupWithManager` and
+    /// `Reconcile`, `pkg/nsx/services/securitypolicy/parse.go` `IsVPCEnabled`,
+    /// `pkg/config/mixed_mode.go`). Told from, most trustworthy first:
+    /// 1. discovery: a Supervisor serving only one of the two groups has only that one to
+    ///    reconcile (the API server's word);
+    /// 2. the cluster's Namespace carrying [`VPC_NETWORK_CONFIG_ANNOTATION`]: the namespace is on
+    ///    VPC, so the Supervisor has a VPC namespace, so crd.nsx.vmware.com is live (the
+    ///    Namespace is cluster-scoped: a namespace editor cannot write it);
+    /// 3. a control-plane VM of the uid chain with an interface on a SubnetSet or Subnet
+    ///    (vm-operator's VPC provider, `pkg/providers/vsphere/network/network.go`
+    ///    `createVPCNetworkInterface`; the interface's network is immutable once created):
+    ///    the namespace is on VPC, as in 2.
+    ///
+    /// nsx.vmware.com is said only from 1: a namespace on NCP (VirtualNetwork, a T1 annotation)
+    /// does not make it live, since one VPC namespace elsewhere on the Supervisor (mixed mode)
+    /// makes crd.nsx.vmware.com the group reconciled for every namespace, and the operator's
+    /// own `enable_vpc_network` is not shown. Then both groups count, as before.
+    fn live_kind(
+        &self,
+        namespace: Option<&DynamicObject>,
+        vms: &[&DynamicObject],
+    ) -> Option<(NetKind, String)> {
+        let vpc = self.resources.get(&NetKind::VpcSecurityPolicy);
+        let t1 = self.resources.get(&NetKind::T1SecurityPolicy);
+        match (vpc, t1) {
+            (Some(ar), None) => {
+                return Some((
+                    NetKind::VpcSecurityPolicy,
+                    format!(
+                        "the Supervisor serves {} and not the nsx.vmware.com group",
+                        resource_name(ar)
+                    ),
+                ))
+            }
+            (None, Some(ar)) => {
+                return Some((
+                    NetKind::T1SecurityPolicy,
+                    format!(
+                        "the Supervisor serves {} and not the crd.nsx.vmware.com group",
+                        resource_name(ar)
+                    ),
+                ))
+            }
+            (None, None) => return None,
+            (Some(_), Some(_)) => {}
+        }
+        if let Some(ns) = namespace.filter(|n| {
+            n.metadata
+                .annotations
+                .as_ref()
+                .is_some_and(|a| a.contains_key(VPC_NETWORK_CONFIG_ANNOTATION))
+        }) {
+            return Some((
+                NetKind::VpcSecurityPolicy,
+                format!(
+                    "the Namespace {} carries {VPC_NETWORK_CONFIG_ANNOTATION} (on VPC networking: nsx-operator reconciles crd.nsx.vmware.com)",
+                    bounded(name(ns))
+                ),
+            ));
+        }
+        for vm in vms {
+            if let Some((kind, network, interface)) = interfaces(vm)
+                .into_iter()
+                .find(|(kind, _, _)| matches!(*kind, "SubnetSet" | "Subnet"))
+            {
+                return Some((
+                    NetKind::VpcSecurityPolicy,
+                    format!(
+                        "the control-plane VM {}'s interface {} is on {kind} {} (VPC networking: nsx-operator reconciles crd.nsx.vmware.com)",
+                        bounded(name(vm)),
+                        bounded(&interface),
+                        bounded(network)
+                    ),
+                ));
+            }
+        }
+        None
+    }
+}
+
+/// A VM's interfaces as (network kind, network name, interface name): v1alpha2 and later
+/// `spec.network.interfaces[].network` (kind, name), v1alpha1 `spec.networkInterfaces[]`
+/// (`networkType` as vm-operator converts it, `api/v1alpha1/virtualmachine_conversion.go`:
+/// `nsx-t` VirtualNetwork, `nsx-t-subnet` Subnet, `nsx-t-subnetset` SubnetSet,
+/// `vsphere-distributed` Network; the interfaces named `eth<i>`). A kind left out is
+/// vm-operator's default for the Supervisor's networking, which says nothing here.
+fn interfaces(vm: &DynamicObject) -> Vec<(&str, &str, String)> {
+    let current = vm
+        .data
+        .pointer("/spec/network/interfaces")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|i| {
+            Some((
+                i.pointer("/network/kind")?.as_str()?,
+                i.pointer("/network/name")?.as_str()?,
+                i.get("name")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_string(),
+            ))
+        });
+    let v1alpha1 = vm
+        .data
+        .pointer("/spec/networkInterfaces")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .enumerate()
+        .filter_map(|(i, n)| {
+            let kind = match n.get("networkType")?.as_str()? {
+                "nsx-t" => "VirtualNetwork",
+                "nsx-t-subnet" => "Subnet",
+                "nsx-t-subnetset" => "SubnetSet",
+                "vsphere-distributed" => "Network",
+                _ => return None,
+            };
+            Some((kind, n.get("networkName")?.as_str()?, format!("eth{i}")))
+        });
+    current.chain(v1alpha1).collect()
+}
+
+fn uid(o: &DynamicObject) -> Option<&str> {
+    o.metadata.uid.as_deref().filter(|u| !u.is_empty())
+}
+
+/// An owner reference of `kind` with `uid` (any, controller or not).
+fn owner_uid(o: &DynamicObject, kind: &str, uid: &str) -> bool {
+    o.metadata
+        .owner_references
+        .iter()
+        .flatten()
+        .any(|r| r.kind == kind && r.uid == uid)
+}
+
+/// The uid of `o`'s controller owner reference, when it is of `kind`.
+fn controller_uid<'a>(o: &'a DynamicObject, kind: &str) -> Option<&'a str> {
+    o.metadata
+        .owner_references
+        .iter()
+        .flatten()
+        .find(|r| r.controller == Some(true))
+        .filter(|r| r.kind == kind && !r.uid.is_empty())
+        .map(|r| r.uid.as_str())
+}
+
+/// Without owner references (CAPI has not reconciled it yet) the reference's name decides; with
+/// any, one must be a Cluster with the Cluster's uid.
+fn owned_by_cluster(o: &DynamicObject, cluster_uid: Option<&str>) -> bool {
+    match o.metadata.owner_references.as_deref() {
+        None | Some([]) => true,
+        Some(_) => cluster_uid.is_some_and(|u| owner_uid(o, "Cluster", u)),
+    }
+}
+
+/// A SecurityPolicy's `spec.priority` (nsx-operator's default 0 when absent; anything that is
+/// not a whole number ranks last).
+fn priority(o: &DynamicObject) -> i64 {
+    match o.data.pointer("/spec/priority") {
+        None | Some(Value::Null) => 0,
+        Some(v) => v.as_i64().unwrap_or(i64::MAX),
+    }
+}
+
+/// The count in an [`OTHERS_NOTE`]'s rest (`: N left out ...`); None for a failure.
+fn left_out_of(rest: &str) -> Option<usize> {
+    let rest = rest.strip_prefix(": ")?;
+    let mut words = rest.split(' ');
+    let n = words.next()?.parse().ok()?;
+    (words.next()? == "left").then_some(n)
 }
 
 /// A control-plane VM as a `vmSelector` and a peer see it: its name, its labels and its address.
@@ -670,9 +1072,14 @@ fn not_true(o: &DynamicObject, object_kind: &str, condition: &str) -> Option<Rea
 
 /// What the cluster's network objects say NSX failed to realize (pure): a SubnetSet, Subnet,
 /// SubnetPort or VirtualNetwork whose `Ready` is not True, the Namespace's
-/// `NamespaceNetworkReady` and the VSphereCluster's `ClusterNetworkReady` not True, a
-/// NetworkPolicy with an `nsx-op/error` annotation. A condition that is absent says nothing
+/// `NamespaceNetworkReady` and the VSphereCluster's `ClusterNetworkReady` not True, each tied to
+/// the cluster by uid ([`NetworkRead::of_cluster`]). A condition that is absent says nothing
 /// (not yet reconciled, or an older operator). SecurityPolicies are the evaluation's.
+///
+/// A NetworkPolicy's `nsx-op/error` annotation is the object's own claim (`claim: true`):
+/// nsx-operator writes it (`pkg/controllers/common/types.go`), but so can anyone who may edit
+/// the NetworkPolicy, and no NetworkPolicy is tied to a cluster. At most [`MAX_CLAIMS`] of
+/// them, by name; more are one claim more that counts them.
 pub fn realization(objects: &NetworkObjects) -> Vec<RealizationProblem> {
     let mut out = Vec::new();
     for (list, kind) in [
@@ -684,13 +1091,15 @@ pub fn realization(objects: &NetworkObjects) -> Vec<RealizationProblem> {
     }
     for port in &objects.subnet_ports {
         if let Some(mut p) = not_true(port, "SubnetPort", "Ready") {
-            p.vm = port
-                .metadata
-                .owner_references
-                .iter()
-                .flatten()
-                .find(|r| r.kind == "VirtualMachine" && objects.control_plane_vms.contains(&r.name))
-                .map(|r| r.name.clone());
+            // The VM whose uid the port's controller reference carries (none: not a
+            // control-plane VM's port, and `of_cluster` keeps no other).
+            p.vm = controller_uid(port, "VirtualMachine").and_then(|u| {
+                objects
+                    .vms
+                    .iter()
+                    .find(|vm| uid(vm) == Some(u))
+                    .map(|vm| name(vm).to_string())
+            });
             out.push(p);
         }
     }
@@ -706,24 +1115,38 @@ pub fn realization(objects: &NetworkObjects) -> Vec<RealizationProblem> {
             .iter()
             .filter_map(|o| not_true(o, "VSphereCluster", "ClusterNetworkReady")),
     );
-    for np in &objects.network_policies {
-        if let Some(text) = np
-            .metadata
-            .annotations
-            .as_ref()
-            .and_then(|a| a.get(NSX_ERROR_ANNOTATION))
-        {
-            out.push(RealizationProblem {
-                kind: "NetworkPolicy".to_string(),
-                name: bounded(name(np)),
-                condition: NSX_ERROR_ANNOTATION.to_string(),
-                status: None,
-                reason: None,
-                message: Some(bounded(text)),
-                vm: None,
-                claim: false,
-            });
-        }
+    let mut claims: Vec<(&str, &String)> = objects
+        .network_policies
+        .iter()
+        .filter_map(|np| {
+            let text = np
+                .metadata
+                .annotations
+                .as_ref()?
+                .get(NSX_ERROR_ANNOTATION)?;
+            Some((name(np), text))
+        })
+        .collect();
+    claims.sort();
+    let more = claims.len().saturating_sub(MAX_CLAIMS);
+    let claim = |name: String, message: String| RealizationProblem {
+        kind: "NetworkPolicy".to_string(),
+        name,
+        condition: NSX_ERROR_ANNOTATION.to_string(),
+        status: None,
+        reason: None,
+        message: Some(message),
+        vm: None,
+        claim: true,
+    };
+    for (n, text) in claims.into_iter().take(MAX_CLAIMS) {
+        out.push(claim(bounded(n), bounded(text)));
+    }
+    if more > 0 {
+        out.push(claim(
+            String::new(),
+            format!("{more} more NetworkPolicies carry the annotation"),
+        ));
     }
     out
 }

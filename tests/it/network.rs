@@ -140,3 +140,290 @@ fn ncp_and_many_clusters_read_the_network_once() {
         "cross-namespace: {lists:#?}"
     );
 }
+
+/// Issue 28: on NCP (nsx.vmware.com the live group) a SecurityPolicy of another namespace with
+/// `appliedTo: [{}]` can apply to these VMs: with `-n` one more request lists the group across
+/// all namespaces, and the other namespace's policy is handed to the evaluation beside the
+/// cluster namespace's; with `-A` the one list per resource serves both.
+#[test]
+fn ncp_reads_the_other_namespaces_policies_once() {
+    let env = Env::new("nsx-ncp-other-namespace", Workload::ok());
+    env.supervisor.clear_requests();
+    let run = env.kubectl(&["status", CLUSTER, "-n", NS, "-o", "json"]);
+    let requests = env.supervisor_requests();
+    assert_eq!(
+        count_requests(
+            &requests,
+            "GET /apis/nsx.vmware.com/v1alpha1/securitypolicies"
+        ),
+        1,
+        "{requests:#?}"
+    );
+    assert_eq!(
+        count_requests(
+            &requests,
+            "GET /apis/nsx.vmware.com/v1alpha1/namespaces/ns-prod/securitypolicies"
+        ),
+        1
+    );
+    let report = run.status_report();
+    let net = report.network_policy.expect("an NSX group is served");
+    assert!(net.unread.is_empty(), "{:?}", net.unread);
+    let read: Vec<(String, usize)> = net
+        .read
+        .iter()
+        .map(|r| (r.resource.clone(), r.count))
+        .collect();
+    assert!(
+        read.contains(&("securitypolicies.nsx.vmware.com".into(), 2)),
+        "ns-prod's and ns-platform's: {read:?}"
+    );
+    let json = serde_json::to_string(&net.evaluation).unwrap();
+    assert!(json.contains("drop-all-peers"), "{json}");
+
+    // -A: no request more than one per resource, and the same policies handed over.
+    env.supervisor.clear_requests();
+    let all = env.kubectl(&["status", "-A", "-o", "json"]);
+    let requests = env.supervisor_requests();
+    assert_eq!(
+        count_requests(&requests, "/apis/nsx.vmware.com/v1alpha1/securitypolicies"),
+        1,
+        "{requests:#?}"
+    );
+    let text = all.json().to_string();
+    assert!(text.contains("drop-all-peers"), "{text}");
+}
+
+/// A 403 on the cross-namespace list is a note that says what could not be seen; the cluster
+/// namespace's policy is still read and evaluated, and the run does not fail for it.
+#[test]
+fn a_forbidden_cross_namespace_list_is_a_note() {
+    let env = Env::new("nsx-ncp-other-namespace-forbidden", Workload::ok());
+    let run = env.kubectl(&["status", CLUSTER, "-n", NS, "-o", "json"]);
+    // Exit 1: ns-prod's drop-etcd-peer blocks 2380, as on nsx-ncp.
+    run.expect_code(1);
+    let net = run.status_report().network_policy.unwrap();
+    assert_eq!(
+        net.unread,
+        ["the SecurityPolicies of other namespaces (a policy there with appliedTo [{}] can apply to these VMs): list securitypolicies.nsx.vmware.com in all namespaces: forbidden"]
+    );
+    let json = serde_json::to_string(&net.evaluation).unwrap();
+    assert!(json.contains("drop-etcd-peer"), "{json}");
+    assert!(!json.contains("drop-all-peers"), "{json}");
+    let dry = env.kubectl(&["diagnose", CLUSTER, "-n", NS, "--dry-run"]);
+    dry.expect_code(0);
+    assert!(
+        dry.stderr
+            .contains("network not read: the SecurityPolicies of other namespaces"),
+        "{}",
+        dry.stderr
+    );
+}
+
+/// Issue 28: a NetworkPolicy's `nsx-op/error` written by a namespace editor is the object's own
+/// claim: one Warning saying so, the text cut and made visible, never `NetworkNotRealized`, and
+/// `status` exits as without it.
+#[test]
+fn a_forged_nsx_error_annotation_never_changes_the_exit_code() {
+    let plain = Env::new("nsx-vpc-no-drop", Workload::ok());
+    let before = plain.kubectl(&["status", CLUSTER, "-n", NS, "-o", "json"]);
+    let env = Env::new("nsx-vpc-forged-claim", Workload::ok());
+    let run = env.kubectl(&["status", CLUSTER, "-n", NS, "-o", "json"]);
+    run.expect_code(before.code);
+    let (report, expected) = (run.status_report(), before.status_report());
+    assert_eq!(report.result.healthy, expected.result.healthy);
+    assert_eq!(report.result.errors, expected.result.errors);
+    assert!(report
+        .findings
+        .iter()
+        .all(|f| f.code != FindingCode::NetworkNotRealized));
+    let claims: Vec<_> = report
+        .findings
+        .iter()
+        .filter(|f| f.code == FindingCode::NetworkPolicyErrorClaimed)
+        .collect();
+    assert_eq!(claims.len(), 1, "{:#?}", report.findings);
+    let m = &claims[0].message;
+    assert_eq!(claims[0].severity, etcdnet::analyse::Severity::Warning);
+    assert!(m.contains("the object's own claim"), "{m}");
+    assert!(m.contains("NetworkPolicy forged"), "{m}");
+    assert!(!m.contains('\u{1b}') && !m.contains('\u{7}'), "{m}");
+    assert!(m.len() < 600, "the text is cut: {}", m.len());
+    // The table too: a WARN line, no ERROR.
+    let table = env.kubectl(&["status", CLUSTER, "-n", NS]);
+    table.expect_code(before.code);
+    assert!(!table.stdout.contains('\u{1b}'), "{}", table.stdout);
+}
+
+/// `-A` by a user who may not list across namespaces (namespace by namespace): the other
+/// namespaces' SecurityPolicies are still asked once for all of them, not once per namespace,
+/// and the refusal is each cluster's note.
+#[test]
+fn all_namespaces_namespace_by_namespace_asks_the_others_once() {
+    let env = Env::new("nsx-ncp-other-namespace", Workload::ok());
+    for (group, resource) in [
+        ("cluster.x-k8s.io", "clusters"),
+        ("nsx.vmware.com", "securitypolicies"),
+    ] {
+        env.supervisor.forbid(etcdnet_fakeapi::Forbid {
+            verb: Some("list".into()),
+            group: Some(group.into()),
+            resource: Some(resource.into()),
+            cluster_scope: true,
+            ..Default::default()
+        });
+    }
+    env.supervisor.clear_requests();
+    let run = env.kubectl(&["status", "-A", "-o", "json"]);
+    let requests = env.supervisor_requests();
+    assert!(
+        requests.iter().any(|r| r == "GET /api/v1/namespaces"),
+        "namespace by namespace: {requests:#?}"
+    );
+    let per_namespace = requests
+        .iter()
+        .filter(|r| r.contains("/clusters") && r.contains("/namespaces/"))
+        .count();
+    assert!(per_namespace >= 2, "ns-prod and ns-platform: {requests:#?}");
+    assert_eq!(
+        count_requests(
+            &requests,
+            "GET /apis/nsx.vmware.com/v1alpha1/securitypolicies"
+        ),
+        1,
+        "{requests:#?}"
+    );
+    let text = run.json().to_string();
+    assert!(
+        text.contains("list securitypolicies.nsx.vmware.com in all namespaces: forbidden"),
+        "{text}"
+    );
+}
+
+/// Issue 28: ~250 NetworkPolicies beside the blocking SecurityPolicy (nsx-vpc). The bundle
+/// keeps every object the verdict uses first, so `analyse` gives the live verdict and names the
+/// same policy and the same failed port; the NetworkPolicies past its bound (only counted) are
+/// noted in the bundle, and `analyse` says its verdict may differ.
+#[test]
+fn many_network_policies_give_the_same_verdict_offline() {
+    use etcdnet_fakeapi::PodScript;
+    const CP: [&str; 3] = [
+        "tkc-prod-7xk2p-4rz8m",
+        "tkc-prod-7xk2p-9qtvw",
+        "tkc-prod-7xk2p-bx2lk",
+    ];
+    let env = Env::new("nsx-vpc", Workload::black_hole());
+    for i in 0..250 {
+        env.supervisor
+            .insert(serde_json::json!({"apiVersion": "networking.k8s.io/v1",
+                "kind": "NetworkPolicy",
+                "metadata": {"name": format!("aa-deny-{i:03}"), "namespace": NS},
+                "spec": {"podSelector": {}, "policyTypes": ["Ingress"]}}))
+            .unwrap();
+    }
+    env.supervisor.on_pod_created(|pod| {
+        Some(PodScript::succeeds(scripted_jumpbox_log_with(
+            pod,
+            &CP,
+            |_, ip| Some(crate::network_policy::section_2380_dropped(ip)),
+        )))
+    });
+    let bundle = env.dir.path().join("tkc-prod.tar.gz");
+    let live = env.kubectl(&[
+        "diagnose",
+        CLUSTER,
+        "-n",
+        NS,
+        "--via",
+        "jumpbox",
+        "--api-timeout",
+        "1s",
+        "--bundle",
+        bundle.to_str().unwrap(),
+        "-o",
+        "json",
+    ]);
+    live.expect_code(1);
+    let live_report = live.diagnose_report();
+    assert!(
+        live_report.verdict.evidence[0].starts_with("SecurityPolicy ns-prod/drop-etcd-peers"),
+        "{:#?}",
+        live_report.verdict.evidence
+    );
+    let offline = env.kubectl(&[
+        "--kubeconfig",
+        "/nonexistent/kubeconfig",
+        "analyse",
+        bundle.to_str().unwrap(),
+        "-o",
+        "json",
+    ]);
+    offline.expect_code(1);
+    let offline_report = offline.diagnose_report();
+    assert_eq!(offline_report.verdict, live_report.verdict);
+    assert_eq!(offline_report.findings, live_report.findings);
+    let (a, b) = (
+        offline_report.network_policy.unwrap(),
+        live_report.network_policy.unwrap(),
+    );
+    assert_eq!(a.evaluation, b.evaluation);
+    assert_eq!(a.realization, b.realization);
+    assert!(
+        offline.stderr.contains(
+            "the bundle left out Supervisor objects the run read (NetworkPolicy ns-prod/aa-deny-"
+        ),
+        "{}",
+        offline.stderr
+    );
+    assert!(
+        offline
+            .stderr
+            .contains("this verdict may differ from the live one"),
+        "{}",
+        offline.stderr
+    );
+}
+
+/// Issue 28: 16 VMs carrying the cluster's control-plane labels, ahead of the real ones in the
+/// API's order, change nothing the evaluation sees: its VMs are the uid chain's three, and the
+/// blocking policy is still named.
+#[test]
+fn labelled_rogue_vms_are_not_evaluated() {
+    let env = Env::new("nsx-vpc", Workload::ok());
+    let before = env.kubectl(&["status", CLUSTER, "-n", NS, "-o", "json"]);
+    for i in 0..16 {
+        env.supervisor
+            .insert(serde_json::json!({"apiVersion": "vmoperator.vmware.com/v1alpha3",
+                "kind": "VirtualMachine",
+                "metadata": {"name": format!("aaa-rogue-{i:02}"), "namespace": NS,
+                    "labels": {"capv.vmware.com/cluster.name": CLUSTER,
+                        "capv.vmware.com/cluster.role": "controlplane",
+                        "cluster.x-k8s.io/cluster-name": CLUSTER}},
+                "spec": {"className": "best-effort-small", "imageName": "x", "powerState": "PoweredOn"},
+                "status": {"powerState": "PoweredOn",
+                    "network": {"primaryIP4": format!("198.18.0.{}", 100 + i)}}}))
+            .unwrap();
+    }
+    let run = env.kubectl(&["status", CLUSTER, "-n", NS, "-o", "json"]);
+    let (a, b) = (
+        run.status_report().network_policy.unwrap(),
+        before.status_report().network_policy.unwrap(),
+    );
+    let mut vms = a.evaluation.vms.clone();
+    vms.sort();
+    assert_eq!(
+        vms,
+        [
+            "tkc-prod-7xk2p-4rz8m",
+            "tkc-prod-7xk2p-9qtvw",
+            "tkc-prod-7xk2p-bx2lk"
+        ]
+    );
+    assert_eq!(a.evaluation, b.evaluation);
+    assert!(run
+        .status_report()
+        .findings
+        .iter()
+        .any(|f| f.code == FindingCode::SecurityPolicyBlocksEtcd
+            && f.message.contains("ns-prod/drop-etcd-peers")));
+}

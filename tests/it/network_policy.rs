@@ -146,7 +146,7 @@ fn status_on_nsx_vpc_forbidden_says_what_was_not_read() {
 
 /// One VM's jumpbox section: the captured healthy document made this VM's own, with its peers
 /// on 2380 timing out (a dropping firewall).
-fn section_2380_dropped(ip: &str) -> String {
+pub(crate) fn section_2380_dropped(ip: &str) -> String {
     let text = healthy_probe_doc(ip, &CP);
     // The paths again, this VM's own: its peers' 2380 time out (as peer-timeouts.json says it).
     let paths: Vec<String> = ["198.18.0.11", "198.18.0.12", "198.18.0.13"]
