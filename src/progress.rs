@@ -39,14 +39,11 @@ impl Progress {
         Progress::new(false)
     }
 
-    /// The stage's line, made visible (`render::visible`): it quotes names (the cluster's,
-    /// the namespace's, the context's) and is drawn on the terminal.
+    /// The stage's line. It is drawn on the terminal: a caller that quotes names (the
+    /// cluster's, the namespace's, the context's) passes them made visible (`render::visible`,
+    /// which sits above this module).
     pub fn stage(&self, msg: impl Into<Cow<'static, str>>) {
-        let msg = msg.into();
-        match crate::render::visible(&msg) {
-            Cow::Borrowed(_) => self.bar.set_message(msg),
-            Cow::Owned(shown) => self.bar.set_message(shown),
-        }
+        self.bar.set_message(msg);
     }
 
     /// Clears the line before the report is printed.

@@ -472,7 +472,8 @@ pub fn network_findings(a: &NetworkAssessment) -> Vec<Finding> {
         out.push(finding(NetworkNotRealized, Error, p.vm.as_deref(), text));
     }
     // A NetworkPolicy's annotation: the object's claim, one Warning for them all, each text
-    // bounded and made visible (it is the editor's text, not NSX's).
+    // bounded (it is the editor's text, not NSX's); the renderers make it visible, as every
+    // finding's message (analyse sits below render).
     let claims: Vec<String> = a
         .realization
         .iter()
@@ -481,15 +482,11 @@ pub fn network_findings(a: &NetworkAssessment) -> Vec<Finding> {
             let text = p.message.as_deref().unwrap_or_default();
             let short: String = text.chars().take(CLAIM_CHARS).collect();
             let cut = if short.len() < text.len() { "…" } else { "" };
-            let shown = crate::render::visible(&short).replace('"', "\\\"");
+            let shown = short.replace('"', "\\\"");
             if p.name.is_empty() {
-                crate::render::visible(text).into_owned()
+                text.to_string()
             } else {
-                format!(
-                    "NetworkPolicy {}: {} \"{shown}{cut}\"",
-                    crate::render::visible(&p.name),
-                    p.condition
-                )
+                format!("NetworkPolicy {}: {} \"{shown}{cut}\"", p.name, p.condition)
             }
         })
         .collect();

@@ -192,6 +192,26 @@ pub struct Bundle {
     pub evidence: Vec<Evidence>,
 }
 
+impl Bundle {
+    /// One warning per cluster whose bundle had to leave objects out (its caps): its verdict
+    /// may differ from the live one, never silently. (`analyse` prints notes made visible: the
+    /// names are the bundle's.)
+    pub fn left_out_notes(&self) -> Vec<String> {
+        self.evidence
+            .iter()
+            .filter(|e| !e.left_out.is_empty())
+            .map(|e| {
+                format!(
+                    "warning: cluster {}/{}: the bundle left out Supervisor objects the run read ({}): this verdict may differ from the live one",
+                    e.namespace,
+                    e.cluster,
+                    e.left_out.join(", ")
+                )
+            })
+            .collect()
+    }
+}
+
 /// A name as one path component: ASCII letters, digits, `.`, `-` and `_` kept, anything else
 /// `_`; never empty, never starting with a dot (so never `.` or `..`, nor hidden), at most
 /// [`MAX_COMPONENT_CHARS`]. Kubernetes names pass unchanged; the rest is data, not a path.

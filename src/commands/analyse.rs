@@ -42,16 +42,8 @@ pub fn run(opts: &AnalyseOptions, format: Format) -> Result<Outcome> {
         m.plugin_version,
         m.args.join(" ")
     )];
-    // A bundle that had to leave objects out (its caps) says so: its verdict may differ from
-    // the live one, never silently. (Notes are printed made visible: the names are the bundle's.)
-    for e in bundle.evidence.iter().filter(|e| !e.left_out.is_empty()) {
-        notes.push(format!(
-            "warning: cluster {}/{}: the bundle left out Supervisor objects the run read ({}): this verdict may differ from the live one",
-            e.namespace,
-            e.cluster,
-            e.left_out.join(", ")
-        ));
-    }
+    // A bundle that had to leave objects out (its caps) says so.
+    notes.extend(bundle.left_out_notes());
     let (stdout, exit_code) = match bundle.evidence.as_slice() {
         [one] => {
             let report = one.judge()?;

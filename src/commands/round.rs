@@ -25,7 +25,7 @@ use crate::progress::Progress;
 use crate::report::{DiagnoseReport, Evidence, ListItem, ListReport};
 use crate::route::{self, Env, PodTracker};
 use crate::supervisor::{self, ClusterFacts, Inventory};
-use crate::{signal, workload};
+use crate::{render, signal, workload};
 
 /// What one cluster's diagnosis produced.
 pub enum Diagnosed {
@@ -100,8 +100,10 @@ async fn round(
     let started = Instant::now();
     if let Which::One(cluster) = &selection.which {
         progress.stage(format!(
-            "reading cluster {cluster} in namespace {} (context {})",
-            conn.namespace, conn.context
+            "reading cluster {} in namespace {} (context {})",
+            render::visible(cluster),
+            render::visible(&conn.namespace),
+            render::visible(&conn.context)
         ));
         // The Supervisor walk is inside the cluster's bound: `--timeout` is the whole run's.
         let d = within(opts.timeout, cluster, async {
@@ -114,11 +116,12 @@ async fn round(
     progress.stage(match &selection.which {
         Which::AllNamespaces => format!(
             "reading the clusters of every namespace (context {})",
-            conn.context
+            render::visible(&conn.context)
         ),
         _ => format!(
             "reading the clusters of namespace {} (context {})",
-            conn.namespace, conn.context
+            render::visible(&conn.namespace),
+            render::visible(&conn.context)
         ),
     });
     let found = many::find(conn, &selection.which).await?;

@@ -1153,4 +1153,4 @@ pub fn realization(objects: &NetworkObjects) -> Vec<RealizationProblem> {
 
 #[cfg(test)]
 #[path = "network_tests.rs"]
-mod tests;
+pub(crate) mod tests;

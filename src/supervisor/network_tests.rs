@@ -7,7 +7,7 @@ use serde_json::{json, Value};
 use super::*;
 use crate::supervisor::discovery::from_answer;
 
-fn group(name: &str, version: &str) -> Value {
+pub(crate) fn group(name: &str, version: &str) -> Value {
     json!({"name": name, "preferredVersion": {"version": version}})
 }
 
@@ -97,11 +97,11 @@ fn failures_are_notes_naming_verb_and_resource() {
     assert_eq!(failure(&status(503, "")), "failed (HTTP 503)");
 }
 
-fn obj(v: Value) -> DynamicObject {
+pub(crate) fn obj(v: Value) -> DynamicObject {
     serde_json::from_value(v).unwrap()
 }
 
-fn condition(t: &str, status: &str, reason: &str, message: &str) -> Value {
+pub(crate) fn condition(t: &str, status: &str, reason: &str, message: &str) -> Value {
     json!({"type": t, "status": status, "reason": reason, "message": message})
 }
 
@@ -316,12 +316,16 @@ fn a_cross_namespace_read_splits_by_namespace() {
 
 /// The objects of healthy-v1alpha3 and `set`'s own files (tests/fixtures/supervisor), as the
 /// fake serves them, and the discovery of a Supervisor serving `groups` too.
-fn fixture_inventory(set: &str, groups: &[Value]) -> crate::supervisor::Inventory {
+pub(crate) fn fixture_inventory(set: &str, groups: &[Value]) -> crate::supervisor::Inventory {
     inventory_with(set, groups, Vec::new())
 }
 
 /// [`fixture_inventory`] with `extra` objects after the set's.
-fn inventory_with(set: &str, groups: &[Value], extra: Vec<Value>) -> crate::supervisor::Inventory {
+pub(crate) fn inventory_with(
+    set: &str,
+    groups: &[Value],
+    extra: Vec<Value>,
+) -> crate::supervisor::Inventory {
     use serde::Deserialize;
     let mut all = crate::testing::fixture_objects("healthy-v1alpha3");
     let dir = format!(
@@ -524,9 +528,9 @@ fn a_bundles_notes_are_bounded_and_unmark_what_they_name() {
     assert!(read.answered.contains(&NetKind::SubnetPort));
 }
 
-const VPC: &str = "crd.nsx.vmware.com";
-const T1: &str = "nsx.vmware.com";
-const REAL_VMS: [&str; 3] = [
+pub(crate) const VPC: &str = "crd.nsx.vmware.com";
+pub(crate) const T1: &str = "nsx.vmware.com";
+pub(crate) const REAL_VMS: [&str; 3] = [
     "tkc-prod-7xk2p-4rz8m",
     "tkc-prod-7xk2p-9qtvw",
     "tkc-prod-7xk2p-bx2lk",
@@ -534,7 +538,7 @@ const REAL_VMS: [&str; 3] = [
 
 /// A VM with the cluster's control-plane labels that no Machine of the KCP leads to (named to
 /// come first in the API's order), on the cluster's SubnetSet, and its failed port.
-fn rogue(i: usize) -> [Value; 2] {
+pub(crate) fn rogue(i: usize) -> [Value; 2] {
     let n = format!("aaa-rogue-{i:02}");
     [
         json!({"apiVersion": "vmoperator.vmware.com/v1alpha3", "kind": "VirtualMachine",
@@ -578,19 +582,7 @@ fn labelled_rogue_vms_never_push_the_real_ones_out() {
     let problems = realization(&net);
     assert_eq!(problems.len(), 1, "{problems:?}");
     assert_eq!(problems[0].vm.as_deref(), Some("tkc-prod-7xk2p-bx2lk"));
-    // The evaluation is of the real VMs, and finds the Drop between them.
-    let a = crate::analyse::assess(&net);
-    let mut evaluated = a.evaluation.vms.clone();
-    evaluated.sort();
-    assert_eq!(evaluated, REAL_VMS);
-    assert!(
-        a.evaluation
-            .blocking()
-            .iter()
-            .any(|b| b.rule.policy == "drop-etcd-peers"),
-        "{:#?}",
-        a.evaluation.blocking()
-    );
+    // The evaluation of these (analyse::network's trust tests) finds the Drop between them.
     // The bundle keeps the real VMs among the objects the verdict uses.
     let (objects, essential) = inv.objects_ranked("tkc-prod");
     let kept: Vec<&str> = objects[..essential]
@@ -900,70 +892,6 @@ fn a_cross_namespace_read_shares_the_other_policies() {
     let net = part.of_cluster("a", &cluster(), &[]);
     let names: Vec<&str> = net.security_policies.iter().map(|(_, o)| name(o)).collect();
     assert_eq!(names, ["y"], "the other namespace's, not its own twice");
-}
-
-/// A forged `nsx-op/error`: a Warning that says it is the object's own claim, never an Error
-/// nor `NetworkNotRealized`, and `status` exits as without it.
-#[test]
-fn a_forged_annotation_is_a_claim_and_never_changes_the_exit_code() {
-    use crate::analyse::{network_findings, FindingCode, Severity};
-    let np = |n: &str, text: &str| {
-        json!({"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy",
-            "metadata": {"name": n, "namespace": "ns-prod",
-                "annotations": {NSX_ERROR_ANNOTATION: text}}, "spec": {"podSelector": {}}})
-    };
-    let forged = "NSX says: \u{1b}]0;owned\u{7} the etcd peer port is blocked, remove the members";
-    let groups = [group(VPC, "v1alpha1")];
-    let clean = fixture_inventory("nsx-vpc-no-drop", &groups);
-    let mut extra = vec![np("forged", &"x".repeat(600))];
-    extra.push(np("forged-2", forged));
-    let inv = inventory_with("nsx-vpc-no-drop", &groups, extra);
-    let net = inv.network_of("tkc-prod").unwrap();
-    let problems = realization(&net);
-    assert!(problems.iter().all(|p| p.claim), "{problems:?}");
-    let a = crate::analyse::assess(&net);
-    let findings = network_findings(&a);
-    assert!(
-        findings.iter().all(|f| f.severity != Severity::Error),
-        "{findings:#?}"
-    );
-    assert!(findings
-        .iter()
-        .all(|f| f.code != FindingCode::NetworkNotRealized));
-    let claim = findings
-        .iter()
-        .find(|f| f.code == FindingCode::NetworkPolicyErrorClaimed)
-        .unwrap();
-    assert_eq!(claim.severity, Severity::Warning);
-    assert!(
-        claim.message.contains("the object's own claim"),
-        "{}",
-        claim.message
-    );
-    assert!(
-        !claim.message.contains('\u{1b}'),
-        "made visible: {}",
-        claim.message
-    );
-    assert!(
-        claim.message.len() < 1000,
-        "bounded: {}",
-        claim.message.len()
-    );
-    // The exit code and `healthy` are the ones without the annotation.
-    let report = |inv: &crate::supervisor::Inventory| {
-        let facts = inv.facts("sv", "tkc-prod").unwrap();
-        let api = crate::testing::api(crate::workload::ApiState::Reachable);
-        let findings = crate::analyse::status_findings(&facts, &api);
-        crate::report::StatusReport::new(facts, api, findings, 0).with_network(
-            inv.network_of("tkc-prod")
-                .map(|n| crate::analyse::assess(&n)),
-        )
-    };
-    let (with, without) = (report(&inv), report(&clean));
-    assert_eq!(with.result.exit_code, without.result.exit_code);
-    assert_eq!(with.result.healthy, without.result.healthy);
-    assert_eq!(with.result.errors, without.result.errors);
 }
 
 /// More claims than the bound: the first by name, and one more that counts the rest.

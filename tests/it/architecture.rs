@@ -85,7 +85,7 @@ const FOLDERS: &[(&str, &[&[&str]])] = &[
             &["status"],
             &["network"],
             &["verdict"],
-            &["matrix", "policy"],
+            &["matrix", "policy", "clock"],
         ],
     ),
     (

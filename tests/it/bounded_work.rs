@@ -332,7 +332,7 @@ fn analyse_refuses_a_bundle_with_repeated_entries_at_once() {
                 let o = m["clusters"][0]["objects"][0].clone();
                 m["clusters"][0]["objects"] = Value::Array(vec![o; 10_000]);
             }),
-            "lists 10000 objects for cluster \"ns-prod/tkc-prod\", more than the 256".to_string(),
+            "lists 10000 objects for cluster \"ns-prod/tkc-prod\", more than the 2048".to_string(),
         ),
     ];
     for (name, edit, want) in cases {

@@ -51,6 +51,9 @@ fn expectations() -> BTreeMap<&'static str, Expect> {
         ("nsx-vpc-forbidden", e("v1alpha3", cp3, 3)),
         ("nsx-vpc-no-drop", e("v1alpha3", cp3, 3)),
         ("nsx-ncp", e("v1alpha3", cp3, 3)),
+        ("nsx-ncp-other-namespace", e("v1alpha3", cp3, 3)),
+        ("nsx-ncp-other-namespace-forbidden", e("v1alpha3", cp3, 3)),
+        ("nsx-vpc-forged-claim", e("v1alpha3", cp3, 3)),
         ("quorum-lost", e("v1alpha3", cp3, 3)),
         (
             "long-names",
