@@ -126,7 +126,7 @@ fn own_view_members_and_alarms() {
     let members = |out: &ProbeOutput| -> Vec<String> {
         (out.members.members.iter())
             .map(|m| {
-                let id = m.id.as_deref().unwrap_or("?");
+                let id = m.id.map_or_else(|| "?".to_string(), |id| id.to_string());
                 let name = m.name.as_deref().unwrap_or("?");
                 format!("{id} {name} {}", m.peer_urls.join(","))
             })
@@ -146,9 +146,9 @@ fn own_view_members_and_alarms() {
     let full = get("nospace-alarm");
     assert_eq!(members(&full), want);
     let alarms: Vec<_> = (full.alarms.alarms.iter())
-        .map(|a| (a.member_id.as_deref(), a.alarm.as_str()))
+        .map(|a| (a.member_id.map(|id| id.to_string()), a.alarm.as_str()))
         .collect();
-    assert_eq!(alarms, [(Some("71ea0ea03f1cc0b1"), "NOSPACE")]);
+    assert_eq!(alarms, [(Some("71ea0ea03f1cc0b1".to_string()), "NOSPACE")]);
     assert_eq!(full.health.outcome, HealthOutcome::Unhealthy);
     assert_eq!(full.health.body.as_deref(), Some("{\"health\":\"false\"}"));
     // A document from before these fields: not asked, never read as fine.
