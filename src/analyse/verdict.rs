@@ -552,3 +552,6 @@ mod past_tests;
 
 #[cfg(test)]
 mod rollout_tests;
+
+#[cfg(test)]
+mod members_tests;

@@ -463,13 +463,13 @@ pub enum IdProblem {
     Empty,
     #[error("not hexadecimal")]
     NotHex,
-    #[error("upper-case hex (etcd writes lower case)")]
+    #[error("upper-case hex, where etcd writes lower case")]
     UpperCase,
-    #[error("a leading zero (etcd writes none)")]
+    #[error("a leading zero, which etcd never writes")]
     LeadingZero,
-    #[error("longer than 16 hex digits (more than a uint64)")]
+    #[error("longer than 16 hex digits, more than a uint64")]
     TooLong,
-    #[error("0, raft's \"none\", never a member")]
+    #[error("0, raft's none, never a member")]
     Zero,
 }
 

@@ -355,13 +355,33 @@ pub(super) fn membership(ctx: &Ctx) -> Membership {
                 continue;
             }
         };
-        if !dissent.is_empty() {
-            let by: Vec<&str> = dissent.iter().map(|(n, _)| *n).collect();
+        // One note per way of departing (lists that say the same thing together).
+        let mut ways: Vec<(Option<&Member>, Vec<&str>)> = Vec::new();
+        for (node, e) in &dissent {
+            let same_way = |w: &Option<&Member>| match (w, e) {
+                (Some(a), Some(b)) => same(a, b),
+                (None, None) => true,
+                _ => false,
+            };
+            match ways.iter_mut().find(|(w, _)| same_way(w)) {
+                Some((_, by)) => by.push(node),
+                None => ways.push((*e, vec![node])),
+            }
+        }
+        for (way, by) in ways {
             notes.push(format!(
-                "{} disagrees with the majority ({} of {n} lists) about {}: not judged on its word",
+                "{} disagrees with the majority ({} of {n} lists) about {}: {}; not judged on its word",
                 lists_of(&by),
                 agree.len(),
-                describe(id, m)
+                describe(id, m),
+                match way {
+                    Some(w) => format!(
+                        "it lists it at {}{}",
+                        w.peer_urls.join(", "),
+                        if w.is_learner { " as a learner" } else { " as a voting member" }
+                    ),
+                    None => "it does not list it".to_string(),
+                }
             ));
         }
         let node = node_of(ctx, m);
