@@ -291,6 +291,8 @@ pub(super) fn membership(ctx: &Ctx) -> Membership {
     let in_rollout = |node: &str| ctx.facts.rollout_nodes().any(|(n, _)| n.name == node);
     let voters = lists.voters();
     let n = voters.len();
+    // Members only a minority of the lists have, by the lists that have them.
+    let mut minority: BTreeMap<Vec<&str>, Vec<(MemberId, &Member)>> = BTreeMap::new();
     for (&id, holders) in &lists.ids {
         let vote = lists.majority(&voters, id);
         // The lists that depart from the majority: a note about each such list, never a claim.
@@ -320,15 +322,11 @@ pub(super) fn membership(ctx: &Ctx) -> Membership {
             Vote::Entry(m, agree) => (m, agree),
             Vote::Absent => {
                 // Listed by a minority only: a list that lags a membership change, a member's
-                // own stale list, or a node's word alone. Said, not judged.
+                // own stale list, or a node's word alone. Said (one note per set of lists),
+                // not judged.
                 let by: Vec<&str> = dissent.iter().map(|(n, _)| *n).collect();
-                if !by.iter().all(|b| in_rollout(b)) {
-                    notes.push(format!(
-                        "{} disagrees with the majority ({} of {n} lists read do not list it) about {}: not judged on its word",
-                        lists_of(&by),
-                        n - by.len(),
-                        describe(id, any)
-                    ));
+                if !by.is_empty() && !by.iter().all(|b| in_rollout(b)) {
+                    minority.entry(by).or_default().push((id, any));
                 }
                 continue;
             }
@@ -439,6 +437,22 @@ pub(super) fn membership(ctx: &Ctx) -> Membership {
             }
         }
     }
+    for (by, members) in minority {
+        let shown: Vec<String> = members
+            .iter()
+            .take(MINORITY_SHOWN)
+            .map(|(id, m)| describe(*id, m))
+            .collect();
+        let more = members.len().saturating_sub(MINORITY_SHOWN);
+        notes.push(format!(
+            "{} disagrees with the majority ({} of {n} lists read do not list {}) about {}{}: not judged on its word",
+            lists_of(&by),
+            n - by.len(),
+            if members.len() == 1 { "it" } else { "them" },
+            shown.join(", "),
+            if more > 0 { format!(" and {more} more members") } else { String::new() }
+        ));
+    }
     // Machines in service whose node is no member: a majority of the lists and the node's own
     // list (when it answered) have no member at its address.
     if n > 0 {
@@ -474,6 +488,9 @@ pub(super) fn membership(ctx: &Ctx) -> Membership {
     out.notes = bounded(notes, "notes on the member lists");
     out
 }
+
+/// Members named in one note about the members only some lists have, at most.
+const MINORITY_SHOWN: usize = 5;
 
 /// Cluster IDs shown in the one line about them at most (each node answers with one, and the
 /// nodes are at most `MAX_TARGETS`).

@@ -327,12 +327,46 @@ fn lists_of_their_own_are_notes_bounded() {
     assert!(crate::testing::cpu_time() - started < std::time::Duration::from_secs(5));
     assert_eq!(v.code, VerdictCode::Healthy, "{v:#?}");
     assert_names_no_healthy_node(&v);
-    assert_eq!(v.notes.len(), members::MAX_LINES, "{v:#?}");
+    // One note per list, naming a few of its members and counting the rest.
+    assert_eq!(v.notes.len(), 3, "{v:#?}");
+    for (i, note) in v.notes.iter().enumerate() {
+        assert!(
+            note.starts_with(&format!(
+                "cp{}'s member list disagrees with the majority (2 of 3 lists read do not list them) about member {}00000001 (x, peer URL https://203.0.{}.0:2380)",
+                i + 1,
+                i + 1,
+                i + 1
+            )) && note.ends_with("and 56 more members: not judged on its word"),
+            "{note}"
+        );
+    }
+
+    // The strays every list has, each a learner in cp1's list alone: one note per member
+    // (the majority's entry and cp1's), bounded.
+    let mut all = real();
+    for i in 0..61u64 {
+        all.push(member(
+            &format!("{:x}", 0x5ca1_ab1e + i),
+            "stray",
+            &format!("203.0.113.{i}"),
+            false,
+        ));
+    }
+    let mut learners = all.clone();
+    for m in &mut learners[3..] {
+        m.is_learner = true;
+    }
+    let v = judge(probes([Some(learners), Some(all.clone()), Some(all)]));
+    let about: Vec<&String> = v
+        .notes
+        .iter()
+        .filter(|n| n.starts_with("cp1's member list disagrees"))
+        .collect();
+    assert_eq!(about.len(), members::MAX_LINES - 1, "{v:#?}");
     assert!(
         v.notes
-            .last()
-            .unwrap()
-            .starts_with("and 172 more notes on the member lists"),
+            .iter()
+            .any(|n| n == "and 50 more notes on the member lists"),
         "{v:#?}"
     );
 }
