@@ -220,6 +220,31 @@ fn forty_thousand_members_are_read_as_the_probes_64() {
         "{v:#?}"
     );
 
+    // The evidence bundle keeps VM 1's document as it printed it; `analyse` reads it within the
+    // same caps, and judges it the same way.
+    let dir = tempfile::tempdir().unwrap();
+    let bundle = dir.path().join("b.tar.gz");
+    let (run, took) = diagnose(&env, &["--bundle", bundle.to_str().unwrap(), "-o", "json"]);
+    assert!(took < Duration::from_secs(20), "took {took:?}");
+    assert!(run.stderr.contains("written to"), "{}", run.stderr);
+    let started = Instant::now();
+    let run = env.kubectl(&["analyse", bundle.to_str().unwrap(), "-o", "json"]);
+    let took = started.elapsed();
+    assert!(took < Duration::from_secs(20), "analyse took {took:?}");
+    assert!(run.stdout.len() < 1024 * 1024, "{} bytes", run.stdout.len());
+    let again = run.diagnose_report();
+    assert_eq!(
+        again.verdict.code,
+        VerdictCode::Inconclusive,
+        "{:#?}",
+        again.verdict
+    );
+    assert_steers_nothing(&again.verdict);
+    assert_eq!(
+        again.nodes[0].probe.as_ref().unwrap().members.members.len(),
+        64
+    );
+
     // The tables too: -o wide lists every node's members (64 of VM 1's at most).
     for format in ["table", "wide"] {
         let (run, took) = diagnose(&env, &["-o", format]);
