@@ -307,12 +307,17 @@ pub(super) fn membership(ctx: &Ctx) -> Membership {
             })
             .collect();
         let any = lists.lists[holders[0]].by_id[&id];
-        // A member at a node in a rollout: the rollout explains any list's view of it.
-        if let Some(node) = node_of(ctx, any).filter(|x| in_rollout(&x.name)) {
+        // A member at a node in a rollout (where the majority has it, else where any list
+        // does): the rollout explains the lists' views of it.
+        let seen_at = match &vote {
+            Vote::Entry(m, _) => *m,
+            _ => any,
+        };
+        if let Some(node) = node_of(ctx, seen_at).filter(|x| in_rollout(&x.name)) {
             let by: Vec<&str> = holders.iter().map(|i| lists.lists[*i].node).collect();
             notes.push(format!(
                 "{} (listed by {}): {}'s Machine is in a rollout",
-                describe(id, any),
+                describe(id, seen_at),
                 by.join(", "),
                 node.name
             ));
