@@ -164,7 +164,8 @@ fn a_healthy_peers_id_behind_a_leading_zero_is_no_member_and_no_removal() {
 /// member (its first-seen URL was no VM's).
 #[test]
 fn one_list_alone_names_no_other_node() {
-    let cases: [(&str, Box<dyn Fn(&mut Vec<Member>)>, &str); 3] = [
+    type Edit = Box<dyn Fn(&mut Vec<Member>)>;
+    let cases: [(&str, Edit, &str); 3] = [
         (
             "cp2 a learner",
             Box::new(|l: &mut Vec<Member>| l[1].is_learner = true),

@@ -637,7 +637,7 @@ fn lists_and_texts_are_cut_at_the_probes_caps() {
     let doc = format!(
         r#"{{"schemaVersion":1,"nodeIp":"x","paths":[{paths}],"certs":[{certs}],"errors":[{errs}],"health":{{"outcome":"Unhealthy","body":"{long}"}},"members":{{"outcome":"Ok","members":[{member}]}},"alarms":{{"outcome":"Ok","alarms":[{alarms}]}}}}"#,
         paths = vec![path; 100].join(","),
-        certs = vec![cert; 9].join(","),
+        certs = [cert; 9].join(","),
         errs = vec![err.as_str(); 100].join(","),
         alarms = vec![alarm.as_str(); 100].join(","),
     );
