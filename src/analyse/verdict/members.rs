@@ -178,9 +178,25 @@ fn describe(id: MemberId, m: &Member) -> String {
     format!(
         "member {id} ({}, peer URL {}{})",
         m.name.as_deref().unwrap_or("never started"),
-        m.peer_urls.join(", "),
+        shown_urls(m),
         if m.is_learner { ", learner" } else { "" }
     )
+}
+
+/// A member's peer URLs as a line shows them: the first two, and how many more (a list may
+/// give 16 of 256 bytes each).
+fn shown_urls(m: &Member) -> String {
+    let mut s = m
+        .peer_urls
+        .iter()
+        .take(2)
+        .cloned()
+        .collect::<Vec<_>>()
+        .join(", ");
+    if m.peer_urls.len() > 2 {
+        s.push_str(&format!(" (+{} more)", m.peer_urls.len() - 2));
+    }
+    s
 }
 
 /// The host of `https://198.18.0.11:2380` or `https://[fd00::1]:2380`, when it is an IP.
@@ -222,7 +238,8 @@ fn node_of<'a>(ctx: &'a Ctx, m: &Member) -> Option<&'a ControlPlaneNode> {
 pub(super) struct Membership {
     pub problems: Vec<String>,
     pub nodes: Vec<String>,
-    /// `etcdctl member remove` candidates: (id, peer URL), each agreed by a majority of lists.
+    /// `etcdctl member remove` candidates: (id, peer URL), each agreed by a majority of lists,
+    /// two at least.
     pub strays: Vec<(MemberId, String)>,
     pub notes: Vec<String>,
 }
@@ -291,6 +308,15 @@ pub(super) fn membership(ctx: &Ctx) -> Membership {
     let in_rollout = |node: &str| ctx.facts.rollout_nodes().any(|(n, _)| n.name == node);
     let voters = lists.voters();
     let n = voters.len();
+    // Each node's own member ID, as its etcd log says it (local-member-id).
+    let own_ids: BTreeMap<MemberId, &str> = ctx
+        .logs
+        .iter()
+        .filter_map(|(node, s)| {
+            let id = MemberId::parse(s.local_member_id.as_deref()?).ok()?;
+            Some((id, node.as_str()))
+        })
+        .collect();
     // Members only a minority of the lists have, by the lists that have them.
     let mut minority: BTreeMap<Vec<&str>, Vec<(MemberId, &Member)>> = BTreeMap::new();
     for (&id, holders) in &lists.ids {
@@ -344,7 +370,7 @@ pub(super) fn membership(ctx: &Ctx) -> Membership {
                             Some(m) => format!(
                                 "{} lists it at {}{}",
                                 l.node,
-                                m.peer_urls.join(", "),
+                                shown_urls(m),
                                 if m.is_learner { " as a learner" } else { "" }
                             ),
                             None => format!("{} does not list it", l.node),
@@ -380,7 +406,7 @@ pub(super) fn membership(ctx: &Ctx) -> Membership {
                 match way {
                     Some(w) => format!(
                         "it lists it at {}{}",
-                        w.peer_urls.join(", "),
+                        shown_urls(w),
                         if w.is_learner { " as a learner" } else { " as a voting member" }
                     ),
                     None => "it does not list it".to_string(),
@@ -391,7 +417,7 @@ pub(super) fn membership(ctx: &Ctx) -> Membership {
         // The node this member is has the last word on itself: its own list, when it answered,
         // must say the same, or nothing is claimed about it.
         if let Some(x) = node {
-            if let Some(own) = lists.own(&x.name, id) {
+            if let Some(own) = lists.own(x.name.as_str(), id) {
                 if !own.is_some_and(|o| same(o, m)) {
                     notes.push(format!(
                         "{} (as {} of {n} lists have it) is at {}, whose own list {}: not judged",
@@ -408,16 +434,47 @@ pub(super) fn membership(ctx: &Ctx) -> Membership {
                 }
             }
         }
+        // A node whose own etcd log says it is this member, while the lists have it elsewhere:
+        // the lists are not taken against the member's own word (etcd logs its own ID as
+        // `local-member-id`, types.ID.String()).
+        if let Some(y) = own_ids
+            .get(&id)
+            .filter(|y| node.is_none_or(|x| x.name != **y))
+        {
+            notes.push(format!(
+                "{} (as {} of {n} lists have it) is {y}'s own member ID by its etcd log: not judged",
+                describe(id, m),
+                agree.len()
+            ));
+            continue;
+        }
         let what = format!(
             "member {id} ({}, peer URL {}; listed by {})",
             m.name.as_deref().unwrap_or("never started"),
-            m.peer_urls.join(", "),
+            shown_urls(m),
             agree.join(", ")
         );
+        // One list alone (the only one read) never names another node nor proposes a removal:
+        // its claim is a warning note that asks for a second list.
+        let alone = agree.len() < 2;
+        let one_list = |why: String| {
+            format!(
+                "warning: {what}: {why}, by the only member list read: not judged on one list's word; compare etcdctl member list -w table on another node"
+            )
+        };
         match node {
+            Some(x) if x.machine.is_none() && alone => {
+                notes.push(one_list(format!("its VM {} has no Machine behind it", x.name)));
+            }
             Some(x) if x.machine.is_none() => {
                 problems.push(format!("{what}: its VM {} has no Machine behind it", x.name));
-                out.strays.push((id, m.peer_urls.join(", ")));
+                out.strays.push((id, shown_urls(m)));
+            }
+            Some(x) if m.is_learner && !rollout && alone && agree[0] != x.name => {
+                notes.push(format!(
+                    "{what}: a learner on {} by this one list alone: not judged on one list's word",
+                    x.name
+                ));
             }
             Some(x) if m.is_learner && !rollout => {
                 problems.push(format!(
@@ -434,11 +491,14 @@ pub(super) fn membership(ctx: &Ctx) -> Membership {
             None if ips(m).is_empty() => notes.push(format!(
                 "{what}: its peer URL is no IP address and its name no node's: cannot tell which VM it is"
             )),
+            None if alone => {
+                notes.push(one_list("no control-plane Machine's VM has its address".into()));
+            }
             None => {
                 problems.push(format!(
                     "{what}: no control-plane Machine's VM has its address (a VM deleted by hand, a member added by hand)"
                 ));
-                out.strays.push((id, m.peer_urls.join(", ")));
+                out.strays.push((id, shown_urls(m)));
             }
         }
     }
@@ -475,7 +535,14 @@ pub(super) fn membership(ctx: &Ctx) -> Membership {
             let own_has = (0..lists.lists.len())
                 .find(|&i| lists.lists[i].node == x.name)
                 .map(has);
-            if (n - having.len()) * 2 > n && own_has != Some(true) {
+            let lacking = n - having.len();
+            if lacking * 2 > n && own_has.is_none() && lacking < 2 {
+                // The only list read says so, and it is another node's: not on one list's word.
+                notes.push(format!(
+                    "{}: its Machine's VM ({ip}) is no etcd member by the only member list read, another node's: not judged on one list's word",
+                    x.name
+                ));
+            } else if lacking * 2 > n && own_has != Some(true) {
                 problems.push(format!(
                     "{}: its Machine's VM ({ip}) is no etcd member in {} of the {n} member lists read{}",
                     x.name,

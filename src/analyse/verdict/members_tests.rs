@@ -388,3 +388,56 @@ fn a_list_of_another_cluster_does_not_vote() {
         "{v:#?}"
     );
 }
+
+/// One list read (the others' not asked): it never names another node nor proposes a removal
+/// on its own. cp2's real ID at a foreign URL is a stray by that list alone: a warning note
+/// asking for a second list; where cp2's own etcd log says that ID is its own, a note that says
+/// so. A learner by that one list is a note, not cp2 named.
+#[test]
+fn the_only_list_read_names_no_other_node_and_removes_nothing() {
+    let mut own = real();
+    own[1].peer_urls = vec!["https://203.0.113.9:2380".into()];
+    own[1].name = Some("tkc-prod-evil".into());
+    let v = judge(probes([Some(own.clone()), None, None]));
+    assert_eq!(v.code, VerdictCode::Healthy, "{v:#?}");
+    assert_names_no_healthy_node(&v);
+    assert!(
+        note_with(
+            &v,
+            &[
+                "warning: member a0efed2619cd10db (tkc-prod-evil, peer URL https://203.0.113.9:2380; listed by cp1): no control-plane Machine's VM has its address, by the only member list read: not judged on one list's word"
+            ]
+        ),
+        "{v:#?}"
+    );
+    // cp2's log: etcd's own line naming its member ID (local-member-id).
+    let line = format!(
+        r#"{{"level":"info","ts":"2025-12-02T07:59:00.000Z","caller":"etcdserver/server.go:2000","msg":"published local member to cluster through raft","local-member-id":"{}","cluster-id":"e3fee805b34935c9"}}"#,
+        IDS[1]
+    );
+    let mut p = probes([Some(own), None, None]);
+    p[1] = with_log(p[1].clone(), &line);
+    let v = judge(p);
+    assert_ne!(v.code, VerdictCode::EtcdMemberMismatch, "{v:#?}");
+    assert_names_no_healthy_node(&v);
+    assert!(
+        note_with(
+            &v,
+            &[
+                "member a0efed2619cd10db",
+                "is cp2's own member ID by its etcd log"
+            ]
+        ),
+        "{v:#?}"
+    );
+    // A learner by the only list read.
+    let mut own = real();
+    own[1].is_learner = true;
+    let v = judge(probes([Some(own), None, None]));
+    assert_eq!(v.code, VerdictCode::Healthy, "{v:#?}");
+    assert_names_no_healthy_node(&v);
+    assert!(
+        note_with(&v, &["a learner on cp2 by this one list alone"]),
+        "{v:#?}"
+    );
+}
