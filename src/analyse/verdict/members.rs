@@ -47,6 +47,8 @@ impl<'a> Lists<'a> {
     /// Every list that answered (the rollout's nodes' lists too: a removed member's own list is
     /// how its ID is known). O(total entries × log).
     pub fn read(all: &'a [NodeReport]) -> Lists<'a> {
+        #[cfg(test)]
+        RUNS.with(|r| r.set((r.get().0 + 1, r.get().1)));
         let mut out = Lists::default();
         for n in all {
             let Some(p) = n.probe() else { continue };
@@ -268,7 +270,15 @@ fn lists_of(nodes: &[&str]) -> String {
     }
 }
 
+/// How many times this thread read the lists and judged them: (reads, judgements).
+#[cfg(test)]
+thread_local! {
+    pub(super) static RUNS: std::cell::Cell<(usize, usize)> = const { std::cell::Cell::new((0, 0)) };
+}
+
 pub(super) fn membership(ctx: &Ctx) -> Membership {
+    #[cfg(test)]
+    RUNS.with(|r| r.set((r.get().0, r.get().1 + 1)));
     let mut out = Membership::default();
     let mut problems = Vec::new();
     let mut notes = Vec::new();

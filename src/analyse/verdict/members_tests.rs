@@ -441,3 +441,26 @@ fn the_only_list_read_names_no_other_node_and_removes_nothing() {
         "{v:#?}"
     );
 }
+
+/// The lists are read and judged once per verdict, however many rules, notes and nodes'
+/// `MemberRemoved` findings ask (on 2b957a5: twice at least, and once more per node with such a
+/// finding, each a linear merge of every list).
+#[test]
+fn the_lists_are_read_and_judged_once_per_verdict() {
+    // Every node's log rejects a removed member (MemberRemoved on each), with a rollout deleting
+    // a fourth Machine: each node's check asks the lists for that member's address.
+    let rejected = r#"{"level":"warn","ts":"2025-12-02T07:59:00.000Z","caller":"rafthttp/http.go:500","msg":"rejected stream from remote peer because it was removed","local-member-id":"aaaa1","remote-peer-id-stream-handler":"aaaa1","remote-peer-id-from":"5ca1ab1e"}"#;
+    let mut p = probes([Some(real()), Some(real()), Some(real())]);
+    for x in p.iter_mut() {
+        *x = with_log(x.clone(), rejected);
+    }
+    let mut facts = facts_with_vms(4);
+    facts.nodes[3].machine.as_mut().unwrap().rollout = Some(RolloutPhase::Deleting {
+        since: Some("2026-12-04T07:58:00Z".into()),
+        machine_phase: Some("Deleting".into()),
+    });
+    members::RUNS.with(|r| r.set((0, 0)));
+    let v = diagnose(&facts, &cluster(p), DEFAULT_SINCE).verdict;
+    assert_eq!(v.code, VerdictCode::EtcdMemberMismatch, "{v:#?}");
+    assert_eq!(members::RUNS.with(|r| r.get()), (1, 1));
+}
