@@ -270,7 +270,7 @@ fn lists_of(nodes: &[&str]) -> String {
     }
 }
 
-/// How many times this thread read the lists and judged them: (reads, judgements).
+// How many times this thread read the lists and judged them: (reads, judgements).
 #[cfg(test)]
 thread_local! {
     pub(super) static RUNS: std::cell::Cell<(usize, usize)> = const { std::cell::Cell::new((0, 0)) };
