@@ -262,11 +262,11 @@ fn add_node(out: &mut Membership, n: &str) {
     }
 }
 
-/// "cp1's member list" / "the member lists of cp1, cp2".
-fn lists_of(nodes: &[&str]) -> String {
+/// "cp1's member list disagrees" / "the member lists of cp1, cp2 disagree".
+fn disagree(nodes: &[&str]) -> String {
     match nodes {
-        [one] => format!("{one}'s member list"),
-        _ => format!("the member lists of {}", nodes.join(", ")),
+        [one] => format!("{one}'s member list disagrees"),
+        _ => format!("the member lists of {} disagree", nodes.join(", ")),
     }
 }
 
@@ -409,18 +409,25 @@ pub(super) fn membership(ctx: &Ctx) -> Membership {
         }
         for (way, by) in ways {
             notes.push(format!(
-                "{} disagrees with the majority ({} of {n} lists) about {}: {}; not judged on its word",
-                lists_of(&by),
+                "{} with the majority ({} of {n} lists) about {}: {} {}; not judged on {} word",
+                disagree(&by),
                 agree.len(),
                 describe(id, m),
+                if by.len() == 1 { "it" } else { "they" },
                 match way {
                     Some(w) => format!(
-                        "it lists it at {}{}",
+                        "{} it at {}{}",
+                        if by.len() == 1 { "lists" } else { "list" },
                         shown_urls(w),
-                        if w.is_learner { " as a learner" } else { " as a voting member" }
+                        if w.is_learner {
+                            " as a learner"
+                        } else {
+                            " as a voting member"
+                        }
                     ),
-                    None => "it does not list it".to_string(),
-                }
+                    None => format!("{} not list it", if by.len() == 1 { "does" } else { "do" }),
+                },
+                if by.len() == 1 { "its" } else { "their" }
             ));
         }
         let node = node_of(ctx, m);
@@ -520,12 +527,13 @@ pub(super) fn membership(ctx: &Ctx) -> Membership {
             .collect();
         let more = members.len().saturating_sub(MINORITY_SHOWN);
         notes.push(format!(
-            "{} disagrees with the majority ({} of {n} lists read do not list {}) about {}{}: not judged on its word",
-            lists_of(&by),
+            "{} with the majority ({} of {n} lists read do not list {}) about {}{}: not judged on {} word",
+            disagree(&by),
             n - by.len(),
             if members.len() == 1 { "it" } else { "them" },
             shown.join(", "),
-            if more > 0 { format!(" and {more} more members") } else { String::new() }
+            if more > 0 { format!(" and {more} more members") } else { String::new() },
+            if by.len() == 1 { "its" } else { "their" }
         ));
     }
     // Machines in service whose node is no member: a majority of the lists and the node's own
