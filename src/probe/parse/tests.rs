@@ -740,3 +740,69 @@ fn a_16_mib_member_list_is_read_as_64_members_quickly() {
         "took {took:?} of CPU"
     );
 }
+
+/// The other lists a node writes, each filling a share of 16 MiB: paths (each a matrix cell and
+/// a gap line), step errors (each a gap line), alarms, certificates with many SANs. Read, each
+/// is at most the probe's cap, in bounded CPU.
+#[test]
+fn a_16_mib_document_of_every_list_is_read_within_the_caps_quickly() {
+    let share = MAX_OUTPUT_BYTES / 5;
+    let fill = |entry: &dyn Fn(usize) -> String| {
+        let mut out = String::new();
+        let mut i = 0;
+        while out.len() + 200 < share {
+            out.push_str(&entry(i));
+            out.push(',');
+            i += 1;
+        }
+        out.pop();
+        (out, i)
+    };
+    let (paths, np) = fill(&|i| {
+        format!(
+            r#"{{"target":"10.{}.{}.{}","port":2380,"tcp":"Timeout","tls":"NotTried"}}"#,
+            i >> 16,
+            (i >> 8) & 255,
+            i & 255
+        )
+    });
+    let (errors, ne) = fill(&|i| format!(r#"{{"step":"s{i}","message":"m"}}"#));
+    let (alarms, na) = fill(&|i| format!(r#"{{"memberId":"{:x}","alarm":"NOSPACE"}}"#, i + 1));
+    let (sans, ns) = fill(&|i| format!("\"san-{i}\""));
+    let (certs, nc) = fill(&|i| format!(r#"{{"file":"f{i}.crt","sans":[]}}"#));
+    let doc = format!(
+        r#"{{"schemaVersion":1,"nodeIp":"x","paths":[{paths}],"certs":[{{"file":"peer.crt","sans":[{sans}]}},{certs}],"errors":[{errors}],"alarms":{{"outcome":"Ok","alarms":[{alarms}]}}}}"#
+    );
+    assert!(doc.len() <= MAX_OUTPUT_BYTES, "{}", doc.len());
+    let started = crate::testing::cpu_time();
+    let out = parse("cp1", doc.as_bytes()).unwrap();
+    let took = crate::testing::cpu_time() - started;
+    assert_eq!(
+        (
+            out.paths.len(),
+            out.errors.len(),
+            out.alarms.alarms.len(),
+            out.certs.len(),
+            out.certs[0].sans.len()
+        ),
+        (MAX_PATHS, MAX_ERRORS, MAX_ALARMS, MAX_CERTS, MAX_SANS)
+    );
+    assert!(out.alarms.truncated);
+    for said in [
+        format!("its path checks: {np} entries"),
+        format!("its step errors: {ne} entries"),
+        format!("its alarm list: {na} entries"),
+        format!("its certificates: {} entries", nc + 1),
+        format!("a certificate's SANs: {ns} entries"),
+    ] {
+        assert!(
+            out.document_problems.iter().any(|l| l.starts_with(&said)),
+            "{said}: {:#?}",
+            out.document_problems
+        );
+    }
+    assert!(
+        took < std::time::Duration::from_secs(15),
+        "took {took:?} of CPU"
+    );
+}
