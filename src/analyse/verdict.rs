@@ -129,6 +129,24 @@ struct Ctx<'a> {
     /// Every node's report, the rollout's included (membership reads all member lists); `nodes`,
     /// `matrices` and `logs` leave out the nodes in a rollout.
     all: &'a [NodeReport],
+    /// The member lists of `all`, indexed by ID, read once ([`Ctx::member_lists`]).
+    member_lists: std::cell::OnceCell<members::Lists<'a>>,
+    /// What they say, judged once per verdict ([`Ctx::membership`]).
+    membership: std::cell::OnceCell<members::Membership>,
+}
+
+impl<'a> Ctx<'a> {
+    /// Every node's member list, indexed by member ID: read on first use, once per verdict
+    /// (the rules, the notes and each node's `MemberRemoved` check share it).
+    fn member_lists(&self) -> &members::Lists<'a> {
+        self.member_lists
+            .get_or_init(|| members::Lists::read(self.all))
+    }
+
+    /// The member lists judged against each other and the Machines, once per verdict.
+    fn membership(&self) -> &members::Membership {
+        self.membership.get_or_init(|| members::membership(self))
+    }
 }
 
 type Rule = fn(&Ctx) -> Option<Verdict>;
@@ -224,6 +242,8 @@ pub fn diagnose_at(
         since,
         now,
         all: nodes,
+        member_lists: Default::default(),
+        membership: Default::default(),
     };
     let mut verdict = RULES
         .iter()
@@ -354,7 +374,7 @@ fn member_mismatch(ctx: &Ctx) -> Option<Verdict> {
         }
     }
     // Every node's own member list, against the others' and the Machines'.
-    let lists = members::membership(ctx);
+    let lists = ctx.membership();
     for n in &lists.nodes {
         if !nodes.contains(n) {
             nodes.push(n.clone());
@@ -374,9 +394,17 @@ fn member_mismatch(ctx: &Ctx) -> Option<Verdict> {
     let mut evidence = lists.problems.clone();
     evidence.extend(nodes.iter().flat_map(|n| log_evidence(ctx, n, &quoted)));
     let mut next = Vec::new();
-    for (id, url) in &lists.strays {
+    // Only members a majority of the lists agree on (members.rs), and a few of them: each step
+    // removes a member, and a list is a node's word.
+    for (id, url) in lists.strays.iter().take(members::MAX_REMOVALS) {
         next.push(format!(
             "Member {id} ({url}) has no Machine: KCP will not remove it. On a node with a healthy member: etcdctl member remove {id} (with --endpoints https://127.0.0.1:2379 and the certs under /etc/kubernetes/pki/etcd/), after checking with etcdctl member list -w table that it is the one named here"
+        ));
+    }
+    if lists.strays.len() > members::MAX_REMOVALS {
+        next.push(format!(
+            "and {} more members without a Machine named in the evidence: compare etcdctl member list -w table with the control-plane Machines before removing any",
+            lists.strays.len() - members::MAX_REMOVALS
         ));
     }
     next.extend(strings(&[
@@ -413,12 +441,15 @@ fn nospace_now(ctx: &Ctx, n: &NodeReport) -> Option<String> {
     }
     // etcd's own alarm list (it needs quorum to answer): NOSPACE raised for any member.
     if p.alarms.outcome == crate::probe::output::QueryOutcome::Ok {
-        let nospace: Vec<&str> = p
+        let nospace: Vec<String> = p
             .alarms
             .alarms
             .iter()
             .filter(|a| a.alarm == "NOSPACE")
-            .map(|a| a.member_id.as_deref().unwrap_or("?"))
+            .map(|a| {
+                a.member_id
+                    .map_or_else(|| "?".to_string(), |id| id.to_string())
+            })
             .collect();
         if !nospace.is_empty() {
             return Some(format!(
@@ -547,5 +578,7 @@ mod past_tests;
 #[cfg(test)]
 mod rollout_tests;
 
+#[cfg(test)]
+mod members_tests;
 #[cfg(test)]
 mod trust_tests;

@@ -53,6 +53,13 @@ pub struct ProbeOutput {
     /// Steps that failed, with why (a missing tool, a timeout, ...).
     #[serde(default)]
     pub errors: Vec<StepError>,
+    /// What the plugin found wrong with the document itself as it read it, one line each: a
+    /// list longer than the probe's own cap (the rest dropped), a member ID not as etcd writes
+    /// it (that entry never used as a member), a value longer than the probe prints. Set by
+    /// [`crate::probe::parse::parse`] whatever the document says: the node's output is its own
+    /// word, and these are findings about that node's document, never about another node.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub document_problems: Vec<String>,
     /// The document as the node printed it, set by [`crate::probe::parse::parse`]: the evidence
     /// bundle stores it verbatim, so a later plugin reads what the node said, not our reading
     /// of it. Never in a report's JSON (skipped), and not part of equality ([`RawDocument`]).
@@ -365,9 +372,11 @@ pub struct Members {
     pub http_status: Option<u16>,
     /// The `X-Etcd-Cluster-ID` the node answered with: lowercase hex without leading zeros, as
     /// etcd and etcdctl print cluster IDs. Also given with an error answer when etcd sent it.
+    /// The parser keeps only that form (anything else is a document problem, and `None`).
     #[serde(default)]
     pub cluster_id: Option<String>,
-    /// At most 64 (then `truncated`), in etcd's order (by ID).
+    /// At most 64 (then `truncated`), in etcd's order (by ID). The probe's cap, and the
+    /// parser's too ([`crate::probe::parse`]): a longer list is cut there and marked.
     #[serde(default)]
     pub members: Vec<Member>,
     #[serde(default)]
@@ -383,11 +392,13 @@ pub struct Members {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Member {
-    /// The member ID in lowercase hex without leading zeros, as `etcdctl member list` prints it
-    /// (e.g. `b71f75320dc06a6c`). etcd 3.4 and 3.5 send it as a decimal uint64 (checked in the
-    /// lab); the probe converts it exactly. `None` when what was sent is no uint64.
+    /// The member ID, written in lowercase hex without leading zeros, as `etcdctl member list`
+    /// prints it (e.g. `b71f75320dc06a6c`). etcd 3.4 and 3.5 send it as a decimal uint64
+    /// (checked in the lab); the probe converts it exactly. `None` when what was sent is no
+    /// uint64, or when the document wrote it in another form (a document problem: such an
+    /// entry is never taken for a member).
     #[serde(default)]
-    pub id: Option<String>,
+    pub id: Option<MemberId>,
     /// `None` for a member added but never started (etcd leaves its name out until it publishes).
     #[serde(default)]
     pub name: Option<String>,
@@ -427,12 +438,122 @@ pub struct Alarms {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Alarm {
-    /// The member the alarm is raised for, lowercase hex as [`Member::id`].
+    /// The member the alarm is raised for, as [`Member::id`].
     #[serde(default)]
-    pub member_id: Option<String>,
+    pub member_id: Option<MemberId>,
     /// etcd's AlarmType name: `NOSPACE`, `CORRUPT` (`NONE` for an entry without one); another
     /// name as etcd sent it (capped).
     pub alarm: String,
+}
+
+/// An etcd member ID: a uint64, never 0 (raft's `None`: "cannot use none as id", raft.go of
+/// etcd-io/raft). Written as etcd writes it, `types.ID.String()` = `strconv.FormatUint(id, 16)`
+/// (client/pkg/types/id.go): lowercase hex without leading zeros. etcdctl reads an ID argument
+/// with `strconv.ParseUint(arg, 16, 64)` (etcdctl/ctlv3/command/member_command.go), which takes
+/// upper case and leading zeros too: `0<id>` is the same member as `<id>` to it. So IDs are
+/// compared as numbers, never as strings, and only the canonical form is read from a document
+/// ([`MemberId::parse`]); JSON and YAML carry the canonical string.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct MemberId(u64);
+
+/// Why a string is not a member ID as etcd writes it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum IdProblem {
+    #[error("empty")]
+    Empty,
+    #[error("not hexadecimal")]
+    NotHex,
+    #[error("upper-case hex, where etcd writes lower case")]
+    UpperCase,
+    #[error("a leading zero, which etcd never writes")]
+    LeadingZero,
+    #[error("longer than 16 hex digits, more than a uint64")]
+    TooLong,
+    #[error("0, raft's none, never a member")]
+    Zero,
+}
+
+impl MemberId {
+    /// The ID `text` is when it is written as etcd writes IDs (`%x` of a non-zero uint64).
+    pub fn parse(text: &str) -> Result<MemberId, IdProblem> {
+        if text.is_empty() {
+            return Err(IdProblem::Empty);
+        }
+        if !text.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return Err(IdProblem::NotHex);
+        }
+        if text.bytes().any(|b| b.is_ascii_uppercase()) {
+            return Err(IdProblem::UpperCase);
+        }
+        if text == "0" {
+            return Err(IdProblem::Zero);
+        }
+        if text.starts_with('0') {
+            return Err(IdProblem::LeadingZero);
+        }
+        if text.len() > 16 {
+            return Err(IdProblem::TooLong);
+        }
+        u64::from_str_radix(text, 16)
+            .map(MemberId)
+            .map_err(|_| IdProblem::TooLong)
+    }
+
+    /// What etcdctl would take `text` for (`strconv.ParseUint(text, 16, 64)`: hex digits of
+    /// either case, leading zeros allowed, no sign, at most a uint64): the member a removal step
+    /// with this text would remove. For saying which member a non-canonical ID stands for.
+    pub fn as_etcdctl_reads(text: &str) -> Option<MemberId> {
+        if text.is_empty() || !text.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return None;
+        }
+        u64::from_str_radix(text, 16)
+            .ok()
+            .filter(|v| *v != 0)
+            .map(MemberId)
+    }
+
+    pub fn get(self) -> u64 {
+        self.0
+    }
+}
+
+impl From<std::num::NonZeroU64> for MemberId {
+    fn from(v: std::num::NonZeroU64) -> MemberId {
+        MemberId(v.get())
+    }
+}
+
+impl std::fmt::Display for MemberId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{:x}", self.0)
+    }
+}
+
+impl std::fmt::Debug for MemberId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "MemberId({:x})", self.0)
+    }
+}
+
+impl std::str::FromStr for MemberId {
+    type Err = IdProblem;
+    fn from_str(s: &str) -> Result<MemberId, IdProblem> {
+        MemberId::parse(s)
+    }
+}
+
+impl Serialize for MemberId {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for MemberId {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<MemberId, D::Error> {
+        let text = String::deserialize(d)?;
+        MemberId::parse(&text)
+            .map_err(|e| serde::de::Error::custom(format_args!("member ID {text:?}: {e}")))
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -5,7 +5,9 @@
 //! noise before the document (ssh banners, sudo lectures, `set -x` traces), a kubelet/CRI log
 //! prefix on each line (`<time> stdout F ...`, partial `P` lines joined), `kubectl logs
 //! --timestamps` prefixes, invalid UTF-8 (replaced), trailing noise, unknown fields (ignored) and
-//! missing optional ones (defaults). Input over [`MAX_OUTPUT_BYTES`] is refused before parsing.
+//! missing optional ones (defaults). Input over [`MAX_OUTPUT_BYTES`] is refused before parsing;
+//! a document is cut to the probe's own caps before it is read ([`bounds`]), each cut said in
+//! [`ProbeOutput::document_problems`].
 
 use std::borrow::Cow;
 
@@ -141,8 +143,9 @@ fn offset_of(doc: &str, line: usize, column: usize) -> usize {
     before.saturating_add(column).min(doc.len())
 }
 
-/// A parsed JSON value as the probe's document: schema version first, then the fields.
-fn parse_value(node: &str, value: Value) -> Result<ProbeOutput, ParseError> {
+/// A parsed JSON value as the probe's document: schema version first, then the probe's own
+/// caps ([`bounds`]), then the fields.
+fn parse_value(node: &str, mut value: Value) -> Result<ProbeOutput, ParseError> {
     match value.get("schemaVersion") {
         Some(v) if v.as_u64() == Some(u64::from(PROBE_SCHEMA_VERSION)) => {}
         found => {
@@ -153,10 +156,13 @@ fn parse_value(node: &str, value: Value) -> Result<ProbeOutput, ParseError> {
             });
         }
     }
+    let problems = bounds::bound(&mut value);
     let mut out = ProbeOutput::deserialize(value).map_err(|e| ParseError::Invalid {
         node: node.into(),
         detail: cap(&e.to_string()),
     })?;
+    // Whatever the node wrote there: only the reader says what is wrong with the document.
+    out.document_problems = problems;
     no_http_answer_of_older_probes(&mut out);
     Ok(out)
 }
@@ -247,6 +253,8 @@ fn excerpt(text: &str) -> String {
 fn cap(s: &str) -> String {
     excerpt(s)
 }
+
+pub mod bounds;
 
 #[cfg(test)]
 mod tests;

@@ -198,7 +198,7 @@ fn members_table(out: &mut Lines, r: &DiagnoseReport) {
                     rows.push(vec![
                         n.name.clone(),
                         or_none(p.members.cluster_id.as_deref()),
-                        or_none(m.id.as_deref()),
+                        or_none(m.id.map(|id| id.to_string()).as_deref()),
                         m.name.clone().unwrap_or_else(|| "<never started>".into()),
                         m.peer_urls.join(","),
                         if m.is_learner { "yes" } else { "no" }.into(),

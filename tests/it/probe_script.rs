@@ -574,7 +574,11 @@ fn member_and_alarm_lists_are_read_exactly_and_hostile_ones_capped() {
         );
         assert_eq!(m.members.len(), 64, "{what}");
         let first = &m.members[0];
-        assert_eq!(first.id.as_deref(), Some("b71f75320dc06a6c"), "{what}");
+        assert_eq!(
+            first.id.map(|i| i.to_string()).as_deref(),
+            Some("b71f75320dc06a6c"),
+            "{what}"
+        );
         assert_eq!(first.name.as_deref(), Some("na\"me\\ \\u001b"), "{what}");
         assert_eq!(
             first.peer_urls,
@@ -585,7 +589,7 @@ fn member_and_alarm_lists_are_read_exactly_and_hostile_ones_capped() {
         let second = &m.members[1];
         assert_eq!(
             (
-                second.id.as_deref(),
+                second.id.map(|i| i.to_string()).as_deref(),
                 second.name.as_deref(),
                 second.is_learner
             ),
@@ -593,21 +597,25 @@ fn member_and_alarm_lists_are_read_exactly_and_hostile_ones_capped() {
             "{what}: a member added but never started has no name"
         );
         assert_eq!(m.members[2].id, None, "{what}: 2^64 is no member ID");
-        assert_eq!(m.members[3].id.as_deref(), Some("3e8"), "{what}");
+        assert_eq!(
+            m.members[3].id.map(|i| i.to_string()).as_deref(),
+            Some("3e8"),
+            "{what}"
+        );
         let a = &out.alarms;
         assert_eq!(
             (a.outcome, a.truncated),
             (QueryOutcome::Ok, false),
             "{what}"
         );
-        let got: Vec<(Option<&str>, &str)> = (a.alarms.iter())
-            .map(|x| (x.member_id.as_deref(), x.alarm.as_str()))
+        let got: Vec<(Option<String>, &str)> = (a.alarms.iter())
+            .map(|x| (x.member_id.map(|i| i.to_string()), x.alarm.as_str()))
             .collect();
         assert_eq!(
             got,
             [
-                (Some("b71f75320dc06a6c"), "NOSPACE"),
-                (Some("2"), "CORRUPT"),
+                (Some("b71f75320dc06a6c".to_string()), "NOSPACE"),
+                (Some("2".to_string()), "CORRUPT"),
                 (None, "X\"Y")
             ],
             "{what}"

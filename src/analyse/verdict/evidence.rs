@@ -152,7 +152,7 @@ fn removed_in_rollout(ctx: &Ctx, summary: &LogSummary, f: &etcdlog::Finding) -> 
     // IDs, to the node's address: from the member lists (a removed member's own list still
     // names it), else from this log's own "removed member" lines when every address they name
     // is a deleting node's (membership/cluster.go logs the removed member's ID and peer URLs).
-    let (listed, _) = super::members::listed(ctx);
+    let lists = ctx.member_lists();
     let by_info = summary
         .finding(LogKind::MemberRemovedInfo)
         .or_else(|| summary.past(LogKind::MemberRemovedInfo))
@@ -160,12 +160,9 @@ fn removed_in_rollout(ctx: &Ctx, summary: &LogSummary, f: &etcdlog::Finding) -> 
             !info.peer_addresses.is_empty() && info.peer_addresses.iter().all(deleting_addr)
         });
     let id_ok = f.peer_ids.iter().all(|id| {
-        listed
-            .iter()
-            .filter(|l| l.member.id.as_deref() == Some(id.as_str()))
-            .flat_map(|l| l.member.peer_urls.iter())
-            .filter_map(|u| super::members::url_ip(u))
-            .any(|ip| deleting.contains(&ip))
+        // The log writes IDs as etcd does (`%x`): one in another form names no member.
+        crate::probe::output::MemberId::parse(id)
+            .is_ok_and(|id| lists.ips_of(ctx, id).iter().any(|ip| deleting.contains(ip)))
             || by_info.is_some_and(|info| info.peer_ids.contains(id))
     });
     addr_ok && id_ok

@@ -77,8 +77,19 @@ pub(super) fn notes(ctx: &Ctx, v: &Verdict) -> Vec<String> {
             }
         ));
     }
-    if v.code != VerdictCode::EtcdMemberMismatch {
-        out.extend(super::members::membership(ctx).notes);
+    // On EtcdMemberMismatch too: a list that departs from the majority is said there as well.
+    out.extend(ctx.membership().notes.iter().cloned());
+    // What was wrong with a node's document (Inconclusive has it in its evidence already).
+    if v.code != VerdictCode::Inconclusive {
+        for n in ctx.nodes {
+            for d in n
+                .probe()
+                .map(|p| p.document_problems.as_slice())
+                .unwrap_or_default()
+            {
+                out.push(format!("warning: {}'s probe document: {d}", n.name));
+            }
+        }
     }
     // (A certificate verdict has them in its evidence already.)
     if v.code != VerdictCode::EtcdCertificateProblem {

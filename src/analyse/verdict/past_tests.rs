@@ -553,7 +553,7 @@ fn the_alarm_list_is_the_present() {
     let mut p = past3();
     unhealthy(&mut p[0], r#"{"health":"false"}"#);
     p[0].alarms = list(vec![Alarm {
-        member_id: Some("8e9e05c52164694d".into()),
+        member_id: "8e9e05c52164694d".parse().ok(),
         alarm: "NOSPACE".into(),
     }]);
     let v = judge(p);

@@ -30,7 +30,7 @@ fn facts_with_vms(n: usize) -> ClusterFacts {
 
 fn member(i: u8, name: Option<&str>, learner: bool) -> Member {
     Member {
-        id: Some(format!("aaaa{i}")),
+        id: format!("aaaa{i}").parse().ok(),
         name: name.map(str::to_string),
         peer_urls: vec![format!("https://198.18.0.1{i}:2380")],
         client_urls: vec![],

@@ -24,6 +24,9 @@ pub(super) enum Check {
     PathFails,
     /// A step of the probe reported an error.
     ProbeError,
+    /// The node's document is not what the probe prints: a list over the probe's own caps, a
+    /// member ID not as etcd writes it (`ProbeOutput::document_problems`).
+    Document,
 }
 
 /// One thing not seen to work.
@@ -106,6 +109,18 @@ pub(super) fn gaps(ctx: &Ctx) -> Vec<Gap> {
                 Check::ProbeError,
                 &[&n.name],
                 format!("{}: probe step {} failed: {}", n.name, e.step, e.message),
+                None,
+            ));
+        }
+        for d in n
+            .probe()
+            .map(|p| p.document_problems.as_slice())
+            .unwrap_or_default()
+        {
+            out.push(gap(
+                Check::Document,
+                &[&n.name],
+                format!("{}'s probe document: {d}", n.name),
                 None,
             ));
         }
@@ -295,6 +310,13 @@ pub(super) fn inconclusive(ctx: &Ctx) -> Verdict {
             Check::ProbeError => {
                 parts.push(format!("probe errors on {}", names(c)));
                 next.push("The probe errors above say which check could not run on which node (a missing tool, an unreadable file): fix that and re-run kubectl etcdnet diagnose".to_string());
+            }
+            Check::Document => {
+                parts.push(format!(
+                    "the probe document of {} is not what the probe prints",
+                    names(c)
+                ));
+                next.push(format!("On {}: the node printed what the probe never does (above; read within the probe's own caps, the rest dropped): a modified probe, or a modified or compromised node: check it before trusting what it says of itself or its peers", names(c)));
             }
         }
     }

@@ -126,7 +126,7 @@ fn own_view_members_and_alarms() {
     let members = |out: &ProbeOutput| -> Vec<String> {
         (out.members.members.iter())
             .map(|m| {
-                let id = m.id.as_deref().unwrap_or("?");
+                let id = m.id.map_or_else(|| "?".to_string(), |id| id.to_string());
                 let name = m.name.as_deref().unwrap_or("?");
                 format!("{id} {name} {}", m.peer_urls.join(","))
             })
@@ -146,9 +146,9 @@ fn own_view_members_and_alarms() {
     let full = get("nospace-alarm");
     assert_eq!(members(&full), want);
     let alarms: Vec<_> = (full.alarms.alarms.iter())
-        .map(|a| (a.member_id.as_deref(), a.alarm.as_str()))
+        .map(|a| (a.member_id.map(|id| id.to_string()), a.alarm.as_str()))
         .collect();
-    assert_eq!(alarms, [(Some("71ea0ea03f1cc0b1"), "NOSPACE")]);
+    assert_eq!(alarms, [(Some("71ea0ea03f1cc0b1".to_string()), "NOSPACE")]);
     assert_eq!(full.health.outcome, HealthOutcome::Unhealthy);
     assert_eq!(full.health.body.as_deref(), Some("{\"health\":\"false\"}"));
     // A document from before these fields: not asked, never read as fine.
@@ -472,4 +472,337 @@ fn every_truncation_of_a_real_output_is_an_error_not_a_panic() {
             );
         }
     }
+}
+
+// ---- issue 28: a compromised node's document, read within the probe's own caps ----------------
+
+use crate::probe::output::{IdProblem, MemberId, QueryOutcome};
+use bounds::*;
+
+/// A member entry as the probe prints it.
+fn member_json(id: &str, ip: &str) -> String {
+    format!(
+        r#"{{"id":"{id}","name":"n-{ip}","peerUrls":["https://{ip}:2380"],"clientUrls":["https://{ip}:2379"],"isLearner":false}}"#
+    )
+}
+
+/// A document of schema v1 whose member list is `members` (JSON entries, comma-joined).
+fn doc_with_members(members: &str) -> String {
+    format!(
+        r#"{{"schemaVersion":1,"nodeIp":"198.18.0.11","members":{{"outcome":"Ok","httpStatus":200,"clusterId":"e3fee805b34935c9","members":[{members}],"truncated":false}}}}"#
+    )
+}
+
+#[test]
+fn member_ids_are_read_only_as_etcd_writes_them() {
+    // types.ID.String() is strconv.FormatUint(id, 16): lower case, no leading zero.
+    let ok = MemberId::parse("a0efed2619cd10db").unwrap();
+    assert_eq!(ok.get(), 0xa0ef_ed26_19cd_10db);
+    assert_eq!(ok.to_string(), "a0efed2619cd10db");
+    assert_eq!(MemberId::parse("1").unwrap().get(), 1);
+    assert_eq!(MemberId::parse("ffffffffffffffff").unwrap().get(), u64::MAX);
+    for (text, why) in [
+        ("0a0efed2619cd10db", IdProblem::LeadingZero),
+        (
+            "00000000000000000000a0efed2619cd10db",
+            IdProblem::LeadingZero,
+        ),
+        ("A0EFED2619CD10DB", IdProblem::UpperCase),
+        ("a0efed2619cd10dB", IdProblem::UpperCase),
+        ("1a0efed2619cd10db", IdProblem::TooLong),
+        ("0x1f", IdProblem::NotHex),
+        ("+1f", IdProblem::NotHex),
+        ("1f ", IdProblem::NotHex),
+        ("１", IdProblem::NotHex),
+        ("", IdProblem::Empty),
+        ("0", IdProblem::Zero),
+    ] {
+        assert_eq!(MemberId::parse(text), Err(why), "{text:?}");
+    }
+    // What etcdctl's strconv.ParseUint(arg, 16, 64) makes of them: the same member for a
+    // leading zero or upper case (why a string compare would be wrong).
+    for text in [
+        "0a0efed2619cd10db",
+        "A0EFED2619CD10DB",
+        "000a0efed2619cd10db",
+    ] {
+        assert_eq!(MemberId::as_etcdctl_reads(text), Some(ok), "{text}");
+    }
+    assert_eq!(MemberId::as_etcdctl_reads("1a0efed2619cd10db"), None);
+    assert_eq!(MemberId::as_etcdctl_reads("-1"), None);
+    // JSON carries the canonical string, and reads only it.
+    assert_eq!(serde_json::to_string(&ok).unwrap(), "\"a0efed2619cd10db\"");
+    assert_eq!(
+        serde_json::from_str::<MemberId>("\"a0efed2619cd10db\"").unwrap(),
+        ok
+    );
+    assert!(serde_json::from_str::<MemberId>("\"0a0efed2619cd10db\"").is_err());
+    assert!(serde_json::from_str::<MemberId>("11596543977014497499").is_err());
+}
+
+#[test]
+fn a_member_id_not_as_etcd_writes_it_is_a_document_problem_and_no_member() {
+    let members = [
+        member_json("71ea0ea03f1cc0b1", "198.18.0.11"),
+        member_json("a0efed2619cd10db", "198.18.0.12"),
+        // The healthy peer's ID behind a leading zero, at a foreign URL.
+        member_json("0a0efed2619cd10db", "203.0.113.9"),
+        member_json("A0EFED2619CD10DB", "203.0.113.10"),
+        member_json("zz", "203.0.113.11"),
+        // The same member twice: etcd lists each once (a map by ID, membership/cluster.go).
+        member_json("71ea0ea03f1cc0b1", "203.0.113.12"),
+    ]
+    .join(",");
+    let out = parse("cp1", doc_with_members(&members).as_bytes()).unwrap();
+    let m = &out.members;
+    assert_eq!(m.outcome, QueryOutcome::Ok);
+    let ids: Vec<Option<String>> = m
+        .members
+        .iter()
+        .map(|x| x.id.map(|i| i.to_string()))
+        .collect();
+    assert_eq!(
+        ids,
+        [
+            Some("71ea0ea03f1cc0b1".into()),
+            Some("a0efed2619cd10db".into()),
+            None,
+            None,
+            None
+        ],
+        "the repeat dropped, the others shown without an ID"
+    );
+    let p = &out.document_problems;
+    assert_eq!(p.len(), 4, "{p:#?}");
+    assert!(
+        p[0].starts_with("member ID \"0a0efed2619cd10db\" (peer URL \"https://203.0.113.9:2380\") is not one as etcd writes it (a leading zero")
+            && p[0].contains("etcdctl would read it as a0efed2619cd10db")
+            && p[0].ends_with("never taken for a member"),
+        "{p:#?}"
+    );
+    assert!(p[1].contains("upper-case hex"), "{p:#?}");
+    assert!(p[2].contains("not hexadecimal"), "{p:#?}");
+    assert!(p[3].contains("1 member IDs more than once"), "{p:#?}");
+    // The report's JSON keeps the canonical strings, and null for the others.
+    let json = serde_json::to_value(&out).unwrap();
+    assert_eq!(json["members"]["members"][1]["id"], "a0efed2619cd10db");
+    assert!(json["members"]["members"][2]["id"].is_null());
+    assert_eq!(json["documentProblems"].as_array().unwrap().len(), 4);
+}
+
+#[test]
+fn the_node_cannot_write_the_readers_findings() {
+    let doc = r#"{"schemaVersion":1,"nodeIp":"x","documentProblems":["cp2 is compromised"]}"#;
+    let out = parse("cp1", doc.as_bytes()).unwrap();
+    assert!(out.document_problems.is_empty(), "{out:#?}");
+    // A real probe's output has none.
+    for (name, text) in FIXTURES {
+        let out = parse(name, text.as_bytes()).unwrap();
+        assert!(out.document_problems.is_empty(), "{name}: {out:#?}");
+        assert!(serde_json::to_value(&out)
+            .unwrap()
+            .get("documentProblems")
+            .is_none());
+    }
+}
+
+#[test]
+fn cluster_and_alarm_ids_not_as_etcd_writes_them_are_not_used() {
+    let doc = r#"{"schemaVersion":1,"nodeIp":"x","members":{"outcome":"Ok","clusterId":"0E3FEE805B34935C9","members":[]},"alarms":{"outcome":"Ok","alarms":[{"memberId":"071ea0ea03f1cc0b1","alarm":"NOSPACE"},{"memberId":"71ea0ea03f1cc0b1","alarm":"NOSPACE"}]}}"#;
+    let out = parse("cp1", doc.as_bytes()).unwrap();
+    assert_eq!(out.members.cluster_id, None);
+    let ids: Vec<Option<MemberId>> = out.alarms.alarms.iter().map(|a| a.member_id).collect();
+    assert_eq!(ids, [None, MemberId::parse("71ea0ea03f1cc0b1").ok()]);
+    assert_eq!(
+        out.document_problems.len(),
+        2,
+        "{:#?}",
+        out.document_problems
+    );
+}
+
+/// Every list at most the probe's cap, and the texts a verdict quotes as long as the probe
+/// prints them: each cut said once.
+#[test]
+fn lists_and_texts_are_cut_at_the_probes_caps() {
+    let long = "x".repeat(5000);
+    let member = format!(
+        r#"{{"id":"1","name":"{long}","peerUrls":[{urls}],"clientUrls":[],"isLearner":false}}"#,
+        urls = vec![format!("\"https://{long}\""); 20].join(",")
+    );
+    let path = r#"{"target":"y","port":2380,"tcp":"Connected","tls":"Completed"}"#;
+    let err = format!(r#"{{"step":"s","message":"{long}"}}"#);
+    let cert = r#"{"file":"peer.crt","sans":["a","b"]}"#;
+    let alarm = format!(r#"{{"memberId":"1","alarm":"{long}"}}"#);
+    let doc = format!(
+        r#"{{"schemaVersion":1,"nodeIp":"x","paths":[{paths}],"certs":[{certs}],"errors":[{errs}],"health":{{"outcome":"Unhealthy","body":"{long}"}},"members":{{"outcome":"Ok","members":[{member}]}},"alarms":{{"outcome":"Ok","alarms":[{alarms}]}}}}"#,
+        paths = vec![path; 100].join(","),
+        certs = [cert; 9].join(","),
+        errs = vec![err.as_str(); 100].join(","),
+        alarms = vec![alarm.as_str(); 100].join(","),
+    );
+    let out = parse("cp1", doc.as_bytes()).unwrap();
+    assert_eq!(out.paths.len(), MAX_PATHS);
+    assert_eq!(out.certs.len(), MAX_CERTS);
+    assert_eq!(out.errors.len(), MAX_ERRORS);
+    assert_eq!(out.alarms.alarms.len(), MAX_ALARMS);
+    assert!(out.alarms.truncated);
+    assert!(!out.members.truncated, "one member: not cut");
+    let m = &out.members.members[0];
+    assert_eq!(m.peer_urls.len(), MAX_MEMBER_URLS);
+    assert_eq!(
+        m.name.as_deref().unwrap().chars().count(),
+        MAX_MEMBER_TEXT + 3
+    );
+    assert!(m
+        .peer_urls
+        .iter()
+        .all(|u| u.chars().count() == MAX_MEMBER_TEXT + 3));
+    assert!(out
+        .errors
+        .iter()
+        .all(|e| e.message.chars().count() == MAX_ERROR_TEXT + 3));
+    assert!(out
+        .alarms
+        .alarms
+        .iter()
+        .all(|a| a.alarm.chars().count() == MAX_ALARM_TEXT + 3));
+    assert_eq!(
+        out.health.body.as_deref().unwrap().chars().count(),
+        1024 + 3
+    );
+    let p = &out.document_problems;
+    for said in [
+        "its path checks: 100 entries, more than the probe ever prints (32)",
+        "its certificates: 9 entries",
+        "its step errors: 100 entries",
+        "its alarm list: 100 entries",
+        "64 alarm names longer",
+        "32 step errors longer",
+        "1 /health answers longer",
+        "member names, URLs or URL lists longer",
+    ] {
+        assert!(p.iter().any(|l| l.contains(said)), "{said}: {p:#?}");
+    }
+    assert!(p.len() <= 13, "{p:#?}");
+    // What the probe prints at its caps is no problem: 64 members and `truncated` from it.
+    let members: Vec<String> = (1..=64)
+        .map(|i| member_json(&format!("{i:x}"), "198.18.0.11"))
+        .collect();
+    let at_cap =
+        doc_with_members(&members.join(",")).replace("\"truncated\":false", "\"truncated\":true");
+    let out = parse("cp1", at_cap.as_bytes()).unwrap();
+    assert_eq!(out.members.members.len(), 64);
+    assert!(out.members.truncated);
+    assert!(
+        out.document_problems.is_empty(),
+        "{:#?}",
+        out.document_problems
+    );
+}
+
+/// The attack of issue 28: ~400,000 members in a document just under the 16 MiB read cap.
+/// Read, it holds the probe's 64, marked truncated, with one line saying so; in bounded CPU
+/// (one JSON parse; it took minutes per verdict call before, in the merge's linear search).
+#[test]
+fn a_16_mib_member_list_is_read_as_64_members_quickly() {
+    let mut members = String::with_capacity(MAX_OUTPUT_BYTES);
+    let mut count = 0u64;
+    // Each entry distinct (a new ID), as an attacker would write them.
+    loop {
+        let entry = format!(
+            r#"{{"id":"{:x}","peerUrls":["https://10.0.0.1:2380"]}},"#,
+            count + 1
+        );
+        if members.len() + entry.len() + 400 > MAX_OUTPUT_BYTES {
+            break;
+        }
+        members.push_str(&entry);
+        count += 1;
+    }
+    members.pop();
+    let doc = doc_with_members(&members);
+    assert!(doc.len() <= MAX_OUTPUT_BYTES && count > 300_000, "{count}");
+    let started = crate::testing::cpu_time();
+    let out = parse("cp1", doc.as_bytes()).unwrap();
+    let took = crate::testing::cpu_time() - started;
+    assert_eq!(out.members.members.len(), MAX_MEMBERS);
+    assert!(out.members.truncated);
+    assert_eq!(
+        out.document_problems,
+        [format!(
+            "its member list: {count} entries, more than the probe ever prints (64): the rest dropped"
+        )]
+    );
+    // Generous for a debug build on a shared machine (measured: about a second).
+    assert!(
+        took < std::time::Duration::from_secs(15),
+        "took {took:?} of CPU"
+    );
+}
+
+/// The other lists a node writes, each filling a share of 16 MiB: paths (each a matrix cell and
+/// a gap line), step errors (each a gap line), alarms, certificates with many SANs. Read, each
+/// is at most the probe's cap, in bounded CPU.
+#[test]
+fn a_16_mib_document_of_every_list_is_read_within_the_caps_quickly() {
+    let share = MAX_OUTPUT_BYTES / 5;
+    let fill = |entry: &dyn Fn(usize) -> String| {
+        let mut out = String::new();
+        let mut i = 0;
+        while out.len() + 200 < share {
+            out.push_str(&entry(i));
+            out.push(',');
+            i += 1;
+        }
+        out.pop();
+        (out, i)
+    };
+    let (paths, np) = fill(&|i| {
+        format!(
+            r#"{{"target":"10.{}.{}.{}","port":2380,"tcp":"Timeout","tls":"NotTried"}}"#,
+            i >> 16,
+            (i >> 8) & 255,
+            i & 255
+        )
+    });
+    let (errors, ne) = fill(&|i| format!(r#"{{"step":"s{i}","message":"m"}}"#));
+    let (alarms, na) = fill(&|i| format!(r#"{{"memberId":"{:x}","alarm":"NOSPACE"}}"#, i + 1));
+    let (sans, ns) = fill(&|i| format!("\"san-{i}\""));
+    let (certs, nc) = fill(&|i| format!(r#"{{"file":"f{i}.crt","sans":[]}}"#));
+    let doc = format!(
+        r#"{{"schemaVersion":1,"nodeIp":"x","paths":[{paths}],"certs":[{{"file":"peer.crt","sans":[{sans}]}},{certs}],"errors":[{errors}],"alarms":{{"outcome":"Ok","alarms":[{alarms}]}}}}"#
+    );
+    assert!(doc.len() <= MAX_OUTPUT_BYTES, "{}", doc.len());
+    let started = crate::testing::cpu_time();
+    let out = parse("cp1", doc.as_bytes()).unwrap();
+    let took = crate::testing::cpu_time() - started;
+    assert_eq!(
+        (
+            out.paths.len(),
+            out.errors.len(),
+            out.alarms.alarms.len(),
+            out.certs.len(),
+            out.certs[0].sans.len()
+        ),
+        (MAX_PATHS, MAX_ERRORS, MAX_ALARMS, MAX_CERTS, MAX_SANS)
+    );
+    assert!(out.alarms.truncated);
+    for said in [
+        format!("its path checks: {np} entries"),
+        format!("its step errors: {ne} entries"),
+        format!("its alarm list: {na} entries"),
+        format!("its certificates: {} entries", nc + 1),
+        format!("a certificate's SANs: {ns} entries"),
+    ] {
+        assert!(
+            out.document_problems.iter().any(|l| l.starts_with(&said)),
+            "{said}: {:#?}",
+            out.document_problems
+        );
+    }
+    assert!(
+        took < std::time::Duration::from_secs(15),
+        "took {took:?} of CPU"
+    );
 }

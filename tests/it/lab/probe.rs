@@ -516,7 +516,7 @@ fn own_view(etcd: EtcdVersion) {
             .map(|x| {
                 assert!(!x.is_learner && !x.client_urls.is_empty(), "{x:?}");
                 (
-                    x.id.clone().unwrap(),
+                    x.id.unwrap().to_string(),
                     x.name.clone().unwrap(),
                     x.peer_urls.clone(),
                 )
@@ -564,11 +564,11 @@ fn own_view(etcd: EtcdVersion) {
     gateway(&lab, "cp1", "/v3/maintenance/alarm", &raise);
     for r in probe_all(&lab) {
         let p = r.probe().unwrap();
-        let got: Vec<(Option<&str>, &str)> = (p.alarms.alarms.iter())
-            .map(|a| (a.member_id.as_deref(), a.alarm.as_str()))
+        let got: Vec<(Option<String>, &str)> = (p.alarms.alarms.iter())
+            .map(|a| (a.member_id.map(|i| i.to_string()), a.alarm.as_str()))
             .collect();
         let hex = format!("{cp2:x}");
-        assert_eq!(got, [(Some(hex.as_str()), "NOSPACE")], "{}", r.name);
+        assert_eq!(got, [(Some(hex), "NOSPACE")], "{}", r.name);
         assert_eq!(p.health.outcome, HealthOutcome::Unhealthy, "{}", r.name);
         // 3.5 names the alarm in /health; 3.4 does not (hence the alarm list).
         let body = p.health.body.as_deref().unwrap_or_default();

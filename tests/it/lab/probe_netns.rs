@@ -417,7 +417,11 @@ fn an_ipv6_node_against_real_listeners() {
             Some("https://[fd00:db8::1]:2380/members")
         );
         let first = &m.members[0];
-        assert_eq!(first.id.as_deref(), Some("91bc3c398fb3c146"), "{what}");
+        assert_eq!(
+            first.id.map(|i| i.to_string()).as_deref(),
+            Some("91bc3c398fb3c146"),
+            "{what}"
+        );
         assert_eq!(first.peer_urls, ["https://[fd00:db8::1]:2380"]);
     }
 }
