@@ -32,6 +32,8 @@ pub const SURPLUS: usize = 1;
 /// there is no KCP to ask: etcd advises at most 7 members, a 7-node control plane rolling has 8
 /// Machines. Bounds the probe pods and ssh sessions of one cluster, and each matrix to 256 cells.
 pub const MAX_TARGETS: usize = 16;
+// A probe's document is read with room for this many addresses' paths, no fewer.
+const _: () = assert!(MAX_TARGETS <= crate::probe::parse::bounds::MAX_ADDRESSES);
 
 /// The KCP that should own the Machines: its name, and its uid when the object was read.
 #[derive(Debug, Clone, Copy)]

@@ -127,6 +127,7 @@ const FOLDERS: &[(&str, &[&[&str]])] = &[
             &["hostkey"],
         ],
     ),
+    ("probe::parse", &[&["bounds"]]),
     (
         "probe::etcdlog",
         &[&["leader", "window"], &["line"], &["time"]],

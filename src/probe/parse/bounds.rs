@@ -31,9 +31,12 @@ pub const MAX_CERTS: usize = 5;
 /// SANs of one certificate: the probe prints what openssl lists (kubeadm's etcd certificates
 /// have a handful: the host name, localhost, the node's IPs); 64 is the plugin's bound.
 pub const MAX_SANS: usize = 64;
-/// Paths: 2379 and 2380 of `--self` and each `--peer`, each address once; the plugin passes at
-/// most [`MAX_TARGETS`](crate::supervisor::targets::MAX_TARGETS) addresses.
-pub const MAX_PATHS: usize = 2 * crate::supervisor::targets::MAX_TARGETS;
+/// The most addresses the plugin passes a probe (`--self` and the `--peer`s): the targets'
+/// bound, `supervisor::targets::MAX_TARGETS`, which sits above this module and checks at
+/// compile time that it is no more than this.
+pub const MAX_ADDRESSES: usize = 16;
+/// Paths: 2379 and 2380 of `--self` and each `--peer`, each address once.
+pub const MAX_PATHS: usize = 2 * MAX_ADDRESSES;
 /// Errors: one per step that can fail (host, etcd-logs, etcd-previous-logs, paths twice,
 /// manifest, probe) and one per argument it could not use (the plugin passes at most 21
 /// options); each message `cap($2, 500)`.
