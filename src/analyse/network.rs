@@ -114,6 +114,13 @@ pub fn input(objects: &NetworkObjects) -> PolicyInput {
         namespace_labels,
         policies,
         vms,
+        live_group: objects.live_policy_kind.and_then(|k| match k {
+            NetKind::VpcSecurityPolicy => Some(super::policy::NsxGroup::Vpc),
+            NetKind::T1SecurityPolicy => Some(super::policy::NsxGroup::Legacy),
+            _ => None,
+        }),
+        networking_basis: objects.networking_basis.clone(),
+        policies_left_out: objects.policies_left_out,
     }
 }
 
@@ -442,7 +449,10 @@ pub fn join(diagnosis: &mut Diagnosis, facts: &ClusterFacts, a: &NetworkAssessme
         if works.is_empty() {
             continue;
         }
-        let w = PolicyWarning { paths: works, ..w };
+        let w = PolicyWarning {
+            paths: works,
+            ..w.clone()
+        };
         diagnosis
             .verdict
             .notes

@@ -41,14 +41,17 @@
 mod evaluate;
 mod model;
 mod selector;
+mod validate;
 
 pub use evaluate::{
-    evaluate, BlockingRule, CoverReason, CoveringRule, PathEvaluation, PathOutcome, PathRef,
-    PolicyEvaluation, PolicyInput, PolicySummary, PolicyVm, PolicyWarning, RuleRef, Side,
-    SideOutcome, ETCD_PORTS, MAX_POLICIES, MAX_VMS,
+    evaluate, BlockingRule, CoverReason, CoveredCheck, CoveringRule, PathEvaluation, PathOutcome,
+    PathRef, PolicyEvaluation, PolicyInput, PolicySummary, PolicyVm, PolicyWarning, RuleRef,
+    SetAside, Side, SideOutcome, COVERING_EXAMPLES, ETCD_PORTS, MAX_COVERING, MAX_POLICIES,
+    MAX_VMS, MAX_WARNINGS,
 };
 pub use model::{Action, Direction, NsxGroup, PolicyObject, Realization, RealizedState};
 pub use selector::{Operator, Requirement, Selector};
+pub use validate::validate;
 
 #[cfg(test)]
 mod tests;

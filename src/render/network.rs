@@ -196,6 +196,7 @@ mod tests {
                 namespace_labels: Default::default(),
                 policies: vec![],
                 vms: vec![],
+                ..Default::default()
             }),
         };
         let mut out = Lines::new(Paint { on: false });

@@ -192,8 +192,17 @@ pub enum PortSpec {
         start: u16,
         end: Option<u16>,
     },
-    /// A named port: nsx-operator resolves it from Pods' container ports (`expand.go`).
-    Named { protocol: String, name: String },
+    /// A named port (a string `port`, even `"2379"`): nsx-operator resolves it from the
+    /// container ports of the Pods the rule's podSelector selects, and makes that entry's
+    /// destination those Pods' IPs (`expand.go` `expandRuleByPort`, `getPodSelectors`: "We
+    /// only consider named port for PodSelector, not VMSelector"; docs/security-policy.md:
+    /// "Support named port for Pod, but not for VM"). It never matches traffic to a VM.
+    /// `end_port`: an `endPort` beside it, which nsx-operator refuses.
+    Named {
+        protocol: String,
+        name: String,
+        end_port: bool,
+    },
 }
 
 /// A rule read as far as it could be: each part may be unreadable on its own.
@@ -444,6 +453,7 @@ fn ports(v: Option<&Value>) -> Result<Vec<PortSpec>, String> {
                 Some(Value::String(name)) => Ok(PortSpec::Named {
                     protocol,
                     name: clip(name, 63),
+                    end_port: end.is_some(),
                 }),
                 None | Some(Value::Null) => Ok(PortSpec::Numbers {
                     protocol,

@@ -61,6 +61,7 @@ fn run(policies: Vec<PolicyObject>) -> PolicyEvaluation {
         namespace_labels: labels(&[("kubernetes.io/metadata.name", "ns-prod"), ("env", "prod")]),
         policies,
         vms: vms(),
+        ..Default::default()
     })
 }
 
@@ -237,7 +238,10 @@ fn an_unrealized_drop_behind_a_realized_allow_would_not_decide() {
             state: RealizedState::NotRealized,
             would_decide: false
         }));
-    assert_eq!(e.covering.len(), 6);
+    // One rule, aggregated: 6 ingress checks of 6 paths.
+    assert_eq!(e.covering.len(), 1);
+    assert_eq!((e.covering[0].checks, e.covering[0].paths), (6, 6));
+    assert_eq!(e.covering[0].examples.len(), COVERING_EXAMPLES);
     assert!(e.warnings().is_empty());
 }
 
@@ -250,12 +254,52 @@ fn a_rule_level_applied_to_selects_its_vms_only() {
             if t == A {
                 assert_eq!(rule_of(&o), ("zone-a-only", 0, Action::Drop, Direction::In));
             } else {
-                // The rule without any appliedTo applies to nothing (nsx-operator refuses it).
                 assert_eq!(o, PathOutcome::NoVisibleRule, "{port} {f} {t}");
             }
         }
     }
     assert_eq!(e.policies[0].applies_to, vec![A]);
+}
+
+#[test]
+fn a_rule_without_applied_to_in_a_policy_without_one_refuses_the_whole_policy() {
+    // builder.go buildRuleAppliedGroupByPolicy: none of the policy's rules is realized, not
+    // even the one with its own appliedTo.
+    let e = eval("no-applied-to");
+    let p = &e.policies[0];
+    assert!(!p.in_effect);
+    assert_eq!(
+        p.invalid,
+        ["rules[1]: appliedTo needs to be set in either spec or rules"]
+    );
+    for (f, t) in pairs() {
+        for port in ETCD_PORTS {
+            assert_eq!(outcome(&e, port, f, t), PathOutcome::NoVisibleRule);
+        }
+    }
+    // Its Drop of 2380 is said, as a policy that cannot be realized as written.
+    let w = e.warnings();
+    assert_eq!(w.len(), 1);
+    assert_eq!(w[0].rule.rule_name.as_deref(), Some("drop-into-cp"));
+    assert_eq!(w[0].invalid, p.invalid);
+    assert_eq!(w[0].paths.len(), 6);
+    // The same rules with a policy-level appliedTo are valid and in effect.
+    let fixed = run(objects(
+        "apiVersion: crd.nsx.vmware.com/v1alpha1
+kind: SecurityPolicy
+metadata: {name: half-applied, namespace: ns-prod}
+spec:
+  priority: 10
+  appliedTo: [{vmSelector: {}}]
+  rules:
+  - {direction: In, action: Drop, ports: [{port: 2380}], appliedTo: [{vmSelector: {}}]}
+  - {direction: In, action: Drop, ports: [{port: 2379}]}
+status:
+  conditions: [{type: Ready, status: 'True'}]
+",
+    ));
+    assert!(fixed.policies[0].in_effect);
+    assert_eq!(fixed.blocking().len(), 2);
 }
 
 #[test]
@@ -305,6 +349,7 @@ fn a_vm_without_a_known_ip_against_ip_blocks_cannot_be_decided() {
         namespace_labels: BTreeMap::new(),
         policies: fixture("ip-blocks"),
         vms: vms(),
+        ..Default::default()
     };
     input.vms[0].ips.clear(); // C
     let e = evaluate(&input);
@@ -319,15 +364,53 @@ fn a_vm_without_a_known_ip_against_ip_blocks_cannot_be_decided() {
 }
 
 #[test]
-fn a_named_port_cannot_be_decided() {
+fn a_named_port_never_matches_a_vm_and_the_numeric_drop_decides() {
+    // The priority 1 Allow's ports are the named port `etcd-peer` and the string "2379": both
+    // resolved from Pods only (expand.go), so neither matches; the priority 5 Drop of 2380
+    // decides, and is named.
     let e = eval("named-port");
     for (f, t) in pairs() {
-        match outcome(&e, 2379, f, t) {
-            PathOutcome::CannotDecide { why } => assert!(why.contains("named port"), "{why}"),
-            o => panic!("{o:?}"),
-        }
+        assert_eq!(
+            rule_of(&outcome(&e, 2380, f, t)),
+            ("drop-peer", 0, Action::Drop, Direction::In),
+            "{f} {t}"
+        );
+        assert_eq!(outcome(&e, 2379, f, t), PathOutcome::NoVisibleRule);
     }
-    assert_eq!(e.undecided().count(), 12);
+    assert_eq!(e.undecided().count(), 0);
+    assert!(e
+        .policies
+        .iter()
+        .all(|p| p.invalid.is_empty() && p.in_effect));
+}
+
+#[test]
+fn a_named_port_nsx_operator_refuses_makes_the_policy_unrealizable() {
+    // expand.go validateNamedPortRule: an Out rule with a named port and no destinations.
+    let e = run(objects(
+        "apiVersion: crd.nsx.vmware.com/v1alpha1
+kind: SecurityPolicy
+metadata: {name: p, namespace: ns-prod}
+spec:
+  appliedTo: [{vmSelector: {}}]
+  rules:
+  - {direction: In, action: Drop, ports: [{port: 2380}]}
+  - {direction: Out, action: Allow, ports: [{port: etcd-client}]}
+status:
+  conditions: [{type: Ready, status: 'True'}]
+",
+    ));
+    assert_eq!(
+        e.policies[0].invalid,
+        ["rules[1]: Allow-all egress rules are not supported with named port"]
+    );
+    assert!(
+        !e.policies[0].in_effect,
+        "a stale Ready True does not make it realized"
+    );
+    assert_eq!(outcome(&e, 2380, A, B), PathOutcome::NoVisibleRule);
+    assert_eq!(e.warnings().len(), 1);
+    assert_eq!(e.warnings()[0].invalid.len(), 1);
 }
 
 #[test]
@@ -450,12 +533,9 @@ fn other_namespaces_and_pods_do_not_select_these_vms() {
             assert_eq!(outcome(&e, port, f, t), PathOutcome::NoVisibleRule);
         }
     }
-    let other = e
-        .policies
-        .iter()
-        .find(|p| p.name == "other-namespace")
-        .unwrap();
-    assert!(other.applies_to.is_empty());
+    // A VPC policy of another namespace is built in that namespace's VPC: it cannot apply.
+    assert!(e.policies.iter().all(|p| p.name != "other-namespace"));
+    assert_eq!(e.policies_not_applying, 1);
     assert_eq!(e.selecting_vms().count(), 1);
 }
 
@@ -477,9 +557,11 @@ status:
     let mut many = objects(&text);
     let one = many[0].clone();
     many.extend(std::iter::repeat_n(one, MAX_POLICIES + 3));
-    let e = run(many);
+    let e = run(many.clone());
     assert_eq!(e.policies.len(), MAX_POLICIES);
     assert_eq!(e.policies_not_read, 4);
+    // Not Ready: the 4 not evaluated could not decide a check either.
+    assert_eq!(e.undecided().count(), 0);
     assert!(e.policies[0].name.chars().count() <= 254);
     assert!(
         e.policies[0]
@@ -491,14 +573,23 @@ status:
             .count()
             <= 1025
     );
-    assert!(e.undecided().count() == 12);
+    // Ready True: the 4 not evaluated share priority 0 with the deciding Drop, so no Drop is
+    // named: every path cannot be decided.
+    for p in &mut many {
+        p.object.data["status"]["conditions"][0]["status"] = serde_json::json!("True");
+    }
+    let e = run(many);
+    assert_eq!(e.undecided().count(), 12);
+    assert!(e.blocking().is_empty());
     // Garbage spec: still read, never a panic.
     for text in [
         "apiVersion: crd.nsx.vmware.com/v1alpha1\nkind: SecurityPolicy\nmetadata: {name: g}\nspec: 7\n",
         "apiVersion: crd.nsx.vmware.com/v1alpha1\nkind: SecurityPolicy\nmetadata: {name: g}\nspec: {rules: [null, 1, {ports: 3}], appliedTo: 5}\nstatus: {conditions: 3}\n",
     ] {
         let e = run(objects(text));
-        assert_eq!(e.policies.len(), 1);
+        assert_eq!(e.policies.len() + e.policies_not_applying, 1);
+        let e = run(objects(&text.replace("{name: g}", "{name: g, namespace: ns-prod}")));
+        assert_eq!(e.policies.len() + e.policies_not_applying, 1);
     }
 }
 
@@ -554,6 +645,7 @@ spec:
         namespace_labels: BTreeMap::new(),
         policies: vec![one; MAX_POLICIES],
         vms,
+        ..Default::default()
     });
     assert_eq!(e.paths.len(), 2 * MAX_VMS * (MAX_VMS - 1));
     assert!(
