@@ -173,7 +173,13 @@ fn failing_paths_no_visible_rule_blocks_are_outside_the_supervisors_view() {
     let line = &d.verdict.evidence[0];
     assert!(
         line.starts_with("6 of the 6 failing paths (machine-a → machine-b:2380")
-            && line.contains("the cause is outside the Supervisor's view (NSX distributed firewall or gateway rules made in NSX Manager, the NSGroups of an NSX 4.1 to 4.2 upgrade)")
+            && line.contains("the cause is outside the Supervisor's view")
+            && line.contains("Ethernet, Emergency, Infrastructure, Environment")
+            && line.contains("the VPC or project default rules")
+            && line.contains("SpoofGuard / IP discovery")
+            && line.contains("a firewall inside the guest")
+            && !line.contains("gateway")
+            && !line.contains("NetworkPolic")
             && line.contains("read: securitypolicies.crd.nsx.vmware.com 1")
             && line.contains("could not read: list subnetports.crd.nsx.vmware.com in namespace ns-prod: forbidden"),
         "{line}"
@@ -197,7 +203,8 @@ fn a_rule_not_realized_on_a_healthy_cluster_is_a_warning() {
     assert!(
         d.verdict.notes.iter().any(|n| n
             .starts_with("warning: SecurityPolicy ns-prod/pending-drop")
-            && n.contains("not realized by NSX")),
+            && n.contains("not Ready")
+            && n.contains("last realized")),
         "{:#?}",
         d.verdict.notes
     );
@@ -254,4 +261,289 @@ fn the_assessment_is_camel_case_and_round_trips() {
     }
     let back: NetworkAssessment = serde_json::from_value(v).unwrap();
     assert_eq!(back, a);
+}
+
+/// Probe cells with `state` on the given paths of `port` (by Machine index), every other cell
+/// ok.
+fn diagnosis_with(
+    code: VerdictCode,
+    port: u16,
+    failing: &[(usize, usize)],
+    state: CellState,
+) -> Diagnosis {
+    let mut d = diagnosis(code, None);
+    for m in &mut d.matrices {
+        for c in &mut m.cells {
+            let i = MACHINES.iter().position(|n| *n == c.from).unwrap();
+            let j = MACHINES.iter().position(|n| *n == c.to).unwrap();
+            if c.port == port && failing.contains(&(i, j)) {
+                c.state = state;
+            }
+        }
+    }
+    d
+}
+
+fn policy_objects(yaml: &str) -> NetworkObjects {
+    let mut o = objects("allow");
+    o.security_policies = serde_yaml_ng::Deserializer::from_str(yaml)
+        .map(|d| serde_json::Value::deserialize(d).unwrap())
+        .filter(|v| !v.is_null())
+        .map(|v| {
+            (
+                NetKind::VpcSecurityPolicy,
+                serde_json::from_value(v).unwrap(),
+            )
+        })
+        .collect();
+    o
+}
+
+#[test]
+fn a_failing_path_under_a_not_ready_drop_names_it_and_its_last_realized_version() {
+    let a = assess(&objects("not-realized"));
+    let mut d = diagnosis(
+        VerdictCode::EtcdPeerNetworkBlocked,
+        Some((2380, CellState::Timeout)),
+    );
+    join(&mut d, &facts(), &a);
+    let line = &d.verdict.evidence[0];
+    assert!(
+        line.starts_with("SecurityPolicy ns-prod/pending-drop (crd.nsx.vmware.com, priority 20, rules[0] \"drop-peer\")")
+            && line.contains("covers 6 of the 6 failing paths")
+            && line.contains("not Ready (SecurityPolicyNotReady: error occurred")
+            && line.contains("last realized"),
+        "{line}"
+    );
+    assert!(
+        !d.verdict
+            .evidence
+            .iter()
+            .any(|l| l.contains("outside the Supervisor's view")),
+        "{:#?}",
+        d.verdict.evidence
+    );
+    assert!(
+        d.verdict.next_steps[0].starts_with("Fix SecurityPolicy ns-prod/pending-drop: "),
+        "{:#?}",
+        d.verdict.next_steps
+    );
+}
+
+#[test]
+fn a_policy_nsx_operator_refuses_cannot_be_realized_as_written() {
+    let a = assess(&objects("no-applied-to"));
+    let mut d = diagnosis(
+        VerdictCode::EtcdPeerNetworkBlocked,
+        Some((2380, CellState::Timeout)),
+    );
+    join(&mut d, &facts(), &a);
+    let line = &d.verdict.evidence[0];
+    assert!(
+        line.starts_with("SecurityPolicy ns-prod/half-applied")
+            && line.contains("not Ready")
+            && line.contains("cannot be realized as written")
+            && line.contains("appliedTo needs to be set in either spec or rules")
+            && line.contains("last realized")
+            && !line.contains("once it is realized"),
+        "{line}"
+    );
+}
+
+#[test]
+fn a_cannot_decide_line_names_the_policy() {
+    // An unreadable action in a realized policy that selects the VMs, at priority 1.
+    let o = policy_objects(
+        "apiVersion: crd.nsx.vmware.com/v1alpha1
+kind: SecurityPolicy
+metadata: {name: odd-action, namespace: ns-prod}
+spec:
+  priority: 1
+  appliedTo: [{vmSelector: {}}]
+  rules:
+  - {direction: In, action: Deny, ports: [{port: 2380}]}
+status:
+  conditions: [{type: Ready, status: 'True'}]
+",
+    );
+    let a = assess(&o);
+    let mut d = diagnosis(
+        VerdictCode::EtcdPeerNetworkBlocked,
+        Some((2380, CellState::Timeout)),
+    );
+    join(&mut d, &facts(), &a);
+    let line = &d.verdict.evidence[0];
+    assert!(
+        line.contains("cannot be decided from the visible SecurityPolicies: SecurityPolicy ns-prod/odd-action: rules[0]"),
+        "{line}"
+    );
+}
+
+fn leader_logs() -> Vec<crate::analyse::verdict::NodeLogs> {
+    let line = r#"{"level":"info","ts":"2026-12-02T14:46:13.937Z","caller":"raft/node.go:327","msg":"raft.node: 71ea0ea03f1cc0b1 elected leader 14569749fa01776e at term 45"}"#;
+    MACHINES
+        .iter()
+        .map(|m| crate::analyse::verdict::NodeLogs {
+            node: m.to_string(),
+            summary: crate::probe::etcdlog::classify(line),
+        })
+        .collect()
+}
+
+#[test]
+fn a_published_drop_of_2380_with_a_leader_still_known_is_hedged() {
+    let a = assess(&objects("drop-between-cp"));
+    let mut d = diagnosis(
+        VerdictCode::EtcdPeerNetworkPartial,
+        Some((2380, CellState::Timeout)),
+    );
+    d.logs = leader_logs();
+    assert!(
+        d.logs[0].summary.leader.is_some(),
+        "the fixture line is a leader line"
+    );
+    join(&mut d, &facts(), &a);
+    assert!(
+        d.verdict
+            .evidence
+            .iter()
+            .any(|l| l.contains("still have a leader")
+                && l.contains("established")
+                && l.contains("SecurityPolicy ns-prod/isolate-etcd")),
+        "{:#?}",
+        d.verdict.evidence
+    );
+    // Without a leader line: no hedge.
+    let mut d = diagnosis(
+        VerdictCode::EtcdPeerNetworkPartial,
+        Some((2380, CellState::Timeout)),
+    );
+    join(&mut d, &facts(), &a);
+    assert!(!d.verdict.evidence.iter().any(|l| l.contains("established")));
+}
+
+#[test]
+fn an_egress_drop_beats_an_ingress_allow_of_higher_priority() {
+    // Each check is its own: the egress check at FROM meets the Drop (priority 9) whatever
+    // the ingress check at TO allows first (priority 1).
+    let o = policy_objects(
+        "apiVersion: crd.nsx.vmware.com/v1alpha1
+kind: SecurityPolicy
+metadata: {name: allow-in, namespace: ns-prod}
+spec:
+  priority: 1
+  appliedTo: [{vmSelector: {}}]
+  rules:
+  - {direction: In, action: Allow, ports: [{port: 2379, endPort: 2380}]}
+status:
+  conditions: [{type: Ready, status: 'True'}]
+---
+apiVersion: crd.nsx.vmware.com/v1alpha1
+kind: SecurityPolicy
+metadata: {name: drop-out, namespace: ns-prod}
+spec:
+  priority: 9
+  appliedTo: [{vmSelector: {matchLabels: {topology.kubernetes.io/zone: zone-a}}}]
+  rules:
+  - {direction: Out, action: Drop, ports: [{port: 2380}]}
+status:
+  conditions: [{type: Ready, status: 'True'}]
+",
+    );
+    let a = assess(&o);
+    let r = a.evaluation.blocking_rule(2380, VMS[0], VMS[1]).unwrap();
+    assert_eq!(
+        (r.policy.as_str(), r.direction),
+        ("drop-out", crate::analyse::policy::Direction::Out)
+    );
+    assert!(a.evaluation.blocking_rule(2380, VMS[1], VMS[0]).is_none());
+    let mut d = diagnosis_with(
+        VerdictCode::EtcdPeerNetworkPartial,
+        2380,
+        &[(0, 1), (0, 2)],
+        CellState::Timeout,
+    );
+    join(&mut d, &facts(), &a);
+    assert!(
+        d.verdict.evidence[0].starts_with(
+            "SecurityPolicy ns-prod/drop-out (crd.nsx.vmware.com, priority 9, rules[0])"
+        ) && d.verdict.evidence[0].contains("covers 2 of the 2 failing paths"),
+        "{:#?}",
+        d.verdict.evidence
+    );
+    assert!(d.verdict.next_steps[0].starts_with("Fix SecurityPolicy ns-prod/drop-out"));
+}
+
+#[test]
+fn a_policy_level_applied_to_wins_over_the_rule_level_one_with_a_reject() {
+    // The rule's own appliedTo names zone-c only; the policy's selects every control-plane VM
+    // and takes precedence (docs/security-policy.md): the Reject applies at every VM.
+    let o = policy_objects(
+        "apiVersion: crd.nsx.vmware.com/v1alpha1
+kind: SecurityPolicy
+metadata: {name: reject-peer, namespace: ns-prod}
+spec:
+  priority: 3
+  appliedTo: [{vmSelector: {matchLabels: {capv.vmware.com/cluster.role: controlplane}}}]
+  rules:
+  - direction: Ingress
+    action: Reject
+    appliedTo: [{vmSelector: {matchLabels: {topology.kubernetes.io/zone: zone-c}}}]
+    ports: [{port: 2380}]
+status:
+  conditions: [{type: Ready, status: 'True'}]
+",
+    );
+    let a = assess(&o);
+    assert!(a.evaluation.policies[0].invalid.is_empty());
+    for f in VMS {
+        for t in VMS {
+            if f != t {
+                let r = a.evaluation.blocking_rule(2380, f, t).unwrap();
+                assert_eq!(r.action, Action::Reject, "{f} {t}");
+            }
+        }
+    }
+    let mut d = diagnosis(
+        VerdictCode::EtcdPeerPortRefused,
+        Some((2380, CellState::Refused)),
+    );
+    join(&mut d, &facts(), &a);
+    assert!(
+        d.verdict.evidence[0].starts_with("SecurityPolicy ns-prod/reject-peer")
+            && d.verdict.evidence[0].contains("Reject In on TCP 2380 covers 6 of the 6"),
+        "{:#?}",
+        d.verdict.evidence
+    );
+    assert!(d.verdict.next_steps[0].contains("rejects TCP 2380"));
+}
+
+#[test]
+fn an_allow_only_policy_and_a_network_policy_default_deny_name_neither() {
+    // NetworkPolicies are realized for Pods only; the Allow blocks nothing.
+    let mut o = objects("allow");
+    o.network_policies = vec![serde_json::from_value(serde_json::json!({
+        "apiVersion": "networking.k8s.io/v1",
+        "kind": "NetworkPolicy",
+        "metadata": {"name": "default-deny", "namespace": "ns-prod"},
+        "spec": {"podSelector": {}, "policyTypes": ["Ingress", "Egress"]},
+    }))
+    .unwrap()];
+    let a = assess(&o);
+    assert!(a.evaluation.blocking().is_empty());
+    let mut d = diagnosis(
+        VerdictCode::EtcdPeerNetworkBlocked,
+        Some((2380, CellState::Timeout)),
+    );
+    join(&mut d, &facts(), &a);
+    let ev = d.verdict.evidence.join("\n");
+    assert!(ev.contains("outside the Supervisor's view"), "{ev}");
+    assert!(
+        !ev.contains("allow-etcd") && !ev.contains("default-deny"),
+        "{ev}"
+    );
+    assert!(!d.verdict.next_steps.iter().any(|s| s.starts_with("Fix ")));
+    assert!(crate::analyse::network_findings(&a)
+        .iter()
+        .all(|f| f.code != FindingCode::SecurityPolicyBlocksEtcd));
 }

@@ -431,7 +431,9 @@ pub fn rollout_text(n: &ControlPlaneNode, r: &RolloutPhase) -> String {
 
 /// The findings of the cluster's network, when the Supervisor serves an NSX group: each
 /// realization problem, each rule in effect that blocks 2379/2380 between the control-plane
-/// VMs, each one that would (shadowed, not realized). Paths are named by VM.
+/// VMs, each one that would (shadowed, not in effect as written). Paths are named by VM; the
+/// SecurityPolicy findings are bounded (the first by priority, then a count).
+
 pub fn network_findings(a: &NetworkAssessment) -> Vec<Finding> {
     use FindingCode::*;
     use Severity::*;
@@ -455,7 +457,12 @@ pub fn network_findings(a: &NetworkAssessment) -> Vec<Finding> {
         });
         out.push(finding(NetworkNotRealized, Error, p.vm.as_deref(), text));
     }
-    for b in a.evaluation.blocking() {
+    // Bounded whatever the namespace holds: the first rules (by priority: the evaluation's
+    // order), then one finding with the count of the rest.
+    const MAX_POLICY_FINDINGS: usize = 8;
+    let ev = &a.evaluation;
+    let blocking = ev.blocking();
+    for b in blocking.iter().take(MAX_POLICY_FINDINGS) {
         out.push(finding(
             SecurityPolicyBlocksEtcd,
             Error,
@@ -466,19 +473,42 @@ pub fn network_findings(a: &NetworkAssessment) -> Vec<Finding> {
                 action_text(&b.rule),
                 ports_text(&b.paths),
                 b.paths.len(),
-                pairs_text(&b.paths, a.evaluation.vms.len()),
+                pairs_text(&b.paths, ev.vms.len()),
                 b.rule.group.name(),
                 b.rule.policy,
                 b.rule.namespace
             ),
         ));
     }
-    for w in a.evaluation.warnings() {
+    if blocking.len() > MAX_POLICY_FINDINGS {
+        out.push(finding(
+            SecurityPolicyBlocksEtcd,
+            Error,
+            None,
+            format!(
+                "and {} more SecurityPolicy rules block paths between the control-plane VMs (-o json: networkPolicy.evaluation.blocking)",
+                blocking.len() - MAX_POLICY_FINDINGS
+            ),
+        ));
+    }
+    let warnings = ev.warnings();
+    for w in warnings.iter().take(MAX_POLICY_FINDINGS) {
         out.push(finding(
             SecurityPolicyWouldBlockEtcd,
             Warning,
             None,
-            warning_text(&w, a.evaluation.vms.len()),
+            warning_text(w, ev.vms.len()),
+        ));
+    }
+    let more = warnings.len().saturating_sub(MAX_POLICY_FINDINGS) + ev.warnings_not_listed;
+    if more > 0 {
+        out.push(finding(
+            SecurityPolicyWouldBlockEtcd,
+            Warning,
+            None,
+            format!(
+                "and {more} more SecurityPolicy rules would block paths between the control-plane VMs (shadowed, or not in effect; -o json: networkPolicy.evaluation.covering)"
+            ),
         ));
     }
     out
