@@ -588,4 +588,4 @@ pub fn join(diagnosis: &mut Diagnosis, facts: &ClusterFacts, a: &NetworkAssessme
 
 #[cfg(test)]
 #[path = "network_tests.rs"]
-mod tests;
+pub(crate) mod tests;

@@ -547,3 +547,54 @@ fn an_allow_only_policy_and_a_network_policy_default_deny_name_neither() {
         .iter()
         .all(|f| f.code != FindingCode::SecurityPolicyBlocksEtcd));
 }
+
+/// The issue's namespace: one priority-0 Allow and 63 policies of 64 shadowed Drops.
+pub(crate) fn drowned() -> NetworkObjects {
+    let rules: String = (0..64)
+        .map(|_| "  - {direction: In, action: Drop, ports: [{port: 2379, endPort: 2380}]}\n")
+        .collect();
+    let policy = |name: String, priority: u32, rules: &str| {
+        format!(
+            "apiVersion: crd.nsx.vmware.com/v1alpha1
+kind: SecurityPolicy
+metadata: {{name: {name}, namespace: ns-prod}}
+spec:
+  priority: {priority}
+  appliedTo: [{{vmSelector: {{matchLabels: {{capv.vmware.com/cluster.role: controlplane}}}}}}]
+  rules:
+{rules}status:
+  conditions: [{{type: Ready, status: 'True'}}]
+---
+"
+        )
+    };
+    let mut text = policy(
+        "allow-all".into(),
+        0,
+        "  - {direction: In, action: Allow}\n",
+    );
+    for i in 0..63 {
+        text += &policy(format!("deny-{i:02}"), 5, &rules);
+    }
+    policy_objects(&text)
+}
+
+#[test]
+fn a_drowned_namespace_gives_bounded_findings_notes_and_json() {
+    let start = std::time::Instant::now();
+    let a = assess(&drowned());
+    let findings = crate::analyse::network_findings(&a);
+    let mut d = diagnosis(VerdictCode::Healthy, None);
+    join(&mut d, &facts(), &a);
+    assert!(start.elapsed() < std::time::Duration::from_secs(5));
+    // 8 warnings and one that counts the rest.
+    assert_eq!(findings.len(), 9, "{findings:#?}");
+    assert!(findings[8].message.starts_with(&format!(
+        "and {} more SecurityPolicy rules would block",
+        63 * 64 - 8
+    )));
+    assert_eq!(d.verdict.notes.len(), 9, "{:#?}", d.verdict.notes);
+    assert!(d.verdict.notes[8].contains(&format!("and {} more", 63 * 64 - 8)));
+    let json = serde_json::to_string(&a).unwrap();
+    assert!(json.len() < 200_000, "{} bytes", json.len());
+}

@@ -263,4 +263,19 @@ mod tests {
         );
         assert!(text.lines().all(|l| !l.starts_with("break")), "{text}");
     }
+
+    /// The namespace (one priority-0 Allow, 63 policies of 64 shadowed Drops): a
+    /// section of a few lines, not thousands.
+    #[test]
+    fn a_drowned_namespace_gives_a_short_section() {
+        let a = crate::analyse::assess(&crate::analyse::network::tests::drowned());
+        for wide in [false, true] {
+            let mut out = Lines::new(Paint { on: false });
+            section(&mut out, &a, wide);
+            let text = out.finish();
+            let lines = text.lines().count();
+            assert!(lines < 100, "{lines} lines:\n{text}");
+            assert!(text.contains("and 4024 more rules"), "{text}");
+        }
+    }
 }

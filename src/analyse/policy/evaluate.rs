@@ -1017,25 +1017,35 @@ pub fn evaluate(input: &PolicyInput) -> PolicyEvaluation {
     } else {
         Vec::new()
     };
-    let first_cut = cut
-        .iter()
-        .filter(|p| effect(p, &invalid_of(p)))
-        .min_by_key(|p| p.priority.as_ref().ok().copied().unwrap_or(0));
-    let unread = if input.policies_left_out > 0 {
+    // Per direction: a cut policy can only come first in a check its rules' direction (or an
+    // unreadable one) can match.
+    let unread_for = |dir: Direction| -> Option<Unread> {
+        if input.policies_left_out > 0 {
+            return Some(Unread {
+                priority: 0,
+                why: format!(
+                    "{} SecurityPolicies were left out of the read (bounded): any of them might come first",
+                    input.policies_left_out
+                ),
+            });
+        }
+        let reaches = |p: &Policy| {
+            p.rules_truncated
+                || p.rules
+                    .iter()
+                    .any(|r| r.direction.as_ref().map_or(true, |d| *d == dir))
+        };
+        let first = cut
+            .iter()
+            .filter(|p| reaches(p) && effect(p, &invalid_of(p)))
+            .min_by_key(|p| p.priority.as_ref().ok().copied().unwrap_or(0))?;
         Some(Unread {
-            priority: 0,
-            why: format!(
-                "{} SecurityPolicies were left out of the read (bounded): any of them might come first",
-                input.policies_left_out
-            ),
-        })
-    } else {
-        first_cut.map(|p| Unread {
-            priority: p.priority.as_ref().ok().copied().unwrap_or(0),
+            priority: first.priority.as_ref().ok().copied().unwrap_or(0),
             why: format!(
                 "{} (priority {}) and {} more SecurityPolicies past the first {MAX_POLICIES} by priority were not evaluated: any of them might come first",
-                who(p),
-                p.priority
+                who(first),
+                first
+                    .priority
                     .as_ref()
                     .map(u32::to_string)
                     .unwrap_or_else(|_| "unknown".into()),
@@ -1043,6 +1053,8 @@ pub fn evaluate(input: &PolicyInput) -> PolicyEvaluation {
             ),
         })
     };
+    let unread_out = unread_for(Direction::Out);
+    let unread_in = unread_for(Direction::In);
     let policies = candidates;
     let invalid: Vec<Vec<String>> = policies.iter().map(invalid_of).collect();
     let in_effect: Vec<bool> = policies
@@ -1089,8 +1101,8 @@ pub fn evaluate(input: &PolicyInput) -> PolicyEvaluation {
                     other: fi,
                     port: pi,
                 };
-                let e = check(&policies, &in_effect, &facts, unread.as_ref(), egress);
-                let i = check(&policies, &in_effect, &facts, unread.as_ref(), ingress);
+                let e = check(&policies, &in_effect, &facts, unread_out.as_ref(), egress);
+                let i = check(&policies, &in_effect, &facts, unread_in.as_ref(), ingress);
                 let outcome = combine(&e.outcome, &i.outcome);
                 let mut not_realized = None;
                 for (side, r) in [(Side::Egress, e.covering), (Side::Ingress, i.covering)] {

@@ -655,3 +655,316 @@ spec:
     );
     eprintln!("worst case: {:?}", start.elapsed());
 }
+
+/// One realized policy, in the upstream shape, as YAML text.
+fn policy_yaml(group: &str, ns: &str, name: &str, priority: u32, spec_rest: &str) -> String {
+    format!(
+        "apiVersion: {group}/v1alpha1
+kind: SecurityPolicy
+metadata: {{name: {name}, namespace: {ns}}}
+spec:
+  priority: {priority}
+{spec_rest}status:
+  conditions: [{{type: Ready, status: 'True', reason: SecurityPolicyReady}}]
+---
+"
+    )
+}
+
+const CP: &str =
+    "  appliedTo: [{vmSelector: {matchLabels: {capv.vmware.com/cluster.role: controlplane}}}]\n";
+const DROP_2380_IN: &str = "  rules:\n  - {direction: In, action: Drop, ports: [{port: 2380}]}\n";
+
+fn run_with(policies: Vec<PolicyObject>, f: impl FnOnce(&mut PolicyInput)) -> PolicyEvaluation {
+    let mut input = PolicyInput {
+        namespace: "ns-prod".to_string(),
+        namespace_labels: labels(&[("kubernetes.io/metadata.name", "ns-prod"), ("env", "prod")]),
+        policies,
+        vms: vms(),
+        ..Default::default()
+    };
+    f(&mut input);
+    evaluate(&input)
+}
+
+#[test]
+fn a_leftover_of_the_group_nsx_operator_does_not_reconcile_is_not_in_effect() {
+    // A stale Ready True on an nsx.vmware.com object in a namespace on VPC networking.
+    let text = policy_yaml(
+        "nsx.vmware.com",
+        "ns-prod",
+        "old-t1-drop",
+        1,
+        &format!("{CP}{DROP_2380_IN}"),
+    );
+    let e = run_with(objects(&text), |i| {
+        i.live_group = Some(NsxGroup::Vpc);
+        i.networking_basis = Some("the Namespace's NetworkInfo names a VPC".into());
+    });
+    assert!(e.policies.is_empty());
+    assert!(e.blocking().is_empty());
+    assert_eq!(e.set_aside.len(), 1);
+    let why = &e.set_aside[0].why;
+    assert!(
+        why.contains("leftover of nsx.vmware.com")
+            && why.contains("reconciles crd.nsx.vmware.com")
+            && why.contains("the Namespace's NetworkInfo names a VPC"),
+        "{why}"
+    );
+    assert_eq!(e.live_group, Some(NsxGroup::Vpc));
+    // Not told which group is live: both count, as before.
+    let e = run_with(objects(&text), |_| {});
+    assert_eq!(e.blocking().len(), 1);
+    assert!(e.set_aside.is_empty());
+    // The live group's own policy is evaluated.
+    let e = run_with(objects(&text), |i| i.live_group = Some(NsxGroup::Legacy));
+    assert_eq!(e.blocking().len(), 1);
+}
+
+#[test]
+fn another_namespaces_t1_policy_applies_only_through_an_applied_to_without_selectors() {
+    let mut text = policy_yaml(
+        "nsx.vmware.com",
+        "ns-shared",
+        "cluster-wide-drop",
+        2,
+        &format!("  appliedTo: [{{}}]\n{DROP_2380_IN}"),
+    );
+    text += &policy_yaml(
+        "nsx.vmware.com",
+        "ns-shared",
+        "own-vms-drop",
+        1,
+        &format!("  appliedTo: [{{vmSelector: {{}}}}]\n{DROP_2380_IN}"),
+    );
+    // A rule-level `{}` is cluster-wide as well.
+    text += &policy_yaml(
+        "nsx.vmware.com",
+        "ns-other",
+        "rule-wide-allow",
+        0,
+        "  rules:\n  - {direction: In, action: Allow, appliedTo: [{}], ports: [{port: 2379}]}\n",
+    );
+    // VPC: built in ns-vpc's own VPC, not these VMs'.
+    text += &policy_yaml(
+        "crd.nsx.vmware.com",
+        "ns-vpc",
+        "vpc-wide-drop",
+        0,
+        &format!("  appliedTo: [{{}}]\n{DROP_2380_IN}"),
+    );
+    let e = run_with(objects(&text), |_| {});
+    let names: Vec<&str> = e.policies.iter().map(|p| p.name.as_str()).collect();
+    assert_eq!(names, ["rule-wide-allow", "cluster-wide-drop"]);
+    assert_eq!(e.policies_not_applying, 2);
+    for (f, t) in pairs() {
+        let r = e.blocking_rule(2380, f, t).unwrap();
+        assert_eq!(
+            (r.namespace.as_str(), r.policy.as_str()),
+            ("ns-shared", "cluster-wide-drop")
+        );
+        assert!(matches!(
+            outcome(&e, 2379, f, t),
+            PathOutcome::Allowed { .. }
+        ));
+    }
+}
+
+#[test]
+fn an_empty_match_labels_value_selects_every_value_as_nsx_does() {
+    // builder.go: matchLabels {k: ""} is the tag condition `k|`, which Exists builds too.
+    let text = policy_yaml(
+        "crd.nsx.vmware.com",
+        "ns-prod",
+        "any-zone",
+        1,
+        &format!("  appliedTo: [{{vmSelector: {{matchLabels: {{topology.kubernetes.io/zone: ''}}}}}}]\n{DROP_2380_IN}"),
+    );
+    let e = run_with(objects(&text), |_| {});
+    assert_eq!(e.policies[0].applies_to, vec![A, B, C]);
+    assert_eq!(e.blocking()[0].paths.len(), 6);
+    // The same in a namespaceSelector: realized on the namespace's segment's tags.
+    let text = policy_yaml(
+        "crd.nsx.vmware.com",
+        "ns-prod",
+        "from-any-env",
+        1,
+        &format!("{CP}  rules:\n  - {{direction: In, action: Drop, ports: [{{port: 2380}}], from: [{{namespaceSelector: {{matchLabels: {{env: ''}}}}}}]}}\n"),
+    );
+    let e = run_with(objects(&text), |_| {});
+    assert_eq!(e.blocking().len(), 1);
+}
+
+#[test]
+fn selectors_nsx_operator_refuses_make_the_policy_unrealizable() {
+    let cases = [
+        // 4 matchLabels + the 2 built-in tags: 6 > 5 in a VPC target group.
+        (
+            "crd.nsx.vmware.com",
+            "  appliedTo: [{vmSelector: {matchLabels: {capv.vmware.com/cluster.name: tkc-prod, capw.vmware.com/cluster.name: tkc-prod, capw.vmware.com/cluster.role: controlplane, capv.vmware.com/cluster.role: controlplane}}}]\n",
+            Some("total count of labelSelectors expressions 6 exceed NSX limit of 5"),
+        ),
+        // The same in T1: mixed criteria, at most 15.
+        (
+            "nsx.vmware.com",
+            "  appliedTo: [{vmSelector: {matchExpressions: [{key: a, operator: DoesNotExist}, {key: b, operator: DoesNotExist}, {key: c, operator: DoesNotExist}, {key: capv.vmware.com/cluster.role, operator: Exists}]}}]\n",
+            None,
+        ),
+        // In on two keys.
+        (
+            "crd.nsx.vmware.com",
+            "  appliedTo: [{vmSelector: {matchExpressions: [{key: capv.vmware.com/cluster.role, operator: In, values: [controlplane]}, {key: capw.vmware.com/cluster.role, operator: In, values: [controlplane]}]}}]\n",
+            Some("count of operator 'In' expressions 2"),
+        ),
+        // NotIn in a namespaceSelector.
+        (
+            "crd.nsx.vmware.com",
+            "  appliedTo: [{vmSelector: {}}]\n  rules:\n  - {direction: In, action: Allow, from: [{namespaceSelector: {matchExpressions: [{key: env, operator: NotIn, values: [dev]}]}}]}\n",
+            Some("operator 'NotIn' for NamespaceSelector is not supported"),
+        ),
+    ];
+    for (group, spec, err) in cases {
+        let rules = if spec.contains("rules:") {
+            String::new()
+        } else {
+            DROP_2380_IN.to_string()
+        };
+        let text = policy_yaml(group, "ns-prod", "p", 1, &format!("{spec}{rules}"));
+        let e = run_with(objects(&text), |_| {});
+        let p = &e.policies[0];
+        match err {
+            Some(err) => {
+                assert!(!p.in_effect, "{spec}");
+                assert!(p.invalid.iter().any(|i| i.contains(err)), "{:?}", p.invalid);
+            }
+            None => assert!(p.invalid.is_empty() && p.in_effect, "{:?}", p.invalid),
+        }
+    }
+    // In twice on one key is merged (intersection), not refused.
+    let text = policy_yaml(
+        "crd.nsx.vmware.com",
+        "ns-prod",
+        "p",
+        1,
+        &format!("  appliedTo: [{{vmSelector: {{matchExpressions: [{{key: topology.kubernetes.io/zone, operator: In, values: [zone-a, zone-b]}}, {{key: topology.kubernetes.io/zone, operator: In, values: [zone-b, zone-c]}}]}}}}]\n{DROP_2380_IN}"),
+    );
+    let e = run_with(objects(&text), |_| {});
+    assert!(e.policies[0].invalid.is_empty());
+    assert_eq!(e.policies[0].applies_to, vec![B]);
+}
+
+#[test]
+fn policies_are_ordered_by_priority_before_the_bound() {
+    // 64 `aa-*` policies at priority 10, each a Drop the priority 0 Allow shadows; the
+    // deciding Allow is named last in list order. None of the harmless Drops is blamed.
+    let mut text = String::new();
+    for i in 0..64 {
+        text += &policy_yaml(
+            "crd.nsx.vmware.com",
+            "ns-prod",
+            &format!("aa-{i:02}"),
+            10,
+            &format!("{CP}{DROP_2380_IN}"),
+        );
+    }
+    text += &policy_yaml(
+        "crd.nsx.vmware.com",
+        "ns-prod",
+        "zz-allow-etcd",
+        0,
+        &format!("{CP}  rules:\n  - {{direction: In, action: Allow, ports: [{{port: 2379, endPort: 2380}}]}}\n"),
+    );
+    let e = run_with(objects(&text), |_| {});
+    assert_eq!(e.policies[0].name, "zz-allow-etcd");
+    assert_eq!(e.policies.len(), MAX_POLICIES);
+    assert_eq!(e.policies_not_read, 1);
+    assert!(e.blocking().is_empty());
+    for (f, t) in pairs() {
+        match outcome(&e, 2380, f, t) {
+            PathOutcome::Allowed {
+                ingress: Some(r), ..
+            } => assert_eq!(r.policy, "zz-allow-etcd"),
+            o => panic!("{o:?}"),
+        }
+    }
+    // Without the Allow, the cut's boundary is priority 10, where the Drops are: no Drop is
+    // named, and the line names the first policy not evaluated.
+    let without: Vec<PolicyObject> = objects(&text)
+        .into_iter()
+        .filter(|p| p.object.metadata.name.as_deref() != Some("zz-allow-etcd"))
+        .chain(objects(&policy_yaml(
+            "crd.nsx.vmware.com",
+            "ns-prod",
+            "ab-late",
+            10,
+            &format!("{CP}{DROP_2380_IN}"),
+        )))
+        .collect();
+    let e = run_with(without, |_| {});
+    assert!(e.blocking().is_empty());
+    match outcome(&e, 2380, A, B) {
+        PathOutcome::CannotDecide { why } => {
+            assert!(
+                why.contains("SecurityPolicy ns-prod/") && why.contains("priority 10"),
+                "{why}"
+            )
+        }
+        o => panic!("{o:?}"),
+    }
+}
+
+#[test]
+fn policies_the_read_left_out_make_every_check_undecided() {
+    let text = policy_yaml(
+        "crd.nsx.vmware.com",
+        "ns-prod",
+        "drop-peer",
+        0,
+        &format!("{CP}{DROP_2380_IN}"),
+    );
+    let e = run_with(objects(&text), |i| i.policies_left_out = 3);
+    assert!(e.blocking().is_empty(), "never a named Drop");
+    assert_eq!(e.undecided().count(), 12);
+    assert_eq!(e.policies_not_read, 3);
+    match outcome(&e, 2380, A, B) {
+        PathOutcome::CannotDecide { why } => {
+            assert!(why.contains("3 SecurityPolicies were left out"), "{why}")
+        }
+        o => panic!("{o:?}"),
+    }
+}
+
+#[test]
+fn a_namespace_of_shadowed_drops_gives_a_bounded_evaluation() {
+    // The issue's measure: one priority-0 Allow and 63 policies of 64 shadowed Drops.
+    let rules: String = (0..64)
+        .map(|_| "  - {direction: In, action: Drop, ports: [{port: 2379, endPort: 2380}]}\n")
+        .collect();
+    let mut text = policy_yaml(
+        "crd.nsx.vmware.com",
+        "ns-prod",
+        "allow-all",
+        0,
+        &format!("{CP}  rules:\n  - {{direction: In, action: Allow}}\n"),
+    );
+    for i in 0..63 {
+        text += &policy_yaml(
+            "crd.nsx.vmware.com",
+            "ns-prod",
+            &format!("deny-{i:02}"),
+            5,
+            &format!("{CP}  rules:\n{rules}"),
+        );
+    }
+    let start = std::time::Instant::now();
+    let e = run_with(objects(&text), |_| {});
+    assert!(start.elapsed() < std::time::Duration::from_secs(5));
+    assert!(e.blocking().is_empty());
+    assert_eq!(e.covering.len(), MAX_COVERING);
+    assert_eq!(e.covering_not_listed, 63 * 64 - MAX_COVERING);
+    assert_eq!((e.covering[0].checks, e.covering[0].paths), (12, 12));
+    assert_eq!(e.warnings().len(), MAX_WARNINGS);
+    assert_eq!(e.warnings_not_listed, 63 * 64 - MAX_WARNINGS);
+    let json = serde_json::to_string(&e).unwrap();
+    assert!(json.len() < 200_000, "{} bytes", json.len());
+}
