@@ -433,7 +433,6 @@ pub fn rollout_text(n: &ControlPlaneNode, r: &RolloutPhase) -> String {
 /// realization problem, each rule in effect that blocks 2379/2380 between the control-plane
 /// VMs, each one that would (shadowed, not in effect as written). Paths are named by VM; the
 /// SecurityPolicy findings are bounded (the first by priority, then a count).
-
 pub fn network_findings(a: &NetworkAssessment) -> Vec<Finding> {
     use FindingCode::*;
     use Severity::*;

@@ -928,7 +928,7 @@ fn applies_across_namespaces(p: &Policy) -> bool {
         return false;
     }
     let everything = |ts: &Result<Vec<Target>, String>| match ts {
-        Ok(ts) => ts.iter().any(|t| *t == Target::Everything),
+        Ok(ts) => ts.contains(&Target::Everything),
         // Cannot be read: it may be `{}`.
         Err(_) => true,
     };
