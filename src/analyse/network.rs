@@ -454,6 +454,23 @@ pub fn join(diagnosis: &mut Diagnosis, facts: &ClusterFacts, a: &NetworkAssessme
             if !a.unread.is_empty() {
                 line.push_str(&format!("; could not read: {}", a.unread.join("; ")));
             }
+            // A policy applied to these VMs that is not in effect as written may still be
+            // enforced in its last realized version, whatever its rules say now (a failed
+            // update of a Drop into an Allow keeps the Drop).
+            let pending: Vec<String> = ev
+                .policies
+                .iter()
+                .filter(|p| !p.in_effect && !p.applies_to.is_empty())
+                .map(|p| format!("SecurityPolicy {}/{}", p.namespace, p.name))
+                .collect();
+            if !pending.is_empty() {
+                let more = pending.len().saturating_sub(3);
+                line.push_str(&format!(
+                    "; not in effect as written but applied to these VMs: {}{}: NSX keeps enforcing each one's last realized version, which the Supervisor does not show",
+                    pending[..pending.len().min(3)].join(", "),
+                    if more > 0 { format!(" and {more} more") } else { String::new() }
+                ));
+            }
             lines.push(line);
         }
         // A Drop published while the members were connected may leave their established peer

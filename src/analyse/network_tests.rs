@@ -598,3 +598,37 @@ fn a_drowned_namespace_gives_bounded_findings_notes_and_json() {
     let json = serde_json::to_string(&a).unwrap();
     assert!(json.len() < 200_000, "{} bytes", json.len());
 }
+
+#[test]
+fn a_not_ready_policy_whose_rules_now_allow_is_still_named_for_its_last_realized_version() {
+    // A failed update turned a Drop into an Allow: as written nothing blocks, but NSX keeps
+    // the Drop it realized last.
+    let o = policy_objects(
+        "apiVersion: crd.nsx.vmware.com/v1alpha1
+kind: SecurityPolicy
+metadata: {name: was-a-drop, namespace: ns-prod}
+spec:
+  priority: 1
+  appliedTo: [{vmSelector: {matchLabels: {capv.vmware.com/cluster.name: tkc-prod, capv.vmware.com/cluster.role: controlplane}, matchExpressions: [{key: topology.kubernetes.io/zone, operator: Exists}, {key: topology.kubernetes.io/zone, operator: NotIn, values: [zone-x]}]}}]
+  rules:
+  - {direction: In, action: Allow, ports: [{port: 2380}]}
+status:
+  conditions:
+  - {type: Ready, status: 'False', reason: SecurityPolicyNotReady, message: 'error occurred while processing the SecurityPolicy CR. Error: total count of labelSelectors expressions 6 exceed NSX limit of 5 in one criteria based on the same member type'}
+",
+    );
+    let a = assess(&o);
+    assert!(!a.evaluation.policies[0].invalid.is_empty());
+    let mut d = diagnosis(
+        VerdictCode::EtcdPeerNetworkBlocked,
+        Some((2380, CellState::Timeout)),
+    );
+    join(&mut d, &facts(), &a);
+    let line = &d.verdict.evidence[0];
+    assert!(
+        line.contains("outside the Supervisor's view")
+            && line.contains("SecurityPolicy ns-prod/was-a-drop")
+            && line.contains("last realized"),
+        "{line}"
+    );
+}
