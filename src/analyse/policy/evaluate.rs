@@ -29,7 +29,7 @@ pub const MAX_VMS: usize = 16;
 /// At most this many covering rules are listed (the rest counted).
 pub const MAX_COVERING: usize = 32;
 /// At most this many warnings are kept (the rest counted).
-pub const MAX_WARNINGS: usize = 16;
+pub const MAX_WARNINGS: usize = 8;
 /// At most this many policies set aside are listed (the rest counted).
 pub const MAX_SET_ASIDE: usize = 16;
 /// Example checks kept per covering rule.
