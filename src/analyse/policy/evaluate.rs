@@ -32,6 +32,8 @@ pub const MAX_COVERING: usize = 32;
 pub const MAX_WARNINGS: usize = 8;
 /// At most this many policies set aside are listed (the rest counted).
 pub const MAX_SET_ASIDE: usize = 16;
+/// At most this many things a policy's summary says could not be read (then a count).
+pub const MAX_UNREADABLE: usize = 8;
 /// Example checks kept per covering rule.
 pub const COVERING_EXAMPLES: usize = 3;
 
@@ -612,7 +614,10 @@ fn first_hit(hits: &[(usize, Tri)], policy: &Policy) -> Option<(usize, Tri)> {
     match hits.first() {
         None if policy.rules_truncated => Some((
             policy.rules.len(),
-            Tri::Unknown(format!("{} has more rules than are read", who(policy))),
+            Tri::Unknown(format!(
+                "rules past the {}th were not read",
+                super::model::MAX_RULES
+            )),
         )),
         h => h.cloned(),
     }
@@ -890,6 +895,12 @@ fn summary(
             "rules past the {}th were not read",
             super::model::MAX_RULES
         ));
+    }
+    // Bounded: a policy of 64 rules each unreadable in 5 ways would say 320 things.
+    if unreadable.len() > MAX_UNREADABLE {
+        let more = unreadable.len() - MAX_UNREADABLE;
+        unreadable.truncate(MAX_UNREADABLE);
+        unreadable.push(format!("and {more} more"));
     }
     let mut applies_to = Vec::new();
     let mut undecided = Vec::new();

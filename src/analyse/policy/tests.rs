@@ -1011,3 +1011,34 @@ fn a_drowned_namespace_against_the_most_vms_is_quick() {
     eprintln!("{} bytes", json.len());
     assert!(json.len() < 1_000_000, "{} bytes", json.len());
 }
+
+#[test]
+fn what_cannot_be_read_is_bounded_per_policy() {
+    let rules: String = (0..64)
+        .map(|_| "  - {direction: Sideways, action: Deny, ports: 3, from: 4, appliedTo: 5}\n")
+        .collect();
+    let text = policy_yaml(
+        "crd.nsx.vmware.com",
+        "ns-prod",
+        "garbage",
+        1,
+        &format!("  appliedTo: [{{vmSelector: {{}}}}]\n  rules:\n{rules}"),
+    );
+    let e = run_with(objects(&text), |_| {});
+    let p = &e.policies[0];
+    assert_eq!(p.unreadable.len(), super::evaluate::MAX_UNREADABLE + 1);
+    assert!(
+        p.unreadable.last().unwrap().starts_with("and "),
+        "{:?}",
+        p.unreadable
+    );
+    match outcome(&e, 2380, A, B) {
+        PathOutcome::CannotDecide { why } => {
+            assert!(
+                why.starts_with("SecurityPolicy ns-prod/garbage: rules[0]"),
+                "{why}"
+            )
+        }
+        o => panic!("{o:?}"),
+    }
+}
