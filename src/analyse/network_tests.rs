@@ -632,3 +632,40 @@ status:
         "{line}"
     );
 }
+
+#[test]
+fn the_supervisors_live_group_and_left_out_count_reach_the_evaluation() {
+    // nsx-operator reconciles nsx.vmware.com here: the crd.nsx.vmware.com Drop is a leftover.
+    let mut o = objects("drop-between-cp");
+    o.live_policy_kind = Some(NetKind::T1SecurityPolicy);
+    o.networking_basis = Some("the Namespace has no VPC NetworkInfo".into());
+    let a = assess(&o);
+    assert!(a.evaluation.blocking().is_empty());
+    assert_eq!(a.evaluation.set_aside.len(), 1);
+    assert!(a.evaluation.set_aside[0]
+        .why
+        .contains("the Namespace has no VPC NetworkInfo"));
+    assert_eq!(
+        a.evaluation.networking_basis.as_deref(),
+        Some("the Namespace has no VPC NetworkInfo")
+    );
+    assert!(a.applies(), "the section says what was set aside");
+    // Policies the read left out: never a named Drop.
+    let mut o = objects("drop-between-cp");
+    o.policies_left_out = 2;
+    let a = assess(&o);
+    assert!(a.evaluation.blocking().is_empty());
+    assert_eq!(a.evaluation.policies_not_read, 2);
+    let mut d = diagnosis(
+        VerdictCode::EtcdPeerNetworkBlocked,
+        Some((2380, CellState::Timeout)),
+    );
+    join(&mut d, &facts(), &a);
+    assert!(
+        d.verdict.evidence[0].contains("cannot be decided")
+            && d.verdict.evidence[0].contains("2 SecurityPolicies were left out of the read"),
+        "{:#?}",
+        d.verdict.evidence
+    );
+    assert!(!d.verdict.next_steps[0].starts_with("Fix "));
+}
