@@ -396,14 +396,19 @@ pub fn join(diagnosis: &mut Diagnosis, facts: &ClusterFacts, a: &NetworkAssessme
         }
         let mut lines = Vec::new();
         for (rule, paths) in &by_rule {
-            lines.push(format!(
+            let mut line = format!(
                 "{}: {} on {} covers {} of the {total} failing paths ({})",
                 rule_text(rule),
                 action_text(rule),
                 ports_text(paths),
                 paths.len(),
                 paths_text(paths)
-            ));
+            );
+            if rule.group == super::policy::NsxGroup::Legacy {
+                // What the ports' tags are on T1 is NCP's (closed source): said, not guessed.
+                line.push_str("; on T1/NCP the ports' tags are NCP's, which the Supervisor does not show: NSX Manager confirms the rule applies to these VMs");
+            }
+            lines.push(line);
         }
         for (rule, paths) in &by_not_realized {
             let policy = ev.policy_of(rule);

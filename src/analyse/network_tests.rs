@@ -669,3 +669,35 @@ fn the_supervisors_live_group_and_left_out_count_reach_the_evaluation() {
     );
     assert!(!d.verdict.next_steps[0].starts_with("Fix "));
 }
+
+#[test]
+fn a_t1_rule_says_its_port_tags_are_ncps() {
+    let mut o = policy_objects(
+        "apiVersion: nsx.vmware.com/v1alpha1
+kind: SecurityPolicy
+metadata: {name: t1-drop, namespace: ns-prod}
+spec:
+  priority: 4
+  appliedTo: [{vmSelector: {matchLabels: {capv.vmware.com/cluster.role: controlplane}}}]
+  rules:
+  - {direction: in, action: drop, ports: [{port: 2380}]}
+status:
+  conditions: [{type: Ready, status: 'True'}]
+",
+    );
+    for (k, _) in &mut o.security_policies {
+        *k = NetKind::T1SecurityPolicy;
+    }
+    let a = assess(&o);
+    assert!(!a.evaluation.blocking().is_empty());
+    let mut d = diagnosis(
+        VerdictCode::EtcdPeerNetworkBlocked,
+        Some((2380, CellState::Timeout)),
+    );
+    join(&mut d, &facts(), &a);
+    let line = &d.verdict.evidence[0];
+    assert!(
+        line.starts_with("SecurityPolicy ns-prod/") && line.contains("the ports' tags are NCP's"),
+        "{line}"
+    );
+}

@@ -131,6 +131,9 @@ pub(crate) fn section(out: &mut Lines, a: &NetworkAssessment, wide: bool) {
             s.why
         ));
     }
+    for n in &ev.notes {
+        out.line(format!("  note: {n}"));
+    }
     if ev.set_aside_not_listed > 0 {
         out.line(format!(
             "  and {} more SecurityPolicies of the group nsx-operator does not reconcile",

@@ -310,7 +310,15 @@ pub struct PolicyEvaluation {
     pub covering: Vec<CoveringRule>,
     #[serde(default, skip_serializing_if = "is_zero")]
     pub covering_not_listed: usize,
+    /// What the evaluation assumes where upstream cannot be read (said, never guessed).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
 }
+
+/// Said when an `nsx.vmware.com` (T1/NCP) policy is evaluated: on T1 the VMs' segment ports are
+/// created and tagged by NCP, whose source is not public, so what a selector meets there is not
+/// in nsx-operator's source.
+pub const T1_TAGGING_NOTE: &str = "nsx.vmware.com (T1/NCP): NCP, whose source is not public, creates and tags the VMs' segment ports; the evaluation assumes they carry the VirtualMachines' labels and the namespace's and cluster's tags, as nsx-operator's selectors expect (builder.go): NSX Manager shows the ports' real tags";
 
 fn is_zero(n: &usize) -> bool {
     *n == 0
@@ -1244,6 +1252,10 @@ pub fn evaluate(input: &PolicyInput) -> PolicyEvaluation {
         }
     }
 
+    let mut notes = Vec::new();
+    if policies.iter().any(|p| p.group == NsxGroup::Legacy) {
+        notes.push(T1_TAGGING_NOTE.to_string());
+    }
     PolicyEvaluation {
         namespace: clip(&input.namespace, MAX_NAME_CHARS),
         vms: vms.iter().map(|v| v.name.clone()).collect(),
@@ -1265,5 +1277,6 @@ pub fn evaluate(input: &PolicyInput) -> PolicyEvaluation {
         warnings_not_listed,
         covering,
         covering_not_listed,
+        notes,
     }
 }

@@ -436,6 +436,9 @@ fn an_out_rule_blocks_one_way_only() {
 fn the_legacy_group_with_the_deprecated_peer_names() {
     let e = eval("legacy");
     assert_eq!(e.policies[0].group, NsxGroup::Legacy);
+    // NCP tags T1 ports (closed source): the assumption is said.
+    assert_eq!(e.notes, [T1_TAGGING_NOTE]);
+    assert!(eval("drop-between-cp").notes.is_empty());
     for (f, t) in pairs() {
         match outcome(&e, 2379, f, t) {
             PathOutcome::Allowed {
