@@ -322,9 +322,14 @@ fn is_network(code: VerdictCode) -> bool {
 /// Adds what the assessment says to a diagnosis (pure). On a network verdict, the failing peer
 /// cells (timeout, refused) are looked up by their VMs (a probe's node is a Machine: its VM's
 /// name comes from `facts`): the rules in effect that block them lead the evidence and the
-/// first next step is to fix them; the failing paths no visible rule blocks are said to be
-/// outside the Supervisor's view, with what was read and what was not. Whatever the verdict,
-/// a rule that would block a path that works (shadowed, not realized) is a "warning:" note.
+/// first next steps are to fix them; a Drop/Reject of a policy not in effect as written that
+/// covers them is named with its `not Ready` (or `cannot be realized as written`) and the
+/// `last realized` version NSX keeps enforcing (nsx-operator stops before any NSX call when it
+/// fails, `firewall.go`); the reasons paths cannot be decided each name their policy; the
+/// failing paths no visible rule covers are said to be outside the Supervisor's view, naming
+/// what can block VM-to-VM traffic of one segment; a rule in effect that blocks 2380 while the
+/// members still know a leader is hedged (`established` streams). Whatever the verdict, a rule
+/// that would block a path that works (shadowed, not in effect) is a "warning:" note, bounded.
 /// The verdict's code is never changed.
 pub fn join(diagnosis: &mut Diagnosis, facts: &ClusterFacts, a: &NetworkAssessment) {
     let vm_of = |node: &str| -> Option<&str> {
