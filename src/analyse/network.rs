@@ -400,7 +400,7 @@ pub fn join(diagnosis: &mut Diagnosis, facts: &ClusterFacts, a: &NetworkAssessme
             }
         }
         let mut lines = Vec::new();
-        for (rule, paths) in &by_rule {
+        for (rule, paths) in by_rule.iter().take(NOTES_NAMED) {
             let mut line = format!(
                 "{}: {} on {} covers {} of the {total} failing paths ({})",
                 rule_text(rule),
@@ -415,7 +415,7 @@ pub fn join(diagnosis: &mut Diagnosis, facts: &ClusterFacts, a: &NetworkAssessme
             }
             lines.push(line);
         }
-        for (rule, paths) in &by_not_realized {
+        for (rule, paths) in by_not_realized.iter().take(NOTES_NAMED) {
             let policy = ev.policy_of(rule);
             lines.push(format!(
                 "{}: {} on {} covers {} of the {total} failing paths ({}) as written; the policy is {}",
@@ -429,6 +429,13 @@ pub fn join(diagnosis: &mut Diagnosis, facts: &ClusterFacts, a: &NetworkAssessme
                     policy.map(|p| &p.realization),
                     policy.map_or(&[][..], |p| &p.invalid[..]),
                 )
+            ));
+        }
+        let unnamed = by_rule.len().saturating_sub(NOTES_NAMED)
+            + by_not_realized.len().saturating_sub(NOTES_NAMED);
+        if unnamed > 0 {
+            lines.push(format!(
+                "and {unnamed} more SecurityPolicy rules cover failing paths (-o json: networkPolicy.evaluation)"
             ));
         }
         if !undecided.is_empty() {
@@ -502,7 +509,7 @@ pub fn join(diagnosis: &mut Diagnosis, facts: &ClusterFacts, a: &NetworkAssessme
             v.evidence.insert(i, l);
         }
         let mut steps = Vec::new();
-        for (rule, paths) in &by_rule {
+        for (rule, paths) in by_rule.iter().take(NOTES_NAMED) {
             steps.push(format!(
                 "Fix SecurityPolicy {}/{}: its {} {}s {} between the control-plane VMs ({}, priority {}); change or delete that rule, then re-run kubectl etcdnet diagnose (see it: {})",
                 rule.namespace,
@@ -521,7 +528,7 @@ pub fn join(diagnosis: &mut Diagnosis, facts: &ClusterFacts, a: &NetworkAssessme
                 show_command(rule)
             ));
         }
-        for (rule, paths) in &by_not_realized {
+        for (rule, paths) in by_not_realized.iter().take(NOTES_NAMED) {
             steps.push(format!(
                 "Fix SecurityPolicy {}/{}: it is not in effect as written (its Ready message says why) while NSX may still enforce its last realized version, whose {} on {} the Supervisor does not show; correct the policy so the version you see is realized, or delete it, then re-run kubectl etcdnet diagnose (see it: {})",
                 rule.namespace,

@@ -701,3 +701,66 @@ status:
         "{line}"
     );
 }
+
+#[test]
+fn many_rules_on_the_failing_paths_are_bounded_in_the_evidence() {
+    // One Drop per path: 12 rules, each applied to TO's zone, from FROM's address, one port.
+    let mut text = String::new();
+    let mut n = 0;
+    for port in [2379, 2380] {
+        for (f, _) in VMS.iter().enumerate() {
+            for (t, _) in VMS.iter().enumerate() {
+                if f == t {
+                    continue;
+                }
+                n += 1;
+                text += &format!(
+                    "apiVersion: crd.nsx.vmware.com/v1alpha1
+kind: SecurityPolicy
+metadata: {{name: p{n:02}, namespace: ns-prod}}
+spec:
+  priority: {n}
+  appliedTo: [{{vmSelector: {{matchLabels: {{topology.kubernetes.io/zone: {}}}}}}}]
+  rules:
+  - {{direction: In, action: Drop, ports: [{{port: {port}}}], from: [{{ipBlocks: [{{cidr: 198.18.0.1{}/32}}]}}]}}
+status:
+  conditions: [{{type: Ready, status: 'True'}}]
+---
+",
+                    ZONES[t],
+                    f + 1
+                );
+            }
+        }
+    }
+    let a = assess(&policy_objects(&text));
+    assert_eq!(a.evaluation.blocking().len(), 12);
+    let mut d = diagnosis(VerdictCode::EtcdPeerNetworkBlocked, None);
+    for m in &mut d.matrices {
+        for c in &mut m.cells {
+            if c.from != c.to {
+                c.state = CellState::Timeout;
+            }
+        }
+    }
+    join(&mut d, &facts(), &a);
+    let named = d
+        .verdict
+        .evidence
+        .iter()
+        .filter(|l| l.starts_with("SecurityPolicy ns-prod/p"))
+        .count();
+    assert_eq!(named, 8, "{:#?}", d.verdict.evidence);
+    assert!(d
+        .verdict
+        .evidence
+        .iter()
+        .any(|l| l.starts_with("and 4 more SecurityPolicy rules cover failing paths")));
+    let steps = d
+        .verdict
+        .next_steps
+        .iter()
+        .filter(|s| s.starts_with("Fix SecurityPolicy"))
+        .count();
+    assert_eq!(steps, 8);
+}
