@@ -935,6 +935,22 @@ fn summary(
     }
 }
 
+/// Whether any of the policy's rules could match TCP 2379 or 2380 at one of the VMs (its ports,
+/// its effective `appliedTo`): a policy whose rules are all about other ports or other
+/// workloads cannot touch a check, and must not take a place under the bound.
+fn touches_etcd(p: &Policy, vms: &[PolicyVm], ctx: &Ctx) -> bool {
+    p.rules_truncated
+        || p.rules.iter().any(|r| {
+            let ports = match &r.ports {
+                Ok(ps) => ETCD_PORTS
+                    .iter()
+                    .any(|&port| port_matches(ps, port) != Tri::No),
+                Err(_) => true,
+            };
+            ports && vms.iter().any(|vm| applied(p, r, vm, ctx) != Tri::No)
+        })
+}
+
 /// Whether a policy of another namespace can apply to the VMs. In T1/NCP mode only through an
 /// `appliedTo` entry with neither selector: nsx-operator's group is then the cluster tag
 /// alone, every port on the Supervisor (builder.go `updateTargetExpressions`); a `vmSelector`
@@ -1023,19 +1039,27 @@ pub fn evaluate(input: &PolicyInput) -> PolicyEvaluation {
             p.group,
         )
     };
-    candidates.sort_by_cached_key(key);
     let invalid_of = |p: &Policy| validate(p);
     let effect = |p: &Policy, invalid: &[String]| {
         p.realization.state == RealizedState::Realized && invalid.is_empty()
     };
-
-    // The cut, by priority: the first cut policy in effect says from which priority on a
-    // check cannot be decided.
+    // The cut keeps first the policies that can touch etcd's ports, then those in effect (only
+    // they decide a check: a namespace editor's flood of policies about other ports, or not
+    // Ready, must not push them out), each kind by priority; the first cut policy in effect
+    // that touches etcd says from which priority on a check cannot be decided.
+    candidates.sort_by_cached_key(|p| {
+        (
+            !touches_etcd(p, &vms, &ctx),
+            !effect(p, &invalid_of(p)),
+            key(p),
+        )
+    });
     let cut: Vec<Policy> = if candidates.len() > MAX_POLICIES {
         candidates.split_off(MAX_POLICIES)
     } else {
         Vec::new()
     };
+    candidates.sort_by_cached_key(key);
     // Per direction: a cut policy can only come first in a check its rules' direction (or an
     // unreadable one) can match.
     let unread_for = |dir: Direction| -> Option<Unread> {
@@ -1056,7 +1080,7 @@ pub fn evaluate(input: &PolicyInput) -> PolicyEvaluation {
         };
         let first = cut
             .iter()
-            .filter(|p| reaches(p) && effect(p, &invalid_of(p)))
+            .filter(|p| reaches(p) && effect(p, &invalid_of(p)) && touches_etcd(p, &vms, &ctx))
             .min_by_key(|p| p.priority.as_ref().ok().copied().unwrap_or(0))?;
         Some(Unread {
             priority: first.priority.as_ref().ok().copied().unwrap_or(0),

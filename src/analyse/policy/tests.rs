@@ -1045,3 +1045,73 @@ fn what_cannot_be_read_is_bounded_per_policy() {
         o => panic!("{o:?}"),
     }
 }
+
+#[test]
+fn policies_that_cannot_touch_etcd_take_no_place_under_the_bound() {
+    // 64 `aa-*` Allows of 443 at priority 0 (irrelevant to etcd) and a Drop of 2380 named last.
+    let mut text = String::new();
+    for i in 0..64 {
+        text += &policy_yaml(
+            "crd.nsx.vmware.com",
+            "ns-prod",
+            &format!("aa-{i:02}"),
+            0,
+            &format!(
+                "{CP}  rules:\n  - {{direction: In, action: Allow, ports: [{{port: 443}}]}}\n"
+            ),
+        );
+    }
+    text += &policy_yaml(
+        "crd.nsx.vmware.com",
+        "ns-prod",
+        "zz-drop",
+        5,
+        &format!("{CP}{DROP_2380_IN}"),
+    );
+    let e = run_with(objects(&text), |_| {});
+    // The Drop is kept, one Allow of 443 is cut: it could not decide a check.
+    assert!(e.policies.iter().any(|p| p.name == "zz-drop"));
+    assert_eq!(e.policies_not_read, 1);
+    assert_eq!(rule_of(&outcome(&e, 2380, A, B)).0, "zz-drop");
+    assert_eq!(e.undecided().count(), 0);
+}
+
+#[test]
+fn a_flood_of_policies_not_ready_does_not_push_the_ones_in_effect_out() {
+    // 64 `aa-*` Drops of 2380 at priority 0, Ready False; the Allow in effect at priority 1.
+    let mut text = String::new();
+    for i in 0..64 {
+        text += &policy_yaml(
+            "crd.nsx.vmware.com",
+            "ns-prod",
+            &format!("aa-{i:02}"),
+            0,
+            &format!("{CP}{DROP_2380_IN}"),
+        )
+        .replace(
+            "status: 'True', reason: SecurityPolicyReady",
+            "status: 'False', reason: SecurityPolicyNotReady",
+        );
+    }
+    text += &policy_yaml(
+        "crd.nsx.vmware.com",
+        "ns-prod",
+        "zz-allow",
+        1,
+        &format!("{CP}  rules:\n  - {{direction: In, action: Allow, ports: [{{port: 2380}}]}}\n"),
+    );
+    let e = run_with(objects(&text), |_| {});
+    assert_eq!(e.policies.len(), MAX_POLICIES);
+    assert_eq!(e.policies_not_read, 1);
+    assert!(e
+        .policies
+        .iter()
+        .any(|p| p.name == "zz-allow" && p.in_effect));
+    // Sorted by priority for the output.
+    assert_eq!(e.policies[0].priority, Some(0));
+    assert!(matches!(
+        outcome(&e, 2380, A, B),
+        PathOutcome::Allowed { .. }
+    ));
+    assert!(e.blocking().is_empty());
+}
