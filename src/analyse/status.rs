@@ -456,12 +456,7 @@ pub fn network_findings(a: &NetworkAssessment) -> Vec<Finding> {
         });
         out.push(finding(NetworkNotRealized, Error, p.vm.as_deref(), text));
     }
-    // Bounded whatever the namespace holds: the first rules (by priority: the evaluation's
-    // order), then one finding with the count of the rest.
-    const MAX_POLICY_FINDINGS: usize = 8;
-    let ev = &a.evaluation;
-    let blocking = ev.blocking();
-    for b in blocking.iter().take(MAX_POLICY_FINDINGS) {
+    for b in a.evaluation.blocking() {
         out.push(finding(
             SecurityPolicyBlocksEtcd,
             Error,
@@ -472,43 +467,54 @@ pub fn network_findings(a: &NetworkAssessment) -> Vec<Finding> {
                 action_text(&b.rule),
                 ports_text(&b.paths),
                 b.paths.len(),
-                pairs_text(&b.paths, ev.vms.len()),
+                pairs_text(&b.paths, a.evaluation.vms.len()),
                 b.rule.group.name(),
                 b.rule.policy,
                 b.rule.namespace
             ),
         ));
     }
-    if blocking.len() > MAX_POLICY_FINDINGS {
+    for w in a.evaluation.warnings() {
         out.push(finding(
+            SecurityPolicyWouldBlockEtcd,
+            Warning,
+            None,
+            warning_text(w, a.evaluation.vms.len()),
+        ));
+    }
+    // Bounded whatever the namespace holds: the first rules of each kind (by priority, the
+    // evaluation's order), then one finding with the count of the rest.
+    const SHOWN: usize = 8;
+    for (code, what, more_kept) in [
+        (
             SecurityPolicyBlocksEtcd,
-            Error,
-            None,
-            format!(
-                "and {} more SecurityPolicy rules block paths between the control-plane VMs (-o json: networkPolicy.evaluation.blocking)",
-                blocking.len() - MAX_POLICY_FINDINGS
-            ),
-        ));
-    }
-    let warnings = ev.warnings();
-    for w in warnings.iter().take(MAX_POLICY_FINDINGS) {
-        out.push(finding(
+            "block paths between the control-plane VMs (-o json: networkPolicy.evaluation.blocking)",
+            0,
+        ),
+        (
             SecurityPolicyWouldBlockEtcd,
-            Warning,
-            None,
-            warning_text(w, ev.vms.len()),
-        ));
-    }
-    let more = warnings.len().saturating_sub(MAX_POLICY_FINDINGS) + ev.warnings_not_listed;
-    if more > 0 {
-        out.push(finding(
-            SecurityPolicyWouldBlockEtcd,
-            Warning,
-            None,
-            format!(
-                "and {more} more SecurityPolicy rules would block paths between the control-plane VMs (shadowed, or not in effect; -o json: networkPolicy.evaluation.covering)"
-            ),
-        ));
+            "would block paths between the control-plane VMs (shadowed, or not in effect; -o json: networkPolicy.evaluation.covering)",
+            a.evaluation.warnings_not_listed,
+        ),
+    ] {
+        let mut seen = 0;
+        out.retain(|f| {
+            if f.code != code {
+                return true;
+            }
+            seen += 1;
+            seen <= SHOWN
+        });
+        let dropped = seen.saturating_sub(SHOWN) + more_kept;
+        if dropped > 0 {
+            let severity = if code == SecurityPolicyBlocksEtcd { Error } else { Warning };
+            out.push(finding(
+                code,
+                severity,
+                None,
+                format!("and {dropped} more SecurityPolicy rules {what}"),
+            ));
+        }
     }
     out
 }
