@@ -432,7 +432,7 @@ fn target_selects(t: &Target, policy_ns: &str, vm: &PolicyVm, ctx: &Ctx) -> bool
     match t {
         // vmSelector selects in the policy's own namespace (the namespace UID tag).
         Target::Vms(s) => policy_ns == ctx.namespace && s.matches_as_nsx(&vm.labels),
-        Target::Pods(_) => false,
+        Target::Pods(_) | Target::VmsAndPods => false,
         Target::Everything => true,
     }
 }

@@ -129,6 +129,10 @@ pub enum Target {
     /// `{}`: neither selector. nsx-operator's group is then the cluster tag alone
     /// (`updateTargetExpressions`): every port of the NSX cluster.
     Everything,
+    /// Both selectors in one entry: nsx-operator refuses the whole policy ("PodSelector and
+    /// VMSelector are not allowed to set in one group", `updateTargetExpressions`); see
+    /// `validate`. Selects nothing.
+    VmsAndPods,
 }
 
 /// One peer of `from`/`to` (`SecurityPolicyPeer`). `ipBlocks` and the selectors are ORed
@@ -364,8 +368,8 @@ fn targets(v: Option<&Value>, what: &str) -> Result<Vec<Target>, String> {
             let vms = selector(t.get("vmSelector"), &format!("{at}.vmSelector"))?;
             let pods = selector(t.get("podSelector"), &format!("{at}.podSelector"))?;
             match (vms, pods) {
-                // nsx-operator refuses it: "PodSelector and VMSelector are not allowed to set in one group".
-                (Some(_), Some(_)) => Err(format!("{at} sets both vmSelector and podSelector")),
+                // nsx-operator refuses the whole policy for it (validate.rs says so).
+                (Some(_), Some(_)) => Ok(Target::VmsAndPods),
                 (Some(s), None) => Ok(Target::Vms(s)),
                 (None, Some(s)) => Ok(Target::Pods(s)),
                 (None, None) => Ok(Target::Everything),
@@ -392,10 +396,8 @@ fn peers(v: Option<&Value>, what: &str, notes: &mut Vec<String>) -> Result<Vec<P
                 )?,
                 ip_blocks: ip_blocks(p.get("ipBlocks"), &format!("{at}.ipBlocks"), notes)?,
             };
-            if peer.vms.is_some() && peer.pods.is_some() {
-                // nsx-operator refuses both in one peer, with or without a namespaceSelector.
-                return Err(format!("{at} sets both vmSelector and podSelector"));
-            }
+            // Both vmSelector and podSelector: nsx-operator refuses the whole policy, with or
+            // without a namespaceSelector (validate.rs says so); such a peer selects nothing.
             Ok(peer)
         })
         .collect()

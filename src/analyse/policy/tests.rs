@@ -819,6 +819,18 @@ fn selectors_nsx_operator_refuses_make_the_policy_unrealizable() {
             "  appliedTo: [{vmSelector: {matchExpressions: [{key: capv.vmware.com/cluster.role, operator: In, values: [controlplane]}, {key: capw.vmware.com/cluster.role, operator: In, values: [controlplane]}]}}]\n",
             Some("count of operator 'In' expressions 2"),
         ),
+        // vmSelector and podSelector in one peer (builder.go updatePeerExpressions).
+        (
+            "crd.nsx.vmware.com",
+            "  appliedTo: [{vmSelector: {}}]\n  rules:\n  - {direction: In, action: Drop, ports: [{port: 2380}]}\n  - {direction: In, action: Allow, from: [{vmSelector: {}, podSelector: {}}], ports: [{port: 9100}]}\n",
+            Some("PodSelector and VMSelector are not allowed to set in one group"),
+        ),
+        // And in one appliedTo entry (updateTargetExpressions).
+        (
+            "crd.nsx.vmware.com",
+            "  appliedTo: [{vmSelector: {}}, {vmSelector: {}, podSelector: {}}]\n",
+            Some("PodSelector and VMSelector are not allowed to set in one group"),
+        ),
         // NotIn in a namespaceSelector.
         (
             "crd.nsx.vmware.com",

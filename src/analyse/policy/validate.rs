@@ -16,6 +16,8 @@
 //!   of one member type (VPC groups that are not shared), at most 15 where mixed (T1, or a VPC
 //!   peer group shared because a peer has a `namespaceSelector`); per group at most 5 criteria
 //!   (an `In` of n values makes n) and 35 conditions;
+//! - `builder.go` `updateTargetExpressions`, `updatePeerExpressions`: `vmSelector` and
+//!   `podSelector` in one `appliedTo` entry or one peer;
 //! - `expand.go` `validateNamedPortRule` and `expandRuleByPort`: a named port in an `Out` rule
 //!   without destinations or with `ipBlocks` destinations; a named port with `endPort`.
 //!
@@ -128,11 +130,23 @@ fn target(t: &Target, mixed: bool) -> Result<Count, String> {
             criteria: 0,
             expressions: 0,
         }),
+        Target::VmsAndPods => {
+            Err("PodSelector and VMSelector are not allowed to set in one group".into())
+        }
     }
 }
 
 /// `updatePeerExpressions`.
 fn peer(p: &Peer, mixed: bool) -> Result<Count, String> {
+    if p.vms.is_some() && p.pods.is_some() {
+        return Err(match p.namespaces {
+            None => "PodSelector and VMSelector are not allowed to set in one group",
+            Some(_) => {
+                "PodSelector, VMSelector and NamespaceSelector are not allowed to set in one group"
+            }
+        }
+        .into());
+    }
     let sel = p.vms.as_ref().or(p.pods.as_ref());
     match (sel, &p.namespaces) {
         (None, None) => Ok(Count {
