@@ -2,8 +2,9 @@
 //! check at FROM and the ingress check at TO, each the first matching rule in NSX's order. The
 //! rules it follows are in the module `policy` and docs/nsx-policy.md.
 //!
-//! Bounded whatever the namespace holds: the policies that can apply are sorted by priority
-//! before they are cut to [`MAX_POLICIES`]; the rules that cover a path without deciding it are
+//! Bounded whatever the namespace holds: the policies that can apply are sorted (those that can
+//! touch etcd's ports, then those in effect, each by priority) before they are cut to
+//! [`MAX_POLICIES`]; the rules that cover a path without deciding it are
 //! aggregated per rule ([`CoveringRule`], at most [`MAX_COVERING`]); the warnings and the
 //! blocking rules are computed once, here, and kept.
 
