@@ -213,7 +213,7 @@ pub(crate) fn section(out: &mut Lines, a: &NetworkAssessment, wide: bool) {
     }
     if ev.policies_not_read > 0 {
         out.line(format!(
-            "  {} more SecurityPolicies that can apply were not evaluated (bounded: the first by priority were): checks they could come first in cannot be decided",
+            "  {} more SecurityPolicies that can apply were not evaluated (bounded; those that can touch etcd's ports and are in effect come first, by priority): checks they could come first in cannot be decided",
             ev.policies_not_read
         ));
     }

@@ -1086,14 +1086,17 @@ pub fn evaluate(input: &PolicyInput) -> PolicyEvaluation {
         Some(Unread {
             priority: first.priority.as_ref().ok().copied().unwrap_or(0),
             why: format!(
-                "{} (priority {}) and {} more SecurityPolicies past the first {MAX_POLICIES} by priority were not evaluated: any of them might come first",
+                "{} (priority {}){} not evaluated (at most {MAX_POLICIES} are): any of them might come first",
                 who(first),
                 first
                     .priority
                     .as_ref()
                     .map(u32::to_string)
                     .unwrap_or_else(|_| "unknown".into()),
-                cut.len() - 1
+                match cut.len() - 1 {
+                    0 => " was".to_string(),
+                    n => format!(" and {n} more SecurityPolicies were"),
+                }
             ),
         })
     };
