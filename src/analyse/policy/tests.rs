@@ -1127,3 +1127,24 @@ fn a_flood_of_policies_not_ready_does_not_push_the_ones_in_effect_out() {
     ));
     assert!(e.blocking().is_empty());
 }
+
+#[test]
+fn another_namespaces_peers_select_our_vms_only_through_a_namespace_selector() {
+    // T1, ns-shared, applied to every port: its `vmSelector` peer selects ns-shared's VMs
+    // (builder.go: the policy's namespace UID tag), its `namespaceSelector` peer ours.
+    let text = policy_yaml(
+        "nsx.vmware.com",
+        "ns-shared",
+        "wide",
+        1,
+        "  appliedTo: [{}]\n  rules:\n  - {direction: In, action: Drop, ports: [{port: 2379}], from: [{vmSelector: {}}]}\n  - {direction: In, action: Reject, ports: [{port: 2380}], from: [{namespaceSelector: {matchLabels: {env: prod}}}]}\n",
+    );
+    let e = run_with(objects(&text), |_| {});
+    for (f, t) in pairs() {
+        assert_eq!(outcome(&e, 2379, f, t), PathOutcome::NoVisibleRule);
+        assert_eq!(
+            rule_of(&outcome(&e, 2380, f, t)),
+            ("wide", 1, Action::Reject, Direction::In)
+        );
+    }
+}
