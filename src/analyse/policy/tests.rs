@@ -1148,3 +1148,93 @@ fn another_namespaces_peers_select_our_vms_only_through_a_namespace_selector() {
         );
     }
 }
+
+fn invalid_of(text: &str) -> Vec<String> {
+    super::validate(&super::model::Policy::read(&objects(text).remove(0)))
+}
+
+#[test]
+fn nsx_operators_group_limits_as_builder_go_counts_them() {
+    let six_labels = "{matchLabels: {a: '1', b: '1', c: '1', d: '1'}}";
+    // VPC peer group: 4 labels + 2 built-in = 6 > 5 when not shared...
+    let unshared = policy_yaml(
+        "crd.nsx.vmware.com",
+        "ns-prod",
+        "p",
+        1,
+        &format!("{CP}  rules:\n  - {{direction: In, action: Drop, from: [{{vmSelector: {six_labels}}}]}}\n"),
+    );
+    assert!(
+        invalid_of(&unshared)[0].contains("exceed NSX limit of 5"),
+        "{:?}",
+        invalid_of(&unshared)
+    );
+    // ...but a peer with a namespaceSelector shares the group (project level): mixed, 15.
+    let shared = policy_yaml(
+        "crd.nsx.vmware.com",
+        "ns-prod",
+        "p",
+        1,
+        &format!("{CP}  rules:\n  - {{direction: In, action: Drop, from: [{{vmSelector: {six_labels}}}, {{namespaceSelector: {{}}}}]}}\n"),
+    );
+    assert!(invalid_of(&shared).is_empty(), "{:?}", invalid_of(&shared));
+    // An In of 3 values is 3 criteria: with 3 more entries the group has 6 > 5.
+    let criteria = policy_yaml(
+        "crd.nsx.vmware.com",
+        "ns-prod",
+        "p",
+        1,
+        "  appliedTo:\n  - {vmSelector: {matchExpressions: [{key: z, operator: In, values: [a, b, c]}]}}\n  - {vmSelector: {matchLabels: {x: '1'}}}\n  - {vmSelector: {matchLabels: {x: '2'}}}\n  - {vmSelector: {matchLabels: {x: '3'}}}\n  rules:\n  - {direction: In, action: Drop}\n",
+    );
+    assert!(
+        invalid_of(&criteria)[0]
+            .contains("total counts of policy target group criteria 6 exceed NSX limit of 5"),
+        "{:?}",
+        invalid_of(&criteria)
+    );
+    // More than 5 In values, and a matchLabels value repeated in the In.
+    let values = policy_yaml(
+        "crd.nsx.vmware.com",
+        "ns-prod",
+        "p",
+        1,
+        "  appliedTo: [{vmSelector: {matchExpressions: [{key: z, operator: In, values: [a, b, c, d, e, f]}]}}]\n  rules:\n  - {direction: In, action: Drop}\n",
+    );
+    assert!(invalid_of(&values)[0].contains("count of values list for operator 'In' expressions 6"));
+    let dup = policy_yaml(
+        "crd.nsx.vmware.com",
+        "ns-prod",
+        "p",
+        1,
+        "  appliedTo: [{vmSelector: {matchLabels: {z: a}, matchExpressions: [{key: z, operator: In, values: [a, b]}]}}]\n  rules:\n  - {direction: In, action: Drop}\n",
+    );
+    assert!(invalid_of(&dup)[0].contains("duplicate expression - z:a"));
+    // A named port with endPort (expand.go expandRuleByPort).
+    let end = policy_yaml(
+        "crd.nsx.vmware.com",
+        "ns-prod",
+        "p",
+        1,
+        &format!("{CP}  rules:\n  - {{direction: In, action: Allow, ports: [{{port: etcd, endPort: 2380}}]}}\n"),
+    );
+    assert!(invalid_of(&end)[0].contains("endPort can only be defined if port is also numeric"));
+    // What nsx-operator accepts is not refused: the fixtures of the other tests.
+    for f in [
+        "drop-between-cp",
+        "allow",
+        "shadowed",
+        "ip-blocks",
+        "one-way",
+        "legacy",
+        "same-priority",
+        "rule-applied-to",
+        "named-port",
+    ] {
+        for p in fixture(f) {
+            assert!(
+                super::validate(&super::model::Policy::read(&p)).is_empty(),
+                "{f}"
+            );
+        }
+    }
+}
