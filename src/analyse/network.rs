@@ -20,7 +20,7 @@ use serde::{Deserialize, Serialize};
 use super::matrix::CellState;
 use super::policy::{
     evaluate, Action, CoverReason, PathOutcome, PathRef, PolicyEvaluation, PolicyInput,
-    PolicyObject, PolicyVm, PolicyWarning, RuleRef,
+    PolicyObject, PolicyVm, PolicyWarning, Realization, RealizedState, RuleRef,
 };
 use super::verdict::{Diagnosis, VerdictCode};
 use crate::supervisor::network::{
@@ -32,6 +32,23 @@ use crate::supervisor::ClusterFacts;
 const NAMESPACE_NAME_LABEL: &str = "kubernetes.io/metadata.name";
 /// At most this many paths are spelled out in one line; the rest are counted.
 const PATHS_NAMED: usize = 6;
+/// At most this many "cannot decide" reasons are spelled out in the evidence.
+const REASONS_NAMED: usize = 3;
+/// At most this many warning notes of each kind go into a verdict; the rest are counted.
+const NOTES_NAMED: usize = 8;
+
+/// Whether the members still know a leader, from their etcd logs' raft lines: more nodes
+/// name one than say they have none.
+fn has_leader(d: &Diagnosis) -> bool {
+    use crate::probe::etcdlog::LeaderState;
+    let states: Vec<LeaderState> = d
+        .logs
+        .iter()
+        .filter_map(|l| l.summary.leader.as_ref().map(|v| v.state))
+        .collect();
+    let known = states.iter().filter(|s| **s == LeaderState::Known).count();
+    known > 0 && known > states.len() - known
+}
 
 /// What the reports carry of the cluster's network: the JSON field `networkPolicy`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -60,6 +77,7 @@ impl NetworkAssessment {
             || !self.realization.is_empty()
             || !self.unread.is_empty()
             || self.evaluation.policies_not_read > 0
+            || !self.evaluation.set_aside.is_empty()
     }
 
     /// `securitypolicies.crd.nsx.vmware.com 5, subnetports.crd.nsx.vmware.com 3, ...`.
@@ -114,6 +132,13 @@ pub fn input(objects: &NetworkObjects) -> PolicyInput {
         namespace_labels,
         policies,
         vms,
+        live_group: objects.live_policy_kind.and_then(|k| match k {
+            NetKind::VpcSecurityPolicy => Some(super::policy::NsxGroup::Vpc),
+            NetKind::T1SecurityPolicy => Some(super::policy::NsxGroup::Legacy),
+            _ => None,
+        }),
+        networking_basis: objects.networking_basis.clone(),
+        policies_left_out: objects.policies_left_out,
     }
 }
 
@@ -221,6 +246,46 @@ pub fn pairs_text(paths: &[PathRef], vms: usize) -> String {
     parts.join("; ")
 }
 
+/// A policy's Ready reason and message, `reason: message` (empty when neither).
+fn ready_detail(r: Option<&Realization>) -> String {
+    r.map(|r| {
+        [r.reason.as_deref(), r.message.as_deref()]
+            .into_iter()
+            .flatten()
+            .collect::<Vec<_>>()
+            .join(": ")
+            .replace('\n', " ")
+    })
+    .unwrap_or_default()
+}
+
+/// Why a policy is not in effect as written, and what NSX does meanwhile: `not Ready (reason:
+/// message)`, or that nsx-operator's validation refuses it (`cannot be realized as written`).
+/// Either way nsx-operator stops before any NSX call, so NSX keeps the last version it
+/// realized (`Ready` has no observedGeneration: the Supervisor does not show which).
+pub fn not_in_effect_text(
+    state: RealizedState,
+    realization: Option<&Realization>,
+    invalid: &[String],
+) -> String {
+    let detail = ready_detail(realization);
+    let ready = match state {
+        RealizedState::Realized => "Ready True, stale".to_string(),
+        RealizedState::NotRealized if detail.is_empty() => "not Ready".to_string(),
+        RealizedState::NotRealized => format!("not Ready ({detail})"),
+        RealizedState::Unknown => "not Ready (no Ready condition yet)".to_string(),
+    };
+    if let Some(first) = invalid.first() {
+        format!(
+            "{ready}; it cannot be realized as written (nsx-operator refuses it: {first}), so NSX keeps enforcing its last realized version, if it ever had one, which the Supervisor does not show"
+        )
+    } else {
+        format!(
+            "{ready}: as written it blocks them once it is realized; meanwhile NSX keeps enforcing its last realized version, if it ever had one, which the Supervisor does not show"
+        )
+    }
+}
+
 /// One line for a warning: which rule, what it would block (`vms`: how many VMs were
 /// evaluated, for [`pairs_text`]), why it does not now.
 pub fn warning_text(w: &PolicyWarning, vms: usize) -> String {
@@ -231,20 +296,7 @@ pub fn warning_text(w: &PolicyWarning, vms: usize) -> String {
             action_text(by)
         ),
         CoverReason::NotRealized { state, .. } => {
-            let detail = w
-                .realization
-                .as_ref()
-                .map(|r| {
-                    [r.reason.as_deref(), r.message.as_deref()]
-                        .into_iter()
-                        .flatten()
-                        .collect::<Vec<_>>()
-                        .join(": ")
-                })
-                .filter(|s| !s.is_empty())
-                .map(|s| format!(", {s}"))
-                .unwrap_or_default();
-            format!("not realized by NSX ({state:?}{detail}): it blocks them once it is")
+            not_in_effect_text(*state, w.realization.as_ref(), &w.invalid)
         }
     };
     format!(
@@ -270,9 +322,14 @@ fn is_network(code: VerdictCode) -> bool {
 /// Adds what the assessment says to a diagnosis (pure). On a network verdict, the failing peer
 /// cells (timeout, refused) are looked up by their VMs (a probe's node is a Machine: its VM's
 /// name comes from `facts`): the rules in effect that block them lead the evidence and the
-/// first next step is to fix them; the failing paths no visible rule blocks are said to be
-/// outside the Supervisor's view, with what was read and what was not. Whatever the verdict,
-/// a rule that would block a path that works (shadowed, not realized) is a "warning:" note.
+/// first next steps are to fix them; a Drop/Reject of a policy not in effect as written that
+/// covers them is named with its `not Ready` (or `cannot be realized as written`) and the
+/// `last realized` version NSX keeps enforcing (nsx-operator stops before any NSX call when it
+/// fails, `firewall.go`); the reasons paths cannot be decided each name their policy; the
+/// failing paths no visible rule covers are said to be outside the Supervisor's view, naming
+/// what can block VM-to-VM traffic of one segment; a rule in effect that blocks 2380 while the
+/// members still know a leader is hedged (`established` streams). Whatever the verdict, a rule
+/// that would block a path that works (shadowed, not in effect) is a "warning:" note, bounded.
 /// The verdict's code is never changed.
 pub fn join(diagnosis: &mut Diagnosis, facts: &ClusterFacts, a: &NetworkAssessment) {
     let vm_of = |node: &str| -> Option<&str> {
@@ -309,50 +366,104 @@ pub fn join(diagnosis: &mut Diagnosis, facts: &ClusterFacts, a: &NetworkAssessme
             })
             .collect();
         let total = failing.len();
-        // By rule, in the order met; and the failing paths no visible rule blocks.
+        // By rule, in the order met; the failing paths a policy not in effect as written
+        // covers; those that cannot be decided; and those no visible rule blocks.
         let mut by_rule: Vec<(RuleRef, Vec<PathRef>)> = Vec::new();
+        let mut by_not_realized: Vec<(RuleRef, Vec<PathRef>)> = Vec::new();
         let mut outside: Vec<PathRef> = Vec::new();
         let mut undecided: Vec<(PathRef, String)> = Vec::new();
+        let add = |list: &mut Vec<(RuleRef, Vec<PathRef>)>, rule: &RuleRef, p: PathRef| match list
+            .iter_mut()
+            .find(|(r, _)| r == rule)
+        {
+            Some((_, paths)) => paths.push(p),
+            None => list.push((rule.clone(), vec![p])),
+        };
         for p in failing {
             let (Some(from), Some(to)) = (vm_of(&p.from), vm_of(&p.to)) else {
                 undecided.push((p, "no VM is known for its node".to_string()));
                 continue;
             };
-            match ev.path(p.port, from, to).map(|e| &e.outcome) {
-                Some(PathOutcome::Dropped { rule } | PathOutcome::Rejected { rule }) => {
-                    match by_rule.iter_mut().find(|(r, _)| r == rule) {
-                        Some((_, list)) => list.push(p),
-                        None => by_rule.push((rule.clone(), vec![p])),
-                    }
+            let Some(e) = ev.path(p.port, from, to) else {
+                undecided.push((p, "its VMs were not evaluated".to_string()));
+                continue;
+            };
+            match &e.outcome {
+                PathOutcome::Dropped { rule } | PathOutcome::Rejected { rule } => {
+                    add(&mut by_rule, rule, p)
                 }
-                Some(PathOutcome::CannotDecide { why }) => undecided.push((p, why.clone())),
-                Some(_) => outside.push(p),
-                None => undecided.push((p, "its VMs were not evaluated".to_string())),
+                PathOutcome::CannotDecide { why } => undecided.push((p, why.clone())),
+                _ => match &e.not_realized {
+                    Some(rule) => add(&mut by_not_realized, rule, p),
+                    None => outside.push(p),
+                },
             }
         }
         let mut lines = Vec::new();
-        for (rule, paths) in &by_rule {
-            lines.push(format!(
+        for (rule, paths) in by_rule.iter().take(NOTES_NAMED) {
+            let mut line = format!(
                 "{}: {} on {} covers {} of the {total} failing paths ({})",
                 rule_text(rule),
                 action_text(rule),
                 ports_text(paths),
                 paths.len(),
                 paths_text(paths)
+            );
+            if rule.group == super::policy::NsxGroup::Legacy {
+                // What the ports' tags are on T1 is NCP's (closed source): said, not guessed.
+                line.push_str("; on T1/NCP the ports' tags are NCP's, which the Supervisor does not show: NSX Manager confirms the rule applies to these VMs");
+            }
+            lines.push(line);
+        }
+        for (rule, paths) in by_not_realized.iter().take(NOTES_NAMED) {
+            let policy = ev.policy_of(rule);
+            lines.push(format!(
+                "{}: {} on {} covers {} of the {total} failing paths ({}) as written; the policy is {}",
+                rule_text(rule),
+                action_text(rule),
+                ports_text(paths),
+                paths.len(),
+                paths_text(paths),
+                not_in_effect_text(
+                    policy.map_or(RealizedState::Unknown, |p| p.realization.state),
+                    policy.map(|p| &p.realization),
+                    policy.map_or(&[][..], |p| &p.invalid[..]),
+                )
+            ));
+        }
+        let unnamed = by_rule.len().saturating_sub(NOTES_NAMED)
+            + by_not_realized.len().saturating_sub(NOTES_NAMED);
+        if unnamed > 0 {
+            lines.push(format!(
+                "and {unnamed} more SecurityPolicy rules cover failing paths (-o json: networkPolicy.evaluation)"
             ));
         }
         if !undecided.is_empty() {
-            let paths: Vec<PathRef> = undecided.iter().map(|(p, _)| p.clone()).collect();
-            lines.push(format!(
-                "{} of the {total} failing paths ({}) cannot be decided from the visible SecurityPolicies: {}",
-                paths.len(),
-                paths_text(&paths),
-                undecided[0].1
-            ));
+            // One line per reason (each names the policy it is about), in the order met.
+            let mut reasons: Vec<(String, Vec<PathRef>)> = Vec::new();
+            for (p, why) in &undecided {
+                match reasons.iter_mut().find(|(w, _)| w == why) {
+                    Some((_, ps)) => ps.push(p.clone()),
+                    None => reasons.push((why.clone(), vec![p.clone()])),
+                }
+            }
+            let more = reasons.len().saturating_sub(REASONS_NAMED);
+            for (why, paths) in reasons.iter().take(REASONS_NAMED) {
+                lines.push(format!(
+                    "{} of the {total} failing paths ({}) cannot be decided from the visible SecurityPolicies: {why}",
+                    paths.len(),
+                    paths_text(paths),
+                ));
+            }
+            if more > 0 {
+                lines.push(format!(
+                    "and {more} more reasons the failing paths cannot be decided (-o json: networkPolicy.evaluation.paths)"
+                ));
+            }
         }
         if !outside.is_empty() {
             let mut line = format!(
-                "{} of the {total} failing paths ({}) match no Drop or Reject rule the Supervisor shows: the cause is outside the Supervisor's view (NSX distributed firewall or gateway rules made in NSX Manager, the NSGroups of an NSX 4.1 to 4.2 upgrade); read: {}",
+                "{} of the {total} failing paths ({}) match no Drop or Reject rule the Supervisor shows: the cause is outside the Supervisor's view. What can block VM-to-VM traffic of one segment: NSX distributed firewall rules in the categories NSX evaluates before nsx-operator's (Ethernet, Emergency, Infrastructure, Environment), made in NSX Manager; the VPC or project default rules; SpoofGuard / IP discovery on the VMs' ports; a firewall inside the guest; read: {}",
                 outside.len(),
                 paths_text(&outside),
                 a.read_text()
@@ -360,33 +471,75 @@ pub fn join(diagnosis: &mut Diagnosis, facts: &ClusterFacts, a: &NetworkAssessme
             if !a.unread.is_empty() {
                 line.push_str(&format!("; could not read: {}", a.unread.join("; ")));
             }
+            // A policy applied to these VMs that is not in effect as written may still be
+            // enforced in its last realized version, whatever its rules say now (a failed
+            // update of a Drop into an Allow keeps the Drop).
+            let pending: Vec<String> = ev
+                .policies
+                .iter()
+                .filter(|p| !p.in_effect && !p.applies_to.is_empty())
+                .map(|p| format!("SecurityPolicy {}/{}", p.namespace, p.name))
+                .collect();
+            if !pending.is_empty() {
+                let more = pending.len().saturating_sub(3);
+                line.push_str(&format!(
+                    "; not in effect as written but applied to these VMs: {}{}: NSX keeps enforcing each one's last realized version, which the Supervisor does not show",
+                    pending[..pending.len().min(3)].join(", "),
+                    if more > 0 { format!(" and {more} more") } else { String::new() }
+                ));
+            }
             lines.push(line);
+        }
+        // A Drop published while the members were connected may leave their established peer
+        // streams alone (a stateful firewall checks new connections): the members can keep a
+        // leader while the probe's new connections to 2380 fail.
+        if let Some((rule, _)) = by_rule
+            .iter()
+            .find(|(_, ps)| ps.iter().any(|p| p.port == 2380))
+        {
+            if has_leader(diagnosis) {
+                lines.push(format!(
+                    "the members still have a leader although {} blocks TCP 2380: a newly published Drop may not cut established peer streams; the cut shows at the next reconnect (a member restart, a leader change), so fix it before then",
+                    rule_text(rule)
+                ));
+            }
         }
         let v = &mut diagnosis.verdict;
         for (i, l) in lines.into_iter().enumerate() {
             v.evidence.insert(i, l);
         }
-        for (i, (rule, paths)) in by_rule.iter().enumerate() {
-            v.next_steps.insert(
-                i,
-                format!(
-                    "Fix SecurityPolicy {}/{}: its {} {}s {} between the control-plane VMs ({}, priority {}); change or delete that rule, then re-run kubectl etcdnet diagnose (see it: {})",
-                    rule.namespace,
-                    rule.policy,
-                    match &rule.rule_name {
-                        Some(n) => format!("rules[{}] {n:?}", rule.rule_index),
-                        None => format!("rules[{}]", rule.rule_index),
-                    },
-                    match rule.action {
-                        Action::Reject => "reject",
-                        _ => "drop",
-                    },
-                    ports_text(paths),
-                    rule.group.name(),
-                    rule.priority,
-                    show_command(rule)
-                ),
-            );
+        let mut steps = Vec::new();
+        for (rule, paths) in by_rule.iter().take(NOTES_NAMED) {
+            steps.push(format!(
+                "Fix SecurityPolicy {}/{}: its {} {}s {} between the control-plane VMs ({}, priority {}); change or delete that rule, then re-run kubectl etcdnet diagnose (see it: {})",
+                rule.namespace,
+                rule.policy,
+                match &rule.rule_name {
+                    Some(n) => format!("rules[{}] {n:?}", rule.rule_index),
+                    None => format!("rules[{}]", rule.rule_index),
+                },
+                match rule.action {
+                    Action::Reject => "reject",
+                    _ => "drop",
+                },
+                ports_text(paths),
+                rule.group.name(),
+                rule.priority,
+                show_command(rule)
+            ));
+        }
+        for (rule, paths) in by_not_realized.iter().take(NOTES_NAMED) {
+            steps.push(format!(
+                "Fix SecurityPolicy {}/{}: it is not in effect as written (its Ready message says why) while NSX may still enforce its last realized version, whose {} on {} the Supervisor does not show; correct the policy so the version you see is realized, or delete it, then re-run kubectl etcdnet diagnose (see it: {})",
+                rule.namespace,
+                rule.policy,
+                action_text(rule),
+                ports_text(paths),
+                show_command(rule)
+            ));
+        }
+        for (i, step) in steps.into_iter().enumerate() {
+            v.next_steps.insert(i, step);
         }
     }
 
@@ -420,12 +573,13 @@ pub fn join(diagnosis: &mut Diagnosis, facts: &ClusterFacts, a: &NetworkAssessme
             })
             .collect()
     };
+    let mut notes = Vec::new();
     for b in a.evaluation.blocking() {
         let works = worked(&b.paths);
         if works.is_empty() {
             continue;
         }
-        diagnosis.verdict.notes.push(format!(
+        notes.push(format!(
             "warning: {}: {} on {} covers {} path(s) the probe saw work ({}): check how NSX applies it (kubectl get securitypolicies.{} {} -n {} -o yaml)",
             rule_text(&b.rule),
             action_text(&b.rule),
@@ -437,22 +591,38 @@ pub fn join(diagnosis: &mut Diagnosis, facts: &ClusterFacts, a: &NetworkAssessme
             b.rule.namespace
         ));
     }
+    let mut warned = 0;
     for w in ev.warnings() {
         let works = worked(&w.paths);
         if works.is_empty() {
             continue;
         }
-        let w = PolicyWarning { paths: works, ..w };
-        diagnosis
-            .verdict
-            .notes
-            .push(format!("warning: {}", warning_text(&w, ev.vms.len())));
+        warned += 1;
+        let w = PolicyWarning {
+            paths: works,
+            ..w.clone()
+        };
+        notes.push(format!("warning: {}", warning_text(&w, ev.vms.len())));
     }
+    // Bounded whatever the namespace holds: the first ones, and a count.
+    let more = notes.len().saturating_sub(NOTES_NAMED)
+        + if warned > 0 {
+            ev.warnings_not_listed
+        } else {
+            0
+        };
+    notes.truncate(NOTES_NAMED);
+    if more > 0 {
+        notes.push(format!(
+            "warning: and {more} more SecurityPolicy rules that block or would block paths the probe saw work (-o json: networkPolicy.evaluation)"
+        ));
+    }
+    diagnosis.verdict.notes.extend(notes);
 }
 
 #[cfg(test)]
 #[path = "network_tests.rs"]
-mod tests;
+pub(crate) mod tests;
 
 #[cfg(test)]
 #[path = "network_trust_tests.rs"]

@@ -173,7 +173,13 @@ fn failing_paths_no_visible_rule_blocks_are_outside_the_supervisors_view() {
     let line = &d.verdict.evidence[0];
     assert!(
         line.starts_with("6 of the 6 failing paths (machine-a → machine-b:2380")
-            && line.contains("the cause is outside the Supervisor's view (NSX distributed firewall or gateway rules made in NSX Manager, the NSGroups of an NSX 4.1 to 4.2 upgrade)")
+            && line.contains("the cause is outside the Supervisor's view")
+            && line.contains("Ethernet, Emergency, Infrastructure, Environment")
+            && line.contains("the VPC or project default rules")
+            && line.contains("SpoofGuard / IP discovery")
+            && line.contains("a firewall inside the guest")
+            && !line.contains("gateway")
+            && !line.contains("NetworkPolic")
             && line.contains("read: securitypolicies.crd.nsx.vmware.com 1")
             && line.contains("could not read: list subnetports.crd.nsx.vmware.com in namespace ns-prod: forbidden"),
         "{line}"
@@ -197,7 +203,8 @@ fn a_rule_not_realized_on_a_healthy_cluster_is_a_warning() {
     assert!(
         d.verdict.notes.iter().any(|n| n
             .starts_with("warning: SecurityPolicy ns-prod/pending-drop")
-            && n.contains("not realized by NSX")),
+            && n.contains("not Ready")
+            && n.contains("last realized")),
         "{:#?}",
         d.verdict.notes
     );
@@ -254,4 +261,506 @@ fn the_assessment_is_camel_case_and_round_trips() {
     }
     let back: NetworkAssessment = serde_json::from_value(v).unwrap();
     assert_eq!(back, a);
+}
+
+/// Probe cells with `state` on the given paths of `port` (by Machine index), every other cell
+/// ok.
+fn diagnosis_with(
+    code: VerdictCode,
+    port: u16,
+    failing: &[(usize, usize)],
+    state: CellState,
+) -> Diagnosis {
+    let mut d = diagnosis(code, None);
+    for m in &mut d.matrices {
+        for c in &mut m.cells {
+            let i = MACHINES.iter().position(|n| *n == c.from).unwrap();
+            let j = MACHINES.iter().position(|n| *n == c.to).unwrap();
+            if c.port == port && failing.contains(&(i, j)) {
+                c.state = state;
+            }
+        }
+    }
+    d
+}
+
+fn policy_objects(yaml: &str) -> NetworkObjects {
+    let mut o = objects("allow");
+    o.security_policies = serde_yaml_ng::Deserializer::from_str(yaml)
+        .map(|d| serde_json::Value::deserialize(d).unwrap())
+        .filter(|v| !v.is_null())
+        .map(|v| {
+            (
+                NetKind::VpcSecurityPolicy,
+                serde_json::from_value(v).unwrap(),
+            )
+        })
+        .collect();
+    o
+}
+
+#[test]
+fn a_failing_path_under_a_not_ready_drop_names_it_and_its_last_realized_version() {
+    let a = assess(&objects("not-realized"));
+    let mut d = diagnosis(
+        VerdictCode::EtcdPeerNetworkBlocked,
+        Some((2380, CellState::Timeout)),
+    );
+    join(&mut d, &facts(), &a);
+    let line = &d.verdict.evidence[0];
+    assert!(
+        line.starts_with("SecurityPolicy ns-prod/pending-drop (crd.nsx.vmware.com, priority 20, rules[0] \"drop-peer\")")
+            && line.contains("covers 6 of the 6 failing paths")
+            && line.contains("not Ready (SecurityPolicyNotReady: error occurred")
+            && line.contains("last realized"),
+        "{line}"
+    );
+    assert!(
+        !d.verdict
+            .evidence
+            .iter()
+            .any(|l| l.contains("outside the Supervisor's view")),
+        "{:#?}",
+        d.verdict.evidence
+    );
+    assert!(
+        d.verdict.next_steps[0].starts_with("Fix SecurityPolicy ns-prod/pending-drop: "),
+        "{:#?}",
+        d.verdict.next_steps
+    );
+}
+
+#[test]
+fn a_policy_nsx_operator_refuses_cannot_be_realized_as_written() {
+    let a = assess(&objects("no-applied-to"));
+    let mut d = diagnosis(
+        VerdictCode::EtcdPeerNetworkBlocked,
+        Some((2380, CellState::Timeout)),
+    );
+    join(&mut d, &facts(), &a);
+    let line = &d.verdict.evidence[0];
+    assert!(
+        line.starts_with("SecurityPolicy ns-prod/half-applied")
+            && line.contains("not Ready")
+            && line.contains("cannot be realized as written")
+            && line.contains("appliedTo needs to be set in either spec or rules")
+            && line.contains("last realized")
+            && !line.contains("once it is realized"),
+        "{line}"
+    );
+}
+
+#[test]
+fn a_cannot_decide_line_names_the_policy() {
+    // An unreadable action in a realized policy that selects the VMs, at priority 1.
+    let o = policy_objects(
+        "apiVersion: crd.nsx.vmware.com/v1alpha1
+kind: SecurityPolicy
+metadata: {name: odd-action, namespace: ns-prod}
+spec:
+  priority: 1
+  appliedTo: [{vmSelector: {}}]
+  rules:
+  - {direction: In, action: Deny, ports: [{port: 2380}]}
+status:
+  conditions: [{type: Ready, status: 'True'}]
+",
+    );
+    let a = assess(&o);
+    let mut d = diagnosis(
+        VerdictCode::EtcdPeerNetworkBlocked,
+        Some((2380, CellState::Timeout)),
+    );
+    join(&mut d, &facts(), &a);
+    let line = &d.verdict.evidence[0];
+    assert!(
+        line.contains("cannot be decided from the visible SecurityPolicies: SecurityPolicy ns-prod/odd-action: rules[0]"),
+        "{line}"
+    );
+}
+
+fn leader_logs() -> Vec<crate::analyse::verdict::NodeLogs> {
+    let line = r#"{"level":"info","ts":"2026-12-02T14:46:13.937Z","caller":"raft/node.go:327","msg":"raft.node: 71ea0ea03f1cc0b1 elected leader 14569749fa01776e at term 45"}"#;
+    MACHINES
+        .iter()
+        .map(|m| crate::analyse::verdict::NodeLogs {
+            node: m.to_string(),
+            summary: crate::probe::etcdlog::classify(line),
+        })
+        .collect()
+}
+
+#[test]
+fn a_published_drop_of_2380_with_a_leader_still_known_is_hedged() {
+    let a = assess(&objects("drop-between-cp"));
+    let mut d = diagnosis(
+        VerdictCode::EtcdPeerNetworkPartial,
+        Some((2380, CellState::Timeout)),
+    );
+    d.logs = leader_logs();
+    assert!(
+        d.logs[0].summary.leader.is_some(),
+        "the fixture line is a leader line"
+    );
+    join(&mut d, &facts(), &a);
+    assert!(
+        d.verdict
+            .evidence
+            .iter()
+            .any(|l| l.contains("still have a leader")
+                && l.contains("established")
+                && l.contains("SecurityPolicy ns-prod/isolate-etcd")),
+        "{:#?}",
+        d.verdict.evidence
+    );
+    // Without a leader line: no hedge.
+    let mut d = diagnosis(
+        VerdictCode::EtcdPeerNetworkPartial,
+        Some((2380, CellState::Timeout)),
+    );
+    join(&mut d, &facts(), &a);
+    assert!(!d.verdict.evidence.iter().any(|l| l.contains("established")));
+}
+
+#[test]
+fn an_egress_drop_beats_an_ingress_allow_of_higher_priority() {
+    // Each check is its own: the egress check at FROM meets the Drop (priority 9) whatever
+    // the ingress check at TO allows first (priority 1).
+    let o = policy_objects(
+        "apiVersion: crd.nsx.vmware.com/v1alpha1
+kind: SecurityPolicy
+metadata: {name: allow-in, namespace: ns-prod}
+spec:
+  priority: 1
+  appliedTo: [{vmSelector: {}}]
+  rules:
+  - {direction: In, action: Allow, ports: [{port: 2379, endPort: 2380}]}
+status:
+  conditions: [{type: Ready, status: 'True'}]
+---
+apiVersion: crd.nsx.vmware.com/v1alpha1
+kind: SecurityPolicy
+metadata: {name: drop-out, namespace: ns-prod}
+spec:
+  priority: 9
+  appliedTo: [{vmSelector: {matchLabels: {topology.kubernetes.io/zone: zone-a}}}]
+  rules:
+  - {direction: Out, action: Drop, ports: [{port: 2380}]}
+status:
+  conditions: [{type: Ready, status: 'True'}]
+",
+    );
+    let a = assess(&o);
+    let r = a.evaluation.blocking_rule(2380, VMS[0], VMS[1]).unwrap();
+    assert_eq!(
+        (r.policy.as_str(), r.direction),
+        ("drop-out", crate::analyse::policy::Direction::Out)
+    );
+    assert!(a.evaluation.blocking_rule(2380, VMS[1], VMS[0]).is_none());
+    let mut d = diagnosis_with(
+        VerdictCode::EtcdPeerNetworkPartial,
+        2380,
+        &[(0, 1), (0, 2)],
+        CellState::Timeout,
+    );
+    join(&mut d, &facts(), &a);
+    assert!(
+        d.verdict.evidence[0].starts_with(
+            "SecurityPolicy ns-prod/drop-out (crd.nsx.vmware.com, priority 9, rules[0])"
+        ) && d.verdict.evidence[0].contains("covers 2 of the 2 failing paths"),
+        "{:#?}",
+        d.verdict.evidence
+    );
+    assert!(d.verdict.next_steps[0].starts_with("Fix SecurityPolicy ns-prod/drop-out"));
+}
+
+#[test]
+fn a_policy_level_applied_to_wins_over_the_rule_level_one_with_a_reject() {
+    // The rule's own appliedTo names zone-c only; the policy's selects every control-plane VM
+    // and takes precedence (docs/security-policy.md): the Reject applies at every VM.
+    let o = policy_objects(
+        "apiVersion: crd.nsx.vmware.com/v1alpha1
+kind: SecurityPolicy
+metadata: {name: reject-peer, namespace: ns-prod}
+spec:
+  priority: 3
+  appliedTo: [{vmSelector: {matchLabels: {capv.vmware.com/cluster.role: controlplane}}}]
+  rules:
+  - direction: Ingress
+    action: Reject
+    appliedTo: [{vmSelector: {matchLabels: {topology.kubernetes.io/zone: zone-c}}}]
+    ports: [{port: 2380}]
+status:
+  conditions: [{type: Ready, status: 'True'}]
+",
+    );
+    let a = assess(&o);
+    assert!(a.evaluation.policies[0].invalid.is_empty());
+    for f in VMS {
+        for t in VMS {
+            if f != t {
+                let r = a.evaluation.blocking_rule(2380, f, t).unwrap();
+                assert_eq!(r.action, Action::Reject, "{f} {t}");
+            }
+        }
+    }
+    let mut d = diagnosis(
+        VerdictCode::EtcdPeerPortRefused,
+        Some((2380, CellState::Refused)),
+    );
+    join(&mut d, &facts(), &a);
+    assert!(
+        d.verdict.evidence[0].starts_with("SecurityPolicy ns-prod/reject-peer")
+            && d.verdict.evidence[0].contains("Reject In on TCP 2380 covers 6 of the 6"),
+        "{:#?}",
+        d.verdict.evidence
+    );
+    assert!(d.verdict.next_steps[0].contains("rejects TCP 2380"));
+}
+
+#[test]
+fn an_allow_only_policy_and_a_network_policy_default_deny_name_neither() {
+    // NetworkPolicies are realized for Pods only; the Allow blocks nothing.
+    let mut o = objects("allow");
+    o.network_policies = vec![serde_json::from_value(serde_json::json!({
+        "apiVersion": "networking.k8s.io/v1",
+        "kind": "NetworkPolicy",
+        "metadata": {"name": "default-deny", "namespace": "ns-prod"},
+        "spec": {"podSelector": {}, "policyTypes": ["Ingress", "Egress"]},
+    }))
+    .unwrap()];
+    let a = assess(&o);
+    assert!(a.evaluation.blocking().is_empty());
+    let mut d = diagnosis(
+        VerdictCode::EtcdPeerNetworkBlocked,
+        Some((2380, CellState::Timeout)),
+    );
+    join(&mut d, &facts(), &a);
+    let ev = d.verdict.evidence.join("\n");
+    assert!(ev.contains("outside the Supervisor's view"), "{ev}");
+    assert!(
+        !ev.contains("allow-etcd") && !ev.contains("default-deny"),
+        "{ev}"
+    );
+    assert!(!d.verdict.next_steps.iter().any(|s| s.starts_with("Fix ")));
+    assert!(crate::analyse::network_findings(&a)
+        .iter()
+        .all(|f| f.code != FindingCode::SecurityPolicyBlocksEtcd));
+}
+
+/// The issue's namespace: one priority-0 Allow and 63 policies of 64 shadowed Drops.
+pub(crate) fn drowned() -> NetworkObjects {
+    let rules: String = (0..64)
+        .map(|_| "  - {direction: In, action: Drop, ports: [{port: 2379, endPort: 2380}]}\n")
+        .collect();
+    let policy = |name: String, priority: u32, rules: &str| {
+        format!(
+            "apiVersion: crd.nsx.vmware.com/v1alpha1
+kind: SecurityPolicy
+metadata: {{name: {name}, namespace: ns-prod}}
+spec:
+  priority: {priority}
+  appliedTo: [{{vmSelector: {{matchLabels: {{capv.vmware.com/cluster.role: controlplane}}}}}}]
+  rules:
+{rules}status:
+  conditions: [{{type: Ready, status: 'True'}}]
+---
+"
+        )
+    };
+    let mut text = policy(
+        "allow-all".into(),
+        0,
+        "  - {direction: In, action: Allow}\n",
+    );
+    for i in 0..63 {
+        text += &policy(format!("deny-{i:02}"), 5, &rules);
+    }
+    policy_objects(&text)
+}
+
+#[test]
+fn a_drowned_namespace_gives_bounded_findings_notes_and_json() {
+    let start = std::time::Instant::now();
+    let a = assess(&drowned());
+    let findings = crate::analyse::network_findings(&a);
+    let mut d = diagnosis(VerdictCode::Healthy, None);
+    join(&mut d, &facts(), &a);
+    assert!(start.elapsed() < std::time::Duration::from_secs(5));
+    // 8 warnings and one that counts the rest.
+    assert_eq!(findings.len(), 9, "{findings:#?}");
+    assert!(findings[8].message.starts_with(&format!(
+        "and {} more SecurityPolicy rules would block",
+        63 * 64 - 8
+    )));
+    assert_eq!(d.verdict.notes.len(), 9, "{:#?}", d.verdict.notes);
+    assert!(d.verdict.notes[8].contains(&format!("and {} more", 63 * 64 - 8)));
+    let json = serde_json::to_string(&a).unwrap();
+    assert!(json.len() < 200_000, "{} bytes", json.len());
+}
+
+#[test]
+fn a_not_ready_policy_whose_rules_now_allow_is_still_named_for_its_last_realized_version() {
+    // A failed update turned a Drop into an Allow: as written nothing blocks, but NSX keeps
+    // the Drop it realized last.
+    let o = policy_objects(
+        "apiVersion: crd.nsx.vmware.com/v1alpha1
+kind: SecurityPolicy
+metadata: {name: was-a-drop, namespace: ns-prod}
+spec:
+  priority: 1
+  appliedTo: [{vmSelector: {matchLabels: {capv.vmware.com/cluster.name: tkc-prod, capv.vmware.com/cluster.role: controlplane}, matchExpressions: [{key: topology.kubernetes.io/zone, operator: Exists}, {key: topology.kubernetes.io/zone, operator: NotIn, values: [zone-x]}]}}]
+  rules:
+  - {direction: In, action: Allow, ports: [{port: 2380}]}
+status:
+  conditions:
+  - {type: Ready, status: 'False', reason: SecurityPolicyNotReady, message: 'error occurred while processing the SecurityPolicy CR. Error: total count of labelSelectors expressions 6 exceed NSX limit of 5 in one criteria based on the same member type'}
+",
+    );
+    let a = assess(&o);
+    assert!(!a.evaluation.policies[0].invalid.is_empty());
+    let mut d = diagnosis(
+        VerdictCode::EtcdPeerNetworkBlocked,
+        Some((2380, CellState::Timeout)),
+    );
+    join(&mut d, &facts(), &a);
+    let line = &d.verdict.evidence[0];
+    assert!(
+        line.contains("outside the Supervisor's view")
+            && line.contains("SecurityPolicy ns-prod/was-a-drop")
+            && line.contains("last realized"),
+        "{line}"
+    );
+}
+
+#[test]
+fn the_supervisors_live_group_and_left_out_count_reach_the_evaluation() {
+    // nsx-operator reconciles nsx.vmware.com here: the crd.nsx.vmware.com Drop is a leftover.
+    let mut o = objects("drop-between-cp");
+    o.live_policy_kind = Some(NetKind::T1SecurityPolicy);
+    o.networking_basis = Some("the Namespace has no VPC NetworkInfo".into());
+    let a = assess(&o);
+    assert!(a.evaluation.blocking().is_empty());
+    assert_eq!(a.evaluation.set_aside.len(), 1);
+    assert!(a.evaluation.set_aside[0]
+        .why
+        .contains("the Namespace has no VPC NetworkInfo"));
+    assert_eq!(
+        a.evaluation.networking_basis.as_deref(),
+        Some("the Namespace has no VPC NetworkInfo")
+    );
+    assert!(a.applies(), "the section says what was set aside");
+    // Policies the read left out: never a named Drop.
+    let mut o = objects("drop-between-cp");
+    o.policies_left_out = 2;
+    let a = assess(&o);
+    assert!(a.evaluation.blocking().is_empty());
+    assert_eq!(a.evaluation.policies_not_read, 2);
+    let mut d = diagnosis(
+        VerdictCode::EtcdPeerNetworkBlocked,
+        Some((2380, CellState::Timeout)),
+    );
+    join(&mut d, &facts(), &a);
+    assert!(
+        d.verdict.evidence[0].contains("cannot be decided")
+            && d.verdict.evidence[0].contains("2 SecurityPolicies were left out of the read"),
+        "{:#?}",
+        d.verdict.evidence
+    );
+    assert!(!d.verdict.next_steps[0].starts_with("Fix "));
+}
+
+#[test]
+fn a_t1_rule_says_its_port_tags_are_ncps() {
+    let mut o = policy_objects(
+        "apiVersion: nsx.vmware.com/v1alpha1
+kind: SecurityPolicy
+metadata: {name: t1-drop, namespace: ns-prod}
+spec:
+  priority: 4
+  appliedTo: [{vmSelector: {matchLabels: {capv.vmware.com/cluster.role: controlplane}}}]
+  rules:
+  - {direction: in, action: drop, ports: [{port: 2380}]}
+status:
+  conditions: [{type: Ready, status: 'True'}]
+",
+    );
+    for (k, _) in &mut o.security_policies {
+        *k = NetKind::T1SecurityPolicy;
+    }
+    let a = assess(&o);
+    assert!(!a.evaluation.blocking().is_empty());
+    let mut d = diagnosis(
+        VerdictCode::EtcdPeerNetworkBlocked,
+        Some((2380, CellState::Timeout)),
+    );
+    join(&mut d, &facts(), &a);
+    let line = &d.verdict.evidence[0];
+    assert!(
+        line.starts_with("SecurityPolicy ns-prod/") && line.contains("the ports' tags are NCP's"),
+        "{line}"
+    );
+}
+
+#[test]
+fn many_rules_on_the_failing_paths_are_bounded_in_the_evidence() {
+    // One Drop per path: 12 rules, each applied to TO's zone, from FROM's address, one port.
+    let mut text = String::new();
+    let mut n = 0;
+    for port in [2379, 2380] {
+        for (f, _) in VMS.iter().enumerate() {
+            for (t, _) in VMS.iter().enumerate() {
+                if f == t {
+                    continue;
+                }
+                n += 1;
+                text += &format!(
+                    "apiVersion: crd.nsx.vmware.com/v1alpha1
+kind: SecurityPolicy
+metadata: {{name: p{n:02}, namespace: ns-prod}}
+spec:
+  priority: {n}
+  appliedTo: [{{vmSelector: {{matchLabels: {{topology.kubernetes.io/zone: {}}}}}}}]
+  rules:
+  - {{direction: In, action: Drop, ports: [{{port: {port}}}], from: [{{ipBlocks: [{{cidr: 198.18.0.1{}/32}}]}}]}}
+status:
+  conditions: [{{type: Ready, status: 'True'}}]
+---
+",
+                    ZONES[t],
+                    f + 1
+                );
+            }
+        }
+    }
+    let a = assess(&policy_objects(&text));
+    assert_eq!(a.evaluation.blocking().len(), 12);
+    let mut d = diagnosis(VerdictCode::EtcdPeerNetworkBlocked, None);
+    for m in &mut d.matrices {
+        for c in &mut m.cells {
+            if c.from != c.to {
+                c.state = CellState::Timeout;
+            }
+        }
+    }
+    join(&mut d, &facts(), &a);
+    let named = d
+        .verdict
+        .evidence
+        .iter()
+        .filter(|l| l.starts_with("SecurityPolicy ns-prod/p"))
+        .count();
+    assert_eq!(named, 8, "{:#?}", d.verdict.evidence);
+    assert!(d
+        .verdict
+        .evidence
+        .iter()
+        .any(|l| l.starts_with("and 4 more SecurityPolicy rules cover failing paths")));
+    let steps = d
+        .verdict
+        .next_steps
+        .iter()
+        .filter(|s| s.starts_with("Fix SecurityPolicy"))
+        .count();
+    assert_eq!(steps, 8);
 }

@@ -446,7 +446,8 @@ pub fn rollout_text(n: &ControlPlaneNode, r: &RolloutPhase) -> String {
 
 /// The findings of the cluster's network, when the Supervisor serves an NSX group: each
 /// realization problem, each rule in effect that blocks 2379/2380 between the control-plane
-/// VMs, each one that would (shadowed, not realized). Paths are named by VM.
+/// VMs, each one that would (shadowed, not in effect as written). Paths are named by VM; the
+/// SecurityPolicy findings are bounded (the first by priority, then a count).
 pub fn network_findings(a: &NetworkAssessment) -> Vec<Finding> {
     use FindingCode::*;
     use Severity::*;
@@ -525,8 +526,42 @@ pub fn network_findings(a: &NetworkAssessment) -> Vec<Finding> {
             SecurityPolicyWouldBlockEtcd,
             Warning,
             None,
-            warning_text(&w, a.evaluation.vms.len()),
+            warning_text(w, a.evaluation.vms.len()),
         ));
+    }
+    // Bounded whatever the namespace holds: the first rules of each kind (by priority, the
+    // evaluation's order), then one finding with the count of the rest.
+    const SHOWN: usize = 8;
+    for (code, what, more_kept) in [
+        (
+            SecurityPolicyBlocksEtcd,
+            "block paths between the control-plane VMs (-o json: networkPolicy.evaluation.blocking)",
+            0,
+        ),
+        (
+            SecurityPolicyWouldBlockEtcd,
+            "would block paths between the control-plane VMs (shadowed, or not in effect; -o json: networkPolicy.evaluation.covering)",
+            a.evaluation.warnings_not_listed,
+        ),
+    ] {
+        let mut seen = 0;
+        out.retain(|f| {
+            if f.code != code {
+                return true;
+            }
+            seen += 1;
+            seen <= SHOWN
+        });
+        let dropped = seen.saturating_sub(SHOWN) + more_kept;
+        if dropped > 0 {
+            let severity = if code == SecurityPolicyBlocksEtcd { Error } else { Warning };
+            out.push(finding(
+                code,
+                severity,
+                None,
+                format!("and {dropped} more SecurityPolicy rules {what}"),
+            ));
+        }
     }
     out
 }

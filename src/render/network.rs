@@ -8,7 +8,10 @@
 
 use super::{Lines, Tone};
 use crate::analyse::network::{action_text, paths_text, ports_text, rule_text, warning_text};
-use crate::analyse::policy::{PathRef, RealizedState};
+use crate::analyse::policy::{PathOutcome, PathRef, RealizedState};
+
+/// At most this many rules (or reasons) of each kind get a line; one more counts the rest.
+const RULES_SHOWN: usize = 8;
 use crate::analyse::NetworkAssessment;
 
 /// The VM pairs of one rule, per port: `all 6 paths` when it covers every ordered pair of
@@ -44,7 +47,8 @@ pub(crate) fn section(out: &mut Lines, a: &NetworkAssessment, wide: bool) {
         "NETWORK POLICY (NSX, namespace {}: TCP 2379/2380 between the {vms} control-plane VMs):",
         ev.namespace
     ));
-    for b in a.evaluation.blocking() {
+    let blocking = ev.blocking();
+    for b in blocking.iter().take(RULES_SHOWN) {
         out.marked(
             "  ",
             Tone::Bad,
@@ -60,30 +64,80 @@ pub(crate) fn section(out: &mut Lines, a: &NetworkAssessment, wide: bool) {
             out.line(l);
         }
     }
-    for w in ev.warnings() {
+    if blocking.len() > RULES_SHOWN {
+        out.marked(
+            "  ",
+            Tone::Bad,
+            "BLOCKS",
+            &format!(
+                " and {} more rules (-o json: networkPolicy.evaluation.blocking)",
+                blocking.len() - RULES_SHOWN
+            ),
+        );
+    }
+    let warnings = ev.warnings();
+    for w in warnings.iter().take(RULES_SHOWN) {
         out.marked(
             "  ",
             Tone::Warn,
             "WOULD BLOCK",
-            &format!(" {}", warning_text(&w, vms)),
+            &format!(" {}", warning_text(w, vms)),
         );
     }
-    let undecided: Vec<PathRef> = ev
-        .undecided()
-        .map(|p| PathRef {
+    let more = warnings.len().saturating_sub(RULES_SHOWN) + ev.warnings_not_listed;
+    if more > 0 {
+        out.marked(
+            "  ",
+            Tone::Warn,
+            "WOULD BLOCK",
+            &format!(" and {more} more rules (-o json: networkPolicy.evaluation.covering)"),
+        );
+    }
+    // One line per reason a path cannot be decided (each names its policy), the first few.
+    let mut reasons: Vec<(&str, Vec<PathRef>)> = Vec::new();
+    for p in ev.undecided() {
+        let PathOutcome::CannotDecide { why } = &p.outcome else {
+            continue;
+        };
+        let path = PathRef {
             port: p.port,
             from: p.from.clone(),
             to: p.to.clone(),
-        })
-        .collect();
-    if let Some(why) = ev.undecided().find_map(|p| match &p.outcome {
-        crate::analyse::policy::PathOutcome::CannotDecide { why } => Some(why.clone()),
-        _ => None,
-    }) {
+        };
+        match reasons.iter_mut().find(|(w, _)| w == why) {
+            Some((_, ps)) => ps.push(path),
+            None => reasons.push((why, vec![path])),
+        }
+    }
+    for (why, paths) in reasons.iter().take(RULES_SHOWN) {
         out.line(format!(
             "  cannot decide {} path(s) ({}): {why}",
-            undecided.len(),
-            paths_text(&undecided)
+            paths.len(),
+            paths_text(paths)
+        ));
+    }
+    if reasons.len() > RULES_SHOWN {
+        out.line(format!(
+            "  and {} more reasons paths cannot be decided",
+            reasons.len() - RULES_SHOWN
+        ));
+    }
+    for s in &ev.set_aside {
+        out.line(format!(
+            "  not in effect: SecurityPolicy {}/{} ({}): {}",
+            s.namespace,
+            s.name,
+            s.group.name(),
+            s.why
+        ));
+    }
+    for n in &ev.notes {
+        out.line(format!("  note: {n}"));
+    }
+    if ev.set_aside_not_listed > 0 {
+        out.line(format!(
+            "  and {} more SecurityPolicies of the group nsx-operator does not reconcile",
+            ev.set_aside_not_listed
         ));
     }
     for p in &a.realization {
@@ -125,6 +179,7 @@ pub(crate) fn section(out: &mut Lines, a: &NetworkAssessment, wide: bool) {
                         .map(|n| n.to_string())
                         .unwrap_or_else(|| "?".into()),
                     match p.realization.state {
+                        _ if !p.invalid.is_empty() => "no (invalid)",
                         RealizedState::Realized => "yes",
                         RealizedState::NotRealized => "no",
                         RealizedState::Unknown => "unknown",
@@ -158,7 +213,7 @@ pub(crate) fn section(out: &mut Lines, a: &NetworkAssessment, wide: bool) {
     }
     if ev.policies_not_read > 0 {
         out.line(format!(
-            "  {} more SecurityPolicies were not read (bounded): paths they could touch are undecided",
+            "  {} more SecurityPolicies that can apply were not evaluated (bounded; those that can touch etcd's ports and are in effect come first, by priority): checks they could come first in cannot be decided",
             ev.policies_not_read
         ));
     }
@@ -196,6 +251,7 @@ mod tests {
                 namespace_labels: Default::default(),
                 policies: vec![],
                 vms: vec![],
+                ..Default::default()
             }),
         };
         let mut out = Lines::new(Paint { on: false });
@@ -209,5 +265,20 @@ mod tests {
             "{text:?}"
         );
         assert!(text.lines().all(|l| !l.starts_with("break")), "{text}");
+    }
+
+    /// The namespace (one priority-0 Allow, 63 policies of 64 shadowed Drops): a
+    /// section of a few lines, not thousands.
+    #[test]
+    fn a_drowned_namespace_gives_a_short_section() {
+        let a = crate::analyse::assess(&crate::analyse::network::tests::drowned());
+        for wide in [false, true] {
+            let mut out = Lines::new(Paint { on: false });
+            section(&mut out, &a, wide);
+            let text = out.finish();
+            let lines = text.lines().count();
+            assert!(lines < 100, "{lines} lines:\n{text}");
+            assert!(text.contains("and 4024 more rules"), "{text}");
+        }
     }
 }

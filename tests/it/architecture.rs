@@ -90,7 +90,7 @@ const FOLDERS: &[(&str, &[&[&str]])] = &[
     ),
     (
         "analyse::policy",
-        &[&["evaluate"], &["model"], &["selector"]],
+        &[&["evaluate"], &["validate"], &["model"], &["selector"]],
     ),
     (
         "analyse::verdict",

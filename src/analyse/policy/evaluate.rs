@@ -1,8 +1,14 @@
 //! The evaluation: for TCP 2379 and 2380 and every ordered pair of control-plane VMs, the egress
 //! check at FROM and the ingress check at TO, each the first matching rule in NSX's order. The
 //! rules it follows are in the module `policy` and docs/nsx-policy.md.
+//!
+//! Bounded whatever the namespace holds: the policies that can apply are sorted (those that can
+//! touch etcd's ports, then those in effect, each by priority) before they are cut to
+//! [`MAX_POLICIES`]; the rules that cover a path without deciding it are
+//! aggregated per rule ([`CoveringRule`], at most [`MAX_COVERING`]); the warnings and the
+//! blocking rules are computed once, here, and kept.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::net::IpAddr;
 
 use serde::{Deserialize, Serialize};
@@ -12,13 +18,25 @@ use super::model::{
     RealizedState, Rule, Target, MAX_NAME_CHARS,
 };
 use super::selector::Selector;
+use super::validate::validate;
 
 /// The ports evaluated: etcd's client and peer ports, TCP.
 pub const ETCD_PORTS: [u16; 2] = [2379, 2380];
-/// At most this many policies are read (both groups together); more are counted, not read.
+/// At most this many policies that can apply are evaluated, the first by priority; the others
+/// are counted, and a check they could decide is "cannot decide".
 pub const MAX_POLICIES: usize = 64;
 /// At most this many VMs are evaluated (a control plane has 1, 3, 5 or 7).
 pub const MAX_VMS: usize = 16;
+/// At most this many covering rules are listed (the rest counted).
+pub const MAX_COVERING: usize = 32;
+/// At most this many warnings are kept (the rest counted).
+pub const MAX_WARNINGS: usize = 8;
+/// At most this many policies set aside are listed (the rest counted).
+pub const MAX_SET_ASIDE: usize = 16;
+/// At most this many things a policy's summary says could not be read (then a count).
+pub const MAX_UNREADABLE: usize = 8;
+/// Example checks kept per covering rule.
+pub const COVERING_EXAMPLES: usize = 3;
 
 /// A control-plane VM as the evaluation sees it: its name, its labels (nsx-operator copies a
 /// VirtualMachine's labels onto its NSX port) and its addresses (for `ipBlocks`).
@@ -30,17 +48,25 @@ pub struct PolicyVm {
 }
 
 /// Everything the evaluation needs, as values.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct PolicyInput {
     /// The vSphere Namespace the cluster's VMs live in.
     pub namespace: String,
     /// That Namespace's labels (for `namespaceSelector`; Kubernetes adds
     /// `kubernetes.io/metadata.name` itself).
     pub namespace_labels: BTreeMap<String, String>,
-    /// The SecurityPolicies read, of either group.
+    /// The SecurityPolicies read, of either group: the namespace's, and those of other
+    /// namespaces the read passed on (the evaluation keeps only those that can apply).
     pub policies: Vec<PolicyObject>,
     /// The cluster's control-plane VMs.
     pub vms: Vec<PolicyVm>,
+    /// The group nsx-operator reconciles (`crd.nsx.vmware.com` on VPC networking, else
+    /// `nsx.vmware.com`); None when it cannot be told: both count.
+    pub live_group: Option<NsxGroup>,
+    /// What `live_group` was told from, for the output.
+    pub networking_basis: Option<String>,
+    /// SecurityPolicies the read could not keep (a bound): any might come first.
+    pub policies_left_out: usize,
 }
 
 /// Which check of a path: at FROM on the way out, or at TO on the way in.
@@ -88,7 +114,7 @@ pub enum SideOutcome {
     Matched { rule: RuleRef },
     /// No visible rule in effect matches: what happens is decided outside the Supervisor's view.
     NoVisibleRule,
-    /// A rule that might come first cannot be evaluated.
+    /// A rule that might come first cannot be evaluated (`why` names its policy).
     CannotDecide { why: String },
 }
 
@@ -124,6 +150,11 @@ pub struct PathEvaluation {
     pub outcome: PathOutcome,
     pub egress: SideOutcome,
     pub ingress: SideOutcome,
+    /// A Drop/Reject rule of a policy not in effect as written (not Ready, or refused by
+    /// nsx-operator's validation) that would be the first match of a check once realized: NSX
+    /// may still enforce that policy's last realized version (the egress check's first).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub not_realized: Option<RuleRef>,
 }
 
 /// Why a Drop/Reject rule that covers a path does not decide it now.
@@ -132,25 +163,36 @@ pub struct PathEvaluation {
 pub enum CoverReason {
     /// A rule in effect that comes first allows the path.
     Shadowed { by: RuleRef },
-    /// Its policy is not realized (Ready False, or no Ready condition yet). `would_decide`: it
-    /// would be the first match of this check once realized (as far as the visible policies
-    /// tell: an equal priority counts as yes).
+    /// Its policy is not in effect as written: not realized (Ready False, or no Ready
+    /// condition yet), or refused by nsx-operator's validation (the policy's `invalid`).
+    /// `would_decide`: it would be the first match of this check once realized (as far as
+    /// the visible policies tell: an equal priority counts as yes).
     NotRealized {
         state: RealizedState,
         would_decide: bool,
     },
 }
 
-/// A Drop/Reject rule that matches a path's check but is not what decides it.
+/// One check a covering rule covers.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct CoveringRule {
+pub struct CoveredCheck {
     pub port: u16,
     pub from: String,
     pub to: String,
     pub side: Side,
+}
+
+/// A Drop/Reject rule that matches checks without deciding them, for one reason: how many
+/// checks and paths, and a few of them ([`COVERING_EXAMPLES`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CoveringRule {
     pub rule: RuleRef,
     pub reason: CoverReason,
+    pub checks: usize,
+    pub paths: usize,
+    pub examples: Vec<CoveredCheck>,
 }
 
 /// One path, for warnings.
@@ -169,9 +211,12 @@ pub struct PathRef {
 pub struct PolicyWarning {
     pub rule: RuleRef,
     pub reason: CoverReason,
-    /// The policy's Ready reason and message when it is not realized.
+    /// The policy's Ready reason and message when it is not in effect.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub realization: Option<Realization>,
+    /// nsx-operator's validation errors: the policy cannot be realized as written.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub invalid: Vec<String>,
     pub paths: Vec<PathRef>,
 }
 
@@ -193,8 +238,11 @@ pub struct PolicySummary {
     /// `None`: `spec.priority` could not be read.
     pub priority: Option<u32>,
     pub realization: Realization,
-    /// Counted in the evaluation: realized only (see docs/nsx-policy.md).
+    /// Counted in the evaluation: realized (Ready True) and valid (see docs/nsx-policy.md).
     pub in_effect: bool,
+    /// What nsx-operator's validation refuses in it: it cannot be realized as written.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub invalid: Vec<String>,
     /// The VMs its policy-level `appliedTo` (else any rule-level one) selects.
     pub applies_to: Vec<String>,
     /// The VMs for which that cannot be decided.
@@ -208,22 +256,70 @@ pub struct PolicySummary {
     pub notes: Vec<String>,
 }
 
-/// The whole evaluation: the policies read, every path, the covering rules that do not decide.
-/// Stable order: policies by priority, namespace, name, group; paths by port, FROM, TO (the VMs
-/// sorted by name); covering rules in path order.
+/// A policy of the cluster's namespace that is not evaluated, and why (a leftover of the
+/// group nsx-operator does not reconcile).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SetAside {
+    pub namespace: String,
+    pub name: String,
+    pub group: NsxGroup,
+    pub realization: Realization,
+    pub why: String,
+}
+
+/// The whole evaluation: the policies that can apply, every path, the rules that block now,
+/// the warnings, the covering rules that do not decide. Stable order: policies by priority,
+/// namespace, name, group; paths by port, FROM, TO (the VMs sorted by name).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct PolicyEvaluation {
     pub namespace: String,
     pub vms: Vec<String>,
+    /// The group nsx-operator reconciles (None: not told, both count).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub live_group: Option<NsxGroup>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub networking_basis: Option<String>,
+    /// The policies that can apply to the VMs, evaluated (at most [`MAX_POLICIES`]).
     pub policies: Vec<PolicySummary>,
-    /// Policies past [`MAX_POLICIES`] (not read; every path they could touch is undecided).
+    /// The namespace's policies of the group nsx-operator does not reconcile.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub set_aside: Vec<SetAside>,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub set_aside_not_listed: usize,
+    /// Policies read that cannot apply to these VMs (another namespace's without a
+    /// cluster-wide `appliedTo`, another group's, selecting none of the VMs).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub policies_not_applying: usize,
+    /// Policies that can apply but were not evaluated: past [`MAX_POLICIES`] by priority, or
+    /// left out by the read. A check they could come first in is "cannot decide".
     #[serde(default, skip_serializing_if = "is_zero")]
     pub policies_not_read: usize,
     pub paths: Vec<PathEvaluation>,
+    /// The rules that block paths now, each with its paths.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub blocking: Vec<BlockingRule>,
+    /// Drop/Reject rules that would block paths but do not now (at most [`MAX_WARNINGS`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<PolicyWarning>,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub warnings_not_listed: usize,
+    /// Every Drop/Reject rule that covers checks without deciding them, aggregated per rule
+    /// and reason (at most [`MAX_COVERING`]).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub covering: Vec<CoveringRule>,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub covering_not_listed: usize,
+    /// What the evaluation assumes where upstream cannot be read (said, never guessed).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
 }
+
+/// Said when an `nsx.vmware.com` (T1/NCP) policy is evaluated: on T1 the VMs' segment ports are
+/// created and tagged by NCP, whose source is not public, so what a selector meets there is not
+/// in nsx-operator's source.
+pub const T1_TAGGING_NOTE: &str = "nsx.vmware.com (T1/NCP): NCP, whose source is not public, creates and tags the VMs' segment ports; the evaluation assumes they carry the VirtualMachines' labels and the namespace's and cluster's tags, as nsx-operator's selectors expect (builder.go): NSX Manager shows the ports' real tags";
 
 fn is_zero(n: &usize) -> bool {
     *n == 0
@@ -246,28 +342,9 @@ impl PolicyEvaluation {
     }
 
     /// Every rule that blocks paths now, each with its paths, in the order the paths come: for
-    /// the verdict's evidence and the NETWORK POLICY section (policy, rule, action, VM pairs).
-    pub fn blocking(&self) -> Vec<BlockingRule> {
-        let mut out: Vec<BlockingRule> = Vec::new();
-        for p in &self.paths {
-            let (PathOutcome::Dropped { rule } | PathOutcome::Rejected { rule }) = &p.outcome
-            else {
-                continue;
-            };
-            let path = PathRef {
-                port: p.port,
-                from: p.from.clone(),
-                to: p.to.clone(),
-            };
-            match out.iter_mut().find(|b| &b.rule == rule) {
-                Some(b) => b.paths.push(path),
-                None => out.push(BlockingRule {
-                    rule: rule.clone(),
-                    paths: vec![path],
-                }),
-            }
-        }
-        out
+    /// the verdict's evidence and the NETWORK POLICY section. Computed once by [`evaluate`].
+    pub fn blocking(&self) -> &[BlockingRule] {
+        &self.blocking
     }
 
     /// Whether any policy was read at all (the NETWORK POLICY section shows when one was).
@@ -288,52 +365,18 @@ impl PolicyEvaluation {
     }
 
     /// Drop/Reject rules that would block 2379/2380 between the VMs but do not now: shadowed by
-    /// an earlier Allow, or in a policy not realized that would decide the check once realized.
-    /// One warning per rule and reason, with its paths; in the order of `covering`.
-    pub fn warnings(&self) -> Vec<PolicyWarning> {
-        let mut out: Vec<PolicyWarning> = Vec::new();
-        for c in &self.covering {
-            if let CoverReason::NotRealized {
-                would_decide: false,
-                ..
-            } = c.reason
-            {
-                continue;
-            }
-            let path = PathRef {
-                port: c.port,
-                from: c.from.clone(),
-                to: c.to.clone(),
-            };
-            if let Some(w) = out
-                .iter_mut()
-                .find(|w| w.rule == c.rule && w.reason == c.reason)
-            {
-                if !w.paths.contains(&path) {
-                    w.paths.push(path);
-                }
-                continue;
-            }
-            let realization = match c.reason {
-                CoverReason::NotRealized { .. } => self
-                    .policies
-                    .iter()
-                    .find(|p| {
-                        p.namespace == c.rule.namespace
-                            && p.name == c.rule.policy
-                            && p.group == c.rule.group
-                    })
-                    .map(|p| p.realization.clone()),
-                CoverReason::Shadowed { .. } => None,
-            };
-            out.push(PolicyWarning {
-                rule: c.rule.clone(),
-                reason: c.reason.clone(),
-                realization,
-                paths: vec![path],
-            });
-        }
-        out
+    /// an earlier Allow, or in a policy not in effect that would decide the check once
+    /// realized. One warning per rule and reason, with its paths. Computed once by
+    /// [`evaluate`]; [`PolicyEvaluation::warnings_not_listed`] more were counted.
+    pub fn warnings(&self) -> &[PolicyWarning] {
+        &self.warnings
+    }
+
+    /// The summary of the policy a rule belongs to.
+    pub fn policy_of(&self, r: &RuleRef) -> Option<&PolicySummary> {
+        self.policies
+            .iter()
+            .find(|p| p.namespace == r.namespace && p.name == r.policy && p.group == r.group)
     }
 }
 
@@ -389,8 +432,8 @@ struct Ctx<'a> {
 fn target_selects(t: &Target, policy_ns: &str, vm: &PolicyVm, ctx: &Ctx) -> bool {
     match t {
         // vmSelector selects in the policy's own namespace (the namespace UID tag).
-        Target::Vms(s) => policy_ns == ctx.namespace && s.matches(&vm.labels),
-        Target::Pods(_) => false,
+        Target::Vms(s) => policy_ns == ctx.namespace && s.matches_as_nsx(&vm.labels),
+        Target::Pods(_) | Target::VmsAndPods => false,
         Target::Everything => true,
     }
 }
@@ -412,8 +455,10 @@ fn applied(policy: &Policy, rule: &Rule, vm: &PolicyVm, ctx: &Ctx) -> Tri {
     )
 }
 
+/// A `namespaceSelector` is realized as tag conditions on the namespace's segment (builder.go
+/// `updatePeerExpressions`, member type Segment): NSX's matching.
 fn selects_ns(s: &Selector, ctx: &Ctx) -> bool {
-    s.matches(ctx.namespace_labels)
+    s.matches_as_nsx(ctx.namespace_labels)
 }
 
 fn peer_matches(peer: &Peer, policy_ns: &str, vm: &PolicyVm, ctx: &Ctx) -> Tri {
@@ -439,8 +484,8 @@ fn peer_matches(peer: &Peer, policy_ns: &str, vm: &PolicyVm, ctx: &Ctx) -> Tri {
         }
     };
     let by_selector = match (&peer.vms, &peer.pods, &peer.namespaces) {
-        (Some(v), None, None) => policy_ns == ctx.namespace && v.matches(&vm.labels),
-        (Some(v), None, Some(n)) => selects_ns(n, ctx) && v.matches(&vm.labels),
+        (Some(v), None, None) => policy_ns == ctx.namespace && v.matches_as_nsx(&vm.labels),
+        (Some(v), None, Some(n)) => selects_ns(n, ctx) && v.matches_as_nsx(&vm.labels),
         // Pods only, never these VMs.
         (None, Some(_), _) | (Some(_), Some(_), _) => false,
         // Every Pod and VM of the selected namespaces (`{}`: of every namespace).
@@ -455,9 +500,9 @@ fn port_matches(ports: &[PortSpec], port: u16) -> Tri {
         return Tri::Yes;
     }
     Tri::any(ports.iter().map(|p| match p {
-        PortSpec::Numbers { protocol, .. } | PortSpec::Named { protocol, .. }
-            if protocol != "TCP" =>
-        {
+        // Resolved to Pods' IPs only (expand.go): never a VM's port, whatever its protocol.
+        PortSpec::Named { .. } => Tri::No,
+        PortSpec::Numbers { protocol, .. } if protocol != "TCP" => {
             if protocol == "UDP" || protocol == "SCTP" {
                 Tri::No
             } else {
@@ -483,9 +528,6 @@ fn port_matches(ports: &[PortSpec], port: u16) -> Tri {
                 Tri::from_bool(*start <= port && port <= *end)
             }
         }
-        PortSpec::Named { name, .. } => Tri::Unknown(format!(
-            "named port {name:?}: nsx-operator resolves it from Pods, not visible here"
-        )),
     }))
 }
 
@@ -570,8 +612,9 @@ fn rule_ref(policy: &Policy, priority: u32, rule: &Rule) -> Option<RuleRef> {
     })
 }
 
+/// `SecurityPolicy ns/name`: how every line names a policy.
 fn who(p: &Policy) -> String {
-    format!("{}/{}", p.namespace, p.name)
+    format!("SecurityPolicy {}/{}", p.namespace, p.name)
 }
 
 /// One policy's first hit on a check (`hits`: its rules that match or cannot be told apart, in
@@ -581,22 +624,45 @@ fn first_hit(hits: &[(usize, Tri)], policy: &Policy) -> Option<(usize, Tri)> {
         None if policy.rules_truncated => Some((
             policy.rules.len(),
             Tri::Unknown(format!(
-                "policy {} has more rules than are read",
-                who(policy)
+                "rules past the {}th were not read",
+                super::model::MAX_RULES
             )),
         )),
         h => h.cloned(),
     }
 }
 
-struct SideResult {
-    outcome: SideOutcome,
-    covering: Vec<(RuleRef, CoverReason)>,
+/// Why a rule covers a check without deciding it, by index (cheap to aggregate).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+enum Cover {
+    /// Shadowed by the Allow at (policy, rule).
+    Shadowed(usize, usize),
+    /// Its policy is not in effect; whether it would decide once realized.
+    NotRealized(bool),
 }
 
-/// One check. `order` is the policies sorted by priority, namespace, name, group; `facts`
-/// each policy's rules' [`RuleFacts`].
-fn check(policies: &[Policy], order: &[usize], facts: &[Vec<RuleFacts>], at: At) -> SideResult {
+struct SideResult {
+    outcome: SideOutcome,
+    /// (policy, rule, why), policy and rule as indexes.
+    covering: Vec<(usize, usize, Cover)>,
+}
+
+/// Policies that can apply but were not evaluated: any check they could come first in cannot
+/// be decided. `priority`: the lowest priority among them (0 when unknown).
+struct Unread {
+    priority: u32,
+    why: String,
+}
+
+/// One check. `policies` are sorted by priority, namespace, name, group; `facts` each policy's
+/// rules' [`RuleFacts`]; `in_effect` whether each counts now.
+fn check(
+    policies: &[Policy],
+    in_effect: &[bool],
+    facts: &[Vec<RuleFacts>],
+    unread: Option<&Unread>,
+    at: At,
+) -> SideResult {
     // Each policy's rules that match or may match, in order (a No is not kept: most are).
     let matches: Vec<Vec<(usize, Tri)>> = policies
         .iter()
@@ -613,10 +679,10 @@ fn check(policies: &[Policy], order: &[usize], facts: &[Vec<RuleFacts>], at: At)
                 .collect()
         })
         .collect();
-    let realized = |i: usize| policies[i].realization.state == RealizedState::Realized;
+    let realized = |i: usize| in_effect[i];
 
     // A policy in effect whose priority cannot be read may come anywhere.
-    let unordered = order.iter().copied().find(|&i| {
+    let unordered = (0..policies.len()).find(|&i| {
         realized(i)
             && policies[i].priority.is_err()
             && first_hit(&matches[i], &policies[i]).is_some()
@@ -625,15 +691,13 @@ fn check(policies: &[Policy], order: &[usize], facts: &[Vec<RuleFacts>], at: At)
     // Walk the priorities in effect, lowest first.
     let mut outcome = SideOutcome::NoVisibleRule;
     let mut decided: Option<(u32, usize, usize)> = None; // (priority, policy, rule)
-    let in_effect: Vec<usize> = order
-        .iter()
-        .copied()
+    let in_effect_order: Vec<usize> = (0..policies.len())
         .filter(|&i| realized(i) && policies[i].priority.is_ok())
         .collect();
     let mut k = 0;
-    while k < in_effect.len() && decided.is_none() {
-        let prio = *policies[in_effect[k]].priority.as_ref().unwrap_or(&0);
-        let group: Vec<usize> = in_effect[k..]
+    while k < in_effect_order.len() && decided.is_none() {
+        let prio = *policies[in_effect_order[k]].priority.as_ref().unwrap_or(&0);
+        let group: Vec<usize> = in_effect_order[k..]
             .iter()
             .copied()
             .take_while(|&i| policies[i].priority.as_ref().ok() == Some(&prio))
@@ -643,24 +707,23 @@ fn check(policies: &[Policy], order: &[usize], facts: &[Vec<RuleFacts>], at: At)
             .iter()
             .filter_map(|&i| first_hit(&matches[i], &policies[i]).map(|(r, t)| (i, r, t)))
             .collect();
-        let Some((pi, ri, first)) = hits.first().cloned() else {
+        let Some((pi, ri, _)) = hits.first().cloned() else {
             continue;
         };
-        if let Some((_, _, Tri::Unknown(why))) =
+        if let Some((upi, _, Tri::Unknown(why))) =
             hits.iter().find(|h| matches!(h.2, Tri::Unknown(_)))
         {
             outcome = SideOutcome::CannotDecide {
-                why: format!("{why} (priority {prio})"),
+                why: format!("{}: {why} (priority {prio})", who(&policies[*upi])),
             };
             decided = Some((prio, pi, ri));
             break;
         }
-        debug_assert_eq!(first, Tri::Yes);
         let action = |&(p, r, _): &(usize, usize, Tri)| policies[p].rules[r].action.clone().ok();
         if let Some(other_hit) = hits.iter().find(|h| action(h) != action(&hits[0])) {
             outcome = SideOutcome::CannotDecide {
                 why: format!(
-                    "policies {} and {} share priority {prio} and both match with different actions: NSX's order between them is not visible",
+                    "{} and {} share priority {prio} and both match with different actions: NSX's order between them is not visible",
                     who(&policies[pi]),
                     who(&policies[other_hit.0])
                 ),
@@ -676,7 +739,7 @@ fn check(policies: &[Policy], order: &[usize], facts: &[Vec<RuleFacts>], at: At)
     if let Some(i) = unordered {
         outcome = SideOutcome::CannotDecide {
             why: format!(
-                "policy {}: {}",
+                "{}: {}",
                 who(&policies[i]),
                 policies[i]
                     .priority
@@ -687,13 +750,21 @@ fn check(policies: &[Policy], order: &[usize], facts: &[Vec<RuleFacts>], at: At)
             ),
         };
     }
+    // Policies not evaluated could come first unless the check was decided at a lower
+    // priority than any of them (an equal one is NSX's choice: cannot decide either).
+    if let Some(u) = unread {
+        let before = matches!(decided, Some((p, _, _)) if p < u.priority);
+        if !before && unordered.is_none() {
+            outcome = SideOutcome::CannotDecide { why: u.why.clone() };
+        }
+    }
 
     let mut covering = Vec::new();
     // Shadowed: blocking rules in effect that match after the deciding Allow.
     if let SideOutcome::Matched { rule: by } = &outcome {
         if by.action == Action::Allow {
             let (dprio, dp, dr) = decided.unwrap_or((0, 0, 0));
-            for &i in &in_effect {
+            for &i in &in_effect_order {
                 let p = &policies[i];
                 let prio = *p.priority.as_ref().unwrap_or(&0);
                 if prio < dprio {
@@ -710,43 +781,31 @@ fn check(policies: &[Policy], order: &[usize], facts: &[Vec<RuleFacts>], at: At)
                     0
                 };
                 for (r, t) in matches[i].iter().filter(|(r, _)| *r >= from) {
-                    let rule = &p.rules[*r];
-                    if *t == Tri::Yes && rule.action.as_ref().is_ok_and(|a| a.blocks()) {
-                        if let Some(rr) = rule_ref(p, prio, rule) {
-                            covering.push((rr, CoverReason::Shadowed { by: by.clone() }));
-                        }
+                    if *t == Tri::Yes && p.rules[*r].action.as_ref().is_ok_and(|a| a.blocks()) {
+                        covering.push((i, *r, Cover::Shadowed(dp, dr)));
                     }
                 }
             }
         }
     }
-    // Not realized: their blocking rules that match, and whether each would decide once realized.
-    for &i in order {
-        let p = &policies[i];
+    // Not in effect: their blocking rules that match, and whether each would decide once
+    // realized.
+    for (i, p) in policies.iter().enumerate() {
         if realized(i) {
             continue;
         }
         let Ok(prio) = p.priority else { continue };
         let own_first = first_hit(&matches[i], p).map(|(r, _)| r);
         for (r, t) in &matches[i] {
-            let (r, rule) = (*r, &p.rules[*r]);
-            if *t != Tri::Yes || !rule.action.as_ref().is_ok_and(|a| a.blocks()) {
+            if *t != Tri::Yes || !p.rules[*r].action.as_ref().is_ok_and(|a| a.blocks()) {
                 continue;
             }
             let before_decision = match decided {
                 None => true,
                 Some((dprio, _, _)) => prio <= dprio,
             };
-            let would_decide = own_first == Some(r) && before_decision && unordered.is_none();
-            if let Some(rr) = rule_ref(p, prio, rule) {
-                covering.push((
-                    rr,
-                    CoverReason::NotRealized {
-                        state: p.realization.state,
-                        would_decide,
-                    },
-                ));
-            }
+            let would_decide = own_first == Some(*r) && before_decision && unordered.is_none();
+            covering.push((i, *r, Cover::NotRealized(would_decide)));
         }
     }
     SideResult { outcome, covering }
@@ -783,7 +842,38 @@ fn combine(egress: &SideOutcome, ingress: &SideOutcome) -> PathOutcome {
     }
 }
 
-fn summary(p: &Policy, vms: &[PolicyVm], ctx: &Ctx) -> PolicySummary {
+/// Whether the policy's effective `appliedTo` may take `vm` for any of its rules (a policy
+/// that takes none of the VMs cannot touch a check).
+fn may_apply(p: &Policy, vm: &PolicyVm, ctx: &Ctx) -> Tri {
+    match &p.applied_to {
+        Err(e) => Tri::Unknown(e.clone()),
+        Ok(ts) if !ts.is_empty() => {
+            Tri::from_bool(ts.iter().any(|t| target_selects(t, &p.namespace, vm, ctx)))
+        }
+        Ok(_) => {
+            let rules = Tri::any(p.rules.iter().map(|r| match &r.applied_to {
+                Err(e) => Tri::Unknown(e.clone()),
+                Ok(ts) => {
+                    Tri::from_bool(ts.iter().any(|t| target_selects(t, &p.namespace, vm, ctx)))
+                }
+            }));
+            match rules {
+                Tri::No if p.rules_truncated => {
+                    Tri::Unknown("rules past the bound were not read".to_string())
+                }
+                t => t,
+            }
+        }
+    }
+}
+
+fn summary(
+    p: &Policy,
+    in_effect: bool,
+    invalid: &[String],
+    vms: &[PolicyVm],
+    ctx: &Ctx,
+) -> PolicySummary {
     let mut unreadable = Vec::new();
     if let Err(e) = &p.priority {
         unreadable.push(e.clone());
@@ -815,22 +905,16 @@ fn summary(p: &Policy, vms: &[PolicyVm], ctx: &Ctx) -> PolicySummary {
             super::model::MAX_RULES
         ));
     }
+    // Bounded: a policy of 64 rules each unreadable in 5 ways would say 320 things.
+    if unreadable.len() > MAX_UNREADABLE {
+        let more = unreadable.len() - MAX_UNREADABLE;
+        unreadable.truncate(MAX_UNREADABLE);
+        unreadable.push(format!("and {more} more"));
+    }
     let mut applies_to = Vec::new();
     let mut undecided = Vec::new();
     for vm in vms {
-        let t = match &p.applied_to {
-            Err(e) => Tri::Unknown(e.clone()),
-            Ok(ts) if !ts.is_empty() => {
-                Tri::from_bool(ts.iter().any(|t| target_selects(t, &p.namespace, vm, ctx)))
-            }
-            Ok(_) => Tri::any(p.rules.iter().map(|r| match &r.applied_to {
-                Err(e) => Tri::Unknown(e.clone()),
-                Ok(ts) => {
-                    Tri::from_bool(ts.iter().any(|t| target_selects(t, &p.namespace, vm, ctx)))
-                }
-            })),
-        };
-        match t {
+        match may_apply(p, vm, ctx) {
             Tri::Yes => applies_to.push(vm.name.clone()),
             Tri::Unknown(_) => undecided.push(vm.name.clone()),
             Tri::No => {}
@@ -842,7 +926,8 @@ fn summary(p: &Policy, vms: &[PolicyVm], ctx: &Ctx) -> PolicySummary {
         group: p.group,
         priority: p.priority.as_ref().ok().copied(),
         realization: p.realization.clone(),
-        in_effect: p.realization.state == RealizedState::Realized,
+        in_effect,
+        invalid: invalid.to_vec(),
         applies_to,
         applies_to_undecided: undecided,
         rule_count: p.rules.len(),
@@ -851,7 +936,46 @@ fn summary(p: &Policy, vms: &[PolicyVm], ctx: &Ctx) -> PolicySummary {
     }
 }
 
-/// Evaluates the SecurityPolicies against the control-plane VMs. Pure; never fails.
+/// Whether any of the policy's rules could match TCP 2379 or 2380 at one of the VMs (its ports,
+/// its effective `appliedTo`): a policy whose rules are all about other ports or other
+/// workloads cannot touch a check, and must not take a place under the bound.
+fn touches_etcd(p: &Policy, vms: &[PolicyVm], ctx: &Ctx) -> bool {
+    p.rules_truncated
+        || p.rules.iter().any(|r| {
+            let ports = match &r.ports {
+                Ok(ps) => ETCD_PORTS
+                    .iter()
+                    .any(|&port| port_matches(ps, port) != Tri::No),
+                Err(_) => true,
+            };
+            ports && vms.iter().any(|vm| applied(p, r, vm, ctx) != Tri::No)
+        })
+}
+
+/// Whether a policy of another namespace can apply to the VMs. In T1/NCP mode only through an
+/// `appliedTo` entry with neither selector: nsx-operator's group is then the cluster tag
+/// alone, every port on the Supervisor (builder.go `updateTargetExpressions`); a `vmSelector`
+/// adds the policy's own namespace UID tag. In VPC mode a policy is built in its namespace's
+/// VPC (firewall.go `createOrUpdateVPCSecurityPolicy`, `getVPCInfo(obj.Namespace)`): its
+/// groups hold that VPC's ports only, not these VMs' (docs/nsx-policy.md says where namespaces
+/// sharing one VPC are not considered).
+fn applies_across_namespaces(p: &Policy) -> bool {
+    if p.group == NsxGroup::Vpc {
+        return false;
+    }
+    let everything = |ts: &Result<Vec<Target>, String>| match ts {
+        Ok(ts) => ts.contains(&Target::Everything),
+        // Cannot be read: it may be `{}`.
+        Err(_) => true,
+    };
+    match &p.applied_to {
+        Ok(ts) if !ts.is_empty() => everything(&p.applied_to),
+        Err(_) => true,
+        Ok(_) => p.rules.iter().any(|r| everything(&r.applied_to)) || p.rules_truncated,
+    }
+}
+
+/// Evaluates the SecurityPolicies against the control-plane VMs. Pure; never fails; bounded.
 pub fn evaluate(input: &PolicyInput) -> PolicyEvaluation {
     let ctx = Ctx {
         namespace: &input.namespace,
@@ -861,31 +985,130 @@ pub fn evaluate(input: &PolicyInput) -> PolicyEvaluation {
     vms.sort_by(|a, b| a.name.cmp(&b.name));
     vms.dedup_by(|a, b| a.name == b.name);
 
-    let policies: Vec<Policy> = input
-        .policies
-        .iter()
-        .take(MAX_POLICIES)
-        .map(Policy::read)
-        .collect();
-    let policies_not_read = input.policies.len().saturating_sub(MAX_POLICIES);
-    let mut order: Vec<usize> = (0..policies.len()).collect();
-    order.sort_by(|&a, &b| {
-        let (pa, pb) = (&policies[a], &policies[b]);
+    // Which policies can apply, before any bound.
+    let mut candidates: Vec<Policy> = Vec::new();
+    let mut set_aside: Vec<SetAside> = Vec::new();
+    let mut set_aside_total: usize = 0;
+    let mut not_applying = 0;
+    for o in &input.policies {
+        let p = Policy::read(o);
+        let own = p.namespace == input.namespace;
+        if let Some(live) = input.live_group {
+            if p.group != live {
+                if own {
+                    set_aside_total += 1;
+                    if set_aside.len() < MAX_SET_ASIDE {
+                        set_aside.push(SetAside {
+                            why: format!(
+                                "a leftover of {}: nsx-operator reconciles {} SecurityPolicies here ({}), so NSX does not enforce this one whatever its Ready says",
+                                p.group.name(),
+                                live.name(),
+                                input
+                                    .networking_basis
+                                    .as_deref()
+                                    .map(|b| clip(b, 256))
+                                    .unwrap_or_else(|| "as the Supervisor's networking says".into())
+                            ),
+                            namespace: p.namespace,
+                            name: p.name,
+                            group: p.group,
+                            realization: p.realization,
+                        });
+                    }
+                } else {
+                    not_applying += 1;
+                }
+                continue;
+            }
+        }
+        if !own && !applies_across_namespaces(&p) {
+            not_applying += 1;
+            continue;
+        }
+        if vms.iter().all(|vm| may_apply(&p, vm, &ctx) == Tri::No) {
+            not_applying += 1;
+            continue;
+        }
+        candidates.push(p);
+    }
+    let key = |p: &Policy| {
         (
-            pa.priority.as_ref().ok().is_none(),
-            pa.priority.as_ref().ok(),
-            &pa.namespace,
-            &pa.name,
-            pa.group,
+            p.priority.is_err(),
+            p.priority.as_ref().ok().copied(),
+            p.namespace.clone(),
+            p.name.clone(),
+            p.group,
         )
-            .cmp(&(
-                pb.priority.as_ref().ok().is_none(),
-                pb.priority.as_ref().ok(),
-                &pb.namespace,
-                &pb.name,
-                pb.group,
-            ))
+    };
+    let invalid_of = |p: &Policy| validate(p);
+    let effect = |p: &Policy, invalid: &[String]| {
+        p.realization.state == RealizedState::Realized && invalid.is_empty()
+    };
+    // The cut keeps first the policies that can touch etcd's ports, then those in effect (only
+    // they decide a check: a namespace editor's flood of policies about other ports, or not
+    // Ready, must not push them out), each kind by priority; the first cut policy in effect
+    // that touches etcd says from which priority on a check cannot be decided.
+    candidates.sort_by_cached_key(|p| {
+        (
+            !touches_etcd(p, &vms, &ctx),
+            !effect(p, &invalid_of(p)),
+            key(p),
+        )
     });
+    let cut: Vec<Policy> = if candidates.len() > MAX_POLICIES {
+        candidates.split_off(MAX_POLICIES)
+    } else {
+        Vec::new()
+    };
+    candidates.sort_by_cached_key(key);
+    // Per direction: a cut policy can only come first in a check its rules' direction (or an
+    // unreadable one) can match.
+    let unread_for = |dir: Direction| -> Option<Unread> {
+        if input.policies_left_out > 0 {
+            return Some(Unread {
+                priority: 0,
+                why: format!(
+                    "{} SecurityPolicies were left out of the read (bounded): any of them might come first",
+                    input.policies_left_out
+                ),
+            });
+        }
+        let reaches = |p: &Policy| {
+            p.rules_truncated
+                || p.rules
+                    .iter()
+                    .any(|r| r.direction.as_ref().map_or(true, |d| *d == dir))
+        };
+        let first = cut
+            .iter()
+            .filter(|p| reaches(p) && effect(p, &invalid_of(p)) && touches_etcd(p, &vms, &ctx))
+            .min_by_key(|p| p.priority.as_ref().ok().copied().unwrap_or(0))?;
+        Some(Unread {
+            priority: first.priority.as_ref().ok().copied().unwrap_or(0),
+            why: format!(
+                "{} (priority {}){} not evaluated (at most {MAX_POLICIES} are): any of them might come first",
+                who(first),
+                first
+                    .priority
+                    .as_ref()
+                    .map(u32::to_string)
+                    .unwrap_or_else(|_| "unknown".into()),
+                match cut.len() - 1 {
+                    0 => " was".to_string(),
+                    n => format!(" and {n} more SecurityPolicies were"),
+                }
+            ),
+        })
+    };
+    let unread_out = unread_for(Direction::Out);
+    let unread_in = unread_for(Direction::In);
+    let policies = candidates;
+    let invalid: Vec<Vec<String>> = policies.iter().map(invalid_of).collect();
+    let in_effect: Vec<bool> = policies
+        .iter()
+        .zip(&invalid)
+        .map(|(p, inv)| effect(p, inv))
+        .collect();
 
     let facts: Vec<Vec<RuleFacts>> = policies
         .iter()
@@ -898,13 +1121,21 @@ pub fn evaluate(input: &PolicyInput) -> PolicyEvaluation {
         .collect();
 
     let mut paths = Vec::new();
-    let mut covering = Vec::new();
+    // Per (policy, rule, why): the checks, the paths (bits over path indexes), examples.
+    struct Agg {
+        checks: usize,
+        paths: Vec<u64>,
+        examples: Vec<CoveredCheck>,
+    }
+    let npaths = ETCD_PORTS.len() * vms.len() * vms.len().saturating_sub(1);
+    let mut aggs: HashMap<(usize, usize, Cover), Agg> = HashMap::new();
     for (pi, port) in ETCD_PORTS.into_iter().enumerate() {
         for (fi, from) in vms.iter().enumerate() {
             for (ti, to) in vms.iter().enumerate() {
                 if fi == ti {
                     continue;
                 }
+                let path_index = paths.len();
                 let egress = At {
                     dir: Direction::Out,
                     this: fi,
@@ -917,29 +1148,34 @@ pub fn evaluate(input: &PolicyInput) -> PolicyEvaluation {
                     other: fi,
                     port: pi,
                 };
-                let e = check(&policies, &order, &facts, egress);
-                let i = check(&policies, &order, &facts, ingress);
-                let mut outcome = combine(&e.outcome, &i.outcome);
-                if policies_not_read > 0
-                    && !matches!(
-                        outcome,
-                        PathOutcome::Dropped { .. } | PathOutcome::Rejected { .. }
-                    )
-                {
-                    outcome = PathOutcome::CannotDecide {
-                        why: format!("{policies_not_read} policies past the first {MAX_POLICIES} were not read"),
-                    };
-                }
+                let e = check(&policies, &in_effect, &facts, unread_out.as_ref(), egress);
+                let i = check(&policies, &in_effect, &facts, unread_in.as_ref(), ingress);
+                let outcome = combine(&e.outcome, &i.outcome);
+                let mut not_realized = None;
                 for (side, r) in [(Side::Egress, e.covering), (Side::Ingress, i.covering)] {
-                    for (rule, reason) in r {
-                        covering.push(CoveringRule {
-                            port,
-                            from: from.name.clone(),
-                            to: to.name.clone(),
-                            side,
-                            rule,
-                            reason,
+                    for (p, ri, why) in r {
+                        if not_realized.is_none() && why == Cover::NotRealized(true) {
+                            not_realized = rule_ref(
+                                &policies[p],
+                                policies[p].priority.clone().unwrap_or(0),
+                                &policies[p].rules[ri],
+                            );
+                        }
+                        let a = aggs.entry((p, ri, why)).or_insert_with(|| Agg {
+                            checks: 0,
+                            paths: vec![0; npaths.div_ceil(64)],
+                            examples: Vec::new(),
                         });
+                        a.checks += 1;
+                        a.paths[path_index / 64] |= 1 << (path_index % 64);
+                        if a.examples.len() < COVERING_EXAMPLES {
+                            a.examples.push(CoveredCheck {
+                                port,
+                                from: from.name.clone(),
+                                to: to.name.clone(),
+                                side,
+                            });
+                        }
                     }
                 }
                 paths.push(PathEvaluation {
@@ -949,19 +1185,126 @@ pub fn evaluate(input: &PolicyInput) -> PolicyEvaluation {
                     outcome,
                     egress: e.outcome,
                     ingress: i.outcome,
+                    not_realized,
                 });
             }
         }
     }
+
+    // Blocking rules, once, in path order.
+    let mut blocking: Vec<BlockingRule> = Vec::new();
+    for p in &paths {
+        let (PathOutcome::Dropped { rule } | PathOutcome::Rejected { rule }) = &p.outcome else {
+            continue;
+        };
+        let path = PathRef {
+            port: p.port,
+            from: p.from.clone(),
+            to: p.to.clone(),
+        };
+        match blocking.iter_mut().find(|b| &b.rule == rule) {
+            Some(b) => b.paths.push(path),
+            None => blocking.push(BlockingRule {
+                rule: rule.clone(),
+                paths: vec![path],
+            }),
+        }
+    }
+
+    // Covering rules and warnings, aggregated, in policy then rule order.
+    let mut keys: Vec<(usize, usize, Cover)> = aggs.keys().copied().collect();
+    keys.sort();
+    let rref = |p: usize, r: usize| {
+        rule_ref(
+            &policies[p],
+            policies[p].priority.clone().unwrap_or(0),
+            &policies[p].rules[r],
+        )
+    };
+    let reason = |p: usize, why: Cover| -> Option<CoverReason> {
+        Some(match why {
+            Cover::Shadowed(bp, br) => CoverReason::Shadowed { by: rref(bp, br)? },
+            Cover::NotRealized(would_decide) => CoverReason::NotRealized {
+                state: policies[p].realization.state,
+                would_decide,
+            },
+        })
+    };
+    let mut covering = Vec::new();
+    let mut covering_not_listed = 0;
+    let mut warnings = Vec::new();
+    let mut warnings_not_listed = 0;
+    for k in &keys {
+        let (p, r, why) = *k;
+        let a = &aggs[k];
+        let (Some(rule), Some(reason)) = (rref(p, r), reason(p, why)) else {
+            continue;
+        };
+        let path_count: usize = a.paths.iter().map(|w| w.count_ones() as usize).sum();
+        if why != Cover::NotRealized(false) {
+            if warnings.len() < MAX_WARNINGS {
+                let wpaths = paths
+                    .iter()
+                    .enumerate()
+                    .filter(|(i, _)| a.paths[i / 64] & (1 << (i % 64)) != 0)
+                    .map(|(_, e)| PathRef {
+                        port: e.port,
+                        from: e.from.clone(),
+                        to: e.to.clone(),
+                    })
+                    .collect();
+                warnings.push(PolicyWarning {
+                    rule: rule.clone(),
+                    reason: reason.clone(),
+                    realization: match why {
+                        Cover::NotRealized(_) => Some(policies[p].realization.clone()),
+                        Cover::Shadowed(..) => None,
+                    },
+                    invalid: invalid[p].clone(),
+                    paths: wpaths,
+                });
+            } else {
+                warnings_not_listed += 1;
+            }
+        }
+        if covering.len() < MAX_COVERING {
+            covering.push(CoveringRule {
+                rule,
+                reason,
+                checks: a.checks,
+                paths: path_count,
+                examples: a.examples.clone(),
+            });
+        } else {
+            covering_not_listed += 1;
+        }
+    }
+
+    let mut notes = Vec::new();
+    if policies.iter().any(|p| p.group == NsxGroup::Legacy) {
+        notes.push(T1_TAGGING_NOTE.to_string());
+    }
     PolicyEvaluation {
         namespace: clip(&input.namespace, MAX_NAME_CHARS),
         vms: vms.iter().map(|v| v.name.clone()).collect(),
-        policies: order
+        live_group: input.live_group,
+        networking_basis: input.networking_basis.as_deref().map(|b| clip(b, 256)),
+        policies: policies
             .iter()
-            .map(|&i| summary(&policies[i], &vms, &ctx))
+            .zip(&invalid)
+            .zip(&in_effect)
+            .map(|((p, inv), e)| summary(p, *e, inv, &vms, &ctx))
             .collect(),
-        policies_not_read,
+        set_aside,
+        set_aside_not_listed: set_aside_total.saturating_sub(MAX_SET_ASIDE),
+        policies_not_applying: not_applying,
+        policies_not_read: cut.len() + input.policies_left_out,
         paths,
+        blocking,
+        warnings,
+        warnings_not_listed,
         covering,
+        covering_not_listed,
+        notes,
     }
 }

@@ -129,6 +129,10 @@ pub enum Target {
     /// `{}`: neither selector. nsx-operator's group is then the cluster tag alone
     /// (`updateTargetExpressions`): every port of the NSX cluster.
     Everything,
+    /// Both selectors in one entry: nsx-operator refuses the whole policy ("PodSelector and
+    /// VMSelector are not allowed to set in one group", `updateTargetExpressions`); see
+    /// `validate`. Selects nothing.
+    VmsAndPods,
 }
 
 /// One peer of `from`/`to` (`SecurityPolicyPeer`). `ipBlocks` and the selectors are ORed
@@ -192,8 +196,17 @@ pub enum PortSpec {
         start: u16,
         end: Option<u16>,
     },
-    /// A named port: nsx-operator resolves it from Pods' container ports (`expand.go`).
-    Named { protocol: String, name: String },
+    /// A named port (a string `port`, even `"2379"`): nsx-operator resolves it from the
+    /// container ports of the Pods the rule's podSelector selects, and makes that entry's
+    /// destination those Pods' IPs (`expand.go` `expandRuleByPort`, `getPodSelectors`: "We
+    /// only consider named port for PodSelector, not VMSelector"; docs/security-policy.md:
+    /// "Support named port for Pod, but not for VM"). It never matches traffic to a VM.
+    /// `end_port`: an `endPort` beside it, which nsx-operator refuses.
+    Named {
+        protocol: String,
+        name: String,
+        end_port: bool,
+    },
 }
 
 /// A rule read as far as it could be: each part may be unreadable on its own.
@@ -355,8 +368,8 @@ fn targets(v: Option<&Value>, what: &str) -> Result<Vec<Target>, String> {
             let vms = selector(t.get("vmSelector"), &format!("{at}.vmSelector"))?;
             let pods = selector(t.get("podSelector"), &format!("{at}.podSelector"))?;
             match (vms, pods) {
-                // nsx-operator refuses it: "PodSelector and VMSelector are not allowed to set in one group".
-                (Some(_), Some(_)) => Err(format!("{at} sets both vmSelector and podSelector")),
+                // nsx-operator refuses the whole policy for it (validate.rs says so).
+                (Some(_), Some(_)) => Ok(Target::VmsAndPods),
                 (Some(s), None) => Ok(Target::Vms(s)),
                 (None, Some(s)) => Ok(Target::Pods(s)),
                 (None, None) => Ok(Target::Everything),
@@ -383,10 +396,8 @@ fn peers(v: Option<&Value>, what: &str, notes: &mut Vec<String>) -> Result<Vec<P
                 )?,
                 ip_blocks: ip_blocks(p.get("ipBlocks"), &format!("{at}.ipBlocks"), notes)?,
             };
-            if peer.vms.is_some() && peer.pods.is_some() {
-                // nsx-operator refuses both in one peer, with or without a namespaceSelector.
-                return Err(format!("{at} sets both vmSelector and podSelector"));
-            }
+            // Both vmSelector and podSelector: nsx-operator refuses the whole policy, with or
+            // without a namespaceSelector (validate.rs says so); such a peer selects nothing.
             Ok(peer)
         })
         .collect()
@@ -444,6 +455,7 @@ fn ports(v: Option<&Value>) -> Result<Vec<PortSpec>, String> {
                 Some(Value::String(name)) => Ok(PortSpec::Named {
                     protocol,
                     name: clip(name, 63),
+                    end_port: end.is_some(),
                 }),
                 None | Some(Value::Null) => Ok(PortSpec::Numbers {
                     protocol,

@@ -68,6 +68,10 @@ impl Requirement {
 #[serde(rename_all = "camelCase")]
 pub struct Selector {
     pub requirements: Vec<Requirement>,
+    /// How many of `requirements` (the first ones) come from `matchLabels`: NSX builds those
+    /// apart from `matchExpressions` (see [`Selector::matches_as_nsx`]).
+    #[serde(default, skip)]
+    pub match_labels: usize,
 }
 
 impl Selector {
@@ -99,6 +103,7 @@ impl Selector {
             }
             Some(_) => return Err("matchLabels that is not an object".to_string()),
         }
+        let match_labels = requirements.len();
         match obj.get("matchExpressions") {
             None | Some(Value::Null) => {}
             Some(Value::Array(exprs)) => {
@@ -111,7 +116,10 @@ impl Selector {
             }
             Some(_) => return Err("matchExpressions that is not a list".to_string()),
         }
-        Ok(Selector { requirements })
+        Ok(Selector {
+            requirements,
+            match_labels,
+        })
     }
 
     /// Whether these labels satisfy every requirement (an empty selector matches everything).
@@ -122,6 +130,86 @@ impl Selector {
     /// `{}`: selects everything.
     pub fn is_empty(&self) -> bool {
         self.requirements.is_empty()
+    }
+
+    /// The `matchLabels` requirements (each `In [v]`).
+    pub fn labels(&self) -> &[Requirement] {
+        &self.requirements[..self.match_labels.min(self.requirements.len())]
+    }
+
+    /// `matchExpressions` merged as nsx-operator merges them before building NSX conditions
+    /// (`pkg/nsx/services/securitypolicy/builder.go` `mergeSelectorMatchExpression`): one
+    /// expression per operator and key, `In` values intersected, the others' values united.
+    /// Sorted by key and operator (upstream's order is a Go map's: no meaning).
+    pub fn merged_expressions(&self) -> Vec<Requirement> {
+        let mut merged: BTreeMap<(String, Operator), BTreeSet<String>> = BTreeMap::new();
+        for r in &self.requirements[self.labels().len()..] {
+            match merged.get_mut(&(r.key.clone(), r.operator)) {
+                None => {
+                    merged.insert((r.key.clone(), r.operator), r.values.clone());
+                }
+                Some(v) if r.operator == Operator::In => {
+                    *v = v.intersection(&r.values).cloned().collect();
+                }
+                Some(v) => v.extend(r.values.iter().cloned()),
+            }
+        }
+        merged
+            .into_iter()
+            .map(|((key, operator), values)| Requirement {
+                key,
+                operator,
+                values,
+            })
+            .collect()
+    }
+
+    /// Whether NSX's group, as nsx-operator builds it from this selector, takes a port with
+    /// these tags (a VM's labels are its port's tags). It differs from apimachinery's answer:
+    /// - a `matchLabels` or `In` value `""` is the tag condition `k|` EQUALS, which NSX matches
+    ///   for any value of scope `k` (`updateExpressionsMatchLabels`; `Exists` is built the same
+    ///   way, `buildExpressionsMatchExpression`): `{k: ""}` is `Exists`;
+    /// - the expressions are merged first ([`Selector::merged_expressions`]); an `In` whose
+    ///   intersection is empty builds no condition at all, and with it none of the other
+    ///   expressions (`updateExpressionsMatchExpression` loops over the In values and builds the
+    ///   others inside that loop): only `matchLabels` remain;
+    /// - `DoesNotExist` is `k|` NOTEQUALS on the scope: the scope is absent, as apimachinery;
+    ///   `NotIn` is the NOTIN condition on `k|a,b`, evaluated as apimachinery (NSX's answer for
+    ///   a port without scope `k` is not in nsx-operator's source: docs/nsx-policy.md).
+    ///
+    /// Selectors nsx-operator refuses (validation) are not this function's business: the
+    /// policy is then not realized at all (`validate`).
+    pub fn matches_as_nsx(&self, labels: &BTreeMap<String, String>) -> bool {
+        let tag = |k: &str, v: &str| match labels.get(k) {
+            None => false,
+            Some(have) => v.is_empty() || have == v,
+        };
+        let by_labels = self
+            .labels()
+            .iter()
+            .all(|r| r.values.iter().all(|v| tag(&r.key, v)));
+        if !by_labels {
+            return false;
+        }
+        let merged = self.merged_expressions();
+        let rest_hold = |skip: Option<usize>| {
+            merged.iter().enumerate().all(|(i, r)| {
+                Some(i) == skip
+                    || match r.operator {
+                        Operator::In => r.values.iter().any(|v| tag(&r.key, v)),
+                        Operator::NotIn => r.matches(labels),
+                        Operator::Exists => labels.contains_key(&r.key),
+                        Operator::DoesNotExist => !labels.contains_key(&r.key),
+                    }
+            })
+        };
+        match merged.iter().position(|r| r.operator == Operator::In) {
+            None => rest_hold(None),
+            Some(i) if merged[i].values.is_empty() => true,
+            Some(i) => {
+                merged[i].values.iter().any(|v| tag(&merged[i].key, v)) && rest_hold(Some(i))
+            }
+        }
     }
 }
 
@@ -289,5 +377,44 @@ mod tests {
             .map(|i| json!({"key": format!("k{i}"), "operator": "Exists"}))
             .collect();
         assert!(Selector::from_value(&json!({ "matchExpressions": exprs })).is_err());
+    }
+
+    #[test]
+    fn an_empty_match_labels_value_is_exists_to_nsx() {
+        // builder.go updateExpressionsMatchLabels: `k|` EQUALS, the condition Exists builds.
+        let s = sel(json!({"matchLabels": {"role": ""}}));
+        assert!(
+            !s.matches(&labels(&[("role", "cp")])),
+            "apimachinery: role=\"\" only"
+        );
+        assert!(s.matches_as_nsx(&labels(&[("role", "cp")])));
+        assert!(s.matches_as_nsx(&labels(&[("role", "")])));
+        assert!(!s.matches_as_nsx(&labels(&[("other", "cp")])));
+        let e =
+            sel(json!({"matchExpressions": [{"key": "r", "operator": "In", "values": ["", "x"]}]}));
+        assert!(e.matches_as_nsx(&labels(&[("r", "y")])));
+    }
+
+    #[test]
+    fn in_expressions_on_one_key_merge_by_intersection() {
+        // builder.go mergeSelectorMatchExpression: In values intersected.
+        let s = sel(json!({"matchExpressions": [
+            {"key": "z", "operator": "In", "values": ["a", "b"]},
+            {"key": "z", "operator": "In", "values": ["b", "c"]},
+            {"key": "k", "operator": "Exists"}
+        ]}));
+        assert_eq!(s.merged_expressions().len(), 2);
+        assert!(s.matches_as_nsx(&labels(&[("z", "b"), ("k", "")])));
+        assert!(!s.matches_as_nsx(&labels(&[("z", "a"), ("k", "")])));
+        assert!(!s.matches_as_nsx(&labels(&[("z", "b")])));
+        // An empty intersection builds no condition, and the other expressions go with it.
+        let empty = sel(json!({"matchLabels": {"m": "1"}, "matchExpressions": [
+            {"key": "z", "operator": "In", "values": ["a"]},
+            {"key": "z", "operator": "In", "values": ["c"]},
+            {"key": "k", "operator": "Exists"}
+        ]}));
+        assert!(!empty.matches(&labels(&[("m", "1")])));
+        assert!(empty.matches_as_nsx(&labels(&[("m", "1")])));
+        assert!(!empty.matches_as_nsx(&labels(&[("m", "2")])));
     }
 }

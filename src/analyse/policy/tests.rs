@@ -61,6 +61,7 @@ fn run(policies: Vec<PolicyObject>) -> PolicyEvaluation {
         namespace_labels: labels(&[("kubernetes.io/metadata.name", "ns-prod"), ("env", "prod")]),
         policies,
         vms: vms(),
+        ..Default::default()
     })
 }
 
@@ -237,7 +238,10 @@ fn an_unrealized_drop_behind_a_realized_allow_would_not_decide() {
             state: RealizedState::NotRealized,
             would_decide: false
         }));
-    assert_eq!(e.covering.len(), 6);
+    // One rule, aggregated: 6 ingress checks of 6 paths.
+    assert_eq!(e.covering.len(), 1);
+    assert_eq!((e.covering[0].checks, e.covering[0].paths), (6, 6));
+    assert_eq!(e.covering[0].examples.len(), COVERING_EXAMPLES);
     assert!(e.warnings().is_empty());
 }
 
@@ -250,12 +254,52 @@ fn a_rule_level_applied_to_selects_its_vms_only() {
             if t == A {
                 assert_eq!(rule_of(&o), ("zone-a-only", 0, Action::Drop, Direction::In));
             } else {
-                // The rule without any appliedTo applies to nothing (nsx-operator refuses it).
                 assert_eq!(o, PathOutcome::NoVisibleRule, "{port} {f} {t}");
             }
         }
     }
     assert_eq!(e.policies[0].applies_to, vec![A]);
+}
+
+#[test]
+fn a_rule_without_applied_to_in_a_policy_without_one_refuses_the_whole_policy() {
+    // builder.go buildRuleAppliedGroupByPolicy: none of the policy's rules is realized, not
+    // even the one with its own appliedTo.
+    let e = eval("no-applied-to");
+    let p = &e.policies[0];
+    assert!(!p.in_effect);
+    assert_eq!(
+        p.invalid,
+        ["rules[1]: appliedTo needs to be set in either spec or rules"]
+    );
+    for (f, t) in pairs() {
+        for port in ETCD_PORTS {
+            assert_eq!(outcome(&e, port, f, t), PathOutcome::NoVisibleRule);
+        }
+    }
+    // Its Drop of 2380 is said, as a policy that cannot be realized as written.
+    let w = e.warnings();
+    assert_eq!(w.len(), 1);
+    assert_eq!(w[0].rule.rule_name.as_deref(), Some("drop-into-cp"));
+    assert_eq!(w[0].invalid, p.invalid);
+    assert_eq!(w[0].paths.len(), 6);
+    // The same rules with a policy-level appliedTo are valid and in effect.
+    let fixed = run(objects(
+        "apiVersion: crd.nsx.vmware.com/v1alpha1
+kind: SecurityPolicy
+metadata: {name: half-applied, namespace: ns-prod}
+spec:
+  priority: 10
+  appliedTo: [{vmSelector: {}}]
+  rules:
+  - {direction: In, action: Drop, ports: [{port: 2380}], appliedTo: [{vmSelector: {}}]}
+  - {direction: In, action: Drop, ports: [{port: 2379}]}
+status:
+  conditions: [{type: Ready, status: 'True'}]
+",
+    ));
+    assert!(fixed.policies[0].in_effect);
+    assert_eq!(fixed.blocking().len(), 2);
 }
 
 #[test]
@@ -305,6 +349,7 @@ fn a_vm_without_a_known_ip_against_ip_blocks_cannot_be_decided() {
         namespace_labels: BTreeMap::new(),
         policies: fixture("ip-blocks"),
         vms: vms(),
+        ..Default::default()
     };
     input.vms[0].ips.clear(); // C
     let e = evaluate(&input);
@@ -319,15 +364,53 @@ fn a_vm_without_a_known_ip_against_ip_blocks_cannot_be_decided() {
 }
 
 #[test]
-fn a_named_port_cannot_be_decided() {
+fn a_named_port_never_matches_a_vm_and_the_numeric_drop_decides() {
+    // The priority 1 Allow's ports are the named port `etcd-peer` and the string "2379": both
+    // resolved from Pods only (expand.go), so neither matches; the priority 5 Drop of 2380
+    // decides, and is named.
     let e = eval("named-port");
     for (f, t) in pairs() {
-        match outcome(&e, 2379, f, t) {
-            PathOutcome::CannotDecide { why } => assert!(why.contains("named port"), "{why}"),
-            o => panic!("{o:?}"),
-        }
+        assert_eq!(
+            rule_of(&outcome(&e, 2380, f, t)),
+            ("drop-peer", 0, Action::Drop, Direction::In),
+            "{f} {t}"
+        );
+        assert_eq!(outcome(&e, 2379, f, t), PathOutcome::NoVisibleRule);
     }
-    assert_eq!(e.undecided().count(), 12);
+    assert_eq!(e.undecided().count(), 0);
+    assert!(e
+        .policies
+        .iter()
+        .all(|p| p.invalid.is_empty() && p.in_effect));
+}
+
+#[test]
+fn a_named_port_nsx_operator_refuses_makes_the_policy_unrealizable() {
+    // expand.go validateNamedPortRule: an Out rule with a named port and no destinations.
+    let e = run(objects(
+        "apiVersion: crd.nsx.vmware.com/v1alpha1
+kind: SecurityPolicy
+metadata: {name: p, namespace: ns-prod}
+spec:
+  appliedTo: [{vmSelector: {}}]
+  rules:
+  - {direction: In, action: Drop, ports: [{port: 2380}]}
+  - {direction: Out, action: Allow, ports: [{port: etcd-client}]}
+status:
+  conditions: [{type: Ready, status: 'True'}]
+",
+    ));
+    assert_eq!(
+        e.policies[0].invalid,
+        ["rules[1]: Allow-all egress rules are not supported with named port"]
+    );
+    assert!(
+        !e.policies[0].in_effect,
+        "a stale Ready True does not make it realized"
+    );
+    assert_eq!(outcome(&e, 2380, A, B), PathOutcome::NoVisibleRule);
+    assert_eq!(e.warnings().len(), 1);
+    assert_eq!(e.warnings()[0].invalid.len(), 1);
 }
 
 #[test]
@@ -353,6 +436,9 @@ fn an_out_rule_blocks_one_way_only() {
 fn the_legacy_group_with_the_deprecated_peer_names() {
     let e = eval("legacy");
     assert_eq!(e.policies[0].group, NsxGroup::Legacy);
+    // NCP tags T1 ports (closed source): the assumption is said.
+    assert_eq!(e.notes, [T1_TAGGING_NOTE]);
+    assert!(eval("drop-between-cp").notes.is_empty());
     for (f, t) in pairs() {
         match outcome(&e, 2379, f, t) {
             PathOutcome::Allowed {
@@ -450,12 +536,9 @@ fn other_namespaces_and_pods_do_not_select_these_vms() {
             assert_eq!(outcome(&e, port, f, t), PathOutcome::NoVisibleRule);
         }
     }
-    let other = e
-        .policies
-        .iter()
-        .find(|p| p.name == "other-namespace")
-        .unwrap();
-    assert!(other.applies_to.is_empty());
+    // A VPC policy of another namespace is built in that namespace's VPC: it cannot apply.
+    assert!(e.policies.iter().all(|p| p.name != "other-namespace"));
+    assert_eq!(e.policies_not_applying, 1);
     assert_eq!(e.selecting_vms().count(), 1);
 }
 
@@ -477,9 +560,11 @@ status:
     let mut many = objects(&text);
     let one = many[0].clone();
     many.extend(std::iter::repeat_n(one, MAX_POLICIES + 3));
-    let e = run(many);
+    let e = run(many.clone());
     assert_eq!(e.policies.len(), MAX_POLICIES);
     assert_eq!(e.policies_not_read, 4);
+    // Not Ready: the 4 not evaluated could not decide a check either.
+    assert_eq!(e.undecided().count(), 0);
     assert!(e.policies[0].name.chars().count() <= 254);
     assert!(
         e.policies[0]
@@ -491,14 +576,23 @@ status:
             .count()
             <= 1025
     );
-    assert!(e.undecided().count() == 12);
+    // Ready True: the 4 not evaluated share priority 0 with the deciding Drop, so no Drop is
+    // named: every path cannot be decided.
+    for p in &mut many {
+        p.object.data["status"]["conditions"][0]["status"] = serde_json::json!("True");
+    }
+    let e = run(many);
+    assert_eq!(e.undecided().count(), 12);
+    assert!(e.blocking().is_empty());
     // Garbage spec: still read, never a panic.
     for text in [
         "apiVersion: crd.nsx.vmware.com/v1alpha1\nkind: SecurityPolicy\nmetadata: {name: g}\nspec: 7\n",
         "apiVersion: crd.nsx.vmware.com/v1alpha1\nkind: SecurityPolicy\nmetadata: {name: g}\nspec: {rules: [null, 1, {ports: 3}], appliedTo: 5}\nstatus: {conditions: 3}\n",
     ] {
         let e = run(objects(text));
-        assert_eq!(e.policies.len(), 1);
+        assert_eq!(e.policies.len() + e.policies_not_applying, 1);
+        let e = run(objects(&text.replace("{name: g}", "{name: g, namespace: ns-prod}")));
+        assert_eq!(e.policies.len() + e.policies_not_applying, 1);
     }
 }
 
@@ -554,6 +648,7 @@ spec:
         namespace_labels: BTreeMap::new(),
         policies: vec![one; MAX_POLICIES],
         vms,
+        ..Default::default()
     });
     assert_eq!(e.paths.len(), 2 * MAX_VMS * (MAX_VMS - 1));
     assert!(
@@ -562,4 +657,584 @@ spec:
         start.elapsed()
     );
     eprintln!("worst case: {:?}", start.elapsed());
+}
+
+/// One realized policy, in the upstream shape, as YAML text.
+fn policy_yaml(group: &str, ns: &str, name: &str, priority: u32, spec_rest: &str) -> String {
+    format!(
+        "apiVersion: {group}/v1alpha1
+kind: SecurityPolicy
+metadata: {{name: {name}, namespace: {ns}}}
+spec:
+  priority: {priority}
+{spec_rest}status:
+  conditions: [{{type: Ready, status: 'True', reason: SecurityPolicyReady}}]
+---
+"
+    )
+}
+
+const CP: &str =
+    "  appliedTo: [{vmSelector: {matchLabels: {capv.vmware.com/cluster.role: controlplane}}}]\n";
+const DROP_2380_IN: &str = "  rules:\n  - {direction: In, action: Drop, ports: [{port: 2380}]}\n";
+
+fn run_with(policies: Vec<PolicyObject>, f: impl FnOnce(&mut PolicyInput)) -> PolicyEvaluation {
+    let mut input = PolicyInput {
+        namespace: "ns-prod".to_string(),
+        namespace_labels: labels(&[("kubernetes.io/metadata.name", "ns-prod"), ("env", "prod")]),
+        policies,
+        vms: vms(),
+        ..Default::default()
+    };
+    f(&mut input);
+    evaluate(&input)
+}
+
+#[test]
+fn a_leftover_of_the_group_nsx_operator_does_not_reconcile_is_not_in_effect() {
+    // A stale Ready True on an nsx.vmware.com object in a namespace on VPC networking.
+    let text = policy_yaml(
+        "nsx.vmware.com",
+        "ns-prod",
+        "old-t1-drop",
+        1,
+        &format!("{CP}{DROP_2380_IN}"),
+    );
+    let e = run_with(objects(&text), |i| {
+        i.live_group = Some(NsxGroup::Vpc);
+        i.networking_basis = Some("the Namespace's NetworkInfo names a VPC".into());
+    });
+    assert!(e.policies.is_empty());
+    assert!(e.blocking().is_empty());
+    assert_eq!(e.set_aside.len(), 1);
+    let why = &e.set_aside[0].why;
+    assert!(
+        why.contains("leftover of nsx.vmware.com")
+            && why.contains("reconciles crd.nsx.vmware.com")
+            && why.contains("the Namespace's NetworkInfo names a VPC"),
+        "{why}"
+    );
+    assert_eq!(e.live_group, Some(NsxGroup::Vpc));
+    // Not told which group is live: both count, as before.
+    let e = run_with(objects(&text), |_| {});
+    assert_eq!(e.blocking().len(), 1);
+    assert!(e.set_aside.is_empty());
+    // The live group's own policy is evaluated.
+    let e = run_with(objects(&text), |i| i.live_group = Some(NsxGroup::Legacy));
+    assert_eq!(e.blocking().len(), 1);
+}
+
+#[test]
+fn another_namespaces_t1_policy_applies_only_through_an_applied_to_without_selectors() {
+    let mut text = policy_yaml(
+        "nsx.vmware.com",
+        "ns-shared",
+        "cluster-wide-drop",
+        2,
+        &format!("  appliedTo: [{{}}]\n{DROP_2380_IN}"),
+    );
+    text += &policy_yaml(
+        "nsx.vmware.com",
+        "ns-shared",
+        "own-vms-drop",
+        1,
+        &format!("  appliedTo: [{{vmSelector: {{}}}}]\n{DROP_2380_IN}"),
+    );
+    // A rule-level `{}` is cluster-wide as well.
+    text += &policy_yaml(
+        "nsx.vmware.com",
+        "ns-other",
+        "rule-wide-allow",
+        0,
+        "  rules:\n  - {direction: In, action: Allow, appliedTo: [{}], ports: [{port: 2379}]}\n",
+    );
+    // VPC: built in ns-vpc's own VPC, not these VMs'.
+    text += &policy_yaml(
+        "crd.nsx.vmware.com",
+        "ns-vpc",
+        "vpc-wide-drop",
+        0,
+        &format!("  appliedTo: [{{}}]\n{DROP_2380_IN}"),
+    );
+    let e = run_with(objects(&text), |_| {});
+    let names: Vec<&str> = e.policies.iter().map(|p| p.name.as_str()).collect();
+    assert_eq!(names, ["rule-wide-allow", "cluster-wide-drop"]);
+    assert_eq!(e.policies_not_applying, 2);
+    for (f, t) in pairs() {
+        let r = e.blocking_rule(2380, f, t).unwrap();
+        assert_eq!(
+            (r.namespace.as_str(), r.policy.as_str()),
+            ("ns-shared", "cluster-wide-drop")
+        );
+        assert!(matches!(
+            outcome(&e, 2379, f, t),
+            PathOutcome::Allowed { .. }
+        ));
+    }
+}
+
+#[test]
+fn an_empty_match_labels_value_selects_every_value_as_nsx_does() {
+    // builder.go: matchLabels {k: ""} is the tag condition `k|`, which Exists builds too.
+    let text = policy_yaml(
+        "crd.nsx.vmware.com",
+        "ns-prod",
+        "any-zone",
+        1,
+        &format!("  appliedTo: [{{vmSelector: {{matchLabels: {{topology.kubernetes.io/zone: ''}}}}}}]\n{DROP_2380_IN}"),
+    );
+    let e = run_with(objects(&text), |_| {});
+    assert_eq!(e.policies[0].applies_to, vec![A, B, C]);
+    assert_eq!(e.blocking()[0].paths.len(), 6);
+    // The same in a namespaceSelector: realized on the namespace's segment's tags.
+    let text = policy_yaml(
+        "crd.nsx.vmware.com",
+        "ns-prod",
+        "from-any-env",
+        1,
+        &format!("{CP}  rules:\n  - {{direction: In, action: Drop, ports: [{{port: 2380}}], from: [{{namespaceSelector: {{matchLabels: {{env: ''}}}}}}]}}\n"),
+    );
+    let e = run_with(objects(&text), |_| {});
+    assert_eq!(e.blocking().len(), 1);
+}
+
+#[test]
+fn selectors_nsx_operator_refuses_make_the_policy_unrealizable() {
+    let cases = [
+        // 4 matchLabels + the 2 built-in tags: 6 > 5 in a VPC target group.
+        (
+            "crd.nsx.vmware.com",
+            "  appliedTo: [{vmSelector: {matchLabels: {capv.vmware.com/cluster.name: tkc-prod, capw.vmware.com/cluster.name: tkc-prod, capw.vmware.com/cluster.role: controlplane, capv.vmware.com/cluster.role: controlplane}}}]\n",
+            Some("total count of labelSelectors expressions 6 exceed NSX limit of 5"),
+        ),
+        // The same in T1: mixed criteria, at most 15.
+        (
+            "nsx.vmware.com",
+            "  appliedTo: [{vmSelector: {matchExpressions: [{key: a, operator: DoesNotExist}, {key: b, operator: DoesNotExist}, {key: c, operator: DoesNotExist}, {key: capv.vmware.com/cluster.role, operator: Exists}]}}]\n",
+            None,
+        ),
+        // In on two keys.
+        (
+            "crd.nsx.vmware.com",
+            "  appliedTo: [{vmSelector: {matchExpressions: [{key: capv.vmware.com/cluster.role, operator: In, values: [controlplane]}, {key: capw.vmware.com/cluster.role, operator: In, values: [controlplane]}]}}]\n",
+            Some("count of operator 'In' expressions 2"),
+        ),
+        // vmSelector and podSelector in one peer (builder.go updatePeerExpressions).
+        (
+            "crd.nsx.vmware.com",
+            "  appliedTo: [{vmSelector: {}}]\n  rules:\n  - {direction: In, action: Drop, ports: [{port: 2380}]}\n  - {direction: In, action: Allow, from: [{vmSelector: {}, podSelector: {}}], ports: [{port: 9100}]}\n",
+            Some("PodSelector and VMSelector are not allowed to set in one group"),
+        ),
+        // And in one appliedTo entry (updateTargetExpressions).
+        (
+            "crd.nsx.vmware.com",
+            "  appliedTo: [{vmSelector: {}}, {vmSelector: {}, podSelector: {}}]\n",
+            Some("PodSelector and VMSelector are not allowed to set in one group"),
+        ),
+        // NotIn in a namespaceSelector.
+        (
+            "crd.nsx.vmware.com",
+            "  appliedTo: [{vmSelector: {}}]\n  rules:\n  - {direction: In, action: Allow, from: [{namespaceSelector: {matchExpressions: [{key: env, operator: NotIn, values: [dev]}]}}]}\n",
+            Some("operator 'NotIn' for NamespaceSelector is not supported"),
+        ),
+    ];
+    for (group, spec, err) in cases {
+        let rules = if spec.contains("rules:") {
+            String::new()
+        } else {
+            DROP_2380_IN.to_string()
+        };
+        let text = policy_yaml(group, "ns-prod", "p", 1, &format!("{spec}{rules}"));
+        let e = run_with(objects(&text), |_| {});
+        let p = &e.policies[0];
+        match err {
+            Some(err) => {
+                assert!(!p.in_effect, "{spec}");
+                assert!(p.invalid.iter().any(|i| i.contains(err)), "{:?}", p.invalid);
+            }
+            None => assert!(p.invalid.is_empty() && p.in_effect, "{:?}", p.invalid),
+        }
+    }
+    // In twice on one key is merged (intersection), not refused.
+    let text = policy_yaml(
+        "crd.nsx.vmware.com",
+        "ns-prod",
+        "p",
+        1,
+        &format!("  appliedTo: [{{vmSelector: {{matchExpressions: [{{key: topology.kubernetes.io/zone, operator: In, values: [zone-a, zone-b]}}, {{key: topology.kubernetes.io/zone, operator: In, values: [zone-b, zone-c]}}]}}}}]\n{DROP_2380_IN}"),
+    );
+    let e = run_with(objects(&text), |_| {});
+    assert!(e.policies[0].invalid.is_empty());
+    assert_eq!(e.policies[0].applies_to, vec![B]);
+}
+
+#[test]
+fn policies_are_ordered_by_priority_before_the_bound() {
+    // 64 `aa-*` policies at priority 10, each a Drop the priority 0 Allow shadows; the
+    // deciding Allow is named last in list order. None of the harmless Drops is blamed.
+    let mut text = String::new();
+    for i in 0..64 {
+        text += &policy_yaml(
+            "crd.nsx.vmware.com",
+            "ns-prod",
+            &format!("aa-{i:02}"),
+            10,
+            &format!("{CP}{DROP_2380_IN}"),
+        );
+    }
+    text += &policy_yaml(
+        "crd.nsx.vmware.com",
+        "ns-prod",
+        "zz-allow-etcd",
+        0,
+        &format!("{CP}  rules:\n  - {{direction: In, action: Allow, ports: [{{port: 2379, endPort: 2380}}]}}\n"),
+    );
+    let e = run_with(objects(&text), |_| {});
+    assert_eq!(e.policies[0].name, "zz-allow-etcd");
+    assert_eq!(e.policies.len(), MAX_POLICIES);
+    assert_eq!(e.policies_not_read, 1);
+    assert!(e.blocking().is_empty());
+    for (f, t) in pairs() {
+        match outcome(&e, 2380, f, t) {
+            PathOutcome::Allowed {
+                ingress: Some(r), ..
+            } => assert_eq!(r.policy, "zz-allow-etcd"),
+            o => panic!("{o:?}"),
+        }
+    }
+    // Without the Allow, the cut's boundary is priority 10, where the Drops are: no Drop is
+    // named, and the line names the first policy not evaluated.
+    let without: Vec<PolicyObject> = objects(&text)
+        .into_iter()
+        .filter(|p| p.object.metadata.name.as_deref() != Some("zz-allow-etcd"))
+        .chain(objects(&policy_yaml(
+            "crd.nsx.vmware.com",
+            "ns-prod",
+            "ab-late",
+            10,
+            &format!("{CP}{DROP_2380_IN}"),
+        )))
+        .collect();
+    let e = run_with(without, |_| {});
+    assert!(e.blocking().is_empty());
+    match outcome(&e, 2380, A, B) {
+        PathOutcome::CannotDecide { why } => {
+            assert!(
+                why.contains("SecurityPolicy ns-prod/") && why.contains("priority 10"),
+                "{why}"
+            )
+        }
+        o => panic!("{o:?}"),
+    }
+}
+
+#[test]
+fn policies_the_read_left_out_make_every_check_undecided() {
+    let text = policy_yaml(
+        "crd.nsx.vmware.com",
+        "ns-prod",
+        "drop-peer",
+        0,
+        &format!("{CP}{DROP_2380_IN}"),
+    );
+    let e = run_with(objects(&text), |i| i.policies_left_out = 3);
+    assert!(e.blocking().is_empty(), "never a named Drop");
+    assert_eq!(e.undecided().count(), 12);
+    assert_eq!(e.policies_not_read, 3);
+    match outcome(&e, 2380, A, B) {
+        PathOutcome::CannotDecide { why } => {
+            assert!(why.contains("3 SecurityPolicies were left out"), "{why}")
+        }
+        o => panic!("{o:?}"),
+    }
+}
+
+#[test]
+fn a_namespace_of_shadowed_drops_gives_a_bounded_evaluation() {
+    // The issue's measure: one priority-0 Allow and 63 policies of 64 shadowed Drops.
+    let rules: String = (0..64)
+        .map(|_| "  - {direction: In, action: Drop, ports: [{port: 2379, endPort: 2380}]}\n")
+        .collect();
+    let mut text = policy_yaml(
+        "crd.nsx.vmware.com",
+        "ns-prod",
+        "allow-all",
+        0,
+        &format!("{CP}  rules:\n  - {{direction: In, action: Allow}}\n"),
+    );
+    for i in 0..63 {
+        text += &policy_yaml(
+            "crd.nsx.vmware.com",
+            "ns-prod",
+            &format!("deny-{i:02}"),
+            5,
+            &format!("{CP}  rules:\n{rules}"),
+        );
+    }
+    let start = std::time::Instant::now();
+    let e = run_with(objects(&text), |_| {});
+    assert!(start.elapsed() < std::time::Duration::from_secs(5));
+    assert!(e.blocking().is_empty());
+    assert_eq!(e.covering.len(), MAX_COVERING);
+    assert_eq!(e.covering_not_listed, 63 * 64 - MAX_COVERING);
+    assert_eq!((e.covering[0].checks, e.covering[0].paths), (12, 12));
+    assert_eq!(e.warnings().len(), MAX_WARNINGS);
+    assert_eq!(e.warnings_not_listed, 63 * 64 - MAX_WARNINGS);
+    let json = serde_json::to_string(&e).unwrap();
+    assert!(json.len() < 200_000, "{} bytes", json.len());
+}
+
+#[test]
+fn a_drowned_namespace_against_the_most_vms_is_quick() {
+    // 63 × 64 shadowed Drops covering every check of 16 VMs: 4,032 rules × 480 checks.
+    let rules: String = (0..64)
+        .map(|_| "  - {direction: In, action: Drop, ports: [{port: 2379, endPort: 2380}]}\n")
+        .collect();
+    let mut text = policy_yaml(
+        "crd.nsx.vmware.com",
+        "ns-prod",
+        "allow-all",
+        0,
+        "  appliedTo: [{vmSelector: {}}]\n  rules:\n  - {direction: In, action: Allow}\n",
+    );
+    for i in 0..63 {
+        text += &policy_yaml(
+            "crd.nsx.vmware.com",
+            "ns-prod",
+            &format!("deny-{i:02}"),
+            5,
+            &format!("  appliedTo: [{{vmSelector: {{}}}}]\n  rules:\n{rules}"),
+        );
+    }
+    let many: Vec<PolicyVm> = (0..MAX_VMS)
+        .map(|i| {
+            vm(
+                &format!("vm-{i:02}"),
+                &format!("198.18.0.{}", i + 1),
+                "zone-a",
+            )
+        })
+        .collect();
+    let start = std::time::Instant::now();
+    let e = run_with(objects(&text), |i| i.vms = many);
+    eprintln!("drowned, 16 VMs: {:?}", start.elapsed());
+    assert!(start.elapsed() < std::time::Duration::from_secs(10));
+    assert_eq!(e.paths.len(), 480);
+    assert_eq!(e.covering.len(), MAX_COVERING);
+    assert_eq!(e.warnings()[0].paths.len(), 480);
+    let json = serde_json::to_string(&e).unwrap();
+    eprintln!("{} bytes", json.len());
+    assert!(json.len() < 1_000_000, "{} bytes", json.len());
+}
+
+#[test]
+fn what_cannot_be_read_is_bounded_per_policy() {
+    let rules: String = (0..64)
+        .map(|_| "  - {direction: Sideways, action: Deny, ports: 3, from: 4, appliedTo: 5}\n")
+        .collect();
+    let text = policy_yaml(
+        "crd.nsx.vmware.com",
+        "ns-prod",
+        "garbage",
+        1,
+        &format!("  appliedTo: [{{vmSelector: {{}}}}]\n  rules:\n{rules}"),
+    );
+    let e = run_with(objects(&text), |_| {});
+    let p = &e.policies[0];
+    assert_eq!(p.unreadable.len(), super::evaluate::MAX_UNREADABLE + 1);
+    assert!(
+        p.unreadable.last().unwrap().starts_with("and "),
+        "{:?}",
+        p.unreadable
+    );
+    match outcome(&e, 2380, A, B) {
+        PathOutcome::CannotDecide { why } => {
+            assert!(
+                why.starts_with("SecurityPolicy ns-prod/garbage: rules[0]"),
+                "{why}"
+            )
+        }
+        o => panic!("{o:?}"),
+    }
+}
+
+#[test]
+fn policies_that_cannot_touch_etcd_take_no_place_under_the_bound() {
+    // 64 `aa-*` Allows of 443 at priority 0 (irrelevant to etcd) and a Drop of 2380 named last.
+    let mut text = String::new();
+    for i in 0..64 {
+        text += &policy_yaml(
+            "crd.nsx.vmware.com",
+            "ns-prod",
+            &format!("aa-{i:02}"),
+            0,
+            &format!(
+                "{CP}  rules:\n  - {{direction: In, action: Allow, ports: [{{port: 443}}]}}\n"
+            ),
+        );
+    }
+    text += &policy_yaml(
+        "crd.nsx.vmware.com",
+        "ns-prod",
+        "zz-drop",
+        5,
+        &format!("{CP}{DROP_2380_IN}"),
+    );
+    let e = run_with(objects(&text), |_| {});
+    // The Drop is kept, one Allow of 443 is cut: it could not decide a check.
+    assert!(e.policies.iter().any(|p| p.name == "zz-drop"));
+    assert_eq!(e.policies_not_read, 1);
+    assert_eq!(rule_of(&outcome(&e, 2380, A, B)).0, "zz-drop");
+    assert_eq!(e.undecided().count(), 0);
+}
+
+#[test]
+fn a_flood_of_policies_not_ready_does_not_push_the_ones_in_effect_out() {
+    // 64 `aa-*` Drops of 2380 at priority 0, Ready False; the Allow in effect at priority 1.
+    let mut text = String::new();
+    for i in 0..64 {
+        text += &policy_yaml(
+            "crd.nsx.vmware.com",
+            "ns-prod",
+            &format!("aa-{i:02}"),
+            0,
+            &format!("{CP}{DROP_2380_IN}"),
+        )
+        .replace(
+            "status: 'True', reason: SecurityPolicyReady",
+            "status: 'False', reason: SecurityPolicyNotReady",
+        );
+    }
+    text += &policy_yaml(
+        "crd.nsx.vmware.com",
+        "ns-prod",
+        "zz-allow",
+        1,
+        &format!("{CP}  rules:\n  - {{direction: In, action: Allow, ports: [{{port: 2380}}]}}\n"),
+    );
+    let e = run_with(objects(&text), |_| {});
+    assert_eq!(e.policies.len(), MAX_POLICIES);
+    assert_eq!(e.policies_not_read, 1);
+    assert!(e
+        .policies
+        .iter()
+        .any(|p| p.name == "zz-allow" && p.in_effect));
+    // Sorted by priority for the output.
+    assert_eq!(e.policies[0].priority, Some(0));
+    assert!(matches!(
+        outcome(&e, 2380, A, B),
+        PathOutcome::Allowed { .. }
+    ));
+    assert!(e.blocking().is_empty());
+}
+
+#[test]
+fn another_namespaces_peers_select_our_vms_only_through_a_namespace_selector() {
+    // T1, ns-shared, applied to every port: its `vmSelector` peer selects ns-shared's VMs
+    // (builder.go: the policy's namespace UID tag), its `namespaceSelector` peer ours.
+    let text = policy_yaml(
+        "nsx.vmware.com",
+        "ns-shared",
+        "wide",
+        1,
+        "  appliedTo: [{}]\n  rules:\n  - {direction: In, action: Drop, ports: [{port: 2379}], from: [{vmSelector: {}}]}\n  - {direction: In, action: Reject, ports: [{port: 2380}], from: [{namespaceSelector: {matchLabels: {env: prod}}}]}\n",
+    );
+    let e = run_with(objects(&text), |_| {});
+    for (f, t) in pairs() {
+        assert_eq!(outcome(&e, 2379, f, t), PathOutcome::NoVisibleRule);
+        assert_eq!(
+            rule_of(&outcome(&e, 2380, f, t)),
+            ("wide", 1, Action::Reject, Direction::In)
+        );
+    }
+}
+
+fn invalid_of(text: &str) -> Vec<String> {
+    super::validate(&super::model::Policy::read(&objects(text).remove(0)))
+}
+
+#[test]
+fn nsx_operators_group_limits_as_builder_go_counts_them() {
+    let six_labels = "{matchLabels: {a: '1', b: '1', c: '1', d: '1'}}";
+    // VPC peer group: 4 labels + 2 built-in = 6 > 5 when not shared...
+    let unshared = policy_yaml(
+        "crd.nsx.vmware.com",
+        "ns-prod",
+        "p",
+        1,
+        &format!("{CP}  rules:\n  - {{direction: In, action: Drop, from: [{{vmSelector: {six_labels}}}]}}\n"),
+    );
+    assert!(
+        invalid_of(&unshared)[0].contains("exceed NSX limit of 5"),
+        "{:?}",
+        invalid_of(&unshared)
+    );
+    // ...but a peer with a namespaceSelector shares the group (project level): mixed, 15.
+    let shared = policy_yaml(
+        "crd.nsx.vmware.com",
+        "ns-prod",
+        "p",
+        1,
+        &format!("{CP}  rules:\n  - {{direction: In, action: Drop, from: [{{vmSelector: {six_labels}}}, {{namespaceSelector: {{}}}}]}}\n"),
+    );
+    assert!(invalid_of(&shared).is_empty(), "{:?}", invalid_of(&shared));
+    // An In of 3 values is 3 criteria: with 3 more entries the group has 6 > 5.
+    let criteria = policy_yaml(
+        "crd.nsx.vmware.com",
+        "ns-prod",
+        "p",
+        1,
+        "  appliedTo:\n  - {vmSelector: {matchExpressions: [{key: z, operator: In, values: [a, b, c]}]}}\n  - {vmSelector: {matchLabels: {x: '1'}}}\n  - {vmSelector: {matchLabels: {x: '2'}}}\n  - {vmSelector: {matchLabels: {x: '3'}}}\n  rules:\n  - {direction: In, action: Drop}\n",
+    );
+    assert!(
+        invalid_of(&criteria)[0]
+            .contains("total counts of policy target group criteria 6 exceed NSX limit of 5"),
+        "{:?}",
+        invalid_of(&criteria)
+    );
+    // More than 5 In values, and a matchLabels value repeated in the In.
+    let values = policy_yaml(
+        "crd.nsx.vmware.com",
+        "ns-prod",
+        "p",
+        1,
+        "  appliedTo: [{vmSelector: {matchExpressions: [{key: z, operator: In, values: [a, b, c, d, e, f]}]}}]\n  rules:\n  - {direction: In, action: Drop}\n",
+    );
+    assert!(invalid_of(&values)[0].contains("count of values list for operator 'In' expressions 6"));
+    let dup = policy_yaml(
+        "crd.nsx.vmware.com",
+        "ns-prod",
+        "p",
+        1,
+        "  appliedTo: [{vmSelector: {matchLabels: {z: a}, matchExpressions: [{key: z, operator: In, values: [a, b]}]}}]\n  rules:\n  - {direction: In, action: Drop}\n",
+    );
+    assert!(invalid_of(&dup)[0].contains("duplicate expression - z:a"));
+    // A named port with endPort (expand.go expandRuleByPort).
+    let end = policy_yaml(
+        "crd.nsx.vmware.com",
+        "ns-prod",
+        "p",
+        1,
+        &format!("{CP}  rules:\n  - {{direction: In, action: Allow, ports: [{{port: etcd, endPort: 2380}}]}}\n"),
+    );
+    assert!(invalid_of(&end)[0].contains("endPort can only be defined if port is also numeric"));
+    // What nsx-operator accepts is not refused: the fixtures of the other tests.
+    for f in [
+        "drop-between-cp",
+        "allow",
+        "shadowed",
+        "ip-blocks",
+        "one-way",
+        "legacy",
+        "same-priority",
+        "rule-applied-to",
+        "named-port",
+    ] {
+        for p in fixture(f) {
+            assert!(
+                super::validate(&super::model::Policy::read(&p)).is_empty(),
+                "{f}"
+            );
+        }
+    }
 }
