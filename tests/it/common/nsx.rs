@@ -20,9 +20,8 @@ use super::article::{CLUSTER, NS};
 use super::{fixture, Env, FakeConfig, Workload};
 pub use etcdnet_fakeapi::Forbid;
 
-/// The VPC group (nsx-operator on VPC networking) and the legacy T1/NCP one.
+/// The VPC group (nsx-operator on VPC networking).
 pub const VPC: &str = "crd.nsx.vmware.com/v1alpha1";
-pub const T1: &str = "nsx.vmware.com/v1alpha1";
 
 /// What CAPV labels a control-plane VM with (`getVMLabels`, control_plane_endpoint.go): what
 /// an admin's policy for "the control plane" selects.
@@ -188,5 +187,32 @@ pub fn forbid_list(group: &str, resource: &str, namespace: &str) -> Forbid {
         resource: Some(resource.into()),
         namespace: Some(namespace.into()),
         ..Forbid::default()
+    }
+}
+
+/// The VirtualNetwork CAPV makes for the article's cluster on NCP: `GetNSXTVirtualNetworkName`
+/// of its VSphereCluster (`<vspherecluster>-vnet`, pkg/services/network/nsxt_provider.go).
+pub const NCP_VNET: &str = "tkc-prod-x7p2n-vnet";
+
+/// Rewrites the control-plane VMs' eth0 network to CAPV's NCP shape (`ConfigureVirtualMachine`:
+/// kind VirtualNetwork, apiVersion vmware.com/v1alpha1, [`NCP_VNET`]): the nsx sets include
+/// healthy-v1alpha3, whose VMs name a VPC SubnetSet.
+pub fn ncp_interfaces(env: &Env) {
+    for vm in super::article::CP {
+        env.supervisor
+            .modify(
+                "vmoperator.vmware.com/v1alpha3",
+                "VirtualMachine",
+                NS,
+                vm,
+                |o| {
+                    o["spec"]["network"]["interfaces"][0]["network"] = json!({
+                        "apiVersion": "vmware.com/v1alpha1",
+                        "kind": "VirtualNetwork",
+                        "name": NCP_VNET
+                    });
+                },
+            )
+            .expect("the VM is served");
     }
 }

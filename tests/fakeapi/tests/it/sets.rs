@@ -51,6 +51,7 @@ fn expectations() -> BTreeMap<&'static str, Expect> {
         ("nsx-vpc-forbidden", e("v1alpha3", cp3, 3)),
         ("nsx-vpc-no-drop", e("v1alpha3", cp3, 3)),
         ("nsx-ncp", e("v1alpha3", cp3, 3)),
+        ("nsx-t1-other-ns", e("v1alpha3", cp3, 3)),
         ("quorum-lost", e("v1alpha3", cp3, 3)),
         (
             "long-names",
