@@ -37,6 +37,7 @@ mod bounded_requests;
 mod bounded_work;
 mod hostile_identity;
 mod hostile_kubeconfig;
+mod hostile_members;
 mod hostile_nsx;
 mod hostile_render;
 mod hostile_targets;
