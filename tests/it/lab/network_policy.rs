@@ -219,6 +219,14 @@ fn diagnose_pod(env: &Env, want: VerdictCode) -> DiagnoseReport {
     run.expect_code(1);
     assert_eq!(r.verdict.code, want, "{}", shown(&r));
     assert_eq!(r.result.nodes_reached, 3, "{}", shown(&r));
+    // What the case saw, for a log read after the fact (nextest shows it for a failure).
+    eprintln!(
+        "  {}: {}\n    first evidence: {}\n    first next step: {}",
+        r.verdict.code,
+        r.verdict.summary,
+        r.verdict.evidence.first().map_or("-", String::as_str),
+        r.verdict.next_steps.first().map_or("-", String::as_str)
+    );
     r
 }
 
@@ -341,6 +349,22 @@ fn a_failed_update_names_the_not_ready_policy(lab: &Arc<Lab>) {
         shown(&r)
     );
     assert!(!evidence_has(&r, &[OUTSIDE]), "{}", shown(&r));
+    // A validation error stops `buildSecurityPolicy` for the whole policy, whichever rule has
+    // it (builder.go: `buildRuleAndGroups` returns the peer's error from `updatePeerExpressions`
+    // for any rule index), and it is the spec's own: this version can never be realized as
+    // written, so it never "blocks them once it is realized".
+    assert!(
+        evidence_has(
+            &r,
+            &[
+                "SecurityPolicy ns-prod/drop-etcd-peer-port",
+                "cannot be realized as written"
+            ]
+        ),
+        "{}",
+        shown(&r)
+    );
+    assert!(!evidence_has(&r, &["once it is realized"]), "{}", shown(&r));
 }
 
 /// (c) An egress Drop (Out, applied to the VMs, to the VMs) in one policy beats an ingress
