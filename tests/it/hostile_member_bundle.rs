@@ -1,16 +1,17 @@
-//! Issue 28: what a compromised control-plane node can do with the member list its probe
-//! document carries (`members`: the node's own `/members` as the probe read it; the node writes
-//! every byte of it), through the real kubectl, no lab: a diagnosis over the jumpbox whose pod's
-//! sections are scripted (the healthy document made each VM's own, with the cluster's three
-//! members), one node's list forged:
+//! Issue 28: a compromised control-plane node's member list (`members`: the node's own
+//! `/members` as the probe read it; the node writes every byte of it) kept in an evidence
+//! bundle and `analyse`d ("`analyse` of such a bundle is worse"), through the real kubectl, no
+//! lab. The live side of the same attacks is `hostile_members` (the members' part); here each
+//! diagnosis over a scripted jumpbox (the healthy document made each VM's own, with the
+//! cluster's three members; the list of the VM at 198.18.0.13 forged) writes its bundle, and
+//! both the live run and `analyse` of the bundle must hold:
 //! - a healthy member's ID behind a leading zero, at a foreign URL (etcdctl parses member IDs
-//!   with `strconv.ParseUint(arg, 16, 64)`, so `0<id>` IS the healthy member): before, the
-//!   verdict was `EtcdMemberMismatch` with the next step `etcdctl member remove 0<id>`; no
-//!   healthy member may be named as a stray or proposed for removal;
-//! - ~36,000 members in one node's document (under the jumpbox's 4 MiB per VM): before, ~40 s of
-//!   CPU and 31.7 MB of output with one removal step each; now bounded at parse time by the
-//!   probe's own cap (64 members): the diagnosis and its bundle's `analyse` under 1 MB and a few
-//!   seconds, the table under 200 lines, no removal step for members one node alone lists.
+//!   with `strconv.ParseUint(arg, 16, 64)`, so `0<id>` IS the healthy member): no removal step
+//!   names a healthy member in any spelling etcdctl accepts, and its node is not named;
+//! - ~36,000 members in one node's document (as many as the jumpbox's 4 MiB per VM holds):
+//!   the diagnosis and its bundle's `analyse` under 1 MB of JSON and a few seconds each, the
+//!   table under 200 lines, no removal step for members one node alone lists;
+//! - and `analyse` says what the live run said (the same verdict).
 
 use crate::common;
 
@@ -198,7 +199,7 @@ fn bounded_diagnosis(what: &str, env: &Env) -> DiagnoseReport {
 /// The honest lists alone: the baseline the forged cases are measured against (a healthy
 /// cluster over the jumpbox, nothing to remove).
 #[test]
-fn honest_member_lists_propose_no_removal() {
+fn honest_member_lists_are_analysed_as_diagnosed() {
     let env = world(honest_members());
     let r = bounded_diagnosis("honest", &env);
     assert!(removals(&r).is_empty(), "{}", shown(&r));
@@ -208,7 +209,7 @@ fn honest_member_lists_propose_no_removal() {
 /// step names that member in any spelling etcdctl accepts, and the healthy node is not named in
 /// the verdict for it.
 #[test]
-fn a_leading_zero_id_never_proposes_removing_a_healthy_member() {
+fn a_leading_zero_id_in_a_bundle_never_removes_a_healthy_member() {
     let mut forged = honest_members();
     forged.push(member(&format!("0{}", IDS[0]), "", "198.18.9.99"));
     let env = world(forged);
@@ -232,7 +233,7 @@ fn a_leading_zero_id_never_proposes_removing_a_healthy_member() {
 /// parse keeps the probe's own cap, the output stays bounded, and no member only one node
 /// lists, against the other two and the majority, is proposed for removal.
 #[test]
-fn a_flood_of_members_from_one_node_stays_bounded() {
+fn a_flood_of_members_in_a_bundle_stays_bounded() {
     let mut forged = honest_members();
     // As compact as etcd writes a member that has not started (no name, no client URLs).
     forged.extend((0..FLOOD).map(|i| {
