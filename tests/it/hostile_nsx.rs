@@ -264,6 +264,16 @@ fn assert_names_the_drop(r: &DiagnoseReport) {
         "{}",
         shown(r)
     );
+    // The scripted members' logs still show a leader (the healthy capture's): a Drop published
+    // while they were connected may not cut their established streams, and the verdict says so.
+    assert!(
+        r.verdict
+            .evidence
+            .iter()
+            .any(|l| l.contains("established") && l.contains(DROP)),
+        "no hedge for the leader still known:\n{}",
+        shown(r)
+    );
 }
 
 /// Drowning: one priority-0 Allow of etcd's ports, then 63 policies of 64 Drop rules each
