@@ -41,6 +41,9 @@ const MAX_JSON_BYTES: usize = 1 << 20;
 const MAX_TABLE_LINES: usize = 200;
 /// "A few seconds": a debug build on a loaded 2-core machine; the attacks measured took minutes.
 const FEW_SECONDS: Duration = Duration::from_secs(8);
+/// A diagnosis over the jumpbox adds its pod's life on the fake (created, running, its log
+/// read, deleted: about 2 s of a 3 s run here, unloaded) to the same work.
+const FEW_SECONDS_WITH_A_POD: Duration = Duration::from_secs(15);
 /// What the evidence names a policy by, and how the first next step starts for one.
 const DROP: &str = "SecurityPolicy ns-prod/drop-etcd-peers";
 const FIX_DROP: &str = "Fix SecurityPolicy ns-prod/drop-etcd-peers";
@@ -96,9 +99,15 @@ struct Runs {
 }
 
 fn assert_quick(what: &str, t: &Timed) {
+    assert_within(what, t, FEW_SECONDS);
+}
+
+fn assert_within(what: &str, t: &Timed, bound: Duration) {
+    // For the log: how far under the bound each run is (nextest shows it for a failure).
+    eprintln!("{what}: {:?}, {} bytes out", t.took, t.run.stdout.len());
     assert!(
-        t.took <= FEW_SECONDS,
-        "{what} took {:?} (bound {FEW_SECONDS:?})\nstderr:\n{}",
+        t.took <= bound,
+        "{what} took {:?} (bound {bound:?})\nstderr:\n{}",
         t.took,
         t.run.stderr
     );
@@ -166,7 +175,11 @@ fn bounded_runs_with(what: &str, objects: Vec<Value>, prepare: impl Fn(&Env)) ->
     });
     let bundle = dark.dir.path().join("tkc-prod.tar.gz");
     let live = timed(|| diagnose_with_bundle(&dark, &bundle));
-    assert_quick(&format!("{what}: diagnose --bundle"), &live);
+    assert_within(
+        &format!("{what}: diagnose --bundle"),
+        &live,
+        FEW_SECONDS_WITH_A_POD,
+    );
     assert_small_json(&format!("{what}: diagnose -o json"), &live);
     live.run.expect_code(1);
     let live_report = live.run.diagnose_report();
