@@ -20,6 +20,10 @@
 //!   own claim;
 //! - 250 NetworkPolicies beside a blocking SecurityPolicy: the bundle keeps what the verdict
 //!   used, so `analyse` names the same policy as the live run.
+//!
+//! Where a Drop of 2380 is named, the scripted members' logs still show a leader (the healthy
+//! capture's), so the verdict also carries the hedge that a newly published Drop may not cut
+//! established peer streams.
 
 use crate::common;
 
@@ -423,6 +427,22 @@ fn harmless_policies_ahead_by_name_are_never_blamed() {
         )
     }));
     let runs = bounded_runs("aa-* policies", objects);
+    // The deciding Allow is evaluated: the policies are ordered by priority before the bound.
+    let evaluated: Vec<&str> = runs.status_json["networkPolicy"]["evaluation"]["policies"]
+        .as_array()
+        .unwrap_or_else(|| {
+            panic!(
+                "no evaluation.policies: {:#}",
+                runs.status_json["networkPolicy"]
+            )
+        })
+        .iter()
+        .filter_map(|p| p["name"].as_str())
+        .collect();
+    assert!(
+        evaluated.contains(&"zz-allow-etcd-peers"),
+        "the deciding Allow was cut: {evaluated:?}"
+    );
     let blamed: Vec<&str> = runs
         .status
         .findings
