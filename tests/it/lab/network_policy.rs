@@ -497,6 +497,33 @@ fn allow_only_and_a_default_deny_name_neither(lab: &Arc<Lab>) {
     }
 }
 
+/// (g) Which group is live: on VPC networking (the VMs' interfaces are on a SubnetSet)
+/// nsx-operator reconciles `crd.nsx.vmware.com` only (securitypolicy_controller.go
+/// `setupWithManager`, parse.go `IsVPCEnabled`, pkg/config/mixed_mode.go): a leftover
+/// `nsx.vmware.com` policy dropping 2380, with the stale `Ready True` it was left with, is not
+/// in effect and is not named.
+fn a_leftover_of_the_other_group_is_not_named(lab: &Arc<Lab>) {
+    let leftover = nsx::policy(
+        "nsx.vmware.com/v1alpha1",
+        NS,
+        "drop-etcd-peer-leftover",
+        1,
+        &[cp_vms()],
+        &[nsx::rule(
+            "drop-etcd-peer-leftover-rule",
+            "In",
+            "Drop",
+            &[cp_vms()],
+            &[tcp(2380)],
+        )],
+        Ready::True,
+    );
+    let env = pod_world(VPC_BASE, vec![leftover], &[], lab);
+    let r = diagnose_pod(&env, VerdictCode::EtcdPeerNetworkPartial);
+    assert_not_blamed(&r, "ns-prod/drop-etcd-peer-leftover");
+    assert!(evidence_has(&r, &[OUTSIDE]), "{}", shown(&r));
+}
+
 /// Runs each case, all of them whatever one does, and fails naming every case that failed.
 fn run_cases(lab: &Arc<Lab>, cases: Vec<Case>) -> Vec<String> {
     let mut failed = Vec::new();
@@ -516,7 +543,7 @@ fn run_cases(lab: &Arc<Lab>, cases: Vec<Case>) -> Vec<String> {
 }
 
 /// Issue 28's verdicts, each against a real fault, on one lab: 2380 dropped for (a), (b), (c),
-/// (e), (f); then 2379/2380 rejected for (d).
+/// (e), (f), (g); then 2379/2380 rejected for (d).
 #[test]
 #[cfg_attr(not(etcdnet_lab), ignore = "needs root and the lab (see build.rs)")]
 fn verdict_cases_on_one_lab() {
@@ -548,6 +575,10 @@ fn verdict_cases_on_one_lab() {
             (
                 "an Allow-only policy and a default-deny",
                 Box::new(allow_only_and_a_default_deny_name_neither),
+            ),
+            (
+                "a leftover of the other group",
+                Box::new(a_leftover_of_the_other_group_is_not_named),
             ),
         ],
     );
