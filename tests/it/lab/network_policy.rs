@@ -524,6 +524,33 @@ fn a_leftover_of_the_other_group_is_not_named(lab: &Arc<Lab>) {
     assert!(evidence_has(&r, &[OUTSIDE]), "{}", shown(&r));
 }
 
+/// (h) `matchLabels {k: ""}` is NSX's tag `k|`, the same expression as `Exists`
+/// (builder.go `updateExpressionsMatchLabels` writes `key|value`, and `Exists` writes `key|`):
+/// a policy applied to `capv.vmware.com/cluster.role: ""` applies to every VM with a role, the
+/// control plane's too, whatever Kubernetes' own selector semantics would say.
+fn an_empty_label_value_selects_as_exists(lab: &Arc<Lab>) {
+    let any_role =
+        serde_json::json!({"vmSelector": {"matchLabels": {"capv.vmware.com/cluster.role": ""}}});
+    let drop = nsx::policy(
+        nsx::VPC,
+        NS,
+        "drop-etcd-peer-any-role",
+        5,
+        &[any_role],
+        &[nsx::rule(
+            "drop-etcd-peer-any-role-rule",
+            "In",
+            "Drop",
+            &[cp_vms()],
+            &[tcp(2380)],
+        )],
+        Ready::True,
+    );
+    let env = pod_world(VPC_BASE, vec![drop], &[], lab);
+    let r = diagnose_pod(&env, VerdictCode::EtcdPeerNetworkPartial);
+    assert_named(&r, "ns-prod/drop-etcd-peer-any-role", SIX);
+}
+
 /// Runs each case, all of them whatever one does, and fails naming every case that failed.
 fn run_cases(lab: &Arc<Lab>, cases: Vec<Case>) -> Vec<String> {
     let mut failed = Vec::new();
@@ -543,7 +570,7 @@ fn run_cases(lab: &Arc<Lab>, cases: Vec<Case>) -> Vec<String> {
 }
 
 /// Issue 28's verdicts, each against a real fault, on one lab: 2380 dropped for (a), (b), (c),
-/// (e), (f), (g); then 2379/2380 rejected for (d).
+/// (e), (f), (g), (h); then 2379/2380 rejected for (d).
 #[test]
 #[cfg_attr(not(etcdnet_lab), ignore = "needs root and the lab (see build.rs)")]
 fn verdict_cases_on_one_lab() {
@@ -579,6 +606,10 @@ fn verdict_cases_on_one_lab() {
             (
                 "a leftover of the other group",
                 Box::new(a_leftover_of_the_other_group_is_not_named),
+            ),
+            (
+                "an empty label value selects as Exists",
+                Box::new(an_empty_label_value_selects_as_exists),
             ),
         ],
     );
