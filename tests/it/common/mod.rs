@@ -3,6 +3,7 @@
 //! `kubectl` with the plugin on PATH.
 
 pub mod members;
+pub mod nsx;
 pub mod past;
 pub mod probe;
 

@@ -47,6 +47,7 @@ fn expectations() -> BTreeMap<&'static str, Expect> {
         ),
         ("forbidden", e("v1alpha3", cp3, 3)),
         // healthy-v1alpha3's objects, plus the network ones (`a_network_set_serves_nsx`).
+        ("nsx-t1-other-ns", e("v1alpha3", cp3, 3)),
         ("nsx-vpc", e("v1alpha3", cp3, 3)),
         ("nsx-vpc-forbidden", e("v1alpha3", cp3, 3)),
         ("nsx-vpc-no-drop", e("v1alpha3", cp3, 3)),
