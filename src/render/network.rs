@@ -146,6 +146,22 @@ pub(crate) fn section(out: &mut Lines, a: &NetworkAssessment, wide: bool) {
             .flatten()
             .collect::<Vec<_>>()
             .join(": ");
+        // A NetworkPolicy's `nsx-op/error` is the object's own claim (its editor writes it),
+        // never NSX's word: said as such, in the warning tone. The last claim may only count
+        // the rest (no name).
+        if p.claim {
+            let text = match p.name.is_empty() {
+                true => format!(" {}", why.replace('\n', " ")),
+                false => format!(
+                    " NetworkPolicy {}: {} {:?} (the object's own claim, not NSX's status)",
+                    p.name,
+                    p.condition,
+                    why.replace('\n', " ")
+                ),
+            };
+            out.marked("  ", Tone::Warn, "CLAIMED", &text);
+            continue;
+        }
         out.marked(
             "  ",
             Tone::Bad,
@@ -265,6 +281,43 @@ mod tests {
             "{text:?}"
         );
         assert!(text.lines().all(|l| !l.starts_with("break")), "{text}");
+    }
+
+    /// A NetworkPolicy's `nsx-op/error` is its editor's claim: the table says so in the warning
+    /// tone, never NOT REALIZED (issue 28).
+    #[test]
+    fn a_claim_is_said_as_the_objects_own() {
+        let claim = |name: &str, message: &str| RealizationProblem {
+            kind: "NetworkPolicy".into(),
+            name: name.into(),
+            condition: "nsx-op/error".into(),
+            status: None,
+            reason: None,
+            message: Some(message.into()),
+            vm: None,
+            claim: true,
+        };
+        let a = NetworkAssessment {
+            read: vec![],
+            unread: vec![],
+            realization: vec![
+                claim("forged", "NSX: etcd blocked"),
+                claim("", "3 more NetworkPolicies carry the annotation"),
+            ],
+            evaluation: evaluate(&PolicyInput::default()),
+        };
+        let mut out = Lines::new(Paint { on: false });
+        section(&mut out, &a, false);
+        let text = out.finish();
+        assert!(!text.contains("NOT REALIZED"), "{text}");
+        assert!(
+            text.contains("CLAIMED NetworkPolicy forged: nsx-op/error \"NSX: etcd blocked\" (the object's own claim, not NSX's status)"),
+            "{text}"
+        );
+        assert!(
+            text.contains("CLAIMED 3 more NetworkPolicies carry the annotation"),
+            "{text}"
+        );
     }
 
     /// The issue's namespace (one priority-0 Allow, 63 policies of 64 shadowed Drops): a
