@@ -18,7 +18,7 @@ use crate::common;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use common::article::{CLUSTER, CP, NS};
+use common::article::CP;
 use common::*;
 use etcdnet::report::DiagnoseReport;
 use etcdnet_fakeapi::PodScript;
@@ -93,20 +93,7 @@ fn world(forged: Vec<Value>) -> Env {
 /// `diagnose --via jumpbox --bundle -o json`, timed.
 fn diagnose(env: &Env, bundle: &Path) -> (Run, Duration) {
     let started = Instant::now();
-    let run = env.kubectl(&[
-        "diagnose",
-        CLUSTER,
-        "-n",
-        NS,
-        "--via",
-        "jumpbox",
-        "--api-timeout",
-        "1s",
-        "--bundle",
-        bundle.to_str().unwrap(),
-        "-o",
-        "json",
-    ]);
+    let run = crate::bundle::diagnose(env, bundle, &["-o", "json"]);
     (run, started.elapsed())
 }
 

@@ -207,20 +207,7 @@ fn bounded_runs_with(what: &str, objects: Vec<Value>, prepare: impl Fn(&Env)) ->
 }
 
 fn diagnose_with_bundle(env: &Env, bundle: &Path) -> Run {
-    env.kubectl(&[
-        "diagnose",
-        CLUSTER,
-        "-n",
-        NS,
-        "--via",
-        "jumpbox",
-        "--api-timeout",
-        "1s",
-        "--bundle",
-        bundle.to_str().unwrap(),
-        "-o",
-        "json",
-    ])
+    crate::bundle::diagnose(env, bundle, &["-o", "json"])
 }
 
 /// `kubectl etcdnet analyse <bundle>`, with no Supervisor to reach.

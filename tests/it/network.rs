@@ -330,20 +330,7 @@ fn many_network_policies_give_the_same_verdict_offline() {
         )))
     });
     let bundle = env.dir.path().join("tkc-prod.tar.gz");
-    let live = env.kubectl(&[
-        "diagnose",
-        CLUSTER,
-        "-n",
-        NS,
-        "--via",
-        "jumpbox",
-        "--api-timeout",
-        "1s",
-        "--bundle",
-        bundle.to_str().unwrap(),
-        "-o",
-        "json",
-    ]);
+    let live = crate::bundle::diagnose(&env, &bundle, &["-o", "json"]);
     live.expect_code(1);
     let live_report = live.diagnose_report();
     assert!(
