@@ -97,7 +97,7 @@ pub fn plan(
 /// node is a target without address: nothing is sent to it, and it is nobody's peer. The Machines
 /// are already at most the KCP's desired replicas plus a surplus of one (`supervisor::targets`:
 /// labelled Machines beyond that are a finding and not among the nodes), so the targets are too,
-/// and the driver probes at most `--parallel` of them at once.
+/// and the driver probes at most `parallel` of them at once.
 fn targets(facts: &ClusterFacts, opts: &DiagnoseOptions) -> Vec<Target> {
     let members: Vec<&ControlPlaneNode> = facts.nodes.iter().filter(|n| n.is_target()).collect();
     let ips: Vec<String> = members
@@ -229,8 +229,7 @@ mod tests {
 
     /// A node whose identity does not hold (a Machine not the KCP's has no `machine`; a Machine
     /// whose VM is ambiguous has a problem) is neither a target nor a peer; a VM whose address
-    /// was refused leaves its node a target without address. c04990d targeted every node with a
-    /// Machine and had no `join`.
+    /// was refused leaves its node a target without address.
     #[test]
     fn a_node_whose_identity_does_not_hold_is_neither_a_target_nor_a_peer() {
         use crate::supervisor::IdentityProblem;

@@ -700,9 +700,8 @@ users:
         }
     }
 
-    /// On c04990d `trust` had no transport check: kube then sent the token in clear over
-    /// `http://`, and to any certificate with `insecure-skip-tls-verify` or no CA (this machine's
-    /// roots).
+    /// Without a transport check in `trust`, kube sends the token in clear over `http://`, and
+    /// to any certificate with `insecure-skip-tls-verify` or no CA (this machine's roots).
     #[test]
     fn cleartext_and_unverified_transport_are_refused_by_field() {
         let ep = endpoint("198.18.0.10", Some(6443));

@@ -115,7 +115,8 @@ pub struct Diagnosis {
     pub logs: Vec<NodeLogs>,
 }
 
-/// Everything the rules look at, computed once.
+/// Everything the rules look at, built once per verdict for the deciding nodes (those in no
+/// rollout); the matrices the report shows cover every node and are built apart.
 struct Ctx<'a> {
     facts: &'a ClusterFacts,
     nodes: &'a [NodeReport],

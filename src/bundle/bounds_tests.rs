@@ -204,9 +204,8 @@ fn analyse(
 /// The largest bundle within the caps, by count (the most clusters, each with the most nodes,
 /// each node dialling every node on both ports, and objects up to the entry cap, the extra ones a
 /// flood of labelled Machines), is analysed in bounded time with every entry parsed once: the
-/// bytes parsed are at most the bytes stored. On c04990d this fails to build: the caps had no
-/// clusters, nodes or objects, and nothing counted what reading parsed (a manifest could list one
-/// node's document any number of times, each parsed again).
+/// bytes parsed are at most the bytes stored (a manifest listing one node's document many times
+/// must not have it parsed again each time).
 #[test]
 fn the_largest_bundle_within_the_caps_is_read_once_in_bounded_time() {
     let objects = objects_filling(CAPS);
@@ -291,8 +290,8 @@ fn refused(bytes: &[u8]) -> String {
 }
 
 /// A manifest naming a node, an object, a cluster or a folder twice is refused in one line
-/// naming it, before anything is parsed twice; a manifest over a cap likewise. On c04990d the
-/// node listed 10 000 times was parsed 10 000 times and analysed (a report of 10 000 nodes).
+/// naming it, before anything is parsed twice; a manifest over a cap likewise (else a node listed
+/// 10 000 times is parsed and analysed 10 000 times).
 #[test]
 fn a_manifest_naming_anything_twice_is_refused_naming_it() {
     let (files, m) = small();

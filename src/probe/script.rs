@@ -42,8 +42,8 @@ pub struct ProbeArgs {
     pub log_lines: u32,
     /// Byte cap of that log sample, the newest kept (`--log-bytes`).
     pub log_bytes: u64,
-    /// How many of the node's 2379/2380 checks run at once (`--parallel`), as the plugin's own
-    /// `--parallel` bounds the nodes probed at once.
+    /// How many of the node's 2379/2380 checks run at once (the script's `--parallel`); the plan
+    /// sets it to the number of nodes probed at once ([`crate::route::DEFAULT_PARALLEL`]).
     pub parallel: u32,
 }
 

@@ -592,8 +592,8 @@ mod tests {
         }
     }
 
-    /// The characters that hide or reorder text without being controls. Fails on c04990d:
-    /// only the bidi overrides and isolates were escaped.
+    /// The characters that hide or reorder text without being controls, not only the bidi
+    /// overrides and isolates.
     #[test]
     fn visible_writes_every_format_and_invisible_character_as_an_escape() {
         for (c, name) in [
@@ -722,10 +722,10 @@ mod tests {
     /// musical-notation format character, the separators.
     const HIDDEN: &str = "\u{202e}\u{2066}\u{2069}\u{200e}\u{200f}\u{61c}\u{200b}\u{200c}\u{200d}\u{2060}\u{feff}\u{ad}\u{e0001}\u{e0041}\u{e007f}\u{1d173}\u{2028}\u{2029}";
 
-    /// Issue 28: `-o json|yaml` keep no bidi or other format character raw: each is an escape
-    /// that reads back as the same character, in values and in keys, in every YAML style
-    /// libyaml would have picked (plain, quoted, a literal block, a string that reads as a
-    /// number or a bool). Fails on 2b957a5: serde_json and libyaml wrote them as they are.
+    /// `-o json|yaml` keep no bidi or other format character raw: each is an escape that reads
+    /// back as the same character, in values and in keys, in every YAML style libyaml would
+    /// have picked (plain, quoted, a literal block, a string that reads as a number or a bool);
+    /// serde_json and libyaml on their own write them as they are.
     #[test]
     fn json_and_yaml_escape_format_characters_and_read_back_the_same() {
         use std::collections::BTreeMap;

@@ -336,7 +336,7 @@ mod tests {
     }
 
     /// Both defaults are `name:tag@sha256:<64 lowercase hex>` (docs/images.md): the tag for the
-    /// reader, the index digest for the runtime. Fails on c04990d (tags only).
+    /// reader, the index digest for the runtime: a tag alone may be moved to another image.
     #[test]
     fn default_images_are_pinned_by_digest() {
         for image in [DEFAULT_IMAGE, crate::route::jumpbox::DEFAULT_IMAGE] {

@@ -1,5 +1,5 @@
-//! The join rules (see the module doc), one test per rule. On c04990d the join took the first
-//! VM whose owner *name* matched, trusted every labelled Machine, and had none of these inputs.
+//! The join rules (see the module doc), one test per rule: each fails if the join matches a VM
+//! by its owner's *name* or trusts a Machine for its label alone.
 
 use super::*;
 use crate::supervisor::facts::PowerState;
@@ -100,9 +100,8 @@ fn the_vm_controlled_by_the_vsphere_machines_uid_is_joined() {
         .all(|n| n.join.by == Some(JoinedBy::Uid) && n.is_target()));
 }
 
-/// The attack: a VM named to sort first, naming the real VSphereMachine as controller
-/// with a forged uid. c04990d joined it (first owner-name match) and left the real VM a
-/// "no machine" row.
+/// A VM named to sort first, naming the real VSphereMachine as controller with a forged uid:
+/// a first-owner-name match would join it and leave the real VM a "no machine" row.
 #[test]
 fn a_forged_owner_uid_is_a_finding_and_the_real_vm_stays() {
     let nodes = join(

@@ -98,10 +98,10 @@ fn note_with(v: &Verdict, parts: &[&str]) -> bool {
     v.notes.iter().any(|n| parts.iter().all(|p| n.contains(p)))
 }
 
-/// The case, through the real parser: cp1's document lists cp2's ID behind a leading
-/// zero at a foreign URL. On 2b957a5 that entry was "another" member: `EtcdMemberMismatch` and
-/// the step `etcdctl member remove 0a0efed2619cd10db`, which etcdctl reads (strconv.ParseUint(
-/// arg, 16, 64)) as cp2's own ID: it removed the healthy member.
+/// Through the real parser: cp1's document lists cp2's ID behind a leading zero at a foreign
+/// URL. Read as "another" member it would give `EtcdMemberMismatch` and the step `etcdctl member
+/// remove 0a0efed2619cd10db`, which etcdctl reads (strconv.ParseUint(arg, 16, 64)) as cp2's own
+/// ID: it would remove the healthy member.
 #[test]
 fn a_healthy_peers_id_behind_a_leading_zero_is_no_member_and_no_removal() {
     let mut docs = Vec::new();
@@ -443,8 +443,7 @@ fn the_only_list_read_names_no_other_node_and_removes_nothing() {
 }
 
 /// The lists are read and judged once per verdict, however many rules, notes and nodes'
-/// `MemberRemoved` findings ask (on 2b957a5: twice at least, and once more per node with such a
-/// finding, each a linear merge of every list).
+/// `MemberRemoved` findings ask: each reading is a linear merge of every list.
 #[test]
 fn the_lists_are_read_and_judged_once_per_verdict() {
     // Every node's log rejects a removed member (MemberRemoved on each), with a rollout deleting

@@ -243,7 +243,7 @@ exit 255
     assert_eq!(of("reach "), [(probes[0] + 10).min(19)], "{nice}");
 }
 
-/// `--parallel 1`: one VM after another, in the same sections.
+/// A `parallel` of 1: one VM after another, in the same sections.
 #[test]
 fn the_script_works_on_at_most_parallel_vms() {
     let dir = tempfile::tempdir().unwrap();

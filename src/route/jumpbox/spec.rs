@@ -83,8 +83,8 @@ pub fn jumpbox_pod(vms: &[&Address], nonce: &str, s: &JumpboxSettings) -> Pod {
         }),
         ..Default::default()
     };
-    // `--parallel` bounds the VMs the script works on at once, as it bounds the nodes the other
-    // routes reach at once (every target carries the same value).
+    // The probes' `parallel` bounds the VMs the script works on at once, as the driver bounds the
+    // nodes the other routes reach at once (every target carries the same value).
     let parallel = vms
         .iter()
         .map(|a| a.probe.parallel)

@@ -95,7 +95,7 @@ fn one_pod_reaches_every_vm() {
         );
         assert!(!remote.contains(NONCE), "the node never sees the nonce");
     }
-    // --parallel 2 reaches the script.
+    // A `parallel` of 2 reaches the script.
     let mut two = addresses();
     for a in &mut two {
         a.probe.parallel = 2;

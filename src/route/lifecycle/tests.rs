@@ -72,8 +72,8 @@ fn sweeps(api: &FakeApi) -> Vec<String> {
 }
 
 /// A create the run stopped waiting for (Ctrl-C drops it) is stored after the delete by
-/// name: the sweep by the run's label, retried after a wait, deletes it. Fails on c04990d
-/// (no sweep: the pod stayed).
+/// name: the sweep by the run's label, retried after a wait, deletes it (without the sweep the
+/// pod would stay).
 #[tokio::test]
 async fn a_create_dropped_in_flight_is_swept_by_the_run_label() {
     let api = fake();
