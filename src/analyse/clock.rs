@@ -1,6 +1,6 @@
 //! Whose clock is "now". A node's `clockMs` is that node's word (a compromised node writes any
-//! number), so no single node's clock may be the time every other fact is measured against
-//! (issue 28): the ages of the Supervisor's conditions are measured against the time the plugin
+//! number), so no single node's clock may be the time every other fact is measured against:
+//! the ages of the Supervisor's conditions are measured against the time the plugin
 //! read the Supervisor (its own clock, recorded in the evidence), each node's own facts (its log
 //! window, its container's restarts) against that node's own clock, and the nodes' clocks
 //! against their median, so a node that lies about its clock can only make itself look skewed.

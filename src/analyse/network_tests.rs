@@ -548,7 +548,8 @@ fn an_allow_only_policy_and_a_network_policy_default_deny_name_neither() {
         .all(|f| f.code != FindingCode::SecurityPolicyBlocksEtcd));
 }
 
-/// The namespace: one priority-0 Allow and 63 policies of 64 shadowed Drops.
+/// A namespace drowned in shadowed rules: one priority-0 Allow and 63 policies of 64 shadowed
+/// Drops.
 pub(crate) fn drowned() -> NetworkObjects {
     let rules: String = (0..64)
         .map(|_| "  - {direction: In, action: Drop, ports: [{port: 2379, endPort: 2380}]}\n")

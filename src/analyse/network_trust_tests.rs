@@ -1,4 +1,4 @@
-//! The evaluation's inputs as the Supervisor side hands them over (issue 28), judged: the
+//! The evaluation's inputs as the Supervisor side hands them over, judged: the
 //! uid chain's VMs against labelled rogue ones, a NetworkPolicy's forged `nsx-op/error`. The
 //! objects come from the supervisor's network tests' worlds (`supervisor::network::tests`).
 
@@ -8,7 +8,7 @@ use crate::supervisor::network::tests::{
     fixture_inventory, group, inventory_with, rogue, REAL_VMS, VPC,
 };
 
-/// Issue 28: 16 VMs carrying the cluster's control-plane labels (ahead of the real ones in the
+/// 16 VMs carrying the cluster's control-plane labels (ahead of the real ones in the
 /// API's order) are not the cluster's VMs: the evaluation has the 3 of the uid chain and finds
 /// the blocking policy on them.
 #[test]

@@ -417,8 +417,8 @@ async fn the_network_notes_and_objects_go_through_a_bundle() {
 }
 
 /// The time of the run goes through a bundle (`clusters[].readAt`): `analyse` measures the
-/// Supervisor's conditions' ages against it, never against a node's clock (issue 28). A bundle
-/// from before it has the manifest's `created`, the time it was written, right after the run.
+/// Supervisor's conditions' ages against it, never against a node's clock. A bundle
+/// written without it has the manifest's `created`, the time it was written, right after the run.
 #[test]
 fn the_time_of_the_run_goes_through_a_bundle() {
     let e = evidence();
@@ -497,7 +497,7 @@ fn nsx_evidence(inv: &Inventory) -> Evidence {
     e
 }
 
-/// Issue 28: ~250 NetworkPolicies in the namespace beside a blocking SecurityPolicy. The bundle
+/// ~250 NetworkPolicies in the namespace beside a blocking SecurityPolicy. The bundle
 /// keeps every object the verdict uses first (the policies, the ports, the Namespace), so
 /// `analyse` gives the live verdict, names the same policy and the same failed port; it notes
 /// the NetworkPolicies it left out (only counted), and `analyse` says its verdict may differ.

@@ -167,7 +167,7 @@ fn parse_value(node: &str, mut value: Value) -> Result<ProbeOutput, ParseError> 
     Ok(out)
 }
 
-/// Probes before `NoHttpAnswer` (issue 18) wrote a completed handshake that got no HTTP answer
+/// Probes before `NoHttpAnswer` wrote a completed handshake that got no HTTP answer
 /// as `Completed` with this detail and no status: read it as what it is, so that a stored
 /// document of then is never taken for a working path. The schema version stays 1: a reader of
 /// then refuses the new value (an unknown variant) rather than misreading it.

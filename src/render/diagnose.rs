@@ -291,8 +291,8 @@ fn node_row(r: &DiagnoseReport, n: &DiagnosedNode, wide: bool) -> Vec<String> {
             .map(|(_, at)| at);
         row.push(or_none(soonest));
         row.push(or_none(p.duration_ms.map(|ms| format!("{ms}ms"))));
-        // Against the median of the nodes' clocks, not one node's (the earliest was): a node
-        // that lies about its clock then marks only itself as skewed (issue 28).
+        // Against the median of the nodes' clocks, not one node's: a node that lies about its
+        // clock then marks only itself as skewed.
         let reference = crate::analyse::clock::median(
             r.nodes.iter().filter_map(|n| n.probe.as_ref()?.clock_ms),
         );

@@ -284,7 +284,7 @@ mod tests {
     }
 
     /// A NetworkPolicy's `nsx-op/error` is its editor's claim: the table says so in the warning
-    /// tone, never NOT REALIZED (issue 28).
+    /// tone, never NOT REALIZED.
     #[test]
     fn a_claim_is_said_as_the_objects_own() {
         let claim = |name: &str, message: &str| RealizationProblem {
@@ -320,7 +320,7 @@ mod tests {
         );
     }
 
-    /// The issue's namespace (one priority-0 Allow, 63 policies of 64 shadowed Drops): a
+    /// A drowned namespace (one priority-0 Allow, 63 policies of 64 shadowed Drops): a
     /// section of a few lines, not thousands.
     #[test]
     fn a_drowned_namespace_gives_a_short_section() {

@@ -83,7 +83,7 @@ fn since_text(since: &str, now: SystemTime) -> String {
 
 /// The "rollout in progress" lines, when there is a rollout: the KCP's counts that say so,
 /// then each Machine being created or deleted with its phase and since when. These nodes are
-/// shown, never judged (issue 18): the lines say so.
+/// shown, never judged: the lines say so.
 fn rollout_lines(r: &StatusReport, now: SystemTime) -> Vec<String> {
     let mut lines: Vec<String> = Vec::new();
     if let Some(why) = r

@@ -161,7 +161,7 @@ pub struct MachineInfo {
 }
 
 /// A control-plane Machine that KCP (or an admin) is adding or removing: it is shown under
-/// "rollout in progress" and is evidence, never the reason for a verdict (issue 18, item 3).
+/// "rollout in progress" and is evidence, never the reason for a verdict.
 ///
 /// Read from the Machine as CAPI writes it (v1beta1 and v1beta2 alike: `metadata`,
 /// `status.phase`, `status.nodeRef`) and from its VirtualMachine (vm-operator v1alpha1..5):

@@ -17,7 +17,7 @@
 //! vmware-tanzu/vm-operator `pkg/providers/vsphere/network/network.go` (a VM's SubnetPort
 //! `<vm>-<network>-<interface>`, controller-owned by the VirtualMachine).
 //!
-//! Issue 28: every object is tied to the cluster by uid, never by a name or label a namespace
+//! Every object is tied to the cluster by uid, never by a name or label a namespace
 //! editor can give ([`NetworkRead::of_cluster`]); which SecurityPolicy group is live follows
 //! nsx-operator `pkg/controllers/securitypolicy/securitypolicy_controller.go` and
 //! `pkg/config/mixed_mode.go` (`NetworkRead::live_kind`); on NCP/T1 the other namespaces'
@@ -237,7 +237,7 @@ pub struct NetworkObjects {
     pub read: Vec<ReadCount>,
     /// What could not be read, one note per failed request.
     pub unread: Vec<String>,
-    /// Which SecurityPolicy kind nsx-operator reconciles for this namespace (issue 28):
+    /// Which SecurityPolicy kind nsx-operator reconciles for this namespace:
     /// `VpcSecurityPolicy` where the namespace is on VPC networking, `T1SecurityPolicy`
     /// otherwise; None when the Supervisor's objects cannot tell. A policy of the other group is
     /// a leftover, not in effect, whatever its `Ready` says.
@@ -684,7 +684,7 @@ impl NetworkRead {
         let mut policies_left_out: usize = [NetKind::VpcSecurityPolicy, NetKind::T1SecurityPolicy]
             .into_iter()
             .filter(|k| live_kind.is_none_or(|l| l == *k))
-            // `""`: a bundle of a plugin before issue 28, whose cut notes named no namespace.
+            // `""`: a bundle of an older plugin, whose cut notes named no namespace.
             .flat_map(|k| [(k, ns.to_string()), (k, String::new())])
             .filter_map(|key| self.left_out.get(&key))
             .sum();

@@ -564,7 +564,7 @@ fn names_of(list: &[DynamicObject]) -> Vec<String> {
     n
 }
 
-/// Issue 28: 16 VMs carrying the cluster's control-plane labels (ahead of the real ones in the
+/// 16 VMs carrying the cluster's control-plane labels (ahead of the real ones in the
 /// API's order) are not the cluster's VMs: the evaluation has the 3 of the uid chain, the
 /// blocking policy is still found on them, and the rogue VMs' failed ports are no finding.
 #[test]

@@ -1017,8 +1017,8 @@ proptest! {
     }
 }
 
-/// The known case: a container ID of multi-byte characters used to be cut at byte 13, inside a
-/// character, in the evidence of a crash-looping or stopped etcd.
+/// A container ID of multi-byte characters, cut to at most 13 bytes in the evidence of a
+/// crash-looping or stopped etcd, is cut on a character (slicing at byte 13 would panic).
 #[test]
 fn a_multi_byte_container_id_is_cut_on_a_character() {
     let doc = json!({

@@ -951,7 +951,8 @@ fn policies_the_read_left_out_make_every_check_undecided() {
 
 #[test]
 fn a_namespace_of_shadowed_drops_gives_a_bounded_evaluation() {
-    // The measure: one priority-0 Allow and 63 policies of 64 shadowed Drops.
+    // A namespace drowned in shadowed rules: one priority-0 Allow and 63 policies of 64 shadowed
+    // Drops.
     let rules: String = (0..64)
         .map(|_| "  - {direction: In, action: Drop, ports: [{port: 2379, endPort: 2380}]}\n")
         .collect();

@@ -294,7 +294,7 @@ pub(super) fn machine_condition_evidence(
     healthy: bool,
 ) -> Vec<String> {
     // The time the plugin read the Supervisor, never a node's clock: one node that lies about
-    // its clock would make every condition look new or years old (issue 28).
+    // its clock would make every condition look new or years old.
     let now = ctx.now;
     let mut out = Vec::new();
     for n in &ctx.facts.nodes {

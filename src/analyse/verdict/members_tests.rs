@@ -1,4 +1,4 @@
-//! Issue 28: what one node's member list can make the verdict say. Each list is its node's
+//! What one node's member list can make the verdict say. Each list is its node's
 //! word: a claim about a member (a stray to remove, a learner that never caught up, a Machine
 //! whose node is no member) needs a majority of the lists read, and the own list of the node it
 //! is about where that node answered; a list that departs from them is a note about that list.

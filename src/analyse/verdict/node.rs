@@ -241,7 +241,7 @@ pub(super) fn refused_for_a_certificate(ctx: &Ctx, c: &Cell) -> bool {
 /// `peer`: one that names the peer's address (its VM's IP, as the Supervisor gives it; for a
 /// node's own path, its own) or its member ID (the one the peer's own log calls local).
 ///
-/// Never any certificate line in any log (issue 28): an honest member logs "rejected
+/// Never any certificate line in any log: an honest member logs "rejected
 /// connection" with the x509 error for whoever dials it with a bad certificate (any client
 /// with an expired one, `remote-addr` its own address), and such a line says nothing about a
 /// path between two other ends. A line's addresses and IDs are what the classifier read from

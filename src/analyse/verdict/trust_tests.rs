@@ -1,5 +1,5 @@
-//! What one node's word may not decide about the others (issue 28): its clock is not "now" for
-//! the Supervisor's conditions.
+//! What one node's word may not decide about the others: its clock is not "now" for the
+//! Supervisor's conditions.
 
 use super::tests::*;
 use super::*;

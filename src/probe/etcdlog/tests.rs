@@ -316,7 +316,7 @@ fn total_on_noise() {
     ));
 }
 
-/// The peer named by the 3.5 rows added for issue 10, from the fields and from the message text.
+/// The peer named by etcd 3.5's rows, from the fields and from the message text.
 #[test]
 fn peers_named_in_3_5_rows() {
     let ids = |l: &str| parse_line(l).unwrap().peer_ids;

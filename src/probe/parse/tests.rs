@@ -118,7 +118,7 @@ fn healthy_node() {
         .contains("node3=https://198.18.0.13:2380"));
 }
 
-/// The node's own view (issue 18), as etcd 3.4 gave it: the member list without quorum,
+/// The node's own view, as etcd 3.4 gave it: the member list without quorum,
 /// the alarm list only with it, NOSPACE listed while 3.4's /health does not name it.
 #[test]
 fn own_view_members_and_alarms() {
@@ -344,7 +344,7 @@ fn garbage_gives_the_named_errors() {
 #[test]
 fn nested_document_starts_are_read_a_few_times_not_once_each() {
     // 1024 lines of 4 KiB, each a document start that opens an array the next one lands
-    // in: each attempt used to read on to serde_json's nesting limit (128 lines ahead), so
+    // in: an attempt that read on to serde_json's nesting limit (128 lines ahead) would read
     // the whole output 128 times over (a minute for these 4 MiB in a debug build).
     let line = format!("{{\"schemaVersion\":[{}\n", "1,".repeat(2048));
     let text = line.repeat(1024);
@@ -474,7 +474,7 @@ fn every_truncation_of_a_real_output_is_an_error_not_a_panic() {
     }
 }
 
-// ---- issue 28: a compromised node's document, read within the probe's own caps ----------------
+// ---- a compromised node's document, read within the probe's own caps -------------------------
 
 use crate::probe::output::{IdProblem, MemberId, QueryOutcome};
 use bounds::*;
@@ -701,9 +701,9 @@ fn lists_and_texts_are_cut_at_the_probes_caps() {
     );
 }
 
-/// The attack of issue 28: ~400,000 members in a document just under the 16 MiB read cap.
-/// Read, it holds the probe's 64, marked truncated, with one line saying so; in bounded CPU
-/// (one JSON parse; it took minutes per verdict call before, in the merge's linear search).
+/// A compromised node's ~400,000 members in a document just under the 16 MiB read cap. Read, it
+/// holds the probe's 64, marked truncated, with one line saying so; in bounded CPU (one JSON
+/// parse; uncut, the members' merge is a linear search per member: minutes per verdict).
 #[test]
 fn a_16_mib_member_list_is_read_as_64_members_quickly() {
     let mut members = String::with_capacity(MAX_OUTPUT_BYTES);
