@@ -132,8 +132,8 @@ impl<'a> Cells<'a> {
     }
 }
 
-/// One node's probe results by (port, address), made once per node: the first result for an
-/// address wins, as a search from the start would find it.
+/// One node's probe results by (port, address), so that each cell of its row is one lookup: the
+/// first result for an address wins, as a search from the start would find it.
 pub struct Paths<'a>(HashMap<(u16, IpAddr), &'a PathCheck>);
 
 impl<'a> Paths<'a> {
