@@ -43,7 +43,7 @@ pub struct ProbeArgs {
     /// Byte cap of that log sample, the newest kept (`--log-bytes`).
     pub log_bytes: u64,
     /// How many of the node's 2379/2380 checks run at once (the script's `--parallel`); the plan
-    /// sets it to the number of nodes probed at once ([`crate::route::DEFAULT_PARALLEL`]).
+    /// sets it to the number of nodes probed at once (`route::DEFAULT_PARALLEL`).
     pub parallel: u32,
 }
 

@@ -1,7 +1,7 @@
 //! Route `jumpbox`: from the Supervisor, when the workload cluster's API is down (the support
 //! article's case). One short-lived pod per diagnosis (per cluster) in the vSphere Namespace
 //! mounts the cluster's `<cluster>-ssh` secret read-only (mode 0400) and SSHes from there to
-//! every control-plane VM at once (at most [`super::DEFAULT_PARALLEL`]), as the node user,
+//! every control-plane VM at once (at most `route::DEFAULT_PARALLEL`), as the node user,
 //! running the probe with sudo (`jumpbox.sh`). One pod, not one per VM: a vSphere Pod is a
 //! small VM of its own, seconds to tens of seconds to start and a share of the namespace's quota
 //! each. The key never leaves the secret volume: it is in no env var, argument, pod spec field
