@@ -270,11 +270,8 @@ fn all_problems(plugin: &str, template: &str) -> Vec<String> {
 
 #[test]
 fn plugin_yaml_and_its_template_pass() {
-    let (plugin, template) = (read("plugin.yaml"), read("krew/.krew.yaml"));
-    assert_none(
-        "plugin.yaml, krew/.krew.yaml",
-        all_problems(&plugin, &template),
-    );
+    let found = all_problems(&read("plugin.yaml"), &read("krew/.krew.yaml"));
+    assert_none("plugin.yaml and krew/.krew.yaml", found);
 }
 
 #[test]
