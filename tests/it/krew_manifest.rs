@@ -1,27 +1,31 @@
-//! This plugin's krew manifest (plugin.yaml) and its release template (krew/.krew.yaml): the
-//! fields krew reads, our five platforms, each archive's URI, the sha256 shape, the version in
-//! step with Cargo.toml, and the template rendering to the same manifest. krew-index's own CI
-//! validates a manifest against krew's rules when it is submitted; this checks ours.
+//! This plugin's krew manifest (plugin.yaml) and its krew-release-bot template (krew/.krew.yaml).
+//! krew's validation (kubernetes-sigs/krew: internal/index/validation/validate.go's
+//! `ValidatePlugin`, and cmd/validate-krew-manifest/main.go, which krew-index's CI runs) is
+//! generic; here are its rules as they apply to our one manifest, made exact:
+//! - apiVersion `krew.googlecontainertools.github.com/v1alpha2`, kind `Plugin`;
+//! - metadata.name is the index file's name, `etcdnet`; a one-line shortDescription;
+//! - a semver version with its `v`: ours is Cargo.toml's;
+//! - each platform: a uri, a sha256 matching `^[a-f0-9]{64}$`, a bin, `files` with from and to,
+//!   a selector on os and arch only; no platform matched twice; a LICENSE installed.
 //!
-//! `rendered_release_manifest` (ignored; `scripts/release.sh check` runs it, and CI's
-//! `release-archive` job through it) renders the template with the real archives' sha256 and
-//! checks the archives.
+//! Ours on top: exactly our five platforms and our release's URIs, the binary's name, no
+//! misspelt key (krew decodes leniently and would drop it), readable docs fields, the template
+//! rendering to plugin.yaml. `broken_manifests_are_rejected` proves that each check can fail.
+//!
+//! `rendered_release_manifest` (ignored; `scripts/release.sh check` runs it) renders the template
+//! with the real archives' sha256 and checks the archives.
 
 use std::collections::BTreeMap;
+use std::fmt::Debug;
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
-// ---------------------------------------------------------------------------------------------
-// The manifest's shape (krew's pkg/index types, the fields this plugin uses). Unknown fields are
-// refused: krew ignores them, which would silently drop a misspelt key.
-
+// Every field is required and no other is allowed: a missing or misspelt key is a parse error.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 struct Plugin {
-    #[serde(default)]
     api_version: String,
-    #[serde(default)]
     kind: String,
     metadata: Metadata,
     spec: Spec,
@@ -30,643 +34,393 @@ struct Plugin {
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct Metadata {
-    #[serde(default)]
     name: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 struct Spec {
-    #[serde(default)]
     version: String,
-    #[serde(default)]
     homepage: String,
-    #[serde(default)]
     short_description: String,
-    #[serde(default)]
     description: String,
-    #[serde(default)]
     caveats: String,
-    #[serde(default)]
     platforms: Vec<Platform>,
 }
 
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct Platform {
-    selector: Option<Selector>,
-    #[serde(default)]
+    selector: Selector,
     uri: String,
-    #[serde(default)]
     sha256: String,
-    #[serde(default)]
+    files: Vec<FileOp>,
     bin: String,
-    files: Option<Vec<FileOperation>>,
 }
 
+// matchExpressions is an unknown field here: ours select by matchLabels alone.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 struct Selector {
-    match_labels: Option<BTreeMap<String, String>>,
-    match_expressions: Option<Vec<SelectorRequirement>>,
+    match_labels: BTreeMap<String, String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
-struct SelectorRequirement {
-    key: String,
-    operator: String,
-    #[serde(default)]
-    values: Vec<String>,
-}
-
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct FileOperation {
-    #[serde(default)]
+struct FileOp {
     from: String,
-    #[serde(default)]
     to: String,
 }
 
-// ---------------------------------------------------------------------------------------------
-// Inputs.
-
-/// The name krew-index gives the manifest's file (`plugins/etcdnet.yaml`), which krew validates
-/// `metadata.name` against.
-const INDEX_NAME: &str = "etcdnet";
-const BIN: &str = "kubectl-etcdnet";
-/// Windows runs executables by their extension: there the binary is `kubectl-etcdnet.exe`.
-const BIN_WINDOWS: &str = "kubectl-etcdnet.exe";
+const NAME: &str = "etcdnet";
 const PLACEHOLDER_SHA: &str = "0000000000000000000000000000000000000000000000000000000000000000";
-/// The platforms we ship, as (os, arch).
-const OUR_PLATFORMS: [(&str, &str); 5] = [
+const PLATFORMS: [(&str, &str); 5] = [
     ("linux", "amd64"),
     ("linux", "arm64"),
     ("darwin", "amd64"),
     ("darwin", "arm64"),
     ("windows", "amd64"),
 ];
+/// What the caveats must name: the context, and the permissions the plugin cannot work without.
+const CAVEATS: &str = "Supervisor clusters machines cluster.x-k8s.io kubeadmcontrolplanes \
+    controlplane.cluster.x-k8s.io virtualmachines vmoperator.vmware.com vspheremachines \
+    vmware.infrastructure.cluster.x-k8s.io secrets <cluster>-kubeconfig <cluster>-ssh pods \
+    pods/log create watch delete deletecollection discovery ClusterRole";
 
-/// What a platform's archive is called and holds (krew/README.md, "Release archives"): a
-/// .tar.gz with `kubectl-etcdnet`, or on Windows a .zip with `kubectl-etcdnet.exe`, and LICENSE.
-fn archive_name(version: &str, os: &str, arch: &str) -> String {
+/// Windows runs executables by their extension.
+fn bin_of(os: &str) -> String {
+    let exe = if os == "windows" { ".exe" } else { "" };
+    format!("kubectl-etcdnet{exe}")
+}
+
+/// The release archive of a platform (krew/README.md, "Release archives").
+fn archive_name(tag: &str, os: &str, arch: &str) -> String {
     let ext = if os == "windows" { "zip" } else { "tar.gz" };
-    format!("kubectl-etcdnet_{version}_{os}_{arch}.{ext}")
+    format!("kubectl-etcdnet_{tag}_{os}_{arch}.{ext}")
 }
 
-fn bin_of(os: &str) -> &'static str {
-    if os == "windows" {
-        BIN_WINDOWS
-    } else {
-        BIN
-    }
-}
-
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
-fn read(rel: &str) -> String {
-    let path = root().join(rel);
-    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()))
-}
-
-fn parse(what: &str, text: &str) -> Plugin {
-    serde_yaml_ng::from_str(text)
-        .unwrap_or_else(|e| panic!("{what} is not a krew plugin manifest krew could read: {e}"))
-}
-
-fn plugin_yaml() -> Plugin {
-    parse("plugin.yaml", &read("plugin.yaml"))
-}
-
-fn our_version() -> String {
+fn our_tag() -> String {
     format!("v{}", env!("CARGO_PKG_VERSION"))
 }
 
-fn assert_no_problems(what: &str, problems: Vec<String>) {
-    assert!(
-        problems.is_empty(),
-        "{what}: {} problem(s):\n  - {}",
-        problems.len(),
-        problems.join("\n  - ")
-    );
+fn read(rel: &str) -> String {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(rel);
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()))
 }
 
-// ---------------------------------------------------------------------------------------------
-// The checks.
-
-fn problems(p: &Plugin) -> Vec<String> {
-    problems_for(p, &OUR_PLATFORMS)
+fn parse(text: &str) -> Result<Plugin, String> {
+    serde_yaml_ng::from_str(text).map_err(|e| e.to_string())
 }
 
-/// Everything checked of a manifest that carries the platforms `want` (all of ours, or the ones
-/// whose archives a local build made): krew's fixed header, then our fields.
-fn problems_for(p: &Plugin, want: &[(&str, &str)]) -> Vec<String> {
+fn assert_none(what: &str, problems: Vec<String>) {
+    let list = problems.join("\n  - ");
+    assert!(problems.is_empty(), "{what}:\n  - {list}");
+}
+
+fn eq<T: PartialEq + Debug + ?Sized>(out: &mut Vec<String>, what: &str, got: &T, want: &T) {
+    if got != want {
+        out.push(format!("{what} is {got:?}, want {want:?}"));
+    }
+}
+
+/// The problems of a manifest that offers the platforms `want`: all of ours, or those whose
+/// archives a local build made.
+fn problems(p: &Plugin, want: &[(&str, &str)]) -> Vec<String> {
+    let (s, tag, repo) = (&p.spec, our_tag(), env!("CARGO_PKG_REPOSITORY"));
     let mut out = Vec::new();
-    if p.api_version != "krew.googlecontainertools.github.com/v1alpha2" {
-        out.push(format!("apiVersion is {:?}", p.api_version));
+    let api = "krew.googlecontainertools.github.com/v1alpha2";
+    eq(&mut out, "apiVersion", p.api_version.as_str(), api);
+    eq(&mut out, "kind", p.kind.as_str(), "Plugin");
+    // krew wants the name of the index's file, plugins/etcdnet.yaml.
+    eq(&mut out, "metadata.name", p.metadata.name.as_str(), NAME);
+    eq(&mut out, "spec.version", &s.version, &tag);
+    eq(&mut out, "spec.homepage", s.homepage.as_str(), repo);
+    // krew refuses an empty or multi-line one; its guide asks for a few words (`krew search`).
+    let short = &s.short_description;
+    if short.trim().is_empty() || short.contains(['\r', '\n']) || short.chars().count() >= 50 {
+        out.push(format!("shortDescription {short:?}: not one short line"));
     }
-    if p.kind != "Plugin" {
-        out.push(format!("kind is {:?}, krew reads \"Plugin\"", p.kind));
-    }
-    if p.spec.short_description.trim().is_empty() || p.spec.short_description.contains('\n') {
-        out.push("shortDescription must be one non-empty line".into());
-    }
-    // krew-index's CI warns past 80 characters a line.
-    for (field, text) in [
-        ("description", &p.spec.description),
-        ("caveats", &p.spec.caveats),
-    ] {
-        if let Some(l) = text.lines().find(|l| l.chars().count() > 80) {
-            out.push(format!("{field} has a line over 80 characters: {l:?}"));
+    // `kubectl krew info` and the install print these as written: no line a terminal wraps.
+    let description = "2379 2380 Supervisor control-plane";
+    let docs = [
+        ("description", &s.description, description),
+        ("caveats", &s.caveats, CAVEATS),
+    ];
+    for (field, text, needles) in docs {
+        if let Some(long) = text.lines().find(|l| l.chars().count() > 80) {
+            out.push(format!("{field} has a line over 80: {long:?}"));
         }
+        let missing = needles.split_whitespace().filter(|n| !text.contains(n));
+        out.extend(missing.map(|n| format!("{field} does not mention {n:?}")));
     }
-    for (i, pl) in p.spec.platforms.iter().enumerate() {
-        let hex = pl.sha256.len() == 64
-            && pl
-                .sha256
-                .bytes()
-                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b));
-        if !hex {
-            out.push(format!(
-                "platforms[{i}]: sha256 {:?} is not 64 lower-case hex digits",
-                pl.sha256
-            ));
-        }
-    }
-    out.extend(project_problems_for(p, want));
-    out
-}
-
-/// Our rules, for a manifest that carries the platforms `want` (all of ours, or the ones whose
-/// archives a local build made).
-fn project_problems_for(p: &Plugin, want: &[(&str, &str)]) -> Vec<String> {
-    let mut out = Vec::new();
-    let version = our_version();
-    let name = &p.metadata.name;
-    let name_ok = !name.is_empty()
-        && name
-            .chars()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
-        && !name.starts_with('-')
-        && !name.ends_with('-');
-    if !name_ok {
-        out.push(format!(
-            "metadata.name {name:?} must match ^[a-z0-9]([a-z0-9-]*[a-z0-9])?$"
-        ));
-    }
-    if name == "kubectl" || name.starts_with("kubectl-") || name.starts_with("kube-") {
-        out.push(format!(
-            "metadata.name {name:?}: krew's naming guide rules out kubectl itself and kube-/kubectl- prefixes"
-        ));
-    }
-    if name != INDEX_NAME {
-        out.push(format!(
-            "metadata.name is {name:?}, the plugin is {INDEX_NAME:?}"
-        ));
-    }
-    if p.spec.version != version {
-        out.push(format!(
-            "spec.version is {:?}, Cargo.toml's version says {version:?}",
-            p.spec.version
-        ));
-    }
-    let repo = env!("CARGO_PKG_REPOSITORY");
-    if p.spec.homepage != repo {
-        out.push(format!(
-            "spec.homepage is {:?}, Cargo.toml's repository is {repo:?}",
-            p.spec.homepage
-        ));
-    }
-    // krew-release-bot's ValidateOwnership: the homepage must be under the releasing owner.
-    let owner = repo
-        .strip_prefix("https://github.com/")
-        .and_then(|r| r.split('/').next())
-        .unwrap_or_default();
-    if owner.is_empty()
-        || !p
-            .spec
-            .homepage
-            .starts_with(&format!("https://github.com/{owner}/"))
-    {
-        out.push(format!(
-            "spec.homepage {:?} is not under https://github.com/{owner}/ (krew-release-bot refuses it)",
-            p.spec.homepage
-        ));
-    }
-    let short = p.spec.short_description.chars().count();
-    if short >= 50 {
-        out.push(format!(
-            "shortDescription has {short} characters: keep it under 50 (krew's guidance: a few words)"
-        ));
-    }
-    if p.spec.description.trim().is_empty() {
-        out.push("spec.description is empty".into());
-    }
-    for needle in ["2379", "2380", "Supervisor", "control-plane"] {
-        if !p.spec.description.contains(needle) {
-            out.push(format!("spec.description should mention {needle:?}"));
-        }
-    }
-    // The caveats name every permission docs/rbac.yaml grants.
-    for needle in [
-        "clusters",
-        "machines",
-        "cluster.x-k8s.io",
-        "kubeadmcontrolplanes",
-        "controlplane.cluster.x-k8s.io",
-        "virtualmachines",
-        "vmoperator.vmware.com",
-        "vspheremachines",
-        "vmware.infrastructure.cluster.x-k8s.io",
-        "deletecollection",
-        "ClusterRole",
-        "secrets",
-        "<cluster>-kubeconfig",
-        "<cluster>-ssh",
-        "pods",
-        "pods/log",
-        "create",
-        "watch",
-        "delete",
-        "discovery",
-        "Supervisor",
-    ] {
-        if !p.spec.caveats.contains(needle) {
-            out.push(format!(
-                "spec.caveats should name the RBAC it needs: {needle:?} is missing"
-            ));
-        }
-    }
-
     let mut seen = Vec::new();
-    for (i, pl) in p.spec.platforms.iter().enumerate() {
-        let labels = pl.selector.as_ref().and_then(|s| s.match_labels.as_ref());
-        let (Some(os), Some(arch)) = (
-            labels.and_then(|l| l.get("os")),
-            labels.and_then(|l| l.get("arch")),
-        ) else {
-            out.push(format!(
-                "platforms[{i}]: select with matchLabels os and arch"
-            ));
+    for (i, pl) in s.platforms.iter().enumerate() {
+        let labels = &pl.selector.match_labels;
+        let (Some(os), Some(arch), 2) = (labels.get("os"), labels.get("arch"), labels.len()) else {
+            out.push(format!("platforms[{i}].selector: {labels:?}"));
             continue;
         };
-        if pl
-            .selector
-            .as_ref()
-            .is_some_and(|s| s.match_expressions.is_some() || labels.is_some_and(|l| l.len() != 2))
-        {
-            out.push(format!(
-                "platforms[{i}]: select with exactly matchLabels os and arch"
-            ));
+        seen.push((os.as_str(), arch.as_str()));
+        let at = |field: &str| format!("platforms[{i}] ({os}/{arch}) {field}");
+        let archive = archive_name(&tag, os, arch);
+        let uri = format!("{repo}/releases/download/{tag}/{archive}");
+        eq(&mut out, &at("uri"), &pl.uri, &uri);
+        let hex = |b: u8| matches!(b, b'0'..=b'9' | b'a'..=b'f');
+        if pl.sha256.len() != 64 || !pl.sha256.bytes().all(hex) {
+            let (field, sha) = (at("sha256"), &pl.sha256);
+            out.push(format!("{field} {sha:?} is not ^[a-f0-9]{{64}}$"));
         }
-        seen.push((os.clone(), arch.clone()));
         let bin = bin_of(os);
-        if pl.bin != bin {
-            out.push(format!("platforms[{i}]: bin is {:?}, want {bin:?}", pl.bin));
-        }
-        let want_uri = format!(
-            "https://github.com/etcdnet/kubectl-etcdnet/releases/download/{version}/{}",
-            archive_name(&version, os, arch)
-        );
-        if pl.uri != want_uri {
-            out.push(format!(
-                "platforms[{i}] ({os}/{arch}): uri is {:?}, want {want_uri:?}",
-                pl.uri
-            ));
-        }
-        let want_files = vec![
-            FileOperation {
-                from: bin.into(),
-                to: ".".into(),
-            },
-            FileOperation {
-                from: "LICENSE".into(),
-                to: ".".into(),
-            },
-        ];
-        if pl.files.as_ref() != Some(&want_files) {
-            out.push(format!(
-                "platforms[{i}] ({os}/{arch}): files are {:?}, want {want_files:?} (the archive holds the binary and LICENSE at its root)",
-                pl.files
-            ));
-        }
+        eq(&mut out, &at("bin"), &pl.bin, &bin);
+        let to = String::from(".");
+        let (from, license) = (bin, "LICENSE".into());
+        let files = [from, license].map(|from| FileOp {
+            from,
+            to: to.clone(),
+        });
+        eq(&mut out, &at("files"), &pl.files[..], &files);
     }
-    let want: Vec<(String, String)> = want
-        .iter()
-        .map(|(o, a)| (o.to_string(), a.to_string()))
-        .collect();
-    let mut sorted_seen = seen.clone();
-    sorted_seen.sort();
-    let mut sorted_want = want.clone();
-    sorted_want.sort();
-    if sorted_seen != sorted_want {
+    // krew-index refuses two platforms matching one os/arch; ours are exact.
+    let (mut sorted, mut want) = (seen.clone(), want.to_vec());
+    sorted.sort();
+    want.sort();
+    if sorted != want {
         out.push(format!("platforms are {seen:?}, want {want:?}"));
     }
     // Before the first release every sha256 is the placeholder; after it, none is.
-    let placeholders = p
-        .spec
-        .platforms
-        .iter()
-        .filter(|pl| pl.sha256 == PLACEHOLDER_SHA)
-        .count();
-    if placeholders != 0 && placeholders != p.spec.platforms.len() {
-        out.push(format!(
-            "{placeholders} of {} platforms still have the placeholder sha256: fill them all from the release (krew/README.md)",
-            p.spec.platforms.len()
-        ));
+    let placeholders = s.platforms.iter().filter(|pl| pl.sha256 == PLACEHOLDER_SHA);
+    let (n, all) = (placeholders.count(), s.platforms.len());
+    if n != 0 && n != all {
+        out.push(format!("{n} of {all} sha256 values are the placeholder"));
     }
     out
 }
-
-// ---------------------------------------------------------------------------------------------
-// The release template: rendered as krew-release-bot does (Go text/template with the release's
-// tag as .TagName and its `addURIAndSha` function). `sha` gives the sha256 of the archive at a
-// URL, as the bot computes it from the download: a stand-in in the tests, the real archive's in
-// `rendered_release_manifest`.
 
 type ShaOf<'a> = &'a dyn Fn(&str) -> Result<String, String>;
 
-fn render_template(src: &str, tag: &str, sha: ShaOf) -> Result<String, String> {
+/// The template rendered as krew-release-bot does (its pkg/source/template.go): .TagName is the
+/// tag; `addURIAndSha "<url>" .TagName` gives `uri: <url>` and, at four spaces, the sha256 of
+/// the archive (from `sha`). Beside its opening comment our template has no other action.
+fn render(template: &str, tag: &str, sha: ShaOf) -> Result<String, String> {
+    let body = template
+        .strip_prefix("{{- /*")
+        .and_then(|t| t.split_once("*/ -}}"))
+        .map_or(template, |(_, rest)| rest.trim_start());
     let mut out = String::new();
-    let mut rest = src;
-    while let Some(start) = rest.find("{{") {
-        out.push_str(&rest[..start]);
-        let mut action = &rest[start + 2..];
-        if let Some(a) = action.strip_prefix("- ") {
-            out.truncate(out.trim_end().len());
-            action = a;
-        }
-        // A comment ends at "*/", with an optional trim marker before the "}}".
-        if action.starts_with("/*") {
-            let close = action
-                .find("*/")
-                .ok_or_else(|| format!("unclosed comment at {:?}", &rest[start..]))?;
-            let after = &action[close + 2..];
-            rest = if let Some(r) = after.strip_prefix(" -}}") {
-                r.trim_start()
-            } else if let Some(r) = after.strip_prefix("}}") {
-                r
-            } else {
-                return Err(format!(
-                    "a comment must end with */}} or */ -}}, at {after:?}"
-                ));
-            };
-            continue;
-        }
-        // The action ends at the first "}}" outside a quoted string.
-        let mut in_string = false;
-        let mut escaped = false;
-        let mut end = None;
-        for (i, c) in action.char_indices() {
-            match c {
-                _ if escaped => escaped = false,
-                '\\' if in_string => escaped = true,
-                '"' => in_string = !in_string,
-                '}' if !in_string && action[i..].starts_with("}}") => {
-                    end = Some(i);
-                    break;
-                }
-                _ => {}
+    for line in body.split_inclusive('\n') {
+        let text = line.trim();
+        let line = match text
+            .strip_prefix("{{addURIAndSha \"")
+            .and_then(|c| c.strip_suffix("\" .TagName }}"))
+        {
+            Some(url) => {
+                let url = url.replace("{{ .TagName }}", tag);
+                let indent = &line[..line.len() - line.trim_start().len()];
+                let end = &line[line.trim_end().len()..];
+                format!("{indent}uri: {url}\n    sha256: {}{end}", sha(&url)?)
             }
-        }
-        let end = end.ok_or_else(|| format!("unclosed action at {:?}", &rest[start..]))?;
-        let mut inner = &action[..end];
-        rest = &action[end + 2..];
-        if let Some(i) = inner.strip_suffix(" -") {
-            inner = i;
-            rest = rest.trim_start();
-        }
-        let inner = inner.trim();
-        if inner == ".TagName" {
-            out.push_str(tag);
-            continue;
-        }
-        let Some(call) = inner.strip_prefix("addURIAndSha ") else {
-            return Err(format!(
-                "template action {{{{{inner}}}}} is not one krew-release-bot provides"
-            ));
+            None => line.replace("{{ .TagName }}", tag),
         };
-        let call = call.trim_start();
-        let url_tpl = call
-            .strip_prefix('"')
-            .and_then(|c| c.find('"').map(|q| (&c[..q], c[q + 1..].trim())))
-            .filter(|(_, arg)| *arg == ".TagName")
-            .map(|(url, _)| url)
-            .ok_or_else(|| format!("expected addURIAndSha \"<url>\" .TagName, got {inner:?}"))?;
-        let url = render_template(url_tpl, tag, sha)?;
-        // The bot's output assumes the platform's keys are indented by four spaces.
-        out.push_str(&format!("uri: {url}\n    sha256: {}", sha(&url)?));
+        if line.contains("{{") {
+            return Err(format!("{text:?} is not an action of krew-release-bot's"));
+        }
+        out.push_str(&line);
     }
-    out.push_str(rest);
     Ok(out)
 }
 
-fn rendered_template(tag: &str) -> Plugin {
-    // A sha the YAML reads as a string, as real ones are in practice.
-    let sha = |_: &str| Ok("ab".repeat(32));
-    let text = render_template(&read("krew/.krew.yaml"), tag, &sha)
-        .unwrap_or_else(|e| panic!("krew/.krew.yaml does not render: {e}"));
-    parse(&format!("krew/.krew.yaml rendered for {tag}"), &text)
-}
-
-fn without_shas(mut p: Plugin) -> Plugin {
-    for pl in &mut p.spec.platforms {
-        pl.sha256.clear();
+/// The template's problems: rendered for our tag it is plugin.yaml but for the sha256 values,
+/// every sha256 is addURIAndSha's, and for another tag only the tag changes.
+fn template_problems(template: &str, plugin: &Plugin) -> Vec<String> {
+    let stand_in = "ab".repeat(32);
+    let (tag, other) = (our_tag(), "v12.34.5");
+    let rendered = |tag: &str| render(template, tag, &|_| Ok(stand_in.clone()));
+    let ours = match rendered(&tag).and_then(|t| parse(&t).map(|p| (t, p))) {
+        Ok(ours) => ours,
+        Err(e) => return vec![format!("krew/.krew.yaml for {tag}: {e}")],
+    };
+    let at = format!("krew/.krew.yaml for {tag}");
+    let ours_problems = problems(&ours.1, &PLATFORMS).into_iter();
+    let mut out: Vec<String> = ours_problems.map(|m| format!("{at}: {m}")).collect();
+    if ours.1.spec.platforms.iter().any(|pl| pl.sha256 != stand_in) {
+        out.push(format!("{at}: a sha256 not addURIAndSha's"));
     }
-    p
+    let [a, b] = [ours.1, plugin.clone()].map(|mut p| {
+        p.spec.platforms.iter_mut().for_each(|pl| pl.sha256.clear());
+        format!("{p:#?}")
+    });
+    if a != b {
+        let first = a.lines().zip(b.lines()).find(|(x, y)| x != y);
+        out.push(format!("{at} differs from plugin.yaml: {first:?}"));
+    }
+    if rendered(other) != Ok(ours.0.replace(&tag, other)) {
+        let what = "more than the tag changes (a fixed version?)";
+        out.push(format!("krew/.krew.yaml for {other}: {what}"));
+    }
+    out
 }
 
-// ---------------------------------------------------------------------------------------------
-// The release's own manifest: krew/.krew.yaml rendered with the sha256 of archives built from
-// this tree, and the archives themselves. `scripts/release.sh check` runs it (locally, in CI's
-// release-archive job for linux/amd64, in the release workflow for all five platforms); it
-// needs archives, so the plain test run leaves it ignored.
+/// Everything checked of a plugin.yaml and a krew/.krew.yaml.
+fn all_problems(plugin: &str, template: &str) -> Vec<String> {
+    match parse(plugin) {
+        Ok(p) => [problems(&p, &PLATFORMS), template_problems(template, &p)].concat(),
+        Err(e) => vec![format!("plugin.yaml: {e}")],
+    }
+}
 
-/// The sha256 of a file, in the lower-case hex krew wants.
+#[test]
+fn plugin_yaml_and_its_template_pass() {
+    let found = all_problems(&read("plugin.yaml"), &read("krew/.krew.yaml"));
+    assert_none("plugin.yaml and krew/.krew.yaml", found);
+}
+
+#[test]
+fn license_is_apache_2() {
+    // Cargo.toml's license, the LICENSE every platform installs: whole, with our copyright.
+    let text = read("LICENSE");
+    assert_eq!(env!("CARGO_PKG_LICENSE"), "Apache-2.0");
+    let parts = "Apache License|Version 2.0, January 2004|END OF TERMS AND CONDITIONS|\
+        Copyright 2026 The kubectl-etcdnet Authors";
+    for needle in parts.split('|') {
+        assert!(text.contains(needle), "LICENSE lacks {needle:?}");
+    }
+}
+
+/// Each check fails on the manifest broken its way: (file, what, replaced by, a problem with).
+#[test]
+fn broken_manifests_are_rejected() {
+    let (tag, tpl, r) = (our_tag(), "{{ .TagName }}", env!("CARGO_PKG_REPOSITORY"));
+    let sha = |s: &str| format!("linux_amd64.tar.gz\n    sha256: \"{s}\"");
+    let url = format!("{r}/releases/download/{tpl}/kubectl-etcdnet_{tpl}_linux_amd64.tar.gz");
+    let (p, k) = ("plugin.yaml", "krew/.krew.yaml");
+    #[rustfmt::skip]
+    let cases: [(&str, &str, String, &str); 26] = [
+        (p, "shortDescription:", "shortDescripton:".into(), "unknown field"),
+        (p, "matchLabels:", "matchExpressions:".into(), "unknown field"),
+        (p, "/v1alpha2", "/v1alpha1".into(), "apiVersion"),
+        (p, "kind: Plugin", "kind: Plugins".into(), "kind"),
+        (p, "name: etcdnet", "name: etcd-net".into(), "metadata.name"),
+        (p, "version: v", "version: v9".into(), "spec.version"),
+        (p, "homepage: https://github.com/", "homepage: https://gitlab.com/".into(), "homepage"),
+        (p, "shortDescription: ", "shortDescription: |\n    ".into(), "shortDescription"),
+        (p, "VKS clusters\n", "VKS clusters on vSphere Supervisors\n".into(), "shortDescription"),
+        (p, "probe pods.", "probe pods, each one deleted when its checks are done.".into(), "over 80"),
+        (p, "2379", "the client port".into(), "description does not mention \"2379\""),
+        (p, "pods/log", "pods".into(), "caveats does not mention \"pods/log\""),
+        (p, "arch: arm64\n", "arch: arm64\n        libc: musl\n".into(), "selector"),
+        (p, "darwin\n        arch: arm64", "darwin\n        arch: amd64".into(), "platforms are"),
+        (p, "_windows_amd64.zip", "_windows_amd64.tar.gz".into(), "uri is"),
+        (p, &sha(PLACEHOLDER_SHA), sha(&"AB".repeat(32)), "sha256"),
+        (p, &sha(PLACEHOLDER_SHA), sha(&"ab".repeat(31)), "sha256"),
+        (p, &sha(PLACEHOLDER_SHA), sha(&"ab".repeat(32)), "placeholder"),
+        (p, "bin: kubectl-etcdnet.exe", "bin: kubectl-etcdnet".into(), "bin is"),
+        (p, "from: kubectl-etcdnet.exe", "from: kubectl-etcdnet".into(), "files is"),
+        (p, "    - from: LICENSE\n      to: .\n", "".into(), "files is"),
+        (k, &format!("version: {tpl}"), format!("version: {tag}"), "more than the tag"),
+        (k, &format!("_{tpl}_linux_arm64"), format!("_{tag}_linux_arm64"), "more than the tag"),
+        (k, tpl, "{{ .Tag }}".into(), "not an action"),
+        (k, "probe pods.", "pods.".into(), "differs from plugin.yaml"),
+        (k, &format!("{{{{addURIAndSha \"{url}\" .TagName }}}}"),
+            format!("uri: {url}\n    sha256: \"{}\"", "cd".repeat(32)), "not addURIAndSha's"),
+    ];
+    let (plugin, template) = (read(p), read(k));
+    assert_none("the unbroken manifest", all_problems(&plugin, &template));
+    let mut missed = Vec::new();
+    for (file, from, to, expect) in cases {
+        let (mut p, mut t) = (plugin.clone(), template.clone());
+        let text = if file == k { &mut t } else { &mut p };
+        assert!(text.contains(from), "{file} no longer has {from:?}");
+        *text = text.replace(from, &to);
+        let found = all_problems(&p, &t);
+        // A template's breakage must show in the template's problems.
+        let theirs = |m: &String| file == "plugin.yaml" || m.starts_with("krew/.krew.yaml for");
+        if !found.iter().any(|m| m.contains(expect) && theirs(m)) {
+            let m = format!("{file}: {from:?} -> {to:?}: no {expect:?} in {found:?}");
+            missed.push(m);
+        }
+    }
+    assert_none("breakages no check caught", missed);
+}
+
+// The release's manifest and archives. `scripts/release.sh check` runs this (locally, in CI's
+// release-archive job, in the release workflow for all five platforms); it needs the archives.
+
 fn sha256_hex(bytes: &[u8]) -> String {
-    ring::digest::digest(&ring::digest::SHA256, bytes)
-        .as_ref()
-        .iter()
-        .map(|b| format!("{b:02x}"))
+    let digest = ring::digest::digest(&ring::digest::SHA256, bytes);
+    digest.as_ref().iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// The files of an archive, with their unix mode where the archive keeps one.
+fn archive_files(name: &str, bytes: &[u8]) -> Result<Vec<(String, Option<u32>)>, String> {
+    if !name.ends_with(".zip") {
+        let mut archive = tar::Archive::new(flate2::read::GzDecoder::new(bytes));
+        let entries = archive.entries().map_err(|e| e.to_string())?;
+        return entries
+            .map(|e| {
+                let e = e.map_err(|e| e.to_string())?;
+                let path = e.path().map_err(|e| e.to_string())?;
+                Ok((path.to_string_lossy().into_owned(), e.header().mode().ok()))
+            })
+            .collect();
+    }
+    // A zip's central directory (APPNOTE.TXT 4.3.12, 4.3.16): the names (Windows needs no mode).
+    let int = |o: usize, n: usize| -> Result<usize, String> {
+        let b = bytes.get(o..o + n).ok_or("truncated zip")?;
+        Ok(b.iter().rev().fold(0, |v, &x| v << 8 | x as usize))
+    };
+    let end = |o: &usize| bytes[*o..].starts_with(b"PK\x05\x06");
+    let ends = (0..bytes.len().saturating_sub(21)).rev();
+    let eocd = ends.into_iter().find(end).ok_or("not a zip")?;
+    let mut at = int(eocd + 16, 4)?;
+    (0..int(eocd + 10, 2)?)
+        .map(|_| {
+            let (n, skip) = (int(at + 28, 2)?, int(at + 30, 2)? + int(at + 32, 2)?);
+            let name = bytes.get(at + 46..at + 46 + n).ok_or("truncated zip")?;
+            at += 46 + n + skip;
+            Ok((String::from_utf8_lossy(name).into_owned(), None))
+        })
         .collect()
 }
 
-/// One file in an archive: its name, its unix mode where the format keeps one, its bytes.
-struct Entry {
-    name: String,
-    mode: Option<u32>,
-    data: Vec<u8>,
-}
-
-fn tar_gz_entries(bytes: &[u8]) -> Result<Vec<Entry>, String> {
-    use std::io::Read;
-    let mut archive = tar::Archive::new(flate2::read::GzDecoder::new(bytes));
-    let mut out = Vec::new();
-    for entry in archive.entries().map_err(|e| e.to_string())? {
-        let mut entry = entry.map_err(|e| e.to_string())?;
-        let name = entry
-            .path()
-            .map_err(|e| e.to_string())?
-            .to_string_lossy()
-            .into_owned();
-        let mode = entry.header().mode().ok();
-        let mut data = Vec::new();
-        entry.read_to_end(&mut data).map_err(|e| e.to_string())?;
-        out.push(Entry { name, mode, data });
-    }
-    Ok(out)
-}
-
-/// A zip's files from its central directory (APPNOTE.TXT 4.3.12, 4.3.16), each read through its
-/// local header: stored or deflated, the two methods `zip` and Python's zipfile write.
-fn zip_entries(bytes: &[u8]) -> Result<Vec<Entry>, String> {
-    use std::io::Read;
-    let u16_at = |o: usize| -> Result<usize, String> {
-        bytes
-            .get(o..o + 2)
-            .map(|b| u16::from_le_bytes([b[0], b[1]]) as usize)
-            .ok_or_else(|| "truncated zip".to_string())
-    };
-    let u32_at = |o: usize| -> Result<usize, String> {
-        bytes
-            .get(o..o + 4)
-            .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as usize)
-            .ok_or_else(|| "truncated zip".to_string())
-    };
-    let eocd = (0..bytes.len().saturating_sub(21))
-        .rev()
-        .find(|&o| bytes[o..].starts_with(&[0x50, 0x4b, 0x05, 0x06]))
-        .ok_or("no end of central directory: not a zip")?;
-    let count = u16_at(eocd + 10)?;
-    let mut at = u32_at(eocd + 16)?;
-    let mut out = Vec::new();
-    for _ in 0..count {
-        if !bytes[at..].starts_with(&[0x50, 0x4b, 0x01, 0x02]) {
-            return Err(format!("bad central directory entry at {at}"));
-        }
-        let method = u16_at(at + 10)?;
-        let size = u32_at(at + 20)?;
-        let (name_len, extra_len, comment_len) =
-            (u16_at(at + 28)?, u16_at(at + 30)?, u16_at(at + 32)?);
-        let local = u32_at(at + 42)?;
-        let name = String::from_utf8_lossy(
-            bytes
-                .get(at + 46..at + 46 + name_len)
-                .ok_or("truncated zip")?,
-        )
-        .into_owned();
-        // A zip made on unix keeps the mode in the upper half of the external attributes.
-        let mode = (u16_at(at + 4)? >> 8 == 3).then(|| (u32_at(at + 38).unwrap_or(0) >> 16) as u32);
-        let start = local + 30 + u16_at(local + 26)? + u16_at(local + 28)?;
-        let raw = bytes.get(start..start + size).ok_or("truncated zip")?;
-        let data = match method {
-            0 => raw.to_vec(),
-            8 => {
-                let mut d = Vec::new();
-                flate2::read::DeflateDecoder::new(raw)
-                    .read_to_end(&mut d)
-                    .map_err(|e| format!("{name}: {e}"))?;
-                d
-            }
-            m => {
-                return Err(format!(
-                    "{name}: compression method {m} is neither stored nor deflate"
-                ))
-            }
-        };
-        out.push(Entry { name, mode, data });
-        at += 46 + name_len + extra_len + comment_len;
-    }
-    Ok(out)
-}
-
-/// What the archive behind one platform must be: the file the uri names, with the manifest's
-/// sha256 and its `.sha256` file, holding exactly the binary and LICENSE at its root.
+/// The archive behind one platform: the file its uri names, with the manifest's sha256 and a
+/// `.sha256` file, holding the binary (executable) and LICENSE, no more (krew/README.md).
 fn archive_problems(dist: &Path, os: &str, arch: &str, pl: &Platform) -> Vec<String> {
-    let name = archive_name(&our_version(), os, arch);
-    let path = dist.join(&name);
-    let bytes = match std::fs::read(&path) {
+    let name = archive_name(&our_tag(), os, arch);
+    let bytes = match std::fs::read(dist.join(&name)) {
         Ok(b) => b,
-        Err(e) => return vec![format!("{os}/{arch}: cannot read {}: {e}", path.display())],
+        Err(e) => return vec![format!("{name}: {e}")],
     };
-    let mut out = Vec::new();
-    let sha = sha256_hex(&bytes);
-    if pl.sha256 != sha {
-        out.push(format!(
-            "{os}/{arch}: sha256 is {}, the archive's is {sha}",
-            pl.sha256
-        ));
-    }
-    match std::fs::read_to_string(dist.join(format!("{name}.sha256"))) {
-        Ok(line) if line == format!("{sha}  {name}\n") => {}
-        Ok(line) => out.push(format!(
-            "{name}.sha256 says {line:?}, want \"{sha}  {name}\\n\""
-        )),
-        Err(e) => out.push(format!("{name}.sha256: {e}")),
-    }
-    let entries = if os == "windows" {
-        zip_entries(&bytes)
-    } else {
-        tar_gz_entries(&bytes)
-    };
-    let entries = match entries {
-        Ok(e) => e,
-        Err(e) => {
-            out.push(format!("{name}: unreadable: {e}"));
-            return out;
-        }
-    };
-    let bin = bin_of(os);
-    let mut names: Vec<&str> = entries.iter().map(|e| e.name.as_str()).collect();
+    let (sha, bin, mut out) = (sha256_hex(&bytes), bin_of(os), Vec::new());
+    eq(&mut out, &format!("{name}: sha256"), &pl.sha256, &sha);
+    let line = std::fs::read_to_string(dist.join(format!("{name}.sha256")));
+    let line = line.unwrap_or_else(|e| e.to_string());
+    let (what, want) = (format!("{name}.sha256"), format!("{sha}  {name}\n"));
+    eq(&mut out, &what, &line, &want);
+    let files = archive_files(&name, &bytes).unwrap_or_else(|e| vec![(e, None)]);
+    let mut names: Vec<&str> = files.iter().map(|(n, _)| n.as_str()).collect();
     names.sort_unstable();
-    let mut want = vec![bin, "LICENSE"];
-    want.sort_unstable();
-    if names != want {
-        out.push(format!(
-            "{name} holds {names:?}, want exactly {want:?} at its root (krew/README.md)"
-        ));
-    }
-    for e in &entries {
-        if e.name == "LICENSE" && e.data != read("LICENSE").as_bytes() {
-            out.push(format!("{name}: LICENSE is not the repository's"));
-        }
-        if e.name == bin {
-            if e.data.len() < 100_000 {
-                out.push(format!("{name}: {bin} is {} bytes", e.data.len()));
-            }
-            if e.mode.is_some_and(|m| m & 0o111 == 0) {
-                out.push(format!(
-                    "{name}: {bin} is not executable (mode {:o})",
-                    e.mode.unwrap_or(0)
-                ));
-            }
+    eq(
+        &mut out,
+        &format!("{name}: files"),
+        &names[..],
+        &["LICENSE", &bin],
+    );
+    for (_, mode) in files.iter().filter(|(n, _)| *n == bin) {
+        if let Some(m) = mode.filter(|m| m & 0o111 == 0) {
+            out.push(format!("{name}: {bin} is not executable: {m:o}"));
         }
     }
     out
 }
 
-/// Drops the platforms whose archive was not built (their sha256 is `absent`) from the rendered
-/// text: a local build makes one platform's archive, and its manifest offers only that one.
-fn without_absent_platforms(text: &str) -> String {
-    let Some(at) = text.find("\n  platforms:\n") else {
-        return text.to_string();
-    };
-    let (head, platforms) = text.split_at(at + "\n  platforms:\n".len());
-    let mut blocks: Vec<String> = Vec::new();
-    for line in platforms.split_inclusive('\n') {
-        if line.starts_with("  - ") || blocks.is_empty() {
-            blocks.push(String::new());
-        }
-        blocks.last_mut().unwrap().push_str(line);
-    }
-    let kept: String = blocks
-        .into_iter()
-        .filter(|b| !b.contains("\n    sha256: absent"))
-        .collect();
-    format!("{head}{kept}")
+/// The rendered text without the platforms whose archive was not built (sha256 `absent`): a
+/// local build makes one platform's archive, and its manifest offers that one only.
+fn without_absent(text: &str) -> String {
+    let mut parts = text.split("\n  - selector:");
+    let head = parts.next().unwrap_or_default().to_string();
+    parts
+        .filter(|p| !p.contains("\n    sha256: absent"))
+        .fold(head, |acc, p| acc + "\n  - selector:" + p)
 }
 
 #[test]
@@ -676,9 +430,9 @@ fn rendered_release_manifest() {
         "ETCDNET_RELEASE_DIST must name the directory of the release archives (scripts/release.sh check)",
     ));
     let all = std::env::var("ETCDNET_RELEASE_ALL").is_ok_and(|v| v == "1");
-    let tag = our_version();
+    let tag = our_tag();
     // The bot downloads each archive to hash it; here it is the file of that name in `dist`.
-    let sha = |url: &str| -> Result<String, String> {
+    let sha = |url: &str| {
         let name = url.rsplit('/').next().unwrap_or_default();
         match std::fs::read(dist.join(name)) {
             Ok(bytes) => Ok(sha256_hex(&bytes)),
@@ -686,296 +440,25 @@ fn rendered_release_manifest() {
             Err(e) => Err(format!("{name}: {e}")),
         }
     };
-    let text = render_template(&read("krew/.krew.yaml"), &tag, &sha)
+    let text = render(&read("krew/.krew.yaml"), &tag, &sha)
+        .map(|t| without_absent(&t))
         .unwrap_or_else(|e| panic!("krew/.krew.yaml does not render: {e}"));
-    let text = without_absent_platforms(&text);
-    let manifest = parse("the rendered release manifest", &text);
-    let present: Vec<(&str, &str)> = OUR_PLATFORMS
-        .iter()
-        .copied()
+    let manifest = parse(&text).unwrap_or_else(|e| panic!("the rendered manifest: {e}"));
+    let present: Vec<(&str, &str)> = PLATFORMS
+        .into_iter()
         .filter(|(os, arch)| dist.join(archive_name(&tag, os, arch)).exists())
         .collect();
-    assert!(
-        !present.is_empty(),
-        "no archive for {tag} in {}",
-        dist.display()
-    );
-    let mut problems = problems_for(&manifest, &present);
-    if manifest
-        .spec
-        .platforms
-        .iter()
-        .any(|pl| pl.sha256 == PLACEHOLDER_SHA)
-    {
-        problems.push("a release manifest carries the placeholder sha256".into());
-    }
+    let shown = dist.display();
+    assert!(!present.is_empty(), "no archive for {tag} in {shown}");
+    let mut found = problems(&manifest, &present);
     for pl in &manifest.spec.platforms {
-        let labels = pl.selector.as_ref().and_then(|s| s.match_labels.as_ref());
-        if let (Some(os), Some(arch)) = (
-            labels.and_then(|l| l.get("os")),
-            labels.and_then(|l| l.get("arch")),
-        ) {
-            problems.extend(archive_problems(&dist, os, arch, pl));
+        let labels = &pl.selector.match_labels;
+        if let (Some(os), Some(arch)) = (labels.get("os"), labels.get("arch")) {
+            found.extend(archive_problems(&dist, os, arch, pl));
         }
     }
-    assert_no_problems(
-        &format!(
-            "krew/.krew.yaml rendered for {tag} with the archives in {}",
-            dist.display()
-        ),
-        problems,
-    );
+    assert_none(&format!("krew/.krew.yaml for {tag}, {shown}"), found);
     let out = dist.join("etcdnet.yaml");
     std::fs::write(&out, &text).unwrap_or_else(|e| panic!("cannot write {}: {e}", out.display()));
-    eprintln!(
-        "{}: {} platform(s): {}",
-        out.display(),
-        present.len(),
-        present
-            .iter()
-            .map(|(os, arch)| format!("{os}/{arch}"))
-            .collect::<Vec<_>>()
-            .join(", ")
-    );
-}
-
-// ---------------------------------------------------------------------------------------------
-// Tests.
-
-#[test]
-fn plugin_yaml_is_our_manifest() {
-    let p = plugin_yaml();
-    assert_no_problems("plugin.yaml", problems(&p));
-    if p.spec
-        .platforms
-        .iter()
-        .any(|pl| pl.sha256 == PLACEHOLDER_SHA)
-    {
-        eprintln!(
-            "note: plugin.yaml carries placeholder sha256 values until the first release (krew/README.md)"
-        );
-    }
-}
-
-#[test]
-fn release_template_renders_to_plugin_yaml() {
-    let rendered = rendered_template(&our_version());
-    assert_no_problems("krew/.krew.yaml (rendered)", problems(&rendered));
-    let ours = plugin_yaml();
-    // Field by field first, for a readable failure.
-    for (field, a, b) in [
-        (
-            "metadata.name",
-            &rendered.metadata.name,
-            &ours.metadata.name,
-        ),
-        ("spec.version", &rendered.spec.version, &ours.spec.version),
-        (
-            "spec.homepage",
-            &rendered.spec.homepage,
-            &ours.spec.homepage,
-        ),
-        (
-            "spec.shortDescription",
-            &rendered.spec.short_description,
-            &ours.spec.short_description,
-        ),
-        (
-            "spec.description",
-            &rendered.spec.description,
-            &ours.spec.description,
-        ),
-        ("spec.caveats", &rendered.spec.caveats, &ours.spec.caveats),
-    ] {
-        assert_eq!(
-            a, b,
-            "{field} differs between krew/.krew.yaml (rendered, left) and plugin.yaml (right)"
-        );
-    }
-    assert_eq!(
-        without_shas(rendered),
-        without_shas(ours),
-        "krew/.krew.yaml rendered for {} (left) differs from plugin.yaml (right) beyond the sha256 values",
-        our_version()
-    );
-}
-
-#[test]
-fn release_template_follows_the_tag() {
-    // A tag unlike ours: a version written into the template instead of {{ .TagName }} shows.
-    let tag = "v12.34.5";
-    let p = rendered_template(tag);
-    assert_eq!(
-        p.spec.version, tag,
-        "spec.version must be {{{{ .TagName }}}}"
-    );
-    for (i, pl) in p.spec.platforms.iter().enumerate() {
-        assert!(
-            pl.uri.contains(&format!("/download/{tag}/kubectl-etcdnet_{tag}_")),
-            "platforms[{i}].uri must use {{{{ .TagName }}}} for the release and the archive name: {}",
-            pl.uri
-        );
-        assert!(
-            !pl.uri.contains(env!("CARGO_PKG_VERSION")),
-            "platforms[{i}].uri has a fixed version: {}",
-            pl.uri
-        );
-        assert_eq!(
-            pl.sha256,
-            "ab".repeat(32),
-            "platforms[{i}].sha256 must come from addURIAndSha"
-        );
-    }
-}
-
-#[test]
-fn license_is_apache_2() {
-    let text = read("LICENSE");
-    assert!(
-        text.contains("Apache License") && text.contains("Version 2.0, January 2004"),
-        "LICENSE must be the Apache-2.0 text (Cargo.toml says {})",
-        env!("CARGO_PKG_LICENSE")
-    );
-    assert!(
-        text.contains("END OF TERMS AND CONDITIONS"),
-        "LICENSE is cut short"
-    );
-    assert!(
-        text.contains("Copyright 2026 The kubectl-etcdnet Authors"),
-        "LICENSE lacks the copyright line"
-    );
-}
-
-/// The checks must fail on a broken manifest: break plugin.yaml in one way at a time and look
-/// for the complaint.
-#[test]
-fn broken_manifests_are_rejected() {
-    type Breakage = (&'static str, fn(&mut Plugin), &'static str);
-    let cases: Vec<Breakage> = vec![
-        (
-            "old apiVersion",
-            |p| p.api_version = "krew.googlecontainertools.github.com/v1alpha1".into(),
-            "apiVersion",
-        ),
-        ("kind", |p| p.kind = "Plugins".into(), "kind"),
-        (
-            "another name",
-            |p| p.metadata.name = "etcd-net".into(),
-            "the plugin is",
-        ),
-        (
-            "two-line shortDescription",
-            |p| p.spec.short_description = "a\nb".into(),
-            "one non-empty line",
-        ),
-        (
-            "long description line",
-            |p| p.spec.description.push_str(&"x".repeat(81)),
-            "over 80",
-        ),
-        (
-            "version not Cargo's",
-            |p| p.spec.version = "v9.9.9".into(),
-            "Cargo.toml's version",
-        ),
-        (
-            "homepage elsewhere",
-            |p| p.spec.homepage = "https://example.com/etcdnet".into(),
-            "homepage",
-        ),
-        (
-            "no platforms",
-            |p| p.spec.platforms.clear(),
-            "platforms are",
-        ),
-        (
-            "a platform twice",
-            |p| {
-                let first = p.spec.platforms[0].clone();
-                p.spec.platforms[1] = first;
-            },
-            "platforms are",
-        ),
-        (
-            "uri of another version",
-            |p| p.spec.platforms[0].uri = p.spec.platforms[0].uri.replace("v0.", "v9."),
-            "uri is",
-        ),
-        (
-            "upper-case sha256",
-            |p| p.spec.platforms[0].sha256 = "AB".repeat(32),
-            "64 lower-case hex",
-        ),
-        (
-            "short sha256",
-            |p| p.spec.platforms[0].sha256 = "ab".repeat(31),
-            "64 lower-case hex",
-        ),
-        (
-            "mixed placeholder sha256",
-            |p| {
-                for (i, pl) in p.spec.platforms.iter_mut().enumerate() {
-                    pl.sha256 = if i == 0 {
-                        "ab".repeat(32)
-                    } else {
-                        PLACEHOLDER_SHA.into()
-                    };
-                }
-            },
-            "placeholder",
-        ),
-        (
-            "other bin",
-            |p| p.spec.platforms[0].bin = "etcdnet".into(),
-            "bin is",
-        ),
-        (
-            "no LICENSE",
-            |p| {
-                if let Some(f) = p.spec.platforms[0].files.as_mut() {
-                    f.pop();
-                }
-            },
-            "files are",
-        ),
-        (
-            "selector on more than os and arch",
-            |p| {
-                if let Some(l) = p.spec.platforms[0]
-                    .selector
-                    .as_mut()
-                    .and_then(|s| s.match_labels.as_mut())
-                {
-                    l.insert("libc".into(), "musl".into());
-                }
-            },
-            "exactly matchLabels os and arch",
-        ),
-        (
-            "caveats lose an RBAC rule",
-            |p| p.spec.caveats = p.spec.caveats.replace("pods/log", "pods"),
-            "pods/log",
-        ),
-    ];
-    let good = plugin_yaml();
-    assert_no_problems("the unbroken manifest", problems(&good));
-    let mut missed = Vec::new();
-    for (what, breakage, expect) in cases {
-        let mut p = good.clone();
-        breakage(&mut p);
-        let found = problems(&p);
-        if !found.iter().any(|m| m.contains(expect)) {
-            missed.push(format!(
-                "{what}: expected a problem containing {expect:?}, got {found:?}"
-            ));
-        }
-    }
-    assert_no_problems("breakages the checks did not catch", missed);
-
-    // A misspelt key must not pass silently either.
-    let misspelt = read("plugin.yaml").replace("shortDescription:", "shortDescripton:");
-    let err = serde_yaml_ng::from_str::<Plugin>(&misspelt)
-        .unwrap_err()
-        .to_string();
-    assert!(err.contains("shortDescripton"), "unexpected error: {err}");
+    eprintln!("{}: {present:?}", out.display());
 }
