@@ -87,12 +87,14 @@ pub async fn round_with_cleanup(
 /// vSphere Namespace on the Supervisor for the jumpbox), each with the command that removes
 /// them there: `cleanup` reaches a workload cluster only when named, the Supervisor always.
 fn kept_notes(kept: &[Kept], context: &str) -> Vec<String> {
+    // A vSphere Namespace is one place whichever clusters' jumpboxes are in it.
+    let place = |k: &Kept| {
+        let cluster = (k.host == Host::Workload).then_some(&k.cluster);
+        (k.host, k.namespace.clone(), cluster.cloned())
+    };
     let mut places: Vec<(&Kept, Vec<&str>)> = Vec::new();
     for k in kept {
-        let same = |p: &&mut (&Kept, Vec<&str>)| {
-            (p.0.host, &p.0.namespace, &p.0.cluster) == (k.host, &k.namespace, &k.cluster)
-        };
-        match places.iter_mut().find(same) {
+        match places.iter_mut().find(|p| place(p.0) == place(k)) {
             Some((_, names)) => names.push(&k.name),
             None => places.push((k, vec![&k.name])),
         }
@@ -347,7 +349,8 @@ mod tests {
     }
 
     /// Each place gets its own note, in the order first created, naming where the pods are and
-    /// the cleanup that reaches them: a jumpbox pod is in the Supervisor's vSphere Namespace.
+    /// the cleanup that reaches them: a jumpbox pod is in the Supervisor's vSphere Namespace,
+    /// one place for every cluster's jumpbox there.
     #[test]
     fn kept_pods_are_named_where_they_live() {
         let prod = Some(("ns-prod", "tkc-prod"));
@@ -376,12 +379,18 @@ mod tests {
                 Host::Workload,
                 Some(("ns-a", "tkc-a")),
             ),
+            kept(
+                "etcdnet-jumpbox-tkc-c-k3x9q",
+                "ns-b",
+                Host::Supervisor,
+                Some(("ns-b", "tkc-c")),
+            ),
         ];
         assert_eq!(
             kept_notes(&pods, "sv admin"),
             [
                 "kept 2 probe pod(s) in namespace kube-system of workload cluster tkc-prod: etcdnet-probe-cp1-k3x9q, etcdnet-probe-cp2-k3x9q; remove them with: kubectl etcdnet cleanup tkc-prod -n ns-prod --context 'sv admin'",
-                "kept 1 probe pod(s) in vSphere Namespace ns-b of the Supervisor: etcdnet-jumpbox-tkc-b-k3x9q; remove them with: kubectl etcdnet cleanup -n ns-b --context 'sv admin'",
+                "kept 2 probe pod(s) in vSphere Namespace ns-b of the Supervisor: etcdnet-jumpbox-tkc-b-k3x9q, etcdnet-jumpbox-tkc-c-k3x9q; remove them with: kubectl etcdnet cleanup -n ns-b --context 'sv admin'",
                 "kept 1 probe pod(s) in namespace kube-system of workload cluster tkc-a: etcdnet-probe-cp1-k3x9q; remove them with: kubectl etcdnet cleanup tkc-a -n ns-a --context 'sv admin'",
             ]
         );
