@@ -57,8 +57,8 @@ impl std::ops::Deref for PodApi {
 }
 
 /// A pod we created, or may have: the API it lives behind (its namespace and cluster), its
-/// name, and where it lives for the diagnosis of which cluster, under the id of the create that
-/// made it. Two entries may carry the same name; each is removed only by its own create's
+/// name, the server it is on and the cluster whose diagnosis made it, under the id of the create
+/// that made it. Two entries may carry the same name; each is removed only by its own create's
 /// outcome.
 struct Tracked {
     ticket: Ticket,
