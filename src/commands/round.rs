@@ -21,8 +21,10 @@ use crate::analyse::{self, FindingCode};
 use crate::connect::Connection;
 use crate::error::{Error, Result};
 use crate::plan::{self, DiagnoseOptions, DiagnosePlan};
+use crate::probe::script::shell_quote;
 use crate::progress::Progress;
 use crate::report::{DiagnoseReport, Evidence, ListItem, ListReport};
+use crate::route::lifecycle::{Host, Kept};
 use crate::route::{self, Env, PodTracker};
 use crate::supervisor::{self, ClusterFacts, Inventory};
 use crate::{render, signal, workload};
@@ -70,15 +72,7 @@ pub async fn round_with_cleanup(
         Which::AllNamespaces => "<cluster> -n <namespace>".to_string(),
     };
     if opts.keep_pods {
-        // The note names the pod route's namespace, as it always has (a kept jumpbox pod is in
-        // the vSphere Namespace instead).
-        let kept = tracker.names();
-        if !kept.is_empty() {
-            notes.push(format!(
-                "kept {} probe pod(s) in namespace {} of the workload cluster(s): {}; remove them with: kubectl etcdnet cleanup {where_}",
-                kept.len(), route::pod::namespace(&opts.route_flags), kept.join(", ")
-            ));
-        }
+        notes.extend(kept_notes(&tracker.kept(), &conn.context));
     } else {
         for failed in tracker.delete_all(Duration::from_secs(15)).await {
             notes.push(format!(
@@ -87,6 +81,50 @@ pub async fn round_with_cleanup(
         }
     }
     (result, notes)
+}
+
+/// `--keep-pods`: one note per place the kept pods are in (a workload cluster's namespace, or a
+/// vSphere Namespace on the Supervisor for the jumpbox), each with the command that removes
+/// them there: `cleanup` reaches a workload cluster only when named, the Supervisor always.
+fn kept_notes(kept: &[Kept], context: &str) -> Vec<String> {
+    // A vSphere Namespace is one place whichever clusters' jumpboxes are in it.
+    let place = |k: &Kept| {
+        let cluster = (k.host == Host::Workload).then_some(&k.cluster);
+        (k.host, k.namespace.clone(), cluster.cloned())
+    };
+    let mut places: Vec<(&Kept, Vec<&str>)> = Vec::new();
+    for k in kept {
+        match places.iter_mut().find(|p| place(p.0) == place(k)) {
+            Some((_, names)) => names.push(&k.name),
+            None => places.push((k, vec![&k.name])),
+        }
+    }
+    let context = shell_quote(&render::visible(context));
+    places
+        .into_iter()
+        .map(|(k, names)| {
+            let ns = render::visible(&k.namespace);
+            let (place, command) = match (k.host, &k.cluster) {
+                (Host::Supervisor, _) => (
+                    format!("vSphere Namespace {ns} of the Supervisor"),
+                    format!("cleanup -n {ns}"),
+                ),
+                (Host::Workload, Some(c)) => (
+                    format!("namespace {ns} of workload cluster {}", c.name),
+                    format!("cleanup {} -n {}", c.name, c.namespace),
+                ),
+                (Host::Workload, None) => (
+                    format!("namespace {ns} of a workload cluster"),
+                    "cleanup <cluster> -n <namespace>".to_string(),
+                ),
+            };
+            format!(
+                "kept {} probe pod(s) in {place}: {}; remove them with: kubectl etcdnet {command} --context {context}",
+                names.len(),
+                names.join(", ")
+            )
+        })
+        .collect()
 }
 
 /// One round: one cluster, or each of many at most `max_concurrent` at once.
@@ -237,8 +275,9 @@ pub async fn diagnose(
         workload: &workload,
     };
     let session = plan.route.open(env, &plan.targets).await?;
+    let tracker = tracker.for_cluster(&namespace, &cluster);
     let run = route::Run {
-        tracker,
+        tracker: &tracker,
         bound: plan.timeout.saturating_sub(started.elapsed()),
         keep: plan.keep_pods,
     };
@@ -290,4 +329,71 @@ fn network_notes(cluster: &str, inventory: &Inventory) -> Vec<String> {
 /// `--dry-run`: what the chosen route would create to reach the nodes it could reach.
 fn would_create(plan: &DiagnosePlan) -> Vec<Pod> {
     plan.route.would_create(&plan.targets)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::route::lifecycle::Cluster;
+
+    fn kept(name: &str, namespace: &str, host: Host, cluster: Option<(&str, &str)>) -> Kept {
+        Kept {
+            name: name.into(),
+            namespace: namespace.into(),
+            host,
+            cluster: cluster.map(|(namespace, name)| Cluster {
+                namespace: namespace.into(),
+                name: name.into(),
+            }),
+        }
+    }
+
+    /// Each place gets its own note, in the order first created, naming where the pods are and
+    /// the cleanup that reaches them: a jumpbox pod is in the Supervisor's vSphere Namespace,
+    /// one place for every cluster's jumpbox there.
+    #[test]
+    fn kept_pods_are_named_where_they_live() {
+        let prod = Some(("ns-prod", "tkc-prod"));
+        let pods = [
+            kept(
+                "etcdnet-probe-cp1-k3x9q",
+                "kube-system",
+                Host::Workload,
+                prod,
+            ),
+            kept(
+                "etcdnet-jumpbox-tkc-b-k3x9q",
+                "ns-b",
+                Host::Supervisor,
+                Some(("ns-b", "tkc-b")),
+            ),
+            kept(
+                "etcdnet-probe-cp2-k3x9q",
+                "kube-system",
+                Host::Workload,
+                prod,
+            ),
+            kept(
+                "etcdnet-probe-cp1-k3x9q",
+                "kube-system",
+                Host::Workload,
+                Some(("ns-a", "tkc-a")),
+            ),
+            kept(
+                "etcdnet-jumpbox-tkc-c-k3x9q",
+                "ns-b",
+                Host::Supervisor,
+                Some(("ns-b", "tkc-c")),
+            ),
+        ];
+        assert_eq!(
+            kept_notes(&pods, "sv admin"),
+            [
+                "kept 2 probe pod(s) in namespace kube-system of workload cluster tkc-prod: etcdnet-probe-cp1-k3x9q, etcdnet-probe-cp2-k3x9q; remove them with: kubectl etcdnet cleanup tkc-prod -n ns-prod --context 'sv admin'",
+                "kept 2 probe pod(s) in vSphere Namespace ns-b of the Supervisor: etcdnet-jumpbox-tkc-b-k3x9q, etcdnet-jumpbox-tkc-c-k3x9q; remove them with: kubectl etcdnet cleanup -n ns-b --context 'sv admin'",
+                "kept 1 probe pod(s) in namespace kube-system of workload cluster tkc-a: etcdnet-probe-cp1-k3x9q; remove them with: kubectl etcdnet cleanup tkc-a -n ns-a --context 'sv admin'",
+            ]
+        );
+        assert!(kept_notes(&[], "sv").is_empty());
+    }
 }

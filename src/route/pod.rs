@@ -20,7 +20,7 @@ use k8s_openapi::api::core::v1::{
 use k8s_openapi_ext::{ContainerExt, PodSpecExt};
 use kube::api::Api;
 
-use super::lifecycle::{self, PodApi};
+use super::lifecycle::{self, Host, PodApi};
 use super::{
     Address, Configured, Env, Flags, PodBasics, Reached, Route, Run, Session, Shared, Target,
     Unavailable,
@@ -221,7 +221,7 @@ impl Configured for PodSettings {
             }
             let client = env.workload.client(self.workload_timeout)?;
             Ok(Box::new(PodSession {
-                api: PodApi::new(Api::namespaced(client, &self.namespace)),
+                api: PodApi::new(Api::namespaced(client, &self.namespace), Host::Workload),
                 settings: self,
             }) as Box<dyn Session>)
         })

@@ -392,17 +392,12 @@ impl Inventory {
             });
         };
         let control_plane = self.control_plane_of(cluster);
-        let kcp_owner = match &control_plane {
-            Ok((_, name, obj)) => Some(targets::Owner {
-                name,
-                uid: obj.and_then(|o| o.metadata.uid.as_deref()),
-            }),
+        let kcp_uid = match &control_plane {
+            Ok((_, _, obj)) => obj
+                .and_then(|o| o.metadata.uid.clone())
+                .filter(|u| !u.is_empty()),
             Err(_) => None,
         };
-        let kcp_uid = kcp_owner
-            .and_then(|o| o.uid)
-            .filter(|u| !u.is_empty())
-            .map(str::to_string);
         let machine_objects: Vec<&DynamicObject> = self.machines_of(cluster_name).collect();
         let (kcp, kcp_missing_reason, control_plane_version) = match control_plane.clone() {
             Err(why) => (None, Some(why), None),
@@ -435,7 +430,6 @@ impl Inventory {
         let (mut nodes, machines_beyond_replicas) = targets::select(
             join::join(&anchors, machines, vms),
             &machine_objects,
-            kcp_owner,
             kcp.as_ref().and_then(|k| k.desired),
         );
         // A rollout phase needs the Machine's metadata and its VM: known once joined.

@@ -6,14 +6,12 @@
 //! ([`super::ClusterFacts::machines_beyond_replicas`]) and shown as a finding; they are never
 //! probed, never a peer, and not among the nodes (their VMs go with them).
 //!
-//! Which are kept, deterministically (the same objects always keep the same Machines):
-//! 1. those controller-owned by the cluster's KubeadmControlPlane (an ownerReference with
-//!    `controller: true`, kind `KubeadmControlPlane`, the KCP's name and, when it has one, its
-//!    uid): KCP creates every control-plane Machine this way, so a real node ranks before a
-//!    Machine that only carries the label;
-//! 2. then the oldest (`metadata.creationTimestamp`, which the API server sets and no client
-//!    can choose): the cluster's Machines were there before anything added later;
-//! 3. then by name, so that equal times still give one order.
+//! Only Machines controlled by the KCP's uid reach here with a `machine` ([`super::join`] makes
+//! any other a row of its own), so ownership cannot order them. Which are kept,
+//! deterministically (the same objects always keep the same Machines):
+//! 1. the oldest (`metadata.creationTimestamp`, which the API server sets and no client can
+//!    choose): the cluster's Machines were there before anything added later;
+//! 2. then by name, so that equal times still give one order.
 //!
 //! Pure and O(M log M) for M Machines: one map from name to object, one sort.
 
@@ -29,18 +27,11 @@ use super::facts::ControlPlaneNode;
 pub const SURPLUS: usize = 1;
 
 /// Machines probed at most, whatever the KCP says (its `spec.replicas` is data too), and when
-/// there is no KCP to ask: etcd advises at most 7 members, a 7-node control plane rolling has 8
+/// it says no number: etcd advises at most 7 members, a 7-node control plane rolling has 8
 /// Machines. Bounds the probe pods and ssh sessions of one cluster, and each matrix to 256 cells.
 pub const MAX_TARGETS: usize = 16;
 // A probe's document is read with room for this many addresses' paths, no fewer.
 const _: () = assert!(MAX_TARGETS <= crate::probe::parse::bounds::MAX_ADDRESSES);
-
-/// The KCP that should own the Machines: its name, and its uid when the object was read.
-#[derive(Debug, Clone, Copy)]
-pub struct Owner<'a> {
-    pub name: &'a str,
-    pub uid: Option<&'a str>,
-}
 
 /// How many Machines are probed for a KCP wanting `desired` (None: no KCP, or no replicas).
 pub fn limit(desired: Option<i64>) -> usize {
@@ -56,7 +47,6 @@ pub fn limit(desired: Option<i64>) -> usize {
 pub fn select(
     nodes: Vec<ControlPlaneNode>,
     machines: &[&DynamicObject],
-    owner: Option<Owner<'_>>,
     desired: Option<i64>,
 ) -> (Vec<ControlPlaneNode>, Vec<String>) {
     let limit = limit(desired);
@@ -68,12 +58,11 @@ pub fn select(
         .iter()
         .filter_map(|m| Some((m.metadata.name.as_deref()?, *m)))
         .collect();
-    // (not owned, creation time or "after every time", name): smaller ranks first.
+    // (creation time or "after every time", name): smaller ranks first.
     let rank = |n: &ControlPlaneNode| {
         let obj = by_name.get(n.name.as_str());
-        let owned = obj.is_some_and(|o| owned_by(o, owner));
         let created = obj.and_then(|o| o.metadata.creation_timestamp.as_ref().map(|t| t.0));
-        (!owned, created.is_none(), created, n.name.clone())
+        (created.is_none(), created, n.name.clone())
     };
     let mut ranked: Vec<(_, usize)> = nodes
         .iter()
@@ -96,36 +85,25 @@ pub fn select(
     (kept, beyond)
 }
 
-/// The Machine's controller is the KCP (by name, and by uid when the KCP's is known).
-fn owned_by(machine: &DynamicObject, owner: Option<Owner<'_>>) -> bool {
-    let Some(owner) = owner else {
-        return false;
-    };
-    machine.metadata.owner_references.iter().flatten().any(|r| {
-        r.controller == Some(true)
-            && r.kind == "KubeadmControlPlane"
-            && r.name == owner.name
-            && owner.uid.is_none_or(|uid| r.uid == uid)
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::supervisor::PowerState;
     use serde_json::json;
 
-    fn machine(name: &str, created: &str, owned: bool) -> DynamicObject {
-        let mut meta = json!({"name": name, "creationTimestamp": created});
-        if owned {
-            meta["ownerReferences"] = json!([{
-                "apiVersion": "controlplane.cluster.x-k8s.io/v1beta1",
-                "kind": "KubeadmControlPlane", "name": "tkc-cp", "uid": "kcp-uid",
-                "controller": true, "blockOwnerDeletion": true
-            }]);
-        }
+    /// A Machine as KCP makes it (controlled by the KCP's uid): the only kind `join` gives a
+    /// `machine`.
+    fn machine(name: &str, created: &str) -> DynamicObject {
         serde_json::from_value(json!({
-            "apiVersion": "cluster.x-k8s.io/v1beta1", "kind": "Machine", "metadata": meta
+            "apiVersion": "cluster.x-k8s.io/v1beta1", "kind": "Machine",
+            "metadata": {
+                "name": name, "creationTimestamp": created,
+                "ownerReferences": [{
+                    "apiVersion": "controlplane.cluster.x-k8s.io/v1beta1",
+                    "kind": "KubeadmControlPlane", "name": "tkc-cp", "uid": "kcp-uid",
+                    "controller": true, "blockOwnerDeletion": true
+                }]
+            }
         }))
         .unwrap()
     }
@@ -137,11 +115,6 @@ mod tests {
         n
     }
 
-    const KCP: Option<Owner<'static>> = Some(Owner {
-        name: "tkc-cp",
-        uid: Some("kcp-uid"),
-    });
-
     #[test]
     fn the_limit_is_the_replicas_plus_the_surplus_never_more_than_the_ceiling() {
         assert_eq!(limit(Some(3)), 3 + SURPLUS);
@@ -152,25 +125,17 @@ mod tests {
         assert_eq!(limit(None), MAX_TARGETS);
     }
 
-    /// Owned first, then the oldest, then by name; the VM-only node stays; the nodes keep
-    /// their order.
+    /// The oldest first, then by name; the VM-only node stays; the nodes keep their order.
     #[test]
-    fn the_kcps_machines_first_then_the_oldest() {
+    fn the_oldest_first_then_by_name() {
         let objs = [
-            machine("a-rogue-old", "2020-01-01T00:00:00Z", false),
-            machine("a-rogue-new", "2030-01-01T00:00:00Z", false),
-            machine("b-rogue-forged-uid", "2019-01-01T00:00:00Z", false),
-            machine("cp-1", "2025-01-01T00:00:00Z", true),
-            machine("cp-2", "2025-01-01T00:00:00Z", true),
-            machine("cp-3", "2026-01-01T00:00:00Z", true),
+            machine("a-new", "2030-01-01T00:00:00Z"),
+            machine("b-old", "2020-01-01T00:00:00Z"),
+            machine("cp-2", "2025-01-01T00:00:00Z"),
+            machine("cp-1", "2025-01-01T00:00:00Z"),
+            machine("cp-3", "2026-01-01T00:00:00Z"),
         ];
-        let mut forged = objs[2].clone();
-        forged.metadata.owner_references = machine("x", "2019-01-01T00:00:00Z", true)
-            .metadata
-            .owner_references;
-        forged.metadata.owner_references.as_mut().unwrap()[0].uid = "other".into();
-        let mut refs: Vec<&DynamicObject> = objs.iter().collect();
-        refs[2] = &forged;
+        let refs: Vec<&DynamicObject> = objs.iter().collect();
         let mut nodes: Vec<ControlPlaneNode> = objs
             .iter()
             .map(|o| node(o.metadata.name.as_deref().unwrap()))
@@ -179,18 +144,14 @@ mod tests {
         vm_only.machine = None;
         nodes.insert(0, vm_only);
 
-        let (kept, beyond) = select(nodes.clone(), &refs, KCP, Some(3));
+        let (kept, beyond) = select(nodes.clone(), &refs, Some(2));
         let names: Vec<&str> = kept.iter().map(|n| n.name.as_str()).collect();
-        // The forged uid ranks as unowned, and is older than a-rogue-old.
-        assert_eq!(
-            names,
-            ["vm-only", "b-rogue-forged-uid", "cp-1", "cp-2", "cp-3"]
-        );
-        assert_eq!(beyond, ["a-rogue-old", "a-rogue-new"]);
+        assert_eq!(names, ["vm-only", "b-old", "cp-2", "cp-1"]);
+        assert_eq!(beyond, ["cp-3", "a-new"]);
 
         // The same set in another order keeps the same Machines.
         nodes.reverse();
-        let (kept2, beyond2) = select(nodes, &refs, KCP, Some(3));
+        let (kept2, beyond2) = select(nodes, &refs, Some(2));
         let mut a: Vec<&str> = kept2.iter().map(|n| n.name.as_str()).collect();
         a.sort();
         let mut b = names.clone();
@@ -200,18 +161,19 @@ mod tests {
 
     #[test]
     fn within_the_limit_nothing_moves() {
-        let objs = [machine("cp-1", "2025-01-01T00:00:00Z", true)];
+        let objs = [machine("cp-1", "2025-01-01T00:00:00Z")];
         let refs: Vec<&DynamicObject> = objs.iter().collect();
         let nodes = vec![node("cp-1"), node("cp-2")];
-        let (kept, beyond) = select(nodes.clone(), &refs, None, Some(1));
+        let (kept, beyond) = select(nodes.clone(), &refs, Some(1));
         assert_eq!((kept, beyond.len()), (nodes, 0));
     }
 
-    /// A flood without a KCP is cut at the ceiling; a Machine without a time ranks last.
+    /// A flood under a KCP that gives no replicas is cut at the ceiling; a Machine without a
+    /// time ranks last.
     #[test]
-    fn without_a_kcp_the_ceiling_holds() {
+    fn without_replicas_the_ceiling_holds() {
         let objs: Vec<DynamicObject> = (0..40)
-            .map(|i| machine(&format!("m-{i:02}"), "2025-01-01T00:00:00Z", false))
+            .map(|i| machine(&format!("m-{i:02}"), "2025-01-01T00:00:00Z"))
             .collect();
         let mut refs: Vec<&DynamicObject> = objs.iter().collect();
         let untimed: DynamicObject = serde_json::from_value(json!({
@@ -223,7 +185,7 @@ mod tests {
         let mut nodes: Vec<ControlPlaneNode> =
             (0..40).map(|i| node(&format!("m-{i:02}"))).collect();
         nodes.push(node("a-untimed"));
-        let (kept, beyond) = select(nodes, &refs, None, None);
+        let (kept, beyond) = select(nodes, &refs, None);
         assert_eq!(kept.len(), MAX_TARGETS);
         assert_eq!(beyond.len(), 41 - MAX_TARGETS);
         assert_eq!(beyond.last().map(String::as_str), Some("a-untimed"));

@@ -167,3 +167,34 @@ fn a_pod_that_cannot_run_is_every_vms_error() {
     }
     assert!(env.supervisor.existing_pods().is_empty());
 }
+
+/// `--keep-pods` keeps the jumpbox pod, and the note says it is in the vSphere Namespace of the
+/// Supervisor (not in a workload cluster) with the cleanup that removes it there.
+#[test]
+fn keep_pods_names_the_jumpbox_pod_in_the_supervisor() {
+    let env = Env::new(SET, Workload::black_hole());
+    env.script_jumpbox_pods(&CP);
+    let run = env.kubectl(&[
+        "diagnose",
+        CLUSTER,
+        "-n",
+        NS,
+        "--via",
+        "jumpbox",
+        "--api-timeout",
+        "1s",
+        "--keep-pods",
+        "-o",
+        "json",
+    ]);
+    assert_eq!(run.diagnose_report().result.nodes_reached, 3);
+    let left = env.supervisor.existing_pods();
+    assert_eq!(left.len(), 1, "{left:?}");
+    let (ns, pod) = &left[0];
+    assert_eq!(ns, NS);
+    let note = format!(
+        "kept 1 probe pod(s) in vSphere Namespace {NS} of the Supervisor: {pod}; remove them with: kubectl etcdnet cleanup -n {NS} --context "
+    );
+    assert!(run.stderr.contains(&note), "{}", run.stderr);
+    assert!(!run.stderr.contains("workload cluster"), "{}", run.stderr);
+}

@@ -20,7 +20,7 @@ use futures::future::BoxFuture;
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::Api;
 
-use super::lifecycle::PodApi;
+use super::lifecycle::{Host, PodApi};
 use super::ssh::SshSettings;
 use super::{
     Address, Configured, Env, Flags, PodBasics, Route, Session, Shared, Target, Unavailable,
@@ -114,7 +114,10 @@ impl Configured for JumpboxSettings {
                 })) as Box<dyn Session>);
             };
             Ok(Box::new(JumpboxSession::new(
-                PodApi::new(Api::namespaced(env.supervisor.clone(), &self.namespace)),
+                PodApi::new(
+                    Api::namespaced(env.supervisor.clone(), &self.namespace),
+                    Host::Supervisor,
+                ),
                 self,
                 addressed(targets).collect(),
                 nonce,

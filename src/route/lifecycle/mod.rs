@@ -37,4 +37,4 @@ mod tests;
 pub use failure::{reach_error, PodFailure};
 pub use log::{PodRun, MAX_LOG_BYTES};
 pub use run::{run, run_with_log_limit};
-pub use tracker::{PodApi, PodTracker, SWEEP_AGAIN_AFTER};
+pub use tracker::{Cluster, Host, Kept, PodApi, PodTracker, SWEEP_AGAIN_AFTER};

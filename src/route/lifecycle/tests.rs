@@ -21,7 +21,10 @@ fn client(url: &str, read_timeout: Duration) -> kube::Client {
 }
 
 fn pods_at(url: &str, read_timeout: Duration) -> PodApi {
-    PodApi::new(Api::namespaced(client(url, read_timeout), "kube-system"))
+    PodApi::new(
+        Api::namespaced(client(url, read_timeout), "kube-system"),
+        Host::Workload,
+    )
 }
 
 fn probe_pod(name: &str) -> Pod {
@@ -487,4 +490,48 @@ async fn a_pod_deleted_meanwhile_is_gone() {
         let reach = reach_error(failure, "kube-system", "--image");
         assert_eq!(reach.message, "the probe pod was deleted while it ran");
     }
+}
+
+/// A kept pod is reported with its namespace, the server it is on, and the cluster whose
+/// diagnosis made it: two handles of one tracker share its pods, each marking its own.
+#[tokio::test]
+async fn kept_pods_say_where_they_are_and_for_which_cluster() {
+    let tracker = PodTracker::default();
+    let supervisor = PodApi::new(
+        Api::namespaced(
+            client("http://127.0.0.1:1", Duration::from_secs(1)),
+            "ns-prod",
+        ),
+        Host::Supervisor,
+    );
+    let workload = pods_at("http://127.0.0.1:1", Duration::from_secs(1));
+    tracker
+        .for_cluster("ns-prod", "tkc-prod")
+        .track(&supervisor, &probe_pod("etcdnet-jumpbox-tkc-prod-k3x9q"));
+    tracker
+        .for_cluster("ns-a", "tkc-a")
+        .track(&workload, &probe_pod(NAME));
+    let cluster = |namespace: &str, name: &str| {
+        Some(Cluster {
+            namespace: namespace.into(),
+            name: name.into(),
+        })
+    };
+    assert_eq!(
+        tracker.kept(),
+        [
+            Kept {
+                name: "etcdnet-jumpbox-tkc-prod-k3x9q".into(),
+                namespace: "ns-prod".into(),
+                host: Host::Supervisor,
+                cluster: cluster("ns-prod", "tkc-prod"),
+            },
+            Kept {
+                name: NAME.into(),
+                namespace: "kube-system".into(),
+                host: Host::Workload,
+                cluster: cluster("ns-a", "tkc-a"),
+            },
+        ]
+    );
 }

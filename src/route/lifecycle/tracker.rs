@@ -18,19 +18,32 @@ use crate::labels::{managed_selector, RUN_ID};
 /// then `kubectl etcdnet cleanup`'s.
 pub const SWEEP_AGAIN_AFTER: Duration = Duration::from_secs(2);
 
-/// The pods of one namespace of one cluster, as one route's session creates them: the API, and
-/// an identity (an `Api` has none to compare), so that a run's sweep asks each place once.
+/// Which API server a route's pods are created behind: what a kept pod's note must name, since
+/// each is removed in its own place.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Host {
+    /// The Supervisor, in the cluster's vSphere Namespace (the jumpbox).
+    Supervisor,
+    /// The workload cluster itself (the pod route's probes).
+    Workload,
+}
+
+/// The pods of one namespace of one cluster, as one route's session creates them: the API, the
+/// server it is on, and an identity (an `Api` has none to compare), so that a run's sweep asks
+/// each place once.
 #[derive(Clone)]
 pub struct PodApi {
     api: Api<Pod>,
+    host: Host,
     place: u64,
 }
 
 impl PodApi {
-    pub fn new(api: Api<Pod>) -> PodApi {
+    pub fn new(api: Api<Pod>, host: Host) -> PodApi {
         static NEXT: AtomicU64 = AtomicU64::new(0);
         PodApi {
             api,
+            host,
             place: NEXT.fetch_add(1, Ordering::Relaxed),
         }
     }
@@ -43,13 +56,35 @@ impl std::ops::Deref for PodApi {
     }
 }
 
-/// A pod we created, or may have: the API it lives behind (its namespace and cluster) and its
-/// name, under the id of the create that made it. Two entries may carry the same name; each is
-/// removed only by its own create's outcome.
+/// A pod we created, or may have: the API it lives behind (its namespace and cluster), its
+/// name, the server it is on and the cluster whose diagnosis made it, under the id of the create
+/// that made it. Two entries may carry the same name; each is removed only by its own create's
+/// outcome.
 struct Tracked {
     ticket: Ticket,
     api: Api<Pod>,
     name: String,
+    host: Host,
+    cluster: Option<Arc<Cluster>>,
+}
+
+/// The cluster whose diagnosis created a pod: its vSphere Namespace and name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Cluster {
+    pub namespace: String,
+    pub name: String,
+}
+
+/// A pod still alive when the run ends (`--keep-pods`): enough to say where to remove it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Kept {
+    pub name: String,
+    /// The pod's namespace, on its [`Host`].
+    pub namespace: String,
+    pub host: Host,
+    /// The cluster whose diagnosis created it; None when the tracker was not told
+    /// ([`PodTracker::for_cluster`]).
+    pub cluster: Option<Cluster>,
 }
 
 /// A create whose outcome the run has not learnt (in flight, or answered without a definite
@@ -75,9 +110,23 @@ struct Pods {
 #[derive(Clone, Default)]
 pub struct PodTracker {
     pods: Arc<Mutex<Pods>>,
+    /// The cluster this handle tracks for (one run may diagnose many, into one tracker).
+    cluster: Option<Arc<Cluster>>,
 }
 
 impl PodTracker {
+    /// The same tracker, its pods from now on marked as created for `name` in vSphere Namespace
+    /// `namespace`.
+    pub fn for_cluster(&self, namespace: &str, name: &str) -> PodTracker {
+        PodTracker {
+            pods: Arc::clone(&self.pods),
+            cluster: Some(Arc::new(Cluster {
+                namespace: namespace.to_string(),
+                name: name.to_string(),
+            })),
+        }
+    }
+
     /// Records one create of `pod`, before its request goes out: its name, and, until its
     /// answer settles it, the run's label to sweep by (a pod without the run-id label has none).
     pub(super) fn track(&self, api: &PodApi, pod: &Pod) -> Ticket {
@@ -88,6 +137,8 @@ impl PodTracker {
             ticket,
             api: (**api).clone(),
             name: pod.metadata.name.clone().unwrap_or_default(),
+            host: api.host,
+            cluster: self.cluster.clone(),
         });
         let run_id = pod.metadata.labels.as_ref().and_then(|l| l.get(RUN_ID));
         if let Some(run_id) = run_id {
@@ -118,7 +169,7 @@ impl PodTracker {
             .retain(|t| t.ticket != ticket);
     }
 
-    /// Names of the pods still alive (for "--keep-pods: remove them with ...").
+    /// Names of the pods still alive.
     pub fn names(&self) -> Vec<String> {
         self.pods
             .lock()
@@ -126,6 +177,23 @@ impl PodTracker {
             .tracked
             .iter()
             .map(|t| t.name.clone())
+            .collect()
+    }
+
+    /// The pods still alive, each with its namespace, host and cluster, in the order created
+    /// (for "--keep-pods: remove them with ...").
+    pub fn kept(&self) -> Vec<Kept> {
+        self.pods
+            .lock()
+            .unwrap()
+            .tracked
+            .iter()
+            .map(|t| Kept {
+                name: t.name.clone(),
+                namespace: t.api.namespace().unwrap_or_default().to_string(),
+                host: t.host,
+                cluster: t.cluster.as_deref().cloned(),
+            })
             .collect()
     }
 

@@ -238,8 +238,11 @@ fn keep_pods_keeps_them_and_cleanup_removes_them() {
     run.expect_code(0);
     assert_eq!(e.workload_api().existing_pods().len(), 3);
     assert!(
-        run.stderr
-            .contains("kubectl etcdnet cleanup tkc-prod -n ns-prod"),
+        run.stderr.contains(
+            "probe pod(s) in namespace kube-system of workload cluster tkc-prod: etcdnet-probe-"
+        ) && run
+            .stderr
+            .contains("remove them with: kubectl etcdnet cleanup tkc-prod -n ns-prod --context "),
         "{}",
         run.stderr
     );
