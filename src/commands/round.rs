@@ -76,7 +76,7 @@ pub async fn round_with_cleanup(
         if !kept.is_empty() {
             notes.push(format!(
                 "kept {} probe pod(s) in namespace {} of the workload cluster(s): {}; remove them with: kubectl etcdnet cleanup {where_}",
-                kept.len(), route::pod::namespace(&opts.route_flags), kept.join(", ")
+                kept.len(), opts.reach.pod.pod_namespace, kept.join(", ")
             ));
         }
     } else {

@@ -1,9 +1,9 @@
 //! The reach stage: how the probe gets onto each control-plane node.
 //!
-//! A route is one file here that implements [`Route`] (its name, its own flags, its settings made
-//! from them), a [`Configured`] form (what it would create, for `--dry-run`; how to open it) and
-//! a [`Session`] (reach one node and run the probe there). [`ROUTES`] lists them: it is what
-//! `--via` accepts and where `diagnose` takes the routes' flags from. [`via`] resolves `auto`.
+//! A route is one file here with its flags (a clap `Args` struct, flattened into [`RouteArgs`]),
+//! its settings (a variant of [`RouteSettings`]: what it would create, for `--dry-run`; how to
+//! open it) and a [`Session`] (reach one node and run the probe there). [`Via`] is what `--via`
+//! accepts, [`Route`] the route it names or `auto` resolves to ([`via`]).
 //! One driver, [`probe_all`], runs a session over every target with a bounded fan-out and the
 //! progress line, and builds each node's [`NodeReport`]; no route repeats that.
 //!
@@ -13,9 +13,9 @@
 //! - [`lifecycle`]: one pod's create → wait → log → delete, and the tracker that guarantees no
 //!   pod is left behind; [`leftovers`]: finding and deleting what a killed run left (`cleanup`).
 //!
-//! Adding a route: a new file with a unit struct implementing [`Route`] (its flags in
-//! [`Route::args`], read back in [`Route::configure`]) and one line in [`ROUTES`]. The command
-//! line, `--help` and `--via` are made from that list; only the help snapshot changes.
+//! Adding a route: its file (flags, settings, session), a variant in [`Via`], [`Route`] and
+//! [`RouteSettings`] (the compiler then names every `match` to extend: `plan` makes the
+//! settings), a flattened field in [`RouteArgs`]; the help snapshot gains its lines.
 
 pub mod jumpbox;
 pub mod leftovers;
@@ -25,7 +25,6 @@ pub mod ssh;
 pub mod via;
 
 use std::collections::BTreeMap;
-use std::fmt;
 use std::net::IpAddr;
 use std::time::Duration;
 
@@ -45,55 +44,103 @@ use crate::workload::WorkloadCheck;
 pub use lifecycle::PodTracker;
 pub use via::{auto, Via};
 
-/// Every route, in the order `--via` lists them.
-pub static ROUTES: &[&dyn Route] = &[&pod::PodRoute, &jumpbox::JumpboxRoute, &ssh::SshRoute];
+/// A route, resolved: what `--via` named or `auto` chose.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Route {
+    Pod,
+    Jumpbox,
+    Ssh,
+}
 
-/// The route called `name` in [`ROUTES`].
-pub fn by_name(name: &str) -> Option<&'static dyn Route> {
-    ROUTES.iter().copied().find(|r| r.name() == name)
+impl Route {
+    /// The name `--via` takes and reports show.
+    pub fn name(self) -> &'static str {
+        match self {
+            Route::Pod => "pod",
+            Route::Jumpbox => "jumpbox",
+            Route::Ssh => "ssh",
+        }
+    }
 }
 
 /// How many nodes are probed at once. Above it, a large control plane waits its turn instead
 /// of opening hundreds of pods or ssh sessions together.
 pub const DEFAULT_PARALLEL: usize = 16;
 
-/// One way to reach the nodes. Implementations are unit structs: everything they need comes
-/// in as [`Shared`] and their own [`Flags`] (made into their settings by [`Route::configure`]),
-/// [`Env`] and the targets.
-pub trait Route: Sync {
-    /// The name `--via` takes and reports show (`pod`, `jumpbox`, `ssh`).
-    fn name(&self) -> &'static str;
-    /// One line for `--help`.
-    fn help(&self) -> &'static str;
-    /// The route's own flags of `diagnose` (none by default). Each arg's id is how
-    /// [`Route::configure`] reads it back from [`Flags`]; ids are unique across routes.
-    fn args(&self) -> Vec<clap::Arg> {
-        Vec::new()
-    }
-    /// The route ready for one cluster: its settings, made from what every route shares and
-    /// its own flags' values.
-    fn configure(&self, shared: &Shared, flags: &Flags) -> Box<dyn Configured>;
+/// `--via`, the flags the routes share and each route's own, typed and parsed once by clap as
+/// part of `diagnose`'s options. The fields' order is `--help`'s.
+#[derive(Debug, Clone, clap::Args)]
+pub struct RouteArgs {
+    /// How to reach the nodes (auto: pod when the workload API answers, else jumpbox)
+    #[arg(long, value_name = "VIA", value_enum, default_value_t = Via::Auto)]
+    pub via: Via,
+
+    /// The node user for the jumpbox and ssh routes (has passwordless sudo)
+    #[arg(long, value_name = "USER", default_value = ssh::DEFAULT_USER)]
+    pub ssh_user: String,
+
+    #[command(flatten)]
+    pub jumpbox: jumpbox::JumpboxArgs,
+
+    #[command(flatten)]
+    pub ssh: ssh::SshArgs,
+
+    #[command(flatten)]
+    pub pod: pod::PodArgs,
 }
 
-/// A route with its settings for one cluster: what it would create and how to open it.
-pub trait Configured: fmt::Debug + Send + Sync {
+#[cfg(test)]
+impl RouteArgs {
+    /// The routes' flags parsed from `argv` alone, for tests (the defaults with none given).
+    pub fn parse(argv: &[&str]) -> RouteArgs {
+        use clap::{Args, FromArgMatches};
+        let cmd = RouteArgs::augment_args(clap::Command::new("routes").no_binary_name(true));
+        RouteArgs::from_arg_matches(&cmd.try_get_matches_from(argv).unwrap()).unwrap()
+    }
+}
+
+/// The chosen route with its settings for one cluster: what it would create and how to open it.
+#[derive(Debug, Clone)]
+pub enum RouteSettings {
+    Pod(pod::PodSettings),
+    Jumpbox(jumpbox::JumpboxSettings),
+    Ssh(ssh::SshRouteSettings),
+}
+
+impl RouteSettings {
+    /// Which route these are the settings of.
+    pub fn route(&self) -> Route {
+        match self {
+            RouteSettings::Pod(_) => Route::Pod,
+            RouteSettings::Jumpbox(_) => Route::Jumpbox,
+            RouteSettings::Ssh(_) => Route::Ssh,
+        }
+    }
+
     /// `--dry-run`: the pods this route would create to reach `targets` (those with an
     /// address): one per node (`pod`), one for them all (`jumpbox`), or none (`ssh`).
-    fn would_create(&self, targets: &[Target]) -> Vec<Pod>;
+    pub fn would_create(&self, targets: &[Target]) -> Vec<Pod> {
+        match self {
+            RouteSettings::Pod(s) => s.would_create(targets),
+            RouteSettings::Jumpbox(s) => s.would_create(targets),
+            RouteSettings::Ssh(_) => Vec::new(),
+        }
+    }
+
     /// Does what needs I/O once, before the first node (a client, a key file). An error here
     /// ends the run; a route that cannot work for any node returns [`Unavailable`] instead, so
     /// that every node reports why. `targets` are the nodes the session will be asked to probe
     /// (a route that reaches them all at once, as the jumpbox's one pod does, needs them).
-    fn open<'a>(
+    pub async fn open<'a>(
         &'a self,
         env: Env<'a>,
         targets: &'a [Target],
-    ) -> BoxFuture<'a, Result<Box<dyn Session + 'a>>>;
-}
-
-impl fmt::Debug for dyn Route {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
+    ) -> Result<Box<dyn Session + 'a>> {
+        match self {
+            RouteSettings::Pod(s) => s.open(env).await,
+            RouteSettings::Jumpbox(s) => Ok(s.open(env, targets)),
+            RouteSettings::Ssh(s) => s.open(env).await,
+        }
     }
 }
 
@@ -169,103 +216,6 @@ impl From<std::result::Result<ProbeOutput, ReachError>> for Reached {
             reach: Vec::new(),
             host_key: None,
         }
-    }
-}
-
-/// What every route's settings are made from besides its own flags: the cluster diagnosed and
-/// where, the run's id, and the flags the routes share (made per cluster by `plan`).
-#[derive(Debug, Clone)]
-pub struct Shared {
-    pub cluster: String,
-    /// The cluster's vSphere Namespace (where its `<cluster>-ssh` secret is).
-    pub namespace: String,
-    /// Shared by all pods of one run (label and name suffix).
-    pub run_id: String,
-    /// `--timeout`: the bound of the cluster's diagnosis; pods get it as activeDeadlineSeconds.
-    pub timeout: Duration,
-    /// `--connect-timeout`: each TCP connect's bound (the probe's, and ssh's).
-    pub connect_timeout: Duration,
-    /// `--api-timeout`: the workload API check's bound.
-    pub api_timeout: Duration,
-    /// `--image-pull-secret`, for every pod the run creates.
-    pub image_pull_secret: Option<String>,
-    /// `--ssh-user`: the node user of the routes that ssh.
-    pub ssh_user: String,
-}
-
-impl Shared {
-    /// What every pod of the run has in common.
-    pub fn pod_basics(&self) -> PodBasics {
-        PodBasics {
-            run_id: self.run_id.clone(),
-            deadline: self.timeout,
-            image_pull_secret: self.image_pull_secret.clone(),
-        }
-    }
-
-    /// The ssh basics of the routes that ssh: the user and the connect bound, no extra option.
-    pub fn ssh(&self) -> ssh::SshSettings {
-        ssh::SshSettings {
-            user: self.ssh_user.clone(),
-            connect_timeout: self.connect_timeout,
-            options: Vec::new(),
-        }
-    }
-}
-
-#[cfg(test)]
-impl Shared {
-    /// Cluster `tkc` in namespace `ns`, run `bcdfg`, and the flags' defaults.
-    pub fn example() -> Shared {
-        Shared {
-            cluster: "tkc".into(),
-            namespace: "ns".into(),
-            run_id: "bcdfg".into(),
-            timeout: Duration::from_secs(120),
-            connect_timeout: Duration::from_secs(3),
-            api_timeout: Duration::from_secs(5),
-            image_pull_secret: None,
-            ssh_user: ssh::DEFAULT_USER.into(),
-        }
-    }
-}
-
-/// The routes' own flags as the command line gave them: each route reads its own by the ids of
-/// the args it made ([`Route::args`]); nothing else looks inside.
-#[derive(Debug, Clone)]
-pub struct Flags(clap::ArgMatches);
-
-impl Flags {
-    /// `matches` of a command that has every route's args (`diagnose`'s).
-    pub fn new(matches: clap::ArgMatches) -> Flags {
-        Flags(matches)
-    }
-
-    /// The value of flag `id` (its default when not given), None when it has neither.
-    pub fn one<T: Clone + Send + Sync + 'static>(&self, id: &str) -> Option<T> {
-        self.0.get_one::<T>(id).cloned()
-    }
-
-    /// Every value of the repeatable flag `id`, in the order given.
-    pub fn all<T: Clone + Send + Sync + 'static>(&self, id: &str) -> Vec<T> {
-        self.0
-            .get_many::<T>(id)
-            .map(|v| v.cloned().collect())
-            .unwrap_or_default()
-    }
-
-    /// Whether the switch `id` was given.
-    pub fn is_set(&self, id: &str) -> bool {
-        self.0.get_flag(id)
-    }
-
-    /// Every route's flags parsed from `argv` alone, for tests (the defaults with none given).
-    #[cfg(test)]
-    pub fn parse(argv: &[&str]) -> Flags {
-        let cmd = clap::Command::new("routes")
-            .no_binary_name(true)
-            .args(ROUTES.iter().flat_map(|r| r.args()));
-        Flags(cmd.try_get_matches_from(argv).unwrap())
     }
 }
 
@@ -451,34 +401,6 @@ mod tests {
             keep: false,
         };
         probe_all(session, targets, &run, parallel, &Progress::hidden()).await
-    }
-
-    #[test]
-    fn every_route_has_its_own_name_and_flags() {
-        let mut names: Vec<&str> = ROUTES.iter().map(|r| r.name()).collect();
-        names.sort();
-        names.dedup();
-        assert_eq!(names.len(), ROUTES.len());
-        for r in ROUTES {
-            assert_eq!(by_name(r.name()).unwrap().name(), r.name());
-            assert!(!r.help().is_empty());
-        }
-        assert!(by_name("auto").is_none(), "auto is resolved by `via`");
-        // One flag, one route: ids and long names are nobody else's.
-        for key in [
-            |a: &clap::Arg| a.get_id().to_string(),
-            |a: &clap::Arg| a.get_long().unwrap_or_default().to_string(),
-        ] {
-            let mut all: Vec<String> = ROUTES
-                .iter()
-                .flat_map(|r| r.args())
-                .map(|a| key(&a))
-                .collect();
-            let n = all.len();
-            all.sort();
-            all.dedup();
-            assert_eq!(all.len(), n, "{all:?}");
-        }
     }
 
     #[test]
