@@ -28,7 +28,6 @@ use std::collections::BTreeMap;
 use std::net::IpAddr;
 use std::time::Duration;
 
-use futures::future::BoxFuture;
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::{Pod, PodSpec, ResourceRequirements};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
@@ -128,16 +127,12 @@ impl RouteSettings {
     }
 
     /// Does what needs I/O once, before the first node (a client, a key file). An error here
-    /// ends the run; a route that cannot work for any node returns [`Unavailable`] instead, so
+    /// ends the run; a route that cannot work for any node returns [`Session::Unavailable`] instead, so
     /// that every node reports why. `targets` are the nodes the session will be asked to probe
     /// (a route that reaches them all at once, as the jumpbox's one pod does, needs them).
-    pub async fn open<'a>(
-        &'a self,
-        env: Env<'a>,
-        targets: &'a [Target],
-    ) -> Result<Box<dyn Session + 'a>> {
+    pub async fn open<'a>(&'a self, env: Env<'a>, targets: &'a [Target]) -> Result<Session<'a>> {
         match self {
-            RouteSettings::Pod(s) => s.open(env).await,
+            RouteSettings::Pod(s) => s.open(env),
             RouteSettings::Jumpbox(s) => Ok(s.open(env, targets)),
             RouteSettings::Ssh(s) => s.open(env).await,
         }
@@ -145,21 +140,34 @@ impl RouteSettings {
 }
 
 /// An opened route: reaches one node at a time (the driver runs many at once).
-pub trait Session: Send + Sync {
+pub enum Session<'a> {
+    Pod(pod::PodSession<'a>),
+    Jumpbox(jumpbox::JumpboxSession<'a>),
+    Ssh(ssh::SshSession<'a>),
+    /// The route cannot reach any node, and says why for each (also one without an address).
+    Unavailable(ReachError),
+}
+
+impl Session<'_> {
     /// The progress line while it runs, e.g. "probing 3 control-plane nodes with pods".
-    fn doing(&self, nodes: usize) -> String;
-    /// Why no node can be reached at all, when that is so: it then explains every node, also
-    /// one without an address.
-    fn unavailable(&self) -> Option<&ReachError> {
-        None
+    pub fn doing(&self, nodes: usize) -> String {
+        match self {
+            Session::Pod(s) => s.doing(nodes),
+            Session::Jumpbox(s) => s.doing(nodes),
+            Session::Ssh(s) => s.doing(nodes),
+            Session::Unavailable(_) => format!("{nodes} control-plane nodes cannot be reached"),
+        }
     }
+
     /// Reaches `target` at `at` and runs the probe there.
-    fn probe<'a>(
-        &'a self,
-        target: &'a Target,
-        at: &'a Address,
-        run: &'a Run<'a>,
-    ) -> BoxFuture<'a, Reached>;
+    pub async fn probe(&self, target: &Target, at: &Address, run: &Run<'_>) -> Reached {
+        match self {
+            Session::Pod(s) => s.probe(target, at, run).await,
+            Session::Jumpbox(s) => s.probe(target, at, run).await,
+            Session::Ssh(s) => s.probe(target, at, run).await,
+            Session::Unavailable(why) => Err(why.clone()).into(),
+        }
+    }
 }
 
 /// What a route is opened with, besides its settings.
@@ -219,46 +227,52 @@ impl From<std::result::Result<ProbeOutput, ReachError>> for Reached {
     }
 }
 
-/// A route that cannot reach any node, and says why for each.
-pub struct Unavailable(pub ReachError);
-
-impl Session for Unavailable {
-    fn doing(&self, nodes: usize) -> String {
-        format!("{nodes} control-plane nodes cannot be reached")
-    }
-    fn unavailable(&self) -> Option<&ReachError> {
-        Some(&self.0)
-    }
-    fn probe<'a>(
-        &'a self,
-        _: &'a Target,
-        _: &'a Address,
-        _: &'a Run<'a>,
-    ) -> BoxFuture<'a, Reached> {
-        Box::pin(async move { Err(self.0.clone()).into() })
-    }
-}
-
 /// Runs `session` on every target, at most `parallel` at once, each node's result a value (a
 /// node that could not be reached is not an early return). The order is the targets'. Every
 /// document is checked here, whatever the route, to come from the node it was sent to (its
 /// addresses hold the target's IP, its host name is the node's: [`identity`]); one from another
 /// machine is an `IdentityMismatch`, an unreached node.
 pub async fn probe_all(
-    session: &dyn Session,
+    session: &Session<'_>,
     targets: &[Target],
     run: &Run<'_>,
     parallel: usize,
     progress: &Progress,
 ) -> Vec<NodeReport> {
-    let steps = &progress.steps(session.doing(targets.len()), targets.len());
+    let unavailable = match session {
+        Session::Unavailable(why) => Some(why),
+        _ => None,
+    };
+    let doing = session.doing(targets.len());
+    probe_each(doing, unavailable, targets, parallel, progress, |t, at| {
+        session.probe(t, at, run)
+    })
+    .await
+}
+
+/// [`probe_all`]'s fan-out, with `probe` reaching one node: `unavailable` explains every node
+/// instead, when the route can reach none.
+async fn probe_each<'t, F, R>(
+    doing: String,
+    unavailable: Option<&ReachError>,
+    targets: &'t [Target],
+    parallel: usize,
+    progress: &Progress,
+    probe: F,
+) -> Vec<NodeReport>
+where
+    F: Fn(&'t Target, &'t Address) -> R,
+    R: std::future::Future<Output = Reached>,
+{
+    let steps = &progress.steps(doing, targets.len());
+    let probe = &probe;
     futures::stream::iter(targets)
         .map(|t| async move {
-            let reached = match (session.unavailable(), &t.address) {
+            let reached = match (unavailable, &t.address) {
                 (Some(why), _) => Err(why.clone()).into(),
                 (None, None) => Err(ReachError::no_address()).into(),
                 (None, Some(at)) => {
-                    let r = session.probe(t, at, run).await;
+                    let r = probe(t, at).await;
                     Reached {
                         outcome: identity::confirm(r.outcome, at.ip, &[&t.node_name, &t.name]),
                         ..r
@@ -392,15 +406,14 @@ pub fn run_id() -> String {
 mod tests {
     use super::*;
 
-    /// The driver over `targets` with `session`, `parallel` at once, nothing tracked.
-    async fn drive(session: &dyn Session, targets: &[Target], parallel: usize) -> Vec<NodeReport> {
-        let tracker = PodTracker::default();
-        let run = Run {
-            tracker: &tracker,
-            bound: Duration::from_secs(1),
-            keep: false,
-        };
-        probe_all(session, targets, &run, parallel, &Progress::hidden()).await
+    /// The driver over `targets` with `probe` reaching each, `parallel` at once.
+    async fn drive<'t, F, R>(targets: &'t [Target], parallel: usize, probe: F) -> Vec<NodeReport>
+    where
+        F: Fn(&'t Target, &'t Address) -> R,
+        R: std::future::Future<Output = Reached>,
+    {
+        let doing = "probing".to_string();
+        probe_each(doing, None, targets, parallel, &Progress::hidden(), probe).await
     }
 
     #[test]
@@ -477,30 +490,14 @@ mod tests {
     #[tokio::test]
     async fn the_driver_never_runs_more_than_parallel_at_once() {
         use std::sync::atomic::{AtomicUsize, Ordering};
-        #[derive(Default)]
-        struct Counting {
-            now: AtomicUsize,
-            most: AtomicUsize,
-        }
-        impl Session for Counting {
-            fn doing(&self, n: usize) -> String {
-                format!("counting {n}")
-            }
-            fn probe<'a>(
-                &'a self,
-                _: &'a Target,
-                _: &'a Address,
-                _: &'a Run<'a>,
-            ) -> BoxFuture<'a, Reached> {
-                Box::pin(async move {
-                    let now = self.now.fetch_add(1, Ordering::SeqCst) + 1;
-                    self.most.fetch_max(now, Ordering::SeqCst);
-                    tokio::time::sleep(Duration::from_millis(5)).await;
-                    self.now.fetch_sub(1, Ordering::SeqCst);
-                    Err(ReachError::no_address()).into()
-                })
-            }
-        }
+        let (now, most) = (AtomicUsize::new(0), AtomicUsize::new(0));
+        let counting = |_, _| async {
+            let n = now.fetch_add(1, Ordering::SeqCst) + 1;
+            most.fetch_max(n, Ordering::SeqCst);
+            tokio::time::sleep(Duration::from_millis(5)).await;
+            now.fetch_sub(1, Ordering::SeqCst);
+            Err(ReachError::no_address()).into()
+        };
         let targets: Vec<Target> = (0..50)
             .map(|i| Target {
                 name: format!("n{i}"),
@@ -511,11 +508,10 @@ mod tests {
                 }),
             })
             .collect();
-        let session = Counting::default();
-        let reports = drive(&session, &targets, 7).await;
+        let reports = drive(&targets, 7, counting).await;
         assert_eq!(reports.len(), 50);
         assert_eq!(
-            session.most.load(Ordering::SeqCst),
+            most.load(Ordering::SeqCst),
             7,
             "bounded, and the bound is used"
         );
@@ -524,35 +520,22 @@ mod tests {
     /// Whatever the route, a document from another machine than the target is not the target's.
     #[tokio::test]
     async fn the_driver_refuses_a_document_from_another_node() {
-        /// Every address answers with cp1's document (one VM behind every IP).
-        struct AllCp1;
-        impl Session for AllCp1 {
-            fn doing(&self, n: usize) -> String {
-                format!("all cp1 {n}")
+        // Every address answers with cp1's document (one VM behind every IP).
+        let all_cp1 = |_, _| async {
+            let doc = std::fs::read(concat!(
+                env!("CARGO_MANIFEST_DIR"),
+                "/tests/fixtures/probe-output/healthy-node.json"
+            ))
+            .unwrap();
+            Reached {
+                outcome: Ok(crate::probe::parse::parse("cp", &doc).unwrap()),
+                reach: Vec::new(),
+                host_key: crate::probe::HostKey::from_openssh(
+                    "ssh-ed25519",
+                    "AAAAC3NzaC1lZDI1NTE5AAAAIAQfFjWaK1mOC5cvxpw4GfdsrHvjpnqWbEa1XRgLc1DY",
+                ),
             }
-            fn probe<'a>(
-                &'a self,
-                _: &'a Target,
-                _: &'a Address,
-                _: &'a Run<'a>,
-            ) -> BoxFuture<'a, Reached> {
-                Box::pin(async move {
-                    let doc = std::fs::read(concat!(
-                        env!("CARGO_MANIFEST_DIR"),
-                        "/tests/fixtures/probe-output/healthy-node.json"
-                    ))
-                    .unwrap();
-                    Reached {
-                        outcome: Ok(crate::probe::parse::parse("cp", &doc).unwrap()),
-                        reach: Vec::new(),
-                        host_key: crate::probe::HostKey::from_openssh(
-                            "ssh-ed25519",
-                            "AAAAC3NzaC1lZDI1NTE5AAAAIAQfFjWaK1mOC5cvxpw4GfdsrHvjpnqWbEa1XRgLc1DY",
-                        ),
-                    }
-                })
-            }
-        }
+        };
         // The fixture's node: host name tkc-1-control-plane-node1, address 198.18.0.11.
         let target = |name: &str, ip: &str| Target {
             name: name.into(),
@@ -568,7 +551,7 @@ mod tests {
             // The right address, another host name: two machines with one IP.
             target("tkc-1-control-plane-node3", "198.18.0.11"),
         ];
-        let reports = drive(&AllCp1, &targets, 2).await;
+        let reports = drive(&targets, 2, all_cp1).await;
         assert!(reports[0].outcome.is_ok(), "{:?}", reports[0].outcome);
         for r in &reports[1..] {
             let e = r.outcome.as_ref().unwrap_err();
@@ -600,26 +583,16 @@ mod tests {
 
     #[tokio::test]
     async fn the_driver_keeps_order_and_reports_nodes_without_an_address() {
-        struct Echo;
-        impl Session for Echo {
-            fn doing(&self, n: usize) -> String {
-                format!("echo {n}")
-            }
-            fn probe<'a>(
-                &'a self,
-                t: &'a Target,
-                _: &'a Address,
-                _: &'a Run<'a>,
-            ) -> BoxFuture<'a, Reached> {
-                Box::pin(async move {
-                    Err(ReachError {
-                        kind: crate::probe::ReachErrorKind::Other,
-                        message: t.name.clone(),
-                    })
-                    .into()
+        let echo = |t: &Target, _| {
+            let name = t.name.clone();
+            async move {
+                Err(ReachError {
+                    kind: crate::probe::ReachErrorKind::Other,
+                    message: name,
                 })
+                .into()
             }
-        }
+        };
         let target = |name: &str, ip: Option<&str>| Target {
             name: name.into(),
             node_name: name.into(),
@@ -631,7 +604,7 @@ mod tests {
         let targets: Vec<Target> = (0..40)
             .map(|i| target(&format!("n{i}"), (i != 7).then_some("198.18.0.11")))
             .collect();
-        let reports = drive(&Echo, &targets, 4).await;
+        let reports = drive(&targets, 4, echo).await;
         assert_eq!(reports.len(), 40);
         for (i, r) in reports.iter().enumerate() {
             assert_eq!(r.name, format!("n{i}"));
@@ -642,6 +615,38 @@ mod tests {
             } else {
                 assert_eq!(e.message, r.name, "the session saw its own target");
             }
+        }
+    }
+
+    /// A route that can reach no node says why for every node, one without an address too.
+    #[tokio::test]
+    async fn an_unavailable_route_explains_every_node() {
+        let why = ReachError {
+            kind: crate::probe::ReachErrorKind::Unreachable,
+            message: "the workload API does not answer".into(),
+        };
+        let targets: Vec<Target> = (0..3)
+            .map(|i| Target {
+                name: format!("n{i}"),
+                node_name: format!("n{i}"),
+                address: (i != 1).then(|| Address {
+                    ip: "198.18.0.11".parse().unwrap(),
+                    probe: ProbeArgs::default(),
+                }),
+            })
+            .collect();
+        let tracker = PodTracker::default();
+        let run = Run {
+            tracker: &tracker,
+            bound: Duration::from_secs(1),
+            keep: false,
+        };
+        let session = Session::Unavailable(why.clone());
+        assert_eq!(session.doing(3), "3 control-plane nodes cannot be reached");
+        let reports = probe_all(&session, &targets, &run, 2, &Progress::hidden()).await;
+        assert_eq!(reports.len(), 3);
+        for r in &reports {
+            assert_eq!(r.outcome.as_ref().unwrap_err(), &why, "{}", r.name);
         }
     }
 }

@@ -11,7 +11,6 @@
 
 use std::time::Duration;
 
-use futures::future::BoxFuture;
 use k8s_openapi::api::core::v1::{
     Capabilities, Container, HostPathVolumeSource, Pod, PodSpec, SeccompProfile, SecurityContext,
     Toleration, Volume, VolumeMount,
@@ -20,7 +19,7 @@ use k8s_openapi_ext::{ContainerExt, PodSpecExt};
 use kube::api::Api;
 
 use super::lifecycle::{self, PodApi};
-use super::{Address, Env, PodBasics, Reached, Run, Session, Target, Unavailable};
+use super::{Address, Env, PodBasics, Reached, Run, Session, Target};
 use crate::error::Result;
 use crate::probe::script;
 use crate::probe::{ReachError, ReachErrorKind};
@@ -178,69 +177,65 @@ impl PodSettings {
             .collect()
     }
 
-    /// A session through the workload API, or [`Unavailable`] when that does not answer.
-    pub async fn open<'a>(&'a self, env: Env<'a>) -> Result<Box<dyn Session + 'a>> {
+    /// A session through the workload API, or [`Session::Unavailable`] when that does not answer.
+    pub fn open<'a>(&'a self, env: Env<'a>) -> Result<Session<'a>> {
         let api = &env.workload.api;
         if !api.is_reachable() {
-            return Ok(Box::new(Unavailable(ReachError {
+            return Ok(Session::Unavailable(ReachError {
                 kind: ReachErrorKind::Unreachable,
                 message: format!(
                     "the workload API does not answer ({}: {}), so no pod can run on the nodes; use --via jumpbox (through the Supervisor) or --via ssh",
                     api.state, api.detail
                 ),
-            })) as Box<dyn Session>);
+            }));
         }
         let client = env.workload.client(self.workload_timeout)?;
-        Ok(Box::new(PodSession {
+        Ok(Session::Pod(PodSession {
             api: PodApi::new(Api::namespaced(client, &self.namespace)),
             settings: self,
-        }) as Box<dyn Session>)
+        }))
     }
 }
 
-struct PodSession<'a> {
+/// The opened pod route: one pod per node through the workload API.
+pub struct PodSession<'a> {
     api: PodApi,
     settings: &'a PodSettings,
 }
 
-impl Session for PodSession<'_> {
-    fn doing(&self, nodes: usize) -> String {
+impl PodSession<'_> {
+    /// The progress line while it runs.
+    pub fn doing(&self, nodes: usize) -> String {
         format!("probing {nodes} control-plane nodes with pods")
     }
 
-    fn probe<'a>(
-        &'a self,
-        t: &'a Target,
-        at: &'a Address,
-        run: &'a Run<'a>,
-    ) -> BoxFuture<'a, Reached> {
-        Box::pin(async move {
-            let pod = debug_pod(
-                &t.name,
-                &t.node_name,
-                self.settings,
-                &script::argv(&at.probe),
-            );
-            match lifecycle::run(&self.api, &pod, run.tracker, run.bound, run.keep).await {
-                Ok(done) => crate::probe::parse::parse(&t.name, done.log.as_bytes())
-                    .map_err(|e| ReachError {
-                        kind: ReachErrorKind::BadOutput,
-                        message: format!(
-                            "{e} (pod exit code {})",
-                            done.exit_code
-                                .map(|c| c.to_string())
-                                .unwrap_or_else(|| "?".into())
-                        ),
-                    })
-                    .into(),
-                Err(f) => Err(lifecycle::reach_error(
-                    f,
-                    &self.settings.namespace,
-                    "--image",
-                ))
+    /// Reaches the target at `at` and runs the probe there.
+    pub async fn probe(&self, t: &Target, at: &Address, run: &Run<'_>) -> Reached {
+        let pod = debug_pod(
+            &t.name,
+            &t.node_name,
+            self.settings,
+            &script::argv(&at.probe),
+        );
+        match lifecycle::run(&self.api, &pod, run.tracker, run.bound, run.keep).await {
+            Ok(done) => crate::probe::parse::parse(&t.name, done.log.as_bytes())
+                .map_err(|e| ReachError {
+                    kind: ReachErrorKind::BadOutput,
+                    message: format!(
+                        "{e} (pod exit code {})",
+                        done.exit_code
+                            .map(|c| c.to_string())
+                            .unwrap_or_else(|| "?".into())
+                    ),
+                })
                 .into(),
-            }
-        })
+            Err(f) => Err(lifecycle::reach_error(
+                f,
+                &self.settings.namespace,
+                "--image",
+            ))
+            .into(),
+        }
     }
 }
 

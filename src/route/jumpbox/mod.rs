@@ -19,7 +19,7 @@ use kube::api::Api;
 
 use super::lifecycle::PodApi;
 use super::ssh::SshSettings;
-use super::{Address, Env, PodBasics, Session, Target, Unavailable};
+use super::{Address, Env, PodBasics, Session, Target};
 pub use crate::probe::{PortReach, PortState};
 use crate::probe::{ReachError, ReachErrorKind};
 
@@ -27,7 +27,7 @@ mod framing;
 mod session;
 mod spec;
 pub use framing::{frame, read_log, split_log};
-use session::JumpboxSession;
+pub use session::JumpboxSession;
 pub use spec::{
     jumpbox_pod, log_limit, new_nonce, pod_name, ARGV_NONCE, ARGV_VMS, DEFAULT_IMAGE,
     DRY_RUN_NONCE, JUMPBOX_SH, KEY_DIR, NOBODY, NODE_OUTPUT_CAP,
@@ -73,14 +73,14 @@ impl JumpboxSettings {
     }
 
     /// The session of the one pod for `targets`' VMs; it needs no I/O before the first node.
-    pub fn open<'a>(&'a self, env: Env<'a>, targets: &'a [Target]) -> Box<dyn Session + 'a> {
+    pub fn open<'a>(&'a self, env: Env<'a>, targets: &'a [Target]) -> Session<'a> {
         let Some(nonce) = new_nonce() else {
-            return Box::new(Unavailable(ReachError {
+            return Session::Unavailable(ReachError {
                 kind: ReachErrorKind::Other,
                 message: "the system gave no random bytes for the jumpbox's log framing, so no jumpbox pod was made; try again, or use --via ssh".into(),
-            }));
+            });
         };
-        Box::new(JumpboxSession::new(
+        Session::Jumpbox(JumpboxSession::new(
             PodApi::new(Api::namespaced(env.supervisor.clone(), &self.namespace)),
             self,
             addressed(targets).collect(),

@@ -22,7 +22,7 @@ pub use client::classify_failure;
 pub use options::*;
 pub use run_dir::RunDir;
 pub use secret::{secret_name, KEY_FILE};
-use session::SshSession;
+pub use session::SshSession;
 pub use session::MAX_STDERR_BYTES;
 
 /// Where the ssh route's key comes from.
@@ -93,7 +93,7 @@ impl SshRouteSettings {
 
     /// Writes the run's files (the cluster's key, unless another is given) and makes the
     /// session; it creates no object, only processes on this machine.
-    pub async fn open<'a>(&'a self, env: Env<'a>) -> Result<Box<dyn Session + 'a>> {
+    pub async fn open<'a>(&'a self, env: Env<'a>) -> Result<Session<'a>> {
         let s = self;
         let mut files = RunDir::create().map_err(|e| {
             Error::config_from("cannot create a private temporary directory for ssh", e)
@@ -116,11 +116,11 @@ impl SshRouteSettings {
                 )
             }
         };
-        Ok(Box::new(SshSession {
+        Ok(Session::Ssh(SshSession {
             settings: &s.ssh,
             identity,
             files,
-        }) as Box<dyn Session>)
+        }))
     }
 }
 
