@@ -3,7 +3,7 @@
 //! A route is one file here with its flags (a clap `Args` struct, flattened into [`RouteArgs`]),
 //! its settings (a variant of [`RouteSettings`]: what it would create, for `--dry-run`; how to
 //! open it) and a [`Session`] (reach one node and run the probe there). [`Via`] is what `--via`
-//! accepts, [`Route`] the route it names or `auto` resolves to ([`via`]).
+//! accepts, [`Route`] the route it names or `auto` resolves to ([`auto`]).
 //! One driver, [`probe_all`], runs a session over every target with a bounded fan-out and the
 //! progress line, and builds each node's [`NodeReport`]; no route repeats that.
 //!
@@ -13,9 +13,10 @@
 //! - [`lifecycle`]: one pod's create → wait → log → delete, and the tracker that guarantees no
 //!   pod is left behind; [`leftovers`]: finding and deleting what a killed run left (`cleanup`).
 //!
-//! Adding a route: its file (flags, settings, session), a variant in [`Via`], [`Route`] and
-//! [`RouteSettings`] (the compiler then names every `match` to extend: `plan` makes the
-//! settings), a flattened field in [`RouteArgs`]; the help snapshot gains its lines.
+//! Adding a route: its file (flags, settings, session), here a variant in [`Via`], [`Route`],
+//! [`RouteSettings`] and [`Session`] (the compiler then names every `match` to extend, `plan`'s
+//! that makes the settings too) and a flattened field in [`RouteArgs`]; the help snapshot gains
+//! its lines.
 
 pub mod jumpbox;
 pub mod leftovers;
@@ -38,10 +39,10 @@ use crate::labels;
 use crate::probe::script::ProbeArgs;
 use crate::probe::{identity, HostKey, NodeReport, PortReach, ProbeOutput, ReachError};
 use crate::progress::Progress;
-use crate::workload::WorkloadCheck;
+use crate::workload::{WorkloadApi, WorkloadCheck};
 
 pub use lifecycle::PodTracker;
-pub use via::{auto, Via};
+pub use via::{auto, AUTO_HELP};
 
 /// A route, resolved: what `--via` named or `auto` chose.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -58,6 +59,34 @@ impl Route {
             Route::Pod => "pod",
             Route::Jumpbox => "jumpbox",
             Route::Ssh => "ssh",
+        }
+    }
+}
+
+/// `--via`: a route, or `auto` (pod when the workload API answers, else jumpbox). Its values
+/// and their help lines are `--help`'s, in this order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Via {
+    #[value(help = AUTO_HELP)]
+    Auto,
+    #[value(help = pod::HELP)]
+    Pod,
+    #[value(help = jumpbox::HELP)]
+    Jumpbox,
+    #[value(help = ssh::HELP)]
+    Ssh,
+}
+
+impl Via {
+    /// The route to take for a cluster whose workload API is `api`, and why, as the report
+    /// says it.
+    pub fn resolve(self, api: &WorkloadApi) -> (Route, String) {
+        let named = |r: Route| (r, format!("--via {}", r.name()));
+        match self {
+            Via::Auto => auto(api),
+            Via::Pod => named(Route::Pod),
+            Via::Jumpbox => named(Route::Jumpbox),
+            Via::Ssh => named(Route::Ssh),
         }
     }
 }

@@ -1,38 +1,10 @@
-//! `--via`: a route, or `auto`, resolved per cluster from its workload API check.
+//! `--via auto`, resolved per cluster from its workload API check.
 
-use super::{jumpbox, pod, ssh, Route};
+use super::Route;
 use crate::workload::WorkloadApi;
 
 /// `--via`'s help line for `auto`.
 pub const AUTO_HELP: &str = "pod when the workload API answers, else jumpbox";
-
-/// `--via`: a route, or `auto` (pod when the workload API answers, else jumpbox). Its values
-/// and their help lines are `--help`'s, in this order.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum Via {
-    #[value(help = AUTO_HELP)]
-    Auto,
-    #[value(help = pod::HELP)]
-    Pod,
-    #[value(help = jumpbox::HELP)]
-    Jumpbox,
-    #[value(help = ssh::HELP)]
-    Ssh,
-}
-
-impl Via {
-    /// The route to take for a cluster whose workload API is `api`, and why, as the report
-    /// says it.
-    pub fn resolve(self, api: &WorkloadApi) -> (Route, String) {
-        let named = |r: Route| (r, format!("--via {}", r.name()));
-        match self {
-            Via::Auto => auto(api),
-            Via::Pod => named(Route::Pod),
-            Via::Jumpbox => named(Route::Jumpbox),
-            Via::Ssh => named(Route::Ssh),
-        }
-    }
-}
 
 /// `auto`: the pod route while the workload API answers, else the jumpbox (through the
 /// Supervisor), and why.
@@ -53,6 +25,7 @@ pub fn auto(api: &WorkloadApi) -> (Route, String) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::route::Via;
     use crate::testing::api;
     use crate::workload::ApiState;
     use clap::ValueEnum;
