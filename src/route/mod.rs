@@ -121,9 +121,13 @@ pub struct RouteArgs {
 impl RouteArgs {
     /// The routes' flags parsed from `argv` alone, for tests (the defaults with none given).
     pub fn parse(argv: &[&str]) -> RouteArgs {
-        use clap::{Args, FromArgMatches};
-        let cmd = RouteArgs::augment_args(clap::Command::new("routes").no_binary_name(true));
-        RouteArgs::from_arg_matches(&cmd.try_get_matches_from(argv).unwrap()).unwrap()
+        #[derive(clap::Parser)]
+        #[command(no_binary_name = true)]
+        struct Routes {
+            #[command(flatten)]
+            args: RouteArgs,
+        }
+        <Routes as clap::Parser>::try_parse_from(argv).unwrap().args
     }
 }
 
