@@ -1,14 +1,12 @@
-//! The command line, in kubectl's conventions. clap derive, and clap's builder for the routes'
-//! flags: this module turns argv into validated values and never talks to a cluster. Names are
-//! checked here, before any request is made, so a typo never reaches the API server. The
-//! `*_options` methods hand the commands plain values; below the commands only the routes see
-//! clap, each its own flags ([`ReachArgs`]: a route defines them and reads them back).
+//! The command line, in kubectl's conventions, with clap derive: this module turns argv into
+//! validated values and never talks to a cluster. Names are checked here, before any request
+//! is made, so a typo never reaches the API server. The `*_options` methods hand the commands
+//! typed values; the routes' flags are their own `Args` structs ([`RouteArgs`]), flattened here.
 
 use std::path::PathBuf;
 use std::time::Duration;
 
-use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
-use clap::{Arg, ArgAction, ArgMatches, Args, FromArgMatches, Parser, Subcommand, ValueEnum};
+use clap::{Args, Parser, Subcommand, ValueEnum};
 use clap_complete::Shell;
 
 use crate::commands::analyse::AnalyseOptions;
@@ -20,8 +18,7 @@ use crate::connect::ConnectOptions;
 use crate::names::{parse_namespace, validate_dns1123_subdomain};
 use crate::plan::DiagnoseOptions;
 use crate::render::Format;
-use crate::route::via::AUTO_HELP;
-use crate::route::{Flags, Route, Via, ROUTES};
+use crate::route::RouteArgs;
 use crate::workload::Tls;
 
 /// Appended to `--help`: scripts depend on these, so they are part of the interface.
@@ -247,7 +244,7 @@ pub struct DiagnoseArgs {
 
     // `--via`, the routes' shared flags and each route's own.
     #[command(flatten)]
-    pub reach: ReachArgs,
+    pub reach: RouteArgs,
 
     /// Bound of each TCP connect the probe makes (never the OS's two minutes)
     #[arg(long, value_name = "DURATION", default_value = "3s", value_parser = parse_duration)]
@@ -283,113 +280,6 @@ pub struct DiagnoseArgs {
     // Last: its help heading ("Many clusters") applies to what follows it.
     #[command(flatten)]
     pub many: ManyArgs,
-}
-
-/// `--via`, the flags the routes share (`--ssh-user`, `--image-pull-secret`) and every route's
-/// own flags ([`Route::args`]): one block of `diagnose`'s options, made from the route list
-/// ([`ROUTES`]) so that a route's flags come with its line there and nothing here changes.
-#[derive(Debug, Clone)]
-pub struct ReachArgs {
-    pub via: Via,
-    pub ssh_user: String,
-    pub image_pull_secret: Option<String>,
-    /// The routes' own flags, for each route to read.
-    pub route_flags: Flags,
-}
-
-/// Where `--help` shows the flags after `--via`: in the order they have always had. A flag not
-/// named here (a new route's) follows these, in the order of [`ROUTES`].
-const REACH_FLAGS_ORDER: &[&str] = &[
-    "ssh_user",
-    "jumpbox_image",
-    "ssh_identity",
-    "ssh_agent",
-    "ssh_option",
-    "image",
-    "image_pull_secret",
-    "pod_namespace",
-];
-
-/// The routes the command line is made of: [`ROUTES`]; a unit test adds one of its own, to show
-/// that the list is all the command line takes from a new route.
-fn routes() -> &'static [&'static dyn Route] {
-    #[cfg(test)]
-    if let Some(routes) = tests::ROUTES_HERE.with(|r| r.get()) {
-        return routes;
-    }
-    ROUTES
-}
-
-impl Args for ReachArgs {
-    fn augment_args(cmd: clap::Command) -> clap::Command {
-        let routes = routes();
-        let mut flags = vec![
-            Arg::new("ssh_user")
-                .long("ssh-user")
-                .value_name("USER")
-                .action(ArgAction::Set)
-                .default_value(crate::route::ssh::DEFAULT_USER)
-                .help("The node user for the jumpbox and ssh routes (has passwordless sudo)"),
-            Arg::new("image_pull_secret")
-                .long("image-pull-secret")
-                .value_name("SECRET")
-                .action(ArgAction::Set)
-                .help("Pull secret for --image, in the pods' namespace"),
-        ];
-        flags.extend(routes.iter().flat_map(|r| r.args()));
-        // Stable: what the order does not name keeps the routes' order.
-        flags.sort_by_key(|a| {
-            REACH_FLAGS_ORDER
-                .iter()
-                .position(|id| a.get_id() == *id)
-                .unwrap_or(REACH_FLAGS_ORDER.len())
-        });
-        cmd.arg(
-            Arg::new("via")
-                .long("via")
-                .value_name("VIA")
-                .action(ArgAction::Set)
-                .default_value("auto")
-                .value_parser(via_parser(routes))
-                .help("How to reach the nodes (auto: pod when the workload API answers, else jumpbox)"),
-        )
-        .args(flags)
-    }
-
-    fn augment_args_for_update(cmd: clap::Command) -> clap::Command {
-        Self::augment_args(cmd)
-    }
-}
-
-impl FromArgMatches for ReachArgs {
-    fn from_arg_matches(m: &ArgMatches) -> Result<Self, clap::Error> {
-        Ok(ReachArgs {
-            via: m.get_one::<Via>("via").copied().unwrap_or(Via::Auto),
-            ssh_user: m.get_one::<String>("ssh_user").cloned().unwrap_or_default(),
-            image_pull_secret: m.get_one::<String>("image_pull_secret").cloned(),
-            route_flags: Flags::new(m.clone()),
-        })
-    }
-
-    fn update_from_arg_matches(&mut self, m: &ArgMatches) -> Result<(), clap::Error> {
-        *self = Self::from_arg_matches(m)?;
-        Ok(())
-    }
-}
-
-/// `--via`: `auto`, or the name of a route in `routes` (with its help line).
-fn via_parser(routes: &'static [&'static dyn Route]) -> impl TypedValueParser<Value = Via> {
-    let values = std::iter::once(PossibleValue::new("auto").help(AUTO_HELP)).chain(
-        routes
-            .iter()
-            .map(|r| PossibleValue::new(r.name()).help(r.help())),
-    );
-    PossibleValuesParser::new(values).map(move |name| {
-        match routes.iter().copied().find(|r| r.name() == name) {
-            Some(route) => Via::Route(route),
-            None => Via::Auto,
-        }
-    })
 }
 
 #[derive(Debug, Clone, Args)]
@@ -498,10 +388,7 @@ impl DiagnoseArgs {
     /// How each cluster is diagnosed: the same options for every cluster.
     pub fn options(&self, global: &GlobalArgs) -> DiagnoseOptions {
         DiagnoseOptions {
-            via: self.reach.via,
-            route_flags: self.reach.route_flags.clone(),
-            ssh_user: self.reach.ssh_user.clone(),
-            image_pull_secret: self.reach.image_pull_secret.clone(),
+            reach: self.reach.clone(),
             connect_timeout: self.connect_timeout,
             timeout: self.timeout,
             log_lines: self.log_lines,
@@ -559,14 +446,8 @@ pub fn parse_since(s: &str) -> Result<Duration, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::route::Via;
     use clap::CommandFactory;
-    use std::cell::Cell;
-
-    thread_local! {
-        /// The routes the command line is made of on this thread, when a test sets them.
-        pub(super) static ROUTES_HERE: Cell<Option<&'static [&'static dyn Route]>> =
-            const { Cell::new(None) };
-    }
 
     #[test]
     fn clap_definition_is_consistent() {
@@ -579,154 +460,60 @@ mod tests {
             Cli::try_parse_from(["kubectl-etcdnet", "diagnose", "tkc", "--via", v]).map(|c| match c
                 .command
             {
-                Command::Diagnose(d) => d.options(&c.global).via,
+                Command::Diagnose(d) => d.options(&c.global).reach.via,
                 _ => unreachable!(),
             })
         };
-        assert!(matches!(via("auto").unwrap(), Via::Auto));
-        for r in crate::route::ROUTES {
-            match via(r.name()).unwrap() {
-                Via::Route(got) => assert_eq!(got.name(), r.name()),
-                Via::Auto => panic!("{} parsed as auto", r.name()),
-            }
-        }
+        assert_eq!(via("auto").unwrap(), Via::Auto);
+        assert_eq!(via("pod").unwrap(), Via::Pod);
+        assert_eq!(via("jumpbox").unwrap(), Via::Jumpbox);
+        assert_eq!(via("ssh").unwrap(), Via::Ssh);
         let e = via("telnet").unwrap_err();
         assert_eq!(e.exit_code(), 2);
         assert!(e.to_string().contains("possible values"), "{e}");
     }
 
-    /// A route as its own file would write it: a name, a help line, a flag and the settings it
-    /// makes from them.
-    struct Telnet;
-
-    #[derive(Debug)]
-    struct TelnetSettings {
-        cluster: String,
-        port: u16,
-    }
-
-    impl Route for Telnet {
-        fn name(&self) -> &'static str {
-            "telnet"
-        }
-        fn help(&self) -> &'static str {
-            "telnet to each VM (a test's route)"
-        }
-        fn args(&self) -> Vec<Arg> {
-            vec![Arg::new("telnet_port")
-                .long("telnet-port")
-                .value_name("PORT")
-                .default_value("23")
-                .value_parser(clap::value_parser!(u16))
-                .help("telnet route: the port of every VM")]
-        }
-        fn configure(
-            &self,
-            shared: &crate::route::Shared,
-            flags: &Flags,
-        ) -> Box<dyn crate::route::Configured> {
-            Box::new(TelnetSettings {
-                cluster: shared.cluster.clone(),
-                port: flags.one("telnet_port").unwrap(),
-            })
-        }
-    }
-
-    impl crate::route::Configured for TelnetSettings {
-        fn would_create(&self, _: &[crate::route::Target]) -> Vec<k8s_openapi::api::core::v1::Pod> {
-            use k8s_openapi_ext::PodExt;
-            vec![k8s_openapi::api::core::v1::Pod::new(format!(
-                "{}-{}",
-                self.cluster, self.port
-            ))]
-        }
-        fn open<'a>(
-            &'a self,
-            _: crate::route::Env<'a>,
-            _: &'a [crate::route::Target],
-        ) -> futures::future::BoxFuture<'a, crate::error::Result<Box<dyn crate::route::Session + 'a>>>
-        {
-            let why = crate::probe::ReachError::no_address();
-            Box::pin(async move {
-                Ok(Box::new(crate::route::Unavailable(why)) as Box<dyn crate::route::Session>)
-            })
-        }
-    }
-
-    fn diagnose_help() -> String {
-        let mut cmd = Cli::command().term_width(100);
-        cmd.build();
-        let mut d = cmd.find_subcommand("diagnose").unwrap().clone();
-        d.render_long_help().to_string()
-    }
-
-    /// Adding a route is its file (here `Telnet`) and one line in `ROUTES` (here the list the
-    /// command line is made of on this thread): its flag is in `diagnose --help`, `--via` takes
-    /// it, its settings come from its flag, and the help gains the route's lines and no other.
+    /// Every route flag reaches the typed options, and a wrong value is a usage error, never
+    /// a panic later.
     #[test]
-    fn a_new_route_is_its_file_and_one_line_in_routes() {
-        let before = diagnose_help();
-        let with_telnet: &'static [&'static dyn Route] = Vec::leak(
-            ROUTES
-                .iter()
-                .copied()
-                .chain([&Telnet as &dyn Route])
-                .collect(),
-        );
-        ROUTES_HERE.with(|r| r.set(Some(with_telnet)));
-        let after = diagnose_help();
-        let parsed = Cli::try_parse_from([
+    fn the_routes_flags_are_typed_once() {
+        let cli = Cli::try_parse_from([
             "kubectl-etcdnet",
             "diagnose",
             "tkc",
-            "--via",
-            "telnet",
-            "--telnet-port",
-            "2323",
-        ]);
-        ROUTES_HERE.with(|r| r.set(None));
-
-        // The help: today's lines, in their order, and the new ones are the route's.
-        let mut old = before.lines().peekable();
-        let mut added = Vec::new();
-        for line in after.lines() {
-            if old.peek() == Some(&line) {
-                old.next();
-            } else {
-                added.push(line);
-            }
-        }
-        assert_eq!(
-            old.next(),
-            None,
-            "every line of today's help stays, in order"
-        );
-        assert_eq!(
-            added,
-            [
-                "          - telnet:  telnet to each VM (a test's route)",
-                "      --telnet-port <PORT>",
-                "          telnet route: the port of every VM",
-                "          ",
-                "          [default: 23]",
-                "",
-            ],
-            "{after}"
-        );
-
-        // `--via` takes it, and its settings come from its flag and the cluster's context.
-        let cli = parsed.unwrap();
+            "--via=ssh",
+            "--ssh-user=admin",
+            "--jumpbox-image=alpine",
+            "--ssh-identity=/k",
+            "--ssh-option=Port=2222",
+            "--image=busybox",
+            "--image-pull-secret=regcred",
+            "--pod-namespace=etcdnet",
+        ])
+        .unwrap();
         let Command::Diagnose(d) = &cli.command else {
             unreachable!()
         };
-        let opts = d.options(&cli.global);
-        let facts = crate::testing::facts(3, 3, Vec::new());
-        let api = crate::testing::api(crate::workload::ApiState::Reachable);
-        let plan = crate::plan::plan(&opts, &facts, &api, "bcdfg".into());
-        assert_eq!(plan.route_info.name, "telnet");
-        assert_eq!(plan.route_info.reason, "--via telnet");
-        let pods = plan.route.would_create(&plan.targets);
-        assert_eq!(pods[0].metadata.name.as_deref(), Some("tkc-2323"));
+        let r = d.options(&cli.global).reach;
+        assert_eq!((r.via, r.ssh_user.as_str()), (Via::Ssh, "admin"));
+        assert_eq!(r.jumpbox.jumpbox_image, "alpine");
+        assert_eq!(r.ssh.ssh_identity, Some(PathBuf::from("/k")));
+        assert!(!r.ssh.ssh_agent);
+        assert_eq!(r.ssh.ssh_option, ["Port=2222"]);
+        assert_eq!(
+            (r.pod.image.as_str(), r.pod.pod_namespace.as_str()),
+            ("busybox", "etcdnet")
+        );
+        assert_eq!(r.pod.image_pull_secret.as_deref(), Some("regcred"));
+        for bad in [
+            &["--ssh-identity=/k", "--ssh-agent"][..],
+            &["--pod-namespace=Bad_NS"],
+            &["--ssh-option=User=root"],
+        ] {
+            let argv = ["kubectl-etcdnet", "diagnose", "tkc"].iter().chain(bad);
+            let e = Cli::try_parse_from(argv).unwrap_err();
+            assert_eq!(e.exit_code(), 2, "{bad:?}: {e}");
+        }
     }
 
     #[test]

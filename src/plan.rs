@@ -8,7 +8,10 @@ use std::time::Duration;
 
 use crate::probe::script::ProbeArgs;
 use crate::report::RouteInfo;
-use crate::route::{Address, Configured, Flags, Shared, Target, Via};
+use crate::route::jumpbox::JumpboxSettings;
+use crate::route::pod::PodSettings;
+use crate::route::ssh::{SshRouteSettings, SshSettings};
+use crate::route::{Address, PodBasics, Route, RouteArgs, RouteSettings, Target};
 use crate::supervisor::{ClusterFacts, ControlPlaneNode};
 use crate::workload::WorkloadApi;
 
@@ -16,13 +19,8 @@ use crate::workload::WorkloadApi;
 /// same for every cluster it diagnoses.
 #[derive(Debug, Clone)]
 pub struct DiagnoseOptions {
-    pub via: Via,
-    /// The routes' own flags: each route reads its own when it is configured.
-    pub route_flags: Flags,
-    /// `--ssh-user`, for the routes that ssh.
-    pub ssh_user: String,
-    /// `--image-pull-secret`, for every pod.
-    pub image_pull_secret: Option<String>,
+    /// `--via` and the routes' flags, typed.
+    pub reach: RouteArgs,
     pub connect_timeout: Duration,
     /// Bound of the whole run; pods get it as activeDeadlineSeconds.
     pub timeout: Duration,
@@ -42,7 +40,7 @@ pub struct DiagnoseOptions {
 #[derive(Debug)]
 pub struct DiagnosePlan {
     /// The chosen route, configured for this cluster.
-    pub route: Box<dyn Configured>,
+    pub route: RouteSettings,
     /// The route's name and why it was chosen, as the report says it.
     pub route_info: RouteInfo,
     pub targets: Vec<Target>,
@@ -60,19 +58,39 @@ pub fn plan(
     api: &WorkloadApi,
     run_id: String,
 ) -> DiagnosePlan {
-    let (route, reason) = opts.via.resolve(api);
-    let shared = Shared {
-        cluster: facts.cluster.name.clone(),
-        namespace: facts.namespace.clone(),
-        run_id,
-        timeout: opts.timeout,
+    let (route, reason) = opts.reach.via.resolve(api);
+    let (cluster, namespace) = (&facts.cluster.name, &facts.namespace);
+    let reach = &opts.reach;
+    let basics = || PodBasics {
+        run_id: run_id.clone(),
+        deadline: opts.timeout,
+        image_pull_secret: reach.pod.image_pull_secret.clone(),
+    };
+    let ssh = || SshSettings {
+        user: reach.ssh_user.clone(),
         connect_timeout: opts.connect_timeout,
-        api_timeout: opts.api_timeout,
-        image_pull_secret: opts.image_pull_secret.clone(),
-        ssh_user: opts.ssh_user.clone(),
+        options: Vec::new(),
+    };
+    let settings = match route {
+        Route::Pod => RouteSettings::Pod(PodSettings::new(
+            &reach.pod,
+            basics(),
+            opts.api_timeout,
+            opts.timeout,
+        )),
+        Route::Jumpbox => RouteSettings::Jumpbox(JumpboxSettings {
+            namespace: namespace.clone(),
+            cluster: cluster.clone(),
+            image: reach.jumpbox.jumpbox_image.clone(),
+            basics: basics(),
+            ssh: ssh(),
+        }),
+        Route::Ssh => {
+            RouteSettings::Ssh(SshRouteSettings::new(&reach.ssh, ssh(), cluster, namespace))
+        }
     };
     DiagnosePlan {
-        route: route.configure(&shared, &opts.route_flags),
+        route: settings,
         route_info: RouteInfo {
             name: route.name().into(),
             reason,
@@ -133,6 +151,7 @@ fn targets(facts: &ClusterFacts, opts: &DiagnoseOptions) -> Vec<Target> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::route::Via;
     use crate::supervisor::PowerState;
     use crate::testing::{api, facts};
     use crate::workload::ApiState;
@@ -143,10 +162,10 @@ mod tests {
 
     fn options(via: Via) -> DiagnoseOptions {
         DiagnoseOptions {
-            via,
-            route_flags: Flags::parse(&[]),
-            ssh_user: "vmware-system-user".into(),
-            image_pull_secret: None,
+            reach: RouteArgs {
+                via,
+                ..RouteArgs::parse(&[])
+            },
             connect_timeout: Duration::from_secs(3),
             timeout: Duration::from_secs(120),
             log_lines: 500,
@@ -190,8 +209,7 @@ mod tests {
             pods[0].metadata.name.as_deref(),
             Some("etcdnet-jumpbox-tkc-bcdfg")
         );
-        let ssh = crate::route::by_name("ssh").unwrap();
-        let p = plan(&options(Via::Route(ssh)), &f, &up, RUN.into());
+        let p = plan(&options(Via::Ssh), &f, &up, RUN.into());
         assert_eq!(
             (p.route_info.name.as_str(), p.route_info.reason.as_str()),
             ("ssh", "--via ssh")

@@ -281,14 +281,7 @@ pub async fn diagnose(
         bound: plan.timeout.saturating_sub(started.elapsed()),
         keep: plan.keep_pods,
     };
-    let reports = route::probe_all(
-        session.as_ref(),
-        &plan.targets,
-        &run,
-        plan.parallel,
-        progress,
-    )
-    .await;
+    let reports = route::probe_all(&session, &plan.targets, &run, plan.parallel, progress).await;
     // The session (and any key file it holds) ends here, before the analysis.
     drop(session);
 

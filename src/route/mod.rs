@@ -1,9 +1,9 @@
 //! The reach stage: how the probe gets onto each control-plane node.
 //!
-//! A route is one file here that implements [`Route`] (its name, its own flags, its settings made
-//! from them), a [`Configured`] form (what it would create, for `--dry-run`; how to open it) and
-//! a [`Session`] (reach one node and run the probe there). [`ROUTES`] lists them: it is what
-//! `--via` accepts and where `diagnose` takes the routes' flags from. [`via`] resolves `auto`.
+//! A route is one file here with its flags (a clap `Args` struct, flattened into [`RouteArgs`]),
+//! its settings (a variant of [`RouteSettings`]: what it would create, for `--dry-run`; how to
+//! open it) and a [`Session`] (reach one node and run the probe there). [`Via`] is what `--via`
+//! accepts, [`Route`] the route it names or `auto` resolves to ([`auto`]).
 //! One driver, [`probe_all`], runs a session over every target with a bounded fan-out and the
 //! progress line, and builds each node's [`NodeReport`]; no route repeats that.
 //!
@@ -13,9 +13,10 @@
 //! - [`lifecycle`]: one pod's create → wait → log → delete, and the tracker that guarantees no
 //!   pod is left behind; [`leftovers`]: finding and deleting what a killed run left (`cleanup`).
 //!
-//! Adding a route: a new file with a unit struct implementing [`Route`] (its flags in
-//! [`Route::args`], read back in [`Route::configure`]) and one line in [`ROUTES`]. The command
-//! line, `--help` and `--via` are made from that list; only the help snapshot changes.
+//! Adding a route: its file (flags, settings, session), here a variant in [`Via`], [`Route`],
+//! [`RouteSettings`] and [`Session`] (the compiler then names every `match` to extend, `plan`'s
+//! that makes the settings too) and a flattened field in [`RouteArgs`]; the help snapshot gains
+//! its lines.
 
 pub mod jumpbox;
 pub mod leftovers;
@@ -25,11 +26,9 @@ pub mod ssh;
 pub mod via;
 
 use std::collections::BTreeMap;
-use std::fmt;
 use std::net::IpAddr;
 use std::time::Duration;
 
-use futures::future::BoxFuture;
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::{Pod, PodSpec, ResourceRequirements};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
@@ -40,79 +39,168 @@ use crate::labels;
 use crate::probe::script::ProbeArgs;
 use crate::probe::{identity, HostKey, NodeReport, PortReach, ProbeOutput, ReachError};
 use crate::progress::Progress;
-use crate::workload::WorkloadCheck;
+use crate::workload::{WorkloadApi, WorkloadCheck};
 
 pub use lifecycle::PodTracker;
-pub use via::{auto, Via};
+pub use via::{auto, AUTO_HELP};
 
-/// Every route, in the order `--via` lists them.
-pub static ROUTES: &[&dyn Route] = &[&pod::PodRoute, &jumpbox::JumpboxRoute, &ssh::SshRoute];
+/// A route, resolved: what `--via` named or `auto` chose.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Route {
+    Pod,
+    Jumpbox,
+    Ssh,
+}
 
-/// The route called `name` in [`ROUTES`].
-pub fn by_name(name: &str) -> Option<&'static dyn Route> {
-    ROUTES.iter().copied().find(|r| r.name() == name)
+impl Route {
+    /// The name `--via` takes and reports show.
+    pub fn name(self) -> &'static str {
+        match self {
+            Route::Pod => "pod",
+            Route::Jumpbox => "jumpbox",
+            Route::Ssh => "ssh",
+        }
+    }
+}
+
+/// `--via`: a route, or `auto` (pod when the workload API answers, else jumpbox). Its values
+/// and their help lines are `--help`'s, in this order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Via {
+    #[value(help = AUTO_HELP)]
+    Auto,
+    #[value(help = pod::HELP)]
+    Pod,
+    #[value(help = jumpbox::HELP)]
+    Jumpbox,
+    #[value(help = ssh::HELP)]
+    Ssh,
+}
+
+impl Via {
+    /// The route to take for a cluster whose workload API is `api`, and why, as the report
+    /// says it.
+    pub fn resolve(self, api: &WorkloadApi) -> (Route, String) {
+        let named = |r: Route| (r, format!("--via {}", r.name()));
+        match self {
+            Via::Auto => auto(api),
+            Via::Pod => named(Route::Pod),
+            Via::Jumpbox => named(Route::Jumpbox),
+            Via::Ssh => named(Route::Ssh),
+        }
+    }
 }
 
 /// How many nodes are probed at once. Above it, a large control plane waits its turn instead
 /// of opening hundreds of pods or ssh sessions together.
 pub const DEFAULT_PARALLEL: usize = 16;
 
-/// One way to reach the nodes. Implementations are unit structs: everything they need comes
-/// in as [`Shared`] and their own [`Flags`] (made into their settings by [`Route::configure`]),
-/// [`Env`] and the targets.
-pub trait Route: Sync {
-    /// The name `--via` takes and reports show (`pod`, `jumpbox`, `ssh`).
-    fn name(&self) -> &'static str;
-    /// One line for `--help`.
-    fn help(&self) -> &'static str;
-    /// The route's own flags of `diagnose` (none by default). Each arg's id is how
-    /// [`Route::configure`] reads it back from [`Flags`]; ids are unique across routes.
-    fn args(&self) -> Vec<clap::Arg> {
-        Vec::new()
-    }
-    /// The route ready for one cluster: its settings, made from what every route shares and
-    /// its own flags' values.
-    fn configure(&self, shared: &Shared, flags: &Flags) -> Box<dyn Configured>;
+/// `--via`, the flags the routes share and each route's own, typed and parsed once by clap as
+/// part of `diagnose`'s options. The fields' order is `--help`'s.
+#[derive(Debug, Clone, clap::Args)]
+pub struct RouteArgs {
+    /// How to reach the nodes (auto: pod when the workload API answers, else jumpbox)
+    #[arg(long, value_name = "VIA", value_enum, default_value_t = Via::Auto)]
+    pub via: Via,
+
+    /// The node user for the jumpbox and ssh routes (has passwordless sudo)
+    #[arg(long, value_name = "USER", default_value = ssh::DEFAULT_USER)]
+    pub ssh_user: String,
+
+    #[command(flatten)]
+    pub jumpbox: jumpbox::JumpboxArgs,
+
+    #[command(flatten)]
+    pub ssh: ssh::SshArgs,
+
+    #[command(flatten)]
+    pub pod: pod::PodArgs,
 }
 
-/// A route with its settings for one cluster: what it would create and how to open it.
-pub trait Configured: fmt::Debug + Send + Sync {
+#[cfg(test)]
+impl RouteArgs {
+    /// The routes' flags parsed from `argv` alone, for tests (the defaults with none given).
+    pub fn parse(argv: &[&str]) -> RouteArgs {
+        #[derive(clap::Parser)]
+        #[command(no_binary_name = true)]
+        struct Routes {
+            #[command(flatten)]
+            args: RouteArgs,
+        }
+        <Routes as clap::Parser>::try_parse_from(argv).unwrap().args
+    }
+}
+
+/// The chosen route with its settings for one cluster: what it would create and how to open it.
+#[derive(Debug, Clone)]
+pub enum RouteSettings {
+    Pod(pod::PodSettings),
+    Jumpbox(jumpbox::JumpboxSettings),
+    Ssh(ssh::SshRouteSettings),
+}
+
+impl RouteSettings {
+    /// Which route these are the settings of.
+    pub fn route(&self) -> Route {
+        match self {
+            RouteSettings::Pod(_) => Route::Pod,
+            RouteSettings::Jumpbox(_) => Route::Jumpbox,
+            RouteSettings::Ssh(_) => Route::Ssh,
+        }
+    }
+
     /// `--dry-run`: the pods this route would create to reach `targets` (those with an
     /// address): one per node (`pod`), one for them all (`jumpbox`), or none (`ssh`).
-    fn would_create(&self, targets: &[Target]) -> Vec<Pod>;
+    pub fn would_create(&self, targets: &[Target]) -> Vec<Pod> {
+        match self {
+            RouteSettings::Pod(s) => s.would_create(targets),
+            RouteSettings::Jumpbox(s) => s.would_create(targets),
+            RouteSettings::Ssh(_) => Vec::new(),
+        }
+    }
+
     /// Does what needs I/O once, before the first node (a client, a key file). An error here
-    /// ends the run; a route that cannot work for any node returns [`Unavailable`] instead, so
+    /// ends the run; a route that cannot work for any node returns [`Session::Unavailable`] instead, so
     /// that every node reports why. `targets` are the nodes the session will be asked to probe
     /// (a route that reaches them all at once, as the jumpbox's one pod does, needs them).
-    fn open<'a>(
-        &'a self,
-        env: Env<'a>,
-        targets: &'a [Target],
-    ) -> BoxFuture<'a, Result<Box<dyn Session + 'a>>>;
-}
-
-impl fmt::Debug for dyn Route {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
+    pub async fn open<'a>(&'a self, env: Env<'a>, targets: &'a [Target]) -> Result<Session<'a>> {
+        match self {
+            RouteSettings::Pod(s) => s.open(env),
+            RouteSettings::Jumpbox(s) => Ok(s.open(env, targets)),
+            RouteSettings::Ssh(s) => s.open(env).await,
+        }
     }
 }
 
 /// An opened route: reaches one node at a time (the driver runs many at once).
-pub trait Session: Send + Sync {
+pub enum Session<'a> {
+    Pod(pod::PodSession<'a>),
+    Jumpbox(jumpbox::JumpboxSession<'a>),
+    Ssh(ssh::SshSession<'a>),
+    /// The route cannot reach any node, and says why for each (also one without an address).
+    Unavailable(ReachError),
+}
+
+impl Session<'_> {
     /// The progress line while it runs, e.g. "probing 3 control-plane nodes with pods".
-    fn doing(&self, nodes: usize) -> String;
-    /// Why no node can be reached at all, when that is so: it then explains every node, also
-    /// one without an address.
-    fn unavailable(&self) -> Option<&ReachError> {
-        None
+    pub fn doing(&self, nodes: usize) -> String {
+        match self {
+            Session::Pod(s) => s.doing(nodes),
+            Session::Jumpbox(s) => s.doing(nodes),
+            Session::Ssh(s) => s.doing(nodes),
+            Session::Unavailable(_) => format!("{nodes} control-plane nodes cannot be reached"),
+        }
     }
+
     /// Reaches `target` at `at` and runs the probe there.
-    fn probe<'a>(
-        &'a self,
-        target: &'a Target,
-        at: &'a Address,
-        run: &'a Run<'a>,
-    ) -> BoxFuture<'a, Reached>;
+    pub async fn probe(&self, target: &Target, at: &Address, run: &Run<'_>) -> Reached {
+        match self {
+            Session::Pod(s) => s.probe(target, at, run).await,
+            Session::Jumpbox(s) => s.probe(target, at, run).await,
+            Session::Ssh(s) => s.probe(target, at, run).await,
+            Session::Unavailable(why) => Err(why.clone()).into(),
+        }
+    }
 }
 
 /// What a route is opened with, besides its settings.
@@ -172,143 +260,52 @@ impl From<std::result::Result<ProbeOutput, ReachError>> for Reached {
     }
 }
 
-/// What every route's settings are made from besides its own flags: the cluster diagnosed and
-/// where, the run's id, and the flags the routes share (made per cluster by `plan`).
-#[derive(Debug, Clone)]
-pub struct Shared {
-    pub cluster: String,
-    /// The cluster's vSphere Namespace (where its `<cluster>-ssh` secret is).
-    pub namespace: String,
-    /// Shared by all pods of one run (label and name suffix).
-    pub run_id: String,
-    /// `--timeout`: the bound of the cluster's diagnosis; pods get it as activeDeadlineSeconds.
-    pub timeout: Duration,
-    /// `--connect-timeout`: each TCP connect's bound (the probe's, and ssh's).
-    pub connect_timeout: Duration,
-    /// `--api-timeout`: the workload API check's bound.
-    pub api_timeout: Duration,
-    /// `--image-pull-secret`, for every pod the run creates.
-    pub image_pull_secret: Option<String>,
-    /// `--ssh-user`: the node user of the routes that ssh.
-    pub ssh_user: String,
-}
-
-impl Shared {
-    /// What every pod of the run has in common.
-    pub fn pod_basics(&self) -> PodBasics {
-        PodBasics {
-            run_id: self.run_id.clone(),
-            deadline: self.timeout,
-            image_pull_secret: self.image_pull_secret.clone(),
-        }
-    }
-
-    /// The ssh basics of the routes that ssh: the user and the connect bound, no extra option.
-    pub fn ssh(&self) -> ssh::SshSettings {
-        ssh::SshSettings {
-            user: self.ssh_user.clone(),
-            connect_timeout: self.connect_timeout,
-            options: Vec::new(),
-        }
-    }
-}
-
-#[cfg(test)]
-impl Shared {
-    /// Cluster `tkc` in namespace `ns`, run `bcdfg`, and the flags' defaults.
-    pub fn example() -> Shared {
-        Shared {
-            cluster: "tkc".into(),
-            namespace: "ns".into(),
-            run_id: "bcdfg".into(),
-            timeout: Duration::from_secs(120),
-            connect_timeout: Duration::from_secs(3),
-            api_timeout: Duration::from_secs(5),
-            image_pull_secret: None,
-            ssh_user: ssh::DEFAULT_USER.into(),
-        }
-    }
-}
-
-/// The routes' own flags as the command line gave them: each route reads its own by the ids of
-/// the args it made ([`Route::args`]); nothing else looks inside.
-#[derive(Debug, Clone)]
-pub struct Flags(clap::ArgMatches);
-
-impl Flags {
-    /// `matches` of a command that has every route's args (`diagnose`'s).
-    pub fn new(matches: clap::ArgMatches) -> Flags {
-        Flags(matches)
-    }
-
-    /// The value of flag `id` (its default when not given), None when it has neither.
-    pub fn one<T: Clone + Send + Sync + 'static>(&self, id: &str) -> Option<T> {
-        self.0.get_one::<T>(id).cloned()
-    }
-
-    /// Every value of the repeatable flag `id`, in the order given.
-    pub fn all<T: Clone + Send + Sync + 'static>(&self, id: &str) -> Vec<T> {
-        self.0
-            .get_many::<T>(id)
-            .map(|v| v.cloned().collect())
-            .unwrap_or_default()
-    }
-
-    /// Whether the switch `id` was given.
-    pub fn is_set(&self, id: &str) -> bool {
-        self.0.get_flag(id)
-    }
-
-    /// Every route's flags parsed from `argv` alone, for tests (the defaults with none given).
-    #[cfg(test)]
-    pub fn parse(argv: &[&str]) -> Flags {
-        let cmd = clap::Command::new("routes")
-            .no_binary_name(true)
-            .args(ROUTES.iter().flat_map(|r| r.args()));
-        Flags(cmd.try_get_matches_from(argv).unwrap())
-    }
-}
-
-/// A route that cannot reach any node, and says why for each.
-pub struct Unavailable(pub ReachError);
-
-impl Session for Unavailable {
-    fn doing(&self, nodes: usize) -> String {
-        format!("{nodes} control-plane nodes cannot be reached")
-    }
-    fn unavailable(&self) -> Option<&ReachError> {
-        Some(&self.0)
-    }
-    fn probe<'a>(
-        &'a self,
-        _: &'a Target,
-        _: &'a Address,
-        _: &'a Run<'a>,
-    ) -> BoxFuture<'a, Reached> {
-        Box::pin(async move { Err(self.0.clone()).into() })
-    }
-}
-
 /// Runs `session` on every target, at most `parallel` at once, each node's result a value (a
 /// node that could not be reached is not an early return). The order is the targets'. Every
 /// document is checked here, whatever the route, to come from the node it was sent to (its
 /// addresses hold the target's IP, its host name is the node's: [`identity`]); one from another
 /// machine is an `IdentityMismatch`, an unreached node.
 pub async fn probe_all(
-    session: &dyn Session,
+    session: &Session<'_>,
     targets: &[Target],
     run: &Run<'_>,
     parallel: usize,
     progress: &Progress,
 ) -> Vec<NodeReport> {
-    let steps = &progress.steps(session.doing(targets.len()), targets.len());
+    let unavailable = match session {
+        Session::Unavailable(why) => Some(why),
+        _ => None,
+    };
+    let doing = session.doing(targets.len());
+    probe_each(doing, unavailable, targets, parallel, progress, |t, at| {
+        session.probe(t, at, run)
+    })
+    .await
+}
+
+/// [`probe_all`]'s fan-out, with `probe` reaching one node: `unavailable` explains every node
+/// instead, when the route can reach none.
+async fn probe_each<'t, F, R>(
+    doing: String,
+    unavailable: Option<&ReachError>,
+    targets: &'t [Target],
+    parallel: usize,
+    progress: &Progress,
+    probe: F,
+) -> Vec<NodeReport>
+where
+    F: Fn(&'t Target, &'t Address) -> R,
+    R: std::future::Future<Output = Reached>,
+{
+    let steps = &progress.steps(doing, targets.len());
+    let probe = &probe;
     futures::stream::iter(targets)
         .map(|t| async move {
-            let reached = match (session.unavailable(), &t.address) {
+            let reached = match (unavailable, &t.address) {
                 (Some(why), _) => Err(why.clone()).into(),
                 (None, None) => Err(ReachError::no_address()).into(),
                 (None, Some(at)) => {
-                    let r = session.probe(t, at, run).await;
+                    let r = probe(t, at).await;
                     Reached {
                         outcome: identity::confirm(r.outcome, at.ip, &[&t.node_name, &t.name]),
                         ..r
@@ -442,43 +439,14 @@ pub fn run_id() -> String {
 mod tests {
     use super::*;
 
-    /// The driver over `targets` with `session`, `parallel` at once, nothing tracked.
-    async fn drive(session: &dyn Session, targets: &[Target], parallel: usize) -> Vec<NodeReport> {
-        let tracker = PodTracker::default();
-        let run = Run {
-            tracker: &tracker,
-            bound: Duration::from_secs(1),
-            keep: false,
-        };
-        probe_all(session, targets, &run, parallel, &Progress::hidden()).await
-    }
-
-    #[test]
-    fn every_route_has_its_own_name_and_flags() {
-        let mut names: Vec<&str> = ROUTES.iter().map(|r| r.name()).collect();
-        names.sort();
-        names.dedup();
-        assert_eq!(names.len(), ROUTES.len());
-        for r in ROUTES {
-            assert_eq!(by_name(r.name()).unwrap().name(), r.name());
-            assert!(!r.help().is_empty());
-        }
-        assert!(by_name("auto").is_none(), "auto is resolved by `via`");
-        // One flag, one route: ids and long names are nobody else's.
-        for key in [
-            |a: &clap::Arg| a.get_id().to_string(),
-            |a: &clap::Arg| a.get_long().unwrap_or_default().to_string(),
-        ] {
-            let mut all: Vec<String> = ROUTES
-                .iter()
-                .flat_map(|r| r.args())
-                .map(|a| key(&a))
-                .collect();
-            let n = all.len();
-            all.sort();
-            all.dedup();
-            assert_eq!(all.len(), n, "{all:?}");
-        }
+    /// The driver over `targets` with `probe` reaching each, `parallel` at once.
+    async fn drive<'t, F, R>(targets: &'t [Target], parallel: usize, probe: F) -> Vec<NodeReport>
+    where
+        F: Fn(&'t Target, &'t Address) -> R,
+        R: std::future::Future<Output = Reached>,
+    {
+        let doing = "probing".to_string();
+        probe_each(doing, None, targets, parallel, &Progress::hidden(), probe).await
     }
 
     #[test]
@@ -555,30 +523,14 @@ mod tests {
     #[tokio::test]
     async fn the_driver_never_runs_more_than_parallel_at_once() {
         use std::sync::atomic::{AtomicUsize, Ordering};
-        #[derive(Default)]
-        struct Counting {
-            now: AtomicUsize,
-            most: AtomicUsize,
-        }
-        impl Session for Counting {
-            fn doing(&self, n: usize) -> String {
-                format!("counting {n}")
-            }
-            fn probe<'a>(
-                &'a self,
-                _: &'a Target,
-                _: &'a Address,
-                _: &'a Run<'a>,
-            ) -> BoxFuture<'a, Reached> {
-                Box::pin(async move {
-                    let now = self.now.fetch_add(1, Ordering::SeqCst) + 1;
-                    self.most.fetch_max(now, Ordering::SeqCst);
-                    tokio::time::sleep(Duration::from_millis(5)).await;
-                    self.now.fetch_sub(1, Ordering::SeqCst);
-                    Err(ReachError::no_address()).into()
-                })
-            }
-        }
+        let (now, most) = (AtomicUsize::new(0), AtomicUsize::new(0));
+        let counting = |_, _| async {
+            let n = now.fetch_add(1, Ordering::SeqCst) + 1;
+            most.fetch_max(n, Ordering::SeqCst);
+            tokio::time::sleep(Duration::from_millis(5)).await;
+            now.fetch_sub(1, Ordering::SeqCst);
+            Err(ReachError::no_address()).into()
+        };
         let targets: Vec<Target> = (0..50)
             .map(|i| Target {
                 name: format!("n{i}"),
@@ -589,11 +541,10 @@ mod tests {
                 }),
             })
             .collect();
-        let session = Counting::default();
-        let reports = drive(&session, &targets, 7).await;
+        let reports = drive(&targets, 7, counting).await;
         assert_eq!(reports.len(), 50);
         assert_eq!(
-            session.most.load(Ordering::SeqCst),
+            most.load(Ordering::SeqCst),
             7,
             "bounded, and the bound is used"
         );
@@ -602,35 +553,22 @@ mod tests {
     /// Whatever the route, a document from another machine than the target is not the target's.
     #[tokio::test]
     async fn the_driver_refuses_a_document_from_another_node() {
-        /// Every address answers with cp1's document (one VM behind every IP).
-        struct AllCp1;
-        impl Session for AllCp1 {
-            fn doing(&self, n: usize) -> String {
-                format!("all cp1 {n}")
+        // Every address answers with cp1's document (one VM behind every IP).
+        let all_cp1 = |_, _| async {
+            let doc = std::fs::read(concat!(
+                env!("CARGO_MANIFEST_DIR"),
+                "/tests/fixtures/probe-output/healthy-node.json"
+            ))
+            .unwrap();
+            Reached {
+                outcome: Ok(crate::probe::parse::parse("cp", &doc).unwrap()),
+                reach: Vec::new(),
+                host_key: crate::probe::HostKey::from_openssh(
+                    "ssh-ed25519",
+                    "AAAAC3NzaC1lZDI1NTE5AAAAIAQfFjWaK1mOC5cvxpw4GfdsrHvjpnqWbEa1XRgLc1DY",
+                ),
             }
-            fn probe<'a>(
-                &'a self,
-                _: &'a Target,
-                _: &'a Address,
-                _: &'a Run<'a>,
-            ) -> BoxFuture<'a, Reached> {
-                Box::pin(async move {
-                    let doc = std::fs::read(concat!(
-                        env!("CARGO_MANIFEST_DIR"),
-                        "/tests/fixtures/probe-output/healthy-node.json"
-                    ))
-                    .unwrap();
-                    Reached {
-                        outcome: Ok(crate::probe::parse::parse("cp", &doc).unwrap()),
-                        reach: Vec::new(),
-                        host_key: crate::probe::HostKey::from_openssh(
-                            "ssh-ed25519",
-                            "AAAAC3NzaC1lZDI1NTE5AAAAIAQfFjWaK1mOC5cvxpw4GfdsrHvjpnqWbEa1XRgLc1DY",
-                        ),
-                    }
-                })
-            }
-        }
+        };
         // The fixture's node: host name tkc-1-control-plane-node1, address 198.18.0.11.
         let target = |name: &str, ip: &str| Target {
             name: name.into(),
@@ -646,7 +584,7 @@ mod tests {
             // The right address, another host name: two machines with one IP.
             target("tkc-1-control-plane-node3", "198.18.0.11"),
         ];
-        let reports = drive(&AllCp1, &targets, 2).await;
+        let reports = drive(&targets, 2, all_cp1).await;
         assert!(reports[0].outcome.is_ok(), "{:?}", reports[0].outcome);
         for r in &reports[1..] {
             let e = r.outcome.as_ref().unwrap_err();
@@ -678,26 +616,16 @@ mod tests {
 
     #[tokio::test]
     async fn the_driver_keeps_order_and_reports_nodes_without_an_address() {
-        struct Echo;
-        impl Session for Echo {
-            fn doing(&self, n: usize) -> String {
-                format!("echo {n}")
-            }
-            fn probe<'a>(
-                &'a self,
-                t: &'a Target,
-                _: &'a Address,
-                _: &'a Run<'a>,
-            ) -> BoxFuture<'a, Reached> {
-                Box::pin(async move {
-                    Err(ReachError {
-                        kind: crate::probe::ReachErrorKind::Other,
-                        message: t.name.clone(),
-                    })
-                    .into()
+        let echo = |t: &Target, _| {
+            let name = t.name.clone();
+            async move {
+                Err(ReachError {
+                    kind: crate::probe::ReachErrorKind::Other,
+                    message: name,
                 })
+                .into()
             }
-        }
+        };
         let target = |name: &str, ip: Option<&str>| Target {
             name: name.into(),
             node_name: name.into(),
@@ -709,7 +637,7 @@ mod tests {
         let targets: Vec<Target> = (0..40)
             .map(|i| target(&format!("n{i}"), (i != 7).then_some("198.18.0.11")))
             .collect();
-        let reports = drive(&Echo, &targets, 4).await;
+        let reports = drive(&targets, 4, echo).await;
         assert_eq!(reports.len(), 40);
         for (i, r) in reports.iter().enumerate() {
             assert_eq!(r.name, format!("n{i}"));
@@ -720,6 +648,38 @@ mod tests {
             } else {
                 assert_eq!(e.message, r.name, "the session saw its own target");
             }
+        }
+    }
+
+    /// A route that can reach no node says why for every node, one without an address too.
+    #[tokio::test]
+    async fn an_unavailable_route_explains_every_node() {
+        let why = ReachError {
+            kind: crate::probe::ReachErrorKind::Unreachable,
+            message: "the workload API does not answer".into(),
+        };
+        let targets: Vec<Target> = (0..3)
+            .map(|i| Target {
+                name: format!("n{i}"),
+                node_name: format!("n{i}"),
+                address: (i != 1).then(|| Address {
+                    ip: "198.18.0.11".parse().unwrap(),
+                    probe: ProbeArgs::default(),
+                }),
+            })
+            .collect();
+        let tracker = PodTracker::default();
+        let run = Run {
+            tracker: &tracker,
+            bound: Duration::from_secs(1),
+            keep: false,
+        };
+        let session = Session::Unavailable(why.clone());
+        assert_eq!(session.doing(3), "3 control-plane nodes cannot be reached");
+        let reports = probe_all(&session, &targets, &run, 2, &Progress::hidden()).await;
+        assert_eq!(reports.len(), 3);
+        for r in &reports {
+            assert_eq!(r.outcome.as_ref().unwrap_err(), &why, "{}", r.name);
         }
     }
 }

@@ -11,8 +11,6 @@
 
 use std::time::Duration;
 
-use clap::{Arg, ArgAction};
-use futures::future::BoxFuture;
 use k8s_openapi::api::core::v1::{
     Capabilities, Container, HostPathVolumeSource, Pod, PodSpec, SeccompProfile, SecurityContext,
     Toleration, Volume, VolumeMount,
@@ -21,10 +19,7 @@ use k8s_openapi_ext::{ContainerExt, PodSpecExt};
 use kube::api::Api;
 
 use super::lifecycle::{self, Host, PodApi};
-use super::{
-    Address, Configured, Env, Flags, PodBasics, Reached, Route, Run, Session, Shared, Target,
-    Unavailable,
-};
+use super::{Address, Env, PodBasics, Reached, Run, Session, Target};
 use crate::error::Result;
 use crate::probe::script;
 use crate::probe::{ReachError, ReachErrorKind};
@@ -126,69 +121,48 @@ pub fn debug_pod(name: &str, node_name: &str, settings: &PodSettings, command: &
     )
 }
 
-/// Route `pod`: works while the workload cluster's API answers.
-pub struct PodRoute;
+/// `--via pod`'s help line.
+pub const HELP: &str = "A debug pod pinned to each node (host network, the host's / at /host), through the workload cluster's API";
 
-impl Route for PodRoute {
-    fn name(&self) -> &'static str {
-        "pod"
-    }
+/// The pod route's flags, and `--image-pull-secret`, which every pod of the run gets (the
+/// jumpbox's too): one block because `--help` shows it between the two.
+#[derive(Debug, Clone, clap::Args)]
+pub struct PodArgs {
+    /// Image of the probe pods (needs only chroot and sh; the probe uses the node's tools)
+    #[arg(long, value_name = "IMAGE", default_value = DEFAULT_IMAGE)]
+    pub image: String,
 
-    fn help(&self) -> &'static str {
-        "A debug pod pinned to each node (host network, the host's / at /host), through the workload cluster's API"
-    }
+    /// Pull secret for --image, in the pods' namespace
+    #[arg(long, value_name = "SECRET")]
+    pub image_pull_secret: Option<String>,
 
-    /// `--image` and `--pod-namespace`.
-    fn args(&self) -> Vec<Arg> {
-        vec![
-            Arg::new("image")
-                .long("image")
-                .value_name("IMAGE")
-                .action(ArgAction::Set)
-                .default_value(DEFAULT_IMAGE)
-                .help("Image of the probe pods (needs only chroot and sh; the probe uses the node's tools)"),
-            Arg::new("pod_namespace")
-                .long("pod-namespace")
-                .value_name("NAMESPACE")
-                .action(ArgAction::Set)
-                .default_value(DEFAULT_NAMESPACE)
-                .value_parser(crate::names::parse_namespace)
-                .help("Namespace of the probe pods in the workload cluster (must allow privileged pods)"),
-        ]
-    }
-
-    fn configure(&self, shared: &Shared, flags: &Flags) -> Box<dyn Configured> {
-        Box::new(PodSettings::new(shared, flags))
-    }
+    /// Namespace of the probe pods in the workload cluster (must allow privileged pods)
+    #[arg(long, value_name = "NAMESPACE", default_value = DEFAULT_NAMESPACE,
+          value_parser = crate::names::parse_namespace)]
+    pub pod_namespace: String,
 }
 
 impl PodSettings {
-    /// The pod route's settings for one cluster.
-    pub fn new(shared: &Shared, flags: &Flags) -> PodSettings {
+    /// The pod route's settings for one cluster: its flags, what every pod of the run has
+    /// (`basics`), and the run's `--api-timeout` and `--timeout`.
+    pub fn new(
+        args: &PodArgs,
+        basics: PodBasics,
+        api_timeout: Duration,
+        timeout: Duration,
+    ) -> PodSettings {
         PodSettings {
-            namespace: namespace(flags),
-            image: flags.one("image").unwrap_or_else(|| DEFAULT_IMAGE.into()),
-            basics: shared.pod_basics(),
+            namespace: args.pod_namespace.clone(),
+            image: args.image.clone(),
+            basics,
             // The requests (create, watch, logs) get more time than the quick check, never
             // more than the run's: each is bounded, headers and body (`bounds`).
-            workload_timeout: shared
-                .api_timeout
-                .max(Duration::from_secs(10))
-                .min(shared.timeout),
+            workload_timeout: api_timeout.max(Duration::from_secs(10)).min(timeout),
         }
     }
-}
 
-/// `--pod-namespace`: where the probe pods are in the workload cluster.
-pub fn namespace(flags: &Flags) -> String {
-    flags
-        .one("pod_namespace")
-        .unwrap_or_else(|| DEFAULT_NAMESPACE.into())
-}
-
-impl Configured for PodSettings {
     /// One pod per node it can reach.
-    fn would_create(&self, targets: &[Target]) -> Vec<Pod> {
+    pub fn would_create(&self, targets: &[Target]) -> Vec<Pod> {
         targets
             .iter()
             .filter_map(|t| {
@@ -203,74 +177,65 @@ impl Configured for PodSettings {
             .collect()
     }
 
-    fn open<'a>(
-        &'a self,
-        env: Env<'a>,
-        _: &'a [Target],
-    ) -> BoxFuture<'a, Result<Box<dyn Session + 'a>>> {
-        Box::pin(async move {
-            let api = &env.workload.api;
-            if !api.is_reachable() {
-                return Ok(Box::new(Unavailable(ReachError {
-                    kind: ReachErrorKind::Unreachable,
-                    message: format!(
-                        "the workload API does not answer ({}: {}), so no pod can run on the nodes; use --via jumpbox (through the Supervisor) or --via ssh",
-                        api.state, api.detail
-                    ),
-                })) as Box<dyn Session>);
-            }
-            let client = env.workload.client(self.workload_timeout)?;
-            Ok(Box::new(PodSession {
-                api: PodApi::new(Api::namespaced(client, &self.namespace), Host::Workload),
-                settings: self,
-            }) as Box<dyn Session>)
-        })
+    /// A session through the workload API, or [`Session::Unavailable`] when that does not answer.
+    pub fn open<'a>(&'a self, env: Env<'a>) -> Result<Session<'a>> {
+        let api = &env.workload.api;
+        if !api.is_reachable() {
+            return Ok(Session::Unavailable(ReachError {
+                kind: ReachErrorKind::Unreachable,
+                message: format!(
+                    "the workload API does not answer ({}: {}), so no pod can run on the nodes; use --via jumpbox (through the Supervisor) or --via ssh",
+                    api.state, api.detail
+                ),
+            }));
+        }
+        let client = env.workload.client(self.workload_timeout)?;
+        Ok(Session::Pod(PodSession {
+            api: PodApi::new(Api::namespaced(client, &self.namespace), Host::Workload),
+            settings: self,
+        }))
     }
 }
 
-struct PodSession<'a> {
+/// The opened pod route: one pod per node through the workload API.
+pub struct PodSession<'a> {
     api: PodApi,
     settings: &'a PodSettings,
 }
 
-impl Session for PodSession<'_> {
-    fn doing(&self, nodes: usize) -> String {
+impl PodSession<'_> {
+    /// The progress line while it runs.
+    pub fn doing(&self, nodes: usize) -> String {
         format!("probing {nodes} control-plane nodes with pods")
     }
 
-    fn probe<'a>(
-        &'a self,
-        t: &'a Target,
-        at: &'a Address,
-        run: &'a Run<'a>,
-    ) -> BoxFuture<'a, Reached> {
-        Box::pin(async move {
-            let pod = debug_pod(
-                &t.name,
-                &t.node_name,
-                self.settings,
-                &script::argv(&at.probe),
-            );
-            match lifecycle::run(&self.api, &pod, run.tracker, run.bound, run.keep).await {
-                Ok(done) => crate::probe::parse::parse(&t.name, done.log.as_bytes())
-                    .map_err(|e| ReachError {
-                        kind: ReachErrorKind::BadOutput,
-                        message: format!(
-                            "{e} (pod exit code {})",
-                            done.exit_code
-                                .map(|c| c.to_string())
-                                .unwrap_or_else(|| "?".into())
-                        ),
-                    })
-                    .into(),
-                Err(f) => Err(lifecycle::reach_error(
-                    f,
-                    &self.settings.namespace,
-                    "--image",
-                ))
+    /// Reaches the target at `at` and runs the probe there.
+    pub async fn probe(&self, t: &Target, at: &Address, run: &Run<'_>) -> Reached {
+        let pod = debug_pod(
+            &t.name,
+            &t.node_name,
+            self.settings,
+            &script::argv(&at.probe),
+        );
+        match lifecycle::run(&self.api, &pod, run.tracker, run.bound, run.keep).await {
+            Ok(done) => crate::probe::parse::parse(&t.name, done.log.as_bytes())
+                .map_err(|e| ReachError {
+                    kind: ReachErrorKind::BadOutput,
+                    message: format!(
+                        "{e} (pod exit code {})",
+                        done.exit_code
+                            .map(|c| c.to_string())
+                            .unwrap_or_else(|| "?".into())
+                    ),
+                })
                 .into(),
-            }
-        })
+            Err(f) => Err(lifecycle::reach_error(
+                f,
+                &self.settings.namespace,
+                "--image",
+            ))
+            .into(),
+        }
     }
 }
 
@@ -292,36 +257,33 @@ mod tests {
     }
 
     #[test]
-    fn settings_come_from_the_shared_context_and_the_routes_flags() {
-        let shared = Shared {
-            image_pull_secret: Some("regcred".into()),
-            ..Shared::example()
-        };
-        let s = PodSettings::new(&shared, &Flags::parse(&[]));
+    fn settings_come_from_the_routes_flags_and_the_runs_bounds() {
+        let basics = settings().basics;
+        let args = crate::route::RouteArgs::parse(&[]).pod;
+        let secs = Duration::from_secs;
+        let s = PodSettings::new(&args, basics.clone(), secs(5), secs(120));
         assert_eq!(
             (s.namespace.as_str(), s.image.as_str()),
             ("kube-system", DEFAULT_IMAGE)
         );
-        assert_eq!(s.basics.run_id, "bcdfg");
-        assert_eq!(s.basics.image_pull_secret.as_deref(), Some("regcred"));
-        assert_eq!(s.workload_timeout, Duration::from_secs(10), "at least 10s");
-        let flags = Flags::parse(&["--pod-namespace", "etcdnet", "--image", "busybox"]);
-        let s = PodSettings::new(
-            &Shared {
-                api_timeout: Duration::from_secs(300),
-                ..shared
-            },
-            &flags,
-        );
+        assert_eq!(s.basics.run_id, "k3x9q");
+        assert_eq!(s.workload_timeout, secs(10), "at least 10s");
+        let args = crate::route::RouteArgs::parse(&[
+            "--pod-namespace",
+            "etcdnet",
+            "--image",
+            "busybox",
+            "--image-pull-secret",
+            "regcred",
+        ])
+        .pod;
+        assert_eq!(args.image_pull_secret.as_deref(), Some("regcred"));
+        let s = PodSettings::new(&args, basics, secs(300), secs(120));
         assert_eq!(
             (s.namespace.as_str(), s.image.as_str()),
             ("etcdnet", "busybox")
         );
-        assert_eq!(
-            s.workload_timeout,
-            Duration::from_secs(120),
-            "at most --timeout"
-        );
+        assert_eq!(s.workload_timeout, secs(120), "at most --timeout");
     }
 
     #[test]

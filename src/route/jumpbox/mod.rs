@@ -15,17 +15,12 @@
 //! What this route shares with the ssh route (the ssh command line, ssh's failures, the key's
 //! secret) it takes from [`super::ssh`], which imports nothing from here.
 
-use clap::{Arg, ArgAction};
-use futures::future::BoxFuture;
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::Api;
 
 use super::lifecycle::{Host, PodApi};
 use super::ssh::SshSettings;
-use super::{
-    Address, Configured, Env, Flags, PodBasics, Route, Session, Shared, Target, Unavailable,
-};
-use crate::error::Result;
+use super::{Address, Env, PodBasics, Session, Target};
 pub use crate::probe::{PortReach, PortState};
 use crate::probe::{ReachError, ReachErrorKind};
 
@@ -33,7 +28,7 @@ mod framing;
 mod session;
 mod spec;
 pub use framing::{frame, read_log, split_log};
-use session::JumpboxSession;
+pub use session::JumpboxSession;
 pub use spec::{
     jumpbox_pod, log_limit, new_nonce, pod_name, ARGV_NONCE, ARGV_VMS, DEFAULT_IMAGE,
     DRY_RUN_NONCE, JUMPBOX_SH, KEY_DIR, NOBODY, NODE_OUTPUT_CAP,
@@ -56,44 +51,21 @@ fn addressed(targets: &[Target]) -> impl Iterator<Item = (&Target, &Address)> {
         .filter_map(|t| t.address.as_ref().map(|a| (t, a)))
 }
 
-/// Route `jumpbox`: one pod in the vSphere Namespace, from the Supervisor, for every VM.
-pub struct JumpboxRoute;
+/// `--via jumpbox`'s help line.
+pub const HELP: &str =
+    "One pod in the vSphere Namespace that SSHes to every VM with the <cluster>-ssh key";
 
-impl Route for JumpboxRoute {
-    fn name(&self) -> &'static str {
-        "jumpbox"
-    }
-
-    fn help(&self) -> &'static str {
-        "One pod in the vSphere Namespace that SSHes to every VM with the <cluster>-ssh key"
-    }
-
-    /// `--jumpbox-image`.
-    fn args(&self) -> Vec<Arg> {
-        vec![Arg::new("jumpbox_image")
-            .long("jumpbox-image")
-            .value_name("IMAGE")
-            .action(ArgAction::Set)
-            .default_value(DEFAULT_IMAGE)
-            .help("Image of the jumpbox pods (needs an ssh client and sh)")]
-    }
-
-    fn configure(&self, shared: &Shared, flags: &Flags) -> Box<dyn Configured> {
-        Box::new(JumpboxSettings {
-            namespace: shared.namespace.clone(),
-            cluster: shared.cluster.clone(),
-            image: flags
-                .one("jumpbox_image")
-                .unwrap_or_else(|| DEFAULT_IMAGE.into()),
-            basics: shared.pod_basics(),
-            ssh: shared.ssh(),
-        })
-    }
+/// The jumpbox route's flags.
+#[derive(Debug, Clone, clap::Args)]
+pub struct JumpboxArgs {
+    /// Image of the jumpbox pods (needs an ssh client and sh)
+    #[arg(long, value_name = "IMAGE", default_value = DEFAULT_IMAGE)]
+    pub jumpbox_image: String,
 }
 
-impl Configured for JumpboxSettings {
+impl JumpboxSettings {
     /// One pod for every VM with an address (none when no VM has one).
-    fn would_create(&self, targets: &[Target]) -> Vec<Pod> {
+    pub fn would_create(&self, targets: &[Target]) -> Vec<Pod> {
         let vms: Vec<&Address> = addressed(targets).map(|(_, a)| a).collect();
         if vms.is_empty() {
             return Vec::new();
@@ -101,28 +73,23 @@ impl Configured for JumpboxSettings {
         vec![jumpbox_pod(&vms, DRY_RUN_NONCE, self)]
     }
 
-    fn open<'a>(
-        &'a self,
-        env: Env<'a>,
-        targets: &'a [Target],
-    ) -> BoxFuture<'a, Result<Box<dyn Session + 'a>>> {
-        Box::pin(async move {
-            let Some(nonce) = new_nonce() else {
-                return Ok(Box::new(Unavailable(ReachError {
-                    kind: ReachErrorKind::Other,
-                    message: "the system gave no random bytes for the jumpbox's log framing, so no jumpbox pod was made; try again, or use --via ssh".into(),
-                })) as Box<dyn Session>);
-            };
-            Ok(Box::new(JumpboxSession::new(
-                PodApi::new(
-                    Api::namespaced(env.supervisor.clone(), &self.namespace),
-                    Host::Supervisor,
-                ),
-                self,
-                addressed(targets).collect(),
-                nonce,
-            )) as Box<dyn Session>)
-        })
+    /// The session of the one pod for `targets`' VMs; it needs no I/O before the first node.
+    pub fn open<'a>(&'a self, env: Env<'a>, targets: &'a [Target]) -> Session<'a> {
+        let Some(nonce) = new_nonce() else {
+            return Session::Unavailable(ReachError {
+                kind: ReachErrorKind::Other,
+                message: "the system gave no random bytes for the jumpbox's log framing, so no jumpbox pod was made; try again, or use --via ssh".into(),
+            });
+        };
+        Session::Jumpbox(JumpboxSession::new(
+            PodApi::new(
+                Api::namespaced(env.supervisor.clone(), &self.namespace),
+                Host::Supervisor,
+            ),
+            self,
+            addressed(targets).collect(),
+            nonce,
+        ))
     }
 }
 

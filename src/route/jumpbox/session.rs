@@ -1,7 +1,6 @@
 //! The jumpbox route's session: runs the one pod on the first node the driver asks for, and
 //! hands every node its own section of the pod's log.
 
-use futures::future::BoxFuture;
 use tokio::sync::OnceCell;
 
 use super::framing::{read_log, split_log};
@@ -9,10 +8,10 @@ use super::spec::{jumpbox_pod, log_limit};
 use super::JumpboxSettings;
 use crate::probe::{ReachError, ReachErrorKind};
 use crate::route::lifecycle::{self, PodApi};
-use crate::route::{Address, Reached, Run, Session, Target};
+use crate::route::{Address, Reached, Run, Target};
 
 /// The opened jumpbox route: the one pod's run, shared by every VM.
-pub(super) struct JumpboxSession<'a> {
+pub struct JumpboxSession<'a> {
     api: PodApi,
     settings: &'a JumpboxSettings,
     /// The targets the session was opened for that have an address, with it: the pod's VMs,
@@ -86,34 +85,29 @@ impl<'a> JumpboxSession<'a> {
     }
 }
 
-impl Session for JumpboxSession<'_> {
-    fn doing(&self, nodes: usize) -> String {
+impl JumpboxSession<'_> {
+    /// The progress line while it runs.
+    pub fn doing(&self, nodes: usize) -> String {
         format!("probing {nodes} control-plane VMs through one jumpbox pod in the Supervisor")
     }
 
-    fn probe<'a>(
-        &'a self,
-        t: &'a Target,
-        _: &'a Address,
-        run: &'a Run<'a>,
-    ) -> BoxFuture<'a, Reached> {
-        Box::pin(async move {
-            let Some(index) = self.vms.iter().position(|(v, _)| *v == t) else {
-                return Err(ReachError {
-                    kind: ReachErrorKind::Other,
-                    message: format!(
-                        "{} is not among the VMs the jumpbox pod was made for",
-                        t.name
-                    ),
-                })
-                .into();
-            };
-            // The first node asked for runs the pod; the others wait for it and take their
-            // own section.
-            match self.results.get_or_init(|| self.run_pod(run)).await {
-                Ok(all) => all[index].clone(),
-                Err(e) => Err(e.clone()).into(),
-            }
-        })
+    /// Reaches the target at `at` and runs the probe there.
+    pub async fn probe(&self, t: &Target, _: &Address, run: &Run<'_>) -> Reached {
+        let Some(index) = self.vms.iter().position(|(v, _)| *v == t) else {
+            return Err(ReachError {
+                kind: ReachErrorKind::Other,
+                message: format!(
+                    "{} is not among the VMs the jumpbox pod was made for",
+                    t.name
+                ),
+            })
+            .into();
+        };
+        // The first node asked for runs the pod; the others wait for it and take their
+        // own section.
+        match self.results.get_or_init(|| self.run_pod(run)).await {
+            Ok(all) => all[index].clone(),
+            Err(e) => Err(e.clone()).into(),
+        }
     }
 }

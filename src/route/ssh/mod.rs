@@ -10,11 +10,7 @@
 
 use std::path::PathBuf;
 
-use clap::{Arg, ArgAction};
-use futures::future::BoxFuture;
-use k8s_openapi::api::core::v1::Pod;
-
-use super::{Configured, Env, Flags, Route, Session, Shared, Target};
+use super::{Env, Session};
 use crate::error::{Error, Result};
 
 mod client;
@@ -26,7 +22,7 @@ pub use client::classify_failure;
 pub use options::*;
 pub use run_dir::RunDir;
 pub use secret::{secret_name, KEY_FILE};
-use session::SshSession;
+pub use session::SshSession;
 pub use session::MAX_STDERR_BYTES;
 
 /// Where the ssh route's key comes from.
@@ -49,110 +45,82 @@ pub struct SshRouteSettings {
     pub namespace: String,
 }
 
-/// Route `ssh`: the admin's own `ssh` to every VM.
-pub struct SshRoute;
+/// `--via ssh`'s help line.
+pub const HELP: &str =
+    "ssh from this machine to each VM (VMs routable from here, or --ssh-option ProxyJump=...)";
 
-impl Route for SshRoute {
-    fn name(&self) -> &'static str {
-        "ssh"
-    }
+/// The ssh route's flags.
+#[derive(Debug, Clone, clap::Args)]
+pub struct SshArgs {
+    /// ssh route: this private key instead of the cluster's <cluster>-ssh secret
+    #[arg(long, value_name = "PATH", conflicts_with = "ssh_agent")]
+    pub ssh_identity: Option<PathBuf>,
 
-    fn help(&self) -> &'static str {
-        "ssh from this machine to each VM (VMs routable from here, or --ssh-option ProxyJump=...)"
-    }
+    /// ssh route: use the running ssh-agent instead of the cluster's <cluster>-ssh secret
+    #[arg(long)]
+    pub ssh_agent: bool,
 
-    /// `--ssh-identity`, `--ssh-agent` and `--ssh-option`.
-    fn args(&self) -> Vec<Arg> {
-        vec![
-            Arg::new("ssh_identity")
-                .long("ssh-identity")
-                .value_name("PATH")
-                .action(ArgAction::Set)
-                .value_parser(clap::value_parser!(PathBuf))
-                .conflicts_with("ssh_agent")
-                .help("ssh route: this private key instead of the cluster's <cluster>-ssh secret"),
-            Arg::new("ssh_agent")
-                .long("ssh-agent")
-                .action(ArgAction::SetTrue)
-                .help("ssh route: use the running ssh-agent instead of the cluster's <cluster>-ssh secret"),
-            Arg::new("ssh_option")
-                .long("ssh-option")
-                .value_name("KEY=VALUE")
-                .action(ArgAction::Append)
-                .value_parser(user_option)
-                .help("ssh route: an option passed to ssh -o (repeatable), e.g. ProxyJump=admin@bastion"),
-        ]
-    }
-
-    fn configure(&self, shared: &Shared, flags: &Flags) -> Box<dyn Configured> {
-        Box::new(SshRouteSettings::new(shared, flags))
-    }
+    /// ssh route: an option passed to ssh -o (repeatable), e.g. ProxyJump=admin@bastion
+    #[arg(long, value_name = "KEY=VALUE", value_parser = user_option)]
+    pub ssh_option: Vec<String>,
 }
 
 impl SshRouteSettings {
-    /// The ssh route's settings for one cluster.
-    pub fn new(shared: &Shared, flags: &Flags) -> SshRouteSettings {
+    /// The ssh route's settings for `cluster` in `namespace`: its flags added to the `ssh`
+    /// basics it shares with the jumpbox.
+    pub fn new(
+        args: &SshArgs,
+        ssh: SshSettings,
+        cluster: &str,
+        namespace: &str,
+    ) -> SshRouteSettings {
         // `--ssh-identity` / `--ssh-agent`, else the cluster's secret.
-        let key = match (
-            flags.one::<PathBuf>("ssh_identity"),
-            flags.is_set("ssh_agent"),
-        ) {
-            (Some(path), _) => SshKey::File(path),
+        let key = match (&args.ssh_identity, args.ssh_agent) {
+            (Some(path), _) => SshKey::File(path.clone()),
             (None, true) => SshKey::Agent,
             (None, false) => SshKey::ClusterSecret,
         };
         SshRouteSettings {
             ssh: SshSettings {
-                options: flags.all("ssh_option"),
-                ..shared.ssh()
+                options: args.ssh_option.clone(),
+                ..ssh
             },
             key,
-            cluster: shared.cluster.clone(),
-            namespace: shared.namespace.clone(),
+            cluster: cluster.into(),
+            namespace: namespace.into(),
         }
     }
-}
 
-impl Configured for SshRouteSettings {
-    /// It creates no object: only processes on this machine.
-    fn would_create(&self, _: &[Target]) -> Vec<Pod> {
-        Vec::new()
-    }
-
-    fn open<'a>(
-        &'a self,
-        env: Env<'a>,
-        _: &'a [Target],
-    ) -> BoxFuture<'a, Result<Box<dyn Session + 'a>>> {
-        Box::pin(async move {
-            let s = self;
-            let mut files = RunDir::create().map_err(|e| {
-                Error::config_from("cannot create a private temporary directory for ssh", e)
-            })?;
-            if option_path(files.path()).is_none() {
-                return Err(Error::config(format!(
-                    "the temporary directory {:?} cannot be named in an ssh option (blanks, quotes or %); set TMPDIR to a plain path",
-                    files.path().display().to_string()
-                )));
+    /// Writes the run's files (the cluster's key, unless another is given) and makes the
+    /// session; it creates no object, only processes on this machine.
+    pub async fn open<'a>(&'a self, env: Env<'a>) -> Result<Session<'a>> {
+        let s = self;
+        let mut files = RunDir::create().map_err(|e| {
+            Error::config_from("cannot create a private temporary directory for ssh", e)
+        })?;
+        if option_path(files.path()).is_none() {
+            return Err(Error::config(format!(
+                "the temporary directory {:?} cannot be named in an ssh option (blanks, quotes or %); set TMPDIR to a plain path",
+                files.path().display().to_string()
+            )));
+        }
+        let identity = match &s.key {
+            SshKey::File(path) => Some(path.clone()),
+            SshKey::Agent => None,
+            SshKey::ClusterSecret => {
+                let key = secret::read_key(env.supervisor, &s.namespace, &s.cluster).await?;
+                Some(
+                    files
+                        .write_key(&key)
+                        .map_err(|e| Error::config_from("cannot write a temporary key file", e))?,
+                )
             }
-            let identity = match &s.key {
-                SshKey::File(path) => Some(path.clone()),
-                SshKey::Agent => None,
-                SshKey::ClusterSecret => {
-                    let key = secret::read_key(env.supervisor, &s.namespace, &s.cluster).await?;
-                    Some(
-                        files.write_key(&key).map_err(|e| {
-                            Error::config_from("cannot write a temporary key file", e)
-                        })?,
-                    )
-                }
-            };
-            Ok(Box::new(SshSession {
-                settings: &s.ssh,
-                identity,
-                files,
-            }) as Box<dyn Session>)
-        })
+        };
+        Ok(Session::Ssh(SshSession {
+            settings: &s.ssh,
+            identity,
+            files,
+        }))
     }
 }
 
@@ -164,8 +132,15 @@ mod tests {
 
     #[test]
     fn the_key_and_options_come_from_the_routes_flags() {
-        let shared = Shared::example();
-        let of = |argv: &[&str]| SshRouteSettings::new(&shared, &Flags::parse(argv));
+        let basics = SshSettings {
+            user: DEFAULT_USER.into(),
+            connect_timeout: Duration::from_secs(3),
+            options: Vec::new(),
+        };
+        let of = |argv: &[&str]| {
+            let args = crate::route::RouteArgs::parse(argv).ssh;
+            SshRouteSettings::new(&args, basics.clone(), "tkc", "ns")
+        };
         let s = of(&[]);
         assert_eq!(s.key, SshKey::ClusterSecret);
         assert_eq!((s.cluster.as_str(), s.namespace.as_str()), ("tkc", "ns"));

@@ -9,7 +9,6 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
 
-use futures::future::BoxFuture;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 
 use super::client::classify_failure;
@@ -18,55 +17,50 @@ use super::run_dir::{recorded_host_key, RunDir};
 use crate::probe::parse::MAX_OUTPUT_BYTES;
 use crate::probe::script::{self, ProbeArgs};
 use crate::probe::{ProbeOutput, ReachError, ReachErrorKind};
-use crate::route::{Address, Reached, Run, Session, Target};
+use crate::route::{Address, Reached, Run, Target};
 
 /// An opened ssh route. It owns the run's files (the key, the known_hosts files): they are
 /// removed when the session is dropped, which is every way the run ends (Ctrl-C drops the future
 /// that owns it).
-pub(super) struct SshSession<'a> {
+pub struct SshSession<'a> {
     pub(super) settings: &'a SshSettings,
     pub(super) identity: Option<PathBuf>,
     pub(super) files: RunDir,
 }
 
-impl Session for SshSession<'_> {
-    fn doing(&self, nodes: usize) -> String {
+impl SshSession<'_> {
+    /// The progress line while it runs.
+    pub fn doing(&self, nodes: usize) -> String {
         format!("probing {nodes} control-plane VMs over ssh")
     }
 
-    fn probe<'a>(
-        &'a self,
-        _: &'a Target,
-        at: &'a Address,
-        run: &'a Run<'a>,
-    ) -> BoxFuture<'a, Reached> {
-        Box::pin(async move {
-            let known_hosts = self.files.known_hosts(at.ip);
-            // The directory passed `option_path` at open; an IP adds only plain characters.
-            let outcome = match option_path(&known_hosts) {
-                Some(kh) => {
-                    probe_one(
-                        &at.ip.to_string(),
-                        &at.probe,
-                        self.settings,
-                        self.identity.as_deref(),
-                        &kh,
-                        run.bound,
-                    )
-                    .await
-                }
-                None => Err(ReachError {
-                    kind: ReachErrorKind::Other,
-                    message: format!("{} cannot be named in an ssh option", known_hosts.display()),
-                }),
-            };
-            Reached {
-                outcome,
-                reach: Vec::new(),
-                // Recorded on first contact, before authentication: known for a failed login too.
-                host_key: recorded_host_key(&known_hosts),
+    /// Reaches the target at `at` and runs the probe there.
+    pub async fn probe(&self, _: &Target, at: &Address, run: &Run<'_>) -> Reached {
+        let known_hosts = self.files.known_hosts(at.ip);
+        // The directory passed `option_path` at open; an IP adds only plain characters.
+        let outcome = match option_path(&known_hosts) {
+            Some(kh) => {
+                probe_one(
+                    &at.ip.to_string(),
+                    &at.probe,
+                    self.settings,
+                    self.identity.as_deref(),
+                    &kh,
+                    run.bound,
+                )
+                .await
             }
-        })
+            None => Err(ReachError {
+                kind: ReachErrorKind::Other,
+                message: format!("{} cannot be named in an ssh option", known_hosts.display()),
+            }),
+        };
+        Reached {
+            outcome,
+            reach: Vec::new(),
+            // Recorded on first contact, before authentication: known for a failed login too.
+            host_key: recorded_host_key(&known_hosts),
+        }
     }
 }
 
