@@ -1019,7 +1019,10 @@ fn a_drowned_namespace_against_the_most_vms_is_quick() {
     let start = std::time::Instant::now();
     let e = run_with(objects(&text), |i| i.vms = many);
     eprintln!("drowned, 16 VMs: {:?}", start.elapsed());
-    assert!(start.elapsed() < std::time::Duration::from_secs(10));
+    // A bound on pathological work, not a benchmark: ~5 s in a debug build on an idle core, 11 s
+    // beside a full suite; a cost per path and covering check (the 48,384 entries at
+    // 3 VMs, 26 times the paths here) would take many minutes.
+    assert!(start.elapsed() < std::time::Duration::from_secs(60));
     assert_eq!(e.paths.len(), 480);
     assert_eq!(e.covering.len(), MAX_COVERING);
     assert_eq!(e.warnings()[0].paths.len(), 480);
