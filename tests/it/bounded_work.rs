@@ -9,11 +9,11 @@
 
 use crate::common;
 
-use std::io::{Read, Write};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
 use common::article::*;
+use common::tarball::{entries, write_entries};
 use common::*;
 use etcdnet::analyse::FindingCode;
 use etcdnet_fakeapi::PodScript;
@@ -246,36 +246,6 @@ fn built_bundle(env: &Env, path: &Path) {
         "json",
     ]);
     assert!(run.stderr.contains("written to"), "{}", run.stderr);
-}
-
-fn entries(bundle: &Path) -> Vec<(String, Vec<u8>)> {
-    let gz = flate2::read::GzDecoder::new(std::fs::File::open(bundle).unwrap());
-    tar::Archive::new(gz)
-        .entries()
-        .unwrap()
-        .map(|e| {
-            let mut e = e.unwrap();
-            let path = e.path().unwrap().to_string_lossy().into_owned();
-            let mut bytes = Vec::new();
-            e.read_to_end(&mut bytes).unwrap();
-            (path, bytes)
-        })
-        .collect()
-}
-
-fn write_entries(bundle: &Path, entries: &[(String, Vec<u8>)]) {
-    let file = std::fs::File::create(bundle).unwrap();
-    let mut b = tar::Builder::new(flate2::write::GzEncoder::new(
-        file,
-        flate2::Compression::default(),
-    ));
-    for (path, bytes) in entries {
-        let mut h = tar::Header::new_gnu();
-        h.set_size(bytes.len() as u64);
-        h.set_mode(0o644);
-        b.append_data(&mut h, path, bytes.as_slice()).unwrap();
-    }
-    b.into_inner().unwrap().finish().unwrap().flush().unwrap();
 }
 
 /// A change to a manifest.

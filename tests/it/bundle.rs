@@ -6,10 +6,11 @@
 
 use crate::common;
 
-use std::io::{Read, Write};
+use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use common::article::*;
+use common::tarball::{entries, write_entries};
 use common::*;
 use etcdnet::analyse::verdict::VerdictCode;
 use etcdnet_fakeapi::PodScript;
@@ -51,23 +52,6 @@ pub(crate) fn analyse(env: &Env, bundle: &Path, extra: &[&str]) -> Run {
     env.kubectl(&args)
 }
 
-/// The bundle's entries, by path, read with the tar and gzip crates (not the plugin's reader).
-pub(crate) fn entries(bundle: &Path) -> Vec<(String, Vec<u8>)> {
-    let gz = flate2::read::GzDecoder::new(std::fs::File::open(bundle).unwrap());
-    let mut archive = tar::Archive::new(gz);
-    archive
-        .entries()
-        .unwrap()
-        .map(|e| {
-            let mut e = e.unwrap();
-            let path = e.path().unwrap().to_string_lossy().into_owned();
-            let mut bytes = Vec::new();
-            e.read_to_end(&mut bytes).unwrap();
-            (path, bytes)
-        })
-        .collect()
-}
-
 /// The whole archive decompressed, headers and all: what a secret scan must look through.
 fn decompressed(bundle: &Path) -> Vec<u8> {
     let mut out = Vec::new();
@@ -89,21 +73,6 @@ pub(crate) fn assert_no_secret(bundle: &Path, more: &[Vec<u8>]) {
     for (i, m) in more.iter().enumerate() {
         assert!(!found(m), "key material #{i} in the bundle");
     }
-}
-
-fn write_entries(bundle: &Path, entries: &[(String, Vec<u8>)]) {
-    let file = std::fs::File::create(bundle).unwrap();
-    let mut b = tar::Builder::new(flate2::write::GzEncoder::new(
-        file,
-        flate2::Compression::default(),
-    ));
-    for (path, bytes) in entries {
-        let mut h = tar::Header::new_gnu();
-        h.set_size(bytes.len() as u64);
-        h.set_mode(0o644);
-        b.append_data(&mut h, path, bytes.as_slice()).unwrap();
-    }
-    b.into_inner().unwrap().finish().unwrap().flush().unwrap();
 }
 
 #[test]
@@ -280,12 +249,7 @@ fn a_bad_bundle_is_exit_2_in_one_line() {
                 h.as_old_mut().name[..10].copy_from_slice(b"../x.json\0");
                 h.set_size(2);
                 h.set_cksum();
-                let mut b = tar::Builder::new(flate2::write::GzEncoder::new(
-                    std::fs::File::create(&p).unwrap(),
-                    flate2::Compression::default(),
-                ));
-                b.append(&h, &b"{}"[..]).unwrap();
-                b.into_inner().unwrap().finish().unwrap();
+                tarball::write_with(&p, |b| b.append(&h, &b"{}"[..]).unwrap());
                 p
             },
             "`..` in path refused",

@@ -6,6 +6,7 @@ pub mod members;
 pub mod nsx;
 pub mod past;
 pub mod probe;
+pub mod tarball;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

@@ -1,9 +1,10 @@
 //! The evidence bundle from a lab run: `diagnose --bundle` through the jumpbox, then `analyse`
 //! (the fake-API side is `bundle`).
 
-use crate::bundle::{analyse, assert_no_secret, diagnose, entries};
+use crate::bundle::{analyse, assert_no_secret, diagnose};
 use crate::common;
 use common::article::*;
+use common::tarball::entries;
 use common::*;
 use etcdnet::analyse::verdict::VerdictCode;
 
