@@ -73,7 +73,6 @@ fn rogue_machine(i: usize) -> Value {
     })
 }
 
-/// Its VirtualMachine (vm-operator v1alpha3), owned by the VSphereMachine of the same name.
 /// The cluster's KubeadmControlPlane's uid in the fixture set.
 const KCP_UID: &str = "7ab0b595-725e-5d49-8993-89adc70c8e71";
 
@@ -95,28 +94,17 @@ fn rogue_vsphere_machine(i: usize) -> Value {
     })
 }
 
-fn rogue_vm(i: usize) -> Value {
+/// The rogue Machine's VirtualMachine, controlled by its VSphereMachine's uid as CAPV's would be.
+fn owned_rogue_vm(i: usize) -> Value {
     let name = rogue(i);
-    json!({
-        "apiVersion": "vmoperator.vmware.com/v1alpha3",
-        "kind": "VirtualMachine",
-        "metadata": {
-            "name": name, "namespace": NS,
-            "labels": {
-                "capv.vmware.com/cluster.name": CLUSTER,
-                "capv.vmware.com/cluster.role": "controlplane",
-                "cluster.x-k8s.io/cluster-name": CLUSTER
-            },
-            "ownerReferences": [{
-                "apiVersion": "vmware.infrastructure.cluster.x-k8s.io/v1beta1",
-                "kind": "VSphereMachine", "name": name,
-                "uid": vsm_uid(i),
-                "controller": true, "blockOwnerDeletion": true
-            }]
-        },
-        "spec": {"className": "best-effort-small", "powerState": "PoweredOn"},
-        "status": {"powerState": "PoweredOn", "network": {"primaryIP4": rogue_ip(i)}}
-    })
+    let mut vm = rogue_vm(&name, &rogue_ip(i));
+    vm["metadata"]["ownerReferences"] = json!([{
+        "apiVersion": "vmware.infrastructure.cluster.x-k8s.io/v1beta1",
+        "kind": "VSphereMachine", "name": name,
+        "uid": vsm_uid(i),
+        "controller": true, "blockOwnerDeletion": true
+    }]);
+    vm
 }
 
 fn flooded() -> Env {
@@ -124,7 +112,7 @@ fn flooded() -> Env {
     for i in 0..FLOOD {
         env.supervisor.insert(rogue_machine(i)).unwrap();
         env.supervisor.insert(rogue_vsphere_machine(i)).unwrap();
-        env.supervisor.insert(rogue_vm(i)).unwrap();
+        env.supervisor.insert(owned_rogue_vm(i)).unwrap();
     }
     env
 }

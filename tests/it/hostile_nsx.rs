@@ -30,7 +30,7 @@ use crate::common;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use common::article::{CLUSTER, CP, NS};
+use common::article::{rogue_vm, CLUSTER, CP, NS};
 use common::nsx::{self, cp_policy, cp_vms, network_policy, tcp, tcp_range};
 use common::*;
 use etcdnet::analyse::{FindingCode, Severity};
@@ -149,7 +149,7 @@ fn bounded_runs(what: &str, objects: Vec<Value>) -> Runs {
 /// [`bounded_runs`], `prepare` changing each world's served objects first.
 fn bounded_runs_with(what: &str, objects: Vec<Value>, prepare: impl Fn(&Env)) -> Runs {
     // `status` against a workload API that answers, so its exit code is the network's doing.
-    let env = nsx::world(BASE, objects.clone(), &[], Workload::ok());
+    let env = Env::with_objects(BASE, objects.clone(), &[], Workload::ok());
     prepare(&env);
     let status = timed(|| env.kubectl(&["status", CLUSTER, "-n", NS, "-o", "json"]));
     assert_quick(&format!("{what}: status -o json"), &status);
@@ -168,7 +168,7 @@ fn bounded_runs_with(what: &str, objects: Vec<Value>, prepare: impl Fn(&Env)) ->
     );
 
     // The diagnosis: the workload API dark, the jumpbox pod's VMs' peers time out on 2380.
-    let dark = nsx::world(BASE, objects, &[], Workload::black_hole());
+    let dark = Env::with_objects(BASE, objects, &[], Workload::black_hole());
     prepare(&dark);
     dark.supervisor.on_pod_created(|pod| {
         Some(PodScript::succeeds(scripted_jumpbox_log_with(
@@ -350,21 +350,10 @@ fn drowning_in_shadowed_rules_stays_bounded() {
 fn rogue_labelled_vms_do_not_replace_the_real_ones() {
     let mut objects = vec![drop_etcd_peers()];
     objects.extend((0..16).map(|i| {
-        let name = format!("tkc-prod-0000-rogue-{i:02}");
-        json!({
-            "apiVersion": "vmoperator.vmware.com/v1alpha3",
-            "kind": "VirtualMachine",
-            "metadata": {
-                "name": name, "namespace": NS,
-                "labels": {
-                    "capv.vmware.com/cluster.name": CLUSTER,
-                    "capv.vmware.com/cluster.role": "controlplane",
-                    "cluster.x-k8s.io/cluster-name": CLUSTER
-                }
-            },
-            "spec": {"className": "best-effort-small", "powerState": "PoweredOn"},
-            "status": {"powerState": "PoweredOn", "network": {"primaryIP4": format!("198.18.0.{}", 100 + i)}}
-        })
+        rogue_vm(
+            &format!("tkc-prod-0000-rogue-{i:02}"),
+            &format!("198.18.0.{}", 100 + i),
+        )
     }));
     let runs = bounded_runs("rogue VMs", objects);
     let mut vms: Vec<String> = runs.status_json["networkPolicy"]["evaluation"]["vms"]
@@ -460,7 +449,7 @@ const FORGED: &str = "NETWORK_POLICY_UPDATE_FAILED: NSX lost the control plane's
 #[test]
 fn a_forged_nsx_error_annotation_is_the_objects_claim_not_nsx() {
     // `status` on the same Supervisor without the NetworkPolicy: the exit code to keep.
-    let clean = nsx::world(BASE, vec![], &[], Workload::ok());
+    let clean = Env::with_objects(BASE, vec![], &[], Workload::ok());
     let baseline = clean.kubectl(&["status", CLUSTER, "-n", NS, "-o", "json"]);
     baseline.status_report();
     let forged = network_policy(

@@ -31,6 +31,26 @@ pub mod article {
         "tkc-prod-7xk2p-bx2lk",
     ];
 
+    /// A VirtualMachine an editor made: labelled as one of the cluster's control-plane VMs (the
+    /// capv labels, the cluster-name label), with an address, and owned by nothing.
+    pub fn rogue_vm(name: &str, ip: &str) -> serde_json::Value {
+        serde_json::json!({
+            "apiVersion": "vmoperator.vmware.com/v1alpha3",
+            "kind": "VirtualMachine",
+            "metadata": {
+                "name": name,
+                "namespace": NS,
+                "labels": {
+                    "capv.vmware.com/cluster.name": CLUSTER,
+                    "capv.vmware.com/cluster.role": "controlplane",
+                    "cluster.x-k8s.io/cluster-name": CLUSTER
+                }
+            },
+            "spec": {"className": "best-effort-small", "powerState": "PoweredOn"},
+            "status": {"powerState": "PoweredOn", "network": {"primaryIP4": ip}}
+        })
+    }
+
     /// A lab whose nodes are the set's control-plane VMs (same names and IPs). Panics, naming
     /// what is missing, when the lab cannot run here (`etcdnet_lab::require`).
     pub fn start_lab(test: &str) -> std::sync::Arc<etcdnet_lab::Lab> {
@@ -64,11 +84,43 @@ pub struct Env {
 
 pub const CONTEXT: &str = "supervisor";
 
+/// Fixture set `set` with `objects` added and `forbid` refused, its kubeconfig secret at
+/// `workload_url`: what [`Env::with_config`] serves.
+pub fn fixture_config(
+    set: &str,
+    objects: Vec<serde_json::Value>,
+    forbid: &[etcdnet_fakeapi::Forbid],
+    workload_url: &str,
+) -> FakeConfig {
+    let mut cfg = FakeConfig::from_dir(fixture(set))
+        .expect("fixture set loads")
+        .var("WORKLOAD_URL", workload_url);
+    for o in objects {
+        cfg = cfg.object(o);
+    }
+    for f in forbid {
+        cfg = cfg.forbid(f.clone());
+    }
+    cfg
+}
+
 impl Env {
     /// `workload`: the fake the `<cluster>-kubeconfig` secret points at (`{{WORKLOAD_URL}}`).
     pub fn new(set: &str, workload: Workload) -> Env {
         let url = workload.url();
         Env::with_url(set, Some(workload), &url)
+    }
+
+    /// A world over `set` plus `objects` (an editor's, a test's), `forbid` refused, its workload
+    /// API `workload`.
+    pub fn with_objects(
+        set: &str,
+        objects: Vec<serde_json::Value>,
+        forbid: &[etcdnet_fakeapi::Forbid],
+        workload: Workload,
+    ) -> Env {
+        let cfg = fixture_config(set, objects, forbid, &workload.url());
+        Env::with_config(cfg, Some(workload))
     }
 
     /// A world whose workload URL is given verbatim (e.g. https:// on a plain http fake).

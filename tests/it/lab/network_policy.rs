@@ -198,7 +198,7 @@ fn pod_world(
 ) -> Env {
     let w = FakeConfig::from_dir(etcdnet_fakeapi::workload_set("lab-3")).unwrap();
     let workload = Workload::lab(w, lab.clone()).unwrap();
-    let cfg = nsx::config(set, objects, forbid, &workload.url());
+    let cfg = fixture_config(set, objects, forbid, &workload.url());
     Env::with_config(cfg, Some(workload))
 }
 
