@@ -67,6 +67,12 @@ pub const KUBECTL: &str = "/usr/bin/kubectl";
 /// Secret material planted in the fixtures: it must never appear in any output.
 pub const SECRET_MARKERS: &[&str] = &["FAKE-WORKLOAD-TOKEN-DO-NOT-PRINT", "FAKEKEYMATERIAL"];
 
+/// A file of this repository, by its path from the root.
+pub fn read(rel: &str) -> String {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(rel);
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()))
+}
+
 pub fn fixture(set: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/fixtures/supervisor")
