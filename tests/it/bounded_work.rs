@@ -123,8 +123,8 @@ fn rogue_ips_in(text: &str) -> usize {
 }
 
 /// 40 Machines carry the label for a KCP that wants 3: `status` says so (JSON and table), and
-/// shows at most 4 nodes, the KCP's three among them. On c04990d every labelled Machine was a
-/// node: 40 rows, no such finding.
+/// shows at most 4 nodes, the KCP's three among them. Without the bound every labelled Machine
+/// would be a node: 40 rows, and no finding.
 #[test]
 fn a_flood_of_labelled_machines_is_a_finding_in_status() {
     let env = flooded();
@@ -182,8 +182,8 @@ fn a_flood_of_labelled_machines_is_a_finding_in_status() {
 
 /// `diagnose --dry-run`: on the pod route at most 4 pods, on the jumpbox route one pod whose
 /// targets are at most 4; at most one rogue IP anywhere (the surplus slot, taken by the oldest
-/// Machine the KCP does not own), and the finding on stderr. On c04990d the pod route made 40
-/// pods, and every rogue IP was a target and every probe's peer.
+/// Machine the KCP does not own), and the finding on stderr. Without the bound the pod route
+/// would make 40 pods, and every rogue IP would be a target and every probe's peer.
 #[test]
 fn a_flood_of_labelled_machines_probes_at_most_the_replicas_plus_one() {
     let env = flooded();
@@ -254,8 +254,8 @@ fn edited(path: &Path, out: &Path, edit: impl Fn(&mut Value)) {
 
 /// A built bundle whose manifest lists one node 10 000 times, or one node twice, or one object
 /// 10 000 times: `analyse` refuses it at once (exit 2, one line naming the node or the entry).
-/// On c04990d each listing was read and parsed again (10 000 copies of the node's document and
-/// log in memory, a 10 000-node report), and the repeated object 10 000 times over.
+/// Without the check each listing would be read and parsed again (10 000 copies of the node's
+/// document and log in memory, a 10 000-node report), and the repeated object 10 000 times over.
 #[test]
 fn analyse_refuses_a_bundle_with_repeated_entries_at_once() {
     let env = Env::new(SET, Workload::black_hole());

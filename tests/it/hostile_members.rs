@@ -1,14 +1,14 @@
-//! Issue 28, "What a compromised node can do to it": one node's probe document is its own word,
+//! What a compromised node can do: one node's probe document is its own word,
 //! and its member list must not steer the verdict. Through the real kubectl on scripted vSphere
 //! Pods (the jumpbox route, no lab): VM 1's document carries the attack, VMs 2 and 3 the
 //! healthy probe document with the real member list.
 //!
-//! - A healthy peer's ID behind a leading zero at a foreign URL: on 2b957a5 it was "another"
-//!   member, `EtcdMemberMismatch` with the step `etcdctl member remove 0<id>`, which etcdctl
+//! - A healthy peer's ID behind a leading zero at a foreign URL: compared as text, it would be
+//!   "another" member, `EtcdMemberMismatch` with the step `etcdctl member remove 0<id>`, which etcdctl
 //!   reads (`strconv.ParseUint(arg, 16, 64)`, etcdctl/ctlv3/command/member_command.go) as the
 //!   healthy peer's own ID.
-//! - 40,000 members under the jumpbox's 4 MiB read cap: on 2b957a5 ~40 s of CPU and 31.7 MB of
-//!   `-o json` with 40,000 removal steps.
+//! - 40,000 members under the jumpbox's 4 MiB read cap: without a bound on the list, ~40 s of
+//!   CPU and 31.7 MB of `-o json` with 40,000 removal steps.
 
 use crate::common;
 

@@ -225,10 +225,9 @@ fn assert_no_raw_invisible(what: &str, run: &Run) {
     }
 }
 
-/// Issue 19 (6): tables and stderr show invisible and format characters as escapes, JSON
-/// keeps them. Fails on c04990d: `visible` escaped only the bidi overrides and isolates, so
-/// the KCP line carried the zero-width characters, the marks and the tags raw (and the error
-/// line the user name's).
+/// Tables and stderr show invisible and format characters as escapes, JSON keeps them. Were
+/// only the bidi overrides and isolates escaped, the KCP line would carry the zero-width
+/// characters, the marks and the tags raw (and the error line the user name's).
 #[test]
 fn invisible_characters_are_shown_as_escapes() {
     let env = env();
@@ -357,10 +356,11 @@ fn a_warning_quoting_an_api_error_is_one_visible_line() {
     }
 }
 
-/// Issue 28: `-o json` and `-o yaml` carry no format character raw (a bidi override in a
+/// `-o json` and `-o yaml` carry no format character raw (a bidi override in a
 /// condition's message would reorder what a terminal or a reviewer's pager shows of the
 /// document): each is an escape (JSON `\u200b`, YAML `\u200B` in a double-quoted string), and
-/// the document reads back to the exact string. Fails on 2b957a5: both kept them as they are.
+/// the document reads back to the exact string. Without the escaping both would carry them
+/// raw.
 #[test]
 fn json_and_yaml_escape_format_characters() {
     let env = env();

@@ -103,9 +103,9 @@ fn asked(seen: &BTreeSet<Access>, verb: &str, resource: &str) -> bool {
         .any(|a| a.verb == verb && a.resource == resource)
 }
 
-/// The commands on one vSphere Namespace: the Role bound there is enough. Fails on c04990d:
-/// the Role had no `list` on kubeadmcontrolplanes (`--all`) and no `deletecollection` on pods
-/// (the Ctrl-C sweep).
+/// The commands on one vSphere Namespace: the Role bound there is enough. It fails when the
+/// Role lacks a verb a command asks, e.g. `list` on kubeadmcontrolplanes (`--all`) or
+/// `deletecollection` on pods (the Ctrl-C sweep).
 #[test]
 fn the_role_grants_every_command_on_one_namespace() {
     let runs: [(&str, &[&str]); 4] = [
@@ -168,8 +168,8 @@ fn the_role_grants_every_command_on_one_namespace() {
     assert!(asked(&seen, "deletecollection", "pods"), "{seen:?}");
 }
 
-/// `-A`: the ClusterRole (bound with a ClusterRoleBinding) grants it all. Fails on c04990d:
-/// docs/rbac.yaml had no ClusterRole.
+/// `-A`: the ClusterRole (bound with a ClusterRoleBinding) grants it all; it fails when
+/// docs/rbac.yaml has no ClusterRole or it lacks a verb a command asks.
 #[test]
 fn the_cluster_role_grants_every_command_on_all_namespaces() {
     for args in [
