@@ -1,4 +1,4 @@
-//! Identity by uid, and only unicast addresses (issue 19, items 2 and 3), through the real
+//! Identity by uid, and only unicast addresses, through the real
 //! kubectl on the fixture set `hostile-identity`: healthy-v1alpha3 plus what a namespace editor
 //! can write (see its fake.yaml):
 //!

@@ -1,4 +1,4 @@
-//! Issue 28: a compromised control-plane node's member list (`members`: the node's own
+//! A compromised control-plane node's member list (`members`: the node's own
 //! `/members` as the probe read it; the node writes every byte of it) kept in an evidence
 //! bundle and `analyse`d ("`analyse` of such a bundle is worse"), through the real kubectl, no
 //! lab. The live side of the same attacks is `hostile_members` (the members' part); here each

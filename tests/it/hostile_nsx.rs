@@ -1,4 +1,4 @@
-//! Issue 28: what a namespace editor (anyone who may create objects in the vSphere Namespace)
+//! What a namespace editor (anyone who may create objects in the vSphere Namespace)
 //! can do to the NSX reading, through the real kubectl, no lab. Each case is the article's
 //! cluster on `nsx-vpc-no-drop` (one Allow on 6443, every port realized) with the editor's
 //! objects added by a builder (`common::nsx`), and for each:
@@ -8,7 +8,7 @@
 //!   jumpbox pod, as `network_policy` does it) under 1 MB and a few seconds; the plugin's own
 //!   bundle `analyse`d to the same verdict, its table under 200 lines.
 //!
-//! The attacks (issue 28, "What a namespace editor can do to it"):
+//! The attacks (what a namespace editor can do to it):
 //! - drown: one priority-0 Allow plus 63 policies of 64 shadowed Drop rules (measured before:
 //!   52 MB of json, 4,032 findings, an 8,083-line table, a bundle `analyse` refused);
 //! - 16 VMs labelled as the cluster's control plane but not in the uid chain: the real VMs are

@@ -1,4 +1,4 @@
-//! Issue 9 (2): nothing a namespace editor writes into the objects the plugin reads reaches the
+//! Nothing a namespace editor writes into the objects the plugin reads reaches the
 //! terminal raw. The fixture set `hostile-escapes` carries OSC (window title, clipboard,
 //! hyperlink), CSI (clear screen, colours), C1 controls, a newline and a carriage return in the
 //! free-text fields `status` and `diagnose` show; every command runs through the real kubectl,
@@ -279,7 +279,7 @@ fn invisible_characters_are_shown_as_escapes() {
     );
 }
 
-/// Issue 28: a warning (`tracing`'s `warn!`, printed at the default verbosity) quotes an API
+/// A warning (`tracing`'s `warn!`, printed at the default verbosity) quotes an API
 /// server's error text, which `kube::Error` displays with the server's message: the event is
 /// one visible line, its escape sequences, bidi controls, other format characters and newline
 /// shown as escapes. Here the Supervisor refuses the jumpbox pod's delete, naming a user that

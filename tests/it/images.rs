@@ -1,4 +1,4 @@
-//! Issue 19 (5): the pods run images pinned by digest, and the probe pod mounts the node's `/`
+//! The pods run images pinned by digest, and the probe pod mounts the node's `/`
 //! read-only. Through the real kubectl, as an admin would check it before a run:
 //! `kubectl etcdnet diagnose --dry-run -o json` shows the pods exactly as they would be created.
 

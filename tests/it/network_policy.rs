@@ -1,4 +1,4 @@
-//! Issue 21 (3-5): the network read joined to the output, through the real kubectl on the nsx
+//! The network read joined to the output, through the real kubectl on the nsx
 //! sets: `status` shows the SecurityPolicy evaluation and the realization problems (JSON field
 //! `networkPolicy`, the finding codes, the NETWORK POLICY section); `diagnose --dry-run` says
 //! them as warnings; a diagnosis whose peers time out on 2380 names the policy that drops them,

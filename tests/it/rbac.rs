@@ -1,4 +1,4 @@
-//! Issue 19 (6): docs/rbac.yaml grants what each command asks of the Supervisor, and no command
+//! `docs/rbac.yaml` grants what each command asks of the Supervisor, and no command
 //! asks for more. Every command runs through the real kubectl against the Supervisor fake, which
 //! logs each request on a resource as RBAC sees it (verb, group, resource, namespace or none);
 //! each must be granted by the Role (commands on one namespace) or the ClusterRole (`-A`).
@@ -209,7 +209,7 @@ fn the_role_and_the_cluster_role_grant_the_same() {
     assert_eq!(flat("Role"), flat("ClusterRole"));
 }
 
-/// Issue 21: on a Supervisor that serves NSX (fixture nsx-vpc), the network reads are granted
+/// On a Supervisor that serves NSX (fixture nsx-vpc), the network reads are granted
 /// too, by the Role in the namespace (its own Namespace included) and by the ClusterRole for `-A`.
 #[test]
 fn the_network_reads_are_granted() {

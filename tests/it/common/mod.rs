@@ -636,8 +636,8 @@ impl LabFleet {
 /// The generated Supervisor of many clusters (`etcdnet_fakeapi::generate::many_clusters`):
 /// `namespaces` vSphere Namespaces `ns-team-<n>` of `per_namespace` clusters `tkc-<n>-<m>` each,
 /// 3 control-plane VMs per cluster (198.19.k.11-13), every `<cluster>-kubeconfig` at `workload`
-/// (a stand-in: the Supervisor side is what is measured). `many_clusters_env(4, 5, ..)` is the
-/// 20-cluster Supervisor of issue 11.
+/// (a stand-in: the Supervisor side is what is measured). `many_clusters_env(4, 5, ..)` is a
+/// 20-cluster Supervisor.
 pub fn many_clusters_env(namespaces: usize, per_namespace: usize, workload: Workload) -> Env {
     use etcdnet_fakeapi::generate;
     let dir = tempfile::tempdir().unwrap();

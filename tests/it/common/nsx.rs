@@ -1,5 +1,5 @@
-//! NSX SecurityPolicies and NetworkPolicies, the objects of the worlds for the tests of issue 28
-//! (`hostile_nsx`, `lab::network_policy`): a fixture set (one of the nsx sets) served with
+//! NSX SecurityPolicies and NetworkPolicies, the objects of the worlds for
+//! `hostile_nsx` and `lab::network_policy`: a fixture set (one of the nsx sets) served with
 //! objects added by the test, so a case is a few lines of Rust rather than hundreds of YAML.
 //!
 //! The shapes are nsx-operator's, checked in vmware-tanzu/nsx-operator:

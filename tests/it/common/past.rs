@@ -1,4 +1,4 @@
-//! A world for the "control plane with a past" lab tests (issue 18): the article's cluster as a
+//! A world for the "control plane with a past" lab tests: the article's cluster as a
 //! lab running a chosen etcd line with the kubelet stand-in on every node (its restarts and
 //! kubeadm's probes, durations / 20), reached by the real kubectl on the pod or the jumpbox
 //! route; for `lab::past_network`.

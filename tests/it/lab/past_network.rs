@@ -1,4 +1,4 @@
-//! Issue 18's "Why", the network bullets, end to end on a control plane with a past: the real
+//! A network fault on a control plane with a past, end to end: the real
 //! kubectl, the pod and the jumpbox route, real etcd 3.4 and 3.5 in the lab with the kubelet
 //! stand-in restarting its static pod (kubelet's back-off, kubeadm's probes, durations / 20).
 //! One lab per (route, etcd line); the scenarios run in sequence in it, healed in between:

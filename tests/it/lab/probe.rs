@@ -507,7 +507,7 @@ fn gateway(lab: &Lab, node: &str, path: &str, body: &str) -> String {
     String::from_utf8(out.stdout).unwrap()
 }
 
-/// What every node's etcd says of itself, from its own view (issue 18): the member list from
+/// What every node's etcd says of itself, from its own view: the member list from
 /// the peer listener, the same on every node and without quorum; the alarm list (NOSPACE raised
 /// for one member through etcd's own API, then `/health` says so on 3.5, not on 3.4); the
 /// previous container's log after a restart; crictl found with sudo's secure_path.
