@@ -129,6 +129,19 @@ impl Env {
         Env::with_config(cfg, Some(workload))
     }
 
+    /// Fixture set `set` whose Supervisor runs the jumpbox pod in `lab` (its switch namespace)
+    /// with `key` as the cluster's `tkc-prod-ssh` secret; the workload API a black hole.
+    pub fn jumpbox_in_lab(set: &str, lab: &std::sync::Arc<etcdnet_lab::Lab>, key: Vec<u8>) -> Env {
+        let env = Env::new(set, Workload::black_hole());
+        env.supervisor
+            .execute_jumpbox_pods_in(lab.clone())
+            .expect("the Supervisor runs jumpbox pods");
+        env.supervisor
+            .set_secret_data(article::NS, "tkc-prod-ssh", "ssh-privatekey", key)
+            .unwrap();
+        env
+    }
+
     /// A world whose workload URL is given verbatim (e.g. https:// on a plain http fake).
     pub fn with_url(set: &str, workload: Option<Workload>, workload_url: &str) -> Env {
         let cfg = FakeConfig::from_dir(fixture(set))
