@@ -52,6 +52,18 @@ pub(crate) fn analyse(env: &Env, bundle: &Path, extra: &[&str]) -> Run {
     env.kubectl(&args)
 }
 
+/// `analyse` with no Supervisor to reach: the bundle alone must be enough.
+pub(crate) fn analyse_offline(env: &Env, bundle: &Path, extra: &[&str]) -> Run {
+    let mut args = vec![
+        "--kubeconfig",
+        "/nonexistent/kubeconfig",
+        "analyse",
+        bundle.to_str().unwrap(),
+    ];
+    args.extend_from_slice(extra);
+    env.kubectl(&args)
+}
+
 /// The whole archive decompressed, headers and all: what a secret scan must look through.
 fn decompressed(bundle: &Path) -> Vec<u8> {
     let mut out = Vec::new();
@@ -90,14 +102,7 @@ fn bundle_then_analyse_gives_the_same_report() {
     assert_eq!(report.verdict.code, VerdictCode::NodesUnreachable);
 
     // Offline: no kubeconfig at all.
-    let offline = env.kubectl(&[
-        "--kubeconfig",
-        "/nonexistent/kubeconfig",
-        "analyse",
-        bundle.to_str().unwrap(),
-        "-o",
-        "json",
-    ]);
+    let offline = analyse_offline(&env, &bundle, &["-o", "json"]);
     offline.expect_code(1);
     assert_eq!(offline.json(), live.json(), "the same report");
 

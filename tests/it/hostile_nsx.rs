@@ -30,6 +30,7 @@ use crate::common;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
+use crate::bundle::analyse_offline;
 use common::article::{rogue_vm, CLUSTER, CP, NS};
 use common::nsx::{self, cp_policy, cp_vms, network_policy, tcp, tcp_range};
 use common::*;
@@ -189,12 +190,12 @@ fn bounded_runs_with(what: &str, objects: Vec<Value>, prepare: impl Fn(&Env)) ->
     let live_report = live.run.diagnose_report();
 
     // The plugin's own bundle is read back, and says what the live run said.
-    let offline = timed(|| analyse(&dark, &bundle, &["-o", "json"]));
+    let offline = timed(|| analyse_offline(&dark, &bundle, &["-o", "json"]));
     assert_quick(&format!("{what}: analyse"), &offline);
     assert_small_json(&format!("{what}: analyse -o json"), &offline);
     offline.run.expect_code(1);
     let offline_report = offline.run.diagnose_report();
-    let offline_table = analyse(&dark, &bundle, &[]);
+    let offline_table = analyse_offline(&dark, &bundle, &[]);
     assert_short(&format!("{what}: analyse table"), &offline_table.stdout);
 
     Runs {
@@ -208,18 +209,6 @@ fn bounded_runs_with(what: &str, objects: Vec<Value>, prepare: impl Fn(&Env)) ->
 
 fn diagnose_with_bundle(env: &Env, bundle: &Path) -> Run {
     crate::bundle::diagnose(env, bundle, &["-o", "json"])
-}
-
-/// `kubectl etcdnet analyse <bundle>`, with no Supervisor to reach.
-fn analyse(env: &Env, bundle: &Path, extra: &[&str]) -> Run {
-    let mut args = vec![
-        "--kubeconfig",
-        "/nonexistent/kubeconfig",
-        "analyse",
-        bundle.to_str().unwrap(),
-    ];
-    args.extend_from_slice(extra);
-    env.kubectl(&args)
 }
 
 /// The verdict, for failure messages.

@@ -338,14 +338,7 @@ fn many_network_policies_give_the_same_verdict_offline() {
         "{:#?}",
         live_report.verdict.evidence
     );
-    let offline = env.kubectl(&[
-        "--kubeconfig",
-        "/nonexistent/kubeconfig",
-        "analyse",
-        bundle.to_str().unwrap(),
-        "-o",
-        "json",
-    ]);
+    let offline = crate::bundle::analyse_offline(&env, &bundle, &["-o", "json"]);
     offline.expect_code(1);
     let offline_report = offline.diagnose_report();
     assert_eq!(offline_report.verdict, live_report.verdict);
