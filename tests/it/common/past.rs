@@ -13,7 +13,7 @@ use etcdnet_lab::{EtcdVersion, KubeletConfig, Lab};
 use crate::common::article::{CLUSTER, NS, SET};
 use crate::common::{fixture, Env, FakeConfig, Run, Workload};
 
-/// How the plugin reaches the VMs.
+/// How the plugin reaches the VMs (`lab::past_members`'s worlds too).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Route {
     /// Probe pods through the workload API (a fake executing them in the lab's nodes).
@@ -29,17 +29,17 @@ impl Route {
     pub fn env(self, set: &str, lab: &Arc<Lab>) -> Env {
         match self {
             Route::Pod => {
-                let w = FakeConfig::from_dir(etcdnet_fakeapi::workload_set("lab-3")).unwrap();
+                // lab-3 has the three Nodes of the article's VMs; lab-any registers whatever
+                // nodes the lab has (a rollout's fourth).
+                let workload = if lab.nodes().len() == 3 {
+                    "lab-3"
+                } else {
+                    "lab-any"
+                };
+                let w = FakeConfig::from_dir(etcdnet_fakeapi::workload_set(workload)).unwrap();
                 Env::new(set, Workload::lab(w, lab.clone()).unwrap())
             }
-            Route::Jumpbox => {
-                let env = Env::new(set, Workload::black_hole());
-                env.supervisor.execute_jumpbox_pods_in(lab.clone()).unwrap();
-                env.supervisor
-                    .set_secret_data(NS, "tkc-prod-ssh", "ssh-privatekey", lab.ssh_private_key())
-                    .unwrap();
-                env
-            }
+            Route::Jumpbox => Env::jumpbox_in_lab(set, lab, lab.ssh_private_key()),
         }
     }
 
