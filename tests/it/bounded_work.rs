@@ -219,20 +219,7 @@ fn built_bundle(env: &Env, path: &Path) {
             |_, _| None,
         )))
     });
-    let run = env.kubectl(&[
-        "diagnose",
-        CLUSTER,
-        "-n",
-        NS,
-        "--via",
-        "jumpbox",
-        "--api-timeout",
-        "1s",
-        "--bundle",
-        path.to_str().unwrap(),
-        "-o",
-        "json",
-    ]);
+    let run = crate::bundle::diagnose(env, path, &["-o", "json"]);
     assert!(run.stderr.contains("written to"), "{}", run.stderr);
 }
 

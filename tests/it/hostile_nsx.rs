@@ -27,7 +27,6 @@
 
 use crate::common;
 
-use std::path::Path;
 use std::time::{Duration, Instant};
 
 use crate::bundle::analyse_offline;
@@ -179,7 +178,7 @@ fn bounded_runs_with(what: &str, objects: Vec<Value>, prepare: impl Fn(&Env)) ->
         )))
     });
     let bundle = dark.dir.path().join("tkc-prod.tar.gz");
-    let live = timed(|| diagnose_with_bundle(&dark, &bundle));
+    let live = timed(|| crate::bundle::diagnose(&dark, &bundle, &["-o", "json"]));
     assert_within(
         &format!("{what}: diagnose --bundle"),
         &live,
@@ -205,10 +204,6 @@ fn bounded_runs_with(what: &str, objects: Vec<Value>, prepare: impl Fn(&Env)) ->
         live: live_report,
         offline: offline_report,
     }
-}
-
-fn diagnose_with_bundle(env: &Env, bundle: &Path) -> Run {
-    crate::bundle::diagnose(env, bundle, &["-o", "json"])
 }
 
 /// The verdict, for failure messages.

@@ -183,20 +183,7 @@ fn diagnose_2380_dropped(set: &str) -> (Env, Run, std::path::PathBuf) {
         )))
     });
     let bundle = env.dir.path().join("tkc-prod.tar.gz");
-    let live = env.kubectl(&[
-        "diagnose",
-        CLUSTER,
-        "-n",
-        NS,
-        "--via",
-        "jumpbox",
-        "--api-timeout",
-        "1s",
-        "--bundle",
-        bundle.to_str().unwrap(),
-        "-o",
-        "json",
-    ]);
+    let live = crate::bundle::diagnose(&env, &bundle, &["-o", "json"]);
     (env, live, bundle)
 }
 
