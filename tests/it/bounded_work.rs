@@ -16,7 +16,6 @@ use common::article::*;
 use common::tarball::{entries, write_entries};
 use common::*;
 use etcdnet::analyse::FindingCode;
-use etcdnet_fakeapi::PodScript;
 use serde_json::{json, Value};
 
 /// Labelled Machines added to the article's three: 37 + 3 = 40, for a KCP that wants 3.
@@ -212,13 +211,7 @@ fn a_flood_of_labelled_machines_probes_at_most_the_replicas_plus_one() {
 /// A bundle as `diagnose --bundle` writes it: the article's cluster on scripted vSphere Pods
 /// (the jumpbox route, every node answering).
 fn built_bundle(env: &Env, path: &Path) {
-    env.supervisor.on_pod_created(|pod| {
-        Some(PodScript::succeeds(scripted_jumpbox_log_with(
-            pod,
-            &CP,
-            |_, _| None,
-        )))
-    });
+    env.script_jumpbox_pods(&CP);
     let run = crate::bundle::diagnose(env, path, &["-o", "json"]);
     assert!(run.stderr.contains("written to"), "{}", run.stderr);
 }

@@ -13,18 +13,13 @@ use common::article::*;
 use common::tarball::{entries, write_entries};
 use common::*;
 use etcdnet::analyse::verdict::VerdictCode;
-use etcdnet_fakeapi::PodScript;
 
 /// The article's Supervisor with the workload API dark and the jumpbox pod scripted: VM 2 of 3
 /// answers nothing from the Supervisor, the two others are probed (a `NodesUnreachable`).
 fn scripted() -> Env {
     let env = Env::new(SET, Workload::black_hole());
-    env.supervisor.on_pod_created(|pod| {
-        Some(PodScript::succeeds(scripted_jumpbox_log_with(
-            pod,
-            &CP,
-            |i, ip| (i == 1).then(|| unreachable_jumpbox_section(ip)),
-        )))
+    env.script_jumpbox_pods_with(&CP, |i, ip| {
+        (i == 1).then(|| unreachable_jumpbox_section(ip))
     });
     env
 }

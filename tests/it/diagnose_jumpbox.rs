@@ -76,12 +76,8 @@ fn three_vms_one_jumpbox_pod() {
 #[test]
 fn one_unreachable_vm_of_three_is_its_own_row() {
     let env = Env::new(SET, Workload::black_hole());
-    env.supervisor.on_pod_created(|pod| {
-        Some(etcdnet_fakeapi::PodScript::succeeds(
-            scripted_jumpbox_log_with(pod, &CP, |i, ip| {
-                (i == 1).then(|| unreachable_jumpbox_section(ip))
-            }),
-        ))
+    env.script_jumpbox_pods_with(&CP, |i, ip| {
+        (i == 1).then(|| unreachable_jumpbox_section(ip))
     });
     let run = env.kubectl(&[
         "diagnose",

@@ -21,7 +21,6 @@ use std::time::{Duration, Instant};
 use common::article::CP;
 use common::*;
 use etcdnet::report::DiagnoseReport;
-use etcdnet_fakeapi::PodScript;
 use serde_json::{json, Value};
 
 /// The three members' IDs, in the order of the VMs 198.18.0.11-13 (the captured cluster's,
@@ -72,20 +71,13 @@ fn doc_with_members(ip: &str, members: &[Value]) -> String {
 /// the VM at 198.18.0.13 (tkc-prod-7xk2p-bx2lk) is `forged`.
 fn world(forged: Vec<Value>) -> Env {
     let env = Env::new("healthy-v1alpha3", Workload::black_hole());
-    env.supervisor.on_pod_created(move |pod| {
-        let forged = forged.clone();
-        Some(PodScript::succeeds(scripted_jumpbox_log_with(
-            pod,
-            &CP,
-            move |_, ip| {
-                let members = if ip == IPS[2] {
-                    forged.clone()
-                } else {
-                    honest_members()
-                };
-                Some(jumpbox_section(&doc_with_members(ip, &members)))
-            },
-        )))
+    env.script_jumpbox_pods_with(&CP, move |_, ip| {
+        let members = if ip == IPS[2] {
+            forged.clone()
+        } else {
+            honest_members()
+        };
+        Some(jumpbox_section(&doc_with_members(ip, &members)))
     });
     env
 }

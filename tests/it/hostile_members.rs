@@ -17,7 +17,6 @@ use std::time::{Duration, Instant};
 use common::article::{CLUSTER, CP, NS};
 use common::*;
 use etcdnet::analyse::verdict::VerdictCode;
-use etcdnet_fakeapi::PodScript;
 use serde_json::{json, Value};
 
 /// The healthy set: every Machine with its VM at 198.18.0.11-13, names as the article's.
@@ -75,13 +74,7 @@ fn scripted(first: String) -> Env {
             }
         })
         .collect();
-    env.supervisor.on_pod_created(move |pod| {
-        Some(PodScript::succeeds(scripted_jumpbox_log_with(
-            pod,
-            &CP,
-            |i, _| docs.get(i).map(|d| jumpbox_section(d)),
-        )))
-    });
+    env.script_jumpbox_pods_with(&CP, move |i, _| docs.get(i).map(|d| jumpbox_section(d)));
     env
 }
 

@@ -35,7 +35,6 @@ use common::nsx::{self, cp_policy, cp_vms, network_policy, tcp, tcp_range};
 use common::*;
 use etcdnet::analyse::{FindingCode, Severity};
 use etcdnet::report::{DiagnoseReport, StatusReport};
-use etcdnet_fakeapi::PodScript;
 use serde_json::{json, Value};
 
 /// The set every case adds to: the article's cluster, nsx-operator on VPC, nothing on etcd's ports.
@@ -170,13 +169,7 @@ fn bounded_runs_with(what: &str, objects: Vec<Value>, prepare: impl Fn(&Env)) ->
     // The diagnosis: the workload API dark, the jumpbox pod's VMs' peers time out on 2380.
     let dark = Env::with_objects(BASE, objects, &[], Workload::black_hole());
     prepare(&dark);
-    dark.supervisor.on_pod_created(|pod| {
-        Some(PodScript::succeeds(scripted_jumpbox_log_with(
-            pod,
-            &CP,
-            |_, ip| Some(section_2380_dropped(ip)),
-        )))
-    });
+    dark.script_jumpbox_pods_with(&CP, |_, ip| Some(section_2380_dropped(ip)));
     let bundle = dark.dir.path().join("tkc-prod.tar.gz");
     let live = timed(|| crate::bundle::diagnose(&dark, &bundle, &["-o", "json"]));
     assert_within(

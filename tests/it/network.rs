@@ -307,7 +307,6 @@ fn all_namespaces_namespace_by_namespace_asks_the_others_once() {
 /// noted in the bundle, and `analyse` says its verdict may differ.
 #[test]
 fn many_network_policies_give_the_same_verdict_offline() {
-    use etcdnet_fakeapi::PodScript;
     const CP: [&str; 3] = [
         "tkc-prod-7xk2p-4rz8m",
         "tkc-prod-7xk2p-9qtvw",
@@ -322,12 +321,8 @@ fn many_network_policies_give_the_same_verdict_offline() {
                 "spec": {"podSelector": {}, "policyTypes": ["Ingress"]}}))
             .unwrap();
     }
-    env.supervisor.on_pod_created(|pod| {
-        Some(PodScript::succeeds(scripted_jumpbox_log_with(
-            pod,
-            &CP,
-            |_, ip| Some(crate::network_policy::section_2380_dropped(ip)),
-        )))
+    env.script_jumpbox_pods_with(&CP, |_, ip| {
+        Some(crate::network_policy::section_2380_dropped(ip))
     });
     let bundle = env.dir.path().join("tkc-prod.tar.gz");
     let live = crate::bundle::diagnose(&env, &bundle, &["-o", "json"]);

@@ -12,7 +12,6 @@ use common::*;
 use etcdnet::analyse::verdict::VerdictCode;
 use etcdnet::analyse::FindingCode;
 use etcdnet::report::StatusReport;
-use etcdnet_fakeapi::PodScript;
 
 // The nsx sets hold the article's cluster (the objects of healthy-v1alpha3).
 use common::article::{CLUSTER, CP, NS};
@@ -175,13 +174,7 @@ pub(crate) fn section_2380_dropped(ip: &str) -> String {
 /// env, the run (`-o json`) and the bundle's path.
 fn diagnose_2380_dropped(set: &str) -> (Env, Run, std::path::PathBuf) {
     let env = Env::new(set, Workload::black_hole());
-    env.supervisor.on_pod_created(|pod| {
-        Some(PodScript::succeeds(scripted_jumpbox_log_with(
-            pod,
-            &CP,
-            |_, ip| Some(section_2380_dropped(ip)),
-        )))
-    });
+    env.script_jumpbox_pods_with(&CP, |_, ip| Some(section_2380_dropped(ip)));
     let bundle = env.dir.path().join("tkc-prod.tar.gz");
     let live = crate::bundle::diagnose(&env, &bundle, &["-o", "json"]);
     (env, live, bundle)

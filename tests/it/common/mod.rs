@@ -230,6 +230,20 @@ impl Env {
         });
     }
 
+    /// Like [`Env::script_jumpbox_pods`], with `section(i, ip)` standing for VM `i`'s section
+    /// where it gives one (`None`: the healthy section).
+    pub fn script_jumpbox_pods_with(
+        &self,
+        names: &'static [&'static str],
+        section: impl Fn(usize, &str) -> Option<String> + Send + Sync + 'static,
+    ) {
+        self.supervisor.on_pod_created(move |pod| {
+            Some(etcdnet_fakeapi::PodScript::succeeds(
+                scripted_jumpbox_log_with(pod, names, &section),
+            ))
+        });
+    }
+
     /// No user config leaks in: a private HOME, no colours.
     fn isolate(&self, cmd: &mut Command) {
         cmd.env("HOME", self.dir.path())
