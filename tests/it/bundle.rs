@@ -25,20 +25,9 @@ fn scripted() -> Env {
 }
 
 pub(crate) fn diagnose(env: &Env, bundle: &Path, extra: &[&str]) -> Run {
-    let mut args = vec![
-        "diagnose",
-        CLUSTER,
-        "-n",
-        NS,
-        "--via",
-        "jumpbox",
-        "--api-timeout",
-        "1s",
-        "--bundle",
-        bundle.to_str().unwrap(),
-    ];
+    let mut args = vec!["--bundle", bundle.to_str().unwrap()];
     args.extend_from_slice(extra);
-    env.kubectl(&args)
+    env.diagnose_via_jumpbox(&args)
 }
 
 pub(crate) fn analyse(env: &Env, bundle: &Path, extra: &[&str]) -> Run {

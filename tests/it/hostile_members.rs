@@ -14,7 +14,7 @@ use crate::common;
 
 use std::time::{Duration, Instant};
 
-use common::article::{CLUSTER, CP, NS};
+use common::article::CP;
 use common::*;
 use etcdnet::analyse::verdict::VerdictCode;
 use serde_json::{json, Value};
@@ -79,19 +79,8 @@ fn scripted(first: String) -> Env {
 }
 
 fn diagnose(env: &Env, extra: &[&str]) -> (Run, Duration) {
-    let mut args = vec![
-        "diagnose",
-        CLUSTER,
-        "-n",
-        NS,
-        "--via",
-        "jumpbox",
-        "--api-timeout",
-        "1s",
-    ];
-    args.extend_from_slice(extra);
     let started = Instant::now();
-    let run = env.kubectl(&args);
+    let run = env.diagnose_via_jumpbox(extra);
     (run, started.elapsed())
 }
 

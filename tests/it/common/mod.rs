@@ -230,6 +230,24 @@ impl Env {
         });
     }
 
+    /// `kubectl etcdnet diagnose` of the article's cluster on the jumpbox route (the workload
+    /// API not waited for past a second), plus `extra`.
+    pub fn diagnose_via_jumpbox(&self, extra: &[&str]) -> Run {
+        use article::{CLUSTER, NS};
+        let mut args = vec![
+            "diagnose",
+            CLUSTER,
+            "-n",
+            NS,
+            "--via",
+            "jumpbox",
+            "--api-timeout",
+            "1s",
+        ];
+        args.extend_from_slice(extra);
+        self.kubectl(&args)
+    }
+
     /// Like [`Env::script_jumpbox_pods`], with `section(i, ip)` standing for VM `i`'s section
     /// where it gives one (`None`: the healthy section).
     pub fn script_jumpbox_pods_with(
