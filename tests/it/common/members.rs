@@ -10,7 +10,7 @@ use etcdnet::analyse::verdict::VerdictCode;
 use etcdnet::report::DiagnoseReport;
 use etcdnet_lab::{EtcdVersion, KubeletConfig, Lab};
 
-use crate::common::article::{CLUSTER, NS};
+use crate::common::article::CLUSTER;
 use crate::common::*;
 
 pub use super::past::Route;
@@ -59,10 +59,9 @@ impl World {
 
     /// `kubectl etcdnet diagnose tkc-prod -n ns-prod` on this world's route, plus `extra`.
     pub fn diagnose(&self, extra: &[&str]) -> Run {
-        let mut args = vec!["diagnose", CLUSTER, "-n", NS, "--connect-timeout", "2s"];
-        args.extend_from_slice(self.route.args());
+        let mut args = self.route.args().to_vec();
         args.extend_from_slice(extra);
-        self.env.kubectl(&args)
+        self.env.diagnose_lab(&args)
     }
 
     /// `-o json` until the verdict is `want` (60 s at most: etcd and kubelet take seconds), then

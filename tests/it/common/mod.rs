@@ -230,6 +230,15 @@ impl Env {
         });
     }
 
+    /// `kubectl etcdnet diagnose` of the article's cluster as the lab tests run it (a lab node
+    /// answers within 2 s or not at all), plus `extra`.
+    pub fn diagnose_lab(&self, extra: &[&str]) -> Run {
+        use article::{CLUSTER, NS};
+        let mut args = vec!["diagnose", CLUSTER, "-n", NS, "--connect-timeout", "2s"];
+        args.extend_from_slice(extra);
+        self.kubectl(&args)
+    }
+
     /// `kubectl etcdnet diagnose` of the article's cluster on the jumpbox route (the workload
     /// API not waited for past a second), plus `extra`.
     pub fn diagnose_via_jumpbox(&self, extra: &[&str]) -> Run {

@@ -10,7 +10,7 @@ use etcdnet::analyse::verdict::VerdictCode;
 use etcdnet::report::DiagnoseReport;
 use etcdnet_lab::{EtcdVersion, KubeletConfig, Lab};
 
-use crate::common::article::{CLUSTER, NS, SET};
+use crate::common::article::{CLUSTER, SET};
 use crate::common::{fixture, Env, FakeConfig, Run, Workload};
 
 /// How the plugin reaches the VMs (`lab::past_members`'s worlds too).
@@ -116,19 +116,10 @@ impl PastWorld {
 
     /// `kubectl etcdnet diagnose ... -o json` on this world's route.
     pub fn diagnose(&self, extra: &[&str]) -> Run {
-        let mut args = vec![
-            "diagnose",
-            CLUSTER,
-            "-n",
-            NS,
-            "--connect-timeout",
-            "2s",
-            "-o",
-            "json",
-        ];
+        let mut args = vec!["-o", "json"];
         args.extend_from_slice(self.route.args());
         args.extend_from_slice(extra);
-        self.env.kubectl(&args)
+        self.env.diagnose_lab(&args)
     }
 
     /// Diagnoses until `done(report)` or `bound` has passed; returns the last report and every

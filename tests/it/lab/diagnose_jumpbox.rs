@@ -42,18 +42,9 @@ impl World {
     }
 
     fn diagnose(&self, extra: &[&str]) -> Run {
-        let mut args = vec![
-            "diagnose",
-            CLUSTER,
-            "-n",
-            NS,
-            "--connect-timeout",
-            "2s",
-            "--api-timeout",
-            "1s",
-        ];
+        let mut args = vec!["--api-timeout", "1s"];
         args.extend_from_slice(extra);
-        self.env.kubectl(&args)
+        self.env.diagnose_lab(&args)
     }
 
     /// `--via ssh` runs on the admin's machine, which must reach the VMs: the lab's switch

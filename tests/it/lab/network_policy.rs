@@ -204,18 +204,7 @@ fn pod_world(
 
 /// `diagnose -o json` on the pod route until the verdict is `want` (60 s at most).
 fn diagnose_pod(env: &Env, want: VerdictCode) -> DiagnoseReport {
-    let (run, r) = diagnose_until(want, || {
-        env.kubectl(&[
-            "diagnose",
-            CLUSTER,
-            "-n",
-            NS,
-            "--connect-timeout",
-            "2s",
-            "-o",
-            "json",
-        ])
-    });
+    let (run, r) = diagnose_until(want, || env.diagnose_lab(&["-o", "json"]));
     run.expect_code(1);
     assert_eq!(r.verdict.code, want, "{}", shown(&r));
     assert_eq!(r.result.nodes_reached, 3, "{}", shown(&r));
