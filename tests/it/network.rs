@@ -321,9 +321,7 @@ fn many_network_policies_give_the_same_verdict_offline() {
                 "spec": {"podSelector": {}, "policyTypes": ["Ingress"]}}))
             .unwrap();
     }
-    env.script_jumpbox_pods_with(&CP, |_, ip| {
-        Some(crate::network_policy::section_2380_dropped(ip))
-    });
+    env.script_jumpbox_pods_with(&CP, |_, ip| Some(section_2380_dropped(ip)));
     let bundle = env.dir.path().join("tkc-prod.tar.gz");
     let live = crate::bundle::diagnose(&env, &bundle, &["-o", "json"]);
     live.expect_code(1);

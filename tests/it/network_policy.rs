@@ -143,33 +143,6 @@ fn status_on_nsx_vpc_forbidden_says_what_was_not_read() {
     );
 }
 
-/// One VM's jumpbox section: the captured healthy document made this VM's own, with its peers
-/// on 2380 timing out (a dropping firewall).
-pub(crate) fn section_2380_dropped(ip: &str) -> String {
-    let text = healthy_probe_doc(ip, &CP);
-    // The paths again, this VM's own: its peers' 2380 time out (as peer-timeouts.json says it).
-    let paths: Vec<String> = ["198.18.0.11", "198.18.0.12", "198.18.0.13"]
-        .iter()
-        .flat_map(|t| [(*t, 2379), (*t, 2380)])
-        .map(|(t, port)| {
-            let own = t == ip;
-            if port == 2380 && !own {
-                format!(r#"{{"target":"{t}","port":{port},"own":false,"tcp":"Timeout","tcpMs":3020,"tcpDetail":"no TCP answer within 3 s","tls":"NotTried","tlsMs":null,"tlsDetail":null,"httpStatus":null}}"#)
-            } else {
-                format!(r#"{{"target":"{t}","port":{port},"own":{own},"tcp":"Connected","tcpMs":1,"tcpDetail":null,"tls":"Completed","tlsMs":40,"tlsDetail":null,"httpStatus":200}}"#)
-            }
-        })
-        .collect();
-    let at = text.find("\"paths\":[").unwrap();
-    let close = at + text[at..].find(']').unwrap();
-    jumpbox_section(&format!(
-        "{}\"paths\":[{}{}",
-        &text[..at],
-        paths.join(","),
-        &text[close..]
-    ))
-}
-
 /// `diagnose --via jumpbox --bundle` on `set` with every VM's peers timing out on 2380: the
 /// env, the run (`-o json`) and the bundle's path.
 fn diagnose_2380_dropped(set: &str) -> (Env, Run, std::path::PathBuf) {
