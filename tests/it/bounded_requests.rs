@@ -4,9 +4,10 @@
 //! a relay) that trickles or floods one answer. Each run ends within its stated bound with exit
 //! 3 and says which API was too slow or too large.
 //!
-//! On c04990d every one of these fails: kube's read timeout restarts with each byte and it
-//! collects a body whole, so the trickled runs are still going when the test kills them (at the
-//! bound), and the flooded answer (80 MiB) is read and parsed (the run "succeeds").
+//! Without the plugin's own bounds every one of these fails: kube's read timeout restarts with
+//! each byte and it collects a body whole, so the trickled runs are still going when the test
+//! kills them (at the bound), and the flooded answer (80 MiB) is read and parsed (the run
+//! "succeeds").
 
 use crate::common;
 

@@ -9,14 +9,13 @@
 
 use crate::common;
 
-use std::io::{Read, Write};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
 use common::article::*;
+use common::tarball::{entries, write_entries};
 use common::*;
 use etcdnet::analyse::FindingCode;
-use etcdnet_fakeapi::PodScript;
 use serde_json::{json, Value};
 
 /// Labelled Machines added to the article's three: 37 + 3 = 40, for a KCP that wants 3.
@@ -73,7 +72,6 @@ fn rogue_machine(i: usize) -> Value {
     })
 }
 
-/// Its VirtualMachine (vm-operator v1alpha3), owned by the VSphereMachine of the same name.
 /// The cluster's KubeadmControlPlane's uid in the fixture set.
 const KCP_UID: &str = "7ab0b595-725e-5d49-8993-89adc70c8e71";
 
@@ -95,28 +93,17 @@ fn rogue_vsphere_machine(i: usize) -> Value {
     })
 }
 
-fn rogue_vm(i: usize) -> Value {
+/// The rogue Machine's VirtualMachine, controlled by its VSphereMachine's uid as CAPV's would be.
+fn owned_rogue_vm(i: usize) -> Value {
     let name = rogue(i);
-    json!({
-        "apiVersion": "vmoperator.vmware.com/v1alpha3",
-        "kind": "VirtualMachine",
-        "metadata": {
-            "name": name, "namespace": NS,
-            "labels": {
-                "capv.vmware.com/cluster.name": CLUSTER,
-                "capv.vmware.com/cluster.role": "controlplane",
-                "cluster.x-k8s.io/cluster-name": CLUSTER
-            },
-            "ownerReferences": [{
-                "apiVersion": "vmware.infrastructure.cluster.x-k8s.io/v1beta1",
-                "kind": "VSphereMachine", "name": name,
-                "uid": vsm_uid(i),
-                "controller": true, "blockOwnerDeletion": true
-            }]
-        },
-        "spec": {"className": "best-effort-small", "powerState": "PoweredOn"},
-        "status": {"powerState": "PoweredOn", "network": {"primaryIP4": rogue_ip(i)}}
-    })
+    let mut vm = rogue_vm(&name, &rogue_ip(i));
+    vm["metadata"]["ownerReferences"] = json!([{
+        "apiVersion": "vmware.infrastructure.cluster.x-k8s.io/v1beta1",
+        "kind": "VSphereMachine", "name": name,
+        "uid": vsm_uid(i),
+        "controller": true, "blockOwnerDeletion": true
+    }]);
+    vm
 }
 
 fn flooded() -> Env {
@@ -124,7 +111,7 @@ fn flooded() -> Env {
     for i in 0..FLOOD {
         env.supervisor.insert(rogue_machine(i)).unwrap();
         env.supervisor.insert(rogue_vsphere_machine(i)).unwrap();
-        env.supervisor.insert(rogue_vm(i)).unwrap();
+        env.supervisor.insert(owned_rogue_vm(i)).unwrap();
     }
     env
 }
@@ -135,8 +122,8 @@ fn rogue_ips_in(text: &str) -> usize {
 }
 
 /// 40 Machines carry the label for a KCP that wants 3: `status` says so (JSON and table), and
-/// shows at most 4 nodes, the KCP's three among them. On c04990d every labelled Machine was a
-/// node: 40 rows, no such finding.
+/// shows at most 4 nodes, the KCP's three among them. Without the bound every labelled Machine
+/// would be a node: 40 rows, and no finding.
 #[test]
 fn a_flood_of_labelled_machines_is_a_finding_in_status() {
     let env = flooded();
@@ -194,8 +181,8 @@ fn a_flood_of_labelled_machines_is_a_finding_in_status() {
 
 /// `diagnose --dry-run`: on the pod route at most 4 pods, on the jumpbox route one pod whose
 /// targets are at most 4; at most one rogue IP anywhere (the surplus slot, taken by the oldest
-/// Machine the KCP does not own), and the finding on stderr. On c04990d the pod route made 40
-/// pods, and every rogue IP was a target and every probe's peer.
+/// Machine the KCP does not own), and the finding on stderr. Without the bound the pod route
+/// would make 40 pods, and every rogue IP would be a target and every probe's peer.
 #[test]
 fn a_flood_of_labelled_machines_probes_at_most_the_replicas_plus_one() {
     let env = flooded();
@@ -224,58 +211,9 @@ fn a_flood_of_labelled_machines_probes_at_most_the_replicas_plus_one() {
 /// A bundle as `diagnose --bundle` writes it: the article's cluster on scripted vSphere Pods
 /// (the jumpbox route, every node answering).
 fn built_bundle(env: &Env, path: &Path) {
-    env.supervisor.on_pod_created(|pod| {
-        Some(PodScript::succeeds(scripted_jumpbox_log_with(
-            pod,
-            &CP,
-            |_, _| None,
-        )))
-    });
-    let run = env.kubectl(&[
-        "diagnose",
-        CLUSTER,
-        "-n",
-        NS,
-        "--via",
-        "jumpbox",
-        "--api-timeout",
-        "1s",
-        "--bundle",
-        path.to_str().unwrap(),
-        "-o",
-        "json",
-    ]);
+    env.script_jumpbox_pods(&CP);
+    let run = crate::bundle::diagnose(env, path, &["-o", "json"]);
     assert!(run.stderr.contains("written to"), "{}", run.stderr);
-}
-
-fn entries(bundle: &Path) -> Vec<(String, Vec<u8>)> {
-    let gz = flate2::read::GzDecoder::new(std::fs::File::open(bundle).unwrap());
-    tar::Archive::new(gz)
-        .entries()
-        .unwrap()
-        .map(|e| {
-            let mut e = e.unwrap();
-            let path = e.path().unwrap().to_string_lossy().into_owned();
-            let mut bytes = Vec::new();
-            e.read_to_end(&mut bytes).unwrap();
-            (path, bytes)
-        })
-        .collect()
-}
-
-fn write_entries(bundle: &Path, entries: &[(String, Vec<u8>)]) {
-    let file = std::fs::File::create(bundle).unwrap();
-    let mut b = tar::Builder::new(flate2::write::GzEncoder::new(
-        file,
-        flate2::Compression::default(),
-    ));
-    for (path, bytes) in entries {
-        let mut h = tar::Header::new_gnu();
-        h.set_size(bytes.len() as u64);
-        h.set_mode(0o644);
-        b.append_data(&mut h, path, bytes.as_slice()).unwrap();
-    }
-    b.into_inner().unwrap().finish().unwrap().flush().unwrap();
 }
 
 /// A change to a manifest.
@@ -296,8 +234,8 @@ fn edited(path: &Path, out: &Path, edit: impl Fn(&mut Value)) {
 
 /// A built bundle whose manifest lists one node 10 000 times, or one node twice, or one object
 /// 10 000 times: `analyse` refuses it at once (exit 2, one line naming the node or the entry).
-/// On c04990d each listing was read and parsed again (10 000 copies of the node's document and
-/// log in memory, a 10 000-node report), and the repeated object 10 000 times over.
+/// Without the check each listing would be read and parsed again (10 000 copies of the node's
+/// document and log in memory, a 10 000-node report), and the repeated object 10 000 times over.
 #[test]
 fn analyse_refuses_a_bundle_with_repeated_entries_at_once() {
     let env = Env::new(SET, Workload::black_hole());

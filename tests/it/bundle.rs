@@ -6,43 +6,28 @@
 
 use crate::common;
 
-use std::io::{Read, Write};
+use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use common::article::*;
+use common::tarball::{entries, write_entries};
 use common::*;
 use etcdnet::analyse::verdict::VerdictCode;
-use etcdnet_fakeapi::PodScript;
 
 /// The article's Supervisor with the workload API dark and the jumpbox pod scripted: VM 2 of 3
 /// answers nothing from the Supervisor, the two others are probed (a `NodesUnreachable`).
 fn scripted() -> Env {
     let env = Env::new(SET, Workload::black_hole());
-    env.supervisor.on_pod_created(|pod| {
-        Some(PodScript::succeeds(scripted_jumpbox_log_with(
-            pod,
-            &CP,
-            |i, ip| (i == 1).then(|| unreachable_jumpbox_section(ip)),
-        )))
+    env.script_jumpbox_pods_with(&CP, |i, ip| {
+        (i == 1).then(|| unreachable_jumpbox_section(ip))
     });
     env
 }
 
 pub(crate) fn diagnose(env: &Env, bundle: &Path, extra: &[&str]) -> Run {
-    let mut args = vec![
-        "diagnose",
-        CLUSTER,
-        "-n",
-        NS,
-        "--via",
-        "jumpbox",
-        "--api-timeout",
-        "1s",
-        "--bundle",
-        bundle.to_str().unwrap(),
-    ];
+    let mut args = vec!["--bundle", bundle.to_str().unwrap()];
     args.extend_from_slice(extra);
-    env.kubectl(&args)
+    env.diagnose_via_jumpbox(&args)
 }
 
 pub(crate) fn analyse(env: &Env, bundle: &Path, extra: &[&str]) -> Run {
@@ -51,21 +36,16 @@ pub(crate) fn analyse(env: &Env, bundle: &Path, extra: &[&str]) -> Run {
     env.kubectl(&args)
 }
 
-/// The bundle's entries, by path, read with the tar and gzip crates (not the plugin's reader).
-pub(crate) fn entries(bundle: &Path) -> Vec<(String, Vec<u8>)> {
-    let gz = flate2::read::GzDecoder::new(std::fs::File::open(bundle).unwrap());
-    let mut archive = tar::Archive::new(gz);
-    archive
-        .entries()
-        .unwrap()
-        .map(|e| {
-            let mut e = e.unwrap();
-            let path = e.path().unwrap().to_string_lossy().into_owned();
-            let mut bytes = Vec::new();
-            e.read_to_end(&mut bytes).unwrap();
-            (path, bytes)
-        })
-        .collect()
+/// `analyse` with no Supervisor to reach: the bundle alone must be enough.
+pub(crate) fn analyse_offline(env: &Env, bundle: &Path, extra: &[&str]) -> Run {
+    let mut args = vec![
+        "--kubeconfig",
+        "/nonexistent/kubeconfig",
+        "analyse",
+        bundle.to_str().unwrap(),
+    ];
+    args.extend_from_slice(extra);
+    env.kubectl(&args)
 }
 
 /// The whole archive decompressed, headers and all: what a secret scan must look through.
@@ -91,21 +71,6 @@ pub(crate) fn assert_no_secret(bundle: &Path, more: &[Vec<u8>]) {
     }
 }
 
-fn write_entries(bundle: &Path, entries: &[(String, Vec<u8>)]) {
-    let file = std::fs::File::create(bundle).unwrap();
-    let mut b = tar::Builder::new(flate2::write::GzEncoder::new(
-        file,
-        flate2::Compression::default(),
-    ));
-    for (path, bytes) in entries {
-        let mut h = tar::Header::new_gnu();
-        h.set_size(bytes.len() as u64);
-        h.set_mode(0o644);
-        b.append_data(&mut h, path, bytes.as_slice()).unwrap();
-    }
-    b.into_inner().unwrap().finish().unwrap().flush().unwrap();
-}
-
 #[test]
 fn bundle_then_analyse_gives_the_same_report() {
     let env = scripted();
@@ -121,14 +86,7 @@ fn bundle_then_analyse_gives_the_same_report() {
     assert_eq!(report.verdict.code, VerdictCode::NodesUnreachable);
 
     // Offline: no kubeconfig at all.
-    let offline = env.kubectl(&[
-        "--kubeconfig",
-        "/nonexistent/kubeconfig",
-        "analyse",
-        bundle.to_str().unwrap(),
-        "-o",
-        "json",
-    ]);
+    let offline = analyse_offline(&env, &bundle, &["-o", "json"]);
     offline.expect_code(1);
     assert_eq!(offline.json(), live.json(), "the same report");
 
@@ -280,12 +238,7 @@ fn a_bad_bundle_is_exit_2_in_one_line() {
                 h.as_old_mut().name[..10].copy_from_slice(b"../x.json\0");
                 h.set_size(2);
                 h.set_cksum();
-                let mut b = tar::Builder::new(flate2::write::GzEncoder::new(
-                    std::fs::File::create(&p).unwrap(),
-                    flate2::Compression::default(),
-                ));
-                b.append(&h, &b"{}"[..]).unwrap();
-                b.into_inner().unwrap().finish().unwrap();
+                tarball::write_with(&p, |b| b.append(&h, &b"{}"[..]).unwrap());
                 p
             },
             "`..` in path refused",

@@ -61,15 +61,12 @@ fn world() -> Env {
             .object(pod("kube-system", "probe-past-deadline", "Running", 3600)),
     )
     .unwrap();
-    let env = Env::new("healthy-v1alpha3", workload);
-    for p in [
+    let pods = vec![
         pod("ns-prod", "jumpbox-failed", "Failed", 30),
         pod("ns-prod", "jumpbox-in-progress", "Pending", 30),
         pod("ns-prod", "jumpbox-past-deadline", "Pending", 3600),
-    ] {
-        env.supervisor.insert(p).unwrap();
-    }
-    env
+    ];
+    Env::with_objects("healthy-v1alpha3", pods, &[], workload)
 }
 
 #[test]

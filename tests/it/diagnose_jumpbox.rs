@@ -13,18 +13,7 @@ use etcdnet::probe::{PortState, ReachErrorKind};
 fn three_vms_one_jumpbox_pod() {
     let env = Env::new(SET, Workload::black_hole());
     env.script_jumpbox_pods(&CP);
-    let run = env.kubectl(&[
-        "diagnose",
-        CLUSTER,
-        "-n",
-        NS,
-        "--via",
-        "jumpbox",
-        "--api-timeout",
-        "1s",
-        "-o",
-        "json",
-    ]);
+    let run = env.diagnose_via_jumpbox(&["-o", "json"]);
     let report = run.diagnose_report();
     assert_eq!(report.result.nodes_reached, 3, "{:#?}", report.nodes);
     let created = env.supervisor.created_pods();
@@ -76,12 +65,8 @@ fn three_vms_one_jumpbox_pod() {
 #[test]
 fn one_unreachable_vm_of_three_is_its_own_row() {
     let env = Env::new(SET, Workload::black_hole());
-    env.supervisor.on_pod_created(|pod| {
-        Some(etcdnet_fakeapi::PodScript::succeeds(
-            scripted_jumpbox_log_with(pod, &CP, |i, ip| {
-                (i == 1).then(|| unreachable_jumpbox_section(ip))
-            }),
-        ))
+    env.script_jumpbox_pods_with(&CP, |i, ip| {
+        (i == 1).then(|| unreachable_jumpbox_section(ip))
     });
     let run = env.kubectl(&[
         "diagnose",
@@ -122,18 +107,7 @@ fn a_log_without_this_runs_frames_is_every_vms_bad_output() {
             &other, &CP,
         )))
     });
-    let run = env.kubectl(&[
-        "diagnose",
-        CLUSTER,
-        "-n",
-        NS,
-        "--via",
-        "jumpbox",
-        "--api-timeout",
-        "1s",
-        "-o",
-        "json",
-    ]);
+    let run = env.diagnose_via_jumpbox(&["-o", "json"]);
     let report = run.diagnose_report();
     assert_eq!(report.result.nodes_reached, 0);
     for n in &report.nodes {
@@ -148,18 +122,7 @@ fn a_pod_that_cannot_run_is_every_vms_error() {
     env.supervisor
         .refuse_image(etcdnet::route::jumpbox::DEFAULT_IMAGE);
     env.script_jumpbox_pods(&CP);
-    let run = env.kubectl(&[
-        "diagnose",
-        CLUSTER,
-        "-n",
-        NS,
-        "--via",
-        "jumpbox",
-        "--api-timeout",
-        "1s",
-        "-o",
-        "json",
-    ]);
+    let run = env.diagnose_via_jumpbox(&["-o", "json"]);
     let report = run.diagnose_report();
     assert_eq!(env.supervisor.created_pods().len(), 1);
     for n in &report.nodes {
@@ -174,19 +137,7 @@ fn a_pod_that_cannot_run_is_every_vms_error() {
 fn keep_pods_names_the_jumpbox_pod_in_the_supervisor() {
     let env = Env::new(SET, Workload::black_hole());
     env.script_jumpbox_pods(&CP);
-    let run = env.kubectl(&[
-        "diagnose",
-        CLUSTER,
-        "-n",
-        NS,
-        "--via",
-        "jumpbox",
-        "--api-timeout",
-        "1s",
-        "--keep-pods",
-        "-o",
-        "json",
-    ]);
+    let run = env.diagnose_via_jumpbox(&["--keep-pods", "-o", "json"]);
     assert_eq!(run.diagnose_report().result.nodes_reached, 3);
     let left = env.supervisor.existing_pods();
     assert_eq!(left.len(), 1, "{left:?}");

@@ -1,4 +1,4 @@
-//! Identity by uid, and only unicast addresses (issue 19, items 2 and 3), through the real
+//! Identity by uid, and only unicast addresses, through the real
 //! kubectl on the fixture set `hostile-identity`: healthy-v1alpha3 plus what a namespace editor
 //! can write (see its fake.yaml):
 //!
@@ -88,10 +88,10 @@ fn assert_only_good_targets(env: &Env) {
     }
 }
 
-/// The issue's attack. Fails on c04990d: the join took the first VM whose owner *name* was
-/// cp1's VSphereMachine, the forged one (it lists first), so 198.18.0.66 was cp1's `--self`,
-/// every peer's `--peer` and the jumpbox's ssh destination, and the real VM was a "no machine"
-/// row; there was no `join` in the node's JSON nor a finding naming the forgery.
+/// A VM whose owner reference names cp1's VSphereMachine with a forged uid. Without the join
+/// by uid, the first VM whose owner *name* matched would be taken, the forged one (it lists
+/// first): 198.18.0.66 would be cp1's `--self`, every peer's `--peer` and the jumpbox's ssh
+/// destination, the real VM a "no machine" row, and no finding would name the forgery.
 #[test]
 fn a_vm_with_a_forged_owner_uid_is_a_finding_and_the_real_vm_stays() {
     let env = Env::new(SET, Workload::refused());
@@ -129,10 +129,10 @@ fn a_vm_with_a_forged_owner_uid_is_a_finding_and_the_real_vm_stays() {
     assert_only_good_targets(&env);
 }
 
-/// Fails on c04990d: any address the guest reported was taken, so 127.0.0.1 was cp2's
-/// `--self` (its pod would have checked itself as "cp2") and cp1's and cp3's `--peer` (their
-/// probes would have curled their own etcd with their peer certificates as "cp2's"), and the
-/// jumpbox would have ssh'd to itself with the cluster's key; no finding said so.
+/// A VM reporting 127.0.0.1. Were any address the guest reports taken, 127.0.0.1 would be
+/// cp2's `--self` (its pod checking itself as "cp2") and cp1's and cp3's `--peer` (their probes
+/// curling their own etcd with their peer certificates as "cp2's"), and the jumpbox would ssh
+/// to itself with the cluster's key; no finding would say so.
 #[test]
 fn a_vm_reporting_loopback_is_a_finding_and_never_a_target() {
     let env = Env::new(SET, Workload::refused());
@@ -169,9 +169,9 @@ fn a_vm_reporting_loopback_is_a_finding_and_never_a_target() {
     assert_only_good_targets(&env);
 }
 
-/// Fails on c04990d: Machines were trusted by their labels, so x9rog was a control-plane node,
-/// joined to its VM by name and probed at 198.18.0.77 (a pod pinned to its Node name, a peer of
-/// every real node), and counted among the Machines present.
+/// A labelled Machine the KCP does not own. Were Machines trusted by their labels, x9rog would
+/// be a control-plane node, joined to its VM by name and probed at 198.18.0.77 (a pod pinned to
+/// its Node name, a peer of every real node), and counted among the Machines present.
 #[test]
 fn a_machine_not_owned_by_the_kcp_is_a_finding_and_never_a_target() {
     let env = Env::new(SET, Workload::refused());

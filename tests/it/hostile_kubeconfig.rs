@@ -267,8 +267,8 @@ fn untrusted(report: &StatusReport) -> &str {
 /// node's error says why no pod ran) and `cleanup <cluster>` (exit 3: the workload cluster
 /// skipped). Only the admin's explicit `--insecure-skip-tls-verify` lets the run go to it (as
 /// kubectl would, but never silently): the report then says the credentials went unencrypted.
-/// On c04990d the plugin sent its request and the token in clear without any flag: the
-/// recorder saw connections and `authorization: Bearer ...`.
+/// Without the refusal the plugin would send its request and the token in clear without any
+/// flag: the recorder would see connections and `authorization: Bearer ...`.
 #[test]
 fn cleartext_http_in_the_secret_gets_no_connection_without_the_flag() {
     let server = Recorder::start();
@@ -352,9 +352,9 @@ fn cleartext_http_in_the_secret_gets_no_connection_without_the_flag() {
 /// A secret that turns the server's certificate check off (`insecure-skip-tls-verify: true`) or
 /// gives no CA to check it with: refused before any connection, naming the secret and the
 /// field; with `--insecure-skip-tls-verify` the run proceeds (the token arrives), says so on
-/// stderr and in the report. On c04990d both secrets were used as they were: the first sent
-/// the token to an unchecked server (the recorder saw it), the second checked the server
-/// against this machine's roots; and the flag did not exist (exit 2).
+/// stderr and in the report. Were the secrets used as they are, the first would send the
+/// token to an unchecked server (the recorder would see it) and the second would check the
+/// server against this machine's roots.
 #[test]
 fn an_unverified_server_gets_no_token_unless_the_admin_says_so() {
     for (cluster, field) in [
@@ -428,9 +428,8 @@ fn an_unverified_server_gets_no_token_unless_the_admin_says_so() {
 
 /// A secret whose CA did not sign the server's certificate (someone else answers at the
 /// endpoint): the handshake fails, `TlsError`, and not a byte of the request (nor the token)
-/// is sent; `--insecure-skip-tls-verify` (kubectl's meaning: the CA is not used) proceeds. On
-/// c04990d the first half held already (kube checks a CA it is given); the second fails there,
-/// the flag being unknown (exit 2).
+/// is sent; `--insecure-skip-tls-verify` (kubectl's meaning: the CA is not used) proceeds. The
+/// first half is kube's own check of a CA it is given; the second is the plugin's flag.
 #[test]
 fn a_ca_that_did_not_sign_the_servers_certificate_gets_no_token() {
     let server = Recorder::start();

@@ -1,4 +1,4 @@
-//! Issue 28: a compromised control-plane node's member list (`members`: the node's own
+//! A compromised control-plane node's member list (`members`: the node's own
 //! `/members` as the probe read it; the node writes every byte of it) kept in an evidence
 //! bundle and `analyse`d ("`analyse` of such a bundle is worse"), through the real kubectl, no
 //! lab. The live side of the same attacks is `hostile_members` (the members' part); here each
@@ -21,7 +21,6 @@ use std::time::{Duration, Instant};
 use common::article::CP;
 use common::*;
 use etcdnet::report::DiagnoseReport;
-use etcdnet_fakeapi::PodScript;
 use serde_json::{json, Value};
 
 /// The three members' IDs, in the order of the VMs 198.18.0.11-13 (the captured cluster's,
@@ -72,20 +71,13 @@ fn doc_with_members(ip: &str, members: &[Value]) -> String {
 /// the VM at 198.18.0.13 (tkc-prod-7xk2p-bx2lk) is `forged`.
 fn world(forged: Vec<Value>) -> Env {
     let env = Env::new("healthy-v1alpha3", Workload::black_hole());
-    env.supervisor.on_pod_created(move |pod| {
-        let forged = forged.clone();
-        Some(PodScript::succeeds(scripted_jumpbox_log_with(
-            pod,
-            &CP,
-            move |_, ip| {
-                let members = if ip == IPS[2] {
-                    forged.clone()
-                } else {
-                    honest_members()
-                };
-                Some(jumpbox_section(&doc_with_members(ip, &members)))
-            },
-        )))
+    env.script_jumpbox_pods_with(&CP, move |_, ip| {
+        let members = if ip == IPS[2] {
+            forged.clone()
+        } else {
+            honest_members()
+        };
+        Some(jumpbox_section(&doc_with_members(ip, &members)))
     });
     env
 }
@@ -99,14 +91,7 @@ fn diagnose(env: &Env, bundle: &Path) -> (Run, Duration) {
 
 fn analyse(env: &Env, bundle: &Path, extra: &[&str]) -> (Run, Duration) {
     let started = Instant::now();
-    let mut args = vec![
-        "--kubeconfig",
-        "/nonexistent/kubeconfig",
-        "analyse",
-        bundle.to_str().unwrap(),
-    ];
-    args.extend_from_slice(extra);
-    let run = env.kubectl(&args);
+    let run = crate::bundle::analyse_offline(env, bundle, extra);
     (run, started.elapsed())
 }
 

@@ -1,23 +1,22 @@
-//! Issue 28, "What a compromised node can do to it": one node's probe document is its own word,
+//! What a compromised node can do: one node's probe document is its own word,
 //! and its member list must not steer the verdict. Through the real kubectl on scripted vSphere
 //! Pods (the jumpbox route, no lab): VM 1's document carries the attack, VMs 2 and 3 the
 //! healthy probe document with the real member list.
 //!
-//! - A healthy peer's ID behind a leading zero at a foreign URL: on 2b957a5 it was "another"
-//!   member, `EtcdMemberMismatch` with the step `etcdctl member remove 0<id>`, which etcdctl
+//! - A healthy peer's ID behind a leading zero at a foreign URL: compared as text, it would be
+//!   "another" member, `EtcdMemberMismatch` with the step `etcdctl member remove 0<id>`, which etcdctl
 //!   reads (`strconv.ParseUint(arg, 16, 64)`, etcdctl/ctlv3/command/member_command.go) as the
 //!   healthy peer's own ID.
-//! - 40,000 members under the jumpbox's 4 MiB read cap: on 2b957a5 ~40 s of CPU and 31.7 MB of
-//!   `-o json` with 40,000 removal steps.
+//! - 40,000 members under the jumpbox's 4 MiB read cap: without a bound on the list, ~40 s of
+//!   CPU and 31.7 MB of `-o json` with 40,000 removal steps.
 
 use crate::common;
 
 use std::time::{Duration, Instant};
 
-use common::article::{CLUSTER, CP, NS};
+use common::article::CP;
 use common::*;
 use etcdnet::analyse::verdict::VerdictCode;
-use etcdnet_fakeapi::PodScript;
 use serde_json::{json, Value};
 
 /// The healthy set: every Machine with its VM at 198.18.0.11-13, names as the article's.
@@ -75,30 +74,13 @@ fn scripted(first: String) -> Env {
             }
         })
         .collect();
-    env.supervisor.on_pod_created(move |pod| {
-        Some(PodScript::succeeds(scripted_jumpbox_log_with(
-            pod,
-            &CP,
-            |i, _| docs.get(i).map(|d| jumpbox_section(d)),
-        )))
-    });
+    env.script_jumpbox_pods_with(&CP, move |i, _| docs.get(i).map(|d| jumpbox_section(d)));
     env
 }
 
 fn diagnose(env: &Env, extra: &[&str]) -> (Run, Duration) {
-    let mut args = vec![
-        "diagnose",
-        CLUSTER,
-        "-n",
-        NS,
-        "--via",
-        "jumpbox",
-        "--api-timeout",
-        "1s",
-    ];
-    args.extend_from_slice(extra);
     let started = Instant::now();
-    let run = env.kubectl(&args);
+    let run = env.diagnose_via_jumpbox(extra);
     (run, started.elapsed())
 }
 

@@ -1,4 +1,4 @@
-//! Issue 28: what a namespace editor (anyone who may create objects in the vSphere Namespace)
+//! What a namespace editor (anyone who may create objects in the vSphere Namespace)
 //! can do to the NSX reading, through the real kubectl, no lab. Each case is the article's
 //! cluster on `nsx-vpc-no-drop` (one Allow on 6443, every port realized) with the editor's
 //! objects added by a builder (`common::nsx`), and for each:
@@ -8,7 +8,7 @@
 //!   jumpbox pod, as `network_policy` does it) under 1 MB and a few seconds; the plugin's own
 //!   bundle `analyse`d to the same verdict, its table under 200 lines.
 //!
-//! The attacks (issue 28, "What a namespace editor can do to it"):
+//! The attacks (what a namespace editor can do to it):
 //! - drown: one priority-0 Allow plus 63 policies of 64 shadowed Drop rules (measured before:
 //!   52 MB of json, 4,032 findings, an 8,083-line table, a bundle `analyse` refused);
 //! - 16 VMs labelled as the cluster's control plane but not in the uid chain: the real VMs are
@@ -27,15 +27,14 @@
 
 use crate::common;
 
-use std::path::Path;
 use std::time::{Duration, Instant};
 
-use common::article::{CLUSTER, CP, NS};
+use crate::bundle::analyse_offline;
+use common::article::{rogue_vm, CLUSTER, CP, NS};
 use common::nsx::{self, cp_policy, cp_vms, network_policy, tcp, tcp_range};
 use common::*;
 use etcdnet::analyse::{FindingCode, Severity};
 use etcdnet::report::{DiagnoseReport, StatusReport};
-use etcdnet_fakeapi::PodScript;
 use serde_json::{json, Value};
 
 /// The set every case adds to: the article's cluster, nsx-operator on VPC, nothing on etcd's ports.
@@ -51,32 +50,6 @@ const FEW_SECONDS_WITH_A_POD: Duration = Duration::from_secs(15);
 /// What the evidence names a policy by, and how the first next step starts for one.
 const DROP: &str = "SecurityPolicy ns-prod/drop-etcd-peers";
 const FIX_DROP: &str = "Fix SecurityPolicy ns-prod/drop-etcd-peers";
-
-/// One VM's jumpbox section: the captured healthy document made this VM's own, with its peers
-/// on 2380 timing out (a dropping firewall), as `network_policy` scripts it.
-fn section_2380_dropped(ip: &str) -> String {
-    let text = healthy_probe_doc(ip, &CP);
-    let paths: Vec<String> = ["198.18.0.11", "198.18.0.12", "198.18.0.13"]
-        .iter()
-        .flat_map(|t| [(*t, 2379), (*t, 2380)])
-        .map(|(t, port)| {
-            let own = t == ip;
-            if port == 2380 && !own {
-                format!(r#"{{"target":"{t}","port":{port},"own":false,"tcp":"Timeout","tcpMs":3020,"tcpDetail":"no TCP answer within 3 s","tls":"NotTried","tlsMs":null,"tlsDetail":null,"httpStatus":null}}"#)
-            } else {
-                format!(r#"{{"target":"{t}","port":{port},"own":{own},"tcp":"Connected","tcpMs":1,"tcpDetail":null,"tls":"Completed","tlsMs":40,"tlsDetail":null,"httpStatus":200}}"#)
-            }
-        })
-        .collect();
-    let at = text.find("\"paths\":[").unwrap();
-    let close = at + text[at..].find(']').unwrap();
-    jumpbox_section(&format!(
-        "{}\"paths\":[{}{}",
-        &text[..at],
-        paths.join(","),
-        &text[close..]
-    ))
-}
 
 /// A run and how long it took.
 struct Timed {
@@ -149,7 +122,7 @@ fn bounded_runs(what: &str, objects: Vec<Value>) -> Runs {
 /// [`bounded_runs`], `prepare` changing each world's served objects first.
 fn bounded_runs_with(what: &str, objects: Vec<Value>, prepare: impl Fn(&Env)) -> Runs {
     // `status` against a workload API that answers, so its exit code is the network's doing.
-    let env = nsx::world(BASE, objects.clone(), &[], Workload::ok());
+    let env = Env::with_objects(BASE, objects.clone(), &[], Workload::ok());
     prepare(&env);
     let status = timed(|| env.kubectl(&["status", CLUSTER, "-n", NS, "-o", "json"]));
     assert_quick(&format!("{what}: status -o json"), &status);
@@ -168,17 +141,11 @@ fn bounded_runs_with(what: &str, objects: Vec<Value>, prepare: impl Fn(&Env)) ->
     );
 
     // The diagnosis: the workload API dark, the jumpbox pod's VMs' peers time out on 2380.
-    let dark = nsx::world(BASE, objects, &[], Workload::black_hole());
+    let dark = Env::with_objects(BASE, objects, &[], Workload::black_hole());
     prepare(&dark);
-    dark.supervisor.on_pod_created(|pod| {
-        Some(PodScript::succeeds(scripted_jumpbox_log_with(
-            pod,
-            &CP,
-            |_, ip| Some(section_2380_dropped(ip)),
-        )))
-    });
+    dark.script_jumpbox_pods_with(&CP, |_, ip| Some(section_2380_dropped(ip)));
     let bundle = dark.dir.path().join("tkc-prod.tar.gz");
-    let live = timed(|| diagnose_with_bundle(&dark, &bundle));
+    let live = timed(|| crate::bundle::diagnose(&dark, &bundle, &["-o", "json"]));
     assert_within(
         &format!("{what}: diagnose --bundle"),
         &live,
@@ -189,12 +156,12 @@ fn bounded_runs_with(what: &str, objects: Vec<Value>, prepare: impl Fn(&Env)) ->
     let live_report = live.run.diagnose_report();
 
     // The plugin's own bundle is read back, and says what the live run said.
-    let offline = timed(|| analyse(&dark, &bundle, &["-o", "json"]));
+    let offline = timed(|| analyse_offline(&dark, &bundle, &["-o", "json"]));
     assert_quick(&format!("{what}: analyse"), &offline);
     assert_small_json(&format!("{what}: analyse -o json"), &offline);
     offline.run.expect_code(1);
     let offline_report = offline.run.diagnose_report();
-    let offline_table = analyse(&dark, &bundle, &[]);
+    let offline_table = analyse_offline(&dark, &bundle, &[]);
     assert_short(&format!("{what}: analyse table"), &offline_table.stdout);
 
     Runs {
@@ -204,22 +171,6 @@ fn bounded_runs_with(what: &str, objects: Vec<Value>, prepare: impl Fn(&Env)) ->
         live: live_report,
         offline: offline_report,
     }
-}
-
-fn diagnose_with_bundle(env: &Env, bundle: &Path) -> Run {
-    crate::bundle::diagnose(env, bundle, &["-o", "json"])
-}
-
-/// `kubectl etcdnet analyse <bundle>`, with no Supervisor to reach.
-fn analyse(env: &Env, bundle: &Path, extra: &[&str]) -> Run {
-    let mut args = vec![
-        "--kubeconfig",
-        "/nonexistent/kubeconfig",
-        "analyse",
-        bundle.to_str().unwrap(),
-    ];
-    args.extend_from_slice(extra);
-    env.kubectl(&args)
 }
 
 /// The verdict, for failure messages.
@@ -350,21 +301,10 @@ fn drowning_in_shadowed_rules_stays_bounded() {
 fn rogue_labelled_vms_do_not_replace_the_real_ones() {
     let mut objects = vec![drop_etcd_peers()];
     objects.extend((0..16).map(|i| {
-        let name = format!("tkc-prod-0000-rogue-{i:02}");
-        json!({
-            "apiVersion": "vmoperator.vmware.com/v1alpha3",
-            "kind": "VirtualMachine",
-            "metadata": {
-                "name": name, "namespace": NS,
-                "labels": {
-                    "capv.vmware.com/cluster.name": CLUSTER,
-                    "capv.vmware.com/cluster.role": "controlplane",
-                    "cluster.x-k8s.io/cluster-name": CLUSTER
-                }
-            },
-            "spec": {"className": "best-effort-small", "powerState": "PoweredOn"},
-            "status": {"powerState": "PoweredOn", "network": {"primaryIP4": format!("198.18.0.{}", 100 + i)}}
-        })
+        rogue_vm(
+            &format!("tkc-prod-0000-rogue-{i:02}"),
+            &format!("198.18.0.{}", 100 + i),
+        )
     }));
     let runs = bounded_runs("rogue VMs", objects);
     let mut vms: Vec<String> = runs.status_json["networkPolicy"]["evaluation"]["vms"]
@@ -460,7 +400,7 @@ const FORGED: &str = "NETWORK_POLICY_UPDATE_FAILED: NSX lost the control plane's
 #[test]
 fn a_forged_nsx_error_annotation_is_the_objects_claim_not_nsx() {
     // `status` on the same Supervisor without the NetworkPolicy: the exit code to keep.
-    let clean = nsx::world(BASE, vec![], &[], Workload::ok());
+    let clean = Env::with_objects(BASE, vec![], &[], Workload::ok());
     let baseline = clean.kubectl(&["status", CLUSTER, "-n", NS, "-o", "json"]);
     baseline.status_report();
     let forged = network_policy(

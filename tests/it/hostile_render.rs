@@ -1,4 +1,4 @@
-//! Issue 9 (2): nothing a namespace editor writes into the objects the plugin reads reaches the
+//! Nothing a namespace editor writes into the objects the plugin reads reaches the
 //! terminal raw. The fixture set `hostile-escapes` carries OSC (window title, clipboard,
 //! hyperlink), CSI (clear screen, colours), C1 controls, a newline and a carriage return in the
 //! free-text fields `status` and `diagnose` show; every command runs through the real kubectl,
@@ -225,10 +225,9 @@ fn assert_no_raw_invisible(what: &str, run: &Run) {
     }
 }
 
-/// Issue 19 (6): tables and stderr show invisible and format characters as escapes, JSON
-/// keeps them. Fails on c04990d: `visible` escaped only the bidi overrides and isolates, so
-/// the KCP line carried the zero-width characters, the marks and the tags raw (and the error
-/// line the user name's).
+/// Tables and stderr show invisible and format characters as escapes, JSON keeps them. Were
+/// only the bidi overrides and isolates escaped, the KCP line would carry the zero-width
+/// characters, the marks and the tags raw (and the error line the user name's).
 #[test]
 fn invisible_characters_are_shown_as_escapes() {
     let env = env();
@@ -280,7 +279,7 @@ fn invisible_characters_are_shown_as_escapes() {
     );
 }
 
-/// Issue 28: a warning (`tracing`'s `warn!`, printed at the default verbosity) quotes an API
+/// A warning (`tracing`'s `warn!`, printed at the default verbosity) quotes an API
 /// server's error text, which `kube::Error` displays with the server's message: the event is
 /// one visible line, its escape sequences, bidi controls, other format characters and newline
 /// shown as escapes. Here the Supervisor refuses the jumpbox pod's delete, naming a user that
@@ -357,10 +356,11 @@ fn a_warning_quoting_an_api_error_is_one_visible_line() {
     }
 }
 
-/// Issue 28: `-o json` and `-o yaml` carry no format character raw (a bidi override in a
+/// `-o json` and `-o yaml` carry no format character raw (a bidi override in a
 /// condition's message would reorder what a terminal or a reviewer's pager shows of the
 /// document): each is an escape (JSON `\u200b`, YAML `\u200B` in a double-quoted string), and
-/// the document reads back to the exact string. Fails on 2b957a5: both kept them as they are.
+/// the document reads back to the exact string. Without the escaping both would carry them
+/// raw.
 #[test]
 fn json_and_yaml_escape_format_characters() {
     let env = env();

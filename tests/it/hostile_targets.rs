@@ -9,31 +9,13 @@ use crate::common;
 use common::article::*;
 use common::*;
 use etcdnet::analyse::FindingCode;
-use serde_json::{json, Value};
+use serde_json::Value;
 
 const ROGUE_IP_PREFIX: &str = "198.18.0.";
 
-/// A VirtualMachine labelled as one of the cluster's control-plane VMs, owned by nothing.
-fn rogue_vm(i: usize) -> Value {
-    let name = format!("tkc-prod-rogue-{i}");
-    json!({
-        "apiVersion": "vmoperator.vmware.com/v1alpha3",
-        "kind": "VirtualMachine",
-        "metadata": {
-            "name": name,
-            "namespace": NS,
-            "labels": {
-                "capv.vmware.com/cluster.name": CLUSTER,
-                "capv.vmware.com/cluster.role": "controlplane",
-                "cluster.x-k8s.io/cluster-name": CLUSTER
-            }
-        },
-        "spec": {"className": "best-effort-small", "powerState": "PoweredOn"},
-        "status": {
-            "powerState": "PoweredOn",
-            "network": {"primaryIP4": rogue_ip(i)}
-        }
-    })
+/// The `i`th VirtualMachine labelled as one of the cluster's control-plane VMs, owned by nothing.
+fn rogue(i: usize) -> Value {
+    rogue_vm(&format!("tkc-prod-rogue-{i}"), &rogue_ip(i))
 }
 
 fn rogue_ip(i: usize) -> String {
@@ -41,11 +23,12 @@ fn rogue_ip(i: usize) -> String {
 }
 
 fn world(rogues: usize) -> Env {
-    let env = Env::new(SET, Workload::refused());
-    for i in 0..rogues {
-        env.supervisor.insert(rogue_vm(i)).unwrap();
-    }
-    env
+    Env::with_objects(
+        SET,
+        (0..rogues).map(rogue).collect(),
+        &[],
+        Workload::refused(),
+    )
 }
 
 #[test]

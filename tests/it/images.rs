@@ -1,4 +1,4 @@
-//! Issue 19 (5): the pods run images pinned by digest, and the probe pod mounts the node's `/`
+//! The pods run images pinned by digest, and the probe pod mounts the node's `/`
 //! read-only. Through the real kubectl, as an admin would check it before a run:
 //! `kubectl etcdnet diagnose --dry-run -o json` shows the pods exactly as they would be created.
 
@@ -26,9 +26,9 @@ fn container(pod: &Value) -> &Value {
     &pod["spec"]["containers"][0]
 }
 
-/// Fails on c04990d: the defaults were `docker.io/library/busybox:1.36` and
-/// `docker.io/alpine/git:2.47.2` (tags anyone who may push them can move), and `/host` was
-/// mounted read-write.
+/// The default images are pinned by digest and `/host` is mounted read-only: a tag alone
+/// (`busybox:1.36`, `alpine/git:2.47.2`) can be moved by anyone who may push it, and a
+/// read-write `/host` would let the probe change the node.
 #[test]
 fn dry_run_shows_pinned_images_and_a_read_only_host() {
     let env = Env::new(SET, Workload::ok());

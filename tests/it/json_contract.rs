@@ -192,7 +192,7 @@ fn status_of_every_fixture_set() {
     }
 }
 
-/// The NSX sets (issue 21): `networkPolicy`, the network's finding codes and the NETWORK POLICY
+/// The NSX sets: `networkPolicy`, the network's finding codes and the NETWORK POLICY
 /// section, and `diagnose --dry-run`'s warnings on stderr. The other sets serve no NSX group:
 /// their snapshots above are unchanged by it.
 #[test]

@@ -45,7 +45,7 @@ mod long_names;
 mod signals;
 mod slow_pods;
 
-// Issue 28, the namespace editor's and the node's attacks on the NSX reading and the member
+// The namespace editor's and the node's attacks on the NSX reading and the member
 // lists (a group of their own: rustfmt orders `mod` lines within a group).
 mod hostile_member_bundle;
 mod hostile_nsx;

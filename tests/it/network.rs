@@ -1,4 +1,4 @@
-//! Issue 21 (1): the network objects are read through the real kubectl only when the Supervisor
+//! The network objects are read through the real kubectl only when the Supervisor
 //! serves an NSX group, with one request per resource, and never change what a Supervisor without
 //! one is asked; a refused list is a note, not a failure (what the output makes of them is
 //! network_policy.rs).
@@ -141,7 +141,7 @@ fn ncp_and_many_clusters_read_the_network_once() {
     );
 }
 
-/// Issue 28: on NCP (nsx.vmware.com the live group) a SecurityPolicy of another namespace with
+/// On NCP (nsx.vmware.com the live group) a SecurityPolicy of another namespace with
 /// `appliedTo: [{}]` can apply to these VMs: with `-n` one more request lists the group across
 /// all namespaces, and the other namespace's policy is handed to the evaluation beside the
 /// cluster namespace's; with `-A` the one list per resource serves both.
@@ -220,7 +220,7 @@ fn a_forbidden_cross_namespace_list_is_a_note() {
     );
 }
 
-/// Issue 28: a NetworkPolicy's `nsx-op/error` written by a namespace editor is the object's own
+/// A NetworkPolicy's `nsx-op/error` written by a namespace editor is the object's own
 /// claim: one Warning saying so, the text cut and made visible, never `NetworkNotRealized`, and
 /// `status` exits as without it.
 #[test]
@@ -301,13 +301,12 @@ fn all_namespaces_namespace_by_namespace_asks_the_others_once() {
     );
 }
 
-/// Issue 28: ~250 NetworkPolicies beside the blocking SecurityPolicy (nsx-vpc). The bundle
+/// ~250 NetworkPolicies beside the blocking SecurityPolicy (nsx-vpc). The bundle
 /// keeps every object the verdict uses first, so `analyse` gives the live verdict and names the
 /// same policy and the same failed port; the NetworkPolicies past its bound (only counted) are
 /// noted in the bundle, and `analyse` says its verdict may differ.
 #[test]
 fn many_network_policies_give_the_same_verdict_offline() {
-    use etcdnet_fakeapi::PodScript;
     const CP: [&str; 3] = [
         "tkc-prod-7xk2p-4rz8m",
         "tkc-prod-7xk2p-9qtvw",
@@ -322,13 +321,7 @@ fn many_network_policies_give_the_same_verdict_offline() {
                 "spec": {"podSelector": {}, "policyTypes": ["Ingress"]}}))
             .unwrap();
     }
-    env.supervisor.on_pod_created(|pod| {
-        Some(PodScript::succeeds(scripted_jumpbox_log_with(
-            pod,
-            &CP,
-            |_, ip| Some(crate::network_policy::section_2380_dropped(ip)),
-        )))
-    });
+    env.script_jumpbox_pods_with(&CP, |_, ip| Some(section_2380_dropped(ip)));
     let bundle = env.dir.path().join("tkc-prod.tar.gz");
     let live = crate::bundle::diagnose(&env, &bundle, &["-o", "json"]);
     live.expect_code(1);
@@ -338,14 +331,7 @@ fn many_network_policies_give_the_same_verdict_offline() {
         "{:#?}",
         live_report.verdict.evidence
     );
-    let offline = env.kubectl(&[
-        "--kubeconfig",
-        "/nonexistent/kubeconfig",
-        "analyse",
-        bundle.to_str().unwrap(),
-        "-o",
-        "json",
-    ]);
+    let offline = crate::bundle::analyse_offline(&env, &bundle, &["-o", "json"]);
     offline.expect_code(1);
     let offline_report = offline.diagnose_report();
     assert_eq!(offline_report.verdict, live_report.verdict);
@@ -372,7 +358,7 @@ fn many_network_policies_give_the_same_verdict_offline() {
     );
 }
 
-/// Issue 28: 16 VMs carrying the cluster's control-plane labels, ahead of the real ones in the
+/// 16 VMs carrying the cluster's control-plane labels, ahead of the real ones in the
 /// API's order, change nothing the evaluation sees: its VMs are the uid chain's three, and the
 /// blocking policy is still named.
 #[test]

@@ -1,4 +1,4 @@
-//! Issue 21 (3-5): the network read joined to the output, through the real kubectl on the nsx
+//! The network read joined to the output, through the real kubectl on the nsx
 //! sets: `status` shows the SecurityPolicy evaluation and the realization problems (JSON field
 //! `networkPolicy`, the finding codes, the NETWORK POLICY section); `diagnose --dry-run` says
 //! them as warnings; a diagnosis whose peers time out on 2380 names the policy that drops them,
@@ -12,7 +12,6 @@ use common::*;
 use etcdnet::analyse::verdict::VerdictCode;
 use etcdnet::analyse::FindingCode;
 use etcdnet::report::StatusReport;
-use etcdnet_fakeapi::PodScript;
 
 // The nsx sets hold the article's cluster (the objects of healthy-v1alpha3).
 use common::article::{CLUSTER, CP, NS};
@@ -144,71 +143,18 @@ fn status_on_nsx_vpc_forbidden_says_what_was_not_read() {
     );
 }
 
-/// One VM's jumpbox section: the captured healthy document made this VM's own, with its peers
-/// on 2380 timing out (a dropping firewall).
-pub(crate) fn section_2380_dropped(ip: &str) -> String {
-    let text = healthy_probe_doc(ip, &CP);
-    // The paths again, this VM's own: its peers' 2380 time out (as peer-timeouts.json says it).
-    let paths: Vec<String> = ["198.18.0.11", "198.18.0.12", "198.18.0.13"]
-        .iter()
-        .flat_map(|t| [(*t, 2379), (*t, 2380)])
-        .map(|(t, port)| {
-            let own = t == ip;
-            if port == 2380 && !own {
-                format!(r#"{{"target":"{t}","port":{port},"own":false,"tcp":"Timeout","tcpMs":3020,"tcpDetail":"no TCP answer within 3 s","tls":"NotTried","tlsMs":null,"tlsDetail":null,"httpStatus":null}}"#)
-            } else {
-                format!(r#"{{"target":"{t}","port":{port},"own":{own},"tcp":"Connected","tcpMs":1,"tcpDetail":null,"tls":"Completed","tlsMs":40,"tlsDetail":null,"httpStatus":200}}"#)
-            }
-        })
-        .collect();
-    let at = text.find("\"paths\":[").unwrap();
-    let close = at + text[at..].find(']').unwrap();
-    jumpbox_section(&format!(
-        "{}\"paths\":[{}{}",
-        &text[..at],
-        paths.join(","),
-        &text[close..]
-    ))
-}
-
 /// `diagnose --via jumpbox --bundle` on `set` with every VM's peers timing out on 2380: the
 /// env, the run (`-o json`) and the bundle's path.
 fn diagnose_2380_dropped(set: &str) -> (Env, Run, std::path::PathBuf) {
     let env = Env::new(set, Workload::black_hole());
-    env.supervisor.on_pod_created(|pod| {
-        Some(PodScript::succeeds(scripted_jumpbox_log_with(
-            pod,
-            &CP,
-            |_, ip| Some(section_2380_dropped(ip)),
-        )))
-    });
+    env.script_jumpbox_pods_with(&CP, |_, ip| Some(section_2380_dropped(ip)));
     let bundle = env.dir.path().join("tkc-prod.tar.gz");
-    let live = env.kubectl(&[
-        "diagnose",
-        CLUSTER,
-        "-n",
-        NS,
-        "--via",
-        "jumpbox",
-        "--api-timeout",
-        "1s",
-        "--bundle",
-        bundle.to_str().unwrap(),
-        "-o",
-        "json",
-    ]);
+    let live = crate::bundle::diagnose(&env, &bundle, &["-o", "json"]);
     (env, live, bundle)
 }
 
 fn analyse_json(env: &Env, bundle: &Path) -> Run {
-    env.kubectl(&[
-        "--kubeconfig",
-        "/nonexistent/kubeconfig",
-        "analyse",
-        bundle.to_str().unwrap(),
-        "-o",
-        "json",
-    ])
+    crate::bundle::analyse_offline(env, bundle, &["-o", "json"])
 }
 
 /// The peers time out on 2380 on nsx-vpc: the verdict's evidence names drop-etcd-peers, its

@@ -1,4 +1,4 @@
-//! Issue 19 (6): docs/rbac.yaml grants what each command asks of the Supervisor, and no command
+//! `docs/rbac.yaml` grants what each command asks of the Supervisor, and no command
 //! asks for more. Every command runs through the real kubectl against the Supervisor fake, which
 //! logs each request on a resource as RBAC sees it (verb, group, resource, namespace or none);
 //! each must be granted by the Role (commands on one namespace) or the ClusterRole (`-A`).
@@ -103,9 +103,9 @@ fn asked(seen: &BTreeSet<Access>, verb: &str, resource: &str) -> bool {
         .any(|a| a.verb == verb && a.resource == resource)
 }
 
-/// The commands on one vSphere Namespace: the Role bound there is enough. Fails on c04990d:
-/// the Role had no `list` on kubeadmcontrolplanes (`--all`) and no `deletecollection` on pods
-/// (the Ctrl-C sweep).
+/// The commands on one vSphere Namespace: the Role bound there is enough. It fails when the
+/// Role lacks a verb a command asks, e.g. `list` on kubeadmcontrolplanes (`--all`) or
+/// `deletecollection` on pods (the Ctrl-C sweep).
 #[test]
 fn the_role_grants_every_command_on_one_namespace() {
     let runs: [(&str, &[&str]); 4] = [
@@ -168,8 +168,8 @@ fn the_role_grants_every_command_on_one_namespace() {
     assert!(asked(&seen, "deletecollection", "pods"), "{seen:?}");
 }
 
-/// `-A`: the ClusterRole (bound with a ClusterRoleBinding) grants it all. Fails on c04990d:
-/// docs/rbac.yaml had no ClusterRole.
+/// `-A`: the ClusterRole (bound with a ClusterRoleBinding) grants it all; it fails when
+/// docs/rbac.yaml has no ClusterRole or it lacks a verb a command asks.
 #[test]
 fn the_cluster_role_grants_every_command_on_all_namespaces() {
     for args in [
@@ -209,7 +209,7 @@ fn the_role_and_the_cluster_role_grant_the_same() {
     assert_eq!(flat("Role"), flat("ClusterRole"));
 }
 
-/// Issue 21: on a Supervisor that serves NSX (fixture nsx-vpc), the network reads are granted
+/// On a Supervisor that serves NSX (fixture nsx-vpc), the network reads are granted
 /// too, by the Role in the namespace (its own Namespace included) and by the ClusterRole for `-A`.
 #[test]
 fn the_network_reads_are_granted() {

@@ -76,7 +76,7 @@ fn status_table(name: &str, format: Format) -> String {
     render::output(&r, format, Paint { on: false }).unwrap()
 }
 
-/// nsx-vpc (issue 21), its peers' 2380 timing out: the NETWORK POLICY section, the verdict's
+/// nsx-vpc, its peers' 2380 timing out: the NETWORK POLICY section, the verdict's
 /// evidence naming drop-etcd-peers and its first next step. Captured from
 /// `network_policy::a_diagnosis_names_the_dropping_policy_and_its_bundle_keeps_it`'s `-o json`.
 #[test]

@@ -112,11 +112,12 @@ fn a_dead_stderr_does_not_change_the_exit_code() {
     assert_eq!(stdout.trim(), "exit 2", "{stdout}");
 }
 
-/// Issue 19 (6): Ctrl-C while a pod create is in flight. The API server stores the pod only
+/// Ctrl-C while a pod create is in flight. The API server stores the pod only
 /// after the run has deleted its pods by name (a 404 then), so only the delete-collection by the
 /// run's label that follows, and its retry after a short wait, can find it. Through kubectl, on
 /// both routes: the jumpbox pod in the Supervisor, the probe pods in the workload cluster.
-/// Fails on c04990d: the run exited after the 404s and the pod created a second later stayed.
+/// Without the sweep by label the run would exit after the 404s and the pod created a second
+/// later would stay.
 #[test]
 fn ctrl_c_during_an_in_flight_create_leaves_no_pod() {
     for via in ["jumpbox", "pod"] {

@@ -4,15 +4,11 @@
 //! version), scripts/release.sh (reads Cargo.toml, writes no version) and CHANGELOG.md (Keep a
 //! Changelog: an Unreleased section, and no section for a version newer than Cargo.toml's).
 
-use std::path::PathBuf;
+use crate::common::read;
+
 use std::process::Command;
 
 const VERSION: &str = env!("CARGO_PKG_VERSION");
-
-fn read(rel: &str) -> String {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(rel);
-    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()))
-}
 
 fn plugin(args: &[&str]) -> String {
     let out = Command::new(env!("CARGO_BIN_EXE_kubectl-etcdnet"))

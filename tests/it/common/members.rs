@@ -10,27 +10,10 @@ use etcdnet::analyse::verdict::VerdictCode;
 use etcdnet::report::DiagnoseReport;
 use etcdnet_lab::{EtcdVersion, KubeletConfig, Lab};
 
-use crate::common::article::{CLUSTER, NS};
+use crate::common::article::CLUSTER;
 use crate::common::*;
 
-/// How the plugin reaches the VMs in a [`World`].
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Route {
-    /// The workload API answers and runs the probe pods on the lab's nodes (`auto` picks it).
-    Pod,
-    /// The workload API is a black hole; `--via jumpbox`: the fake Supervisor runs the jumpbox
-    /// pod in the lab's switch namespace, with the lab's key in `tkc-prod-ssh`.
-    Jumpbox,
-}
-
-impl Route {
-    pub fn name(self) -> &'static str {
-        match self {
-            Route::Pod => "pod",
-            Route::Jumpbox => "jumpbox",
-        }
-    }
-}
+pub use super::past::Route;
 
 /// A lab whose nodes are the control-plane VMs of cluster tkc-prod in Supervisor set `set`
 /// (names and addresses: `labplan::plan`), running `etcd`, with `kubelet` stand-ins if given.
@@ -66,29 +49,7 @@ pub struct World {
 
 impl World {
     pub fn new(lab: &Arc<Lab>, set: &str, route: Route) -> World {
-        let env = match route {
-            Route::Pod => {
-                // lab-3 has the three Nodes of the article's VMs; lab-any registers whatever
-                // nodes the lab has (a rollout's fourth).
-                let workload = if lab.nodes().len() == 3 {
-                    "lab-3"
-                } else {
-                    "lab-any"
-                };
-                let w = FakeConfig::from_dir(etcdnet_fakeapi::workload_set(workload)).unwrap();
-                Env::new(set, Workload::lab(w, lab.clone()).unwrap())
-            }
-            Route::Jumpbox => {
-                let env = Env::new(set, Workload::black_hole());
-                env.supervisor
-                    .execute_jumpbox_pods_in(lab.clone())
-                    .expect("the Supervisor runs jumpbox pods");
-                env.supervisor
-                    .set_secret_data(NS, "tkc-prod-ssh", "ssh-privatekey", lab.ssh_private_key())
-                    .unwrap();
-                env
-            }
-        };
+        let env = route.env(set, lab);
         World {
             env,
             lab: lab.clone(),
@@ -98,12 +59,9 @@ impl World {
 
     /// `kubectl etcdnet diagnose tkc-prod -n ns-prod` on this world's route, plus `extra`.
     pub fn diagnose(&self, extra: &[&str]) -> Run {
-        let mut args = vec!["diagnose", CLUSTER, "-n", NS, "--connect-timeout", "2s"];
-        if self.route == Route::Jumpbox {
-            args.extend(["--via", "jumpbox", "--api-timeout", "1s"]);
-        }
+        let mut args = self.route.args().to_vec();
         args.extend_from_slice(extra);
-        self.env.kubectl(&args)
+        self.env.diagnose_lab(&args)
     }
 
     /// `-o json` until the verdict is `want` (60 s at most: etcd and kubelet take seconds), then

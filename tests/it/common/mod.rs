@@ -6,6 +6,7 @@ pub mod members;
 pub mod nsx;
 pub mod past;
 pub mod probe;
+pub mod tarball;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -30,6 +31,26 @@ pub mod article {
         "tkc-prod-7xk2p-bx2lk",
     ];
 
+    /// A VirtualMachine an editor made: labelled as one of the cluster's control-plane VMs (the
+    /// capv labels, the cluster-name label), with an address, and owned by nothing.
+    pub fn rogue_vm(name: &str, ip: &str) -> serde_json::Value {
+        serde_json::json!({
+            "apiVersion": "vmoperator.vmware.com/v1alpha3",
+            "kind": "VirtualMachine",
+            "metadata": {
+                "name": name,
+                "namespace": NS,
+                "labels": {
+                    "capv.vmware.com/cluster.name": CLUSTER,
+                    "capv.vmware.com/cluster.role": "controlplane",
+                    "cluster.x-k8s.io/cluster-name": CLUSTER
+                }
+            },
+            "spec": {"className": "best-effort-small", "powerState": "PoweredOn"},
+            "status": {"powerState": "PoweredOn", "network": {"primaryIP4": ip}}
+        })
+    }
+
     /// A lab whose nodes are the set's control-plane VMs (same names and IPs). Panics, naming
     /// what is missing, when the lab cannot run here (`etcdnet_lab::require`).
     pub fn start_lab(test: &str) -> std::sync::Arc<etcdnet_lab::Lab> {
@@ -45,6 +66,12 @@ pub const KUBECTL: &str = "/usr/bin/kubectl";
 
 /// Secret material planted in the fixtures: it must never appear in any output.
 pub const SECRET_MARKERS: &[&str] = &["FAKE-WORKLOAD-TOKEN-DO-NOT-PRINT", "FAKEKEYMATERIAL"];
+
+/// A file of this repository, by its path from the root.
+pub fn read(rel: &str) -> String {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(rel);
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()))
+}
 
 pub fn fixture(set: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -63,11 +90,56 @@ pub struct Env {
 
 pub const CONTEXT: &str = "supervisor";
 
+/// Fixture set `set` with `objects` added and `forbid` refused, its kubeconfig secret at
+/// `workload_url`: what [`Env::with_config`] serves.
+pub fn fixture_config(
+    set: &str,
+    objects: Vec<serde_json::Value>,
+    forbid: &[etcdnet_fakeapi::Forbid],
+    workload_url: &str,
+) -> FakeConfig {
+    let mut cfg = FakeConfig::from_dir(fixture(set))
+        .expect("fixture set loads")
+        .var("WORKLOAD_URL", workload_url);
+    for o in objects {
+        cfg = cfg.object(o);
+    }
+    for f in forbid {
+        cfg = cfg.forbid(f.clone());
+    }
+    cfg
+}
+
 impl Env {
     /// `workload`: the fake the `<cluster>-kubeconfig` secret points at (`{{WORKLOAD_URL}}`).
     pub fn new(set: &str, workload: Workload) -> Env {
         let url = workload.url();
         Env::with_url(set, Some(workload), &url)
+    }
+
+    /// A world over `set` plus `objects` (an editor's, a test's), `forbid` refused, its workload
+    /// API `workload`.
+    pub fn with_objects(
+        set: &str,
+        objects: Vec<serde_json::Value>,
+        forbid: &[etcdnet_fakeapi::Forbid],
+        workload: Workload,
+    ) -> Env {
+        let cfg = fixture_config(set, objects, forbid, &workload.url());
+        Env::with_config(cfg, Some(workload))
+    }
+
+    /// Fixture set `set` whose Supervisor runs the jumpbox pod in `lab` (its switch namespace)
+    /// with `key` as the cluster's `tkc-prod-ssh` secret; the workload API a black hole.
+    pub fn jumpbox_in_lab(set: &str, lab: &std::sync::Arc<etcdnet_lab::Lab>, key: Vec<u8>) -> Env {
+        let env = Env::new(set, Workload::black_hole());
+        env.supervisor
+            .execute_jumpbox_pods_in(lab.clone())
+            .expect("the Supervisor runs jumpbox pods");
+        env.supervisor
+            .set_secret_data(article::NS, "tkc-prod-ssh", "ssh-privatekey", key)
+            .unwrap();
+        env
     }
 
     /// A world whose workload URL is given verbatim (e.g. https:// on a plain http fake).
@@ -155,6 +227,47 @@ impl Env {
             Some(etcdnet_fakeapi::PodScript::succeeds(scripted_jumpbox_log(
                 pod, names,
             )))
+        });
+    }
+
+    /// `kubectl etcdnet diagnose` of the article's cluster as the lab tests run it (a lab node
+    /// answers within 2 s or not at all), plus `extra`.
+    pub fn diagnose_lab(&self, extra: &[&str]) -> Run {
+        use article::{CLUSTER, NS};
+        let mut args = vec!["diagnose", CLUSTER, "-n", NS, "--connect-timeout", "2s"];
+        args.extend_from_slice(extra);
+        self.kubectl(&args)
+    }
+
+    /// `kubectl etcdnet diagnose` of the article's cluster on the jumpbox route (the workload
+    /// API not waited for past a second), plus `extra`.
+    pub fn diagnose_via_jumpbox(&self, extra: &[&str]) -> Run {
+        use article::{CLUSTER, NS};
+        let mut args = vec![
+            "diagnose",
+            CLUSTER,
+            "-n",
+            NS,
+            "--via",
+            "jumpbox",
+            "--api-timeout",
+            "1s",
+        ];
+        args.extend_from_slice(extra);
+        self.kubectl(&args)
+    }
+
+    /// Like [`Env::script_jumpbox_pods`], with `section(i, ip)` standing for VM `i`'s section
+    /// where it gives one (`None`: the healthy section).
+    pub fn script_jumpbox_pods_with(
+        &self,
+        names: &'static [&'static str],
+        section: impl Fn(usize, &str) -> Option<String> + Send + Sync + 'static,
+    ) {
+        self.supervisor.on_pod_created(move |pod| {
+            Some(etcdnet_fakeapi::PodScript::succeeds(
+                scripted_jumpbox_log_with(pod, names, &section),
+            ))
         });
     }
 
@@ -371,6 +484,33 @@ pub fn jumpbox_section(doc: &str) -> String {
     )
 }
 
+/// One VM's jumpbox section: the captured healthy document made this VM's own, with its peers
+/// on 2380 timing out (a dropping firewall).
+pub fn section_2380_dropped(ip: &str) -> String {
+    let text = healthy_probe_doc(ip, &article::CP);
+    // The paths again, this VM's own: its peers' 2380 time out (as peer-timeouts.json says it).
+    let paths: Vec<String> = ["198.18.0.11", "198.18.0.12", "198.18.0.13"]
+        .iter()
+        .flat_map(|t| [(*t, 2379), (*t, 2380)])
+        .map(|(t, port)| {
+            let own = t == ip;
+            if port == 2380 && !own {
+                format!(r#"{{"target":"{t}","port":{port},"own":false,"tcp":"Timeout","tcpMs":3020,"tcpDetail":"no TCP answer within 3 s","tls":"NotTried","tlsMs":null,"tlsDetail":null,"httpStatus":null}}"#)
+            } else {
+                format!(r#"{{"target":"{t}","port":{port},"own":{own},"tcp":"Connected","tcpMs":1,"tcpDetail":null,"tls":"Completed","tlsMs":40,"tlsDetail":null,"httpStatus":200}}"#)
+            }
+        })
+        .collect();
+    let at = text.find("\"paths\":[").unwrap();
+    let close = at + text[at..].find(']').unwrap();
+    jumpbox_section(&format!(
+        "{}\"paths\":[{}{}",
+        &text[..at],
+        paths.join(","),
+        &text[close..]
+    ))
+}
+
 /// One VM's section when nothing of it answers from the Supervisor (as the script prints it).
 pub fn unreachable_jumpbox_section(ip: &str) -> String {
     format!(
@@ -577,8 +717,8 @@ impl LabFleet {
 /// The generated Supervisor of many clusters (`etcdnet_fakeapi::generate::many_clusters`):
 /// `namespaces` vSphere Namespaces `ns-team-<n>` of `per_namespace` clusters `tkc-<n>-<m>` each,
 /// 3 control-plane VMs per cluster (198.19.k.11-13), every `<cluster>-kubeconfig` at `workload`
-/// (a stand-in: the Supervisor side is what is measured). `many_clusters_env(4, 5, ..)` is the
-/// 20-cluster Supervisor of issue 11.
+/// (a stand-in: the Supervisor side is what is measured). `many_clusters_env(4, 5, ..)` is a
+/// 20-cluster Supervisor.
 pub fn many_clusters_env(namespaces: usize, per_namespace: usize, workload: Workload) -> Env {
     use etcdnet_fakeapi::generate;
     let dir = tempfile::tempdir().unwrap();

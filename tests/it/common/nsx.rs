@@ -1,5 +1,5 @@
-//! NSX SecurityPolicies, NetworkPolicies and worlds built from them, for the tests of issue 28
-//! (`hostile_nsx`, `lab::network_policy`): a fixture set (one of the nsx sets) served with
+//! NSX SecurityPolicies and NetworkPolicies, the objects of the worlds for
+//! `hostile_nsx` and `lab::network_policy`: a fixture set (one of the nsx sets) served with
 //! objects added by the test, so a case is a few lines of Rust rather than hundreds of YAML.
 //!
 //! The shapes are nsx-operator's, checked in vmware-tanzu/nsx-operator:
@@ -17,7 +17,7 @@
 use serde_json::{json, Value};
 
 use super::article::{CLUSTER, NS};
-use super::{fixture, Env, FakeConfig, Workload};
+use super::Env;
 pub use etcdnet_fakeapi::Forbid;
 
 /// The VPC group (nsx-operator on VPC networking).
@@ -155,27 +155,6 @@ pub fn network_policy(name: &str, spec: Value, annotations: Value) -> Value {
         "metadata": {"name": name, "namespace": NS, "annotations": annotations},
         "spec": spec
     })
-}
-
-/// Fixture set `set` with `objects` added and `forbid` refused, its kubeconfig secret at
-/// `workload_url`: what [`Env::with_config`] serves.
-pub fn config(set: &str, objects: Vec<Value>, forbid: &[Forbid], workload_url: &str) -> FakeConfig {
-    let mut cfg = FakeConfig::from_dir(fixture(set))
-        .expect("fixture set loads")
-        .var("WORKLOAD_URL", workload_url);
-    for o in objects {
-        cfg = cfg.object(o);
-    }
-    for f in forbid {
-        cfg = cfg.forbid(f.clone());
-    }
-    cfg
-}
-
-/// A world over `set` plus `objects`, its workload API `workload`.
-pub fn world(set: &str, objects: Vec<Value>, forbid: &[Forbid], workload: Workload) -> Env {
-    let cfg = config(set, objects, forbid, &workload.url());
-    Env::with_config(cfg, Some(workload))
 }
 
 /// A `list` of `resource` in `group` refused in `namespace` (and so across all namespaces,

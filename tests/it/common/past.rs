@@ -1,4 +1,4 @@
-//! A world for the "control plane with a past" lab tests (issue 18): the article's cluster as a
+//! A world for the "control plane with a past" lab tests: the article's cluster as a
 //! lab running a chosen etcd line with the kubelet stand-in on every node (its restarts and
 //! kubeadm's probes, durations / 20), reached by the real kubectl on the pod or the jumpbox
 //! route; for `lab::past_network`.
@@ -10,10 +10,10 @@ use etcdnet::analyse::verdict::VerdictCode;
 use etcdnet::report::DiagnoseReport;
 use etcdnet_lab::{EtcdVersion, KubeletConfig, Lab};
 
-use crate::common::article::{CLUSTER, NS, SET};
+use crate::common::article::{CLUSTER, SET};
 use crate::common::{fixture, Env, FakeConfig, Run, Workload};
 
-/// How the plugin reaches the VMs.
+/// How the plugin reaches the VMs (`lab::past_members`'s worlds too).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Route {
     /// Probe pods through the workload API (a fake executing them in the lab's nodes).
@@ -29,17 +29,17 @@ impl Route {
     pub fn env(self, set: &str, lab: &Arc<Lab>) -> Env {
         match self {
             Route::Pod => {
-                let w = FakeConfig::from_dir(etcdnet_fakeapi::workload_set("lab-3")).unwrap();
+                // lab-3 has the three Nodes of the article's VMs; lab-any registers whatever
+                // nodes the lab has (a rollout's fourth).
+                let workload = if lab.nodes().len() == 3 {
+                    "lab-3"
+                } else {
+                    "lab-any"
+                };
+                let w = FakeConfig::from_dir(etcdnet_fakeapi::workload_set(workload)).unwrap();
                 Env::new(set, Workload::lab(w, lab.clone()).unwrap())
             }
-            Route::Jumpbox => {
-                let env = Env::new(set, Workload::black_hole());
-                env.supervisor.execute_jumpbox_pods_in(lab.clone()).unwrap();
-                env.supervisor
-                    .set_secret_data(NS, "tkc-prod-ssh", "ssh-privatekey", lab.ssh_private_key())
-                    .unwrap();
-                env
-            }
+            Route::Jumpbox => Env::jumpbox_in_lab(set, lab, lab.ssh_private_key()),
         }
     }
 
@@ -116,19 +116,10 @@ impl PastWorld {
 
     /// `kubectl etcdnet diagnose ... -o json` on this world's route.
     pub fn diagnose(&self, extra: &[&str]) -> Run {
-        let mut args = vec![
-            "diagnose",
-            CLUSTER,
-            "-n",
-            NS,
-            "--connect-timeout",
-            "2s",
-            "-o",
-            "json",
-        ];
+        let mut args = vec!["-o", "json"];
         args.extend_from_slice(self.route.args());
         args.extend_from_slice(extra);
-        self.env.kubectl(&args)
+        self.env.diagnose_lab(&args)
     }
 
     /// Diagnoses until `done(report)` or `bound` has passed; returns the last report and every

@@ -1,9 +1,10 @@
 //! The evidence bundle from a lab run: `diagnose --bundle` through the jumpbox, then `analyse`
 //! (the fake-API side is `bundle`).
 
-use crate::bundle::{analyse, assert_no_secret, diagnose, entries};
+use crate::bundle::{analyse, assert_no_secret, diagnose};
 use crate::common;
 use common::article::*;
+use common::tarball::entries;
 use common::*;
 use etcdnet::analyse::verdict::VerdictCode;
 
@@ -14,12 +15,8 @@ use etcdnet::analyse::verdict::VerdictCode;
 #[cfg_attr(not(etcdnet_lab), ignore = "needs root and the lab (see build.rs)")]
 fn lab_jumpbox_peers_dropped_bundle_then_analyse() {
     let lab = start_lab("bundle jumpbox");
-    let env = Env::new(SET, Workload::black_hole());
-    env.supervisor.execute_jumpbox_pods_in(lab.clone()).unwrap();
     let key = lab.ssh_private_key();
-    env.supervisor
-        .set_secret_data(NS, "tkc-prod-ssh", "ssh-privatekey", key.clone())
-        .unwrap();
+    let env = Env::jumpbox_in_lab(SET, &lab, key.clone());
     lab.inject(etcdnet_lab::Fault::DropAllPeers).unwrap();
     let bundle = env.dir.path().join("lab.tar.gz");
     let (live, report) = diagnose_until(VerdictCode::EtcdPeerNetworkBlocked, || {

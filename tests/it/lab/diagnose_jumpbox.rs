@@ -28,12 +28,8 @@ struct World {
 /// pods in the lab with `key` in the cluster's ssh secret.
 fn world(test: &str, key: Option<Vec<u8>>) -> World {
     let lab = start_lab(test);
-    let env = Env::new(SET, Workload::black_hole());
-    env.supervisor.execute_jumpbox_pods_in(lab.clone()).unwrap();
     let key = key.unwrap_or_else(|| lab.ssh_private_key());
-    env.supervisor
-        .set_secret_data(NS, "tkc-prod-ssh", "ssh-privatekey", key)
-        .unwrap();
+    let env = Env::jumpbox_in_lab(SET, &lab, key);
     World { env, lab }
 }
 
@@ -46,18 +42,9 @@ impl World {
     }
 
     fn diagnose(&self, extra: &[&str]) -> Run {
-        let mut args = vec![
-            "diagnose",
-            CLUSTER,
-            "-n",
-            NS,
-            "--connect-timeout",
-            "2s",
-            "--api-timeout",
-            "1s",
-        ];
+        let mut args = vec!["--api-timeout", "1s"];
         args.extend_from_slice(extra);
-        self.env.kubectl(&args)
+        self.env.diagnose_lab(&args)
     }
 
     /// `--via ssh` runs on the admin's machine, which must reach the VMs: the lab's switch

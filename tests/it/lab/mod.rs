@@ -24,3 +24,8 @@ mod smoke;
 mod ssh;
 mod ssh_hardening;
 mod watch;
+
+/// The address of lab node `node` (the lab names its own addresses after its id).
+fn ip(lab: &etcdnet_lab::Lab, node: &str) -> String {
+    lab.node(node).unwrap().ip.to_string()
+}

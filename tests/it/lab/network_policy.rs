@@ -1,4 +1,4 @@
-//! Issue 21 end to end: a SecurityPolicy served by the fake Supervisor and the same rule made real
+//! The network reading end to end: a SecurityPolicy served by the fake Supervisor and the same rule made real
 //! by nftables on the lab's nodes. `diagnose` through the real kubectl, on the pod route and on
 //! the jumpbox route, names the policy in the verdict; against a Supervisor that serves the NSX
 //! groups but no policy on etcd's ports, the same cut is said to be outside the Supervisor's view.
@@ -10,7 +10,7 @@
 //! the policy is `nsx-vpc-no-drop` (one Allow on 6443). Both sets are healthy-v1alpha3's cluster,
 //! the lab's nodes (names and IPs): one lab serves both fake Supervisors.
 //!
-//! Issue 28's verdict cases ([`verdict_cases_on_one_lab`]) share one lab: each case is a policy
+//! The policy verdict cases ([`verdict_cases_on_one_lab`]) share one lab: each case is a policy
 //! set served by a fresh fake Supervisor (a nsx set plus policies from `common::nsx`'s builder,
 //! in nsx-operator's shapes) over the same lab and fault, and one `diagnose` on the pod route.
 //! Two faults, each a real nftables rule: [`Fault::BlockPort`] 2380 (a Drop of the peer port)
@@ -198,24 +198,13 @@ fn pod_world(
 ) -> Env {
     let w = FakeConfig::from_dir(etcdnet_fakeapi::workload_set("lab-3")).unwrap();
     let workload = Workload::lab(w, lab.clone()).unwrap();
-    let cfg = nsx::config(set, objects, forbid, &workload.url());
+    let cfg = fixture_config(set, objects, forbid, &workload.url());
     Env::with_config(cfg, Some(workload))
 }
 
 /// `diagnose -o json` on the pod route until the verdict is `want` (60 s at most).
 fn diagnose_pod(env: &Env, want: VerdictCode) -> DiagnoseReport {
-    let (run, r) = diagnose_until(want, || {
-        env.kubectl(&[
-            "diagnose",
-            CLUSTER,
-            "-n",
-            NS,
-            "--connect-timeout",
-            "2s",
-            "-o",
-            "json",
-        ])
-    });
+    let (run, r) = diagnose_until(want, || env.diagnose_lab(&["-o", "json"]));
     run.expect_code(1);
     assert_eq!(r.verdict.code, want, "{}", shown(&r));
     assert_eq!(r.result.nodes_reached, 3, "{}", shown(&r));
@@ -569,7 +558,7 @@ fn run_cases(lab: &Arc<Lab>, cases: Vec<Case>) -> Vec<String> {
     failed
 }
 
-/// Issue 28's verdicts, each against a real fault, on one lab: 2380 dropped for (a), (b), (c),
+/// The policy verdicts, each against a real fault, on one lab: 2380 dropped for (a), (b), (c),
 /// (e), (f), (g), (h); then 2379/2380 rejected for (d).
 #[test]
 #[cfg_attr(not(etcdnet_lab), ignore = "needs root and the lab (see build.rs)")]

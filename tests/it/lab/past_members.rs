@@ -1,12 +1,12 @@
-//! Membership and rollouts on real etcd, end to end through the real kubectl (issue 18, "Why":
-//! a member with no Machine, a learner that never caught up, a KCP rollout's scale-up and
+//! Membership and rollouts on real etcd, end to end through the real kubectl: a member with no
+//! Machine, a learner that never caught up, a KCP rollout's scale-up and
 //! scale-down). Each family runs on both routes (pod; jumpbox with `--via jumpbox`) and both
 //! etcd lines (3.4, 3.5): one lab per test, its scenarios in sequence, each diagnosis polled with
 //! a bound (`World::until`), never slept for.
 //!
 //! The lab's nodes are the fixture sets' VMs (tkc-prod-7xk2p-4rz8m/-9qtvw/-bx2lk at
 //! 198.18.0.11-13, the rollout's tkc-prod-7xk2p-k8d5n at .14). Each scenario says which of its
-//! assertions fails on the code before the issue (commit f52a559) and why, from its rules.
+//! assertions would fail without the rule it exercises, and why.
 //!
 //! Needs root and the lab's packages (and etcd 3.5 for the 3.5 tests); fails naming what is
 //! missing otherwise.
@@ -79,9 +79,9 @@ fn three_vms(test: &str, route: Route, etcd: EtcdVersion) {
 
     // 3. A KCP rollout's scale-up: the 4th Machine provisioning, its VM off, no IP. The rollout
     // is a note; the three VMs in service decide, and they are healthy.
-    // Before (f52a559): the 4th Machine was a node like the others, not probed (NoAddress), so
-    // rule 4 (nodes_unreachable: any node with an error) said NodesUnreachable: the Healthy
-    // assertion fails (and there were no notes).
+    // Were the 4th Machine a node like the others, it would be unprobed (NoAddress) and
+    // nodes_unreachable (any node with an error) would say NodesUnreachable: the Healthy
+    // assertion would fail (and there would be no note).
     let up = World::new(&lab, "rollout-scale-up", route);
     let r = up.until(VerdictCode::Healthy);
     let note = rollout_note(&r);
@@ -97,10 +97,10 @@ fn three_vms(test: &str, route: Route, etcd: EtcdVersion) {
 
     // 1. A member no Machine stands for (a VM added by hand, then deleted): quorum holds with 3
     // of 4, every path works, /health is true on each.
-    // Before (f52a559): member_mismatch read the logs only (cluster ID / member ID mismatch,
-    // already bootstrapped, a removed member talking) and the probe read no member list; the
-    // peers' dial timeouts to 198.18.0.14 are no path of the matrix: Healthy, so the
-    // EtcdMemberMismatch assertion fails.
+    // Were member_mismatch to read the logs only (cluster ID / member ID mismatch, already
+    // bootstrapped, a removed member talking), without the member list, the peers' dial
+    // timeouts to 198.18.0.14 would be no path of the matrix: Healthy, and the
+    // EtcdMemberMismatch assertion would fail.
     let w = World::new(&lab, "healthy-v1alpha3", route);
     let stray = lab.add_unstarted_member("cp4", STRAY_URL).unwrap();
     let hex = format!("{stray:x}");
@@ -153,8 +153,8 @@ fn three_vms(test: &str, route: Route, etcd: EtcdVersion) {
 
     // 2. A learner that never caught up... or caught up and was never promoted: a join stopped
     // between kubeadm's `member add --learner` and its promotion, with no rollout in progress.
-    // Before (f52a559): no member list, no learner flag; the learner runs, its paths work and
-    // its /health answers: Healthy, so the EtcdMemberMismatch assertion fails.
+    // Without the member list's learner flag, the learner runs, its paths work and its
+    // /health answers: Healthy, and the EtcdMemberMismatch assertion would fail.
     let (_, learner) = lab.replace_member_as_learner(CP[2]).unwrap();
     let r = w.until(VerdictCode::EtcdMemberMismatch);
     assert!(
@@ -196,7 +196,7 @@ fn four_vms(test: &str, route: Route, etcd: EtcdVersion) {
 
     // 3 (a step later). The 4th VM at .14 is a member (kubeadm join ran `member add` and started
     // it), its Machine has no nodeRef yet: a note, not a fourth node to judge.
-    // Before (f52a559): there were no notes: the note assertion fails.
+    // Without the rollout note the note assertion fails.
     let joining = World::new(&lab, "rollout-scale-up-joining", route);
     let r = joining.until(VerdictCode::Healthy);
     let note = rollout_note(&r);
@@ -209,11 +209,11 @@ fn four_vms(test: &str, route: Route, etcd: EtcdVersion) {
 
     // 4. The scale-down: KCP removed 4rz8m's member (its Machine is deleting, the VM still
     // there); the kubelet keeps restarting its static pod, its peers reject it as removed.
-    // Before (f52a559): 4rz8m was judged like any node (no rollout) and, restarted 3+ times
-    // within 15 minutes (the test waits for that), was rule 2's EtcdCrashLooping whatever its
-    // state (no "own problem" test, no removed-member turn); exited after fewer, rule 3's
-    // EtcdNotRunning turned EtcdMemberMismatch by its "permanently removed" line. Either way
-    // the Healthy assertion fails.
+    // Were 4rz8m judged like any node (no rollout), restarted 3+ times within 15 minutes (the
+    // test waits for that) it would be EtcdCrashLooping whatever its state (no "own problem"
+    // test, no removed-member turn); exited after fewer, EtcdNotRunning turned
+    // EtcdMemberMismatch by its "permanently removed" line. Either way the Healthy assertion
+    // would fail.
     let down = World::new(&lab, "rollout-scale-down", route);
     let removed = lab.remove_member(CP[0]).unwrap();
     poll(
@@ -242,8 +242,8 @@ fn four_vms(test: &str, route: Route, etcd: EtcdVersion) {
 
     // The same lab state where no Machine is deleting (4rz8m's Machine as a running one: no
     // deletionTimestamp, phase Running): a removed member still restarted is a membership
-    // problem. Before (f52a559): EtcdCrashLooping (rule 2 came first and knew nothing of
-    // removed members): the EtcdMemberMismatch assertion fails.
+    // problem. Were crash_looping to come first knowing nothing of removed members, it would
+    // be EtcdCrashLooping, and the EtcdMemberMismatch assertion would fail.
     down.env
         .supervisor
         .modify("cluster.x-k8s.io/v1beta1", "Machine", NS, CP[0], |m| {

@@ -1,4 +1,4 @@
-//! Issue 18's "Why", the network bullets, end to end on a control plane with a past: the real
+//! A network fault on a control plane with a past, end to end: the real
 //! kubectl, the pod and the jumpbox route, real etcd 3.4 and 3.5 in the lab with the kubelet
 //! stand-in restarting its static pod (kubelet's back-off, kubeadm's probes, durations / 20).
 //! One lab per (route, etcd line); the scenarios run in sequence in it, healed in between:
@@ -44,10 +44,10 @@ fn scenarios(route: Route, etcd: EtcdVersion) {
 
 /// Scenario 1: every node aged with `Lab::troubled_past`: nothing in the last hour.
 ///
-/// Fails before issue 18 (f52a559): its `slow_disk` counted every line of the log with
-/// `SLOW_FSYNC_MIN = 1`, so the one `slow fdatasync` of 3 h ago gave `EtcdSlowDisk`; its
-/// `no_space` took any NOSPACE line, so the disarmed alarm gave `EtcdNoSpace` (rule 8 before 9):
-/// the first `assert_eq!(.., Healthy)` fails; and it had no `notes` nor `history`.
+/// Without the time window, a `slow_disk` counting every line of the log would make the one
+/// `slow fdatasync` of 3 h ago `EtcdSlowDisk`, and a `no_space` taking any NOSPACE line would
+/// make the disarmed alarm `EtcdNoSpace`: the first `assert_eq!(.., Healthy)` fails; and the
+/// `notes` and `history` assertions need the past told apart from the present.
 fn aged_past_is_history(w: &PastWorld) {
     for n in CP {
         let past = w.lab.troubled_past(n).unwrap();
@@ -111,11 +111,11 @@ fn aged_past_is_history(w: &PastWorld) {
 /// kills and restarts the members that see no leader (real etcd 3.4/3.5 fail even kubeadm's
 /// liveness probe without quorum), then the fix.
 ///
-/// Fails before issue 18 (f52a559): `crash_looping` held for any member restarted 3 times
-/// within 15 min, network or not, and `not_running` for a killed one; so the verdict under the
-/// cut was `EtcdCrashLooping`/`EtcdNotRunning` ("a separate issue from etcd networking") and,
-/// after the fix, still `EtcdCrashLooping` (restarted members, newest container < 15 min old):
-/// the `seen` assertions and the one on `EtcdPeerNetworkBlocked` fail.
+/// Were `crash_looping` to hold for any member restarted 3 times within 15 min, network or
+/// not, and `not_running` for a killed one, the verdict under the cut would be
+/// `EtcdCrashLooping`/`EtcdNotRunning` ("a separate issue from etcd networking") and, after the
+/// fix, still `EtcdCrashLooping` (restarted members, newest container < 15 min old): the `seen`
+/// assertions and the one on `EtcdPeerNetworkBlocked` would fail.
 fn restarted_during_the_cut(w: &PastWorld) {
     w.lab.inject(Fault::DropAllPeers).unwrap();
     // Until a member was restarted as often as the old rule called crash looping (3), so the
@@ -131,7 +131,7 @@ fn restarted_during_the_cut(w: &PastWorld) {
     );
     assert!(most_restarts_quoted(&r) >= 3, "{}", shown(&r));
     // Nor a certificate problem: a member killed while a probe's handshake waits resets it
-    // (f2cbf96, 838e6dd: seen on etcd 3.5 here).
+    // (seen on etcd 3.5 here).
     for bad in [
         VerdictCode::EtcdCrashLooping,
         VerdictCode::EtcdNotRunning,
@@ -182,9 +182,9 @@ fn most_restarts_quoted(r: &etcdnet::report::DiagnoseReport) -> u32 {
 /// from each other (each one's connections to the other dropped): fixing the hung VM alone would
 /// not restore quorum, so the verdict is the network's, with the hung VM in its evidence.
 ///
-/// Fails before issue 18 (f52a559): rule 4 `NodesUnreachable` (jumpbox: cp3 not reached) or
-/// rule 3 `EtcdNotRunning` (pod route: cp3's etcd is down) ended the analysis: the verdict was
-/// about cp3 alone and the `code` assertion fails.
+/// Were `NodesUnreachable` (jumpbox: cp3 not reached) or `EtcdNotRunning` (pod route: cp3's
+/// etcd is down) to end the analysis before the network is judged, the verdict would be about
+/// cp3 alone and the `code` assertion would fail.
 fn hung_vm_and_the_others_cut(w: &PastWorld) {
     let (a, b, hung) = (CP[0], CP[1], CP[2]);
     w.lab.power_off(hung).unwrap();
@@ -244,10 +244,10 @@ fn hung_vm_and_the_others_cut(w: &PastWorld) {
 /// Scenario 4: only 2379 dropped between the VMs (2380 works: quorum holds), then NOSPACE
 /// raised for one member through etcd's Alarm API while 2379 stays blocked, then disarmed.
 ///
-/// Fails before issue 18 (f52a559): the network rule took any failing peer cell, so 2379 alone
-/// gave `EtcdPeerNetworkPartial` "port 2379 is blocked between all control-plane VMs, 2380
-/// works" (rule 6), before `no_space` (rule 8) could run: the summary's "only 2379 is blocked"
-/// and the `EtcdNoSpace` assertions fail.
+/// Were the network rule to take any failing peer cell, 2379 alone would give
+/// `EtcdPeerNetworkPartial` "port 2379 is blocked between all control-plane VMs, 2380 works"
+/// before `no_space` could run: the summary's "only 2379 is blocked" and the `EtcdNoSpace`
+/// assertions would fail.
 fn only_2379_and_nospace(w: &PastWorld) {
     let (r, _) = w.diagnose_until(&[], SETTLE, |r| r.verdict.code == VerdictCode::Healthy);
     assert_eq!(r.verdict.code, VerdictCode::Healthy, "{}", shown(&r));

@@ -507,7 +507,7 @@ fn gateway(lab: &Lab, node: &str, path: &str, body: &str) -> String {
     String::from_utf8(out.stdout).unwrap()
 }
 
-/// What every node's etcd says of itself, from its own view (issue 18): the member list from
+/// What every node's etcd says of itself, from its own view: the member list from
 /// the peer listener, the same on every node and without quorum; the alarm list (NOSPACE raised
 /// for one member through etcd's own API, then `/health` says so on 3.5, not on 3.4); the
 /// previous container's log after a restart; crictl found with sudo's secure_path.
@@ -716,28 +716,19 @@ fn capture_etcd_logs() {
 
 /// One `#[test]` per case and etcd line, named `etcd_3_4::<case>` / `etcd_3_5::<case>`, so the
 /// summary says which line a failure is on. Both sets are in this one test binary: they run with
-/// the same parallelism (cargo's test threads), interleaved. The cases after `awaiting_verdict:`
-/// assert what the issue expects where the analysis does not give it yet: they are ignored (run
-/// them with `--ignored`) until it does.
+/// the same parallelism (cargo's test threads), interleaved.
 macro_rules! on_both_etcd_lines {
-    ($($case:ident),* $(,)?; awaiting_verdict: $($waiting:ident),* $(,)?) => {
-        on_both_etcd_lines!(@line etcd_3_4, V3_4, [$($case),*], [$($waiting),*]);
-        on_both_etcd_lines!(@line etcd_3_5, V3_5, [$($case),*], [$($waiting),*]);
+    ($($case:ident),* $(,)?) => {
+        on_both_etcd_lines!(@line etcd_3_4, V3_4, [$($case),*]);
+        on_both_etcd_lines!(@line etcd_3_5, V3_5, [$($case),*]);
     };
-    (@line $module:ident, $version:ident, [$($case:ident),*], [$($waiting:ident),*]) => {
+    (@line $module:ident, $version:ident, [$($case:ident),*]) => {
         mod $module {
             $(
                 #[test]
                 #[cfg_attr(not(etcdnet_lab), ignore = "needs root and the lab (see build.rs)")]
                 fn $case() {
                     on_both_etcd_lines!(@body $module, $version, $case);
-                }
-            )*
-            $(
-                #[test]
-                #[ignore = "issue 10 part 4: the analysis does not give the verdict this case asserts yet"]
-                fn $waiting() {
-                    on_both_etcd_lines!(@body $module, $version, $waiting);
                 }
             )*
         }
@@ -765,6 +756,5 @@ on_both_etcd_lines!(
     five_nodes_one_isolated,
     member_replaced,
     removed_member_restarted_on_old_data,
-    own_view;
-    awaiting_verdict:
+    own_view,
 );

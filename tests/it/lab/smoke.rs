@@ -5,6 +5,7 @@
 //!
 //! Each test owns one lab; labs are isolated, so the tests run in parallel.
 
+use super::ip;
 use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -33,10 +34,6 @@ fn start(cfg: LabConfig) -> Lab {
 fn curl(lab: &Lab, from: &str, url: &str, max_time: u64) -> Curl {
     lab.curl(from, url, Duration::from_secs(max_time))
         .expect("curl runs")
-}
-
-fn ip(lab: &Lab, node: &str) -> String {
-    lab.node(node).unwrap().ip.to_string()
 }
 
 /// Asserts curl's exit code from `from` to `to`:`port` (28 timeout, 7 refused, 60 bad cert, 0 ok).

@@ -5,6 +5,7 @@
 //!
 //! Needs root and the lab's packages (`.ci/lab-packages`); skips loudly otherwise.
 
+use super::ip;
 use std::collections::BTreeSet;
 use std::io::{Read, Write};
 use std::net::TcpListener;
@@ -59,10 +60,6 @@ fn ssh_argv(key: &Path, ip: &str, remote: &str) -> Vec<String> {
     argv.push(format!("vmware-system-user@{ip}"));
     argv.push(remote.into());
     argv
-}
-
-fn ip(lab: &Lab, node: &str) -> String {
-    lab.node(node).unwrap().ip.to_string()
 }
 
 /// `remote` on `node` from the jumpbox with the lab's key.

@@ -106,11 +106,7 @@ struct World {
 
 fn world(test: &str) -> World {
     let lab = start_lab(test);
-    let env = Env::new(SET, Workload::black_hole());
-    env.supervisor.execute_jumpbox_pods_in(lab.clone()).unwrap();
-    env.supervisor
-        .set_secret_data(NS, "tkc-prod-ssh", "ssh-privatekey", lab.ssh_private_key())
-        .unwrap();
+    let env = Env::jumpbox_in_lab(SET, &lab, lab.ssh_private_key());
     let bin = tempfile::tempdir().unwrap();
     let log = bin.path().join("ssh-G");
     std::fs::create_dir(&log).unwrap();

@@ -29,16 +29,7 @@ fn a_fault_healed_mid_watch_shows_the_transition_and_ends_the_watch() {
     lab.inject(Fault::Isolate(CP[2].into())).unwrap();
     // Let etcd notice, so the first round already sees the partition.
     diagnose_until(VerdictCode::EtcdPeerNetworkPartial, || {
-        env.kubectl(&[
-            "diagnose",
-            CLUSTER,
-            "-n",
-            NS,
-            "--connect-timeout",
-            "2s",
-            "-o",
-            "json",
-        ])
+        env.diagnose_lab(&["-o", "json"])
     });
 
     let mut child = env
@@ -123,16 +114,7 @@ fn watch_json_is_one_document_per_round() {
     let (env, lab) = lab_env("watch json");
     lab.inject(Fault::DropAllPeers).unwrap();
     diagnose_until(VerdictCode::EtcdPeerNetworkBlocked, || {
-        env.kubectl(&[
-            "diagnose",
-            CLUSTER,
-            "-n",
-            NS,
-            "--connect-timeout",
-            "2s",
-            "-o",
-            "json",
-        ])
+        env.diagnose_lab(&["-o", "json"])
     });
     let mut child = env
         .kubectl_command(&[
