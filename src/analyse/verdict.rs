@@ -150,21 +150,186 @@ impl<'a> Ctx<'a> {
     }
 }
 
-type Rule = fn(&Ctx) -> Option<Verdict>;
+/// What a rule is about: which stage of the control plane its verdict points at.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Category {
+    /// The Supervisor's objects (the Machines KCP wants).
+    Supervisor,
+    /// One node: it could not be probed, or its etcd does not run or rejects certificates.
+    Node,
+    /// The paths between the members.
+    Network,
+    /// etcd itself, with a working network: membership, quota, disk.
+    Etcd,
+    /// What was seen, or not: `Healthy`, `Inconclusive`.
+    Seen,
+}
 
+/// What a verdict's own evidence already says, so that its notes do not say it twice.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Said {
+    /// The problems of a node's probe document.
+    DocumentProblems,
+    /// etcd's clock drift warnings.
+    ClockDrift,
+    /// Slow fdatasync lines.
+    SlowFsync,
+}
+
+/// One verdict rule: what it yields and how the rest of the analysis treats that verdict.
+pub struct Rule {
+    /// The codes its check yields (the network rule picks one of four by what failed).
+    pub codes: &'static [VerdictCode],
+    pub category: Category,
+    /// Gives way to a network verdict when the members that run cannot reach each other
+    /// either; names what fixing it alone would repair ("fixing … alone does not restore
+    /// quorum").
+    pub yields_to_network: Option<&'static str>,
+    /// The codes among `codes` whose evidence names the network policies that block the paths
+    /// (a dropped large packet is the MTU, never a policy).
+    pub names_policies: &'static [VerdictCode],
+    /// What its evidence already says.
+    pub says: &'static [Said],
+    check: fn(&Ctx) -> Option<Verdict>,
+}
+
+/// The rules in the order they decide (the module's list): the first that holds wins.
 const RULES: &[Rule] = &[
-    machines_missing,
-    crash_looping,
-    not_running,
-    nodes_unreachable,
-    certificate_problem,
-    peer_network,
-    member_mismatch,
-    no_space,
-    slow_disk,
-    client_port_blocked,
-    healthy,
+    Rule {
+        codes: &[VerdictCode::ControlPlaneMachinesMissing],
+        category: Category::Supervisor,
+        yields_to_network: Some("the missing Machines"),
+        names_policies: &[],
+        says: &[],
+        check: machines_missing,
+    },
+    Rule {
+        codes: &[VerdictCode::EtcdCrashLooping],
+        category: Category::Node,
+        yields_to_network: Some("the crash looping members"),
+        names_policies: &[],
+        says: &[],
+        check: crash_looping,
+    },
+    Rule {
+        codes: &[VerdictCode::EtcdNotRunning],
+        category: Category::Node,
+        yields_to_network: Some("the stopped members"),
+        names_policies: &[],
+        says: &[],
+        check: not_running,
+    },
+    Rule {
+        codes: &[VerdictCode::NodesUnreachable],
+        category: Category::Node,
+        yields_to_network: Some("the unreachable nodes"),
+        names_policies: &[],
+        says: &[],
+        check: nodes_unreachable,
+    },
+    Rule {
+        codes: &[VerdictCode::EtcdCertificateProblem],
+        category: Category::Node,
+        yields_to_network: None,
+        names_policies: &[],
+        says: &[Said::ClockDrift],
+        check: certificate_problem,
+    },
+    Rule {
+        codes: &[
+            VerdictCode::EtcdPeerPortRefused,
+            VerdictCode::EtcdPeerLargePacketsDropped,
+            VerdictCode::EtcdPeerNetworkBlocked,
+            VerdictCode::EtcdPeerNetworkPartial,
+        ],
+        category: Category::Network,
+        yields_to_network: None,
+        names_policies: &[
+            VerdictCode::EtcdPeerPortRefused,
+            VerdictCode::EtcdPeerNetworkBlocked,
+            VerdictCode::EtcdPeerNetworkPartial,
+        ],
+        says: &[],
+        check: peer_network,
+    },
+    Rule {
+        codes: &[VerdictCode::EtcdMemberMismatch],
+        category: Category::Etcd,
+        yields_to_network: None,
+        names_policies: &[],
+        says: &[],
+        check: member_mismatch,
+    },
+    Rule {
+        codes: &[VerdictCode::EtcdNoSpace],
+        category: Category::Etcd,
+        yields_to_network: None,
+        names_policies: &[],
+        says: &[],
+        check: no_space,
+    },
+    Rule {
+        codes: &[VerdictCode::EtcdSlowDisk],
+        category: Category::Etcd,
+        yields_to_network: None,
+        names_policies: &[],
+        says: &[Said::SlowFsync],
+        check: slow_disk,
+    },
+    Rule {
+        codes: &[VerdictCode::EtcdPeerNetworkPartial],
+        category: Category::Network,
+        yields_to_network: None,
+        names_policies: &[VerdictCode::EtcdPeerNetworkPartial],
+        says: &[],
+        check: client_port_blocked,
+    },
+    Rule {
+        codes: &[VerdictCode::Healthy],
+        category: Category::Seen,
+        yields_to_network: None,
+        names_policies: &[],
+        says: &[],
+        check: healthy,
+    },
+    Rule {
+        codes: &[VerdictCode::Inconclusive],
+        category: Category::Seen,
+        yields_to_network: None,
+        names_policies: &[],
+        says: &[Said::DocumentProblems],
+        check: |ctx| Some(inconclusive(ctx)),
+    },
 ];
+
+impl VerdictCode {
+    /// The rules that yield this code (two for `EtcdPeerNetworkPartial`: the network rule and
+    /// the one for 2379 alone).
+    fn rules(self) -> impl Iterator<Item = &'static Rule> {
+        RULES.iter().filter(move |r| r.codes.contains(&self))
+    }
+
+    /// The rule of this code, the first in the order when two yield it.
+    pub fn rule(self) -> Option<&'static Rule> {
+        self.rules().next()
+    }
+
+    /// Whether a verdict of this code names the network policies that block its paths.
+    pub fn names_policies(self) -> bool {
+        self.rules().any(|r| r.names_policies.contains(&self))
+    }
+
+    /// What fixing the nodes of this verdict alone would repair, when it gives way to a
+    /// network verdict; `None` when it never does.
+    pub(crate) fn yields_to_network(self) -> Option<&'static str> {
+        self.rules().find_map(|r| r.yields_to_network)
+    }
+
+    /// Whether this verdict's own evidence already says `what`.
+    pub(crate) fn says(self, what: Said) -> bool {
+        self.rules().any(|r| r.says.contains(&what))
+    }
+}
 
 /// The window of log lines that count as the present, unless `--since` says otherwise.
 pub const DEFAULT_SINCE: std::time::Duration = std::time::Duration::from_secs(15 * 60);
@@ -248,7 +413,7 @@ pub fn diagnose_at(
     };
     let mut verdict = RULES
         .iter()
-        .find_map(|rule| rule(&ctx))
+        .find_map(|rule| (rule.check)(&ctx))
         .unwrap_or_else(|| inconclusive(&ctx));
     verdict = network::unless_network(&ctx, verdict);
     let healthy = verdict.code == VerdictCode::Healthy;

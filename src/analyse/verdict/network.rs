@@ -330,15 +330,9 @@ pub(super) fn restarts_evidence(ctx: &Ctx) -> Vec<String> {
 /// cannot reach each other either: fixing the one node would not restore quorum. The first verdict's summary and evidence
 /// follow in the network verdict's evidence, its nodes among its nodes.
 pub(super) fn unless_network(ctx: &Ctx, first: Verdict) -> Verdict {
-    if !matches!(
-        first.code,
-        VerdictCode::ControlPlaneMachinesMissing
-            | VerdictCode::NodesUnreachable
-            | VerdictCode::EtcdNotRunning
-            | VerdictCode::EtcdCrashLooping
-    ) {
+    let Some(what) = first.code.yields_to_network() else {
         return first;
-    }
+    };
     let live: Vec<&str> = ctx
         .nodes
         .iter()
@@ -368,12 +362,7 @@ pub(super) fn unless_network(ctx: &Ctx, first: Verdict) -> Verdict {
         format!(
             "The members that run ({}) cannot reach each other: fixing {} alone does not restore quorum; open the network first",
             live.join(", "),
-            match first.code {
-                VerdictCode::ControlPlaneMachinesMissing => "the missing Machines",
-                VerdictCode::NodesUnreachable => "the unreachable nodes",
-                VerdictCode::EtcdCrashLooping => "the crash looping members",
-                _ => "the stopped members",
-            }
+            what
         ),
     );
     net.next_steps.extend(first.next_steps);

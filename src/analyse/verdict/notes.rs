@@ -80,7 +80,7 @@ pub(super) fn notes(ctx: &Ctx, v: &Verdict) -> Vec<String> {
     // On EtcdMemberMismatch too: a list that departs from the majority is said there as well.
     out.extend(ctx.membership().notes.iter().cloned());
     // What was wrong with a node's document (Inconclusive has it in its evidence already).
-    if v.code != VerdictCode::Inconclusive {
+    if !v.code.says(Said::DocumentProblems) {
         for n in ctx.nodes {
             for d in n
                 .probe()
@@ -92,12 +92,12 @@ pub(super) fn notes(ctx: &Ctx, v: &Verdict) -> Vec<String> {
         }
     }
     // (A certificate verdict has them in its evidence already.)
-    if v.code != VerdictCode::EtcdCertificateProblem {
+    if !v.code.says(Said::ClockDrift) {
         out.extend(clock_drift(ctx));
     }
     for (node, s) in &ctx.logs {
         // A slow fsync too rare to be a slow disk.
-        if v.code != VerdictCode::EtcdSlowDisk {
+        if !v.code.says(Said::SlowFsync) {
             if let Some(f) = s
                 .finding(LogKind::SlowFdatasync)
                 .filter(|f| f.count < SLOW_FSYNC_MIN)

@@ -1112,3 +1112,41 @@ fn network_verdicts_quote_the_leader_view() {
         d.verdict.evidence
     );
 }
+
+/// Every code has a rule, and the rules that share a code agree on what it means: the table is
+/// the one place a code's metadata is read from.
+#[test]
+fn every_code_has_one_meaning_in_the_table() {
+    use strum::VariantArray;
+    for code in VerdictCode::VARIANTS {
+        let rules: Vec<&Rule> = code.rules().collect();
+        assert!(!rules.is_empty(), "{code} has no rule");
+        for r in &rules[1..] {
+            assert_eq!(r.category, rules[0].category, "{code}");
+            assert_eq!(r.yields_to_network, rules[0].yields_to_network, "{code}");
+            assert_eq!(
+                r.names_policies.contains(code),
+                rules[0].names_policies.contains(code),
+                "{code}"
+            );
+            assert_eq!(r.says, rules[0].says, "{code}");
+        }
+    }
+    for r in RULES {
+        for c in r.names_policies {
+            assert!(
+                r.codes.contains(c),
+                "{c} names policies but is not the rule's"
+            );
+        }
+    }
+    // Healthy is the last rule that can decide, Inconclusive the fallback after it.
+    let last: Vec<&[VerdictCode]> = RULES.iter().rev().take(2).map(|r| r.codes).collect();
+    assert_eq!(
+        last,
+        [
+            &[VerdictCode::Inconclusive][..],
+            &[VerdictCode::Healthy][..]
+        ]
+    );
+}
