@@ -96,8 +96,15 @@ const FOLDERS: &[(&str, &[&[&str]])] = &[
         "analyse::verdict",
         &[
             &["network", "seen"],
-            &["node"],
+            &[
+                "node",
+                "machines_missing",
+                "nodes_unreachable",
+                "member_mismatch",
+                "no_space",
+            ],
             &["notes"],
+            &["slow_disk"],
             &["evidence"],
             &["members"],
         ],

@@ -2,6 +2,7 @@
 //! History (log lines older than the window), a slow fsync too rare to be a slow disk, restarts
 //! of a member that is healthy now, and many elections in the window on a `Healthy` cluster.
 
+use super::slow_disk::SLOW_FSYNC_MIN;
 use super::*;
 
 /// Leader changes in the window that make a `Healthy` cluster "unstable". A rolling update moves
