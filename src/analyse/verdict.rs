@@ -40,6 +40,8 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+mod certificate_problem;
+mod crash_looping;
 mod evidence;
 mod machines_missing;
 mod member_mismatch;
@@ -48,17 +50,20 @@ mod network;
 mod no_space;
 mod node;
 mod nodes_unreachable;
+mod not_running;
 mod notes;
 mod seen;
 mod slow_disk;
 
+use certificate_problem::certificate_problem;
+use crash_looping::crash_looping;
 use evidence::*;
 use machines_missing::machines_missing;
 use member_mismatch::member_mismatch;
 use network::{client_port_blocked, peer_network};
 use no_space::no_space;
-use node::{certificate_problem, crash_looping, not_running};
 use nodes_unreachable::nodes_unreachable;
+use not_running::not_running;
 use seen::{healthy, inconclusive};
 use slow_disk::slow_disk;
 

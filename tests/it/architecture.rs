@@ -95,7 +95,13 @@ const FOLDERS: &[(&str, &[&[&str]])] = &[
     (
         "analyse::verdict",
         &[
-            &["network", "seen"],
+            &[
+                "network",
+                "seen",
+                "crash_looping",
+                "not_running",
+                "certificate_problem",
+            ],
             &[
                 "node",
                 "machines_missing",
