@@ -41,6 +41,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 mod certificate_problem;
+mod client_port_blocked;
 mod crash_looping;
 mod evidence;
 mod machines_missing;
@@ -56,11 +57,12 @@ mod seen;
 mod slow_disk;
 
 use certificate_problem::certificate_problem;
+use client_port_blocked::client_port_blocked;
 use crash_looping::crash_looping;
 use evidence::*;
 use machines_missing::machines_missing;
 use member_mismatch::member_mismatch;
-use network::{client_port_blocked, peer_network};
+use network::peer_network;
 use no_space::no_space;
 use nodes_unreachable::nodes_unreachable;
 use not_running::not_running;

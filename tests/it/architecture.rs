@@ -108,6 +108,7 @@ const FOLDERS: &[(&str, &[&[&str]])] = &[
                 "nodes_unreachable",
                 "member_mismatch",
                 "no_space",
+                "client_port_blocked",
             ],
             &["notes"],
             &["slow_disk"],

@@ -2,30 +2,20 @@
 
 use std::collections::{HashMap, HashSet};
 
-use super::evidence::*;
+use super::client_port_blocked::client_port_only;
+use super::evidence::{
+    describe, ends, leader_evidence, log_evidence, newest, path_line, summarise_cells,
+};
 use super::node::{etcd_running, fatal_reason, own_cell};
-use super::*;
+use super::{verdict, Ctx, Verdict, VerdictCode};
+use crate::analyse::matrix::{Cell, CellState};
+use crate::probe::etcdlog::LogKind;
 
 // ---- 6. the peer network ---------------------------------------------------------------------
 
 pub(super) fn peer_network(ctx: &Ctx) -> Option<Verdict> {
     let cells: Vec<&Cell> = ctx.matrices.iter().flat_map(|m| m.peer_cells()).collect();
     peer_network_over(ctx, &cells)
-}
-
-/// Only 2379 fails between the VMs while every 2380 path works: members talk to each other on
-/// 2380 alone (rafthttp), so quorum does not depend on 2379 between VMs (each apiserver talks to
-/// its own member, kubeadm's `--etcd-servers=https://127.0.0.1:2379`).
-fn client_port_only(cells: &[&Cell]) -> bool {
-    let failing = cells.iter().filter(|c| !c.state.is_ok());
-    let mut any = false;
-    for c in failing {
-        if c.port != 2379 {
-            return false;
-        }
-        any = true;
-    }
-    any && cells.iter().any(|c| c.port == 2380)
 }
 
 /// The network verdict over these peer cells, `None` when they all work (or only 2379 fails).
@@ -367,27 +357,4 @@ pub(super) fn unless_network(ctx: &Ctx, first: Verdict) -> Verdict {
     );
     net.next_steps.extend(first.next_steps);
     net
-}
-
-// ---- 10. only 2379 between the VMs ---------------------------------------------------------------
-
-pub(super) fn client_port_blocked(ctx: &Ctx) -> Option<Verdict> {
-    let cells: Vec<&Cell> = ctx.matrices.iter().flat_map(|m| m.peer_cells()).collect();
-    if !client_port_only(&cells) {
-        return None;
-    }
-    let failing: Vec<&Cell> = cells.iter().copied().filter(|c| !c.state.is_ok()).collect();
-    let mut evidence = vec![
-        "every 2380 path between the control-plane VMs works: the members reach each other, quorum does not depend on 2379 between VMs".to_string(),
-    ];
-    evidence.extend(summarise_cells(&failing));
-    verdict(
-        VerdictCode::EtcdPeerNetworkPartial,
-        "only 2379 is blocked between the control-plane VMs; 2380 (what the members use between themselves) works, so quorum holds, but etcd's client port should be open between them too".into(),
-        ends(&failing),
-        evidence,
-        vec![
-            "Open TCP 2379 between the control-plane VMs in both directions (the support article asks 2379 and 2380 open; etcdctl against a peer and some backup tools use it)".into(),
-        ],
-    )
 }

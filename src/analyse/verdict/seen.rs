@@ -3,9 +3,10 @@
 //! what was not seen: a node not probed, a `/health` that did not say true, a path without a
 //! result, a TLS handshake not tried, a probe step that failed. Each is one [`Gap`].
 
-use super::evidence::*;
-use super::*;
-use crate::probe::output::TlsOutcome;
+use super::evidence::path_line;
+use super::{verdict, Ctx, Verdict, VerdictCode};
+use crate::analyse::matrix::{self, CellState};
+use crate::probe::output::{HealthOutcome, TlsOutcome};
 
 /// What kind of check was not seen to work, in the order the evidence lists them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
