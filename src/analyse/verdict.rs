@@ -132,8 +132,8 @@ pub struct Diagnosis {
     pub logs: Vec<NodeLogs>,
 }
 
-/// Everything the rules look at, built once per verdict for the deciding nodes (those in no
-/// rollout); the matrices the report shows cover every node and are built apart.
+/// Everything the rules look at, for the deciding nodes (those in no rollout): their paths are
+/// a view of the matrices the report shows, which cover every node and are built once.
 struct Ctx<'a> {
     facts: &'a ClusterFacts,
     nodes: &'a [NodeReport],
@@ -410,13 +410,15 @@ pub fn diagnose_at(
         .filter(|n| !rollout.contains_key(&n.name))
         .cloned()
         .collect();
+    // Every node's paths, the rollout's too, for the report; the rules see the deciding nodes'.
+    let matrices = vec![matrix::build(nodes, 2379), matrix::build(nodes, 2380)];
     let ctx = Ctx {
         facts,
         nodes: &deciding,
-        matrices: vec![
-            matrix::build(&deciding, 2379),
-            matrix::build(&deciding, 2380),
-        ],
+        matrices: matrices
+            .iter()
+            .map(|m| deciding_view(m, |n| !rollout.contains_key(n)))
+            .collect(),
         logs: logs
             .iter()
             .filter(|(n, _)| !rollout.contains_key(*n))
@@ -444,8 +446,22 @@ pub fn diagnose_at(
             .into_iter()
             .map(|(node, summary)| NodeLogs { node, summary })
             .collect(),
-        // Every node's paths, the rollout's too: shown, whatever decided.
-        matrices: vec![matrix::build(nodes, 2379), matrix::build(nodes, 2380)],
+        matrices,
+    }
+}
+
+/// The matrix of the nodes `keep` names, from the matrix of all of them: a cell depends only on
+/// its two ends, so this is the matrix built over those nodes alone.
+fn deciding_view(m: &Matrix, keep: impl Fn(&str) -> bool) -> Matrix {
+    Matrix {
+        port: m.port,
+        nodes: m.nodes.iter().filter(|n| keep(n)).cloned().collect(),
+        cells: m
+            .cells
+            .iter()
+            .filter(|c| keep(&c.from) && keep(&c.to))
+            .cloned()
+            .collect(),
     }
 }
 

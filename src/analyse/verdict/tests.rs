@@ -1150,3 +1150,46 @@ fn every_code_has_one_meaning_in_the_table() {
         ]
     );
 }
+
+/// The deciding nodes' paths, read off the matrix of every node, are the matrix built over
+/// those nodes alone (the rules' view must not depend on who else was probed).
+#[test]
+fn the_deciding_view_is_the_matrix_of_the_deciding_nodes() {
+    let mut probes = healthy3();
+    set(
+        &mut probes,
+        0,
+        2,
+        2380,
+        TcpOutcome::Timeout,
+        TlsOutcome::NotTried,
+    );
+    set(
+        &mut probes,
+        2,
+        1,
+        2379,
+        TcpOutcome::Refused,
+        TlsOutcome::NotTried,
+    );
+    set(
+        &mut probes,
+        1,
+        0,
+        2380,
+        TcpOutcome::Timeout,
+        TlsOutcome::NotTried,
+    );
+    let all = cluster(probes);
+    let keep = ["cp1", "cp3"];
+    let some: Vec<NodeReport> = all
+        .iter()
+        .filter(|n| keep.contains(&n.name.as_str()))
+        .cloned()
+        .collect();
+    for port in [2379, 2380] {
+        let view = deciding_view(&matrix::build(&all, port), |n| keep.contains(&n));
+        assert_eq!(view, matrix::build(&some, port), "port {port}");
+        assert_eq!(view.nodes, keep);
+    }
+}
