@@ -69,10 +69,9 @@ use not_running::not_running;
 use seen::{healthy, inconclusive};
 use slow_disk::slow_disk;
 
-use super::matrix::{self, Cell, CellState, Matrix};
+use super::matrix::{self, Matrix};
 pub use crate::probe::etcdlog::LogWindow;
-use crate::probe::etcdlog::{self, LogKind, LogSummary};
-use crate::probe::output::{Container, HealthOutcome, RuntimeQuery};
+use crate::probe::etcdlog::{self, LogSummary};
 use crate::probe::NodeReport;
 use crate::supervisor::{ClusterFacts, RolloutPhase};
 

@@ -1,6 +1,12 @@
 //! Turning cells and log findings into evidence lines.
 
-use super::*;
+use std::collections::BTreeMap;
+
+use super::Ctx;
+use crate::analyse::matrix::{Cell, CellState};
+use crate::probe::etcdlog::{self, LogKind, LogSummary};
+use crate::probe::output::Container;
+use crate::probe::NodeReport;
 
 // ---- evidence helpers ------------------------------------------------------------------------
 

@@ -1,7 +1,11 @@
 //! What the node rules read of etcd on each node: whether it runs, its own paths, a fatal
 //! reason of its own.
 
-use super::*;
+use super::Ctx;
+use crate::analyse::matrix::{Cell, CellState};
+use crate::probe::etcdlog::LogKind;
+use crate::probe::output::{Container, RuntimeQuery};
+use crate::probe::NodeReport;
 
 /// Whether etcd runs on a node: from crictl when it answered, else from whether the node's own
 /// 2379 answers. `None` when neither tells.

@@ -2,8 +2,11 @@
 //! History (log lines older than the window), a slow fsync too rare to be a slow disk, restarts
 //! of a member that is healthy now, and many elections in the window on a `Healthy` cluster.
 
+use super::evidence::{created_ms, newest};
 use super::slow_disk::SLOW_FSYNC_MIN;
-use super::*;
+use super::{Ctx, Said, Verdict, VerdictCode};
+use crate::probe::etcdlog::{self, LogKind};
+use crate::probe::output::HealthOutcome;
 
 /// Leader changes in the window that make a `Healthy` cluster "unstable". A rolling update moves
 /// leadership at most once per Machine (KCP forwards leadership off a Machine before it removes

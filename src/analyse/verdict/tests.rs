@@ -2,6 +2,8 @@
 //! one fault each, and the real etcd logs from the lab where the rule quotes them.
 
 use super::*;
+use crate::analyse::matrix::CellState;
+use crate::probe::etcdlog::LogKind;
 use crate::probe::output::*;
 use crate::probe::{ReachError, ReachErrorKind};
 use crate::supervisor::*;
