@@ -35,6 +35,12 @@
 //! `True` are quoted at the end of its evidence: the Supervisor's view, next to what was seen.
 //! Notes carry what is past or minor: history, a single slow fsync, restarts of a member that
 //! runs and is healthy now, many elections on a `Healthy` cluster.
+//!
+//! Each rule is a file of its own in `verdict/` with its check; `RULES` is their order and
+//! what the rest of the analysis reads of each code (whether it yields to the network, whether
+//! its evidence names the policies, what its evidence already says). A new rule is its file,
+//! its `mod` line and its row here (a new code also its `VerdictCode` variant), and its place
+//! in the `analyse::verdict` line of tests/it/architecture.rs.
 
 use std::collections::BTreeMap;
 
@@ -56,18 +62,7 @@ mod notes;
 mod seen;
 mod slow_disk;
 
-use certificate_problem::certificate_problem;
-use client_port_blocked::client_port_blocked;
-use crash_looping::crash_looping;
-use evidence::*;
-use machines_missing::machines_missing;
-use member_mismatch::member_mismatch;
-use network::peer_network;
-use no_space::no_space;
-use nodes_unreachable::nodes_unreachable;
-use not_running::not_running;
-use seen::{healthy, inconclusive};
-use slow_disk::slow_disk;
+use evidence::machine_condition_evidence;
 
 use super::matrix::{self, Matrix};
 pub use crate::probe::etcdlog::LogWindow;
@@ -194,7 +189,9 @@ pub enum Said {
 
 /// One verdict rule: what it yields and how the rest of the analysis treats that verdict.
 pub struct Rule {
-    /// The codes its check yields (the network rule picks one of four by what failed).
+    /// The codes this rule decides (the network rule picks one of four by what failed). A
+    /// stopped or crash looping member that was removed is handed to `member_mismatch`: that
+    /// verdict is `EtcdMemberMismatch`, read as that rule's.
     pub codes: &'static [VerdictCode],
     pub category: Category,
     /// Gives way to a network verdict when the members that run cannot reach each other
@@ -217,7 +214,7 @@ const RULES: &[Rule] = &[
         yields_to_network: Some("the missing Machines"),
         names_policies: &[],
         says: &[],
-        check: machines_missing,
+        check: machines_missing::machines_missing,
     },
     Rule {
         codes: &[VerdictCode::EtcdCrashLooping],
@@ -225,7 +222,7 @@ const RULES: &[Rule] = &[
         yields_to_network: Some("the crash looping members"),
         names_policies: &[],
         says: &[],
-        check: crash_looping,
+        check: crash_looping::crash_looping,
     },
     Rule {
         codes: &[VerdictCode::EtcdNotRunning],
@@ -233,7 +230,7 @@ const RULES: &[Rule] = &[
         yields_to_network: Some("the stopped members"),
         names_policies: &[],
         says: &[],
-        check: not_running,
+        check: not_running::not_running,
     },
     Rule {
         codes: &[VerdictCode::NodesUnreachable],
@@ -241,7 +238,7 @@ const RULES: &[Rule] = &[
         yields_to_network: Some("the unreachable nodes"),
         names_policies: &[],
         says: &[],
-        check: nodes_unreachable,
+        check: nodes_unreachable::nodes_unreachable,
     },
     Rule {
         codes: &[VerdictCode::EtcdCertificateProblem],
@@ -249,7 +246,7 @@ const RULES: &[Rule] = &[
         yields_to_network: None,
         names_policies: &[],
         says: &[Said::ClockDrift],
-        check: certificate_problem,
+        check: certificate_problem::certificate_problem,
     },
     Rule {
         codes: &[
@@ -266,7 +263,7 @@ const RULES: &[Rule] = &[
             VerdictCode::EtcdPeerNetworkPartial,
         ],
         says: &[],
-        check: peer_network,
+        check: network::peer_network,
     },
     Rule {
         codes: &[VerdictCode::EtcdMemberMismatch],
@@ -274,7 +271,7 @@ const RULES: &[Rule] = &[
         yields_to_network: None,
         names_policies: &[],
         says: &[],
-        check: member_mismatch,
+        check: member_mismatch::member_mismatch,
     },
     Rule {
         codes: &[VerdictCode::EtcdNoSpace],
@@ -282,7 +279,7 @@ const RULES: &[Rule] = &[
         yields_to_network: None,
         names_policies: &[],
         says: &[],
-        check: no_space,
+        check: no_space::no_space,
     },
     Rule {
         codes: &[VerdictCode::EtcdSlowDisk],
@@ -290,7 +287,7 @@ const RULES: &[Rule] = &[
         yields_to_network: None,
         names_policies: &[],
         says: &[Said::SlowFsync],
-        check: slow_disk,
+        check: slow_disk::slow_disk,
     },
     Rule {
         codes: &[VerdictCode::EtcdPeerNetworkPartial],
@@ -298,7 +295,7 @@ const RULES: &[Rule] = &[
         yields_to_network: None,
         names_policies: &[VerdictCode::EtcdPeerNetworkPartial],
         says: &[],
-        check: client_port_blocked,
+        check: client_port_blocked::client_port_blocked,
     },
     Rule {
         codes: &[VerdictCode::Healthy],
@@ -306,7 +303,7 @@ const RULES: &[Rule] = &[
         yields_to_network: None,
         names_policies: &[],
         says: &[],
-        check: healthy,
+        check: seen::healthy,
     },
     Rule {
         codes: &[VerdictCode::Inconclusive],
@@ -314,7 +311,7 @@ const RULES: &[Rule] = &[
         yields_to_network: None,
         names_policies: &[],
         says: &[Said::DocumentProblems],
-        check: |ctx| Some(inconclusive(ctx)),
+        check: |ctx| Some(seen::inconclusive(ctx)),
     },
 ];
 
@@ -432,7 +429,7 @@ pub fn diagnose_at(
     let mut verdict = RULES
         .iter()
         .find_map(|rule| (rule.check)(&ctx))
-        .unwrap_or_else(|| inconclusive(&ctx));
+        .unwrap_or_else(|| seen::inconclusive(&ctx));
     verdict = network::unless_network(&ctx, verdict);
     let healthy = verdict.code == VerdictCode::Healthy;
     verdict

@@ -1,6 +1,7 @@
 //! Rule 2, EtcdCrashLooping: a member that keeps restarting for a reason of its own.
 
 use super::evidence::{created_ms, log_evidence, newest, removed_member_fault, short_id};
+use super::member_mismatch::member_mismatch;
 use super::node::own_problem;
 use super::{verdict, Ctx, Verdict, VerdictCode};
 use crate::probe::etcdlog::LogKind;
@@ -65,7 +66,7 @@ pub(super) fn crash_looping(ctx: &Ctx) -> Option<Verdict> {
     // that would be a rollout, left out before the rules): a membership problem, as for a
     // stopped member below.
     if nodes.iter().all(|n| removed_member_fault(ctx, n)) {
-        return super::member_mismatch(ctx);
+        return member_mismatch(ctx);
     }
     verdict(
         VerdictCode::EtcdCrashLooping,

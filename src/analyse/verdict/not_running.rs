@@ -1,6 +1,7 @@
 //! Rule 3, EtcdNotRunning: a member that does not run, for a reason of its own.
 
 use super::evidence::{describe, ip_of, log_evidence, newest, removed_member_fault, short_id};
+use super::member_mismatch::member_mismatch;
 use super::node::{etcd_running, own_cell, own_problem};
 use super::{verdict, Ctx, Verdict, VerdictCode};
 use crate::probe::etcdlog::LogKind;
@@ -23,7 +24,7 @@ pub(super) fn not_running(ctx: &Ctx) -> Option<Verdict> {
     // restored from an old snapshot restarts on a removed member's data) is a membership
     // problem, not a process one: say that, with the line that says so.
     if stopped.iter().all(|n| removed_member_fault(ctx, &n.name)) {
-        return super::member_mismatch(ctx);
+        return member_mismatch(ctx);
     }
     let names: Vec<String> = stopped.iter().map(|n| n.name.clone()).collect();
     let mut evidence = Vec::new();
