@@ -322,11 +322,6 @@ impl VerdictCode {
         RULES.iter().filter(move |r| r.codes.contains(&self))
     }
 
-    /// The rule of this code, the first in the order when two yield it.
-    pub fn rule(self) -> Option<&'static Rule> {
-        self.rules().next()
-    }
-
     /// Whether a verdict of this code names the network policies that block its paths.
     pub fn names_policies(self) -> bool {
         self.rules().any(|r| r.names_policies.contains(&self))
