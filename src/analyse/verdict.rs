@@ -130,7 +130,7 @@ pub struct Diagnosis {
 /// a view of the matrices the report shows, which cover every node and are built once.
 struct Ctx<'a> {
     facts: &'a ClusterFacts,
-    nodes: &'a [NodeReport],
+    nodes: Vec<&'a NodeReport>,
     matrices: Vec<Matrix>,
     /// Each node's log, classified in the window (`since`) that ends at its probe time.
     logs: BTreeMap<String, LogSummary>,
@@ -396,16 +396,15 @@ pub fn diagnose_at(
         .rollout_nodes()
         .map(|(n, r)| (n.name.clone(), r.clone()))
         .collect();
-    let deciding: Vec<NodeReport> = nodes
+    let deciding: Vec<&NodeReport> = nodes
         .iter()
         .filter(|n| !rollout.contains_key(&n.name))
-        .cloned()
         .collect();
     // Every node's paths, the rollout's too, for the report; the rules see the deciding nodes'.
     let matrices = vec![matrix::build(nodes, 2379), matrix::build(nodes, 2380)];
     let ctx = Ctx {
         facts,
-        nodes: &deciding,
+        nodes: deciding,
         matrices: matrices
             .iter()
             .map(|m| deciding_view(m, |n| !rollout.contains_key(n)))

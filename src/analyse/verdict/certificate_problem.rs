@@ -58,7 +58,12 @@ fn logged_about(ctx: &Ctx, node: &str, peer: &str) -> bool {
     let Some(summary) = ctx.logs.get(node) else {
         return false;
     };
-    let ip = ctx.nodes.iter().find(|n| n.name == peer).and_then(|n| n.ip);
+    let ip = ctx
+        .nodes
+        .iter()
+        .copied()
+        .find(|n| n.name == peer)
+        .and_then(|n| n.ip);
     // The peer's log drops its own ID from its findings; another node's log keeps it.
     let id = ctx
         .logs
@@ -81,7 +86,7 @@ pub(super) const CLOSED_AFTER_HANDSHAKE: &str =
 pub(super) fn certificate_problem(ctx: &Ctx) -> Option<Verdict> {
     let mut nodes = Vec::new();
     let mut evidence = Vec::new();
-    for n in ctx.nodes {
+    for &n in &ctx.nodes {
         let Some(p) = n.probe() else { continue };
         let mut bad = false;
         for c in &p.certs {
@@ -128,7 +133,7 @@ pub(super) fn certificate_problem(ctx: &Ctx) -> Option<Verdict> {
     if nodes.is_empty() && rejected.is_empty() {
         return None;
     }
-    for n in ctx.nodes {
+    for &n in &ctx.nodes {
         evidence.extend(log_evidence(ctx, &n.name, CERT_LOG_KINDS));
     }
     // A node whose clock is off judges certificates by it.

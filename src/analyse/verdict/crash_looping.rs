@@ -14,7 +14,7 @@ pub(super) const CRASH_WINDOW_MS: i64 = 15 * 60 * 1000;
 pub(super) fn crash_looping(ctx: &Ctx) -> Option<Verdict> {
     let mut nodes = Vec::new();
     let mut evidence = Vec::new();
-    for n in ctx.nodes {
+    for &n in &ctx.nodes {
         let Some(p) = n.probe() else { continue };
         let Some(c) = newest(&p.etcd.containers) else {
             continue;

@@ -19,6 +19,7 @@ pub(super) fn short_id(id: &str) -> &str {
 pub(super) fn ip_of(ctx: &Ctx, node: &str) -> String {
     ctx.nodes
         .iter()
+        .copied()
         .find(|n| n.name == node)
         .and_then(|n| n.ip)
         .map(|ip| ip.to_string())
@@ -248,6 +249,7 @@ pub(super) fn node_at(ctx: &Ctx, addr: &str) -> Option<String> {
     let ip = log_addr_ip(addr)?;
     ctx.nodes
         .iter()
+        .copied()
         .find(|n| n.ip == Some(ip))
         .map(|n| n.name.clone())
 }

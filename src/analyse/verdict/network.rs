@@ -134,7 +134,7 @@ fn peer_network_over(ctx: &Ctx, cells: &[&Cell]) -> Option<Verdict> {
     // Members that kubelet restarts or keeps stopped while they cannot reach their peers.
     evidence.extend(restarts_evidence(ctx));
     // The two most telling log findings per node, in the order of `kinds`.
-    for n in ctx.nodes {
+    for &n in &ctx.nodes {
         evidence.extend(log_evidence(ctx, &n.name, &kinds).into_iter().take(2));
     }
     next.push("etcd recovers by itself once the VMs reach each other; then re-run kubectl etcdnet diagnose to confirm".into());
@@ -147,7 +147,7 @@ pub(super) fn partial(
     cells: &[&Cell],
     failing: &[&Cell],
 ) -> (String, Vec<String>, Vec<String>) {
-    let names: Vec<&str> = ctx.nodes.iter().map(|n| n.name.as_str()).collect();
+    let names: Vec<&str> = ctx.nodes.iter().copied().map(|n| n.name.as_str()).collect();
     let mut parts = Vec::new();
     let mut nodes = Vec::new();
     let mut lines = Vec::new();
@@ -267,7 +267,7 @@ pub(super) fn own_paths_evidence(ctx: &Ctx) -> Vec<String> {
 /// others, until the network is back.
 pub(super) fn restarts_evidence(ctx: &Ctx) -> Vec<String> {
     let mut out = Vec::new();
-    for n in ctx.nodes {
+    for &n in &ctx.nodes {
         let Some(p) = n.probe() else { continue };
         let Some(c) = newest(&p.etcd.containers) else {
             continue;

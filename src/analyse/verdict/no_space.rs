@@ -60,7 +60,7 @@ fn nospace_now(ctx: &Ctx, n: &NodeReport) -> Option<String> {
 pub(super) fn no_space(ctx: &Ctx) -> Option<Verdict> {
     let mut nodes = Vec::new();
     let mut evidence = Vec::new();
-    for n in ctx.nodes {
+    for &n in &ctx.nodes {
         if let Some(line) = nospace_now(ctx, n) {
             evidence.push(line);
             evidence.extend(log_evidence(ctx, &n.name, &[LogKind::NoSpace]));

@@ -5,7 +5,12 @@ use super::{verdict, Ctx, Verdict, VerdictCode};
 use crate::probe::NodeReport;
 
 pub(super) fn nodes_unreachable(ctx: &Ctx) -> Option<Verdict> {
-    let failed: Vec<&NodeReport> = ctx.nodes.iter().filter(|n| n.outcome.is_err()).collect();
+    let failed: Vec<&NodeReport> = ctx
+        .nodes
+        .iter()
+        .copied()
+        .filter(|n| n.outcome.is_err())
+        .collect();
     if failed.is_empty() {
         return None;
     }

@@ -12,6 +12,7 @@ pub(super) fn not_running(ctx: &Ctx) -> Option<Verdict> {
     let stopped: Vec<&NodeReport> = ctx
         .nodes
         .iter()
+        .copied()
         .filter(|n| {
             etcd_running(ctx, n) == Some(false)
                 && (removed_member_fault(ctx, &n.name) || own_problem(ctx, &n.name))
@@ -58,7 +59,12 @@ pub(super) fn not_running(ctx: &Ctx) -> Option<Verdict> {
         evidence.extend(log_evidence(ctx, &n.name, &[LogKind::Fatal]));
     }
     // The other members' logs tell the same story: refused dials to the stopped members.
-    for n in ctx.nodes.iter().filter(|n| !names.contains(&n.name)) {
+    for n in ctx
+        .nodes
+        .iter()
+        .copied()
+        .filter(|n| !names.contains(&n.name))
+    {
         evidence.extend(log_evidence(ctx, &n.name, &[LogKind::ConnectionRefused]));
     }
     verdict(

@@ -85,7 +85,7 @@ pub(super) fn notes(ctx: &Ctx, v: &Verdict) -> Vec<String> {
     out.extend(ctx.membership().notes.iter().cloned());
     // What was wrong with a node's document (Inconclusive has it in its evidence already).
     if !v.code.says(Said::DocumentProblems) {
-        for n in ctx.nodes {
+        for &n in &ctx.nodes {
             for d in n
                 .probe()
                 .map(|p| p.document_problems.as_slice())
@@ -135,7 +135,7 @@ pub(super) fn notes(ctx: &Ctx, v: &Verdict) -> Vec<String> {
     }
 
     // Restarts of a member that runs and is healthy now.
-    for n in ctx.nodes {
+    for &n in &ctx.nodes {
         let Some(p) = n.probe() else { continue };
         let Some(c) = newest(&p.etcd.containers) else {
             continue;
