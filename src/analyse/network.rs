@@ -22,7 +22,7 @@ use super::policy::{
     evaluate, Action, CoverReason, PathOutcome, PathRef, PolicyEvaluation, PolicyInput,
     PolicyObject, PolicyVm, PolicyWarning, Realization, RealizedState, RuleRef,
 };
-use super::verdict::{Diagnosis, VerdictCode};
+use super::verdict::Diagnosis;
 use crate::supervisor::network::{
     realization, NetKind, NetworkObjects, ReadCount, RealizationProblem,
 };
@@ -309,16 +309,6 @@ pub fn warning_text(w: &PolicyWarning, vms: usize) -> String {
     )
 }
 
-/// The network verdicts whose evidence names the policies.
-fn is_network(code: VerdictCode) -> bool {
-    matches!(
-        code,
-        VerdictCode::EtcdPeerNetworkBlocked
-            | VerdictCode::EtcdPeerNetworkPartial
-            | VerdictCode::EtcdPeerPortRefused
-    )
-}
-
 /// Adds what the assessment says to a diagnosis (pure). On a network verdict, the failing peer
 /// cells (timeout, refused) are looked up by their VMs (a probe's node is a Machine: its VM's
 /// name comes from `facts`): the rules in effect that block them lead the evidence and the
@@ -355,7 +345,7 @@ pub fn join(diagnosis: &mut Diagnosis, facts: &ClusterFacts, a: &NetworkAssessme
         .flat_map(|m| m.peer_cells())
         .collect();
 
-    if is_network(diagnosis.verdict.code) {
+    if diagnosis.verdict.code.names_policies() {
         let failing: Vec<PathRef> = cells
             .iter()
             .filter(|c| matches!(c.state, CellState::Timeout | CellState::Refused))

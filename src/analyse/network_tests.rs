@@ -7,7 +7,7 @@ use serde::Deserialize;
 
 use super::*;
 use crate::analyse::matrix::{Cell, Matrix};
-use crate::analyse::verdict::Verdict;
+use crate::analyse::verdict::{Verdict, VerdictCode};
 use crate::analyse::FindingCode;
 use crate::supervisor::network::{NetKind, NetworkObjects, ReadCount};
 use crate::supervisor::PowerState;

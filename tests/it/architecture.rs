@@ -95,9 +95,23 @@ const FOLDERS: &[(&str, &[&[&str]])] = &[
     (
         "analyse::verdict",
         &[
-            &["network", "seen"],
-            &["node"],
+            &[
+                "network",
+                "seen",
+                "crash_looping",
+                "not_running",
+                "certificate_problem",
+            ],
+            &[
+                "node",
+                "machines_missing",
+                "nodes_unreachable",
+                "member_mismatch",
+                "no_space",
+                "client_port_blocked",
+            ],
             &["notes"],
+            &["slow_disk"],
             &["evidence"],
             &["members"],
         ],

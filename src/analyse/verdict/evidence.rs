@@ -1,6 +1,12 @@
 //! Turning cells and log findings into evidence lines.
 
-use super::*;
+use std::collections::BTreeMap;
+
+use super::Ctx;
+use crate::analyse::matrix::{Cell, CellState};
+use crate::probe::etcdlog::{self, LogKind, LogSummary};
+use crate::probe::output::Container;
+use crate::probe::NodeReport;
 
 // ---- evidence helpers ------------------------------------------------------------------------
 
@@ -13,6 +19,7 @@ pub(super) fn short_id(id: &str) -> &str {
 pub(super) fn ip_of(ctx: &Ctx, node: &str) -> String {
     ctx.nodes
         .iter()
+        .copied()
         .find(|n| n.name == node)
         .and_then(|n| n.ip)
         .map(|ip| ip.to_string())
@@ -242,6 +249,7 @@ pub(super) fn node_at(ctx: &Ctx, addr: &str) -> Option<String> {
     let ip = log_addr_ip(addr)?;
     ctx.nodes
         .iter()
+        .copied()
         .find(|n| n.ip == Some(ip))
         .map(|n| n.name.clone())
 }

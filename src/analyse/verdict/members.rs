@@ -15,8 +15,9 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::IpAddr;
 
-use super::*;
+use super::Ctx;
 use crate::probe::output::{Member, MemberId, QueryOutcome};
+use crate::probe::NodeReport;
 use crate::supervisor::ControlPlaneNode;
 
 /// Problem lines, and note lines, of the member lists at most; the rest are counted.

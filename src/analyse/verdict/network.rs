@@ -2,30 +2,20 @@
 
 use std::collections::{HashMap, HashSet};
 
-use super::evidence::*;
+use super::client_port_blocked::client_port_only;
+use super::evidence::{
+    describe, ends, leader_evidence, log_evidence, newest, path_line, summarise_cells,
+};
 use super::node::{etcd_running, fatal_reason, own_cell};
-use super::*;
+use super::{verdict, Ctx, Verdict, VerdictCode};
+use crate::analyse::matrix::{Cell, CellState};
+use crate::probe::etcdlog::LogKind;
 
 // ---- 6. the peer network ---------------------------------------------------------------------
 
 pub(super) fn peer_network(ctx: &Ctx) -> Option<Verdict> {
     let cells: Vec<&Cell> = ctx.matrices.iter().flat_map(|m| m.peer_cells()).collect();
     peer_network_over(ctx, &cells)
-}
-
-/// Only 2379 fails between the VMs while every 2380 path works: members talk to each other on
-/// 2380 alone (rafthttp), so quorum does not depend on 2379 between VMs (each apiserver talks to
-/// its own member, kubeadm's `--etcd-servers=https://127.0.0.1:2379`).
-fn client_port_only(cells: &[&Cell]) -> bool {
-    let failing = cells.iter().filter(|c| !c.state.is_ok());
-    let mut any = false;
-    for c in failing {
-        if c.port != 2379 {
-            return false;
-        }
-        any = true;
-    }
-    any && cells.iter().any(|c| c.port == 2380)
 }
 
 /// The network verdict over these peer cells, `None` when they all work (or only 2379 fails).
@@ -144,7 +134,7 @@ fn peer_network_over(ctx: &Ctx, cells: &[&Cell]) -> Option<Verdict> {
     // Members that kubelet restarts or keeps stopped while they cannot reach their peers.
     evidence.extend(restarts_evidence(ctx));
     // The two most telling log findings per node, in the order of `kinds`.
-    for n in ctx.nodes {
+    for &n in &ctx.nodes {
         evidence.extend(log_evidence(ctx, &n.name, &kinds).into_iter().take(2));
     }
     next.push("etcd recovers by itself once the VMs reach each other; then re-run kubectl etcdnet diagnose to confirm".into());
@@ -157,7 +147,7 @@ pub(super) fn partial(
     cells: &[&Cell],
     failing: &[&Cell],
 ) -> (String, Vec<String>, Vec<String>) {
-    let names: Vec<&str> = ctx.nodes.iter().map(|n| n.name.as_str()).collect();
+    let names: Vec<&str> = ctx.nodes.iter().copied().map(|n| n.name.as_str()).collect();
     let mut parts = Vec::new();
     let mut nodes = Vec::new();
     let mut lines = Vec::new();
@@ -277,7 +267,7 @@ pub(super) fn own_paths_evidence(ctx: &Ctx) -> Vec<String> {
 /// others, until the network is back.
 pub(super) fn restarts_evidence(ctx: &Ctx) -> Vec<String> {
     let mut out = Vec::new();
-    for n in ctx.nodes {
+    for &n in &ctx.nodes {
         let Some(p) = n.probe() else { continue };
         let Some(c) = newest(&p.etcd.containers) else {
             continue;
@@ -330,15 +320,9 @@ pub(super) fn restarts_evidence(ctx: &Ctx) -> Vec<String> {
 /// cannot reach each other either: fixing the one node would not restore quorum. The first verdict's summary and evidence
 /// follow in the network verdict's evidence, its nodes among its nodes.
 pub(super) fn unless_network(ctx: &Ctx, first: Verdict) -> Verdict {
-    if !matches!(
-        first.code,
-        VerdictCode::ControlPlaneMachinesMissing
-            | VerdictCode::NodesUnreachable
-            | VerdictCode::EtcdNotRunning
-            | VerdictCode::EtcdCrashLooping
-    ) {
+    let Some(what) = first.code.yields_to_network() else {
         return first;
-    }
+    };
     let live: Vec<&str> = ctx
         .nodes
         .iter()
@@ -368,37 +352,9 @@ pub(super) fn unless_network(ctx: &Ctx, first: Verdict) -> Verdict {
         format!(
             "The members that run ({}) cannot reach each other: fixing {} alone does not restore quorum; open the network first",
             live.join(", "),
-            match first.code {
-                VerdictCode::ControlPlaneMachinesMissing => "the missing Machines",
-                VerdictCode::NodesUnreachable => "the unreachable nodes",
-                VerdictCode::EtcdCrashLooping => "the crash looping members",
-                _ => "the stopped members",
-            }
+            what
         ),
     );
     net.next_steps.extend(first.next_steps);
     net
-}
-
-// ---- 10. only 2379 between the VMs ---------------------------------------------------------------
-
-pub(super) fn client_port_blocked(ctx: &Ctx) -> Option<Verdict> {
-    let cells: Vec<&Cell> = ctx.matrices.iter().flat_map(|m| m.peer_cells()).collect();
-    if !client_port_only(&cells) {
-        return None;
-    }
-    let failing: Vec<&Cell> = cells.iter().copied().filter(|c| !c.state.is_ok()).collect();
-    let mut evidence = vec![
-        "every 2380 path between the control-plane VMs works: the members reach each other, quorum does not depend on 2379 between VMs".to_string(),
-    ];
-    evidence.extend(summarise_cells(&failing));
-    verdict(
-        VerdictCode::EtcdPeerNetworkPartial,
-        "only 2379 is blocked between the control-plane VMs; 2380 (what the members use between themselves) works, so quorum holds, but etcd's client port should be open between them too".into(),
-        ends(&failing),
-        evidence,
-        vec![
-            "Open TCP 2379 between the control-plane VMs in both directions (the support article asks 2379 and 2380 open; etcdctl against a peer and some backup tools use it)".into(),
-        ],
-    )
 }

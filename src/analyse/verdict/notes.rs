@@ -2,7 +2,11 @@
 //! History (log lines older than the window), a slow fsync too rare to be a slow disk, restarts
 //! of a member that is healthy now, and many elections in the window on a `Healthy` cluster.
 
-use super::*;
+use super::evidence::{created_ms, newest};
+use super::slow_disk::SLOW_FSYNC_MIN;
+use super::{Ctx, Said, Verdict, VerdictCode};
+use crate::probe::etcdlog::{self, LogKind};
+use crate::probe::output::HealthOutcome;
 
 /// Leader changes in the window that make a `Healthy` cluster "unstable". A rolling update moves
 /// leadership at most once per Machine (KCP forwards leadership off a Machine before it removes
@@ -80,8 +84,8 @@ pub(super) fn notes(ctx: &Ctx, v: &Verdict) -> Vec<String> {
     // On EtcdMemberMismatch too: a list that departs from the majority is said there as well.
     out.extend(ctx.membership().notes.iter().cloned());
     // What was wrong with a node's document (Inconclusive has it in its evidence already).
-    if v.code != VerdictCode::Inconclusive {
-        for n in ctx.nodes {
+    if !v.code.says(Said::DocumentProblems) {
+        for &n in &ctx.nodes {
             for d in n
                 .probe()
                 .map(|p| p.document_problems.as_slice())
@@ -92,12 +96,12 @@ pub(super) fn notes(ctx: &Ctx, v: &Verdict) -> Vec<String> {
         }
     }
     // (A certificate verdict has them in its evidence already.)
-    if v.code != VerdictCode::EtcdCertificateProblem {
+    if !v.code.says(Said::ClockDrift) {
         out.extend(clock_drift(ctx));
     }
     for (node, s) in &ctx.logs {
         // A slow fsync too rare to be a slow disk.
-        if v.code != VerdictCode::EtcdSlowDisk {
+        if !v.code.says(Said::SlowFsync) {
             if let Some(f) = s
                 .finding(LogKind::SlowFdatasync)
                 .filter(|f| f.count < SLOW_FSYNC_MIN)
@@ -131,7 +135,7 @@ pub(super) fn notes(ctx: &Ctx, v: &Verdict) -> Vec<String> {
     }
 
     // Restarts of a member that runs and is healthy now.
-    for n in ctx.nodes {
+    for &n in &ctx.nodes {
         let Some(p) = n.probe() else { continue };
         let Some(c) = newest(&p.etcd.containers) else {
             continue;

@@ -622,7 +622,7 @@ fn conditions_beside_healthy_carry_their_age() {
 /// word for word, or every such close would read as a certificate problem again.
 #[test]
 fn the_probes_prefix_for_a_close_after_the_handshake_is_the_one_the_rule_strips() {
-    let prefix = super::node::CLOSED_AFTER_HANDSHAKE;
+    let prefix = super::certificate_problem::CLOSED_AFTER_HANDSHAKE;
     assert!(
         crate::probe::script::PROBE_SH.contains(&format!("tlsd = \"{prefix}\" final")),
         "probe.sh no longer writes {prefix:?}"

@@ -3,9 +3,10 @@
 //! what was not seen: a node not probed, a `/health` that did not say true, a path without a
 //! result, a TLS handshake not tried, a probe step that failed. Each is one [`Gap`].
 
-use super::evidence::*;
-use super::*;
-use crate::probe::output::TlsOutcome;
+use super::evidence::path_line;
+use super::{verdict, Ctx, Verdict, VerdictCode};
+use crate::analyse::matrix::{self, CellState};
+use crate::probe::output::{HealthOutcome, TlsOutcome};
 
 /// What kind of check was not seen to work, in the order the evidence lists them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -65,7 +66,7 @@ pub(super) fn gaps(ctx: &Ctx) -> Vec<Gap> {
     for n in &ctx.facts.nodes {
         if n.machine.is_some()
             && n.rollout().is_none()
-            && !ctx.nodes.iter().any(|r| r.name == n.name)
+            && !ctx.nodes.iter().copied().any(|r| r.name == n.name)
         {
             out.push(gap(
                 Check::Unreached,
@@ -75,7 +76,7 @@ pub(super) fn gaps(ctx: &Ctx) -> Vec<Gap> {
             ));
         }
     }
-    for n in ctx.nodes {
+    for &n in &ctx.nodes {
         match &n.outcome {
             Err(e) => out.push(gap(
                 Check::Unreached,
@@ -103,7 +104,7 @@ pub(super) fn gaps(ctx: &Ctx) -> Vec<Gap> {
         }
     }
     out.extend(path_gaps(ctx));
-    for n in ctx.nodes {
+    for &n in &ctx.nodes {
         for e in n.probe().map(|p| p.errors.as_slice()).unwrap_or_default() {
             out.push(gap(
                 Check::ProbeError,
@@ -136,9 +137,9 @@ fn path_gaps(ctx: &Ctx) -> Vec<Gap> {
     for m in &ctx.matrices {
         let port = m.port;
         let cells = m.index();
-        for from in ctx.nodes.iter().filter(|n| n.probe().is_some()) {
+        for from in ctx.nodes.iter().copied().filter(|n| n.probe().is_some()) {
             let paths = matrix::Paths::of(from);
-            for to in ctx.nodes {
+            for &to in &ctx.nodes {
                 let what = format!("{} → {}:{port}", from.name, to.name);
                 let Some(p) = paths.to(to, port) else {
                     out.push(match to.ip {

@@ -2,6 +2,8 @@
 //! one fault each, and the real etcd logs from the lab where the rule quotes them.
 
 use super::*;
+use crate::analyse::matrix::CellState;
+use crate::probe::etcdlog::LogKind;
 use crate::probe::output::*;
 use crate::probe::{ReachError, ReachErrorKind};
 use crate::supervisor::*;
@@ -1111,4 +1113,85 @@ fn network_verdicts_quote_the_leader_view() {
         "{:#?}",
         d.verdict.evidence
     );
+}
+
+/// Every code has a rule, and the rules that share a code agree on what it means: the table is
+/// the one place a code's metadata is read from.
+#[test]
+fn every_code_has_one_meaning_in_the_table() {
+    use strum::VariantArray;
+    for code in VerdictCode::VARIANTS {
+        let rules: Vec<&Rule> = code.rules().collect();
+        assert!(!rules.is_empty(), "{code} has no rule");
+        for r in &rules[1..] {
+            assert_eq!(r.category, rules[0].category, "{code}");
+            assert_eq!(r.yields_to_network, rules[0].yields_to_network, "{code}");
+            assert_eq!(
+                r.names_policies.contains(code),
+                rules[0].names_policies.contains(code),
+                "{code}"
+            );
+            assert_eq!(r.says, rules[0].says, "{code}");
+        }
+    }
+    for r in RULES {
+        for c in r.names_policies {
+            assert!(
+                r.codes.contains(c),
+                "{c} names policies but is not the rule's"
+            );
+        }
+    }
+    // Healthy is the last rule that can decide, Inconclusive the fallback after it.
+    let last: Vec<&[VerdictCode]> = RULES.iter().rev().take(2).map(|r| r.codes).collect();
+    assert_eq!(
+        last,
+        [
+            &[VerdictCode::Inconclusive][..],
+            &[VerdictCode::Healthy][..]
+        ]
+    );
+}
+
+/// The deciding nodes' paths, read off the matrix of every node, are the matrix built over
+/// those nodes alone (the rules' view must not depend on who else was probed).
+#[test]
+fn the_deciding_view_is_the_matrix_of_the_deciding_nodes() {
+    let mut probes = healthy3();
+    set(
+        &mut probes,
+        0,
+        2,
+        2380,
+        TcpOutcome::Timeout,
+        TlsOutcome::NotTried,
+    );
+    set(
+        &mut probes,
+        2,
+        1,
+        2379,
+        TcpOutcome::Refused,
+        TlsOutcome::NotTried,
+    );
+    set(
+        &mut probes,
+        1,
+        0,
+        2380,
+        TcpOutcome::Timeout,
+        TlsOutcome::NotTried,
+    );
+    let all = cluster(probes);
+    let keep = ["cp1", "cp3"];
+    let some: Vec<NodeReport> = all
+        .iter()
+        .filter(|n| keep.contains(&n.name.as_str()))
+        .cloned()
+        .collect();
+    for port in [2379, 2380] {
+        let view = deciding_view(&matrix::build(&all, port), |n| keep.contains(&n));
+        assert_eq!(view, matrix::build(&some, port), "port {port}");
+        assert_eq!(view.nodes, keep);
+    }
 }

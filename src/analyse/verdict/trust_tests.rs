@@ -107,7 +107,7 @@ fn bare_close_cp1_to_cp2() -> Vec<crate::probe::output::ProbeOutput> {
         .unwrap();
     path.tls_detail = Some(format!(
         "{}curl: (56) Recv failure: Connection reset by peer",
-        node::CLOSED_AFTER_HANDSHAKE
+        certificate_problem::CLOSED_AFTER_HANDSHAKE
     ));
     path.http_status = None;
     p
@@ -203,7 +203,7 @@ fn a_nodes_own_path_counts_its_own_address_only() {
             .unwrap();
         path.tls_detail = Some(format!(
             "{}curl: (56) Recv failure: Connection reset by peer",
-            node::CLOSED_AFTER_HANDSHAKE
+            certificate_problem::CLOSED_AFTER_HANDSHAKE
         ));
         p[0] = with_log(p[0].clone(), &rejected_expired(addr));
         let (c, v) = code(p);
@@ -246,7 +246,7 @@ fn the_labs_x509_lines_about_cp2_decide_only_cp2s_paths() {
             .unwrap();
         path.tls_detail = Some(format!(
             "{}curl: (56) Recv failure: Connection reset by peer",
-            node::CLOSED_AFTER_HANDSHAKE
+            certificate_problem::CLOSED_AFTER_HANDSHAKE
         ));
         let (c, v) = code(p);
         assert_eq!(
