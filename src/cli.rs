@@ -16,7 +16,7 @@ use crate::commands::many::{Selection, Which};
 use crate::commands::status::StatusOptions;
 use crate::connect::ConnectOptions;
 use crate::names::{parse_namespace, validate_dns1123_subdomain};
-use crate::plan::DiagnoseOptions;
+use crate::plan::DiagnoseConfig;
 use crate::render::Format;
 use crate::route::RouteArgs;
 use crate::workload::Tls;
@@ -386,8 +386,8 @@ impl DiagnoseArgs {
     }
 
     /// How each cluster is diagnosed: the same options for every cluster.
-    pub fn options(&self, global: &GlobalArgs) -> DiagnoseOptions {
-        DiagnoseOptions {
+    pub fn options(&self, global: &GlobalArgs) -> DiagnoseConfig {
+        DiagnoseConfig {
             reach: self.reach.clone(),
             connect_timeout: self.connect_timeout,
             timeout: self.timeout,

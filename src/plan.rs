@@ -18,7 +18,7 @@ use crate::workload::WorkloadApi;
 /// What `diagnose` was asked to do, as plain values (made from the command line by `cli`), the
 /// same for every cluster it diagnoses.
 #[derive(Debug, Clone)]
-pub struct DiagnoseOptions {
+pub struct DiagnoseConfig {
     /// `--via` and the routes' flags, typed.
     pub reach: RouteArgs,
     pub connect_timeout: Duration,
@@ -53,7 +53,7 @@ pub struct DiagnosePlan {
 /// The plan for the cluster of `facts` (its name and vSphere Namespace are theirs), whose
 /// workload API is `api`; `run_id` is shared by all of the run's pods.
 pub fn plan(
-    opts: &DiagnoseOptions,
+    opts: &DiagnoseConfig,
     facts: &ClusterFacts,
     api: &WorkloadApi,
     run_id: String,
@@ -116,7 +116,7 @@ pub fn plan(
 /// are already at most the KCP's desired replicas plus a surplus of one (`supervisor::targets`:
 /// labelled Machines beyond that are a finding and not among the nodes), so the targets are too,
 /// and the driver probes at most `parallel` of them at once.
-fn targets(facts: &ClusterFacts, opts: &DiagnoseOptions) -> Vec<Target> {
+fn targets(facts: &ClusterFacts, opts: &DiagnoseConfig) -> Vec<Target> {
     let members: Vec<&ControlPlaneNode> = facts.nodes.iter().filter(|n| n.is_target()).collect();
     let ips: Vec<String> = members
         .iter()
@@ -160,8 +160,8 @@ mod tests {
         crate::testing::node(i, PowerState::PoweredOn, ip, "Running")
     }
 
-    fn options(via: Via) -> DiagnoseOptions {
-        DiagnoseOptions {
+    fn options(via: Via) -> DiagnoseConfig {
+        DiagnoseConfig {
             reach: RouteArgs {
                 via,
                 ..RouteArgs::parse(&[])

@@ -9,7 +9,7 @@ use super::round::{round_with_cleanup, Diagnosed, DryRun, Round};
 use super::{Emit, Outcome};
 use crate::connect::Connection;
 use crate::error::{Result, EXIT_OK};
-use crate::plan::DiagnoseOptions;
+use crate::plan::DiagnoseConfig;
 use crate::render::{self, Format, Listed, Paint};
 
 /// What the command does besides diagnosing: which clusters, watch, bundle.
@@ -27,7 +27,7 @@ pub struct DiagnoseRun {
 pub async fn run(
     conn: &Connection,
     how: &DiagnoseRun,
-    opts: &DiagnoseOptions,
+    opts: &DiagnoseConfig,
     format: Format,
     emit: Emit<'_>,
 ) -> Result<Outcome> {

@@ -20,7 +20,7 @@ use super::many::{self, Selection, Which};
 use crate::analyse::{self, FindingCode};
 use crate::connect::Connection;
 use crate::error::{Error, Result};
-use crate::plan::{self, DiagnoseOptions, DiagnosePlan};
+use crate::plan::{self, DiagnoseConfig, DiagnosePlan};
 use crate::probe::script::shell_quote;
 use crate::progress::Progress;
 use crate::report::{DiagnoseReport, Evidence, ListItem, ListReport};
@@ -55,7 +55,7 @@ pub enum Round {
 pub async fn round_with_cleanup(
     conn: &Connection,
     selection: &Selection,
-    opts: &DiagnoseOptions,
+    opts: &DiagnoseConfig,
 ) -> (Result<Round>, Vec<String>) {
     let tracker = PodTracker::default();
     let progress = Progress::for_stderr();
@@ -131,7 +131,7 @@ fn kept_notes(kept: &[Kept], context: &str) -> Vec<String> {
 async fn round(
     conn: &Connection,
     selection: &Selection,
-    opts: &DiagnoseOptions,
+    opts: &DiagnoseConfig,
     tracker: &PodTracker,
     progress: &Progress,
 ) -> Result<Round> {
@@ -234,7 +234,7 @@ pub async fn diagnose(
     conn: &Connection,
     facts: ClusterFacts,
     inventory: &Arc<Inventory>,
-    opts: &DiagnoseOptions,
+    opts: &DiagnoseConfig,
     tracker: &PodTracker,
     progress: &Progress,
 ) -> Result<Diagnosed> {

@@ -11,7 +11,7 @@ use super::many::Selection;
 use super::round::{round_with_cleanup, Diagnosed, Round};
 use super::{Emit, Outcome};
 use crate::error::{Error, Result, EXIT_OK};
-use crate::plan::DiagnoseOptions;
+use crate::plan::DiagnoseConfig;
 use crate::render::{self, Format, Paint};
 use crate::{connect::Connection, signal};
 
@@ -20,7 +20,7 @@ use crate::{connect::Connection, signal};
 pub async fn run(
     conn: &Connection,
     selection: &Selection,
-    opts: &DiagnoseOptions,
+    opts: &DiagnoseConfig,
     format: Format,
     every: Duration,
     emit: Emit<'_>,
