@@ -91,6 +91,26 @@ pub fn facts(desired: i64, ready: i64, nodes: Vec<ControlPlaneNode>) -> ClusterF
     }
 }
 
+/// cp1..cpN as Machines with VMs at 198.18.0.11.., the KCP wanting 3.
+pub fn facts_with_vms(n: usize) -> ClusterFacts {
+    let nodes = (1..=n)
+        .map(|i| ControlPlaneNode {
+            name: format!("cp{i}"),
+            machine: Some(machine(&format!("cp{i}"), "Running")),
+            vm: Some(VmInfo {
+                name: format!("cp{i}"),
+                ip: Some(format!("198.18.0.1{i}").parse().unwrap()),
+                power: PowerState::PoweredOn,
+                class: None,
+                owner: None,
+                refused_ip: None,
+            }),
+            join: Default::default(),
+        })
+        .collect();
+    facts(3, 3, nodes)
+}
+
 /// A control-plane Machine in `phase`.
 pub fn machine(name: &str, phase: &str) -> MachineInfo {
     MachineInfo {

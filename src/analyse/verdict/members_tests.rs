@@ -8,30 +8,11 @@ use super::tests::*;
 use super::*;
 use crate::probe::output::*;
 use crate::supervisor::*;
+use crate::testing::facts_with_vms;
 
 /// The members of the three nodes as etcd lists them (IDs of the lab's fixture
 /// no-quorum-own-view), at 198.18.0.11-13.
 const IDS: [&str; 3] = ["71ea0ea03f1cc0b1", "a0efed2619cd10db", "14569749fa01776e"];
-
-/// cp1..cpN as Machines with VMs at 198.18.0.11.., the KCP wanting 3.
-fn facts_with_vms(n: usize) -> ClusterFacts {
-    let nodes = (1..=n)
-        .map(|i| ControlPlaneNode {
-            name: format!("cp{i}"),
-            machine: Some(crate::testing::machine(&format!("cp{i}"), "Running")),
-            vm: Some(VmInfo {
-                name: format!("cp{i}"),
-                ip: Some(format!("198.18.0.1{i}").parse().unwrap()),
-                power: PowerState::PoweredOn,
-                class: None,
-                owner: None,
-                refused_ip: None,
-            }),
-            join: Default::default(),
-        })
-        .collect();
-    crate::testing::facts(3, 3, nodes)
-}
 
 fn member(id: &str, name: &str, ip: &str, learner: bool) -> Member {
     Member {

@@ -7,26 +7,7 @@ use super::*;
 use crate::probe::output::*;
 use crate::probe::{ReachError, ReachErrorKind};
 use crate::supervisor::*;
-
-/// cp1..cpN as Machines with VMs at 198.18.0.11.., the KCP wanting 3.
-fn facts_with_vms(n: usize) -> ClusterFacts {
-    let nodes = (1..=n)
-        .map(|i| ControlPlaneNode {
-            name: format!("cp{i}"),
-            machine: Some(crate::testing::machine(&format!("cp{i}"), "Running")),
-            vm: Some(VmInfo {
-                name: format!("cp{i}"),
-                ip: Some(format!("198.18.0.1{i}").parse().unwrap()),
-                power: PowerState::PoweredOn,
-                class: None,
-                owner: None,
-                refused_ip: None,
-            }),
-            join: Default::default(),
-        })
-        .collect();
-    crate::testing::facts(3, 3, nodes)
-}
+use crate::testing::facts_with_vms;
 
 fn member(i: u8, name: Option<&str>, learner: bool) -> Member {
     Member {
