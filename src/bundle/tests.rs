@@ -439,39 +439,15 @@ fn the_time_of_the_run_goes_through_a_bundle() {
 /// healthy-v1alpha3's objects (the cluster of [`evidence`]'s nodes) with nsx-vpc's network
 /// objects and `extra`, as a VPC Supervisor serves them.
 fn nsx_inventory(extra: Vec<Value>) -> Inventory {
-    use serde::Deserialize;
-    let mut all = crate::testing::fixture_objects("healthy-v1alpha3");
-    let dir = format!(
-        "{}/tests/fixtures/supervisor/nsx-vpc",
-        env!("CARGO_MANIFEST_DIR")
-    );
-    let mut files: Vec<_> = std::fs::read_dir(&dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.file_name().unwrap() != "fake.yaml")
-        .collect();
-    files.sort();
-    for f in files {
-        let text = std::fs::read_to_string(f).unwrap();
-        for doc in serde_yaml_ng::Deserializer::from_str(&text) {
-            let v = Value::deserialize(doc).unwrap();
-            if !v.is_null() {
-                all.push(v);
-            }
-        }
-    }
-    all.extend(extra);
-    let group =
-        |name: &str, version: &str| json!({"name": name, "preferredVersion": {"version": version}});
-    let apis = crate::supervisor::discovery::from_answer(
-        &json!({"kind": "APIGroupList", "groups": [
-            group("vmoperator.vmware.com", "v1alpha3"), group("cluster.x-k8s.io", "v1beta1"),
-            group("controlplane.cluster.x-k8s.io", "v1beta1"), group("networking.k8s.io", "v1"),
-            group("crd.nsx.vmware.com", "v1alpha1")]}),
-        "sv",
+    use crate::supervisor::network::tests::{group, inventory_with, VPC};
+    inventory_with(
+        "nsx-vpc",
+        &[
+            group("controlplane.cluster.x-k8s.io", "v1beta1"),
+            group(VPC, "v1alpha1"),
+        ],
+        extra,
     )
-    .unwrap();
-    Inventory::from_objects(NS, apis, &all)
 }
 
 /// `n` NetworkPolicies of the namespace (a default deny each, as a namespace editor may make).
