@@ -84,6 +84,17 @@ fn facts() -> ClusterFacts {
 
 /// A diagnosis whose verdict is `code`, with every path on `port` in `state` (the other port
 /// ok), by Machine name.
+/// The assessment joined to a diagnosis of every peer path timing out on 2380
+/// (`EtcdPeerNetworkBlocked`), the case most join tests start from.
+fn blocked_2380_joined(a: &NetworkAssessment) -> Diagnosis {
+    let mut d = diagnosis(
+        VerdictCode::EtcdPeerNetworkBlocked,
+        Some((2380, CellState::Timeout)),
+    );
+    join(&mut d, &facts(), a);
+    d
+}
+
 fn diagnosis(code: VerdictCode, failing: Option<(u16, CellState)>) -> Diagnosis {
     let matrix = |port: u16| {
         let mut cells = Vec::new();
@@ -165,11 +176,7 @@ fn failing_paths_no_visible_rule_blocks_are_outside_the_supervisors_view() {
     let mut o = objects("allow");
     o.unread = vec!["list subnetports.crd.nsx.vmware.com in namespace ns-prod: forbidden".into()];
     let a = assess(&o);
-    let mut d = diagnosis(
-        VerdictCode::EtcdPeerNetworkBlocked,
-        Some((2380, CellState::Timeout)),
-    );
-    join(&mut d, &facts(), &a);
+    let d = blocked_2380_joined(&a);
     let line = &d.verdict.evidence[0];
     assert!(
         line.starts_with("6 of the 6 failing paths (machine-a → machine-b:2380")
@@ -302,11 +309,7 @@ fn policy_objects(yaml: &str) -> NetworkObjects {
 #[test]
 fn a_failing_path_under_a_not_ready_drop_names_it_and_its_last_realized_version() {
     let a = assess(&objects("not-realized"));
-    let mut d = diagnosis(
-        VerdictCode::EtcdPeerNetworkBlocked,
-        Some((2380, CellState::Timeout)),
-    );
-    join(&mut d, &facts(), &a);
+    let d = blocked_2380_joined(&a);
     let line = &d.verdict.evidence[0];
     assert!(
         line.starts_with("SecurityPolicy ns-prod/pending-drop (crd.nsx.vmware.com, priority 20, rules[0] \"drop-peer\")")
@@ -333,11 +336,7 @@ fn a_failing_path_under_a_not_ready_drop_names_it_and_its_last_realized_version(
 #[test]
 fn a_policy_nsx_operator_refuses_cannot_be_realized_as_written() {
     let a = assess(&objects("no-applied-to"));
-    let mut d = diagnosis(
-        VerdictCode::EtcdPeerNetworkBlocked,
-        Some((2380, CellState::Timeout)),
-    );
-    join(&mut d, &facts(), &a);
+    let d = blocked_2380_joined(&a);
     let line = &d.verdict.evidence[0];
     assert!(
         line.starts_with("SecurityPolicy ns-prod/half-applied")
@@ -367,11 +366,7 @@ status:
 ",
     );
     let a = assess(&o);
-    let mut d = diagnosis(
-        VerdictCode::EtcdPeerNetworkBlocked,
-        Some((2380, CellState::Timeout)),
-    );
-    join(&mut d, &facts(), &a);
+    let d = blocked_2380_joined(&a);
     let line = &d.verdict.evidence[0];
     assert!(
         line.contains("cannot be decided from the visible SecurityPolicies: SecurityPolicy ns-prod/odd-action: rules[0]"),
@@ -531,11 +526,7 @@ fn an_allow_only_policy_and_a_network_policy_default_deny_name_neither() {
     .unwrap()];
     let a = assess(&o);
     assert!(a.evaluation.blocking().is_empty());
-    let mut d = diagnosis(
-        VerdictCode::EtcdPeerNetworkBlocked,
-        Some((2380, CellState::Timeout)),
-    );
-    join(&mut d, &facts(), &a);
+    let d = blocked_2380_joined(&a);
     let ev = d.verdict.evidence.join("\n");
     assert!(ev.contains("outside the Supervisor's view"), "{ev}");
     assert!(
@@ -620,11 +611,7 @@ status:
     );
     let a = assess(&o);
     assert!(!a.evaluation.policies[0].invalid.is_empty());
-    let mut d = diagnosis(
-        VerdictCode::EtcdPeerNetworkBlocked,
-        Some((2380, CellState::Timeout)),
-    );
-    join(&mut d, &facts(), &a);
+    let d = blocked_2380_joined(&a);
     let line = &d.verdict.evidence[0];
     assert!(
         line.contains("outside the Supervisor's view")
@@ -657,11 +644,7 @@ fn the_supervisors_live_group_and_left_out_count_reach_the_evaluation() {
     let a = assess(&o);
     assert!(a.evaluation.blocking().is_empty());
     assert_eq!(a.evaluation.policies_not_read, 2);
-    let mut d = diagnosis(
-        VerdictCode::EtcdPeerNetworkBlocked,
-        Some((2380, CellState::Timeout)),
-    );
-    join(&mut d, &facts(), &a);
+    let d = blocked_2380_joined(&a);
     assert!(
         d.verdict.evidence[0].contains("cannot be decided")
             && d.verdict.evidence[0].contains("2 SecurityPolicies were left out of the read"),
@@ -691,11 +674,7 @@ status:
     }
     let a = assess(&o);
     assert!(!a.evaluation.blocking().is_empty());
-    let mut d = diagnosis(
-        VerdictCode::EtcdPeerNetworkBlocked,
-        Some((2380, CellState::Timeout)),
-    );
-    join(&mut d, &facts(), &a);
+    let d = blocked_2380_joined(&a);
     let line = &d.verdict.evidence[0];
     assert!(
         line.starts_with("SecurityPolicy ns-prod/") && line.contains("the ports' tags are NCP's"),
