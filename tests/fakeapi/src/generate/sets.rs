@@ -45,9 +45,24 @@ fn drop_condition(obj: Obj, list: &'static str, kind: &'static str) -> Edit {
 /// The generated sets, each after the sets it is made from.
 pub fn defs() -> Vec<SetDef> {
     vec![
-        SetDef {
-            name: "hostile-escapes",
-            about: r#"hostile-escapes — healthy-v1alpha3 whose free-text fields carry terminal escape sequences, as a
+        hostile_escapes(),
+        hostile_identity(),
+        quorum_lost(),
+        long_names(),
+        missing_machine(),
+        vm_no_ip(),
+        vm_powered_off(),
+        rollout_scale_up(),
+        rollout_scale_up_joining(),
+        rollout_scale_down(),
+        two_clusters(),
+    ]
+}
+
+fn hostile_escapes() -> SetDef {
+    SetDef {
+        name: "hostile-escapes",
+        about: r#"hostile-escapes — healthy-v1alpha3 whose free-text fields carry terminal escape sequences, as a
 namespace editor (or a broken controller) can write them into status fields the plugin shows:
 
   Cluster status.phase            OSC 0 (window title) ended by BEL, then CSI 2J (clear screen)
@@ -63,41 +78,51 @@ namespace editor (or a broken controller) can write them into status fields the 
 
 Expected: tables and stderr show every one as visible escapes (\x1b, \x07, \u{9b}, \n);
 -o json/yaml keep the exact strings (escaped as JSON/YAML escape them). Findings: the etcd
-condition and the Machine's phase. Everything below is healthy-v1alpha3 otherwise:
+condition and the Machine's phase. Everything else is healthy-v1alpha3's."#,
+        settings: None,
+        parts: vec![Part::of("healthy-v1alpha3")],
+        edits: vec![
+            set(
+                (CLUSTER, "tkc-prod"),
+                "/status/phase",
+                json!("Provisioned\u{1b}]0;pwned-title\u{7}\u{1b}[2J\u{1b}[H"),
+            ),
+            condition(
+                (KCP, "tkc-prod-7xk2p"),
+                "/status/v1beta2/conditions",
+                json!({"type": "Available", "status": "True", "observedGeneration": 2, "lastTransitionTime": "2025-06-01T12:00:00Z", "reason": "Available", "message": "3\u{200b}\u{200c}\u{200d}\u{2060}\u{feff}\u{ad} of 3 \u{200e}\u{200f}\u{61c}ready\u{e0001}\u{e0041}\u{e007f}\u{e0000}\u{2062}\u{180e}\u{fff9}\u{1d173}"}),
+            ),
+            condition(
+                (KCP, "tkc-prod-7xk2p"),
+                "/status/v1beta2/conditions",
+                json!({"type": "EtcdClusterHealthy", "status": "False", "observedGeneration": 2, "lastTransitionTime": "2025-06-01T12:00:00Z", "reason": "EtcdClusterUnhealthy\u{9b}1;31m", "message": "Etcd member \u{1b}[1;32mhealthy\u{1b}[0m\nsecond line\rover \u{1b}]8;;http://evil.example/\u{1b}\\click\u{1b}]8;;\u{1b}\\"}),
+            ),
+            set(
+                (MACHINE, "tkc-prod-7xk2p-4rz8m"),
+                "/spec/failureDomain",
+                json!("zone-a\u{9d}0;zone-title\u{9c}"),
+            ),
+            set(
+                (MACHINE, "tkc-prod-7xk2p-4rz8m"),
+                "/status/phase",
+                json!("Running\u{1b}[5m\u{9b}7m"),
+            ),
+            set(
+                (MACHINE, "tkc-prod-7xk2p-4rz8m"),
+                "/status/nodeRef/name",
+                json!("tkc-prod-7xk2p-4rz8m\u{1b}[2J"),
+            ),
+            set(
+                (VM, "tkc-prod-7xk2p-4rz8m"),
+                "/spec/className",
+                json!("best-effort-medium\u{1b}]52;c;ZXZpbA==\u{7}"),
+            ),
+        ],
+    }
+}
 
-  namespace ns-prod, cluster tkc-prod, KubeadmControlPlane tkc-prod-7xk2p
-  CAPI v1beta1 (KCP status carries the CAPI 1.9/1.10 status.v1beta2 block),
-  vm-operator v1alpha3 (served v1alpha1..v1alpha3, preferred v1alpha3),
-  VM labels capv.* + legacy capw.* + cluster.x-k8s.io/cluster-name.
-
-  control plane (desired 3, present 3, KCP ready 3):
-    tkc-prod-7xk2p-4rz8m  198.18.0.11  Running  PoweredOn
-    tkc-prod-7xk2p-9qtvw  198.18.0.12  Running  PoweredOn
-    tkc-prod-7xk2p-bx2lk  198.18.0.13  Running  PoweredOn
-  workers (MachineDeployment tkc-prod-node-pool-1-6kq2v; must NOT be taken for control plane):
-    tkc-prod-node-pool-1-6kq2v-5b8c7d9f4x-5dftw  198.18.0.21
-    tkc-prod-node-pool-1-6kq2v-5b8c7d9f4x-hq7mz  198.18.0.22
-  secrets: tkc-prod-kubeconfig (data.value: kubeconfig, server {{WORKLOAD_URL}},
-           token FAKE-WORKLOAD-TOKEN-DO-NOT-PRINT), tkc-prod-ssh (ssh-privatekey, FAKEKEYMATERIAL...),
-           tkc-prod-ssh-password (ssh-passwordkey), tkc-prod-ca and tkc-prod-etcd (never to be read).
-
-Expected: every other Supervisor-side check passes; the verdict depends on the workload fake.
-
-Fixtures are served only at the version they are written in (no conversion):
-they must be written at each group's preferredVersion below."#,
-            settings: None,
-            parts: vec![Part::of("healthy-v1alpha3")],
-            edits: vec![
-                set((CLUSTER, "tkc-prod"), "/status/phase", json!("Provisioned\u{1b}]0;pwned-title\u{7}\u{1b}[2J\u{1b}[H")),
-                condition((KCP, "tkc-prod-7xk2p"), "/status/v1beta2/conditions", json!({"type": "Available", "status": "True", "observedGeneration": 2, "lastTransitionTime": "2025-06-01T12:00:00Z", "reason": "Available", "message": "3\u{200b}\u{200c}\u{200d}\u{2060}\u{feff}\u{ad} of 3 \u{200e}\u{200f}\u{61c}ready\u{e0001}\u{e0041}\u{e007f}\u{e0000}\u{2062}\u{180e}\u{fff9}\u{1d173}"})),
-                condition((KCP, "tkc-prod-7xk2p"), "/status/v1beta2/conditions", json!({"type": "EtcdClusterHealthy", "status": "False", "observedGeneration": 2, "lastTransitionTime": "2025-06-01T12:00:00Z", "reason": "EtcdClusterUnhealthy\u{9b}1;31m", "message": "Etcd member \u{1b}[1;32mhealthy\u{1b}[0m\nsecond line\rover \u{1b}]8;;http://evil.example/\u{1b}\\click\u{1b}]8;;\u{1b}\\"})),
-                set((MACHINE, "tkc-prod-7xk2p-4rz8m"), "/spec/failureDomain", json!("zone-a\u{9d}0;zone-title\u{9c}")),
-                set((MACHINE, "tkc-prod-7xk2p-4rz8m"), "/status/phase", json!("Running\u{1b}[5m\u{9b}7m")),
-                set((MACHINE, "tkc-prod-7xk2p-4rz8m"), "/status/nodeRef/name", json!("tkc-prod-7xk2p-4rz8m\u{1b}[2J")),
-                set((VM, "tkc-prod-7xk2p-4rz8m"), "/spec/className", json!("best-effort-medium\u{1b}]52;c;ZXZpbA==\u{7}")),
-            ],
-        },
-        SetDef {
+fn hostile_identity() -> SetDef {
+    SetDef {
             name: "hostile-identity",
             about: r#"hostile-identity — healthy-v1alpha3 plus what a namespace editor can write to take a node's place
 (issue 19, identity by uid; objects in 70-forged.yaml):
@@ -110,28 +135,7 @@ they must be written at each group's preferredVersion below."#,
 
 Expected: cp1 joined to its real VM (198.18.0.11) by uid; findings VirtualMachineOwnerMismatch (0forged),
 VirtualMachineAddressRefused (9qtvw), MachineNotOwnedByKCP (x9rog); nothing is ever sent to
-198.18.0.66, 127.0.0.1 or 198.18.0.77. Everything below is healthy-v1alpha3 otherwise:
-
-  namespace ns-prod, cluster tkc-prod, KubeadmControlPlane tkc-prod-7xk2p
-  CAPI v1beta1 (KCP status carries the CAPI 1.9/1.10 status.v1beta2 block),
-  vm-operator v1alpha3 (served v1alpha1..v1alpha3, preferred v1alpha3),
-  VM labels capv.* + legacy capw.* + cluster.x-k8s.io/cluster-name.
-
-  control plane (desired 3, present 3, KCP ready 3):
-    tkc-prod-7xk2p-4rz8m  198.18.0.11  Running  PoweredOn
-    tkc-prod-7xk2p-9qtvw  198.18.0.12  Running  PoweredOn
-    tkc-prod-7xk2p-bx2lk  198.18.0.13  Running  PoweredOn
-  workers (MachineDeployment tkc-prod-node-pool-1-6kq2v; must NOT be taken for control plane):
-    tkc-prod-node-pool-1-6kq2v-5b8c7d9f4x-5dftw  198.18.0.21
-    tkc-prod-node-pool-1-6kq2v-5b8c7d9f4x-hq7mz  198.18.0.22
-  secrets: tkc-prod-kubeconfig (data.value: kubeconfig, server {{WORKLOAD_URL}},
-           token FAKE-WORKLOAD-TOKEN-DO-NOT-PRINT), tkc-prod-ssh (ssh-privatekey, FAKEKEYMATERIAL...),
-           tkc-prod-ssh-password (ssh-passwordkey), tkc-prod-ca and tkc-prod-etcd (never to be read).
-
-Expected: every Supervisor-side check passes; the verdict depends on the workload fake.
-
-Fixtures are served only at the version they are written in (no conversion):
-they must be written at each group's preferredVersion below."#,
+198.18.0.66, 127.0.0.1 or 198.18.0.77. Everything else is healthy-v1alpha3's."#,
             settings: Some(r#"vars:
   # A port where nothing listens (connection refused) when the test passes no WORKLOAD_URL.
   WORKLOAD_URL: http://127.0.0.1:1
@@ -150,10 +154,16 @@ resources:
                 set((VM, "tkc-prod-7xk2p-9qtvw"), "/status/network/primaryIP4", json!("127.0.0.1")),
                 set((SECRET, "tkc-prod-kubeconfig"), "/stringData/value", json!("apiVersion: v1\nkind: Config\nclusters:\n- name: tkc-prod\n  cluster:\n    server: {{WORKLOAD_URL}}\ncontexts:\n- name: tkc-prod-admin@tkc-prod\n  context:\n    cluster: tkc-prod\n    user: tkc-prod-admin\ncurrent-context: tkc-prod-admin@tkc-prod\nusers:\n- name: tkc-prod-admin\n  user:\n    token: FAKE-WORKLOAD-TOKEN-DO-NOT-PRINT\n")),
             ],
-        },
-        SetDef {
-            name: "quorum-lost",
-            about: r#"quorum-lost — the support article's picture from the Supervisor side: every control-plane
+    }
+}
+
+// The Machines' EtcdMemberHealthy is what KCP (CAPI up to 1.8) writes when each member's Status
+// answers without a leader: controlplane/kubeadm/internal/workload_cluster_conditions.go, "Etcd
+// member status reports errors: %s", severity Error, reason EtcdMemberUnhealthy.
+fn quorum_lost() -> SetDef {
+    SetDef {
+        name: "quorum-lost",
+        about: r#"quorum-lost — the support article's picture from the Supervisor side: every control-plane
 Machine and VM present and Running/PoweredOn, but KCP counts 0 ready (etcd has no quorum,
 kube-apiserver is down, so CAPI cannot reach the workload cluster).
 
@@ -174,37 +184,102 @@ kube-apiserver is down, so CAPI cannot reach the workload cluster).
 
 Expected: nothing missing on the Supervisor side; pair with Workload::etcd_unhealthy() or
 Workload::black_hole() and node probes to reach a network verdict."#,
-            settings: Some(r#"vars:
+        settings: Some(
+            r#"vars:
   WORKLOAD_URL: https://127.0.0.1:1
 groups:
   vmoperator.vmware.com:
     versions: [v1alpha1, v1alpha2, v1alpha3]
     preferredVersion: v1alpha3
-"#),
-            parts: vec![Part::of("healthy-v1alpha3")],
-            edits: vec![
-                condition((CLUSTER, "tkc-prod"), "/status/conditions", json!({"type": "Ready", "status": "False", "lastTransitionTime": "2025-06-03T08:14:07Z", "severity": "Error", "reason": "EtcdClusterUnhealthy", "message": "Following Machines are reporting etcd member errors: tkc-prod-7xk2p-4rz8m, tkc-prod-7xk2p-9qtvw, tkc-prod-7xk2p-bx2lk"})),
-                condition((CLUSTER, "tkc-prod"), "/status/conditions", json!({"type": "ControlPlaneReady", "status": "False", "lastTransitionTime": "2025-06-03T08:14:07Z", "severity": "Error", "reason": "EtcdClusterUnhealthy", "message": "Following Machines are reporting etcd member errors: tkc-prod-7xk2p-4rz8m, tkc-prod-7xk2p-9qtvw, tkc-prod-7xk2p-bx2lk"})),
-                set((KCP, "tkc-prod-7xk2p"), "/status/readyReplicas", json!(0)),
-                set((KCP, "tkc-prod-7xk2p"), "/status/unavailableReplicas", json!(3)),
-                set((KCP, "tkc-prod-7xk2p"), "/status/ready", json!(false)),
-                condition((KCP, "tkc-prod-7xk2p"), "/status/conditions", json!({"type": "Ready", "status": "False", "lastTransitionTime": "2025-06-03T08:14:07Z", "severity": "Error", "reason": "EtcdClusterUnhealthy", "message": "Following Machines are reporting etcd member errors: tkc-prod-7xk2p-4rz8m, tkc-prod-7xk2p-9qtvw, tkc-prod-7xk2p-bx2lk"})),
-                condition((KCP, "tkc-prod-7xk2p"), "/status/conditions", json!({"type": "ControlPlaneComponentsHealthy", "status": "False", "lastTransitionTime": "2025-06-03T08:14:07Z", "severity": "Error", "reason": "ControlPlaneComponentsUnhealthy", "message": "Following Machines are reporting control plane errors: tkc-prod-7xk2p-4rz8m, tkc-prod-7xk2p-9qtvw, tkc-prod-7xk2p-bx2lk"})),
-                condition((KCP, "tkc-prod-7xk2p"), "/status/conditions", json!({"type": "EtcdClusterHealthy", "status": "False", "lastTransitionTime": "2025-06-03T08:14:07Z", "severity": "Error", "reason": "EtcdClusterUnhealthy", "message": "Following Machines are reporting etcd member errors: tkc-prod-7xk2p-4rz8m, tkc-prod-7xk2p-9qtvw, tkc-prod-7xk2p-bx2lk"})),
-                condition((KCP, "tkc-prod-7xk2p"), "/status/v1beta2/conditions", json!({"type": "Available", "status": "False", "observedGeneration": 2, "lastTransitionTime": "2025-06-03T08:14:07Z", "reason": "NotAvailable", "message": "* EtcdClusterHealthy: Last successful probe at 2025-06-03T08:13:52Z"})),
-                condition((KCP, "tkc-prod-7xk2p"), "/status/v1beta2/conditions", json!({"type": "ControlPlaneComponentsHealthy", "status": "Unknown", "observedGeneration": 2, "lastTransitionTime": "2025-06-03T08:14:07Z", "reason": "ConnectionDown", "message": "Last successful probe at 2025-06-03T08:13:52Z"})),
-                condition((KCP, "tkc-prod-7xk2p"), "/status/v1beta2/conditions", json!({"type": "EtcdClusterHealthy", "status": "Unknown", "observedGeneration": 2, "lastTransitionTime": "2025-06-03T08:14:07Z", "reason": "ConnectionDown", "message": "Last successful probe at 2025-06-03T08:13:52Z"})),
-                condition((KCP, "tkc-prod-7xk2p"), "/status/v1beta2/conditions", json!({"type": "MachinesReady", "status": "False", "observedGeneration": 2, "lastTransitionTime": "2025-06-03T08:14:07Z", "reason": "NotReady", "message": "* Machine tkc-prod-7xk2p-4rz8m: NodeHealthy: Last successful probe at 2025-06-03T08:13:52Z\n* Machine tkc-prod-7xk2p-9qtvw: NodeHealthy: Last successful probe at 2025-06-03T08:13:52Z\n* Machine tkc-prod-7xk2p-bx2lk: NodeHealthy: Last successful probe at 2025-06-03T08:13:52Z"})),
-                set((KCP, "tkc-prod-7xk2p"), "/status/v1beta2/readyReplicas", json!(0)),
-                set((KCP, "tkc-prod-7xk2p"), "/status/v1beta2/availableReplicas", json!(0)),
-                condition((MACHINE, "tkc-prod-7xk2p-4rz8m"), "/status/conditions", json!({"type": "EtcdMemberHealthy", "status": "False", "lastTransitionTime": "2025-06-03T08:14:07Z", "severity": "Error", "reason": "EtcdMemberUnhealthy", "message": "Etcd member status reports errors: etcdserver: no leader"})),
-                condition((MACHINE, "tkc-prod-7xk2p-9qtvw"), "/status/conditions", json!({"type": "EtcdMemberHealthy", "status": "False", "lastTransitionTime": "2025-06-03T08:14:07Z", "severity": "Error", "reason": "EtcdMemberUnhealthy", "message": "Etcd member status reports errors: etcdserver: no leader"})),
-                condition((MACHINE, "tkc-prod-7xk2p-bx2lk"), "/status/conditions", json!({"type": "EtcdMemberHealthy", "status": "False", "lastTransitionTime": "2025-06-03T08:14:07Z", "severity": "Error", "reason": "EtcdMemberUnhealthy", "message": "Etcd member status reports errors: etcdserver: no leader"})),
-            ],
-        },
-        SetDef {
-            name: "long-names",
-            about: r#"long-names — quorum-lost with a 45-character cluster name (the longest CAPI allows is 63):
+"#,
+        ),
+        parts: vec![Part::of("healthy-v1alpha3")],
+        edits: vec![
+            condition(
+                (CLUSTER, "tkc-prod"),
+                "/status/conditions",
+                json!({"type": "Ready", "status": "False", "lastTransitionTime": "2025-06-03T08:14:07Z", "severity": "Error", "reason": "EtcdClusterUnhealthy", "message": "Following Machines are reporting etcd member errors: tkc-prod-7xk2p-4rz8m, tkc-prod-7xk2p-9qtvw, tkc-prod-7xk2p-bx2lk"}),
+            ),
+            condition(
+                (CLUSTER, "tkc-prod"),
+                "/status/conditions",
+                json!({"type": "ControlPlaneReady", "status": "False", "lastTransitionTime": "2025-06-03T08:14:07Z", "severity": "Error", "reason": "EtcdClusterUnhealthy", "message": "Following Machines are reporting etcd member errors: tkc-prod-7xk2p-4rz8m, tkc-prod-7xk2p-9qtvw, tkc-prod-7xk2p-bx2lk"}),
+            ),
+            set((KCP, "tkc-prod-7xk2p"), "/status/readyReplicas", json!(0)),
+            set(
+                (KCP, "tkc-prod-7xk2p"),
+                "/status/unavailableReplicas",
+                json!(3),
+            ),
+            set((KCP, "tkc-prod-7xk2p"), "/status/ready", json!(false)),
+            condition(
+                (KCP, "tkc-prod-7xk2p"),
+                "/status/conditions",
+                json!({"type": "Ready", "status": "False", "lastTransitionTime": "2025-06-03T08:14:07Z", "severity": "Error", "reason": "EtcdClusterUnhealthy", "message": "Following Machines are reporting etcd member errors: tkc-prod-7xk2p-4rz8m, tkc-prod-7xk2p-9qtvw, tkc-prod-7xk2p-bx2lk"}),
+            ),
+            condition(
+                (KCP, "tkc-prod-7xk2p"),
+                "/status/conditions",
+                json!({"type": "ControlPlaneComponentsHealthy", "status": "False", "lastTransitionTime": "2025-06-03T08:14:07Z", "severity": "Error", "reason": "ControlPlaneComponentsUnhealthy", "message": "Following Machines are reporting control plane errors: tkc-prod-7xk2p-4rz8m, tkc-prod-7xk2p-9qtvw, tkc-prod-7xk2p-bx2lk"}),
+            ),
+            condition(
+                (KCP, "tkc-prod-7xk2p"),
+                "/status/conditions",
+                json!({"type": "EtcdClusterHealthy", "status": "False", "lastTransitionTime": "2025-06-03T08:14:07Z", "severity": "Error", "reason": "EtcdClusterUnhealthy", "message": "Following Machines are reporting etcd member errors: tkc-prod-7xk2p-4rz8m, tkc-prod-7xk2p-9qtvw, tkc-prod-7xk2p-bx2lk"}),
+            ),
+            condition(
+                (KCP, "tkc-prod-7xk2p"),
+                "/status/v1beta2/conditions",
+                json!({"type": "Available", "status": "False", "observedGeneration": 2, "lastTransitionTime": "2025-06-03T08:14:07Z", "reason": "NotAvailable", "message": "* EtcdClusterHealthy: Last successful probe at 2025-06-03T08:13:52Z"}),
+            ),
+            condition(
+                (KCP, "tkc-prod-7xk2p"),
+                "/status/v1beta2/conditions",
+                json!({"type": "ControlPlaneComponentsHealthy", "status": "Unknown", "observedGeneration": 2, "lastTransitionTime": "2025-06-03T08:14:07Z", "reason": "ConnectionDown", "message": "Last successful probe at 2025-06-03T08:13:52Z"}),
+            ),
+            condition(
+                (KCP, "tkc-prod-7xk2p"),
+                "/status/v1beta2/conditions",
+                json!({"type": "EtcdClusterHealthy", "status": "Unknown", "observedGeneration": 2, "lastTransitionTime": "2025-06-03T08:14:07Z", "reason": "ConnectionDown", "message": "Last successful probe at 2025-06-03T08:13:52Z"}),
+            ),
+            condition(
+                (KCP, "tkc-prod-7xk2p"),
+                "/status/v1beta2/conditions",
+                json!({"type": "MachinesReady", "status": "False", "observedGeneration": 2, "lastTransitionTime": "2025-06-03T08:14:07Z", "reason": "NotReady", "message": "* Machine tkc-prod-7xk2p-4rz8m: NodeHealthy: Last successful probe at 2025-06-03T08:13:52Z\n* Machine tkc-prod-7xk2p-9qtvw: NodeHealthy: Last successful probe at 2025-06-03T08:13:52Z\n* Machine tkc-prod-7xk2p-bx2lk: NodeHealthy: Last successful probe at 2025-06-03T08:13:52Z"}),
+            ),
+            set(
+                (KCP, "tkc-prod-7xk2p"),
+                "/status/v1beta2/readyReplicas",
+                json!(0),
+            ),
+            set(
+                (KCP, "tkc-prod-7xk2p"),
+                "/status/v1beta2/availableReplicas",
+                json!(0),
+            ),
+            condition(
+                (MACHINE, "tkc-prod-7xk2p-4rz8m"),
+                "/status/conditions",
+                json!({"type": "EtcdMemberHealthy", "status": "False", "lastTransitionTime": "2025-06-03T08:14:07Z", "severity": "Error", "reason": "EtcdMemberUnhealthy", "message": "Etcd member status reports errors: etcdserver: no leader"}),
+            ),
+            condition(
+                (MACHINE, "tkc-prod-7xk2p-9qtvw"),
+                "/status/conditions",
+                json!({"type": "EtcdMemberHealthy", "status": "False", "lastTransitionTime": "2025-06-03T08:14:07Z", "severity": "Error", "reason": "EtcdMemberUnhealthy", "message": "Etcd member status reports errors: etcdserver: no leader"}),
+            ),
+            condition(
+                (MACHINE, "tkc-prod-7xk2p-bx2lk"),
+                "/status/conditions",
+                json!({"type": "EtcdMemberHealthy", "status": "False", "lastTransitionTime": "2025-06-03T08:14:07Z", "severity": "Error", "reason": "EtcdMemberUnhealthy", "message": "Etcd member status reports errors: etcdserver: no leader"}),
+            ),
+        ],
+    }
+}
+
+fn long_names() -> SetDef {
+    SetDef {
+        name: "long-names",
+        about: r#"long-names — quorum-lost with a 45-character cluster name (the longest CAPI allows is 63):
 the control-plane node names are 57 characters and differ only in their last 5, past the
 63-character cut of a probe or jumpbox pod's name, so only a hash of the whole node name
 keeps the three pods' names apart (src/route/mod.rs, pod_name).
@@ -222,17 +297,49 @@ keeps the three pods' names apart (src/route/mod.rs, pod_name).
 Made from quorum-lost with: sed -e 's/tkc-prod-node-pool-1-6kq2v-5b8c7d9f4x/tkc-prod-np-5b8c7/g'
   -e 's/tkc-prod-node-pool-1-6kq2v/tkc-prod-np/g'
   -e 's/tkc-prod/tkc-payments-eu-central-1-prod-blue-green-v02/g'"#,
-            settings: None,
-            parts: vec![Part { from: "quorum-lost", rename: vec![("tkc-prod-node-pool-1-6kq2v-5b8c7d9f4x", "tkc-prod-np-5b8c7"), ("tkc-prod-node-pool-1-6kq2v", "tkc-prod-np"), ("tkc-prod", "tkc-payments-eu-central-1-prod-blue-green-v02")], ..Part::default() }],
-            edits: vec![
-                condition((MACHINE, "tkc-payments-eu-central-1-prod-blue-green-v02-7xk2p-4rz8m"), "/status/conditions", json!({"type": "EtcdMemberHealthy", "status": "True", "lastTransitionTime": "2025-06-01T12:00:00Z"})),
-                condition((MACHINE, "tkc-payments-eu-central-1-prod-blue-green-v02-7xk2p-9qtvw"), "/status/conditions", json!({"type": "EtcdMemberHealthy", "status": "True", "lastTransitionTime": "2025-06-01T12:00:00Z"})),
-                condition((MACHINE, "tkc-payments-eu-central-1-prod-blue-green-v02-7xk2p-bx2lk"), "/status/conditions", json!({"type": "EtcdMemberHealthy", "status": "True", "lastTransitionTime": "2025-06-01T12:00:00Z"})),
+        settings: None,
+        parts: vec![Part {
+            from: "quorum-lost",
+            rename: vec![
+                ("tkc-prod-node-pool-1-6kq2v-5b8c7d9f4x", "tkc-prod-np-5b8c7"),
+                ("tkc-prod-node-pool-1-6kq2v", "tkc-prod-np"),
+                ("tkc-prod", "tkc-payments-eu-central-1-prod-blue-green-v02"),
             ],
-        },
-        SetDef {
-            name: "missing-machine",
-            about: r#"missing-machine — a control-plane Machine (and its VM) is gone: desired 3, present 2.
+            ..Part::default()
+        }],
+        edits: vec![
+            condition(
+                (
+                    MACHINE,
+                    "tkc-payments-eu-central-1-prod-blue-green-v02-7xk2p-4rz8m",
+                ),
+                "/status/conditions",
+                json!({"type": "EtcdMemberHealthy", "status": "True", "lastTransitionTime": "2025-06-01T12:00:00Z"}),
+            ),
+            condition(
+                (
+                    MACHINE,
+                    "tkc-payments-eu-central-1-prod-blue-green-v02-7xk2p-9qtvw",
+                ),
+                "/status/conditions",
+                json!({"type": "EtcdMemberHealthy", "status": "True", "lastTransitionTime": "2025-06-01T12:00:00Z"}),
+            ),
+            condition(
+                (
+                    MACHINE,
+                    "tkc-payments-eu-central-1-prod-blue-green-v02-7xk2p-bx2lk",
+                ),
+                "/status/conditions",
+                json!({"type": "EtcdMemberHealthy", "status": "True", "lastTransitionTime": "2025-06-01T12:00:00Z"}),
+            ),
+        ],
+    }
+}
+
+fn missing_machine() -> SetDef {
+    SetDef {
+        name: "missing-machine",
+        about: r#"missing-machine — a control-plane Machine (and its VM) is gone: desired 3, present 2.
 
   namespace ns-prod, cluster tkc-prod, KubeadmControlPlane tkc-prod-7xk2p
   CAPI v1beta1 (with status.v1beta2 block), vm-operator v1alpha3, labels as healthy-v1alpha3.
@@ -249,42 +356,107 @@ Made from quorum-lost with: sed -e 's/tkc-prod-node-pool-1-6kq2v-5b8c7d9f4x/tkc-
 
 Expected: the plugin reports the missing control-plane Machine first (the article calls this
 "a separate issue") rather than a network verdict."#,
-            settings: Some(r#"vars:
+        settings: Some(
+            r#"vars:
   WORKLOAD_URL: https://127.0.0.1:1
 groups:
   vmoperator.vmware.com:
     versions: [v1alpha1, v1alpha2, v1alpha3]
     preferredVersion: v1alpha3
-"#),
-            parts: vec![Part::of("healthy-v1alpha3")],
-            edits: vec![
-                remove((MACHINE, "tkc-prod-7xk2p-bx2lk")),
-                remove((VSM, "tkc-prod-7xk2p-bx2lk")),
-                remove((VM, "tkc-prod-7xk2p-bx2lk")),
-                condition((CLUSTER, "tkc-prod"), "/status/conditions", json!({"type": "Ready", "status": "False", "lastTransitionTime": "2025-06-03T08:14:07Z", "severity": "Error", "reason": "EtcdClusterUnhealthy", "message": "Following Machines are reporting etcd member errors: tkc-prod-7xk2p-4rz8m, tkc-prod-7xk2p-9qtvw"})),
-                condition((CLUSTER, "tkc-prod"), "/status/conditions", json!({"type": "ControlPlaneReady", "status": "False", "lastTransitionTime": "2025-06-03T08:14:07Z", "severity": "Error", "reason": "EtcdClusterUnhealthy", "message": "Following Machines are reporting etcd member errors: tkc-prod-7xk2p-4rz8m, tkc-prod-7xk2p-9qtvw"})),
-                set((KCP, "tkc-prod-7xk2p"), "/status/replicas", json!(2)),
-                set((KCP, "tkc-prod-7xk2p"), "/status/updatedReplicas", json!(2)),
-                set((KCP, "tkc-prod-7xk2p"), "/status/readyReplicas", json!(0)),
-                set((KCP, "tkc-prod-7xk2p"), "/status/unavailableReplicas", json!(2)),
-                set((KCP, "tkc-prod-7xk2p"), "/status/ready", json!(false)),
-                condition((KCP, "tkc-prod-7xk2p"), "/status/conditions", json!({"type": "Ready", "status": "False", "lastTransitionTime": "2025-06-03T08:14:07Z", "severity": "Error", "reason": "EtcdClusterUnhealthy", "message": "Following Machines are reporting etcd member errors: tkc-prod-7xk2p-4rz8m, tkc-prod-7xk2p-9qtvw"})),
-                condition((KCP, "tkc-prod-7xk2p"), "/status/conditions", json!({"type": "ControlPlaneComponentsHealthy", "status": "False", "lastTransitionTime": "2025-06-03T08:14:07Z", "severity": "Error", "reason": "ControlPlaneComponentsUnhealthy", "message": "Following Machines are reporting control plane errors: tkc-prod-7xk2p-4rz8m, tkc-prod-7xk2p-9qtvw"})),
-                condition((KCP, "tkc-prod-7xk2p"), "/status/conditions", json!({"type": "EtcdClusterHealthy", "status": "False", "lastTransitionTime": "2025-06-03T08:14:07Z", "severity": "Error", "reason": "EtcdClusterUnhealthy", "message": "Following Machines are reporting etcd member errors: tkc-prod-7xk2p-4rz8m, tkc-prod-7xk2p-9qtvw"})),
-                condition((KCP, "tkc-prod-7xk2p"), "/status/conditions", json!({"type": "Resized", "status": "False", "lastTransitionTime": "2025-06-03T08:14:07Z", "severity": "Warning", "reason": "ScalingUp", "message": "Scaling up control plane to 3 replicas (actual 2)"})),
-                condition((KCP, "tkc-prod-7xk2p"), "/status/v1beta2/conditions", json!({"type": "Available", "status": "False", "observedGeneration": 2, "lastTransitionTime": "2025-06-03T08:14:07Z", "reason": "NotAvailable", "message": "* EtcdClusterHealthy: Last successful probe at 2025-06-03T08:13:52Z"})),
-                condition((KCP, "tkc-prod-7xk2p"), "/status/v1beta2/conditions", json!({"type": "ControlPlaneComponentsHealthy", "status": "Unknown", "observedGeneration": 2, "lastTransitionTime": "2025-06-03T08:14:07Z", "reason": "ConnectionDown", "message": "Last successful probe at 2025-06-03T08:13:52Z"})),
-                condition((KCP, "tkc-prod-7xk2p"), "/status/v1beta2/conditions", json!({"type": "EtcdClusterHealthy", "status": "Unknown", "observedGeneration": 2, "lastTransitionTime": "2025-06-03T08:14:07Z", "reason": "ConnectionDown", "message": "Last successful probe at 2025-06-03T08:13:52Z"})),
-                condition((KCP, "tkc-prod-7xk2p"), "/status/v1beta2/conditions", json!({"type": "MachinesReady", "status": "False", "observedGeneration": 2, "lastTransitionTime": "2025-06-03T08:14:07Z", "reason": "NotReady", "message": "* Machine tkc-prod-7xk2p-4rz8m: NodeHealthy: Last successful probe at 2025-06-03T08:13:52Z\n* Machine tkc-prod-7xk2p-9qtvw: NodeHealthy: Last successful probe at 2025-06-03T08:13:52Z"})),
-                condition((KCP, "tkc-prod-7xk2p"), "/status/v1beta2/conditions", json!({"type": "ScalingUp", "status": "True", "observedGeneration": 2, "lastTransitionTime": "2025-06-01T12:00:00Z", "reason": "ScalingUp", "message": "Scaling up from 2 to 3 replicas is blocked because:\n* waiting for etcd cluster to become healthy"})),
-                set((KCP, "tkc-prod-7xk2p"), "/status/v1beta2/readyReplicas", json!(0)),
-                set((KCP, "tkc-prod-7xk2p"), "/status/v1beta2/availableReplicas", json!(0)),
-                set((KCP, "tkc-prod-7xk2p"), "/status/v1beta2/upToDateReplicas", json!(2)),
-            ],
-        },
-        SetDef {
-            name: "vm-no-ip",
-            about: r#"vm-no-ip — the third control-plane VM has no IP yet.
+"#,
+        ),
+        parts: vec![Part::of("healthy-v1alpha3")],
+        edits: vec![
+            remove((MACHINE, "tkc-prod-7xk2p-bx2lk")),
+            remove((VSM, "tkc-prod-7xk2p-bx2lk")),
+            remove((VM, "tkc-prod-7xk2p-bx2lk")),
+            condition(
+                (CLUSTER, "tkc-prod"),
+                "/status/conditions",
+                json!({"type": "Ready", "status": "False", "lastTransitionTime": "2025-06-03T08:14:07Z", "severity": "Error", "reason": "EtcdClusterUnhealthy", "message": "Following Machines are reporting etcd member errors: tkc-prod-7xk2p-4rz8m, tkc-prod-7xk2p-9qtvw"}),
+            ),
+            condition(
+                (CLUSTER, "tkc-prod"),
+                "/status/conditions",
+                json!({"type": "ControlPlaneReady", "status": "False", "lastTransitionTime": "2025-06-03T08:14:07Z", "severity": "Error", "reason": "EtcdClusterUnhealthy", "message": "Following Machines are reporting etcd member errors: tkc-prod-7xk2p-4rz8m, tkc-prod-7xk2p-9qtvw"}),
+            ),
+            set((KCP, "tkc-prod-7xk2p"), "/status/replicas", json!(2)),
+            set((KCP, "tkc-prod-7xk2p"), "/status/updatedReplicas", json!(2)),
+            set((KCP, "tkc-prod-7xk2p"), "/status/readyReplicas", json!(0)),
+            set(
+                (KCP, "tkc-prod-7xk2p"),
+                "/status/unavailableReplicas",
+                json!(2),
+            ),
+            set((KCP, "tkc-prod-7xk2p"), "/status/ready", json!(false)),
+            condition(
+                (KCP, "tkc-prod-7xk2p"),
+                "/status/conditions",
+                json!({"type": "Ready", "status": "False", "lastTransitionTime": "2025-06-03T08:14:07Z", "severity": "Error", "reason": "EtcdClusterUnhealthy", "message": "Following Machines are reporting etcd member errors: tkc-prod-7xk2p-4rz8m, tkc-prod-7xk2p-9qtvw"}),
+            ),
+            condition(
+                (KCP, "tkc-prod-7xk2p"),
+                "/status/conditions",
+                json!({"type": "ControlPlaneComponentsHealthy", "status": "False", "lastTransitionTime": "2025-06-03T08:14:07Z", "severity": "Error", "reason": "ControlPlaneComponentsUnhealthy", "message": "Following Machines are reporting control plane errors: tkc-prod-7xk2p-4rz8m, tkc-prod-7xk2p-9qtvw"}),
+            ),
+            condition(
+                (KCP, "tkc-prod-7xk2p"),
+                "/status/conditions",
+                json!({"type": "EtcdClusterHealthy", "status": "False", "lastTransitionTime": "2025-06-03T08:14:07Z", "severity": "Error", "reason": "EtcdClusterUnhealthy", "message": "Following Machines are reporting etcd member errors: tkc-prod-7xk2p-4rz8m, tkc-prod-7xk2p-9qtvw"}),
+            ),
+            condition(
+                (KCP, "tkc-prod-7xk2p"),
+                "/status/conditions",
+                json!({"type": "Resized", "status": "False", "lastTransitionTime": "2025-06-03T08:14:07Z", "severity": "Warning", "reason": "ScalingUp", "message": "Scaling up control plane to 3 replicas (actual 2)"}),
+            ),
+            condition(
+                (KCP, "tkc-prod-7xk2p"),
+                "/status/v1beta2/conditions",
+                json!({"type": "Available", "status": "False", "observedGeneration": 2, "lastTransitionTime": "2025-06-03T08:14:07Z", "reason": "NotAvailable", "message": "* EtcdClusterHealthy: Last successful probe at 2025-06-03T08:13:52Z"}),
+            ),
+            condition(
+                (KCP, "tkc-prod-7xk2p"),
+                "/status/v1beta2/conditions",
+                json!({"type": "ControlPlaneComponentsHealthy", "status": "Unknown", "observedGeneration": 2, "lastTransitionTime": "2025-06-03T08:14:07Z", "reason": "ConnectionDown", "message": "Last successful probe at 2025-06-03T08:13:52Z"}),
+            ),
+            condition(
+                (KCP, "tkc-prod-7xk2p"),
+                "/status/v1beta2/conditions",
+                json!({"type": "EtcdClusterHealthy", "status": "Unknown", "observedGeneration": 2, "lastTransitionTime": "2025-06-03T08:14:07Z", "reason": "ConnectionDown", "message": "Last successful probe at 2025-06-03T08:13:52Z"}),
+            ),
+            condition(
+                (KCP, "tkc-prod-7xk2p"),
+                "/status/v1beta2/conditions",
+                json!({"type": "MachinesReady", "status": "False", "observedGeneration": 2, "lastTransitionTime": "2025-06-03T08:14:07Z", "reason": "NotReady", "message": "* Machine tkc-prod-7xk2p-4rz8m: NodeHealthy: Last successful probe at 2025-06-03T08:13:52Z\n* Machine tkc-prod-7xk2p-9qtvw: NodeHealthy: Last successful probe at 2025-06-03T08:13:52Z"}),
+            ),
+            condition(
+                (KCP, "tkc-prod-7xk2p"),
+                "/status/v1beta2/conditions",
+                json!({"type": "ScalingUp", "status": "True", "observedGeneration": 2, "lastTransitionTime": "2025-06-01T12:00:00Z", "reason": "ScalingUp", "message": "Scaling up from 2 to 3 replicas is blocked because:\n* waiting for etcd cluster to become healthy"}),
+            ),
+            set(
+                (KCP, "tkc-prod-7xk2p"),
+                "/status/v1beta2/readyReplicas",
+                json!(0),
+            ),
+            set(
+                (KCP, "tkc-prod-7xk2p"),
+                "/status/v1beta2/availableReplicas",
+                json!(0),
+            ),
+            set(
+                (KCP, "tkc-prod-7xk2p"),
+                "/status/v1beta2/upToDateReplicas",
+                json!(2),
+            ),
+        ],
+    }
+}
+
+fn vm_no_ip() -> SetDef {
+    SetDef {
+        name: "vm-no-ip",
+        about: r#"vm-no-ip — the third control-plane VM has no IP yet.
 
   namespace ns-prod, cluster tkc-prod, KubeadmControlPlane tkc-prod-7xk2p
   CAPI v1beta1 (with status.v1beta2 block), vm-operator v1alpha3.
@@ -298,56 +470,161 @@ groups:
   secrets: as healthy-v1alpha3.
 
 Expected: 3 nodes listed, one without an IP (shown, not dropped)."#,
-            settings: Some(r#"vars:
+        settings: Some(
+            r#"vars:
   WORKLOAD_URL: https://127.0.0.1:1
 groups:
   vmoperator.vmware.com:
     versions: [v1alpha1, v1alpha2, v1alpha3]
     preferredVersion: v1alpha3
-"#),
-            parts: vec![Part::of("healthy-v1alpha3")],
-            edits: vec![
-                set((KCP, "tkc-prod-7xk2p"), "/status/readyReplicas", json!(2)),
-                set((KCP, "tkc-prod-7xk2p"), "/status/unavailableReplicas", json!(1)),
-                condition((KCP, "tkc-prod-7xk2p"), "/status/conditions", json!({"type": "Ready", "status": "False", "lastTransitionTime": "2025-06-03T08:14:07Z", "severity": "Error", "reason": "ControlPlaneComponentsUnhealthy", "message": "Following Machines are reporting control plane errors: tkc-prod-7xk2p-bx2lk"})),
-                condition((KCP, "tkc-prod-7xk2p"), "/status/conditions", json!({"type": "ControlPlaneComponentsHealthy", "status": "False", "lastTransitionTime": "2025-06-03T08:14:07Z", "severity": "Error", "reason": "ControlPlaneComponentsUnhealthy", "message": "Following Machines are reporting control plane errors: tkc-prod-7xk2p-bx2lk"})),
-                condition((KCP, "tkc-prod-7xk2p"), "/status/conditions", json!({"type": "EtcdClusterHealthy", "status": "False", "lastTransitionTime": "2025-06-03T08:14:07Z", "severity": "Error", "reason": "EtcdClusterUnhealthy", "message": "Following Machines are reporting etcd member errors: tkc-prod-7xk2p-bx2lk"})),
-                condition((KCP, "tkc-prod-7xk2p"), "/status/conditions", json!({"type": "MachinesReady", "status": "False", "lastTransitionTime": "2025-06-03T08:14:07Z", "severity": "Info", "reason": "WaitingForInfrastructure", "message": ""})),
-                condition((KCP, "tkc-prod-7xk2p"), "/status/v1beta2/conditions", json!({"type": "ControlPlaneComponentsHealthy", "status": "False", "observedGeneration": 2, "lastTransitionTime": "2025-06-03T08:14:07Z", "reason": "NotHealthy", "message": "* Machine tkc-prod-7xk2p-bx2lk:\n  * Control plane components: Waiting for a Node with spec.providerID vsphere://... to exist"})),
-                condition((KCP, "tkc-prod-7xk2p"), "/status/v1beta2/conditions", json!({"type": "EtcdClusterHealthy", "status": "False", "observedGeneration": 2, "lastTransitionTime": "2025-06-03T08:14:07Z", "reason": "NotHealthy", "message": "* Machine tkc-prod-7xk2p-bx2lk:\n  * EtcdMemberHealthy: Etcd doesn't have an etcd member for Node tkc-prod-7xk2p-bx2lk"})),
-                condition((KCP, "tkc-prod-7xk2p"), "/status/v1beta2/conditions", json!({"type": "MachinesReady", "status": "False", "observedGeneration": 2, "lastTransitionTime": "2025-06-03T08:14:07Z", "reason": "NotReady", "message": "* Machine tkc-prod-7xk2p-bx2lk: NodeHealthy: Waiting for a Node with spec.providerID to exist"})),
-                set((KCP, "tkc-prod-7xk2p"), "/status/v1beta2/readyReplicas", json!(2)),
-                set((KCP, "tkc-prod-7xk2p"), "/status/v1beta2/availableReplicas", json!(2)),
-                unset((MACHINE, "tkc-prod-7xk2p-bx2lk"), "/spec/providerID"),
-                set((MACHINE, "tkc-prod-7xk2p-bx2lk"), "/status/infrastructureReady", json!(false)),
-                set((MACHINE, "tkc-prod-7xk2p-bx2lk"), "/status/phase", json!("Provisioning")),
-                drop_condition((MACHINE, "tkc-prod-7xk2p-bx2lk"), "/status/conditions", "APIServerPodHealthy"),
-                drop_condition((MACHINE, "tkc-prod-7xk2p-bx2lk"), "/status/conditions", "ControllerManagerPodHealthy"),
-                drop_condition((MACHINE, "tkc-prod-7xk2p-bx2lk"), "/status/conditions", "EtcdMemberHealthy"),
-                drop_condition((MACHINE, "tkc-prod-7xk2p-bx2lk"), "/status/conditions", "EtcdPodHealthy"),
-                drop_condition((MACHINE, "tkc-prod-7xk2p-bx2lk"), "/status/conditions", "SchedulerPodHealthy"),
-                condition((MACHINE, "tkc-prod-7xk2p-bx2lk"), "/status/conditions", json!({"type": "Ready", "status": "False", "lastTransitionTime": "2025-06-03T08:14:07Z", "severity": "Info", "reason": "WaitingForInfrastructure", "message": ""})),
-                condition((MACHINE, "tkc-prod-7xk2p-bx2lk"), "/status/conditions", json!({"type": "InfrastructureReady", "status": "False", "lastTransitionTime": "2025-06-03T08:14:07Z", "severity": "Info", "reason": "WaitingForNetworkAddress", "message": ""})),
-                condition((MACHINE, "tkc-prod-7xk2p-bx2lk"), "/status/conditions", json!({"type": "NodeHealthy", "status": "False", "lastTransitionTime": "2025-06-03T08:14:07Z", "severity": "Info", "reason": "NodeProvisioning", "message": ""})),
-                condition((MACHINE, "tkc-prod-7xk2p-bx2lk"), "/status/v1beta2/conditions", json!({"type": "Available", "status": "False", "reason": "NotReady", "lastTransitionTime": "2025-06-01T12:00:00Z", "observedGeneration": 2})),
-                condition((MACHINE, "tkc-prod-7xk2p-bx2lk"), "/status/v1beta2/conditions", json!({"type": "Ready", "status": "False", "reason": "NotReady", "lastTransitionTime": "2025-06-01T12:00:00Z", "observedGeneration": 2})),
-                unset((MACHINE, "tkc-prod-7xk2p-bx2lk"), "/status/nodeRef"),
-                unset((MACHINE, "tkc-prod-7xk2p-bx2lk"), "/status/nodeInfo"),
-                unset((MACHINE, "tkc-prod-7xk2p-bx2lk"), "/status/addresses"),
-                unset((VSM, "tkc-prod-7xk2p-bx2lk"), "/spec/providerID"),
-                set((VSM, "tkc-prod-7xk2p-bx2lk"), "/status/ready", json!(false)),
-                set((VSM, "tkc-prod-7xk2p-bx2lk"), "/status/vmstatus", json!("pending")),
-                unset((VSM, "tkc-prod-7xk2p-bx2lk"), "/status/vmIp"),
-                unset((VSM, "tkc-prod-7xk2p-bx2lk"), "/status/addresses"),
-                unset((VSM, "tkc-prod-7xk2p-bx2lk"), "/status/vmID"),
-                drop_condition((VM, "tkc-prod-7xk2p-bx2lk"), "/status/conditions", "VirtualMachineTools"),
-                condition((VM, "tkc-prod-7xk2p-bx2lk"), "/status/conditions", json!({"type": "GuestCustomization", "status": "False", "reason": "Pending", "message": "", "lastTransitionTime": "2025-06-01T12:20:00Z"})),
-                unset((VM, "tkc-prod-7xk2p-bx2lk"), "/status/network"),
-            ],
-        },
-        SetDef {
-            name: "vm-powered-off",
-            about: r#"vm-powered-off — the second control-plane VM is powered off.
+"#,
+        ),
+        parts: vec![Part::of("healthy-v1alpha3")],
+        edits: vec![
+            set((KCP, "tkc-prod-7xk2p"), "/status/readyReplicas", json!(2)),
+            set(
+                (KCP, "tkc-prod-7xk2p"),
+                "/status/unavailableReplicas",
+                json!(1),
+            ),
+            condition(
+                (KCP, "tkc-prod-7xk2p"),
+                "/status/conditions",
+                json!({"type": "Ready", "status": "False", "lastTransitionTime": "2025-06-03T08:14:07Z", "severity": "Error", "reason": "ControlPlaneComponentsUnhealthy", "message": "Following Machines are reporting control plane errors: tkc-prod-7xk2p-bx2lk"}),
+            ),
+            condition(
+                (KCP, "tkc-prod-7xk2p"),
+                "/status/conditions",
+                json!({"type": "ControlPlaneComponentsHealthy", "status": "False", "lastTransitionTime": "2025-06-03T08:14:07Z", "severity": "Error", "reason": "ControlPlaneComponentsUnhealthy", "message": "Following Machines are reporting control plane errors: tkc-prod-7xk2p-bx2lk"}),
+            ),
+            condition(
+                (KCP, "tkc-prod-7xk2p"),
+                "/status/conditions",
+                json!({"type": "EtcdClusterHealthy", "status": "False", "lastTransitionTime": "2025-06-03T08:14:07Z", "severity": "Error", "reason": "EtcdClusterUnhealthy", "message": "Following Machines are reporting etcd member errors: tkc-prod-7xk2p-bx2lk"}),
+            ),
+            condition(
+                (KCP, "tkc-prod-7xk2p"),
+                "/status/conditions",
+                json!({"type": "MachinesReady", "status": "False", "lastTransitionTime": "2025-06-03T08:14:07Z", "severity": "Info", "reason": "WaitingForInfrastructure", "message": ""}),
+            ),
+            condition(
+                (KCP, "tkc-prod-7xk2p"),
+                "/status/v1beta2/conditions",
+                json!({"type": "ControlPlaneComponentsHealthy", "status": "False", "observedGeneration": 2, "lastTransitionTime": "2025-06-03T08:14:07Z", "reason": "NotHealthy", "message": "* Machine tkc-prod-7xk2p-bx2lk:\n  * Control plane components: Waiting for a Node with spec.providerID vsphere://... to exist"}),
+            ),
+            condition(
+                (KCP, "tkc-prod-7xk2p"),
+                "/status/v1beta2/conditions",
+                json!({"type": "EtcdClusterHealthy", "status": "False", "observedGeneration": 2, "lastTransitionTime": "2025-06-03T08:14:07Z", "reason": "NotHealthy", "message": "* Machine tkc-prod-7xk2p-bx2lk:\n  * EtcdMemberHealthy: Etcd doesn't have an etcd member for Node tkc-prod-7xk2p-bx2lk"}),
+            ),
+            condition(
+                (KCP, "tkc-prod-7xk2p"),
+                "/status/v1beta2/conditions",
+                json!({"type": "MachinesReady", "status": "False", "observedGeneration": 2, "lastTransitionTime": "2025-06-03T08:14:07Z", "reason": "NotReady", "message": "* Machine tkc-prod-7xk2p-bx2lk: NodeHealthy: Waiting for a Node with spec.providerID to exist"}),
+            ),
+            set(
+                (KCP, "tkc-prod-7xk2p"),
+                "/status/v1beta2/readyReplicas",
+                json!(2),
+            ),
+            set(
+                (KCP, "tkc-prod-7xk2p"),
+                "/status/v1beta2/availableReplicas",
+                json!(2),
+            ),
+            unset((MACHINE, "tkc-prod-7xk2p-bx2lk"), "/spec/providerID"),
+            set(
+                (MACHINE, "tkc-prod-7xk2p-bx2lk"),
+                "/status/infrastructureReady",
+                json!(false),
+            ),
+            set(
+                (MACHINE, "tkc-prod-7xk2p-bx2lk"),
+                "/status/phase",
+                json!("Provisioning"),
+            ),
+            drop_condition(
+                (MACHINE, "tkc-prod-7xk2p-bx2lk"),
+                "/status/conditions",
+                "APIServerPodHealthy",
+            ),
+            drop_condition(
+                (MACHINE, "tkc-prod-7xk2p-bx2lk"),
+                "/status/conditions",
+                "ControllerManagerPodHealthy",
+            ),
+            drop_condition(
+                (MACHINE, "tkc-prod-7xk2p-bx2lk"),
+                "/status/conditions",
+                "EtcdMemberHealthy",
+            ),
+            drop_condition(
+                (MACHINE, "tkc-prod-7xk2p-bx2lk"),
+                "/status/conditions",
+                "EtcdPodHealthy",
+            ),
+            drop_condition(
+                (MACHINE, "tkc-prod-7xk2p-bx2lk"),
+                "/status/conditions",
+                "SchedulerPodHealthy",
+            ),
+            condition(
+                (MACHINE, "tkc-prod-7xk2p-bx2lk"),
+                "/status/conditions",
+                json!({"type": "Ready", "status": "False", "lastTransitionTime": "2025-06-03T08:14:07Z", "severity": "Info", "reason": "WaitingForInfrastructure", "message": ""}),
+            ),
+            condition(
+                (MACHINE, "tkc-prod-7xk2p-bx2lk"),
+                "/status/conditions",
+                json!({"type": "InfrastructureReady", "status": "False", "lastTransitionTime": "2025-06-03T08:14:07Z", "severity": "Info", "reason": "WaitingForNetworkAddress", "message": ""}),
+            ),
+            condition(
+                (MACHINE, "tkc-prod-7xk2p-bx2lk"),
+                "/status/conditions",
+                json!({"type": "NodeHealthy", "status": "False", "lastTransitionTime": "2025-06-03T08:14:07Z", "severity": "Info", "reason": "NodeProvisioning", "message": ""}),
+            ),
+            condition(
+                (MACHINE, "tkc-prod-7xk2p-bx2lk"),
+                "/status/v1beta2/conditions",
+                json!({"type": "Available", "status": "False", "reason": "NotReady", "lastTransitionTime": "2025-06-01T12:00:00Z", "observedGeneration": 2}),
+            ),
+            condition(
+                (MACHINE, "tkc-prod-7xk2p-bx2lk"),
+                "/status/v1beta2/conditions",
+                json!({"type": "Ready", "status": "False", "reason": "NotReady", "lastTransitionTime": "2025-06-01T12:00:00Z", "observedGeneration": 2}),
+            ),
+            unset((MACHINE, "tkc-prod-7xk2p-bx2lk"), "/status/nodeRef"),
+            unset((MACHINE, "tkc-prod-7xk2p-bx2lk"), "/status/nodeInfo"),
+            unset((MACHINE, "tkc-prod-7xk2p-bx2lk"), "/status/addresses"),
+            unset((VSM, "tkc-prod-7xk2p-bx2lk"), "/spec/providerID"),
+            set((VSM, "tkc-prod-7xk2p-bx2lk"), "/status/ready", json!(false)),
+            set(
+                (VSM, "tkc-prod-7xk2p-bx2lk"),
+                "/status/vmstatus",
+                json!("pending"),
+            ),
+            unset((VSM, "tkc-prod-7xk2p-bx2lk"), "/status/vmIp"),
+            unset((VSM, "tkc-prod-7xk2p-bx2lk"), "/status/addresses"),
+            unset((VSM, "tkc-prod-7xk2p-bx2lk"), "/status/vmID"),
+            drop_condition(
+                (VM, "tkc-prod-7xk2p-bx2lk"),
+                "/status/conditions",
+                "VirtualMachineTools",
+            ),
+            condition(
+                (VM, "tkc-prod-7xk2p-bx2lk"),
+                "/status/conditions",
+                json!({"type": "GuestCustomization", "status": "False", "reason": "Pending", "message": "", "lastTransitionTime": "2025-06-01T12:20:00Z"}),
+            ),
+            unset((VM, "tkc-prod-7xk2p-bx2lk"), "/status/network"),
+        ],
+    }
+}
+
+fn vm_powered_off() -> SetDef {
+    SetDef {
+        name: "vm-powered-off",
+        about: r#"vm-powered-off — the second control-plane VM is powered off.
 
   namespace ns-prod, cluster tkc-prod, KubeadmControlPlane tkc-prod-7xk2p
   CAPI v1beta1 (with status.v1beta2 block), vm-operator v1alpha3.
@@ -363,49 +640,152 @@ groups:
   secrets: as healthy-v1alpha3.
 
 Expected: one node reported powered off."#,
-            settings: Some(r#"vars:
+        settings: Some(
+            r#"vars:
   WORKLOAD_URL: https://127.0.0.1:1
 groups:
   vmoperator.vmware.com:
     versions: [v1alpha1, v1alpha2, v1alpha3]
     preferredVersion: v1alpha3
-"#),
-            parts: vec![Part::of("healthy-v1alpha3")],
-            edits: vec![
-                set((KCP, "tkc-prod-7xk2p"), "/status/readyReplicas", json!(2)),
-                set((KCP, "tkc-prod-7xk2p"), "/status/unavailableReplicas", json!(1)),
-                condition((KCP, "tkc-prod-7xk2p"), "/status/conditions", json!({"type": "Ready", "status": "False", "lastTransitionTime": "2025-06-03T08:14:07Z", "severity": "Error", "reason": "ControlPlaneComponentsUnhealthy", "message": "Following Machines are reporting control plane errors: tkc-prod-7xk2p-9qtvw"})),
-                condition((KCP, "tkc-prod-7xk2p"), "/status/conditions", json!({"type": "ControlPlaneComponentsHealthy", "status": "False", "lastTransitionTime": "2025-06-03T08:14:07Z", "severity": "Error", "reason": "ControlPlaneComponentsUnhealthy", "message": "Following Machines are reporting control plane errors: tkc-prod-7xk2p-9qtvw"})),
-                condition((KCP, "tkc-prod-7xk2p"), "/status/conditions", json!({"type": "EtcdClusterHealthy", "status": "False", "lastTransitionTime": "2025-06-03T08:14:07Z", "severity": "Error", "reason": "EtcdClusterUnhealthy", "message": "Following Machines are reporting etcd member errors: tkc-prod-7xk2p-9qtvw"})),
-                condition((KCP, "tkc-prod-7xk2p"), "/status/conditions", json!({"type": "MachinesReady", "status": "False", "lastTransitionTime": "2025-06-03T08:14:07Z", "severity": "Warning", "reason": "NodeConditionsFailed", "message": ""})),
-                condition((KCP, "tkc-prod-7xk2p"), "/status/v1beta2/conditions", json!({"type": "ControlPlaneComponentsHealthy", "status": "False", "observedGeneration": 2, "lastTransitionTime": "2025-06-03T08:14:07Z", "reason": "NotHealthy", "message": "* Machine tkc-prod-7xk2p-9qtvw:\n  * Control plane components: Node tkc-prod-7xk2p-9qtvw is not ready"})),
-                condition((KCP, "tkc-prod-7xk2p"), "/status/v1beta2/conditions", json!({"type": "EtcdClusterHealthy", "status": "False", "observedGeneration": 2, "lastTransitionTime": "2025-06-03T08:14:07Z", "reason": "NotHealthy", "message": "* Machine tkc-prod-7xk2p-9qtvw:\n  * EtcdMemberHealthy: Failed to connect to etcd: context deadline exceeded"})),
-                condition((KCP, "tkc-prod-7xk2p"), "/status/v1beta2/conditions", json!({"type": "MachinesReady", "status": "False", "observedGeneration": 2, "lastTransitionTime": "2025-06-03T08:14:07Z", "reason": "NotReady", "message": "* Machine tkc-prod-7xk2p-9qtvw: NodeHealthy: Node is not ready"})),
-                set((KCP, "tkc-prod-7xk2p"), "/status/v1beta2/readyReplicas", json!(2)),
-                set((KCP, "tkc-prod-7xk2p"), "/status/v1beta2/availableReplicas", json!(2)),
-                condition((MACHINE, "tkc-prod-7xk2p-9qtvw"), "/status/conditions", json!({"type": "Ready", "status": "False", "lastTransitionTime": "2025-06-03T08:14:07Z", "severity": "Warning", "reason": "NodeNotFound", "message": ""})),
-                condition((MACHINE, "tkc-prod-7xk2p-9qtvw"), "/status/conditions", json!({"type": "NodeHealthy", "status": "False", "lastTransitionTime": "2025-06-03T08:14:07Z", "severity": "Warning", "reason": "NodeConditionsFailed", "message": ""})),
-                condition((MACHINE, "tkc-prod-7xk2p-9qtvw"), "/status/conditions", json!({"type": "APIServerPodHealthy", "status": "Unknown", "lastTransitionTime": "2025-06-03T08:14:07Z", "severity": "Info", "reason": "PodInspectionFailed", "message": "Failed to get pod status"})),
-                condition((MACHINE, "tkc-prod-7xk2p-9qtvw"), "/status/conditions", json!({"type": "ControllerManagerPodHealthy", "status": "Unknown", "lastTransitionTime": "2025-06-03T08:14:07Z", "severity": "Info", "reason": "PodInspectionFailed", "message": "Failed to get pod status"})),
-                condition((MACHINE, "tkc-prod-7xk2p-9qtvw"), "/status/conditions", json!({"type": "EtcdMemberHealthy", "status": "Unknown", "lastTransitionTime": "2025-06-03T08:14:07Z", "severity": "Info", "reason": "MemberInspectionFailed", "message": "Failed to connect to the etcd pod on the tkc-prod-7xk2p-9qtvw node: could not establish a connection to any etcd node: unable to create etcd client: context deadline exceeded"})),
-                condition((MACHINE, "tkc-prod-7xk2p-9qtvw"), "/status/conditions", json!({"type": "EtcdPodHealthy", "status": "Unknown", "lastTransitionTime": "2025-06-03T08:14:07Z", "severity": "Info", "reason": "PodInspectionFailed", "message": "Failed to get pod status"})),
-                condition((MACHINE, "tkc-prod-7xk2p-9qtvw"), "/status/conditions", json!({"type": "SchedulerPodHealthy", "status": "Unknown", "lastTransitionTime": "2025-06-03T08:14:07Z", "severity": "Info", "reason": "PodInspectionFailed", "message": "Failed to get pod status"})),
-                condition((MACHINE, "tkc-prod-7xk2p-9qtvw"), "/status/v1beta2/conditions", json!({"type": "Available", "status": "False", "reason": "NotReady", "lastTransitionTime": "2025-06-01T12:00:00Z", "observedGeneration": 2})),
-                condition((MACHINE, "tkc-prod-7xk2p-9qtvw"), "/status/v1beta2/conditions", json!({"type": "Ready", "status": "False", "reason": "NotReady", "lastTransitionTime": "2025-06-01T12:00:00Z", "observedGeneration": 2})),
-                set((VSM, "tkc-prod-7xk2p-9qtvw"), "/status/ready", json!(false)),
-                set((VSM, "tkc-prod-7xk2p-9qtvw"), "/status/vmstatus", json!("pending")),
-                set((VM, "tkc-prod-7xk2p-9qtvw"), "/status/powerState", json!("PoweredOff")),
-                set((VM, "tkc-prod-7xk2p-9qtvw"), "/status/network/config/interfaces/0/ip/gateway4", json!("198.18.0.1")),
-                unset((VM, "tkc-prod-7xk2p-9qtvw"), "/status/network/hostName"),
-                unset((VM, "tkc-prod-7xk2p-9qtvw"), "/status/network/interfaces"),
-                unset((VM, "tkc-prod-7xk2p-9qtvw"), "/status/network/primaryIP4"),
-                drop_condition((VM, "tkc-prod-7xk2p-9qtvw"), "/status/conditions", "GuestCustomization"),
-                drop_condition((VM, "tkc-prod-7xk2p-9qtvw"), "/status/conditions", "VirtualMachineTools"),
-            ],
-        },
-        SetDef {
-            name: "rollout-scale-up",
-            about: r#"rollout-scale-up — a KCP rollout's scale-up: a 4th control-plane Machine still provisioning.
+"#,
+        ),
+        parts: vec![Part::of("healthy-v1alpha3")],
+        edits: vec![
+            set((KCP, "tkc-prod-7xk2p"), "/status/readyReplicas", json!(2)),
+            set(
+                (KCP, "tkc-prod-7xk2p"),
+                "/status/unavailableReplicas",
+                json!(1),
+            ),
+            condition(
+                (KCP, "tkc-prod-7xk2p"),
+                "/status/conditions",
+                json!({"type": "Ready", "status": "False", "lastTransitionTime": "2025-06-03T08:14:07Z", "severity": "Error", "reason": "ControlPlaneComponentsUnhealthy", "message": "Following Machines are reporting control plane errors: tkc-prod-7xk2p-9qtvw"}),
+            ),
+            condition(
+                (KCP, "tkc-prod-7xk2p"),
+                "/status/conditions",
+                json!({"type": "ControlPlaneComponentsHealthy", "status": "False", "lastTransitionTime": "2025-06-03T08:14:07Z", "severity": "Error", "reason": "ControlPlaneComponentsUnhealthy", "message": "Following Machines are reporting control plane errors: tkc-prod-7xk2p-9qtvw"}),
+            ),
+            condition(
+                (KCP, "tkc-prod-7xk2p"),
+                "/status/conditions",
+                json!({"type": "EtcdClusterHealthy", "status": "False", "lastTransitionTime": "2025-06-03T08:14:07Z", "severity": "Error", "reason": "EtcdClusterUnhealthy", "message": "Following Machines are reporting etcd member errors: tkc-prod-7xk2p-9qtvw"}),
+            ),
+            condition(
+                (KCP, "tkc-prod-7xk2p"),
+                "/status/conditions",
+                json!({"type": "MachinesReady", "status": "False", "lastTransitionTime": "2025-06-03T08:14:07Z", "severity": "Warning", "reason": "NodeConditionsFailed", "message": ""}),
+            ),
+            condition(
+                (KCP, "tkc-prod-7xk2p"),
+                "/status/v1beta2/conditions",
+                json!({"type": "ControlPlaneComponentsHealthy", "status": "False", "observedGeneration": 2, "lastTransitionTime": "2025-06-03T08:14:07Z", "reason": "NotHealthy", "message": "* Machine tkc-prod-7xk2p-9qtvw:\n  * Control plane components: Node tkc-prod-7xk2p-9qtvw is not ready"}),
+            ),
+            condition(
+                (KCP, "tkc-prod-7xk2p"),
+                "/status/v1beta2/conditions",
+                json!({"type": "EtcdClusterHealthy", "status": "False", "observedGeneration": 2, "lastTransitionTime": "2025-06-03T08:14:07Z", "reason": "NotHealthy", "message": "* Machine tkc-prod-7xk2p-9qtvw:\n  * EtcdMemberHealthy: Failed to connect to etcd: context deadline exceeded"}),
+            ),
+            condition(
+                (KCP, "tkc-prod-7xk2p"),
+                "/status/v1beta2/conditions",
+                json!({"type": "MachinesReady", "status": "False", "observedGeneration": 2, "lastTransitionTime": "2025-06-03T08:14:07Z", "reason": "NotReady", "message": "* Machine tkc-prod-7xk2p-9qtvw: NodeHealthy: Node is not ready"}),
+            ),
+            set(
+                (KCP, "tkc-prod-7xk2p"),
+                "/status/v1beta2/readyReplicas",
+                json!(2),
+            ),
+            set(
+                (KCP, "tkc-prod-7xk2p"),
+                "/status/v1beta2/availableReplicas",
+                json!(2),
+            ),
+            condition(
+                (MACHINE, "tkc-prod-7xk2p-9qtvw"),
+                "/status/conditions",
+                json!({"type": "Ready", "status": "False", "lastTransitionTime": "2025-06-03T08:14:07Z", "severity": "Warning", "reason": "NodeNotFound", "message": ""}),
+            ),
+            condition(
+                (MACHINE, "tkc-prod-7xk2p-9qtvw"),
+                "/status/conditions",
+                json!({"type": "NodeHealthy", "status": "False", "lastTransitionTime": "2025-06-03T08:14:07Z", "severity": "Warning", "reason": "NodeConditionsFailed", "message": ""}),
+            ),
+            condition(
+                (MACHINE, "tkc-prod-7xk2p-9qtvw"),
+                "/status/conditions",
+                json!({"type": "APIServerPodHealthy", "status": "Unknown", "lastTransitionTime": "2025-06-03T08:14:07Z", "severity": "Info", "reason": "PodInspectionFailed", "message": "Failed to get pod status"}),
+            ),
+            condition(
+                (MACHINE, "tkc-prod-7xk2p-9qtvw"),
+                "/status/conditions",
+                json!({"type": "ControllerManagerPodHealthy", "status": "Unknown", "lastTransitionTime": "2025-06-03T08:14:07Z", "severity": "Info", "reason": "PodInspectionFailed", "message": "Failed to get pod status"}),
+            ),
+            condition(
+                (MACHINE, "tkc-prod-7xk2p-9qtvw"),
+                "/status/conditions",
+                json!({"type": "EtcdMemberHealthy", "status": "Unknown", "lastTransitionTime": "2025-06-03T08:14:07Z", "severity": "Info", "reason": "MemberInspectionFailed", "message": "Failed to connect to the etcd pod on the tkc-prod-7xk2p-9qtvw node: could not establish a connection to any etcd node: unable to create etcd client: context deadline exceeded"}),
+            ),
+            condition(
+                (MACHINE, "tkc-prod-7xk2p-9qtvw"),
+                "/status/conditions",
+                json!({"type": "EtcdPodHealthy", "status": "Unknown", "lastTransitionTime": "2025-06-03T08:14:07Z", "severity": "Info", "reason": "PodInspectionFailed", "message": "Failed to get pod status"}),
+            ),
+            condition(
+                (MACHINE, "tkc-prod-7xk2p-9qtvw"),
+                "/status/conditions",
+                json!({"type": "SchedulerPodHealthy", "status": "Unknown", "lastTransitionTime": "2025-06-03T08:14:07Z", "severity": "Info", "reason": "PodInspectionFailed", "message": "Failed to get pod status"}),
+            ),
+            condition(
+                (MACHINE, "tkc-prod-7xk2p-9qtvw"),
+                "/status/v1beta2/conditions",
+                json!({"type": "Available", "status": "False", "reason": "NotReady", "lastTransitionTime": "2025-06-01T12:00:00Z", "observedGeneration": 2}),
+            ),
+            condition(
+                (MACHINE, "tkc-prod-7xk2p-9qtvw"),
+                "/status/v1beta2/conditions",
+                json!({"type": "Ready", "status": "False", "reason": "NotReady", "lastTransitionTime": "2025-06-01T12:00:00Z", "observedGeneration": 2}),
+            ),
+            set((VSM, "tkc-prod-7xk2p-9qtvw"), "/status/ready", json!(false)),
+            set(
+                (VSM, "tkc-prod-7xk2p-9qtvw"),
+                "/status/vmstatus",
+                json!("pending"),
+            ),
+            set(
+                (VM, "tkc-prod-7xk2p-9qtvw"),
+                "/status/powerState",
+                json!("PoweredOff"),
+            ),
+            set(
+                (VM, "tkc-prod-7xk2p-9qtvw"),
+                "/status/network/config/interfaces/0/ip/gateway4",
+                json!("198.18.0.1"),
+            ),
+            unset((VM, "tkc-prod-7xk2p-9qtvw"), "/status/network/hostName"),
+            unset((VM, "tkc-prod-7xk2p-9qtvw"), "/status/network/interfaces"),
+            unset((VM, "tkc-prod-7xk2p-9qtvw"), "/status/network/primaryIP4"),
+            drop_condition(
+                (VM, "tkc-prod-7xk2p-9qtvw"),
+                "/status/conditions",
+                "GuestCustomization",
+            ),
+            drop_condition(
+                (VM, "tkc-prod-7xk2p-9qtvw"),
+                "/status/conditions",
+                "VirtualMachineTools",
+            ),
+        ],
+    }
+}
+
+// Mid-rollout (CAPI 1.9/1.10): KCP status.replicas 4 for spec.replicas 3, one up to date;
+// ScalingDown, RollingOut True.
+fn rollout_scale_up() -> SetDef {
+    SetDef {
+        name: "rollout-scale-up",
+        about: r#"rollout-scale-up — a KCP rollout's scale-up: a 4th control-plane Machine still provisioning.
 
   namespace ns-prod, cluster tkc-prod, KubeadmControlPlane tkc-prod-7xk2p (spec.replicas 3,
   status.replicas 4, updatedReplicas 1, readyReplicas 3): objects of healthy-v1alpha3 plus the 4th.
@@ -425,84 +805,295 @@ groups:
 
 Expected: 4 nodes listed; k8d5n under "rollout in progress" (Provisioning, waiting for its VM to
 power on), not a fault; the three others as healthy-v1alpha3. A lab plans the three with an IP."#,
-            settings: None,
-            parts: vec![Part::of("healthy-v1alpha3")],
-            edits: vec![
-                set((KCP, "tkc-prod-7xk2p"), "/spec/machineTemplate/infrastructureRef/name", json!("tkc-prod-7xk2p-infra-large")),
-                set((KCP, "tkc-prod-7xk2p"), "/status/replicas", json!(4)),
-                set((KCP, "tkc-prod-7xk2p"), "/status/updatedReplicas", json!(1)),
-                set((KCP, "tkc-prod-7xk2p"), "/status/unavailableReplicas", json!(1)),
-                condition((KCP, "tkc-prod-7xk2p"), "/status/conditions", json!({"type": "Ready", "status": "False", "lastTransitionTime": "2025-06-03T08:30:00Z", "severity": "Warning", "reason": "RollingUpdateInProgress", "message": "Rolling 4 replicas with outdated spec (1 replicas up to date)"})),
-                condition((KCP, "tkc-prod-7xk2p"), "/status/conditions", json!({"type": "MachinesSpecUpToDate", "status": "False", "lastTransitionTime": "2025-06-03T08:30:00Z", "severity": "Warning", "reason": "RollingUpdateInProgress", "message": "Rolling 4 replicas with outdated spec (1 replicas up to date)"})),
-                condition((KCP, "tkc-prod-7xk2p"), "/status/conditions", json!({"type": "Resized", "status": "False", "lastTransitionTime": "2025-06-03T08:30:00Z", "severity": "Warning", "reason": "ScalingDown", "message": "Scaling down control plane to 3 replicas (actual 4)"})),
-                condition((KCP, "tkc-prod-7xk2p"), "/status/v1beta2/conditions", json!({"type": "MachinesUpToDate", "status": "False", "observedGeneration": 3, "lastTransitionTime": "2025-06-03T08:30:00Z", "reason": "NotUpToDate", "message": "* Machines tkc-prod-7xk2p-4rz8m, tkc-prod-7xk2p-9qtvw, tkc-prod-7xk2p-bx2lk:\n  * VSphereMachineTemplate is not up-to-date"})),
-                condition((KCP, "tkc-prod-7xk2p"), "/status/v1beta2/conditions", json!({"type": "RollingOut", "status": "True", "observedGeneration": 3, "lastTransitionTime": "2025-06-03T08:30:00Z", "reason": "RollingOut", "message": "Rolling out 3 not up-to-date replicas\n* VSphereMachineTemplate is not up-to-date"})),
-                condition((KCP, "tkc-prod-7xk2p"), "/status/v1beta2/conditions", json!({"type": "ScalingDown", "status": "True", "observedGeneration": 3, "lastTransitionTime": "2025-06-03T08:30:00Z", "reason": "ScalingDown", "message": "Scaling down from 4 to 3 replicas"})),
-                set((KCP, "tkc-prod-7xk2p"), "/status/v1beta2/upToDateReplicas", json!(1)),
-                copy((MACHINE, "tkc-prod-7xk2p-bx2lk"), "tkc-prod-7xk2p-k8d5n"),
-                set((MACHINE, "tkc-prod-7xk2p-k8d5n"), "/metadata/creationTimestamp", json!("2025-06-03T08:30:00Z")),
-                set((MACHINE, "tkc-prod-7xk2p-k8d5n"), "/metadata/uid", json!("b157c120-ab1a-50bd-b422-a72dc2c3d78c")),
-                set((MACHINE, "tkc-prod-7xk2p-k8d5n"), "/spec/bootstrap/configRef/name", json!("tkc-prod-7xk2p-k8d5n")),
-                set((MACHINE, "tkc-prod-7xk2p-k8d5n"), "/spec/bootstrap/configRef/uid", json!("521b39f8-761b-5add-9796-59357a5603c6")),
-                set((MACHINE, "tkc-prod-7xk2p-k8d5n"), "/spec/bootstrap/dataSecretName", json!("tkc-prod-7xk2p-k8d5n")),
-                set((MACHINE, "tkc-prod-7xk2p-k8d5n"), "/spec/infrastructureRef/name", json!("tkc-prod-7xk2p-k8d5n")),
-                set((MACHINE, "tkc-prod-7xk2p-k8d5n"), "/spec/infrastructureRef/uid", json!("d4bee014-93de-5d50-a15f-92e8ca9ab111")),
-                unset((MACHINE, "tkc-prod-7xk2p-k8d5n"), "/spec/providerID"),
-                set((MACHINE, "tkc-prod-7xk2p-k8d5n"), "/status/infrastructureReady", json!(false)),
-                set((MACHINE, "tkc-prod-7xk2p-k8d5n"), "/status/phase", json!("Provisioning")),
-                set((MACHINE, "tkc-prod-7xk2p-k8d5n"), "/status/lastUpdated", json!("2025-06-03T08:31:12Z")),
-                drop_condition((MACHINE, "tkc-prod-7xk2p-k8d5n"), "/status/conditions", "APIServerPodHealthy"),
-                drop_condition((MACHINE, "tkc-prod-7xk2p-k8d5n"), "/status/conditions", "ControllerManagerPodHealthy"),
-                drop_condition((MACHINE, "tkc-prod-7xk2p-k8d5n"), "/status/conditions", "EtcdMemberHealthy"),
-                drop_condition((MACHINE, "tkc-prod-7xk2p-k8d5n"), "/status/conditions", "EtcdPodHealthy"),
-                drop_condition((MACHINE, "tkc-prod-7xk2p-k8d5n"), "/status/conditions", "SchedulerPodHealthy"),
-                condition((MACHINE, "tkc-prod-7xk2p-k8d5n"), "/status/conditions", json!({"type": "Ready", "status": "False", "lastTransitionTime": "2025-06-03T08:30:00Z", "severity": "Info", "reason": "WaitingForInfrastructure", "message": ""})),
-                condition((MACHINE, "tkc-prod-7xk2p-k8d5n"), "/status/conditions", json!({"type": "BootstrapReady", "status": "True", "lastTransitionTime": "2025-06-03T08:30:00Z"})),
-                condition((MACHINE, "tkc-prod-7xk2p-k8d5n"), "/status/conditions", json!({"type": "InfrastructureReady", "status": "False", "lastTransitionTime": "2025-06-03T08:30:00Z", "severity": "Info", "reason": "WaitingForInfrastructure", "message": ""})),
-                condition((MACHINE, "tkc-prod-7xk2p-k8d5n"), "/status/conditions", json!({"type": "NodeHealthy", "status": "False", "lastTransitionTime": "2025-06-03T08:30:00Z", "severity": "Info", "reason": "WaitingForNodeRef", "message": ""})),
-                condition((MACHINE, "tkc-prod-7xk2p-k8d5n"), "/status/v1beta2/conditions", json!({"type": "Available", "status": "False", "reason": "NotReady", "lastTransitionTime": "2025-06-03T08:30:00Z", "observedGeneration": 2})),
-                condition((MACHINE, "tkc-prod-7xk2p-k8d5n"), "/status/v1beta2/conditions", json!({"type": "Ready", "status": "False", "reason": "NotReady", "message": "* NodeHealthy: Waiting for a Node with spec.providerID vsphere://... to exist", "lastTransitionTime": "2025-06-03T08:30:00Z", "observedGeneration": 2})),
-                unset((MACHINE, "tkc-prod-7xk2p-k8d5n"), "/status/nodeRef"),
-                unset((MACHINE, "tkc-prod-7xk2p-k8d5n"), "/status/nodeInfo"),
-                unset((MACHINE, "tkc-prod-7xk2p-k8d5n"), "/status/addresses"),
-                copy((VSM, "tkc-prod-7xk2p-bx2lk"), "tkc-prod-7xk2p-k8d5n"),
-                set((VSM, "tkc-prod-7xk2p-k8d5n"), "/metadata/uid", json!("d4bee014-93de-5d50-a15f-92e8ca9ab111")),
-                set((VSM, "tkc-prod-7xk2p-k8d5n"), "/metadata/ownerReferences/0/name", json!("tkc-prod-7xk2p-k8d5n")),
-                set((VSM, "tkc-prod-7xk2p-k8d5n"), "/metadata/ownerReferences/0/uid", json!("b157c120-ab1a-50bd-b422-a72dc2c3d78c")),
-                set((VSM, "tkc-prod-7xk2p-k8d5n"), "/spec/className", json!("best-effort-large")),
-                unset((VSM, "tkc-prod-7xk2p-k8d5n"), "/spec/providerID"),
-                set((VSM, "tkc-prod-7xk2p-k8d5n"), "/status/ready", json!(false)),
-                set((VSM, "tkc-prod-7xk2p-k8d5n"), "/status/vmstatus", json!("pending")),
-                unset((VSM, "tkc-prod-7xk2p-k8d5n"), "/status/vmIp"),
-                unset((VSM, "tkc-prod-7xk2p-k8d5n"), "/status/addresses"),
-                unset((VSM, "tkc-prod-7xk2p-k8d5n"), "/status/vmID"),
-                copy((VM, "tkc-prod-7xk2p-bx2lk"), "tkc-prod-7xk2p-k8d5n"),
-                set((VM, "tkc-prod-7xk2p-k8d5n"), "/metadata/creationTimestamp", json!("2025-06-03T08:30:40Z")),
-                set((VM, "tkc-prod-7xk2p-k8d5n"), "/metadata/uid", json!("909f9bd2-c12d-5e1b-9745-f1e98b59e0e8")),
-                set((VM, "tkc-prod-7xk2p-k8d5n"), "/metadata/ownerReferences/0/name", json!("tkc-prod-7xk2p-k8d5n")),
-                set((VM, "tkc-prod-7xk2p-k8d5n"), "/metadata/ownerReferences/0/uid", json!("d4bee014-93de-5d50-a15f-92e8ca9ab111")),
-                set((VM, "tkc-prod-7xk2p-k8d5n"), "/spec/className", json!("best-effort-large")),
-                set((VM, "tkc-prod-7xk2p-k8d5n"), "/spec/bootstrap/cloudInit/rawCloudConfig/name", json!("tkc-prod-7xk2p-k8d5n-cloud-init")),
-                set((VM, "tkc-prod-7xk2p-k8d5n"), "/status/powerState", json!("PoweredOff")),
-                set((VM, "tkc-prod-7xk2p-k8d5n"), "/status/uniqueID", json!("vm-9301")),
-                drop_condition((VM, "tkc-prod-7xk2p-k8d5n"), "/status/conditions", "VirtualMachineStorageReady"),
-                drop_condition((VM, "tkc-prod-7xk2p-k8d5n"), "/status/conditions", "VirtualMachineBootstrapReady"),
-                drop_condition((VM, "tkc-prod-7xk2p-k8d5n"), "/status/conditions", "VirtualMachineNetworkReady"),
-                drop_condition((VM, "tkc-prod-7xk2p-k8d5n"), "/status/conditions", "GuestCustomization"),
-                drop_condition((VM, "tkc-prod-7xk2p-k8d5n"), "/status/conditions", "VirtualMachineTools"),
-                condition((VM, "tkc-prod-7xk2p-k8d5n"), "/status/conditions", json!({"type": "VirtualMachineClassReady", "status": "True", "reason": "True", "message": "", "lastTransitionTime": "2025-06-03T08:30:40Z"})),
-                condition((VM, "tkc-prod-7xk2p-k8d5n"), "/status/conditions", json!({"type": "VirtualMachineImageReady", "status": "True", "reason": "True", "message": "", "lastTransitionTime": "2025-06-03T08:30:40Z"})),
-                condition((VM, "tkc-prod-7xk2p-k8d5n"), "/status/conditions", json!({"type": "VirtualMachineCreated", "status": "False", "reason": "NotCreated", "message": "", "lastTransitionTime": "2025-06-03T08:30:40Z"})),
-                set((VM, "tkc-prod-7xk2p-k8d5n"), "/status/class/name", json!("best-effort-large")),
-                unset((VM, "tkc-prod-7xk2p-k8d5n"), "/status/host"),
-                unset((VM, "tkc-prod-7xk2p-k8d5n"), "/status/biosUUID"),
-                unset((VM, "tkc-prod-7xk2p-k8d5n"), "/status/instanceUUID"),
-                unset((VM, "tkc-prod-7xk2p-k8d5n"), "/status/network"),
-            ],
-        },
-        SetDef {
-            name: "rollout-scale-up-joining",
-            about: r#"rollout-scale-up-joining — a KCP rollout's scale-up: the 4th VM is up, its Node has not joined.
+        settings: None,
+        parts: vec![Part::of("healthy-v1alpha3")],
+        edits: vec![
+            set(
+                (KCP, "tkc-prod-7xk2p"),
+                "/spec/machineTemplate/infrastructureRef/name",
+                json!("tkc-prod-7xk2p-infra-large"),
+            ),
+            set((KCP, "tkc-prod-7xk2p"), "/status/replicas", json!(4)),
+            set((KCP, "tkc-prod-7xk2p"), "/status/updatedReplicas", json!(1)),
+            set(
+                (KCP, "tkc-prod-7xk2p"),
+                "/status/unavailableReplicas",
+                json!(1),
+            ),
+            condition(
+                (KCP, "tkc-prod-7xk2p"),
+                "/status/conditions",
+                json!({"type": "Ready", "status": "False", "lastTransitionTime": "2025-06-03T08:30:00Z", "severity": "Warning", "reason": "RollingUpdateInProgress", "message": "Rolling 4 replicas with outdated spec (1 replicas up to date)"}),
+            ),
+            condition(
+                (KCP, "tkc-prod-7xk2p"),
+                "/status/conditions",
+                json!({"type": "MachinesSpecUpToDate", "status": "False", "lastTransitionTime": "2025-06-03T08:30:00Z", "severity": "Warning", "reason": "RollingUpdateInProgress", "message": "Rolling 4 replicas with outdated spec (1 replicas up to date)"}),
+            ),
+            condition(
+                (KCP, "tkc-prod-7xk2p"),
+                "/status/conditions",
+                json!({"type": "Resized", "status": "False", "lastTransitionTime": "2025-06-03T08:30:00Z", "severity": "Warning", "reason": "ScalingDown", "message": "Scaling down control plane to 3 replicas (actual 4)"}),
+            ),
+            condition(
+                (KCP, "tkc-prod-7xk2p"),
+                "/status/v1beta2/conditions",
+                json!({"type": "MachinesUpToDate", "status": "False", "observedGeneration": 3, "lastTransitionTime": "2025-06-03T08:30:00Z", "reason": "NotUpToDate", "message": "* Machines tkc-prod-7xk2p-4rz8m, tkc-prod-7xk2p-9qtvw, tkc-prod-7xk2p-bx2lk:\n  * VSphereMachineTemplate is not up-to-date"}),
+            ),
+            condition(
+                (KCP, "tkc-prod-7xk2p"),
+                "/status/v1beta2/conditions",
+                json!({"type": "RollingOut", "status": "True", "observedGeneration": 3, "lastTransitionTime": "2025-06-03T08:30:00Z", "reason": "RollingOut", "message": "Rolling out 3 not up-to-date replicas\n* VSphereMachineTemplate is not up-to-date"}),
+            ),
+            condition(
+                (KCP, "tkc-prod-7xk2p"),
+                "/status/v1beta2/conditions",
+                json!({"type": "ScalingDown", "status": "True", "observedGeneration": 3, "lastTransitionTime": "2025-06-03T08:30:00Z", "reason": "ScalingDown", "message": "Scaling down from 4 to 3 replicas"}),
+            ),
+            set(
+                (KCP, "tkc-prod-7xk2p"),
+                "/status/v1beta2/upToDateReplicas",
+                json!(1),
+            ),
+            copy((MACHINE, "tkc-prod-7xk2p-bx2lk"), "tkc-prod-7xk2p-k8d5n"),
+            set(
+                (MACHINE, "tkc-prod-7xk2p-k8d5n"),
+                "/metadata/creationTimestamp",
+                json!("2025-06-03T08:30:00Z"),
+            ),
+            set(
+                (MACHINE, "tkc-prod-7xk2p-k8d5n"),
+                "/metadata/uid",
+                json!("b157c120-ab1a-50bd-b422-a72dc2c3d78c"),
+            ),
+            set(
+                (MACHINE, "tkc-prod-7xk2p-k8d5n"),
+                "/spec/bootstrap/configRef/name",
+                json!("tkc-prod-7xk2p-k8d5n"),
+            ),
+            set(
+                (MACHINE, "tkc-prod-7xk2p-k8d5n"),
+                "/spec/bootstrap/configRef/uid",
+                json!("521b39f8-761b-5add-9796-59357a5603c6"),
+            ),
+            set(
+                (MACHINE, "tkc-prod-7xk2p-k8d5n"),
+                "/spec/bootstrap/dataSecretName",
+                json!("tkc-prod-7xk2p-k8d5n"),
+            ),
+            set(
+                (MACHINE, "tkc-prod-7xk2p-k8d5n"),
+                "/spec/infrastructureRef/name",
+                json!("tkc-prod-7xk2p-k8d5n"),
+            ),
+            set(
+                (MACHINE, "tkc-prod-7xk2p-k8d5n"),
+                "/spec/infrastructureRef/uid",
+                json!("d4bee014-93de-5d50-a15f-92e8ca9ab111"),
+            ),
+            unset((MACHINE, "tkc-prod-7xk2p-k8d5n"), "/spec/providerID"),
+            set(
+                (MACHINE, "tkc-prod-7xk2p-k8d5n"),
+                "/status/infrastructureReady",
+                json!(false),
+            ),
+            set(
+                (MACHINE, "tkc-prod-7xk2p-k8d5n"),
+                "/status/phase",
+                json!("Provisioning"),
+            ),
+            set(
+                (MACHINE, "tkc-prod-7xk2p-k8d5n"),
+                "/status/lastUpdated",
+                json!("2025-06-03T08:31:12Z"),
+            ),
+            drop_condition(
+                (MACHINE, "tkc-prod-7xk2p-k8d5n"),
+                "/status/conditions",
+                "APIServerPodHealthy",
+            ),
+            drop_condition(
+                (MACHINE, "tkc-prod-7xk2p-k8d5n"),
+                "/status/conditions",
+                "ControllerManagerPodHealthy",
+            ),
+            drop_condition(
+                (MACHINE, "tkc-prod-7xk2p-k8d5n"),
+                "/status/conditions",
+                "EtcdMemberHealthy",
+            ),
+            drop_condition(
+                (MACHINE, "tkc-prod-7xk2p-k8d5n"),
+                "/status/conditions",
+                "EtcdPodHealthy",
+            ),
+            drop_condition(
+                (MACHINE, "tkc-prod-7xk2p-k8d5n"),
+                "/status/conditions",
+                "SchedulerPodHealthy",
+            ),
+            condition(
+                (MACHINE, "tkc-prod-7xk2p-k8d5n"),
+                "/status/conditions",
+                json!({"type": "Ready", "status": "False", "lastTransitionTime": "2025-06-03T08:30:00Z", "severity": "Info", "reason": "WaitingForInfrastructure", "message": ""}),
+            ),
+            condition(
+                (MACHINE, "tkc-prod-7xk2p-k8d5n"),
+                "/status/conditions",
+                json!({"type": "BootstrapReady", "status": "True", "lastTransitionTime": "2025-06-03T08:30:00Z"}),
+            ),
+            condition(
+                (MACHINE, "tkc-prod-7xk2p-k8d5n"),
+                "/status/conditions",
+                json!({"type": "InfrastructureReady", "status": "False", "lastTransitionTime": "2025-06-03T08:30:00Z", "severity": "Info", "reason": "WaitingForInfrastructure", "message": ""}),
+            ),
+            condition(
+                (MACHINE, "tkc-prod-7xk2p-k8d5n"),
+                "/status/conditions",
+                json!({"type": "NodeHealthy", "status": "False", "lastTransitionTime": "2025-06-03T08:30:00Z", "severity": "Info", "reason": "WaitingForNodeRef", "message": ""}),
+            ),
+            condition(
+                (MACHINE, "tkc-prod-7xk2p-k8d5n"),
+                "/status/v1beta2/conditions",
+                json!({"type": "Available", "status": "False", "reason": "NotReady", "lastTransitionTime": "2025-06-03T08:30:00Z", "observedGeneration": 2}),
+            ),
+            condition(
+                (MACHINE, "tkc-prod-7xk2p-k8d5n"),
+                "/status/v1beta2/conditions",
+                json!({"type": "Ready", "status": "False", "reason": "NotReady", "message": "* NodeHealthy: Waiting for a Node with spec.providerID vsphere://... to exist", "lastTransitionTime": "2025-06-03T08:30:00Z", "observedGeneration": 2}),
+            ),
+            unset((MACHINE, "tkc-prod-7xk2p-k8d5n"), "/status/nodeRef"),
+            unset((MACHINE, "tkc-prod-7xk2p-k8d5n"), "/status/nodeInfo"),
+            unset((MACHINE, "tkc-prod-7xk2p-k8d5n"), "/status/addresses"),
+            copy((VSM, "tkc-prod-7xk2p-bx2lk"), "tkc-prod-7xk2p-k8d5n"),
+            set(
+                (VSM, "tkc-prod-7xk2p-k8d5n"),
+                "/metadata/uid",
+                json!("d4bee014-93de-5d50-a15f-92e8ca9ab111"),
+            ),
+            set(
+                (VSM, "tkc-prod-7xk2p-k8d5n"),
+                "/metadata/ownerReferences/0/name",
+                json!("tkc-prod-7xk2p-k8d5n"),
+            ),
+            set(
+                (VSM, "tkc-prod-7xk2p-k8d5n"),
+                "/metadata/ownerReferences/0/uid",
+                json!("b157c120-ab1a-50bd-b422-a72dc2c3d78c"),
+            ),
+            set(
+                (VSM, "tkc-prod-7xk2p-k8d5n"),
+                "/spec/className",
+                json!("best-effort-large"),
+            ),
+            unset((VSM, "tkc-prod-7xk2p-k8d5n"), "/spec/providerID"),
+            set((VSM, "tkc-prod-7xk2p-k8d5n"), "/status/ready", json!(false)),
+            set(
+                (VSM, "tkc-prod-7xk2p-k8d5n"),
+                "/status/vmstatus",
+                json!("pending"),
+            ),
+            unset((VSM, "tkc-prod-7xk2p-k8d5n"), "/status/vmIp"),
+            unset((VSM, "tkc-prod-7xk2p-k8d5n"), "/status/addresses"),
+            unset((VSM, "tkc-prod-7xk2p-k8d5n"), "/status/vmID"),
+            copy((VM, "tkc-prod-7xk2p-bx2lk"), "tkc-prod-7xk2p-k8d5n"),
+            set(
+                (VM, "tkc-prod-7xk2p-k8d5n"),
+                "/metadata/creationTimestamp",
+                json!("2025-06-03T08:30:40Z"),
+            ),
+            set(
+                (VM, "tkc-prod-7xk2p-k8d5n"),
+                "/metadata/uid",
+                json!("909f9bd2-c12d-5e1b-9745-f1e98b59e0e8"),
+            ),
+            set(
+                (VM, "tkc-prod-7xk2p-k8d5n"),
+                "/metadata/ownerReferences/0/name",
+                json!("tkc-prod-7xk2p-k8d5n"),
+            ),
+            set(
+                (VM, "tkc-prod-7xk2p-k8d5n"),
+                "/metadata/ownerReferences/0/uid",
+                json!("d4bee014-93de-5d50-a15f-92e8ca9ab111"),
+            ),
+            set(
+                (VM, "tkc-prod-7xk2p-k8d5n"),
+                "/spec/className",
+                json!("best-effort-large"),
+            ),
+            set(
+                (VM, "tkc-prod-7xk2p-k8d5n"),
+                "/spec/bootstrap/cloudInit/rawCloudConfig/name",
+                json!("tkc-prod-7xk2p-k8d5n-cloud-init"),
+            ),
+            set(
+                (VM, "tkc-prod-7xk2p-k8d5n"),
+                "/status/powerState",
+                json!("PoweredOff"),
+            ),
+            set(
+                (VM, "tkc-prod-7xk2p-k8d5n"),
+                "/status/uniqueID",
+                json!("vm-9301"),
+            ),
+            drop_condition(
+                (VM, "tkc-prod-7xk2p-k8d5n"),
+                "/status/conditions",
+                "VirtualMachineStorageReady",
+            ),
+            drop_condition(
+                (VM, "tkc-prod-7xk2p-k8d5n"),
+                "/status/conditions",
+                "VirtualMachineBootstrapReady",
+            ),
+            drop_condition(
+                (VM, "tkc-prod-7xk2p-k8d5n"),
+                "/status/conditions",
+                "VirtualMachineNetworkReady",
+            ),
+            drop_condition(
+                (VM, "tkc-prod-7xk2p-k8d5n"),
+                "/status/conditions",
+                "GuestCustomization",
+            ),
+            drop_condition(
+                (VM, "tkc-prod-7xk2p-k8d5n"),
+                "/status/conditions",
+                "VirtualMachineTools",
+            ),
+            condition(
+                (VM, "tkc-prod-7xk2p-k8d5n"),
+                "/status/conditions",
+                json!({"type": "VirtualMachineClassReady", "status": "True", "reason": "True", "message": "", "lastTransitionTime": "2025-06-03T08:30:40Z"}),
+            ),
+            condition(
+                (VM, "tkc-prod-7xk2p-k8d5n"),
+                "/status/conditions",
+                json!({"type": "VirtualMachineImageReady", "status": "True", "reason": "True", "message": "", "lastTransitionTime": "2025-06-03T08:30:40Z"}),
+            ),
+            condition(
+                (VM, "tkc-prod-7xk2p-k8d5n"),
+                "/status/conditions",
+                json!({"type": "VirtualMachineCreated", "status": "False", "reason": "NotCreated", "message": "", "lastTransitionTime": "2025-06-03T08:30:40Z"}),
+            ),
+            set(
+                (VM, "tkc-prod-7xk2p-k8d5n"),
+                "/status/class/name",
+                json!("best-effort-large"),
+            ),
+            unset((VM, "tkc-prod-7xk2p-k8d5n"), "/status/host"),
+            unset((VM, "tkc-prod-7xk2p-k8d5n"), "/status/biosUUID"),
+            unset((VM, "tkc-prod-7xk2p-k8d5n"), "/status/instanceUUID"),
+            unset((VM, "tkc-prod-7xk2p-k8d5n"), "/status/network"),
+        ],
+    }
+}
+
+fn rollout_scale_up_joining() -> SetDef {
+    SetDef {
+        name: "rollout-scale-up-joining",
+        about: r#"rollout-scale-up-joining — a KCP rollout's scale-up: the 4th VM is up, its Node has not joined.
 
   namespace ns-prod, cluster tkc-prod, KubeadmControlPlane tkc-prod-7xk2p (spec.replicas 3,
   status.replicas 4, updatedReplicas 1, readyReplicas 3): objects of healthy-v1alpha3 plus the 4th.
@@ -522,32 +1113,104 @@ power on), not a fault; the three others as healthy-v1alpha3. A lab plans the th
 
 Expected: 4 nodes listed; k8d5n under "rollout in progress" (Provisioning, Machine phase
 Provisioned, waiting for its Node to join). A lab plans 4 nodes, .11-.14 (k8d5n by its Machine name)."#,
-            settings: None,
-            parts: vec![Part::of("rollout-scale-up")],
-            edits: vec![
-                set((MACHINE, "tkc-prod-7xk2p-k8d5n"), "/spec/providerID", json!("vsphere://334e6a23-1fda-5375-ac42-2fc64e187993")),
-                set((MACHINE, "tkc-prod-7xk2p-k8d5n"), "/status/infrastructureReady", json!(true)),
-                set((MACHINE, "tkc-prod-7xk2p-k8d5n"), "/status/phase", json!("Provisioned")),
-                set((MACHINE, "tkc-prod-7xk2p-k8d5n"), "/status/addresses", json!([{"type": "InternalIP", "address": "198.18.0.14"}])),
-                condition((MACHINE, "tkc-prod-7xk2p-k8d5n"), "/status/conditions", json!({"type": "Ready", "status": "False", "lastTransitionTime": "2025-06-03T08:30:00Z", "severity": "Info", "reason": "WaitingForNodeRef", "message": ""})),
-                condition((MACHINE, "tkc-prod-7xk2p-k8d5n"), "/status/conditions", json!({"type": "InfrastructureReady", "status": "True", "lastTransitionTime": "2025-06-03T08:30:00Z"})),
-                set((VSM, "tkc-prod-7xk2p-k8d5n"), "/spec/providerID", json!("vsphere://334e6a23-1fda-5375-ac42-2fc64e187993")),
-                set((VSM, "tkc-prod-7xk2p-k8d5n"), "/status/ready", json!(true)),
-                set((VSM, "tkc-prod-7xk2p-k8d5n"), "/status/vmstatus", json!("ready")),
-                set((VSM, "tkc-prod-7xk2p-k8d5n"), "/status/vmIp", json!("198.18.0.14")),
-                set((VSM, "tkc-prod-7xk2p-k8d5n"), "/status/addresses", json!([{"type": "InternalIP", "address": "198.18.0.14"}])),
-                set((VSM, "tkc-prod-7xk2p-k8d5n"), "/status/vmID", json!("334e6a23-1fda-5375-ac42-2fc64e187993")),
-                set((VM, "tkc-prod-7xk2p-k8d5n"), "/status/host", json!("esx-01.vsphere.local")),
-                set((VM, "tkc-prod-7xk2p-k8d5n"), "/status/powerState", json!("PoweredOn")),
-                set((VM, "tkc-prod-7xk2p-k8d5n"), "/status/biosUUID", json!("334e6a23-1fda-5375-ac42-2fc64e187993")),
-                set((VM, "tkc-prod-7xk2p-k8d5n"), "/status/instanceUUID", json!("2c46e9f3-007a-5558-a546-d4c4d011e5b9")),
-                set((VM, "tkc-prod-7xk2p-k8d5n"), "/status/network", json!({"config": {"interfaces": [{"name": "eth0", "ip": {"addresses": ["198.18.0.14/24"]}}]}, "hostName": "tkc-prod-7xk2p-k8d5n", "interfaces": [{"name": "eth0", "deviceKey": 4000, "ip": {"macAddr": "00:50:56:a1:14:2e", "addresses": [{"address": "198.18.0.14/24", "origin": "dhcp", "state": "preferred"}, {"address": "fe80::250:56ff:fea1:142e/64", "origin": "other", "state": "preferred"}]}}], "primaryIP4": "198.18.0.14"})),
-                set((VM, "tkc-prod-7xk2p-k8d5n"), "/status/conditions", json!([{"type": "VirtualMachineClassReady", "status": "True", "reason": "True", "message": "", "lastTransitionTime": "2025-06-01T12:00:00Z"}, {"type": "VirtualMachineImageReady", "status": "True", "reason": "True", "message": "", "lastTransitionTime": "2025-06-01T12:00:00Z"}, {"type": "VirtualMachineStorageReady", "status": "True", "reason": "True", "message": "", "lastTransitionTime": "2025-06-01T12:00:00Z"}, {"type": "VirtualMachineBootstrapReady", "status": "True", "reason": "True", "message": "", "lastTransitionTime": "2025-06-01T12:00:00Z"}, {"type": "VirtualMachineNetworkReady", "status": "True", "reason": "True", "message": "", "lastTransitionTime": "2025-06-01T12:00:00Z"}, {"type": "VirtualMachineCreated", "status": "True", "reason": "True", "message": "", "lastTransitionTime": "2025-06-01T12:00:00Z"}, {"type": "GuestCustomization", "status": "True", "reason": "True", "message": "", "lastTransitionTime": "2025-06-01T12:00:00Z"}, {"type": "VirtualMachineTools", "status": "True", "reason": "True", "message": "", "lastTransitionTime": "2025-06-01T12:00:00Z"}])),
-            ],
-        },
-        SetDef {
-            name: "rollout-scale-down",
-            about: r#"rollout-scale-down — a KCP rollout's scale-down: the oldest Machine is being deleted.
+        settings: None,
+        parts: vec![Part::of("rollout-scale-up")],
+        edits: vec![
+            set(
+                (MACHINE, "tkc-prod-7xk2p-k8d5n"),
+                "/spec/providerID",
+                json!("vsphere://334e6a23-1fda-5375-ac42-2fc64e187993"),
+            ),
+            set(
+                (MACHINE, "tkc-prod-7xk2p-k8d5n"),
+                "/status/infrastructureReady",
+                json!(true),
+            ),
+            set(
+                (MACHINE, "tkc-prod-7xk2p-k8d5n"),
+                "/status/phase",
+                json!("Provisioned"),
+            ),
+            set(
+                (MACHINE, "tkc-prod-7xk2p-k8d5n"),
+                "/status/addresses",
+                json!([{"type": "InternalIP", "address": "198.18.0.14"}]),
+            ),
+            condition(
+                (MACHINE, "tkc-prod-7xk2p-k8d5n"),
+                "/status/conditions",
+                json!({"type": "Ready", "status": "False", "lastTransitionTime": "2025-06-03T08:30:00Z", "severity": "Info", "reason": "WaitingForNodeRef", "message": ""}),
+            ),
+            condition(
+                (MACHINE, "tkc-prod-7xk2p-k8d5n"),
+                "/status/conditions",
+                json!({"type": "InfrastructureReady", "status": "True", "lastTransitionTime": "2025-06-03T08:30:00Z"}),
+            ),
+            set(
+                (VSM, "tkc-prod-7xk2p-k8d5n"),
+                "/spec/providerID",
+                json!("vsphere://334e6a23-1fda-5375-ac42-2fc64e187993"),
+            ),
+            set((VSM, "tkc-prod-7xk2p-k8d5n"), "/status/ready", json!(true)),
+            set(
+                (VSM, "tkc-prod-7xk2p-k8d5n"),
+                "/status/vmstatus",
+                json!("ready"),
+            ),
+            set(
+                (VSM, "tkc-prod-7xk2p-k8d5n"),
+                "/status/vmIp",
+                json!("198.18.0.14"),
+            ),
+            set(
+                (VSM, "tkc-prod-7xk2p-k8d5n"),
+                "/status/addresses",
+                json!([{"type": "InternalIP", "address": "198.18.0.14"}]),
+            ),
+            set(
+                (VSM, "tkc-prod-7xk2p-k8d5n"),
+                "/status/vmID",
+                json!("334e6a23-1fda-5375-ac42-2fc64e187993"),
+            ),
+            set(
+                (VM, "tkc-prod-7xk2p-k8d5n"),
+                "/status/host",
+                json!("esx-01.vsphere.local"),
+            ),
+            set(
+                (VM, "tkc-prod-7xk2p-k8d5n"),
+                "/status/powerState",
+                json!("PoweredOn"),
+            ),
+            set(
+                (VM, "tkc-prod-7xk2p-k8d5n"),
+                "/status/biosUUID",
+                json!("334e6a23-1fda-5375-ac42-2fc64e187993"),
+            ),
+            set(
+                (VM, "tkc-prod-7xk2p-k8d5n"),
+                "/status/instanceUUID",
+                json!("2c46e9f3-007a-5558-a546-d4c4d011e5b9"),
+            ),
+            set(
+                (VM, "tkc-prod-7xk2p-k8d5n"),
+                "/status/network",
+                json!({"config": {"interfaces": [{"name": "eth0", "ip": {"addresses": ["198.18.0.14/24"]}}]}, "hostName": "tkc-prod-7xk2p-k8d5n", "interfaces": [{"name": "eth0", "deviceKey": 4000, "ip": {"macAddr": "00:50:56:a1:14:2e", "addresses": [{"address": "198.18.0.14/24", "origin": "dhcp", "state": "preferred"}, {"address": "fe80::250:56ff:fea1:142e/64", "origin": "other", "state": "preferred"}]}}], "primaryIP4": "198.18.0.14"}),
+            ),
+            set(
+                (VM, "tkc-prod-7xk2p-k8d5n"),
+                "/status/conditions",
+                json!([{"type": "VirtualMachineClassReady", "status": "True", "reason": "True", "message": "", "lastTransitionTime": "2025-06-01T12:00:00Z"}, {"type": "VirtualMachineImageReady", "status": "True", "reason": "True", "message": "", "lastTransitionTime": "2025-06-01T12:00:00Z"}, {"type": "VirtualMachineStorageReady", "status": "True", "reason": "True", "message": "", "lastTransitionTime": "2025-06-01T12:00:00Z"}, {"type": "VirtualMachineBootstrapReady", "status": "True", "reason": "True", "message": "", "lastTransitionTime": "2025-06-01T12:00:00Z"}, {"type": "VirtualMachineNetworkReady", "status": "True", "reason": "True", "message": "", "lastTransitionTime": "2025-06-01T12:00:00Z"}, {"type": "VirtualMachineCreated", "status": "True", "reason": "True", "message": "", "lastTransitionTime": "2025-06-01T12:00:00Z"}, {"type": "GuestCustomization", "status": "True", "reason": "True", "message": "", "lastTransitionTime": "2025-06-01T12:00:00Z"}, {"type": "VirtualMachineTools", "status": "True", "reason": "True", "message": "", "lastTransitionTime": "2025-06-01T12:00:00Z"}]),
+            ),
+        ],
+    }
+}
+
+// KCP status.replicas 4: the deleting Machine is still counted.
+fn rollout_scale_down() -> SetDef {
+    SetDef {
+        name: "rollout-scale-down",
+        about: r#"rollout-scale-down — a KCP rollout's scale-down: the oldest Machine is being deleted.
 
   namespace ns-prod, cluster tkc-prod, KubeadmControlPlane tkc-prod-7xk2p (spec.replicas 3,
   status.replicas 4, updatedReplicas 1, readyReplicas 3): objects of healthy-v1alpha3 plus the 4th.
@@ -569,35 +1232,122 @@ Provisioned, waiting for its Node to join). A lab plans 4 nodes, .11-.14 (k8d5n 
 
 Expected: 4 nodes listed; 4rz8m under "rollout in progress" (Deleting since 2025-06-03T09:02:00Z),
 not a fault, and not counted against the KCP's 3. A lab plans 4 nodes, .11-.14."#,
-            settings: None,
-            parts: vec![Part::of("rollout-scale-up-joining")],
-            edits: vec![
-                set((MACHINE, "tkc-prod-7xk2p-4rz8m"), "/metadata/deletionTimestamp", json!("2025-06-03T09:02:00Z")),
-                set((MACHINE, "tkc-prod-7xk2p-4rz8m"), "/metadata/deletionGracePeriodSeconds", json!(0)),
-                set((MACHINE, "tkc-prod-7xk2p-4rz8m"), "/metadata/finalizers", json!(["machine.cluster.x-k8s.io"])),
-                set((MACHINE, "tkc-prod-7xk2p-4rz8m"), "/metadata/annotations", json!({"pre-terminate.delete.hook.machine.cluster.x-k8s.io/kcp-cleanup": ""})),
-                set((MACHINE, "tkc-prod-7xk2p-4rz8m"), "/status/phase", json!("Deleting")),
-                set((MACHINE, "tkc-prod-7xk2p-4rz8m"), "/status/lastUpdated", json!("2025-06-03T09:02:00Z")),
-                set((MACHINE, "tkc-prod-7xk2p-k8d5n"), "/status/phase", json!("Running")),
-                set((MACHINE, "tkc-prod-7xk2p-k8d5n"), "/status/lastUpdated", json!("2025-06-01T12:00:00Z")),
-                set((MACHINE, "tkc-prod-7xk2p-k8d5n"), "/status/nodeRef", json!({"apiVersion": "v1", "kind": "Node", "name": "tkc-prod-7xk2p-k8d5n", "uid": "79e7030d-c7ab-5e68-bfd2-543d4f5e9f2d"})),
-                set((MACHINE, "tkc-prod-7xk2p-k8d5n"), "/status/nodeInfo", json!({"architecture": "amd64", "bootID": "fcc9a48d-0128-52e1-9daa-2040453aaa51", "containerRuntimeVersion": "containerd://1.6.28+vmware.2", "kernelVersion": "5.10.216-1.ph4", "kubeProxyVersion": "v1.30.1+vmware.1-fips", "kubeletVersion": "v1.30.1+vmware.1-fips", "machineID": "e76bed2a258458f581420ccccc4cbb6c", "operatingSystem": "linux", "osImage": "VMware Photon OS/Linux", "systemUUID": "334e6a23-1fda-5375-ac42-2fc64e187993"})),
-                condition((MACHINE, "tkc-prod-7xk2p-k8d5n"), "/status/conditions", json!({"type": "Ready", "status": "True", "lastTransitionTime": "2025-06-01T12:00:00Z"})),
-                condition((MACHINE, "tkc-prod-7xk2p-k8d5n"), "/status/conditions", json!({"type": "BootstrapReady", "status": "True", "lastTransitionTime": "2025-06-01T12:00:00Z"})),
-                condition((MACHINE, "tkc-prod-7xk2p-k8d5n"), "/status/conditions", json!({"type": "InfrastructureReady", "status": "True", "lastTransitionTime": "2025-06-01T12:00:00Z"})),
-                condition((MACHINE, "tkc-prod-7xk2p-k8d5n"), "/status/conditions", json!({"type": "NodeHealthy", "status": "True", "lastTransitionTime": "2025-06-01T12:00:00Z"})),
-                condition((MACHINE, "tkc-prod-7xk2p-k8d5n"), "/status/conditions", json!({"type": "APIServerPodHealthy", "status": "True", "lastTransitionTime": "2025-06-01T12:00:00Z"})),
-                condition((MACHINE, "tkc-prod-7xk2p-k8d5n"), "/status/conditions", json!({"type": "ControllerManagerPodHealthy", "status": "True", "lastTransitionTime": "2025-06-01T12:00:00Z"})),
-                condition((MACHINE, "tkc-prod-7xk2p-k8d5n"), "/status/conditions", json!({"type": "EtcdMemberHealthy", "status": "True", "lastTransitionTime": "2025-06-01T12:00:00Z"})),
-                condition((MACHINE, "tkc-prod-7xk2p-k8d5n"), "/status/conditions", json!({"type": "EtcdPodHealthy", "status": "True", "lastTransitionTime": "2025-06-01T12:00:00Z"})),
-                condition((MACHINE, "tkc-prod-7xk2p-k8d5n"), "/status/conditions", json!({"type": "SchedulerPodHealthy", "status": "True", "lastTransitionTime": "2025-06-01T12:00:00Z"})),
-                condition((MACHINE, "tkc-prod-7xk2p-k8d5n"), "/status/v1beta2/conditions", json!({"type": "Available", "status": "True", "reason": "Available", "lastTransitionTime": "2025-06-01T12:00:00Z", "observedGeneration": 2})),
-                condition((MACHINE, "tkc-prod-7xk2p-k8d5n"), "/status/v1beta2/conditions", json!({"type": "Ready", "status": "True", "reason": "Ready", "lastTransitionTime": "2025-06-01T12:00:00Z", "observedGeneration": 2})),
-            ],
-        },
-        SetDef {
-            name: "two-clusters",
-            about: r#"two-clusters — one vSphere Namespace, two TKG clusters, plus VM Service VMs whose names
+        settings: None,
+        parts: vec![Part::of("rollout-scale-up-joining")],
+        edits: vec![
+            set(
+                (MACHINE, "tkc-prod-7xk2p-4rz8m"),
+                "/metadata/deletionTimestamp",
+                json!("2025-06-03T09:02:00Z"),
+            ),
+            set(
+                (MACHINE, "tkc-prod-7xk2p-4rz8m"),
+                "/metadata/deletionGracePeriodSeconds",
+                json!(0),
+            ),
+            set(
+                (MACHINE, "tkc-prod-7xk2p-4rz8m"),
+                "/metadata/finalizers",
+                json!(["machine.cluster.x-k8s.io"]),
+            ),
+            set(
+                (MACHINE, "tkc-prod-7xk2p-4rz8m"),
+                "/metadata/annotations",
+                json!({"pre-terminate.delete.hook.machine.cluster.x-k8s.io/kcp-cleanup": ""}),
+            ),
+            set(
+                (MACHINE, "tkc-prod-7xk2p-4rz8m"),
+                "/status/phase",
+                json!("Deleting"),
+            ),
+            set(
+                (MACHINE, "tkc-prod-7xk2p-4rz8m"),
+                "/status/lastUpdated",
+                json!("2025-06-03T09:02:00Z"),
+            ),
+            set(
+                (MACHINE, "tkc-prod-7xk2p-k8d5n"),
+                "/status/phase",
+                json!("Running"),
+            ),
+            set(
+                (MACHINE, "tkc-prod-7xk2p-k8d5n"),
+                "/status/lastUpdated",
+                json!("2025-06-01T12:00:00Z"),
+            ),
+            set(
+                (MACHINE, "tkc-prod-7xk2p-k8d5n"),
+                "/status/nodeRef",
+                json!({"apiVersion": "v1", "kind": "Node", "name": "tkc-prod-7xk2p-k8d5n", "uid": "79e7030d-c7ab-5e68-bfd2-543d4f5e9f2d"}),
+            ),
+            set(
+                (MACHINE, "tkc-prod-7xk2p-k8d5n"),
+                "/status/nodeInfo",
+                json!({"architecture": "amd64", "bootID": "fcc9a48d-0128-52e1-9daa-2040453aaa51", "containerRuntimeVersion": "containerd://1.6.28+vmware.2", "kernelVersion": "5.10.216-1.ph4", "kubeProxyVersion": "v1.30.1+vmware.1-fips", "kubeletVersion": "v1.30.1+vmware.1-fips", "machineID": "e76bed2a258458f581420ccccc4cbb6c", "operatingSystem": "linux", "osImage": "VMware Photon OS/Linux", "systemUUID": "334e6a23-1fda-5375-ac42-2fc64e187993"}),
+            ),
+            condition(
+                (MACHINE, "tkc-prod-7xk2p-k8d5n"),
+                "/status/conditions",
+                json!({"type": "Ready", "status": "True", "lastTransitionTime": "2025-06-01T12:00:00Z"}),
+            ),
+            condition(
+                (MACHINE, "tkc-prod-7xk2p-k8d5n"),
+                "/status/conditions",
+                json!({"type": "BootstrapReady", "status": "True", "lastTransitionTime": "2025-06-01T12:00:00Z"}),
+            ),
+            condition(
+                (MACHINE, "tkc-prod-7xk2p-k8d5n"),
+                "/status/conditions",
+                json!({"type": "InfrastructureReady", "status": "True", "lastTransitionTime": "2025-06-01T12:00:00Z"}),
+            ),
+            condition(
+                (MACHINE, "tkc-prod-7xk2p-k8d5n"),
+                "/status/conditions",
+                json!({"type": "NodeHealthy", "status": "True", "lastTransitionTime": "2025-06-01T12:00:00Z"}),
+            ),
+            condition(
+                (MACHINE, "tkc-prod-7xk2p-k8d5n"),
+                "/status/conditions",
+                json!({"type": "APIServerPodHealthy", "status": "True", "lastTransitionTime": "2025-06-01T12:00:00Z"}),
+            ),
+            condition(
+                (MACHINE, "tkc-prod-7xk2p-k8d5n"),
+                "/status/conditions",
+                json!({"type": "ControllerManagerPodHealthy", "status": "True", "lastTransitionTime": "2025-06-01T12:00:00Z"}),
+            ),
+            condition(
+                (MACHINE, "tkc-prod-7xk2p-k8d5n"),
+                "/status/conditions",
+                json!({"type": "EtcdMemberHealthy", "status": "True", "lastTransitionTime": "2025-06-01T12:00:00Z"}),
+            ),
+            condition(
+                (MACHINE, "tkc-prod-7xk2p-k8d5n"),
+                "/status/conditions",
+                json!({"type": "EtcdPodHealthy", "status": "True", "lastTransitionTime": "2025-06-01T12:00:00Z"}),
+            ),
+            condition(
+                (MACHINE, "tkc-prod-7xk2p-k8d5n"),
+                "/status/conditions",
+                json!({"type": "SchedulerPodHealthy", "status": "True", "lastTransitionTime": "2025-06-01T12:00:00Z"}),
+            ),
+            condition(
+                (MACHINE, "tkc-prod-7xk2p-k8d5n"),
+                "/status/v1beta2/conditions",
+                json!({"type": "Available", "status": "True", "reason": "Available", "lastTransitionTime": "2025-06-01T12:00:00Z", "observedGeneration": 2}),
+            ),
+            condition(
+                (MACHINE, "tkc-prod-7xk2p-k8d5n"),
+                "/status/v1beta2/conditions",
+                json!({"type": "Ready", "status": "True", "reason": "Ready", "lastTransitionTime": "2025-06-01T12:00:00Z", "observedGeneration": 2}),
+            ),
+        ],
+    }
+}
+
+fn two_clusters() -> SetDef {
+    SetDef {
+        name: "two-clusters",
+        about: r#"two-clusters — one vSphere Namespace, two TKG clusters, plus VM Service VMs whose names
 share a prefix with a cluster.
 
   namespace ns-shared
@@ -612,26 +1362,76 @@ share a prefix with a cluster.
 
 Expected: tkc-a and tkc-b each have exactly their 3 control-plane nodes, with disjoint IPs;
 neither standalone VM is ever a node; an unknown cluster name lists "tkc-a, tkc-b"."#,
-            settings: Some(r#"vars:
+        settings: Some(
+            r#"vars:
   WORKLOAD_URL: https://127.0.0.1:1
 groups:
   vmoperator.vmware.com:
     versions: [v1alpha1, v1alpha2, v1alpha3]
     preferredVersion: v1alpha3
-"#),
-            parts: vec![Part { from: "healthy-v1alpha3", rename: vec![("tkc-prod-7xk2p", "tkc-a-m2c8r"), ("tkc-prod", "tkc-a"), ("TKC-PROD", "TKC-A"), ("ns-prod", "ns-shared")], uids: Some("tkc-a"), suffix: Some("tkc-a") }, Part { from: "healthy-v1alpha3", rename: vec![("tkc-prod-node-pool-1-6kq2v-5b8c7d9f4x", "tkc-b-node-pool-1-r8n4d-6f9d8c7b5z"), ("tkc-prod-node-pool-1-6kq2v", "tkc-b-node-pool-1-r8n4d"), ("tkc-prod-7xk2p", "tkc-b-j5t9w"), ("tkc-prod-x7p2n", "tkc-b-q4z8k"), ("tkc-prod", "tkc-b"), ("TKC-PROD", "TKC-B"), ("ns-prod", "ns-shared"), ("198.18.0.", "198.18.1.")], uids: Some("tkc-b"), suffix: Some("tkc-b") }],
-            edits: vec![
-                remove((MACHINE, "tkc-b-node-pool-1-r8n4d-6f9d8c7b5z-hq7mz")),
-                remove((VSM, "tkc-b-node-pool-1-r8n4d-6f9d8c7b5z-hq7mz")),
-                remove((VM, "tkc-b-node-pool-1-r8n4d-6f9d8c7b5z-hq7mz")),
-                set((MACHINE, "tkc-b-node-pool-1-r8n4d-6f9d8c7b5z-5dftw"), "/metadata/labels/machine-template-hash", json!("6f9d8c7b5z")),
-                set((MD, "tkc-b-node-pool-1-r8n4d"), "/spec/replicas", json!(1)),
-                set((MD, "tkc-b-node-pool-1-r8n4d"), "/status/replicas", json!(1)),
-                set((MD, "tkc-b-node-pool-1-r8n4d"), "/status/readyReplicas", json!(1)),
-                set((MD, "tkc-b-node-pool-1-r8n4d"), "/status/availableReplicas", json!(1)),
-                set((MD, "tkc-b-node-pool-1-r8n4d"), "/status/updatedReplicas", json!(1)),
-            ],
-        },
-
-    ]
+"#,
+        ),
+        parts: vec![
+            Part {
+                from: "healthy-v1alpha3",
+                rename: vec![
+                    ("tkc-prod-7xk2p", "tkc-a-m2c8r"),
+                    ("tkc-prod", "tkc-a"),
+                    ("TKC-PROD", "TKC-A"),
+                    ("ns-prod", "ns-shared"),
+                ],
+                uids: Some("tkc-a"),
+                suffix: Some("tkc-a"),
+            },
+            Part {
+                from: "healthy-v1alpha3",
+                rename: vec![
+                    (
+                        "tkc-prod-node-pool-1-6kq2v-5b8c7d9f4x",
+                        "tkc-b-node-pool-1-r8n4d-6f9d8c7b5z",
+                    ),
+                    ("tkc-prod-node-pool-1-6kq2v", "tkc-b-node-pool-1-r8n4d"),
+                    ("tkc-prod-7xk2p", "tkc-b-j5t9w"),
+                    ("tkc-prod-x7p2n", "tkc-b-q4z8k"),
+                    ("tkc-prod", "tkc-b"),
+                    ("TKC-PROD", "TKC-B"),
+                    ("ns-prod", "ns-shared"),
+                    ("198.18.0.", "198.18.1."),
+                ],
+                uids: Some("tkc-b"),
+                suffix: Some("tkc-b"),
+            },
+        ],
+        edits: vec![
+            remove((MACHINE, "tkc-b-node-pool-1-r8n4d-6f9d8c7b5z-hq7mz")),
+            remove((VSM, "tkc-b-node-pool-1-r8n4d-6f9d8c7b5z-hq7mz")),
+            remove((VM, "tkc-b-node-pool-1-r8n4d-6f9d8c7b5z-hq7mz")),
+            set(
+                (MACHINE, "tkc-b-node-pool-1-r8n4d-6f9d8c7b5z-5dftw"),
+                "/metadata/labels/machine-template-hash",
+                json!("6f9d8c7b5z"),
+            ),
+            set((MD, "tkc-b-node-pool-1-r8n4d"), "/spec/replicas", json!(1)),
+            set(
+                (MD, "tkc-b-node-pool-1-r8n4d"),
+                "/status/replicas",
+                json!(1),
+            ),
+            set(
+                (MD, "tkc-b-node-pool-1-r8n4d"),
+                "/status/readyReplicas",
+                json!(1),
+            ),
+            set(
+                (MD, "tkc-b-node-pool-1-r8n4d"),
+                "/status/availableReplicas",
+                json!(1),
+            ),
+            set(
+                (MD, "tkc-b-node-pool-1-r8n4d"),
+                "/status/updatedReplicas",
+                json!(1),
+            ),
+        ],
+    }
 }
