@@ -1,22 +1,27 @@
-//! Supervisor fixture sets made from a template: any number of TKG clusters, in any vSphere
-//! Namespaces, with any number of control-plane nodes each, every object in the upstream shapes
-//! of the hand-written sets.
+//! Generated Supervisor fixture sets. Two generators, one staleness test:
 //!
-//! The template is cluster `tkc-a` of `supervisor/two-clusters` (Cluster + VSphereCluster, KCP,
-//! Machines + MachineDeployment, VSphereMachines, VirtualMachines at v1alpha3, the five Secrets).
-//! For each [`ClusterSpec`] its text is rewritten: names (cluster, KCP `<cluster>-<5 chars>`,
-//! nodes `<kcp>-<5 chars>`, as CAPI's random suffixes, derived from the names so a set is the same
-//! on every run), namespace, addresses (`<subnet>.11..` for the control plane, `.21..` workers),
-//! every uid (derived, so owner references still match their owners), MACs, machine IDs, and the
-//! workload URL placeholder (`{{WORKLOAD_URL}}`, or one per cluster, [`crate::workload_url_var`]).
-//! The template's first control-plane node is copied once per wanted node and the KCP's replica
-//! counts follow.
+//! - the builder ([`build`], the sets in [`sets`]): a set is a hand-kept base in its upstream
+//!   shapes (healthy-v1alpha3, ...) or another definition, renamed, with its odd one out as
+//!   edits on the objects (remove an object, set a field, replace a condition, copy an object);
+//! - the many-cluster template, below: any number of TKG clusters, in any vSphere Namespaces,
+//!   with any number of control-plane nodes each.
+//!
+//! The template is cluster `tkc-a` of `two-clusters` as the builder makes it (Cluster +
+//! VSphereCluster, KCP, Machines + MachineDeployment, VSphereMachines, VirtualMachines at
+//! v1alpha3, the five Secrets). For each [`ClusterSpec`] its text is rewritten: names (cluster,
+//! KCP `<cluster>-<5 chars>`, nodes `<kcp>-<5 chars>`, as CAPI's random suffixes, derived from
+//! the names so a set is the same on every run), namespace, addresses (`<subnet>.11..` for the
+//! control plane, `.21..` workers), every uid (derived, so owner references still match their
+//! owners), MACs, machine IDs, and the workload URL placeholder (`{{WORKLOAD_URL}}`, or one per
+//! cluster, [`crate::workload_url_var`]). The template's first control-plane node is copied once
+//! per wanted node and the KCP's replica counts follow.
 //!
 //! [`write_set`] writes a set directory (`fake.yaml` and six files per cluster) for
 //! [`crate::FakeConfig::from_dir`] or `etcdnet-fakeapi --fixtures`. The committed sets
-//! `three-clusters` and `seven-nodes` are written by it ([`three_clusters`], [`seven_nodes`]; a
-//! unit test checks they are up to date: `ETCDNET_WRITE_FIXTURES=1 cargo test -p etcdnet-fakeapi
-//! --lib generate` rewrites them). [`many_clusters`] is the big one made at test time.
+//! `three-clusters` and `seven-nodes` are written by it ([`three_clusters`], [`seven_nodes`]),
+//! the builder's beside them; a unit test checks they are all up to date
+//! (`ETCDNET_WRITE_FIXTURES=1 cargo test -p etcdnet-fakeapi --lib generate` rewrites them).
+//! [`many_clusters`] is the big one made at test time.
 
 use std::fmt::Write as _;
 use std::net::Ipv4Addr;
