@@ -5,6 +5,7 @@
 //!
 //! Hand-kept bases: healthy-v1alpha3 (CAPI v1beta1, vm-operator v1alpha3), v1alpha1-capw,
 //! v1alpha2, kcp-v1beta2 (CAPI v1beta2, vm-operator v1alpha5), not-supervisor and the nsx-* sets.
+//! A new variation is one more function here, listed in [`defs`].
 
 use serde_json::{json, Value};
 
@@ -17,6 +18,15 @@ const MD: &str = "MachineDeployment";
 const VSM: &str = "VSphereMachine";
 const VM: &str = "VirtualMachine";
 const SECRET: &str = "Secret";
+
+/// healthy-v1alpha3's names: the cluster, its KCP, the control-plane nodes (Machine,
+/// VSphereMachine and VM share the name), and the node a rollout adds.
+const TKC: &str = "tkc-prod";
+const CP: &str = "tkc-prod-7xk2p";
+const CP1: &str = "tkc-prod-7xk2p-4rz8m";
+const CP2: &str = "tkc-prod-7xk2p-9qtvw";
+const CP3: &str = "tkc-prod-7xk2p-bx2lk";
+const CP4: &str = "tkc-prod-7xk2p-k8d5n";
 
 fn set(obj: Obj, path: &'static str, value: Value) -> Edit {
     Edit::Set(obj, path, value)
@@ -34,12 +44,42 @@ fn copy(obj: Obj, to: &'static str) -> Edit {
     Edit::Copy(obj, to)
 }
 
-fn condition(obj: Obj, list: &'static str, cond: Value) -> Edit {
-    Edit::Condition(obj, list, cond)
-}
-
 fn drop_condition(obj: Obj, list: &'static str, kind: &'static str) -> Edit {
     Edit::DropCondition(obj, list, kind)
+}
+
+/// A CAPI v1beta1 condition (or vm-operator's), `what` as "Type Status [Reason [Severity]]":
+/// with a reason the message is written too, as CAPI writes it (empty or not).
+fn v1beta1(obj: Obj, list: &'static str, what: &str, message: &str, time: &str) -> Edit {
+    let w: Vec<&str> = what.split(' ').collect();
+    let mut c = json!({"type": w[0], "status": w[1], "lastTransitionTime": time});
+    if let Some(reason) = w.get(2) {
+        c["reason"] = json!(reason);
+        c["message"] = json!(message);
+    }
+    if let Some(severity) = w.get(3) {
+        c["severity"] = json!(severity);
+    }
+    Edit::Condition(obj, list, c)
+}
+
+/// A metav1 condition (CAPI v1beta2), `what` as "Type Status Reason"; an empty message is left
+/// out (omitempty).
+fn v1beta2(
+    obj: Obj,
+    list: &'static str,
+    what: &str,
+    generation: i64,
+    message: &str,
+    time: &str,
+) -> Edit {
+    let w: Vec<&str> = what.split(' ').collect();
+    let mut c = json!({"type": w[0], "status": w[1], "reason": w[2],
+        "observedGeneration": generation, "lastTransitionTime": time});
+    if !message.is_empty() {
+        c["message"] = json!(message);
+    }
+    Edit::Condition(obj, list, c)
 }
 
 /// The generated sets, each after the sets it is made from.
@@ -61,8 +101,8 @@ pub fn defs() -> Vec<SetDef> {
 
 fn hostile_escapes() -> SetDef {
     SetDef {
-        name: "hostile-escapes",
-        about: r#"hostile-escapes — healthy-v1alpha3 whose free-text fields carry terminal escape sequences, as a
+            name: "hostile-escapes",
+            about: r#"hostile-escapes — healthy-v1alpha3 whose free-text fields carry terminal escape sequences, as a
 namespace editor (or a broken controller) can write them into status fields the plugin shows:
 
   Cluster status.phase            OSC 0 (window title) ended by BEL, then CSI 2J (clear screen)
@@ -79,45 +119,17 @@ namespace editor (or a broken controller) can write them into status fields the 
 Expected: tables and stderr show every one as visible escapes (\x1b, \x07, \u{9b}, \n);
 -o json/yaml keep the exact strings (escaped as JSON/YAML escape them). Findings: the etcd
 condition and the Machine's phase. Everything else is healthy-v1alpha3's."#,
-        settings: None,
-        parts: vec![Part::of("healthy-v1alpha3")],
-        edits: vec![
-            set(
-                (CLUSTER, "tkc-prod"),
-                "/status/phase",
-                json!("Provisioned\u{1b}]0;pwned-title\u{7}\u{1b}[2J\u{1b}[H"),
-            ),
-            condition(
-                (KCP, "tkc-prod-7xk2p"),
-                "/status/v1beta2/conditions",
-                json!({"type": "Available", "status": "True", "observedGeneration": 2, "lastTransitionTime": "2025-06-01T12:00:00Z", "reason": "Available", "message": "3\u{200b}\u{200c}\u{200d}\u{2060}\u{feff}\u{ad} of 3 \u{200e}\u{200f}\u{61c}ready\u{e0001}\u{e0041}\u{e007f}\u{e0000}\u{2062}\u{180e}\u{fff9}\u{1d173}"}),
-            ),
-            condition(
-                (KCP, "tkc-prod-7xk2p"),
-                "/status/v1beta2/conditions",
-                json!({"type": "EtcdClusterHealthy", "status": "False", "observedGeneration": 2, "lastTransitionTime": "2025-06-01T12:00:00Z", "reason": "EtcdClusterUnhealthy\u{9b}1;31m", "message": "Etcd member \u{1b}[1;32mhealthy\u{1b}[0m\nsecond line\rover \u{1b}]8;;http://evil.example/\u{1b}\\click\u{1b}]8;;\u{1b}\\"}),
-            ),
-            set(
-                (MACHINE, "tkc-prod-7xk2p-4rz8m"),
-                "/spec/failureDomain",
-                json!("zone-a\u{9d}0;zone-title\u{9c}"),
-            ),
-            set(
-                (MACHINE, "tkc-prod-7xk2p-4rz8m"),
-                "/status/phase",
-                json!("Running\u{1b}[5m\u{9b}7m"),
-            ),
-            set(
-                (MACHINE, "tkc-prod-7xk2p-4rz8m"),
-                "/status/nodeRef/name",
-                json!("tkc-prod-7xk2p-4rz8m\u{1b}[2J"),
-            ),
-            set(
-                (VM, "tkc-prod-7xk2p-4rz8m"),
-                "/spec/className",
-                json!("best-effort-medium\u{1b}]52;c;ZXZpbA==\u{7}"),
-            ),
-        ],
+            settings: None,
+            parts: vec![Part::of("healthy-v1alpha3")],
+            edits: vec![
+                set((CLUSTER, TKC), "/status/phase", json!("Provisioned\u{1b}]0;pwned-title\u{7}\u{1b}[2J\u{1b}[H")),
+                v1beta2((KCP, CP), "/status/v1beta2/conditions", "Available True Available", 2, "3\u{200b}\u{200c}\u{200d}\u{2060}\u{feff}\u{ad} of 3 \u{200e}\u{200f}\u{61c}ready\u{e0001}\u{e0041}\u{e007f}\u{e0000}\u{2062}\u{180e}\u{fff9}\u{1d173}", "2025-06-01T12:00:00Z"),
+                v1beta2((KCP, CP), "/status/v1beta2/conditions", "EtcdClusterHealthy False EtcdClusterUnhealthy\u{9b}1;31m", 2, "Etcd member \u{1b}[1;32mhealthy\u{1b}[0m\nsecond line\rover \u{1b}]8;;http://evil.example/\u{1b}\\click\u{1b}]8;;\u{1b}\\", "2025-06-01T12:00:00Z"),
+                set((MACHINE, CP1), "/spec/failureDomain", json!("zone-a\u{9d}0;zone-title\u{9c}")),
+                set((MACHINE, CP1), "/status/phase", json!("Running\u{1b}[5m\u{9b}7m")),
+                set((MACHINE, CP1), "/status/nodeRef/name", json!("tkc-prod-7xk2p-4rz8m\u{1b}[2J")),
+                set((VM, CP1), "/spec/className", json!("best-effort-medium\u{1b}]52;c;ZXZpbA==\u{7}")),
+            ],
     }
 }
 
@@ -151,7 +163,7 @@ resources:
 "#),
             parts: vec![Part::of("healthy-v1alpha3")],
             edits: vec![
-                set((VM, "tkc-prod-7xk2p-9qtvw"), "/status/network/primaryIP4", json!("127.0.0.1")),
+                set((VM, CP2), "/status/network/primaryIP4", json!("127.0.0.1")),
                 set((SECRET, "tkc-prod-kubeconfig"), "/stringData/value", json!("apiVersion: v1\nkind: Config\nclusters:\n- name: tkc-prod\n  cluster:\n    server: {{WORKLOAD_URL}}\ncontexts:\n- name: tkc-prod-admin@tkc-prod\n  context:\n    cluster: tkc-prod\n    user: tkc-prod-admin\ncurrent-context: tkc-prod-admin@tkc-prod\nusers:\n- name: tkc-prod-admin\n  user:\n    token: FAKE-WORKLOAD-TOKEN-DO-NOT-PRINT\n")),
             ],
     }
@@ -162,8 +174,8 @@ resources:
 // member status reports errors: %s", severity Error, reason EtcdMemberUnhealthy.
 fn quorum_lost() -> SetDef {
     SetDef {
-        name: "quorum-lost",
-        about: r#"quorum-lost — the support article's picture from the Supervisor side: every control-plane
+            name: "quorum-lost",
+            about: r#"quorum-lost — the support article's picture from the Supervisor side: every control-plane
 Machine and VM present and Running/PoweredOn, but KCP counts 0 ready (etcd has no quorum,
 kube-apiserver is down, so CAPI cannot reach the workload cluster).
 
@@ -184,95 +196,33 @@ kube-apiserver is down, so CAPI cannot reach the workload cluster).
 
 Expected: nothing missing on the Supervisor side; pair with Workload::etcd_unhealthy() or
 Workload::black_hole() and node probes to reach a network verdict."#,
-        settings: Some(
-            r#"vars:
+            settings: Some(r#"vars:
   WORKLOAD_URL: https://127.0.0.1:1
 groups:
   vmoperator.vmware.com:
     versions: [v1alpha1, v1alpha2, v1alpha3]
     preferredVersion: v1alpha3
-"#,
-        ),
-        parts: vec![Part::of("healthy-v1alpha3")],
-        edits: vec![
-            condition(
-                (CLUSTER, "tkc-prod"),
-                "/status/conditions",
-                json!({"type": "Ready", "status": "False", "lastTransitionTime": "2025-06-03T08:14:07Z", "severity": "Error", "reason": "EtcdClusterUnhealthy", "message": "Following Machines are reporting etcd member errors: tkc-prod-7xk2p-4rz8m, tkc-prod-7xk2p-9qtvw, tkc-prod-7xk2p-bx2lk"}),
-            ),
-            condition(
-                (CLUSTER, "tkc-prod"),
-                "/status/conditions",
-                json!({"type": "ControlPlaneReady", "status": "False", "lastTransitionTime": "2025-06-03T08:14:07Z", "severity": "Error", "reason": "EtcdClusterUnhealthy", "message": "Following Machines are reporting etcd member errors: tkc-prod-7xk2p-4rz8m, tkc-prod-7xk2p-9qtvw, tkc-prod-7xk2p-bx2lk"}),
-            ),
-            set((KCP, "tkc-prod-7xk2p"), "/status/readyReplicas", json!(0)),
-            set(
-                (KCP, "tkc-prod-7xk2p"),
-                "/status/unavailableReplicas",
-                json!(3),
-            ),
-            set((KCP, "tkc-prod-7xk2p"), "/status/ready", json!(false)),
-            condition(
-                (KCP, "tkc-prod-7xk2p"),
-                "/status/conditions",
-                json!({"type": "Ready", "status": "False", "lastTransitionTime": "2025-06-03T08:14:07Z", "severity": "Error", "reason": "EtcdClusterUnhealthy", "message": "Following Machines are reporting etcd member errors: tkc-prod-7xk2p-4rz8m, tkc-prod-7xk2p-9qtvw, tkc-prod-7xk2p-bx2lk"}),
-            ),
-            condition(
-                (KCP, "tkc-prod-7xk2p"),
-                "/status/conditions",
-                json!({"type": "ControlPlaneComponentsHealthy", "status": "False", "lastTransitionTime": "2025-06-03T08:14:07Z", "severity": "Error", "reason": "ControlPlaneComponentsUnhealthy", "message": "Following Machines are reporting control plane errors: tkc-prod-7xk2p-4rz8m, tkc-prod-7xk2p-9qtvw, tkc-prod-7xk2p-bx2lk"}),
-            ),
-            condition(
-                (KCP, "tkc-prod-7xk2p"),
-                "/status/conditions",
-                json!({"type": "EtcdClusterHealthy", "status": "False", "lastTransitionTime": "2025-06-03T08:14:07Z", "severity": "Error", "reason": "EtcdClusterUnhealthy", "message": "Following Machines are reporting etcd member errors: tkc-prod-7xk2p-4rz8m, tkc-prod-7xk2p-9qtvw, tkc-prod-7xk2p-bx2lk"}),
-            ),
-            condition(
-                (KCP, "tkc-prod-7xk2p"),
-                "/status/v1beta2/conditions",
-                json!({"type": "Available", "status": "False", "observedGeneration": 2, "lastTransitionTime": "2025-06-03T08:14:07Z", "reason": "NotAvailable", "message": "* EtcdClusterHealthy: Last successful probe at 2025-06-03T08:13:52Z"}),
-            ),
-            condition(
-                (KCP, "tkc-prod-7xk2p"),
-                "/status/v1beta2/conditions",
-                json!({"type": "ControlPlaneComponentsHealthy", "status": "Unknown", "observedGeneration": 2, "lastTransitionTime": "2025-06-03T08:14:07Z", "reason": "ConnectionDown", "message": "Last successful probe at 2025-06-03T08:13:52Z"}),
-            ),
-            condition(
-                (KCP, "tkc-prod-7xk2p"),
-                "/status/v1beta2/conditions",
-                json!({"type": "EtcdClusterHealthy", "status": "Unknown", "observedGeneration": 2, "lastTransitionTime": "2025-06-03T08:14:07Z", "reason": "ConnectionDown", "message": "Last successful probe at 2025-06-03T08:13:52Z"}),
-            ),
-            condition(
-                (KCP, "tkc-prod-7xk2p"),
-                "/status/v1beta2/conditions",
-                json!({"type": "MachinesReady", "status": "False", "observedGeneration": 2, "lastTransitionTime": "2025-06-03T08:14:07Z", "reason": "NotReady", "message": "* Machine tkc-prod-7xk2p-4rz8m: NodeHealthy: Last successful probe at 2025-06-03T08:13:52Z\n* Machine tkc-prod-7xk2p-9qtvw: NodeHealthy: Last successful probe at 2025-06-03T08:13:52Z\n* Machine tkc-prod-7xk2p-bx2lk: NodeHealthy: Last successful probe at 2025-06-03T08:13:52Z"}),
-            ),
-            set(
-                (KCP, "tkc-prod-7xk2p"),
-                "/status/v1beta2/readyReplicas",
-                json!(0),
-            ),
-            set(
-                (KCP, "tkc-prod-7xk2p"),
-                "/status/v1beta2/availableReplicas",
-                json!(0),
-            ),
-            condition(
-                (MACHINE, "tkc-prod-7xk2p-4rz8m"),
-                "/status/conditions",
-                json!({"type": "EtcdMemberHealthy", "status": "False", "lastTransitionTime": "2025-06-03T08:14:07Z", "severity": "Error", "reason": "EtcdMemberUnhealthy", "message": "Etcd member status reports errors: etcdserver: no leader"}),
-            ),
-            condition(
-                (MACHINE, "tkc-prod-7xk2p-9qtvw"),
-                "/status/conditions",
-                json!({"type": "EtcdMemberHealthy", "status": "False", "lastTransitionTime": "2025-06-03T08:14:07Z", "severity": "Error", "reason": "EtcdMemberUnhealthy", "message": "Etcd member status reports errors: etcdserver: no leader"}),
-            ),
-            condition(
-                (MACHINE, "tkc-prod-7xk2p-bx2lk"),
-                "/status/conditions",
-                json!({"type": "EtcdMemberHealthy", "status": "False", "lastTransitionTime": "2025-06-03T08:14:07Z", "severity": "Error", "reason": "EtcdMemberUnhealthy", "message": "Etcd member status reports errors: etcdserver: no leader"}),
-            ),
-        ],
+"#),
+            parts: vec![Part::of("healthy-v1alpha3")],
+            edits: vec![
+                v1beta1((CLUSTER, TKC), "/status/conditions", "Ready False EtcdClusterUnhealthy Error", "Following Machines are reporting etcd member errors: tkc-prod-7xk2p-4rz8m, tkc-prod-7xk2p-9qtvw, tkc-prod-7xk2p-bx2lk", "2025-06-03T08:14:07Z"),
+                v1beta1((CLUSTER, TKC), "/status/conditions", "ControlPlaneReady False EtcdClusterUnhealthy Error", "Following Machines are reporting etcd member errors: tkc-prod-7xk2p-4rz8m, tkc-prod-7xk2p-9qtvw, tkc-prod-7xk2p-bx2lk", "2025-06-03T08:14:07Z"),
+                set((KCP, CP), "/status/readyReplicas", json!(0)),
+                set((KCP, CP), "/status/unavailableReplicas", json!(3)),
+                set((KCP, CP), "/status/ready", json!(false)),
+                v1beta1((KCP, CP), "/status/conditions", "Ready False EtcdClusterUnhealthy Error", "Following Machines are reporting etcd member errors: tkc-prod-7xk2p-4rz8m, tkc-prod-7xk2p-9qtvw, tkc-prod-7xk2p-bx2lk", "2025-06-03T08:14:07Z"),
+                v1beta1((KCP, CP), "/status/conditions", "ControlPlaneComponentsHealthy False ControlPlaneComponentsUnhealthy Error", "Following Machines are reporting control plane errors: tkc-prod-7xk2p-4rz8m, tkc-prod-7xk2p-9qtvw, tkc-prod-7xk2p-bx2lk", "2025-06-03T08:14:07Z"),
+                v1beta1((KCP, CP), "/status/conditions", "EtcdClusterHealthy False EtcdClusterUnhealthy Error", "Following Machines are reporting etcd member errors: tkc-prod-7xk2p-4rz8m, tkc-prod-7xk2p-9qtvw, tkc-prod-7xk2p-bx2lk", "2025-06-03T08:14:07Z"),
+                v1beta2((KCP, CP), "/status/v1beta2/conditions", "Available False NotAvailable", 2, "* EtcdClusterHealthy: Last successful probe at 2025-06-03T08:13:52Z", "2025-06-03T08:14:07Z"),
+                v1beta2((KCP, CP), "/status/v1beta2/conditions", "ControlPlaneComponentsHealthy Unknown ConnectionDown", 2, "Last successful probe at 2025-06-03T08:13:52Z", "2025-06-03T08:14:07Z"),
+                v1beta2((KCP, CP), "/status/v1beta2/conditions", "EtcdClusterHealthy Unknown ConnectionDown", 2, "Last successful probe at 2025-06-03T08:13:52Z", "2025-06-03T08:14:07Z"),
+                v1beta2((KCP, CP), "/status/v1beta2/conditions", "MachinesReady False NotReady", 2, "* Machine tkc-prod-7xk2p-4rz8m: NodeHealthy: Last successful probe at 2025-06-03T08:13:52Z\n* Machine tkc-prod-7xk2p-9qtvw: NodeHealthy: Last successful probe at 2025-06-03T08:13:52Z\n* Machine tkc-prod-7xk2p-bx2lk: NodeHealthy: Last successful probe at 2025-06-03T08:13:52Z", "2025-06-03T08:14:07Z"),
+                set((KCP, CP), "/status/v1beta2/readyReplicas", json!(0)),
+                set((KCP, CP), "/status/v1beta2/availableReplicas", json!(0)),
+                v1beta1((MACHINE, CP1), "/status/conditions", "EtcdMemberHealthy False EtcdMemberUnhealthy Error", "Etcd member status reports errors: etcdserver: no leader", "2025-06-03T08:14:07Z"),
+                v1beta1((MACHINE, CP2), "/status/conditions", "EtcdMemberHealthy False EtcdMemberUnhealthy Error", "Etcd member status reports errors: etcdserver: no leader", "2025-06-03T08:14:07Z"),
+                v1beta1((MACHINE, CP3), "/status/conditions", "EtcdMemberHealthy False EtcdMemberUnhealthy Error", "Etcd member status reports errors: etcdserver: no leader", "2025-06-03T08:14:07Z"),
+            ],
     }
 }
 
@@ -308,29 +258,35 @@ Made from quorum-lost with: sed -e 's/tkc-prod-node-pool-1-6kq2v-5b8c7d9f4x/tkc-
             ..Part::default()
         }],
         edits: vec![
-            condition(
+            v1beta1(
                 (
                     MACHINE,
                     "tkc-payments-eu-central-1-prod-blue-green-v02-7xk2p-4rz8m",
                 ),
                 "/status/conditions",
-                json!({"type": "EtcdMemberHealthy", "status": "True", "lastTransitionTime": "2025-06-01T12:00:00Z"}),
+                "EtcdMemberHealthy True",
+                "",
+                "2025-06-01T12:00:00Z",
             ),
-            condition(
+            v1beta1(
                 (
                     MACHINE,
                     "tkc-payments-eu-central-1-prod-blue-green-v02-7xk2p-9qtvw",
                 ),
                 "/status/conditions",
-                json!({"type": "EtcdMemberHealthy", "status": "True", "lastTransitionTime": "2025-06-01T12:00:00Z"}),
+                "EtcdMemberHealthy True",
+                "",
+                "2025-06-01T12:00:00Z",
             ),
-            condition(
+            v1beta1(
                 (
                     MACHINE,
                     "tkc-payments-eu-central-1-prod-blue-green-v02-7xk2p-bx2lk",
                 ),
                 "/status/conditions",
-                json!({"type": "EtcdMemberHealthy", "status": "True", "lastTransitionTime": "2025-06-01T12:00:00Z"}),
+                "EtcdMemberHealthy True",
+                "",
+                "2025-06-01T12:00:00Z",
             ),
         ],
     }
@@ -338,8 +294,8 @@ Made from quorum-lost with: sed -e 's/tkc-prod-node-pool-1-6kq2v-5b8c7d9f4x/tkc-
 
 fn missing_machine() -> SetDef {
     SetDef {
-        name: "missing-machine",
-        about: r#"missing-machine — a control-plane Machine (and its VM) is gone: desired 3, present 2.
+            name: "missing-machine",
+            about: r#"missing-machine — a control-plane Machine (and its VM) is gone: desired 3, present 2.
 
   namespace ns-prod, cluster tkc-prod, KubeadmControlPlane tkc-prod-7xk2p
   CAPI v1beta1 (with status.v1beta2 block), vm-operator v1alpha3, labels as healthy-v1alpha3.
@@ -356,107 +312,45 @@ fn missing_machine() -> SetDef {
 
 Expected: the plugin reports the missing control-plane Machine first (the article calls this
 "a separate issue") rather than a network verdict."#,
-        settings: Some(
-            r#"vars:
+            settings: Some(r#"vars:
   WORKLOAD_URL: https://127.0.0.1:1
 groups:
   vmoperator.vmware.com:
     versions: [v1alpha1, v1alpha2, v1alpha3]
     preferredVersion: v1alpha3
-"#,
-        ),
-        parts: vec![Part::of("healthy-v1alpha3")],
-        edits: vec![
-            remove((MACHINE, "tkc-prod-7xk2p-bx2lk")),
-            remove((VSM, "tkc-prod-7xk2p-bx2lk")),
-            remove((VM, "tkc-prod-7xk2p-bx2lk")),
-            condition(
-                (CLUSTER, "tkc-prod"),
-                "/status/conditions",
-                json!({"type": "Ready", "status": "False", "lastTransitionTime": "2025-06-03T08:14:07Z", "severity": "Error", "reason": "EtcdClusterUnhealthy", "message": "Following Machines are reporting etcd member errors: tkc-prod-7xk2p-4rz8m, tkc-prod-7xk2p-9qtvw"}),
-            ),
-            condition(
-                (CLUSTER, "tkc-prod"),
-                "/status/conditions",
-                json!({"type": "ControlPlaneReady", "status": "False", "lastTransitionTime": "2025-06-03T08:14:07Z", "severity": "Error", "reason": "EtcdClusterUnhealthy", "message": "Following Machines are reporting etcd member errors: tkc-prod-7xk2p-4rz8m, tkc-prod-7xk2p-9qtvw"}),
-            ),
-            set((KCP, "tkc-prod-7xk2p"), "/status/replicas", json!(2)),
-            set((KCP, "tkc-prod-7xk2p"), "/status/updatedReplicas", json!(2)),
-            set((KCP, "tkc-prod-7xk2p"), "/status/readyReplicas", json!(0)),
-            set(
-                (KCP, "tkc-prod-7xk2p"),
-                "/status/unavailableReplicas",
-                json!(2),
-            ),
-            set((KCP, "tkc-prod-7xk2p"), "/status/ready", json!(false)),
-            condition(
-                (KCP, "tkc-prod-7xk2p"),
-                "/status/conditions",
-                json!({"type": "Ready", "status": "False", "lastTransitionTime": "2025-06-03T08:14:07Z", "severity": "Error", "reason": "EtcdClusterUnhealthy", "message": "Following Machines are reporting etcd member errors: tkc-prod-7xk2p-4rz8m, tkc-prod-7xk2p-9qtvw"}),
-            ),
-            condition(
-                (KCP, "tkc-prod-7xk2p"),
-                "/status/conditions",
-                json!({"type": "ControlPlaneComponentsHealthy", "status": "False", "lastTransitionTime": "2025-06-03T08:14:07Z", "severity": "Error", "reason": "ControlPlaneComponentsUnhealthy", "message": "Following Machines are reporting control plane errors: tkc-prod-7xk2p-4rz8m, tkc-prod-7xk2p-9qtvw"}),
-            ),
-            condition(
-                (KCP, "tkc-prod-7xk2p"),
-                "/status/conditions",
-                json!({"type": "EtcdClusterHealthy", "status": "False", "lastTransitionTime": "2025-06-03T08:14:07Z", "severity": "Error", "reason": "EtcdClusterUnhealthy", "message": "Following Machines are reporting etcd member errors: tkc-prod-7xk2p-4rz8m, tkc-prod-7xk2p-9qtvw"}),
-            ),
-            condition(
-                (KCP, "tkc-prod-7xk2p"),
-                "/status/conditions",
-                json!({"type": "Resized", "status": "False", "lastTransitionTime": "2025-06-03T08:14:07Z", "severity": "Warning", "reason": "ScalingUp", "message": "Scaling up control plane to 3 replicas (actual 2)"}),
-            ),
-            condition(
-                (KCP, "tkc-prod-7xk2p"),
-                "/status/v1beta2/conditions",
-                json!({"type": "Available", "status": "False", "observedGeneration": 2, "lastTransitionTime": "2025-06-03T08:14:07Z", "reason": "NotAvailable", "message": "* EtcdClusterHealthy: Last successful probe at 2025-06-03T08:13:52Z"}),
-            ),
-            condition(
-                (KCP, "tkc-prod-7xk2p"),
-                "/status/v1beta2/conditions",
-                json!({"type": "ControlPlaneComponentsHealthy", "status": "Unknown", "observedGeneration": 2, "lastTransitionTime": "2025-06-03T08:14:07Z", "reason": "ConnectionDown", "message": "Last successful probe at 2025-06-03T08:13:52Z"}),
-            ),
-            condition(
-                (KCP, "tkc-prod-7xk2p"),
-                "/status/v1beta2/conditions",
-                json!({"type": "EtcdClusterHealthy", "status": "Unknown", "observedGeneration": 2, "lastTransitionTime": "2025-06-03T08:14:07Z", "reason": "ConnectionDown", "message": "Last successful probe at 2025-06-03T08:13:52Z"}),
-            ),
-            condition(
-                (KCP, "tkc-prod-7xk2p"),
-                "/status/v1beta2/conditions",
-                json!({"type": "MachinesReady", "status": "False", "observedGeneration": 2, "lastTransitionTime": "2025-06-03T08:14:07Z", "reason": "NotReady", "message": "* Machine tkc-prod-7xk2p-4rz8m: NodeHealthy: Last successful probe at 2025-06-03T08:13:52Z\n* Machine tkc-prod-7xk2p-9qtvw: NodeHealthy: Last successful probe at 2025-06-03T08:13:52Z"}),
-            ),
-            condition(
-                (KCP, "tkc-prod-7xk2p"),
-                "/status/v1beta2/conditions",
-                json!({"type": "ScalingUp", "status": "True", "observedGeneration": 2, "lastTransitionTime": "2025-06-01T12:00:00Z", "reason": "ScalingUp", "message": "Scaling up from 2 to 3 replicas is blocked because:\n* waiting for etcd cluster to become healthy"}),
-            ),
-            set(
-                (KCP, "tkc-prod-7xk2p"),
-                "/status/v1beta2/readyReplicas",
-                json!(0),
-            ),
-            set(
-                (KCP, "tkc-prod-7xk2p"),
-                "/status/v1beta2/availableReplicas",
-                json!(0),
-            ),
-            set(
-                (KCP, "tkc-prod-7xk2p"),
-                "/status/v1beta2/upToDateReplicas",
-                json!(2),
-            ),
-        ],
+"#),
+            parts: vec![Part::of("healthy-v1alpha3")],
+            edits: vec![
+                remove((MACHINE, CP3)),
+                remove((VSM, CP3)),
+                remove((VM, CP3)),
+                v1beta1((CLUSTER, TKC), "/status/conditions", "Ready False EtcdClusterUnhealthy Error", "Following Machines are reporting etcd member errors: tkc-prod-7xk2p-4rz8m, tkc-prod-7xk2p-9qtvw", "2025-06-03T08:14:07Z"),
+                v1beta1((CLUSTER, TKC), "/status/conditions", "ControlPlaneReady False EtcdClusterUnhealthy Error", "Following Machines are reporting etcd member errors: tkc-prod-7xk2p-4rz8m, tkc-prod-7xk2p-9qtvw", "2025-06-03T08:14:07Z"),
+                set((KCP, CP), "/status/replicas", json!(2)),
+                set((KCP, CP), "/status/updatedReplicas", json!(2)),
+                set((KCP, CP), "/status/readyReplicas", json!(0)),
+                set((KCP, CP), "/status/unavailableReplicas", json!(2)),
+                set((KCP, CP), "/status/ready", json!(false)),
+                v1beta1((KCP, CP), "/status/conditions", "Ready False EtcdClusterUnhealthy Error", "Following Machines are reporting etcd member errors: tkc-prod-7xk2p-4rz8m, tkc-prod-7xk2p-9qtvw", "2025-06-03T08:14:07Z"),
+                v1beta1((KCP, CP), "/status/conditions", "ControlPlaneComponentsHealthy False ControlPlaneComponentsUnhealthy Error", "Following Machines are reporting control plane errors: tkc-prod-7xk2p-4rz8m, tkc-prod-7xk2p-9qtvw", "2025-06-03T08:14:07Z"),
+                v1beta1((KCP, CP), "/status/conditions", "EtcdClusterHealthy False EtcdClusterUnhealthy Error", "Following Machines are reporting etcd member errors: tkc-prod-7xk2p-4rz8m, tkc-prod-7xk2p-9qtvw", "2025-06-03T08:14:07Z"),
+                v1beta1((KCP, CP), "/status/conditions", "Resized False ScalingUp Warning", "Scaling up control plane to 3 replicas (actual 2)", "2025-06-03T08:14:07Z"),
+                v1beta2((KCP, CP), "/status/v1beta2/conditions", "Available False NotAvailable", 2, "* EtcdClusterHealthy: Last successful probe at 2025-06-03T08:13:52Z", "2025-06-03T08:14:07Z"),
+                v1beta2((KCP, CP), "/status/v1beta2/conditions", "ControlPlaneComponentsHealthy Unknown ConnectionDown", 2, "Last successful probe at 2025-06-03T08:13:52Z", "2025-06-03T08:14:07Z"),
+                v1beta2((KCP, CP), "/status/v1beta2/conditions", "EtcdClusterHealthy Unknown ConnectionDown", 2, "Last successful probe at 2025-06-03T08:13:52Z", "2025-06-03T08:14:07Z"),
+                v1beta2((KCP, CP), "/status/v1beta2/conditions", "MachinesReady False NotReady", 2, "* Machine tkc-prod-7xk2p-4rz8m: NodeHealthy: Last successful probe at 2025-06-03T08:13:52Z\n* Machine tkc-prod-7xk2p-9qtvw: NodeHealthy: Last successful probe at 2025-06-03T08:13:52Z", "2025-06-03T08:14:07Z"),
+                v1beta2((KCP, CP), "/status/v1beta2/conditions", "ScalingUp True ScalingUp", 2, "Scaling up from 2 to 3 replicas is blocked because:\n* waiting for etcd cluster to become healthy", "2025-06-01T12:00:00Z"),
+                set((KCP, CP), "/status/v1beta2/readyReplicas", json!(0)),
+                set((KCP, CP), "/status/v1beta2/availableReplicas", json!(0)),
+                set((KCP, CP), "/status/v1beta2/upToDateReplicas", json!(2)),
+            ],
     }
 }
 
 fn vm_no_ip() -> SetDef {
     SetDef {
-        name: "vm-no-ip",
-        about: r#"vm-no-ip — the third control-plane VM has no IP yet.
+            name: "vm-no-ip",
+            about: r#"vm-no-ip — the third control-plane VM has no IP yet.
 
   namespace ns-prod, cluster tkc-prod, KubeadmControlPlane tkc-prod-7xk2p
   CAPI v1beta1 (with status.v1beta2 block), vm-operator v1alpha3.
@@ -470,161 +364,59 @@ fn vm_no_ip() -> SetDef {
   secrets: as healthy-v1alpha3.
 
 Expected: 3 nodes listed, one without an IP (shown, not dropped)."#,
-        settings: Some(
-            r#"vars:
+            settings: Some(r#"vars:
   WORKLOAD_URL: https://127.0.0.1:1
 groups:
   vmoperator.vmware.com:
     versions: [v1alpha1, v1alpha2, v1alpha3]
     preferredVersion: v1alpha3
-"#,
-        ),
-        parts: vec![Part::of("healthy-v1alpha3")],
-        edits: vec![
-            set((KCP, "tkc-prod-7xk2p"), "/status/readyReplicas", json!(2)),
-            set(
-                (KCP, "tkc-prod-7xk2p"),
-                "/status/unavailableReplicas",
-                json!(1),
-            ),
-            condition(
-                (KCP, "tkc-prod-7xk2p"),
-                "/status/conditions",
-                json!({"type": "Ready", "status": "False", "lastTransitionTime": "2025-06-03T08:14:07Z", "severity": "Error", "reason": "ControlPlaneComponentsUnhealthy", "message": "Following Machines are reporting control plane errors: tkc-prod-7xk2p-bx2lk"}),
-            ),
-            condition(
-                (KCP, "tkc-prod-7xk2p"),
-                "/status/conditions",
-                json!({"type": "ControlPlaneComponentsHealthy", "status": "False", "lastTransitionTime": "2025-06-03T08:14:07Z", "severity": "Error", "reason": "ControlPlaneComponentsUnhealthy", "message": "Following Machines are reporting control plane errors: tkc-prod-7xk2p-bx2lk"}),
-            ),
-            condition(
-                (KCP, "tkc-prod-7xk2p"),
-                "/status/conditions",
-                json!({"type": "EtcdClusterHealthy", "status": "False", "lastTransitionTime": "2025-06-03T08:14:07Z", "severity": "Error", "reason": "EtcdClusterUnhealthy", "message": "Following Machines are reporting etcd member errors: tkc-prod-7xk2p-bx2lk"}),
-            ),
-            condition(
-                (KCP, "tkc-prod-7xk2p"),
-                "/status/conditions",
-                json!({"type": "MachinesReady", "status": "False", "lastTransitionTime": "2025-06-03T08:14:07Z", "severity": "Info", "reason": "WaitingForInfrastructure", "message": ""}),
-            ),
-            condition(
-                (KCP, "tkc-prod-7xk2p"),
-                "/status/v1beta2/conditions",
-                json!({"type": "ControlPlaneComponentsHealthy", "status": "False", "observedGeneration": 2, "lastTransitionTime": "2025-06-03T08:14:07Z", "reason": "NotHealthy", "message": "* Machine tkc-prod-7xk2p-bx2lk:\n  * Control plane components: Waiting for a Node with spec.providerID vsphere://... to exist"}),
-            ),
-            condition(
-                (KCP, "tkc-prod-7xk2p"),
-                "/status/v1beta2/conditions",
-                json!({"type": "EtcdClusterHealthy", "status": "False", "observedGeneration": 2, "lastTransitionTime": "2025-06-03T08:14:07Z", "reason": "NotHealthy", "message": "* Machine tkc-prod-7xk2p-bx2lk:\n  * EtcdMemberHealthy: Etcd doesn't have an etcd member for Node tkc-prod-7xk2p-bx2lk"}),
-            ),
-            condition(
-                (KCP, "tkc-prod-7xk2p"),
-                "/status/v1beta2/conditions",
-                json!({"type": "MachinesReady", "status": "False", "observedGeneration": 2, "lastTransitionTime": "2025-06-03T08:14:07Z", "reason": "NotReady", "message": "* Machine tkc-prod-7xk2p-bx2lk: NodeHealthy: Waiting for a Node with spec.providerID to exist"}),
-            ),
-            set(
-                (KCP, "tkc-prod-7xk2p"),
-                "/status/v1beta2/readyReplicas",
-                json!(2),
-            ),
-            set(
-                (KCP, "tkc-prod-7xk2p"),
-                "/status/v1beta2/availableReplicas",
-                json!(2),
-            ),
-            unset((MACHINE, "tkc-prod-7xk2p-bx2lk"), "/spec/providerID"),
-            set(
-                (MACHINE, "tkc-prod-7xk2p-bx2lk"),
-                "/status/infrastructureReady",
-                json!(false),
-            ),
-            set(
-                (MACHINE, "tkc-prod-7xk2p-bx2lk"),
-                "/status/phase",
-                json!("Provisioning"),
-            ),
-            drop_condition(
-                (MACHINE, "tkc-prod-7xk2p-bx2lk"),
-                "/status/conditions",
-                "APIServerPodHealthy",
-            ),
-            drop_condition(
-                (MACHINE, "tkc-prod-7xk2p-bx2lk"),
-                "/status/conditions",
-                "ControllerManagerPodHealthy",
-            ),
-            drop_condition(
-                (MACHINE, "tkc-prod-7xk2p-bx2lk"),
-                "/status/conditions",
-                "EtcdMemberHealthy",
-            ),
-            drop_condition(
-                (MACHINE, "tkc-prod-7xk2p-bx2lk"),
-                "/status/conditions",
-                "EtcdPodHealthy",
-            ),
-            drop_condition(
-                (MACHINE, "tkc-prod-7xk2p-bx2lk"),
-                "/status/conditions",
-                "SchedulerPodHealthy",
-            ),
-            condition(
-                (MACHINE, "tkc-prod-7xk2p-bx2lk"),
-                "/status/conditions",
-                json!({"type": "Ready", "status": "False", "lastTransitionTime": "2025-06-03T08:14:07Z", "severity": "Info", "reason": "WaitingForInfrastructure", "message": ""}),
-            ),
-            condition(
-                (MACHINE, "tkc-prod-7xk2p-bx2lk"),
-                "/status/conditions",
-                json!({"type": "InfrastructureReady", "status": "False", "lastTransitionTime": "2025-06-03T08:14:07Z", "severity": "Info", "reason": "WaitingForNetworkAddress", "message": ""}),
-            ),
-            condition(
-                (MACHINE, "tkc-prod-7xk2p-bx2lk"),
-                "/status/conditions",
-                json!({"type": "NodeHealthy", "status": "False", "lastTransitionTime": "2025-06-03T08:14:07Z", "severity": "Info", "reason": "NodeProvisioning", "message": ""}),
-            ),
-            condition(
-                (MACHINE, "tkc-prod-7xk2p-bx2lk"),
-                "/status/v1beta2/conditions",
-                json!({"type": "Available", "status": "False", "reason": "NotReady", "lastTransitionTime": "2025-06-01T12:00:00Z", "observedGeneration": 2}),
-            ),
-            condition(
-                (MACHINE, "tkc-prod-7xk2p-bx2lk"),
-                "/status/v1beta2/conditions",
-                json!({"type": "Ready", "status": "False", "reason": "NotReady", "lastTransitionTime": "2025-06-01T12:00:00Z", "observedGeneration": 2}),
-            ),
-            unset((MACHINE, "tkc-prod-7xk2p-bx2lk"), "/status/nodeRef"),
-            unset((MACHINE, "tkc-prod-7xk2p-bx2lk"), "/status/nodeInfo"),
-            unset((MACHINE, "tkc-prod-7xk2p-bx2lk"), "/status/addresses"),
-            unset((VSM, "tkc-prod-7xk2p-bx2lk"), "/spec/providerID"),
-            set((VSM, "tkc-prod-7xk2p-bx2lk"), "/status/ready", json!(false)),
-            set(
-                (VSM, "tkc-prod-7xk2p-bx2lk"),
-                "/status/vmstatus",
-                json!("pending"),
-            ),
-            unset((VSM, "tkc-prod-7xk2p-bx2lk"), "/status/vmIp"),
-            unset((VSM, "tkc-prod-7xk2p-bx2lk"), "/status/addresses"),
-            unset((VSM, "tkc-prod-7xk2p-bx2lk"), "/status/vmID"),
-            drop_condition(
-                (VM, "tkc-prod-7xk2p-bx2lk"),
-                "/status/conditions",
-                "VirtualMachineTools",
-            ),
-            condition(
-                (VM, "tkc-prod-7xk2p-bx2lk"),
-                "/status/conditions",
-                json!({"type": "GuestCustomization", "status": "False", "reason": "Pending", "message": "", "lastTransitionTime": "2025-06-01T12:20:00Z"}),
-            ),
-            unset((VM, "tkc-prod-7xk2p-bx2lk"), "/status/network"),
-        ],
+"#),
+            parts: vec![Part::of("healthy-v1alpha3")],
+            edits: vec![
+                set((KCP, CP), "/status/readyReplicas", json!(2)),
+                set((KCP, CP), "/status/unavailableReplicas", json!(1)),
+                v1beta1((KCP, CP), "/status/conditions", "Ready False ControlPlaneComponentsUnhealthy Error", "Following Machines are reporting control plane errors: tkc-prod-7xk2p-bx2lk", "2025-06-03T08:14:07Z"),
+                v1beta1((KCP, CP), "/status/conditions", "ControlPlaneComponentsHealthy False ControlPlaneComponentsUnhealthy Error", "Following Machines are reporting control plane errors: tkc-prod-7xk2p-bx2lk", "2025-06-03T08:14:07Z"),
+                v1beta1((KCP, CP), "/status/conditions", "EtcdClusterHealthy False EtcdClusterUnhealthy Error", "Following Machines are reporting etcd member errors: tkc-prod-7xk2p-bx2lk", "2025-06-03T08:14:07Z"),
+                v1beta1((KCP, CP), "/status/conditions", "MachinesReady False WaitingForInfrastructure Info", "", "2025-06-03T08:14:07Z"),
+                v1beta2((KCP, CP), "/status/v1beta2/conditions", "ControlPlaneComponentsHealthy False NotHealthy", 2, "* Machine tkc-prod-7xk2p-bx2lk:\n  * Control plane components: Waiting for a Node with spec.providerID vsphere://... to exist", "2025-06-03T08:14:07Z"),
+                v1beta2((KCP, CP), "/status/v1beta2/conditions", "EtcdClusterHealthy False NotHealthy", 2, "* Machine tkc-prod-7xk2p-bx2lk:\n  * EtcdMemberHealthy: Etcd doesn't have an etcd member for Node tkc-prod-7xk2p-bx2lk", "2025-06-03T08:14:07Z"),
+                v1beta2((KCP, CP), "/status/v1beta2/conditions", "MachinesReady False NotReady", 2, "* Machine tkc-prod-7xk2p-bx2lk: NodeHealthy: Waiting for a Node with spec.providerID to exist", "2025-06-03T08:14:07Z"),
+                set((KCP, CP), "/status/v1beta2/readyReplicas", json!(2)),
+                set((KCP, CP), "/status/v1beta2/availableReplicas", json!(2)),
+                unset((MACHINE, CP3), "/spec/providerID"),
+                set((MACHINE, CP3), "/status/infrastructureReady", json!(false)),
+                set((MACHINE, CP3), "/status/phase", json!("Provisioning")),
+                drop_condition((MACHINE, CP3), "/status/conditions", "APIServerPodHealthy"),
+                drop_condition((MACHINE, CP3), "/status/conditions", "ControllerManagerPodHealthy"),
+                drop_condition((MACHINE, CP3), "/status/conditions", "EtcdMemberHealthy"),
+                drop_condition((MACHINE, CP3), "/status/conditions", "EtcdPodHealthy"),
+                drop_condition((MACHINE, CP3), "/status/conditions", "SchedulerPodHealthy"),
+                v1beta1((MACHINE, CP3), "/status/conditions", "Ready False WaitingForInfrastructure Info", "", "2025-06-03T08:14:07Z"),
+                v1beta1((MACHINE, CP3), "/status/conditions", "InfrastructureReady False WaitingForNetworkAddress Info", "", "2025-06-03T08:14:07Z"),
+                v1beta1((MACHINE, CP3), "/status/conditions", "NodeHealthy False NodeProvisioning Info", "", "2025-06-03T08:14:07Z"),
+                v1beta2((MACHINE, CP3), "/status/v1beta2/conditions", "Available False NotReady", 2, "", "2025-06-01T12:00:00Z"),
+                v1beta2((MACHINE, CP3), "/status/v1beta2/conditions", "Ready False NotReady", 2, "", "2025-06-01T12:00:00Z"),
+                unset((MACHINE, CP3), "/status/nodeRef"),
+                unset((MACHINE, CP3), "/status/nodeInfo"),
+                unset((MACHINE, CP3), "/status/addresses"),
+                unset((VSM, CP3), "/spec/providerID"),
+                set((VSM, CP3), "/status/ready", json!(false)),
+                set((VSM, CP3), "/status/vmstatus", json!("pending")),
+                unset((VSM, CP3), "/status/vmIp"),
+                unset((VSM, CP3), "/status/addresses"),
+                unset((VSM, CP3), "/status/vmID"),
+                drop_condition((VM, CP3), "/status/conditions", "VirtualMachineTools"),
+                v1beta1((VM, CP3), "/status/conditions", "GuestCustomization False Pending", "", "2025-06-01T12:20:00Z"),
+                unset((VM, CP3), "/status/network"),
+            ],
     }
 }
 
 fn vm_powered_off() -> SetDef {
     SetDef {
-        name: "vm-powered-off",
-        about: r#"vm-powered-off — the second control-plane VM is powered off.
+            name: "vm-powered-off",
+            about: r#"vm-powered-off — the second control-plane VM is powered off.
 
   namespace ns-prod, cluster tkc-prod, KubeadmControlPlane tkc-prod-7xk2p
   CAPI v1beta1 (with status.v1beta2 block), vm-operator v1alpha3.
@@ -640,143 +432,45 @@ fn vm_powered_off() -> SetDef {
   secrets: as healthy-v1alpha3.
 
 Expected: one node reported powered off."#,
-        settings: Some(
-            r#"vars:
+            settings: Some(r#"vars:
   WORKLOAD_URL: https://127.0.0.1:1
 groups:
   vmoperator.vmware.com:
     versions: [v1alpha1, v1alpha2, v1alpha3]
     preferredVersion: v1alpha3
-"#,
-        ),
-        parts: vec![Part::of("healthy-v1alpha3")],
-        edits: vec![
-            set((KCP, "tkc-prod-7xk2p"), "/status/readyReplicas", json!(2)),
-            set(
-                (KCP, "tkc-prod-7xk2p"),
-                "/status/unavailableReplicas",
-                json!(1),
-            ),
-            condition(
-                (KCP, "tkc-prod-7xk2p"),
-                "/status/conditions",
-                json!({"type": "Ready", "status": "False", "lastTransitionTime": "2025-06-03T08:14:07Z", "severity": "Error", "reason": "ControlPlaneComponentsUnhealthy", "message": "Following Machines are reporting control plane errors: tkc-prod-7xk2p-9qtvw"}),
-            ),
-            condition(
-                (KCP, "tkc-prod-7xk2p"),
-                "/status/conditions",
-                json!({"type": "ControlPlaneComponentsHealthy", "status": "False", "lastTransitionTime": "2025-06-03T08:14:07Z", "severity": "Error", "reason": "ControlPlaneComponentsUnhealthy", "message": "Following Machines are reporting control plane errors: tkc-prod-7xk2p-9qtvw"}),
-            ),
-            condition(
-                (KCP, "tkc-prod-7xk2p"),
-                "/status/conditions",
-                json!({"type": "EtcdClusterHealthy", "status": "False", "lastTransitionTime": "2025-06-03T08:14:07Z", "severity": "Error", "reason": "EtcdClusterUnhealthy", "message": "Following Machines are reporting etcd member errors: tkc-prod-7xk2p-9qtvw"}),
-            ),
-            condition(
-                (KCP, "tkc-prod-7xk2p"),
-                "/status/conditions",
-                json!({"type": "MachinesReady", "status": "False", "lastTransitionTime": "2025-06-03T08:14:07Z", "severity": "Warning", "reason": "NodeConditionsFailed", "message": ""}),
-            ),
-            condition(
-                (KCP, "tkc-prod-7xk2p"),
-                "/status/v1beta2/conditions",
-                json!({"type": "ControlPlaneComponentsHealthy", "status": "False", "observedGeneration": 2, "lastTransitionTime": "2025-06-03T08:14:07Z", "reason": "NotHealthy", "message": "* Machine tkc-prod-7xk2p-9qtvw:\n  * Control plane components: Node tkc-prod-7xk2p-9qtvw is not ready"}),
-            ),
-            condition(
-                (KCP, "tkc-prod-7xk2p"),
-                "/status/v1beta2/conditions",
-                json!({"type": "EtcdClusterHealthy", "status": "False", "observedGeneration": 2, "lastTransitionTime": "2025-06-03T08:14:07Z", "reason": "NotHealthy", "message": "* Machine tkc-prod-7xk2p-9qtvw:\n  * EtcdMemberHealthy: Failed to connect to etcd: context deadline exceeded"}),
-            ),
-            condition(
-                (KCP, "tkc-prod-7xk2p"),
-                "/status/v1beta2/conditions",
-                json!({"type": "MachinesReady", "status": "False", "observedGeneration": 2, "lastTransitionTime": "2025-06-03T08:14:07Z", "reason": "NotReady", "message": "* Machine tkc-prod-7xk2p-9qtvw: NodeHealthy: Node is not ready"}),
-            ),
-            set(
-                (KCP, "tkc-prod-7xk2p"),
-                "/status/v1beta2/readyReplicas",
-                json!(2),
-            ),
-            set(
-                (KCP, "tkc-prod-7xk2p"),
-                "/status/v1beta2/availableReplicas",
-                json!(2),
-            ),
-            condition(
-                (MACHINE, "tkc-prod-7xk2p-9qtvw"),
-                "/status/conditions",
-                json!({"type": "Ready", "status": "False", "lastTransitionTime": "2025-06-03T08:14:07Z", "severity": "Warning", "reason": "NodeNotFound", "message": ""}),
-            ),
-            condition(
-                (MACHINE, "tkc-prod-7xk2p-9qtvw"),
-                "/status/conditions",
-                json!({"type": "NodeHealthy", "status": "False", "lastTransitionTime": "2025-06-03T08:14:07Z", "severity": "Warning", "reason": "NodeConditionsFailed", "message": ""}),
-            ),
-            condition(
-                (MACHINE, "tkc-prod-7xk2p-9qtvw"),
-                "/status/conditions",
-                json!({"type": "APIServerPodHealthy", "status": "Unknown", "lastTransitionTime": "2025-06-03T08:14:07Z", "severity": "Info", "reason": "PodInspectionFailed", "message": "Failed to get pod status"}),
-            ),
-            condition(
-                (MACHINE, "tkc-prod-7xk2p-9qtvw"),
-                "/status/conditions",
-                json!({"type": "ControllerManagerPodHealthy", "status": "Unknown", "lastTransitionTime": "2025-06-03T08:14:07Z", "severity": "Info", "reason": "PodInspectionFailed", "message": "Failed to get pod status"}),
-            ),
-            condition(
-                (MACHINE, "tkc-prod-7xk2p-9qtvw"),
-                "/status/conditions",
-                json!({"type": "EtcdMemberHealthy", "status": "Unknown", "lastTransitionTime": "2025-06-03T08:14:07Z", "severity": "Info", "reason": "MemberInspectionFailed", "message": "Failed to connect to the etcd pod on the tkc-prod-7xk2p-9qtvw node: could not establish a connection to any etcd node: unable to create etcd client: context deadline exceeded"}),
-            ),
-            condition(
-                (MACHINE, "tkc-prod-7xk2p-9qtvw"),
-                "/status/conditions",
-                json!({"type": "EtcdPodHealthy", "status": "Unknown", "lastTransitionTime": "2025-06-03T08:14:07Z", "severity": "Info", "reason": "PodInspectionFailed", "message": "Failed to get pod status"}),
-            ),
-            condition(
-                (MACHINE, "tkc-prod-7xk2p-9qtvw"),
-                "/status/conditions",
-                json!({"type": "SchedulerPodHealthy", "status": "Unknown", "lastTransitionTime": "2025-06-03T08:14:07Z", "severity": "Info", "reason": "PodInspectionFailed", "message": "Failed to get pod status"}),
-            ),
-            condition(
-                (MACHINE, "tkc-prod-7xk2p-9qtvw"),
-                "/status/v1beta2/conditions",
-                json!({"type": "Available", "status": "False", "reason": "NotReady", "lastTransitionTime": "2025-06-01T12:00:00Z", "observedGeneration": 2}),
-            ),
-            condition(
-                (MACHINE, "tkc-prod-7xk2p-9qtvw"),
-                "/status/v1beta2/conditions",
-                json!({"type": "Ready", "status": "False", "reason": "NotReady", "lastTransitionTime": "2025-06-01T12:00:00Z", "observedGeneration": 2}),
-            ),
-            set((VSM, "tkc-prod-7xk2p-9qtvw"), "/status/ready", json!(false)),
-            set(
-                (VSM, "tkc-prod-7xk2p-9qtvw"),
-                "/status/vmstatus",
-                json!("pending"),
-            ),
-            set(
-                (VM, "tkc-prod-7xk2p-9qtvw"),
-                "/status/powerState",
-                json!("PoweredOff"),
-            ),
-            set(
-                (VM, "tkc-prod-7xk2p-9qtvw"),
-                "/status/network/config/interfaces/0/ip/gateway4",
-                json!("198.18.0.1"),
-            ),
-            unset((VM, "tkc-prod-7xk2p-9qtvw"), "/status/network/hostName"),
-            unset((VM, "tkc-prod-7xk2p-9qtvw"), "/status/network/interfaces"),
-            unset((VM, "tkc-prod-7xk2p-9qtvw"), "/status/network/primaryIP4"),
-            drop_condition(
-                (VM, "tkc-prod-7xk2p-9qtvw"),
-                "/status/conditions",
-                "GuestCustomization",
-            ),
-            drop_condition(
-                (VM, "tkc-prod-7xk2p-9qtvw"),
-                "/status/conditions",
-                "VirtualMachineTools",
-            ),
-        ],
+"#),
+            parts: vec![Part::of("healthy-v1alpha3")],
+            edits: vec![
+                set((KCP, CP), "/status/readyReplicas", json!(2)),
+                set((KCP, CP), "/status/unavailableReplicas", json!(1)),
+                v1beta1((KCP, CP), "/status/conditions", "Ready False ControlPlaneComponentsUnhealthy Error", "Following Machines are reporting control plane errors: tkc-prod-7xk2p-9qtvw", "2025-06-03T08:14:07Z"),
+                v1beta1((KCP, CP), "/status/conditions", "ControlPlaneComponentsHealthy False ControlPlaneComponentsUnhealthy Error", "Following Machines are reporting control plane errors: tkc-prod-7xk2p-9qtvw", "2025-06-03T08:14:07Z"),
+                v1beta1((KCP, CP), "/status/conditions", "EtcdClusterHealthy False EtcdClusterUnhealthy Error", "Following Machines are reporting etcd member errors: tkc-prod-7xk2p-9qtvw", "2025-06-03T08:14:07Z"),
+                v1beta1((KCP, CP), "/status/conditions", "MachinesReady False NodeConditionsFailed Warning", "", "2025-06-03T08:14:07Z"),
+                v1beta2((KCP, CP), "/status/v1beta2/conditions", "ControlPlaneComponentsHealthy False NotHealthy", 2, "* Machine tkc-prod-7xk2p-9qtvw:\n  * Control plane components: Node tkc-prod-7xk2p-9qtvw is not ready", "2025-06-03T08:14:07Z"),
+                v1beta2((KCP, CP), "/status/v1beta2/conditions", "EtcdClusterHealthy False NotHealthy", 2, "* Machine tkc-prod-7xk2p-9qtvw:\n  * EtcdMemberHealthy: Failed to connect to etcd: context deadline exceeded", "2025-06-03T08:14:07Z"),
+                v1beta2((KCP, CP), "/status/v1beta2/conditions", "MachinesReady False NotReady", 2, "* Machine tkc-prod-7xk2p-9qtvw: NodeHealthy: Node is not ready", "2025-06-03T08:14:07Z"),
+                set((KCP, CP), "/status/v1beta2/readyReplicas", json!(2)),
+                set((KCP, CP), "/status/v1beta2/availableReplicas", json!(2)),
+                v1beta1((MACHINE, CP2), "/status/conditions", "Ready False NodeNotFound Warning", "", "2025-06-03T08:14:07Z"),
+                v1beta1((MACHINE, CP2), "/status/conditions", "NodeHealthy False NodeConditionsFailed Warning", "", "2025-06-03T08:14:07Z"),
+                v1beta1((MACHINE, CP2), "/status/conditions", "APIServerPodHealthy Unknown PodInspectionFailed Info", "Failed to get pod status", "2025-06-03T08:14:07Z"),
+                v1beta1((MACHINE, CP2), "/status/conditions", "ControllerManagerPodHealthy Unknown PodInspectionFailed Info", "Failed to get pod status", "2025-06-03T08:14:07Z"),
+                v1beta1((MACHINE, CP2), "/status/conditions", "EtcdMemberHealthy Unknown MemberInspectionFailed Info", "Failed to connect to the etcd pod on the tkc-prod-7xk2p-9qtvw node: could not establish a connection to any etcd node: unable to create etcd client: context deadline exceeded", "2025-06-03T08:14:07Z"),
+                v1beta1((MACHINE, CP2), "/status/conditions", "EtcdPodHealthy Unknown PodInspectionFailed Info", "Failed to get pod status", "2025-06-03T08:14:07Z"),
+                v1beta1((MACHINE, CP2), "/status/conditions", "SchedulerPodHealthy Unknown PodInspectionFailed Info", "Failed to get pod status", "2025-06-03T08:14:07Z"),
+                v1beta2((MACHINE, CP2), "/status/v1beta2/conditions", "Available False NotReady", 2, "", "2025-06-01T12:00:00Z"),
+                v1beta2((MACHINE, CP2), "/status/v1beta2/conditions", "Ready False NotReady", 2, "", "2025-06-01T12:00:00Z"),
+                set((VSM, CP2), "/status/ready", json!(false)),
+                set((VSM, CP2), "/status/vmstatus", json!("pending")),
+                set((VM, CP2), "/status/powerState", json!("PoweredOff")),
+                set((VM, CP2), "/status/network/config/interfaces/0/ip/gateway4", json!("198.18.0.1")),
+                unset((VM, CP2), "/status/network/hostName"),
+                unset((VM, CP2), "/status/network/interfaces"),
+                unset((VM, CP2), "/status/network/primaryIP4"),
+                drop_condition((VM, CP2), "/status/conditions", "GuestCustomization"),
+                drop_condition((VM, CP2), "/status/conditions", "VirtualMachineTools"),
+            ],
     }
 }
 
@@ -784,8 +478,8 @@ groups:
 // ScalingDown, RollingOut True.
 fn rollout_scale_up() -> SetDef {
     SetDef {
-        name: "rollout-scale-up",
-        about: r#"rollout-scale-up — a KCP rollout's scale-up: a 4th control-plane Machine still provisioning.
+            name: "rollout-scale-up",
+            about: r#"rollout-scale-up — a KCP rollout's scale-up: a 4th control-plane Machine still provisioning.
 
   namespace ns-prod, cluster tkc-prod, KubeadmControlPlane tkc-prod-7xk2p (spec.replicas 3,
   status.replicas 4, updatedReplicas 1, readyReplicas 3): objects of healthy-v1alpha3 plus the 4th.
@@ -805,288 +499,80 @@ fn rollout_scale_up() -> SetDef {
 
 Expected: 4 nodes listed; k8d5n under "rollout in progress" (Provisioning, waiting for its VM to
 power on), not a fault; the three others as healthy-v1alpha3. A lab plans the three with an IP."#,
-        settings: None,
-        parts: vec![Part::of("healthy-v1alpha3")],
-        edits: vec![
-            set(
-                (KCP, "tkc-prod-7xk2p"),
-                "/spec/machineTemplate/infrastructureRef/name",
-                json!("tkc-prod-7xk2p-infra-large"),
-            ),
-            set((KCP, "tkc-prod-7xk2p"), "/status/replicas", json!(4)),
-            set((KCP, "tkc-prod-7xk2p"), "/status/updatedReplicas", json!(1)),
-            set(
-                (KCP, "tkc-prod-7xk2p"),
-                "/status/unavailableReplicas",
-                json!(1),
-            ),
-            condition(
-                (KCP, "tkc-prod-7xk2p"),
-                "/status/conditions",
-                json!({"type": "Ready", "status": "False", "lastTransitionTime": "2025-06-03T08:30:00Z", "severity": "Warning", "reason": "RollingUpdateInProgress", "message": "Rolling 4 replicas with outdated spec (1 replicas up to date)"}),
-            ),
-            condition(
-                (KCP, "tkc-prod-7xk2p"),
-                "/status/conditions",
-                json!({"type": "MachinesSpecUpToDate", "status": "False", "lastTransitionTime": "2025-06-03T08:30:00Z", "severity": "Warning", "reason": "RollingUpdateInProgress", "message": "Rolling 4 replicas with outdated spec (1 replicas up to date)"}),
-            ),
-            condition(
-                (KCP, "tkc-prod-7xk2p"),
-                "/status/conditions",
-                json!({"type": "Resized", "status": "False", "lastTransitionTime": "2025-06-03T08:30:00Z", "severity": "Warning", "reason": "ScalingDown", "message": "Scaling down control plane to 3 replicas (actual 4)"}),
-            ),
-            condition(
-                (KCP, "tkc-prod-7xk2p"),
-                "/status/v1beta2/conditions",
-                json!({"type": "MachinesUpToDate", "status": "False", "observedGeneration": 3, "lastTransitionTime": "2025-06-03T08:30:00Z", "reason": "NotUpToDate", "message": "* Machines tkc-prod-7xk2p-4rz8m, tkc-prod-7xk2p-9qtvw, tkc-prod-7xk2p-bx2lk:\n  * VSphereMachineTemplate is not up-to-date"}),
-            ),
-            condition(
-                (KCP, "tkc-prod-7xk2p"),
-                "/status/v1beta2/conditions",
-                json!({"type": "RollingOut", "status": "True", "observedGeneration": 3, "lastTransitionTime": "2025-06-03T08:30:00Z", "reason": "RollingOut", "message": "Rolling out 3 not up-to-date replicas\n* VSphereMachineTemplate is not up-to-date"}),
-            ),
-            condition(
-                (KCP, "tkc-prod-7xk2p"),
-                "/status/v1beta2/conditions",
-                json!({"type": "ScalingDown", "status": "True", "observedGeneration": 3, "lastTransitionTime": "2025-06-03T08:30:00Z", "reason": "ScalingDown", "message": "Scaling down from 4 to 3 replicas"}),
-            ),
-            set(
-                (KCP, "tkc-prod-7xk2p"),
-                "/status/v1beta2/upToDateReplicas",
-                json!(1),
-            ),
-            copy((MACHINE, "tkc-prod-7xk2p-bx2lk"), "tkc-prod-7xk2p-k8d5n"),
-            set(
-                (MACHINE, "tkc-prod-7xk2p-k8d5n"),
-                "/metadata/creationTimestamp",
-                json!("2025-06-03T08:30:00Z"),
-            ),
-            set(
-                (MACHINE, "tkc-prod-7xk2p-k8d5n"),
-                "/metadata/uid",
-                json!("b157c120-ab1a-50bd-b422-a72dc2c3d78c"),
-            ),
-            set(
-                (MACHINE, "tkc-prod-7xk2p-k8d5n"),
-                "/spec/bootstrap/configRef/name",
-                json!("tkc-prod-7xk2p-k8d5n"),
-            ),
-            set(
-                (MACHINE, "tkc-prod-7xk2p-k8d5n"),
-                "/spec/bootstrap/configRef/uid",
-                json!("521b39f8-761b-5add-9796-59357a5603c6"),
-            ),
-            set(
-                (MACHINE, "tkc-prod-7xk2p-k8d5n"),
-                "/spec/bootstrap/dataSecretName",
-                json!("tkc-prod-7xk2p-k8d5n"),
-            ),
-            set(
-                (MACHINE, "tkc-prod-7xk2p-k8d5n"),
-                "/spec/infrastructureRef/name",
-                json!("tkc-prod-7xk2p-k8d5n"),
-            ),
-            set(
-                (MACHINE, "tkc-prod-7xk2p-k8d5n"),
-                "/spec/infrastructureRef/uid",
-                json!("d4bee014-93de-5d50-a15f-92e8ca9ab111"),
-            ),
-            unset((MACHINE, "tkc-prod-7xk2p-k8d5n"), "/spec/providerID"),
-            set(
-                (MACHINE, "tkc-prod-7xk2p-k8d5n"),
-                "/status/infrastructureReady",
-                json!(false),
-            ),
-            set(
-                (MACHINE, "tkc-prod-7xk2p-k8d5n"),
-                "/status/phase",
-                json!("Provisioning"),
-            ),
-            set(
-                (MACHINE, "tkc-prod-7xk2p-k8d5n"),
-                "/status/lastUpdated",
-                json!("2025-06-03T08:31:12Z"),
-            ),
-            drop_condition(
-                (MACHINE, "tkc-prod-7xk2p-k8d5n"),
-                "/status/conditions",
-                "APIServerPodHealthy",
-            ),
-            drop_condition(
-                (MACHINE, "tkc-prod-7xk2p-k8d5n"),
-                "/status/conditions",
-                "ControllerManagerPodHealthy",
-            ),
-            drop_condition(
-                (MACHINE, "tkc-prod-7xk2p-k8d5n"),
-                "/status/conditions",
-                "EtcdMemberHealthy",
-            ),
-            drop_condition(
-                (MACHINE, "tkc-prod-7xk2p-k8d5n"),
-                "/status/conditions",
-                "EtcdPodHealthy",
-            ),
-            drop_condition(
-                (MACHINE, "tkc-prod-7xk2p-k8d5n"),
-                "/status/conditions",
-                "SchedulerPodHealthy",
-            ),
-            condition(
-                (MACHINE, "tkc-prod-7xk2p-k8d5n"),
-                "/status/conditions",
-                json!({"type": "Ready", "status": "False", "lastTransitionTime": "2025-06-03T08:30:00Z", "severity": "Info", "reason": "WaitingForInfrastructure", "message": ""}),
-            ),
-            condition(
-                (MACHINE, "tkc-prod-7xk2p-k8d5n"),
-                "/status/conditions",
-                json!({"type": "BootstrapReady", "status": "True", "lastTransitionTime": "2025-06-03T08:30:00Z"}),
-            ),
-            condition(
-                (MACHINE, "tkc-prod-7xk2p-k8d5n"),
-                "/status/conditions",
-                json!({"type": "InfrastructureReady", "status": "False", "lastTransitionTime": "2025-06-03T08:30:00Z", "severity": "Info", "reason": "WaitingForInfrastructure", "message": ""}),
-            ),
-            condition(
-                (MACHINE, "tkc-prod-7xk2p-k8d5n"),
-                "/status/conditions",
-                json!({"type": "NodeHealthy", "status": "False", "lastTransitionTime": "2025-06-03T08:30:00Z", "severity": "Info", "reason": "WaitingForNodeRef", "message": ""}),
-            ),
-            condition(
-                (MACHINE, "tkc-prod-7xk2p-k8d5n"),
-                "/status/v1beta2/conditions",
-                json!({"type": "Available", "status": "False", "reason": "NotReady", "lastTransitionTime": "2025-06-03T08:30:00Z", "observedGeneration": 2}),
-            ),
-            condition(
-                (MACHINE, "tkc-prod-7xk2p-k8d5n"),
-                "/status/v1beta2/conditions",
-                json!({"type": "Ready", "status": "False", "reason": "NotReady", "message": "* NodeHealthy: Waiting for a Node with spec.providerID vsphere://... to exist", "lastTransitionTime": "2025-06-03T08:30:00Z", "observedGeneration": 2}),
-            ),
-            unset((MACHINE, "tkc-prod-7xk2p-k8d5n"), "/status/nodeRef"),
-            unset((MACHINE, "tkc-prod-7xk2p-k8d5n"), "/status/nodeInfo"),
-            unset((MACHINE, "tkc-prod-7xk2p-k8d5n"), "/status/addresses"),
-            copy((VSM, "tkc-prod-7xk2p-bx2lk"), "tkc-prod-7xk2p-k8d5n"),
-            set(
-                (VSM, "tkc-prod-7xk2p-k8d5n"),
-                "/metadata/uid",
-                json!("d4bee014-93de-5d50-a15f-92e8ca9ab111"),
-            ),
-            set(
-                (VSM, "tkc-prod-7xk2p-k8d5n"),
-                "/metadata/ownerReferences/0/name",
-                json!("tkc-prod-7xk2p-k8d5n"),
-            ),
-            set(
-                (VSM, "tkc-prod-7xk2p-k8d5n"),
-                "/metadata/ownerReferences/0/uid",
-                json!("b157c120-ab1a-50bd-b422-a72dc2c3d78c"),
-            ),
-            set(
-                (VSM, "tkc-prod-7xk2p-k8d5n"),
-                "/spec/className",
-                json!("best-effort-large"),
-            ),
-            unset((VSM, "tkc-prod-7xk2p-k8d5n"), "/spec/providerID"),
-            set((VSM, "tkc-prod-7xk2p-k8d5n"), "/status/ready", json!(false)),
-            set(
-                (VSM, "tkc-prod-7xk2p-k8d5n"),
-                "/status/vmstatus",
-                json!("pending"),
-            ),
-            unset((VSM, "tkc-prod-7xk2p-k8d5n"), "/status/vmIp"),
-            unset((VSM, "tkc-prod-7xk2p-k8d5n"), "/status/addresses"),
-            unset((VSM, "tkc-prod-7xk2p-k8d5n"), "/status/vmID"),
-            copy((VM, "tkc-prod-7xk2p-bx2lk"), "tkc-prod-7xk2p-k8d5n"),
-            set(
-                (VM, "tkc-prod-7xk2p-k8d5n"),
-                "/metadata/creationTimestamp",
-                json!("2025-06-03T08:30:40Z"),
-            ),
-            set(
-                (VM, "tkc-prod-7xk2p-k8d5n"),
-                "/metadata/uid",
-                json!("909f9bd2-c12d-5e1b-9745-f1e98b59e0e8"),
-            ),
-            set(
-                (VM, "tkc-prod-7xk2p-k8d5n"),
-                "/metadata/ownerReferences/0/name",
-                json!("tkc-prod-7xk2p-k8d5n"),
-            ),
-            set(
-                (VM, "tkc-prod-7xk2p-k8d5n"),
-                "/metadata/ownerReferences/0/uid",
-                json!("d4bee014-93de-5d50-a15f-92e8ca9ab111"),
-            ),
-            set(
-                (VM, "tkc-prod-7xk2p-k8d5n"),
-                "/spec/className",
-                json!("best-effort-large"),
-            ),
-            set(
-                (VM, "tkc-prod-7xk2p-k8d5n"),
-                "/spec/bootstrap/cloudInit/rawCloudConfig/name",
-                json!("tkc-prod-7xk2p-k8d5n-cloud-init"),
-            ),
-            set(
-                (VM, "tkc-prod-7xk2p-k8d5n"),
-                "/status/powerState",
-                json!("PoweredOff"),
-            ),
-            set(
-                (VM, "tkc-prod-7xk2p-k8d5n"),
-                "/status/uniqueID",
-                json!("vm-9301"),
-            ),
-            drop_condition(
-                (VM, "tkc-prod-7xk2p-k8d5n"),
-                "/status/conditions",
-                "VirtualMachineStorageReady",
-            ),
-            drop_condition(
-                (VM, "tkc-prod-7xk2p-k8d5n"),
-                "/status/conditions",
-                "VirtualMachineBootstrapReady",
-            ),
-            drop_condition(
-                (VM, "tkc-prod-7xk2p-k8d5n"),
-                "/status/conditions",
-                "VirtualMachineNetworkReady",
-            ),
-            drop_condition(
-                (VM, "tkc-prod-7xk2p-k8d5n"),
-                "/status/conditions",
-                "GuestCustomization",
-            ),
-            drop_condition(
-                (VM, "tkc-prod-7xk2p-k8d5n"),
-                "/status/conditions",
-                "VirtualMachineTools",
-            ),
-            condition(
-                (VM, "tkc-prod-7xk2p-k8d5n"),
-                "/status/conditions",
-                json!({"type": "VirtualMachineClassReady", "status": "True", "reason": "True", "message": "", "lastTransitionTime": "2025-06-03T08:30:40Z"}),
-            ),
-            condition(
-                (VM, "tkc-prod-7xk2p-k8d5n"),
-                "/status/conditions",
-                json!({"type": "VirtualMachineImageReady", "status": "True", "reason": "True", "message": "", "lastTransitionTime": "2025-06-03T08:30:40Z"}),
-            ),
-            condition(
-                (VM, "tkc-prod-7xk2p-k8d5n"),
-                "/status/conditions",
-                json!({"type": "VirtualMachineCreated", "status": "False", "reason": "NotCreated", "message": "", "lastTransitionTime": "2025-06-03T08:30:40Z"}),
-            ),
-            set(
-                (VM, "tkc-prod-7xk2p-k8d5n"),
-                "/status/class/name",
-                json!("best-effort-large"),
-            ),
-            unset((VM, "tkc-prod-7xk2p-k8d5n"), "/status/host"),
-            unset((VM, "tkc-prod-7xk2p-k8d5n"), "/status/biosUUID"),
-            unset((VM, "tkc-prod-7xk2p-k8d5n"), "/status/instanceUUID"),
-            unset((VM, "tkc-prod-7xk2p-k8d5n"), "/status/network"),
-        ],
+            settings: None,
+            parts: vec![Part::of("healthy-v1alpha3")],
+            edits: vec![
+                set((KCP, CP), "/spec/machineTemplate/infrastructureRef/name", json!("tkc-prod-7xk2p-infra-large")),
+                set((KCP, CP), "/status/replicas", json!(4)),
+                set((KCP, CP), "/status/updatedReplicas", json!(1)),
+                set((KCP, CP), "/status/unavailableReplicas", json!(1)),
+                v1beta1((KCP, CP), "/status/conditions", "Ready False RollingUpdateInProgress Warning", "Rolling 4 replicas with outdated spec (1 replicas up to date)", "2025-06-03T08:30:00Z"),
+                v1beta1((KCP, CP), "/status/conditions", "MachinesSpecUpToDate False RollingUpdateInProgress Warning", "Rolling 4 replicas with outdated spec (1 replicas up to date)", "2025-06-03T08:30:00Z"),
+                v1beta1((KCP, CP), "/status/conditions", "Resized False ScalingDown Warning", "Scaling down control plane to 3 replicas (actual 4)", "2025-06-03T08:30:00Z"),
+                v1beta2((KCP, CP), "/status/v1beta2/conditions", "MachinesUpToDate False NotUpToDate", 3, "* Machines tkc-prod-7xk2p-4rz8m, tkc-prod-7xk2p-9qtvw, tkc-prod-7xk2p-bx2lk:\n  * VSphereMachineTemplate is not up-to-date", "2025-06-03T08:30:00Z"),
+                v1beta2((KCP, CP), "/status/v1beta2/conditions", "RollingOut True RollingOut", 3, "Rolling out 3 not up-to-date replicas\n* VSphereMachineTemplate is not up-to-date", "2025-06-03T08:30:00Z"),
+                v1beta2((KCP, CP), "/status/v1beta2/conditions", "ScalingDown True ScalingDown", 3, "Scaling down from 4 to 3 replicas", "2025-06-03T08:30:00Z"),
+                set((KCP, CP), "/status/v1beta2/upToDateReplicas", json!(1)),
+                copy((MACHINE, CP3), "tkc-prod-7xk2p-k8d5n"),
+                set((MACHINE, CP4), "/metadata/creationTimestamp", json!("2025-06-03T08:30:00Z")),
+                set((MACHINE, CP4), "/metadata/uid", json!("b157c120-ab1a-50bd-b422-a72dc2c3d78c")),
+                set((MACHINE, CP4), "/spec/bootstrap/configRef/name", json!("tkc-prod-7xk2p-k8d5n")),
+                set((MACHINE, CP4), "/spec/bootstrap/configRef/uid", json!("521b39f8-761b-5add-9796-59357a5603c6")),
+                set((MACHINE, CP4), "/spec/bootstrap/dataSecretName", json!("tkc-prod-7xk2p-k8d5n")),
+                set((MACHINE, CP4), "/spec/infrastructureRef/name", json!("tkc-prod-7xk2p-k8d5n")),
+                set((MACHINE, CP4), "/spec/infrastructureRef/uid", json!("d4bee014-93de-5d50-a15f-92e8ca9ab111")),
+                unset((MACHINE, CP4), "/spec/providerID"),
+                set((MACHINE, CP4), "/status/infrastructureReady", json!(false)),
+                set((MACHINE, CP4), "/status/phase", json!("Provisioning")),
+                set((MACHINE, CP4), "/status/lastUpdated", json!("2025-06-03T08:31:12Z")),
+                drop_condition((MACHINE, CP4), "/status/conditions", "APIServerPodHealthy"),
+                drop_condition((MACHINE, CP4), "/status/conditions", "ControllerManagerPodHealthy"),
+                drop_condition((MACHINE, CP4), "/status/conditions", "EtcdMemberHealthy"),
+                drop_condition((MACHINE, CP4), "/status/conditions", "EtcdPodHealthy"),
+                drop_condition((MACHINE, CP4), "/status/conditions", "SchedulerPodHealthy"),
+                v1beta1((MACHINE, CP4), "/status/conditions", "Ready False WaitingForInfrastructure Info", "", "2025-06-03T08:30:00Z"),
+                v1beta1((MACHINE, CP4), "/status/conditions", "BootstrapReady True", "", "2025-06-03T08:30:00Z"),
+                v1beta1((MACHINE, CP4), "/status/conditions", "InfrastructureReady False WaitingForInfrastructure Info", "", "2025-06-03T08:30:00Z"),
+                v1beta1((MACHINE, CP4), "/status/conditions", "NodeHealthy False WaitingForNodeRef Info", "", "2025-06-03T08:30:00Z"),
+                v1beta2((MACHINE, CP4), "/status/v1beta2/conditions", "Available False NotReady", 2, "", "2025-06-03T08:30:00Z"),
+                v1beta2((MACHINE, CP4), "/status/v1beta2/conditions", "Ready False NotReady", 2, "* NodeHealthy: Waiting for a Node with spec.providerID vsphere://... to exist", "2025-06-03T08:30:00Z"),
+                unset((MACHINE, CP4), "/status/nodeRef"),
+                unset((MACHINE, CP4), "/status/nodeInfo"),
+                unset((MACHINE, CP4), "/status/addresses"),
+                copy((VSM, CP3), "tkc-prod-7xk2p-k8d5n"),
+                set((VSM, CP4), "/metadata/uid", json!("d4bee014-93de-5d50-a15f-92e8ca9ab111")),
+                set((VSM, CP4), "/metadata/ownerReferences/0/name", json!("tkc-prod-7xk2p-k8d5n")),
+                set((VSM, CP4), "/metadata/ownerReferences/0/uid", json!("b157c120-ab1a-50bd-b422-a72dc2c3d78c")),
+                set((VSM, CP4), "/spec/className", json!("best-effort-large")),
+                unset((VSM, CP4), "/spec/providerID"),
+                set((VSM, CP4), "/status/ready", json!(false)),
+                set((VSM, CP4), "/status/vmstatus", json!("pending")),
+                unset((VSM, CP4), "/status/vmIp"),
+                unset((VSM, CP4), "/status/addresses"),
+                unset((VSM, CP4), "/status/vmID"),
+                copy((VM, CP3), "tkc-prod-7xk2p-k8d5n"),
+                set((VM, CP4), "/metadata/creationTimestamp", json!("2025-06-03T08:30:40Z")),
+                set((VM, CP4), "/metadata/uid", json!("909f9bd2-c12d-5e1b-9745-f1e98b59e0e8")),
+                set((VM, CP4), "/metadata/ownerReferences/0/name", json!("tkc-prod-7xk2p-k8d5n")),
+                set((VM, CP4), "/metadata/ownerReferences/0/uid", json!("d4bee014-93de-5d50-a15f-92e8ca9ab111")),
+                set((VM, CP4), "/spec/className", json!("best-effort-large")),
+                set((VM, CP4), "/spec/bootstrap/cloudInit/rawCloudConfig/name", json!("tkc-prod-7xk2p-k8d5n-cloud-init")),
+                set((VM, CP4), "/status/powerState", json!("PoweredOff")),
+                set((VM, CP4), "/status/uniqueID", json!("vm-9301")),
+                drop_condition((VM, CP4), "/status/conditions", "VirtualMachineStorageReady"),
+                drop_condition((VM, CP4), "/status/conditions", "VirtualMachineBootstrapReady"),
+                drop_condition((VM, CP4), "/status/conditions", "VirtualMachineNetworkReady"),
+                drop_condition((VM, CP4), "/status/conditions", "GuestCustomization"),
+                drop_condition((VM, CP4), "/status/conditions", "VirtualMachineTools"),
+                v1beta1((VM, CP4), "/status/conditions", "VirtualMachineClassReady True True", "", "2025-06-03T08:30:40Z"),
+                v1beta1((VM, CP4), "/status/conditions", "VirtualMachineImageReady True True", "", "2025-06-03T08:30:40Z"),
+                v1beta1((VM, CP4), "/status/conditions", "VirtualMachineCreated False NotCreated", "", "2025-06-03T08:30:40Z"),
+                set((VM, CP4), "/status/class/name", json!("best-effort-large")),
+                unset((VM, CP4), "/status/host"),
+                unset((VM, CP4), "/status/biosUUID"),
+                unset((VM, CP4), "/status/instanceUUID"),
+                unset((VM, CP4), "/status/network"),
+            ],
     }
 }
 
@@ -1117,88 +603,68 @@ Provisioned, waiting for its Node to join). A lab plans 4 nodes, .11-.14 (k8d5n 
         parts: vec![Part::of("rollout-scale-up")],
         edits: vec![
             set(
-                (MACHINE, "tkc-prod-7xk2p-k8d5n"),
+                (MACHINE, CP4),
                 "/spec/providerID",
                 json!("vsphere://334e6a23-1fda-5375-ac42-2fc64e187993"),
             ),
+            set((MACHINE, CP4), "/status/infrastructureReady", json!(true)),
+            set((MACHINE, CP4), "/status/phase", json!("Provisioned")),
             set(
-                (MACHINE, "tkc-prod-7xk2p-k8d5n"),
-                "/status/infrastructureReady",
-                json!(true),
-            ),
-            set(
-                (MACHINE, "tkc-prod-7xk2p-k8d5n"),
-                "/status/phase",
-                json!("Provisioned"),
-            ),
-            set(
-                (MACHINE, "tkc-prod-7xk2p-k8d5n"),
+                (MACHINE, CP4),
                 "/status/addresses",
                 json!([{"type": "InternalIP", "address": "198.18.0.14"}]),
             ),
-            condition(
-                (MACHINE, "tkc-prod-7xk2p-k8d5n"),
+            v1beta1(
+                (MACHINE, CP4),
                 "/status/conditions",
-                json!({"type": "Ready", "status": "False", "lastTransitionTime": "2025-06-03T08:30:00Z", "severity": "Info", "reason": "WaitingForNodeRef", "message": ""}),
+                "Ready False WaitingForNodeRef Info",
+                "",
+                "2025-06-03T08:30:00Z",
             ),
-            condition(
-                (MACHINE, "tkc-prod-7xk2p-k8d5n"),
+            v1beta1(
+                (MACHINE, CP4),
                 "/status/conditions",
-                json!({"type": "InfrastructureReady", "status": "True", "lastTransitionTime": "2025-06-03T08:30:00Z"}),
+                "InfrastructureReady True",
+                "",
+                "2025-06-03T08:30:00Z",
             ),
             set(
-                (VSM, "tkc-prod-7xk2p-k8d5n"),
+                (VSM, CP4),
                 "/spec/providerID",
                 json!("vsphere://334e6a23-1fda-5375-ac42-2fc64e187993"),
             ),
-            set((VSM, "tkc-prod-7xk2p-k8d5n"), "/status/ready", json!(true)),
+            set((VSM, CP4), "/status/ready", json!(true)),
+            set((VSM, CP4), "/status/vmstatus", json!("ready")),
+            set((VSM, CP4), "/status/vmIp", json!("198.18.0.14")),
             set(
-                (VSM, "tkc-prod-7xk2p-k8d5n"),
-                "/status/vmstatus",
-                json!("ready"),
-            ),
-            set(
-                (VSM, "tkc-prod-7xk2p-k8d5n"),
-                "/status/vmIp",
-                json!("198.18.0.14"),
-            ),
-            set(
-                (VSM, "tkc-prod-7xk2p-k8d5n"),
+                (VSM, CP4),
                 "/status/addresses",
                 json!([{"type": "InternalIP", "address": "198.18.0.14"}]),
             ),
             set(
-                (VSM, "tkc-prod-7xk2p-k8d5n"),
+                (VSM, CP4),
                 "/status/vmID",
                 json!("334e6a23-1fda-5375-ac42-2fc64e187993"),
             ),
+            set((VM, CP4), "/status/host", json!("esx-01.vsphere.local")),
+            set((VM, CP4), "/status/powerState", json!("PoweredOn")),
             set(
-                (VM, "tkc-prod-7xk2p-k8d5n"),
-                "/status/host",
-                json!("esx-01.vsphere.local"),
-            ),
-            set(
-                (VM, "tkc-prod-7xk2p-k8d5n"),
-                "/status/powerState",
-                json!("PoweredOn"),
-            ),
-            set(
-                (VM, "tkc-prod-7xk2p-k8d5n"),
+                (VM, CP4),
                 "/status/biosUUID",
                 json!("334e6a23-1fda-5375-ac42-2fc64e187993"),
             ),
             set(
-                (VM, "tkc-prod-7xk2p-k8d5n"),
+                (VM, CP4),
                 "/status/instanceUUID",
                 json!("2c46e9f3-007a-5558-a546-d4c4d011e5b9"),
             ),
             set(
-                (VM, "tkc-prod-7xk2p-k8d5n"),
+                (VM, CP4),
                 "/status/network",
                 json!({"config": {"interfaces": [{"name": "eth0", "ip": {"addresses": ["198.18.0.14/24"]}}]}, "hostName": "tkc-prod-7xk2p-k8d5n", "interfaces": [{"name": "eth0", "deviceKey": 4000, "ip": {"macAddr": "00:50:56:a1:14:2e", "addresses": [{"address": "198.18.0.14/24", "origin": "dhcp", "state": "preferred"}, {"address": "fe80::250:56ff:fea1:142e/64", "origin": "other", "state": "preferred"}]}}], "primaryIP4": "198.18.0.14"}),
             ),
             set(
-                (VM, "tkc-prod-7xk2p-k8d5n"),
+                (VM, CP4),
                 "/status/conditions",
                 json!([{"type": "VirtualMachineClassReady", "status": "True", "reason": "True", "message": "", "lastTransitionTime": "2025-06-01T12:00:00Z"}, {"type": "VirtualMachineImageReady", "status": "True", "reason": "True", "message": "", "lastTransitionTime": "2025-06-01T12:00:00Z"}, {"type": "VirtualMachineStorageReady", "status": "True", "reason": "True", "message": "", "lastTransitionTime": "2025-06-01T12:00:00Z"}, {"type": "VirtualMachineBootstrapReady", "status": "True", "reason": "True", "message": "", "lastTransitionTime": "2025-06-01T12:00:00Z"}, {"type": "VirtualMachineNetworkReady", "status": "True", "reason": "True", "message": "", "lastTransitionTime": "2025-06-01T12:00:00Z"}, {"type": "VirtualMachineCreated", "status": "True", "reason": "True", "message": "", "lastTransitionTime": "2025-06-01T12:00:00Z"}, {"type": "GuestCustomization", "status": "True", "reason": "True", "message": "", "lastTransitionTime": "2025-06-01T12:00:00Z"}, {"type": "VirtualMachineTools", "status": "True", "reason": "True", "message": "", "lastTransitionTime": "2025-06-01T12:00:00Z"}]),
             ),
@@ -1236,109 +702,125 @@ not a fault, and not counted against the KCP's 3. A lab plans 4 nodes, .11-.14."
         parts: vec![Part::of("rollout-scale-up-joining")],
         edits: vec![
             set(
-                (MACHINE, "tkc-prod-7xk2p-4rz8m"),
+                (MACHINE, CP1),
                 "/metadata/deletionTimestamp",
                 json!("2025-06-03T09:02:00Z"),
             ),
             set(
-                (MACHINE, "tkc-prod-7xk2p-4rz8m"),
+                (MACHINE, CP1),
                 "/metadata/deletionGracePeriodSeconds",
                 json!(0),
             ),
             set(
-                (MACHINE, "tkc-prod-7xk2p-4rz8m"),
+                (MACHINE, CP1),
                 "/metadata/finalizers",
                 json!(["machine.cluster.x-k8s.io"]),
             ),
             set(
-                (MACHINE, "tkc-prod-7xk2p-4rz8m"),
+                (MACHINE, CP1),
                 "/metadata/annotations",
                 json!({"pre-terminate.delete.hook.machine.cluster.x-k8s.io/kcp-cleanup": ""}),
             ),
+            set((MACHINE, CP1), "/status/phase", json!("Deleting")),
             set(
-                (MACHINE, "tkc-prod-7xk2p-4rz8m"),
-                "/status/phase",
-                json!("Deleting"),
-            ),
-            set(
-                (MACHINE, "tkc-prod-7xk2p-4rz8m"),
+                (MACHINE, CP1),
                 "/status/lastUpdated",
                 json!("2025-06-03T09:02:00Z"),
             ),
+            set((MACHINE, CP4), "/status/phase", json!("Running")),
             set(
-                (MACHINE, "tkc-prod-7xk2p-k8d5n"),
-                "/status/phase",
-                json!("Running"),
-            ),
-            set(
-                (MACHINE, "tkc-prod-7xk2p-k8d5n"),
+                (MACHINE, CP4),
                 "/status/lastUpdated",
                 json!("2025-06-01T12:00:00Z"),
             ),
             set(
-                (MACHINE, "tkc-prod-7xk2p-k8d5n"),
+                (MACHINE, CP4),
                 "/status/nodeRef",
                 json!({"apiVersion": "v1", "kind": "Node", "name": "tkc-prod-7xk2p-k8d5n", "uid": "79e7030d-c7ab-5e68-bfd2-543d4f5e9f2d"}),
             ),
             set(
-                (MACHINE, "tkc-prod-7xk2p-k8d5n"),
+                (MACHINE, CP4),
                 "/status/nodeInfo",
                 json!({"architecture": "amd64", "bootID": "fcc9a48d-0128-52e1-9daa-2040453aaa51", "containerRuntimeVersion": "containerd://1.6.28+vmware.2", "kernelVersion": "5.10.216-1.ph4", "kubeProxyVersion": "v1.30.1+vmware.1-fips", "kubeletVersion": "v1.30.1+vmware.1-fips", "machineID": "e76bed2a258458f581420ccccc4cbb6c", "operatingSystem": "linux", "osImage": "VMware Photon OS/Linux", "systemUUID": "334e6a23-1fda-5375-ac42-2fc64e187993"}),
             ),
-            condition(
-                (MACHINE, "tkc-prod-7xk2p-k8d5n"),
+            v1beta1(
+                (MACHINE, CP4),
                 "/status/conditions",
-                json!({"type": "Ready", "status": "True", "lastTransitionTime": "2025-06-01T12:00:00Z"}),
+                "Ready True",
+                "",
+                "2025-06-01T12:00:00Z",
             ),
-            condition(
-                (MACHINE, "tkc-prod-7xk2p-k8d5n"),
+            v1beta1(
+                (MACHINE, CP4),
                 "/status/conditions",
-                json!({"type": "BootstrapReady", "status": "True", "lastTransitionTime": "2025-06-01T12:00:00Z"}),
+                "BootstrapReady True",
+                "",
+                "2025-06-01T12:00:00Z",
             ),
-            condition(
-                (MACHINE, "tkc-prod-7xk2p-k8d5n"),
+            v1beta1(
+                (MACHINE, CP4),
                 "/status/conditions",
-                json!({"type": "InfrastructureReady", "status": "True", "lastTransitionTime": "2025-06-01T12:00:00Z"}),
+                "InfrastructureReady True",
+                "",
+                "2025-06-01T12:00:00Z",
             ),
-            condition(
-                (MACHINE, "tkc-prod-7xk2p-k8d5n"),
+            v1beta1(
+                (MACHINE, CP4),
                 "/status/conditions",
-                json!({"type": "NodeHealthy", "status": "True", "lastTransitionTime": "2025-06-01T12:00:00Z"}),
+                "NodeHealthy True",
+                "",
+                "2025-06-01T12:00:00Z",
             ),
-            condition(
-                (MACHINE, "tkc-prod-7xk2p-k8d5n"),
+            v1beta1(
+                (MACHINE, CP4),
                 "/status/conditions",
-                json!({"type": "APIServerPodHealthy", "status": "True", "lastTransitionTime": "2025-06-01T12:00:00Z"}),
+                "APIServerPodHealthy True",
+                "",
+                "2025-06-01T12:00:00Z",
             ),
-            condition(
-                (MACHINE, "tkc-prod-7xk2p-k8d5n"),
+            v1beta1(
+                (MACHINE, CP4),
                 "/status/conditions",
-                json!({"type": "ControllerManagerPodHealthy", "status": "True", "lastTransitionTime": "2025-06-01T12:00:00Z"}),
+                "ControllerManagerPodHealthy True",
+                "",
+                "2025-06-01T12:00:00Z",
             ),
-            condition(
-                (MACHINE, "tkc-prod-7xk2p-k8d5n"),
+            v1beta1(
+                (MACHINE, CP4),
                 "/status/conditions",
-                json!({"type": "EtcdMemberHealthy", "status": "True", "lastTransitionTime": "2025-06-01T12:00:00Z"}),
+                "EtcdMemberHealthy True",
+                "",
+                "2025-06-01T12:00:00Z",
             ),
-            condition(
-                (MACHINE, "tkc-prod-7xk2p-k8d5n"),
+            v1beta1(
+                (MACHINE, CP4),
                 "/status/conditions",
-                json!({"type": "EtcdPodHealthy", "status": "True", "lastTransitionTime": "2025-06-01T12:00:00Z"}),
+                "EtcdPodHealthy True",
+                "",
+                "2025-06-01T12:00:00Z",
             ),
-            condition(
-                (MACHINE, "tkc-prod-7xk2p-k8d5n"),
+            v1beta1(
+                (MACHINE, CP4),
                 "/status/conditions",
-                json!({"type": "SchedulerPodHealthy", "status": "True", "lastTransitionTime": "2025-06-01T12:00:00Z"}),
+                "SchedulerPodHealthy True",
+                "",
+                "2025-06-01T12:00:00Z",
             ),
-            condition(
-                (MACHINE, "tkc-prod-7xk2p-k8d5n"),
+            v1beta2(
+                (MACHINE, CP4),
                 "/status/v1beta2/conditions",
-                json!({"type": "Available", "status": "True", "reason": "Available", "lastTransitionTime": "2025-06-01T12:00:00Z", "observedGeneration": 2}),
+                "Available True Available",
+                2,
+                "",
+                "2025-06-01T12:00:00Z",
             ),
-            condition(
-                (MACHINE, "tkc-prod-7xk2p-k8d5n"),
+            v1beta2(
+                (MACHINE, CP4),
                 "/status/v1beta2/conditions",
-                json!({"type": "Ready", "status": "True", "reason": "Ready", "lastTransitionTime": "2025-06-01T12:00:00Z", "observedGeneration": 2}),
+                "Ready True Ready",
+                2,
+                "",
+                "2025-06-01T12:00:00Z",
             ),
         ],
     }
