@@ -325,3 +325,51 @@ impl Selector {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_kind_has_one_row() {
+        for k in &KINDS {
+            assert_eq!(KINDS.iter().filter(|o| o.id == k.id).count(), 1, "{k:?}");
+            assert_eq!(k.id.row(), k);
+        }
+        // The network kinds in the order a read names them (`read` in the JSON).
+        assert_eq!(
+            NetKind::all().map(|k| k.to_string()).collect::<Vec<_>>(),
+            [
+                "VpcSecurityPolicy",
+                "T1SecurityPolicy",
+                "NetworkPolicy",
+                "SubnetSet",
+                "Subnet",
+                "SubnetPort",
+                "VirtualNetwork",
+                "Namespace",
+                "VSphereCluster",
+            ]
+        );
+    }
+
+    #[test]
+    fn selectors_for_one_cluster_and_for_many() {
+        let cp = Selector::ControlPlaneLabel;
+        assert_eq!(cp.labels(None, "").as_deref(), Some(CONTROL_PLANE_LABEL));
+        assert_eq!(
+            cp.labels(Some("tkc"), "").as_deref(),
+            Some("cluster.x-k8s.io/cluster-name=tkc,cluster.x-k8s.io/control-plane")
+        );
+        let vm = Selector::VmRole;
+        assert_eq!(
+            vm.labels(None, "capw.vmware.com").as_deref(),
+            Some("capw.vmware.com/cluster.role=controlplane")
+        );
+        assert_eq!(
+            vm.labels(Some("tkc"), "capv.vmware.com").as_deref(),
+            Some("capv.vmware.com/cluster.name=tkc,capv.vmware.com/cluster.role=controlplane")
+        );
+        assert_eq!(Selector::All.labels(Some("tkc"), ""), None);
+    }
+}

@@ -23,7 +23,7 @@ use kube::Client;
 use super::discovery::SupervisorApis;
 use super::extract;
 use super::inventory::{existing, Inventory, Objects, Scope};
-use super::kinds::{Kind, KindId, Need, NetKind, Selector, KINDS, VM_LABELS};
+use super::kinds::{Kind, KindId, Need, NetKind, ResourceScope, Selector, KINDS, VM_LABELS};
 use super::network::{cut_note, per_namespace, plan, resource_name, NetworkRead, OTHERS_NOTE};
 use crate::error::{Error, Result};
 
@@ -433,26 +433,22 @@ pub async fn read_network_with(
     }
     let answers = join_all(plan.iter().map(|(kind, ar)| async move {
         let resource = resource_name(ar);
-        let (verb, result) = match (kind, ns) {
-            (NetKind::Namespace, Some(ns)) => {
+        let row = KindId::Net(*kind).row();
+        // The vSphere Namespace by name; any other kind listed (across all namespaces: all).
+        let own = row.selector == Selector::OwnNamespace;
+        let (verb, result) = match (own, ns) {
+            (true, Some(ns)) => {
                 let api: Api<DynamicObject> = Api::all_with(client.clone(), ar);
                 ("get", api.get(ns).await.map(|o| vec![o]))
             }
-            (NetKind::Namespace, None) => {
-                let api: Api<DynamicObject> = Api::all_with(client.clone(), ar);
-                (
-                    "list",
-                    api.list(&ListParams::default()).await.map(|l| l.items),
-                )
-            }
-            (_, Some(ns)) => {
+            (false, Some(ns)) if row.scope == ResourceScope::Namespaced => {
                 let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), ns, ar);
                 (
                     "list",
                     api.list(&ListParams::default()).await.map(|l| l.items),
                 )
             }
-            (_, None) => {
+            _ => {
                 let api: Api<DynamicObject> = Api::all_with(client.clone(), ar);
                 (
                     "list",
@@ -460,8 +456,8 @@ pub async fn read_network_with(
                 )
             }
         };
-        let place = match (kind, ns) {
-            (NetKind::Namespace, Some(ns)) => format!("{resource} {ns}"),
+        let place = match (own, ns) {
+            (true, Some(ns)) => format!("{resource} {ns}"),
             (_, Some(ns)) => format!("{resource} in namespace {ns}"),
             (_, None) => format!("{resource} in all namespaces"),
         };
