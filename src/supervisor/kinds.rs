@@ -182,6 +182,7 @@ pub const KINDS: [Kind; 14] = [
         Selector::ControlPlaneLabel,
         Need::Required,
     ),
+    // KCP gives its infrastructure machines the Machines' labels.
     kind(
         KindId::VSphereMachine,
         "VSphereMachine",
