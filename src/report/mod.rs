@@ -4,6 +4,7 @@
 
 mod evidence;
 mod list;
+pub mod v1alpha2;
 pub mod watch;
 
 use serde::{Deserialize, Serialize};
