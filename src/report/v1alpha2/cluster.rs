@@ -282,6 +282,17 @@ impl From<sv::ControlPlaneNode> for ControlPlaneNode {
 }
 
 impl ControlPlaneNode {
+    /// The VM's address, when it is one the plugin may use.
+    pub fn ip(&self) -> Option<std::net::IpAddr> {
+        self.vm.as_ref().and_then(|v| v.ip)
+    }
+
+    /// A node the probes may go to: a Machine of this control plane whose VM, if any, was
+    /// found without doubt (as the domain's [`sv::ControlPlaneNode::is_target`]).
+    pub fn is_target(&self) -> bool {
+        self.machine.is_some() && self.join.problem.is_none()
+    }
+
     /// The node's rollout phase (its Machine's), when it is being created or deleted.
     pub fn rollout(&self) -> Option<&RolloutPhase> {
         self.machine.as_ref().and_then(|m| m.rollout.as_ref())

@@ -10,7 +10,7 @@ use crate::probe::{self, output as po};
 use crate::supervisor as sv;
 
 /// Each element of `v` as its contract type.
-pub(super) fn all<A, B: From<A>>(v: Vec<A>) -> Vec<B> {
+pub(crate) fn all<A, B: From<A>>(v: Vec<A>) -> Vec<B> {
     v.into_iter().map(B::from).collect()
 }
 
