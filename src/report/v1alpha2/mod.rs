@@ -40,3 +40,6 @@ mod node;
 
 pub use cluster::*;
 pub use node::*;
+
+#[cfg(test)]
+mod tests;
