@@ -8,6 +8,12 @@ use crate::report::v1alpha2::{HealthOutcome, RuntimeQuery};
 use crate::report::{DiagnoseReport, DiagnosedNode};
 
 impl Tabular for DiagnoseReport {
+    type Document = Self;
+
+    fn document(&self) -> &Self {
+        self
+    }
+
     fn table(&self, paint: Paint) -> String {
         diagnose_table(self, false, paint)
     }

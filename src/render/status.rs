@@ -10,6 +10,12 @@ use std::time::SystemTime;
 use crate::supervisor::{human_age, seconds_since};
 
 impl Tabular for StatusReport {
+    type Document = Self;
+
+    fn document(&self) -> &Self {
+        self
+    }
+
     fn table(&self, paint: Paint) -> String {
         status_table(self, false, paint)
     }
