@@ -80,7 +80,7 @@ pub struct StatusReport {
 }
 
 /// How the run ended, and the exit code it maps to.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct RunResult {
     /// No finding at all but an object's own claim ([`crate::analyse::FindingCode::counts`]).
@@ -161,11 +161,14 @@ impl RunResult {
 }
 
 /// `version -o json|yaml`.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct VersionReport {
+    /// `etcdnet.kubectl.io/v1alpha2`.
     pub api_version: String,
+    /// Always `Version`.
     pub kind: String,
+    /// The plugin's version.
     pub version: String,
 }
 
@@ -180,21 +183,26 @@ impl VersionReport {
 }
 
 /// How the nodes were reached, and why that route.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct RouteInfo {
     /// `pod`, `jumpbox` or `ssh`.
     pub name: String,
+    /// Why that route.
     pub reason: String,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+/// How a diagnosis ended, and the exit code it maps to.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct DiagnoseResult {
+    /// 0 Healthy, 1 any other verdict, 3 when no node at all could be probed.
     pub exit_code: i32,
-    /// Nodes probed / nodes in the control plane.
+    /// Nodes probed.
     pub nodes_reached: usize,
+    /// Nodes in the control plane.
     pub nodes_total: usize,
+    /// How long the run took.
     pub duration_ms: u64,
 }
 
@@ -302,25 +310,32 @@ impl DiagnoseReport {
 }
 
 /// One pod `cleanup` found.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct CleanupItem {
     /// `supervisor`, or the workload cluster's name.
     pub cluster: String,
+    /// The pod's namespace.
     pub namespace: String,
+    /// The pod's name.
     pub name: String,
+    /// The pod's age.
     pub age_seconds: Option<u64>,
+    /// What `cleanup` did with it.
     pub action: CleanupAction,
 }
 
 /// What `cleanup` did with a pod. In JSON a string: `deleted`, `would delete` (dry run), `kept`
 /// (younger than --older-than), `kept (running; --all to delete)` (a run may still be using
 /// it), or `error: ...`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(into = "String", from = "String")]
 pub enum CleanupAction {
+    /// `deleted`.
     Deleted,
+    /// `would delete` (dry run).
     WouldDelete,
+    /// `kept` (younger than --older-than).
     Kept,
     /// Neither finished nor past its deadline: possibly another admin's run in progress, so
     /// only `--all` deletes it.
@@ -367,11 +382,15 @@ impl From<String> for CleanupAction {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+/// `cleanup -o json|yaml`: the pods found and what was done with them.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct CleanupReport {
+    /// `etcdnet.kubectl.io/v1alpha2`.
     pub api_version: String,
+    /// Always `CleanupReport`.
     pub kind: String,
+    /// The pods found.
     pub items: Vec<CleanupItem>,
     /// Where we could not look (e.g. the workload API is down), one line each.
     pub skipped: Vec<String>,

@@ -55,3 +55,25 @@ fn provisioning_steps_are_described() {
         assert!(!step.describe().is_empty(), "{step}");
     }
 }
+
+/// The schemas of the contract types generate, with their doc comments as descriptions.
+#[test]
+fn schemas_generate_with_descriptions() {
+    use crate::report::{CleanupReport, VersionReport};
+    for (name, schema) in [
+        ("DiagnosedNode", schemars::schema_for!(DiagnosedNode)),
+        ("ControlPlaneNode", schemars::schema_for!(ControlPlaneNode)),
+        ("Finding", schemars::schema_for!(Finding)),
+        ("CleanupReport", schemars::schema_for!(CleanupReport)),
+        ("VersionReport", schemars::schema_for!(VersionReport)),
+    ] {
+        let v = schema.to_value();
+        assert!(v["description"].is_string(), "{name}: {v:#}");
+        assert!(v["properties"].is_object(), "{name}: {v:#}");
+    }
+    let cleanup = schemars::schema_for!(CleanupReport).to_value();
+    assert_eq!(
+        cleanup["$defs"]["CleanupAction"]["type"], "string",
+        "{cleanup:#}"
+    );
+}
