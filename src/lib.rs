@@ -124,14 +124,12 @@ mod tests {
     fn enums_shown_to_users_read_as_their_json() {
         use crate::analyse::matrix::CellState;
         use crate::analyse::verdict::VerdictCode;
-        use crate::analyse::{FindingCode, Severity};
         use crate::probe::etcdlog::{LogFormat, LogKind, WindowEnd};
-        use crate::probe::output::{
-            HealthOutcome, QueryOutcome, RuntimeQuery, TcpOutcome, TlsOutcome,
+        use crate::report::v1alpha2::{
+            ApiState, FindingCode, HealthOutcome, JoinedBy, PortState, PowerState,
+            ProvisioningStep, QueryOutcome, ReachErrorKind, RuntimeQuery, Severity, TcpOutcome,
+            TlsOutcome, VmLabelScheme,
         };
-        use crate::probe::{PortState, ReachErrorKind};
-        use crate::supervisor::{PowerState, VmLabelScheme};
-        use crate::workload::ApiState;
         display_is_json::<CellState>();
         display_is_json::<VerdictCode>();
         display_is_json::<FindingCode>();
@@ -149,5 +147,7 @@ mod tests {
         display_is_json::<PowerState>();
         display_is_json::<VmLabelScheme>();
         display_is_json::<ApiState>();
+        display_is_json::<ProvisioningStep>();
+        display_is_json::<JoinedBy>();
     }
 }

@@ -3,8 +3,6 @@
 //! the list is the order an admin should read them in (missing machines first: the article calls
 //! that "a separate issue").
 
-use serde::{Deserialize, Serialize};
-
 use super::network::{
     action_text, pairs_text, ports_text, rule_text, warning_text, NetworkAssessment,
 };
@@ -14,17 +12,7 @@ use crate::supervisor::{
 use crate::workload::{ApiState, WorkloadApi};
 
 #[derive(
-    Debug,
-    Clone,
-    Copy,
-    PartialEq,
-    Eq,
-    PartialOrd,
-    Ord,
-    Serialize,
-    Deserialize,
-    strum::Display,
-    strum::VariantArray,
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, strum::Display, strum::VariantArray,
 )]
 pub enum Severity {
     Error,
@@ -32,8 +20,7 @@ pub enum Severity {
 }
 
 /// One thing found wrong.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Finding {
     pub code: FindingCode,
     pub severity: Severity,
@@ -51,10 +38,9 @@ fn finding(code: FindingCode, severity: Severity, node: Option<&str>, message: S
     }
 }
 
-/// Finding codes of `status`: a JSON contract, scripts match on them (docs/output.md).
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, strum::Display, strum::VariantArray,
-)]
+/// Finding codes of `status`: scripts match on them (docs/output.md), as the report's
+/// `FindingCode`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, strum::Display, strum::VariantArray)]
 pub enum FindingCode {
     ControlPlaneNotFound,
     ControlPlaneMachinesMissing,

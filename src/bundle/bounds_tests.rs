@@ -265,10 +265,9 @@ fn the_largest_bundle_within_the_caps_is_read_once_in_bounded_time() {
     // reading the 100 MB again would double the test's time).
     let r = reports[0].as_ref().expect("the first cluster judged");
     assert_eq!(r.nodes.len(), CAPS.nodes);
-    assert!(r
-        .findings
-        .iter()
-        .any(|f| f.code == crate::analyse::FindingCode::ControlPlaneMachinesBeyondReplicas));
+    assert!(r.findings.iter().any(
+        |f| f.code == crate::report::v1alpha2::FindingCode::ControlPlaneMachinesBeyondReplicas
+    ));
 }
 
 fn small() -> (Vec<(String, Vec<u8>)>, Manifest) {

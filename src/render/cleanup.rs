@@ -5,6 +5,12 @@ use crate::report::{CleanupAction, CleanupReport};
 
 /// The same table for `-o table` and `-o wide`, never coloured.
 impl Tabular for CleanupReport {
+    type Document = Self;
+
+    fn document(&self) -> &Self {
+        self
+    }
+
     fn table(&self, _paint: Paint) -> String {
         cleanup_table(self)
     }

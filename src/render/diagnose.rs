@@ -4,10 +4,16 @@
 use super::{control_plane_cell, or_none, structured, Format, Lines, Paint, Tabular, Tone};
 use crate::analyse::matrix::{CellState, Matrix};
 use crate::error::Result;
-use crate::probe::output::{HealthOutcome, RuntimeQuery};
+use crate::report::v1alpha2::{HealthOutcome, RuntimeQuery};
 use crate::report::{DiagnoseReport, DiagnosedNode};
 
 impl Tabular for DiagnoseReport {
+    type Document = Self;
+
+    fn document(&self) -> &Self {
+        self
+    }
+
     fn table(&self, paint: Paint) -> String {
         diagnose_table(self, false, paint)
     }
@@ -187,7 +193,7 @@ fn diagnose_table(r: &DiagnoseReport, wide: bool, paint: Paint) -> String {
 /// `-o wide`: every node's own member list (its peer listener's `/members`), one row a member,
 /// so lists that differ stand side by side; a node whose list could not be read says why.
 fn members_table(out: &mut Lines, r: &DiagnoseReport) {
-    use crate::probe::output::QueryOutcome;
+    use crate::report::v1alpha2::QueryOutcome;
     let mut rows = Vec::new();
     let mut errors = Vec::new();
     for n in &r.nodes {
@@ -198,7 +204,7 @@ fn members_table(out: &mut Lines, r: &DiagnoseReport) {
                     rows.push(vec![
                         n.name.clone(),
                         or_none(p.members.cluster_id.as_deref()),
-                        or_none(m.id.map(|id| id.to_string()).as_deref()),
+                        or_none(m.id.as_deref()),
                         m.name.clone().unwrap_or_else(|| "<never started>".into()),
                         m.peer_urls.join(","),
                         if m.is_learner { "yes" } else { "no" }.into(),

@@ -9,15 +9,18 @@ use crate::report::{ListItem, ListReport, Summarized};
 
 /// A many-cluster list as printed: its JSON and YAML are the list's own; its tables are the
 /// summary and, with `detail` (no `--summary`), each unhealthy cluster's own tables after it.
-#[derive(Serialize)]
-#[serde(transparent)]
 pub struct Listed<'a, T> {
     pub list: &'a ListReport<T>,
-    #[serde(skip)]
     pub detail: bool,
 }
 
-impl<T: Summarized + Tabular> Tabular for Listed<'_, T> {
+impl<T: Summarized + Tabular + Serialize> Tabular for Listed<'_, T> {
+    type Document = ListReport<T>;
+
+    fn document(&self) -> &ListReport<T> {
+        self.list
+    }
+
     fn table(&self, paint: Paint) -> String {
         list_table(self.list, false, paint, self.detail)
     }

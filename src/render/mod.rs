@@ -63,8 +63,15 @@ impl Format {
     }
 }
 
-/// What `-o table` and `-o wide` print of a report; JSON and YAML are its serialization.
-pub trait Tabular: Serialize {
+/// What `-o table` and `-o wide` print of a report; JSON and YAML are its document's
+/// serialization.
+pub trait Tabular {
+    /// What `-o json|yaml` print: a report type of `report` (the report itself, or the list a
+    /// summary shows).
+    type Document: Serialize;
+
+    fn document(&self) -> &Self::Document;
+
     /// The report as tables and lines (`-o table`).
     fn table(&self, paint: Paint) -> String;
 
@@ -94,15 +101,24 @@ fn switch<R: Tabular>(report: &R, format: Format, paint: Paint, layout: Layout) 
     match (format, layout) {
         (Format::Table, _) => Ok(report.table(paint)),
         (Format::Wide, _) => Ok(report.wide(paint)),
-        (Format::Json, Layout::Document) => structured(report, Format::Json),
-        (Format::Json, Layout::Stream) => json_line(report),
-        (Format::Yaml, Layout::Document) => structured(report, Format::Yaml),
-        (Format::Yaml, Layout::Stream) => Ok(format!("---\n{}", structured(report, Format::Yaml)?)),
+        (Format::Json, Layout::Document) => structured(report.document(), Format::Json),
+        (Format::Json, Layout::Stream) => json_line(report.document()),
+        (Format::Yaml, Layout::Document) => structured(report.document(), Format::Yaml),
+        (Format::Yaml, Layout::Stream) => Ok(format!(
+            "---\n{}",
+            structured(report.document(), Format::Yaml)?
+        )),
     }
 }
 
 /// `version`: one line, `kubectl-etcdnet 0.1.0`.
 impl Tabular for VersionReport {
+    type Document = Self;
+
+    fn document(&self) -> &Self {
+        self
+    }
+
     fn table(&self, paint: Paint) -> String {
         let mut out = Lines::new(paint);
         out.line(format!("kubectl-etcdnet {}", self.version));
@@ -777,17 +793,18 @@ mod tests {
         // The strings without any stay as libyaml wrote them.
         assert!(yaml.contains("- plain 0\n"), "{yaml}");
 
-        // A tagged enum value and a report-like struct keep their shape.
-        #[derive(Serialize, serde::Deserialize, PartialEq, Debug)]
-        enum Kind {
-            Named { name: String },
-        }
-        let v = vec![Kind::Named {
-            name: format!("a{HIDDEN}"),
+        // A report's tagged enum value keeps its shape.
+        use crate::report::v1alpha2::IdentityProblem;
+        let v = vec![IdentityProblem::AmbiguousVm {
+            machine: format!("a{HIDDEN}"),
+            candidates: vec![HIDDEN.to_string()],
         }];
         let yaml = structured(&v, Format::Yaml).unwrap();
         assert_eq!(hidden(&yaml), Vec::<char>::new(), "{yaml}");
-        assert_eq!(serde_yaml_ng::from_str::<Vec<Kind>>(&yaml).unwrap(), v);
+        assert_eq!(
+            serde_yaml_ng::from_str::<Vec<IdentityProblem>>(&yaml).unwrap(),
+            v
+        );
     }
 
     /// The tokens' prefix is one no string of the report holds, found in one pass however many

@@ -1,17 +1,21 @@
 //! `status` as tables.
 
 use super::{control_plane_cell, count, or_none, Lines, Paint, Tabular, Tone, NONE};
-use crate::analyse::Severity;
+use crate::report::v1alpha2::{
+    ApiState, Condition, ControlPlaneNode, IdentityProblem, JoinedBy, RolloutPhase, Severity,
+};
 use crate::report::StatusReport;
 use std::time::SystemTime;
 
-use crate::supervisor::human_age;
-use crate::supervisor::{
-    seconds_since, Condition, ControlPlaneNode, IdentityProblem, JoinedBy, RolloutPhase,
-};
-use crate::workload::ApiState;
+use crate::supervisor::{human_age, seconds_since};
 
 impl Tabular for StatusReport {
+    type Document = Self;
+
+    fn document(&self) -> &Self {
+        self
+    }
+
     fn table(&self, paint: Paint) -> String {
         status_table(self, false, paint)
     }
@@ -328,7 +332,12 @@ mod tests {
             ),
             condition("EtcdPodHealthy", "True", "Running", ""),
         ];
-        StatusReport::new(facts(3, 2, nodes), api(ApiState::Reachable), vec![], 0)
+        StatusReport::new(
+            facts(3, 2, nodes),
+            api(crate::workload::ApiState::Reachable),
+            vec![],
+            0,
+        )
     }
 
     /// A rollout's Machines get their own lines, each with its phase and age; the table says
@@ -348,7 +357,12 @@ mod tests {
             machine_phase: None,
             waiting_for: ProvisioningStep::VirtualMachine,
         });
-        let r = StatusReport::new(facts(3, 3, nodes), api(ApiState::Reachable), vec![], 0);
+        let r = StatusReport::new(
+            facts(3, 3, nodes),
+            api(crate::workload::ApiState::Reachable),
+            vec![],
+            0,
+        );
         let now = humantime::parse_rfc3339("2025-06-03T09:06:10Z").unwrap();
         assert_eq!(
             rollout_lines(&r, now),
@@ -384,7 +398,12 @@ mod tests {
         let vm = nodes[2].vm.as_mut().unwrap();
         vm.refused_ip = Some("127.0.0.1".parse().unwrap());
         vm.ip = None;
-        let r = StatusReport::new(facts(3, 3, nodes), api(ApiState::Reachable), vec![], 0);
+        let r = StatusReport::new(
+            facts(3, 3, nodes),
+            api(crate::workload::ApiState::Reachable),
+            vec![],
+            0,
+        );
         let wide = status_table(&r, true, Paint { on: false });
         let row = |name: &str| {
             wide.lines()

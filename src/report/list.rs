@@ -11,16 +11,22 @@ use crate::error::{Error, EXIT_OK};
 
 /// A cluster of a many-cluster run that gave no report: what went wrong, as the single-cluster
 /// run would have said it, and the exit code it would have had.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ClusterFailure {
+    /// `etcdnet.kubectl.io/v1alpha2`.
     pub api_version: String,
     /// Always `ClusterError`.
     pub kind: String,
+    /// The cluster's vSphere Namespace.
     pub namespace: String,
+    /// The cluster's name.
     pub cluster: String,
+    /// What went wrong, as the single-cluster run would have said it.
     pub message: String,
+    /// The exit code the single-cluster run would have had.
     pub exit_code: i32,
+    /// How long the cluster took.
     #[serde(default)]
     pub duration_ms: u64,
 }
@@ -46,10 +52,12 @@ impl ClusterFailure {
 
 /// One cluster's item: its report, or why there is none. Untagged: the item's own `kind` says
 /// which (`DiagnoseReport`/`StatusReport` or `ClusterError`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(untagged)]
 pub enum ListItem<T> {
+    /// The cluster's report.
     Report(T),
+    /// Why the cluster has no report.
     Failed(ClusterFailure),
 }
 
@@ -166,27 +174,33 @@ impl<T: Summarized> ListItem<T> {
 }
 
 /// How a many-cluster run ended.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ListResult {
     /// The worst of the clusters' exit codes (0 with no cluster at all).
     pub exit_code: i32,
+    /// Clusters looked at.
     pub clusters: usize,
     /// Clusters whose own exit code is 0.
     pub healthy: usize,
     /// Clusters that gave no report (`ClusterError` items).
     pub failed: usize,
+    /// How long the run took.
     pub duration_ms: u64,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+/// A many-cluster run's report: the per-cluster reports, worst first.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ListReport<T> {
+    /// `etcdnet.kubectl.io/v1alpha2`.
     pub api_version: String,
+    /// `StatusReportList` or `DiagnoseReportList`.
     pub kind: String,
     /// Worst first: by exit code (3 could not complete, 2 configuration, 1 problem found, 0),
     /// then namespace and cluster.
     pub items: Vec<ListItem<T>>,
+    /// How the run ended.
     pub result: ListResult,
 }
 

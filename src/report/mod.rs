@@ -5,6 +5,7 @@
 mod evidence;
 mod list;
 pub mod schema;
+pub mod v1alpha2;
 pub mod watch;
 
 use serde::{Deserialize, Serialize};
@@ -13,11 +14,15 @@ pub use evidence::Evidence;
 pub use list::{ClusterFailure, ListItem, ListReport, ListResult, Summarized, SummaryRow};
 
 use crate::analyse::verdict::{Diagnosis, VerdictCode};
-use crate::analyse::{network_findings, Finding, NetworkAssessment, Severity};
+use crate::analyse::{self, network_findings, NetworkAssessment};
 use crate::error::{EXIT_INCOMPLETE, EXIT_OK, EXIT_PROBLEM};
 use crate::probe::NodeReport;
-use crate::supervisor::{ApiVersions, ClusterFacts, ClusterInfo, ControlPlaneNode, KcpInfo};
-use crate::workload::{ApiState, WorkloadApi};
+use crate::supervisor::{self, ClusterFacts};
+use crate::workload;
+use v1alpha2::{
+    ApiState, ApiVersions, ClusterInfo, ControlPlaneNode, Finding, Severity, WorkloadApi,
+};
+pub use v1alpha2::{ControlPlaneSummary, DiagnosedNode};
 
 /// v1alpha2 (0.2.0): log findings count the `--since` window only (history apart), and the
 /// verdicts read the present; v1alpha1 documents had the whole log counted.
@@ -25,29 +30,36 @@ pub const API_VERSION: &str = "etcdnet.kubectl.io/v1alpha2";
 
 /// What every report about one cluster starts with: which schema, and which cluster as the
 /// Supervisor sees it. Flattened into the reports, so the JSON has these fields at the top.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ReportHeader {
+    /// `etcdnet.kubectl.io/v1alpha2`.
     pub api_version: String,
+    /// The report's kind: `StatusReport`, `DiagnoseReport`.
     pub kind: String,
+    /// The Supervisor's kubeconfig context.
     pub context: String,
+    /// The vSphere Namespace of the cluster.
     pub namespace: String,
+    /// The Cluster object.
     pub cluster: ClusterInfo,
+    /// The API versions discovery chose.
     pub apis: ApiVersions,
+    /// The control plane in numbers, and its KCP.
     pub control_plane: ControlPlaneSummary,
 }
 
 impl ReportHeader {
     /// The header of a `kind` report on `facts`, and the nodes the facts hold.
-    fn of(kind: &str, facts: ClusterFacts) -> (ReportHeader, Vec<ControlPlaneNode>) {
+    fn of(kind: &str, facts: ClusterFacts) -> (ReportHeader, Vec<supervisor::ControlPlaneNode>) {
         let header = ReportHeader {
             api_version: API_VERSION.into(),
             kind: kind.into(),
-            control_plane: ControlPlaneSummary::of(&facts),
+            control_plane: ControlPlaneSummary::from(&facts),
             context: facts.context,
             namespace: facts.namespace,
-            cluster: facts.cluster,
-            apis: facts.apis,
+            cluster: facts.cluster.into(),
+            apis: facts.apis.into(),
         };
         (header, facts.nodes)
     }
@@ -68,31 +80,8 @@ pub struct StatusReport {
     pub result: RunResult,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ControlPlaneSummary {
-    /// KCP `spec.replicas`; absent without a KCP.
-    pub desired: Option<i64>,
-    pub machines: usize,
-    pub virtual_machines: usize,
-    pub kcp: Option<KcpInfo>,
-    pub kcp_missing_reason: Option<String>,
-}
-
-impl ControlPlaneSummary {
-    pub fn of(facts: &ClusterFacts) -> Self {
-        ControlPlaneSummary {
-            desired: facts.desired(),
-            machines: facts.machines_present(),
-            virtual_machines: facts.vms_present(),
-            kcp: facts.kcp.clone(),
-            kcp_missing_reason: facts.kcp_missing_reason.clone(),
-        }
-    }
-}
-
 /// How the run ended, and the exit code it maps to.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct RunResult {
     /// No finding at all but an object's own claim ([`crate::analyse::FindingCode::counts`]).
@@ -110,15 +99,17 @@ pub struct RunResult {
 impl StatusReport {
     pub fn new(
         facts: ClusterFacts,
-        workload_api: WorkloadApi,
-        findings: Vec<Finding>,
+        workload_api: workload::WorkloadApi,
+        findings: Vec<analyse::Finding>,
         duration_ms: u64,
     ) -> Self {
         let (header, nodes) = ReportHeader::of("StatusReport", facts);
+        let workload_api = WorkloadApi::from(workload_api);
+        let findings = v1alpha2::all(findings);
         let result = RunResult::of(&workload_api, &findings, duration_ms);
         StatusReport {
             header,
-            nodes,
+            nodes: v1alpha2::all(nodes),
             workload_api,
             result,
             findings,
@@ -130,7 +121,8 @@ impl StatusReport {
     /// counted again. None (no NSX group served) leaves the report as it is.
     pub fn with_network(mut self, network: Option<NetworkAssessment>) -> Self {
         if let Some(a) = network {
-            self.findings.extend(network_findings(&a));
+            self.findings
+                .extend(network_findings(&a).into_iter().map(Finding::from));
             self.result =
                 RunResult::of(&self.workload_api, &self.findings, self.result.duration_ms);
             self.network_policy = Some(a);
@@ -173,8 +165,11 @@ impl RunResult {
 #[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct VersionReport {
+    /// `etcdnet.kubectl.io/v1alpha2`.
     pub api_version: String,
+    /// Always `Version`.
     pub kind: String,
+    /// The plugin's version.
     pub version: String,
 }
 
@@ -189,42 +184,26 @@ impl VersionReport {
 }
 
 /// How the nodes were reached, and why that route.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct RouteInfo {
     /// `pod`, `jumpbox` or `ssh`.
     pub name: String,
+    /// Why that route.
     pub reason: String,
 }
 
-/// One control-plane node in a diagnosis: what the Supervisor knows and what its probe said.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct DiagnosedNode {
-    pub name: String,
-    pub ip: Option<std::net::IpAddr>,
-    pub machine: Option<crate::supervisor::MachineInfo>,
-    pub vm: Option<crate::supervisor::VmInfo>,
-    pub reached: bool,
-    /// Why the node could not be probed.
-    pub error: Option<crate::probe::ReachError>,
-    /// The probe's output, without the raw etcd log text (its findings are in `logs`).
-    pub probe: Option<crate::probe::ProbeOutput>,
-    /// The VM's 22, 2379, 2380 and 6443 as the Supervisor saw them (jumpbox route; else empty).
-    pub supervisor_reach: Vec<crate::probe::PortReach>,
-    /// The ssh host key the node presented (jumpbox and ssh routes, once ssh got that far).
-    /// Absent, not null, otherwise: a pod-route report is what it was before the field existed.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub host_key: Option<crate::probe::HostKey>,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+/// How a diagnosis ended, and the exit code it maps to.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct DiagnoseResult {
+    /// 0 Healthy, 1 any other verdict, 3 when no node at all could be probed.
     pub exit_code: i32,
-    /// Nodes probed / nodes in the control plane.
+    /// Nodes probed.
     pub nodes_reached: usize,
+    /// Nodes in the control plane.
     pub nodes_total: usize,
+    /// How long the run took.
     pub duration_ms: u64,
 }
 
@@ -256,8 +235,8 @@ impl DiagnoseReport {
     /// diagnosis could not be made).
     pub fn new(
         facts: ClusterFacts,
-        workload_api: WorkloadApi,
-        findings: Vec<Finding>,
+        workload_api: workload::WorkloadApi,
+        findings: Vec<analyse::Finding>,
         route: RouteInfo,
         reports: Vec<NodeReport>,
         diagnosis: Diagnosis,
@@ -288,20 +267,20 @@ impl DiagnoseReport {
                 DiagnosedNode {
                     name: r.name,
                     ip: r.ip,
-                    machine: known.and_then(|n| n.machine.clone()),
-                    vm: known.and_then(|n| n.vm.clone()),
+                    machine: known.and_then(|n| n.machine.clone()).map(Into::into),
+                    vm: known.and_then(|n| n.vm.clone()).map(Into::into),
                     reached: probe.is_some(),
-                    error,
-                    probe,
-                    supervisor_reach,
-                    host_key,
+                    error: error.map(Into::into),
+                    probe: probe.map(Into::into),
+                    supervisor_reach: v1alpha2::all(supervisor_reach),
+                    host_key: host_key.map(Into::into),
                 }
             })
             .collect::<Vec<_>>();
         DiagnoseReport {
             header,
-            workload_api,
-            findings,
+            workload_api: workload_api.into(),
+            findings: v1alpha2::all(findings),
             network_policy: None,
             route,
             result: DiagnoseResult {
@@ -323,7 +302,8 @@ impl DiagnoseReport {
     /// the verdict's). None leaves the report as it is.
     pub fn with_network(mut self, network: Option<NetworkAssessment>) -> Self {
         if let Some(a) = network {
-            self.findings.extend(network_findings(&a));
+            self.findings
+                .extend(network_findings(&a).into_iter().map(Finding::from));
             self.network_policy = Some(a);
         }
         self
@@ -336,9 +316,13 @@ impl DiagnoseReport {
 pub struct CleanupItem {
     /// `supervisor`, or the workload cluster's name.
     pub cluster: String,
+    /// The pod's namespace.
     pub namespace: String,
+    /// The pod's name.
     pub name: String,
+    /// The pod's age.
     pub age_seconds: Option<u64>,
+    /// What `cleanup` did with it.
     pub action: CleanupAction,
 }
 
@@ -349,8 +333,11 @@ pub struct CleanupItem {
 #[serde(into = "String", from = "String")]
 #[schemars(with = "String")]
 pub enum CleanupAction {
+    /// `deleted`.
     Deleted,
+    /// `would delete` (dry run).
     WouldDelete,
+    /// `kept` (younger than --older-than).
     Kept,
     /// Neither finished nor past its deadline: possibly another admin's run in progress, so
     /// only `--all` deletes it.
@@ -397,11 +384,15 @@ impl From<String> for CleanupAction {
     }
 }
 
+/// `cleanup -o json|yaml`: the pods found and what was done with them.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct CleanupReport {
+    /// `etcdnet.kubectl.io/v1alpha2`.
     pub api_version: String,
+    /// Always `CleanupReport`.
     pub kind: String,
+    /// The pods found.
     pub items: Vec<CleanupItem>,
     /// Where we could not look (e.g. the workload API is down), one line each.
     pub skipped: Vec<String>,
@@ -440,7 +431,7 @@ mod tests {
         let nodes = vec![node(1, PowerState::PoweredOn, true, "Running")];
         let plain = StatusReport::new(
             facts(1, 1, nodes.clone()),
-            api(ApiState::Reachable),
+            api(crate::workload::ApiState::Reachable),
             vec![],
             7,
         );

@@ -1,14 +1,10 @@
 //! The values the find stage hands on: what the Supervisor knows about one workload cluster.
-//! They are part of the JSON/YAML report, hence serde with camelCase names.
+//! The reports print them as `report::v1alpha2`'s types, built from these.
 
 use std::net::IpAddr;
 use std::time::SystemTime;
 
-use serde::{Deserialize, Serialize};
-
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, strum::Display, strum::VariantArray,
-)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, strum::Display, strum::VariantArray)]
 pub enum PowerState {
     PoweredOn,
     PoweredOff,
@@ -18,10 +14,7 @@ pub enum PowerState {
 
 /// Which labels found the control-plane VMs: `capv.vmware.com/*`, or the `capw.vmware.com/*` of
 /// older Supervisors.
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, strum::Display, strum::VariantArray,
-)]
-#[serde(rename_all = "lowercase")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, strum::Display, strum::VariantArray)]
 #[strum(serialize_all = "lowercase")]
 pub enum VmLabelScheme {
     Capv,
@@ -29,8 +22,7 @@ pub enum VmLabelScheme {
 }
 
 /// The API versions discovery chose (the server's preferred ones).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ApiVersions {
     pub virtual_machine: String,
     pub cluster: String,
@@ -41,18 +33,15 @@ pub struct ApiVersions {
     pub vm_labels: Option<VmLabelScheme>,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ClusterInfo {
     pub name: String,
     pub phase: Option<String>,
     pub control_plane_endpoint: Option<String>,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Condition {
-    #[serde(rename = "type")]
     pub kind: String,
     pub status: String,
     pub reason: Option<String>,
@@ -63,7 +52,6 @@ pub struct Condition {
     /// the Supervisor last changed its mind, so a report can say how old its word is. Required
     /// in both shapes (CAPI's `clusterv1.Condition` and `metav1.Condition`); absent when a
     /// served object leaves it out. Not in the JSON when absent.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_transition_time: Option<String>,
 }
 
@@ -75,8 +63,7 @@ impl Condition {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct KcpInfo {
     pub name: String,
     pub api_version: String,
@@ -131,15 +118,13 @@ pub fn human_age(secs: u64) -> String {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MachineAddress {
-    #[serde(rename = "type")]
     pub kind: String,
     pub address: String,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MachineInfo {
     pub name: String,
     pub phase: Option<String>,
@@ -152,11 +137,9 @@ pub struct MachineInfo {
     /// The KCP's `EtcdMemberHealthy` and `EtcdPodHealthy` conditions on this Machine (the
     /// newer, metav1 shape where both are written). Reports captured before they were read
     /// have none.
-    #[serde(default)]
     pub etcd_conditions: Vec<Condition>,
     /// Where the Machine is in a rollout, when it is being created or deleted (see
     /// [`RolloutPhase`]). Not in the JSON for a Machine that is simply there.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rollout: Option<RolloutPhase>,
 }
 
@@ -179,21 +162,17 @@ pub struct MachineInfo {
 /// "machinePhase": "Deleting"}` or `{"phase": "Provisioning", "since": "<creationTimestamp>",
 /// "machinePhase": "Provisioning", "waitingFor": "IpAddress"}` (`waitingFor`:
 /// [`ProvisioningStep`]'s variant names).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "phase")]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum RolloutPhase {
     Deleting {
         /// `metadata.deletionTimestamp` (RFC 3339); None when only the phase says so.
         since: Option<String>,
-        #[serde(rename = "machinePhase")]
         machine_phase: Option<String>,
     },
     Provisioning {
         /// `metadata.creationTimestamp` (RFC 3339): how long it has been on its way.
         since: Option<String>,
-        #[serde(rename = "machinePhase")]
         machine_phase: Option<String>,
-        #[serde(rename = "waitingFor")]
         waiting_for: ProvisioningStep,
     },
 }
@@ -222,9 +201,7 @@ impl RolloutPhase {
 /// (vm-operator creates it for the VSphereMachine), power (`status.powerState` PoweredOn), an
 /// address (`status.network.primaryIP4`/`primaryIP6`, v1alpha1 `status.vmIp`), then kubeadm's
 /// join, after which CAPI sets `status.nodeRef`.
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, strum::Display, strum::VariantArray,
-)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, strum::Display, strum::VariantArray)]
 pub enum ProvisioningStep {
     VirtualMachine,
     PowerOn,
@@ -244,8 +221,7 @@ impl ProvisioningStep {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct VmInfo {
     pub name: String,
     pub ip: Option<IpAddr>,
@@ -257,7 +233,6 @@ pub struct VmInfo {
     /// The address the VM reports when it is none the plugin may send anything to (loopback,
     /// link-local, multicast...: [`super::address::refusal`]); `ip` is then None. Not in the
     /// JSON when absent.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub refused_ip: Option<IpAddr>,
 }
 
@@ -270,9 +245,7 @@ impl VmInfo {
 }
 
 /// How a node's VirtualMachine was found for its Machine (`nodes[].join.by`).
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, strum::Display, strum::VariantArray,
-)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, strum::Display, strum::VariantArray)]
 pub enum JoinedBy {
     /// The VM is controller-owned (`controller: true`) by the uid of the Machine's
     /// VSphereMachine: read from the VSphereMachine, else from the Machine's
@@ -299,8 +272,7 @@ impl JoinedBy {
 
 /// Why a node is never probed: who it is could not be established (`nodes[].join.problem`,
 /// tagged by `kind`). Each is a finding.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all_fields = "camelCase")]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum IdentityProblem {
     /// A Machine with the cluster's control-plane labels that is not controller-owned by the
     /// uid of the cluster's KubeadmControlPlane. Such a row has no `machine` (it is no Machine of
@@ -325,19 +297,15 @@ pub enum IdentityProblem {
 }
 
 /// How a node's Machine and VM were put together (`nodes[].join`).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Join {
     /// Absent when the row lacks a Machine or a VM.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub by: Option<JoinedBy>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub problem: Option<IdentityProblem>,
 }
 
 /// One control-plane node: a Machine and its VM, either of which may be missing.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ControlPlaneNode {
     /// The Machine's name, or the VM's when there is no Machine.
     pub name: String,
@@ -345,7 +313,6 @@ pub struct ControlPlaneNode {
     pub vm: Option<VmInfo>,
     /// How Machine and VM were joined, and what makes the node no target. Reports from before
     /// it have none.
-    #[serde(default)]
     pub join: Join,
 }
 
@@ -368,8 +335,7 @@ impl ControlPlaneNode {
 }
 
 /// Everything the Supervisor says about one workload cluster's control plane.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ClusterFacts {
     pub context: String,
     pub namespace: String,
@@ -382,11 +348,9 @@ pub struct ClusterFacts {
     /// Machines carrying the control-plane label beyond what is probed (the KCP's replicas plus
     /// a surplus, [`super::targets`]), by name, in the order they ranked: never probed, not among
     /// `nodes`. Empty when every labelled Machine is there.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub machines_beyond_replicas: Vec<String>,
     /// The Cluster's `spec.controlPlaneEndpoint`, parsed: the only server a kubeconfig from the
     /// cluster's secret may point at (reports show it as `cluster.controlPlaneEndpoint`).
-    #[serde(skip)]
     pub endpoint: Option<Endpoint>,
 }
 

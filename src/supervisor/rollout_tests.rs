@@ -4,8 +4,6 @@
 
 use std::time::{Duration, SystemTime};
 
-use serde_json::{json, Value};
-
 use super::*;
 
 /// Cluster tkc-prod of `set` (a v1beta1/v1alpha3 set), as the plugin reads it.
@@ -131,40 +129,6 @@ fn a_provisioning_machine_without_an_address() {
     assert_eq!(f.kcp_rollout(), None, "3 replicas for 3, all up to date");
 }
 
-/// JSON: the phase is a tag beside its fields; a Machine at rest has no `rollout` key, and a
-/// report written before the field reads back.
-#[test]
-fn rollout_json() {
-    let f = facts("rollout-scale-up");
-    let v = serde_json::to_value(&f.nodes).unwrap();
-    let k8d5n = v
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|n| n["name"] == "tkc-prod-7xk2p-k8d5n")
-        .unwrap();
-    assert_eq!(
-        k8d5n["machine"]["rollout"],
-        json!({"phase": "Provisioning", "since": "2025-06-03T08:30:00Z",
-               "machinePhase": "Provisioning", "waitingFor": "PowerOn"})
-    );
-    let first = &v[0]["machine"];
-    assert!(first.get("rollout").is_none(), "{first}");
-    assert_eq!(
-        first["etcdConditions"][0]["lastTransitionTime"],
-        "2025-06-01T12:00:00Z"
-    );
-    let back: Vec<ControlPlaneNode> = serde_json::from_value(v).unwrap();
-    assert_eq!(back, f.nodes);
-    let mut old = serde_json::to_value(&f.nodes[0]).unwrap();
-    old["machine"]
-        .as_object_mut()
-        .unwrap()
-        .remove("etcdConditions");
-    let read: ControlPlaneNode = serde_json::from_value(old).unwrap();
-    assert_eq!(read.rollout(), None);
-}
-
 #[test]
 fn ages() {
     let t = humantime::parse_rfc3339("2025-06-03T09:02:00Z").unwrap();
@@ -187,17 +151,4 @@ fn ages() {
     assert_eq!(member.age_seconds(at + Duration::from_secs(240)), Some(240));
     assert_eq!(seconds_since("yesterday", SystemTime::now()), None);
     assert_eq!(seconds_since("", SystemTime::now()), None);
-}
-
-/// As every enum a user sees: its text is its JSON (the words are `describe`'s).
-#[test]
-fn provisioning_step_reads_as_its_json() {
-    use strum::VariantArray;
-    for step in ProvisioningStep::VARIANTS {
-        assert_eq!(
-            serde_json::to_value(step).unwrap(),
-            Value::String(step.to_string())
-        );
-        assert!(!step.describe().is_empty());
-    }
 }

@@ -78,7 +78,11 @@ const FOLDERS: &[(&str, &[&[&str]])] = &[
             &["network"],
         ],
     ),
-    ("report", &[&["schema"], &["watch"], &["evidence", "list"]]),
+    (
+        "report",
+        &[&["schema"], &["watch"], &["evidence", "list"], &["v1alpha2"]],
+    ),
+    ("report::v1alpha2", &[&["cluster"], &["node"]]),
     (
         "analyse",
         &[

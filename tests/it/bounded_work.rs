@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use common::article::*;
 use common::tarball::{entries, write_entries};
 use common::*;
-use etcdnet::analyse::FindingCode;
+use etcdnet::report::v1alpha2::FindingCode;
 use serde_json::{json, Value};
 
 /// Labelled Machines added to the article's three: 37 + 3 = 40, for a KCP that wants 3.

@@ -4,8 +4,8 @@
 use crate::common;
 use common::article::*;
 use common::*;
-use etcdnet::probe::ReachErrorKind;
-use etcdnet::workload::ApiState;
+use etcdnet::report::v1alpha2::ApiState;
+use etcdnet::report::v1alpha2::ReachErrorKind;
 use serde_json::Value;
 
 #[test]

@@ -17,9 +17,9 @@ use crate::common;
 use std::collections::BTreeSet;
 
 use common::*;
-use etcdnet::analyse::FindingCode;
+use etcdnet::report::v1alpha2::FindingCode;
+use etcdnet::report::v1alpha2::{IdentityProblem, JoinedBy};
 use etcdnet::report::StatusReport;
-use etcdnet::supervisor::{IdentityProblem, JoinedBy};
 use serde_json::Value;
 
 const SET: &str = "hostile-identity";

@@ -17,9 +17,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use common::*;
-use etcdnet::analyse::FindingCode;
+use etcdnet::report::v1alpha2::ApiState;
+use etcdnet::report::v1alpha2::FindingCode;
 use etcdnet::report::StatusReport;
-use etcdnet::workload::ApiState;
 
 const SET: &str = "healthy-v1alpha3";
 const NS: &str = "ns-prod";

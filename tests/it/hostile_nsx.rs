@@ -33,7 +33,7 @@ use crate::bundle::analyse_offline;
 use common::article::{rogue_vm, CLUSTER, CP, NS};
 use common::nsx::{self, cp_policy, cp_vms, network_policy, tcp, tcp_range};
 use common::*;
-use etcdnet::analyse::{FindingCode, Severity};
+use etcdnet::report::v1alpha2::{FindingCode, Severity};
 use etcdnet::report::{DiagnoseReport, StatusReport};
 use serde_json::{json, Value};
 

@@ -8,7 +8,7 @@ use crate::common;
 
 use common::article::*;
 use common::*;
-use etcdnet::analyse::FindingCode;
+use etcdnet::report::v1alpha2::FindingCode;
 use serde_json::Value;
 
 const ROGUE_IP_PREFIX: &str = "198.18.0.";

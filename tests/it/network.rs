@@ -6,7 +6,7 @@
 use crate::common;
 
 use common::*;
-use etcdnet::analyse::FindingCode;
+use etcdnet::report::v1alpha2::FindingCode;
 
 const NS: &str = "ns-prod";
 const CLUSTER: &str = "tkc-prod";
@@ -244,7 +244,10 @@ fn a_forged_nsx_error_annotation_never_changes_the_exit_code() {
         .collect();
     assert_eq!(claims.len(), 1, "{:#?}", report.findings);
     let m = &claims[0].message;
-    assert_eq!(claims[0].severity, etcdnet::analyse::Severity::Warning);
+    assert_eq!(
+        claims[0].severity,
+        etcdnet::report::v1alpha2::Severity::Warning
+    );
     assert!(m.contains("the object's own claim"), "{m}");
     assert!(m.contains("NetworkPolicy forged"), "{m}");
     // JSON escapes the editor's controls (the renderers make the table's text visible).

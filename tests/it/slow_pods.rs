@@ -80,7 +80,11 @@ fn only_the_timeout_ends_the_wait() {
     );
     for node in &report.nodes {
         let e = node.error.as_ref().expect("not reached");
-        assert_eq!(e.kind, etcdnet::probe::ReachErrorKind::Timeout, "{e:?}");
+        assert_eq!(
+            e.kind,
+            etcdnet::report::v1alpha2::ReachErrorKind::Timeout,
+            "{e:?}"
+        );
         assert!(e.message.contains("still Pending"), "{}", e.message);
     }
     assert!(env.supervisor.existing_pods().is_empty());

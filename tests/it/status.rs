@@ -6,12 +6,12 @@ use crate::common;
 use std::time::{Duration, Instant};
 
 use common::*;
-use etcdnet::analyse::FindingCode;
-use etcdnet::report::StatusReport;
-use etcdnet::supervisor::{
+use etcdnet::report::v1alpha2::ApiState;
+use etcdnet::report::v1alpha2::FindingCode;
+use etcdnet::report::v1alpha2::{
     ControlPlaneNode, PowerState, ProvisioningStep, RolloutPhase, VmLabelScheme,
 };
-use etcdnet::workload::ApiState;
+use etcdnet::report::StatusReport;
 use serde_json::Value;
 
 fn status_json(env: &Env, cluster: &str, ns: &str) -> (Run, StatusReport) {

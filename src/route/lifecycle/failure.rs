@@ -1,13 +1,11 @@
 //! Why a probe pod gave no usable log: the failures of one pod's run, how a failed request is
 //! read (a refusal, worth resuming, or neither), and each failure as the line a report shows.
 
-use serde::{Deserialize, Serialize};
-
 use crate::error::KubeErrorExt;
 use crate::probe::{ReachError, ReachErrorKind};
 
 /// Why a probe pod gave no usable log. The messages are one line and say what to do.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum PodFailure {
     /// Pod Security admission (or another admission webhook) refused the pod.
     Rejected(String),

@@ -103,7 +103,7 @@ pub fn lab_members(lab: &Lab) -> BTreeSet<MemberRow> {
 /// Every node of `nodes` read its own member list (`probe.members`), and each is what the lab's
 /// etcdctl lists: the same IDs (hex), names, URLs and learner flags.
 pub fn assert_lists_are_the_labs(report: &DiagnoseReport, lab: &Lab, nodes: &[&str]) {
-    use etcdnet::probe::output::QueryOutcome;
+    use etcdnet::report::v1alpha2::QueryOutcome;
     let want = lab_members(lab);
     for name in nodes {
         let n = report
@@ -127,7 +127,7 @@ pub fn assert_lists_are_the_labs(report: &DiagnoseReport, lab: &Lab, nodes: &[&s
             .iter()
             .map(|m| {
                 (
-                    m.id.map(|id| id.to_string()).unwrap_or_default(),
+                    m.id.clone().unwrap_or_default(),
                     m.name.clone(),
                     m.peer_urls.clone(),
                     m.client_urls.clone(),

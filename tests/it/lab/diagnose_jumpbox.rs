@@ -13,8 +13,8 @@ use std::time::{Duration, Instant};
 
 use common::*;
 use etcdnet::analyse::verdict::VerdictCode;
-use etcdnet::probe::{PortReach, PortState, ReachErrorKind};
-use etcdnet::workload::ApiState;
+use etcdnet::report::v1alpha2::ApiState;
+use etcdnet::report::v1alpha2::{PortReach, PortState, ReachErrorKind};
 use etcdnet_lab::{Fault, Lab};
 
 use common::article::*;

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use common::*;
 use etcdnet::analyse::matrix::CellState;
 use etcdnet::analyse::verdict::VerdictCode;
-use etcdnet::probe::ReachErrorKind;
+use etcdnet::report::v1alpha2::ReachErrorKind;
 use etcdnet::report::DiagnoseReport;
 use etcdnet_lab::{Fault, Lab};
 

@@ -19,9 +19,9 @@ use std::time::{Duration, Instant};
 use common::article::{CP, NS};
 use etcdnet::analyse::verdict::VerdictCode;
 use etcdnet::probe::etcdlog::LogKind;
-use etcdnet::probe::output::HealthOutcome;
+use etcdnet::report::v1alpha2::HealthOutcome;
+use etcdnet::report::v1alpha2::{ProvisioningStep, RolloutPhase};
 use etcdnet::report::DiagnoseReport;
-use etcdnet::supervisor::{ProvisioningStep, RolloutPhase};
 use etcdnet_lab::{EtcdVersion, KubeletConfig};
 use members::*;
 
