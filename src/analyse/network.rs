@@ -82,15 +82,19 @@ impl NetworkAssessment {
 
     /// `securitypolicies.crd.nsx.vmware.com 5, subnetports.crd.nsx.vmware.com 3, ...`.
     pub fn read_text(&self) -> String {
-        if self.read.is_empty() {
-            return "nothing".to_string();
-        }
-        self.read
-            .iter()
-            .map(|r| format!("{} {}", r.resource, r.count))
-            .collect::<Vec<_>>()
-            .join(", ")
+        read_text(&self.read)
     }
+}
+
+/// What was read, `securitypolicies.crd.nsx.vmware.com 5, ...`, or `nothing`.
+pub fn read_text(read: &[ReadCount]) -> String {
+    if read.is_empty() {
+        return "nothing".to_string();
+    }
+    read.iter()
+        .map(|r| format!("{} {}", r.resource, r.count))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// The evaluation's input from the objects read: the Namespace's labels (its name label

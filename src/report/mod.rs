@@ -4,6 +4,7 @@
 
 mod evidence;
 mod list;
+pub mod v1alpha2;
 pub mod watch;
 
 use serde::{Deserialize, Serialize};
@@ -63,7 +64,7 @@ pub struct StatusReport {
     /// The cluster's network and its SecurityPolicies against the control-plane VMs: only when
     /// the Supervisor serves an NSX group (absent otherwise, so a report is what it was).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub network_policy: Option<NetworkAssessment>,
+    pub network_policy: Option<v1alpha2::NetworkAssessment>,
     pub result: RunResult,
 }
 
@@ -132,7 +133,7 @@ impl StatusReport {
             self.findings.extend(network_findings(&a));
             self.result =
                 RunResult::of(&self.workload_api, &self.findings, self.result.duration_ms);
-            self.network_policy = Some(a);
+            self.network_policy = Some(a.into());
         }
         self
     }
@@ -239,13 +240,13 @@ pub struct DiagnoseReport {
     pub findings: Vec<Finding>,
     /// As in `StatusReport`: only when the Supervisor serves an NSX group.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub network_policy: Option<NetworkAssessment>,
+    pub network_policy: Option<v1alpha2::NetworkAssessment>,
     pub route: RouteInfo,
     pub nodes: Vec<DiagnosedNode>,
     /// Port 2379, then 2380.
-    pub matrices: Vec<crate::analyse::matrix::Matrix>,
-    pub logs: Vec<crate::analyse::verdict::NodeLogs>,
-    pub verdict: crate::analyse::verdict::Verdict,
+    pub matrices: Vec<v1alpha2::Matrix>,
+    pub logs: Vec<v1alpha2::NodeLogs>,
+    pub verdict: v1alpha2::Verdict,
     pub result: DiagnoseResult,
 }
 
@@ -310,9 +311,9 @@ impl DiagnoseReport {
                 duration_ms,
             },
             nodes,
-            matrices: diagnosis.matrices,
-            logs: diagnosis.logs,
-            verdict: diagnosis.verdict,
+            matrices: diagnosis.matrices.into_iter().map(Into::into).collect(),
+            logs: diagnosis.logs.into_iter().map(Into::into).collect(),
+            verdict: diagnosis.verdict.into(),
         }
     }
 }
@@ -323,7 +324,7 @@ impl DiagnoseReport {
     pub fn with_network(mut self, network: Option<NetworkAssessment>) -> Self {
         if let Some(a) = network {
             self.findings.extend(network_findings(&a));
-            self.network_policy = Some(a);
+            self.network_policy = Some(a.into());
         }
         self
     }

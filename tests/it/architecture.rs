@@ -78,7 +78,11 @@ const FOLDERS: &[(&str, &[&[&str]])] = &[
             &["network"],
         ],
     ),
-    ("report", &[&["watch"], &["evidence", "list"]]),
+    (
+        "report",
+        &[&["watch"], &["evidence", "list"], &["v1alpha2"]],
+    ),
+    ("report::v1alpha2", &[&["analysis", "network"]]),
     (
         "analyse",
         &[

@@ -4,8 +4,8 @@
 use crate::common;
 use common::article::*;
 use common::*;
-use etcdnet::analyse::verdict::VerdictCode;
 use etcdnet::probe::{PortState, ReachErrorKind};
+use etcdnet::report::v1alpha2::VerdictCode;
 
 /// Three VMs, one pod, on a Supervisor whose vSphere Pods are scripted (no lab): the pod's log
 /// holds every VM's section and each node is reached from it.

@@ -9,8 +9,8 @@ use crate::common;
 use std::path::Path;
 
 use common::*;
-use etcdnet::analyse::verdict::VerdictCode;
 use etcdnet::analyse::FindingCode;
+use etcdnet::report::v1alpha2::VerdictCode;
 use etcdnet::report::StatusReport;
 
 // The nsx sets hold the article's cluster (the objects of healthy-v1alpha3).

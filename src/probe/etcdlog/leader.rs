@@ -121,14 +121,14 @@ pub fn clock(ts: &str) -> &str {
 }
 
 /// A member ID as the name of the node whose log says it is that member (`local-member-id`),
-/// else the ID itself. `members` is (node, summary) of every log read.
+/// else the ID itself. `members` is (node, its log's `local_member_id`) of every log read.
 pub fn member_name<'a, I>(members: I, id: &str) -> String
 where
-    I: IntoIterator<Item = (&'a str, &'a super::LogSummary)>,
+    I: IntoIterator<Item = (&'a str, Option<&'a str>)>,
 {
     members
         .into_iter()
-        .find(|(_, s)| s.local_member_id.as_deref() == Some(id))
+        .find(|(_, local)| *local == Some(id))
         .map(|(n, _)| n.to_string())
         .unwrap_or_else(|| id.to_string())
 }

@@ -12,8 +12,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::*;
-use etcdnet::analyse::verdict::VerdictCode;
 use etcdnet::probe::{PortReach, PortState, ReachErrorKind};
+use etcdnet::report::v1alpha2::VerdictCode;
 use etcdnet::workload::ApiState;
 use etcdnet_lab::{Fault, Lab};
 

@@ -10,9 +10,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::*;
-use etcdnet::analyse::matrix::CellState;
-use etcdnet::analyse::verdict::VerdictCode;
 use etcdnet::probe::ReachErrorKind;
+use etcdnet::report::v1alpha2::CellState;
+use etcdnet::report::v1alpha2::VerdictCode;
 use etcdnet::report::DiagnoseReport;
 use etcdnet_lab::{Fault, Lab};
 

@@ -17,9 +17,9 @@ use crate::common::members;
 use std::time::{Duration, Instant};
 
 use common::article::{CP, NS};
-use etcdnet::analyse::verdict::VerdictCode;
-use etcdnet::probe::etcdlog::LogKind;
 use etcdnet::probe::output::HealthOutcome;
+use etcdnet::report::v1alpha2::LogKind;
+use etcdnet::report::v1alpha2::VerdictCode;
 use etcdnet::report::DiagnoseReport;
 use etcdnet::supervisor::{ProvisioningStep, RolloutPhase};
 use etcdnet_lab::{EtcdVersion, KubeletConfig};

@@ -17,8 +17,8 @@ use std::sync::Arc;
 
 use common::article::*;
 use common::*;
-use etcdnet::analyse::verdict::VerdictCode;
 use etcdnet::probe::{HostKey, PortState, ReachErrorKind};
+use etcdnet::report::v1alpha2::VerdictCode;
 use etcdnet::report::DiagnoseReport;
 use etcdnet_lab::{Fault, Lab};
 
