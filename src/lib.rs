@@ -122,14 +122,14 @@ mod tests {
 
     #[test]
     fn enums_shown_to_users_read_as_their_json() {
-        use crate::analyse::matrix::CellState;
-        use crate::analyse::verdict::VerdictCode;
         use crate::analyse::{FindingCode, Severity};
-        use crate::probe::etcdlog::{LogFormat, LogKind, WindowEnd};
         use crate::probe::output::{
             HealthOutcome, QueryOutcome, RuntimeQuery, TcpOutcome, TlsOutcome,
         };
         use crate::probe::{PortState, ReachErrorKind};
+        use crate::report::v1alpha2::{
+            CellState, LeaderState, LogFormat, LogKind, VerdictCode, WindowEnd,
+        };
         use crate::supervisor::{PowerState, VmLabelScheme};
         use crate::workload::ApiState;
         display_is_json::<CellState>();
@@ -139,6 +139,7 @@ mod tests {
         display_is_json::<LogFormat>();
         display_is_json::<LogKind>();
         display_is_json::<WindowEnd>();
+        display_is_json::<LeaderState>();
         display_is_json::<QueryOutcome>();
         display_is_json::<HealthOutcome>();
         display_is_json::<RuntimeQuery>();

@@ -30,7 +30,6 @@ use futures::future::join_all;
 use kube::api::{Api, DynamicObject, ListParams};
 use kube::core::{ApiResource, GroupVersionKind};
 use kube::Client;
-use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::discovery::{SupervisorApis, INFRA_GROUP};
@@ -67,9 +66,7 @@ pub const VPC_NETWORK_CONFIG_ANNOTATION: &str = "nsx.vmware.com/vpc_network_conf
 pub const OTHERS_NOTE: &str = "the SecurityPolicies of other namespaces (a policy there with appliedTo [{}] can apply to these VMs)";
 
 /// What a network object is, with its group and kind as the Supervisor serves them.
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, strum::Display,
-)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, strum::Display)]
 pub enum NetKind {
     /// `crd.nsx.vmware.com` SecurityPolicy (VPC).
     VpcSecurityPolicy,
@@ -173,7 +170,7 @@ pub fn plan(apis: &SupervisorApis) -> Vec<(NetKind, ApiResource)> {
 }
 
 /// One resource read, and how many of its objects were kept.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ReadCount {
     /// `resource.group`, e.g. `securitypolicies.crd.nsx.vmware.com`.
     pub resource: String,
@@ -1010,8 +1007,7 @@ impl NetworkObjects {
 }
 
 /// A network object NSX (or CAPV) says is not realized.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RealizationProblem {
     /// The object's kind (`SubnetPort`, `VirtualNetwork`, `Namespace`, ...).
     pub kind: String,
@@ -1020,21 +1016,16 @@ pub struct RealizationProblem {
     /// annotation's key (`nsx-op/error`).
     pub condition: String,
     /// The condition's status (`False`, `Unknown`); None for an annotation.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub status: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
     /// The condition's message or the annotation's text, at most [`MAX_TEXT_CHARS`] characters
     /// (verbatim otherwise: a renderer makes it visible).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
     /// The control-plane VM whose SubnetPort this is: that VM's network is not realized, a
     /// cause of its own.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub vm: Option<String>,
     /// Only the object's own annotation says so (a NetworkPolicy's `nsx-op/error`): anyone who
     /// may edit the object can write it, so it is the object's claim, never NSX's status.
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub claim: bool,
 }
 

@@ -1,14 +1,10 @@
 //! The leader view: from a member's raft lines, whether it knows a leader now, since when, and
 //! its last leader change.
 
-use serde::{Deserialize, Serialize};
-
 use super::{LogKind, LogLine};
 
 /// What the member's last leader line says.
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, strum::Display, strum::VariantArray,
-)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, strum::Display, strum::VariantArray)]
 pub enum LeaderState {
     /// "elected leader" / "changed leader": the member follows (or is) a leader.
     Known,
@@ -16,8 +12,7 @@ pub enum LeaderState {
     NoLeader,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LeaderView {
     pub state: LeaderState,
     /// The leader's member ID when `Known` (it may be the member itself).

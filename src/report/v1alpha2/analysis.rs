@@ -464,3 +464,51 @@ impl<'a> Cells<'a> {
         self.matrix.at(*self.pos.get(from)?, *self.pos.get(to)?)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use strum::VariantArray;
+
+    /// A contract enum reads as its domain twin: evidence written with the domain's words
+    /// names the codes the JSON carries.
+    fn display_is_the_domains<D, C>()
+    where
+        D: VariantArray + Copy + std::fmt::Display,
+        C: From<D> + Serialize + std::fmt::Display,
+    {
+        for d in D::VARIANTS {
+            let c = C::from(*d);
+            assert_eq!(
+                c.to_string(),
+                d.to_string(),
+                "{}",
+                std::any::type_name::<C>()
+            );
+            assert_eq!(
+                serde_json::to_value(&c).unwrap(),
+                serde_json::Value::String(d.to_string())
+            );
+        }
+    }
+
+    #[test]
+    fn the_enums_read_as_their_domain_twins() {
+        display_is_the_domains::<verdict::VerdictCode, VerdictCode>();
+        display_is_the_domains::<etcdlog::LogKind, LogKind>();
+        display_is_the_domains::<etcdlog::LogFormat, LogFormat>();
+        display_is_the_domains::<etcdlog::LeaderState, LeaderState>();
+        display_is_the_domains::<etcdlog::WindowEnd, WindowEnd>();
+        display_is_the_domains::<matrix::CellState, CellState>();
+    }
+
+    #[test]
+    fn a_log_summary_is_camel_case_and_round_trips() {
+        let s = LogSummary::from(etcdlog::classify(&etcdlog::tests::wrapped_log()));
+        let json = serde_json::to_value(&s).unwrap();
+        assert_eq!(json["findings"][0]["kind"], "PeerUnhealthy");
+        assert_eq!(json["findings"][1]["peerAddresses"][0], "198.18.0.12:2380");
+        assert_eq!(json["parsedLines"], 4);
+        assert_eq!(serde_json::from_value::<LogSummary>(json).unwrap(), s);
+    }
+}

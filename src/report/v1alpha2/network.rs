@@ -728,3 +728,91 @@ impl PolicyEvaluation {
             .filter(|p| matches!(p.outcome, PathOutcome::CannotDecide { .. }))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_assessment_is_camel_case_and_round_trips() {
+        let a =
+            NetworkAssessment::from(network::assess(&network::tests::objects("drop-between-cp")));
+        let v = serde_json::to_value(&a).unwrap();
+        for k in ["read", "unread", "realization", "evaluation"] {
+            assert!(v.get(k).is_some(), "{k}");
+        }
+        assert_eq!(serde_json::from_value::<NetworkAssessment>(v).unwrap(), a);
+    }
+
+    #[test]
+    fn an_evaluation_is_camel_case_and_round_trips() {
+        let e = PolicyEvaluation::from(policy::tests::shadowed_and_not_realized());
+        let json = serde_json::to_value(&e).unwrap();
+        assert_eq!(json["paths"][0]["outcome"]["outcome"], "Allowed");
+        assert_eq!(json["paths"][0]["ingress"]["result"], "Matched");
+        assert_eq!(json["paths"][0]["ingress"]["rule"]["ruleIndex"], 0);
+        assert_eq!(json["policies"][0]["group"], "crd.nsx.vmware.com");
+        assert_eq!(json["policies"][0]["inEffect"], true);
+        assert!(json["covering"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|c| c["reason"]["kind"] == "NotRealized" && c["reason"]["wouldDecide"] == false));
+        assert_eq!(serde_json::from_value::<PolicyEvaluation>(json).unwrap(), e);
+    }
+
+    #[test]
+    fn a_drowned_namespace_gives_bounded_json() {
+        let a = NetworkAssessment::from(network::assess(&network::tests::drowned()));
+        let json = serde_json::to_string(&a).unwrap();
+        assert!(json.len() < 200_000, "{} bytes", json.len());
+    }
+
+    /// The evaluation's bound on pathological work and on its JSON, against the most VMs.
+    #[test]
+    fn a_drowned_namespace_against_the_most_vms_is_quick_and_its_json_bounded() {
+        let (e, took) = policy::tests::drowned_against_the_most_vms();
+        eprintln!("drowned, 16 VMs: {took:?}");
+        // A bound on pathological work, not a benchmark: ~5 s in a debug build on an idle core,
+        // 11 s beside a full suite; a cost per path and covering check (the 48,384
+        // entries at 3 VMs, 26 times the paths here) would take many minutes.
+        assert!(took < std::time::Duration::from_secs(60));
+        assert_eq!(e.paths.len(), 480);
+        assert_eq!(e.covering.len(), policy::MAX_COVERING);
+        assert_eq!(e.warnings()[0].paths.len(), 480);
+        let json = serde_json::to_string(&PolicyEvaluation::from(e)).unwrap();
+        eprintln!("{} bytes", json.len());
+        assert!(json.len() < 1_000_000, "{} bytes", json.len());
+    }
+
+    /// The evaluation's unit enums: `NsxGroup` is its group's name, the others as written.
+    #[test]
+    fn the_enums_are_their_names() {
+        for g in [policy::NsxGroup::Vpc, policy::NsxGroup::Legacy] {
+            assert_eq!(
+                serde_json::to_value(NsxGroup::from(g)).unwrap(),
+                serde_json::Value::String(g.name().into())
+            );
+        }
+        assert_eq!(serde_json::to_value(Action::Drop).unwrap(), "Drop");
+        assert_eq!(serde_json::to_value(Direction::In).unwrap(), "In");
+        assert_eq!(
+            serde_json::to_value(RealizedState::NotRealized).unwrap(),
+            "NotRealized"
+        );
+        assert_eq!(serde_json::to_value(Side::Egress).unwrap(), "Egress");
+    }
+
+    /// The text a renderer reads off the contract is the evidence's own.
+    #[test]
+    fn the_texts_are_the_evidences() {
+        let d = policy::tests::shadowed_and_not_realized();
+        let w = d.warnings()[0].clone();
+        let c = PolicyWarning::from(w.clone());
+        assert_eq!(c.text(3), network::warning_text(&w, 3));
+        assert_eq!(c.rule.text(), network::rule_text(&w.rule));
+        assert_eq!(c.rule.action_text(), network::action_text(&w.rule));
+        assert_eq!(PathRef::paths_text(&c.paths), network::paths_text(&w.paths));
+        assert_eq!(PathRef::ports_text(&c.paths), network::ports_text(&w.paths));
+    }
+}
