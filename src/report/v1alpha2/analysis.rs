@@ -511,4 +511,21 @@ mod tests {
         assert_eq!(json["parsedLines"], 4);
         assert_eq!(serde_json::from_value::<LogSummary>(json).unwrap(), s);
     }
+
+    #[test]
+    fn the_schema_follows_the_serde_attributes() {
+        let schema = serde_json::to_string(&schemars::schema_for!(NodeLogs)).unwrap();
+        for said in [
+            "\"parsedLines\"",
+            "\"untilFrom\"",
+            "\"PeerUnhealthy\"",
+            "\"NoLeader\"",
+        ] {
+            assert!(schema.contains(said), "{said} not in {schema}");
+        }
+        let schema = serde_json::to_string(&schemars::schema_for!(Matrix)).unwrap();
+        assert!(schema.contains("\"TlsStalled\""), "{schema}");
+        let schema = serde_json::to_string(&schemars::schema_for!(Verdict)).unwrap();
+        assert!(schema.contains("\"nextSteps\""), "{schema}");
+    }
 }

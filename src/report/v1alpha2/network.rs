@@ -815,4 +815,23 @@ mod tests {
         assert_eq!(PathRef::paths_text(&c.paths), network::paths_text(&w.paths));
         assert_eq!(PathRef::ports_text(&c.paths), network::ports_text(&w.paths));
     }
+
+    /// The schema says what the serde attributes write: groups by name, tagged outcomes,
+    /// camelCase fields.
+    #[test]
+    fn the_schema_follows_the_serde_attributes() {
+        let schema = serde_json::to_string(&schemars::schema_for!(NetworkAssessment)).unwrap();
+        for said in [
+            "\"crd.nsx.vmware.com\"",
+            "\"nsx.vmware.com\"",
+            "\"outcome\"",
+            "\"result\"",
+            "\"wouldDecide\"",
+            "\"appliesToUndecided\"",
+            "\"notRealized\"",
+        ] {
+            assert!(schema.contains(said), "{said} not in {schema}");
+        }
+        assert!(!schema.contains("would_decide"), "{schema}");
+    }
 }
