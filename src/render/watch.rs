@@ -167,8 +167,7 @@ mod tests {
     use super::*;
     use crate::error::Error;
     use crate::render::output;
-    use crate::report::v1alpha2::CellState;
-    use crate::report::v1alpha2::VerdictCode;
+    use crate::report::v1alpha2::{CellState, VerdictCode};
     use crate::report::ClusterFailure;
 
     const OFF: Paint = Paint { on: false };
