@@ -1,5 +1,8 @@
 //! The cluster's network as the reports carry it (`networkPolicy`): what was read, what NSX did
 //! not realize, and the SecurityPolicies evaluated against the control-plane VMs.
+//!
+//! The texts a renderer reads off these types (`RuleRef::text`, `PolicyWarning::text`, ...) are
+//! `analyse::network`'s, which the verdict's evidence uses: one wording, reached by converting back.
 
 use serde::{Deserialize, Serialize};
 
