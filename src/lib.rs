@@ -122,13 +122,10 @@ mod tests {
 
     #[test]
     fn enums_shown_to_users_read_as_their_json() {
-        use crate::analyse::matrix::CellState;
-        use crate::analyse::verdict::VerdictCode;
-        use crate::probe::etcdlog::{LogFormat, LogKind, WindowEnd};
         use crate::report::v1alpha2::{
-            ApiState, FindingCode, HealthOutcome, JoinedBy, PortState, PowerState,
-            ProvisioningStep, QueryOutcome, ReachErrorKind, RuntimeQuery, Severity, TcpOutcome,
-            TlsOutcome, VmLabelScheme,
+            ApiState, CellState, FindingCode, HealthOutcome, JoinedBy, LeaderState, LogFormat,
+            LogKind, PortState, PowerState, ProvisioningStep, QueryOutcome, ReachErrorKind,
+            RuntimeQuery, Severity, TcpOutcome, TlsOutcome, VerdictCode, VmLabelScheme, WindowEnd,
         };
         display_is_json::<CellState>();
         display_is_json::<VerdictCode>();
@@ -137,6 +134,7 @@ mod tests {
         display_is_json::<LogFormat>();
         display_is_json::<LogKind>();
         display_is_json::<WindowEnd>();
+        display_is_json::<LeaderState>();
         display_is_json::<QueryOutcome>();
         display_is_json::<HealthOutcome>();
         display_is_json::<RuntimeQuery>();

@@ -5,15 +5,11 @@
 use std::collections::HashMap;
 use std::net::IpAddr;
 
-use serde::{Deserialize, Serialize};
-
 use crate::probe::output::{PathCheck, TcpOutcome, TlsOutcome};
 use crate::probe::NodeReport;
 
-/// One cell's state, from worst news to best, as scripts match on it.
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, strum::Display, strum::VariantArray,
-)]
+/// One cell's state, from worst news to best (`report::v1alpha2::CellState` in the JSON).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, strum::Display, strum::VariantArray)]
 pub enum CellState {
     /// TCP connected and the TLS handshake completed (or was not tried).
     Ok,
@@ -59,8 +55,7 @@ impl CellState {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Cell {
     pub from: String,
     pub to: String,
@@ -78,8 +73,7 @@ impl Cell {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Matrix {
     pub port: u16,
     /// Node names, in row and column order.

@@ -15,8 +15,6 @@
 
 use std::collections::BTreeMap;
 
-use serde::{Deserialize, Serialize};
-
 use super::matrix::CellState;
 use super::policy::{
     evaluate, Action, CoverReason, PathOutcome, PathRef, PolicyEvaluation, PolicyInput,
@@ -49,47 +47,37 @@ fn has_leader(d: &Diagnosis) -> bool {
     known > 0 && known > states.len() - known
 }
 
-/// What the reports carry of the cluster's network: the JSON field `networkPolicy`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+/// The cluster's network as assessed; the reports carry it as `networkPolicy`
+/// (`report::v1alpha2::NetworkAssessment`).
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NetworkAssessment {
     /// Each network resource answered, with how many of its objects are this cluster's.
     pub read: Vec<ReadCount>,
     /// What could not be read, one note per failed request ("list ... in namespace ...:
     /// forbidden").
-    #[serde(default)]
     pub unread: Vec<String>,
     /// The network objects NSX (or CAPV) says are not realized.
-    #[serde(default)]
     pub realization: Vec<RealizationProblem>,
     /// The SecurityPolicies against the control-plane VMs on TCP 2379/2380.
     pub evaluation: PolicyEvaluation,
 }
 
 impl NetworkAssessment {
-    /// Whether there is anything to show in the NETWORK POLICY section: a policy applying to a
-    /// VM, a blocking rule, a warning, a realization problem, an unread note.
-    pub fn applies(&self) -> bool {
-        self.evaluation.selecting_vms().next().is_some()
-            || !self.evaluation.blocking().is_empty()
-            || !self.evaluation.warnings().is_empty()
-            || !self.realization.is_empty()
-            || !self.unread.is_empty()
-            || self.evaluation.policies_not_read > 0
-            || !self.evaluation.set_aside.is_empty()
-    }
-
     /// `securitypolicies.crd.nsx.vmware.com 5, subnetports.crd.nsx.vmware.com 3, ...`.
     pub fn read_text(&self) -> String {
-        if self.read.is_empty() {
-            return "nothing".to_string();
-        }
-        self.read
-            .iter()
-            .map(|r| format!("{} {}", r.resource, r.count))
-            .collect::<Vec<_>>()
-            .join(", ")
+        read_text(&self.read)
     }
+}
+
+/// What was read, `securitypolicies.crd.nsx.vmware.com 5, ...`, or `nothing`.
+pub fn read_text(read: &[ReadCount]) -> String {
+    if read.is_empty() {
+        return "nothing".to_string();
+    }
+    read.iter()
+        .map(|r| format!("{} {}", r.resource, r.count))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// The evaluation's input from the objects read: the Namespace's labels (its name label

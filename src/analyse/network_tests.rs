@@ -52,7 +52,7 @@ fn policies(file: &str) -> Vec<(NetKind, DynamicObject)> {
         .collect()
 }
 
-fn objects(file: &str) -> NetworkObjects {
+pub(crate) fn objects(file: &str) -> NetworkObjects {
     let security_policies = policies(file);
     NetworkObjects {
         namespace: "ns-prod".into(),
@@ -220,7 +220,6 @@ fn a_rule_not_realized_on_a_healthy_cluster_is_a_warning() {
         .iter()
         .any(|f| f.code == FindingCode::SecurityPolicyWouldBlockEtcd
             && f.severity == crate::analyse::Severity::Warning));
-    assert!(a.applies());
 }
 
 #[test]
@@ -257,17 +256,6 @@ fn pairs_are_short_when_every_path_of_a_port_is_covered() {
         pairs_text(&all[..1], 3),
         "tkc-prod-7xk2p-4rz8m → tkc-prod-7xk2p-9qtvw:2380"
     );
-}
-
-#[test]
-fn the_assessment_is_camel_case_and_round_trips() {
-    let a = assess(&objects("drop-between-cp"));
-    let v = serde_json::to_value(&a).unwrap();
-    for k in ["read", "unread", "realization", "evaluation"] {
-        assert!(v.get(k).is_some(), "{k}");
-    }
-    let back: NetworkAssessment = serde_json::from_value(v).unwrap();
-    assert_eq!(back, a);
 }
 
 /// Probe cells with `state` on the given paths of `port` (by Machine index), every other cell
@@ -587,8 +575,6 @@ fn a_drowned_namespace_gives_bounded_findings_notes_and_json() {
     )));
     assert_eq!(d.verdict.notes.len(), 9, "{:#?}", d.verdict.notes);
     assert!(d.verdict.notes[8].contains(&format!("and {} more", 63 * 64 - 8)));
-    let json = serde_json::to_string(&a).unwrap();
-    assert!(json.len() < 200_000, "{} bytes", json.len());
 }
 
 #[test]
@@ -637,7 +623,6 @@ fn the_supervisors_live_group_and_left_out_count_reach_the_evaluation() {
         a.evaluation.networking_basis.as_deref(),
         Some("the Namespace has no VPC NetworkInfo")
     );
-    assert!(a.applies(), "the section says what was set aside");
     // Policies the read left out: never a named Drop.
     let mut o = objects("drop-between-cp");
     o.policies_left_out = 2;

@@ -61,4 +61,4 @@ pub use selector::{Operator, Requirement, Selector};
 pub use validate::validate;
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

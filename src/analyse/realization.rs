@@ -2,7 +2,6 @@
 //! True on the objects tied to the cluster, and the NetworkPolicies' own `nsx-op/error` claims.
 
 use kube::api::DynamicObject;
-use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::supervisor::network::{
@@ -14,8 +13,7 @@ use crate::supervisor::network::{
 pub const MAX_CLAIMS: usize = 8;
 
 /// A network object NSX (or CAPV) says is not realized.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RealizationProblem {
     /// The object's kind (`SubnetPort`, `VirtualNetwork`, `Namespace`, ...).
     pub kind: String,
@@ -24,21 +22,16 @@ pub struct RealizationProblem {
     /// annotation's key (`nsx-op/error`).
     pub condition: String,
     /// The condition's status (`False`, `Unknown`); None for an annotation.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub status: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
-    /// The condition's message or the annotation's text, at most [`MAX_TEXT_CHARS`](crate::supervisor::network::MAX_TEXT_CHARS) characters
-    /// (verbatim otherwise: a renderer makes it visible).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// The condition's message or the annotation's text, at most
+    /// [`MAX_TEXT_CHARS`](crate::supervisor::network::MAX_TEXT_CHARS) characters (verbatim otherwise: a renderer makes it visible).
     pub message: Option<String>,
     /// The control-plane VM whose SubnetPort this is: that VM's network is not realized, a
     /// cause of its own.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub vm: Option<String>,
     /// Only the object's own annotation says so (a NetworkPolicy's `nsx-op/error`): anyone who
     /// may edit the object can write it, so it is the object's claim, never NSX's status.
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub claim: bool,
 }
 

@@ -44,8 +44,6 @@
 
 use std::collections::BTreeMap;
 
-use serde::{Deserialize, Serialize};
-
 mod certificate_problem;
 mod client_port_blocked;
 mod crash_looping;
@@ -70,10 +68,8 @@ use crate::probe::etcdlog::{self, LogSummary};
 use crate::probe::NodeReport;
 use crate::supervisor::{ClusterFacts, RolloutPhase};
 
-/// The verdict codes: a JSON contract, scripts match on them.
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, strum::Display, strum::VariantArray,
-)]
+/// The verdict codes; `report::v1alpha2::VerdictCode` is their JSON, which scripts match on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, strum::Display, strum::VariantArray)]
 pub enum VerdictCode {
     Healthy,
     ControlPlaneMachinesMissing,
@@ -91,8 +87,7 @@ pub enum VerdictCode {
     Inconclusive,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Verdict {
     pub code: VerdictCode,
     /// One sentence.
@@ -105,19 +100,16 @@ pub struct Verdict {
     /// What is past or minor, one line each: log history outside the window, a single slow
     /// fsync, restarts of a member that is healthy now; a line starting "warning:" is one an
     /// admin should still read on a `Healthy` verdict (many elections in the window).
-    #[serde(default)]
     pub notes: Vec<String>,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NodeLogs {
     pub node: String,
     pub summary: LogSummary,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Diagnosis {
     pub verdict: Verdict,
     /// Port 2379, then 2380.

@@ -487,11 +487,11 @@ fn many_network_policies_never_push_the_verdicts_objects_out() {
     assert!(
         live_net
             .evaluation
-            .blocking()
+            .blocking
             .iter()
             .any(|b| b.rule.policy == "drop-etcd-peers"),
         "the set blocks: {:#?}",
-        live_net.evaluation.blocking()
+        live_net.evaluation.blocking
     );
     assert_eq!(live_net.realization.len(), 1, "bx2lk's port");
 

@@ -13,7 +13,6 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 /// Longer lines are counted but not parsed: no etcd message is that long, and it caps the work.
@@ -22,21 +21,10 @@ const MAX_LINE: usize = 256 * 1024;
 /// error field comes last and is what evidence quotes).
 const EXAMPLE_MAX: usize = 1000;
 
-/// What a line says. Declaration order is the order of [`LogSummary::findings`]; the names are a
-/// JSON contract (serialized as written, PascalCase).
+/// What a line says. Declaration order is the order of [`LogSummary::findings`]; the names are
+/// the JSON's (`report::v1alpha2::LogKind`, PascalCase), which scripts match on.
 #[derive(
-    Debug,
-    Clone,
-    Copy,
-    PartialEq,
-    Eq,
-    PartialOrd,
-    Ord,
-    Hash,
-    Serialize,
-    Deserialize,
-    strum::Display,
-    strum::VariantArray,
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, strum::Display, strum::VariantArray,
 )]
 pub enum LogKind {
     PeerInactive,
@@ -332,7 +320,7 @@ impl Pattern {
 }
 
 /// Which form a line was written in.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum LineForm {
     /// zap JSON (3.5; 3.4 with `--logger=zap`).
     Zap,
@@ -397,8 +385,7 @@ impl LogLine {
 }
 
 /// All lines of one kind.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Finding {
     pub kind: LogKind,
     pub count: usize,
@@ -411,9 +398,7 @@ pub struct Finding {
 }
 
 /// Which forms the etcd lines were in (grpc-go's lines do not count: they ride along with both).
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, strum::Display, strum::VariantArray,
-)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, strum::Display, strum::VariantArray)]
 pub enum LogFormat {
     Zap,
     Text,
@@ -421,8 +406,7 @@ pub enum LogFormat {
     Unknown,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LogSummary {
     /// One per kind seen, in [`LogKind`] declaration order.
     pub findings: Vec<Finding>,
@@ -437,15 +421,12 @@ pub struct LogSummary {
     pub etcd_version: Option<String>,
     /// From the raft lines: whether the member knows a leader at its last leader line, since
     /// when, and its last leader change; null when the log has no such line.
-    #[serde(default)]
     pub leader: Option<LeaderView>,
     /// The window the findings were counted in (`--since`, ending at the node's probe time);
     /// null when the whole log counted (no window asked).
-    #[serde(default)]
     pub window: Option<LogWindow>,
     /// What older lines said, in [`LogKind`] order: the member's past, shown with its times,
     /// never the reason for a verdict.
-    #[serde(default)]
     pub history: Vec<Finding>,
 }
 
@@ -637,4 +618,4 @@ use line::peel;
 pub use window::{classify_window, LogWindow, WindowEnd};
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

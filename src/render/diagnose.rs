@@ -2,9 +2,10 @@
 //! columns), the etcd log findings and the verdict with its evidence and next steps.
 
 use super::{control_plane_cell, or_none, structured, Format, Lines, Paint, Tabular, Tone};
-use crate::analyse::matrix::{CellState, Matrix};
 use crate::error::Result;
-use crate::report::v1alpha2::{HealthOutcome, RuntimeQuery};
+use crate::report::v1alpha2::{
+    CellState, HealthOutcome, LeaderState, Matrix, NodeLogs, RuntimeQuery, VerdictCode,
+};
 use crate::report::{DiagnoseReport, DiagnosedNode};
 
 impl Tabular for DiagnoseReport {
@@ -85,7 +86,7 @@ fn diagnose_table(r: &DiagnoseReport, wide: bool, paint: Paint) -> String {
         .collect();
     out.table(&header, &rows);
     // The verdict's evidence lists them when it is about them; else say it here.
-    let listed = r.verdict.code == crate::analyse::verdict::VerdictCode::NodesUnreachable;
+    let listed = r.verdict.code == VerdictCode::NodesUnreachable;
     for n in r.nodes.iter().filter(|n| !n.reached && !listed) {
         if let Some(e) = &n.error {
             out.line(format!("  {}: not probed: {}", n.name, e.message));
@@ -158,7 +159,7 @@ fn diagnose_table(r: &DiagnoseReport, wide: bool, paint: Paint) -> String {
     }
 
     let v = &r.verdict;
-    let tone = if v.code == crate::analyse::verdict::VerdictCode::Healthy {
+    let tone = if v.code == VerdictCode::Healthy {
         Tone::Good
     } else {
         Tone::Bad
@@ -313,7 +314,7 @@ fn node_row(r: &DiagnoseReport, n: &DiagnosedNode, wide: bool) -> Vec<String> {
 
 /// `cp2 since 08:41:11` (the leader this node's log last named), `none since 08:40:25`, or `-`.
 fn leader_cell(r: &DiagnoseReport, node: &str) -> String {
-    use crate::probe::etcdlog::{clock, member_name, LeaderState};
+    use crate::probe::etcdlog::clock;
     let Some(v) = r
         .logs
         .iter()
@@ -330,11 +331,10 @@ fn leader_cell(r: &DiagnoseReport, node: &str) -> String {
     match v.state {
         LeaderState::NoLeader => format!("none{since}"),
         LeaderState::Known => {
-            let members = r.logs.iter().map(|l| (l.node.as_str(), &l.summary));
             let who = v
                 .leader_id
                 .as_deref()
-                .map(|id| member_name(members, id))
+                .map(|id| NodeLogs::member_name(&r.logs, id))
                 .unwrap_or_else(|| "?".into());
             format!("{who}{since}")
         }
@@ -374,7 +374,7 @@ fn matrix_table(out: &mut Lines, m: &Matrix) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::probe::etcdlog::{LeaderState, LeaderView};
+    use crate::report::v1alpha2::LeaderView;
 
     /// The CLOCK column (`-o wide`) is each node's clock against the median of the nodes'
     /// clocks: a node whose clock reads far behind shows as the one that is off, and the honest

@@ -7,12 +7,10 @@
 //! makes it visible (no control or invisible character reaches the terminal).
 
 use super::{Lines, Tone};
-use crate::analyse::network::{action_text, paths_text, ports_text, rule_text, warning_text};
-use crate::analyse::policy::{PathOutcome, PathRef, RealizedState};
+use crate::report::v1alpha2::{NetworkAssessment, PathOutcome, PathRef, RealizedState};
 
 /// At most this many rules (or reasons) of each kind get a line; one more counts the rest.
 const RULES_SHOWN: usize = 8;
-use crate::analyse::NetworkAssessment;
 
 /// The VM pairs of one rule, per port: `all 6 paths` when it covers every ordered pair of
 /// distinct VMs on that port (the matrix's N×N shape without its diagonal), else the pairs.
@@ -28,7 +26,11 @@ fn pairs_lines(paths: &[PathRef], vms: usize) -> Vec<String> {
             if all > 0 && on.len() == all {
                 format!("      {port}: every path between the {vms} VMs ({all} of {all})")
             } else {
-                format!("      {port}: {} of {all}: {}", on.len(), paths_text(&on))
+                format!(
+                    "      {port}: {} of {all}: {}",
+                    on.len(),
+                    PathRef::paths_text(&on)
+                )
             }
         })
         .collect()
@@ -47,7 +49,7 @@ pub(crate) fn section(out: &mut Lines, a: &NetworkAssessment, wide: bool) {
         "NETWORK POLICY (NSX, namespace {}: TCP 2379/2380 between the {vms} control-plane VMs):",
         ev.namespace
     ));
-    let blocking = ev.blocking();
+    let blocking = &ev.blocking;
     for b in blocking.iter().take(RULES_SHOWN) {
         out.marked(
             "  ",
@@ -55,9 +57,9 @@ pub(crate) fn section(out: &mut Lines, a: &NetworkAssessment, wide: bool) {
             "BLOCKS",
             &format!(
                 " {}: {} on {}",
-                rule_text(&b.rule),
-                action_text(&b.rule),
-                ports_text(&b.paths)
+                b.rule.text(),
+                b.rule.action_text(),
+                PathRef::ports_text(&b.paths)
             ),
         );
         for l in pairs_lines(&b.paths, vms) {
@@ -75,13 +77,13 @@ pub(crate) fn section(out: &mut Lines, a: &NetworkAssessment, wide: bool) {
             ),
         );
     }
-    let warnings = ev.warnings();
+    let warnings = &ev.warnings;
     for w in warnings.iter().take(RULES_SHOWN) {
         out.marked(
             "  ",
             Tone::Warn,
             "WOULD BLOCK",
-            &format!(" {}", warning_text(w, vms)),
+            &format!(" {}", w.text(vms)),
         );
     }
     let more = warnings.len().saturating_sub(RULES_SHOWN) + ev.warnings_not_listed;
@@ -113,7 +115,7 @@ pub(crate) fn section(out: &mut Lines, a: &NetworkAssessment, wide: bool) {
         out.line(format!(
             "  cannot decide {} path(s) ({}): {why}",
             paths.len(),
-            paths_text(paths)
+            PathRef::paths_text(paths)
         ));
     }
     if reasons.len() > RULES_SHOWN {
@@ -243,8 +245,8 @@ pub(crate) fn section(out: &mut Lines, a: &NetworkAssessment, wide: bool) {
 mod tests {
     use super::*;
     use crate::analyse::policy::{evaluate, PolicyInput};
-    use crate::analyse::realization::RealizationProblem;
     use crate::render::Paint;
+    use crate::report::v1alpha2::{PolicyEvaluation, RealizationProblem};
 
     /// A condition's message from the Supervisor cannot reach the terminal as a sequence.
     #[test]
@@ -268,7 +270,8 @@ mod tests {
                 policies: vec![],
                 vms: vec![],
                 ..Default::default()
-            }),
+            })
+            .into(),
         };
         let mut out = Lines::new(Paint { on: false });
         section(&mut out, &a, true);
@@ -304,7 +307,7 @@ mod tests {
                 claim("forged", "NSX: etcd blocked"),
                 claim("", "3 more NetworkPolicies carry the annotation"),
             ],
-            evaluation: evaluate(&PolicyInput::default()),
+            evaluation: PolicyEvaluation::from(evaluate(&PolicyInput::default())),
         };
         let mut out = Lines::new(Paint { on: false });
         section(&mut out, &a, false);
@@ -324,7 +327,9 @@ mod tests {
     /// section of a few lines, not thousands.
     #[test]
     fn a_drowned_namespace_gives_a_short_section() {
-        let a = crate::analyse::assess(&crate::analyse::network::tests::drowned());
+        let a = NetworkAssessment::from(crate::analyse::assess(
+            &crate::analyse::network::tests::drowned(),
+        ));
         for wide in [false, true] {
             let mut out = Lines::new(Paint { on: false });
             section(&mut out, &a, wide);

@@ -165,10 +165,9 @@ mod tests {
     use std::time::{Duration, SystemTime};
 
     use super::*;
-    use crate::analyse::matrix::CellState;
-    use crate::analyse::verdict::VerdictCode;
     use crate::error::Error;
     use crate::render::output;
+    use crate::report::v1alpha2::{CellState, VerdictCode};
     use crate::report::ClusterFailure;
 
     const OFF: Paint = Paint { on: false };

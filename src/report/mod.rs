@@ -76,7 +76,7 @@ pub struct StatusReport {
     /// The cluster's network and its SecurityPolicies against the control-plane VMs: only when
     /// the Supervisor serves an NSX group (absent otherwise, so a report is what it was).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub network_policy: Option<NetworkAssessment>,
+    pub network_policy: Option<v1alpha2::NetworkAssessment>,
     pub result: RunResult,
 }
 
@@ -125,7 +125,7 @@ impl StatusReport {
                 .extend(network_findings(&a).into_iter().map(Finding::from));
             self.result =
                 RunResult::of(&self.workload_api, &self.findings, self.result.duration_ms);
-            self.network_policy = Some(a);
+            self.network_policy = Some(a.into());
         }
         self
     }
@@ -219,13 +219,13 @@ pub struct DiagnoseReport {
     pub findings: Vec<Finding>,
     /// As in `StatusReport`: only when the Supervisor serves an NSX group.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub network_policy: Option<NetworkAssessment>,
+    pub network_policy: Option<v1alpha2::NetworkAssessment>,
     pub route: RouteInfo,
     pub nodes: Vec<DiagnosedNode>,
     /// Port 2379, then 2380.
-    pub matrices: Vec<crate::analyse::matrix::Matrix>,
-    pub logs: Vec<crate::analyse::verdict::NodeLogs>,
-    pub verdict: crate::analyse::verdict::Verdict,
+    pub matrices: Vec<v1alpha2::Matrix>,
+    pub logs: Vec<v1alpha2::NodeLogs>,
+    pub verdict: v1alpha2::Verdict,
     pub result: DiagnoseResult,
 }
 
@@ -290,9 +290,9 @@ impl DiagnoseReport {
                 duration_ms,
             },
             nodes,
-            matrices: diagnosis.matrices,
-            logs: diagnosis.logs,
-            verdict: diagnosis.verdict,
+            matrices: diagnosis.matrices.into_iter().map(Into::into).collect(),
+            logs: diagnosis.logs.into_iter().map(Into::into).collect(),
+            verdict: diagnosis.verdict.into(),
         }
     }
 }
@@ -304,7 +304,7 @@ impl DiagnoseReport {
         if let Some(a) = network {
             self.findings
                 .extend(network_findings(&a).into_iter().map(Finding::from));
-            self.network_policy = Some(a);
+            self.network_policy = Some(a.into());
         }
         self
     }

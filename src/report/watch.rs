@@ -1,7 +1,7 @@
 //! `--watch`: what changed between two diagnoses of one cluster, in one line.
 
+use super::v1alpha2::Matrix;
 use super::DiagnoseReport;
-use crate::analyse::matrix::Matrix;
 
 /// Whether `node` reaches every other node on every port it was seen dialling (None: it was
 /// not probed, so nothing is known).
@@ -50,8 +50,7 @@ pub fn why_changed(before: &DiagnoseReport, after: &DiagnoseReport) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::analyse::matrix::CellState;
-    use crate::analyse::verdict::VerdictCode;
+    use crate::report::v1alpha2::{CellState, VerdictCode};
 
     fn blocked() -> DiagnoseReport {
         let path = concat!(

@@ -28,7 +28,6 @@ use std::sync::Arc;
 
 use kube::api::DynamicObject;
 use kube::core::ApiResource;
-use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::discovery::SupervisorApis;
@@ -80,7 +79,7 @@ pub fn plan(apis: &SupervisorApis) -> Vec<(NetKind, ApiResource)> {
 }
 
 /// One resource read, and how many of its objects were kept.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ReadCount {
     /// `resource.group`, e.g. `securitypolicies.crd.nsx.vmware.com`.
     pub resource: String,

@@ -80,9 +80,17 @@ const FOLDERS: &[(&str, &[&[&str]])] = &[
     ),
     (
         "report",
-        &[&["schema"], &["watch"], &["evidence", "list"], &["v1alpha2"]],
+        &[
+            &["schema"],
+            &["watch"],
+            &["evidence", "list"],
+            &["v1alpha2"],
+        ],
     ),
-    ("report::v1alpha2", &[&["cluster"], &["node"]]),
+    (
+        "report::v1alpha2",
+        &[&["analysis", "network"], &["cluster"], &["node"]],
+    ),
     (
         "analyse",
         &[

@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use common::article::*;
 use common::tarball::{entries, write_entries};
 use common::*;
-use etcdnet::analyse::verdict::VerdictCode;
+use etcdnet::report::v1alpha2::VerdictCode;
 
 /// The article's Supervisor with the workload API dark and the jumpbox pod scripted: VM 2 of 3
 /// answers nothing from the Supervisor, the two others are probed (a `NodesUnreachable`).

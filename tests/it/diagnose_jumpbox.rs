@@ -4,8 +4,7 @@
 use crate::common;
 use common::article::*;
 use common::*;
-use etcdnet::analyse::verdict::VerdictCode;
-use etcdnet::report::v1alpha2::{PortState, ReachErrorKind};
+use etcdnet::report::v1alpha2::{PortState, ReachErrorKind, VerdictCode};
 
 /// Three VMs, one pod, on a Supervisor whose vSphere Pods are scripted (no lab): the pod's log
 /// holds every VM's section and each node is reached from it.

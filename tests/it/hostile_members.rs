@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 
 use common::article::CP;
 use common::*;
-use etcdnet::analyse::verdict::VerdictCode;
+use etcdnet::report::v1alpha2::VerdictCode;
 use serde_json::{json, Value};
 
 /// The healthy set: every Machine with its VM at 198.18.0.11-13, names as the article's.
@@ -86,7 +86,7 @@ fn diagnose(env: &Env, extra: &[&str]) -> (Run, Duration) {
 
 /// Nothing in the verdict removes a member or names a healthy node (VMs 2 and 3) as the
 /// problem; a line about VM 1's own document may.
-fn assert_steers_nothing(v: &etcdnet::analyse::verdict::Verdict) {
+fn assert_steers_nothing(v: &etcdnet::report::v1alpha2::Verdict) {
     assert!(
         !v.next_steps.iter().any(|s| s.contains("member remove")),
         "{v:#?}"

@@ -443,7 +443,7 @@ fn a_forged_nsx_error_annotation_is_the_objects_claim_not_nsx() {
     // nowhere in it: never NSX's voice.
     assert_eq!(
         runs.live.verdict.code,
-        etcdnet::analyse::verdict::VerdictCode::EtcdPeerNetworkPartial,
+        etcdnet::report::v1alpha2::VerdictCode::EtcdPeerNetworkPartial,
         "{}",
         shown(&runs.live)
     );

@@ -9,8 +9,7 @@ use crate::common;
 use std::path::Path;
 
 use common::*;
-use etcdnet::analyse::verdict::VerdictCode;
-use etcdnet::report::v1alpha2::FindingCode;
+use etcdnet::report::v1alpha2::{FindingCode, VerdictCode};
 use etcdnet::report::StatusReport;
 
 // The nsx sets hold the article's cluster (the objects of healthy-v1alpha3).

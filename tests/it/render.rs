@@ -50,7 +50,7 @@ fn json_round_trips() {
     assert_eq!(again, r);
     assert_eq!(
         r.verdict.code,
-        etcdnet::analyse::verdict::VerdictCode::EtcdPeerNetworkBlocked
+        etcdnet::report::v1alpha2::VerdictCode::EtcdPeerNetworkBlocked
     );
 }
 

@@ -11,8 +11,6 @@
 use std::collections::{BTreeMap, HashMap};
 use std::net::IpAddr;
 
-use serde::{Deserialize, Serialize};
-
 use super::model::{
     clip, Action, Direction, NsxGroup, Peer, Policy, PolicyObject, PortSpec, Realization,
     RealizedState, Rule, Target, MAX_NAME_CHARS,
@@ -70,7 +68,7 @@ pub struct PolicyInput {
 }
 
 /// Which check of a path: at FROM on the way out, or at TO on the way in.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Side {
     Egress,
     Ingress,
@@ -78,15 +76,13 @@ pub enum Side {
 
 /// A rule, named as an admin finds it: the policy, the rule's index in `spec.rules` and its
 /// name when it has one, the policy's priority, the action and direction.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 pub struct RuleRef {
     pub namespace: String,
     pub policy: String,
     pub group: NsxGroup,
     pub priority: u32,
     pub rule_index: usize,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rule_name: Option<String>,
     pub action: Action,
     pub direction: Direction,
@@ -107,8 +103,7 @@ impl RuleRef {
 }
 
 /// What one check (egress at FROM, ingress at TO) comes to.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "result", rename_all_fields = "camelCase")]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum SideOutcome {
     /// The first matching rule in effect.
     Matched { rule: RuleRef },
@@ -119,8 +114,7 @@ pub enum SideOutcome {
 }
 
 /// What one path (port, FROM → TO) comes to, both checks together.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "outcome", rename_all_fields = "camelCase")]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum PathOutcome {
     /// A Drop rule is the first match of a check (the egress check's when both block).
     Dropped { rule: RuleRef },
@@ -129,9 +123,7 @@ pub enum PathOutcome {
     /// No check blocks and at least one has an Allow as its first match; a check without a
     /// visible rule falls through to what the Supervisor does not show.
     Allowed {
-        #[serde(default, skip_serializing_if = "Option::is_none")]
         egress: Option<RuleRef>,
-        #[serde(default, skip_serializing_if = "Option::is_none")]
         ingress: Option<RuleRef>,
     },
     /// No visible rule matches either check.
@@ -141,8 +133,7 @@ pub enum PathOutcome {
 }
 
 /// One path's evaluation.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PathEvaluation {
     pub port: u16,
     pub from: String,
@@ -153,13 +144,11 @@ pub struct PathEvaluation {
     /// A Drop/Reject rule of a policy not in effect as written (not Ready, or refused by
     /// nsx-operator's validation) that would be the first match of a check once realized: NSX
     /// may still enforce that policy's last realized version (the egress check's first).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub not_realized: Option<RuleRef>,
 }
 
 /// Why a Drop/Reject rule that covers a path does not decide it now.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all_fields = "camelCase")]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum CoverReason {
     /// A rule in effect that comes first allows the path.
     Shadowed { by: RuleRef },
@@ -174,8 +163,7 @@ pub enum CoverReason {
 }
 
 /// One check a covering rule covers.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CoveredCheck {
     pub port: u16,
     pub from: String,
@@ -185,8 +173,7 @@ pub struct CoveredCheck {
 
 /// A Drop/Reject rule that matches checks without deciding them, for one reason: how many
 /// checks and paths, and a few of them ([`COVERING_EXAMPLES`]).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CoveringRule {
     pub rule: RuleRef,
     pub reason: CoverReason,
@@ -196,8 +183,7 @@ pub struct CoveringRule {
 }
 
 /// One path, for warnings.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 pub struct PathRef {
     pub port: u16,
     pub from: String,
@@ -206,31 +192,26 @@ pub struct PathRef {
 
 /// A Drop/Reject rule that would block 2379/2380 between the VMs but does not now, with every
 /// path it covers: what `status` and `diagnose` warn about on a cluster that is still healthy.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PolicyWarning {
     pub rule: RuleRef,
     pub reason: CoverReason,
     /// The policy's Ready reason and message when it is not in effect.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub realization: Option<Realization>,
     /// nsx-operator's validation errors: the policy cannot be realized as written.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub invalid: Vec<String>,
     pub paths: Vec<PathRef>,
 }
 
 /// A Drop/Reject rule that blocks paths now, with those paths.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BlockingRule {
     pub rule: RuleRef,
     pub paths: Vec<PathRef>,
 }
 
 /// One policy as read: who it is, whether NSX realized it, which VMs it applies to.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PolicySummary {
     pub namespace: String,
     pub name: String,
@@ -241,25 +222,20 @@ pub struct PolicySummary {
     /// Counted in the evaluation: realized (Ready True) and valid (see docs/nsx-policy.md).
     pub in_effect: bool,
     /// What nsx-operator's validation refuses in it: it cannot be realized as written.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub invalid: Vec<String>,
     /// The VMs its policy-level `appliedTo` (else any rule-level one) selects.
     pub applies_to: Vec<String>,
     /// The VMs for which that cannot be decided.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub applies_to_undecided: Vec<String>,
     pub rule_count: usize,
     /// What could not be read (`rules[2]: ...`).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub unreadable: Vec<String>,
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
 }
 
 /// A policy of the cluster's namespace that is not evaluated, and why (a leftover of the
 /// group nsx-operator does not reconcile).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SetAside {
     pub namespace: String,
     pub name: String,
@@ -271,48 +247,35 @@ pub struct SetAside {
 /// The whole evaluation: the policies that can apply, every path, the rules that block now,
 /// the warnings, the covering rules that do not decide. Stable order: policies by priority,
 /// namespace, name, group; paths by port, FROM, TO (the VMs sorted by name).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PolicyEvaluation {
     pub namespace: String,
     pub vms: Vec<String>,
     /// The group nsx-operator reconciles (None: not told, both count).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub live_group: Option<NsxGroup>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub networking_basis: Option<String>,
     /// The policies that can apply to the VMs, evaluated (at most [`MAX_POLICIES`]).
     pub policies: Vec<PolicySummary>,
     /// The namespace's policies of the group nsx-operator does not reconcile.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub set_aside: Vec<SetAside>,
-    #[serde(default, skip_serializing_if = "is_zero")]
     pub set_aside_not_listed: usize,
     /// Policies read that cannot apply to these VMs (another namespace's without a
     /// cluster-wide `appliedTo`, another group's, selecting none of the VMs).
-    #[serde(default, skip_serializing_if = "is_zero")]
     pub policies_not_applying: usize,
     /// Policies that can apply but were not evaluated: past [`MAX_POLICIES`] by priority, or
     /// left out by the read. A check they could come first in is "cannot decide".
-    #[serde(default, skip_serializing_if = "is_zero")]
     pub policies_not_read: usize,
     pub paths: Vec<PathEvaluation>,
     /// The rules that block paths now, each with its paths.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub blocking: Vec<BlockingRule>,
     /// Drop/Reject rules that would block paths but do not now (at most [`MAX_WARNINGS`]).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<PolicyWarning>,
-    #[serde(default, skip_serializing_if = "is_zero")]
     pub warnings_not_listed: usize,
     /// Every Drop/Reject rule that covers checks without deciding them, aggregated per rule
     /// and reason (at most [`MAX_COVERING`]).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub covering: Vec<CoveringRule>,
-    #[serde(default, skip_serializing_if = "is_zero")]
     pub covering_not_listed: usize,
     /// What the evaluation assumes where upstream cannot be read (said, never guessed).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
 }
 
@@ -320,10 +283,6 @@ pub struct PolicyEvaluation {
 /// created and tagged by NCP, whose source is not public, so what a selector meets there is not
 /// in nsx-operator's source.
 pub const T1_TAGGING_NOTE: &str = "nsx.vmware.com (T1/NCP): NCP, whose source is not public, creates and tags the VMs' segment ports; the evaluation assumes they carry the VirtualMachines' labels and the namespace's and cluster's tags, as nsx-operator's selectors expect (builder.go): NSX Manager shows the ports' real tags";
-
-fn is_zero(n: &usize) -> bool {
-    *n == 0
-}
 
 impl PolicyEvaluation {
     /// The evaluation of one path.

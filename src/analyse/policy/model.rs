@@ -12,7 +12,6 @@
 use std::net::IpAddr;
 
 use kube::api::DynamicObject;
-use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::selector::Selector;
@@ -30,13 +29,11 @@ pub const MAX_REASON_CHARS: usize = 128;
 pub const MAX_MESSAGE_CHARS: usize = 1024;
 
 /// The API group a SecurityPolicy was served from (both `v1alpha1`, the same schema).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum NsxGroup {
     /// `crd.nsx.vmware.com`: nsx-operator on VPC networking.
-    #[serde(rename = "crd.nsx.vmware.com")]
     Vpc,
     /// `nsx.vmware.com`: the older NCP/T1 networking.
-    #[serde(rename = "nsx.vmware.com")]
     Legacy,
 }
 
@@ -77,7 +74,7 @@ impl PolicyObject {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Action {
     Allow,
     Drop,
@@ -92,14 +89,14 @@ impl Action {
 }
 
 /// `In`/`Ingress` and `Out`/`Egress` are one each (parse.go's `getRuleDirection`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Direction {
     In,
     Out,
 }
 
 /// Whether NSX realized the policy: its `status.conditions[type=Ready]`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RealizedState {
     /// Ready True (`SecurityPolicyReady`).
     Realized,
@@ -109,13 +106,10 @@ pub enum RealizedState {
     Unknown,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Realization {
     pub state: RealizedState,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
 }
 

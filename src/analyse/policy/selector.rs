@@ -15,7 +15,6 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 /// At most this many requirements (matchLabels plus matchExpressions) in one selector; more is
@@ -29,7 +28,7 @@ pub const MAX_KEY_BYTES: usize = 317;
 pub const MAX_VALUE_BYTES: usize = 63;
 
 /// A selector's operator, as `metav1.LabelSelectorOperator` spells it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Operator {
     In,
     NotIn,
@@ -38,12 +37,10 @@ pub enum Operator {
 }
 
 /// One requirement: `key operator values`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Requirement {
     pub key: String,
     pub operator: Operator,
-    #[serde(default, skip_serializing_if = "BTreeSet::is_empty")]
     pub values: BTreeSet<String>,
 }
 
@@ -64,13 +61,11 @@ impl Requirement {
 }
 
 /// A readable label selector: all its requirements, `matchLabels` first as `In [v]`.
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Selector {
     pub requirements: Vec<Requirement>,
     /// How many of `requirements` (the first ones) come from `matchLabels`: NSX builds those
     /// apart from `matchExpressions` (see [`Selector::matches_as_nsx`]).
-    #[serde(default, skip)]
     pub match_labels: usize,
 }
 

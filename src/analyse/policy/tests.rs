@@ -596,24 +596,11 @@ status:
     }
 }
 
-#[test]
-fn the_json_is_camel_case_and_round_trips() {
+/// The evaluation the JSON contract's tests read: a shadowed Drop and a policy not realized.
+pub(crate) fn shadowed_and_not_realized() -> PolicyEvaluation {
     let mut policies = fixture("shadowed");
     policies.extend(fixture("not-realized"));
-    let e = run(policies);
-    let json = serde_json::to_value(&e).unwrap();
-    assert_eq!(json["paths"][0]["outcome"]["outcome"], "Allowed");
-    assert_eq!(json["paths"][0]["ingress"]["result"], "Matched");
-    assert_eq!(json["paths"][0]["ingress"]["rule"]["ruleIndex"], 0);
-    assert_eq!(json["policies"][0]["group"], "crd.nsx.vmware.com");
-    assert_eq!(json["policies"][0]["inEffect"], true);
-    assert!(json["covering"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .any(|c| c["reason"]["kind"] == "NotRealized" && c["reason"]["wouldDecide"] == false));
-    let back: PolicyEvaluation = serde_json::from_value(json).unwrap();
-    assert_eq!(back, e);
+    run(policies)
 }
 
 #[test]
@@ -981,13 +968,11 @@ fn a_namespace_of_shadowed_drops_gives_a_bounded_evaluation() {
     assert_eq!((e.covering[0].checks, e.covering[0].paths), (12, 12));
     assert_eq!(e.warnings().len(), MAX_WARNINGS);
     assert_eq!(e.warnings_not_listed, 63 * 64 - MAX_WARNINGS);
-    let json = serde_json::to_string(&e).unwrap();
-    assert!(json.len() < 200_000, "{} bytes", json.len());
 }
 
-#[test]
-fn a_drowned_namespace_against_the_most_vms_is_quick() {
-    // 63 × 64 shadowed Drops covering every check of 16 VMs: 4,032 rules × 480 checks.
+/// 63 × 64 shadowed Drops covering every check of 16 VMs: 4,032 rules × 480 checks, and how
+/// long their evaluation took.
+pub(crate) fn drowned_against_the_most_vms() -> (PolicyEvaluation, std::time::Duration) {
     let rules: String = (0..64)
         .map(|_| "  - {direction: In, action: Drop, ports: [{port: 2379, endPort: 2380}]}\n")
         .collect();
@@ -1018,17 +1003,7 @@ fn a_drowned_namespace_against_the_most_vms_is_quick() {
         .collect();
     let start = std::time::Instant::now();
     let e = run_with(objects(&text), |i| i.vms = many);
-    eprintln!("drowned, 16 VMs: {:?}", start.elapsed());
-    // A bound on pathological work, not a benchmark: ~5 s in a debug build on an idle core, 11 s
-    // beside a full suite; a cost per path and covering check (the 48,384 entries at
-    // 3 VMs, 26 times the paths here) would take many minutes.
-    assert!(start.elapsed() < std::time::Duration::from_secs(60));
-    assert_eq!(e.paths.len(), 480);
-    assert_eq!(e.covering.len(), MAX_COVERING);
-    assert_eq!(e.warnings()[0].paths.len(), 480);
-    let json = serde_json::to_string(&e).unwrap();
-    eprintln!("{} bytes", json.len());
-    assert!(json.len() < 1_000_000, "{} bytes", json.len());
+    (e, start.elapsed())
 }
 
 #[test]

@@ -355,7 +355,11 @@ pub(super) fn leader_evidence(ctx: &Ctx) -> Option<String> {
     if views.is_empty() {
         return None;
     }
-    let members = || ctx.logs.iter().map(|(n, s)| (n.as_str(), s));
+    let members = || {
+        ctx.logs
+            .iter()
+            .map(|(n, s)| (n.as_str(), s.local_member_id.as_deref()))
+    };
     let since = |v: &etcdlog::LeaderView| {
         v.since
             .as_deref()

@@ -170,7 +170,12 @@ pub(super) fn clock_drift(ctx: &Ctx) -> Vec<String> {
             let peers: Vec<String> = f
                 .peer_ids
                 .iter()
-                .map(|id| etcdlog::member_name(ctx.logs.iter().map(|(n, s)| (n.as_str(), s)), id))
+                .map(|id| etcdlog::member_name(
+                        ctx.logs
+                            .iter()
+                            .map(|(n, s)| (n.as_str(), s.local_member_id.as_deref())),
+                        id,
+                    ))
                 .collect();
             Some(format!(
                 "warning: clocks disagree: {node}'s etcd found its clock over 1 s off {} ({}× in the window, {}): check NTP (chronyc tracking) on the VMs; a certificate judged by a node whose clock is off may look expired or not yet valid",

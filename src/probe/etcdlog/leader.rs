@@ -1,14 +1,10 @@
 //! The leader view: from a member's raft lines, whether it knows a leader now, since when, and
 //! its last leader change.
 
-use serde::{Deserialize, Serialize};
-
 use super::{LogKind, LogLine};
 
 /// What the member's last leader line says.
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, strum::Display, strum::VariantArray,
-)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, strum::Display, strum::VariantArray)]
 pub enum LeaderState {
     /// "elected leader" / "changed leader": the member follows (or is) a leader.
     Known,
@@ -16,8 +12,7 @@ pub enum LeaderState {
     NoLeader,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LeaderView {
     pub state: LeaderState,
     /// The leader's member ID when `Known` (it may be the member itself).
@@ -121,14 +116,14 @@ pub fn clock(ts: &str) -> &str {
 }
 
 /// A member ID as the name of the node whose log says it is that member (`local-member-id`),
-/// else the ID itself. `members` is (node, summary) of every log read.
+/// else the ID itself. `members` is (node, its log's `local_member_id`) of every log read.
 pub fn member_name<'a, I>(members: I, id: &str) -> String
 where
-    I: IntoIterator<Item = (&'a str, &'a super::LogSummary)>,
+    I: IntoIterator<Item = (&'a str, Option<&'a str>)>,
 {
     members
         .into_iter()
-        .find(|(_, s)| s.local_member_id.as_deref() == Some(id))
+        .find(|(_, local)| *local == Some(id))
         .map(|(n, _)| n.to_string())
         .unwrap_or_else(|| id.to_string())
 }

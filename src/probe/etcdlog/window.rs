@@ -2,13 +2,10 @@
 //! probe time; older lines are history. The node's clock, never the admin's: a node whose clock
 //! is off is judged against its own lines.
 
-use serde::{Deserialize, Serialize};
-
 use super::{each_line, time, Acc, LogSummary};
 
 /// The present of a log: lines at or after `since` count, older ones are history.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LogWindow {
     /// RFC 3339 UTC (six fraction digits): the oldest time that counts.
     pub since: String,
@@ -21,9 +18,7 @@ pub struct LogWindow {
 
 /// Where a window's end comes from: the node's own clock, so a node whose clock is off is judged
 /// against its own lines, never against the admin's clock.
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, strum::Display, strum::VariantArray,
-)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, strum::Display, strum::VariantArray)]
 pub enum WindowEnd {
     ProbeClock,
     LastLine,

@@ -1,44 +1,56 @@
-//! The output contract's types, `etcdnet.kubectl.io/v1alpha2`: what `-o json|yaml` prints, and
-//! whose JSON Schema is generated. Each is built from its domain type with `From`.
+//! The output contract of `apiVersion` v1alpha2: the only types `-o json|yaml` serializes, each
+//! built from its domain type with `From`. Their doc comments are the JSON Schema's descriptions.
 
-/// A contract enum of unit variants, one for each of the domain enum's, with `From` both ways
-/// (the domain keeps the logic; a contract value asks it through the conversion).
+/// A unit enum of the contract and its domain twin, converted both ways variant by variant (the
+/// way back lets a contract value reuse the domain's wording).
 macro_rules! mirror_enum {
     (
         $(#[$m:meta])*
         pub enum $name:ident from $domain:path {
-            $($(#[$vm:meta])* $v:ident,)*
+            $( $(#[$vm:meta])* $v:ident ),* $(,)?
         }
     ) => {
         $(#[$m])*
         pub enum $name {
-            $($(#[$vm])* $v,)*
+            $( $(#[$vm])* $v ),*
         }
 
         impl From<$domain> for $name {
-            fn from(d: $domain) -> $name {
-                type D = $domain;
+            fn from(d: $domain) -> Self {
+                type Domain = $domain;
                 match d {
-                    $(D::$v => $name::$v,)*
+                    $( Domain::$v => $name::$v ),*
                 }
             }
         }
 
         impl From<$name> for $domain {
-            fn from(c: $name) -> $domain {
-                type D = $domain;
+            fn from(c: $name) -> Self {
+                type Domain = $domain;
                 match c {
-                    $($name::$v => D::$v,)*
+                    $( $name::$v => Domain::$v ),*
                 }
             }
         }
     };
 }
 
+mod analysis;
 mod cluster;
+mod network;
 mod node;
 
+pub use analysis::{
+    Cell, CellState, Cells, LeaderState, LeaderView, LogFinding, LogFormat, LogKind, LogSummary,
+    LogWindow, Matrix, NodeLogs, Verdict, VerdictCode, WindowEnd,
+};
 pub use cluster::*;
+pub use network::{
+    Action, BlockingRule, CoverReason, CoveredCheck, CoveringRule, Direction, NetworkAssessment,
+    NsxGroup, PathEvaluation, PathOutcome, PathRef, PolicyEvaluation, PolicySummary, PolicyWarning,
+    ReadCount, Realization, RealizationProblem, RealizedState, RuleRef, SetAside, Side,
+    SideOutcome,
+};
 pub use node::*;
 
 #[cfg(test)]

@@ -12,8 +12,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
-use etcdnet::analyse::verdict::VerdictCode;
-use etcdnet::report::v1alpha2::ReachError;
+use etcdnet::report::v1alpha2::{ReachError, VerdictCode};
 use etcdnet::report::{CleanupReport, DiagnoseReport, DiagnosedNode, StatusReport};
 pub use etcdnet_fakeapi::{FakeApi, FakeConfig, Workload};
 

@@ -6,7 +6,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use etcdnet::analyse::verdict::VerdictCode;
+use etcdnet::report::v1alpha2::VerdictCode;
 use etcdnet::report::DiagnoseReport;
 use etcdnet_lab::{EtcdVersion, KubeletConfig, Lab};
 
@@ -186,7 +186,7 @@ impl PastWorld {
 
 /// The report's verdict, for assertion messages.
 pub fn shown(r: &DiagnoseReport) -> String {
-    use etcdnet::analyse::matrix::CellState;
+    use etcdnet::report::v1alpha2::CellState;
     // The paths that did not work, with the tool's own words: what a failure on CI needs.
     let cells: Vec<String> = (r.matrices.iter().flat_map(|m| &m.cells))
         .filter(|c| c.state != CellState::Ok)

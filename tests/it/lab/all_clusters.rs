@@ -11,7 +11,7 @@ use etcdnet::report::{ListItem, ListReport};
 #[test]
 #[cfg_attr(not(etcdnet_lab), ignore = "needs root and the lab (see build.rs)")]
 fn diagnose_all_in_the_lab_one_run_every_cluster() {
-    use etcdnet::analyse::verdict::VerdictCode;
+    use etcdnet::report::v1alpha2::VerdictCode;
     let f = LabFleet::start(
         "all_clusters diagnose --all",
         fleet::SET,
@@ -150,7 +150,7 @@ fn watch_all_ends_once_every_cluster_is_healthy() {
         .inject(etcdnet_lab::Fault::DropAllPeers)
         .unwrap();
     diagnose_until(
-        etcdnet::analyse::verdict::VerdictCode::EtcdPeerNetworkBlocked,
+        etcdnet::report::v1alpha2::VerdictCode::EtcdPeerNetworkBlocked,
         || {
             f.kubectl(&[
                 "diagnose",

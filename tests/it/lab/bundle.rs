@@ -6,7 +6,7 @@ use crate::common;
 use common::article::*;
 use common::tarball::entries;
 use common::*;
-use etcdnet::analyse::verdict::VerdictCode;
+use etcdnet::report::v1alpha2::VerdictCode;
 
 /// The lab: the workload API down, the jumpbox pod SSHes into every VM with the cluster's key,
 /// the peers' 2379/2380 dropped. The bundle re-judges to the same `EtcdPeerNetworkBlocked`, and

@@ -12,9 +12,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::*;
-use etcdnet::analyse::verdict::VerdictCode;
-use etcdnet::report::v1alpha2::ApiState;
-use etcdnet::report::v1alpha2::{PortReach, PortState, ReachErrorKind};
+use etcdnet::report::v1alpha2::{ApiState, PortReach, PortState, ReachErrorKind, VerdictCode};
 use etcdnet_lab::{Fault, Lab};
 
 use common::article::*;

@@ -10,9 +10,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::*;
-use etcdnet::analyse::matrix::CellState;
-use etcdnet::analyse::verdict::VerdictCode;
-use etcdnet::report::v1alpha2::ReachErrorKind;
+use etcdnet::report::v1alpha2::{CellState, ReachErrorKind, VerdictCode};
 use etcdnet::report::DiagnoseReport;
 use etcdnet_lab::{Fault, Lab};
 

@@ -3,7 +3,7 @@
 
 use crate::common;
 use common::*;
-use etcdnet::analyse::verdict::VerdictCode;
+use etcdnet::report::v1alpha2::VerdictCode;
 use etcdnet_lab::Fault;
 use std::time::Duration;
 

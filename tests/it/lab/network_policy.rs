@@ -29,7 +29,7 @@ use std::time::Duration;
 
 use common::nsx::{self, cp_vms, named_port, no_vms, tcp, tcp_range, Ready};
 use common::*;
-use etcdnet::analyse::verdict::VerdictCode;
+use etcdnet::report::v1alpha2::VerdictCode;
 use etcdnet::report::DiagnoseReport;
 use etcdnet_lab::{EtcdVersion, Fault, Lab};
 

@@ -17,10 +17,9 @@ use crate::common::members;
 use std::time::{Duration, Instant};
 
 use common::article::{CP, NS};
-use etcdnet::analyse::verdict::VerdictCode;
-use etcdnet::probe::etcdlog::LogKind;
-use etcdnet::report::v1alpha2::HealthOutcome;
-use etcdnet::report::v1alpha2::{ProvisioningStep, RolloutPhase};
+use etcdnet::report::v1alpha2::{
+    HealthOutcome, LogKind, ProvisioningStep, RolloutPhase, VerdictCode,
+};
 use etcdnet::report::DiagnoseReport;
 use etcdnet_lab::{EtcdVersion, KubeletConfig};
 use members::*;

@@ -19,7 +19,7 @@ use crate::common::past;
 use std::time::{Duration, Instant};
 
 use common::article::CP;
-use etcdnet::analyse::verdict::VerdictCode;
+use etcdnet::report::v1alpha2::VerdictCode;
 use etcdnet_lab::{EtcdVersion, Fault};
 use past::{evidence_has, notes_have, shown, PastWorld, Route};
 
@@ -208,7 +208,7 @@ fn hung_vm_and_the_others_cut(w: &PastWorld) {
             let m = r.matrices.iter().find(|m| m.port == 2380).unwrap();
             [(a, b), (b, a)].iter().all(|(f, t)| {
                 m.cell(f, t)
-                    .is_some_and(|c| c.state == etcdnet::analyse::matrix::CellState::Timeout)
+                    .is_some_and(|c| c.state == etcdnet::report::v1alpha2::CellState::Timeout)
             })
         }
     });

@@ -17,8 +17,7 @@ use std::sync::Arc;
 
 use common::article::*;
 use common::*;
-use etcdnet::analyse::verdict::VerdictCode;
-use etcdnet::report::v1alpha2::{HostKey, PortState, ReachErrorKind};
+use etcdnet::report::v1alpha2::{HostKey, PortState, ReachErrorKind, VerdictCode};
 use etcdnet::report::DiagnoseReport;
 use etcdnet_lab::{Fault, Lab};
 

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use common::article::*;
 use common::*;
-use etcdnet::analyse::verdict::VerdictCode;
+use etcdnet::report::v1alpha2::VerdictCode;
 use etcdnet::report::DiagnoseReport;
 use etcdnet_fakeapi::FakeConfig;
 use etcdnet_lab::{Fault, Lab};

@@ -1,0 +1,840 @@
+//! The cluster's network as the reports carry it (`networkPolicy`): what was read, what NSX did
+//! not realize, and the SecurityPolicies evaluated against the control-plane VMs.
+//!
+//! The texts a renderer reads off these types (`RuleRef::text`, `PolicyWarning::text`, ...) are
+//! `analyse::network`'s, which the verdict's evidence uses: one wording, reached by converting back.
+
+use serde::{Deserialize, Serialize};
+
+use crate::analyse::{network, policy};
+use crate::supervisor::network as read;
+
+/// What the reports carry of the cluster's network (present only when an NSX group is served).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct NetworkAssessment {
+    /// Each network resource answered, with how many of its objects are this cluster's.
+    pub read: Vec<ReadCount>,
+    /// What could not be read, one note per failed request.
+    #[serde(default)]
+    pub unread: Vec<String>,
+    /// The network objects NSX (or CAPV) says are not realized.
+    #[serde(default)]
+    pub realization: Vec<RealizationProblem>,
+    /// The SecurityPolicies against the control-plane VMs on TCP 2379/2380.
+    pub evaluation: PolicyEvaluation,
+}
+
+impl From<network::NetworkAssessment> for NetworkAssessment {
+    fn from(a: network::NetworkAssessment) -> Self {
+        NetworkAssessment {
+            read: a.read.into_iter().map(Into::into).collect(),
+            unread: a.unread,
+            realization: a.realization.into_iter().map(Into::into).collect(),
+            evaluation: a.evaluation.into(),
+        }
+    }
+}
+
+impl NetworkAssessment {
+    /// Whether the NETWORK POLICY section has anything to show: a policy applying to a VM, a
+    /// blocking rule, a warning, a realization problem, an unread note.
+    pub fn applies(&self) -> bool {
+        let ev = &self.evaluation;
+        ev.selecting_vms().next().is_some()
+            || !ev.blocking.is_empty()
+            || !ev.warnings.is_empty()
+            || !self.realization.is_empty()
+            || !self.unread.is_empty()
+            || ev.policies_not_read > 0
+            || !ev.set_aside.is_empty()
+    }
+
+    /// `securitypolicies.crd.nsx.vmware.com 5, subnetports.crd.nsx.vmware.com 3, ...`.
+    pub fn read_text(&self) -> String {
+        let read: Vec<read::ReadCount> = self.read.iter().cloned().map(Into::into).collect();
+        network::read_text(&read)
+    }
+}
+
+/// One network resource read, and how many of its objects are the cluster's.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct ReadCount {
+    /// `resource.group`, e.g. `securitypolicies.crd.nsx.vmware.com`.
+    pub resource: String,
+    pub count: usize,
+}
+
+impl From<read::ReadCount> for ReadCount {
+    fn from(r: read::ReadCount) -> Self {
+        ReadCount {
+            resource: r.resource,
+            count: r.count,
+        }
+    }
+}
+
+impl From<ReadCount> for read::ReadCount {
+    fn from(r: ReadCount) -> Self {
+        read::ReadCount {
+            resource: r.resource,
+            count: r.count,
+        }
+    }
+}
+
+/// A network object NSX (or CAPV) says is not realized, or that claims so itself.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RealizationProblem {
+    /// The object's kind (`SubnetPort`, `VirtualNetwork`, `Namespace`, ...).
+    pub kind: String,
+    pub name: String,
+    /// The condition's type (`Ready`, ...), or the annotation's key (`nsx-op/error`).
+    pub condition: String,
+    /// The condition's status (`False`, `Unknown`); absent for an annotation.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// The condition's message or the annotation's text, bounded, verbatim.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+    /// The control-plane VM whose SubnetPort this is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vm: Option<String>,
+    /// Only the object's own annotation says so: its editor's claim, never NSX's status.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub claim: bool,
+}
+
+impl From<crate::analyse::realization::RealizationProblem> for RealizationProblem {
+    fn from(p: crate::analyse::realization::RealizationProblem) -> Self {
+        RealizationProblem {
+            kind: p.kind,
+            name: p.name,
+            condition: p.condition,
+            status: p.status,
+            reason: p.reason,
+            message: p.message,
+            vm: p.vm,
+            claim: p.claim,
+        }
+    }
+}
+
+mirror_enum! {
+    /// The API group a SecurityPolicy was served from.
+    #[derive(
+        Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
+        schemars::JsonSchema,
+    )]
+    pub enum NsxGroup from policy::NsxGroup {
+        /// `crd.nsx.vmware.com`: nsx-operator on VPC networking.
+        #[serde(rename = "crd.nsx.vmware.com")]
+        Vpc,
+        /// `nsx.vmware.com`: the older NCP/T1 networking.
+        #[serde(rename = "nsx.vmware.com")]
+        Legacy,
+    }
+}
+
+impl NsxGroup {
+    /// The group's name, as in `crd.nsx.vmware.com`.
+    pub fn name(self) -> &'static str {
+        policy::NsxGroup::from(self).name()
+    }
+}
+
+mirror_enum! {
+    /// A rule's action.
+    #[derive(
+        Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize,
+        schemars::JsonSchema,
+    )]
+    pub enum Action from policy::Action {
+        Allow,
+        Drop,
+        Reject,
+    }
+}
+
+mirror_enum! {
+    /// A rule's direction.
+    #[derive(
+        Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize,
+        schemars::JsonSchema,
+    )]
+    pub enum Direction from policy::Direction {
+        In,
+        Out,
+    }
+}
+
+mirror_enum! {
+    /// Whether NSX realized a policy (its Ready condition).
+    #[derive(
+        Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema,
+    )]
+    pub enum RealizedState from policy::RealizedState {
+        /// Ready True.
+        Realized,
+        /// Ready False.
+        NotRealized,
+        /// No Ready condition yet, or another status.
+        Unknown,
+    }
+}
+
+/// A policy's Ready condition: its state, reason and message.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Realization {
+    pub state: RealizedState,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+}
+
+impl From<policy::Realization> for Realization {
+    fn from(r: policy::Realization) -> Self {
+        Realization {
+            state: r.state.into(),
+            reason: r.reason,
+            message: r.message,
+        }
+    }
+}
+
+impl From<Realization> for policy::Realization {
+    fn from(r: Realization) -> Self {
+        policy::Realization {
+            state: r.state.into(),
+            reason: r.reason,
+            message: r.message,
+        }
+    }
+}
+
+mirror_enum! {
+    /// Which check of a path: at FROM on the way out, or at TO on the way in.
+    #[derive(
+        Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize,
+        schemars::JsonSchema,
+    )]
+    pub enum Side from policy::Side {
+        Egress,
+        Ingress,
+    }
+}
+
+/// A rule, named as an admin finds it: policy, index in `spec.rules`, priority, action, direction.
+#[derive(
+    Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, schemars::JsonSchema,
+)]
+#[serde(rename_all = "camelCase")]
+pub struct RuleRef {
+    pub namespace: String,
+    pub policy: String,
+    pub group: NsxGroup,
+    pub priority: u32,
+    pub rule_index: usize,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rule_name: Option<String>,
+    pub action: Action,
+    pub direction: Direction,
+}
+
+impl From<policy::RuleRef> for RuleRef {
+    fn from(r: policy::RuleRef) -> Self {
+        RuleRef {
+            namespace: r.namespace,
+            policy: r.policy,
+            group: r.group.into(),
+            priority: r.priority,
+            rule_index: r.rule_index,
+            rule_name: r.rule_name,
+            action: r.action.into(),
+            direction: r.direction.into(),
+        }
+    }
+}
+
+impl From<RuleRef> for policy::RuleRef {
+    fn from(r: RuleRef) -> Self {
+        policy::RuleRef {
+            namespace: r.namespace,
+            policy: r.policy,
+            group: r.group.into(),
+            priority: r.priority,
+            rule_index: r.rule_index,
+            rule_name: r.rule_name,
+            action: r.action.into(),
+            direction: r.direction.into(),
+        }
+    }
+}
+
+impl RuleRef {
+    /// `SecurityPolicy ns/name (group, priority P, rules[i] "name")`, as the evidence says it.
+    pub fn text(&self) -> String {
+        network::rule_text(&self.clone().into())
+    }
+    /// `Drop In`: the rule's action and direction.
+    pub fn action_text(&self) -> String {
+        network::action_text(&self.clone().into())
+    }
+}
+
+/// What one check (egress at FROM, ingress at TO) comes to.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(tag = "result", rename_all_fields = "camelCase")]
+pub enum SideOutcome {
+    /// The first matching rule in effect.
+    Matched { rule: RuleRef },
+    /// No visible rule in effect matches: decided outside the Supervisor's view.
+    NoVisibleRule,
+    /// A rule that might come first cannot be evaluated (`why` names its policy).
+    CannotDecide { why: String },
+}
+
+impl From<policy::SideOutcome> for SideOutcome {
+    fn from(o: policy::SideOutcome) -> Self {
+        match o {
+            policy::SideOutcome::Matched { rule } => SideOutcome::Matched { rule: rule.into() },
+            policy::SideOutcome::NoVisibleRule => SideOutcome::NoVisibleRule,
+            policy::SideOutcome::CannotDecide { why } => SideOutcome::CannotDecide { why },
+        }
+    }
+}
+
+/// What one path (port, FROM → TO) comes to, both checks together.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(tag = "outcome", rename_all_fields = "camelCase")]
+pub enum PathOutcome {
+    /// A Drop rule is the first match of a check.
+    Dropped { rule: RuleRef },
+    /// A Reject rule is the first match of a check.
+    Rejected { rule: RuleRef },
+    /// No check blocks and at least one has an Allow as its first match.
+    Allowed {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        egress: Option<RuleRef>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        ingress: Option<RuleRef>,
+    },
+    /// No visible rule matches either check.
+    NoVisibleRule,
+    /// A check cannot be decided and the other does not block.
+    CannotDecide { why: String },
+}
+
+impl From<policy::PathOutcome> for PathOutcome {
+    fn from(o: policy::PathOutcome) -> Self {
+        use policy::PathOutcome as P;
+        match o {
+            P::Dropped { rule } => PathOutcome::Dropped { rule: rule.into() },
+            P::Rejected { rule } => PathOutcome::Rejected { rule: rule.into() },
+            P::Allowed { egress, ingress } => PathOutcome::Allowed {
+                egress: egress.map(Into::into),
+                ingress: ingress.map(Into::into),
+            },
+            P::NoVisibleRule => PathOutcome::NoVisibleRule,
+            P::CannotDecide { why } => PathOutcome::CannotDecide { why },
+        }
+    }
+}
+
+/// One path's evaluation.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PathEvaluation {
+    pub port: u16,
+    pub from: String,
+    pub to: String,
+    pub outcome: PathOutcome,
+    pub egress: SideOutcome,
+    pub ingress: SideOutcome,
+    /// A Drop/Reject of a policy not in effect as written that would decide a check once realized.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub not_realized: Option<RuleRef>,
+}
+
+impl From<policy::PathEvaluation> for PathEvaluation {
+    fn from(p: policy::PathEvaluation) -> Self {
+        PathEvaluation {
+            port: p.port,
+            from: p.from,
+            to: p.to,
+            outcome: p.outcome.into(),
+            egress: p.egress.into(),
+            ingress: p.ingress.into(),
+            not_realized: p.not_realized.map(Into::into),
+        }
+    }
+}
+
+/// Why a Drop/Reject rule that covers a path does not decide it now.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(tag = "kind", rename_all_fields = "camelCase")]
+pub enum CoverReason {
+    /// A rule in effect that comes first allows the path.
+    Shadowed { by: RuleRef },
+    /// Its policy is not in effect as written; `wouldDecide`: it would decide the check once realized.
+    NotRealized {
+        state: RealizedState,
+        would_decide: bool,
+    },
+}
+
+impl From<policy::CoverReason> for CoverReason {
+    fn from(r: policy::CoverReason) -> Self {
+        match r {
+            policy::CoverReason::Shadowed { by } => CoverReason::Shadowed { by: by.into() },
+            policy::CoverReason::NotRealized {
+                state,
+                would_decide,
+            } => CoverReason::NotRealized {
+                state: state.into(),
+                would_decide,
+            },
+        }
+    }
+}
+
+impl From<CoverReason> for policy::CoverReason {
+    fn from(r: CoverReason) -> Self {
+        match r {
+            CoverReason::Shadowed { by } => policy::CoverReason::Shadowed { by: by.into() },
+            CoverReason::NotRealized {
+                state,
+                would_decide,
+            } => policy::CoverReason::NotRealized {
+                state: state.into(),
+                would_decide,
+            },
+        }
+    }
+}
+
+/// One check a covering rule covers.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CoveredCheck {
+    pub port: u16,
+    pub from: String,
+    pub to: String,
+    pub side: Side,
+}
+
+impl From<policy::CoveredCheck> for CoveredCheck {
+    fn from(c: policy::CoveredCheck) -> Self {
+        CoveredCheck {
+            port: c.port,
+            from: c.from,
+            to: c.to,
+            side: c.side.into(),
+        }
+    }
+}
+
+/// A Drop/Reject rule that matches checks without deciding them, for one reason, with examples.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CoveringRule {
+    pub rule: RuleRef,
+    pub reason: CoverReason,
+    /// How many checks it covers.
+    pub checks: usize,
+    /// How many paths those checks are on.
+    pub paths: usize,
+    /// A few of the checks.
+    pub examples: Vec<CoveredCheck>,
+}
+
+impl From<policy::CoveringRule> for CoveringRule {
+    fn from(c: policy::CoveringRule) -> Self {
+        CoveringRule {
+            rule: c.rule.into(),
+            reason: c.reason.into(),
+            checks: c.checks,
+            paths: c.paths,
+            examples: c.examples.into_iter().map(Into::into).collect(),
+        }
+    }
+}
+
+/// One path: a port, FROM and TO.
+#[derive(
+    Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, schemars::JsonSchema,
+)]
+#[serde(rename_all = "camelCase")]
+pub struct PathRef {
+    pub port: u16,
+    pub from: String,
+    pub to: String,
+}
+
+impl From<policy::PathRef> for PathRef {
+    fn from(p: policy::PathRef) -> Self {
+        PathRef {
+            port: p.port,
+            from: p.from,
+            to: p.to,
+        }
+    }
+}
+
+impl From<PathRef> for policy::PathRef {
+    fn from(p: PathRef) -> Self {
+        policy::PathRef {
+            port: p.port,
+            from: p.from,
+            to: p.to,
+        }
+    }
+}
+
+impl PathRef {
+    /// The ports of `paths`, `TCP 2380` or `TCP 2379, 2380`.
+    pub fn ports_text(paths: &[PathRef]) -> String {
+        network::ports_text(&domain_paths(paths))
+    }
+    /// `a → b:2380, ...`: the first few and a count of the rest.
+    pub fn paths_text(paths: &[PathRef]) -> String {
+        network::paths_text(&domain_paths(paths))
+    }
+}
+
+fn domain_paths(paths: &[PathRef]) -> Vec<policy::PathRef> {
+    paths.iter().cloned().map(Into::into).collect()
+}
+
+/// A Drop/Reject rule that would block 2379/2380 between the VMs but does not now, with its paths.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PolicyWarning {
+    pub rule: RuleRef,
+    pub reason: CoverReason,
+    /// The policy's Ready reason and message when it is not in effect.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub realization: Option<Realization>,
+    /// nsx-operator's validation errors: the policy cannot be realized as written.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub invalid: Vec<String>,
+    pub paths: Vec<PathRef>,
+}
+
+impl From<policy::PolicyWarning> for PolicyWarning {
+    fn from(w: policy::PolicyWarning) -> Self {
+        PolicyWarning {
+            rule: w.rule.into(),
+            reason: w.reason.into(),
+            realization: w.realization.map(Into::into),
+            invalid: w.invalid,
+            paths: w.paths.into_iter().map(Into::into).collect(),
+        }
+    }
+}
+
+impl From<PolicyWarning> for policy::PolicyWarning {
+    fn from(w: PolicyWarning) -> Self {
+        policy::PolicyWarning {
+            rule: w.rule.into(),
+            reason: w.reason.into(),
+            realization: w.realization.map(Into::into),
+            invalid: w.invalid,
+            paths: domain_paths(&w.paths),
+        }
+    }
+}
+
+impl PolicyWarning {
+    /// One line: which rule, what it would block (`vms` VMs evaluated), why it does not now.
+    pub fn text(&self, vms: usize) -> String {
+        network::warning_text(&self.clone().into(), vms)
+    }
+}
+
+/// A Drop/Reject rule that blocks paths now, with those paths.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct BlockingRule {
+    pub rule: RuleRef,
+    pub paths: Vec<PathRef>,
+}
+
+impl From<policy::BlockingRule> for BlockingRule {
+    fn from(b: policy::BlockingRule) -> Self {
+        BlockingRule {
+            rule: b.rule.into(),
+            paths: b.paths.into_iter().map(Into::into).collect(),
+        }
+    }
+}
+
+/// One policy as read: who it is, whether NSX realized it, which VMs it applies to.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PolicySummary {
+    pub namespace: String,
+    pub name: String,
+    pub group: NsxGroup,
+    /// Absent: `spec.priority` could not be read.
+    pub priority: Option<u32>,
+    pub realization: Realization,
+    /// Counted in the evaluation: realized (Ready True) and valid.
+    pub in_effect: bool,
+    /// What nsx-operator's validation refuses in it: it cannot be realized as written.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub invalid: Vec<String>,
+    /// The VMs its `appliedTo` selects.
+    pub applies_to: Vec<String>,
+    /// The VMs for which that cannot be decided.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub applies_to_undecided: Vec<String>,
+    pub rule_count: usize,
+    /// What could not be read (`rules[2]: ...`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unreadable: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
+}
+
+impl From<policy::PolicySummary> for PolicySummary {
+    fn from(p: policy::PolicySummary) -> Self {
+        PolicySummary {
+            namespace: p.namespace,
+            name: p.name,
+            group: p.group.into(),
+            priority: p.priority,
+            realization: p.realization.into(),
+            in_effect: p.in_effect,
+            invalid: p.invalid,
+            applies_to: p.applies_to,
+            applies_to_undecided: p.applies_to_undecided,
+            rule_count: p.rule_count,
+            unreadable: p.unreadable,
+            notes: p.notes,
+        }
+    }
+}
+
+/// A policy of the cluster's namespace that is not evaluated, and why.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SetAside {
+    pub namespace: String,
+    pub name: String,
+    pub group: NsxGroup,
+    pub realization: Realization,
+    pub why: String,
+}
+
+impl From<policy::SetAside> for SetAside {
+    fn from(s: policy::SetAside) -> Self {
+        SetAside {
+            namespace: s.namespace,
+            name: s.name,
+            group: s.group.into(),
+            realization: s.realization.into(),
+            why: s.why,
+        }
+    }
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
+}
+
+/// The SecurityPolicies evaluated against the control-plane VMs on TCP 2379/2380.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PolicyEvaluation {
+    /// The vSphere Namespace of the cluster's VMs.
+    pub namespace: String,
+    /// The control-plane VMs evaluated, sorted.
+    pub vms: Vec<String>,
+    /// The group nsx-operator reconciles (absent: not told, both count).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub live_group: Option<NsxGroup>,
+    /// What the live group was told from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub networking_basis: Option<String>,
+    /// The policies that can apply to the VMs, evaluated (bounded).
+    pub policies: Vec<PolicySummary>,
+    /// The namespace's policies of the group nsx-operator does not reconcile.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub set_aside: Vec<SetAside>,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub set_aside_not_listed: usize,
+    /// Policies read that cannot apply to these VMs.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub policies_not_applying: usize,
+    /// Policies that can apply but were not evaluated (a check they could decide is undecided).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub policies_not_read: usize,
+    /// Every path, by port, FROM, TO.
+    pub paths: Vec<PathEvaluation>,
+    /// The rules that block paths now, each with its paths.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub blocking: Vec<BlockingRule>,
+    /// Drop/Reject rules that would block paths but do not now (bounded).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<PolicyWarning>,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub warnings_not_listed: usize,
+    /// Every Drop/Reject rule that covers checks without deciding them, per rule and reason (bounded).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub covering: Vec<CoveringRule>,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub covering_not_listed: usize,
+    /// What the evaluation assumes where upstream cannot be read.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
+}
+
+impl From<policy::PolicyEvaluation> for PolicyEvaluation {
+    fn from(e: policy::PolicyEvaluation) -> Self {
+        PolicyEvaluation {
+            namespace: e.namespace,
+            vms: e.vms,
+            live_group: e.live_group.map(Into::into),
+            networking_basis: e.networking_basis,
+            policies: e.policies.into_iter().map(Into::into).collect(),
+            set_aside: e.set_aside.into_iter().map(Into::into).collect(),
+            set_aside_not_listed: e.set_aside_not_listed,
+            policies_not_applying: e.policies_not_applying,
+            policies_not_read: e.policies_not_read,
+            paths: e.paths.into_iter().map(Into::into).collect(),
+            blocking: e.blocking.into_iter().map(Into::into).collect(),
+            warnings: e.warnings.into_iter().map(Into::into).collect(),
+            warnings_not_listed: e.warnings_not_listed,
+            covering: e.covering.into_iter().map(Into::into).collect(),
+            covering_not_listed: e.covering_not_listed,
+            notes: e.notes,
+        }
+    }
+}
+
+impl PolicyEvaluation {
+    /// The policies that select at least one of the VMs.
+    pub fn selecting_vms(&self) -> impl Iterator<Item = &PolicySummary> {
+        self.policies.iter().filter(|p| !p.applies_to.is_empty())
+    }
+
+    /// The paths whose outcome cannot be decided.
+    pub fn undecided(&self) -> impl Iterator<Item = &PathEvaluation> {
+        self.paths
+            .iter()
+            .filter(|p| matches!(p.outcome, PathOutcome::CannotDecide { .. }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_assessment_is_camel_case_and_round_trips() {
+        let a =
+            NetworkAssessment::from(network::assess(&network::tests::objects("drop-between-cp")));
+        let v = serde_json::to_value(&a).unwrap();
+        for k in ["read", "unread", "realization", "evaluation"] {
+            assert!(v.get(k).is_some(), "{k}");
+        }
+        assert_eq!(serde_json::from_value::<NetworkAssessment>(v).unwrap(), a);
+    }
+
+    #[test]
+    fn an_evaluation_is_camel_case_and_round_trips() {
+        let e = PolicyEvaluation::from(policy::tests::shadowed_and_not_realized());
+        let json = serde_json::to_value(&e).unwrap();
+        assert_eq!(json["paths"][0]["outcome"]["outcome"], "Allowed");
+        assert_eq!(json["paths"][0]["ingress"]["result"], "Matched");
+        assert_eq!(json["paths"][0]["ingress"]["rule"]["ruleIndex"], 0);
+        assert_eq!(json["policies"][0]["group"], "crd.nsx.vmware.com");
+        assert_eq!(json["policies"][0]["inEffect"], true);
+        assert!(json["covering"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|c| c["reason"]["kind"] == "NotRealized" && c["reason"]["wouldDecide"] == false));
+        assert_eq!(serde_json::from_value::<PolicyEvaluation>(json).unwrap(), e);
+    }
+
+    #[test]
+    fn a_drowned_namespace_gives_bounded_json() {
+        let a = NetworkAssessment::from(network::assess(&network::tests::drowned()));
+        let json = serde_json::to_string(&a).unwrap();
+        assert!(json.len() < 200_000, "{} bytes", json.len());
+    }
+
+    /// The evaluation's bound on pathological work and on its JSON, against the most VMs.
+    #[test]
+    fn a_drowned_namespace_against_the_most_vms_is_quick_and_its_json_bounded() {
+        let (e, took) = policy::tests::drowned_against_the_most_vms();
+        eprintln!("drowned, 16 VMs: {took:?}");
+        // A bound on pathological work, not a benchmark: ~5 s in a debug build on an idle core,
+        // 11 s beside a full suite; a cost per path and covering check (the 48,384
+        // entries at 3 VMs, 26 times the paths here) would take many minutes.
+        assert!(took < std::time::Duration::from_secs(60));
+        assert_eq!(e.paths.len(), 480);
+        assert_eq!(e.covering.len(), policy::MAX_COVERING);
+        assert_eq!(e.warnings()[0].paths.len(), 480);
+        let json = serde_json::to_string(&PolicyEvaluation::from(e)).unwrap();
+        eprintln!("{} bytes", json.len());
+        assert!(json.len() < 1_000_000, "{} bytes", json.len());
+    }
+
+    /// The evaluation's unit enums: `NsxGroup` is its group's name, the others as written.
+    #[test]
+    fn the_enums_are_their_names() {
+        for g in [policy::NsxGroup::Vpc, policy::NsxGroup::Legacy] {
+            assert_eq!(
+                serde_json::to_value(NsxGroup::from(g)).unwrap(),
+                serde_json::Value::String(g.name().into())
+            );
+        }
+        assert_eq!(serde_json::to_value(Action::Drop).unwrap(), "Drop");
+        assert_eq!(serde_json::to_value(Direction::In).unwrap(), "In");
+        assert_eq!(
+            serde_json::to_value(RealizedState::NotRealized).unwrap(),
+            "NotRealized"
+        );
+        assert_eq!(serde_json::to_value(Side::Egress).unwrap(), "Egress");
+    }
+
+    /// The text a renderer reads off the contract is the evidence's own.
+    #[test]
+    fn the_texts_are_the_evidences() {
+        let d = policy::tests::shadowed_and_not_realized();
+        let w = d.warnings()[0].clone();
+        let c = PolicyWarning::from(w.clone());
+        assert_eq!(c.text(3), network::warning_text(&w, 3));
+        assert_eq!(c.rule.text(), network::rule_text(&w.rule));
+        assert_eq!(c.rule.action_text(), network::action_text(&w.rule));
+        assert_eq!(PathRef::paths_text(&c.paths), network::paths_text(&w.paths));
+        assert_eq!(PathRef::ports_text(&c.paths), network::ports_text(&w.paths));
+    }
+
+    /// The schema says what the serde attributes write: groups by name, tagged outcomes,
+    /// camelCase fields.
+    #[test]
+    fn the_schema_follows_the_serde_attributes() {
+        let schema = serde_json::to_string(&schemars::schema_for!(NetworkAssessment)).unwrap();
+        for said in [
+            "\"crd.nsx.vmware.com\"",
+            "\"nsx.vmware.com\"",
+            "\"outcome\"",
+            "\"result\"",
+            "\"wouldDecide\"",
+            "\"appliesToUndecided\"",
+            "\"notRealized\"",
+        ] {
+            assert!(schema.contains(said), "{said} not in {schema}");
+        }
+        assert!(!schema.contains("would_decide"), "{schema}");
+    }
+}
