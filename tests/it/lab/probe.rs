@@ -653,67 +653,6 @@ fn own_view(etcd: EtcdVersion) {
     }
 }
 
-/// The faults whose logs `capture_etcd_logs` keeps: (file name prefix, fault, seconds from the
-/// fault to the copy). The first four are the shared 3.4 captures' scenarios, 20 s as theirs;
-/// the TLS ones log every rejected dial (~70 lines a second), so 10 s keeps them small.
-const CAPTURES: [(&str, &str, u64); 6] = [
-    ("drop-all-peers", "drop-all-peers", 20),
-    ("reject-all-peers", "reject-all-peers", 20),
-    ("cp3-isolated", "isolate:cp3", 20),
-    ("cp2-etcd-stopped", "stop-etcd:cp2", 20),
-    ("cp2-peer-cert-expired", "expired-peer-cert:cp2", 10),
-    ("large-packets-dropped", "drop-large-packets", 20),
-];
-
-/// Regenerates the lab captures `tests/fixtures/etcd-logs/v3.4/` and `v3.5/` (see the README
-/// there): per fault, a fresh 3-member lab of each line (both at once), left 3 s after every
-/// member is healthy so start-up has settled, the fault injected, and after the table's seconds
-/// every member's log as `crictl logs` gives it (the current container's: a restarted member's
-/// new attempt). As root:
-///
-/// ```text
-/// cargo test --test it -- --ignored --exact lab::probe::capture_etcd_logs
-/// ```
-///
-/// `ETCDNET_CAPTURE_DIR=<dir>` writes under `<dir>` instead (to compare without touching the
-/// fixtures); `ETCDNET_CAPTURE_ETCD=3.5` captures one line only.
-#[test]
-#[ignore = "capture: regenerates tests/fixtures/etcd-logs/v3.4 and v3.5 (root; see their README)"]
-fn capture_etcd_logs() {
-    etcdnet_lab::require("capture_etcd_logs");
-    etcdnet_lab::require_etcd("capture_etcd_logs", EtcdVersion::V3_5);
-    let out = std::env::var_os("ETCDNET_CAPTURE_DIR")
-        .map(std::path::PathBuf::from)
-        .unwrap_or_else(|| {
-            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/etcd-logs")
-        });
-    let lines: Vec<EtcdVersion> = match std::env::var("ETCDNET_CAPTURE_ETCD") {
-        Ok(v) => vec![v.parse().unwrap()],
-        Err(_) => EtcdVersion::ALL.to_vec(),
-    };
-    for (name, fault, wait_s) in CAPTURES {
-        let fault: Fault = fault.parse().unwrap();
-        std::thread::scope(|s| {
-            for &etcd in &lines {
-                let (out, fault) = (&out, fault.clone());
-                s.spawn(move || {
-                    let lab = start(etcd, 3);
-                    std::thread::sleep(Duration::from_secs(3));
-                    lab.inject(fault).unwrap();
-                    std::thread::sleep(Duration::from_secs(wait_s));
-                    let dir = out.join(format!("v{etcd}"));
-                    std::fs::create_dir_all(&dir).unwrap();
-                    for node in lab.nodes() {
-                        let file = dir.join(format!("{name}-{}.log", node.name));
-                        std::fs::copy(node.log_file(), &file).unwrap();
-                        eprintln!("wrote {}", file.display());
-                    }
-                });
-            }
-        });
-    }
-}
-
 /// One `#[test]` per case and etcd line, named `etcd_3_4::<case>` / `etcd_3_5::<case>`, so the
 /// summary says which line a failure is on. Both sets are in this one test binary: they run with
 /// the same parallelism (cargo's test threads), interleaved.
