@@ -73,6 +73,9 @@ fn evidence_with(r: &DiagnoseReport, parts: &[&str]) -> bool {
 
 /// Scenarios 3, 1 and 2 on a lab of the healthy set's three VMs (rollout-scale-up is that set
 /// plus a 4th Machine that has no VM address yet, so the same lab is its world).
+// Long: five membership changes on one lab in sequence, made with the real etcdctl (a learner
+// that must catch up before its promotion, a removed member kubelet restarts three times), each
+// followed by diagnoses through the real kubectl until the verdict shows it.
 fn three_vms(test: &str, route: Route, etcd: EtcdVersion) {
     let started = Instant::now();
     let lab = start_lab(test, "healthy-v1alpha3", etcd, None);
