@@ -114,7 +114,11 @@ fn the_readme_names_every_test_module_and_file() {
     check("tests/bench", bench, scripts.collect());
 
     let list = found.join("\n  ");
-    assert!(found.is_empty(), "tests/README.md does not name:\n  {list}");
+    let fix = "add each to its section of tests/README.md, one line";
+    assert!(
+        found.is_empty(),
+        "tests/README.md does not name ({fix}):\n  {list}"
+    );
 }
 
 /// What regenerates a fixture, measures or checks a release is a tool (tests/README.md, "Tools,
