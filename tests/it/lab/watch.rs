@@ -23,7 +23,7 @@ fn lab_env(test: &str) -> (Env, Arc<Lab>) {
 }
 
 // Long: polled until etcd notices the isolation, then --watch rounds until, after the heal,
-// etcd has a quorum again and the watch ends.
+// cp3 is back in the cluster and the watch ends.
 #[test]
 #[cfg_attr(not(etcdnet_lab), ignore = "needs root and the lab (see build.rs)")]
 fn a_fault_healed_mid_watch_shows_the_transition_and_ends_the_watch() {
