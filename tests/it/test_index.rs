@@ -1,6 +1,7 @@
 //! tests/README.md stays a true index: it names every test module of each crate's test binary,
 //! every file of the workspace's crates that holds tests, and every bench script. And the suite
-//! holds tests only: the one `#[ignore]`d kind is a lab test's helper process, never a tool.
+//! holds tests only: the one `#[ignore]`d kind is a lab test's helper process, never a tool;
+//! and every lab test is under a module `lab`.
 
 use std::path::Path;
 
@@ -144,5 +145,30 @@ fn no_tool_hides_in_the_suite_as_an_ignored_test() {
     assert!(
         found.is_empty(),
         "ignored tests that are not helper processes:\n  {list}"
+    );
+}
+
+/// Every lab test is under a module `lab` (or in the lab crate's `past_lab`): the quick suite's
+/// filter and nextest's `lab` group (`.config/nextest.toml`) find them by that path.
+#[test]
+fn every_lab_test_is_under_lab() {
+    let gate = concat!("cfg_attr(not(", "etcdnet_lab)");
+    let mut found = Vec::new();
+    for dir in [
+        "tests/it",
+        "tests/fakeapi/tests/it",
+        "tests/fakeapi/src",
+        "src",
+    ] {
+        for (rel, text) in rust_files(dir) {
+            if text.contains(gate) && !rel.starts_with("lab/") {
+                found.push(format!("{dir}/{rel}"));
+            }
+        }
+    }
+    let list = found.join("\n  ");
+    assert!(
+        found.is_empty(),
+        "lab tests outside a module `lab`:\n  {list}"
     );
 }
