@@ -4,6 +4,7 @@
 
 mod evidence;
 mod list;
+pub mod schema;
 pub mod watch;
 
 use serde::{Deserialize, Serialize};
@@ -169,7 +170,7 @@ impl RunResult {
 }
 
 /// `version -o json|yaml`.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct VersionReport {
     pub api_version: String,
@@ -330,7 +331,7 @@ impl DiagnoseReport {
 }
 
 /// One pod `cleanup` found.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct CleanupItem {
     /// `supervisor`, or the workload cluster's name.
@@ -344,8 +345,9 @@ pub struct CleanupItem {
 /// What `cleanup` did with a pod. In JSON a string: `deleted`, `would delete` (dry run), `kept`
 /// (younger than --older-than), `kept (running; --all to delete)` (a run may still be using
 /// it), or `error: ...`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(into = "String", from = "String")]
+#[schemars(with = "String")]
 pub enum CleanupAction {
     Deleted,
     WouldDelete,
@@ -395,7 +397,7 @@ impl From<String> for CleanupAction {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct CleanupReport {
     pub api_version: String,

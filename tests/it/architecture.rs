@@ -78,7 +78,7 @@ const FOLDERS: &[(&str, &[&[&str]])] = &[
             &["network"],
         ],
     ),
-    ("report", &[&["watch"], &["evidence", "list"]]),
+    ("report", &[&["schema"], &["watch"], &["evidence", "list"]]),
     (
         "analyse",
         &[

@@ -401,3 +401,231 @@ fn cleanup_and_version() {
     snapshot("version.json", &env.plugin(&["version", "-o", "json"]));
     snapshot("version.yaml", &env.plugin(&["version", "-o", "yaml"]));
 }
+
+/// What one `status` run is about, asserted on its JSON: the VM API and labels discovery chose,
+/// the findings (code, node), the nodes (name's last five characters, VM IP, power), the exit
+/// code. The whole documents of a few sets are the snapshots above; the schema
+/// (docs/schema/, `schema::`) holds every field's type.
+struct Brief {
+    set: &'static str,
+    cluster: &'static str,
+    namespace: &'static str,
+    workload: fn() -> Workload,
+    vm_api: &'static str,
+    labels: &'static str,
+    findings: &'static [(&'static str, Option<&'static str>)],
+    nodes: &'static [(&'static str, Option<&'static str>, &'static str)],
+    workload_state: &'static str,
+    exit: i32,
+}
+
+const UP: [(&str, Option<&str>, &str); 3] = [
+    ("4rz8m", Some("198.18.0.11"), "PoweredOn"),
+    ("9qtvw", Some("198.18.0.12"), "PoweredOn"),
+    ("bx2lk", Some("198.18.0.13"), "PoweredOn"),
+];
+const V3: &str = "vmoperator.vmware.com/v1alpha3";
+const NOT_READY: (&str, Option<&str>) = ("ControlPlaneNotReady", None);
+const ETCD_COND: (&str, Option<&str>) = ("EtcdConditionNotTrue", None);
+
+fn brief(set: &'static str, exit: i32) -> Brief {
+    Brief {
+        set,
+        cluster: CLUSTER,
+        namespace: NS,
+        workload: Workload::ok,
+        vm_api: V3,
+        labels: "capv",
+        findings: &[],
+        nodes: &UP,
+        workload_state: "Reachable",
+        exit,
+    }
+}
+
+fn briefs() -> Vec<Brief> {
+    vec![
+        Brief {
+            vm_api: "vmoperator.vmware.com/v1alpha1",
+            labels: "capw",
+            ..brief("v1alpha1-capw", 0)
+        },
+        Brief {
+            vm_api: "vmoperator.vmware.com/v1alpha2",
+            ..brief("v1alpha2", 0)
+        },
+        Brief {
+            vm_api: "vmoperator.vmware.com/v1alpha5",
+            nodes: &[
+                ("4rz8m", Some("198.18.0.11"), "PoweredOn"),
+                ("9qtvw", Some("198.18.0.12"), "PoweredOn"),
+                ("bx2lk", Some("2001:db8:0:3::13"), "PoweredOn"),
+            ],
+            ..brief("kcp-v1beta2", 0)
+        },
+        Brief {
+            findings: &[("ControlPlaneMachinesMissing", None), NOT_READY, ETCD_COND],
+            nodes: &[
+                ("4rz8m", Some("198.18.0.11"), "PoweredOn"),
+                ("9qtvw", Some("198.18.0.12"), "PoweredOn"),
+            ],
+            ..brief("missing-machine", 1)
+        },
+        Brief {
+            findings: &[
+                NOT_READY,
+                ETCD_COND,
+                ("RolloutInProgress", Some("tkc-prod-7xk2p-bx2lk")),
+            ],
+            nodes: &[
+                ("4rz8m", Some("198.18.0.11"), "PoweredOn"),
+                ("9qtvw", Some("198.18.0.12"), "PoweredOn"),
+                ("bx2lk", None, "PoweredOn"),
+            ],
+            ..brief("vm-no-ip", 1)
+        },
+        Brief {
+            findings: &[
+                NOT_READY,
+                ETCD_COND,
+                ("VirtualMachineNotPoweredOn", Some("tkc-prod-7xk2p-9qtvw")),
+                ("VirtualMachineNoIP", Some("tkc-prod-7xk2p-9qtvw")),
+            ],
+            nodes: &[
+                ("4rz8m", Some("198.18.0.11"), "PoweredOn"),
+                ("9qtvw", None, "PoweredOff"),
+                ("bx2lk", Some("198.18.0.13"), "PoweredOn"),
+            ],
+            ..brief("vm-powered-off", 1)
+        },
+        Brief {
+            cluster: "tkc-a",
+            namespace: "ns-shared",
+            ..brief("two-clusters", 0)
+        },
+        Brief {
+            cluster: "tkc-b",
+            namespace: "ns-shared",
+            nodes: &[
+                ("4rz8m", Some("198.18.1.11"), "PoweredOn"),
+                ("9qtvw", Some("198.18.1.12"), "PoweredOn"),
+                ("bx2lk", Some("198.18.1.13"), "PoweredOn"),
+            ],
+            ..brief("two-clusters", 0)
+        },
+        Brief {
+            findings: &[("SecurityPolicyBlocksEtcd", None)],
+            ..brief("nsx-ncp", 1)
+        },
+        Brief {
+            findings: &[("NetworkNotRealized", Some("tkc-prod-7xk2p-bx2lk"))],
+            ..brief("nsx-vpc-forbidden", 1)
+        },
+        Brief {
+            workload: Workload::refused,
+            workload_state: "Refused",
+            findings: &[NOT_READY, ETCD_COND, ("WorkloadAPIUnreachable", None)],
+            ..brief("quorum-lost", 1)
+        },
+        Brief {
+            workload: || Workload::status(500),
+            workload_state: "HttpError",
+            findings: &[NOT_READY, ETCD_COND, ("WorkloadAPINotReady", None)],
+            ..brief("quorum-lost", 1)
+        },
+        Brief {
+            workload: Workload::etcd_unhealthy,
+            workload_state: "HttpError",
+            findings: &[NOT_READY, ETCD_COND, ("WorkloadAPINotReady", None)],
+            ..brief("quorum-lost", 1)
+        },
+    ]
+}
+
+/// Every set's `status` as the brief says, its YAML the same document as its JSON, and its
+/// tables (`-o table` and `wide`) naming every node with the same exit code.
+#[test]
+fn status_of_each_set_in_brief() {
+    for b in briefs() {
+        let env = Env::new(b.set, (b.workload)());
+        let status = |format: &str| {
+            env.plugin(&[
+                "status",
+                b.cluster,
+                "-n",
+                b.namespace,
+                "--api-timeout",
+                "1s",
+                "-o",
+                format,
+            ])
+        };
+        let run = status("json");
+        let what = format!("{} {}", b.set, b.cluster);
+        assert_eq!(run.code, b.exit, "{what}: {}", run.stderr);
+        let doc: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+        assert_eq!(doc["apis"]["virtualMachine"], b.vm_api, "{what}");
+        assert_eq!(doc["apis"]["vmLabels"], b.labels, "{what}");
+        assert_eq!(doc["workloadApi"]["state"], b.workload_state, "{what}");
+        assert_eq!(doc["result"]["exitCode"], b.exit, "{what}");
+        let findings: Vec<(String, Option<String>)> = doc["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| {
+                (
+                    f["code"].as_str().unwrap().to_string(),
+                    f["node"].as_str().map(str::to_string),
+                )
+            })
+            .collect();
+        let want: Vec<(String, Option<String>)> = b
+            .findings
+            .iter()
+            .map(|(c, n)| (c.to_string(), n.map(str::to_string)))
+            .collect();
+        assert_eq!(findings, want, "{what}");
+        let nodes = doc["nodes"].as_array().unwrap();
+        assert_eq!(nodes.len(), b.nodes.len(), "{what}");
+        for (node, (suffix, ip, power)) in nodes.iter().zip(b.nodes) {
+            let name = node["name"].as_str().unwrap();
+            assert!(name.ends_with(suffix), "{what}: {name}");
+            assert_eq!(node["vm"]["ip"].as_str(), *ip, "{what}: {name}");
+            assert_eq!(node["vm"]["power"], *power, "{what}: {name}");
+        }
+
+        let yaml = status("yaml");
+        assert_eq!(yaml.code, b.exit, "{what}");
+        let from_yaml: serde_json::Value = serde_yaml_ng::from_str(&yaml.stdout).unwrap();
+        assert_eq!(
+            mask_volatile(from_yaml),
+            mask_volatile(doc.clone()),
+            "{what}: yaml"
+        );
+        for format in ["table", "wide"] {
+            let table = status(format);
+            assert_eq!(table.code, b.exit, "{what} -o {format}");
+            for node in nodes {
+                let name = node["name"].as_str().unwrap();
+                assert!(table.stdout.contains(name), "{what} -o {format}: {name}");
+            }
+            for (code, _) in b.findings {
+                assert!(
+                    table.stdout.contains(code),
+                    "{what} -o {format}: {code}\n{}",
+                    table.stdout
+                );
+            }
+        }
+    }
+}
+
+/// A run's timings, set to zero: two runs of one case differ only there.
+fn mask_volatile(mut doc: serde_json::Value) -> serde_json::Value {
+    for pointer in ["/workloadApi/elapsedMs", "/result/durationMs"] {
+        if let Some(v) = doc.pointer_mut(pointer) {
+            *v = 0.into();
+        }
+    }
+    doc
+}

@@ -12,6 +12,7 @@ mod cli;
 mod completion;
 mod krew_manifest;
 mod render;
+mod schema;
 mod test_index;
 mod version;
 

@@ -1,22 +1,27 @@
-//! Supervisor fixture sets made from a template: any number of TKG clusters, in any vSphere
-//! Namespaces, with any number of control-plane nodes each, every object in the upstream shapes
-//! of the hand-written sets.
+//! Generated Supervisor fixture sets. Two generators, one staleness test:
 //!
-//! The template is cluster `tkc-a` of `supervisor/two-clusters` (Cluster + VSphereCluster, KCP,
-//! Machines + MachineDeployment, VSphereMachines, VirtualMachines at v1alpha3, the five Secrets).
-//! For each [`ClusterSpec`] its text is rewritten: names (cluster, KCP `<cluster>-<5 chars>`,
-//! nodes `<kcp>-<5 chars>`, as CAPI's random suffixes, derived from the names so a set is the same
-//! on every run), namespace, addresses (`<subnet>.11..` for the control plane, `.21..` workers),
-//! every uid (derived, so owner references still match their owners), MACs, machine IDs, and the
-//! workload URL placeholder (`{{WORKLOAD_URL}}`, or one per cluster, [`crate::workload_url_var`]).
-//! The template's first control-plane node is copied once per wanted node and the KCP's replica
-//! counts follow.
+//! - the builder ([`build`], the sets in [`sets`]): a set is a hand-kept base in its upstream
+//!   shapes (healthy-v1alpha3, ...) or another definition, renamed, with its odd one out as
+//!   edits on the objects (remove an object, set a field, replace a condition, copy an object);
+//! - the many-cluster template, below: any number of TKG clusters, in any vSphere Namespaces,
+//!   with any number of control-plane nodes each.
+//!
+//! The template is cluster `tkc-a` of `two-clusters` as the builder makes it (Cluster +
+//! VSphereCluster, KCP, Machines + MachineDeployment, VSphereMachines, VirtualMachines at
+//! v1alpha3, the five Secrets). For each [`ClusterSpec`] its text is rewritten: names (cluster,
+//! KCP `<cluster>-<5 chars>`, nodes `<kcp>-<5 chars>`, as CAPI's random suffixes, derived from
+//! the names so a set is the same on every run), namespace, addresses (`<subnet>.11..` for the
+//! control plane, `.21..` workers), every uid (derived, so owner references still match their
+//! owners), MACs, machine IDs, and the workload URL placeholder (`{{WORKLOAD_URL}}`, or one per
+//! cluster, [`crate::workload_url_var`]). The template's first control-plane node is copied once
+//! per wanted node and the KCP's replica counts follow.
 //!
 //! [`write_set`] writes a set directory (`fake.yaml` and six files per cluster) for
 //! [`crate::FakeConfig::from_dir`] or `etcdnet-fakeapi --fixtures`. The committed sets
-//! `three-clusters` and `seven-nodes` are written by it ([`three_clusters`], [`seven_nodes`]; a
-//! unit test checks they are up to date: `ETCDNET_WRITE_FIXTURES=1 cargo test -p etcdnet-fakeapi
-//! --lib generate` rewrites them). [`many_clusters`] is the big one made at test time.
+//! `three-clusters` and `seven-nodes` are written by it ([`three_clusters`], [`seven_nodes`]),
+//! the builder's beside them; a unit test checks they are all up to date
+//! (`ETCDNET_WRITE_FIXTURES=1 cargo test -p etcdnet-fakeapi --lib generate` rewrites them).
+//! [`many_clusters`] is the big one made at test time.
 
 use std::fmt::Write as _;
 use std::net::Ipv4Addr;
@@ -24,33 +29,38 @@ use std::path::Path;
 
 use anyhow::{bail, Context, Result};
 
-/// The template files: (file prefix, text).
-const TEMPLATE: [(&str, &str); 6] = [
-    (
-        "10-cluster",
-        include_str!("../../fixtures/supervisor/two-clusters/10-cluster-tkc-a.yaml"),
-    ),
-    (
-        "20-kcp",
-        include_str!("../../fixtures/supervisor/two-clusters/20-kcp-tkc-a.yaml"),
-    ),
-    (
-        "30-machines",
-        include_str!("../../fixtures/supervisor/two-clusters/30-machines-tkc-a.yaml"),
-    ),
-    (
-        "40-vspheremachines",
-        include_str!("../../fixtures/supervisor/two-clusters/40-vspheremachines-tkc-a.yaml"),
-    ),
-    (
-        "50-virtualmachines",
-        include_str!("../../fixtures/supervisor/two-clusters/50-virtualmachines-tkc-a.yaml"),
-    ),
-    (
-        "60-secrets",
-        include_str!("../../fixtures/supervisor/two-clusters/60-secrets-tkc-a.yaml"),
-    ),
+pub mod build;
+pub mod sets;
+
+/// The template's file prefixes, each `<prefix>-tkc-a.yaml` in `two-clusters`.
+const PREFIXES: [&str; 6] = [
+    "10-cluster",
+    "20-kcp",
+    "30-machines",
+    "40-vspheremachines",
+    "50-virtualmachines",
+    "60-secrets",
 ];
+
+/// The template files, (file prefix, text): cluster tkc-a of `two-clusters` as the builder
+/// makes it (from healthy-v1alpha3), so a generated set follows its base in one run.
+fn template() -> Result<Vec<(&'static str, String)>> {
+    let defs = sets::defs();
+    let def = defs
+        .iter()
+        .find(|d| d.name == "two-clusters")
+        .context("no set two-clusters")?;
+    let mut files = build::render(def, &defs)?;
+    PREFIXES
+        .iter()
+        .map(|p| {
+            let text = files
+                .remove(&format!("{p}-tkc-a.yaml"))
+                .with_context(|| format!("two-clusters has no {p}-tkc-a.yaml"))?;
+            Ok((*p, text))
+        })
+        .collect()
+}
 const T_CLUSTER: &str = "tkc-a";
 const T_NAMESPACE: &str = "ns-shared";
 const T_KCP: &str = "tkc-a-m2c8r";
@@ -177,10 +187,11 @@ pub fn write_set(dir: &Path, title: &str, clusters: &[ClusterSpec]) -> Result<()
     check(clusters)?;
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     std::fs::write(dir.join("fake.yaml"), fake_yaml(title, clusters))?;
+    let template = template()?;
     for c in clusters {
-        for (prefix, text) in TEMPLATE {
+        for (prefix, text) in &template {
             let path = dir.join(format!("{prefix}-{}.yaml", c.name));
-            std::fs::write(&path, render(prefix, text, c))
+            std::fs::write(&path, render(prefix, text, c, &template))
                 .with_context(|| format!("writing {}", path.display()))?;
         }
     }
@@ -213,12 +224,15 @@ fn check(clusters: &[ClusterSpec]) -> Result<()> {
 }
 
 fn fake_yaml(title: &str, clusters: &[ClusterSpec]) -> String {
-    let mut s = String::new();
+    let mut s = format!(
+        "{} (tests/fakeapi/src/generate.rs) from cluster tkc-a of two-clusters: do not edit; {}\n",
+        build::GENERATED,
+        build::REWRITE
+    );
     for line in title.lines() {
         let _ = writeln!(s, "# {line}");
     }
-    s.push_str("#\n# Generated by etcdnet_fakeapi::generate (tests/fakeapi/src/generate.rs) from cluster tkc-a of\n");
-    s.push_str("# two-clusters: do not edit; ETCDNET_WRITE_FIXTURES=1 cargo test -p etcdnet-fakeapi --lib generate\n#\n");
+    s.push_str("#\n");
     let mut ns = "";
     for c in clusters {
         if c.namespace != ns {
@@ -259,11 +273,11 @@ fn fake_yaml(title: &str, clusters: &[ClusterSpec]) -> String {
 }
 
 /// One template file made `c`'s.
-fn render(prefix: &str, text: &str, c: &ClusterSpec) -> String {
+fn render(prefix: &str, text: &str, c: &ClusterSpec, template: &[(&str, String)]) -> String {
     let (header, docs) = split(text);
     // A uid some cluster-wide object has keeps one value in the whole cluster (the nodes' owner
     // references to the KCP); the others are the node's own (its Machine, VSphereMachine, VM).
-    let shared_uuids: Vec<String> = TEMPLATE
+    let shared_uuids: Vec<String> = template
         .iter()
         .flat_map(|(_, t)| split(t).1)
         .filter(|d| !d.contains(T_NODE) && !T_OTHER_NODES.iter().any(|o| d.contains(o)))
@@ -273,7 +287,9 @@ fn render(prefix: &str, text: &str, c: &ClusterSpec) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "# Generated from two-clusters/{prefix}-tkc-a.yaml by etcdnet_fakeapi::generate: do not edit."
+        "{} from two-clusters/{prefix}-tkc-a.yaml: do not edit; {}",
+        build::GENERATED,
+        build::REWRITE
     );
     out.push_str(&header);
     let mut first = true;
@@ -331,6 +347,9 @@ fn split(text: &str) -> (String, Vec<String>) {
     let mut in_header = true;
     for line in text.lines() {
         if in_header && line.starts_with('#') {
+            if line.starts_with(build::GENERATED) {
+                continue;
+            }
             header.push_str(line);
             header.push('\n');
             continue;
@@ -382,9 +401,13 @@ fn rewrite(doc: &str, c: &ClusterSpec, seed: &str, uid: impl Fn(&str) -> String)
         doc = doc.replace(&u, &uid(&u));
     }
     let mut out = String::new();
-    let mut mac = None;
+    // The VM's MAC, wherever its line is: the link-local address may come before it.
+    let mac = doc
+        .lines()
+        .find_map(|l| l.trim_start().strip_prefix("macAddr: "))
+        .map(|v| mac_tail(seed, v));
     for line in doc.lines() {
-        out.push_str(&per_vm(line, seed, &mut mac));
+        out.push_str(&per_vm(line, seed, mac));
         out.push('\n');
     }
     out
@@ -392,8 +415,8 @@ fn rewrite(doc: &str, c: &ClusterSpec, seed: &str, uid: impl Fn(&str) -> String)
 
 /// machineID, uniqueID, MAC and the link-local address derived from the line's own value (so
 /// every copy of the template node differs, and the same value stays the same in one cluster);
-/// the link-local address is the EUI-64 one of the MAC line before it.
-fn per_vm(line: &str, seed: &str, mac: &mut Option<[u8; 3]>) -> String {
+/// the link-local address is the EUI-64 one of the document's MAC (`mac`, already derived).
+fn per_vm(line: &str, seed: &str, mac: Option<[u8; 3]>) -> String {
     let indent = &line[..line.len() - line.trim_start().len()];
     let t = line.trim_start();
     if let Some(v) = t.strip_prefix("machineID: ") {
@@ -407,10 +430,9 @@ fn per_vm(line: &str, seed: &str, mac: &mut Option<[u8; 3]>) -> String {
     }
     if let Some(v) = t.strip_prefix("macAddr: ") {
         let [b3, b4, b5] = mac_tail(seed, v);
-        *mac = Some([b3, b4, b5]);
         return format!("{indent}macAddr: 00:50:56:{b3:02x}:{b4:02x}:{b5:02x}");
     }
-    if let (Some(_), Some([b3, b4, b5])) = (t.strip_prefix("- address: fe80::"), *mac) {
+    if let (Some(_), Some([b3, b4, b5])) = (t.strip_prefix("- address: fe80::"), mac) {
         return format!("{indent}- address: fe80::250:56ff:fe{b3:02x}:{b4:02x}{b5:02x}/64");
     }
     line.to_string()
@@ -514,12 +536,21 @@ fn suffix(seed: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::collections::BTreeMap;
+
     use crate::{supervisor_set, FakeApi, FakeConfig};
 
-    /// The committed generated sets are what the generator writes now.
+    /// The committed generated sets are what the generators write now: the builder's
+    /// ([`sets::defs`]) and the many-cluster ones ([`three_clusters`], [`seven_nodes`]).
     #[test]
     fn committed_sets_are_up_to_date() {
-        let sets = [
+        let write = std::env::var_os("ETCDNET_WRITE_FIXTURES").is_some_and(|v| v == "1");
+        let defs = sets::defs();
+        let mut wanted: Vec<(String, BTreeMap<String, String>)> = Vec::new();
+        for def in &defs {
+            wanted.push((def.name.to_string(), build::render(def, &defs).unwrap()));
+        }
+        let many = [
             (
                 "three-clusters",
                 "three-clusters — one vSphere Namespace, three TKG clusters of 3 control-plane nodes, each on\nits own lab subnet (198.18.1-3.x) and with its own workload API ({{WORKLOAD_URL_TKC_WEB}}, ...).\nExpected: each cluster has exactly its 3 nodes; three labs (one per cluster) run side by side.",
@@ -531,32 +562,47 @@ mod tests {
                 seven_nodes(),
             ),
         ];
-        let write = std::env::var_os("ETCDNET_WRITE_FIXTURES").is_some_and(|v| v == "1");
-        for (set, title, clusters) in sets {
+        for (set, title, clusters) in many {
             let fresh = tempfile::tempdir().unwrap();
             write_set(fresh.path(), title, &clusters).unwrap();
-            let committed = supervisor_set(set);
+            let files = std::fs::read_dir(fresh.path())
+                .unwrap()
+                .map(|e| {
+                    let p = e.unwrap().path();
+                    let name = p.file_name().unwrap().to_str().unwrap().to_string();
+                    (name, std::fs::read_to_string(&p).unwrap())
+                })
+                .collect();
+            wanted.push((set.to_string(), files));
+        }
+        for (set, files) in wanted {
+            let committed = supervisor_set(&set);
             if write {
-                if committed.exists() {
-                    std::fs::remove_dir_all(&committed).unwrap();
-                }
-                write_set(&committed, title, &clusters).unwrap();
+                build::write(&committed, &files).unwrap();
                 continue;
             }
-            let list = |d: &Path| {
-                let mut v: Vec<String> = std::fs::read_dir(d)
-                    .unwrap_or_else(|e| panic!("{}: {e}", d.display()))
-                    .map(|e| e.unwrap().file_name().into_string().unwrap())
-                    .collect();
-                v.sort();
-                v
-            };
-            assert_eq!(list(&committed), list(fresh.path()), "{set}: files");
-            for f in list(fresh.path()) {
+            // Every generated file there is one it writes, and says the same.
+            let generated: Vec<String> = std::fs::read_dir(&committed)
+                .unwrap_or_else(|e| panic!("{}: {e}", committed.display()))
+                .map(|e| e.unwrap().path())
+                .filter(|p| {
+                    std::fs::read_to_string(p).is_ok_and(|t| t.starts_with(build::GENERATED))
+                })
+                .map(|p| p.file_name().unwrap().to_str().unwrap().to_string())
+                .collect();
+            for f in generated {
+                assert!(
+                    files.contains_key(&f),
+                    "{set}/{f}: generated, but no longer: {}",
+                    build::REWRITE
+                );
+            }
+            for (f, text) in &files {
                 assert_eq!(
-                    std::fs::read_to_string(committed.join(&f)).unwrap(),
-                    std::fs::read_to_string(fresh.path().join(&f)).unwrap(),
-                    "{set}/{f} is not what the generator writes: ETCDNET_WRITE_FIXTURES=1 cargo test -p etcdnet-fakeapi --lib generate"
+                    std::fs::read_to_string(committed.join(f)).ok().as_ref(),
+                    Some(text),
+                    "{set}/{f} is not what the generator writes: {}",
+                    build::REWRITE
                 );
             }
         }
