@@ -5,12 +5,14 @@
 //! - [`verdict`]: one verdict for the whole control plane, with evidence and next steps;
 //! - [`policy`]: NSX SecurityPolicies evaluated against the control-plane VMs on 2379/2380;
 //! - [`network`]: the cluster's network as the reports carry it (`networkPolicy`), joined to
-//!   the findings and the verdict.
+//!   the findings and the verdict;
+//! - [`realization`]: what the network objects say NSX failed to realize.
 
 pub mod clock;
 pub mod matrix;
 pub mod network;
 pub mod policy;
+pub mod realization;
 pub mod status;
 pub mod verdict;
 

@@ -22,10 +22,9 @@ use super::policy::{
     evaluate, Action, CoverReason, PathOutcome, PathRef, PolicyEvaluation, PolicyInput,
     PolicyObject, PolicyVm, PolicyWarning, Realization, RealizedState, RuleRef,
 };
+use super::realization::{realization, RealizationProblem};
 use super::verdict::Diagnosis;
-use crate::supervisor::network::{
-    realization, NetKind, NetworkObjects, ReadCount, RealizationProblem,
-};
+use crate::supervisor::network::{NetKind, NetworkObjects, ReadCount};
 use crate::supervisor::ClusterFacts;
 
 /// Kubernetes' own label on every Namespace, its name (what `namespaceSelector` often uses).

@@ -34,8 +34,9 @@ fn labelled_rogue_vms_are_not_evaluated() {
 /// nor `NetworkNotRealized`, and `status` exits as without it.
 #[test]
 fn a_forged_annotation_is_a_claim_and_never_changes_the_exit_code() {
+    use crate::analyse::realization::realization;
     use crate::analyse::{network_findings, FindingCode, Severity};
-    use crate::supervisor::network::{realization, NSX_ERROR_ANNOTATION};
+    use crate::supervisor::network::NSX_ERROR_ANNOTATION;
     let np = |n: &str, text: &str| {
         json!({"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy",
             "metadata": {"name": n, "namespace": "ns-prod",

@@ -131,11 +131,7 @@ mod tests {
         Arc::new(Inventory {
             namespace: "ns".into(),
             apis: discovery::from_answer(&answer, "sv").unwrap(),
-            clusters: Vec::new(),
-            control_planes: Vec::new(),
-            machines: Vec::new(),
-            vsphere_machines: Vec::new(),
-            vms: Vec::new(),
+            objects: Default::default(),
             network: None,
         })
     }

@@ -243,8 +243,8 @@ pub(crate) fn section(out: &mut Lines, a: &NetworkAssessment, wide: bool) {
 mod tests {
     use super::*;
     use crate::analyse::policy::{evaluate, PolicyInput};
+    use crate::analyse::realization::RealizationProblem;
     use crate::render::Paint;
-    use crate::supervisor::network::RealizationProblem;
 
     /// A condition's message from the Supervisor cannot reach the terminal as a sequence.
     #[test]

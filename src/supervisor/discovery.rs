@@ -20,12 +20,8 @@ use serde_json::Value;
 
 use crate::error::{Error, Result};
 
-pub const VMOPERATOR_GROUP: &str = "vmoperator.vmware.com";
-pub const CAPI_GROUP: &str = "cluster.x-k8s.io";
-pub const CONTROLPLANE_GROUP: &str = "controlplane.cluster.x-k8s.io";
-/// CAPV's Supervisor-mode group (VSphereMachine v1beta1, and v1beta2 from CAPV 1.14; the join
-/// reads only `metadata`, the same in every version).
-pub const INFRA_GROUP: &str = "vmware.infrastructure.cluster.x-k8s.io";
+use super::kinds::{Group, Kind, KindId, Versions};
+pub use super::kinds::{CAPI_GROUP, CONTROLPLANE_GROUP, INFRA_GROUP, VMOPERATOR_GROUP};
 
 /// kubectl's order: aggregated v2, v2beta1 (Kubernetes 1.26–1.29), then the plain answer.
 const ACCEPT: &str = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,\
@@ -71,6 +67,47 @@ impl SupervisorApis {
             None => Some(ApiResource::from_gvk(&gvk)),
         }
     }
+
+    /// The resource a row of [`super::kinds::KINDS`] is read as: the one discovery chose for the
+    /// kinds every walk reads (a bundle's word, as written), else the version the row says;
+    /// None when not served (or the row's group is a Cluster's reference).
+    pub fn resource(&self, id: KindId) -> Option<ApiResource> {
+        match id {
+            KindId::Cluster => Some(self.cluster.clone()),
+            KindId::Machine => Some(self.machine.clone()),
+            KindId::VirtualMachine => Some(self.virtual_machine.clone()),
+            KindId::VSphereMachine => self.vsphere_machine.clone(),
+            _ => self.served(id.row()),
+        }
+    }
+
+    /// What discovery serves of a row: its group at the row's version, with the plural the
+    /// answer lists (or the row's, from a plain answer).
+    fn served(&self, kind: &Kind) -> Option<ApiResource> {
+        let (Group::Named(group), Some(name)) = (kind.group, kind.name) else {
+            return None;
+        };
+        let with_plural = |gvk: &GroupVersionKind, plural: Option<&str>| match plural {
+            Some(p) => ApiResource::from_gvk_with_plural(gvk, p),
+            None => ApiResource::from_gvk(gvk),
+        };
+        match kind.versions {
+            Versions::Only(v) => Some(with_plural(
+                &GroupVersionKind::gvk(group, v, name),
+                kind.resource,
+            )),
+            Versions::Preferred => {
+                let g = self.groups.get(group)?;
+                let gvk = GroupVersionKind::gvk(group, &g.version, name);
+                match &g.kinds {
+                    Some(kinds) => kinds
+                        .get(name)
+                        .map(|plural| ApiResource::from_gvk_with_plural(&gvk, plural)),
+                    None => Some(with_plural(&gvk, kind.resource)),
+                }
+            }
+        }
+    }
 }
 
 /// Confirms the context is a Supervisor (serves vm-operator and CAPI) and picks the versions,
@@ -100,10 +137,12 @@ pub fn from_answer(answer: &Value, context: &str) -> Result<SupervisorApis> {
         vsphere_machine: None,
         groups,
     };
-    apis.vsphere_machine = apis.kind_in(INFRA_GROUP, "VSphereMachine");
-    let vm = apis.kind_in(VMOPERATOR_GROUP, "VirtualMachine");
-    let cluster = apis.kind_in(CAPI_GROUP, "Cluster");
-    let machine = apis.kind_in(CAPI_GROUP, "Machine");
+    let served = |id: KindId| apis.served(id.row());
+    let vsphere_machine = served(KindId::VSphereMachine);
+    let vm = served(KindId::VirtualMachine);
+    let cluster = served(KindId::Cluster);
+    let machine = served(KindId::Machine);
+    apis.vsphere_machine = vsphere_machine;
     match (vm, cluster, machine) {
         (Some(virtual_machine), Some(cluster), Some(machine)) => Ok(SupervisorApis {
             virtual_machine,

@@ -1,51 +1,38 @@
-//! What was read from the Supervisor, kept as the objects themselves: the Clusters, their
-//! control planes (KCPs), the control-plane Machines and VMs of one vSphere Namespace. Reading
-//! ([`Inventory::of_cluster`], [`Inventory::of_namespace`], [`Inventory::of_all_namespaces`])
-//! is apart from understanding ([`Inventory::facts`], pure), so that
+//! What was read from the Supervisor, kept as the objects themselves, per kind of the table
+//! ([`super::kinds::KINDS`]): the Clusters, their control planes (KCPs), the control-plane
+//! Machines, VSphereMachines and VMs of one vSphere Namespace, and its network objects. Reading
+//! is [`super::read`]'s; here is only what they say, pure ([`Inventory::facts`]), so that
 //! - many clusters share one list of each kind per namespace (or one per Supervisor with `-A`),
-//!   instead of four requests per cluster;
+//!   instead of four requests per cluster ([`Inventory::split`] parts it by namespace);
 //! - the evidence bundle stores the objects a verdict was made from ([`Inventory::objects_of`]),
 //!   and `analyse` rebuilds the same facts from them offline ([`Inventory::from_objects`]).
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use futures::future::try_join_all;
-use k8s_openapi::api::core::v1::Namespace;
-use kube::api::{Api, DynamicObject, ListParams, ObjectList};
+use kube::api::DynamicObject;
 use kube::core::{ApiResource, TypeMeta};
-use kube::Client;
 use serde::Deserialize;
 use serde_json::Value;
 
 use super::discovery::SupervisorApis;
 use super::facts::*;
-use super::network::{self, NetworkObjects, NetworkRead};
+use super::kinds::{KindId, KINDS, VM_LABELS};
+pub use super::kinds::{CLUSTER_NAME_LABEL, CONTROL_PLANE_LABEL};
+use super::network::{self, NetKind, NetworkObjects, NetworkRead};
 use super::{extract, join, rollout, targets};
 use crate::error::{Error, Result};
 
-pub const CLUSTER_NAME_LABEL: &str = "cluster.x-k8s.io/cluster-name";
-pub const CONTROL_PLANE_LABEL: &str = "cluster.x-k8s.io/control-plane";
-/// The VM label schemes, newest first: `capv.vmware.com/*`, and the `capw.vmware.com/*` of older
-/// Supervisors (used only for a cluster with no VM under the first).
-const VM_LABELS: [(VmLabelScheme, &str); 2] = [
-    (VmLabelScheme::Capv, "capv.vmware.com"),
-    (VmLabelScheme::Capw, "capw.vmware.com"),
-];
+/// The objects read, per kind.
+pub type Objects = BTreeMap<KindId, Vec<DynamicObject>>;
 
 /// The objects read in one vSphere Namespace.
 #[derive(Debug, Clone)]
 pub struct Inventory {
     pub namespace: String,
     pub apis: SupervisorApis,
-    pub clusters: Vec<DynamicObject>,
-    /// The control-plane objects the Clusters reference (KubeadmControlPlane), each with its
-    /// resource (list items may carry no apiVersion/kind of their own).
-    pub control_planes: Vec<(ApiResource, DynamicObject)>,
-    pub machines: Vec<DynamicObject>,
-    /// The control-plane VSphereMachines (by the same labels as the Machines; KCP gives its
-    /// infrastructure machines both), when the Supervisor serves them.
-    pub vsphere_machines: Vec<DynamicObject>,
-    pub vms: Vec<DynamicObject>,
+    /// The objects of each kind read, as listed (the control planes each with its type: the
+    /// Cluster names their kind). The network kinds' are in `network`.
+    pub objects: Objects,
     /// The network objects read ([`super::network`]); None when the Supervisor serves no NSX
     /// group (nothing was asked).
     pub network: Option<NetworkRead>,
@@ -67,228 +54,29 @@ fn name(o: &DynamicObject) -> &str {
     o.metadata.name.as_deref().unwrap_or_default()
 }
 
-fn list_error(what: &str, ns: Option<&str>, e: kube::Error) -> Error {
-    match ns {
-        Some(ns) => Error::kube(format!("listing {what} in namespace {ns:?}"), e),
-        None => Error::kube(format!("listing {what} in all namespaces"), e),
-    }
-}
-
-async fn list(
-    client: &Client,
-    ar: &ApiResource,
-    ns: Option<&str>,
-    selector: Option<&str>,
-    what: &str,
-) -> Result<Vec<DynamicObject>> {
-    let api: Api<DynamicObject> = match ns {
-        Some(ns) => Api::namespaced_with(client.clone(), ns, ar),
-        None => Api::all_with(client.clone(), ar),
-    };
-    let mut params = ListParams::default();
-    if let Some(s) = selector {
-        params = params.labels(s);
-    }
-    let list: ObjectList<DynamicObject> = api
-        .list(&params)
-        .await
-        .map_err(|e| list_error(what, ns, e))?;
-    Ok(list.items)
-}
-
 impl Inventory {
-    /// One cluster, read as directly as the API allows: the Cluster and its KCP by name, its
-    /// Machines, VSphereMachines and VMs by label (the `capw` labels only when `capv` finds
-    /// none). 5 requests (6 on an old Supervisor; 4 where VSphereMachines are not served). An
-    /// unknown cluster is [`Error::ClusterNotFound`], naming the clusters that do exist.
-    pub async fn of_cluster(
-        client: &Client,
-        apis: &SupervisorApis,
-        scope: &Scope,
-        cluster_name: &str,
-    ) -> Result<Inventory> {
-        let ns = scope.namespace.as_str();
-        let clusters: Api<DynamicObject> = Api::namespaced_with(client.clone(), ns, &apis.cluster);
-        let cluster = match clusters.get_opt(cluster_name).await {
-            Ok(Some(c)) => c,
-            Ok(None) => return Err(cluster_not_found(&clusters, scope, cluster_name).await),
-            Err(e) => {
-                return Err(Error::kube(
-                    format!("reading Cluster {cluster_name:?} in namespace {ns:?}"),
-                    e,
-                ))
-            }
-        };
-        let machines_selector =
-            format!("{CLUSTER_NAME_LABEL}={cluster_name},{CONTROL_PLANE_LABEL}");
-        let (kcp, machines, vsphere_machines, vms, network) = tokio::try_join!(
-            control_plane_of(client, apis, ns, &cluster),
-            list(
-                client,
-                &apis.machine,
-                Some(ns),
-                Some(&machines_selector),
-                "Machines"
-            ),
-            vsphere_machines(client, apis, Some(ns), &machines_selector),
-            cluster_vms(client, apis, ns, cluster_name),
-            network_read(client, apis, Some(ns)),
-        )?;
-        Ok(Inventory {
-            namespace: ns.to_string(),
-            apis: apis.clone(),
-            clusters: vec![cluster],
-            control_planes: kcp.into_iter().collect(),
-            machines,
-            vsphere_machines,
-            vms,
-            network,
-        })
+    /// The objects of one kind read.
+    pub fn of(&self, id: KindId) -> &[DynamicObject] {
+        self.objects.get(&id).map(Vec::as_slice).unwrap_or_default()
     }
 
-    /// Every cluster of one namespace, with one list of each kind for all of them: Clusters,
-    /// control-plane Machines, control-plane VMs (`capw` too only when a cluster has no `capv`
-    /// VM), and the control-plane objects of each kind referenced. 4 requests (plus one per
-    /// further control-plane kind, one for old labels), whatever the number of clusters.
-    pub async fn of_namespace(
-        client: &Client,
-        apis: &SupervisorApis,
-        ns: &str,
-    ) -> Result<Inventory> {
-        Inventory::of_namespace_with(client, apis, ns, None).await
-    }
-
-    /// [`Inventory::of_namespace`], with the other namespaces' SecurityPolicies already listed
-    /// (`-A` per namespace: one request for them all).
-    async fn of_namespace_with(
-        client: &Client,
-        apis: &SupervisorApis,
-        ns: &str,
-        others: Option<&network::OthersAnswer>,
-    ) -> Result<Inventory> {
-        let role = role_selector(VM_LABELS[0].1);
-        let (clusters, machines, vsphere_machines, vms, network) = tokio::try_join!(
-            list(client, &apis.cluster, Some(ns), None, "Clusters"),
-            list(
-                client,
-                &apis.machine,
-                Some(ns),
-                Some(CONTROL_PLANE_LABEL),
-                "Machines"
-            ),
-            vsphere_machines(client, apis, Some(ns), CONTROL_PLANE_LABEL),
-            list(
-                client,
-                &apis.virtual_machine,
-                Some(ns),
-                Some(&role),
-                "VirtualMachines"
-            ),
-            async { Ok(network::read_with(client, apis, Some(ns), others).await) },
-        )?;
-        let mut inv = Inventory {
-            namespace: ns.to_string(),
-            apis: apis.clone(),
-            clusters,
-            control_planes: Vec::new(),
-            machines,
-            vsphere_machines,
-            vms,
-            network,
-        };
-        inv.complete(client, Some(ns)).await?;
-        Ok(inv)
-    }
-
-    /// Every cluster the user can see: one list of each kind across the Supervisor when the
-    /// user may list cluster-wide, else per namespace, over the namespaces the user can list (a
-    /// namespace whose Clusters the user may not list is left out: the user cannot see it).
-    /// Returns one inventory per namespace that has clusters, by namespace name.
-    pub async fn of_all_namespaces(
-        client: &Client,
-        apis: &SupervisorApis,
-    ) -> Result<Vec<Inventory>> {
-        match list(client, &apis.cluster, None, None, "Clusters").await {
-            Ok(clusters) => {
-                let role = role_selector(VM_LABELS[0].1);
-                let (machines, vsphere_machines, vms, network) = tokio::try_join!(
-                    list(
-                        client,
-                        &apis.machine,
-                        None,
-                        Some(CONTROL_PLANE_LABEL),
-                        "Machines"
-                    ),
-                    vsphere_machines(client, apis, None, CONTROL_PLANE_LABEL),
-                    list(
-                        client,
-                        &apis.virtual_machine,
-                        None,
-                        Some(&role),
-                        "VirtualMachines"
-                    ),
-                    network_read(client, apis, None),
-                )?;
-                let mut all = Inventory {
-                    namespace: String::new(),
-                    apis: apis.clone(),
-                    clusters,
-                    control_planes: Vec::new(),
-                    machines,
-                    vsphere_machines,
-                    vms,
-                    network,
-                };
-                all.complete(client, None).await?;
-                Ok(all.split_by_namespace())
-            }
-            Err(e) if e.is_forbidden() => {
-                let namespaces: Api<Namespace> = Api::all(client.clone());
-                let list = namespaces
-                    .list(&ListParams::default())
-                    .await
-                    .map_err(|e| list_error("Namespaces", None, e))?;
-                let mut names: Vec<String> = list
-                    .items
-                    .into_iter()
-                    .filter_map(|n| n.metadata.name)
-                    .collect();
-                names.sort();
-                // The other namespaces' SecurityPolicies once for every namespace (NCP/T1).
-                let others = network::read_others(client, apis).await;
-                let others = &others;
-                let found = try_join_all(names.iter().map(|ns| async move {
-                    match Inventory::of_namespace_with(client, apis, ns, Some(others)).await {
-                        Ok(inv) => Ok(Some(inv)),
-                        Err(e) if e.is_forbidden() => Ok(None),
-                        Err(e) => Err(e),
-                    }
-                }))
-                .await?;
-                Ok(found
-                    .into_iter()
-                    .flatten()
-                    .filter(|inv| !inv.clusters.is_empty())
-                    .collect())
-            }
-            Err(e) => Err(e),
-        }
-    }
-
-    /// The lists that depend on the Clusters: old-label VMs for clusters without new-label
-    /// ones, and each referenced control-plane kind.
-    async fn complete(&mut self, client: &Client, ns: Option<&str>) -> Result<()> {
-        let without_vms = self.clusters.iter().any(|c| {
+    /// Whether a Cluster has no VM under the newest label scheme (its VMs may carry the old).
+    pub fn clusters_without_vms(&self) -> bool {
+        self.of(KindId::Cluster).iter().any(|c| {
             let (cns, cname) = (c.metadata.namespace.as_deref(), name(c));
-            !self.vms.iter().any(|vm| {
+            !self.of(KindId::VirtualMachine).iter().any(|vm| {
                 vm.metadata.namespace.as_deref() == cns
                     && labels(vm).get(&format!("{}/cluster.name", VM_LABELS[0].1))
                         == Some(&cname.to_string())
             })
-        });
+        })
+    }
+
+    /// The control-plane kinds the Clusters reference and the Supervisor serves, each once.
+    pub fn referenced_control_planes(&self) -> Vec<ApiResource> {
         let mut kinds: Vec<ApiResource> = Vec::new();
         for ar in self
-            .clusters
+            .of(KindId::Cluster)
             .iter()
             .filter_map(|c| extract::control_plane_ref(&c.data))
             .filter_map(|r| self.apis.kind_in(&r.group, &r.kind))
@@ -297,73 +85,29 @@ impl Inventory {
                 kinds.push(ar);
             }
         }
-        let apis = self.apis.clone();
-        let old_vms = async {
-            if without_vms {
-                let selector = role_selector(VM_LABELS[1].1);
-                list(
-                    client,
-                    &apis.virtual_machine,
-                    ns,
-                    Some(&selector),
-                    "VirtualMachines",
-                )
-                .await
-            } else {
-                Ok(Vec::new())
-            }
-        };
-        let control_planes = try_join_all(kinds.iter().map(|ar| async move {
-            let what = format!("{}s", ar.kind);
-            list(client, ar, ns, None, &what).await.map(|items| {
-                items
-                    .into_iter()
-                    .map(|o| (ar.clone(), o))
-                    .collect::<Vec<_>>()
-            })
-        }));
-        let (old_vms, control_planes) = tokio::try_join!(old_vms, control_planes)?;
-        self.vms.extend(old_vms);
-        self.control_planes = control_planes.into_iter().flatten().collect();
-        Ok(())
+        kinds
     }
 
-    /// A cross-namespace inventory, one per namespace that has clusters.
-    fn split_by_namespace(self) -> Vec<Inventory> {
+    /// A cross-namespace inventory, one per namespace that has clusters: each kind's objects
+    /// of the namespace (a cluster-scoped kind's: the one named as the namespace).
+    pub fn split(self) -> Vec<Inventory> {
         let namespaces: BTreeSet<String> = self
-            .clusters
+            .of(KindId::Cluster)
             .iter()
             .filter_map(|c| c.metadata.namespace.clone())
             .collect();
-        let in_ns = |o: &DynamicObject, ns: &str| o.metadata.namespace.as_deref() == Some(ns);
         namespaces
             .into_iter()
             .map(|ns| Inventory {
-                clusters: self
-                    .clusters
+                objects: self
+                    .objects
                     .iter()
-                    .filter(|o| in_ns(o, &ns))
-                    .cloned()
+                    .map(|(id, list)| {
+                        let row = id.row();
+                        let part = list.iter().filter(|o| row.holds(o, &ns)).cloned();
+                        (*id, part.collect())
+                    })
                     .collect(),
-                control_planes: self
-                    .control_planes
-                    .iter()
-                    .filter(|(_, o)| in_ns(o, &ns))
-                    .cloned()
-                    .collect(),
-                machines: self
-                    .machines
-                    .iter()
-                    .filter(|o| in_ns(o, &ns))
-                    .cloned()
-                    .collect(),
-                vsphere_machines: self
-                    .vsphere_machines
-                    .iter()
-                    .filter(|o| in_ns(o, &ns))
-                    .cloned()
-                    .collect(),
-                vms: self.vms.iter().filter(|o| in_ns(o, &ns)).cloned().collect(),
                 network: self.network.as_ref().map(|n| n.in_namespace(&ns)),
                 apis: self.apis.clone(),
                 namespace: ns,
@@ -373,7 +117,11 @@ impl Inventory {
 
     /// The clusters' names, sorted.
     pub fn cluster_names(&self) -> Vec<String> {
-        let mut names: Vec<String> = self.clusters.iter().map(|c| name(c).to_string()).collect();
+        let mut names: Vec<String> = self
+            .of(KindId::Cluster)
+            .iter()
+            .map(|c| name(c).to_string())
+            .collect();
         names.sort();
         names.dedup();
         names
@@ -382,7 +130,11 @@ impl Inventory {
     /// What the Supervisor says about `cluster_name`'s control plane (pure).
     pub fn facts(&self, context: &str, cluster_name: &str) -> Result<ClusterFacts> {
         let ns = self.namespace.as_str();
-        let Some(cluster) = self.clusters.iter().find(|c| name(c) == cluster_name) else {
+        let Some(cluster) = self
+            .of(KindId::Cluster)
+            .iter()
+            .find(|c| name(c) == cluster_name)
+        else {
             let names = self.cluster_names();
             return Err(Error::ClusterNotFound {
                 name: cluster_name.to_string(),
@@ -469,17 +221,18 @@ impl Inventory {
             .apis
             .kind_in(&r.group, &r.kind)
             .ok_or_else(|| format!("the server does not serve {} in group {}", r.kind, r.group))?;
-        let obj = self
-            .control_planes
-            .iter()
-            .find(|(a, o)| a.kind == ar.kind && a.group == ar.group && name(o) == r.name)
-            .map(|(_, o)| o);
+        let obj = self.of(KindId::ControlPlane).iter().find(|o| {
+            o.types.as_ref().is_some_and(|t| {
+                let group = t.api_version.split_once('/').map_or("", |(g, _)| g);
+                t.kind == ar.kind && group == ar.group
+            }) && name(o) == r.name
+        });
         Ok((ar, r.name, obj))
     }
 
     /// The cluster's control-plane Machines (by CAPI's cluster-name and control-plane labels).
     fn machines_of<'a>(&'a self, cluster: &'a str) -> impl Iterator<Item = &'a DynamicObject> {
-        self.machines.iter().filter(move |m| {
+        self.of(KindId::Machine).iter().filter(move |m| {
             let l = labels(m);
             l.get(CLUSTER_NAME_LABEL).map(String::as_str) == Some(cluster)
                 && l.contains_key(CONTROL_PLANE_LABEL)
@@ -491,7 +244,7 @@ impl Inventory {
         &'a self,
         cluster: &'a str,
     ) -> impl Iterator<Item = &'a DynamicObject> {
-        self.vsphere_machines
+        self.of(KindId::VSphereMachine)
             .iter()
             .filter(move |m| labels(m).get(CLUSTER_NAME_LABEL).map(String::as_str) == Some(cluster))
     }
@@ -502,7 +255,7 @@ impl Inventory {
             .iter()
             .map(|(scheme, prefix)| {
                 let vms: Vec<&DynamicObject> = self
-                    .vms
+                    .of(KindId::VirtualMachine)
                     .iter()
                     .filter(|vm| {
                         let l = labels(vm);
@@ -535,62 +288,106 @@ impl Inventory {
     /// nothing decides from (the other NetworkPolicies: only counted in `read`), which an
     /// evidence bundle keeps within a bound of its own.
     pub fn objects_ranked(&self, cluster_name: &str) -> (Vec<Value>, usize) {
-        let Some(cluster) = self.clusters.iter().find(|c| name(c) == cluster_name) else {
+        let Some(cluster) = self
+            .of(KindId::Cluster)
+            .iter()
+            .find(|c| name(c) == cluster_name)
+        else {
             return (Vec::new(), 0);
         };
-        let mut out = vec![plain(cluster, &self.apis.cluster)];
-        if let Ok((ar, _, Some(obj))) = self.control_plane_of(cluster) {
-            out.push(plain(obj, &ar));
-        }
-        // The Machines beyond the KCP's replicas after the cluster's own.
-        let beyond: BTreeSet<String> = self
-            .facts("", cluster_name)
-            .map(|f| f.machines_beyond_replicas.into_iter().collect())
-            .unwrap_or_default();
-        let (later, first): (Vec<&DynamicObject>, Vec<&DynamicObject>) = self
-            .machines_of(cluster_name)
-            .partition(|m| beyond.contains(name(m)));
-        out.extend(first.into_iter().map(|m| plain(m, &self.apis.machine)));
-        if let Some(ar) = &self.apis.vsphere_machine {
-            out.extend(self.vsphere_machines_of(cluster_name).map(|m| plain(m, ar)));
-        }
-        // The uid chain's VMs first, then the VMs that only carry the labels (the facts show
-        // them as rows of their own).
-        let verified = self.verified_vms(cluster_name);
-        let is_verified = |v: &DynamicObject| verified.iter().any(|w| std::ptr::eq(*w, v));
-        let (chain, labelled): (Vec<&DynamicObject>, Vec<&DynamicObject>) = self
-            .vms_of(cluster_name)
-            .0
-            .into_iter()
-            .partition(|v| is_verified(v));
-        out.extend(
-            chain
-                .into_iter()
-                .chain(labelled)
-                .map(|v| plain(v, &self.apis.virtual_machine)),
-        );
-        out.extend(later.into_iter().map(|m| plain(m, &self.apis.machine)));
-        let mut rest = Vec::new();
-        if let (Some(read), Some(objects)) = (&self.network, self.network_of(cluster_name)) {
-            for (k, o) in objects.objects() {
-                let Some(ar) = read.resources.get(&k) else {
-                    continue;
+        let network = self.network_of(cluster_name);
+        let mut ranked: Vec<(Rank, Value)> = KINDS
+            .iter()
+            .flat_map(|k| self.ranked_of(k.id, cluster, network.as_ref()))
+            .collect();
+        // Stable: within a rank, the table's order, and each kind's own.
+        ranked.sort_by_key(|(rank, _)| *rank);
+        let essential = ranked.iter().filter(|(r, _)| *r != Rank::Counted).count();
+        (ranked.into_iter().map(|(_, v)| v).collect(), essential)
+    }
+
+    /// One kind's objects of `cluster`, as [`Inventory::objects_ranked`] gives them.
+    fn ranked_of(
+        &self,
+        id: KindId,
+        cluster: &DynamicObject,
+        network: Option<&NetworkObjects>,
+    ) -> Vec<(Rank, Value)> {
+        let cluster_name = name(cluster);
+        let own = |o: &DynamicObject, ar: &ApiResource| (Rank::Own, plain(o, ar));
+        match id {
+            KindId::Cluster => vec![own(cluster, &self.apis.cluster)],
+            KindId::ControlPlane => match self.control_plane_of(cluster) {
+                Ok((ar, _, Some(obj))) => vec![own(obj, &ar)],
+                _ => Vec::new(),
+            },
+            KindId::Machine => {
+                let beyond: BTreeSet<String> = self
+                    .facts("", cluster_name)
+                    .map(|f| f.machines_beyond_replicas.into_iter().collect())
+                    .unwrap_or_default();
+                self.machines_of(cluster_name)
+                    .map(|m| {
+                        let rank = if beyond.contains(name(m)) {
+                            Rank::Beyond
+                        } else {
+                            Rank::Own
+                        };
+                        (rank, plain(m, &self.apis.machine))
+                    })
+                    .collect()
+            }
+            KindId::VSphereMachine => match &self.apis.vsphere_machine {
+                Some(ar) => self
+                    .vsphere_machines_of(cluster_name)
+                    .map(|m| own(m, ar))
+                    .collect(),
+                None => Vec::new(),
+            },
+            KindId::VirtualMachine => {
+                // The uid chain's VMs first, then the VMs that only carry the labels (the facts
+                // show them as rows of their own).
+                let verified = self.verified_vms(cluster_name);
+                let is_verified = |v: &DynamicObject| verified.iter().any(|w| std::ptr::eq(*w, v));
+                let (chain, labelled): (Vec<&DynamicObject>, Vec<&DynamicObject>) = self
+                    .vms_of(cluster_name)
+                    .0
+                    .into_iter()
+                    .partition(|v| is_verified(v));
+                chain
+                    .into_iter()
+                    .chain(labelled)
+                    .map(|v| own(v, &self.apis.virtual_machine))
+                    .collect()
+            }
+            KindId::Net(kind) => {
+                let (Some(read), Some(objects)) = (&self.network, network) else {
+                    return Vec::new();
                 };
-                let claims = o
-                    .metadata
-                    .annotations
-                    .as_ref()
-                    .is_some_and(|a| a.contains_key(network::NSX_ERROR_ANNOTATION));
-                if k == network::NetKind::NetworkPolicy && !claims {
-                    rest.push(plain(o, ar));
-                } else {
-                    out.push(plain(o, ar));
-                }
+                let Some(ar) = read.resources.get(&kind) else {
+                    return Vec::new();
+                };
+                objects
+                    .objects()
+                    .into_iter()
+                    .filter(|(k, _)| *k == kind)
+                    .map(|(_, o)| {
+                        let claims = o
+                            .metadata
+                            .annotations
+                            .as_ref()
+                            .is_some_and(|a| a.contains_key(network::NSX_ERROR_ANNOTATION));
+                        // Only counted: a NetworkPolicy that claims nothing.
+                        let rank = if kind == NetKind::NetworkPolicy && !claims {
+                            Rank::Counted
+                        } else {
+                            Rank::Network
+                        };
+                        (rank, plain(o, ar))
+                    })
+                    .collect()
             }
         }
-        let essential = out.len();
-        out.extend(rest);
-        (out, essential)
     }
 
     /// The notes of what could not be read of the network, as an evidence bundle kept them
@@ -605,7 +402,10 @@ impl Inventory {
     /// ([`Inventory::verified_vms`]), never every VM carrying the labels.
     pub fn network_of(&self, cluster_name: &str) -> Option<NetworkObjects> {
         let read = self.network.as_ref()?;
-        let cluster = self.clusters.iter().find(|c| name(c) == cluster_name)?;
+        let cluster = self
+            .of(KindId::Cluster)
+            .iter()
+            .find(|c| name(c) == cluster_name)?;
         let vms = self.verified_vms(cluster_name);
         Some(read.of_cluster(&self.namespace, cluster, &vms))
     }
@@ -626,7 +426,10 @@ impl Inventory {
             .filter(|n| n.machine.is_some() && n.join.by.is_some() && n.join.problem.is_none())
             .filter_map(|n| n.vm.as_ref())
             .filter_map(|vm| {
-                let mut found = self.vms.iter().filter(|v| name(v) == vm.name);
+                let mut found = self
+                    .of(KindId::VirtualMachine)
+                    .iter()
+                    .filter(|v| name(v) == vm.name);
                 let first = found.next()?;
                 // The same object listed twice (both label schemes) is still one.
                 found
@@ -639,17 +442,24 @@ impl Inventory {
     /// An inventory of the objects [`Inventory::objects_of`] gave (an evidence bundle's), sorted
     /// back by apiVersion and kind. Objects of other kinds are ignored.
     pub fn from_objects(namespace: &str, apis: SupervisorApis, objects: &[Value]) -> Inventory {
+        let mut network = NetworkRead::planned(&apis);
+        // Each row's resource: the network kinds' only when planned.
+        let resources: Vec<(KindId, ApiResource)> = KINDS
+            .iter()
+            .filter_map(|k| {
+                let ar = match k.id {
+                    KindId::Net(n) => network.as_ref()?.resources.get(&n).cloned(),
+                    id => apis.resource(id),
+                };
+                Some((k.id, ar?))
+            })
+            .collect();
         let mut inv = Inventory {
             namespace: namespace.to_string(),
             apis,
-            clusters: Vec::new(),
-            control_planes: Vec::new(),
-            machines: Vec::new(),
-            vsphere_machines: Vec::new(),
-            vms: Vec::new(),
+            objects: Objects::new(),
             network: None,
         };
-        let mut network = NetworkRead::planned(&inv.apis);
         for v in objects {
             // Read from the value in place: no second copy of each object.
             let Ok(o) = DynamicObject::deserialize(v) else {
@@ -658,32 +468,20 @@ impl Inventory {
             let Some(types) = o.types.clone() else {
                 continue;
             };
-            let is =
-                |ar: &ApiResource| ar.api_version == types.api_version && ar.kind == types.kind;
-            // Network objects first: their groups are served too, and are no control plane.
-            let o = match network.as_mut() {
-                Some(read) => match read.take(&types.api_version, &types.kind, o) {
-                    Some(o) => o,
-                    None => continue,
-                },
-                None => o,
-            };
-            if is(&inv.apis.cluster) {
-                inv.clusters.push(o);
-            } else if is(&inv.apis.machine) {
-                inv.machines.push(o);
-            } else if is(&inv.apis.virtual_machine) {
-                inv.vms.push(o);
-            } else if inv.apis.vsphere_machine.as_ref().is_some_and(is) {
-                inv.vsphere_machines.push(o);
-            } else if let Some((group, version)) = types.api_version.split_once('/') {
-                let ar = ApiResource::from_gvk(&kube::core::GroupVersionKind::gvk(
-                    group,
-                    version,
-                    &types.kind,
-                ));
-                if inv.apis.kind_in(group, &types.kind).is_some() {
-                    inv.control_planes.push((ar, o));
+            let row = resources
+                .iter()
+                .find(|(_, ar)| ar.api_version == types.api_version && ar.kind == types.kind)
+                .map(|(id, _)| *id);
+            match (row, network.as_mut()) {
+                (Some(KindId::Net(k)), Some(read)) => read.objects.entry(k).or_default().push(o),
+                (Some(id), _) => inv.objects.entry(id).or_default().push(o),
+                // Any other kind of a served group: a control plane a Cluster may name.
+                (None, _) => {
+                    if let Some((group, _)) = types.api_version.split_once('/') {
+                        if inv.apis.kind_in(group, &types.kind).is_some() {
+                            inv.objects.entry(KindId::ControlPlane).or_default().push(o);
+                        }
+                    }
                 }
             }
         }
@@ -710,6 +508,16 @@ impl Inventory {
     }
 }
 
+/// Where an object goes in an evidence bundle's order: the cluster's own objects, the Machines
+/// beyond the KCP's replicas, the network objects the verdict reads, then those only counted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Rank {
+    Own,
+    Beyond,
+    Network,
+    Counted,
+}
+
 /// An object as JSON with its type and without managedFields.
 fn plain(o: &DynamicObject, ar: &ApiResource) -> Value {
     let mut o = o.clone();
@@ -721,108 +529,11 @@ fn plain(o: &DynamicObject, ar: &ApiResource) -> Value {
     serde_json::to_value(&o).unwrap_or(Value::Null)
 }
 
-fn role_selector(prefix: &str) -> String {
-    format!("{prefix}/cluster.role=controlplane")
-}
-
-/// The control plane a Cluster references, read by name (None when it has no reference, its
-/// kind is not served or the object does not exist: [`Inventory::facts`] says which).
-async fn control_plane_of(
-    client: &Client,
-    apis: &SupervisorApis,
-    ns: &str,
-    cluster: &DynamicObject,
-) -> Result<Option<(ApiResource, DynamicObject)>> {
-    let Some(r) = extract::control_plane_ref(&cluster.data) else {
-        return Ok(None);
-    };
-    let Some(ar) = apis.kind_in(&r.group, &r.kind) else {
-        return Ok(None);
-    };
-    let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), ns, &ar);
-    match api.get_opt(&r.name).await {
-        Ok(found) => Ok(found.map(|o| (ar, o))),
-        Err(e) => Err(Error::kube(
-            format!("reading {} {:?} in namespace {ns:?}", r.kind, r.name),
-            e,
-        )),
-    }
-}
-
-/// The network objects, when the Supervisor serves an NSX group (never an error: a failed
-/// request is a note in the read).
-async fn network_read(
-    client: &Client,
-    apis: &SupervisorApis,
-    ns: Option<&str>,
-) -> Result<Option<NetworkRead>> {
-    Ok(network::read(client, apis, ns).await)
-}
-
-/// The control-plane VSphereMachines by `selector`, when the Supervisor serves them (none else).
-async fn vsphere_machines(
-    client: &Client,
-    apis: &SupervisorApis,
-    ns: Option<&str>,
-    selector: &str,
-) -> Result<Vec<DynamicObject>> {
-    match &apis.vsphere_machine {
-        Some(ar) => list(client, ar, ns, Some(selector), "VSphereMachines").await,
-        None => Ok(Vec::new()),
-    }
-}
-
-/// One cluster's control-plane VMs by label: `capv`, else `capw`.
-async fn cluster_vms(
-    client: &Client,
-    apis: &SupervisorApis,
-    ns: &str,
-    cluster: &str,
-) -> Result<Vec<DynamicObject>> {
-    for (_, prefix) in VM_LABELS {
-        let selector = format!("{prefix}/cluster.name={cluster},{}", role_selector(prefix));
-        let vms = list(
-            client,
-            &apis.virtual_machine,
-            Some(ns),
-            Some(&selector),
-            "VirtualMachines",
-        )
-        .await?;
-        if !vms.is_empty() {
-            return Ok(vms);
-        }
-    }
-    Ok(Vec::new())
-}
-
-fn existing(ns: &str, names: &[String]) -> String {
+/// The clusters that do exist, for the error naming an unknown one.
+pub(super) fn existing(ns: &str, names: &[String]) -> String {
     if names.is_empty() {
         format!("there are no clusters in namespace {ns:?}")
     } else {
         format!("clusters in namespace {ns:?}: {}", names.join(", "))
-    }
-}
-
-/// The error for an unknown cluster names the clusters that do exist, so a typo is one glance.
-async fn cluster_not_found(clusters: &Api<DynamicObject>, scope: &Scope, name: &str) -> Error {
-    let ns = &scope.namespace;
-    let existing = match clusters.list(&ListParams::default()).await {
-        Ok(list) => {
-            let mut names: Vec<String> = list
-                .items
-                .into_iter()
-                .filter_map(|c| c.metadata.name)
-                .collect();
-            names.sort();
-            existing(ns, &names)
-        }
-        Err(_) => format!("check the name with: kubectl get clusters -n {ns}"),
-    };
-    Error::ClusterNotFound {
-        name: name.to_string(),
-        namespace: ns.to_string(),
-        context: scope.context.clone(),
-        existing,
     }
 }

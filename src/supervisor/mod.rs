@@ -1,15 +1,19 @@
 //! The find stage: from a vSphere Namespace (and a cluster name) to each cluster's control
 //! plane, as the Supervisor sees it.
 //!
+//! - [`kinds`]: the table of every kind read (group, resource, scope, selector, version,
+//!   whether optional), pure;
 //! - [`discovery`]: one request says this is a Supervisor and which versions it prefers
 //!   (vm-operator v1alpha1..v1alpha5, CAPI v1beta1/v1beta2); versions are never hard-coded.
-//! - [`inventory`]: the objects read (one cluster's, or one list of each kind per namespace for
-//!   many clusters), and the pure step from them to [`ClusterFacts`];
+//! - [`read`]: every request to the Supervisor, over the table (one cluster's objects, or one
+//!   list of each kind per namespace for many clusters); the only I/O here;
+//! - [`inventory`]: the objects read, per kind, and the pure step from them to
+//!   [`ClusterFacts`]; the evidence bundle's objects to and from them;
 //! - [`extract`] (per-version field reading), [`join`] (Machines with VMs), [`targets`] (at
 //!   most the KCP's replicas plus a surplus of them) and [`rollout`] (a Machine's rollout
 //!   phase), all pure.
-//! - [`network`]: the cluster's NSX/network objects, read only when the Supervisor serves an
-//!   NSX group, and what they say NSX failed to realize (pure).
+//! - [`network`]: the cluster's network objects (the table's NSX rows, read only when the
+//!   Supervisor serves an NSX group), sliced per cluster by uid (pure).
 
 pub mod address;
 pub mod discovery;
@@ -17,7 +21,11 @@ pub mod extract;
 pub mod facts;
 pub mod inventory;
 pub mod join;
+pub mod kinds;
 pub mod network;
+pub mod read;
+#[cfg(test)]
+mod read_tests;
 pub mod rollout;
 #[cfg(test)]
 mod rollout_tests;

@@ -2,10 +2,10 @@
 //! SubnetSets/Subnets/SubnetPorts (VPC) or the VirtualNetwork (NCP), the Namespace's and the
 //! VSphereCluster's network conditions; read only when the Supervisor serves an NSX group.
 //!
-//! Reading ([`read`]) is apart from slicing ([`NetworkRead::of_cluster`]) and from the realization
-//! findings ([`realization`], pure), as for the rest of the inventory. A request that fails (403,
-//! 404, or anything else) is a note in [`NetworkObjects::unread`], never a failure: the network is
-//! extra evidence, and a diagnosis goes on without it.
+//! Reading (`super::read`) is apart from slicing ([`NetworkRead::of_cluster`], pure) and from the
+//! realization findings (`analyse::realization`), as for the rest of the inventory. A request
+//! that fails (403, 404, or anything else) is a note in [`NetworkObjects::unread`], never a
+//! failure: the network is extra evidence, and a diagnosis goes on without it.
 //!
 //! Upstream shapes checked: vmware-tanzu/nsx-operator `pkg/apis/vpc/v1alpha1/securitypolicy_types.go`,
 //! `subnetport_types.go`, `condition_types.go` (Ready), `pkg/apis/legacy/v1alpha1/securitypolicy_types.go`
@@ -26,22 +26,15 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 
-use futures::future::join_all;
-use kube::api::{Api, DynamicObject, ListParams};
-use kube::core::{ApiResource, GroupVersionKind};
-use kube::Client;
+use kube::api::DynamicObject;
+use kube::core::ApiResource;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::discovery::{SupervisorApis, INFRA_GROUP};
+use super::discovery::SupervisorApis;
+use super::kinds::KindId;
 
-/// nsx-operator's group on VPC networking.
-pub const NSX_VPC_GROUP: &str = "crd.nsx.vmware.com";
-/// nsx-operator's group on NCP/T1 networking (the legacy API).
-pub const NSX_T1_GROUP: &str = "nsx.vmware.com";
-/// NCP's group (VirtualNetwork).
-pub const NCP_GROUP: &str = "vmware.com";
-pub const NETWORKING_GROUP: &str = "networking.k8s.io";
+pub use super::kinds::{NetKind, NCP_GROUP, NETWORKING_GROUP, NSX_T1_GROUP, NSX_VPC_GROUP};
 /// nsx-operator's annotation on a NetworkPolicy it failed to realize.
 pub const NSX_ERROR_ANNOTATION: &str = "nsx-op/error";
 /// The most objects of one kind kept per read; beyond it a note says how many were left out.
@@ -55,9 +48,6 @@ pub const MAX_NOTE_CHARS: usize = 300;
 /// The most SecurityPolicies of other namespaces kept for one cluster (nsx.vmware.com, T1/NCP
 /// mode), the first by priority; the rest are counted in [`NetworkObjects::policies_left_out`].
 pub const MAX_OTHER_POLICIES: usize = 100;
-/// The most NetworkPolicies whose `nsx-op/error` annotation is taken as a claim (by name); the
-/// rest are counted in one more claim.
-pub const MAX_CLAIMS: usize = 8;
 /// The annotation the Supervisor puts on a Namespace on VPC networking: nsx-operator reconciles
 /// `crd.nsx.vmware.com` SecurityPolicies as soon as one namespace carries it
 /// (vmware-tanzu/nsx-operator `pkg/config/mixed_mode.go`: `VPCNetworkConfigAnnotation`,
@@ -65,78 +55,6 @@ pub const MAX_CLAIMS: usize = 8;
 pub const VPC_NETWORK_CONFIG_ANNOTATION: &str = "nsx.vmware.com/vpc_network_config";
 /// The note that the SecurityPolicies of other namespaces could not be read starts with this.
 pub const OTHERS_NOTE: &str = "the SecurityPolicies of other namespaces (a policy there with appliedTo [{}] can apply to these VMs)";
-
-/// What a network object is, with its group and kind as the Supervisor serves them.
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, strum::Display,
-)]
-pub enum NetKind {
-    /// `crd.nsx.vmware.com` SecurityPolicy (VPC).
-    VpcSecurityPolicy,
-    /// `nsx.vmware.com` SecurityPolicy (NCP/T1).
-    T1SecurityPolicy,
-    NetworkPolicy,
-    SubnetSet,
-    Subnet,
-    SubnetPort,
-    VirtualNetwork,
-    Namespace,
-    VSphereCluster,
-}
-
-impl NetKind {
-    pub const ALL: [NetKind; 9] = [
-        NetKind::VpcSecurityPolicy,
-        NetKind::T1SecurityPolicy,
-        NetKind::NetworkPolicy,
-        NetKind::SubnetSet,
-        NetKind::Subnet,
-        NetKind::SubnetPort,
-        NetKind::VirtualNetwork,
-        NetKind::Namespace,
-        NetKind::VSphereCluster,
-    ];
-
-    pub fn group(self) -> &'static str {
-        match self {
-            NetKind::VpcSecurityPolicy
-            | NetKind::SubnetSet
-            | NetKind::Subnet
-            | NetKind::SubnetPort => NSX_VPC_GROUP,
-            NetKind::T1SecurityPolicy => NSX_T1_GROUP,
-            NetKind::NetworkPolicy => NETWORKING_GROUP,
-            NetKind::VirtualNetwork => NCP_GROUP,
-            NetKind::Namespace => "",
-            NetKind::VSphereCluster => INFRA_GROUP,
-        }
-    }
-
-    pub fn kind(self) -> &'static str {
-        match self {
-            NetKind::VpcSecurityPolicy | NetKind::T1SecurityPolicy => "SecurityPolicy",
-            NetKind::NetworkPolicy => "NetworkPolicy",
-            NetKind::SubnetSet => "SubnetSet",
-            NetKind::Subnet => "Subnet",
-            NetKind::SubnetPort => "SubnetPort",
-            NetKind::VirtualNetwork => "VirtualNetwork",
-            NetKind::Namespace => "Namespace",
-            NetKind::VSphereCluster => "VSphereCluster",
-        }
-    }
-
-    /// Whether the kind alone says the Supervisor runs NSX networking.
-    fn is_nsx(self) -> bool {
-        matches!(
-            self,
-            NetKind::VpcSecurityPolicy
-                | NetKind::T1SecurityPolicy
-                | NetKind::SubnetSet
-                | NetKind::Subnet
-                | NetKind::SubnetPort
-                | NetKind::VirtualNetwork
-        )
-    }
-}
 
 /// `resource.group` (`securitypolicies.crd.nsx.vmware.com`; `namespaces` for the core group),
 /// as RBAC and kubectl name it.
@@ -152,19 +70,8 @@ pub fn resource_name(ar: &ApiResource) -> String {
 /// (crd.nsx.vmware.com, nsx.vmware.com, or vmware.com's VirtualNetwork); then every NSX kind
 /// served, the NetworkPolicies and VSphereClusters when served, and the Namespace.
 pub fn plan(apis: &SupervisorApis) -> Vec<(NetKind, ApiResource)> {
-    let served = |k: NetKind| {
-        if k == NetKind::Namespace {
-            return Some(ApiResource::from_gvk(&GroupVersionKind::gvk(
-                "",
-                "v1",
-                "Namespace",
-            )));
-        }
-        apis.kind_in(k.group(), k.kind())
-    };
-    let plan: Vec<(NetKind, ApiResource)> = NetKind::ALL
-        .into_iter()
-        .filter_map(|k| served(k).map(|ar| (k, ar)))
+    let plan: Vec<(NetKind, ApiResource)> = NetKind::all()
+        .filter_map(|k| apis.resource(KindId::Net(k)).map(|ar| (k, ar)))
         .collect();
     if !plan.iter().any(|(k, _)| k.is_nsx()) {
         return Vec::new();
@@ -249,7 +156,7 @@ pub struct NetworkObjects {
     pub policies_left_out: usize,
 }
 
-fn name(o: &DynamicObject) -> &str {
+pub(crate) fn name(o: &DynamicObject) -> &str {
     o.metadata.name.as_deref().unwrap_or_default()
 }
 
@@ -257,30 +164,12 @@ fn in_ns(o: &DynamicObject, ns: &str) -> bool {
     o.metadata.namespace.as_deref() == Some(ns)
 }
 
-/// Why a request failed, in words fit for a note: fixed words for 403/404, the HTTP code and
-/// the server's reason word otherwise (never its message: someone else's text).
-fn failure(e: &kube::Error) -> String {
-    match e {
-        kube::Error::Api(s) if s.code == 403 => "forbidden".to_string(),
-        kube::Error::Api(s) if s.code == 404 => "not found".to_string(),
-        kube::Error::Api(s) => {
-            let reason: String = s
-                .reason
-                .chars()
-                .filter(char::is_ascii_alphanumeric)
-                .take(40)
-                .collect();
-            format!("failed (HTTP {} {reason})", s.code).replace(" )", ")")
-        }
-        _ => "failed (no answer: the connection failed or the request went past its bounds)"
-            .to_string(),
-    }
-}
-
 /// A list cut at [`MAX_OBJECTS_PER_KIND`] objects *per namespace* (in the API's order), so that
 /// with `-A` a namespace holding many objects of a kind never pushes another's out; how many
 /// were left out, by namespace (`""` for cluster-scoped objects).
-fn per_namespace(items: Vec<DynamicObject>) -> (Vec<DynamicObject>, BTreeMap<String, usize>) {
+pub(crate) fn per_namespace(
+    items: Vec<DynamicObject>,
+) -> (Vec<DynamicObject>, BTreeMap<String, usize>) {
     let mut seen: HashMap<String, usize> = HashMap::new();
     let mut left: BTreeMap<String, usize> = BTreeMap::new();
     let kept = items
@@ -301,7 +190,7 @@ fn per_namespace(items: Vec<DynamicObject>) -> (Vec<DynamicObject>, BTreeMap<Str
 }
 
 /// The note of a list cut at [`MAX_OBJECTS_PER_KIND`] (read back by [`NetworkRead::with_notes`]).
-fn cut_note(resource: &str, ns: &str, left: usize) -> String {
+pub(crate) fn cut_note(resource: &str, ns: &str, left: usize) -> String {
     let total = MAX_OBJECTS_PER_KIND + left;
     if ns.is_empty() {
         format!("{resource}: only the first {MAX_OBJECTS_PER_KIND} of {total} objects kept")
@@ -310,147 +199,6 @@ fn cut_note(resource: &str, ns: &str, left: usize) -> String {
             "{resource} in namespace {ns}: only the first {MAX_OBJECTS_PER_KIND} of {total} objects kept"
         )
     }
-}
-
-/// Reads what [`plan`] says, in `ns` (None: across all namespaces, and every Namespace). The
-/// requests run together; each failure is a note. With `ns`, where the Supervisor serves
-/// nsx.vmware.com SecurityPolicies, one more request lists those of every namespace (T1/NCP
-/// mode: `appliedTo: [{}]` in another namespace selects these VMs too); across all namespaces
-/// the one list per resource already holds them. Every request is bounded in time and size by
-/// the client ([`crate::bounds`]). Returns None when nothing is to be read.
-pub async fn read(client: &Client, apis: &SupervisorApis, ns: Option<&str>) -> Option<NetworkRead> {
-    read_with(client, apis, ns, None).await
-}
-
-/// The other namespaces' nsx.vmware.com SecurityPolicies, listed once across all namespaces
-/// (cut per namespace as any list), or the note of why they could not be; None when the group
-/// is not served. Shared by the per-namespace reads of `-A` when the user may not list
-/// across namespaces ([`read_with`]): one request, not one per namespace.
-pub type OthersAnswer =
-    Option<std::result::Result<(Arc<Vec<DynamicObject>>, BTreeMap<String, usize>), String>>;
-
-/// Lists what [`OthersAnswer`] says.
-pub async fn read_others(client: &Client, apis: &SupervisorApis) -> OthersAnswer {
-    let ar = plan(apis)
-        .into_iter()
-        .find(|(k, _)| *k == NetKind::T1SecurityPolicy)
-        .map(|(_, ar)| ar)?;
-    let api: Api<DynamicObject> = Api::all_with(client.clone(), &ar);
-    Some(match api.list(&ListParams::default()).await {
-        Ok(l) => {
-            let (items, left) = per_namespace(l.items);
-            Ok((Arc::new(items), left))
-        }
-        Err(e) => Err(format!(
-            "{OTHERS_NOTE}: list {} in all namespaces: {}",
-            resource_name(&ar),
-            failure(&e)
-        )),
-    })
-}
-
-/// [`read`], with the other namespaces' policies already listed (`given`), or listed here when
-/// None and `ns` is one namespace.
-pub async fn read_with(
-    client: &Client,
-    apis: &SupervisorApis,
-    ns: Option<&str>,
-    given: Option<&OthersAnswer>,
-) -> Option<NetworkRead> {
-    let plan = plan(apis);
-    if plan.is_empty() {
-        return None;
-    }
-    let answers = join_all(plan.iter().map(|(kind, ar)| async move {
-        let resource = resource_name(ar);
-        let (verb, result) = match (kind, ns) {
-            (NetKind::Namespace, Some(ns)) => {
-                let api: Api<DynamicObject> = Api::all_with(client.clone(), ar);
-                ("get", api.get(ns).await.map(|o| vec![o]))
-            }
-            (NetKind::Namespace, None) => {
-                let api: Api<DynamicObject> = Api::all_with(client.clone(), ar);
-                (
-                    "list",
-                    api.list(&ListParams::default()).await.map(|l| l.items),
-                )
-            }
-            (_, Some(ns)) => {
-                let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), ns, ar);
-                (
-                    "list",
-                    api.list(&ListParams::default()).await.map(|l| l.items),
-                )
-            }
-            (_, None) => {
-                let api: Api<DynamicObject> = Api::all_with(client.clone(), ar);
-                (
-                    "list",
-                    api.list(&ListParams::default()).await.map(|l| l.items),
-                )
-            }
-        };
-        let place = match (kind, ns) {
-            (NetKind::Namespace, Some(ns)) => format!("{resource} {ns}"),
-            (_, Some(ns)) => format!("{resource} in namespace {ns}"),
-            (_, None) => format!("{resource} in all namespaces"),
-        };
-        (
-            *kind,
-            result.map_err(|e| format!("{verb} {place}: {}", failure(&e))),
-        )
-    }));
-    // The other namespaces' nsx.vmware.com SecurityPolicies (only with one namespace: across
-    // all namespaces the list above holds them).
-    let others = async {
-        match (given, ns) {
-            (Some(answer), Some(_)) => answer.clone(),
-            (None, Some(_)) => read_others(client, apis).await,
-            (_, None) => None,
-        }
-    };
-    let (answers, others) = futures::join!(answers, others);
-    let mut out = NetworkRead {
-        resources: plan.into_iter().collect(),
-        ..NetworkRead::default()
-    };
-    for (kind, answer) in answers {
-        match answer {
-            Ok(items) => {
-                let (items, left) = per_namespace(items);
-                for (lns, n) in left {
-                    out.unread
-                        .push(cut_note(&resource_name(&out.resources[&kind]), &lns, n));
-                    out.left_out.insert((kind, lns), n);
-                }
-                out.answered.insert(kind);
-                out.objects.insert(kind, items);
-            }
-            Err(note) => out.unread.push(note),
-        }
-    }
-    match (others, ns) {
-        (Some(Ok((items, left))), Some(own)) => {
-            // The own namespace's are in the namespaced list (and its cut): `of_cluster` takes
-            // only the others' from the shared list.
-            for (lns, n) in left.into_iter().filter(|(lns, _)| lns != own) {
-                out.left_out.insert((NetKind::T1SecurityPolicy, lns), n);
-            }
-            out.other_policies = Some(items);
-        }
-        (Some(Err(note)), _) => out.others_unread = Some(note),
-        // Across all namespaces: the one list, when it was answered.
-        (_, None) if out.answered.contains(&NetKind::T1SecurityPolicy) => {
-            out.other_policies = Some(Arc::new(
-                out.objects
-                    .get(&NetKind::T1SecurityPolicy)
-                    .cloned()
-                    .unwrap_or_default(),
-            ));
-        }
-        _ => {}
-    }
-    Some(out)
 }
 
 impl NetworkRead {
@@ -561,17 +309,9 @@ impl NetworkRead {
                 .objects
                 .iter()
                 .map(|(k, list)| {
-                    let keep: Vec<DynamicObject> = list
-                        .iter()
-                        .filter(|o| {
-                            if *k == NetKind::Namespace {
-                                name(o) == ns
-                            } else {
-                                in_ns(o, ns)
-                            }
-                        })
-                        .cloned()
-                        .collect();
+                    let row = KindId::Net(*k).row();
+                    let keep: Vec<DynamicObject> =
+                        list.iter().filter(|o| row.holds(o, ns)).cloned().collect();
                     (*k, keep)
                 })
                 .collect(),
@@ -902,7 +642,7 @@ fn interfaces(vm: &DynamicObject) -> Vec<(&str, &str, String)> {
     current.chain(v1alpha1).collect()
 }
 
-fn uid(o: &DynamicObject) -> Option<&str> {
+pub(crate) fn uid(o: &DynamicObject) -> Option<&str> {
     o.metadata.uid.as_deref().filter(|u| !u.is_empty())
 }
 
@@ -916,7 +656,7 @@ fn owner_uid(o: &DynamicObject, kind: &str, uid: &str) -> bool {
 }
 
 /// The uid of `o`'s controller owner reference, when it is of `kind`.
-fn controller_uid<'a>(o: &'a DynamicObject, kind: &str) -> Option<&'a str> {
+pub(crate) fn controller_uid<'a>(o: &'a DynamicObject, kind: &str) -> Option<&'a str> {
     o.metadata
         .owner_references
         .iter()
@@ -1009,146 +749,12 @@ impl NetworkObjects {
     }
 }
 
-/// A network object NSX (or CAPV) says is not realized.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct RealizationProblem {
-    /// The object's kind (`SubnetPort`, `VirtualNetwork`, `Namespace`, ...).
-    pub kind: String,
-    pub name: String,
-    /// The condition's type (`Ready`, `NamespaceNetworkReady`, `ClusterNetworkReady`), or the
-    /// annotation's key (`nsx-op/error`).
-    pub condition: String,
-    /// The condition's status (`False`, `Unknown`); None for an annotation.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub status: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub reason: Option<String>,
-    /// The condition's message or the annotation's text, at most [`MAX_TEXT_CHARS`] characters
-    /// (verbatim otherwise: a renderer makes it visible).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub message: Option<String>,
-    /// The control-plane VM whose SubnetPort this is: that VM's network is not realized, a
-    /// cause of its own.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub vm: Option<String>,
-    /// Only the object's own annotation says so (a NetworkPolicy's `nsx-op/error`): anyone who
-    /// may edit the object can write it, so it is the object's claim, never NSX's status.
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub claim: bool,
-}
-
-fn bounded(s: &str) -> String {
+/// `s` cut at [`MAX_TEXT_CHARS`] characters.
+pub(crate) fn bounded(s: &str) -> String {
     match s.char_indices().nth(MAX_TEXT_CHARS) {
         Some((cut, _)) => format!("{}…", &s[..cut]),
         None => s.to_string(),
     }
-}
-
-/// The first condition of `kind` in `status.conditions` that is not True, as a problem.
-fn not_true(o: &DynamicObject, object_kind: &str, condition: &str) -> Option<RealizationProblem> {
-    let c = o
-        .data
-        .pointer("/status/conditions")
-        .and_then(Value::as_array)?
-        .iter()
-        .find(|c| c.get("type").and_then(Value::as_str) == Some(condition))?;
-    let status = c.get("status").and_then(Value::as_str).unwrap_or("Unknown");
-    if status == "True" {
-        return None;
-    }
-    let text = |k: &str| c.get(k).and_then(Value::as_str).map(bounded);
-    Some(RealizationProblem {
-        kind: object_kind.to_string(),
-        name: bounded(name(o)),
-        condition: condition.to_string(),
-        status: Some(bounded(status)),
-        reason: text("reason"),
-        message: text("message"),
-        vm: None,
-        claim: false,
-    })
-}
-
-/// What the cluster's network objects say NSX failed to realize (pure): a SubnetSet, Subnet,
-/// SubnetPort or VirtualNetwork whose `Ready` is not True, the Namespace's
-/// `NamespaceNetworkReady` and the VSphereCluster's `ClusterNetworkReady` not True, each tied to
-/// the cluster by uid ([`NetworkRead::of_cluster`]). A condition that is absent says nothing
-/// (not yet reconciled, or an older operator). SecurityPolicies are the evaluation's.
-///
-/// A NetworkPolicy's `nsx-op/error` annotation is the object's own claim (`claim: true`):
-/// nsx-operator writes it (`pkg/controllers/common/types.go`), but so can anyone who may edit
-/// the NetworkPolicy, and no NetworkPolicy is tied to a cluster. At most [`MAX_CLAIMS`] of
-/// them, by name; more are one claim more that counts them.
-pub fn realization(objects: &NetworkObjects) -> Vec<RealizationProblem> {
-    let mut out = Vec::new();
-    for (list, kind) in [
-        (&objects.subnet_sets, "SubnetSet"),
-        (&objects.subnets, "Subnet"),
-        (&objects.virtual_networks, "VirtualNetwork"),
-    ] {
-        out.extend(list.iter().filter_map(|o| not_true(o, kind, "Ready")));
-    }
-    for port in &objects.subnet_ports {
-        if let Some(mut p) = not_true(port, "SubnetPort", "Ready") {
-            // The VM whose uid the port's controller reference carries (none: not a
-            // control-plane VM's port, and `of_cluster` keeps no other).
-            p.vm = controller_uid(port, "VirtualMachine").and_then(|u| {
-                objects
-                    .vms
-                    .iter()
-                    .find(|vm| uid(vm) == Some(u))
-                    .map(|vm| name(vm).to_string())
-            });
-            out.push(p);
-        }
-    }
-    out.extend(
-        objects
-            .namespace_object
-            .iter()
-            .filter_map(|o| not_true(o, "Namespace", "NamespaceNetworkReady")),
-    );
-    out.extend(
-        objects
-            .vsphere_cluster
-            .iter()
-            .filter_map(|o| not_true(o, "VSphereCluster", "ClusterNetworkReady")),
-    );
-    let mut claims: Vec<(&str, &String)> = objects
-        .network_policies
-        .iter()
-        .filter_map(|np| {
-            let text = np
-                .metadata
-                .annotations
-                .as_ref()?
-                .get(NSX_ERROR_ANNOTATION)?;
-            Some((name(np), text))
-        })
-        .collect();
-    claims.sort();
-    let more = claims.len().saturating_sub(MAX_CLAIMS);
-    let claim = |name: String, message: String| RealizationProblem {
-        kind: "NetworkPolicy".to_string(),
-        name,
-        condition: NSX_ERROR_ANNOTATION.to_string(),
-        status: None,
-        reason: None,
-        message: Some(message),
-        vm: None,
-        claim: true,
-    };
-    for (n, text) in claims.into_iter().take(MAX_CLAIMS) {
-        out.push(claim(bounded(n), bounded(text)));
-    }
-    if more > 0 {
-        out.push(claim(
-            String::new(),
-            format!("{more} more NetworkPolicies carry the annotation"),
-        ));
-    }
-    out
 }
 
 #[cfg(test)]

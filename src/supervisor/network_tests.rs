@@ -1,17 +1,18 @@
 //! The network read's decisions (which requests for which discovery), the 403 note, the slice
-//! of one cluster, and the realization findings.
+//! of one cluster (the realization findings are `analyse::realization`'s).
 
 use kube::api::DynamicObject;
 use serde_json::{json, Value};
 
 use super::*;
 use crate::supervisor::discovery::from_answer;
+use crate::supervisor::kinds::KindId;
 
 pub(crate) fn group(name: &str, version: &str) -> Value {
     json!({"name": name, "preferredVersion": {"version": version}})
 }
 
-fn apis(extra: &[Value]) -> SupervisorApis {
+pub(crate) fn apis(extra: &[Value]) -> SupervisorApis {
     let mut groups = vec![
         group("vmoperator.vmware.com", "v1alpha3"),
         group("cluster.x-k8s.io", "v1beta1"),
@@ -80,23 +81,6 @@ fn an_aggregated_vmware_com_without_virtual_networks_is_not_nsx() {
     assert!(plan(&from_answer(&answer, "sv").unwrap()).is_empty());
 }
 
-#[test]
-fn failures_are_notes_naming_verb_and_resource() {
-    let status = |code: u16, reason: &str| {
-        kube::Error::Api(Box::new(
-            kube::core::Status::failure("\u{1b}]0;evil\u{7} /etc/passwd", reason).with_code(code),
-        ))
-    };
-    assert_eq!(failure(&status(403, "Forbidden")), "forbidden");
-    assert_eq!(failure(&status(404, "NotFound")), "not found");
-    // The server's message never reaches the note; its reason only as letters and digits.
-    assert_eq!(
-        failure(&status(500, "Internal\u{1b}[2JError")),
-        "failed (HTTP 500 Internal2JError)"
-    );
-    assert_eq!(failure(&status(503, "")), "failed (HTTP 503)");
-}
-
 pub(crate) fn obj(v: Value) -> DynamicObject {
     serde_json::from_value(v).unwrap()
 }
@@ -107,7 +91,7 @@ pub(crate) fn condition(t: &str, status: &str, reason: &str, message: &str) -> V
 
 /// A VPC namespace: the cluster's VMs on SubnetSet tkc-vnet, one failed port, another
 /// cluster's SubnetSet and port, and the conditions.
-fn vpc_read() -> (NetworkRead, Vec<DynamicObject>) {
+pub(crate) fn vpc_read() -> (NetworkRead, Vec<DynamicObject>) {
     let mut read = NetworkRead::planned(&apis(&[group("crd.nsx.vmware.com", "v1alpha1")])).unwrap();
     let vms: Vec<DynamicObject> = ["cp-1", "cp-2"]
         .iter()
@@ -184,7 +168,7 @@ fn vpc_read() -> (NetworkRead, Vec<DynamicObject>) {
 }
 
 /// The Cluster `tkc` of namespace `ns`, its infrastructure the VSphereCluster `tkc-abcde`.
-fn cluster() -> DynamicObject {
+pub(crate) fn cluster() -> DynamicObject {
     obj(
         json!({"apiVersion": "cluster.x-k8s.io/v1beta1", "kind": "Cluster",
         "metadata": {"name": "tkc", "namespace": "ns", "uid": "cluster-uid"},
@@ -220,90 +204,6 @@ fn a_cluster_gets_its_own_network_objects_and_the_namespace_policies() {
     );
     assert!(read.contains(&("namespaces".into(), 1)), "{read:?}");
     assert!(net.unread.is_empty());
-}
-
-#[test]
-fn realization_names_each_failure_and_the_vm_whose_port_failed() {
-    let (read, vms) = vpc_read();
-    let vms: Vec<&DynamicObject> = vms.iter().collect();
-    let net = read.of_cluster("ns", &cluster(), &vms);
-    let problems = realization(&net);
-    let short: Vec<(String, String, String, Option<String>)> = problems
-        .iter()
-        .map(|p| {
-            (
-                p.kind.clone(),
-                p.name.clone(),
-                p.condition.clone(),
-                p.vm.clone(),
-            )
-        })
-        .collect();
-    assert_eq!(
-        short,
-        [
-            (
-                "SubnetPort".into(),
-                "cp-2-tkc-vnet-eth0".into(),
-                "Ready".into(),
-                Some("cp-2".into())
-            ),
-            (
-                "Namespace".into(),
-                "ns".into(),
-                "NamespaceNetworkReady".into(),
-                None
-            ),
-            (
-                "NetworkPolicy".into(),
-                "np".into(),
-                "nsx-op/error".into(),
-                None
-            ),
-        ]
-    );
-    assert_eq!(problems[0].reason.as_deref(), Some("SubnetPortNotReady"));
-    assert_eq!(problems[0].message.as_deref(), Some("no IP left"));
-    assert_eq!(
-        problems[2].message.as_deref(),
-        Some("NETWORK_POLICY_VALIDATION_FAILED")
-    );
-    // The annotation is the NetworkPolicy's own claim; the conditions are not.
-    assert_eq!(
-        problems.iter().map(|p| p.claim).collect::<Vec<_>>(),
-        [false, false, true]
-    );
-}
-
-#[test]
-fn realization_of_ncp_and_capv_conditions_and_bounded_text() {
-    let long = "x".repeat(MAX_TEXT_CHARS + 10);
-    let net = NetworkObjects {
-        virtual_networks: vec![obj(
-            json!({"metadata": {"name": "tkc-vnet"}, "status": {"conditions": [
-            condition("Ready", "False", "", &long)]}}),
-        )],
-        vsphere_cluster: Some(obj(
-            json!({"metadata": {"name": "tkc"}, "status": {"conditions": [
-            condition("ClusterNetworkReady", "False", "ClusterNetworkProvisionFailed", "subnetset not ready")]}}),
-        )),
-        // No condition at all says nothing.
-        subnet_sets: vec![obj(json!({"metadata": {"name": "quiet"}}))],
-        ..NetworkObjects::default()
-    };
-    let problems = realization(&net);
-    assert_eq!(problems.len(), 2, "{problems:?}");
-    assert_eq!(problems[0].kind, "VirtualNetwork");
-    assert_eq!(
-        problems[0].message.as_ref().unwrap().chars().count(),
-        MAX_TEXT_CHARS + 1
-    );
-    assert_eq!(problems[1].kind, "VSphereCluster");
-    assert_eq!(
-        problems[1].reason.as_deref(),
-        Some("ClusterNetworkProvisionFailed")
-    );
-    assert!(realization(&NetworkObjects::default()).is_empty());
 }
 
 #[test]
@@ -387,10 +287,6 @@ fn nsx_vpc_fixtures_give_the_cluster_its_objects_and_the_failed_port() {
         Some("controlplane")
     );
     assert!(net.namespace_object.is_some());
-    let problems = realization(&net);
-    assert_eq!(problems.len(), 1, "{problems:?}");
-    assert_eq!(problems[0].vm.as_deref(), Some("tkc-prod-7xk2p-bx2lk"));
-    assert_eq!(problems[0].reason.as_deref(), Some("SubnetPortNotReady"));
     // No NSX group, no network (and the same objects for the facts as before).
     let plain = fixture_inventory("nsx-vpc", &[]);
     assert!(plain.network_of("tkc-prod").is_none());
@@ -415,7 +311,6 @@ fn the_bundle_keeps_the_network_objects() {
     let back = crate::supervisor::Inventory::from_objects("ns-prod", inv.apis.clone(), &objects);
     let after = back.network_of("tkc-prod").unwrap();
     assert_eq!(summary(&after), summary(&before));
-    assert_eq!(realization(&after), realization(&before));
     // The facts are made from the same objects as before.
     assert_eq!(
         back.facts("sv", "tkc-prod").unwrap(),
@@ -444,11 +339,10 @@ fn nsx_ncp_fixtures_give_the_virtual_network_and_the_t1_policy() {
     assert_eq!(net.security_policies.len(), 1);
     assert_eq!(net.security_policies[0].0, NetKind::T1SecurityPolicy);
     assert_eq!(summary(&net)[1], "VirtualNetwork tkc-prod-vnet");
-    assert!(realization(&net).is_empty());
 }
 
 /// The supervisor fixture `set` served by the fake, and a client to it.
-fn served(set: &str) -> (etcdnet_fakeapi::FakeApi, kube::Client) {
+pub(crate) fn served(set: &str) -> (etcdnet_fakeapi::FakeApi, kube::Client) {
     let api = etcdnet_fakeapi::FakeApi::start_with(
         etcdnet_fakeapi::FakeConfig::from_dir(etcdnet_fakeapi::supervisor_set(set))
             .unwrap()
@@ -460,7 +354,7 @@ fn served(set: &str) -> (etcdnet_fakeapi::FakeApi, kube::Client) {
     (api, client)
 }
 
-fn scope() -> crate::supervisor::Scope {
+pub(crate) fn scope() -> crate::supervisor::Scope {
     crate::supervisor::Scope {
         context: "sv".into(),
         namespace: "ns-prod".into(),
@@ -487,32 +381,8 @@ async fn a_forbidden_list_is_a_note_and_the_rest_is_read() {
         .iter()
         .any(|r| r.resource == "securitypolicies.crd.nsx.vmware.com"));
     assert_eq!(net.subnet_ports.len(), 3);
-    assert_eq!(realization(&net).len(), 1);
     // The facts are the ones healthy-v1alpha3 gives.
     assert_eq!(inv.facts("sv", "tkc-prod").unwrap().nodes.len(), 3);
-}
-
-#[tokio::test]
-async fn a_supervisor_without_nsx_is_asked_nothing_more() {
-    let (api, client) = served("healthy-v1alpha3");
-    let apis = crate::supervisor::discovery::discover(&client, "sv")
-        .await
-        .unwrap();
-    api.clear_requests();
-    assert!(read(&client, &apis, Some("ns-prod")).await.is_none());
-    assert!(read(&client, &apis, None).await.is_none());
-    assert!(api.requests().is_empty());
-
-    let (api, client) = served("nsx-vpc");
-    let apis = crate::supervisor::discovery::discover(&client, "sv")
-        .await
-        .unwrap();
-    api.clear_requests();
-    let net = read(&client, &apis, Some("ns-prod")).await.unwrap();
-    // One request per planned resource, each answered.
-    assert_eq!(api.requests().len(), plan(&apis).len());
-    assert_eq!(net.answered.len(), plan(&apis).len());
-    assert!(net.unread.is_empty(), "{:?}", net.unread);
 }
 
 #[test]
@@ -558,7 +428,7 @@ pub(crate) fn rogue(i: usize) -> [Value; 2] {
     ]
 }
 
-fn names_of(list: &[DynamicObject]) -> Vec<String> {
+pub(crate) fn names_of(list: &[DynamicObject]) -> Vec<String> {
     let mut n: Vec<String> = list.iter().map(|o| name(o).to_string()).collect();
     n.sort();
     n
@@ -571,7 +441,10 @@ fn names_of(list: &[DynamicObject]) -> Vec<String> {
 fn labelled_rogue_vms_never_push_the_real_ones_out() {
     let extra: Vec<Value> = (0..16).flat_map(rogue).collect();
     let inv = inventory_with("nsx-vpc", &[group(VPC, "v1alpha1")], extra);
-    assert!(inv.vms.len() >= 3 + 16, "the rogue VMs are read");
+    assert!(
+        inv.of(KindId::VirtualMachine).len() >= 3 + 16,
+        "the rogue VMs are read"
+    );
     let net = inv.network_of("tkc-prod").unwrap();
     assert_eq!(names_of(&net.vms), REAL_VMS);
     let mut cp = net.control_plane_vms.clone();
@@ -579,9 +452,6 @@ fn labelled_rogue_vms_never_push_the_real_ones_out() {
     assert_eq!(cp, REAL_VMS);
     // Only the real VMs' ports; the one failed port is bx2lk's.
     assert_eq!(net.subnet_ports.len(), 3);
-    let problems = realization(&net);
-    assert_eq!(problems.len(), 1, "{problems:?}");
-    assert_eq!(problems[0].vm.as_deref(), Some("tkc-prod-7xk2p-bx2lk"));
     // The evaluation of these (analyse::network's trust tests) finds the Drop between them.
     // The bundle keeps the real VMs among the objects the verdict uses.
     let (objects, essential) = inv.objects_ranked("tkc-prod");
@@ -608,10 +478,14 @@ fn a_port_naming_a_real_vm_with_another_uid_is_not_its_port() {
     let inv = inventory_with("nsx-vpc", &[group(VPC, "v1alpha1")], vec![forged]);
     let net = inv.network_of("tkc-prod").unwrap();
     assert!(!names_of(&net.subnet_ports).contains(&"forged-port".to_string()));
-    assert!(realization(&net).iter().all(|p| p.name != "forged-port"));
 }
 
-fn vsphere_cluster(name: &str, labels: Value, owner_uid: Option<&str>, ready: &str) -> Value {
+pub(crate) fn vsphere_cluster(
+    name: &str,
+    labels: Value,
+    owner_uid: Option<&str>,
+    ready: &str,
+) -> Value {
     let mut o = json!({"apiVersion": "vmware.infrastructure.cluster.x-k8s.io/v1beta1",
         "kind": "VSphereCluster",
         "metadata": {"name": name, "namespace": "ns-prod", "uid": format!("uid-{name}"), "labels": labels},
@@ -643,7 +517,6 @@ fn the_vsphere_cluster_is_the_infrastructure_refs_by_uid() {
         net.vsphere_cluster.as_ref().map(name),
         Some("tkc-prod-x7p2n")
     );
-    assert!(realization(&net).iter().all(|p| p.kind != "VSphereCluster"));
 
     // The real one replaced by one of its name owned by another Cluster uid: none.
     let mut all = crate::testing::fixture_objects("healthy-v1alpha3");
@@ -664,7 +537,6 @@ fn the_vsphere_cluster_is_the_infrastructure_refs_by_uid() {
     let inv = crate::supervisor::Inventory::from_objects("ns-prod", apis, &all);
     let net = inv.network_of("tkc-prod").unwrap();
     assert!(net.vsphere_cluster.is_none());
-    assert!(realization(&net).is_empty());
 }
 
 fn both_groups() -> NetworkRead {
@@ -892,30 +764,6 @@ fn a_cross_namespace_read_shares_the_other_policies() {
     let net = part.of_cluster("a", &cluster(), &[]);
     let names: Vec<&str> = net.security_policies.iter().map(|(_, o)| name(o)).collect();
     assert_eq!(names, ["y"], "the other namespace's, not its own twice");
-}
-
-/// More claims than the bound: the first by name, and one more that counts the rest.
-#[test]
-fn claims_are_bounded() {
-    let nps: Vec<DynamicObject> = (0..MAX_CLAIMS + 5)
-        .map(|i| {
-            obj(
-                json!({"metadata": {"name": format!("np-{i:02}"), "namespace": "ns",
-                "annotations": {NSX_ERROR_ANNOTATION: "e"}}}),
-            )
-        })
-        .collect();
-    let net = NetworkObjects {
-        network_policies: nps,
-        ..NetworkObjects::default()
-    };
-    let problems = realization(&net);
-    assert_eq!(problems.len(), MAX_CLAIMS + 1);
-    assert_eq!(problems[0].name, "np-00");
-    assert_eq!(
-        problems[MAX_CLAIMS].message.as_deref(),
-        Some("5 more NetworkPolicies carry the annotation")
-    );
 }
 
 /// The other namespaces' policies go through an evidence bundle: kept among the objects the

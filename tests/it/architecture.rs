@@ -85,7 +85,7 @@ const FOLDERS: &[(&str, &[&[&str]])] = &[
             &["status"],
             &["network"],
             &["verdict"],
-            &["matrix", "policy", "clock"],
+            &["matrix", "policy", "clock", "realization"],
         ],
     ),
     (
@@ -119,6 +119,7 @@ const FOLDERS: &[(&str, &[&[&str]])] = &[
     (
         "supervisor",
         &[
+            &["read"],
             &["inventory"],
             &["network"],
             &["targets"],
@@ -126,6 +127,7 @@ const FOLDERS: &[(&str, &[&[&str]])] = &[
             &["rollout"],
             &["extract"],
             &["discovery"],
+            &["kinds"],
             &["facts"],
             &["address"],
         ],
