@@ -11,9 +11,9 @@
 #   scripts/release.sh pack TRIPLE [BIN] pack BIN (default: the built binary) into
 #                                        $DIST/kubectl-etcdnet_<tag>_<os>_<arch>.<ext> + .sha256
 #   scripts/release.sh check [--all]     render krew/.krew.yaml for the archives in $DIST with
-#                                        their real sha256 into $DIST/etcdnet.yaml and hold it
-#                                        to the checks of tests/it/krew_manifest.rs; --all:
-#                                        every platform's archive must be there (the release)
+#                                        their real sha256 into $DIST/etcdnet.yaml and check
+#                                        each archive against it (cargo xtask krew-manifest);
+#                                        --all: every platform's archive must be there
 #   scripts/release.sh notes             release notes: the CHANGELOG section of the version
 #                                        and the digests of the default pod images
 #   scripts/release.sh images            the default images (--image, --jumpbox-image)
@@ -150,21 +150,19 @@ cmd_pack() {
 }
 
 cmd_check() {
-    local all=0
-    [ "${1:-}" = --all ] && all=1
+    local all=
+    [ "${1:-}" = --all ] && all=--all
     local found=0 triple
     for triple in "${all_triples[@]}"; do
         [ -f "$dist/$(archive_of "$triple")" ] && found=$((found + 1))
     done
     [ "$found" -gt 0 ] || die "no release archive for $tag in $dist"
-    # The rendering and the rules are tests/it/krew_manifest.rs's: the same renderer that keeps
-    # krew/.krew.yaml and plugin.yaml in step, the same manifest checks. The test reads the
-    # archives, writes the manifest and fails on any problem. After `cargo test` it is already
-    # built, so this costs no compile.
-    echo "+ cargo test --test it -- --ignored --exact krew_manifest::rendered_release_manifest"
-    ETCDNET_RELEASE_DIST="$(cd "$dist" && pwd)" ETCDNET_RELEASE_ALL=$all \
-        cargo test --locked --quiet --test it -- --ignored --exact krew_manifest::rendered_release_manifest
-    echo "$dist/etcdnet.yaml: krew/.krew.yaml rendered for $tag with the archives' sha256; passes the manifest checks"
+    # xtask/src/release.rs: krew-release-bot's renderer, the one tests/it/krew_manifest.rs holds
+    # to plugin.yaml, with the archives' sums, then each archive checked. A small crate, built
+    # in seconds: none of the plugin's dependencies.
+    echo "+ cargo xtask krew-manifest $tag $dist $all"
+    # shellcheck disable=SC2086 # $all: one word or none
+    cargo run --locked --quiet --package xtask -- krew-manifest "$tag" "$dist" $all
 }
 
 # The default images, read from the source so that the notes cannot name stale ones: the string

@@ -206,6 +206,7 @@ fn analyse(
 /// flood of labelled Machines), is analysed in bounded time with every entry parsed once: the
 /// bytes parsed are at most the bytes stored (a manifest listing one node's document many times
 /// must not have it parsed again each time).
+// Long: CPU, in a debug build: the largest bundle every cap allows, built, written and analysed.
 #[test]
 fn the_largest_bundle_within_the_caps_is_read_once_in_bounded_time() {
     let objects = objects_filling(CAPS);

@@ -250,6 +250,8 @@ fn reach_errors(report: &DiagnoseReport) -> Vec<String> {
         .collect()
 }
 
+// Long on purpose: waits out --timeout 8s against a workload API trickling a byte a second,
+// then the 15 s bound on deleting the pods whose creates it never answered.
 #[test]
 fn diagnose_through_a_trickling_workload_api_ends_within_its_timeout() {
     let (env, workload) = trickling_workload();
@@ -288,6 +290,7 @@ fn diagnose_through_a_trickling_workload_api_ends_within_its_timeout() {
     eprintln!("diagnose --timeout 8s took {took:?}");
 }
 
+// Long on purpose: --timeout 6s against the trickling workload API, then the 15 s delete bound.
 #[test]
 fn diagnose_all_namespaces_through_a_trickling_workload_api_ends() {
     let (env, workload) = trickling_workload();
@@ -307,6 +310,8 @@ fn diagnose_all_namespaces_through_a_trickling_workload_api_ends() {
     assert!(workload.seen().iter().any(|l| l.starts_with("POST ")));
 }
 
+// Long on purpose: two --watch rounds against the trickling workload API, each waiting out
+// --timeout 5s and then the 15 s bound on deleting the pods it never answered for.
 #[test]
 fn watch_rounds_through_a_trickling_workload_api_each_end() {
     let (env, _workload) = trickling_workload();

@@ -12,14 +12,16 @@
 //! misspelt key (krew decodes leniently and would drop it), readable docs fields, the template
 //! rendering to plugin.yaml. `broken_manifests_are_rejected` proves that each check can fail.
 //!
-//! `rendered_release_manifest` (ignored; `scripts/release.sh check` runs it) renders the template
-//! with the real archives' sha256 and checks the archives.
+//! The release renders the template with the archives' real sha256 and checks the archives
+//! (`cargo xtask krew-manifest`, which `scripts/release.sh check` runs), with the renderer
+//! checked here.
 
 use std::collections::BTreeMap;
 use std::fmt::Debug;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use serde::Deserialize;
+use xtask::krew::render;
 
 // Every field is required and no other is allowed: a missing or misspelt key is a parse error.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
@@ -196,39 +198,6 @@ fn problems(p: &Plugin, want: &[(&str, &str)]) -> Vec<String> {
     out
 }
 
-type ShaOf<'a> = &'a dyn Fn(&str) -> Result<String, String>;
-
-/// The template rendered as krew-release-bot does (its pkg/source/template.go): .TagName is the
-/// tag; `addURIAndSha "<url>" .TagName` gives `uri: <url>` and, at four spaces, the sha256 of
-/// the archive (from `sha`). Beside its opening comment our template has no other action.
-fn render(template: &str, tag: &str, sha: ShaOf) -> Result<String, String> {
-    let body = template
-        .strip_prefix("{{- /*")
-        .and_then(|t| t.split_once("*/ -}}"))
-        .map_or(template, |(_, rest)| rest.trim_start());
-    let mut out = String::new();
-    for line in body.split_inclusive('\n') {
-        let text = line.trim();
-        let line = match text
-            .strip_prefix("{{addURIAndSha \"")
-            .and_then(|c| c.strip_suffix("\" .TagName }}"))
-        {
-            Some(url) => {
-                let url = url.replace("{{ .TagName }}", tag);
-                let indent = &line[..line.len() - line.trim_start().len()];
-                let end = &line[line.trim_end().len()..];
-                format!("{indent}uri: {url}\n    sha256: {}{end}", sha(&url)?)
-            }
-            None => line.replace("{{ .TagName }}", tag),
-        };
-        if line.contains("{{") {
-            return Err(format!("{text:?} is not an action of krew-release-bot's"));
-        }
-        out.push_str(&line);
-    }
-    Ok(out)
-}
-
 /// The template's problems: rendered for our tag it is plugin.yaml but for the sha256 values,
 /// every sha256 is addURIAndSha's, and for another tag only the tag changes.
 fn template_problems(template: &str, plugin: &Plugin) -> Vec<String> {
@@ -340,125 +309,4 @@ fn broken_manifests_are_rejected() {
         }
     }
     assert_none("breakages no check caught", missed);
-}
-
-// The release's manifest and archives. `scripts/release.sh check` runs this (locally, in CI's
-// release-archive job, in the release workflow for all five platforms); it needs the archives.
-
-fn sha256_hex(bytes: &[u8]) -> String {
-    let digest = ring::digest::digest(&ring::digest::SHA256, bytes);
-    digest.as_ref().iter().map(|b| format!("{b:02x}")).collect()
-}
-
-/// The files of an archive, with their unix mode where the archive keeps one.
-fn archive_files(name: &str, bytes: &[u8]) -> Result<Vec<(String, Option<u32>)>, String> {
-    if !name.ends_with(".zip") {
-        let mut archive = tar::Archive::new(flate2::read::GzDecoder::new(bytes));
-        let entries = archive.entries().map_err(|e| e.to_string())?;
-        return entries
-            .map(|e| {
-                let e = e.map_err(|e| e.to_string())?;
-                let path = e.path().map_err(|e| e.to_string())?;
-                Ok((path.to_string_lossy().into_owned(), e.header().mode().ok()))
-            })
-            .collect();
-    }
-    // A zip's central directory (APPNOTE.TXT 4.3.12, 4.3.16): the names (Windows needs no mode).
-    let int = |o: usize, n: usize| -> Result<usize, String> {
-        let b = bytes.get(o..o + n).ok_or("truncated zip")?;
-        Ok(b.iter().rev().fold(0, |v, &x| v << 8 | x as usize))
-    };
-    let end = |o: &usize| bytes[*o..].starts_with(b"PK\x05\x06");
-    let ends = (0..bytes.len().saturating_sub(21)).rev();
-    let eocd = ends.into_iter().find(end).ok_or("not a zip")?;
-    let mut at = int(eocd + 16, 4)?;
-    (0..int(eocd + 10, 2)?)
-        .map(|_| {
-            let (n, skip) = (int(at + 28, 2)?, int(at + 30, 2)? + int(at + 32, 2)?);
-            let name = bytes.get(at + 46..at + 46 + n).ok_or("truncated zip")?;
-            at += 46 + n + skip;
-            Ok((String::from_utf8_lossy(name).into_owned(), None))
-        })
-        .collect()
-}
-
-/// The archive behind one platform: the file its uri names, with the manifest's sha256 and a
-/// `.sha256` file, holding the binary (executable) and LICENSE, no more (krew/README.md).
-fn archive_problems(dist: &Path, os: &str, arch: &str, pl: &Platform) -> Vec<String> {
-    let name = archive_name(&our_tag(), os, arch);
-    let bytes = match std::fs::read(dist.join(&name)) {
-        Ok(b) => b,
-        Err(e) => return vec![format!("{name}: {e}")],
-    };
-    let (sha, bin, mut out) = (sha256_hex(&bytes), bin_of(os), Vec::new());
-    eq(&mut out, &format!("{name}: sha256"), &pl.sha256, &sha);
-    let line = std::fs::read_to_string(dist.join(format!("{name}.sha256")));
-    let line = line.unwrap_or_else(|e| e.to_string());
-    let (what, want) = (format!("{name}.sha256"), format!("{sha}  {name}\n"));
-    eq(&mut out, &what, &line, &want);
-    let files = archive_files(&name, &bytes).unwrap_or_else(|e| vec![(e, None)]);
-    let mut names: Vec<&str> = files.iter().map(|(n, _)| n.as_str()).collect();
-    names.sort_unstable();
-    eq(
-        &mut out,
-        &format!("{name}: files"),
-        &names[..],
-        &["LICENSE", &bin],
-    );
-    for (_, mode) in files.iter().filter(|(n, _)| *n == bin) {
-        if let Some(m) = mode.filter(|m| m & 0o111 == 0) {
-            out.push(format!("{name}: {bin} is not executable: {m:o}"));
-        }
-    }
-    out
-}
-
-/// The rendered text without the platforms whose archive was not built (sha256 `absent`): a
-/// local build makes one platform's archive, and its manifest offers that one only.
-fn without_absent(text: &str) -> String {
-    let mut parts = text.split("\n  - selector:");
-    let head = parts.next().unwrap_or_default().to_string();
-    parts
-        .filter(|p| !p.contains("\n    sha256: absent"))
-        .fold(head, |acc, p| acc + "\n  - selector:" + p)
-}
-
-#[test]
-#[ignore = "needs release archives: scripts/release.sh check runs it"]
-fn rendered_release_manifest() {
-    let dist = PathBuf::from(std::env::var("ETCDNET_RELEASE_DIST").expect(
-        "ETCDNET_RELEASE_DIST must name the directory of the release archives (scripts/release.sh check)",
-    ));
-    let all = std::env::var("ETCDNET_RELEASE_ALL").is_ok_and(|v| v == "1");
-    let tag = our_tag();
-    // The bot downloads each archive to hash it; here it is the file of that name in `dist`.
-    let sha = |url: &str| {
-        let name = url.rsplit('/').next().unwrap_or_default();
-        match std::fs::read(dist.join(name)) {
-            Ok(bytes) => Ok(sha256_hex(&bytes)),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound && !all => Ok("absent".into()),
-            Err(e) => Err(format!("{name}: {e}")),
-        }
-    };
-    let text = render(&read("krew/.krew.yaml"), &tag, &sha)
-        .map(|t| without_absent(&t))
-        .unwrap_or_else(|e| panic!("krew/.krew.yaml does not render: {e}"));
-    let manifest = parse(&text).unwrap_or_else(|e| panic!("the rendered manifest: {e}"));
-    let present: Vec<(&str, &str)> = PLATFORMS
-        .into_iter()
-        .filter(|(os, arch)| dist.join(archive_name(&tag, os, arch)).exists())
-        .collect();
-    let shown = dist.display();
-    assert!(!present.is_empty(), "no archive for {tag} in {shown}");
-    let mut found = problems(&manifest, &present);
-    for pl in &manifest.spec.platforms {
-        let labels = &pl.selector.match_labels;
-        if let (Some(os), Some(arch)) = (labels.get("os"), labels.get("arch")) {
-            found.extend(archive_problems(&dist, os, arch, pl));
-        }
-    }
-    assert_none(&format!("krew/.krew.yaml for {tag}, {shown}"), found);
-    let out = dist.join("etcdnet.yaml");
-    std::fs::write(&out, &text).unwrap_or_else(|e| panic!("cannot write {}: {e}", out.display()));
-    eprintln!("{}: {present:?}", out.display());
 }

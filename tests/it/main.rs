@@ -13,6 +13,7 @@ mod completion;
 mod krew_manifest;
 mod render;
 mod schema;
+mod test_index;
 mod version;
 
 mod etcdlog;

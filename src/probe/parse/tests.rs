@@ -341,6 +341,7 @@ fn garbage_gives_the_named_errors() {
     assert_eq!(err(&huge).node(), "cp2");
 }
 
+// Long: CPU, in a debug build: 4 MiB of document starts read a few times each (bound: 20 s).
 #[test]
 fn nested_document_starts_are_read_a_few_times_not_once_each() {
     // 1024 lines of 4 KiB, each a document start that opens an array the next one lands

@@ -8,6 +8,8 @@ use etcdnet::report::{ListItem, ListReport};
 /// `diagnose --all` in the lab: three clusters, each in its own lab, a fault in one; one run
 /// gives all three verdicts, the faulted cluster first, the exit code its; the Supervisor is
 /// listed once per kind; every cluster's pods went through its own API and none is left.
+// Long: three labs (one per cluster), polled until etcd notices the fault in one, then two
+// --all runs, each probing every node of the three labs.
 #[test]
 #[cfg_attr(not(etcdnet_lab), ignore = "needs root and the lab (see build.rs)")]
 fn diagnose_all_in_the_lab_one_run_every_cluster() {
@@ -141,6 +143,8 @@ fn diagnose_all_in_the_lab_one_run_every_cluster() {
 
 /// `--watch --all`: the fault of one cluster healed mid-watch ends the watch with exit 0, its
 /// transition line naming the cluster.
+// Long: three labs, polled until etcd notices the fault in one, then --watch --all rounds
+// until, after the heal, its etcd has elected again.
 #[test]
 #[cfg_attr(not(etcdnet_lab), ignore = "needs root and the lab (see build.rs)")]
 fn watch_all_ends_once_every_cluster_is_healthy() {

@@ -123,6 +123,8 @@ impl World {
     }
 }
 
+// Long: polls diagnoses over the jumpbox until etcd has noticed every peer path dropped and
+// logged it (election timeouts), each run waiting out the cut paths' 2 s connect timeouts.
 #[test]
 #[cfg_attr(not(etcdnet_lab), ignore = "needs root and the lab (see build.rs)")]
 fn the_articles_case_through_the_jumpbox() {
@@ -197,6 +199,8 @@ fn one_isolated_node_with_the_api_down() {
     w.assert_no_pod_left();
 }
 
+// Long: two faults in turn on one lab, each polled until etcd notices it (the first healed and
+// waited healthy), then runs with --ssh-identity and --ssh-agent: real ssh to every VM each.
 #[test]
 #[cfg_attr(not(etcdnet_lab), ignore = "needs root and the lab (see build.rs)")]
 fn via_ssh_peers_dropped_and_isolated() {
@@ -396,6 +400,8 @@ fn sigint_leaves_no_pod_and_no_key_file() {
     );
 }
 
+// Long: nine full diagnoses in sequence (four formats on the jumpbox and on the ssh route, and a
+// dry run), each with real ssh sessions to every VM of the lab.
 #[test]
 #[cfg_attr(not(etcdnet_lab), ignore = "needs root and the lab (see build.rs)")]
 fn no_key_byte_in_any_output_or_pod_spec() {

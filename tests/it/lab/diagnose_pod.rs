@@ -70,6 +70,8 @@ fn cell(report: &DiagnoseReport, port: u16, from: &str, to: &str) -> CellState {
     m.cell(from, to).unwrap().state
 }
 
+// Long: a healthy run, then polled until etcd notices every peer path dropped, then until it
+// has a quorum again after the heal.
 #[test]
 #[cfg_attr(not(etcdnet_lab), ignore = "needs root and the lab (see build.rs)")]
 fn healthy_then_peers_dropped_then_healed() {
@@ -249,6 +251,7 @@ fn keep_pods_keeps_them_and_cleanup_removes_them() {
     e.assert_no_pod_left();
 }
 
+// Long: four full diagnoses of the lab in sequence, one per format.
 #[test]
 #[cfg_attr(not(etcdnet_lab), ignore = "needs root and the lab (see build.rs)")]
 fn no_secret_in_any_output() {

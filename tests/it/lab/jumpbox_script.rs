@@ -115,6 +115,8 @@ const LAB_PORTS: [(u16, PortState); 4] = [
     (6443, PortState::Refused),
 ];
 
+// Long: the jumpbox script under every shell, each run real ssh to the lab's three VMs and the
+// probe on each.
 #[test]
 #[cfg_attr(not(etcdnet_lab), ignore = "needs root and the lab (see build.rs)")]
 fn one_pod_probes_every_vm_over_ssh_under_every_shell() {
@@ -214,6 +216,7 @@ fn a_vm_that_does_not_answer_on_22_is_its_own_row() {
 /// A compromised node (cp2 here: its remote command is made to print first) writes frames and
 /// trailers of its own, invalid UTF-8, or more than the probe ever prints, through real ssh:
 /// all of it stays in its own section, and the two other VMs' results are untouched.
+// Long: three runs of the script over real ssh to three VMs, one with 5 MB from cp2.
 #[test]
 #[cfg_attr(not(etcdnet_lab), ignore = "needs root and the lab (see build.rs)")]
 fn a_hostile_node_cannot_reach_into_another_section() {

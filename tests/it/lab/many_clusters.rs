@@ -60,6 +60,8 @@ fn three_labs_start_side_by_side_with_each_clusters_names_and_addresses() {
 /// Each cluster of `three-clusters`, diagnosed one at a time through the real kubectl on the pod
 /// route, is probed in its own lab, through its own workload API; peers dropped in tkc-api's lab
 /// show in tkc-api's verdict only.
+// Long: three labs; every cluster diagnosed in turn, polled until its verdict (etcd noticing
+// the fault in one of them).
 #[test]
 #[cfg_attr(not(etcdnet_lab), ignore = "needs root and the lab (see build.rs)")]
 fn each_cluster_is_diagnosed_from_its_own_lab() {
@@ -109,6 +111,8 @@ fn each_cluster_is_diagnosed_from_its_own_lab() {
 /// The Supervisor side of many labs: jumpbox pods run in the first cluster's lab (tkc-api, in
 /// name order), whose switch reaches the other two labs' VMs; each cluster's `<cluster>-ssh` holds its own lab's key, so
 /// `--via jumpbox` diagnoses every cluster, and a fault in tkc-db's lab is tkc-db's only.
+// Long: three labs behind one jumpbox; every cluster diagnosed in turn over ssh, polled until
+// its verdict (etcd noticing the fault in one of them).
 #[test]
 #[cfg_attr(not(etcdnet_lab), ignore = "needs root and the lab (see build.rs)")]
 fn the_supervisor_reaches_every_labs_vms_through_one_jumpbox_lab() {

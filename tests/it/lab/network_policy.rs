@@ -176,12 +176,15 @@ fn policy_then_no_policy_then_healed(route: Route) {
     assert!(!evidence_has(&r, &[OUTSIDE]), "{}", shown(&r));
 }
 
+// Long: three phases on one lab (a policy's drop, the cut without it, healed), each polled with
+// diagnoses through the real kubectl until etcd has noticed the cut or elected again.
 #[test]
 #[cfg_attr(not(etcdnet_lab), ignore = "needs root and the lab (see build.rs)")]
 fn pod_route_names_the_policy_or_says_outside_the_view() {
     policy_then_no_policy_then_healed(Route::Pod);
 }
 
+// Long: as the pod route's, each diagnosis over ssh from the jumpbox to every VM.
 #[test]
 #[cfg_attr(not(etcdnet_lab), ignore = "needs root and the lab (see build.rs)")]
 fn jumpbox_route_names_the_policy_or_says_outside_the_view() {
@@ -560,6 +563,8 @@ fn run_cases(lab: &Arc<Lab>, cases: Vec<Case>) -> Vec<String> {
 
 /// The policy verdicts, each against a real fault, on one lab: 2380 dropped for (a), (b), (c),
 /// (e), (f), (g), (h); then 2379/2380 rejected for (d).
+// Long: the policy evaluation's harder cases, each served and diagnosed through the real
+// kubectl on one lab, once etcd has noticed 2380 dropped (then again with 2379/2380 rejected).
 #[test]
 #[cfg_attr(not(etcdnet_lab), ignore = "needs root and the lab (see build.rs)")]
 fn verdict_cases_on_one_lab() {

@@ -72,6 +72,9 @@ fn evidence_with(r: &DiagnoseReport, parts: &[&str]) -> bool {
 
 /// Scenarios 3, 1 and 2 on a lab of the healthy set's three VMs (rollout-scale-up is that set
 /// plus a 4th Machine that has no VM address yet, so the same lab is its world).
+// Long: three scenarios on one lab in sequence (a rollout's 4th Machine, a member added by hand
+// then removed, a learner that must catch up before its promotion), the membership made with the
+// real etcdctl, each diagnosed through the real kubectl until the verdict shows it.
 fn three_vms(test: &str, route: Route, etcd: EtcdVersion) {
     let started = Instant::now();
     let lab = start_lab(test, "healthy-v1alpha3", etcd, None);
@@ -183,6 +186,8 @@ fn three_vms(test: &str, route: Route, etcd: EtcdVersion) {
 
 /// Scenario 4 (and the scale-up a step later) on a lab of rollout-scale-down's four VMs, with
 /// kubelet stand-ins restarting etcd as kubelet restarts kubeadm's static pod.
+// Long: four members to start, then a removed member that the kubelet stand-in restarts three
+// times (with back-off) before the scale-down is diagnosed, each step until the verdict shows.
 fn four_vms(test: &str, route: Route, etcd: EtcdVersion) {
     let started = Instant::now();
     let lab = start_lab(

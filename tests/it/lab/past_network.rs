@@ -307,6 +307,9 @@ macro_rules! combos {
     };
 }
 
+// Long, the suite's longest: per route and etcd line one lab with the kubelet stand-in and four
+// scenarios in sequence, each polled with real diagnoses while etcd notices a cut, kubelet kills
+// and restarts members (three times, with back-off) and etcd elects again after the heal.
 combos! {
     pod_etcd_3_4: Pod, V3_4;
     pod_etcd_3_5: Pod, V3_5;

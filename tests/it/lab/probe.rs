@@ -237,6 +237,8 @@ fn healthy_lab(etcd: EtcdVersion) {
     }
 }
 
+// Long: probes until etcd has noticed the cut and logged it (election timeouts), each round
+// waiting out the cut paths' 2 s connect timeouts; then healed and probed until healthy.
 fn all_peers_dropped(etcd: EtcdVersion) {
     let lab = start(etcd, 3);
     lab.inject(Fault::DropAllPeers).unwrap();
@@ -261,6 +263,7 @@ fn all_peers_dropped(etcd: EtcdVersion) {
     );
 }
 
+// Long: probes until etcd has logged its refused dials (its prober's rounds are seconds apart).
 fn all_peers_rejected(etcd: EtcdVersion) {
     let lab = start(etcd, 3);
     lab.inject(Fault::RejectAllPeers).unwrap();
@@ -275,6 +278,8 @@ fn all_peers_rejected(etcd: EtcdVersion) {
     assert_eq!(cell(&d, 2379, "cp1", "cp1"), CellState::Ok);
 }
 
+// Long: probes until etcd 3.5's prober names cp3 (its first lines after the cut carry no
+// address), each round waiting out the cut paths' connect timeouts.
 fn one_node_isolated(etcd: EtcdVersion) {
     let lab = start(etcd, 3);
     lab.inject(Fault::Isolate("cp3".into())).unwrap();
@@ -290,6 +295,7 @@ fn one_node_isolated(etcd: EtcdVersion) {
     assert_eq!(cell(&d, 2380, "cp1", "cp2"), CellState::Ok);
 }
 
+// Long: probes until etcd has noticed and logged the cut peer port (election timeouts).
 fn only_2380_blocked(etcd: EtcdVersion) {
     let lab = start(etcd, 3);
     lab.inject(Fault::BlockPort(2380)).unwrap();
@@ -324,6 +330,7 @@ fn only_2379_blocked(etcd: EtcdVersion) {
     assert_eq!(cell(&d, 2380, "cp2", "cp3"), CellState::Ok);
 }
 
+// Long: probes until etcd's prober names cp2 in the log (its rounds are seconds apart).
 fn one_way_drop(etcd: EtcdVersion) {
     let lab = start(etcd, 3);
     lab.inject(Fault::DropOneWay {
@@ -346,6 +353,8 @@ fn one_way_drop(etcd: EtcdVersion) {
     assert_eq!(cell(&d, 2380, "cp2", "cp1"), CellState::Ok);
 }
 
+// Long: probes until etcd logs the stalled TLS handshakes, each round waiting out its TLS
+// timeouts on the stalled paths.
 fn large_packets_dropped(etcd: EtcdVersion) {
     let lab = start(etcd, 3);
     lab.inject(Fault::DropLargePackets).unwrap();
@@ -401,6 +410,7 @@ fn etcd_stopped_on_one_node(etcd: EtcdVersion) {
     assert_eq!(cell(&d, 2379, "cp2", "cp2"), CellState::Refused);
 }
 
+// Long: five members to start, then probes until etcd's prober names cp5 in the log.
 fn five_nodes_one_isolated(etcd: EtcdVersion) {
     let lab = start(etcd, 5);
     lab.inject(Fault::Isolate("cp5".into())).unwrap();
@@ -511,6 +521,8 @@ fn gateway(lab: &Lab, node: &str, path: &str, body: &str) -> String {
 /// the peer listener, the same on every node and without quorum; the alarm list (NOSPACE raised
 /// for one member through etcd's own API, then `/health` says so on 3.5, not on 3.4); the
 /// previous container's log after a restart; crictl found with sudo's secure_path.
+// Long: a member restarted and waited healthy, then probes until, without a quorum, the alarm
+// lists stop being answered (etcd 3.4's request times out).
 fn own_view(etcd: EtcdVersion) {
     use etcdnet::probe::output::{HealthOutcome, QueryOutcome};
     let lab = start(etcd, 3);
@@ -650,67 +662,6 @@ fn own_view(etcd: EtcdVersion) {
             "alarm lists still answered: {alarms:#?}"
         );
         std::thread::sleep(Duration::from_secs(2));
-    }
-}
-
-/// The faults whose logs `capture_etcd_logs` keeps: (file name prefix, fault, seconds from the
-/// fault to the copy). The first four are the shared 3.4 captures' scenarios, 20 s as theirs;
-/// the TLS ones log every rejected dial (~70 lines a second), so 10 s keeps them small.
-const CAPTURES: [(&str, &str, u64); 6] = [
-    ("drop-all-peers", "drop-all-peers", 20),
-    ("reject-all-peers", "reject-all-peers", 20),
-    ("cp3-isolated", "isolate:cp3", 20),
-    ("cp2-etcd-stopped", "stop-etcd:cp2", 20),
-    ("cp2-peer-cert-expired", "expired-peer-cert:cp2", 10),
-    ("large-packets-dropped", "drop-large-packets", 20),
-];
-
-/// Regenerates the lab captures `tests/fixtures/etcd-logs/v3.4/` and `v3.5/` (see the README
-/// there): per fault, a fresh 3-member lab of each line (both at once), left 3 s after every
-/// member is healthy so start-up has settled, the fault injected, and after the table's seconds
-/// every member's log as `crictl logs` gives it (the current container's: a restarted member's
-/// new attempt). As root:
-///
-/// ```text
-/// cargo test --test it -- --ignored --exact lab::probe::capture_etcd_logs
-/// ```
-///
-/// `ETCDNET_CAPTURE_DIR=<dir>` writes under `<dir>` instead (to compare without touching the
-/// fixtures); `ETCDNET_CAPTURE_ETCD=3.5` captures one line only.
-#[test]
-#[ignore = "capture: regenerates tests/fixtures/etcd-logs/v3.4 and v3.5 (root; see their README)"]
-fn capture_etcd_logs() {
-    etcdnet_lab::require("capture_etcd_logs");
-    etcdnet_lab::require_etcd("capture_etcd_logs", EtcdVersion::V3_5);
-    let out = std::env::var_os("ETCDNET_CAPTURE_DIR")
-        .map(std::path::PathBuf::from)
-        .unwrap_or_else(|| {
-            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/etcd-logs")
-        });
-    let lines: Vec<EtcdVersion> = match std::env::var("ETCDNET_CAPTURE_ETCD") {
-        Ok(v) => vec![v.parse().unwrap()],
-        Err(_) => EtcdVersion::ALL.to_vec(),
-    };
-    for (name, fault, wait_s) in CAPTURES {
-        let fault: Fault = fault.parse().unwrap();
-        std::thread::scope(|s| {
-            for &etcd in &lines {
-                let (out, fault) = (&out, fault.clone());
-                s.spawn(move || {
-                    let lab = start(etcd, 3);
-                    std::thread::sleep(Duration::from_secs(3));
-                    lab.inject(fault).unwrap();
-                    std::thread::sleep(Duration::from_secs(wait_s));
-                    let dir = out.join(format!("v{etcd}"));
-                    std::fs::create_dir_all(&dir).unwrap();
-                    for node in lab.nodes() {
-                        let file = dir.join(format!("{name}-{}.log", node.name));
-                        std::fs::copy(node.log_file(), &file).unwrap();
-                        eprintln!("wrote {}", file.display());
-                    }
-                });
-            }
-        });
     }
 }
 

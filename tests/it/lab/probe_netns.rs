@@ -100,6 +100,8 @@ fn servers(list: &[(&str, &str, &str)]) -> Vec<String> {
         .collect()
 }
 
+// Long: the stalled, dropped and unreachable paths each wait out the probe's connect and TLS
+// timeouts, against real listeners in private namespaces.
 #[test]
 #[cfg_attr(not(etcdnet_lab), ignore = "needs root and the lab (see build.rs)")]
 fn every_outcome_against_real_listeners() {

@@ -384,6 +384,8 @@ fn faults_drop_reject_and_one_port() {
     assert!(lab.faults().is_empty());
 }
 
+// Long: three faults in turn, each checked with real connections (the dropped ones waiting out
+// their timeouts) and healed until etcd has a quorum again.
 #[test]
 #[cfg_attr(not(etcdnet_lab), ignore = "needs root and the lab (see build.rs)")]
 fn faults_isolate_one_way_and_large_packets() {

@@ -22,6 +22,8 @@ fn lab_env(test: &str) -> (Env, Arc<Lab>) {
     (Env::new(SET, workload), lab)
 }
 
+// Long: polled until etcd notices the isolation, then --watch rounds until, after the heal,
+// cp3 is back in the cluster and the watch ends.
 #[test]
 #[cfg_attr(not(etcdnet_lab), ignore = "needs root and the lab (see build.rs)")]
 fn a_fault_healed_mid_watch_shows_the_transition_and_ends_the_watch() {
@@ -108,6 +110,8 @@ fn a_fault_healed_mid_watch_shows_the_transition_and_ends_the_watch() {
     assert!(!stderr.contains("panicked"), "{stderr}");
 }
 
+// Long: polled until etcd notices the cut, then --watch rounds under it and after the heal,
+// each round waiting out the cut paths' connect timeouts.
 #[test]
 #[cfg_attr(not(etcdnet_lab), ignore = "needs root and the lab (see build.rs)")]
 fn watch_json_is_one_document_per_round() {

@@ -6,10 +6,12 @@
 //! etcdnet-lab fault <fault>... [--lab ID]     (drop-all-peers, isolate:cp3, block-ssh:cp1, ...)
 //! etcdnet-lab heal [--lab ID]
 //! etcdnet-lab sweep
+//! etcdnet-lab capture-etcd-logs [--etcd 3.4|3.5] [--out D]
 //! ```
 //!
 //! `up` prints the lab as JSON on stdout and keeps it until SIGINT or SIGTERM. It listens on a
 //! Unix socket `<dir>/control.sock` where `fault` and `heal` (from another shell) send one line.
+//! `capture-etcd-logs` regenerates the log fixtures tests/fixtures/etcd-logs/v3.4 and v3.5.
 
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::net::{UnixListener, UnixStream};
@@ -27,6 +29,9 @@ const USAGE: &str = "usage:
   etcdnet-lab fault <fault>... [--lab ID]
   etcdnet-lab heal [--lab ID]
   etcdnet-lab sweep
+  etcdnet-lab capture-etcd-logs [--etcd 3.4|3.5] [--out D]
+      regenerates tests/fixtures/etcd-logs/v3.4 and v3.5 (their README), or writes D/v3.x;
+      --etcd: that line only
 faults: drop-all-peers, reject-all-peers, isolate:N, block-port:P, drop-one-way:FROM:TO,
         drop-large-packets, expired-peer-cert:N, expired-server-cert:N, stop-etcd:N, block-ssh:N";
 
@@ -51,19 +56,24 @@ fn run(args: Vec<String>) -> Result<()> {
     let mut cfg = LabConfig::default();
     let mut faults = Vec::new();
     let mut lab_id = None;
+    let (mut lines, mut out) = (EtcdVersion::ALL.to_vec(), PathBuf::from(CAPTURE_DIR));
     let mut i = 1;
     while i < args.len() {
         let a = args[i].as_str();
         match a {
             "--nodes" => cfg.nodes = value(&args, &mut i, a)?.parse()?,
             "--logger" => cfg.logger = value(&args, &mut i, a)?.parse::<Logger>()?,
-            "--etcd" => cfg.etcd = value(&args, &mut i, a)?.parse::<EtcdVersion>()?,
+            "--etcd" => {
+                cfg.etcd = value(&args, &mut i, a)?.parse::<EtcdVersion>()?;
+                lines = vec![cfg.etcd];
+            }
             "--kubelet" => {
                 cfg.kubelet = Some(KubeletConfig::scaled(value(&args, &mut i, a)?.parse()?))
             }
             "--dir" => cfg.dir = Some(PathBuf::from(value(&args, &mut i, a)?)),
             "--fault" => faults.push(value(&args, &mut i, a)?.parse::<Fault>()?),
             "--lab" => lab_id = Some(value(&args, &mut i, a)?),
+            "--out" => out = PathBuf::from(value(&args, &mut i, a)?),
             "-h" | "--help" => {
                 println!("{USAGE}");
                 return Ok(());
@@ -89,6 +99,7 @@ fn run(args: Vec<String>) -> Result<()> {
             }
             Ok(())
         }
+        "capture-etcd-logs" => capture_etcd_logs(&lines, &out),
         "-h" | "--help" | "help" => {
             println!("{USAGE}");
             Ok(())
@@ -185,4 +196,73 @@ fn send(lab: Option<&str>, request: &str) -> Result<()> {
         "ok" => Ok(()),
         other => bail!("{}", other.trim_start_matches("error: ")),
     }
+}
+
+/// Where `capture-etcd-logs` writes unless told: the repository's log fixtures.
+const CAPTURE_DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../fixtures/etcd-logs");
+
+/// The faults whose logs `capture-etcd-logs` keeps: (file name prefix, fault, seconds from the
+/// fault to the copy). The first four are the shared 3.4 captures' scenarios, 20 s as theirs;
+/// the TLS ones log every rejected dial (~70 lines a second), so 10 s keeps them small.
+const CAPTURES: [(&str, &str, u64); 6] = [
+    ("drop-all-peers", "drop-all-peers", 20),
+    ("reject-all-peers", "reject-all-peers", 20),
+    ("cp3-isolated", "isolate:cp3", 20),
+    ("cp2-etcd-stopped", "stop-etcd:cp2", 20),
+    ("cp2-peer-cert-expired", "expired-peer-cert:cp2", 10),
+    ("large-packets-dropped", "drop-large-packets", 20),
+];
+
+/// Regenerates the lab captures (tests/fixtures/etcd-logs/README.md): per fault, a fresh
+/// 3-member lab of each etcd line (the lines at once), left 3 s after every member is healthy so
+/// start-up has settled, the fault injected, and after the table's seconds every member's log as
+/// `crictl logs` gives it (the current container's: a restarted member's new attempt), written
+/// to `<out>/v<line>/<fault>-<member>.log`.
+fn capture_etcd_logs(lines: &[EtcdVersion], out: &std::path::Path) -> Result<()> {
+    for &etcd in lines {
+        if let Some(why) = Lab::skip_reason_for(etcd) {
+            bail!("the lab cannot run etcd {etcd} here: {why}");
+        }
+    }
+    for (name, fault, wait_s) in CAPTURES {
+        let fault: Fault = fault.parse()?;
+        std::thread::scope(|s| {
+            let runs: Vec<_> = (lines.iter())
+                .map(|&etcd| {
+                    let fault = fault.clone();
+                    s.spawn(move || capture(etcd, fault, name, wait_s, out))
+                })
+                .collect();
+            runs.into_iter()
+                .try_for_each(|run| run.join().unwrap_or_else(|_| bail!("a capture panicked")))
+        })?;
+    }
+    Ok(())
+}
+
+fn capture(
+    etcd: EtcdVersion,
+    fault: Fault,
+    name: &str,
+    wait_s: u64,
+    out: &std::path::Path,
+) -> Result<()> {
+    let lab = Lab::start(LabConfig::with_etcd(etcd, 3))?;
+    let release = etcd.release().map_err(anyhow::Error::msg)?;
+    std::thread::sleep(Duration::from_secs(3));
+    lab.inject(fault)?;
+    std::thread::sleep(Duration::from_secs(wait_s));
+    let dir = out.join(format!("v{etcd}"));
+    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    for node in lab.nodes() {
+        // The log must be this line's: the file is named after it.
+        let log = std::fs::read_to_string(node.log_file())?;
+        if !log.contains(&format!("\"etcd-version\":\"{release}\"")) {
+            bail!("{}: its log is not etcd {release}'s", node.name);
+        }
+        let file = dir.join(format!("{name}-{}.log", node.name));
+        std::fs::write(&file, log).with_context(|| format!("writing {}", file.display()))?;
+        eprintln!("wrote {}", file.display());
+    }
+    Ok(())
 }

@@ -81,6 +81,8 @@ fn fast_kubelet() -> KubeletConfig {
     KubeletConfig::scaled(20)
 }
 
+// Long: waits for kubelet's startup probe (scaled) to kill a member that cannot reach a quorum,
+// ~12.5 s a kill, and for its restarts after back-off, more than once.
 fn restarted_during_a_partition_is_killed_by_its_startup_probe(etcd: EtcdVersion) {
     let test = "restarted_during_a_partition_is_killed_by_its_startup_probe";
     let lab = start(
@@ -342,6 +344,8 @@ fn age_gives_the_container_a_past_in_time_order(etcd: EtcdVersion) {
     }
 }
 
+// Long: membership changes through the real etcdctl on one lab, each waited for: a learner
+// rejoined as kubeadm joins, caught up with the leader before its promotion, then healthy.
 fn a_member_without_a_vm_and_learners(etcd: EtcdVersion) {
     let test = "a_member_without_a_vm_and_learners";
     let lab = start(test, etcd, LabConfig::with_nodes(3));

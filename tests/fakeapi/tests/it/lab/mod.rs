@@ -5,4 +5,5 @@
 mod helpers;
 
 mod jumpbox;
+mod many_clusters_binary;
 mod pods;
