@@ -8,6 +8,16 @@ use serde_json::Value;
 /// Each output kind's file name under docs/schema/ (without `.json`) and its schema.
 pub fn all() -> Vec<(&'static str, Value)> {
     vec![
+        ("StatusReport", of::<super::StatusReport>()),
+        ("DiagnoseReport", of::<super::DiagnoseReport>()),
+        (
+            "StatusReportList",
+            of::<super::ListReport<super::StatusReport>>(),
+        ),
+        (
+            "DiagnoseReportList",
+            of::<super::ListReport<super::DiagnoseReport>>(),
+        ),
         ("CleanupReport", of::<super::CleanupReport>()),
         ("Version", of::<super::VersionReport>()),
     ]
