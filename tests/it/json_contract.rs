@@ -1,7 +1,9 @@
-//! The output contract, byte for byte: `-o json`, `-o yaml` and the tables of every command
-//! against every Supervisor fixture set (and the error lines on stderr), compared with the
-//! snapshots in `tests/snapshots/contract/`. A refactor must leave these files untouched; a change
-//! of the contract shows up as a diff of them in review.
+//! The output contract, byte for byte where it is read whole: `-o json`, `-o yaml` and the
+//! tables of a few cases (a healthy control plane, the support article's, the NSX VPC set, a
+//! workload API that never answers, the dry runs, cleanup, version) and the error lines on
+//! stderr, compared with the snapshots in `tests/snapshots/contract/`; every other fixture set's
+//! report in brief. The schema (`schema::`) holds every field's type. A refactor must leave these
+//! files untouched; a change of the contract shows up as a diff of them in review.
 //!
 //! Only what differs between two runs of the same case is masked: timings, the fake servers'
 //! loopback ports, the random run id and the age of a pod. Regenerate after an intended change
