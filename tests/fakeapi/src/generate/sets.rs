@@ -11,6 +11,16 @@ use serde_json::{json, Value};
 
 use super::build::{Edit, Obj, Part, SetDef};
 
+/// healthy-v1alpha3's settings: the workload API a port where nothing listens, vm-operator
+/// served up to v1alpha3.
+const V1ALPHA3_REFUSED: &str = r#"vars:
+  WORKLOAD_URL: https://127.0.0.1:1
+groups:
+  vmoperator.vmware.com:
+    versions: [v1alpha1, v1alpha2, v1alpha3]
+    preferredVersion: v1alpha3
+"#;
+
 const CLUSTER: &str = "Cluster";
 const KCP: &str = "KubeadmControlPlane";
 const MACHINE: &str = "Machine";
@@ -196,13 +206,7 @@ kube-apiserver is down, so CAPI cannot reach the workload cluster).
 
 Expected: nothing missing on the Supervisor side; pair with Workload::etcd_unhealthy() or
 Workload::black_hole() and node probes to reach a network verdict."#,
-            settings: Some(r#"vars:
-  WORKLOAD_URL: https://127.0.0.1:1
-groups:
-  vmoperator.vmware.com:
-    versions: [v1alpha1, v1alpha2, v1alpha3]
-    preferredVersion: v1alpha3
-"#),
+            settings: Some(V1ALPHA3_REFUSED),
             parts: vec![Part::of("healthy-v1alpha3")],
             edits: vec![
                 v1beta1((CLUSTER, TKC), "/status/conditions", "Ready False EtcdClusterUnhealthy Error", "Following Machines are reporting etcd member errors: tkc-prod-7xk2p-4rz8m, tkc-prod-7xk2p-9qtvw, tkc-prod-7xk2p-bx2lk", "2025-06-03T08:14:07Z"),
@@ -312,13 +316,7 @@ fn missing_machine() -> SetDef {
 
 Expected: the plugin reports the missing control-plane Machine first (the article calls this
 "a separate issue") rather than a network verdict."#,
-            settings: Some(r#"vars:
-  WORKLOAD_URL: https://127.0.0.1:1
-groups:
-  vmoperator.vmware.com:
-    versions: [v1alpha1, v1alpha2, v1alpha3]
-    preferredVersion: v1alpha3
-"#),
+            settings: Some(V1ALPHA3_REFUSED),
             parts: vec![Part::of("healthy-v1alpha3")],
             edits: vec![
                 remove((MACHINE, CP3)),
@@ -364,13 +362,7 @@ fn vm_no_ip() -> SetDef {
   secrets: as healthy-v1alpha3.
 
 Expected: 3 nodes listed, one without an IP (shown, not dropped)."#,
-            settings: Some(r#"vars:
-  WORKLOAD_URL: https://127.0.0.1:1
-groups:
-  vmoperator.vmware.com:
-    versions: [v1alpha1, v1alpha2, v1alpha3]
-    preferredVersion: v1alpha3
-"#),
+            settings: Some(V1ALPHA3_REFUSED),
             parts: vec![Part::of("healthy-v1alpha3")],
             edits: vec![
                 set((KCP, CP), "/status/readyReplicas", json!(2)),
@@ -432,13 +424,7 @@ fn vm_powered_off() -> SetDef {
   secrets: as healthy-v1alpha3.
 
 Expected: one node reported powered off."#,
-            settings: Some(r#"vars:
-  WORKLOAD_URL: https://127.0.0.1:1
-groups:
-  vmoperator.vmware.com:
-    versions: [v1alpha1, v1alpha2, v1alpha3]
-    preferredVersion: v1alpha3
-"#),
+            settings: Some(V1ALPHA3_REFUSED),
             parts: vec![Part::of("healthy-v1alpha3")],
             edits: vec![
                 set((KCP, CP), "/status/readyReplicas", json!(2)),
