@@ -62,8 +62,7 @@ pub fn facts(desired: i64, ready: i64, nodes: Vec<ControlPlaneNode>) -> ClusterF
         namespace: "ns".into(),
         cluster: ClusterInfo {
             name: "tkc".into(),
-            phase: None,
-            control_plane_endpoint: None,
+            ..Default::default()
         },
         apis: ApiVersions {
             virtual_machine: "vmoperator.vmware.com/v1alpha3".into(),
@@ -81,13 +80,10 @@ pub fn facts(desired: i64, ready: i64, nodes: Vec<ControlPlaneNode>) -> ClusterF
             available: Some(ready),
             // Every Machine up to date: no rollout unless a test makes one.
             up_to_date: Some(nodes.len() as i64),
-            version: None,
-            conditions: vec![],
+            ..Default::default()
         }),
-        kcp_missing_reason: None,
-        machines_beyond_replicas: Vec::new(),
-        endpoint: None,
         nodes,
+        ..Default::default()
     }
 }
 
@@ -101,9 +97,7 @@ pub fn facts_with_vms(n: usize) -> ClusterFacts {
                 name: format!("cp{i}"),
                 ip: Some(format!("198.18.0.1{i}").parse().unwrap()),
                 power: PowerState::PoweredOn,
-                class: None,
-                owner: None,
-                refused_ip: None,
+                ..Default::default()
             }),
             join: Default::default(),
         })
@@ -116,13 +110,7 @@ pub fn machine(name: &str, phase: &str) -> MachineInfo {
     MachineInfo {
         name: name.into(),
         phase: Some(phase.into()),
-        node_name: None,
-        addresses: vec![],
-        infrastructure_name: None,
-        version: None,
-        failure_domain: None,
-        etcd_conditions: vec![],
-        rollout: None,
+        ..Default::default()
     }
 }
 
@@ -148,9 +136,7 @@ pub fn node(i: u8, power: PowerState, ip: bool, phase: &str) -> ControlPlaneNode
             name,
             ip: ip.then(|| format!("198.18.0.1{i}").parse().unwrap()),
             power,
-            class: None,
-            owner: None,
-            refused_ip: None,
+            ..Default::default()
         }),
         join: Default::default(),
     }

@@ -38,9 +38,8 @@
 //!
 //! Each rule is a file of its own in `verdict/` with its check; `RULES` is their order and
 //! what the rest of the analysis reads of each code (whether it yields to the network, whether
-//! its evidence names the policies, what its evidence already says). A new rule is its file,
-//! its `mod` line and its row here (a new code also its `VerdictCode` variant), and its place
-//! in the `analyse::verdict` line of tests/it/architecture.rs.
+//! its evidence names the policies, what its evidence already says). What a new rule or code
+//! touches is listed in docs/architecture.md ("Verdict rules").
 
 use std::collections::BTreeMap;
 

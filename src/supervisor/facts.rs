@@ -4,11 +4,12 @@
 use std::net::IpAddr;
 use std::time::SystemTime;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, strum::Display, strum::VariantArray)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, strum::Display, strum::VariantArray)]
 pub enum PowerState {
     PoweredOn,
     PoweredOff,
     Suspended,
+    #[default]
     Unknown,
 }
 
@@ -22,7 +23,7 @@ pub enum VmLabelScheme {
 }
 
 /// The API versions discovery chose (the server's preferred ones).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ApiVersions {
     pub virtual_machine: String,
     pub cluster: String,
@@ -33,7 +34,7 @@ pub struct ApiVersions {
     pub vm_labels: Option<VmLabelScheme>,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ClusterInfo {
     pub name: String,
     pub phase: Option<String>,
@@ -63,7 +64,7 @@ impl Condition {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct KcpInfo {
     pub name: String,
     pub api_version: String,
@@ -124,7 +125,7 @@ pub struct MachineAddress {
     pub address: String,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct MachineInfo {
     pub name: String,
     pub phase: Option<String>,
@@ -221,7 +222,7 @@ impl ProvisioningStep {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct VmInfo {
     pub name: String,
     pub ip: Option<IpAddr>,
@@ -335,7 +336,7 @@ impl ControlPlaneNode {
 }
 
 /// Everything the Supervisor says about one workload cluster's control plane.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ClusterFacts {
     pub context: String,
     pub namespace: String,

@@ -29,7 +29,7 @@ fn facts(lab: &Lab) -> ClusterFacts {
         cluster: ClusterInfo {
             name: "tkc-lab".into(),
             phase: Some("Provisioned".into()),
-            control_plane_endpoint: None,
+            ..Default::default()
         },
         apis: ApiVersions {
             virtual_machine: "vmoperator.vmware.com/v1alpha3".into(),
@@ -43,15 +43,8 @@ fn facts(lab: &Lab) -> ClusterFacts {
             api_version: "controlplane.cluster.x-k8s.io/v1beta1".into(),
             desired: Some(n as i64),
             replicas: Some(n as i64),
-            ready: None,
-            available: None,
-            up_to_date: None,
-            version: None,
-            conditions: vec![],
+            ..Default::default()
         }),
-        kcp_missing_reason: None,
-        machines_beyond_replicas: Vec::new(),
-        endpoint: None,
         nodes: lab
             .nodes()
             .iter()
@@ -61,24 +54,18 @@ fn facts(lab: &Lab) -> ClusterFacts {
                     name: node.name.clone(),
                     phase: Some("Running".into()),
                     node_name: Some(node.name.clone()),
-                    addresses: vec![],
-                    infrastructure_name: None,
-                    version: None,
-                    failure_domain: None,
-                    etcd_conditions: vec![],
-                    rollout: None,
+                    ..Default::default()
                 }),
                 vm: Some(VmInfo {
                     name: node.name.clone(),
                     ip: Some(node.ip.into()),
                     power: PowerState::PoweredOn,
-                    class: None,
-                    owner: None,
-                    refused_ip: None,
+                    ..Default::default()
                 }),
                 join: Default::default(),
             })
             .collect(),
+        ..Default::default()
     }
 }
 
