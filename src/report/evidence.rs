@@ -6,7 +6,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::{DiagnoseReport, RouteInfo};
+use super::{is_zero, DiagnoseReport, RouteInfo};
 use crate::analyse;
 use crate::error::Result;
 use crate::probe::NodeReport;
@@ -51,10 +51,6 @@ pub struct Evidence {
     /// the rest): a verdict judged from it may differ from the live one. Empty for a live run.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub left_out: Vec<String>,
-}
-
-fn is_zero(n: &usize) -> bool {
-    *n == 0
 }
 
 fn default_since_s() -> u64 {

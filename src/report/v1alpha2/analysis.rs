@@ -5,6 +5,8 @@ use std::collections::{BTreeSet, HashMap};
 
 use serde::{Deserialize, Serialize};
 
+use super::all;
+
 use crate::analyse::{matrix, verdict};
 use crate::probe::etcdlog;
 
@@ -237,7 +239,7 @@ pub struct LogSummary {
 impl From<etcdlog::LogSummary> for LogSummary {
     fn from(s: etcdlog::LogSummary) -> Self {
         LogSummary {
-            findings: s.findings.into_iter().map(Into::into).collect(),
+            findings: all(s.findings),
             lines: s.lines,
             parsed_lines: s.parsed_lines,
             format: s.format.into(),
@@ -247,7 +249,7 @@ impl From<etcdlog::LogSummary> for LogSummary {
             etcd_version: s.etcd_version,
             leader: s.leader.map(Into::into),
             window: s.window.map(Into::into),
-            history: s.history.into_iter().map(Into::into).collect(),
+            history: all(s.history),
         }
     }
 }
@@ -417,7 +419,7 @@ impl From<matrix::Matrix> for Matrix {
         Matrix {
             port: m.port,
             nodes: m.nodes,
-            cells: m.cells.into_iter().map(Into::into).collect(),
+            cells: all(m.cells),
         }
     }
 }

@@ -4,7 +4,8 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::node::{all, Condition, MachineInfo, RolloutPhase, VmInfo};
+use super::all;
+use super::node::{Condition, MachineInfo, RolloutPhase, VmInfo};
 use crate::analyse as an;
 use crate::supervisor as sv;
 use crate::workload as wl;

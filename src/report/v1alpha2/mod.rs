@@ -35,6 +35,11 @@ macro_rules! mirror_enum {
     };
 }
 
+/// Each element of `v` as its contract type.
+pub(crate) fn all<A, B: From<A>>(v: Vec<A>) -> Vec<B> {
+    v.into_iter().map(B::from).collect()
+}
+
 mod analysis;
 mod cluster;
 mod network;

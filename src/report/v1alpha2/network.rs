@@ -6,6 +6,9 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::all;
+use crate::report::is_zero;
+
 use crate::analyse::{network, policy};
 use crate::supervisor::network as read;
 
@@ -28,9 +31,9 @@ pub struct NetworkAssessment {
 impl From<network::NetworkAssessment> for NetworkAssessment {
     fn from(a: network::NetworkAssessment) -> Self {
         NetworkAssessment {
-            read: a.read.into_iter().map(Into::into).collect(),
+            read: all(a.read),
             unread: a.unread,
-            realization: a.realization.into_iter().map(Into::into).collect(),
+            realization: all(a.realization),
             evaluation: a.evaluation.into(),
         }
     }
@@ -460,7 +463,7 @@ impl From<policy::CoveringRule> for CoveringRule {
             reason: c.reason.into(),
             checks: c.checks,
             paths: c.paths,
-            examples: c.examples.into_iter().map(Into::into).collect(),
+            examples: all(c.examples),
         }
     }
 }
@@ -533,7 +536,7 @@ impl From<policy::PolicyWarning> for PolicyWarning {
             reason: w.reason.into(),
             realization: w.realization.map(Into::into),
             invalid: w.invalid,
-            paths: w.paths.into_iter().map(Into::into).collect(),
+            paths: all(w.paths),
         }
     }
 }
@@ -569,7 +572,7 @@ impl From<policy::BlockingRule> for BlockingRule {
     fn from(b: policy::BlockingRule) -> Self {
         BlockingRule {
             rule: b.rule.into(),
-            paths: b.paths.into_iter().map(Into::into).collect(),
+            paths: all(b.paths),
         }
     }
 }
@@ -644,10 +647,6 @@ impl From<policy::SetAside> for SetAside {
     }
 }
 
-fn is_zero(n: &usize) -> bool {
-    *n == 0
-}
-
 /// The SecurityPolicies evaluated against the control-plane VMs on TCP 2379/2380.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
@@ -702,16 +701,16 @@ impl From<policy::PolicyEvaluation> for PolicyEvaluation {
             vms: e.vms,
             live_group: e.live_group.map(Into::into),
             networking_basis: e.networking_basis,
-            policies: e.policies.into_iter().map(Into::into).collect(),
-            set_aside: e.set_aside.into_iter().map(Into::into).collect(),
+            policies: all(e.policies),
+            set_aside: all(e.set_aside),
             set_aside_not_listed: e.set_aside_not_listed,
             policies_not_applying: e.policies_not_applying,
             policies_not_read: e.policies_not_read,
-            paths: e.paths.into_iter().map(Into::into).collect(),
-            blocking: e.blocking.into_iter().map(Into::into).collect(),
-            warnings: e.warnings.into_iter().map(Into::into).collect(),
+            paths: all(e.paths),
+            blocking: all(e.blocking),
+            warnings: all(e.warnings),
             warnings_not_listed: e.warnings_not_listed,
-            covering: e.covering.into_iter().map(Into::into).collect(),
+            covering: all(e.covering),
             covering_not_listed: e.covering_not_listed,
             notes: e.notes,
         }

@@ -6,13 +6,9 @@ use std::net::IpAddr;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use super::all;
 use crate::probe::{self, output as po};
 use crate::supervisor as sv;
-
-/// Each element of `v` as its contract type.
-pub(crate) fn all<A, B: From<A>>(v: Vec<A>) -> Vec<B> {
-    v.into_iter().map(B::from).collect()
-}
 
 /// One control-plane node in a diagnosis: what the Supervisor knows and what its probe said.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
