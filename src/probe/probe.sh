@@ -486,9 +486,20 @@ start_paths() {
     done
   done
   if have curl; then
-    run_paths >/dev/null 2>&1 &
-  else err paths "curl not found: 2379/2380 not checked"; fi
+    { run_paths; reads_after; } >/dev/null 2>&1 &
+  else
+    err paths "curl not found: 2379/2380 not checked"
+    reads_after >/dev/null 2>&1 &
+  fi
 }
+
+# --- what is read around the path checks ------------------------------------------------------
+# reads_before runs right before the checks start and reads_after right after the last one ends
+# (in the checks' own job), so that a counter read by both counts what happened during the
+# checks. Both must stay short: reads_before delays the checks' start, and reads_after ends the
+# probe's wait for them.
+reads_before() { :; }
+reads_after() { :; }
 
 # The paths' entries: the job's, or (curl missing, the job died) one per check saying so.
 emit_paths() {
@@ -918,6 +929,7 @@ main() {
   parse_args "$@"
   # The paths first: their timers are what the probe waits for, and on a busy node every process
   # started before them delays them all.
+  reads_before
   start_paths
   # The rest reads the node for the report; none of it is timed. It yields the CPU (nice 10, it
   # and every process it starts; the path checks started above keep theirs): on a control plane
