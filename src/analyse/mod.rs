@@ -6,9 +6,11 @@
 //! - [`policy`]: NSX SecurityPolicies evaluated against the control-plane VMs on 2379/2380;
 //! - [`network`]: the cluster's network as the reports carry it (`networkPolicy`), joined to
 //!   the findings and the verdict;
-//! - [`realization`]: what the network objects say NSX failed to realize.
+//! - [`realization`]: what the network objects say NSX failed to realize;
+//! - [`location`]: where the failing paths' packets die, from the nodes' own firewalls.
 
 pub mod clock;
+pub mod location;
 pub mod matrix;
 pub mod network;
 pub mod policy;

@@ -115,6 +115,9 @@ pub struct Diagnosis {
     pub matrices: Vec<Matrix>,
     /// The etcd log findings of every node whose log could be read.
     pub logs: Vec<NodeLogs>,
+    /// Where the failing paths' packets die (the nodes' own firewalls read around the checks);
+    /// None when no node's probe read its firewall.
+    pub location: Option<super::location::PacketLocation>,
 }
 
 /// Everything the rules look at, for the deciding nodes (those in no rollout): their paths are
@@ -324,6 +327,11 @@ impl VerdictCode {
         self.rules().find_map(|r| r.yields_to_network)
     }
 
+    /// Whether a rule about the paths between the members decides this code.
+    pub fn is_network(self) -> bool {
+        self.rules().any(|r| r.category == Category::Network)
+    }
+
     /// Whether this verdict's own evidence already says `what`.
     pub(crate) fn says(self, what: Said) -> bool {
         self.rules().any(|r| r.says.contains(&what))
@@ -416,6 +424,10 @@ pub fn diagnose_at(
         .find_map(|rule| (rule.check)(&ctx))
         .unwrap_or_else(|| seen::inconclusive(&ctx));
     verdict = network::unless_network(&ctx, verdict);
+    let location = super::location::locate(nodes, &ctx.matrices);
+    if let Some(loc) = location.as_ref().filter(|_| verdict.code.is_network()) {
+        verdict.evidence.extend(super::location::evidence(loc));
+    }
     let healthy = verdict.code == VerdictCode::Healthy;
     verdict
         .evidence
@@ -428,6 +440,7 @@ pub fn diagnose_at(
             .map(|(node, summary)| NodeLogs { node, summary })
             .collect(),
         matrices,
+        location,
     }
 }
 

@@ -2,6 +2,7 @@
 //! - `probe.sh` (embedded by `script`) gathers the node's facts and prints one JSON document;
 //! - [`output`] is that document's schema, `parse` its total parser;
 //! - [`etcdlog`] classifies etcd's log lines into findings;
+//! - [`firewall`] reads the node's own firewall rules the probe printed;
 //! - [`identity`] tells a document from the node it was sent to from one of another machine;
 //! - [`hostkey`]: the ssh host key a node presented (ssh routes), as its fingerprint.
 //!
@@ -9,6 +10,7 @@
 //! node: a node that could not be probed is a value, not an early return.
 
 pub mod etcdlog;
+pub mod firewall;
 pub mod hostkey;
 pub mod identity;
 pub mod output;

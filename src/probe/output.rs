@@ -50,6 +50,13 @@ pub struct ProbeOutput {
     /// quorum). Absent from older probes: `Skipped`.
     #[serde(default)]
     pub alarms: Alarms,
+    /// The node's own firewall rules, read right before and right after the path checks.
+    /// Absent from older probes: empty (not read).
+    #[serde(
+        default,
+        skip_serializing_if = "crate::probe::firewall::Firewall::is_empty"
+    )]
+    pub firewall: crate::probe::firewall::Firewall,
     /// Steps that failed, with why (a missing tool, a timeout, ...).
     #[serde(default)]
     pub errors: Vec<StepError>,

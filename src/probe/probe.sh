@@ -498,8 +498,99 @@ start_paths() {
 # (in the checks' own job), so that a counter read by both counts what happened during the
 # checks. Both must stay short: reads_before delays the checks' start, and reads_after ends the
 # probe's wait for them.
-reads_before() { :; }
-reads_after() { :; }
+reads_before() {
+  firewall_read before
+}
+reads_after() {
+  firewall_read after
+}
+
+# --- the node's own firewall: its rules and their counters, read before and after the checks ---
+# `nft -a list ruleset` (every family: iptables-nft's tables too), and the legacy back-end's
+# tables where there are any: `iptables-legacy-save -c` / `ip6tables-legacy-save -c`, else
+# `iptables-save -c` / `ip6tables-save -c` when `iptables -V` says legacy or nft is missing. Only
+# what can drop a packet is kept (table and chain headers with their hook and policy, the rules
+# that drop or reject, those naming 2379 or 2380, and the accepts of a chain whose policy drops),
+# each line cut at 512 bytes, at most FW_MAX bytes a read: a kube-proxy or Antrea node has
+# thousands of rules that cannot. How many lines were read, kept and cut past the cap is said.
+# A missing tool, or one refused (no CAP_NET_ADMIN, CAP_NET_RAW for legacy), is data. The plugin
+# parses the text (src/probe/firewall.rs). Each read is bounded in time (timeout 2 s where the
+# node has `timeout`).
+FW_MAX=49152
+AWK_FW='
+function keep(l) {
+  if (length(l) > 512) l = substr(l, 1, 512) "..."
+  if (used + length(l) + 1 > max) { cut++; return }
+  text = text esc(l) "\\n"; used += length(l) + 1; kept++
+}
+{ sub(/\r$/, ""); n++ }
+kind == "nft" {
+  if ($0 ~ /^table / || $0 ~ /^}/) { inchain = 0; keep($0); next }
+  if ($0 ~ /^\tchain /) { inchain = 1; drops = 0; keep($0); next }
+  if (inchain && $0 ~ /^\t}/) { inchain = 0; keep($0); next }
+  if (!inchain) next
+  if ($0 ~ /^\t\ttype .* hook /) { drops = $0 ~ /policy drop/; keep($0); next }
+  if ($0 ~ /(^|[ \t])(drop|reject)( |$)/ || $0 ~ /2379|2380/ || (drops && $0 ~ /(^|[ \t])accept( |$)/)) keep($0)
+  next
+}
+{
+  if ($0 ~ /^\*/) { delete pol; delete pos; keep($0); next }
+  if ($0 ~ /^:/) { split(substr($0, 2), h, " "); pol[h[1]] = h[2]; keep($0); next }
+  if ($0 ~ /^COMMIT/) { keep($0); next }
+  l = $0; sub(/^\[[0-9]+:[0-9]+\] /, "", l)
+  if (l !~ /^-A /) next
+  split(l, a, " "); ch = a[2]; pos[ch]++
+  if (l ~ / -j (DROP|REJECT)( |$)/ || l ~ /2379|2380/ || (pol[ch] == "DROP" && l ~ / -j ACCEPT( |$)/)) keep("@" pos[ch] " " $0)
+}
+END {
+  printf "{\"tool\":\"%s\",\"outcome\":\"Ok\",\"text\":%s,\"lines\":%d,\"kept\":%d,\"cut\":%d,\"detail\":null}", tool, text == "" ? "\"\"" : "\"" text "\"", n, kept, cut
+}'
+
+# One tool's read as an entry of firewall.before/after (kind: nft or ipt).
+fw_one() { # tool kind command...
+  tool=$1 kind=$2
+  shift 2
+  if ! have "$1"; then
+    printf '{"tool":"%s","outcome":"Missing","detail":"%s not found"}' "$tool" "$1"
+    return
+  fi
+  have timeout && set -- timeout 2 "$@"
+  "$@" >"$T/fw.out" 2>"$T/fw.err" </dev/null
+  rc=$?
+  if [ $rc -ne 0 ]; then
+    msg=$(last_msg "$T/fw.err")
+    out=Error
+    case $msg in *'not permitted'* | *'Permission denied'* | *'must be root'*) out=Denied ;; esac
+    [ $rc -eq 124 ] && msg="no answer within 2 s"
+    [ -n "$msg" ] || msg="exited $rc"
+    printf '{"tool":"%s","outcome":"%s","detail":%s}' "$tool" "$out" "$(jstr "$msg")"
+    return
+  fi
+  # Each kept line is escaped on its own and ends in \n (AWK_FW's keep).
+  head -c 8388608 "$T/fw.out" | tr -d '\000' | awk -v tool="$tool" -v kind="$kind" -v max="$FW_MAX" "$AWK_LIB$AWK_FW"
+}
+
+# Writes $T/fw.before or $T/fw.after: the entries, comma-separated, of every tool read.
+firewall_read() { # before|after
+  {
+    fw_one nft nft nft -a list ruleset
+    if have iptables-legacy-save || have ip6tables-legacy-save; then
+      printf ','
+      fw_one iptables-legacy ipt iptables-legacy-save -c
+      printf ','
+      fw_one ip6tables-legacy ipt ip6tables-legacy-save -c
+    elif have iptables-save && { ! have nft || iptables -V 2>/dev/null | grep -q legacy; }; then
+      printf ','
+      fw_one iptables ipt iptables-save -c
+      printf ','
+      fw_one ip6tables ipt ip6tables-save -c
+    elif ! have nft; then
+      printf ','
+      fw_one iptables ipt iptables-save -c
+    fi
+  } >"$T/fw.$1.tmp" 2>/dev/null
+  mv "$T/fw.$1.tmp" "$T/fw.$1"
+}
 
 # The paths' entries: the job's, or (curl missing, the job died) one per check saying so.
 emit_paths() {
@@ -866,6 +957,11 @@ emit() {
     cat "$T/members.json"
     printf ',"alarms":'
     cat "$T/alarms.json"
+    printf ',"firewall":{"before":['
+    cat "$T/fw.before" 2>/dev/null
+    printf '],"after":['
+    cat "$T/fw.after" 2>/dev/null
+    printf ']}'
     printf ',"errors":['
     awk -F '\t' "$AWK_LIB"'{ printf "%s{\"step\":%s,\"message\":%s}", sep, jstr($1), jstr(cap($2, 500)); sep = "," }' "$T/errors"
     printf ']}\n'

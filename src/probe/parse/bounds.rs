@@ -43,6 +43,13 @@ pub const MAX_PATHS: usize = 2 * MAX_ADDRESSES;
 pub const MAX_ERRORS: usize = 32;
 pub const MAX_ERROR_TEXT: usize = 500;
 
+/// Firewall reads of one moment: `firewall_read` in probe.sh reads nft and at most two legacy
+/// tools.
+pub const MAX_FIREWALL_READS: usize = 3;
+/// A read's kept text: `FW_MAX` (49152) bytes of lines, each line's cut adding `...`; the
+/// plugin's bound is twice that.
+pub const MAX_FIREWALL_TEXT: usize = 2 * 49152;
+
 /// Problem lines kept for one document; the rest are counted in a last line.
 const MAX_PROBLEM_LINES: usize = 12;
 
@@ -126,6 +133,9 @@ pub(super) fn bound(doc: &mut Value) -> Vec<String> {
             long += usize::from(text(e, "step", 64));
         }
         said_long(long, "step errors", MAX_ERROR_TEXT, &mut p);
+    }
+    if let Some(f) = obj.get_mut("firewall").and_then(Value::as_object_mut) {
+        firewall(f, &mut p);
     }
     if let Some(h) = obj.get_mut("health").and_then(Value::as_object_mut) {
         let long = usize::from(text(h, "body", 1024)) + usize::from(text(h, "detail", 1024));
@@ -293,4 +303,21 @@ fn alarms(a: &mut Map<String, Value>, p: &mut Problems) {
     if cut_here {
         a.insert("truncated".into(), Value::Bool(true));
     }
+}
+
+/// The firewall reads: at most [`MAX_FIREWALL_READS`] a moment, each text and detail capped.
+fn firewall(f: &mut Map<String, Value>, p: &mut Problems) {
+    let mut long = 0;
+    for moment in ["before", "after"] {
+        let Some(list) = array(f, moment) else {
+            continue;
+        };
+        cut(list, MAX_FIREWALL_READS, "its firewall reads", p);
+        for e in list.iter_mut().filter_map(Value::as_object_mut) {
+            long += usize::from(text(e, "text", MAX_FIREWALL_TEXT));
+            long += usize::from(text(e, "detail", 300));
+            long += usize::from(text(e, "tool", 64));
+        }
+    }
+    said_long(long, "firewall reads", MAX_FIREWALL_TEXT, p);
 }

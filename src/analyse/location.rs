@@ -1,0 +1,507 @@
+//! Where the packets of the failing paths die: inside a guest (a node's own firewall rule
+//! counted them), maybe inside one (a rule that could match keeps no counter, or a base chain's
+//! policy drops and no accept for the port comes before it), outside the guests (both ends'
+//! rules were read before and after the checks and none could have dropped them), or
+//! undecided (an end's rules were not read).
+//!
+//! Per failing peer cell (timeout, refused, no route) `from → to:port`, four packets are looked
+//! at: the SYN leaving `from` and entering `to`, the reply leaving `to` and entering `from`. Each
+//! end's rules come from its probe's reads ([`crate::probe::firewall`]); a rule's counter is the
+//! difference between the read after the checks and the read before them. Only what was seen
+//! concludes: "outside the guests" needs both ends read, whole, at both moments.
+
+use crate::analyse::matrix::{CellState, Matrix};
+use crate::probe::firewall::{Action, FirewallRead, Fit, Hook, Packet, ReadOutcome, Ruleset};
+use crate::probe::NodeReport;
+
+/// The contract's words (docs/output.md): scripts match on them.
+pub const INSIDE: &str = "inside the guest";
+pub const MAYBE_INSIDE: &str = "may be inside the guest";
+pub const OUTSIDE: &str = "outside the guests";
+
+/// Rules named in the verdict's evidence; the rest are counted (`-o json` has all).
+const RULES_NAMED: usize = 3;
+/// Paths named in one line.
+const PATHS_NAMED: usize = 6;
+/// Rules kept per path.
+const HITS_PER_PATH: usize = 8;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, strum::Display, strum::VariantArray)]
+pub enum Place {
+    /// A node's rule counted packets during the checks.
+    InsideGuest,
+    /// A rule that could match keeps no counter, or a base chain's policy drops.
+    MayBeInsideGuest,
+    /// Both ends' rules were read and none could have dropped the packets.
+    OutsideGuests,
+    /// An end's rules were not read.
+    Undecided,
+}
+
+/// How a node's firewall was read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, strum::Display, strum::VariantArray)]
+pub enum ReadState {
+    /// Every tool's rules, before and after the checks.
+    Read,
+    /// Read, but the probe cut lines past its cap: a rule may be missing.
+    Partial,
+    /// A tool was refused or failed, or none is on the node, or the node was not probed.
+    NotRead,
+    /// Its probe does not read the firewall (an older probe).
+    Absent,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NodeRead {
+    pub node: String,
+    pub read: ReadState,
+    /// Why it is not `Read`.
+    pub detail: Option<String>,
+}
+
+/// One rule (or a chain's policy) of a node that can drop a failing path's packets.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RuleHit {
+    pub node: String,
+    /// `nft`, `iptables-legacy`, ...
+    pub tool: String,
+    /// `inet filter`, `ip filter`, ...
+    pub table: String,
+    pub chain: String,
+    /// `handle 8` (nft), `rule 2` (iptables), `policy` (the chain's policy).
+    pub rule: String,
+    /// The rule as printed (without counter and handle); the policy's words for a policy.
+    pub text: String,
+    /// Packets it counted during the checks; None when it keeps no counter.
+    pub packets: Option<u64>,
+}
+
+impl RuleHit {
+    fn counted(&self) -> bool {
+        self.packets.is_some_and(|p| p > 0)
+    }
+
+    /// `nft inet filter input handle 8`.
+    pub fn name(&self) -> String {
+        format!("{} {} {} {}", self.tool, self.table, self.chain, self.rule)
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PathPlace {
+    pub from: String,
+    pub to: String,
+    pub port: u16,
+    pub state: CellState,
+    pub place: Place,
+    /// The rules that counted (first) or may drop its packets.
+    pub rules: Vec<RuleHit>,
+    /// Why it is undecided.
+    pub why: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PacketLocation {
+    /// Each failing peer path, in the matrices' order (2379 first).
+    pub paths: Vec<PathPlace>,
+    /// Each node's read.
+    pub nodes: Vec<NodeRead>,
+}
+
+/// One node's rules at both moments, by tool.
+struct NodeRules<'a> {
+    read: NodeRead,
+    sets: Vec<(Ruleset, Ruleset)>,
+    ip: Option<std::net::IpAddr>,
+    _node: &'a NodeReport,
+}
+
+fn node_rules(n: &NodeReport) -> NodeRules<'_> {
+    let mut out = NodeRules {
+        read: NodeRead {
+            node: n.name.clone(),
+            read: ReadState::Read,
+            detail: None,
+        },
+        sets: vec![],
+        ip: n.ip,
+        _node: n,
+    };
+    let Some(p) = n.probe() else {
+        out.read.read = ReadState::NotRead;
+        out.read.detail = Some("the node was not probed".into());
+        return out;
+    };
+    let fw = &p.firewall;
+    if fw.is_empty() {
+        out.read.read = ReadState::Absent;
+        out.read.detail = Some("its probe did not read the firewall".into());
+        return out;
+    }
+    let mut problems: Vec<String> = Vec::new();
+    let mut cut = false;
+    let problem = |r: &FirewallRead, moment: &str| -> Option<String> {
+        match r.outcome {
+            ReadOutcome::Ok | ReadOutcome::Missing => None,
+            o => Some(format!(
+                "{} {o} {moment} the checks{}",
+                r.tool,
+                r.detail
+                    .as_deref()
+                    .map(|d| format!(": {d}"))
+                    .unwrap_or_default()
+            )),
+        }
+    };
+    for r in &fw.before {
+        problems.extend(problem(r, "before"));
+    }
+    for r in &fw.after {
+        problems.extend(problem(r, "after"));
+        cut |= r.cut > 0;
+        if r.outcome != ReadOutcome::Ok {
+            continue;
+        }
+        match fw.before.iter().find(|b| b.tool == r.tool) {
+            Some(b) if b.outcome == ReadOutcome::Ok => {
+                cut |= b.cut > 0;
+                out.sets.push((b.ruleset(), r.ruleset()));
+            }
+            _ => problems.push(format!("{} was not read before the checks", r.tool)),
+        }
+    }
+    for b in &fw.before {
+        if b.outcome == ReadOutcome::Ok && !fw.after.iter().any(|a| a.tool == b.tool) {
+            problems.push(format!("{} was not read after the checks", b.tool));
+        }
+    }
+    if problems.is_empty() && out.sets.is_empty() {
+        problems.push("neither nft nor iptables-save is on the node".into());
+    }
+    if !problems.is_empty() {
+        out.read.read = ReadState::NotRead;
+        out.read.detail = Some(problems.join("; "));
+    } else if cut {
+        out.read.read = ReadState::Partial;
+        out.read.detail = Some("the probe cut lines past its cap: a rule may be missing".into());
+    }
+    out
+}
+
+/// The rules of `n` that can drop `p`, with what they counted between the reads.
+fn hits(n: &NodeRules, p: &Packet, out: &mut Vec<RuleHit>) {
+    for (before, after) in &n.sets {
+        for chain in &after.chains {
+            let sees = match chain.hook {
+                Hook::In => p.incoming,
+                Hook::Out => !p.incoming,
+                Hook::Unknown => true,
+                Hook::Through => false,
+            };
+            if !sees {
+                continue;
+            }
+            let base = chain.hook != Hook::Unknown;
+            let old = before
+                .chains
+                .iter()
+                .find(|c| c.table == chain.table && c.name == chain.name);
+            let mut ended = false;
+            for rule in &chain.rules {
+                let fit = rule.fit(p);
+                if fit == Fit::No {
+                    continue;
+                }
+                match rule.action {
+                    Action::Accept if fit == Fit::Surely && base => {
+                        ended = true;
+                        break;
+                    }
+                    Action::Drop | Action::Reject => {
+                        let packets = rule.packets.map(|now| {
+                            let was = old
+                                .and_then(|c| c.rules.iter().find(|r| r.id == rule.id))
+                                .and_then(|r| r.packets)
+                                .unwrap_or(0);
+                            now.saturating_sub(was)
+                        });
+                        if packets != Some(0) {
+                            push(
+                                out,
+                                RuleHit {
+                                    node: n.read.node.clone(),
+                                    tool: after.tool.clone(),
+                                    table: chain.table.clone(),
+                                    chain: chain.name.clone(),
+                                    rule: rule
+                                        .id
+                                        .map_or_else(|| "rule".to_string(), |i| i.to_string()),
+                                    text: rule.text.clone(),
+                                    packets,
+                                },
+                            );
+                        }
+                        if fit == Fit::Surely && base {
+                            ended = true;
+                            break;
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            if !ended && base && chain.policy_drop {
+                let packets = chain.policy_packets.map(|now| {
+                    let was = old.and_then(|c| c.policy_packets).unwrap_or(0);
+                    now.saturating_sub(was)
+                });
+                if packets != Some(0) {
+                    push(
+                        out,
+                        RuleHit {
+                            node: n.read.node.clone(),
+                            tool: after.tool.clone(),
+                            table: chain.table.clone(),
+                            chain: chain.name.clone(),
+                            rule: "policy".into(),
+                            text: "policy drop, no accept for the port before it".into(),
+                            packets,
+                        },
+                    );
+                }
+            }
+        }
+    }
+}
+
+fn push(out: &mut Vec<RuleHit>, hit: RuleHit) {
+    if out.len() < HITS_PER_PATH * 4 && !out.contains(&hit) {
+        out.push(hit);
+    }
+}
+
+/// Where the failing peer paths of the matrices die; None when no node's probe read its
+/// firewall (older probes: the output stays as it was).
+pub fn locate(nodes: &[NodeReport], matrices: &[Matrix]) -> Option<PacketLocation> {
+    if !nodes
+        .iter()
+        .any(|n| n.probe().is_some_and(|p| !p.firewall.is_empty()))
+    {
+        return None;
+    }
+    let rules: Vec<NodeRules> = nodes.iter().map(node_rules).collect();
+    let by_name = |name: &str| rules.iter().find(|r| r.read.node == name);
+    let mut paths = Vec::new();
+    for m in matrices {
+        for c in m.peer_cells() {
+            if !matches!(
+                c.state,
+                CellState::Timeout | CellState::Refused | CellState::NoRoute
+            ) {
+                continue;
+            }
+            let (Some(f), Some(t)) = (by_name(&c.from), by_name(&c.to)) else {
+                continue;
+            };
+            let mut found = Vec::new();
+            if let (Some(fip), Some(tip)) = (f.ip, t.ip) {
+                let syn = Packet {
+                    src: fip,
+                    dst: tip,
+                    sport: None,
+                    dport: Some(c.port),
+                    new: true,
+                    incoming: false,
+                };
+                let reply = Packet {
+                    src: tip,
+                    dst: fip,
+                    sport: Some(c.port),
+                    dport: None,
+                    new: false,
+                    incoming: false,
+                };
+                hits(f, &syn, &mut found);
+                hits(
+                    t,
+                    &Packet {
+                        incoming: true,
+                        ..syn
+                    },
+                    &mut found,
+                );
+                hits(t, &reply, &mut found);
+                hits(
+                    f,
+                    &Packet {
+                        incoming: true,
+                        ..reply
+                    },
+                    &mut found,
+                );
+            }
+            // Counted first.
+            found.sort_by_key(|h| !h.counted());
+            found.truncate(HITS_PER_PATH);
+            let unread: Vec<&NodeRead> = [&f.read, &t.read]
+                .into_iter()
+                .filter(|r| r.read != ReadState::Read)
+                .collect();
+            let (place, why) = if found.iter().any(RuleHit::counted) {
+                (Place::InsideGuest, None)
+            } else if !found.is_empty() {
+                (Place::MayBeInsideGuest, None)
+            } else if unread.is_empty() {
+                (Place::OutsideGuests, None)
+            } else {
+                let why = unread
+                    .iter()
+                    .map(|r| {
+                        format!(
+                            "node {}'s firewall: {}",
+                            r.node,
+                            r.detail.as_deref().unwrap_or("not read")
+                        )
+                    })
+                    .collect::<Vec<_>>()
+                    .join("; ");
+                (Place::Undecided, Some(why))
+            };
+            paths.push(PathPlace {
+                from: c.from.clone(),
+                to: c.to.clone(),
+                port: c.port,
+                state: c.state,
+                place,
+                rules: found,
+                why,
+            });
+        }
+    }
+    Some(PacketLocation {
+        paths,
+        nodes: rules.into_iter().map(|r| r.read).collect(),
+    })
+}
+
+fn paths_text(paths: &[&PathPlace]) -> String {
+    let mut parts: Vec<String> = paths
+        .iter()
+        .take(PATHS_NAMED)
+        .map(|p| format!("{} → {}:{}", p.from, p.to, p.port))
+        .collect();
+    if paths.len() > PATHS_NAMED {
+        parts.push(format!("{} more", paths.len() - PATHS_NAMED));
+    }
+    parts.join(", ")
+}
+
+/// The evidence lines of a network verdict: per rule that counted (`inside the guest`), per
+/// rule that may drop without counting (`may be inside the guest`), the paths no rule could
+/// have dropped (`outside the guests`), the paths left undecided. Empty without failing paths.
+pub fn evidence(loc: &PacketLocation) -> Vec<String> {
+    let total = loc.paths.len();
+    let mut lines = Vec::new();
+    if total == 0 {
+        return lines;
+    }
+    // Rules by name, with the paths they touch and the most they counted, in the order met.
+    let mut rules: Vec<(RuleHit, Vec<&PathPlace>, u64)> = Vec::new();
+    for p in &loc.paths {
+        if !matches!(p.place, Place::InsideGuest | Place::MayBeInsideGuest) {
+            continue;
+        }
+        let counted = p.place == Place::InsideGuest;
+        for h in p.rules.iter().filter(|h| h.counted() == counted) {
+            match rules
+                .iter_mut()
+                .find(|(r, _, _)| r.node == h.node && r.name() == h.name())
+            {
+                Some((_, ps, n)) => {
+                    ps.push(p);
+                    *n = (*n).max(h.packets.unwrap_or(0));
+                }
+                None => rules.push((h.clone(), vec![p], h.packets.unwrap_or(0))),
+            }
+        }
+    }
+    rules.sort_by_key(|(h, _, _)| !h.counted());
+    for (h, ps, n) in rules.iter().take(RULES_NAMED) {
+        let what = if h.rule == "policy" {
+            format!(
+                "{} (chain {}'s policy drop, no accept for the port before it)",
+                h.name(),
+                h.chain
+            )
+        } else {
+            format!("{} ({})", h.name(), h.text)
+        };
+        lines.push(if h.counted() {
+            format!(
+                "node {}'s own firewall drops it, {INSIDE}: {what}, +{n} packets during the checks; {} of the {total} failing paths ({})",
+                h.node,
+                ps.len(),
+                paths_text(ps)
+            )
+        } else {
+            format!(
+                "node {}'s own firewall may drop it, {MAYBE_INSIDE}: {what} matches and keeps no counter; {} of the {total} failing paths ({})",
+                h.node,
+                ps.len(),
+                paths_text(ps)
+            )
+        });
+    }
+    if rules.len() > RULES_NAMED {
+        lines.push(format!(
+            "and {} more node firewall rules touch failing paths (-o json: packetLocation)",
+            rules.len() - RULES_NAMED
+        ));
+    }
+    let outside: Vec<&PathPlace> = loc
+        .paths
+        .iter()
+        .filter(|p| p.place == Place::OutsideGuests)
+        .collect();
+    if outside.len() == total {
+        lines.push(format!(
+            "no firewall rule inside any node counted these packets: the drop is {OUTSIDE} — NSX distributed firewall, the VPC's or segment's rules, SpoofGuard, or the fabric between the hosts (both ends of all {total} failing paths read before and after the checks)"
+        ));
+    } else if !outside.is_empty() {
+        lines.push(format!(
+            "{} of the {total} failing paths ({}): no firewall rule inside their nodes counted these packets: the drop is {OUTSIDE} — NSX distributed firewall, the VPC's or segment's rules, SpoofGuard, or the fabric between the hosts",
+            outside.len(),
+            paths_text(&outside)
+        ));
+    }
+    let undecided: Vec<&PathPlace> = loc
+        .paths
+        .iter()
+        .filter(|p| p.place == Place::Undecided)
+        .collect();
+    if !undecided.is_empty() {
+        // The unread nodes, each once.
+        let mut why: Vec<String> = Vec::new();
+        for n in loc
+            .nodes
+            .iter()
+            .filter(|n| n.read != ReadState::Read)
+            .filter(|n| undecided.iter().any(|p| p.from == n.node || p.to == n.node))
+        {
+            why.push(format!(
+                "node {}: {}",
+                n.node,
+                n.detail.as_deref().unwrap_or("not read")
+            ));
+        }
+        lines.push(format!(
+            "{} of the {total} failing paths ({}) undecided, a node's own firewall was not read ({})",
+            undecided.len(),
+            paths_text(&undecided),
+            why.join("; ")
+        ));
+    }
+    lines
+}
+
+#[cfg(test)]
+mod tests;
