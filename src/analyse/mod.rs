@@ -6,9 +6,12 @@
 //! - [`policy`]: NSX SecurityPolicies evaluated against the control-plane VMs on 2379/2380;
 //! - [`network`]: the cluster's network as the reports carry it (`networkPolicy`), joined to
 //!   the findings and the verdict;
-//! - [`realization`]: what the network objects say NSX failed to realize.
+//! - [`realization`]: what the network objects say NSX failed to realize;
+//! - [`guard`]: the remediation guard: what could replace control-plane Machines during a
+//!   network cut, and the commands that pause and unpause the Cluster.
 
 pub mod clock;
+pub mod guard;
 pub mod matrix;
 pub mod network;
 pub mod policy;

@@ -115,6 +115,9 @@ pub struct Diagnosis {
     pub matrices: Vec<Matrix>,
     /// The etcd log findings of every node whose log could be read.
     pub logs: Vec<NodeLogs>,
+    /// The remediation guard ([`super::guard`]): None when the Supervisor said nothing of
+    /// remediation.
+    pub guard: Option<super::guard::Guard>,
 }
 
 /// Everything the rules look at, for the deciding nodes (those in no rollout): their paths are
@@ -416,6 +419,7 @@ pub fn diagnose_at(
         .find_map(|rule| (rule.check)(&ctx))
         .unwrap_or_else(|| seen::inconclusive(&ctx));
     verdict = network::unless_network(&ctx, verdict);
+    let guard = guard_advice(facts, &mut verdict);
     let healthy = verdict.code == VerdictCode::Healthy;
     verdict
         .evidence
@@ -428,7 +432,23 @@ pub fn diagnose_at(
             .map(|(node, summary)| NodeLogs { node, summary })
             .collect(),
         matrices,
+        guard,
     }
+}
+
+/// The remediation guard's lines, in the verdict ([`super::guard`]): what is armed and the
+/// pause commands on a network verdict, the reminder to unpause on a Healthy one.
+fn guard_advice(facts: &ClusterFacts, verdict: &mut Verdict) -> Option<super::guard::Guard> {
+    let guard = super::guard::assess(facts)?;
+    let network = verdict
+        .code
+        .rules()
+        .any(|r| r.category == Category::Network);
+    let advice = guard.advice(network, verdict.code == VerdictCode::Healthy);
+    verdict.evidence.extend(advice.evidence);
+    verdict.next_steps.extend(advice.next_steps);
+    verdict.notes.extend(advice.notes);
+    Some(guard)
 }
 
 /// The matrix of the nodes `keep` names, from the matrix of all of them: a cell depends only on

@@ -76,6 +76,7 @@ const FOLDERS: &[(&str, &[&[&str]])] = &[
             &["watch"],
             &["cleanup", "diagnose", "list", "status"],
             &["network"],
+            &["guard"],
         ],
     ),
     (
@@ -89,7 +90,12 @@ const FOLDERS: &[(&str, &[&[&str]])] = &[
     ),
     (
         "report::v1alpha2",
-        &[&["analysis", "network"], &["cluster"], &["node"]],
+        &[
+            &["guard"],
+            &["analysis", "network"],
+            &["cluster"],
+            &["node"],
+        ],
     ),
     (
         "analyse",
@@ -97,6 +103,7 @@ const FOLDERS: &[(&str, &[&[&str]])] = &[
             &["status"],
             &["network"],
             &["verdict"],
+            &["guard"],
             &["matrix", "policy", "clock", "realization"],
         ],
     ),
@@ -133,6 +140,7 @@ const FOLDERS: &[(&str, &[&[&str]])] = &[
         &[
             &["read"],
             &["inventory"],
+            &["remediation"],
             &["network"],
             &["targets"],
             &["join"],
