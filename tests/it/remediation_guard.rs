@@ -198,3 +198,59 @@ fn a_bundle_keeps_the_guard_and_its_note() {
     assert_eq!(g.state, GuardState::Armed);
     assert_eq!(g.health_checks[0].name, "tkc-prod-7xk2p");
 }
+
+/// What a lab test does with the same fake Supervisor: a MachineHealthCheck created and the
+/// Cluster paused while it runs (`FakeApi::insert`, `FakeApi::modify`), each seen by the next
+/// diagnosis.
+#[test]
+fn a_health_check_and_a_pause_made_at_run_time_are_seen() {
+    use common::article::{CLUSTER, NS, SET};
+    let env = cut(SET);
+    env.supervisor
+        .insert(serde_json::json!({
+            "apiVersion": "cluster.x-k8s.io/v1beta1", "kind": "MachineHealthCheck",
+            "metadata": {"name": "tkc-prod-cp-unhealthy-5m", "namespace": NS,
+                "labels": {"cluster.x-k8s.io/cluster-name": CLUSTER}},
+            "spec": {"clusterName": CLUSTER, "maxUnhealthy": "100%",
+                "selector": {"matchLabels": {"cluster.x-k8s.io/control-plane": ""}},
+                "unhealthyConditions": [{"type": "Ready", "status": "Unknown", "timeout": "300s"}]}
+        }))
+        .unwrap();
+    let armed = env.diagnose_via_jumpbox(&["-o", "json"]).diagnose_report();
+    let g = armed.remediation_guard.expect("a guard");
+    assert_eq!(g.state, GuardState::Armed);
+    assert_eq!(g.health_checks[0].name, "tkc-prod-cp-unhealthy-5m");
+    assert_eq!(
+        g.health_checks[0].unhealthy_conditions,
+        ["Ready=Unknown for 300s"]
+    );
+
+    env.supervisor
+        .modify("cluster.x-k8s.io/v1beta1", "Cluster", NS, CLUSTER, |c| {
+            c["spec"]["paused"] = serde_json::json!(true)
+        })
+        .unwrap();
+    let paused = env.diagnose_via_jumpbox(&["-o", "json"]).diagnose_report();
+    assert_eq!(paused.verdict.code, armed.verdict.code);
+    let g = paused.remediation_guard.expect("a guard");
+    assert_eq!(g.state, GuardState::Paused);
+    assert!(
+        paused
+            .verdict
+            .evidence
+            .iter()
+            .any(|e| e.starts_with("the Cluster is paused")),
+        "{:#?}",
+        paused.verdict.evidence
+    );
+    assert!(
+        paused
+            .verdict
+            .next_steps
+            .iter()
+            .any(|s| s.ends_with(UNPAUSE)),
+        "{:#?}",
+        paused.verdict.next_steps
+    );
+    assert!(!paused.verdict.next_steps.iter().any(|s| s.ends_with(PAUSE)));
+}
