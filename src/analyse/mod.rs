@@ -7,9 +7,12 @@
 //! - [`network`]: the cluster's network as the reports carry it (`networkPolicy`), joined to
 //!   the findings and the verdict;
 //! - [`realization`]: what the network objects say NSX failed to realize;
-//! - [`location`]: where the failing paths' packets die, from the nodes' own firewalls.
+//! - [`location`]: where the failing paths' packets die, from the nodes' own firewalls;
+//! - [`guard`]: the remediation guard: what could replace control-plane Machines during a
+//!   network cut, and the commands that pause and unpause the Cluster.
 
 pub mod clock;
+pub mod guard;
 pub mod location;
 pub mod matrix;
 pub mod network;

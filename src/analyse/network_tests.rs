@@ -132,6 +132,7 @@ fn diagnosis(code: VerdictCode, failing: Option<(u16, CellState)>) -> Diagnosis 
         matrices: vec![matrix(2379), matrix(2380)],
         logs: vec![],
         location: None,
+        guard: None,
     }
 }
 

@@ -118,6 +118,9 @@ pub struct Diagnosis {
     /// Where the failing paths' packets die (the nodes' own firewalls read around the checks);
     /// None when no node's probe read its firewall.
     pub location: Option<super::location::PacketLocation>,
+    /// The remediation guard ([`super::guard`]): None when the Supervisor said nothing of
+    /// remediation.
+    pub guard: Option<super::guard::Guard>,
 }
 
 /// Everything the rules look at, for the deciding nodes (those in no rollout): their paths are
@@ -428,6 +431,7 @@ pub fn diagnose_at(
     if let Some(loc) = location.as_ref().filter(|_| verdict.code.is_network()) {
         verdict.evidence.extend(super::location::evidence(loc));
     }
+    let guard = guard_advice(facts, &mut verdict);
     let healthy = verdict.code == VerdictCode::Healthy;
     verdict
         .evidence
@@ -441,7 +445,23 @@ pub fn diagnose_at(
             .collect(),
         matrices,
         location,
+        guard,
     }
+}
+
+/// The remediation guard's lines, in the verdict ([`super::guard`]): what is armed and the
+/// pause commands on a network verdict, the reminder to unpause on a Healthy one.
+fn guard_advice(facts: &ClusterFacts, verdict: &mut Verdict) -> Option<super::guard::Guard> {
+    let guard = super::guard::assess(facts)?;
+    let network = verdict
+        .code
+        .rules()
+        .any(|r| r.category == Category::Network);
+    let advice = guard.advice(network, verdict.code == VerdictCode::Healthy);
+    verdict.evidence.extend(advice.evidence);
+    verdict.next_steps.extend(advice.next_steps);
+    verdict.notes.extend(advice.notes);
+    Some(guard)
 }
 
 /// The matrix of the nodes `keep` names, from the matrix of all of them: a cell depends only on

@@ -143,6 +143,7 @@ fn evidence(c: usize, n: usize, objects: usize) -> Evidence {
         duration_ms: 1234,
         since_s: 900,
         network_unread: Vec::new(),
+        remediation_unread: None,
         read_at: None,
         left_out: Vec::new(),
     }

@@ -145,6 +145,10 @@ pub struct ClusterEntry {
     /// What could not be read of its network (`Evidence::network_unread`). Absent when none.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub network_unread: Vec<String>,
+    /// Why its MachineHealthChecks could not be read (`Evidence::remediation_unread`). Absent
+    /// when they were.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub remediation_unread: Option<String>,
     /// When the run read the Supervisor's objects, by the plugin's clock (`Evidence::read_at`):
     /// "now" for the ages of the Supervisor's conditions. Absent in older bundles (then
     /// `created`).

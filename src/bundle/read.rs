@@ -389,6 +389,11 @@ fn cluster(
         duration_ms: c.duration_ms,
         since_s: c.since_s,
         network_unread: c.network_unread.clone(),
+        // Anyone's file: bounded as the reader of the Supervisor bounds it.
+        remediation_unread: c
+            .remediation_unread
+            .as_ref()
+            .map(|n| n.chars().take(256).collect()),
         read_at: c.read_at.clone().or_else(|| Some(created.to_string())),
         // Everything a bundle holds is what `analyse` judges from.
         essential_objects: objects_len,

@@ -95,6 +95,7 @@ fn evidence() -> Evidence {
         duration_ms: 1234,
         since_s: 900,
         network_unread: Vec::new(),
+        remediation_unread: None,
         read_at: Some("2026-12-04T08:00:00Z".into()),
         essential_objects: objects().len(),
         left_out: Vec::new(),

@@ -171,6 +171,7 @@ pub(super) fn files(evidence: &[Evidence], args: Vec<String>) -> Result<Vec<(Str
             left_out,
             nodes,
             network_unread: e.network_unread.clone(),
+            remediation_unread: e.remediation_unread.clone(),
             read_at: e.read_at.clone(),
         });
     }

@@ -132,6 +132,7 @@ mod tests {
             namespace: "ns".into(),
             apis: discovery::from_answer(&answer, "sv").unwrap(),
             objects: Default::default(),
+            unread: Default::default(),
             network: None,
         })
     }

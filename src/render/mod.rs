@@ -28,6 +28,7 @@ use crate::report::VersionReport;
 
 mod cleanup;
 mod diagnose;
+mod guard;
 mod list;
 mod network;
 mod status;

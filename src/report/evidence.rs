@@ -36,6 +36,10 @@ pub struct Evidence {
     /// `supervisor::network`). Not in the JSON when empty.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub network_unread: Vec<String>,
+    /// Why the MachineHealthChecks could not be read (the remediation guard's note). Not in
+    /// the JSON when they were.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub remediation_unread: Option<String>,
     /// When the run read the Supervisor's objects (`diagnose`: as its diagnosis of the cluster
     /// starts, right after the read), RFC 3339 UTC, by the plugin's own clock: "now" for the
     /// ages of the Supervisor's conditions (never a node's clock, which the node writes). A
@@ -85,6 +89,7 @@ impl Evidence {
                 .network_of(cluster)
                 .map(|n| n.unread)
                 .unwrap_or_default(),
+            remediation_unread: inventory.remediation_note(),
             read_at: Some(
                 humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string(),
             ),
@@ -108,7 +113,8 @@ impl Evidence {
     /// The facts again from the objects, the findings, the matrices and the verdict.
     pub fn judge(&self) -> Result<DiagnoseReport> {
         let inventory = Inventory::from_objects(&self.namespace, self.apis.clone(), &self.objects)
-            .with_network_notes(&self.network_unread);
+            .with_network_notes(&self.network_unread)
+            .with_remediation_note(self.remediation_unread.as_deref());
         let facts = inventory.facts(&self.context, &self.cluster)?;
         let since = std::time::Duration::from_secs(self.since_s);
         let read_at = self
@@ -197,6 +203,7 @@ mod tests {
             duration_ms: 1,
             since_s: 900,
             network_unread: vec![],
+            remediation_unread: None,
             read_at: read_at.map(str::to_string),
             essential_objects: 0,
             left_out: vec![],

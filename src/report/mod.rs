@@ -231,6 +231,12 @@ pub struct DiagnoseReport {
     pub matrices: Vec<v1alpha2::Matrix>,
     pub logs: Vec<v1alpha2::NodeLogs>,
     pub verdict: v1alpha2::Verdict,
+    /// What could replace control-plane Machines during a network cut, and the commands that
+    /// pause and unpause the Cluster: only when the Supervisor says anything of remediation (a
+    /// MachineHealthCheck over the control plane, a Machine marked, KCP remediating, a paused
+    /// Cluster, MachineHealthChecks that could not be read).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub remediation_guard: Option<v1alpha2::RemediationGuard>,
     pub result: DiagnoseResult,
 }
 
@@ -298,6 +304,7 @@ impl DiagnoseReport {
             matrices: diagnosis.matrices.into_iter().map(Into::into).collect(),
             logs: diagnosis.logs.into_iter().map(Into::into).collect(),
             verdict: diagnosis.verdict.into(),
+            remediation_guard: diagnosis.guard.map(Into::into),
         }
     }
 }

@@ -335,6 +335,86 @@ impl ControlPlaneNode {
     }
 }
 
+/// What could replace control-plane Machines while the network is cut, as the Supervisor
+/// shows it (read by [`super::remediation`]; the remediation guard).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RemediationFacts {
+    /// The Cluster's `spec.paused` is true, or it carries `cluster.x-k8s.io/paused`: CAPI's
+    /// controllers (the MachineHealthCheck's and KCP's among them) reconcile nothing of it.
+    pub cluster_paused: bool,
+    /// Why the MachineHealthChecks could not be read (a note: 403, …); None when they were
+    /// read, or the Supervisor does not serve the kind.
+    pub unread: Option<String>,
+    /// The MachineHealthChecks of the cluster whose selector takes at least one of its
+    /// control-plane Machines, by name (at most [`super::remediation::MAX_HEALTH_CHECKS`]).
+    pub health_checks: Vec<HealthCheck>,
+    /// The control-plane Machines with a remediation mark, by name.
+    pub marked: Vec<MarkedMachine>,
+    /// The KCP's remediation state, when it remediates or did (its annotation, its
+    /// `status.lastRemediation`); None otherwise.
+    pub kcp: Option<KcpRemediation>,
+}
+
+impl RemediationFacts {
+    /// Whether anything here is worth a word: an empty value says nothing.
+    pub fn is_empty(&self) -> bool {
+        *self == RemediationFacts::default()
+    }
+}
+
+/// One MachineHealthCheck over control-plane Machines, as its spec and status say.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct HealthCheck {
+    pub name: String,
+    /// The control-plane Machines its selector takes, by name.
+    pub machines: Vec<String>,
+    /// The Node conditions it judges unhealthy, each `Type=Status for <timeout>`.
+    pub unhealthy_conditions: Vec<String>,
+    /// How long a Machine may stay without a Node (`nodeStartupTimeout`).
+    pub node_startup_timeout: Option<String>,
+    /// `maxUnhealthy` (v1beta1) / `triggerIf.unhealthyLessThanOrEqualTo` (v1beta2): remediation
+    /// only while no more are unhealthy than this (CAPI's default: 100%).
+    pub max_unhealthy: Option<String>,
+    /// `unhealthyRange` / `triggerIf.unhealthyInRange`: remediation only within this range.
+    pub unhealthy_range: Option<String>,
+    /// Its external remediation template (`Kind/name`): remediation is then that
+    /// controller's, not KCP's.
+    pub remediation_template: Option<String>,
+    /// It carries `cluster.x-k8s.io/paused`.
+    pub paused: bool,
+    /// `status.remediationsAllowed`, `status.expectedMachines`, `status.currentHealthy`.
+    pub remediations_allowed: Option<i64>,
+    pub expected_machines: Option<i64>,
+    pub current_healthy: Option<i64>,
+}
+
+/// A control-plane Machine a MachineHealthCheck has judged (HealthCheckSucceeded False) or
+/// handed to its owner (OwnerRemediated False).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MarkedMachine {
+    pub name: String,
+    /// `HealthCheckSucceeded`, when False.
+    pub health_check: Option<Condition>,
+    /// `OwnerRemediated`, when False: KCP is to remediate it.
+    pub owner_remediated: Option<Condition>,
+    /// It carries `cluster.x-k8s.io/skip-remediation` or `cluster.x-k8s.io/paused`.
+    pub skipped: bool,
+}
+
+/// The KCP's remediation state.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct KcpRemediation {
+    pub name: String,
+    /// `controlplane.cluster.x-k8s.io/remediation-in-progress` (its JSON: machine, timestamp,
+    /// retryCount), bounded.
+    pub in_progress: Option<String>,
+    /// `status.lastRemediation`: `machine at time (retry N)`.
+    pub last: Option<String>,
+    pub max_retry: Option<i64>,
+    pub retry_period: Option<String>,
+    pub min_healthy_period: Option<String>,
+}
+
 /// Everything the Supervisor says about one workload cluster's control plane.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ClusterFacts {
@@ -353,6 +433,9 @@ pub struct ClusterFacts {
     /// The Cluster's `spec.controlPlaneEndpoint`, parsed: the only server a kubeconfig from the
     /// cluster's secret may point at (reports show it as `cluster.controlPlaneEndpoint`).
     pub endpoint: Option<Endpoint>,
+    /// What could replace the control-plane Machines (the remediation guard): empty when
+    /// nothing was read of it.
+    pub remediation: RemediationFacts,
 }
 
 /// Where a cluster's API server is: CAPI writes the cluster's kubeconfig for this address.

@@ -19,11 +19,15 @@ use super::facts::*;
 use super::kinds::{KindId, KINDS, VM_LABELS};
 pub use super::kinds::{CLUSTER_NAME_LABEL, CONTROL_PLANE_LABEL};
 use super::network::{self, NetKind, NetworkObjects, NetworkRead};
-use super::{extract, join, rollout, targets};
+use super::{extract, join, remediation, rollout, targets};
 use crate::error::{Error, Result};
 
 /// The objects read, per kind.
 pub type Objects = BTreeMap<KindId, Vec<DynamicObject>>;
+
+/// Why a kind whose failed request is a note ([`super::kinds::Need::Advice`]) could not be
+/// read, per kind.
+pub type Unread = BTreeMap<KindId, String>;
 
 /// The objects read in one vSphere Namespace.
 #[derive(Debug, Clone)]
@@ -33,6 +37,9 @@ pub struct Inventory {
     /// The objects of each kind read, as listed (the control planes each with its type: the
     /// Cluster names their kind). The network kinds' are in `network`.
     pub objects: Objects,
+    /// The advice kinds that could not be read, each with its note (a 403 on
+    /// MachineHealthChecks): empty when all were.
+    pub unread: Unread,
     /// The network objects read ([`super::network`]); None when the Supervisor serves no NSX
     /// group (nothing was asked).
     pub network: Option<NetworkRead>,
@@ -109,6 +116,7 @@ impl Inventory {
                     })
                     .collect(),
                 network: self.network.as_ref().map(|n| n.in_namespace(&ns)),
+                unread: self.unread.clone(),
                 apis: self.apis.clone(),
                 namespace: ns,
             })
@@ -186,6 +194,15 @@ impl Inventory {
         );
         // A rollout phase needs the Machine's metadata and its VM: known once joined.
         rollout::fill(&mut nodes, &machine_objects);
+        let remediation = remediation::facts(
+            cluster,
+            control_plane.as_ref().ok().and_then(|(_, _, o)| *o),
+            &machine_objects,
+            self.of(KindId::MachineHealthCheck),
+            self.unread
+                .get(&KindId::MachineHealthCheck)
+                .map(String::as_str),
+        );
         Ok(ClusterFacts {
             context: context.to_string(),
             namespace: ns.to_string(),
@@ -206,6 +223,7 @@ impl Inventory {
             nodes,
             machines_beyond_replicas,
             endpoint: extract::endpoint(&cluster.data),
+            remediation,
         })
     }
 
@@ -360,6 +378,20 @@ impl Inventory {
                     .map(|v| own(v, &self.apis.virtual_machine))
                     .collect()
             }
+            // The MachineHealthChecks that take the cluster's control-plane Machines: the only
+            // ones the remediation guard reads.
+            KindId::MachineHealthCheck => {
+                let Some(ar) = self.apis.resource(KindId::MachineHealthCheck) else {
+                    return Vec::new();
+                };
+                let machines: Vec<&DynamicObject> = self.machines_of(cluster_name).collect();
+                self.of(KindId::MachineHealthCheck)
+                    .iter()
+                    .filter(|h| !remediation::selected(h, cluster_name, &machines).is_empty())
+                    .take(remediation::MAX_HEALTH_CHECKS)
+                    .map(|h| own(h, &ar))
+                    .collect()
+            }
             KindId::Net(kind) => {
                 let (Some(read), Some(objects)) = (&self.network, network) else {
                     return Vec::new();
@@ -388,6 +420,21 @@ impl Inventory {
                     .collect()
             }
         }
+    }
+
+    /// The note of why the MachineHealthChecks could not be read, as an evidence bundle kept
+    /// it (None: they were read).
+    pub fn with_remediation_note(mut self, note: Option<&str>) -> Inventory {
+        if let Some(n) = note {
+            self.unread
+                .insert(KindId::MachineHealthCheck, n.to_string());
+        }
+        self
+    }
+
+    /// The note of why the MachineHealthChecks could not be read (None: they were).
+    pub fn remediation_note(&self) -> Option<String> {
+        self.unread.get(&KindId::MachineHealthCheck).cloned()
     }
 
     /// The notes of what could not be read of the network, as an evidence bundle kept them
@@ -458,6 +505,7 @@ impl Inventory {
             namespace: namespace.to_string(),
             apis,
             objects: Objects::new(),
+            unread: Unread::new(),
             network: None,
         };
         for v in objects {

@@ -33,6 +33,9 @@ pub enum KindId {
     Machine,
     VSphereMachine,
     VirtualMachine,
+    /// CAPI's MachineHealthCheck: what may mark the control-plane Machines for remediation
+    /// (the remediation guard, [`super::remediation`]).
+    MachineHealthCheck,
     /// A network kind: read only when the Supervisor serves an NSX group.
     Net(NetKind),
 }
@@ -85,6 +88,9 @@ pub enum Selector {
     VmRole,
     /// The vSphere Namespace itself (every Namespace across all namespaces).
     OwnNamespace,
+    /// CAPI's cluster-name label: for one cluster its value, for many every object carrying it
+    /// (CAPI's MachineHealthCheck webhook sets it from `spec.clusterName`).
+    ClusterLabel,
 }
 
 /// Which version is asked for.
@@ -103,6 +109,10 @@ pub enum Need {
     Required,
     /// Read when served; a failed request fails the read.
     WhenServed,
+    /// Read when served; not found (404) is not served, any other failed request (403, …)
+    /// is a note, never a failure: what the kind tells is advice beside the verdict (the
+    /// remediation guard).
+    Advice,
     /// Network evidence: read when served and the Supervisor serves an NSX group; a failed
     /// request is a note, a list is cut per namespace ([`super::network`]).
     Evidence,
@@ -198,6 +208,14 @@ pub const KINDS: &[Kind] = &[
         "virtualmachines",
         Selector::VmRole,
         Need::Required,
+    ),
+    kind(
+        KindId::MachineHealthCheck,
+        "MachineHealthCheck",
+        CAPI_GROUP,
+        "machinehealthchecks",
+        Selector::ClusterLabel,
+        Need::Advice,
     ),
     net(
         NetKind::VpcSecurityPolicy,
@@ -317,6 +335,8 @@ impl Selector {
             (Selector::ControlPlaneLabel, Some(c)) => {
                 Some(format!("{CLUSTER_NAME_LABEL}={c},{CONTROL_PLANE_LABEL}"))
             }
+            (Selector::ClusterLabel, None) => Some(CLUSTER_NAME_LABEL.to_string()),
+            (Selector::ClusterLabel, Some(c)) => Some(format!("{CLUSTER_NAME_LABEL}={c}")),
             (Selector::VmRole, None) => Some(role_selector(prefix)),
             (Selector::VmRole, Some(c)) => Some(format!(
                 "{prefix}/cluster.name={c},{}",
@@ -372,5 +392,11 @@ mod tests {
             Some("capv.vmware.com/cluster.name=tkc,capv.vmware.com/cluster.role=controlplane")
         );
         assert_eq!(Selector::All.labels(Some("tkc"), ""), None);
+        let cl = Selector::ClusterLabel;
+        assert_eq!(cl.labels(None, "").as_deref(), Some(CLUSTER_NAME_LABEL));
+        assert_eq!(
+            cl.labels(Some("tkc"), "").as_deref(),
+            Some("cluster.x-k8s.io/cluster-name=tkc")
+        );
     }
 }

@@ -12,6 +12,8 @@
 //! - [`extract`] (per-version field reading), [`join`] (Machines with VMs), [`targets`] (at
 //!   most the KCP's replicas plus a surplus of them) and [`rollout`] (a Machine's rollout
 //!   phase), all pure.
+//! - [`remediation`]: what could replace the control-plane Machines (MachineHealthChecks,
+//!   Machines marked for remediation, the KCP's remediation, a paused Cluster), pure.
 //! - [`network`]: the cluster's network objects (the table's NSX rows, read only when the
 //!   Supervisor serves an NSX group), sliced per cluster by uid (pure).
 
@@ -26,6 +28,7 @@ pub mod network;
 pub mod read;
 #[cfg(test)]
 mod read_tests;
+pub mod remediation;
 pub mod rollout;
 #[cfg(test)]
 mod rollout_tests;

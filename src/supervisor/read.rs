@@ -22,7 +22,7 @@ use kube::Client;
 
 use super::discovery::SupervisorApis;
 use super::extract;
-use super::inventory::{existing, Inventory, Objects, Scope};
+use super::inventory::{existing, Inventory, Objects, Scope, Unread};
 use super::kinds::{Kind, KindId, Need, NetKind, ResourceScope, Selector, KINDS, VM_LABELS};
 use super::network::{cut_note, per_namespace, plan, resource_name, NetworkRead, OTHERS_NOTE};
 use crate::error::{Error, Result};
@@ -78,23 +78,62 @@ fn typed(mut o: DynamicObject, ar: &ApiResource) -> DynamicObject {
     o
 }
 
-/// The rows' first requests together (the network rows are [`read_network`]'s).
+/// The rows' first requests together (the network rows are [`read_network`]'s). A failed
+/// request of a [`Need::Advice`] row is a note ([`Unread`]), never a failure.
 async fn read_rows(
     client: &Client,
     apis: &SupervisorApis,
     ns: Option<&str>,
     reach: Reach<'_>,
     rows: impl Iterator<Item = &'static Kind>,
-) -> Result<Objects> {
-    let read =
-        try_join_all(
-            rows.filter(|k| k.optional != Need::Evidence)
-                .map(|k| async move {
-                    Ok::<_, Error>((k.id, read_row(client, apis, ns, reach, k).await?))
-                }),
-        )
-        .await?;
-    Ok(read.into_iter().collect())
+) -> Result<(Objects, Unread)> {
+    let read = try_join_all(
+        rows.filter(|k| k.optional != Need::Evidence)
+            .map(|k| async move {
+                match read_row(client, apis, ns, reach, k).await {
+                    Ok(objects) => Ok::<_, Error>((k.id, Ok(objects))),
+                    // Not found: the Supervisor does not serve the kind (a plain discovery
+                    // answer names no kinds, so it was asked for).
+                    Err(Error::Kube(f))
+                        if k.optional == Need::Advice && is_not_found(&f.source) =>
+                    {
+                        Ok((k.id, Ok(Vec::new())))
+                    }
+                    Err(Error::Kube(f)) if k.optional == Need::Advice => {
+                        Ok((k.id, Err(advice_note(k, ns, &f.source))))
+                    }
+                    Err(e) => Err(e),
+                }
+            }),
+    )
+    .await?;
+    let mut objects = Objects::new();
+    let mut unread = Unread::new();
+    for (id, answer) in read {
+        match answer {
+            Ok(o) => {
+                objects.insert(id, o);
+            }
+            Err(note) => {
+                unread.insert(id, note);
+            }
+        }
+    }
+    Ok((objects, unread))
+}
+
+fn is_not_found(e: &kube::Error) -> bool {
+    matches!(e, kube::Error::Api(s) if s.code == 404)
+}
+
+/// The note of an advice row that could not be read: the request and why, in fixed words.
+fn advice_note(kind: &Kind, ns: Option<&str>, e: &kube::Error) -> String {
+    let resource = kind.resource.unwrap_or_default();
+    let place = match ns {
+        Some(ns) => format!("in namespace {ns}"),
+        None => "in all namespaces".to_string(),
+    };
+    format!("list {resource} {place}: {}", failure(e))
 }
 
 /// One row's first request(s): what its selector asks for, the kind at the version discovery
@@ -200,7 +239,7 @@ impl Inventory {
                 ))
             }
         };
-        let (objects, network) = tokio::try_join!(
+        let ((objects, unread), network) = tokio::try_join!(
             read_rows(
                 client,
                 apis,
@@ -214,6 +253,7 @@ impl Inventory {
             namespace: ns.to_string(),
             apis: apis.clone(),
             objects,
+            unread,
             network,
         })
     }
@@ -237,7 +277,7 @@ impl Inventory {
         ns: &str,
         others: Option<&OthersAnswer>,
     ) -> Result<Inventory> {
-        let (objects, network) = tokio::try_join!(
+        let ((objects, unread), network) = tokio::try_join!(
             read_rows(client, apis, Some(ns), Reach::Clusters, KINDS.iter()),
             async { Ok(read_network_with(client, apis, Some(ns), others).await) },
         )?;
@@ -245,6 +285,7 @@ impl Inventory {
             namespace: ns.to_string(),
             apis: apis.clone(),
             objects,
+            unread,
             network,
         };
         read_after(client, &mut inv, Some(ns)).await?;
@@ -263,7 +304,7 @@ impl Inventory {
         match read_row(client, apis, None, Reach::Clusters, clusters).await {
             Ok(found) => {
                 let rest = KINDS.iter().filter(|k| k.id != KindId::Cluster);
-                let (mut objects, network) = tokio::try_join!(
+                let ((mut objects, unread), network) = tokio::try_join!(
                     read_rows(client, apis, None, Reach::Clusters, rest),
                     async { Ok(read_network(client, apis, None).await) },
                 )?;
@@ -272,6 +313,7 @@ impl Inventory {
                     namespace: String::new(),
                     apis: apis.clone(),
                     objects,
+                    unread,
                     network,
                 };
                 read_after(client, &mut all, None).await?;

@@ -76,6 +76,7 @@ const FOLDERS: &[(&str, &[&[&str]])] = &[
             &["watch"],
             &["cleanup", "diagnose", "list", "status"],
             &["network"],
+            &["guard"],
         ],
     ),
     (
@@ -89,7 +90,12 @@ const FOLDERS: &[(&str, &[&[&str]])] = &[
     ),
     (
         "report::v1alpha2",
-        &[&["analysis", "network"], &["cluster"], &["node"]],
+        &[
+            &["guard"],
+            &["analysis", "network"],
+            &["cluster"],
+            &["node"],
+        ],
     ),
     (
         "analyse",
@@ -98,6 +104,7 @@ const FOLDERS: &[(&str, &[&[&str]])] = &[
             &["network"],
             &["verdict"],
             &["location"],
+            &["guard"],
             &["matrix", "policy", "clock", "realization"],
         ],
     ),
@@ -134,6 +141,7 @@ const FOLDERS: &[(&str, &[&[&str]])] = &[
         &[
             &["read"],
             &["inventory"],
+            &["remediation"],
             &["network"],
             &["targets"],
             &["join"],

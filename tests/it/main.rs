@@ -25,6 +25,7 @@ mod json_contract;
 mod network;
 mod network_policy;
 mod rbac;
+mod remediation_guard;
 mod status;
 
 mod all_clusters;

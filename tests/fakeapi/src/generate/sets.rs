@@ -129,7 +129,103 @@ pub fn defs() -> Vec<SetDef> {
         rollout_scale_up_joining(),
         rollout_scale_down(),
         two_clusters(),
+        remediation_armed(),
+        remediation_paused(),
     ]
+}
+
+/// The file the MachineHealthChecks go in (between the KCP and the Machines).
+const MHC_FILE: &str = "35-machinehealthchecks.yaml";
+
+/// The MachineHealthChecks a ClusterClass-based TKG cluster carries (CAPI v1beta1, checked
+/// against kubernetes-sigs/cluster-api api/core/v1beta1/machinehealthcheck_types.go): the
+/// topology controller names the control plane's after the KCP and selects its Machines by the
+/// control-plane label; the workers' after the MachineDeployment. `healthy` of 3 Machines.
+fn health_checks(healthy: i64) -> Vec<Edit> {
+    let owner = json!([{"apiVersion": "cluster.x-k8s.io/v1beta1", "kind": "Cluster", "name": TKC,
+        "uid": "f3678f9e-4c8e-5505-bc73-56b244530f60"}]);
+    let status = |targets: Value, healthy: i64| {
+        json!({"expectedMachines": 3, "currentHealthy": healthy, "remediationsAllowed": healthy,
+            "observedGeneration": 1, "targets": targets,
+            "conditions": [{"type": "RemediationAllowed", "status": "True",
+                "lastTransitionTime": "2025-06-01T12:00:00Z"}]})
+    };
+    let unhealthy = json!([
+        {"type": "Ready", "status": "Unknown", "timeout": "5m0s"},
+        {"type": "Ready", "status": "False", "timeout": "5m0s"}
+    ]);
+    vec![
+        Edit::Add(
+            MHC_FILE,
+            json!({
+                "apiVersion": "cluster.x-k8s.io/v1beta1", "kind": "MachineHealthCheck",
+                "metadata": {"name": CP, "namespace": "ns-prod",
+                    "uid": "5b0f9a51-8f1e-5c3a-9d0e-0c1b2d3e4f51",
+                    "labels": {"cluster.x-k8s.io/cluster-name": TKC,
+                        "topology.cluster.x-k8s.io/owned": ""},
+                    "ownerReferences": owner},
+                "spec": {"clusterName": TKC, "maxUnhealthy": "100%", "nodeStartupTimeout": "20m0s",
+                    "selector": {"matchLabels": {"cluster.x-k8s.io/control-plane": ""}},
+                    "unhealthyConditions": unhealthy},
+                "status": status(json!([CP1, CP2, CP3]), healthy)
+            }),
+        ),
+        Edit::Add(
+            MHC_FILE,
+            json!({
+                "apiVersion": "cluster.x-k8s.io/v1beta1", "kind": "MachineHealthCheck",
+                "metadata": {"name": "tkc-prod-node-pool-1-6kq2v", "namespace": "ns-prod",
+                    "uid": "5b0f9a51-8f1e-5c3a-9d0e-0c1b2d3e4f52",
+                    "labels": {"cluster.x-k8s.io/cluster-name": TKC,
+                        "topology.cluster.x-k8s.io/owned": ""},
+                    "ownerReferences": owner},
+                "spec": {"clusterName": TKC, "maxUnhealthy": "100%", "nodeStartupTimeout": "20m0s",
+                    "selector": {"matchLabels":
+                        {"cluster.x-k8s.io/deployment-name": "tkc-prod-node-pool-1-6kq2v"}},
+                    "unhealthyConditions": unhealthy},
+                "status": status(json!(["tkc-prod-node-pool-1-6kq2v-5b8c7d9f4x-5dftw",
+                    "tkc-prod-node-pool-1-6kq2v-5b8c7d9f4x-hq7mz"]), 2)
+            }),
+        ),
+    ]
+}
+
+fn remediation_armed() -> SetDef {
+    SetDef {
+        name: "remediation-armed",
+        about: r#"remediation-armed — quorum-lost with the MachineHealthChecks of a ClusterClass-based cluster
+(35-machinehealthchecks.yaml), the Cluster not paused: the remediation guard's case.
+
+  MachineHealthCheck tkc-prod-7xk2p            the control plane (selector cluster.x-k8s.io/control-plane),
+                                               Ready Unknown/False for 5m0s, nodeStartupTimeout 20m0s,
+                                               maxUnhealthy 100%; status: 3 expected, 0 healthy
+  MachineHealthCheck tkc-prod-node-pool-1-6kq2v  the workers (cluster.x-k8s.io/deployment-name): not the
+                                               control plane's, never named by the guard
+  Cluster tkc-prod                             spec.paused unset
+
+Expected: with a network verdict the guard is Armed, names tkc-prod-7xk2p and gives the pause
+and unpause commands; everything else is quorum-lost's."#,
+        settings: None,
+        parts: vec![Part::of("quorum-lost")],
+        edits: health_checks(0),
+    }
+}
+
+fn remediation_paused() -> SetDef {
+    let mut edits = health_checks(3);
+    edits.push(set((CLUSTER, TKC), "/spec/paused", json!(true)));
+    SetDef {
+        name: "remediation-paused",
+        about: r#"remediation-paused — healthy-v1alpha3 with remediation-armed's MachineHealthChecks and the
+Cluster paused (spec.paused: true), as an admin leaves it after pausing it during a cut.
+
+Expected: with a Healthy verdict the guard is Paused and the verdict reminds to unpause
+(kubectl patch cluster tkc-prod -n ns-prod --type merge -p '{"spec":{"paused":false}}');
+everything else is healthy-v1alpha3's."#,
+        settings: None,
+        parts: vec![Part::of("healthy-v1alpha3")],
+        edits,
+    }
 }
 
 fn hostile_escapes() -> SetDef {

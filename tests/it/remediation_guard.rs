@@ -1,0 +1,256 @@
+//! The remediation guard through the real kubectl, on scripted vSphere Pods (no lab): the
+//! MachineHealthCheck over the control plane named on a network verdict with the pause and
+//! unpause commands (fixture set `remediation-armed`), the reminder to unpause on a Healthy
+//! verdict of a paused Cluster (`remediation-paused`), a 403 on MachineHealthChecks as a note,
+//! the same guard from a bundle `analyse`d offline, and nothing where the Supervisor says
+//! nothing of remediation.
+
+use crate::common;
+
+use common::article::CP;
+use common::*;
+use etcdnet::report::v1alpha2::{GuardState, VerdictCode};
+
+const PAUSE: &str =
+    r#"kubectl patch cluster tkc-prod -n ns-prod --type merge -p '{"spec":{"paused":true}}'"#;
+const UNPAUSE: &str =
+    r#"kubectl patch cluster tkc-prod -n ns-prod --type merge -p '{"spec":{"paused":false}}'"#;
+
+/// A Supervisor of `set` whose jumpbox pod finds every VM's peers on 2380 timing out.
+fn cut(set: &str) -> Env {
+    let env = Env::new(set, Workload::black_hole());
+    env.script_jumpbox_pods_with(&CP, |_, ip| Some(section_2380_dropped(ip)));
+    env
+}
+
+fn is_network(code: VerdictCode) -> bool {
+    matches!(
+        code,
+        VerdictCode::EtcdPeerNetworkBlocked
+            | VerdictCode::EtcdPeerNetworkPartial
+            | VerdictCode::EtcdPeerPortRefused
+    )
+}
+
+#[test]
+fn a_network_verdict_names_the_armed_health_check_and_the_commands() {
+    let env = cut("remediation-armed");
+    let run = env.diagnose_via_jumpbox(&["-o", "json"]);
+    run.expect_code(1);
+    let r = run.diagnose_report();
+    assert!(is_network(r.verdict.code), "{:#?}", r.verdict);
+    let g = r.remediation_guard.expect("a guard");
+    assert_eq!(g.state, GuardState::Armed);
+    assert!(!g.cluster_paused);
+    // The control plane's, never the workers'.
+    let names: Vec<&str> = g.health_checks.iter().map(|h| h.name.as_str()).collect();
+    assert_eq!(names, ["tkc-prod-7xk2p"]);
+    assert_eq!(g.health_checks[0].machines, CP);
+    assert_eq!(g.pause_command, PAUSE);
+    assert_eq!(g.unpause_command, UNPAUSE);
+    assert!(
+        r.verdict.evidence.iter().any(|e| e.starts_with(
+            "remediation is armed: MachineHealthCheck tkc-prod-7xk2p selects the control-plane Machines"
+        )),
+        "{:#?}",
+        r.verdict.evidence
+    );
+    assert!(
+        r.verdict.next_steps.iter().any(|s| s.ends_with(PAUSE)),
+        "{:#?}",
+        r.verdict.next_steps
+    );
+    assert!(
+        r.verdict.next_steps.iter().any(|s| s.ends_with(UNPAUSE)),
+        "{:#?}",
+        r.verdict.next_steps
+    );
+
+    let table = env.diagnose_via_jumpbox(&[]);
+    table.expect_code(1);
+    for want in [
+        "REMEDIATION GUARD: Armed",
+        "MachineHealthCheck tkc-prod-7xk2p: tkc-prod-7xk2p-4rz8m",
+        "unhealthy when: Ready=Unknown for 5m0s, Ready=False for 5m0s",
+        PAUSE,
+        UNPAUSE,
+    ] {
+        assert!(table.stdout.contains(want), "{want}:\n{}", table.stdout);
+    }
+    assert!(
+        !table.stdout.contains("tkc-prod-node-pool-1-6kq2v"),
+        "{}",
+        table.stdout
+    );
+}
+
+#[test]
+fn a_paused_cluster_found_healthy_is_reminded_to_unpause() {
+    let env = Env::new("remediation-paused", Workload::black_hole());
+    env.script_jumpbox_pods(&CP);
+    let run = env.diagnose_via_jumpbox(&["-o", "json"]);
+    run.expect_code(0);
+    let r = run.diagnose_report();
+    assert_eq!(r.verdict.code, VerdictCode::Healthy, "{:#?}", r.verdict);
+    let g = r.remediation_guard.expect("a guard");
+    assert_eq!(g.state, GuardState::Paused);
+    assert!(g.cluster_paused);
+    assert!(
+        r.verdict
+            .next_steps
+            .iter()
+            .any(|s| s.contains("unpause") && s.ends_with(UNPAUSE)),
+        "{:#?}",
+        r.verdict.next_steps
+    );
+    assert!(!r.verdict.next_steps.iter().any(|s| s.contains(PAUSE)));
+
+    let table = env.diagnose_via_jumpbox(&[]);
+    table.expect_code(0);
+    assert!(
+        table.stdout.contains("REMEDIATION GUARD: Paused"),
+        "{}",
+        table.stdout
+    );
+}
+
+#[test]
+fn a_forbidden_health_check_list_is_a_note_and_changes_no_verdict() {
+    let env = cut("remediation-armed");
+    let before = env.diagnose_via_jumpbox(&["-o", "json"]).diagnose_report();
+    env.supervisor.forbid(etcdnet_fakeapi::Forbid {
+        verb: Some("list".into()),
+        group: Some("cluster.x-k8s.io".into()),
+        resource: Some("machinehealthchecks".into()),
+        ..Default::default()
+    });
+    let run = env.diagnose_via_jumpbox(&["-o", "json"]);
+    run.expect_code(1);
+    let r = run.diagnose_report();
+    assert_eq!(r.verdict.code, before.verdict.code);
+    let g = r.remediation_guard.expect("a guard");
+    assert_eq!(g.state, GuardState::Unknown);
+    assert!(g.health_checks.is_empty());
+    assert_eq!(
+        g.unread.as_deref(),
+        Some("list machinehealthchecks in namespace ns-prod: forbidden")
+    );
+    assert!(
+        r.verdict
+            .notes
+            .iter()
+            .any(|n| n.starts_with("MachineHealthChecks could not be read")),
+        "{:#?}",
+        r.verdict.notes
+    );
+    assert!(!r.verdict.next_steps.iter().any(|s| s.contains(PAUSE)));
+}
+
+#[test]
+fn no_word_of_remediation_leaves_the_report_as_it_was() {
+    let env = cut(common::article::SET);
+    let run = env.diagnose_via_jumpbox(&["-o", "json"]);
+    run.expect_code(1);
+    assert!(
+        run.json().get("remediationGuard").is_none(),
+        "{}",
+        run.stdout
+    );
+    let table = env.diagnose_via_jumpbox(&[]);
+    assert!(
+        !table.stdout.contains("REMEDIATION GUARD"),
+        "{}",
+        table.stdout
+    );
+    assert!(
+        !table.stdout.contains("kubectl patch cluster"),
+        "{}",
+        table.stdout
+    );
+}
+
+#[test]
+fn a_bundle_keeps_the_guard_and_its_note() {
+    let env = cut("remediation-armed");
+    env.supervisor.forbid(etcdnet_fakeapi::Forbid {
+        verb: Some("list".into()),
+        group: Some("cluster.x-k8s.io".into()),
+        resource: Some("machinehealthchecks".into()),
+        ..Default::default()
+    });
+    let bundle = env.dir.path().join("forbidden.tar.gz");
+    let live = crate::bundle::diagnose(&env, &bundle, &["-o", "json"]).diagnose_report();
+    let offline = crate::bundle::analyse_offline(&env, &bundle, &["-o", "json"]).diagnose_report();
+    assert_eq!(offline.remediation_guard, live.remediation_guard);
+    assert_eq!(offline.verdict, live.verdict);
+    assert_eq!(
+        offline.remediation_guard.unwrap().state,
+        GuardState::Unknown
+    );
+
+    let env = cut("remediation-armed");
+    let bundle = env.dir.path().join("armed.tar.gz");
+    let live = crate::bundle::diagnose(&env, &bundle, &["-o", "json"]).diagnose_report();
+    let offline = crate::bundle::analyse_offline(&env, &bundle, &["-o", "json"]).diagnose_report();
+    assert_eq!(offline.remediation_guard, live.remediation_guard);
+    assert_eq!(offline.verdict, live.verdict);
+    let g = offline.remediation_guard.unwrap();
+    assert_eq!(g.state, GuardState::Armed);
+    assert_eq!(g.health_checks[0].name, "tkc-prod-7xk2p");
+}
+
+/// What a lab test does with the same fake Supervisor: a MachineHealthCheck created and the
+/// Cluster paused while it runs (`FakeApi::insert`, `FakeApi::modify`), each seen by the next
+/// diagnosis.
+#[test]
+fn a_health_check_and_a_pause_made_at_run_time_are_seen() {
+    use common::article::{CLUSTER, NS, SET};
+    let env = cut(SET);
+    env.supervisor
+        .insert(serde_json::json!({
+            "apiVersion": "cluster.x-k8s.io/v1beta1", "kind": "MachineHealthCheck",
+            "metadata": {"name": "tkc-prod-cp-unhealthy-5m", "namespace": NS,
+                "labels": {"cluster.x-k8s.io/cluster-name": CLUSTER}},
+            "spec": {"clusterName": CLUSTER, "maxUnhealthy": "100%",
+                "selector": {"matchLabels": {"cluster.x-k8s.io/control-plane": ""}},
+                "unhealthyConditions": [{"type": "Ready", "status": "Unknown", "timeout": "300s"}]}
+        }))
+        .unwrap();
+    let armed = env.diagnose_via_jumpbox(&["-o", "json"]).diagnose_report();
+    let g = armed.remediation_guard.expect("a guard");
+    assert_eq!(g.state, GuardState::Armed);
+    assert_eq!(g.health_checks[0].name, "tkc-prod-cp-unhealthy-5m");
+    assert_eq!(
+        g.health_checks[0].unhealthy_conditions,
+        ["Ready=Unknown for 300s"]
+    );
+
+    env.supervisor
+        .modify("cluster.x-k8s.io/v1beta1", "Cluster", NS, CLUSTER, |c| {
+            c["spec"]["paused"] = serde_json::json!(true)
+        })
+        .unwrap();
+    let paused = env.diagnose_via_jumpbox(&["-o", "json"]).diagnose_report();
+    assert_eq!(paused.verdict.code, armed.verdict.code);
+    let g = paused.remediation_guard.expect("a guard");
+    assert_eq!(g.state, GuardState::Paused);
+    assert!(
+        paused
+            .verdict
+            .evidence
+            .iter()
+            .any(|e| e.starts_with("the Cluster is paused")),
+        "{:#?}",
+        paused.verdict.evidence
+    );
+    assert!(
+        paused
+            .verdict
+            .next_steps
+            .iter()
+            .any(|s| s.ends_with(UNPAUSE)),
+        "{:#?}",
+        paused.verdict.next_steps
+    );
+    assert!(!paused.verdict.next_steps.iter().any(|s| s.ends_with(PAUSE)));
+}
