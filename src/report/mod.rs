@@ -231,6 +231,10 @@ pub struct DiagnoseReport {
     pub matrices: Vec<v1alpha2::Matrix>,
     pub logs: Vec<v1alpha2::NodeLogs>,
     pub verdict: v1alpha2::Verdict,
+    /// Where the failing paths' packets die, from the nodes' own firewalls read around the
+    /// checks; absent when no node's probe read its firewall.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub packet_location: Option<v1alpha2::PacketLocation>,
     pub result: DiagnoseResult,
 }
 
@@ -298,6 +302,7 @@ impl DiagnoseReport {
             matrices: diagnosis.matrices.into_iter().map(Into::into).collect(),
             logs: diagnosis.logs.into_iter().map(Into::into).collect(),
             verdict: diagnosis.verdict.into(),
+            packet_location: diagnosis.location.map(Into::into),
         }
     }
 }

@@ -75,7 +75,7 @@ const FOLDERS: &[(&str, &[&[&str]])] = &[
         &[
             &["watch"],
             &["cleanup", "diagnose", "list", "status"],
-            &["network"],
+            &["network", "location"],
         ],
     ),
     (
@@ -89,7 +89,12 @@ const FOLDERS: &[(&str, &[&[&str]])] = &[
     ),
     (
         "report::v1alpha2",
-        &[&["analysis", "network"], &["cluster"], &["node"]],
+        &[
+            &["location"],
+            &["analysis", "network"],
+            &["cluster"],
+            &["node"],
+        ],
     ),
     (
         "analyse",

@@ -42,6 +42,7 @@ pub(crate) fn all<A, B: From<A>>(v: Vec<A>) -> Vec<B> {
 
 mod analysis;
 mod cluster;
+mod location;
 mod network;
 mod node;
 
@@ -50,6 +51,9 @@ pub use analysis::{
     LogWindow, Matrix, NodeLogs, Verdict, VerdictCode, WindowEnd,
 };
 pub use cluster::*;
+pub use location::{
+    FirewallReadState, FirewallRule, NodeFirewall, PacketLocation, PathPlace, Place,
+};
 pub use network::{
     Action, BlockingRule, CoverReason, CoveredCheck, CoveringRule, Direction, NetworkAssessment,
     NsxGroup, PathEvaluation, PathOutcome, PathRef, PolicyEvaluation, PolicySummary, PolicyWarning,
