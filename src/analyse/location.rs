@@ -503,5 +503,65 @@ pub fn evidence(loc: &PacketLocation) -> Vec<String> {
     lines
 }
 
+/// A table, chain or tool name a node printed, safe to put in a command an admin may paste:
+/// letters, digits and `_-.` only, as nft and iptables name them (anything else is left out).
+fn safe(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 64
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'))
+}
+
+/// The command that lists a rule's chain on its node, when every name in it is safe.
+fn list_command(h: &RuleHit) -> Option<String> {
+    let (family, table) = h.table.split_once(' ')?;
+    if !(safe(&h.tool) && safe(family) && safe(table) && safe(&h.chain)) {
+        return None;
+    }
+    if h.tool == "nft" {
+        Some(format!("nft -a list chain {family} {table} {}", h.chain))
+    } else {
+        let tool = h.tool.trim_end_matches("-legacy");
+        Some(format!(
+            "{tool} -t {table} -L {} -v -n --line-numbers",
+            h.chain
+        ))
+    }
+}
+
+/// The first next step when a node's own rule counted the failing packets: that rule is the
+/// node's, not the fabric's; what to look at on which node. Empty otherwise.
+pub fn next_steps(loc: &PacketLocation) -> Vec<String> {
+    let mut named: Vec<&RuleHit> = Vec::new();
+    for h in loc
+        .paths
+        .iter()
+        .filter(|p| p.place == Place::InsideGuest)
+        .flat_map(|p| p.rules.iter().filter(|h| h.counted()))
+    {
+        if !named
+            .iter()
+            .any(|n| n.node == h.node && n.name() == h.name())
+        {
+            named.push(h);
+        }
+    }
+    named
+        .iter()
+        .take(RULES_NAMED)
+        .map(|h| {
+            let look = list_command(h)
+                .map(|c| format!(" (on the node: `{c}`)"))
+                .unwrap_or_default();
+            format!(
+                "Node {}'s own firewall counted the dropped packets, {INSIDE}: correct or remove {}{look} first; the NSX team cannot change it",
+                h.node,
+                h.name()
+            )
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests;

@@ -430,6 +430,8 @@ pub fn diagnose_at(
     let location = super::location::locate(nodes, &ctx.matrices);
     if let Some(loc) = location.as_ref().filter(|_| verdict.code.is_network()) {
         verdict.evidence.extend(super::location::evidence(loc));
+        let first = super::location::next_steps(loc);
+        verdict.next_steps.splice(0..0, first);
     }
     let guard = guard_advice(facts, &mut verdict);
     let healthy = verdict.code == VerdictCode::Healthy;
@@ -513,3 +515,6 @@ mod rollout_tests;
 mod members_tests;
 #[cfg(test)]
 mod trust_tests;
+
+#[cfg(test)]
+mod location_tests;

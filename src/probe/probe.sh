@@ -530,7 +530,8 @@ kind == "nft" {
   if (inchain && $0 ~ /^\t}/) { inchain = 0; keep($0); next }
   if (!inchain) next
   if ($0 ~ /^\t\ttype .* hook /) { drops = $0 ~ /policy drop/; keep($0); next }
-  if ($0 ~ /(^|[ \t])(drop|reject)( |$)/ || $0 ~ /2379|2380/ || (drops && $0 ~ /(^|[ \t])accept( |$)/)) keep($0)
+  r = $0; sub(/ # handle [0-9]+$/, "", r)
+  if (r ~ /(^|[ \t])(drop|reject)( |$)/ || r ~ /2379|2380/ || (drops && r ~ /(^|[ \t])accept( |$)/)) keep($0)
   next
 }
 {

@@ -188,6 +188,9 @@ fn diagnose_table(r: &DiagnoseReport, wide: bool, paint: Paint) -> String {
             out.line(format!("  - {n}"));
         }
     }
+    if let Some(l) = &r.packet_location {
+        super::location::section(&mut out, l, wide);
+    }
     if let Some(g) = &r.remediation_guard {
         super::guard::section(&mut out, g, wide);
     }

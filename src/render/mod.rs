@@ -30,6 +30,7 @@ mod cleanup;
 mod diagnose;
 mod guard;
 mod list;
+mod location;
 mod network;
 mod status;
 mod watch;

@@ -237,6 +237,10 @@ pub struct DiagnoseReport {
     /// Cluster, MachineHealthChecks that could not be read).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub remediation_guard: Option<v1alpha2::RemediationGuard>,
+    /// Where the failing paths' packets die, from the nodes' own firewalls read around the
+    /// checks; absent when no node's probe read its firewall.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub packet_location: Option<v1alpha2::PacketLocation>,
     pub result: DiagnoseResult,
 }
 
@@ -305,6 +309,7 @@ impl DiagnoseReport {
             logs: diagnosis.logs.into_iter().map(Into::into).collect(),
             verdict: diagnosis.verdict.into(),
             remediation_guard: diagnosis.guard.map(Into::into),
+            packet_location: diagnosis.location.map(Into::into),
         }
     }
 }

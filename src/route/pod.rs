@@ -5,7 +5,8 @@
 //! runs the probe with `chroot /host`, so that `crictl`, `curl`, the certificates under
 //! `/etc/kubernetes/pki/etcd` and the network are the node's own. It keeps only what that needs
 //! (docs/security.md has the list and why): root (the node's etcd keys, containerd's socket and
-//! systemd's are root's own files), `CAP_SYS_CHROOT` and nothing else, the host network, the
+//! systemd's are root's own files), `CAP_SYS_CHROOT`, `CAP_NET_ADMIN` and `CAP_NET_RAW` (to list
+//! the node's firewall rules) and nothing else, the host network, the
 //! host's `/`; it is not privileged, shares no PID namespace, cannot gain privileges, runs
 //! under the runtime's default seccomp profile and cannot write its own image.
 
@@ -50,6 +51,12 @@ pub fn pod_name(node: &str, run_id: &str) -> String {
     super::pod_name("etcdnet-probe-", node, run_id)
 }
 
+/// The capabilities the probe pod keeps (every other one dropped): `chroot /host`, and reading
+/// the node's firewall rules (`nft list ruleset` asks nf_tables over netlink, which answers
+/// only with CAP_NET_ADMIN; legacy `iptables-save` opens a raw socket, CAP_NET_RAW, and asks
+/// the tables with getsockopt, CAP_NET_ADMIN). The probe only lists: it changes no rule.
+pub const PROBE_CAPABILITIES: &[&str] = &["SYS_CHROOT", "NET_ADMIN", "NET_RAW"];
+
 /// The probe pod for one node: `name` is the node's name in reports, `node_name` the Node it is
 /// pinned to. `command` is the probe's argv as run on the host (it is prefixed with
 /// `chroot /host`).
@@ -73,7 +80,9 @@ pub fn debug_pod(name: &str, node_name: &str, settings: &PodSettings, command: &
             read_only_root_filesystem: Some(true),
             capabilities: Some(Capabilities {
                 drop: Some(vec!["ALL".into()]),
-                add: Some(vec!["SYS_CHROOT".into()]),
+                // chroot; listing nftables (netlink) needs NET_ADMIN, and legacy
+                // iptables-save's raw socket NET_RAW too (docs/security.md).
+                add: Some(PROBE_CAPABILITIES.iter().map(|c| c.to_string()).collect()),
             }),
             seccomp_profile: Some(SeccompProfile {
                 type_: "RuntimeDefault".into(),
@@ -358,7 +367,10 @@ mod tests {
             "the node's etcd keys are root's own files"
         );
         assert_eq!(sc["capabilities"]["drop"], serde_json::json!(["ALL"]));
-        assert_eq!(sc["capabilities"]["add"], serde_json::json!(["SYS_CHROOT"]));
+        assert_eq!(
+            sc["capabilities"]["add"],
+            serde_json::json!(["SYS_CHROOT", "NET_ADMIN", "NET_RAW"])
+        );
         assert_eq!(sc["seccompProfile"]["type"], "RuntimeDefault");
         assert_eq!(c["command"][0], "chroot");
         assert_eq!(c["command"][1], "/host");

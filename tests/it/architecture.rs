@@ -75,7 +75,7 @@ const FOLDERS: &[(&str, &[&[&str]])] = &[
         &[
             &["watch"],
             &["cleanup", "diagnose", "list", "status"],
-            &["network"],
+            &["network", "location"],
             &["guard"],
         ],
     ),
@@ -91,7 +91,7 @@ const FOLDERS: &[(&str, &[&[&str]])] = &[
     (
         "report::v1alpha2",
         &[
-            &["guard"],
+            &["guard", "location"],
             &["analysis", "network"],
             &["cluster"],
             &["node"],

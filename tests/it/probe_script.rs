@@ -881,3 +881,125 @@ fn the_previous_containers_log_when_the_current_one_is_short() {
         "{e:?}"
     );
 }
+
+/// The node's own firewall, read right before and right after the checks: `nft` and the legacy
+/// `iptables-legacy-save` shims print real captures (tests/fixtures/firewall), the "before" one
+/// on their first call and the "after" one (a counter grown) on their second; `ip6tables` is
+/// refused as without CAP_NET_ADMIN. Each read is filtered on the node to what can drop a
+/// packet and bounded; the plugin's parser reads the kept text.
+#[test]
+fn the_firewall_is_read_before_and_after_the_checks_filtered_and_bounded() {
+    let fixtures = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/firewall");
+    for shell in shells() {
+        let what = shell.join(" ");
+        let node = Node::new();
+        let twice = |name: &str, before: &str, after: &str| {
+            let state = node.path(&format!("{name}.calls"));
+            node.shim(
+                name,
+                &format!(
+                    "#!/bin/sh\necho x >>'{s}'\nif [ \"$(wc -l <'{s}')\" -le 1 ]; then cat '{fixtures}/{before}'; else cat '{fixtures}/{after}'; fi\n",
+                    s = state.display()
+                ),
+            );
+        };
+        twice("nft", "nft-counter-before.txt", "nft-counter-after.txt");
+        twice(
+            "iptables-legacy-save",
+            "iptables-legacy-before.txt",
+            "iptables-legacy-after.txt",
+        );
+        node.shim(
+            "ip6tables-legacy-save",
+            "#!/bin/sh\necho 'ip6tables-save v1.8.9 (legacy): Cannot initialize: Permission denied (you must be root)' >&2\nexit 1\n",
+        );
+        let argv = script::argv_with_shell(&shell, &loopback_args());
+        let Run { out, .. } = check(node.command(&argv, &shell, "bin"), &node, &what);
+        let fw = &out.firewall;
+        let tools = |reads: &[etcdnet::probe::firewall::FirewallRead]| -> Vec<String> {
+            reads
+                .iter()
+                .map(|r| format!("{} {}", r.tool, r.outcome))
+                .collect()
+        };
+        let want = ["nft Ok", "iptables-legacy Ok", "ip6tables-legacy Denied"];
+        assert_eq!(tools(&fw.before), want, "{what}");
+        assert_eq!(tools(&fw.after), want, "{what}");
+        let text = |r: &etcdnet::probe::firewall::FirewallRead| r.text.clone().unwrap_or_default();
+        assert!(
+            text(&fw.before[0]).contains("counter packets 0 bytes 0 drop # handle 8")
+                && text(&fw.after[0]).contains("counter packets 2 bytes 120 drop # handle 8"),
+            "{what}: {fw:?}"
+        );
+        // Kept: headers and the drops; the accepts of a chain whose policy accepts are not.
+        assert!(
+            !text(&fw.after[0]).contains("accept # handle"),
+            "{what}: {fw:?}"
+        );
+        assert_eq!(
+            (fw.after[0].lines, fw.after[0].kept, fw.after[0].cut),
+            (20, 12, 0),
+            "{what}: {fw:?}"
+        );
+        // iptables: each kept rule with its position in its chain (the jump at 1 left out).
+        assert!(
+            text(&fw.after[1]).contains(
+                "@2 [2:120] -A INPUT -s 10.0.0.2/32 -p tcp -m multiport --dports 2379,2380 -j DROP\n"
+            ),
+            "{what}: {fw:?}"
+        );
+        assert_eq!(
+            fw.after[2].detail.as_deref(),
+            Some("ip6tables-save v1.8.9 (legacy): Cannot initialize: Permission denied (you must be root)"),
+            "{what}"
+        );
+        // The nft shim was called twice: once before the checks, once after.
+        let calls = std::fs::read_to_string(node.path("nft.calls")).unwrap();
+        assert_eq!(calls.lines().count(), 2, "{what}");
+    }
+}
+
+/// A node with a huge ruleset (a kube-proxy or Antrea node) keeps at most 48 KiB of what can
+/// drop a packet and says how much it cut; a rule line of a hostile length is cut at 512 bytes.
+#[test]
+fn a_huge_ruleset_is_bounded_and_the_cut_said() {
+    let node = Node::new();
+    let gen = node.path("gen.sh");
+    // A hostile line first, then 3000 accepts of a chain whose policy accepts (never kept),
+    // then 3000 drops (kept up to the cap).
+    let script = r#"printf 'table ip filter { # handle 1\n\tchain input { # handle 1\n\t\ttype filter hook input priority filter; policy accept;\n'
+printf '\t\tcomment "%s" drop # handle 9999\n' "$(printf '%3000s' | tr ' ' x)"
+i=0; while [ $i -lt 3000 ]; do printf '\t\tip saddr 10.9.%d.%d accept # handle %d\n' $((i / 250)) $((i % 250)) $i; i=$((i + 1)); done
+i=0; while [ $i -lt 3000 ]; do printf '\t\tip saddr 10.8.%d.%d counter packets 0 bytes 0 drop # handle %d\n' $((i / 250)) $((i % 250)) $((i + 5000)); i=$((i + 1)); done
+printf '\t}\n}\n'
+"#;
+    std::fs::write(&gen, script).unwrap();
+    node.shim("nft", &format!("#!/bin/sh\nexec sh '{}'\n", gen.display()));
+    let argv = script::argv_with_shell(&["sh"], &loopback_args());
+    let Run { out, .. } = check(node.command(&argv, &["sh"], "bin"), &node, "huge");
+    let r = &out.firewall.after[0];
+    let text = r.text.as_deref().unwrap_or_default();
+    let shape = (r.lines, r.kept, r.cut, text.len());
+    assert_eq!(r.lines, 6006, "{shape:?}");
+    assert!(r.cut > 0 && r.kept < 3000, "{shape:?}");
+    // The headers (table, chain, type), the 3001 drops and the two closing braces.
+    assert_eq!(
+        r.kept + r.cut,
+        3 + 3001 + 2,
+        "the accepts never kept: {shape:?}"
+    );
+    assert!(text.len() <= 49152, "{shape:?}");
+    assert!(!text.contains(" accept # handle"), "{shape:?}");
+    // The hostile line cut at 512 bytes.
+    let long = text.lines().nth(3).unwrap_or_default();
+    assert!(
+        long.starts_with("\t\tcomment \"xxx") && long.ends_with("..."),
+        "{shape:?}"
+    );
+    assert_eq!(long.len(), 512 + 3);
+    // What was kept still reads as rules: every kept drop (the cut ones are the last); the
+    // closing braces after them still fit, so the structure stays whole.
+    assert!(text.ends_with("\t}\n}\n"), "{shape:?}");
+    let set = etcdnet::probe::firewall::Ruleset::parse_nft("nft", text);
+    assert_eq!(set.chains[0].rules.len() as u64, r.kept - 5, "{shape:?}");
+}

@@ -98,6 +98,37 @@ fn a_rule_whose_counter_grew_is_inside_the_guest_named_with_its_packets() {
     );
     assert!(ev.contains("+2 packets during the checks"), "{ev}");
     assert!(!ev.contains(OUTSIDE), "{ev}");
+    let steps = next_steps(&loc);
+    assert_eq!(steps.len(), 1, "{steps:?}");
+    assert!(
+        steps[0].contains("Node b's own firewall counted the dropped packets, inside the guest")
+            && steps[0].contains("`nft -a list chain inet filter input`"),
+        "{steps:?}"
+    );
+}
+
+#[test]
+fn a_hostile_name_never_reaches_a_command() {
+    let hit = RuleHit {
+        node: "b".into(),
+        tool: "nft".into(),
+        table: "inet filter".into(),
+        chain: "input; rm -rf /".into(),
+        rule: "handle 8".into(),
+        text: "drop".into(),
+        packets: Some(3),
+    };
+    assert_eq!(list_command(&hit), None);
+    let ipt = RuleHit {
+        tool: "iptables-legacy".into(),
+        table: "ip filter".into(),
+        chain: "INPUT".into(),
+        ..hit
+    };
+    assert_eq!(
+        list_command(&ipt).as_deref(),
+        Some("iptables -t filter -L INPUT -v -n --line-numbers")
+    );
 }
 
 #[test]

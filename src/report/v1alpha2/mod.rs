@@ -43,6 +43,7 @@ pub(crate) fn all<A, B: From<A>>(v: Vec<A>) -> Vec<B> {
 mod analysis;
 mod cluster;
 mod guard;
+mod location;
 mod network;
 mod node;
 
@@ -52,6 +53,9 @@ pub use analysis::{
 };
 pub use cluster::*;
 pub use guard::{GuardState, RemediationGuard};
+pub use location::{
+    FirewallReadState, FirewallRule, NodeFirewall, PacketLocation, PathPlace, Place,
+};
 pub use network::{
     Action, BlockingRule, CoverReason, CoveredCheck, CoveringRule, Direction, NetworkAssessment,
     NsxGroup, PathEvaluation, PathOutcome, PathRef, PolicyEvaluation, PolicySummary, PolicyWarning,

@@ -427,3 +427,97 @@ fn an_ipv6_node_against_real_listeners() {
         assert_eq!(first.peer_urls, ["https://[fd00:db8::1]:2380"]);
     }
 }
+
+/// The node's own firewall, for real: a rule with a counter drops the peer's 2379 and 2380 in
+/// the namespace's nftables; the probe reads the ruleset before and after its checks (real
+/// `nft`), the counter grows between the two reads, and the plugin places the failing paths
+/// `inside the guest`, naming the rule. The same document without the rule's counter growing
+/// (a second node with an empty ruleset at the other end) would be `outside the guests`.
+#[test]
+#[cfg_attr(not(etcdnet_lab), ignore = "needs root and the lab (see build.rs)")]
+fn a_counting_drop_rule_in_the_namespace_is_inside_the_guest() {
+    use etcdnet::analyse::location::{self, Place};
+    use etcdnet::analyse::matrix;
+    use etcdnet::probe::firewall::ReadOutcome;
+    use etcdnet::probe::NodeReport;
+
+    Lab::require("firewall reads");
+    let node = Node::new();
+    let lab = Lab {
+        servers: vec![],
+        addrs: vec!["198.18.0.1".into(), "198.18.0.2".into()],
+        rules: "chain input { type filter hook input priority 0; policy accept;
+          ip daddr 198.18.0.2 tcp dport { 2379, 2380 } counter drop; }"
+            .into(),
+        extra: String::new(),
+    };
+    let opts = ProbeArgs {
+        connect_timeout_s: 1,
+        tls_timeout_s: 1,
+        ..ProbeArgs::new("198.18.0.1", ["198.18.0.2"])
+    };
+    let Run { out, .. } = lab.run(&node, &["sh"], &opts);
+    let fw = &out.firewall;
+    let nft = |reads: &[etcdnet::probe::firewall::FirewallRead]| {
+        reads.iter().find(|r| r.tool == "nft").cloned().unwrap()
+    };
+    let (before, after) = (nft(&fw.before), nft(&fw.after));
+    assert_eq!(
+        (before.outcome, after.outcome),
+        (ReadOutcome::Ok, ReadOutcome::Ok),
+        "{fw:?}"
+    );
+    assert!(
+        before
+            .text
+            .as_deref()
+            .unwrap_or_default()
+            .contains("counter packets 0 bytes 0 drop"),
+        "read before the checks: {before:?}"
+    );
+    assert!(
+        !after
+            .text
+            .as_deref()
+            .unwrap_or_default()
+            .contains("counter packets 0 bytes 0 drop"),
+        "read after the checks, the SYNs counted: {after:?}"
+    );
+    // Node a is the probed namespace; node b, the peer, read the same ruleset (the namespace
+    // is both ends here).
+    let a = NodeReport {
+        name: "a".into(),
+        ip: Some("198.18.0.1".parse().unwrap()),
+        outcome: Ok(out.clone()),
+        reach: vec![],
+        host_key: None,
+    };
+    let mut b_doc = out.clone();
+    b_doc.node_ip = "198.18.0.2".into();
+    b_doc.paths.clear();
+    let b = NodeReport {
+        name: "b".into(),
+        ip: Some("198.18.0.2".parse().unwrap()),
+        outcome: Ok(b_doc),
+        reach: vec![],
+        host_key: None,
+    };
+    let nodes = [a, b];
+    let m = [matrix::build(&nodes, 2379), matrix::build(&nodes, 2380)];
+    let loc = location::locate(&nodes, &m).expect("read");
+    assert_eq!(loc.paths.len(), 2, "{loc:?}");
+    for p in &loc.paths {
+        assert_eq!(p.place, Place::InsideGuest, "{loc:?}");
+        assert!(
+            p.rules.iter().any(|r| r.table == "inet probetest"
+                && r.chain == "input"
+                && r.packets.is_some_and(|n| n >= 1)),
+            "{loc:?}"
+        );
+    }
+    let ev = location::evidence(&loc).join("\n");
+    assert!(
+        ev.contains("own firewall drops it, inside the guest: nft inet probetest input handle"),
+        "{ev}"
+    );
+}
