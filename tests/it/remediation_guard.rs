@@ -143,7 +143,23 @@ fn a_forbidden_health_check_list_is_a_note_and_changes_no_verdict() {
         "{:#?}",
         r.verdict.notes
     );
-    assert!(!r.verdict.next_steps.iter().any(|s| s.contains(PAUSE)));
+    // Not known: the check to make and the commands in one step, never "armed".
+    assert!(
+        !r.verdict
+            .evidence
+            .iter()
+            .any(|e| e.contains("remediation is armed")),
+        "{:#?}",
+        r.verdict.evidence
+    );
+    assert!(
+        r.verdict
+            .next_steps
+            .iter()
+            .any(|s| s.contains("is not known") && s.contains(PAUSE)),
+        "{:#?}",
+        r.verdict.next_steps
+    );
 }
 
 #[test]
