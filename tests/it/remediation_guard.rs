@@ -270,3 +270,45 @@ fn a_health_check_and_a_pause_made_at_run_time_are_seen() {
     );
     assert!(!paused.verdict.next_steps.iter().any(|s| s.ends_with(PAUSE)));
 }
+
+/// Escapes a namespace editor writes into a MachineHealthCheck (its conditions' types, its
+/// template's kind) reach the table only as visible escapes, the evidence and the section alike;
+/// the JSON keeps the exact strings.
+#[test]
+fn escapes_in_a_health_check_are_shown_escaped() {
+    use common::article::{CLUSTER, NS, SET};
+    let env = cut(SET);
+    env.supervisor
+        .insert(serde_json::json!({
+            "apiVersion": "cluster.x-k8s.io/v1beta1", "kind": "MachineHealthCheck",
+            "metadata": {"name": "cp-check", "namespace": NS,
+                "labels": {"cluster.x-k8s.io/cluster-name": CLUSTER}},
+            "spec": {"clusterName": CLUSTER,
+                "selector": {"matchLabels": {"cluster.x-k8s.io/control-plane": ""}},
+                "unhealthyConditions": [{"type": "Ready\u{1b}[2J\u{1b}]0;pwned\u{7}", "status": "Unknown", "timeout": "300s"}],
+                "remediationTemplate": {"kind": "Evil\u{9b}7m", "name": "t\nfake line", "apiVersion": "x/v1"}}
+        }))
+        .unwrap();
+    let table = env.diagnose_via_jumpbox(&[]);
+    table.expect_code(1);
+    assert!(!table.stdout.contains('\u{1b}'), "{}", table.stdout);
+    assert!(!table.stdout.contains('\u{9b}'), "{}", table.stdout);
+    assert!(
+        table
+            .stdout
+            .contains("Ready\\x1b[2J\\x1b]0;pwned\\x07=Unknown for 300s"),
+        "{}",
+        table.stdout
+    );
+    assert!(
+        table.stdout.contains("Evil\\u{9b}7m/t\\nfake line"),
+        "{}",
+        table.stdout
+    );
+    let json = env.diagnose_via_jumpbox(&["-o", "json"]).diagnose_report();
+    let g = json.remediation_guard.unwrap();
+    assert_eq!(
+        g.health_checks[0].unhealthy_conditions,
+        ["Ready\u{1b}[2J\u{1b}]0;pwned\u{7}=Unknown for 300s"]
+    );
+}

@@ -51,7 +51,10 @@ fn an_armed_check_on_a_network_verdict_names_it_and_gives_both_commands() {
         ),
         "{a:#?}"
     );
-    assert!(a.evidence[1].contains("KCP then deletes a marked Machine"), "{a:#?}");
+    assert!(
+        a.evidence[1].contains("KCP then deletes a marked Machine"),
+        "{a:#?}"
+    );
     assert!(a.next_steps[0].ends_with(PAUSE), "{a:#?}");
     assert!(a.next_steps[1].ends_with(UNPAUSE), "{a:#?}");
     // Not a network verdict: the check is no reason to pause.
