@@ -71,6 +71,8 @@ const KCP_WILL: &str = "what follows: a MachineHealthCheck marks a Machine whose
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Advice {
     pub evidence: Vec<String>,
+    /// Steps that go before the verdict's own (pausing comes before any repair).
+    pub first_steps: Vec<String>,
     pub next_steps: Vec<String>,
     pub notes: Vec<String>,
 }
@@ -242,7 +244,7 @@ impl Guard {
                 {
                     a.evidence.push(KCP_WILL.to_string());
                 }
-                a.next_steps.push(format!(
+                a.first_steps.push(format!(
                     "pause the Cluster while the network is cut, so no Machine is replaced (it also holds every other CAPI change to the cluster): {}",
                     self.pause
                 ));

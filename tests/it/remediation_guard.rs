@@ -55,13 +55,14 @@ fn a_network_verdict_names_the_armed_health_check_and_the_commands() {
         "{:#?}",
         r.verdict.evidence
     );
+    // Pausing first, before any repair; unpausing last.
     assert!(
-        r.verdict.next_steps.iter().any(|s| s.ends_with(PAUSE)),
+        r.verdict.next_steps[0].ends_with(PAUSE),
         "{:#?}",
         r.verdict.next_steps
     );
     assert!(
-        r.verdict.next_steps.iter().any(|s| s.ends_with(UNPAUSE)),
+        r.verdict.next_steps.last().unwrap().ends_with(UNPAUSE),
         "{:#?}",
         r.verdict.next_steps
     );

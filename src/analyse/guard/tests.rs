@@ -55,8 +55,9 @@ fn an_armed_check_on_a_network_verdict_names_it_and_gives_both_commands() {
         a.evidence[1].contains("KCP then deletes a marked Machine"),
         "{a:#?}"
     );
-    assert!(a.next_steps[0].ends_with(PAUSE), "{a:#?}");
-    assert!(a.next_steps[1].ends_with(UNPAUSE), "{a:#?}");
+    assert_eq!(a.first_steps.len(), 1, "{a:#?}");
+    assert!(a.first_steps[0].ends_with(PAUSE), "{a:#?}");
+    assert!(a.next_steps[0].ends_with(UNPAUSE), "{a:#?}");
     // Not a network verdict: the check is no reason to pause.
     assert_eq!(g.advice(false, false), Advice::default());
     // Healthy and not paused: nothing to remind.
@@ -84,7 +85,7 @@ fn an_external_remediation_is_named_and_not_said_to_be_kcps() {
         !a.evidence.iter().any(|e| e.contains("KCP then deletes")),
         "{a:#?}"
     );
-    assert!(a.next_steps[0].ends_with(PAUSE));
+    assert!(a.first_steps[0].ends_with(PAUSE));
 }
 
 #[test]
@@ -160,7 +161,7 @@ fn marked_machines_and_kcp_in_progress_on_any_problem_verdict() {
     );
     assert!(a.next_steps.is_empty());
     // On a network verdict the commands follow.
-    assert!(g.advice(true, false).next_steps[0].ends_with(PAUSE));
+    assert!(g.advice(true, false).first_steps[0].ends_with(PAUSE));
 }
 
 #[test]
