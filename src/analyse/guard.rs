@@ -60,12 +60,19 @@ pub struct Guard {
     pub pause: String,
     /// The command that unpauses it.
     pub unpause: String,
+    /// The namespace as a shell word, for the commands the advice names.
+    pub namespace_word: String,
 }
+
+/// What a MachineHealthCheck's mark leads to, as KCP's `remediation.go` does it.
+const KCP_WILL: &str = "what follows: a MachineHealthCheck marks a Machine whose Node stays unhealthy past the timeout HealthCheckSucceeded False and OwnerRemediated False; KCP then deletes a marked Machine and creates a replacement, one at a time, only while more than one replica exists, no other control-plane Machine is provisioning or being deleted, removing its etcd member keeps quorum among the members KCP sees healthy, and its retry limits allow: replacing members during a network cut can turn a transient loss of quorum into a stuck rollout";
 
 /// The guard's lines for the verdict.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Advice {
     pub evidence: Vec<String>,
+    /// Steps that go before the verdict's own (pausing comes before any repair).
+    pub first_steps: Vec<String>,
     pub next_steps: Vec<String>,
     pub notes: Vec<String>,
 }
@@ -123,6 +130,7 @@ pub fn assess(facts: &ClusterFacts) -> Option<Guard> {
         unread: r.unread.clone(),
         pause: patch_command(&facts.cluster.name, &facts.namespace, true),
         unpause: patch_command(&facts.cluster.name, &facts.namespace, false),
+        namespace_word: word(&facts.namespace),
     })
 }
 
@@ -214,7 +222,9 @@ impl Guard {
                 ));
             }
             GuardState::Armed => {
-                for h in self.health_checks.iter().filter(|h| !h.paused) {
+                let live: Vec<&HealthCheck> =
+                    self.health_checks.iter().filter(|h| !h.paused).collect();
+                for h in &live {
                     a.evidence.push(format!(
                         "remediation is armed: MachineHealthCheck {} selects the control-plane Machines {} ({})",
                         h.name,
@@ -222,10 +232,19 @@ impl Guard {
                         watches(h)
                     ));
                 }
-                a.evidence.push(
-                    "what it will do: mark a Machine HealthCheckSucceeded False and OwnerRemediated False; KCP then deletes it and creates a replacement, one at a time, only while more than one replica exists, no other control-plane Machine is provisioning or being deleted, removing its etcd member keeps quorum among the members KCP sees healthy, and its retry limits allow: replacing members during a network cut can turn a transient loss of quorum into a stuck rollout".to_string(),
-                );
-                a.next_steps.push(format!(
+                for h in live.iter().filter(|h| h.remediation_template.is_some()) {
+                    a.evidence.push(format!(
+                        "MachineHealthCheck {} hands a Machine it judges unhealthy to its remediation template {} (an external remediation controller acts on it, not KCP)",
+                        h.name,
+                        h.remediation_template.as_deref().unwrap_or_default()
+                    ));
+                }
+                if live.iter().any(|h| h.remediation_template.is_none())
+                    || self.marked.iter().any(|m| m.owner_remediated.is_some())
+                {
+                    a.evidence.push(KCP_WILL.to_string());
+                }
+                a.first_steps.push(format!(
                     "pause the Cluster while the network is cut, so no Machine is replaced (it also holds every other CAPI change to the cluster): {}",
                     self.pause
                 ));
@@ -234,7 +253,13 @@ impl Guard {
                     self.unpause
                 ));
             }
-            GuardState::Unknown | GuardState::NotArmed => {}
+            GuardState::Unknown => {
+                a.next_steps.push(format!(
+                    "whether a MachineHealthCheck would replace control-plane Machines during the cut is not known (they could not be read): if one selects them (kubectl get machinehealthchecks -n {}), pause the Cluster until the verdict is Healthy: {}, and unpause it then: {}",
+                    self.namespace_word, self.pause, self.unpause
+                ));
+            }
+            GuardState::NotArmed => {}
         }
         a
     }

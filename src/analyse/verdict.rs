@@ -461,6 +461,7 @@ fn guard_advice(facts: &ClusterFacts, verdict: &mut Verdict) -> Option<super::gu
         .any(|r| r.category == Category::Network);
     let advice = guard.advice(network, verdict.code == VerdictCode::Healthy);
     verdict.evidence.extend(advice.evidence);
+    verdict.next_steps.splice(0..0, advice.first_steps);
     verdict.next_steps.extend(advice.next_steps);
     verdict.notes.extend(advice.notes);
     Some(guard)

@@ -55,13 +55,14 @@ fn a_network_verdict_names_the_armed_health_check_and_the_commands() {
         "{:#?}",
         r.verdict.evidence
     );
+    // Pausing first, before any repair; unpausing last.
     assert!(
-        r.verdict.next_steps.iter().any(|s| s.ends_with(PAUSE)),
+        r.verdict.next_steps[0].ends_with(PAUSE),
         "{:#?}",
         r.verdict.next_steps
     );
     assert!(
-        r.verdict.next_steps.iter().any(|s| s.ends_with(UNPAUSE)),
+        r.verdict.next_steps.last().unwrap().ends_with(UNPAUSE),
         "{:#?}",
         r.verdict.next_steps
     );
@@ -143,7 +144,23 @@ fn a_forbidden_health_check_list_is_a_note_and_changes_no_verdict() {
         "{:#?}",
         r.verdict.notes
     );
-    assert!(!r.verdict.next_steps.iter().any(|s| s.contains(PAUSE)));
+    // Not known: the check to make and the commands in one step, never "armed".
+    assert!(
+        !r.verdict
+            .evidence
+            .iter()
+            .any(|e| e.contains("remediation is armed")),
+        "{:#?}",
+        r.verdict.evidence
+    );
+    assert!(
+        r.verdict
+            .next_steps
+            .iter()
+            .any(|s| s.contains("is not known") && s.contains(PAUSE)),
+        "{:#?}",
+        r.verdict.next_steps
+    );
 }
 
 #[test]
@@ -253,4 +270,109 @@ fn a_health_check_and_a_pause_made_at_run_time_are_seen() {
         paused.verdict.next_steps
     );
     assert!(!paused.verdict.next_steps.iter().any(|s| s.ends_with(PAUSE)));
+}
+
+/// Escapes a namespace editor writes into a MachineHealthCheck (its conditions' types, its
+/// template's kind) reach the table only as visible escapes, the evidence and the section alike;
+/// the JSON keeps the exact strings.
+#[test]
+fn escapes_in_a_health_check_are_shown_escaped() {
+    use common::article::{CLUSTER, NS, SET};
+    let env = cut(SET);
+    env.supervisor
+        .insert(serde_json::json!({
+            "apiVersion": "cluster.x-k8s.io/v1beta1", "kind": "MachineHealthCheck",
+            "metadata": {"name": "cp-check", "namespace": NS,
+                "labels": {"cluster.x-k8s.io/cluster-name": CLUSTER}},
+            "spec": {"clusterName": CLUSTER,
+                "selector": {"matchLabels": {"cluster.x-k8s.io/control-plane": ""}},
+                "unhealthyConditions": [{"type": "Ready\u{1b}[2J\u{1b}]0;pwned\u{7}", "status": "Unknown", "timeout": "300s"}],
+                "remediationTemplate": {"kind": "Evil\u{9b}7m", "name": "t\nfake line", "apiVersion": "x/v1"}}
+        }))
+        .unwrap();
+    let table = env.diagnose_via_jumpbox(&[]);
+    table.expect_code(1);
+    assert!(!table.stdout.contains('\u{1b}'), "{}", table.stdout);
+    assert!(!table.stdout.contains('\u{9b}'), "{}", table.stdout);
+    assert!(
+        table
+            .stdout
+            .contains("Ready\\x1b[2J\\x1b]0;pwned\\x07=Unknown for 300s"),
+        "{}",
+        table.stdout
+    );
+    assert!(
+        table.stdout.contains("Evil\\u{9b}7m/t\\nfake line"),
+        "{}",
+        table.stdout
+    );
+    let json = env.diagnose_via_jumpbox(&["-o", "json"]).diagnose_report();
+    let g = json.remediation_guard.unwrap();
+    assert_eq!(
+        g.health_checks[0].unhealthy_conditions,
+        ["Ready\u{1b}[2J\u{1b}]0;pwned\u{7}=Unknown for 300s"]
+    );
+}
+
+/// A Machine a MachineHealthCheck has marked and KCP's remediation in progress (as CAPI writes
+/// them, v1beta1 conditions and the KCP's annotation) arm the guard on their own, each an
+/// evidence line; a KCP's last remediation is shown, and arms nothing.
+#[test]
+fn a_marked_machine_and_kcp_remediating_are_evidence() {
+    use common::article::{NS, SET};
+    let env = cut(SET);
+    env.supervisor
+        .modify("cluster.x-k8s.io/v1beta1", "Machine", NS, CP[1], |m| {
+            let conditions = m["status"]["conditions"].as_array_mut().unwrap();
+            conditions.push(serde_json::json!({"type": "HealthCheckSucceeded", "status": "False",
+                "reason": "UnhealthyNode", "severity": "Warning",
+                "message": "Condition Ready on node tkc-prod-7xk2p-9qtvw was Unknown for more than 5m0s",
+                "lastTransitionTime": "2025-06-03T08:19:10Z"}));
+            conditions.push(serde_json::json!({"type": "OwnerRemediated", "status": "False",
+                "reason": "WaitingForRemediation", "severity": "Warning",
+                "lastTransitionTime": "2025-06-03T08:19:10Z"}));
+        })
+        .unwrap();
+    env.supervisor
+        .modify(
+            "controlplane.cluster.x-k8s.io/v1beta1",
+            "KubeadmControlPlane",
+            NS,
+            "tkc-prod-7xk2p",
+            |k| {
+                k["metadata"]["annotations"]["controlplane.cluster.x-k8s.io/remediation-in-progress"] =
+                    serde_json::json!(r#"{"machine":"tkc-prod-7xk2p-4rz8m","timestamp":"2025-06-03T08:20:00Z","retryCount":0}"#);
+                k["status"]["lastRemediation"] = serde_json::json!(
+                    {"machine": "tkc-prod-7xk2p-4rz8m", "timestamp": "2025-06-03T08:20:00Z", "retryCount": 0});
+            },
+        )
+        .unwrap();
+    let r = env.diagnose_via_jumpbox(&["-o", "json"]).diagnose_report();
+    let g = r.remediation_guard.expect("a guard");
+    assert_eq!(g.state, GuardState::Armed);
+    assert!(g.health_checks.is_empty());
+    assert_eq!(g.marked_machines.len(), 1);
+    assert_eq!(g.marked_machines[0].name, CP[1]);
+    let k = g.kcp.expect("the KCP's remediation");
+    assert!(k.in_progress.unwrap().contains("tkc-prod-7xk2p-4rz8m"));
+    assert_eq!(
+        k.last_remediation.as_deref(),
+        Some("tkc-prod-7xk2p-4rz8m at 2025-06-03T08:20:00Z (retry 0)")
+    );
+    assert!(
+        r.verdict.evidence.iter().any(|e| e
+            == "Machine tkc-prod-7xk2p-9qtvw is marked for remediation: HealthCheckSucceeded False (UnhealthyNode), OwnerRemediated False (WaitingForRemediation)"),
+        "{:#?}",
+        r.verdict.evidence
+    );
+    assert!(
+        r.verdict
+            .evidence
+            .iter()
+            .any(|e| e
+                .starts_with("KubeadmControlPlane tkc-prod-7xk2p has a remediation in progress")),
+        "{:#?}",
+        r.verdict.evidence
+    );
+    assert!(r.verdict.next_steps.iter().any(|s| s.ends_with(PAUSE)));
 }

@@ -51,13 +51,41 @@ fn an_armed_check_on_a_network_verdict_names_it_and_gives_both_commands() {
         ),
         "{a:#?}"
     );
-    assert!(a.evidence[1].contains("KCP then deletes it"), "{a:#?}");
-    assert!(a.next_steps[0].ends_with(PAUSE), "{a:#?}");
-    assert!(a.next_steps[1].ends_with(UNPAUSE), "{a:#?}");
+    assert!(
+        a.evidence[1].contains("KCP then deletes a marked Machine"),
+        "{a:#?}"
+    );
+    assert_eq!(a.first_steps.len(), 1, "{a:#?}");
+    assert!(a.first_steps[0].ends_with(PAUSE), "{a:#?}");
+    assert!(a.next_steps[0].ends_with(UNPAUSE), "{a:#?}");
     // Not a network verdict: the check is no reason to pause.
     assert_eq!(g.advice(false, false), Advice::default());
     // Healthy and not paused: nothing to remind.
     assert_eq!(g.advice(false, true), Advice::default());
+}
+
+#[test]
+fn an_external_remediation_is_named_and_not_said_to_be_kcps() {
+    let g = assess(&facts(RemediationFacts {
+        health_checks: vec![HealthCheck {
+            remediation_template: Some("Metal3RemediationTemplate/cp".into()),
+            ..control_plane_check()
+        }],
+        ..Default::default()
+    }))
+    .unwrap();
+    let a = g.advice(true, false);
+    assert!(
+        a.evidence
+            .iter()
+            .any(|e| e.contains("remediation template Metal3RemediationTemplate/cp")),
+        "{a:#?}"
+    );
+    assert!(
+        !a.evidence.iter().any(|e| e.contains("KCP then deletes")),
+        "{a:#?}"
+    );
+    assert!(a.first_steps[0].ends_with(PAUSE));
 }
 
 #[test]
@@ -133,7 +161,7 @@ fn marked_machines_and_kcp_in_progress_on_any_problem_verdict() {
     );
     assert!(a.next_steps.is_empty());
     // On a network verdict the commands follow.
-    assert!(g.advice(true, false).next_steps[0].ends_with(PAUSE));
+    assert!(g.advice(true, false).first_steps[0].ends_with(PAUSE));
 }
 
 #[test]
@@ -145,9 +173,19 @@ fn unread_checks_are_a_note_and_unknown() {
     .unwrap();
     assert_eq!(g.state, GuardState::Unknown);
     let a = g.advice(true, false);
-    assert!(a.evidence.is_empty() && a.next_steps.is_empty());
+    assert!(a.evidence.is_empty());
     assert_eq!(a.notes.len(), 1);
     assert!(a.notes[0].contains("forbidden"), "{a:#?}");
+    // Not known is no reason to say armed: the check to make, then the commands.
+    assert_eq!(a.next_steps.len(), 1, "{a:#?}");
+    assert!(
+        a.next_steps[0].contains("kubectl get machinehealthchecks -n ns-prod"),
+        "{a:#?}"
+    );
+    assert!(a.next_steps[0].contains(PAUSE) && a.next_steps[0].ends_with(UNPAUSE));
+    // Off a network verdict, only the note.
+    let other = g.advice(false, false);
+    assert!(other.next_steps.is_empty() && other.notes.len() == 1);
 }
 
 #[test]
