@@ -115,6 +115,8 @@ pub struct Diagnosis {
     pub matrices: Vec<Matrix>,
     /// The etcd log findings of every node whose log could be read.
     pub logs: Vec<NodeLogs>,
+    /// etcd's own metrics of every node whose probe read them.
+    pub etcd_metrics: Vec<super::metrics::NodeMetrics>,
 }
 
 /// Everything the rules look at, for the deciding nodes (those in no rollout): their paths are
@@ -324,6 +326,11 @@ impl VerdictCode {
         self.rules().find_map(|r| r.yields_to_network)
     }
 
+    /// Whether a rule of the paths between the members decides this code.
+    pub(crate) fn is_network(self) -> bool {
+        self.rules().any(|r| r.category == Category::Network)
+    }
+
     /// Whether this verdict's own evidence already says `what`.
     pub(crate) fn says(self, what: Said) -> bool {
         self.rules().any(|r| r.says.contains(&what))
@@ -416,6 +423,10 @@ pub fn diagnose_at(
         .find_map(|rule| (rule.check)(&ctx))
         .unwrap_or_else(|| seen::inconclusive(&ctx));
     verdict = network::unless_network(&ctx, verdict);
+    let etcd_metrics = super::metrics::read(nodes, &member_nodes(&ctx));
+    if verdict.code.is_network() {
+        (verdict.evidence).extend(super::metrics::network_evidence(&etcd_metrics, &matrices));
+    }
     let healthy = verdict.code == VerdictCode::Healthy;
     verdict
         .evidence
@@ -428,7 +439,29 @@ pub fn diagnose_at(
             .map(|(node, summary)| NodeLogs { node, summary })
             .collect(),
         matrices,
+        etcd_metrics,
     }
+}
+
+/// The node at each member ID: where the member lists put it (the peer URLs' addresses), else
+/// the node whose own metrics say it is that member.
+fn member_nodes(ctx: &Ctx) -> BTreeMap<crate::probe::output::MemberId, String> {
+    let lists = ctx.member_lists();
+    let mut out = BTreeMap::new();
+    for id in lists.ids.keys() {
+        let ips = lists.ips_of(ctx, *id);
+        let at = ctx
+            .all
+            .iter()
+            .find(|n| n.ip.is_some_and(|ip| ips.contains(&ip)));
+        if let Some(n) = at {
+            out.insert(*id, n.name.clone());
+        }
+    }
+    for (id, node) in super::metrics::own_ids(ctx.all) {
+        out.entry(id).or_insert(node);
+    }
+    out
 }
 
 /// The matrix of the nodes `keep` names, from the matrix of all of them: a cell depends only on
@@ -478,5 +511,7 @@ mod rollout_tests;
 
 #[cfg(test)]
 mod members_tests;
+#[cfg(test)]
+mod metrics_tests;
 #[cfg(test)]
 mod trust_tests;

@@ -2,6 +2,7 @@
 //! - `probe.sh` (embedded by `script`) gathers the node's facts and prints one JSON document;
 //! - [`output`] is that document's schema, `parse` its total parser;
 //! - [`etcdlog`] classifies etcd's log lines into findings;
+//! - [`metrics`]: etcd's own metrics, read before and after the path checks;
 //! - [`identity`] tells a document from the node it was sent to from one of another machine;
 //! - [`hostkey`]: the ssh host key a node presented (ssh routes), as its fingerprint.
 //!
@@ -11,6 +12,7 @@
 pub mod etcdlog;
 pub mod hostkey;
 pub mod identity;
+pub mod metrics;
 pub mod output;
 pub mod parse;
 pub mod script;

@@ -188,6 +188,7 @@ fn diagnose_table(r: &DiagnoseReport, wide: bool, paint: Paint) -> String {
             out.line(format!("  - {n}"));
         }
     }
+    super::metrics::section(&mut out, r);
     out.finish()
 }
 

@@ -29,6 +29,7 @@ use crate::report::VersionReport;
 mod cleanup;
 mod diagnose;
 mod list;
+mod metrics;
 mod network;
 mod status;
 mod watch;

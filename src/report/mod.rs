@@ -231,6 +231,9 @@ pub struct DiagnoseReport {
     pub matrices: Vec<v1alpha2::Matrix>,
     pub logs: Vec<v1alpha2::NodeLogs>,
     pub verdict: v1alpha2::Verdict,
+    /// etcd's own metrics of each node whose probe read them (probes before them read none).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub etcd_metrics: Vec<v1alpha2::EtcdMetrics>,
     pub result: DiagnoseResult,
 }
 
@@ -298,6 +301,7 @@ impl DiagnoseReport {
             matrices: diagnosis.matrices.into_iter().map(Into::into).collect(),
             logs: diagnosis.logs.into_iter().map(Into::into).collect(),
             verdict: diagnosis.verdict.into(),
+            etcd_metrics: v1alpha2::all(diagnosis.etcd_metrics),
         }
     }
 }

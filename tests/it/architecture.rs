@@ -75,7 +75,7 @@ const FOLDERS: &[(&str, &[&[&str]])] = &[
         &[
             &["watch"],
             &["cleanup", "diagnose", "list", "status"],
-            &["network"],
+            &["network", "metrics"],
         ],
     ),
     (
@@ -89,7 +89,7 @@ const FOLDERS: &[(&str, &[&[&str]])] = &[
     ),
     (
         "report::v1alpha2",
-        &[&["analysis", "network"], &["cluster"], &["node"]],
+        &[&["analysis", "metrics", "network"], &["cluster"], &["node"]],
     ),
     (
         "analyse",
@@ -97,6 +97,7 @@ const FOLDERS: &[(&str, &[&[&str]])] = &[
             &["status"],
             &["network"],
             &["verdict"],
+            &["metrics"],
             &["matrix", "policy", "clock", "realization"],
         ],
     ),
@@ -149,7 +150,7 @@ const FOLDERS: &[(&str, &[&[&str]])] = &[
         &[
             &["script"],
             &["parse"],
-            &["identity"],
+            &["identity", "metrics"],
             &["output"],
             &["etcdlog"],
             &["hostkey"],

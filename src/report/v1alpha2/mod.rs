@@ -42,6 +42,7 @@ pub(crate) fn all<A, B: From<A>>(v: Vec<A>) -> Vec<B> {
 
 mod analysis;
 mod cluster;
+mod metrics;
 mod network;
 mod node;
 
@@ -50,6 +51,7 @@ pub use analysis::{
     LogWindow, Matrix, NodeLogs, Verdict, VerdictCode, WindowEnd,
 };
 pub use cluster::*;
+pub use metrics::{EtcdMetrics, Latency, MetricsRead, PeerMetrics};
 pub use network::{
     Action, BlockingRule, CoverReason, CoveredCheck, CoveringRule, Direction, NetworkAssessment,
     NsxGroup, PathEvaluation, PathOutcome, PathRef, PolicyEvaluation, PolicySummary, PolicyWarning,
