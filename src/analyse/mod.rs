@@ -2,6 +2,7 @@
 //! - [`clock`]: whose clock is "now" (the Supervisor read's, each node's own, the median);
 //! - [`status`]: what the Supervisor side shows (`kubectl etcdnet status`);
 //! - [`matrix`]: the node-to-node 2379/2380 matrices from every node's probe;
+//! - [`metrics`]: etcd's own metrics per node, as evidence beside the probe's;
 //! - [`verdict`]: one verdict for the whole control plane, with evidence and next steps;
 //! - [`policy`]: NSX SecurityPolicies evaluated against the control-plane VMs on 2379/2380;
 //! - [`network`]: the cluster's network as the reports carry it (`networkPolicy`), joined to
@@ -15,6 +16,7 @@ pub mod clock;
 pub mod guard;
 pub mod location;
 pub mod matrix;
+pub mod metrics;
 pub mod network;
 pub mod policy;
 pub mod realization;

@@ -133,6 +133,7 @@ fn diagnosis(code: VerdictCode, failing: Option<(u16, CellState)>) -> Diagnosis 
         logs: vec![],
         location: None,
         guard: None,
+        etcd_metrics: vec![],
     }
 }
 

@@ -121,6 +121,8 @@ pub struct Diagnosis {
     /// The remediation guard ([`super::guard`]): None when the Supervisor said nothing of
     /// remediation.
     pub guard: Option<super::guard::Guard>,
+    /// etcd's own metrics of every node whose probe read them.
+    pub etcd_metrics: Vec<super::metrics::NodeMetrics>,
 }
 
 /// Everything the rules look at, for the deciding nodes (those in no rollout): their paths are
@@ -433,6 +435,10 @@ pub fn diagnose_at(
         let first = super::location::next_steps(loc);
         verdict.next_steps.splice(0..0, first);
     }
+    let etcd_metrics = super::metrics::read(nodes, &member_nodes(&ctx));
+    if verdict.code.is_network() {
+        (verdict.evidence).extend(super::metrics::network_evidence(&etcd_metrics, &matrices));
+    }
     let guard = guard_advice(facts, &mut verdict);
     let healthy = verdict.code == VerdictCode::Healthy;
     verdict
@@ -448,7 +454,29 @@ pub fn diagnose_at(
         matrices,
         location,
         guard,
+        etcd_metrics,
     }
+}
+
+/// The node at each member ID: where the member lists put it (the peer URLs' addresses), else
+/// the node whose own metrics say it is that member.
+fn member_nodes(ctx: &Ctx) -> BTreeMap<crate::probe::output::MemberId, String> {
+    let lists = ctx.member_lists();
+    let mut out = BTreeMap::new();
+    for id in lists.ids.keys() {
+        let ips = lists.ips_of(ctx, *id);
+        let at = ctx
+            .all
+            .iter()
+            .find(|n| n.ip.is_some_and(|ip| ips.contains(&ip)));
+        if let Some(n) = at {
+            out.insert(*id, n.name.clone());
+        }
+    }
+    for (id, node) in super::metrics::own_ids(ctx.all) {
+        out.entry(id).or_insert(node);
+    }
+    out
 }
 
 /// The remediation guard's lines, in the verdict ([`super::guard`]): what is armed and the
@@ -514,6 +542,10 @@ mod rollout_tests;
 
 #[cfg(test)]
 mod members_tests;
+
+#[cfg(test)]
+mod metrics_tests;
+
 #[cfg(test)]
 mod trust_tests;
 

@@ -3,6 +3,7 @@
 //! - [`output`] is that document's schema, `parse` its total parser;
 //! - [`etcdlog`] classifies etcd's log lines into findings;
 //! - [`firewall`] reads the node's own firewall rules the probe printed;
+//! - [`metrics`]: etcd's own metrics, read before and after the path checks;
 //! - [`identity`] tells a document from the node it was sent to from one of another machine;
 //! - [`hostkey`]: the ssh host key a node presented (ssh routes), as its fingerprint.
 //!
@@ -13,6 +14,7 @@ pub mod etcdlog;
 pub mod firewall;
 pub mod hostkey;
 pub mod identity;
+pub mod metrics;
 pub mod output;
 pub mod parse;
 pub mod script;

@@ -57,6 +57,10 @@ pub struct ProbeOutput {
         skip_serializing_if = "crate::probe::firewall::Firewall::is_empty"
     )]
     pub firewall: crate::probe::firewall::Firewall,
+    /// etcd's own metrics (`http://127.0.0.1:2381/metrics`), read right before and right after
+    /// the path checks. Absent from older probes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metrics: Option<MetricsReads>,
     /// Steps that failed, with why (a missing tool, a timeout, ...).
     #[serde(default)]
     pub errors: Vec<StepError>,
@@ -438,6 +442,45 @@ pub struct Alarms {
     pub truncated: bool,
     #[serde(default)]
     pub ms: Option<u64>,
+    #[serde(default)]
+    pub detail: Option<String>,
+}
+
+/// etcd's own metrics (`http://127.0.0.1:2381/metrics`, no certificate, no quorum), read by
+/// probe.sh right before and right after the path checks; the kept lines are parsed by
+/// [`crate::probe::metrics`]. Absent from older probes (`None` in [`ProbeOutput`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct MetricsReads {
+    /// Read right before the path checks started.
+    #[serde(default)]
+    pub before: MetricsRead,
+    /// Read right after the last path check ended.
+    #[serde(default)]
+    pub after: MetricsRead,
+}
+
+/// One read of `/metrics`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct MetricsRead {
+    #[serde(default)]
+    pub outcome: QueryOutcome,
+    #[serde(default)]
+    pub http_status: Option<u16>,
+    /// When the read started, in ms since the probe started (its monotonic clock).
+    #[serde(default)]
+    pub at_ms: Option<u64>,
+    /// How long it took.
+    #[serde(default)]
+    pub ms: Option<u64>,
+    /// The kept lines (when `Ok`).
+    #[serde(default)]
+    pub text: Option<String>,
+    /// The probe's byte cap cut the body or the kept lines.
+    #[serde(default)]
+    pub truncated: bool,
+    /// The URL asked; with curl's words or the HTTP status when it failed.
     #[serde(default)]
     pub detail: Option<String>,
 }

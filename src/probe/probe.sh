@@ -498,11 +498,17 @@ start_paths() {
 # (in the checks' own job), so that a counter read by both counts what happened during the
 # checks. Both must stay short: reads_before delays the checks' start, and reads_after ends the
 # probe's wait for them.
+# etcd's metrics are read beside the firewall (metrics_read puts its before read in the
+# background itself); the firewall's before read is the one the checks wait for.
 reads_before() {
+  metrics_read before
   firewall_read before
 }
 reads_after() {
+  metrics_read after &
+  m=$!
   firewall_read after
+  wait "$m"
 }
 
 # --- the node's own firewall: its rules and their counters, read before and after the checks ---
@@ -591,6 +597,73 @@ firewall_read() { # before|after
     fi
   } >"$T/fw.$1.tmp" 2>/dev/null
   mv "$T/fw.$1.tmp" "$T/fw.$1"
+}
+
+# --- etcd's own metrics, read before and after the path checks ----------------------------------
+# kubeadm's etcd serves its Prometheus metrics without a certificate on http://LOCAL:2381/metrics
+# (--listen-metrics-urls), without quorum. Read twice: before the checks (in the background, so
+# the checks start at once; the alarm list waits for it: `etcd_server_has_leader 0` says the
+# member has no leader, which 3.4's /health body does not) and after the last check ends (in the
+# checks' job: it ends the probe's wait, so at most METRICS_AFTER_S). The probe only fetches: at
+# most METRICS_RAW bytes of the body are read, and only the lines of the families the plugin
+# reads (src/probe/metrics.rs), with their `# TYPE` lines, are kept, at most METRICS_KEEP bytes;
+# the plugin parses them. atMs: when the read started, in ms since the probe started.
+# 3.4 to 3.6 share these names; 3.4 and 3.5 also print etcd_debugging_mvcc_db_total_size_in_bytes.
+METRICS_FAMILIES='etcd_server_id etcd_server_has_leader etcd_server_leader_changes_seen_total etcd_network_peer_sent_failures_total'
+METRICS_FAMILIES="$METRICS_FAMILIES etcd_network_peer_round_trip_time_seconds etcd_network_disconnected_peers_total"
+METRICS_FAMILIES="$METRICS_FAMILIES etcd_disk_wal_fsync_duration_seconds etcd_disk_backend_commit_duration_seconds"
+METRICS_FAMILIES="$METRICS_FAMILIES etcd_mvcc_db_total_size_in_bytes etcd_debugging_mvcc_db_total_size_in_bytes etcd_server_quota_backend_bytes"
+METRICS_RAW=4194304 METRICS_KEEP=65536 METRICS_BEFORE_S=2 METRICS_AFTER_S=1
+
+AWK_METRICS='
+BEGIN { n = split(fams, f, " "); for (i = 1; i <= n; i++) if (f[i] != "") want[f[i]] = 1 }
+function keep(l) { if (used + length(l) + 1 > max) { cut = 1; exit } text = text esc(l) "\\n"; used += length(l) + 1 }
+{ sub(/\r$/, "") }
+/^# TYPE / { if ($3 in want) keep($0); next }
+/^#/ || NF == 0 { next }
+{ name = $0; sub(/[{ \t].*/, "", name); base = name; sub(/_(bucket|sum|count)$/, "", base)
+  if (name in want || base in want) keep($0) }
+END {
+  # A body over the raw cap ends curl (its pipe closed): kept as cut, not as a failure.
+  if (rc != 0 && raw < rawmax) { out = "Error"; detail = url ": " (e != "" ? e : "curl exited " rc); text = "" }
+  else if (code != 200) { out = "Error"; detail = url ": HTTP " (code > 0 ? code : "status unknown"); text = "" }
+  else { out = "Ok"; detail = url }
+  if (code <= 0) code = -1
+  printf "{\"outcome\":\"%s\",\"httpStatus\":%s,\"atMs\":%s,\"ms\":%s,\"text\":%s,\"truncated\":%s,\"detail\":%s}", out,
+    jnum(code), jnum(at), jnum(ms), (text == "" ? "null" : "\"" text "\""), (out == "Ok" && (cut || raw >= rawmax)) ? "true" : "false", jstr(cap(detail, 500))
+}'
+
+# One read (before or after), into $T/metrics.WHEN.json; the before read in the background.
+metrics_read() { # before|after
+  if [ "$1" = before ]; then metrics_fetch before "$METRICS_BEFORE_S" >/dev/null 2>&1 &
+  else metrics_fetch after "$METRICS_AFTER_S"; fi
+}
+
+metrics_fetch() { # when max-seconds
+  f=$T/metrics.$1.json
+  if ! have curl; then printf '{"outcome":"Skipped","detail":"curl not found"}' >"$f.tmp" && mv "$f.tmp" "$f" && return; fi
+  url=http://$LOCAL:2381/metrics
+  now_ms
+  t0=$NOW
+  { GNUTLS_NO_IMPLICIT_INIT=1 curl -q -g -sS --noproxy '*' --connect-timeout "$2" --max-time "$2" -D "$T/metrics.$1.hdr" \
+    -o - "$url" 2>"$T/metrics.$1.err"; echo $? >"$T/metrics.$1.rc"; } | head -c "$METRICS_RAW" >"$T/metrics.$1.body"
+  now_ms
+  read -r rc <"$T/metrics.$1.rc" 2>/dev/null || rc=1
+  code=$(head -c 4096 "$T/metrics.$1.hdr" 2>/dev/null | tr -d '\r\000' | sed -n 's/^HTTP\/[0-9.]* \([0-9][0-9][0-9]\).*/\1/p' | tail -n 1)
+  raw=$(wc -c <"$T/metrics.$1.body")
+  tr -d '\000' <"$T/metrics.$1.body" |
+    awk -v rc="$rc" -v code="${code:-0}" -v url="$url" -v e="$(last_msg "$T/metrics.$1.err")" -v fams="$METRICS_FAMILIES" \
+      -v max="$METRICS_KEEP" -v raw="$raw" -v rawmax="$METRICS_RAW" -v at="$((t0 - START))" -v ms="$((NOW - t0))" \
+      "$AWK_LIB$AWK_METRICS" >"$f.tmp" && mv "$f.tmp" "$f"
+}
+
+# Waits (at most METRICS_BEFORE_S and a second) for the before read: the alarm list's job reads it.
+metrics_wait_before() {
+  i=0
+  while [ ! -e "$T/metrics.before.json" ] && [ "$i" -lt $(((METRICS_BEFORE_S + 1) * 10)) ]; do
+    sleep 0.1 2>/dev/null || { sleep 1 && i=$((i + 9)); }
+    i=$((i + 1))
+  done
 }
 
 # The paths' entries: the job's, or (curl missing, the job died) one per check saying so.
@@ -805,6 +878,12 @@ alarms_check() {
   *'RAFT NO LEADER'*)
     printf '{"outcome":"Skipped","detail":"not asked: /health says RAFT NO LEADER (the list needs quorum)"}' >"$f" && return ;;
   esac
+  # 3.4's /health body does not say why it is false: the metrics read before the checks do.
+  metrics_wait_before
+  case $(cat "$T/metrics.before.json" 2>/dev/null) in
+  *'\netcd_server_has_leader 0\n'* | *'"etcd_server_has_leader 0\n'*)
+    printf '{"outcome":"Skipped","detail":"not asked: etcd_server_has_leader is 0 (the list needs quorum)"}' >"$f" && return ;;
+  esac
   # What is left of connect + TLS timeouts since the probe started (at least a second): the
   # alarm list never makes the probe longer than its path checks may take.
   now_ms
@@ -963,6 +1042,11 @@ emit() {
     printf '],"after":['
     cat "$T/fw.after" 2>/dev/null
     printf ']}'
+    printf ',"metrics":{"before":'
+    cat "$T/metrics.before.json" 2>/dev/null || printf '{"outcome":"Error","detail":"metrics job gave no result"}'
+    printf ',"after":'
+    cat "$T/metrics.after.json"
+    printf '}'
     printf ',"errors":['
     awk -F '\t' "$AWK_LIB"'{ printf "%s{\"step\":%s,\"message\":%s}", sep, jstr($1), jstr(cap($2, 500)); sep = "," }' "$T/errors"
     printf ']}\n'
@@ -1016,13 +1100,15 @@ main() {
     printf '{"schemaVersion":1,"nodeIp":"","errors":[{"step":"probe","message":"no writable temp directory"}]}\n'
     return 0
   fi
-  trap 'rm -rf "$T"' EXIT
+  # A job still running (the metrics read before the checks, the checks' own job) may create a
+  # file while rm walks the folder: then rm fails and is tried again once the jobs had time to end.
+  trap 'rm -rf "$T" 2>/dev/null || { sleep 1; rm -rf "$T" 2>/dev/null; } || { sleep 2; rm -rf "$T"; }' EXIT
   trap 'exit 1' HUP INT TERM
   exec 2>"$T/stderr"
   now_ms
   START=$NOW
   : >"$T/errors"
-  for f in health members alarms; do printf '{"outcome":"Error","detail":"%s job gave no result"}' "$f" >"$T/$f.json"; done
+  for f in health members alarms metrics.after; do printf '{"outcome":"Error","detail":"%s job gave no result"}' "$f" >"$T/$f.json"; done
   parse_args "$@"
   # The paths first: their timers are what the probe waits for, and on a busy node every process
   # started before them delays them all.

@@ -191,6 +191,7 @@ fn diagnose_table(r: &DiagnoseReport, wide: bool, paint: Paint) -> String {
     if let Some(l) = &r.packet_location {
         super::location::section(&mut out, l, wide);
     }
+    super::metrics::section(&mut out, r);
     if let Some(g) = &r.remediation_guard {
         super::guard::section(&mut out, g, wide);
     }

@@ -31,6 +31,7 @@ mod diagnose;
 mod guard;
 mod list;
 mod location;
+mod metrics;
 mod network;
 mod status;
 mod watch;

@@ -241,6 +241,9 @@ pub struct DiagnoseReport {
     /// checks; absent when no node's probe read its firewall.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub packet_location: Option<v1alpha2::PacketLocation>,
+    /// etcd's own metrics of each node whose probe read them (probes before them read none).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub etcd_metrics: Vec<v1alpha2::EtcdMetrics>,
     pub result: DiagnoseResult,
 }
 
@@ -310,6 +313,7 @@ impl DiagnoseReport {
             verdict: diagnosis.verdict.into(),
             remediation_guard: diagnosis.guard.map(Into::into),
             packet_location: diagnosis.location.map(Into::into),
+            etcd_metrics: v1alpha2::all(diagnosis.etcd_metrics),
         }
     }
 }

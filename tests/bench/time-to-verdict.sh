@@ -18,8 +18,9 @@
 # to the first probe's clock, "spread" the first probe's clock to the last one's. A probe reads
 # its clock once its path checks have started, so each is a little late (tens of ms idle, some
 # hundreds on a loaded machine).
-# Usage: bash tests/bench/time-to-verdict.sh [RUNS] [CONNECT_TIMEOUT] [NODES...]
-#   RUNS (default 5) per node count, CONNECT_TIMEOUT (default 3s), NODES: 3 and/or 7 (default both)
+# Usage: [BENCH_ETCD=3.5] bash tests/bench/time-to-verdict.sh [RUNS] [CONNECT_TIMEOUT] [NODES...]
+#   RUNS (default 5) per node count, CONNECT_TIMEOUT (default 3s), NODES: 3 and/or 7 (default both);
+#   BENCH_ETCD: the lab's etcd line (3.4, the default, or 3.5)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 runs=${1:-5}
@@ -48,7 +49,7 @@ start_lab() {
     export KUBECONFIG="$work/kubeconfig-$1"
     etcdnet-fakeapi --fixtures "tests/fixtures/supervisor/$fixtures" --workload lab \
         --workload-fixtures "tests/fixtures/workload/$workload" --fault drop-all-peers \
-        --kubeconfig-out "$KUBECONFIG" --context supervisor --namespace ns-prod >"$work/out-$1" 2>&1 &
+        --kubeconfig-out "$KUBECONFIG" --context supervisor --namespace ns-prod --etcd "${BENCH_ETCD:-3.4}" >"$work/out-$1" 2>&1 &
     fake=$!
     for _ in $(seq 1200); do
         grep -q '^LAB_ID=' "$work/out-$1" 2>/dev/null && break
@@ -60,7 +61,7 @@ start_lab() {
 
 load() { cut -d' ' -f1-3 /proc/loadavg; }
 
-echo "plugin $(command -v kubectl-etcdnet), connect timeout $ct, $runs runs per size, $(nproc) cores, load $(load)"
+echo "plugin $(command -v kubectl-etcdnet), etcd ${BENCH_ETCD:-3.4}, connect timeout $ct, $runs runs per size, $(nproc) cores, load $(load)"
 : >"$work/results"
 for n in $sizes; do
     start_lab "$n"

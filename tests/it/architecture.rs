@@ -75,7 +75,7 @@ const FOLDERS: &[(&str, &[&[&str]])] = &[
         &[
             &["watch"],
             &["cleanup", "diagnose", "list", "status"],
-            &["network", "location"],
+            &["network", "location", "metrics"],
             &["guard"],
         ],
     ),
@@ -92,7 +92,7 @@ const FOLDERS: &[(&str, &[&[&str]])] = &[
         "report::v1alpha2",
         &[
             &["guard", "location"],
-            &["analysis", "network"],
+            &["analysis", "metrics", "network"],
             &["cluster"],
             &["node"],
         ],
@@ -105,6 +105,7 @@ const FOLDERS: &[(&str, &[&[&str]])] = &[
             &["verdict"],
             &["location"],
             &["guard"],
+            &["metrics"],
             &["matrix", "policy", "clock", "realization"],
         ],
     ),
@@ -158,7 +159,7 @@ const FOLDERS: &[(&str, &[&[&str]])] = &[
         &[
             &["script"],
             &["parse"],
-            &["identity"],
+            &["identity", "metrics"],
             &["output"],
             &["etcdlog", "firewall"],
             &["hostkey"],

@@ -9,8 +9,8 @@ use crate::probe::NodeReport;
 /// Whether a NOSPACE alarm is raised now on this node, and what says so: etcd's `/health` body
 /// (3.5+ names the alarm: `{"health":"false","reason":"ALARM NOSPACE"}`, etcdhttp/health.go),
 /// else etcd's alarm list where it answered (an answer without NOSPACE says it is off), else a
-/// `/health` that is not true while the log's newest NOSPACE line is newer than its newest
-/// "alarm disarmed" (3.4's body does not say why; the alarm survives restarts, so the log's
+/// `/health` that is not true while etcd's metrics put the database at or over its quota, or
+/// while the log's newest NOSPACE line is newer than its newest "alarm disarmed" (3.4's body does not say why; the alarm survives restarts, so the log's
 /// history counts here). An old `alarm raised` that was disarmed since is history.
 fn nospace_now(ctx: &Ctx, n: &NodeReport) -> Option<String> {
     let p = n.probe()?;
@@ -43,6 +43,10 @@ fn nospace_now(ctx: &Ctx, n: &NodeReport) -> Option<String> {
     }
     if p.health.outcome == HealthOutcome::Healthy {
         return None;
+    }
+    // etcd's metrics: the database at or over its quota (the alarm's own condition).
+    if let Some(line) = crate::analyse::metrics::over_quota(n) {
+        return Some(line);
     }
     let s = ctx.logs.get(&n.name)?;
     let raised = last_time(s, LogKind::NoSpace)?;

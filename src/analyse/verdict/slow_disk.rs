@@ -1,4 +1,5 @@
-//! Rule 9, EtcdSlowDisk: slow fsyncs, or late heartbeats without peer trouble, in the window.
+//! Rule 9, EtcdSlowDisk: slow fsyncs, or late heartbeats without peer trouble, in the window;
+//! or etcd's own WAL fsync p99 over 1 s ([`crate::analyse::metrics::slow_fsync`]).
 
 use super::evidence::log_evidence;
 use super::{strings, verdict, Ctx, Verdict, VerdictCode};
@@ -52,6 +53,16 @@ pub(super) fn slow_disk(ctx: &Ctx) -> Option<Verdict> {
                     LogKind::ApplySlow,
                 ],
             ));
+        }
+    }
+    // etcd's own WAL fsync histogram: a p99 over 1 s since start that the checks' own fsyncs
+    // do not contradict.
+    for n in &ctx.nodes {
+        if let Some(line) = crate::analyse::metrics::slow_fsync(n) {
+            if !nodes.contains(&n.name) {
+                nodes.push(n.name.clone());
+            }
+            evidence.push(line);
         }
     }
     if nodes.is_empty() {

@@ -94,6 +94,7 @@ pub(super) fn healthy_probe(i: usize) -> ProbeOutput {
         members: Default::default(),
         alarms: Default::default(),
         firewall: Default::default(),
+        metrics: None,
         errors: vec![],
         document_problems: vec![],
         raw: Default::default(),

@@ -44,6 +44,7 @@ mod analysis;
 mod cluster;
 mod guard;
 mod location;
+mod metrics;
 mod network;
 mod node;
 
@@ -56,6 +57,7 @@ pub use guard::{GuardState, RemediationGuard};
 pub use location::{
     FirewallReadState, FirewallRule, NodeFirewall, PacketLocation, PathPlace, Place,
 };
+pub use metrics::{EtcdMetrics, Latency, MetricsRead, PeerMetrics};
 pub use network::{
     Action, BlockingRule, CoverReason, CoveredCheck, CoveringRule, Direction, NetworkAssessment,
     NsxGroup, PathEvaluation, PathOutcome, PathRef, PolicyEvaluation, PolicySummary, PolicyWarning,

@@ -17,7 +17,7 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use etcdnet_fakeapi::labplan::{self, PlannedNode};
 use etcdnet_fakeapi::{FakeApi, FakeConfig, Workload};
-use etcdnet_lab::{Fault, Lab, Logger};
+use etcdnet_lab::{EtcdVersion, Fault, Lab, Logger};
 
 use crate::Args;
 
@@ -29,6 +29,9 @@ pub fn start(cfg: &FakeConfig, args: &Args) -> Result<(Arc<Lab>, Workload, Vec<P
     let mut lab_cfg = labplan::lab_config(&nodes)?;
     if let Some(l) = &args.logger {
         lab_cfg.logger = l.parse::<Logger>()?;
+    }
+    if let Some(v) = &args.etcd {
+        lab_cfg.etcd = v.parse::<EtcdVersion>()?;
     }
     let faults: Vec<Fault> = args
         .faults

@@ -6,6 +6,7 @@
 //!                 [--workload ok|black-hole|refused|etcd-unhealthy|lab]
 //!                 [--workload-fixtures DIR] [--workload-down] [--cluster NAME]
 //!                 [--refuse-image IMAGE ...] [--fault F ...] [--logger zap|text|mixed]
+//!                 [--etcd 3.4|3.5]
 //! ```
 //!
 //! Prints `FAKEAPI_URL=...` (and `WORKLOAD_URL=...`, `KUBECONFIG=...`, and in lab mode
@@ -49,6 +50,7 @@ const USAGE: &str =
                        [--workload ok|black-hole|refused|etcd-unhealthy|lab]
                        [--workload-fixtures DIR] [--workload-down] [--cluster NAME]
                        [--refuse-image IMAGE ...] [--fault F ...] [--logger zap|text|mixed]
+                       [--etcd 3.4|3.5]
   --workload lab         a lab of real etcd nodes named and addressed as the set's control plane;
                          the workload API runs the pods pinned to them
   --workload-fixtures    objects of the workload API (e.g. tests/fixtures/workload/lab-3)
@@ -60,7 +62,8 @@ const USAGE: &str =
   --requests-out FILE    every Supervisor request, one line each, written as it arrives
   --refuse-image IMAGE   the workload's nodes cannot pull IMAGE (ErrImagePull, ImagePullBackOff)
   --fault F              inject an etcdnet-lab fault once the lab is up (drop-all-peers, ...)
-  --logger L             the lab's etcd log format";
+  --logger L             the lab's etcd log format
+  --etcd V               the lab's etcd line (3.4, the default, or 3.5)";
 
 #[derive(Default, Clone)]
 struct Args {
@@ -77,6 +80,7 @@ struct Args {
     refuse_images: Vec<String>,
     faults: Vec<String>,
     logger: Option<String>,
+    etcd: Option<String>,
     requests_out: Option<PathBuf>,
     many_clusters: Option<(usize, usize)>,
 }
@@ -122,6 +126,7 @@ fn parse_args(mut it: impl Iterator<Item = String>) -> Result<Args> {
             "--refuse-image" => a.refuse_images.push(value()?),
             "--fault" => a.faults.push(value()?),
             "--logger" => a.logger = Some(value()?),
+            "--etcd" => a.etcd = Some(value()?),
             "--requests-out" => a.requests_out = Some(value()?.into()),
             "--many-clusters" => {
                 let v = value()?;
@@ -148,10 +153,11 @@ fn parse_args(mut it: impl Iterator<Item = String>) -> Result<Args> {
         && (a.workload_fixtures.is_some()
             || !a.faults.is_empty()
             || a.logger.is_some()
+            || a.etcd.is_some()
             || a.cluster.is_some()
             || !a.refuse_images.is_empty())
     {
-        bail!("--workload-fixtures, --refuse-image, --fault, --logger and --cluster need --workload lab");
+        bail!("--workload-fixtures, --refuse-image, --fault, --logger, --etcd and --cluster need --workload lab");
     }
     Ok(a)
 }

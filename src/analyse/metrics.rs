@@ -1,0 +1,335 @@
+//! etcd's own account, beside the probe's: what each member's metrics say (read before and
+//! after the path checks: [`crate::probe::metrics`]), per node. Peer IDs are named by the nodes
+//! the member lists put at them. Used as evidence, never alone against the present:
+//! - a network verdict lists, per node, the peers etcd failed to send to during the checks
+//!   (`etcd_network_peer_sent_failures_total` grew between the reads), matched against the
+//!   probe's 2380 path from that node to that peer, and the members without a leader;
+//! - `EtcdSlowDisk` also holds for a WAL fsync p99 over etcd's own 1 s warning since it started,
+//!   unless the fsyncs during the checks were all fast ([`slow_fsync`]);
+//! - `EtcdNoSpace` also holds for a database at or over its quota ([`over_quota`]), where the
+//!   alarm list and `/health` do not say otherwise (the rule's own order).
+
+use std::collections::BTreeMap;
+
+use super::matrix::Matrix;
+use crate::probe::metrics::{Counters, Histogram};
+use crate::probe::output::{MemberId, MetricsRead, QueryOutcome};
+use crate::probe::NodeReport;
+
+/// etcd's own warning: a WAL fsync over 1 s (wal/wal.go `warnSyncDuration`, 3.4 to 3.6).
+pub const SLOW_FSYNC_SECONDS: f64 = 1.0;
+
+/// How one read went.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReadResult {
+    pub outcome: QueryOutcome,
+    /// The URL, with why it failed when it did.
+    pub detail: Option<String>,
+}
+
+/// What etcd counts about one peer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PeerMetrics {
+    pub id: MemberId,
+    /// The node the member lists put at this ID.
+    pub node: Option<String>,
+    /// Failed sends since this member started (the newest read).
+    pub sent_failures: Option<u64>,
+    /// How many more between the reads, when both were read (and the counter did not go down).
+    pub sent_failures_during_checks: Option<u64>,
+    /// The round-trip time's p99 since start (etcd's prober), in ms.
+    pub round_trip_p99_ms: Option<u64>,
+    /// Times the stream to the peer was lost since start.
+    pub disconnects: Option<u64>,
+}
+
+/// A disk latency histogram, summed up.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Latency {
+    /// p99 since start, in ms (histogram_quantile's estimate).
+    pub p99_ms: Option<u64>,
+    pub count: u64,
+    /// Of them, over 1 s (above the smallest bucket bound of at least 1 s: 1.024 s).
+    pub over_one_second: u64,
+    /// Observed between the reads, when both were read.
+    pub during_checks: Option<u64>,
+    pub over_one_second_during_checks: Option<u64>,
+}
+
+/// One node's metrics.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NodeMetrics {
+    pub node: String,
+    pub before: ReadResult,
+    pub after: ReadResult,
+    /// This member's ID (`etcd_server_id`).
+    pub member_id: Option<MemberId>,
+    /// `etcd_server_has_leader` after the checks (before them when only that read answered).
+    pub has_leader: Option<bool>,
+    pub leader_changes: Option<u64>,
+    /// ms between the starts of the two reads.
+    pub between_reads_ms: Option<u64>,
+    pub peers: Vec<PeerMetrics>,
+    pub wal_fsync: Option<Latency>,
+    pub backend_commit: Option<Latency>,
+    pub db_size_bytes: Option<u64>,
+    pub quota_bytes: Option<u64>,
+}
+
+fn result(r: &MetricsRead) -> ReadResult {
+    ReadResult {
+        outcome: r.outcome,
+        detail: r.detail.clone(),
+    }
+}
+
+fn whole(v: f64) -> u64 {
+    // Saturating: a value past u64 is a hostile one, and stays a number.
+    v.round() as u64
+}
+
+fn grew(after: Option<f64>, before: Option<f64>) -> Option<u64> {
+    let (a, b) = (after?, before?);
+    (a >= b).then(|| whole(a - b))
+}
+
+fn latency(after: Option<&Histogram>, before: Option<&Histogram>) -> Option<Latency> {
+    let h = after.or(before)?;
+    let during = after.zip(before).and_then(|(a, b)| a.since(b));
+    Some(Latency {
+        p99_ms: h.quantile(0.99).map(|s| whole(s * 1000.0)),
+        count: whole(h.count()),
+        over_one_second: whole(h.above(SLOW_FSYNC_SECONDS)),
+        during_checks: during.as_ref().map(|d| whole(d.count())),
+        over_one_second_during_checks: during.map(|d| whole(d.above(SLOW_FSYNC_SECONDS))),
+    })
+}
+
+/// Both reads' counters of a node whose probe has the metrics field.
+fn counters(
+    n: &NodeReport,
+) -> Option<(
+    &MetricsRead,
+    &MetricsRead,
+    Option<Counters>,
+    Option<Counters>,
+)> {
+    let m = n.probe()?.metrics.as_ref()?;
+    Some((&m.before, &m.after, m.before.counters(), m.after.counters()))
+}
+
+/// One node's metrics; `None` for a node not probed or whose probe is older than the reads.
+/// `names`: the node at each member ID, from the member lists.
+pub fn node_metrics(n: &NodeReport, names: &BTreeMap<MemberId, String>) -> Option<NodeMetrics> {
+    let (before_read, after_read, before, after) = counters(n)?;
+    let newest = after.as_ref().or(before.as_ref());
+    let mut ids: Vec<MemberId> = newest
+        .map(|c| c.peers.keys().copied().collect())
+        .unwrap_or_default();
+    ids.sort();
+    let peers = ids
+        .into_iter()
+        .map(|id| {
+            let a = after.as_ref().and_then(|c| c.peers.get(&id));
+            let b = before.as_ref().and_then(|c| c.peers.get(&id));
+            let p = a.or(b);
+            PeerMetrics {
+                id,
+                node: names.get(&id).cloned(),
+                sent_failures: p.and_then(|p| p.sent_failures).map(whole),
+                sent_failures_during_checks: match (a, b) {
+                    // No failure counted yet is a count of 0 (etcd adds the series on the first).
+                    (Some(a), Some(b)) => grew(
+                        Some(a.sent_failures.unwrap_or(0.0)),
+                        Some(b.sent_failures.unwrap_or(0.0)),
+                    ),
+                    (Some(a), None) if before.is_some() => grew(a.sent_failures, Some(0.0)),
+                    _ => None,
+                },
+                round_trip_p99_ms: p
+                    .and_then(|p| p.round_trip.as_ref()?.quantile(0.99))
+                    .map(|s| whole(s * 1000.0)),
+                disconnects: p.and_then(|p| p.disconnected).map(whole),
+            }
+        })
+        .collect();
+    let pick = |f: fn(&Counters) -> Option<f64>| {
+        after
+            .as_ref()
+            .and_then(f)
+            .or_else(|| before.as_ref().and_then(f))
+    };
+    let between_reads_ms = match (before_read.at_ms, after_read.at_ms) {
+        (Some(b), Some(a)) if a >= b && before.is_some() && after.is_some() => Some(a - b),
+        _ => None,
+    };
+    Some(NodeMetrics {
+        node: n.name.clone(),
+        before: result(before_read),
+        after: result(after_read),
+        member_id: newest.and_then(|c| c.server_id),
+        has_leader: after
+            .as_ref()
+            .and_then(|c| c.has_leader)
+            .or_else(|| before.as_ref().and_then(|c| c.has_leader)),
+        leader_changes: pick(|c| c.leader_changes).map(whole),
+        between_reads_ms,
+        peers,
+        wal_fsync: latency(
+            after.as_ref().and_then(|c| c.wal_fsync.as_ref()),
+            before.as_ref().and_then(|c| c.wal_fsync.as_ref()),
+        ),
+        backend_commit: latency(
+            after.as_ref().and_then(|c| c.backend_commit.as_ref()),
+            before.as_ref().and_then(|c| c.backend_commit.as_ref()),
+        ),
+        db_size_bytes: pick(|c| c.db_size).map(whole),
+        quota_bytes: pick(|c| c.quota).map(whole),
+    })
+}
+
+/// Every node's metrics, in the nodes' order; the nodes without them left out.
+pub fn read(nodes: &[NodeReport], names: &BTreeMap<MemberId, String>) -> Vec<NodeMetrics> {
+    nodes
+        .iter()
+        .filter_map(|n| node_metrics(n, names))
+        .collect()
+}
+
+/// Each node's own member ID as its metrics say (`etcd_server_id`): the node at that ID.
+pub fn own_ids(nodes: &[NodeReport]) -> BTreeMap<MemberId, String> {
+    nodes
+        .iter()
+        .filter_map(|n| {
+            let (_, _, before, after) = counters(n)?;
+            let id = after
+                .and_then(|c| c.server_id)
+                .or_else(|| before?.server_id)?;
+            Some((id, n.name.clone()))
+        })
+        .collect()
+}
+
+fn seconds(ms: u64) -> String {
+    format!("{:.1} s", ms as f64 / 1000.0)
+}
+
+/// Evidence for `EtcdSlowDisk` from etcd's WAL fsync histogram: a p99 since start over etcd's
+/// own 1 s warning, with the count over 1 s; never when the fsyncs during the checks (some
+/// were observed) were all under it: the present contradicts the history.
+pub(crate) fn slow_fsync(n: &NodeReport) -> Option<String> {
+    let m = node_metrics(n, &BTreeMap::new())?;
+    let f = m.wal_fsync?;
+    let p99 = f.p99_ms?;
+    if (p99 as f64) <= SLOW_FSYNC_SECONDS * 1000.0 || f.over_one_second == 0 {
+        return None;
+    }
+    if f.during_checks.is_some_and(|d| d > 0) && f.over_one_second_during_checks == Some(0) {
+        return None;
+    }
+    let during = match (f.during_checks, f.over_one_second_during_checks) {
+        (Some(d), Some(o)) if d > 0 => format!("; {o} of {d} during the checks"),
+        _ => String::new(),
+    };
+    Some(format!(
+        "{}: etcd's WAL fsync p99 is {} since it started (etcd warns over 1 s): {} of {} fsyncs over 1 s{during} (etcd_disk_wal_fsync_duration_seconds)",
+        n.name,
+        seconds(p99),
+        f.over_one_second,
+        f.count
+    ))
+}
+
+fn bytes(b: u64) -> String {
+    const MIB: f64 = 1024.0 * 1024.0;
+    format!("{:.1} MiB", b as f64 / MIB)
+}
+
+/// Evidence for `EtcdNoSpace` from etcd's metrics: the database at or over its quota.
+pub(crate) fn over_quota(n: &NodeReport) -> Option<String> {
+    let m = node_metrics(n, &BTreeMap::new())?;
+    let (size, quota) = (m.db_size_bytes?, m.quota_bytes?);
+    (quota > 0 && size >= quota).then(|| {
+        format!(
+            "{}: etcd's database is {}, at or over its quota of {} (etcd_mvcc_db_total_size_in_bytes, etcd_server_quota_backend_bytes)",
+            n.name,
+            bytes(size),
+            bytes(quota)
+        )
+    })
+}
+
+/// At most this many peers named in one node's line; the rest are counted.
+const PEERS_SHOWN: usize = 8;
+
+/// Evidence lines for a network verdict: per node, the peers etcd failed to send to during the
+/// checks, each set against the probe's 2380 path from that node to it; the members that have
+/// no leader. Nothing for nodes without metrics.
+pub fn network_evidence(metrics: &[NodeMetrics], matrices: &[Matrix]) -> Vec<String> {
+    let peer_matrix = matrices.iter().find(|m| m.port == 2380);
+    let mut out = Vec::new();
+    for m in metrics {
+        let failing: Vec<&PeerMetrics> = m
+            .peers
+            .iter()
+            .filter(|p| p.sent_failures_during_checks.is_some_and(|d| d > 0))
+            .collect();
+        if failing.is_empty() {
+            continue;
+        }
+        let (mut agree, mut disagree) = (Vec::new(), Vec::new());
+        let named: Vec<String> = failing
+            .iter()
+            .take(PEERS_SHOWN)
+            .map(|p| {
+                let who = p.node.clone().unwrap_or_else(|| format!("member {}", p.id));
+                let cell = p
+                    .node
+                    .as_ref()
+                    .and_then(|to| peer_matrix?.cell(&m.node, to));
+                match cell.map(|c| c.state) {
+                    Some(s) if s.is_ok() => disagree.push(who.clone()),
+                    Some(s) if s.is_known() => agree.push(who.clone()),
+                    _ => {}
+                }
+                format!("{who} +{}", p.sent_failures_during_checks.unwrap_or(0))
+            })
+            .collect();
+        let more = failing.len().saturating_sub(PEERS_SHOWN);
+        let more = if more > 0 {
+            format!(" and {more} more")
+        } else {
+            String::new()
+        };
+        let mut line = format!(
+            "{}: etcd itself failed to send to its peers during the checks: {}{more} (etcd_network_peer_sent_failures_total)",
+            m.node,
+            named.join(", ")
+        );
+        if !agree.is_empty() {
+            line.push_str(&format!(
+                "; the probe's 2380 to {} failed too",
+                agree.join(", ")
+            ));
+        }
+        if !disagree.is_empty() {
+            line.push_str(&format!(
+                "; the probe's 2380 to {} connected (etcd's sends failed beyond the connect)",
+                disagree.join(", ")
+            ));
+        }
+        out.push(line);
+    }
+    let leaderless: Vec<&str> = metrics
+        .iter()
+        .filter(|m| m.has_leader == Some(false))
+        .map(|m| m.node.as_str())
+        .collect();
+    if !leaderless.is_empty() {
+        out.push(format!(
+            "etcd has no leader on {} (etcd_server_has_leader 0)",
+            leaderless.join(", ")
+        ));
+    }
+    out
+}
