@@ -25,6 +25,16 @@ fn lab_jumpbox_peers_dropped_bundle_then_analyse() {
     live.expect_code(1);
     assert_eq!(report.verdict.code, VerdictCode::EtcdPeerNetworkBlocked);
     assert_eq!(report.route.name, "jumpbox");
+    // The nodes' own firewalls were read (the probe's documents keep the reads): the failing
+    // paths are placed, and `analyse` must place them alike.
+    assert!(
+        report
+            .packet_location
+            .as_ref()
+            .is_some_and(|l| !l.paths.is_empty() && !l.summary.is_empty()),
+        "{:#?}",
+        report.packet_location
+    );
 
     let offline = analyse(&env, &bundle, &["-o", "json"]);
     offline.expect_code(1);

@@ -111,6 +111,26 @@ fn healthy_then_peers_dropped_then_healed() {
     assert_eq!(cell(&report, 2379, CP[2], CP[0]), CellState::Timeout);
     assert_eq!(cell(&report, 2379, CP[1], CP[1]), CellState::Ok);
     assert_eq!(report.result.nodes_reached, 3);
+    // The pod keeps NET_ADMIN and NET_RAW (the lab runs it with exactly the capabilities its
+    // spec keeps): every node's own firewall was read, so no failing path is left undecided.
+    let loc = report
+        .packet_location
+        .as_ref()
+        .expect("the firewalls were read");
+    assert!(
+        loc.nodes
+            .iter()
+            .all(|n| n.read == etcdnet::report::v1alpha2::FirewallReadState::Read),
+        "{loc:#?}"
+    );
+    assert!(
+        !loc.paths.is_empty()
+            && loc
+                .paths
+                .iter()
+                .all(|p| p.place != etcdnet::report::v1alpha2::Place::Undecided),
+        "{loc:#?}"
+    );
     eprintln!(
         "time to verdict with peers dropped: {:?}",
         started.elapsed()

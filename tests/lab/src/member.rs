@@ -43,6 +43,11 @@ pub(crate) struct Record {
     /// which `crictl logs` prints before `log`.
     pub past: PathBuf,
     pub marker: String,
+    /// The process's start time (`/proc/<pid>/stat` field 22, clock ticks since boot): with the
+    /// pid, what tells this process from a later one that reuses its pid. crictl's stand-in
+    /// reads it where the pod runs with the capabilities its spec keeps (no CAP_SYS_PTRACE:
+    /// the process's environment is not readable there, its stat is).
+    pub start_ticks: String,
     pub state_dir: PathBuf,
 }
 
@@ -60,6 +65,7 @@ impl Record {
             ("LOG", self.log.to_string_lossy().into_owned()),
             ("PAST", self.past.to_string_lossy().into_owned()),
             ("MARKER", self.marker.clone()),
+            ("STARTTIME", self.start_ticks.clone()),
         ]);
         let tmp = dir.join(format!("{}.tmp", self.attempt));
         fs::write(&tmp, text)?;
@@ -268,8 +274,16 @@ fn spawn(mut cmd: Command, record: &mut Record, previous: Option<&mut Record>) -
     record.created = now_ns();
     let child = cmd.spawn().context("starting etcd")?;
     record.pid = child.id();
+    record.start_ticks = start_ticks(record.pid).unwrap_or_default();
     record.write()?;
     Ok(child)
+}
+
+/// Field 22 of `/proc/<pid>/stat` (after the command name, which may hold blanks).
+fn start_ticks(pid: u32) -> Option<String> {
+    let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let (_, rest) = stat.rsplit_once(") ")?;
+    rest.split_whitespace().nth(19).map(str::to_string)
 }
 
 /// Kills slot's member now (SIGKILL to its group) and records it exited; false if none ran.

@@ -108,6 +108,7 @@ impl Pods {
             log: node.log_file(),
             past: node.past_log(m.generation, attempt),
             marker: self.marker(&node.name, m.generation, attempt),
+            start_ticks: String::new(),
             state_dir: node.state_dir(),
         };
         let pid = self.supervisor()?.start(i, cmd, record)?;

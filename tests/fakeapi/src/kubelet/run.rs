@@ -336,6 +336,82 @@ fn argv(pod: &Value) -> Vec<String> {
     a
 }
 
+/// The capabilities a container runtime gives a container that asks for none (containerd's
+/// and CRI-O's default set, `oci.WithDefaultCapabilities` / `DefaultCapabilities`).
+const DEFAULT_CAPABILITIES: &[&str] = &[
+    "CHOWN",
+    "DAC_OVERRIDE",
+    "FSETID",
+    "FOWNER",
+    "MKNOD",
+    "NET_RAW",
+    "SETGID",
+    "SETUID",
+    "SETFCAP",
+    "SETPCAP",
+    "NET_BIND_SERVICE",
+    "SYS_CHROOT",
+    "KILL",
+    "AUDIT_WRITE",
+];
+
+/// `argv` run with the capabilities the container's `securityContext` keeps, as a runtime
+/// runs it: the default set, less `drop` (`ALL`: every one), plus `add`; all of them for a
+/// privileged container. The lab starts pods as root with every capability, so without this a
+/// probe pod missing one (nft needs NET_ADMIN) would work in the lab and fail on a node. As
+/// the bounding set (`setpriv`), so that nothing the command runs gets any other.
+fn with_capabilities(pod: &Value, argv: &[String]) -> Vec<String> {
+    let sc = &pod["spec"]["containers"][0]["securityContext"];
+    if sc["privileged"].as_bool() == Some(true) {
+        return argv.to_vec();
+    }
+    let list = |v: &Value| -> Vec<String> {
+        v.as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .map(|c| c.trim_start_matches("CAP_").to_ascii_uppercase())
+            .collect()
+    };
+    let (drop, add) = (
+        list(&sc["capabilities"]["drop"]),
+        list(&sc["capabilities"]["add"]),
+    );
+    let mut keep: Vec<String> = if drop.iter().any(|d| d == "ALL") {
+        vec![]
+    } else {
+        DEFAULT_CAPABILITIES
+            .iter()
+            .map(|c| c.to_string())
+            .filter(|c| !drop.contains(c))
+            .collect()
+    };
+    for a in add {
+        // Only names setpriv knows (letters and _): anything else is no capability.
+        if !keep.contains(&a) && a.chars().all(|c| c.is_ascii_uppercase() || c == '_') {
+            keep.push(a);
+        }
+    }
+    let mut set = String::from("-all");
+    for c in &keep {
+        set.push_str(",+");
+        set.push_str(&c.to_ascii_lowercase());
+    }
+    let mut out: Vec<String> = [
+        "setpriv",
+        "--bounding-set",
+        &set,
+        "--inh-caps=-all",
+        "--ambient-caps=-all",
+        "--",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    out.extend(argv.iter().cloned());
+    out
+}
+
 /// The container's environment: literal values and the common downward-API fields.
 fn env(pod: &Value, run: &RunInfo, hostname: &str, place: &Place) -> Vec<(String, String)> {
     let mut out = vec![
@@ -452,8 +528,11 @@ pub(super) fn run_pod(
     let started = check.and_then(|()| {
         let (cmd, hostname) = match place {
             Place::Node(node) => (
-                k.lab()
-                    .pod_command_with(&node.name, &argv, host_read_only(pod)),
+                k.lab().pod_command_with(
+                    &node.name,
+                    &with_capabilities(pod, &argv),
+                    host_read_only(pod),
+                ),
                 if host_net {
                     node.name.clone()
                 } else {
@@ -575,5 +654,37 @@ pub(super) fn run_pod(
                 pod_reason: None,
             });
         }
+    }
+}
+
+#[cfg(test)]
+mod capability_tests {
+    use super::with_capabilities;
+    use serde_json::json;
+
+    fn pod(sc: serde_json::Value) -> serde_json::Value {
+        json!({"spec": {"containers": [{"securityContext": sc}]}})
+    }
+
+    #[test]
+    fn the_command_keeps_only_the_capabilities_of_its_spec() {
+        let argv = vec!["chroot".to_string(), "/host".to_string()];
+        let probe =
+            pod(json!({"capabilities": {"drop": ["ALL"], "add": ["SYS_CHROOT", "NET_ADMIN"]}}));
+        assert_eq!(
+            with_capabilities(&probe, &argv)[..3],
+            ["setpriv", "--bounding-set", "-all,+sys_chroot,+net_admin"]
+        );
+        assert_eq!(with_capabilities(&probe, &argv)[6..], argv[..]);
+        // No securityContext: the runtime's default set; a privileged container: everything.
+        let default = with_capabilities(&pod(json!({})), &argv);
+        assert!(default[2].contains("+net_raw") && !default[2].contains("net_admin"));
+        assert_eq!(
+            with_capabilities(&pod(json!({"privileged": true})), &argv),
+            argv
+        );
+        // A name that is no capability never reaches setpriv.
+        let odd = pod(json!({"capabilities": {"drop": ["ALL"], "add": ["X,+SYS_ADMIN"]}}));
+        assert_eq!(with_capabilities(&odd, &argv)[2], "-all");
     }
 }

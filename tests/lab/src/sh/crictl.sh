@@ -16,13 +16,15 @@ fatal() {
 
 # Sets ID ATTEMPT PID CREATED STARTED FINISHED EXIT_CODE LOG PAST MARKER and STATE_NAME.
 load() {
-    ID='' ATTEMPT=0 PID=0 CREATED=0 STARTED=0 FINISHED=0 EXIT_CODE=0 LOG='' PAST='' MARKER=''
+    ID='' ATTEMPT=0 PID=0 CREATED=0 STARTED=0 FINISHED=0 EXIT_CODE=0 LOG='' PAST='' MARKER='' STARTTIME=''
     . "$1"
     STATE_NAME=CONTAINER_EXITED
     # Running only while the recorded pid is still the etcd process the lab started for this
-    # attempt (its environment carries the marker; a zombie or a reused pid does not).
-    if [ "$FINISHED" = 0 ] && [ -r "/proc/$PID/environ" ] &&
-        tr '\000' '\n' <"/proc/$PID/environ" 2>/dev/null | grep -qxF "ETCDNET_LAB_MEMBER=$MARKER"; then
+    # attempt: the same start time (a reused pid has another) and not a zombie. From its stat,
+    # which anyone may read: a probe pod keeps only the capabilities of its spec, and without
+    # CAP_SYS_PTRACE the process's environment is not readable to it.
+    if [ "$FINISHED" = 0 ] && [ -n "$STARTTIME" ] && [ -r "/proc/$PID/stat" ] &&
+        [ "$(awk '{ sub(/^.*\) /, ""); if ($1 != "Z") print $20 }' "/proc/$PID/stat" 2>/dev/null)" = "$STARTTIME" ]; then
         STATE_NAME=CONTAINER_RUNNING
     elif [ "$FINISHED" = 0 ]; then
         # Died without the lab noticing yet: the log's last write is the best finish time.
