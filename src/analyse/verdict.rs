@@ -483,11 +483,10 @@ fn member_nodes(ctx: &Ctx) -> BTreeMap<crate::probe::output::MemberId, String> {
 /// pause commands on a network verdict, the reminder to unpause on a Healthy one.
 fn guard_advice(facts: &ClusterFacts, verdict: &mut Verdict) -> Option<super::guard::Guard> {
     let guard = super::guard::assess(facts)?;
-    let network = verdict
-        .code
-        .rules()
-        .any(|r| r.category == Category::Network);
-    let advice = guard.advice(network, verdict.code == VerdictCode::Healthy);
+    let advice = guard.advice(
+        verdict.code.is_network(),
+        verdict.code == VerdictCode::Healthy,
+    );
     verdict.evidence.extend(advice.evidence);
     verdict.next_steps.splice(0..0, advice.first_steps);
     verdict.next_steps.extend(advice.next_steps);
