@@ -131,6 +131,7 @@ fn diagnosis(code: VerdictCode, failing: Option<(u16, CellState)>) -> Diagnosis 
         },
         matrices: vec![matrix(2379), matrix(2380)],
         logs: vec![],
+        timeline: Default::default(),
     }
 }
 

@@ -115,6 +115,8 @@ pub struct Diagnosis {
     pub matrices: Vec<Matrix>,
     /// The etcd log findings of every node whose log could be read.
     pub logs: Vec<NodeLogs>,
+    /// Since when each pair fails, from both ends' logs ([`super::timeline`]).
+    pub timeline: super::timeline::Timeline,
 }
 
 /// Everything the rules look at, for the deciding nodes (those in no rollout): their paths are
@@ -421,7 +423,9 @@ pub fn diagnose_at(
         .evidence
         .extend(machine_condition_evidence(&ctx, &verdict.nodes, healthy));
     verdict.notes.extend(notes::notes(&ctx, &verdict));
+    let timeline = super::timeline::build(facts, nodes, &logs, &matrices);
     Diagnosis {
+        timeline,
         verdict,
         logs: logs
             .into_iter()

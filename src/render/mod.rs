@@ -31,6 +31,7 @@ mod diagnose;
 mod list;
 mod network;
 mod status;
+mod timeline;
 mod watch;
 
 pub use diagnose::dry_run;

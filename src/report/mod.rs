@@ -231,6 +231,10 @@ pub struct DiagnoseReport {
     pub matrices: Vec<v1alpha2::Matrix>,
     pub logs: Vec<v1alpha2::NodeLogs>,
     pub verdict: v1alpha2::Verdict,
+    /// Since when each pair of members fails, from both ends' etcd logs: absent when no log
+    /// gives an onset, no path fails, every node knows a leader and KCP says no last probe.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeline: Option<v1alpha2::Timeline>,
     pub result: DiagnoseResult,
 }
 
@@ -298,6 +302,7 @@ impl DiagnoseReport {
             matrices: diagnosis.matrices.into_iter().map(Into::into).collect(),
             logs: diagnosis.logs.into_iter().map(Into::into).collect(),
             verdict: diagnosis.verdict.into(),
+            timeline: (!diagnosis.timeline.is_empty()).then(|| diagnosis.timeline.into()),
         }
     }
 }

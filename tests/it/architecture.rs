@@ -75,7 +75,7 @@ const FOLDERS: &[(&str, &[&[&str]])] = &[
         &[
             &["watch"],
             &["cleanup", "diagnose", "list", "status"],
-            &["network"],
+            &["network", "timeline"],
         ],
     ),
     (
@@ -89,7 +89,11 @@ const FOLDERS: &[(&str, &[&[&str]])] = &[
     ),
     (
         "report::v1alpha2",
-        &[&["analysis", "network"], &["cluster"], &["node"]],
+        &[
+            &["analysis", "network", "timeline"],
+            &["cluster"],
+            &["node"],
+        ],
     ),
     (
         "analyse",
@@ -97,6 +101,7 @@ const FOLDERS: &[(&str, &[&[&str]])] = &[
             &["status"],
             &["network"],
             &["verdict"],
+            &["timeline"],
             &["matrix", "policy", "clock", "realization"],
         ],
     ),
@@ -158,7 +163,7 @@ const FOLDERS: &[(&str, &[&[&str]])] = &[
     ("probe::parse", &[&["bounds"]]),
     (
         "probe::etcdlog",
-        &[&["leader", "window"], &["line"], &["time"]],
+        &[&["episode", "leader", "window"], &["line"], &["time"]],
     ),
 ];
 

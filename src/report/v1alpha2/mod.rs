@@ -44,6 +44,7 @@ mod analysis;
 mod cluster;
 mod network;
 mod node;
+mod timeline;
 
 pub use analysis::{
     Cell, CellState, Cells, LeaderState, LeaderView, LogFinding, LogFormat, LogKind, LogSummary,
@@ -57,6 +58,7 @@ pub use network::{
     SideOutcome,
 };
 pub use node::*;
+pub use timeline::{LastProbe, NoLeaderSince, NodeClock, PairOnset, Timeline, TimelineShape};
 
 #[cfg(test)]
 mod tests;
