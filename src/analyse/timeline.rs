@@ -71,6 +71,9 @@ pub struct PairOnset {
     pub seen_by_to: Option<String>,
     /// The first failure line's kind, of the end whose onset is the pair's.
     pub first_sign: Option<LogKind>,
+    /// That end's log shows no line of the path working before its onset: the log read begins
+    /// inside the episode, which began at or before `onset`.
+    pub at_or_before: bool,
     /// Whether the 2380 path from → to failed in this run's checks (`None`: not checked).
     pub failing_now: Option<bool>,
 }
@@ -99,6 +102,15 @@ pub struct LastProbe {
     pub condition: String,
     /// The time as the condition writes it.
     pub at: String,
+}
+
+/// One end's onset of a pair, on the median clock.
+#[derive(Debug, Clone, Copy)]
+struct Seen {
+    at: i64,
+    kind: Option<LogKind>,
+    /// Its log shows the path working before (a recovery line older than the onset).
+    working_before: bool,
 }
 
 /// One node's log text as `diagnose_at` reads it: the previous container's, then the newest's.
@@ -220,7 +232,7 @@ pub fn build(
     let names = peer_names(nodes, logs);
     let clocks = clocks(nodes);
     // (node, peer node) → the episode's start and first sign, corrected.
-    let mut seen: BTreeMap<(String, String), (i64, Option<LogKind>)> = BTreeMap::new();
+    let mut seen: BTreeMap<(String, String), Seen> = BTreeMap::new();
     // The nodes whose log was read: a failing path is listed without an onset only when one of
     // its ends' logs could have told (else the matrix says all there is).
     let mut read: BTreeSet<&str> = BTreeSet::new();
@@ -243,12 +255,14 @@ pub fn build(
             if *peer == n.name {
                 continue;
             }
-            let at = corrected(start, clocks.get(&n.name));
-            let slot = seen
-                .entry((n.name.clone(), peer.clone()))
-                .or_insert((at, e.start_kind));
-            if at < slot.0 {
-                *slot = (at, e.start_kind);
+            let this = Seen {
+                at: corrected(start, clocks.get(&n.name)),
+                kind: e.start_kind,
+                working_before: e.recovered.is_some(),
+            };
+            let slot = seen.entry((n.name.clone(), peer.clone())).or_insert(this);
+            if this.at < slot.at {
+                *slot = this;
             }
         }
     }
@@ -286,12 +300,17 @@ pub fn build(
         if by_from.is_none() && by_to.is_none() && failing_now != Some(true) {
             continue;
         }
-        let first = [by_from, by_to].into_iter().flatten().min_by_key(|s| s.0);
+        // At the same time, the end whose log saw the path work first: its onset is a real one.
+        let first = [by_from, by_to]
+            .into_iter()
+            .flatten()
+            .min_by_key(|s| (s.at, !s.working_before));
         pairs.push(PairOnset {
-            onset: first.map(|s| etcdlog::format_micros(s.0)),
-            first_sign: first.and_then(|s| s.1),
-            seen_by_from: by_from.map(|s| etcdlog::format_micros(s.0)),
-            seen_by_to: by_to.map(|s| etcdlog::format_micros(s.0)),
+            onset: first.map(|s| etcdlog::format_micros(s.at)),
+            at_or_before: first.is_some_and(|s| !s.working_before),
+            first_sign: first.and_then(|s| s.kind),
+            seen_by_from: by_from.map(|s| etcdlog::format_micros(s.at)),
+            seen_by_to: by_to.map(|s| etcdlog::format_micros(s.at)),
             failing_now,
             from,
             to,
@@ -338,12 +357,13 @@ pub fn build(
     }
 }
 
-/// Onsets that went together: the first's time, the last's, and their pairs.
-type Group<'a> = (i64, i64, Vec<(&'a str, &'a str)>);
+/// Onsets that went together: the first's time, the last's, whether the first is only "at or
+/// before" (its log begins inside the episode), and their pairs.
+type Group<'a> = (i64, i64, bool, Vec<(&'a str, &'a str)>);
 
 /// The pairs' onsets as one line, per unordered pair (its earlier direction).
 fn summarise(pairs: &[PairOnset]) -> Option<(Shape, String)> {
-    let mut unordered: BTreeMap<(&str, &str), i64> = BTreeMap::new();
+    let mut unordered: BTreeMap<(&str, &str), (i64, bool)> = BTreeMap::new();
     for p in pairs {
         let Some(at) = p.onset.as_deref().and_then(etcdlog::parse_micros) else {
             continue;
@@ -353,45 +373,53 @@ fn summarise(pairs: &[PairOnset]) -> Option<(Shape, String)> {
         } else {
             (p.to.as_str(), p.from.as_str())
         };
-        let slot = unordered.entry(key).or_insert(at);
-        *slot = (*slot).min(at);
+        let slot = unordered.entry(key).or_insert((at, p.at_or_before));
+        if at < slot.0 {
+            *slot = (at, p.at_or_before);
+        }
     }
-    let mut onsets: Vec<((&str, &str), i64)> = unordered.into_iter().collect();
-    onsets.sort_by_key(|(k, at)| (*at, *k));
-    let (_, first) = *onsets.first()?;
+    let mut onsets: Vec<_> = unordered.into_iter().collect();
+    onsets.sort_by_key(|(k, (at, _))| (*at, *k));
+    let (_, (first, _)) = *onsets.first()?;
     // Groups: each starts at the first onset more than ONE_CHANGE_S after the last group's start.
     let mut groups: Vec<Group> = Vec::new();
-    for (pair, at) in onsets {
+    for (pair, (at, open)) in onsets {
         match groups.last_mut() {
-            Some((start, end, members))
+            Some((start, end, _, members))
                 if at.saturating_sub(*start) <= ONE_CHANGE_S * 1_000_000 =>
             {
                 *end = at;
                 members.push(pair);
             }
-            _ => groups.push((at, at, vec![pair])),
+            _ => groups.push((at, at, open, vec![pair])),
         }
     }
-    if let [(start, end, _)] = groups.as_slice() {
+    if let [(start, end, open, _)] = groups.as_slice() {
         // Saturating: the times are the nodes' word, corrected by offsets that are too.
         let within = end.saturating_sub(*start).saturating_add(999_999) / 1_000_000;
         return Some((
             Shape::OneChange,
             format!(
-                "all paths failed within {within} s of {} (one change)",
-                second(*start)
+                "all paths failed within {within} s of {} (one change){}",
+                second(*start),
+                if *open {
+                    "; the logs read begin inside it: it may have begun earlier"
+                } else {
+                    ""
+                }
             ),
         ));
     }
     let parts: Vec<String> = groups
         .iter()
-        .map(|(start, _, members)| {
+        .map(|(start, _, open, members)| {
             let after = if *start > first {
                 format!(" (+{} s)", start.saturating_sub(first) / 1_000_000)
             } else {
                 String::new()
             };
-            format!("{} at {}{after}", describe(members), second(*start))
+            let at = if *open { "at or before" } else { "at" };
+            format!("{} {at} {}{after}", describe(members), second(*start))
         })
         .collect();
     Some((Shape::Staggered, format!("staggered: {}", parts.join(", "))))

@@ -282,6 +282,7 @@ fn staggered_with_skewed_clocks() {
         Some("2026-12-01T10:00:00.000000Z")
     );
     assert_eq!(pair("cp1", "cp2").first_sign, Some(LogKind::LostStream));
+    assert!(t.pairs.iter().all(|p| !p.at_or_before), "{t:#?}");
     assert_eq!(
         pair("cp3", "cp2").seen_by_from.as_deref(),
         Some("2026-12-01T10:01:31.500000Z")
@@ -438,4 +439,56 @@ fn lab_captures_of_both_lines_are_one_change() {
         assert_eq!(t.pairs.len(), 6, "{line}: {t:#?}");
         assert!(t.pairs.iter().all(|p| p.onset.is_some()), "{line}: {t:#?}");
     }
+}
+
+/// A log that begins inside the episode (no line of the path working before its first failure,
+/// as a 500-line tail of a long partition does) gives an onset only "at or before".
+#[test]
+fn a_log_that_begins_inside_the_episode_says_at_or_before() {
+    let log = |me: usize, peer: usize, est: bool| {
+        let mut lines = vec![];
+        if est {
+            lines.push(zap(me, peer, "2026-12-01T09:59:00Z", EST));
+        }
+        lines.push(zap(me, peer, "2026-12-01T10:00:00Z", LOST));
+        lines.join("\n")
+    };
+    let nodes = vec![
+        node(0, Some(0), &log(0, 1, false), &[1]),
+        node(1, Some(0), &log(1, 0, false), &[0]),
+    ];
+    let t = timeline_of(&nodes);
+    assert!(t.pairs.iter().all(|p| p.at_or_before), "{t:#?}");
+    assert_eq!(
+        t.summary.as_deref(),
+        Some("all paths failed within 0 s of 2026-12-01T10:00:00Z (one change); the logs read begin inside it: it may have begun earlier")
+    );
+    // One end saw the path work first: its onset is the pair's, and a real one.
+    let nodes = vec![
+        node(0, Some(0), &log(0, 1, true), &[1]),
+        node(1, Some(0), &log(1, 0, false), &[0]),
+    ];
+    let t = timeline_of(&nodes);
+    assert!(t.pairs.iter().all(|p| !p.at_or_before), "{t:#?}");
+    assert!(t.summary.unwrap().ends_with("(one change)"));
+    // Staggered: the group whose first onset is open says so.
+    let mut nodes = vec![
+        node(0, Some(0), &log(0, 1, false), &[1, 2]),
+        node(1, Some(0), &log(1, 0, false), &[0, 2]),
+        node(2, Some(0), "", &[0, 1]),
+    ];
+    let late = [
+        zap(2, 0, "2026-12-01T09:00:00Z", EST),
+        zap(2, 1, "2026-12-01T09:00:00Z", EST),
+        zap(2, 0, "2026-12-01T10:05:00Z", LOST),
+        zap(2, 1, "2026-12-01T10:05:01Z", LOST),
+    ]
+    .join("\n");
+    nodes[2] = node(2, Some(0), &late, &[0, 1]);
+    let t = timeline_of(&nodes);
+    assert_eq!(
+        t.summary.as_deref(),
+        Some("staggered: cp1↔cp2 at or before 2026-12-01T10:00:00Z, cp3 at 2026-12-01T10:05:00Z (+300 s)"),
+        "{t:#?}"
+    );
 }

@@ -41,7 +41,10 @@ pub(super) fn section(out: &mut Lines, t: Option<&Timeline>, wide: bool) {
                 let mut row = vec![
                     p.from.clone(),
                     p.to.clone(),
-                    or_dash(p.onset.as_deref()),
+                    match (p.onset.as_deref(), p.at_or_before) {
+                        (Some(t), true) => format!("≤{}", to_second(t)),
+                        (t, _) => or_dash(t),
+                    },
                     p.first_sign
                         .map(|k| k.to_string())
                         .unwrap_or_else(|| "-".into()),
@@ -109,6 +112,7 @@ mod tests {
                 seen_by_from: Some("2026-12-01T10:00:00.250000Z".into()),
                 seen_by_to: None,
                 first_sign: Some(LogKind::LostStream),
+                at_or_before: false,
                 failing_now: Some(true),
             }],
             no_leader: vec![],
@@ -138,6 +142,10 @@ mod tests {
             "{text}"
         );
         assert!(!text.contains('\x1b'));
+        // An onset whose log begins inside the episode is only an upper bound.
+        let mut open = t.clone();
+        open.pairs[0].at_or_before = true;
+        assert!(render(Some(&open), false).contains("   ≤2026-12-01T10:00:00Z   "));
         let wide = render(Some(&t), true);
         assert!(wide.contains("SEEN BY FROM"), "{wide}");
         let row = wide.lines().find(|l| l.starts_with("cp1")).unwrap();

@@ -190,6 +190,7 @@ mod recovered_tests {
                 seen_by_from: None,
                 seen_by_to: None,
                 first_sign: None,
+                at_or_before: false,
                 failing_now: Some(true),
             }],
             ..Default::default()

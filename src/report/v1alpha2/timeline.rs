@@ -81,6 +81,10 @@ pub struct PairOnset {
     /// What the line of the onset said.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub first_sign: Option<LogKind>,
+    /// True when the log of the onset's end shows no line of the path working before it: the
+    /// log read begins inside the episode, which began at or before `onset`.
+    #[serde(default)]
+    pub at_or_before: bool,
     /// Whether this run's check of `from` → `to`:2380 failed; absent when not checked.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub failing_now: Option<bool>,
@@ -95,6 +99,7 @@ impl From<timeline::PairOnset> for PairOnset {
             seen_by_from: p.seen_by_from,
             seen_by_to: p.seen_by_to,
             first_sign: p.first_sign.map(Into::into),
+            at_or_before: p.at_or_before,
             failing_now: p.failing_now,
         }
     }
