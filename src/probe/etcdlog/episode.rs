@@ -75,11 +75,20 @@ pub fn episodes(log: &str) -> Vec<Episode> {
     let mut out: BTreeMap<PeerKey, Episode> = BTreeMap::new();
     // A line without a time takes the time of the line before it (continuation lines).
     let mut prev: Option<i64> = None;
+    let mut dated: Vec<(i64, &LogLine)> = Vec::with_capacity(lines.len());
     for line in &lines {
         if let Some(t) = line.ts.as_deref().and_then(parse_time) {
             prev = Some(t);
         }
-        let Some(ts) = prev else { continue };
+        if let Some(ts) = prev {
+            dated.push((ts, line));
+        }
+    }
+    // In time order, not the file's: a previous container's log, a past written before the live
+    // lines, or lines appended later with older times all read as they happened (stable: lines
+    // of one time keep their order).
+    dated.sort_by_key(|(ts, _)| *ts);
+    for (ts, line) in dated {
         let kinds = line.kinds();
         let up = recovery(line, &kinds);
         let down = !up && kinds.iter().any(|k| FAILURE.contains(k));
@@ -245,6 +254,15 @@ mod tests {
         // Ending on the recovery: no episode.
         let healed = [log.clone(), line("2026-12-01T10:03:00Z", est, "")].join("\n");
         assert_eq!(episodes(&healed)[0].start, None);
+        // Lines out of order in the file are read in time order: an older failure appended
+        // after the newer ones is the onset.
+        let appended = [
+            line("2026-12-01T10:00:00Z", est, ""),
+            line("2026-12-01T10:02:00Z", lost, err),
+            line("2026-12-01T10:01:30Z", lost, err),
+        ]
+        .join("\n");
+        assert_eq!(episodes(&appended)[0].start, at("2026-12-01T10:01:30Z"));
         // A dial error that names only an address is keyed by its host.
         let dial = r#"{"level":"warn","ts":"2026-12-01T10:00:00Z","msg":"x","error":"dial tcp 10.0.0.3:2380: connect: connection refused"}"#;
         assert_eq!(episodes(dial)[0].peer, PeerKey::Host("10.0.0.3".into()));
