@@ -21,6 +21,7 @@ pub mod network;
 pub mod policy;
 pub mod realization;
 pub mod status;
+pub mod timeline;
 pub mod verdict;
 
 pub use network::{assess, NetworkAssessment};

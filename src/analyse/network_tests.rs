@@ -134,6 +134,7 @@ fn diagnosis(code: VerdictCode, failing: Option<(u16, CellState)>) -> Diagnosis 
         location: None,
         guard: None,
         etcd_metrics: vec![],
+        timeline: Default::default(),
     }
 }
 

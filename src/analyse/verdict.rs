@@ -123,6 +123,8 @@ pub struct Diagnosis {
     pub guard: Option<super::guard::Guard>,
     /// etcd's own metrics of every node whose probe read them.
     pub etcd_metrics: Vec<super::metrics::NodeMetrics>,
+    /// Since when each pair fails, from both ends' logs ([`super::timeline`]).
+    pub timeline: super::timeline::Timeline,
 }
 
 /// Everything the rules look at, for the deciding nodes (those in no rollout): their paths are
@@ -445,7 +447,9 @@ pub fn diagnose_at(
         .evidence
         .extend(machine_condition_evidence(&ctx, &verdict.nodes, healthy));
     verdict.notes.extend(notes::notes(&ctx, &verdict));
+    let timeline = super::timeline::build(facts, nodes, &logs, &matrices);
     Diagnosis {
+        timeline,
         verdict,
         logs: logs
             .into_iter()

@@ -606,11 +606,13 @@ fn shorten(s: &str, max: usize) -> String {
     format!("{}…", super::head(s, max))
 }
 
+mod episode;
 mod leader;
 mod line;
 mod time;
 mod window;
 
+pub use episode::{episodes, format_micros, parse_micros, Episode, PeerKey};
 pub use leader::{clock, member_name, LeaderState, LeaderView};
 
 pub use line::parse_line;

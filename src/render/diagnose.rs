@@ -188,6 +188,7 @@ fn diagnose_table(r: &DiagnoseReport, wide: bool, paint: Paint) -> String {
             out.line(format!("  - {n}"));
         }
     }
+    super::timeline::section(&mut out, r.timeline.as_ref(), wide);
     if let Some(l) = &r.packet_location {
         super::location::section(&mut out, l, wide);
     }

@@ -34,6 +34,7 @@ mod location;
 mod metrics;
 mod network;
 mod status;
+mod timeline;
 mod watch;
 
 pub use diagnose::dry_run;

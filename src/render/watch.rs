@@ -11,7 +11,8 @@ use std::time::SystemTime;
 
 use super::{switch, Format, Layout, Lines, Listed, Paint, Tabular};
 use crate::error::Result;
-use crate::report::{watch::why_changed, DiagnoseReport, ListItem, ListReport};
+use crate::report::watch::{recovered_pairs, why_changed};
+use crate::report::{DiagnoseReport, ListItem, ListReport};
 
 /// A cluster, by namespace and name.
 type Key = (String, String);
@@ -139,6 +140,17 @@ impl Watch {
                 if let Some(line) = line {
                     out.line(line);
                 }
+                // A pair that works again, whether or not the verdict moved.
+                if let (Some(Seen::Report(b)), Seen::Report(a)) = (last.get(key), seen) {
+                    let who = if now.len() > 1 {
+                        format!("{}/{}: ", key.0, key.1)
+                    } else {
+                        String::new()
+                    };
+                    for p in recovered_pairs(b, a) {
+                        out.line(format!("{clock} {who}{p}"));
+                    }
+                }
             }
             if ends && !first {
                 out.line(format!("{clock} Healthy: the watch ends"));
@@ -225,10 +237,17 @@ mod tests {
             healthy = healed(&healthy, &n.name, VerdictCode::Healthy);
         }
         let why = why_changed(&partial, &healthy);
+        // Then each pair that works again both ways (every pair had a way still failing).
+        let mut names: Vec<&str> = first.nodes.iter().map(|n| n.name.as_str()).collect();
+        names.sort();
+        let recovered: String = [(0, 1), (0, 2), (1, 2)]
+            .iter()
+            .map(|(a, b)| format!("08:31:02 {}↔{} recovered\n", names[*a], names[*b]))
+            .collect();
         assert_eq!(
             w.one(Box::new(healthy), true, at()).unwrap(),
             format!(
-                "08:31:02 EtcdPeerNetworkPartial → Healthy ({why})\n08:31:02 Healthy: the watch ends\n"
+                "08:31:02 EtcdPeerNetworkPartial → Healthy ({why})\n{recovered}08:31:02 Healthy: the watch ends\n"
             )
         );
     }

@@ -244,6 +244,10 @@ pub struct DiagnoseReport {
     /// etcd's own metrics of each node whose probe read them (probes before them read none).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub etcd_metrics: Vec<v1alpha2::EtcdMetrics>,
+    /// Since when each pair of members fails, from both ends' etcd logs: absent when no log
+    /// gives an onset, no path fails, every node knows a leader and KCP says no last probe.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeline: Option<v1alpha2::Timeline>,
     pub result: DiagnoseResult,
 }
 
@@ -314,6 +318,7 @@ impl DiagnoseReport {
             remediation_guard: diagnosis.guard.map(Into::into),
             packet_location: diagnosis.location.map(Into::into),
             etcd_metrics: v1alpha2::all(diagnosis.etcd_metrics),
+            timeline: (!diagnosis.timeline.is_empty()).then(|| diagnosis.timeline.into()),
         }
     }
 }

@@ -47,6 +47,57 @@ pub fn why_changed(before: &DiagnoseReport, after: &DiagnoseReport) -> String {
     }
 }
 
+/// The pairs of nodes that failed at `before` (some path between them, either way, any port)
+/// and were seen working both ways on every port at `after`: "cp1↔cp2 recovered (failing since
+/// 2026-12-01T10:00:00Z)", the onset from `before`'s timeline when it has one.
+pub fn recovered_pairs(before: &DiagnoseReport, after: &DiagnoseReport) -> Vec<String> {
+    use std::collections::BTreeSet;
+    let pair = |a: &str, b: &str| {
+        if a <= b {
+            (a.to_string(), b.to_string())
+        } else {
+            (b.to_string(), a.to_string())
+        }
+    };
+    let failed: BTreeSet<(String, String)> = before
+        .matrices
+        .iter()
+        .flat_map(|m| m.cells.iter())
+        .filter(|c| c.from != c.to && c.state.is_known() && !c.state.is_ok())
+        .map(|c| pair(&c.from, &c.to))
+        .collect();
+    let mut out = Vec::new();
+    for (a, b) in failed {
+        let cells: Vec<_> = after
+            .matrices
+            .iter()
+            .flat_map(|m| m.cells.iter())
+            .filter(|c| pair(&c.from, &c.to) == (a.clone(), b.clone()) && c.from != c.to)
+            .collect();
+        let works = !cells.is_empty()
+            && cells.iter().all(|c| c.state.is_known() && c.state.is_ok())
+            && cells.iter().any(|c| c.from == a)
+            && cells.iter().any(|c| c.from == b);
+        if !works {
+            continue;
+        }
+        let since = before
+            .timeline
+            .iter()
+            .flat_map(|t| t.pairs.iter())
+            .filter(|p| pair(&p.from, &p.to) == (a.clone(), b.clone()))
+            .filter_map(|p| p.onset.as_deref())
+            .min()
+            .map(|t| match t.split_once('.') {
+                Some((head, _)) => format!(" (failing since {head}Z)"),
+                None => format!(" (failing since {t})"),
+            })
+            .unwrap_or_default();
+        out.push(format!("{a}↔{b} recovered{since}"));
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -99,5 +150,81 @@ mod tests {
         let mut same = before.clone();
         same.verdict.summary = "something else".into();
         assert_eq!(why_changed(&before, &same), "something else");
+    }
+}
+
+#[cfg(test)]
+mod recovered_tests {
+    use super::*;
+    use crate::report::v1alpha2::{CellState, PairOnset, Timeline};
+
+    fn blocked() -> DiagnoseReport {
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/fixtures/reports/peers-dropped.json"
+        );
+        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+    }
+
+    /// Every path between `a` and `b`, both ways, both ports, opened.
+    fn open(r: &mut DiagnoseReport, a: &str, b: &str) {
+        for m in &mut r.matrices {
+            for c in m.cells.iter_mut() {
+                if (c.from == a && c.to == b) || (c.from == b && c.to == a) {
+                    c.state = CellState::Ok;
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_pair_recovers_only_when_both_ways_work_on_every_port() {
+        let mut before = blocked();
+        let names: Vec<String> = before.nodes.iter().map(|n| n.name.clone()).collect();
+        let (a, b) = (names[0].as_str(), names[1].as_str());
+        before.timeline = Some(Timeline {
+            pairs: vec![PairOnset {
+                from: b.into(),
+                to: a.into(),
+                onset: Some("2026-12-01T10:00:00.250000Z".into()),
+                seen_by_from: None,
+                seen_by_to: None,
+                first_sign: None,
+                at_or_before: false,
+                failing_now: Some(true),
+            }],
+            ..Default::default()
+        });
+        assert!(recovered_pairs(&before, &before).is_empty());
+        // One way only: not yet.
+        let mut after = before.clone();
+        for m in &mut after.matrices {
+            for c in m.cells.iter_mut().filter(|c| c.from == a && c.to == b) {
+                c.state = CellState::Ok;
+            }
+        }
+        assert!(recovered_pairs(&before, &after).is_empty());
+        let mut after = before.clone();
+        open(&mut after, a, b);
+        let (x, y) = if a <= b { (a, b) } else { (b, a) };
+        assert_eq!(
+            recovered_pairs(&before, &after),
+            [format!(
+                "{x}↔{y} recovered (failing since 2026-12-01T10:00:00Z)"
+            )]
+        );
+        // Without a timeline, no onset to quote.
+        before.timeline = None;
+        assert_eq!(
+            recovered_pairs(&before, &after),
+            [format!("{x}↔{y} recovered")]
+        );
+        // A path not checked at the second round is not a recovery.
+        for m in &mut after.matrices {
+            for c in m.cells.iter_mut().filter(|c| c.from == b && c.to == a) {
+                c.state = CellState::NotProbed;
+            }
+        }
+        assert!(recovered_pairs(&before, &after).is_empty());
     }
 }

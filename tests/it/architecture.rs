@@ -75,7 +75,7 @@ const FOLDERS: &[(&str, &[&[&str]])] = &[
         &[
             &["watch"],
             &["cleanup", "diagnose", "list", "status"],
-            &["network", "location", "metrics"],
+            &["network", "location", "metrics", "timeline"],
             &["guard"],
         ],
     ),
@@ -92,7 +92,7 @@ const FOLDERS: &[(&str, &[&[&str]])] = &[
         "report::v1alpha2",
         &[
             &["guard", "location"],
-            &["analysis", "metrics", "network"],
+            &["analysis", "metrics", "network", "timeline"],
             &["cluster"],
             &["node"],
         ],
@@ -106,6 +106,7 @@ const FOLDERS: &[(&str, &[&[&str]])] = &[
             &["location"],
             &["guard"],
             &["metrics"],
+            &["timeline"],
             &["matrix", "policy", "clock", "realization"],
         ],
     ),
@@ -168,7 +169,7 @@ const FOLDERS: &[(&str, &[&[&str]])] = &[
     ("probe::parse", &[&["bounds"]]),
     (
         "probe::etcdlog",
-        &[&["leader", "window"], &["line"], &["time"]],
+        &[&["episode", "leader", "window"], &["line"], &["time"]],
     ),
 ];
 

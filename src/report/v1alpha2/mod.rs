@@ -47,6 +47,7 @@ mod location;
 mod metrics;
 mod network;
 mod node;
+mod timeline;
 
 pub use analysis::{
     Cell, CellState, Cells, LeaderState, LeaderView, LogFinding, LogFormat, LogKind, LogSummary,
@@ -65,6 +66,7 @@ pub use network::{
     SideOutcome,
 };
 pub use node::*;
+pub use timeline::{LastProbe, NoLeaderSince, NodeClock, PairOnset, Timeline, TimelineShape};
 
 #[cfg(test)]
 mod tests;

@@ -1,0 +1,489 @@
+//! Since when, and how: the onset of the current failure episode of every pair of members, from
+//! both ends' etcd logs, each node's times corrected by its clock's offset from the others'
+//! (the probe clocks' median, [`super::clock`]); "no leader since" per node; and the one-line
+//! shape of it: `one change` (every path went within [`ONE_CHANGE_S`] of the first) or
+//! `staggered` (pairs or nodes going one after another), the words scripts match on.
+//!
+//! What a node logs is its own word, and so is its clock: a node with no clock reading, or one
+//! far off the others, is named as not to be trusted, and its times are shown as corrected
+//! (when it has a reading) or as written.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::net::IpAddr;
+
+use super::matrix::Matrix;
+use crate::probe::etcdlog::{self, LeaderState, LogKind, LogSummary, PeerKey};
+use crate::probe::NodeReport;
+use crate::supervisor::ClusterFacts;
+
+/// Onsets within this many seconds of a group's first are one change.
+pub const ONE_CHANGE_S: i64 = 30;
+/// A clock further than this from the median is named as not to be trusted (its offset is
+/// still applied: the probe read it, but a clock that far off may also have been stepped
+/// between the log's lines and the probe).
+pub const TRUSTED_SKEW_MS: i64 = 60_000;
+/// At most this many pairs are kept (n·(n-1) for the nodes probed: 20 for five nodes).
+const MAX_PAIRS: usize = 64;
+
+/// The two shapes a set of onsets takes; their words are the contract's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, strum::Display, strum::VariantArray)]
+pub enum Shape {
+    /// Every failing path went within [`ONE_CHANGE_S`] of the first.
+    OneChange,
+    /// Some paths went later than that: pairs or nodes one after another.
+    Staggered,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Timeline {
+    /// "all paths failed within N s of T (one change)" or "staggered: a↔b at T1, c at T2";
+    /// `None` when no log gives an onset.
+    pub summary: Option<String>,
+    pub shape: Option<Shape>,
+    /// Per ordered pair (from, to) whose current episode is open in a log or whose 2380 path
+    /// fails now.
+    pub pairs: Vec<PairOnset>,
+    /// Nodes whose etcd knows no leader at their log's last leader line, since when.
+    pub no_leader: Vec<NoLeaderSince>,
+    /// The clock of every node whose times are used.
+    pub clocks: Vec<NodeClock>,
+    /// "Last successful probe at …" of KCP's conditions on the Machines (the Supervisor's word).
+    pub last_successful_probes: Vec<LastProbe>,
+}
+
+impl Timeline {
+    /// Nothing to show: no pair, no leaderless node, no KCP probe time.
+    pub fn is_empty(&self) -> bool {
+        self.pairs.is_empty() && self.no_leader.is_empty() && self.last_successful_probes.is_empty()
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PairOnset {
+    pub from: String,
+    pub to: String,
+    /// The earlier of the two ends' onsets, corrected (RFC 3339 UTC); `None` when neither log
+    /// tells.
+    pub onset: Option<String>,
+    /// `from`'s log about `to`: the first failure after the last recovery, corrected.
+    pub seen_by_from: Option<String>,
+    /// `to`'s log about `from`.
+    pub seen_by_to: Option<String>,
+    /// The first failure line's kind, of the end whose onset is the pair's.
+    pub first_sign: Option<LogKind>,
+    /// That end's log shows no line of the path working before its onset: the log read begins
+    /// inside the episode, which began at or before `onset`.
+    pub at_or_before: bool,
+    /// Whether the 2380 path from → to failed in this run's checks (`None`: not checked).
+    pub failing_now: Option<bool>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NoLeaderSince {
+    pub node: String,
+    /// Corrected (RFC 3339 UTC); `None` when the log's no-leader line has no time.
+    pub since: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NodeClock {
+    pub node: String,
+    /// The node's clock minus the median of the nodes' clocks; `None`: no reading.
+    pub offset_ms: Option<i64>,
+    pub trusted: bool,
+    /// Why not, when not.
+    pub note: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LastProbe {
+    pub node: String,
+    /// The Machine condition that says it.
+    pub condition: String,
+    /// The time as the condition writes it.
+    pub at: String,
+}
+
+/// One end's onset of a pair, on the median clock.
+#[derive(Debug, Clone, Copy)]
+struct Seen {
+    at: i64,
+    kind: Option<LogKind>,
+    /// Its log shows the path working before (a recovery line older than the onset).
+    working_before: bool,
+}
+
+/// One node's log text as `diagnose_at` reads it: the previous container's, then the newest's.
+fn log_text(n: &NodeReport) -> Option<String> {
+    let p = n.probe()?;
+    let current = p.etcd.logs.as_ref().map(|l| l.text.as_str());
+    let previous = p.etcd.previous_logs.as_ref().map(|l| l.text.as_str());
+    match (previous, current) {
+        (None, None) => None,
+        (Some(a), Some(b)) => Some(format!("{a}\n{b}")),
+        (Some(a), None) => Some(a.to_string()),
+        (None, Some(b)) => Some(b.to_string()),
+    }
+}
+
+/// Which node a member ID or peer host stands for: the member lists' peer URLs and each log's
+/// own `local-member-id`, matched to the nodes' IPs.
+fn peer_names(
+    nodes: &[NodeReport],
+    logs: &BTreeMap<String, LogSummary>,
+) -> BTreeMap<PeerKey, String> {
+    let by_ip: BTreeMap<IpAddr, &str> = nodes
+        .iter()
+        .filter_map(|n| Some((n.ip?, n.name.as_str())))
+        .collect();
+    let mut out = BTreeMap::new();
+    for (ip, name) in &by_ip {
+        out.insert(PeerKey::Host(ip.to_string()), name.to_string());
+    }
+    for n in nodes {
+        let Some(p) = n.probe() else { continue };
+        for m in &p.members.members {
+            let Some(id) = m.id else { continue };
+            let node = m
+                .peer_urls
+                .iter()
+                .filter_map(|u| url_ip(u))
+                .find_map(|ip| by_ip.get(&ip));
+            if let Some(node) = node {
+                out.entry(PeerKey::Id(id.to_string()))
+                    .or_insert_with(|| node.to_string());
+            }
+        }
+    }
+    for (node, s) in logs {
+        if let Some(id) = &s.local_member_id {
+            out.entry(PeerKey::Id(id.clone()))
+                .or_insert_with(|| node.clone());
+        }
+    }
+    out
+}
+
+/// `https://198.18.0.12:2380` → its IP (a name is no IP: not matched).
+fn url_ip(url: &str) -> Option<IpAddr> {
+    let rest = url.split_once("://").map_or(url, |(_, r)| r);
+    let authority = rest.split('/').next()?;
+    let host = if let Some(v6) = authority.strip_prefix('[') {
+        v6.split(']').next()?
+    } else {
+        authority.rsplit_once(':').map_or(authority, |(h, _)| h)
+    };
+    host.parse().ok()
+}
+
+/// Every node's clock against the median of them all.
+fn clocks(nodes: &[NodeReport]) -> BTreeMap<String, NodeClock> {
+    let median = super::clock::median(nodes.iter().filter_map(|n| n.probe()?.clock_ms));
+    nodes
+        .iter()
+        .filter(|n| n.probe().is_some())
+        .map(|n| {
+            let offset = n
+                .probe()
+                .and_then(|p| p.clock_ms)
+                .zip(median)
+                .map(|(c, m)| c.saturating_sub(m));
+            let (trusted, note) = match offset {
+                None => (
+                    false,
+                    Some("no clock reading: its times are as its log writes them".to_string()),
+                ),
+                Some(o) if o.saturating_abs() > TRUSTED_SKEW_MS => (
+                    false,
+                    Some(format!(
+                        "its clock is {} off the others': its times are corrected by that, which holds only if it was not stepped since",
+                        super::clock::offset_text(o, 0)
+                    )),
+                ),
+                Some(_) => (true, None),
+            };
+            (
+                n.name.clone(),
+                NodeClock {
+                    node: n.name.clone(),
+                    offset_ms: offset,
+                    trusted,
+                    note,
+                },
+            )
+        })
+        .collect()
+}
+
+/// A node's log time (epoch µs) on the others' clock.
+fn corrected(micros: i64, clock: Option<&NodeClock>) -> i64 {
+    let offset = clock.and_then(|c| c.offset_ms).unwrap_or(0);
+    micros.saturating_sub(offset.saturating_mul(1000))
+}
+
+/// The timeline of one diagnosis: `logs` are the nodes' classified logs (for their leader view
+/// and own member ID), `matrices` this run's checks.
+pub fn build(
+    facts: &ClusterFacts,
+    nodes: &[NodeReport],
+    logs: &BTreeMap<String, LogSummary>,
+    matrices: &[Matrix],
+) -> Timeline {
+    let names = peer_names(nodes, logs);
+    let clocks = clocks(nodes);
+    // (node, peer node) → the episode's start and first sign, corrected.
+    let mut seen: BTreeMap<(String, String), Seen> = BTreeMap::new();
+    // The nodes whose log was read: a failing path is listed without an onset only when one of
+    // its ends' logs could have told (else the matrix says all there is).
+    let mut read: BTreeSet<&str> = BTreeSet::new();
+    for n in nodes {
+        let Some(text) = log_text(n) else { continue };
+        read.insert(n.name.as_str());
+        for e in etcdlog::episodes(&text) {
+            // An ID no member list or log names: the node at the address its lines name.
+            let peer = names.get(&e.peer).or_else(|| {
+                let mut hosts = e
+                    .hosts
+                    .iter()
+                    .filter_map(|h| names.get(&PeerKey::Host(h.clone())));
+                let first = hosts.next()?;
+                hosts.all(|h| h == first).then_some(first)
+            });
+            let (Some(start), Some(peer)) = (e.start, peer) else {
+                continue;
+            };
+            if *peer == n.name {
+                continue;
+            }
+            let this = Seen {
+                at: corrected(start, clocks.get(&n.name)),
+                kind: e.start_kind,
+                working_before: e.recovered.is_some(),
+            };
+            let slot = seen.entry((n.name.clone(), peer.clone())).or_insert(this);
+            if this.at < slot.at {
+                *slot = this;
+            }
+        }
+    }
+    let m2380 = matrices.iter().find(|m| m.port == 2380);
+    let state = |from: &str, to: &str| {
+        m2380
+            .and_then(|m| m.cell(from, to))
+            .filter(|c| c.state.is_known())
+            .map(|c| !c.state.is_ok())
+    };
+    let mut ordered: BTreeSet<(String, String)> = BTreeSet::new();
+    for (a, b) in seen.keys() {
+        ordered.insert((a.clone(), b.clone()));
+        ordered.insert((b.clone(), a.clone()));
+    }
+    if let Some(m) = m2380 {
+        for c in m.peer_cells().filter(|c| {
+            c.state.is_known()
+                && !c.state.is_ok()
+                && (read.contains(c.from.as_str()) || read.contains(c.to.as_str()))
+        }) {
+            ordered.insert((c.from.clone(), c.to.clone()));
+        }
+    }
+    let mut pairs = Vec::new();
+    for (from, to) in ordered {
+        let by_from = seen.get(&(from.clone(), to.clone())).copied();
+        let by_to = seen.get(&(to.clone(), from.clone())).copied();
+        let failing_now = state(&from, &to);
+        // The present decides: an episode the logs have not closed yet, on a path seen working
+        // both ways now, is over.
+        if failing_now == Some(false) && state(&to, &from) == Some(false) {
+            continue;
+        }
+        if by_from.is_none() && by_to.is_none() && failing_now != Some(true) {
+            continue;
+        }
+        // At the same time, the end whose log saw the path work first: its onset is a real one.
+        let first = [by_from, by_to]
+            .into_iter()
+            .flatten()
+            .min_by_key(|s| (s.at, !s.working_before));
+        pairs.push(PairOnset {
+            onset: first.map(|s| etcdlog::format_micros(s.at)),
+            at_or_before: first.is_some_and(|s| !s.working_before),
+            first_sign: first.and_then(|s| s.kind),
+            seen_by_from: by_from.map(|s| etcdlog::format_micros(s.at)),
+            seen_by_to: by_to.map(|s| etcdlog::format_micros(s.at)),
+            failing_now,
+            from,
+            to,
+        });
+        if pairs.len() >= MAX_PAIRS {
+            break;
+        }
+    }
+    let no_leader: Vec<NoLeaderSince> = logs
+        .iter()
+        .filter_map(|(node, s)| {
+            let v = s.leader.as_ref()?;
+            (v.state == LeaderState::NoLeader).then(|| NoLeaderSince {
+                node: node.clone(),
+                since: v
+                    .since
+                    .as_deref()
+                    .and_then(etcdlog::parse_micros)
+                    .map(|t| etcdlog::format_micros(corrected(t, clocks.get(node)))),
+            })
+        })
+        .collect();
+    let used: BTreeSet<&str> = pairs
+        .iter()
+        .filter(|p| p.onset.is_some())
+        .flat_map(|p| [p.from.as_str(), p.to.as_str()])
+        .chain(no_leader.iter().map(|n| n.node.as_str()))
+        .collect();
+    let clocks: Vec<NodeClock> = clocks
+        .into_values()
+        .filter(|c| used.contains(c.node.as_str()))
+        .collect();
+    let (shape, summary) = match summarise(&pairs) {
+        Some((shape, summary)) => (Some(shape), Some(summary)),
+        None => (None, None),
+    };
+    Timeline {
+        summary,
+        shape,
+        pairs,
+        no_leader,
+        clocks,
+        last_successful_probes: last_probes(facts),
+    }
+}
+
+/// Onsets that went together: the first's time, the last's, whether the first is only "at or
+/// before" (its log begins inside the episode), and their pairs.
+type Group<'a> = (i64, i64, bool, Vec<(&'a str, &'a str)>);
+
+/// The pairs' onsets as one line, per unordered pair (its earlier direction).
+fn summarise(pairs: &[PairOnset]) -> Option<(Shape, String)> {
+    let mut unordered: BTreeMap<(&str, &str), (i64, bool)> = BTreeMap::new();
+    for p in pairs {
+        let Some(at) = p.onset.as_deref().and_then(etcdlog::parse_micros) else {
+            continue;
+        };
+        let key = if p.from <= p.to {
+            (p.from.as_str(), p.to.as_str())
+        } else {
+            (p.to.as_str(), p.from.as_str())
+        };
+        let slot = unordered.entry(key).or_insert((at, p.at_or_before));
+        if at < slot.0 {
+            *slot = (at, p.at_or_before);
+        }
+    }
+    let mut onsets: Vec<_> = unordered.into_iter().collect();
+    onsets.sort_by_key(|(k, (at, _))| (*at, *k));
+    let (_, (first, _)) = *onsets.first()?;
+    // Groups: each starts at the first onset more than ONE_CHANGE_S after the last group's start.
+    let mut groups: Vec<Group> = Vec::new();
+    for (pair, (at, open)) in onsets {
+        match groups.last_mut() {
+            Some((start, end, _, members))
+                if at.saturating_sub(*start) <= ONE_CHANGE_S * 1_000_000 =>
+            {
+                *end = at;
+                members.push(pair);
+            }
+            _ => groups.push((at, at, open, vec![pair])),
+        }
+    }
+    if let [(start, end, open, _)] = groups.as_slice() {
+        // Saturating: the times are the nodes' word, corrected by offsets that are too.
+        let within = end.saturating_sub(*start).saturating_add(999_999) / 1_000_000;
+        return Some((
+            Shape::OneChange,
+            format!(
+                "all paths failed within {within} s of {} (one change){}",
+                second(*start),
+                if *open {
+                    "; the logs read begin inside it: it may have begun earlier"
+                } else {
+                    ""
+                }
+            ),
+        ));
+    }
+    let parts: Vec<String> = groups
+        .iter()
+        .map(|(start, _, open, members)| {
+            let after = if *start > first {
+                format!(" (+{} s)", start.saturating_sub(first) / 1_000_000)
+            } else {
+                String::new()
+            };
+            let at = if *open { "at or before" } else { "at" };
+            format!("{} {at} {}{after}", describe(members), second(*start))
+        })
+        .collect();
+    Some((Shape::Staggered, format!("staggered: {}", parts.join(", "))))
+}
+
+/// A group of pairs: the one node all of them share when there are several ("c": it was cut
+/// from the rest), else the pairs ("a↔b", "a↔b and c↔d").
+fn describe(members: &[(&str, &str)]) -> String {
+    if members.len() >= 2 {
+        let (a, b) = members[0];
+        for node in [a, b] {
+            if members.iter().all(|(x, y)| *x == node || *y == node) {
+                return node.to_string();
+            }
+        }
+    }
+    members
+        .iter()
+        .map(|(a, b)| format!("{a}↔{b}"))
+        .collect::<Vec<_>>()
+        .join(" and ")
+}
+
+/// RFC 3339 to the second: `2026-12-02T08:25:54Z`.
+fn second(micros: i64) -> String {
+    let s = etcdlog::format_micros(micros.div_euclid(1_000_000).saturating_mul(1_000_000));
+    match s.split_once('.') {
+        Some((head, _)) => format!("{head}Z"),
+        None => s,
+    }
+}
+
+/// KCP's etcd conditions on the Machines carry "Last successful probe at <time>" when it lost
+/// the member: the Supervisor's own onset.
+fn last_probes(facts: &ClusterFacts) -> Vec<LastProbe> {
+    const MARK: &str = "Last successful probe at ";
+    let mut out = Vec::new();
+    for n in &facts.nodes {
+        let Some(m) = &n.machine else { continue };
+        for c in &m.etcd_conditions {
+            let Some(msg) = c.message.as_deref() else {
+                continue;
+            };
+            let Some(i) = msg.find(MARK) else { continue };
+            let at: String = msg[i + MARK.len()..]
+                .split(|c: char| c.is_whitespace() || c == ',' || c == ';' || c == ')')
+                .next()
+                .unwrap_or("")
+                .chars()
+                .take(40)
+                .collect();
+            if at.is_empty() {
+                continue;
+            }
+            out.push(LastProbe {
+                node: n.name.clone(),
+                condition: c.kind.clone(),
+                at,
+            });
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+#[path = "timeline_tests.rs"]
+mod tests;
