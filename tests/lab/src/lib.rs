@@ -33,6 +33,7 @@
 
 mod config;
 mod daemon;
+mod disk;
 mod exec;
 mod fault;
 mod forward;
@@ -57,7 +58,7 @@ pub use config::{
     LIVENESS_PROBE_PATH, STARTUP_PROBE_PATH,
 };
 pub use exec::{run as run_with_timeout, ExecTimeout};
-pub use fault::Fault;
+pub use fault::{Fault, FAULT_NAMES, SLOW_FDATASYNC};
 pub use health::Curl;
 pub use lab::{Lab, CA_CRT, HEALTHCHECK_CRT, HEALTHCHECK_KEY};
 pub use membership::MemberInfo;
