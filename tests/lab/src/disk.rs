@@ -9,6 +9,7 @@
 //! untraced, as before. A lab dropped with the fault in force kills strace the same way.
 
 use std::fs;
+use std::os::unix::process::CommandExt;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -69,6 +70,19 @@ impl Tracer {
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::null());
+        // A caller that blocks SIGTERM (`etcdnet-lab up` waits for it with sigwait) would pass
+        // its mask on: strace could then never be asked to detach.
+        // SAFETY: sigemptyset and sigprocmask are async-signal-safe; only the child is touched.
+        unsafe {
+            c.pre_exec(|| {
+                let mut none: libc::sigset_t = std::mem::zeroed();
+                libc::sigemptyset(&mut none);
+                if libc::sigprocmask(libc::SIG_SETMASK, &none, std::ptr::null_mut()) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
         let child = c
             .spawn()
             .context("starting strace (apt-get install strace)")?;
