@@ -389,11 +389,12 @@ fn slow_disk(w: &World) {
     w.heal();
 }
 
-/// Case 3 (3.4): the stagger from the past. A and B logged losing each other `X` s ago (X up
-/// to 90 s, never before the lab's members first met), then every path is dropped now.
+/// Case 3 (3.4): the stagger from the past. A and B logged losing each other `X` s ago (45 to
+/// 90 s, never before the lab's members first met), then every path is dropped now.
 fn staggered_from_the_past(w: &World) {
     let [a, b, c] = CP;
-    let min = Duration::from_secs(30);
+    // Paths going within 30 s of the first are one change: the past lies further back.
+    let min = Duration::from_secs(45);
     // Nothing between A and B may have come back since the lines' time: the lab's start.
     let since_start = w.started.elapsed().saturating_sub(Duration::from_secs(10));
     if since_start < min {
