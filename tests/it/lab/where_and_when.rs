@@ -47,9 +47,10 @@ use etcdnet_lab::{EtcdLine, EtcdVersion, Fault, Lab};
 use serde_json::Value;
 
 /// How far an onset the timeline gives may be from the moment the cut was made (or the lines
-/// written): etcd notices a silent peer within its election timeout and its stream's read
-/// timeout (~5 s in the captures), and the timeline reads what etcd logged.
-const ONSET_SLACK: Duration = Duration::from_secs(8);
+/// written): the first line etcd logs about a silent peer is its prober's, which asks every
+/// 5 s and waits out its dial (2 to 5 s after the cut in the captures, tests/fixtures/etcd-logs),
+/// and the timeline reads what etcd logged.
+const ONSET_SLACK: Duration = Duration::from_secs(10);
 
 /// How long a verdict may take to show after a change: etcd notices a cut within seconds; each
 /// diagnosis under a cut waits out its 2 s dials.
@@ -360,7 +361,14 @@ fn paused_and_healthy(w: &World) {
             shown(&r),
             json["remediationGuard"]
         );
-        assert!(!says(&json, &[PAUSE]), "{route:?}: {}", shown(&r));
+        // Nothing to pause: no verdict line asks for it (the guard's own field keeps both
+        // commands).
+        let v = &r.verdict;
+        assert!(
+            !(v.evidence.iter().chain(&v.next_steps).chain(&v.notes)).any(|l| l.contains(PAUSE)),
+            "{route:?}: {}",
+            shown(&r)
+        );
     }
     w.pause(false);
 }
