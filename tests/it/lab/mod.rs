@@ -24,6 +24,7 @@ mod smoke;
 mod ssh;
 mod ssh_hardening;
 mod watch;
+mod where_and_when;
 
 /// The address of lab node `node` (the lab names its own addresses after its id).
 fn ip(lab: &etcdnet_lab::Lab, node: &str) -> String {

@@ -1,12 +1,13 @@
 //! The network reading end to end: a SecurityPolicy served by the fake Supervisor and the same rule made real
-//! by nftables on the lab's nodes. `diagnose` through the real kubectl, on the pod route and on
+//! by nftables in the lab's fabric. `diagnose` through the real kubectl, on the pod route and on
 //! the jumpbox route, names the policy in the verdict; against a Supervisor that serves the NSX
 //! groups but no policy on etcd's ports, the same cut is said to be outside the Supervisor's view.
 //!
 //! The policy is `drop-etcd-peers` of the set `nsx-vpc` (Drop, In, TCP 2379-2380, applied to the
 //! control-plane VMs, sources the control-plane VMs: see its fake.yaml); its equivalent is
-//! [`Fault::DropAllPeers`], which drops on the receiving node's input (the ingress check NSX
-//! makes at the destination port) what the other members send to 2379/2380. The set without
+//! [`Fault::DropAllPeers`], which drops in the fabric (the lab's switch, outside every guest, as
+//! NSX's distributed firewall sits outside the VMs) what each member sends to the others'
+//! 2379/2380. The set without
 //! the policy is `nsx-vpc-no-drop` (one Allow on 6443). Both sets are healthy-v1alpha3's cluster,
 //! the lab's nodes (names and IPs): one lab serves both fake Supervisors.
 //!

@@ -430,6 +430,147 @@ fn faults_isolate_one_way_and_large_packets() {
     heal(&lab);
 }
 
+/// `nft list ruleset` in a node's own namespace (what its firewall holds) or in the switch's.
+fn ruleset(netns: &str) -> String {
+    let out = etcdnet_lab::run_with_timeout(
+        {
+            let mut c = Command::new("ip");
+            c.args(["netns", "exec", netns, "nft", "list", "ruleset"]);
+            c
+        },
+        None,
+        EXEC,
+    )
+    .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// Every node's own ruleset is empty: nothing inside the guests.
+fn guests_empty(lab: &Lab) {
+    for n in lab.nodes() {
+        assert_eq!(ruleset(&n.netns).trim(), "", "{}'s own ruleset", n.name);
+    }
+}
+
+// Long: four faults in turn (the dropped paths waiting out their timeouts), and a disk whose
+// fdatasyncs each wait 1.2 s; healed until etcd has a quorum again.
+#[test]
+#[cfg_attr(not(etcdnet_lab), ignore = "needs root and the lab (see build.rs)")]
+fn faults_in_the_fabric_in_a_guest_and_on_a_disk() {
+    require("faults_in_the_fabric_in_a_guest_and_on_a_disk");
+    let lab = start(LabConfig::default());
+    guests_empty(&lab);
+
+    // The NSX stand-ins live in the switch: a node's own firewall has nothing to show.
+    lab.inject(Fault::DropAllPeers).unwrap();
+    expect(&lab, "cp1", "cp2", 2380, 28);
+    guests_empty(&lab);
+    let fabric = ruleset(lab.switch_netns());
+    assert!(
+        fabric.contains("hook ingress device \"v1\"")
+            && fabric.contains("tcp dport { 2379, 2380 } drop"),
+        "{fabric}"
+    );
+    heal(&lab);
+    assert!(!ruleset(lab.switch_netns()).contains("drop"), "healed");
+
+    // One pair cut, both ways; the others talk.
+    let before = std::time::SystemTime::now();
+    let at = lab
+        .inject_at(
+            Fault::CutPair {
+                a: "cp1".into(),
+                b: "cp2".into(),
+            },
+            Instant::now() + Duration::from_millis(300),
+        )
+        .unwrap();
+    let waited = at.duration_since(before).unwrap();
+    assert!(
+        waited >= Duration::from_millis(300) && waited < Duration::from_secs(3),
+        "{waited:?}"
+    );
+    expect(&lab, "cp1", "cp2", 2380, 28);
+    expect(&lab, "cp2", "cp1", 2379, 28);
+    expect(&lab, "cp1", "cp3", 2380, 0);
+    expect(&lab, "cp3", "cp2", 2379, 0);
+    guests_empty(&lab);
+    heal(&lab);
+
+    // The one fault inside a guest: cp2's own nftables, counting what it drops.
+    lab.inject(Fault::GuestFirewall("cp2".into())).unwrap();
+    expect(&lab, "cp1", "cp2", 2380, 28);
+    expect(&lab, "cp2", "cp1", 2380, 0);
+    let own = ruleset(&lab.node("cp2").unwrap().netns);
+    let rule = own
+        .lines()
+        .find(|l| l.contains("ip saddr"))
+        .unwrap_or_else(|| panic!("{own}"));
+    assert!(own.contains("table inet filter"), "{own}");
+    assert!(
+        rule.contains(&ip(&lab, "cp1")) && rule.contains(&ip(&lab, "cp3")),
+        "{rule}"
+    );
+    let packets: u64 = rule
+        .split("counter packets ")
+        .nth(1)
+        .and_then(|r| r.split_whitespace().next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no counter: {rule}"));
+    assert!(packets > 0, "the dropped SYNs counted: {rule}");
+    assert!(
+        !ruleset(lab.switch_netns()).contains("drop"),
+        "nothing in the fabric"
+    );
+    assert_eq!(ruleset(&lab.node("cp1").unwrap().netns).trim(), "");
+    heal(&lab);
+    guests_empty(&lab);
+
+    lab.inject(Fault::GuestFirewallUncounted("cp3".into()))
+        .unwrap();
+    expect(&lab, "cp1", "cp3", 2379, 28);
+    let own = ruleset(&lab.node("cp3").unwrap().netns);
+    assert!(
+        own.contains("tcp dport { 2379, 2380 } drop") && !own.contains("counter"),
+        "{own}"
+    );
+    heal(&lab);
+    guests_empty(&lab);
+
+    // A slow disk: cp2's fdatasyncs wait, etcd says so in its log, and heal leaves the same
+    // process running untraced.
+    let pid = lab.etcd_pid("cp2").unwrap();
+    lab.inject(Fault::SlowDisk("cp2".into())).unwrap();
+    let tracer = |pid: u32| {
+        std::fs::read_to_string(format!("/proc/{pid}/status"))
+            .unwrap()
+            .lines()
+            .find_map(|l| l.strip_prefix("TracerPid:"))
+            .map(|v| v.trim().to_string())
+    };
+    assert_ne!(tracer(pid).as_deref(), Some("0"), "traced");
+    let log = lab.node("cp2").unwrap().log_file();
+    let slow = || {
+        let log = std::fs::read_to_string(&log).unwrap();
+        log.contains("slow fdatasync") || log.contains("wal: sync duration of")
+    };
+    assert!(!slow(), "not slow before the fault");
+    for i in 0..3 {
+        lab.etcdctl("cp1", &["put", &format!("slow-disk-{i}"), "x"])
+            .unwrap();
+    }
+    eventually("cp2's etcd logs a slow fdatasync", slow);
+    heal(&lab);
+    assert_eq!(lab.etcd_pid("cp2"), Some(pid), "the same etcd");
+    assert_eq!(tracer(pid).as_deref(), Some("0"), "untraced after heal");
+    lab.etcdctl("cp2", &["put", "after-heal", "x"]).unwrap();
+}
+
 #[test]
 #[cfg_attr(not(etcdnet_lab), ignore = "needs root and the lab (see build.rs)")]
 fn faults_expired_certificates_and_stopped_etcd() {

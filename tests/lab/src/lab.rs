@@ -5,15 +5,16 @@ use std::net::Ipv4Addr;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use anyhow::{anyhow, bail, Context, Result};
 use serde_json::json;
 
 use crate::config::{EtcdVersion, LabConfig};
 use crate::daemon::Daemons;
+use crate::disk::Tracer;
 use crate::exec;
-use crate::fault::Fault;
+use crate::fault::{Fault, Place};
 use crate::forward::Forward;
 use crate::kubelet::Kubelets;
 use crate::member::{now_ns, Supervisor};
@@ -32,6 +33,10 @@ pub const HEALTHCHECK_KEY: &str = "/etc/kubernetes/pki/etcd/healthcheck-client.k
 
 struct State {
     faults: Vec<Fault>,
+    /// When each fault of `faults` was in place (same order).
+    injected: Vec<SystemTime>,
+    /// The strace of each `SlowDisk` in force.
+    tracers: Vec<Tracer>,
 }
 
 /// A running lab: N control-plane nodes, each a network namespace on a private bridge, each
@@ -118,6 +123,7 @@ impl Lab {
             ("ssh", "openssh-client"),
             ("ssh-keygen", "openssh-client"),
             ("sudo", "sudo"),
+            ("strace", "strace"),
         ] {
             if !which(program) {
                 return Some(format!("no `{program}` (apt-get install {package})"));
@@ -192,7 +198,11 @@ impl Lab {
         let mut lab = Lab {
             switch_netns: format!("{id}-sw"),
             jumpbox_ip: cfg.jumpbox_ip(),
-            state: Mutex::new(State { faults: Vec::new() }),
+            state: Mutex::new(State {
+                faults: Vec::new(),
+                injected: Vec::new(),
+                tracers: Vec::new(),
+            }),
             pods: Arc::new(Pods::new(&id, &nodes)),
             kubelets: None,
             id,
@@ -523,25 +533,81 @@ impl Lab {
             Fault::StopEtcd(n) => {
                 self.pods.stop(self.index(n)?)?;
             }
+            Fault::SlowDisk(n) => {
+                let pid = self
+                    .etcd_pid(n)
+                    .with_context(|| format!("{n}: etcd is not running, nothing to slow"))?;
+                let tracer = Tracer::attach(n, pid)?;
+                self.state().tracers.push(tracer);
+            }
             _ => {
-                for (i, rule) in fault.nft_rules(&self.nodes)? {
-                    net::nft(
-                        &self.nodes[i].netns,
-                        &format!("add rule inet etcdnet input {rule}\n"),
-                    )?;
+                let mut fabric = String::new();
+                for (place, rule) in fault.nft_rules(&self.nodes)? {
+                    match place {
+                        Place::From(i) => fabric.push_str(&format!(
+                            "add rule netdev etcdnet in{} {rule}\n",
+                            self.nodes[i].index
+                        )),
+                        Place::To(i) => fabric.push_str(&format!(
+                            "add rule netdev etcdnet out{} {rule}\n",
+                            self.nodes[i].index
+                        )),
+                        Place::Guest(i) => net::guest_rule(&self.nodes[i].netns, &rule)?,
+                    }
+                }
+                if !fabric.is_empty() {
+                    // One script: the fault's rules start to apply at the same moment.
+                    net::nft(&self.switch_netns, &fabric)?;
                 }
             }
         }
-        self.state().faults.push(fault);
+        let mut state = self.state();
+        state.faults.push(fault);
+        state.injected.push(SystemTime::now());
         Ok(())
     }
 
-    /// Removes every fault: nftables rules flushed, certificates re-issued valid (member
+    /// Waits until `at`, then injects `fault`; returns when it was in place (wall clock), for a
+    /// test's "a↔b, then c 90 s later" and its onsets.
+    pub fn inject_at(&self, fault: Fault, at: Instant) -> Result<SystemTime> {
+        if let Some(wait) = at.checked_duration_since(Instant::now()) {
+            std::thread::sleep(wait);
+        }
+        self.inject(fault.clone())?;
+        self.injected_at(&fault)
+            .context("the fault just injected is not in force")
+    }
+
+    /// When `fault` was last put in place (wall clock), if it is in force.
+    pub fn injected_at(&self, fault: &Fault) -> Option<SystemTime> {
+        let state = self.state();
+        let i = state.faults.iter().rposition(|f| f == fault)?;
+        state.injected.get(i).copied()
+    }
+
+    /// Removes every fault: the fabric's rules flushed, the guest firewalls a fault made
+    /// deleted, strace detached from slowed members, certificates re-issued valid (member
     /// restarted), stopped members started again (attempt + 1), stopped sshds started again.
     /// Does not wait for etcd's health.
     pub fn heal(&self) -> Result<()> {
-        for n in &self.nodes {
-            net::flush_rules(&n.netns)?;
+        net::flush_fabric(&self.switch_netns)?;
+        let (guests, tracers) = {
+            let mut state = self.state();
+            let guests: Vec<usize> = (state.faults.iter())
+                .filter_map(|f| match f {
+                    Fault::GuestFirewall(n) | Fault::GuestFirewallUncounted(n) => {
+                        self.index(n).ok()
+                    }
+                    _ => None,
+                })
+                .collect();
+            (guests, std::mem::take(&mut state.tracers))
+        };
+        for i in guests {
+            net::flush_guest(&self.nodes[i].netns)?;
+        }
+        for t in tracers {
+            t.detach()?;
         }
         for i in 0..self.nodes.len() {
             if self.pods.members()[i].powered_off {
@@ -562,7 +628,9 @@ impl Lab {
                 self.start_sshd(&n.name)?;
             }
         }
-        self.state().faults.clear();
+        let mut state = self.state();
+        state.faults.clear();
+        state.injected.clear();
         Ok(())
     }
 
@@ -615,6 +683,12 @@ impl Lab {
     /// Tears the lab down now (what `Drop` does): relayed ports closed, sshd and etcd killed,
     /// processes in the namespaces killed, namespaces deleted, directory removed, record removed.
     pub fn teardown(&mut self) {
+        // strace lets go of etcd before anything is killed.
+        for t in std::mem::take(&mut self.state().tracers) {
+            if let Err(e) = t.detach() {
+                eprintln!("etcdnet-lab teardown of {}: {e:#}", self.id);
+            }
+        }
         // Listening sockets made in the switch namespace keep it alive: close them first.
         self.forwards
             .lock()

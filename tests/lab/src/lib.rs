@@ -8,7 +8,8 @@
 //! [`ETCD_3_5_DEFAULT`]) — and a REAL OpenSSH sshd accepting the lab's key for
 //! `vmware-system-user`, who may `sudo` (the SSH route, see `remote.rs`: a jumpbox pod, the
 //! admin's machine, host ports relayed to it). Faults are real kernel behaviour (nftables in the
-//! node namespaces, killed processes, expired certificates). Everything a lab creates carries its
+//! fabric — the switch namespace, outside every guest — or in one node's own firewall, killed
+//! processes, expired certificates, a disk slowed by strace holding etcd's fdatasyncs). Everything a lab creates carries its
 //! id (`en<pid>-<n>`), so labs run in parallel; dropping a lab removes it, and the sweeper removes
 //! labs of dead processes.
 //!
@@ -33,6 +34,7 @@
 
 mod config;
 mod daemon;
+mod disk;
 mod exec;
 mod fault;
 mod forward;
@@ -57,7 +59,7 @@ pub use config::{
     LIVENESS_PROBE_PATH, STARTUP_PROBE_PATH,
 };
 pub use exec::{run as run_with_timeout, ExecTimeout};
-pub use fault::Fault;
+pub use fault::{Fault, FAULT_NAMES, SLOW_FDATASYNC};
 pub use health::Curl;
 pub use lab::{Lab, CA_CRT, HEALTHCHECK_CRT, HEALTHCHECK_KEY};
 pub use membership::MemberInfo;

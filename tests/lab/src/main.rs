@@ -33,7 +33,8 @@ const USAGE: &str = "usage:
       regenerates tests/fixtures/etcd-logs/v3.4 and v3.5 (their README), or writes D/v3.x;
       --etcd: that line only
 faults: drop-all-peers, reject-all-peers, isolate:N, block-port:P, drop-one-way:FROM:TO,
-        drop-large-packets, expired-peer-cert:N, expired-server-cert:N, stop-etcd:N, block-ssh:N";
+        cut:A:B, drop-large-packets, guest-firewall:N, guest-firewall-uncounted:N,
+        expired-peer-cert:N, expired-server-cert:N, stop-etcd:N, slow-disk:N, block-ssh:N";
 
 fn main() {
     if let Err(e) = run(std::env::args().skip(1).collect()) {

@@ -87,7 +87,8 @@ pub(crate) fn netns_pids(name: &str) -> Vec<u32> {
 }
 
 /// Creates the switch and node namespaces, the bridge, one veth per node (named `eth0` inside the
-/// node, `v<i>` on the bridge), the addresses, and each node's empty nftables table.
+/// node, `v<i>` on the bridge), the addresses, and the fabric's nftables table (empty chains; a
+/// node's own ruleset stays empty).
 pub(crate) fn build(switch: &str, jumpbox_ip: Ipv4Addr, nodes: &[Node]) -> Result<()> {
     add_netns(switch)?;
     for n in nodes {
@@ -121,25 +122,8 @@ pub(crate) fn build(switch: &str, jumpbox_ip: Ipv4Addr, nodes: &[Node]) -> Resul
                 format!("route add default via {jumpbox_ip}"),
             ],
         )?;
-        let peers: Vec<String> = nodes
-            .iter()
-            .filter(|p| p.name != n.name)
-            .map(|p| p.ip.to_string())
-            .collect();
-        // With one node the set is empty, which nft writes without `elements`.
-        let elements = if peers.is_empty() {
-            String::new()
-        } else {
-            format!("elements = {{ {} }}", peers.join(", "))
-        };
-        nft(
-            &n.netns,
-            &format!(
-                "table inet etcdnet {{\n  set peers {{ type ipv4_addr; {elements} }}\n  \
-                 chain input {{ type filter hook input priority filter; policy accept; }}\n}}\n"
-            ),
-        )?;
     }
+    nft(switch, &fabric_table(nodes))?;
     Ok(())
 }
 
@@ -154,9 +138,52 @@ pub(crate) fn nft(netns: &str, script: &str) -> Result<()> {
     Ok(())
 }
 
-/// Removes every fault rule of a node (the table and its peer set stay).
-pub(crate) fn flush_rules(netns: &str) -> Result<()> {
-    nft(netns, "flush chain inet etcdnet input\n")
+/// The fabric's table in the switch namespace: the members' addresses, and per node veth `v<i>`
+/// an ingress chain `in<i>` (what node i sends) and an egress chain `out<i>` (what the bridge
+/// delivers to node i), all empty and accepting.
+pub(crate) fn fabric_table(nodes: &[Node]) -> String {
+    let members: Vec<String> = nodes.iter().map(|n| n.ip.to_string()).collect();
+    // With no node the set is empty, which nft writes without `elements`.
+    let elements = if members.is_empty() {
+        String::new()
+    } else {
+        format!("elements = {{ {} }}", members.join(", "))
+    };
+    let mut t =
+        format!("table netdev etcdnet {{\n  set members {{ type ipv4_addr; {elements} }}\n");
+    for n in nodes {
+        let i = n.index;
+        t.push_str(&format!(
+            "  chain in{i} {{ type filter hook ingress device \"v{i}\" priority filter; policy accept; }}\n  \
+             chain out{i} {{ type filter hook egress device \"v{i}\" priority filter; policy accept; }}\n"
+        ));
+    }
+    t.push_str("}\n");
+    t
+}
+
+/// Removes every fault rule from the fabric (chains and set stay).
+pub(crate) fn flush_fabric(switch: &str) -> Result<()> {
+    nft(switch, "flush table netdev etcdnet\n")
+}
+
+/// The guest firewall a fault puts in a node: `table inet filter`, chain `input` (policy
+/// accept), as a hardening script writes it; several rules add up.
+pub(crate) fn guest_rule(netns: &str, rule: &str) -> Result<()> {
+    nft(
+        netns,
+        &format!(
+            "add table inet filter\n\
+             add chain inet filter input {{ type filter hook input priority filter; policy accept; }}\n\
+             add rule inet filter input {rule}\n"
+        ),
+    )
+}
+
+/// Removes the guest firewall of a node (the lab's nodes start with an empty ruleset, so
+/// whatever is there is the lab's), if it has one.
+pub(crate) fn flush_guest(netns: &str) -> Result<()> {
+    nft(netns, "add table inet filter\ndelete table inet filter\n")
 }
 
 /// Links two labs' switch namespaces with a veth pair so that `from`'s jumpbox address reaches

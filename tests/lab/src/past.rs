@@ -48,6 +48,18 @@ pub enum EtcdLine {
     /// `dial tcp <ip>:2380: i/o timeout`); 3.4 text `rafthttp: health check for peer <id> could
     /// not connect: dial tcp <ip>:2380: i/o timeout`.
     PeerDialTimeout { peer: u64, ip: Ipv4Addr },
+    /// The stream reader towards `peer` lost its connection after `ip:2380` went silent:
+    /// rafthttp/stream.go `"lost TCP streaming connection with remote peer"` (stream-reader-type
+    /// `stream Message`, local-member-id, remote-peer-id, error `read tcp …: i/o timeout`); 3.4
+    /// text `rafthttp: lost the TCP streaming connection with peer <id> (stream Message reader)`.
+    LostStream { peer: u64, ip: Ipv4Addr },
+    /// rafthttp/peer_status.go: `"peer became inactive (message send to peer failed)"`
+    /// (peer-id, error); 3.4 text `rafthttp: peer <id> became inactive (message send to peer
+    /// failed)`. A failure episode with `peer` starts here (the timeline's "since when").
+    PeerInactive { peer: u64 },
+    /// rafthttp/peer_status.go: `"peer became active"` (peer-id); 3.4 text `rafthttp: peer <id>
+    /// became active`. An episode ends here.
+    PeerActive { peer: u64 },
     /// A line written as given (it should be in the node's format).
     Raw(String),
 }
@@ -278,6 +290,70 @@ pub(crate) fn render(node: &Node, me: u64, ns: u128, line: &EtcdLine) -> String 
                     "rafthttp",
                     format!("health check for peer {peer:x} could not connect: {err}"),
                 )
+            }
+        }
+        EtcdLine::LostStream { peer, ip } => {
+            if zap {
+                zap_line(
+                    "warn",
+                    "rafthttp/stream.go:436",
+                    "lost TCP streaming connection with remote peer",
+                    &[
+                        ("stream-reader-type", "stream Message".into()),
+                        ("local-member-id", format!("{me:x}")),
+                        ("remote-peer-id", format!("{peer:x}")),
+                        ("error", format!("read tcp {ip}:2380: i/o timeout")),
+                    ],
+                )
+            } else {
+                text(
+                    'W',
+                    "rafthttp",
+                    format!(
+                        "lost the TCP streaming connection with peer {peer:x} (stream Message reader)"
+                    ),
+                )
+            }
+        }
+        EtcdLine::PeerInactive { peer } => {
+            let why = "message send to peer failed";
+            if zap {
+                zap_line(
+                    "warn",
+                    "rafthttp/peer_status.go:68",
+                    &format!("peer became inactive ({why})"),
+                    &[
+                        ("peer-id", format!("{peer:x}")),
+                        (
+                            "error",
+                            format!("failed to read {peer:x} on stream Message (i/o timeout)"),
+                        ),
+                    ],
+                )
+            } else {
+                text(
+                    'I',
+                    "rafthttp",
+                    format!("peer {peer:x} became inactive ({why})"),
+                )
+            }
+        }
+        EtcdLine::PeerActive { peer } => {
+            if zap {
+                // The captures: 3.5 at line 53, 3.4 at 51.
+                let caller = if v35 {
+                    "rafthttp/peer_status.go:53"
+                } else {
+                    "rafthttp/peer_status.go:51"
+                };
+                zap_line(
+                    "info",
+                    caller,
+                    "peer became active",
+                    &[("peer-id", format!("{peer:x}"))],
+                )
+            } else {
+                text('I', "rafthttp", format!("peer {peer:x} became active"))
             }
         }
         EtcdLine::Raw(s) => s.clone(),
@@ -517,6 +593,35 @@ mod tests {
         assert_eq!(
             render(&t34, me, T, &dial),
             "2026-12-02 14:21:32.123456 W | rafthttp: health check for peer a0efed2619cd10db could not connect: dial tcp 198.18.0.12:2380: i/o timeout"
+        );
+        let lost = EtcdLine::LostStream {
+            peer,
+            ip: Ipv4Addr::new(198, 18, 0, 12),
+        };
+        let z: serde_json::Value = serde_json::from_str(&render(&z35, me, T, &lost)).unwrap();
+        assert_eq!(z["msg"], "lost TCP streaming connection with remote peer");
+        assert_eq!(z["local-member-id"], "71ea0ea03f1cc0b1");
+        assert_eq!(z["remote-peer-id"], "a0efed2619cd10db");
+        assert_eq!(
+            render(&t34, me, T, &lost),
+            "2026-12-02 14:21:32.123456 W | rafthttp: lost the TCP streaming connection with peer a0efed2619cd10db (stream Message reader)"
+        );
+        let inactive = EtcdLine::PeerInactive { peer };
+        let z: serde_json::Value = serde_json::from_str(&render(&z34, me, T, &inactive)).unwrap();
+        assert_eq!(
+            (&z["msg"], &z["peer-id"]),
+            (
+                &"peer became inactive (message send to peer failed)".into(),
+                &"a0efed2619cd10db".into()
+            )
+        );
+        assert_eq!(
+            render(&t34, me, T, &inactive),
+            "2026-12-02 14:21:32.123456 I | rafthttp: peer a0efed2619cd10db became inactive (message send to peer failed)"
+        );
+        assert_eq!(
+            render(&t34, me, T, &EtcdLine::PeerActive { peer }),
+            "2026-12-02 14:21:32.123456 I | rafthttp: peer a0efed2619cd10db became active"
         );
         let raised: serde_json::Value = serde_json::from_str(&render(
             &z35,
