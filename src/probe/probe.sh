@@ -615,17 +615,25 @@ METRICS_FAMILIES="$METRICS_FAMILIES etcd_disk_wal_fsync_duration_seconds etcd_di
 METRICS_FAMILIES="$METRICS_FAMILIES etcd_mvcc_db_total_size_in_bytes etcd_debugging_mvcc_db_total_size_in_bytes etcd_server_quota_backend_bytes"
 METRICS_RAW=4194304 METRICS_KEEP=65536 METRICS_BEFORE_S=2 METRICS_AFTER_S=1
 
+# Input: the body (NULs removed). hdr: curl's header file (the last status line counts), errf:
+# curl's stderr (its last line says why it failed). One awk for all of it: the read after the
+# checks ends the probe's wait, and on a busy node every process costs.
 AWK_METRICS='
 BEGIN { n = split(fams, f, " "); for (i = 1; i <= n; i++) if (f[i] != "") want[f[i]] = 1 }
 function keep(l) { if (used + length(l) + 1 > max) { cut = 1; exit } text = text esc(l) "\\n"; used += length(l) + 1 }
-{ sub(/\r$/, "") }
+{ raw += length($0) + 1; sub(/\r$/, "") }
 /^# TYPE / { if ($3 in want) keep($0); next }
 /^#/ || NF == 0 { next }
 { name = $0; sub(/[{ \t].*/, "", name); base = name; sub(/_(bucket|sum|count)$/, "", base)
   if (name in want || base in want) keep($0) }
 END {
+  code = 0
+  while ((getline l < hdr) > 0) { sub(/\r$/, "", l); if (l ~ /^HTTP\/[0-9.]+ [0-9][0-9][0-9]/) { split(l, a, " "); code = a[2] + 0 } }
+  e = ""
+  while ((getline l < errf) > 0) if (l ~ /[^ \t]/) e = l
+  e = cap(e, 300)
   # A body over the raw cap ends curl (its pipe closed): kept as cut, not as a failure.
-  if (rc != 0 && raw < rawmax) { out = "Error"; detail = url ": " (e != "" ? e : "curl exited " rc); text = "" }
+  if (rc != 0 && !cut && raw < rawmax) { out = "Error"; detail = url ": " (e != "" ? e : "curl exited " rc); text = "" }
   else if (code != 200) { out = "Error"; detail = url ": HTTP " (code > 0 ? code : "status unknown"); text = "" }
   else { out = "Ok"; detail = url }
   if (code <= 0) code = -1
@@ -633,28 +641,32 @@ END {
     jnum(code), jnum(at), jnum(ms), (text == "" ? "null" : "\"" text "\""), (out == "Ok" && (cut || raw >= rawmax)) ? "true" : "false", jstr(cap(detail, 500))
 }'
 
-# One read (before or after), into $T/metrics.WHEN.json; the before read in the background.
+# One read (before or after), into $T/metrics.WHEN.json. The before read runs in the background
+# and yields the CPU to the checks starting beside it (its curl and awk at nice 10); the after
+# read ends the probe's wait, at the checks' priority.
 metrics_read() { # before|after
-  if [ "$1" = before ]; then metrics_fetch before "$METRICS_BEFORE_S" >/dev/null 2>&1 &
+  if [ "$1" = before ]; then
+    yield=
+    have nice && yield='nice -n 10'
+    metrics_fetch before "$METRICS_BEFORE_S" "$yield" >/dev/null 2>&1 &
   else metrics_fetch after "$METRICS_AFTER_S"; fi
 }
 
-metrics_fetch() { # when max-seconds
+# The file appears whole (mv: the alarm list's job waits for the before read's).
+metrics_fetch() { # when max-seconds [nice -n N]
   f=$T/metrics.$1.json
   if ! have curl; then printf '{"outcome":"Skipped","detail":"curl not found"}' >"$f.tmp" && mv "$f.tmp" "$f" && return; fi
   url=http://$LOCAL:2381/metrics
   now_ms
   t0=$NOW
-  { GNUTLS_NO_IMPLICIT_INIT=1 curl -q -g -sS --noproxy '*' --connect-timeout "$2" --max-time "$2" -D "$T/metrics.$1.hdr" \
-    -o - "$url" 2>"$T/metrics.$1.err"; echo $? >"$T/metrics.$1.rc"; } | head -c "$METRICS_RAW" >"$T/metrics.$1.body"
+  # $3 unquoted: the nice command and its arguments, or nothing.
+  { GNUTLS_NO_IMPLICIT_INIT=1 $3 curl -q -g -sS --noproxy '*' --connect-timeout "$2" --max-time "$2" -D "$T/metrics.$1.hdr" \
+    -o - "$url" 2>"$T/metrics.$1.err"; echo $? >"$T/metrics.$1.rc"; } | head -c "$METRICS_RAW" | tr -d '\000' >"$T/metrics.$1.body"
   now_ms
   read -r rc <"$T/metrics.$1.rc" 2>/dev/null || rc=1
-  code=$(head -c 4096 "$T/metrics.$1.hdr" 2>/dev/null | tr -d '\r\000' | sed -n 's/^HTTP\/[0-9.]* \([0-9][0-9][0-9]\).*/\1/p' | tail -n 1)
-  raw=$(wc -c <"$T/metrics.$1.body")
-  tr -d '\000' <"$T/metrics.$1.body" |
-    awk -v rc="$rc" -v code="${code:-0}" -v url="$url" -v e="$(last_msg "$T/metrics.$1.err")" -v fams="$METRICS_FAMILIES" \
-      -v max="$METRICS_KEEP" -v raw="$raw" -v rawmax="$METRICS_RAW" -v at="$((t0 - START))" -v ms="$((NOW - t0))" \
-      "$AWK_LIB$AWK_METRICS" >"$f.tmp" && mv "$f.tmp" "$f"
+  $3 awk -v rc="$rc" -v hdr="$T/metrics.$1.hdr" -v errf="$T/metrics.$1.err" -v url="$url" -v fams="$METRICS_FAMILIES" \
+    -v max="$METRICS_KEEP" -v rawmax="$METRICS_RAW" -v at="$((t0 - START))" -v ms="$((NOW - t0))" \
+    "$AWK_LIB$AWK_METRICS" "$T/metrics.$1.body" >"$f.tmp" && mv "$f.tmp" "$f"
 }
 
 # Waits (at most METRICS_BEFORE_S and a second) for the before read: the alarm list's job reads it.

@@ -112,3 +112,71 @@ fn nsx_vpc_status_wide() {
         snapbox::file!["../snapshots/nsx-vpc-status.wide.txt"]
     );
 }
+
+/// The ETCD METRICS section under the verdict: one row per node whose probe read etcd's
+/// metrics, the peers etcd failed to send to during the checks by node, a read that failed said
+/// with its reason (made visible); absent from reports without them.
+#[test]
+fn etcd_metrics_section_under_the_verdict() {
+    let plain = table("peers-dropped", Format::Table);
+    assert!(!plain.contains("ETCD METRICS"));
+    let mut r = report("peers-dropped");
+    r.etcd_metrics = serde_json::from_value(serde_json::json!([
+        {
+            "node": "cp1",
+            "before": {"outcome": "Ok", "detail": "http://127.0.0.1:2381/metrics"},
+            "after": {"outcome": "Ok", "detail": "http://127.0.0.1:2381/metrics"},
+            "memberId": "ddd67b312462fd7b",
+            "hasLeader": false,
+            "leaderChanges": 3,
+            "betweenReadsMs": 3100,
+            "peers": [
+                {"id": "628170c800dbcee", "node": "cp3", "sentFailures": 22, "sentFailuresDuringChecks": 22},
+                {"id": "9e737febb6b99eee", "node": "cp2", "sentFailures": 17, "sentFailuresDuringChecks": 17}
+            ],
+            "walFsync": {"p99Ms": 1967, "count": 103, "overOneSecond": 13},
+            "backendCommit": {"p99Ms": 4, "count": 8, "overOneSecond": 0},
+            "dbSizeBytes": 20480,
+            "quotaBytes": 2147483648u64
+        },
+        {
+            "node": "cp2",
+            "before": {"outcome": "Error", "detail": "http://127.0.0.1:2381/metrics: curl: (7) \u{1b}[31mrefused"},
+            "after": {"outcome": "Skipped"},
+            "peers": []
+        }
+    ]))
+    .unwrap();
+    let out = render::output(&r, Format::Table, Paint { on: false }).unwrap();
+    let at = out.find("ETCD METRICS").expect("the section");
+    assert!(
+        out.find("VERDICT: ").is_some_and(|v| v < at),
+        "under the verdict: {out}"
+    );
+    let section: Vec<&str> = out[at..].lines().collect();
+    assert!(section[1].starts_with("NODE"), "{section:?}");
+    let row: Vec<&str> = section[2]
+        .split("   ")
+        .map(str::trim)
+        .filter(|c| !c.is_empty())
+        .collect();
+    assert_eq!(
+        row,
+        [
+            "cp1",
+            "no",
+            "3",
+            "cp3 +22, cp2 +17",
+            "2.0 s (13 of 103 > 1 s)",
+            "4 ms",
+            "0.0 MiB / 2048.0 MiB"
+        ],
+        "{out}"
+    );
+    assert!(section[3].starts_with("cp2 "), "{section:?}");
+    let error = section
+        .iter()
+        .find(|l| l.contains("/metrics not read before the checks"))
+        .unwrap_or_else(|| panic!("{out}"));
+    assert!(!error.contains('\u{1b}'), "made visible: {error}");
+}
