@@ -12,7 +12,7 @@
 use std::collections::BTreeMap;
 
 use super::matrix::Matrix;
-use crate::probe::metrics::{Counters, Histogram};
+use crate::probe::metrics::{Counters, Histogram, PeerCounters};
 use crate::probe::output::{MemberId, MetricsRead, QueryOutcome};
 use crate::probe::NodeReport;
 
@@ -41,6 +41,11 @@ pub struct PeerMetrics {
     pub round_trip_p99_ms: Option<u64>,
     /// Times the stream to the peer was lost since start.
     pub disconnects: Option<u64>,
+    /// Bytes etcd wrote to the peer between the reads (`etcd_network_peer_sent_bytes_total`).
+    pub sent_bytes_during_checks: Option<u64>,
+    /// Bytes etcd read from the peer between the reads
+    /// (`etcd_network_peer_received_bytes_total`; a peer without the series yet counts 0).
+    pub received_bytes_during_checks: Option<u64>,
 }
 
 /// A disk latency histogram, summed up.
@@ -105,6 +110,17 @@ fn latency(after: Option<&Histogram>, before: Option<&Histogram>) -> Option<Late
     })
 }
 
+/// How much a peer's counter grew between the reads, when both reads have the peer's
+/// counters (a series etcd has not made yet counts 0, as it adds it on the first count).
+fn between(
+    after: Option<&PeerCounters>,
+    before: Option<&PeerCounters>,
+    f: fn(&PeerCounters) -> Option<f64>,
+) -> Option<u64> {
+    let (a, b) = (after?, before?);
+    grew(Some(f(a).unwrap_or(0.0)), Some(f(b).unwrap_or(0.0)))
+}
+
 /// Both reads' counters of a node whose probe has the metrics field.
 fn counters(
     n: &NodeReport,
@@ -150,6 +166,8 @@ pub fn node_metrics(n: &NodeReport, names: &BTreeMap<MemberId, String>) -> Optio
                     .and_then(|p| p.round_trip.as_ref()?.quantile(0.99))
                     .map(|s| whole(s * 1000.0)),
                 disconnects: p.and_then(|p| p.disconnected).map(whole),
+                sent_bytes_during_checks: between(a, b, |c| c.sent_bytes),
+                received_bytes_during_checks: between(a, b, |c| c.received_bytes),
             }
         })
         .collect();
@@ -269,6 +287,7 @@ pub fn network_evidence(metrics: &[NodeMetrics], matrices: &[Matrix]) -> Vec<Str
     let peer_matrix = matrices.iter().find(|m| m.port == 2380);
     let mut out = Vec::new();
     for m in metrics {
+        out.extend(silent_drop(m, peer_matrix));
         let failing: Vec<&PeerMetrics> = m
             .peers
             .iter()
@@ -332,4 +351,54 @@ pub fn network_evidence(metrics: &[NodeMetrics], matrices: &[Matrix]) -> Vec<Str
         ));
     }
     out
+}
+
+/// The line for the peers whose 2380 path from this node timed out while etcd counted no failed
+/// send to them yet wrote to them: what a drop without a reset looks like from etcd's side. Its
+/// stream to the peer was connected before the cut, and writes into a connection whose packets
+/// vanish succeed into the socket's buffer, so `etcd_network_peer_sent_failures_total` stays
+/// where it was (seen in the lab on 3.4 and 3.5: no failure counted over 30 s of a fabric drop,
+/// while the bytes sent grew and none came back). Without this line, "no failed sends" next to a
+/// matrix of timeouts would read as a contradiction.
+fn silent_drop(m: &NodeMetrics, peer_matrix: Option<&Matrix>) -> Option<String> {
+    let quiet: Vec<(&str, &PeerMetrics)> = m
+        .peers
+        .iter()
+        .filter(|p| p.sent_failures_during_checks == Some(0))
+        .filter(|p| p.sent_bytes_during_checks.is_some_and(|b| b > 0))
+        .filter_map(|p| {
+            let to = p.node.as_deref()?;
+            let cell = peer_matrix?.cell(&m.node, to)?;
+            (cell.state == super::matrix::CellState::Timeout).then_some((to, p))
+        })
+        .collect();
+    if quiet.is_empty() {
+        return None;
+    }
+    let shown: Vec<String> = quiet
+        .iter()
+        .take(PEERS_SHOWN)
+        .map(|(to, p)| {
+            let received = p
+                .received_bytes_during_checks
+                .map_or_else(|| "?".to_string(), |b| format!("+{b} B"));
+            format!(
+                "{to} (sent +{} B, received {received})",
+                p.sent_bytes_during_checks.unwrap_or(0)
+            )
+        })
+        .collect();
+    let more = quiet.len().saturating_sub(PEERS_SHOWN);
+    let more = if more > 0 {
+        format!(" and {more} more")
+    } else {
+        String::new()
+    };
+    Some(format!(
+        "{}: etcd counted no failed send during the checks to {}{more}, whose 2380 timed out: it kept writing to them \
+         (etcd_network_peer_sent_bytes_total, etcd_network_peer_received_bytes_total), as etcd does when packets are \
+         dropped without a reset: a silent drop, not a refusal",
+        m.node,
+        shown.join(", ")
+    ))
 }

@@ -106,6 +106,11 @@ pub struct PeerCounters {
     pub sent_failures: Option<f64>,
     pub round_trip: Option<Histogram>,
     pub disconnected: Option<f64>,
+    /// Bytes etcd wrote to the peer (`etcd_network_peer_sent_bytes_total{To}`): they grow on a
+    /// stream whose packets a silent drop eats, where no send fails.
+    pub sent_bytes: Option<f64>,
+    /// Bytes etcd read from the peer (`etcd_network_peer_received_bytes_total{From}`).
+    pub received_bytes: Option<f64>,
 }
 
 /// The families this build reads, from one read's text.
@@ -201,6 +206,16 @@ impl Counters {
                 "etcd_network_peer_round_trip_time_seconds" => {
                     if let Some(p) = peer("To").and_then(|id| out.peer(id)) {
                         p.round_trip = histogram(&s.value);
+                    }
+                }
+                "etcd_network_peer_sent_bytes_total" => {
+                    if let Some(p) = peer("To").and_then(|id| out.peer(id)) {
+                        p.sent_bytes = scalar(&s.value);
+                    }
+                }
+                "etcd_network_peer_received_bytes_total" => {
+                    if let Some(p) = peer("From").and_then(|id| out.peer(id)) {
+                        p.received_bytes = scalar(&s.value);
                     }
                 }
                 "etcd_network_disconnected_peers_total" => {

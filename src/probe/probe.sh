@@ -611,6 +611,7 @@ firewall_read() { # before|after
 # 3.4 to 3.6 share these names; 3.4 and 3.5 also print etcd_debugging_mvcc_db_total_size_in_bytes.
 METRICS_FAMILIES='etcd_server_id etcd_server_has_leader etcd_server_leader_changes_seen_total etcd_network_peer_sent_failures_total'
 METRICS_FAMILIES="$METRICS_FAMILIES etcd_network_peer_round_trip_time_seconds etcd_network_disconnected_peers_total"
+METRICS_FAMILIES="$METRICS_FAMILIES etcd_network_peer_sent_bytes_total etcd_network_peer_received_bytes_total"
 METRICS_FAMILIES="$METRICS_FAMILIES etcd_disk_wal_fsync_duration_seconds etcd_disk_backend_commit_duration_seconds"
 METRICS_FAMILIES="$METRICS_FAMILIES etcd_mvcc_db_total_size_in_bytes etcd_debugging_mvcc_db_total_size_in_bytes etcd_server_quota_backend_bytes"
 METRICS_RAW=4194304 METRICS_KEEP=65536 METRICS_BEFORE_S=2 METRICS_AFTER_S=1

@@ -133,6 +133,85 @@ fn a_network_verdict_names_the_peers_etcd_failed_to_send_to() {
     }
 }
 
+/// The counters of a member whose streams to cp2 and cp3 write on without an answer, as etcd's
+/// are when packets are dropped without a reset (the lab's fabric drop, 3.4 and 3.5): bytes sent
+/// grow, nothing comes back, no send fails.
+fn streaming(sent: [u64; 2], received: [u64; 2]) -> String {
+    format!(
+        "# TYPE etcd_network_peer_sent_bytes_total counter\n\
+         etcd_network_peer_sent_bytes_total{{To=\"{b}\"}} {}\n\
+         etcd_network_peer_sent_bytes_total{{To=\"{c}\"}} {}\n\
+         # TYPE etcd_network_peer_received_bytes_total counter\n\
+         etcd_network_peer_received_bytes_total{{From=\"{b}\"}} {}\n\
+         etcd_network_peer_received_bytes_total{{From=\"{c}\"}} {}\n",
+        sent[0],
+        sent[1],
+        received[0],
+        received[1],
+        b = IDS[1],
+        c = IDS[2]
+    )
+}
+
+#[test]
+fn a_silent_drop_is_etcd_writing_on_without_a_failed_send() {
+    let mut p = listed();
+    peers_all(&mut p, TcpOutcome::Timeout);
+    p[0].metrics = reads(
+        streaming([16245, 3327], [13264, 0]),
+        streaming([16517, 3601], [13264, 0]),
+    );
+    let d = run(p);
+    assert_eq!(d.verdict.code, VerdictCode::EtcdPeerNetworkBlocked);
+    // Peers in member-ID order, as etcd lists them.
+    let want = "cp1: etcd counted no failed send during the checks to cp3 (sent +274 B, received +0 B), cp2 (sent +272 B, received +0 B), whose 2380 timed out";
+    let line = (d.verdict.evidence.iter())
+        .find(|l| l.starts_with(want))
+        .unwrap_or_else(|| panic!("{:#?}", d.verdict.evidence));
+    assert!(line.contains("a silent drop, not a refusal"), "{line}");
+    assert!(
+        !d.verdict
+            .evidence
+            .iter()
+            .any(|l| l.contains("etcd itself failed")),
+        "{:#?}",
+        d.verdict.evidence
+    );
+    let peer = &d.etcd_metrics[0].peers;
+    let bytes: Vec<_> = peer
+        .iter()
+        .map(|p| {
+            (
+                p.node.as_deref(),
+                p.sent_bytes_during_checks,
+                p.received_bytes_during_checks,
+            )
+        })
+        .collect();
+    assert!(
+        bytes.contains(&(Some("cp2"), Some(272), Some(0))),
+        "{bytes:?}"
+    );
+    assert!(
+        bytes.contains(&(Some("cp3"), Some(274), Some(0))),
+        "{bytes:?}"
+    );
+
+    // Refused paths are not a silent drop: etcd's failed sends are what it counts there.
+    let mut p = listed();
+    peers_all(&mut p, TcpOutcome::Refused);
+    p[0].metrics = reads(
+        streaming([16245, 3327], [13264, 0]),
+        streaming([16517, 3601], [13264, 0]),
+    );
+    let d = run(p);
+    assert!(
+        !d.verdict.evidence.iter().any(|l| l.contains("silent drop")),
+        "{:#?}",
+        d.verdict.evidence
+    );
+}
+
 #[test]
 fn a_path_the_probe_saw_connect_is_said_against_etcds_count() {
     let mut p = listed();

@@ -78,6 +78,12 @@ pub struct PeerMetrics {
     /// `etcd_network_disconnected_peers_total`: streams to the peer lost since start.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub disconnects: Option<u64>,
+    /// `etcd_network_peer_sent_bytes_total`: bytes written to the peer between the two reads.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sent_bytes_during_checks: Option<u64>,
+    /// `etcd_network_peer_received_bytes_total`: bytes read from the peer between the two reads.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub received_bytes_during_checks: Option<u64>,
 }
 
 /// A disk latency histogram, summed up.
@@ -117,6 +123,8 @@ impl From<m::PeerMetrics> for PeerMetrics {
             sent_failures_during_checks: p.sent_failures_during_checks,
             round_trip_p99_ms: p.round_trip_p99_ms,
             disconnects: p.disconnects,
+            sent_bytes_during_checks: p.sent_bytes_during_checks,
+            received_bytes_during_checks: p.received_bytes_during_checks,
         }
     }
 }
