@@ -210,8 +210,10 @@ fn every_outcome_against_real_listeners() {
             ),
             "{what}"
         );
-        // The stall bounds the run: connect + tls timeouts, plus a little.
-        assert!(wall < Duration::from_secs(5), "{what}: took {wall:?}");
+        // The stall bounds the run: connect + tls timeouts, plus a little: the shell's start
+        // and, once the last check ends, the firewall's and etcd's metrics' after-reads (tens
+        // of ms on an idle machine; 5.0-5.1 s in all was seen under a load of 20).
+        assert!(wall < Duration::from_millis(5500), "{what}: took {wall:?}");
         eprintln!(
             "{what}: all outcomes in {wall:?} (probe {} ms)",
             out.duration_ms.unwrap()
