@@ -21,8 +21,6 @@ pub const OUTSIDE: &str = "outside the guests";
 
 /// Rules named in the verdict's evidence; the rest are counted (`-o json` has all).
 const RULES_NAMED: usize = 3;
-/// Paths named in one line.
-const PATHS_NAMED: usize = 6;
 /// Rules kept per path.
 const HITS_PER_PATH: usize = 8;
 
@@ -383,16 +381,17 @@ pub fn locate(nodes: &[NodeReport], matrices: &[Matrix]) -> Option<PacketLocatio
     })
 }
 
+/// `a → b:2380, ...`, as the SecurityPolicy lines name paths (at most six, a count of the rest).
 fn paths_text(paths: &[&PathPlace]) -> String {
-    let mut parts: Vec<String> = paths
+    let refs: Vec<super::policy::PathRef> = paths
         .iter()
-        .take(PATHS_NAMED)
-        .map(|p| format!("{} → {}:{}", p.from, p.to, p.port))
+        .map(|p| super::policy::PathRef {
+            port: p.port,
+            from: p.from.clone(),
+            to: p.to.clone(),
+        })
         .collect();
-    if paths.len() > PATHS_NAMED {
-        parts.push(format!("{} more", paths.len() - PATHS_NAMED));
-    }
-    parts.join(", ")
+    super::network::paths_text(&refs)
 }
 
 /// The evidence lines of a network verdict: per rule that counted (`inside the guest`), per

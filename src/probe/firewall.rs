@@ -447,6 +447,13 @@ fn items(w: &str) -> Vec<String> {
         .collect()
 }
 
+/// The `n` words from `from` (fewer at the end of the rule): a match's words as the rule wrote them.
+fn span(words: &[String], from: usize, n: usize) -> impl Iterator<Item = &str> {
+    words[from..(from + n).min(words.len())]
+        .iter()
+        .map(String::as_str)
+}
+
 fn nft_rule(line: &str, v4: Option<bool>) -> Rule {
     // The handle and comment off the end.
     let (body, handle) = match line.rsplit_once("# handle ") {
@@ -495,22 +502,14 @@ fn nft_rule(line: &str, v4: Option<bool>) -> Rule {
                 let v = next(2 + skip);
                 matches.push(Cond::Family(w == "ip"));
                 matches.push(addr_cond(src, neg, v));
-                text.extend(
-                    words[i..(i + 3 + skip).min(words.len())]
-                        .iter()
-                        .map(String::as_str),
-                );
+                text.extend(span(&words, i, 3 + skip));
                 i += 3 + skip;
                 continue;
             }
             "ip" if next(1) == "protocol" => {
                 let (neg, skip) = op(2);
                 matches.push(proto_cond(neg, next(2 + skip)));
-                text.extend(
-                    words[i..(i + 3 + skip).min(words.len())]
-                        .iter()
-                        .map(String::as_str),
-                );
+                text.extend(span(&words, i, 3 + skip));
                 i += 3 + skip;
                 continue;
             }
@@ -532,11 +531,7 @@ fn nft_rule(line: &str, v4: Option<bool>) -> Rule {
                         _ => matches.push(Cond::Unknown),
                     }
                 }
-                text.extend(
-                    words[i..(i + 3 + skip).min(words.len())]
-                        .iter()
-                        .map(String::as_str),
-                );
+                text.extend(span(&words, i, 3 + skip));
                 i += 3 + skip;
                 continue;
             }
@@ -553,11 +548,7 @@ fn nft_rule(line: &str, v4: Option<bool>) -> Rule {
                     Some(ranges) => Cond::Port { src, neg, ranges },
                     None => Cond::Unknown,
                 });
-                text.extend(
-                    words[i..(i + 3 + skip).min(words.len())]
-                        .iter()
-                        .map(String::as_str),
-                );
+                text.extend(span(&words, i, 3 + skip));
                 i += 3 + skip;
                 continue;
             }
@@ -577,11 +568,7 @@ fn nft_rule(line: &str, v4: Option<bool>) -> Rule {
                         .map(|s| s.to_ascii_lowercase())
                         .collect(),
                 });
-                text.extend(
-                    words[i..(i + 3 + skip).min(words.len())]
-                        .iter()
-                        .map(String::as_str),
-                );
+                text.extend(span(&words, i, 3 + skip));
                 i += 3 + skip;
                 continue;
             }
@@ -592,11 +579,7 @@ fn nft_rule(line: &str, v4: Option<bool>) -> Rule {
                     neg,
                     names: items(next(1 + skip)),
                 });
-                text.extend(
-                    words[i..(i + 2 + skip).min(words.len())]
-                        .iter()
-                        .map(String::as_str),
-                );
+                text.extend(span(&words, i, 2 + skip));
                 i += 2 + skip;
                 continue;
             }
