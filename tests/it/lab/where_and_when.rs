@@ -64,9 +64,11 @@ use serde_json::Value;
 /// and the timeline reads what etcd logged.
 const ONSET_SLACK: Duration = Duration::from_secs(10);
 
-/// How far before the cut an onset may be: the fault's time is taken right after its rules are
-/// in, and the nodes' clocks are put on their median.
-const EARLY: Duration = Duration::from_secs(2);
+/// How far before the cut an onset may be: the nodes' clocks are put on their median, and etcd's
+/// prober reports at each 5 s status check what its last probe saw, so right after a heal it
+/// can still log a peer unhealthy (a line up to ~9 s stale) that the next cut's episode
+/// then starts from.
+const EARLY: Duration = Duration::from_secs(10);
 
 /// How long a verdict may take to show after a change: etcd notices a cut within seconds; each
 /// diagnosis under a cut waits out its 2 s dials.
@@ -90,6 +92,9 @@ const MAY_BE_INSIDE: &str = "may be inside the guest";
 const OUTSIDE: &str = "outside the guests";
 const ONE_CHANGE: &str = "one change";
 const STAGGERED: &str = "staggered";
+
+/// The three pairs of nodes.
+const PAIRS: [(&str, &str); 3] = [(CP[0], CP[1]), (CP[0], CP[2]), (CP[1], CP[2])];
 
 const NETWORK: [VerdictCode; 2] = [
     VerdictCode::EtcdPeerNetworkBlocked,
@@ -636,6 +641,7 @@ fn outside_at_once(w: &World) {
             r.verdict.code == VerdictCode::EtcdPeerNetworkBlocked
                 && evidence_has(r, &[OUTSIDE])
                 && summary_of(r, TimelineShape::OneChange, ONE_CHANGE).is_some()
+                && PAIRS.iter().all(|(x, y)| onset(r, x, y).is_some())
         });
         assert_eq!(
             r.verdict.code,
@@ -662,7 +668,7 @@ fn outside_at_once(w: &World) {
             "{route:?}: {:#}",
             json["timeline"]
         );
-        for (x, y) in [(CP[0], CP[1]), (CP[0], CP[2]), (CP[1], CP[2])] {
+        for (x, y) in PAIRS {
             let (o, late) = onset(&r, x, y)
                 .unwrap_or_else(|| panic!("{route:?}: no onset {x}↔{y}: {:#}", json["timeline"]));
             assert!(
