@@ -18,6 +18,13 @@ use crate::supervisor::ClusterFacts;
 
 /// Onsets within this many seconds of a group's first are one change.
 pub const ONE_CHANGE_S: i64 = 30;
+/// How much earlier than its first line a path may have failed when that line is etcd's
+/// prober's: the prober asks every 4 s, but checks a healthy peer's status only every 30 s
+/// (rafthttp/probing_status.go `statusMonitoringInterval`, 3.4 to 3.6) and says nothing
+/// before. Under a silent drop 3.5 logs nothing else of a pair of followers (its streams outlive
+/// the cut), so their first line comes up to this long after the cut: for the shape, such an
+/// onset counts as one change with a group it may have been within ONE_CHANGE_S of.
+pub const PROBER_LAG_S: i64 = 34;
 /// A clock further than this from the median is named as not to be trusted (its offset is
 /// still applied: the probe read it, but a clock that far off may also have been stepped
 /// between the log's lines and the probe).
@@ -363,7 +370,9 @@ type Group<'a> = (i64, i64, bool, Vec<(&'a str, &'a str)>);
 
 /// The pairs' onsets as one line, per unordered pair (its earlier direction).
 fn summarise(pairs: &[PairOnset]) -> Option<(Shape, String)> {
-    let mut unordered: BTreeMap<(&str, &str), (i64, bool)> = BTreeMap::new();
+    // Per unordered pair: its onset, whether only "at or before", and how much earlier the
+    // path may have failed than its first line says (PROBER_LAG_S for a prober's line).
+    let mut unordered: BTreeMap<(&str, &str), (i64, bool, i64)> = BTreeMap::new();
     for p in pairs {
         let Some(at) = p.onset.as_deref().and_then(etcdlog::parse_micros) else {
             continue;
@@ -373,20 +382,26 @@ fn summarise(pairs: &[PairOnset]) -> Option<(Shape, String)> {
         } else {
             (p.to.as_str(), p.from.as_str())
         };
-        let slot = unordered.entry(key).or_insert((at, p.at_or_before));
+        let lag = if p.first_sign == Some(LogKind::PeerUnhealthy) {
+            PROBER_LAG_S * 1_000_000
+        } else {
+            0
+        };
+        let slot = unordered.entry(key).or_insert((at, p.at_or_before, lag));
         if at < slot.0 {
-            *slot = (at, p.at_or_before);
+            *slot = (at, p.at_or_before, lag);
         }
     }
     let mut onsets: Vec<_> = unordered.into_iter().collect();
-    onsets.sort_by_key(|(k, (at, _))| (*at, *k));
-    let (_, (first, _)) = *onsets.first()?;
-    // Groups: each starts at the first onset more than ONE_CHANGE_S after the last group's start.
+    onsets.sort_by_key(|(k, (at, _, _))| (*at, *k));
+    let (_, (first, _, _)) = *onsets.first()?;
+    // Groups: each starts at the first onset that cannot have come within ONE_CHANGE_S of the
+    // last group's start.
     let mut groups: Vec<Group> = Vec::new();
-    for (pair, (at, open)) in onsets {
+    for (pair, (at, open, lag)) in onsets {
         match groups.last_mut() {
             Some((start, end, _, members))
-                if at.saturating_sub(*start) <= ONE_CHANGE_S * 1_000_000 =>
+                if at.saturating_sub(lag).saturating_sub(*start) <= ONE_CHANGE_S * 1_000_000 =>
             {
                 *end = at;
                 members.push(pair);

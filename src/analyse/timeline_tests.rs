@@ -494,3 +494,59 @@ fn a_log_that_begins_inside_the_episode_says_at_or_before() {
         "{t:#?}"
     );
 }
+
+/// 3.5 under a silent drop of every peer path: the leader's pairs show within seconds, the two
+/// followers' pair only at their probers' next 30 s status check: one change as long as it may
+/// have gone within 30 s of the first; a pair whose prober line is too late for that still
+/// makes the shape staggered.
+#[test]
+fn a_prober_line_may_lag_the_cut() {
+    let prober = |me: usize, peer: usize, ts: &str| {
+        format!(
+            r#"{{"level":"warn","ts":"{ts}","caller":"rafthttp/probing_status.go:68","msg":"prober detected unhealthy status","round-tripper-name":"ROUND_TRIPPER_RAFT_MESSAGE","local-member-id":"{}","remote-peer-id":"{}","error":"dial tcp {}:2380: i/o timeout"}}"#,
+            IDS[me], IDS[peer], IPS[peer]
+        )
+    };
+    let shape = |late: &str| {
+        let logs = [
+            [
+                zap(0, 1, "2026-12-01T09:59:00Z", EST),
+                zap(0, 2, "2026-12-01T09:59:00Z", EST),
+                zap(0, 1, "2026-12-01T10:00:02Z", LOST),
+                zap(0, 2, "2026-12-01T10:00:03Z", LOST),
+            ]
+            .join("\n"),
+            [
+                zap(1, 0, "2026-12-01T09:59:00Z", EST),
+                zap(1, 2, "2026-12-01T09:59:00Z", EST),
+                prober(1, 2, late),
+            ]
+            .join("\n"),
+            [
+                zap(2, 0, "2026-12-01T09:59:00Z", EST),
+                zap(2, 1, "2026-12-01T09:59:00Z", EST),
+                prober(2, 1, late),
+            ]
+            .join("\n"),
+        ];
+        let nodes: Vec<NodeReport> = (0..3)
+            .map(|i| {
+                let others: Vec<usize> = (0..3).filter(|j| *j != i).collect();
+                node(i, Some(0), &logs[i], &others)
+            })
+            .collect();
+        let t = timeline_of(&nodes);
+        let p = (t.pairs.iter())
+            .find(|p| p.from == "cp2" && p.to == "cp3")
+            .unwrap();
+        assert_eq!(p.first_sign, Some(LogKind::PeerUnhealthy), "{p:?}");
+        (t.shape, t.summary)
+    };
+    // 31 s after the first: within 30 s once the prober's lag is allowed for.
+    let (s, summary) = shape("2026-12-01T10:00:33Z");
+    assert_eq!(s, Some(Shape::OneChange), "{summary:?}");
+    // 90 s after: later than any lag.
+    let (s, summary) = shape("2026-12-01T10:01:32Z");
+    assert_eq!(s, Some(Shape::Staggered), "{summary:?}");
+    assert!(summary.unwrap().contains("cp2↔cp3 at 2026-12-01T10:01:32Z"));
+}

@@ -26,10 +26,15 @@ pub struct Episode {
     pub start: Option<i64>,
     /// What that first failure line said.
     pub start_kind: Option<LogKind>,
-    /// The newest line about the peer that said it works, in the member's own clock.
+    /// The newest line about the peer that said it works, in the member's own clock (or, where
+    /// the prober fell silent, the last failure line before the silence).
     pub recovered: Option<i64>,
     /// The newest failure line of the episode.
     pub last_failure: Option<i64>,
+    /// The newest prober line ("prober detected unhealthy status", "health check for peer …
+    /// could not connect") of the episode: while the peer stays unhealthy the prober says so
+    /// again every [`PROBER_REPEAT_US`].
+    pub last_prober: Option<i64>,
     /// For a member ID: the hosts of the addresses named by lines that name this peer alone
     /// (how a zap line's `remote-peer-id` and its error's `->198.18.0.12:2380` tie an ID to a
     /// node when no member list was read); at most 4.
@@ -55,6 +60,15 @@ const ESTABLISHED: &[&str] = &[
     "established TCP streaming connection",
     "established a TCP streaming connection",
 ];
+
+/// etcd's prober reports an unhealthy peer again every 5 s for as long as it stays unhealthy
+/// (rafthttp/probing_status.go `statusErrorInterval`, 3.4 to 3.6), and checks a healthy one only
+/// every 30 s (`statusMonitoringInterval`); it logs nothing when the peer is healthy again. A
+/// failure line more than this long after the episode's last prober line, with no prober line
+/// between, therefore follows a recovery the log does not name (3.5's streams often outlive a
+/// short cut, so no "became active" line comes): it opens a new episode. 5 s and slack for a
+/// busy host.
+pub const PROBER_REPEAT_US: i64 = 15_000_000;
 
 fn recovery(line: &LogLine, kinds: &[LogKind]) -> bool {
     kinds.contains(&LogKind::PeerActive) || ESTABLISHED.iter().any(|s| line.msg.contains(s))
@@ -121,22 +135,31 @@ pub fn episodes(log: &str) -> Vec<Episode> {
                 start_kind: None,
                 recovered: None,
                 last_failure: None,
+                last_prober: None,
                 hosts: BTreeSet::new(),
             });
             if alone && matches!(e.peer, PeerKey::Id(_)) && e.hosts.len() < 4 {
                 e.hosts.extend(hosts.iter().cloned());
             }
-            if up {
+            // The prober fell silent: the peer was healthy in between (see PROBER_REPEAT_US).
+            let silent = down && e.last_prober.is_some_and(|p| ts - p > PROBER_REPEAT_US);
+            if up || silent {
+                let r = if up { Some(ts) } else { e.last_failure };
                 e.start = None;
                 e.start_kind = None;
                 e.last_failure = None;
-                e.recovered = Some(e.recovered.map_or(ts, |r| r.max(ts)));
-            } else {
+                e.last_prober = None;
+                e.recovered = e.recovered.max(r);
+            }
+            if down {
                 if e.start.is_none() {
                     e.start = Some(ts);
                     e.start_kind = kinds.iter().copied().find(|k| FAILURE.contains(k));
                 }
                 e.last_failure = Some(ts);
+                if kinds.contains(&LogKind::PeerUnhealthy) {
+                    e.last_prober = Some(ts);
+                }
             }
         }
     }
@@ -267,5 +290,45 @@ mod tests {
         let dial = r#"{"level":"warn","ts":"2026-12-01T10:00:00Z","msg":"x","error":"dial tcp 10.0.0.3:2380: connect: connection refused"}"#;
         assert_eq!(episodes(dial)[0].peer, PeerKey::Host("10.0.0.3".into()));
         assert!(episodes("garbage\n{}\n").is_empty());
+    }
+
+    /// 3.5 logs no recovery when its streams outlived a cut: the prober, which repeats its
+    /// "unhealthy" line every 5 s while the peer stays so, falling silent is the recovery; a
+    /// failure after the silence opens a new episode. Lines that are not the prober's say
+    /// nothing of the time between them.
+    #[test]
+    fn a_silent_prober_is_a_recovery() {
+        let line = |ts: &str, msg: &str| {
+            format!(
+                r#"{{"level":"warn","ts":"{ts}","msg":"{msg}","round-tripper-name":"ROUND_TRIPPER_RAFT_MESSAGE","local-member-id":"aaaaaaaaaaaaaaa1","remote-peer-id":"bbbbbbbbbbbbbbb2","error":"dial tcp 10.0.0.2:2380: i/o timeout"}}"#
+            )
+        };
+        let prober = "prober detected unhealthy status";
+        let lost = "lost TCP streaming connection with remote peer";
+        let mut log = vec![
+            line("2026-12-01T10:00:00Z", prober),
+            line("2026-12-01T10:00:05Z", prober),
+            line("2026-12-01T10:00:10Z", prober),
+            // Healed; cut again a minute later.
+            line("2026-12-01T10:01:10Z", prober),
+            line("2026-12-01T10:01:15Z", prober),
+        ];
+        let e = episodes(&log.join("\n"));
+        assert_eq!(e[0].start, at("2026-12-01T10:01:10Z"), "{e:?}");
+        assert_eq!(e[0].recovered, at("2026-12-01T10:00:10Z"));
+        // Every 5 s without a gap: one episode from the first line.
+        log.truncate(3);
+        let e = episodes(&log.join("\n"));
+        assert_eq!(e[0].start, at("2026-12-01T10:00:00Z"));
+        assert_eq!(e[0].recovered, None);
+        // Lines other than the prober's, far apart: still one episode.
+        let e = episodes(
+            &[
+                line("2026-12-01T10:00:00Z", lost),
+                line("2026-12-01T10:01:30Z", lost),
+            ]
+            .join("\n"),
+        );
+        assert_eq!(e[0].start, at("2026-12-01T10:00:00Z"));
     }
 }
