@@ -391,7 +391,7 @@ fn paths_text(paths: &[&PathPlace]) -> String {
             to: p.to.clone(),
         })
         .collect();
-    super::network::paths_text(&refs)
+    super::policy::paths_text(&refs)
 }
 
 /// The evidence lines of a network verdict: per rule that counted (`inside the guest`), per

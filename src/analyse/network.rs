@@ -17,7 +17,7 @@ use std::collections::BTreeMap;
 
 use super::matrix::CellState;
 use super::policy::{
-    evaluate, Action, CoverReason, PathOutcome, PathRef, PolicyEvaluation, PolicyInput,
+    evaluate, paths_text, Action, CoverReason, PathOutcome, PathRef, PolicyEvaluation, PolicyInput,
     PolicyObject, PolicyVm, PolicyWarning, Realization, RealizedState, RuleRef,
 };
 use super::realization::{realization, RealizationProblem};
@@ -27,8 +27,6 @@ use crate::supervisor::ClusterFacts;
 
 /// Kubernetes' own label on every Namespace, its name (what `namespaceSelector` often uses).
 const NAMESPACE_NAME_LABEL: &str = "kubernetes.io/metadata.name";
-/// At most this many paths are spelled out in one line; the rest are counted.
-const PATHS_NAMED: usize = 6;
 /// At most this many "cannot decide" reasons are spelled out in the evidence.
 const REASONS_NAMED: usize = 3;
 /// At most this many warning notes of each kind go into a verdict; the rest are counted.
@@ -184,19 +182,6 @@ pub fn ports_text(paths: &[PathRef]) -> String {
             .collect::<Vec<_>>()
             .join(", ")
     )
-}
-
-/// `a → b:2380, ...`, at most [`PATHS_NAMED`] and a count of the rest.
-pub fn paths_text(paths: &[PathRef]) -> String {
-    let mut parts: Vec<String> = paths
-        .iter()
-        .take(PATHS_NAMED)
-        .map(|p| format!("{} → {}:{}", p.from, p.to, p.port))
-        .collect();
-    if paths.len() > PATHS_NAMED {
-        parts.push(format!("{} more", paths.len() - PATHS_NAMED));
-    }
-    parts.join(", ")
 }
 
 /// The paths in short, per port: `every path between the 3 VMs on 2380` when they are all

@@ -51,10 +51,10 @@ mod selector;
 mod validate;
 
 pub use evaluate::{
-    evaluate, BlockingRule, CoverReason, CoveredCheck, CoveringRule, PathEvaluation, PathOutcome,
-    PathRef, PolicyEvaluation, PolicyInput, PolicySummary, PolicyVm, PolicyWarning, RuleRef,
-    SetAside, Side, SideOutcome, COVERING_EXAMPLES, ETCD_PORTS, MAX_COVERING, MAX_POLICIES,
-    MAX_VMS, MAX_WARNINGS, T1_TAGGING_NOTE,
+    evaluate, paths_text, BlockingRule, CoverReason, CoveredCheck, CoveringRule, PathEvaluation,
+    PathOutcome, PathRef, PolicyEvaluation, PolicyInput, PolicySummary, PolicyVm, PolicyWarning,
+    RuleRef, SetAside, Side, SideOutcome, COVERING_EXAMPLES, ETCD_PORTS, MAX_COVERING,
+    MAX_POLICIES, MAX_VMS, MAX_WARNINGS, T1_TAGGING_NOTE,
 };
 pub use model::{Action, Direction, NsxGroup, PolicyObject, Realization, RealizedState};
 pub use selector::{Operator, Requirement, Selector};

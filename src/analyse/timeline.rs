@@ -81,6 +81,10 @@ pub struct PairOnset {
     /// That end's log shows no line of the path working before its onset: the log read begins
     /// inside the episode, which began at or before `onset`.
     pub at_or_before: bool,
+    /// When the first sign is etcd's prober's line, the earliest the path may have failed
+    /// ([`PROBER_LAG_S`] before `onset`): the cut lies between the two, and no log line says
+    /// closer. `None` for every other first sign, which etcd writes within seconds of the cut.
+    pub earliest: Option<String>,
     /// Whether the 2380 path from → to failed in this run's checks (`None`: not checked).
     pub failing_now: Option<bool>,
 }
@@ -315,6 +319,9 @@ pub fn build(
         pairs.push(PairOnset {
             onset: first.map(|s| etcdlog::format_micros(s.at)),
             at_or_before: first.is_some_and(|s| !s.working_before),
+            earliest: first
+                .filter(|s| s.kind == Some(LogKind::PeerUnhealthy))
+                .map(|s| etcdlog::format_micros(s.at.saturating_sub(PROBER_LAG_S * 1_000_000))),
             first_sign: first.and_then(|s| s.kind),
             seen_by_from: by_from.map(|s| etcdlog::format_micros(s.at)),
             seen_by_to: by_to.map(|s| etcdlog::format_micros(s.at)),

@@ -540,6 +540,19 @@ fn a_prober_line_may_lag_the_cut() {
             .find(|p| p.from == "cp2" && p.to == "cp3")
             .unwrap();
         assert_eq!(p.first_sign, Some(LogKind::PeerUnhealthy), "{p:?}");
+        // The prober says it up to 34 s late: the window the cut lies in, not a time.
+        let onset = etcdlog::parse_micros(p.onset.as_deref().unwrap()).unwrap();
+        let earliest = etcdlog::parse_micros(p.earliest.as_deref().unwrap()).unwrap();
+        assert_eq!(onset - earliest, PROBER_LAG_S * 1_000_000, "{p:?}");
+        // A stream's line is within seconds of the cut: no window.
+        let q = (t.pairs.iter())
+            .find(|p| p.from == "cp1" && p.to == "cp2")
+            .unwrap();
+        assert_eq!(
+            (q.first_sign, q.earliest.as_deref()),
+            (Some(LogKind::LostStream), None),
+            "{q:?}"
+        );
         (t.shape, t.summary)
     };
     // 31 s after the first: within 30 s once the prober's lag is allowed for.

@@ -41,9 +41,11 @@ pub(super) fn section(out: &mut Lines, t: Option<&Timeline>, wide: bool) {
                 let mut row = vec![
                     p.from.clone(),
                     p.to.clone(),
-                    match (p.onset.as_deref(), p.at_or_before) {
-                        (Some(t), true) => format!("≤{}", to_second(t)),
-                        (t, _) => or_dash(t),
+                    match (p.onset.as_deref(), p.at_or_before, p.earliest.as_deref()) {
+                        (Some(t), true, _) => format!("≤{}", to_second(t)),
+                        // etcd's prober only says it up to 34 s late: the window, not a time.
+                        (Some(t), false, Some(e)) => format!("{}..{}", to_second(e), to_second(t)),
+                        (t, _, _) => or_dash(t),
                     },
                     p.first_sign
                         .map(|k| k.to_string())
@@ -113,6 +115,7 @@ mod tests {
                 seen_by_to: None,
                 first_sign: Some(LogKind::LostStream),
                 at_or_before: false,
+                earliest: None,
                 failing_now: Some(true),
             }],
             no_leader: vec![],

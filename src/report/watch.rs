@@ -191,6 +191,7 @@ mod recovered_tests {
                 seen_by_to: None,
                 first_sign: None,
                 at_or_before: false,
+                earliest: None,
                 failing_now: Some(true),
             }],
             ..Default::default()

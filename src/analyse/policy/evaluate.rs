@@ -190,6 +190,23 @@ pub struct PathRef {
     pub to: String,
 }
 
+/// Paths named in one line; the rest are counted.
+const PATHS_NAMED: usize = 6;
+
+/// `a → b:2380, ...`, at most [`PATHS_NAMED`] and a count of the rest: how every evidence line
+/// names paths (the SecurityPolicies' and the nodes' own firewalls').
+pub fn paths_text(paths: &[PathRef]) -> String {
+    let mut parts: Vec<String> = paths
+        .iter()
+        .take(PATHS_NAMED)
+        .map(|p| format!("{} → {}:{}", p.from, p.to, p.port))
+        .collect();
+    if paths.len() > PATHS_NAMED {
+        parts.push(format!("{} more", paths.len() - PATHS_NAMED));
+    }
+    parts.join(", ")
+}
+
 /// A Drop/Reject rule that would block 2379/2380 between the VMs but does not now, with every
 /// path it covers: what `status` and `diagnose` warn about on a cluster that is still healthy.
 #[derive(Debug, Clone, PartialEq, Eq)]

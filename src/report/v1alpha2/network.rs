@@ -506,7 +506,7 @@ impl PathRef {
     }
     /// `a → b:2380, ...`: the first few and a count of the rest.
     pub fn paths_text(paths: &[PathRef]) -> String {
-        network::paths_text(&domain_paths(paths))
+        policy::paths_text(&domain_paths(paths))
     }
 }
 
@@ -814,7 +814,7 @@ mod tests {
         assert_eq!(c.text(3), network::warning_text(&w, 3));
         assert_eq!(c.rule.text(), network::rule_text(&w.rule));
         assert_eq!(c.rule.action_text(), network::action_text(&w.rule));
-        assert_eq!(PathRef::paths_text(&c.paths), network::paths_text(&w.paths));
+        assert_eq!(PathRef::paths_text(&c.paths), policy::paths_text(&w.paths));
         assert_eq!(PathRef::ports_text(&c.paths), network::ports_text(&w.paths));
     }
 

@@ -85,6 +85,11 @@ pub struct PairOnset {
     /// log read begins inside the episode, which began at or before `onset`.
     #[serde(default)]
     pub at_or_before: bool,
+    /// When `firstSign` is `PeerUnhealthy` (etcd's prober, which checks a healthy peer's status
+    /// only every 30 s): the earliest the path may have failed, 34 s before `onset`. The cut
+    /// lies between the two; no line of etcd's says closer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub earliest: Option<String>,
     /// Whether this run's check of `from` → `to`:2380 failed; absent when not checked.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub failing_now: Option<bool>,
@@ -100,6 +105,7 @@ impl From<timeline::PairOnset> for PairOnset {
             seen_by_to: p.seen_by_to,
             first_sign: p.first_sign.map(Into::into),
             at_or_before: p.at_or_before,
+            earliest: p.earliest,
             failing_now: p.failing_now,
         }
     }
