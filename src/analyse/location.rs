@@ -204,6 +204,30 @@ fn hits(n: &NodeRules, p: &Packet, out: &mut Vec<RuleHit>) {
                 .chains
                 .iter()
                 .find(|c| c.table == chain.table && c.name == chain.name);
+            // A rule (or the chain's policy) that may drop the path's packets, with what it counted
+            // between the reads (`None`: it keeps no counter); one that surely counted nothing is
+            // left out.
+            let counted = |out: &mut Vec<RuleHit>,
+                           rule: String,
+                           text: String,
+                           now: Option<u64>,
+                           was: Option<u64>| {
+                let packets = now.map(|now| now.saturating_sub(was.unwrap_or(0)));
+                if packets != Some(0) {
+                    push(
+                        out,
+                        RuleHit {
+                            node: n.read.node.clone(),
+                            tool: after.tool.clone(),
+                            table: chain.table.clone(),
+                            chain: chain.name.clone(),
+                            rule,
+                            text,
+                            packets,
+                        },
+                    );
+                }
+            };
             let mut ended = false;
             for rule in &chain.rules {
                 let fit = rule.fit(p);
@@ -216,29 +240,13 @@ fn hits(n: &NodeRules, p: &Packet, out: &mut Vec<RuleHit>) {
                         break;
                     }
                     Action::Drop | Action::Reject => {
-                        let packets = rule.packets.map(|now| {
-                            let was = old
-                                .and_then(|c| c.rules.iter().find(|r| r.id == rule.id))
-                                .and_then(|r| r.packets)
-                                .unwrap_or(0);
-                            now.saturating_sub(was)
-                        });
-                        if packets != Some(0) {
-                            push(
-                                out,
-                                RuleHit {
-                                    node: n.read.node.clone(),
-                                    tool: after.tool.clone(),
-                                    table: chain.table.clone(),
-                                    chain: chain.name.clone(),
-                                    rule: rule
-                                        .id
-                                        .map_or_else(|| "rule".to_string(), |i| i.to_string()),
-                                    text: rule.text.clone(),
-                                    packets,
-                                },
-                            );
-                        }
+                        let was = old
+                            .and_then(|c| c.rules.iter().find(|r| r.id == rule.id))
+                            .and_then(|r| r.packets);
+                        let id = rule
+                            .id
+                            .map_or_else(|| "rule".to_string(), |i| i.to_string());
+                        counted(out, id, rule.text.clone(), rule.packets, was);
                         if fit == Fit::Surely && base {
                             ended = true;
                             break;
@@ -248,24 +256,13 @@ fn hits(n: &NodeRules, p: &Packet, out: &mut Vec<RuleHit>) {
                 }
             }
             if !ended && base && chain.policy_drop {
-                let packets = chain.policy_packets.map(|now| {
-                    let was = old.and_then(|c| c.policy_packets).unwrap_or(0);
-                    now.saturating_sub(was)
-                });
-                if packets != Some(0) {
-                    push(
-                        out,
-                        RuleHit {
-                            node: n.read.node.clone(),
-                            tool: after.tool.clone(),
-                            table: chain.table.clone(),
-                            chain: chain.name.clone(),
-                            rule: "policy".into(),
-                            text: "policy drop, no accept for the port before it".into(),
-                            packets,
-                        },
-                    );
-                }
+                counted(
+                    out,
+                    "policy".into(),
+                    "policy drop, no accept for the port before it".into(),
+                    chain.policy_packets,
+                    old.and_then(|c| c.policy_packets),
+                );
             }
         }
     }

@@ -110,15 +110,20 @@ fn latency(after: Option<&Histogram>, before: Option<&Histogram>) -> Option<Late
     })
 }
 
-/// How much a peer's counter grew between the reads, when both reads have the peer's
-/// counters (a series etcd has not made yet counts 0, as it adds it on the first count).
+/// How much a peer's counter grew between the reads. A series etcd has not made yet counts 0
+/// (it adds one on the first count), so a peer the before-read lacked, while that read was
+/// answered, counts from 0; `None` when either read is missing.
 fn between(
     after: Option<&PeerCounters>,
     before: Option<&PeerCounters>,
+    before_read: bool,
     f: fn(&PeerCounters) -> Option<f64>,
 ) -> Option<u64> {
-    let (a, b) = (after?, before?);
-    grew(Some(f(a).unwrap_or(0.0)), Some(f(b).unwrap_or(0.0)))
+    match (after, before) {
+        (Some(a), Some(b)) => grew(Some(f(a).unwrap_or(0.0)), Some(f(b).unwrap_or(0.0))),
+        (Some(a), None) if before_read => grew(f(a), Some(0.0)),
+        _ => None,
+    }
 }
 
 /// Both reads' counters of a node whose probe has the metrics field.
@@ -153,21 +158,13 @@ pub fn node_metrics(n: &NodeReport, names: &BTreeMap<MemberId, String>) -> Optio
                 id,
                 node: names.get(&id).cloned(),
                 sent_failures: p.and_then(|p| p.sent_failures).map(whole),
-                sent_failures_during_checks: match (a, b) {
-                    // No failure counted yet is a count of 0 (etcd adds the series on the first).
-                    (Some(a), Some(b)) => grew(
-                        Some(a.sent_failures.unwrap_or(0.0)),
-                        Some(b.sent_failures.unwrap_or(0.0)),
-                    ),
-                    (Some(a), None) if before.is_some() => grew(a.sent_failures, Some(0.0)),
-                    _ => None,
-                },
+                sent_failures_during_checks: between(a, b, before.is_some(), |c| c.sent_failures),
                 round_trip_p99_ms: p
                     .and_then(|p| p.round_trip.as_ref()?.quantile(0.99))
                     .map(|s| whole(s * 1000.0)),
                 disconnects: p.and_then(|p| p.disconnected).map(whole),
-                sent_bytes_during_checks: between(a, b, |c| c.sent_bytes),
-                received_bytes_during_checks: between(a, b, |c| c.received_bytes),
+                sent_bytes_during_checks: between(a, b, before.is_some(), |c| c.sent_bytes),
+                received_bytes_during_checks: between(a, b, before.is_some(), |c| c.received_bytes),
             }
         })
         .collect();
