@@ -124,19 +124,6 @@ struct Seen {
     working_before: bool,
 }
 
-/// One node's log text as `diagnose_at` reads it: the previous container's, then the newest's.
-fn log_text(n: &NodeReport) -> Option<String> {
-    let p = n.probe()?;
-    let current = p.etcd.logs.as_ref().map(|l| l.text.as_str());
-    let previous = p.etcd.previous_logs.as_ref().map(|l| l.text.as_str());
-    match (previous, current) {
-        (None, None) => None,
-        (Some(a), Some(b)) => Some(format!("{a}\n{b}")),
-        (Some(a), None) => Some(a.to_string()),
-        (None, Some(b)) => Some(b.to_string()),
-    }
-}
-
 /// Which node a member ID or peer host stands for: the member lists' peer URLs and each log's
 /// own `local-member-id`, matched to the nodes' IPs.
 fn peer_names(
@@ -248,7 +235,9 @@ pub fn build(
     // its ends' logs could have told (else the matrix says all there is).
     let mut read: BTreeSet<&str> = BTreeSet::new();
     for n in nodes {
-        let Some(text) = log_text(n) else { continue };
+        let Some(text) = n.probe().and_then(|p| p.etcd.log_text()) else {
+            continue;
+        };
         read.insert(n.name.as_str());
         for e in etcdlog::episodes(&text) {
             // An ID no member list or log names: the node at the address its lines name.

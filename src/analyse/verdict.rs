@@ -382,16 +382,7 @@ pub fn diagnose_at(
         .iter()
         .filter_map(|n| {
             let p = n.probe()?;
-            let current = p.etcd.logs.as_ref().map(|l| l.text.as_str());
-            // A restarted member starts a new log: the previous container's comes first, so
-            // the restarts' reasons are read with the rest (one log, in time order).
-            let previous = p.etcd.previous_logs.as_ref().map(|l| l.text.as_str());
-            let text = match (previous, current) {
-                (None, None) => return None,
-                (Some(a), Some(b)) => format!("{a}\n{b}"),
-                (Some(a), None) => a.to_string(),
-                (None, Some(b)) => b.to_string(),
-            };
+            let text = p.etcd.log_text()?;
             Some((
                 n.name.clone(),
                 etcdlog::classify_window(&text, p.clock_ms, since),

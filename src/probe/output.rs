@@ -139,6 +139,23 @@ pub struct EtcdContainer {
     pub previous_logs_file: Option<String>,
 }
 
+impl EtcdContainer {
+    /// The member's log as one text: a restarted member starts a new log, so the previous
+    /// container's comes first and the restarts' reasons are read with the rest (one log, in
+    /// time order). `None` when neither was read. The verdict's log findings and the timeline's
+    /// episodes both read this.
+    pub fn log_text(&self) -> Option<String> {
+        let current = self.logs.as_ref().map(|l| l.text.as_str());
+        let previous = self.previous_logs.as_ref().map(|l| l.text.as_str());
+        match (previous, current) {
+            (None, None) => None,
+            (Some(a), Some(b)) => Some(format!("{a}\n{b}")),
+            (Some(a), None) => Some(a.to_string()),
+            (None, Some(b)) => Some(b.to_string()),
+        }
+    }
+}
+
 #[derive(
     Debug,
     Clone,
