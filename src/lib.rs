@@ -32,7 +32,7 @@
 //!
 //! ```text
 //! lib · cli · commands · bundle · plan · route · render · report · analyse · workload · supervisor ·
-//! connect · probe · {names, labels, progress, signal, error} · bounds
+//! connect · probe · {names, labels, progress, selector, signal, error} · bounds
 //! ```
 
 pub mod analyse;
@@ -50,6 +50,7 @@ pub mod progress;
 pub mod render;
 pub mod report;
 pub mod route;
+pub mod selector;
 pub mod signal;
 pub mod supervisor;
 pub mod workload;

@@ -47,9 +47,9 @@
 
 mod evaluate;
 mod model;
-mod selector;
 mod validate;
 
+pub use crate::selector::{Operator, Requirement, Selector};
 pub use evaluate::{
     evaluate, paths_text, BlockingRule, CoverReason, CoveredCheck, CoveringRule, PathEvaluation,
     PathOutcome, PathRef, PolicyEvaluation, PolicyInput, PolicySummary, PolicyVm, PolicyWarning,
@@ -57,7 +57,6 @@ pub use evaluate::{
     MAX_POLICIES, MAX_VMS, MAX_WARNINGS, T1_TAGGING_NOTE,
 };
 pub use model::{Action, Direction, NsxGroup, PolicyObject, Realization, RealizedState};
-pub use selector::{Operator, Requirement, Selector};
 pub use validate::validate;
 
 #[cfg(test)]

@@ -103,45 +103,12 @@ pub fn cluster_paused(cluster: &DynamicObject) -> bool {
         || has_annotation(cluster, PAUSED_ANNOTATION)
 }
 
-/// Whether a label selector (`spec.selector`: matchLabels and matchExpressions with In, NotIn,
-/// Exists, DoesNotExist) takes an object with these labels. An empty selector takes every
-/// object, as Kubernetes' own conversion does; an operator it does not know takes none.
+/// Whether a label selector (`spec.selector`) takes an object with these labels, as
+/// apimachinery evaluates it (the MachineHealthCheck controller converts it with
+/// `LabelSelectorAsSelector`). An empty selector takes every object; one apimachinery refuses
+/// (an unknown operator, `In` without values, beyond the bounds) takes none.
 pub fn selects(selector: &Value, labels: &BTreeMap<String, String>) -> bool {
-    let by_labels = selector
-        .get("matchLabels")
-        .and_then(Value::as_object)
-        .into_iter()
-        .flatten()
-        .all(|(k, v)| {
-            v.as_str()
-                .is_some_and(|v| labels.get(k).map(String::as_str) == Some(v))
-        });
-    let by_expressions = selector
-        .get("matchExpressions")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .all(|e| {
-            let Some(key) = e.get("key").and_then(Value::as_str) else {
-                return false;
-            };
-            let values: Vec<&str> = e
-                .get("values")
-                .and_then(Value::as_array)
-                .into_iter()
-                .flatten()
-                .filter_map(Value::as_str)
-                .collect();
-            let has = labels.get(key);
-            match e.get("operator").and_then(Value::as_str) {
-                Some("In") => has.is_some_and(|v| values.contains(&v.as_str())),
-                Some("NotIn") => has.is_none_or(|v| !values.contains(&v.as_str())),
-                Some("Exists") => has.is_some(),
-                Some("DoesNotExist") => has.is_none(),
-                _ => false,
-            }
-        });
-    by_labels && by_expressions
+    crate::selector::Selector::from_value(selector).is_ok_and(|s| s.matches(labels))
 }
 
 /// The cluster a MachineHealthCheck is for: `spec.clusterName`.

@@ -31,7 +31,7 @@ const LAYERS: &[&[&str]] = &[
     &["supervisor"],
     &["connect"],
     &["probe"],
-    &["names", "labels", "progress", "signal", "error"],
+    &["names", "labels", "progress", "selector", "signal", "error"],
     &["bounds"],
 ];
 
@@ -112,7 +112,7 @@ const FOLDERS: &[(&str, &[&[&str]])] = &[
     ),
     (
         "analyse::policy",
-        &[&["evaluate"], &["validate"], &["model"], &["selector"]],
+        &[&["evaluate"], &["validate"], &["model"]],
     ),
     (
         "analyse::verdict",

@@ -15,8 +15,8 @@ use super::model::{
     clip, Action, Direction, NsxGroup, Peer, Policy, PolicyObject, PortSpec, Realization,
     RealizedState, Rule, Target, MAX_NAME_CHARS,
 };
-use super::selector::Selector;
 use super::validate::validate;
+use crate::selector::Selector;
 
 /// The ports evaluated: etcd's client and peer ports, TCP.
 pub const ETCD_PORTS: [u16; 2] = [2379, 2380];

@@ -14,7 +14,7 @@ use std::net::IpAddr;
 use kube::api::DynamicObject;
 use serde_json::Value;
 
-use super::selector::Selector;
+use crate::selector::Selector;
 
 /// At most this many rules are read from one policy; more makes the rest one unreadable rule.
 pub const MAX_RULES: usize = 64;

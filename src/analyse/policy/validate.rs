@@ -26,7 +26,7 @@
 
 use super::model::Direction;
 use super::model::{NsxGroup, Peer, Policy, PortSpec, Rule, Target};
-use super::selector::{Operator, Requirement, Selector};
+use crate::selector::{Operator, Requirement, Selector};
 
 /// `MaxCriteriaExpressions`, `MaxMixedCriteriaExpressions`, `MaxCriteria`,
 /// `MaxTotalCriteriaExpressions`, `MaxMatchExpressionInValues` (builder.go).
