@@ -1,6 +1,6 @@
 //! A world for the "control plane with a past" lab tests: the article's cluster as a
 //! lab running a chosen etcd line with the kubelet stand-in on every node (its restarts and
-//! kubeadm's probes, durations / 20), reached by the real kubectl on the pod or the jumpbox
+//! kubeadm's probes, durations / 20), reached by the real kubectl on the pod and the jumpbox
 //! route; for `lab::past_network`.
 
 use std::sync::Arc;
@@ -60,10 +60,14 @@ impl Route {
     }
 }
 
+/// Both routes, in the order the tests diagnose them.
+pub const ROUTES: [Route; 2] = [Route::Pod, Route::Jumpbox];
+
+/// One lab reached on both routes: each scenario's state is made once and diagnosed on each.
 pub struct PastWorld {
-    pub env: Env,
     pub lab: Arc<Lab>,
-    pub route: Route,
+    pod: Env,
+    jumpbox: Env,
 }
 
 /// kubelet's and kubeadm's durations divided by 20: startup/liveness probes every 0.5 s,
@@ -90,8 +94,9 @@ pub fn assert_runs(lab: &Lab, etcd: EtcdVersion) {
 
 impl PastWorld {
     /// The article's nodes (names and IPs of the `quorum-lost` set) running `etcd`, with the
-    /// kubelet stand-in; panics, naming what is missing, when the lab cannot run here.
-    pub fn start(test: &str, route: Route, etcd: EtcdVersion) -> PastWorld {
+    /// kubelet stand-in, reached on both routes; panics, naming what is missing, when the lab
+    /// cannot run here.
+    pub fn start(test: &str, etcd: EtcdVersion) -> PastWorld {
         use etcdnet_fakeapi::labplan;
         etcdnet_lab::require(test);
         etcdnet_lab::require_etcd(test, etcd);
@@ -106,26 +111,35 @@ impl PastWorld {
         let lab = Arc::new(Lab::start(config).expect("lab starts"));
         assert_runs(&lab, etcd);
         eprintln!(
-            "{test}: lab {} (etcd {etcd}, {route:?} route) started in {:?}",
+            "{test}: lab {} (etcd {etcd}) started in {:?}",
             lab.id(),
             lab.started_in()
         );
-        let env = route.env(SET, &lab);
-        PastWorld { env, lab, route }
+        PastWorld {
+            pod: Route::Pod.env(SET, &lab),
+            jumpbox: Route::Jumpbox.env(SET, &lab),
+            lab,
+        }
     }
 
-    /// `kubectl etcdnet diagnose ... -o json` on this world's route.
-    pub fn diagnose(&self, extra: &[&str]) -> Run {
+    /// `kubectl etcdnet diagnose ... -o json` on `route`.
+    pub fn diagnose(&self, route: Route, extra: &[&str]) -> Run {
         let mut args = vec!["-o", "json"];
-        args.extend_from_slice(self.route.args());
+        args.extend_from_slice(route.args());
         args.extend_from_slice(extra);
-        self.env.diagnose_lab(&args)
+        let env = match route {
+            Route::Pod => &self.pod,
+            Route::Jumpbox => &self.jumpbox,
+        };
+        env.diagnose_lab(&args)
     }
 
-    /// Diagnoses until `done(report)` or `bound` has passed; returns the last report and every
-    /// verdict code seen on the way (in order), so a test can say which it must never see.
+    /// Diagnoses on `route` until `done(report)` or `bound` has passed; returns the last report
+    /// and every verdict code seen on the way (in order), so a test can say which it must never
+    /// see.
     pub fn diagnose_until(
         &self,
+        route: Route,
         extra: &[&str],
         bound: Duration,
         done: impl Fn(&DiagnoseReport) -> bool,
@@ -133,7 +147,7 @@ impl PastWorld {
         let deadline = Instant::now() + bound;
         let mut seen = Vec::new();
         loop {
-            let run = self.diagnose(extra);
+            let run = self.diagnose(route, extra);
             let report = run.diagnose_report();
             seen.push(report.verdict.code);
             if done(&report) || Instant::now() > deadline {
@@ -141,7 +155,7 @@ impl PastWorld {
             }
             // What a run on the way said, for the failure that names a code seen on the way.
             eprintln!(
-                "  (not yet) {}: {}\n    {}",
+                "  (not yet, {route:?}) {}: {}\n    {}",
                 report.verdict.code,
                 report.verdict.summary,
                 report.verdict.evidence.join("\n    ")

@@ -23,7 +23,7 @@
 //!    ([`metrics_follow_the_matrix`]) and say no member has a leader; the MachineHealthCheck is
 //!    armed and named, with the pause and unpause commands; the table shows the `outside the
 //!    guests` line;
-//! 6. (3.5) staggered for real, in a lab of its own: the leader A cut from B, C cut from both
+//! 6. (3.5, `etcd_3_5_staggered`) staggered for real, in a lab of its own: the leader A cut from B, C cut from both
 //!    90 s later (`Lab::inject_at`): the timeline says `staggered`, in that order, onsets near
 //!    the cuts; meanwhile (only A↔B cut) etcd's counters follow the partial matrix and B alone
 //!    has no leader.
@@ -62,7 +62,9 @@ use serde_json::Value;
 /// written): the first line etcd logs about a silent peer is its prober's, which asks every
 /// 5 s and waits out its dial (2 to 5 s after the cut in the captures, tests/fixtures/etcd-logs),
 /// and the timeline reads what etcd logged.
-const ONSET_SLACK: Duration = Duration::from_secs(10);
+/// On the 2-core CI machine with five labs at once a first line came 10.6 s after the cut (3.5,
+/// right after the slowed disk's heal): the slack is for that.
+const ONSET_SLACK: Duration = Duration::from_secs(15);
 
 /// How far before the cut an onset may be: the nodes' clocks are put on their median, and etcd's
 /// prober reports at each 5 s status check what its last probe saw, so right after a heal it
@@ -673,9 +675,10 @@ fn outside_at_once(w: &World) {
                 .unwrap_or_else(|| panic!("{route:?}: no onset {x}↔{y}: {:#}", json["timeline"]));
             assert!(
                 within(o, t, late),
-                "{route:?}: {x}↔{y} onset {} vs the cut {}",
+                "{route:?}: {x}↔{y} onset {} vs the cut {}: {:#}",
                 humantime::format_rfc3339_millis(o),
-                humantime::format_rfc3339_millis(t)
+                humantime::format_rfc3339_millis(t),
+                json["timeline"]
             );
         }
         // etcd's own account: its counters follow the matrix, and no member has a leader.
@@ -793,9 +796,8 @@ fn etcd_3_4() {
     eprintln!("{test}: outside done at {:?}", started.elapsed());
 }
 
-// Long: two labs (etcd 3.5): four cases on two routes in one, each diagnosed until etcd has
-// noticed its fault (its prober's 30 s status check, the cut paths' connect timeouts), then
-// the real 90 s between two cuts in a lab never cut before.
+// Long: one lab (etcd 3.5), four cases on two routes, each diagnosed until etcd has noticed its
+// fault (its prober's 30 s status check, the cut paths' connect timeouts).
 #[test]
 #[cfg_attr(not(etcdnet_lab), ignore = "needs root and the lab (see build.rs)")]
 fn etcd_3_5() {
@@ -810,10 +812,17 @@ fn etcd_3_5() {
     eprintln!("{test}: outside done at {:?}", started.elapsed());
     inside_node_b(&w);
     eprintln!("{test}: inside done at {:?}", started.elapsed());
-    drop(w);
-    // A lab of its own, never cut before: a 3.5 member's prober can stay unhealthy about a
-    // peer well after a heal (its probe waits on a connection the cut left dead), so an earlier
-    // cut's episode would still be open when this one begins.
+}
+
+// Long: the real 90 s between two cuts (etcd 3.5), in a lab of its own, never cut before: a 3.5
+// member's prober can stay unhealthy about a peer well after a heal (its probe waits on a
+// connection the cut left dead), so an earlier cut's episode would still be open when this one
+// begins. A test of its own, so that it runs beside the other 3.5 cases.
+#[test]
+#[cfg_attr(not(etcdnet_lab), ignore = "needs root and the lab (see build.rs)")]
+fn etcd_3_5_staggered() {
+    let test = "where_and_when::etcd_3_5_staggered";
+    let started = Instant::now();
     let w = World::start(test, EtcdVersion::V3_5);
     staggered_for_real(&w);
     eprintln!("{test}: staggered done at {:?}", started.elapsed());
