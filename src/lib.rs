@@ -31,8 +31,8 @@
 //! inside each folder):
 //!
 //! ```text
-//! lib · cli · commands · bundle · plan · route · render · report · analyse · workload · supervisor ·
-//! connect · probe · {names, labels, progress, selector, signal, error} · bounds
+//! lib · cli · commands · bundle · plan · route · render · report · analyse · workload · nsxmanager ·
+//! supervisor · connect · probe · {names, labels, progress, selector, signal, error} · bounds
 //! ```
 
 pub mod analyse;
@@ -44,6 +44,7 @@ pub mod connect;
 pub mod error;
 pub mod labels;
 pub mod names;
+pub mod nsxmanager;
 pub mod plan;
 pub mod probe;
 pub mod progress;

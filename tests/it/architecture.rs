@@ -28,6 +28,7 @@ const LAYERS: &[&[&str]] = &[
     &["report"],
     &["analyse"],
     &["workload"],
+    &["nsxmanager"],
     &["supervisor"],
     &["connect"],
     &["probe"],
@@ -107,8 +108,13 @@ const FOLDERS: &[(&str, &[&[&str]])] = &[
             &["guard"],
             &["metrics"],
             &["timeline"],
+            &["dfw"],
             &["matrix", "policy", "clock", "realization"],
         ],
+    ),
+    (
+        "nsxmanager",
+        &[&["read", "traceflow"], &["client"], &["model"], &["raw"]],
     ),
     (
         "analyse::policy",

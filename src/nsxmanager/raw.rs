@@ -1,0 +1,132 @@
+//! What one run read from NSX Manager, as NSX Manager answered it: the contract between the
+//! reader (`client`, `read`, `traceflow`: I/O) and the evaluation (`model` parses these values,
+//! `analyse::dfw` judges them). Objects are kept as the API's own JSON (`serde_json::Value`),
+//! already bounded by the reader (pages, objects, bytes), so a bundle can keep them and
+//! `analyse` re-judge offline; nothing here holds a credential, a cookie or a token.
+//!
+//! Every list says whether it is whole: a part the reader could not read (a 403, a bound, a
+//! timeout) is a [`Gap`], and the evaluation turns a gap that could matter into "cannot decide",
+//! never into a guess.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+/// Which Policy API tree the Supervisor's networking uses: T1/NCP
+/// (`/policy/api/v1/infra/domains/default/…`) or VPC (`/policy/api/v1/orgs/<org>/projects/<p>/vpcs/<v>/…`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", tag = "kind")]
+pub enum Layout {
+    /// `/policy/api/v1/infra/domains/<domain>` (NCP on T1 routers: `default`).
+    Infra { domain: String },
+    /// `/policy/api/v1/orgs/<org>/projects/<project>/vpcs/<vpc>`.
+    Vpc {
+        org: String,
+        project: String,
+        vpc: String,
+    },
+}
+
+/// Something the reader could not read, and why (our words, bounded; an HTTP status when there
+/// was one). `privilege` names the NSX privilege a 401/403 needs.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Gap {
+    /// The API path asked (no query string with anything secret: the reader asks none).
+    pub path: String,
+    pub status: Option<u16>,
+    pub why: String,
+    pub privilege: Option<String>,
+}
+
+/// One list the reader walked (every page, cursor by cursor, up to its bounds).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Listed {
+    /// The `results` of every page read, in order.
+    pub results: Vec<serde_json::Value>,
+    /// `result_count` of the first page, when the manager said it.
+    pub result_count: Option<u64>,
+    /// Why the list is not whole (a bound, an error on a later page); `None`: every page read.
+    pub incomplete: Option<Gap>,
+}
+
+/// A group's effective members, as NSX realized them (`…/groups/<id>/members/ip-addresses`,
+/// `/virtual-machines`, `/segment-ports`): what the group *is* now, not its definition.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Members {
+    pub ip_addresses: Option<Listed>,
+    pub virtual_machines: Option<Listed>,
+    pub segment_ports: Option<Listed>,
+    /// Member kinds that could not be read.
+    pub gaps: Vec<Gap>,
+}
+
+/// One DFW security policy and its rules.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PolicyRead {
+    /// The `SecurityPolicy` object as listed.
+    pub policy: serde_json::Value,
+    /// Its `Rule`s (`…/security-policies/<id>/rules`, or the policy's own `rules` when listed
+    /// with them).
+    pub rules: Listed,
+}
+
+/// A control-plane VM as NSX Manager knows it: found from what the Supervisor says of it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct VmLookup {
+    /// The Kubernetes node / VirtualMachine name the Supervisor gives.
+    pub node: String,
+    /// What it was looked up by (`display_name`, `external_id`/bios uuid, IP), as asked.
+    pub asked: Vec<String>,
+    /// The NSX objects found (fabric `VirtualMachine`s, `SegmentPort`s / VIFs), as answered.
+    pub found: Vec<serde_json::Value>,
+    pub gaps: Vec<Gap>,
+}
+
+/// One Traceflow run from a source VM's port towards a peer's IP and port (TCP SYN).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TraceflowRead {
+    pub from: String,
+    pub to: String,
+    pub port: u16,
+    /// The traceflow's path on the manager (deleted after the run).
+    pub path: String,
+    /// The traceflow object / its status as last read.
+    pub status: Option<serde_json::Value>,
+    /// Its observations, as listed.
+    pub observations: Listed,
+    /// Whether the run saw the traceflow deleted (the manager answered the DELETE, or 404).
+    pub deleted: bool,
+    pub gaps: Vec<Gap>,
+}
+
+/// Everything one run read from NSX Manager.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct NsxRead {
+    /// The manager's URL as given (`https://host[:port]`), no credentials.
+    pub manager: String,
+    pub layout: Layout,
+    /// How the run authenticated (`session` or `basic`), never with what.
+    pub auth: Option<String>,
+    /// The DFW's security policies with their rules, every category.
+    pub policies: Listed,
+    pub rules: Vec<PolicyRead>,
+    /// Every group a rule names (sources, destinations, scope), by path: its definition.
+    pub groups: BTreeMap<String, serde_json::Value>,
+    /// Their effective members, by group path.
+    pub members: BTreeMap<String, Members>,
+    /// Every service a rule names, by path.
+    pub services: BTreeMap<String, serde_json::Value>,
+    /// The control-plane VMs in NSX.
+    pub vms: Vec<VmLookup>,
+    /// The traceflows run (`--nsx-traceflow`), empty without.
+    pub traceflows: Vec<TraceflowRead>,
+    /// What could not be read, anywhere (a 401/403 first: the whole reading may hang on it).
+    pub gaps: Vec<Gap>,
+}
