@@ -165,6 +165,9 @@ pub struct ExplicitMembers {
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct WorldFile {
+    /// Other world directories (relative to this file's) read before this one.
+    #[serde(default)]
+    include: Vec<String>,
     layout: Option<Layout>,
     #[serde(default)]
     users: Vec<User>,
@@ -245,29 +248,11 @@ fn fill(v: &mut Value, kind: &str, collection: &str, parent: &str) -> Result<Str
 }
 
 impl World {
-    /// Reads every `*.yaml`, `*.yml` and `*.json` file of `dir`, in name order.
+    /// Reads every `*.yaml`, `*.yml` and `*.json` file of `dir`, in name order, after the
+    /// directories or files their `include:` names (relative to the including file).
     pub fn from_dir(dir: impl AsRef<Path>) -> Result<World> {
-        let dir = dir.as_ref();
-        let mut files: Vec<_> = std::fs::read_dir(dir)
-            .with_context(|| format!("reading {}", dir.display()))?
-            .filter_map(|e| e.ok().map(|e| e.path()))
-            .filter(|p| {
-                matches!(
-                    p.extension().and_then(|e| e.to_str()),
-                    Some("yaml" | "yml" | "json")
-                )
-            })
-            .collect();
-        files.sort();
-        if files.is_empty() {
-            bail!("no world files in {}", dir.display());
-        }
         let mut texts = Vec::new();
-        for f in files {
-            let text =
-                std::fs::read_to_string(&f).with_context(|| format!("reading {}", f.display()))?;
-            texts.push((f.display().to_string(), text));
-        }
+        read_dir_texts(dir.as_ref(), 0, &mut texts)?;
         World::from_texts(texts.iter().map(|(n, t)| (n.as_str(), t.as_str())))
     }
 
@@ -397,9 +382,11 @@ impl World {
             Layout::Vpc { .. } => "VpcSubnetPort",
         };
         for port in &mut self.ports {
-            if str_of(port, "path").is_none() {
+            let Some(path) = str_of(port, "path").map(str::to_string) else {
                 bail!("a segment port without path: {port}");
-            }
+            };
+            let id = path.rsplit('/').next().unwrap_or_default().to_string();
+            obj(port)?.entry("id").or_insert(json!(id));
             let parent = String::new();
             fill(port, port_kind, "ports", &parent)?;
         }
@@ -566,6 +553,45 @@ impl World {
             .find(|v| World::vif_ips(v).contains(&ip))
             .and_then(|v| self.vm(str_of(v, "owner_vm_id")?))
     }
+}
+
+/// The texts of a world directory's files (or of one file), the includes first (at most 4
+/// deep: a loop ends there).
+fn read_dir_texts(path: &Path, depth: usize, texts: &mut Vec<(String, String)>) -> Result<()> {
+    if depth > 4 {
+        bail!("{}: includes nest deeper than 4", path.display());
+    }
+    let files: Vec<_> = if path.is_file() {
+        vec![path.to_path_buf()]
+    } else {
+        let mut files: Vec<_> = std::fs::read_dir(path)
+            .with_context(|| format!("reading {}", path.display()))?
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| {
+                matches!(
+                    p.extension().and_then(|e| e.to_str()),
+                    Some("yaml" | "yml" | "json")
+                )
+            })
+            .collect();
+        files.sort();
+        files
+    };
+    if files.is_empty() {
+        bail!("no world files in {}", path.display());
+    }
+    for f in files {
+        let text =
+            std::fs::read_to_string(&f).with_context(|| format!("reading {}", f.display()))?;
+        let head: WorldFile =
+            serde_yaml_ng::from_str(&text).with_context(|| format!("parsing {}", f.display()))?;
+        let dir = f.parent().unwrap_or(Path::new("."));
+        for inc in &head.include {
+            read_dir_texts(&dir.join(inc), depth + 1, texts)?;
+        }
+        texts.push((f.display().to_string(), text));
+    }
+    Ok(())
 }
 
 /// `tests/fixtures/nsx-manager/worlds/<name>` of this repository.
