@@ -750,7 +750,13 @@ impl Shared {
                     json!({"path": path, "display_name": name})
                 })
                 .collect(),
-            "vifs" => m.vms.iter().flat_map(|id| w.vifs_of(id)).cloned().collect(),
+            // The VIFs behind the effective ports (a member VM's, a member port's).
+            "vifs" => m
+                .segment_ports(w)
+                .iter()
+                .filter_map(|p| w.port(p).and_then(|p| w.vif_of_port(p)))
+                .cloned()
+                .collect(),
             _ => return Some(not_found(p)),
         };
         Some(self.page(items, query))
