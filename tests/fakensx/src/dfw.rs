@@ -205,17 +205,17 @@ fn services_match(world: &World, rule: &Value, q: &TraceflowQuery) -> bool {
     by_path || own.iter().any(|e| entry_matches(world, e, q, 0))
 }
 
+/// The packet being judged, in its world.
+struct Packet<'a> {
+    world: &'a World,
+    q: &'a TraceflowQuery,
+    src: End<'a>,
+    dst: End<'a>,
+}
+
 /// Rule `r` of policy `p` matches the packet at `at` going `dir` ("IN"/"OUT").
-fn rule_matches(
-    world: &World,
-    p: &Value,
-    r: &Value,
-    q: &TraceflowQuery,
-    src: &End,
-    dst: &End,
-    at: &End,
-    dir: &str,
-) -> bool {
+fn rule_matches(pk: &Packet, p: &Value, r: &Value, at: &End, dir: &str) -> bool {
+    let (world, q, src, dst) = (pk.world, pk.q, &pk.src, &pk.dst);
     if r.get("disabled").and_then(Value::as_bool) == Some(true) {
         return false;
     }
@@ -263,14 +263,8 @@ fn rule_ref(r: &Value) -> RuleRef {
 }
 
 /// The decision at one vNIC: `Ok(rule that allowed, if any)` or `Err(rule that dropped)`.
-fn judge(
-    world: &World,
-    q: &TraceflowQuery,
-    src: &End,
-    dst: &End,
-    at: &End,
-    dir: &str,
-) -> Result<Option<RuleRef>, RuleRef> {
+fn judge(pk: &Packet, at: &End, dir: &str) -> Result<Option<RuleRef>, RuleRef> {
+    let world = pk.world;
     let ordered = |cat: &str| {
         let mut ps: Vec<&Value> = world
             .policies
@@ -292,7 +286,7 @@ fn judge(
     // L2 first: only a drop decides; an ALLOW ends the L2 pass.
     'l2: for p in ordered("Ethernet") {
         for r in rules_of(p) {
-            if rule_matches(world, p, &r, q, src, dst, at, dir) {
+            if rule_matches(pk, p, &r, at, dir) {
                 match r.get("action").and_then(Value::as_str) {
                     Some("DROP" | "REJECT") => return Err(rule_ref(&r)),
                     _ => break 'l2,
@@ -307,7 +301,7 @@ fn judge(
         }
         for p in ordered(cat) {
             for r in rules_of(p) {
-                if !rule_matches(world, p, &r, q, src, dst, at, dir) {
+                if !rule_matches(pk, p, &r, at, dir) {
                     continue;
                 }
                 match r.get("action").and_then(Value::as_str).unwrap_or("ALLOW") {
@@ -329,18 +323,22 @@ fn judge(
 
 /// The default oracle: the world's DFW, first match, at the source then the destination.
 pub fn evaluate(world: &World, q: &TraceflowQuery) -> TraceflowOutcome {
-    let src = End {
-        vm: q.source_vm.as_deref(),
-        port: Some(q.source_port_path.as_str()),
-        ip: q.src_ip,
-    };
-    let dst = End {
-        vm: q.dest_vm.as_deref(),
-        port: q.dest_port_path.as_deref(),
-        ip: q.dst_ip,
+    let pk = Packet {
+        world,
+        q,
+        src: End {
+            vm: q.source_vm.as_deref(),
+            port: Some(q.source_port_path.as_str()),
+            ip: q.src_ip,
+        },
+        dst: End {
+            vm: q.dest_vm.as_deref(),
+            port: q.dest_port_path.as_deref(),
+            ip: q.dst_ip,
+        },
     };
     let mut allowed_by = Vec::new();
-    match judge(world, q, &src, &dst, &src, "OUT") {
+    match judge(&pk, &pk.src, "OUT") {
         Err(rule) => {
             return TraceflowOutcome::Dropped {
                 rule,
@@ -352,7 +350,7 @@ pub fn evaluate(world: &World, q: &TraceflowQuery) -> TraceflowOutcome {
     if q.dest_vm.is_none() && q.dest_port_path.is_none() {
         return TraceflowOutcome::Forwarded { allowed_by };
     }
-    match judge(world, q, &src, &dst, &dst, "IN") {
+    match judge(&pk, &pk.dst, "IN") {
         Err(rule) => TraceflowOutcome::Dropped {
             rule,
             side: Side::Destination,
@@ -361,5 +359,162 @@ pub fn evaluate(world: &World, q: &TraceflowQuery) -> TraceflowOutcome {
             allowed_by.extend(r);
             TraceflowOutcome::Delivered { allowed_by }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const BASE: &str = r#"
+virtual_machines:
+  - {external_id: a, display_name: vm-a}
+  - {external_id: b, display_name: vm-b}
+vifs:
+  - {external_id: a0, owner_vm_id: a, lport_attachment_id: att-a, ip_address_info: [{ip_addresses: [10.0.0.1]}]}
+  - {external_id: b0, owner_vm_id: b, lport_attachment_id: att-b, ip_address_info: [{ip_addresses: [10.0.0.2]}]}
+segment_ports:
+  - {path: /infra/segments/s/ports/pa, attachment: {id: att-a}}
+  - {path: /infra/segments/s/ports/pb, attachment: {id: att-b}}
+groups:
+  - {id: ga, expression: [{resource_type: ExternalIDExpression, member_type: VirtualMachine, external_ids: [a]}]}
+  - {id: gb, expression: [{resource_type: Condition, member_type: VirtualMachine, key: Name, operator: EQUALS, value: vm-b}]}
+  - {id: nobody, expression: [{resource_type: IPAddressExpression, ip_addresses: [192.0.2.1]}]}
+services:
+  - {id: peer, service_entries: [{resource_type: L4PortSetServiceEntry, l4_protocol: TCP, destination_ports: ["2379-2380"]}]}
+  - {id: nested, service_entries: [{resource_type: NestedServiceServiceEntry, nested_service_path: /infra/services/peer}]}
+  - {id: udp, service_entries: [{resource_type: L4PortSetServiceEntry, l4_protocol: UDP, destination_ports: ["2380"]}]}
+"#;
+
+    fn world(policies: &str) -> World {
+        World::from_texts([("base", BASE), ("policies", policies)]).unwrap()
+    }
+
+    /// A TCP SYN from `from` ("a"/"b") to the other's IP on `port`.
+    fn syn(from: &str, port: u16) -> TraceflowQuery {
+        let (to, src_ip, dst_ip) = if from == "a" {
+            ("b", "10.0.0.1", "10.0.0.2")
+        } else {
+            ("a", "10.0.0.2", "10.0.0.1")
+        };
+        TraceflowQuery {
+            source_port_path: format!("/infra/segments/s/ports/p{from}"),
+            source_vm: Some(from.into()),
+            source_vm_name: None,
+            src_ip: src_ip.parse().unwrap(),
+            dst_ip: dst_ip.parse().unwrap(),
+            protocol: Protocol::Tcp,
+            src_port: 40000,
+            dst_port: port,
+            dest_vm: Some(to.into()),
+            dest_port_path: Some(format!("/infra/segments/s/ports/p{to}")),
+        }
+    }
+
+    /// The rule id that dropped, and where; `None`: delivered.
+    fn dropped(w: &World, q: &TraceflowQuery) -> Option<(u64, Side)> {
+        match evaluate(w, q) {
+            TraceflowOutcome::Dropped { rule, side } => Some((rule.rule_id, side)),
+            _ => None,
+        }
+    }
+
+    fn policy(cat: &str, seq: i64, rules: &str) -> String {
+        format!("  - {{id: p-{cat}-{seq}, category: {cat}, sequence_number: {seq}, rules: [{rules}]}}\n")
+    }
+
+    #[test]
+    fn direction_scope_and_the_side_that_drops() {
+        let w = world(&format!(
+            "security_policies:\n{}",
+            policy("Infrastructure", 1, "{id: r, action: DROP, direction: IN, services: [/infra/services/peer], rule_id: 11}")
+        ));
+        assert_eq!(dropped(&w, &syn("a", 2380)), Some((11, Side::Destination)));
+        let w = world(&format!(
+            "security_policies:\n{}",
+            policy("Infrastructure", 1, "{id: r, action: DROP, direction: OUT, scope: [/infra/domains/default/groups/gb], rule_id: 12}")
+        ));
+        // Applied to b only, going out: a's packet to b passes; b's to a is dropped at b.
+        assert_eq!(dropped(&w, &syn("a", 2380)), None);
+        assert_eq!(dropped(&w, &syn("b", 2380)), Some((12, Side::Source)));
+        let w = world(&format!(
+            "security_policies:\n{}",
+            policy(
+                "Infrastructure",
+                1,
+                "{id: r, action: DROP, scope: [/infra/domains/default/groups/nobody], rule_id: 13}"
+            )
+        ));
+        assert_eq!(dropped(&w, &syn("a", 2380)), None, "applied to no vNIC");
+        // The policy's scope wins over the rule's.
+        let w = world(
+            "security_policies:\n  - {id: p, category: Application, scope: [/infra/domains/default/groups/ga], rules: [{id: r, action: DROP, scope: [/infra/domains/default/groups/gb], rule_id: 14}]}\n",
+        );
+        assert_eq!(dropped(&w, &syn("a", 2380)), Some((14, Side::Source)));
+    }
+
+    #[test]
+    fn categories_sequence_numbers_and_first_match() {
+        let w = world(&format!(
+            "security_policies:\n{}{}{}",
+            policy("Application", 1, "{id: d, action: DROP, rule_id: 21}"),
+            policy("Emergency", 100, "{id: e, action: ALLOW, services: [/infra/services/peer], rule_id: 22}"),
+            policy("Infrastructure", 5, "{id: late, action: DROP, sequence_number: 9, rule_id: 23}, {id: early, action: ALLOW, sequence_number: 1, services: [/infra/services/nested], rule_id: 24}"),
+        ));
+        match evaluate(&w, &syn("a", 2380)) {
+            TraceflowOutcome::Delivered { allowed_by } => {
+                assert_eq!(
+                    allowed_by.iter().map(|r| r.rule_id).collect::<Vec<_>>(),
+                    [22, 22]
+                )
+            }
+            other => panic!("{other:?}"),
+        }
+        // Not etcd: Emergency and Infrastructure's ALLOWs do not cover it; Infrastructure's
+        // DROP (sequence 9) does.
+        assert_eq!(dropped(&w, &syn("a", 22)), Some((23, Side::Source)));
+    }
+
+    #[test]
+    fn disabled_excluded_services_and_jumps() {
+        let w = world(&format!(
+            "security_policies:\n{}",
+            policy("Emergency", 1, "{id: off, action: DROP, disabled: true, rule_id: 31}, {id: notme, action: DROP, source_groups: [/infra/domains/default/groups/ga], sources_excluded: true, rule_id: 32}")
+        ));
+        assert_eq!(dropped(&w, &syn("a", 2380)), None);
+        assert_eq!(dropped(&w, &syn("b", 2380)), Some((32, Side::Source)));
+        let w = world(&format!(
+            "security_policies:\n{}",
+            policy("Infrastructure", 1, "{id: u, action: DROP, services: [/infra/services/udp], rule_id: 33}, {id: own, action: REJECT, service_entries: [{resource_type: L4PortSetServiceEntry, l4_protocol: TCP, destination_ports: [\"2380\"]}], rule_id: 34}")
+        ));
+        assert_eq!(dropped(&w, &syn("a", 2380)), Some((34, Side::Source)));
+        assert_eq!(dropped(&w, &syn("a", 2379)), None);
+        let w = world(&format!(
+            "security_policies:\n{}{}{}{}",
+            policy(
+                "Environment",
+                1,
+                "{id: jump, action: JUMP_TO_APPLICATION, rule_id: 41}"
+            ),
+            policy("Environment", 2, "{id: skipped, action: DROP, rule_id: 42}"),
+            policy(
+                "Infrastructure",
+                1,
+                "{id: first, action: DROP, destination_groups: [10.0.0.9], rule_id: 43}"
+            ),
+            policy(
+                "Application",
+                1,
+                "{id: app, action: DROP, destination_groups: [\"10.0.0.0/30\"], rule_id: 44}"
+            ),
+        ));
+        assert_eq!(dropped(&w, &syn("a", 2380)), Some((44, Side::Source)));
+        // An L2 ALLOW does not end the L3 rules.
+        let w = world(&format!(
+            "security_policies:\n{}{}",
+            policy("Ethernet", 1, "{id: l2, action: ALLOW, rule_id: 51}"),
+            policy("Infrastructure", 1, "{id: l3, action: DROP, rule_id: 52}"),
+        ));
+        assert_eq!(dropped(&w, &syn("a", 2380)), Some((52, Side::Source)));
     }
 }

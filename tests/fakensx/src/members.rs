@@ -313,13 +313,13 @@ fn expression(world: &World, e: &Value, depth: usize) -> Members {
             }
         }
         "IPAddressExpression" => m.literal_ips = strings(e, "ip_addresses").into_iter().collect(),
-        "ExternalIDExpression" => {
-            if e.get("member_type").and_then(Value::as_str) == Some("VirtualMachine") {
-                m.vms = strings(e, "external_ids")
-                    .into_iter()
-                    .filter(|id| world.vm(id).is_some())
-                    .collect();
-            }
+        "ExternalIDExpression"
+            if e.get("member_type").and_then(Value::as_str) == Some("VirtualMachine") =>
+        {
+            m.vms = strings(e, "external_ids")
+                .into_iter()
+                .filter(|id| world.vm(id).is_some())
+                .collect();
         }
         "PathExpression" => {
             for p in strings(e, "paths") {

@@ -193,10 +193,7 @@ fn parse(raw: &[u8]) -> Resp {
     if chunked {
         let mut out = Vec::new();
         let mut rest = &body[..];
-        loop {
-            let Some(eol) = rest.windows(2).position(|w| w == b"\r\n") else {
-                break;
-            };
+        while let Some(eol) = rest.windows(2).position(|w| w == b"\r\n") {
             let size = usize::from_str_radix(
                 String::from_utf8_lossy(&rest[..eol])
                     .split(';')
