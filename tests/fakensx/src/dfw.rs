@@ -1,7 +1,10 @@
 //! The fake's own first-match evaluation of the world's DFW: the default Traceflow oracle.
 //! Written from the public semantics (Broadcom's NSX docs on the distributed firewall; the
-//! fields as terraform-provider-nsxt `nsxt/resource_nsxt_policy_security_policy.go` and
-//! `nsxt/policy_common.go` write them), independent of the plugin's engine on purpose: the
+//! fields, categories, directions and actions as terraform-provider-nsxt `nsxt/policy_common.go`
+//! lists them: `securityPolicyCategoryValues`, `securityPolicyDirectionValues`,
+//! `securityPolicyActionValues` with JUMP_TO_APPLICATION, the rule schema's `source_groups`,
+//! `destination_groups`, `sources_excluded`, `destinations_excluded`, `scope`, `services`,
+//! `service_entries`, `profiles`, `disabled`, `rule_id`), independent of the plugin's engine on purpose: the
 //! tests compare the two.
 //!
 //! - An Ethernet (L2) pass first: a DROP/REJECT there drops, an ALLOW moves on to L3.
@@ -238,6 +241,12 @@ fn rule_matches(pk: &Packet, p: &Value, r: &Value, at: &End, dir: &str) -> bool 
     if !is_any(&strs(r, "profiles")) {
         return false;
     }
+    // `ip_protocol` IPV4 / IPV6 / IPV4_IPV6 (terraform-provider-nsxt `securityPolicyIPProtocolValues`).
+    match r.get("ip_protocol").and_then(Value::as_str) {
+        Some("IPV4") if !q.dst_ip.is_ipv4() => return false,
+        Some("IPV6") if !q.dst_ip.is_ipv6() => return false,
+        _ => {}
+    }
     let sx = r.get("sources_excluded").and_then(Value::as_bool) == Some(true);
     let dx = r.get("destinations_excluded").and_then(Value::as_bool) == Some(true);
     side_matches(world, &strs(r, "source_groups"), sx, src)
@@ -269,7 +278,13 @@ fn judge(pk: &Packet, at: &End, dir: &str) -> Result<Option<RuleRef>, RuleRef> {
         let mut ps: Vec<&Value> = world
             .policies
             .iter()
-            .filter(|p| p.get("category").and_then(Value::as_str) == Some(cat))
+            // A policy without a category (a VPC's) is evaluated with the Application ones.
+            .filter(|p| {
+                p.get("category")
+                    .and_then(Value::as_str)
+                    .unwrap_or("Application")
+                    == cat
+            })
             .collect();
         ps.sort_by_key(|p| seq(p));
         ps

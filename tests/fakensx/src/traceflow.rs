@@ -246,5 +246,7 @@ pub fn counters(obs: &[Value]) -> Value {
         "delivered_count": count("TraceflowObservationDelivered"),
         "forwarded_count": count("TraceflowObservationForwarded"),
         "received_count": count("TraceflowObservationReceived"),
+        // TraceflowObservationCounters of newer managers (the API reference's Traceflow).
+        "protected_count": 0,
     })
 }

@@ -308,7 +308,11 @@ impl World {
         for p in &mut self.policies {
             let path = fill(p, "SecurityPolicy", "security-policies", &base)?;
             let o = obj(p)?;
-            o.entry("category").or_insert(json!("Application"));
+            // VPC policies carry no category (terraform-provider-nsxt
+            // `getPolicySecurityPolicySchema` drops it for VPC): the fake adds none there.
+            if matches!(self.layout, Layout::Infra { .. }) {
+                o.entry("category").or_insert(json!("Application"));
+            }
             o.entry("sequence_number").or_insert(json!(0));
             o.entry("scope").or_insert(json!(["ANY"]));
             o.entry("stateful").or_insert(json!(true));

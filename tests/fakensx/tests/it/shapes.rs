@@ -196,6 +196,8 @@ fn the_vpc_layout() {
         names(&list, "id"),
         ["vpc-etcd-lockdown", "default-layer3-section"]
     );
+    // VPC policies have no category.
+    assert!(list["results"][0].get("category").is_none(), "{list}");
     let rules = c
         .get(&format!("{vpc}/security-policies/vpc-etcd-lockdown/rules"))
         .json();
