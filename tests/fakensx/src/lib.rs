@@ -42,4 +42,5 @@ pub mod world;
 pub use dfw::{Protocol, RuleRef, Side, TraceflowOutcome, TraceflowQuery};
 pub use list::MAX_PAGE;
 pub use server::{AuthUsed, FakeNsx, Fault, Options, Oracle, Request, TraceflowRecord};
+pub use traceflow::ObservationFlavour;
 pub use world::{world_dir, ExplicitMembers, Layout, Privilege, User, World};

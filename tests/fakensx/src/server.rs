@@ -145,6 +145,8 @@ pub struct Options {
     pub max_traceflows: usize,
     /// The page size when a list request names none.
     pub default_page_size: usize,
+    /// The observations' `resource_type` family.
+    pub observation_flavour: traceflow::ObservationFlavour,
 }
 
 impl Default for Options {
@@ -156,6 +158,7 @@ impl Default for Options {
             observation_delay: Duration::from_millis(300),
             max_traceflows: 16,
             default_page_size: list::MAX_PAGE,
+            observation_flavour: traceflow::ObservationFlavour::Base,
         }
     }
 }
@@ -864,7 +867,7 @@ impl Shared {
                 };
                 let ready = t.created.elapsed() >= opts.observation_delay;
                 let obs: Vec<Value> = if ready {
-                    t.observations.clone()
+                    traceflow::flavoured(t.observations.clone(), opts.observation_flavour)
                 } else {
                     vec![]
                 };
@@ -1130,6 +1133,11 @@ impl FakeNsx {
 
     pub fn set_observation_delay(&self, d: Duration) {
         lock(&self.shared.opts).observation_delay = d;
+    }
+
+    /// The `resource_type` family of the observations served from now on.
+    pub fn set_observation_flavour(&self, f: traceflow::ObservationFlavour) {
+        lock(&self.shared.opts).observation_flavour = f;
     }
 
     pub fn set_max_traceflows(&self, n: usize) {

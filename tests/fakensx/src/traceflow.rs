@@ -234,18 +234,64 @@ pub fn observations(q: &TraceflowQuery, outcome: &TraceflowOutcome, now_ms: u64)
     out
 }
 
-/// The `logical_counters`/`counters` of a list of observations.
+/// Which `resource_type` names the observations carry. The API reference has three families
+/// and which one a manager sends for a DFW hop is not settled here, so a client is tested
+/// against each: the base types (`TraceflowObservationDropped`, the default), the logical
+/// components' (`TraceflowObservationDroppedLogical`, `…ForwardedLogical`, `…ReceivedLogical`
+/// for the DFW and segment hops), and the Policy API's (`PolicyTraceflowObservationDroppedLogical`,
+/// `PolicyTraceflowObservationForwardedLogical`; schemas of the API reference, module
+/// PolicyConnectivity).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum ObservationFlavour {
+    #[default]
+    Base,
+    Logical,
+    Policy,
+}
+
+/// Renames the observations' `resource_type` for `flavour`.
+pub fn flavoured(mut obs: Vec<Value>, flavour: ObservationFlavour) -> Vec<Value> {
+    if flavour == ObservationFlavour::Base {
+        return obs;
+    }
+    for o in &mut obs {
+        let logical_hop = matches!(
+            o.get("component_type").and_then(Value::as_str),
+            Some("DFW" | "LS")
+        );
+        let kind = o
+            .get("resource_type")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string();
+        if !logical_hop || kind.ends_with("Delivered") {
+            continue;
+        }
+        let mut renamed = format!("{kind}Logical");
+        if flavour == ObservationFlavour::Policy && !renamed.ends_with("ReceivedLogical") {
+            renamed = format!("Policy{renamed}");
+        }
+        o["resource_type"] = json!(renamed);
+    }
+    obs
+}
+
+/// The `logical_counters`/`counters` of a list of observations (any flavour).
 pub fn counters(obs: &[Value]) -> Value {
     let count = |kind: &str| {
         obs.iter()
-            .filter(|o| o.get("resource_type").and_then(Value::as_str) == Some(kind))
+            .filter(|o| {
+                o.get("resource_type")
+                    .and_then(Value::as_str)
+                    .is_some_and(|t| t.contains(kind))
+            })
             .count()
     };
     json!({
-        "dropped_count": count("TraceflowObservationDropped"),
-        "delivered_count": count("TraceflowObservationDelivered"),
-        "forwarded_count": count("TraceflowObservationForwarded"),
-        "received_count": count("TraceflowObservationReceived"),
+        "dropped_count": count("ObservationDropped"),
+        "delivered_count": count("ObservationDelivered"),
+        "forwarded_count": count("ObservationForwarded"),
+        "received_count": count("ObservationReceived"),
         // TraceflowObservationCounters of newer managers (the API reference's Traceflow).
         "protected_count": 0,
     })

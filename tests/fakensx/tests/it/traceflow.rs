@@ -246,3 +246,38 @@ fn bad_configs_and_unknown_ports() {
     assert!(of_kind(&obs, "TraceflowObservationDelivered").is_empty());
     assert!(!of_kind(&obs, "TraceflowObservationForwarded").is_empty());
 }
+
+#[test]
+fn observation_type_families() {
+    use etcdnet_fakensx::ObservationFlavour;
+    let nsx = FakeNsx::start_world("infra-drop-2380").unwrap();
+    nsx.set_observation_delay(Duration::ZERO);
+    let c = Client::basic(&nsx, TRACER);
+    for (flavour, dropped) in [
+        (ObservationFlavour::Base, "TraceflowObservationDropped"),
+        (
+            ObservationFlavour::Logical,
+            "TraceflowObservationDroppedLogical",
+        ),
+        (
+            ObservationFlavour::Policy,
+            "PolicyTraceflowObservationDroppedLogical",
+        ),
+    ] {
+        nsx.set_observation_flavour(flavour);
+        let (status, obs) = run(&c, TF, "t", &syn(PORT_4RZ8M, "198.18.0.12", 2380));
+        let d = of_kind(&obs, dropped);
+        assert_eq!(d.len(), 1, "{flavour:?}: {obs:?}");
+        assert_eq!(d[0]["acl_rule_id"], 3042);
+        assert_eq!(
+            status["logical_counters"]["dropped_count"], 1,
+            "{flavour:?}"
+        );
+        // The physical hops keep their base names.
+        assert_eq!(
+            of_kind(&obs, "TraceflowObservationReceived").len(),
+            1,
+            "{flavour:?}"
+        );
+    }
+}
