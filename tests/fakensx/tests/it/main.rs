@@ -8,3 +8,4 @@ mod faults;
 mod pagination;
 mod shapes;
 mod traceflow;
+mod worlds;
