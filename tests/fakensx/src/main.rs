@@ -1,6 +1,7 @@
-//! `etcdnet-fakensx --world DIR [--addr 127.0.0.1:0] [--ca-out FILE]`: serves a world until
-//! killed (the lab demo). Prints `url=https://…` and `ca=<file>` (the CA PEM written there:
-//! `--ca-out`, or a file in the temp directory named after the process).
+//! `etcdnet-fakensx --world DIR [--addr 127.0.0.1:0] [--ca-out FILE] [--log FILE]`: serves a
+//! world until killed (the lab demo). Prints `url=https://…` and `ca=<file>` (the CA PEM
+//! written there: `--ca-out`, or a file in the temp directory named after the process);
+//! `--log` writes one line per request (`STATUS USER AUTH METHOD path?query`).
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -12,6 +13,7 @@ fn main() -> Result<()> {
     let mut world = None;
     let mut addr: SocketAddr = "127.0.0.1:0".parse()?;
     let mut ca_out = None;
+    let mut log = None;
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
         let mut value = |name: &str| args.next().with_context(|| format!("{name} needs a value"));
@@ -19,8 +21,11 @@ fn main() -> Result<()> {
             "--world" => world = Some(PathBuf::from(value("--world")?)),
             "--addr" => addr = value("--addr")?.parse().context("--addr: not an address")?,
             "--ca-out" => ca_out = Some(PathBuf::from(value("--ca-out")?)),
+            "--log" => log = Some(PathBuf::from(value("--log")?)),
             "-h" | "--help" => {
-                println!("etcdnet-fakensx --world DIR [--addr 127.0.0.1:0] [--ca-out FILE]");
+                println!(
+                    "etcdnet-fakensx --world DIR [--addr 127.0.0.1:0] [--ca-out FILE] [--log FILE]"
+                );
                 return Ok(());
             }
             other => bail!("unknown argument {other:?} (try --help)"),
@@ -41,6 +46,9 @@ fn main() -> Result<()> {
         std::env::temp_dir().join(format!("etcdnet-fakensx-{}-ca.pem", std::process::id()))
     });
     nsx.write_ca(&ca)?;
+    if let Some(log) = &log {
+        nsx.log_requests_to(log)?;
+    }
     println!("url={}", nsx.url());
     println!("ca={}", ca.display());
     loop {

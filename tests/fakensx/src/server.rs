@@ -192,6 +192,8 @@ struct Session {
 #[derive(Default)]
 struct State {
     requests: Vec<Request>,
+    /// Where every request is also written ([`FakeNsx::log_requests_to`]).
+    log: Option<std::fs::File>,
     leaks: Vec<String>,
     faults: Vec<Fault>,
     sessions: BTreeMap<String, Session>,
@@ -609,7 +611,7 @@ impl Shared {
         if let Some((prefix, id, sub)) = tf {
             return (
                 self.traceflow(
-                    &mut st,
+                    st,
                     method,
                     &prefix,
                     id.as_deref(),
@@ -768,7 +770,7 @@ impl Shared {
     #[allow(clippy::too_many_arguments)]
     fn traceflow(
         &self,
-        st: &mut State,
+        mut st: MutexGuard<'_, State>,
         method: &Method,
         prefix: &str,
         id: Option<&str>,
@@ -796,27 +798,41 @@ impl Shared {
                 let Ok(mut config) = serde_json::from_slice::<Value>(body) else {
                     return error(400, 255, "Policy", "the body is not a TraceflowConfig");
                 };
-                let alive = st.traceflows.len() - usize::from(st.traceflows.contains_key(&path));
-                if alive >= opts.max_traceflows {
-                    return error(
-                        400,
-                        500180,
-                        "Policy",
-                        &format!(
-                            "The number of traceflows has reached the limit of {}.",
-                            opts.max_traceflows
-                        ),
-                    );
+                let full = |st: &State| {
+                    let alive =
+                        st.traceflows.len() - usize::from(st.traceflows.contains_key(&path));
+                    (alive >= opts.max_traceflows).then(|| {
+                        error(
+                            400,
+                            500180,
+                            "Policy",
+                            &format!(
+                                "The number of traceflows has reached the limit of {}.",
+                                opts.max_traceflows
+                            ),
+                        )
+                    })
+                };
+                if let Some(e) = full(&st) {
+                    return e;
                 }
                 let q = match traceflow::query(&self.world, &config) {
                     Ok(q) => q,
                     Err(e) => return error(400, 500181, "Policy", &e.to_string()),
                 };
                 let known = self.world.port(&q.source_port_path).is_some();
-                let outcome = known.then(|| match lock(&self.oracle).as_ref() {
+                // A harness oracle may take its time (a lab's oracle reads nftables): the
+                // fake's state is not held meanwhile, so other requests go on.
+                drop(st);
+                let oracle = lock(&self.oracle).clone();
+                let outcome = known.then(|| match oracle {
                     Some(o) => o(&q),
                     None => dfw::evaluate(&self.world, &q),
                 });
+                let mut st = lock(&self.state);
+                if let Some(e) = full(&st) {
+                    return e;
+                }
                 let observations = outcome
                     .as_ref()
                     .map(|o| traceflow::observations(&q, o, now_ms()))
@@ -933,17 +949,37 @@ async fn handle(
     let path = parts.uri.path().to_string();
     let query = parts.uri.query().unwrap_or("").to_string();
     let leaks = shared.leak_check(method.as_str(), &path, &query, &parts.headers, &body);
-    let (answer, auth) = shared.respond(&method, &path, &query, &parts.headers, &body);
+    // The answer may wait on a harness oracle: off the runtime's worker, so other connections
+    // are served meanwhile.
+    let (answer, auth) = tokio::task::block_in_place(|| {
+        shared.respond(&method, &path, &query, &parts.headers, &body)
+    });
     {
         let mut st = lock(&shared.state);
         st.leaks.extend(leaks);
-        st.requests.push(Request {
+        let request = Request {
             method: method.to_string(),
             path,
             query,
             auth,
             status: answer.status,
-        });
+        };
+        if let Some(f) = st.log.as_mut() {
+            use std::io::Write;
+            // One write per line, so a reader sees whole lines.
+            let who = request.auth.user().unwrap_or("-");
+            let _ = f.write_all(
+                format!(
+                    "{} {} {} {}\n",
+                    request.status,
+                    who,
+                    auth_kind(&request.auth),
+                    request.line()
+                )
+                .as_bytes(),
+            );
+        }
+        st.requests.push(request);
     }
     let (delay, trickle) = {
         let o = lock(&shared.opts);
@@ -985,6 +1021,17 @@ async fn handle(
 }
 
 use futures::StreamExt;
+
+/// How a request authenticated, in one word (`basic`, `session`, `login`, `refused`, `none`).
+fn auth_kind(a: &AuthUsed) -> &'static str {
+    match a {
+        AuthUsed::None => "none",
+        AuthUsed::Basic(_) => "basic",
+        AuthUsed::Session(_) => "session",
+        AuthUsed::Login(_) => "login",
+        AuthUsed::Refused(_) => "refused",
+    }
+}
 
 /// A running fake NSX Manager on loopback, over HTTPS. Dropping it stops it.
 pub struct FakeNsx {
@@ -1104,6 +1151,15 @@ impl FakeNsx {
                 _ => None,
             })
             .collect()
+    }
+
+    /// From now on also writes every request to `path` (created or truncated), one line each:
+    /// `STATUS USER AUTH METHOD path?query` (`-` for no user; never a secret).
+    pub fn log_requests_to(&self, path: &Path) -> Result<()> {
+        let f =
+            std::fs::File::create(path).with_context(|| format!("creating {}", path.display()))?;
+        lock(&self.shared.state).log = Some(f);
+        Ok(())
     }
 
     /// Every place a password was sent other than the login form or a basic header (empty:
