@@ -481,6 +481,15 @@ impl World {
             .find(|r| str_of(r, "path") == Some(path))
     }
 
+    /// The rule at `path` as Traceflow names it (for a harness oracle's answers).
+    pub fn rule_ref(&self, path: &str) -> Option<crate::dfw::RuleRef> {
+        let r = self.rule(path)?;
+        Some(crate::dfw::RuleRef {
+            rule_id: r.get("rule_id").and_then(Value::as_u64)?,
+            path: path.to_string(),
+        })
+    }
+
     /// The fabric VM of `external_id`.
     pub fn vm(&self, external_id: &str) -> Option<&Value> {
         self.vms

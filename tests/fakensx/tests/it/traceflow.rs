@@ -187,13 +187,16 @@ fn the_vpc_drop_under_the_project_traceflows() {
 fn an_oracle_given_by_the_harness_answers_instead() {
     let nsx = FakeNsx::start_world("no-drop").unwrap();
     nsx.set_observation_delay(Duration::ZERO);
-    nsx.set_oracle(|q| {
+    // As a lab test would: the fabric's drop named as one of the world's rules.
+    let rule = nsx
+        .world()
+        .rule_ref("/infra/domains/default/security-policies/app-hardening/rules/reject-8080")
+        .unwrap();
+    assert_eq!(rule.rule_id, 5003);
+    nsx.set_oracle(move |q| {
         if q.dst_port == 2380 && q.dst_ip.to_string() == "198.18.0.13" {
             TraceflowOutcome::Dropped {
-                rule: RuleRef {
-                    rule_id: 9,
-                    path: "/lab/nft/drop".into(),
-                },
+                rule: rule.clone(),
                 side: Side::Destination,
             }
         } else {
@@ -208,7 +211,7 @@ fn an_oracle_given_by_the_harness_answers_instead() {
             d[0]["acl_rule_id"].clone(),
             d[0]["transport_node_name"].clone()
         ),
-        (json!(9), json!("esx-02.fake"))
+        (json!(5003), json!("esx-02.fake"))
     );
     let (_, obs) = run(&c, TF, "t", &syn(PORT_4RZ8M, "198.18.0.12", 2380));
     assert_eq!(of_kind(&obs, "TraceflowObservationDelivered").len(), 1);
