@@ -76,7 +76,12 @@ pub fn query(world: &World, config: &Value) -> Result<TraceflowQuery, ConfigErro
     let th = packet
         .get("transport_header")
         .ok_or(ConfigError::NoTransport)?;
-    let port_of = |h: &Value, k: &str| h.get(k).and_then(Value::as_u64).map(|p| p as u16);
+    // A port beyond 65535 is no port: refused as missing, never wrapped.
+    let port_of = |h: &Value, k: &str| {
+        h.get(k)
+            .and_then(Value::as_u64)
+            .and_then(|p| u16::try_from(p).ok())
+    };
     let (protocol, src_port, dst_port) = if let Some(t) = th.get("tcp_header") {
         let flags = t.get("tcp_flags").and_then(Value::as_u64).unwrap_or(2);
         if flags & 2 == 0 {

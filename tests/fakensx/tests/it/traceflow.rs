@@ -234,6 +234,9 @@ fn bad_configs_and_unknown_ports() {
     let mut fin = syn(PORT_4RZ8M, "198.18.0.12", 2380);
     fin["packet"]["transport_header"]["tcp_header"]["tcp_flags"] = json!(1);
     assert_eq!(c.put_json(&format!("{TF}/x"), &fin).status, 400);
+    let mut wide = syn(PORT_4RZ8M, "198.18.0.12", 2380);
+    wide["packet"]["transport_header"]["tcp_header"]["dst_port"] = json!(65536 + 2380);
+    assert_eq!(c.put_json(&format!("{TF}/x"), &wide).status, 400);
     assert!(nsx.traceflows_live().is_empty());
     let (status, obs) = run(
         &c,
