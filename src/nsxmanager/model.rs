@@ -1323,15 +1323,24 @@ pub fn input(read: &NsxRead, vms: &[SupervisorVm]) -> DfwInput {
         });
     }
     // Policies listed without their rules read: their rules are not known.
+    // A policy that cannot be read at all is kept too: it could come anywhere.
     for v in &read.policies.results {
-        let p = SecurityPolicy::read(v);
-        if p.path.is_ok() && !policies.iter().any(|q| q.policy.path == p.path) {
-            policies.push(PolicyRules {
-                rules_incomplete: Some("its rules were not read".into()),
-                policy: p,
-                rules: Vec::new(),
-            });
+        if read.rules.iter().any(|pr| pr.policy == *v) {
+            continue;
         }
+        let mut p = SecurityPolicy::read(v);
+        if p.path.is_ok() && policies.iter().any(|q| q.policy.path == p.path) {
+            continue;
+        }
+        if let Err(e) = &p.path {
+            p.unreadable
+                .get_or_insert_with(|| format!("a listed policy: {e}"));
+        }
+        policies.push(PolicyRules {
+            rules_incomplete: Some("its rules were not read".into()),
+            policy: p,
+            rules: Vec::new(),
+        });
     }
     let policies_incomplete = read.policies.incomplete.as_ref().map(gap_text);
     if let Some(g) = &policies_incomplete {
@@ -1385,4 +1394,4 @@ pub fn input(read: &NsxRead, vms: &[SupervisorVm]) -> DfwInput {
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
