@@ -51,7 +51,8 @@
 //! policies from different trees (infra, project, VPC) beyond their category and sequence
 //! number; the policies' time windows (`scheduler_path`).
 
-use std::collections::BTreeMap;
+use std::cell::RefCell;
+use std::collections::{BTreeMap, HashMap};
 use std::net::IpAddr;
 
 use crate::analyse::policy::{combine_checks, Check, Combined, PathRef, Tri, ETCD_PORTS};
@@ -310,17 +311,57 @@ fn group_name(input: &DfwInput, path: &str) -> String {
         .unwrap_or_else(|| clip(path, 256))
 }
 
-fn members<'a>(input: &'a DfwInput, path: &str, fallback: &'a GroupMembers) -> &'a GroupMembers {
-    input.members.get(path).unwrap_or(fallback)
+fn members<'a>(input: &'a DfwInput, path: &str, memo: &'a Memo) -> &'a GroupMembers {
+    input.members.get(path).unwrap_or(&memo.none)
+}
+
+/// Group memberships, computed once per (kind, group, VM): a manager's rules name the same
+/// groups many times, and a group's realized list may be long.
+struct Memo {
+    /// The members of a group the reader did not read: nothing.
+    none: GroupMembers,
+    cache: RefCell<HashMap<(bool, String, String), Tri>>,
+}
+
+impl Memo {
+    fn new() -> Memo {
+        Memo {
+            none: GroupMembers::not_read(),
+            cache: RefCell::new(HashMap::new()),
+        }
+    }
+
+    fn get(&self, scope: bool, path: &str, vm: &DfwVm, f: impl FnOnce() -> Tri) -> Tri {
+        let key = (scope, path.to_string(), vm.node.clone());
+        if let Some(t) = self.cache.borrow().get(&key) {
+            return t.clone();
+        }
+        let t = f();
+        self.cache.borrow_mut().insert(key, t.clone());
+        t
+    }
 }
 
 /// The VM's addresses in a group's realized IP list.
-fn peer_in_group(input: &DfwInput, path: &str, vm: &DfwVm, none: &GroupMembers) -> Tri {
+fn peer_in_group(input: &DfwInput, path: &str, vm: &DfwVm, none: &Memo) -> Tri {
+    none.get(false, path, vm, || {
+        peer_in_group_once(input, path, vm, none)
+    })
+}
+
+fn peer_in_group_once(input: &DfwInput, path: &str, vm: &DfwVm, none: &Memo) -> Tri {
     let m = members(input, path, none);
     let ips = m.ips.read();
     let t = all_or_none(vm, |ip| ips.iter().any(|a| a.contains(ip)), "the group");
     match (t, &m.ips) {
         (Tri::Yes, _) => Tri::Yes,
+        // The VM is a member, but its address is not in the realized list: NSX has not
+        // learned it (yet), and what the datapath holds cannot be told from here.
+        (Tri::No, MemberList::Whole(_)) if is_member_vm(m, vm) => Tri::Unknown(format!(
+            "{} is a member of group {} but its address is not in the group's realized IPs",
+            vm.node,
+            group_name(input, path)
+        )),
         (Tri::No, MemberList::Whole(_)) => Tri::No,
         (Tri::Unknown(w), MemberList::Whole(_)) => Tri::Unknown(w),
         (_, MemberList::NotWhole { why, .. }) => {
@@ -329,7 +370,7 @@ fn peer_in_group(input: &DfwInput, path: &str, vm: &DfwVm, none: &GroupMembers) 
     }
 }
 
-fn endpoint_matches(input: &DfwInput, e: &Endpoint, vm: &DfwVm, none: &GroupMembers) -> Tri {
+fn endpoint_matches(input: &DfwInput, e: &Endpoint, vm: &DfwVm, none: &Memo) -> Tri {
     match e {
         Endpoint::Any => Tri::Yes,
         Endpoint::Addr(a) => all_or_none(vm, |ip| a.contains(ip), "the rule's addresses"),
@@ -352,7 +393,7 @@ fn side_matches(
     excluded: &Result<bool, String>,
     vm: &DfwVm,
     layer2: bool,
-    none: &GroupMembers,
+    none: &Memo,
 ) -> Tri {
     let list = match list {
         Ok(l) => l,
@@ -371,12 +412,8 @@ fn side_matches(
     }
 }
 
-/// Whether the group takes this VM's vNIC (scope): by the confirmed VM or its port.
-fn scope_member(input: &DfwInput, path: &str, vm: &DfwVm, none: &GroupMembers) -> Tri {
-    if !path.contains("/groups/") {
-        return Tri::Unknown(format!("scope {} is not a group path", clip(path, 256)));
-    }
-    let m = members(input, path, none);
+/// Whether the confirmed VM, or its port, is among the group's members read.
+fn is_member_vm(m: &GroupMembers, vm: &DfwVm) -> bool {
     let by_vm = vm.nsx_vm.as_ref().is_some_and(|nv| {
         m.vms.read().iter().any(|mv| {
             (mv.id.is_some() && mv.id == nv.external_id)
@@ -390,7 +427,20 @@ fn scope_member(input: &DfwInput, path: &str, vm: &DfwVm, none: &GroupMembers) -
                 || (mp.path.is_none() && mp.id.is_some() && mp.id == p.id)
         })
     });
-    if by_vm || by_port {
+    by_vm || by_port
+}
+
+/// Whether the group takes this VM's vNIC (scope): by the confirmed VM or its port.
+fn scope_member(input: &DfwInput, path: &str, vm: &DfwVm, none: &Memo) -> Tri {
+    none.get(true, path, vm, || scope_member_once(input, path, vm, none))
+}
+
+fn scope_member_once(input: &DfwInput, path: &str, vm: &DfwVm, none: &Memo) -> Tri {
+    if !path.contains("/groups/") {
+        return Tri::Unknown(format!("scope {} is not a group path", clip(path, 256)));
+    }
+    let m = members(input, path, none);
+    if is_member_vm(m, vm) {
         return Tri::Yes;
     }
     if vm.identity != Identity::Confirmed {
@@ -408,13 +458,7 @@ fn scope_member(input: &DfwInput, path: &str, vm: &DfwVm, none: &GroupMembers) -
     }
 }
 
-fn applied(
-    input: &DfwInput,
-    policy: &SecurityPolicy,
-    rule: &Rule,
-    at: At,
-    none: &GroupMembers,
-) -> Tri {
+fn applied(input: &DfwInput, policy: &SecurityPolicy, rule: &Rule, at: At, none: &Memo) -> Tri {
     let scope = match (&policy.scope, &rule.scope) {
         (Err(e), _) => return Tri::Unknown(format!("policy scope: {e}")),
         (Ok(Some(p)), _) => p,
@@ -515,13 +559,7 @@ fn services_match(input: &DfwInput, rule: &Rule, at: At) -> Tri {
 
 /// Whether one rule matches one check (direction, scope, sources, destinations, services,
 /// IP family, profiles). A disabled rule never does.
-fn rule_matches(
-    input: &DfwInput,
-    p: &PolicyRules,
-    rule: &Rule,
-    at: At,
-    none: &GroupMembers,
-) -> Tri {
+fn rule_matches(input: &DfwInput, p: &PolicyRules, rule: &Rule, at: At, none: &Memo) -> Tri {
     let layer2 = p.policy.category == Category::Ethernet;
     let disabled = match rule.disabled {
         Ok(true) => return Tri::No,
@@ -620,13 +658,7 @@ fn who(p: &PolicyRules, r: &Rule) -> String {
 /// may come first cannot be evaluated or two tied rules disagree; `None`: no rule matches.
 type Hit = Option<Result<(usize, RuleAction), String>>;
 
-fn policy_hit(
-    input: &DfwInput,
-    p: &PolicyRules,
-    order: &[usize],
-    at: At,
-    none: &GroupMembers,
-) -> Hit {
+fn policy_hit(input: &DfwInput, p: &PolicyRules, order: &[usize], at: At, none: &Memo) -> Hit {
     // A rule whose sequence number cannot be read has no place in the order.
     for r in &p.rules {
         if let Err(e) = &r.sequence_number {
@@ -739,7 +771,7 @@ fn order(input: &DfwInput) -> Order {
     }
 }
 
-fn check(input: &DfwInput, ord: &Order, at: At, none: &GroupMembers) -> DfwSideOutcome {
+fn check(input: &DfwInput, ord: &Order, at: At, none: &Memo) -> DfwSideOutcome {
     if let Some(w) = &input.policies_incomplete {
         return DfwSideOutcome::CannotDecide {
             why: format!(
@@ -889,7 +921,7 @@ pub fn evaluate(input: &DfwInput) -> DfwEvaluation {
     vms.sort_by(|a, b| a.node.cmp(&b.node));
     vms.dedup_by(|a, b| a.node == b.node);
     let ord = order(input);
-    let none = GroupMembers::not_read();
+    let none = Memo::new();
     let total_rules: usize = input.policies.iter().map(|p| p.rules.len()).sum();
     let too_many = total_rules > MAX_RULES;
     let mut paths = Vec::new();
@@ -1029,7 +1061,7 @@ pub enum TraceflowResult {
         transport_node: Option<String>,
         acl_rule_id: Option<u64>,
         acl_rule_path: Option<String>,
-        rule: Option<DfwRuleRef>,
+        rule: Option<Box<DfwRuleRef>>,
     },
     /// Neither observed (still running, failed, observations not read).
     Undecided { why: String },
@@ -1106,7 +1138,7 @@ pub fn summarize_traceflow(
             transport_node: transport_node.clone(),
             acl_rule_id: *acl_rule_id,
             acl_rule_path: acl_rule_path.clone(),
-            rule: resolve(input, *acl_rule_id, acl_rule_path.as_deref()),
+            rule: resolve(input, *acl_rule_id, acl_rule_path.as_deref()).map(Box::new),
         }),
         _ => None,
     });

@@ -549,3 +549,65 @@ fn at_most_max_vms_and_no_ip_cannot_decide() {
         "{p:?}"
     );
 }
+
+#[test]
+fn a_huge_manager_is_evaluated_in_bounded_time() {
+    let mut read = world("infra-drop-2380.json", "vms.json");
+    let g = "/infra/domains/default/groups/huge";
+    let mut m = read.members["/infra/domains/default/groups/tkc-cp"].clone();
+    m.ip_addresses = Some(Listed {
+        results: (0..20_000u32)
+            .map(|n| json!(format!("172.{}.{}.{}", n >> 16, (n >> 8) & 255, n & 255)))
+            .collect(),
+        ..Listed::default()
+    });
+    m.virtual_machines = Some(Listed::default());
+    m.segment_ports = Some(Listed::default());
+    read.members.insert(g.into(), m);
+    let template = read.rules[3].clone();
+    for n in 0..2_000 {
+        let mut p = template.clone();
+        p.policy["path"] = json!(format!("/infra/domains/default/security-policies/bulk-{n}"));
+        p.policy["category"] = json!("Environment");
+        p.policy["sequence_number"] = json!(n);
+        p.rules.results = (0..5)
+            .map(|r| {
+                json!({"path": format!("/infra/domains/default/security-policies/bulk-{n}/rules/{r}"),
+                       "sequence_number": r, "action": "DROP", "source_groups": [g],
+                       "destination_groups": [g], "services": ["ANY"]})
+            })
+            .collect();
+        read.rules.push(p);
+    }
+    let started = std::time::Instant::now();
+    let (_, e) = eval_of(&read, false);
+    assert!(started.elapsed() < std::time::Duration::from_secs(20));
+    // None of the bulk rules matches the VMs; the Infrastructure DROP still decides 2380.
+    assert_eq!(e.counts.rules, 4 + 10_000);
+    assert_eq!(rule_path(outcomes(&e, 2380)[0]), Some(BLOCK));
+    assert_eq!(allowed_by(outcomes(&e, 2379)[0]), Some(DEFAULT));
+}
+
+#[test]
+fn a_member_vm_whose_address_is_not_realized_cannot_decide() {
+    let mut read = world("infra-drop-2380.json", "vms.json");
+    let m = read
+        .members
+        .get_mut("/infra/domains/default/groups/tkc-cp")
+        .unwrap();
+    m.ip_addresses = Some(Listed {
+        results: vec![json!("10.0.0.11"), json!("10.0.0.12")],
+        ..Listed::default()
+    });
+    let (_, e) = eval_of(&read, false);
+    // tkc-cp-3 is a member VM (by its uuid and port) whose IP NSX has not realized.
+    let p = e.path(2380, "tkc-cp-3", "tkc-cp-1").unwrap();
+    assert!(
+        matches!(&p.outcome, DfwPathOutcome::CannotDecide { why } if why.contains("not in the group's realized IPs")),
+        "{p:?}"
+    );
+    assert_eq!(
+        rule_path(&e.path(2380, "tkc-cp-1", "tkc-cp-2").unwrap().outcome),
+        Some(BLOCK)
+    );
+}
