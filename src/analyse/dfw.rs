@@ -163,6 +163,19 @@ pub struct DfwBlocking {
     pub paths: Vec<PathRef>,
 }
 
+/// A DROP/REJECT rule that matches a check after the ALLOW that decides it: it would block
+/// the path but does not (not blamed), with the paths it covers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DfwShadowed {
+    pub rule: DfwRuleRef,
+    /// The ALLOW that comes first.
+    pub by: DfwRuleRef,
+    pub paths: Vec<PathRef>,
+}
+
+/// At most this many shadowed rules are listed (the rest counted).
+pub const MAX_SHADOWED: usize = 32;
+
 /// What was read, and what not.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct DfwCounts {
@@ -193,6 +206,11 @@ pub struct DfwEvaluation {
     pub vms: Vec<String>,
     pub paths: Vec<DfwPath>,
     pub blocking: Vec<DfwBlocking>,
+    /// DROP/REJECT rules matching allowed paths after the deciding ALLOW (at most
+    /// [`MAX_SHADOWED`], and at most that many per check; `shadowed_not_listed` more were
+    /// found).
+    pub shadowed: Vec<DfwShadowed>,
+    pub shadowed_not_listed: usize,
     pub counts: DfwCounts,
     /// From the input: identities that do not fit (never used).
     pub findings: Vec<String>,
@@ -844,6 +862,60 @@ fn check(input: &DfwInput, ord: &Order, at: At, none: &Memo) -> DfwSideOutcome {
     DfwSideOutcome::NoVisibleRule
 }
 
+/// The DROP/REJECT rules that match this check after the ALLOW `by` decided it: later rules
+/// of its policy, and the rules of policies after its own in NSX's order (a policy tied with
+/// it is not "after": their order is not known). Layer 3 only; disabled rules never match.
+fn shadowed(
+    input: &DfwInput,
+    ord: &Order,
+    at: At,
+    none: &Memo,
+    by: &DfwRuleRef,
+) -> Vec<DfwRuleRef> {
+    let Some(dp) = input
+        .policies
+        .iter()
+        .position(|p| p.policy.path.as_deref().ok() == Some(by.policy_path.as_str()))
+    else {
+        return Vec::new();
+    };
+    let key = |i: usize| {
+        let p = &input.policies[i].policy;
+        (p.category.rank(), p.sequence_number.clone().ok())
+    };
+    let (Some(drank), Some(dseq)) = key(dp) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for tier in &ord.tiers {
+        for &pi in tier {
+            let p = &input.policies[pi];
+            let (Some(rank), Some(seq)) = key(pi) else {
+                continue;
+            };
+            let later_policy = (rank, seq) > (drank, dseq);
+            if p.policy.category == Category::Ethernet || !(later_policy || pi == dp) {
+                continue;
+            }
+            for &ri in &ord.rules[pi] {
+                let r = &p.rules[ri];
+                if pi == dp && r.sequence_number.clone().ok() <= by.rule_sequence {
+                    continue;
+                }
+                let blocks = matches!(r.action, Ok(RuleAction::Drop | RuleAction::Reject));
+                if blocks && rule_matches(input, p, r, at, none) == Tri::Yes {
+                    out.extend(rule_ref(p, r));
+                    // Bounded: the aggregation is per rule and path.
+                    if out.len() >= MAX_SHADOWED {
+                        return out;
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
 fn as_check(s: &DfwSideOutcome) -> Check<DfwRuleRef> {
     match s {
         DfwSideOutcome::Matched { rule } => match rule.action {
@@ -925,6 +997,8 @@ pub fn evaluate(input: &DfwInput) -> DfwEvaluation {
     let total_rules: usize = input.policies.iter().map(|p| p.rules.len()).sum();
     let too_many = total_rules > MAX_RULES;
     let mut paths = Vec::new();
+    // (rule, by, path index) for every shadowed match.
+    let mut shadow_hits: Vec<(DfwRuleRef, DfwRuleRef, usize)> = Vec::new();
     for port in ETCD_PORTS {
         for from in &vms {
             for to in &vms {
@@ -948,6 +1022,24 @@ pub fn evaluate(input: &DfwInput) -> DfwEvaluation {
                 };
                 let egress = side(true);
                 let ingress = side(false);
+                for (is_egress, s) in [(true, &egress), (false, &ingress)] {
+                    let DfwSideOutcome::Matched { rule: by } = s else {
+                        continue;
+                    };
+                    if by.action != RuleAction::Allow {
+                        continue;
+                    }
+                    let at = At {
+                        here: if is_egress { from } else { to },
+                        src: from,
+                        dst: to,
+                        egress: is_egress,
+                        port,
+                    };
+                    for rule in shadowed(input, &ord, at, &none, by) {
+                        shadow_hits.push((rule, by.clone(), paths.len()));
+                    }
+                }
                 let outcome = match combine_checks(as_check(&egress), as_check(&ingress)) {
                     Combined::Dropped(rule) => DfwPathOutcome::Dropped { rule },
                     Combined::Rejected(rule) => DfwPathOutcome::Rejected { rule },
@@ -986,6 +1078,36 @@ pub fn evaluate(input: &DfwInput) -> DfwEvaluation {
             }),
         }
     }
+    // Shadowed rules, per (rule, by), on the paths that are allowed.
+    let mut shadowed_all: Vec<DfwShadowed> = Vec::new();
+    for (rule, by, i) in shadow_hits {
+        let p = &paths[i];
+        if !matches!(p.outcome, DfwPathOutcome::Allowed { .. }) {
+            continue;
+        }
+        let path = PathRef {
+            port: p.port,
+            from: p.from.clone(),
+            to: p.to.clone(),
+        };
+        match shadowed_all
+            .iter_mut()
+            .find(|s| s.rule == rule && s.by == by)
+        {
+            Some(s) => {
+                if !s.paths.contains(&path) {
+                    s.paths.push(path)
+                }
+            }
+            None => shadowed_all.push(DfwShadowed {
+                rule,
+                by,
+                paths: vec![path],
+            }),
+        }
+    }
+    let shadowed_not_listed = shadowed_all.len().saturating_sub(MAX_SHADOWED);
+    shadowed_all.truncate(MAX_SHADOWED);
     let counts = counts(input);
     let mut notes = Vec::new();
     let trees: std::collections::BTreeSet<&str> = input
@@ -1038,6 +1160,8 @@ pub fn evaluate(input: &DfwInput) -> DfwEvaluation {
         vms: vms.iter().map(|v| v.node.clone()).collect(),
         paths,
         blocking,
+        shadowed: shadowed_all,
+        shadowed_not_listed,
         counts,
         findings: input.findings.clone(),
         gaps: input.gaps.clone(),

@@ -60,6 +60,8 @@ fn infrastructure_drop_of_2380_between_the_cp_group_is_named() {
         assert_eq!(allowed_by(o), Some(DEFAULT), "{o:?}");
     }
     assert_eq!(e.blocking.len(), 1);
+    // Nothing comes after the default rule; the disabled DROP never matches.
+    assert!(e.shadowed.is_empty(), "{:?}", e.shadowed);
     let b = &e.blocking[0];
     assert_eq!(b.paths.len(), 6);
     assert_eq!(b.rule.category, "Infrastructure");
@@ -108,6 +110,17 @@ fn a_higher_category_allow_before_an_application_drop_is_not_blamed() {
         }
     }
     assert!(e.blocking.is_empty());
+    // The Application DROP is shadowed on the 2380 paths, in both checks, by the ALLOW.
+    assert_eq!(e.shadowed.len(), 1, "{:?}", e.shadowed);
+    let s = &e.shadowed[0];
+    assert_eq!(
+        s.rule.path,
+        "/infra/domains/default/security-policies/app-deny/rules/deny-etcd-peer"
+    );
+    assert_eq!(s.rule.category, "Application");
+    assert_eq!(s.by.path, allow);
+    assert_eq!(s.paths.len(), 6);
+    assert!(s.paths.iter().all(|p| p.port == 2380));
     assert!(
         e.summary.starts_with(
             "NSX Manager shows no rule that drops these paths (read: 3 security policies"
