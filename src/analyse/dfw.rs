@@ -10,8 +10,14 @@
 //! generated from the API spec):
 //! - categories: Ethernet (layer 2, evaluated before every layer 3 category), then Emergency,
 //!   Infrastructure, Environment, Application; a policy without a category comes after those
-//!   four ("the least precedence"); a category the API does not name has no known place: a
-//!   check one of its rules could decide is "cannot decide";
+//!   four ("the least precedence"); a category the API does not name, or a VPC's policy
+//!   (which has none, and whose place among the categories is not confirmed upstream), has
+//!   no known place: a check one of its rules could decide is "cannot decide". The NSX
+//!   administration guide says the same order ("Categories are evaluated from left to right
+//!   (Ethernet > Emergency > Infrastructure > Environment > Application)", docs.vmware.com
+//!   NSX-T 3.2 administration GUID-6AB240DB) and "Layer 2 firewall rules are processed before
+//!   Layer 3 rules and if allowed in the Layer 2 rules will then be processed by the Layer 3
+//!   rules" (NSX 4.1 administration GUID-22DF2616);
 //! - inside a category, policies by `sequence_number` (0 when absent); inside a policy, rules
 //!   by `sequence_number`. "If there are multiple policies [rules] with the same sequence
 //!   number then their order is not deterministic": two tied policies (rules) that both match

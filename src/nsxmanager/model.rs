@@ -264,6 +264,11 @@ pub enum Category {
     Application,
     /// No category: "the least precedence w.r.t the above four" (NSXTPolicyType.cs).
     Empty,
+    /// A VPC's policy (`/orgs/<o>/projects/<p>/vpcs/<v>/security-policies/…`): the API gives
+    /// it no category (terraform-provider-nsxt `nsxt/policy_common.go` drops `category` for
+    /// VPC policies), and where the DFW places it among the categories is not confirmed
+    /// upstream: its place is not known.
+    Vpc,
     /// A category the DFW order does not name (kept, clipped): its place is not known.
     Other(String),
 }
@@ -292,7 +297,7 @@ impl Category {
             Category::Environment => 3,
             Category::Application => 4,
             Category::Empty => 5,
-            Category::Other(_) => return None,
+            Category::Vpc | Category::Other(_) => return None,
         })
     }
 
@@ -304,6 +309,7 @@ impl Category {
             Category::Environment => "Environment",
             Category::Application => "Application",
             Category::Empty => "(none)",
+            Category::Vpc => "VPC (no category)",
             Category::Other(s) => s,
         }
     }
@@ -513,11 +519,16 @@ impl SecurityPolicy {
                 unreadable: Some("the policy is not an object".into()),
             };
         }
+        let path = path_of(v);
+        let vpc = path
+            .as_deref()
+            .is_ok_and(|p| p.starts_with("/orgs/") && p.contains("/vpcs/"));
         SecurityPolicy {
-            path: path_of(v),
+            path,
             id: name(v, "id"),
             display_name: name(v, "display_name"),
             category: match v.get("category") {
+                None | Some(Value::Null) if vpc => Category::Vpc,
                 None | Some(Value::Null) => Category::Empty,
                 Some(Value::String(s)) => Category::parse(Some(s)),
                 Some(_) => Category::Other("(not a string)".into()),

@@ -624,3 +624,25 @@ fn a_member_vm_whose_address_is_not_realized_cannot_decide() {
         Some(BLOCK)
     );
 }
+
+#[test]
+fn a_vpc_policy_without_a_category_has_no_known_place() {
+    let mut read = world("infra-drop-2380.json", "vms.json");
+    let mut vpc = read.rules[3].clone();
+    vpc.policy = json!({"id": "vpc-allow", "display_name": "vpc allow",
+        "path": "/orgs/default/projects/p/vpcs/v/security-policies/vpc-allow",
+        "sequence_number": 1});
+    vpc.rules.results = vec![json!({
+        "path": "/orgs/default/projects/p/vpcs/v/security-policies/vpc-allow/rules/a",
+        "sequence_number": 1, "action": "ALLOW"})];
+    read.rules.push(vpc);
+    let (i, e) = eval_of(&read, false);
+    assert_eq!(i.policies[4].policy.category, Category::Vpc);
+    for p in &e.paths {
+        assert!(
+            matches!(&p.outcome, DfwPathOutcome::CannotDecide { why } if why.contains("VPC (no category)")),
+            "{p:?}"
+        );
+    }
+    assert!(e.notes[0].contains("several trees"), "{:?}", e.notes);
+}
