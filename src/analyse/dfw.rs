@@ -1223,6 +1223,44 @@ pub struct TraceflowSummary {
     pub deleted: bool,
 }
 
+impl TraceflowSummary {
+    /// One line: `traceflow a → b:2380: dropped at DFW (FW_RULE) by "name" (path; …)`.
+    pub fn text(&self) -> String {
+        let what = match &self.result {
+            TraceflowResult::Delivered { component } => match component {
+                Some(c) => format!("delivered (at {c})"),
+                None => "delivered".to_string(),
+            },
+            TraceflowResult::Dropped {
+                component,
+                reason,
+                acl_rule_id,
+                rule,
+                ..
+            } => {
+                let mut s = format!(
+                    "dropped at {} ({})",
+                    component.as_deref().unwrap_or("an unnamed component"),
+                    reason.as_deref().unwrap_or("no reason given")
+                );
+                match (rule, acl_rule_id) {
+                    (Some(r), _) => s.push_str(&format!(" by {}", r.label())),
+                    (None, Some(id)) => {
+                        s.push_str(&format!(" by rule id {id}, not among the rules read"))
+                    }
+                    (None, None) => {}
+                }
+                s
+            }
+            TraceflowResult::Undecided { why } => format!("undecided: {why}"),
+        };
+        format!(
+            "traceflow {} → {}:{}: {what}",
+            self.from, self.to, self.port
+        )
+    }
+}
+
 fn resolve(input: &DfwInput, id: Option<u64>, path: Option<&str>) -> Option<DfwRuleRef> {
     let all = || {
         input
@@ -1333,6 +1371,7 @@ fn agreement(result: &TraceflowResult, path: Option<&DfwPath>) -> Agreement {
                 rule,
                 acl_rule_id,
                 reason,
+                component,
                 ..
             },
             o,
@@ -1363,7 +1402,8 @@ fn agreement(result: &TraceflowResult, path: Option<&DfwPath>) -> Agreement {
             },
             (None, None) => Agreement::Disagrees {
                 why: format!(
-                    "dropped ({}{}), and the evaluation finds no visible rule that drops it",
+                    "dropped at {} ({}{}), and the evaluation finds no visible rule that drops it",
+                    component.as_deref().unwrap_or("an unnamed component"),
                     reason.as_deref().unwrap_or("no reason"),
                     acl_rule_id
                         .map(|id| format!(", rule id {id} not among the rules read"))

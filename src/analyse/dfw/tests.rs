@@ -474,6 +474,10 @@ fn a_traceflow_drop_names_the_same_rule() {
     assert_eq!(s.state.as_deref(), Some("FINISHED"));
     assert_eq!(s.observations, 2);
     assert!(s.deleted);
+    assert_eq!(
+        s.text(),
+        format!("traceflow tkc-cp-1 → tkc-cp-2:2380: dropped at DFW (FW_RULE) by \"block etcd peer\" ({BLOCK}; category Infrastructure, policy \"Infra hardening\" sequence 10, rule sequence 10, rule id 3021)")
+    );
     // By the datapath id alone.
     let t = traceflow(
         "traceflow-dropped-id-only.json",
