@@ -1071,15 +1071,19 @@ pub struct SupervisorVm {
     pub vm_name: String,
     pub bios_uuid: Option<String>,
     pub instance_uuid: Option<String>,
-    /// Its addresses (the packets between the VMs carry these).
+    /// The addresses etcd's packets carry (its peer and client URLs' host on that node).
+    /// Every address given is matched: a VM with addresses inside and outside a group makes
+    /// the check "cannot decide", so give the etcd address alone when it is known (a
+    /// dual-stack node's other family would only blur the answer).
     pub ips: Vec<IpAddr>,
 }
 
 /// Whether the VM found in NSX is this Machine's VM, checked both ways.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Identity {
-    /// One fabric VM whose uuids (or, without any, name) are the Machine's; `port` when one
-    /// of its VIFs ties a found segment port to it.
+    /// One fabric VM whose uuids (or, with no uuid on either side, its name) are the
+    /// Machine's. Its segment port ([`DfwVm::port`]) is kept only when one of its own VIFs
+    /// ties the port to it.
     Confirmed,
     /// No VM in NSX is this Machine's (why).
     NotFound(String),
