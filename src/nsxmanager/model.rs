@@ -432,8 +432,11 @@ fn service_entry(v: &Value) -> ServiceEntry {
             Some(_) => Err(format!("{key} is not a list of at most {MAX_ENTRIES}")),
         }
     };
-    match kind {
-        "L4PortSetServiceEntry" => {
+    // Compared without case: the generated C# SDK spells the enum in upper case
+    // (phspies/nsxtsdk `Enums/NSXTServiceEntryResourceTypeEnumType.cs`), the API answers
+    // `L4PortSetServiceEntry` (terraform-provider-nsxt's service entries).
+    match kind.to_ascii_lowercase().as_str() {
+        "l4portsetserviceentry" => {
             let protocol = match v.get("l4_protocol").and_then(Value::as_str) {
                 Some(p) => clip(p, 16).to_ascii_uppercase(),
                 None => {
@@ -451,18 +454,18 @@ fn service_entry(v: &Value) -> ServiceEntry {
                 (Err(e), _) | (_, Err(e)) => ServiceEntry::Unreadable(e),
             }
         }
-        "IPProtocolServiceEntry" => match v.get("protocol_number").and_then(Value::as_u64) {
+        "ipprotocolserviceentry" => match v.get("protocol_number").and_then(Value::as_u64) {
             Some(number) => ServiceEntry::IpProtocol { number },
             None => ServiceEntry::Unreadable("protocol_number is not a number".into()),
         },
-        "EtherTypeServiceEntry" => match v.get("ether_type").and_then(Value::as_u64) {
+        "ethertypeserviceentry" => match v.get("ether_type").and_then(Value::as_u64) {
             Some(ether_type) => ServiceEntry::EtherType { ether_type },
             None => ServiceEntry::Unreadable("ether_type is not a number".into()),
         },
-        "ICMPTypeServiceEntry" | "IGMPTypeServiceEntry" => ServiceEntry::NotTcp {
-            kind: kind.to_string(),
+        "icmptypeserviceentry" | "igmptypeserviceentry" => ServiceEntry::NotTcp {
+            kind: clip(kind, 64),
         },
-        "NestedServiceServiceEntry" => {
+        "nestedserviceserviceentry" => {
             match v
                 .get("nested_service_path")
                 .and_then(Value::as_str)

@@ -650,3 +650,36 @@ fn a_vpc_policy_without_a_category_has_no_known_place() {
     }
     assert!(e.notes[0].contains("several trees"), "{:?}", e.notes);
 }
+
+#[test]
+fn nested_services_ip_protocol_and_icmp() {
+    let mut read = world("infra-drop-2380.json", "vms.json");
+    read.services.insert(
+        "/infra/services/etcd-peer".into(),
+        json!({"path": "/infra/services/etcd-peer", "service_entries": [
+            {"resource_type": "ICMPTypeServiceEntry", "protocol": "ICMPv4"},
+            {"resource_type": "NestedServiceServiceEntry",
+             "nested_service_path": "/infra/services/all-tcp"}]}),
+    );
+    read.services.insert(
+        "/infra/services/all-tcp".into(),
+        json!({"path": "/infra/services/all-tcp", "service_entries": [
+            {"resource_type": "IPProtocolServiceEntry", "protocol_number": 6}]}),
+    );
+    let (_, e) = eval_of(&read, false);
+    // Every TCP port now: both ports dropped by the Infrastructure rule.
+    for o in e.paths.iter().map(|p| &p.outcome) {
+        assert_eq!(rule_path(o), Some(BLOCK), "{o:?}");
+    }
+    // A service nesting itself is bounded.
+    read.services.insert(
+        "/infra/services/all-tcp".into(),
+        json!({"path": "/infra/services/all-tcp", "service_entries": [
+            {"resource_type": "NestedServiceServiceEntry",
+             "nested_service_path": "/infra/services/all-tcp"}]}),
+    );
+    let (_, e) = eval_of(&read, false);
+    assert!(
+        matches!(outcomes(&e, 2380)[0], DfwPathOutcome::CannotDecide { why } if why.contains("nested deeper"))
+    );
+}

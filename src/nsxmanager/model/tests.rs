@@ -477,3 +477,44 @@ fn traceflow_observations_read() {
         Observation::Other { .. }
     ));
 }
+
+#[test]
+fn service_entries_of_every_kind() {
+    let e = |v: Value| service_entry(&v);
+    assert!(matches!(
+        e(json!({"resource_type": "L4PORTSETSERVICEENTRY", "l4_protocol": "tcp", "destination_ports": ["2379"]})),
+        ServiceEntry::L4PortSet { ref protocol, .. } if protocol == "TCP"
+    ));
+    assert_eq!(
+        e(json!({"resource_type": "IPProtocolServiceEntry", "protocol_number": 6})),
+        ServiceEntry::IpProtocol { number: 6 }
+    );
+    assert_eq!(
+        e(json!({"resource_type": "EtherTypeServiceEntry", "ether_type": 2048})),
+        ServiceEntry::EtherType { ether_type: 2048 }
+    );
+    assert!(matches!(
+        e(json!({"resource_type": "ICMPTypeServiceEntry", "protocol": "ICMPv4"})),
+        ServiceEntry::NotTcp { .. }
+    ));
+    assert_eq!(
+        e(
+            json!({"resource_type": "NestedServiceServiceEntry", "nested_service_path": "/infra/services/x"})
+        ),
+        ServiceEntry::Nested {
+            path: "/infra/services/x".into()
+        }
+    );
+    assert!(matches!(
+        e(
+            json!({"resource_type": "ALGTypeServiceEntry", "alg": "FTP", "destination_ports": ["21"]})
+        ),
+        ServiceEntry::Other { .. }
+    ));
+    assert!(matches!(
+        e(
+            json!({"resource_type": "L4PortSetServiceEntry", "l4_protocol": "TCP", "destination_ports": "2379"})
+        ),
+        ServiceEntry::Unreadable(_)
+    ));
+}
