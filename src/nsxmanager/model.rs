@@ -1360,7 +1360,23 @@ pub fn input(read: &NsxRead, vms: &[SupervisorVm]) -> DfwInput {
             rules: Vec::new(),
         });
     }
-    let policies_incomplete = read.policies.incomplete.as_ref().map(gap_text);
+    // The list's own gap; else a gap the reader kept apart that names the policies; else, with
+    // no policy at all (NSX always has its default Layer 3 policy) and something not read, that.
+    let policies_incomplete = read
+        .policies
+        .incomplete
+        .as_ref()
+        .or_else(|| {
+            read.gaps
+                .iter()
+                .find(|g| g.path.contains("security-policies"))
+        })
+        .or_else(|| {
+            read.gaps
+                .first()
+                .filter(|_| read.policies.results.is_empty() && read.rules.is_empty())
+        })
+        .map(gap_text);
     if let Some(g) = &policies_incomplete {
         gaps.push(format!("security policies: {g}"));
     }

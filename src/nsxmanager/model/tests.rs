@@ -518,3 +518,33 @@ fn service_entries_of_every_kind() {
         ServiceEntry::Unreadable(_)
     ));
 }
+
+#[test]
+fn a_forbidden_policy_list_is_not_an_empty_one() {
+    let mut read = world("infra-drop-2380.json", "vms.json");
+    read.policies = Listed::default();
+    read.rules.clear();
+    read.gaps.push(Gap {
+        path: "/policy/api/v1/infra/domains/default/security-policies".into(),
+        status: Some(403),
+        why: "forbidden".into(),
+        privilege: Some("read on Security > Distributed Firewall".into()),
+    });
+    let input = input(&read, &supervisor_vms(false));
+    let why = input.policies_incomplete.unwrap();
+    assert!(why.contains("HTTP 403"), "{why}");
+    assert!(why.contains("Distributed Firewall"), "{why}");
+    // A gap elsewhere with policies read is not about them.
+    let mut read = world("infra-drop-2380.json", "vms.json");
+    read.gaps.push(Gap {
+        path: "/policy/api/v1/search/query".into(),
+        status: Some(503),
+        why: "busy".into(),
+        privilege: None,
+    });
+    assert_eq!(input_of(&read).policies_incomplete, None);
+}
+
+fn input_of(read: &NsxRead) -> DfwInput {
+    input(read, &supervisor_vms(false))
+}
