@@ -683,3 +683,32 @@ fn nested_services_ip_protocol_and_icmp() {
         matches!(outcomes(&e, 2380)[0], DfwPathOutcome::CannotDecide { why } if why.contains("nested deeper"))
     );
 }
+
+#[test]
+fn excluded_sources_match_everyone_else() {
+    let read = world("infra-drop-2380.json", "vms.json");
+    let mut vms = supervisor_vms(false);
+    vms.push(SupervisorVm {
+        node: "outsider".into(),
+        vm_name: "outsider".into(),
+        ips: vec!["10.0.0.99".parse().unwrap()],
+        ..SupervisorVm::default()
+    });
+    let i = input(&read, &vms);
+    assert!(
+        i.findings.iter().any(|f| f.contains("outsider")),
+        "{:?}",
+        i.findings
+    );
+    let e = evaluate(&i);
+    let env = "/infra/domains/default/security-policies/env-isolation/rules/only-cp-may-talk";
+    // From outside the group to a member: the Environment DROP with sources_excluded.
+    let p = e.path(2379, "outsider", "tkc-cp-1").unwrap();
+    assert_eq!(rule_path(&p.outcome), Some(env), "{p:?}");
+    // Between members it does not match.
+    let p = e.path(2379, "tkc-cp-2", "tkc-cp-1").unwrap();
+    assert_eq!(allowed_by(&p.outcome), Some(DEFAULT), "{p:?}");
+    // To the outsider: its destination is not the group.
+    let p = e.path(2379, "tkc-cp-1", "outsider").unwrap();
+    assert_eq!(allowed_by(&p.outcome), Some(DEFAULT), "{p:?}");
+}
