@@ -5,6 +5,8 @@
 //! - [`metrics`]: etcd's own metrics per node, as evidence beside the probe's;
 //! - [`verdict`]: one verdict for the whole control plane, with evidence and next steps;
 //! - [`policy`]: NSX SecurityPolicies evaluated against the control-plane VMs on 2379/2380;
+//! - [`dfw`]: NSX Manager's distributed firewall (every category) evaluated the same way, and
+//!   traceflows summarized beside it;
 //! - [`network`]: the cluster's network as the reports carry it (`networkPolicy`), joined to
 //!   the findings and the verdict;
 //! - [`realization`]: what the network objects say NSX failed to realize;
@@ -13,6 +15,7 @@
 //!   network cut, and the commands that pause and unpause the Cluster.
 
 pub mod clock;
+pub mod dfw;
 pub mod guard;
 pub mod location;
 pub mod matrix;

@@ -51,10 +51,11 @@ mod validate;
 
 pub use crate::selector::{Operator, Requirement, Selector};
 pub use evaluate::{
-    evaluate, paths_text, BlockingRule, CoverReason, CoveredCheck, CoveringRule, PathEvaluation,
-    PathOutcome, PathRef, PolicyEvaluation, PolicyInput, PolicySummary, PolicyVm, PolicyWarning,
-    RuleRef, SetAside, Side, SideOutcome, COVERING_EXAMPLES, ETCD_PORTS, MAX_COVERING,
-    MAX_POLICIES, MAX_VMS, MAX_WARNINGS, T1_TAGGING_NOTE,
+    combine_checks, evaluate, paths_text, BlockingRule, Check, Combined, CoverReason, CoveredCheck,
+    CoveringRule, PathEvaluation, PathOutcome, PathRef, PolicyEvaluation, PolicyInput,
+    PolicySummary, PolicyVm, PolicyWarning, RuleRef, SetAside, Side, SideOutcome, Tri,
+    COVERING_EXAMPLES, ETCD_PORTS, MAX_COVERING, MAX_POLICIES, MAX_VMS, MAX_WARNINGS,
+    T1_TAGGING_NOTE,
 };
 pub use model::{Action, Direction, NsxGroup, PolicyObject, Realization, RealizedState};
 pub use validate::validate;

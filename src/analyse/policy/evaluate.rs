@@ -356,16 +356,17 @@ impl PolicyEvaluation {
     }
 }
 
-/// Three-valued: a match, no match, or cannot tell (why).
+/// Three-valued: a match, no match, or cannot tell (why). Shared with `analyse::dfw`, whose
+/// NSX Manager rules are matched the same way: "cannot tell" is never turned into a guess.
 #[derive(Debug, Clone, PartialEq, Eq)]
-enum Tri {
+pub enum Tri {
     Yes,
     No,
     Unknown(String),
 }
 
 impl Tri {
-    fn from_bool(b: bool) -> Tri {
+    pub fn from_bool(b: bool) -> Tri {
         if b {
             Tri::Yes
         } else {
@@ -374,7 +375,7 @@ impl Tri {
     }
 
     /// AND: any No is No, else any Unknown is Unknown.
-    fn and(self, other: impl FnOnce() -> Tri) -> Tri {
+    pub fn and(self, other: impl FnOnce() -> Tri) -> Tri {
         match self {
             Tri::No => Tri::No,
             Tri::Yes => other(),
@@ -386,7 +387,7 @@ impl Tri {
     }
 
     /// OR over many: any Yes is Yes, else the first Unknown, else No.
-    fn any(items: impl IntoIterator<Item = Tri>) -> Tri {
+    pub fn any(items: impl IntoIterator<Item = Tri>) -> Tri {
         let mut unknown = None;
         for t in items {
             match t {
@@ -788,30 +789,82 @@ fn check(
 }
 
 fn combine(egress: &SideOutcome, ingress: &SideOutcome) -> PathOutcome {
-    let blocking = |s: &SideOutcome| match s {
-        SideOutcome::Matched { rule } if rule.action == Action::Drop => {
-            Some(PathOutcome::Dropped { rule: rule.clone() })
-        }
-        SideOutcome::Matched { rule } if rule.action == Action::Reject => {
-            Some(PathOutcome::Rejected { rule: rule.clone() })
-        }
-        _ => None,
+    let check = |s: &SideOutcome| match s {
+        SideOutcome::Matched { rule } => match rule.action {
+            Action::Drop => Check::Blocks {
+                rule: rule.clone(),
+                reject: false,
+            },
+            Action::Reject => Check::Blocks {
+                rule: rule.clone(),
+                reject: true,
+            },
+            Action::Allow => Check::Allows(rule.clone()),
+        },
+        SideOutcome::NoVisibleRule => Check::NoVisibleRule,
+        SideOutcome::CannotDecide { why } => Check::CannotDecide(why.clone()),
     };
-    if let Some(b) = blocking(egress).or_else(|| blocking(ingress)) {
-        return b;
+    match combine_checks(check(egress), check(ingress)) {
+        Combined::Dropped(rule) => PathOutcome::Dropped { rule },
+        Combined::Rejected(rule) => PathOutcome::Rejected { rule },
+        Combined::Allowed { egress, ingress } => PathOutcome::Allowed { egress, ingress },
+        Combined::NoVisibleRule => PathOutcome::NoVisibleRule,
+        Combined::CannotDecide(why) => PathOutcome::CannotDecide { why },
     }
-    for s in [egress, ingress] {
-        if let SideOutcome::CannotDecide { why } = s {
-            return PathOutcome::CannotDecide { why: why.clone() };
+}
+
+/// One check's first match, whatever engine found it (the SecurityPolicies', NSX Manager's
+/// DFW): what [`combine_checks`] needs of it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Check<R> {
+    /// A Drop (`reject` false) or Reject rule.
+    Blocks {
+        rule: R,
+        reject: bool,
+    },
+    Allows(R),
+    NoVisibleRule,
+    CannotDecide(String),
+}
+
+/// A path's two checks together.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Combined<R> {
+    Dropped(R),
+    Rejected(R),
+    Allowed {
+        egress: Option<R>,
+        ingress: Option<R>,
+    },
+    NoVisibleRule,
+    CannotDecide(String),
+}
+
+/// The egress check at FROM and the ingress check at TO of one path: blocked when either
+/// check's first match blocks (the egress check's first: the packet never leaves FROM), else
+/// cannot decide when a check cannot, else allowed when a check's first match allows (a check
+/// without a visible rule falls through to what is not visible), else no visible rule.
+pub fn combine_checks<R>(egress: Check<R>, ingress: Check<R>) -> Combined<R> {
+    let (egress, ingress) = match (egress, ingress) {
+        (Check::Blocks { rule, reject }, _) | (_, Check::Blocks { rule, reject }) => {
+            return if reject {
+                Combined::Rejected(rule)
+            } else {
+                Combined::Dropped(rule)
+            };
         }
-    }
-    let allow = |s: &SideOutcome| match s {
-        SideOutcome::Matched { rule } => Some(rule.clone()),
+        (Check::CannotDecide(why), _) | (_, Check::CannotDecide(why)) => {
+            return Combined::CannotDecide(why)
+        }
+        (e, i) => (e, i),
+    };
+    let allow = |c: Check<R>| match c {
+        Check::Allows(r) => Some(r),
         _ => None,
     };
     match (allow(egress), allow(ingress)) {
-        (None, None) => PathOutcome::NoVisibleRule,
-        (e, i) => PathOutcome::Allowed {
+        (None, None) => Combined::NoVisibleRule,
+        (e, i) => Combined::Allowed {
             egress: e,
             ingress: i,
         },

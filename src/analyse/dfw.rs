@@ -1,0 +1,1418 @@
+//! NSX Manager's distributed firewall evaluated against the control-plane VMs: for TCP 2379 and
+//! 2380 and every ordered pair (FROM, TO) of distinct VMs, the egress check at FROM's vNIC and
+//! the ingress check at TO's vNIC, each the first matching enabled rule in NSX's order; and one
+//! traceflow's observations summarized beside that evaluation. Pure, no I/O: the input is
+//! [`nsxmanager::model::DfwInput`](crate::nsxmanager::model::DfwInput), built from what one run
+//! read ([`raw::NsxRead`](crate::nsxmanager::raw::NsxRead)).
+//!
+//! NSX's order, as the Policy API reference says it (phspies/nsxtsdk
+//! `nsxtsdk/Policy/Models/NSXTPolicyType.cs`, `NSXTBaseRuleType.cs`, `NSXTRuleType.cs`,
+//! generated from the API spec):
+//! - categories: Ethernet (layer 2, evaluated before every layer 3 category), then Emergency,
+//!   Infrastructure, Environment, Application; a policy without a category comes after those
+//!   four ("the least precedence"); a category the API does not name, or a VPC's policy
+//!   (which has none, and whose place among the categories is not confirmed upstream), has
+//!   no known place: a check one of its rules could decide is "cannot decide". The NSX
+//!   administration guide says the same order ("Categories are evaluated from left to right
+//!   (Ethernet > Emergency > Infrastructure > Environment > Application)", docs.vmware.com
+//!   NSX-T 3.2 administration GUID-6AB240DB) and "Layer 2 firewall rules are processed before
+//!   Layer 3 rules and if allowed in the Layer 2 rules will then be processed by the Layer 3
+//!   rules" (NSX 4.1 administration GUID-22DF2616);
+//! - inside a category, policies by `sequence_number` (0 when absent); inside a policy, rules
+//!   by `sequence_number`. "If there are multiple policies [rules] with the same sequence
+//!   number then their order is not deterministic": two tied policies (rules) that both match
+//!   with different actions make the check "cannot decide"; with the same action the first
+//!   listed is named;
+//! - the first match decides; a disabled rule does not count; `JUMP_TO_APPLICATION` (only in
+//!   Environment; elsewhere "cannot decide") skips the rest of Environment to the Application
+//!   category;
+//! - layer 2 (Ethernet): a DROP/REJECT decides; an ALLOW ends the layer 2 rules and the layer 3
+//!   categories still decide (layer 2 and layer 3 are separate rule tables). Layer 2 rules
+//!   match MAC addresses, not IPs: an Ethernet rule whose sources or destinations are not ANY
+//!   is "cannot decide" when reached;
+//! - `direction` is relative to the vNIC: OUT (or IN_OUT) counts in the egress check at FROM,
+//!   IN (or IN_OUT) in the ingress check at TO; the rule must be applied there: the policy's
+//!   `scope` when it has one (it "will take precedence over rule level scope"), else the
+//!   rule's, `ANY` (or none) everywhere;
+//! - sources/destinations: `ANY`, IPs/CIDRs/ranges, or groups matched through their effective
+//!   members as NSX realized them (`members/ip-addresses` against the VM's addresses); scope
+//!   through `members/virtual-machines` (the VM's external id, bios or instance uuid) and
+//!   `members/segment-ports` (the VM's port path); `sources_excluded` /
+//!   `destinations_excluded` negate; a member list not read whole makes a membership it
+//!   cannot show "cannot decide", never a guess;
+//! - services: `ANY` (or none, without `service_entries`), or the services' entries and the
+//!   rule's own `service_entries`, any of which matches: `L4PortSetServiceEntry` TCP with the
+//!   port in `destination_ports` (none: every port; `source_ports` set: the ephemeral source
+//!   port is not known, "cannot decide"), `IPProtocolServiceEntry` 6; ICMP/IGMP never; other
+//!   kinds (ALG, layer 7) "cannot decide"; `ip_protocol` IPV4/IPV6 against the VMs' addresses;
+//! - context `profiles` (layer 7 App IDs, FQDNs) could restrict a rule further: "cannot
+//!   decide" when such a rule is reached.
+//!
+//! A path is Dropped/Rejected when either check's first match blocks (the egress check's
+//! first), else cannot decide when a check cannot, else Allowed when a check's first match
+//! allows, else NoVisibleRule (the combination shared with the SecurityPolicy engine:
+//! [`crate::analyse::policy::combine_checks`]).
+//!
+//! Not modeled (said in [`DfwEvaluation::notes`] when it could matter): the relative order of
+//! policies from different trees (infra, project, VPC) beyond their category and sequence
+//! number; the policies' time windows (`scheduler_path`).
+
+use std::cell::RefCell;
+use std::collections::{BTreeMap, HashMap};
+use std::net::IpAddr;
+
+use crate::analyse::policy::{combine_checks, Check, Combined, PathRef, Tri, ETCD_PORTS};
+use crate::nsxmanager::model::{
+    clip, observations, traceflow_state, Category, DfwInput, DfwVm, Endpoint, GroupMembers,
+    Identity, IpFamily, MemberList, Observation, PolicyRules, Rule, RuleAction, RuleDirection,
+    SecurityPolicy, ServiceEntry, MAX_NESTING,
+};
+use crate::nsxmanager::raw::TraceflowRead;
+
+/// At most this many VMs are evaluated (a control plane has 1, 3, 5 or 7).
+pub const MAX_VMS: usize = 16;
+/// At most this many rules are evaluated in all (the rest make every check "cannot decide").
+pub const MAX_RULES: usize = 20_000;
+
+/// A DFW rule, named as an admin finds it in NSX Manager.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct DfwRuleRef {
+    pub display_name: Option<String>,
+    /// The rule's policy path (`…/security-policies/<p>/rules/<r>`), or `(no path)`.
+    pub path: String,
+    /// The number the datapath and traceflow's `acl_rule_id` use.
+    pub rule_id: Option<u64>,
+    pub category: String,
+    pub policy_path: String,
+    pub policy_name: String,
+    pub policy_sequence: Option<i64>,
+    pub rule_sequence: Option<i64>,
+    pub action: RuleAction,
+}
+
+impl DfwRuleRef {
+    /// `"name" (path; category Infrastructure, policy "p" sequence 10, rule sequence 20)`.
+    pub fn label(&self) -> String {
+        let seq = |s: Option<i64>| s.map_or_else(|| "unknown".to_string(), |n| n.to_string());
+        format!(
+            "{} ({}; category {}, policy \"{}\" sequence {}, rule sequence {}{})",
+            self.display_name
+                .as_deref()
+                .map(|n| format!("\"{n}\""))
+                .unwrap_or_else(|| "a rule without a name".into()),
+            self.path,
+            self.category,
+            self.policy_name,
+            seq(self.policy_sequence),
+            seq(self.rule_sequence),
+            self.rule_id
+                .map(|id| format!(", rule id {id}"))
+                .unwrap_or_default()
+        )
+    }
+}
+
+/// What one check (egress at FROM's vNIC, ingress at TO's) comes to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DfwSideOutcome {
+    /// The first matching enabled layer 3 rule (or a layer 2 DROP/REJECT).
+    Matched { rule: DfwRuleRef },
+    /// No rule read matches.
+    NoVisibleRule,
+    /// A rule that might come first cannot be evaluated, or the order is not visible.
+    CannotDecide { why: String },
+}
+
+/// What one path comes to, both checks together.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DfwPathOutcome {
+    Dropped {
+        rule: DfwRuleRef,
+    },
+    Rejected {
+        rule: DfwRuleRef,
+    },
+    Allowed {
+        egress: Option<DfwRuleRef>,
+        ingress: Option<DfwRuleRef>,
+    },
+    NoVisibleRule,
+    CannotDecide {
+        why: String,
+    },
+}
+
+impl DfwPathOutcome {
+    pub fn blocking_rule(&self) -> Option<&DfwRuleRef> {
+        match self {
+            DfwPathOutcome::Dropped { rule } | DfwPathOutcome::Rejected { rule } => Some(rule),
+            _ => None,
+        }
+    }
+}
+
+/// One path (port, FROM → TO; VMs named by their node).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DfwPath {
+    pub port: u16,
+    pub from: String,
+    pub to: String,
+    pub outcome: DfwPathOutcome,
+    pub egress: DfwSideOutcome,
+    pub ingress: DfwSideOutcome,
+}
+
+/// A rule that blocks paths, with those paths (in path order).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DfwBlocking {
+    pub rule: DfwRuleRef,
+    pub paths: Vec<PathRef>,
+}
+
+/// A DROP/REJECT rule that matches a check after the ALLOW that decides it: it would block
+/// the path but does not (not blamed), with the paths it covers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DfwShadowed {
+    pub rule: DfwRuleRef,
+    /// The ALLOW that comes first.
+    pub by: DfwRuleRef,
+    pub paths: Vec<PathRef>,
+}
+
+/// At most this many shadowed rules are listed (the rest counted).
+pub const MAX_SHADOWED: usize = 32;
+
+/// What was read, and what not.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct DfwCounts {
+    pub policies: usize,
+    /// Policies per category, in NSX's order.
+    pub policies_by_category: Vec<(String, usize)>,
+    pub rules: usize,
+    pub rules_disabled: usize,
+    /// Rules with a part that could not be read.
+    pub rules_unreadable: usize,
+    /// Policies whose rules were not all read.
+    pub policies_rules_incomplete: usize,
+    /// Groups the rules name.
+    pub groups: usize,
+    /// Of those, groups with every member kind read whole.
+    pub groups_members_whole: usize,
+    pub services: usize,
+    pub vms: usize,
+    /// VMs whose NSX identity was confirmed both ways.
+    pub vms_identified: usize,
+    pub gaps: usize,
+}
+
+/// The whole evaluation. Stable order: paths by port, FROM, TO (the VMs sorted by node).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DfwEvaluation {
+    /// The VMs' node names, sorted.
+    pub vms: Vec<String>,
+    pub paths: Vec<DfwPath>,
+    pub blocking: Vec<DfwBlocking>,
+    /// DROP/REJECT rules matching allowed paths after the deciding ALLOW (at most
+    /// [`MAX_SHADOWED`], and at most that many per check; `shadowed_not_listed` more were
+    /// found).
+    pub shadowed: Vec<DfwShadowed>,
+    pub shadowed_not_listed: usize,
+    pub counts: DfwCounts,
+    /// From the input: identities that do not fit (never used).
+    pub findings: Vec<String>,
+    pub gaps: Vec<String>,
+    pub notes: Vec<String>,
+    /// One line: what blocks, or "NSX Manager shows no rule that drops these paths" with what
+    /// was read.
+    pub summary: String,
+}
+
+impl DfwEvaluation {
+    pub fn path(&self, port: u16, from: &str, to: &str) -> Option<&DfwPath> {
+        self.paths
+            .iter()
+            .find(|p| p.port == port && p.from == from && p.to == to)
+    }
+
+    /// What was read, in words: for every evidence line.
+    pub fn read_text(&self) -> String {
+        read_text(&self.counts)
+    }
+
+    /// The evidence line "NSX Manager shows no rule that drops these paths" (with what was
+    /// read) when no given path is blocked by a visible rule or undecided; `None` otherwise
+    /// (and for no paths, or paths not evaluated).
+    pub fn no_drop_line(&self, paths: &[PathRef]) -> Option<String> {
+        if paths.is_empty() {
+            return None;
+        }
+        for p in paths {
+            match &self.path(p.port, &p.from, &p.to)?.outcome {
+                DfwPathOutcome::Allowed { .. } | DfwPathOutcome::NoVisibleRule => {}
+                _ => return None,
+            }
+        }
+        Some(format!(
+            "NSX Manager shows no rule that drops these paths (read: {})",
+            self.read_text()
+        ))
+    }
+}
+
+fn read_text(c: &DfwCounts) -> String {
+    let cats: Vec<String> = c
+        .policies_by_category
+        .iter()
+        .map(|(k, n)| format!("{k} {n}"))
+        .collect();
+    let mut s = format!(
+        "{} security policies{}, {} rules ({} disabled), {} groups ({} with members read whole), {} services, {} of {} VMs identified",
+        c.policies,
+        if cats.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", cats.join(", "))
+        },
+        c.rules,
+        c.rules_disabled,
+        c.groups,
+        c.groups_members_whole,
+        c.services,
+        c.vms_identified,
+        c.vms
+    );
+    if c.gaps > 0 {
+        s.push_str(&format!("; {} parts not read", c.gaps));
+    }
+    s
+}
+
+// ---- matching ----
+
+/// The packet of one check.
+#[derive(Clone, Copy)]
+struct At<'a> {
+    /// The vNIC the check runs at (FROM for egress, TO for ingress).
+    here: &'a DfwVm,
+    src: &'a DfwVm,
+    dst: &'a DfwVm,
+    egress: bool,
+    port: u16,
+}
+
+fn ip_of(vm: &DfwVm) -> Result<&[IpAddr], String> {
+    if vm.ips.is_empty() {
+        Err(format!("no IP is known for {}", vm.node))
+    } else {
+        Ok(&vm.ips)
+    }
+}
+
+/// All the VM's addresses inside: yes; none: no; some: cannot tell.
+fn all_or_none(vm: &DfwVm, inside: impl Fn(IpAddr) -> bool, what: &str) -> Tri {
+    let ips = match ip_of(vm) {
+        Ok(i) => i,
+        Err(e) => return Tri::Unknown(e),
+    };
+    let n = ips.iter().filter(|ip| inside(**ip)).count();
+    if n == ips.len() {
+        Tri::Yes
+    } else if n == 0 {
+        Tri::No
+    } else {
+        Tri::Unknown(format!(
+            "{} has addresses inside and outside {what}",
+            vm.node
+        ))
+    }
+}
+
+fn group_name(input: &DfwInput, path: &str) -> String {
+    input
+        .groups
+        .get(path)
+        .and_then(|g| g.display_name.clone())
+        .unwrap_or_else(|| clip(path, 256))
+}
+
+fn members<'a>(input: &'a DfwInput, path: &str, memo: &'a Memo) -> &'a GroupMembers {
+    input.members.get(path).unwrap_or(&memo.none)
+}
+
+/// Group memberships, computed once per (kind, group, VM): a manager's rules name the same
+/// groups many times, and a group's realized list may be long.
+struct Memo {
+    /// The members of a group the reader did not read: nothing.
+    none: GroupMembers,
+    cache: RefCell<HashMap<(bool, String, String), Tri>>,
+}
+
+impl Memo {
+    fn new() -> Memo {
+        Memo {
+            none: GroupMembers::not_read(),
+            cache: RefCell::new(HashMap::new()),
+        }
+    }
+
+    fn get(&self, scope: bool, path: &str, vm: &DfwVm, f: impl FnOnce() -> Tri) -> Tri {
+        let key = (scope, path.to_string(), vm.node.clone());
+        if let Some(t) = self.cache.borrow().get(&key) {
+            return t.clone();
+        }
+        let t = f();
+        self.cache.borrow_mut().insert(key, t.clone());
+        t
+    }
+}
+
+/// The VM's addresses in a group's realized IP list.
+fn peer_in_group(input: &DfwInput, path: &str, vm: &DfwVm, none: &Memo) -> Tri {
+    none.get(false, path, vm, || {
+        peer_in_group_once(input, path, vm, none)
+    })
+}
+
+fn peer_in_group_once(input: &DfwInput, path: &str, vm: &DfwVm, none: &Memo) -> Tri {
+    let m = members(input, path, none);
+    let ips = m.ips.read();
+    let t = all_or_none(vm, |ip| ips.iter().any(|a| a.contains(ip)), "the group");
+    match (t, &m.ips) {
+        (Tri::Yes, _) => Tri::Yes,
+        // The VM is a member, but its address is not in the realized list: NSX has not
+        // learned it (yet), and what the datapath holds cannot be told from here.
+        (Tri::No, MemberList::Whole(_)) if is_member_vm(m, vm) => Tri::Unknown(format!(
+            "{} is a member of group {} but its address is not in the group's realized IPs",
+            vm.node,
+            group_name(input, path)
+        )),
+        (Tri::No, MemberList::Whole(_)) => Tri::No,
+        (Tri::Unknown(w), MemberList::Whole(_)) => Tri::Unknown(w),
+        (_, MemberList::NotWhole { why, .. }) => {
+            Tri::Unknown(format!("group {}: {why}", group_name(input, path)))
+        }
+    }
+}
+
+fn endpoint_matches(input: &DfwInput, e: &Endpoint, vm: &DfwVm, none: &Memo) -> Tri {
+    match e {
+        Endpoint::Any => Tri::Yes,
+        Endpoint::Addr(a) => all_or_none(vm, |ip| a.contains(ip), "the rule's addresses"),
+        Endpoint::Group(p) => peer_in_group(input, p, vm, none),
+        Endpoint::Unreadable(w) => Tri::Unknown(w.clone()),
+    }
+}
+
+fn not(t: Tri) -> Tri {
+    match t {
+        Tri::Yes => Tri::No,
+        Tri::No => Tri::Yes,
+        u => u,
+    }
+}
+
+fn side_matches(
+    input: &DfwInput,
+    list: &Result<Vec<Endpoint>, String>,
+    excluded: &Result<bool, String>,
+    vm: &DfwVm,
+    layer2: bool,
+    none: &Memo,
+) -> Tri {
+    let list = match list {
+        Ok(l) => l,
+        Err(e) => return Tri::Unknown(e.clone()),
+    };
+    let any = list.iter().all(|e| *e == Endpoint::Any);
+    let t = if layer2 && !any {
+        Tri::Unknown("a layer 2 (Ethernet) rule matches MAC addresses, not evaluated".into())
+    } else {
+        Tri::any(list.iter().map(|e| endpoint_matches(input, e, vm, none)))
+    };
+    match excluded {
+        Ok(false) => t,
+        Ok(true) => not(t),
+        Err(e) => Tri::Unknown(e.clone()),
+    }
+}
+
+/// Whether the confirmed VM, or its port, is among the group's members read.
+fn is_member_vm(m: &GroupMembers, vm: &DfwVm) -> bool {
+    let by_vm = vm.nsx_vm.as_ref().is_some_and(|nv| {
+        m.vms.read().iter().any(|mv| {
+            (mv.id.is_some() && mv.id == nv.external_id)
+                || (mv.bios_uuid.is_some() && mv.bios_uuid == nv.bios_uuid)
+                || (mv.instance_uuid.is_some() && mv.instance_uuid == nv.instance_uuid)
+        })
+    });
+    let by_port = vm.port.as_ref().is_some_and(|p| {
+        m.ports.read().iter().any(|mp| {
+            (mp.path.is_some() && mp.path == p.path)
+                || (mp.path.is_none() && mp.id.is_some() && mp.id == p.id)
+        })
+    });
+    by_vm || by_port
+}
+
+/// Whether the group takes this VM's vNIC (scope): by the confirmed VM or its port.
+fn scope_member(input: &DfwInput, path: &str, vm: &DfwVm, none: &Memo) -> Tri {
+    none.get(true, path, vm, || scope_member_once(input, path, vm, none))
+}
+
+fn scope_member_once(input: &DfwInput, path: &str, vm: &DfwVm, none: &Memo) -> Tri {
+    if !path.contains("/groups/") {
+        return Tri::Unknown(format!("scope {} is not a group path", clip(path, 256)));
+    }
+    let m = members(input, path, none);
+    if is_member_vm(m, vm) {
+        return Tri::Yes;
+    }
+    if vm.identity != Identity::Confirmed {
+        return Tri::Unknown(format!(
+            "{}'s VM is not identified in NSX Manager (scope {})",
+            vm.node,
+            group_name(input, path)
+        ));
+    }
+    match (m.vms.why_not_whole(), m.ports.why_not_whole()) {
+        (None, None) => Tri::No,
+        (Some(w), _) | (_, Some(w)) => {
+            Tri::Unknown(format!("group {}: {w}", group_name(input, path)))
+        }
+    }
+}
+
+fn applied(input: &DfwInput, policy: &SecurityPolicy, rule: &Rule, at: At, none: &Memo) -> Tri {
+    let scope = match (&policy.scope, &rule.scope) {
+        (Err(e), _) => return Tri::Unknown(format!("policy scope: {e}")),
+        (Ok(Some(p)), _) => p,
+        (Ok(None), Err(e)) => return Tri::Unknown(format!("scope: {e}")),
+        (Ok(None), Ok(None)) => return Tri::Yes,
+        (Ok(None), Ok(Some(r))) => r,
+    };
+    Tri::any(scope.iter().map(|g| scope_member(input, g, at.here, none)))
+}
+
+fn family(vm: &DfwVm) -> Option<IpFamily> {
+    let v4 = vm.ips.iter().all(IpAddr::is_ipv4);
+    let v6 = vm.ips.iter().all(IpAddr::is_ipv6);
+    match (vm.ips.is_empty(), v4, v6) {
+        (true, ..) => None,
+        (false, true, _) => Some(IpFamily::V4),
+        (false, _, true) => Some(IpFamily::V6),
+        _ => Some(IpFamily::Both),
+    }
+}
+
+fn entry_matches(input: &DfwInput, e: &ServiceEntry, at: At, depth: usize) -> Tri {
+    match e {
+        ServiceEntry::L4PortSet {
+            protocol,
+            destination_ports,
+            source_ports,
+        } => {
+            if protocol != "TCP" {
+                return if protocol == "UDP" {
+                    Tri::No
+                } else {
+                    Tri::Unknown(format!("l4_protocol {protocol}"))
+                };
+            }
+            let dst = destination_ports.is_empty()
+                || destination_ports.iter().any(|r| r.contains(at.port));
+            if !dst {
+                Tri::No
+            } else if source_ports.is_empty() {
+                Tri::Yes
+            } else {
+                Tri::Unknown(
+                    "a service with source_ports: the connection's ephemeral source port is not known"
+                        .into(),
+                )
+            }
+        }
+        ServiceEntry::IpProtocol { number } => Tri::from_bool(*number == 6),
+        ServiceEntry::EtherType { ether_type } => match family(at.src) {
+            Some(IpFamily::V4) => Tri::from_bool(*ether_type == 0x0800),
+            Some(IpFamily::V6) => Tri::from_bool(*ether_type == 0x86DD),
+            _ => Tri::Unknown("an ether type against a VM of both or no IP families".into()),
+        },
+        ServiceEntry::NotTcp { .. } => Tri::No,
+        ServiceEntry::Nested { path } => service_matches(input, path, at, depth + 1),
+        ServiceEntry::Other { kind } => {
+            Tri::Unknown(format!("a {kind} service entry is not evaluated"))
+        }
+        ServiceEntry::Unreadable(w) => Tri::Unknown(w.clone()),
+    }
+}
+
+fn service_matches(input: &DfwInput, path: &str, at: At, depth: usize) -> Tri {
+    if depth > MAX_NESTING {
+        return Tri::Unknown(format!("services nested deeper than {MAX_NESTING}"));
+    }
+    let Some(s) = input.services.get(path) else {
+        return Tri::Unknown(format!("service {} was not read", clip(path, 256)));
+    };
+    match &s.entries {
+        Err(e) => Tri::Unknown(format!(
+            "service {}: {e}",
+            s.display_name.as_deref().unwrap_or(path)
+        )),
+        Ok(es) => Tri::any(es.iter().map(|e| entry_matches(input, e, at, depth))),
+    }
+}
+
+fn services_match(input: &DfwInput, rule: &Rule, at: At) -> Tri {
+    let entries = match &rule.service_entries {
+        Ok(e) => e,
+        Err(e) => return Tri::Unknown(e.clone()),
+    };
+    match &rule.services {
+        Err(e) => Tri::Unknown(e.clone()),
+        // ANY (or no services) without entries of its own: every service.
+        Ok(None) if entries.is_empty() => Tri::Yes,
+        Ok(paths) => Tri::any(
+            paths
+                .iter()
+                .flatten()
+                .map(|p| service_matches(input, p, at, 0))
+                .chain(entries.iter().map(|e| entry_matches(input, e, at, 0))),
+        ),
+    }
+}
+
+/// Whether one rule matches one check (direction, scope, sources, destinations, services,
+/// IP family, profiles). A disabled rule never does.
+fn rule_matches(input: &DfwInput, p: &PolicyRules, rule: &Rule, at: At, none: &Memo) -> Tri {
+    let layer2 = p.policy.category == Category::Ethernet;
+    let disabled = match rule.disabled {
+        Ok(true) => return Tri::No,
+        Ok(false) => Tri::Yes,
+        Err(ref e) => Tri::Unknown(e.clone()),
+    };
+    let direction = match rule.direction {
+        Ok(RuleDirection::InOut) => Tri::Yes,
+        Ok(RuleDirection::Out) => Tri::from_bool(at.egress),
+        Ok(RuleDirection::In) => Tri::from_bool(!at.egress),
+        Err(ref e) => Tri::Unknown(e.clone()),
+    };
+    direction
+        .and(|| disabled)
+        .and(|| match (&rule.ip_protocol, layer2) {
+            (_, true) => Tri::Yes,
+            (Ok(IpFamily::Both), _) => Tri::Yes,
+            (Ok(f), _) => match (family(at.src), family(at.dst)) {
+                (Some(a), Some(b)) if a == *f && b == *f => Tri::Yes,
+                (Some(a), _) if a != IpFamily::Both && a != *f => Tri::No,
+                _ => Tri::Unknown("ip_protocol against VMs of both or no IP families".into()),
+            },
+            (Err(e), _) => Tri::Unknown(e.clone()),
+        })
+        .and(|| services_match(input, rule, at))
+        .and(|| applied(input, &p.policy, rule, at, none))
+        .and(|| {
+            side_matches(
+                input,
+                &rule.sources,
+                &rule.sources_excluded,
+                at.src,
+                layer2,
+                none,
+            )
+        })
+        .and(|| {
+            side_matches(
+                input,
+                &rule.destinations,
+                &rule.destinations_excluded,
+                at.dst,
+                layer2,
+                none,
+            )
+        })
+        .and(|| match &rule.profiles {
+            Ok(None) => Tri::Yes,
+            Ok(Some(_)) => Tri::Unknown("context profiles could restrict it further".into()),
+            Err(e) => Tri::Unknown(e.clone()),
+        })
+        .and(|| match &rule.action {
+            Ok(_) => Tri::Yes,
+            Err(e) => Tri::Unknown(e.clone()),
+        })
+}
+
+fn rule_ref(p: &PolicyRules, r: &Rule) -> Option<DfwRuleRef> {
+    Some(DfwRuleRef {
+        display_name: r.display_name.clone(),
+        path: r
+            .path
+            .clone()
+            .map(|p| clip(&p, 1024))
+            .unwrap_or_else(|_| "(no path)".into()),
+        rule_id: r.rule_id,
+        category: p.policy.category.name().to_string(),
+        policy_path: p
+            .policy
+            .path
+            .clone()
+            .map(|p| clip(&p, 1024))
+            .unwrap_or_else(|_| "(no path)".into()),
+        policy_name: p.policy.label(),
+        policy_sequence: p.policy.sequence_number.as_ref().ok().copied(),
+        rule_sequence: r.sequence_number.as_ref().ok().copied(),
+        action: *r.action.as_ref().ok()?,
+    })
+}
+
+/// How a line names a rule that cannot be evaluated.
+fn who(p: &PolicyRules, r: &Rule) -> String {
+    format!(
+        "rule {} of policy \"{}\" ({})",
+        r.display_name
+            .as_deref()
+            .map(|n| format!("\"{n}\""))
+            .or_else(|| r.path.as_ref().ok().map(|p| clip(p, 256)))
+            .unwrap_or_else(|| "(unnamed)".into()),
+        p.policy.label(),
+        p.policy.category.name()
+    )
+}
+
+/// One policy's first hit on a check: `Ok((rule index, action))`, `Err(why)` when a rule that
+/// may come first cannot be evaluated or two tied rules disagree; `None`: no rule matches.
+type Hit = Option<Result<(usize, RuleAction), String>>;
+
+fn policy_hit(input: &DfwInput, p: &PolicyRules, order: &[usize], at: At, none: &Memo) -> Hit {
+    // A rule whose sequence number cannot be read has no place in the order.
+    for r in &p.rules {
+        if let Err(e) = &r.sequence_number {
+            if rule_matches(input, p, r, at, none) != Tri::No {
+                return Some(Err(format!("{}: {e}", who(p, r))));
+            }
+        }
+    }
+    let mut k = 0;
+    while k < order.len() {
+        let seq = p.rules[order[k]].sequence_number.clone().unwrap_or(0);
+        let tied: Vec<usize> = order[k..]
+            .iter()
+            .copied()
+            .take_while(|&i| p.rules[i].sequence_number.as_ref().ok() == Some(&seq))
+            .collect();
+        k += tied.len();
+        let mut yes: Vec<(usize, RuleAction)> = Vec::new();
+        for &i in &tied {
+            let r = &p.rules[i];
+            match rule_matches(input, p, r, at, none) {
+                Tri::No => {}
+                Tri::Unknown(w) => return Some(Err(format!("{}: {w}", who(p, r)))),
+                Tri::Yes => {
+                    if let Ok(a) = r.action {
+                        yes.push((i, a));
+                    }
+                }
+            }
+        }
+        if let Some(&(i, a)) = yes.first() {
+            if let Some(&(j, _)) = yes.iter().find(|(_, b)| *b != a) {
+                return Some(Err(format!(
+                    "{} and {} share rule sequence number {seq} and both match with different actions: NSX's order between them is not deterministic",
+                    who(p, &p.rules[i]),
+                    who(p, &p.rules[j])
+                )));
+            }
+            return Some(Ok((i, a)));
+        }
+    }
+    p.rules_incomplete.as_ref().map(|w| {
+        Err(format!(
+            "policy \"{}\" ({}): rules not all read: {w}",
+            p.policy.label(),
+            p.policy.category.name()
+        ))
+    })
+}
+
+/// The policies in NSX's order, grouped in tiers of equal (category, sequence number); the
+/// policies whose place is not known apart.
+struct Order {
+    tiers: Vec<Vec<usize>>,
+    unplaced: Vec<(usize, String)>,
+    /// Per policy, its rules' indexes by sequence number (stable: listing order on ties).
+    rules: Vec<Vec<usize>>,
+}
+
+fn order(input: &DfwInput) -> Order {
+    let mut placed: Vec<(u8, i64, usize)> = Vec::new();
+    let mut unplaced = Vec::new();
+    for (i, p) in input.policies.iter().enumerate() {
+        match (
+            p.policy.category.rank(),
+            &p.policy.sequence_number,
+            &p.policy.unreadable,
+        ) {
+            (_, _, Some(w)) => unplaced.push((i, w.clone())),
+            (None, _, _) => unplaced.push((
+                i,
+                format!(
+                    "policy \"{}\" is in category {}, whose place in the DFW order is not known",
+                    p.policy.label(),
+                    p.policy.category.name()
+                ),
+            )),
+            (_, Err(e), _) => unplaced.push((i, format!("policy \"{}\": {e}", p.policy.label()))),
+            (Some(rank), Ok(seq), None) => placed.push((rank, *seq, i)),
+        }
+    }
+    placed.sort();
+    let mut tiers: Vec<Vec<usize>> = Vec::new();
+    let mut last = None;
+    for (rank, seq, i) in placed {
+        if last == Some((rank, seq)) {
+            if let Some(t) = tiers.last_mut() {
+                t.push(i);
+            }
+        } else {
+            tiers.push(vec![i]);
+            last = Some((rank, seq));
+        }
+    }
+    let rules = input
+        .policies
+        .iter()
+        .map(|p| {
+            let mut idx: Vec<usize> = (0..p.rules.len())
+                .filter(|&i| p.rules[i].sequence_number.is_ok())
+                .collect();
+            idx.sort_by_key(|&i| p.rules[i].sequence_number.clone().unwrap_or(0));
+            idx
+        })
+        .collect();
+    Order {
+        tiers,
+        unplaced,
+        rules,
+    }
+}
+
+fn check(input: &DfwInput, ord: &Order, at: At, none: &Memo) -> DfwSideOutcome {
+    if let Some(w) = &input.policies_incomplete {
+        return DfwSideOutcome::CannotDecide {
+            why: format!(
+                "the security policies were not all read ({w}): any of them might come first"
+            ),
+        };
+    }
+    for (i, why) in &ord.unplaced {
+        if policy_hit(input, &input.policies[*i], &ord.rules[*i], at, none).is_some() {
+            return DfwSideOutcome::CannotDecide { why: why.clone() };
+        }
+    }
+    let app = Category::Application.rank().unwrap_or(4);
+    let mut layer2_done = false;
+    let mut jumped = false;
+    for tier in &ord.tiers {
+        let cat = &input.policies[tier[0]].policy.category;
+        let rank = cat.rank().unwrap_or(u8::MAX);
+        let layer2 = *cat == Category::Ethernet;
+        if (layer2 && layer2_done) || (jumped && rank < app) {
+            continue;
+        }
+        let mut hits: Vec<(usize, usize, RuleAction)> = Vec::new();
+        for &pi in tier {
+            match policy_hit(input, &input.policies[pi], &ord.rules[pi], at, none) {
+                None => {}
+                Some(Err(why)) => return DfwSideOutcome::CannotDecide { why },
+                Some(Ok((ri, a))) => hits.push((pi, ri, a)),
+            }
+        }
+        let Some(&(pi, ri, action)) = hits.first() else {
+            continue;
+        };
+        if let Some(&(pj, _, _)) = hits.iter().find(|h| h.2 != action) {
+            return DfwSideOutcome::CannotDecide {
+                why: format!(
+                    "policies \"{}\" and \"{}\" share category {} and sequence number {} and both match with different actions: NSX's order between them is not deterministic",
+                    input.policies[pi].policy.label(),
+                    input.policies[pj].policy.label(),
+                    cat.name(),
+                    input.policies[pi].policy.sequence_number.clone().unwrap_or(0)
+                ),
+            };
+        }
+        let p = &input.policies[pi];
+        let r = &p.rules[ri];
+        match (action, layer2) {
+            (RuleAction::Allow, true) => layer2_done = true,
+            (RuleAction::JumpToApplication, false) if *cat == Category::Environment => {
+                jumped = true
+            }
+            (RuleAction::JumpToApplication, _) => {
+                return DfwSideOutcome::CannotDecide {
+                    why: format!(
+                        "{}: JUMP_TO_APPLICATION outside the Environment category",
+                        who(p, r)
+                    ),
+                }
+            }
+            _ => {
+                return match rule_ref(p, r) {
+                    Some(rule) => DfwSideOutcome::Matched { rule },
+                    None => DfwSideOutcome::CannotDecide {
+                        why: format!("{}: its action cannot be read", who(p, r)),
+                    },
+                }
+            }
+        }
+    }
+    DfwSideOutcome::NoVisibleRule
+}
+
+/// The DROP/REJECT rules that match this check after the ALLOW `by` decided it: later rules
+/// of its policy, and the rules of policies after its own in NSX's order (a policy tied with
+/// it is not "after": their order is not known). Layer 3 only; disabled rules never match.
+fn shadowed(
+    input: &DfwInput,
+    ord: &Order,
+    at: At,
+    none: &Memo,
+    by: &DfwRuleRef,
+) -> Vec<DfwRuleRef> {
+    let Some(dp) = input
+        .policies
+        .iter()
+        .position(|p| p.policy.path.as_deref().ok() == Some(by.policy_path.as_str()))
+    else {
+        return Vec::new();
+    };
+    let key = |i: usize| {
+        let p = &input.policies[i].policy;
+        (p.category.rank(), p.sequence_number.clone().ok())
+    };
+    let (Some(drank), Some(dseq)) = key(dp) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for tier in &ord.tiers {
+        for &pi in tier {
+            let p = &input.policies[pi];
+            let (Some(rank), Some(seq)) = key(pi) else {
+                continue;
+            };
+            let later_policy = (rank, seq) > (drank, dseq);
+            if p.policy.category == Category::Ethernet || !(later_policy || pi == dp) {
+                continue;
+            }
+            for &ri in &ord.rules[pi] {
+                let r = &p.rules[ri];
+                if pi == dp && r.sequence_number.clone().ok() <= by.rule_sequence {
+                    continue;
+                }
+                let blocks = matches!(r.action, Ok(RuleAction::Drop | RuleAction::Reject));
+                if blocks && rule_matches(input, p, r, at, none) == Tri::Yes {
+                    out.extend(rule_ref(p, r));
+                    // Bounded: the aggregation is per rule and path.
+                    if out.len() >= MAX_SHADOWED {
+                        return out;
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
+fn as_check(s: &DfwSideOutcome) -> Check<DfwRuleRef> {
+    match s {
+        DfwSideOutcome::Matched { rule } => match rule.action {
+            RuleAction::Drop => Check::Blocks {
+                rule: rule.clone(),
+                reject: false,
+            },
+            RuleAction::Reject => Check::Blocks {
+                rule: rule.clone(),
+                reject: true,
+            },
+            _ => Check::Allows(rule.clone()),
+        },
+        DfwSideOutcome::NoVisibleRule => Check::NoVisibleRule,
+        DfwSideOutcome::CannotDecide { why } => Check::CannotDecide(why.clone()),
+    }
+}
+
+fn counts(input: &DfwInput) -> DfwCounts {
+    let mut by_cat: BTreeMap<(u8, String), usize> = BTreeMap::new();
+    for p in &input.policies {
+        *by_cat
+            .entry((
+                p.policy.category.rank().unwrap_or(u8::MAX),
+                p.policy.category.name().to_string(),
+            ))
+            .or_default() += 1;
+    }
+    let rules = input.policies.iter().flat_map(|p| &p.rules);
+    let groups: Vec<&String> = input
+        .groups
+        .keys()
+        .chain(input.members.keys())
+        .collect::<std::collections::BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    let whole = groups
+        .iter()
+        .filter(|g| {
+            input.members.get(g.as_str()).is_some_and(|m| {
+                m.ips.why_not_whole().is_none()
+                    && m.vms.why_not_whole().is_none()
+                    && m.ports.why_not_whole().is_none()
+            })
+        })
+        .count();
+    DfwCounts {
+        policies: input.policies.len(),
+        policies_by_category: by_cat.into_iter().map(|((_, k), n)| (k, n)).collect(),
+        rules: rules.clone().count(),
+        rules_disabled: rules.clone().filter(|r| r.disabled == Ok(true)).count(),
+        rules_unreadable: rules.filter(|r| !r.unreadable().is_empty()).count(),
+        policies_rules_incomplete: input
+            .policies
+            .iter()
+            .filter(|p| p.rules_incomplete.is_some())
+            .count(),
+        groups: groups.len(),
+        groups_members_whole: whole,
+        services: input.services.len(),
+        vms: input.vms.len(),
+        vms_identified: input
+            .vms
+            .iter()
+            .filter(|v| v.identity == Identity::Confirmed)
+            .count(),
+        gaps: input.gaps.len(),
+    }
+}
+
+/// Evaluates the DFW for TCP 2379 and 2380 between every ordered pair of the VMs. Pure; never
+/// fails; bounded.
+pub fn evaluate(input: &DfwInput) -> DfwEvaluation {
+    let mut vms: Vec<&DfwVm> = input.vms.iter().take(MAX_VMS).collect();
+    vms.sort_by(|a, b| a.node.cmp(&b.node));
+    vms.dedup_by(|a, b| a.node == b.node);
+    let ord = order(input);
+    let none = Memo::new();
+    let total_rules: usize = input.policies.iter().map(|p| p.rules.len()).sum();
+    let too_many = total_rules > MAX_RULES;
+    let mut paths = Vec::new();
+    // (rule, by, path index) for every shadowed match.
+    let mut shadow_hits: Vec<(DfwRuleRef, DfwRuleRef, usize)> = Vec::new();
+    for port in ETCD_PORTS {
+        for from in &vms {
+            for to in &vms {
+                if from.node == to.node {
+                    continue;
+                }
+                let side = |egress: bool| {
+                    if too_many {
+                        return DfwSideOutcome::CannotDecide {
+                            why: format!("more than {MAX_RULES} rules were read: not evaluated"),
+                        };
+                    }
+                    let at = At {
+                        here: if egress { from } else { to },
+                        src: from,
+                        dst: to,
+                        egress,
+                        port,
+                    };
+                    check(input, &ord, at, &none)
+                };
+                let egress = side(true);
+                let ingress = side(false);
+                for (is_egress, s) in [(true, &egress), (false, &ingress)] {
+                    let DfwSideOutcome::Matched { rule: by } = s else {
+                        continue;
+                    };
+                    if by.action != RuleAction::Allow {
+                        continue;
+                    }
+                    let at = At {
+                        here: if is_egress { from } else { to },
+                        src: from,
+                        dst: to,
+                        egress: is_egress,
+                        port,
+                    };
+                    for rule in shadowed(input, &ord, at, &none, by) {
+                        shadow_hits.push((rule, by.clone(), paths.len()));
+                    }
+                }
+                let outcome = match combine_checks(as_check(&egress), as_check(&ingress)) {
+                    Combined::Dropped(rule) => DfwPathOutcome::Dropped { rule },
+                    Combined::Rejected(rule) => DfwPathOutcome::Rejected { rule },
+                    Combined::Allowed { egress, ingress } => {
+                        DfwPathOutcome::Allowed { egress, ingress }
+                    }
+                    Combined::NoVisibleRule => DfwPathOutcome::NoVisibleRule,
+                    Combined::CannotDecide(why) => DfwPathOutcome::CannotDecide { why },
+                };
+                paths.push(DfwPath {
+                    port,
+                    from: from.node.clone(),
+                    to: to.node.clone(),
+                    outcome,
+                    egress,
+                    ingress,
+                });
+            }
+        }
+    }
+    let mut blocking: Vec<DfwBlocking> = Vec::new();
+    for p in &paths {
+        let Some(rule) = p.outcome.blocking_rule() else {
+            continue;
+        };
+        let path = PathRef {
+            port: p.port,
+            from: p.from.clone(),
+            to: p.to.clone(),
+        };
+        match blocking.iter_mut().find(|b| &b.rule == rule) {
+            Some(b) => b.paths.push(path),
+            None => blocking.push(DfwBlocking {
+                rule: rule.clone(),
+                paths: vec![path],
+            }),
+        }
+    }
+    // Shadowed rules, per (rule, by), on the paths that are allowed.
+    let mut shadowed_all: Vec<DfwShadowed> = Vec::new();
+    for (rule, by, i) in shadow_hits {
+        let p = &paths[i];
+        if !matches!(p.outcome, DfwPathOutcome::Allowed { .. }) {
+            continue;
+        }
+        let path = PathRef {
+            port: p.port,
+            from: p.from.clone(),
+            to: p.to.clone(),
+        };
+        match shadowed_all
+            .iter_mut()
+            .find(|s| s.rule == rule && s.by == by)
+        {
+            Some(s) => {
+                if !s.paths.contains(&path) {
+                    s.paths.push(path)
+                }
+            }
+            None => shadowed_all.push(DfwShadowed {
+                rule,
+                by,
+                paths: vec![path],
+            }),
+        }
+    }
+    let shadowed_not_listed = shadowed_all.len().saturating_sub(MAX_SHADOWED);
+    shadowed_all.truncate(MAX_SHADOWED);
+    let counts = counts(input);
+    let mut notes = Vec::new();
+    let trees: std::collections::BTreeSet<&str> = input
+        .policies
+        .iter()
+        .filter_map(|p| p.policy.path.as_ref().ok())
+        .map(|p| {
+            if p.starts_with("/orgs/") && p.contains("/vpcs/") {
+                "vpc"
+            } else if p.starts_with("/orgs/") {
+                "project"
+            } else {
+                "infra"
+            }
+        })
+        .collect();
+    if trees.len() > 1 {
+        notes.push("policies of several trees (infra, project, VPC) were read: they are ordered by category and sequence number alone".to_string());
+    }
+    let undecided = paths
+        .iter()
+        .filter(|p| matches!(p.outcome, DfwPathOutcome::CannotDecide { .. }))
+        .count();
+    let read = read_text(&counts);
+    let summary = if let Some(b) = blocking.first() {
+        let more = match blocking.len() {
+            1 => String::new(),
+            n => format!(" ({} more blocking rules)", n - 1),
+        };
+        format!(
+            "NSX Manager: {} {} {} of {} paths{more}",
+            b.rule.label(),
+            if b.rule.action == RuleAction::Reject {
+                "rejects"
+            } else {
+                "drops"
+            },
+            b.paths.len(),
+            paths.len()
+        )
+    } else if undecided > 0 {
+        format!(
+            "NSX Manager shows no rule that drops these paths, but {undecided} of {} paths cannot be decided (read: {read})",
+            paths.len()
+        )
+    } else {
+        format!("NSX Manager shows no rule that drops these paths (read: {read})")
+    };
+    DfwEvaluation {
+        vms: vms.iter().map(|v| v.node.clone()).collect(),
+        paths,
+        blocking,
+        shadowed: shadowed_all,
+        shadowed_not_listed,
+        counts,
+        findings: input.findings.clone(),
+        gaps: input.gaps.clone(),
+        notes,
+        summary,
+    }
+}
+
+// ---- traceflow ----
+
+/// What one traceflow saw.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TraceflowResult {
+    /// Delivered to the peer's port.
+    Delivered { component: Option<String> },
+    /// Dropped: where (`component`), why (`reason`, e.g. FW_RULE), by which rule (`acl_rule_id`
+    /// / `acl_rule_path`, resolved to the rule read when it was read).
+    Dropped {
+        component: Option<String>,
+        reason: Option<String>,
+        transport_node: Option<String>,
+        acl_rule_id: Option<u64>,
+        acl_rule_path: Option<String>,
+        rule: Option<Box<DfwRuleRef>>,
+    },
+    /// Neither observed (still running, failed, observations not read).
+    Undecided { why: String },
+}
+
+/// Whether a traceflow agrees with the evaluation of its path.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Agreement {
+    Agrees,
+    Disagrees {
+        why: String,
+    },
+    /// The evaluation could not decide the path, or the traceflow did not: nothing to compare.
+    NotComparable {
+        why: String,
+    },
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TraceflowSummary {
+    pub from: String,
+    pub to: String,
+    pub port: u16,
+    pub state: Option<String>,
+    pub observations: usize,
+    pub result: TraceflowResult,
+    pub agreement: Agreement,
+    /// The run saw the traceflow deleted.
+    pub deleted: bool,
+}
+
+impl TraceflowSummary {
+    /// One line: `traceflow a → b:2380: dropped at DFW (FW_RULE) by "name" (path; …)`.
+    pub fn text(&self) -> String {
+        let what = match &self.result {
+            TraceflowResult::Delivered { component } => match component {
+                Some(c) => format!("delivered (at {c})"),
+                None => "delivered".to_string(),
+            },
+            TraceflowResult::Dropped {
+                component,
+                reason,
+                acl_rule_id,
+                rule,
+                ..
+            } => {
+                let mut s = format!(
+                    "dropped at {} ({})",
+                    component.as_deref().unwrap_or("an unnamed component"),
+                    reason.as_deref().unwrap_or("no reason given")
+                );
+                match (rule, acl_rule_id) {
+                    (Some(r), _) => s.push_str(&format!(" by {}", r.label())),
+                    (None, Some(id)) => {
+                        s.push_str(&format!(" by rule id {id}, not among the rules read"))
+                    }
+                    (None, None) => {}
+                }
+                s
+            }
+            TraceflowResult::Undecided { why } => format!("undecided: {why}"),
+        };
+        format!(
+            "traceflow {} → {}:{}: {what}",
+            self.from, self.to, self.port
+        )
+    }
+}
+
+fn resolve(input: &DfwInput, id: Option<u64>, path: Option<&str>) -> Option<DfwRuleRef> {
+    let all = || {
+        input
+            .policies
+            .iter()
+            .flat_map(|p| p.rules.iter().map(move |r| (p, r)))
+    };
+    if let Some(path) = path {
+        if let Some((p, r)) = all().find(|(_, r)| r.path.as_deref() == Ok(path)) {
+            return rule_ref(p, r);
+        }
+    }
+    let id = id?;
+    let mut found = all().filter(|(_, r)| r.rule_id == Some(id));
+    let (p, r) = found.next()?;
+    // Two rules read with one datapath id: not one rule.
+    if found.next().is_some() {
+        return None;
+    }
+    rule_ref(p, r)
+}
+
+/// One traceflow's observations summarized, and compared with the evaluation of its path
+/// (`from`/`to` are node names, as the evaluation's).
+pub fn summarize_traceflow(
+    t: &TraceflowRead,
+    input: &DfwInput,
+    eval: &DfwEvaluation,
+) -> TraceflowSummary {
+    let obs = observations(t);
+    let state = traceflow_state(t);
+    let dropped = obs.iter().find_map(|o| match o {
+        Observation::Dropped {
+            component_type,
+            component_name,
+            reason,
+            acl_rule_id,
+            acl_rule_path,
+            transport_node,
+        } => Some(TraceflowResult::Dropped {
+            component: component_name.clone().or_else(|| component_type.clone()),
+            reason: reason.clone(),
+            transport_node: transport_node.clone(),
+            acl_rule_id: *acl_rule_id,
+            acl_rule_path: acl_rule_path.clone(),
+            rule: resolve(input, *acl_rule_id, acl_rule_path.as_deref()).map(Box::new),
+        }),
+        _ => None,
+    });
+    let delivered = obs.iter().find_map(|o| match o {
+        Observation::Delivered { component, .. } => Some(TraceflowResult::Delivered {
+            component: component.clone(),
+        }),
+        _ => None,
+    });
+    let result = dropped.or(delivered).unwrap_or_else(|| {
+        let mut why = format!(
+            "no delivered or dropped observation ({} observations",
+            obs.len()
+        );
+        if let Some(s) = &state {
+            why.push_str(&format!(", state {s}"));
+        }
+        why.push(')');
+        if let Some(g) = &t.observations.incomplete {
+            why.push_str(&format!(
+                "; observations not all read: {}",
+                clip(&g.why, 256)
+            ));
+        }
+        if let Some(g) = t.gaps.first() {
+            why.push_str(&format!("; {}", clip(&g.why, 256)));
+        }
+        TraceflowResult::Undecided { why }
+    });
+    let agreement = agreement(&result, eval.path(t.port, &t.from, &t.to));
+    TraceflowSummary {
+        from: clip(&t.from, 256),
+        to: clip(&t.to, 256),
+        port: t.port,
+        state,
+        observations: obs.len(),
+        result,
+        agreement,
+        deleted: t.deleted,
+    }
+}
+
+fn agreement(result: &TraceflowResult, path: Option<&DfwPath>) -> Agreement {
+    let Some(path) = path else {
+        return Agreement::NotComparable {
+            why: "the path was not evaluated".into(),
+        };
+    };
+    match (result, &path.outcome) {
+        (TraceflowResult::Undecided { why }, _) => Agreement::NotComparable { why: why.clone() },
+        (_, DfwPathOutcome::CannotDecide { why }) => Agreement::NotComparable {
+            why: format!("the evaluation cannot decide: {why}"),
+        },
+        (TraceflowResult::Delivered { .. }, o) => match o.blocking_rule() {
+            None => Agreement::Agrees,
+            Some(r) => Agreement::Disagrees {
+                why: format!("delivered, but the evaluation names {}", r.label()),
+            },
+        },
+        (
+            TraceflowResult::Dropped {
+                rule,
+                acl_rule_id,
+                reason,
+                component,
+                ..
+            },
+            o,
+        ) => match (o.blocking_rule(), rule) {
+            (Some(e), Some(t)) if e.path == t.path => Agreement::Agrees,
+            (Some(e), Some(t)) => Agreement::Disagrees {
+                why: format!(
+                    "the traceflow names {}, the evaluation {}",
+                    t.label(),
+                    e.label()
+                ),
+            },
+            (Some(e), None) if acl_rule_id.is_some() && *acl_rule_id == e.rule_id => {
+                Agreement::Agrees
+            }
+            (Some(e), None) => Agreement::Disagrees {
+                why: format!(
+                    "dropped ({}) by no rule read, the evaluation names {}",
+                    reason.as_deref().unwrap_or("no reason"),
+                    e.label()
+                ),
+            },
+            (None, Some(t)) => Agreement::Disagrees {
+                why: format!(
+                    "dropped by {}, which the evaluation does not find first",
+                    t.label()
+                ),
+            },
+            (None, None) => Agreement::Disagrees {
+                why: format!(
+                    "dropped at {} ({}{}), and the evaluation finds no visible rule that drops it",
+                    component.as_deref().unwrap_or("an unnamed component"),
+                    reason.as_deref().unwrap_or("no reason"),
+                    acl_rule_id
+                        .map(|id| format!(", rule id {id} not among the rules read"))
+                        .unwrap_or_default()
+                ),
+            },
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,714 @@
+//! The DFW engine on the fixtures in `tests/fixtures/nsx-manager/api/`.
+
+use serde_json::{json, Value};
+
+use super::*;
+use crate::nsxmanager::model::tests::{fixture, supervisor_vms, world};
+use crate::nsxmanager::model::{input, SupervisorVm};
+use crate::nsxmanager::raw::{Gap, Listed, NsxRead};
+
+const CP: [&str; 3] = ["tkc-cp-1", "tkc-cp-2", "tkc-cp-3"];
+
+fn eval_of(read: &NsxRead, v6: bool) -> (DfwInput, DfwEvaluation) {
+    let i = input(read, &supervisor_vms(v6));
+    let e = evaluate(&i);
+    (i, e)
+}
+
+fn eval(name: &str) -> (DfwInput, DfwEvaluation) {
+    eval_of(&world(name, "vms.json"), false)
+}
+
+fn outcomes(e: &DfwEvaluation, port: u16) -> Vec<&DfwPathOutcome> {
+    e.paths
+        .iter()
+        .filter(|p| p.port == port)
+        .map(|p| &p.outcome)
+        .collect()
+}
+
+fn rule_path(o: &DfwPathOutcome) -> Option<&str> {
+    o.blocking_rule().map(|r| r.path.as_str())
+}
+
+fn allowed_by(o: &DfwPathOutcome) -> Option<&str> {
+    match o {
+        DfwPathOutcome::Allowed {
+            egress: Some(r), ..
+        } => Some(r.path.as_str()),
+        _ => None,
+    }
+}
+
+const BLOCK: &str =
+    "/infra/domains/default/security-policies/infra-hardening/rules/block-etcd-peer";
+const DEFAULT: &str =
+    "/infra/domains/default/security-policies/default-layer3-section/rules/default-layer3-rule";
+
+#[test]
+fn infrastructure_drop_of_2380_between_the_cp_group_is_named() {
+    let (_, e) = eval("infra-drop-2380.json");
+    assert_eq!(e.vms, CP);
+    assert_eq!(e.paths.len(), 12);
+    for o in outcomes(&e, 2380) {
+        assert!(matches!(o, DfwPathOutcome::Dropped { .. }), "{o:?}");
+        assert_eq!(rule_path(o), Some(BLOCK));
+    }
+    // 2379: the disabled Emergency DROP does not count, the Environment DROP excludes the CP
+    // sources, the default rule allows.
+    for o in outcomes(&e, 2379) {
+        assert_eq!(allowed_by(o), Some(DEFAULT), "{o:?}");
+    }
+    assert_eq!(e.blocking.len(), 1);
+    // Nothing comes after the default rule; the disabled DROP never matches.
+    assert!(e.shadowed.is_empty(), "{:?}", e.shadowed);
+    let b = &e.blocking[0];
+    assert_eq!(b.paths.len(), 6);
+    assert_eq!(b.rule.category, "Infrastructure");
+    assert_eq!(b.rule.policy_sequence, Some(10));
+    assert_eq!(b.rule.rule_sequence, Some(10));
+    assert_eq!(b.rule.rule_id, Some(3021));
+    assert_eq!(b.rule.action, RuleAction::Drop);
+    let label = b.rule.label();
+    assert!(label.contains("\"block etcd peer\""), "{label}");
+    assert!(label.contains(BLOCK), "{label}");
+    assert!(label.contains("category Infrastructure"), "{label}");
+    assert!(e.summary.contains("drops 6 of 12 paths"), "{}", e.summary);
+    // Both checks block: the egress check at FROM is the one named.
+    let p = e.path(2380, "tkc-cp-1", "tkc-cp-2").unwrap();
+    assert!(matches!(&p.egress, DfwSideOutcome::Matched { rule } if rule.path == BLOCK));
+    assert!(matches!(&p.ingress, DfwSideOutcome::Matched { rule } if rule.path == BLOCK));
+    let failing = [PathRef {
+        port: 2380,
+        from: "tkc-cp-1".into(),
+        to: "tkc-cp-2".into(),
+    }];
+    assert_eq!(e.no_drop_line(&failing), None);
+    assert_eq!(e.counts.policies, 4);
+    assert_eq!(e.counts.rules, 4);
+    assert_eq!(e.counts.rules_disabled, 1);
+    assert_eq!(e.counts.vms_identified, 3);
+    assert_eq!(
+        e.counts.policies_by_category,
+        vec![
+            ("Emergency".to_string(), 1),
+            ("Infrastructure".to_string(), 1),
+            ("Environment".to_string(), 1),
+            ("Application".to_string(), 1)
+        ]
+    );
+}
+
+#[test]
+fn a_higher_category_allow_before_an_application_drop_is_not_blamed() {
+    let (_, e) = eval("allow-before-drop.json");
+    let allow = "/infra/domains/default/security-policies/env-allow-etcd/rules/allow-etcd";
+    for port in [2379, 2380] {
+        for o in outcomes(&e, port) {
+            // The service's range 2379-2380 covers both ports.
+            assert_eq!(allowed_by(o), Some(allow), "{port}: {o:?}");
+        }
+    }
+    assert!(e.blocking.is_empty());
+    // The Application DROP is shadowed on the 2380 paths, in both checks, by the ALLOW.
+    assert_eq!(e.shadowed.len(), 1, "{:?}", e.shadowed);
+    let s = &e.shadowed[0];
+    assert_eq!(
+        s.rule.path,
+        "/infra/domains/default/security-policies/app-deny/rules/deny-etcd-peer"
+    );
+    assert_eq!(s.rule.category, "Application");
+    assert_eq!(s.by.path, allow);
+    assert_eq!(s.paths.len(), 6);
+    assert!(s.paths.iter().all(|p| p.port == 2380));
+    assert!(
+        e.summary.starts_with(
+            "NSX Manager shows no rule that drops these paths (read: 3 security policies"
+        ),
+        "{}",
+        e.summary
+    );
+    let line = e
+        .no_drop_line(&[PathRef {
+            port: 2380,
+            from: "tkc-cp-2".into(),
+            to: "tkc-cp-3".into(),
+        }])
+        .unwrap();
+    assert!(line.contains("3 rules (0 disabled)"), "{line}");
+}
+
+#[test]
+fn jump_to_application_skips_the_rest_of_environment() {
+    let (_, e) = eval("jump-to-application.json");
+    let reject = "/infra/domains/default/security-policies/app-reject/rules/reject-etcd-client";
+    for o in outcomes(&e, 2379) {
+        assert!(matches!(o, DfwPathOutcome::Rejected { .. }), "{o:?}");
+        assert_eq!(rule_path(o), Some(reject));
+    }
+    // 2380: past the jump, the Application default rule (the Environment ALLOW is skipped).
+    for o in outcomes(&e, 2380) {
+        assert_eq!(allowed_by(o), Some(DEFAULT), "{o:?}");
+    }
+    assert!(e.summary.contains("rejects 6 of 12"), "{}", e.summary);
+}
+
+#[test]
+fn a_group_whose_members_could_not_be_read_cannot_decide() {
+    let (_, e) = eval("members-unread.json");
+    for o in e.paths.iter().map(|p| &p.outcome) {
+        let DfwPathOutcome::CannotDecide { why } = o else {
+            panic!("{o:?}")
+        };
+        assert!(why.contains("unknown-sources"), "{why}");
+        assert!(why.contains("ip-addresses not read"), "{why}");
+    }
+    assert!(e.blocking.is_empty());
+    assert!(
+        e.summary.contains("12 of 12 paths cannot be decided"),
+        "{}",
+        e.summary
+    );
+    assert_eq!(
+        e.no_drop_line(&[PathRef {
+            port: 2380,
+            from: "tkc-cp-1".into(),
+            to: "tkc-cp-2".into()
+        }]),
+        None
+    );
+}
+
+#[test]
+fn ipv6_addresses_match_the_groups_realized_cidr_and_ip_protocol() {
+    let (i, e) = eval_of(&world("ipv6.json", "vms.json"), true);
+    let v6 = "/infra/domains/default/security-policies/infra-v6/rules/drop-v6-client";
+    for o in outcomes(&e, 2379) {
+        assert_eq!(rule_path(o), Some(v6), "{o:?}");
+    }
+    // The IPV4 rule does not match IPv6 packets.
+    for o in outcomes(&e, 2380) {
+        assert_eq!(allowed_by(o), Some(DEFAULT), "{o:?}");
+    }
+    // NSX's VIFs list IPv4 addresses the Supervisor does not: said.
+    assert!(
+        i.findings.iter().any(|f| f.contains("fd00:10::11")),
+        "{:?}",
+        i.findings
+    );
+}
+
+#[test]
+fn hostile_values_make_cannot_decide_not_a_guess() {
+    let (_, e) = eval("hostile.json");
+    assert_eq!(e.paths.len(), 12);
+    for p in &e.paths {
+        assert!(
+            matches!(p.outcome, DfwPathOutcome::CannotDecide { .. }),
+            "{p:?}"
+        );
+    }
+    assert!(e.blocking.is_empty());
+}
+
+#[test]
+fn a_policy_list_not_read_whole_cannot_decide() {
+    let mut read = world("infra-drop-2380.json", "vms.json");
+    read.policies.incomplete = Some(Gap {
+        path: "/policy/api/v1/infra/domains/default/security-policies".into(),
+        status: Some(503),
+        why: "the second page timed out".into(),
+        privilege: None,
+    });
+    let (_, e) = eval_of(&read, false);
+    for p in &e.paths {
+        let DfwPathOutcome::CannotDecide { why } = &p.outcome else {
+            panic!("{p:?}")
+        };
+        assert!(why.contains("second page timed out"), "{why}");
+    }
+}
+
+fn with_rule(read: &mut NsxRead, policy: &str, edit: impl Fn(&mut Value)) {
+    let pr = read
+        .rules
+        .iter_mut()
+        .find(|p| p.policy["id"] == policy)
+        .unwrap();
+    for r in &mut pr.rules.results {
+        edit(r);
+    }
+}
+
+#[test]
+fn direction_and_scope_are_per_vnic() {
+    // OUT only: the egress check at FROM drops, the ingress check does not match.
+    let mut read = world("infra-drop-2380.json", "vms.json");
+    with_rule(&mut read, "infra-hardening", |r| {
+        r["direction"] = json!("OUT")
+    });
+    let (_, e) = eval_of(&read, false);
+    let p = e.path(2380, "tkc-cp-1", "tkc-cp-2").unwrap();
+    assert!(matches!(&p.egress, DfwSideOutcome::Matched { rule } if rule.path == BLOCK));
+    assert!(matches!(&p.ingress, DfwSideOutcome::Matched { rule } if rule.path == DEFAULT));
+    assert_eq!(rule_path(&p.outcome), Some(BLOCK));
+
+    // Applied to a group that holds only tkc-cp-2's port: only checks at tkc-cp-2's vNIC.
+    let mut read = world("infra-drop-2380.json", "vms.json");
+    let g = "/infra/domains/default/groups/cp-2-only";
+    with_rule(&mut read, "infra-hardening", |r| r["scope"] = json!([g]));
+    let mut m = read.members["/infra/domains/default/groups/tkc-cp"].clone();
+    m.ip_addresses = Some(Listed {
+        results: vec![json!("10.0.0.12")],
+        ..Listed::default()
+    });
+    m.virtual_machines = Some(Listed::default());
+    m.segment_ports = Some(Listed {
+        results: vec![json!({"path": "/infra/segments/tkc-seg/ports/port-2"})],
+        ..Listed::default()
+    });
+    read.members.insert(g.into(), m);
+    let (_, e) = eval_of(&read, false);
+    for p in e.paths.iter().filter(|p| p.port == 2380) {
+        let at_cp2 = p.from == "tkc-cp-2" || p.to == "tkc-cp-2";
+        assert_eq!(rule_path(&p.outcome).is_some(), at_cp2, "{p:?}");
+    }
+    // The policy's scope wins over the rule's: ANY at the rule, cp-2-only at the policy.
+    let mut read2 = read.clone();
+    with_rule(&mut read2, "infra-hardening", |r| {
+        r["scope"] = json!(["ANY"])
+    });
+    let pr = read2
+        .rules
+        .iter_mut()
+        .find(|p| p.policy["id"] == "infra-hardening")
+        .unwrap();
+    pr.policy["scope"] = json!([g]);
+    let (_, e2) = eval_of(&read2, false);
+    assert_eq!(e2.paths, e.paths);
+}
+
+#[test]
+fn a_scope_against_an_unidentified_vm_cannot_decide() {
+    let mut read = world("infra-drop-2380.json", "vms-mismatch.json");
+    with_rule(&mut read, "infra-hardening", |r| {
+        r["scope"] = json!(["/infra/domains/default/groups/tkc-cp"])
+    });
+    let (_, e) = eval_of(&read, false);
+    // Checks at tkc-cp-3's vNIC cannot tell whether the rule is applied there; a drop at the
+    // other end still blocks.
+    let p = e.path(2380, "tkc-cp-1", "tkc-cp-3").unwrap();
+    assert_eq!(rule_path(&p.outcome), Some(BLOCK));
+    assert!(
+        matches!(&p.ingress, DfwSideOutcome::CannotDecide { why } if why.contains("not identified"))
+    );
+    let p = e.path(2380, "tkc-cp-1", "tkc-cp-2").unwrap();
+    assert_eq!(rule_path(&p.outcome), Some(BLOCK));
+}
+
+#[test]
+fn ties_with_different_actions_cannot_decide_and_context_profiles_too() {
+    // A second Infrastructure policy with the same sequence number allowing everything.
+    let mut read = world("infra-drop-2380.json", "vms.json");
+    let mut twin = read
+        .rules
+        .iter()
+        .find(|p| p.policy["id"] == "infra-hardening")
+        .unwrap()
+        .clone();
+    twin.policy["id"] = json!("infra-twin");
+    twin.policy["path"] = json!("/infra/domains/default/security-policies/infra-twin");
+    for r in &mut twin.rules.results {
+        r["action"] = json!("ALLOW");
+        r["path"] = json!("/infra/domains/default/security-policies/infra-twin/rules/allow");
+    }
+    read.rules.push(twin);
+    let (_, e) = eval_of(&read, false);
+    for o in outcomes(&e, 2380) {
+        let DfwPathOutcome::CannotDecide { why } = o else {
+            panic!("{o:?}")
+        };
+        assert!(why.contains("not deterministic"), "{why}");
+    }
+    // The same action on both: the first listed is named.
+    let mut read = world("infra-drop-2380.json", "vms.json");
+    let mut twin = read.rules[1].clone();
+    twin.policy["path"] = json!("/infra/domains/default/security-policies/infra-twin");
+    read.rules.push(twin);
+    let (_, e) = eval_of(&read, false);
+    assert_eq!(rule_path(outcomes(&e, 2380)[0]), Some(BLOCK));
+
+    let mut read = world("infra-drop-2380.json", "vms.json");
+    with_rule(&mut read, "infra-hardening", |r| {
+        r["profiles"] = json!(["/infra/context-profiles/ETCD"])
+    });
+    let (_, e) = eval_of(&read, false);
+    for o in outcomes(&e, 2380) {
+        assert!(
+            matches!(o, DfwPathOutcome::CannotDecide { why } if why.contains("context profiles")),
+            "{o:?}"
+        );
+    }
+}
+
+#[test]
+fn ethernet_allow_falls_through_and_ethernet_drop_decides() {
+    let mut read = world("infra-drop-2380.json", "vms.json");
+    let mut l2 = read.rules[0].clone();
+    l2.policy["id"] = json!("l2");
+    l2.policy["path"] = json!("/infra/domains/default/security-policies/l2");
+    l2.policy["category"] = json!("Ethernet");
+    l2.rules.results = vec![
+        json!({"path": "/infra/domains/default/security-policies/l2/rules/a",
+        "sequence_number": 1, "action": "ALLOW", "source_groups": ["ANY"],
+        "destination_groups": ["ANY"], "services": ["ANY"]}),
+    ];
+    read.rules.push(l2.clone());
+    let (_, e) = eval_of(&read, false);
+    assert_eq!(rule_path(outcomes(&e, 2380)[0]), Some(BLOCK));
+
+    let mut read = world("infra-drop-2380.json", "vms.json");
+    l2.rules.results[0]["action"] = json!("DROP");
+    read.rules.push(l2.clone());
+    let (_, e) = eval_of(&read, false);
+    for o in outcomes(&e, 2379) {
+        assert_eq!(
+            rule_path(o),
+            Some("/infra/domains/default/security-policies/l2/rules/a")
+        );
+    }
+    // A layer 2 rule naming groups matches MACs: not evaluated.
+    let mut read = world("infra-drop-2380.json", "vms.json");
+    l2.rules.results[0]["source_groups"] = json!(["/infra/domains/default/groups/tkc-cp"]);
+    read.rules.push(l2);
+    let (_, e) = eval_of(&read, false);
+    assert!(
+        matches!(outcomes(&e, 2379)[0], DfwPathOutcome::CannotDecide { why } if why.contains("layer 2"))
+    );
+}
+
+#[test]
+fn services_not_read_and_source_ports_cannot_decide() {
+    let mut read = world("infra-drop-2380.json", "vms.json");
+    read.services.clear();
+    let (_, e) = eval_of(&read, false);
+    assert!(
+        matches!(outcomes(&e, 2380)[0], DfwPathOutcome::CannotDecide { why } if why.contains("was not read"))
+    );
+
+    let mut read = world("infra-drop-2380.json", "vms.json");
+    read.services.insert(
+        "/infra/services/etcd-peer".into(),
+        json!({"path": "/infra/services/etcd-peer", "service_entries": [
+            {"resource_type": "L4PortSetServiceEntry", "l4_protocol": "TCP",
+             "destination_ports": ["2380"], "source_ports": ["1024-65535"]}]}),
+    );
+    let (_, e) = eval_of(&read, false);
+    assert!(
+        matches!(outcomes(&e, 2380)[0], DfwPathOutcome::CannotDecide { why } if why.contains("ephemeral"))
+    );
+    // …but never for the port the service does not name.
+    assert_eq!(allowed_by(outcomes(&e, 2379)[0]), Some(DEFAULT));
+}
+
+#[test]
+fn the_no_drop_line_says_what_was_read() {
+    let mut read = world("infra-drop-2380.json", "vms.json");
+    with_rule(&mut read, "infra-hardening", |r| {
+        r["disabled"] = json!(true)
+    });
+    let (_, e) = eval_of(&read, false);
+    assert!(e.blocking.is_empty());
+    let line = e
+        .no_drop_line(&[PathRef {
+            port: 2380,
+            from: "tkc-cp-3".into(),
+            to: "tkc-cp-1".into(),
+        }])
+        .unwrap();
+    assert_eq!(
+        line,
+        "NSX Manager shows no rule that drops these paths (read: 4 security policies (Emergency 1, Infrastructure 1, Environment 1, Application 1), 4 rules (2 disabled), 1 groups (1 with members read whole), 1 services, 3 of 3 VMs identified)"
+    );
+    assert_eq!(e.no_drop_line(&[]), None);
+}
+
+fn traceflow(obs: &str, from: &str, to: &str, port: u16) -> TraceflowRead {
+    let v = fixture(obs);
+    TraceflowRead {
+        from: from.into(),
+        to: to.into(),
+        port,
+        path: "/infra/traceflows/etcdnet-1".into(),
+        status: Some(json!({"operation_state": "FINISHED"})),
+        observations: Listed {
+            results: v["results"].as_array().cloned().unwrap_or_default(),
+            result_count: v["result_count"].as_u64(),
+            incomplete: None,
+        },
+        deleted: true,
+        gaps: vec![],
+    }
+}
+
+#[test]
+fn a_traceflow_drop_names_the_same_rule() {
+    let (i, e) = eval("infra-drop-2380.json");
+    let t = traceflow("traceflow-dropped.json", "tkc-cp-1", "tkc-cp-2", 2380);
+    let s = summarize_traceflow(&t, &i, &e);
+    let TraceflowResult::Dropped {
+        component,
+        reason,
+        rule,
+        acl_rule_id,
+        ..
+    } = &s.result
+    else {
+        panic!("{s:?}")
+    };
+    assert_eq!(component.as_deref(), Some("DFW"));
+    assert_eq!(reason.as_deref(), Some("FW_RULE"));
+    assert_eq!(*acl_rule_id, Some(3021));
+    assert_eq!(rule.as_ref().map(|r| r.path.as_str()), Some(BLOCK));
+    assert_eq!(s.agreement, Agreement::Agrees);
+    assert_eq!(s.state.as_deref(), Some("FINISHED"));
+    assert_eq!(s.observations, 2);
+    assert!(s.deleted);
+    assert_eq!(
+        s.text(),
+        format!("traceflow tkc-cp-1 → tkc-cp-2:2380: dropped at DFW (FW_RULE) by \"block etcd peer\" ({BLOCK}; category Infrastructure, policy \"Infra hardening\" sequence 10, rule sequence 10, rule id 3021)")
+    );
+    // By the datapath id alone.
+    let t = traceflow(
+        "traceflow-dropped-id-only.json",
+        "tkc-cp-1",
+        "tkc-cp-2",
+        2380,
+    );
+    let s = summarize_traceflow(&t, &i, &e);
+    assert!(matches!(&s.result, TraceflowResult::Dropped { rule: Some(r), .. } if r.path == BLOCK));
+    assert_eq!(s.agreement, Agreement::Agrees);
+}
+
+#[test]
+fn a_traceflow_that_disagrees_says_so() {
+    let (i, e) = eval("infra-drop-2380.json");
+    // Delivered where the evaluation drops.
+    let t = traceflow("traceflow-delivered.json", "tkc-cp-1", "tkc-cp-2", 2380);
+    let s = summarize_traceflow(&t, &i, &e);
+    assert!(matches!(s.result, TraceflowResult::Delivered { .. }));
+    assert!(
+        matches!(&s.agreement, Agreement::Disagrees { why } if why.contains("block etcd peer"))
+    );
+    // Dropped where the evaluation allows (2379): a rule the evaluation does not find first.
+    let t = traceflow("traceflow-dropped.json", "tkc-cp-1", "tkc-cp-2", 2379);
+    let s = summarize_traceflow(&t, &i, &e);
+    assert!(
+        matches!(&s.agreement, Agreement::Disagrees { why } if why.contains("does not find first"))
+    );
+    // Delivered where it allows.
+    let t = traceflow("traceflow-delivered.json", "tkc-cp-1", "tkc-cp-2", 2379);
+    assert_eq!(summarize_traceflow(&t, &i, &e).agreement, Agreement::Agrees);
+    // A drop by a rule not read.
+    let (i2, e2) = eval("allow-before-drop.json");
+    let t = traceflow(
+        "traceflow-dropped-id-only.json",
+        "tkc-cp-1",
+        "tkc-cp-2",
+        2380,
+    );
+    let s = summarize_traceflow(&t, &i2, &e2);
+    assert!(matches!(
+        &s.result,
+        TraceflowResult::Dropped { rule: None, .. }
+    ));
+    assert!(
+        matches!(&s.agreement, Agreement::Disagrees { why } if why.contains("rule id 3021 not among the rules read"))
+    );
+}
+
+#[test]
+fn a_traceflow_without_an_answer_is_undecided() {
+    let (i, e) = eval("infra-drop-2380.json");
+    let mut t = traceflow("traceflow-delivered.json", "tkc-cp-1", "tkc-cp-2", 2380);
+    t.observations.results.truncate(1);
+    t.status = Some(json!({"operation_state": "IN_PROGRESS"}));
+    let s = summarize_traceflow(&t, &i, &e);
+    assert!(matches!(&s.result, TraceflowResult::Undecided { why } if why.contains("IN_PROGRESS")));
+    assert!(matches!(s.agreement, Agreement::NotComparable { .. }));
+    // A path not evaluated.
+    let t = traceflow("traceflow-delivered.json", "tkc-cp-1", "elsewhere", 2380);
+    assert!(matches!(
+        summarize_traceflow(&t, &i, &e).agreement,
+        Agreement::NotComparable { .. }
+    ));
+}
+
+#[test]
+fn at_most_max_vms_and_no_ip_cannot_decide() {
+    let read = world("infra-drop-2380.json", "vms.json");
+    let mut vms = supervisor_vms(false);
+    vms[0].ips.clear();
+    for n in 0..MAX_VMS + 4 {
+        vms.push(SupervisorVm {
+            node: format!("z-extra-{n:02}"),
+            vm_name: format!("z-extra-{n:02}"),
+            ..SupervisorVm::default()
+        });
+    }
+    let e = evaluate(&input(&read, &vms));
+    assert_eq!(e.vms.len(), MAX_VMS);
+    let p = e.path(2380, "tkc-cp-1", "tkc-cp-2").unwrap();
+    // The source group cannot be matched without tkc-cp-1's address: the ingress side at
+    // tkc-cp-2 cannot decide either, so the path cannot.
+    assert!(
+        matches!(&p.outcome, DfwPathOutcome::CannotDecide { why } if why.contains("no IP is known for tkc-cp-1")),
+        "{p:?}"
+    );
+}
+
+#[test]
+fn a_huge_manager_is_evaluated_in_bounded_time() {
+    let mut read = world("infra-drop-2380.json", "vms.json");
+    let g = "/infra/domains/default/groups/huge";
+    let mut m = read.members["/infra/domains/default/groups/tkc-cp"].clone();
+    m.ip_addresses = Some(Listed {
+        results: (0..20_000u32)
+            .map(|n| json!(format!("172.{}.{}.{}", n >> 16, (n >> 8) & 255, n & 255)))
+            .collect(),
+        ..Listed::default()
+    });
+    m.virtual_machines = Some(Listed::default());
+    m.segment_ports = Some(Listed::default());
+    read.members.insert(g.into(), m);
+    let template = read.rules[3].clone();
+    for n in 0..2_000 {
+        let mut p = template.clone();
+        p.policy["path"] = json!(format!("/infra/domains/default/security-policies/bulk-{n}"));
+        p.policy["category"] = json!("Environment");
+        p.policy["sequence_number"] = json!(n);
+        p.rules.results = (0..5)
+            .map(|r| {
+                json!({"path": format!("/infra/domains/default/security-policies/bulk-{n}/rules/{r}"),
+                       "sequence_number": r, "action": "DROP", "source_groups": [g],
+                       "destination_groups": [g], "services": ["ANY"]})
+            })
+            .collect();
+        read.rules.push(p);
+    }
+    let started = std::time::Instant::now();
+    let (_, e) = eval_of(&read, false);
+    assert!(started.elapsed() < std::time::Duration::from_secs(20));
+    // None of the bulk rules matches the VMs; the Infrastructure DROP still decides 2380.
+    assert_eq!(e.counts.rules, 4 + 10_000);
+    assert_eq!(rule_path(outcomes(&e, 2380)[0]), Some(BLOCK));
+    assert_eq!(allowed_by(outcomes(&e, 2379)[0]), Some(DEFAULT));
+}
+
+#[test]
+fn a_member_vm_whose_address_is_not_realized_cannot_decide() {
+    let mut read = world("infra-drop-2380.json", "vms.json");
+    let m = read
+        .members
+        .get_mut("/infra/domains/default/groups/tkc-cp")
+        .unwrap();
+    m.ip_addresses = Some(Listed {
+        results: vec![json!("10.0.0.11"), json!("10.0.0.12")],
+        ..Listed::default()
+    });
+    let (_, e) = eval_of(&read, false);
+    // tkc-cp-3 is a member VM (by its uuid and port) whose IP NSX has not realized.
+    let p = e.path(2380, "tkc-cp-3", "tkc-cp-1").unwrap();
+    assert!(
+        matches!(&p.outcome, DfwPathOutcome::CannotDecide { why } if why.contains("not in the group's realized IPs")),
+        "{p:?}"
+    );
+    assert_eq!(
+        rule_path(&e.path(2380, "tkc-cp-1", "tkc-cp-2").unwrap().outcome),
+        Some(BLOCK)
+    );
+}
+
+#[test]
+fn a_vpc_policy_without_a_category_has_no_known_place() {
+    let mut read = world("infra-drop-2380.json", "vms.json");
+    let mut vpc = read.rules[3].clone();
+    vpc.policy = json!({"id": "vpc-allow", "display_name": "vpc allow",
+        "path": "/orgs/default/projects/p/vpcs/v/security-policies/vpc-allow",
+        "sequence_number": 1});
+    vpc.rules.results = vec![json!({
+        "path": "/orgs/default/projects/p/vpcs/v/security-policies/vpc-allow/rules/a",
+        "sequence_number": 1, "action": "ALLOW"})];
+    read.rules.push(vpc);
+    let (i, e) = eval_of(&read, false);
+    assert_eq!(i.policies[4].policy.category, Category::Vpc);
+    for p in &e.paths {
+        assert!(
+            matches!(&p.outcome, DfwPathOutcome::CannotDecide { why } if why.contains("VPC (no category)")),
+            "{p:?}"
+        );
+    }
+    assert!(e.notes[0].contains("several trees"), "{:?}", e.notes);
+}
+
+#[test]
+fn nested_services_ip_protocol_and_icmp() {
+    let mut read = world("infra-drop-2380.json", "vms.json");
+    read.services.insert(
+        "/infra/services/etcd-peer".into(),
+        json!({"path": "/infra/services/etcd-peer", "service_entries": [
+            {"resource_type": "ICMPTypeServiceEntry", "protocol": "ICMPv4"},
+            {"resource_type": "NestedServiceServiceEntry",
+             "nested_service_path": "/infra/services/all-tcp"}]}),
+    );
+    read.services.insert(
+        "/infra/services/all-tcp".into(),
+        json!({"path": "/infra/services/all-tcp", "service_entries": [
+            {"resource_type": "IPProtocolServiceEntry", "protocol_number": 6}]}),
+    );
+    let (_, e) = eval_of(&read, false);
+    // Every TCP port now: both ports dropped by the Infrastructure rule.
+    for o in e.paths.iter().map(|p| &p.outcome) {
+        assert_eq!(rule_path(o), Some(BLOCK), "{o:?}");
+    }
+    // A service nesting itself is bounded.
+    read.services.insert(
+        "/infra/services/all-tcp".into(),
+        json!({"path": "/infra/services/all-tcp", "service_entries": [
+            {"resource_type": "NestedServiceServiceEntry",
+             "nested_service_path": "/infra/services/all-tcp"}]}),
+    );
+    let (_, e) = eval_of(&read, false);
+    assert!(
+        matches!(outcomes(&e, 2380)[0], DfwPathOutcome::CannotDecide { why } if why.contains("nested deeper"))
+    );
+}
+
+#[test]
+fn excluded_sources_match_everyone_else() {
+    let read = world("infra-drop-2380.json", "vms.json");
+    let mut vms = supervisor_vms(false);
+    vms.push(SupervisorVm {
+        node: "outsider".into(),
+        vm_name: "outsider".into(),
+        ips: vec!["10.0.0.99".parse().unwrap()],
+        ..SupervisorVm::default()
+    });
+    let i = input(&read, &vms);
+    assert!(
+        i.findings.iter().any(|f| f.contains("outsider")),
+        "{:?}",
+        i.findings
+    );
+    let e = evaluate(&i);
+    let env = "/infra/domains/default/security-policies/env-isolation/rules/only-cp-may-talk";
+    // From outside the group to a member: the Environment DROP with sources_excluded.
+    let p = e.path(2379, "outsider", "tkc-cp-1").unwrap();
+    assert_eq!(rule_path(&p.outcome), Some(env), "{p:?}");
+    // Between members it does not match.
+    let p = e.path(2379, "tkc-cp-2", "tkc-cp-1").unwrap();
+    assert_eq!(allowed_by(&p.outcome), Some(DEFAULT), "{p:?}");
+    // To the outsider: its destination is not the group.
+    let p = e.path(2379, "tkc-cp-1", "outsider").unwrap();
+    assert_eq!(allowed_by(&p.outcome), Some(DEFAULT), "{p:?}");
+}
