@@ -16,6 +16,7 @@ use crate::commands::many::{Selection, Which};
 use crate::commands::status::StatusOptions;
 use crate::connect::ConnectOptions;
 use crate::names::{parse_namespace, validate_dns1123_subdomain};
+use crate::nsxmanager::client::{self as nsx, ManagerUrl};
 use crate::plan::DiagnoseConfig;
 use crate::render::Format;
 use crate::route::RouteArgs;
@@ -142,12 +143,16 @@ pub enum Command {
 }
 
 impl Cli {
-    /// [`GlobalArgs::warnings`], for the commands that may contact a workload API.
+    /// [`GlobalArgs::warnings`], for the commands that may contact a workload API, and
+    /// diagnose's [`NsxArgs::warnings`].
     pub fn warnings(&self) -> Vec<String> {
-        match self.command {
-            Command::Status(_) | Command::Diagnose(_) | Command::Cleanup(_) => {
-                self.global.warnings()
+        match &self.command {
+            Command::Diagnose(d) => {
+                let mut w = self.global.warnings();
+                w.extend(d.nsx.warnings());
+                w
             }
+            Command::Status(_) | Command::Cleanup(_) => self.global.warnings(),
             Command::Analyse(_) | Command::Version | Command::Completion { .. } => Vec::new(),
         }
     }
@@ -277,9 +282,110 @@ pub struct DiagnoseArgs {
     #[arg(long, value_name = "DURATION", default_value = "5s", value_parser = parse_duration)]
     pub api_timeout: Duration,
 
+    // NSX Manager (opt-in): its own help heading, so before `many`.
+    #[command(flatten)]
+    pub nsx: NsxArgs,
+
     // Last: its help heading ("Many clusters") applies to what follows it.
     #[command(flatten)]
     pub many: ManyArgs,
+}
+
+/// NSX Manager, past the Supervisor's edge: off unless `--nsx-manager` is given. No flag here
+/// reads the environment by itself (an `NSXT_MANAGER_HOST` set for terraform never turns this
+/// on); only the credentials come from `NSXT_USERNAME`/`NSXT_PASSWORD`, and only with the flag.
+#[derive(Debug, Clone, Args)]
+#[command(next_help_heading = "NSX Manager (opt-in)")]
+pub struct NsxArgs {
+    /// Also read NSX Manager's distributed firewall (policies, rules, groups and their members)
+    /// and find the control-plane VMs' ports there, read-only: https://HOST[:PORT] only
+    ///
+    /// The only switch that turns it on. Credentials from --nsx-credentials FILE, else
+    /// NSXT_USERNAME and NSXT_PASSWORD (your own NSX account, never the Supervisor's); sent to
+    /// this URL and nowhere else (redirects are not followed). A read-only role (Auditor) is
+    /// enough; --nsx-traceflow needs a role that may run Traceflow.
+    #[arg(long, value_name = "URL", value_parser = ManagerUrl::parse)]
+    pub nsx_manager: Option<ManagerUrl>,
+
+    /// A file holding one line user:password for NSX Manager (else NSXT_USERNAME and
+    /// NSXT_PASSWORD); never pass the password on the command line
+    #[arg(long, value_name = "FILE", requires = "nsx_manager")]
+    pub nsx_credentials: Option<PathBuf>,
+
+    /// NSX Manager's CA certificate(s), PEM (else this machine's roots)
+    #[arg(long, value_name = "FILE", requires = "nsx_manager",
+          conflicts_with = "nsx_insecure_skip_tls_verify")]
+    pub nsx_ca: Option<PathBuf>,
+
+    /// Do not check NSX Manager's certificate: your NSX credentials go to whoever answers at
+    /// --nsx-manager (said on stderr and in the report)
+    #[arg(long, requires = "nsx_manager")]
+    pub nsx_insecure_skip_tls_verify: bool,
+
+    /// Also prove the failing paths with Traceflow: a TCP SYN from each failing source VM's port
+    /// to its peer's IP and port (a few at most), every traceflow deleted after the run, Ctrl-C
+    /// included. Needs a role that may run Traceflow
+    #[arg(long, requires = "nsx_manager")]
+    pub nsx_traceflow: bool,
+
+    /// Bound on the whole NSX Manager reading, Traceflow included (each request at most 30s of
+    /// it)
+    #[arg(long, value_name = "DURATION", default_value = "1m", value_parser = parse_nsx_timeout)]
+    pub nsx_timeout: Duration,
+}
+
+impl NsxArgs {
+    /// Whether NSX Manager is read at all.
+    pub fn enabled(&self) -> bool {
+        self.nsx_manager.is_some()
+    }
+
+    /// The client's options, its credentials and CA file read now (before any cluster is
+    /// contacted); None without --nsx-manager. A missing or unusable credential or CA is one
+    /// line naming the flag or variables, never quoting what was read.
+    pub fn client_options(&self) -> Result<Option<nsx::Options>, String> {
+        let Some(manager) = self.nsx_manager.clone() else {
+            return Ok(None);
+        };
+        let credentials =
+            nsx::Credentials::load(self.nsx_credentials.as_deref()).map_err(|e| e.to_string())?;
+        let trust = nsx::Trust::from_flags(self.nsx_ca.as_deref(), self.nsx_insecure_skip_tls_verify)?;
+        Ok(Some(nsx::Options {
+            manager,
+            credentials,
+            trust,
+            limits: nsx::Limits::new(self.nsx_timeout),
+        }))
+    }
+
+    /// What the run says on stderr before it starts: that NSX Manager's certificate is not
+    /// checked.
+    pub fn warnings(&self) -> Vec<String> {
+        match (&self.nsx_manager, self.nsx_insecure_skip_tls_verify) {
+            (Some(url), true) => vec![format!(
+                "warning: --nsx-insecure-skip-tls-verify: NSX Manager's certificate is not checked; \
+                 your NSX credentials go to whoever answers at {url}"
+            )],
+            _ => Vec::new(),
+        }
+    }
+
+    /// The report's note when the certificate was not checked (None otherwise).
+    pub fn report_note(&self) -> Option<String> {
+        self.nsx_insecure_skip_tls_verify.then(|| {
+            "NSX Manager's certificate was not checked (--nsx-insecure-skip-tls-verify)".to_string()
+        })
+    }
+}
+
+/// `--nsx-timeout`: between 5s and 10m (a reading needs a few requests; more than ten minutes
+/// is a hung manager, not a slow one).
+pub fn parse_nsx_timeout(s: &str) -> Result<Duration, String> {
+    let d = parse_duration(s)?;
+    if d < Duration::from_secs(5) || d > Duration::from_secs(600) {
+        return Err("must be between 5s and 10m (e.g. 1m)".into());
+    }
+    Ok(d)
 }
 
 #[derive(Debug, Clone, Args)]

@@ -1131,4 +1131,4 @@ impl Client {
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
