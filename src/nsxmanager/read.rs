@@ -269,6 +269,7 @@ pub async fn read(client: &Client, layout: &Layout, vms: &[VmHint]) -> NsxRead {
         }
     }
     let policies = merge(lists, &mut gaps);
+    gaps.extend(policies.incomplete.clone());
 
     // 2. Each policy's rules, a few at once.
     let rules: Vec<PolicyRead> = stream::iter(policies.results.iter().cloned())
@@ -310,7 +311,13 @@ pub async fn read(client: &Client, layout: &Layout, vms: &[VmHint]) -> NsxRead {
         .collect()
         .await;
 
-    // 401/403 first: the whole reading may hang on them.
+    // Every gap, anywhere, also in one list; 401/403 first: the whole reading may hang on them.
+    for m in members.values() {
+        gaps.extend(m.gaps.iter().cloned());
+    }
+    for v in &vms {
+        gaps.extend(v.gaps.iter().cloned());
+    }
     gaps.sort_by_key(|g| !matches!(g.status, Some(401 | 403)));
     NsxRead {
         manager: client.manager().to_string(),
