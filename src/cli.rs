@@ -313,8 +313,12 @@ pub struct NsxArgs {
     pub nsx_credentials: Option<PathBuf>,
 
     /// NSX Manager's CA certificate(s), PEM (else this machine's roots)
-    #[arg(long, value_name = "FILE", requires = "nsx_manager",
-          conflicts_with = "nsx_insecure_skip_tls_verify")]
+    #[arg(
+        long,
+        value_name = "FILE",
+        requires = "nsx_manager",
+        conflicts_with = "nsx_insecure_skip_tls_verify"
+    )]
     pub nsx_ca: Option<PathBuf>,
 
     /// Do not check NSX Manager's certificate: your NSX credentials go to whoever answers at
@@ -349,7 +353,8 @@ impl NsxArgs {
         };
         let credentials =
             nsx::Credentials::load(self.nsx_credentials.as_deref()).map_err(|e| e.to_string())?;
-        let trust = nsx::Trust::from_flags(self.nsx_ca.as_deref(), self.nsx_insecure_skip_tls_verify)?;
+        let trust =
+            nsx::Trust::from_flags(self.nsx_ca.as_deref(), self.nsx_insecure_skip_tls_verify)?;
         Ok(Some(nsx::Options {
             manager,
             credentials,
@@ -620,6 +625,128 @@ mod tests {
             let e = Cli::try_parse_from(argv).unwrap_err();
             assert_eq!(e.exit_code(), 2, "{bad:?}: {e}");
         }
+    }
+
+    fn diagnose(extra: &[&str]) -> Result<(DiagnoseArgs, Cli), clap::Error> {
+        let argv = ["kubectl-etcdnet", "diagnose", "tkc"].iter().chain(extra);
+        let cli = Cli::try_parse_from(argv)?;
+        match &cli.command {
+            Command::Diagnose(d) => Ok((d.clone(), cli)),
+            _ => unreachable!(),
+        }
+    }
+
+    #[test]
+    fn nsx_manager_is_off_unless_its_flag_is_given() {
+        let (d, cli) = diagnose(&[]).unwrap();
+        assert!(!d.nsx.enabled());
+        assert!(matches!(d.nsx.client_options(), Ok(None)));
+        assert!(cli.warnings().is_empty());
+        // No flag of the command line reads NSXT_* (or any NSX variable) by itself: an
+        // NSXT_MANAGER_HOST set for terraform never turns NSX Manager on.
+        let cmd = Cli::command();
+        let diag = cmd.find_subcommand("diagnose").unwrap();
+        for arg in diag.get_arguments() {
+            assert!(
+                arg.get_env().is_none(),
+                "{:?} reads the environment",
+                arg.get_id()
+            );
+        }
+        let (d, _) = diagnose(&["--nsx-manager", "https://nsx.example:8443"]).unwrap();
+        assert!(d.nsx.enabled());
+        assert_eq!(
+            d.nsx.nsx_manager.unwrap().as_str(),
+            "https://nsx.example:8443"
+        );
+        assert_eq!(d.nsx.nsx_timeout, Duration::from_secs(60));
+    }
+
+    #[test]
+    fn nsx_flags_need_nsx_manager_and_refuse_http() {
+        let e = diagnose(&["--nsx-manager", "http://nsx.example"]).unwrap_err();
+        assert_eq!(e.exit_code(), 2);
+        let text = e.to_string();
+        assert!(text.contains("must be https://"), "{text}");
+        for flag in [
+            &["--nsx-traceflow"][..],
+            &["--nsx-credentials", "/f"],
+            &["--nsx-ca", "/ca.pem"],
+            &["--nsx-insecure-skip-tls-verify"],
+        ] {
+            let e = diagnose(flag).unwrap_err();
+            assert_eq!(e.exit_code(), 2, "{flag:?}");
+            assert!(e.to_string().contains("--nsx-manager"), "{flag:?}: {e}");
+        }
+        let e = diagnose(&[
+            "--nsx-manager=https://nsx",
+            "--nsx-ca=/ca.pem",
+            "--nsx-insecure-skip-tls-verify",
+        ])
+        .unwrap_err();
+        assert_eq!(e.exit_code(), 2);
+        for bad in ["1s", "11m", "soon"] {
+            let e = diagnose(&["--nsx-manager=https://nsx", "--nsx-timeout", bad]).unwrap_err();
+            assert_eq!(e.exit_code(), 2, "{bad}");
+        }
+        let (d, _) = diagnose(&[
+            "--nsx-manager=https://nsx",
+            "--nsx-timeout=2m",
+            "--nsx-traceflow",
+        ])
+        .unwrap();
+        assert_eq!(d.nsx.nsx_timeout, Duration::from_secs(120));
+        assert!(d.nsx.nsx_traceflow);
+    }
+
+    #[test]
+    fn skipping_nsx_managers_certificate_is_said_on_stderr_and_in_the_report() {
+        let (d, cli) = diagnose(&[
+            "--nsx-manager=https://nsx.example",
+            "--nsx-insecure-skip-tls-verify",
+        ])
+        .unwrap();
+        let w = cli.warnings();
+        assert_eq!(w.len(), 1, "{w:?}");
+        assert!(
+            w[0].starts_with("warning: --nsx-insecure-skip-tls-verify:"),
+            "{}",
+            w[0]
+        );
+        assert!(w[0].contains("https://nsx.example"), "{}", w[0]);
+        assert!(d.nsx.report_note().unwrap().contains("not checked"));
+        let (d, _) = diagnose(&["--nsx-manager=https://nsx.example"]).unwrap();
+        assert_eq!(d.nsx.report_note(), None);
+    }
+
+    #[test]
+    fn nsx_client_options_read_the_credentials_file_and_ca() {
+        let dir = tempfile::tempdir().unwrap();
+        let creds = dir.path().join("nsx-creds");
+        std::fs::write(&creds, "auditor:pw\n").unwrap();
+        let creds_arg = format!("--nsx-credentials={}", creds.display());
+        let (d, _) = diagnose(&[
+            "--nsx-manager=https://nsx",
+            &creds_arg,
+            "--nsx-insecure-skip-tls-verify",
+        ])
+        .unwrap();
+        let o = d.nsx.client_options().unwrap().unwrap();
+        assert_eq!(o.manager.as_str(), "https://nsx");
+        assert!(matches!(o.trust, nsx::Trust::SkipVerify));
+        assert_eq!(o.limits.total, Duration::from_secs(60));
+        assert!(!format!("{o:?}").contains("pw"));
+        let missing = format!("--nsx-credentials={}", dir.path().join("absent").display());
+        let (d, _) = diagnose(&["--nsx-manager=https://nsx", &missing]).unwrap();
+        let e = d.nsx.client_options().unwrap_err();
+        assert!(
+            e.starts_with("--nsx-credentials ") && !e.contains('\n'),
+            "{e}"
+        );
+        let ca = format!("--nsx-ca={}", creds.display());
+        let (d, _) = diagnose(&["--nsx-manager=https://nsx", &creds_arg, &ca]).unwrap();
+        let e = d.nsx.client_options().unwrap_err();
+        assert!(e.starts_with("--nsx-ca "), "{e}");
     }
 
     #[test]

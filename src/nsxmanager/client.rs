@@ -123,8 +123,8 @@ impl Credentials {
             path: clean(&path.display().to_string(), 200),
             why,
         };
-        let file = std::fs::File::open(path)
-            .map_err(|e| err(format!("cannot be read ({})", e.kind())))?;
+        let file =
+            std::fs::File::open(path).map_err(|e| err(format!("cannot be read ({})", e.kind())))?;
         let mut bytes = Vec::new();
         file.take(MAX_CREDENTIALS_BYTES + 1)
             .read_to_end(&mut bytes)
@@ -229,7 +229,10 @@ impl ManagerUrl {
         if lower.starts_with("http://") {
             return Err("must be https:// (NSX Manager's API is TLS; http:// would send the credentials in clear)".into());
         }
-        let Some(rest) = lower.strip_prefix("https://").map(|_| &s["https://".len()..]) else {
+        let Some(rest) = lower
+            .strip_prefix("https://")
+            .map(|_| &s["https://".len()..])
+        else {
             return Err("must be https://HOST[:PORT]".into());
         };
         let authority = rest.strip_suffix('/').unwrap_or(rest);
@@ -240,7 +243,10 @@ impl ManagerUrl {
             return Err("must be https://HOST[:PORT] alone (no path, query or fragment)".into());
         }
         if authority.contains('@') {
-            return Err("must not carry credentials (use --nsx-credentials or NSXT_USERNAME/NSXT_PASSWORD)".into());
+            return Err(
+                "must not carry credentials (use --nsx-credentials or NSXT_USERNAME/NSXT_PASSWORD)"
+                    .into(),
+            );
         }
         let parsed: http::uri::Authority = authority
             .parse()
@@ -442,9 +448,9 @@ fn tls_config(trust: &Trust) -> Result<rustls::ClientConfig, String> {
         Trust::Ca(certs) => {
             let mut roots = rustls::RootCertStore::empty();
             for c in certs {
-                roots
-                    .add(c.clone())
-                    .map_err(|e| format!("--nsx-ca: a certificate is not usable as a root ({e})"))?;
+                roots.add(c.clone()).map_err(|e| {
+                    format!("--nsx-ca: a certificate is not usable as a root ({e})")
+                })?;
             }
             builder.with_root_certificates(roots).with_no_client_auth()
         }
@@ -688,7 +694,10 @@ impl Privilege {
 pub enum RequestError {
     /// The manager answered with this status (its own `error_message`, bounded and cleaned).
     #[error("NSX Manager answered {status}{}", message.as_deref().map(|m| format!(": {m}")).unwrap_or_default())]
-    Status { status: u16, message: Option<String> },
+    Status {
+        status: u16,
+        message: Option<String>,
+    },
     #[error("NSX Manager answered a redirect ({status}), not followed: the reader talks to {manager} only")]
     Redirect { status: u16, manager: String },
     #[error("NSX Manager at {manager} did not finish answering within {}", humantime::format_duration(*.bound))]
@@ -893,7 +902,10 @@ impl Client {
             // Refused (a 4xx/5xx, or a redirect to a login page): basic on every request; a
             // wrong password then shows as each request's 401/403 gap.
             Ok(a) => {
-                tracing::debug!(status = a.status.as_u16(), "NSX session refused: basic auth");
+                tracing::debug!(
+                    status = a.status.as_u16(),
+                    "NSX session refused: basic auth"
+                );
                 Ok(client)
             }
             Err(e) => Err(e.gap(session_path.path(), Privilege::ReadSecurity)),
@@ -957,7 +969,12 @@ impl Client {
 
     /// Every page of a list (`results`, `cursor`), within the bounds. Never fails: a page that
     /// cannot be read, or a bound, is the list's `incomplete` gap.
-    pub async fn list(&self, path: &ApiPath, query: &[(&str, &str)], privilege: Privilege) -> Listed {
+    pub async fn list(
+        &self,
+        path: &ApiPath,
+        query: &[(&str, &str)],
+        privilege: Privilege,
+    ) -> Listed {
         let mut listed = Listed::default();
         let mut pager = Pager::new(&self.limits);
         let page_size = self.limits.page_size.to_string();
@@ -1084,24 +1101,28 @@ impl Client {
             }
             None => Bytes::new(),
         };
-        let request = builder
-            .body(Full::new(payload))
-            .map_err(|_| RequestError::BadPath(format!("not a request URL: {}", clean(&url, 200))))?;
+        let request = builder.body(Full::new(payload)).map_err(|_| {
+            RequestError::BadPath(format!("not a request URL: {}", clean(&url, 200)))
+        })?;
         let max = self.limits.max_body_bytes;
         let manager = self.manager.to_string();
         let exchange = async {
-            let response = self.http.request(request).await.map_err(|e| {
-                RequestError::Transport {
-                    manager: manager.clone(),
-                    why: clean(&crate::error::chain(&e), 2 * MAX_MESSAGE_CHARS),
-                }
-            })?;
+            let response =
+                self.http
+                    .request(request)
+                    .await
+                    .map_err(|e| RequestError::Transport {
+                        manager: manager.clone(),
+                        why: clean(&crate::error::chain(&e), 2 * MAX_MESSAGE_CHARS),
+                    })?;
             let (parts, body) = response.into_parts();
             let body = Limited::new(body, max)
                 .collect()
                 .await
                 .map_err(|e| {
-                    if e.downcast_ref::<http_body_util::LengthLimitError>().is_some() {
+                    if e.downcast_ref::<http_body_util::LengthLimitError>()
+                        .is_some()
+                    {
                         RequestError::Large {
                             manager: manager.clone(),
                             limit: max,

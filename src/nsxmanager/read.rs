@@ -77,11 +77,7 @@ pub fn infra_layout() -> Layout {
 /// `/orgs/<org>/projects/<project>/vpcs/<vpc>` as a [`Layout::Vpc`]; nothing more, nothing less.
 pub fn parse_vpc_path(path: &str) -> Result<Layout, LayoutError> {
     let bad = || LayoutError::NotVpcPath(clean(path, 200));
-    let parts: Vec<&str> = path
-        .strip_prefix('/')
-        .ok_or_else(bad)?
-        .split('/')
-        .collect();
+    let parts: Vec<&str> = path.strip_prefix('/').ok_or_else(bad)?.split('/').collect();
     match parts.as_slice() {
         ["orgs", org, "projects", project, "vpcs", vpc]
             if [org, project, vpc].iter().all(|s| id_ok(s)) =>
@@ -141,10 +137,7 @@ pub fn vpc_layout(
             .find(|e| e.get("name").and_then(Value::as_str) == Some(name))
             .and_then(|e| path_of(e))
             .ok_or_else(|| {
-                LayoutError::NoVpcPath(format!(
-                    "no status.vpcs entry named {:?}",
-                    clean(name, 100)
-                ))
+                LayoutError::NoVpcPath(format!("no status.vpcs entry named {:?}", clean(name, 100)))
             })?,
         None => {
             let shared = nc
@@ -274,7 +267,10 @@ pub async fn read(client: &Client, layout: &Layout, vms: &[VmHint]) -> NsxRead {
     // 2. Each policy's rules, a few at once.
     let rules: Vec<PolicyRead> = stream::iter(policies.results.iter().cloned())
         .map(|policy| async move {
-            let path = policy.get("path").and_then(Value::as_str).unwrap_or_default();
+            let path = policy
+                .get("path")
+                .and_then(Value::as_str)
+                .unwrap_or_default();
             let rules = match ApiPath::policy(path, &["rules"]) {
                 Ok(p) => client.list(&p, &[], Privilege::ReadSecurity).await,
                 Err(why) => Listed {
@@ -537,7 +533,11 @@ async fn find_vm(client: &Client, hint: &VmHint) -> VmLookup {
             found.push(vif);
             let Some(query) = attachment else { continue };
             let ports = client
-                .list(&search, &[("query", query.as_str())], Privilege::ReadInventory)
+                .list(
+                    &search,
+                    &[("query", query.as_str())],
+                    Privilege::ReadInventory,
+                )
                 .await;
             lookup.gaps.extend(ports.incomplete);
             found.extend(ports.results);

@@ -10,9 +10,15 @@ fn creds() -> Credentials {
 #[test]
 fn the_credentials_file_is_one_line_user_colon_password() {
     let c = Credentials::parse_line("auditor:s3cr:et\n").unwrap();
-    assert_eq!((c.user.0.as_str(), c.password.0.as_str()), ("auditor", "s3cr:et"));
+    assert_eq!(
+        (c.user.0.as_str(), c.password.0.as_str()),
+        ("auditor", "s3cr:et")
+    );
     let c = Credentials::parse_line("admin@corp.local:p w\r\n").unwrap();
-    assert_eq!((c.user.0.as_str(), c.password.0.as_str()), ("admin@corp.local", "p w"));
+    assert_eq!(
+        (c.user.0.as_str(), c.password.0.as_str()),
+        ("admin@corp.local", "p w")
+    );
     assert!(Credentials::parse_line("nocolon").is_err());
     assert!(Credentials::parse_line(":pw").is_err());
     assert!(Credentials::parse_line("user:").is_err());
@@ -46,13 +52,20 @@ fn the_environment_needs_both_variables_and_says_so_in_one_line() {
     let e = Credentials::from_env_values(Err(NotPresent), Err(NotPresent)).unwrap_err();
     assert_eq!(e, CredentialsError::Missing);
     let line = e.to_string();
-    assert!(line.contains("NSXT_USERNAME") && line.contains("NSXT_PASSWORD"), "{line}");
+    assert!(
+        line.contains("NSXT_USERNAME") && line.contains("NSXT_PASSWORD"),
+        "{line}"
+    );
     assert!(line.contains("--nsx-credentials FILE"), "{line}");
     assert!(!line.contains('\n'));
     let e = Credentials::from_env_values(Ok("u".into()), Err(NotPresent)).unwrap_err();
-    assert!(e.to_string().starts_with("NSXT_USERNAME is set but NSXT_PASSWORD is not"));
+    assert!(e
+        .to_string()
+        .starts_with("NSXT_USERNAME is set but NSXT_PASSWORD is not"));
     let e = Credentials::from_env_values(Err(NotPresent), Ok("p".into())).unwrap_err();
-    assert!(e.to_string().starts_with("NSXT_PASSWORD is set but NSXT_USERNAME is not"));
+    assert!(e
+        .to_string()
+        .starts_with("NSXT_PASSWORD is set but NSXT_USERNAME is not"));
     let e = Credentials::from_env_values(
         Err(std::env::VarError::NotUnicode("x".into())),
         Ok("p".into()),
@@ -74,7 +87,11 @@ fn debug_output_redacts_the_credentials_everywhere() {
         trust: Trust::SystemRoots,
         limits: Limits::new(Duration::from_secs(60)),
     };
-    for text in [format!("{c:?}"), format!("{options:?}"), format!("{options:#?}")] {
+    for text in [
+        format!("{c:?}"),
+        format!("{options:?}"),
+        format!("{options:#?}"),
+    ] {
         assert!(!text.contains("auditor"), "{text}");
         assert!(!text.contains("s3cr"), "{text}");
         assert!(text.contains("<redacted>"), "{text}");
@@ -119,8 +136,11 @@ fn the_manager_is_https_host_and_port_alone() {
 
 #[test]
 fn api_paths_are_the_managers_own_segments_encoded() {
-    let p = ApiPath::policy("/infra/domains/default/groups/g 1", &["members", "ip-addresses"])
-        .unwrap();
+    let p = ApiPath::policy(
+        "/infra/domains/default/groups/g 1",
+        &["members", "ip-addresses"],
+    )
+    .unwrap();
     assert_eq!(
         p.as_str(),
         "/policy/api/v1/infra/domains/default/groups/g%201/members/ip-addresses"
@@ -143,16 +163,16 @@ fn api_paths_are_the_managers_own_segments_encoded() {
         assert!(ApiPath::policy(bad, &[]).is_err(), "{bad}");
     }
     assert!(ApiPath::policy(&format!("/infra/{}", "x".repeat(MAX_POLICY_PATH)), &[]).is_err());
-    let q = ApiPath::fixed("/api/v1/fabric/vifs").with_query(&[
-        ("owner_vm_id", "a b"),
-        ("cursor", "00012&x=y"),
-    ]);
+    let q = ApiPath::fixed("/api/v1/fabric/vifs")
+        .with_query(&[("owner_vm_id", "a b"), ("cursor", "00012&x=y")]);
     assert_eq!(
         q.as_str(),
         "/api/v1/fabric/vifs?owner_vm_id=a+b&cursor=00012%26x%3Dy"
     );
     assert_eq!(q.path(), "/api/v1/fabric/vifs");
-    let url = ManagerUrl::parse("https://nsx.example:8443").unwrap().url(&q);
+    let url = ManagerUrl::parse("https://nsx.example:8443")
+        .unwrap()
+        .url(&q);
     assert!(url.starts_with("https://nsx.example:8443/api/v1/"), "{url}");
 }
 
@@ -160,11 +180,20 @@ fn api_paths_are_the_managers_own_segments_encoded() {
 fn retry_after_takes_seconds_or_a_date_within_its_bound() {
     let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1_700_000_000);
     let max = Duration::from_secs(10);
-    assert_eq!(retry_after(Some("3"), now, max), Some(Duration::from_secs(3)));
-    assert_eq!(retry_after(Some(" 7 "), now, max), Some(Duration::from_secs(7)));
+    assert_eq!(
+        retry_after(Some("3"), now, max),
+        Some(Duration::from_secs(3))
+    );
+    assert_eq!(
+        retry_after(Some(" 7 "), now, max),
+        Some(Duration::from_secs(7))
+    );
     assert_eq!(retry_after(Some("3600"), now, max), Some(max));
     let later = httpdate::fmt_http_date(now + Duration::from_secs(5));
-    assert_eq!(retry_after(Some(&later), now, max), Some(Duration::from_secs(5)));
+    assert_eq!(
+        retry_after(Some(&later), now, max),
+        Some(Duration::from_secs(5))
+    );
     let past = httpdate::fmt_http_date(now - Duration::from_secs(5));
     assert_eq!(retry_after(Some(&past), now, max), Some(Duration::ZERO));
     assert_eq!(retry_after(Some("soon"), now, max), None);
@@ -201,7 +230,11 @@ fn pages_are_walked_by_cursor_until_the_last() {
 
 #[test]
 fn a_walk_stops_at_its_bounds_and_on_a_loop() {
-    let page = |cursor: &str| json(&format!(r#"{{"results":[{{"id":"x"}}],"cursor":"{cursor}"}}"#));
+    let page = |cursor: &str| {
+        json(&format!(
+            r#"{{"results":[{{"id":"x"}}],"cursor":"{cursor}"}}"#
+        ))
+    };
     // A repeated cursor.
     let mut pager = Pager::new(&small_limits());
     let mut l = Listed::default();
@@ -226,15 +259,24 @@ fn a_walk_stops_at_its_bounds_and_on_a_loop() {
         &mut l,
         json(r#"{"results":[{"id":1},{"id":2},{"id":3},{"id":4},{"id":5},{"id":6}]}"#),
     );
-    assert_eq!(next, Next::Cut("more than 5 objects (only the first kept)".into()));
+    assert_eq!(
+        next,
+        Next::Cut("more than 5 objects (only the first kept)".into())
+    );
     assert_eq!(l.results.len(), 5);
     // A cursor on an empty page, or past the count: done, no loop.
     let mut pager = Pager::new(&small_limits());
     let mut l = Listed::default();
-    assert_eq!(pager.page(&mut l, json(r#"{"results":[],"cursor":"c"}"#)), Next::Done);
+    assert_eq!(
+        pager.page(&mut l, json(r#"{"results":[],"cursor":"c"}"#)),
+        Next::Done
+    );
     let mut pager = Pager::new(&small_limits());
     let mut l = Listed::default();
-    let next = pager.page(&mut l, json(r#"{"results":[{}],"result_count":1,"cursor":"c"}"#));
+    let next = pager.page(
+        &mut l,
+        json(r#"{"results":[{}],"result_count":1,"cursor":"c"}"#),
+    );
     assert_eq!(next, Next::Done);
     // Not a list.
     let mut pager = Pager::new(&small_limits());
@@ -254,9 +296,16 @@ fn refusals_are_gaps_naming_the_privilege() {
         status: 403,
         message: Some("The user does not have permission".into()),
     };
-    let g = e.gap("/policy/api/v1/infra/domains/default/security-policies", Privilege::ReadSecurity);
+    let g = e.gap(
+        "/policy/api/v1/infra/domains/default/security-policies",
+        Privilege::ReadSecurity,
+    );
     assert_eq!(g.status, Some(403));
-    assert!(g.why.contains("(403)") && g.why.contains("permission"), "{}", g.why);
+    assert!(
+        g.why.contains("(403)") && g.why.contains("permission"),
+        "{}",
+        g.why
+    );
     assert!(g.privilege.as_deref().unwrap().contains("Auditor"));
     let g = RequestError::Status {
         status: 401,
@@ -272,21 +321,30 @@ fn refusals_are_gaps_naming_the_privilege() {
     .gap("/x", Privilege::ReadSecurity);
     assert_eq!(g.privilege, None);
     assert!(!g.why.chars().any(char::is_control), "{}", g.why);
-    assert_eq!(api_message(br#"{"error_message":"a\u0007b"}"#).as_deref(), Some("a?b"));
+    assert_eq!(
+        api_message(br#"{"error_message":"a\u0007b"}"#).as_deref(),
+        Some("a?b")
+    );
     assert_eq!(clean(&"x".repeat(10), 4), "xxxx…");
 }
 
 #[test]
 fn the_session_cookie_is_taken_without_its_attributes() {
     let mut h = HeaderMap::new();
-    h.append(header::SET_COOKIE, HeaderValue::from_static("other=1; Path=/"));
+    h.append(
+        header::SET_COOKIE,
+        HeaderValue::from_static("other=1; Path=/"),
+    );
     h.append(
         header::SET_COOKIE,
         HeaderValue::from_static("JSESSIONID=ABC123; Path=/; Secure; HttpOnly"),
     );
     assert_eq!(session_cookie(&h).as_deref(), Some("JSESSIONID=ABC123"));
     let mut h = HeaderMap::new();
-    h.append(header::SET_COOKIE, HeaderValue::from_static("JSESSIONID=; Path=/"));
+    h.append(
+        header::SET_COOKIE,
+        HeaderValue::from_static("JSESSIONID=; Path=/"),
+    );
     assert_eq!(session_cookie(&h), None);
 }
 
@@ -300,9 +358,18 @@ fn a_ca_file_must_hold_pem_certificates() {
     let path = dir.path().join("ca.pem");
     std::fs::write(&path, "garbage").unwrap();
     let e = Trust::from_flags(Some(&path), false).unwrap_err();
-    assert!(e.starts_with("--nsx-ca ") && e.contains("no PEM certificate"), "{e}");
-    assert!(matches!(Trust::from_flags(Some(&path), true), Ok(Trust::SkipVerify)));
-    assert!(matches!(Trust::from_flags(None, false), Ok(Trust::SystemRoots)));
+    assert!(
+        e.starts_with("--nsx-ca ") && e.contains("no PEM certificate"),
+        "{e}"
+    );
+    assert!(matches!(
+        Trust::from_flags(Some(&path), true),
+        Ok(Trust::SkipVerify)
+    ));
+    assert!(matches!(
+        Trust::from_flags(None, false),
+        Ok(Trust::SystemRoots)
+    ));
 }
 
 #[test]
@@ -371,7 +438,8 @@ pub(crate) fn serve(
         for tcp in listener.incoming() {
             let Ok(tcp) = tcp else { continue };
             tcp.set_read_timeout(Some(Duration::from_secs(5))).ok();
-            let conn = rustls::ServerConnection::new(etcdnet_fakeapi::tls::server_config()).unwrap();
+            let conn =
+                rustls::ServerConnection::new(etcdnet_fakeapi::tls::server_config()).unwrap();
             let mut tls = rustls::StreamOwned::new(conn, tcp);
             let mut buf = Vec::new();
             let mut byte = [0u8; 1];
@@ -415,7 +483,11 @@ pub(crate) fn serve(
             for (k, v) in &canned.headers {
                 out.push_str(&format!("{k}: {v}\r\n"));
             }
-            out.push_str(&format!("content-length: {}\r\n\r\n{}", canned.body.len(), canned.body));
+            out.push_str(&format!(
+                "content-length: {}\r\n\r\n{}",
+                canned.body.len(),
+                canned.body
+            ));
             let _ = tls.write_all(out.as_bytes());
             tls.conn.send_close_notify();
             let _ = tls.flush();
@@ -441,7 +513,10 @@ pub(crate) fn session_granted() -> Canned {
     Canned {
         status: 200,
         headers: vec![
-            ("set-cookie", "JSESSIONID=S3SS10N; Path=/; Secure; HttpOnly".into()),
+            (
+                "set-cookie",
+                "JSESSIONID=S3SS10N; Path=/; Secure; HttpOnly".into(),
+            ),
             ("x-xsrf-token", "XS-T0K".into()),
         ],
         body: String::new(),
@@ -476,7 +551,11 @@ async fn a_session_sends_its_cookie_and_xsrf_token_and_is_destroyed() {
     );
     assert_eq!(list.header("cookie").as_deref(), Some("JSESSIONID=S3SS10N"));
     assert_eq!(list.header("x-xsrf-token").as_deref(), Some("XS-T0K"));
-    assert_eq!(list.header("authorization"), None, "no password once in session");
+    assert_eq!(
+        list.header("authorization"),
+        None,
+        "no password once in session"
+    );
     let destroy = seen.recv().unwrap();
     assert_eq!(destroy.line(), "POST /api/session/destroy HTTP/1.1");
     assert_eq!(destroy.header("x-xsrf-token").as_deref(), Some("XS-T0K"));
@@ -494,7 +573,10 @@ async fn a_refused_session_falls_back_to_basic_and_a_403_is_a_gap() {
     let l = client.list(&path, &[], Privilege::ReadSecurity).await;
     let gap = l.incomplete.unwrap();
     assert_eq!(gap.status, Some(403));
-    assert_eq!(gap.path, "/policy/api/v1/infra/domains/default/security-policies");
+    assert_eq!(
+        gap.path,
+        "/policy/api/v1/infra/domains/default/security-policies"
+    );
     assert!(gap.privilege.is_some());
     let _create = seen.recv().unwrap();
     let list = seen.recv().unwrap();
@@ -519,11 +601,17 @@ async fn a_redirect_is_never_followed() {
     let client = Client::connect(&options(url)).await.unwrap();
     let path = ApiPath::policy("/infra/services/etcd", &[]).unwrap();
     let e = client.get(&path).await.unwrap_err();
-    assert!(matches!(e, RequestError::Redirect { status: 302, .. }), "{e:?}");
+    assert!(
+        matches!(e, RequestError::Redirect { status: 302, .. }),
+        "{e:?}"
+    );
     assert!(e.to_string().contains("not followed"), "{e}");
     let _ = seen.recv().unwrap();
     let _ = seen.recv().unwrap();
-    assert!(seen.recv_timeout(Duration::from_millis(300)).is_err(), "one request, no follow");
+    assert!(
+        seen.recv_timeout(Duration::from_millis(300)).is_err(),
+        "one request, no follow"
+    );
 }
 
 #[tokio::test]
@@ -545,7 +633,11 @@ async fn a_429_is_retried_within_its_bound_then_answered() {
     let v = client.get(&path).await.unwrap();
     assert_eq!(v["id"], "etcd");
     // Two waits of Retry-After 1s, each cut to max_retry_after (200 ms).
-    assert!(started.elapsed() < Duration::from_secs(2), "{:?}", started.elapsed());
+    assert!(
+        started.elapsed() < Duration::from_secs(2),
+        "{:?}",
+        started.elapsed()
+    );
     assert_eq!(count.load(std::sync::atomic::Ordering::SeqCst), 3);
 }
 
@@ -562,7 +654,10 @@ async fn a_body_past_its_cap_is_refused() {
         .get(&ApiPath::policy("/infra/services/etcd", &[]).unwrap())
         .await
         .unwrap_err();
-    assert!(matches!(e, RequestError::Large { limit: 1024, .. }), "{e:?}");
+    assert!(
+        matches!(e, RequestError::Large { limit: 1024, .. }),
+        "{e:?}"
+    );
 }
 
 #[tokio::test]
@@ -576,5 +671,8 @@ async fn an_unknown_ca_is_a_gap_before_any_credential_is_sent() {
     } else {
         panic!("the fakes' CA is no system root");
     }
-    assert!(seen.recv_timeout(Duration::from_millis(300)).is_err(), "nothing sent");
+    assert!(
+        seen.recv_timeout(Duration::from_millis(300)).is_err(),
+        "nothing sent"
+    );
 }

@@ -38,8 +38,15 @@ fn the_layout_comes_from_the_namespaces_vpc_network_configuration() {
     });
     let want = vpc("default", "p1", "ns-a-vpc");
     assert_eq!(vpc_layout(&nc, Some("ns-a-vpc")).unwrap(), want);
-    assert_eq!(vpc_layout(&nc, None).unwrap(), want, "one entry, not shared");
-    assert!(vpc_layout(&nc, Some("ns-b-vpc")).is_err(), "never another VPC");
+    assert_eq!(
+        vpc_layout(&nc, None).unwrap(),
+        want,
+        "one entry, not shared"
+    );
+    assert!(
+        vpc_layout(&nc, Some("ns-b-vpc")).is_err(),
+        "never another VPC"
+    );
 
     // The shared default configuration: its one entry is the last namespace's.
     let shared = json!({
@@ -54,7 +61,10 @@ fn the_layout_comes_from_the_namespaces_vpc_network_configuration() {
     let pre = json!({"spec": {"vpc": "/orgs/o2/projects/p2/vpcs/v2"}, "status": {}});
     assert_eq!(vpc_layout(&pre, None).unwrap(), vpc("o2", "p2", "v2"));
     let none = json!({"status": {"vpcs": [{"name": "v"}]}});
-    assert!(matches!(vpc_layout(&none, Some("v")), Err(LayoutError::NoVpcPath(_))));
+    assert!(matches!(
+        vpc_layout(&none, Some("v")),
+        Err(LayoutError::NoVpcPath(_))
+    ));
 }
 
 #[test]
@@ -139,7 +149,11 @@ fn every_group_and_service_a_rule_names_is_collected_once() {
                        "services": ["/infra/services/etcd"]}),
             ],
         ),
-        policy("/infra/domains/default/security-policies/b", &["ANY"], vec![json!({})]),
+        policy(
+            "/infra/domains/default/security-policies/b",
+            &["ANY"],
+            vec![json!({})],
+        ),
     ];
     assert_eq!(
         group_refs(&p).into_iter().collect::<Vec<_>>(),
@@ -241,5 +255,9 @@ async fn a_manager_that_refuses_everything_is_a_reading_of_gaps() {
     let vm = &r.vms[0];
     assert_eq!(vm.asked, ["display_name=tkc-cp-1", "external_id=5012-ab"]);
     assert!(vm.found.is_empty());
-    assert!(vm.gaps[0].privilege.as_deref().unwrap().contains("Inventory"));
+    assert!(vm.gaps[0]
+        .privilege
+        .as_deref()
+        .unwrap()
+        .contains("Inventory"));
 }

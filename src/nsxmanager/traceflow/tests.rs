@@ -15,7 +15,10 @@ fn class(to: &str) -> TraceflowClass {
 #[test]
 fn the_config_is_a_transient_tcp_syn_from_the_port() {
     let c = config(&class("10.0.0.12"), "etcdnet-0011223344556677");
-    assert_eq!(c["source_element_path"], "/infra/segments/seg-1/ports/port-a");
+    assert_eq!(
+        c["source_element_path"],
+        "/infra/segments/seg-1/ports/port-a"
+    );
     assert_eq!(c["is_transient"], true);
     assert_eq!(c["id"], "etcdnet-0011223344556677");
     let p = &c["packet"];
@@ -24,7 +27,10 @@ fn the_config_is_a_transient_tcp_syn_from_the_port() {
     assert_eq!(p["ip_header"]["protocol"], 6);
     assert!(p.get("ipv6_header").is_none());
     let tcp = &p["transport_header"]["tcp_header"];
-    assert_eq!((tcp["dst_port"].as_u64(), tcp["tcp_flags"].as_u64()), (Some(2380), Some(2)));
+    assert_eq!(
+        (tcp["dst_port"].as_u64(), tcp["tcp_flags"].as_u64()),
+        (Some(2380), Some(2))
+    );
     let c6 = config(&class("fd00::12"), "etcdnet-0011223344556677");
     assert_eq!(c6["packet"]["ipv6_header"]["dst_ip"], "fd00::12");
     assert!(c6["packet"].get("ip_header").is_none());
@@ -35,22 +41,40 @@ fn ids_are_ours_and_their_paths_the_policy_apis() {
     let a = new_id();
     let b = new_id();
     assert_ne!(a, b);
-    assert!(a.starts_with(ID_PREFIX) && a.len() == ID_PREFIX.len() + 16, "{a}");
+    assert!(
+        a.starts_with(ID_PREFIX) && a.len() == ID_PREFIX.len() + 16,
+        "{a}"
+    );
     let path = ApiPath::policy(&policy_path(&a), &["status"]).unwrap();
-    assert_eq!(path.as_str(), format!("/policy/api/v1/infra/traceflows/{a}/status"));
+    assert_eq!(
+        path.as_str(),
+        format!("/policy/api/v1/infra/traceflows/{a}/status")
+    );
     let obs = ApiPath::policy(&policy_path(&a), &["observations"]).unwrap();
-    assert_eq!(obs.as_str(), format!("/policy/api/v1/infra/traceflows/{a}/observations"));
+    assert_eq!(
+        obs.as_str(),
+        format!("/policy/api/v1/infra/traceflows/{a}/observations")
+    );
 }
 
 #[test]
 fn the_state_is_the_statuss_operation_state() {
-    assert_eq!(state(&json!({"operation_state": "IN_PROGRESS"})), State::InProgress);
-    assert_eq!(state(&json!({"operation_state": "FINISHED"})), State::Finished);
+    assert_eq!(
+        state(&json!({"operation_state": "IN_PROGRESS"})),
+        State::InProgress
+    );
+    assert_eq!(
+        state(&json!({"operation_state": "FINISHED"})),
+        State::Finished
+    );
     assert_eq!(
         state(&json!({"operation_state": "FAILED", "failure_reason": "port\u{1b}gone"})),
         State::Failed(Some("port?gone".into()))
     );
-    assert_eq!(state(&json!({"operation_state": "FAILED"})), State::Failed(None));
+    assert_eq!(
+        state(&json!({"operation_state": "FAILED"})),
+        State::Failed(None)
+    );
     assert_eq!(state(&json!({})), State::Unknown);
 }
 
@@ -74,8 +98,10 @@ fn a_read_is_deleted_unless_its_delete_failed() {
         read_of(&class("10.0.0.1"), "etcdnet-aaaaaaaaaaaaaaaa"),
         read_of(&class("10.0.0.2"), "etcdnet-bbbbbbbbbbbbbbbb"),
     ];
-    let failed =
-        BTreeMap::from([("etcdnet-bbbbbbbbbbbbbbbb".to_string(), "answered 500".to_string())]);
+    let failed = BTreeMap::from([(
+        "etcdnet-bbbbbbbbbbbbbbbb".to_string(),
+        "answered 500".to_string(),
+    )]);
     mark_deleted(&mut reads, &failed);
     assert!(reads[0].deleted && reads[0].gaps.is_empty());
     assert!(!reads[1].deleted);
@@ -110,9 +136,13 @@ async fn a_finished_traceflow_is_read_and_deleted() {
         _ => Canned::json(404, "{}"),
     });
     let client = Client::connect(&options(url)).await.unwrap();
-    let (reads, interrupted) =
-        run_guarded(&client, &[class("10.0.0.12")], Duration::from_secs(10), std::future::pending())
-            .await;
+    let (reads, interrupted) = run_guarded(
+        &client,
+        &[class("10.0.0.12")],
+        Duration::from_secs(10),
+        std::future::pending(),
+    )
+    .await;
     assert!(!interrupted);
     assert_eq!(reads.len(), 1);
     let r = &reads[0];
@@ -126,7 +156,9 @@ async fn a_finished_traceflow_is_read_and_deleted() {
         [
             format!("PUT /policy/api/v1/infra/traceflows/{id} HTTP/1.1"),
             format!("GET /policy/api/v1/infra/traceflows/{id}/status HTTP/1.1"),
-            format!("GET /policy/api/v1/infra/traceflows/{id}/observations?page_size=1000 HTTP/1.1"),
+            format!(
+                "GET /policy/api/v1/infra/traceflows/{id}/observations?page_size=1000 HTTP/1.1"
+            ),
             format!("DELETE /policy/api/v1/infra/traceflows/{id} HTTP/1.1"),
         ]
     );
@@ -154,14 +186,22 @@ async fn an_interrupted_run_still_deletes_its_traceflows() {
         }
         tokio::time::sleep(Duration::from_millis(300)).await;
     };
-    let (reads, interrupted) =
-        run_guarded(&client, &[class("10.0.0.12")], Duration::from_secs(30), shutdown).await;
+    let (reads, interrupted) = run_guarded(
+        &client,
+        &[class("10.0.0.12")],
+        Duration::from_secs(30),
+        shutdown,
+    )
+    .await;
     assert!(interrupted);
     assert!(reads[0].deleted, "{:?}", reads[0]);
     assert!(reads[0].gaps[0].why.contains("interrupted"));
     let lines: Vec<String> = seen.try_iter().map(|s| s.line().to_string()).collect();
     assert!(
-        lines.last().unwrap().starts_with("DELETE /policy/api/v1/infra/traceflows/etcdnet-"),
+        lines
+            .last()
+            .unwrap()
+            .starts_with("DELETE /policy/api/v1/infra/traceflows/etcdnet-"),
         "{lines:?}"
     );
 }
