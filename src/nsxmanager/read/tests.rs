@@ -224,7 +224,7 @@ fn a_reading_that_could_not_start_is_one_gap() {
         privilege: None,
     };
     let r = unread("https://nsx.example", &infra_layout(), gap.clone());
-    assert_eq!(r.gaps, [gap.clone()]);
+    assert_eq!(r.gaps, std::slice::from_ref(&gap));
     assert_eq!(r.policies.incomplete, Some(gap));
     assert_eq!(r.auth, None);
     assert!(r.rules.is_empty() && r.vms.is_empty());
