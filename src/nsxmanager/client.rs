@@ -60,6 +60,9 @@ pub const MAX_MESSAGE_CHARS: usize = 300;
 pub const MAX_POLICY_PATH: usize = 1024;
 /// The longest cursor the reader sends back.
 const MAX_CURSOR: usize = 4096;
+/// The longest string kept of an answer (a description, a tag): longer ones are cut (then
+/// `…`). Ids, paths and addresses are far shorter; this bounds what a report and a bundle keep.
+pub const MAX_STRING_CHARS: usize = 8192;
 /// How long the session's destroy and a traceflow's delete may take, whatever is left of the
 /// reading's deadline: tidying up is not cut by the deadline it may have hit.
 pub const CLEANUP_BOUND: Duration = Duration::from_secs(10);
@@ -762,6 +765,38 @@ pub fn clean(s: &str, max: usize) -> String {
     out
 }
 
+/// Cuts every string of `v` (values and keys alike) to `max` characters (then `…`): what the
+/// manager answers is kept as JSON, but no string of it is unbounded.
+pub fn bound_strings(v: &mut Value, max: usize) {
+    let cut = |s: &str| -> Option<String> {
+        s.chars().nth(max).map(|_| {
+            let mut t: String = s.chars().take(max).collect();
+            t.push('…');
+            t
+        })
+    };
+    match v {
+        Value::String(s) => {
+            if let Some(t) = cut(s) {
+                *s = t;
+            }
+        }
+        Value::Array(a) => a.iter_mut().for_each(|x| bound_strings(x, max)),
+        Value::Object(o) => {
+            if o.keys().any(|k| k.chars().nth(max).is_some()) {
+                let taken = std::mem::take(o);
+                for (k, mut x) in taken {
+                    bound_strings(&mut x, max);
+                    o.insert(cut(&k).unwrap_or(k), x);
+                }
+            } else {
+                o.values_mut().for_each(|x| bound_strings(x, max));
+            }
+        }
+        _ => {}
+    }
+}
+
 /// The NSX API error's own message (`{"error_message": …}`), cleaned and bounded.
 fn api_message(body: &[u8]) -> Option<String> {
     let v: Value = serde_json::from_slice(body).ok()?;
@@ -942,10 +977,12 @@ impl Client {
         }
     }
 
-    /// GET one object.
+    /// GET one object (its strings bounded: [`bound_strings`]).
     pub async fn get(&self, path: &ApiPath) -> Result<Value, RequestError> {
         let a = self.request(Method::GET, path, None, None).await?;
-        serde_json::from_slice(&a.body).map_err(|_| RequestError::NotJson)
+        let mut v = serde_json::from_slice(&a.body).map_err(|_| RequestError::NotJson)?;
+        bound_strings(&mut v, MAX_STRING_CHARS);
+        Ok(v)
     }
 
     /// PUT one object (a traceflow's config).

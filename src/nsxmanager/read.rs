@@ -39,6 +39,9 @@ pub const MAX_SERVICES: usize = 300;
 /// The most fabric VMs, and VIFs per VM, followed for one hint.
 pub const MAX_VMS_PER_HINT: usize = 4;
 pub const MAX_VIFS_PER_VM: usize = 8;
+/// The most gaps [`NsxRead::gaps`] keeps (a manager that stops answering mid-reading would
+/// otherwise give one per request left); the rest are counted in one more.
+pub const MAX_GAPS: usize = 100;
 /// The longest id of ours put into a search query or an identifier filter.
 const MAX_ID: usize = 128;
 
@@ -315,6 +318,16 @@ pub async fn read(client: &Client, layout: &Layout, vms: &[VmHint]) -> NsxRead {
         gaps.extend(v.gaps.iter().cloned());
     }
     gaps.sort_by_key(|g| !matches!(g.status, Some(401 | 403)));
+    if gaps.len() > MAX_GAPS {
+        let more = gaps.len() - MAX_GAPS;
+        gaps.truncate(MAX_GAPS);
+        gaps.push(Gap {
+            path: String::new(),
+            status: None,
+            why: format!("{more} more parts could not be read (not listed)"),
+            privilege: None,
+        });
+    }
     NsxRead {
         manager: client.manager().to_string(),
         layout: layout.clone(),

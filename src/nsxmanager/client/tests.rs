@@ -329,6 +329,20 @@ fn refusals_are_gaps_naming_the_privilege() {
 }
 
 #[test]
+fn no_string_of_an_answer_is_unbounded() {
+    let mut v = json(&format!(
+        r#"{{"a":"{long}","b":[{{"c":"short"}},"{long}"],"{long}":1,"n":5}}"#,
+        long = "x".repeat(20)
+    ));
+    bound_strings(&mut v, 8);
+    assert_eq!(v["a"], "xxxxxxxx…");
+    assert_eq!(v["b"][0]["c"], "short");
+    assert_eq!(v["b"][1], "xxxxxxxx…");
+    assert_eq!(v["xxxxxxxx…"], 1);
+    assert_eq!(v["n"], 5);
+}
+
+#[test]
 fn the_session_cookie_is_taken_without_its_attributes() {
     let mut h = HeaderMap::new();
     h.append(
