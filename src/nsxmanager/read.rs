@@ -59,6 +59,10 @@ pub struct VmHint {
     pub bios_uuid: Option<String>,
     /// The VM's IPs as the Supervisor shows them.
     pub ips: Vec<String>,
+    /// The VIF attachment ids the Supervisor shows (VPC: the VM's SubnetPort
+    /// `status.attachment.id`, vmware-tanzu/nsx-operator `pkg/apis/vpc/v1alpha1/subnetport_types.go`):
+    /// the port is searched by it directly, besides the path through the fabric VM's VIFs.
+    pub attachment_ids: Vec<String>,
 }
 
 /// Why no layout could be derived.
@@ -466,8 +470,9 @@ pub fn port_query(attachment_id: &str) -> Option<String> {
     })
 }
 
-/// One VM: fabric VMs by display name (else by instance uuid), their VIFs, each VIF's port.
-/// Everything found is kept as answered; the model checks it both ways.
+/// One VM: fabric VMs by display name (else by instance uuid), their VIFs, each VIF's port
+/// (`search/query` by `attachment.id`), and the ports of the Supervisor's attachment ids.
+/// Everything found is kept as answered, in that order; the model checks it both ways.
 async fn find_vm(client: &Client, hint: &VmHint) -> VmLookup {
     let mut lookup = VmLookup {
         node: hint.node.clone(),
@@ -554,6 +559,26 @@ async fn find_vm(client: &Client, hint: &VmHint) -> VmLookup {
                 .await;
             lookup.gaps.extend(ports.incomplete);
             found.extend(ports.results);
+        }
+    }
+    // The ports the Supervisor's own SubnetPorts name (VPC), unless already found above.
+    for attachment in hint.attachment_ids.iter().take(MAX_VIFS_PER_VM) {
+        let Some(query) = port_query(attachment) else {
+            continue;
+        };
+        lookup.asked.push(format!("attachment.id={attachment}"));
+        let ports = client
+            .list(
+                &search,
+                &[("query", query.as_str())],
+                Privilege::ReadInventory,
+            )
+            .await;
+        lookup.gaps.extend(ports.incomplete);
+        for p in ports.results {
+            if !found.contains(&p) {
+                found.push(p);
+            }
         }
     }
     lookup.found = found;

@@ -8,15 +8,19 @@
 //! /policy/api/v1/infra/traceflows/{traceflowId}`, body `TraceflowConfig`),
 //! `services/nsxt/infra/traceflows/StatusTypes.go` (`GET …/{traceflowId}/status`, a `Traceflow`
 //! with `operation_state`), `…/ObservationsTypes.go` (`GET …/{traceflowId}/observations`, a
-//! `TraceflowObservationListResult`); the NSX API reference's `TraceflowConfig`
-//! (`source_element_path`, `packet`, `is_transient`: "cleaned up by the system after two hours
-//! of inactivity if is_transient is true") and `FieldsPacketData` (`resource_type`,
-//! `ip_header`/`ipv6_header`, `transport_header.tcp_header {src_port, dst_port, tcp_flags}`).
+//! `TraceflowObservationListResult`), and the same three under
+//! `services/nsxt/orgs/projects/infra/` (`/orgs/{org}/projects/{project}/infra/traceflows/…`, a
+//! project's); the NSX API reference's `UpdateTraceflowConfig` (`PUT`, its example body:
+//! `segment_port_path`, `packet` a `FieldsPacketData` with `ip_header {dst_ip, protocol, ttl}`,
+//! `transport_header`, `transport_type: UNICAST`) and `TraceflowConfig` (`is_transient`: "cleaned
+//! up by the system after two hours of inactivity if is_transient is true"); `TcpHeader`
+//! (`src_port`, `dst_port`, `tcp_flags`).
 //!
 //! The ids are ours (`etcdnet-<16 hex>`, [`ID_PREFIX`]): a traceflow a run could not delete (the
 //! manager gone at the end, the process killed) is found later by listing
-//! `/policy/api/v1/infra/traceflows` and keeping the ids with that prefix ([`leftovers`]); and
-//! each is `is_transient`, so NSX itself removes it after two idle hours.
+//! `/policy/api/v1/infra/traceflows` (or the project's, [`traceflow_root`]) and keeping the ids
+//! with that prefix ([`leftovers`]); and each is `is_transient`, so NSX itself removes it after
+//! two idle hours.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::future::Future;
@@ -27,7 +31,7 @@ use serde_json::{json, Value};
 use tokio::time::Instant;
 
 use super::client::{ApiPath, Client, Privilege, RequestError, CLEANUP_BOUND};
-use super::raw::{Gap, Listed, TraceflowRead};
+use super::raw::{Gap, Layout, Listed, TraceflowRead};
 
 /// The most traceflows one run creates (the caller picks the classes; more are refused).
 pub const MAX_TRACEFLOWS: usize = 6;
@@ -91,9 +95,20 @@ pub fn new_id() -> String {
     format!("{ID_PREFIX}{:016x}", u64::from_be_bytes(bytes))
 }
 
-/// The traceflow's policy path.
-pub fn policy_path(id: &str) -> String {
-    format!("/infra/traceflows/{id}")
+/// Where a layout's traceflows live: `/infra` (T1/NCP, and a VPC of the default project), a
+/// project's own `infra` otherwise (a port of a project is traced from there).
+pub fn traceflow_root(layout: &Layout) -> String {
+    match layout {
+        Layout::Vpc { org, project, .. } if project != "default" => {
+            format!("/orgs/{org}/projects/{project}/infra")
+        }
+        _ => "/infra".to_string(),
+    }
+}
+
+/// The traceflow's policy path under `root` ([`traceflow_root`]).
+pub fn policy_path(root: &str, id: &str) -> String {
+    format!("{root}/traceflows/{id}")
 }
 
 /// The `TraceflowConfig` body: a TCP SYN from the port to `to_ip:port`, transient.
@@ -115,9 +130,8 @@ pub fn config(class: &TraceflowClass, id: &str) -> Value {
         packet["ip_header"] = json!({"dst_ip": class.to_ip, "protocol": 6, "ttl": 64});
     }
     json!({
-        "id": id,
         "display_name": format!("kubectl-etcdnet {id}"),
-        "source_element_path": class.from_port,
+        "segment_port_path": class.from_port,
         "packet": packet,
         "is_transient": true,
     })
@@ -130,7 +144,8 @@ pub struct TraceflowTracker {
 }
 
 impl TraceflowTracker {
-    /// Before the PUT goes out: an answer lost on the way may still have created it.
+    /// Before the PUT goes out (its policy path): an answer lost on the way may still have
+    /// created it.
     pub fn track(&self, id: &str) {
         self.ids
             .lock()
@@ -138,7 +153,7 @@ impl TraceflowTracker {
             .insert(id.to_string());
     }
 
-    /// The ids not yet deleted.
+    /// The traceflows (policy paths) not yet deleted.
     pub fn pending(&self) -> Vec<String> {
         self.ids
             .lock()
@@ -161,7 +176,7 @@ impl TraceflowTracker {
     pub async fn delete_all(&self, client: &Client) -> BTreeMap<String, String> {
         let ids = self.pending();
         let results = futures::future::join_all(ids.into_iter().map(|id| async move {
-            let r = match ApiPath::policy(&policy_path(&id), &[]) {
+            let r = match ApiPath::policy(&id, &[]) {
                 Ok(p) => match client.delete(&p, CLEANUP_BOUND).await {
                     Ok(()) => Ok(()),
                     Err(e) if e.status() == Some(404) => Ok(()),
@@ -191,6 +206,7 @@ impl TraceflowTracker {
 /// says whether `shutdown` ended the run.
 pub async fn run_guarded<S>(
     client: &Client,
+    layout: &Layout,
     classes: &[TraceflowClass],
     within: Duration,
     shutdown: S,
@@ -199,8 +215,11 @@ where
     S: Future<Output = ()>,
 {
     let tracker = TraceflowTracker::default();
-    let planned: Vec<(TraceflowClass, String)> =
-        classes.iter().map(|c| (c.clone(), new_id())).collect();
+    let root = traceflow_root(layout);
+    let planned: Vec<(TraceflowClass, String)> = classes
+        .iter()
+        .map(|c| (c.clone(), policy_path(&root, &new_id())))
+        .collect();
     let work = run(client, &planned, &tracker, within);
     let (mut reads, interrupted) = tokio::select! {
         reads = work => (reads, false),
@@ -214,11 +233,10 @@ where
 /// Sets each read's `deleted` from the deletion's outcome (and a gap when it failed).
 pub fn mark_deleted(reads: &mut [TraceflowRead], failed: &BTreeMap<String, String>) {
     for r in reads.iter_mut() {
-        let id = r.path.rsplit('/').next().unwrap_or_default();
         if r.path.is_empty() {
             continue;
         }
-        match failed.get(id) {
+        match failed.get(&r.path) {
             None => r.deleted = true,
             Some(why) => {
                 r.deleted = false;
@@ -235,12 +253,12 @@ pub fn mark_deleted(reads: &mut [TraceflowRead], failed: &BTreeMap<String, Strin
     }
 }
 
-fn read_of(class: &TraceflowClass, id: &str) -> TraceflowRead {
+fn read_of(class: &TraceflowClass, path: &str) -> TraceflowRead {
     TraceflowRead {
         from: class.from_port.clone(),
         to: class.to_ip.clone(),
         port: class.port,
-        path: policy_path(id),
+        path: path.to_string(),
         status: None,
         observations: Listed::default(),
         deleted: false,
@@ -264,8 +282,9 @@ fn interrupted_reads(planned: &[(TraceflowClass, String)]) -> Vec<TraceflowRead>
         .collect()
 }
 
-/// Creates the traceflows at once, polls their states until each is done or `within` passes,
-/// reads their observations. Deletes nothing: the caller's tracker does ([`run_guarded`]).
+/// Creates the traceflows (each a class and its policy path, [`policy_path`]) at once, polls
+/// their states until each is done or `within` passes, reads their observations. Deletes
+/// nothing: the caller's tracker does ([`run_guarded`]).
 pub async fn run(
     client: &Client,
     planned: &[(TraceflowClass, String)],
@@ -286,9 +305,10 @@ pub async fn run(
     }
 
     // 1. Create them all at once.
-    let created = futures::future::join_all(run_now.iter().map(|(class, id)| async move {
-        let path = ApiPath::policy(&policy_path(id), &[]).map_err(RequestError::BadPath)?;
-        tracker.track(id);
+    let created = futures::future::join_all(run_now.iter().map(|(class, tf)| async move {
+        let path = ApiPath::policy(tf, &[]).map_err(RequestError::BadPath)?;
+        let id = tf.rsplit('/').next().unwrap_or_default();
+        tracker.track(tf);
         client.put(&path, &config(class, id)).await.map(|_| ())
     }))
     .await;
@@ -307,9 +327,9 @@ pub async fn run(
     let mut waiting = live.clone();
     loop {
         let states = futures::future::join_all(waiting.iter().map(|&i| {
-            let id = planned[i].1.clone();
+            let tf = planned[i].1.clone();
             async move {
-                let r = match ApiPath::policy(&policy_path(&id), &["status"]) {
+                let r = match ApiPath::policy(&tf, &["status"]) {
                     Ok(p) => client.get(&p).await,
                     Err(why) => Err(RequestError::BadPath(why)),
                 };
@@ -354,13 +374,13 @@ pub async fn run(
 
     // 3. Their observations (an unfinished one's too: what it saw so far).
     let observed = futures::future::join_all(live.iter().map(|&i| {
-        let id = planned[i].1.clone();
+        let tf = planned[i].1.clone();
         async move {
-            let l = match ApiPath::policy(&policy_path(&id), &["observations"]) {
+            let l = match ApiPath::policy(&tf, &["observations"]) {
                 Ok(p) => client.list(&p, &[], Privilege::Traceflow).await,
                 Err(why) => Listed {
                     incomplete: Some(Gap {
-                        path: policy_path(&id),
+                        path: tf.clone(),
                         status: None,
                         why,
                         privilege: None,
@@ -378,8 +398,8 @@ pub async fn run(
     reads
 }
 
-/// The ids of ours in a listing of `/policy/api/v1/infra/traceflows`: what `cleanup` would
-/// delete after a run that could not.
+/// The ids of ours in a listing of a root's traceflows (`/policy/api/v1/infra/traceflows`, or a
+/// project's): what `cleanup` would delete after a run that could not.
 pub fn leftovers(listed: &Listed) -> Vec<String> {
     listed
         .results

@@ -243,17 +243,25 @@ async fn a_manager_that_refuses_everything_is_a_reading_of_gaps() {
         node: "cp-1".into(),
         vm_name: "tkc-cp-1".into(),
         instance_uuid: Some("5012-ab".into()),
+        attachment_ids: vec!["att-1".into(), "bad id".into()],
         ..VmHint::default()
     };
     let r = read(&client, &vpc("default", "p1", "v1"), &[hint]).await;
     assert_eq!(r.auth.as_deref(), Some("session"));
-    // Three roots' policies and the VM's two lookups, all in the one list too.
-    assert_eq!(r.gaps.len(), 5, "{:?}", r.gaps);
+    // Three roots' policies and the VM's three lookups, all in the one list too.
+    assert_eq!(r.gaps.len(), 6, "{:?}", r.gaps);
     assert!(r.gaps.iter().all(|g| g.status == Some(403)));
     assert!(r.policies.incomplete.as_ref().unwrap().privilege.is_some());
     assert_eq!(r.vms.len(), 1);
     let vm = &r.vms[0];
-    assert_eq!(vm.asked, ["display_name=tkc-cp-1", "external_id=5012-ab"]);
+    assert_eq!(
+        vm.asked,
+        [
+            "display_name=tkc-cp-1",
+            "external_id=5012-ab",
+            "attachment.id=att-1"
+        ]
+    );
     assert!(vm.found.is_empty());
     assert!(vm.gaps[0]
         .privilege

@@ -4,6 +4,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use crate::nsxmanager::client::tests::{options, serve, session_granted, Canned};
 
+fn infra() -> Layout {
+    Layout::Infra {
+        domain: "default".into(),
+    }
+}
+
 fn class(to: &str) -> TraceflowClass {
     TraceflowClass {
         from_port: "/infra/segments/seg-1/ports/port-a".into(),
@@ -15,12 +21,13 @@ fn class(to: &str) -> TraceflowClass {
 #[test]
 fn the_config_is_a_transient_tcp_syn_from_the_port() {
     let c = config(&class("10.0.0.12"), "etcdnet-0011223344556677");
-    assert_eq!(
-        c["source_element_path"],
-        "/infra/segments/seg-1/ports/port-a"
-    );
+    assert_eq!(c["segment_port_path"], "/infra/segments/seg-1/ports/port-a");
     assert_eq!(c["is_transient"], true);
-    assert_eq!(c["id"], "etcdnet-0011223344556677");
+    assert_eq!(
+        c["display_name"],
+        "kubectl-etcdnet etcdnet-0011223344556677"
+    );
+    assert!(c.get("id").is_none(), "the id is the URL's");
     let p = &c["packet"];
     assert_eq!(p["resource_type"], "FieldsPacketData");
     assert_eq!(p["ip_header"]["dst_ip"], "10.0.0.12");
@@ -45,15 +52,29 @@ fn ids_are_ours_and_their_paths_the_policy_apis() {
         a.starts_with(ID_PREFIX) && a.len() == ID_PREFIX.len() + 16,
         "{a}"
     );
-    let path = ApiPath::policy(&policy_path(&a), &["status"]).unwrap();
+    let root = traceflow_root(&infra());
+    let path = ApiPath::policy(&policy_path(&root, &a), &["status"]).unwrap();
     assert_eq!(
         path.as_str(),
         format!("/policy/api/v1/infra/traceflows/{a}/status")
     );
-    let obs = ApiPath::policy(&policy_path(&a), &["observations"]).unwrap();
+    let obs = ApiPath::policy(&policy_path(&root, &a), &["observations"]).unwrap();
     assert_eq!(
         obs.as_str(),
         format!("/policy/api/v1/infra/traceflows/{a}/observations")
+    );
+    let vpc = |project: &str| Layout::Vpc {
+        org: "default".into(),
+        project: project.into(),
+        vpc: "v1".into(),
+    };
+    assert_eq!(traceflow_root(&vpc("default")), "/infra");
+    let p1 = traceflow_root(&vpc("p1"));
+    assert_eq!(
+        ApiPath::policy(&policy_path(&p1, &a), &[])
+            .unwrap()
+            .as_str(),
+        format!("/policy/api/v1/orgs/default/projects/p1/infra/traceflows/{a}")
     );
 }
 
@@ -95,11 +116,17 @@ fn leftovers_are_our_ids_only() {
 #[test]
 fn a_read_is_deleted_unless_its_delete_failed() {
     let mut reads = vec![
-        read_of(&class("10.0.0.1"), "etcdnet-aaaaaaaaaaaaaaaa"),
-        read_of(&class("10.0.0.2"), "etcdnet-bbbbbbbbbbbbbbbb"),
+        read_of(
+            &class("10.0.0.1"),
+            "/infra/traceflows/etcdnet-aaaaaaaaaaaaaaaa",
+        ),
+        read_of(
+            &class("10.0.0.2"),
+            "/infra/traceflows/etcdnet-bbbbbbbbbbbbbbbb",
+        ),
     ];
     let failed = BTreeMap::from([(
-        "etcdnet-bbbbbbbbbbbbbbbb".to_string(),
+        "/infra/traceflows/etcdnet-bbbbbbbbbbbbbbbb".to_string(),
         "answered 500".to_string(),
     )]);
     mark_deleted(&mut reads, &failed);
@@ -138,6 +165,7 @@ async fn a_finished_traceflow_is_read_and_deleted() {
     let client = Client::connect(&options(url)).await.unwrap();
     let (reads, interrupted) = run_guarded(
         &client,
+        &infra(),
         &[class("10.0.0.12")],
         Duration::from_secs(10),
         std::future::pending(),
@@ -188,6 +216,7 @@ async fn an_interrupted_run_still_deletes_its_traceflows() {
     };
     let (reads, interrupted) = run_guarded(
         &client,
+        &infra(),
         &[class("10.0.0.12")],
         Duration::from_secs(30),
         shutdown,
@@ -221,7 +250,7 @@ async fn a_refused_delete_is_said_and_kept_tracked() {
     });
     let client = Client::connect(&options(url)).await.unwrap();
     let tracker = TraceflowTracker::default();
-    let planned = vec![(class("10.0.0.12"), new_id())];
+    let planned = vec![(class("10.0.0.12"), policy_path("/infra", &new_id()))];
     let mut reads = run(&client, &planned, &tracker, Duration::from_secs(10)).await;
     let failed = tracker.delete_all(&client).await;
     assert_eq!(tracker.pending(), [planned[0].1.clone()]);
