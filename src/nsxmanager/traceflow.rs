@@ -12,7 +12,9 @@
 //! `services/nsxt/orgs/projects/infra/` (`/orgs/{org}/projects/{project}/infra/traceflows/…`, a
 //! project's); the NSX API reference's `UpdateTraceflowConfig` (`PUT`, its example body:
 //! `segment_port_path`, `packet` a `FieldsPacketData` with `ip_header {dst_ip, protocol, ttl}`,
-//! `transport_header`, `transport_type: UNICAST`) and `TraceflowConfig` (`is_transient`: "cleaned
+//! `transport_header`, `transport_type: UNICAST`), `ReadTraceflowStatus` (its example answer:
+//! `operation_state: FINISHED`, `request_status: SUCCESS`, `counters`) and `TraceflowConfig`
+//! (`is_transient`: "cleaned
 //! up by the system after two hours of inactivity if is_transient is true"); `TcpHeader`
 //! (`src_port`, `dst_port`, `tcp_flags`).
 //!
@@ -69,10 +71,13 @@ pub fn state(status: &Value) -> State {
     match status.get("operation_state").and_then(Value::as_str) {
         Some("IN_PROGRESS") => State::InProgress,
         Some("FINISHED") => State::Finished,
+        // The reason as the status says it: `request_status` (e.g. `TIMEOUT`), else a
+        // `failure_reason` some versions give.
         Some("FAILED") => State::Failed(
-            status
-                .get("failure_reason")
-                .and_then(Value::as_str)
+            ["request_status", "failure_reason"]
+                .iter()
+                .filter_map(|k| status.get(*k).and_then(Value::as_str))
+                .find(|r| *r != "SUCCESS")
                 .map(|r| super::client::clean(r, super::client::MAX_MESSAGE_CHARS)),
         ),
         _ => State::Unknown,

@@ -93,6 +93,14 @@ fn the_state_is_the_statuss_operation_state() {
         State::Failed(Some("port?gone".into()))
     );
     assert_eq!(
+        state(&json!({"operation_state": "FAILED", "request_status": "TIMEOUT"})),
+        State::Failed(Some("TIMEOUT".into()))
+    );
+    assert_eq!(
+        state(&json!({"operation_state": "FAILED", "request_status": "SUCCESS"})),
+        State::Failed(None)
+    );
+    assert_eq!(
         state(&json!({"operation_state": "FAILED"})),
         State::Failed(None)
     );
