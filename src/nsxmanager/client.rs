@@ -11,10 +11,12 @@
 //!   serialized (no `Serialize`). Authentication by session first (`POST /api/session/create`,
 //!   form `j_username`/`j_password`; the answer's `JSESSIONID` cookie and `X-XSRF-TOKEN` header
 //!   go back on every request; `POST /api/session/destroy` at the end), HTTP basic when the
-//!   session endpoint refuses. The mechanics as NSX's own examples use them (`curl -c cookies
-//!   -D headers -X POST -d 'j_username=…&j_password=…' https://$NSX/api/session/create`, then
-//!   `-b cookies -H "X-XSRF-TOKEN: …"`: e.g. tacobayle/nestedVsphere8
-//!   `06_nsx_config/logs/edge.sh`), the header name as the NSX API guide spells it.
+//!   session endpoint refuses. The mechanics as the NSX API reference's
+//!   `DestroyAuthenticatedSession` says them ("the set-cookie and x-xsrf-token headers obtained
+//!   from an earlier call to /api/session/create should be provided"; `POST /api/session/destroy`)
+//!   and as scripts use them (`curl -c cookies -D headers -X POST -d
+//!   'j_username=…&j_password=…' https://$NSX/api/session/create`, then `-b cookies -H
+//!   "X-XSRF-TOKEN: …"`: e.g. tacobayle/nestedVsphere8 `06_nsx_config/logs/edge.sh`).
 //! - **Trust**: the `--nsx-ca` file's certificates, else this machine's roots; with
 //!   `--nsx-insecure-skip-tls-verify` none (said on stderr and in the report by the caller).
 //! - **Bounds** ([`Limits`]): each request within `request_timeout` and never past the whole
