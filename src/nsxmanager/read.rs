@@ -16,12 +16,17 @@
 //!   `display_name`, `external_id`), `nsxt-mp/nsx/fabric/VifsTypes.go` (`GET /api/v1/fabric/vifs`,
 //!   `owner_vm_id`), `search/QueryTypes.go` (`GET /policy/api/v1/search/query`, `query`).
 //!
-//! Which layout: [`vpc_layout`] from the Supervisor's `VPCNetworkConfiguration`
-//! (crd.nsx.vmware.com, cluster-scoped, named by the Namespace's `nsx.vmware.com/vpc_network_config`
-//! annotation) and the Namespace's `NetworkInfo` (its VPC's name), as vmware-tanzu/nsx-operator
-//! writes them (`pkg/controllers/networkinfo/networkinfo_utils.go`:
-//! `setVPCNetworkConfigurationStatusWithLBS` puts `{name, vpcPath}` in `status.vpcs`;
-//! `pkg/apis/vpc/v1alpha1/vpcnetworkconfiguration_types.go`: `spec.vpc` for a pre-created VPC).
+//! Which layout: [`vpc_layout`] from two Supervisor objects the lead reads (crd.nsx.vmware.com
+//! v1alpha1), as vmware-tanzu/nsx-operator writes them:
+//! - the `VPCNetworkConfiguration` (cluster-scoped) named by the Namespace's
+//!   `nsx.vmware.com/vpc_network_config` annotation (`pkg/nsx/services/common/types.go`;
+//!   `pkg/nsx/services/vpc/vpc.go` `GetVPCNetworkConfigByNamespace`):
+//!   `pkg/controllers/networkinfo/networkinfo_utils.go` `setVPCNetworkConfigurationStatusWithLBS`
+//!   puts `{name, vpcPath}` in its `status.vpcs`, `vpcnetworkconfiguration_types.go` `spec.vpc`
+//!   names a pre-created VPC;
+//! - the `NetworkInfo` named as the namespace, in it (`pkg/controllers/namespace/namespace_controller.go`),
+//!   whose `vpcs[0].name` ([`networkinfo_vpc`]) picks the entry.
+//!
 //! T1/NCP is [`infra_layout`].
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -164,6 +169,14 @@ pub fn vpc_layout(
         }
     };
     parse_vpc_path(&chosen)
+}
+
+/// The namespace's VPC name in its `NetworkInfo` (`vpcs[0].name`), for [`vpc_layout`].
+pub fn networkinfo_vpc(networkinfo: &Value) -> Option<&str> {
+    networkinfo
+        .pointer("/vpcs/0/name")
+        .and_then(Value::as_str)
+        .filter(|n| !n.is_empty())
 }
 
 /// The policy paths whose `security-policies` apply to the VMs, in the order read:

@@ -36,6 +36,10 @@ fn the_layout_comes_from_the_namespaces_vpc_network_configuration() {
         "metadata": {"name": "ns-a", "annotations": {}},
         "status": {"vpcs": [{"name": "ns-a-vpc", "vpcPath": "/orgs/default/projects/p1/vpcs/ns-a-vpc"}]}
     });
+    let networkinfo = json!({"metadata": {"name": "ns-a", "namespace": "ns-a"},
+                             "vpcs": [{"name": "ns-a-vpc", "networkStack": "FullStackVPC"}]});
+    assert_eq!(networkinfo_vpc(&networkinfo), Some("ns-a-vpc"));
+    assert_eq!(networkinfo_vpc(&json!({"vpcs": []})), None);
     let want = vpc("default", "p1", "ns-a-vpc");
     assert_eq!(vpc_layout(&nc, Some("ns-a-vpc")).unwrap(), want);
     assert_eq!(
