@@ -867,6 +867,9 @@ pub struct Client {
     auth: Auth,
     limits: Limits,
     deadline: Instant,
+    /// Why no session (the endpoint's refusal): said with the reading's gaps, since a 403 that
+    /// follows may be the credentials, not a privilege (NSX answers both with 403).
+    session_refused: Option<Gap>,
 }
 
 impl fmt::Debug for Client {
@@ -910,6 +913,7 @@ impl Client {
             auth: Auth::Basic(options.credentials.basic()),
             limits: options.limits,
             deadline: Instant::now() + options.limits.total,
+            session_refused: None,
         };
         let form = Bytes::from(options.credentials.form());
         let answer = client
@@ -932,6 +936,13 @@ impl Client {
                         x
                     });
                     client.auth = Auth::Session { cookie, xsrf };
+                } else {
+                    client.session_refused = Some(Gap {
+                        path: session_path.path().into(),
+                        status: Some(a.status.as_u16()),
+                        why: "NSX Manager granted no session cookie: HTTP basic used".into(),
+                        privilege: None,
+                    });
                 }
                 tracing::debug!(manager = %manager, auth = client.auth_kind(), "NSX Manager session");
                 Ok(client)
@@ -943,10 +954,25 @@ impl Client {
                     status = a.status.as_u16(),
                     "NSX session refused: basic auth"
                 );
+                client.session_refused = Some(Gap {
+                    path: session_path.path().into(),
+                    status: Some(a.status.as_u16()),
+                    why: format!(
+                        "NSX Manager refused a session ({}): HTTP basic used; a 401/403 that follows may be the credentials themselves",
+                        a.status.as_u16()
+                    ),
+                    privilege: None,
+                });
                 Ok(client)
             }
             Err(e) => Err(e.gap(session_path.path(), Privilege::ReadSecurity)),
         }
+    }
+
+    /// Why the client uses basic auth, when the session endpoint refused (a [`Gap`] the reading
+    /// reports).
+    pub fn session_refused(&self) -> Option<&Gap> {
+        self.session_refused.as_ref()
     }
 
     /// `session` or `basic`: never with what.

@@ -271,7 +271,7 @@ fn merge(lists: Vec<Listed>, more_gaps: &mut Vec<Gap>) -> Listed {
 /// Reads one run's DFW and VMs. Never fails: what cannot be read is a gap (401/403 first).
 pub async fn read(client: &Client, layout: &Layout, vms: &[VmHint]) -> NsxRead {
     let limits = *client.limits();
-    let mut gaps: Vec<Gap> = Vec::new();
+    let mut gaps: Vec<Gap> = client.session_refused().into_iter().cloned().collect();
 
     // 1. Every category's policies of every root.
     let mut lists = Vec::new();

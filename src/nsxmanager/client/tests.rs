@@ -546,6 +546,7 @@ async fn a_session_sends_its_cookie_and_xsrf_token_and_is_destroyed() {
     });
     let client = Client::connect(&options(url)).await.unwrap();
     assert_eq!(client.auth_kind(), "session");
+    assert_eq!(client.session_refused(), None);
     let path = ApiPath::policy("/infra/domains/default", &["security-policies"]).unwrap();
     let l = client.list(&path, &[], Privilege::ReadSecurity).await;
     assert_eq!(l.results.len(), 1, "{l:?}");
@@ -583,6 +584,13 @@ async fn a_refused_session_falls_back_to_basic_and_a_403_is_a_gap() {
     });
     let client = Client::connect(&options(url)).await.unwrap();
     assert_eq!(client.auth_kind(), "basic");
+    let refused = client.session_refused().unwrap();
+    assert_eq!(refused.status, Some(403));
+    assert!(
+        refused.why.contains("may be the credentials"),
+        "{}",
+        refused.why
+    );
     let path = ApiPath::policy("/infra/domains/default", &["security-policies"]).unwrap();
     let l = client.list(&path, &[], Privilege::ReadSecurity).await;
     let gap = l.incomplete.unwrap();
