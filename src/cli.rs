@@ -329,7 +329,7 @@ pub struct NsxArgs {
     /// Also prove the failing paths with Traceflow: a TCP SYN from each failing source VM's port
     /// to its peer's IP and port (a few at most), every traceflow deleted after the run, Ctrl-C
     /// included. Needs a role that may run Traceflow
-    #[arg(long, requires = "nsx_manager")]
+    #[arg(long, requires = "nsx_manager", conflicts_with = "dry_run")]
     pub nsx_traceflow: bool,
 
     /// Bound on the whole NSX Manager reading, Traceflow included (each request at most 30s of
@@ -689,6 +689,10 @@ mod tests {
             let e = diagnose(&["--nsx-manager=https://nsx", "--nsx-timeout", bad]).unwrap_err();
             assert_eq!(e.exit_code(), 2, "{bad}");
         }
+        // --dry-run creates nothing, traceflows neither.
+        let e =
+            diagnose(&["--nsx-manager=https://nsx", "--nsx-traceflow", "--dry-run"]).unwrap_err();
+        assert_eq!(e.exit_code(), 2);
         let (d, _) = diagnose(&[
             "--nsx-manager=https://nsx",
             "--nsx-timeout=2m",
