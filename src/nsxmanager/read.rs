@@ -322,7 +322,7 @@ pub async fn read(client: &Client, layout: &Layout, vms: &[VmHint]) -> NsxRead {
 
     // 4. The VMs.
     let vms: Vec<VmLookup> = stream::iter(vms.iter())
-        .map(|h| find_vm(client, h))
+        .map(|h| find_vm(client, port_type(layout), h))
         .buffered(limits.max_concurrent.max(1))
         .collect()
         .await;
@@ -475,18 +475,27 @@ pub fn plain_id(s: &str) -> bool {
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | ':'))
 }
 
-/// The search query for the ports attached to a VIF (`attachment.id`): segment ports (T1) and
-/// VPC subnet ports.
-pub fn port_query(attachment_id: &str) -> Option<String> {
-    plain_id(attachment_id).then(|| {
-        format!("resource_type:(SegmentPort OR VpcSubnetPort) AND attachment.id:{attachment_id}")
-    })
+/// The `resource_type` of a layout's ports in the search index: `SegmentPort` (T1/NCP),
+/// `VpcSubnetPort` (VPC; vmware-tanzu/nsx-operator `pkg/nsx/services/common/types.go`
+/// `ResourceTypeSubnetPort`).
+pub fn port_type(layout: &Layout) -> &'static str {
+    match layout {
+        Layout::Infra { .. } => "SegmentPort",
+        Layout::Vpc { .. } => "VpcSubnetPort",
+    }
+}
+
+/// The search query for the ports of `port_type` attached to a VIF (`attachment.id`): plain
+/// `field:value` terms joined by AND, the search syntax every manager takes.
+pub fn port_query(port_type: &str, attachment_id: &str) -> Option<String> {
+    plain_id(attachment_id)
+        .then(|| format!("resource_type:{port_type} AND attachment.id:{attachment_id}"))
 }
 
 /// One VM: fabric VMs by display name (else by instance uuid), their VIFs, each VIF's port
 /// (`search/query` by `attachment.id`), and the ports of the Supervisor's attachment ids.
 /// Everything found is kept as answered, in that order; the model checks it both ways.
-async fn find_vm(client: &Client, hint: &VmHint) -> VmLookup {
+async fn find_vm(client: &Client, port_type: &str, hint: &VmHint) -> VmLookup {
     let mut lookup = VmLookup {
         node: hint.node.clone(),
         asked: Vec::new(),
@@ -560,7 +569,7 @@ async fn find_vm(client: &Client, hint: &VmHint) -> VmLookup {
             let attachment = vif
                 .get("lport_attachment_id")
                 .and_then(Value::as_str)
-                .and_then(port_query);
+                .and_then(|id| port_query(port_type, id));
             found.push(vif);
             let Some(query) = attachment else { continue };
             let ports = client
@@ -576,7 +585,7 @@ async fn find_vm(client: &Client, hint: &VmHint) -> VmLookup {
     }
     // The ports the Supervisor's own SubnetPorts name (VPC), unless already found above.
     for attachment in hint.attachment_ids.iter().take(MAX_VIFS_PER_VM) {
-        let Some(query) = port_query(attachment) else {
+        let Some(query) = port_query(port_type, attachment) else {
             continue;
         };
         lookup.asked.push(format!("attachment.id={attachment}"));

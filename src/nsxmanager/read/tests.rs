@@ -211,11 +211,19 @@ fn lists_of_several_roots_merge_into_one_with_every_gap_kept() {
 #[test]
 fn only_plain_ids_go_into_a_search_query() {
     assert_eq!(
-        port_query("5f2a9c1e-0b3d-4e7f-9a8b-112233445566").unwrap(),
-        "resource_type:(SegmentPort OR VpcSubnetPort) AND attachment.id:5f2a9c1e-0b3d-4e7f-9a8b-112233445566"
+        port_query(
+            port_type(&infra_layout()),
+            "5f2a9c1e-0b3d-4e7f-9a8b-112233445566"
+        )
+        .unwrap(),
+        "resource_type:SegmentPort AND attachment.id:5f2a9c1e-0b3d-4e7f-9a8b-112233445566"
+    );
+    assert_eq!(
+        port_query(port_type(&vpc("default", "p", "v")), "att-1").unwrap(),
+        "resource_type:VpcSubnetPort AND attachment.id:att-1"
     );
     for bad in ["", "a OR b", "x)", "a*", "\"q\"", &"a".repeat(200)] {
-        assert_eq!(port_query(bad), None, "{bad}");
+        assert_eq!(port_query("SegmentPort", bad), None, "{bad}");
     }
 }
 
