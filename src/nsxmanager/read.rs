@@ -181,16 +181,22 @@ pub fn networkinfo_vpc(networkinfo: &Value) -> Option<&str> {
 
 /// The policy paths whose `security-policies` apply to the VMs, in the order read:
 /// - T1/NCP: the domain (`/infra/domains/default`);
-/// - VPC: the provider's default domain, the project's default domain and the VPC itself (a
-///   VPC's VMs are under all three: NSX evaluates the provider's and the project's policies too).
+/// - VPC: the provider's default domain, the project's default domain (but for the default
+///   project, whose infra *is* `/infra`) and the VPC itself: a VPC's VMs are under all of them
+///   (NSX evaluates the provider's and the project's policies too).
 pub fn policy_roots(layout: &Layout) -> Vec<String> {
     match layout {
         Layout::Infra { domain } => vec![format!("/infra/domains/{domain}")],
-        Layout::Vpc { org, project, vpc } => vec![
-            "/infra/domains/default".into(),
-            format!("/orgs/{org}/projects/{project}/infra/domains/default"),
-            format!("/orgs/{org}/projects/{project}/vpcs/{vpc}"),
-        ],
+        Layout::Vpc { org, project, vpc } => {
+            let mut roots = vec!["/infra/domains/default".to_string()];
+            if project != "default" {
+                roots.push(format!(
+                    "/orgs/{org}/projects/{project}/infra/domains/default"
+                ));
+            }
+            roots.push(format!("/orgs/{org}/projects/{project}/vpcs/{vpc}"));
+            roots
+        }
     }
 }
 
@@ -277,7 +283,17 @@ pub async fn read(client: &Client, layout: &Layout, vms: &[VmHint]) -> NsxRead {
     let mut lists = Vec::new();
     for root in policy_roots(layout) {
         match ApiPath::policy(&root, &["security-policies"]) {
-            Ok(p) => lists.push(client.list(&p, &[], Privilege::ReadSecurity).await),
+            Ok(p) => {
+                let mut l = client.list(&p, &[], Privilege::ReadSecurity).await;
+                // A tree that does not exist (404 on its first page) holds no policy: whole.
+                if l.results.is_empty()
+                    && l.incomplete.as_ref().is_some_and(|g| g.status == Some(404))
+                {
+                    l.incomplete = None;
+                    l.result_count = Some(0);
+                }
+                lists.push(l);
+            }
             Err(why) => gaps.push(bad_path_gap(&root, why)),
         }
     }

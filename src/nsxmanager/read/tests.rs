@@ -96,6 +96,14 @@ fn the_policies_are_read_where_each_layout_keeps_them() {
             "/policy/api/v1/orgs/default/projects/p1/vpcs/v1/security-policies",
         ]
     );
+    // The default project's infra is /infra itself.
+    assert_eq!(
+        urls(&vpc("default", "default", "ns-prod")),
+        [
+            "/policy/api/v1/infra/domains/default/security-policies",
+            "/policy/api/v1/orgs/default/projects/default/vpcs/ns-prod/security-policies",
+        ]
+    );
     // A policy's rules, by the policy's own path.
     let rules = ApiPath::policy(
         "/orgs/default/projects/p1/vpcs/v1/security-policies/sp-1",
@@ -280,4 +288,27 @@ async fn a_manager_that_refuses_everything_is_a_reading_of_gaps() {
         .as_deref()
         .unwrap()
         .contains("Inventory"));
+}
+
+/// A policy tree that does not exist (404) holds no policy: the list is whole, no gap.
+#[tokio::test]
+async fn a_tree_that_does_not_exist_holds_no_policy() {
+    let (url, _seen) = serve(|_, path| match path {
+        "/api/session/create" => session_granted(),
+        p if p.starts_with("/policy/api/v1/infra/") => {
+            Canned::json(404, r#"{"error_message":"no such path"}"#)
+        }
+        p if p.ends_with("/security-policies?page_size=1000") => Canned::json(
+            200,
+            r#"{"results":[{"id":"sp","path":"/orgs/default/projects/default/vpcs/ns-prod/security-policies/sp"}],"result_count":1}"#,
+        ),
+        _ => Canned::json(200, r#"{"results":[],"result_count":0}"#),
+    });
+    let client = Client::connect(&options(url)).await.unwrap();
+    let r = read(&client, &vpc("default", "default", "ns-prod"), &[]).await;
+    assert_eq!(r.policies.results.len(), 1);
+    assert_eq!(r.policies.incomplete, None);
+    assert_eq!(r.policies.result_count, Some(1));
+    assert!(r.gaps.is_empty(), "{:?}", r.gaps);
+    assert_eq!(r.rules.len(), 1);
 }

@@ -243,6 +243,35 @@ async fn an_interrupted_run_still_deletes_its_traceflows() {
     );
 }
 
+/// A create the manager refuses (403: the role may not run Traceflow) made nothing: no delete.
+#[tokio::test]
+async fn a_refused_create_is_a_gap_and_nothing_to_delete() {
+    let (url, seen) = serve(|method, path| match (method, path) {
+        ("POST", "/api/session/create") => session_granted(),
+        ("PUT", _) => Canned::json(403, r#"{"error_message":"no Traceflow for you"}"#),
+        _ => Canned::json(500, "{}"),
+    });
+    let client = Client::connect(&options(url)).await.unwrap();
+    let (reads, interrupted) = run_guarded(
+        &client,
+        &infra(),
+        &[class("10.0.0.12")],
+        Duration::from_secs(10),
+        std::future::pending(),
+    )
+    .await;
+    assert!(!interrupted);
+    assert!(reads[0].deleted, "nothing left: {:?}", reads[0]);
+    assert_eq!(reads[0].gaps.len(), 1, "{:?}", reads[0].gaps);
+    assert!(reads[0].gaps[0]
+        .privilege
+        .as_deref()
+        .unwrap()
+        .contains("Traceflow"));
+    let lines: Vec<String> = seen.try_iter().map(|s| s.line().to_string()).collect();
+    assert!(!lines.iter().any(|l| l.starts_with("DELETE")), "{lines:?}");
+}
+
 /// A delete the manager refuses leaves the traceflow tracked and says so.
 #[tokio::test]
 async fn a_refused_delete_is_said_and_kept_tracked() {
