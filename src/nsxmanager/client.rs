@@ -32,6 +32,7 @@ use std::collections::HashSet;
 use std::fmt;
 use std::io::Read;
 use std::path::Path;
+use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
@@ -717,6 +718,9 @@ pub enum RequestError {
     NotJson,
     #[error("{0}")]
     BadPath(String),
+    /// The manager refused the credentials on an earlier request: not sent again.
+    #[error("not asked: NSX Manager refused the credentials on an earlier request (NSX locks an account after a few failed logins)")]
+    NotSent,
 }
 
 impl RequestError {
@@ -870,7 +874,20 @@ pub struct Client {
     /// Why no session (the endpoint's refusal): said with the reading's gaps, since a 403 that
     /// follows may be the credentials, not a privilege (NSX answers both with 403).
     session_refused: Option<Gap>,
+    /// Whether the credentials still may be sent ([`CREDENTIALS_OK`], [`CREDENTIALS_UNPROVEN`],
+    /// [`CREDENTIALS_REFUSED`]): NSX locks an account after a few failed logins (5 by default),
+    /// so a run stops sending credentials the manager refused instead of failing once per
+    /// request.
+    credentials: AtomicU8,
 }
+
+/// The credentials worked (or nothing says otherwise yet).
+const CREDENTIALS_OK: u8 = 0;
+/// The session endpoint refused them with 403 (NSX answers a wrong password so, and a session
+/// disabled too): basic is tried, and a 401/403 on its first request ends the sending.
+const CREDENTIALS_UNPROVEN: u8 = 1;
+/// The manager refused them (a 401, or the above): nothing more is sent.
+const CREDENTIALS_REFUSED: u8 = 2;
 
 impl fmt::Debug for Client {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -914,6 +931,7 @@ impl Client {
             limits: options.limits,
             deadline: Instant::now() + options.limits.total,
             session_refused: None,
+            credentials: AtomicU8::new(CREDENTIALS_OK),
         };
         let form = Bytes::from(options.credentials.form());
         let answer = client
@@ -947,9 +965,15 @@ impl Client {
                 tracing::debug!(manager = %manager, auth = client.auth_kind(), "NSX Manager session");
                 Ok(client)
             }
-            // Refused (a 4xx/5xx, or a redirect to a login page): basic on every request; a
-            // wrong password then shows as each request's 401/403 gap.
+            // Refused (a 4xx/5xx, or a redirect to a login page): basic on every request, unless
+            // the refusal was a 401 (the credentials themselves); a 401/403 on basic's first
+            // request ends the sending ([`CREDENTIALS_UNPROVEN`]).
             Ok(a) => {
+                client.credentials = AtomicU8::new(match a.status.as_u16() {
+                    401 => CREDENTIALS_REFUSED,
+                    403 => CREDENTIALS_UNPROVEN,
+                    _ => CREDENTIALS_OK,
+                });
                 tracing::debug!(
                     status = a.status.as_u16(),
                     "NSX session refused: basic auth"
@@ -957,10 +981,14 @@ impl Client {
                 client.session_refused = Some(Gap {
                     path: session_path.path().into(),
                     status: Some(a.status.as_u16()),
-                    why: format!(
-                        "NSX Manager refused a session ({}): HTTP basic used; a 401/403 that follows may be the credentials themselves",
-                        a.status.as_u16()
-                    ),
+                    why: if a.status.as_u16() == 401 {
+                        "NSX Manager refused the credentials (401): nothing more is sent (NSX locks an account after a few failed logins)".to_string()
+                    } else {
+                        format!(
+                            "NSX Manager refused a session ({}): HTTP basic used; a 401/403 that follows may be the credentials themselves",
+                            a.status.as_u16()
+                        )
+                    },
                     privilege: None,
                 });
                 Ok(client)
@@ -973,6 +1001,11 @@ impl Client {
     /// reports).
     pub fn session_refused(&self) -> Option<&Gap> {
         self.session_refused.as_ref()
+    }
+
+    /// Whether the manager refused the credentials (nothing more is sent).
+    pub fn credentials_refused(&self) -> bool {
+        self.credentials.load(Ordering::SeqCst) == CREDENTIALS_REFUSED
     }
 
     /// `session` or `basic`: never with what.
@@ -1083,10 +1116,25 @@ impl Client {
     ) -> Result<Answer, RequestError> {
         let mut attempt = 0;
         loop {
+            if self.credentials.load(Ordering::SeqCst) == CREDENTIALS_REFUSED {
+                return Err(RequestError::NotSent);
+            }
             let a = self
                 .exchange(method.clone(), path, body.clone(), within, true)
                 .await?;
             let status = a.status;
+            let refused = match (self.credentials.load(Ordering::SeqCst), status.as_u16()) {
+                (_, 401) | (CREDENTIALS_UNPROVEN, 403) => true,
+                (CREDENTIALS_UNPROVEN, _) if status.is_success() => {
+                    self.credentials.store(CREDENTIALS_OK, Ordering::SeqCst);
+                    false
+                }
+                _ => false,
+            };
+            if refused {
+                self.credentials
+                    .store(CREDENTIALS_REFUSED, Ordering::SeqCst);
+            }
             if status.is_success() {
                 return Ok(a);
             }

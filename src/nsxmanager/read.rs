@@ -364,7 +364,8 @@ pub async fn read(client: &Client, layout: &Layout, vms: &[VmHint]) -> NsxRead {
     NsxRead {
         manager: client.manager().to_string(),
         layout: layout.clone(),
-        auth: Some(client.auth_kind().to_string()),
+        // Refused credentials authenticated nothing.
+        auth: (!client.credentials_refused()).then(|| client.auth_kind().to_string()),
         policies,
         rules,
         groups,

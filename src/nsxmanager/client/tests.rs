@@ -698,3 +698,47 @@ async fn an_unknown_ca_is_a_gap_before_any_credential_is_sent() {
         "nothing sent"
     );
 }
+
+/// A wrong password is sent as few times as can be: NSX locks an account after a few failed
+/// logins.
+#[tokio::test]
+async fn refused_credentials_are_not_sent_again() {
+    // The session endpoint answers 403, basic's first request 403 too: nothing more is sent.
+    let (url, seen) = serve(|_, _| Canned::json(403, r#"{"error_message":"bad credentials"}"#));
+    let client = Client::connect(&options(url)).await.unwrap();
+    let path = ApiPath::policy("/infra/services/etcd", &[]).unwrap();
+    let first = client.get(&path).await.unwrap_err();
+    assert_eq!(first.status(), Some(403));
+    let second = client.get(&path).await.unwrap_err();
+    assert_eq!(second, RequestError::NotSent);
+    assert!(second.to_string().contains("locks an account"), "{second}");
+    assert_eq!(
+        seen.try_iter().count(),
+        2,
+        "the session create and one request"
+    );
+
+    // A 401 from the session endpoint: the credentials themselves; basic is never tried.
+    let (url, seen) = serve(|_, _| Canned::json(401, "{}"));
+    let client = Client::connect(&options(url)).await.unwrap();
+    assert!(client.credentials_refused());
+    assert!(client
+        .session_refused()
+        .unwrap()
+        .why
+        .contains("nothing more is sent"));
+    assert_eq!(client.get(&path).await.unwrap_err(), RequestError::NotSent);
+    assert_eq!(seen.try_iter().count(), 1);
+
+    // A session refused with 403 but basic working: a later 403 is a privilege, not the end.
+    let (url, _seen) = serve(|_, p| match p {
+        "/api/session/create" => Canned::json(403, "{}"),
+        "/policy/api/v1/infra/services/etcd" => Canned::json(200, r#"{"id":"etcd"}"#),
+        _ => Canned::json(403, "{}"),
+    });
+    let client = Client::connect(&options(url)).await.unwrap();
+    assert!(client.get(&path).await.is_ok());
+    let other = ApiPath::policy("/infra/services/ssh", &[]).unwrap();
+    assert_eq!(client.get(&other).await.unwrap_err().status(), Some(403));
+    assert_eq!(client.get(&other).await.unwrap_err().status(), Some(403));
+}
