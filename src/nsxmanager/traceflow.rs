@@ -323,11 +323,19 @@ pub async fn run(
             Ok(()) => live.push(i),
             Err(e) => {
                 let path = reads[i].path.clone();
-                // A 4xx is a definite refusal: nothing was made, nothing to delete. Anything
-                // else (5xx, a timeout, a lost answer) may have made it: it stays tracked.
-                if e.status()
-                    .is_some_and(|s| (400..500).contains(&s) && s != 408 && s != 429)
-                {
+                // A 4xx is a definite refusal, and a request never sent (the deadline, refused
+                // credentials) made nothing: nothing to delete. Anything else (5xx, a timeout, a
+                // lost answer) may have made it: it stays tracked.
+                let refused = e
+                    .status()
+                    .is_some_and(|s| (400..500).contains(&s) && s != 408 && s != 429);
+                let unsent = matches!(
+                    e,
+                    RequestError::Deadline { .. }
+                        | RequestError::NotSent
+                        | RequestError::BadPath(_)
+                );
+                if refused || unsent {
                     tracker.untrack(&path);
                 }
                 reads[i].gaps.push(e.gap(&path, Privilege::Traceflow));
