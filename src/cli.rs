@@ -16,6 +16,7 @@ use crate::commands::many::{Selection, Which};
 use crate::commands::status::StatusOptions;
 use crate::connect::ConnectOptions;
 use crate::names::{parse_namespace, validate_dns1123_subdomain};
+use crate::nsxmanager::client::{self as nsx, ManagerUrl};
 use crate::plan::DiagnoseConfig;
 use crate::render::Format;
 use crate::route::RouteArgs;
@@ -142,12 +143,16 @@ pub enum Command {
 }
 
 impl Cli {
-    /// [`GlobalArgs::warnings`], for the commands that may contact a workload API.
+    /// [`GlobalArgs::warnings`], for the commands that may contact a workload API, and
+    /// diagnose's [`NsxArgs::warnings`].
     pub fn warnings(&self) -> Vec<String> {
-        match self.command {
-            Command::Status(_) | Command::Diagnose(_) | Command::Cleanup(_) => {
-                self.global.warnings()
+        match &self.command {
+            Command::Diagnose(d) => {
+                let mut w = self.global.warnings();
+                w.extend(d.nsx.warnings());
+                w
             }
+            Command::Status(_) | Command::Cleanup(_) => self.global.warnings(),
             Command::Analyse(_) | Command::Version | Command::Completion { .. } => Vec::new(),
         }
     }
@@ -277,9 +282,115 @@ pub struct DiagnoseArgs {
     #[arg(long, value_name = "DURATION", default_value = "5s", value_parser = parse_duration)]
     pub api_timeout: Duration,
 
+    // NSX Manager (opt-in): its own help heading, so before `many`.
+    #[command(flatten)]
+    pub nsx: NsxArgs,
+
     // Last: its help heading ("Many clusters") applies to what follows it.
     #[command(flatten)]
     pub many: ManyArgs,
+}
+
+/// NSX Manager, past the Supervisor's edge: off unless `--nsx-manager` is given. No flag here
+/// reads the environment by itself (an `NSXT_MANAGER_HOST` set for terraform never turns this
+/// on); only the credentials come from `NSXT_USERNAME`/`NSXT_PASSWORD`, and only with the flag.
+#[derive(Debug, Clone, Args)]
+#[command(next_help_heading = "NSX Manager (opt-in)")]
+pub struct NsxArgs {
+    /// Also read NSX Manager's distributed firewall (policies, rules, groups and their members)
+    /// and find the control-plane VMs' ports there, read-only: https://HOST[:PORT] only
+    ///
+    /// The only switch that turns it on. Credentials from --nsx-credentials FILE, else
+    /// NSXT_USERNAME and NSXT_PASSWORD (your own NSX account, never the Supervisor's); sent to
+    /// this URL and nowhere else (redirects are not followed). A read-only role (Auditor) is
+    /// enough; --nsx-traceflow needs a role that may run Traceflow.
+    #[arg(long, value_name = "URL", value_parser = ManagerUrl::parse)]
+    pub nsx_manager: Option<ManagerUrl>,
+
+    /// A file holding one line user:password for NSX Manager (else NSXT_USERNAME and
+    /// NSXT_PASSWORD); never pass the password on the command line
+    #[arg(long, value_name = "FILE", requires = "nsx_manager")]
+    pub nsx_credentials: Option<PathBuf>,
+
+    /// NSX Manager's CA certificate(s), PEM (else this machine's roots)
+    #[arg(
+        long,
+        value_name = "FILE",
+        requires = "nsx_manager",
+        conflicts_with = "nsx_insecure_skip_tls_verify"
+    )]
+    pub nsx_ca: Option<PathBuf>,
+
+    /// Do not check NSX Manager's certificate: your NSX credentials go to whoever answers at
+    /// --nsx-manager (said on stderr and in the report)
+    #[arg(long, requires = "nsx_manager")]
+    pub nsx_insecure_skip_tls_verify: bool,
+
+    /// Also prove the failing paths with Traceflow: a TCP SYN from each failing source VM's port
+    /// to its peer's IP and port (a few at most), every traceflow deleted after the run, Ctrl-C
+    /// included. Needs a role that may run Traceflow
+    #[arg(long, requires = "nsx_manager", conflicts_with = "dry_run")]
+    pub nsx_traceflow: bool,
+
+    /// Bound on the whole NSX Manager reading, Traceflow included (each request at most 30s of
+    /// it)
+    #[arg(long, value_name = "DURATION", default_value = "1m", value_parser = parse_nsx_timeout)]
+    pub nsx_timeout: Duration,
+}
+
+impl NsxArgs {
+    /// Whether NSX Manager is read at all.
+    pub fn enabled(&self) -> bool {
+        self.nsx_manager.is_some()
+    }
+
+    /// The client's options, its credentials and CA file read now (before any cluster is
+    /// contacted); None without --nsx-manager. A missing or unusable credential or CA is one
+    /// line naming the flag or variables, never quoting what was read.
+    pub fn client_options(&self) -> Result<Option<nsx::Options>, String> {
+        let Some(manager) = self.nsx_manager.clone() else {
+            return Ok(None);
+        };
+        let credentials =
+            nsx::Credentials::load(self.nsx_credentials.as_deref()).map_err(|e| e.to_string())?;
+        let trust =
+            nsx::Trust::from_flags(self.nsx_ca.as_deref(), self.nsx_insecure_skip_tls_verify)?;
+        Ok(Some(nsx::Options {
+            manager,
+            credentials,
+            trust,
+            limits: nsx::Limits::new(self.nsx_timeout),
+        }))
+    }
+
+    /// What the run says on stderr before it starts: that NSX Manager's certificate is not
+    /// checked.
+    pub fn warnings(&self) -> Vec<String> {
+        match (&self.nsx_manager, self.nsx_insecure_skip_tls_verify) {
+            (Some(url), true) => vec![format!(
+                "warning: --nsx-insecure-skip-tls-verify: NSX Manager's certificate is not checked; \
+                 your NSX credentials go to whoever answers at {url}"
+            )],
+            _ => Vec::new(),
+        }
+    }
+
+    /// The report's note when the certificate was not checked (None otherwise).
+    pub fn report_note(&self) -> Option<String> {
+        self.nsx_insecure_skip_tls_verify.then(|| {
+            "NSX Manager's certificate was not checked (--nsx-insecure-skip-tls-verify)".to_string()
+        })
+    }
+}
+
+/// `--nsx-timeout`: between 5s and 10m (a reading needs a few requests; more than ten minutes
+/// is a hung manager, not a slow one).
+pub fn parse_nsx_timeout(s: &str) -> Result<Duration, String> {
+    let d = parse_duration(s)?;
+    if d < Duration::from_secs(5) || d > Duration::from_secs(600) {
+        return Err("must be between 5s and 10m (e.g. 1m)".into());
+    }
+    Ok(d)
 }
 
 #[derive(Debug, Clone, Args)]
@@ -514,6 +625,132 @@ mod tests {
             let e = Cli::try_parse_from(argv).unwrap_err();
             assert_eq!(e.exit_code(), 2, "{bad:?}: {e}");
         }
+    }
+
+    fn diagnose(extra: &[&str]) -> Result<(DiagnoseArgs, Cli), clap::Error> {
+        let argv = ["kubectl-etcdnet", "diagnose", "tkc"].iter().chain(extra);
+        let cli = Cli::try_parse_from(argv)?;
+        match &cli.command {
+            Command::Diagnose(d) => Ok((d.clone(), cli)),
+            _ => unreachable!(),
+        }
+    }
+
+    #[test]
+    fn nsx_manager_is_off_unless_its_flag_is_given() {
+        let (d, cli) = diagnose(&[]).unwrap();
+        assert!(!d.nsx.enabled());
+        assert!(matches!(d.nsx.client_options(), Ok(None)));
+        assert!(cli.warnings().is_empty());
+        // No flag of the command line reads NSXT_* (or any NSX variable) by itself: an
+        // NSXT_MANAGER_HOST set for terraform never turns NSX Manager on.
+        let cmd = Cli::command();
+        let diag = cmd.find_subcommand("diagnose").unwrap();
+        for arg in diag.get_arguments() {
+            assert!(
+                arg.get_env().is_none(),
+                "{:?} reads the environment",
+                arg.get_id()
+            );
+        }
+        let (d, _) = diagnose(&["--nsx-manager", "https://nsx.example:8443"]).unwrap();
+        assert!(d.nsx.enabled());
+        assert_eq!(
+            d.nsx.nsx_manager.unwrap().as_str(),
+            "https://nsx.example:8443"
+        );
+        assert_eq!(d.nsx.nsx_timeout, Duration::from_secs(60));
+    }
+
+    #[test]
+    fn nsx_flags_need_nsx_manager_and_refuse_http() {
+        let e = diagnose(&["--nsx-manager", "http://nsx.example"]).unwrap_err();
+        assert_eq!(e.exit_code(), 2);
+        let text = e.to_string();
+        assert!(text.contains("must be https://"), "{text}");
+        for flag in [
+            &["--nsx-traceflow"][..],
+            &["--nsx-credentials", "/f"],
+            &["--nsx-ca", "/ca.pem"],
+            &["--nsx-insecure-skip-tls-verify"],
+        ] {
+            let e = diagnose(flag).unwrap_err();
+            assert_eq!(e.exit_code(), 2, "{flag:?}");
+            assert!(e.to_string().contains("--nsx-manager"), "{flag:?}: {e}");
+        }
+        let e = diagnose(&[
+            "--nsx-manager=https://nsx",
+            "--nsx-ca=/ca.pem",
+            "--nsx-insecure-skip-tls-verify",
+        ])
+        .unwrap_err();
+        assert_eq!(e.exit_code(), 2);
+        for bad in ["1s", "11m", "soon"] {
+            let e = diagnose(&["--nsx-manager=https://nsx", "--nsx-timeout", bad]).unwrap_err();
+            assert_eq!(e.exit_code(), 2, "{bad}");
+        }
+        // --dry-run creates nothing, traceflows neither.
+        let e =
+            diagnose(&["--nsx-manager=https://nsx", "--nsx-traceflow", "--dry-run"]).unwrap_err();
+        assert_eq!(e.exit_code(), 2);
+        let (d, _) = diagnose(&[
+            "--nsx-manager=https://nsx",
+            "--nsx-timeout=2m",
+            "--nsx-traceflow",
+        ])
+        .unwrap();
+        assert_eq!(d.nsx.nsx_timeout, Duration::from_secs(120));
+        assert!(d.nsx.nsx_traceflow);
+    }
+
+    #[test]
+    fn skipping_nsx_managers_certificate_is_said_on_stderr_and_in_the_report() {
+        let (d, cli) = diagnose(&[
+            "--nsx-manager=https://nsx.example",
+            "--nsx-insecure-skip-tls-verify",
+        ])
+        .unwrap();
+        let w = cli.warnings();
+        assert_eq!(w.len(), 1, "{w:?}");
+        assert!(
+            w[0].starts_with("warning: --nsx-insecure-skip-tls-verify:"),
+            "{}",
+            w[0]
+        );
+        assert!(w[0].contains("https://nsx.example"), "{}", w[0]);
+        assert!(d.nsx.report_note().unwrap().contains("not checked"));
+        let (d, _) = diagnose(&["--nsx-manager=https://nsx.example"]).unwrap();
+        assert_eq!(d.nsx.report_note(), None);
+    }
+
+    #[test]
+    fn nsx_client_options_read_the_credentials_file_and_ca() {
+        let dir = tempfile::tempdir().unwrap();
+        let creds = dir.path().join("nsx-creds");
+        std::fs::write(&creds, "auditor:pw\n").unwrap();
+        let creds_arg = format!("--nsx-credentials={}", creds.display());
+        let (d, _) = diagnose(&[
+            "--nsx-manager=https://nsx",
+            &creds_arg,
+            "--nsx-insecure-skip-tls-verify",
+        ])
+        .unwrap();
+        let o = d.nsx.client_options().unwrap().unwrap();
+        assert_eq!(o.manager.as_str(), "https://nsx");
+        assert!(matches!(o.trust, nsx::Trust::SkipVerify));
+        assert_eq!(o.limits.total, Duration::from_secs(60));
+        assert!(!format!("{o:?}").contains("pw"));
+        let missing = format!("--nsx-credentials={}", dir.path().join("absent").display());
+        let (d, _) = diagnose(&["--nsx-manager=https://nsx", &missing]).unwrap();
+        let e = d.nsx.client_options().unwrap_err();
+        assert!(
+            e.starts_with("--nsx-credentials ") && !e.contains('\n'),
+            "{e}"
+        );
+        let ca = format!("--nsx-ca={}", creds.display());
+        let (d, _) = diagnose(&["--nsx-manager=https://nsx", &creds_arg, &ca]).unwrap();
+        let e = d.nsx.client_options().unwrap_err();
+        assert!(e.starts_with("--nsx-ca "), "{e}");
     }
 
     #[test]

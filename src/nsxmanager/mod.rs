@@ -3,5 +3,8 @@
 //! (`--nsx-traceflow`). Read-only but for the traceflows it creates and always deletes. What
 //! was read is one value, [`raw::NsxRead`]; `analyse::dfw` judges it.
 
+pub mod client;
 pub mod model;
 pub mod raw;
+pub mod read;
+pub mod traceflow;

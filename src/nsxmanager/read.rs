@@ -1,0 +1,628 @@
+//! One run's reading of NSX Manager into [`NsxRead`]: the DFW's security policies of every
+//! category and their rules, every group a rule names with its effective members, every service
+//! a rule names, and the control-plane VMs as NSX knows them. I/O through [`Client`]; which
+//! paths to read is pure ([`policy_roots`], [`group_refs`], [`service_refs`], [`member_kinds`]).
+//!
+//! Paths checked in vmware/vsphere-automation-sdk-go (`services/nsxt/…/*Types.go`, each
+//! operation's REST metadata):
+//! - `infra/domains/SecurityPoliciesTypes.go`, `…/security_policies/RulesTypes.go`:
+//!   `/policy/api/v1/infra/domains/{domainId}/security-policies[/{id}/rules]` (`cursor`,
+//!   `page_size`); `orgs/projects/vpcs/SecurityPoliciesTypes.go`: the same under
+//!   `/orgs/{org}/projects/{project}/vpcs/{vpc}`;
+//! - `infra/domains/groups/members/*Types.go`: `…/groups/{groupId}/members/{ip-addresses,
+//!   virtual-machines,segment-ports}`; `orgs/projects/vpcs/groups/members/*Types.go`: a VPC
+//!   group's ports are `members/subnet-ports` (there is no `segment-ports` there);
+//! - `nsxt-mp/nsx/fabric/VirtualMachinesTypes.go` (`GET /api/v1/fabric/virtual-machines`,
+//!   `display_name`, `external_id`), `nsxt-mp/nsx/fabric/VifsTypes.go` (`GET /api/v1/fabric/vifs`,
+//!   `owner_vm_id`), `search/QueryTypes.go` (`GET /policy/api/v1/search/query`, `query`).
+//!
+//! Which layout: [`vpc_layout`] from two Supervisor objects the lead reads (crd.nsx.vmware.com
+//! v1alpha1), as vmware-tanzu/nsx-operator writes them:
+//! - the `VPCNetworkConfiguration` (cluster-scoped) named by the Namespace's
+//!   `nsx.vmware.com/vpc_network_config` annotation (`pkg/nsx/services/common/types.go`;
+//!   `pkg/nsx/services/vpc/vpc.go` `GetVPCNetworkConfigByNamespace`):
+//!   `pkg/controllers/networkinfo/networkinfo_utils.go` `setVPCNetworkConfigurationStatusWithLBS`
+//!   puts `{name, vpcPath}` in its `status.vpcs`, `vpcnetworkconfiguration_types.go` `spec.vpc`
+//!   names a pre-created VPC;
+//! - the `NetworkInfo` named as the namespace, in it (`pkg/controllers/namespace/namespace_controller.go`),
+//!   whose `vpcs[0].name` ([`networkinfo_vpc`]) picks the entry.
+//!
+//! T1/NCP is [`infra_layout`].
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use futures::stream::{self, StreamExt};
+use serde_json::Value;
+
+use super::client::{clean, ApiPath, Client, Privilege};
+use super::raw::{Gap, Layout, Listed, Members, NsxRead, PolicyRead, VmLookup};
+
+/// The most groups read (definition and members) for one run; more are a gap.
+pub const MAX_GROUPS: usize = 300;
+/// The most services read for one run; more are a gap.
+pub const MAX_SERVICES: usize = 300;
+/// The most fabric VMs, and VIFs per VM, followed for one hint.
+pub const MAX_VMS_PER_HINT: usize = 4;
+pub const MAX_VIFS_PER_VM: usize = 8;
+/// The most gaps [`NsxRead::gaps`] keeps (a manager that stops answering mid-reading would
+/// otherwise give one per request left); the rest are counted in one more.
+pub const MAX_GAPS: usize = 100;
+/// The longest id of ours put into a search query or an identifier filter.
+const MAX_ID: usize = 128;
+
+/// What the Supervisor says of one control-plane VM: what NSX Manager is asked by.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct VmHint {
+    /// The Kubernetes node / VirtualMachine name.
+    pub node: String,
+    /// The VM's name in vSphere (the VirtualMachine's name: vm-operator names the vSphere VM
+    /// after it), as NSX's fabric inventory shows it in `display_name`.
+    pub vm_name: String,
+    /// `status.instanceUUID` of the VirtualMachine: NSX's fabric `external_id`.
+    pub instance_uuid: Option<String>,
+    /// `status.biosUUID`: NSX's `compute_ids` carry it (`biosUuid:…`), for the check both ways.
+    pub bios_uuid: Option<String>,
+    /// The VM's IPs as the Supervisor shows them.
+    pub ips: Vec<String>,
+    /// The VIF attachment ids the Supervisor shows (VPC: the VM's SubnetPort
+    /// `status.attachment.id`, vmware-tanzu/nsx-operator `pkg/apis/vpc/v1alpha1/subnetport_types.go`):
+    /// the port is searched by it directly, besides the path through the fabric VM's VIFs.
+    pub attachment_ids: Vec<String>,
+}
+
+/// Why no layout could be derived.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum LayoutError {
+    #[error("{0:?} is not an NSX VPC path (/orgs/<org>/projects/<project>/vpcs/<vpc>)")]
+    NotVpcPath(String),
+    #[error("the VPCNetworkConfiguration shows no VPC path for this namespace ({0})")]
+    NoVpcPath(String),
+}
+
+/// T1/NCP: `/infra/domains/default` (NCP's domain).
+pub fn infra_layout() -> Layout {
+    Layout::Infra {
+        domain: "default".into(),
+    }
+}
+
+/// `/orgs/<org>/projects/<project>/vpcs/<vpc>` as a [`Layout::Vpc`]; nothing more, nothing less.
+pub fn parse_vpc_path(path: &str) -> Result<Layout, LayoutError> {
+    let bad = || LayoutError::NotVpcPath(clean(path, 200));
+    let parts: Vec<&str> = path.strip_prefix('/').ok_or_else(bad)?.split('/').collect();
+    match parts.as_slice() {
+        ["orgs", org, "projects", project, "vpcs", vpc]
+            if [org, project, vpc].iter().all(|s| id_ok(s)) =>
+        {
+            Ok(Layout::Vpc {
+                org: org.to_string(),
+                project: project.to_string(),
+                vpc: vpc.to_string(),
+            })
+        }
+        _ => Err(bad()),
+    }
+}
+
+fn id_ok(s: &str) -> bool {
+    !s.is_empty()
+        && s.len() <= 255
+        && s != "."
+        && s != ".."
+        && !s.chars().any(|c| c.is_control() || c == '/')
+}
+
+/// The VPC layout of a namespace from its `VPCNetworkConfiguration` (the object, as JSON) and
+/// its `NetworkInfo`'s VPC name (`vpcs[0].name`), the objects the lead reads in the Supervisor:
+/// - `spec.vpc` (a pre-created VPC's path) when set;
+/// - else the `status.vpcs` entry whose `name` is the NetworkInfo's VPC: a configuration shared
+///   by many namespaces (the default one) holds one entry, the last namespace's, so an entry
+///   of another VPC is never taken;
+/// - without the NetworkInfo's name, the only entry, unless the configuration is the shared
+///   default (`nsx.vmware.com/default: "true"`).
+pub fn vpc_layout(
+    vpc_network_configuration: &Value,
+    networkinfo_vpc: Option<&str>,
+) -> Result<Layout, LayoutError> {
+    let nc = vpc_network_configuration;
+    if let Some(p) = nc
+        .pointer("/spec/vpc")
+        .and_then(Value::as_str)
+        .filter(|p| !p.is_empty())
+    {
+        return parse_vpc_path(p);
+    }
+    let entries: Vec<&Value> = nc
+        .pointer("/status/vpcs")
+        .and_then(Value::as_array)
+        .map(|a| a.iter().collect())
+        .unwrap_or_default();
+    let path_of = |e: &Value| {
+        e.get("vpcPath")
+            .and_then(Value::as_str)
+            .filter(|p| !p.is_empty())
+            .map(str::to_string)
+    };
+    let chosen = match networkinfo_vpc {
+        Some(name) => entries
+            .iter()
+            .find(|e| e.get("name").and_then(Value::as_str) == Some(name))
+            .and_then(|e| path_of(e))
+            .ok_or_else(|| {
+                LayoutError::NoVpcPath(format!("no status.vpcs entry named {:?}", clean(name, 100)))
+            })?,
+        None => {
+            let shared = nc
+                .pointer("/metadata/annotations/nsx.vmware.com~1default")
+                .and_then(Value::as_str)
+                == Some("true");
+            match entries.as_slice() {
+                [only] if !shared => path_of(only).ok_or_else(|| {
+                    LayoutError::NoVpcPath("its status.vpcs entry has no vpcPath".into())
+                })?,
+                _ => {
+                    return Err(LayoutError::NoVpcPath(
+                        "the NetworkInfo's VPC name is needed to pick the entry".into(),
+                    ))
+                }
+            }
+        }
+    };
+    parse_vpc_path(&chosen)
+}
+
+/// The namespace's VPC name in its `NetworkInfo` (`vpcs[0].name`), for [`vpc_layout`].
+pub fn networkinfo_vpc(networkinfo: &Value) -> Option<&str> {
+    networkinfo
+        .pointer("/vpcs/0/name")
+        .and_then(Value::as_str)
+        .filter(|n| !n.is_empty())
+}
+
+/// The policy paths whose `security-policies` apply to the VMs, in the order read:
+/// - T1/NCP: the domain (`/infra/domains/default`);
+/// - VPC: the provider's default domain, the project's default domain (but for the default
+///   project, whose infra *is* `/infra`) and the VPC itself: a VPC's VMs are under all of them
+///   (NSX evaluates the provider's and the project's policies too).
+pub fn policy_roots(layout: &Layout) -> Vec<String> {
+    match layout {
+        Layout::Infra { domain } => vec![format!("/infra/domains/{domain}")],
+        Layout::Vpc { org, project, vpc } => {
+            let mut roots = vec!["/infra/domains/default".to_string()];
+            if project != "default" {
+                roots.push(format!(
+                    "/orgs/{org}/projects/{project}/infra/domains/default"
+                ));
+            }
+            roots.push(format!("/orgs/{org}/projects/{project}/vpcs/{vpc}"));
+            roots
+        }
+    }
+}
+
+/// The effective-member lists read for a group at `group_path`: a VPC group's ports are
+/// `subnet-ports`, every other group's `segment-ports` (kept in [`Members::segment_ports`]).
+pub fn member_kinds(group_path: &str) -> [&'static str; 3] {
+    let vpc = group_path.starts_with("/orgs/") && group_path.contains("/vpcs/");
+    [
+        "ip-addresses",
+        "virtual-machines",
+        if vpc { "subnet-ports" } else { "segment-ports" },
+    ]
+}
+
+/// Strings of a JSON array field (`["ANY"]`, group paths), ANY left out.
+fn paths<'a>(v: &'a Value, field: &str) -> impl Iterator<Item = &'a str> {
+    v.get(field)
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .filter(|s| !s.eq_ignore_ascii_case("ANY") && !s.is_empty())
+}
+
+/// Every group a policy (`scope`) or its rules (`source_groups`, `destination_groups`,
+/// `scope`) name, in a stable order.
+pub fn group_refs(policies: &[PolicyRead]) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    for p in policies {
+        out.extend(paths(&p.policy, "scope").map(str::to_string));
+        for r in &p.rules.results {
+            for field in ["source_groups", "destination_groups", "scope"] {
+                out.extend(paths(r, field).map(str::to_string));
+            }
+        }
+    }
+    out
+}
+
+/// Every service the rules name (`services`).
+pub fn service_refs(policies: &[PolicyRead]) -> BTreeSet<String> {
+    policies
+        .iter()
+        .flat_map(|p| p.rules.results.iter())
+        .flat_map(|r| paths(r, "services").map(str::to_string))
+        .collect()
+}
+
+fn bad_path_gap(path: &str, why: String) -> Gap {
+    Gap {
+        path: clean(path, 300),
+        status: None,
+        why,
+        privilege: None,
+    }
+}
+
+/// Concatenates lists read from several roots into one: every result, the count when each
+/// root said one, the first gap (the others go to `more_gaps`).
+fn merge(lists: Vec<Listed>, more_gaps: &mut Vec<Gap>) -> Listed {
+    let mut out = Listed::default();
+    let mut count = Some(0u64);
+    for l in lists {
+        out.results.extend(l.results);
+        count = count.zip(l.result_count).map(|(a, b)| a + b);
+        if let Some(g) = l.incomplete {
+            if out.incomplete.is_none() {
+                out.incomplete = Some(g);
+            } else {
+                more_gaps.push(g);
+            }
+        }
+    }
+    out.result_count = count;
+    out
+}
+
+/// Reads one run's DFW and VMs. Never fails: what cannot be read is a gap (401/403 first).
+pub async fn read(client: &Client, layout: &Layout, vms: &[VmHint]) -> NsxRead {
+    let limits = *client.limits();
+    let mut gaps: Vec<Gap> = client.session_refused().into_iter().cloned().collect();
+
+    // 1. Every category's policies of every root.
+    let mut lists = Vec::new();
+    for root in policy_roots(layout) {
+        match ApiPath::policy(&root, &["security-policies"]) {
+            Ok(p) => {
+                let mut l = client.list(&p, &[], Privilege::ReadSecurity).await;
+                // A tree that does not exist (404 on its first page) holds no policy: whole.
+                if l.results.is_empty()
+                    && l.incomplete.as_ref().is_some_and(|g| g.status == Some(404))
+                {
+                    l.incomplete = None;
+                    l.result_count = Some(0);
+                }
+                lists.push(l);
+            }
+            Err(why) => gaps.push(bad_path_gap(&root, why)),
+        }
+    }
+    let policies = merge(lists, &mut gaps);
+    gaps.extend(policies.incomplete.clone());
+
+    // 2. Each policy's rules, a few at once.
+    let rules: Vec<PolicyRead> = stream::iter(policies.results.iter().cloned())
+        .map(|policy| async move {
+            let path = policy
+                .get("path")
+                .and_then(Value::as_str)
+                .unwrap_or_default();
+            let rules = match ApiPath::policy(path, &["rules"]) {
+                Ok(p) => client.list(&p, &[], Privilege::ReadSecurity).await,
+                Err(why) => Listed {
+                    incomplete: Some(bad_path_gap(path, why)),
+                    ..Listed::default()
+                },
+            };
+            PolicyRead { policy, rules }
+        })
+        .buffered(limits.max_concurrent.max(1))
+        .collect()
+        .await;
+    for r in &rules {
+        if let Some(g) = &r.rules.incomplete {
+            gaps.push(g.clone());
+        }
+    }
+
+    // 3. Groups, their members; services.
+    let (groups, members) = read_groups(client, &group_refs(&rules), &mut gaps).await;
+    let services = read_objects(
+        client,
+        &service_refs(&rules),
+        MAX_SERVICES,
+        "services",
+        &mut gaps,
+    )
+    .await;
+
+    // 4. The VMs.
+    let vms: Vec<VmLookup> = stream::iter(vms.iter())
+        .map(|h| find_vm(client, port_type(layout), h))
+        .buffered(limits.max_concurrent.max(1))
+        .collect()
+        .await;
+
+    // Every gap, anywhere, also in one list; 401/403 first: the whole reading may hang on them.
+    for m in members.values() {
+        gaps.extend(m.gaps.iter().cloned());
+    }
+    for v in &vms {
+        gaps.extend(v.gaps.iter().cloned());
+    }
+    gaps.sort_by_key(|g| !matches!(g.status, Some(401 | 403)));
+    if gaps.len() > MAX_GAPS {
+        let more = gaps.len() - MAX_GAPS;
+        gaps.truncate(MAX_GAPS);
+        gaps.push(Gap {
+            path: String::new(),
+            status: None,
+            why: format!("{more} more parts could not be read (not listed)"),
+            privilege: None,
+        });
+    }
+    NsxRead {
+        manager: client.manager().to_string(),
+        layout: layout.clone(),
+        // Refused credentials authenticated nothing.
+        auth: (!client.credentials_refused()).then(|| client.auth_kind().to_string()),
+        policies,
+        rules,
+        groups,
+        members,
+        services,
+        vms,
+        traceflows: Vec::new(),
+        gaps,
+    }
+}
+
+/// The reading that could not start (the manager unreachable): what the caller records.
+pub fn unread(manager: &str, layout: &Layout, gap: Gap) -> NsxRead {
+    NsxRead {
+        manager: manager.to_string(),
+        layout: layout.clone(),
+        auth: None,
+        policies: Listed {
+            incomplete: Some(gap.clone()),
+            ..Listed::default()
+        },
+        rules: Vec::new(),
+        groups: BTreeMap::new(),
+        members: BTreeMap::new(),
+        services: BTreeMap::new(),
+        vms: Vec::new(),
+        traceflows: Vec::new(),
+        gaps: vec![gap],
+    }
+}
+
+/// GETs each path (at most `max`), a few at once.
+async fn read_objects(
+    client: &Client,
+    refs: &BTreeSet<String>,
+    max: usize,
+    what: &str,
+    gaps: &mut Vec<Gap>,
+) -> BTreeMap<String, Value> {
+    if refs.len() > max {
+        gaps.push(Gap {
+            path: String::new(),
+            status: None,
+            why: format!(
+                "the rules name {} {what}: only the first {max} read",
+                refs.len()
+            ),
+            privilege: None,
+        });
+    }
+    let results: Vec<(String, Result<Value, Gap>)> = stream::iter(refs.iter().take(max))
+        .map(|path| async move {
+            let r = match ApiPath::policy(path, &[]) {
+                Ok(p) => client
+                    .get(&p)
+                    .await
+                    .map_err(|e| e.gap(p.path(), Privilege::ReadSecurity)),
+                Err(why) => Err(bad_path_gap(path, why)),
+            };
+            (path.clone(), r)
+        })
+        .buffered(client.limits().max_concurrent.max(1))
+        .collect()
+        .await;
+    let mut out = BTreeMap::new();
+    for (path, r) in results {
+        match r {
+            Ok(v) => {
+                out.insert(path, v);
+            }
+            Err(g) => gaps.push(g),
+        }
+    }
+    out
+}
+
+async fn read_groups(
+    client: &Client,
+    refs: &BTreeSet<String>,
+    gaps: &mut Vec<Gap>,
+) -> (BTreeMap<String, Value>, BTreeMap<String, Members>) {
+    let groups = read_objects(client, refs, MAX_GROUPS, "groups", gaps).await;
+    let members: Vec<(String, Members)> = stream::iter(refs.iter().take(MAX_GROUPS))
+        .map(|path| async move {
+            let mut m = Members::default();
+            let [ips, vms, ports] = member_kinds(path);
+            for (kind, slot) in [
+                (ips, &mut m.ip_addresses),
+                (vms, &mut m.virtual_machines),
+                (ports, &mut m.segment_ports),
+            ] {
+                match ApiPath::policy(path, &["members", kind]) {
+                    Ok(p) => {
+                        let l = client.list(&p, &[], Privilege::ReadSecurity).await;
+                        *slot = Some(l);
+                    }
+                    Err(why) => {
+                        m.gaps.push(bad_path_gap(path, why));
+                        break;
+                    }
+                }
+            }
+            // A member list that is not whole is also a gap of the group's.
+            let listed_gaps: Vec<Gap> = [&m.ip_addresses, &m.virtual_machines, &m.segment_ports]
+                .into_iter()
+                .flatten()
+                .filter_map(|l| l.incomplete.clone())
+                .collect();
+            m.gaps.extend(listed_gaps);
+            (path.clone(), m)
+        })
+        .buffered(client.limits().max_concurrent.max(1))
+        .collect()
+        .await;
+    (groups, members.into_iter().collect())
+}
+
+/// An id we may put in a filter or a search query: letters, digits, `-`, `_`, `.`, `:` only
+/// (UUIDs, NSX ids), so no query syntax of its own.
+pub fn plain_id(s: &str) -> bool {
+    !s.is_empty()
+        && s.len() <= MAX_ID
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | ':'))
+}
+
+/// The `resource_type` of a layout's ports in the search index: `SegmentPort` (T1/NCP),
+/// `VpcSubnetPort` (VPC; vmware-tanzu/nsx-operator `pkg/nsx/services/common/types.go`
+/// `ResourceTypeSubnetPort`).
+pub fn port_type(layout: &Layout) -> &'static str {
+    match layout {
+        Layout::Infra { .. } => "SegmentPort",
+        Layout::Vpc { .. } => "VpcSubnetPort",
+    }
+}
+
+/// The search query for the ports of `port_type` attached to a VIF (`attachment.id`): plain
+/// `field:value` terms joined by AND, the search syntax every manager takes.
+pub fn port_query(port_type: &str, attachment_id: &str) -> Option<String> {
+    plain_id(attachment_id)
+        .then(|| format!("resource_type:{port_type} AND attachment.id:{attachment_id}"))
+}
+
+/// One VM: fabric VMs by display name (else by instance uuid), their VIFs, each VIF's port
+/// (`search/query` by `attachment.id`), and the ports of the Supervisor's attachment ids.
+/// Everything found is kept as answered, in that order; the model checks it both ways.
+async fn find_vm(client: &Client, port_type: &str, hint: &VmHint) -> VmLookup {
+    let mut lookup = VmLookup {
+        node: hint.node.clone(),
+        asked: Vec::new(),
+        found: Vec::new(),
+        gaps: Vec::new(),
+    };
+    let fabric = ApiPath::fixed("/api/v1/fabric/virtual-machines");
+    let mut vms: Vec<Value> = Vec::new();
+    if !hint.vm_name.is_empty() {
+        lookup
+            .asked
+            .push(format!("display_name={}", clean(&hint.vm_name, 253)));
+        let l = client
+            .list(
+                &fabric,
+                &[("display_name", hint.vm_name.as_str())],
+                Privilege::ReadInventory,
+            )
+            .await;
+        lookup.gaps.extend(l.incomplete);
+        vms.extend(l.results);
+    }
+    if vms.is_empty() {
+        if let Some(uuid) = hint.instance_uuid.as_deref().filter(|u| plain_id(u)) {
+            lookup.asked.push(format!("external_id={uuid}"));
+            let l = client
+                .list(&fabric, &[("external_id", uuid)], Privilege::ReadInventory)
+                .await;
+            lookup.gaps.extend(l.incomplete);
+            vms.extend(l.results);
+        }
+    }
+    if let Some(b) = hint.bios_uuid.as_deref().filter(|u| plain_id(u)) {
+        lookup.asked.push(format!("bios_uuid={b}"));
+    }
+    for ip in &hint.ips {
+        lookup.asked.push(format!("ip={}", clean(ip, 64)));
+    }
+    if vms.len() > MAX_VMS_PER_HINT {
+        lookup.gaps.push(Gap {
+            path: fabric.path().into(),
+            status: None,
+            why: format!(
+                "{} virtual machines answer to this name: only the first {MAX_VMS_PER_HINT} followed",
+                vms.len()
+            ),
+            privilege: None,
+        });
+        vms.truncate(MAX_VMS_PER_HINT);
+    }
+    let vifs_path = ApiPath::fixed("/api/v1/fabric/vifs");
+    let search = ApiPath::fixed("/policy/api/v1/search/query");
+    let mut found = Vec::new();
+    for vm in vms {
+        let external = vm
+            .get("external_id")
+            .and_then(Value::as_str)
+            .filter(|s| plain_id(s))
+            .map(str::to_string);
+        found.push(vm);
+        let Some(external) = external else { continue };
+        let vifs = client
+            .list(
+                &vifs_path,
+                &[("owner_vm_id", external.as_str())],
+                Privilege::ReadInventory,
+            )
+            .await;
+        lookup.gaps.extend(vifs.incomplete);
+        for vif in vifs.results.into_iter().take(MAX_VIFS_PER_VM) {
+            let attachment = vif
+                .get("lport_attachment_id")
+                .and_then(Value::as_str)
+                .and_then(|id| port_query(port_type, id));
+            found.push(vif);
+            let Some(query) = attachment else { continue };
+            let ports = client
+                .list(
+                    &search,
+                    &[("query", query.as_str())],
+                    Privilege::ReadInventory,
+                )
+                .await;
+            lookup.gaps.extend(ports.incomplete);
+            found.extend(ports.results);
+        }
+    }
+    // The ports the Supervisor's own SubnetPorts name (VPC), unless already found above.
+    for attachment in hint.attachment_ids.iter().take(MAX_VIFS_PER_VM) {
+        let Some(query) = port_query(port_type, attachment) else {
+            continue;
+        };
+        lookup.asked.push(format!("attachment.id={attachment}"));
+        let ports = client
+            .list(
+                &search,
+                &[("query", query.as_str())],
+                Privilege::ReadInventory,
+            )
+            .await;
+        lookup.gaps.extend(ports.incomplete);
+        for p in ports.results {
+            if !found.contains(&p) {
+                found.push(p);
+            }
+        }
+    }
+    lookup.found = found;
+    lookup
+}
+
+#[cfg(test)]
+mod tests;

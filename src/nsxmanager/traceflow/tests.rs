@@ -1,0 +1,297 @@
+use super::*;
+
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use crate::nsxmanager::client::tests::{options, serve, session_granted, Canned};
+
+fn infra() -> Layout {
+    Layout::Infra {
+        domain: "default".into(),
+    }
+}
+
+fn class(to: &str) -> TraceflowClass {
+    TraceflowClass {
+        from_port: "/infra/segments/seg-1/ports/port-a".into(),
+        to_ip: to.into(),
+        port: 2380,
+    }
+}
+
+#[test]
+fn the_config_is_a_transient_tcp_syn_from_the_port() {
+    let c = config(&class("10.0.0.12"), "etcdnet-0011223344556677");
+    assert_eq!(c["segment_port_path"], "/infra/segments/seg-1/ports/port-a");
+    assert_eq!(c["is_transient"], true);
+    assert_eq!(
+        c["display_name"],
+        "kubectl-etcdnet etcdnet-0011223344556677"
+    );
+    assert!(c.get("id").is_none(), "the id is the URL's");
+    let p = &c["packet"];
+    assert_eq!(p["resource_type"], "FieldsPacketData");
+    assert_eq!(p["ip_header"]["dst_ip"], "10.0.0.12");
+    assert_eq!(p["ip_header"]["protocol"], 6);
+    assert!(p.get("ipv6_header").is_none());
+    let tcp = &p["transport_header"]["tcp_header"];
+    assert_eq!(
+        (tcp["dst_port"].as_u64(), tcp["tcp_flags"].as_u64()),
+        (Some(2380), Some(2))
+    );
+    let c6 = config(&class("fd00::12"), "etcdnet-0011223344556677");
+    assert_eq!(c6["packet"]["ipv6_header"]["dst_ip"], "fd00::12");
+    assert!(c6["packet"].get("ip_header").is_none());
+}
+
+#[test]
+fn ids_are_ours_and_their_paths_the_policy_apis() {
+    let a = new_id();
+    let b = new_id();
+    assert_ne!(a, b);
+    assert!(
+        a.starts_with(ID_PREFIX) && a.len() == ID_PREFIX.len() + 16,
+        "{a}"
+    );
+    let root = traceflow_root(&infra());
+    let path = ApiPath::policy(&policy_path(&root, &a), &["status"]).unwrap();
+    assert_eq!(
+        path.as_str(),
+        format!("/policy/api/v1/infra/traceflows/{a}/status")
+    );
+    let obs = ApiPath::policy(&policy_path(&root, &a), &["observations"]).unwrap();
+    assert_eq!(
+        obs.as_str(),
+        format!("/policy/api/v1/infra/traceflows/{a}/observations")
+    );
+    let vpc = |project: &str| Layout::Vpc {
+        org: "default".into(),
+        project: project.into(),
+        vpc: "v1".into(),
+    };
+    assert_eq!(traceflow_root(&vpc("default")), "/infra");
+    let p1 = traceflow_root(&vpc("p1"));
+    assert_eq!(
+        ApiPath::policy(&policy_path(&p1, &a), &[])
+            .unwrap()
+            .as_str(),
+        format!("/policy/api/v1/orgs/default/projects/p1/infra/traceflows/{a}")
+    );
+}
+
+#[test]
+fn the_state_is_the_statuss_operation_state() {
+    assert_eq!(
+        state(&json!({"operation_state": "IN_PROGRESS"})),
+        State::InProgress
+    );
+    assert_eq!(
+        state(&json!({"operation_state": "FINISHED"})),
+        State::Finished
+    );
+    assert_eq!(
+        state(&json!({"operation_state": "FAILED", "failure_reason": "port\u{1b}gone"})),
+        State::Failed(Some("port?gone".into()))
+    );
+    assert_eq!(
+        state(&json!({"operation_state": "FAILED", "request_status": "TIMEOUT"})),
+        State::Failed(Some("TIMEOUT".into()))
+    );
+    assert_eq!(
+        state(&json!({"operation_state": "FAILED", "request_status": "SUCCESS"})),
+        State::Failed(None)
+    );
+    assert_eq!(
+        state(&json!({"operation_state": "FAILED"})),
+        State::Failed(None)
+    );
+    assert_eq!(state(&json!({})), State::Unknown);
+}
+
+#[test]
+fn leftovers_are_our_ids_only() {
+    let l = Listed {
+        results: vec![
+            json!({"id": "etcdnet-0011223344556677"}),
+            json!({"id": "etcdnet-xyz"}),
+            json!({"id": "admins-own"}),
+            json!({"display_name": "no id"}),
+        ],
+        ..Listed::default()
+    };
+    assert_eq!(leftovers(&l), ["etcdnet-0011223344556677"]);
+}
+
+#[test]
+fn a_read_is_deleted_unless_its_delete_failed() {
+    let mut reads = vec![
+        read_of(
+            &class("10.0.0.1"),
+            "/infra/traceflows/etcdnet-aaaaaaaaaaaaaaaa",
+        ),
+        read_of(
+            &class("10.0.0.2"),
+            "/infra/traceflows/etcdnet-bbbbbbbbbbbbbbbb",
+        ),
+    ];
+    let failed = BTreeMap::from([(
+        "/infra/traceflows/etcdnet-bbbbbbbbbbbbbbbb".to_string(),
+        "answered 500".to_string(),
+    )]);
+    mark_deleted(&mut reads, &failed);
+    assert!(reads[0].deleted && reads[0].gaps.is_empty());
+    assert!(!reads[1].deleted);
+    assert!(reads[1].gaps[0].why.contains("two idle hours"));
+}
+
+#[test]
+fn the_tracker_holds_an_id_from_before_its_put() {
+    let t = TraceflowTracker::default();
+    t.track("etcdnet-1");
+    t.track("etcdnet-2");
+    t.track("etcdnet-1");
+    assert_eq!(t.pending(), ["etcdnet-1", "etcdnet-2"]);
+    t.untrack("etcdnet-1");
+    assert_eq!(t.pending(), ["etcdnet-2"]);
+}
+
+/// The mechanics (the NSX Manager fake is tests/fakensx): created, polled, observed, deleted.
+#[tokio::test]
+async fn a_finished_traceflow_is_read_and_deleted() {
+    let (url, seen) = serve(|method, path| match (method, path) {
+        ("POST", "/api/session/create") => session_granted(),
+        ("PUT", _) => Canned::json(200, "{}"),
+        ("GET", p) if p.ends_with("/status") => {
+            Canned::json(200, r#"{"operation_state":"FINISHED"}"#)
+        }
+        ("GET", p) if p.contains("/observations") => Canned::json(
+            200,
+            r#"{"results":[{"resource_type":"TraceflowObservationDropped","reason":"FW_RULE","acl_rule_id":1042}],"result_count":1}"#,
+        ),
+        ("DELETE", _) => Canned::json(200, ""),
+        _ => Canned::json(404, "{}"),
+    });
+    let client = Client::connect(&options(url)).await.unwrap();
+    let (reads, interrupted) = run_guarded(
+        &client,
+        &infra(),
+        &[class("10.0.0.12")],
+        Duration::from_secs(10),
+        std::future::pending(),
+    )
+    .await;
+    assert!(!interrupted);
+    assert_eq!(reads.len(), 1);
+    let r = &reads[0];
+    assert!(r.deleted, "{r:?}");
+    assert!(r.gaps.is_empty(), "{:?}", r.gaps);
+    assert_eq!(r.observations.results[0]["reason"], "FW_RULE");
+    let lines: Vec<String> = seen.try_iter().map(|s| s.line().to_string()).collect();
+    let id = r.path.rsplit('/').next().unwrap();
+    assert_eq!(
+        lines[1..],
+        [
+            format!("PUT /policy/api/v1/infra/traceflows/{id} HTTP/1.1"),
+            format!("GET /policy/api/v1/infra/traceflows/{id}/status HTTP/1.1"),
+            format!(
+                "GET /policy/api/v1/infra/traceflows/{id}/observations?page_size=1000 HTTP/1.1"
+            ),
+            format!("DELETE /policy/api/v1/infra/traceflows/{id} HTTP/1.1"),
+        ]
+    );
+}
+
+/// Ctrl-C while the traceflow runs: it is deleted before the run returns.
+#[tokio::test]
+async fn an_interrupted_run_still_deletes_its_traceflows() {
+    let put = Arc::new(AtomicBool::new(false));
+    let p = put.clone();
+    let (url, seen) = serve(move |method, path| match (method, path) {
+        ("POST", "/api/session/create") => session_granted(),
+        ("PUT", _) => {
+            p.store(true, Ordering::SeqCst);
+            Canned::json(200, "{}")
+        }
+        ("GET", _) => Canned::json(200, r#"{"operation_state":"IN_PROGRESS"}"#),
+        ("DELETE", _) => Canned::json(200, ""),
+        _ => Canned::json(404, "{}"),
+    });
+    let client = Client::connect(&options(url)).await.unwrap();
+    let shutdown = async {
+        while !put.load(Ordering::SeqCst) {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    };
+    let (reads, interrupted) = run_guarded(
+        &client,
+        &infra(),
+        &[class("10.0.0.12")],
+        Duration::from_secs(30),
+        shutdown,
+    )
+    .await;
+    assert!(interrupted);
+    assert!(reads[0].deleted, "{:?}", reads[0]);
+    assert!(reads[0].gaps[0].why.contains("interrupted"));
+    let lines: Vec<String> = seen.try_iter().map(|s| s.line().to_string()).collect();
+    assert!(
+        lines
+            .last()
+            .unwrap()
+            .starts_with("DELETE /policy/api/v1/infra/traceflows/etcdnet-"),
+        "{lines:?}"
+    );
+}
+
+/// A create the manager refuses (403: the role may not run Traceflow) made nothing: no delete.
+#[tokio::test]
+async fn a_refused_create_is_a_gap_and_nothing_to_delete() {
+    let (url, seen) = serve(|method, path| match (method, path) {
+        ("POST", "/api/session/create") => session_granted(),
+        ("PUT", _) => Canned::json(403, r#"{"error_message":"no Traceflow for you"}"#),
+        _ => Canned::json(500, "{}"),
+    });
+    let client = Client::connect(&options(url)).await.unwrap();
+    let (reads, interrupted) = run_guarded(
+        &client,
+        &infra(),
+        &[class("10.0.0.12")],
+        Duration::from_secs(10),
+        std::future::pending(),
+    )
+    .await;
+    assert!(!interrupted);
+    assert!(reads[0].deleted, "nothing left: {:?}", reads[0]);
+    assert_eq!(reads[0].gaps.len(), 1, "{:?}", reads[0].gaps);
+    assert!(reads[0].gaps[0]
+        .privilege
+        .as_deref()
+        .unwrap()
+        .contains("Traceflow"));
+    let lines: Vec<String> = seen.try_iter().map(|s| s.line().to_string()).collect();
+    assert!(!lines.iter().any(|l| l.starts_with("DELETE")), "{lines:?}");
+}
+
+/// A delete the manager refuses leaves the traceflow tracked and says so.
+#[tokio::test]
+async fn a_refused_delete_is_said_and_kept_tracked() {
+    let (url, _seen) = serve(|method, path| match (method, path) {
+        ("POST", "/api/session/create") => session_granted(),
+        ("PUT", _) => Canned::json(200, "{}"),
+        ("GET", p) if p.ends_with("/status") => {
+            Canned::json(200, r#"{"operation_state":"FINISHED"}"#)
+        }
+        ("GET", _) => Canned::json(200, r#"{"results":[]}"#),
+        ("DELETE", _) => Canned::json(403, r#"{"error_message":"no"}"#),
+        _ => Canned::json(404, "{}"),
+    });
+    let client = Client::connect(&options(url)).await.unwrap();
+    let tracker = TraceflowTracker::default();
+    let planned = vec![(class("10.0.0.12"), policy_path("/infra", &new_id()))];
+    let mut reads = run(&client, &planned, &tracker, Duration::from_secs(10)).await;
+    let failed = tracker.delete_all(&client).await;
+    assert_eq!(tracker.pending(), [planned[0].1.clone()]);
+    mark_deleted(&mut reads, &failed);
+    assert!(!reads[0].deleted);
+    assert!(reads[0].gaps[0].why.contains("403"), "{:?}", reads[0].gaps);
+}
