@@ -509,7 +509,21 @@ impl DiagnoseArgs {
             api_timeout: self.api_timeout,
             workload_tls: global.workload_tls(),
             parallel: crate::route::DEFAULT_PARALLEL,
+            nsx: None,
         }
+    }
+
+    /// NSX Manager's part of the options, its credentials and CA read now (before any cluster
+    /// is contacted); None without `--nsx-manager`. An unusable one is a usage error (exit 2).
+    pub fn nsx_config(&self) -> Result<Option<crate::nsxmanager::NsxConfig>, String> {
+        Ok(self
+            .nsx
+            .client_options()?
+            .map(|options| crate::nsxmanager::NsxConfig {
+                options,
+                traceflow: self.nsx.nsx_traceflow,
+                note: self.nsx.report_note(),
+            }))
     }
 }
 

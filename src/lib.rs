@@ -92,9 +92,14 @@ pub async fn run(cli: Cli, emit: commands::Emit<'_>) -> Result<Outcome> {
             commands::status::run(&conn, &args.options(g), format).await
         }
         Command::Diagnose(args) => {
+            // NSX Manager's credentials and CA are read before anything is contacted.
+            let nsx = args.nsx_config().map_err(error::Error::Usage)?;
             let conn = connect::connect(&g.connect_options()).await?;
-            commands::diagnose::run(&conn, &args.run_options(), &args.options(g), format, emit)
-                .await
+            let opts = plan::DiagnoseConfig {
+                nsx,
+                ..args.options(g)
+            };
+            commands::diagnose::run(&conn, &args.run_options(), &opts, format, emit).await
         }
         // Offline: the bundle is all it reads; no kubeconfig, no connection.
         Command::Analyse(args) => commands::analyse::run(&args.options(), format),

@@ -34,6 +34,8 @@ pub struct DiagnoseConfig {
     pub workload_tls: crate::workload::Tls,
     /// How many nodes are probed at once.
     pub parallel: usize,
+    /// `--nsx-manager`: NSX Manager read too (None: never contacted, every output as without).
+    pub nsx: Option<crate::nsxmanager::NsxConfig>,
 }
 
 /// One diagnosis, resolved.
@@ -175,6 +177,7 @@ mod tests {
             api_timeout: Duration::from_secs(5),
             workload_tls: crate::workload::Tls::Verify,
             parallel: 16,
+            nsx: None,
         }
     }
 

@@ -11,6 +11,7 @@
 //!   the findings and the verdict;
 //! - [`realization`]: what the network objects say NSX failed to realize;
 //! - [`location`]: where the failing paths' packets die, from the nodes' own firewalls;
+//! - [`manager`]: NSX Manager's view (`--nsx-manager`) joined to a diagnosis;
 //! - [`guard`]: the remediation guard: what could replace control-plane Machines during a
 //!   network cut, and the commands that pause and unpause the Cluster.
 
@@ -18,6 +19,7 @@ pub mod clock;
 pub mod dfw;
 pub mod guard;
 pub mod location;
+pub mod manager;
 pub mod matrix;
 pub mod metrics;
 pub mod network;

@@ -146,6 +146,8 @@ fn evidence(c: usize, n: usize, objects: usize) -> Evidence {
         remediation_unread: None,
         read_at: None,
         left_out: Vec::new(),
+        nsx_manager: None,
+        nsx_note: None,
     }
 }
 

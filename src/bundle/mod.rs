@@ -163,6 +163,13 @@ pub struct ClusterEntry {
     pub left_out: Vec<String>,
     /// Its control-plane nodes, in the report's order.
     pub nodes: Vec<NodeEntry>,
+    /// What NSX Manager answered (`--nsx-manager`), a path under `dir` (`nsx-manager.json`:
+    /// `nsxmanager::raw::NsxRead`, never a credential). Absent without the flag.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nsx_manager: Option<String>,
+    /// The report's note about that reading (`Evidence::nsx_note`). Absent when none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nsx_note: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

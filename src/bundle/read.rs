@@ -377,7 +377,14 @@ fn cluster(
             host_key: reach.host_key,
         });
     }
+    let nsx_manager = match &c.nsx_manager {
+        Some(rel) => Some(r.json(dir, rel)?),
+        None => None,
+    };
     Ok(Evidence {
+        nsx_manager,
+        // Anyone's file: bounded as the note the plugin writes.
+        nsx_note: c.nsx_note.as_ref().map(|n| n.chars().take(256).collect()),
         context: c.context.clone(),
         namespace: c.namespace.clone(),
         cluster: c.cluster.clone(),

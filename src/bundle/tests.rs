@@ -99,6 +99,8 @@ fn evidence() -> Evidence {
         read_at: Some("2026-12-04T08:00:00Z".into()),
         essential_objects: objects().len(),
         left_out: Vec::new(),
+        nsx_manager: None,
+        nsx_note: None,
     }
 }
 

@@ -159,6 +159,13 @@ pub(super) fn files(evidence: &[Evidence], args: Vec<String>) -> Result<Vec<(Str
                 dir: rel,
             });
         }
+        let nsx_manager = match &e.nsx_manager {
+            Some(read) => {
+                put("nsx-manager.json", pretty(read)?);
+                Some("nsx-manager.json".to_string())
+            }
+            None => None,
+        };
         clusters.push(ClusterEntry {
             context: e.context.clone(),
             namespace: e.namespace.clone(),
@@ -173,6 +180,8 @@ pub(super) fn files(evidence: &[Evidence], args: Vec<String>) -> Result<Vec<(Str
             network_unread: e.network_unread.clone(),
             remediation_unread: e.remediation_unread.clone(),
             read_at: e.read_at.clone(),
+            nsx_manager,
+            nsx_note: e.nsx_note.clone(),
         });
     }
     let manifest = Manifest {

@@ -6,6 +6,7 @@ pub mod analyse;
 pub mod cleanup;
 pub mod diagnose;
 pub mod many;
+pub mod nsx;
 pub mod round;
 pub mod status;
 pub mod watch;

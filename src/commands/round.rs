@@ -17,6 +17,7 @@ use std::time::{Duration, Instant};
 use k8s_openapi::api::core::v1::Pod;
 
 use super::many::{self, Selection, Which};
+use super::nsx::NsxRun;
 use crate::analyse::{self, FindingCode};
 use crate::connect::Connection;
 use crate::error::{Error, Result};
@@ -59,13 +60,28 @@ pub async fn round_with_cleanup(
 ) -> (Result<Round>, Vec<String>) {
     let tracker = PodTracker::default();
     let progress = Progress::for_stderr();
+    // NSX Manager (`--nsx-manager`): one login for the round, outside the signal's select so
+    // that its traceflows are deleted whatever ends the round.
+    let nsx = match (&opts.nsx, opts.dry_run) {
+        (Some(config), false) => {
+            let login = NsxRun::start(config);
+            tokio::select! {
+                n = login => Some(n),
+                _ = signal::shutdown() => return (Err(Error::Interrupted), Vec::new()),
+            }
+        }
+        _ => None,
+    };
     let result = tokio::select! {
-        r = round(conn, selection, opts, &tracker, &progress) => r,
+        r = round(conn, selection, opts, &tracker, nsx.as_ref(), &progress) => r,
         _ = signal::shutdown() => Err(Error::Interrupted),
     };
     progress.finish();
     // Every way out passes here: delete what is left, unless asked to keep it.
     let mut notes = Vec::new();
+    if let Some(n) = &nsx {
+        notes.extend(n.finish().await);
+    }
     let where_ = match &selection.which {
         Which::One(c) => format!("{c} -n {}", conn.namespace),
         Which::Namespace => format!("<cluster> -n {}", conn.namespace),
@@ -133,6 +149,7 @@ async fn round(
     selection: &Selection,
     opts: &DiagnoseConfig,
     tracker: &PodTracker,
+    nsx: Option<&NsxRun>,
     progress: &Progress,
 ) -> Result<Round> {
     let started = Instant::now();
@@ -146,7 +163,16 @@ async fn round(
         // The Supervisor walk is inside the cluster's bound: `--timeout` is the whole run's.
         let d = within(opts.timeout, cluster, async {
             let (facts, inventory) = supervisor::walk(conn, cluster).await?;
-            diagnose(conn, facts, &Arc::new(inventory), opts, tracker, progress).await
+            diagnose(
+                conn,
+                facts,
+                &Arc::new(inventory),
+                opts,
+                tracker,
+                nsx,
+                progress,
+            )
+            .await
         })
         .await?;
         return Ok(Round::One(d));
@@ -173,7 +199,7 @@ async fn round(
             let d = within(
                 opts.timeout,
                 &name,
-                diagnose(conn, facts, &inventory, opts, tracker, &quiet),
+                diagnose(conn, facts, &inventory, opts, tracker, nsx, &quiet),
             )
             .await;
             steps.one_done();
@@ -236,6 +262,7 @@ pub async fn diagnose(
     inventory: &Arc<Inventory>,
     opts: &DiagnoseConfig,
     tracker: &PodTracker,
+    nsx: Option<&NsxRun>,
     progress: &Progress,
 ) -> Result<Diagnosed> {
     let started = Instant::now();
@@ -284,6 +311,15 @@ pub async fn diagnose(
     let reports = route::probe_all(&session, &plan.targets, &run, plan.parallel, progress).await;
     // The session (and any key file it holds) ends here, before the analysis.
     drop(session);
+    // NSX Manager after the probes: its traceflows prove the paths that failed.
+    let nsx_read = match nsx {
+        Some(n) => {
+            progress.stage("reading NSX Manager's distributed firewall");
+            let left = (plan.timeout + DIAGNOSIS_GRACE).saturating_sub(started.elapsed());
+            Some((n.read(&facts, inventory, &reports, left).await, n.note()))
+        }
+        None => None,
+    };
 
     let evidence = Evidence::new(
         &conn.context,
@@ -295,7 +331,8 @@ pub async fn diagnose(
         started.elapsed().as_millis() as u64,
     )
     .with_since(opts.since)
-    .with_read_at(read_at);
+    .with_read_at(read_at)
+    .with_nsx_manager(nsx_read);
     let report = evidence.judge()?;
     Ok(Diagnosed::Report(Box::new(report), Box::new(evidence)))
 }

@@ -8,3 +8,14 @@ pub mod model;
 pub mod raw;
 pub mod read;
 pub mod traceflow;
+
+/// `--nsx-manager` and its flags, resolved once before any cluster is contacted (the
+/// credentials and the CA read then).
+#[derive(Debug, Clone)]
+pub struct NsxConfig {
+    pub options: client::Options,
+    /// `--nsx-traceflow`.
+    pub traceflow: bool,
+    /// The report's note when the manager's certificate is not checked.
+    pub note: Option<String>,
+}

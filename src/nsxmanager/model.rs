@@ -1429,3 +1429,37 @@ pub fn input(read: &NsxRead, vms: &[SupervisorVm]) -> DfwInput {
 
 #[cfg(test)]
 pub(crate) mod tests;
+
+/// The control-plane VMs as the Supervisor shows them, for NSX Manager: each target node with
+/// its VirtualMachine's name, its `status.biosUUID` / `status.instanceUUID` (vm-operator
+/// `api/v1alpha3/virtualmachine_types.go`; read from the verified VM objects `vms`, never from
+/// one whose join was in doubt) and the address etcd uses (the VM's primary IP).
+pub fn supervisor_vms(
+    facts: &crate::supervisor::ClusterFacts,
+    vms: &[&kube::api::DynamicObject],
+) -> Vec<SupervisorVm> {
+    facts
+        .nodes
+        .iter()
+        .filter(|n| n.is_target())
+        .filter_map(|n| {
+            let vm = n.vm.as_ref()?;
+            let object = vms
+                .iter()
+                .find(|o| o.metadata.name.as_deref() == Some(vm.name.as_str()));
+            let status = |key: &str| {
+                object
+                    .and_then(|o| o.data.get("status")?.get(key)?.as_str())
+                    .filter(|s| !s.is_empty() && s.len() <= 64)
+                    .map(str::to_string)
+            };
+            Some(SupervisorVm {
+                node: n.name.clone(),
+                vm_name: vm.name.clone(),
+                bios_uuid: status("biosUUID"),
+                instance_uuid: status("instanceUUID"),
+                ips: n.ip().into_iter().collect(),
+            })
+        })
+        .collect()
+}

@@ -626,3 +626,16 @@ async fn find_vm(client: &Client, port_type: &str, hint: &VmHint) -> VmLookup {
 
 #[cfg(test)]
 mod tests;
+
+impl From<&super::model::SupervisorVm> for VmHint {
+    fn from(v: &super::model::SupervisorVm) -> VmHint {
+        VmHint {
+            node: v.node.clone(),
+            vm_name: v.vm_name.clone(),
+            instance_uuid: v.instance_uuid.clone(),
+            bios_uuid: v.bios_uuid.clone(),
+            ips: v.ips.iter().map(|ip| ip.to_string()).collect(),
+            attachment_ids: Vec::new(),
+        }
+    }
+}

@@ -55,6 +55,14 @@ pub struct Evidence {
     /// the rest): a verdict judged from it may differ from the live one. Empty for a live run.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub left_out: Vec<String>,
+    /// What NSX Manager answered (`--nsx-manager`), as it answered it: the DFW, the VMs'
+    /// ports, the traceflows. Never a credential (the reader keeps none). Absent without the
+    /// flag, so a bundle without it reads as before.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nsx_manager: Option<crate::nsxmanager::raw::NsxRead>,
+    /// The report's note about NSX Manager's reading (its certificate not checked).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nsx_note: Option<String>,
 }
 
 fn default_since_s() -> u64 {
@@ -94,7 +102,21 @@ impl Evidence {
                 humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string(),
             ),
             left_out: Vec::new(),
+            nsx_manager: None,
+            nsx_note: None,
         }
+    }
+
+    /// What NSX Manager answered for this cluster, and the note to report with it.
+    pub fn with_nsx_manager(
+        mut self,
+        nsx: Option<(crate::nsxmanager::raw::NsxRead, Option<String>)>,
+    ) -> Evidence {
+        if let Some((read, note)) = nsx {
+            self.nsx_manager = Some(read);
+            self.nsx_note = note;
+        }
+        self
     }
 
     /// The log window the verdict counts (`--since`).
@@ -126,6 +148,17 @@ impl Evidence {
         let network = self.network(&inventory);
         if let Some(a) = &network {
             analyse::network::join(&mut diagnosis, &facts, a);
+        }
+        // After the Supervisor's: NSX Manager's lines go first (a rule there is the cause).
+        let manager = self.nsx_manager.as_ref().map(|read| {
+            let vms = crate::nsxmanager::model::supervisor_vms(
+                &facts,
+                &inventory.verified_vms(&self.cluster),
+            );
+            analyse::manager::assess(read, &vms)
+        });
+        if let Some(m) = &manager {
+            analyse::manager::join(&mut diagnosis, m);
         }
         Ok(DiagnoseReport::new(
             facts,
@@ -207,6 +240,8 @@ mod tests {
             read_at: read_at.map(str::to_string),
             essential_objects: 0,
             left_out: vec![],
+            nsx_manager: None,
+            nsx_note: None,
         }
     }
 

@@ -49,6 +49,7 @@ const FOLDERS: &[(&str, &[&[&str]])] = &[
             &["watch"],
             &["round"],
             &["many"],
+            &["nsx"],
         ],
     ),
     (
@@ -102,6 +103,7 @@ const FOLDERS: &[(&str, &[&[&str]])] = &[
         "analyse",
         &[
             &["status"],
+            &["manager"],
             &["network"],
             &["verdict"],
             &["location"],

@@ -1,0 +1,212 @@
+//! NSX Manager's view (`--nsx-manager`) joined to a diagnosis: the DFW evaluated for the
+//! failing paths ([`super::dfw`]) and the traceflows that prove them. Pure, no I/O: what was
+//! read is `nsxmanager::raw::NsxRead` (kept in the evidence, so `analyse` re-judges a bundle
+//! the same way), and as `analyse::network::join` does for the Supervisor's SecurityPolicies,
+//! this never changes the verdict's code: it names where the packets die and what to fix.
+//!
+//! On a network verdict the rules that drop the failing paths lead the evidence (NSX Manager
+//! comes after the Supervisor in the path of a packet, so its rule is the cause when it
+//! drops), each with the paths it covers; then the traceflows; then the paths it cannot decide,
+//! each with why; and, when no visible rule blocks them, "NSX Manager shows no rule that drops
+//! these paths" with what was read. A traceflow delivered where the probe timed out says the
+//! drop is past NSX's reach: inside the guest. What could not be read (a 401/403 naming the
+//! privilege it needs) and a VM whose NSX identity is not the Machine's are notes.
+
+use super::dfw::{
+    evaluate, summarize_traceflow, Agreement, DfwEvaluation, DfwPathOutcome, DfwRuleRef,
+    TraceflowResult, TraceflowSummary,
+};
+use super::matrix::CellState;
+use super::policy::{paths_text, PathRef};
+use super::verdict::Diagnosis;
+use crate::nsxmanager::model::{self, DfwInput, RuleAction, SupervisorVm};
+use crate::nsxmanager::raw::NsxRead;
+
+/// At most this many rules, reasons and notes are spelled out; the rest are counted.
+const NAMED: usize = 8;
+/// At most this many "cannot decide" reasons are spelled out.
+const REASONS_NAMED: usize = 3;
+
+/// What NSX Manager says of one cluster: the evaluation's input, the evaluation, the
+/// traceflows summarized.
+#[derive(Debug, Clone)]
+pub struct ManagerAssessment {
+    pub input: DfwInput,
+    pub evaluation: DfwEvaluation,
+    pub traceflows: Vec<TraceflowSummary>,
+}
+
+/// The DFW of `read` evaluated for the control-plane VMs `vms` (the Supervisor's view), and
+/// every traceflow read summarized against it.
+pub fn assess(read: &NsxRead, vms: &[SupervisorVm]) -> ManagerAssessment {
+    let input = model::input(read, vms);
+    let evaluation = evaluate(&input);
+    let traceflows = read
+        .traceflows
+        .iter()
+        .map(|t| summarize_traceflow(t, &input, &evaluation))
+        .collect();
+    ManagerAssessment {
+        input,
+        evaluation,
+        traceflows,
+    }
+}
+
+/// `drops`/`rejects`, as a sentence says what a rule does.
+fn verb(r: &DfwRuleRef) -> &'static str {
+    match r.action {
+        RuleAction::Reject => "rejects",
+        _ => "drops",
+    }
+}
+
+/// The ports of `paths`: `TCP 2380` or `TCP 2379, 2380`.
+fn ports_text(paths: &[PathRef]) -> String {
+    let mut ports: Vec<u16> = paths.iter().map(|p| p.port).collect();
+    ports.sort_unstable();
+    ports.dedup();
+    let ports: Vec<String> = ports.iter().map(u16::to_string).collect();
+    format!("TCP {}", ports.join(", "))
+}
+
+/// Adds what NSX Manager says to a diagnosis (pure; see the module). Its lines go first: the
+/// Supervisor's own (SecurityPolicies, "outside the Supervisor's view") follow them.
+pub fn join(diagnosis: &mut Diagnosis, a: &ManagerAssessment) {
+    let ev = &a.evaluation;
+    let mut notes: Vec<String> = Vec::new();
+    for g in ev.gaps.iter().take(NAMED) {
+        notes.push(format!("NSX Manager: not read: {g}"));
+    }
+    for f in ev.findings.iter().take(NAMED) {
+        notes.push(format!("warning: NSX Manager: {f}"));
+    }
+    notes.extend(
+        ev.notes
+            .iter()
+            .take(NAMED)
+            .map(|n| format!("NSX Manager: {n}")),
+    );
+
+    if diagnosis.verdict.code.names_policies() {
+        let failing: Vec<PathRef> = diagnosis
+            .matrices
+            .iter()
+            .flat_map(|m| m.peer_cells())
+            .filter(|c| matches!(c.state, CellState::Timeout | CellState::Refused))
+            .map(|c| PathRef {
+                port: c.port,
+                from: c.from.clone(),
+                to: c.to.clone(),
+            })
+            .collect();
+        let total = failing.len();
+        let mut by_rule: Vec<(DfwRuleRef, Vec<PathRef>)> = Vec::new();
+        let mut undecided: Vec<(String, Vec<PathRef>)> = Vec::new();
+        let mut open: Vec<PathRef> = Vec::new();
+        for p in &failing {
+            match ev.path(p.port, &p.from, &p.to).map(|e| &e.outcome) {
+                Some(DfwPathOutcome::Dropped { rule } | DfwPathOutcome::Rejected { rule }) => {
+                    match by_rule.iter_mut().find(|(r, _)| r == rule) {
+                        Some((_, ps)) => ps.push(p.clone()),
+                        None => by_rule.push((rule.clone(), vec![p.clone()])),
+                    }
+                }
+                Some(DfwPathOutcome::CannotDecide { why }) => {
+                    match undecided.iter_mut().find(|(w, _)| w == why) {
+                        Some((_, ps)) => ps.push(p.clone()),
+                        None => undecided.push((why.clone(), vec![p.clone()])),
+                    }
+                }
+                Some(_) => open.push(p.clone()),
+                None => {
+                    let why = "its VMs were not evaluated (not found in NSX Manager, or not read)"
+                        .to_string();
+                    match undecided.iter_mut().find(|(w, _)| *w == why) {
+                        Some((_, ps)) => ps.push(p.clone()),
+                        None => undecided.push((why, vec![p.clone()])),
+                    }
+                }
+            }
+        }
+        let mut lines = Vec::new();
+        for (rule, paths) in by_rule.iter().take(NAMED) {
+            lines.push(format!(
+                "NSX Manager's distributed firewall rule {} {} {} on {} of the {total} failing paths ({})",
+                rule.label(),
+                verb(rule),
+                ports_text(paths),
+                paths.len(),
+                paths_text(paths)
+            ));
+        }
+        if by_rule.len() > NAMED {
+            lines.push(format!(
+                "and {} more NSX Manager rules drop failing paths (-o json: nsxManager)",
+                by_rule.len() - NAMED
+            ));
+        }
+        for t in a.traceflows.iter().take(NAMED) {
+            let failing_path = failing
+                .iter()
+                .any(|p| p.port == t.port && p.from == t.from && p.to == t.to);
+            let mut line = t.text();
+            if let (TraceflowResult::Delivered { .. }, true) = (&t.result, failing_path) {
+                line.push_str(": NSX delivered the SYN where the probe's connect failed, so the drop is past NSX's reach, inside the guest (the node's own firewall, or nothing listening)");
+            }
+            if let Agreement::Disagrees { why } = &t.agreement {
+                line.push_str(&format!(" (the DFW as read says otherwise: {why})"));
+            }
+            lines.push(line);
+        }
+        for (why, paths) in undecided.iter().take(REASONS_NAMED) {
+            lines.push(format!(
+                "{} of the {total} failing paths ({}) cannot be decided from NSX Manager's distributed firewall: {why}",
+                paths.len(),
+                paths_text(paths)
+            ));
+        }
+        if undecided.len() > REASONS_NAMED {
+            lines.push(format!(
+                "and {} more reasons failing paths cannot be decided from NSX Manager (-o json: nsxManager)",
+                undecided.len() - REASONS_NAMED
+            ));
+        }
+        if let Some(line) = ev.no_drop_line(&open) {
+            if open.len() == total {
+                lines.push(line);
+            } else {
+                lines.push(format!(
+                    "for {} of the {total} failing paths ({}): {line}",
+                    open.len(),
+                    paths_text(&open)
+                ));
+            }
+        }
+        let v = &mut diagnosis.verdict;
+        for (i, l) in lines.into_iter().enumerate() {
+            v.evidence.insert(i, l);
+        }
+        let steps: Vec<String> = by_rule
+            .iter()
+            .take(NAMED)
+            .map(|(rule, paths)| {
+                format!(
+                    "Have NSX Manager's distributed firewall rule {} changed or disabled (it {} {} between the control-plane VMs; Security > Distributed Firewall, category {}), then re-run kubectl etcdnet diagnose",
+                    rule.label(),
+                    verb(rule),
+                    ports_text(paths),
+                    rule.category
+                )
+            })
+            .collect();
+        for (i, s) in steps.into_iter().enumerate() {
+            v.next_steps.insert(i, s);
+        }
+    }
+    diagnosis.verdict.notes.extend(notes);
+}
+
+#[cfg(test)]
+#[path = "manager_tests.rs"]
+mod tests;

@@ -1,0 +1,201 @@
+//! NSX Manager for one run (`--nsx-manager`): one client for the whole run (one login, however
+//! many clusters), each cluster's DFW read after its probes, and with `--nsx-traceflow` a few
+//! traceflows for its failing paths. Every traceflow is tracked from before its creation: the
+//! cluster's own diagnosis deletes them as soon as they are read, and [`NsxRun::finish`], which
+//! the round runs on every way out (Ctrl-C included: the signal drops the diagnosis, not this),
+//! deletes whatever is left and ends the session.
+
+use std::time::Duration;
+
+use crate::analyse::matrix::{self, CellState};
+use crate::nsxmanager::client::Client;
+use crate::nsxmanager::model::{self, SupervisorVm};
+use crate::nsxmanager::raw::{Gap, Layout, NsxRead};
+use crate::nsxmanager::read::{self as nsx_read, VmHint};
+use crate::nsxmanager::traceflow::{self, TraceflowClass, TraceflowTracker, MAX_TRACEFLOWS};
+use crate::nsxmanager::NsxConfig;
+use crate::probe::NodeReport;
+use crate::supervisor::network::NetKind;
+use crate::supervisor::{ClusterFacts, Inventory};
+
+/// The ports whose failing paths a traceflow proves, the peer port first (quorum's).
+const TRACED_PORTS: [u16; 2] = [2380, 2379];
+
+/// NSX Manager for the run: the client (or why there is none), the traceflows not yet deleted.
+pub struct NsxRun {
+    config: NsxConfig,
+    client: Result<Client, Gap>,
+    tracker: TraceflowTracker,
+}
+
+impl NsxRun {
+    /// Logs in once (session, else basic); a refusal is kept and said in every cluster's
+    /// reading, never a failed run.
+    pub async fn start(config: &NsxConfig) -> NsxRun {
+        NsxRun {
+            config: config.clone(),
+            client: Client::connect(&config.options).await,
+            tracker: TraceflowTracker::default(),
+        }
+    }
+
+    /// The report's note (the certificate not checked), for every cluster's evidence.
+    pub fn note(&self) -> Option<String> {
+        self.config.note.clone()
+    }
+
+    /// One cluster's reading: its layout from the Supervisor's networking, its DFW and VMs,
+    /// and (`--nsx-traceflow`) the traceflows of its failing paths, deleted before returning.
+    /// Bounded by `within` (what is left of the cluster's `--timeout`) and by `--nsx-timeout`.
+    pub async fn read(
+        &self,
+        facts: &ClusterFacts,
+        inventory: &Inventory,
+        reports: &[NodeReport],
+        within: Duration,
+    ) -> NsxRead {
+        let manager = self.config.options.manager.as_str().to_string();
+        let layout = match layout(facts, inventory) {
+            Ok(l) => l,
+            Err(gap) => return nsx_read::unread(&manager, &nsx_read::infra_layout(), gap),
+        };
+        let client = match &self.client {
+            Ok(c) => c,
+            Err(gap) => return nsx_read::unread(&manager, &layout, gap.clone()),
+        };
+        let vms = model::supervisor_vms(facts, &inventory.verified_vms(&facts.cluster.name));
+        let hints: Vec<VmHint> = vms.iter().map(VmHint::from).collect();
+        let bound = within.min(self.config.options.limits.total);
+        let started = tokio::time::Instant::now();
+        let mut read =
+            match tokio::time::timeout(bound, nsx_read::read(client, &layout, &hints)).await {
+                Ok(r) => r,
+                Err(_) => nsx_read::unread(
+                    &manager,
+                    &layout,
+                    Gap {
+                        path: "/policy/api/v1".into(),
+                        status: None,
+                        why: format!(
+                            "the reading did not finish within {}",
+                            humantime::format_duration(bound)
+                        ),
+                        privilege: None,
+                    },
+                ),
+            };
+        if self.config.traceflow {
+            let classes = classes(&read, &vms, reports);
+            let left = bound.saturating_sub(started.elapsed());
+            if !classes.is_empty() && !left.is_zero() {
+                let planned: Vec<(TraceflowClass, String)> = classes
+                    .iter()
+                    .map(|(c, _, _)| {
+                        let root = traceflow::traceflow_root(&layout);
+                        (
+                            c.clone(),
+                            traceflow::policy_path(&root, &traceflow::new_id()),
+                        )
+                    })
+                    .collect();
+                let mut runs = traceflow::run(client, &planned, &self.tracker, left).await;
+                let failed = self.tracker.delete_all(client).await;
+                traceflow::mark_deleted(&mut runs, &failed);
+                // The reads name the nodes (what the evaluation and the report speak of).
+                for (r, (_, from, to)) in runs.iter_mut().zip(&classes) {
+                    r.from = from.clone();
+                    r.to = to.clone();
+                }
+                read.traceflows = runs;
+            }
+        }
+        read
+    }
+
+    /// On every way out of the round: deletes the traceflows still tracked (a run cut by a
+    /// signal, a deletion that failed) and ends the session. Returns a warning per traceflow
+    /// that could not be deleted.
+    pub async fn finish(&self) -> Vec<String> {
+        let Ok(client) = &self.client else {
+            return Vec::new();
+        };
+        let failed = self.tracker.delete_all(client).await;
+        client.close().await;
+        failed
+            .into_iter()
+            .map(|(path, why)| {
+                format!(
+                    "warning: could not delete traceflow {path} on NSX Manager ({why}); it is transient (NSX removes it after two idle hours), or delete it there"
+                )
+            })
+            .collect()
+    }
+}
+
+/// The Policy API tree of the cluster's networking: T1/NCP's `infra/domains/default`; VPC
+/// networking's VPC path is not read from the Supervisor yet, which is said, never guessed.
+fn layout(facts: &ClusterFacts, inventory: &Inventory) -> Result<Layout, Gap> {
+    let vpc = inventory
+        .network_of(&facts.cluster.name)
+        .and_then(|n| n.live_policy_kind)
+        == Some(NetKind::VpcSecurityPolicy);
+    if vpc {
+        return Err(Gap {
+            path: "/policy/api/v1/orgs".into(),
+            status: None,
+            why: "the namespace is on VPC networking: its VPC's NSX path (the VPCNetworkConfiguration and NetworkInfo objects) is not read yet, so NSX Manager was not asked".into(),
+            privilege: None,
+        });
+    }
+    Ok(nsx_read::infra_layout())
+}
+
+/// The traceflows to run: each failing (timed out or refused) path between two probed nodes,
+/// one direction per pair, 2380 first, at most [`MAX_TRACEFLOWS`]; only from a VM whose NSX
+/// port was confirmed as its own. With the nodes each goes between.
+fn classes(
+    read: &NsxRead,
+    vms: &[SupervisorVm],
+    reports: &[NodeReport],
+) -> Vec<(TraceflowClass, String, String)> {
+    let input = model::input(read, vms);
+    let mut out: Vec<(TraceflowClass, String, String)> = Vec::new();
+    for port in TRACED_PORTS {
+        let m = matrix::build(reports, port);
+        for c in m.peer_cells() {
+            if !matches!(c.state, CellState::Timeout | CellState::Refused) {
+                continue;
+            }
+            if out
+                .iter()
+                .any(|(k, f, t)| k.port == port && f == &c.to && t == &c.from)
+            {
+                continue;
+            }
+            let from_port = input
+                .vms
+                .iter()
+                .find(|v| v.node == c.from && v.identity == model::Identity::Confirmed)
+                .and_then(|v| v.port.as_ref()?.path.clone());
+            let to_ip = vms
+                .iter()
+                .find(|v| v.node == c.to)
+                .and_then(|v| v.ips.first());
+            if let (Some(from_port), Some(to_ip)) = (from_port, to_ip) {
+                out.push((
+                    TraceflowClass {
+                        from_port,
+                        to_ip: to_ip.to_string(),
+                        port,
+                    },
+                    c.from.clone(),
+                    c.to.clone(),
+                ));
+            }
+            if out.len() >= MAX_TRACEFLOWS {
+                return out;
+            }
+        }
+    }
+    out
+}
