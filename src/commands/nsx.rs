@@ -15,7 +15,8 @@ use crate::nsxmanager::read::{self as nsx_read, VmHint};
 use crate::nsxmanager::traceflow::{self, TraceflowClass, TraceflowTracker, MAX_TRACEFLOWS};
 use crate::nsxmanager::NsxConfig;
 use crate::probe::NodeReport;
-use crate::supervisor::network::NetKind;
+use crate::supervisor;
+use crate::supervisor::network::{NetKind, VPC_NETWORK_CONFIG_ANNOTATION};
 use crate::supervisor::{ClusterFacts, Inventory};
 
 /// The ports whose failing paths a traceflow proves, the peer port first (quorum's).
@@ -49,13 +50,14 @@ impl NsxRun {
     /// Bounded by `within` (what is left of the cluster's `--timeout`) and by `--nsx-timeout`.
     pub async fn read(
         &self,
+        supervisor: &kube::Client,
         facts: &ClusterFacts,
         inventory: &Inventory,
         reports: &[NodeReport],
         within: Duration,
     ) -> NsxRead {
         let manager = self.config.options.manager.as_str().to_string();
-        let layout = match layout(facts, inventory) {
+        let layout = match layout(supervisor, facts, inventory).await {
             Ok(l) => l,
             Err(gap) => return nsx_read::unread(&manager, &nsx_read::infra_layout(), gap),
         };
@@ -132,22 +134,45 @@ impl NsxRun {
     }
 }
 
-/// The Policy API tree of the cluster's networking: T1/NCP's `infra/domains/default`; VPC
-/// networking's VPC path is not read from the Supervisor yet, which is said, never guessed.
-fn layout(facts: &ClusterFacts, inventory: &Inventory) -> Result<Layout, Gap> {
-    let vpc = inventory
-        .network_of(&facts.cluster.name)
-        .and_then(|n| n.live_policy_kind)
-        == Some(NetKind::VpcSecurityPolicy);
-    if vpc {
-        return Err(Gap {
-            path: "/policy/api/v1/orgs".into(),
-            status: None,
-            why: "the namespace is on VPC networking: its VPC's NSX path (the VPCNetworkConfiguration and NetworkInfo objects) is not read yet, so NSX Manager was not asked".into(),
-            privilege: None,
-        });
+/// The Policy API tree of the cluster's networking, as the Supervisor shows it: T1/NCP's
+/// `infra/domains/default`; on VPC networking (the Namespace's `vpc_network_config`
+/// annotation) the VPC of the namespace's `VPCNetworkConfiguration` and `NetworkInfo`, read now
+/// (only with `--nsx-manager`). A VPC whose path cannot be told is a gap, never a guess.
+async fn layout(
+    supervisor: &kube::Client,
+    facts: &ClusterFacts,
+    inventory: &Inventory,
+) -> Result<Layout, Gap> {
+    let network = inventory.network_of(&facts.cluster.name);
+    let vpc = network.as_ref().and_then(|n| n.live_policy_kind) == Some(NetKind::VpcSecurityPolicy);
+    if !vpc {
+        return Ok(nsx_read::infra_layout());
     }
-    Ok(nsx_read::infra_layout())
+    let gap = |why: String| {
+        Gap {
+        path: "/policy/api/v1/orgs".into(),
+        status: None,
+        why: format!("the namespace is on VPC networking and its VPC's NSX path could not be told ({why}), so NSX Manager was not asked"),
+        privilege: None,
+    }
+    };
+    let config = network
+        .as_ref()
+        .and_then(|n| n.namespace_object.as_ref())
+        .and_then(|ns| ns.metadata.annotations.as_ref())
+        .and_then(|a| a.get(VPC_NETWORK_CONFIG_ANNOTATION))
+        .filter(|c| !c.is_empty() && c.len() <= 253)
+        .cloned()
+        .ok_or_else(|| {
+            gap(format!(
+                "the Namespace has no {VPC_NETWORK_CONFIG_ANNOTATION} annotation"
+            ))
+        })?;
+    let (vnc, info, notes) =
+        supervisor::read::read_vpc_objects(supervisor, &facts.namespace, &config).await;
+    let vnc = vnc.ok_or_else(|| gap(notes.join("; ")))?;
+    let vpc_name = info.as_ref().and_then(nsx_read::networkinfo_vpc);
+    nsx_read::vpc_layout(&vnc, vpc_name).map_err(|e| gap(e.to_string()))
 }
 
 /// The traceflows to run: each failing (timed out or refused) path between two probed nodes,

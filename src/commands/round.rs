@@ -316,7 +316,11 @@ pub async fn diagnose(
         Some(n) => {
             progress.stage("reading NSX Manager's distributed firewall");
             let left = (plan.timeout + DIAGNOSIS_GRACE).saturating_sub(started.elapsed());
-            Some((n.read(&facts, inventory, &reports, left).await, n.note()))
+            Some((
+                n.read(&conn.client, &facts, inventory, &reports, left)
+                    .await,
+                n.note(),
+            ))
         }
         None => None,
     };

@@ -560,3 +560,55 @@ pub async fn read_network_with(
     }
     Some(out)
 }
+
+/// nsx-operator's objects that say which NSX VPC a namespace is on, read only for NSX Manager
+/// (`--nsx-manager` on VPC networking): the cluster-scoped `VPCNetworkConfiguration` the
+/// Namespace's `nsx.vmware.com/vpc_network_config` annotation names, and the namespace's
+/// `NetworkInfo`, named as the namespace (vmware-tanzu/nsx-operator
+/// `pkg/apis/vpc/v1alpha1/vpcnetworkconfiguration_types.go`, `networkinfo_types.go`,
+/// `pkg/controllers/namespace/namespace_controller.go`). Two GETs, each bounded by the client;
+/// a failure is the note of what could not be read, never a failed diagnosis.
+pub async fn read_vpc_objects(
+    client: &Client,
+    namespace: &str,
+    config: &str,
+) -> (
+    Option<serde_json::Value>,
+    Option<serde_json::Value>,
+    Vec<String>,
+) {
+    let ar = |kind: &str, plural: &str| ApiResource {
+        group: super::kinds::NSX_VPC_GROUP.into(),
+        version: "v1alpha1".into(),
+        api_version: format!("{}/v1alpha1", super::kinds::NSX_VPC_GROUP),
+        kind: kind.into(),
+        plural: plural.into(),
+    };
+    let configs = ar("VPCNetworkConfiguration", "vpcnetworkconfigurations");
+    let infos = ar("NetworkInfo", "networkinfos");
+    let config_api: Api<DynamicObject> = Api::all_with(client.clone(), &configs);
+    let info_api: Api<DynamicObject> = Api::namespaced_with(client.clone(), namespace, &infos);
+    let (c, i) = futures::join!(config_api.get_opt(config), info_api.get_opt(namespace));
+    let mut notes = Vec::new();
+    let mut take =
+        |r: std::result::Result<Option<DynamicObject>, kube::Error>, what: String| match r {
+            Ok(Some(o)) => serde_json::to_value(o).ok(),
+            Ok(None) => {
+                notes.push(format!("{what}: not found"));
+                None
+            }
+            Err(e) => {
+                notes.push(format!("{what}: {}", failure(&e)));
+                None
+            }
+        };
+    let c = take(c, format!("get {} {config:?}", resource_name(&configs)));
+    let i = take(
+        i,
+        format!(
+            "get {} {namespace:?} in namespace {namespace:?}",
+            resource_name(&infos)
+        ),
+    );
+    (c, i, notes)
+}
