@@ -76,7 +76,7 @@ const FOLDERS: &[(&str, &[&[&str]])] = &[
         &[
             &["watch"],
             &["cleanup", "diagnose", "list", "status"],
-            &["network", "location", "metrics", "timeline"],
+            &["network", "location", "metrics", "nsx_manager", "timeline"],
             &["guard"],
         ],
     ),
@@ -92,7 +92,7 @@ const FOLDERS: &[(&str, &[&[&str]])] = &[
     (
         "report::v1alpha2",
         &[
-            &["guard", "location"],
+            &["guard", "location", "nsx_manager"],
             &["analysis", "metrics", "network", "timeline"],
             &["cluster"],
             &["node"],
