@@ -427,7 +427,7 @@ pub enum NsxTraceflowResult {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         acl_rule_path: Option<String>,
         #[serde(default, skip_serializing_if = "Option::is_none")]
-        rule: Option<DfwRule>,
+        rule: Option<Box<DfwRule>>,
     },
     /// Neither observed (still running, failed, observations not read).
     Undecided { why: String },
@@ -453,7 +453,7 @@ impl From<&TraceflowResult> for NsxTraceflowResult {
                 transport_node: opt(transport_node),
                 acl_rule_id: *acl_rule_id,
                 acl_rule_path: acl_rule_path.as_deref().map(|p| clip(p, MAX_PATH_CHARS)),
-                rule: rule.as_deref().map(Into::into),
+                rule: rule.as_deref().map(|r| Box::new(r.into())),
             },
             TraceflowResult::Undecided { why } => NsxTraceflowResult::Undecided { why: text(why) },
         }
