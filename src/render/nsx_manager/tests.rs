@@ -146,6 +146,29 @@ fn undecided_paths_unread_parts_and_a_traceflow_left_behind_are_said() {
     assert!(t.contains("  finding: "), "{t}");
 }
 
+/// A traceflow delivered where the evaluation names a DROP disagrees, and says why.
+#[test]
+fn a_traceflow_that_disagrees_is_said() {
+    let mut read = world("infra-drop-2380.json", "vms.json");
+    read.traceflows.push(traceflow(
+        "traceflow-delivered.json",
+        "tkc-cp-1",
+        "tkc-cp-2",
+        2380,
+        true,
+    ));
+    let t = text(&section_of(&read), false);
+    let row = t
+        .lines()
+        .find(|l| l.starts_with("tkc-cp-1"))
+        .unwrap_or_else(|| panic!("{t}"));
+    assert!(row.contains("delivered") && row.contains("NO"), "{row}");
+    assert!(
+        t.contains("  tkc-cp-1 → tkc-cp-2:2380: disagrees: delivered, but the evaluation names \"block etcd peer\""),
+        "{t}"
+    );
+}
+
 /// A manager's names are someone else's input: escapes and huge strings are neither acted on
 /// nor allowed to flood the table.
 #[test]

@@ -338,3 +338,21 @@ fn json_shape_and_read_back() {
         "JUMP_TO_APPLICATION"
     );
 }
+
+#[test]
+fn the_layout_is_the_tree_read() {
+    assert_eq!(
+        layout_text(&Layout::Infra {
+            domain: "default".into()
+        }),
+        "infra/domains/default"
+    );
+    assert_eq!(
+        layout_text(&Layout::Vpc {
+            org: "default".into(),
+            project: "proj-1".into(),
+            vpc: "ns-prod-vpc".into()
+        }),
+        "orgs/default/projects/proj-1/vpcs/ns-prod-vpc"
+    );
+}
