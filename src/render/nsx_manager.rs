@@ -300,7 +300,10 @@ pub(crate) fn section(out: &mut Lines, n: &NsxManager, wide: bool) {
             })
             .collect();
         out.blank();
-        out.table(&["NODE", "NSX IDENTITY", "EXTERNAL ID", "SEGMENT PORT"], &rows);
+        out.table(
+            &["NODE", "NSX IDENTITY", "EXTERNAL ID", "SEGMENT PORT"],
+            &rows,
+        );
     }
     for v in n
         .vms
