@@ -157,6 +157,9 @@ fn diagnose_table(r: &DiagnoseReport, wide: bool, paint: Paint) -> String {
     if let Some(a) = &r.network_policy {
         super::network::section(&mut out, a, wide);
     }
+    if let Some(n) = &r.nsx_manager {
+        super::nsx_manager::section(&mut out, n, wide);
+    }
 
     let v = &r.verdict;
     let tone = if v.code == VerdictCode::Healthy {

@@ -33,6 +33,7 @@ mod list;
 mod location;
 mod metrics;
 mod network;
+mod nsx_manager;
 mod status;
 mod timeline;
 mod watch;

@@ -225,6 +225,10 @@ pub struct DiagnoseReport {
     /// As in `StatusReport`: only when the Supervisor serves an NSX group.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub network_policy: Option<v1alpha2::NetworkAssessment>,
+    /// NSX Manager's distributed firewall for the control-plane VMs: only with
+    /// `--nsx-manager` (absent otherwise, so a report is what it was).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nsx_manager: Option<v1alpha2::NsxManager>,
     pub route: RouteInfo,
     pub nodes: Vec<DiagnosedNode>,
     /// Port 2379, then 2380.
@@ -304,6 +308,7 @@ impl DiagnoseReport {
             workload_api: workload_api.into(),
             findings: v1alpha2::all(findings),
             network_policy: None,
+            nsx_manager: None,
             route,
             result: DiagnoseResult {
                 exit_code,
@@ -331,6 +336,14 @@ impl DiagnoseReport {
             self.findings
                 .extend(network_findings(&a).into_iter().map(Finding::from));
             self.network_policy = Some(a.into());
+        }
+        self
+    }
+
+    /// The report with what NSX Manager showed (`--nsx-manager`); None leaves it as it is.
+    pub fn with_nsx_manager(mut self, nsx: Option<v1alpha2::NsxManager>) -> Self {
+        if nsx.is_some() {
+            self.nsx_manager = nsx;
         }
         self
     }

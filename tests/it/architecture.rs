@@ -77,7 +77,7 @@ const FOLDERS: &[(&str, &[&[&str]])] = &[
         &[
             &["watch"],
             &["cleanup", "diagnose", "list", "status"],
-            &["network", "location", "metrics", "timeline"],
+            &["network", "location", "metrics", "nsx_manager", "timeline"],
             &["guard"],
         ],
     ),
@@ -93,7 +93,7 @@ const FOLDERS: &[(&str, &[&[&str]])] = &[
     (
         "report::v1alpha2",
         &[
-            &["guard", "location"],
+            &["guard", "location", "nsx_manager"],
             &["analysis", "metrics", "network", "timeline"],
             &["cluster"],
             &["node"],

@@ -47,6 +47,7 @@ mod location;
 mod metrics;
 mod network;
 mod node;
+mod nsx_manager;
 mod timeline;
 
 pub use analysis::{
@@ -66,6 +67,11 @@ pub use network::{
     SideOutcome,
 };
 pub use node::*;
+pub use nsx_manager::{
+    CategoryCount, DfwAction, DfwBlockingRule, DfwCheck, DfwOutcome, DfwPathEvaluation, DfwRule,
+    DfwShadowedRule, NsxGap, NsxIdentityState, NsxManager, NsxReadCounts, NsxTraceflow,
+    NsxTraceflowResult, NsxVmIdentity, TraceflowAgreement,
+};
 pub use timeline::{LastProbe, NoLeaderSince, NodeClock, PairOnset, Timeline, TimelineShape};
 
 #[cfg(test)]

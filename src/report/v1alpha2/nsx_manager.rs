@@ -1,0 +1,745 @@
+//! NSX Manager's distributed firewall as a `DiagnoseReport` carries it (`nsxManager`): what one
+//! run read from the manager (`--nsx-manager`), the DFW evaluated for TCP 2379/2380 between the
+//! control-plane VMs, the rules that block paths and those not blamed, the traceflows
+//! (`--nsx-traceflow`), and what could not be read with the privilege it needs. Absent without
+//! `--nsx-manager`, so every other report is byte for byte what it was.
+//!
+//! Everything here came from the manager (someone else's input) or was built from it: every
+//! string is bounded and cleaned of control characters here ([`clip`]), and every list is
+//! capped (the `MAX_*` constants below; the evaluation's own lists are bounded by
+//! `analyse::dfw`). Nothing here holds a credential: the reading keeps none.
+
+use serde::{Deserialize, Serialize};
+
+use super::PathRef;
+use crate::analyse::dfw::{
+    Agreement, DfwBlocking, DfwEvaluation, DfwPath, DfwPathOutcome, DfwRuleRef, DfwShadowed,
+    DfwSideOutcome, TraceflowResult, TraceflowSummary,
+};
+use crate::nsxmanager::model::{clip, DfwInput, DfwVm, Identity, RuleAction};
+use crate::nsxmanager::raw::{Gap, Layout, NsxRead};
+
+/// Names, ids, paths of VMs and ports, and layout parts are cut to this many characters.
+pub const MAX_NAME_CHARS: usize = 256;
+/// A rule's or a policy's path (the engine keeps them whole up to this).
+pub const MAX_PATH_CHARS: usize = 1024;
+/// A line of ours (a reason, a summary, a finding) is cut to this many characters.
+pub const MAX_TEXT_CHARS: usize = 2048;
+/// At most this many paths (every ordered pair of `analyse::dfw::MAX_VMS` VMs on 2 ports).
+pub const MAX_PATHS: usize = 2 * crate::analyse::dfw::MAX_VMS * (crate::analyse::dfw::MAX_VMS - 1);
+/// At most this many VMs are listed.
+pub const MAX_VMS: usize = crate::analyse::dfw::MAX_VMS;
+/// At most this many traceflows are listed (a run creates at most
+/// `nsxmanager::traceflow::MAX_TRACEFLOWS`).
+pub const MAX_TRACEFLOWS: usize = 16;
+/// At most this many gaps are listed; `gapsNotListed` counts the rest.
+pub const MAX_GAPS: usize = 32;
+/// At most this many findings and notes each.
+pub const MAX_LINES: usize = 32;
+
+fn name(s: &str) -> String {
+    clip(s, MAX_NAME_CHARS)
+}
+
+fn text(s: &str) -> String {
+    clip(s, MAX_TEXT_CHARS)
+}
+
+mirror_enum! {
+    /// A DFW rule's `action`, as NSX spells it.
+    #[derive(
+        Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema,
+        strum::Display,
+    )]
+    #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+    #[strum(serialize_all = "SCREAMING_SNAKE_CASE")]
+    pub enum DfwAction from RuleAction {
+        Allow,
+        Drop,
+        Reject,
+        /// Environment only: skips the rest of Environment to the Application category.
+        JumpToApplication,
+    }
+}
+
+/// What one run read from NSX Manager and what the DFW evaluation made of it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct NsxManager {
+    /// The manager's URL as given to `--nsx-manager` (`https://host[:port]`; never credentials).
+    pub manager: String,
+    /// The Policy API tree read: `infra/domains/default` (T1/NCP) or
+    /// `orgs/<org>/projects/<project>/vpcs/<vpc>` (VPC), from the Supervisor's networking.
+    pub layout: String,
+    /// How the run authenticated (`session` or `basic`), never with what; absent when no
+    /// request was answered.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub auth: Option<String>,
+    /// `NSX Manager's certificate was not checked (--nsx-insecure-skip-tls-verify)` when it was
+    /// not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+    /// What was read, in numbers.
+    pub read: NsxReadCounts,
+    /// The same in words, as the evidence lines say it.
+    pub read_text: String,
+    /// One line: the first blocking rule and how many paths it blocks, or `NSX Manager shows no
+    /// rule that drops these paths` with what was read (and how many paths cannot be decided).
+    pub summary: String,
+    /// Each control-plane VM as NSX Manager knows it.
+    pub vms: Vec<NsxVmIdentity>,
+    /// Every path evaluated: port 2379 then 2380, FROM then TO by node name.
+    pub paths: Vec<DfwPathEvaluation>,
+    /// Each rule that blocks paths (the first match of a check is its DROP/REJECT), with them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub blocking: Vec<DfwBlockingRule>,
+    /// DROP/REJECT rules that match allowed paths after the ALLOW that decides them: not
+    /// blamed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub shadowed: Vec<DfwShadowedRule>,
+    /// Shadowed rules found past the listed ones.
+    #[serde(default, skip_serializing_if = "crate::report::is_zero")]
+    pub shadowed_not_listed: usize,
+    /// The traceflows run (`--nsx-traceflow`), each held against the evaluation of its path.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub traceflows: Vec<NsxTraceflow>,
+    /// What could not be read, with the privilege a 401/403 needs (a refusal first).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub gaps: Vec<NsxGap>,
+    /// Gaps past the listed ones.
+    #[serde(default, skip_serializing_if = "crate::report::is_zero")]
+    pub gaps_not_listed: usize,
+    /// What does not fit (a port whose VIF is another VM's, a VM with the Machine's name but
+    /// another uuid): said, never used.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub findings: Vec<String>,
+    /// What the evaluation assumes where NSX's order is not visible.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
+}
+
+/// What was read, in numbers.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct NsxReadCounts {
+    pub policies: usize,
+    /// Policies per category, in NSX's order.
+    pub policies_by_category: Vec<CategoryCount>,
+    pub rules: usize,
+    pub rules_disabled: usize,
+    /// Rules with a part that could not be read.
+    pub rules_unreadable: usize,
+    /// Policies whose rules were not all read.
+    pub policies_rules_incomplete: usize,
+    /// Groups the rules name.
+    pub groups: usize,
+    /// Of those, groups with every member kind read whole.
+    pub groups_members_whole: usize,
+    pub services: usize,
+    pub vms: usize,
+    /// VMs whose NSX identity was confirmed both ways.
+    pub vms_identified: usize,
+    /// Parts not read.
+    pub gaps: usize,
+}
+
+/// How many policies one category holds.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CategoryCount {
+    /// `Ethernet`, `Emergency`, `Infrastructure`, `Environment`, `Application`, `(none)`,
+    /// `VPC (no category)`, or the category as NSX wrote it.
+    pub category: String,
+    pub count: usize,
+}
+
+/// Whether the VM NSX Manager answered is the Machine's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub enum NsxIdentityState {
+    /// One fabric VM whose uuids (or, with none on either side, its name) are the Machine's.
+    Confirmed,
+    /// No VM in NSX is the Machine's.
+    NotFound,
+    /// Several candidates: none is used.
+    Ambiguous,
+}
+
+/// A control-plane VM in NSX Manager.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct NsxVmIdentity {
+    /// The Kubernetes node name.
+    pub node: String,
+    /// The VirtualMachine's name (its vSphere display name).
+    pub vm_name: String,
+    /// The addresses matched against the groups.
+    pub ips: Vec<String>,
+    pub identity: NsxIdentityState,
+    /// Why it is not `Confirmed`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub why: Option<String>,
+    /// The confirmed fabric VM's `external_id`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub external_id: Option<String>,
+    /// The confirmed fabric VM's `display_name` in NSX.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nsx_name: Option<String>,
+    /// Its segment (or VPC subnet) port's policy path, kept only when one of the VM's own VIFs
+    /// ties the port to it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub port: Option<String>,
+    /// The findings about this node (a port or a VM that is not the Machine's: never used).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub findings: Vec<String>,
+}
+
+/// A DFW rule, named as an admin finds it in NSX Manager.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct DfwRule {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub display_name: Option<String>,
+    /// The rule's policy path (`/infra/domains/default/security-policies/<p>/rules/<r>`), or
+    /// `(no path)`.
+    pub path: String,
+    /// The number the datapath and a traceflow's `acl_rule_id` use.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rule_id: Option<u64>,
+    /// Its policy's category (as `policiesByCategory` names them).
+    pub category: String,
+    pub policy_path: String,
+    pub policy_name: String,
+    /// The policy's `sequence_number` (absent: unreadable).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub policy_sequence: Option<i64>,
+    /// The rule's `sequence_number` inside its policy (absent: unreadable).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rule_sequence: Option<i64>,
+    pub action: DfwAction,
+}
+
+impl From<&DfwRuleRef> for DfwRule {
+    fn from(r: &DfwRuleRef) -> Self {
+        DfwRule {
+            display_name: r.display_name.as_deref().map(name),
+            path: clip(&r.path, MAX_PATH_CHARS),
+            rule_id: r.rule_id,
+            category: name(&r.category),
+            policy_path: clip(&r.policy_path, MAX_PATH_CHARS),
+            policy_name: name(&r.policy_name),
+            policy_sequence: r.policy_sequence,
+            rule_sequence: r.rule_sequence,
+            action: r.action.into(),
+        }
+    }
+}
+
+impl From<&DfwRule> for DfwRuleRef {
+    fn from(r: &DfwRule) -> Self {
+        DfwRuleRef {
+            display_name: r.display_name.clone(),
+            path: r.path.clone(),
+            rule_id: r.rule_id,
+            category: r.category.clone(),
+            policy_path: r.policy_path.clone(),
+            policy_name: r.policy_name.clone(),
+            policy_sequence: r.policy_sequence,
+            rule_sequence: r.rule_sequence,
+            action: r.action.into(),
+        }
+    }
+}
+
+impl DfwRule {
+    /// `"name" (path; category Infrastructure, policy "p" sequence 10, rule sequence 20, rule
+    /// id 3021)`: the evaluation's own wording.
+    pub fn label(&self) -> String {
+        DfwRuleRef::from(self).label()
+    }
+}
+
+/// What one check (egress at FROM's vNIC, ingress at TO's) comes to.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(tag = "result", rename_all_fields = "camelCase")]
+pub enum DfwCheck {
+    /// The first matching enabled rule (layer 3, or a layer 2 DROP/REJECT).
+    Matched { rule: DfwRule },
+    /// No rule read matches.
+    NoVisibleRule,
+    /// A rule that might come first cannot be evaluated, or the order is not visible.
+    CannotDecide { why: String },
+}
+
+impl From<&DfwSideOutcome> for DfwCheck {
+    fn from(o: &DfwSideOutcome) -> Self {
+        match o {
+            DfwSideOutcome::Matched { rule } => DfwCheck::Matched { rule: rule.into() },
+            DfwSideOutcome::NoVisibleRule => DfwCheck::NoVisibleRule,
+            DfwSideOutcome::CannotDecide { why } => DfwCheck::CannotDecide { why: text(why) },
+        }
+    }
+}
+
+/// What one path comes to, both checks together.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(tag = "outcome", rename_all_fields = "camelCase")]
+pub enum DfwOutcome {
+    /// A DROP is the first match of a check (the egress check's first).
+    Dropped { rule: DfwRule },
+    /// A REJECT is.
+    Rejected { rule: DfwRule },
+    /// No check blocks and at least one has an ALLOW as its first match.
+    Allowed {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        egress: Option<DfwRule>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        ingress: Option<DfwRule>,
+    },
+    /// No rule read matches either check.
+    NoVisibleRule,
+    /// A check cannot be decided and the other does not block.
+    CannotDecide { why: String },
+}
+
+impl From<&DfwPathOutcome> for DfwOutcome {
+    fn from(o: &DfwPathOutcome) -> Self {
+        match o {
+            DfwPathOutcome::Dropped { rule } => DfwOutcome::Dropped { rule: rule.into() },
+            DfwPathOutcome::Rejected { rule } => DfwOutcome::Rejected { rule: rule.into() },
+            DfwPathOutcome::Allowed { egress, ingress } => DfwOutcome::Allowed {
+                egress: egress.as_ref().map(Into::into),
+                ingress: ingress.as_ref().map(Into::into),
+            },
+            DfwPathOutcome::NoVisibleRule => DfwOutcome::NoVisibleRule,
+            DfwPathOutcome::CannotDecide { why } => DfwOutcome::CannotDecide { why: text(why) },
+        }
+    }
+}
+
+impl DfwOutcome {
+    /// The DROP/REJECT rule that blocks the path.
+    pub fn blocking_rule(&self) -> Option<&DfwRule> {
+        match self {
+            DfwOutcome::Dropped { rule } | DfwOutcome::Rejected { rule } => Some(rule),
+            _ => None,
+        }
+    }
+}
+
+/// One path (port, FROM → TO; VMs named by their node) through the DFW.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct DfwPathEvaluation {
+    pub port: u16,
+    pub from: String,
+    pub to: String,
+    pub outcome: DfwOutcome,
+    /// The check at FROM's vNIC (rules applied there, direction OUT or IN_OUT).
+    pub egress: DfwCheck,
+    /// The check at TO's vNIC (direction IN or IN_OUT).
+    pub ingress: DfwCheck,
+}
+
+impl From<&DfwPath> for DfwPathEvaluation {
+    fn from(p: &DfwPath) -> Self {
+        DfwPathEvaluation {
+            port: p.port,
+            from: name(&p.from),
+            to: name(&p.to),
+            outcome: (&p.outcome).into(),
+            egress: (&p.egress).into(),
+            ingress: (&p.ingress).into(),
+        }
+    }
+}
+
+fn paths_of(paths: &[crate::analyse::policy::PathRef]) -> Vec<PathRef> {
+    paths
+        .iter()
+        .take(MAX_PATHS)
+        .map(|p| PathRef {
+            port: p.port,
+            from: name(&p.from),
+            to: name(&p.to),
+        })
+        .collect()
+}
+
+/// A rule that blocks paths, with them.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct DfwBlockingRule {
+    pub rule: DfwRule,
+    /// The paths it blocks, in path order.
+    pub paths: Vec<PathRef>,
+}
+
+impl From<&DfwBlocking> for DfwBlockingRule {
+    fn from(b: &DfwBlocking) -> Self {
+        DfwBlockingRule {
+            rule: (&b.rule).into(),
+            paths: paths_of(&b.paths),
+        }
+    }
+}
+
+/// A DROP/REJECT rule that matches allowed paths after the ALLOW that decides them: not blamed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct DfwShadowedRule {
+    pub rule: DfwRule,
+    /// The ALLOW that comes first.
+    pub by: DfwRule,
+    pub paths: Vec<PathRef>,
+}
+
+impl From<&DfwShadowed> for DfwShadowedRule {
+    fn from(s: &DfwShadowed) -> Self {
+        DfwShadowedRule {
+            rule: (&s.rule).into(),
+            by: (&s.by).into(),
+            paths: paths_of(&s.paths),
+        }
+    }
+}
+
+/// What one traceflow saw.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(tag = "result", rename_all_fields = "camelCase")]
+pub enum NsxTraceflowResult {
+    /// Delivered to the peer's port.
+    Delivered {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        component: Option<String>,
+    },
+    /// Dropped: where (`component`, `transportNode`), why (`reason`, e.g. `FW_RULE`), by which
+    /// rule (`aclRuleId` / `aclRulePath` as observed; `rule`: the rule read with that path or
+    /// id, absent when none was read).
+    Dropped {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        component: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reason: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        transport_node: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        acl_rule_id: Option<u64>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        acl_rule_path: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        rule: Option<Box<DfwRule>>,
+    },
+    /// Neither observed (still running, failed, observations not read).
+    Undecided { why: String },
+}
+
+impl From<&TraceflowResult> for NsxTraceflowResult {
+    fn from(r: &TraceflowResult) -> Self {
+        let opt = |s: &Option<String>| s.as_deref().map(name);
+        match r {
+            TraceflowResult::Delivered { component } => NsxTraceflowResult::Delivered {
+                component: opt(component),
+            },
+            TraceflowResult::Dropped {
+                component,
+                reason,
+                transport_node,
+                acl_rule_id,
+                acl_rule_path,
+                rule,
+            } => NsxTraceflowResult::Dropped {
+                component: opt(component),
+                reason: opt(reason),
+                transport_node: opt(transport_node),
+                acl_rule_id: *acl_rule_id,
+                acl_rule_path: acl_rule_path.as_deref().map(|p| clip(p, MAX_PATH_CHARS)),
+                rule: rule.as_deref().map(|r| Box::new(r.into())),
+            },
+            TraceflowResult::Undecided { why } => NsxTraceflowResult::Undecided { why: text(why) },
+        }
+    }
+}
+
+/// Whether a traceflow agrees with the evaluation of its path.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(tag = "agreement", rename_all_fields = "camelCase")]
+pub enum TraceflowAgreement {
+    /// Delivered where the evaluation blocks nothing, or dropped by the rule it names.
+    Agrees,
+    Disagrees {
+        why: String,
+    },
+    /// The evaluation or the traceflow did not decide: nothing to compare.
+    NotComparable {
+        why: String,
+    },
+}
+
+impl From<&Agreement> for TraceflowAgreement {
+    fn from(a: &Agreement) -> Self {
+        match a {
+            Agreement::Agrees => TraceflowAgreement::Agrees,
+            Agreement::Disagrees { why } => TraceflowAgreement::Disagrees { why: text(why) },
+            Agreement::NotComparable { why } => {
+                TraceflowAgreement::NotComparable { why: text(why) }
+            }
+        }
+    }
+}
+
+/// One traceflow: a TCP SYN injected at FROM's port towards TO's address and port.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct NsxTraceflow {
+    pub from: String,
+    pub to: String,
+    pub port: u16,
+    /// Its path on the manager (`/infra/traceflows/etcdnet-…`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
+    /// Its `operation_state` as last read (`FINISHED`, `IN_PROGRESS`, `FAILED`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub state: Option<String>,
+    /// How many observations were read.
+    pub observations: usize,
+    pub result: NsxTraceflowResult,
+    pub agreement: TraceflowAgreement,
+    /// The run saw it deleted (the manager answered the DELETE, or 404). False: it is left on
+    /// the manager (NSX removes a transient traceflow after two idle hours).
+    pub deleted: bool,
+    /// One line: `traceflow a → b:2380: dropped at DFW (FW_RULE) by "name" (…)`.
+    pub text: String,
+}
+
+/// Something not read from NSX Manager.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct NsxGap {
+    /// The API path asked.
+    pub path: String,
+    /// The HTTP status, when there was one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<u16>,
+    pub why: String,
+    /// The NSX privilege a 401/403 needs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub privilege: Option<String>,
+}
+
+impl From<&Gap> for NsxGap {
+    fn from(g: &Gap) -> Self {
+        NsxGap {
+            path: clip(&g.path, MAX_PATH_CHARS),
+            status: g.status,
+            why: text(&g.why),
+            privilege: g.privilege.as_deref().map(text),
+        }
+    }
+}
+
+/// `infra/domains/default` or `orgs/<org>/projects/<project>/vpcs/<vpc>`.
+fn layout_text(l: &Layout) -> String {
+    match l {
+        Layout::Infra { domain } => format!("infra/domains/{}", name(domain)),
+        Layout::Vpc { org, project, vpc } => format!(
+            "orgs/{}/projects/{}/vpcs/{}",
+            name(org),
+            name(project),
+            name(vpc)
+        ),
+    }
+}
+
+/// Whether a line of ours names `node` as a word: node names are DNS labels, so a name
+/// followed by another label character (`cp1` in `cp10`) is not it.
+fn mentions(line: &str, node: &str) -> bool {
+    if node.is_empty() {
+        return false;
+    }
+    let label = |c: char| c.is_ascii_alphanumeric() || c == '-' || c == '.';
+    line.match_indices(node).any(|(i, _)| {
+        let before = line[..i].chars().next_back();
+        let after = line[i + node.len()..].chars().next();
+        // A trailing `.` ends a sentence, not a name.
+        let after_ok = match after {
+            None => true,
+            Some('.') => line[i + node.len() + 1..]
+                .chars()
+                .next()
+                .is_none_or(|c| !label(c)),
+            Some(c) => !label(c),
+        };
+        before.is_none_or(|c| !label(c)) && after_ok
+    })
+}
+
+fn vm_identity(v: &DfwVm, findings: &[String]) -> NsxVmIdentity {
+    let (identity, why) = match &v.identity {
+        Identity::Confirmed => (NsxIdentityState::Confirmed, None),
+        Identity::NotFound(w) => (NsxIdentityState::NotFound, Some(text(w))),
+        Identity::Ambiguous(w) => (NsxIdentityState::Ambiguous, Some(text(w))),
+    };
+    let nsx = v.nsx_vm.as_ref();
+    NsxVmIdentity {
+        node: name(&v.node),
+        vm_name: name(&v.vm_name),
+        ips: v.ips.iter().map(ToString::to_string).collect(),
+        identity,
+        why,
+        external_id: nsx.and_then(|n| n.external_id.as_deref()).map(name),
+        nsx_name: nsx.and_then(|n| n.display_name.as_deref()).map(name),
+        port: v
+            .port
+            .as_ref()
+            .and_then(|p| p.path.as_deref().or(p.id.as_deref()))
+            .map(|p| clip(p, MAX_PATH_CHARS)),
+        findings: findings
+            .iter()
+            .filter(|f| mentions(f, &v.node))
+            .take(MAX_LINES)
+            .cloned()
+            .collect(),
+    }
+}
+
+impl NsxManager {
+    /// The section of a diagnosis that read NSX Manager: `read` as the run read it, `input` the
+    /// engine's input built from it, `eval` its evaluation, `traceflows` each traceflow of
+    /// `read` summarized against `eval`, `note` the run's note on the manager's certificate
+    /// (`NsxArgs::report_note`). Pure; bounded whatever the manager answered.
+    pub fn new(
+        read: &NsxRead,
+        input: &DfwInput,
+        eval: &DfwEvaluation,
+        traceflows: &[TraceflowSummary],
+        note: Option<String>,
+    ) -> NsxManager {
+        let c = &eval.counts;
+        let counts = NsxReadCounts {
+            policies: c.policies,
+            policies_by_category: c
+                .policies_by_category
+                .iter()
+                .map(|(k, n)| CategoryCount {
+                    category: name(k),
+                    count: *n,
+                })
+                .collect(),
+            rules: c.rules,
+            rules_disabled: c.rules_disabled,
+            rules_unreadable: c.rules_unreadable,
+            policies_rules_incomplete: c.policies_rules_incomplete,
+            groups: c.groups,
+            groups_members_whole: c.groups_members_whole,
+            services: c.services,
+            vms: c.vms,
+            vms_identified: c.vms_identified,
+            gaps: c.gaps,
+        };
+        let findings: Vec<String> = eval
+            .findings
+            .iter()
+            .take(MAX_LINES)
+            .map(|f| text(f))
+            .collect();
+        let vms = input
+            .vms
+            .iter()
+            .take(MAX_VMS)
+            .map(|v| vm_identity(v, &findings))
+            .collect();
+        let traceflows = traceflows
+            .iter()
+            .take(MAX_TRACEFLOWS)
+            .map(|t| {
+                // The summary's ends are the read's, clipped: its path on the manager is the
+                // read's whose ends clip the same.
+                let path = read
+                    .traceflows
+                    .iter()
+                    .find(|r| {
+                        r.port == t.port && clip(&r.from, 256) == t.from && clip(&r.to, 256) == t.to
+                    })
+                    .map(|r| clip(&r.path, MAX_PATH_CHARS));
+                NsxTraceflow {
+                    from: name(&t.from),
+                    to: name(&t.to),
+                    port: t.port,
+                    path,
+                    state: t.state.as_deref().map(name),
+                    observations: t.observations,
+                    result: (&t.result).into(),
+                    agreement: (&t.agreement).into(),
+                    deleted: t.deleted,
+                    text: text(&t.text()),
+                }
+            })
+            .collect();
+        // Every gap, once: the reading's (its lists' and lookups' are among them), then each
+        // traceflow's (run after the reading).
+        let mut gaps: Vec<NsxGap> = Vec::new();
+        let mut gaps_not_listed = 0;
+        let traceflow_gaps = read
+            .traceflows
+            .iter()
+            .flat_map(|t| t.observations.incomplete.iter().chain(t.gaps.iter()));
+        for g in read.gaps.iter().chain(traceflow_gaps) {
+            let g = NsxGap::from(g);
+            if gaps.contains(&g) {
+                continue;
+            }
+            if gaps.len() < MAX_GAPS {
+                gaps.push(g);
+            } else {
+                gaps_not_listed += 1;
+            }
+        }
+        NsxManager {
+            manager: clip(&read.manager, MAX_NAME_CHARS),
+            layout: layout_text(&read.layout),
+            auth: read.auth.as_deref().map(name),
+            note: note.as_deref().map(text),
+            read: counts,
+            read_text: text(&eval.read_text()),
+            summary: text(&eval.summary),
+            vms,
+            paths: eval.paths.iter().take(MAX_PATHS).map(Into::into).collect(),
+            blocking: eval
+                .blocking
+                .iter()
+                .take(MAX_PATHS)
+                .map(Into::into)
+                .collect(),
+            shadowed: eval.shadowed.iter().map(Into::into).collect(),
+            shadowed_not_listed: eval.shadowed_not_listed,
+            traceflows,
+            gaps,
+            gaps_not_listed,
+            findings,
+            notes: eval.notes.iter().take(MAX_LINES).map(|n| text(n)).collect(),
+        }
+    }
+
+    /// The paths that cannot be decided, grouped by why (in path order).
+    pub fn undecided(&self) -> Vec<(&str, Vec<PathRef>)> {
+        let mut out: Vec<(&str, Vec<PathRef>)> = Vec::new();
+        for p in &self.paths {
+            let DfwOutcome::CannotDecide { why } = &p.outcome else {
+                continue;
+            };
+            let path = PathRef {
+                port: p.port,
+                from: p.from.clone(),
+                to: p.to.clone(),
+            };
+            match out.iter_mut().find(|(w, _)| *w == why.as_str()) {
+                Some((_, ps)) => ps.push(path),
+                None => out.push((why, vec![path])),
+            }
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests;
