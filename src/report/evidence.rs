@@ -169,7 +169,16 @@ impl Evidence {
             diagnosis,
             self.duration_ms,
         )
-        .with_network(network))
+        .with_network(network)
+        .with_nsx_manager(manager.map(|m| {
+            super::v1alpha2::NsxManager::new(
+                self.nsx_manager.as_ref().expect("assessed from it"),
+                &m.input,
+                &m.evaluation,
+                &m.traceflows,
+                self.nsx_note.clone(),
+            )
+        })))
     }
 
     /// The cluster's network assessed, when the Supervisor serves an NSX group (the objects
