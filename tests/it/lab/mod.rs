@@ -16,6 +16,7 @@ mod diagnose_pod;
 mod jumpbox_script;
 mod many_clusters;
 mod network_policy;
+mod nsx_manager;
 mod past_members;
 mod past_network;
 mod probe;

@@ -36,6 +36,8 @@ mod config;
 mod daemon;
 mod disk;
 mod exec;
+/// What the fabric's actual nftables rules do to a SYN ([`fabric::Fabric`]).
+pub mod fabric;
 mod fault;
 mod forward;
 mod health;
