@@ -35,6 +35,7 @@ use futures::stream::{self, StreamExt};
 use serde_json::Value;
 
 use super::client::{clean, ApiPath, Client, Privilege};
+use super::model::AddrSpec;
 use super::raw::{Gap, Layout, Listed, Members, NsxRead, PolicyRead, VmLookup};
 
 /// The most groups read (definition and members) for one run; more are a gap.
@@ -222,14 +223,17 @@ fn paths<'a>(v: &'a Value, field: &str) -> impl Iterator<Item = &'a str> {
 }
 
 /// Every group a policy (`scope`) or its rules (`source_groups`, `destination_groups`,
-/// `scope`) name, in a stable order.
+/// `scope`) name, in a stable order. A rule's sources and destinations may also be addresses
+/// (an IP, a CIDR, a range: the API reference's `Rule.source_groups`); the model reads those
+/// itself ([`AddrSpec`]), they are no group to ask for.
 pub fn group_refs(policies: &[PolicyRead]) -> BTreeSet<String> {
     let mut out = BTreeSet::new();
+    let group = |s: &&str| AddrSpec::parse(s).is_none();
     for p in policies {
-        out.extend(paths(&p.policy, "scope").map(str::to_string));
+        out.extend(paths(&p.policy, "scope").filter(group).map(str::to_string));
         for r in &p.rules.results {
             for field in ["source_groups", "destination_groups", "scope"] {
-                out.extend(paths(r, field).map(str::to_string));
+                out.extend(paths(r, field).filter(group).map(str::to_string));
             }
         }
     }
