@@ -78,7 +78,7 @@ impl NsxRun {
                         status: None,
                         why: format!(
                             "the reading did not finish within {}",
-                            humantime::format_duration(bound)
+                            crate::nsxmanager::client::shown(bound)
                         ),
                         privilege: None,
                     },

@@ -695,6 +695,17 @@ impl Privilege {
     }
 }
 
+/// A bound as a message says it: whole seconds from a second up, else milliseconds (a bound
+/// is often what was left of a deadline: `4s 999ms 991us 117ns` would be noise).
+pub fn shown(d: Duration) -> String {
+    let d = if d >= Duration::from_secs(1) {
+        Duration::from_secs(((d.as_millis() + 500) / 1000) as u64)
+    } else {
+        Duration::from_millis(d.as_millis() as u64)
+    };
+    humantime::format_duration(d).to_string()
+}
+
 /// A request that did not give an answer to use.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum RequestError {
@@ -706,9 +717,9 @@ pub enum RequestError {
     },
     #[error("NSX Manager answered a redirect ({status}), not followed: the reader talks to {manager} only")]
     Redirect { status: u16, manager: String },
-    #[error("NSX Manager at {manager} did not finish answering within {}", humantime::format_duration(*.bound))]
+    #[error("NSX Manager at {manager} did not finish answering within {}", shown(*.bound))]
     Slow { manager: String, bound: Duration },
-    #[error("the NSX reading's deadline ({}) passed before this request", humantime::format_duration(*.total))]
+    #[error("the NSX reading's deadline ({}) passed before this request", shown(*.total))]
     Deadline { total: Duration },
     #[error("NSX Manager at {manager} sent more than {limit} bytes (refused unread)")]
     Large { manager: String, limit: usize },
