@@ -881,7 +881,9 @@ pub struct Client {
     manager: ManagerUrl,
     auth: Auth,
     limits: Limits,
-    deadline: Instant,
+    /// No request starts or runs past it: `--nsx-timeout` from the login, renewed by each
+    /// cluster's reading ([`Client::renew_deadline`]), which the probes before it must not eat.
+    deadline: std::sync::Mutex<Instant>,
     /// Why no session (the endpoint's refusal): said with the reading's gaps, since a 403 that
     /// follows may be the credentials, not a privilege (NSX answers both with 403).
     session_refused: Option<Gap>,
@@ -940,7 +942,7 @@ impl Client {
             manager: options.manager.clone(),
             auth: Auth::Basic(options.credentials.basic()),
             limits: options.limits,
-            deadline: Instant::now() + options.limits.total,
+            deadline: std::sync::Mutex::new(Instant::now() + options.limits.total),
             session_refused: None,
             credentials: AtomicU8::new(CREDENTIALS_OK),
         };
@@ -1012,6 +1014,19 @@ impl Client {
     /// reports).
     pub fn session_refused(&self) -> Option<&Gap> {
         self.session_refused.as_ref()
+    }
+
+    fn deadline(&self) -> Instant {
+        *self.deadline.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Gives a cluster's reading the whole `--nsx-timeout` from now: one login serves the
+    /// round, and its probes (or another cluster's reading) came before. Never shortens it, so
+    /// readings at once only lengthen each other's: each is bounded by its caller too
+    /// (`commands::nsx`).
+    pub fn renew_deadline(&self) {
+        let mut d = self.deadline.lock().unwrap_or_else(|e| e.into_inner());
+        *d = (*d).max(Instant::now() + self.limits.total);
     }
 
     /// Whether the manager refused the credentials (nothing more is sent).
@@ -1170,7 +1185,7 @@ impl Client {
             let wait = retry_after(header, SystemTime::now(), self.limits.max_retry_after)
                 .unwrap_or_else(|| backoff(attempt, self.limits.max_retry_after));
             // A wait past the deadline is no wait worth making: the manager's answer stands.
-            if within.is_none() && Instant::now() + wait >= self.deadline {
+            if within.is_none() && Instant::now() + wait >= self.deadline() {
                 return Err(error);
             }
             tracing::debug!(status = status.as_u16(), wait = ?wait, "NSX Manager asked to retry");
@@ -1193,7 +1208,7 @@ impl Client {
         let bound = match within {
             Some(b) => b,
             None => {
-                let left = self.deadline.saturating_duration_since(Instant::now());
+                let left = self.deadline().saturating_duration_since(Instant::now());
                 if left.is_zero() {
                     return Err(RequestError::Deadline {
                         total: self.limits.total,
