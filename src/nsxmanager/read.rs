@@ -283,6 +283,14 @@ pub async fn read(client: &Client, layout: &Layout, vms: &[VmHint]) -> NsxRead {
     let limits = *client.limits();
     let mut gaps: Vec<Gap> = client.session_refused().into_iter().cloned().collect();
 
+    // 0. The VMs first: a few requests every path's evaluation needs, not left to whatever
+    // time a huge manager's rules leave.
+    let vms: Vec<VmLookup> = stream::iter(vms.iter())
+        .map(|h| find_vm(client, port_type(layout), h))
+        .buffered(limits.max_concurrent.max(1))
+        .collect()
+        .await;
+
     // 1. Every category's policies of every root.
     let mut lists = Vec::new();
     for root in policy_roots(layout) {
@@ -339,13 +347,6 @@ pub async fn read(client: &Client, layout: &Layout, vms: &[VmHint]) -> NsxRead {
         &mut gaps,
     )
     .await;
-
-    // 4. The VMs.
-    let vms: Vec<VmLookup> = stream::iter(vms.iter())
-        .map(|h| find_vm(client, port_type(layout), h))
-        .buffered(limits.max_concurrent.max(1))
-        .collect()
-        .await;
 
     // Every gap, anywhere, also in one list; 401/403 first: the whole reading may hang on them.
     for m in members.values() {
