@@ -20,7 +20,7 @@ use super::matrix::CellState;
 use super::policy::{paths_text, PathRef};
 use super::verdict::Diagnosis;
 use crate::nsxmanager::model::{self, DfwInput, RuleAction, SupervisorVm};
-use crate::nsxmanager::raw::NsxRead;
+use crate::nsxmanager::raw::{NsxRead, TraceflowRead};
 
 /// At most this many rules, reasons and notes are spelled out; the rest are counted.
 const NAMED: usize = 8;
@@ -34,6 +34,34 @@ pub struct ManagerAssessment {
     pub input: DfwInput,
     pub evaluation: DfwEvaluation,
     pub traceflows: Vec<TraceflowSummary>,
+    /// Why traceflows were refused (401/403 on their creation: the account may not run
+    /// Traceflow), each reason once, with the privilege needed: notes, not evidence. The
+    /// summaries of those traceflows stay in `traceflows` but are not evidence lines.
+    pub traceflow_refusals: Vec<String>,
+    /// Per entry of `traceflows`: whether the manager refused to create it.
+    traceflow_refused: Vec<bool>,
+}
+
+/// Why the manager refused to create traceflow `t` (401/403 before any state was read), with
+/// the privilege it needs; None when it ran or failed otherwise.
+fn refusal(t: &TraceflowRead) -> Option<String> {
+    if t.status.is_some() {
+        return None;
+    }
+    let g = t
+        .gaps
+        .iter()
+        .find(|g| matches!(g.status, Some(401 | 403)))?;
+    let mut s = clip(&g.why, 256);
+    if let Some(p) = &g.privilege {
+        s.push_str(&format!("; needs {}", clip(p, 256)));
+    }
+    Some(s)
+}
+
+/// At most `max` characters of `s`.
+fn clip(s: &str, max: usize) -> String {
+    s.chars().take(max).collect()
 }
 
 /// The DFW of `read` evaluated for the control-plane VMs `vms` (the Supervisor's view), and
@@ -46,10 +74,23 @@ pub fn assess(read: &NsxRead, vms: &[SupervisorVm]) -> ManagerAssessment {
         .iter()
         .map(|t| summarize_traceflow(t, &input, &evaluation))
         .collect();
+    let mut traceflow_refusals: Vec<String> = Vec::new();
+    let mut traceflow_refused = Vec::new();
+    for t in &read.traceflows {
+        let why = refusal(t);
+        traceflow_refused.push(why.is_some());
+        if let Some(w) = why {
+            if !traceflow_refusals.contains(&w) {
+                traceflow_refusals.push(w);
+            }
+        }
+    }
     ManagerAssessment {
         input,
         evaluation,
         traceflows,
+        traceflow_refusals,
+        traceflow_refused,
     }
 }
 
@@ -86,6 +127,12 @@ pub fn join(diagnosis: &mut Diagnosis, a: &ManagerAssessment) {
             .iter()
             .take(NAMED)
             .map(|n| format!("NSX Manager: {n}")),
+    );
+    notes.extend(
+        a.traceflow_refusals
+            .iter()
+            .take(NAMED)
+            .map(|w| format!("NSX Manager: traceflows not run: {w}")),
     );
 
     if diagnosis.verdict.code.names_policies() {
@@ -146,7 +193,13 @@ pub fn join(diagnosis: &mut Diagnosis, a: &ManagerAssessment) {
                 by_rule.len() - NAMED
             ));
         }
-        for t in a.traceflows.iter().take(NAMED) {
+        let run = a
+            .traceflows
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| !a.traceflow_refused.get(*i).copied().unwrap_or(false))
+            .map(|(_, t)| t);
+        for t in run.take(NAMED) {
             let failing_path = failing
                 .iter()
                 .any(|p| p.port == t.port && p.from == t.from && p.to == t.to);

@@ -182,6 +182,42 @@ fn traceflows_are_evidence_and_a_delivered_one_points_inside_the_guest() {
     );
 }
 
+/// Traceflows the manager refused to create (403: an Auditor may not run Traceflow): one note
+/// naming the privilege, no undecided traceflow line a pair; the DFW's rule still leads.
+#[test]
+fn refused_traceflows_are_one_note_naming_the_privilege() {
+    let mut read = world("infra-drop-2380.json", "vms.json");
+    let refused = |from: &str, to: &str| TraceflowRead {
+        status: None,
+        observations: Listed::default(),
+        deleted: false,
+        gaps: vec![crate::nsxmanager::raw::Gap {
+            path: "/infra/traceflows/etcdnet-1".into(),
+            status: Some(403),
+            why: "NSX Manager refused the account (403): no permission".into(),
+            privilege: Some("a role that may run Traceflow".into()),
+        }],
+        ..traceflow("traceflow-dropped.json", from, to)
+    };
+    read.traceflows = vec![refused(CP[0], CP[1]), refused(CP[1], CP[2])];
+    let d = joined(&read, VerdictCode::EtcdPeerNetworkBlocked);
+    let v = &d.verdict;
+    assert!(
+        v.evidence[0].starts_with("NSX Manager's distributed firewall rule"),
+        "{:#?}",
+        v.evidence
+    );
+    assert!(
+        !v.evidence.iter().any(|l| l.starts_with("traceflow ")),
+        "{:#?}",
+        v.evidence
+    );
+    assert_eq!(
+        v.notes,
+        ["NSX Manager: traceflows not run: NSX Manager refused the account (403): no permission; needs a role that may run Traceflow"]
+    );
+}
+
 /// A Healthy verdict: nothing is added to the evidence or the steps.
 #[test]
 fn a_healthy_verdict_is_left_alone() {

@@ -68,6 +68,8 @@ impl NsxRun {
         let vms = model::supervisor_vms(facts, &inventory.verified_vms(&facts.cluster.name));
         let hints: Vec<VmHint> = vms.iter().map(VmHint::from).collect();
         let bound = within.min(self.config.options.limits.total);
+        // `--nsx-timeout` is this reading's, whatever the probes before it took.
+        client.renew_deadline();
         let started = tokio::time::Instant::now();
         let mut read =
             match tokio::time::timeout(bound, nsx_read::read(client, &layout, &hints)).await {
@@ -80,7 +82,7 @@ impl NsxRun {
                         status: None,
                         why: format!(
                             "the reading did not finish within {}",
-                            humantime::format_duration(bound)
+                            crate::nsxmanager::client::shown(bound)
                         ),
                         privilege: None,
                     },

@@ -695,6 +695,17 @@ impl Privilege {
     }
 }
 
+/// A bound as a message says it: whole seconds from a second up, else milliseconds (a bound
+/// is often what was left of a deadline: `4s 999ms 991us 117ns` would be noise).
+pub fn shown(d: Duration) -> String {
+    let d = if d >= Duration::from_secs(1) {
+        Duration::from_secs(((d.as_millis() + 500) / 1000) as u64)
+    } else {
+        Duration::from_millis(d.as_millis() as u64)
+    };
+    humantime::format_duration(d).to_string()
+}
+
 /// A request that did not give an answer to use.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum RequestError {
@@ -706,9 +717,9 @@ pub enum RequestError {
     },
     #[error("NSX Manager answered a redirect ({status}), not followed: the reader talks to {manager} only")]
     Redirect { status: u16, manager: String },
-    #[error("NSX Manager at {manager} did not finish answering within {}", humantime::format_duration(*.bound))]
+    #[error("NSX Manager at {manager} did not finish answering within {}", shown(*.bound))]
     Slow { manager: String, bound: Duration },
-    #[error("the NSX reading's deadline ({}) passed before this request", humantime::format_duration(*.total))]
+    #[error("the NSX reading's deadline ({}) passed before this request", shown(*.total))]
     Deadline { total: Duration },
     #[error("NSX Manager at {manager} sent more than {limit} bytes (refused unread)")]
     Large { manager: String, limit: usize },
@@ -870,7 +881,9 @@ pub struct Client {
     manager: ManagerUrl,
     auth: Auth,
     limits: Limits,
-    deadline: Instant,
+    /// No request starts or runs past it: `--nsx-timeout` from the login, renewed by each
+    /// cluster's reading ([`Client::renew_deadline`]), which the probes before it must not eat.
+    deadline: std::sync::Mutex<Instant>,
     /// Why no session (the endpoint's refusal): said with the reading's gaps, since a 403 that
     /// follows may be the credentials, not a privilege (NSX answers both with 403).
     session_refused: Option<Gap>,
@@ -929,7 +942,7 @@ impl Client {
             manager: options.manager.clone(),
             auth: Auth::Basic(options.credentials.basic()),
             limits: options.limits,
-            deadline: Instant::now() + options.limits.total,
+            deadline: std::sync::Mutex::new(Instant::now() + options.limits.total),
             session_refused: None,
             credentials: AtomicU8::new(CREDENTIALS_OK),
         };
@@ -1001,6 +1014,19 @@ impl Client {
     /// reports).
     pub fn session_refused(&self) -> Option<&Gap> {
         self.session_refused.as_ref()
+    }
+
+    fn deadline(&self) -> Instant {
+        *self.deadline.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Gives a cluster's reading the whole `--nsx-timeout` from now: one login serves the
+    /// round, and its probes (or another cluster's reading) came before. Never shortens it, so
+    /// readings at once only lengthen each other's: each is bounded by its caller too
+    /// (`commands::nsx`).
+    pub fn renew_deadline(&self) {
+        let mut d = self.deadline.lock().unwrap_or_else(|e| e.into_inner());
+        *d = (*d).max(Instant::now() + self.limits.total);
     }
 
     /// Whether the manager refused the credentials (nothing more is sent).
@@ -1159,7 +1185,7 @@ impl Client {
             let wait = retry_after(header, SystemTime::now(), self.limits.max_retry_after)
                 .unwrap_or_else(|| backoff(attempt, self.limits.max_retry_after));
             // A wait past the deadline is no wait worth making: the manager's answer stands.
-            if within.is_none() && Instant::now() + wait >= self.deadline {
+            if within.is_none() && Instant::now() + wait >= self.deadline() {
                 return Err(error);
             }
             tracing::debug!(status = status.as_u16(), wait = ?wait, "NSX Manager asked to retry");
@@ -1182,7 +1208,7 @@ impl Client {
         let bound = match within {
             Some(b) => b,
             None => {
-                let left = self.deadline.saturating_duration_since(Instant::now());
+                let left = self.deadline().saturating_duration_since(Instant::now());
                 if left.is_zero() {
                     return Err(RequestError::Deadline {
                         total: self.limits.total,

@@ -1367,9 +1367,11 @@ pub fn input(read: &NsxRead, vms: &[SupervisorVm]) -> DfwInput {
         .incomplete
         .as_ref()
         .or_else(|| {
+            // The list's (`…/security-policies`), never one policy's rules (`…/<id>/rules`:
+            // that policy's `rules_incomplete`).
             read.gaps
                 .iter()
-                .find(|g| g.path.contains("security-policies"))
+                .find(|g| g.path.trim_end_matches('/').ends_with("/security-policies"))
         })
         .or_else(|| {
             read.gaps

@@ -35,6 +35,7 @@ use futures::stream::{self, StreamExt};
 use serde_json::Value;
 
 use super::client::{clean, ApiPath, Client, Privilege};
+use super::model::AddrSpec;
 use super::raw::{Gap, Layout, Listed, Members, NsxRead, PolicyRead, VmLookup};
 
 /// The most groups read (definition and members) for one run; more are a gap.
@@ -222,14 +223,17 @@ fn paths<'a>(v: &'a Value, field: &str) -> impl Iterator<Item = &'a str> {
 }
 
 /// Every group a policy (`scope`) or its rules (`source_groups`, `destination_groups`,
-/// `scope`) name, in a stable order.
+/// `scope`) name, in a stable order. A rule's sources and destinations may also be addresses
+/// (an IP, a CIDR, a range: the API reference's `Rule.source_groups`); the model reads those
+/// itself ([`AddrSpec`]), they are no group to ask for.
 pub fn group_refs(policies: &[PolicyRead]) -> BTreeSet<String> {
     let mut out = BTreeSet::new();
+    let group = |s: &&str| AddrSpec::parse(s).is_none();
     for p in policies {
-        out.extend(paths(&p.policy, "scope").map(str::to_string));
+        out.extend(paths(&p.policy, "scope").filter(group).map(str::to_string));
         for r in &p.rules.results {
             for field in ["source_groups", "destination_groups", "scope"] {
-                out.extend(paths(r, field).map(str::to_string));
+                out.extend(paths(r, field).filter(group).map(str::to_string));
             }
         }
     }
@@ -278,6 +282,14 @@ fn merge(lists: Vec<Listed>, more_gaps: &mut Vec<Gap>) -> Listed {
 pub async fn read(client: &Client, layout: &Layout, vms: &[VmHint]) -> NsxRead {
     let limits = *client.limits();
     let mut gaps: Vec<Gap> = client.session_refused().into_iter().cloned().collect();
+
+    // 0. The VMs first: a few requests every path's evaluation needs, not left to whatever
+    // time a huge manager's rules leave.
+    let vms: Vec<VmLookup> = stream::iter(vms.iter())
+        .map(|h| find_vm(client, port_type(layout), h))
+        .buffered(limits.max_concurrent.max(1))
+        .collect()
+        .await;
 
     // 1. Every category's policies of every root.
     let mut lists = Vec::new();
@@ -335,13 +347,6 @@ pub async fn read(client: &Client, layout: &Layout, vms: &[VmHint]) -> NsxRead {
         &mut gaps,
     )
     .await;
-
-    // 4. The VMs.
-    let vms: Vec<VmLookup> = stream::iter(vms.iter())
-        .map(|h| find_vm(client, port_type(layout), h))
-        .buffered(limits.max_concurrent.max(1))
-        .collect()
-        .await;
 
     // Every gap, anywhere, also in one list; 401/403 first: the whole reading may hang on them.
     for m in members.values() {

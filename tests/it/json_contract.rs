@@ -32,7 +32,7 @@ fn snapshot(name: &str, run: &Run) {
 }
 
 /// Masks the values that change from run to run, keeping every byte around them.
-fn mask(text: &str) -> String {
+pub(crate) fn mask(text: &str) -> String {
     let mut out = String::new();
     let run_id = run_id_in(text);
     for line in text.split_inclusive('\n') {

@@ -24,6 +24,7 @@ mod cleanup_running;
 mod json_contract;
 mod network;
 mod network_policy;
+mod nsx_manager;
 mod rbac;
 mod remediation_guard;
 mod status;

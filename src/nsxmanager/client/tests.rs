@@ -742,3 +742,19 @@ async fn refused_credentials_are_not_sent_again() {
     assert_eq!(client.get(&other).await.unwrap_err().status(), Some(403));
     assert_eq!(client.get(&other).await.unwrap_err().status(), Some(403));
 }
+
+#[test]
+fn a_bound_is_said_in_whole_seconds_or_milliseconds() {
+    let left = Duration::from_secs(5) - Duration::from_nanos(8_883);
+    assert_eq!(shown(left), "5s");
+    assert_eq!(shown(Duration::from_millis(61_400)), "1m 1s");
+    assert_eq!(shown(Duration::from_micros(250_700)), "250ms");
+    assert_eq!(
+        RequestError::Slow {
+            manager: "https://nsx".into(),
+            bound: left
+        }
+        .to_string(),
+        "NSX Manager at https://nsx did not finish answering within 5s"
+    );
+}

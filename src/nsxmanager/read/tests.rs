@@ -159,6 +159,9 @@ fn every_group_and_service_a_rule_names_is_collected_once() {
                        "scope": ["ANY"], "services": ["/infra/services/etcd", "ANY"]}),
                 json!({"source_groups": ["/infra/domains/default/groups/cp"], "destination_groups": ["any"],
                        "services": ["/infra/services/etcd"]}),
+                // Addresses in place of groups: the model's to read, never asked as groups.
+                json!({"source_groups": ["203.0.113.7", "198.18.0.0/24", "10.0.0.1-10.0.0.9"],
+                       "destination_groups": ["2001:db8::1"], "services": ["ANY"]}),
             ],
         ),
         policy(

@@ -1,0 +1,675 @@
+//! `diagnose --nsx-manager` end to end, through the real kubectl: the fake Supervisor serves the
+//! article's cluster (`quorum-lost`) with every peer path on 2380 timing out (scripted jumpbox
+//! pods, as `network_policy` has them), and the fake NSX Manager (`etcdnet_fakensx`) serves a
+//! world built from the same VMs over HTTPS, trusted through `--nsx-ca` its CA only. What the
+//! verdict says of each world (the Infrastructure rule named first; an ALLOW before an
+//! Application DROP not blamed; "shows no rule" with what was read), Traceflow as a user who may
+//! run it and as one who may not, every traceflow deleted (Ctrl-C too), the credentials kept
+//! out of every output and bundle and sent nowhere without `--nsx-manager`, the output without
+//! the flag unchanged by NSX's variables, bounded runs against a slow or huge manager, and the
+//! bundle `analyse`d offline saying the same.
+
+use crate::common;
+
+use std::path::PathBuf;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use common::article::*;
+use common::*;
+use etcdnet::report::v1alpha2::VerdictCode;
+use etcdnet::report::DiagnoseReport;
+use etcdnet_fakensx::{world_dir, FakeNsx, World};
+
+/// The rule of `infra-drop-2380` that drops TCP 2380 between the control plane's VMs.
+const RULE_NAME: &str = "\"drop etcd peer traffic\"";
+const RULE_PATH: &str =
+    "/infra/domains/default/security-policies/infra-hardening/rules/drop-etcd-peer";
+/// The verdict's opening words when NSX Manager's rule leads the evidence.
+const RULE_LINE: &str = "NSX Manager's distributed firewall rule ";
+const NO_RULE_LINE: &str = "NSX Manager shows no rule that drops these paths (read: ";
+/// NSX's variables as terraform-provider-nsxt's users have them set.
+const NSX_VARS: [&str; 3] = ["NSXT_USERNAME", "NSXT_PASSWORD", "NSXT_MANAGER_HOST"];
+
+/// The article's Supervisor, its peers timing out on 2380 (6 failing paths), and a fake NSX
+/// Manager serving `world`; its CA written for `--nsx-ca`.
+struct Case {
+    env: Env,
+    nsx: FakeNsx,
+    ca: PathBuf,
+}
+
+impl Case {
+    fn new(world: &str) -> Case {
+        Case::serving(World::from_dir(world_dir(world)).expect("the world loads"))
+    }
+
+    fn serving(world: World) -> Case {
+        let env = Env::new(SET, Workload::black_hole());
+        env.script_jumpbox_pods_with(&CP, |_, ip| Some(section_2380_dropped(ip)));
+        let nsx = FakeNsx::start(world).expect("the fake NSX Manager starts");
+        let ca = env.dir.path().join("nsx-ca.pem");
+        nsx.write_ca(&ca).unwrap();
+        Case { env, nsx, ca }
+    }
+
+    /// The user's password in the world (test-only values, `article/00-users.yaml`).
+    fn password(&self, user: &str) -> String {
+        self.nsx.world().user(user).unwrap().password.clone()
+    }
+
+    /// `kubectl etcdnet diagnose` of the article's cluster on the jumpbox route, with `vars`
+    /// as its only NSX variables, then `extra`; not started.
+    fn command(&self, vars: &[(&str, &str)], extra: &[&str]) -> Command {
+        let mut args = vec![
+            "diagnose",
+            CLUSTER,
+            "-n",
+            NS,
+            "--via",
+            "jumpbox",
+            "--api-timeout",
+            "1s",
+        ];
+        args.extend_from_slice(extra);
+        let mut cmd = self.env.kubectl_command(&args);
+        for v in NSX_VARS {
+            cmd.env_remove(v);
+        }
+        for (k, v) in vars {
+            cmd.env(k, v);
+        }
+        cmd
+    }
+
+    /// The run with `--nsx-manager` (the fake), `--nsx-ca`, signed in as `user`, then `extra`.
+    fn nsx_command(&self, user: &str, extra: &[&str]) -> Command {
+        let url = self.nsx.url();
+        let ca = self.ca.to_str().unwrap();
+        let mut args = vec!["--nsx-manager", url.as_str(), "--nsx-ca", ca];
+        args.extend_from_slice(extra);
+        let password = self.password(user);
+        self.command(
+            &[
+                ("NSXT_USERNAME", user),
+                ("NSXT_PASSWORD", password.as_str()),
+            ],
+            &args,
+        )
+    }
+
+    fn run_as(&self, user: &str, extra: &[&str]) -> Run {
+        Run::from(
+            self.nsx_command(user, extra)
+                .output()
+                .expect("kubectl runs"),
+        )
+    }
+
+    /// `-o json` as `user`: the run and its report.
+    fn json_as(&self, user: &str, extra: &[&str]) -> (Run, DiagnoseReport) {
+        let mut args = vec!["-o", "json"];
+        args.extend_from_slice(extra);
+        let run = self.run_as(user, &args);
+        let report = run.diagnose_report();
+        (run, report)
+    }
+
+    /// Every password of the world's users, none of which may leave the process but to the
+    /// manager's login: not in `texts`, and the fake saw none sent where it should not be.
+    fn assert_no_password_in(&self, texts: &[(&str, &[u8])]) {
+        for user in ["admin", "auditor", "tracer", "nobody"] {
+            let pw = self.password(user);
+            for (what, bytes) in texts {
+                assert!(
+                    !bytes.windows(pw.len()).any(|w| w == pw.as_bytes()),
+                    "{user}'s password is in {what}"
+                );
+            }
+        }
+        assert!(
+            self.nsx.password_leaks().is_empty(),
+            "{:?}",
+            self.nsx.password_leaks()
+        );
+    }
+}
+
+/// The verdict of every case: the peers time out on 2380 everywhere, 2379 works.
+fn assert_2380_verdict(report: &DiagnoseReport) {
+    assert_eq!(
+        report.verdict.code,
+        VerdictCode::EtcdPeerNetworkPartial,
+        "{:#?}",
+        report.verdict
+    );
+}
+
+/// The evidence lines NSX Manager gave (its rules, its traceflows, "shows no rule").
+fn nsx_lines(report: &DiagnoseReport) -> Vec<String> {
+    report
+        .verdict
+        .evidence
+        .iter()
+        .filter(|l| l.contains("NSX Manager") || l.starts_with("traceflow "))
+        .cloned()
+        .collect()
+}
+
+/// The verdict's notes about NSX Manager.
+fn nsx_notes(report: &DiagnoseReport) -> Vec<String> {
+    let notes = report.verdict.notes.iter();
+    notes
+        .filter(|n| n.contains("NSX Manager"))
+        .cloned()
+        .collect()
+}
+
+/// The Infrastructure rule of infra-drop-2380 leads the evidence: its name, its path, its
+/// category, the 6 failing paths it covers; the first next step is to have it changed.
+#[test]
+fn an_infrastructure_rule_dropping_2380_leads_the_evidence_and_the_steps() {
+    let case = Case::new("infra-drop-2380");
+    let (run, report) = case.json_as("auditor", &[]);
+    run.expect_code(1);
+    assert_2380_verdict(&report);
+    let first = &report.verdict.evidence[0];
+    assert!(
+        first.starts_with(&format!("{RULE_LINE}{RULE_NAME} ({RULE_PATH}; category Infrastructure, policy \"Infrastructure hardening\" sequence 10, rule sequence 20, rule id 3042) drops TCP 2380 on 6 of the 6 failing paths (")),
+        "{:#?}",
+        report.verdict.evidence
+    );
+    for node in CP {
+        assert!(first.contains(node), "{node} not in: {first}");
+    }
+    let step = &report.verdict.next_steps[0];
+    assert!(
+        step.starts_with(&format!(
+            "Have NSX Manager's distributed firewall rule {RULE_NAME} ({RULE_PATH};"
+        )) && step.contains("category Infrastructure"),
+        "{:#?}",
+        report.verdict.next_steps
+    );
+    // Read as an auditor may: every part read, no traceflow asked for.
+    assert!(nsx_notes(&report).is_empty(), "{:#?}", report.verdict.notes);
+    assert_eq!(case.nsx.traceflows_created(), 0);
+    // The table says it too, first in the evidence.
+    let table = case.run_as("auditor", &[]);
+    table.expect_code(1);
+    assert!(
+        table.stdout.contains(RULE_PATH),
+        "{}\n{}",
+        table.stdout,
+        table.stderr
+    );
+}
+
+/// An Environment ALLOW of etcd before an Application DROP of 2380: the ALLOW is the first
+/// match, so the DROP is never blamed, and NSX Manager shows no rule that drops the paths.
+#[test]
+fn an_allow_before_an_application_drop_is_not_blamed() {
+    let case = Case::new("allow-before-app-drop");
+    let (run, report) = case.json_as("auditor", &[]);
+    run.expect_code(1);
+    assert_2380_verdict(&report);
+    let all = report.verdict.evidence.join("\n") + &report.verdict.next_steps.join("\n");
+    assert!(!all.contains(RULE_LINE), "{all}");
+    assert!(
+        !all.contains("drop-etcd-peer-app") && !all.contains("application lockdown"),
+        "{all}"
+    );
+    assert_shows_no_rule(&report, "Environment 1");
+}
+
+/// Rules that drop other things (SSH from outside, 8080, an Emergency quarantine of another
+/// address): none touches etcd; the default ALLOW decides.
+#[test]
+fn rules_dropping_other_things_show_no_rule_for_these_paths() {
+    let case = Case::new("no-drop");
+    let (run, report) = case.json_as("auditor", &[]);
+    run.expect_code(1);
+    assert_2380_verdict(&report);
+    assert!(!report.verdict.evidence.join("\n").contains(RULE_LINE));
+    assert_shows_no_rule(&report, "Emergency 1");
+}
+
+/// The first evidence line is "NSX Manager shows no rule that drops these paths" with what was
+/// read: the policies by category (`category` among them), and all three VMs identified.
+fn assert_shows_no_rule(report: &DiagnoseReport, category: &str) {
+    let first = &report.verdict.evidence[0];
+    assert!(
+        first.starts_with(NO_RULE_LINE)
+            && first.contains(category)
+            && first.contains("3 of 3 VMs identified")
+            && !first.contains("not read"),
+        "{:#?}",
+        report.verdict.evidence
+    );
+    assert!(nsx_notes(report).is_empty(), "{:#?}", report.verdict.notes);
+}
+
+/// `--nsx-traceflow` as `tracer` (network_engineer): one traceflow per failing pair on 2380
+/// (3), each dropped by the rule the DFW evaluation names; all deleted once read. As `auditor`
+/// (may not run Traceflow): a note naming the privilege, and the same diagnosis.
+#[test]
+fn traceflows_prove_the_rule_and_are_deleted_and_an_auditor_gets_a_note() {
+    let case = Case::new("infra-drop-2380");
+    let (run, report) = case.json_as("tracer", &["--nsx-traceflow"]);
+    run.expect_code(1);
+    assert_2380_verdict(&report);
+    assert_eq!(case.nsx.traceflows_created(), 3, "one per failing pair");
+    assert!(
+        case.nsx.traceflows_live().is_empty(),
+        "{:?}",
+        case.nsx.traceflows_live()
+    );
+    assert_eq!(case.nsx.traceflows_deleted().len(), 3);
+    assert!(report.verdict.evidence[0].starts_with(&format!("{RULE_LINE}{RULE_NAME}")));
+    let traced: Vec<&String> = report
+        .verdict
+        .evidence
+        .iter()
+        .filter(|l| l.starts_with("traceflow "))
+        .collect();
+    assert_eq!(traced.len(), 3, "{:#?}", report.verdict.evidence);
+    for line in &traced {
+        assert!(
+            line.contains(":2380: dropped at ")
+                && line.contains("(FW_RULE)")
+                && line.contains(&format!("by {RULE_NAME} ({RULE_PATH};"))
+                && !line.contains("says otherwise"),
+            "{line}"
+        );
+    }
+    assert!(nsx_notes(&report).is_empty(), "{:#?}", report.verdict.notes);
+    case.assert_no_password_in(&[
+        ("stdout", run.stdout.as_bytes()),
+        ("stderr", run.stderr.as_bytes()),
+    ]);
+
+    let without = case.run_as("auditor", &["-o", "json"]);
+    let (auditor, areport) = case.json_as("auditor", &["--nsx-traceflow"]);
+    assert_eq!(auditor.code, without.code);
+    assert_eq!(areport.verdict.code, without.diagnose_report().verdict.code);
+    assert_eq!(case.nsx.traceflows_created(), 3, "the auditor made none");
+    assert!(case.nsx.traceflows_live().is_empty());
+    // One note for the three refusals, naming the privilege; no traceflow line.
+    assert_eq!(
+        nsx_notes(&areport),
+        [format!(
+            "NSX Manager: traceflows not run: NSX Manager refused the account (403): NSX Manager answered 403: The user does not have the permission to run Traceflow.; needs {}",
+            "a role that may run Traceflow (Plan & Troubleshoot > Traceflow with full access, e.g. Network Operator or Network Admin); Auditor may not"
+        )],
+        "{:#?}",
+        areport.verdict
+    );
+    assert!(
+        !areport
+            .verdict
+            .evidence
+            .iter()
+            .any(|l| l.starts_with("traceflow ")),
+        "{:#?}",
+        areport.verdict.evidence
+    );
+    // The DFW reading is the auditor's to make: the rule is still named first.
+    assert!(areport.verdict.evidence[0].starts_with(&format!("{RULE_LINE}{RULE_NAME}")));
+}
+
+/// Ctrl-C while the traceflows are in progress (the fake holds them IN_PROGRESS for a minute):
+/// the run exits 130 and NSX Manager keeps none.
+#[test]
+fn ctrl_c_with_traceflows_alive_deletes_every_one() {
+    let case = Case::new("infra-drop-2380");
+    case.nsx.set_observation_delay(Duration::from_secs(60));
+    let cmd = case.nsx_command("tracer", &["--nsx-traceflow", "--timeout", "60s"]);
+    let started = Instant::now();
+    let run = interrupt_when(
+        cmd,
+        || case.nsx.traceflows_live().len() == 3,
+        Duration::from_secs(20),
+    );
+    run.expect_code(130);
+    assert!(run.stderr.contains("interrupted"), "{}", run.stderr);
+    assert!(started.elapsed() < Duration::from_secs(20));
+    assert!(
+        case.nsx.traceflows_live().is_empty(),
+        "left on NSX Manager: {:?}",
+        case.nsx.traceflows_live()
+    );
+    assert_eq!(case.nsx.traceflows_deleted().len(), 3);
+    assert!(case.nsx.password_leaks().is_empty());
+}
+
+/// A wrong password: one refused login at most (NSX locks an account after a few), a note,
+/// the diagnosis still made.
+#[test]
+fn a_wrong_password_is_one_failed_login_and_a_note() {
+    let case = Case::new("infra-drop-2380");
+    let url = case.nsx.url();
+    let ca = case.ca.to_str().unwrap();
+    let wrong = "Wr0ng!not-the-password";
+    let run = Run::from(
+        case.command(
+            &[("NSXT_USERNAME", "tracer"), ("NSXT_PASSWORD", wrong)],
+            &[
+                "--nsx-manager",
+                &url,
+                "--nsx-ca",
+                ca,
+                "--nsx-traceflow",
+                "-o",
+                "json",
+            ],
+        )
+        .output()
+        .unwrap(),
+    );
+    run.expect_code(1);
+    let report = run.diagnose_report();
+    assert_2380_verdict(&report);
+    let refused: Vec<String> = case
+        .nsx
+        .requests()
+        .iter()
+        .filter(|r| matches!(r.status, 401 | 403))
+        .map(|r| r.line())
+        .collect();
+    assert!(refused.len() <= 1, "{refused:#?}");
+    assert!(!refused.is_empty(), "the login was not even tried");
+    assert_eq!(case.nsx.traceflows_created(), 0);
+    let notes = nsx_notes(&report);
+    assert!(
+        notes
+            .iter()
+            .any(|n| n.starts_with("NSX Manager: not read: ")
+                && n.contains("NSX Manager refused the credentials (401)")),
+        "{:#?}",
+        report.verdict.notes
+    );
+    assert!(!report.verdict.evidence.join("\n").contains(RULE_LINE));
+    for text in [&run.stdout, &run.stderr] {
+        assert!(!text.contains(wrong), "the wrong password was printed");
+    }
+    case.assert_no_password_in(&[]);
+}
+
+/// The password in no output of any format nor in a bundle (every byte of the archive
+/// decompressed), and sent nowhere but the login.
+#[test]
+fn the_password_is_in_no_output_and_no_bundle() {
+    let case = Case::new("infra-drop-2380");
+    // Traceflows that finish at once: their waiting is tested above, their words here.
+    case.nsx.set_observation_delay(Duration::ZERO);
+    let bundle = case.env.dir.path().join("nsx.tar.gz");
+    let mut outputs: Vec<(String, Vec<u8>)> = Vec::new();
+    for format in ["json", "yaml", "table", "wide"] {
+        let mut args = vec!["--nsx-traceflow"];
+        if format != "table" {
+            args.extend(["-o", format]);
+        }
+        if format == "json" {
+            args.extend(["--bundle", bundle.to_str().unwrap()]);
+        }
+        let run = case.run_as("tracer", &args);
+        run.expect_code(1);
+        assert!(
+            run.stdout.contains(RULE_PATH),
+            "-o {format}: {}",
+            run.stdout
+        );
+        outputs.push((format!("-o {format} stdout"), run.stdout.into_bytes()));
+        outputs.push((format!("-o {format} stderr"), run.stderr.into_bytes()));
+    }
+    let mut archive = Vec::new();
+    use std::io::Read;
+    flate2::read::GzDecoder::new(std::fs::File::open(&bundle).unwrap())
+        .read_to_end(&mut archive)
+        .unwrap();
+    let names: Vec<String> = common::tarball::entries(&bundle)
+        .into_iter()
+        .map(|(p, _)| p)
+        .collect();
+    assert!(
+        names.contains(&format!("{NS}/{CLUSTER}/nsx-manager.json")),
+        "{names:#?}"
+    );
+    outputs.push(("the bundle".into(), archive));
+    let texts: Vec<(&str, &[u8])> = outputs
+        .iter()
+        .map(|(w, b)| (w.as_str(), b.as_slice()))
+        .collect();
+    case.assert_no_password_in(&texts);
+    // Nor the Supervisor's planted secrets (the bundle's own scan).
+    crate::bundle::assert_no_secret(&bundle, &[case.password("tracer").into_bytes()]);
+    assert!(case.nsx.traceflows_live().is_empty());
+}
+
+/// `NSXT_MANAGER_HOST` (terraform's) set, credentials too, no `--nsx-manager`: NSX Manager is
+/// never contacted.
+#[test]
+fn nsx_variables_without_the_flag_contact_nothing() {
+    let case = Case::new("infra-drop-2380");
+    let url = case.nsx.url();
+    let host = url.trim_start_matches("https://").to_string();
+    let password = case.password("admin");
+    for manager in [url.as_str(), host.as_str()] {
+        let run = Run::from(
+            case.command(
+                &[
+                    ("NSXT_MANAGER_HOST", manager),
+                    ("NSXT_USERNAME", "admin"),
+                    ("NSXT_PASSWORD", &password),
+                ],
+                &["-o", "json"],
+            )
+            .output()
+            .unwrap(),
+        );
+        run.expect_code(1);
+        assert_2380_verdict(&run.diagnose_report());
+        assert!(
+            !run.stdout.contains(RULE_LINE) && !run.stdout.contains(NO_RULE_LINE),
+            "{}",
+            run.stdout
+        );
+    }
+    assert!(
+        case.nsx.requests().is_empty(),
+        "{:?}",
+        case.nsx
+            .requests()
+            .iter()
+            .map(|r| r.line())
+            .collect::<Vec<_>>()
+    );
+}
+
+/// Without `--nsx-manager` every output is what it was: the same bytes with and without NSX's
+/// variables (timings and the fakes' ports masked as the contract's snapshots mask them).
+#[test]
+fn without_the_flag_the_output_is_the_same_with_or_without_nsx_variables() {
+    let case = Case::new("infra-drop-2380");
+    let url = case.nsx.url();
+    let password = case.password("admin");
+    let vars = [
+        ("NSXT_MANAGER_HOST", url.as_str()),
+        ("NSXT_USERNAME", "admin"),
+        ("NSXT_PASSWORD", password.as_str()),
+    ];
+    for format in [&["-o", "json"][..], &["-o", "yaml"], &[]] {
+        let plain = Run::from(case.command(&[], format).output().unwrap());
+        let with = Run::from(case.command(&vars, format).output().unwrap());
+        assert_eq!(plain.code, 1, "{}", plain.stderr);
+        assert_eq!(with.code, plain.code, "{format:?}");
+        assert_eq!(
+            crate::json_contract::mask(&with.stdout),
+            crate::json_contract::mask(&plain.stdout),
+            "{format:?}: stdout"
+        );
+        assert_eq!(
+            crate::json_contract::mask(&with.stderr),
+            crate::json_contract::mask(&plain.stderr),
+            "{format:?}: stderr"
+        );
+    }
+    assert!(case.nsx.requests().is_empty());
+}
+
+/// A manager slower than `--nsx-timeout 5s` (each answer 30 s late): the run ends within the
+/// bound (5 s) plus a margin of 10 s over the run without NSX Manager, and says what was not
+/// read; the diagnosis is still made.
+#[test]
+fn a_slow_manager_ends_within_the_bound_and_the_gap_is_said() {
+    let case = Case::new("infra-drop-2380");
+    let started = Instant::now();
+    let plain = Run::from(case.command(&[], &["-o", "json"]).output().unwrap());
+    let baseline = started.elapsed();
+    plain.expect_code(1);
+
+    case.nsx.set_delay(Duration::from_secs(30));
+    let started = Instant::now();
+    let (run, report) = case.json_as("auditor", &["--nsx-timeout", "5s"]);
+    let took = started.elapsed();
+    run.expect_code(1);
+    assert_2380_verdict(&report);
+    let bound = baseline + Duration::from_secs(5) + Duration::from_secs(10);
+    assert!(took < bound, "took {took:?}, bound {bound:?}");
+    // The login was the request cut: said with the bound, and the paths left undecided.
+    let notes = nsx_notes(&report);
+    assert!(
+        notes
+            .iter()
+            .any(|n| n.starts_with("NSX Manager: not read: ")
+                && n.contains("did not finish answering within 5s")),
+        "{:#?}",
+        report.verdict.notes
+    );
+    assert!(
+        report.verdict.evidence[0].starts_with("6 of the 6 failing paths (")
+            && report.verdict.evidence[0]
+                .contains("cannot be decided from NSX Manager's distributed firewall"),
+        "{:#?}",
+        report.verdict.evidence
+    );
+}
+
+/// A huge manager (2,500 filler Application policies of 4 rules each, whose sources and
+/// destinations are addresses, and 1,200 groups, besides the world's own): the run ends within
+/// `--nsx-timeout 5s` plus a margin of 10 s over the run without NSX Manager, the diagnosis
+/// made, and what was read said whole or cut, never guessed.
+#[test]
+fn a_huge_manager_is_read_within_the_bound() {
+    let world = World::from_dir(world_dir("infra-drop-2380"))
+        .unwrap()
+        .with_filler(2500, 4, 1200);
+    let case = Case::serving(world);
+    let started = Instant::now();
+    let plain = Run::from(case.command(&[], &["-o", "json"]).output().unwrap());
+    let baseline = started.elapsed();
+    plain.expect_code(1);
+
+    let started = Instant::now();
+    let (run, report) = case.json_as("auditor", &["--nsx-timeout", "5s"]);
+    let took = started.elapsed();
+    run.expect_code(1);
+    assert_2380_verdict(&report);
+    let bound = baseline + Duration::from_secs(5) + Duration::from_secs(10);
+    assert!(took < bound, "took {took:?}, bound {bound:?}");
+    // Read whole in time (the rule named), or cut by the bound: then what was read still
+    // counts (the VMs are read first, a policy whose rules were cut is that policy's gap), and
+    // either the rule is named or the paths are undecided with the cut said; never a guess.
+    let notes = nsx_notes(&report);
+    let first = &report.verdict.evidence[0];
+    let named = first.starts_with(&format!("{RULE_LINE}{RULE_NAME}"));
+    let cut_said = notes.iter().any(|n| {
+        n.starts_with("NSX Manager: not read: ")
+            && (n.contains("within 5s") || n.contains("deadline (5s)"))
+    });
+    let undecided = first.contains("cannot be decided from NSX Manager's distributed firewall");
+    assert!(named || (undecided && cut_said), "{:#?}", report.verdict);
+    if !named {
+        let evidence = report.verdict.evidence.join("\n");
+        assert!(!evidence.contains(RULE_LINE), "{evidence}");
+    }
+    assert!(
+        !notes
+            .iter()
+            .any(|n| n.contains("VM of ") || n.contains("not looked up")),
+        "{notes:#?}"
+    );
+    // The filler's rules name addresses, not groups: none asked as a group, none a gap; each
+    // policy's rules asked once, no group of the 1,200 read.
+    assert!(
+        !notes
+            .iter()
+            .any(|n| n.contains("is not an NSX policy path")),
+        "{notes:#?}"
+    );
+    let requests = case.nsx.requests();
+    assert!(requests.len() < 2_600, "{} requests", requests.len());
+    assert!(
+        !requests
+            .iter()
+            .any(|r| r.path.contains("/groups/filler-group-")),
+        "a filler group was read"
+    );
+}
+
+/// `--bundle` with the traceflows, then `analyse` with no Supervisor to reach: the same NSX
+/// Manager lines (the rule, its traceflows) and the same report.
+#[test]
+fn a_bundle_analysed_offline_says_the_same_nsx_lines() {
+    let case = Case::new("infra-drop-2380");
+    let bundle = case.env.dir.path().join("tkc-prod.tar.gz");
+    let (live, report) = case.json_as(
+        "tracer",
+        &["--nsx-traceflow", "--bundle", bundle.to_str().unwrap()],
+    );
+    live.expect_code(1);
+    let lines = nsx_lines(&report);
+    assert_eq!(lines.len(), 4, "the rule and three traceflows: {lines:#?}");
+    let created = case.nsx.requests().len();
+
+    let offline = crate::bundle::analyse_offline(&case.env, &bundle, &["-o", "json"]);
+    offline.expect_code(1);
+    let again = offline.diagnose_report();
+    assert_eq!(nsx_lines(&again), lines);
+    assert_eq!(again.verdict.next_steps, report.verdict.next_steps);
+    assert_eq!(offline.json(), live.json(), "the same report");
+    assert_eq!(
+        case.nsx.requests().len(),
+        created,
+        "analyse asks NSX nothing"
+    );
+
+    let table = crate::bundle::analyse_offline(&case.env, &bundle, &[]);
+    table.expect_code(1);
+    assert!(table.stdout.contains(RULE_PATH), "{}", table.stdout);
+}
+
+/// `--nsx-timeout` bounds the reading, not the run: probes slower than it (the jumpbox pod
+/// pending 6 s, `--nsx-timeout 5s`) leave the reading its whole bound, and the rule is named.
+#[test]
+fn slow_probes_do_not_eat_the_readings_bound() {
+    let case = Case::new("infra-drop-2380");
+    fn dropped(_: usize, ip: &str) -> Option<String> {
+        Some(section_2380_dropped(ip))
+    }
+    case.env.supervisor.on_pod_created(|pod| {
+        let log = scripted_jumpbox_log_with(pod, &CP, dropped);
+        Some(etcdnet_fakeapi::PodScript {
+            run_after: Duration::from_secs(6),
+            ..etcdnet_fakeapi::PodScript::succeeds(log)
+        })
+    });
+    let (run, report) = case.json_as("auditor", &["--nsx-timeout", "5s", "--timeout", "60s"]);
+    run.expect_code(1);
+    assert_2380_verdict(&report);
+    assert!(
+        report.verdict.evidence[0].starts_with(&format!("{RULE_LINE}{RULE_NAME}")),
+        "{:#?}",
+        report.verdict
+    );
+    assert!(nsx_notes(&report).is_empty(), "{:#?}", report.verdict.notes);
+}
