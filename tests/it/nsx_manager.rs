@@ -45,7 +45,12 @@ impl Case {
     }
 
     fn serving(world: World) -> Case {
-        let env = Env::new(SET, Workload::black_hole());
+        Case::on(SET, world)
+    }
+
+    /// As [`Case::serving`], the Supervisor serving fixture set `set` (the article's cluster).
+    fn on(set: &str, world: World) -> Case {
+        let env = Env::new(set, Workload::black_hole());
         env.script_jumpbox_pods_with(&CP, |_, ip| Some(section_2380_dropped(ip)));
         let nsx = FakeNsx::start(world).expect("the fake NSX Manager starts");
         let ca = env.dir.path().join("nsx-ca.pem");
@@ -672,4 +677,39 @@ fn slow_probes_do_not_eat_the_readings_bound() {
         report.verdict
     );
     assert!(nsx_notes(&report).is_empty(), "{:#?}", report.verdict.notes);
+}
+
+/// VPC networking (fixture set `nsx-vpc-manager`: the Namespace's `vpc_network_config`
+/// annotation names a VPCNetworkConfiguration holding the namespace's VPC path, its NetworkInfo
+/// names that VPC): NSX Manager is read in that VPC's tree, its policies asked there and its
+/// DROP rule the one the evidence speaks of. VPC policies carry no category, and where NSX
+/// places them among the categories is not confirmed, so the paths it covers are said to be
+/// undecided, naming that policy, never blamed on another rule nor "no rule". Were the layout
+/// taken as T1's, the VPC's policies would never be asked and no line would name them.
+#[test]
+fn on_vpc_networking_the_vpcs_own_policies_are_read() {
+    let case = Case::on(
+        "nsx-vpc-manager",
+        World::from_dir(world_dir("vpc-drop-2380")).expect("the world loads"),
+    );
+    let (_, report) = case.json_as("auditor", &[]);
+    assert_2380_verdict(&report);
+    let asked: Vec<String> = case.nsx.requests().iter().map(|r| r.path.clone()).collect();
+    let vpc = "/policy/api/v1/orgs/default/projects/default/vpcs/ns-prod/security-policies";
+    assert!(asked.iter().any(|p| p == vpc), "{asked:#?}");
+    let lines = nsx_lines(&report);
+    assert!(
+        lines.iter().any(|l| l
+            .contains("cannot be decided from NSX Manager's distributed firewall: policy \"vpc-etcd-lockdown\"")),
+        "{lines:#?}\n{:#?}",
+        nsx_notes(&report)
+    );
+    assert!(
+        !lines.iter().any(|l| l.starts_with(RULE_LINE)),
+        "{lines:#?}"
+    );
+    assert!(
+        !lines.iter().any(|l| l.starts_with(NO_RULE_LINE)),
+        "{lines:#?}"
+    );
 }

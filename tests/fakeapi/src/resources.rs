@@ -258,6 +258,29 @@ const KNOWN_KINDS: &[KnownKind] = &[
         &["status"],
         false,
     ),
+    // nsx-operator's (vmware-tanzu/nsx-operator pkg/apis/vpc/v1alpha1): which VPC a namespace
+    // is on. VPCNetworkConfiguration is cluster-scoped (`+kubebuilder:resource:scope="Cluster"`
+    // in vpcnetworkconfiguration_types.go), NetworkInfo namespaced.
+    (
+        "crd.nsx.vmware.com",
+        "VPCNetworkConfiguration",
+        "vpcnetworkconfigurations",
+        false,
+        &[],
+        &[],
+        &["status"],
+        false,
+    ),
+    (
+        "crd.nsx.vmware.com",
+        "NetworkInfo",
+        "networkinfos",
+        true,
+        &[],
+        &[],
+        &[],
+        false,
+    ),
     (
         "vmware.infrastructure.cluster.x-k8s.io",
         "VSphereMachineTemplate",

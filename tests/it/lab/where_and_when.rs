@@ -772,7 +772,8 @@ fn staggered_for_real(w: &World) {
     for route in ROUTES {
         assert_staggered(w, route, (a, b, c), t1, t2);
     }
-    w.heal();
+    // The last case of its own lab: the lab's teardown ends the cut; waiting here for a
+    // quorum after 90 s of partition would only cost time (and, under load, the test).
 }
 
 // Long: one lab (etcd 3.4) through five cases on two routes, each diagnosed until etcd has

@@ -56,6 +56,7 @@ fn expectations() -> BTreeMap<&'static str, Expect> {
         ("nsx-ncp-other-namespace-forbidden", e("v1alpha3", cp3, 3)),
         ("nsx-vpc-forged-claim", e("v1alpha3", cp3, 3)),
         ("quorum-lost", e("v1alpha3", cp3, 3)),
+        ("nsx-vpc-manager", e("v1alpha3", cp3, 3)),
         ("remediation-armed", e("v1alpha3", cp3, 3)),
         ("remediation-paused", e("v1alpha3", cp3, 3)),
         (
