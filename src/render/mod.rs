@@ -524,6 +524,32 @@ pub(crate) fn count(v: Option<i64>) -> String {
     v.map(|v| v.to_string()).unwrap_or_else(|| "?".to_string())
 }
 
+/// The VM pairs of one rule (a SecurityPolicy's or NSX Manager's), per port: `all 6 paths`
+/// when it covers every ordered pair of distinct VMs on that port (the matrix's N×N shape
+/// without its diagonal), else the pairs.
+pub(crate) fn pairs_lines(paths: &[crate::report::v1alpha2::PathRef], vms: usize) -> Vec<String> {
+    let mut ports: Vec<u16> = paths.iter().map(|p| p.port).collect();
+    ports.sort_unstable();
+    ports.dedup();
+    let all = vms * vms.saturating_sub(1);
+    ports
+        .into_iter()
+        .map(|port| {
+            let on: Vec<crate::report::v1alpha2::PathRef> =
+                paths.iter().filter(|p| p.port == port).cloned().collect();
+            if all > 0 && on.len() == all {
+                format!("      {port}: every path between the {vms} VMs ({all} of {all})")
+            } else {
+                format!(
+                    "      {port}: {} of {all}: {}",
+                    on.len(),
+                    crate::report::v1alpha2::PathRef::paths_text(&on)
+                )
+            }
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -6,35 +6,11 @@
 //! Every text from the objects (names, condition messages) goes out through [`Lines`], which
 //! makes it visible (no control or invisible character reaches the terminal).
 
-use super::{Lines, Tone};
+use super::{pairs_lines, Lines, Tone};
 use crate::report::v1alpha2::{NetworkAssessment, PathOutcome, PathRef, RealizedState};
 
 /// At most this many rules (or reasons) of each kind get a line; one more counts the rest.
 const RULES_SHOWN: usize = 8;
-
-/// The VM pairs of one rule, per port: `all 6 paths` when it covers every ordered pair of
-/// distinct VMs on that port (the matrix's N×N shape without its diagonal), else the pairs.
-fn pairs_lines(paths: &[PathRef], vms: usize) -> Vec<String> {
-    let mut ports: Vec<u16> = paths.iter().map(|p| p.port).collect();
-    ports.sort_unstable();
-    ports.dedup();
-    let all = vms * vms.saturating_sub(1);
-    ports
-        .into_iter()
-        .map(|port| {
-            let on: Vec<PathRef> = paths.iter().filter(|p| p.port == port).cloned().collect();
-            if all > 0 && on.len() == all {
-                format!("      {port}: every path between the {vms} VMs ({all} of {all})")
-            } else {
-                format!(
-                    "      {port}: {} of {all}: {}",
-                    on.len(),
-                    PathRef::paths_text(&on)
-                )
-            }
-        })
-        .collect()
-}
 
 /// The section, when anything applies; `wide` adds the table of the policies that select the
 /// cluster's VMs.

@@ -9,7 +9,7 @@
 //! and cell goes out through [`Lines`], which makes it visible, and is cut to a bound first
 //! ([`cut`]) so a huge name cannot flood the terminal.
 
-use super::{Lines, Tone};
+use super::{pairs_lines, Lines, Tone};
 use crate::report::v1alpha2::{
     DfwCheck, DfwOutcome, DfwRule, NsxIdentityState, NsxManager, NsxTraceflowResult, PathRef,
     TraceflowAgreement,
@@ -42,29 +42,6 @@ fn cell(s: impl AsRef<str>) -> String {
 /// A rule in a cell: its name, else its path.
 fn rule_cell(r: &DfwRule) -> String {
     cell(r.display_name.as_deref().unwrap_or(&r.path))
-}
-
-/// The VM pairs of a rule, per port: every path between the N VMs, or the pairs.
-fn pairs_lines(paths: &[PathRef], vms: usize) -> Vec<String> {
-    let mut ports: Vec<u16> = paths.iter().map(|p| p.port).collect();
-    ports.sort_unstable();
-    ports.dedup();
-    let all = vms * vms.saturating_sub(1);
-    ports
-        .into_iter()
-        .map(|port| {
-            let on: Vec<PathRef> = paths.iter().filter(|p| p.port == port).cloned().collect();
-            if all > 0 && on.len() == all {
-                format!("      {port}: every path between the {vms} VMs ({all} of {all})")
-            } else {
-                format!(
-                    "      {port}: {} of {all}: {}",
-                    on.len(),
-                    PathRef::paths_text(&on)
-                )
-            }
-        })
-        .collect()
 }
 
 fn outcome_cells(o: &DfwOutcome) -> (String, String) {
