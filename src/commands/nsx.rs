@@ -92,25 +92,8 @@ impl NsxRun {
             let classes = classes(&read, &vms, reports);
             let left = bound.saturating_sub(started.elapsed());
             if !classes.is_empty() && !left.is_zero() {
-                let planned: Vec<(TraceflowClass, String)> = classes
-                    .iter()
-                    .map(|(c, _, _)| {
-                        let root = traceflow::traceflow_root(&layout);
-                        (
-                            c.clone(),
-                            traceflow::policy_path(&root, &traceflow::new_id()),
-                        )
-                    })
-                    .collect();
-                let mut runs = traceflow::run(client, &planned, &self.tracker, left).await;
-                let failed = self.tracker.delete_all(client).await;
-                traceflow::mark_deleted(&mut runs, &failed);
-                // The reads name the nodes (what the evaluation and the report speak of).
-                for (r, (_, from, to)) in runs.iter_mut().zip(&classes) {
-                    r.from = from.clone();
-                    r.to = to.clone();
-                }
-                read.traceflows = runs;
+                read.traceflows =
+                    traceflow::run_and_delete(client, &layout, &classes, &self.tracker, left).await;
             }
         }
         read
@@ -179,14 +162,11 @@ async fn layout(
 
 /// The traceflows to run: each failing (timed out or refused) path between two probed nodes,
 /// one direction per pair, 2380 first, at most [`MAX_TRACEFLOWS`]; only from a VM whose NSX
-/// port was confirmed as its own. With the nodes each goes between.
-fn classes(
-    read: &NsxRead,
-    vms: &[SupervisorVm],
-    reports: &[NodeReport],
-) -> Vec<(TraceflowClass, String, String)> {
-    let input = model::input(read, vms);
-    let mut out: Vec<(TraceflowClass, String, String)> = Vec::new();
+/// port was confirmed as its own. Each names the nodes it goes between.
+fn classes(read: &NsxRead, vms: &[SupervisorVm], reports: &[NodeReport]) -> Vec<TraceflowClass> {
+    // Only the VMs' identities: the DFW itself is judged once, with the evidence.
+    let identified = model::identified_vms(read, vms, &mut Vec::new());
+    let mut out: Vec<TraceflowClass> = Vec::new();
     for port in TRACED_PORTS {
         let m = matrix::build(reports, port);
         for c in m.peer_cells() {
@@ -195,12 +175,11 @@ fn classes(
             }
             if out
                 .iter()
-                .any(|(k, f, t)| k.port == port && f == &c.to && t == &c.from)
+                .any(|k| k.port == port && k.from == c.to && k.to == c.from)
             {
                 continue;
             }
-            let from_port = input
-                .vms
+            let from_port = identified
                 .iter()
                 .find(|v| v.node == c.from && v.identity == model::Identity::Confirmed)
                 .and_then(|v| v.port.as_ref()?.path.clone());
@@ -209,15 +188,13 @@ fn classes(
                 .find(|v| v.node == c.to)
                 .and_then(|v| v.ips.first());
             if let (Some(from_port), Some(to_ip)) = (from_port, to_ip) {
-                out.push((
-                    TraceflowClass {
-                        from_port,
-                        to_ip: to_ip.to_string(),
-                        port,
-                    },
-                    c.from.clone(),
-                    c.to.clone(),
-                ));
+                out.push(TraceflowClass {
+                    from: c.from.clone(),
+                    to: c.to.clone(),
+                    from_port,
+                    to_ip: to_ip.to_string(),
+                    port,
+                });
             }
             if out.len() >= MAX_TRACEFLOWS {
                 return out;

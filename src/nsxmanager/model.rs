@@ -1397,24 +1397,7 @@ pub fn input(read: &NsxRead, vms: &[SupervisorVm]) -> DfwInput {
         .iter()
         .map(|(k, v)| (k.clone(), Service::read(v)))
         .collect();
-    let dvms = vms
-        .iter()
-        .map(|sv| {
-            let lookup = read.vms.iter().find(|l| l.node == sv.node);
-            let (identity, nsx_vm, port) = identify(sv, lookup, &mut findings);
-            if let Identity::NotFound(w) | Identity::Ambiguous(w) = &identity {
-                push_finding(&mut findings, w.clone());
-            }
-            DfwVm {
-                node: clip(&sv.node, MAX_NAME_CHARS),
-                vm_name: clip(&sv.vm_name, MAX_NAME_CHARS),
-                ips: sv.ips.clone(),
-                identity,
-                nsx_vm,
-                port,
-            }
-        })
-        .collect();
+    let dvms = identified_vms(read, vms, &mut findings);
     gaps.truncate(MAX_FINDINGS);
     DfwInput {
         layout: read.layout.clone(),
@@ -1431,6 +1414,33 @@ pub fn input(read: &NsxRead, vms: &[SupervisorVm]) -> DfwInput {
 
 #[cfg(test)]
 pub(crate) mod tests;
+
+/// Each of the Supervisor's VMs with its NSX identity as `read` found it (checked both ways,
+/// [`identify`]); what does not add up goes to `findings`. Part of [`input`], and all a
+/// traceflow needs (the confirmed ports), without reading the DFW.
+pub fn identified_vms(
+    read: &NsxRead,
+    vms: &[SupervisorVm],
+    findings: &mut Vec<String>,
+) -> Vec<DfwVm> {
+    vms.iter()
+        .map(|sv| {
+            let lookup = read.vms.iter().find(|l| l.node == sv.node);
+            let (identity, nsx_vm, port) = identify(sv, lookup, findings);
+            if let Identity::NotFound(w) | Identity::Ambiguous(w) = &identity {
+                push_finding(findings, w.clone());
+            }
+            DfwVm {
+                node: clip(&sv.node, MAX_NAME_CHARS),
+                vm_name: clip(&sv.vm_name, MAX_NAME_CHARS),
+                ips: sv.ips.clone(),
+                identity,
+                nsx_vm,
+                port,
+            }
+        })
+        .collect()
+}
 
 /// The control-plane VMs as the Supervisor shows them, for NSX Manager: each target node with
 /// its VirtualMachine's name, its `status.biosUUID` / `status.instanceUUID` (vm-operator

@@ -1,7 +1,8 @@
 //! Traceflow (`--nsx-traceflow`): for a few (source VM's port, peer IP, port) classes, a TCP SYN
 //! injected at the port, its state polled, its observations read, and every traceflow deleted
-//! on every exit path — success, error, the deadline, and Ctrl-C (the caller's shutdown future
-//! given to [`run_guarded`]), as the probe pods are (`route::lifecycle::tracker`).
+//! on every exit path — success, error, the deadline ([`run_and_delete`]), and Ctrl-C: the
+//! caller's [`TraceflowTracker`] outlives the work a signal drops and deletes what it still
+//! holds, as the probe pods' tracker does (`route::lifecycle::tracker`).
 //!
 //! Paths and shapes checked: vmware/vsphere-automation-sdk-go
 //! `services/nsxt/infra/TraceflowsTypes.go` (`PUT`/`PATCH`/`GET`/`DELETE
@@ -25,7 +26,6 @@
 //! two idle hours.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::future::Future;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -44,9 +44,13 @@ pub const POLL_INTERVAL: Duration = Duration::from_millis(1000);
 /// The source port of the injected SYN (an ephemeral one, as a client's connect would use).
 pub const SOURCE_PORT: u16 = 49152;
 
-/// One traceflow to run: from a VM's port (its policy path, as read) to a peer's IP and port.
+/// One traceflow to run: from a VM's port (its policy path, as read) to a peer's IP and port,
+/// between two nodes (the names its read carries: what the evaluation and the report speak of).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TraceflowClass {
+    /// The source and destination nodes.
+    pub from: String,
+    pub to: String,
     /// The source VM's segment (or VPC subnet) port, as a policy path.
     pub from_port: String,
     /// The peer's IP (v4 or v6), as the Supervisor shows it.
@@ -205,34 +209,26 @@ impl TraceflowTracker {
     }
 }
 
-/// Runs the traceflows of `classes` (at most [`MAX_TRACEFLOWS`]) within `within`, stops at
-/// `shutdown` (Ctrl-C, SIGTERM, SIGHUP: `crate::signal::shutdown()`), and in every case deletes
-/// every traceflow it made before returning. The reads say whether each was deleted; the bool
-/// says whether `shutdown` ended the run.
-pub async fn run_guarded<S>(
+/// Runs the traceflows of `classes` (at most [`MAX_TRACEFLOWS`]) within `within`, each tracked
+/// in `tracker` from before its creation, then deletes every one and says in each read whether
+/// it was deleted. Should the caller drop this (a signal), `tracker` still holds what was
+/// created: the caller deletes it ([`TraceflowTracker::delete_all`]).
+pub async fn run_and_delete(
     client: &Client,
     layout: &Layout,
     classes: &[TraceflowClass],
+    tracker: &TraceflowTracker,
     within: Duration,
-    shutdown: S,
-) -> (Vec<TraceflowRead>, bool)
-where
-    S: Future<Output = ()>,
-{
-    let tracker = TraceflowTracker::default();
+) -> Vec<TraceflowRead> {
     let root = traceflow_root(layout);
     let planned: Vec<(TraceflowClass, String)> = classes
         .iter()
         .map(|c| (c.clone(), policy_path(&root, &new_id())))
         .collect();
-    let work = run(client, &planned, &tracker, within);
-    let (mut reads, interrupted) = tokio::select! {
-        reads = work => (reads, false),
-        _ = shutdown => (interrupted_reads(&planned), true),
-    };
+    let mut reads = run(client, &planned, tracker, within).await;
     let failed = tracker.delete_all(client).await;
     mark_deleted(&mut reads, &failed);
-    (reads, interrupted)
+    reads
 }
 
 /// Sets each read's `deleted` from the deletion's outcome (and a gap when it failed).
@@ -260,8 +256,8 @@ pub fn mark_deleted(reads: &mut [TraceflowRead], failed: &BTreeMap<String, Strin
 
 fn read_of(class: &TraceflowClass, path: &str) -> TraceflowRead {
     TraceflowRead {
-        from: class.from_port.clone(),
-        to: class.to_ip.clone(),
+        from: class.from.clone(),
+        to: class.to.clone(),
         port: class.port,
         path: path.to_string(),
         status: None,
@@ -271,25 +267,9 @@ fn read_of(class: &TraceflowClass, path: &str) -> TraceflowRead {
     }
 }
 
-fn interrupted_reads(planned: &[(TraceflowClass, String)]) -> Vec<TraceflowRead> {
-    planned
-        .iter()
-        .map(|(c, id)| {
-            let mut r = read_of(c, id);
-            r.gaps.push(Gap {
-                path: r.path.clone(),
-                status: None,
-                why: "interrupted before the traceflow finished".into(),
-                privilege: None,
-            });
-            r
-        })
-        .collect()
-}
-
 /// Creates the traceflows (each a class and its policy path, [`policy_path`]) at once, polls
 /// their states until each is done or `within` passes, reads their observations. Deletes
-/// nothing: the caller's tracker does ([`run_guarded`]).
+/// nothing: the caller's tracker does ([`run_and_delete`]).
 pub async fn run(
     client: &Client,
     planned: &[(TraceflowClass, String)],

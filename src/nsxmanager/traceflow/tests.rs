@@ -12,6 +12,8 @@ fn infra() -> Layout {
 
 fn class(to: &str) -> TraceflowClass {
     TraceflowClass {
+        from: "cp1".into(),
+        to: "cp2".into(),
         from_port: "/infra/segments/seg-1/ports/port-a".into(),
         to_ip: to.into(),
         port: 2380,
@@ -171,18 +173,20 @@ async fn a_finished_traceflow_is_read_and_deleted() {
         _ => Canned::json(404, "{}"),
     });
     let client = Client::connect(&options(url)).await.unwrap();
-    let (reads, interrupted) = run_guarded(
+    let tracker = TraceflowTracker::default();
+    let reads = run_and_delete(
         &client,
         &infra(),
         &[class("10.0.0.12")],
+        &tracker,
         Duration::from_secs(10),
-        std::future::pending(),
     )
     .await;
-    assert!(!interrupted);
+    assert!(tracker.pending().is_empty(), "{:?}", tracker.pending());
     assert_eq!(reads.len(), 1);
     let r = &reads[0];
     assert!(r.deleted, "{r:?}");
+    assert_eq!((r.from.as_str(), r.to.as_str()), ("cp1", "cp2"), "{r:?}");
     assert!(r.gaps.is_empty(), "{:?}", r.gaps);
     assert_eq!(r.observations.results[0]["reason"], "FW_RULE");
     let lines: Vec<String> = seen.try_iter().map(|s| s.line().to_string()).collect();
@@ -200,7 +204,8 @@ async fn a_finished_traceflow_is_read_and_deleted() {
     );
 }
 
-/// Ctrl-C while the traceflow runs: it is deleted before the run returns.
+/// Ctrl-C while the traceflow runs, as the round meets it: the signal drops the run, and the
+/// tracker that outlives it deletes the traceflow the run had created.
 #[tokio::test]
 async fn an_interrupted_run_still_deletes_its_traceflows() {
     let put = Arc::new(AtomicBool::new(false));
@@ -222,17 +227,24 @@ async fn an_interrupted_run_still_deletes_its_traceflows() {
         }
         tokio::time::sleep(Duration::from_millis(300)).await;
     };
-    let (reads, interrupted) = run_guarded(
+    let tracker = TraceflowTracker::default();
+    let (layout, classes) = (infra(), [class("10.0.0.12")]);
+    let work = run_and_delete(
         &client,
-        &infra(),
-        &[class("10.0.0.12")],
+        &layout,
+        &classes,
+        &tracker,
         Duration::from_secs(30),
-        shutdown,
-    )
-    .await;
+    );
+    let interrupted = tokio::select! {
+        _ = work => false,
+        _ = shutdown => true,
+    };
     assert!(interrupted);
-    assert!(reads[0].deleted, "{:?}", reads[0]);
-    assert!(reads[0].gaps[0].why.contains("interrupted"));
+    assert_eq!(tracker.pending().len(), 1, "created, then cut off");
+    let failed = tracker.delete_all(&client).await;
+    assert!(failed.is_empty(), "{failed:?}");
+    assert!(tracker.pending().is_empty(), "{:?}", tracker.pending());
     let lines: Vec<String> = seen.try_iter().map(|s| s.line().to_string()).collect();
     assert!(
         lines
@@ -252,15 +264,16 @@ async fn a_refused_create_is_a_gap_and_nothing_to_delete() {
         _ => Canned::json(500, "{}"),
     });
     let client = Client::connect(&options(url)).await.unwrap();
-    let (reads, interrupted) = run_guarded(
+    let tracker = TraceflowTracker::default();
+    let reads = run_and_delete(
         &client,
         &infra(),
         &[class("10.0.0.12")],
+        &tracker,
         Duration::from_secs(10),
-        std::future::pending(),
     )
     .await;
-    assert!(!interrupted);
+    assert!(tracker.pending().is_empty(), "{:?}", tracker.pending());
     assert!(reads[0].deleted, "nothing left: {:?}", reads[0]);
     assert_eq!(reads[0].gaps.len(), 1, "{:?}", reads[0].gaps);
     assert!(reads[0].gaps[0]
