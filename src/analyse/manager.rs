@@ -17,6 +17,7 @@ use super::dfw::{
     TraceflowResult, TraceflowSummary,
 };
 use super::matrix::CellState;
+use super::network::ports_text;
 use super::policy::{paths_text, PathRef};
 use super::verdict::Diagnosis;
 use crate::nsxmanager::model::{self, DfwInput, RuleAction, SupervisorVm};
@@ -102,13 +103,13 @@ fn verb(r: &DfwRuleRef) -> &'static str {
     }
 }
 
-/// The ports of `paths`: `TCP 2380` or `TCP 2379, 2380`.
-fn ports_text(paths: &[PathRef]) -> String {
-    let mut ports: Vec<u16> = paths.iter().map(|p| p.port).collect();
-    ports.sort_unstable();
-    ports.dedup();
-    let ports: Vec<String> = ports.iter().map(u16::to_string).collect();
-    format!("TCP {}", ports.join(", "))
+/// `path` added to `key`'s paths in `groups` (a group made for a key not met yet), in the
+/// order met.
+fn group<K: PartialEq>(groups: &mut Vec<(K, Vec<PathRef>)>, key: K, path: &PathRef) {
+    match groups.iter_mut().find(|(k, _)| *k == key) {
+        Some((_, paths)) => paths.push(path.clone()),
+        None => groups.push((key, vec![path.clone()])),
+    }
 }
 
 /// Adds what NSX Manager says to a diagnosis (pure; see the module). Its lines go first: the
@@ -154,26 +155,16 @@ pub fn join(diagnosis: &mut Diagnosis, a: &ManagerAssessment) {
         for p in &failing {
             match ev.path(p.port, &p.from, &p.to).map(|e| &e.outcome) {
                 Some(DfwPathOutcome::Dropped { rule } | DfwPathOutcome::Rejected { rule }) => {
-                    match by_rule.iter_mut().find(|(r, _)| r == rule) {
-                        Some((_, ps)) => ps.push(p.clone()),
-                        None => by_rule.push((rule.clone(), vec![p.clone()])),
-                    }
+                    group(&mut by_rule, rule.clone(), p)
                 }
-                Some(DfwPathOutcome::CannotDecide { why }) => {
-                    match undecided.iter_mut().find(|(w, _)| w == why) {
-                        Some((_, ps)) => ps.push(p.clone()),
-                        None => undecided.push((why.clone(), vec![p.clone()])),
-                    }
-                }
+                Some(DfwPathOutcome::CannotDecide { why }) => group(&mut undecided, why.clone(), p),
                 Some(_) => open.push(p.clone()),
-                None => {
-                    let why = "its VMs were not evaluated (not found in NSX Manager, or not read)"
-                        .to_string();
-                    match undecided.iter_mut().find(|(w, _)| *w == why) {
-                        Some((_, ps)) => ps.push(p.clone()),
-                        None => undecided.push((why, vec![p.clone()])),
-                    }
-                }
+                None => group(
+                    &mut undecided,
+                    "its VMs were not evaluated (not found in NSX Manager, or not read)"
+                        .to_string(),
+                    p,
+                ),
             }
         }
         let mut lines = Vec::new();
