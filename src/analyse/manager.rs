@@ -53,16 +53,12 @@ fn refusal(t: &TraceflowRead) -> Option<String> {
         .gaps
         .iter()
         .find(|g| matches!(g.status, Some(401 | 403)))?;
-    let mut s = clip(&g.why, 256);
+    // A bundle's reading is anyone's file: cut, and no control character (model::clip).
+    let mut s = model::clip(&g.why, 256);
     if let Some(p) = &g.privilege {
-        s.push_str(&format!("; needs {}", clip(p, 256)));
+        s.push_str(&format!("; needs {}", model::clip(p, 256)));
     }
     Some(s)
-}
-
-/// At most `max` characters of `s`.
-fn clip(s: &str, max: usize) -> String {
-    s.chars().take(max).collect()
 }
 
 /// The DFW of `read` evaluated for the control-plane VMs `vms` (the Supervisor's view), and
