@@ -164,6 +164,20 @@ impl PastWorld {
         }
     }
 
+    /// [`PastWorld::diagnose_until`] the verdict is `code`, and that it is (the report shown
+    /// when not): the report and every code seen on the way.
+    pub fn expect_verdict(
+        &self,
+        route: Route,
+        extra: &[&str],
+        bound: Duration,
+        code: VerdictCode,
+    ) -> (DiagnoseReport, Vec<VerdictCode>) {
+        let (r, seen) = self.diagnose_until(route, extra, bound, |r| r.verdict.code == code);
+        assert_eq!(r.verdict.code, code, "{route:?}: {}", shown(&r));
+        (r, seen)
+    }
+
     /// Raises (`on`) or disarms etcd's NOSPACE alarm for `node`'s member through etcd's own
     /// Alarm API (etcdserverpb Maintenance.Alarm, `POST /v3/maintenance/alarm` on the gRPC
     /// gateway; action ACTIVATE / DEACTIVATE), asked on `node`'s own 2379 with the

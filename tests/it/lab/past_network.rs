@@ -60,15 +60,7 @@ fn aged_past_is_history(w: &PastWorld) {
 }
 
 fn aged_on(w: &PastWorld, route: Route) {
-    let (r, seen) = w.diagnose_until(route, &[], SETTLE, |r| {
-        r.verdict.code == VerdictCode::Healthy
-    });
-    assert_eq!(
-        r.verdict.code,
-        VerdictCode::Healthy,
-        "{route:?}: {}",
-        shown(&r)
-    );
+    let (r, seen) = w.expect_verdict(route, &[], SETTLE, VerdictCode::Healthy);
     assert!(!seen.contains(&VerdictCode::EtcdNoSpace), "{seen:?}");
     for n in CP {
         assert!(
@@ -100,15 +92,7 @@ fn aged_on(w: &PastWorld, route: Route) {
     // verdict stays Healthy; the 12 elections of 2 h ago are now in the window: a warning.
     // Until Healthy: a 2 s connect on the lab's 2 shared cores can time out once, and a path
     // not seen to work is never Healthy; what the past could make must never be seen.
-    let (r, seen) = w.diagnose_until(route, &["--since", "5h"], SETTLE, |r| {
-        r.verdict.code == VerdictCode::Healthy
-    });
-    assert_eq!(
-        r.verdict.code,
-        VerdictCode::Healthy,
-        "{route:?}: {}",
-        shown(&r)
-    );
+    let (r, seen) = w.expect_verdict(route, &["--since", "5h"], SETTLE, VerdictCode::Healthy);
     assert!(
         !seen.contains(&VerdictCode::EtcdSlowDisk) && !seen.contains(&VerdictCode::EtcdNoSpace),
         "{seen:?}"
@@ -182,15 +166,7 @@ fn restarted_during_the_cut(w: &PastWorld) {
     w.lab.heal().unwrap();
     w.lab.wait_healthy(SETTLE).unwrap();
     for route in ROUTES {
-        let (r, seen) = w.diagnose_until(route, &[], SETTLE, |r| {
-            r.verdict.code == VerdictCode::Healthy
-        });
-        assert_eq!(
-            r.verdict.code,
-            VerdictCode::Healthy,
-            "{route:?}: {}",
-            shown(&r)
-        );
+        let (r, seen) = w.expect_verdict(route, &[], SETTLE, VerdictCode::Healthy);
         assert!(
             !seen.contains(&VerdictCode::EtcdCrashLooping),
             "{route:?} after the fix: {seen:?}"
@@ -298,10 +274,7 @@ fn hung_vm_and_the_others_cut(w: &PastWorld) {
 /// before `no_space` could run: the summary's "only 2379 is blocked" and the `EtcdNoSpace`
 /// assertions would fail.
 fn only_2379_and_nospace(w: &PastWorld) {
-    let (r, _) = w.diagnose_until(Route::Pod, &[], SETTLE, |r| {
-        r.verdict.code == VerdictCode::Healthy
-    });
-    assert_eq!(r.verdict.code, VerdictCode::Healthy, "{}", shown(&r));
+    w.expect_verdict(Route::Pod, &[], SETTLE, VerdictCode::Healthy);
     w.lab.inject(Fault::BlockPort(2379)).unwrap();
     for route in ROUTES {
         only_2379_on(w, route);
@@ -311,30 +284,15 @@ fn only_2379_and_nospace(w: &PastWorld) {
         nospace_on(w, route);
     }
     w.nospace(CP[1], false);
+    // Disarmed: the 2379 block alone again.
     for route in ROUTES {
-        let (r, _) = w.diagnose_until(route, &[], SETTLE, |r| {
-            r.verdict.code == VerdictCode::EtcdPeerNetworkPartial
-        });
-        assert_eq!(
-            r.verdict.code,
-            VerdictCode::EtcdPeerNetworkPartial,
-            "{route:?} disarmed: {}",
-            shown(&r)
-        );
+        w.expect_verdict(route, &[], SETTLE, VerdictCode::EtcdPeerNetworkPartial);
     }
     w.lab.heal().unwrap();
 }
 
 fn only_2379_on(w: &PastWorld, route: Route) {
-    let (r, _) = w.diagnose_until(route, &[], SETTLE, |r| {
-        r.verdict.code == VerdictCode::EtcdPeerNetworkPartial
-    });
-    assert_eq!(
-        r.verdict.code,
-        VerdictCode::EtcdPeerNetworkPartial,
-        "{route:?}: {}",
-        shown(&r)
-    );
+    let (r, _) = w.expect_verdict(route, &[], SETTLE, VerdictCode::EtcdPeerNetworkPartial);
     assert!(
         r.verdict.summary.starts_with("only 2379 is blocked"),
         "{route:?}: {}",
@@ -348,15 +306,7 @@ fn only_2379_on(w: &PastWorld, route: Route) {
 }
 
 fn nospace_on(w: &PastWorld, route: Route) {
-    let (r, _) = w.diagnose_until(route, &[], SETTLE, |r| {
-        r.verdict.code == VerdictCode::EtcdNoSpace
-    });
-    assert_eq!(
-        r.verdict.code,
-        VerdictCode::EtcdNoSpace,
-        "{route:?}: {}",
-        shown(&r)
-    );
+    let (r, _) = w.expect_verdict(route, &[], SETTLE, VerdictCode::EtcdNoSpace);
     // Said from the present: etcd's alarm list (3.4, 3.5) or /health's "ALARM NOSPACE" (3.5).
     assert!(
         evidence_has(&r, &["alarm list has NOSPACE raised"])
