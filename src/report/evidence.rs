@@ -155,9 +155,9 @@ impl Evidence {
                 &facts,
                 &inventory.verified_vms(&self.cluster),
             );
-            analyse::manager::assess(read, &vms)
+            (read, analyse::manager::assess(read, &vms))
         });
-        if let Some(m) = &manager {
+        if let Some((_, m)) = &manager {
             analyse::manager::join(&mut diagnosis, m);
         }
         Ok(DiagnoseReport::new(
@@ -170,9 +170,9 @@ impl Evidence {
             self.duration_ms,
         )
         .with_network(network)
-        .with_nsx_manager(manager.map(|m| {
+        .with_nsx_manager(manager.map(|(read, m)| {
             super::v1alpha2::NsxManager::new(
-                self.nsx_manager.as_ref().expect("assessed from it"),
+                read,
                 &m.input,
                 &m.evaluation,
                 &m.traceflows,
