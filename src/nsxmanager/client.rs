@@ -66,9 +66,13 @@ const MAX_CURSOR: usize = 4096;
 /// The longest string kept of an answer (a description, a tag): longer ones are cut (then
 /// `…`). Ids, paths and addresses are far shorter; this bounds what a report and a bundle keep.
 pub const MAX_STRING_CHARS: usize = 8192;
-/// How long the session's destroy and a traceflow's delete may take, whatever is left of the
-/// reading's deadline: tidying up is not cut by the deadline it may have hit.
+/// How long a traceflow's delete may take, whatever is left of the reading's deadline:
+/// tidying up is not cut by the deadline it may have hit.
 pub const CLEANUP_BOUND: Duration = Duration::from_secs(10);
+/// How long the session's destroy may take: a courtesy (an undestroyed session expires on its
+/// own), so it holds the admin's result back for less than a traceflow's delete may. A manager
+/// still busy with the requests a cut reading left in flight answers it late.
+pub const SESSION_CLOSE_BOUND: Duration = Duration::from_secs(2);
 
 // ---------------------------------------------------------------------------------------------
 // Credentials
@@ -1050,13 +1054,14 @@ impl Client {
         &self.limits
     }
 
-    /// Ends the session (`POST /api/session/destroy`), bounded by [`CLEANUP_BOUND`] whatever
-    /// the deadline; nothing for basic auth. A failure is only logged: the session expires.
+    /// Ends the session (`POST /api/session/destroy`), bounded by [`SESSION_CLOSE_BOUND`]
+    /// whatever the deadline; nothing for basic auth. A failure is only logged: the session
+    /// expires.
     pub async fn close(&self) {
         if let Auth::Session { .. } = self.auth {
             let path = ApiPath::fixed("/api/session/destroy");
             let r = self
-                .exchange(Method::POST, &path, None, Some(CLEANUP_BOUND), true)
+                .exchange(Method::POST, &path, None, Some(SESSION_CLOSE_BOUND), true)
                 .await;
             if let Err(e) = r {
                 tracing::debug!(error = %e, "NSX session destroy");
