@@ -558,3 +558,47 @@ fn a_forbidden_policy_list_is_not_an_empty_one() {
 fn input_of(read: &NsxRead) -> DfwInput {
     input(read, &supervisor_vms(false))
 }
+
+/// A huge manager's listing, its rules mostly cut by the deadline: each listed policy is kept
+/// once (a repeat in the list, or one whose rules were read, is not a second policy), with
+/// "its rules were not read" when they were not; a listed policy without a readable path is
+/// still kept (it could come anywhere).
+#[test]
+fn a_huge_listing_keeps_each_policy_once() {
+    let mut read = world("infra-drop-2380.json", "vms.json");
+    let base = "/infra/domains/default/security-policies";
+    let listed_read: Vec<Value> = read.rules.iter().map(|pr| pr.policy.clone()).collect();
+    let filler = |n: usize| json!({"path": format!("{base}/filler-{n}"), "category": "Application", "sequence_number": 100 + n});
+    let mut results = listed_read.clone();
+    results.extend((0..20_000).map(filler));
+    results.extend((0..10).map(filler)); // listed twice (a cursor that came round)
+    results.push(json!({"category": "Application", "sequence_number": 7}));
+    read.policies.results = results;
+    let input = input_of(&read);
+    assert_eq!(input.policies.len(), listed_read.len() + 20_000 + 1);
+    let not_read =
+        |p: &&PolicyRules| p.rules_incomplete.as_deref() == Some("its rules were not read");
+    assert_eq!(input.policies.iter().filter(not_read).count(), 20_001);
+    let pathless: Vec<_> = input
+        .policies
+        .iter()
+        .filter(|p| p.policy.path.is_err())
+        .collect();
+    assert_eq!(pathless.len(), 1);
+    assert!(pathless[0]
+        .policy
+        .unreadable
+        .as_deref()
+        .is_some_and(|u| u.starts_with("a listed policy: ")));
+    // The policies whose rules were read keep them.
+    for pr in &read.rules {
+        let path = pr.policy["path"].as_str().unwrap();
+        let kept: Vec<_> = input
+            .policies
+            .iter()
+            .filter(|p| p.policy.path.as_deref() == Ok(path))
+            .collect();
+        assert_eq!(kept.len(), 1, "{path}");
+        assert_eq!(kept[0].rules.len(), pr.rules.results.len(), "{path}");
+    }
+}
