@@ -19,6 +19,10 @@ use crate::supervisor;
 use crate::supervisor::network::{NetKind, VPC_NETWORK_CONFIG_ANNOTATION};
 use crate::supervisor::{ClusterFacts, Inventory};
 
+/// How long a reading may take past its deadline to put together what it read (no request
+/// runs then: the client's deadline cut them) before the backstop drops it whole.
+const ASSEMBLY_GRACE: Duration = Duration::from_secs(1);
+
 /// The ports whose failing paths a traceflow proves, the peer port first (quorum's).
 const TRACED_PORTS: [u16; 2] = [2380, 2379];
 
@@ -68,11 +72,15 @@ impl NsxRun {
         let vms = model::supervisor_vms(facts, &inventory.verified_vms(&facts.cluster.name));
         let hints: Vec<VmHint> = vms.iter().map(VmHint::from).collect();
         let bound = within.min(self.config.options.limits.total);
-        // `--nsx-timeout` is this reading's, whatever the probes before it took.
-        client.renew_deadline();
+        // `--nsx-timeout` is this reading's, whatever the probes before it took. The client's
+        // deadline is what cuts the reading (what was read before it still counts); the
+        // timeout around it only catches a reading that outlives that deadline by more than
+        // putting together what was read takes, and then nothing of it is kept.
+        client.renew_deadline(bound);
         let started = tokio::time::Instant::now();
+        let backstop = bound + ASSEMBLY_GRACE;
         let mut read =
-            match tokio::time::timeout(bound, nsx_read::read(client, &layout, &hints)).await {
+            match tokio::time::timeout(backstop, nsx_read::read(client, &layout, &hints)).await {
                 Ok(r) => r,
                 Err(_) => nsx_read::unread(
                     &manager,

@@ -1024,13 +1024,13 @@ impl Client {
         *self.deadline.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Gives a cluster's reading the whole `--nsx-timeout` from now: one login serves the
-    /// round, and its probes (or another cluster's reading) came before. Never shortens it, so
-    /// readings at once only lengthen each other's: each is bounded by its caller too
-    /// (`commands::nsx`).
-    pub fn renew_deadline(&self) {
+    /// Gives a cluster's reading `bound` from now (its `--nsx-timeout`, or less when the
+    /// cluster's `--timeout` leaves less): one login serves the round, and its probes (or
+    /// another cluster's reading) came before. Never shortens it, so readings at once only
+    /// lengthen each other's: each is bounded by its caller too (`commands::nsx`).
+    pub fn renew_deadline(&self, bound: Duration) {
         let mut d = self.deadline.lock().unwrap_or_else(|e| e.into_inner());
-        *d = (*d).max(Instant::now() + self.limits.total);
+        *d = (*d).max(Instant::now() + bound.min(self.limits.total));
     }
 
     /// Whether the manager refused the credentials (nothing more is sent).

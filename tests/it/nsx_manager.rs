@@ -568,32 +568,35 @@ fn a_slow_manager_ends_within_the_bound_and_the_gap_is_said() {
 }
 
 /// A huge manager (2,500 filler Application policies of 4 rules each, whose sources and
-/// destinations are addresses, and 1,200 groups, besides the world's own): the run ends within
-/// `--nsx-timeout 5s` plus a margin of 10 s over the run without NSX Manager, the diagnosis
-/// made, and what was read said whole or cut, never guessed.
+/// destinations are addresses, and 1,200 groups, besides the world's own) across a WAN (each
+/// answer 50 ms late, so reading it whole takes ~30 s at the reader's four requests in flight):
+/// the run ends within `--nsx-timeout 5s` plus a margin of 10 s over the run without NSX
+/// Manager, the diagnosis made, and the cut said, never a guess.
+///
+/// The latency makes the cut certain: without it an idle machine reads the whole manager within
+/// the bound, and on CI's two loaded cores the same debug-build reading was CPU-bound (17.2 s
+/// against a 16.7 s bound with five labs beside it), which timed the machine, not the bound.
 #[test]
 fn a_huge_manager_is_read_within_the_bound() {
     let world = World::from_dir(world_dir("infra-drop-2380"))
         .unwrap()
         .with_filler(2500, 4, 1200);
     let case = Case::serving(world);
+    case.nsx.set_delay(Duration::from_millis(50));
     let report = within_the_bound(&case);
-    // Read whole in time (the rule named), or cut by the bound: then what was read still
-    // counts (the VMs are read first, a policy whose rules were cut is that policy's gap), and
-    // either the rule is named or the paths are undecided with the cut said; never a guess.
+    // Cut by the bound: what was read still counts (the VMs are read first, a policy whose
+    // rules were cut is that policy's gap), the paths are undecided with the cut said, and no
+    // rule is named from a partial reading.
     let notes = nsx_notes(&report);
     let first = &report.verdict.evidence[0];
-    let named = first.starts_with(&format!("{RULE_LINE}{RULE_NAME}"));
     let cut_said = notes.iter().any(|n| {
         n.starts_with("NSX Manager: not read: ")
             && (n.contains("within 5s") || n.contains("deadline (5s)"))
     });
     let undecided = first.contains("cannot be decided from NSX Manager's distributed firewall");
-    assert!(named || (undecided && cut_said), "{:#?}", report.verdict);
-    if !named {
-        let evidence = report.verdict.evidence.join("\n");
-        assert!(!evidence.contains(RULE_LINE), "{evidence}");
-    }
+    assert!(undecided && cut_said, "{:#?}", report.verdict);
+    let evidence = report.verdict.evidence.join("\n");
+    assert!(!evidence.contains(RULE_LINE), "{evidence}");
     assert!(
         !notes
             .iter()
