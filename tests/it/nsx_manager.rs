@@ -336,7 +336,9 @@ fn ctrl_c_with_traceflows_alive_deletes_every_one() {
     );
     run.expect_code(130);
     assert!(run.stderr.contains("interrupted"), "{}", run.stderr);
-    assert!(started.elapsed() < Duration::from_secs(20));
+    // Ended by the signal, not by the traceflows (held a minute) nor `--timeout 60s`: well
+    // under either, whatever the load (the interrupt itself may come as late as 20 s).
+    assert!(started.elapsed() < Duration::from_secs(40));
     assert!(
         case.nsx.traceflows_live().is_empty(),
         "left on NSX Manager: {:?}",
