@@ -628,7 +628,9 @@ pub(crate) fn spawn_server(
                     return;
                 };
                 if tls {
-                    let Ok(listener) = crate::tls::TlsListener::new(listener) else {
+                    let Ok(listener) =
+                        crate::tls::TlsListener::new(listener, crate::tls::acceptor())
+                    else {
                         return;
                     };
                     tokio::select! {

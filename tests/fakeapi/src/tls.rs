@@ -4,6 +4,9 @@
 //! `certificate-authority-data`, the PEM base64-encoded ([`ca_data`], the `{{WORKLOAD_CA}}` of
 //! every fixture set). The Supervisor fake stays plain HTTP: the plugin reaches it with the
 //! admin's own kubeconfig, not with a secret's.
+//!
+//! [`Pki`] and [`TlsListener`] serve the fake NSX Manager too (`etcdnet-fakensx`), with a CA of
+//! its own: a manager's certificate is never signed by a workload cluster's CA.
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::sync::{Arc, OnceLock};
@@ -18,15 +21,20 @@ use tokio_rustls::rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs
 use tokio_rustls::rustls::ServerConfig;
 use tokio_rustls::TlsAcceptor;
 
-struct Pki {
-    ca_pem: String,
-    server: Arc<ServerConfig>,
+/// A CA and a serving certificate it signed for 127.0.0.1, ::1 and localhost.
+pub struct Pki {
+    /// The CA, PEM.
+    pub ca_pem: String,
+    /// The serving side, with the certificate.
+    pub server: Arc<ServerConfig>,
 }
 
 static PKI: OnceLock<Pki> = OnceLock::new();
 
 fn pki() -> &'static Pki {
-    PKI.get_or_init(|| Pki::new().expect("making the fake workload API's CA"))
+    PKI.get_or_init(|| {
+        Pki::new("kubernetes", "kube-apiserver").expect("making the fake workload API's CA")
+    })
 }
 
 /// A self-signed CA named `cn` (as kubeadm's `kubernetes` CA), with its issuer.
@@ -44,15 +52,21 @@ fn ca(cn: &str) -> Result<(String, Issuer<'static, KeyPair>)> {
     Ok((cert.pem(), Issuer::new(params, key)))
 }
 
+/// A CA named `cn` made now, PEM: one that signed nothing a fake serves.
+pub fn unrelated_ca_pem(cn: &str) -> Result<String> {
+    Ok(ca(cn)?.0)
+}
+
 impl Pki {
-    fn new() -> Result<Pki> {
-        let (ca_pem, issuer) = ca("kubernetes")?;
+    /// A CA named `ca_cn` and a serving certificate named `server_cn` it signed.
+    pub fn new(ca_cn: &str, server_cn: &str) -> Result<Pki> {
+        let (ca_pem, issuer) = ca(ca_cn)?;
         let key = KeyPair::generate().context("a serving key")?;
         let mut params = CertificateParams::default();
         params.distinguished_name = rcgen::DistinguishedName::new();
         params
             .distinguished_name
-            .push(DnType::CommonName, "kube-apiserver");
+            .push(DnType::CommonName, server_cn);
         params.subject_alt_names = vec![
             SanType::DnsName("localhost".try_into()?),
             SanType::IpAddress(IpAddr::V4(Ipv4Addr::LOCALHOST)),
@@ -97,7 +111,7 @@ pub fn ca_data() -> String {
 /// A `certificate-authority-data` of a CA made now, that signed nothing the fakes serve: a
 /// secret carrying it does not verify any fake workload API.
 pub fn other_ca_data() -> String {
-    let (pem, _) = ca("kubernetes").expect("making a CA");
+    let pem = unrelated_ca_pem("kubernetes").expect("making a CA");
     base64::engine::general_purpose::STANDARD.encode(pem)
 }
 
@@ -109,7 +123,7 @@ pub(crate) fn acceptor() -> TlsAcceptor {
 /// The TLS side of a listener for `axum::serve`: TCP connections are accepted and their
 /// handshakes made in tasks of their own (a client that never finishes its handshake holds up
 /// no one else), and the ones that complete are served.
-pub(crate) struct TlsListener {
+pub struct TlsListener {
     connections: tokio::sync::mpsc::Receiver<(
         tokio_rustls::server::TlsStream<tokio::net::TcpStream>,
         std::net::SocketAddr,
@@ -118,11 +132,14 @@ pub(crate) struct TlsListener {
 }
 
 impl TlsListener {
-    /// Must be called inside the runtime that serves.
-    pub(crate) fn new(tcp: tokio::net::TcpListener) -> std::io::Result<TlsListener> {
+    /// Serves with `acceptor` (a [`Pki`]'s `server`). Must be called inside the runtime that
+    /// serves.
+    pub fn new(
+        tcp: tokio::net::TcpListener,
+        acceptor: TlsAcceptor,
+    ) -> std::io::Result<TlsListener> {
         let addr = tcp.local_addr()?;
         let (tx, rx) = tokio::sync::mpsc::channel(64);
-        let acceptor = acceptor();
         tokio::spawn(async move {
             loop {
                 let Ok((stream, peer)) = tcp.accept().await else {

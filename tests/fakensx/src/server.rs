@@ -1063,7 +1063,7 @@ impl FakeNsx {
             TcpListener::bind(opts.addr).with_context(|| format!("binding {}", opts.addr))?;
         let addr = listener.local_addr()?;
         listener.set_nonblocking(true)?;
-        crate::tls::acceptor()?;
+        let acceptor = crate::tls::acceptor()?;
         let shared = Arc::new(Shared {
             index: Index::new(&world),
             world,
@@ -1093,7 +1093,7 @@ impl FakeNsx {
                     let Ok(listener) = tokio::net::TcpListener::from_std(listener) else {
                         return;
                     };
-                    let Ok(listener) = crate::tls::TlsListener::new(listener) else {
+                    let Ok(listener) = crate::tls::TlsListener::new(listener, acceptor) else {
                         return;
                     };
                     tokio::select! {
