@@ -57,7 +57,7 @@ pub use evaluate::{
     COVERING_EXAMPLES, ETCD_PORTS, MAX_COVERING, MAX_POLICIES, MAX_VMS, MAX_WARNINGS,
     T1_TAGGING_NOTE,
 };
-pub use model::{Action, Direction, NsxGroup, PolicyObject, Realization, RealizedState};
+pub use model::{clip, Action, Direction, NsxGroup, PolicyObject, Realization, RealizedState};
 pub use validate::validate;
 
 #[cfg(test)]

@@ -775,15 +775,7 @@ impl RequestError {
 /// `s` without control characters (each one `?`), at most `max` characters (then `…`): for the
 /// manager's and the file system's words put into our messages.
 pub fn clean(s: &str, max: usize) -> String {
-    let mut out: String = s
-        .chars()
-        .take(max)
-        .map(|c| if c.is_control() { '?' } else { c })
-        .collect();
-    if s.chars().nth(max).is_some() {
-        out.push('…');
-    }
-    out
+    super::model::clip_replacing(s, max, '?')
 }
 
 /// Cuts every string of `v` (values and keys alike) to `max` characters (then `…`): what the

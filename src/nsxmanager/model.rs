@@ -64,10 +64,15 @@ pub const MAX_NESTING: usize = 4;
 /// Cuts `s` to `max` characters and replaces control characters: a name from NSX Manager is
 /// someone else's input, and messages we build must not carry raw control characters.
 pub fn clip(s: &str, max: usize) -> String {
+    clip_replacing(s, max, '\u{FFFD}')
+}
+
+/// `s` cut to `max` characters (then `…`), each control character replaced by `with`.
+pub fn clip_replacing(s: &str, max: usize, with: char) -> String {
     let mut out: String = s
         .chars()
         .take(max)
-        .map(|c| if c.is_control() { '\u{FFFD}' } else { c })
+        .map(|c| if c.is_control() { with } else { c })
         .collect();
     if s.chars().nth(max).is_some() {
         out.push('…');

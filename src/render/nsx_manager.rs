@@ -10,6 +10,7 @@
 //! ([`cut`]) so a huge name cannot flood the terminal.
 
 use super::{pairs_lines, Lines, Tone};
+use crate::analyse::policy::clip;
 use crate::report::v1alpha2::{
     DfwCheck, DfwOutcome, DfwRule, NsxIdentityState, NsxManager, NsxTraceflowResult, PathRef,
     TraceflowAgreement,
@@ -23,20 +24,12 @@ const MAX_LINE_CHARS: usize = 1024;
 /// A table cell is cut to this many characters.
 const MAX_CELL_CHARS: usize = 160;
 
-/// `s` cut to `max` characters, `…` after a cut.
-fn cut(s: &str, max: usize) -> String {
-    match s.char_indices().nth(max) {
-        Some((i, _)) => format!("{}…", &s[..i]),
-        None => s.to_string(),
-    }
-}
-
 fn line(out: &mut Lines, s: impl AsRef<str>) {
-    out.line(cut(s.as_ref(), MAX_LINE_CHARS));
+    out.line(clip(s.as_ref(), MAX_LINE_CHARS));
 }
 
 fn cell(s: impl AsRef<str>) -> String {
-    cut(s.as_ref(), MAX_CELL_CHARS)
+    clip(s.as_ref(), MAX_CELL_CHARS)
 }
 
 /// A rule in a cell: its name, else its path.
@@ -85,7 +78,7 @@ pub(crate) fn section(out: &mut Lines, n: &NsxManager, wide: bool) {
             "  ",
             Tone::Warn,
             "warning:",
-            &format!(" {}", cut(note, MAX_LINE_CHARS)),
+            &format!(" {}", clip(note, MAX_LINE_CHARS)),
         );
     }
     for b in n.blocking.iter().take(SHOWN) {
@@ -99,7 +92,7 @@ pub(crate) fn section(out: &mut Lines, n: &NsxManager, wide: bool) {
             word,
             &format!(
                 " {} on {}",
-                cut(&b.rule.label(), MAX_LINE_CHARS),
+                clip(&b.rule.label(), MAX_LINE_CHARS),
                 PathRef::ports_text(&b.paths)
             ),
         );
@@ -127,11 +120,11 @@ pub(crate) fn section(out: &mut Lines, n: &NsxManager, wide: bool) {
             out,
             format!(
                 "  not blamed: {} would {} {} path(s) ({}), but {} comes first and allows them",
-                cut(&s.rule.label(), MAX_LINE_CHARS / 2),
+                clip(&s.rule.label(), MAX_LINE_CHARS / 2),
                 s.rule.action.to_string().to_lowercase(),
                 s.paths.len(),
                 PathRef::paths_text(&s.paths),
-                cut(&s.by.label(), MAX_LINE_CHARS / 2),
+                clip(&s.by.label(), MAX_LINE_CHARS / 2),
             ),
         );
     }
