@@ -1,12 +1,10 @@
 //! NSX Manager's view joined to a diagnosis, on the API answers of
 //! `tests/fixtures/nsx-manager/api/` against the three VMs `tkc-cp-1..3` (the nodes' names).
 
-use serde_json::json;
-
 use super::*;
 use crate::analyse::matrix::{Cell, Matrix};
 use crate::analyse::verdict::{Verdict, VerdictCode};
-use crate::nsxmanager::model::tests::{fixture, supervisor_vms, world};
+use crate::nsxmanager::model::tests::{supervisor_vms, traceflow, world};
 use crate::nsxmanager::raw::{Listed, TraceflowRead};
 
 const CP: [&str; 3] = ["tkc-cp-1", "tkc-cp-2", "tkc-cp-3"];
@@ -55,24 +53,6 @@ fn joined(read: &NsxRead, code: VerdictCode) -> Diagnosis {
     let mut d = diagnosis(code, 2380, CellState::Timeout);
     join(&mut d, &assess(read, &supervisor_vms(false)));
     d
-}
-
-fn traceflow(obs: &str, from: &str, to: &str) -> TraceflowRead {
-    let v = fixture(obs);
-    TraceflowRead {
-        from: from.into(),
-        to: to.into(),
-        port: 2380,
-        path: "/infra/traceflows/etcdnet-1".into(),
-        status: Some(json!({"operation_state": "FINISHED"})),
-        observations: Listed {
-            results: v["results"].as_array().cloned().unwrap_or_default(),
-            result_count: v["result_count"].as_u64(),
-            incomplete: None,
-        },
-        deleted: true,
-        gaps: vec![],
-    }
 }
 
 /// The Infrastructure DROP of TCP 2380 between the control plane's group: the first evidence
@@ -161,8 +141,8 @@ fn members_not_read_leave_the_paths_undecided() {
 fn traceflows_are_evidence_and_a_delivered_one_points_inside_the_guest() {
     let mut read = world("infra-drop-2380.json", "vms.json");
     read.traceflows = vec![
-        traceflow("traceflow-delivered.json", CP[0], CP[1]),
-        traceflow("traceflow-dropped.json", CP[1], CP[2]),
+        traceflow("traceflow-delivered.json", CP[0], CP[1], 2380),
+        traceflow("traceflow-dropped.json", CP[1], CP[2], 2380),
     ];
     let d = joined(&read, VerdictCode::EtcdPeerNetworkBlocked);
     let v = &d.verdict;
@@ -197,7 +177,7 @@ fn refused_traceflows_are_one_note_naming_the_privilege() {
             why: "NSX Manager refused the account (403): no permission".into(),
             privilege: Some("a role that may run Traceflow".into()),
         }],
-        ..traceflow("traceflow-dropped.json", from, to)
+        ..traceflow("traceflow-dropped.json", from, to, 2380)
     };
     read.traceflows = vec![refused(CP[0], CP[1]), refused(CP[1], CP[2])];
     let d = joined(&read, VerdictCode::EtcdPeerNetworkBlocked);

@@ -3,7 +3,7 @@
 use serde_json::{json, Value};
 
 use super::*;
-use crate::nsxmanager::model::tests::{fixture, supervisor_vms, world};
+use crate::nsxmanager::model::tests::{supervisor_vms, traceflow, world};
 use crate::nsxmanager::model::{input, SupervisorVm};
 use crate::nsxmanager::raw::{Gap, Listed, NsxRead};
 
@@ -431,24 +431,6 @@ fn the_no_drop_line_says_what_was_read() {
         "NSX Manager shows no rule that drops these paths (read: 4 security policies (Emergency 1, Infrastructure 1, Environment 1, Application 1), 4 rules (2 disabled), 1 groups (1 with members read whole), 1 services, 3 of 3 VMs identified)"
     );
     assert_eq!(e.no_drop_line(&[]), None);
-}
-
-fn traceflow(obs: &str, from: &str, to: &str, port: u16) -> TraceflowRead {
-    let v = fixture(obs);
-    TraceflowRead {
-        from: from.into(),
-        to: to.into(),
-        port,
-        path: "/infra/traceflows/etcdnet-1".into(),
-        status: Some(json!({"operation_state": "FINISHED"})),
-        observations: Listed {
-            results: v["results"].as_array().cloned().unwrap_or_default(),
-            result_count: v["result_count"].as_u64(),
-            incomplete: None,
-        },
-        deleted: true,
-        gaps: vec![],
-    }
 }
 
 #[test]

@@ -8,7 +8,9 @@ use std::net::IpAddr;
 use serde_json::{json, Value};
 
 use super::*;
-use crate::nsxmanager::raw::{Gap, Layout, Listed, Members, NsxRead, PolicyRead, VmLookup};
+use crate::nsxmanager::raw::{
+    Gap, Layout, Listed, Members, NsxRead, PolicyRead, TraceflowRead, VmLookup,
+};
 
 const API: &str = "/policy/api/v1";
 const BASE: &str = "/policy/api/v1/infra/domains/default";
@@ -142,6 +144,26 @@ pub(crate) fn world(name: &str, vms: &str) -> NsxRead {
         vms,
         traceflows: Vec::new(),
         gaps: Vec::new(),
+    }
+}
+
+/// A finished traceflow from `from` to `to` on TCP `port` whose observations are the API
+/// fixture `obs`, deleted after it was read (as a run leaves it).
+pub(crate) fn traceflow(obs: &str, from: &str, to: &str, port: u16) -> TraceflowRead {
+    let v = fixture(obs);
+    TraceflowRead {
+        from: from.into(),
+        to: to.into(),
+        port,
+        path: "/infra/traceflows/etcdnet-0123456789abcdef".into(),
+        status: Some(json!({"operation_state": "FINISHED"})),
+        observations: Listed {
+            results: v["results"].as_array().cloned().unwrap_or_default(),
+            result_count: v["result_count"].as_u64(),
+            incomplete: None,
+        },
+        deleted: true,
+        gaps: vec![],
     }
 }
 

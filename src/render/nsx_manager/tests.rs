@@ -2,47 +2,15 @@
 //! `tests/fixtures/nsx-manager/api/`), hostile ones escaped and bounded, and the `diagnose`
 //! table and JSON unchanged without it.
 
-use serde_json::json;
-
 use super::*;
-use crate::analyse::dfw::{evaluate, summarize_traceflow, TraceflowSummary};
-use crate::nsxmanager::model::input;
-use crate::nsxmanager::model::tests::{fixture, supervisor_vms, world};
-use crate::nsxmanager::raw::{Gap, Listed, NsxRead, TraceflowRead};
+use crate::nsxmanager::model::tests::{traceflow, world};
+use crate::nsxmanager::raw::{Gap, TraceflowRead};
 use crate::render::{output, Format, Paint};
+use crate::report::v1alpha2::nsx_manager::tests::section_of;
 use crate::report::v1alpha2::{DfwAction, DfwBlockingRule, NsxGap, NsxTraceflow};
 use crate::report::DiagnoseReport;
 
 const OFF: Paint = Paint { on: false };
-
-fn traceflow(obs: &str, from: &str, to: &str, port: u16, deleted: bool) -> TraceflowRead {
-    let v = fixture(obs);
-    TraceflowRead {
-        from: from.into(),
-        to: to.into(),
-        port,
-        path: "/infra/traceflows/etcdnet-0123456789abcdef".into(),
-        status: Some(json!({"operation_state": "FINISHED"})),
-        observations: Listed {
-            results: v["results"].as_array().cloned().unwrap_or_default(),
-            result_count: v["result_count"].as_u64(),
-            incomplete: None,
-        },
-        deleted,
-        gaps: vec![],
-    }
-}
-
-fn section_of(read: &NsxRead) -> NsxManager {
-    let i = input(read, &supervisor_vms(false));
-    let e = evaluate(&i);
-    let t: Vec<TraceflowSummary> = read
-        .traceflows
-        .iter()
-        .map(|t| summarize_traceflow(t, &i, &e))
-        .collect();
-    NsxManager::new(read, &i, &e, &t, None)
-}
 
 fn text(n: &NsxManager, wide: bool) -> String {
     let mut out = Lines::new(OFF);
@@ -57,9 +25,8 @@ fn infra_drop() -> NsxManager {
         "tkc-cp-1",
         "tkc-cp-2",
         2380,
-        true,
     ));
-    section_of(&read)
+    section_of(&read, None)
 }
 
 #[test]
@@ -98,7 +65,7 @@ fn the_rule_that_drops_is_named_with_its_category_sequence_pairs_and_traceflow()
 #[test]
 fn no_visible_drop_says_so_with_what_was_read_and_the_rule_not_blamed() {
     let t = text(
-        &section_of(&world("allow-before-drop.json", "vms.json")),
+        &section_of(&world("allow-before-drop.json", "vms.json"), None),
         false,
     );
     assert!(
@@ -120,14 +87,11 @@ fn undecided_paths_unread_parts_and_a_traceflow_left_behind_are_said() {
         why: "NSX Manager refused the account (403)".into(),
         privilege: Some("read access to Security (…): NSX's read-only Auditor role has it".into()),
     });
-    read.traceflows.push(traceflow(
-        "traceflow-delivered.json",
-        "tkc-cp-1",
-        "tkc-cp-2",
-        2380,
-        false,
-    ));
-    let t = text(&section_of(&read), false);
+    read.traceflows.push(TraceflowRead {
+        deleted: false,
+        ..traceflow("traceflow-delivered.json", "tkc-cp-1", "tkc-cp-2", 2380)
+    });
+    let t = text(&section_of(&read, None), false);
     assert!(t.contains("  cannot decide 12 path(s) ("), "{t}");
     assert!(t.contains("unknown-sources"), "{t}");
     assert!(
@@ -155,9 +119,8 @@ fn a_traceflow_that_disagrees_is_said() {
         "tkc-cp-1",
         "tkc-cp-2",
         2380,
-        true,
     ));
-    let t = text(&section_of(&read), false);
+    let t = text(&section_of(&read, None), false);
     let row = t
         .lines()
         .find(|l| l.starts_with("tkc-cp-1"))

@@ -47,7 +47,7 @@ mod location;
 mod metrics;
 mod network;
 mod node;
-mod nsx_manager;
+pub(crate) mod nsx_manager;
 mod timeline;
 
 pub use analysis::{

@@ -742,4 +742,4 @@ impl NsxManager {
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

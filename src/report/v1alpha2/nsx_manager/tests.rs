@@ -6,30 +6,11 @@ use serde_json::{json, Value};
 use super::*;
 use crate::analyse::dfw::{evaluate, summarize_traceflow};
 use crate::nsxmanager::model::input;
-use crate::nsxmanager::model::tests::{fixture, supervisor_vms, world};
-use crate::nsxmanager::raw::{Listed, TraceflowRead};
+use crate::nsxmanager::model::tests::{supervisor_vms, traceflow, world};
 
 const BLOCK: &str =
     "/infra/domains/default/security-policies/infra-hardening/rules/block-etcd-peer";
 const NOTE: &str = "NSX Manager's certificate was not checked (--nsx-insecure-skip-tls-verify)";
-
-fn traceflow(obs: &str, from: &str, to: &str, port: u16) -> TraceflowRead {
-    let v = fixture(obs);
-    TraceflowRead {
-        from: from.into(),
-        to: to.into(),
-        port,
-        path: "/infra/traceflows/etcdnet-0123456789abcdef".into(),
-        status: Some(json!({"operation_state": "FINISHED"})),
-        observations: Listed {
-            results: v["results"].as_array().cloned().unwrap_or_default(),
-            result_count: v["result_count"].as_u64(),
-            incomplete: None,
-        },
-        deleted: true,
-        gaps: vec![],
-    }
-}
 
 /// The section of a run that read `read` (its traceflows summarized as the lead's judge does).
 pub(crate) fn section_of(read: &NsxRead, note: Option<String>) -> NsxManager {
