@@ -2,55 +2,15 @@
 //! `tests/fixtures/nsx-manager/api/` against the three VMs `tkc-cp-1..3` (the nodes' names).
 
 use super::*;
-use crate::analyse::matrix::{Cell, Matrix};
-use crate::analyse::verdict::{Verdict, VerdictCode};
+use crate::analyse::network::tests::diagnosis_of;
+use crate::analyse::verdict::VerdictCode;
 use crate::nsxmanager::model::tests::{supervisor_vms, traceflow, world};
 use crate::nsxmanager::raw::{Listed, TraceflowRead};
 
 const CP: [&str; 3] = ["tkc-cp-1", "tkc-cp-2", "tkc-cp-3"];
 
-/// A diagnosis whose verdict is `code`, every peer path on `port` in `state`, the other ok.
-fn diagnosis(code: VerdictCode, port: u16, state: CellState) -> Diagnosis {
-    let matrix = |p: u16| Matrix {
-        port: p,
-        nodes: CP.iter().map(|s| s.to_string()).collect(),
-        cells: CP
-            .iter()
-            .flat_map(|from| CP.iter().map(move |to| (from, to)))
-            .map(|(from, to)| Cell {
-                from: from.to_string(),
-                to: to.to_string(),
-                port: p,
-                state: if p == port && from != to {
-                    state
-                } else {
-                    CellState::Ok
-                },
-                ms: Some(1),
-                detail: None,
-            })
-            .collect(),
-    };
-    Diagnosis {
-        verdict: Verdict {
-            code,
-            summary: "s".into(),
-            nodes: vec![],
-            evidence: vec!["first".into()],
-            next_steps: vec!["open the ports".into()],
-            notes: vec![],
-        },
-        matrices: vec![matrix(2379), matrix(2380)],
-        logs: vec![],
-        location: None,
-        guard: None,
-        etcd_metrics: vec![],
-        timeline: Default::default(),
-    }
-}
-
 fn joined(read: &NsxRead, code: VerdictCode) -> Diagnosis {
-    let mut d = diagnosis(code, 2380, CellState::Timeout);
+    let mut d = diagnosis_of(&CP, code, Some((2380, CellState::Timeout)));
     join(&mut d, &assess(read, &supervisor_vms(false)));
     d
 }
@@ -201,7 +161,7 @@ fn refused_traceflows_are_one_note_naming_the_privilege() {
 /// A Healthy verdict: nothing is added to the evidence or the steps.
 #[test]
 fn a_healthy_verdict_is_left_alone() {
-    let mut d = diagnosis(VerdictCode::Healthy, 2380, CellState::Ok);
+    let mut d = diagnosis_of(&CP, VerdictCode::Healthy, None);
     join(
         &mut d,
         &assess(

@@ -82,8 +82,6 @@ fn facts() -> ClusterFacts {
     crate::testing::facts(3, 3, nodes)
 }
 
-/// A diagnosis whose verdict is `code`, with every path on `port` in `state` (the other port
-/// ok), by Machine name.
 /// The assessment joined to a diagnosis of every peer path timing out on 2380
 /// (`EtcdPeerNetworkBlocked`), the case most join tests start from.
 fn blocked_2380_joined(a: &NetworkAssessment) -> Diagnosis {
@@ -95,11 +93,23 @@ fn blocked_2380_joined(a: &NetworkAssessment) -> Diagnosis {
     d
 }
 
+/// A diagnosis whose verdict is `code`, with every path on `port` in `state` (the other port
+/// ok), by Machine name.
 fn diagnosis(code: VerdictCode, failing: Option<(u16, CellState)>) -> Diagnosis {
+    diagnosis_of(&MACHINES, code, failing)
+}
+
+/// A diagnosis of `nodes` whose verdict is `code`, with every peer path on `port` in `state`
+/// (the other port ok).
+pub(crate) fn diagnosis_of(
+    nodes: &[&str],
+    code: VerdictCode,
+    failing: Option<(u16, CellState)>,
+) -> Diagnosis {
     let matrix = |port: u16| {
         let mut cells = Vec::new();
-        for from in MACHINES {
-            for to in MACHINES {
+        for &from in nodes {
+            for &to in nodes {
                 let state = match failing {
                     Some((p, s)) if p == port && from != to => s,
                     _ => CellState::Ok,
@@ -116,7 +126,7 @@ fn diagnosis(code: VerdictCode, failing: Option<(u16, CellState)>) -> Diagnosis 
         }
         Matrix {
             port,
-            nodes: MACHINES.iter().map(|s| s.to_string()).collect(),
+            nodes: nodes.iter().map(|s| s.to_string()).collect(),
             cells,
         }
     };
