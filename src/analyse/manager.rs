@@ -16,8 +16,7 @@ use super::dfw::{
     evaluate, summarize_traceflow, Agreement, DfwEvaluation, DfwPathOutcome, DfwRuleRef,
     TraceflowResult, TraceflowSummary,
 };
-use super::matrix::CellState;
-use super::network::ports_text;
+use super::network::{failing_paths, group, ports_text};
 use super::policy::{paths_text, PathRef};
 use super::verdict::Diagnosis;
 use crate::nsxmanager::model::{self, DfwInput, RuleAction, SupervisorVm};
@@ -99,15 +98,6 @@ fn verb(r: &DfwRuleRef) -> &'static str {
     }
 }
 
-/// `path` added to `key`'s paths in `groups` (a group made for a key not met yet), in the
-/// order met.
-fn group<K: PartialEq>(groups: &mut Vec<(K, Vec<PathRef>)>, key: K, path: &PathRef) {
-    match groups.iter_mut().find(|(k, _)| *k == key) {
-        Some((_, paths)) => paths.push(path.clone()),
-        None => groups.push((key, vec![path.clone()])),
-    }
-}
-
 /// Adds what NSX Manager says to a diagnosis (pure; see the module). Its lines go first: the
 /// Supervisor's own (SecurityPolicies, "outside the Supervisor's view") follow them.
 pub fn join(diagnosis: &mut Diagnosis, a: &ManagerAssessment) {
@@ -133,17 +123,7 @@ pub fn join(diagnosis: &mut Diagnosis, a: &ManagerAssessment) {
     );
 
     if diagnosis.verdict.code.names_policies() {
-        let failing: Vec<PathRef> = diagnosis
-            .matrices
-            .iter()
-            .flat_map(|m| m.peer_cells())
-            .filter(|c| matches!(c.state, CellState::Timeout | CellState::Refused))
-            .map(|c| PathRef {
-                port: c.port,
-                from: c.from.clone(),
-                to: c.to.clone(),
-            })
-            .collect();
+        let failing = failing_paths(&diagnosis.matrices);
         let total = failing.len();
         let mut by_rule: Vec<(DfwRuleRef, Vec<PathRef>)> = Vec::new();
         let mut undecided: Vec<(String, Vec<PathRef>)> = Vec::new();
@@ -151,15 +131,17 @@ pub fn join(diagnosis: &mut Diagnosis, a: &ManagerAssessment) {
         for p in &failing {
             match ev.path(p.port, &p.from, &p.to).map(|e| &e.outcome) {
                 Some(DfwPathOutcome::Dropped { rule } | DfwPathOutcome::Rejected { rule }) => {
-                    group(&mut by_rule, rule.clone(), p)
+                    group(&mut by_rule, rule.clone(), p.clone())
                 }
-                Some(DfwPathOutcome::CannotDecide { why }) => group(&mut undecided, why.clone(), p),
+                Some(DfwPathOutcome::CannotDecide { why }) => {
+                    group(&mut undecided, why.clone(), p.clone())
+                }
                 Some(_) => open.push(p.clone()),
                 None => group(
                     &mut undecided,
                     "its VMs were not evaluated (not found in NSX Manager, or not read)"
                         .to_string(),
-                    p,
+                    p.clone(),
                 ),
             }
         }

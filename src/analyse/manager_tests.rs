@@ -2,6 +2,7 @@
 //! `tests/fixtures/nsx-manager/api/` against the three VMs `tkc-cp-1..3` (the nodes' names).
 
 use super::*;
+use crate::analyse::matrix::CellState;
 use crate::analyse::network::tests::diagnosis_of;
 use crate::analyse::verdict::VerdictCode;
 use crate::nsxmanager::model::tests::{supervisor_vms, traceflow, world};

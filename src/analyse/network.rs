@@ -169,6 +169,30 @@ pub fn show_command(r: &RuleRef) -> String {
     )
 }
 
+/// The peer paths that time out or are refused, every port: what a policy or a firewall rule
+/// can be blamed for (the joins of the Supervisor's policies and of NSX Manager's rules alike).
+pub(super) fn failing_paths(matrices: &[super::matrix::Matrix]) -> Vec<PathRef> {
+    matrices
+        .iter()
+        .flat_map(|m| m.peer_cells())
+        .filter(|c| matches!(c.state, CellState::Timeout | CellState::Refused))
+        .map(|c| PathRef {
+            port: c.port,
+            from: c.from.clone(),
+            to: c.to.clone(),
+        })
+        .collect()
+}
+
+/// `path` added to `key`'s paths in `groups` (a group made for a key not met yet), in the
+/// order met.
+pub(super) fn group<K: PartialEq>(groups: &mut Vec<(K, Vec<PathRef>)>, key: K, path: PathRef) {
+    match groups.iter_mut().find(|(k, _)| *k == key) {
+        Some((_, paths)) => paths.push(path),
+        None => groups.push((key, vec![path])),
+    }
+}
+
 /// The ports of `paths`, `TCP 2380` or `TCP 2379, 2380`.
 pub fn ports_text(paths: &[PathRef]) -> String {
     let mut ports: Vec<u16> = paths.iter().map(|p| p.port).collect();
@@ -318,15 +342,7 @@ pub fn join(diagnosis: &mut Diagnosis, facts: &ClusterFacts, a: &NetworkAssessme
         .collect();
 
     if diagnosis.verdict.code.names_policies() {
-        let failing: Vec<PathRef> = cells
-            .iter()
-            .filter(|c| matches!(c.state, CellState::Timeout | CellState::Refused))
-            .map(|c| PathRef {
-                port: c.port,
-                from: c.from.clone(),
-                to: c.to.clone(),
-            })
-            .collect();
+        let failing = failing_paths(&diagnosis.matrices);
         let total = failing.len();
         // By rule, in the order met; the failing paths a policy not in effect as written
         // covers; those that cannot be decided; and those no visible rule blocks.
@@ -334,13 +350,6 @@ pub fn join(diagnosis: &mut Diagnosis, facts: &ClusterFacts, a: &NetworkAssessme
         let mut by_not_realized: Vec<(RuleRef, Vec<PathRef>)> = Vec::new();
         let mut outside: Vec<PathRef> = Vec::new();
         let mut undecided: Vec<(PathRef, String)> = Vec::new();
-        let add = |list: &mut Vec<(RuleRef, Vec<PathRef>)>, rule: &RuleRef, p: PathRef| match list
-            .iter_mut()
-            .find(|(r, _)| r == rule)
-        {
-            Some((_, paths)) => paths.push(p),
-            None => list.push((rule.clone(), vec![p])),
-        };
         for p in failing {
             let (Some(from), Some(to)) = (vm_of(&p.from), vm_of(&p.to)) else {
                 undecided.push((p, "no VM is known for its node".to_string()));
@@ -352,11 +361,11 @@ pub fn join(diagnosis: &mut Diagnosis, facts: &ClusterFacts, a: &NetworkAssessme
             };
             match &e.outcome {
                 PathOutcome::Dropped { rule } | PathOutcome::Rejected { rule } => {
-                    add(&mut by_rule, rule, p)
+                    group(&mut by_rule, rule.clone(), p)
                 }
                 PathOutcome::CannotDecide { why } => undecided.push((p, why.clone())),
                 _ => match &e.not_realized {
-                    Some(rule) => add(&mut by_not_realized, rule, p),
+                    Some(rule) => group(&mut by_not_realized, rule.clone(), p),
                     None => outside.push(p),
                 },
             }
