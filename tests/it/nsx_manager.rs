@@ -66,18 +66,7 @@ impl Case {
     /// `kubectl etcdnet diagnose` of the article's cluster on the jumpbox route, with `vars`
     /// as its only NSX variables, then `extra`; not started.
     fn command(&self, vars: &[(&str, &str)], extra: &[&str]) -> Command {
-        let mut args = vec![
-            "diagnose",
-            CLUSTER,
-            "-n",
-            NS,
-            "--via",
-            "jumpbox",
-            "--api-timeout",
-            "1s",
-        ];
-        args.extend_from_slice(extra);
-        let mut cmd = self.env.kubectl_command(&args);
+        let mut cmd = self.env.diagnose_via_jumpbox_command(extra);
         for v in NSX_VARS {
             cmd.env_remove(v);
         }

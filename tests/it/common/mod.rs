@@ -241,6 +241,16 @@ impl Env {
     /// `kubectl etcdnet diagnose` of the article's cluster on the jumpbox route (the workload
     /// API not waited for past a second), plus `extra`.
     pub fn diagnose_via_jumpbox(&self, extra: &[&str]) -> Run {
+        Run::from(
+            self.diagnose_via_jumpbox_command(extra)
+                .output()
+                .expect("kubectl runs"),
+        )
+    }
+
+    /// [`Env::diagnose_via_jumpbox`]'s command, not started (its environment the caller's to
+    /// change).
+    pub fn diagnose_via_jumpbox_command(&self, extra: &[&str]) -> Command {
         use article::{CLUSTER, NS};
         let mut args = vec![
             "diagnose",
@@ -253,7 +263,7 @@ impl Env {
             "1s",
         ];
         args.extend_from_slice(extra);
-        self.kubectl(&args)
+        self.kubectl_command(&args)
     }
 
     /// Like [`Env::script_jumpbox_pods`], with `section(i, ip)` standing for VM `i`'s section
