@@ -87,16 +87,6 @@ pub enum TraceflowOutcome {
 
 const L3_CATEGORIES: [&str; 4] = ["Emergency", "Infrastructure", "Environment", "Application"];
 
-fn strs(v: &Value, key: &str) -> Vec<String> {
-    v.get(key)
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .filter_map(Value::as_str)
-        .map(str::to_string)
-        .collect()
-}
-
 fn is_any(list: &[String]) -> bool {
     list.is_empty() || list.iter().any(|s| s == "ANY")
 }
@@ -162,8 +152,8 @@ fn entry_matches(world: &World, e: &Value, q: &TraceflowQuery, depth: usize) -> 
                 .and_then(Value::as_str)
                 .unwrap_or("TCP");
             l4 == proto
-                && ports_match(&strs(e, "destination_ports"), q.dst_port)
-                && ports_match(&strs(e, "source_ports"), q.src_port)
+                && ports_match(&members::strings(e, "destination_ports"), q.dst_port)
+                && ports_match(&members::strings(e, "source_ports"), q.src_port)
         }
         "IPProtocolServiceEntry" => {
             let n = e.get("protocol_number").and_then(Value::as_u64);
@@ -195,7 +185,7 @@ fn service_matches(world: &World, path: &str, q: &TraceflowQuery, depth: usize) 
 }
 
 fn services_match(world: &World, rule: &Value, q: &TraceflowQuery) -> bool {
-    let services = strs(rule, "services");
+    let services = members::strings(rule, "services");
     let own: Vec<Value> = rule
         .get("service_entries")
         .and_then(Value::as_array)
@@ -229,16 +219,16 @@ fn rule_matches(pk: &Packet, p: &Value, r: &Value, at: &End, dir: &str) -> bool 
     if d != "IN_OUT" && d != dir {
         return false;
     }
-    let policy_scope = strs(p, "scope");
+    let policy_scope = members::strings(p, "scope");
     let scope = if is_any(&policy_scope) {
-        strs(r, "scope")
+        members::strings(r, "scope")
     } else {
         policy_scope
     };
     if !scope_covers(world, &scope, at) {
         return false;
     }
-    if !is_any(&strs(r, "profiles")) {
+    if !is_any(&members::strings(r, "profiles")) {
         return false;
     }
     // `ip_protocol` IPV4 / IPV6 / IPV4_IPV6 (terraform-provider-nsxt `securityPolicyIPProtocolValues`).
@@ -249,8 +239,8 @@ fn rule_matches(pk: &Packet, p: &Value, r: &Value, at: &End, dir: &str) -> bool 
     }
     let sx = r.get("sources_excluded").and_then(Value::as_bool) == Some(true);
     let dx = r.get("destinations_excluded").and_then(Value::as_bool) == Some(true);
-    side_matches(world, &strs(r, "source_groups"), sx, src)
-        && side_matches(world, &strs(r, "destination_groups"), dx, dst)
+    side_matches(world, &members::strings(r, "source_groups"), sx, src)
+        && side_matches(world, &members::strings(r, "destination_groups"), dx, dst)
         && services_match(world, r, q)
 }
 

@@ -220,7 +220,8 @@ fn expressions(world: &World, exprs: &[Value], depth: usize) -> Members {
     acc.unwrap_or_default()
 }
 
-fn strings(v: &Value, key: &str) -> Vec<String> {
+/// The strings of array `key` of `v` (none when it is absent or not an array).
+pub(crate) fn strings(v: &Value, key: &str) -> Vec<String> {
     v.get(key)
         .and_then(Value::as_array)
         .into_iter()
