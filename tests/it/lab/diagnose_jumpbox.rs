@@ -516,8 +516,12 @@ fn a_restricted_vsphere_namespace_admits_and_runs_the_jumpbox() {
             labels["pod-security.kubernetes.io/enforce-version"] = "latest".into();
         })
         .unwrap();
-    let run = w.diagnose(&["-o", "json", "--via", "jumpbox"]);
-    let report = run.diagnose_report();
+    // Until Healthy, as the lab's other healthy verdicts are read: on CI's loaded two cores a
+    // member once left its own TLS handshake stalled for 4 s, and the plugin rightly said
+    // Inconclusive (not everything was seen to work).
+    let (run, report) = diagnose_until(VerdictCode::Healthy, || {
+        w.diagnose(&["-o", "json", "--via", "jumpbox"])
+    });
     assert_eq!(
         report.verdict.code,
         VerdictCode::Healthy,
