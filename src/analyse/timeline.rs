@@ -249,7 +249,8 @@ pub fn build(
                 let first = hosts.next()?;
                 hosts.all(|h| h == first).then_some(first)
             });
-            let (Some(start), Some(peer)) = (e.start, peer) else {
+            // Only late lines of a cut that ended (`Episode::late`): no onset of a new one.
+            let (Some(start), Some(peer), false) = (e.start, peer, e.late) else {
                 continue;
             };
             if *peer == n.name {

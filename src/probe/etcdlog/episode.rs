@@ -35,6 +35,11 @@ pub struct Episode {
     /// could not connect") of the episode: while the peer stays unhealthy the prober says so
     /// again every [`PROBER_REPEAT_US`].
     pub last_prober: Option<i64>,
+    /// The episode holds only late lines so far: failures within [`LATE_AFTER_RECOVERY_US`]
+    /// of the recovery in `recovered` and none since, i.e. dials and reads of the cut before
+    /// that ended just after it. Not yet a cut of its own: the timeline takes no onset from it
+    /// (the log has not told of a new cut yet).
+    pub late: bool,
     /// For a member ID: the hosts of the addresses named by lines that name this peer alone
     /// (how a zap line's `remote-peer-id` and its error's `->198.18.0.12:2380` tie an ID to a
     /// node when no member list was read); at most 4.
@@ -70,6 +75,22 @@ const ESTABLISHED: &[&str] = &[
 /// busy host.
 pub const PROBER_REPEAT_US: i64 = 15_000_000;
 
+/// How soon after a recovery line a failure line may be a late one: the outcome of a dial or
+/// read begun during the cut, not a new cut. A stream's dial gives up after the peer dial
+/// timeout (1 s + the election timeout, 2 s with kubeadm's defaults: server/config/config.go
+/// `PeerDialTimeout`, 3.5 and 3.6), its read after 5 s (rafthttp/peer.go
+/// `DefaultConnReadTimeout`); the lab saw etcd 3.4 log "peer became inactive … failed to dial …
+/// i/o timeout" 0.24 s after the streams' "established" at a heal. 5 s and slack.
+pub const LATE_AFTER_RECOVERY_US: i64 = 10_000_000;
+
+/// How long a cut that goes on stays unlogged at most: etcd's prober checks a healthy peer's
+/// status every 30 s (rafthttp/probing_status.go `statusMonitoringInterval`, 3.4 to 3.6) and
+/// logs "prober detected unhealthy status" at the first check that finds it down, every 5 s
+/// after; a stream's read times out within 5 s. Late lines after a recovery followed by no
+/// failure line within this long were the old cut's; a failure after that begins a new
+/// episode. 30 s and slack for a busy host, as [`PROBER_REPEAT_US`].
+pub const CUT_LOGGED_WITHIN_US: i64 = 40_000_000;
+
 fn recovery(line: &LogLine, kinds: &[LogKind]) -> bool {
     kinds.contains(&LogKind::PeerActive) || ESTABLISHED.iter().any(|s| line.msg.contains(s))
 }
@@ -87,6 +108,9 @@ pub fn episodes(log: &str) -> Vec<Episode> {
     });
     let local: Option<String> = lines.iter().find_map(|l| l.local_member_id.clone());
     let mut out: BTreeMap<PeerKey, Episode> = BTreeMap::new();
+    // Per peer whose open episode so far holds only late lines (see LATE_AFTER_RECOVERY_US):
+    // the recovery those lines followed.
+    let mut late: BTreeMap<PeerKey, i64> = BTreeMap::new();
     // A line without a time takes the time of the line before it (continuation lines).
     let mut prev: Option<i64> = None;
     let mut dated: Vec<(i64, &LogLine)> = Vec::with_capacity(lines.len());
@@ -136,6 +160,7 @@ pub fn episodes(log: &str) -> Vec<Episode> {
                 recovered: None,
                 last_failure: None,
                 last_prober: None,
+                late: false,
                 hosts: BTreeSet::new(),
             });
             if alone && matches!(e.peer, PeerKey::Id(_)) && e.hosts.len() < 4 {
@@ -143,18 +168,41 @@ pub fn episodes(log: &str) -> Vec<Episode> {
             }
             // The prober fell silent: the peer was healthy in between (see PROBER_REPEAT_US).
             let silent = down && e.last_prober.is_some_and(|p| ts - p > PROBER_REPEAT_US);
-            if up || silent {
-                let r = if up { Some(ts) } else { e.last_failure };
+            // The open episode held only late lines of the cut before a recovery, and nothing
+            // failed for longer than a cut that goes on stays unlogged: that recovery held, and
+            // this line is a new cut's (see CUT_LOGGED_WITHIN_US).
+            let stale = down
+                && late.contains_key(&e.peer)
+                && e.last_failure.is_some_and(|f| ts - f > CUT_LOGGED_WITHIN_US);
+            if up || silent || stale {
+                let r = if up {
+                    Some(ts)
+                } else if stale {
+                    late.get(&e.peer).copied()
+                } else {
+                    e.last_failure
+                };
                 e.start = None;
                 e.start_kind = None;
                 e.last_failure = None;
                 e.last_prober = None;
                 e.recovered = e.recovered.max(r);
+                late.remove(&e.peer);
             }
             if down {
                 if e.start.is_none() {
                     e.start = Some(ts);
                     e.start_kind = kinds.iter().copied().find(|k| FAILURE.contains(k));
+                    if let Some(r) = e.recovered.filter(|r| ts - r <= LATE_AFTER_RECOVERY_US) {
+                        late.insert(e.peer.clone(), r);
+                    }
+                } else if late
+                    .get(&e.peer)
+                    .is_some_and(|r| ts - r > LATE_AFTER_RECOVERY_US)
+                {
+                    // Failing on past the late lines' time: the cut goes on (or came again
+                    // at once); the episode is real, from its first line.
+                    late.remove(&e.peer);
                 }
                 e.last_failure = Some(ts);
                 if kinds.contains(&LogKind::PeerUnhealthy) {
@@ -163,7 +211,12 @@ pub fn episodes(log: &str) -> Vec<Episode> {
             }
         }
     }
-    out.into_values().collect()
+    out.into_values()
+        .map(|mut e| {
+            e.late = late.contains_key(&e.peer);
+            e
+        })
+        .collect()
 }
 
 /// An epoch-µs time as the classifier writes times (RFC 3339 UTC, six fraction digits).
@@ -330,5 +383,115 @@ mod tests {
             .join("\n"),
         );
         assert_eq!(e[0].start, at("2026-12-01T10:00:00Z"));
+    }
+
+    /// The late line of a heal, then a cut hours later (tests/fixtures/etcd-logs/composed: the
+    /// lab's real 3.4 and 3.5 captures, a heal of their own start lines, the late "failed to
+    /// dial … i/o timeout" 0.24 s after it, the same cut 3 h later): the onset is the second
+    /// cut's. The late line alone is not a cut; failures going on after it are one.
+    #[test]
+    fn a_late_line_after_a_heal_is_not_the_next_cuts_onset() {
+        const LATE_PEER: &str = "14569749fa01776e";
+        for v in ["3.4", "3.5"] {
+            let log = fixture(&format!("composed/heal-late-line-then-cut-v{v}-cp1.log"));
+            let lines: Vec<&str> = log.lines().collect();
+            let ts = |l: &str| at(&super::super::parse_line(l).unwrap().ts.unwrap()).unwrap();
+            let late_at = lines.iter().position(|l| l.contains("failed to dial")).unwrap();
+            let late = ts(lines[late_at]);
+            let healed = ts(lines[late_at - 1]);
+            let second_cut = ts(lines[late_at + 1]);
+            assert!(second_cut - late > 3 * 3600 * 1_000_000 - 60_000_000, "{v}");
+            let e = episodes(&log);
+            assert_eq!(e.len(), 2, "{v}: {e:?}");
+            for ep in &e {
+                let start = ep.start.unwrap_or_else(|| panic!("{v}: {ep:?}"));
+                assert!(start >= second_cut, "{v}: the late line's onset: {ep:?}");
+                assert!(!ep.late, "{v}: {ep:?}");
+                // The first failure about the peer in the second cut.
+                let PeerKey::Id(id) = &ep.peer else { panic!() };
+                let first = lines[late_at + 1..]
+                    .iter()
+                    .find(|l| l.contains(id.as_str()) && !l.contains("established"))
+                    .unwrap();
+                assert_eq!(ep.start, Some(ts(first)), "{v}: {ep:?}");
+            }
+            let cp3 = e.iter().find(|e| e.peer == PeerKey::Id(LATE_PEER.into())).unwrap();
+            assert!(cp3.recovered.is_some_and(|r| r <= healed && healed - r < 1_000_000), "{v}: {cp3:?}");
+
+            // The log read right after the late line: an episode of late lines only, which the
+            // timeline takes no onset from.
+            let upto = lines[..=late_at].join("\n");
+            let e = episodes(&upto);
+            let cp3 = e.iter().find(|e| e.peer == PeerKey::Id(LATE_PEER.into())).unwrap();
+            assert_eq!(cp3.start, Some(late), "{v}: {cp3:?}");
+            assert!(cp3.late, "{v}: {cp3:?}");
+
+            // A cut that goes on after the heal (a flap: the prober's line 20 s after the late
+            // one, within its 30 s interval): one real episode, from the late line.
+            let prober = lines[late_at + 1..]
+                .iter()
+                .find(|l| l.contains("prober detected unhealthy") && l.contains(LATE_PEER))
+                .unwrap();
+            let when = super::super::parse_line(prober).unwrap().ts.unwrap();
+            let shifted = prober.replace(
+                &when[..19],
+                &format_micros(late + 20_000_000)[..19],
+            );
+            let flap = format!("{upto}\n{shifted}");
+            let e = episodes(&flap);
+            let cp3 = e.iter().find(|e| e.peer == PeerKey::Id(LATE_PEER.into())).unwrap();
+            assert_eq!(cp3.start, Some(late), "{v}: {cp3:?}");
+            assert!(!cp3.late, "{v}: {cp3:?}");
+            assert_eq!(cp3.last_failure.map(|f| f / 1_000_000), Some((late + 20_000_000) / 1_000_000));
+        }
+    }
+
+    /// Several late lines (the stream's dial and the other stream's read, each ending just
+    /// after the heal), then silence, then a cut: the cut's own onset; a failure more than the
+    /// late window after the recovery but within the prober's interval of them is a cut that
+    /// went on.
+    #[test]
+    fn late_lines_then_silence_then_a_cut() {
+        let line = |ts: &str, msg: &str, err: &str| {
+            format!(
+                r#"{{"level":"warn","ts":"{ts}","caller":"rafthttp/peer_status.go:66","msg":"{msg}","local-member-id":"aaaaaaaaaaaaaaa1","peer-id":"bbbbbbbbbbbbbbb2","error":"{err}"}}"#
+            )
+        };
+        let inactive = "peer became inactive (message send to peer failed)";
+        let lost = "lost TCP streaming connection with remote peer";
+        let est = "established TCP streaming connection with remote peer";
+        let dial = "failed to dial bbbbbbbbbbbbbbb2 on stream Message (dial tcp 10.0.0.2:2380: i/o timeout)";
+        let read = "failed to read bbbbbbbbbbbbbbb2 on stream MsgApp v2 (read tcp 10.0.0.1:1->10.0.0.2:2380: i/o timeout)";
+        let story = |tail: &[String]| {
+            let mut v = vec![
+                line("2026-12-01T10:00:00Z", lost, read),
+                line("2026-12-01T10:01:00Z", est, ""),
+                line("2026-12-01T10:01:00.240Z", inactive, dial),
+                line("2026-12-01T10:01:04Z", lost, read),
+            ];
+            v.extend_from_slice(tail);
+            episodes(&v.join("\n"))
+        };
+        let e = story(&[line("2026-12-03T09:00:00Z", lost, read), line("2026-12-03T09:00:05Z", lost, read)]);
+        assert_eq!(e[0].start, at("2026-12-03T09:00:00Z"), "{e:?}");
+        assert_eq!(e[0].recovered, at("2026-12-01T10:01:00Z"), "{e:?}");
+        assert!(!e[0].late);
+        // 30 s after the last late line, 34 s after the heal: the cut went on.
+        let e = story(&[line("2026-12-01T10:01:34Z", lost, read)]);
+        assert_eq!(e[0].start, at("2026-12-01T10:01:00.240Z"), "{e:?}");
+        assert!(!e[0].late);
+        // Nothing after them: late lines only.
+        let e = story(&[]);
+        assert_eq!(e[0].start, at("2026-12-01T10:01:00.240Z"), "{e:?}");
+        assert!(e[0].late);
+        // A failure 11 s after the heal is no late line: its episode is real at once.
+        let e = episodes(
+            &[
+                line("2026-12-01T10:01:00Z", est, ""),
+                line("2026-12-01T10:01:11Z", lost, read),
+            ]
+            .join("\n"),
+        );
+        assert!(!e[0].late, "{e:?}");
     }
 }
