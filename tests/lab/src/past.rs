@@ -60,6 +60,19 @@ pub enum EtcdLine {
     /// rafthttp/peer_status.go: `"peer became active"` (peer-id); 3.4 text `rafthttp: peer <id>
     /// became active`. An episode ends here.
     PeerActive { peer: u64 },
+    /// rafthttp/stream.go, the stream reader towards `peer` connected: zap `"established TCP
+    /// streaming connection with remote peer"` (stream-reader-type `stream Message`,
+    /// local-member-id, remote-peer-id; info, as the captures show it: 3.5 at line 412, 3.4 at
+    /// 425); 3.4 text `rafthttp: established a TCP streaming connection with peer <id> (stream
+    /// Message reader)`. A heal: an episode ends here.
+    StreamEstablished { peer: u64 },
+    /// A late line: a stream dial towards `peer` begun during a cut that timed out just after
+    /// the heal (the lab saw 3.4 write it 0.24 s after the streams' "established").
+    /// rafthttp/peer_status.go `deactivate()`: zap `"peer became inactive (message send to peer
+    /// failed)"` (peer-id, error `failed to dial <id> on stream Message (dial tcp <ip>:2380: i/o
+    /// timeout)`, its `failed to %s %s on %s (%s)`); 3.4 text: that error on its own `E |
+    /// rafthttp:` line (before the `became inactive` one, which [`EtcdLine::PeerInactive`] gives).
+    PeerInactiveDialTimeout { peer: u64, ip: Ipv4Addr },
     /// A line written as given (it should be in the node's format).
     Raw(String),
 }
@@ -356,6 +369,52 @@ pub(crate) fn render(node: &Node, me: u64, ns: u128, line: &EtcdLine) -> String 
                 text('I', "rafthttp", format!("peer {peer:x} became active"))
             }
         }
+        EtcdLine::StreamEstablished { peer } => {
+            if zap {
+                let caller = if v35 {
+                    "rafthttp/stream.go:412"
+                } else {
+                    "rafthttp/stream.go:425"
+                };
+                zap_line(
+                    "info",
+                    caller,
+                    "established TCP streaming connection with remote peer",
+                    &[
+                        ("stream-reader-type", "stream Message".into()),
+                        ("local-member-id", format!("{me:x}")),
+                        ("remote-peer-id", format!("{peer:x}")),
+                    ],
+                )
+            } else {
+                text(
+                    'I',
+                    "rafthttp",
+                    format!(
+                        "established a TCP streaming connection with peer {peer:x} (stream Message reader)"
+                    ),
+                )
+            }
+        }
+        EtcdLine::PeerInactiveDialTimeout { peer, ip } => {
+            let err =
+                format!("failed to dial {peer:x} on stream Message (dial tcp {ip}:2380: i/o timeout)");
+            if zap {
+                let caller = if v35 {
+                    "rafthttp/peer_status.go:66"
+                } else {
+                    "rafthttp/peer_status.go:68"
+                };
+                zap_line(
+                    "warn",
+                    caller,
+                    "peer became inactive (message send to peer failed)",
+                    &[("peer-id", format!("{peer:x}")), ("error", err)],
+                )
+            } else {
+                text('E', "rafthttp", err)
+            }
+        }
         EtcdLine::Raw(s) => s.clone(),
     }
 }
@@ -622,6 +681,34 @@ mod tests {
         assert_eq!(
             render(&t34, me, T, &EtcdLine::PeerActive { peer }),
             "2026-12-02 14:21:32.123456 I | rafthttp: peer a0efed2619cd10db became active"
+        );
+        // The heal and the late line: the established line as the captures have it (v3.5 and
+        // v3.4 drop-all-peers-cp1.log, only the time differs).
+        let est = EtcdLine::StreamEstablished { peer };
+        for (n, line) in [(&z35, 412), (&z34, 425)] {
+            assert_eq!(
+                render(n, me, T, &est),
+                format!(r#"{{"level":"info","ts":"2026-12-02T14:21:32.123Z","caller":"rafthttp/stream.go:{line}","msg":"established TCP streaming connection with remote peer","stream-reader-type":"stream Message","local-member-id":"71ea0ea03f1cc0b1","remote-peer-id":"a0efed2619cd10db"}}"#)
+            );
+        }
+        assert_eq!(
+            render(&t34, me, T, &est),
+            "2026-12-02 14:21:32.123456 I | rafthttp: established a TCP streaming connection with peer a0efed2619cd10db (stream Message reader)"
+        );
+        let late = EtcdLine::PeerInactiveDialTimeout {
+            peer,
+            ip: Ipv4Addr::new(198, 18, 0, 12),
+        };
+        let z: serde_json::Value = serde_json::from_str(&render(&z35, me, T, &late)).unwrap();
+        assert_eq!(z["msg"], "peer became inactive (message send to peer failed)");
+        assert_eq!(z["caller"], "rafthttp/peer_status.go:66");
+        assert_eq!(
+            z["error"],
+            "failed to dial a0efed2619cd10db on stream Message (dial tcp 198.18.0.12:2380: i/o timeout)"
+        );
+        assert_eq!(
+            render(&t34, me, T, &late),
+            "2026-12-02 14:21:32.123456 E | rafthttp: failed to dial a0efed2619cd10db on stream Message (dial tcp 198.18.0.12:2380: i/o timeout)"
         );
         let raised: serde_json::Value = serde_json::from_str(&render(
             &z35,
