@@ -2,7 +2,9 @@
 //! first/last time) that the verdict can reason about.
 //!
 //! Forms read, mixed freely in one input:
-//! - zap JSON: etcd 3.5, and 3.4 with `--logger=zap` (`{"level":"warn","ts":"…","msg":"…",…}`);
+//! - zap JSON: etcd 3.5 and 3.6, and 3.4 with `--logger=zap` (`{"level":"warn","ts":"…","msg":"…",…}`);
+//! - zap's console form, etcd 3.6's `--log-format console` (tab-separated time, level, caller,
+//!   message, then the fields as JSON): read as the zap line it stands for (`line::parse_console`);
 //! - 3.4's default capnslog text: `2026-11-30 09:12:44.123456 W | rafthttp: message`;
 //! - Go `log` lines etcd leaves on stderr: grpc-go's (`WARNING: 2026/12/02 08:26:30 [core] …`) and,
 //!   in 3.4's capnslog mode, raft's (`raft2026/12/02 14:19:33 INFO: … is starting a new election …`);
@@ -139,6 +141,10 @@ use On::{Error, Line, Msg};
 
 /// The pattern table: adding a kind or a wording is adding a row. Sources are etcd v3.4.23 /
 /// v3.5.17 (3.5 paths have a `server/` prefix) and Go's standard library for the error texts.
+/// Every etcd text below was checked against v3.6.0 and v3.6.14 too: 3.6 writes them the same,
+/// except where a row says otherwise (raft's lines come from the go.etcd.io/raft/v3 v3.6.0
+/// module there, same texts; the sending-buffer line lost its "(overloaded network)"; the alarm
+/// lines are gone). tests/fixtures/etcd-logs/sample-3.6-*.log are written from that source.
 /// Event kinds read the message; network and TLS kinds read the error.
 #[rustfmt::skip]
 const PATTERNS: &[Pattern] = &[
@@ -250,7 +256,7 @@ const PATTERNS: &[Pattern] = &[
     // waiting for read index response (local node might have slow network)".
     row(K::ReadIndexTimeout, Msg, &["timed out waiting for read index response"]),
     // rafthttp/peer.go send(), remote.go send(): zap "dropped internal Raft message since sending
-    // buffer is full (overloaded network)" and "dropped Raft message since sending buffer is full
+    // buffer is full (overloaded network)" (3.6: "… sending buffer is full", no parenthesis) and "dropped Raft message since sending buffer is full
     // …"; rafthttp/stream.go "… since receiving buffer is full …"; capnslog "dropped internal raft
     // message to %s since … sending buffer is full (bad/overloaded network)".
     row(K::BufferFull, Msg, &["aft message since sending buffer is full",
@@ -263,7 +269,9 @@ const PATTERNS: &[Pattern] = &[
     row(K::ApplySlow, Msg, &["took too long ("]).and(&[") to execute"]),
     // etcdserver/apply.go "alarm raised" with "alarm":"NOSPACE" / capnslog "alarm NOSPACE raised by
     // peer %s"; rpctypes ErrGRPCNoSpace "etcdserver: mvcc: database space exceeded"; etcdserver/
-    // errors.go ErrNoSpace "etcdserver: no space" (both exist in 3.4 and 3.5).
+    // errors.go ErrNoSpace "etcdserver: no space" (both exist in 3.4 and 3.5). etcd 3.6 logs no
+    // "alarm raised": its NOSPACE shows as etcdhttp/health.go's "serving /health false due to an
+    // alarm" with "alarm":"memberID:<decimal> alarm:NOSPACE " (also in 3.5) and in the errors.
     row(K::NoSpace, Line, &["NOSPACE", "database space exceeded", "etcdserver: no space"])
         .not(&["alarm disarmed"]),
     // rafthttp/probing_status.go: zap "prober found high clock drift"; capnslog "the clock

@@ -8,9 +8,11 @@
 //! crate, bounded ([`MAX_TEXT_BYTES`], [`MAX_PEERS`], [`MAX_BUCKETS`]), and only numbers are
 //! taken from it; a peer ID not written as etcd writes it is dropped.
 //!
-//! The families (their names are the same in etcd 3.4, 3.5 and 3.6, checked against the lab's
-//! 3.4.23 and 3.5.1; 3.4 and 3.5 also print the database size as
-//! `etcd_debugging_mvcc_db_total_size_in_bytes`, which 3.6 dropped):
+//! The families (their names, labels and buckets are the same in etcd 3.4, 3.5 and 3.6, checked
+//! against the lab's 3.4.23 and 3.5.1 and against v3.6.0's source: server/etcdserver/metrics.go,
+//! server/etcdserver/api/rafthttp/metrics.go, server/storage/{wal,backend,mvcc}/metrics.go,
+//! server/storage/metrics.go; 3.4 also prints the database size as
+//! `etcd_debugging_mvcc_db_total_size_in_bytes`, deprecated and gone from 3.5.0 on, CHANGELOG-3.5):
 //! - `etcd_server_id{server_id}`: this member's ID;
 //! - `etcd_server_has_leader`, `etcd_server_leader_changes_seen_total`;
 //! - `etcd_network_peer_sent_failures_total{To}`, `etcd_network_peer_round_trip_time_seconds{To}`

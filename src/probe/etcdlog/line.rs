@@ -50,7 +50,8 @@ pub fn parse_line(line: &str) -> Option<LogLine> {
             }
         }
     }
-    parse_text(line)
+    parse_console(line)
+        .or_else(|| parse_text(line))
         .or_else(|| parse_golog(line))
         .or_else(|| parse_go_runtime(line))
 }
@@ -154,6 +155,41 @@ pub(super) fn parse_zap(json: &str) -> Option<LogLine> {
     let m = line.msg.clone();
     scan_text(&mut line, &m);
     Some(line)
+}
+
+/// etcd 3.6's `--log-format console` (client/pkg/logutil/log_format.go, new in 3.6; `json`
+/// stays the default): zap's console encoder over etcd's encoder config (logutil/zap.go), i.e.
+/// tab-separated time, lowercase level, the logger's name when it has one (`raft`), the caller,
+/// the message, and the fields as one spaced JSON object (`{"peer-id": "…", "error": "…"}`,
+/// zapcore/console_encoder.go `writeContext`). Read as the zap line it stands for; `raw` keeps
+/// the line as written.
+pub(super) fn parse_console(line: &str) -> Option<LogLine> {
+    const LEVELS: &[&str] = &["debug", "info", "warn", "error", "dpanic", "panic", "fatal"];
+    let mut parts: Vec<&str> = line.split('\t').take(8).collect();
+    if parts.len() < 3 || !parts[0].contains('T') || parse_time(parts[0]).is_none() {
+        return None;
+    }
+    let level = parts[1].to_ascii_lowercase();
+    if !LEVELS.contains(&level.as_str()) {
+        return None;
+    }
+    let mut obj = match parts.last().filter(|p| p.starts_with('{') && parts.len() > 3) {
+        Some(ctx) => match serde_json::from_str::<Value>(ctx) {
+            Ok(Value::Object(o)) => {
+                parts.pop();
+                o
+            }
+            _ => serde_json::Map::new(),
+        },
+        None => serde_json::Map::new(),
+    };
+    let msg = parts.pop().filter(|_| parts.len() >= 2)?;
+    obj.insert("level".into(), Value::String(level));
+    obj.insert("ts".into(), Value::String(parts[0].to_string()));
+    obj.insert("msg".into(), Value::String(msg.to_string()));
+    let mut out = parse_zap(&Value::Object(obj).to_string())?;
+    out.raw = line.to_string();
+    Some(out)
 }
 
 /// capnslog: `2026-11-30 09:12:44.123456 W | rafthttp: message`.

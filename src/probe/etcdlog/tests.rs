@@ -509,3 +509,106 @@ fn window_splits_present_from_history() {
     let s = classify_window("", None, std::time::Duration::from_secs(60));
     assert!(s.window.is_none() && s.findings.is_empty() && s.history.is_empty());
 }
+
+/// etcd 3.6, zap JSON (tests/fixtures/etcd-logs/sample-3.6-zap.log, written line by line from
+/// etcd v3.6.0's source, cited in the fixtures' README): each line's kinds, the version, the
+/// member's own ID, the peers.
+#[test]
+fn etcd_3_6_zap() {
+    use LogKind::*;
+    let log = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/etcd-logs/sample-3.6-zap.log"
+    ))
+    .unwrap();
+    let expect: &[(&str, &[LogKind])] = &[
+        ("starting an etcd server", &[]),
+        ("restarting local member", &[]),
+        ("established TCP streaming connection", &[]),
+        ("peer became active", &[PeerActive]),
+        ("elected leader", &[LeaderElected]),
+        ("lost TCP streaming connection", &[LostStream, IoTimeout]),
+        ("peer became inactive", &[PeerInactive, IoTimeout]),
+        ("prober detected unhealthy status", &[PeerUnhealthy, IoTimeout]),
+        ("sending buffer is full", &[BufferFull]),
+        ("failed to reach the peer URL", &[PeerUrlUnreachable, IoTimeout]),
+        ("rejected connection on peer endpoint", &[IoTimeout, RejectedConnection]),
+        ("lost leader", &[LeaderLost]),
+        ("is starting a new election", &[ElectionStarted]),
+        ("serving /health false; no leader", &[NoLeader]),
+        ("timed out waiting for read index response", &[ReadIndexTimeout]),
+        ("failed to send out heartbeat on time", &[HeartbeatLate]),
+        ("slow fdatasync", &[SlowFdatasync]),
+        ("apply request took too long", &[ApplySlow]),
+        ("serving /health false due to an alarm", &[NoSpace]),
+        ("received signal; shutting down", &[Terminated]),
+    ];
+    let lines: Vec<&str> = log.lines().collect();
+    for (needle, want) in expect {
+        let matching: Vec<&&str> = lines.iter().filter(|l| l.contains(needle)).collect();
+        assert!(!matching.is_empty(), "no line with {needle:?}");
+        for l in matching {
+            assert_eq!(kinds(l), *want, "{l}");
+        }
+    }
+    let s = classify(&log);
+    assert_eq!(
+        (s.format, s.etcd_version.as_deref(), s.local_member_id.as_deref()),
+        (LogFormat::Zap, Some("3.6.0"), Some("71ea0ea03f1cc0b1"))
+    );
+    assert_eq!(s.parsed_lines, lines.len());
+    let cp3 = s.finding(PeerUnhealthy).unwrap();
+    assert_eq!(cp3.peer_ids, BTreeSet::from(["14569749fa01776e".to_string()]));
+    assert_eq!(
+        cp3.peer_addresses,
+        BTreeSet::from(["198.18.0.13:2380".to_string()])
+    );
+    // The rejection names the peer by its address only (remote-addr, the port ephemeral).
+    assert_eq!(
+        s.finding(RejectedConnection).unwrap().peer_addresses,
+        BTreeSet::from(["198.18.0.13".to_string(), "198.18.0.11:2380".to_string()])
+    );
+    // The leader view: lost at term 8, no leader since.
+    let leader = s.leader.as_ref().unwrap();
+    assert_eq!(leader.state, LeaderState::NoLeader, "{leader:?}");
+}
+
+/// etcd 3.6's `--log-format console` (sample-3.6-console.log: lines of sample-3.6-zap.log as
+/// zap's console encoder writes them): the same lines, kinds, peers and version as the JSON.
+#[test]
+fn etcd_3_6_console() {
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/etcd-logs/");
+    let console = std::fs::read_to_string(format!("{dir}sample-3.6-console.log")).unwrap();
+    let zap = std::fs::read_to_string(format!("{dir}sample-3.6-zap.log")).unwrap();
+    let mut checked = 0;
+    for c in console.lines() {
+        let ts = c.split('\t').next().unwrap();
+        let j = zap.lines().find(|l| l.contains(ts)).unwrap();
+        let (c, j) = (parse_line(c).unwrap(), parse_line(j).unwrap());
+        assert_eq!(
+            (c.form, &c.ts, &c.level, &c.msg, &c.error),
+            (j.form, &j.ts, &j.level, &j.msg, &j.error)
+        );
+        assert_eq!(
+            (&c.peer_ids, &c.peer_addresses, &c.local_member_id, &c.etcd_version),
+            (&j.peer_ids, &j.peer_addresses, &j.local_member_id, &j.etcd_version)
+        );
+        assert_eq!(c.kinds(), j.kinds());
+        assert!(c.raw.contains('\t'), "raw keeps the line as written");
+        checked += 1;
+    }
+    assert!(checked >= 8, "{checked}");
+    let s = classify(&console);
+    assert_eq!(s.etcd_version.as_deref(), Some("3.6.0"));
+    assert_eq!(s.format, LogFormat::Zap);
+    // Behind the CRI file format too.
+    let line = console.lines().find(|l| l.contains("prober")).unwrap();
+    let cri = format!("2026-12-07T05:40:24.617300000Z stderr F {line}");
+    assert_eq!(
+        classify(&cri).finding(LogKind::PeerUnhealthy).map(|f| f.count),
+        Some(1)
+    );
+    // Not console lines: a tab-separated line whose second field is no level, or one field.
+    assert!(parse_line("2026-12-07T05:40:24.617225Z\tloud\tx.go:1\tmsg").is_none());
+    assert!(parse_line("2026-12-07T05:40:24.617225Z\tinfo").is_none());
+}

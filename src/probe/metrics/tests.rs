@@ -57,8 +57,41 @@ fn both_etcd_lines_read_alike() {
     }
 }
 
+/// etcd 3.6 (v3.6-no-leader.prom, synthesized from v3.6.0's source: the same family names,
+/// labels and buckets as 3.5's, no `etcd_debugging_mvcc_db_total_size_in_bytes`): read as the
+/// 3.5 capture is.
 #[test]
-fn the_database_size_of_3_6_or_of_3_4_and_3_5() {
+fn etcd_3_6_reads_as_3_5() {
+    let c = Counters::parse(&fixture("v3.6-no-leader"));
+    assert_eq!(c.server_id, Some(id(M1)));
+    assert_eq!(c.has_leader, Some(false));
+    assert_eq!(c.leader_changes, Some(2.0));
+    assert_eq!(c.peers.len(), 2);
+    assert_eq!(c.peers[&id(M3)].sent_failures, Some(9.0));
+    assert_eq!(c.peers[&id(M2)].sent_failures, Some(4.0));
+    for p in c.peers.values() {
+        assert_eq!(p.disconnected, Some(1.0));
+        assert!(p.round_trip.as_ref().is_some_and(|h| h.count() > 0.0), "{p:?}");
+        assert!(p.sent_bytes.is_some() && p.received_bytes.is_some(), "{p:?}");
+    }
+    assert_eq!(c.db_size, Some(20480.0));
+    assert_eq!(c.quota, Some(2147483648.0));
+    let fsync = c.wal_fsync.as_ref().unwrap();
+    assert_eq!(fsync.count(), 75.0);
+    assert_eq!(fsync.buckets.len(), 15, "14 bounds and +Inf");
+    assert!(c.backend_commit.is_some());
+    // The same buckets as the 3.5.1 capture's, bound for bound.
+    let v35 = Counters::parse(&fixture("v3.5-no-leader"));
+    let bounds = |h: &Histogram| h.buckets.iter().map(|b| b.0).collect::<Vec<_>>();
+    assert_eq!(bounds(fsync), bounds(v35.wal_fsync.as_ref().unwrap()));
+    assert_eq!(
+        bounds(c.peers[&id(M2)].round_trip.as_ref().unwrap()),
+        bounds(v35.peers[&id(M2)].round_trip.as_ref().unwrap())
+    );
+}
+
+#[test]
+fn the_database_size_of_3_5_and_3_6_or_of_3_4() {
     let only_old = "# TYPE etcd_debugging_mvcc_db_total_size_in_bytes gauge\n\
                     etcd_debugging_mvcc_db_total_size_in_bytes 4096\n";
     assert_eq!(Counters::parse(only_old).db_size, Some(4096.0));

@@ -27,7 +27,19 @@ pub fn classify_failure(host: &str, user: &str, exit: Option<i32>, stderr: &str)
             .trim(),
         300,
     );
-    let (kind, message) = if text.contains("Permission denied") {
+    let (kind, message) = if password_expired(text) {
+        (
+            ReachErrorKind::AuthFailed,
+            format!(
+                "ssh {user}@{host}: the account's password has expired ({last}): the key is \
+                 accepted but the node refuses every session without a terminal until the \
+                 password is changed; change it in one interactive login from where the VM \
+                 routes: `ssh -t {user}@{host}` (the current password: `kubectl get secret \
+                 <cluster>-ssh-password -n <namespace> -o jsonpath='{{.data.ssh-passwordkey}}' | \
+                 base64 -d`), then `sudo chage -l {user}` shows when it expires again"
+            ),
+        )
+    } else if text.contains("Permission denied") {
         (
             ReachErrorKind::AuthFailed,
             format!("ssh {user}@{host}: authentication failed ({last}); check that the key is the cluster's <cluster>-ssh key"),
@@ -71,6 +83,20 @@ pub fn classify_failure(host: &str, user: &str, exit: Option<i32>, stderr: &str)
     ReachError { kind, message }
 }
 
+/// The account's password has expired, so PAM's account check (pam_unix: PAM_NEW_AUTHTOK_REQD)
+/// refuses a session after the key was accepted: OpenSSH's sshd then writes "WARNING: Your
+/// password has expired." and, with no TTY to run passwd on, "Password change required but no
+/// TTY available." and the session exits 1 (openssh-portable session.c `do_pwchange()`, set by
+/// auth-pam.c `sshpam_password_change_required()`, V_9_9_P1); pam_unix may say "You are required
+/// to change your password immediately (administrator enforced)" / "(password aged)" before it.
+/// Where sshd lets the session through, sudo's own account check says "Account or password is
+/// expired, reset your password and try again" (sudo plugins/sudoers/auth/pam.c).
+fn password_expired(text: &str) -> bool {
+    text.contains("Password change required but no TTY available")
+        || text.contains("Account or password is expired")
+        || text.contains("You are required to change your password immediately")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -101,6 +127,28 @@ mod tests {
             ReachErrorKind::AuthFailed
         );
         assert_eq!(c("weird"), ReachErrorKind::Other);
+        // The password expired: what sshd writes (exit 1, not ssh's 255), and what sudo writes
+        // where sshd let the session through.
+        for stderr in [
+            "WARNING: Your password has expired.\nPassword change required but no TTY available.\n",
+            "You are required to change your password immediately (administrator enforced)\n\
+             WARNING: Your password has expired.\nPassword change required but no TTY available.\n",
+            "sudo: Account or password is expired, reset your password and try again\n\
+             sudo: a terminal is required to read the password; either use the -S option to read \
+             from standard input or configure an askpass helper\n",
+        ] {
+            let e = classify_failure("198.18.0.11", DEFAULT_USER, Some(1), stderr);
+            assert_eq!(e.kind, ReachErrorKind::AuthFailed, "{stderr}");
+            for words in [
+                "vmware-system-user@198.18.0.11: the account's password has expired",
+                "`ssh -t vmware-system-user@198.18.0.11`",
+                "<cluster>-ssh-password",
+                "`sudo chage -l vmware-system-user`",
+            ] {
+                assert!(e.message.contains(words), "{words}: {}", e.message);
+            }
+            assert!(!e.message.contains("sudo wants a password"), "{}", e.message);
+        }
         // What is quoted of a flood on stderr stays one short line.
         let flood = format!("{}\n", "\u{e9}".repeat(100_000));
         let e = classify_failure("198.18.0.11", DEFAULT_USER, Some(1), &flood);
