@@ -12,7 +12,9 @@
 //!    made): `EtcdSlowDisk`, the evidence with etcd's own WAL fsync p99 (`etcdMetrics`);
 //! 3. (3.4) staggered, from the lab's past: node A's and B's logs say they lost each other
 //!    `X` s ago, then every peer path is dropped for real: the timeline says `staggered`, A↔B
-//!    first, C at the cut, each onset near the truth;
+//!    first, C at the cut, each onset near the truth; C's log also holds a heal of its path to
+//!    A and, 0.24 s after it, the late line of a dial begun before the heal, 50 s or more before
+//!    the cut: A↔C's onset is still the cut's (issue 36, item 9);
 //! 4. the same drop as a rule inside node B's own nftables (`Fault::GuestFirewall`): the
 //!    verdict names B's rule (`inside the guest`) and its counter (`+N packets`), never
 //!    `outside the guests`, `packetLocation` places the paths into B inside its guest; without
@@ -25,7 +27,8 @@
 //!    guests` line;
 //! 6. (3.5, `etcd_3_5_staggered`) staggered for real, in a lab of its own: the leader A cut from B, C cut from both
 //!    90 s later (`Lab::inject_at`): the timeline says `staggered`, in that order, onsets near
-//!    the cuts; meanwhile (only A↔B cut) etcd's counters follow the partial matrix and B alone
+//!    the cuts (C's log with a heal and a late line about A just before the first cut: A↔C's
+//!    onset is the second cut's); meanwhile (only A↔B cut) etcd's counters follow the partial matrix and B alone
 //!    has no leader.
 //!
 //! The real 90 s wait is made once (etcd 3.5); 3.4's stagger comes from the past. An onset is
@@ -681,10 +684,11 @@ fn inside_node_b(w: &World) {
 /// The pairs whose log at one end holds a failure episode still open: a failure line after
 /// the last line of the path working. etcd logs a dial begun during a cut that times out just
 /// after the heal ("peer became inactive … failed to dial … i/o timeout", seen 0.24 s after the
-/// streams' "established"); when no "became active" follows it, the member's log shows that
-/// path failing since, and the next cut's onset is that line's time, as the plugin rightly
-/// reads it (the log shows no recovery). Read with the plugin's own episode reader, from each
-/// node's log file.
+/// streams' "established"). The plugin takes such a line for a late one (`Episode::late`) and
+/// gives the next cut its own onset when that cut's first line comes more than 40 s after it
+/// (`plant_late_line` checks it); the fabric cut below comes seconds after a heal, so its lines
+/// may still continue the late line's episode, as they would a flap's: that pair's onset may be
+/// the late line's. Read with the plugin's own episode reader, from each node's log file.
 fn open_episodes(w: &World) -> Vec<(String, String)> {
     use etcdnet::probe::etcdlog::{episodes, PeerKey};
     let mut out = Vec::new();
