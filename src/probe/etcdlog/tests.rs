@@ -563,10 +563,11 @@ fn etcd_3_6_zap() {
         cp3.peer_addresses,
         BTreeSet::from(["198.18.0.13:2380".to_string()])
     );
-    // The rejection names the peer by its address only (remote-addr, the port ephemeral).
+    // The rejection names the peer by its addresses only: remote-addr's host (the port is
+    // ephemeral) and the far side of its handshake's read.
     assert_eq!(
         s.finding(RejectedConnection).unwrap().peer_addresses,
-        BTreeSet::from(["198.18.0.13".to_string(), "198.18.0.11:2380".to_string()])
+        BTreeSet::from(["198.18.0.13".to_string(), "198.18.0.13:51220".to_string()])
     );
     // The leader view: lost at term 8, no leader since.
     let leader = s.leader.as_ref().unwrap();
