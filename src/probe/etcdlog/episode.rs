@@ -173,7 +173,8 @@ pub fn episodes(log: &str) -> Vec<Episode> {
             // this line is a new cut's (see CUT_LOGGED_WITHIN_US).
             let stale = down
                 && late.contains_key(&e.peer)
-                && e.last_failure.is_some_and(|f| ts - f > CUT_LOGGED_WITHIN_US);
+                && e.last_failure
+                    .is_some_and(|f| ts - f > CUT_LOGGED_WITHIN_US);
             if up || silent || stale {
                 let r = if up {
                     Some(ts)
@@ -396,7 +397,10 @@ mod tests {
             let log = fixture(&format!("composed/heal-late-line-then-cut-v{v}-cp1.log"));
             let lines: Vec<&str> = log.lines().collect();
             let ts = |l: &str| at(&super::super::parse_line(l).unwrap().ts.unwrap()).unwrap();
-            let late_at = lines.iter().position(|l| l.contains("failed to dial")).unwrap();
+            let late_at = lines
+                .iter()
+                .position(|l| l.contains("failed to dial"))
+                .unwrap();
             let late = ts(lines[late_at]);
             let healed = ts(lines[late_at - 1]);
             let second_cut = ts(lines[late_at + 1]);
@@ -415,14 +419,24 @@ mod tests {
                     .unwrap();
                 assert_eq!(ep.start, Some(ts(first)), "{v}: {ep:?}");
             }
-            let cp3 = e.iter().find(|e| e.peer == PeerKey::Id(LATE_PEER.into())).unwrap();
-            assert!(cp3.recovered.is_some_and(|r| r <= healed && healed - r < 1_000_000), "{v}: {cp3:?}");
+            let cp3 = e
+                .iter()
+                .find(|e| e.peer == PeerKey::Id(LATE_PEER.into()))
+                .unwrap();
+            assert!(
+                cp3.recovered
+                    .is_some_and(|r| r <= healed && healed - r < 1_000_000),
+                "{v}: {cp3:?}"
+            );
 
             // The log read right after the late line: an episode of late lines only, which the
             // timeline takes no onset from.
             let upto = lines[..=late_at].join("\n");
             let e = episodes(&upto);
-            let cp3 = e.iter().find(|e| e.peer == PeerKey::Id(LATE_PEER.into())).unwrap();
+            let cp3 = e
+                .iter()
+                .find(|e| e.peer == PeerKey::Id(LATE_PEER.into()))
+                .unwrap();
             assert_eq!(cp3.start, Some(late), "{v}: {cp3:?}");
             assert!(cp3.late, "{v}: {cp3:?}");
 
@@ -433,16 +447,19 @@ mod tests {
                 .find(|l| l.contains("prober detected unhealthy") && l.contains(LATE_PEER))
                 .unwrap();
             let when = super::super::parse_line(prober).unwrap().ts.unwrap();
-            let shifted = prober.replace(
-                &when[..19],
-                &format_micros(late + 20_000_000)[..19],
-            );
+            let shifted = prober.replace(&when[..19], &format_micros(late + 20_000_000)[..19]);
             let flap = format!("{upto}\n{shifted}");
             let e = episodes(&flap);
-            let cp3 = e.iter().find(|e| e.peer == PeerKey::Id(LATE_PEER.into())).unwrap();
+            let cp3 = e
+                .iter()
+                .find(|e| e.peer == PeerKey::Id(LATE_PEER.into()))
+                .unwrap();
             assert_eq!(cp3.start, Some(late), "{v}: {cp3:?}");
             assert!(!cp3.late, "{v}: {cp3:?}");
-            assert_eq!(cp3.last_failure.map(|f| f / 1_000_000), Some((late + 20_000_000) / 1_000_000));
+            assert_eq!(
+                cp3.last_failure.map(|f| f / 1_000_000),
+                Some((late + 20_000_000) / 1_000_000)
+            );
         }
     }
 
@@ -472,7 +489,10 @@ mod tests {
             v.extend_from_slice(tail);
             episodes(&v.join("\n"))
         };
-        let e = story(&[line("2026-12-03T09:00:00Z", lost, read), line("2026-12-03T09:00:05Z", lost, read)]);
+        let e = story(&[
+            line("2026-12-03T09:00:00Z", lost, read),
+            line("2026-12-03T09:00:05Z", lost, read),
+        ]);
         assert_eq!(e[0].start, at("2026-12-03T09:00:00Z"), "{e:?}");
         assert_eq!(e[0].recovered, at("2026-12-01T10:01:00Z"), "{e:?}");
         assert!(!e[0].late);

@@ -173,7 +173,10 @@ pub(super) fn parse_console(line: &str) -> Option<LogLine> {
     if !LEVELS.contains(&level.as_str()) {
         return None;
     }
-    let mut obj = match parts.last().filter(|p| p.starts_with('{') && parts.len() > 3) {
+    let mut obj = match parts
+        .last()
+        .filter(|p| p.starts_with('{') && parts.len() > 3)
+    {
         Some(ctx) => match serde_json::from_str::<Value>(ctx) {
             Ok(Value::Object(o)) => {
                 parts.pop();

@@ -529,14 +529,26 @@ fn etcd_3_6_zap() {
         ("elected leader", &[LeaderElected]),
         ("lost TCP streaming connection", &[LostStream, IoTimeout]),
         ("peer became inactive", &[PeerInactive, IoTimeout]),
-        ("prober detected unhealthy status", &[PeerUnhealthy, IoTimeout]),
+        (
+            "prober detected unhealthy status",
+            &[PeerUnhealthy, IoTimeout],
+        ),
         ("sending buffer is full", &[BufferFull]),
-        ("failed to reach the peer URL", &[PeerUrlUnreachable, IoTimeout]),
-        ("rejected connection on peer endpoint", &[IoTimeout, RejectedConnection]),
+        (
+            "failed to reach the peer URL",
+            &[PeerUrlUnreachable, IoTimeout],
+        ),
+        (
+            "rejected connection on peer endpoint",
+            &[IoTimeout, RejectedConnection],
+        ),
         ("lost leader", &[LeaderLost]),
         ("is starting a new election", &[ElectionStarted]),
         ("serving /health false; no leader", &[NoLeader]),
-        ("timed out waiting for read index response", &[ReadIndexTimeout]),
+        (
+            "timed out waiting for read index response",
+            &[ReadIndexTimeout],
+        ),
         ("failed to send out heartbeat on time", &[HeartbeatLate]),
         ("slow fdatasync", &[SlowFdatasync]),
         ("apply request took too long", &[ApplySlow]),
@@ -553,12 +565,19 @@ fn etcd_3_6_zap() {
     }
     let s = classify(&log);
     assert_eq!(
-        (s.format, s.etcd_version.as_deref(), s.local_member_id.as_deref()),
+        (
+            s.format,
+            s.etcd_version.as_deref(),
+            s.local_member_id.as_deref()
+        ),
         (LogFormat::Zap, Some("3.6.0"), Some("71ea0ea03f1cc0b1"))
     );
     assert_eq!(s.parsed_lines, lines.len());
     let cp3 = s.finding(PeerUnhealthy).unwrap();
-    assert_eq!(cp3.peer_ids, BTreeSet::from(["14569749fa01776e".to_string()]));
+    assert_eq!(
+        cp3.peer_ids,
+        BTreeSet::from(["14569749fa01776e".to_string()])
+    );
     assert_eq!(
         cp3.peer_addresses,
         BTreeSet::from(["198.18.0.13:2380".to_string()])
@@ -591,8 +610,18 @@ fn etcd_3_6_console() {
             (j.form, &j.ts, &j.level, &j.msg, &j.error)
         );
         assert_eq!(
-            (&c.peer_ids, &c.peer_addresses, &c.local_member_id, &c.etcd_version),
-            (&j.peer_ids, &j.peer_addresses, &j.local_member_id, &j.etcd_version)
+            (
+                &c.peer_ids,
+                &c.peer_addresses,
+                &c.local_member_id,
+                &c.etcd_version
+            ),
+            (
+                &j.peer_ids,
+                &j.peer_addresses,
+                &j.local_member_id,
+                &j.etcd_version
+            )
         );
         assert_eq!(c.kinds(), j.kinds());
         assert!(c.raw.contains('\t'), "raw keeps the line as written");
@@ -606,7 +635,9 @@ fn etcd_3_6_console() {
     let line = console.lines().find(|l| l.contains("prober")).unwrap();
     let cri = format!("2026-12-07T05:40:24.617300000Z stderr F {line}");
     assert_eq!(
-        classify(&cri).finding(LogKind::PeerUnhealthy).map(|f| f.count),
+        classify(&cri)
+            .finding(LogKind::PeerUnhealthy)
+            .map(|f| f.count),
         Some(1)
     );
     // Not console lines: a tab-separated line whose second field is no level, or one field.

@@ -71,8 +71,14 @@ fn etcd_3_6_reads_as_3_5() {
     assert_eq!(c.peers[&id(M2)].sent_failures, Some(4.0));
     for p in c.peers.values() {
         assert_eq!(p.disconnected, Some(1.0));
-        assert!(p.round_trip.as_ref().is_some_and(|h| h.count() > 0.0), "{p:?}");
-        assert!(p.sent_bytes.is_some() && p.received_bytes.is_some(), "{p:?}");
+        assert!(
+            p.round_trip.as_ref().is_some_and(|h| h.count() > 0.0),
+            "{p:?}"
+        );
+        assert!(
+            p.sent_bytes.is_some() && p.received_bytes.is_some(),
+            "{p:?}"
+        );
     }
     assert_eq!(c.db_size, Some(20480.0));
     assert_eq!(c.quota, Some(2147483648.0));

@@ -147,7 +147,11 @@ mod tests {
             ] {
                 assert!(e.message.contains(words), "{words}: {}", e.message);
             }
-            assert!(!e.message.contains("sudo wants a password"), "{}", e.message);
+            assert!(
+                !e.message.contains("sudo wants a password"),
+                "{}",
+                e.message
+            );
         }
         // What is quoted of a flood on stderr stays one short line.
         let flood = format!("{}\n", "\u{e9}".repeat(100_000));

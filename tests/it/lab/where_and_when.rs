@@ -539,7 +539,8 @@ fn staggered_from_the_past(w: &World) {
 fn plant_late_line(w: &World, node: &str, peer: &str, at: SystemTime) {
     let id = w.lab.member_id(peer).unwrap().unwrap();
     let ip = w.lab.node(peer).unwrap().ip;
-    let heal = SystemTime::now().duration_since(at).unwrap_or_default() + Duration::from_millis(240);
+    let heal =
+        SystemTime::now().duration_since(at).unwrap_or_default() + Duration::from_millis(240);
     w.lab
         .append_log_lines(
             node,

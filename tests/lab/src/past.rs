@@ -397,8 +397,9 @@ pub(crate) fn render(node: &Node, me: u64, ns: u128, line: &EtcdLine) -> String 
             }
         }
         EtcdLine::PeerInactiveDialTimeout { peer, ip } => {
-            let err =
-                format!("failed to dial {peer:x} on stream Message (dial tcp {ip}:2380: i/o timeout)");
+            let err = format!(
+                "failed to dial {peer:x} on stream Message (dial tcp {ip}:2380: i/o timeout)"
+            );
             if zap {
                 let caller = if v35 {
                     "rafthttp/peer_status.go:66"
@@ -688,7 +689,9 @@ mod tests {
         for (n, line) in [(&z35, 412), (&z34, 425)] {
             assert_eq!(
                 render(n, me, T, &est),
-                format!(r#"{{"level":"info","ts":"2026-12-02T14:21:32.123Z","caller":"rafthttp/stream.go:{line}","msg":"established TCP streaming connection with remote peer","stream-reader-type":"stream Message","local-member-id":"71ea0ea03f1cc0b1","remote-peer-id":"a0efed2619cd10db"}}"#)
+                format!(
+                    r#"{{"level":"info","ts":"2026-12-02T14:21:32.123Z","caller":"rafthttp/stream.go:{line}","msg":"established TCP streaming connection with remote peer","stream-reader-type":"stream Message","local-member-id":"71ea0ea03f1cc0b1","remote-peer-id":"a0efed2619cd10db"}}"#
+                )
             );
         }
         assert_eq!(
@@ -700,7 +703,10 @@ mod tests {
             ip: Ipv4Addr::new(198, 18, 0, 12),
         };
         let z: serde_json::Value = serde_json::from_str(&render(&z35, me, T, &late)).unwrap();
-        assert_eq!(z["msg"], "peer became inactive (message send to peer failed)");
+        assert_eq!(
+            z["msg"],
+            "peer became inactive (message send to peer failed)"
+        );
         assert_eq!(z["caller"], "rafthttp/peer_status.go:66");
         assert_eq!(
             z["error"],
