@@ -176,7 +176,7 @@ impl Counters {
             return Counters::default();
         };
         let mut out = Counters::default();
-        // The 3.4/3.5 name only where the 3.6 name is missing.
+        // 3.4's second name only where the name of 3.4 to 3.6 is missing.
         let mut debugging_db_size = None;
         for s in &scrape.samples {
             let peer = |label: &str| s.labels.get(label).and_then(|id| MemberId::parse(id).ok());

@@ -38,8 +38,8 @@ pub struct EtcdMetrics {
     /// `etcd_disk_backend_commit_duration_seconds`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub backend_commit: Option<Latency>,
-    /// `etcd_mvcc_db_total_size_in_bytes` (3.4 and 3.5 also name it
-    /// `etcd_debugging_mvcc_db_total_size_in_bytes`).
+    /// `etcd_mvcc_db_total_size_in_bytes` (3.4 also names it
+    /// `etcd_debugging_mvcc_db_total_size_in_bytes`; 3.5 and 3.6 do not).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub db_size_bytes: Option<u64>,
     /// `etcd_server_quota_backend_bytes`.
