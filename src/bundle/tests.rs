@@ -96,6 +96,7 @@ fn evidence() -> Evidence {
         since_s: 900,
         network_unread: Vec::new(),
         remediation_unread: None,
+        forbidden: Vec::new(),
         read_at: Some("2026-12-04T08:00:00Z".into()),
         essential_objects: objects().len(),
         left_out: Vec::new(),

@@ -48,6 +48,7 @@ fn vm(name: &str, owners: Vec<Owner>, ip: &str) -> VmObject {
                 .find(|o| o.kind == "VSphereMachine")
                 .map(|o| o.name.clone()),
             refused_ip: None,
+            ..VmInfo::default()
         },
         owners,
     }
