@@ -330,8 +330,14 @@ fn permission_finding(facts: &ClusterFacts, p: &MissingPermission) -> Finding {
         "VSphereMachine" => {
             let count = |by: JoinedBy| facts.nodes.iter().filter(|n| n.join.by == Some(by)).count();
             let joins: Vec<String> = [
-                (JoinedBy::Uid, "by the uid in the Machine's infrastructureRef"),
-                (JoinedBy::OwnerName, "by the VSphereMachine's name in the VM's owner"),
+                (
+                    JoinedBy::Uid,
+                    "by the uid in the Machine's infrastructureRef",
+                ),
+                (
+                    JoinedBy::OwnerName,
+                    "by the VSphereMachine's name in the VM's owner",
+                ),
                 (JoinedBy::VmName, "by the VM's name"),
             ]
             .into_iter()
@@ -345,7 +351,9 @@ fn permission_finding(facts: &ClusterFacts, p: &MissingPermission) -> Finding {
             } else {
                 joins.join(", ")
             };
-            format!("the VMs were joined to the Machines without the VSphereMachines' uids ({joins})")
+            format!(
+                "the VMs were joined to the Machines without the VSphereMachines' uids ({joins})"
+            )
         }
         _ => format!("the run went on without {}s", p.kind),
     };

@@ -56,6 +56,7 @@ mod node;
 mod nodes_unreachable;
 mod not_running;
 mod notes;
+mod placement;
 mod seen;
 mod slow_disk;
 

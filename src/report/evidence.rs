@@ -253,6 +253,7 @@ mod tests {
             since_s: 900,
             network_unread: vec![],
             remediation_unread: None,
+            forbidden: Vec::new(),
             read_at: read_at.map(str::to_string),
             essential_objects: 0,
             left_out: vec![],

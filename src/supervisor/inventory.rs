@@ -184,8 +184,8 @@ impl Inventory {
         let vms = vms.into_iter().map(join::vm_object).collect();
         // VSphereMachines refused (403): not read, so no uid from them; the join goes by the
         // Machines' references and names, as where they are not served.
-        let vsphere_machines_read = self.apis.vsphere_machine.is_some()
-            && !self.refused(KindId::VSphereMachine);
+        let vsphere_machines_read =
+            self.apis.vsphere_machine.is_some() && !self.refused(KindId::VSphereMachine);
         let anchors = join::Anchors {
             kcp_uid,
             vsphere_machines: vsphere_machines_read.then(|| {

@@ -106,7 +106,9 @@ async fn read_rows(
                     }
                     // Forbidden, on a kind the walk can do without: the permission is named
                     // and the run goes on ([`Need::Degrade`]).
-                    Err(Error::Kube(f)) if k.optional == Need::Degrade && is_forbidden(&f.source) => {
+                    Err(Error::Kube(f))
+                        if k.optional == Need::Degrade && is_forbidden(&f.source) =>
+                    {
                         Ok((k.id, Err(Unanswered::Forbidden(missing(k, ns)))))
                     }
                     Err(e) => Err(e),
