@@ -129,11 +129,6 @@ fn peer_network_over(ctx: &Ctx, cells: &[&Cell]) -> Option<Verdict> {
             ],
         )
     };
-    // The failing paths exactly those between hosts (zones): the host transport, first.
-    if let Some((line, step)) = super::placement::transport(ctx.facts, cells) {
-        evidence.push(line);
-        next.insert(0, step);
-    }
     // Whether the members know a leader, from their raft lines ("no leader since 08:13:52").
     evidence.extend(leader_evidence(ctx));
     // Members that kubelet restarts or keeps stopped while they cannot reach their peers.
