@@ -31,7 +31,8 @@ use kube::api::DynamicObject;
 
 use super::extract::{self, InfraRef};
 use super::facts::{
-    AddressSource, ControlPlaneNode, IdentityProblem, Join, JoinedBy, MachineInfo, VmInfo,
+    AddressSource, ControlPlaneNode, IdentityProblem, Join, JoinedBy, MachineInfo, PowerState,
+    VmInfo,
 };
 
 /// An ownerReference, as the join reads it.
@@ -222,13 +223,14 @@ pub fn join(
     nodes
 }
 
-/// The VM, with its Machine's `status.addresses` as its address when neither its guest nor its
-/// `status.network.config` gives one ([`extract::machine_address`]): the VM is the Machine's
+/// The VM, when powered on, with its Machine's `status.addresses` as its address when neither
+/// its guest nor its `status.network.config` gives one ([`extract::machine_address`]): the VM is the Machine's
 /// (joined), so the Machine's last known address is this VM's. A refused address is never
 /// replaced (the guest's report is what is in doubt), and the Machine's is refused by the same
 /// rule.
 fn with_machine_address(mut vm: VmInfo, m: &MachineInfo) -> VmInfo {
-    if vm.ip.is_none() && vm.refused_ip.is_none() {
+    // Only for a VM that is on (see [`vm_object`]).
+    if vm.ip.is_none() && vm.refused_ip.is_none() && vm.power == PowerState::PoweredOn {
         let (ip, refused) = extract::machine_address(m);
         if ip.is_some() || refused.is_some() {
             vm.ip = ip;
@@ -267,12 +269,18 @@ pub fn machine_object(o: &DynamicObject) -> MachineObject {
 /// ([`extract::vm_address`]), so no later stage sees a refused one.
 pub fn vm_object(o: &DynamicObject) -> VmObject {
     let owners = owners(o);
-    let (ip, refused_ip, ip_source) = extract::vm_address_sourced(&o.data);
+    let power = extract::vm_power(&o.data);
+    let (mut ip, mut refused_ip, mut ip_source) = extract::vm_address_sourced(&o.data);
+    // A VM that is not on has no address to reach: vm-operator keeps `config` for it too, but
+    // only a running guest that stopped reporting (hung, VMware Tools down) is reached at it.
+    if ip_source != AddressSource::Guest && power != PowerState::PoweredOn {
+        (ip, refused_ip, ip_source) = (None, None, AddressSource::Guest);
+    }
     VmObject {
         info: VmInfo {
             name: o.metadata.name.clone().unwrap_or_default(),
             ip,
-            power: extract::vm_power(&o.data),
+            power,
             class: extract::vm_class(&o.data),
             owner: owners
                 .iter()

@@ -391,3 +391,21 @@ fn without_vsphere_machines_a_forged_owner_name_is_still_no_guess() {
         Some(IdentityProblem::AmbiguousVm { .. })
     ));
 }
+
+/// A VM that is not on has no address to reach: the Machine's is not taken for it.
+#[test]
+fn a_vm_not_on_gets_no_machine_address() {
+    let mut off = owned_vm("cp-1", "cp-1", "u1", "198.18.0.11");
+    off.info.ip = None;
+    off.info.power = PowerState::PoweredOff;
+    let nodes = join(
+        &read(&[("cp-1", "u1")]),
+        vec![with_addresses(
+            machine("cp-1", Some("cp-1")),
+            &[("InternalIP", "198.18.0.11")],
+        )],
+        vec![off],
+    );
+    let vm = row(&nodes, "cp-1").vm.clone().unwrap();
+    assert_eq!((vm.ip, vm.ip_source), (None, AddressSource::Guest));
+}
