@@ -270,7 +270,7 @@ fn status_table(r: &StatusReport, wide: bool, paint: Paint) -> String {
         .collect();
     if !by_name.is_empty() {
         out.blank();
-        out.line("Joined without a VSphereMachine uid to check (an older Supervisor):");
+        out.line("Joined without a VSphereMachine uid to check (an older Supervisor, or VSphereMachines not readable):");
         for l in by_name {
             out.line(format!("  {l}"));
         }
@@ -433,7 +433,7 @@ mod tests {
         assert!(row("tkc-cp-2").ends_with(" owner name"), "{wide}");
         let table = status_table(&r, false, Paint { on: false });
         assert!(
-            table.contains("Joined without a VSphereMachine uid to check (an older Supervisor):\n  tkc-cp-2 by owner name (no uid to check)\n"),
+            table.contains("Joined without a VSphereMachine uid to check (an older Supervisor, or VSphereMachines not readable):\n  tkc-cp-2 by owner name (no uid to check)\n"),
             "{table}"
         );
         assert!(table.contains("127.0.0.1 <refused>"), "{table}");
