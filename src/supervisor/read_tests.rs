@@ -94,7 +94,7 @@ fn refused_vsphere_machines_join_by_names_and_say_so() {
         assert_eq!(n.join.by, Some(JoinedBy::OwnerName), "{n:#?}");
         assert!(n.is_target() && n.ip().is_some(), "{n:#?}");
     }
-    assert_eq!(facts.missing_permissions, [refused.clone()]);
+    assert_eq!(facts.missing_permissions, std::slice::from_ref(&refused));
     assert_eq!(
         refused.describe(),
         "list vspheremachines.vmware.infrastructure.cluster.x-k8s.io in namespace ns-prod"
