@@ -7,7 +7,8 @@ use super::network::{
     action_text, pairs_text, ports_text, rule_text, warning_text, NetworkAssessment,
 };
 use crate::supervisor::{
-    ClusterFacts, ControlPlaneNode, IdentityProblem, PowerState, RolloutPhase, VmInfo,
+    ClusterFacts, ControlPlaneNode, IdentityProblem, JoinedBy, MissingPermission, PowerState,
+    RolloutPhase, VmInfo,
 };
 use crate::workload::{ApiState, WorkloadApi};
 
@@ -68,6 +69,11 @@ pub enum FindingCode {
     VirtualMachineOwnerMismatch,
     /// Several VirtualMachines claim one Machine's VSphereMachine: none is used or probed.
     VirtualMachineAmbiguous,
+    /// The Supervisor refused (403) a kind the walk can do without (VSphereMachines): the
+    /// finding names the permission (verb, resource.group, namespace) and what the run did
+    /// instead. A Warning that does not count towards the exit code: the user's rights, not
+    /// the cluster's state.
+    PermissionMissing,
     /// The VM reports an address that is no other host's (loopback, unspecified, link-local,
     /// multicast, broadcast, reserved): the node is never probed at it, nor anyone's peer.
     VirtualMachineAddressRefused,
@@ -93,9 +99,13 @@ pub enum FindingCode {
 
 impl FindingCode {
     /// Whether a finding of this code is a problem found (the exit code, `healthy`): every code
-    /// but an object's own claim, which anyone who may edit the object can write.
+    /// but an object's own claim, which anyone who may edit the object can write, and a
+    /// permission the user lacks (the run went on without it).
     pub fn counts(self) -> bool {
-        self != FindingCode::NetworkPolicyErrorClaimed
+        !matches!(
+            self,
+            FindingCode::NetworkPolicyErrorClaimed | FindingCode::PermissionMissing
+        )
     }
 }
 
@@ -159,6 +169,9 @@ pub fn status_findings(facts: &ClusterFacts, api: &WorkloadApi) -> Vec<Finding> 
     }
     if let Some(f) = beyond_replicas(facts) {
         out.push(f);
+    }
+    for p in &facts.missing_permissions {
+        out.push(permission_finding(facts, p));
     }
     if let Some(kcp) = &facts.kcp {
         for c in kcp.conditions.iter().filter(|c| c.kind.contains("Etcd")) {
@@ -308,6 +321,51 @@ fn ip_text(vm: &VmInfo) -> String {
         (None, Some((ip, why))) => format!("IP {ip} ({why}, refused)"),
         (None, None) => "no IP".into(),
     }
+}
+
+/// The finding for a kind the Supervisor refused (403): the permission, and what the run did
+/// without it.
+fn permission_finding(facts: &ClusterFacts, p: &MissingPermission) -> Finding {
+    let instead = match p.kind.as_str() {
+        "VSphereMachine" => {
+            let count = |by: JoinedBy| facts.nodes.iter().filter(|n| n.join.by == Some(by)).count();
+            let joins: Vec<String> = [
+                (
+                    JoinedBy::Uid,
+                    "by the uid in the Machine's infrastructureRef",
+                ),
+                (
+                    JoinedBy::OwnerName,
+                    "by the VSphereMachine's name in the VM's owner",
+                ),
+                (JoinedBy::VmName, "by the VM's name"),
+            ]
+            .into_iter()
+            .filter_map(|(by, how)| match count(by) {
+                0 => None,
+                n => Some(format!("{n} {how}")),
+            })
+            .collect();
+            let joins = if joins.is_empty() {
+                "none could be joined".to_string()
+            } else {
+                joins.join(", ")
+            };
+            format!(
+                "the VMs were joined to the Machines without the VSphereMachines' uids ({joins})"
+            )
+        }
+        _ => format!("the run went on without {}s", p.kind),
+    };
+    finding(
+        FindingCode::PermissionMissing,
+        Severity::Warning,
+        None,
+        format!(
+            "forbidden: {} (403); {instead}; grant it for the full check (docs/rbac.yaml)",
+            p.describe()
+        ),
+    )
 }
 
 /// The finding for a node whose identity does not hold (see `supervisor::join`).

@@ -56,12 +56,13 @@ mod node;
 mod nodes_unreachable;
 mod not_running;
 mod notes;
+mod placement;
 mod seen;
 mod slow_disk;
 
 use evidence::machine_condition_evidence;
 
-use super::matrix::{self, Matrix};
+use super::matrix::{self, Cell, Matrix};
 pub use crate::probe::etcdlog::LogWindow;
 use crate::probe::etcdlog::{self, LogSummary};
 use crate::probe::NodeReport;
@@ -427,6 +428,25 @@ pub fn diagnose_at(
         verdict.evidence.extend(super::location::evidence(loc));
         let first = super::location::next_steps(loc);
         verdict.next_steps.splice(0..0, first);
+    }
+    // The failing paths exactly those between ESXi hosts (zones): the host transport, unless a
+    // guest's own firewall may be what drops them (the location above says so first).
+    let in_a_guest = location.as_ref().is_some_and(|l| {
+        l.paths.iter().any(|p| {
+            matches!(
+                p.place,
+                super::location::Place::InsideGuest | super::location::Place::MayBeInsideGuest
+            )
+        })
+    });
+    if verdict.code.is_network() && !in_a_guest {
+        let cells: Vec<&Cell> = ctx.matrices.iter().flat_map(|m| m.peer_cells()).collect();
+        if let Some((line, step)) = placement::transport(facts, &cells) {
+            // Right after the line that names the failing paths.
+            let at = verdict.evidence.len().min(1);
+            verdict.evidence.insert(at, line);
+            verdict.next_steps.insert(0, step);
+        }
     }
     let etcd_metrics = super::metrics::read(nodes, &member_nodes(&ctx));
     if verdict.code.is_network() {

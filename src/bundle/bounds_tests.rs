@@ -144,6 +144,7 @@ fn evidence(c: usize, n: usize, objects: usize) -> Evidence {
         since_s: 900,
         network_unread: Vec::new(),
         remediation_unread: None,
+        forbidden: Vec::new(),
         read_at: None,
         left_out: Vec::new(),
         nsx_manager: None,

@@ -149,6 +149,9 @@ pub struct ClusterEntry {
     /// when they were.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub remediation_unread: Option<String>,
+    /// The kinds the Supervisor refused to list (`Evidence::forbidden`). Absent when none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub forbidden: Vec<crate::supervisor::MissingPermission>,
     /// When the run read the Supervisor's objects, by the plugin's clock (`Evidence::read_at`):
     /// "now" for the ages of the Supervisor's conditions. Absent in older bundles (then
     /// `created`).

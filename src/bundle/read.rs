@@ -401,6 +401,23 @@ fn cluster(
             .remediation_unread
             .as_ref()
             .map(|n| n.chars().take(256).collect()),
+        // Anyone's file: a few entries, each field bounded; only the kind decides anything
+        // (which join a re-judged bundle makes), and only a kind the table names.
+        forbidden: c
+            .forbidden
+            .iter()
+            .take(crate::supervisor::kinds::KINDS.len())
+            .map(|p| {
+                let cut = |s: &str| s.chars().take(253).collect::<String>();
+                crate::supervisor::MissingPermission {
+                    kind: cut(&p.kind),
+                    verb: cut(&p.verb),
+                    group: cut(&p.group),
+                    resource: cut(&p.resource),
+                    namespace: p.namespace.as_deref().map(cut),
+                }
+            })
+            .collect(),
         read_at: c.read_at.clone().or_else(|| Some(created.to_string())),
         // Everything a bundle holds is what `analyse` judges from.
         essential_objects: objects_len,

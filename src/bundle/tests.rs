@@ -96,6 +96,7 @@ fn evidence() -> Evidence {
         since_s: 900,
         network_unread: Vec::new(),
         remediation_unread: None,
+        forbidden: Vec::new(),
         read_at: Some("2026-12-04T08:00:00Z".into()),
         essential_objects: objects().len(),
         left_out: Vec::new(),
@@ -129,6 +130,24 @@ fn evidence_round_trips() {
         vec!["list securitypolicies.crd.nsx.vmware.com in namespace ns-prod: forbidden".into()];
     let b = read_bytes(&write_bytes(std::slice::from_ref(&noted))).unwrap();
     assert_eq!(b.evidence, vec![noted]);
+    // So do the kinds the Supervisor refused: a re-judged bundle joins as the live run did and
+    // names the permission.
+    let mut refused = e.clone();
+    refused.forbidden = vec![crate::supervisor::MissingPermission {
+        kind: "VSphereMachine".into(),
+        verb: "list".into(),
+        group: "vmware.infrastructure.cluster.x-k8s.io".into(),
+        resource: "vspheremachines".into(),
+        namespace: Some("ns-prod".into()),
+    }];
+    let b = read_bytes(&write_bytes(std::slice::from_ref(&refused))).unwrap();
+    assert_eq!(b.evidence, vec![refused.clone()]);
+    assert!(b.evidence[0]
+        .judge()
+        .unwrap()
+        .findings
+        .iter()
+        .any(|f| f.code == crate::report::v1alpha2::FindingCode::PermissionMissing));
     // The document as printed, not our reading of it: byte for byte, without the noise.
     for i in 0..2 {
         let raw = b.evidence[0].nodes[i]

@@ -133,6 +133,7 @@ mod tests {
             apis: discovery::from_answer(&answer, "sv").unwrap(),
             objects: Default::default(),
             unread: Default::default(),
+            forbidden: Default::default(),
             network: None,
         })
     }

@@ -255,9 +255,16 @@ fn members_table(out: &mut Lines, r: &DiagnoseReport) {
 }
 
 fn node_row(r: &DiagnoseReport, n: &DiagnosedNode, wide: bool) -> Vec<String> {
-    let ip =
-        n.ip.map(|ip| ip.to_string())
-            .unwrap_or_else(|| "<pending>".into());
+    // An address not from the guest's own report says whose it is (docs/output.md).
+    let from =
+        n.vm.as_ref()
+            .and_then(|v| v.ip_source)
+            .and_then(|s| s.short());
+    let ip = match (n.ip, from) {
+        (Some(ip), Some(from)) => format!("{ip} ({from})"),
+        (Some(ip), None) => ip.to_string(),
+        (None, _) => "<pending>".into(),
+    };
     let Some(p) = &n.probe else {
         let why = n
             .error

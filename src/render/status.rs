@@ -186,7 +186,14 @@ fn status_table(r: &StatusReport, wide: bool, paint: Paint) -> String {
     out.blank();
     let mut header = vec!["NODE", "VM", "IP", "POWER", "PHASE", "NODEREF"];
     if wide {
-        header.extend(["CLASS", "VERSION", "FAILURE DOMAIN", "ADDRESSES", "JOIN"]);
+        header.extend([
+            "CLASS",
+            "VERSION",
+            "FAILURE DOMAIN",
+            "HOST",
+            "ADDRESSES",
+            "JOIN",
+        ]);
     }
     let rows: Vec<Vec<String>> = r
         .nodes
@@ -205,11 +212,20 @@ fn status_table(r: &StatusReport, wide: bool, paint: Paint) -> String {
                 vm.map(|v| v.name.clone())
                     .unwrap_or_else(|| "<no vm>".into()),
                 match vm {
-                    Some(v) => match (v.ip, v.refused_ip) {
-                        (Some(ip), _) => ip.to_string(),
-                        (None, Some(ip)) => format!("{ip} <refused>"),
-                        (None, None) => "<pending>".into(),
-                    },
+                    Some(v) => {
+                        let ip = match (v.ip, v.refused_ip) {
+                            (Some(ip), _) => ip.to_string(),
+                            (None, Some(ip)) => format!("{ip} <refused>"),
+                            (None, None) => "<pending>".into(),
+                        };
+                        // Not the guest's word: say whose (docs/output.md).
+                        match v.ip_source.and_then(|s| s.short()) {
+                            Some(from) if v.ip.is_some() || v.refused_ip.is_some() => {
+                                format!("{ip} ({from})")
+                            }
+                            _ => ip,
+                        }
+                    }
                     None => NONE.into(),
                 },
                 or_none(vm.map(|v| v.power)),
@@ -220,6 +236,7 @@ fn status_table(r: &StatusReport, wide: bool, paint: Paint) -> String {
                 row.push(or_none(vm.and_then(|v| v.class.clone())));
                 row.push(or_none(m.and_then(|m| m.version.clone())));
                 row.push(or_none(m.and_then(|m| m.failure_domain.clone())));
+                row.push(or_none(vm.and_then(|v| v.host.clone())));
                 let addrs = m
                     .map(|m| {
                         m.addresses
@@ -253,7 +270,7 @@ fn status_table(r: &StatusReport, wide: bool, paint: Paint) -> String {
         .collect();
     if !by_name.is_empty() {
         out.blank();
-        out.line("Joined without a VSphereMachine uid to check (an older Supervisor):");
+        out.line("Joined without a VSphereMachine uid to check (an older Supervisor, or VSphereMachines not readable):");
         for l in by_name {
             out.line(format!("  {l}"));
         }
@@ -416,7 +433,7 @@ mod tests {
         assert!(row("tkc-cp-2").ends_with(" owner name"), "{wide}");
         let table = status_table(&r, false, Paint { on: false });
         assert!(
-            table.contains("Joined without a VSphereMachine uid to check (an older Supervisor):\n  tkc-cp-2 by owner name (no uid to check)\n"),
+            table.contains("Joined without a VSphereMachine uid to check (an older Supervisor, or VSphereMachines not readable):\n  tkc-cp-2 by owner name (no uid to check)\n"),
             "{table}"
         );
         assert!(table.contains("127.0.0.1 <refused>"), "{table}");

@@ -40,6 +40,11 @@ pub struct Evidence {
     /// the JSON when they were.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub remediation_unread: Option<String>,
+    /// The kinds the walk can do without that the Supervisor refused to list (403): the
+    /// permissions missing, so a re-judged bundle joins as the live run did (without
+    /// VSphereMachines: by the Machines' references and names). Not in the JSON when none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub forbidden: Vec<crate::supervisor::MissingPermission>,
     /// When the run read the Supervisor's objects (`diagnose`: as its diagnosis of the cluster
     /// starts, right after the read), RFC 3339 UTC, by the plugin's own clock: "now" for the
     /// ages of the Supervisor's conditions (never a node's clock, which the node writes). A
@@ -98,6 +103,7 @@ impl Evidence {
                 .map(|n| n.unread)
                 .unwrap_or_default(),
             remediation_unread: inventory.remediation_note(),
+            forbidden: inventory.forbidden.clone(),
             read_at: Some(
                 humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string(),
             ),
@@ -136,7 +142,8 @@ impl Evidence {
     pub fn judge(&self) -> Result<DiagnoseReport> {
         let inventory = Inventory::from_objects(&self.namespace, self.apis.clone(), &self.objects)
             .with_network_notes(&self.network_unread)
-            .with_remediation_note(self.remediation_unread.as_deref());
+            .with_remediation_note(self.remediation_unread.as_deref())
+            .with_forbidden(&self.forbidden);
         let facts = inventory.facts(&self.context, &self.cluster)?;
         let since = std::time::Duration::from_secs(self.since_s);
         let read_at = self
@@ -246,6 +253,7 @@ mod tests {
             since_s: 900,
             network_unread: vec![],
             remediation_unread: None,
+            forbidden: Vec::new(),
             read_at: read_at.map(str::to_string),
             essential_objects: 0,
             left_out: vec![],

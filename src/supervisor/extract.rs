@@ -1,7 +1,8 @@
 //! Pure field extraction over the Supervisor's objects, one small function per fact, each aware of
 //! the API versions real Supervisors serve:
-//! - vm-operator `VirtualMachine` v1alpha1 (`status.vmIp`, `poweredOn`) and v1alpha2..v1alpha5
-//!   (`status.network.primaryIP4`/`primaryIP6`, `PoweredOn`);
+//! - vm-operator `VirtualMachine` v1alpha1 (`status.vmIp`, `poweredOn`, `status.host`) and
+//!   v1alpha2..v1alpha6 (`status.network.primaryIP4`/`primaryIP6`, `status.network.config`
+//!   from v1alpha3, `PoweredOn`, `status.host` until v1alpha3 and `status.nodeName` after);
 //! - CAPI `Cluster`/`Machine`/`KubeadmControlPlane` v1beta1 (with or without the `status.v1beta2`
 //!   block of CAPI 1.9/1.10) and v1beta2 (CAPI 1.11+).
 //!
@@ -13,7 +14,9 @@ use std::net::IpAddr;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::facts::{Condition, Endpoint, KcpInfo, MachineAddress, MachineInfo, PowerState};
+use super::facts::{
+    AddressSource, Condition, Endpoint, KcpInfo, MachineAddress, MachineInfo, PowerState,
+};
 
 pub(super) fn str_at<'a>(v: &'a Value, path: &[&str]) -> Option<&'a str> {
     let mut cur = v;
@@ -44,13 +47,92 @@ pub fn vm_ip(data: &Value) -> Option<IpAddr> {
     .find_map(|s| s.trim().parse::<IpAddr>().ok())
 }
 
-/// The VM's primary IP split by the address rule ([`super::address`]): (the address to use,
-/// the address refused). At most one is Some; both None when the VM reports none yet.
-pub fn vm_address(data: &Value) -> (Option<IpAddr>, Option<IpAddr>) {
-    match vm_ip(data) {
+/// The addresses `status.network.config` holds, in order: each interface's configured
+/// addresses (`config.interfaces[].ip.addresses[]`, with the prefix length: `198.18.0.13/24`).
+/// vm-operator writes `config` from the network provider's result (IPAM), not from the guest,
+/// and keeps it alone when the guest reports nothing (`updateGuestNetworkStatus` in
+/// vmware-tanzu/vm-operator pkg/providers/vsphere/vmlifecycle/update_status.go: "Config is the
+/// only field we need to preserve"); the shape is `VirtualMachineNetworkConfigStatus` /
+/// `VirtualMachineNetworkConfigInterfaceIPStatus` in api/v1alpha3..v1alpha6
+/// virtualmachine_network_types.go (v1alpha1 and v1alpha2 have no `config`). Entries that are
+/// not an address (with or without a prefix) are skipped, never trusted.
+pub fn vm_config_ips(data: &Value) -> Vec<IpAddr> {
+    data.pointer("/status/network/config/interfaces")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|i| i.pointer("/ip/addresses").and_then(Value::as_array))
+        .flatten()
+        .filter_map(Value::as_str)
+        .filter_map(|s| {
+            let s = s.trim();
+            let ip = s.split_once('/').map_or(s, |(ip, _)| ip);
+            ip.parse::<IpAddr>().ok()
+        })
+        .collect()
+}
+
+/// An address split by the address rule ([`super::address`]): (the address to use, the
+/// address refused).
+fn split(ip: Option<IpAddr>) -> (Option<IpAddr>, Option<IpAddr>) {
+    match ip {
         Some(ip) if super::address::refusal(ip).is_some() => (None, Some(ip)),
         ip => (ip, None),
     }
+}
+
+/// The VM's primary IP split by the address rule ([`super::address`]): (the address to use,
+/// the address refused). At most one is Some; both None when the VM reports none yet.
+pub fn vm_address(data: &Value) -> (Option<IpAddr>, Option<IpAddr>) {
+    let (ip, refused, _) = vm_address_sourced(data);
+    (ip, refused)
+}
+
+/// [`vm_address`], with where it came from: the guest's fields ([`vm_ip`]), else, only when
+/// the guest reports none at all, the first address of `status.network.config`
+/// ([`vm_config_ips`]). The same address rule holds for both; a refused guest address is not
+/// replaced by another (the guest's report is what is in doubt: docs/security.md).
+pub fn vm_address_sourced(data: &Value) -> (Option<IpAddr>, Option<IpAddr>, AddressSource) {
+    if let Some(ip) = vm_ip(data) {
+        let (ip, refused) = split(Some(ip));
+        return (ip, refused, AddressSource::Guest);
+    }
+    match vm_config_ips(data).first() {
+        Some(ip) => {
+            let (ip, refused) = split(Some(*ip));
+            (ip, refused, AddressSource::NetworkConfig)
+        }
+        None => (None, None, AddressSource::Guest),
+    }
+}
+
+/// A Machine's address for its VM when neither the guest nor `status.network.config` gives
+/// one: its first `InternalIP`, else its first `ExternalIP` (CAPI `MachineAddress` types; CAPV
+/// copies the VM's address into the VSphereMachine's and CAPI into the Machine's
+/// `status.addresses`), under the same address rule: (the address to use, the address refused).
+pub fn machine_address(m: &MachineInfo) -> (Option<IpAddr>, Option<IpAddr>) {
+    let first = |kind: &str| {
+        m.addresses
+            .iter()
+            .filter(|a| a.kind == kind)
+            .find_map(|a| a.address.trim().parse::<IpAddr>().ok())
+    };
+    split(first("InternalIP").or_else(|| first("ExternalIP")))
+}
+
+/// The ESXi host the VM runs on: `status.host` (vm-operator v1alpha1..v1alpha3), renamed
+/// `status.nodeName` from v1alpha4 (api/v1alpha4..v1alpha6 virtualmachine_types.go, written
+/// by `reconcileStatusNodeName` from the VM's `summary.runtime.host`).
+pub fn vm_host(data: &Value) -> Option<String> {
+    str_at(data, &["status", "nodeName"])
+        .or_else(|| str_at(data, &["status", "host"]))
+        .map(str::to_string)
+}
+
+/// The vSphere Zone the VM was placed in: `status.zone` (v1alpha1..v1alpha6; empty when the
+/// Supervisor is not zone-aware).
+pub fn vm_zone(data: &Value) -> Option<String> {
+    str_at(data, &["status", "zone"]).map(str::to_string)
 }
 
 /// A Machine's `spec.infrastructureRef`.

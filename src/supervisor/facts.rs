@@ -222,6 +222,33 @@ impl ProvisioningStep {
     }
 }
 
+/// Where a node's address came from (`nodes[].vm.ipSource`), in the order they are tried.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, strum::Display, strum::VariantArray)]
+pub enum AddressSource {
+    /// What the guest reports through VMware Tools: `status.network.primaryIP4`,
+    /// `primaryIP6`, v1alpha1's `status.vmIp`.
+    #[default]
+    Guest,
+    /// The network provider's configured address, `status.network.config` (the guest reports
+    /// none: a hung guest, VMware Tools not running).
+    NetworkConfig,
+    /// The Machine's `status.addresses` (`InternalIP`, then `ExternalIP`), as CAPI copied them
+    /// from the VSphereMachine while the guest still reported one: neither the guest nor the
+    /// network provider gives one now.
+    MachineAddress,
+}
+
+impl AddressSource {
+    /// Beside the address in the tables: nothing for the guest's own word.
+    pub fn short(self) -> Option<&'static str> {
+        match self {
+            AddressSource::Guest => None,
+            AddressSource::NetworkConfig => Some("config"),
+            AddressSource::MachineAddress => Some("machine"),
+        }
+    }
+}
+
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct VmInfo {
     pub name: String,
@@ -235,6 +262,13 @@ pub struct VmInfo {
     /// link-local, multicast...: [`super::address::refusal`]); `ip` is then None. Not in the
     /// JSON when absent.
     pub refused_ip: Option<IpAddr>,
+    /// Where `ip` (or `refused_ip`) came from: the guest, the network provider's
+    /// `status.network.config`, or the Machine's `status.addresses`.
+    pub ip_source: AddressSource,
+    /// The ESXi host it runs on (`status.host`, `status.nodeName` from v1alpha4).
+    pub host: Option<String>,
+    /// The vSphere Zone it was placed in (`status.zone`; none on a Supervisor without zones).
+    pub zone: Option<String>,
 }
 
 impl VmInfo {
@@ -415,6 +449,39 @@ pub struct KcpRemediation {
     pub min_healthy_period: Option<String>,
 }
 
+/// A request the Supervisor refused (403) for a kind the walk can do without
+/// ([`super::kinds::Need::Degrade`]): the permission the user lacks, which the finding names,
+/// and the run goes on without the kind (docs/rbac.yaml says which kinds those are).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct MissingPermission {
+    /// The kind not read (`VSphereMachine`).
+    pub kind: String,
+    /// The verb refused (`list`).
+    pub verb: String,
+    pub group: String,
+    /// The resource (`vspheremachines`).
+    pub resource: String,
+    /// The namespace asked in; None when the request was across all namespaces.
+    pub namespace: Option<String>,
+}
+
+impl MissingPermission {
+    /// `list vspheremachines.vmware.infrastructure.cluster.x-k8s.io in namespace ns-prod`.
+    pub fn describe(&self) -> String {
+        let place = match &self.namespace {
+            Some(ns) => format!("in namespace {ns}"),
+            None => "in all namespaces".to_string(),
+        };
+        let resource = if self.group.is_empty() {
+            self.resource.clone()
+        } else {
+            format!("{}.{}", self.resource, self.group)
+        };
+        format!("{} {resource} {place}", self.verb)
+    }
+}
+
 /// Everything the Supervisor says about one workload cluster's control plane.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ClusterFacts {
@@ -436,6 +503,9 @@ pub struct ClusterFacts {
     /// What could replace the control-plane Machines (the remediation guard): empty when
     /// nothing was read of it.
     pub remediation: RemediationFacts,
+    /// The optional kinds the Supervisor refused to show (403), each a finding
+    /// (`PermissionMissing`); the run went on without them.
+    pub missing_permissions: Vec<MissingPermission>,
 }
 
 /// Where a cluster's API server is: CAPI writes the cluster's kubeconfig for this address.

@@ -40,6 +40,9 @@ pub struct Inventory {
     /// The advice kinds that could not be read, each with its note (a 403 on
     /// MachineHealthChecks): empty when all were.
     pub unread: Unread,
+    /// The kinds the walk can do without that the Supervisor refused to list (403), each the
+    /// permission missing ([`super::kinds::Need::Degrade`]): empty when all were read.
+    pub forbidden: Vec<MissingPermission>,
     /// The network objects read ([`super::network`]); None when the Supervisor serves no NSX
     /// group (nothing was asked).
     pub network: Option<NetworkRead>,
@@ -117,6 +120,7 @@ impl Inventory {
                     .collect(),
                 network: self.network.as_ref().map(|n| n.in_namespace(&ns)),
                 unread: self.unread.clone(),
+                forbidden: self.forbidden.clone(),
                 apis: self.apis.clone(),
                 namespace: ns,
             })
@@ -178,9 +182,13 @@ impl Inventory {
             .collect();
         let (vms, vm_labels) = self.vms_of(cluster_name);
         let vms = vms.into_iter().map(join::vm_object).collect();
+        // VSphereMachines refused (403): not read, so no uid from them; the join goes by the
+        // Machines' references and names, as where they are not served.
+        let vsphere_machines_read =
+            self.apis.vsphere_machine.is_some() && !self.refused(KindId::VSphereMachine);
         let anchors = join::Anchors {
             kcp_uid,
-            vsphere_machines: self.apis.vsphere_machine.as_ref().map(|_| {
+            vsphere_machines: vsphere_machines_read.then(|| {
                 self.vsphere_machines_of(cluster_name)
                     .filter_map(|o| Some((name(o).to_string(), o.metadata.uid.clone()?)))
                     .collect()
@@ -224,6 +232,7 @@ impl Inventory {
             machines_beyond_replicas,
             endpoint: extract::endpoint(&cluster.data),
             remediation,
+            missing_permissions: self.forbidden.clone(),
         })
     }
 
@@ -422,6 +431,18 @@ impl Inventory {
         }
     }
 
+    /// Whether the Supervisor refused to list `id` (403 on a kind the walk can do without).
+    pub fn refused(&self, id: KindId) -> bool {
+        let name = id.row().name.unwrap_or_default();
+        self.forbidden.iter().any(|p| p.kind == name)
+    }
+
+    /// The permissions missing, as an evidence bundle kept them (the kinds refused).
+    pub fn with_forbidden(mut self, forbidden: &[MissingPermission]) -> Inventory {
+        self.forbidden = forbidden.to_vec();
+        self
+    }
+
     /// The note of why the MachineHealthChecks could not be read, as an evidence bundle kept
     /// it (None: they were read).
     pub fn with_remediation_note(mut self, note: Option<&str>) -> Inventory {
@@ -506,6 +527,7 @@ impl Inventory {
             apis,
             objects: Objects::new(),
             unread: Unread::new(),
+            forbidden: Vec::new(),
             network: None,
         };
         for v in objects {

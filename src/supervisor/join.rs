@@ -30,7 +30,10 @@ use std::collections::BTreeMap;
 use kube::api::DynamicObject;
 
 use super::extract::{self, InfraRef};
-use super::facts::{ControlPlaneNode, IdentityProblem, Join, JoinedBy, MachineInfo, VmInfo};
+use super::facts::{
+    AddressSource, ControlPlaneNode, IdentityProblem, Join, JoinedBy, MachineInfo, PowerState,
+    VmInfo,
+};
 
 /// An ownerReference, as the join reads it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -183,7 +186,7 @@ pub fn join(
             [i] if !taken[*i] => {
                 taken[*i] = true;
                 join.by = Some(by);
-                Some(vms[*i].info.clone())
+                Some(with_machine_address(vms[*i].info.clone(), &m.info))
             }
             // Its one VM is another Machine's already (two Machines naming one VSphereMachine).
             [_] => None,
@@ -220,6 +223,24 @@ pub fn join(
     nodes
 }
 
+/// The VM, when powered on, with its Machine's `status.addresses` as its address when neither
+/// its guest nor its `status.network.config` gives one ([`extract::machine_address`]): the VM is the Machine's
+/// (joined), so the Machine's last known address is this VM's. A refused address is never
+/// replaced (the guest's report is what is in doubt), and the Machine's is refused by the same
+/// rule.
+fn with_machine_address(mut vm: VmInfo, m: &MachineInfo) -> VmInfo {
+    // Only for a VM that is on (see [`vm_object`]).
+    if vm.ip.is_none() && vm.refused_ip.is_none() && vm.power == PowerState::PoweredOn {
+        let (ip, refused) = extract::machine_address(m);
+        if ip.is_some() || refused.is_some() {
+            vm.ip = ip;
+            vm.refused_ip = refused;
+            vm.ip_source = AddressSource::MachineAddress;
+        }
+    }
+    vm
+}
+
 /// An object's ownerReferences.
 fn owners(o: &DynamicObject) -> Vec<Owner> {
     o.metadata
@@ -248,18 +269,27 @@ pub fn machine_object(o: &DynamicObject) -> MachineObject {
 /// ([`extract::vm_address`]), so no later stage sees a refused one.
 pub fn vm_object(o: &DynamicObject) -> VmObject {
     let owners = owners(o);
-    let (ip, refused_ip) = extract::vm_address(&o.data);
+    let power = extract::vm_power(&o.data);
+    let (mut ip, mut refused_ip, mut ip_source) = extract::vm_address_sourced(&o.data);
+    // A VM that is not on has no address to reach: vm-operator keeps `config` for it too, but
+    // only a running guest that stopped reporting (hung, VMware Tools down) is reached at it.
+    if ip_source != AddressSource::Guest && power != PowerState::PoweredOn {
+        (ip, refused_ip, ip_source) = (None, None, AddressSource::Guest);
+    }
     VmObject {
         info: VmInfo {
             name: o.metadata.name.clone().unwrap_or_default(),
             ip,
-            power: extract::vm_power(&o.data),
+            power,
             class: extract::vm_class(&o.data),
             owner: owners
                 .iter()
                 .find(|o| o.kind == "VSphereMachine")
                 .map(|o| o.name.clone()),
             refused_ip,
+            ip_source,
+            host: extract::vm_host(&o.data),
+            zone: extract::vm_zone(&o.data),
         },
         owners,
     }

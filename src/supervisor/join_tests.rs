@@ -48,6 +48,7 @@ fn vm(name: &str, owners: Vec<Owner>, ip: &str) -> VmObject {
                 .find(|o| o.kind == "VSphereMachine")
                 .map(|o| o.name.clone()),
             refused_ip: None,
+            ..VmInfo::default()
         },
         owners,
     }
@@ -284,4 +285,127 @@ fn keeps_the_unmatched_on_both_sides() {
     assert!(row(&nodes, "cp-2").vm.is_none());
     let orphan = row(&nodes, "orphan");
     assert!(orphan.machine.is_none() && orphan.join == Join::default());
+}
+
+/// A Machine with `status.addresses` (CAPI's `MachineAddress` list).
+fn with_addresses(mut m: MachineObject, addrs: &[(&str, &str)]) -> MachineObject {
+    m.info.addresses = addrs
+        .iter()
+        .map(|(kind, address)| crate::supervisor::facts::MachineAddress {
+            kind: kind.to_string(),
+            address: address.to_string(),
+        })
+        .collect();
+    m
+}
+
+/// A VM with no address from its guest nor its network config: its joined Machine's
+/// InternalIP (else ExternalIP) is its address, said so; a VM joined to nothing gets none, and
+/// a refused guest address is never replaced.
+#[test]
+fn without_a_vm_address_the_machines_is_used_and_said() {
+    let mut silent = owned_vm("cp-1", "cp-1", "u1", "198.18.0.11");
+    silent.info.ip = None;
+    let mut external = owned_vm("cp-2", "cp-2", "u2", "198.18.0.12");
+    external.info.ip = None;
+    let mut refused = owned_vm("cp-3", "cp-3", "u3", "198.18.0.13");
+    refused.info.ip = None;
+    refused.info.refused_ip = Some("127.0.0.1".parse().unwrap());
+    let nodes = join(
+        &read(&[("cp-1", "u1"), ("cp-2", "u2"), ("cp-3", "u3")]),
+        vec![
+            with_addresses(
+                machine("cp-1", Some("cp-1")),
+                &[
+                    ("Hostname", "cp-1"),
+                    ("InternalIP", "198.18.0.11"),
+                    ("ExternalIP", "198.18.0.99"),
+                ],
+            ),
+            with_addresses(
+                machine("cp-2", Some("cp-2")),
+                &[("InternalIP", "not-an-ip"), ("ExternalIP", "198.18.0.12")],
+            ),
+            with_addresses(
+                machine("cp-3", Some("cp-3")),
+                &[("InternalIP", "198.18.0.13")],
+            ),
+        ],
+        vec![silent, external, refused],
+    );
+    let vm = |n: &str| row(&nodes, n).vm.clone().unwrap();
+    assert_eq!(vm("cp-1").ip, Some("198.18.0.11".parse().unwrap()));
+    assert_eq!(vm("cp-1").ip_source, AddressSource::MachineAddress);
+    assert_eq!(vm("cp-2").ip, Some("198.18.0.12".parse().unwrap()));
+    assert_eq!(vm("cp-2").ip_source, AddressSource::MachineAddress);
+    // The guest's word is what is in doubt: the Machine's does not cover it.
+    assert_eq!(vm("cp-3").ip, None);
+    assert_eq!(vm("cp-3").ip_source, AddressSource::Guest);
+}
+
+/// The address rule holds for the Machine's addresses too.
+#[test]
+fn a_machine_address_is_refused_by_the_same_rule() {
+    let mut silent = owned_vm("cp-1", "cp-1", "u1", "198.18.0.11");
+    silent.info.ip = None;
+    let nodes = join(
+        &read(&[("cp-1", "u1")]),
+        vec![with_addresses(
+            machine("cp-1", Some("cp-1")),
+            &[("InternalIP", "169.254.169.254")],
+        )],
+        vec![silent],
+    );
+    let vm = row(&nodes, "cp-1").vm.clone().unwrap();
+    assert_eq!(vm.ip, None);
+    assert_eq!(vm.refused_ip, Some("169.254.169.254".parse().unwrap()));
+    assert_eq!(vm.ip_source, AddressSource::MachineAddress);
+}
+
+/// VSphereMachines refused (403) on CAPI v1beta2 (no uid in the references): the VMs are
+/// joined by their owner's name, and a forged VM naming a real node's VSphereMachine still
+/// makes that node ambiguous, never a guess.
+#[test]
+fn without_vsphere_machines_a_forged_owner_name_is_still_no_guess() {
+    let unread = Anchors {
+        kcp_uid: Some(KCP.into()),
+        vsphere_machines: None,
+    };
+    let nodes = join(
+        &unread,
+        vec![machine("cp-1", Some("cp-1")), machine("cp-2", Some("cp-2"))],
+        vec![
+            owned_vm("cp-1-vm", "cp-1", "u1", "198.18.0.11"),
+            owned_vm("cp-2-vm", "cp-2", "u2", "198.18.0.12"),
+            owned_vm("forged", "cp-2", "forged-uid", "198.18.0.66"),
+        ],
+    );
+    let cp1 = row(&nodes, "cp-1");
+    assert_eq!(vm_of(cp1), Some("cp-1-vm"));
+    assert_eq!(cp1.join.by, Some(JoinedBy::OwnerName));
+    assert!(cp1.is_target());
+    let cp2 = row(&nodes, "cp-2");
+    assert!(cp2.vm.is_none() && !cp2.is_target(), "{cp2:#?}");
+    assert!(matches!(
+        cp2.join.problem,
+        Some(IdentityProblem::AmbiguousVm { .. })
+    ));
+}
+
+/// A VM that is not on has no address to reach: the Machine's is not taken for it.
+#[test]
+fn a_vm_not_on_gets_no_machine_address() {
+    let mut off = owned_vm("cp-1", "cp-1", "u1", "198.18.0.11");
+    off.info.ip = None;
+    off.info.power = PowerState::PoweredOff;
+    let nodes = join(
+        &read(&[("cp-1", "u1")]),
+        vec![with_addresses(
+            machine("cp-1", Some("cp-1")),
+            &[("InternalIP", "198.18.0.11")],
+        )],
+        vec![off],
+    );
+    let vm = row(&nodes, "cp-1").vm.clone().unwrap();
+    assert_eq!((vm.ip, vm.ip_source), (None, AddressSource::Guest));
 }

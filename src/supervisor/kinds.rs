@@ -113,6 +113,11 @@ pub enum Need {
     /// is a note, never a failure: what the kind tells is advice beside the verdict (the
     /// remediation guard).
     Advice,
+    /// Read when served; the walk can do without it: a 403 is the finding
+    /// `PermissionMissing` naming the permission ([`super::facts::MissingPermission`]) and the
+    /// run goes on without the kind (VSphereMachines: the join goes by the Machines'
+    /// references and names, [`super::join`]); any other failed request fails the read.
+    Degrade,
     /// Network evidence: read when served and the Supervisor serves an NSX group; a failed
     /// request is a note, a list is cut per namespace ([`super::network`]).
     Evidence,
@@ -192,14 +197,16 @@ pub const KINDS: &[Kind] = &[
         Selector::ControlPlaneLabel,
         Need::Required,
     ),
-    // KCP gives its infrastructure machines the Machines' labels.
+    // KCP gives its infrastructure machines the Machines' labels. Not documented among what a
+    // vSphere Namespace's "Can edit" grants: without it the VMs are joined to the Machines by
+    // the Machines' references (v1beta1's uid) and names.
     kind(
         KindId::VSphereMachine,
         "VSphereMachine",
         INFRA_GROUP,
         "vspheremachines",
         Selector::ControlPlaneLabel,
-        Need::WhenServed,
+        Need::Degrade,
     ),
     kind(
         KindId::VirtualMachine,

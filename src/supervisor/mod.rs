@@ -4,7 +4,7 @@
 //! - [`kinds`]: the table of every kind read (group, resource, scope, selector, version,
 //!   whether optional), pure;
 //! - [`discovery`]: one request says this is a Supervisor and which versions it prefers
-//!   (vm-operator v1alpha1..v1alpha5, CAPI v1beta1/v1beta2); versions are never hard-coded.
+//!   (vm-operator v1alpha1..v1alpha6, CAPI v1beta1/v1beta2); versions are never hard-coded.
 //! - [`read`]: every request to the Supervisor, over the table (one cluster's objects, or one
 //!   list of each kind per namespace for many clusters); the only I/O here;
 //! - [`inventory`]: the objects read, per kind, and the pure step from them to

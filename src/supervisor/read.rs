@@ -22,6 +22,7 @@ use kube::Client;
 
 use super::discovery::SupervisorApis;
 use super::extract;
+use super::facts::MissingPermission;
 use super::inventory::{existing, Inventory, Objects, Scope, Unread};
 use super::kinds::{Kind, KindId, Need, NetKind, ResourceScope, Selector, KINDS, VM_LABELS};
 use super::network::{cut_note, per_namespace, plan, resource_name, NetworkRead, OTHERS_NOTE};
@@ -79,14 +80,15 @@ fn typed(mut o: DynamicObject, ar: &ApiResource) -> DynamicObject {
 }
 
 /// The rows' first requests together (the network rows are [`read_network`]'s). A failed
-/// request of a [`Need::Advice`] row is a note ([`Unread`]), never a failure.
+/// request of a [`Need::Advice`] row is a note ([`Unread`]), never a failure; a 403 on a
+/// [`Need::Degrade`] row is the permission missing.
 async fn read_rows(
     client: &Client,
     apis: &SupervisorApis,
     ns: Option<&str>,
     reach: Reach<'_>,
     rows: impl Iterator<Item = &'static Kind>,
-) -> Result<(Objects, Unread)> {
+) -> Result<(Objects, Unread, Vec<MissingPermission>)> {
     let read = try_join_all(
         rows.filter(|k| k.optional != Need::Evidence)
             .map(|k| async move {
@@ -100,7 +102,14 @@ async fn read_rows(
                         Ok((k.id, Ok(Vec::new())))
                     }
                     Err(Error::Kube(f)) if k.optional == Need::Advice => {
-                        Ok((k.id, Err(advice_note(k, ns, &f.source))))
+                        Ok((k.id, Err(Unanswered::Note(advice_note(k, ns, &f.source)))))
+                    }
+                    // Forbidden, on a kind the walk can do without: the permission is named
+                    // and the run goes on ([`Need::Degrade`]).
+                    Err(Error::Kube(f))
+                        if k.optional == Need::Degrade && is_forbidden(&f.source) =>
+                    {
+                        Ok((k.id, Err(Unanswered::Forbidden(missing(k, ns)))))
                     }
                     Err(e) => Err(e),
                 }
@@ -109,21 +118,50 @@ async fn read_rows(
     .await?;
     let mut objects = Objects::new();
     let mut unread = Unread::new();
+    let mut forbidden = Vec::new();
     for (id, answer) in read {
         match answer {
             Ok(o) => {
                 objects.insert(id, o);
             }
-            Err(note) => {
+            Err(Unanswered::Note(note)) => {
                 unread.insert(id, note);
             }
+            Err(Unanswered::Forbidden(p)) => forbidden.push(p),
         }
     }
-    Ok((objects, unread))
+    Ok((objects, unread, forbidden))
+}
+
+/// Why a row that may fail without failing the read was not read.
+enum Unanswered {
+    /// An advice row's note.
+    Note(String),
+    /// A [`Need::Degrade`] row's 403: the permission missing.
+    Forbidden(MissingPermission),
 }
 
 fn is_not_found(e: &kube::Error) -> bool {
     matches!(e, kube::Error::Api(s) if s.code == 404)
+}
+
+fn is_forbidden(e: &kube::Error) -> bool {
+    matches!(e, kube::Error::Api(s) if s.code == 403)
+}
+
+/// The permission a [`Need::Degrade`] row's refused list lacked (the row's own words: never
+/// the server's message).
+fn missing(kind: &Kind, ns: Option<&str>) -> MissingPermission {
+    MissingPermission {
+        kind: kind.name.unwrap_or_default().to_string(),
+        verb: "list".to_string(),
+        group: match kind.group {
+            super::kinds::Group::Named(g) => g.to_string(),
+            super::kinds::Group::Referenced => String::new(),
+        },
+        resource: kind.resource.unwrap_or_default().to_string(),
+        namespace: ns.map(str::to_string),
+    }
 }
 
 /// The note of an advice row that could not be read: the request and why, in fixed words.
@@ -239,7 +277,7 @@ impl Inventory {
                 ))
             }
         };
-        let ((objects, unread), network) = tokio::try_join!(
+        let ((objects, unread, forbidden), network) = tokio::try_join!(
             read_rows(
                 client,
                 apis,
@@ -254,6 +292,7 @@ impl Inventory {
             apis: apis.clone(),
             objects,
             unread,
+            forbidden,
             network,
         })
     }
@@ -277,7 +316,7 @@ impl Inventory {
         ns: &str,
         others: Option<&OthersAnswer>,
     ) -> Result<Inventory> {
-        let ((objects, unread), network) = tokio::try_join!(
+        let ((objects, unread, forbidden), network) = tokio::try_join!(
             read_rows(client, apis, Some(ns), Reach::Clusters, KINDS.iter()),
             async { Ok(read_network_with(client, apis, Some(ns), others).await) },
         )?;
@@ -286,6 +325,7 @@ impl Inventory {
             apis: apis.clone(),
             objects,
             unread,
+            forbidden,
             network,
         };
         read_after(client, &mut inv, Some(ns)).await?;
@@ -304,7 +344,7 @@ impl Inventory {
         match read_row(client, apis, None, Reach::Clusters, clusters).await {
             Ok(found) => {
                 let rest = KINDS.iter().filter(|k| k.id != KindId::Cluster);
-                let ((mut objects, unread), network) = tokio::try_join!(
+                let ((mut objects, unread, forbidden), network) = tokio::try_join!(
                     read_rows(client, apis, None, Reach::Clusters, rest),
                     async { Ok(read_network(client, apis, None).await) },
                 )?;
@@ -314,6 +354,7 @@ impl Inventory {
                     apis: apis.clone(),
                     objects,
                     unread,
+                    forbidden,
                     network,
                 };
                 read_after(client, &mut all, None).await?;

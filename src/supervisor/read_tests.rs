@@ -46,3 +46,57 @@ async fn a_supervisor_without_nsx_is_asked_nothing_more() {
     assert_eq!(net.answered.len(), plan(&apis).len());
     assert!(net.unread.is_empty(), "{:?}", net.unread);
 }
+
+/// VSphereMachines refused (403) on a CAPI v1beta2 Supervisor (references without uid): the
+/// facts join the VMs by their owner's name and carry the permission missing; without the note
+/// the same objects (no VSphereMachine among them) would leave every Machine without its VM,
+/// which is why the evidence and a bundle keep it.
+#[test]
+fn refused_vsphere_machines_join_by_names_and_say_so() {
+    use super::facts::{JoinedBy, MissingPermission};
+    use super::Inventory;
+    use serde_json::json;
+    let group = |name: &str, version: &str| {
+        json!({"name": name, "versions": [{"groupVersion": format!("{name}/{version}"), "version": version}],
+               "preferredVersion": {"groupVersion": format!("{name}/{version}"), "version": version}})
+    };
+    let answer = json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": [
+        group("vmoperator.vmware.com", "v1alpha6"),
+        group("cluster.x-k8s.io", "v1beta2"),
+        group("controlplane.cluster.x-k8s.io", "v1beta2"),
+        group("vmware.infrastructure.cluster.x-k8s.io", "v1beta2"),
+    ]});
+    let apis = super::discovery::from_answer(&answer, "sv").unwrap();
+    // The Cluster, KCP, Machines and VMs: no VSphereMachine was read.
+    let objects = crate::testing::fixture_objects("v1alpha6");
+    let refused = MissingPermission {
+        kind: "VSphereMachine".into(),
+        verb: "list".into(),
+        group: "vmware.infrastructure.cluster.x-k8s.io".into(),
+        resource: "vspheremachines".into(),
+        namespace: Some("ns-prod".into()),
+    };
+    let inv = Inventory::from_objects("ns-prod", apis, &objects);
+    let without_note = inv.facts("sv", "tkc-prod").unwrap();
+    assert!(
+        without_note
+            .nodes
+            .iter()
+            .all(|n| n.vm.is_none() || n.machine.is_none()),
+        "read and none found: no VM is any Machine's"
+    );
+    let facts = inv
+        .with_forbidden(std::slice::from_ref(&refused))
+        .facts("sv", "tkc-prod")
+        .unwrap();
+    assert_eq!(facts.nodes.len(), 3, "{:#?}", facts.nodes);
+    for n in &facts.nodes {
+        assert_eq!(n.join.by, Some(JoinedBy::OwnerName), "{n:#?}");
+        assert!(n.is_target() && n.ip().is_some(), "{n:#?}");
+    }
+    assert_eq!(facts.missing_permissions, std::slice::from_ref(&refused));
+    assert_eq!(
+        refused.describe(),
+        "list vspheremachines.vmware.infrastructure.cluster.x-k8s.io in namespace ns-prod"
+    );
+}

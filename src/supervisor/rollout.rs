@@ -76,6 +76,7 @@ mod tests {
             class: None,
             owner: None,
             refused_ip: None,
+            ..VmInfo::default()
         }
     }
 

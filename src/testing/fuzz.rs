@@ -812,6 +812,7 @@ fn cluster_facts() -> BoxedStrategy<ClusterFacts> {
                                 owner,
                                 refused_ip,
                                 name,
+                                ..Default::default()
                             },
                         }
                     })

@@ -144,6 +144,7 @@ const FOLDERS: &[(&str, &[&[&str]])] = &[
             &["slow_disk"],
             &["evidence"],
             &["members"],
+            &["placement"],
         ],
     ),
     (

@@ -437,6 +437,7 @@ const UP: [(&str, Option<&str>, &str); 3] = [
     ("bx2lk", Some("198.18.0.13"), "PoweredOn"),
 ];
 const V3: &str = "vmoperator.vmware.com/v1alpha3";
+const V6: &str = "vmoperator.vmware.com/v1alpha6";
 const NOT_READY: (&str, Option<&str>) = ("ControlPlaneNotReady", None);
 const ETCD_COND: (&str, Option<&str>) = ("EtcdConditionNotTrue", None);
 
@@ -525,6 +526,26 @@ fn briefs() -> Vec<Brief> {
             ],
             ..brief("two-clusters", 0)
         },
+        Brief {
+            vm_api: V6,
+            ..brief("v1alpha6", 0)
+        },
+        Brief {
+            vm_api: V6,
+            ..brief("three-zones", 0)
+        },
+        Brief {
+            vm_api: V6,
+            ..brief("vm-naming-template", 0)
+        },
+        // The walk goes on without VSphereMachines: a finding that does not count.
+        Brief {
+            vm_api: V6,
+            findings: &[("PermissionMissing", None)],
+            ..brief("vspheremachines-forbidden", 0)
+        },
+        // bx2lk's address from its status.network.config (`ipSource` in `status::`).
+        brief("vm-network-config-only", 0),
         Brief {
             findings: &[("SecurityPolicyBlocksEtcd", None)],
             ..brief("nsx-ncp", 1)

@@ -173,6 +173,129 @@ fn capi_v1beta2_and_vm_v1alpha5() {
     );
 }
 
+/// vm-operator v1alpha6, its storage version: discovery takes it as any other preferred
+/// version, and its fields read as v1alpha5's.
+#[test]
+fn vm_v1alpha6_and_three_zones() {
+    let env = Env::new("three-zones", Workload::ok());
+    let (run, report) = status_json(&env, "tkc-prod", "ns-prod");
+    run.expect_code(0);
+    assert_eq!(
+        report.header.apis.virtual_machine,
+        "vmoperator.vmware.com/v1alpha6"
+    );
+    let places: Vec<(Option<String>, Option<String>, Option<String>)> = report
+        .nodes
+        .iter()
+        .map(|n| {
+            let vm = n.vm.as_ref().unwrap();
+            (
+                n.machine.as_ref().unwrap().failure_domain.clone(),
+                vm.zone.clone(),
+                vm.host.clone(),
+            )
+        })
+        .collect();
+    let want = |z: &str, h: &str| {
+        (
+            Some(z.to_string()),
+            Some(z.to_string()),
+            Some(h.to_string()),
+        )
+    };
+    assert_eq!(
+        places,
+        [
+            want("zone-a", "esx-a1.vsphere.local"),
+            want("zone-b", "esx-b1.vsphere.local"),
+            want("zone-c", "esx-c1.vsphere.local"),
+        ]
+    );
+    // -o wide shows each node's failure domain and host.
+    let wide = env.plugin(&["status", "tkc-prod", "-n", "ns-prod", "-o", "wide"]);
+    wide.expect_code(0);
+    for (zone, host) in [("zone-a", "esx-a1"), ("zone-c", "esx-c1")] {
+        let row = wide
+            .stdout
+            .lines()
+            .find(|l| l.contains(zone))
+            .unwrap_or_else(|| panic!("no row with {zone}: {}", wide.stdout));
+        assert!(row.contains(host), "{row}");
+    }
+    assert!(wide.stdout.contains("HOST"), "{}", wide.stdout);
+}
+
+/// A VM whose guest reports nothing keeps only `status.network.config`: its address is taken
+/// from there and said so (JSON `ipSource`, the table's "(config)").
+#[test]
+fn a_vm_with_only_its_network_config_is_addressed_by_it() {
+    let env = Env::new("vm-network-config-only", Workload::ok());
+    let (run, report) = status_json(&env, "tkc-prod", "ns-prod");
+    run.expect_code(0);
+    assert_eq!(
+        node_ips(&report),
+        ["198.18.0.11", "198.18.0.12", "198.18.0.13"]
+    );
+    let sources: Vec<Value> = run.json()["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n["vm"]["ipSource"].clone())
+        .collect();
+    assert_eq!(sources, [Value::Null, Value::Null, "NetworkConfig".into()]);
+    assert!(!finding_codes(&report).contains(&FindingCode::VirtualMachineNoIP));
+    let table = env.plugin(&["status", "tkc-prod", "-n", "ns-prod"]);
+    assert!(
+        table.stdout.contains("198.18.0.13 (config)"),
+        "{}",
+        table.stdout
+    );
+}
+
+/// VSphereMachines refused (403): the run goes on, the VMs joined to the Machines by the
+/// VSphereMachine's name in their owner (CAPI v1beta2 references carry no uid), and one
+/// finding names the permission and what the run did instead; not counted in the exit code.
+#[test]
+fn vspheremachines_forbidden_is_a_finding_not_a_failure() {
+    let env = Env::new("vspheremachines-forbidden", Workload::ok());
+    let (run, report) = status_json(&env, "tkc-prod", "ns-prod");
+    run.expect_code(0);
+    assert_eq!(report.nodes.len(), 3);
+    let json = run.json();
+    for n in json["nodes"].as_array().unwrap() {
+        assert_eq!(n["join"]["by"], "OwnerName", "{n}");
+    }
+    let f = report
+        .findings
+        .iter()
+        .find(|f| f.code == FindingCode::PermissionMissing)
+        .expect("a PermissionMissing finding");
+    assert_eq!(
+        f.message,
+        "forbidden: list vspheremachines.vmware.infrastructure.cluster.x-k8s.io in namespace ns-prod (403); the VMs were joined to the Machines without the VSphereMachines' uids (3 by the VSphereMachine's name in the VM's owner); grant it for the full check (docs/rbac.yaml)"
+    );
+    // The same Supervisor with the permission: joined by uid, no finding.
+    let env = Env::new("v1alpha6", Workload::ok());
+    let (_, report) = status_json(&env, "tkc-prod", "ns-prod");
+    assert!(report.findings.is_empty(), "{:?}", report.findings);
+}
+
+/// VMs named by `VSphereMachine.spec.naming.template` (`<machine>-vm`): each Machine still
+/// joins its VM by the VSphereMachine's uid.
+#[test]
+fn vms_named_by_a_naming_template_join_by_uid() {
+    let env = Env::new("vm-naming-template", Workload::ok());
+    let (run, report) = status_json(&env, "tkc-prod", "ns-prod");
+    run.expect_code(0);
+    let json = run.json();
+    for n in json["nodes"].as_array().unwrap() {
+        let machine = n["machine"]["name"].as_str().unwrap();
+        assert_eq!(n["vm"]["name"], format!("{machine}-vm"), "{n}");
+        assert_eq!(n["join"]["by"], "Uid", "{n}");
+    }
+    assert!(report.findings.is_empty(), "{:?}", report.findings);
+}
+
 #[test]
 fn missing_control_plane_machine() {
     let env = Env::new("missing-machine", Workload::black_hole());

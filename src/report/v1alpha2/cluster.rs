@@ -401,6 +401,9 @@ mirror_enum! {
         VirtualMachineOwnerMismatch,
         /// Several VirtualMachines claim one Machine's VSphereMachine.
         VirtualMachineAmbiguous,
+        /// The Supervisor refused (403) a kind the run can do without: the permission named,
+        /// and what the run did instead.
+        PermissionMissing,
         /// The VM reports an address that is no other host's: never probed at it.
         VirtualMachineAddressRefused,
         /// More Machines carry the control-plane label than the KCP's replicas plus one.

@@ -247,6 +247,39 @@ pub struct VmInfo {
     /// The address the VM reports when it is none the plugin may send anything to.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub refused_ip: Option<IpAddr>,
+    /// Where `ip` (or `refusedIp`) came from; absent for the guest's own report (and in
+    /// reports from before the field).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ip_source: Option<AddressSource>,
+    /// The ESXi host the VM runs on (vm-operator `status.host`, `status.nodeName` from
+    /// v1alpha4); absent when not reported.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<String>,
+    /// The vSphere Zone the VM was placed in (`status.zone`); absent without zones.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub zone: Option<String>,
+}
+
+mirror_enum! {
+    /// Where a VM's address came from, when not from its guest.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema, strum::Display, strum::VariantArray)]
+    pub enum AddressSource from sv::AddressSource {
+        /// `status.network.primaryIP4`/`primaryIP6`/`vmIp`: the guest's report.
+        Guest,
+        /// `status.network.config`: the network provider's configured address (the guest
+        /// reports none).
+        NetworkConfig,
+        /// The Machine's `status.addresses` (`InternalIP`, else `ExternalIP`): neither the
+        /// guest nor the network provider gives one.
+        MachineAddress,
+    }
+}
+
+impl AddressSource {
+    /// Beside the address in the tables (`config`, `machine`); None for the guest's.
+    pub fn short(self) -> Option<&'static str> {
+        sv::AddressSource::from(self).short()
+    }
 }
 
 impl From<sv::VmInfo> for VmInfo {
@@ -258,6 +291,11 @@ impl From<sv::VmInfo> for VmInfo {
             class: v.class,
             owner: v.owner,
             refused_ip: v.refused_ip,
+            ip_source: Some(v.ip_source)
+                .filter(|s| *s != sv::AddressSource::Guest)
+                .map(AddressSource::from),
+            host: v.host,
+            zone: v.zone,
         }
     }
 }

@@ -314,3 +314,68 @@ fn machine_etcd_conditions_of_the_fixture_sets() {
         assert_eq!(c[0].reason.as_deref(), Some("Healthy"), "{name}");
     }
 }
+
+/// vm-operator keeps only `status.network.config` when the guest reports nothing
+/// (update_status.go): its first interface address is the VM's, said so; the guest's fields
+/// still win; the address rule holds for both.
+#[test]
+fn network_config_when_the_guest_says_nothing() {
+    let config_only = json!({"status": {"network": {"config": {"interfaces": [
+        {"name": "eth0", "ip": {"addresses": ["garbage", "198.18.0.13/24"], "gateway4": "198.18.0.1/24"}},
+        {"name": "eth1", "ip": {"addresses": ["198.19.0.13/24"]}}]}}}});
+    assert_eq!(
+        vm_config_ips(&config_only),
+        [
+            "198.18.0.13".parse::<IpAddr>().unwrap(),
+            "198.19.0.13".parse().unwrap()
+        ]
+    );
+    assert_eq!(vm_ip(&config_only), None);
+    assert_eq!(
+        vm_address_sourced(&config_only),
+        (
+            Some("198.18.0.13".parse().unwrap()),
+            None,
+            AddressSource::NetworkConfig
+        )
+    );
+    let both = json!({"status": {"network": {"primaryIP4": "198.18.0.12",
+        "config": {"interfaces": [{"name": "eth0", "ip": {"addresses": ["198.18.0.99/24"]}}]}}}});
+    assert_eq!(
+        vm_address_sourced(&both),
+        (
+            Some("198.18.0.12".parse().unwrap()),
+            None,
+            AddressSource::Guest
+        )
+    );
+    let loopback = json!({"status": {"network": {"config": {"interfaces": [
+        {"name": "eth0", "ip": {"addresses": ["127.0.0.1/8"]}}]}}}});
+    assert_eq!(
+        vm_address_sourced(&loopback),
+        (
+            None,
+            Some("127.0.0.1".parse().unwrap()),
+            AddressSource::NetworkConfig
+        )
+    );
+    let v6 = json!({"status": {"network": {"config": {"interfaces": [
+        {"name": "eth0", "ip": {"addresses": ["2001:db8:0:3::13/64"]}}]}}}});
+    assert_eq!(vm_address(&v6).0, Some("2001:db8:0:3::13".parse().unwrap()));
+    assert_eq!(
+        vm_address_sourced(&json!({"status": {}})),
+        (None, None, AddressSource::Guest)
+    );
+}
+
+/// The ESXi host: `status.host` until v1alpha3, `status.nodeName` from v1alpha4; the zone.
+#[test]
+fn host_and_zone_per_version() {
+    let v3 = json!({"status": {"host": "esx-01.vsphere.local", "zone": "zone-a"}});
+    let v5 = json!({"status": {"nodeName": "esx-02.vsphere.local"}});
+    assert_eq!(vm_host(&v3).as_deref(), Some("esx-01.vsphere.local"));
+    assert_eq!(vm_zone(&v3).as_deref(), Some("zone-a"));
+    assert_eq!(vm_host(&v5).as_deref(), Some("esx-02.vsphere.local"));
+    assert_eq!(vm_zone(&v5), None);
+    assert_eq!(vm_host(&json!({"status": {"host": ""}})), None);
+}

@@ -34,6 +34,16 @@ fn vm_ip(vm: &Value) -> Option<String> {
     vm["status"]["network"]["primaryIP4"]
         .as_str()
         .or_else(|| vm["status"]["vmIp"].as_str())
+        // A running guest reports nothing: the network provider's configured address, as the
+        // plugin takes it (vm-operator `status.network.config`, with its prefix).
+        .or_else(|| {
+            if vm["status"]["powerState"] != "PoweredOn" {
+                return None;
+            }
+            vm["status"]["network"]["config"]["interfaces"][0]["ip"]["addresses"][0]
+                .as_str()
+                .map(|a| a.split('/').next().unwrap_or(a))
+        })
         .filter(|s| !s.is_empty())
         .map(str::to_string)
 }
@@ -287,7 +297,13 @@ mod tests {
             }) {
                 let vm = vm_of(&objects, m)
                     .unwrap_or_else(|| panic!("{set}: {}: no VM by uid", store::name(m)));
-                assert_eq!(store::name(vm), store::name(m), "{set}");
+                // CAPV names the VM after the Machine unless the VSphereMachine's
+                // `spec.naming.template` says otherwise (vm-naming-template: `<machine>-vm`).
+                let want = match set.as_str() {
+                    "vm-naming-template" => format!("{}-vm", store::name(m)),
+                    _ => store::name(m),
+                };
+                assert_eq!(store::name(vm), want, "{set}");
                 assert!(
                     controllers(m).next().is_some(),
                     "{set}: {} has no controller",

@@ -163,6 +163,84 @@ fn one_node_isolated() {
     assert_eq!(report.verdict.nodes, [CP[2]]);
     assert_eq!(cell(&report, 2380, CP[0], CP[2]), CellState::Timeout);
     assert_eq!(cell(&report, 2380, CP[0], CP[1]), CellState::Ok);
+    // The set puts cp1 and cp2 on esx-02 and cp3 on esx-01 (vm-operator `status.host`), and the
+    // lab cuts cp3 in its fabric: the failing paths are exactly those between the hosts.
+    let transport = "the failing paths are exactly those between ESXi hosts (esx-01.vsphere.local, esx-02.vsphere.local); the paths within one host work";
+    assert!(
+        report
+            .verdict
+            .evidence
+            .iter()
+            .any(|l| l.starts_with(transport)),
+        "{:#?}",
+        report.verdict.evidence
+    );
+    assert!(
+        report.verdict.next_steps[0].starts_with("Check the transport between ESXi hosts"),
+        "{:#?}",
+        report.verdict.next_steps
+    );
+    e.assert_no_pod_left();
+
+    // The same cut, as a less privileged user on a guest that stopped reporting: VSphereMachines
+    // refused (403), and cp3's VM keeps only status.network.config (vm-operator's
+    // updateGuestNetworkStatus when VMware Tools is down). The diagnosis still runs, names the
+    // permission, and probes cp3 at its configured address, shown as such.
+    e.env.supervisor.forbid(etcdnet_fakeapi::Forbid {
+        verb: Some("list".into()),
+        group: Some("vmware.infrastructure.cluster.x-k8s.io".into()),
+        resource: Some("vspheremachines".into()),
+        namespace: Some(NS.into()),
+        ..Default::default()
+    });
+    e.env
+        .supervisor
+        .modify(
+            "vmoperator.vmware.com/v1alpha3",
+            "VirtualMachine",
+            NS,
+            CP[2],
+            |vm| {
+                vm["status"]["network"] = serde_json::json!({"config": {"interfaces": [
+                {"name": "eth0", "ip": {"addresses": ["198.18.0.13/24"]}}]}});
+            },
+        )
+        .unwrap();
+    let run = e.diagnose(&["-o", "json"]);
+    run.expect_code(1);
+    let report = run.diagnose_report();
+    assert_eq!(
+        report.verdict.code,
+        VerdictCode::EtcdPeerNetworkPartial,
+        "{:#?}",
+        report.verdict
+    );
+    assert_eq!(report.verdict.nodes, [CP[2]]);
+    let permission = report
+        .findings
+        .iter()
+        .find(|f| f.code == etcdnet::report::v1alpha2::FindingCode::PermissionMissing)
+        .unwrap_or_else(|| panic!("{:#?}", report.findings));
+    assert!(
+        permission.message.starts_with("forbidden: list vspheremachines.vmware.infrastructure.cluster.x-k8s.io in namespace ns-prod (403); the VMs were joined to the Machines without the VSphereMachines' uids (3 by the uid in the Machine's infrastructureRef)"),
+        "{}",
+        permission.message
+    );
+    let cp3 = report.nodes.iter().find(|n| n.name == CP[2]).unwrap();
+    assert!(cp3.reached, "cp3 is probed at its config address: {cp3:#?}");
+    assert_eq!(cp3.ip, Some("198.18.0.13".parse().unwrap()));
+    assert_eq!(
+        cp3.vm.as_ref().and_then(|v| v.ip_source),
+        Some(etcdnet::report::v1alpha2::AddressSource::NetworkConfig)
+    );
+    // Everyone's peer: cp1 dialled it (and timed out in the cut).
+    assert_eq!(cell(&report, 2380, CP[0], CP[2]), CellState::Timeout);
+    let table = e.diagnose(&[]);
+    assert!(
+        table.stdout.contains("198.18.0.13 (config)"),
+        "{}",
+        table.stdout
+    );
     e.assert_no_pod_left();
 }
 

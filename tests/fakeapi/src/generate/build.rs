@@ -53,7 +53,8 @@ pub enum Edit {
 pub struct Part {
     /// A hand-kept set directory under tests/fixtures/supervisor, or another definition.
     pub from: &'static str,
-    /// Text replaced in every string (in order), as `sed -e s/a/b/g` would.
+    /// Text replaced in every string (in order), and in each file's header, as `sed -e s/a/b/g`
+    /// would.
     pub rename: Vec<(&'static str, &'static str)>,
     /// Derive every uid (and uuid-shaped identifier) anew from this seed, the same uid the same
     /// new one, so owner references still match.
@@ -101,6 +102,10 @@ pub fn build(def: &SetDef, defs: &[SetDef]) -> Result<Built> {
         };
         settings.get_or_insert(base.settings);
         for mut f in base.files {
+            // The header names the shapes' sources: a renamed version is renamed there too.
+            for (a, b) in &part.rename {
+                f.header = f.header.replace(a, b);
+            }
             for o in &mut f.objects {
                 rename(o, &part.rename);
                 if let Some(seed) = part.uids {

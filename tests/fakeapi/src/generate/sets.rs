@@ -131,7 +131,213 @@ pub fn defs() -> Vec<SetDef> {
         two_clusters(),
         remediation_armed(),
         remediation_paused(),
+        v1alpha6(),
+        three_zones(),
+        vm_network_config_only(),
+        vm_naming_template(),
     ]
+}
+
+/// kcp-v1beta2's settings with vm-operator served up to v1alpha6 (its storage version since
+/// vmware-tanzu/vm-operator commit 3ec7f039 "v1alpha6": `+kubebuilder:storageversion` in
+/// api/v1alpha6/virtualmachine_types.go).
+const V1ALPHA6: &str = r#"aggregatedDiscovery: true
+vars:
+  WORKLOAD_URL: https://127.0.0.1:1
+version:
+  gitVersion: v1.33.1+vmware.wcp.1
+  minor: "33"
+groups:
+  vmoperator.vmware.com:
+    versions: [v1alpha1, v1alpha2, v1alpha3, v1alpha4, v1alpha5, v1alpha6]
+    preferredVersion: v1alpha6
+  cluster.x-k8s.io:
+    versions: [v1beta1, v1beta2]
+    preferredVersion: v1beta2
+  controlplane.cluster.x-k8s.io:
+    versions: [v1beta1, v1beta2]
+    preferredVersion: v1beta2
+  vmware.infrastructure.cluster.x-k8s.io:
+    versions: [v1beta1, v1beta2]
+    preferredVersion: v1beta2
+resources:
+  - {apiVersion: bootstrap.cluster.x-k8s.io/v1beta2, kind: KubeadmConfig}
+"#;
+
+/// A VM's `status.network` as vm-operator writes it for a guest with one IPv4 address on
+/// eth0 (api/v1alpha3..v1alpha6 `VirtualMachineNetworkStatus`: `config` from the network
+/// provider, the rest from the guest).
+fn ipv4_network(ip: &str, mac: &str) -> Value {
+    json!({
+        "config": {"interfaces": [{"name": "eth0", "ip": {"addresses": [format!("{ip}/24")]}}]},
+        "hostName": CP3,
+        "interfaces": [{"name": "eth0", "deviceKey": 4000, "ip": {"macAddr": mac, "addresses": [
+            {"address": format!("{ip}/24"), "origin": "dhcp", "state": "preferred"}]}}],
+        "primaryIP4": ip
+    })
+}
+
+fn v1alpha6() -> SetDef {
+    SetDef {
+        name: "v1alpha6",
+        about: r#"v1alpha6 — kcp-v1beta2 on a Supervisor whose vm-operator serves v1alpha6, its storage
+version (vmware-tanzu/vm-operator api/v1alpha6/virtualmachine_types.go, +kubebuilder:storageversion):
+the VirtualMachines at vmoperator.vmware.com/v1alpha6 (served v1alpha1..v1alpha6, preferred v1alpha6;
+the fields the plugin reads kept their v1alpha5 names: status.network.primaryIP4/config,
+status.nodeName, status.zone, status.powerState).
+
+  namespace ns-prod, cluster tkc-prod, KubeadmControlPlane tkc-prod-7xk2p (CAPI v1beta2)
+  control plane (desired 3, present 3, KCP ready 3), all IPv4:
+    tkc-prod-7xk2p-4rz8m  198.18.0.11  esx-02
+    tkc-prod-7xk2p-9qtvw  198.18.0.12  esx-02
+    tkc-prod-7xk2p-bx2lk  198.18.0.13  esx-01
+  secrets: as healthy-v1alpha3.
+
+Expected: 3 nodes found at v1alpha6, exit 0 with a reachable workload API."#,
+        settings: Some(V1ALPHA6),
+        parts: vec![Part {
+            from: "kcp-v1beta2",
+            rename: vec![("v1alpha5", "v1alpha6")],
+            ..Part::default()
+        }],
+        edits: vec![
+            set(
+                (VM, CP3),
+                "/status/network",
+                ipv4_network("198.18.0.13", "00:50:56:a1:14:1d"),
+            ),
+            set(
+                (MACHINE, CP3),
+                "/status/addresses",
+                json!([{"type": "InternalIP", "address": "198.18.0.13"}]),
+            ),
+            set(
+                (VSM, CP3),
+                "/status/addresses",
+                json!([{"type": "InternalIP", "address": "198.18.0.13"}]),
+            ),
+        ],
+    }
+}
+
+/// The zone label vm-operator sets on a VM it placed (`reconcileStatusZone` in
+/// pkg/providers/vsphere/vmlifecycle/update_status.go: `topology.kubernetes.io/zone`, and
+/// `status.zone`).
+const ZONE_LABEL: &str = "/metadata/labels/topology.kubernetes.io~1zone";
+
+fn three_zones() -> SetDef {
+    let place = |cp: &'static str, zone: &'static str, host: &'static str| {
+        vec![
+            // CAPI places a control-plane Machine in a failure domain (v1beta1 and v1beta2
+            // `spec.failureDomain`; KCP spreads them over the Cluster's failure domains).
+            set((MACHINE, cp), "/spec/failureDomain", json!(zone)),
+            set((VM, cp), ZONE_LABEL, json!(zone)),
+            set((VM, cp), "/status/zone", json!(zone)),
+            set((VM, cp), "/status/nodeName", json!(host)),
+        ]
+    };
+    SetDef {
+        name: "three-zones",
+        about: r#"three-zones — v1alpha6 with its control plane spread over three vSphere Zones, one
+ESXi host each.
+
+  namespace ns-prod, cluster tkc-prod (CAPI v1beta2, vm-operator v1alpha6)
+  control plane (desired 3, present 3, KCP ready 3):
+    tkc-prod-7xk2p-4rz8m  198.18.0.11  zone-a  esx-a1.vsphere.local
+    tkc-prod-7xk2p-9qtvw  198.18.0.12  zone-b  esx-b1.vsphere.local
+    tkc-prod-7xk2p-bx2lk  198.18.0.13  zone-c  esx-c1.vsphere.local
+  Machines: spec.failureDomain (CAPI api/core/v1beta2/machine_types.go); VMs: status.zone, the
+  topology.kubernetes.io/zone label and status.nodeName (vm-operator update_status.go
+  reconcileStatusZone, reconcileStatusNodeName).
+
+Expected: 3 nodes, each with its zone and host (status -o wide, -o json)."#,
+        settings: Some(V1ALPHA6),
+        parts: vec![Part::of("v1alpha6")],
+        edits: [
+            place(CP1, "zone-a", "esx-a1.vsphere.local"),
+            place(CP2, "zone-b", "esx-b1.vsphere.local"),
+            place(CP3, "zone-c", "esx-c1.vsphere.local"),
+        ]
+        .concat(),
+    }
+}
+
+fn vm_network_config_only() -> SetDef {
+    SetDef {
+        name: "vm-network-config-only",
+        about: r#"vm-network-config-only — healthy-v1alpha3, but the third VM's guest reports nothing (VMware
+Tools not running: a hung guest), so vm-operator keeps only the network provider's
+status.network.config (vmware-tanzu/vm-operator pkg/providers/vsphere/vmlifecycle/update_status.go,
+updateGuestNetworkStatus: "Config is the only field we need to preserve").
+
+  namespace ns-prod, cluster tkc-prod, KubeadmControlPlane tkc-prod-7xk2p
+  control plane (desired 3, present 3, KCP ready 3):
+    tkc-prod-7xk2p-4rz8m  198.18.0.11
+    tkc-prod-7xk2p-9qtvw  198.18.0.12
+    tkc-prod-7xk2p-bx2lk  198.18.0.13 from status.network.config only (no primaryIP4, no
+                          interfaces, VirtualMachineTools False VirtualMachineToolsNotRunning)
+  The Machine keeps its status.addresses (CAPI copies them; nothing clears them).
+
+Expected: 3 nodes, bx2lk at 198.18.0.13 with ipSource NetworkConfig, shown "(config)"."#,
+        settings: Some(V1ALPHA3_REFUSED),
+        parts: vec![Part::of("healthy-v1alpha3")],
+        edits: vec![
+            set(
+                (VM, CP3),
+                "/status/network",
+                json!({"config": {"interfaces": [{"name": "eth0", "ip": {"addresses": ["198.18.0.13/24"]}}]}}),
+            ),
+            v1beta1(
+                (VM, CP3),
+                "/status/conditions",
+                "VirtualMachineTools False VirtualMachineToolsNotRunning",
+                "",
+                "2025-06-03T08:10:00Z",
+            ),
+        ],
+    }
+}
+
+/// CAPV's VM name for `{{ .machine.name }}-vm`.
+const CP1_VM: &str = "tkc-prod-7xk2p-4rz8m-vm";
+const CP2_VM: &str = "tkc-prod-7xk2p-9qtvw-vm";
+const CP3_VM: &str = "tkc-prod-7xk2p-bx2lk-vm";
+
+fn vm_naming_template() -> SetDef {
+    let named = |cp: &'static str, vm: &'static str| {
+        vec![
+            // kubernetes-sigs/cluster-api-provider-vsphere api/supervisor/v1beta2
+            // vspheremachine_types.go `VSphereMachineSpec.Naming` (`naming.template`), used by
+            // pkg/services/vmoperator/vmopmachine.go GenerateVirtualMachineName.
+            set(
+                (VSM, cp),
+                "/spec/naming",
+                json!({"template": "{{ .machine.name }}-vm"}),
+            ),
+            set((VM, cp), "/metadata/name", json!(vm)),
+            // The guest's host name, and so the Node's, is the VM's name.
+            set((MACHINE, cp), "/status/nodeRef/name", json!(vm)),
+        ]
+    };
+    SetDef {
+        name: "vm-naming-template",
+        about: r#"vm-naming-template — v1alpha6 with VSphereMachine.spec.naming.template
+"{{ .machine.name }}-vm" (CAPV api/supervisor/v1beta2/vspheremachine_types.go, VirtualMachineNamingSpec;
+pkg/services/vmoperator/vmopmachine.go GenerateVirtualMachineName): every VM's name differs from its
+Machine's; the VM is still controller-owned by the VSphereMachine's uid.
+
+  namespace ns-prod, cluster tkc-prod (CAPI v1beta2, vm-operator v1alpha6)
+  control plane (desired 3, present 3, KCP ready 3):
+    Machine tkc-prod-7xk2p-4rz8m  VM tkc-prod-7xk2p-4rz8m-vm  198.18.0.11
+    Machine tkc-prod-7xk2p-9qtvw  VM tkc-prod-7xk2p-9qtvw-vm  198.18.0.12
+    Machine tkc-prod-7xk2p-bx2lk  VM tkc-prod-7xk2p-bx2lk-vm  198.18.0.13
+  each Machine's nodeRef names the VM (the guest's host name).
+
+Expected: 3 nodes, each Machine joined to its -vm VM by uid."#,
+        settings: Some(V1ALPHA6),
+        parts: vec![Part::of("v1alpha6")],
+        edits: [named(CP1, CP1_VM), named(CP2, CP2_VM), named(CP3, CP3_VM)].concat(),
+    }
 }
 
 /// The file the MachineHealthChecks go in (between the KCP and the Machines).

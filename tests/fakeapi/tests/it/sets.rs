@@ -76,6 +76,13 @@ fn expectations() -> BTreeMap<&'static str, Expect> {
                 3,
             ),
         ),
+        ("v1alpha6", e("v1alpha6", cp3, 3)),
+        ("three-zones", e("v1alpha6", cp3, 3)),
+        // Every VM named by the VSphereMachine's naming template (`<machine>-vm`).
+        ("vm-naming-template", e("v1alpha6", cp3, 3)),
+        ("vspheremachines-forbidden", e("v1alpha6", cp3, 3)),
+        // The third VM's address is only in its status.network.config.
+        ("vm-network-config-only", e("v1alpha3", cp3, 3)),
         (
             "missing-machine",
             e("v1alpha3", &["198.18.0.11", "198.18.0.12"], 2),
@@ -153,6 +160,14 @@ fn vm_ip(vm: &Value) -> String {
         .as_str()
         .or(st["network"]["primaryIP4"].as_str())
         .or(st["network"]["primaryIP6"].as_str())
+        // A running guest reports nothing: the network provider's configured address, with
+        // its prefix (vm-operator api/v1alpha3.. `status.network.config`).
+        .or(
+            st["network"]["config"]["interfaces"][0]["ip"]["addresses"][0]
+                .as_str()
+                .filter(|_| st["powerState"] == "PoweredOn")
+                .map(|a| a.split('/').next().unwrap_or(a)),
+        )
         .unwrap_or("")
         .to_string()
 }
@@ -277,10 +292,25 @@ async fn every_set_serves_the_walk() {
             let infra = m.data["spec"]["infrastructureRef"]["name"]
                 .as_str()
                 .unwrap();
-            let vm = vms
-                .get(infra)
-                .await
-                .unwrap_or_else(|e| panic!("{set}: VM {infra}: {e}"));
+            // The VM named as its VSphereMachine, else (a `spec.naming` template) the one
+            // that VSphereMachine controls.
+            let vm = match vms.get_opt(infra).await.unwrap() {
+                Some(vm) => vm,
+                None => vms
+                    .list(&ListParams::default())
+                    .await
+                    .unwrap()
+                    .items
+                    .into_iter()
+                    .find(|v| {
+                        v.metadata.owner_references.iter().flatten().any(|o| {
+                            o.kind == "VSphereMachine"
+                                && o.name == infra
+                                && o.controller == Some(true)
+                        })
+                    })
+                    .unwrap_or_else(|| panic!("{set}: no VM of {infra}")),
+            };
             assert_eq!(
                 vm.types.as_ref().unwrap().api_version,
                 format!("vmoperator.vmware.com/{}", x.vm_version)
