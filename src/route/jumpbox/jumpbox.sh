@@ -32,11 +32,23 @@ if ! command -v ssh >/dev/null 2>&1; then
     echo "ETCDNET-JUMPBOX $nonce no-ssh-client"
     exit 127
 fi
-# Every VM's section and known_hosts file: the pod's own /tmp (an emptyDir in memory).
+# Every VM's section and known_hosts file: the pod's own /tmp (an emptyDir in memory; the
+# image is read-only, so nothing can be written anywhere else). mktemp -d makes it 0700.
 if ! dir=$(mktemp -d 2>/dev/null); then
     echo "ETCDNET-JUMPBOX $nonce no-tmp"
     exit 1
 fi
+# The key, copied into that directory as a file of our own at 0600 (umask 077), as VMware's
+# jumpbox recipe copies it: the secret volume's file is readable by the pod (no runtime is
+# relied on to give it to our user), and ssh refuses a key of its own user that others may read
+# (OpenSSH authfile.c, sshkey_perm_ok). In the pod's memory only, never printed; removed with
+# the directory at the end, and with the pod's memory if the pod is killed first.
+if ! (umask 077 && cat "$key" >"$dir/key") 2>/dev/null || [ ! -s "$dir/key" ]; then
+    rm -rf "$dir"
+    echo "ETCDNET-JUMPBOX $nonce no-key"
+    exit 1
+fi
+key=$dir/key
 
 # The port checks yield the CPU (nice 10) to the probes' connections: the pod has half a CPU
 # for every VM's key exchange, and a connect's outcome does not depend on when it is read.
