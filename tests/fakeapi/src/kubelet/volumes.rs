@@ -52,9 +52,13 @@ impl Mounted {
         Mounted { dirs: Vec::new() }
     }
 
-    /// The `(host, container)` pairs for `Lab::jumpbox_pod_command_named`.
+    /// The `(host, container)` pairs for `Lab::jumpbox_pod_command_named`: each volume's
+    /// directory inside its private one.
     pub(crate) fn mounts(&self) -> Vec<(PathBuf, String)> {
-        self.dirs.clone()
+        self.dirs
+            .iter()
+            .map(|(dir, at)| (dir.join(VOLUME), at.clone()))
+            .collect()
     }
 }
 
@@ -65,6 +69,16 @@ impl Drop for Mounted {
         }
     }
 }
+
+/// The volume's own directory inside its private (0700) host directory: what the pod sees
+/// mounted. It is 0755, so that the pod's user, whoever it is, reaches the files, whose modes
+/// are the spec's. A kubelet's secret volume is a tmpfs (a memory `emptyDir`, mounted without a
+/// mode: tmpfs's 1777) whose timestamped data directory it makes 0755 "to allow 'group' and
+/// 'other' to recurse the directory tree" (kubernetes `pkg/volume/util/atomic_writer.go`,
+/// `newTimestampDir`); a runtime that let no non-root pod read any secret volume would break
+/// every such pod's service-account token, so this much any runtime does. The private parent
+/// keeps the host's other users out.
+const VOLUME: &str = "volume";
 
 /// One secret volume to write: its name, where it is mounted (None: the first container does
 /// not mount it) and the files (relative path, bytes, mode).
@@ -209,9 +223,14 @@ fn write(k: &Kubelet, ctx: &Ctx, plans: Vec<Plan>) -> Result<Mounted, String> {
                 p.volume
             )
         };
-        let dir = private_dir().map_err(|e| fail(format!("creating a volume directory: {e}")))?;
+        let parent =
+            private_dir().map_err(|e| fail(format!("creating a volume directory: {e}")))?;
         // Registered before writing, so the guard removes a half-written directory too.
-        mounted.dirs.push((dir.clone(), mount_path.clone()));
+        mounted.dirs.push((parent.clone(), mount_path.clone()));
+        let dir = parent.join(VOLUME);
+        fs::create_dir(&dir)
+            .and_then(|()| fs::set_permissions(&dir, fs::Permissions::from_mode(0o755)))
+            .map_err(|e| fail(format!("creating a volume directory: {e}")))?;
         // write_secret_volume takes one mode; per-item modes are set afterwards (through the
         // key's symlink, onto the file in the timestamped directory).
         let files: Vec<(&str, &[u8])> = p
