@@ -500,7 +500,11 @@ async fn a_vsphere_pod_gets_no_fs_group_and_reads_a_key_mounted_readable() {
     create_and_watch(&s.pods, &pod, Duration::from_secs(30), |_, p| done(p)).await;
     let text = log(&s.pods, "etcdnet-jumpbox-nonroot").await;
     let lines: Vec<&str> = text.lines().collect();
-    assert_eq!(lines[..3], ["65534", "65534", "65534"], "no fsGroup among the groups: {text}");
+    assert_eq!(
+        lines[..3],
+        ["65534", "65534", "65534"],
+        "no fsGroup among the groups: {text}"
+    );
     assert!(text.contains("key 400 0 0"), "fsGroup not applied: {text}");
     assert!(text.contains("key-unreadable"), "{text}");
     assert!(text.contains("readable 444 0 0"), "{text}");
@@ -525,7 +529,11 @@ async fn a_vsphere_pod_start_can_take_its_time() {
     let pod = jumpbox_pod("etcdnet-jumpbox-slow", &["sh", "-c", "echo started"]);
     let start = Instant::now();
     create_and_watch(&s.pods, &pod, Duration::from_secs(30), |_, p| done(p)).await;
-    assert!(start.elapsed() >= Duration::from_secs(2), "{:?}", start.elapsed());
+    assert!(
+        start.elapsed() >= Duration::from_secs(2),
+        "{:?}",
+        start.elapsed()
+    );
     assert_eq!(log(&s.pods, "etcdnet-jumpbox-slow").await, "started\n");
     s.api.refuse_image("docker.io/alpine/git:2.47.2");
     let pod = jumpbox_pod("etcdnet-jumpbox-refused", &["sh", "-c", "echo started"]);
@@ -534,5 +542,9 @@ async fn a_vsphere_pod_start_can_take_its_time() {
         p["status"]["containerStatuses"][0]["state"]["waiting"]["reason"] == "ErrImagePull"
     })
     .await;
-    assert!(start.elapsed() < Duration::from_secs(2), "{:?}", start.elapsed());
+    assert!(
+        start.elapsed() < Duration::from_secs(2),
+        "{:?}",
+        start.elapsed()
+    );
 }
