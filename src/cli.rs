@@ -511,6 +511,7 @@ impl DiagnoseArgs {
             workload_tls: global.workload_tls(),
             parallel: crate::route::DEFAULT_PARALLEL,
             nsx: None,
+            jumpbox_keeper: None,
         }
     }
 

@@ -26,9 +26,11 @@ pub use crate::probe::{PortReach, PortState};
 use crate::probe::{ReachError, ReachErrorKind};
 
 mod framing;
+mod keeper;
 mod session;
 mod spec;
 pub use framing::{frame, read_log, split_log};
+pub use keeper::{JumpboxKeeper, LEASE_ROUNDS};
 pub use session::JumpboxSession;
 pub use spec::{
     jumpbox_pod, log_limit, new_nonce, pod_name, ARGV_NONCE, ARGV_VMS, DEFAULT_IMAGE,
@@ -43,6 +45,9 @@ pub struct JumpboxSettings {
     pub image: String,
     pub basics: PodBasics,
     pub ssh: SshSettings,
+    /// `--watch`: the jumpbox kept across rounds ([`JumpboxKeeper`]); None: one pod per
+    /// diagnosis, deleted at its end.
+    pub keeper: Option<std::sync::Arc<JumpboxKeeper>>,
 }
 
 /// The targets the pod reaches, in its sections' order: those with an address.

@@ -23,6 +23,7 @@ pub(super) fn settings() -> JumpboxSettings {
             connect_timeout: Duration::from_secs(3),
             options: vec![],
         },
+        keeper: None,
     }
 }
 
