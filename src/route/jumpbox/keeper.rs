@@ -12,8 +12,8 @@
 //! Its deadline: `activeDeadlineSeconds` may only be lowered on a running pod (kubernetes
 //! `pkg/apis/core/validation/validation.go`, `ValidatePodUpdate`: "must be less than or equal to
 //! previous value"), so it cannot be renewed in place. The pod is made with a lease that covers
-//! [`LEASE_ROUNDS`] rounds and the run's bound, and a new pod replaces it before a round could
-//! outlive it; also when the VMs or their probe change, or its log has grown to its limit. It
+//! about [`LEASE_ROUNDS`] rounds beyond the run's bound, and a new pod replaces it before a
+//! round could outlive it; also when the VMs or their probe change, or its log has grown to its limit. It
 //! is labelled as every pod of ours, tracked in the keeper's own [`PodTracker`], and deleted at
 //! the watch's end, whatever ends it ([`JumpboxKeeper::finish`]).
 
@@ -172,7 +172,11 @@ impl JumpboxKeeper {
                 message: "the system gave no random bytes for the jumpbox's log framing, so no jumpbox pod was made; try again, or use --via ssh".into(),
             });
         };
-        let lease = bound.max(Duration::from_secs(60)) + self.every * LEASE_ROUNDS + MARGIN;
+        // A round is taken from it while a whole round's bound and the margin are left, so
+        // the lease holds twice that and LEASE_ROUNDS pauses between rounds: about that many
+        // rounds of a few seconds each before a new pod replaces it. A safety net only: the
+        // watch deletes it when it ends.
+        let lease = (bound.max(Duration::from_secs(60)) + MARGIN) * 2 + self.every * LEASE_ROUNDS;
         let pod = kept_pod(jumpbox_pod(vms, &nonce, s), self.every, lease);
         let name = pod.metadata.name.clone().unwrap_or_default();
         let api = api.clone();

@@ -381,6 +381,27 @@ fn sigint_leaves_no_pod_and_no_key_file() {
     run.expect_code(130);
     w.assert_no_pod_left();
 
+    // --watch: the jumpbox it keeps across rounds (alive between them) is deleted on Ctrl-C too.
+    let cmd = w.env.plugin_command(&[
+        "diagnose",
+        CLUSTER,
+        "-n",
+        NS,
+        "--connect-timeout",
+        "5s",
+        "--api-timeout",
+        "1s",
+        "--watch=1s",
+    ]);
+    let since = Instant::now();
+    let run = interrupt_when(
+        cmd,
+        || since.elapsed() > Duration::from_secs(10) && w.env.supervisor.existing_pods().len() == 1,
+        Duration::from_secs(40),
+    );
+    run.expect_code(130);
+    w.assert_no_pod_left();
+
     // ssh: interrupt while the ssh sessions run; the temporary key must be gone.
     let tmp = tempfile::tempdir().unwrap();
     let mut cmd = w.ssh_command(&["--connect-timeout", "5s"], tmp.path());
