@@ -54,6 +54,8 @@ struct Live {
     what: Vec<String>,
     expires: Instant,
     limit: u64,
+    /// Its log holds half its limit: replaced before the next round.
+    full: bool,
 }
 
 type Slot = Arc<tokio::sync::Mutex<Option<Live>>>;
@@ -110,31 +112,44 @@ impl JumpboxKeeper {
         let mut live = slot.lock().await;
         let what = command_without_nonce(&jumpbox_pod(vms, DRY_RUN_NONCE, s));
         let stale = live.as_ref().is_some_and(|l| {
-            l.what != what || l.expires.saturating_duration_since(Instant::now()) < bound + MARGIN
+            l.full
+                || l.what != what
+                || l.expires.saturating_duration_since(Instant::now()) < bound + MARGIN
         });
         if stale {
             drop_pod(&mut live).await;
         }
-        // The rounds of the pod that had ended when this round began: this round takes a later
-        // one.
-        let mut before: Option<u64> = None;
+        // The last round of the pod that had ended when this round began (None: none had);
+        // this round takes a later one. A kept pod's is learnt from its first log read, and
+        // only a round that ends after that read is taken: never one that may be older than
+        // this round.
+        let mut before: Option<Option<u64>> = None;
         if live.is_none() {
             *live = Some(self.make(api, s, vms, bound, what).await?);
-        } else if let Some(l) = live.as_ref() {
-            if let Ok(log) = lifecycle::read_log(&l.api, &l.name, l.limit).await {
-                before = last_round(&log, &l.nonce);
-            }
+            before = Some(None);
         }
         loop {
-            let Some(l) = live.as_ref() else {
+            let Some(l) = live.as_mut() else {
                 unreachable!("made above")
             };
-            match self.poll(l, vms.len(), before).await {
-                Poll::Round(log, n) => {
-                    let nonce = format!("{}r{n}", l.nonce);
-                    return Ok((log, nonce));
-                }
-                Poll::NotYet => {}
+            match self.poll(l, vms.len()).await {
+                Poll::Log(log, last) => match before {
+                    None => before = Some(last),
+                    Some(b) => {
+                        if let Some(n) = last.filter(|n| b.is_none_or(|b| *n > b)) {
+                            // Half its limit: the next round starts a new pod, so that no
+                            // round's sections are ever cut off.
+                            if log.len() as u64 > l.limit / 2 {
+                                l.full = true;
+                            }
+                            let nonce = format!("{}r{n}", l.nonce);
+                            return Ok((log, nonce));
+                        }
+                    }
+                },
+                // A pod not running yet has ended no round.
+                Poll::NotRunning if before.is_none() => before = Some(None),
+                Poll::NotRunning | Poll::NotYet => {}
                 Poll::Failed(e) => {
                     drop_pod(&mut live).await;
                     return Err(e);
@@ -191,11 +206,13 @@ impl JumpboxKeeper {
             what,
             expires: Instant::now() + lease,
             limit: log_limit(vms.len()).saturating_mul(LOG_ROUNDS),
+            full: false,
         })
     }
 
-    /// The kept pod now: a round that ended after `before`, not yet, or a failure that ends it.
-    async fn poll(&self, l: &Live, vms: usize, before: Option<u64>) -> Poll {
+    /// The kept pod now: its log and the last round it ended, not running yet, or a failure
+    /// that ends it.
+    async fn poll(&self, l: &Live, vms: usize) -> Poll {
         let failed = |f: PodFailure| {
             Poll::Failed(lifecycle::reach_error(f, &l.namespace, "--jumpbox-image"))
         };
@@ -229,7 +246,7 @@ impl JumpboxKeeper {
                 });
             }
             PodState::Stuck(why) => return failed(PodFailure::Pending(why)),
-            PodState::Waiting if !running => return Poll::NotYet,
+            PodState::Waiting if !running => return Poll::NotRunning,
             _ => {}
         }
         let finished = matches!(pod_state(&pod), PodState::Finished { .. });
@@ -243,19 +260,24 @@ impl JumpboxKeeper {
         if let Err(e) = split_log(&log, &l.nonce, vms) {
             return Poll::Failed(e);
         }
-        match last_round(&log, &l.nonce) {
-            Some(n) if before.is_none_or(|b| n > b) => Poll::Round(log, n),
-            _ if finished => Poll::Failed(ReachError {
+        if finished {
+            // It runs rounds until it is deleted: ended, it gives no round after this one.
+            return Poll::Failed(ReachError {
                 kind: ReachErrorKind::Other,
                 message: format!("the kept jumpbox pod {} ended", l.name),
-            }),
-            _ => Poll::NotYet,
+            });
         }
+        let last = last_round(&log, &l.nonce);
+        Poll::Log(log, last)
     }
 }
 
 enum Poll {
-    Round(String, u64),
+    /// The log, and the last round it says was ended.
+    Log(String, Option<u64>),
+    /// Its container has not started.
+    NotRunning,
+    /// Nothing new could be read.
     NotYet,
     Failed(ReachError),
 }
