@@ -8,7 +8,8 @@
 //! script copies it from the secret volume into its in-memory /tmp at 0600 for ssh, and it is
 //! in no env var, argument, pod spec field or output.
 //!
-//! The files: `spec.rs` (the pod), `session.rs` (its run, shared by every VM), `framing.rs`
+//! The files: `spec.rs` (the pod), `session.rs` (its run, shared by every VM), `keeper.rs`
+//! (`--watch`'s pod kept across rounds, running the script's rounds itself), `framing.rs`
 //! (the pod's log, one section per VM framed with a nonce of the run that the nodes never see:
 //! [`frame`], [`split_log`]; each section read as one VM's [`Reached`](super::Reached):
 //! [`read_log`]). The session runs the pod on the first node the driver asks for and hands every
