@@ -256,7 +256,8 @@ pub struct DiagnoseArgs {
     pub connect_timeout: Duration,
 
     /// Bound of each cluster's diagnosis (cut at it plus 30s, exit 3); probe pods get it as
-    /// activeDeadlineSeconds
+    /// activeDeadlineSeconds. The default covers a jumpbox's start: a vSphere Pod is a small VM
+    /// whose image the ESXi host pulls, tens of seconds before it runs
     #[arg(long, value_name = "DURATION", default_value = "2m", value_parser = parse_duration)]
     pub timeout: Duration,
 
@@ -510,6 +511,7 @@ impl DiagnoseArgs {
             workload_tls: global.workload_tls(),
             parallel: crate::route::DEFAULT_PARALLEL,
             nsx: None,
+            jumpbox_keeper: None,
         }
     }
 

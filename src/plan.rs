@@ -36,6 +36,8 @@ pub struct DiagnoseConfig {
     pub parallel: usize,
     /// `--nsx-manager`: NSX Manager read too (None: never contacted, every output as without).
     pub nsx: Option<crate::nsxmanager::NsxConfig>,
+    /// `--watch`: the jumpboxes kept across its rounds (None: one per diagnosis).
+    pub jumpbox_keeper: Option<std::sync::Arc<crate::route::jumpbox::JumpboxKeeper>>,
 }
 
 /// One diagnosis, resolved.
@@ -86,6 +88,7 @@ pub fn plan(
             image: reach.jumpbox.jumpbox_image.clone(),
             basics: basics(),
             ssh: ssh(),
+            keeper: opts.jumpbox_keeper.clone(),
         }),
         Route::Ssh => {
             RouteSettings::Ssh(SshRouteSettings::new(&reach.ssh, ssh(), cluster, namespace))
@@ -178,6 +181,7 @@ mod tests {
             workload_tls: crate::workload::Tls::Verify,
             parallel: 16,
             nsx: None,
+            jumpbox_keeper: None,
         }
     }
 

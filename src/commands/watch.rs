@@ -3,7 +3,9 @@
 //!
 //! Each round is [`super::round`]'s, printed as it ends by [`render::Watch`] (the first round
 //! whole, then the change lines; JSON lines or YAML documents). Every round's pods are deleted
-//! before the next round starts.
+//! before the next round starts, but for the jumpbox: one per cluster is kept across the rounds
+//! (`route::jumpbox::JumpboxKeeper`: a vSphere Pod's start is the slowest part of a round), and
+//! deleted when the watch ends, whatever ends it (Healthy, an error, a signal).
 
 use std::time::{Duration, SystemTime};
 
@@ -13,11 +15,36 @@ use super::{Emit, Outcome};
 use crate::error::{Error, Result, EXIT_OK};
 use crate::plan::DiagnoseConfig;
 use crate::render::{self, Format, Paint};
+use crate::route::jumpbox::JumpboxKeeper;
 use crate::{connect::Connection, signal};
 
 /// Diagnoses the selection every `every`, printing each round through `emit` as it ends, until
 /// every cluster is Healthy (exit 0), a round fails, or a signal comes.
 pub async fn run(
+    conn: &Connection,
+    selection: &Selection,
+    opts: &DiagnoseConfig,
+    format: Format,
+    every: Duration,
+    emit: Emit<'_>,
+) -> Result<Outcome> {
+    let keeper = std::sync::Arc::new(JumpboxKeeper::new(every));
+    let opts = DiagnoseConfig {
+        jumpbox_keeper: Some(keeper.clone()),
+        ..opts.clone()
+    };
+    let result = rounds(conn, selection, &opts, format, every, emit).await;
+    for failed in keeper.finish(Duration::from_secs(15)).await {
+        eprintln_visible(&format!(
+            "warning: could not delete jumpbox pod {failed}; run: kubectl etcdnet cleanup -n {}",
+            conn.namespace
+        ));
+    }
+    result
+}
+
+/// The rounds of [`run`], until one ends the watch.
+async fn rounds(
     conn: &Connection,
     selection: &Selection,
     opts: &DiagnoseConfig,

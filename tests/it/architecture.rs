@@ -62,7 +62,10 @@ const FOLDERS: &[(&str, &[&[&str]])] = &[
             &["leftovers", "lifecycle"],
         ],
     ),
-    ("route::jumpbox", &[&["session"], &["framing"], &["spec"]]),
+    (
+        "route::jumpbox",
+        &[&["session"], &["keeper"], &["framing"], &["spec"]],
+    ),
     (
         "route::ssh",
         &[&["session"], &["client", "run_dir", "secret"], &["options"]],

@@ -18,7 +18,8 @@ fn three_vms_one_jumpbox_pod() {
     let created = env.supervisor.created_pods();
     assert_eq!(created.len(), 1, "{created:?}");
     assert!(created[0].1.starts_with("etcdnet-jumpbox-tkc-prod-"));
-    // Its spec holds all three VMs, and asks for what one probe's pod asks.
+    // Its spec holds all three VMs, and asks for what the jumpbox's own VM needs (a vSphere
+    // Pod's requests are its reservations), whatever the number of VMs.
     let body = env
         .supervisor
         .requests()
@@ -34,7 +35,7 @@ fn three_vms_one_jumpbox_pod() {
     }
     assert_eq!(
         pod["spec"]["containers"][0]["resources"]["requests"],
-        serde_json::json!({"cpu": "10m", "memory": "32Mi"})
+        serde_json::json!({"cpu": "250m", "memory": "256Mi"})
     );
     assert!(env.supervisor.existing_pods().is_empty());
 

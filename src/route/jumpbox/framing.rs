@@ -2,7 +2,7 @@
 //! the nodes never see, cut out by its length ([`split_log`]) and read as that VM's result
 //! ([`read_log`]).
 
-use super::spec::DEFAULT_IMAGE;
+use super::spec::{DEFAULT_IMAGE, KEY_DIR};
 use crate::probe::{HostKey, PortReach, PortState, ReachError, ReachErrorKind};
 use crate::route::lifecycle::MAX_LOG_BYTES;
 use crate::route::ssh::classify_failure;
@@ -48,6 +48,7 @@ pub fn split_log<'l>(
         let message = match why {
             "no-ssh-client" => format!("the jumpbox image has no ssh client; use --jumpbox-image with one (e.g. {DEFAULT_IMAGE})"),
             "no-tmp" => "the jumpbox pod could not write to its /tmp volume".to_string(),
+            "no-key" => format!("the jumpbox pod could not read the SSH key from its secret volume ({KEY_DIR}): the runtime did not make it readable by the pod's user; use --via ssh"),
             other => format!("the jumpbox script stopped: {}", crate::probe::head(other, 80)),
         };
         return Err(ReachError {

@@ -32,11 +32,23 @@ if ! command -v ssh >/dev/null 2>&1; then
     echo "ETCDNET-JUMPBOX $nonce no-ssh-client"
     exit 127
 fi
-# Every VM's section and known_hosts file: the pod's own /tmp (an emptyDir in memory).
+# Every VM's section and known_hosts file: the pod's own /tmp (an emptyDir in memory; the
+# image is read-only, so nothing can be written anywhere else). mktemp -d makes it 0700.
 if ! dir=$(mktemp -d 2>/dev/null); then
     echo "ETCDNET-JUMPBOX $nonce no-tmp"
     exit 1
 fi
+# The key, copied into that directory as a file of our own at 0600 (umask 077), as VMware's
+# jumpbox recipe copies it: the secret volume's file is readable by the pod (no runtime is
+# relied on to give it to our user), and ssh refuses a key of its own user that others may read
+# (OpenSSH authfile.c, sshkey_perm_ok). In the pod's memory only, never printed; removed with
+# the directory at the end, and with the pod's memory if the pod is killed first.
+if ! (umask 077 && cat "$key" >"$dir/key") 2>/dev/null || [ ! -s "$dir/key" ]; then
+    rm -rf "$dir"
+    echo "ETCDNET-JUMPBOX $nonce no-key"
+    exit 1
+fi
+key=$dir/key
 
 # The port checks yield the CPU (nice 10) to the probes' connections: the pod has half a CPU
 # for every VM's key exchange, and a connect's outcome does not depend on when it is read.
@@ -145,37 +157,59 @@ vm() {
     } >"$f"
 }
 
-# PARALLEL lanes, lane l working on VMs l, l+PARALLEL, l+2*PARALLEL, ... one after another:
-# never more than PARALLEL VMs at once, without anything POSIX sh lacks.
+# --watch keeps one jumpbox across its rounds (ETCDNET_ROUNDS_EVERY, whole seconds): it then
+# probes every VM again EVERY seconds after each round ends, each round's sections framed with
+# the nonce and the round's number ("<nonce>r<round>", still never sent to a node) and followed
+# by `ETCDNET-ROUND-END <nonce> <round>`, until the pod is deleted or its deadline passes.
+# Without it, one round framed with the nonce alone, and the script ends.
+every=${ETCDNET_ROUNDS_EVERY:-}
+case $every in *[!0-9]*) every= ;; esac
 case $par in '' | *[!0-9]*) par=1 ;; esac
 [ "$par" -ge 1 ] || par=1
-lane=0
-while [ "$lane" -lt "$par" ] && [ "$lane" -lt "$vms" ]; do
-    (
-        i=$lane
-        while [ "$i" -lt "$vms" ]; do
-            # The pair's position is a number computed here: eval sees no text from outside.
-            eval "ip=\${$((2 * i + 1))} remote=\${$((2 * i + 2))}"
-            vm "$i" "$ip" "$remote" </dev/null >/dev/null 2>&1
-            i=$((i + par))
-        done
-    ) &
-    lane=$((lane + 1))
-done
-wait
+round=0
+while :; do
+    fn=$nonce
+    if [ -n "$every" ]; then fn="${nonce}r$round"; fi
+    # No section of an earlier round is printed again (a lane that died leaves none).
+    i=0
+    while [ "$i" -lt "$vms" ]; do
+        rm -f "$dir/s.$i"
+        i=$((i + 1))
+    done
+    # PARALLEL lanes, lane l working on VMs l, l+PARALLEL, l+2*PARALLEL, ... one after another:
+    # never more than PARALLEL VMs at once, without anything POSIX sh lacks.
+    lane=0
+    while [ "$lane" -lt "$par" ] && [ "$lane" -lt "$vms" ]; do
+        (
+            i=$lane
+            while [ "$i" -lt "$vms" ]; do
+                # The pair's position is a number computed here: eval sees no text from outside.
+                eval "ip=\${$((2 * i + 1))} remote=\${$((2 * i + 2))}"
+                vm "$i" "$ip" "$remote" </dev/null >/dev/null 2>&1
+                i=$((i + par))
+            done
+        ) &
+        lane=$((lane + 1))
+    done
+    wait
 
-i=0
-while [ "$i" -lt "$vms" ]; do
-    f=$dir/s.$i
-    # The length is what is in the file now: every lane has ended, nothing writes to it. A VM
-    # without a file (its lane died) has no section: the plugin says so in its row.
-    if [ -f "$f" ] && bytes=$(wc -c <"$f"); then
-        # $((...)): some wc pad the count with blanks.
-        printf 'ETCDNET-NODE %s %s %s\n' "$nonce" "$i" "$((bytes))"
-        cat "$f"
-        printf 'ETCDNET-NODE-END %s %s\n' "$nonce" "$i"
-    fi
-    i=$((i + 1))
+    i=0
+    while [ "$i" -lt "$vms" ]; do
+        f=$dir/s.$i
+        # The length is what is in the file now: every lane has ended, nothing writes to it. A
+        # VM without a file (its lane died) has no section: the plugin says so in its row.
+        if [ -f "$f" ] && bytes=$(wc -c <"$f"); then
+            # $((...)): some wc pad the count with blanks.
+            printf 'ETCDNET-NODE %s %s %s\n' "$fn" "$i" "$((bytes))"
+            cat "$f"
+            printf 'ETCDNET-NODE-END %s %s\n' "$fn" "$i"
+        fi
+        i=$((i + 1))
+    done
+    [ -n "$every" ] || break
+    echo "ETCDNET-ROUND-END $nonce $round"
+    round=$((round + 1))
+    sleep "$every"
 done
 rm -rf "$dir"
 exit 0

@@ -1,13 +1,15 @@
 //! Route `jumpbox`: from the Supervisor, when the workload cluster's API is down (the support
 //! article's case). One short-lived pod per diagnosis (per cluster) in the vSphere Namespace
-//! mounts the cluster's `<cluster>-ssh` secret read-only (mode 0400) and SSHes from there to
-//! every control-plane VM at once (at most `route::DEFAULT_PARALLEL`), as the node user,
-//! running the probe with sudo (`jumpbox.sh`). One pod, not one per VM: a vSphere Pod is a
-//! small VM of its own, seconds to tens of seconds to start and a share of the namespace's quota
-//! each. The key never leaves the secret volume: it is in no env var, argument, pod spec field
-//! or output.
+//! mounts the cluster's `<cluster>-ssh` secret read-only (mode 0444: no `fsGroup` is relied on,
+//! see `spec.rs`) and SSHes from there to every control-plane VM at once (at most
+//! `route::DEFAULT_PARALLEL`), as the node user, running the probe with sudo (`jumpbox.sh`). One
+//! pod, not one per VM: a vSphere Pod is a small VM of its own, seconds to tens of seconds to
+//! start and a share of the namespace's quota each. The key never leaves the pod's memory: the
+//! script copies it from the secret volume into its in-memory /tmp at 0600 for ssh, and it is
+//! in no env var, argument, pod spec field or output.
 //!
-//! The files: `spec.rs` (the pod), `session.rs` (its run, shared by every VM), `framing.rs`
+//! The files: `spec.rs` (the pod), `session.rs` (its run, shared by every VM), `keeper.rs`
+//! (`--watch`'s pod kept across rounds, running the script's rounds itself), `framing.rs`
 //! (the pod's log, one section per VM framed with a nonce of the run that the nodes never see:
 //! [`frame`], [`split_log`]; each section read as one VM's [`Reached`](super::Reached):
 //! [`read_log`]). The session runs the pod on the first node the driver asks for and hands every
@@ -25,13 +27,15 @@ pub use crate::probe::{PortReach, PortState};
 use crate::probe::{ReachError, ReachErrorKind};
 
 mod framing;
+mod keeper;
 mod session;
 mod spec;
 pub use framing::{frame, read_log, split_log};
+pub use keeper::{JumpboxKeeper, LEASE_ROUNDS};
 pub use session::JumpboxSession;
 pub use spec::{
     jumpbox_pod, log_limit, new_nonce, pod_name, ARGV_NONCE, ARGV_VMS, DEFAULT_IMAGE,
-    DRY_RUN_NONCE, JUMPBOX_SH, KEY_DIR, NOBODY, NODE_OUTPUT_CAP,
+    DRY_RUN_NONCE, JUMPBOX_SH, KEY_DIR, KEY_MODE, NOBODY, NODE_OUTPUT_CAP,
 };
 
 #[derive(Debug, Clone)]
@@ -42,6 +46,9 @@ pub struct JumpboxSettings {
     pub image: String,
     pub basics: PodBasics,
     pub ssh: SshSettings,
+    /// `--watch`: the jumpbox kept across rounds ([`JumpboxKeeper`]); None: one pod per
+    /// diagnosis, deleted at its end.
+    pub keeper: Option<std::sync::Arc<JumpboxKeeper>>,
 }
 
 /// The targets the pod reaches, in its sections' order: those with an address.

@@ -26,9 +26,29 @@ fn install_ssh(dir: &std::path::Path, script: &str) {
     std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
 }
 
-/// Runs the jumpbox pod's command with the fake ssh in `dir` first on PATH and `dir` as
-/// its TMPDIR.
+/// What the test's secret volume holds as the key (the fake ssh never reads it as a key).
+const MOUNTED_KEY: &str = "-----BEGIN OPENSSH PRIVATE KEY-----\nnot a real key\n";
+
+/// The key as the pod's secret volume shows it: `dir`/mounted-key at [`KEY_MODE`], owned by
+/// whoever runs the test (as a runtime might give it to the pod's user).
+fn mount_key(dir: &std::path::Path) -> String {
+    use std::os::unix::fs::PermissionsExt;
+    let at = dir.join("mounted-key");
+    std::fs::write(&at, MOUNTED_KEY).unwrap();
+    std::fs::set_permissions(&at, std::fs::Permissions::from_mode(KEY_MODE as u32)).unwrap();
+    at.display().to_string()
+}
+
+/// Runs the jumpbox pod's command with the fake ssh in `dir` first on PATH, `dir` as its
+/// TMPDIR and the key mounted in `dir` ([`mount_key`]).
 fn run_script(argv: &[String], dir: &std::path::Path) -> std::process::Output {
+    let mut argv = argv.to_vec();
+    argv[7] = mount_key(dir);
+    run_script_as_is(&argv, dir)
+}
+
+/// [`run_script`] with the key path the command has.
+fn run_script_as_is(argv: &[String], dir: &std::path::Path) -> std::process::Output {
     std::process::Command::new(&argv[0])
         .args(&argv[1..])
         .env("PATH", format!("{}:/usr/bin:/bin", dir.display()))
@@ -51,7 +71,10 @@ port=22 kh= probe= host=
 while [ $# -gt 0 ]; do
 case $1 in
     -p) port=$2; shift ;;
-    -i) probe=yes; shift ;;
+    -i) probe=yes
+        # The key ssh is given: its mode, and whether it is the mounted one's copy.
+        echo "$(stat -c %a "$2") $(cmp -s "$2" {mounted} && echo copy)" >>{calls}.keys
+        shift ;;
     -o) case $2 in UserKnownHostsFile=*) kh=${{2#UserKnownHostsFile=}} ;; esac; shift ;;
     -l) shift ;;
     -*) ;;
@@ -85,6 +108,7 @@ exit 255
 "#,
             calls = calls.display(),
             doc = HEALTHY_DOC,
+            mounted = dir.join("mounted-key").display(),
         ),
     );
     calls
@@ -150,7 +174,13 @@ fn the_script_reports_what_ssh_says() {
         // list (an `ssh -G` would be a 13th call).
         assert!(!call.contains("KexAlgorithms"), "{call}");
     }
-    // The pod's files are removed with the run.
+    // ssh read the script's own copy of the key, 0600, never the mounted file (readable by
+    // others, which ssh refuses for a key of its own user: authfile.c sshkey_perm_ok).
+    let keys = std::fs::read_to_string(dir.path().join("calls.keys")).unwrap();
+    assert_eq!(keys, "600 copy\n".repeat(3), "{keys}");
+    assert!(!calls.contains("mounted-key"), "{calls}");
+    assert!(!log.contains("not a real key"), "the key is never printed");
+    // The pod's files (the key's copy among them) are removed with the run.
     let left: Vec<_> = std::fs::read_dir(dir.path())
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
@@ -264,4 +294,30 @@ fn the_script_works_on_at_most_parallel_vms() {
     let mut sorted = hosts.clone();
     sorted.sort();
     assert_eq!(hosts, sorted, "one VM at a time");
+}
+
+/// A key the pod's user cannot read (a runtime that kept it 0400 and root's, with no fsGroup):
+/// the script stops before any ssh, and every VM says why with the way out.
+#[test]
+fn an_unreadable_key_stops_the_script_before_any_ssh() {
+    let dir = tempfile::tempdir().unwrap();
+    let calls = fake_ssh(dir.path());
+    let mut argv = command_of(&pod_for(&addresses(), NONCE));
+    argv[7] = dir.path().join("no-such-key").display().to_string();
+    let out = run_script_as_is(&argv, dir.path());
+    assert!(!out.status.success(), "{out:?}");
+    let log = String::from_utf8(out.stdout).unwrap();
+    let e = split_log(&log, NONCE, 3).unwrap_err();
+    assert!(
+        e.message.contains("could not read the SSH key") && e.message.contains("--via ssh"),
+        "{}",
+        e.message
+    );
+    assert!(!calls.exists(), "no ssh ran");
+    let left: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("tmp."))
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
 }

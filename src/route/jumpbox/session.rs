@@ -45,6 +45,10 @@ impl<'a> JumpboxSession<'a> {
     async fn run_pod(&self, run: &Run<'_>) -> std::result::Result<Vec<Reached>, ReachError> {
         let s = self.settings;
         let addresses: Vec<&Address> = self.vms.iter().map(|(_, at)| *at).collect();
+        if let Some(keeper) = &s.keeper {
+            let (log, nonce) = keeper.round(&self.api, s, &addresses, run.bound).await?;
+            return self.sections(&log, &nonce);
+        }
         let pod = jumpbox_pod(&addresses, &self.nonce, s);
         let limit = log_limit(addresses.len());
         match lifecycle::run_with_log_limit(
@@ -57,18 +61,7 @@ impl<'a> JumpboxSession<'a> {
         )
         .await
         {
-            Ok(done) => {
-                let sections = split_log(&done.log, &self.nonce, addresses.len())?;
-                Ok(self
-                    .vms
-                    .iter()
-                    .zip(sections)
-                    .map(|((t, at), section)| match section {
-                        Ok(text) => read_log(&t.name, &at.ip.to_string(), &s.ssh.user, text),
-                        Err(e) => Err(e).into(),
-                    })
-                    .collect())
-            }
+            Ok(done) => self.sections(&done.log, &self.nonce),
             Err(f) => {
                 let mut e =
                     crate::route::lifecycle::reach_error(f, &s.namespace, "--jumpbox-image");
@@ -86,6 +79,20 @@ impl<'a> JumpboxSession<'a> {
 }
 
 impl JumpboxSession<'_> {
+    /// Each VM's result from its section of `log`, framed with `nonce`.
+    fn sections(&self, log: &str, nonce: &str) -> std::result::Result<Vec<Reached>, ReachError> {
+        let sections = split_log(log, nonce, self.vms.len())?;
+        Ok(self
+            .vms
+            .iter()
+            .zip(sections)
+            .map(|((t, at), section)| match section {
+                Ok(text) => read_log(&t.name, &at.ip.to_string(), &self.settings.ssh.user, text),
+                Err(e) => Err(e).into(),
+            })
+            .collect())
+    }
+
     /// The progress line while it runs.
     pub fn doing(&self, nodes: usize) -> String {
         format!("probing {nodes} control-plane VMs through one jumpbox pod in the Supervisor")

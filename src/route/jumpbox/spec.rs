@@ -1,9 +1,20 @@
 //! The jumpbox pod's spec: one pod in the vSphere Namespace with the cluster's key mounted
 //! read-only, running `jumpbox.sh` for every VM, and the bounds of what it may print.
+//!
+//! The pod is a vSphere Pod: spherelet on an ESXi host runs it, not a kubelet, so nothing here
+//! relies on what only the kubelet is known to do. In particular not on `fsGroup` (the kubelet's
+//! `SetVolumeOwnership` gives a volume's files to that group; spherelet's handling of it is not
+//! documented): the key is mounted readable by any user of the pod, and the script copies it
+//! into its own in-memory directory at 0600 before ssh runs, as VMware's own jumpbox recipe
+//! does (`cp` of the mounted key, `chmod 600`; "SSH to TKG Service Cluster Nodes as the System
+//! User Using a Private Key").
+
+use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::{
     Capabilities, Container, EmptyDirVolumeSource, EnvVar, KeyToPath, Pod, PodSecurityContext,
-    PodSpec, SeccompProfile, SecretVolumeSource, SecurityContext, Volume, VolumeMount,
+    PodSpec, ResourceRequirements, SeccompProfile, SecretVolumeSource, SecurityContext, Volume,
+    VolumeMount,
 };
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi_ext::{ContainerExt, PodSpecExt};
@@ -25,6 +36,13 @@ pub const KEY_DIR: &str = "/etc/etcdnet/ssh";
 /// The user and group the jumpbox runs as (`nobody`, in every image's /etc/passwd: ssh refuses
 /// to run as a user it cannot look up).
 pub const NOBODY: i64 = 65534;
+/// The mode of the key in the secret volume: readable by every user of the pod, as no runtime
+/// is known to give the file to the pod's user without `fsGroup`. The pod has one container,
+/// running only our script as one user, and the volume is in no other pod. ssh never reads this
+/// file: the script first copies it to a file of its own at 0600 in the pod's memory
+/// (OpenSSH `authfile.c` `sshkey_perm_ok` refuses a key owned by the user that others may read,
+/// and a runtime may well give the file to the pod's user).
+pub const KEY_MODE: i32 = 0o444;
 /// `--dry-run` shows the pod with this in the nonce's place: the real one is drawn when the
 /// run starts, and is of no use to anyone after it.
 pub const DRY_RUN_NONCE: &str = "drawn-at-each-run";
@@ -66,6 +84,35 @@ pub const ARGV_NONCE: usize = 4;
 /// Where the VMs' `IP REMOTE_COMMAND` pairs start in it, one pair per VM in section order.
 pub const ARGV_VMS: usize = 12;
 
+/// What the jumpbox's VM holds besides its in-memory /tmp: a vSphere Pod is a VM of its own
+/// with its own Linux kernel and pod agent, "sized precisely for the workload that it
+/// accommodates" from the pod's resources, with "explicit resource reservations" (vSphere 8,
+/// "What Is a vSphere Pod?"; vSphere 7, "Set Default Memory and CPU Reservations and Limits for
+/// vSphere Pod Containers": container requests become the vSphere Pod's reservations). So the
+/// memory is not a share of a big node's but all the VM has: its kernel, sh and up to
+/// `--parallel` ssh clients with their key exchanges. 256 MiB holds that with room; the
+/// community's jumpbox recipes ask 2 GiB, for a shell with yum in it.
+pub const BASE_MEMORY_MIB: u64 = 256;
+
+/// The jumpbox container's requests and limits for a `/tmp` of `tmp_mib` MiB (charged to the
+/// container's memory, and on a vSphere Pod inside its VM's). The requests are reserved on the
+/// ESXi host as the VM starts: the base memory whatever the number of VMs (the sections fill
+/// /tmp only as they come) and a quarter of a CPU for the key exchanges. The CPU limit is one
+/// whole vCPU: a VM has whole vCPUs, and a fraction would only throttle the handshakes.
+fn resources(tmp_mib: u64) -> ResourceRequirements {
+    let quantities = |cpu: &str, mem: u64| {
+        BTreeMap::from([
+            ("cpu".to_string(), Quantity(cpu.into())),
+            ("memory".to_string(), Quantity(format!("{mem}Mi"))),
+        ])
+    };
+    ResourceRequirements {
+        requests: Some(quantities("250m", BASE_MEMORY_MIB)),
+        limits: Some(quantities("1", BASE_MEMORY_MIB + tmp_mib)),
+        ..Default::default()
+    }
+}
+
 /// The jumpbox pod for the VMs at `vms` (their sections' order): one pod for them all, its log
 /// framed with `nonce`.
 pub fn jumpbox_pod(vms: &[&Address], nonce: &str, s: &JumpboxSettings) -> Pod {
@@ -73,11 +120,11 @@ pub fn jumpbox_pod(vms: &[&Address], nonce: &str, s: &JumpboxSettings) -> Pod {
         name: "ssh-key".into(),
         secret: Some(SecretVolumeSource {
             secret_name: Some(secret_name(&s.cluster)),
-            default_mode: Some(0o400),
+            default_mode: Some(KEY_MODE),
             items: Some(vec![KeyToPath {
                 key: KEY_FILE.into(),
                 path: KEY_FILE.into(),
-                mode: Some(0o400),
+                mode: Some(KEY_MODE),
             }]),
             optional: Some(false),
         }),
@@ -124,12 +171,7 @@ pub fn jumpbox_pod(vms: &[&Address], nonce: &str, s: &JumpboxSettings) -> Pod {
         ..Default::default()
     };
     let container = Container {
-        // The requests stay those of one probe whatever the number of VMs (the pod mostly
-        // waits on the network); the limit makes room for the in-memory sections.
-        resources: Some(crate::route::small_resources(&format!(
-            "{}Mi",
-            128 + tmp_mib
-        ))),
+        resources: Some(resources(tmp_mib)),
         volume_mounts: Some(vec![
             VolumeMount {
                 name: "ssh-key".into(),
@@ -166,14 +208,12 @@ pub fn jumpbox_pod(vms: &[&Address], nonce: &str, s: &JumpboxSettings) -> Pod {
             .command(argv)
     };
     let mut spec = PodSpec::container(container).volumes([key, tmp]);
-    // Not root: `nobody`, which every image has. The key stays 0400 and owned by root; the
-    // kubelet gives a read-only volume's files to the fsGroup with g+r, so ssh (which only
-    // refuses a key that is its own user's and readable by others) reads it.
+    // Not root: `nobody`, which every image has (the restricted level forbids root). No
+    // `fsGroup`: the key is readable without it (KEY_MODE) and ssh reads the script's own copy.
     spec.security_context = Some(PodSecurityContext {
         run_as_non_root: Some(true),
         run_as_user: Some(NOBODY),
         run_as_group: Some(NOBODY),
-        fs_group: Some(NOBODY),
         seccomp_profile: Some(SeccompProfile {
             type_: "RuntimeDefault".into(),
             ..Default::default()

@@ -23,6 +23,7 @@ pub(super) fn settings() -> JumpboxSettings {
             connect_timeout: Duration::from_secs(3),
             options: vec![],
         },
+        keeper: None,
     }
 }
 
@@ -124,8 +125,9 @@ fn nonces_are_new_and_long() {
     assert!(a.bytes().all(|c| c.is_ascii_hexdigit()));
 }
 
-/// The requests are those of one probe whatever the number of VMs; the in-memory /tmp and
-/// the log limit grow with it, so every VM's section fits.
+/// The requests (a vSphere Pod's reservations) stay whatever the number of VMs; the in-memory
+/// /tmp and the log limit grow with it, so every VM's section fits, and the VM's memory (its
+/// limit) holds its own kernel and ssh clients besides /tmp.
 #[test]
 fn requests_stay_and_room_grows_with_the_vms() {
     let q = |pod: &Pod| {
@@ -142,9 +144,10 @@ fn requests_stay_and_room_grows_with_the_vms() {
     let seven = q(&pod_for(&seven, NONCE));
     assert_eq!(one.0, three.0);
     assert_eq!(one.0, seven.0);
-    assert_eq!(one.0["memory"], "32Mi");
+    assert_eq!(one.0["memory"], "256Mi");
+    assert_eq!(one.0["cpu"], "250m");
     assert_eq!(three.2, "14Mi", "3 sections of up to 4 MiB and a bit");
-    assert_eq!(three.1, "142Mi");
+    assert_eq!(three.1, "270Mi");
     assert_eq!(seven.2, "30Mi");
     assert!(log_limit(3) >= 3 * NODE_OUTPUT_CAP);
     assert!(log_limit(7) > log_limit(3));
@@ -159,7 +162,10 @@ fn the_key_stays_in_the_secret_volume() {
     let v = serde_json::to_value(&pod).unwrap();
     let vol = &v["spec"]["volumes"][0]["secret"];
     assert_eq!(vol["secretName"], "tkc-prod-ssh");
-    assert_eq!(vol["defaultMode"], 0o400);
+    // Readable by the pod's user with no fsGroup (a vSphere Pod's runtime is no kubelet);
+    // ssh reads the script's 0600 copy in memory (script_tests).
+    assert_eq!(vol["defaultMode"], 0o444);
+    assert_eq!(vol["items"][0]["mode"], 0o444);
     let c = &v["spec"]["containers"][0];
     assert_eq!(c["volumeMounts"][0]["readOnly"], true);
     assert_eq!(
@@ -193,9 +199,9 @@ fn the_jumpbox_is_restricted_and_not_root() {
     let psc = &v["spec"]["securityContext"];
     assert_eq!(psc["runAsNonRoot"], true);
     assert_eq!(psc["runAsUser"], 65534);
-    assert_eq!(
-        psc["fsGroup"], 65534,
-        "how a non-root user reads the 0400 key"
+    assert!(
+        psc["fsGroup"].is_null(),
+        "nothing relies on the kubelet's fsGroup: {psc}"
     );
     assert_eq!(psc["seccompProfile"]["type"], "RuntimeDefault");
     let c = &v["spec"]["containers"][0];

@@ -35,7 +35,7 @@ pub struct PodRun {
 /// one byte more is asked of the server (`limitBytes`) and read, so that a log of exactly the
 /// limit is told from a longer one. The client-side cap holds even if a server ignores
 /// `limitBytes`.
-pub(super) async fn read_log(api: &Api<Pod>, name: &str, limit: u64) -> Result<String, PodFailure> {
+pub async fn read_log(api: &Api<Pod>, name: &str, limit: u64) -> Result<String, PodFailure> {
     let params = LogParams {
         limit_bytes: Some(i64::try_from(limit).unwrap_or(i64::MAX - 1) + 1),
         ..LogParams::default()

@@ -35,6 +35,7 @@ mod wait;
 mod tests;
 
 pub use failure::{reach_error, PodFailure};
-pub use log::{PodRun, MAX_LOG_BYTES};
-pub use run::{run, run_with_log_limit};
+pub use log::{read_log, PodRun, MAX_LOG_BYTES};
+pub use run::{create, run, run_with_log_limit};
 pub use tracker::{Cluster, Host, Kept, PodApi, PodTracker, SWEEP_AGAIN_AFTER};
+pub use wait::{pod_state, PodState};

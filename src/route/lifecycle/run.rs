@@ -72,3 +72,27 @@ pub async fn run_with_log_limit(
     }
     result
 }
+
+/// Creates `pod`, tracked before the request goes out (as [`run_with_log_limit`] does), and
+/// leaves it running: for a pod that outlives one round, `--watch`'s kept jumpbox. Its owner
+/// deletes it, and `tracker.delete_all` does whatever way the run ends.
+pub async fn create(api: &PodApi, pod: &Pod, tracker: &PodTracker) -> Result<(), PodFailure> {
+    let name = pod.metadata.name.clone().unwrap_or_default();
+    let ticket = tracker.track(api, pod);
+    match api.create(&PostParams::default(), pod).await {
+        Ok(_) => {
+            tracker.settle(ticket);
+            debug!(pod = %name, "created");
+            Ok(())
+        }
+        Err(e) => {
+            if definitely_refused(&e) {
+                tracker.untrack(ticket);
+                tracker.settle(ticket);
+            } else {
+                warn!(pod = %name, "create failed, the pod may exist: {}", crate::error::chain(&e));
+            }
+            Err(api_failure("creating the jumpbox pod", e))
+        }
+    }
+}

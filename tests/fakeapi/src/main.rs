@@ -63,7 +63,9 @@ const USAGE: &str =
   --refuse-image IMAGE   the workload's nodes cannot pull IMAGE (ErrImagePull, ImagePullBackOff)
   --fault F              inject an etcdnet-lab fault once the lab is up (drop-all-peers, ...)
   --logger L             the lab's etcd log format
-  --etcd V               the lab's etcd line (3.4, the default, or 3.5)";
+  --etcd V               the lab's etcd line (3.4, the default, or 3.5)
+  --vsphere-pod-start S  each jumpbox (vSphere Pod) takes S seconds to start, as a real one's
+                         image pull and VM boot do (docs/benchmarks.md uses 20)";
 
 #[derive(Default, Clone)]
 struct Args {
@@ -83,6 +85,7 @@ struct Args {
     etcd: Option<String>,
     requests_out: Option<PathBuf>,
     many_clusters: Option<(usize, usize)>,
+    vsphere_pod_start: Option<std::time::Duration>,
 }
 
 fn parse_args(mut it: impl Iterator<Item = String>) -> Result<Args> {
@@ -128,6 +131,17 @@ fn parse_args(mut it: impl Iterator<Item = String>) -> Result<Args> {
             "--logger" => a.logger = Some(value()?),
             "--etcd" => a.etcd = Some(value()?),
             "--requests-out" => a.requests_out = Some(value()?.into()),
+            "--vsphere-pod-start" => {
+                let v = value()?;
+                let secs: f64 = v
+                    .parse()
+                    .ok()
+                    .filter(|s: &f64| s.is_finite() && *s >= 0.0 && *s <= 600.0)
+                    .with_context(|| {
+                        format!("--vsphere-pod-start takes seconds (0 to 600), not {v:?}")
+                    })?;
+                a.vsphere_pod_start = Some(std::time::Duration::from_secs_f64(secs));
+            }
             "--many-clusters" => {
                 let v = value()?;
                 let parsed = v
@@ -237,6 +251,9 @@ fn run() -> Result<()> {
     let api = FakeApi::start_with(cfg)?;
     if let Some(path) = &args.requests_out {
         api.log_requests_to(path)?;
+    }
+    if let Some(d) = args.vsphere_pod_start {
+        api.delay_vsphere_pod_starts(d);
     }
     let jumpbox_secret = match &lab {
         Some(l) => Some(labmode::jumpbox(&api, l, &planned)?),

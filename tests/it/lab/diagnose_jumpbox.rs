@@ -392,6 +392,27 @@ fn sigint_leaves_no_pod_and_no_key_file() {
     run.expect_code(130);
     w.assert_no_pod_left();
 
+    // --watch: the jumpbox it keeps across rounds (alive between them) is deleted on Ctrl-C too.
+    let cmd = w.env.plugin_command(&[
+        "diagnose",
+        CLUSTER,
+        "-n",
+        NS,
+        "--connect-timeout",
+        "5s",
+        "--api-timeout",
+        "1s",
+        "--watch=1s",
+    ]);
+    let since = Instant::now();
+    let run = interrupt_when(
+        cmd,
+        || since.elapsed() > Duration::from_secs(10) && w.env.supervisor.existing_pods().len() == 1,
+        Duration::from_secs(40),
+    );
+    run.expect_code(130);
+    w.assert_no_pod_left();
+
     // ssh: interrupt while the ssh sessions run; the temporary key must be gone.
     let tmp = tempfile::tempdir().unwrap();
     let mut cmd = w.ssh_command(&["--connect-timeout", "5s"], tmp.path());
@@ -559,6 +580,61 @@ fn a_restricted_vsphere_namespace_admits_and_runs_the_jumpbox() {
     assert!(
         !out.status.success() && err.contains("violates PodSecurity \"restricted:latest\""),
         "{err}"
+    );
+    w.assert_no_pod_left();
+}
+
+/// `--watch` keeps one jumpbox across its rounds: every vSphere Pod takes 20 s to start (the
+/// fake runtime's `delay_vsphere_pod_starts`: the host's image pull and the pod's VM boot), and
+/// the watch pays it once: a round with the peers dropped, the heal, then rounds until Healthy
+/// (exit 0), all through the one pod created; none is left when the watch ends.
+// Long: one 20 s start, then a round every 2 s until etcd is back.
+#[test]
+#[cfg_attr(not(etcdnet_lab), ignore = "needs root and the lab (see build.rs)")]
+fn watch_keeps_one_jumpbox_across_rounds() {
+    let w = world("diagnose_jumpbox watch", None);
+    w.env
+        .supervisor
+        .delay_vsphere_pod_starts(Duration::from_secs(20));
+    w.lab.inject(Fault::DropAllPeers).unwrap();
+    let started = Instant::now();
+    let mut child = w
+        .env
+        .diagnose_via_jumpbox_command(&["--connect-timeout", "2s", "--watch=2s", "-o", "json"])
+        .spawn()
+        .unwrap();
+    let out = stdout_of(&mut child);
+    wait_for("the first round", Duration::from_secs(120), || {
+        out.now().lines().count() >= 1
+    });
+    let first: serde_json::Value = serde_json::from_str(out.now().lines().next().unwrap()).unwrap();
+    assert!(
+        started.elapsed() >= Duration::from_secs(20),
+        "the first round waited for the pod's start"
+    );
+    assert_ne!(first["verdict"]["code"], "Healthy", "{first}");
+    w.lab.heal().unwrap();
+    let code = exit_within(&mut child, Duration::from_secs(180));
+    let text = out.all();
+    let rounds: Vec<serde_json::Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(code, 0, "exit 0 once Healthy\n{text}");
+    assert!(rounds.len() >= 2, "{text}");
+    assert_eq!(rounds.last().unwrap()["verdict"]["code"], "Healthy");
+    let jumpboxes: Vec<(String, String)> = w
+        .env
+        .supervisor
+        .created_pods()
+        .into_iter()
+        .filter(|(_, name)| name.starts_with("etcdnet-jumpbox-"))
+        .collect();
+    assert_eq!(
+        jumpboxes.len(),
+        1,
+        "one jumpbox for {} rounds: {jumpboxes:?}",
+        rounds.len()
     );
     w.assert_no_pod_left();
 }

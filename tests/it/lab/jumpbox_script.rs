@@ -30,6 +30,7 @@ fn settings() -> JumpboxSettings {
             connect_timeout: Duration::from_secs(2),
             options: vec![],
         },
+        keeper: None,
     }
 }
 

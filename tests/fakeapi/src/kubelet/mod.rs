@@ -60,8 +60,9 @@ pub struct PodProcess {
     pub pid: u32,
 }
 
-/// A secret volume the kubelet wrote for a vSphere Pod: a private directory (0700) in the
-/// host's temp dir, mounted read-only in the pod, removed when the pod ends or is deleted.
+/// A secret volume the kubelet wrote for a vSphere Pod: a directory (0755) inside a private one
+/// (0700) in the host's temp dir, mounted read-only in the pod, removed when the pod ends or is
+/// deleted.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SecretVolume {
     pub namespace: String,

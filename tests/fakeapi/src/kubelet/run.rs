@@ -512,6 +512,16 @@ pub(super) fn run_pod(
     if is_refused(shared, &image) {
         return pull_refused(&ctx, &image);
     }
+    // A vSphere Pod's start: the host pulls the image and boots the pod's VM
+    // (FakeApi::delay_vsphere_pod_starts); the pod stays ContainerCreating meanwhile.
+    let start = *shared.vsphere_pod_start.lock().unwrap();
+    if let (Place::Vsphere, Some(d)) = (place, start) {
+        match ctx.sleep(d) {
+            Wake::Timeout => {}
+            Wake::Stop => return,
+            Wake::Deadline => return ctx.deadline_exceeded(None, None),
+        }
+    }
     ctx.event(
         "Normal",
         "Pulled",

@@ -9,9 +9,14 @@
 //! kubelet retries; it starts once the secret appears, or fails at `activeDeadlineSeconds`.
 //!
 //! The pod's security context is applied as a runtime does ([`security`]): the user and groups
-//! the command runs as, a read-only root filesystem, `emptyDir` volumes (empty writable tmpfs);
-//! with an `fsGroup`, secret volumes are group-owned and group-readable, as the kubelet's
-//! `SetVolumeOwnership` leaves them.
+//! the command runs as, a read-only root filesystem, `emptyDir` volumes (empty writable tmpfs).
+//! `fsGroup` is NOT applied: a vSphere Pod is run by spherelet on an ESXi host, not by a
+//! kubelet, and what spherelet does with `fsGroup` is not documented, so this runtime does the
+//! least it may: the secret's files stay root's, with the spec's modes, and the pod's user gets
+//! no extra group. (A kubelet would give them to the group, `g+r`: `SetVolumeOwnership` in
+//! kubernetes `pkg/volume/volume_linux.go`; the lab kubelet's node-pinned pods mount no secret
+//! volumes, so nothing here models that.) A pod that reads its key only through `fsGroup` thus
+//! fails here as it may on a real Supervisor.
 //!
 //! Limits: only `secret` and `emptyDir` volumes are mounted (others are ignored), `subPath` is
 //! ignored, and item paths must be plain file names (no subdirectories).
@@ -47,9 +52,13 @@ impl Mounted {
         Mounted { dirs: Vec::new() }
     }
 
-    /// The `(host, container)` pairs for `Lab::jumpbox_pod_command_named`.
+    /// The `(host, container)` pairs for `Lab::jumpbox_pod_command_named`: each volume's
+    /// directory inside its private one.
     pub(crate) fn mounts(&self) -> Vec<(PathBuf, String)> {
-        self.dirs.clone()
+        self.dirs
+            .iter()
+            .map(|(dir, at)| (dir.join(VOLUME), at.clone()))
+            .collect()
     }
 }
 
@@ -60,6 +69,16 @@ impl Drop for Mounted {
         }
     }
 }
+
+/// The volume's own directory inside its private (0700) host directory: what the pod sees
+/// mounted. It is 0755, so that the pod's user, whoever it is, reaches the files, whose modes
+/// are the spec's. A kubelet's secret volume is a tmpfs (a memory `emptyDir`, mounted without a
+/// mode: tmpfs's 1777) whose timestamped data directory it makes 0755 "to allow 'group' and
+/// 'other' to recurse the directory tree" (kubernetes `pkg/volume/util/atomic_writer.go`,
+/// `newTimestampDir`); a runtime that let no non-root pod read any secret volume would break
+/// every such pod's service-account token, so this much any runtime does. The private parent
+/// keeps the host's other users out.
+const VOLUME: &str = "volume";
 
 /// One secret volume to write: its name, where it is mounted (None: the first container does
 /// not mount it) and the files (relative path, bytes, mode).
@@ -75,7 +94,7 @@ pub(crate) fn mount(k: &Kubelet, ctx: &Ctx, pod: &Value) -> Option<Mounted> {
     let mut reported = String::new();
     loop {
         let failure = match plan(ctx, pod) {
-            Ok(plans) => match write(k, ctx, pod, plans) {
+            Ok(plans) => match write(k, ctx, plans) {
                 Ok(m) => return Some(m),
                 Err(e) => e,
             },
@@ -192,7 +211,7 @@ fn private_dir() -> std::io::Result<PathBuf> {
 }
 
 /// Writes the mounted volumes; Err is a FailedMount message (nothing of the data in it).
-fn write(k: &Kubelet, ctx: &Ctx, pod: &Value, plans: Vec<Plan>) -> Result<Mounted, String> {
+fn write(k: &Kubelet, ctx: &Ctx, plans: Vec<Plan>) -> Result<Mounted, String> {
     let mut mounted = Mounted::none();
     for p in plans {
         let Some(mount_path) = p.mount_path else {
@@ -204,9 +223,14 @@ fn write(k: &Kubelet, ctx: &Ctx, pod: &Value, plans: Vec<Plan>) -> Result<Mounte
                 p.volume
             )
         };
-        let dir = private_dir().map_err(|e| fail(format!("creating a volume directory: {e}")))?;
+        let parent =
+            private_dir().map_err(|e| fail(format!("creating a volume directory: {e}")))?;
         // Registered before writing, so the guard removes a half-written directory too.
-        mounted.dirs.push((dir.clone(), mount_path.clone()));
+        mounted.dirs.push((parent.clone(), mount_path.clone()));
+        let dir = parent.join(VOLUME);
+        fs::create_dir(&dir)
+            .and_then(|()| fs::set_permissions(&dir, fs::Permissions::from_mode(0o755)))
+            .map_err(|e| fail(format!("creating a volume directory: {e}")))?;
         // write_secret_volume takes one mode; per-item modes are set afterwards (through the
         // key's symlink, onto the file in the timestamped directory).
         let files: Vec<(&str, &[u8])> = p
@@ -220,9 +244,6 @@ fn write(k: &Kubelet, ctx: &Ctx, pod: &Value, plans: Vec<Plan>) -> Result<Mounte
             fs::set_permissions(dir.join(path), fs::Permissions::from_mode(*m))
                 .map_err(|e| fail(format!("chmod {path}: {e}")))?;
         }
-        if let Some(gid) = fs_group(pod) {
-            own_for_group(&dir, &p.files, gid).map_err(|e| fail(format!("fsGroup: {e}")))?;
-        }
         k.record_volume(SecretVolume {
             namespace: ctx.ns.clone(),
             pod: ctx.name.clone(),
@@ -232,35 +253,6 @@ fn write(k: &Kubelet, ctx: &Ctx, pod: &Value, plans: Vec<Plan>) -> Result<Mounte
         });
     }
     Ok(mounted)
-}
-
-/// `spec.securityContext.fsGroup`.
-fn fs_group(pod: &Value) -> Option<u32> {
-    pod["spec"]["securityContext"]["fsGroup"]
-        .as_u64()
-        .and_then(|g| u32::try_from(g).ok())
-}
-
-/// What the kubelet does to a read-only volume for an `fsGroup` (`SetVolumeOwnership`): the
-/// group owns every directory (set-gid) and file, and may read them (`g+r`, `g+rx` on dirs).
-fn own_for_group(
-    dir: &std::path::Path,
-    files: &[(String, Vec<u8>, u32)],
-    gid: u32,
-) -> std::io::Result<()> {
-    use std::os::unix::fs::{chown, MetadataExt};
-    let data = fs::read_link(dir.join("..data"))?;
-    for d in [dir.to_path_buf(), dir.join(data)] {
-        chown(&d, None, Some(gid))?;
-        let m = fs::metadata(&d)?.mode() & 0o7777;
-        fs::set_permissions(&d, fs::Permissions::from_mode(m | 0o2050))?;
-    }
-    for (path, _, m) in files {
-        let f = dir.join(path);
-        chown(&f, None, Some(gid))?;
-        fs::set_permissions(&f, fs::Permissions::from_mode(m | 0o440))?;
-    }
-    Ok(())
 }
 
 /// The container's user, groups, read-only root and emptyDir volumes, as the runtime applies
@@ -274,14 +266,13 @@ pub(crate) fn security(pod: &Value) -> etcdnet_lab::PodSecurity {
             .or_else(|| spec["securityContext"][key].as_u64())
             .and_then(|v| u32::try_from(v).ok())
     };
-    let mut groups: Vec<u32> = fs_group(pod).into_iter().collect();
-    groups.extend(
-        spec["securityContext"]["supplementalGroups"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter_map(|g| g.as_u64().and_then(|g| u32::try_from(g).ok())),
-    );
+    // No fsGroup among them (see the module docs).
+    let groups: Vec<u32> = spec["securityContext"]["supplementalGroups"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|g| g.as_u64().and_then(|g| u32::try_from(g).ok()))
+        .collect();
     let empty: Vec<&str> = spec["volumes"]
         .as_array()
         .into_iter()

@@ -453,19 +453,26 @@ async fn the_binary_with_workload_down_runs_jumpbox_pods_with_the_labs_key() {
 }
 
 /// A restricted pod's security context, applied as a runtime does: the command runs as the
-/// non-root user and groups asked for, the image is read-only, an emptyDir is writable, and with
-/// an fsGroup the 0400 secret is group-owned and group-readable, so ssh still reads the key.
+/// non-root user and groups asked for, the image is read-only, an emptyDir is writable. Its
+/// `fsGroup` is NOT applied (spherelet is no kubelet; the fake does the least it may): the
+/// user gets no such group and the 0400 key stays root's, unreadable; the same secret mounted
+/// 0444 is readable, and its copy at 0600 in the emptyDir is what ssh logs in with, as the
+/// plugin's jumpbox does.
 #[tokio::test]
 #[cfg_attr(not(etcdnet_lab), ignore = "needs root and the lab (see build.rs)")]
-async fn a_non_root_read_only_pod_still_reads_its_key_through_fs_group() {
-    require("a_non_root_read_only_pod_still_reads_its_key_through_fs_group");
+async fn a_vsphere_pod_gets_no_fs_group_and_reads_a_key_mounted_readable() {
+    require("a_vsphere_pod_gets_no_fs_group_and_reads_a_key_mounted_readable");
     let s = supervisor(Some(lab().ssh_private_key())).await;
+    let readable = "/etc/etcdnet/readable";
     let script = format!(
-        "id -u; id -g; id -G; stat -L -c 'key %a %g' {KEY_DIR}/ssh-privatekey; \
+        "id -u; id -g; id -G; stat -L -c 'key %a %u %g' {KEY_DIR}/ssh-privatekey; \
+         cat {KEY_DIR}/ssh-privatekey >/dev/null 2>&1 && echo key-readable || echo key-unreadable; \
+         stat -L -c 'readable %a %u %g' {readable}/ssh-privatekey; \
          touch /etc/x 2>/dev/null && echo etc-writable || echo etc-read-only; \
          touch /tmp/x && echo tmp-writable; \
+         (umask 077 && cat {readable}/ssh-privatekey >/tmp/key) && stat -c 'copy %a' /tmp/key; \
          {}",
-        ssh_cmd("id -un")
+        ssh_cmd("id -un").replace(&format!("{KEY_DIR}/ssh-privatekey"), "/tmp/key")
     );
     let mut pod = serde_json::to_value(jumpbox_pod(
         "etcdnet-jumpbox-nonroot",
@@ -476,29 +483,68 @@ async fn a_non_root_read_only_pod_still_reads_its_key_through_fs_group() {
         "runAsNonRoot": true, "runAsUser": 65534, "runAsGroup": 65534, "fsGroup": 65534,
         "seccompProfile": {"type": "RuntimeDefault"}
     });
-    pod["spec"]["volumes"]
-        .as_array_mut()
-        .unwrap()
-        .push(json!({"name": "tmp", "emptyDir": {"medium": "Memory"}}));
+    let volumes = pod["spec"]["volumes"].as_array_mut().unwrap();
+    volumes.push(json!({"name": "tmp", "emptyDir": {"medium": "Memory"}}));
+    volumes.push(json!({"name": "readable", "secret": {
+        "secretName": SECRET, "defaultMode": 0o444,
+        "items": [{"key": "ssh-privatekey", "path": "ssh-privatekey"}]}}));
     let c = &mut pod["spec"]["containers"][0];
     c["securityContext"] = json!({
         "allowPrivilegeEscalation": false, "readOnlyRootFilesystem": true,
         "capabilities": {"drop": ["ALL"]}
     });
-    c["volumeMounts"]
-        .as_array_mut()
-        .unwrap()
-        .push(json!({"name": "tmp", "mountPath": "/tmp"}));
+    let mounts = c["volumeMounts"].as_array_mut().unwrap();
+    mounts.push(json!({"name": "tmp", "mountPath": "/tmp"}));
+    mounts.push(json!({"name": "readable", "mountPath": readable, "readOnly": true}));
     let pod: Pod = serde_json::from_value(pod).unwrap();
     create_and_watch(&s.pods, &pod, Duration::from_secs(30), |_, p| done(p)).await;
     let text = log(&s.pods, "etcdnet-jumpbox-nonroot").await;
     let lines: Vec<&str> = text.lines().collect();
-    assert_eq!(lines[..3], ["65534", "65534", "65534"], "{text}");
-    assert!(text.contains("key 440 65534"), "{text}");
+    assert_eq!(
+        lines[..3],
+        ["65534", "65534", "65534"],
+        "no fsGroup among the groups: {text}"
+    );
+    assert!(text.contains("key 400 0 0"), "fsGroup not applied: {text}");
+    assert!(text.contains("key-unreadable"), "{text}");
+    assert!(text.contains("readable 444 0 0"), "{text}");
     assert!(text.contains("etc-read-only"), "{text}");
     assert!(text.contains("tmp-writable"), "{text}");
+    assert!(text.contains("copy 600"), "{text}");
     assert!(
         lines.contains(&"vmware-system-user"),
-        "ssh read the key and logged in: {text}"
+        "ssh read the copy and logged in: {text}"
+    );
+}
+
+/// `delay_vsphere_pod_starts`: a vSphere Pod waits in ContainerCreating that long before its
+/// process starts (its image pulled by the host, its VM booting), and a refused image still
+/// fails at once.
+#[tokio::test]
+#[cfg_attr(not(etcdnet_lab), ignore = "needs root and the lab (see build.rs)")]
+async fn a_vsphere_pod_start_can_take_its_time() {
+    require("a_vsphere_pod_start_can_take_its_time");
+    let s = supervisor(None).await;
+    s.api.delay_vsphere_pod_starts(Duration::from_secs(2));
+    let pod = jumpbox_pod("etcdnet-jumpbox-slow", &["sh", "-c", "echo started"]);
+    let start = Instant::now();
+    create_and_watch(&s.pods, &pod, Duration::from_secs(30), |_, p| done(p)).await;
+    assert!(
+        start.elapsed() >= Duration::from_secs(2),
+        "{:?}",
+        start.elapsed()
+    );
+    assert_eq!(log(&s.pods, "etcdnet-jumpbox-slow").await, "started\n");
+    s.api.refuse_image("docker.io/alpine/git:2.47.2");
+    let pod = jumpbox_pod("etcdnet-jumpbox-refused", &["sh", "-c", "echo started"]);
+    let start = Instant::now();
+    create_and_watch(&s.pods, &pod, Duration::from_secs(30), |_, p| {
+        p["status"]["containerStatuses"][0]["state"]["waiting"]["reason"] == "ErrImagePull"
+    })
+    .await;
+    assert!(
+        start.elapsed() < Duration::from_secs(2),
+        "{:?}",
+        start.elapsed()
     );
 }
