@@ -156,6 +156,7 @@ const FOLDERS: &[(&str, &[&[&str]])] = &[
             &["targets"],
             &["join"],
             &["rollout"],
+            &["stack"],
             &["extract"],
             &["discovery"],
             &["kinds"],
