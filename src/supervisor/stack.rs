@@ -18,8 +18,10 @@
 //! - One Supervisor may hold T1 and VPC namespaces at once (nsx-operator `pkg/config/mixed_mode.go`,
 //!   per-namespace network providers): NCP's VirtualNetwork and the VPC kinds both served. That
 //!   is NSX: its advice names the segment and the VPC rules alike.
-//! - A VDS Supervisor serves net-operator and none of the NSX groups; nothing of VMware's says a
-//!   VDS Supervisor serves them, so one that serves both is taken as NSX (the NSX groups decide).
+//! - A VDS Supervisor serves net-operator and none of the NSX groups. net-operator is not VDS's
+//!   alone: its `Network.spec.type` may be `nsx-t` or `nsx-t_vpc` too
+//!   (`external/net-operator/api/v1alpha1/network_types.go`), so the NSX groups decide and
+//!   net-operator's group says VDS only without them.
 //!
 //! Nothing here is a namespace editor's: discovery lists what the API server serves.
 

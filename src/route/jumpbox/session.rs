@@ -70,13 +70,14 @@ impl<'a> JumpboxSession<'a> {
                     .collect())
             }
             Err(f) => {
-                let mut e =
-                    crate::route::lifecycle::reach_error(f, &s.namespace, "--jumpbox-image");
-                // vSphere Pods exist only on Supervisors with NSX networking.
-                if matches!(
-                    e.kind,
-                    ReachErrorKind::Unschedulable | ReachErrorKind::Timeout | ReachErrorKind::Other
-                ) {
+                let mut e = crate::route::lifecycle::reach_error(
+                    f,
+                    &s.namespace,
+                    crate::route::lifecycle::PodRoute::Jumpbox,
+                );
+                // vSphere Pods exist only on Supervisors with NSX networking (an unschedulable
+                // pod's line already says so).
+                if matches!(e.kind, ReachErrorKind::Timeout | ReachErrorKind::Other) {
                     e.message.push_str("; the Supervisor may not run vSphere Pods (they need NSX networking): try --via ssh");
                 }
                 Err(e)
