@@ -8,7 +8,7 @@
 //!   vSphere Pods for generic use on a Supervisor configured with VDS", vSphere 8
 //!   documentation, vSphere IaaS control plane concepts, Supervisor networking), so a jumpbox
 //!   would wait out `--timeout` and end `NodesUnreachable`. Direct ssh instead, when a VM
-//!   answers on TCP 22 from here ([`check_ssh_port`], a bounded connect to every VM at once);
+//!   greets as an SSH server on TCP 22 from here ([`check_ssh_port`], bounded, every VM at once);
 //!   else one error naming what each route needs ([`NoRoute`]).
 
 use std::net::IpAddr;
@@ -40,15 +40,20 @@ pub fn needs_ssh_check(via: super::Via, api: &WorkloadApi, stack: &StackFact) ->
     via == super::Via::Auto && !api.is_reachable() && stack.stack == NetworkStack::Vds
 }
 
-/// A TCP connect to port 22 of every address at once, each bounded by `timeout`; nothing is
-/// sent over a connection that opens (it is closed at once).
+/// The most read of a server's greeting before its SSH identification line: RFC 4253 4.2 lets
+/// a server send other lines first; the identification itself is at most 255 characters.
+const GREETING_LIMIT: usize = 1024;
+
+/// Port 22 of every address at once, each bounded by `timeout` (connect and greeting): a VM
+/// answers when an SSH server greets with its identification line (`SSH-2.0-…`, RFC 4253 4.2:
+/// the server sends it on connect). A bare accepted connection is not enough: a transparent
+/// proxy or a port forwarder accepts every connect and greets with nothing. Nothing is sent;
+/// the connection is closed after the greeting.
 pub async fn check_ssh_port(ips: &[IpAddr], timeout: Duration) -> SshPortCheck {
     let tries = ips.iter().map(|&ip| async move {
-        let connect = tokio::net::TcpStream::connect((ip, 22));
-        let result = match tokio::time::timeout(timeout, connect).await {
-            Ok(Ok(_)) => Ok(()),
-            Ok(Err(e)) => Err(e.to_string()),
-            Err(_) => Err(format!("timed out after {}s", timeout.as_secs_f32())),
+        let result = match tokio::time::timeout(timeout, greeting(ip)).await {
+            Ok(r) => r,
+            Err(_) => Err(format!("no SSH greeting within {}s", timeout.as_secs_f32())),
         };
         (ip, result)
     });
@@ -60,6 +65,28 @@ pub async fn check_ssh_port(ips: &[IpAddr], timeout: Duration) -> SshPortCheck {
         }
     }
     check
+}
+
+/// Connects to `ip`:22 and reads until a line starts with `SSH-` (bounded by
+/// [`GREETING_LIMIT`]).
+async fn greeting(ip: IpAddr) -> Result<(), String> {
+    use tokio::io::AsyncReadExt;
+    let mut stream = tokio::net::TcpStream::connect((ip, 22))
+        .await
+        .map_err(|e| e.to_string())?;
+    let mut seen = Vec::with_capacity(256);
+    let mut buf = [0u8; 256];
+    while seen.len() < GREETING_LIMIT {
+        let n = stream.read(&mut buf).await.map_err(|e| e.to_string())?;
+        if n == 0 {
+            return Err("closed without an SSH greeting".into());
+        }
+        seen.extend_from_slice(&buf[..n]);
+        if seen.starts_with(b"SSH-") || seen.windows(5).any(|w| w == b"\nSSH-") {
+            return Ok(());
+        }
+    }
+    Err("no SSH greeting".into())
 }
 
 /// `auto` found no route: the one line that says why and what each route needs.
@@ -245,17 +272,16 @@ mod tests {
         );
     }
 
-    /// A closed port answers at once (refused), an open one is counted: the check is a real
-    /// connect, bounded.
+    /// Port 22 on loopback, whatever this host runs there: counted once, within the bound. The
+    /// greeting itself is checked where a server can be placed on port 22 (the lab:
+    /// `lab::diagnose_jumpbox`); an accepted connection that greets with nothing is silent.
     #[tokio::test]
-    async fn the_port_check_connects_to_each_address() {
-        // Port 22 on loopback: open or closed depending on the host; either way it answers
-        // within the bound, and the address is counted once.
+    async fn the_port_check_is_bounded_and_counts_each_address_once() {
         let lo: IpAddr = "127.0.0.1".parse().unwrap();
         let started = std::time::Instant::now();
-        let check = check_ssh_port(&[lo], Duration::from_secs(2)).await;
-        assert!(started.elapsed() < Duration::from_secs(3));
-        assert_eq!(check.answered.len() + check.silent.len(), 1, "{check:?}");
+        let check = check_ssh_port(&[lo, lo], Duration::from_secs(1)).await;
+        assert!(started.elapsed() < Duration::from_secs(2));
+        assert_eq!(check.answered.len() + check.silent.len(), 2, "{check:?}");
     }
 
     /// What `--via` takes for a route is the name its reports give it.
