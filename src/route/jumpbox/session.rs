@@ -78,7 +78,7 @@ impl<'a> JumpboxSession<'a> {
                 // vSphere Pods exist only on Supervisors with NSX networking (an unschedulable
                 // pod's line already says so).
                 if matches!(e.kind, ReachErrorKind::Timeout | ReachErrorKind::Other) {
-                    e.message.push_str("; the Supervisor may not run vSphere Pods (they need NSX networking): try --via ssh");
+                    e.message.push_str("; the Supervisor may not run vSphere Pods (they need NSX or VPC networking): try --via ssh");
                 }
                 Err(e)
             }
