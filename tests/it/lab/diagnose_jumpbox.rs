@@ -301,6 +301,33 @@ fn via_ssh_peers_dropped_and_isolated() {
         "{steps}"
     );
 
+    // Every VM's port 22 dropped too: no route at all on VDS. One error, naming what the pod and
+    // ssh routes need, in under 5 s, before anything is created; exit 3.
+    for node in CP {
+        w.lab.inject(Fault::BlockSsh(node.into())).unwrap();
+    }
+    let started = Instant::now();
+    let run = Run::from(w.admin_command(&vds, &[], tmp.path()).output().unwrap());
+    let took = started.elapsed();
+    run.expect_code(3);
+    assert!(took < Duration::from_secs(5), "{took:?}\n{}", run.stderr);
+    let errors: Vec<&str> = run
+        .stderr
+        .lines()
+        .filter(|l| l.starts_with("error:"))
+        .collect();
+    assert_eq!(errors.len(), 1, "{}", run.stderr);
+    for needed in [
+        "no route reaches",
+        "VDS",
+        "--via pod",
+        "--via ssh",
+        "TCP 22",
+    ] {
+        assert!(errors[0].contains(needed), "{needed}: {}", errors[0]);
+    }
+    assert!(vds.supervisor.created_pods().is_empty());
+
     w.lab.heal().unwrap();
     w.lab.wait_healthy(Duration::from_secs(30)).unwrap();
     w.lab.inject(Fault::Isolate(CP[2].into())).unwrap();
