@@ -80,6 +80,12 @@ pub enum Error {
     #[error("{0}")]
     Timeout(String),
 
+    /// `--via auto` found no route that can reach the nodes (the workload API dark on a VDS
+    /// Supervisor, and no VM answering on TCP 22 from here): said before anything is created,
+    /// with what each route needs.
+    #[error("{0}")]
+    NoRoute(String),
+
     /// Ctrl-C, SIGTERM, SIGHUP; what the run created was cleaned up.
     #[error("interrupted; every probe pod created was deleted")]
     Interrupted,
@@ -100,7 +106,9 @@ impl Error {
             | Error::Config { .. }
             | Error::NotSupervisor { .. }
             | Error::ClusterNotFound { .. } => EXIT_USAGE,
-            Error::Kube(_) | Error::Timeout(_) | Error::Output { .. } => EXIT_INCOMPLETE,
+            Error::Kube(_) | Error::Timeout(_) | Error::NoRoute(_) | Error::Output { .. } => {
+                EXIT_INCOMPLETE
+            }
             Error::Interrupted => EXIT_INTERRUPTED,
         }
     }

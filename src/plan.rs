@@ -6,11 +6,13 @@
 
 use std::time::Duration;
 
+use crate::error::{Error, Result};
 use crate::probe::script::ProbeArgs;
 use crate::report::RouteInfo;
 use crate::route::jumpbox::JumpboxSettings;
 use crate::route::pod::PodSettings;
 use crate::route::ssh::{SshRouteSettings, SshSettings};
+use crate::route::via::{NoRoute, SshPortCheck};
 use crate::route::{Address, PodBasics, Route, RouteArgs, RouteSettings, Target};
 use crate::supervisor::{ClusterFacts, ControlPlaneNode};
 use crate::workload::WorkloadApi;
@@ -56,13 +58,24 @@ pub struct DiagnosePlan {
 
 /// The plan for the cluster of `facts` (its name and vSphere Namespace are theirs), whose
 /// workload API is `api`; `run_id` is shared by all of the run's pods.
+///
+/// `ssh` is the TCP 22 check `--via auto` needs on a VDS Supervisor (made by the caller when
+/// [`crate::route::via::needs_ssh_check`] says so; [`ssh_check_addresses`] are the VMs to
+/// check). Err ([`Error::NoRoute`]): no route can reach the nodes, said before anything is
+/// created.
 pub fn plan(
     opts: &DiagnoseConfig,
     facts: &ClusterFacts,
     api: &WorkloadApi,
+    ssh: Option<&SshPortCheck>,
     run_id: String,
-) -> DiagnosePlan {
-    let (route, reason) = opts.reach.via.resolve(api);
+) -> Result<DiagnosePlan> {
+    let stack = &facts.apis.network_stack;
+    let (route, reason) = opts
+        .reach
+        .via
+        .resolve(api, stack, ssh)
+        .map_err(|NoRoute(why)| Error::NoRoute(format!("cluster {}: {why}", facts.cluster.name)))?;
     let (cluster, namespace) = (&facts.cluster.name, &facts.namespace);
     let reach = &opts.reach;
     let basics = || PodBasics {
@@ -94,7 +107,7 @@ pub fn plan(
             RouteSettings::Ssh(SshRouteSettings::new(&reach.ssh, ssh(), cluster, namespace))
         }
     };
-    DiagnosePlan {
+    Ok(DiagnosePlan {
         route: settings,
         route_info: RouteInfo {
             name: route.name().into(),
@@ -105,7 +118,18 @@ pub fn plan(
         parallel: opts.parallel,
         keep_pods: opts.keep_pods,
         dry_run: opts.dry_run,
-    }
+    })
+}
+
+/// The addresses `--via auto`'s TCP 22 check goes to: every target's (the nodes the route
+/// would reach; a VM that is not a target is never contacted).
+pub fn ssh_check_addresses(facts: &ClusterFacts) -> Vec<std::net::IpAddr> {
+    facts
+        .nodes
+        .iter()
+        .filter(|n| n.is_target())
+        .filter_map(|n| n.ip())
+        .collect()
 }
 
 /// One target per control-plane node; its peers are every other node with an IP.
@@ -192,7 +216,7 @@ mod tests {
         let f = facts(3, 3, (1..=3).map(|i| node(i, true)).collect());
         let up = api(ApiState::Reachable);
         let down = api(ApiState::Timeout);
-        let p = plan(&options(Via::Auto), &f, &up, RUN.into());
+        let p = plan(&options(Via::Auto), &f, &up, None, RUN.into()).unwrap();
         assert_eq!(p.route_info.name, "pod");
         assert_eq!(p.route_info.reason, "auto: the workload API answers");
         // The cluster's own values reach the route: its run id, its namespace, its name.
@@ -202,7 +226,7 @@ mod tests {
             pod.metadata.namespace.as_deref() == Some("kube-system")
                 && pod.metadata.name.as_ref().unwrap().ends_with("-bcdfg")
         }));
-        let p = plan(&options(Via::Auto), &f, &down, RUN.into());
+        let p = plan(&options(Via::Auto), &f, &down, None, RUN.into()).unwrap();
         assert_eq!(p.route_info.name, "jumpbox");
         assert!(
             p.route_info.reason.contains("(Timeout)"),
@@ -216,12 +240,51 @@ mod tests {
             pods[0].metadata.name.as_deref(),
             Some("etcdnet-jumpbox-tkc-bcdfg")
         );
-        let p = plan(&options(Via::Ssh), &f, &up, RUN.into());
+        let p = plan(&options(Via::Ssh), &f, &up, None, RUN.into()).unwrap();
         assert_eq!(
             (p.route_info.name.as_str(), p.route_info.reason.as_str()),
             ("ssh", "--via ssh")
         );
         assert!(p.route.would_create(&p.targets).is_empty());
+    }
+
+    /// On a VDS Supervisor with the workload API dark, `auto` plans ssh (no pod) when a VM
+    /// answered on 22, and no plan at all when none did: the error names the cluster.
+    #[test]
+    fn on_vds_auto_plans_ssh_or_says_no_route() {
+        use crate::route::via::SshPortCheck;
+        use crate::supervisor::{NetworkStack, StackFact};
+        let mut f = facts(3, 3, (1..=3).map(|i| node(i, true)).collect());
+        f.apis.network_stack = StackFact {
+            stack: NetworkStack::Vds,
+            evidence: "serves netoperator.vmware.com and no NSX group".into(),
+        };
+        let down = api(ApiState::Timeout);
+        let ips = ssh_check_addresses(&f);
+        assert_eq!(ips.len(), 3);
+        let answered = SshPortCheck {
+            answered: ips.clone(),
+            silent: vec![],
+        };
+        let p = plan(&options(Via::Auto), &f, &down, Some(&answered), RUN.into()).unwrap();
+        assert_eq!(p.route_info.name, "ssh");
+        assert!(
+            p.route_info.reason.contains("VDS"),
+            "{}",
+            p.route_info.reason
+        );
+        assert!(p.route.would_create(&p.targets).is_empty());
+        let silent = SshPortCheck {
+            answered: vec![],
+            silent: ips
+                .iter()
+                .map(|ip| (*ip, "timed out after 2s".into()))
+                .collect(),
+        };
+        let e = plan(&options(Via::Auto), &f, &down, Some(&silent), RUN.into()).unwrap_err();
+        assert!(matches!(e, Error::NoRoute(_)), "{e}");
+        assert_eq!(e.exit_code(), crate::error::EXIT_INCOMPLETE);
+        assert!(e.to_string().starts_with("cluster tkc: no route"), "{e}");
     }
 
     #[test]
@@ -237,8 +300,10 @@ mod tests {
             &options(Via::Auto),
             &f,
             &api(ApiState::Reachable),
+            None,
             RUN.into(),
-        );
+        )
+        .unwrap();
         let names: Vec<&str> = p.targets.iter().map(|t| t.name.as_str()).collect();
         assert_eq!(names, ["tkc-cp-1", "tkc-cp-2", "tkc-cp-3"]);
         let bound = f.desired().unwrap() as usize + f.machines_present();
@@ -275,8 +340,10 @@ mod tests {
             &options(Via::Auto),
             &f,
             &api(ApiState::Reachable),
+            None,
             RUN.into(),
-        );
+        )
+        .unwrap();
         let names: Vec<&str> = p.targets.iter().map(|t| t.name.as_str()).collect();
         assert_eq!(names, ["tkc-cp-1", "tkc-cp-2"]);
         assert!(p.targets[1].address.is_none(), "refused: no address");
@@ -295,8 +362,10 @@ mod tests {
             &options(Via::Auto),
             &f,
             &api(ApiState::Reachable),
+            None,
             RUN.into(),
-        );
+        )
+        .unwrap();
         assert_eq!(p.targets.len(), 3);
         let a = p.targets[0].address.as_ref().unwrap();
         assert_eq!(a.probe.self_ip, "198.18.0.11");

@@ -70,6 +70,7 @@ pub fn facts(desired: i64, ready: i64, nodes: Vec<ControlPlaneNode>) -> ClusterF
             machine: "cluster.x-k8s.io/v1beta1".into(),
             control_plane: None,
             vm_labels: Some(VmLabelScheme::Capv),
+            ..Default::default()
         },
         kcp: Some(KcpInfo {
             name: "tkc-cp".into(),

@@ -13,6 +13,7 @@
 use crate::analyse::matrix::{CellState, Matrix};
 use crate::probe::firewall::{Action, FirewallRead, Fit, Hook, Packet, ReadOutcome, Ruleset};
 use crate::probe::NodeReport;
+use crate::supervisor::NetworkStack;
 
 /// The contract's words (docs/output.md): scripts match on them.
 pub const INSIDE: &str = "inside the guest";
@@ -104,6 +105,30 @@ pub struct PacketLocation {
     pub paths: Vec<PathPlace>,
     /// Each node's read.
     pub nodes: Vec<NodeRead>,
+    /// The Supervisor's networking stack: what "outside the guests" can be ([`outside_on`]).
+    pub stack: NetworkStack,
+}
+
+/// What can drop packets between the VMs outside their guests, on `stack`: NSX's distributed
+/// firewall and segments (NCP), the VPC's security policies and its default east-west rule
+/// (VPC), the physical network on VDS (a firewall between the hosts, the distributed port
+/// group's security settings, a VLAN missing from a host's trunk); all of them when the stack
+/// is unknown.
+pub fn outside_on(stack: NetworkStack) -> &'static str {
+    match stack {
+        NetworkStack::Nsx => "the NSX distributed firewall, the segment's rules, SpoofGuard, or the fabric between the hosts",
+        NetworkStack::Vpc => "the VPC's security policies or its default east-west rule, SpoofGuard, or the fabric between the hosts",
+        NetworkStack::Vds => "the physical network between the ESXi hosts (no NSX on this VDS Supervisor): a firewall between the hosts, the distributed port group's security settings, or the VMs' VLAN missing from a host's trunk",
+        NetworkStack::Unknown => "NSX distributed firewall, the VPC's or segment's rules, SpoofGuard, or the fabric between the hosts (on a VDS Supervisor: a firewall between the hosts, the port group's security settings, a VLAN missing from a host's trunk)",
+    }
+}
+
+/// Who can change what drops the packets outside the guests, on `stack`.
+pub fn network_team(stack: NetworkStack) -> &'static str {
+    match stack {
+        NetworkStack::Nsx | NetworkStack::Vpc => "the NSX team",
+        NetworkStack::Vds | NetworkStack::Unknown => "the network team",
+    }
 }
 
 /// One node's rules at both moments, by tool.
@@ -375,6 +400,7 @@ pub fn locate(nodes: &[NodeReport], matrices: &[Matrix]) -> Option<PacketLocatio
     Some(PacketLocation {
         paths,
         nodes: rules.into_iter().map(|r| r.read).collect(),
+        stack: NetworkStack::Unknown,
     })
 }
 
@@ -460,13 +486,15 @@ pub fn evidence(loc: &PacketLocation) -> Vec<String> {
         .collect();
     if outside.len() == total {
         lines.push(format!(
-            "no firewall rule inside any node counted these packets: the drop is {OUTSIDE} — NSX distributed firewall, the VPC's or segment's rules, SpoofGuard, or the fabric between the hosts (both ends of all {total} failing paths read before and after the checks)"
+            "no firewall rule inside any node counted these packets: the drop is {OUTSIDE} — {} (both ends of all {total} failing paths read before and after the checks)",
+            outside_on(loc.stack)
         ));
     } else if !outside.is_empty() {
         lines.push(format!(
-            "{} of the {total} failing paths ({}): no firewall rule inside their nodes counted these packets: the drop is {OUTSIDE} — NSX distributed firewall, the VPC's or segment's rules, SpoofGuard, or the fabric between the hosts",
+            "{} of the {total} failing paths ({}): no firewall rule inside their nodes counted these packets: the drop is {OUTSIDE} — {}",
             outside.len(),
-            paths_text(&outside)
+            paths_text(&outside),
+            outside_on(loc.stack)
         ));
     }
     let undecided: Vec<&PathPlace> = loc
@@ -551,9 +579,10 @@ pub fn next_steps(loc: &PacketLocation) -> Vec<String> {
                 .map(|c| format!(" (on the node: `{c}`)"))
                 .unwrap_or_default();
             format!(
-                "Node {}'s own firewall counted the dropped packets, {INSIDE}: correct or remove {}{look} first; the NSX team cannot change it",
+                "Node {}'s own firewall counted the dropped packets, {INSIDE}: correct or remove {}{look} first; {} cannot change it",
                 h.node,
-                h.name()
+                h.name(),
+                network_team(loc.stack)
             )
         })
         .collect()

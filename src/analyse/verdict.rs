@@ -423,7 +423,12 @@ pub fn diagnose_at(
         .find_map(|rule| (rule.check)(&ctx))
         .unwrap_or_else(|| seen::inconclusive(&ctx));
     verdict = network::unless_network(&ctx, verdict);
-    let location = super::location::locate(nodes, &ctx.matrices);
+    // What can drop packets outside the guests depends on the Supervisor's networking stack.
+    let location =
+        super::location::locate(nodes, &ctx.matrices).map(|l| super::location::PacketLocation {
+            stack: facts.apis.network_stack.stack,
+            ..l
+        });
     if let Some(loc) = location.as_ref().filter(|_| verdict.code.is_network()) {
         verdict.evidence.extend(super::location::evidence(loc));
         let first = super::location::next_steps(loc);

@@ -282,7 +282,23 @@ pub async fn diagnose(
         opts.api_timeout,
     )
     .await;
-    let plan = plan::plan(opts, &facts, &workload.api, route::run_id());
+    // `--via auto` with the workload API dark on a VDS Supervisor: a bounded TCP 22 check of
+    // the VMs decides between ssh and no route, before anything is created.
+    let ssh_check =
+        if route::via::needs_ssh_check(opts.reach.via, &workload.api, &facts.apis.network_stack) {
+            progress.stage("checking the VMs' TCP 22 (VDS Supervisor: no vSphere Pods)");
+            let wait = route::via::SSH_PORT_CHECK.min(opts.connect_timeout);
+            Some(route::via::check_ssh_port(&plan::ssh_check_addresses(&facts), wait).await)
+        } else {
+            None
+        };
+    let plan = plan::plan(
+        opts,
+        &facts,
+        &workload.api,
+        ssh_check.as_ref(),
+        route::run_id(),
+    )?;
     if plan.dry_run {
         // The Supervisor-side finding a dry run can already tell: Machines never probed.
         let notes = analyse::status_findings(&facts, &workload.api)

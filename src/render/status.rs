@@ -155,9 +155,11 @@ fn status_table(r: &StatusReport, wide: bool, paint: Paint) -> String {
         workload_cell(r),
     ];
     if wide {
-        header.extend(["ENDPOINT", "CONTEXT"]);
+        header.extend(["ENDPOINT", "CONTEXT", "NETWORK"]);
         row.push(or_none(r.header.cluster.control_plane_endpoint.as_deref()));
         row.push(r.header.context.clone());
+        // The Supervisor's networking stack: which route runs with the workload API dark.
+        row.push(r.header.apis.network_stack.name.to_string());
     }
     out.table(&header, &[row]);
 

@@ -63,7 +63,8 @@ impl Route {
     }
 }
 
-/// `--via`: a route, or `auto` (pod when the workload API answers, else jumpbox). Its values
+/// `--via`: a route, or `auto` (pod when the workload API answers, else jumpbox, or ssh on a
+/// VDS Supervisor: [`via`]). Its values
 /// and their help lines are `--help`'s, in this order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Via {
@@ -78,12 +79,19 @@ pub enum Via {
 }
 
 impl Via {
-    /// The route to take for a cluster whose workload API is `api`, and why, as the report
-    /// says it.
-    pub fn resolve(self, api: &WorkloadApi) -> (Route, String) {
-        let named = |r: Route| (r, format!("--via {}", r.name()));
+    /// The route to take for a cluster whose workload API is `api` on a Supervisor whose
+    /// networking stack is `stack`, and why, as the report says it; `ssh` is the TCP 22 check
+    /// `auto` needs on a VDS Supervisor ([`via::needs_ssh_check`]). Err: `auto` found no route
+    /// that can work, before anything was created.
+    pub fn resolve(
+        self,
+        api: &WorkloadApi,
+        stack: &crate::supervisor::StackFact,
+        ssh: Option<&via::SshPortCheck>,
+    ) -> std::result::Result<(Route, String), via::NoRoute> {
+        let named = |r: Route| Ok((r, via::named_reason(r, stack)));
         match self {
-            Via::Auto => auto(api),
+            Via::Auto => auto(api, stack, ssh),
             Via::Pod => named(Route::Pod),
             Via::Jumpbox => named(Route::Jumpbox),
             Via::Ssh => named(Route::Ssh),
@@ -99,7 +107,8 @@ pub const DEFAULT_PARALLEL: usize = 16;
 /// part of `diagnose`'s options. The fields' order is `--help`'s.
 #[derive(Debug, Clone, clap::Args)]
 pub struct RouteArgs {
-    /// How to reach the nodes (auto: pod when the workload API answers, else jumpbox)
+    /// How to reach the nodes (auto: pod when the workload API answers, else jumpbox on NSX/VPC,
+    /// ssh on VDS when the VMs answer on TCP 22)
     #[arg(long, value_name = "VIA", value_enum, default_value_t = Via::Auto)]
     pub via: Via,
 

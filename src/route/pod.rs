@@ -241,7 +241,7 @@ impl PodSession<'_> {
             Err(f) => Err(lifecycle::reach_error(
                 f,
                 &self.settings.namespace,
-                "--image",
+                lifecycle::PodRoute::Pod,
             ))
             .into(),
         }

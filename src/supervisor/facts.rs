@@ -32,6 +32,51 @@ pub struct ApiVersions {
     pub control_plane: Option<String>,
     /// Absent when no control-plane VM was found under either label scheme.
     pub vm_labels: Option<VmLabelScheme>,
+    /// The networking stack the served groups show ([`super::stack`]).
+    pub network_stack: StackFact,
+}
+
+/// The networking stack of the Supervisor, from the groups it serves (`super::stack`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, strum::Display, strum::VariantArray)]
+#[strum(serialize_all = "lowercase")]
+pub enum NetworkStack {
+    /// NSX with NCP (a T1 gateway per vSphere Namespace; vSphere 7/8): vSphere Pods can run.
+    Nsx,
+    /// NSX VPC (vSphere 9): vSphere Pods can run.
+    Vpc,
+    /// The vSphere Distributed Switch, no NSX: vSphere Pods cannot run ("you cannot deploy
+    /// vSphere Pods for generic use on a Supervisor configured with VDS", vSphere 8
+    /// documentation, Supervisor networking).
+    Vds,
+    /// Discovery named none of the groups above (an older Supervisor, or a bundle written
+    /// before the stack was read).
+    #[default]
+    Unknown,
+}
+
+impl NetworkStack {
+    /// Whether vSphere Pods, so the jumpbox, can run on this stack as far as we know: false
+    /// only where VMware's documentation says they cannot (VDS).
+    pub fn runs_vsphere_pods(self) -> bool {
+        self != NetworkStack::Vds
+    }
+
+    /// How a line to an admin names it.
+    pub fn title(self) -> &'static str {
+        match self {
+            NetworkStack::Nsx => "NSX (NCP, a T1 per namespace)",
+            NetworkStack::Vpc => "NSX VPC",
+            NetworkStack::Vds => "VDS (vSphere Distributed Switch, no NSX)",
+            NetworkStack::Unknown => "unknown",
+        }
+    }
+}
+
+/// The stack and what discovery showed of it, in one line (`serves virtualnetworks.vmware.com`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct StackFact {
+    pub stack: NetworkStack,
+    pub evidence: String,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

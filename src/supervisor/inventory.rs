@@ -225,6 +225,7 @@ impl Inventory {
                 machine: self.apis.machine.api_version.clone(),
                 control_plane: control_plane_version,
                 vm_labels,
+                network_stack: super::stack::of(&self.apis),
             },
             kcp,
             kcp_missing_reason,

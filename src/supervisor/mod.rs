@@ -16,6 +16,7 @@
 //!   Machines marked for remediation, the KCP's remediation, a paused Cluster), pure.
 //! - [`network`]: the cluster's network objects (the table's NSX rows, read only when the
 //!   Supervisor serves an NSX group), sliced per cluster by uid (pure).
+//! - [`stack`]: the networking stack (NSX, VPC, VDS) discovery shows, pure.
 
 pub mod address;
 pub mod discovery;
@@ -32,6 +33,7 @@ pub mod remediation;
 pub mod rollout;
 #[cfg(test)]
 mod rollout_tests;
+pub mod stack;
 pub mod targets;
 
 use crate::connect::Connection;

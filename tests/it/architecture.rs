@@ -160,6 +160,7 @@ const FOLDERS: &[(&str, &[&[&str]])] = &[
             &["targets"],
             &["join"],
             &["rollout"],
+            &["stack"],
             &["extract"],
             &["discovery"],
             &["kinds"],

@@ -149,3 +149,66 @@ fn keep_pods_names_the_jumpbox_pod_in_the_supervisor() {
     assert!(run.stderr.contains(&note), "{}", run.stderr);
     assert!(!run.stderr.contains("workload cluster"), "{}", run.stderr);
 }
+
+/// A jumpbox asked for by name on a VDS Supervisor: run as asked, with a warning in the route's
+/// reason; the fake leaves the vSphere Pod unschedulable as kube-scheduler marks it, and the run
+/// says so with `--via ssh` within seconds, the pod deleted.
+#[test]
+fn a_jumpbox_that_cannot_be_scheduled_is_known_within_seconds() {
+    let env = Env::new("vds", Workload::black_hole());
+    let started = std::time::Instant::now();
+    let run = env.diagnose_via_jumpbox(&["-o", "json"]);
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(10),
+        "{:?}",
+        started.elapsed()
+    );
+    run.expect_code(3);
+    let report = run.diagnose_report();
+    assert!(
+        report.route.reason.starts_with("--via jumpbox (warning:")
+            && report.route.reason.contains("VDS"),
+        "{}",
+        report.route.reason
+    );
+    assert_eq!(env.supervisor.created_pods().len(), 1);
+    for n in &report.nodes {
+        let e = reach_error(n);
+        assert_eq!(e.kind, ReachErrorKind::Unschedulable, "{e:?}");
+        assert!(
+            e.message.contains("0/3 nodes are available") && e.message.contains("--via ssh"),
+            "{}",
+            e.message
+        );
+        assert!(!e.message.contains('\n'));
+    }
+    assert!(env.supervisor.existing_pods().is_empty());
+}
+
+/// A jumpbox an admission webhook denies: the create's own answer, one line with the webhook's
+/// words and `--via ssh`, nothing left behind.
+#[test]
+fn a_jumpbox_refused_by_admission_is_one_line_with_its_remedy() {
+    let env = Env::new(SET, Workload::black_hole());
+    env.supervisor.deny_pods_by_webhook(
+        "default.validating.pod.example.com",
+        "pods in vSphere Namespaces must use images from harbor.example.com",
+    );
+    let started = std::time::Instant::now();
+    let run = env.diagnose_via_jumpbox(&["-o", "json"]);
+    assert!(started.elapsed() < std::time::Duration::from_secs(10));
+    run.expect_code(3);
+    let report = run.diagnose_report();
+    for n in &report.nodes {
+        let e = reach_error(n);
+        assert_eq!(e.kind, ReachErrorKind::Rejected, "{e:?}");
+        for needed in [
+            "refused by admission",
+            "admission webhook \"default.validating.pod.example.com\" denied the request",
+            "--via ssh",
+        ] {
+            assert!(e.message.contains(needed), "{needed}: {}", e.message);
+        }
+    }
+    assert!(env.supervisor.existing_pods().is_empty());
+}

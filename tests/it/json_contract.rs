@@ -560,6 +560,14 @@ fn briefs() -> Vec<Brief> {
             findings: &[NOT_READY, ETCD_COND, ("WorkloadAPIUnreachable", None)],
             ..brief("quorum-lost", 1)
         },
+        // The article's case on a VDS Supervisor: the same walk, its stack `vds`
+        // (`status::the_networking_stack_of_each_supervisor`).
+        Brief {
+            workload: Workload::refused,
+            workload_state: "Refused",
+            findings: &[NOT_READY, ETCD_COND, ("WorkloadAPIUnreachable", None)],
+            ..brief("vds", 1)
+        },
         Brief {
             workload: || Workload::status(500),
             workload_state: "HttpError",

@@ -784,3 +784,29 @@ fn first_cluster(env: &Env) -> (String, String) {
         c["metadata"]["name"].as_str().unwrap().to_string(),
     )
 }
+
+/// The Supervisor's networking stack is a fact of `status`, from discovery: VDS (net-operator,
+/// no NSX group), NSX T1 of vSphere 8 (NCP's vmware.com VirtualNetwork), VPC of vSphere 9
+/// (crd.nsx.vmware.com), unknown when none is served; `-o wide` shows it.
+#[test]
+fn the_networking_stack_of_each_supervisor() {
+    use etcdnet::report::v1alpha2::NetworkStack;
+    for (set, stack, words) in [
+        ("vds", NetworkStack::Vds, "netoperator.vmware.com"),
+        ("nsx-ncp", NetworkStack::Nsx, "virtualnetworks.vmware.com"),
+        ("nsx-vpc", NetworkStack::Vpc, "crd.nsx.vmware.com"),
+        ("healthy-v1alpha3", NetworkStack::Unknown, "serves none of"),
+    ] {
+        let env = Env::new(set, Workload::refused());
+        let (_, report) = status_json(&env, "tkc-prod", "ns-prod");
+        let s = &report.header.apis.network_stack;
+        assert_eq!(s.name, stack, "{set}: {s:?}");
+        assert!(s.evidence.contains(words), "{set}: {s:?}");
+        let wide = env.plugin(&["status", "tkc-prod", "-n", "ns-prod", "-o", "wide"]);
+        assert!(
+            wide.stdout.contains("NETWORK") && wide.stdout.contains(&format!(" {stack}")),
+            "{set}: {}",
+            wide.stdout
+        );
+    }
+}

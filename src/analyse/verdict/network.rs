@@ -10,6 +10,7 @@ use super::node::{etcd_running, fatal_reason, own_cell};
 use super::{verdict, Ctx, Verdict, VerdictCode};
 use crate::analyse::matrix::{Cell, CellState};
 use crate::probe::etcdlog::LogKind;
+use crate::supervisor::NetworkStack;
 
 // ---- 6. the peer network ---------------------------------------------------------------------
 
@@ -70,6 +71,8 @@ fn peer_network_over(ctx: &Ctx, cells: &[&Cell]) -> Option<Verdict> {
         .collect::<Vec<_>>()
         .join(", ");
 
+    // What can drop or reject packets between the VMs depends on the Supervisor's stack.
+    let stack = ctx.facts.apis.network_stack.stack;
     let (code, summary, nodes, mut next) = if failing.iter().all(|c| c.state == CellState::Refused)
     {
         evidence.extend(failing.iter().map(|c| path_line(c)));
@@ -81,7 +84,7 @@ fn peer_network_over(ctx: &Ctx, cells: &[&Cell]) -> Option<Verdict> {
             ),
             ends(&failing),
             vec![
-                "A reject rule (TCP reset) on 2379/2380 between the control-plane VMs: check the NSX distributed firewall rules with action Reject applied to these VMs, and any host firewall on the nodes (nft list ruleset / iptables -S)".to_string(),
+                format!("A reject rule (TCP reset) on 2379/2380 between the control-plane VMs: check {}, and any host firewall on the nodes (nft list ruleset / iptables -S)", rejects_on(stack)),
             ],
         )
     } else if failing.iter().all(|c| c.state == CellState::TlsStalled) {
@@ -91,7 +94,7 @@ fn peer_network_over(ctx: &Ctx, cells: &[&Cell]) -> Option<Verdict> {
             "TCP connects between the control-plane VMs, but TLS handshakes stall: large packets are dropped (MTU)".to_string(),
             ends(&failing),
             vec![
-                "Compare the VMs' interface MTU with the overlay's: NSX Geneve needs a TEP/uplink MTU of at least 1600 (1700 recommended) for a 1500-byte VM MTU".to_string(),
+                mtu_on(stack),
                 "Check that ICMP 'fragmentation needed' is not blocked between the VMs (path MTU discovery)".to_string(),
                 "From a node: ping -M do -s 1472 <peer IP> (ping may be disabled on these VMs; then curl with a large request)".to_string(),
             ],
@@ -111,11 +114,12 @@ fn peer_network_over(ctx: &Ctx, cells: &[&Cell]) -> Option<Verdict> {
                 "no control-plane VM reaches another on 2379/2380".to_string()
             },
             vec![],
-            vec![
-                format!("Open TCP 2379 and 2380 between the control-plane VMs ({ips}) in both directions"),
-                "NSX: check the distributed firewall rules applied to these VMs and their segment (dropped packets show as i/o timeout in etcd's log)".to_string(),
-                "After an NSX upgrade from 4.1.x to 4.2.x: check that the antrea NSGroup still contains the cluster's IP subnets (VMware KB: IP address subnets missing from an antrea NSGroup after an upgrade from 4.1.x to 4.2.x)".to_string(),
-            ],
+            vec![format!(
+                "Open TCP 2379 and 2380 between the control-plane VMs ({ips}) in both directions"
+            )]
+            .into_iter()
+            .chain(drops_on(stack))
+            .collect(),
         )
     } else {
         let (summary, nodes, lines) = partial(ctx, cells, &failing);
@@ -124,9 +128,10 @@ fn peer_network_over(ctx: &Ctx, cells: &[&Cell]) -> Option<Verdict> {
             VerdictCode::EtcdPeerNetworkPartial,
             summary,
             nodes,
-            vec![
-                "Open TCP 2379 and 2380 in both directions on the paths named above (NSX distributed firewall, security groups of the VMs named)".to_string(),
-            ],
+            vec![format!(
+                "Open TCP 2379 and 2380 in both directions on the paths named above ({})",
+                partial_on(stack)
+            )],
         )
     };
     // Whether the members know a leader, from their raft lines ("no leader since 08:13:52").
@@ -357,4 +362,62 @@ pub(super) fn unless_network(ctx: &Ctx, first: Verdict) -> Verdict {
     );
     net.next_steps.extend(first.next_steps);
     net
+}
+
+/// Where a reject (TCP reset) between the VMs comes from on `stack`.
+fn rejects_on(stack: NetworkStack) -> &'static str {
+    match stack {
+        NetworkStack::Nsx => "the NSX distributed firewall rules with action Reject applied to these VMs",
+        NetworkStack::Vpc => "the VPC's security policies with action Reject applied to these VMs (kubectl get securitypolicies.crd.nsx.vmware.com, and the VPC's rules in NSX Manager)",
+        NetworkStack::Vds => "a firewall between the ESXi hosts that rejects TCP 2379/2380 (no NSX on this VDS Supervisor)",
+        NetworkStack::Unknown => "the NSX distributed firewall or VPC rules with action Reject applied to these VMs (on a VDS Supervisor: a firewall between the hosts)",
+    }
+}
+
+/// The MTU to compare the VMs' with on `stack`: the overlay's TEP MTU on NSX and VPC (Geneve's
+/// headers), the distributed switch's and the physical network's on VDS (no overlay).
+fn mtu_on(stack: NetworkStack) -> String {
+    match stack {
+        NetworkStack::Vds => "Compare the VMs' interface MTU with the distributed switch's and the physical switches' between the hosts (no overlay on VDS: a lower MTU anywhere on the VLAN drops large packets)".to_string(),
+        _ => "Compare the VMs' interface MTU with the overlay's: NSX Geneve needs a TEP/uplink MTU of at least 1600 (1700 recommended) for a 1500-byte VM MTU".to_string(),
+    }
+}
+
+/// What can drop every packet between the VMs on `stack`, as next steps: NSX's distributed
+/// firewall and segment, and the antrea NSGroup an NSX 4.1 → 4.2 upgrade can empty (VMware KB:
+/// IP address subnets missing from an antrea NSGroup after an upgrade from 4.1.x to 4.2.x); the
+/// VPC's security policies and its default east-west rule (the VPC connectivity profile's
+/// default rule decides what two VMs of one VPC may send each other without a policy); on VDS,
+/// no NSX: the physical firewall between the hosts, the distributed port group's security
+/// settings, a VLAN missing from a host's trunk. Unknown: each, named by stack.
+fn drops_on(stack: NetworkStack) -> Vec<String> {
+    const NSX: &str = "NSX: check the distributed firewall rules applied to these VMs and their segment (dropped packets show as i/o timeout in etcd's log)";
+    const ANTREA: &str = "After an NSX upgrade from 4.1.x to 4.2.x: check that the antrea NSGroup still contains the cluster's IP subnets (VMware KB: IP address subnets missing from an antrea NSGroup after an upgrade from 4.1.x to 4.2.x)";
+    const VPC: &str = "NSX VPC: check the VPC's security policies applied to these VMs (kubectl get securitypolicies.crd.nsx.vmware.com in the vSphere Namespace, and the VPC's rules in NSX Manager) and the VPC's default east-west rule (its connectivity profile: whether traffic within the VPC is allowed without a policy)";
+    const VDS: &[&str] = &[
+        "VDS (no NSX on this Supervisor): check the physical firewall between the ESXi hosts for TCP 2379/2380 between the VMs' addresses",
+        "Check the distributed port group of the Workload Network: its security settings (MAC address changes, forged transmits) and any traffic filtering rule on it",
+        "Check that the Workload Network's VLAN is on every ESXi host's uplink trunk: a VM on a host whose trunk lacks it reaches no peer",
+    ];
+    match stack {
+        NetworkStack::Nsx => vec![NSX.into(), ANTREA.into()],
+        NetworkStack::Vpc => vec![VPC.into()],
+        NetworkStack::Vds => VDS.iter().map(|l| l.to_string()).collect(),
+        NetworkStack::Unknown => vec![
+            NSX.into(),
+            ANTREA.into(),
+            VPC.into(),
+            "VDS: the physical firewall between the ESXi hosts, the port group's security settings, the VLAN on each host's trunk".into(),
+        ],
+    }
+}
+
+/// What sits on a failing path between two VMs on `stack`, in a few words.
+fn partial_on(stack: NetworkStack) -> &'static str {
+    match stack {
+        NetworkStack::Nsx => "NSX distributed firewall, security groups of the VMs named",
+        NetworkStack::Vpc => "the VPC's security policies applied to the VMs named",
+        NetworkStack::Vds => "the physical firewall between their hosts, the VLAN on their hosts' trunks",
+        NetworkStack::Unknown => "NSX distributed firewall or VPC security policies; on VDS the physical firewall between the hosts",
+    }
 }

@@ -511,6 +511,54 @@ fn machine_etcd_conditions_are_quoted_for_the_nodes_the_verdict_is_about() {
     assert!(!v.evidence.iter().any(|e| e.contains(" is True")));
 }
 
+/// The next steps of a blocked peer network name what can drop packets on the Supervisor's
+/// own networking stack: the DFW and the antrea NSGroup on NSX, the VPC's policies and default
+/// east-west rule on VPC, the physical network on VDS (never NSX there); each, when unknown.
+#[test]
+fn blocked_next_steps_follow_the_networking_stack() {
+    let mut p = healthy3();
+    peers_all(&mut p, TcpOutcome::Timeout);
+    let nodes = cluster(p);
+    let steps = |stack: NetworkStack| {
+        let mut f = facts(3);
+        f.apis.network_stack = StackFact {
+            stack,
+            evidence: String::new(),
+        };
+        let d = diagnose(&f, &nodes, DEFAULT_SINCE);
+        assert_eq!(
+            d.verdict.code,
+            VerdictCode::EtcdPeerNetworkBlocked,
+            "{stack}"
+        );
+        d.verdict.next_steps.join("\n")
+    };
+    let nsx = steps(NetworkStack::Nsx);
+    assert!(
+        nsx.contains("distributed firewall") && nsx.contains("antrea NSGroup"),
+        "{nsx}"
+    );
+    assert!(!nsx.contains("VLAN") && !nsx.contains("VPC"), "{nsx}");
+    let vpc = steps(NetworkStack::Vpc);
+    assert!(
+        vpc.contains("VPC's security policies") && vpc.contains("default east-west"),
+        "{vpc}"
+    );
+    assert!(!vpc.contains("antrea"), "{vpc}");
+    let vds = steps(NetworkStack::Vds);
+    for needed in ["physical firewall", "security settings", "trunk"] {
+        assert!(vds.contains(needed), "{needed}: {vds}");
+    }
+    assert!(
+        !vds.contains("distributed firewall") && !vds.contains("antrea"),
+        "{vds}"
+    );
+    let unknown = steps(NetworkStack::Unknown);
+    for needed in ["distributed firewall", "VPC", "trunk"] {
+        assert!(unknown.contains(needed), "{needed}: {unknown}");
+    }
+}
+
 #[test]
 fn all_peers_dropped_is_blocked_and_quotes_the_log() {
     let mut p = healthy3();

@@ -59,6 +59,50 @@ pub struct ApiVersions {
     pub control_plane: Option<String>,
     /// Absent when no control-plane VM was found under either label scheme.
     pub vm_labels: Option<VmLabelScheme>,
+    /// The Supervisor's networking stack, from the groups it serves. Absent from documents
+    /// written before it was read: `unknown`.
+    #[serde(default)]
+    pub network_stack: NetworkStackInfo,
+}
+
+mirror_enum! {
+    /// The Supervisor's networking stack: which route can run with the workload API dark, and
+    /// what can drop packets between the VMs.
+    #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema, strum::Display, strum::VariantArray)]
+    #[serde(rename_all = "lowercase")]
+    #[strum(serialize_all = "lowercase")]
+    pub enum NetworkStack from sv::NetworkStack {
+        /// NSX with NCP, a T1 gateway per vSphere Namespace (vSphere 7/8): serves NCP's
+        /// `vmware.com` VirtualNetwork or nsx-operator's `nsx.vmware.com`.
+        Nsx,
+        /// NSX VPC (vSphere 9): serves nsx-operator's VPC kinds in `crd.nsx.vmware.com`.
+        Vpc,
+        /// The vSphere Distributed Switch: serves `netoperator.vmware.com` and no NSX group;
+        /// vSphere Pods (the jumpbox) cannot run there.
+        Vds,
+        /// None of those groups served.
+        #[default]
+        Unknown,
+    }
+}
+
+/// The networking stack and what discovery showed of it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct NetworkStackInfo {
+    /// `nsx`, `vpc`, `vds` or `unknown`.
+    pub name: NetworkStack,
+    /// The groups that decided, e.g. `serves netoperator.vmware.com and no NSX group`.
+    pub evidence: String,
+}
+
+impl From<sv::StackFact> for NetworkStackInfo {
+    fn from(f: sv::StackFact) -> NetworkStackInfo {
+        NetworkStackInfo {
+            name: f.stack.into(),
+            evidence: f.evidence,
+        }
+    }
 }
 
 impl From<sv::ApiVersions> for ApiVersions {
@@ -69,6 +113,7 @@ impl From<sv::ApiVersions> for ApiVersions {
             machine: a.machine,
             control_plane: a.control_plane,
             vm_labels: a.vm_labels.map(VmLabelScheme::from),
+            network_stack: a.network_stack.into(),
         }
     }
 }

@@ -197,7 +197,7 @@ impl JumpboxKeeper {
         let api = api.clone();
         lifecycle::create(&api, &pod, &self.tracker)
             .await
-            .map_err(|f| lifecycle::reach_error(f, &s.namespace, "--jumpbox-image"))?;
+            .map_err(|f| lifecycle::reach_error(f, &s.namespace, lifecycle::PodRoute::Jumpbox))?;
         Ok(Live {
             api,
             namespace: s.namespace.clone(),
@@ -214,7 +214,11 @@ impl JumpboxKeeper {
     /// that ends it.
     async fn poll(&self, l: &Live, vms: usize) -> Poll {
         let failed = |f: PodFailure| {
-            Poll::Failed(lifecycle::reach_error(f, &l.namespace, "--jumpbox-image"))
+            Poll::Failed(lifecycle::reach_error(
+                f,
+                &l.namespace,
+                lifecycle::PodRoute::Jumpbox,
+            ))
         };
         let pod = match l.api.get_opt(&l.name).await {
             Ok(Some(p)) => p,

@@ -63,14 +63,15 @@ impl<'a> JumpboxSession<'a> {
         {
             Ok(done) => self.sections(&done.log, &self.nonce),
             Err(f) => {
-                let mut e =
-                    crate::route::lifecycle::reach_error(f, &s.namespace, "--jumpbox-image");
-                // vSphere Pods exist only on Supervisors with NSX networking.
-                if matches!(
-                    e.kind,
-                    ReachErrorKind::Unschedulable | ReachErrorKind::Timeout | ReachErrorKind::Other
-                ) {
-                    e.message.push_str("; the Supervisor may not run vSphere Pods (they need NSX networking): try --via ssh");
+                let mut e = crate::route::lifecycle::reach_error(
+                    f,
+                    &s.namespace,
+                    crate::route::lifecycle::PodRoute::Jumpbox,
+                );
+                // vSphere Pods exist only on Supervisors with NSX networking (an unschedulable
+                // pod's line already says so).
+                if matches!(e.kind, ReachErrorKind::Timeout | ReachErrorKind::Other) {
+                    e.message.push_str("; the Supervisor may not run vSphere Pods (they need NSX or VPC networking): try --via ssh");
                 }
                 Err(e)
             }

@@ -64,12 +64,38 @@ pub(super) fn resumable(err: &kube::Error) -> bool {
     }
 }
 
+/// Which pod-based route a failure is told for: each has its own remedies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PodRoute {
+    /// Probe pods in the workload cluster (`--image`, `--pod-namespace`).
+    Pod,
+    /// The jumpbox, a vSphere Pod in the vSphere Namespace (`--jumpbox-image`); where it cannot
+    /// be admitted or scheduled, `--via ssh` reaches the VMs without a pod.
+    Jumpbox,
+}
+
 /// A pod failure as one line that says what to do (both pod-based routes: `pod`, `jumpbox`).
-pub fn reach_error(f: PodFailure, ns: &str, image_flag: &str) -> ReachError {
+pub fn reach_error(f: PodFailure, ns: &str, route: PodRoute) -> ReachError {
+    let image_flag = match route {
+        PodRoute::Pod => "--image",
+        PodRoute::Jumpbox => "--jumpbox-image",
+    };
     let (kind, message) = match f {
+        PodFailure::Rejected(m) if route == PodRoute::Jumpbox => (
+            ReachErrorKind::Rejected,
+            format!("the jumpbox pod was refused by admission in vSphere Namespace {ns}: {m}; use --via ssh (the VMs' TCP 22 from this machine), or ask the Supervisor's admin which policy refuses it"),
+        ),
         PodFailure::Rejected(m) => (
             ReachErrorKind::Rejected,
             format!("the probe pod was rejected: {m}; use --pod-namespace with a namespace whose Pod Security level is privileged (kube-system usually is)"),
+        ),
+        PodFailure::ImagePull { image, reason, message } if route == PodRoute::Jumpbox => (
+            ReachErrorKind::ImagePull,
+            format!("cannot pull image {image:?} ({reason}: {message}); the ESXi hosts pull a vSphere Pod's image: mirror it to a registry they reach (docs/images.md) and use {image_flag}, with --image-pull-secret if it needs credentials, or use --via ssh"),
+        ),
+        PodFailure::Pending(why) if route == PodRoute::Jumpbox => (
+            ReachErrorKind::Unschedulable,
+            format!("the jumpbox pod cannot be scheduled: {why}; vSphere Pods need NSX or VPC networking and vSphere Pods enabled on the Supervisor: use --via ssh"),
         ),
         PodFailure::Forbidden(m) => (
             ReachErrorKind::Rejected,
@@ -91,13 +117,28 @@ pub fn reach_error(f: PodFailure, ns: &str, image_flag: &str) -> ReachError {
     ReachError { kind, message }
 }
 
+/// Whether a 4xx answer to a create is admission's refusal (not RBAC's), from the messages the
+/// API server writes for each: Pod Security (kubernetes staging/src/k8s.io/pod-security-admission
+/// `admission/admission.go`: "violates PodSecurity"), a validating or mutating webhook
+/// (staging/src/k8s.io/apiserver/pkg/admission/plugin/webhook/errors/statuserror.go `ToStatusErr`:
+/// "admission webhook %q denied the request"), a ValidatingAdmissionPolicy
+/// (apiserver `admission/plugin/policy/validating/dispatcher.go`: "ValidatingAdmissionPolicy
+/// '%s' with binding '%s' denied request"), and the ResourceQuota plugin
+/// (`plugin/pkg/admission/resourcequota`: "exceeded quota").
+fn refused_by_admission(message: &str) -> bool {
+    message.contains("violates PodSecurity")
+        || (message.contains("admission webhook") && message.contains("denied the request"))
+        || (message.contains("ValidatingAdmissionPolicy") && message.contains("denied request"))
+        || message.contains("exceeded quota")
+}
+
 /// A failed request of the run (`doing` says which) as the failure it means.
 pub(super) fn api_failure(doing: &str, err: kube::Error) -> PodFailure {
     match (err.status_code(), err.status_message()) {
         (Some(409), Some(m)) => PodFailure::Api(format!(
             "{doing}: {m} (409); this run did not create it and leaves it alone (if it is a leftover of an earlier run, kubectl etcdnet cleanup removes it once it has finished)"
         )),
-        (Some(403), Some(m)) if m.contains("violates PodSecurity") => {
+        (Some(400..=499), Some(m)) if refused_by_admission(m) => {
             PodFailure::Rejected(m.to_string())
         }
         (Some(403), Some(m)) => PodFailure::Forbidden(format!("{doing}: {m}")),
@@ -109,6 +150,36 @@ pub(super) fn api_failure(doing: &str, err: kube::Error) -> PodFailure {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A webhook's, a policy's and a quota's refusals are admission's, whatever their code; the
+    /// jumpbox's line names `--via ssh`.
+    #[test]
+    fn admission_refusals_are_told_apart_from_rbac() {
+        for (code, m) in [
+            (403, "admission webhook \"default.validating.pod.vmware.com\" denied the request: vSphere Pods are not supported on this Supervisor"),
+            (400, "admission webhook \"x\" denied the request without explanation"),
+            (422, "pods \"p\" is forbidden: ValidatingAdmissionPolicy 'deny-pods' with binding 'b' denied request: no"),
+            (403, "pods \"p\" is forbidden: exceeded quota: q, requested: pods=1, used: pods=10, limited: pods=10"),
+        ] {
+            let status = kube::core::Status::failure(m, "Forbidden").with_code(code);
+            let f = api_failure("creating", kube::Error::Api(Box::new(status)));
+            assert!(matches!(f, PodFailure::Rejected(_)), "{code} {m}: {f:?}");
+            let e = reach_error(f, "ns-prod", PodRoute::Jumpbox);
+            assert_eq!(e.kind, ReachErrorKind::Rejected);
+            assert!(e.message.contains("--via ssh") && !e.message.contains('\n'), "{}", e.message);
+        }
+        let e = reach_error(
+            PodFailure::Pending("Unschedulable: 0/3 nodes are available".into()),
+            "ns-prod",
+            PodRoute::Jumpbox,
+        );
+        assert_eq!(e.kind, ReachErrorKind::Unschedulable);
+        assert!(
+            e.message.contains("0/3 nodes") && e.message.contains("--via ssh"),
+            "{}",
+            e.message
+        );
+    }
 
     #[test]
     fn psa_rejection_is_told_apart_from_rbac() {

@@ -34,7 +34,7 @@ mod wait;
 #[cfg(test)]
 mod tests;
 
-pub use failure::{reach_error, PodFailure};
+pub use failure::{reach_error, PodFailure, PodRoute};
 pub use log::{read_log, PodRun, MAX_LOG_BYTES};
 pub use run::{create, run, run_with_log_limit};
 pub use tracker::{Cluster, Host, Kept, PodApi, PodTracker, SWEEP_AGAIN_AFTER};

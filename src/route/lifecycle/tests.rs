@@ -259,7 +259,7 @@ async fn an_oversized_log_is_refused_unread() {
             limit_bytes: MAX_LOG_BYTES
         }
     );
-    let reach = reach_error(failure, "kube-system", "--image");
+    let reach = reach_error(failure, "kube-system", super::PodRoute::Pod);
     assert_eq!(reach.kind, crate::probe::ReachErrorKind::BadOutput);
     assert!(
         reach.message.contains("larger than 4 MiB"),
@@ -487,7 +487,7 @@ async fn a_pod_deleted_meanwhile_is_gone() {
             .await
             .unwrap_err();
         assert_eq!(failure, PodFailure::Gone);
-        let reach = reach_error(failure, "kube-system", "--image");
+        let reach = reach_error(failure, "kube-system", super::PodRoute::Pod);
         assert_eq!(reach.message, "the probe pod was deleted while it ran");
     }
 }

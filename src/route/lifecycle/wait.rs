@@ -77,6 +77,11 @@ pub fn pod_state(pod: &Pod) -> PodState {
             }
         }
     }
+    // kube-scheduler marks a pod no node can take at its first attempt, seconds after the
+    // create: `PodScheduled` False, reason `Unschedulable`, with the same message as its
+    // `FailedScheduling` event (kubernetes pkg/scheduler/schedule_one.go,
+    // `handleSchedulingFailure`). The condition is read, not the event: it is on the pod we
+    // watch already, and events would need another permission (`list events`).
     for cond in status.conditions.iter().flatten() {
         if cond.type_ == "PodScheduled" && cond.status == "False" {
             return PodState::Stuck(format!(

@@ -124,6 +124,11 @@ pub struct SetConfig {
     /// are compared normalized (`busybox:1.36` is `docker.io/library/busybox:1.36`).
     #[serde(default)]
     pub refused_images: Vec<String>,
+    /// No node can take a pod without `spec.nodeName` (`unschedulablePods: "<kube-scheduler's
+    /// message>"`): each such pod is left Pending with `PodScheduled` False, reason
+    /// `Unschedulable`, and a `FailedScheduling` event, as kube-scheduler writes them
+    /// ([`crate::pods::unschedulable`]). A VDS Supervisor's vSphere Pods, for one.
+    pub unschedulable_pods: Option<String>,
 }
 
 /// How to start a [`crate::FakeApi`]: a fixture set plus test-supplied overrides.
@@ -202,6 +207,13 @@ impl FakeConfig {
     /// Adds an object (JSON form of a manifest) to those of the set.
     pub fn object(mut self, obj: Value) -> Self {
         self.objects.push(obj);
+        self
+    }
+
+    /// Leaves every pod without a node unschedulable with kube-scheduler's `message` (see
+    /// [`SetConfig::unschedulable_pods`]).
+    pub fn unschedulable_pods(mut self, message: impl Into<String>) -> Self {
+        self.set.unschedulable_pods = Some(message.into());
         self
     }
 

@@ -36,7 +36,8 @@
 //! Limits, on purpose: no conversion between versions (an object is served only
 //! at the apiVersion its fixture is written in, so fixtures must be written at
 //! the set's preferred version; another version answers 500 like a failing
-//! conversion webhook); no admission but Pod Security's, no defaulting or
+//! conversion webhook); no admission but Pod Security's (and a webhook's denial a
+//! test asks for: `FakeApi::deny_pods_by_webhook`), no defaulting or
 //! validation beyond names and a pod's QoS class;
 //! deletes are immediate (no finalizers, no garbage collection); no
 //! authentication (any token is accepted) and authorization only through

@@ -78,7 +78,58 @@ pub fn admit(shared: &Arc<Shared>, pod: &Value) -> Result<Option<String>, ApiErr
             .and_then(|d| st.get(&d, "", &store::namespace(pod)).map(store::labels))
             .unwrap_or_default()
     };
-    crate::psa::admit(&labels, pod)
+    let warning = crate::psa::admit(&labels, pod)?;
+    // A validating admission webhook runs after the built-in plugins (Pod Security is one) and
+    // its denial is the API server's answer: kubernetes staging/src/k8s.io/apiserver/pkg/admission/
+    // plugin/webhook/errors/statuserror.go (`ToStatusErr`: "admission webhook %q denied the
+    // request: <its message>", the webhook's own code, at least 400); a controller-runtime
+    // webhook's `admission.Denied` answers 403 Forbidden (sigs.k8s.io/controller-runtime
+    // pkg/webhook/admission/response.go).
+    if let Some((webhook, message)) = shared.pod_denial.lock().unwrap().clone() {
+        return Err(ApiError {
+            code: 403,
+            reason: "Forbidden",
+            message: format!("admission webhook \"{webhook}\" denied the request: {message}"),
+            details: None,
+        });
+    }
+    Ok(warning)
+}
+
+/// kube-scheduler's answer to a pod no node can take, within its first scheduling attempt:
+/// kubernetes pkg/scheduler/schedule_one.go (`handleSchedulingFailure`: the pod's condition
+/// `PodScheduled` False with reason `Unschedulable` (`v1.PodReasonUnschedulable`) and the
+/// FitError's message, and a Warning event `FailedScheduling` from `default-scheduler` with the
+/// same message); the pod stays Pending, no node, no container status.
+pub fn unschedulable(shared: &Arc<Shared>, pod: &Value, message: &str) {
+    let (ns, name, uid) = (
+        store::namespace(pod),
+        store::name(pod),
+        store::meta_str(pod, "uid"),
+    );
+    let (shared, pod, message) = (shared.clone(), pod.clone(), message.to_string());
+    tokio::spawn(async move {
+        // The scheduler's first attempt follows the pod's creation closely.
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        let now = now_rfc3339();
+        let status = serde_json::json!({
+            "phase": "Pending",
+            "conditions": [{"type": "PodScheduled", "status": "False", "lastProbeTime": null,
+                            "lastTransitionTime": now, "reason": "Unschedulable",
+                            "message": message}],
+            "qosClass": "Burstable",
+        });
+        if podstatus::update(&shared, &ns, &name, &uid, status) {
+            podstatus::event_from(
+                &shared,
+                &pod,
+                "Warning",
+                "FailedScheduling",
+                &message,
+                "default-scheduler",
+            );
+        }
+    });
 }
 
 /// Called after a Pod is created through the API: the lab kubelet takes it if it is pinned to
@@ -89,6 +140,12 @@ pub fn on_created(shared: &Arc<Shared>, pod: &Value) {
         .lock()
         .unwrap()
         .push((store::namespace(pod), store::name(pod)));
+    // A pod no node can take never reaches a kubelet (a vSphere Pod on a VDS Supervisor).
+    let no_node = shared.unschedulable.lock().unwrap().clone();
+    if let Some(message) = no_node.filter(|_| pod["spec"]["nodeName"].as_str().is_none()) {
+        unschedulable(shared, pod, &message);
+        return;
+    }
     let kubelet = shared.kubelet.lock().unwrap().clone();
     if kubelet.is_some_and(|k| k.admit(shared, pod)) {
         return;

@@ -330,6 +330,31 @@ pub fn event(
     message: &str,
     host: &str,
 ) {
+    record(shared, pod, kind, reason, message, "kubelet", Some(host))
+}
+
+/// Records a core/v1 Event about the pod from a control-plane `component` (`default-scheduler`:
+/// no host, no container).
+pub fn event_from(
+    shared: &Arc<Shared>,
+    pod: &Value,
+    kind: &str,
+    reason: &str,
+    message: &str,
+    component: &str,
+) {
+    record(shared, pod, kind, reason, message, component, None)
+}
+
+fn record(
+    shared: &Arc<Shared>,
+    pod: &Value,
+    kind: &str,
+    reason: &str,
+    message: &str,
+    component: &str,
+    host: Option<&str>,
+) {
     let now = store::now_rfc3339();
     let nanos = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -340,7 +365,7 @@ pub fn event(
     let mut involved = json!({"kind": "Pod", "namespace": ns, "name": name, "apiVersion": "v1",
                               "uid": store::meta_str(pod, "uid"),
                               "resourceVersion": store::meta_str(pod, "resourceVersion")});
-    if let Some(c) = first.filter(|_| reason != "DeadlineExceeded") {
+    if let Some(c) = first.filter(|_| reason != "DeadlineExceeded" && host.is_some()) {
         involved["fieldPath"] = json!(format!("spec.containers{{{c}}}"));
     }
     let ev = json!({
@@ -349,9 +374,10 @@ pub fn event(
         "metadata": {"name": format!("{name}.{nanos:x}"), "namespace": ns},
         "involvedObject": involved,
         "reason": reason, "message": message, "type": kind,
-        "source": {"component": "kubelet", "host": host},
+        "source": {"component": component, "host": host},
         "firstTimestamp": now, "lastTimestamp": now, "count": 1,
-        "eventTime": null, "reportingComponent": "kubelet", "reportingInstance": host,
+        "eventTime": null, "reportingComponent": component,
+        "reportingInstance": host.unwrap_or(component),
     });
     let mut st = shared.store.lock().unwrap();
     if let Some(def) = st.registry.lookup("", "v1", "events") {

@@ -68,6 +68,12 @@ pub struct Shared {
     pub kubelet: Mutex<Option<Arc<Kubelet>>>,
     /// Images no node can pull (FakeConfig::refuse_image, `refusedImages:`).
     pub refused_images: Mutex<Vec<String>>,
+    /// kube-scheduler's message for every pod without a node: none is scheduled
+    /// (`unschedulablePods:`, [`FakeApi::make_pods_unschedulable`]).
+    pub unschedulable: Mutex<Option<String>>,
+    /// A validating admission webhook that denies every pod create: (its name, its message)
+    /// ([`FakeApi::deny_pods_by_webhook`]).
+    pub pod_denial: Mutex<Option<(String, String)>>,
     /// (namespace, name) of every pod ever created through the API, in order.
     pub created_pods: Mutex<Vec<(String, String)>>,
     /// Set when the handle is dropped: background pod threads end.
@@ -273,6 +279,8 @@ impl FakeApi {
             pod_reactor: Mutex::new(None),
             kubelet: Mutex::new(None),
             refused_images: Mutex::new(cfg.set.refused_images.clone()),
+            unschedulable: Mutex::new(cfg.set.unschedulable_pods.clone()),
+            pod_denial: Mutex::new(None),
             created_pods: Mutex::new(Vec::new()),
             stopping: AtomicBool::new(false),
             request_log: Mutex::new(None),
@@ -554,6 +562,18 @@ impl FakeApi {
     pub fn pod_processes(&self) -> Vec<(PodProcess, u32)> {
         let k = self.shared.kubelet.lock().unwrap().clone();
         k.map(|k| k.processes()).unwrap_or_default()
+    }
+
+    /// From now on no node takes a pod without `spec.nodeName`: kube-scheduler's `message`
+    /// (see [`crate::SetConfig::unschedulable_pods`]).
+    pub fn make_pods_unschedulable(&self, message: impl Into<String>) {
+        *self.shared.unschedulable.lock().unwrap() = Some(message.into());
+    }
+
+    /// From now on every pod create is denied by the validating admission webhook `webhook`
+    /// with `message`, as the API server answers it ([`crate::pods::admit`]).
+    pub fn deny_pods_by_webhook(&self, webhook: impl Into<String>, message: impl Into<String>) {
+        *self.shared.pod_denial.lock().unwrap() = Some((webhook.into(), message.into()));
     }
 
     /// Makes `image` impossible to pull from now on (see [`FakeConfig::refuse_image`]).

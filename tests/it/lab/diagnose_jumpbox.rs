@@ -59,6 +59,37 @@ impl World {
         Run::from(cmd.output().unwrap())
     }
 
+    /// `kubectl etcdnet diagnose` (`--via auto`) against `env`'s Supervisor on the admin side,
+    /// not yet started (`env`'s port relayed there by the caller).
+    fn admin_command(&self, env: &Env, extra: &[&str], tmpdir: &Path) -> std::process::Command {
+        let bin_dir = Path::new(PLUGIN).parent().unwrap();
+        let mut argv = vec![
+            KUBECTL,
+            "etcdnet",
+            "diagnose",
+            CLUSTER,
+            "-n",
+            NS,
+            "--api-timeout",
+            "1s",
+            "--connect-timeout",
+            "2s",
+        ];
+        argv.extend_from_slice(extra);
+        let mut cmd = self.lab.admin_command(&argv);
+        let path = format!(
+            "{}:{}",
+            bin_dir.display(),
+            std::env::var("PATH").unwrap_or_default()
+        );
+        cmd.env("PATH", path)
+            .env("KUBECONFIG", &env.kubeconfig)
+            .env("HOME", env.dir.path())
+            .env("TMPDIR", tmpdir)
+            .env("NO_COLOR", "1");
+        cmd
+    }
+
     /// `kubectl etcdnet diagnose --via ssh` on the admin side, not yet started.
     fn ssh_command(&self, extra: &[&str], tmpdir: &Path) -> std::process::Command {
         self.forward_supervisor();
@@ -237,6 +268,76 @@ fn via_ssh_peers_dropped_and_isolated() {
         w.env.supervisor.created_pods().is_empty(),
         "the ssh route creates no pod"
     );
+
+    // The same cut under a VDS Supervisor (fixture set `vds`: net-operator, no NSX group), the
+    // workload API dark: `--via auto` cannot use a jumpbox there (vSphere Pods do not run on
+    // VDS), finds the VMs' sshd greeting from the admin's machine, and goes over ssh. No pod;
+    // the report names the stack and the route's reason.
+    let vds = Env::new("vds", Workload::black_hole());
+    vds.supervisor
+        .set_secret_data(
+            NS,
+            "tkc-prod-ssh",
+            "ssh-privatekey",
+            w.lab.ssh_private_key(),
+        )
+        .unwrap();
+    w.lab.forward_host_port(vds.supervisor_port()).unwrap();
+    let (run, report) = diagnose_until(VerdictCode::EtcdPeerNetworkBlocked, || {
+        let mut cmd = w.admin_command(&vds, &["-o", "json"], tmp.path());
+        Run::from(cmd.output().unwrap())
+    });
+    run.expect_code(1);
+    assert_eq!(report.verdict.code, VerdictCode::EtcdPeerNetworkBlocked);
+    assert_eq!(report.route.name, "ssh");
+    assert!(
+        report.route.reason.starts_with("auto:")
+            && report.route.reason.contains("VDS")
+            && report.route.reason.contains("3 of 3 VMs answer on TCP 22"),
+        "{}",
+        report.route.reason
+    );
+    assert_eq!(
+        report.header.apis.network_stack.name,
+        etcdnet::report::v1alpha2::NetworkStack::Vds
+    );
+    assert!(
+        vds.supervisor.created_pods().is_empty(),
+        "auto on VDS creates no pod"
+    );
+    // Its next steps name what drops packets on VDS, never the NSX firewall.
+    let steps = report.verdict.next_steps.join("\n");
+    assert!(
+        steps.contains("physical firewall") && !steps.contains("antrea"),
+        "{steps}"
+    );
+
+    // Every VM's port 22 dropped too: no route at all on VDS. One error, naming what the pod and
+    // ssh routes need, in under 5 s, before anything is created; exit 3.
+    for node in CP {
+        w.lab.inject(Fault::BlockSsh(node.into())).unwrap();
+    }
+    let started = Instant::now();
+    let run = Run::from(w.admin_command(&vds, &[], tmp.path()).output().unwrap());
+    let took = started.elapsed();
+    run.expect_code(3);
+    assert!(took < Duration::from_secs(5), "{took:?}\n{}", run.stderr);
+    let errors: Vec<&str> = run
+        .stderr
+        .lines()
+        .filter(|l| l.starts_with("error:"))
+        .collect();
+    assert_eq!(errors.len(), 1, "{}", run.stderr);
+    for needed in [
+        "no route reaches",
+        "VDS",
+        "--via pod",
+        "--via ssh",
+        "TCP 22",
+    ] {
+        assert!(errors[0].contains(needed), "{needed}: {}", errors[0]);
+    }
+    assert!(vds.supervisor.created_pods().is_empty());
 
     w.lab.heal().unwrap();
     w.lab.wait_healthy(Duration::from_secs(30)).unwrap();

@@ -37,6 +37,7 @@ fn facts(lab: &Lab) -> ClusterFacts {
             machine: "cluster.x-k8s.io/v1beta1".into(),
             control_plane: Some("controlplane.cluster.x-k8s.io/v1beta1".into()),
             vm_labels: Some(VmLabelScheme::Capv),
+            ..Default::default()
         },
         kcp: Some(KcpInfo {
             name: "tkc-lab-cp".into(),

@@ -56,6 +56,8 @@ fn expectations() -> BTreeMap<&'static str, Expect> {
         ("nsx-ncp-other-namespace-forbidden", e("v1alpha3", cp3, 3)),
         ("nsx-vpc-forged-claim", e("v1alpha3", cp3, 3)),
         ("quorum-lost", e("v1alpha3", cp3, 3)),
+        // quorum-lost's objects on VDS networking (net-operator, no NSX group).
+        ("vds", e("v1alpha3", cp3, 3)),
         ("nsx-vpc-manager", e("v1alpha3", cp3, 3)),
         ("remediation-armed", e("v1alpha3", cp3, 3)),
         ("remediation-paused", e("v1alpha3", cp3, 3)),
@@ -581,4 +583,89 @@ async fn a_network_set_serves_nsx() {
             }
         }
     }
+}
+
+/// The VDS set serves net-operator and no NSX group, and schedules no vSphere Pod: a pod
+/// without a node is left Pending with `PodScheduled` False/Unschedulable and a
+/// `FailedScheduling` event from default-scheduler, as kube-scheduler writes them; a webhook
+/// denial answers the create itself with 403 and the API server's wording.
+#[tokio::test]
+async fn a_vds_set_serves_netoperator_and_schedules_no_vsphere_pod() {
+    use k8s_openapi::api::core::v1::{Event, Pod};
+    use kube::api::PostParams;
+    let api = FakeApi::start_with(
+        FakeConfig::from_dir(supervisor_set("vds"))
+            .unwrap()
+            .var("WORKLOAD_URL", "http://127.0.0.1:9"),
+    )
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let client = common::client(&api, dir.path()).await;
+    let discovery = Discovery::new(client.clone()).run().await.unwrap();
+    assert!(discovery.has_group("netoperator.vmware.com"));
+    for nsx in ["crd.nsx.vmware.com", "nsx.vmware.com", "vmware.com"] {
+        assert!(!discovery.has_group(nsx), "{nsx}");
+    }
+    let pods: Api<Pod> = Api::namespaced(client.clone(), "ns-prod");
+    let pod: Pod = serde_json::from_value(serde_json::json!({
+        "metadata": {"name": "jumpbox"},
+        "spec": {"containers": [{"name": "c", "image": "busybox:1.36"}]}
+    }))
+    .unwrap();
+    pods.create(&PostParams::default(), &pod).await.unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    let condition = loop {
+        let p = pods.get("jumpbox").await.unwrap();
+        let c = p
+            .status
+            .and_then(|s| s.conditions)
+            .and_then(|c| c.into_iter().find(|c| c.type_ == "PodScheduled"));
+        if let Some(c) = c {
+            break c;
+        }
+        assert!(std::time::Instant::now() < deadline, "never marked");
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    };
+    assert_eq!(
+        (condition.status.as_str(), condition.reason.as_deref()),
+        ("False", Some("Unschedulable"))
+    );
+    assert!(condition
+        .message
+        .unwrap()
+        .starts_with("0/3 nodes are available: 3 node(s) had untolerated taint"));
+    let events: Api<Event> = Api::namespaced(client.clone(), "ns-prod");
+    let events = events.list(&ListParams::default()).await.unwrap();
+    let e = events
+        .items
+        .iter()
+        .find(|e| e.reason.as_deref() == Some("FailedScheduling"))
+        .expect("a FailedScheduling event");
+    assert_eq!(e.type_.as_deref(), Some("Warning"));
+    assert_eq!(
+        e.source.as_ref().and_then(|s| s.component.as_deref()),
+        Some("default-scheduler")
+    );
+
+    api.deny_pods_by_webhook(
+        "default.validating.pod.example.com",
+        "pods are not allowed here",
+    );
+    let mut other = pod.clone();
+    other.metadata.name = Some("refused".into());
+    let err = pods
+        .create(&PostParams::default(), &other)
+        .await
+        .unwrap_err();
+    match err {
+        kube::Error::Api(s) => {
+            assert_eq!(s.code, 403);
+            assert_eq!(
+                s.message,
+                "admission webhook \"default.validating.pod.example.com\" denied the request: pods are not allowed here"
+            );
+        }
+        e => panic!("{e}"),
+    }
+    assert!(pods.get_opt("refused").await.unwrap().is_none());
 }
