@@ -95,6 +95,7 @@ pub(super) fn healthy_probe(i: usize) -> ProbeOutput {
         alarms: Default::default(),
         firewall: Default::default(),
         metrics: None,
+        api_server: None,
         errors: vec![],
         document_problems: vec![],
         raw: Default::default(),
