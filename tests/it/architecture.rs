@@ -125,6 +125,7 @@ const FOLDERS: &[(&str, &[&[&str]])] = &[
     (
         "analyse::verdict",
         &[
+            &["api_server"],
             &[
                 "network",
                 "seen",
@@ -168,7 +169,7 @@ const FOLDERS: &[(&str, &[&[&str]])] = &[
         &[
             &["script"],
             &["parse"],
-            &["identity", "metrics"],
+            &["apiserver", "identity", "metrics"],
             &["output"],
             &["etcdlog", "firewall"],
             &["hostkey"],
