@@ -1201,7 +1201,7 @@ fn the_deciding_view_is_the_matrix_of_the_deciding_nodes() {
 
 // ---- 11. the API servers and the endpoint in front of them ------------------------------------
 
-mod api_server {
+mod api_server_tests {
     use super::*;
     use crate::workload::{ApiState, WorkloadApi};
 
