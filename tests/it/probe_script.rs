@@ -1168,12 +1168,29 @@ exit 0
         let what = shell.join(" ");
         let argv = script::argv_with_shell(&shell, &opts);
         let Run { out, .. } = check(node.command(&argv, &shell, "bin"), &node, &what);
-        let read = out.api_server.as_ref().expect("the probe reads the API server");
+        let read = out
+            .api_server
+            .as_ref()
+            .expect("the probe reads the API server");
         assert_eq!(read.containers.outcome, QueryOutcome::Ok, "{what}");
-        assert!(read.containers.text.as_deref().unwrap().contains("\"kube-apiserver\""));
-        assert_eq!(read.logs.as_ref().unwrap().container_id, "4444dddd", "{what}");
+        assert!(read
+            .containers
+            .text
+            .as_deref()
+            .unwrap()
+            .contains("\"kube-apiserver\""));
+        assert_eq!(
+            read.logs.as_ref().unwrap().container_id,
+            "4444dddd",
+            "{what}"
+        );
         assert_eq!(read.readyz.http_status, Some(500), "{what}");
-        assert_eq!(read.cert.outcome, QueryOutcome::Ok, "{what}: {:?}", read.cert);
+        assert_eq!(
+            read.cert.outcome,
+            QueryOutcome::Ok,
+            "{what}: {:?}",
+            read.cert
+        );
         assert_eq!(read.cert.text.as_deref().map(str::trim), Some(pem.trim()));
         let a = apiserver::read(read, out.clock_ms);
         assert_eq!(a.containers.len(), 1, "{what}: {:?}", a.containers);
