@@ -820,6 +820,12 @@ impl Lab {
                     "container_id": self.container_id(&n.name).ok(),
                     "attempt": self.attempt(&n.name).ok(),
                     "sshd_pid": self.sshd_pid(&n.name),
+                    "apiserver": self.apiserver_state(&n.name).ok().map(|(attempt, running, serving, restarts)| json!({
+                        "attempt": attempt,
+                        "running": running,
+                        "serving": serving,
+                        "restarts": restarts,
+                    })),
                 })
             })
             .collect();
@@ -838,6 +844,12 @@ impl Lab {
                 "wrong_private_key": self.ssh.wrong_key,
                 "known_hosts": self.ssh.known_hosts,
             },
+            "vip": self
+                .vip
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .as_ref()
+                .map(|v| v.addr.to_string()),
             "forwarded_host_ports": self
                 .forwards
                 .lock()

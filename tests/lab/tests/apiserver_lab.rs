@@ -167,6 +167,40 @@ fn apiserver_and_vip() {
     assert_eq!(rc, 60, "{err}");
     assert!(err.contains("expired"), "{err}");
 
+    // Not yet valid (a clock set back), then valid again on the heal.
+    lab.inject(Fault::FutureApiserverCert("cp1".into()))
+        .unwrap();
+    let (rc, _, err) = curl(
+        &lab,
+        "cp1",
+        &["--cacert", ca, "https://198.18.0.11:6443/readyz"],
+    );
+    assert_eq!(rc, 60, "{err}");
+    assert!(err.contains("not yet valid"), "{err}");
+
+    // Still starting: the next attempt runs, its port refuses until it serves.
+    lab.restart_apiserver("cp1", Duration::from_secs(2))
+        .unwrap();
+    until("cp1's attempt 1 runs", Duration::from_secs(5), || {
+        (lab.apiserver_state("cp1").unwrap() == (Some(1), true, false, 0)).then_some(())
+    });
+    let (rc, _, _) = curl(&lab, "cp1", &["-k", "https://127.0.0.1:6443/livez"]);
+    assert_eq!(rc, 7, "refused while starting");
+    let ps = crictl(&lab, "cp1", &["ps", "-a", "--name", "kube-apiserver"]);
+    assert!(
+        ps.lines()
+            .any(|l| l.contains("Running") && l.split_whitespace().rev().nth(2) == Some("1")),
+        "attempt 1 runs, attempt 0 exited:\n{ps}"
+    );
+    until(
+        "cp1 serves after its start delay",
+        Duration::from_secs(10),
+        || {
+            let (rc, _, _) = curl(&lab, "cp1", &["-k", "https://127.0.0.1:6443/livez"]);
+            (rc == 0).then_some(())
+        },
+    );
+
     // A crash loop: each attempt exits 1 with its bind failure, restarted with back-off.
     lab.inject(Fault::ApiserverCrashLoop("cp3".into())).unwrap();
     until(
