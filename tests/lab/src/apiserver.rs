@@ -107,10 +107,27 @@ struct NodeState {
     backoff: Option<BackOff>,
     last_log: Option<Instant>,
     restarts: u32,
+    /// The current attempt's probes (with a kubelet config): (startup passed, failures in a
+    /// row, next probe).
+    probe: Option<(bool, u32, Instant)>,
+    /// What the node's kubelet did to this pod, oldest first.
+    events: Vec<String>,
+}
+
+/// kubeadm's probes of the kube-apiserver static pod, on the lab's kubelet scale.
+#[derive(Clone, Debug)]
+pub(crate) struct Probes {
+    initial_delay: Duration,
+    period: Duration,
+    startup_failures: u32,
+    liveness_failures: u32,
 }
 
 struct Shared {
     nodes: Vec<Node>,
+    /// (back-off initial, max); the probes, when the lab has a kubelet stand-in.
+    backoff: (Duration, Duration),
+    probes: Option<Probes>,
     state: Mutex<Vec<NodeState>>,
     cv: Condvar,
     stop: AtomicBool,
@@ -609,8 +626,28 @@ fn read_head(r: &mut impl Read) -> Option<Head> {
 
 impl ApiServers {
     /// Starts the stand-in of every node (attempt 0, serving at once).
-    pub(crate) fn start(lab_id: &str, nodes: &[Node]) -> Result<ApiServers> {
+    ///
+    /// With `kubelet` (the lab's kubelet stand-in config), the node's kubelet also probes it as
+    /// kubeadm's manifest asks (`GetStaticPodSpecs` in cmd/kubeadm/app/phases/controlplane/
+    /// manifests.go: startup and liveness probes on `https://<advertise address>:6443/livez`,
+    /// `staticpodutil.LivenessProbe`/`StartupProbe`: the same delays, periods and thresholds as
+    /// etcd's, 24 and 8 failures) and uses its back-off; without it, no probe and a back-off of
+    /// 1 s doubling to 30 s (`KubeletConfig::scaled(10)`'s).
+    pub(crate) fn start(
+        lab_id: &str,
+        nodes: &[Node],
+        kubelet: Option<&crate::config::KubeletConfig>,
+    ) -> Result<ApiServers> {
+        let scaled = crate::config::KubeletConfig::scaled(10);
+        let k = kubelet.unwrap_or(&scaled);
         let shared = Arc::new(Shared {
+            backoff: (k.backoff_initial, k.backoff_max),
+            probes: kubelet.map(|k| Probes {
+                initial_delay: k.liveness.initial_delay,
+                period: k.liveness.period,
+                startup_failures: k.startup.failure_threshold,
+                liveness_failures: k.liveness.failure_threshold,
+            }),
             nodes: nodes.to_vec(),
             state: Mutex::new(nodes.iter().map(|_| NodeState::default()).collect()),
             cv: Condvar::new(),
@@ -624,7 +661,7 @@ impl ApiServers {
             threads.push(
                 std::thread::Builder::new()
                     .name(format!("{lab_id}-apiserver-{}", n.name))
-                    .spawn(move || kubelet(&sh, i))?,
+                    .spawn(move || static_pod(&sh, i))?,
             );
         }
         Ok(ApiServers {
@@ -668,6 +705,11 @@ impl ApiServers {
         self.shared.cv.notify_all();
     }
 
+    /// What node i's kubelet did to its kube-apiserver, oldest first.
+    pub(crate) fn events(&self, i: usize) -> Vec<String> {
+        self.shared.state()[i].events.clone()
+    }
+
     /// (attempt, running, serving, kubelet restarts) of node i's stand-in.
     pub(crate) fn status(&self, i: usize) -> (Option<u32>, bool, bool, u32) {
         let st = self.shared.state();
@@ -702,7 +744,7 @@ fn close_listener(s: &mut NodeState) {
 
 /// The node's kubelet for its kube-apiserver static pod: starts attempts, ends crash-looping
 /// ones, restarts with back-off, opens and closes the listener.
-fn kubelet(sh: &Arc<Shared>, i: usize) {
+fn static_pod(sh: &Arc<Shared>, i: usize) {
     let node = sh.nodes[i].clone();
     let mut st = sh.state();
     loop {
@@ -726,6 +768,63 @@ fn kubelet(sh: &Arc<Shared>, i: usize) {
                 write_record(&node, attempt, false, now_ns(), 0);
                 continue;
             }
+            if let (Some(p), Some((_, _, next))) = (&sh.probes, s.probe) {
+                if now >= next {
+                    // Probed without the lock (the etcd check takes up to 2 s).
+                    let serving = s.listener.is_some();
+                    drop(st);
+                    let check = if serving {
+                        check_etcd(&node)
+                    } else {
+                        EtcdCheck::Refused
+                    };
+                    if serving {
+                        note_etcd(sh, i, &check);
+                    }
+                    st = sh.state();
+                    let s = &mut st[i];
+                    if !s.running || s.attempt != Some(attempt) {
+                        continue;
+                    }
+                    let Some((done, failures, _)) = s.probe else {
+                        continue;
+                    };
+                    if check == EtcdCheck::Ok {
+                        s.probe = Some((true, 0, Instant::now() + p.period));
+                        continue;
+                    }
+                    let failures = failures + 1;
+                    let (kind, limit) = if done {
+                        ("Liveness", p.liveness_failures)
+                    } else {
+                        ("Startup", p.startup_failures)
+                    };
+                    if failures < limit {
+                        s.probe = Some((done, failures, Instant::now() + p.period));
+                        continue;
+                    }
+                    // The kubelet kills it (SIGTERM): kube-apiserver shuts down and exits 0; the
+                    // restart waits out the back-off (pkg/kubelet/prober, kuberuntime).
+                    let why = if serving {
+                        "HTTP probe failed with statuscode: 500"
+                    } else {
+                        "Get \"https://127.0.0.1:6443/livez\": dial tcp 127.0.0.1:6443: connect: connection refused"
+                    };
+                    s.events.push(format!(
+                        "attempt {attempt}: {kind} probe failed {failures} times ({why}): Container kube-apiserver failed {} probe, will be restarted",
+                        kind.to_lowercase()
+                    ));
+                    close_listener(s);
+                    s.running = false;
+                    s.exit_at = None;
+                    s.serve_at = None;
+                    s.probe = None;
+                    s.exited_at = Some(Instant::now());
+                    write_record(&node, attempt, false, now_ns(), 0);
+                    continue;
+                }
+                wait = Some(next - now);
+            }
             if let Some(at) = s.exit_at {
                 if now >= at {
                     close_listener(s);
@@ -747,7 +846,7 @@ fn kubelet(sh: &Arc<Shared>, i: usize) {
                     write_record(&node, attempt, false, now_ns(), 1);
                     continue;
                 }
-                wait = Some(at - now);
+                wait = Some(wait.map_or(at - now, |w| w.min(at - now)));
             } else if let Some(at) = s.serve_at {
                 if now >= at {
                     s.serve_at = None;
@@ -779,13 +878,13 @@ fn kubelet(sh: &Arc<Shared>, i: usize) {
                     }
                     continue;
                 }
-                wait = Some(at - now);
+                wait = Some(wait.map_or(at - now, |w| w.min(at - now)));
             }
         } else {
             // Not running: start the next attempt unless in back-off.
-            let backoff = s.backoff.get_or_insert_with(|| {
-                BackOff::new(Duration::from_secs(1), Duration::from_secs(30))
-            });
+            let backoff = s
+                .backoff
+                .get_or_insert_with(|| BackOff::new(sh.backoff.0, sh.backoff.1));
             let due = match s.exited_at {
                 Some(ex) if !s.restart_now && backoff.in_backoff_since(ex, now) => {
                     // Wake when the back-off is over (polled: BackOff keeps its own clock).
@@ -806,6 +905,10 @@ fn kubelet(sh: &Arc<Shared>, i: usize) {
                 s.attempt = Some(attempt);
                 s.running = true;
                 s.exited_at = None;
+                s.probe = sh
+                    .probes
+                    .as_ref()
+                    .map(|p| (false, 0, now + p.initial_delay));
                 let _ = fs::remove_file(log_dir(&node).join(format!("{attempt}.log")));
                 write_record(&node, attempt, true, 0, 0);
                 // cmd/kube-apiserver/app/server.go, pkg/controlplane/apiserver/options.

@@ -303,7 +303,11 @@ impl Lab {
         if cfg.apiserver {
             // After the first election: a kube-apiserver started before would only log its
             // failed etcd dials until then.
-            lab.apiservers = Some(ApiServers::start(&lab.id, &lab.nodes)?);
+            lab.apiservers = Some(ApiServers::start(
+                &lab.id,
+                &lab.nodes,
+                cfg.kubelet.as_ref(),
+            )?);
         }
         // After the first election: kubeadm's startup probe would pass on the first try here.
         if let Some(k) = &cfg.kubelet {
@@ -575,6 +579,13 @@ impl Lab {
     pub fn apiserver_state(&self, node: &str) -> Result<(Option<u32>, bool, bool, u32)> {
         let i = self.index(node)?;
         Ok(self.apiservers()?.status(i))
+    }
+
+    /// What node's kubelet stand-in did to its kube-apiserver (probe kills), oldest first:
+    /// `attempt 0: Liveness probe failed 8 times (HTTP probe failed with statuscode: 500): …`.
+    pub fn apiserver_events(&self, node: &str) -> Result<Vec<String>> {
+        let i = self.index(node)?;
+        Ok(self.apiservers()?.events(i))
     }
 
     /// The host path of node's kube-apiserver log of `attempt` (CRI format, klog lines).

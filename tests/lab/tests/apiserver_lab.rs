@@ -250,3 +250,47 @@ fn apiserver_and_vip() {
     );
     assert_eq!(rc, 0, "the heal re-issued cp2's certificate valid: {err}");
 }
+
+/// With the kubelet stand-in, kubeadm's liveness probe on `/livez` (whose etcd check fails while
+/// the local member is leaderless) kills kube-apiserver after 8 failures and restarts it on the
+/// back-off: "kube-apiserver is crashing", the support article's symptom.
+#[test]
+#[cfg_attr(not(etcdnet_lab), ignore = "needs root and the lab (see build.rs)")]
+fn leaderless_etcd_gets_the_apiserver_killed_by_its_liveness_probe() {
+    etcdnet_lab::require("apiserver_liveness");
+    let lab = Lab::start(LabConfig {
+        apiserver: true,
+        kubelet: Some(etcdnet_lab::KubeletConfig::scaled(20)),
+        start_timeout: Duration::from_secs(60),
+        ..LabConfig::default()
+    })
+    .expect("the lab starts");
+    // The startup probe passes first (its initial delay is 0.5 s at this scale): a quorum read
+    // fails at once under the drop, so a fault injected before would fail the startup probe.
+    std::thread::sleep(Duration::from_millis(1500));
+    lab.inject(Fault::DropAllPeers).unwrap();
+    let events = until(
+        "cp1's kube-apiserver killed by its liveness probe",
+        Duration::from_secs(40),
+        || {
+            let e = lab.apiserver_events("cp1").unwrap();
+            (!e.is_empty()).then_some(e)
+        },
+    );
+    assert!(
+        events[0].starts_with(
+            "attempt 0: Liveness probe failed 8 times (HTTP probe failed with statuscode: 500)"
+        ),
+        "{events:?}"
+    );
+    until(
+        "cp1's kube-apiserver restarted",
+        Duration::from_secs(10),
+        || {
+            let (attempt, _, _, restarts) = lab.apiserver_state("cp1").unwrap();
+            (attempt >= Some(1) && restarts >= 1).then_some(())
+        },
+    );
+    let ps = crictl(&lab, "cp1", &["ps", "-a", "--name", "kube-apiserver"]);
+    assert!(ps.contains("Exited"), "{ps}");
+}
