@@ -51,6 +51,45 @@ pub(super) fn api_server(ctx: &Ctx) -> Option<Verdict> {
     not_serving(ctx, &nodes, dark)
 }
 
+/// `warning:` notes for a `Healthy` verdict: each node whose API server does not serve while
+/// the workload API answers through the others.
+pub(super) fn warnings(ctx: &Ctx) -> Vec<String> {
+    let mut out = Vec::new();
+    for n in &ctx.nodes {
+        let Some(a) = ctx.api_servers.get(&n.name) else {
+            continue;
+        };
+        let why = match a.state {
+            ApiServerState::Ready | ApiServerState::Answering | ApiServerState::Unknown => continue,
+            ApiServerState::CertificateExpired => match &a.cert {
+                Ok(v) => format!(
+                    "its serving certificate /etc/kubernetes/pki/apiserver.crt expired at {}",
+                    rfc3339(v.not_after)
+                ),
+                Err(_) => continue,
+            },
+            ApiServerState::CertificateNotYetValid => match &a.cert {
+                Ok(v) => format!(
+                    "its serving certificate /etc/kubernetes/pki/apiserver.crt is not valid before {}",
+                    rfc3339(v.not_before)
+                ),
+                Err(_) => continue,
+            },
+            other => format!(
+                "its API server is {other}{}",
+                a.telling_line()
+                    .map(|f| format!("; its log: {}", f.line))
+                    .unwrap_or_default()
+            ),
+        };
+        out.push(format!(
+            "warning: {}: {why}; the workload API answers through the other control-plane VMs",
+            n.name
+        ));
+    }
+    out
+}
+
 /// `host:6443` of a node.
 fn backend(n: &NodeReport) -> String {
     match n.ip {

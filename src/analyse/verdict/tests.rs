@@ -1474,3 +1474,55 @@ mod api_server_tests {
         assert!(v.code.is_network(), "{v:#?}");
     }
 }
+
+/// The workload API answers through the others: a node's expired apiserver.crt is a warning
+/// note of the Healthy verdict, with its date.
+#[test]
+fn healthy_warns_of_a_node_whose_api_server_does_not_serve() {
+    use crate::workload::{ApiState, WorkloadApi};
+    let now = 1_764_662_400;
+    let pem = |nb: i64, na: i64| {
+        let mut params = rcgen::CertificateParams::new(vec!["kubernetes".into()]).unwrap();
+        params.not_before = time::OffsetDateTime::from_unix_timestamp(nb).unwrap();
+        params.not_after = time::OffsetDateTime::from_unix_timestamp(na).unwrap();
+        let key = rcgen::KeyPair::generate().unwrap();
+        params.self_signed(&key).unwrap().pem()
+    };
+    let ok = |text: String| RawRead {
+        outcome: QueryOutcome::Ok,
+        http_status: None,
+        ms: None,
+        text: Some(text),
+        truncated: false,
+        detail: None,
+    };
+    let running = r#"{"containers":[{"id":"a1","metadata":{"name":"kube-apiserver","attempt":0},"state":"CONTAINER_RUNNING","createdAt":"1"}]}"#;
+    let mut probes = healthy3();
+    for (i, p) in probes.iter_mut().enumerate() {
+        let na = if i == 0 { 1_764_547_200 } else { now + 86_400 };
+        p.api_server = Some(ApiServerRead {
+            containers: ok(running.into()),
+            logs: None,
+            readyz: RawRead {
+                http_status: Some(200),
+                ..ok("readyz check passed\n".into())
+            },
+            cert: ok(pem(now - 86_400 * 365, na)),
+        });
+    }
+    let api = WorkloadApi {
+        state: ApiState::Reachable,
+        server: Some("https://198.18.0.10:6443".into()),
+        path: Some("/readyz".into()),
+        http_status: Some(200),
+        elapsed_ms: Some(3),
+        detail: "/readyz answered 200".into(),
+    };
+    let v = diagnose_at(&facts(3), &cluster(probes), DEFAULT_SINCE, None, Some(&api)).verdict;
+    assert_eq!(v.code, VerdictCode::Healthy, "{v:#?}");
+    assert!(
+        v.notes.contains(&"warning: cp1: its serving certificate /etc/kubernetes/pki/apiserver.crt expired at 2025-12-01T00:00:00Z; the workload API answers through the other control-plane VMs".to_string()),
+        "{:#?}",
+        v.notes
+    );
+}
