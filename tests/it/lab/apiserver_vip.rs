@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use common::article::*;
 use common::*;
-use etcdnet::report::v1alpha2::VerdictCode;
+use etcdnet::report::v1alpha2::{ApiServerState, VerdictCode};
 use etcdnet_lab::Fault;
 
 /// `curl` on the host against the endpoint, trusting the secret's CA: (HTTP code, body).
@@ -112,4 +112,120 @@ fn the_workload_api_answers_through_the_vip_only_while_etcd_has_a_quorum() {
     lab.inject(Fault::VipDown).unwrap();
     let (code, _) = curl_within(&ca, "GET", &format!("{url}/readyz"), "3");
     assert_eq!(code, "000", "no answer through a dark VIP");
+
+    // The plugin on the same worlds (issue 36): `Healthy` only with the workload API answering.
+    // With the endpoint dark, `--via auto` reaches the VMs from the Supervisor: a jumpbox that
+    // SSHes in with the cluster's key.
+    env.supervisor
+        .execute_jumpbox_pods_in(lab.clone())
+        .expect("the Supervisor runs jumpbox pods");
+    env.supervisor
+        .set_secret_data(NS, "tkc-prod-ssh", "ssh-privatekey", lab.ssh_private_key())
+        .unwrap();
+    let diagnose = |extra: &[&str]| {
+        let mut args = vec!["-o", "json", "--api-timeout", "2s"];
+        args.extend_from_slice(extra);
+        env.diagnose_lab(&args)
+    };
+    let shown = crate::common::past::shown;
+
+    // Every API server ready, the VIP dark: the load balancer, with the endpoint and the three
+    // healthy backends.
+    let (run, r) = diagnose_until(VerdictCode::ApiEndpointUnreachable, || diagnose(&[]));
+    assert_eq!(
+        r.verdict.code,
+        VerdictCode::ApiEndpointUnreachable,
+        "{}",
+        shown(&r)
+    );
+    run.expect_code(1);
+    assert_eq!(r.route.name, "jumpbox");
+    assert!(r.verdict.summary.contains(&url), "{}", shown(&r));
+    let evidence = r.verdict.evidence.join("\n");
+    for n in &r.nodes {
+        let backend = format!("{} {}:6443 (/readyz passed on the node", n.name, n.ip.unwrap());
+        assert!(evidence.contains(&backend), "{backend}: {evidence}");
+    }
+    let steps = r.verdict.next_steps.join("\n");
+    assert!(
+        steps.contains("NSX load balancer") && steps.contains("HAProxy"),
+        "{steps}"
+    );
+
+    // etcd healthy, every API server refusing (crash looping on its port): not Healthy, the API
+    // servers named, with the bind failure their log says.
+    lab.heal().unwrap();
+    for n in CP {
+        lab.inject(Fault::ApiserverCrashLoop(n.to_string())).unwrap();
+    }
+    let (run, r) = diagnose_until(VerdictCode::ApiServerNotServing, || diagnose(&[]));
+    assert_eq!(
+        r.verdict.code,
+        VerdictCode::ApiServerNotServing,
+        "{}",
+        shown(&r)
+    );
+    run.expect_code(1);
+    assert_eq!(r.verdict.nodes.len(), CP.len(), "{}", shown(&r));
+    assert!(
+        r.verdict
+            .evidence
+            .iter()
+            .any(|e| e.contains("its log: ") && e.contains("bind: address already in use")),
+        "{}",
+        shown(&r)
+    );
+    let table = env.diagnose_lab(&["-o", "wide", "--api-timeout", "2s"]);
+    assert!(
+        table.stdout.contains("API SERVERS (") && table.stdout.contains("API SERVER "),
+        "{}{}",
+        table.stdout,
+        table.stderr
+    );
+
+    // Both healthy: Healthy, and the route the pod again (the workload API answers).
+    lab.heal().unwrap();
+    let (run, r) = diagnose_until(VerdictCode::Healthy, || diagnose(&[]));
+    assert_eq!(r.verdict.code, VerdictCode::Healthy, "{}", shown(&r));
+    run.expect_code(0);
+    assert!(
+        r.verdict
+            .evidence
+            .iter()
+            .any(|e| e.starts_with("the workload API ") && e.contains(" answers: ")),
+        "{}",
+        shown(&r)
+    );
+
+    // One node's apiserver.crt expired: named with its date, whether the endpoint answered
+    // through the others (a warning of Healthy) or not (ApiServerNotServing).
+    lab.inject(Fault::ExpiredApiserverCert(CP[0].to_string()))
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let run = diagnose(&["--via", "jumpbox"]);
+        let r = run.diagnose_report();
+        let node = r.nodes.iter().find(|n| n.name == CP[0]).unwrap();
+        let not_after = node
+            .probe
+            .as_ref()
+            .and_then(|p| p.api_server.as_ref())
+            .filter(|a| a.state == ApiServerState::CertificateExpired)
+            .and_then(|a| a.cert_not_after.clone());
+        if let Some(date) = not_after {
+            let said = format!("apiserver.crt expired at {date}");
+            let lines = r.verdict.evidence.iter().chain(&r.verdict.notes);
+            assert!(
+                lines
+                    .filter(|l| l.contains(CP[0]))
+                    .any(|l| l.contains(&said)),
+                "{said}: {}",
+                shown(&r)
+            );
+            break;
+        }
+        assert!(Instant::now() < deadline, "{}", shown(&r));
+        std::thread::sleep(Duration::from_secs(2));
+    }
+    lab.heal().unwrap();
 }
