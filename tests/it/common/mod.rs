@@ -144,7 +144,19 @@ impl Env {
     /// Fixture set `set` whose Supervisor runs the jumpbox pod in `lab` (its switch namespace)
     /// with `key` as the cluster's `tkc-prod-ssh` secret; the workload API a black hole.
     pub fn jumpbox_in_lab(set: &str, lab: &std::sync::Arc<etcdnet_lab::Lab>, key: Vec<u8>) -> Env {
-        let env = Env::new(set, Workload::black_hole());
+        Env::jumpbox_in_lab_with(set, lab, key, Workload::black_hole())
+    }
+
+    /// [`Env::jumpbox_in_lab`] with the workload API `workload`: a world whose verdict can be
+    /// `Healthy` (which needs the workload API answering) runs the jumpbox with `--via jumpbox`
+    /// or `--via ssh` beside an answering one.
+    pub fn jumpbox_in_lab_with(
+        set: &str,
+        lab: &std::sync::Arc<etcdnet_lab::Lab>,
+        key: Vec<u8>,
+        workload: Workload,
+    ) -> Env {
+        let env = Env::new(set, workload);
         env.supervisor
             .execute_jumpbox_pods_in(lab.clone())
             .expect("the Supervisor runs jumpbox pods");

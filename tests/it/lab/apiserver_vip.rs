@@ -143,7 +143,11 @@ fn the_workload_api_answers_through_the_vip_only_while_etcd_has_a_quorum() {
     assert!(r.verdict.summary.contains(&url), "{}", shown(&r));
     let evidence = r.verdict.evidence.join("\n");
     for n in &r.nodes {
-        let backend = format!("{} {}:6443 (/readyz passed on the node", n.name, n.ip.unwrap());
+        let backend = format!(
+            "{} {}:6443 (/readyz passed on the node",
+            n.name,
+            n.ip.unwrap()
+        );
         assert!(evidence.contains(&backend), "{backend}: {evidence}");
     }
     let steps = r.verdict.next_steps.join("\n");
@@ -156,7 +160,8 @@ fn the_workload_api_answers_through_the_vip_only_while_etcd_has_a_quorum() {
     // servers named, with the bind failure their log says.
     lab.heal().unwrap();
     for n in CP {
-        lab.inject(Fault::ApiserverCrashLoop(n.to_string())).unwrap();
+        lab.inject(Fault::ApiserverCrashLoop(n.to_string()))
+            .unwrap();
     }
     let (run, r) = diagnose_until(VerdictCode::ApiServerNotServing, || diagnose(&[]));
     assert_eq!(
