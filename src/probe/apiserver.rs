@@ -81,7 +81,7 @@ pub fn containers(text: &str) -> Option<Vec<ApiContainer>> {
             })
         })
         .collect();
-    out.sort_by(|a, b| b.created_s.cmp(&a.created_s));
+    out.sort_by_key(|c| std::cmp::Reverse(c.created_s));
     out.truncate(MAX_CONTAINERS);
     Some(out)
 }
