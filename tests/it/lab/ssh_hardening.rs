@@ -166,6 +166,10 @@ impl World {
         self.lab
             .forward_host_port(self.env.supervisor_port())
             .unwrap();
+        // The workload API too: the admin's side checks it (`Healthy` needs it answering).
+        let workload = self.env.workload.as_ref().unwrap().url();
+        let port = workload.rsplit(':').next().unwrap().trim_end_matches('/');
+        self.lab.forward_host_port(port.parse().unwrap()).unwrap();
         let home = self.home.path().to_str().unwrap();
         let argv = [
             "unshare",
