@@ -460,6 +460,11 @@ pub fn diagnose_at(
         .find_map(|rule| (rule.check)(&ctx))
         .unwrap_or_else(|| seen::inconclusive(&ctx));
     verdict = network::unless_network(&ctx, verdict);
+    if verdict.code == VerdictCode::Healthy {
+        // The endpoint answers through the others: a node's API server that does not serve is
+        // still said (an expired certificate fails every client the load balancer sends there).
+        verdict.notes.extend(api_server::warnings(&ctx));
+    }
     let location = super::location::locate(nodes, &ctx.matrices);
     if let Some(loc) = location.as_ref().filter(|_| verdict.code.is_network()) {
         verdict.evidence.extend(super::location::evidence(loc));

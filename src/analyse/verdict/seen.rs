@@ -299,17 +299,13 @@ pub(super) fn healthy(ctx: &Ctx) -> Option<Verdict> {
         }
         None => "etcd is healthy and every control-plane VM reaches every other on 2379 and 2380",
     };
-    let mut v = verdict(
+    verdict(
         VerdictCode::Healthy,
         summary.into(),
         vec![],
         evidence,
         vec![],
-    )?;
-    // The endpoint answers through the others: a node's API server that does not serve is
-    // still said (an expired certificate fails every client the load balancer sends there).
-    v.notes.extend(super::api_server::warnings(ctx));
-    Some(v)
+    )
 }
 
 // ---- 11. Inconclusive ------------------------------------------------------------------------
