@@ -71,6 +71,7 @@ fn node(i: usize, skew_ms: Option<i64>, log: &str, failing: &[usize]) -> NodeRep
         alarms: Default::default(),
         firewall: Default::default(),
         metrics: None,
+        api_server: None,
         errors: vec![],
         document_problems: vec![],
         raw: Default::default(),

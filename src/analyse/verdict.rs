@@ -14,10 +14,13 @@
 //! 10. EtcdPeerNetworkPartial when only 2379 fails between the VMs and 2380 works: the members
 //!     do not need it (they talk on 2380), so the rules above decide first; the article asks both
 //!     open, so it is never Healthy
-//! 11. Healthy: only when everything was seen to work: every control-plane node probed, `/health`
+//! 11. ApiServerNotServing, ApiEndpointUnreachable: etcd is healthy (nothing short of rule 12)
+//!     but the workload API does not answer: the API servers on the nodes, or, every one of them
+//!     ready, the load balancer in front of them
+//! 12. Healthy: only when everything was seen to work: every control-plane node probed, `/health`
 //!     true on each, every path on 2379 and 2380 (own and peer) connected with TLS completed, no
-//!     probe step failed
-//! 12. Inconclusive: anything less, naming what was not seen (which node, which path, which check)
+//!     probe step failed, and the workload API answering (when the run checked it)
+//! 13. Inconclusive: anything less, naming what was not seen (which node, which path, which check)
 //!
 //! **The present decides.** Log findings are counted in a window that ends at each node's own
 //! probe time (`--since`, default 15 minutes); older lines are history, quoted in the notes with
@@ -43,6 +46,7 @@
 
 use std::collections::BTreeMap;
 
+mod api_server;
 mod certificate_problem;
 mod client_port_blocked;
 mod crash_looping;
@@ -84,6 +88,8 @@ pub enum VerdictCode {
     EtcdNoSpace,
     EtcdSlowDisk,
     NodesUnreachable,
+    ApiServerNotServing,
+    ApiEndpointUnreachable,
     Inconclusive,
 }
 
@@ -143,6 +149,11 @@ struct Ctx<'a> {
     /// Every node's report, the rollout's included (membership reads all member lists); `nodes`,
     /// `matrices` and `logs` leave out the nodes in a rollout.
     all: &'a [NodeReport],
+    /// The workload API as the run checked it; `None` when the caller did not check it (the
+    /// rules about etcd alone, as their tests judge them).
+    workload: Option<&'a crate::workload::WorkloadApi>,
+    /// The deciding nodes' API servers, read from their probes (those whose probe read one).
+    api_servers: BTreeMap<String, crate::probe::apiserver::ApiServer>,
     /// The member lists of `all`, indexed by ID, read once ([`Ctx::member_lists`]).
     member_lists: std::cell::OnceCell<members::Lists<'a>>,
     /// What they say, judged once per verdict ([`Ctx::membership`]).
@@ -172,6 +183,8 @@ pub enum Category {
     Node,
     /// The paths between the members.
     Network,
+    /// The API servers on the nodes and the endpoint in front of them.
+    ApiServer,
     /// etcd itself, with a working network: membership, quota, disk.
     Etcd,
     /// What was seen, or not: `Healthy`, `Inconclusive`.
@@ -300,6 +313,17 @@ const RULES: &[Rule] = &[
         check: client_port_blocked::client_port_blocked,
     },
     Rule {
+        codes: &[
+            VerdictCode::ApiServerNotServing,
+            VerdictCode::ApiEndpointUnreachable,
+        ],
+        category: Category::ApiServer,
+        yields_to_network: None,
+        names_policies: &[],
+        says: &[],
+        check: api_server::api_server,
+    },
+    Rule {
         codes: &[VerdictCode::Healthy],
         category: Category::Seen,
         yields_to_network: None,
@@ -357,7 +381,7 @@ pub fn diagnose(
     nodes: &[NodeReport],
     since: std::time::Duration,
 ) -> Diagnosis {
-    diagnose_at(facts, nodes, since, None)
+    diagnose_at(facts, nodes, since, None, None)
 }
 
 /// The verdict on the nodes' probes, log lines counted within `since` of each node's probe.
@@ -367,11 +391,15 @@ pub fn diagnose(
 ///
 /// Nodes in a rollout (their Machine is being deleted or is still provisioning) are shown in the
 /// matrices and logs but do not decide: the rules see the others only, and a note lists them.
+///
+/// `workload` is the workload API as the run checked it: `Healthy` needs it answering. `None`
+/// leaves it out of the verdict (a caller that did not check it).
 pub fn diagnose_at(
     facts: &ClusterFacts,
     nodes: &[NodeReport],
     since: std::time::Duration,
     read_at: Option<std::time::SystemTime>,
+    workload: Option<&crate::workload::WorkloadApi>,
 ) -> Diagnosis {
     let now = read_at
         .or_else(|| {
@@ -400,6 +428,14 @@ pub fn diagnose_at(
         .collect();
     // Every node's paths, the rollout's too, for the report; the rules see the deciding nodes'.
     let matrices = vec![matrix::build(nodes, 2379), matrix::build(nodes, 2380)];
+    let api_servers = deciding
+        .iter()
+        .filter_map(|n| {
+            let p = n.probe()?;
+            let read = crate::probe::apiserver::read(p.api_server.as_ref()?, p.clock_ms);
+            Some((n.name.clone(), read))
+        })
+        .collect();
     let ctx = Ctx {
         facts,
         nodes: deciding,
@@ -415,6 +451,8 @@ pub fn diagnose_at(
         since,
         now,
         all: nodes,
+        workload,
+        api_servers,
         member_lists: Default::default(),
         membership: Default::default(),
     };
@@ -423,6 +461,11 @@ pub fn diagnose_at(
         .find_map(|rule| (rule.check)(&ctx))
         .unwrap_or_else(|| seen::inconclusive(&ctx));
     verdict = network::unless_network(&ctx, verdict);
+    if verdict.code == VerdictCode::Healthy {
+        // The endpoint answers through the others: a node's API server that does not serve is
+        // still said (an expired certificate fails every client the load balancer sends there).
+        verdict.notes.extend(api_server::warnings(&ctx));
+    }
     // What can drop packets outside the guests depends on the Supervisor's networking stack.
     let location =
         super::location::locate(nodes, &ctx.matrices).map(|l| super::location::PacketLocation {

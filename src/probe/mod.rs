@@ -1,6 +1,7 @@
 //! The probe stage: what runs on each control-plane node and how its output is read.
 //! - `probe.sh` (embedded by `script`) gathers the node's facts and prints one JSON document;
 //! - [`output`] is that document's schema, `parse` its total parser;
+//! - [`apiserver`] reads and judges what the probe fetched of the node's kube-apiserver;
 //! - [`etcdlog`] classifies etcd's log lines into findings;
 //! - [`firewall`] reads the node's own firewall rules the probe printed;
 //! - [`metrics`]: etcd's own metrics, read before and after the path checks;
@@ -10,6 +11,7 @@
 //! A route (pod, jumpbox, ssh) runs the probe on every node and hands on one [`NodeReport`] per
 //! node: a node that could not be probed is a value, not an early return.
 
+pub mod apiserver;
 pub mod etcdlog;
 pub mod firewall;
 pub mod hostkey;

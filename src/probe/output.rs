@@ -61,6 +61,10 @@ pub struct ProbeOutput {
     /// the path checks. Absent from older probes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub metrics: Option<MetricsReads>,
+    /// The node's kube-apiserver as the probe fetched it: raw text, bounded, read by
+    /// [`crate::probe::apiserver`]. Absent from older probes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub api_server: Option<ApiServerRead>,
     /// Steps that failed, with why (a missing tool, a timeout, ...).
     #[serde(default)]
     pub errors: Vec<StepError>,
@@ -498,6 +502,50 @@ pub struct MetricsRead {
     #[serde(default)]
     pub truncated: bool,
     /// The URL asked; with curl's words or the HTTP status when it failed.
+    #[serde(default)]
+    pub detail: Option<String>,
+}
+
+/// What the probe fetched of the node's kube-apiserver (`api_server` in probe.sh), each part the
+/// node's own text, bounded there and again by the parser ([`crate::probe::parse::bounds`]);
+/// [`crate::probe::apiserver`] reads and judges it. The probe decides nothing about it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ApiServerRead {
+    /// `crictl ps -a --name kube-apiserver -o json`, as printed.
+    #[serde(default)]
+    pub containers: RawRead,
+    /// The tail of the newest kube-apiserver container's log (`crictl logs --tail`).
+    #[serde(default)]
+    pub logs: Option<LogSample>,
+    /// `GET https://127.0.0.1:6443/readyz?verbose` (`[::1]` on IPv6 nodes), without
+    /// credentials and without checking the serving certificate (its dates are read from the
+    /// file): the status and the body.
+    #[serde(default)]
+    pub readyz: RawRead,
+    /// `/etc/kubernetes/pki/apiserver.crt` as PEM text.
+    #[serde(default)]
+    pub cert: RawRead,
+}
+
+/// One fetch of raw text: how it went, and what came back.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RawRead {
+    #[serde(default)]
+    pub outcome: QueryOutcome,
+    /// The HTTP status, for a request.
+    #[serde(default)]
+    pub http_status: Option<u16>,
+    #[serde(default)]
+    pub ms: Option<u64>,
+    /// What came back (`Ok`; a request's body also with an HTTP error), at most the probe's cap.
+    #[serde(default)]
+    pub text: Option<String>,
+    /// The probe's cap cut it.
+    #[serde(default)]
+    pub truncated: bool,
+    /// What was asked; with why it failed (curl's or crictl's last words).
     #[serde(default)]
     pub detail: Option<String>,
 }

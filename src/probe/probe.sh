@@ -139,7 +139,7 @@ probe_host() {
 
 # --- etcd container: crictl ps -a (JSON read with awk: jq may be absent), newest first ---------
 # The tokenizer follows crictl's {"containers":[{"id","metadata":{"name","attempt"},"state",
-# "createdAt"}]} whatever the spacing; `--name` is a regex, so only the name "etcd" is kept.
+# "createdAt"}]} whatever the spacing; `--name` is a regex, so only the name `want` is kept.
 AWK_CRICTL='
 { gsub(/\t|\r/, " "); gsub(/\\\\/, "\001"); gsub(/\\"/, "\002"); buf = buf " " $0 }
 function value(v) {
@@ -156,7 +156,7 @@ END {
     if (c == "{" || c == "[") { d++; kind[d] = c; key[d] = ""; iskey[d] = (c == "{")
       if (d == 3) id = st = ca = nm = at = ""; s = substr(s, 2); continue }
     if (c == "}" || c == "]") {
-      if (d == 3 && c == "}" && key[1] == "containers" && nm == "etcd" && id ~ /^[0-9A-Za-z]+$/) {
+      if (d == 3 && c == "}" && key[1] == "containers" && nm == want && id ~ /^[0-9A-Za-z]+$/) {
         if (ca !~ /^[0-9]+$/) ca = ""; if (at !~ /^[0-9]+$/) at = ""; if (st !~ /^[A-Za-z_]+$/) st = "UNKNOWN"
         p = ca; while (length(p) < 24) p = "0" p
         printf "%s\t%s\t%s\t%s\t%s\n", p, id, st, at, ca
@@ -214,7 +214,7 @@ probe_etcd() {
     printf '{"query":"RuntimeError","error":%s,"containers":[],"logs":null}' "$(jstr "$msg")" >"$T/etcd.json"
     return
   fi
-  awk "$AWK_CRICTL" "$T/ps.out" | sort -r >"$T/ctrs"
+  awk -v want=etcd "$AWK_CRICTL" "$T/ps.out" | sort -r >"$T/ctrs"
   id=$(awk -F '\t' 'NR == 1 { print $2 }' "$T/ctrs")
   logs=null PREV=null PREV_FILE=
   if [ -n "$id" ]; then
@@ -289,6 +289,68 @@ pod_log_file() { # attempt
     if [ -z "$LOGFILE" ] || [ "$f" -nt "$LOGFILE" ]; then LOGFILE=$f; fi
   done
   [ -n "$LOGFILE" ]
+}
+
+# --- the kube-apiserver: its containers, its log's tail, its own /readyz, its serving certificate
+# Raw text only, each part bounded here (and again by the plugin's parser); the plugin reads and
+# judges all of it (src/probe/apiserver.rs): nothing here decides what the text means. crictl's
+# container list as it prints it; the newest container's log tail (the newest is picked with the
+# same reading of crictl's JSON as etcd's, AWK_CRICTL); `/readyz?verbose` on the node's loopback
+# (kube-apiserver binds 0.0.0.0:6443 unless --bind-address says otherwise, and kubeadm and CABPK
+# set none): no credentials are sent and the serving certificate is not checked (-k), because its
+# dates are what is read, from the file; the body names each check, `[-]etcd failed: reason
+# withheld` (handleRootHealth in staging/src/k8s.io/apiserver/pkg/server/healthz/healthz.go); and
+# /etc/kubernetes/pki/apiserver.crt as PEM text. Runs in the background beside the rest.
+APISERVER_PS=32768 APISERVER_LOG_LINES=60 APISERVER_LOG_BYTES=16384 APISERVER_READYZ=8192 APISERVER_CERT=16384
+
+# One fetch as a RawRead (src/probe/output.rs): the input's lines (at most max bytes, each line
+# escaped on its own), outcome, and for a request w ("http_code time_total": the status and ms).
+AWK_RAW='
+{ sub(/\r$/, ""); if (used + length($0) + 1 > max) { cut = 1; exit } text = text esc($0) "\\n"; used += length($0) + 1 }
+END {
+  code = -1; ms = -1
+  if (w != "") { split(w, wv, " "); code = wv[1] + 0; ms = int(wv[2] * 1000 + 0.5); if (code <= 0) code = -1 }
+  if (out == "") out = (code > 0) ? "Ok" : "Error"
+  if (out != "Ok" && code <= 0) text = ""
+  printf "{\"outcome\":\"%s\",\"httpStatus\":%s,\"ms\":%s,\"text\":%s,\"truncated\":%s,\"detail\":%s}", out, jnum(code), jnum(ms),
+    (text == "" ? "null" : "\"" text "\""), (cut || more) ? "true" : "false", jstr(cap(detail, 500))
+}'
+
+raw_read() { # file max outcome detail [w]
+  more=0
+  [ -f "$1" ] && [ "$(wc -c <"$1")" -gt "$2" ] && more=1
+  head -c "$2" "$1" 2>/dev/null | tr -d '\000' | awk -v max="$2" -v out="$3" -v detail="$4" -v w="$5" -v more="$more" "$AWK_LIB$AWK_RAW"
+}
+
+probe_apiserver() {
+  logs=null
+  if ! have crictl; then ps='{"outcome":"Skipped","detail":"crictl not found in PATH"}'
+  elif crictl ps -a --name kube-apiserver -o json >"$T/aps.out" 2>"$T/aps.err"; then
+    ps=$(raw_read "$T/aps.out" "$APISERVER_PS" Ok "crictl ps -a --name kube-apiserver -o json")
+    id=$(awk -v want=kube-apiserver "$AWK_CRICTL" "$T/aps.out" | sort -r | awk -F '\t' 'NR == 1 { print $2 }')
+    if [ -n "$id" ]; then
+      if crictl logs --tail "$APISERVER_LOG_LINES" "$id" >"$T/apl.raw" 2>&1; then
+        logs=$(tr -d '\000' <"$T/apl.raw" | awk -v id="$id" -v max="$APISERVER_LOG_BYTES" "$AWK_LIB$AWK_LOG")
+      else err apiserver-logs "crictl logs $id failed: $(last_msg "$T/apl.raw")"; fi
+    fi
+  else ps=$(raw_read /dev/null 1 Error "crictl ps -a --name kube-apiserver: $(last_msg "$T/aps.err")"); fi
+  if ! have curl; then rz='{"outcome":"Skipped","detail":"curl not found"}'
+  else
+    url="https://$LOCAL:6443/readyz?verbose"
+    GNUTLS_NO_IMPLICIT_INIT=1 curl -q -g -k -sS --noproxy '*' --connect-timeout "$CT" --max-time $((CT + TT)) -o "$T/rz.body" \
+      -w '%{http_code} %{time_total}' "$url" >"$T/rz.w" 2>"$T/rz.err"
+    rc=$?
+    why=$url
+    [ $rc -eq 0 ] || why="$url: $(last_msg "$T/rz.err")"
+    [ $rc -eq 0 ] || [ -n "$(last_msg "$T/rz.err")" ] || why="$url: curl exited $rc"
+    rz=$(raw_read "$T/rz.body" "$APISERVER_READYZ" "" "$why" "$(cat "$T/rz.w" 2>/dev/null)")
+  fi
+  crt=${PKI%/}
+  crt=${crt%/*}/apiserver.crt
+  if [ -r "$crt" ] && [ -f "$crt" ]; then crt=$(raw_read "$crt" "$APISERVER_CERT" Ok "$crt")
+  else crt=$(raw_read /dev/null 1 Error "not readable: $crt"); fi
+  printf '{"containers":%s,"logs":%s,"readyz":%s,"cert":%s}' "$ps" "$logs" "$rz" "$crt" >"$T/apiserver.tmp" &&
+    mv "$T/apiserver.tmp" "$T/apiserver.json"
 }
 
 # --- kubelet: what `systemctl status kubelet` shows in the article ----------------------------
@@ -1060,6 +1122,8 @@ emit() {
     printf ',"after":'
     cat "$T/metrics.after.json"
     printf '}'
+    printf ',"apiServer":'
+    cat "$T/apiserver.json" 2>/dev/null || printf '{"readyz":{"outcome":"Error","detail":"apiserver job gave no result"}}'
     printf ',"errors":['
     awk -F '\t' "$AWK_LIB"'{ printf "%s{\"step\":%s,\"message\":%s}", sep, jstr($1), jstr(cap($2, 500)); sep = "," }' "$T/errors"
     printf ']}\n'
@@ -1135,6 +1199,7 @@ main() {
   probe_host
   { health_check; alarms_check; } >/dev/null 2>&1 &
   members_check >/dev/null 2>&1 &
+  probe_apiserver >/dev/null 2>&1 &
   probe_etcd
   probe_kubelet
   probe_certs

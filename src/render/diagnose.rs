@@ -70,6 +70,14 @@ fn diagnose_table(r: &DiagnoseReport, wide: bool, paint: Paint) -> String {
     if leaders {
         header.push("LEADER");
     }
+    // From the probes that read the API server (older probes did not).
+    let api_servers = r
+        .nodes
+        .iter()
+        .any(|n| n.probe.as_ref().is_some_and(|p| p.api_server.is_some()));
+    if api_servers {
+        header.push("API SERVER");
+    }
     if wide {
         header.extend(["CERT EXPIRY", "PROBE TIME", "CLOCK"]);
     }
@@ -80,6 +88,9 @@ fn diagnose_table(r: &DiagnoseReport, wide: bool, paint: Paint) -> String {
             let mut row = node_row(r, n, wide);
             if leaders {
                 row.insert(7, leader_cell(r, &n.name));
+            }
+            if api_servers {
+                row.insert(7 + usize::from(leaders), api_server_cell(n));
             }
             row
         })
@@ -95,6 +106,9 @@ fn diagnose_table(r: &DiagnoseReport, wide: bool, paint: Paint) -> String {
 
     if wide {
         members_table(&mut out, r);
+        if api_servers {
+            api_servers_table(&mut out, r);
+        }
     }
 
     if r.nodes.iter().any(|n| !n.supervisor_reach.is_empty()) {
@@ -330,6 +344,73 @@ fn node_row(r: &DiagnoseReport, n: &DiagnosedNode, wide: bool) -> Vec<String> {
     row
 }
 
+/// The node's API server in a word or two: `ready`, `not ready`, `crash loop`, `cert expired`...
+fn api_server_cell(n: &DiagnosedNode) -> String {
+    use crate::report::v1alpha2::ApiServerState as S;
+    let Some(a) = n.probe.as_ref().and_then(|p| p.api_server.as_ref()) else {
+        return "-".into();
+    };
+    match a.state {
+        S::Ready => "ready",
+        S::CertificateExpired => "cert expired",
+        S::CertificateNotYetValid => "cert not yet valid",
+        S::NotReady => "not ready",
+        S::Answering => "answers",
+        S::CrashLooping => "crash loop",
+        S::NotRunning => "not running",
+        S::NoAnswer => "no answer",
+        S::Unknown => "?",
+    }
+    .into()
+}
+
+/// `-o wide`: each node's API server in full: its container, `/readyz`, its serving
+/// certificate's dates and its log's telling line.
+fn api_servers_table(out: &mut Lines, r: &DiagnoseReport) {
+    let mut rows = Vec::new();
+    let mut lines = Vec::new();
+    for n in &r.nodes {
+        let Some(a) = n.probe.as_ref().and_then(|p| p.api_server.as_ref()) else {
+            continue;
+        };
+        let readyz = match (a.readyz_status, &a.readyz_error) {
+            (Some(code), _) if a.failed_checks.is_empty() => code.to_string(),
+            (Some(code), _) => format!("{code} [-]{}", a.failed_checks.join(",[-]")),
+            (None, Some(_)) => "no answer".into(),
+            (None, None) => "-".into(),
+        };
+        rows.push(vec![
+            n.name.clone(),
+            a.state.to_string(),
+            or_none(a.container_state.clone()),
+            or_none(a.restarts),
+            or_none(a.started_at.clone()),
+            readyz,
+            or_none(a.cert_not_after.clone()),
+        ]);
+        if let Some(f) = a.log.first() {
+            lines.push(format!("  {}: {} ×{}: {}", n.name, f.kind, f.count, f.line));
+        }
+    }
+    out.blank();
+    out.line("API SERVERS (each node's own kube-apiserver):");
+    out.table(
+        &[
+            "NODE",
+            "STATE",
+            "CONTAINER",
+            "RESTARTS",
+            "STARTED",
+            "/READYZ",
+            "CERT NOT AFTER",
+        ],
+        &rows,
+    );
+    for l in lines {
+        out.line(l);
+    }
+}
+
 /// `cp2 since 08:41:11` (the leader this node's log last named), `none since 08:40:25`, or `-`.
 fn leader_cell(r: &DiagnoseReport, node: &str) -> String {
     use crate::probe::etcdlog::clock;
@@ -488,5 +569,68 @@ mod tests {
                 "{out}"
             );
         }
+    }
+
+    /// The API SERVER column (short) and `-o wide`'s section (each node's in full, its log's
+    /// telling line sanitized); neither when no probe read an API server.
+    #[test]
+    fn api_server_column_and_wide_section() {
+        use crate::report::v1alpha2::{ApiLogFinding, ApiLogKind, ApiServer, ApiServerState};
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/fixtures/reports/peers-dropped.json"
+        );
+        let mut r: DiagnoseReport =
+            serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+        let plain = diagnose_table(&r, true, Paint { on: false });
+        assert!(!plain.contains("API SERVER"), "{plain}");
+        let server = |state| ApiServer {
+            state,
+            container_state: Some("CONTAINER_RUNNING".into()),
+            restarts: Some(2),
+            started_at: Some("2026-12-02T15:10:00Z".into()),
+            containers_error: None,
+            readyz_status: Some(500),
+            failed_checks: vec!["etcd".into()],
+            readyz_error: None,
+            cert_not_before: Some("2025-12-01T00:00:00Z".into()),
+            cert_not_after: Some("2026-12-01T00:00:00Z".into()),
+            cert_error: None,
+            log: vec![ApiLogFinding {
+                kind: ApiLogKind::EtcdUnreachable,
+                count: 3,
+                line: "E1202 etcdserver: request timed out \u{1b}[2J".into(),
+                at: None,
+            }],
+        };
+        let states = [
+            ApiServerState::NotReady,
+            ApiServerState::CertificateExpired,
+            ApiServerState::CrashLooping,
+        ];
+        for (n, s) in r.nodes.iter_mut().zip(states) {
+            n.probe.as_mut().unwrap().api_server = Some(server(s));
+        }
+        let out = diagnose_table(&r, false, Paint { on: false });
+        assert!(out.contains("API SERVER"), "{out}");
+        for cell in ["not ready", "cert expired", "crash loop"] {
+            assert!(out.contains(cell), "{cell}: {out}");
+        }
+        assert!(
+            !out.contains("API SERVERS ("),
+            "the details are -o wide's: {out}"
+        );
+        let wide = diagnose_table(&r, true, Paint { on: false });
+        assert!(
+            wide.contains("API SERVERS (each node's own kube-apiserver):"),
+            "{wide}"
+        );
+        assert!(wide.contains("500 [-]etcd"), "{wide}");
+        assert!(wide.contains("2026-12-01T00:00:00Z"), "{wide}");
+        assert!(
+            wide.contains("EtcdUnreachable ×3: E1202 etcdserver: request timed out"),
+            "{wide}"
+        );
+        assert!(!wide.contains('\u{1b}'), "sanitized: {wide}");
     }
 }

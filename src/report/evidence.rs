@@ -150,7 +150,13 @@ impl Evidence {
             .read_at
             .as_deref()
             .and_then(|t| humantime::parse_rfc3339(t).ok());
-        let mut diagnosis = analyse::verdict::diagnose_at(&facts, &self.nodes, since, read_at);
+        let mut diagnosis = analyse::verdict::diagnose_at(
+            &facts,
+            &self.nodes,
+            since,
+            read_at,
+            Some(&self.workload_api),
+        );
         let findings = analyse::status_findings(&facts, &self.workload_api);
         let network = self.network(&inventory);
         if let Some(a) = &network {

@@ -128,6 +128,7 @@ const FOLDERS: &[(&str, &[&[&str]])] = &[
     (
         "analyse::verdict",
         &[
+            &["api_server"],
             &[
                 "network",
                 "seen",
@@ -173,7 +174,7 @@ const FOLDERS: &[(&str, &[&[&str]])] = &[
         &[
             &["script"],
             &["parse"],
-            &["identity", "metrics"],
+            &["apiserver", "identity", "metrics"],
             &["output"],
             &["etcdlog", "firewall"],
             &["hostkey"],

@@ -306,10 +306,10 @@ fn the_probe_runs_at_most_parallel_checks_at_once() {
     assert_eq!(counts.len(), 10);
     let most = counts.iter().max().copied().unwrap();
     assert_eq!(most, 3, "bounded, and the bound is used: {counts:?}");
-    // Every curl (ten checks, the health check, the metrics before and after the checks) skips
-    // GnuTLS's implicit start-up.
+    // Every curl (ten checks, the health check, the metrics before and after the checks, the
+    // kube-apiserver's /readyz) skips GnuTLS's implicit start-up.
     let env = std::fs::read_to_string(node.path("running.env")).unwrap();
-    assert_eq!(env.lines().collect::<Vec<_>>(), ["1"; 13], "{env}");
+    assert_eq!(env.lines().collect::<Vec<_>>(), ["1"; 14], "{env}");
 }
 
 /// A check the watchdog ends is judged at the connect timeout: no TCP answer by then. A curl
@@ -724,6 +724,7 @@ fn ipv6_nodes_are_asked_on_bracketed_urls() {
             "http://[::1]:2381/metrics",
             "https://[::1]:2379/health",
             "https://[::1]:2379/v3/maintenance/alarm",
+            "https://[::1]:6443/readyz?verbose",
             "https://[FD00:DB8:0::13]:2379/version",
             "https://[FD00:DB8:0::13]:2380/version",
             "https://[fd00:db8::11]:2379/version",
@@ -795,8 +796,10 @@ fn path_gains_the_local_bin_directories_before_crictl_is_looked_up() {
         cmd.env("PATH", &given);
         let Run { out, .. } = check(cmd, &node, &given);
         assert_eq!(out.etcd.query, RuntimeQuery::Ok, "crictl found");
+        // crictl runs twice, for etcd and for the kube-apiserver: the same PATH each time.
         let path = std::fs::read_to_string(&seen).unwrap();
-        assert_eq!(path.trim_end(), want, "{given}");
+        let lines: Vec<&str> = path.lines().collect();
+        assert_eq!(lines, [want.as_str(), want.as_str()], "{given}");
     }
 }
 
@@ -1130,4 +1133,78 @@ fn metrics_are_kept_by_family_and_a_member_without_leader_is_not_asked_for_alarm
     let kept = r.text.as_deref().unwrap();
     assert!(kept.len() <= 65536 && kept.len() > 60000, "{}", kept.len());
     assert!(kept.ends_with('\n'), "whole lines only");
+}
+
+/// The kube-apiserver: the probe fetches its container list, its newest container's log, its own
+/// `/readyz?verbose` and `apiserver.crt` as raw text (bounded), and the plugin reads them: the
+/// container crash looping at attempt 3 (the harness's crictl), `/readyz` 500 naming `etcd`, the
+/// certificate expired (by the node's clock).
+#[test]
+fn the_api_server_is_fetched_raw_and_read_by_the_plugin() {
+    use etcdnet::probe::apiserver::{self, ApiServerState, Readyz};
+    use etcdnet::probe::output::QueryOutcome;
+    let node = Node::new();
+    let mut params = rcgen::CertificateParams::new(vec!["kubernetes".into()]).unwrap();
+    let now = time::OffsetDateTime::now_utc();
+    params.not_before = now - time::Duration::days(400);
+    params.not_after = now - time::Duration::days(2);
+    let key = rcgen::KeyPair::generate().unwrap();
+    let pem = params.self_signed(&key).unwrap().pem();
+    std::fs::write(node.path("pki/apiserver.crt"), &pem).unwrap();
+    let real = which("curl").expect("curl installed (apt-get install curl)");
+    // /readyz?verbose answers as a kube-apiserver whose etcd has no leader (handleRootHealth).
+    node.shim(
+        "curl",
+        &format!(
+            r#"#!/bin/sh
+case "$*" in *6443/readyz*) ;; *) exec {real} "$@" ;; esac
+while [ $# -gt 0 ]; do case $1 in -o) o=$2 && shift ;; esac; shift; done
+printf '[+]ping ok\n[-]etcd failed: reason withheld\n[+]shutdown ok\nreadyz check failed\n' >"$o"
+printf '500 0.004'
+exit 0
+"#,
+            real = real.display()
+        ),
+    );
+    let opts = ProbeArgs::new("127.77.0.1", Vec::<String>::new());
+    for shell in shells() {
+        let what = shell.join(" ");
+        let argv = script::argv_with_shell(&shell, &opts);
+        let Run { out, .. } = check(node.command(&argv, &shell, "bin"), &node, &what);
+        let read = out
+            .api_server
+            .as_ref()
+            .expect("the probe reads the API server");
+        assert_eq!(read.containers.outcome, QueryOutcome::Ok, "{what}");
+        assert!(read
+            .containers
+            .text
+            .as_deref()
+            .unwrap()
+            .contains("\"kube-apiserver\""));
+        assert_eq!(
+            read.logs.as_ref().unwrap().container_id,
+            "4444dddd",
+            "{what}"
+        );
+        assert_eq!(read.readyz.http_status, Some(500), "{what}");
+        assert_eq!(
+            read.cert.outcome,
+            QueryOutcome::Ok,
+            "{what}: {:?}",
+            read.cert
+        );
+        assert_eq!(read.cert.text.as_deref().map(str::trim), Some(pem.trim()));
+        let a = apiserver::read(read, out.clock_ms);
+        assert_eq!(a.containers.len(), 1, "{what}: {:?}", a.containers);
+        assert_eq!(a.containers[0].attempt, Some(3));
+        assert_eq!(
+            a.readyz,
+            Readyz::NotReady {
+                status: 500,
+                failed: vec!["etcd".into()]
+            }
+        );
+        assert_eq!(a.state, ApiServerState::CertificateExpired, "{what}");
+    }
 }

@@ -87,7 +87,8 @@ fn a_network_verdict_names_the_armed_health_check_and_the_commands() {
 
 #[test]
 fn a_paused_cluster_found_healthy_is_reminded_to_unpause() {
-    let env = Env::new("remediation-paused", Workload::black_hole());
+    // The workload API answers: `Healthy` needs it (the jumpbox is asked for by --via).
+    let env = Env::new("remediation-paused", Workload::ok());
     env.script_jumpbox_pods(&CP);
     let run = env.diagnose_via_jumpbox(&["-o", "json"]);
     run.expect_code(0);

@@ -28,6 +28,9 @@ pub(super) enum Check {
     /// The node's document is not what the probe prints: a list over the probe's own caps, a
     /// member ID not as etcd writes it (`ProbeOutput::document_problems`).
     Document,
+    /// The workload API did not answer, or was not checked (no usable kubeconfig secret):
+    /// `Healthy` needs it answering. When it is the only gap, the API server rule decides.
+    WorkloadApi,
 }
 
 /// One thing not seen to work.
@@ -126,8 +129,26 @@ pub(super) fn gaps(ctx: &Ctx) -> Vec<Gap> {
             ));
         }
     }
+    if let Some(api) = ctx.workload.filter(|a| !a.is_reachable()) {
+        out.push(gap(Check::WorkloadApi, &[], workload_line(api), None));
+    }
     out.sort_by_key(|g| g.check);
     out
+}
+
+/// The workload API's line: what it answered, or why it was not asked.
+pub(super) fn workload_line(api: &crate::workload::WorkloadApi) -> String {
+    use crate::workload::ApiState;
+    let server = api.server.as_deref().unwrap_or("the cluster's endpoint");
+    match api.state {
+        ApiState::Unknown | ApiState::Untrusted => {
+            format!("the workload API was not checked: {}", api.detail)
+        }
+        state => format!(
+            "the workload API {server} does not answer: {state} ({})",
+            api.detail
+        ),
+    }
 }
 
 /// Every path on 2379 and 2380, each node's own included, that was not seen to connect and
@@ -262,15 +283,27 @@ pub(super) fn healthy(ctx: &Ctx) -> Option<Verdict> {
         return None;
     }
     let paths: usize = ctx.matrices.iter().map(|m| m.cells.len()).sum();
+    let mut evidence = vec![
+        format!("etcd /health is true on all {} members", ctx.nodes.len()),
+        format!("all {paths} paths on 2379 and 2380 (each node to itself and to every other) connect and complete TLS"),
+        "no probe step reported an error".into(),
+    ];
+    let summary = match ctx.workload {
+        Some(api) => {
+            evidence.push(format!(
+                "the workload API {} answers: {}",
+                api.server.as_deref().unwrap_or("?"),
+                api.detail
+            ));
+            "etcd is healthy, every control-plane VM reaches every other on 2379 and 2380, and the workload API answers"
+        }
+        None => "etcd is healthy and every control-plane VM reaches every other on 2379 and 2380",
+    };
     verdict(
         VerdictCode::Healthy,
-        "etcd is healthy and every control-plane VM reaches every other on 2379 and 2380".into(),
+        summary.into(),
         vec![],
-        vec![
-            format!("etcd /health is true on all {} members", ctx.nodes.len()),
-            format!("all {paths} paths on 2379 and 2380 (each node to itself and to every other) connect and complete TLS"),
-            "no probe step reported an error".into(),
-        ],
+        evidence,
         vec![],
     )
 }
@@ -311,6 +344,10 @@ pub(super) fn inconclusive(ctx: &Ctx) -> Verdict {
             Check::ProbeError => {
                 parts.push(format!("probe errors on {}", names(c)));
                 next.push("The probe errors above say which check could not run on which node (a missing tool, an unreadable file): fix that and re-run kubectl etcdnet diagnose".to_string());
+            }
+            Check::WorkloadApi => {
+                parts.push("the workload API not seen to answer".to_string());
+                next.push(format!("The workload API must answer for the cluster to be healthy: kubectl etcdnet diagnose {} -n {} --watch re-checks it each round", ctx.facts.cluster.name, ctx.facts.namespace));
             }
             Check::Document => {
                 parts.push(format!(

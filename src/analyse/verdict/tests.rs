@@ -95,6 +95,7 @@ pub(super) fn healthy_probe(i: usize) -> ProbeOutput {
         alarms: Default::default(),
         firewall: Default::default(),
         metrics: None,
+        api_server: None,
         errors: vec![],
         document_problems: vec![],
         raw: Default::default(),
@@ -1244,4 +1245,332 @@ fn the_deciding_view_is_the_matrix_of_the_deciding_nodes() {
         assert_eq!(view, matrix::build(&some, port), "port {port}");
         assert_eq!(view.nodes, keep);
     }
+}
+
+// ---- 11. the API servers and the endpoint in front of them ------------------------------------
+
+mod api_server_tests {
+    use super::*;
+    use crate::workload::{ApiState, WorkloadApi};
+
+    /// The probes' clock: 2025-12-02T08:00:00Z.
+    const NOW_S: i64 = 1_764_662_400;
+
+    fn pem(not_before: i64, not_after: i64) -> String {
+        let mut params = rcgen::CertificateParams::new(vec!["kubernetes".into()]).unwrap();
+        params.not_before = time::OffsetDateTime::from_unix_timestamp(not_before).unwrap();
+        params.not_after = time::OffsetDateTime::from_unix_timestamp(not_after).unwrap();
+        let key = rcgen::KeyPair::generate().unwrap();
+        params.self_signed(&key).unwrap().pem()
+    }
+
+    fn raw(status: Option<u16>, text: &str) -> RawRead {
+        RawRead {
+            outcome: if status.is_some() || !text.is_empty() {
+                QueryOutcome::Ok
+            } else {
+                QueryOutcome::Error
+            },
+            http_status: status,
+            ms: Some(3),
+            text: (!text.is_empty()).then(|| text.to_string()),
+            truncated: false,
+            detail: Some(match status {
+                Some(_) => "https://127.0.0.1:6443/readyz?verbose".into(),
+                None => "https://127.0.0.1:6443/readyz?verbose: curl: (7) Failed to connect to 127.0.0.1 port 6443 after 0 ms: Couldn't connect to server".into(),
+            }),
+        }
+    }
+
+    const RUNNING: &str = r#"{"containers":[{"id":"abc1","metadata":{"name":"kube-apiserver","attempt":0},"state":"CONTAINER_RUNNING","createdAt":"1764662300000000000"}]}"#;
+    const CRASHLOOP: &str = r#"{"containers":[{"id":"abc2","metadata":{"name":"kube-apiserver","attempt":5},"state":"CONTAINER_EXITED","createdAt":"1764662300000000000"}]}"#;
+    const READY: &str = "[+]ping ok\n[+]etcd ok\nreadyz check passed\n";
+    const ETCD_FAILED: &str =
+        "[+]ping ok\n[-]etcd failed: reason withheld\n[+]shutdown ok\nreadyz check failed\n";
+    const BIND: &str = "E1202 07:59:50.000000       1 run.go:72] \"command failed\" err=\"failed to create listener: failed to listen on 0.0.0.0:6443: listen tcp 0.0.0.0:6443: bind: address already in use\"\n";
+
+    fn server(ps: &str, readyz: RawRead, cert: String, log: &str) -> ApiServerRead {
+        ApiServerRead {
+            containers: raw(None, ps),
+            logs: Some(LogSample {
+                container_id: "abc".into(),
+                text: log.into(),
+                lines: 1,
+                truncated: false,
+            }),
+            readyz,
+            cert: raw(None, &cert),
+        }
+    }
+
+    fn ready() -> ApiServerRead {
+        server(
+            RUNNING,
+            raw(Some(200), READY),
+            pem(NOW_S - 86_400, NOW_S + 86_400 * 300),
+            "",
+        )
+    }
+
+    fn workload(state: ApiState) -> WorkloadApi {
+        WorkloadApi {
+            state,
+            server: Some("https://198.18.0.10:6443".into()),
+            path: Some("/readyz".into()),
+            http_status: (state == ApiState::Reachable).then_some(200),
+            elapsed_ms: Some(5000),
+            detail: match state {
+                ApiState::Reachable => "/readyz answered 200".into(),
+                ApiState::Unknown => "secret \"tkc-kubeconfig\" not found in namespace \"ns\": cannot check the workload API".into(),
+                _ => "no answer within 5s".into(),
+            },
+        }
+    }
+
+    fn judge(servers: Vec<Option<ApiServerRead>>, api: ApiState) -> Verdict {
+        let probes = healthy3()
+            .into_iter()
+            .zip(servers)
+            .map(|(mut p, s)| {
+                p.api_server = s;
+                p
+            })
+            .collect();
+        let api = workload(api);
+        diagnose_at(
+            &facts_all_running(),
+            &cluster(probes),
+            DEFAULT_SINCE,
+            None,
+            Some(&api),
+        )
+        .verdict
+    }
+
+    fn facts_all_running() -> ClusterFacts {
+        facts(3)
+    }
+
+    #[test]
+    fn healthy_only_with_the_workload_api_answering() {
+        let v = judge(
+            vec![Some(ready()), Some(ready()), Some(ready())],
+            ApiState::Reachable,
+        );
+        assert_eq!(v.code, VerdictCode::Healthy, "{v:#?}");
+        assert!(v.summary.contains("the workload API answers"), "{v:#?}");
+        assert!(v.evidence.iter().any(
+            |e| e == "the workload API https://198.18.0.10:6443 answers: /readyz answered 200"
+        ));
+        // Older probes read no API server: Healthy still needs the workload API, not them.
+        let v = judge(vec![None, None, None], ApiState::Reachable);
+        assert_eq!(v.code, VerdictCode::Healthy, "{v:#?}");
+    }
+
+    #[test]
+    fn a_dark_endpoint_in_front_of_ready_api_servers_names_the_load_balancer() {
+        let v = judge(
+            vec![Some(ready()), Some(ready()), Some(ready())],
+            ApiState::Timeout,
+        );
+        assert_eq!(v.code, VerdictCode::ApiEndpointUnreachable, "{v:#?}");
+        assert!(v.summary.contains("https://198.18.0.10:6443"), "{v:#?}");
+        assert_eq!(
+            v.evidence[0],
+            "the workload API https://198.18.0.10:6443 does not answer: Timeout (no answer within 5s)"
+        );
+        assert!(
+            v.evidence[1].contains("cp1 198.18.0.11:6443 (/readyz passed on the node)")
+                && v.evidence[1].contains("cp3 198.18.0.13:6443"),
+            "{v:#?}"
+        );
+        let steps = v.next_steps.join("\n");
+        for lb in [
+            "NSX load balancer",
+            "Avi",
+            "HAProxy",
+            "virtualmachineservices",
+        ] {
+            assert!(steps.contains(lb), "{lb}: {steps}");
+        }
+    }
+
+    #[test]
+    fn the_supervisors_view_of_6443_is_in_the_evidence() {
+        let probes = healthy3()
+            .into_iter()
+            .map(|mut p| {
+                p.api_server = Some(ready());
+                p
+            })
+            .collect();
+        let mut nodes = cluster(probes);
+        for n in &mut nodes {
+            n.reach = vec![crate::probe::PortReach {
+                port: 6443,
+                state: crate::probe::PortState::Open,
+            }];
+        }
+        let api = workload(ApiState::Refused);
+        let v = diagnose_at(&facts(3), &nodes, DEFAULT_SINCE, None, Some(&api)).verdict;
+        assert_eq!(v.code, VerdictCode::ApiEndpointUnreachable, "{v:#?}");
+        assert!(
+            v.evidence[1].contains(
+                "cp2 198.18.0.12:6443 (/readyz passed on the node, open from the Supervisor)"
+            ),
+            "{v:#?}"
+        );
+    }
+
+    #[test]
+    fn api_servers_not_serving_each_with_why() {
+        let leader = r#"{"level":"info","ts":"2025-12-02T07:58:20.000Z","logger":"raft","caller":"etcdserver/zap_raft.go:77","msg":"raft.node: 71ea0ea03f1cc0b1 elected leader 71ea0ea03f1cc0b1 at term 5"}"#;
+        let mut probes = healthy3();
+        probes[0].api_server = Some(server(
+            CRASHLOOP,
+            raw(None, ""),
+            pem(NOW_S - 86_400, NOW_S + 86_400),
+            BIND,
+        ));
+        probes[1].api_server = Some(server(
+            RUNNING,
+            raw(Some(200), READY),
+            pem(NOW_S - 86_400 * 365, 1_764_547_200),
+            "",
+        ));
+        probes[2].api_server = Some(server(
+            RUNNING,
+            raw(Some(500), ETCD_FAILED),
+            pem(NOW_S - 86_400, NOW_S + 86_400),
+            "",
+        ));
+        probes[2].etcd.logs = Some(LogSample {
+            container_id: "e".into(),
+            text: format!("{leader}\n"),
+            lines: 1,
+            truncated: false,
+        });
+        let api = workload(ApiState::Timeout);
+        let v = diagnose_at(&facts(3), &cluster(probes), DEFAULT_SINCE, None, Some(&api)).verdict;
+        assert_eq!(v.code, VerdictCode::ApiServerNotServing, "{v:#?}");
+        assert_eq!(v.nodes, vec!["cp1", "cp2", "cp3"]);
+        assert_eq!(
+            v.summary,
+            "etcd is healthy, but the workload API does not answer: the API servers are not serving (cp1 crash looping; cp2 certificate expired 2025-12-01T00:00:00Z; cp3 not ready)"
+        );
+        let ev = v.evidence.join("\n");
+        assert!(
+            ev.contains("cp1: kube-apiserver is crash looping: its newest container CONTAINER_EXITED after 5 restarts; its log: E1202 07:59:50.000000       1 run.go:72] \"command failed\" err=\"failed to create listener: failed to listen on 0.0.0.0:6443: listen tcp 0.0.0.0:6443: bind: address already in use\""),
+            "{ev}"
+        );
+        assert!(
+            ev.contains("cp2: its serving certificate /etc/kubernetes/pki/apiserver.crt expired at 2025-12-01T00:00:00Z (the node's clock: 2025-12-02T08:00:00Z)"),
+            "{ev}"
+        );
+        assert!(
+            ev.contains("cp3: the API server answers but is not ready: /readyz 500, failing: etcd; etcd has had its leader back since 2025-12-02T07:58:20.000000Z (100s before the probe)"),
+            "{ev}"
+        );
+        let steps = v.next_steps.join("\n");
+        assert!(steps.contains("kubeadm certs renew apiserver"), "{steps}");
+        assert!(steps.contains("--watch"), "{steps}");
+    }
+
+    #[test]
+    fn a_workload_api_not_checked_or_not_read_api_servers_are_inconclusive() {
+        let v = judge(
+            vec![Some(ready()), Some(ready()), Some(ready())],
+            ApiState::Unknown,
+        );
+        assert_eq!(v.code, VerdictCode::Inconclusive, "{v:#?}");
+        assert!(v
+            .evidence
+            .iter()
+            .any(|e| e.starts_with("the workload API was not checked: secret")));
+        // The endpoint dark, the probes older than the API server's read: never Healthy.
+        let v = judge(vec![None, None, None], ApiState::Timeout);
+        assert_eq!(v.code, VerdictCode::Inconclusive, "{v:#?}");
+        assert!(
+            v.summary.contains("the workload API not seen to answer"),
+            "{v:#?}"
+        );
+        // An HTTP error came through the endpoint: not a dark load balancer.
+        let v = judge(
+            vec![Some(ready()), Some(ready()), Some(ready())],
+            ApiState::HttpError,
+        );
+        assert_eq!(v.code, VerdictCode::Inconclusive, "{v:#?}");
+    }
+
+    #[test]
+    fn etcd_rules_come_first() {
+        // cp1's peers refuse it on 2380 and the workload API is dark: the network, not the API.
+        let mut probes = healthy3();
+        for p in &mut probes {
+            p.api_server = Some(ready());
+        }
+        for (i, p) in probes.iter_mut().enumerate() {
+            for c in &mut p.paths {
+                if c.port == 2380 && (i == 0) != (c.target == IPS[0]) {
+                    c.tcp = TcpOutcome::Timeout;
+                    c.tls = TlsOutcome::NotTried;
+                }
+            }
+        }
+        let api = workload(ApiState::Timeout);
+        let v = diagnose_at(&facts(3), &cluster(probes), DEFAULT_SINCE, None, Some(&api)).verdict;
+        assert!(v.code.is_network(), "{v:#?}");
+    }
+}
+
+/// The workload API answers through the others: a node's expired apiserver.crt is a warning
+/// note of the Healthy verdict, with its date.
+#[test]
+fn healthy_warns_of_a_node_whose_api_server_does_not_serve() {
+    use crate::workload::{ApiState, WorkloadApi};
+    let now = 1_764_662_400;
+    let pem = |nb: i64, na: i64| {
+        let mut params = rcgen::CertificateParams::new(vec!["kubernetes".into()]).unwrap();
+        params.not_before = time::OffsetDateTime::from_unix_timestamp(nb).unwrap();
+        params.not_after = time::OffsetDateTime::from_unix_timestamp(na).unwrap();
+        let key = rcgen::KeyPair::generate().unwrap();
+        params.self_signed(&key).unwrap().pem()
+    };
+    let ok = |text: String| RawRead {
+        outcome: QueryOutcome::Ok,
+        http_status: None,
+        ms: None,
+        text: Some(text),
+        truncated: false,
+        detail: None,
+    };
+    let running = r#"{"containers":[{"id":"a1","metadata":{"name":"kube-apiserver","attempt":0},"state":"CONTAINER_RUNNING","createdAt":"1"}]}"#;
+    let mut probes = healthy3();
+    for (i, p) in probes.iter_mut().enumerate() {
+        let na = if i == 0 { 1_764_547_200 } else { now + 86_400 };
+        p.api_server = Some(ApiServerRead {
+            containers: ok(running.into()),
+            logs: None,
+            readyz: RawRead {
+                http_status: Some(200),
+                ..ok("readyz check passed\n".into())
+            },
+            cert: ok(pem(now - 86_400 * 365, na)),
+        });
+    }
+    let api = WorkloadApi {
+        state: ApiState::Reachable,
+        server: Some("https://198.18.0.10:6443".into()),
+        path: Some("/readyz".into()),
+        http_status: Some(200),
+        elapsed_ms: Some(3),
+        detail: "/readyz answered 200".into(),
+    };
+    let v = diagnose_at(&facts(3), &cluster(probes), DEFAULT_SINCE, None, Some(&api)).verdict;
+    assert_eq!(v.code, VerdictCode::Healthy, "{v:#?}");
+    assert!(
+        v.notes.contains(&"warning: cp1: its serving certificate /etc/kubernetes/pki/apiserver.crt expired at 2025-12-01T00:00:00Z; the workload API answers through the other control-plane VMs".to_string()),
+        "{:#?}",
+        v.notes
+    );
 }

@@ -58,6 +58,7 @@ fn conditions_age_against_the_time_of_the_read() {
         &cluster(probes.clone()),
         DEFAULT_SINCE,
         Some(read_at),
+        None,
     );
     assert!(condition_line(&d).contains(" (4m ago)"), "{:#?}", d.verdict);
     // Without it, the nodes' (agreeing, wrong) clocks are all there is.

@@ -49,6 +49,13 @@ pub const MAX_FIREWALL_READS: usize = 3;
 /// A read's kept text: `FW_MAX` (49152) bytes of lines, each line's cut adding `...`; the
 /// plugin's bound is twice that.
 pub const MAX_FIREWALL_TEXT: usize = 2 * 49152;
+/// The kube-apiserver reads (probe.sh's `APISERVER_*` caps): crictl's container list, the log
+/// tail, the `/readyz?verbose` body, the serving certificate's PEM, each read's detail.
+pub const MAX_APISERVER_PS: usize = 32768;
+pub const MAX_APISERVER_LOG: usize = 16384;
+pub const MAX_APISERVER_READYZ: usize = 8192;
+pub const MAX_APISERVER_CERT: usize = 16384;
+pub const MAX_APISERVER_DETAIL: usize = 500;
 
 /// Problem lines kept for one document; the rest are counted in a last line.
 const MAX_PROBLEM_LINES: usize = 12;
@@ -137,11 +144,32 @@ pub(super) fn bound(doc: &mut Value) -> Vec<String> {
     if let Some(f) = obj.get_mut("firewall").and_then(Value::as_object_mut) {
         firewall(f, &mut p);
     }
+    if let Some(a) = obj.get_mut("apiServer").and_then(Value::as_object_mut) {
+        api_server(a, &mut p);
+    }
     if let Some(h) = obj.get_mut("health").and_then(Value::as_object_mut) {
         let long = usize::from(text(h, "body", 1024)) + usize::from(text(h, "detail", 1024));
         said_long(long, "/health answers", 1024, &mut p);
     }
     p.finish()
+}
+
+/// The kube-apiserver reads: each text and detail cut at the probe's own cap.
+fn api_server(a: &mut Map<String, Value>, p: &mut Problems) {
+    let mut long = 0;
+    for (key, max) in [
+        ("containers", MAX_APISERVER_PS),
+        ("readyz", MAX_APISERVER_READYZ),
+        ("cert", MAX_APISERVER_CERT),
+        ("logs", MAX_APISERVER_LOG),
+    ] {
+        if let Some(r) = a.get_mut(key).and_then(Value::as_object_mut) {
+            long += usize::from(text(r, "text", max));
+            long += usize::from(text(r, "detail", MAX_APISERVER_DETAIL));
+            long += usize::from(text(r, "containerId", 128));
+        }
+    }
+    said_long(long, "kube-apiserver reads", MAX_APISERVER_PS, p);
 }
 
 fn array<'a>(obj: &'a mut Map<String, Value>, key: &str) -> Option<&'a mut Vec<Value>> {

@@ -30,6 +30,8 @@ mirror_enum! {
         EtcdNoSpace,
         EtcdSlowDisk,
         NodesUnreachable,
+        ApiServerNotServing,
+        ApiEndpointUnreachable,
         Inconclusive,
     }
 }

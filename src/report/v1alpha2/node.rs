@@ -445,6 +445,10 @@ pub struct ProbeOutput {
     /// The alarm list from this node's etcd, where it could answer.
     #[serde(default)]
     pub alarms: Alarms,
+    /// The node's kube-apiserver, as the plugin read what the probe fetched. Absent from older
+    /// probes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub api_server: Option<ApiServer>,
     /// Steps that failed, with why.
     #[serde(default)]
     pub errors: Vec<StepError>,
@@ -470,6 +474,10 @@ impl From<po::ProbeOutput> for ProbeOutput {
             health: p.health.into(),
             members: p.members.into(),
             alarms: p.alarms.into(),
+            api_server: p
+                .api_server
+                .as_ref()
+                .map(|r| ApiServer::from(crate::probe::apiserver::read(r, p.clock_ms))),
             errors: all(p.errors),
             document_problems: p.document_problems,
         }
@@ -982,6 +990,147 @@ impl From<po::StepError> for StepError {
         StepError {
             step: e.step,
             message: e.message,
+        }
+    }
+}
+
+mirror_enum! {
+    /// What the node's API server is doing, most telling first.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema, strum::Display, strum::VariantArray)]
+    pub enum ApiServerState from crate::probe::apiserver::ApiServerState {
+        /// `/readyz` passed and the serving certificate is within its dates.
+        Ready,
+        /// Its serving certificate's notAfter is past (by the node's clock).
+        CertificateExpired,
+        /// Its serving certificate's notBefore is ahead (by the node's clock).
+        CertificateNotYetValid,
+        /// It answers, `/readyz` names failed checks.
+        NotReady,
+        /// It answers HTTP (401/403 to an anonymous request): its readiness not told.
+        Answering,
+        /// Its newest container exited after restarts.
+        CrashLooping,
+        /// No container running, none restarting.
+        NotRunning,
+        /// Its container runs, 6443 gives no HTTP answer.
+        NoAnswer,
+        /// Not read.
+        Unknown,
+    }
+}
+
+mirror_enum! {
+    /// What a kube-apiserver log line says.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema, strum::Display, strum::VariantArray)]
+    pub enum ApiLogKind from crate::probe::apiserver::ApiLogKind {
+        /// A fatal line, or `"command failed"`: the process exits.
+        Fatal,
+        /// `bind: address already in use` (its port taken).
+        BindFailed,
+        /// `x509: certificate has expired or is not yet valid`, `tls: expired certificate`.
+        CertificateInvalid,
+        /// etcd not answering: a dial to 2379 refused or timed out, `etcdserver: request timed out`.
+        EtcdUnreachable,
+    }
+}
+
+/// The node's kube-apiserver: its container, its own `/readyz`, its serving certificate and
+/// what its log's tail says.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ApiServer {
+    /// What it is doing, from the parts below.
+    pub state: ApiServerState,
+    /// The newest container's state, as crictl says it.
+    #[serde(default)]
+    pub container_state: Option<String>,
+    /// The newest container's restart attempt (kubelet's count).
+    #[serde(default)]
+    pub restarts: Option<u32>,
+    /// When the newest container was created, RFC 3339 UTC.
+    #[serde(default)]
+    pub started_at: Option<String>,
+    /// Why the container list could not be read.
+    #[serde(default)]
+    pub containers_error: Option<String>,
+    /// `/readyz?verbose`'s HTTP status, when it answered.
+    #[serde(default)]
+    pub readyz_status: Option<u16>,
+    /// The checks `/readyz?verbose` says failed (`etcd`, ...).
+    #[serde(default)]
+    pub failed_checks: Vec<String>,
+    /// Why `/readyz` gave no answer (curl's words).
+    #[serde(default)]
+    pub readyz_error: Option<String>,
+    /// The serving certificate's notBefore, RFC 3339 UTC.
+    #[serde(default)]
+    pub cert_not_before: Option<String>,
+    /// The serving certificate's notAfter, RFC 3339 UTC.
+    #[serde(default)]
+    pub cert_not_after: Option<String>,
+    /// Why the serving certificate's dates could not be read.
+    #[serde(default)]
+    pub cert_error: Option<String>,
+    /// The log tail's findings.
+    #[serde(default)]
+    pub log: Vec<ApiLogFinding>,
+}
+
+/// One kind of line in the API server's log tail.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ApiLogFinding {
+    pub kind: ApiLogKind,
+    /// How many lines of the tail.
+    pub count: usize,
+    /// The newest such line (at most 300 characters).
+    pub line: String,
+    /// Its klog time (`MMDD hh:mm:ss.uuuuuu`).
+    #[serde(default)]
+    pub at: Option<String>,
+}
+
+impl From<crate::probe::apiserver::ApiServer> for ApiServer {
+    fn from(a: crate::probe::apiserver::ApiServer) -> ApiServer {
+        use crate::probe::apiserver::{rfc3339, Readyz};
+        let newest = a.newest().cloned();
+        let (readyz_status, failed_checks, readyz_error) = match a.readyz {
+            Readyz::Ready => (Some(200), vec![], None),
+            Readyz::NotReady { status, failed } => (Some(status), failed, None),
+            Readyz::Answered(status) => (Some(status), vec![], None),
+            Readyz::NoAnswer(why) => (None, vec![], Some(why)),
+            Readyz::NotAsked => (None, vec![], None),
+        };
+        let (cert_not_before, cert_not_after, cert_error) = match a.cert {
+            Ok(v) => (
+                Some(rfc3339(v.not_before)),
+                Some(rfc3339(v.not_after)),
+                None,
+            ),
+            Err(e) => (None, None, Some(e)),
+        };
+        ApiServer {
+            state: a.state.into(),
+            container_state: newest.as_ref().map(|c| c.state.clone()),
+            restarts: newest.as_ref().and_then(|c| c.attempt),
+            started_at: newest.as_ref().and_then(|c| c.created_s).map(rfc3339),
+            containers_error: a.containers_error,
+            readyz_status,
+            failed_checks,
+            readyz_error,
+            cert_not_before,
+            cert_not_after,
+            cert_error,
+            log: a
+                .log
+                .into_iter()
+                .map(|f| ApiLogFinding {
+                    kind: f.kind.into(),
+                    count: f.count,
+                    line: f.line,
+                    at: f.at,
+                })
+                .collect(),
         }
     }
 }

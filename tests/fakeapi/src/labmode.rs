@@ -33,6 +33,7 @@ pub fn start(cfg: &FakeConfig, args: &Args) -> Result<(Arc<Lab>, Workload, Vec<P
     if let Some(v) = &args.etcd {
         lab_cfg.etcd = v.parse::<EtcdVersion>()?;
     }
+    lab_cfg.apiserver = args.apiserver;
     let faults: Vec<Fault> = args
         .faults
         .iter()
@@ -52,7 +53,7 @@ pub fn start(cfg: &FakeConfig, args: &Args) -> Result<(Arc<Lab>, Workload, Vec<P
         lab.inject(f)?;
     }
     serve_control(&lab)?;
-    let workload = if args.workload_down {
+    let workload = if args.workload_down && !args.apiserver {
         Workload::black_hole()
     } else {
         let mut wcfg = match &args.workload_fixtures {
@@ -62,7 +63,21 @@ pub fn start(cfg: &FakeConfig, args: &Args) -> Result<(Arc<Lab>, Workload, Vec<P
         for image in &args.refuse_images {
             wcfg = wcfg.refuse_image(image);
         }
-        let w = Workload::serving(wcfg)?;
+        let w = if args.apiserver {
+            // Behind the lab's API servers and its VIP (Workload::lab): the endpoint answers
+            // only while etcd has a quorum; the pods run in the lab.
+            Workload::lab(wcfg, lab.clone())?
+        } else {
+            let w = Workload::serving(wcfg)?;
+            w.api()
+                .expect("a serving workload is an API server")
+                .execute_pods_in(lab.clone())?;
+            w
+        };
+        if args.apiserver && args.workload_down {
+            // The endpoint dark: the VIP takes connections and never answers, until a heal.
+            lab.inject(Fault::VipDown)?;
+        }
         let api = w.api().expect("a serving workload is an API server");
         // A fixture set without these Nodes is likely a mistake (the lab kubelet registers
         // them anyway): say so.
@@ -77,7 +92,6 @@ pub fn start(cfg: &FakeConfig, args: &Args) -> Result<(Arc<Lab>, Workload, Vec<P
                 "etcdnet-fakeapi: the workload fixtures have no Node {missing:?}; registering them as their kubelet would"
             );
         }
-        api.execute_pods_in(lab.clone())?;
         w
     };
     Ok((lab, workload, nodes))

@@ -4,7 +4,7 @@
 //! etcdnet-fakeapi --fixtures DIR | --many-clusters NxM [--listen 127.0.0.1:0] [--var K=V ...]
 //!                 [--kubeconfig-out PATH [--context NAME] [--namespace NS]] [--requests-out FILE]
 //!                 [--workload ok|black-hole|refused|etcd-unhealthy|lab]
-//!                 [--workload-fixtures DIR] [--workload-down] [--cluster NAME]
+//!                 [--workload-fixtures DIR] [--workload-down] [--apiserver] [--cluster NAME]
 //!                 [--refuse-image IMAGE ...] [--fault F ...] [--logger zap|text|mixed]
 //!                 [--etcd 3.4|3.5]
 //! ```
@@ -17,6 +17,9 @@
 //! set's control-plane Machines' nodeRefs and VM addresses, and a workload API (serving
 //! `--workload-fixtures`) whose pods pinned to those nodes run in the lab. `--workload-down`
 //! keeps the lab but makes the workload API a black hole (etcd without quorum: nothing answers).
+//! `--apiserver` runs the lab's kube-apiserver stand-ins and makes the endpoint their VIP
+//! (`Workload::lab`; the secret carries the lab's cluster CA): it answers only while etcd has a
+//! quorum; with `--workload-down`, the VIP is dark (`vip-down`) until a heal.
 //! In lab mode the Supervisor fake also runs the pods created without a node (the plugin's
 //! jumpbox pods) in the lab's switch namespace, the Supervisor side, and `<cluster>-ssh` holds the
 //! lab's real key (`JUMPBOX_SECRET=ns/name` is printed; the key never is).
@@ -48,7 +51,7 @@ const USAGE: &str =
                        [--var K=V ...] [--kubeconfig-out PATH [--context NAME] [--namespace NS]]
                        [--requests-out FILE]
                        [--workload ok|black-hole|refused|etcd-unhealthy|lab]
-                       [--workload-fixtures DIR] [--workload-down] [--cluster NAME]
+                       [--workload-fixtures DIR] [--workload-down] [--apiserver] [--cluster NAME]
                        [--refuse-image IMAGE ...] [--fault F ...] [--logger zap|text|mixed]
                        [--etcd 3.4|3.5]
   --workload lab         a lab of real etcd nodes named and addressed as the set's control plane;
@@ -56,6 +59,9 @@ const USAGE: &str =
   --workload-fixtures    objects of the workload API (e.g. tests/fixtures/workload/lab-3)
   --workload-down        lab mode, but the workload API never answers (quorum lost): the
                          Supervisor's jumpbox pods still reach the nodes over SSH
+  --apiserver            lab mode: a kube-apiserver stand-in on every node and the endpoint a
+                         VIP in front of them (answers only while etcd has a quorum);
+                         with --workload-down, the VIP is dark (vip-down) until a heal
   --cluster NAME         the cluster whose control plane the lab is (when the set has several);
                          `all`: one lab and one workload API per cluster ({{WORKLOAD_URL_<NAME>}})
   --many-clusters NxM    a generated Supervisor: N vSphere Namespaces of M clusters each
@@ -78,6 +84,7 @@ struct Args {
     workload: Option<String>,
     workload_fixtures: Option<PathBuf>,
     workload_down: bool,
+    apiserver: bool,
     cluster: Option<String>,
     refuse_images: Vec<String>,
     faults: Vec<String>,
@@ -102,6 +109,10 @@ fn parse_args(mut it: impl Iterator<Item = String>) -> Result<Args> {
         }
         if flag == "--workload-down" {
             a.workload_down = true;
+            continue;
+        }
+        if flag == "--apiserver" {
+            a.apiserver = true;
             continue;
         }
         let mut value = || -> Result<String> {
@@ -213,7 +224,14 @@ fn run() -> Result<()> {
     let mut planned = Vec::new();
     let mut labs = Vec::new();
     let all = args.cluster.as_deref() == Some("all");
+    if args.apiserver && args.workload.as_deref() != Some("lab") {
+        bail!("--apiserver needs --workload lab (the API servers run on the lab's nodes)");
+    }
     let workload = match args.workload.as_deref() {
+        Some("lab") if all && args.apiserver => {
+            // One WORKLOAD_CA for every cluster's secret: each lab has its own cluster CA.
+            bail!("--apiserver takes one cluster (--cluster NAME), not --cluster all")
+        }
         Some("lab") if all => {
             labs = labmode::start_all(&cfg, &args)?;
             for c in &labs {
@@ -241,6 +259,8 @@ fn run() -> Result<()> {
     };
     if let Some(w) = &workload {
         cfg = cfg.var("WORKLOAD_URL", w.url());
+        // The CA the kubeconfig secret carries: the lab's cluster CA behind its VIP.
+        cfg = cfg.var("WORKLOAD_CA", w.ca_data());
     }
     for (k, v) in &args.vars {
         cfg = cfg.var(k, v);

@@ -24,6 +24,9 @@ use crate::status::ApiError;
 /// A fake workload-cluster API endpoint; stops on drop.
 pub struct Workload {
     url: String,
+    /// The CA a client must trust for `url` when it is not [`crate::tls::ca_pem`]: the lab's
+    /// cluster CA when the endpoint is the lab's VIP in front of its API servers.
+    ca_pem: Option<String>,
     inner: Inner,
 }
 
@@ -153,6 +156,7 @@ impl Workload {
         let api = FakeApi::start_tls(cfg)?;
         Ok(Workload {
             url: api.url(),
+            ca_pem: None,
             inner: Inner::Api(Box::new(api)),
         })
     }
@@ -160,12 +164,42 @@ impl Workload {
     /// A healthy API serving `cfg` whose pods pinned to a node of `lab` really run there (see
     /// [`FakeApi::execute_pods_in`]): the fake workload cluster of a lab, e.g.
     /// `Workload::lab(FakeConfig::from_dir(workload_set("lab-3"))?, lab)`.
+    ///
+    /// A lab that runs API servers (`LabConfig::apiserver`) puts them in front, as in a real
+    /// cluster: the endpoint ([`Workload::url`]) is the lab's VIP (`Lab::start_vip`: TCP to a node
+    /// whose 6443 accepts), its certificate is the node's `apiserver.crt` signed by the lab's
+    /// cluster CA ([`Workload::ca_data`], what the `<cluster>-kubeconfig` secret must carry: set
+    /// `WORKLOAD_CA` to it), `/readyz` is the node's own (its etcd check), and every other request
+    /// reaches this fake only through a node whose etcd check passes (otherwise HTTP 500,
+    /// `etcdserver: request timed out`): the workload API answers only while etcd has a quorum.
+    /// `Fault::VipDown` makes the endpoint dark.
     pub fn lab(cfg: FakeConfig, lab: Arc<etcdnet_lab::Lab>) -> anyhow::Result<Workload> {
-        let w = Self::serving(cfg)?;
-        w.api()
-            .expect("serving() is an API server")
-            .execute_pods_in(lab)?;
+        let mut w = Self::serving(cfg)?;
+        let api = w.api().expect("serving() is an API server");
+        api.execute_pods_in(lab.clone())?;
+        if let Some(ca) = lab.cluster_ca_pem() {
+            let addr: SocketAddr = api
+                .url()
+                .trim_start_matches("https://")
+                .parse()
+                .map_err(|e| anyhow::anyhow!("the workload fake's address: {e}"))?;
+            lab.set_apiserver_backend(addr, crate::tls::ca_pem())?;
+            let vip = lab.start_vip()?;
+            w.url = format!("https://{vip}");
+            w.ca_pem = Some(ca);
+        }
         Ok(w)
+    }
+
+    /// The `certificate-authority-data` a kubeconfig for [`Workload::url`] carries (base64 of the
+    /// PEM, as CAPI writes it): the lab's cluster CA behind a VIP, else the fakes' own CA
+    /// ([`crate::tls::ca_data`], what `{{WORKLOAD_CA}}` is by default).
+    pub fn ca_data(&self) -> String {
+        use base64::Engine;
+        match &self.ca_pem {
+            Some(pem) => base64::engine::general_purpose::STANDARD.encode(pem),
+            None => crate::tls::ca_data(),
+        }
     }
 
     /// Every request answered with `code` (health endpoints in plain text,
@@ -194,6 +228,7 @@ impl Workload {
         let (tx, thread) = spawn_server(listener, app, true).expect("starting the workload fake");
         Workload {
             url,
+            ca_pem: None,
             inner: Inner::Failing {
                 requests,
                 shutdown: Some(tx),
@@ -231,6 +266,7 @@ impl Workload {
             .expect("spawning the black hole");
         Workload {
             url,
+            ca_pem: None,
             inner: Inner::BlackHole {
                 stop,
                 accepted,
@@ -252,6 +288,7 @@ impl Workload {
             .expect("inet address");
         Workload {
             url: format!("https://{addr}"),
+            ca_pem: None,
             inner: Inner::Refused(sock),
         }
     }

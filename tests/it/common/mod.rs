@@ -53,11 +53,18 @@ pub mod article {
     /// A lab whose nodes are the set's control-plane VMs (same names and IPs). Panics, naming
     /// what is missing, when the lab cannot run here (`etcdnet_lab::require`).
     pub fn start_lab(test: &str) -> std::sync::Arc<etcdnet_lab::Lab> {
+        start_lab_with(test, false)
+    }
+
+    /// [`start_lab`], with a kube-apiserver stand-in on every node when `apiserver`
+    /// (`LabConfig::apiserver`; `Workload::lab` then puts the lab's VIP in front of them).
+    pub fn start_lab_with(test: &str, apiserver: bool) -> std::sync::Arc<etcdnet_lab::Lab> {
         use etcdnet_fakeapi::labplan;
         etcdnet_lab::require(test);
         let set = super::FakeConfig::from_dir(super::fixture(SET)).unwrap();
         let plan = labplan::plan(&set, Some(CLUSTER)).unwrap();
-        let config = labplan::lab_config(&plan).unwrap();
+        let mut config = labplan::lab_config(&plan).unwrap();
+        config.apiserver = apiserver;
         std::sync::Arc::new(etcdnet_lab::Lab::start(config).expect("lab starts"))
     }
 }
@@ -111,9 +118,15 @@ pub fn fixture_config(
 
 impl Env {
     /// `workload`: the fake the `<cluster>-kubeconfig` secret points at (`{{WORKLOAD_URL}}`).
+    /// Its `{{WORKLOAD_CA}}` is the one `workload` is served with (the lab's cluster CA when
+    /// the endpoint is the lab's VIP in front of its API servers: `Workload::lab`).
     pub fn new(set: &str, workload: Workload) -> Env {
         let url = workload.url();
-        Env::with_url(set, Some(workload), &url)
+        let cfg = FakeConfig::from_dir(fixture(set))
+            .expect("fixture set loads")
+            .var("WORKLOAD_URL", &url)
+            .var("WORKLOAD_CA", workload.ca_data());
+        Env::with_config(cfg, Some(workload))
     }
 
     /// A world over `set` plus `objects` (an editor's, a test's), `forbid` refused, its workload
@@ -131,7 +144,19 @@ impl Env {
     /// Fixture set `set` whose Supervisor runs the jumpbox pod in `lab` (its switch namespace)
     /// with `key` as the cluster's `tkc-prod-ssh` secret; the workload API a black hole.
     pub fn jumpbox_in_lab(set: &str, lab: &std::sync::Arc<etcdnet_lab::Lab>, key: Vec<u8>) -> Env {
-        let env = Env::new(set, Workload::black_hole());
+        Env::jumpbox_in_lab_with(set, lab, key, Workload::black_hole())
+    }
+
+    /// [`Env::jumpbox_in_lab`] with the workload API `workload`: a world whose verdict can be
+    /// `Healthy` (which needs the workload API answering) runs the jumpbox with `--via jumpbox`
+    /// or `--via ssh` beside an answering one.
+    pub fn jumpbox_in_lab_with(
+        set: &str,
+        lab: &std::sync::Arc<etcdnet_lab::Lab>,
+        key: Vec<u8>,
+        workload: Workload,
+    ) -> Env {
+        let env = Env::new(set, workload);
         env.supervisor
             .execute_jumpbox_pods_in(lab.clone())
             .expect("the Supervisor runs jumpbox pods");

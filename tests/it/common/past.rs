@@ -39,7 +39,11 @@ impl Route {
                 let w = FakeConfig::from_dir(etcdnet_fakeapi::workload_set(workload)).unwrap();
                 Env::new(set, Workload::lab(w, lab.clone()).unwrap())
             }
-            Route::Jumpbox => Env::jumpbox_in_lab(set, lab, lab.ssh_private_key()),
+            // The workload API answers (`Healthy` needs it); the jumpbox is asked for by
+            // `--via jumpbox` (`args`).
+            Route::Jumpbox => {
+                Env::jumpbox_in_lab_with(set, lab, lab.ssh_private_key(), Workload::ok())
+            }
         }
     }
 

@@ -25,9 +25,14 @@ struct World {
 /// The article's world: a lab, the workload API a black hole, the Supervisor running jumpbox
 /// pods in the lab with `key` in the cluster's ssh secret.
 fn world(test: &str, key: Option<Vec<u8>>) -> World {
+    world_with(test, key, Workload::black_hole())
+}
+
+/// [`world`] with the workload API `workload`.
+fn world_with(test: &str, key: Option<Vec<u8>>, workload: Workload) -> World {
     let lab = start_lab(test);
     let key = key.unwrap_or_else(|| lab.ssh_private_key());
-    let env = Env::jumpbox_in_lab(SET, &lab, key);
+    let env = Env::jumpbox_in_lab_with(SET, &lab, key, workload);
     World { env, lab }
 }
 
@@ -640,7 +645,8 @@ fn one_node_rejecting_the_key_keeps_the_others_results() {
 #[test]
 #[cfg_attr(not(etcdnet_lab), ignore = "needs root and the lab (see build.rs)")]
 fn a_restricted_vsphere_namespace_admits_and_runs_the_jumpbox() {
-    let w = world("diagnose_jumpbox restricted", None);
+    // The workload API answers (`Healthy` needs it); the jumpbox is asked for by --via.
+    let w = world_with("diagnose_jumpbox restricted", None, Workload::ok());
     w.env
         .supervisor
         .modify("v1", "Namespace", "", NS, |ns| {

@@ -10,6 +10,7 @@
 //! Run them alone with `cargo test --test it lab::`; skip them with `-- --skip lab::`.
 
 mod all_clusters;
+mod apiserver_vip;
 mod bundle;
 mod diagnose_jumpbox;
 mod diagnose_pod;

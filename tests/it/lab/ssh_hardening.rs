@@ -105,7 +105,8 @@ struct World {
 
 fn world(test: &str) -> World {
     let lab = start_lab(test);
-    let env = Env::jumpbox_in_lab(SET, &lab, lab.ssh_private_key());
+    // The workload API answers (`Healthy` needs it); the routes are asked for by --via.
+    let env = Env::jumpbox_in_lab_with(SET, &lab, lab.ssh_private_key(), Workload::ok());
     let bin = tempfile::tempdir().unwrap();
     let log = bin.path().join("ssh-G");
     std::fs::create_dir(&log).unwrap();
@@ -165,6 +166,10 @@ impl World {
         self.lab
             .forward_host_port(self.env.supervisor_port())
             .unwrap();
+        // The workload API too: the admin's side checks it (`Healthy` needs it answering).
+        let workload = self.env.workload.as_ref().unwrap().url();
+        let port = workload.rsplit(':').next().unwrap().trim_end_matches('/');
+        self.lab.forward_host_port(port.parse().unwrap()).unwrap();
         let home = self.home.path().to_str().unwrap();
         let argv = [
             "unshare",

@@ -170,7 +170,8 @@ impl World {
             &[],
             Workload::lab(w, lab.clone()).unwrap(),
         );
-        let jumpbox = Env::with_objects(SET, vec![mhc()], &[], Workload::black_hole());
+        // The workload API answers (`Healthy` needs it); the jumpbox route is asked for.
+        let jumpbox = Env::with_objects(SET, vec![mhc()], &[], Workload::ok());
         jumpbox
             .supervisor
             .execute_jumpbox_pods_in(lab.clone())

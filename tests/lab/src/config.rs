@@ -193,6 +193,11 @@ pub struct LabConfig {
     /// A kubelet stand-in on every node (restarts, probes; see [`KubeletConfig`]), started once
     /// the cluster is healthy. None (the default): etcd runs until the lab or a test stops it.
     pub kubelet: Option<KubeletConfig>,
+    /// A kube-apiserver stand-in on every node (`apiserver.rs`; tests/lab/README.md, "The API
+    /// servers and the VIP"): 6443 with kubeadm's `apiserver.crt`, `/readyz` failing its etcd
+    /// check while the local member is leaderless, a klog log, `crictl` listing it. Off by
+    /// default: nothing listens on 6443, as before.
+    pub apiserver: bool,
 }
 
 impl Default for LabConfig {
@@ -207,6 +212,7 @@ impl Default for LabConfig {
             image: None,
             start_timeout: Duration::from_secs(30),
             kubelet: None,
+            apiserver: false,
         }
     }
 }

@@ -61,6 +61,10 @@
 //!   included (a VM that does not answer on 22): `ssh -o ConnectTimeout=3` fails after 3 s,
 //!   "Connection timed out", exit 255. The only fault that touches 22 or the jumpbox: the others
 //!   match the peer ports or the other members' addresses only.
+//! - `ApiserverCrashLoop(Y)`, `ExpiredApiserverCert(Y)`, `FutureApiserverCert(Y)`, `VipDown`:
+//!   the API server side (`apiserver.rs`, tests/lab/README.md "The API servers and the VIP"):
+//!   Y's kube-apiserver stand-in crash-loops, or serves an expired / not yet valid certificate;
+//!   the control-plane endpoint's VIP takes connections and never answers.
 
 use std::fmt;
 use std::str::FromStr;
@@ -101,6 +105,18 @@ pub enum Fault {
     SlowDisk(String),
     /// This node's port 22 dropped for everyone (the jumpbox and the admin included).
     BlockSsh(String),
+    /// This node's kube-apiserver stand-in crash-loops (each attempt exits 1 with a bind
+    /// failure, restarted on the kubelet's back-off). Needs [`crate::LabConfig::apiserver`].
+    ApiserverCrashLoop(String),
+    /// This node's `apiserver.crt` re-issued expired (a day ago), served from the next
+    /// connection on.
+    ExpiredApiserverCert(String),
+    /// This node's `apiserver.crt` re-issued not valid before tomorrow (a clock set back).
+    FutureApiserverCert(String),
+    /// The control-plane endpoint's VIP ([`crate::Lab::start_vip`]) dark: connections are
+    /// taken and never answered (an NSX/Avi virtual server or HAProxy frontend that is down,
+    /// or a route to it lost), while every API server behind it may be fine.
+    VipDown,
 }
 
 /// How long `SlowDisk` holds each fdatasync: over etcd's 1 s warning (`warnSyncDuration`).
@@ -123,6 +139,10 @@ impl fmt::Display for Fault {
             Fault::StopEtcd(n) => write!(f, "stop-etcd:{n}"),
             Fault::SlowDisk(n) => write!(f, "slow-disk:{n}"),
             Fault::BlockSsh(n) => write!(f, "block-ssh:{n}"),
+            Fault::ApiserverCrashLoop(n) => write!(f, "apiserver-crash-loop:{n}"),
+            Fault::ExpiredApiserverCert(n) => write!(f, "expired-apiserver-cert:{n}"),
+            Fault::FutureApiserverCert(n) => write!(f, "future-apiserver-cert:{n}"),
+            Fault::VipDown => f.write_str("vip-down"),
         }
     }
 }
@@ -131,7 +151,8 @@ impl fmt::Display for Fault {
 pub const FAULT_NAMES: &str = "drop-all-peers, reject-all-peers, isolate:N, block-port:P, \
     drop-one-way:FROM:TO, cut:A:B, drop-large-packets, guest-firewall:N, \
     guest-firewall-uncounted:N, expired-peer-cert:N, expired-server-cert:N, stop-etcd:N, \
-    slow-disk:N, block-ssh:N";
+    slow-disk:N, block-ssh:N, apiserver-crash-loop:N, expired-apiserver-cert:N, \
+    future-apiserver-cert:N, vip-down";
 
 impl FromStr for Fault {
     type Err = anyhow::Error;
@@ -166,6 +187,10 @@ impl FromStr for Fault {
             "stop-etcd" => Fault::StopEtcd(one("node")?),
             "slow-disk" => Fault::SlowDisk(one("node")?),
             "block-ssh" => Fault::BlockSsh(one("node")?),
+            "apiserver-crash-loop" => Fault::ApiserverCrashLoop(one("node")?),
+            "expired-apiserver-cert" => Fault::ExpiredApiserverCert(one("node")?),
+            "future-apiserver-cert" => Fault::FutureApiserverCert(one("node")?),
+            "vip-down" => Fault::VipDown,
             "block-port" => Fault::BlockPort(one("port")?.parse()?),
             "drop-one-way" => {
                 let (from, to) = two()?;
@@ -180,7 +205,10 @@ impl FromStr for Fault {
         if !args.is_empty()
             && matches!(
                 fault,
-                Fault::DropAllPeers | Fault::RejectAllPeers | Fault::DropLargePackets
+                Fault::DropAllPeers
+                    | Fault::RejectAllPeers
+                    | Fault::DropLargePackets
+                    | Fault::VipDown
             )
         {
             bail!("{kind} takes no argument");
@@ -213,7 +241,10 @@ impl Fault {
             | Fault::ExpiredServerCert(n)
             | Fault::StopEtcd(n)
             | Fault::SlowDisk(n)
-            | Fault::BlockSsh(n) => {
+            | Fault::BlockSsh(n)
+            | Fault::ApiserverCrashLoop(n)
+            | Fault::ExpiredApiserverCert(n)
+            | Fault::FutureApiserverCert(n) => {
                 vec![n.as_str()]
             }
             Fault::DropOneWay { from, to } => vec![from.as_str(), to.as_str()],
@@ -336,7 +367,11 @@ impl Fault {
             Fault::ExpiredPeerCert(_)
             | Fault::ExpiredServerCert(_)
             | Fault::StopEtcd(_)
-            | Fault::SlowDisk(_) => Vec::new(),
+            | Fault::SlowDisk(_)
+            | Fault::ApiserverCrashLoop(_)
+            | Fault::ExpiredApiserverCert(_)
+            | Fault::FutureApiserverCert(_)
+            | Fault::VipDown => Vec::new(),
         })
     }
 }
@@ -363,6 +398,10 @@ mod tests {
             Fault::DropLargePackets,
             Fault::GuestFirewall("cp2".into()),
             Fault::GuestFirewallUncounted("cp2".into()),
+            Fault::ApiserverCrashLoop("cp1".into()),
+            Fault::ExpiredApiserverCert("cp2".into()),
+            Fault::FutureApiserverCert("cp2".into()),
+            Fault::VipDown,
             Fault::SlowDisk("cp2".into()),
             Fault::ExpiredPeerCert("cp2".into()),
             Fault::ExpiredServerCert("cp2".into()),

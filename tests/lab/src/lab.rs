@@ -10,6 +10,7 @@ use std::time::{Duration, Instant, SystemTime};
 use anyhow::{anyhow, bail, Context, Result};
 use serde_json::json;
 
+use crate::apiserver::{ApiServers, Backend, Vip};
 use crate::config::{EtcdVersion, LabConfig};
 use crate::daemon::Daemons;
 use crate::disk::Tracer;
@@ -20,7 +21,7 @@ use crate::kubelet::Kubelets;
 use crate::member::{now_ns, Supervisor};
 use crate::net;
 use crate::node::{self, Node};
-use crate::pki::{self, Pki, Role, RsaKey};
+use crate::pki::{self, Pki, Role, RsaKey, Validity};
 use crate::pods::Pods;
 use crate::ssh::{self, SshKeys};
 use crate::sweep;
@@ -63,6 +64,12 @@ pub struct Lab {
     pub(crate) ssh: SshKeys,
     pub(crate) daemons: Option<Daemons>,
     pub(crate) forwards: Mutex<Vec<Forward>>,
+    /// The cluster CA (`/etc/kubernetes/pki/ca.crt`), when the lab runs API servers.
+    cluster_pki: Option<Pki>,
+    /// The kube-apiserver stand-ins ([`LabConfig::apiserver`]).
+    apiservers: Option<ApiServers>,
+    /// The control-plane endpoint's VIP ([`Lab::start_vip`]).
+    vip: Mutex<Option<Vip>>,
 }
 
 fn which(program: &str) -> bool {
@@ -216,6 +223,9 @@ impl Lab {
             ssh: SshKeys::default(),
             daemons: None,
             forwards: Mutex::new(Vec::new()),
+            cluster_pki: None,
+            apiservers: None,
+            vip: Mutex::new(None),
         };
         fs::create_dir_all(&lab.dir)?;
         let now = now_ns();
@@ -231,7 +241,14 @@ impl Lab {
         fs::write(&lab.ssh.known_hosts, known_hosts)?;
         fs::create_dir_all(lab.jumpbox_scratch())?;
         // Keys (slow the first time) are made while the network is built.
-        let key_count = 1 + Role::ALL.len() * lab.nodes.len();
+        // With API servers: the cluster CA's key and one per node's apiserver.crt after them.
+        let key_count = 1
+            + Role::ALL.len() * lab.nodes.len()
+            + if cfg.apiserver {
+                1 + lab.nodes.len()
+            } else {
+                0
+            };
         let keys = std::thread::scope(|s| {
             let keys = s.spawn(|| pki::rsa_keys(key_count));
             net::build(&lab.switch_netns, lab.jumpbox_ip, &lab.nodes)?;
@@ -255,6 +272,14 @@ impl Lab {
             }
         }
         lab.pki = Some(ca);
+        if cfg.apiserver {
+            let cluster = Pki::new_cluster(&lab.keys[lab.cluster_key_base()])?;
+            for (i, n) in lab.nodes.iter().enumerate() {
+                cluster.write_cluster_ca(&n.root.join("etc/kubernetes/pki"))?;
+                lab.issue_apiserver_with(&cluster, i, Validity::Valid)?;
+            }
+            lab.cluster_pki = Some(cluster);
+        }
         let supervisor = Supervisor::new(&lab.id)?;
         lab.pods.set_supervisor(supervisor.handle());
         lab.supervisor = Some(supervisor);
@@ -275,6 +300,15 @@ impl Lab {
         })?;
         lab.wait_healthy(cfg.start_timeout)
             .context("the lab's etcd cluster did not become healthy")?;
+        if cfg.apiserver {
+            // After the first election: a kube-apiserver started before would only log its
+            // failed etcd dials until then.
+            lab.apiservers = Some(ApiServers::start(
+                &lab.id,
+                &lab.nodes,
+                cfg.kubelet.as_ref(),
+            )?);
+        }
         // After the first election: kubeadm's startup probe would pass on the first try here.
         if let Some(k) = &cfg.kubelet {
             lab.kubelets = Some(Kubelets::start(&lab.id, &lab.nodes, &lab.pods, k)?);
@@ -452,6 +486,114 @@ impl Lab {
         node::set_kubelet(self.node(node)?, active, now_ns())
     }
 
+    fn cluster_key_base(&self) -> usize {
+        1 + Role::ALL.len() * self.nodes.len()
+    }
+
+    fn apiservers(&self) -> Result<&ApiServers> {
+        self.apiservers
+            .as_ref()
+            .context("the lab runs no API servers (LabConfig::apiserver)")
+    }
+
+    fn issue_apiserver_with(&self, ca: &Pki, i: usize, validity: Validity) -> Result<()> {
+        let n = &self.nodes[i];
+        ca.issue_apiserver(
+            &n.root.join("etc/kubernetes/pki"),
+            &n.name,
+            n.ip,
+            // The control-plane endpoint as its clients reach it: the lab's VIP listens on the
+            // host's 127.0.0.1 (the kubeconfig's server), so that is the endpoint's SAN.
+            std::net::IpAddr::V4(Ipv4Addr::LOCALHOST),
+            &self.keys[self.cluster_key_base() + 1 + i],
+            validity,
+        )
+    }
+
+    /// Re-issues node i's `apiserver.crt` (same key); the stand-in serves it from the next
+    /// connection on.
+    fn issue_apiserver(&self, i: usize, validity: Validity) -> Result<()> {
+        let ca = self
+            .cluster_pki
+            .as_ref()
+            .context("the lab has no cluster CA")?;
+        self.issue_apiserver_with(ca, i, validity)
+    }
+
+    /// The cluster CA's certificate (PEM), which signed every node's `apiserver.crt`: what the
+    /// `<cluster>-kubeconfig` secret carries inline (`certificate-authority-data`, base64 of
+    /// this) as CAPI writes it. None unless [`LabConfig::apiserver`].
+    pub fn cluster_ca_pem(&self) -> Option<String> {
+        self.cluster_pki.as_ref().map(|p| p.ca_pem().to_string())
+    }
+
+    /// Where the API servers pass API requests while their etcd check passes: the fake workload
+    /// API at `addr` (the host's loopback), its serving certificate signed by `ca_pem`.
+    pub fn set_apiserver_backend(&self, addr: std::net::SocketAddr, ca_pem: &str) -> Result<()> {
+        self.apiservers()?.set_backend(Some(Backend {
+            addr,
+            ca_pem: ca_pem.to_string(),
+        }));
+        Ok(())
+    }
+
+    /// Starts (once) the control-plane endpoint's VIP on the host's `127.0.0.1:<port>`: TCP
+    /// pass-through to a node whose 6443 accepts (see tests/lab/README.md); its address.
+    pub fn start_vip(&self) -> Result<std::net::SocketAddr> {
+        self.apiservers()?;
+        let mut vip = self.vip.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(v) = vip.as_ref() {
+            return Ok(v.addr);
+        }
+        let v = Vip::start(&self.switch_netns, &self.nodes)?;
+        let addr = v.addr;
+        *vip = Some(v);
+        Ok(addr)
+    }
+
+    /// Connections the VIP passed to each node so far (in node order); empty without a VIP.
+    pub fn vip_forwarded(&self) -> Vec<usize> {
+        self.vip
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .as_ref()
+            .map(|v| {
+                v.forwarded
+                    .iter()
+                    .map(|c| c.load(std::sync::atomic::Ordering::SeqCst))
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    /// Stops node's kube-apiserver (exit 0) and starts its next attempt, which serves only
+    /// after `serve_after` (an API server still starting: its port refuses until then).
+    pub fn restart_apiserver(&self, node: &str, serve_after: Duration) -> Result<()> {
+        let i = self.index(node)?;
+        self.apiservers()?.restart(i, serve_after);
+        Ok(())
+    }
+
+    /// Node's kube-apiserver: (current attempt, running, serving on 6443, restarts by the
+    /// kubelet's back-off).
+    pub fn apiserver_state(&self, node: &str) -> Result<(Option<u32>, bool, bool, u32)> {
+        let i = self.index(node)?;
+        Ok(self.apiservers()?.status(i))
+    }
+
+    /// What node's kubelet stand-in did to its kube-apiserver (probe kills), oldest first:
+    /// `attempt 0: Liveness probe failed 8 times (HTTP probe failed with statuscode: 500): …`.
+    pub fn apiserver_events(&self, node: &str) -> Result<Vec<String>> {
+        let i = self.index(node)?;
+        Ok(self.apiservers()?.events(i))
+    }
+
+    /// The host path of node's kube-apiserver log of `attempt` (CRI format, klog lines).
+    pub fn apiserver_log(&self, node: &str, attempt: u32) -> Result<PathBuf> {
+        let n = self.node(node)?;
+        Ok(crate::apiserver::log_dir(n).join(format!("{attempt}.log")))
+    }
+
     /// The faults in force.
     pub fn faults(&self) -> Vec<Fault> {
         self.state().faults.clone()
@@ -532,6 +674,28 @@ impl Lab {
             }
             Fault::StopEtcd(n) => {
                 self.pods.stop(self.index(n)?)?;
+            }
+            Fault::ApiserverCrashLoop(n) => {
+                let i = self.index(n)?;
+                self.apiservers()?.set_crash_loop(i, true);
+            }
+            Fault::ExpiredApiserverCert(n) | Fault::FutureApiserverCert(n) => {
+                let i = self.index(n)?;
+                self.apiservers()?;
+                let validity = if matches!(fault, Fault::ExpiredApiserverCert(_)) {
+                    Validity::Expired
+                } else {
+                    Validity::NotYetValid
+                };
+                self.issue_apiserver(i, validity)?;
+            }
+            Fault::VipDown => {
+                self.vip
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .as_ref()
+                    .context("vip-down: the lab has no VIP (Lab::start_vip)")?
+                    .set_down(true);
             }
             Fault::SlowDisk(n) => {
                 let pid = self
@@ -628,6 +792,21 @@ impl Lab {
                 self.start_sshd(&n.name)?;
             }
         }
+        let faults = self.faults();
+        for f in &faults {
+            match f {
+                Fault::ApiserverCrashLoop(n) => {
+                    self.apiservers()?.set_crash_loop(self.index(n)?, false)
+                }
+                Fault::ExpiredApiserverCert(n) | Fault::FutureApiserverCert(n) => {
+                    self.issue_apiserver(self.index(n)?, Validity::Valid)?
+                }
+                _ => {}
+            }
+        }
+        if let Some(v) = self.vip.lock().unwrap_or_else(|e| e.into_inner()).as_ref() {
+            v.set_down(false);
+        }
         let mut state = self.state();
         state.faults.clear();
         state.injected.clear();
@@ -652,6 +831,12 @@ impl Lab {
                     "container_id": self.container_id(&n.name).ok(),
                     "attempt": self.attempt(&n.name).ok(),
                     "sshd_pid": self.sshd_pid(&n.name),
+                    "apiserver": self.apiserver_state(&n.name).ok().map(|(attempt, running, serving, restarts)| json!({
+                        "attempt": attempt,
+                        "running": running,
+                        "serving": serving,
+                        "restarts": restarts,
+                    })),
                 })
             })
             .collect();
@@ -670,6 +855,12 @@ impl Lab {
                 "wrong_private_key": self.ssh.wrong_key,
                 "known_hosts": self.ssh.known_hosts,
             },
+            "vip": self
+                .vip
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .as_ref()
+                .map(|v| v.addr.to_string()),
             "forwarded_host_ports": self
                 .forwards
                 .lock()
@@ -688,6 +879,11 @@ impl Lab {
             if let Err(e) = t.detach() {
                 eprintln!("etcdnet-lab teardown of {}: {e:#}", self.id);
             }
+        }
+        // The VIP and the API servers' listeners first (sockets keep their namespaces alive).
+        self.vip.lock().unwrap_or_else(|e| e.into_inner()).take();
+        if let Some(a) = self.apiservers.take() {
+            a.shutdown();
         }
         // Listening sockets made in the switch namespace keep it alive: close them first.
         self.forwards

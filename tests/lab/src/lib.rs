@@ -32,6 +32,7 @@
 //! lab.wait_healthy(Duration::from_secs(20)).unwrap();
 //! ```
 
+mod apiserver;
 mod config;
 mod daemon;
 mod disk;
@@ -56,6 +57,7 @@ mod ssh;
 mod sweep;
 mod view;
 
+pub use apiserver::{Backend, APISERVER_IMAGE, APISERVER_PORT};
 pub use config::{
     EtcdVersion, KubeletConfig, LabConfig, Logger, ProbeConfig, ETCD_3_5_DEFAULT, ETCD_3_5_ENV,
     LIVENESS_PROBE_PATH, STARTUP_PROBE_PATH,

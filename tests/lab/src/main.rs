@@ -1,7 +1,7 @@
 //! `etcdnet-lab`: bring a lab up by hand, inject faults into it, sweep leftovers.
 //!
 //! ```text
-//! etcdnet-lab up [--nodes N] [--etcd 3.4|3.5] [--logger zap|text|mixed] [--kubelet SCALE]
+//! etcdnet-lab up [--nodes N] [--etcd 3.4|3.5] [--logger zap|text|mixed] [--kubelet SCALE] [--apiserver]
 //!                 [--dir D] [--fault F]...
 //! etcdnet-lab fault <fault>... [--lab ID]     (drop-all-peers, isolate:cp3, block-ssh:cp1, ...)
 //! etcdnet-lab heal [--lab ID]
@@ -24,8 +24,10 @@ use etcdnet_lab::{EtcdVersion, Fault, KubeletConfig, Lab, LabConfig, Logger};
 
 const USAGE: &str = "usage:
   etcdnet-lab up [--nodes N] [--etcd 3.4|3.5] [--logger zap|text|mixed] [--kubelet SCALE]
-                 [--dir D] [--fault F]...
+                 [--apiserver] [--dir D] [--fault F]...
       --kubelet SCALE: a kubelet stand-in per node, kubelet's and kubeadm's durations / SCALE
+      --apiserver: a kube-apiserver stand-in per node (6443) and the VIP in front of them
+                   (`vip` in the JSON: the host's 127.0.0.1:PORT)
   etcdnet-lab fault <fault>... [--lab ID]
   etcdnet-lab heal [--lab ID]
   etcdnet-lab sweep
@@ -34,7 +36,8 @@ const USAGE: &str = "usage:
       --etcd: that line only
 faults: drop-all-peers, reject-all-peers, isolate:N, block-port:P, drop-one-way:FROM:TO,
         cut:A:B, drop-large-packets, guest-firewall:N, guest-firewall-uncounted:N,
-        expired-peer-cert:N, expired-server-cert:N, stop-etcd:N, slow-disk:N, block-ssh:N";
+        expired-peer-cert:N, expired-server-cert:N, stop-etcd:N, slow-disk:N, block-ssh:N,
+        apiserver-crash-loop:N, expired-apiserver-cert:N, future-apiserver-cert:N, vip-down";
 
 fn main() {
     if let Err(e) = run(std::env::args().skip(1).collect()) {
@@ -71,6 +74,7 @@ fn run(args: Vec<String>) -> Result<()> {
             "--kubelet" => {
                 cfg.kubelet = Some(KubeletConfig::scaled(value(&args, &mut i, a)?.parse()?))
             }
+            "--apiserver" => cfg.apiserver = true,
             "--dir" => cfg.dir = Some(PathBuf::from(value(&args, &mut i, a)?)),
             "--fault" => faults.push(value(&args, &mut i, a)?.parse::<Fault>()?),
             "--lab" => lab_id = Some(value(&args, &mut i, a)?),
@@ -124,7 +128,11 @@ fn block_signals() -> libc::sigset_t {
 
 fn up(cfg: LabConfig, faults: Vec<Fault>) -> Result<()> {
     let set = block_signals();
+    let apiserver = cfg.apiserver;
     let lab = Arc::new(Lab::start(cfg)?);
+    if apiserver {
+        lab.start_vip()?;
+    }
     for f in faults {
         lab.inject(f)?;
     }

@@ -185,7 +185,15 @@ impl Role {
     }
 }
 
-/// The lab's etcd-ca, able to issue (and re-issue) every node's certificates.
+/// When `apiserver.crt` is valid.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Validity {
+    Valid,
+    Expired,
+    NotYetValid,
+}
+
+/// The lab's etcd-ca (or its cluster CA, [`Pki::new_cluster`]), able to issue (and re-issue) every node's certificates.
 pub(crate) struct Pki {
     issuer: Issuer<'static, KeyPair>,
     ca_cert_pem: String,
@@ -206,13 +214,96 @@ fn serial() -> Result<SerialNumber> {
 
 impl Pki {
     pub(crate) fn new(ca_key: &RsaKey) -> Result<Self> {
-        let now = OffsetDateTime::now_utc();
-        let not_before = now - time::Duration::minutes(5);
+        Self::new_ca(ca_key, "etcd-ca")
+    }
+
+    /// kubeadm's cluster CA (`/etc/kubernetes/pki/ca.crt`, CN `kubernetes`: `KubeadmCertRootCA`
+    /// in cmd/kubeadm/app/phases/certs/certlist.go), which signs `apiserver.crt` and which CAPI
+    /// puts inline into the `<cluster>-kubeconfig` secret.
+    pub(crate) fn new_cluster(ca_key: &RsaKey) -> Result<Self> {
+        Self::new_ca(ca_key, "kubernetes")
+    }
+
+    /// The CA certificate, PEM.
+    pub(crate) fn ca_pem(&self) -> &str {
+        &self.ca_cert_pem
+    }
+
+    /// Writes `ca.crt` and `ca.key` (the cluster CA) into a node's pki directory.
+    pub(crate) fn write_cluster_ca(&self, pki_dir: &Path) -> Result<()> {
+        write_file(&pki_dir.join("ca.crt"), &self.ca_cert_pem, 0o644)?;
+        write_file(&pki_dir.join("ca.key"), &self.ca_key_pem, 0o600)
+    }
+
+    /// Issues `apiserver.{crt,key}` of node `name` at `ip` as kubeadm's certs phase does
+    /// (`KubeadmCertAPIServer` in cmd/kubeadm/app/phases/certs/certlist.go: CN `kube-apiserver`,
+    /// server auth; SANs from `GetAPIServerAltNames` in cmd/kubeadm/app/util/pkiutil/
+    /// pki_helpers.go: the node name, `kubernetes`, `kubernetes.default`,
+    /// `kubernetes.default.svc`, `kubernetes.default.svc.cluster.local`, the service IP
+    /// `10.96.0.1` (the first address of kubeadm's default service CIDR 10.96.0.0/12), the
+    /// advertise address (the node's IP) and the control-plane endpoint's host (`endpoint`: the
+    /// lab's VIP, reached at 127.0.0.1). `validity`: kubeadm's 1 year from the CA's start, or a
+    /// window a day past (expired) or a day ahead (not yet valid).
+    pub(crate) fn issue_apiserver(
+        &self,
+        pki_dir: &Path,
+        name: &str,
+        ip: Ipv4Addr,
+        endpoint: IpAddr,
+        key: &RsaKey,
+        validity: Validity,
+    ) -> Result<()> {
         let mut params = CertificateParams::default();
         params.distinguished_name = rcgen::DistinguishedName::new();
         params
             .distinguished_name
-            .push(DnType::CommonName, "etcd-ca");
+            .push(DnType::CommonName, "kube-apiserver");
+        params.subject_alt_names = vec![
+            SanType::DnsName(name.try_into()?),
+            SanType::DnsName("kubernetes".try_into()?),
+            SanType::DnsName("kubernetes.default".try_into()?),
+            SanType::DnsName("kubernetes.default.svc".try_into()?),
+            SanType::DnsName("kubernetes.default.svc.cluster.local".try_into()?),
+            SanType::IpAddress(IpAddr::V4(Ipv4Addr::new(10, 96, 0, 1))),
+            SanType::IpAddress(IpAddr::V4(ip)),
+            SanType::IpAddress(endpoint),
+        ];
+        params.is_ca = IsCa::ExplicitNoCa;
+        params.key_usages = vec![
+            KeyUsagePurpose::DigitalSignature,
+            KeyUsagePurpose::KeyEncipherment,
+        ];
+        params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
+        params.use_authority_key_identifier_extension = true;
+        params.serial_number = Some(serial()?);
+        let now = OffsetDateTime::now_utc();
+        match validity {
+            Validity::Valid => {
+                params.not_before = self.not_before;
+                params.not_after = self.not_before + time::Duration::days(365);
+            }
+            Validity::Expired => {
+                params.not_before = now - time::Duration::days(366);
+                params.not_after = now - time::Duration::days(1);
+            }
+            Validity::NotYetValid => {
+                params.not_before = now + time::Duration::days(1);
+                params.not_after = now + time::Duration::days(366);
+            }
+        }
+        let cert = params
+            .signed_by(&key.key_pair()?, &self.issuer)
+            .with_context(|| format!("issuing apiserver.crt for {name}"))?;
+        write_file(&pki_dir.join("apiserver.crt"), &cert.pem(), 0o644)?;
+        write_file(&pki_dir.join("apiserver.key"), &key.pkcs1_pem, 0o600)
+    }
+
+    fn new_ca(ca_key: &RsaKey, cn: &str) -> Result<Self> {
+        let now = OffsetDateTime::now_utc();
+        let not_before = now - time::Duration::minutes(5);
+        let mut params = CertificateParams::default();
+        params.distinguished_name = rcgen::DistinguishedName::new();
+        params.distinguished_name.push(DnType::CommonName, cn);
         params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
         params.key_usages = vec![
             KeyUsagePurpose::DigitalSignature,
@@ -223,7 +314,9 @@ impl Pki {
         params.not_after = now + time::Duration::days(3650);
         params.serial_number = Some(serial()?);
         let key = ca_key.key_pair()?;
-        let cert = params.self_signed(&key).context("self-signing etcd-ca")?;
+        let cert = params
+            .self_signed(&key)
+            .with_context(|| format!("self-signing {cn}"))?;
         Ok(Pki {
             ca_cert_pem: cert.pem(),
             ca_key_pem: ca_key.pkcs1_pem.clone(),

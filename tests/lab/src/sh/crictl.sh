@@ -5,7 +5,11 @@
 # state comes from that process (alive -> Running, gone -> Exited), the logs from its real log file.
 # Output follows cri-tools' crictl 1.26 (table columns, tabwriter padding, -q, -o json, logs on
 # the container's own stream: etcd writes to stderr, so `crictl logs` does too, as the real one).
-# The lab writes one env file per container attempt under @STATE@/containers.
+# The lab writes one env file per container attempt under @STATE@/containers; with the lab's
+# kube-apiserver stand-in (LabConfig::apiserver), also under @STATE@/apiserver: that container
+# is no process of its own (threads of the lab), so its record says RUNNING=1 while it runs, and
+# its log is the CRI-format file under /var/log/pods that the kubelet's runtime would write
+# (CRI=1: crictl logs prints the text of each "<time> <stream> <P|F> <text>" line).
 STATE='@STATE@'
 . "$STATE/node.env"
 
@@ -17,8 +21,15 @@ fatal() {
 # Sets ID ATTEMPT PID CREATED STARTED FINISHED EXIT_CODE LOG PAST MARKER and STATE_NAME.
 load() {
     ID='' ATTEMPT=0 PID=0 CREATED=0 STARTED=0 FINISHED=0 EXIT_CODE=0 LOG='' PAST='' MARKER='' STARTTIME=''
+    NAME=etcd CRI='' RUNNING='' LOG_PATH=/var/log/etcd.log
+    # The pod's variables (etcd's; an apiserver record sets its own).
+    . "$STATE/node.env"
     . "$1"
     STATE_NAME=CONTAINER_EXITED
+    if [ -n "$CRI" ]; then
+        [ -n "$RUNNING" ] && STATE_NAME=CONTAINER_RUNNING
+        return 0
+    fi
     # Running only while the recorded pid is still the etcd process the lab started for this
     # attempt: the same start time (a reused pid has another) and not a zombie. From its stat,
     # which anyone may read: a probe pod keeps only the capabilities of its spec, and without
@@ -35,14 +46,16 @@ load() {
 # Container files, newest attempt first. Like the kubelet, keep one dead container besides the
 # current one (older attempts are garbage-collected).
 containers() {
-    ls "$STATE/containers" 2>/dev/null | sed -n 's/^\([0-9][0-9]*\)\.env$/\1/p' | sort -rn | head -n 2 |
-        while read -r a; do echo "$STATE/containers/$a.env"; done
+    for d in containers apiserver; do
+        ls "$STATE/$d" 2>/dev/null | sed -n 's/^\([0-9][0-9]*\)\.env$/\1/p' | sort -rn | head -n 2 |
+            while read -r a; do echo "$STATE/$d/$a.env"; done
+    done
 }
 
 # Resolves a full or unique prefix container ID to its env file.
 resolve() {
     [ -n "$1" ] || fatal 'ID cannot be empty'
-    for f in $(ls "$STATE/containers"/*.env 2>/dev/null); do
+    for f in $(ls "$STATE/containers"/*.env "$STATE/apiserver"/*.env 2>/dev/null); do
         load "$f"
         case $ID in "$1"*)
             echo "$f"
@@ -105,7 +118,7 @@ table() {
 labels_json() {
     cat <<EOF
 {
-        "io.kubernetes.container.name": "etcd",
+        "io.kubernetes.container.name": "$NAME",
         "io.kubernetes.pod.name": "$POD_NAME",
         "io.kubernetes.pod.namespace": "kube-system",
         "io.kubernetes.pod.uid": "$POD_UID"
@@ -173,7 +186,7 @@ cmd_ps() {
     for f in $(containers); do
         load "$f"
         [ -z "$want" ] || [ "$STATE_NAME" = "$want" ] || continue
-        [ -z "$name" ] || printf 'etcd' | grep -Eq -- "$name" || continue
+        [ -z "$name" ] || printf '%s' "$NAME" | grep -Eq -- "$name" || continue
         case $ID in "$id"*) ;; *) continue ;; esac
         case $POD_ID in "$pod"*) ;; *) continue ;; esac
         count=$((count + 1))
@@ -208,7 +221,7 @@ ps_table() {
             cid=$(printf '%.13s' "$ID") pid=$(printf '%.13s' "$POD_ID") img=$(printf '%.13s' "$img")
         fi
         printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$cid" "$img" "$(ago "$CREATED")" \
-            "$(short_state "$STATE_NAME")" etcd "$ATTEMPT" "$pid" "$POD_NAME"
+            "$(short_state "$STATE_NAME")" "$NAME" "$ATTEMPT" "$pid" "$POD_NAME"
     done
 }
 
@@ -218,8 +231,8 @@ ps_json() {
     sep=''
     for f in "$@"; do
         load "$f"
-        printf '%s\n    {\n      "id": "%s",\n      "podSandboxId": "%s",\n      "metadata": {\n        "name": "etcd",\n        "attempt": %s\n      },\n      "image": {\n        "image": "%s",\n        "annotations": {}\n      },\n      "imageRef": "%s",\n      "state": "%s",\n      "createdAt": "%s",\n      "labels": %s,\n      "annotations": %s\n    }' \
-            "$sep" "$ID" "$POD_ID" "$ATTEMPT" "$IMAGE_ID" "$IMAGE_ID" "$STATE_NAME" "$CREATED" "$(labels_json)" "$(annotations_json)"
+        printf '%s\n    {\n      "id": "%s",\n      "podSandboxId": "%s",\n      "metadata": {\n        "name": "%s",\n        "attempt": %s\n      },\n      "image": {\n        "image": "%s",\n        "annotations": {}\n      },\n      "imageRef": "%s",\n      "state": "%s",\n      "createdAt": "%s",\n      "labels": %s,\n      "annotations": %s\n    }' \
+            "$sep" "$ID" "$POD_ID" "$NAME" "$ATTEMPT" "$IMAGE_ID" "$IMAGE_ID" "$STATE_NAME" "$CREATED" "$(labels_json)" "$(annotations_json)"
         sep=','
     done
     if [ -n "$sep" ]; then printf '\n  ]\n}\n'; else printf ']\n}\n'; fi
@@ -233,8 +246,8 @@ ps_yaml() {
     printf 'containers:\n'
     for f in "$@"; do
         load "$f"
-        printf -- '- annotations:\n    io.kubernetes.container.restartCount: "%s"\n  createdAt: "%s"\n  id: %s\n  image:\n    image: %s\n  imageRef: %s\n  labels:\n    io.kubernetes.container.name: etcd\n    io.kubernetes.pod.name: %s\n    io.kubernetes.pod.namespace: kube-system\n    io.kubernetes.pod.uid: %s\n  metadata:\n    attempt: %s\n    name: etcd\n  podSandboxId: %s\n  state: %s\n' \
-            "$ATTEMPT" "$CREATED" "$ID" "$IMAGE_ID" "$IMAGE_ID" "$POD_NAME" "$POD_UID" "$ATTEMPT" "$POD_ID" "$STATE_NAME"
+        printf -- '- annotations:\n    io.kubernetes.container.restartCount: "%s"\n  createdAt: "%s"\n  id: %s\n  image:\n    image: %s\n  imageRef: %s\n  labels:\n    io.kubernetes.container.name: %s\n    io.kubernetes.pod.name: %s\n    io.kubernetes.pod.namespace: kube-system\n    io.kubernetes.pod.uid: %s\n  metadata:\n    attempt: %s\n    name: %s\n  podSandboxId: %s\n  state: %s\n' \
+            "$ATTEMPT" "$CREATED" "$ID" "$IMAGE_ID" "$IMAGE_ID" "$NAME" "$POD_NAME" "$POD_UID" "$ATTEMPT" "$NAME" "$POD_ID" "$STATE_NAME"
     done
 }
 
@@ -263,8 +276,8 @@ cmd_logs() {
     f=$(resolve "$id") || exit 1
     load "$f"
     if [ -n "$previous" ]; then
-        p="$STATE/containers/$((ATTEMPT - 1)).env"
-        [ "$ATTEMPT" -gt 0 ] && [ -r "$p" ] || fatal "previous terminated container \"etcd\" in pod \"$POD_NAME\" not found"
+        p="${f%/*}/$((ATTEMPT - 1)).env"
+        [ "$ATTEMPT" -gt 0 ] && [ -r "$p" ] || fatal "previous terminated container \"$NAME\" in pod \"$POD_NAME\" not found"
         load "$p"
     fi
     [ -r "$LOG" ] || fatal "failed to open log file \"$LOG\": no such file or directory"
@@ -273,6 +286,19 @@ cmd_logs() {
     # the lab aged (Lab::age) has lines from before its process started in $PAST: they come
     # first, as they would in a log that began hours ago.
     size=$(stat -c %s "$LOG")
+    if [ -n "$CRI" ]; then
+        # The runtime's file: "<RFC3339Nano> <stream> <P|F> <text>" per line (kubelet
+        # pkg/kubelet/kuberuntime/logs/logs.go parseCRILog); crictl prints the text (every line
+        # of this container is stderr, klog's stream).
+        if [ -n "$follow" ]; then
+            tail -n "$n" -f "$LOG" | sed -u 's/^[^ ]* [^ ]* [^ ]* //' >&2
+        elif [ -n "$limit" ]; then
+            tail -n "$n" "$LOG" | sed 's/^[^ ]* [^ ]* [^ ]* //' | head -c "$limit" >&2
+        else
+            tail -n "$n" "$LOG" | sed 's/^[^ ]* [^ ]* [^ ]* //' >&2
+        fi
+        return 0
+    fi
     if [ -n "$follow" ]; then
         { [ -z "$PAST" ] || [ ! -r "$PAST" ] || cat "$PAST"; head -c "$size" "$LOG"; } | tail -n "$n" >&2
         tail -c +"$((size + 1))" -f "$LOG" >&2
@@ -307,7 +333,7 @@ cmd_inspect() {
     "id": "$ID",
     "metadata": {
       "attempt": $ATTEMPT,
-      "name": "etcd"
+      "name": "$NAME"
     },
     "state": "$STATE_NAME",
     "createdAt": "$(rfc3339 "$CREATED")",
@@ -324,7 +350,7 @@ cmd_inspect() {
     "labels": $(labels_json),
     "annotations": $(annotations_json),
     "mounts": [],
-    "logPath": "/var/log/etcd.log"
+    "logPath": "$LOG_PATH"
   },
   "info": {
     "sandboxID": "$POD_ID",
