@@ -237,14 +237,8 @@ impl JumpboxKeeper {
             .is_some_and(|s| s.running.is_some());
         match pod_state(&pod) {
             PodState::ImagePull { reason, message } => {
-                let image = pod
-                    .spec
-                    .as_ref()
-                    .and_then(|s| s.containers.first())
-                    .and_then(|c| c.image.clone())
-                    .unwrap_or_default();
                 return failed(PodFailure::ImagePull {
-                    image,
+                    image: lifecycle::first_image(&pod),
                     reason,
                     message,
                 });

@@ -8,7 +8,7 @@ use tracing::{debug, warn};
 
 use super::failure::{api_failure, definitely_refused, PodFailure};
 use super::log::{PodRun, MAX_LOG_BYTES};
-use super::tracker::{PodApi, PodTracker};
+use super::tracker::{PodApi, PodTracker, Ticket};
 use super::wait::wait_and_read;
 use crate::error::KubeErrorExt;
 
@@ -36,29 +36,8 @@ pub async fn run_with_log_limit(
     log_limit: u64,
 ) -> Result<PodRun, PodFailure> {
     let started = Instant::now();
-    // Tracked before the request goes out: if the run is cancelled while the create is in
-    // flight, the API server may have made the pod without us seeing the answer, and the final
-    // delete_all must still delete it (a 404 there is fine).
     let name = pod.metadata.name.clone().unwrap_or_default();
-    let ticket = tracker.track(api, pod);
-    let created = match api.create(&PostParams::default(), pod).await {
-        Ok(p) => {
-            tracker.settle(ticket);
-            p
-        }
-        Err(e) => {
-            if definitely_refused(&e) {
-                tracker.untrack(ticket);
-                tracker.settle(ticket);
-            } else {
-                // No answer, or one that does not say "not created": the pod may exist. Left
-                // tracked, so the final delete_all deletes it.
-                warn!(pod = %name, "create failed, the pod may exist: {}", crate::error::chain(&e));
-            }
-            return Err(api_failure("creating the probe pod", e));
-        }
-    };
-    debug!(pod = %name, "created");
+    let (created, ticket) = create_as(api, pod, tracker, "creating the probe pod").await?;
 
     let result = wait_and_read(api, &name, created, started, bound, log_limit).await;
 
@@ -77,22 +56,40 @@ pub async fn run_with_log_limit(
 /// leaves it running: for a pod that outlives one round, `--watch`'s kept jumpbox. Its owner
 /// deletes it, and `tracker.delete_all` does whatever way the run ends.
 pub async fn create(api: &PodApi, pod: &Pod, tracker: &PodTracker) -> Result<(), PodFailure> {
+    create_as(api, pod, tracker, "creating the jumpbox pod")
+        .await
+        .map(|_| ())
+}
+
+/// Creates `pod`, tracked before the request goes out: if the run is cancelled while the create
+/// is in flight, the API server may have made the pod without us seeing the answer, and the
+/// final `delete_all` must still delete it (a 404 there is fine). A create the API server
+/// definitely refused is untracked; `doing` names the request in the failure. The ticket is
+/// the caller's, to untrack the pod once it is deleted.
+async fn create_as(
+    api: &PodApi,
+    pod: &Pod,
+    tracker: &PodTracker,
+    doing: &str,
+) -> Result<(Pod, Ticket), PodFailure> {
     let name = pod.metadata.name.clone().unwrap_or_default();
     let ticket = tracker.track(api, pod);
     match api.create(&PostParams::default(), pod).await {
-        Ok(_) => {
+        Ok(p) => {
             tracker.settle(ticket);
             debug!(pod = %name, "created");
-            Ok(())
+            Ok((p, ticket))
         }
         Err(e) => {
             if definitely_refused(&e) {
                 tracker.untrack(ticket);
                 tracker.settle(ticket);
             } else {
+                // No answer, or one that does not say "not created": the pod may exist. Left
+                // tracked, so the final delete_all deletes it.
                 warn!(pod = %name, "create failed, the pod may exist: {}", crate::error::chain(&e));
             }
-            Err(api_failure("creating the jumpbox pod", e))
+            Err(api_failure(doing, e))
         }
     }
 }

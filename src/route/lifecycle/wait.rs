@@ -103,12 +103,7 @@ pub(super) async fn wait_and_read(
     bound: Duration,
     log_limit: u64,
 ) -> Result<PodRun, PodFailure> {
-    let image = pod
-        .spec
-        .as_ref()
-        .and_then(|s| s.containers.first())
-        .and_then(|c| c.image.clone())
-        .unwrap_or_default();
+    let image = first_image(&pod);
     // The watcher of this one pod; it sends nothing until first polled (a pod that has ended
     // by its create's answer is never watched).
     let open = || Box::pin(watcher(api.clone(), watch_config(name, bound, started)));
@@ -309,4 +304,13 @@ mod tests {
             other => panic!("{other:?}"),
         }
     }
+}
+
+/// The image of a pod's (first and only) container: what an image-pull failure names.
+pub fn first_image(pod: &Pod) -> String {
+    pod.spec
+        .as_ref()
+        .and_then(|s| s.containers.first())
+        .and_then(|c| c.image.clone())
+        .unwrap_or_default()
 }
