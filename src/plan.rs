@@ -102,6 +102,7 @@ pub fn plan(
             basics: basics(),
             ssh: ssh(),
             keeper: opts.jumpbox_keeper.clone(),
+            shared: None,
         }),
         Route::Ssh => {
             RouteSettings::Ssh(SshRouteSettings::new(&reach.ssh, ssh(), cluster, namespace))

@@ -116,6 +116,45 @@ where
     items.into_iter().collect()
 }
 
+/// Runs `work` on every item that is not yet a failure, at most `max_concurrent` at once, as
+/// [`each`] does: each error is its cluster's row (`names` gives its namespace, name and the
+/// time its earlier work took), an interruption ends the run.
+pub async fn each_planned<P, T, N, F, Fut>(
+    items: Vec<ListItem<P>>,
+    max_concurrent: usize,
+    names: N,
+    work: F,
+) -> Result<Vec<ListItem<T>>>
+where
+    N: Fn(&P) -> (String, String, std::time::Duration),
+    F: Fn(P) -> Fut,
+    Fut: Future<Output = Result<T>>,
+{
+    let (work, names) = (&work, &names);
+    let items: Vec<Result<ListItem<T>>> = futures::stream::iter(items)
+        .map(|item| async move {
+            match item {
+                ListItem::Failed(f) => Ok(ListItem::Failed(f)),
+                ListItem::Report(p) => {
+                    let (namespace, cluster, before) = names(&p);
+                    let started = Instant::now();
+                    match work(p).await {
+                        Ok(t) => Ok(ListItem::Report(t)),
+                        Err(Error::Interrupted) => Err(Error::Interrupted),
+                        Err(e) => Ok(ListItem::Failed(
+                            ClusterFailure::new(&namespace, &cluster, &e)
+                                .took(before + started.elapsed()),
+                        )),
+                    }
+                }
+            }
+        })
+        .buffer_unordered(max_concurrent.max(1))
+        .collect()
+        .await;
+    items.into_iter().collect()
+}
+
 #[cfg(test)]
 mod tests {
     use std::sync::atomic::{AtomicUsize, Ordering};

@@ -189,23 +189,53 @@ async fn round(
         ),
     });
     let found = many::find(conn, &selection.which).await?;
+    // Every cluster is planned first (workload check, route, targets), so that the clusters of
+    // one vSphere Namespace that take the jumpbox share one pod ([`share_jumpboxes`]); then
+    // each is reached and judged. `--max-concurrent` bounds the clusters in each step; no
+    // cluster waits for another (the first of a namespace to probe runs its jumpbox for all).
     let steps = progress.steps(format!("diagnosing {} clusters", found.len()), found.len());
-    let diagnosed = many::each(found, selection.max_concurrent, |facts, inventory| {
-        let steps = &steps;
-        async move {
+    let planned = many::each(
+        found,
+        selection.max_concurrent,
+        |facts, inventory| async move {
             // Each cluster's own stages would fight over one line: only the count is shown.
-            let quiet = Progress::hidden();
             let name = facts.cluster.name.clone();
-            let d = within(
+            within(
                 opts.timeout,
                 &name,
-                diagnose(conn, facts, &inventory, opts, tracker, nsx, &quiet),
+                prepare(conn, facts, inventory, opts, &Progress::hidden()),
             )
-            .await;
-            steps.one_done();
-            d
-        }
-    })
+            .await
+        },
+    )
+    .await?;
+    let planned = share_jumpboxes(planned);
+    let diagnosed = many::each_planned(
+        planned,
+        selection.max_concurrent,
+        |p| {
+            (
+                p.facts.namespace.clone(),
+                p.facts.cluster.name.clone(),
+                p.planning,
+            )
+        },
+        |p| {
+            let steps = &steps;
+            async move {
+                let name = p.facts.cluster.name.clone();
+                let left = opts.timeout.saturating_sub(p.planning);
+                let d = within(
+                    left,
+                    &name,
+                    conclude(conn, p, opts, tracker, nsx, &Progress::hidden()),
+                )
+                .await;
+                steps.one_done();
+                d
+            }
+        },
+    )
     .await?;
     // Each cluster's report to the list, its evidence to the bundle, its pods (dry run) to
     // the dry run's output.
@@ -265,18 +295,40 @@ pub async fn diagnose(
     nsx: Option<&NsxRun>,
     progress: &Progress,
 ) -> Result<Diagnosed> {
+    let planned = prepare(conn, facts, inventory.clone(), opts, progress).await?;
+    conclude(conn, planned, opts, tracker, nsx, progress).await
+}
+
+/// One cluster planned: its workload API checked, its route and targets chosen, nothing
+/// created yet.
+pub struct Planned {
+    pub facts: ClusterFacts,
+    inventory: Arc<Inventory>,
+    workload: workload::WorkloadCheck,
+    plan: DiagnosePlan,
+    /// How long its planning took: its `--timeout` counts that and its conclusion, not the
+    /// time it waited for its turn between the two (`--max-concurrent`).
+    pub planning: Duration,
+    read_at: std::time::SystemTime,
+}
+
+/// The first half of a cluster's diagnosis: the workload check and the plan.
+async fn prepare(
+    conn: &Connection,
+    facts: ClusterFacts,
+    inventory: Arc<Inventory>,
+    opts: &DiagnoseConfig,
+    progress: &Progress,
+) -> Result<Planned> {
     let started = Instant::now();
     // The Supervisor's objects were read just before: "now" for their conditions' ages.
     let read_at = std::time::SystemTime::now();
-    let cluster = facts.cluster.name.clone();
-    let namespace = facts.namespace.clone();
-
     // The workload API decides `auto`, and is part of every report.
     progress.stage("checking the workload cluster's API");
     let workload = workload::check(
         &conn.client,
-        &namespace,
-        &cluster,
+        &facts.namespace,
+        &facts.cluster.name,
         facts.endpoint.as_ref(),
         opts.workload_tls,
         opts.api_timeout,
@@ -299,6 +351,99 @@ pub async fn diagnose(
         ssh_check.as_ref(),
         route::run_id(),
     )?;
+    Ok(Planned {
+        facts,
+        inventory,
+        workload,
+        plan,
+        planning: started.elapsed(),
+        read_at,
+    })
+}
+
+/// `-A`, `--all`: the clusters of one vSphere Namespace that take the jumpbox (and are not
+/// `--watch`'s, whose kept pods are each cluster's) get one pod for them all
+/// ([`route::jumpbox::NamespaceJumpbox`]: each cluster's key mounted, each VM offered only its
+/// own cluster's). A namespace with one such cluster keeps that cluster's own pod.
+fn share_jumpboxes(mut items: Vec<ListItem<Planned>>) -> Vec<ListItem<Planned>> {
+    fn planned(i: &ListItem<Planned>) -> Option<&Planned> {
+        match i {
+            ListItem::Report(p) => Some(p),
+            ListItem::Failed(_) => None,
+        }
+    }
+    use route::jumpbox::{groups, NamespaceJumpbox};
+    use route::RouteSettings;
+    let mut jumpboxed: Vec<usize> = items
+        .iter()
+        .enumerate()
+        .filter(|(_, i)| match i {
+            ListItem::Report(p) => {
+                matches!(&p.plan.route, RouteSettings::Jumpbox(s) if s.keeper.is_none())
+            }
+            ListItem::Failed(_) => false,
+        })
+        .map(|(n, _)| n)
+        .collect();
+    // The clusters were planned in whatever order they finished: the pod's keys and sections
+    // go in the clusters' name order, so the same clusters give the same pod (and --dry-run).
+    jumpboxed.sort_by_key(|n| planned(&items[*n]).map(|p| p.facts.cluster.name.clone()));
+    let namespaces: Vec<&str> = jumpboxed
+        .iter()
+        .filter_map(|n| planned(&items[*n]))
+        .map(|p| p.facts.namespace.as_str())
+        .collect();
+    let mut shared = Vec::new();
+    for group in groups(&namespaces) {
+        let members: Vec<usize> = group.iter().map(|g| jumpboxed[*g]).collect();
+        let settings: Vec<(&route::jumpbox::JumpboxSettings, &[route::Target])> = members
+            .iter()
+            .filter_map(|n| planned(&items[*n]))
+            .filter_map(|p| match &p.plan.route {
+                RouteSettings::Jumpbox(s) => Some((s, p.plan.targets.as_slice())),
+                _ => None,
+            })
+            .collect();
+        if let Some(ns) = NamespaceJumpbox::new(&settings) {
+            shared.push((ns, members));
+        }
+    }
+    for (ns, members) in shared {
+        for n in members {
+            if let ListItem::Report(p) = &mut items[n] {
+                if let RouteSettings::Jumpbox(s) = &mut p.plan.route {
+                    s.shared = ns.member(&s.cluster).map(|k| (ns.clone(), k));
+                }
+            }
+        }
+    }
+    items
+}
+
+/// The second half of a cluster's diagnosis: reach its nodes as planned, judge; or, for
+/// `--dry-run`, what it would create.
+async fn conclude(
+    conn: &Connection,
+    planned: Planned,
+    opts: &DiagnoseConfig,
+    tracker: &PodTracker,
+    nsx: Option<&NsxRun>,
+    progress: &Progress,
+) -> Result<Diagnosed> {
+    let Planned {
+        facts,
+        inventory,
+        workload,
+        plan,
+        planning,
+        read_at,
+    } = planned;
+    let resumed = Instant::now();
+    // The cluster's own time so far (its wait for its turn not counted).
+    let spent = || planning + resumed.elapsed();
+    let inventory = &inventory;
+    let cluster = facts.cluster.name.clone();
+    let namespace = facts.namespace.clone();
     if plan.dry_run {
         // The Supervisor-side finding a dry run can already tell: Machines never probed.
         let notes = analyse::status_findings(&facts, &workload.api)
@@ -321,7 +466,7 @@ pub async fn diagnose(
     let tracker = tracker.for_cluster(&namespace, &cluster);
     let run = route::Run {
         tracker: &tracker,
-        bound: plan.timeout.saturating_sub(started.elapsed()),
+        bound: plan.timeout.saturating_sub(spent()),
         keep: plan.keep_pods,
     };
     let reports = route::probe_all(&session, &plan.targets, &run, plan.parallel, progress).await;
@@ -331,7 +476,7 @@ pub async fn diagnose(
     let nsx_read = match nsx {
         Some(n) => {
             progress.stage("reading NSX Manager's distributed firewall");
-            let left = (plan.timeout + DIAGNOSIS_GRACE).saturating_sub(started.elapsed());
+            let left = (plan.timeout + DIAGNOSIS_GRACE).saturating_sub(spent());
             Some((
                 n.read(&conn.client, &facts, inventory, &reports, left)
                     .await,
@@ -348,7 +493,7 @@ pub async fn diagnose(
         workload.api,
         plan.route_info,
         reports,
-        started.elapsed().as_millis() as u64,
+        spent().as_millis() as u64,
     )
     .with_since(opts.since)
     .with_read_at(read_at)

@@ -198,8 +198,12 @@ fn diagnose_all_dry_run_shows_every_clusters_pods() {
     }
 }
 
-/// One cluster's failure is its row: tkc-b's jumpbox pod fails outright, tkc-a's probes come
-/// back; the run completes, both clusters are in the list, tkc-b (could not complete) first.
+/// One cluster's failure is its row: tkc-b's VMs are unreachable from the jumpbox, tkc-a's
+/// probes come back; the run completes, both clusters are in the list, tkc-b (could not
+/// complete) first. Both clusters are in one vSphere Namespace, so they share ONE jumpbox pod
+/// (each cluster's key mounted, each VM given its own cluster's key), and each cluster's report
+/// is read from its own sections of that pod's log. Also with `-A --max-concurrent 1`: the first
+/// cluster runs the pod for both, the second is not waited for (no deadlock).
 #[test]
 fn one_clusters_failure_is_its_row_not_the_end_of_the_run() {
     const TKC_A: [&str; 3] = [
@@ -208,41 +212,117 @@ fn one_clusters_failure_is_its_row_not_the_end_of_the_run() {
         "tkc-a-m2c8r-bx2lk",
     ];
     let env = Env::new("two-clusters", Workload::ok());
-    env.supervisor.on_pod_created(|pod| {
-        let command = pod["spec"]["containers"][0]["command"].to_string();
-        Some(if command.contains("\"198.18.0.11\"") {
-            etcdnet_fakeapi::PodScript::succeeds(scripted_jumpbox_log(pod, &TKC_A))
-        } else {
-            etcdnet_fakeapi::PodScript::fails("exec /bin/sh: no such file or directory", 1)
-        })
+    env.script_jumpbox_pods_with(&TKC_A, |_, ip| {
+        ip.starts_with("198.18.1.")
+            .then(|| unreachable_jumpbox_section(ip))
     });
     let run = env.kubectl(&[
         "diagnose", "--all", "-n", NS, "--via", "jumpbox", "-o", "json",
     ]);
-    let list: ListReport<etcdnet::report::DiagnoseReport> = run.report();
-    assert_eq!(list.kind, "DiagnoseReportList");
-    assert_eq!(list.result.clusters, 2, "{}", run.stdout);
-    let reports: Vec<&etcdnet::report::DiagnoseReport> = list
-        .items
-        .iter()
-        .map(|i| match i {
-            ListItem::Report(r) => r,
-            ListItem::Failed(f) => panic!("{f:?}"),
-        })
-        .collect();
-    assert_eq!(reports[0].header.cluster.name, "tkc-b", "worst first");
-    assert_eq!(reports[0].result.exit_code, 3);
-    assert_eq!(reports[0].result.nodes_reached, 0);
-    assert_eq!(reports[1].header.cluster.name, "tkc-a");
-    assert_eq!(
-        reports[1].result.nodes_reached, 3,
-        "{:#?}",
-        reports[1].nodes
+    let check = |run: &Run| {
+        let list: ListReport<etcdnet::report::DiagnoseReport> = run.report();
+        assert_eq!(list.kind, "DiagnoseReportList");
+        assert_eq!(list.result.clusters, 2, "{}", run.stdout);
+        let reports: Vec<&etcdnet::report::DiagnoseReport> = list
+            .items
+            .iter()
+            .map(|i| match i {
+                ListItem::Report(r) => r,
+                ListItem::Failed(f) => panic!("{f:?}"),
+            })
+            .collect();
+        assert_eq!(reports[0].header.cluster.name, "tkc-b", "worst first");
+        assert_eq!(reports[0].result.exit_code, 3);
+        assert_eq!(reports[0].result.nodes_reached, 0);
+        assert!(
+            reports[0].nodes.iter().all(|n| n
+                .ip
+                .is_some_and(|ip| ip.to_string().starts_with("198.18.1."))),
+            "{:#?}",
+            reports[0].nodes
+        );
+        assert_eq!(reports[1].header.cluster.name, "tkc-a");
+        assert_eq!(
+            reports[1].result.nodes_reached, 3,
+            "{:#?}",
+            reports[1].nodes
+        );
+        run.expect_code(3);
+    };
+    check(&run);
+    // ONE jumpbox pod for the namespace's two clusters, and none left.
+    let created = env.supervisor.created_pods();
+    assert_eq!(created.len(), 1, "{created:?}");
+    assert!(
+        created[0].1.starts_with("etcdnet-jumpbox-ns-ns-shared-"),
+        "{created:?}"
     );
-    run.expect_code(3);
-    // One jumpbox pod per cluster, and none left.
-    assert_eq!(env.supervisor.created_pods().len(), 2);
+    let bodies: Vec<serde_json::Value> = env
+        .supervisor
+        .requests()
+        .into_iter()
+        .filter(|r| r.method == "POST" && r.path.ends_with("/pods"))
+        .map(|r| serde_json::from_str(&r.body.unwrap()).unwrap())
+        .collect();
+    let pod = &bodies[0];
+    let secrets: Vec<&str> = pod["spec"]["volumes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|v| v["secret"]["secretName"].as_str())
+        .collect();
+    assert_eq!(secrets, ["tkc-a-ssh", "tkc-b-ssh"]);
+    let command = &pod["spec"]["containers"][0]["command"];
+    assert_eq!(
+        command[etcdnet::route::jumpbox::ARGV_KEY_OF_VMS],
+        "0 0 0 1 1 1",
+        "each VM its own cluster's key"
+    );
+    assert_eq!(
+        pod["metadata"]["labels"]["app.kubernetes.io/managed-by"],
+        "kubectl-etcdnet"
+    );
+    assert!(pod["spec"]["activeDeadlineSeconds"].as_i64().unwrap() > 0);
     assert!(env.supervisor.existing_pods().is_empty());
+
+    // -A, one cluster at a time: still one pod, both clusters diagnosed.
+    let run = env.kubectl(&[
+        "diagnose",
+        "-A",
+        "--max-concurrent",
+        "1",
+        "--via",
+        "jumpbox",
+        "-o",
+        "json",
+    ]);
+    check(&run);
+    assert_eq!(
+        env.supervisor.created_pods().len(),
+        2,
+        "one more pod, not two"
+    );
+    assert!(env.supervisor.existing_pods().is_empty());
+
+    // --dry-run shows that one pod, once.
+    let dry = env.kubectl(&[
+        "diagnose",
+        "--all",
+        "-n",
+        NS,
+        "--via",
+        "jumpbox",
+        "--dry-run",
+        "-o",
+        "json",
+    ]);
+    dry.expect_code(0);
+    assert!(dry.stderr.contains("1 pod(s) shown"), "{}", dry.stderr);
+    assert!(
+        dry.stdout.contains("etcdnet-jumpbox-ns-ns-shared-"),
+        "{}",
+        dry.stdout
+    );
 
     let table = env.kubectl(&["diagnose", "--all", "-n", NS, "--via", "jumpbox"]);
     table.expect_code(3);

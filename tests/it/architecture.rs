@@ -64,7 +64,7 @@ const FOLDERS: &[(&str, &[&[&str]])] = &[
     ),
     (
         "route::jumpbox",
-        &[&["session"], &["keeper"], &["framing"], &["spec"]],
+        &[&["session"], &["keeper", "shared"], &["framing"], &["spec"]],
     ),
     (
         "route::ssh",

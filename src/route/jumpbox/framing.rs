@@ -47,6 +47,7 @@ pub fn split_log<'l>(
     {
         let message = match why {
             "no-ssh-client" => format!("the jumpbox image has no ssh client; use --jumpbox-image with one (e.g. {DEFAULT_IMAGE})"),
+            "bad-keys" => "the jumpbox pod was given a key number for a VM that is none of its keys (a bug of the plugin's): no VM was contacted".to_string(),
             "no-tmp" => "the jumpbox pod could not write to its /tmp volume".to_string(),
             "no-key" => format!("the jumpbox pod could not read the SSH key from its secret volume ({KEY_DIR}): the runtime did not make it readable by the pod's user; use --via ssh"),
             other => format!("the jumpbox script stopped: {}", crate::probe::head(other, 80)),

@@ -18,12 +18,17 @@
 # `ETCDNET-HOSTKEY <type> <base64>` (or `none`) and `ETCDNET-SSH-EXIT <code>`. Within a section
 # the plugin takes the ETCDNET lines only from where the node cannot write: the block before ssh
 # to the node starts, and the last two lines.
-# Arguments: NONCE USER CONNECT_TIMEOUT KEY_FILE SSH_OPTIONS PARALLEL OUTPUT_CAP PROBE_SCRIPT,
-# then one IP REMOTE_COMMAND pair per VM (the VM's index is its pair's position, from 0).
-# SSH_OPTIONS: the `-o KEY=VALUE` words every ssh here starts with (what ssh may do; see
-# ssh/options.rs).
-nonce=$1 user=$2 ct=$3 key=$4 locked=$5 par=$6 cap=$7 script=$8
-shift 8
+# Arguments: NONCE USER CONNECT_TIMEOUT KEY_FILES SSH_OPTIONS PARALLEL OUTPUT_CAP PROBE_SCRIPT
+# KEY_OF_VMS, then one IP REMOTE_COMMAND pair per VM (the VM's index is its pair's position,
+# from 0). SSH_OPTIONS: the `-o KEY=VALUE` words every ssh here starts with (what ssh may do; see
+# ssh/options.rs). KEY_FILES: the mounted key of each cluster the pod is for, their paths
+# (the plugin's own, no blanks) separated by blanks: one for a cluster's jumpbox, one per
+# cluster for `-A`'s jumpbox of a vSphere Namespace. KEY_OF_VMS: for each VM, in order, the
+# number (from 0) of its cluster's key in KEY_FILES: a VM is only ever offered its own
+# cluster's key, never another's (a cluster's key opens its own VMs, and a VM that is not
+# what it claims would otherwise be handed a way into another cluster's).
+nonce=$1 user=$2 ct=$3 keys=$4 locked=$5 par=$6 cap=$7 script=$8 keyof=$9
+shift 9
 vms=$(($# / 2))
 # $locked is split into words on purpose; no word is a glob, and none is ever expanded as one.
 set -f
@@ -43,12 +48,38 @@ fi
 # relied on to give it to our user), and ssh refuses a key of its own user that others may read
 # (OpenSSH authfile.c, sshkey_perm_ok). In the pod's memory only, never printed; removed with
 # the directory at the end, and with the pod's memory if the pod is killed first.
-if ! (umask 077 && cat "$key" >"$dir/key") 2>/dev/null || [ ! -s "$dir/key" ]; then
+# One copy per cluster: $dir/key.<n>, n its number in KEY_FILES.
+nkeys=0
+for k in $keys; do
+    if ! (umask 077 && cat "$k" >"$dir/key.$nkeys") 2>/dev/null || [ ! -s "$dir/key.$nkeys" ]; then
+        rm -rf "$dir"
+        echo "ETCDNET-JUMPBOX $nonce no-key"
+        exit 1
+    fi
+    nkeys=$((nkeys + 1))
+done
+
+# KEY_OF_VMS has one number per VM, each one of a key copied above; anything else (the plugin
+# never sends it) stops the script before any VM is contacted.
+keys_fit() {
+    [ "$#" -eq "$vms" ] || return 1
+    for k in "$@"; do
+        case $k in '' | *[!0-9]*) return 1 ;; esac
+        [ "$k" -lt "$nkeys" ] || return 1
+    done
+}
+# The key number of VM $1 (from 0): the $1-th word of the rest (checked by keys_fit first).
+key_of() {
+    n=$1
+    shift
+    shift "$n"
+    echo "$1"
+}
+if [ "$nkeys" -lt 1 ] || ! keys_fit $keyof; then
     rm -rf "$dir"
-    echo "ETCDNET-JUMPBOX $nonce no-key"
+    echo "ETCDNET-JUMPBOX $nonce bad-keys"
     exit 1
 fi
-key=$dir/key
 
 # The port checks yield the CPU (nice 10) to the probes' connections: the pod has half a CPU
 # for every VM's key exchange, and a connect's outcome does not depend on when it is read.
@@ -107,9 +138,10 @@ state_of_22() { # rc output-file
     reach 22
 }
 
-# VM number $1 (from 0) at IP $2, probed with remote command $3: its section into $dir/s.$1.
+# VM number $1 (from 0) at IP $2, probed with remote command $3 and key number $4 (its own
+# cluster's): its section into $dir/s.$1.
 vm() {
-    i=$1 ip=$2 remote=$3
+    i=$1 ip=$2 remote=$3 key=$dir/key.$4
     # The VM's host key is learnt on first contact into its own file (accept-new) by the probe's
     # ssh, and reported. The port checks learn theirs into another file: they run beside the
     # probe, and only the probe's connection is trusted with anything.
@@ -185,7 +217,7 @@ while :; do
             while [ "$i" -lt "$vms" ]; do
                 # The pair's position is a number computed here: eval sees no text from outside.
                 eval "ip=\${$((2 * i + 1))} remote=\${$((2 * i + 2))}"
-                vm "$i" "$ip" "$remote" </dev/null >/dev/null 2>&1
+                vm "$i" "$ip" "$remote" "$(key_of "$i" $keyof)" </dev/null >/dev/null 2>&1
                 i=$((i + par))
             done
         ) &

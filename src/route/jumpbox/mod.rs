@@ -9,7 +9,9 @@
 //! in no env var, argument, pod spec field or output.
 //!
 //! The files: `spec.rs` (the pod), `session.rs` (its run, shared by every VM), `keeper.rs`
-//! (`--watch`'s pod kept across rounds, running the script's rounds itself), `framing.rs`
+//! (`--watch`'s pod kept across rounds, running the script's rounds itself), `shared.rs`
+//! (`-A`'s and `--all`'s one pod for the clusters of a vSphere Namespace, each VM offered only
+//! its own cluster's key), `framing.rs`
 //! (the pod's log, one section per VM framed with a nonce of the run that the nodes never see:
 //! [`frame`], [`split_log`]; each section read as one VM's [`Reached`](super::Reached):
 //! [`read_log`]). The session runs the pod on the first node the driver asks for and hands every
@@ -29,13 +31,16 @@ use crate::probe::{ReachError, ReachErrorKind};
 mod framing;
 mod keeper;
 mod session;
+mod shared;
 mod spec;
 pub use framing::{frame, read_log, split_log};
 pub use keeper::{JumpboxKeeper, LEASE_ROUNDS};
 pub use session::JumpboxSession;
+pub use shared::{groups, NamespaceJumpbox};
 pub use spec::{
-    jumpbox_pod, log_limit, new_nonce, pod_name, ARGV_NONCE, ARGV_VMS, DEFAULT_IMAGE,
-    DRY_RUN_NONCE, JUMPBOX_SH, KEY_DIR, KEY_MODE, NOBODY, NODE_OUTPUT_CAP,
+    jumpbox_pod, key_dir, keyed_pod, log_limit, namespace_pod_name, new_nonce, pod_name, ARGV_KEYS,
+    ARGV_KEY_OF_VMS, ARGV_NONCE, ARGV_VMS, DEFAULT_IMAGE, DRY_RUN_NONCE, JUMPBOX_SH, KEY_DIR,
+    KEY_MODE, NOBODY, NODE_OUTPUT_CAP,
 };
 
 #[derive(Debug, Clone)]
@@ -49,6 +54,9 @@ pub struct JumpboxSettings {
     /// `--watch`: the jumpbox kept across rounds ([`JumpboxKeeper`]); None: one pod per
     /// diagnosis, deleted at its end.
     pub keeper: Option<std::sync::Arc<JumpboxKeeper>>,
+    /// `-A`, `--all`: the vSphere Namespace's one jumpbox and this cluster's number in it
+    /// (its key's); None: the cluster's own pod.
+    pub shared: Option<(std::sync::Arc<NamespaceJumpbox>, usize)>,
 }
 
 /// The targets the pod reaches, in its sections' order: those with an address.
@@ -76,6 +84,14 @@ impl JumpboxSettings {
         let vms: Vec<&Address> = addressed(targets).map(|(_, a)| a).collect();
         if vms.is_empty() {
             return Vec::new();
+        }
+        if let Some((shared, n)) = &self.shared {
+            // The namespace's one pod, shown once: with its first cluster.
+            return if *n == 0 {
+                vec![shared.would_create()]
+            } else {
+                Vec::new()
+            };
         }
         vec![jumpbox_pod(&vms, DRY_RUN_NONCE, self)]
     }

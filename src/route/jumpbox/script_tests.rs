@@ -321,3 +321,88 @@ fn an_unreadable_key_stops_the_script_before_any_ssh() {
         .collect();
     assert!(left.is_empty(), "{left:?}");
 }
+
+/// `-A`'s jumpbox of a vSphere Namespace: two clusters' keys, each VM offered its own
+/// cluster's key alone (never the other's), each key copied to 0600; a key number that is
+/// none of the keys stops the script before any ssh.
+#[test]
+fn each_vm_is_offered_only_its_own_clusters_key() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let calls = dir.path().join("calls");
+    install_ssh(
+        dir.path(),
+        &format!(
+            r#"#!/bin/sh
+key= host=
+while [ $# -gt 0 ]; do
+case $1 in
+    -i) key=$2; shift ;;
+    -p | -o | -l) shift ;;
+    -*) ;;
+    *) [ -n "$host" ] || host=${{1#*@}} ;;
+esac
+shift
+done
+if [ -n "$key" ]; then
+    echo "$host $(head -n 1 "$key") $(stat -c %a "$key")" >>{calls}
+    cat >/dev/null
+    cat {doc}
+    exit 0
+fi
+echo "etcdnet@$host: Permission denied (publickey)." >&2
+exit 255
+"#,
+            calls = calls.display(),
+            doc = HEALTHY_DOC,
+        ),
+    );
+    // Cluster a's VMs at .11 and .12, cluster b's at .21; each cluster's key says whose it is.
+    let mut keys = Vec::new();
+    for who in ["a", "b"] {
+        let at = dir.path().join(format!("key-{who}"));
+        std::fs::write(&at, format!("key-of-{who}\n")).unwrap();
+        std::fs::set_permissions(&at, std::fs::Permissions::from_mode(KEY_MODE as u32)).unwrap();
+        keys.push(at.display().to_string());
+    }
+    let a = addresses_of(&["198.18.0.11", "198.18.0.12"]);
+    let b = addresses_of(&["198.18.0.21"]);
+    let vms = [(0, &a[0]), (0, &a[1]), (1, &b[0])];
+    let s = settings();
+    let pod = keyed_pod("p".into(), &["tkc-a", "tkc-b"], &vms, NONCE, &s);
+    let mut argv = command_of(&pod);
+    assert_eq!(argv[ARGV_KEY_OF_VMS], "0 0 1");
+    argv[ARGV_KEYS] = keys.join(" ");
+    let out = run_script_as_is(&argv, dir.path());
+    assert!(out.status.success(), "{out:?}");
+    let log = String::from_utf8(out.stdout).unwrap();
+    let sections = split_log(&log, NONCE, 3).unwrap();
+    assert!(sections.iter().all(|s| s.is_ok()), "{sections:?}");
+    let mut used: Vec<String> = std::fs::read_to_string(&calls)
+        .unwrap()
+        .lines()
+        .map(String::from)
+        .collect();
+    used.sort();
+    assert_eq!(
+        used,
+        [
+            "198.18.0.11 key-of-a 600",
+            "198.18.0.12 key-of-a 600",
+            "198.18.0.21 key-of-b 600"
+        ]
+    );
+    assert!(!log.contains("key-of-"), "no key is ever printed");
+
+    // A key number past the keys (the plugin never sends one): no VM is contacted.
+    std::fs::remove_file(&calls).unwrap();
+    for bad in ["0 0 2", "0 1", "0 x 1", "0 0 1 1"] {
+        argv[ARGV_KEY_OF_VMS] = bad.into();
+        let out = run_script_as_is(&argv, dir.path());
+        assert!(!out.status.success(), "{bad}: {out:?}");
+        let log = String::from_utf8(out.stdout).unwrap();
+        let e = split_log(&log, NONCE, 3).unwrap_err();
+        assert!(e.message.contains("key number"), "{bad}: {}", e.message);
+    }
+    assert!(!calls.exists(), "no ssh ran");
+}

@@ -4,6 +4,7 @@
 use tokio::sync::OnceCell;
 
 use super::framing::{read_log, split_log};
+use super::shared::pod_error;
 use super::spec::{jumpbox_pod, log_limit};
 use super::JumpboxSettings;
 use crate::probe::{ReachError, ReachErrorKind};
@@ -49,6 +50,19 @@ impl<'a> JumpboxSession<'a> {
             let (log, nonce) = keeper.round(&self.api, s, &addresses, run.bound).await?;
             return self.sections(&log, &nonce);
         }
+        if let Some((shared, n)) = &s.shared {
+            // -A: the namespace's one jumpbox, this cluster's sections of its log.
+            let log = shared.log(&self.api, run).await?;
+            let all = split_log(log, shared.nonce(), shared.vm_count())?;
+            let range = shared.sections_of(*n);
+            if range.len() != self.vms.len() {
+                return Err(ReachError {
+                    kind: ReachErrorKind::Other,
+                    message: "the namespace's jumpbox was made for other VMs of this cluster (a bug of the plugin's)".into(),
+                });
+            }
+            return Ok(self.read(all.into_iter().skip(range.start).take(range.len())));
+        }
         let pod = jumpbox_pod(&addresses, &self.nonce, s);
         let limit = log_limit(addresses.len());
         match lifecycle::run_with_log_limit(
@@ -62,19 +76,7 @@ impl<'a> JumpboxSession<'a> {
         .await
         {
             Ok(done) => self.sections(&done.log, &self.nonce),
-            Err(f) => {
-                let mut e = crate::route::lifecycle::reach_error(
-                    f,
-                    &s.namespace,
-                    crate::route::lifecycle::PodRoute::Jumpbox,
-                );
-                // vSphere Pods exist only on Supervisors with NSX networking (an unschedulable
-                // pod's line already says so).
-                if matches!(e.kind, ReachErrorKind::Timeout | ReachErrorKind::Other) {
-                    e.message.push_str("; the Supervisor may not run vSphere Pods (they need NSX or VPC networking): try --via ssh");
-                }
-                Err(e)
-            }
+            Err(f) => Err(pod_error(f, &s.namespace)),
         }
     }
 }
@@ -83,15 +85,22 @@ impl JumpboxSession<'_> {
     /// Each VM's result from its section of `log`, framed with `nonce`.
     fn sections(&self, log: &str, nonce: &str) -> std::result::Result<Vec<Reached>, ReachError> {
         let sections = split_log(log, nonce, self.vms.len())?;
-        Ok(self
-            .vms
+        Ok(self.read(sections))
+    }
+
+    /// Each VM's result from its section (in the order of `vms`).
+    fn read<'l>(
+        &self,
+        sections: impl IntoIterator<Item = std::result::Result<&'l str, ReachError>>,
+    ) -> Vec<Reached> {
+        self.vms
             .iter()
             .zip(sections)
             .map(|((t, at), section)| match section {
                 Ok(text) => read_log(&t.name, &at.ip.to_string(), &self.settings.ssh.user, text),
                 Err(e) => Err(e).into(),
             })
-            .collect())
+            .collect()
     }
 
     /// The progress line while it runs.

@@ -81,8 +81,28 @@ pub fn new_nonce() -> Option<String> {
 
 /// Where the nonce is in the jumpbox container's command (`sh -c SCRIPT $0 NONCE ...`).
 pub const ARGV_NONCE: usize = 4;
+/// Where the key files are in it (their paths, blank-separated: one per cluster).
+pub const ARGV_KEYS: usize = 7;
+/// Where each VM's key number is in it (blank-separated, one per VM in section order).
+pub const ARGV_KEY_OF_VMS: usize = 12;
 /// Where the VMs' `IP REMOTE_COMMAND` pairs start in it, one pair per VM in section order.
-pub const ARGV_VMS: usize = 12;
+pub const ARGV_VMS: usize = 13;
+
+/// Where the key of the pod's cluster number `n` (from 0) is mounted: [`KEY_DIR`] for the
+/// first (the only one of a cluster's own jumpbox), `KEY_DIR-<n>` for the others of a vSphere
+/// Namespace's. Made of a number only: no cluster's name is in a path or the script.
+pub fn key_dir(n: usize) -> String {
+    if n == 0 {
+        KEY_DIR.to_string()
+    } else {
+        format!("{KEY_DIR}-{n}")
+    }
+}
+
+/// The name of `-A`'s one jumpbox for the clusters of vSphere Namespace `namespace`.
+pub fn namespace_pod_name(namespace: &str, run_id: &str) -> String {
+    crate::route::pod_name("etcdnet-jumpbox-ns-", namespace, run_id)
+}
 
 /// What the jumpbox's VM holds besides its in-memory /tmp: a vSphere Pod is a VM of its own
 /// with its own Linux kernel and pod agent, "sized precisely for the workload that it
@@ -116,25 +136,61 @@ fn resources(tmp_mib: u64) -> ResourceRequirements {
 /// The jumpbox pod for the VMs at `vms` (their sections' order): one pod for them all, its log
 /// framed with `nonce`.
 pub fn jumpbox_pod(vms: &[&Address], nonce: &str, s: &JumpboxSettings) -> Pod {
-    let key = Volume {
-        name: "ssh-key".into(),
-        secret: Some(SecretVolumeSource {
-            secret_name: Some(secret_name(&s.cluster)),
-            default_mode: Some(KEY_MODE),
-            items: Some(vec![KeyToPath {
-                key: KEY_FILE.into(),
-                path: KEY_FILE.into(),
-                mode: Some(KEY_MODE),
-            }]),
-            optional: Some(false),
-        }),
-        ..Default::default()
+    let vms: Vec<(usize, &Address)> = vms.iter().map(|a| (0, *a)).collect();
+    keyed_pod(
+        pod_name(&s.cluster, &s.basics.run_id),
+        &[s.cluster.as_str()],
+        &vms,
+        nonce,
+        s,
+    )
+}
+
+/// The pod named `name` for `clusters` (each one's `<cluster>-ssh` secret mounted at its own
+/// [`key_dir`]) and `vms`: each VM with the number of its cluster in `clusters`, whose key
+/// alone the script offers it. `s` gives what the clusters share (namespace, image, pod
+/// basics, ssh user and timeout); its `cluster` is not used.
+pub fn keyed_pod(
+    name: String,
+    clusters: &[&str],
+    vms: &[(usize, &Address)],
+    nonce: &str,
+    s: &JumpboxSettings,
+) -> Pod {
+    let key_volume = |n: usize| -> String {
+        if n == 0 {
+            "ssh-key".into()
+        } else {
+            format!("ssh-key-{n}")
+        }
     };
+    let keys: Vec<Volume> = clusters
+        .iter()
+        .enumerate()
+        .map(|(n, cluster)| Volume {
+            name: key_volume(n),
+            secret: Some(SecretVolumeSource {
+                secret_name: Some(secret_name(cluster)),
+                default_mode: Some(KEY_MODE),
+                items: Some(vec![KeyToPath {
+                    key: KEY_FILE.into(),
+                    path: KEY_FILE.into(),
+                    mode: Some(KEY_MODE),
+                }]),
+                optional: Some(false),
+            }),
+            ..Default::default()
+        })
+        .collect();
+    let key_files: Vec<String> = (0..clusters.len())
+        .map(|n| format!("{}/{KEY_FILE}", key_dir(n)))
+        .collect();
+    debug_assert!(vms.iter().all(|(n, _)| *n < clusters.len()));
     // The probes' `parallel` bounds the VMs the script works on at once, as the driver bounds the
     // nodes the other routes reach at once (every target carries the same value).
     let parallel = vms
         .iter()
-        .map(|a| a.probe.parallel)
+        .map(|(_, a)| a.probe.parallel)
         .max()
         .unwrap_or(1)
         .max(1);
@@ -146,15 +202,19 @@ pub fn jumpbox_pod(vms: &[&Address], nonce: &str, s: &JumpboxSettings) -> Pod {
         nonce.to_string(),
         s.ssh.user.clone(),
         s.ssh.connect_timeout.as_secs().max(1).to_string(),
-        format!("{KEY_DIR}/{KEY_FILE}"),
+        key_files.join(" "),
         // The same options the ssh route locks, before the script's own (see `ssh/options.rs`).
         locked_option_words(),
         parallel.to_string(),
         NODE_OUTPUT_CAP.to_string(),
         script::PROBE_SH.into(),
+        vms.iter()
+            .map(|(n, _)| n.to_string())
+            .collect::<Vec<_>>()
+            .join(" "),
     ];
     debug_assert_eq!((argv[ARGV_NONCE].as_str(), argv.len()), (nonce, ARGV_VMS));
-    for at in vms {
+    for (_, at) in vms {
         // The nonce is in no remote command: the node never sees it.
         argv.extend([at.ip.to_string(), remote_probe_command(&at.probe)]);
     }
@@ -172,19 +232,21 @@ pub fn jumpbox_pod(vms: &[&Address], nonce: &str, s: &JumpboxSettings) -> Pod {
     };
     let container = Container {
         resources: Some(resources(tmp_mib)),
-        volume_mounts: Some(vec![
-            VolumeMount {
-                name: "ssh-key".into(),
-                mount_path: KEY_DIR.into(),
-                read_only: Some(true),
-                ..Default::default()
-            },
-            VolumeMount {
-                name: "tmp".into(),
-                mount_path: "/tmp".into(),
-                ..Default::default()
-            },
-        ]),
+        volume_mounts: Some(
+            (0..clusters.len())
+                .map(|n| VolumeMount {
+                    name: key_volume(n),
+                    mount_path: key_dir(n),
+                    read_only: Some(true),
+                    ..Default::default()
+                })
+                .chain([VolumeMount {
+                    name: "tmp".into(),
+                    mount_path: "/tmp".into(),
+                    ..Default::default()
+                }])
+                .collect(),
+        ),
         // ssh looks for ~/.ssh; the user's home in the image may not exist.
         env: Some(vec![EnvVar {
             name: "HOME".into(),
@@ -207,7 +269,7 @@ pub fn jumpbox_pod(vms: &[&Address], nonce: &str, s: &JumpboxSettings) -> Pod {
             .image_pull_policy("IfNotPresent")
             .command(argv)
     };
-    let mut spec = PodSpec::container(container).volumes([key, tmp]);
+    let mut spec = PodSpec::container(container).volumes(keys.into_iter().chain([tmp]));
     // Not root: `nobody`, which every image has (the restricted level forbids root). No
     // `fsGroup`: the key is readable without it (KEY_MODE) and ssh reads the script's own copy.
     spec.security_context = Some(PodSecurityContext {
@@ -220,10 +282,5 @@ pub fn jumpbox_pod(vms: &[&Address], nonce: &str, s: &JumpboxSettings) -> Pod {
         }),
         ..Default::default()
     });
-    s.basics.pod(
-        pod_name(&s.cluster, &s.basics.run_id),
-        &s.namespace,
-        "etcdnet-jumpbox",
-        spec,
-    )
+    s.basics.pod(name, &s.namespace, "etcdnet-jumpbox", spec)
 }

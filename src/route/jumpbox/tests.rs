@@ -24,6 +24,7 @@ pub(super) fn settings() -> JumpboxSettings {
             options: vec![],
         },
         keeper: None,
+        shared: None,
     }
 }
 
@@ -83,7 +84,11 @@ fn one_pod_reaches_every_vm() {
     assert_eq!(argv[9], "16", "--parallel bounds the VMs at once");
     assert_eq!(argv[10], NODE_OUTPUT_CAP.to_string());
     assert_eq!(argv[11], script::PROBE_SH);
-    let pairs: Vec<(&str, &str)> = argv[12..]
+    assert_eq!(
+        argv[ARGV_KEY_OF_VMS], "0 0 0",
+        "every VM offered the one key"
+    );
+    let pairs: Vec<(&str, &str)> = argv[ARGV_VMS..]
         .chunks(2)
         .map(|p| (p[0].as_str(), p[1].as_str()))
         .collect();
@@ -108,7 +113,7 @@ fn one_pod_reaches_every_vm() {
     let pods = s.would_create(&targets());
     assert_eq!(pods.len(), 1);
     assert_eq!(command_of(&pods[0])[4], DRY_RUN_NONCE);
-    assert_eq!(command_of(&pods[0]).len(), 12 + 2 * 3);
+    assert_eq!(command_of(&pods[0]).len(), ARGV_VMS + 2 * 3);
     let mut none = targets();
     for t in &mut none {
         t.address = None;
@@ -510,4 +515,95 @@ fn a_script_that_cannot_work_fails_every_vm() {
         frame(NONCE, 0, &healthy_section())
     );
     assert!(split_log(&log, NONCE, 1).unwrap()[0].is_ok());
+}
+
+/// `-A`'s jumpbox of a vSphere Namespace: each cluster's secret its own volume, mounted at its
+/// own path (numbered, no cluster's name in a path or the command), every VM with its
+/// cluster's number; named after the namespace.
+#[test]
+fn a_namespace_jumpbox_mounts_each_clusters_key_at_its_own_path() {
+    let a = addresses_of(&["198.18.0.11", "198.18.0.12"]);
+    let b = addresses_of(&["198.18.0.21"]);
+    let vms = [(0, &a[0]), (0, &a[1]), (1, &b[0])];
+    let name = namespace_pod_name("ns-prod", "k3x9q");
+    assert_eq!(name, "etcdnet-jumpbox-ns-ns-prod-k3x9q");
+    let pod = keyed_pod(name, &["tkc-a", "tkc-b"], &vms, NONCE, &settings());
+    let v = serde_json::to_value(&pod).unwrap();
+    let secrets: Vec<(&str, &str)> = v["spec"]["volumes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|v| v["secret"].is_object())
+        .map(|v| {
+            (
+                v["name"].as_str().unwrap(),
+                v["secret"]["secretName"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        secrets,
+        [("ssh-key", "tkc-a-ssh"), ("ssh-key-1", "tkc-b-ssh")]
+    );
+    let mounts = &v["spec"]["containers"][0]["volumeMounts"];
+    assert_eq!(mounts[0]["mountPath"], "/etc/etcdnet/ssh");
+    assert_eq!(mounts[1]["mountPath"], "/etc/etcdnet/ssh-1");
+    assert_eq!(mounts[1]["readOnly"], true);
+    let argv = command_of(&pod);
+    assert_eq!(
+        argv[ARGV_KEYS],
+        "/etc/etcdnet/ssh/ssh-privatekey /etc/etcdnet/ssh-1/ssh-privatekey"
+    );
+    assert_eq!(argv[ARGV_KEY_OF_VMS], "0 0 1");
+    assert_eq!(argv[ARGV_VMS..].len(), 6);
+    assert!(
+        !argv.iter().any(|a| a.contains("tkc-")),
+        "no cluster's name in the command"
+    );
+    assert_eq!(
+        v["metadata"]["labels"]["app.kubernetes.io/managed-by"],
+        "kubectl-etcdnet"
+    );
+    assert_eq!(v["spec"]["activeDeadlineSeconds"], 60);
+}
+
+/// The namespace's jumpbox is shared only by clusters with VMs to reach; each cluster's
+/// sections are its own range of the pod's.
+#[test]
+fn a_namespace_jumpbox_is_shared_by_clusters_with_addresses() {
+    let (mut a, mut b, mut c) = (settings(), settings(), settings());
+    a.cluster = "tkc-a".into();
+    b.cluster = "tkc-b".into();
+    c.cluster = "tkc-c".into();
+    b.basics.deadline = Duration::from_secs(90);
+    let ts = targets();
+    let one = &ts[..1];
+    let none: Vec<Target> = ts
+        .iter()
+        .cloned()
+        .map(|mut t| {
+            t.address = None;
+            t
+        })
+        .collect();
+    let shared = NamespaceJumpbox::new(&[(&a, &ts[..]), (&c, &none[..]), (&b, one)]).unwrap();
+    assert_eq!(shared.member("tkc-a"), Some(0));
+    assert_eq!(shared.member("tkc-b"), Some(1));
+    assert_eq!(
+        shared.member("tkc-c"),
+        None,
+        "no VM with an address: not in it"
+    );
+    assert_eq!(shared.vm_count(), 4);
+    assert_eq!(shared.sections_of(0), 0..3);
+    assert_eq!(shared.sections_of(1), 3..4);
+    let pod = shared.would_create();
+    assert_eq!(
+        pod.spec.as_ref().unwrap().active_deadline_seconds,
+        Some(90),
+        "the longest deadline of its clusters"
+    );
+    assert_eq!(command_of(&pod)[ARGV_KEY_OF_VMS], "0 0 0 1");
+    // One cluster with VMs: nothing to share.
+    assert!(NamespaceJumpbox::new(&[(&a, &ts[..]), (&c, &none[..])]).is_none());
 }

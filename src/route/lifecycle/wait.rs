@@ -258,6 +258,15 @@ fn broke_off(err: watcher::Error) -> Result<BrokeOff, PodFailure> {
     }
 }
 
+/// The image of a pod's (first and only) container: what an image-pull failure names.
+pub fn first_image(pod: &Pod) -> String {
+    pod.spec
+        .as_ref()
+        .and_then(|s| s.containers.first())
+        .and_then(|c| c.image.clone())
+        .unwrap_or_default()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -304,13 +313,4 @@ mod tests {
             other => panic!("{other:?}"),
         }
     }
-}
-
-/// The image of a pod's (first and only) container: what an image-pull failure names.
-pub fn first_image(pod: &Pod) -> String {
-    pod.spec
-        .as_ref()
-        .and_then(|s| s.containers.first())
-        .and_then(|c| c.image.clone())
-        .unwrap_or_default()
 }

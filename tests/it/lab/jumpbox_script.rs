@@ -31,6 +31,7 @@ fn settings() -> JumpboxSettings {
             options: vec![],
         },
         keeper: None,
+        shared: None,
     }
 }
 

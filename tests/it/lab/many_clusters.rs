@@ -1,5 +1,6 @@
 //! Many clusters, each its own lab: side by side, each diagnosed from its own lab, one jumpbox
-//! lab reaching every lab's VMs (the fixture side is `many_clusters`).
+//! lab reaching every lab's VMs, one by one and with `--all` through one jumpbox for the namespace
+//! (the fixture side is `many_clusters`).
 
 use crate::common;
 use common::*;
@@ -158,6 +159,42 @@ fn the_supervisor_reaches_every_labs_vms_through_one_jumpbox_lab() {
         assert_eq!(report.route.name, "jumpbox", "{c}");
         assert_eq!(report.result.nodes_reached, 3, "{c}: {:#?}", report.nodes);
     }
+    // --all over the namespace: ONE jumpbox for its three clusters, each lab's VMs reached
+    // with that cluster's own key (each lab's sshd knows only its own), each verdict its own.
+    let before = f.supervisor.created_pods().len();
+    let run = f.kubectl(&[
+        "diagnose",
+        "--all",
+        "-n",
+        fleet::NS,
+        "--via",
+        "jumpbox",
+        "--connect-timeout",
+        "2s",
+        "-o",
+        "json",
+    ]);
+    let list: etcdnet::report::ListReport<etcdnet::report::DiagnoseReport> = run.report();
+    let created = f.supervisor.created_pods();
+    assert_eq!(created.len() - before, 1, "one jumpbox: {created:?}");
+    assert!(
+        created[before].1.starts_with("etcdnet-jumpbox-ns-"),
+        "{created:?}"
+    );
+    for item in &list.items {
+        let etcdnet::report::ListItem::Report(r) = item else {
+            panic!("{item:?}")
+        };
+        let c = r.header.cluster.name.as_str();
+        assert_eq!(r.result.nodes_reached, 3, "{c}: {:#?}", r.nodes);
+        let want = if c == "tkc-db" {
+            VerdictCode::EtcdPeerNetworkBlocked
+        } else {
+            VerdictCode::Healthy
+        };
+        assert_eq!(r.verdict.code, want, "{c}: {:#?}", r.verdict);
+    }
+    assert_eq!(list.items.len(), 3);
     // Every jumpbox pod ran in the Supervisor's namespace and is gone.
     let deadline = std::time::Instant::now() + Duration::from_secs(10);
     while !f.supervisor.existing_pods().is_empty() && std::time::Instant::now() < deadline {

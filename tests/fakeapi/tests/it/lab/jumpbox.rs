@@ -185,8 +185,9 @@ async fn a_jumpbox_pod_sshes_to_the_node_with_the_secret_volume() {
 async fn the_plugins_jumpbox_script_reaches_the_node_and_runs_sudo() {
     require("the_plugins_jumpbox_script_reaches_the_node_and_runs_sudo");
     let s = supervisor(Some(lab().ssh_private_key())).await;
-    // jumpbox.sh NONCE USER CONNECT_TIMEOUT KEY_FILE SSH_OPTIONS PARALLEL OUTPUT_CAP
-    // PROBE_SCRIPT, then IP REMOTE_CMD per VM (one VM here); the "probe" is a one-liner read
+    // jumpbox.sh NONCE USER CONNECT_TIMEOUT KEY_FILES SSH_OPTIONS PARALLEL OUTPUT_CAP
+    // PROBE_SCRIPT KEY_OF_VMS, then IP REMOTE_CMD per VM (one VM here, offered key 0, the only
+    // one); the "probe" is a one-liner read
     // from stdin by `sudo -n sh -s`, as the real probe is. The options are the plugin's locked
     // ones (src/route/ssh/options.rs; this crate cannot depend on it).
     let key = format!("{KEY_DIR}/ssh-privatekey");
@@ -205,6 +206,7 @@ async fn the_plugins_jumpbox_script_reaches_the_node_and_runs_sudo() {
         "4",
         "4194305",
         "id -un; hostname; crictl ps --name etcd -q | wc -l",
+        "0",
         "198.18.0.12",
         "sudo -n sh -s",
     ];
