@@ -181,12 +181,7 @@ fn the_script_reports_what_ssh_says() {
     assert!(!calls.contains("mounted-key"), "{calls}");
     assert!(!log.contains("not a real key"), "the key is never printed");
     // The pod's files (the key's copy among them) are removed with the run.
-    let left: Vec<_> = std::fs::read_dir(dir.path())
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .filter(|n| n.starts_with("tmp."))
-        .collect();
-    assert!(left.is_empty(), "{left:?}");
+    assert_no_pod_files_left(dir.path());
 }
 
 /// Port 22 is read from the probe's own connection: a node that ran the command (any exit
@@ -314,12 +309,7 @@ fn an_unreadable_key_stops_the_script_before_any_ssh() {
         e.message
     );
     assert!(!calls.exists(), "no ssh ran");
-    let left: Vec<_> = std::fs::read_dir(dir.path())
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .filter(|n| n.starts_with("tmp."))
-        .collect();
-    assert!(left.is_empty(), "{left:?}");
+    assert_no_pod_files_left(dir.path());
 }
 
 /// `-A`'s jumpbox of a vSphere Namespace: two clusters' keys, each VM offered its own
@@ -405,4 +395,15 @@ exit 255
         assert!(e.message.contains("key number"), "{bad}: {}", e.message);
     }
     assert!(!calls.exists(), "no ssh ran");
+}
+
+/// The script's own files (`mktemp`'s `tmp.*`: the key's copy among them) are gone after its
+/// run.
+fn assert_no_pod_files_left(dir: &std::path::Path) {
+    let left: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("tmp."))
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
 }

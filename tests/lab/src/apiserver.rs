@@ -178,65 +178,37 @@ fn container_id(node: &Node, attempt: u32) -> String {
     ))
 }
 
-/// klog's header for severity `sev` at `t`: `E1207 03:50:18.123456       1 file.go:123] `.
+/// klog's header for severity `sev` at `t`: `E1207 03:50:18.123456       1 file.go:123] `
+/// (UTC: a VM's clock, as kubeadm's images log).
 fn klog(sev: char, t: SystemTime, file_line: &str, msg: &str) -> String {
-    let d = t.duration_since(UNIX_EPOCH).unwrap_or_default();
-    let (date, time) = civil(d.as_secs());
+    let t = time::OffsetDateTime::from(t);
     format!(
-        "{sev}{date} {time}.{:06} {:>7} {file_line}] {msg}",
-        d.subsec_micros(),
+        "{sev}{:02}{:02} {:02}:{:02}:{:02}.{:06} {:>7} {file_line}] {msg}",
+        u8::from(t.month()),
+        t.day(),
+        t.hour(),
+        t.minute(),
+        t.second(),
+        t.microsecond(),
         1
     )
 }
 
-/// (`MMDD`, `hh:mm:ss`) of a Unix time, UTC (a VM's clock, as kubeadm's images log).
-fn civil(secs: u64) -> (String, String) {
-    let days = (secs / 86_400) as i64;
-    let rem = secs % 86_400;
-    // Howard Hinnant's days_from_civil, inverted.
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    (
-        format!("{m:02}{d:02}"),
-        format!("{:02}:{:02}:{:02}", rem / 3600, rem / 60 % 60, rem % 60),
-    )
-}
-
-/// RFC 3339 with nanoseconds as Go's `time.RFC3339Nano` prints it (trailing zeros dropped).
+/// RFC 3339 with nanoseconds as Go's `time.RFC3339Nano` prints it (UTC; trailing zeros of the
+/// fraction dropped, none at all for a whole second).
 fn rfc3339_nano(t: SystemTime) -> String {
-    let d = t.duration_since(UNIX_EPOCH).unwrap_or_default();
-    let secs = d.as_secs();
-    let days = (secs / 86_400) as i64;
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    let rem = secs % 86_400;
-    let mut frac = format!("{:09}", d.subsec_nanos());
-    while frac.ends_with('0') {
-        frac.pop();
-    }
-    let frac = if frac.is_empty() {
-        String::new()
-    } else {
-        format!(".{frac}")
-    };
+    let t = time::OffsetDateTime::from(t);
+    let frac = format!("{:09}", t.nanosecond());
+    let frac = frac.trim_end_matches('0');
     format!(
-        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}{frac}Z",
-        rem / 3600,
-        rem / 60 % 60,
-        rem % 60
+        "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}{}{frac}Z",
+        t.year(),
+        u8::from(t.month()),
+        t.day(),
+        t.hour(),
+        t.minute(),
+        t.second(),
+        if frac.is_empty() { "" } else { "." },
     )
 }
 
