@@ -4,7 +4,6 @@
 use tokio::sync::OnceCell;
 
 use super::framing::{read_log, split_log};
-use super::shared::pod_error;
 use super::spec::{jumpbox_pod, log_limit};
 use super::JumpboxSettings;
 use crate::probe::{ReachError, ReachErrorKind};
@@ -76,7 +75,11 @@ impl<'a> JumpboxSession<'a> {
         .await
         {
             Ok(done) => self.sections(&done.log, &self.nonce),
-            Err(f) => Err(pod_error(f, &s.namespace)),
+            Err(f) => Err(crate::route::lifecycle::reach_error(
+                f,
+                &s.namespace,
+                crate::route::lifecycle::PodRoute::Jumpbox,
+            )),
         }
     }
 }

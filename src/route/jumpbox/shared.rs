@@ -16,7 +16,7 @@ use tokio::sync::OnceCell;
 
 use super::spec::{keyed_pod, log_limit, namespace_pod_name, new_nonce, DRY_RUN_NONCE};
 use super::{addressed, JumpboxSettings};
-use crate::probe::{ReachError, ReachErrorKind};
+use crate::probe::ReachError;
 use crate::route::lifecycle::{self, PodApi};
 use crate::route::{Address, Run, Target};
 use k8s_openapi::api::core::v1::Pod;
@@ -154,24 +154,17 @@ impl NamespaceJumpbox {
                 )
                 .await
                 .map(|done| done.log)
-                .map_err(|f| pod_error(f, &self.settings.namespace))
+                .map_err(|f| {
+                    lifecycle::reach_error(
+                        f,
+                        &self.settings.namespace,
+                        lifecycle::PodRoute::Jumpbox,
+                    )
+                })
             })
             .await;
         log.as_ref().map(String::as_str).map_err(Clone::clone)
     }
-}
-
-/// Why the jumpbox pod in `namespace` gave no log, as every one of its VMs' error.
-pub(super) fn pod_error(f: lifecycle::PodFailure, namespace: &str) -> ReachError {
-    let mut e = lifecycle::reach_error(f, namespace, lifecycle::PodRoute::Jumpbox);
-    // vSphere Pods exist only on Supervisors with NSX networking (an unschedulable pod's line
-    // already says so).
-    if matches!(e.kind, ReachErrorKind::Timeout | ReachErrorKind::Other) {
-        e.message.push_str(
-            "; the Supervisor may not run vSphere Pods (they need NSX or VPC networking): try --via ssh",
-        );
-    }
-    e
 }
 
 #[cfg(test)]

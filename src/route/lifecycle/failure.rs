@@ -114,6 +114,15 @@ pub fn reach_error(f: PodFailure, ns: &str, route: PodRoute) -> ReachError {
         ),
         PodFailure::Api(m) => (ReachErrorKind::Other, m),
     };
+    let mut message = message;
+    // vSphere Pods exist only on Supervisors with NSX networking: a jumpbox that timed out or
+    // failed otherwise may be one no host runs (an unschedulable pod's line already says so).
+    if route == PodRoute::Jumpbox && matches!(kind, ReachErrorKind::Timeout | ReachErrorKind::Other)
+    {
+        message.push_str(
+            "; the Supervisor may not run vSphere Pods (they need NSX or VPC networking): try --via ssh",
+        );
+    }
     ReachError { kind, message }
 }
 

@@ -480,7 +480,7 @@ fn sigint_leaves_no_pod_and_no_key_file() {
     let w = world("diagnose_jumpbox sigint", None);
     w.lab.inject(Fault::DropAllPeers).unwrap();
     // Jumpbox: interrupt once the pod exists (one for the three VMs).
-    let cmd = w.env.plugin_command(&[
+    let jumpbox = [
         "diagnose",
         CLUSTER,
         "-n",
@@ -489,7 +489,8 @@ fn sigint_leaves_no_pod_and_no_key_file() {
         "5s",
         "--api-timeout",
         "1s",
-    ]);
+    ];
+    let cmd = w.env.plugin_command(&jumpbox);
     let run = interrupt_when(
         cmd,
         || w.env.supervisor.existing_pods().len() == 1,
@@ -499,17 +500,9 @@ fn sigint_leaves_no_pod_and_no_key_file() {
     w.assert_no_pod_left();
 
     // --watch: the jumpbox it keeps across rounds (alive between them) is deleted on Ctrl-C too.
-    let cmd = w.env.plugin_command(&[
-        "diagnose",
-        CLUSTER,
-        "-n",
-        NS,
-        "--connect-timeout",
-        "5s",
-        "--api-timeout",
-        "1s",
-        "--watch=1s",
-    ]);
+    let cmd = w
+        .env
+        .plugin_command(&[&jumpbox[..], &["--watch=1s"]].concat());
     let since = Instant::now();
     let run = interrupt_when(
         cmd,
