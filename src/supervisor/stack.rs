@@ -44,31 +44,22 @@ const VPC_KINDS: &[&str] = &[
 /// The stack `apis` shows (pure).
 pub fn of(apis: &SupervisorApis) -> StackFact {
     let served = |group: &str| apis.groups.contains_key(group);
-    // A group's kinds when the answer listed them (aggregated discovery); a plain answer lists
-    // none, and the group alone then says it.
-    let lists = |group: &str, kind: &str| -> Option<bool> {
-        apis.groups
-            .get(group)?
-            .kinds
-            .as_ref()
-            .map(|k| k.contains_key(kind))
-    };
-    let ncp = served(NCP_GROUP) && lists(NCP_GROUP, "VirtualNetwork").unwrap_or(true);
-    let vpc_in = |group: &str| {
-        served(group)
-            && apis.groups[group]
-                .kinds
-                .as_ref()
-                .is_none_or(|k| VPC_KINDS.iter().any(|v| k.contains_key(*v)))
-    };
+    // A kind is there when its group is served and the answer listed it, or listed no kinds
+    // at all (a plain answer: the group alone then says it): `kind_in`.
+    let has = |group: &str, kind: &str| apis.kind_in(group, kind).is_some();
+    let ncp = has(NCP_GROUP, "VirtualNetwork");
     // Early nsx-operator builds served the VPC kinds in nsx.vmware.com (its CRDs
-    // `nsx.vmware.com_vpcnetworkconfigurations.yaml`, `_subnetsets.yaml`): VPC when listed there.
-    let vpc = vpc_in(NSX_VPC_GROUP)
-        || (served(NSX_T1_GROUP)
-            && apis.groups[NSX_T1_GROUP]
-                .kinds
-                .as_ref()
-                .is_some_and(|k| VPC_KINDS.iter().any(|v| k.contains_key(*v))));
+    // `nsx.vmware.com_vpcnetworkconfigurations.yaml`, `_subnetsets.yaml`): VPC only when listed
+    // there, since that group alone is NCP's T1 networking.
+    let listed_in_t1 = |kind: &str| {
+        apis.groups
+            .get(NSX_T1_GROUP)
+            .and_then(|g| g.kinds.as_ref())
+            .is_some_and(|k| k.contains_key(kind))
+    };
+    let vpc = VPC_KINDS
+        .iter()
+        .any(|k| has(NSX_VPC_GROUP, k) || listed_in_t1(k));
     let t1 = served(NSX_T1_GROUP) && !vpc;
     let fact = |stack, evidence: String| StackFact { stack, evidence };
     match (ncp || t1, vpc) {
