@@ -415,8 +415,13 @@ impl ApiServer {
         self.log.first()
     }
 
+    /// Whether it serves: `/readyz` passed, or it answers HTTP with its readiness not told (what
+    /// the rules count as serving).
     pub fn serving(&self) -> bool {
-        self.state == ApiServerState::Ready
+        matches!(
+            self.state,
+            ApiServerState::Ready | ApiServerState::Answering
+        )
     }
 }
 

@@ -37,9 +37,7 @@ pub(super) fn api_server(ctx: &Ctx) -> Option<Verdict> {
         .iter()
         .map(|n| (*n, ctx.api_servers.get(&n.name)))
         .collect();
-    let serving = |a: Option<&ApiServer>| {
-        a.is_some_and(|a| matches!(a.state, ApiServerState::Ready | ApiServerState::Answering))
-    };
+    let serving = |a: Option<&ApiServer>| a.is_some_and(ApiServer::serving);
     let dark = seen::workload_line(api);
     if nodes.iter().all(|(_, a)| serving(*a)) {
         // An answer with an HTTP error came through the endpoint: not a dark load balancer.
@@ -165,10 +163,11 @@ fn endpoint_unreachable(
     )
 }
 
-/// Seconds from RFC 3339 `since` to the node's clock at its probe.
+/// Seconds from `since` (a time as the log classifier writes it) to the node's clock at its
+/// probe.
 fn seconds_since(since: &str, clock_ms: Option<i64>) -> Option<i64> {
-    let t: k8s_openapi::jiff::Timestamp = since.parse().ok()?;
-    Some((clock_ms? - t.as_millisecond()) / 1000)
+    let us = crate::probe::etcdlog::parse_micros(since)?;
+    Some((clock_ms? - us / 1000) / 1000)
 }
 
 fn not_serving(
