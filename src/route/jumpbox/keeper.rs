@@ -22,7 +22,6 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::{EnvVar, Pod};
-use kube::api::DeleteParams;
 use tracing::warn;
 
 use super::framing::split_log;
@@ -50,12 +49,14 @@ struct Live {
     namespace: String,
     name: String,
     nonce: String,
-    /// The pod's command with the nonce left out: the VMs and everything they are probed with.
+    /// The pod's command with the dry run's nonce: the VMs and everything they are probed with.
     what: Vec<String>,
     expires: Instant,
     limit: u64,
     /// Its log holds half its limit: replaced before the next round.
     full: bool,
+    /// Its entry in the keeper's tracker: untracked once it is deleted.
+    ticket: lifecycle::Ticket,
 }
 
 type Slot = Arc<tokio::sync::Mutex<Option<Live>>>;
@@ -110,14 +111,16 @@ impl JumpboxKeeper {
         let began = Instant::now();
         let slot = self.slot(&s.namespace, &s.cluster);
         let mut live = slot.lock().await;
-        let what = command_without_nonce(&jumpbox_pod(vms, DRY_RUN_NONCE, s));
+        // Built with the dry run's fixed nonce: two differ only where the VMs or what they are
+        // probed with do.
+        let what = command_of(&jumpbox_pod(vms, DRY_RUN_NONCE, s));
         let stale = live.as_ref().is_some_and(|l| {
             l.full
                 || l.what != what
                 || l.expires.saturating_duration_since(Instant::now()) < bound + MARGIN
         });
         if stale {
-            drop_pod(&mut live).await;
+            drop_pod(&self.tracker, &mut live).await;
         }
         // The last round of the pod that had ended when this round began (None: none had);
         // this round takes a later one. A kept pod's is learnt from its first log read, and
@@ -151,7 +154,7 @@ impl JumpboxKeeper {
                 Poll::NotRunning if before.is_none() => before = Some(None),
                 Poll::NotRunning | Poll::NotYet => {}
                 Poll::Failed(e) => {
-                    drop_pod(&mut live).await;
+                    drop_pod(&self.tracker, &mut live).await;
                     return Err(e);
                 }
             }
@@ -164,7 +167,7 @@ impl JumpboxKeeper {
                         bound.as_secs()
                     ),
                 };
-                drop_pod(&mut live).await;
+                drop_pod(&self.tracker, &mut live).await;
                 return Err(e);
             }
             tokio::time::sleep(POLL).await;
@@ -195,7 +198,7 @@ impl JumpboxKeeper {
         let pod = kept_pod(jumpbox_pod(vms, &nonce, s), self.every, lease);
         let name = pod.metadata.name.clone().unwrap_or_default();
         let api = api.clone();
-        lifecycle::create(&api, &pod, &self.tracker)
+        let ticket = lifecycle::create(&api, &pod, &self.tracker)
             .await
             .map_err(|f| lifecycle::reach_error(f, &s.namespace, lifecycle::PodRoute::Jumpbox))?;
         Ok(Live {
@@ -207,6 +210,7 @@ impl JumpboxKeeper {
             expires: Instant::now() + lease,
             limit: log_limit(vms.len()).saturating_mul(LOG_ROUNDS),
             full: false,
+            ticket,
         })
     }
 
@@ -235,7 +239,9 @@ impl JumpboxKeeper {
             .and_then(|c| c.first())
             .and_then(|c| c.state.as_ref())
             .is_some_and(|s| s.running.is_some());
-        match pod_state(&pod) {
+        let state = pod_state(&pod);
+        let finished = matches!(state, PodState::Finished { .. });
+        match state {
             PodState::ImagePull { reason, message } => {
                 return failed(PodFailure::ImagePull {
                     image: lifecycle::first_image(&pod),
@@ -247,7 +253,6 @@ impl JumpboxKeeper {
             PodState::Waiting if !running => return Poll::NotRunning,
             _ => {}
         }
-        let finished = matches!(pod_state(&pod), PodState::Finished { .. });
         let log = match lifecycle::read_log(&l.api, &l.name, l.limit).await {
             Ok(log) => log,
             Err(f @ PodFailure::LogTooLarge { .. }) => return failed(f),
@@ -280,12 +285,11 @@ enum Poll {
     Failed(ReachError),
 }
 
-/// Deletes the kept pod (a 404 is fine; one that fails stays tracked for `finish`).
-async fn drop_pod(live: &mut Option<Live>) {
+/// Deletes the kept pod and untracks it (a 404 is fine; one that fails stays tracked for
+/// `finish`).
+async fn drop_pod(tracker: &PodTracker, live: &mut Option<Live>) {
     if let Some(l) = live.take() {
-        if let Err(e) = l.api.delete(&l.name, &DeleteParams::default()).await {
-            warn!(pod = %l.name, "deleting the kept jumpbox: {}", crate::error::chain(&e));
-        }
+        lifecycle::delete(&l.api, &l.name, tracker, l.ticket).await;
     }
 }
 
@@ -304,18 +308,13 @@ fn kept_pod(mut pod: Pod, every: Duration, lease: Duration) -> Pod {
     pod
 }
 
-/// The pod's command without its nonce: what it probes, and how.
-fn command_without_nonce(pod: &Pod) -> Vec<String> {
-    let mut argv = pod
-        .spec
+/// The pod's command: what it probes, and how.
+fn command_of(pod: &Pod) -> Vec<String> {
+    pod.spec
         .as_ref()
         .and_then(|s| s.containers.first())
         .and_then(|c| c.command.clone())
-        .unwrap_or_default();
-    if argv.len() > super::ARGV_NONCE {
-        argv[super::ARGV_NONCE].clear();
-    }
-    argv
+        .unwrap_or_default()
 }
 
 /// The last round the script says it ended (`ETCDNET-ROUND-END <nonce> <n>` at a line's start;

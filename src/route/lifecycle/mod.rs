@@ -36,6 +36,6 @@ mod tests;
 
 pub use failure::{reach_error, PodFailure, PodRoute};
 pub use log::{read_log, PodRun, MAX_LOG_BYTES};
-pub use run::{create, run, run_with_log_limit};
-pub use tracker::{Cluster, Host, Kept, PodApi, PodTracker, SWEEP_AGAIN_AFTER};
+pub use run::{create, delete, run, run_with_log_limit};
+pub use tracker::{Cluster, Host, Kept, PodApi, PodTracker, Ticket, SWEEP_AGAIN_AFTER};
 pub use wait::{first_image, pod_state, PodState};

@@ -42,23 +42,29 @@ pub async fn run_with_log_limit(
     let result = wait_and_read(api, &name, created, started, bound, log_limit).await;
 
     if !keep {
-        match api.delete(&name, &DeleteParams::default()).await {
-            Ok(_) => tracker.untrack(ticket),
-            Err(e) if e.is_not_found() => tracker.untrack(ticket),
-            // Left tracked: the caller's final delete_all retries it.
-            Err(e) => warn!(pod = %name, "delete failed: {}", crate::error::chain(&e)),
-        }
+        delete(api, &name, tracker, ticket).await;
     }
     result
 }
 
+/// Deletes the pod `ticket` tracks and untracks it (a 404 is fine); one whose delete fails
+/// stays tracked, and the caller's final `delete_all` retries it.
+pub async fn delete(api: &PodApi, name: &str, tracker: &PodTracker, ticket: Ticket) {
+    match api.delete(name, &DeleteParams::default()).await {
+        Ok(_) => tracker.untrack(ticket),
+        Err(e) if e.is_not_found() => tracker.untrack(ticket),
+        Err(e) => warn!(pod = %name, "delete failed: {}", crate::error::chain(&e)),
+    }
+}
+
 /// Creates `pod`, tracked before the request goes out (as [`run_with_log_limit`] does), and
 /// leaves it running: for a pod that outlives one round, `--watch`'s kept jumpbox. Its owner
-/// deletes it, and `tracker.delete_all` does whatever way the run ends.
-pub async fn create(api: &PodApi, pod: &Pod, tracker: &PodTracker) -> Result<(), PodFailure> {
+/// deletes it ([`delete`], with the ticket returned), and `tracker.delete_all` does whatever
+/// way the run ends.
+pub async fn create(api: &PodApi, pod: &Pod, tracker: &PodTracker) -> Result<Ticket, PodFailure> {
     create_as(api, pod, tracker, "creating the jumpbox pod")
         .await
-        .map(|_| ())
+        .map(|(_, ticket)| ticket)
 }
 
 /// Creates `pod`, tracked before the request goes out: if the run is cancelled while the create

@@ -97,7 +97,7 @@ struct Unsettled {
 
 /// One create's entry in the tracker.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) struct Ticket(u64);
+pub struct Ticket(u64);
 
 #[derive(Default)]
 struct Pods {
