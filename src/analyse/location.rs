@@ -299,9 +299,14 @@ fn push(out: &mut Vec<RuleHit>, hit: RuleHit) {
     }
 }
 
-/// Where the failing peer paths of the matrices die; None when no node's probe read its
-/// firewall (older probes: the output stays as it was).
-pub fn locate(nodes: &[NodeReport], matrices: &[Matrix]) -> Option<PacketLocation> {
+/// Where the failing peer paths of the matrices die, on a Supervisor of networking `stack`
+/// (what "outside the guests" can be); None when no node's probe read its firewall (older
+/// probes: the output stays as it was).
+pub fn locate(
+    nodes: &[NodeReport],
+    matrices: &[Matrix],
+    stack: NetworkStack,
+) -> Option<PacketLocation> {
     if !nodes
         .iter()
         .any(|n| n.probe().is_some_and(|p| !p.firewall.is_empty()))
@@ -400,7 +405,7 @@ pub fn locate(nodes: &[NodeReport], matrices: &[Matrix]) -> Option<PacketLocatio
     Some(PacketLocation {
         paths,
         nodes: rules.into_iter().map(|r| r.read).collect(),
-        stack: NetworkStack::Unknown,
+        stack,
     })
 }
 

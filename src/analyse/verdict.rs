@@ -467,11 +467,7 @@ pub fn diagnose_at(
         verdict.notes.extend(api_server::warnings(&ctx));
     }
     // What can drop packets outside the guests depends on the Supervisor's networking stack.
-    let location =
-        super::location::locate(nodes, &ctx.matrices).map(|l| super::location::PacketLocation {
-            stack: facts.apis.network_stack.stack,
-            ..l
-        });
+    let location = super::location::locate(nodes, &ctx.matrices, facts.apis.network_stack.stack);
     if let Some(loc) = location.as_ref().filter(|_| verdict.code.is_network()) {
         verdict.evidence.extend(super::location::evidence(loc));
         let first = super::location::next_steps(loc);

@@ -71,7 +71,7 @@ fn nodes(fa: Firewall, fb: Firewall, to_b: &str, port: u16) -> Vec<NodeReport> {
 }
 
 fn locate_on(n: &[NodeReport], port: u16) -> PacketLocation {
-    locate(n, &[matrix::build(n, port)]).expect("firewalls were read")
+    locate(n, &[matrix::build(n, port)], NetworkStack::Unknown).expect("firewalls were read")
 }
 
 #[test]
@@ -235,7 +235,10 @@ fn legacy_iptables_counters_place_the_drop_too() {
 #[test]
 fn probes_that_do_not_read_the_firewall_change_nothing() {
     let n = nodes(Firewall::default(), Firewall::default(), "Timeout", 2380);
-    assert_eq!(locate(&n, &[matrix::build(&n, 2380)]), None);
+    assert_eq!(
+        locate(&n, &[matrix::build(&n, 2380)], NetworkStack::Unknown),
+        None
+    );
     // One node read, the other's probe older: undecided, never outside.
     let n = nodes(both(EMPTY_NFT), Firewall::default(), "Timeout", 2380);
     assert_eq!(locate_on(&n, 2380).paths[0].place, Place::Undecided);

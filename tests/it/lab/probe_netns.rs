@@ -506,7 +506,8 @@ fn a_counting_drop_rule_in_the_namespace_is_inside_the_guest() {
     };
     let nodes = [a, b];
     let m = [matrix::build(&nodes, 2379), matrix::build(&nodes, 2380)];
-    let loc = location::locate(&nodes, &m).expect("read");
+    let loc =
+        location::locate(&nodes, &m, etcdnet::supervisor::NetworkStack::Unknown).expect("read");
     assert_eq!(loc.paths.len(), 2, "{loc:?}");
     for p in &loc.paths {
         assert_eq!(p.place, Place::InsideGuest, "{loc:?}");
