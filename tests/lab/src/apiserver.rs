@@ -47,12 +47,14 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime};
 
 use anyhow::{anyhow, Context, Result};
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs1KeyDer, ServerName};
 
+use crate::forward::pipe;
 use crate::kubelet::BackOff;
+use crate::member::now_ns;
 use crate::node::{env_file, sha256_hex, Node};
 
 /// kube-apiserver's port (kubeadm's `--secure-port`).
@@ -144,13 +146,6 @@ impl Shared {
 pub(crate) struct ApiServers {
     shared: Arc<Shared>,
     threads: Mutex<Vec<JoinHandle<()>>>,
-}
-
-fn now_ns() -> u128 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_nanos())
-        .unwrap_or(0)
 }
 
 /// The node's pod UID (stable per node): kubelet names a static pod's log directory with it.
@@ -1201,14 +1196,10 @@ fn forward(
     }
 }
 
-fn pipe(mut from: TcpStream, mut to: TcpStream) {
-    let _ = io::copy(&mut from, &mut to);
-    let _ = to.shutdown(Shutdown::Write);
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::UNIX_EPOCH;
 
     #[test]
     fn klog_and_cri_formats() {

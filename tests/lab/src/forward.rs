@@ -55,7 +55,7 @@ fn bind_in_netns(netns: &str, addr: SocketAddr) -> Result<TcpListener> {
     .map_err(|_| anyhow!("the bind thread panicked"))?
 }
 
-fn pipe(mut from: TcpStream, mut to: TcpStream) {
+pub(crate) fn pipe(mut from: TcpStream, mut to: TcpStream) {
     let _ = io::copy(&mut from, &mut to);
     // Pass the end of one direction on (HTTP clients half-close), then let the other finish.
     let _ = to.shutdown(Shutdown::Write);
