@@ -114,10 +114,9 @@ pub fn unschedulable(shared: &Arc<Shared>, pod: &Value, message: &str) {
         let now = now_rfc3339();
         let status = serde_json::json!({
             "phase": "Pending",
-            "conditions": [{"type": "PodScheduled", "status": "False", "lastProbeTime": null,
-                            "lastTransitionTime": now, "reason": "Unschedulable",
-                            "message": message}],
-            "qosClass": "Burstable",
+            "conditions": [podstatus::cond("PodScheduled", false, &now, Some("Unschedulable"),
+                                           Some(&message))],
+            "qosClass": podstatus::qos_class(&pod),
         });
         if podstatus::update(&shared, &ns, &name, &uid, status) {
             podstatus::event_from(

@@ -176,7 +176,13 @@ fn base(pod: &Value, run: &RunInfo, phase: &str) -> Value {
     s
 }
 
-fn cond(kind: &str, status: bool, at: &str, reason: Option<&str>, message: Option<&str>) -> Value {
+pub(crate) fn cond(
+    kind: &str,
+    status: bool,
+    at: &str,
+    reason: Option<&str>,
+    message: Option<&str>,
+) -> Value {
     let mut c = json!({"type": kind, "status": if status { "True" } else { "False" },
                        "lastProbeTime": null, "lastTransitionTime": at});
     if let Some(r) = reason {
