@@ -224,8 +224,10 @@ async fn a_pod_slower_to_start_than_the_read_timeout_is_waited_for() {
 #[tokio::test]
 async fn only_the_bound_ends_the_wait() {
     let api = fake();
-    // Never scheduled: stays Pending, no event at all.
-    let pods = pods_at(&api.url(), Duration::from_millis(200));
+    // Never scheduled: stays Pending, no event at all. The client's 1 s read timeout breaks the
+    // watch off within the 2 s bound (it must resume, not end the wait); it also bounds the final
+    // delete, which 200 ms did not always cover under a loaded CI (the pod was left tracked).
+    let pods = pods_at(&api.url(), Duration::from_secs(1));
     let tracker = PodTracker::default();
     let started = Instant::now();
     let failure = run_probe(&pods, &tracker, Duration::from_secs(2))
