@@ -361,10 +361,10 @@ async fn prepare(
     })
 }
 
-/// `-A`, `--all`: the clusters of one vSphere Namespace that take the jumpbox (and are not
-/// `--watch`'s, whose kept pods are each cluster's) get one pod for them all
-/// ([`route::jumpbox::NamespaceJumpbox`]: each cluster's key mounted, each VM offered only its
-/// own cluster's). A namespace with one such cluster keeps that cluster's own pod.
+/// `-A`, `--all`: the clusters of one vSphere Namespace that take the jumpbox get one pod for
+/// them all ([`route::jumpbox::NamespaceJumpbox`]: each cluster's key mounted, each VM offered
+/// only its own cluster's). A namespace with one such cluster keeps that cluster's own pod, but
+/// under `--watch`, whose kept pod is the namespace's whichever clusters join it later.
 fn share_jumpboxes(mut items: Vec<ListItem<Planned>>) -> Vec<ListItem<Planned>> {
     fn planned(i: &ListItem<Planned>) -> Option<&Planned> {
         match i {
@@ -378,9 +378,7 @@ fn share_jumpboxes(mut items: Vec<ListItem<Planned>>) -> Vec<ListItem<Planned>> 
         .iter()
         .enumerate()
         .filter(|(_, i)| match i {
-            ListItem::Report(p) => {
-                matches!(&p.plan.route, RouteSettings::Jumpbox(s) if s.keeper.is_none())
-            }
+            ListItem::Report(p) => matches!(&p.plan.route, RouteSettings::Jumpbox(_)),
             ListItem::Failed(_) => false,
         })
         .map(|(n, _)| n)
@@ -393,9 +391,22 @@ fn share_jumpboxes(mut items: Vec<ListItem<Planned>>) -> Vec<ListItem<Planned>> 
         .filter_map(|n| planned(&items[*n]))
         .map(|p| p.facts.namespace.as_str())
         .collect();
+    let watched = jumpboxed.iter().any(|n| {
+        planned(&items[*n]).is_some_and(
+            |p| matches!(&p.plan.route, RouteSettings::Jumpbox(s) if s.keeper.is_some()),
+        )
+    });
     let mut shared = Vec::new();
-    for group in groups(&namespaces) {
+    for group in groups(&namespaces, if watched { 1 } else { 2 }) {
         let members: Vec<usize> = group.iter().map(|g| jumpboxed[*g]).collect();
+        // The pod's run is bounded by the longest time one of its clusters has left; each
+        // cluster waits for it within its own.
+        let bound = members
+            .iter()
+            .filter_map(|n| planned(&items[*n]))
+            .map(|p| p.plan.timeout.saturating_sub(p.planning))
+            .max()
+            .unwrap_or_default();
         let settings: Vec<(&route::jumpbox::JumpboxSettings, &[route::Target])> = members
             .iter()
             .filter_map(|n| planned(&items[*n]))
@@ -404,7 +415,7 @@ fn share_jumpboxes(mut items: Vec<ListItem<Planned>>) -> Vec<ListItem<Planned>> 
                 _ => None,
             })
             .collect();
-        if let Some(ns) = NamespaceJumpbox::new(&settings) {
+        if let Some(ns) = NamespaceJumpbox::new(&settings, bound) {
             shared.push((ns, members));
         }
     }

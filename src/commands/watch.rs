@@ -3,9 +3,11 @@
 //!
 //! Each round is [`super::round`]'s, printed as it ends by [`render::Watch`] (the first round
 //! whole, then the change lines; JSON lines or YAML documents). Every round's pods are deleted
-//! before the next round starts, but for the jumpbox: one per cluster is kept across the rounds
-//! (`route::jumpbox::JumpboxKeeper`: a vSphere Pod's start is the slowest part of a round), and
-//! deleted when the watch ends, whatever ends it (Healthy, an error, a signal).
+//! before the next round starts, but for the jumpbox: one per cluster (one cluster watched) or
+//! per vSphere Namespace (`--all`, `-A`) is kept across the rounds
+//! (`route::jumpbox::JumpboxKeeper`: a vSphere Pod's start is the slowest part of a round),
+//! replaced only when a cluster joins it or its VMs change, deleted once no cluster takes it,
+//! and when the watch ends, whatever ends it (Healthy, an error, a signal).
 
 use std::time::{Duration, SystemTime};
 
@@ -54,7 +56,13 @@ async fn rounds(
 ) -> Result<Outcome> {
     let mut printed = render::Watch::new(format, Paint::detect(), !selection.summary);
     loop {
-        let (result, notes) = round_with_cleanup(conn, selection, opts).await;
+        let (result, mut notes) = round_with_cleanup(conn, selection, opts).await;
+        // The kept jumpboxes: those no cluster took this round are deleted; what changed in
+        // them is said.
+        if let Some(keeper) = &opts.jumpbox_keeper {
+            keeper.end_round().await;
+            notes.extend(keeper.take_notes());
+        }
         for note in notes {
             // Pod notes go to stderr as they come, like the rest of the progress.
             eprintln_visible(&note);

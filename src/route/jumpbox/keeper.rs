@@ -1,6 +1,15 @@
-//! `--watch` keeps one jumpbox per cluster across its rounds: on a real Supervisor the jumpbox's
-//! start (the ESXi host pulls the image, the vSphere Pod's own VM boots: tens of seconds) is the
-//! slowest part of a round, so it is paid once, not every round.
+//! `--watch` keeps one jumpbox across its rounds: one per cluster (one cluster watched), or one
+//! per vSphere Namespace (`--all`, `-A`: the namespace's jumpbox of [`super::shared`], kept). On
+//! a real Supervisor the jumpbox's start (the ESXi host pulls the image, the vSphere Pod's own VM
+//! boots: tens of seconds) is the slowest part of a round, so it is paid once, not every round.
+//!
+//! What a kept pod was made for is its [`Shape`]: its clusters (one key each) and their VMs. A
+//! round takes the kept pod as long as every cluster it asks for is in it with the same VMs,
+//! each cluster reading its own sections only: a cluster that left (deleted, its workload API
+//! back, its planning failed) costs no new start, and is said once. A cluster that joined (its
+//! key is not mounted), a cluster whose VMs changed or other probe settings make a new pod, and
+//! that is said too ([`JumpboxKeeper::take_notes`]). A kept pod that no round took is deleted
+//! when the watch round ends ([`JumpboxKeeper::end_round`]).
 //!
 //! No channel into a running pod is used (no exec: a vSphere Pod's runtime is not known to
 //! serve it, and it would need one more permission): the kept pod runs `jumpbox.sh` with
@@ -25,11 +34,11 @@ use k8s_openapi::api::core::v1::{EnvVar, Pod};
 use tracing::warn;
 
 use super::framing::split_log;
-use super::spec::{jumpbox_pod, log_limit, new_nonce, DRY_RUN_NONCE};
-use super::JumpboxSettings;
+use super::spec::{log_limit, new_nonce, ARGV_KEYS, ARGV_KEY_OF_VMS, ARGV_NONCE, ARGV_VMS};
 use crate::probe::{ReachError, ReachErrorKind};
-use crate::route::lifecycle::{self, pod_state, PodApi, PodFailure, PodState, PodTracker};
-use crate::route::Address;
+use crate::route::lifecycle::{
+    self, pod_state, unplaced, PodApi, PodFailure, PodState, PodTracker, NO_HOST_AFTER,
+};
 
 /// How many rounds one kept pod's lease covers before a new one replaces it.
 pub const LEASE_ROUNDS: u32 = 10;
@@ -43,14 +52,118 @@ const MARGIN: Duration = Duration::from_secs(15);
 /// The env var that makes `jumpbox.sh` run rounds.
 const ROUNDS_ENV: &str = "ETCDNET_ROUNDS_EVERY";
 
-/// The kept pod of one cluster.
+/// What a jumpbox pod is for, read from its command: its clusters in key order, each with its
+/// VMs (their section numbers and their part of the command: IP and remote command), and the
+/// rest of the command (the user, timeouts, options, the probe script) without the nonce and
+/// the key numbering. Two pods with equal shapes probe the same VMs the same way.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Shape {
+    clusters: Vec<(String, Vec<(usize, Vec<String>)>)>,
+    rest: Vec<String>,
+    sections: usize,
+}
+
+impl Shape {
+    /// The shape of `pod` (made by `spec::keyed_pod`), whose keys are `clusters`' in order.
+    pub fn of(clusters: &[&str], pod: &Pod) -> Shape {
+        let argv = command_of(pod);
+        let keys: Vec<usize> = argv
+            .get(ARGV_KEY_OF_VMS)
+            .map(|k| {
+                k.split_whitespace()
+                    .filter_map(|n| n.parse().ok())
+                    .collect()
+            })
+            .unwrap_or_default();
+        let pairs: Vec<&[String]> = argv.get(ARGV_VMS..).unwrap_or_default().chunks(2).collect();
+        let mut of: Vec<(String, Vec<(usize, Vec<String>)>)> = clusters
+            .iter()
+            .map(|c| (c.to_string(), Vec::new()))
+            .collect();
+        for (i, (pair, key)) in pairs.iter().zip(&keys).enumerate() {
+            if let Some((_, vms)) = of.get_mut(*key) {
+                vms.push((i, pair.to_vec()));
+            }
+        }
+        let mut rest = argv.get(..ARGV_VMS).unwrap_or_default().to_vec();
+        for i in [ARGV_NONCE, ARGV_KEYS, ARGV_KEY_OF_VMS] {
+            if let Some(w) = rest.get_mut(i) {
+                w.clear();
+            }
+        }
+        Shape {
+            clusters: of,
+            rest,
+            sections: pairs.len(),
+        }
+    }
+
+    /// How many sections the pod prints per round (one per VM).
+    pub fn sections(&self) -> usize {
+        self.sections
+    }
+
+    /// Cluster `cluster`'s section numbers in the pod's log, if it is one of the pod's.
+    pub fn sections_of(&self, cluster: &str) -> Option<Vec<usize>> {
+        self.clusters
+            .iter()
+            .find(|(c, _)| c == cluster)
+            .map(|(_, vms)| vms.iter().map(|(i, _)| *i).collect())
+    }
+
+    fn clusters(&self) -> impl Iterator<Item = &str> {
+        self.clusters.iter().map(|(c, _)| c.as_str())
+    }
+
+    /// Why a pod of this shape cannot serve a round that wants `want` (None: it can): a
+    /// cluster of `want` it has no key for, or probes other VMs of, or other settings.
+    fn unfit_for(&self, want: &Shape) -> Option<String> {
+        if self.rest != want.rest {
+            return Some("what the VMs are probed with changed".into());
+        }
+        let vms = |vms: &[(usize, Vec<String>)]| -> Vec<Vec<String>> {
+            vms.iter().map(|(_, v)| v.clone()).collect()
+        };
+        for (cluster, wanted) in &want.clusters {
+            match self.clusters.iter().find(|(c, _)| c == cluster) {
+                None => {
+                    return Some(format!(
+                        "cluster {cluster} joined (its key must be mounted)"
+                    ))
+                }
+                Some((_, have)) if vms(have) != vms(wanted) => {
+                    return Some(format!("the VMs of cluster {cluster} changed"))
+                }
+                Some(_) => {}
+            }
+        }
+        None
+    }
+}
+
+/// One round's log of a jumpbox pod, the nonce of its frames, and the pod's shape (where each
+/// cluster's sections are).
+#[derive(Debug, Clone)]
+pub struct PodLog {
+    pub log: String,
+    pub nonce: String,
+    pub shape: Shape,
+}
+
+/// The kept pod of one cluster, or of one vSphere Namespace's clusters.
 struct Live {
     api: PodApi,
     namespace: String,
     name: String,
     nonce: String,
-    /// The pod's command with the dry run's nonce: the VMs and everything they are probed with.
-    what: Vec<String>,
+    /// What it probes, and how.
+    shape: Shape,
+    /// The clusters it holds a key for that a round no longer asked for, already said.
+    left: Vec<String>,
+    /// When its create went out: a pod no scheduler took is given up on after NO_HOST_AFTER.
+    made: Instant,
+    /// Taken by a round since the last [`JumpboxKeeper::end_round`].
+    used: bool,
     expires: Instant,
     limit: u64,
     /// Its log holds half its limit: replaced before the next round.
@@ -61,11 +174,14 @@ struct Live {
 
 type Slot = Arc<tokio::sync::Mutex<Option<Live>>>;
 
-/// The jumpboxes `--watch` keeps, one per (vSphere Namespace, cluster).
+/// The jumpboxes `--watch` keeps, one per (vSphere Namespace, cluster), or per vSphere
+/// Namespace (the slot's cluster empty: no cluster is named so).
 pub struct JumpboxKeeper {
     every: Duration,
     tracker: PodTracker,
     slots: Mutex<HashMap<(String, String), Slot>>,
+    /// What the watch tells the admin about its kept pods (replaced, a cluster left, deleted).
+    notes: Mutex<Vec<String>>,
 }
 
 impl std::fmt::Debug for JumpboxKeeper {
@@ -83,6 +199,45 @@ impl JumpboxKeeper {
             every,
             tracker: PodTracker::default(),
             slots: Mutex::new(HashMap::new()),
+            notes: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// The notes gathered since the last call, for the watch to print.
+    pub fn take_notes(&self) -> Vec<String> {
+        std::mem::take(&mut *self.notes.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+
+    fn note(&self, line: String) {
+        self.notes
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(line);
+    }
+
+    /// The end of a watch round: every kept pod that no cluster took in it is deleted (its
+    /// clusters left, or now go another route), and said.
+    pub async fn end_round(&self) {
+        let slots: Vec<Slot> = self
+            .slots
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .values()
+            .cloned()
+            .collect();
+        for slot in slots {
+            let mut live = slot.lock().await;
+            match live.as_mut() {
+                Some(l) if l.used => l.used = false,
+                Some(l) => {
+                    self.note(format!(
+                        "the kept jumpbox pod {} in vSphere Namespace {} is deleted: no cluster took the jumpbox route in the last round",
+                        l.name, l.namespace
+                    ));
+                    drop_pod(&self.tracker, &mut live).await;
+                }
+                None => {}
+            }
         }
     }
 
@@ -99,43 +254,65 @@ impl JumpboxKeeper {
             .clone()
     }
 
-    /// One round of `vms` through the cluster's kept pod (made first if there is none, or it
-    /// will not do), within `bound`: the pod's log and the nonce of the round's frames.
+    /// One round through the kept pod of `slot` ((vSphere Namespace, cluster), or (namespace,
+    /// "") for the namespace's), within `bound`: its log, the nonce of the round's frames and
+    /// its shape. The pod is made first if there is none, or it does not fit `want` (the shape
+    /// of `build`'s pod), or will not do; `build` makes the pod for a nonce.
     pub async fn round(
         &self,
         api: &PodApi,
-        s: &JumpboxSettings,
-        vms: &[&Address],
+        slot: (&str, &str),
+        want: Shape,
+        build: impl Fn(&str) -> Pod,
         bound: Duration,
-    ) -> Result<(String, String), ReachError> {
+    ) -> Result<PodLog, ReachError> {
         let began = Instant::now();
-        let slot = self.slot(&s.namespace, &s.cluster);
+        let (namespace, _) = slot;
+        let slot = self.slot(slot.0, slot.1);
         let mut live = slot.lock().await;
-        // Built with the dry run's fixed nonce: two differ only where the VMs or what they are
-        // probed with do.
-        let what = command_of(&jumpbox_pod(vms, DRY_RUN_NONCE, s));
-        let stale = live.as_ref().is_some_and(|l| {
-            l.full
-                || l.what != what
-                || l.expires.saturating_duration_since(Instant::now()) < bound + MARGIN
-        });
-        if stale {
-            drop_pod(&self.tracker, &mut live).await;
+        if let Some(l) = live.as_ref() {
+            let unfit = l.shape.unfit_for(&want);
+            let stale =
+                l.full || l.expires.saturating_duration_since(Instant::now()) < bound + MARGIN;
+            if let Some(why) = &unfit {
+                self.note(format!(
+                    "the kept jumpbox pod {} in vSphere Namespace {} is replaced by a new one (another vSphere Pod start): {why}",
+                    l.name, l.namespace
+                ));
+            }
+            if unfit.is_some() || stale {
+                drop_pod(&self.tracker, &mut live).await;
+            }
         }
-        // The last round of the pod that had ended when this round began (None: none had);
-        // this round takes a later one. A kept pod's is learnt from its first log read, and
-        // only a round that ends after that read is taken: never one that may be older than
-        // this round.
+        if let Some(l) = live.as_mut() {
+            // Clusters it still holds a key for and probes, that this round does not ask for:
+            // said once; their sections are not read.
+            l.left.retain(|c| want.sections_of(c).is_none());
+            let gone: Vec<String> = l
+                .shape
+                .clusters()
+                .filter(|c| want.sections_of(c).is_none() && !l.left.iter().any(|g| g == c))
+                .map(str::to_string)
+                .collect();
+            for c in gone {
+                self.note(format!(
+                    "cluster {c} no longer takes the kept jumpbox pod {} in vSphere Namespace {}: the pod is kept (a new one would cost another start), its sections for {c} are no longer read, and its key goes with the pod",
+                    l.name, l.namespace
+                ));
+                l.left.push(c);
+            }
+        }
         let mut before: Option<Option<u64>> = None;
         if live.is_none() {
-            *live = Some(self.make(api, s, vms, bound, what).await?);
+            *live = Some(self.make(api, namespace, &build, want, bound).await?);
             before = Some(None);
         }
         loop {
             let Some(l) = live.as_mut() else {
                 unreachable!("made above")
             };
-            match self.poll(l, vms.len()).await {
+            l.used = true;
+            match self.poll(l).await {
                 Poll::Log(log, last) => match before {
                     None => before = Some(last),
                     Some(b) => {
@@ -146,7 +323,11 @@ impl JumpboxKeeper {
                                 l.full = true;
                             }
                             let nonce = format!("{}r{n}", l.nonce);
-                            return Ok((log, nonce));
+                            return Ok(PodLog {
+                                log,
+                                nonce,
+                                shape: l.shape.clone(),
+                            });
                         }
                     }
                 },
@@ -174,15 +355,15 @@ impl JumpboxKeeper {
         }
     }
 
-    /// Makes the cluster's kept pod: the one-shot pod's spec, running rounds, its deadline the
+    /// Makes a kept pod: `build`'s pod for a new nonce, running rounds, its deadline the
     /// lease.
     async fn make(
         &self,
         api: &PodApi,
-        s: &JumpboxSettings,
-        vms: &[&Address],
+        namespace: &str,
+        build: &impl Fn(&str) -> Pod,
+        shape: Shape,
         bound: Duration,
-        what: Vec<String>,
     ) -> Result<Live, ReachError> {
         let Some(nonce) = new_nonce() else {
             return Err(ReachError {
@@ -195,20 +376,24 @@ impl JumpboxKeeper {
         // rounds of a few seconds each before a new pod replaces it. A safety net only: the
         // watch deletes it when it ends.
         let lease = (bound.max(Duration::from_secs(60)) + MARGIN) * 2 + self.every * LEASE_ROUNDS;
-        let pod = kept_pod(jumpbox_pod(vms, &nonce, s), self.every, lease);
+        let pod = kept_pod(build(&nonce), self.every, lease);
         let name = pod.metadata.name.clone().unwrap_or_default();
         let api = api.clone();
+        let made = Instant::now();
         let ticket = lifecycle::create(&api, &pod, &self.tracker)
             .await
-            .map_err(|f| lifecycle::reach_error(f, &s.namespace, lifecycle::PodRoute::Jumpbox))?;
+            .map_err(|f| lifecycle::reach_error(f, namespace, lifecycle::PodRoute::Jumpbox))?;
         Ok(Live {
             api,
-            namespace: s.namespace.clone(),
+            namespace: namespace.to_string(),
             name,
             nonce,
-            what,
-            expires: Instant::now() + lease,
-            limit: log_limit(vms.len()).saturating_mul(LOG_ROUNDS),
+            limit: log_limit(shape.sections()).saturating_mul(LOG_ROUNDS),
+            shape,
+            left: Vec::new(),
+            made,
+            used: true,
+            expires: made + lease,
             full: false,
             ticket,
         })
@@ -216,7 +401,7 @@ impl JumpboxKeeper {
 
     /// The kept pod now: its log and the last round it ended, not running yet, or a failure
     /// that ends it.
-    async fn poll(&self, l: &Live, vms: usize) -> Poll {
+    async fn poll(&self, l: &Live) -> Poll {
         let failed = |f: PodFailure| {
             Poll::Failed(lifecycle::reach_error(
                 f,
@@ -250,6 +435,10 @@ impl JumpboxKeeper {
                 });
             }
             PodState::Stuck(why) => return failed(PodFailure::Pending(why)),
+            // Taken by no scheduler: known within seconds, as the one-shot pod's wait knows it.
+            PodState::Waiting if unplaced(&pod) && l.made.elapsed() >= NO_HOST_AFTER => {
+                return failed(PodFailure::NoHost(NO_HOST_AFTER));
+            }
             PodState::Waiting if !running => return Poll::NotRunning,
             _ => {}
         }
@@ -260,7 +449,7 @@ impl JumpboxKeeper {
             Err(f) => return failed(f),
         };
         // The script's own failure (no ssh client, no key), said before any round.
-        if let Err(e) = split_log(&log, &l.nonce, vms) {
+        if let Err(e) = split_log(&log, &l.nonce, l.shape.sections()) {
             return Poll::Failed(e);
         }
         if finished {

@@ -34,7 +34,7 @@ mod session;
 mod shared;
 mod spec;
 pub use framing::{frame, read_log, split_log};
-pub use keeper::{JumpboxKeeper, LEASE_ROUNDS};
+pub use keeper::{JumpboxKeeper, PodLog, Shape, LEASE_ROUNDS};
 pub use session::JumpboxSession;
 pub use shared::{groups, NamespaceJumpbox};
 pub use spec::{
@@ -121,3 +121,6 @@ mod tests;
 
 #[cfg(test)]
 mod script_tests;
+
+#[cfg(test)]
+mod shared_tests;

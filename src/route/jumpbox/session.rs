@@ -4,7 +4,8 @@
 use tokio::sync::OnceCell;
 
 use super::framing::{read_log, split_log};
-use super::spec::{jumpbox_pod, log_limit};
+use super::keeper::{PodLog, Shape};
+use super::spec::{jumpbox_pod, log_limit, DRY_RUN_NONCE};
 use super::JumpboxSettings;
 use crate::probe::{ReachError, ReachErrorKind};
 use crate::route::lifecycle::{self, PodApi};
@@ -45,22 +46,20 @@ impl<'a> JumpboxSession<'a> {
     async fn run_pod(&self, run: &Run<'_>) -> std::result::Result<Vec<Reached>, ReachError> {
         let s = self.settings;
         let addresses: Vec<&Address> = self.vms.iter().map(|(_, at)| *at).collect();
-        if let Some(keeper) = &s.keeper {
-            let (log, nonce) = keeper.round(&self.api, s, &addresses, run.bound).await?;
-            return self.sections(&log, &nonce);
-        }
-        if let Some((shared, n)) = &s.shared {
-            // -A: the namespace's one jumpbox, this cluster's sections of its log.
+        if let Some((shared, _)) = &s.shared {
+            // -A: the namespace's one jumpbox (kept, under --watch), this cluster's sections
+            // of its log.
             let log = shared.log(&self.api, run).await?;
-            let all = split_log(log, shared.nonce(), shared.vm_count())?;
-            let range = shared.sections_of(*n);
-            if range.len() != self.vms.len() {
-                return Err(ReachError {
-                    kind: ReachErrorKind::Other,
-                    message: "the namespace's jumpbox was made for other VMs of this cluster (a bug of the plugin's)".into(),
-                });
-            }
-            return Ok(self.read(all.into_iter().skip(range.start).take(range.len())));
+            return self.sections_of(&log, &s.cluster);
+        }
+        if let Some(keeper) = &s.keeper {
+            let want = Shape::of(&[&s.cluster], &jumpbox_pod(&addresses, DRY_RUN_NONCE, s));
+            let slot = (s.namespace.as_str(), s.cluster.as_str());
+            let build = |nonce: &str| jumpbox_pod(&addresses, nonce, s);
+            let log = keeper
+                .round(&self.api, slot, want, build, run.bound)
+                .await?;
+            return self.sections_of(&log, &s.cluster);
         }
         let pod = jumpbox_pod(&addresses, &self.nonce, s);
         let limit = log_limit(addresses.len());
@@ -85,6 +84,26 @@ impl<'a> JumpboxSession<'a> {
 }
 
 impl JumpboxSession<'_> {
+    /// Each VM's result from cluster `cluster`'s sections of a (kept or shared) pod's `log`.
+    fn sections_of(
+        &self,
+        log: &PodLog,
+        cluster: &str,
+    ) -> std::result::Result<Vec<Reached>, ReachError> {
+        let all = split_log(&log.log, &log.nonce, log.shape.sections())?;
+        match log.shape.sections_of(cluster) {
+            Some(mine) if mine.len() == self.vms.len() => {
+                Ok(self.read(mine.into_iter().map(|i| all[i].clone())))
+            }
+            _ => Err(ReachError {
+                kind: ReachErrorKind::Other,
+                message:
+                    "the jumpbox was made for other VMs of this cluster (a bug of the plugin's)"
+                        .into(),
+            }),
+        }
+    }
+
     /// Each VM's result from its section of `log`, framed with `nonce`.
     fn sections(&self, log: &str, nonce: &str) -> std::result::Result<Vec<Reached>, ReachError> {
         let sections = split_log(log, nonce, self.vms.len())?;

@@ -7,19 +7,39 @@
 //! gives the clusters of one namespace that take the jumpbox one [`NamespaceJumpbox`]: each
 //! cluster's `<cluster>-ssh` secret mounted at its own path, each VM given the number of its own
 //! cluster's key (the script offers it that key alone). The first of those clusters to probe
-//! runs the pod for all of them; the others take their sections of the same log, so no cluster
-//! waits for another to be planned or started (no wait under `--max-concurrent`).
+//! starts the pod's run for all of them; the others take their sections of the same log, so no
+//! cluster waits for another to be planned or started (no wait under `--max-concurrent`).
+//!
+//! The pod's run belongs to the namespace, not to the cluster that started it: it is one shared
+//! future that every cluster waiting for it drives, so a cluster cut at its own `--timeout` (or
+//! its diagnosis' bound) stops waiting without stopping the run for the others. Were the run
+//! that cluster's, the next cluster would start it again under the same pod name, while the
+//! first pod still stood: a 409 AlreadyExists. The run is bounded by the longest of the
+//! clusters' times; each cluster waits for it within its own.
+//!
+//! Under `--watch` the namespace's jumpbox is kept across the rounds ([`super::keeper`]):
+//! one per namespace, even for one cluster, so that a cluster joining or leaving between rounds
+//! changes the pod only when its keys must.
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
 
-use tokio::sync::OnceCell;
+use futures::future::{BoxFuture, FutureExt, Shared};
 
+use super::keeper::{JumpboxKeeper, PodLog, Shape};
 use super::spec::{keyed_pod, log_limit, namespace_pod_name, new_nonce, DRY_RUN_NONCE};
 use super::{addressed, JumpboxSettings};
-use crate::probe::ReachError;
+use crate::probe::{ReachError, ReachErrorKind};
 use crate::route::lifecycle::{self, PodApi};
 use crate::route::{Address, Run, Target};
 use k8s_openapi::api::core::v1::Pod;
+
+/// What each cluster may wait past its own bound for the pod's run: the run reads a finished
+/// pod's log after its bound (at least 10 s, `lifecycle`'s floor) before it answers.
+const LOG_READ_GRACE: Duration = Duration::from_secs(12);
+
+/// The run of the namespace's pod, shared by every cluster that waits for it.
+type PodRun = Shared<BoxFuture<'static, Result<Arc<PodLog>, ReachError>>>;
 
 /// The one jumpbox of a vSphere Namespace's clusters.
 pub struct NamespaceJumpbox {
@@ -32,8 +52,12 @@ pub struct NamespaceJumpbox {
     /// order: the pod's sections.
     vms: Vec<(usize, Address)>,
     nonce: String,
-    /// The pod's log, read once for all of the clusters (or why it could not be).
-    log: OnceCell<Result<String, ReachError>>,
+    /// The longest of the clusters' bounds: the pod's run's.
+    bound: Duration,
+    /// `--watch`: the keeper whose kept pod this round takes.
+    keeper: Option<Arc<JumpboxKeeper>>,
+    /// The pod's run, started by the first cluster that asks, awaited by each.
+    run: OnceLock<PodRun>,
 }
 
 impl std::fmt::Debug for NamespaceJumpbox {
@@ -46,9 +70,10 @@ impl std::fmt::Debug for NamespaceJumpbox {
 }
 
 /// Which clusters share a jumpbox: those of one vSphere Namespace, in the order given, as
-/// indexes into `namespaces` (the clusters' namespaces); only namespaces with two or more (one
-/// cluster keeps its own jumpbox, named after it).
-pub fn groups(namespaces: &[&str]) -> Vec<Vec<usize>> {
+/// indexes into `namespaces` (the clusters' namespaces); only namespaces with `least` or more
+/// (2 for one round: one cluster keeps its own jumpbox, named after it; 1 under `--watch`, whose
+/// kept jumpbox is the namespace's whatever joins it later).
+pub fn groups(namespaces: &[&str], least: usize) -> Vec<Vec<usize>> {
     let mut out: Vec<(&str, Vec<usize>)> = Vec::new();
     for (i, ns) in namespaces.iter().enumerate() {
         match out.iter_mut().find(|(n, _)| n == ns) {
@@ -58,21 +83,26 @@ pub fn groups(namespaces: &[&str]) -> Vec<Vec<usize>> {
     }
     out.into_iter()
         .map(|(_, m)| m)
-        .filter(|m| m.len() > 1)
+        .filter(|m| m.len() >= least.max(1))
         .collect()
 }
 
 impl NamespaceJumpbox {
     /// One jumpbox for `members` (each cluster's settings and targets; all of one namespace),
-    /// or None when there is nothing to share (fewer than two with an address) or no nonce
-    /// could be drawn (each cluster then runs its own, which says why).
-    pub fn new(members: &[(&JumpboxSettings, &[Target])]) -> Option<Arc<NamespaceJumpbox>> {
+    /// its run bounded by `bound` (the longest of theirs), or None when there is nothing to
+    /// share (fewer than two with an address; one, under `--watch`) or no nonce could be drawn
+    /// (each cluster then runs its own, which says why).
+    pub fn new(
+        members: &[(&JumpboxSettings, &[Target])],
+        bound: Duration,
+    ) -> Option<Arc<NamespaceJumpbox>> {
         let members: Vec<&(&JumpboxSettings, &[Target])> = members
             .iter()
             .filter(|(_, t)| addressed(t).next().is_some())
             .collect();
         let first = members.first()?;
-        if members.len() < 2 {
+        let keeper = first.0.keeper.clone();
+        if members.len() < if keeper.is_some() { 1 } else { 2 } {
             return None;
         }
         let mut settings = first.0.clone();
@@ -94,7 +124,9 @@ impl NamespaceJumpbox {
             clusters,
             vms,
             nonce: new_nonce()?,
-            log: OnceCell::new(),
+            bound,
+            keeper,
+            run: OnceLock::new(),
         }))
     }
 
@@ -120,50 +152,76 @@ impl NamespaceJumpbox {
         self.pod(DRY_RUN_NONCE)
     }
 
-    /// The framing nonce of the pod's log.
-    pub fn nonce(&self) -> &str {
-        &self.nonce
-    }
-
     /// How many VMs the pod has sections for.
     pub fn vm_count(&self) -> usize {
         self.vms.len()
     }
 
-    /// Where cluster `n`'s VMs' sections are among the pod's.
-    pub fn sections_of(&self, n: usize) -> std::ops::Range<usize> {
-        let start = self.vms.iter().take_while(|(c, _)| *c < n).count();
-        let len = self.vms.iter().filter(|(c, _)| *c == n).count();
-        start..start + len
+    /// The pod's shape: where each cluster's sections are.
+    pub fn shape(&self) -> Shape {
+        let clusters: Vec<&str> = self.clusters.iter().map(String::as_str).collect();
+        Shape::of(&clusters, &self.pod(DRY_RUN_NONCE))
     }
 
-    /// The pod's log: made, waited for and read by the first cluster that asks (with its
-    /// run's tracker, bound and `--keep-pods`), shared by the others.
-    pub async fn log(&self, api: &PodApi, run: &Run<'_>) -> Result<&str, ReachError> {
-        let log = self
-            .log
-            .get_or_init(|| async {
-                let pod = self.pod(&self.nonce);
-                lifecycle::run_with_log_limit(
-                    api,
-                    &pod,
-                    run.tracker,
-                    run.bound,
-                    run.keep,
-                    log_limit(self.vms.len()),
-                )
-                .await
-                .map(|done| done.log)
-                .map_err(|f| {
-                    lifecycle::reach_error(
-                        f,
-                        &self.settings.namespace,
-                        lifecycle::PodRoute::Jumpbox,
-                    )
+    /// The pod's log: its run started by the first cluster that asks (with its run's tracker
+    /// and `--keep-pods`; under `--watch`, a round of the kept pod), awaited by each within its
+    /// own bound. A cluster that stops waiting (its bound, its diagnosis cut) leaves the run
+    /// to the others.
+    pub async fn log(
+        self: &Arc<Self>,
+        api: &PodApi,
+        run: &Run<'_>,
+    ) -> Result<Arc<PodLog>, ReachError> {
+        let shared = self.run.get_or_init(|| self.start(api, run)).clone();
+        let wait = run.bound + LOG_READ_GRACE;
+        match tokio::time::timeout(wait, shared).await {
+            Ok(result) => result,
+            Err(_) => Err(ReachError {
+                kind: ReachErrorKind::Timeout,
+                message: format!(
+                    "the jumpbox of vSphere Namespace {} gave this cluster no log within its {}s (it goes on for the namespace's other clusters); raise --timeout",
+                    self.settings.namespace,
+                    wait.as_secs()
+                ),
+            }),
+        }
+    }
+
+    /// The pod's run, owning all it needs: no cluster's diagnosis holds it.
+    fn start(self: &Arc<Self>, api: &PodApi, run: &Run<'_>) -> PodRun {
+        let (me, api, tracker, keep) = (self.clone(), api.clone(), run.tracker.clone(), run.keep);
+        async move {
+            let shape = me.shape();
+            if let Some(keeper) = &me.keeper {
+                let slot = (me.settings.namespace.as_str(), "");
+                return keeper
+                    .round(&api, slot, shape, |nonce| me.pod(nonce), me.bound)
+                    .await
+                    .map(Arc::new);
+            }
+            let pod = me.pod(&me.nonce);
+            lifecycle::run_with_log_limit(
+                &api,
+                &pod,
+                &tracker,
+                me.bound,
+                keep,
+                log_limit(me.vms.len()),
+            )
+            .await
+            .map(|done| {
+                Arc::new(PodLog {
+                    log: done.log,
+                    nonce: me.nonce.clone(),
+                    shape,
                 })
             })
-            .await;
-        log.as_ref().map(String::as_str).map_err(Clone::clone)
+            .map_err(|f| {
+                lifecycle::reach_error(f, &me.settings.namespace, lifecycle::PodRoute::Jumpbox)
+            })
+        }
+        .boxed()
+        .shared()
     }
 }
 
@@ -174,10 +232,12 @@ mod tests {
     #[test]
     fn clusters_are_grouped_by_namespace_only_when_they_share_it() {
         assert_eq!(
-            groups(&["ns-a", "ns-b", "ns-a", "ns-c", "ns-b", "ns-a"]),
+            groups(&["ns-a", "ns-b", "ns-a", "ns-c", "ns-b", "ns-a"], 2),
             [vec![0, 2, 5], vec![1, 4]]
         );
-        assert!(groups(&["ns-a", "ns-b"]).is_empty());
-        assert!(groups(&[]).is_empty());
+        assert!(groups(&["ns-a", "ns-b"], 2).is_empty());
+        assert!(groups(&[], 2).is_empty());
+        // --watch: every namespace's clusters, one or more.
+        assert_eq!(groups(&["ns-a", "ns-b", "ns-a"], 1), [vec![0, 2], vec![1]]);
     }
 }

@@ -586,7 +586,9 @@ fn a_namespace_jumpbox_is_shared_by_clusters_with_addresses() {
             t
         })
         .collect();
-    let shared = NamespaceJumpbox::new(&[(&a, &ts[..]), (&c, &none[..]), (&b, one)]).unwrap();
+    let bound = Duration::from_secs(60);
+    let shared =
+        NamespaceJumpbox::new(&[(&a, &ts[..]), (&c, &none[..]), (&b, one)], bound).unwrap();
     assert_eq!(shared.member("tkc-a"), Some(0));
     assert_eq!(shared.member("tkc-b"), Some(1));
     assert_eq!(
@@ -595,8 +597,11 @@ fn a_namespace_jumpbox_is_shared_by_clusters_with_addresses() {
         "no VM with an address: not in it"
     );
     assert_eq!(shared.vm_count(), 4);
-    assert_eq!(shared.sections_of(0), 0..3);
-    assert_eq!(shared.sections_of(1), 3..4);
+    let shape = shared.shape();
+    assert_eq!(shape.sections(), 4);
+    assert_eq!(shape.sections_of("tkc-a"), Some(vec![0, 1, 2]));
+    assert_eq!(shape.sections_of("tkc-b"), Some(vec![3]));
+    assert_eq!(shape.sections_of("tkc-c"), None);
     let pod = shared.would_create();
     assert_eq!(
         pod.spec.as_ref().unwrap().active_deadline_seconds,
@@ -605,5 +610,10 @@ fn a_namespace_jumpbox_is_shared_by_clusters_with_addresses() {
     );
     assert_eq!(command_of(&pod)[ARGV_KEY_OF_VMS], "0 0 0 1");
     // One cluster with VMs: nothing to share.
-    assert!(NamespaceJumpbox::new(&[(&a, &ts[..]), (&c, &none[..])]).is_none());
+    assert!(NamespaceJumpbox::new(&[(&a, &ts[..]), (&c, &none[..])], bound).is_none());
+    // Under --watch, one is enough: the kept pod is the namespace's.
+    a.keeper = Some(std::sync::Arc::new(JumpboxKeeper::new(
+        Duration::from_secs(5),
+    )));
+    assert!(NamespaceJumpbox::new(&[(&a, &ts[..]), (&c, &none[..])], bound).is_some());
 }

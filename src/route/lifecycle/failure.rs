@@ -18,6 +18,9 @@ pub enum PodFailure {
     },
     /// Pending with a scheduling or kubelet reason.
     Pending(String),
+    /// Still as created after this long: no node, no scheduling condition
+    /// (`wait::unplaced`): no scheduler takes it.
+    NoHost(std::time::Duration),
     /// Did not finish within the bound.
     Timeout(String),
     /// Deleted by someone else while we waited.
@@ -96,6 +99,14 @@ pub fn reach_error(f: PodFailure, ns: &str, route: PodRoute) -> ReachError {
         PodFailure::Pending(why) if route == PodRoute::Jumpbox => (
             ReachErrorKind::Unschedulable,
             format!("the jumpbox pod cannot be scheduled: {why}; vSphere Pods need NSX or VPC networking and vSphere Pods enabled on the Supervisor: use --via ssh"),
+        ),
+        PodFailure::NoHost(after) if route == PodRoute::Jumpbox => (
+            ReachErrorKind::Unschedulable,
+            format!("no host took the jumpbox pod within {}s (still Pending: no node, no scheduling condition): vSphere Pods may be disabled on this Supervisor (the per-Supervisor vSphere Pods setting of vSphere 9.1, off by default, or a Supervisor on VDS networking, which runs none); use --via ssh", after.as_secs()),
+        ),
+        PodFailure::NoHost(after) => (
+            ReachErrorKind::Unschedulable,
+            format!("no node took the probe pod within {}s (still Pending: no node, no scheduling condition): is a scheduler running?", after.as_secs()),
         ),
         PodFailure::Forbidden(m) => (
             ReachErrorKind::Rejected,

@@ -38,4 +38,4 @@ pub use failure::{reach_error, PodFailure, PodRoute};
 pub use log::{read_log, PodRun, MAX_LOG_BYTES};
 pub use run::{create, delete, run, run_with_log_limit};
 pub use tracker::{Cluster, Host, Kept, PodApi, PodTracker, Ticket, SWEEP_AGAIN_AFTER};
-pub use wait::{first_image, pod_state, PodState};
+pub use wait::{first_image, pod_state, unplaced, PodState, NO_HOST_AFTER};

@@ -94,6 +94,33 @@ pub fn pod_state(pod: &Pod) -> PodState {
     PodState::Waiting
 }
 
+/// How long a pod may stay unplaced ([`unplaced`]) after its create before the wait gives up on
+/// it. A scheduler binds a pod it can place within its first attempts, well under a second on an
+/// idle control plane, and one it cannot place is marked at once ([`pod_state`]'s
+/// `Unschedulable`); a pod that none of them has touched after this long is one no scheduler
+/// takes. 8 s leaves a busy scheduler's queue room and says it well within the 10 s an admin
+/// is promised for a jumpbox that cannot start.
+pub const NO_HOST_AFTER: Duration = Duration::from_secs(8);
+
+/// Whether no scheduler has taken the pod at all: Pending (or no phase yet), no node, and no
+/// `PodScheduled` condition, neither the True that binding writes with the node (kubernetes
+/// `pkg/registry/core/pod/storage/storage.go`, `setPodHostAndAnnotations`) nor the False of a
+/// failed attempt. What a Supervisor does with a vSphere Pod when vSphere Pods are off (vSphere
+/// 9.1's per-Supervisor setting, or a VDS Supervisor) is not documented: this is the least it
+/// may do, the pod left as created. A pod made with its node named (the pod route's) is never
+/// unplaced.
+pub fn unplaced(pod: &Pod) -> bool {
+    let node = pod.spec.as_ref().and_then(|s| s.node_name.as_deref());
+    let status = pod.status.as_ref();
+    let pending = status
+        .and_then(|s| s.phase.as_deref())
+        .is_none_or(|p| p == "Pending");
+    let scheduled = status
+        .and_then(|s| s.conditions.as_ref())
+        .is_some_and(|c| c.iter().any(|c| c.type_ == "PodScheduled"));
+    node.is_none_or(str::is_empty) && pending && !scheduled
+}
+
 /// Waits for the pod to end within `bound` (from `started`), then reads its log.
 pub(super) async fn wait_and_read(
     api: &Api<Pod>,
@@ -144,10 +171,18 @@ pub(super) async fn wait_and_read(
             PodState::Stuck(why) => return Err(PodFailure::Pending(why)),
             PodState::Waiting => {}
         }
-        // The next event that says something about the pod, or the end of the bound.
+        // The next event that says something about the pod, or the end of the bound; a pod no
+        // scheduler has taken is given up on NO_HOST_AFTER its create, not at the bound.
         loop {
-            let left = bound.saturating_sub(started.elapsed());
-            if left.is_zero() {
+            let mut left = bound.saturating_sub(started.elapsed());
+            if unplaced(&pod) {
+                let due = NO_HOST_AFTER.saturating_sub(started.elapsed());
+                if due.is_zero() && !left.is_zero() {
+                    return Err(PodFailure::NoHost(NO_HOST_AFTER));
+                }
+                left = left.min(due);
+            }
+            if bound.saturating_sub(started.elapsed()).is_zero() {
                 let phase = pod
                     .status
                     .as_ref()

@@ -145,6 +145,11 @@ pub fn on_created(shared: &Arc<Shared>, pod: &Value) {
         unschedulable(shared, pod, &message);
         return;
     }
+    // Nothing takes a pod without a node (FakeApi::leave_vsphere_pods_pending): it stays as
+    // created, the least a Supervisor with vSphere Pods off may do.
+    if *shared.vsphere_pods_pending.lock().unwrap() && pod["spec"]["nodeName"].as_str().is_none() {
+        return;
+    }
     let kubelet = shared.kubelet.lock().unwrap().clone();
     if kubelet.is_some_and(|k| k.admit(shared, pod)) {
         return;
@@ -169,6 +174,17 @@ pub fn on_created(shared: &Arc<Shared>, pod: &Value) {
             pod_ip: script.pod_ip.clone(),
             start_time: now_rfc3339(),
         };
+        // Bound at once, as a scheduler binds a pod it can place: the binding writes
+        // `PodScheduled` True (kubernetes pkg/registry/core/pod/storage/storage.go,
+        // `setPodHostAndAnnotations`); the pod then waits Pending for `run_after`.
+        let bound = serde_json::json!({
+            "phase": "Pending",
+            "conditions": [podstatus::cond("PodScheduled", true, &run.start_time, None, None)],
+            "qosClass": podstatus::qos_class(&pod),
+        });
+        if !podstatus::update(&shared, &ns, &name, &uid, bound) {
+            return;
+        }
         tokio::time::sleep(script.run_after).await;
         let started = now_rfc3339();
         shared

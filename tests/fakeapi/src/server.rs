@@ -71,6 +71,8 @@ pub struct Shared {
     /// kube-scheduler's message for every pod without a node: none is scheduled
     /// (`unschedulablePods:`, [`FakeApi::make_pods_unschedulable`]).
     pub unschedulable: Mutex<Option<String>>,
+    /// Pods without a node are left as created ([`FakeApi::leave_vsphere_pods_pending`]).
+    pub vsphere_pods_pending: Mutex<bool>,
     /// A validating admission webhook that denies every pod create: (its name, its message)
     /// ([`FakeApi::deny_pods_by_webhook`]).
     pub pod_denial: Mutex<Option<(String, String)>>,
@@ -280,6 +282,7 @@ impl FakeApi {
             kubelet: Mutex::new(None),
             refused_images: Mutex::new(cfg.set.refused_images.clone()),
             unschedulable: Mutex::new(cfg.set.unschedulable_pods.clone()),
+            vsphere_pods_pending: Mutex::new(false),
             pod_denial: Mutex::new(None),
             created_pods: Mutex::new(Vec::new()),
             stopping: AtomicBool::new(false),
@@ -568,6 +571,17 @@ impl FakeApi {
     /// (see [`crate::SetConfig::unschedulable_pods`]).
     pub fn make_pods_unschedulable(&self, message: impl Into<String>) {
         *self.shared.unschedulable.lock().unwrap() = Some(message.into());
+    }
+
+    /// From now on a pod without `spec.nodeName` (a vSphere Pod on a Supervisor) is left exactly
+    /// as created: Pending, no node, no condition, no event, no container status, forever (no
+    /// kubelet, lab or reactor takes it). What a Supervisor does with a pod when vSphere Pods
+    /// are off (vSphere 9.1's per-Supervisor setting, `VspherePodSettings.vsphere_pods_enabled`
+    /// of the vCenter API, which the Kubernetes API does not show) is not documented: this is
+    /// the least it may do, less than kube-scheduler's `Unschedulable` condition and
+    /// `FailedScheduling` event ([`FakeApi::make_pods_unschedulable`]).
+    pub fn leave_vsphere_pods_pending(&self) {
+        *self.shared.vsphere_pods_pending.lock().unwrap() = true;
     }
 
     /// From now on every pod create is denied by the validating admission webhook `webhook`
