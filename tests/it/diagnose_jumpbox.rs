@@ -185,6 +185,39 @@ fn a_jumpbox_that_cannot_be_scheduled_is_known_within_seconds() {
     assert!(env.supervisor.existing_pods().is_empty());
 }
 
+/// A jumpbox that nothing takes: the fake leaves the vSphere Pod exactly as created (Pending, no
+/// node, no condition, no event: the least a Supervisor with vSphere Pods off may do; it is not
+/// documented), on a Supervisor whose stack (NSX) runs vSphere Pods, so the route is the
+/// jumpbox's. Known within seconds, not at `--timeout` (2m by default): one line that says
+/// vSphere Pods may be disabled and `--via ssh`, the pod deleted.
+#[test]
+fn a_jumpbox_no_host_takes_is_known_within_seconds() {
+    let env = Env::new(SET, Workload::black_hole());
+    env.supervisor.leave_vsphere_pods_pending();
+    let started = std::time::Instant::now();
+    let run = env.diagnose_via_jumpbox(&["-o", "json"]);
+    let took = started.elapsed();
+    assert!(took < std::time::Duration::from_secs(15), "{took:?}");
+    run.expect_code(3);
+    let report = run.diagnose_report();
+    assert_eq!(env.supervisor.created_pods().len(), 1);
+    for n in &report.nodes {
+        let e = reach_error(n);
+        assert_eq!(e.kind, ReachErrorKind::Unschedulable, "{e:?}");
+        for needed in [
+            "no host took the jumpbox pod within 8s",
+            "vSphere Pods may be disabled on this Supervisor",
+            "vSphere 9.1",
+            "VDS",
+            "--via ssh",
+        ] {
+            assert!(e.message.contains(needed), "{needed}: {}", e.message);
+        }
+        assert!(!e.message.contains('\n'));
+    }
+    assert!(env.supervisor.existing_pods().is_empty());
+}
+
 /// A jumpbox an admission webhook denies: the create's own answer, one line with the webhook's
 /// words and `--via ssh`, nothing left behind.
 #[test]

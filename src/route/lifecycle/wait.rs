@@ -348,4 +348,27 @@ mod tests {
             other => panic!("{other:?}"),
         }
     }
+
+    /// Unplaced: as created, no node and no scheduling condition; not once bound (PodScheduled
+    /// True), refused by the scheduler (False), made with its node, or running.
+    #[test]
+    fn unplaced_is_a_pod_no_scheduler_touched() {
+        let with = |v: serde_json::Value| -> Pod { serde_json::from_value(v).unwrap() };
+        let created = json!({"metadata": {"name": "p"}, "spec": {"containers": []},
+                             "status": {"phase": "Pending", "qosClass": "Burstable"}});
+        assert!(unplaced(&with(created.clone())));
+        assert!(unplaced(&with(json!({"metadata": {"name": "p"}}))));
+        let mut bound = created.clone();
+        bound["status"]["conditions"] = json!([{"type": "PodScheduled", "status": "True"}]);
+        assert!(!unplaced(&with(bound)));
+        let mut refused = created.clone();
+        refused["status"]["conditions"] = json!([{"type": "PodScheduled", "status": "False"}]);
+        assert!(!unplaced(&with(refused)));
+        let mut pinned = created.clone();
+        pinned["spec"]["nodeName"] = json!("cp1");
+        assert!(!unplaced(&with(pinned)));
+        let mut running = created;
+        running["status"]["phase"] = json!("Running");
+        assert!(!unplaced(&with(running)));
+    }
 }

@@ -1,6 +1,6 @@
 //! Many clusters, each its own lab: side by side, each diagnosed from its own lab, one jumpbox
-//! lab reaching every lab's VMs, one by one and with `--all` through one jumpbox for the namespace
-//! (the fixture side is `many_clusters`).
+//! lab reaching every lab's VMs, one by one, with `--all` through one jumpbox for the namespace,
+//! and `--watch -A` keeping that one jumpbox across rounds (the fixture side is `many_clusters`).
 
 use crate::common;
 use common::*;
@@ -202,4 +202,80 @@ fn the_supervisor_reaches_every_labs_vms_through_one_jumpbox_lab() {
     }
     assert!(f.supervisor.existing_pods().is_empty());
     assert!(!f.supervisor.created_pods().is_empty());
+
+    // --watch -A, every vSphere Pod taking 10 s to start (the host's image pull and the pod's
+    // VM boot): the namespace's ONE jumpbox kept across three rounds (tkc-db's peers still
+    // dropped, so the watch goes on), the start paid once; SIGTERM ends it, the pod deleted.
+    let delay = Duration::from_secs(
+        std::env::var("ETCDNET_BENCH_POD_START")
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(10),
+    );
+    f.supervisor.delay_vsphere_pod_starts(delay);
+    let before = f.supervisor.created_pods().len();
+    let started = std::time::Instant::now();
+    let mut child = f
+        .kubectl_command(&[
+            "diagnose",
+            "-A",
+            "--via",
+            "jumpbox",
+            "--connect-timeout",
+            "2s",
+            "--watch=2s",
+            "-o",
+            "json",
+        ])
+        .spawn()
+        .unwrap();
+    let out = stdout_of(&mut child);
+    let rounds = |text: &str| text.lines().filter(|l| !l.trim().is_empty()).count();
+    wait_for("the first round", Duration::from_secs(120), || {
+        rounds(&out.now()) >= 1
+    });
+    assert!(
+        started.elapsed() >= delay,
+        "the first round waited for the start"
+    );
+    let first_round = started.elapsed();
+    wait_for("three rounds", Duration::from_secs(120), || {
+        rounds(&out.now()) >= 3
+    });
+    // For docs/benchmarks.md: what the start costs the first round, and what the later ones take.
+    eprintln!(
+        "--watch=2s -A, {delay:?} start: first round after {first_round:?}, third after {:?}",
+        started.elapsed()
+    );
+    let sent = std::process::Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(sent.success());
+    let code = exit_within(&mut child, Duration::from_secs(30));
+    let text = out.all();
+    assert_eq!(code, 130, "a signal ends the watch\n{text}");
+    for line in text.lines().filter(|l| !l.trim().is_empty()).take(3) {
+        let list: etcdnet::report::ListReport<etcdnet::report::DiagnoseReport> =
+            serde_json::from_str(line).unwrap();
+        assert_eq!(list.items.len(), 3, "{line}");
+    }
+    let created = f.supervisor.created_pods();
+    assert_eq!(
+        created.len() - before,
+        1,
+        "one jumpbox for three rounds of three clusters: {created:?}"
+    );
+    assert!(
+        created[before].1.starts_with("etcdnet-jumpbox-ns-"),
+        "{created:?}"
+    );
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while !(f.supervisor.existing_pods().is_empty() && f.supervisor.pod_processes().is_empty())
+        && std::time::Instant::now() < deadline
+    {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert!(f.supervisor.existing_pods().is_empty(), "no pod left");
+    assert!(f.supervisor.pod_processes().is_empty(), "no process left");
 }
