@@ -203,14 +203,15 @@ fn the_supervisor_reaches_every_labs_vms_through_one_jumpbox_lab() {
     assert!(f.supervisor.existing_pods().is_empty());
     assert!(!f.supervisor.created_pods().is_empty());
 
-    // --watch -A, every vSphere Pod taking 10 s to start (the host's image pull and the pod's
-    // VM boot): the namespace's ONE jumpbox kept across three rounds (tkc-db's peers still
-    // dropped, so the watch goes on), the start paid once; SIGTERM ends it, the pod deleted.
+    // --watch -A, every vSphere Pod taking 5 s to start (the host's image pull and the pod's VM
+    // boot; ETCDNET_BENCH_POD_START=S sets it for docs/benchmarks.md): the namespace's ONE
+    // jumpbox kept across three rounds (tkc-db's peers still dropped, so the watch goes on),
+    // the start paid once; SIGTERM ends it, the pod deleted.
     let delay = Duration::from_secs(
         std::env::var("ETCDNET_BENCH_POD_START")
             .ok()
             .and_then(|s| s.parse().ok())
-            .unwrap_or(10),
+            .unwrap_or(5),
     );
     f.supervisor.delay_vsphere_pod_starts(delay);
     let before = f.supervisor.created_pods().len();
