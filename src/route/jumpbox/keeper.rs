@@ -52,13 +52,16 @@ const MARGIN: Duration = Duration::from_secs(15);
 /// The env var that makes `jumpbox.sh` run rounds.
 const ROUNDS_ENV: &str = "ETCDNET_ROUNDS_EVERY";
 
+/// One VM of a pod: its section number and its part of the command (IP, remote command).
+type Vm = (usize, Vec<String>);
+
 /// What a jumpbox pod is for, read from its command: its clusters in key order, each with its
 /// VMs (their section numbers and their part of the command: IP and remote command), and the
 /// rest of the command (the user, timeouts, options, the probe script) without the nonce and
 /// the key numbering. Two pods with equal shapes probe the same VMs the same way.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Shape {
-    clusters: Vec<(String, Vec<(usize, Vec<String>)>)>,
+    clusters: Vec<(String, Vec<Vm>)>,
     rest: Vec<String>,
     sections: usize,
 }
@@ -76,7 +79,7 @@ impl Shape {
             })
             .unwrap_or_default();
         let pairs: Vec<&[String]> = argv.get(ARGV_VMS..).unwrap_or_default().chunks(2).collect();
-        let mut of: Vec<(String, Vec<(usize, Vec<String>)>)> = clusters
+        let mut of: Vec<(String, Vec<Vm>)> = clusters
             .iter()
             .map(|c| (c.to_string(), Vec::new()))
             .collect();
@@ -121,9 +124,7 @@ impl Shape {
         if self.rest != want.rest {
             return Some("what the VMs are probed with changed".into());
         }
-        let vms = |vms: &[(usize, Vec<String>)]| -> Vec<Vec<String>> {
-            vms.iter().map(|(_, v)| v.clone()).collect()
-        };
+        let vms = |vms: &[Vm]| -> Vec<Vec<String>> { vms.iter().map(|(_, v)| v.clone()).collect() };
         for (cluster, wanted) in &want.clusters {
             match self.clusters.iter().find(|(c, _)| c == cluster) {
                 None => {
