@@ -64,7 +64,7 @@ const FOLDERS: &[(&str, &[&[&str]])] = &[
     ),
     (
         "route::jumpbox",
-        &[&["session"], &["keeper", "shared"], &["framing"], &["spec"]],
+        &[&["session"], &["shared"], &["keeper"], &["framing"], &["spec"]],
     ),
     (
         "route::ssh",
