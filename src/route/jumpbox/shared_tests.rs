@@ -11,6 +11,7 @@ use kube::api::Api;
 
 use super::tests::{addresses_of, settings};
 use super::*;
+use crate::probe::ReachErrorKind;
 use crate::route::lifecycle::PodTracker;
 use crate::route::Run;
 
@@ -237,4 +238,40 @@ async fn the_namespace_jumpbox_is_kept_until_its_keys_must_change() {
     assert!(keeper.finish(Duration::from_secs(5)).await.is_empty());
     stop.store(true, Ordering::SeqCst);
     printer.join().unwrap();
+}
+
+/// `--watch`'s kept jumpbox that no host takes (the fake leaves it as created: no node, no
+/// condition, no event) is given up on seconds after its create, not at the round's bound, with
+/// the line that names disabled vSphere Pods and `--via ssh`; the pod is deleted.
+#[tokio::test]
+async fn a_kept_jumpbox_no_host_takes_is_known_within_seconds() {
+    let api = fake();
+    api.leave_vsphere_pods_pending();
+    let keeper = Arc::new(JumpboxKeeper::new(Duration::from_secs(1)));
+    let (mut a, ta) = cluster("tkc-a", &["198.18.1.11"]);
+    a.keeper = Some(keeper.clone());
+    let pods = pods_of(&api);
+    let tracker = PodTracker::default();
+    let bound = Duration::from_secs(60);
+    let run = Run {
+        tracker: &tracker,
+        bound,
+        keep: false,
+    };
+    let shared = NamespaceJumpbox::new(&[(&a, &ta[..])], bound).unwrap();
+    let started = std::time::Instant::now();
+    let e = shared.log(&pods, &run).await.unwrap_err();
+    assert!(
+        started.elapsed() < Duration::from_secs(12),
+        "{:?}",
+        started.elapsed()
+    );
+    assert_eq!(e.kind, ReachErrorKind::Unschedulable, "{e:?}");
+    assert!(
+        e.message.contains("vSphere Pods may be disabled") && e.message.contains("--via ssh"),
+        "{}",
+        e.message
+    );
+    assert!(api.existing_pods().is_empty(), "{:?}", api.existing_pods());
+    assert!(keeper.finish(Duration::from_secs(5)).await.is_empty());
 }
