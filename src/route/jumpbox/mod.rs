@@ -9,9 +9,10 @@
 //! in no env var, argument, pod spec field or output.
 //!
 //! The files: `spec.rs` (the pod), `session.rs` (its run, shared by every VM), `keeper.rs`
-//! (`--watch`'s pod kept across rounds, running the script's rounds itself), `shared.rs`
-//! (`-A`'s and `--all`'s one pod for the clusters of a vSphere Namespace, each VM offered only
-//! its own cluster's key), `framing.rs`
+//! (`--watch`'s pod kept across rounds, the cluster's or the namespace's, running the script's
+//! rounds itself), `shared.rs` (`-A`'s and `--all`'s one pod for the clusters of a vSphere
+//! Namespace, each VM offered only its own cluster's key, its run shared by the clusters that
+//! wait for it), `framing.rs`
 //! (the pod's log, one section per VM framed with a nonce of the run that the nodes never see:
 //! [`frame`], [`split_log`]; each section read as one VM's [`Reached`](super::Reached):
 //! [`read_log`]). The session runs the pod on the first node the driver asks for and hands every
@@ -51,8 +52,8 @@ pub struct JumpboxSettings {
     pub image: String,
     pub basics: PodBasics,
     pub ssh: SshSettings,
-    /// `--watch`: the jumpbox kept across rounds ([`JumpboxKeeper`]); None: one pod per
-    /// diagnosis, deleted at its end.
+    /// `--watch`: the jumpbox kept across rounds ([`JumpboxKeeper`]; with `shared`, the
+    /// namespace's); None: one pod per diagnosis, deleted at its end.
     pub keeper: Option<std::sync::Arc<JumpboxKeeper>>,
     /// `-A`, `--all`: the vSphere Namespace's one jumpbox and this cluster's number in it
     /// (its key's); None: the cluster's own pod.
