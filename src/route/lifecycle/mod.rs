@@ -8,7 +8,9 @@
 //! stored after that delete has found nothing: for those, one delete-collection by the run's
 //! label follows, and once more after a short wait ([`SWEEP_AGAIN_AFTER`]).
 //!
-//! Waiting is bounded by the run's `--timeout` only. It is kube-runtime's watcher of the one pod:
+//! Waiting is bounded by the run's `--timeout`, but for a pod that no scheduler has taken at
+//! all (no node, no `PodScheduled` condition) [`NO_HOST_AFTER`] its create: a Supervisor with
+//! vSphere Pods off may leave the jumpbox so, saying nothing. It is kube-runtime's watcher of the one pod:
 //! a watch that breaks or stays quiet past the client's read timeout (a slow image pull, a
 //! vSphere Pod that takes 30 s to start) is resumed from the last resourceVersion, and 410 Gone
 //! lists the pod afresh; neither is reported as a failure. Each request (create, list, watch,
