@@ -64,7 +64,13 @@ const FOLDERS: &[(&str, &[&[&str]])] = &[
     ),
     (
         "route::jumpbox",
-        &[&["session"], &["shared"], &["keeper"], &["framing"], &["spec"]],
+        &[
+            &["session"],
+            &["shared"],
+            &["keeper"],
+            &["framing"],
+            &["spec"],
+        ],
     ),
     (
         "route::ssh",
