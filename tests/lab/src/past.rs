@@ -73,6 +73,20 @@ pub enum EtcdLine {
     /// timeout)`, its `failed to %s %s on %s (%s)`); 3.4 text: that error on its own `E |
     /// rafthttp:` line (before the `became inactive` one, which [`EtcdLine::PeerInactive`] gives).
     PeerInactiveDialTimeout { peer: u64, ip: Ipv4Addr },
+    /// The routine of a member's hours: kube-apiserver asks etcd to compact its history every
+    /// 5 minutes (`--etcd-compaction-interval`: `DefaultCompactInterval` in
+    /// staging/src/k8s.io/apiserver/pkg/storage/storagebackend/config.go), and each member
+    /// logs the compaction of its index:
+    /// mvcc/index.go `"compact tree index"` (revision, a number); 3.4 text `mvcc:
+    /// store.index: compact <rev>`. As etcd 3.4.23 (`--logger=zap` and capnslog) and 3.5.1
+    /// wrote it after an `etcdctl compact` (captured from the lab's binaries; callers
+    /// mvcc/index.go:189 on 3.4.23, :214 on 3.5.1).
+    CompactTreeIndex { revision: u64 },
+    /// The compaction that follows it: mvcc/kvstore_compaction.go `"finished scheduled
+    /// compaction"` (compact-revision, a number; took); 3.4 text `mvcc: finished scheduled
+    /// compaction at <rev> (took <d>)` (callers kvstore_compaction.go:56 on 3.4.23, :57 on
+    /// 3.5.1, as captured).
+    FinishedCompaction { revision: u64, took: Duration },
     /// A line written as given (it should be in the node's format).
     Raw(String),
 }
@@ -151,14 +165,16 @@ fn q(s: &str) -> String {
     serde_json::to_string(s).unwrap_or_default()
 }
 
-/// Go's time.Duration String for the durations these lines carry (`1.512437s`, `850ms`).
+/// Go's time.Duration String for the durations these lines carry (`1.512437s`, `850ms`,
+/// `198.074µs`).
 fn go_duration(d: Duration) -> String {
+    let trim = |s: String| s.trim_end_matches('0').trim_end_matches('.').to_string();
     if d >= Duration::from_secs(1) {
-        let s = format!("{:.9}", d.as_secs_f64());
-        format!("{}s", s.trim_end_matches('0').trim_end_matches('.'))
+        format!("{}s", trim(format!("{:.9}", d.as_secs_f64())))
+    } else if d >= Duration::from_millis(1) {
+        format!("{}ms", trim(format!("{:.6}", d.as_secs_f64() * 1000.0)))
     } else {
-        let ms = format!("{:.6}", d.as_secs_f64() * 1000.0);
-        format!("{}ms", ms.trim_end_matches('0').trim_end_matches('.'))
+        format!("{}µs", trim(format!("{:.3}", d.as_nanos() as f64 / 1000.0)))
     }
 }
 
@@ -414,6 +430,45 @@ pub(crate) fn render(node: &Node, me: u64, ns: u128, line: &EtcdLine) -> String 
                 )
             } else {
                 text('E', "rafthttp", err)
+            }
+        }
+        EtcdLine::CompactTreeIndex { revision } => {
+            if zap {
+                let caller = if v35 {
+                    "mvcc/index.go:214"
+                } else {
+                    "mvcc/index.go:189"
+                };
+                // A number, not a string: zap.Int64.
+                format!(
+                    "{{\"level\":\"info\",\"ts\":\"{}\",\"caller\":\"{caller}\",\"msg\":\"compact tree index\",\"revision\":{revision}}}",
+                    zap_ts(ns)
+                )
+            } else {
+                text('I', "mvcc", format!("store.index: compact {revision}"))
+            }
+        }
+        EtcdLine::FinishedCompaction { revision, took } => {
+            if zap {
+                let caller = if v35 {
+                    "mvcc/kvstore_compaction.go:57"
+                } else {
+                    "mvcc/kvstore_compaction.go:56"
+                };
+                format!(
+                    "{{\"level\":\"info\",\"ts\":\"{}\",\"caller\":\"{caller}\",\"msg\":\"finished scheduled compaction\",\"compact-revision\":{revision},\"took\":{}}}",
+                    zap_ts(ns),
+                    q(&go_duration(*took))
+                )
+            } else {
+                text(
+                    'I',
+                    "mvcc",
+                    format!(
+                        "finished scheduled compaction at {revision} (took {})",
+                        go_duration(*took)
+                    ),
+                )
             }
         }
         EtcdLine::Raw(s) => s.clone(),
@@ -740,5 +795,50 @@ mod tests {
         assert_eq!(go_duration(Duration::from_millis(1512)), "1.512s");
         assert_eq!(go_duration(Duration::from_secs(2)), "2s");
         assert_eq!(go_duration(Duration::from_millis(850)), "850ms");
+        assert_eq!(go_duration(Duration::from_nanos(198_074)), "198.074µs");
+        assert_eq!(go_duration(Duration::from_nanos(12_990)), "12.99µs");
+    }
+
+    /// The compaction lines as etcd 3.4.23 (zap and capnslog) and 3.5.1 wrote them after
+    /// `etcdctl compact 3` (captured from the lab's binaries; only the time differs).
+    #[test]
+    fn compaction_lines_are_the_captured_ones() {
+        let me = 0x71ea0ea03f1cc0b1;
+        let index = EtcdLine::CompactTreeIndex { revision: 3 };
+        let done = EtcdLine::FinishedCompaction {
+            revision: 3,
+            took: Duration::from_nanos(198_074),
+        };
+        let z34 = node(EtcdVersion::V3_4, Logger::Zap);
+        assert_eq!(
+            render(&z34, me, T, &index),
+            r#"{"level":"info","ts":"2026-12-02T14:21:32.123Z","caller":"mvcc/index.go:189","msg":"compact tree index","revision":3}"#
+        );
+        assert_eq!(
+            render(&z34, me, T, &done),
+            r#"{"level":"info","ts":"2026-12-02T14:21:32.123Z","caller":"mvcc/kvstore_compaction.go:56","msg":"finished scheduled compaction","compact-revision":3,"took":"198.074µs"}"#
+        );
+        let z35 = node(EtcdVersion::V3_5, Logger::Zap);
+        assert_eq!(
+            render(&z35, me, T, &index),
+            r#"{"level":"info","ts":"2026-12-02T14:21:32.123Z","caller":"mvcc/index.go:214","msg":"compact tree index","revision":3}"#
+        );
+        assert_eq!(
+            render(&z35, me, T, &done),
+            r#"{"level":"info","ts":"2026-12-02T14:21:32.123Z","caller":"mvcc/kvstore_compaction.go:57","msg":"finished scheduled compaction","compact-revision":3,"took":"198.074µs"}"#
+        );
+        let t34 = node(EtcdVersion::V3_4, Logger::Text);
+        assert_eq!(
+            render(&t34, me, T, &index),
+            "2026-12-02 14:21:32.123456 I | mvcc: store.index: compact 3"
+        );
+        let done = EtcdLine::FinishedCompaction {
+            revision: 3,
+            took: Duration::from_nanos(12_990),
+        };
+        assert_eq!(
+            render(&t34, me, T, &done),
+            "2026-12-02 14:21:32.123456 I | mvcc: finished scheduled compaction at 3 (took 12.99µs)"
+        );
     }
 }
