@@ -742,39 +742,93 @@ struct Order {
     rules: Vec<Vec<usize>>,
 }
 
+/// Which tree a policy path is in, in NSX's order: `/infra` (and Federation's `/global-infra`,
+/// whose policies a Local Manager enforces in its own categories) 0, a project's
+/// (`/orgs/<o>/projects/<p>/infra/…`) 1, a VPC's (`/orgs/<o>/projects/<p>/vpcs/<v>/…`) 2;
+/// `None`: no tree we know.
+///
+/// NSX evaluates the provider's (default space) policies first, then the project's, then the
+/// VPC's: "the rules created in the default space take precedence over the rules in projects",
+/// and a VPC's east-west policies are the project's last before its default (NSX 4.1
+/// administration guide, "Distributed Firewall in Projects" GUID-5A04999A: the project's default
+/// policy "appears at the bottom of the policy list in the Application firewall category";
+/// "Default East-West Firewall Rules in an NSX VPC" GUID-9026BE25; issue 37). Inside each tree,
+/// category then sequence number.
+pub fn tree_rank(path: &str) -> Option<u8> {
+    let parts: Vec<&str> = path.trim_start_matches('/').split('/').collect();
+    match parts.as_slice() {
+        ["infra" | "global-infra", ..] => Some(0),
+        ["orgs", _, "projects", _, "infra", ..] => Some(1),
+        ["orgs", _, "projects", _, "vpcs", _, ..] => Some(2),
+        _ => None,
+    }
+}
+
+/// A policy's place in NSX's order: (tree, category, sequence number); the reason when it has
+/// none. A VPC's policies carry no category (terraform-provider-nsxt `nsxt/policy_common.go`
+/// deletes `category` from the VPC policy schema): inside the VPC's tree they are ordered by
+/// sequence number alone, after every `/infra` and project policy (above).
+fn place(p: &SecurityPolicy) -> Result<(u8, u8, i64), String> {
+    if let Some(w) = &p.unreadable {
+        return Err(w.clone());
+    }
+    let path = p
+        .path
+        .as_ref()
+        .map_err(|e| format!("policy \"{}\": {e}", p.label()))?;
+    let tree = tree_rank(path).ok_or_else(|| {
+        format!(
+            "policy \"{}\" is in no tree whose place in the DFW order is known",
+            p.label()
+        )
+    })?;
+    let rank = match (&p.category, tree) {
+        // Every policy of a VPC's tree has none: one rank for all of them.
+        (Category::Vpc, 2) => Category::Application.rank().unwrap_or(4),
+        (c, _) => c.rank().ok_or_else(|| {
+            format!(
+                "policy \"{}\" is in category {}, whose place in the DFW order is not known",
+                p.label(),
+                c.name()
+            )
+        })?,
+    };
+    let seq = p
+        .sequence_number
+        .clone()
+        .map_err(|e| format!("policy \"{}\": {e}", p.label()))?;
+    // The default policies after every other, the most specific tree's first: a VPC's default
+    // east-west rules drop "all incoming traffic to the NSX VPC" (GUID-9026BE25) and a
+    // project's default policy keeps its VMs from VMs outside it (GUID-5A04999A), which they
+    // could not were `/infra`'s default ALLOW (its `default-layer3-section`) reached first.
+    let tree = if p.is_default && p.category != Category::Ethernet {
+        5 - tree
+    } else {
+        tree
+    };
+    Ok((tree, rank, seq))
+}
+
 fn order(input: &DfwInput) -> Order {
-    let mut placed: Vec<(u8, i64, usize)> = Vec::new();
+    let mut placed: Vec<((u8, u8, i64), usize)> = Vec::new();
     let mut unplaced = Vec::new();
     for (i, p) in input.policies.iter().enumerate() {
-        match (
-            p.policy.category.rank(),
-            &p.policy.sequence_number,
-            &p.policy.unreadable,
-        ) {
-            (_, _, Some(w)) => unplaced.push((i, w.clone())),
-            (None, _, _) => unplaced.push((
-                i,
-                format!(
-                    "policy \"{}\" is in category {}, whose place in the DFW order is not known",
-                    p.policy.label(),
-                    p.policy.category.name()
-                ),
-            )),
-            (_, Err(e), _) => unplaced.push((i, format!("policy \"{}\": {e}", p.policy.label()))),
-            (Some(rank), Ok(seq), None) => placed.push((rank, *seq, i)),
+        match place(&p.policy) {
+            Ok(key) => placed.push((key, i)),
+            Err(w) => unplaced.push((i, w)),
         }
     }
     placed.sort();
     let mut tiers: Vec<Vec<usize>> = Vec::new();
     let mut last = None;
-    for (rank, seq, i) in placed {
-        if last == Some((rank, seq)) {
+    for (key, i) in placed {
+        if last == Some(key) {
             if let Some(t) = tiers.last_mut() {
                 t.push(i);
             }
         } else {
             tiers.push(vec![i]);
-            last = Some((rank, seq));
+            last = Some(key);
         }
     }
     let rules = input
@@ -811,9 +865,15 @@ fn check(input: &DfwInput, ord: &Order, at: At, none: &Memo) -> DfwSideOutcome {
     let app = Category::Application.rank().unwrap_or(4);
     let mut layer2_done = false;
     let mut jumped = false;
+    let mut tree = None;
     for tier in &ord.tiers {
         let cat = &input.policies[tier[0]].policy.category;
-        let rank = cat.rank().unwrap_or(u8::MAX);
+        let (this_tree, rank, _) = place(&input.policies[tier[0]].policy).unwrap_or((0, 0, 0));
+        // A jump to Application skips the rest of its own tree's Environment only.
+        if tree != Some(this_tree) {
+            tree = Some(this_tree);
+            jumped = false;
+        }
         let layer2 = *cat == Category::Ethernet;
         if (layer2 && layer2_done) || (jumped && rank < app) {
             continue;
@@ -885,21 +945,18 @@ fn shadowed(
     else {
         return Vec::new();
     };
-    let key = |i: usize| {
-        let p = &input.policies[i].policy;
-        (p.category.rank(), p.sequence_number.clone().ok())
-    };
-    let (Some(drank), Some(dseq)) = key(dp) else {
+    let key = |i: usize| place(&input.policies[i].policy).ok();
+    let Some(dkey) = key(dp) else {
         return Vec::new();
     };
     let mut out = Vec::new();
     for tier in &ord.tiers {
         for &pi in tier {
             let p = &input.policies[pi];
-            let (Some(rank), Some(seq)) = key(pi) else {
+            let Some(k) = key(pi) else {
                 continue;
             };
-            let later_policy = (rank, seq) > (drank, dseq);
+            let later_policy = k > dkey;
             if p.policy.category == Category::Ethernet || !(later_policy || pi == dp) {
                 continue;
             }
@@ -1131,7 +1188,7 @@ pub fn evaluate(input: &DfwInput) -> DfwEvaluation {
         })
         .collect();
     if trees.len() > 1 {
-        notes.push("policies of several trees (infra, project, VPC) were read: they are ordered by category and sequence number alone".to_string());
+        notes.push("policies of several trees were read: ordered /infra first, then the project's, then the VPC's, each by category and sequence number".to_string());
     }
     let undecided = paths
         .iter()

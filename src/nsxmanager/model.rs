@@ -509,6 +509,10 @@ pub struct SecurityPolicy {
     /// `None`: ANY (no policy-level scope: each rule's own counts).
     pub scope: Result<Option<Vec<String>>, String>,
     pub stateful: Option<bool>,
+    /// `is_default`: a tree's default policy (`default-layer3-section`, the project's and the
+    /// VPC's default east-west policy), which NSX keeps after every other policy
+    /// (terraform-provider-nsxt `nsxt/data_source_nsxt_policy_security_policy.go` `is_default`).
+    pub is_default: bool,
     /// Unreadable as a whole (not an object).
     pub unreadable: Option<String>,
 }
@@ -524,6 +528,7 @@ impl SecurityPolicy {
                 sequence_number: Err("the policy is not an object".into()),
                 scope: Err("the policy is not an object".into()),
                 stateful: None,
+                is_default: false,
                 unreadable: Some("the policy is not an object".into()),
             };
         }
@@ -544,6 +549,7 @@ impl SecurityPolicy {
             sequence_number: int(v, "sequence_number", 0),
             scope: paths_or_any(v, "scope"),
             stateful: v.get("stateful").and_then(Value::as_bool),
+            is_default: v.get("is_default").and_then(Value::as_bool) == Some(true),
             unreadable: None,
         }
     }
@@ -958,7 +964,12 @@ impl Found {
                 instance_uuid: compute_id(v, "instanceUuid:"),
                 power_state: name(v, "power_state"),
             }),
-            Some("SegmentPort") => Found::Port(NsxPort {
+            // A T1/NCP segment's port, or a VPC subnet's (`VpcSubnetPort`: the search index's
+            // type of `/orgs/<o>/projects/<p>/vpcs/<v>/subnets/<s>/ports/<id>`,
+            // vmware-tanzu/nsx-operator `pkg/nsx/services/common/types.go`
+            // `ResourceTypeSubnetPort`; the same `attachment.id` and `address_bindings`,
+            // vsphere-automation-sdk-go `services/nsxt/orgs/projects/vpcs/subnets/PortsTypes.go`).
+            Some("SegmentPort" | "VpcSubnetPort") => Found::Port(NsxPort {
                 path: path_of(v).ok(),
                 id: name(v, "id"),
                 display_name: name(v, "display_name"),

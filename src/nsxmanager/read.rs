@@ -507,11 +507,33 @@ pub fn port_type(layout: &Layout) -> &'static str {
     }
 }
 
+/// A value escaped for the search API's query syntax as terraform-provider-nsxt escapes the
+/// ids it searches by (`nsxt/policy_search.go` `escapeSpecialCharacters`: each of
+/// `()[]+-=&|><!{}^~*?:/` behind a backslash; `data_source_nsxt_policy_segment_port.go` escapes
+/// `attachment.id` so).
+pub fn escape_query_value(s: &str) -> String {
+    const SPECIALS: &str = "()[]+-=&|><!{}^~*?:/";
+    let mut out = String::with_capacity(s.len() * 2);
+    for c in s.chars() {
+        if SPECIALS.contains(c) {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
+}
+
 /// The search query for the ports of `port_type` attached to a VIF (`attachment.id`): plain
-/// `field:value` terms joined by AND, the search syntax every manager takes.
+/// `field:value` terms joined by AND, the value escaped ([`escape_query_value`]), and
+/// `marked_for_delete:false` as terraform-provider-nsxt's searches have it (`nsxt/policy_search.go`,
+/// `nsxt/cache.go`): a port being deleted is not the VM's port.
 pub fn port_query(port_type: &str, attachment_id: &str) -> Option<String> {
-    plain_id(attachment_id)
-        .then(|| format!("resource_type:{port_type} AND attachment.id:{attachment_id}"))
+    plain_id(attachment_id).then(|| {
+        format!(
+            "resource_type:{port_type} AND attachment.id:{} AND marked_for_delete:false",
+            escape_query_value(attachment_id)
+        )
+    })
 }
 
 /// One VM: fabric VMs by display name (else by instance uuid), their VIFs, each VIF's port

@@ -5,7 +5,7 @@ use serde_json::{json, Value};
 use super::*;
 use crate::nsxmanager::model::tests::{supervisor_vms, traceflow, world};
 use crate::nsxmanager::model::{input, SupervisorVm};
-use crate::nsxmanager::raw::{Gap, Listed, NsxRead};
+use crate::nsxmanager::raw::{Gap, Listed, NsxRead, PolicyRead};
 
 const CP: [&str; 3] = ["tkc-cp-1", "tkc-cp-2", "tkc-cp-3"];
 
@@ -611,26 +611,79 @@ fn a_member_vm_whose_address_is_not_realized_cannot_decide() {
     );
 }
 
+/// A policy of another tree, one ALLOW of every TCP port, at `path`.
+fn allow_policy(read: &NsxRead, path: &str, category: Option<&str>, seq: i64) -> PolicyRead {
+    let mut p = read.rules[3].clone();
+    p.policy = json!({"id": "allow", "display_name": "allow", "path": path,
+        "sequence_number": seq});
+    if let Some(c) = category {
+        p.policy["category"] = json!(c);
+    }
+    p.rules.results = vec![json!({"path": format!("{path}/rules/a"), "sequence_number": 1,
+        "action": "ALLOW"})];
+    p
+}
+
+/// NSX's order across trees: `/infra` first, then the project's, then the VPC's, each by
+/// category and sequence number; a tree's default policy after every other (the most
+/// specific tree's first). A VPC's policies, which carry no category, are placed (their
+/// sequence numbers order them), no longer "cannot decide".
 #[test]
-fn a_vpc_policy_without_a_category_has_no_known_place() {
+fn infra_first_then_project_then_vpc_and_the_defaults_last() {
+    let vpc = "/orgs/default/projects/p/vpcs/v/security-policies/vpc-allow";
+    let project = "/orgs/default/projects/p/infra/domains/default/security-policies/proj-allow";
     let mut read = world("infra-drop-2380.json", "vms.json");
-    let mut vpc = read.rules[3].clone();
-    vpc.policy = json!({"id": "vpc-allow", "display_name": "vpc allow",
-        "path": "/orgs/default/projects/p/vpcs/v/security-policies/vpc-allow",
-        "sequence_number": 1});
-    vpc.rules.results = vec![json!({
-        "path": "/orgs/default/projects/p/vpcs/v/security-policies/vpc-allow/rules/a",
-        "sequence_number": 1, "action": "ALLOW"})];
-    read.rules.push(vpc);
+    read.rules.push(allow_policy(&read, vpc, None, 1));
+    // A project ALLOW in the DROP's own category with a lower sequence number (10 is the
+    // DROP's policy's): interleaved by category and sequence number it would come first.
+    read.rules.push(allow_policy(&read, project, Some("Infrastructure"), 1));
     let (i, e) = eval_of(&read, false);
     assert_eq!(i.policies[4].policy.category, Category::Vpc);
+    for from in CP {
+        for to in CP.iter().filter(|t| **t != from) {
+            let p = e.path(2380, from, to).unwrap();
+            assert_eq!(rule_path(&p.outcome), Some(BLOCK), "{p:?}");
+            // 2379: /infra's default-layer3-section, not flagged default here, is an
+            // ordinary Application policy of /infra: before the project's and the VPC's.
+            let p = e.path(2379, from, to).unwrap();
+            assert_eq!(allowed_by(&p.outcome), Some(DEFAULT), "{p:?}");
+        }
+    }
+    assert!(e.notes[0].contains("several trees"), "{:?}", e.notes);
+
+    // Flagged `is_default` (as NSX flags it), /infra's default comes after the project's
+    // ALLOW; the project's before the VPC's.
+    read.rules[3].policy["is_default"] = json!(true);
+    let (_, e) = eval_of(&read, false);
+    let p = e.path(2379, "tkc-cp-1", "tkc-cp-2").unwrap();
+    assert_eq!(
+        allowed_by(&p.outcome),
+        Some(format!("{project}/rules/a").as_str()),
+        "{p:?}"
+    );
+    // Without the project's, the VPC's ALLOW.
+    read.rules.pop();
+    let (_, e) = eval_of(&read, false);
+    let p = e.path(2379, "tkc-cp-1", "tkc-cp-2").unwrap();
+    assert_eq!(
+        allowed_by(&p.outcome),
+        Some(format!("{vpc}/rules/a").as_str()),
+        "{p:?}"
+    );
+}
+
+#[test]
+fn a_policy_of_no_known_tree_has_no_known_place() {
+    let mut read = world("infra-drop-2380.json", "vms.json");
+    read.rules
+        .push(allow_policy(&read, "/elsewhere/security-policies/x", None, 1));
+    let (_, e) = eval_of(&read, false);
     for p in &e.paths {
         assert!(
-            matches!(&p.outcome, DfwPathOutcome::CannotDecide { why } if why.contains("VPC (no category)")),
+            matches!(&p.outcome, DfwPathOutcome::CannotDecide { why } if why.contains("no tree")),
             "{p:?}"
         );
     }
-    assert!(e.notes[0].contains("several trees"), "{:?}", e.notes);
 }
 
 #[test]
