@@ -379,9 +379,12 @@ fn peer_in_group_once(input: &DfwInput, path: &str, vm: &DfwVm, none: &Memo) -> 
     let t = all_or_none(vm, |ip| ips.iter().any(|a| a.contains(ip)), "the group");
     match (t, &m.ips) {
         (Tri::Yes, _) => Tri::Yes,
+        // NSX says the VM (or its port) is a member: its addresses are the group's, whatever
+        // part of the realized IP list was read.
+        (_, MemberList::NotWhole { .. }) if is_member(m, path, vm) => Tri::Yes,
         // The VM is a member, but its address is not in the realized list: NSX has not
         // learned it (yet), and what the datapath holds cannot be told from here.
-        (Tri::No, MemberList::Whole(_)) if is_member_vm(m, vm) => Tri::Unknown(format!(
+        (Tri::No, MemberList::Whole(_)) if is_member(m, path, vm) => Tri::Unknown(format!(
             "{} is a member of group {} but its address is not in the group's realized IPs",
             vm.node,
             group_name(input, path)
@@ -436,6 +439,13 @@ fn side_matches(
     }
 }
 
+/// Whether the confirmed VM, or its port, is among the group's members read, or NSX's
+/// group associations name the group for it.
+fn is_member(m: &GroupMembers, path: &str, vm: &DfwVm) -> bool {
+    (vm.identity == Identity::Confirmed && vm.memberships.holds(path) == Some(true))
+        || is_member_vm(m, vm)
+}
+
 /// Whether the confirmed VM, or its port, is among the group's members read.
 fn is_member_vm(m: &GroupMembers, vm: &DfwVm) -> bool {
     let by_vm = vm.nsx_vm.as_ref().is_some_and(|nv| {
@@ -463,6 +473,12 @@ fn scope_member_once(input: &DfwInput, path: &str, vm: &DfwVm, none: &Memo) -> T
     if !path.contains("/groups/") {
         return Tri::Unknown(format!("scope {} is not a group path", clip(path, 256)));
     }
+    // NSX's own answer for any group type first (the association endpoints).
+    if vm.identity == Identity::Confirmed {
+        if let Some(held) = vm.memberships.holds(path) {
+            return Tri::from_bool(held);
+        }
+    }
     let m = members(input, path, none);
     if is_member_vm(m, vm) {
         return Tri::Yes;
@@ -474,12 +490,37 @@ fn scope_member_once(input: &DfwInput, path: &str, vm: &DfwVm, none: &Memo) -> T
             group_name(input, path)
         ));
     }
+    // Absent from the member lists proves nothing for a group of other member types (the
+    // API answers them empty): only a group defined on VMs and ports alone is told by them.
+    if !lists_tell(input, path) {
+        return Tri::Unknown(format!(
+            "group {}: NSX's group associations of {} were not read whole ({}), and its member lists cannot tell a group of its kind",
+            group_name(input, path),
+            vm.node,
+            vm.memberships.why_not.first().map(String::as_str).unwrap_or("not asked")
+        ));
+    }
     match (m.vms.why_not_whole(), m.ports.why_not_whole()) {
         (None, None) => Tri::No,
         (Some(w), _) | (_, Some(w)) => {
             Tri::Unknown(format!("group {}: {w}", group_name(input, path)))
         }
     }
+}
+
+/// Whether a group's member lists (`virtual-machines`, `segment-ports` / `subnet-ports`) can
+/// show a VM's absence: its definition was read and every expression is a condition or an
+/// external-id list on `VirtualMachine`, `SegmentPort` or `VpcSubnetPort` (or a conjunction).
+fn lists_tell(input: &DfwInput, path: &str) -> bool {
+    input.groups.get(path).is_some_and(|g| {
+        !g.member_types.is_empty()
+            && g.member_types.iter().all(|t| {
+                matches!(
+                    t.as_str(),
+                    "VirtualMachine" | "SegmentPort" | "VpcSubnetPort" | "ConjunctionOperator"
+                )
+            })
+    })
 }
 
 fn applied(input: &DfwInput, policy: &SecurityPolicy, rule: &Rule, at: At, none: &Memo) -> Tri {

@@ -85,6 +85,25 @@ pub struct VmLookup {
     /// The NSX objects found (fabric `VirtualMachine`s, `SegmentPort`s / VIFs), as answered.
     pub found: Vec<serde_json::Value>,
     pub gaps: Vec<Gap>,
+    /// The groups NSX says the VM (by its external id) and its ports (by their policy paths)
+    /// are members of, asked per tree (`…/virtual-machine-group-associations`,
+    /// `…/group-associations`): membership as NSX computes it for every group type.
+    #[serde(default)]
+    pub associations: Vec<Association>,
+}
+
+/// One association question and NSX's answer (`PolicyResourceReferenceForEPListResult`:
+/// `target_id` a group's path).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Association {
+    /// The tree asked (`/infra`, `/orgs/<o>/projects/<p>/infra`, `/orgs/<o>/projects/<p>/vpcs/<v>`).
+    pub root: String,
+    /// `vm_external_id` or `intent_path`.
+    pub by: String,
+    /// The VM's external id or the port's path.
+    pub key: String,
+    pub listed: Listed,
 }
 
 /// One Traceflow run from a source VM's port towards a peer's IP and port (TCP SYN).

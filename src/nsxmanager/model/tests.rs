@@ -128,6 +128,7 @@ pub(crate) fn world(name: &str, vms: &str) -> NsxRead {
                 .cloned()
                 .unwrap_or_default(),
             gaps: Vec::new(),
+            associations: Vec::new(),
         })
         .collect();
     NsxRead {
@@ -301,6 +302,7 @@ fn a_port_tied_to_another_vm_is_not_the_machines() {
                    "attachment": {"id": "a1"}}),
         ],
         gaps: vec![],
+        associations: vec![],
     };
     let sv = SupervisorVm {
         node: "n".into(),
@@ -330,6 +332,7 @@ fn a_vm_with_the_uuid_but_another_name_is_kept_and_said() {
                            "external_id": "e1", "compute_ids": ["biosUuid:b1"]}),
         ],
         gaps: vec![],
+        associations: vec![],
     };
     let sv = SupervisorVm {
         node: "n".into(),

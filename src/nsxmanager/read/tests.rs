@@ -276,8 +276,10 @@ async fn a_manager_that_refuses_everything_is_a_reading_of_gaps() {
     };
     let r = read(&client, &vpc("default", "p1", "v1"), &[hint]).await;
     assert_eq!(r.auth.as_deref(), Some("session"));
-    // Three roots' policies and the VM's three lookups, all in the one list too.
-    assert_eq!(r.gaps.len(), 6, "{:?}", r.gaps);
+    // Three trees' domain lists (`/infra`, `/global-infra`, the project's), the policies of
+    // the two `default` domains still asked and the VPC's, and the VM's three lookups, all in
+    // the one list too.
+    assert_eq!(r.gaps.len(), 9, "{:?}", r.gaps);
     assert!(r.gaps.iter().all(|g| g.status == Some(403)));
     assert!(r.policies.incomplete.as_ref().unwrap().privilege.is_some());
     assert_eq!(r.vms.len(), 1);
