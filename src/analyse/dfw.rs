@@ -8,16 +8,19 @@
 //! NSX's order, as the Policy API reference says it (phspies/nsxtsdk
 //! `nsxtsdk/Policy/Models/NSXTPolicyType.cs`, `NSXTBaseRuleType.cs`, `NSXTRuleType.cs`,
 //! generated from the API spec):
-//! - categories: Ethernet (layer 2, evaluated before every layer 3 category), then Emergency,
-//!   Infrastructure, Environment, Application; a policy without a category comes after those
-//!   four ("the least precedence"); a category the API does not name, or a VPC's policy
-//!   (which has none, and whose place among the categories is not confirmed upstream), has
-//!   no known place: a check one of its rules could decide is "cannot decide". The NSX
-//!   administration guide says the same order ("Categories are evaluated from left to right
-//!   (Ethernet > Emergency > Infrastructure > Environment > Application)", docs.vmware.com
-//!   NSX-T 3.2 administration GUID-6AB240DB) and "Layer 2 firewall rules are processed before
-//!   Layer 3 rules and if allowed in the Layer 2 rules will then be processed by the Layer 3
-//!   rules" (NSX 4.1 administration GUID-22DF2616);
+//! - trees first ([`tree_rank`]): the provider's `/infra` (and Federation's `/global-infra`),
+//!   then the VPC's project's own infra, then the VPC's, each whole before the next; a tree's
+//!   default policy (`is_default`) after every other, the most specific tree's first;
+//! - inside a tree, categories: Ethernet (layer 2, evaluated before every layer 3 category),
+//!   then Emergency, Infrastructure, Environment, Application; a policy without a category
+//!   comes after those four ("the least precedence"); a VPC's policies (which have none) are
+//!   ordered by sequence number alone inside the VPC's tree; a category the API does not name,
+//!   or a policy of no tree we know, has no known place: a check one of its rules could decide
+//!   is "cannot decide". The NSX administration guide says the same order ("Categories are
+//!   evaluated from left to right (Ethernet > Emergency > Infrastructure > Environment >
+//!   Application)", docs.vmware.com NSX-T 3.2 administration GUID-6AB240DB) and "Layer 2
+//!   firewall rules are processed before Layer 3 rules and if allowed in the Layer 2 rules
+//!   will then be processed by the Layer 3 rules" (NSX 4.1 administration GUID-22DF2616);
 //! - inside a category, policies by `sequence_number` (0 when absent); inside a policy, rules
 //!   by `sequence_number`. "If there are multiple policies [rules] with the same sequence
 //!   number then their order is not deterministic": two tied policies (rules) that both match
@@ -35,9 +38,12 @@
 //!   `scope` when it has one (it "will take precedence over rule level scope"), else the
 //!   rule's, `ANY` (or none) everywhere;
 //! - sources/destinations: `ANY`, IPs/CIDRs/ranges, or groups matched through their effective
-//!   members as NSX realized them (`members/ip-addresses` against the VM's addresses); scope
-//!   through `members/virtual-machines` (the VM's external id, bios or instance uuid) and
-//!   `members/segment-ports` (the VM's port path); `sources_excluded` /
+//!   members as NSX realized them (`members/ip-addresses` against the VM's addresses), or NSX's
+//!   group associations of the VM and its port; scope through the group associations first
+//!   (`…/virtual-machine-group-associations`, `…/group-associations`: any group type), else
+//!   `members/virtual-machines` (the VM's external id, bios or instance uuid) and
+//!   `members/segment-ports` (the VM's port path) for a group of VM and port members only
+//!   (NSX lists no VM member for a group of other member types); `sources_excluded` /
 //!   `destinations_excluded` negate; a member list not read whole makes a membership it
 //!   cannot show "cannot decide", never a guess;
 //! - services: `ANY` (or none, without `service_entries`), or the services' entries and the
@@ -53,9 +59,11 @@
 //! allows, else NoVisibleRule (the combination shared with the SecurityPolicy engine:
 //! [`crate::analyse::policy::combine_checks`]).
 //!
-//! Not modeled (said in [`DfwEvaluation::notes`] when it could matter): the relative order of
-//! policies from different trees (infra, project, VPC) beyond their category and sequence
-//! number; the policies' time windows (`scheduler_path`).
+//! Not modeled: the policies' time windows (`scheduler_path`); the VPC's security profile
+//! itself is not read: the rules NSX instantiates from its strategy's templates ("these rule
+//! templates are instantiated into concrete firewall rules", the API reference's
+//! `RuleTemplate`) are evaluated where they are read, as the VPC's default policy
+//! (`default-layer3-section`, NSX 4.1 administration GUID-9026BE25).
 
 use std::cell::RefCell;
 use std::collections::{BTreeMap, HashMap};

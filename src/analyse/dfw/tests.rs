@@ -747,3 +747,110 @@ fn excluded_sources_match_everyone_else() {
     let p = e.path(2379, "tkc-cp-1", "outsider").unwrap();
     assert_eq!(allowed_by(&p.outcome), Some(DEFAULT), "{p:?}");
 }
+
+/// Membership from NSX's group associations: a scope group defined on ports (nsx-operator's:
+/// NSX lists no VM member for it) whose port list was not read applies where NSX says it holds
+/// the VM's port, and nowhere else when the tree's answers were read whole; without them, or
+/// with one answer not whole, the checks it could decide cannot be decided.
+#[test]
+fn group_associations_decide_a_scope_that_member_lists_cannot() {
+    use crate::nsxmanager::raw::{Association, Members};
+    let g = "/infra/domains/domain-c8/groups/ports-of-cp-2";
+    let mut read = world("infra-drop-2380.json", "vms.json");
+    with_rule(&mut read, "infra-hardening", |r| r["scope"] = json!([g]));
+    read.groups.insert(
+        g.into(),
+        json!({"path": g, "expression": [{"resource_type": "Condition",
+            "member_type": "SegmentPort", "key": "Tag", "operator": "EQUALS",
+            "value": "capv/role|control-plane"}]}),
+    );
+    read.members.insert(
+        g.into(),
+        Members {
+            ip_addresses: Some(Listed::default()),
+            virtual_machines: Some(Listed::default()),
+            segment_ports: None,
+            gaps: Vec::new(),
+        },
+    );
+    let blocked_at_cp2 = |e: &DfwEvaluation| {
+        for p in e.paths.iter().filter(|p| p.port == 2380) {
+            let at_cp2 = p.to == "tkc-cp-2" || p.from == "tkc-cp-2";
+            assert_eq!(rule_path(&p.outcome).is_some(), at_cp2, "{p:?}");
+            if !at_cp2 {
+                assert_eq!(allowed_by(&p.outcome), Some(DEFAULT), "{p:?}");
+            }
+        }
+    };
+    // No association read: nowhere can the scope be told.
+    let (_, e) = eval_of(&read, false);
+    assert!(
+        e.paths
+            .iter()
+            .filter(|p| p.port == 2380)
+            .all(|p| matches!(&p.outcome, DfwPathOutcome::CannotDecide { why } if why.contains("segment-ports not read"))),
+        "{:#?}",
+        e.paths
+    );
+    // Every VM's and port's groups in /infra, whole: only tkc-cp-2's port is in it.
+    for l in &mut read.vms {
+        let field = |kind: &str, key: &str| {
+            l.found
+                .iter()
+                .find(|v| v["resource_type"] == kind)
+                .and_then(|v| v[key].as_str())
+                .unwrap()
+                .to_string()
+        };
+        let (ext, port) = (field("VirtualMachine", "external_id"), field("SegmentPort", "path"));
+        let groups = if l.node == "tkc-cp-2" {
+            vec![json!({"target_id": g, "target_type": "Group", "is_valid": true})]
+        } else {
+            vec![]
+        };
+        l.associations = vec![
+            Association {
+                root: "/infra".into(),
+                by: "vm_external_id".into(),
+                key: ext,
+                listed: Listed {
+                    result_count: Some(0),
+                    ..Listed::default()
+                },
+            },
+            Association {
+                root: "/infra".into(),
+                by: "intent_path".into(),
+                key: port,
+                listed: Listed {
+                    result_count: Some(groups.len() as u64),
+                    results: groups,
+                    incomplete: None,
+                },
+            },
+        ];
+    }
+    let (i, e) = eval_of(&read, false);
+    assert_eq!(
+        i.vms[1].memberships.holds(g),
+        Some(true),
+        "{:?}",
+        i.vms[1].memberships
+    );
+    blocked_at_cp2(&e);
+    // tkc-cp-1's port's answer not whole (a 403): the checks at its vNIC cannot be decided.
+    read.vms[0].associations[1].listed.incomplete = Some(Gap {
+        path: "/policy/api/v1/infra/group-associations".into(),
+        status: Some(403),
+        why: "refused".into(),
+        privilege: None,
+    });
+    let (_, e) = eval_of(&read, false);
+    let p = e.path(2380, "tkc-cp-3", "tkc-cp-1").unwrap();
+    assert!(
+        matches!(&p.outcome, DfwPathOutcome::CannotDecide { .. }),
+        "{p:?}"
+    );
+    let p = e.path(2380, "tkc-cp-1", "tkc-cp-2").unwrap();
+    assert_eq!(rule_path(&p.outcome), Some(BLOCK), "{p:?}");
+}
