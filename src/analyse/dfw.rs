@@ -1239,6 +1239,7 @@ pub fn evaluate(input: &DfwInput) -> DfwEvaluation {
     if trees.len() > 1 {
         notes.push("policies of several trees were read: ordered /infra first, then the project's, then the VPC's, each by category and sequence number".to_string());
     }
+    notes.extend(input.notes.iter().cloned());
     let undecided = paths
         .iter()
         .filter(|p| matches!(p.outcome, DfwPathOutcome::CannotDecide { .. }))

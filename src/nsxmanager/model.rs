@@ -1177,7 +1177,11 @@ impl Memberships {
 }
 
 /// The memberships of the confirmed VM (`vm`) and port (`port`) from what `lookup` asked.
-fn memberships(lookup: Option<&VmLookup>, vm: Option<&NsxVm>, port: Option<&NsxPort>) -> Memberships {
+fn memberships(
+    lookup: Option<&VmLookup>,
+    vm: Option<&NsxVm>,
+    port: Option<&NsxPort>,
+) -> Memberships {
     let mut m = Memberships::default();
     let Some(lookup) = lookup else {
         m.why_not.push("the VM was not looked up".into());
@@ -1189,7 +1193,11 @@ fn memberships(lookup: Option<&VmLookup>, vm: Option<&NsxVm>, port: Option<&NsxP
         return m;
     };
     let port_path = port.and_then(|p| p.path.clone());
-    let mut roots: Vec<&str> = lookup.associations.iter().map(|a| a.root.as_str()).collect();
+    let mut roots: Vec<&str> = lookup
+        .associations
+        .iter()
+        .map(|a| a.root.as_str())
+        .collect();
     roots.dedup();
     roots.sort();
     roots.dedup();
@@ -1202,8 +1210,10 @@ fn memberships(lookup: Option<&VmLookup>, vm: Option<&NsxVm>, port: Option<&NsxP
                 .filter(|a| a.root == root && a.by == by && a.key.eq_ignore_ascii_case(key))
                 .collect();
             if found.is_empty() {
-                m.why_not
-                    .push(format!("{root}: the groups of {by} {} were not asked", clip(key, 128)));
+                m.why_not.push(format!(
+                    "{root}: the groups of {by} {} were not asked",
+                    clip(key, 128)
+                ));
                 whole = false;
             }
             for a in found {
@@ -1279,6 +1289,8 @@ pub struct DfwInput {
     pub findings: Vec<String>,
     /// Everything that could not be read, anywhere, in our words (bounded).
     pub gaps: Vec<String>,
+    /// What the evaluation's notes carry of the reading itself (the VPC's security profile).
+    pub notes: Vec<String>,
 }
 
 fn gap_text(g: &Gap) -> String {
@@ -1553,6 +1565,12 @@ pub fn input(read: &NsxRead, vms: &[SupervisorVm]) -> DfwInput {
     let dvms = identified_vms(read, vms, &mut findings);
     gaps.truncate(MAX_FINDINGS);
     DfwInput {
+        notes: read
+            .vpc_security
+            .as_ref()
+            .and_then(vpc_security_note)
+            .into_iter()
+            .collect(),
         layout: read.layout.clone(),
         policies,
         policies_incomplete,
@@ -1563,6 +1581,49 @@ pub fn input(read: &NsxRead, vms: &[SupervisorVm]) -> DfwInput {
         findings,
         gaps,
     }
+}
+
+/// One line for the VPC's security profile and east-west strategy, as read (`None`: an NSX
+/// without them). Its fields: the API reference's `VpcSecurityProfile` (`display_name`, `path`,
+/// `east_west_firewall.security_strategies`) and `SecurityStrategy` (`display_name`,
+/// `description`, `rule_templates`), NSX 9.1.
+pub fn vpc_security_note(v: &super::raw::VpcSecurity) -> Option<String> {
+    let label = |o: &Value| {
+        let n = name(o, "display_name").or_else(|| name(o, "id"));
+        let p = path_of(o).ok().map(|p| clip(&p, 256));
+        match (n, p) {
+            (Some(n), Some(p)) => format!("\"{n}\" ({p})"),
+            (Some(n), None) => format!("\"{n}\""),
+            (None, Some(p)) => p,
+            (None, None) => "(unnamed)".into(),
+        }
+    };
+    let Some(profile) = &v.profile else {
+        return v
+            .gaps
+            .first()
+            .map(|g| format!("the VPC's security profile was not read: {}", gap_text(g)));
+    };
+    let mut s = format!("the VPC's security profile is {}", label(profile));
+    match &v.strategy {
+        Some(st) => {
+            s.push_str(&format!(", its east-west security strategy {}", label(st)));
+            if let Some(d) = name(st, "description") {
+                s.push_str(&format!(": {d}"));
+            }
+            s.push_str(
+                " (its rules are evaluated as NSX instantiates them among the VPC's policies)",
+            );
+        }
+        None => match v.gaps.first() {
+            Some(g) => s.push_str(&format!(
+                "; its east-west security strategy was not read: {}",
+                gap_text(g)
+            )),
+            None => s.push_str(", with no east-west security strategy"),
+        },
+    }
+    Some(clip(&s, 2 * MAX_WHY_CHARS))
 }
 
 #[cfg(test)]

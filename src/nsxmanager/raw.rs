@@ -146,6 +146,22 @@ pub struct NsxRead {
     pub vms: Vec<VmLookup>,
     /// The traceflows run (`--nsx-traceflow`), empty without.
     pub traceflows: Vec<TraceflowRead>,
+    /// On VPC: the VPC's security profile and its east-west security strategy (NSX 9).
+    #[serde(default)]
+    pub vpc_security: Option<VpcSecurity>,
     /// What could not be read, anywhere (a 401/403 first: the whole reading may hang on it).
+    pub gaps: Vec<Gap>,
+}
+
+/// A VPC's security posture as NSX 9 keeps it: the `VpcSecurityProfile` attached to the VPC
+/// (`…/security-profile-attachments`, else the project's `default` profile) and the
+/// `SecurityStrategy` its `east_west_firewall.security_strategies` names, as answered. Read for
+/// the evidence only: the rules NSX instantiates from the strategy are read with the VPC's
+/// policies. Its gaps stay here (an NSX before 9 has none of these: 404, no gap).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct VpcSecurity {
+    pub profile: Option<serde_json::Value>,
+    pub strategy: Option<serde_json::Value>,
     pub gaps: Vec<Gap>,
 }

@@ -36,7 +36,9 @@ use serde_json::Value;
 
 use super::client::{clean, policy_segments, ApiPath, Client, Privilege};
 use super::model::AddrSpec;
-use super::raw::{Association, Gap, Layout, Listed, Members, NsxRead, PolicyRead, VmLookup};
+use super::raw::{
+    Association, Gap, Layout, Listed, Members, NsxRead, PolicyRead, VmLookup, VpcSecurity,
+};
 
 /// The most groups read (definition and members) for one run; more are a gap.
 pub const MAX_GROUPS: usize = 300;
@@ -416,6 +418,13 @@ pub async fn read(client: &Client, layout: &Layout, vms: &[VmHint]) -> NsxRead {
     )
     .await;
 
+    let vpc_security = match layout {
+        Layout::Vpc { org, project, vpc } => {
+            Some(read_vpc_security(client, org, project, vpc).await)
+        }
+        Layout::Infra { .. } => None,
+    };
+
     // Every gap, anywhere, also in one list; 401/403 first: the whole reading may hang on them.
     for m in members.values() {
         gaps.extend(m.gaps.iter().cloned());
@@ -446,6 +455,7 @@ pub async fn read(client: &Client, layout: &Layout, vms: &[VmHint]) -> NsxRead {
         services,
         vms,
         traceflows: Vec::new(),
+        vpc_security,
         gaps,
     }
 }
@@ -514,6 +524,69 @@ async fn read_domains(
     )
 }
 
+/// The VPC's security profile and its east-west strategy (NSX 9): the attachment that names
+/// this VPC in `/orgs/<o>/projects/<p>/security-profile-attachments` (`attached_to`,
+/// `security_profile`: the API reference's `SecurityProfileAttachment`, NSX 9.1), else the
+/// project's `vpc-security-profiles/default`, which every VPC of the project has
+/// (terraform-provider-nsxt `nsxt/resource_nsxt_policy_project.go` reads `default`;
+/// `VpcSecurityProfile`: "All VPCs within a project are automatically associated with a
+/// pre-created default security profile"); then the `SecurityStrategy` its
+/// `east_west_firewall.security_strategies[0]` names. A 404 is an NSX without them: no gap.
+async fn read_vpc_security(client: &Client, org: &str, project: &str, vpc: &str) -> VpcSecurity {
+    let mut out = VpcSecurity::default();
+    let project_root = format!("/orgs/{org}/projects/{project}");
+    let vpc_path = format!("{project_root}/vpcs/{vpc}");
+    let mut profile_path = format!("{project_root}/vpc-security-profiles/default");
+    if let Ok(p) = ApiPath::policy(&project_root, &["security-profile-attachments"]) {
+        let l = client.list(&p, &[], Privilege::ReadSecurity).await;
+        match l.incomplete {
+            Some(g) if g.status != Some(404) => out.gaps.push(g),
+            _ => {}
+        }
+        let named = l
+            .results
+            .iter()
+            .find(|a| a.get("attached_to").and_then(Value::as_str) == Some(vpc_path.as_str()));
+        if let Some(p) = named
+            .and_then(|a| a.get("security_profile"))
+            .and_then(Value::as_str)
+            .filter(|p| policy_segments(p).is_ok())
+        {
+            profile_path = p.to_string();
+        }
+    }
+    let get = |path: String| async move {
+        match ApiPath::policy(&path, &[]) {
+            Ok(p) => client
+                .get(&p)
+                .await
+                .map_err(|e| e.gap(p.path(), Privilege::ReadSecurity)),
+            Err(why) => Err(bad_path_gap(&path, why)),
+        }
+    };
+    match get(profile_path).await {
+        Ok(v) => out.profile = Some(v),
+        Err(g) if g.status == Some(404) => return out,
+        Err(g) => {
+            out.gaps.push(g);
+            return out;
+        }
+    }
+    let strategy = out
+        .profile
+        .as_ref()
+        .and_then(|p| p.pointer("/east_west_firewall/security_strategies/0"))
+        .and_then(Value::as_str)
+        .map(str::to_string);
+    if let Some(s) = strategy {
+        match get(s).await {
+            Ok(v) => out.strategy = Some(v),
+            Err(g) => out.gaps.push(g),
+        }
+    }
+    out
+}
+
 /// The reading that could not start (the manager unreachable): what the caller records.
 pub fn unread(manager: &str, layout: &Layout, gap: Gap) -> NsxRead {
     NsxRead {
@@ -530,6 +603,7 @@ pub fn unread(manager: &str, layout: &Layout, gap: Gap) -> NsxRead {
         services: BTreeMap::new(),
         vms: Vec::new(),
         traceflows: Vec::new(),
+        vpc_security: None,
         gaps: vec![gap],
     }
 }

@@ -708,6 +708,13 @@ fn on_vpc_networking_the_vpcs_drop_is_named_and_traced_from_its_subnet_ports() {
         "{:#?}",
         report.verdict.evidence
     );
+    // The VPC's security profile (NSX 9) read and said, for the evidence.
+    assert!(
+        paths.contains(
+            &"/policy/api/v1/orgs/default/projects/proj-tkg/vpc-security-profiles/default"
+        ),
+        "{paths:#?}"
+    );
     // One traceflow per failing pair, from the source VM's VpcSubnetPort, under the
     // project's infra; every one deleted.
     assert_eq!(case.nsx.traceflows_created(), 3);
@@ -724,7 +731,10 @@ fn on_vpc_networking_the_vpcs_drop_is_named_and_traced_from_its_subnet_ports() {
                 .starts_with("/orgs/default/projects/proj-tkg/infra/traceflows/"),
             "{t:?}"
         );
-        let q = t.query.as_ref().expect("the fake read the traceflow's config");
+        let q = t
+            .query
+            .as_ref()
+            .expect("the fake read the traceflow's config");
         assert!(
             q.source_port_path
                 .starts_with(&format!("{VPC}/subnets/tkc-prod-vnet/ports/")),
@@ -777,7 +787,11 @@ fn a_projects_allow_earlier_in_sequence_does_not_hide_an_infra_drop() {
         report.verdict.evidence
     );
     assert!(
-        !report.verdict.evidence.join("\n").contains("project allows etcd"),
+        !report
+            .verdict
+            .evidence
+            .join("\n")
+            .contains("project allows etcd"),
         "{:#?}",
         report.verdict.evidence
     );
@@ -801,8 +815,11 @@ fn an_nsx_operator_rule_scoped_by_a_segment_port_group_is_named() {
         "{asked:#?}"
     );
     assert!(
-        asked.iter().any(|r| r.path == "/policy/api/v1/infra/group-associations"
-            && r.param("intent_path").is_some_and(|p| p.ends_with("/ports/tkc-prod-7xk2p-4rz8m-eth0"))),
+        asked
+            .iter()
+            .any(|r| r.path == "/policy/api/v1/infra/group-associations"
+                && r.param("intent_path")
+                    .is_some_and(|p| p.ends_with("/ports/tkc-prod-7xk2p-4rz8m-eth0"))),
         "{asked:#?}"
     );
     let first = &report.verdict.evidence[0];

@@ -619,8 +619,10 @@ fn allow_policy(read: &NsxRead, path: &str, category: Option<&str>, seq: i64) ->
     if let Some(c) = category {
         p.policy["category"] = json!(c);
     }
-    p.rules.results = vec![json!({"path": format!("{path}/rules/a"), "sequence_number": 1,
-        "action": "ALLOW"})];
+    p.rules.results = vec![
+        json!({"path": format!("{path}/rules/a"), "sequence_number": 1,
+        "action": "ALLOW"}),
+    ];
     p
 }
 
@@ -636,7 +638,8 @@ fn infra_first_then_project_then_vpc_and_the_defaults_last() {
     read.rules.push(allow_policy(&read, vpc, None, 1));
     // A project ALLOW in the DROP's own category with a lower sequence number (10 is the
     // DROP's policy's): interleaved by category and sequence number it would come first.
-    read.rules.push(allow_policy(&read, project, Some("Infrastructure"), 1));
+    read.rules
+        .push(allow_policy(&read, project, Some("Infrastructure"), 1));
     let (i, e) = eval_of(&read, false);
     assert_eq!(i.policies[4].policy.category, Category::Vpc);
     for from in CP {
@@ -675,8 +678,12 @@ fn infra_first_then_project_then_vpc_and_the_defaults_last() {
 #[test]
 fn a_policy_of_no_known_tree_has_no_known_place() {
     let mut read = world("infra-drop-2380.json", "vms.json");
-    read.rules
-        .push(allow_policy(&read, "/elsewhere/security-policies/x", None, 1));
+    read.rules.push(allow_policy(
+        &read,
+        "/elsewhere/security-policies/x",
+        None,
+        1,
+    ));
     let (_, e) = eval_of(&read, false);
     for p in &e.paths {
         assert!(
@@ -802,7 +809,10 @@ fn group_associations_decide_a_scope_that_member_lists_cannot() {
                 .unwrap()
                 .to_string()
         };
-        let (ext, port) = (field("VirtualMachine", "external_id"), field("SegmentPort", "path"));
+        let (ext, port) = (
+            field("VirtualMachine", "external_id"),
+            field("SegmentPort", "path"),
+        );
         let groups = if l.node == "tkc-cp-2" {
             vec![json!({"target_id": g, "target_type": "Group", "is_valid": true})]
         } else {

@@ -260,7 +260,11 @@ mod tests {
         );
         assert_eq!(n("tags.tag:cp"), 1);
         assert_eq!(n("attachment.id:att-1"), 1);
-        assert_eq!(n(r"attachment.id:att\-1"), 1, "escaped as terraform escapes");
+        assert_eq!(
+            n(r"attachment.id:att\-1"),
+            1,
+            "escaped as terraform escapes"
+        );
         assert_eq!(
             n("resource_type:VirtualMachine AND display_name:\"worker\""),
             1

@@ -30,7 +30,7 @@ use crate::dfw::{self, TraceflowOutcome, TraceflowQuery};
 use crate::list::{self, ListError};
 use crate::members;
 use crate::traceflow;
-use crate::world::{Privilege, World};
+use crate::world::{Layout, Privilege, World};
 
 /// A harness-given Traceflow oracle: the answer to each traceflow's question.
 pub type Oracle = Arc<dyn Fn(&TraceflowQuery) -> TraceflowOutcome + Send + Sync>;
@@ -314,13 +314,40 @@ impl Index {
                     "marked_for_delete": false, "_revision": 0});
                 listed.push(d.clone());
                 objects.insert(dp.clone(), d);
-                collections.entry(format!("{dp}/security-policies")).or_default();
+                collections
+                    .entry(format!("{dp}/security-policies"))
+                    .or_default();
                 collections.entry(format!("{dp}/groups")).or_default();
             }
             collections
                 .entry(format!("{parent}/domains"))
                 .or_default()
                 .extend(listed);
+        }
+        // NSX 9's VPC security profile: every project's pre-created `default` profile ("All
+        // VPCs within a project are automatically associated with a pre-created default
+        // security profile", the API reference's `VpcSecurityProfile`, 9.1.0), its east-west
+        // strategy as the reference's ListVpcSecurityProfiles example names it
+        // (`/orgs/default/projects/default/security-strategies/none`), that strategy with the
+        // fields every policy object has and no rule template (its rules are the world's VPC
+        // policies). No `security-profile-attachments` (9.1): 404, as an NSX 9.0 answers.
+        if let Layout::Vpc { org, project, .. } = &w.layout {
+            let pp = format!("/orgs/{org}/projects/{project}/vpc-security-profiles/default");
+            let strategy = "/orgs/default/projects/default/security-strategies/none";
+            objects.insert(
+                pp.clone(),
+                json!({"resource_type": "VpcSecurityProfile", "id": "default",
+                    "display_name": "default", "path": pp, "is_default": true,
+                    "north_south_firewall": {"enabled": false},
+                    "east_west_firewall": {"security_strategies": [strategy]},
+                    "marked_for_delete": false, "_revision": 0}),
+            );
+            objects.insert(
+                strategy.into(),
+                json!({"resource_type": "SecurityStrategy", "id": "none",
+                    "display_name": "none", "path": strategy,
+                    "marked_for_delete": false, "_revision": 0}),
+            );
         }
         searchable.extend(w.vms.iter().cloned());
         searchable.extend(w.vifs.iter().cloned());
@@ -806,7 +833,11 @@ impl Shared {
             .chain(
                 w.members
                     .keys()
-                    .filter(|k| !w.groups.iter().any(|g| g.get("path").and_then(Value::as_str) == Some(k.as_str())))
+                    .filter(|k| {
+                        !w.groups
+                            .iter()
+                            .any(|g| g.get("path").and_then(Value::as_str) == Some(k.as_str()))
+                    })
                     .map(|k| (&Value::Null, k.as_str())),
             )
             .filter(|(_, gp)| in_tree(gp))

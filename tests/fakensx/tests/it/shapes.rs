@@ -262,5 +262,8 @@ fn the_vpc_layout() {
         "intent_path is required"
     );
     // Members of a group of ports: no VM (the API answers an empty list for such groups).
-    assert_eq!(c.get(&format!("{m}/virtual-machines")).json()["result_count"], 0);
+    assert_eq!(
+        c.get(&format!("{m}/virtual-machines")).json()["result_count"],
+        0
+    );
 }
