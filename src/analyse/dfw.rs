@@ -8,16 +8,19 @@
 //! NSX's order, as the Policy API reference says it (phspies/nsxtsdk
 //! `nsxtsdk/Policy/Models/NSXTPolicyType.cs`, `NSXTBaseRuleType.cs`, `NSXTRuleType.cs`,
 //! generated from the API spec):
-//! - categories: Ethernet (layer 2, evaluated before every layer 3 category), then Emergency,
-//!   Infrastructure, Environment, Application; a policy without a category comes after those
-//!   four ("the least precedence"); a category the API does not name, or a VPC's policy
-//!   (which has none, and whose place among the categories is not confirmed upstream), has
-//!   no known place: a check one of its rules could decide is "cannot decide". The NSX
-//!   administration guide says the same order ("Categories are evaluated from left to right
-//!   (Ethernet > Emergency > Infrastructure > Environment > Application)", docs.vmware.com
-//!   NSX-T 3.2 administration GUID-6AB240DB) and "Layer 2 firewall rules are processed before
-//!   Layer 3 rules and if allowed in the Layer 2 rules will then be processed by the Layer 3
-//!   rules" (NSX 4.1 administration GUID-22DF2616);
+//! - trees first ([`tree_rank`]): the provider's `/infra` (and Federation's `/global-infra`),
+//!   then the VPC's project's own infra, then the VPC's, each whole before the next; a tree's
+//!   default policy (`is_default`) after every other, the most specific tree's first;
+//! - inside a tree, categories: Ethernet (layer 2, evaluated before every layer 3 category),
+//!   then Emergency, Infrastructure, Environment, Application; a policy without a category
+//!   comes after those four ("the least precedence"); a VPC's policies (which have none) are
+//!   ordered by sequence number alone inside the VPC's tree; a category the API does not name,
+//!   or a policy of no tree we know, has no known place: a check one of its rules could decide
+//!   is "cannot decide". The NSX administration guide says the same order ("Categories are
+//!   evaluated from left to right (Ethernet > Emergency > Infrastructure > Environment >
+//!   Application)", docs.vmware.com NSX-T 3.2 administration GUID-6AB240DB) and "Layer 2
+//!   firewall rules are processed before Layer 3 rules and if allowed in the Layer 2 rules
+//!   will then be processed by the Layer 3 rules" (NSX 4.1 administration GUID-22DF2616);
 //! - inside a category, policies by `sequence_number` (0 when absent); inside a policy, rules
 //!   by `sequence_number`. "If there are multiple policies [rules] with the same sequence
 //!   number then their order is not deterministic": two tied policies (rules) that both match
@@ -35,9 +38,12 @@
 //!   `scope` when it has one (it "will take precedence over rule level scope"), else the
 //!   rule's, `ANY` (or none) everywhere;
 //! - sources/destinations: `ANY`, IPs/CIDRs/ranges, or groups matched through their effective
-//!   members as NSX realized them (`members/ip-addresses` against the VM's addresses); scope
-//!   through `members/virtual-machines` (the VM's external id, bios or instance uuid) and
-//!   `members/segment-ports` (the VM's port path); `sources_excluded` /
+//!   members as NSX realized them (`members/ip-addresses` against the VM's addresses), or NSX's
+//!   group associations of the VM and its port; scope through the group associations first
+//!   (`…/virtual-machine-group-associations`, `…/group-associations`: any group type), else
+//!   `members/virtual-machines` (the VM's external id, bios or instance uuid) and
+//!   `members/segment-ports` (the VM's port path) for a group of VM and port members only
+//!   (NSX lists no VM member for a group of other member types); `sources_excluded` /
 //!   `destinations_excluded` negate; a member list not read whole makes a membership it
 //!   cannot show "cannot decide", never a guess;
 //! - services: `ANY` (or none, without `service_entries`), or the services' entries and the
@@ -53,9 +59,11 @@
 //! allows, else NoVisibleRule (the combination shared with the SecurityPolicy engine:
 //! [`crate::analyse::policy::combine_checks`]).
 //!
-//! Not modeled (said in [`DfwEvaluation::notes`] when it could matter): the relative order of
-//! policies from different trees (infra, project, VPC) beyond their category and sequence
-//! number; the policies' time windows (`scheduler_path`).
+//! Not modeled: the policies' time windows (`scheduler_path`); the VPC's security profile
+//! itself is not read: the rules NSX instantiates from its strategy's templates ("these rule
+//! templates are instantiated into concrete firewall rules", the API reference's
+//! `RuleTemplate`) are evaluated where they are read, as the VPC's default policy
+//! (`default-layer3-section`, NSX 4.1 administration GUID-9026BE25).
 
 use std::cell::RefCell;
 use std::collections::{BTreeMap, HashMap};
@@ -379,9 +387,12 @@ fn peer_in_group_once(input: &DfwInput, path: &str, vm: &DfwVm, none: &Memo) -> 
     let t = all_or_none(vm, |ip| ips.iter().any(|a| a.contains(ip)), "the group");
     match (t, &m.ips) {
         (Tri::Yes, _) => Tri::Yes,
+        // NSX says the VM (or its port) is a member: its addresses are the group's, whatever
+        // part of the realized IP list was read.
+        (_, MemberList::NotWhole { .. }) if is_member(m, path, vm) => Tri::Yes,
         // The VM is a member, but its address is not in the realized list: NSX has not
         // learned it (yet), and what the datapath holds cannot be told from here.
-        (Tri::No, MemberList::Whole(_)) if is_member_vm(m, vm) => Tri::Unknown(format!(
+        (Tri::No, MemberList::Whole(_)) if is_member(m, path, vm) => Tri::Unknown(format!(
             "{} is a member of group {} but its address is not in the group's realized IPs",
             vm.node,
             group_name(input, path)
@@ -436,6 +447,13 @@ fn side_matches(
     }
 }
 
+/// Whether the confirmed VM, or its port, is among the group's members read, or NSX's
+/// group associations name the group for it.
+fn is_member(m: &GroupMembers, path: &str, vm: &DfwVm) -> bool {
+    (vm.identity == Identity::Confirmed && vm.memberships.holds(path) == Some(true))
+        || is_member_vm(m, vm)
+}
+
 /// Whether the confirmed VM, or its port, is among the group's members read.
 fn is_member_vm(m: &GroupMembers, vm: &DfwVm) -> bool {
     let by_vm = vm.nsx_vm.as_ref().is_some_and(|nv| {
@@ -463,6 +481,12 @@ fn scope_member_once(input: &DfwInput, path: &str, vm: &DfwVm, none: &Memo) -> T
     if !path.contains("/groups/") {
         return Tri::Unknown(format!("scope {} is not a group path", clip(path, 256)));
     }
+    // NSX's own answer for any group type first (the association endpoints).
+    if vm.identity == Identity::Confirmed {
+        if let Some(held) = vm.memberships.holds(path) {
+            return Tri::from_bool(held);
+        }
+    }
     let m = members(input, path, none);
     if is_member_vm(m, vm) {
         return Tri::Yes;
@@ -474,12 +498,37 @@ fn scope_member_once(input: &DfwInput, path: &str, vm: &DfwVm, none: &Memo) -> T
             group_name(input, path)
         ));
     }
+    // Absent from the member lists proves nothing for a group of other member types (the
+    // API answers them empty): only a group defined on VMs and ports alone is told by them.
+    if !lists_tell(input, path) {
+        return Tri::Unknown(format!(
+            "group {}: NSX's group associations of {} were not read whole ({}), and its member lists cannot tell a group of its kind",
+            group_name(input, path),
+            vm.node,
+            vm.memberships.why_not.first().map(String::as_str).unwrap_or("not asked")
+        ));
+    }
     match (m.vms.why_not_whole(), m.ports.why_not_whole()) {
         (None, None) => Tri::No,
         (Some(w), _) | (_, Some(w)) => {
             Tri::Unknown(format!("group {}: {w}", group_name(input, path)))
         }
     }
+}
+
+/// Whether a group's member lists (`virtual-machines`, `segment-ports` / `subnet-ports`) can
+/// show a VM's absence: its definition was read and every expression is a condition or an
+/// external-id list on `VirtualMachine`, `SegmentPort` or `VpcSubnetPort` (or a conjunction).
+fn lists_tell(input: &DfwInput, path: &str) -> bool {
+    input.groups.get(path).is_some_and(|g| {
+        !g.member_types.is_empty()
+            && g.member_types.iter().all(|t| {
+                matches!(
+                    t.as_str(),
+                    "VirtualMachine" | "SegmentPort" | "VpcSubnetPort" | "ConjunctionOperator"
+                )
+            })
+    })
 }
 
 fn applied(input: &DfwInput, policy: &SecurityPolicy, rule: &Rule, at: At, none: &Memo) -> Tri {
@@ -742,39 +791,93 @@ struct Order {
     rules: Vec<Vec<usize>>,
 }
 
+/// Which tree a policy path is in, in NSX's order: `/infra` (and Federation's `/global-infra`,
+/// whose policies a Local Manager enforces in its own categories) 0, a project's
+/// (`/orgs/<o>/projects/<p>/infra/…`) 1, a VPC's (`/orgs/<o>/projects/<p>/vpcs/<v>/…`) 2;
+/// `None`: no tree we know.
+///
+/// NSX evaluates the provider's (default space) policies first, then the project's, then the
+/// VPC's: "the rules created in the default space take precedence over the rules in projects",
+/// and a VPC's east-west policies are the project's last before its default (NSX 4.1
+/// administration guide, "Distributed Firewall in Projects" GUID-5A04999A: the project's default
+/// policy "appears at the bottom of the policy list in the Application firewall category";
+/// "Default East-West Firewall Rules in an NSX VPC" GUID-9026BE25; issue 37). Inside each tree,
+/// category then sequence number.
+pub fn tree_rank(path: &str) -> Option<u8> {
+    let parts: Vec<&str> = path.trim_start_matches('/').split('/').collect();
+    match parts.as_slice() {
+        ["infra" | "global-infra", ..] => Some(0),
+        ["orgs", _, "projects", _, "infra", ..] => Some(1),
+        ["orgs", _, "projects", _, "vpcs", _, ..] => Some(2),
+        _ => None,
+    }
+}
+
+/// A policy's place in NSX's order: (tree, category, sequence number); the reason when it has
+/// none. A VPC's policies carry no category (terraform-provider-nsxt `nsxt/policy_common.go`
+/// deletes `category` from the VPC policy schema): inside the VPC's tree they are ordered by
+/// sequence number alone, after every `/infra` and project policy (above).
+fn place(p: &SecurityPolicy) -> Result<(u8, u8, i64), String> {
+    if let Some(w) = &p.unreadable {
+        return Err(w.clone());
+    }
+    let path = p
+        .path
+        .as_ref()
+        .map_err(|e| format!("policy \"{}\": {e}", p.label()))?;
+    let tree = tree_rank(path).ok_or_else(|| {
+        format!(
+            "policy \"{}\" is in no tree whose place in the DFW order is known",
+            p.label()
+        )
+    })?;
+    let rank = match (&p.category, tree) {
+        // Every policy of a VPC's tree has none: one rank for all of them.
+        (Category::Vpc, 2) => Category::Application.rank().unwrap_or(4),
+        (c, _) => c.rank().ok_or_else(|| {
+            format!(
+                "policy \"{}\" is in category {}, whose place in the DFW order is not known",
+                p.label(),
+                c.name()
+            )
+        })?,
+    };
+    let seq = p
+        .sequence_number
+        .clone()
+        .map_err(|e| format!("policy \"{}\": {e}", p.label()))?;
+    // The default policies after every other, the most specific tree's first: a VPC's default
+    // east-west rules drop "all incoming traffic to the NSX VPC" (GUID-9026BE25) and a
+    // project's default policy keeps its VMs from VMs outside it (GUID-5A04999A), which they
+    // could not were `/infra`'s default ALLOW (its `default-layer3-section`) reached first.
+    let tree = if p.is_default && p.category != Category::Ethernet {
+        5 - tree
+    } else {
+        tree
+    };
+    Ok((tree, rank, seq))
+}
+
 fn order(input: &DfwInput) -> Order {
-    let mut placed: Vec<(u8, i64, usize)> = Vec::new();
+    let mut placed: Vec<((u8, u8, i64), usize)> = Vec::new();
     let mut unplaced = Vec::new();
     for (i, p) in input.policies.iter().enumerate() {
-        match (
-            p.policy.category.rank(),
-            &p.policy.sequence_number,
-            &p.policy.unreadable,
-        ) {
-            (_, _, Some(w)) => unplaced.push((i, w.clone())),
-            (None, _, _) => unplaced.push((
-                i,
-                format!(
-                    "policy \"{}\" is in category {}, whose place in the DFW order is not known",
-                    p.policy.label(),
-                    p.policy.category.name()
-                ),
-            )),
-            (_, Err(e), _) => unplaced.push((i, format!("policy \"{}\": {e}", p.policy.label()))),
-            (Some(rank), Ok(seq), None) => placed.push((rank, *seq, i)),
+        match place(&p.policy) {
+            Ok(key) => placed.push((key, i)),
+            Err(w) => unplaced.push((i, w)),
         }
     }
     placed.sort();
     let mut tiers: Vec<Vec<usize>> = Vec::new();
     let mut last = None;
-    for (rank, seq, i) in placed {
-        if last == Some((rank, seq)) {
+    for (key, i) in placed {
+        if last == Some(key) {
             if let Some(t) = tiers.last_mut() {
                 t.push(i);
             }
         } else {
             tiers.push(vec![i]);
-            last = Some((rank, seq));
+            last = Some(key);
         }
     }
     let rules = input
@@ -811,9 +914,15 @@ fn check(input: &DfwInput, ord: &Order, at: At, none: &Memo) -> DfwSideOutcome {
     let app = Category::Application.rank().unwrap_or(4);
     let mut layer2_done = false;
     let mut jumped = false;
+    let mut tree = None;
     for tier in &ord.tiers {
         let cat = &input.policies[tier[0]].policy.category;
-        let rank = cat.rank().unwrap_or(u8::MAX);
+        let (this_tree, rank, _) = place(&input.policies[tier[0]].policy).unwrap_or((0, 0, 0));
+        // A jump to Application skips the rest of its own tree's Environment only.
+        if tree != Some(this_tree) {
+            tree = Some(this_tree);
+            jumped = false;
+        }
         let layer2 = *cat == Category::Ethernet;
         if (layer2 && layer2_done) || (jumped && rank < app) {
             continue;
@@ -885,21 +994,18 @@ fn shadowed(
     else {
         return Vec::new();
     };
-    let key = |i: usize| {
-        let p = &input.policies[i].policy;
-        (p.category.rank(), p.sequence_number.clone().ok())
-    };
-    let (Some(drank), Some(dseq)) = key(dp) else {
+    let key = |i: usize| place(&input.policies[i].policy).ok();
+    let Some(dkey) = key(dp) else {
         return Vec::new();
     };
     let mut out = Vec::new();
     for tier in &ord.tiers {
         for &pi in tier {
             let p = &input.policies[pi];
-            let (Some(rank), Some(seq)) = key(pi) else {
+            let Some(k) = key(pi) else {
                 continue;
             };
-            let later_policy = (rank, seq) > (drank, dseq);
+            let later_policy = k > dkey;
             if p.policy.category == Category::Ethernet || !(later_policy || pi == dp) {
                 continue;
             }
@@ -1131,8 +1237,9 @@ pub fn evaluate(input: &DfwInput) -> DfwEvaluation {
         })
         .collect();
     if trees.len() > 1 {
-        notes.push("policies of several trees (infra, project, VPC) were read: they are ordered by category and sequence number alone".to_string());
+        notes.push("policies of several trees were read: ordered /infra first, then the project's, then the VPC's, each by category and sequence number".to_string());
     }
+    notes.extend(input.notes.iter().cloned());
     let undecided = paths
         .iter()
         .filter(|p| matches!(p.outcome, DfwPathOutcome::CannotDecide { .. }))

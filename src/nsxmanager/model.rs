@@ -509,6 +509,10 @@ pub struct SecurityPolicy {
     /// `None`: ANY (no policy-level scope: each rule's own counts).
     pub scope: Result<Option<Vec<String>>, String>,
     pub stateful: Option<bool>,
+    /// `is_default`: a tree's default policy (`default-layer3-section`, the project's and the
+    /// VPC's default east-west policy), which NSX keeps after every other policy
+    /// (terraform-provider-nsxt `nsxt/data_source_nsxt_policy_security_policy.go` `is_default`).
+    pub is_default: bool,
     /// Unreadable as a whole (not an object).
     pub unreadable: Option<String>,
 }
@@ -524,6 +528,7 @@ impl SecurityPolicy {
                 sequence_number: Err("the policy is not an object".into()),
                 scope: Err("the policy is not an object".into()),
                 stateful: None,
+                is_default: false,
                 unreadable: Some("the policy is not an object".into()),
             };
         }
@@ -544,6 +549,7 @@ impl SecurityPolicy {
             sequence_number: int(v, "sequence_number", 0),
             scope: paths_or_any(v, "scope"),
             stateful: v.get("stateful").and_then(Value::as_bool),
+            is_default: v.get("is_default").and_then(Value::as_bool) == Some(true),
             unreadable: None,
         }
     }
@@ -718,6 +724,10 @@ pub struct Group {
     pub display_name: Option<String>,
     /// The `resource_type` of each `expression` (Condition, IPAddressExpression, PathExpression…).
     pub expression_kinds: Vec<String>,
+    /// Per expression, what it selects: a `Condition`'s or `ExternalIDExpression`'s
+    /// `member_type` (`VirtualMachine`, `SegmentPort`, `VpcSubnetPort`…), else its
+    /// `resource_type` (terraform-provider-nsxt `nsxt/resource_nsxt_policy_group.go`).
+    pub member_types: Vec<String>,
 }
 
 impl Group {
@@ -733,10 +743,25 @@ impl Group {
                     .collect()
             })
             .unwrap_or_default();
+        let member_types = v
+            .get("expression")
+            .and_then(Value::as_array)
+            .map(|a| {
+                a.iter()
+                    .take(MAX_ENTRIES)
+                    .map(|e| {
+                        name(e, "member_type")
+                            .or_else(|| name(e, "resource_type"))
+                            .unwrap_or_default()
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
         Group {
             path: path_of(v),
             display_name: name(v, "display_name"),
             expression_kinds: kinds,
+            member_types,
         }
     }
 }
@@ -861,7 +886,11 @@ impl GroupMembers {
                     v.is_object().then(|| VmMember {
                         id: name(v, "id"),
                         display_name: name(v, "display_name"),
-                        bios_uuid: compute_id(v, "biosUuid:"),
+                        // The BIOS uuid as `biosUuid:` (terraform-provider-nsxt
+                        // `nsxt/resource_nsxt_policy_vm_tags.go` reads fabric VMs' so) or
+                        // `uuid:` (vSphere's `config.uuid`, how issue 37 says a member carries
+                        // it; not confirmed in a public source): either.
+                        bios_uuid: compute_id(v, "biosUuid:").or_else(|| compute_id(v, "uuid:")),
                         instance_uuid: compute_id(v, "instanceUuid:"),
                     })
                 },
@@ -958,7 +987,12 @@ impl Found {
                 instance_uuid: compute_id(v, "instanceUuid:"),
                 power_state: name(v, "power_state"),
             }),
-            Some("SegmentPort") => Found::Port(NsxPort {
+            // A T1/NCP segment's port, or a VPC subnet's (`VpcSubnetPort`: the search index's
+            // type of `/orgs/<o>/projects/<p>/vpcs/<v>/subnets/<s>/ports/<id>`,
+            // vmware-tanzu/nsx-operator `pkg/nsx/services/common/types.go`
+            // `ResourceTypeSubnetPort`; the same `attachment.id` and `address_bindings`,
+            // vsphere-automation-sdk-go `services/nsxt/orgs/projects/vpcs/subnets/PortsTypes.go`).
+            Some("SegmentPort" | "VpcSubnetPort") => Found::Port(NsxPort {
                 path: path_of(v).ok(),
                 id: name(v, "id"),
                 display_name: name(v, "display_name"),
@@ -1110,6 +1144,123 @@ pub struct DfwVm {
     pub nsx_vm: Option<NsxVm>,
     /// Its segment port, tied to it by a VIF (never a port by address alone).
     pub port: Option<NsxPort>,
+    /// The groups NSX says the confirmed VM or its port is a member of ([`Memberships`]).
+    pub memberships: Memberships,
+}
+
+/// Group membership as NSX computes it for a VM and its port, from the association endpoints
+/// (`…/virtual-machine-group-associations?vm_external_id=`, `…/group-associations?intent_path=`),
+/// for any group type: member lists answer only for groups of their own member type (the API
+/// reference of `members/virtual-machines`: "for Groups containing other member types, an
+/// empty list is returned").
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Memberships {
+    /// Group paths (`target_id`) the VM or its port is a member of, as read.
+    pub groups: std::collections::BTreeSet<String>,
+    /// The trees (`/infra`, a project's infra, a VPC) whose answers were read whole for the
+    /// VM and for its port: a group of such a tree that is not in `groups` holds neither.
+    pub whole: Vec<String>,
+    /// Why a tree's answers are not whole (our words), or were not asked.
+    pub why_not: Vec<String>,
+}
+
+impl Memberships {
+    /// Whether the group at `path` holds the VM (or its port): `Some(true)`, `Some(false)`, or
+    /// `None` when its tree's answers were not read whole (why in [`Memberships::why_not`]).
+    pub fn holds(&self, path: &str) -> Option<bool> {
+        if self.groups.contains(path) {
+            return Some(true);
+        }
+        let root = crate::nsxmanager::read::association_root_of(path)?;
+        self.whole.contains(&root).then_some(false)
+    }
+}
+
+/// The memberships of the confirmed VM (`vm`) and port (`port`) from what `lookup` asked.
+fn memberships(
+    lookup: Option<&VmLookup>,
+    vm: Option<&NsxVm>,
+    port: Option<&NsxPort>,
+) -> Memberships {
+    let mut m = Memberships::default();
+    let Some(lookup) = lookup else {
+        m.why_not.push("the VM was not looked up".into());
+        return m;
+    };
+    let Some(ext) = vm.and_then(|v| v.external_id.clone()) else {
+        m.why_not
+            .push("the VM is not identified in NSX Manager".into());
+        return m;
+    };
+    let port_path = port.and_then(|p| p.path.clone());
+    let mut roots: Vec<&str> = lookup
+        .associations
+        .iter()
+        .map(|a| a.root.as_str())
+        .collect();
+    roots.dedup();
+    roots.sort();
+    roots.dedup();
+    for root in roots {
+        let mut whole = true;
+        let mut asked = |by: &str, key: &str| {
+            let found: Vec<&super::raw::Association> = lookup
+                .associations
+                .iter()
+                .filter(|a| a.root == root && a.by == by && a.key.eq_ignore_ascii_case(key))
+                .collect();
+            if found.is_empty() {
+                m.why_not.push(format!(
+                    "{root}: the groups of {by} {} were not asked",
+                    clip(key, 128)
+                ));
+                whole = false;
+            }
+            for a in found {
+                for r in a.listed.results.iter().take(MAX_MEMBERS) {
+                    match r.get("target_id").and_then(Value::as_str).map(path_str) {
+                        Some(Ok(g)) => {
+                            m.groups.insert(g);
+                        }
+                        _ => {
+                            if whole {
+                                m.why_not.push(format!(
+                                    "{root}: an association without a readable target_id"
+                                ));
+                            }
+                            whole = false;
+                        }
+                    }
+                }
+                if let Some(g) = &a.listed.incomplete {
+                    m.why_not.push(format!(
+                        "{root}: the groups of {by} {} not read whole: {}",
+                        clip(key, 128),
+                        clip(&g.why, MAX_WHY_CHARS)
+                    ));
+                    whole = false;
+                } else if a.listed.results.len() > MAX_MEMBERS {
+                    whole = false;
+                }
+            }
+        };
+        asked("vm_external_id", &ext);
+        if let Some(p) = &port_path {
+            asked("intent_path", p);
+        }
+        if whole {
+            m.whole.push(root.to_string());
+        }
+    }
+    if port_path.is_none() {
+        // Groups defined on ports (nsx-operator's) hold the port, not the VM: without the
+        // port, no tree's answer is whole.
+        m.why_not
+            .push("the VM's port is not identified: its port's groups are not known".into());
+        m.whole.clear();
+    }
+    m.why_not.truncate(8);
+    m
 }
 
 /// One policy and its rules, in the order listed.
@@ -1138,6 +1289,8 @@ pub struct DfwInput {
     pub findings: Vec<String>,
     /// Everything that could not be read, anywhere, in our words (bounded).
     pub gaps: Vec<String>,
+    /// What the evaluation's notes carry of the reading itself (the VPC's security profile).
+    pub notes: Vec<String>,
 }
 
 fn gap_text(g: &Gap) -> String {
@@ -1412,6 +1565,12 @@ pub fn input(read: &NsxRead, vms: &[SupervisorVm]) -> DfwInput {
     let dvms = identified_vms(read, vms, &mut findings);
     gaps.truncate(MAX_FINDINGS);
     DfwInput {
+        notes: read
+            .vpc_security
+            .as_ref()
+            .and_then(vpc_security_note)
+            .into_iter()
+            .collect(),
         layout: read.layout.clone(),
         policies,
         policies_incomplete,
@@ -1422,6 +1581,49 @@ pub fn input(read: &NsxRead, vms: &[SupervisorVm]) -> DfwInput {
         findings,
         gaps,
     }
+}
+
+/// One line for the VPC's security profile and east-west strategy, as read (`None`: an NSX
+/// without them). Its fields: the API reference's `VpcSecurityProfile` (`display_name`, `path`,
+/// `east_west_firewall.security_strategies`) and `SecurityStrategy` (`display_name`,
+/// `description`, `rule_templates`), NSX 9.1.
+pub fn vpc_security_note(v: &super::raw::VpcSecurity) -> Option<String> {
+    let label = |o: &Value| {
+        let n = name(o, "display_name").or_else(|| name(o, "id"));
+        let p = path_of(o).ok().map(|p| clip(&p, 256));
+        match (n, p) {
+            (Some(n), Some(p)) => format!("\"{n}\" ({p})"),
+            (Some(n), None) => format!("\"{n}\""),
+            (None, Some(p)) => p,
+            (None, None) => "(unnamed)".into(),
+        }
+    };
+    let Some(profile) = &v.profile else {
+        return v
+            .gaps
+            .first()
+            .map(|g| format!("the VPC's security profile was not read: {}", gap_text(g)));
+    };
+    let mut s = format!("the VPC's security profile is {}", label(profile));
+    match &v.strategy {
+        Some(st) => {
+            s.push_str(&format!(", its east-west security strategy {}", label(st)));
+            if let Some(d) = name(st, "description") {
+                s.push_str(&format!(": {d}"));
+            }
+            s.push_str(
+                " (its rules are evaluated as NSX instantiates them among the VPC's policies)",
+            );
+        }
+        None => match v.gaps.first() {
+            Some(g) => s.push_str(&format!(
+                "; its east-west security strategy was not read: {}",
+                gap_text(g)
+            )),
+            None => s.push_str(", with no east-west security strategy"),
+        },
+    }
+    Some(clip(&s, 2 * MAX_WHY_CHARS))
 }
 
 #[cfg(test)]
@@ -1442,7 +1644,9 @@ pub fn identified_vms(
             if let Identity::NotFound(w) | Identity::Ambiguous(w) = &identity {
                 push_finding(findings, w.clone());
             }
+            let memberships = memberships(lookup, nsx_vm.as_ref(), port.as_ref());
             DfwVm {
+                memberships,
                 node: clip(&sv.node, MAX_NAME_CHARS),
                 vm_name: clip(&sv.vm_name, MAX_NAME_CHARS),
                 ips: sv.ips.clone(),

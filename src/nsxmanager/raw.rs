@@ -85,6 +85,25 @@ pub struct VmLookup {
     /// The NSX objects found (fabric `VirtualMachine`s, `SegmentPort`s / VIFs), as answered.
     pub found: Vec<serde_json::Value>,
     pub gaps: Vec<Gap>,
+    /// The groups NSX says the VM (by its external id) and its ports (by their policy paths)
+    /// are members of, asked per tree (`…/virtual-machine-group-associations`,
+    /// `…/group-associations`): membership as NSX computes it for every group type.
+    #[serde(default)]
+    pub associations: Vec<Association>,
+}
+
+/// One association question and NSX's answer (`PolicyResourceReferenceForEPListResult`:
+/// `target_id` a group's path).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Association {
+    /// The tree asked (`/infra`, `/orgs/<o>/projects/<p>/infra`, `/orgs/<o>/projects/<p>/vpcs/<v>`).
+    pub root: String,
+    /// `vm_external_id` or `intent_path`.
+    pub by: String,
+    /// The VM's external id or the port's path.
+    pub key: String,
+    pub listed: Listed,
 }
 
 /// One Traceflow run from a source VM's port towards a peer's IP and port (TCP SYN).
@@ -127,6 +146,22 @@ pub struct NsxRead {
     pub vms: Vec<VmLookup>,
     /// The traceflows run (`--nsx-traceflow`), empty without.
     pub traceflows: Vec<TraceflowRead>,
+    /// On VPC: the VPC's security profile and its east-west security strategy (NSX 9).
+    #[serde(default)]
+    pub vpc_security: Option<VpcSecurity>,
     /// What could not be read, anywhere (a 401/403 first: the whole reading may hang on it).
+    pub gaps: Vec<Gap>,
+}
+
+/// A VPC's security posture as NSX 9 keeps it: the `VpcSecurityProfile` attached to the VPC
+/// (`…/security-profile-attachments`, else the project's `default` profile) and the
+/// `SecurityStrategy` its `east_west_firewall.security_strategies` names, as answered. Read for
+/// the evidence only: the rules NSX instantiates from the strategy are read with the VPC's
+/// policies. Its gaps stay here (an NSX before 9 has none of these: 404, no gap).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct VpcSecurity {
+    pub profile: Option<serde_json::Value>,
+    pub strategy: Option<serde_json::Value>,
     pub gaps: Vec<Gap>,
 }

@@ -34,9 +34,11 @@ use std::collections::{BTreeMap, BTreeSet};
 use futures::stream::{self, StreamExt};
 use serde_json::Value;
 
-use super::client::{clean, ApiPath, Client, Privilege};
+use super::client::{clean, policy_segments, ApiPath, Client, Privilege};
 use super::model::AddrSpec;
-use super::raw::{Gap, Layout, Listed, Members, NsxRead, PolicyRead, VmLookup};
+use super::raw::{
+    Association, Gap, Layout, Listed, Members, NsxRead, PolicyRead, VmLookup, VpcSecurity,
+};
 
 /// The most groups read (definition and members) for one run; more are a gap.
 pub const MAX_GROUPS: usize = 300;
@@ -50,6 +52,11 @@ pub const MAX_VIFS_PER_VM: usize = 8;
 pub const MAX_GAPS: usize = 100;
 /// The longest id of ours put into a search query or an identifier filter.
 const MAX_ID: usize = 128;
+/// The most domains read under one tree (`/infra/domains`, a project's, Federation's): more
+/// are a gap of the policy list (a policy in a domain not read might come first).
+pub const MAX_DOMAINS: usize = 32;
+/// The most ports of one VM whose group associations are asked.
+pub const MAX_PORTS_PER_VM: usize = 4;
 
 /// What the Supervisor says of one control-plane VM: what NSX Manager is asked by.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -201,6 +208,58 @@ pub fn policy_roots(layout: &Layout) -> Vec<String> {
     }
 }
 
+/// The trees whose `domains` hold security policies that can apply to the VMs, besides the
+/// VPC itself ([`policy_roots`]' last entry on VPC): `/infra` (the provider's; on T1/NCP the
+/// only one), Federation's `/global-infra` (a Local Manager serves the Global Manager's
+/// policies there; a manager outside Federation answers 404, which is no gap: vsphere-automation-sdk-go
+/// `services/nsxt/global_infra/DomainsTypes.go`), and a VPC's project's own infra (but for the
+/// default project, whose infra *is* `/infra`).
+///
+/// Every domain of each is read, not only `default`: vmware-tanzu/nsx-operator writes its T1
+/// security policies and groups under `/infra/domains/<cluster>` (`pkg/nsx/services/securitypolicy/parse.go`
+/// `getDomain` is `NSXConfig.Cluster`; `builder.go` builds group paths with it), and an admin
+/// may make more (vsphere-automation-sdk-go `services/nsxt/infra/DomainsTypes.go`, `GET
+/// /policy/api/v1/infra/domains`).
+pub fn domain_parents(layout: &Layout) -> Vec<String> {
+    let mut out = vec!["/infra".to_string(), "/global-infra".to_string()];
+    if let Layout::Vpc { org, project, .. } = layout {
+        if project != "default" {
+            out.push(format!("/orgs/{org}/projects/{project}/infra"));
+        }
+    }
+    out
+}
+
+/// The trees whose group associations are asked for a VM and its ports: `/infra` (whose answer
+/// covers its every domain), and on VPC the project's infra (but for the default project) and
+/// the VPC (vsphere-automation-sdk-go `services/nsxt/infra/VirtualMachineGroupAssociationsTypes.go`,
+/// `GroupAssociationsTypes.go`; `services/nsxt/orgs/projects/infra/…`,
+/// `services/nsxt/orgs/projects/vpcs/VirtualMachineGroupAssociationsTypes.go`,
+/// `GroupAssociationsTypes.go`).
+pub fn association_roots(layout: &Layout) -> Vec<String> {
+    let mut out = vec!["/infra".to_string()];
+    if let Layout::Vpc { org, project, vpc } = layout {
+        if project != "default" {
+            out.push(format!("/orgs/{org}/projects/{project}/infra"));
+        }
+        out.push(format!("/orgs/{org}/projects/{project}/vpcs/{vpc}"));
+    }
+    out
+}
+
+/// The tree of an association root a group path is in ([`association_roots`]' form), if any.
+pub fn association_root_of(group_path: &str) -> Option<String> {
+    let parts: Vec<&str> = group_path.trim_start_matches('/').split('/').collect();
+    match parts.as_slice() {
+        ["infra", ..] => Some("/infra".into()),
+        ["orgs", o, "projects", p, "infra", ..] => Some(format!("/orgs/{o}/projects/{p}/infra")),
+        ["orgs", o, "projects", p, "vpcs", v, ..] => {
+            Some(format!("/orgs/{o}/projects/{p}/vpcs/{v}"))
+        }
+        _ => None,
+    }
+}
+
 /// The effective-member lists read for a group at `group_path`: a VPC group's ports are
 /// `subnet-ports`, every other group's `segment-ports` (kept in [`Members::segment_ports`]).
 pub fn member_kinds(group_path: &str) -> [&'static str; 3] {
@@ -286,14 +345,25 @@ pub async fn read(client: &Client, layout: &Layout, vms: &[VmHint]) -> NsxRead {
     // 0. The VMs first: a few requests every path's evaluation needs, not left to whatever
     // time a huge manager's rules leave.
     let vms: Vec<VmLookup> = stream::iter(vms.iter())
-        .map(|h| find_vm(client, port_type(layout), h))
+        .map(|h| find_vm(client, layout, h))
         .buffered(limits.max_concurrent.max(1))
         .collect()
         .await;
 
-    // 1. Every category's policies of every root.
+    // 1. Every category's policies of every root: every domain of each tree, then the VPC.
     let mut lists = Vec::new();
-    for root in policy_roots(layout) {
+    let mut roots = Vec::new();
+    for parent in domain_parents(layout) {
+        let (domains, listed) = read_domains(client, layout, &parent).await;
+        roots.extend(domains);
+        lists.extend(listed);
+    }
+    roots.extend(
+        policy_roots(layout)
+            .into_iter()
+            .filter(|r| !r.contains("/domains/")),
+    );
+    for root in roots {
         match ApiPath::policy(&root, &["security-policies"]) {
             Ok(p) => {
                 let mut l = client.list(&p, &[], Privilege::ReadSecurity).await;
@@ -348,6 +418,13 @@ pub async fn read(client: &Client, layout: &Layout, vms: &[VmHint]) -> NsxRead {
     )
     .await;
 
+    let vpc_security = match layout {
+        Layout::Vpc { org, project, vpc } => {
+            Some(read_vpc_security(client, org, project, vpc).await)
+        }
+        Layout::Infra { .. } => None,
+    };
+
     // Every gap, anywhere, also in one list; 401/403 first: the whole reading may hang on them.
     for m in members.values() {
         gaps.extend(m.gaps.iter().cloned());
@@ -378,8 +455,136 @@ pub async fn read(client: &Client, layout: &Layout, vms: &[VmHint]) -> NsxRead {
         services,
         vms,
         traceflows: Vec::new(),
+        vpc_security,
         gaps,
     }
+}
+
+/// The domains of one tree (`<parent>/domains`), as policy roots (`<parent>/domains/<id>`);
+/// and, when the list is not whole, a list holding only its gap (merged into the policy list:
+/// a policy of a domain not read might come first). A 404 is a tree this manager does not
+/// serve (`/global-infra` outside Federation): nothing, no gap. When the list cannot be read,
+/// `default` (every manager has it) is still read.
+async fn read_domains(
+    client: &Client,
+    layout: &Layout,
+    parent: &str,
+) -> (Vec<String>, Option<Listed>) {
+    let mut out: Vec<String> = Vec::new();
+    if let (Layout::Infra { domain }, "/infra") = (layout, parent) {
+        out.push(format!("/infra/domains/{domain}"));
+    }
+    let path = match ApiPath::policy(parent, &["domains"]) {
+        Ok(p) => p,
+        Err(why) => {
+            let gap = bad_path_gap(parent, why);
+            return (
+                out,
+                Some(Listed {
+                    incomplete: Some(gap),
+                    ..Listed::default()
+                }),
+            );
+        }
+    };
+    let l = client.list(&path, &[], Privilege::ReadSecurity).await;
+    if l.results.is_empty() && l.incomplete.as_ref().is_some_and(|g| g.status == Some(404)) {
+        return (out, None);
+    }
+    let mut gap = l.incomplete.clone();
+    if l.results.len() > MAX_DOMAINS {
+        gap.get_or_insert(Gap {
+            path: path.path().to_string(),
+            status: None,
+            why: format!(
+                "{} domains: only the first {MAX_DOMAINS} read",
+                l.results.len()
+            ),
+            privilege: None,
+        });
+    }
+    if gap.is_some() && parent != "/global-infra" {
+        out.push(format!("{parent}/domains/default"));
+    }
+    for d in l.results.iter().take(MAX_DOMAINS) {
+        // The domain's own id, as a path segment of ours (no slash, no control character).
+        let Some(id) = d.get("id").and_then(Value::as_str).filter(|i| id_ok(i)) else {
+            continue;
+        };
+        out.push(format!("{parent}/domains/{id}"));
+    }
+    out.sort();
+    out.dedup();
+    (
+        out,
+        gap.map(|g| Listed {
+            incomplete: Some(g),
+            ..Listed::default()
+        }),
+    )
+}
+
+/// The VPC's security profile and its east-west strategy (NSX 9): the attachment that names
+/// this VPC in `/orgs/<o>/projects/<p>/security-profile-attachments` (`attached_to`,
+/// `security_profile`: the API reference's `SecurityProfileAttachment`, NSX 9.1), else the
+/// project's `vpc-security-profiles/default`, which every VPC of the project has
+/// (terraform-provider-nsxt `nsxt/resource_nsxt_policy_project.go` reads `default`;
+/// `VpcSecurityProfile`: "All VPCs within a project are automatically associated with a
+/// pre-created default security profile"); then the `SecurityStrategy` its
+/// `east_west_firewall.security_strategies[0]` names. A 404 is an NSX without them: no gap.
+async fn read_vpc_security(client: &Client, org: &str, project: &str, vpc: &str) -> VpcSecurity {
+    let mut out = VpcSecurity::default();
+    let project_root = format!("/orgs/{org}/projects/{project}");
+    let vpc_path = format!("{project_root}/vpcs/{vpc}");
+    let mut profile_path = format!("{project_root}/vpc-security-profiles/default");
+    if let Ok(p) = ApiPath::policy(&project_root, &["security-profile-attachments"]) {
+        let l = client.list(&p, &[], Privilege::ReadSecurity).await;
+        match l.incomplete {
+            Some(g) if g.status != Some(404) => out.gaps.push(g),
+            _ => {}
+        }
+        let named = l
+            .results
+            .iter()
+            .find(|a| a.get("attached_to").and_then(Value::as_str) == Some(vpc_path.as_str()));
+        if let Some(p) = named
+            .and_then(|a| a.get("security_profile"))
+            .and_then(Value::as_str)
+            .filter(|p| policy_segments(p).is_ok())
+        {
+            profile_path = p.to_string();
+        }
+    }
+    let get = |path: String| async move {
+        match ApiPath::policy(&path, &[]) {
+            Ok(p) => client
+                .get(&p)
+                .await
+                .map_err(|e| e.gap(p.path(), Privilege::ReadSecurity)),
+            Err(why) => Err(bad_path_gap(&path, why)),
+        }
+    };
+    match get(profile_path).await {
+        Ok(v) => out.profile = Some(v),
+        Err(g) if g.status == Some(404) => return out,
+        Err(g) => {
+            out.gaps.push(g);
+            return out;
+        }
+    }
+    let strategy = out
+        .profile
+        .as_ref()
+        .and_then(|p| p.pointer("/east_west_firewall/security_strategies/0"))
+        .and_then(Value::as_str)
+        .map(str::to_string);
+    if let Some(s) = strategy {
+        match get(s).await {
+            Ok(v) => out.strategy = Some(v),
+            Err(g) => out.gaps.push(g),
+        }
+    }
+    out
 }
 
 /// The reading that could not start (the manager unreachable): what the caller records.
@@ -398,6 +603,7 @@ pub fn unread(manager: &str, layout: &Layout, gap: Gap) -> NsxRead {
         services: BTreeMap::new(),
         vms: Vec::new(),
         traceflows: Vec::new(),
+        vpc_security: None,
         gaps: vec![gap],
     }
 }
@@ -507,22 +713,46 @@ pub fn port_type(layout: &Layout) -> &'static str {
     }
 }
 
+/// A value escaped for the search API's query syntax as terraform-provider-nsxt escapes the
+/// ids it searches by (`nsxt/policy_search.go` `escapeSpecialCharacters`: each of
+/// `()[]+-=&|><!{}^~*?:/` behind a backslash; `data_source_nsxt_policy_segment_port.go` escapes
+/// `attachment.id` so).
+pub fn escape_query_value(s: &str) -> String {
+    const SPECIALS: &str = "()[]+-=&|><!{}^~*?:/";
+    let mut out = String::with_capacity(s.len() * 2);
+    for c in s.chars() {
+        if SPECIALS.contains(c) {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
+}
+
 /// The search query for the ports of `port_type` attached to a VIF (`attachment.id`): plain
-/// `field:value` terms joined by AND, the search syntax every manager takes.
+/// `field:value` terms joined by AND, the value escaped ([`escape_query_value`]), and
+/// `marked_for_delete:false` as terraform-provider-nsxt's searches have it (`nsxt/policy_search.go`,
+/// `nsxt/cache.go`): a port being deleted is not the VM's port.
 pub fn port_query(port_type: &str, attachment_id: &str) -> Option<String> {
-    plain_id(attachment_id)
-        .then(|| format!("resource_type:{port_type} AND attachment.id:{attachment_id}"))
+    plain_id(attachment_id).then(|| {
+        format!(
+            "resource_type:{port_type} AND attachment.id:{} AND marked_for_delete:false",
+            escape_query_value(attachment_id)
+        )
+    })
 }
 
 /// One VM: fabric VMs by display name (else by instance uuid), their VIFs, each VIF's port
 /// (`search/query` by `attachment.id`), and the ports of the Supervisor's attachment ids.
 /// Everything found is kept as answered, in that order; the model checks it both ways.
-async fn find_vm(client: &Client, port_type: &str, hint: &VmHint) -> VmLookup {
+async fn find_vm(client: &Client, layout: &Layout, hint: &VmHint) -> VmLookup {
+    let port_type = port_type(layout);
     let mut lookup = VmLookup {
         node: hint.node.clone(),
         asked: Vec::new(),
         found: Vec::new(),
         gaps: Vec::new(),
+        associations: Vec::new(),
     };
     let fabric = ApiPath::fixed("/api/v1/fabric/virtual-machines");
     let mut vms: Vec<Value> = Vec::new();
@@ -625,8 +855,90 @@ async fn find_vm(client: &Client, port_type: &str, hint: &VmHint) -> VmLookup {
             }
         }
     }
+    lookup.associations = associations(client, layout, &found).await;
     lookup.found = found;
     lookup
+}
+
+/// The groups of every tree ([`association_roots`]) that the found fabric VMs (by
+/// `external_id`) and ports (by `path`) are members of, as NSX answers it for any group type:
+/// `GET <root>/virtual-machine-group-associations?vm_external_id=`, `GET
+/// <root>/group-associations?intent_path=<port path>` (vsphere-automation-sdk-go, the files
+/// [`association_roots`] names; the answer is a `PolicyResourceReferenceForEPListResult`, each
+/// result's `target_id` a group path: terraform-provider-nsxt
+/// `nsxt/data_source_nsxt_policy_baremetal_server_group_associations.go` reads it so).
+async fn associations(client: &Client, layout: &Layout, found: &[Value]) -> Vec<Association> {
+    let kind = |v: &Value| {
+        v.get("resource_type")
+            .and_then(Value::as_str)
+            .map(str::to_string)
+    };
+    let mut keys: Vec<(&'static str, &'static str, String)> = Vec::new();
+    for v in found {
+        match kind(v).as_deref() {
+            Some("VirtualMachine") => {
+                if let Some(id) = v
+                    .get("external_id")
+                    .and_then(Value::as_str)
+                    .filter(|s| plain_id(s))
+                {
+                    keys.push((
+                        "virtual-machine-group-associations",
+                        "vm_external_id",
+                        id.to_string(),
+                    ));
+                }
+            }
+            Some("SegmentPort" | "VpcSubnetPort") => {
+                if let Some(p) = v
+                    .get("path")
+                    .and_then(Value::as_str)
+                    .filter(|p| policy_segments(p).is_ok())
+                {
+                    keys.push(("group-associations", "intent_path", p.to_string()));
+                }
+            }
+            _ => {}
+        }
+    }
+    keys.dedup();
+    let ports = keys.iter().filter(|k| k.1 == "intent_path").count();
+    if ports > MAX_PORTS_PER_VM {
+        let mut n = 0;
+        keys.retain(|k| {
+            n += usize::from(k.1 == "intent_path");
+            k.1 != "intent_path" || n <= MAX_PORTS_PER_VM
+        });
+    }
+    let mut asks = Vec::new();
+    for root in association_roots(layout) {
+        for (collection, by, key) in &keys {
+            asks.push((root.clone(), *collection, *by, key.clone()));
+        }
+    }
+    stream::iter(asks)
+        .map(|(root, collection, by, key)| async move {
+            let listed = match ApiPath::policy(&root, &[collection]) {
+                Ok(p) => {
+                    client
+                        .list(&p, &[(by, key.as_str())], Privilege::ReadSecurity)
+                        .await
+                }
+                Err(why) => Listed {
+                    incomplete: Some(bad_path_gap(&root, why)),
+                    ..Listed::default()
+                },
+            };
+            Association {
+                root,
+                by: by.to_string(),
+                key,
+                listed,
+            }
+        })
+        .buffered(client.limits().max_concurrent.max(1))
+        .collect()
+        .await
 }
 
 #[cfg(test)]

@@ -670,37 +670,163 @@ fn slow_probes_do_not_eat_the_readings_bound() {
     assert!(nsx_notes(&report).is_empty(), "{:#?}", report.verdict.notes);
 }
 
-/// VPC networking (fixture set `nsx-vpc-manager`: the Namespace's `vpc_network_config`
-/// annotation names a VPCNetworkConfiguration holding the namespace's VPC path, its NetworkInfo
-/// names that VPC): NSX Manager is read in that VPC's tree, its policies asked there and its
-/// DROP rule the one the evidence speaks of. VPC policies carry no category, and where NSX
-/// places them among the categories is not confirmed, so the paths it covers are said to be
-/// undecided, naming that policy, never blamed on another rule nor "no rule". Were the layout
-/// taken as T1's, the VPC's policies would never be asked and no line would name them.
+/// VPC networking (the Namespace's VPCNetworkConfiguration names a VPC of the NSX project
+/// proj-tkg, its NetworkInfo that VPC): NSX Manager is read in that VPC's tree, the VPC's
+/// DROP of TCP 2380 (a VPC policy: no category; NSX evaluates it after every `/infra` and
+/// project policy, by its sequence number) is named, and, as a user who may run Traceflow,
+/// the traceflows start at the VMs' `VpcSubnetPort`s (the ports found by `attachment.id`, the
+/// VMs' membership of the VPC's group of ports asked by each port's path), are created under
+/// the project's infra, agree with the rule, and are all deleted.
 #[test]
-fn on_vpc_networking_the_vpcs_own_policies_are_read() {
+fn on_vpc_networking_the_vpcs_drop_is_named_and_traced_from_its_subnet_ports() {
+    const VPC: &str = "/orgs/default/projects/proj-tkg/vpcs/ns-prod";
+    let vpc_rule = format!("{VPC}/security-policies/vpc-etcd-lockdown/rules/drop-etcd-peer");
     let case = Case::on(
         "nsx-vpc-manager",
         World::from_dir(world_dir("vpc-drop-2380")).expect("the world loads"),
     );
-    let (_, report) = case.json_as("auditor", &[]);
+    let (run, report) = case.json_as("tracer", &["--nsx-traceflow"]);
+    run.expect_code(1);
     assert_2380_verdict(&report);
-    let asked: Vec<String> = case.nsx.requests().iter().map(|r| r.path.clone()).collect();
-    let vpc = "/policy/api/v1/orgs/default/projects/default/vpcs/ns-prod/security-policies";
-    assert!(asked.iter().any(|p| p == vpc), "{asked:#?}");
-    let lines = nsx_lines(&report);
+    let asked = case.nsx.requests();
+    let paths: Vec<&str> = asked.iter().map(|r| r.path.as_str()).collect();
+    let policies = format!("/policy/api/v1{VPC}/security-policies");
+    assert!(paths.contains(&policies.as_str()), "{paths:#?}");
+    // The ports' groups asked by their paths in the VPC's tree, and answered.
+    let by_port = asked
+        .iter()
+        .filter(|r| r.path == format!("/policy/api/v1{VPC}/group-associations"))
+        .filter(|r| {
+            r.param("intent_path")
+                .is_some_and(|p| p.starts_with(&format!("{VPC}/subnets/tkc-prod-vnet/ports/")))
+        })
+        .count();
+    assert_eq!(by_port, 3, "{paths:#?}");
+    let first = &report.verdict.evidence[0];
     assert!(
-        lines.iter().any(|l| l
-            .contains("cannot be decided from NSX Manager's distributed firewall: policy \"vpc-etcd-lockdown\"")),
-        "{lines:#?}\n{:#?}",
-        nsx_notes(&report)
+        first.starts_with(&format!("{RULE_LINE}\"drop-etcd-peer\" ({vpc_rule}; category VPC (no category), policy \"vpc-etcd-lockdown\" sequence 10, rule sequence 1, rule id 6001) drops TCP 2380 on 6 of the 6 failing paths")),
+        "{:#?}",
+        report.verdict.evidence
+    );
+    // The VPC's security profile (NSX 9) read and said, for the evidence.
+    assert!(
+        paths.contains(
+            &"/policy/api/v1/orgs/default/projects/proj-tkg/vpc-security-profiles/default"
+        ),
+        "{paths:#?}"
+    );
+    // One traceflow per failing pair, from the source VM's VpcSubnetPort, under the
+    // project's infra; every one deleted.
+    assert_eq!(case.nsx.traceflows_created(), 3);
+    assert!(
+        case.nsx.traceflows_live().is_empty(),
+        "{:?}",
+        case.nsx.traceflows_live()
+    );
+    let deleted = case.nsx.traceflows_deleted();
+    assert_eq!(deleted.len(), 3);
+    for t in &deleted {
+        assert!(
+            t.path
+                .starts_with("/orgs/default/projects/proj-tkg/infra/traceflows/"),
+            "{t:?}"
+        );
+        let q = t
+            .query
+            .as_ref()
+            .expect("the fake read the traceflow's config");
+        assert!(
+            q.source_port_path
+                .starts_with(&format!("{VPC}/subnets/tkc-prod-vnet/ports/")),
+            "{q:?}"
+        );
+    }
+    let traced: Vec<&String> = report
+        .verdict
+        .evidence
+        .iter()
+        .filter(|l| l.starts_with("traceflow "))
+        .collect();
+    assert_eq!(traced.len(), 3, "{:#?}", report.verdict.evidence);
+    for line in traced {
+        assert!(
+            line.contains(":2380: dropped at ")
+                && line.contains(&format!("({vpc_rule};"))
+                && !line.contains("says otherwise"),
+            "{line}"
+        );
+    }
+}
+
+/// VPC networking with a provider (`/infra`) DROP of TCP 2380 at sequence 10 and the VPC's
+/// project's ALLOW of etcd's ports at sequence 1, both Application: NSX evaluates the
+/// provider's policies before the project's, so the `/infra` DROP is named and the project's
+/// ALLOW does not hide it (interleaved by category and sequence number it would). The
+/// project's own tree (its domains) is read.
+#[test]
+fn a_projects_allow_earlier_in_sequence_does_not_hide_an_infra_drop() {
+    let case = Case::on(
+        "nsx-vpc-manager",
+        World::from_dir(world_dir("vpc-project-allow-infra-drop")).expect("the world loads"),
+    );
+    let (run, report) = case.json_as("auditor", &[]);
+    run.expect_code(1);
+    assert_2380_verdict(&report);
+    let paths: Vec<String> = case.nsx.requests().iter().map(|r| r.path.clone()).collect();
+    for p in [
+        "/policy/api/v1/orgs/default/projects/proj-tkg/infra/domains",
+        "/policy/api/v1/orgs/default/projects/proj-tkg/infra/domains/default/security-policies",
+        "/policy/api/v1/infra/domains/default/security-policies",
+    ] {
+        assert!(paths.iter().any(|a| a == p), "{p} not asked: {paths:#?}");
+    }
+    let first = &report.verdict.evidence[0];
+    assert!(
+        first.starts_with(&format!("{RULE_LINE}\"drop etcd peer traffic (provider)\" (/infra/domains/default/security-policies/provider-etcd-lockdown/rules/drop-etcd-peer-provider; category Application, policy \"provider etcd lockdown\" sequence 10")),
+        "{:#?}",
+        report.verdict.evidence
     );
     assert!(
-        !lines.iter().any(|l| l.starts_with(RULE_LINE)),
-        "{lines:#?}"
+        !report
+            .verdict
+            .evidence
+            .join("\n")
+            .contains("project allows etcd"),
+        "{:#?}",
+        report.verdict.evidence
+    );
+}
+
+/// An nsx-operator SecurityPolicy realized on T1: its policy and groups under the domain
+/// nsx-operator names after its cluster (`/infra/domains/domain-c8`, not `default`), its
+/// applied-to group defined on SegmentPort tags, for which NSX lists no VM member. Every
+/// domain is read, the VMs' ports' groups are asked by the ports' paths, and its DROP is named.
+#[test]
+fn an_nsx_operator_rule_scoped_by_a_segment_port_group_is_named() {
+    let case = Case::new("nsx-operator-port-group-drop");
+    let (run, report) = case.json_as("auditor", &[]);
+    run.expect_code(1);
+    assert_2380_verdict(&report);
+    let asked = case.nsx.requests();
+    assert!(
+        asked
+            .iter()
+            .any(|r| r.path == "/policy/api/v1/infra/domains/domain-c8/security-policies"),
+        "{asked:#?}"
     );
     assert!(
-        !lines.iter().any(|l| l.starts_with(NO_RULE_LINE)),
-        "{lines:#?}"
+        asked
+            .iter()
+            .any(|r| r.path == "/policy/api/v1/infra/group-associations"
+                && r.param("intent_path")
+                    .is_some_and(|p| p.ends_with("/ports/tkc-prod-7xk2p-4rz8m-eth0"))),
+        "{asked:#?}"
     );
+    let first = &report.verdict.evidence[0];
+    assert!(
+        first.starts_with(&format!("{RULE_LINE}\"ns-prod-etcd-lockdown-0-0\" (/infra/domains/domain-c8/security-policies/sp_ns-prod_etcd-lockdown/rules/sp_ns-prod_etcd-lockdown_0_0; category Application")),
+        "{:#?}",
+        report.verdict.evidence
+    );
+    assert!(first.contains("6 of the 6 failing paths"), "{first}");
 }

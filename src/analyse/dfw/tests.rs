@@ -5,7 +5,7 @@ use serde_json::{json, Value};
 use super::*;
 use crate::nsxmanager::model::tests::{supervisor_vms, traceflow, world};
 use crate::nsxmanager::model::{input, SupervisorVm};
-use crate::nsxmanager::raw::{Gap, Listed, NsxRead};
+use crate::nsxmanager::raw::{Gap, Listed, NsxRead, PolicyRead};
 
 const CP: [&str; 3] = ["tkc-cp-1", "tkc-cp-2", "tkc-cp-3"];
 
@@ -611,26 +611,86 @@ fn a_member_vm_whose_address_is_not_realized_cannot_decide() {
     );
 }
 
+/// A policy of another tree, one ALLOW of every TCP port, at `path`.
+fn allow_policy(read: &NsxRead, path: &str, category: Option<&str>, seq: i64) -> PolicyRead {
+    let mut p = read.rules[3].clone();
+    p.policy = json!({"id": "allow", "display_name": "allow", "path": path,
+        "sequence_number": seq});
+    if let Some(c) = category {
+        p.policy["category"] = json!(c);
+    }
+    p.rules.results = vec![
+        json!({"path": format!("{path}/rules/a"), "sequence_number": 1,
+        "action": "ALLOW"}),
+    ];
+    p
+}
+
+/// NSX's order across trees: `/infra` first, then the project's, then the VPC's, each by
+/// category and sequence number; a tree's default policy after every other (the most
+/// specific tree's first). A VPC's policies, which carry no category, are placed (their
+/// sequence numbers order them), no longer "cannot decide".
 #[test]
-fn a_vpc_policy_without_a_category_has_no_known_place() {
+fn infra_first_then_project_then_vpc_and_the_defaults_last() {
+    let vpc = "/orgs/default/projects/p/vpcs/v/security-policies/vpc-allow";
+    let project = "/orgs/default/projects/p/infra/domains/default/security-policies/proj-allow";
     let mut read = world("infra-drop-2380.json", "vms.json");
-    let mut vpc = read.rules[3].clone();
-    vpc.policy = json!({"id": "vpc-allow", "display_name": "vpc allow",
-        "path": "/orgs/default/projects/p/vpcs/v/security-policies/vpc-allow",
-        "sequence_number": 1});
-    vpc.rules.results = vec![json!({
-        "path": "/orgs/default/projects/p/vpcs/v/security-policies/vpc-allow/rules/a",
-        "sequence_number": 1, "action": "ALLOW"})];
-    read.rules.push(vpc);
+    read.rules.push(allow_policy(&read, vpc, None, 1));
+    // A project ALLOW in the DROP's own category with a lower sequence number (10 is the
+    // DROP's policy's): interleaved by category and sequence number it would come first.
+    read.rules
+        .push(allow_policy(&read, project, Some("Infrastructure"), 1));
     let (i, e) = eval_of(&read, false);
     assert_eq!(i.policies[4].policy.category, Category::Vpc);
+    for from in CP {
+        for to in CP.iter().filter(|t| **t != from) {
+            let p = e.path(2380, from, to).unwrap();
+            assert_eq!(rule_path(&p.outcome), Some(BLOCK), "{p:?}");
+            // 2379: /infra's default-layer3-section, not flagged default here, is an
+            // ordinary Application policy of /infra: before the project's and the VPC's.
+            let p = e.path(2379, from, to).unwrap();
+            assert_eq!(allowed_by(&p.outcome), Some(DEFAULT), "{p:?}");
+        }
+    }
+    assert!(e.notes[0].contains("several trees"), "{:?}", e.notes);
+
+    // Flagged `is_default` (as NSX flags it), /infra's default comes after the project's
+    // ALLOW; the project's before the VPC's.
+    read.rules[3].policy["is_default"] = json!(true);
+    let (_, e) = eval_of(&read, false);
+    let p = e.path(2379, "tkc-cp-1", "tkc-cp-2").unwrap();
+    assert_eq!(
+        allowed_by(&p.outcome),
+        Some(format!("{project}/rules/a").as_str()),
+        "{p:?}"
+    );
+    // Without the project's, the VPC's ALLOW.
+    read.rules.pop();
+    let (_, e) = eval_of(&read, false);
+    let p = e.path(2379, "tkc-cp-1", "tkc-cp-2").unwrap();
+    assert_eq!(
+        allowed_by(&p.outcome),
+        Some(format!("{vpc}/rules/a").as_str()),
+        "{p:?}"
+    );
+}
+
+#[test]
+fn a_policy_of_no_known_tree_has_no_known_place() {
+    let mut read = world("infra-drop-2380.json", "vms.json");
+    read.rules.push(allow_policy(
+        &read,
+        "/elsewhere/security-policies/x",
+        None,
+        1,
+    ));
+    let (_, e) = eval_of(&read, false);
     for p in &e.paths {
         assert!(
-            matches!(&p.outcome, DfwPathOutcome::CannotDecide { why } if why.contains("VPC (no category)")),
+            matches!(&p.outcome, DfwPathOutcome::CannotDecide { why } if why.contains("no tree")),
             "{p:?}"
         );
     }
-    assert!(e.notes[0].contains("several trees"), "{:?}", e.notes);
 }
 
 #[test]
@@ -693,4 +753,114 @@ fn excluded_sources_match_everyone_else() {
     // To the outsider: its destination is not the group.
     let p = e.path(2379, "tkc-cp-1", "outsider").unwrap();
     assert_eq!(allowed_by(&p.outcome), Some(DEFAULT), "{p:?}");
+}
+
+/// Membership from NSX's group associations: a scope group defined on ports (nsx-operator's:
+/// NSX lists no VM member for it) whose port list was not read applies where NSX says it holds
+/// the VM's port, and nowhere else when the tree's answers were read whole; without them, or
+/// with one answer not whole, the checks it could decide cannot be decided.
+#[test]
+fn group_associations_decide_a_scope_that_member_lists_cannot() {
+    use crate::nsxmanager::raw::{Association, Members};
+    let g = "/infra/domains/domain-c8/groups/ports-of-cp-2";
+    let mut read = world("infra-drop-2380.json", "vms.json");
+    with_rule(&mut read, "infra-hardening", |r| r["scope"] = json!([g]));
+    read.groups.insert(
+        g.into(),
+        json!({"path": g, "expression": [{"resource_type": "Condition",
+            "member_type": "SegmentPort", "key": "Tag", "operator": "EQUALS",
+            "value": "capv/role|control-plane"}]}),
+    );
+    read.members.insert(
+        g.into(),
+        Members {
+            ip_addresses: Some(Listed::default()),
+            virtual_machines: Some(Listed::default()),
+            segment_ports: None,
+            gaps: Vec::new(),
+        },
+    );
+    let blocked_at_cp2 = |e: &DfwEvaluation| {
+        for p in e.paths.iter().filter(|p| p.port == 2380) {
+            let at_cp2 = p.to == "tkc-cp-2" || p.from == "tkc-cp-2";
+            assert_eq!(rule_path(&p.outcome).is_some(), at_cp2, "{p:?}");
+            if !at_cp2 {
+                assert_eq!(allowed_by(&p.outcome), Some(DEFAULT), "{p:?}");
+            }
+        }
+    };
+    // No association read: nowhere can the scope be told.
+    let (_, e) = eval_of(&read, false);
+    assert!(
+        e.paths
+            .iter()
+            .filter(|p| p.port == 2380)
+            .all(|p| matches!(&p.outcome, DfwPathOutcome::CannotDecide { why } if why.contains("segment-ports not read"))),
+        "{:#?}",
+        e.paths
+    );
+    // Every VM's and port's groups in /infra, whole: only tkc-cp-2's port is in it.
+    for l in &mut read.vms {
+        let field = |kind: &str, key: &str| {
+            l.found
+                .iter()
+                .find(|v| v["resource_type"] == kind)
+                .and_then(|v| v[key].as_str())
+                .unwrap()
+                .to_string()
+        };
+        let (ext, port) = (
+            field("VirtualMachine", "external_id"),
+            field("SegmentPort", "path"),
+        );
+        let groups = if l.node == "tkc-cp-2" {
+            vec![json!({"target_id": g, "target_type": "Group", "is_valid": true})]
+        } else {
+            vec![]
+        };
+        l.associations = vec![
+            Association {
+                root: "/infra".into(),
+                by: "vm_external_id".into(),
+                key: ext,
+                listed: Listed {
+                    result_count: Some(0),
+                    ..Listed::default()
+                },
+            },
+            Association {
+                root: "/infra".into(),
+                by: "intent_path".into(),
+                key: port,
+                listed: Listed {
+                    result_count: Some(groups.len() as u64),
+                    results: groups,
+                    incomplete: None,
+                },
+            },
+        ];
+    }
+    let (i, e) = eval_of(&read, false);
+    assert_eq!(
+        i.vms[1].memberships.holds(g),
+        Some(true),
+        "{:?}",
+        i.vms[1].memberships
+    );
+    blocked_at_cp2(&e);
+    // tkc-cp-1's port's answer not whole (a 403): the checks at its vNIC cannot be decided.
+    read.vms[0].associations[1].listed.incomplete = Some(Gap {
+        path: "/policy/api/v1/infra/group-associations".into(),
+        status: Some(403),
+        why: "refused".into(),
+        privilege: None,
+    });
+    let (_, e) = eval_of(&read, false);
+    let p = e.path(2380, "tkc-cp-3", "tkc-cp-1").unwrap();
+    assert!(
+        matches!(&p.outcome, DfwPathOutcome::CannotDecide { .. }),
+        "{p:?}"
+    );
+    let p = e.path(2380, "tkc-cp-1", "tkc-cp-2").unwrap();
+    assert_eq!(rule_path(&p.outcome), Some(BLOCK), "{p:?}");
 }

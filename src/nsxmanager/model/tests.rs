@@ -128,6 +128,7 @@ pub(crate) fn world(name: &str, vms: &str) -> NsxRead {
                 .cloned()
                 .unwrap_or_default(),
             gaps: Vec::new(),
+            associations: Vec::new(),
         })
         .collect();
     NsxRead {
@@ -143,6 +144,7 @@ pub(crate) fn world(name: &str, vms: &str) -> NsxRead {
         services,
         vms,
         traceflows: Vec::new(),
+        vpc_security: None,
         gaps: Vec::new(),
     }
 }
@@ -301,6 +303,7 @@ fn a_port_tied_to_another_vm_is_not_the_machines() {
                    "attachment": {"id": "a1"}}),
         ],
         gaps: vec![],
+        associations: vec![],
     };
     let sv = SupervisorVm {
         node: "n".into(),
@@ -330,6 +333,7 @@ fn a_vm_with_the_uuid_but_another_name_is_kept_and_said() {
                            "external_id": "e1", "compute_ids": ["biosUuid:b1"]}),
         ],
         gaps: vec![],
+        associations: vec![],
     };
     let sv = SupervisorVm {
         node: "n".into(),
@@ -623,4 +627,34 @@ fn a_huge_listing_keeps_each_policy_once() {
         assert_eq!(kept.len(), 1, "{path}");
         assert_eq!(kept[0].rules.len(), pr.rules.results.len(), "{path}");
     }
+}
+
+#[test]
+fn the_vpcs_security_profile_is_one_note() {
+    use crate::nsxmanager::raw::VpcSecurity;
+    let p = "/orgs/default/projects/p/vpc-security-profiles/default";
+    let st = "/orgs/default/projects/default/security-strategies/vpc-isolation";
+    let mut v = VpcSecurity {
+        profile: Some(
+            json!({"id": "default", "display_name": "System\u{1b}[31m default",
+            "path": p, "east_west_firewall": {"security_strategies": [st]}}),
+        ),
+        strategy: Some(json!({"id": "vpc-isolation", "path": st,
+            "description": "Deny any communication between VPCs within the project"})),
+        gaps: vec![],
+    };
+    let n = vpc_security_note(&v).unwrap();
+    assert!(n.starts_with(&format!("the VPC's security profile is \"System\u{FFFD}[31m default\" ({p}), its east-west security strategy \"vpc-isolation\" ({st}): Deny any communication")), "{n}");
+    v.strategy = None;
+    v.gaps.push(Gap {
+        path: st.into(),
+        status: Some(403),
+        why: "refused".into(),
+        privilege: None,
+    });
+    assert!(vpc_security_note(&v)
+        .unwrap()
+        .contains("strategy was not read: "));
+    // An NSX without profiles (404 on the profile): nothing to say.
+    assert_eq!(vpc_security_note(&VpcSecurity::default()), None);
 }

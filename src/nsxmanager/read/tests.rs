@@ -227,12 +227,17 @@ fn only_plain_ids_go_into_a_search_query() {
             "5f2a9c1e-0b3d-4e7f-9a8b-112233445566"
         )
         .unwrap(),
-        "resource_type:SegmentPort AND attachment.id:5f2a9c1e-0b3d-4e7f-9a8b-112233445566"
+        r"resource_type:SegmentPort AND attachment.id:5f2a9c1e\-0b3d\-4e7f\-9a8b\-112233445566 AND marked_for_delete:false"
     );
     assert_eq!(
         port_query(port_type(&vpc("default", "p", "v")), "att-1").unwrap(),
-        "resource_type:VpcSubnetPort AND attachment.id:att-1"
+        r"resource_type:VpcSubnetPort AND attachment.id:att\-1 AND marked_for_delete:false"
     );
+    // terraform-provider-nsxt's own cases (`policy_search_unit_test.go`).
+    assert_eq!(escape_query_value("plain"), "plain");
+    assert_eq!(escape_query_value("foo(bar)"), r"foo\(bar\)");
+    assert_eq!(escape_query_value("a+b"), r"a\+b");
+    assert_eq!(escape_query_value("a:b/c"), r"a\:b\/c");
     for bad in ["", "a OR b", "x)", "a*", "\"q\"", &"a".repeat(200)] {
         assert_eq!(port_query("SegmentPort", bad), None, "{bad}");
     }
@@ -271,8 +276,10 @@ async fn a_manager_that_refuses_everything_is_a_reading_of_gaps() {
     };
     let r = read(&client, &vpc("default", "p1", "v1"), &[hint]).await;
     assert_eq!(r.auth.as_deref(), Some("session"));
-    // Three roots' policies and the VM's three lookups, all in the one list too.
-    assert_eq!(r.gaps.len(), 6, "{:?}", r.gaps);
+    // Three trees' domain lists (`/infra`, `/global-infra`, the project's), the policies of
+    // the two `default` domains still asked and the VPC's, and the VM's three lookups, all in
+    // the one list too.
+    assert_eq!(r.gaps.len(), 9, "{:?}", r.gaps);
     assert!(r.gaps.iter().all(|g| g.status == Some(403)));
     assert!(r.policies.incomplete.as_ref().unwrap().privilege.is_some());
     assert_eq!(r.vms.len(), 1);

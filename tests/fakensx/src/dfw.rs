@@ -261,10 +261,33 @@ fn rule_ref(r: &Value) -> RuleRef {
     }
 }
 
+/// Where a policy's tree comes in NSX's order: the provider's (`/infra`, `/global-infra`) first,
+/// then the project's (`/orgs/<o>/projects/<p>/infra`), then the VPC's, each whole before the
+/// next (NSX 4.1 administration guide, "Distributed Firewall in Projects" GUID-5A04999A, and
+/// "Default East-West Firewall Rules in an NSX VPC" GUID-9026BE25; issue 37). A tree's default
+/// policy (`is_default`) comes after every other, the VPC's first, then the project's, then
+/// `/infra`'s: the VPC's default drops "all incoming traffic to the NSX VPC", which it could
+/// not behind `/infra`'s default ALLOW.
+fn tree_of(p: &Value) -> u8 {
+    let path = p.get("path").and_then(Value::as_str).unwrap_or("");
+    let t = if path.starts_with("/orgs/") && path.contains("/vpcs/") {
+        2
+    } else if path.starts_with("/orgs/") {
+        1
+    } else {
+        0
+    };
+    if p.get("is_default").and_then(Value::as_bool) == Some(true) {
+        5 - t
+    } else {
+        t
+    }
+}
+
 /// The decision at one vNIC: `Ok(rule that allowed, if any)` or `Err(rule that dropped)`.
 fn judge(pk: &Packet, at: &End, dir: &str) -> Result<Option<RuleRef>, RuleRef> {
     let world = pk.world;
-    let ordered = |cat: &str| {
+    let ordered_in = |cat: &str, tree: Option<u8>| {
         let mut ps: Vec<&Value> = world
             .policies
             .iter()
@@ -275,6 +298,7 @@ fn judge(pk: &Packet, at: &End, dir: &str) -> Result<Option<RuleRef>, RuleRef> {
                     .unwrap_or("Application")
                     == cat
             })
+            .filter(|p| tree.is_none_or(|t| tree_of(p) == t))
             .collect();
         ps.sort_by_key(|p| seq(p));
         ps
@@ -289,7 +313,7 @@ fn judge(pk: &Packet, at: &End, dir: &str) -> Result<Option<RuleRef>, RuleRef> {
         rs
     };
     // L2 first: only a drop decides; an ALLOW ends the L2 pass.
-    'l2: for p in ordered("Ethernet") {
+    'l2: for p in ordered_in("Ethernet", None) {
         for r in rules_of(p) {
             if rule_matches(pk, p, &r, at, dir) {
                 match r.get("action").and_then(Value::as_str) {
@@ -299,6 +323,24 @@ fn judge(pk: &Packet, at: &End, dir: &str) -> Result<Option<RuleRef>, RuleRef> {
             }
         }
     }
+    for tree in 0..=5u8 {
+        if let Some(decided) = judge_l3(pk, at, dir, &|cat| ordered_in(cat, Some(tree)), &rules_of)
+        {
+            return decided;
+        }
+    }
+    Ok(None)
+}
+
+/// One tree's L3 categories: `Some(decision)` at the first rule that decides.
+#[allow(clippy::type_complexity)]
+fn judge_l3<'a>(
+    pk: &Packet,
+    at: &End,
+    dir: &str,
+    ordered: &dyn Fn(&str) -> Vec<&'a Value>,
+    rules_of: &dyn Fn(&Value) -> Vec<Value>,
+) -> Option<Result<Option<RuleRef>, RuleRef>> {
     let mut skip_to_application = false;
     for cat in L3_CATEGORIES {
         if skip_to_application && cat != "Application" {
@@ -310,11 +352,11 @@ fn judge(pk: &Packet, at: &End, dir: &str) -> Result<Option<RuleRef>, RuleRef> {
                     continue;
                 }
                 match r.get("action").and_then(Value::as_str).unwrap_or("ALLOW") {
-                    "DROP" | "REJECT" => return Err(rule_ref(&r)),
+                    "DROP" | "REJECT" => return Some(Err(rule_ref(&r))),
                     "JUMP_TO_APPLICATION" => {
                         skip_to_application = true;
                     }
-                    _ => return Ok(Some(rule_ref(&r))),
+                    _ => return Some(Ok(Some(rule_ref(&r)))),
                 }
                 break;
             }
@@ -323,7 +365,7 @@ fn judge(pk: &Packet, at: &End, dir: &str) -> Result<Option<RuleRef>, RuleRef> {
             }
         }
     }
-    Ok(None)
+    None
 }
 
 /// The default oracle: the world's DFW, first match, at the source then the destination.

@@ -125,18 +125,19 @@ fn parse_query(q: &str) -> Result<Vec<Term>, ListError> {
                 Some(_) => return Err(bad()),
                 None => (None, t.to_string()),
             };
-            let value = value
-                .trim()
-                .trim_matches('"')
-                .replace("\\:", ":")
-                .replace("\\/", "/");
+            // A backslash escapes the next character (Lucene's query syntax, which the
+            // search API takes; terraform-provider-nsxt `nsxt/policy_search.go`
+            // `escapeSpecialCharacters` escapes `()[]+-=&|><!{}^~*?:/` in the ids it searches by).
+            let raw = value.trim().trim_matches('"');
+            // A trailing unescaped `*` is a prefix match.
+            let (raw, prefix) = match raw.strip_suffix('*') {
+                Some(v) if !v.ends_with('\\') => (v, true),
+                _ => (raw, false),
+            };
+            let value = unescape(raw);
             if value.is_empty() {
                 return Err(bad());
             }
-            let (value, prefix) = match value.strip_suffix('*') {
-                Some(v) => (v.to_string(), true),
-                None => (value, false),
-            };
             Ok(Term {
                 field,
                 value: value.to_lowercase(),
@@ -144,6 +145,18 @@ fn parse_query(q: &str) -> Result<Vec<Term>, ListError> {
             })
         })
         .collect()
+}
+
+fn unescape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut chars = s.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' => out.extend(chars.next()),
+            c => out.push(c),
+        }
+    }
+    out
 }
 
 fn leaf_matches(v: &Value, t: &Term) -> bool {
@@ -247,6 +260,11 @@ mod tests {
         );
         assert_eq!(n("tags.tag:cp"), 1);
         assert_eq!(n("attachment.id:att-1"), 1);
+        assert_eq!(
+            n(r"attachment.id:att\-1"),
+            1,
+            "escaped as terraform escapes"
+        );
         assert_eq!(
             n("resource_type:VirtualMachine AND display_name:\"worker\""),
             1

@@ -30,7 +30,7 @@ use crate::dfw::{self, TraceflowOutcome, TraceflowQuery};
 use crate::list::{self, ListError};
 use crate::members;
 use crate::traceflow;
-use crate::world::{Privilege, World};
+use crate::world::{Layout, Privilege, World};
 
 /// A harness-given Traceflow oracle: the answer to each traceflow's question.
 pub type Oracle = Arc<dyn Fn(&TraceflowQuery) -> TraceflowOutcome + Send + Sync>;
@@ -281,6 +281,73 @@ impl Index {
                 .or_default()
                 .push(o.clone());
             searchable.push(o.clone());
+        }
+        // Domains (vsphere-automation-sdk-go `services/nsxt/infra/DomainsTypes.go`, `GET
+        // /policy/api/v1/infra/domains`; a project's `orgs/projects/infra/DomainsTypes.go`):
+        // `default` of `/infra` always (every manager has it), and every domain a policy or a
+        // group of the world is in, each with its (maybe empty) collections. `/global-infra`
+        // is served only by a Local Manager in Federation: not here (404).
+        let mut domains: BTreeMap<String, Vec<String>> = BTreeMap::new();
+        domains
+            .entry("/infra".into())
+            .or_default()
+            .push("default".into());
+        for o in w.policies.iter().chain(&w.groups) {
+            let p = path(o);
+            if let Some((parent, rest)) = p.split_once("/domains/") {
+                if let Some(id) = rest.split('/').next() {
+                    domains
+                        .entry(parent.to_string())
+                        .or_default()
+                        .push(id.to_string());
+                }
+            }
+        }
+        for (parent, mut ids) in domains {
+            ids.sort();
+            ids.dedup();
+            let mut listed = Vec::new();
+            for id in ids {
+                let dp = format!("{parent}/domains/{id}");
+                let d = json!({"resource_type": "Domain", "id": id, "display_name": id,
+                    "path": dp, "parent_path": parent, "relative_path": id,
+                    "marked_for_delete": false, "_revision": 0});
+                listed.push(d.clone());
+                objects.insert(dp.clone(), d);
+                collections
+                    .entry(format!("{dp}/security-policies"))
+                    .or_default();
+                collections.entry(format!("{dp}/groups")).or_default();
+            }
+            collections
+                .entry(format!("{parent}/domains"))
+                .or_default()
+                .extend(listed);
+        }
+        // NSX 9's VPC security profile: every project's pre-created `default` profile ("All
+        // VPCs within a project are automatically associated with a pre-created default
+        // security profile", the API reference's `VpcSecurityProfile`, 9.1.0), its east-west
+        // strategy as the reference's ListVpcSecurityProfiles example names it
+        // (`/orgs/default/projects/default/security-strategies/none`), that strategy with the
+        // fields every policy object has and no rule template (its rules are the world's VPC
+        // policies). No `security-profile-attachments` (9.1): 404, as an NSX 9.0 answers.
+        if let Layout::Vpc { org, project, .. } = &w.layout {
+            let pp = format!("/orgs/{org}/projects/{project}/vpc-security-profiles/default");
+            let strategy = "/orgs/default/projects/default/security-strategies/none";
+            objects.insert(
+                pp.clone(),
+                json!({"resource_type": "VpcSecurityProfile", "id": "default",
+                    "display_name": "default", "path": pp, "is_default": true,
+                    "north_south_firewall": {"enabled": false},
+                    "east_west_firewall": {"security_strategies": [strategy]},
+                    "marked_for_delete": false, "_revision": 0}),
+            );
+            objects.insert(
+                strategy.into(),
+                json!({"resource_type": "SecurityStrategy", "id": "none",
+                    "display_name": "none", "path": strategy,
+                    "marked_for_delete": false, "_revision": 0}),
+            );
         }
         searchable.extend(w.vms.iter().cloned());
         searchable.extend(w.vifs.iter().cloned());
@@ -696,6 +763,9 @@ impl Shared {
         if let Some(a) = self.group_members(p, query) {
             return a;
         }
+        if let Some(a) = self.associations(p, query) {
+            return a;
+        }
         if let Some(o) = self.index.objects.get(p) {
             return ok(o.clone());
         }
@@ -715,12 +785,84 @@ impl Shared {
         not_found(p)
     }
 
+    /// `<tree>/virtual-machine-group-associations?vm_external_id=` and
+    /// `<tree>/group-associations?intent_path=` (vsphere-automation-sdk-go
+    /// `services/nsxt/infra/VirtualMachineGroupAssociationsTypes.go`, `GroupAssociationsTypes.go`,
+    /// the same under `orgs/projects/infra/` and `orgs/projects/vpcs/`): the groups of that tree
+    /// the VM (by its external id) or the object (by its policy path) is a member of, as a
+    /// `PolicyResourceReferenceForEPListResult` (`target_id` the group's path,
+    /// `target_display_name`, `target_type`, `is_valid`: terraform-provider-nsxt
+    /// `nsxt/data_source_nsxt_policy_baremetal_server_group_associations.go` reads these).
+    /// The least NSX may answer: a VM's groups are those with the VM itself a member (its
+    /// ports' groups are asked by their paths), a port's those with the port itself a member.
+    fn associations(&self, p: &str, query: &str) -> Option<Answer> {
+        let (tree, by) = if let Some(t) = p.strip_suffix("/virtual-machine-group-associations") {
+            (t, "vm_external_id")
+        } else if let Some(t) = p.strip_suffix("/group-associations") {
+            (t, "intent_path")
+        } else {
+            return None;
+        };
+        let parts: Vec<&str> = tree.trim_start_matches('/').split('/').collect();
+        let tree_ok = matches!(
+            parts.as_slice(),
+            ["infra"] | ["orgs", _, "projects", _, "infra"] | ["orgs", _, "projects", _, "vpcs", _]
+        );
+        if !tree_ok {
+            return Some(not_found(p));
+        }
+        let params = Self::params(query);
+        let Some(key) = params.iter().find(|(k, _)| k == by).map(|(_, v)| v.clone()) else {
+            return Some(error(
+                400,
+                500012,
+                "Policy",
+                &format!("required parameter {by} is missing"),
+            ));
+        };
+        let w = &self.world;
+        let in_tree = |g: &str| {
+            let rest = g.strip_prefix(tree).unwrap_or("");
+            // `/infra`'s answer is its own domains' groups, not a project's.
+            rest.starts_with("/domains/") || (rest.starts_with("/groups/") && parts[0] == "orgs")
+        };
+        let items: Vec<Value> = w
+            .groups
+            .iter()
+            .filter_map(|g| g.get("path").and_then(Value::as_str).map(|gp| (g, gp)))
+            .chain(
+                w.members
+                    .keys()
+                    .filter(|k| {
+                        !w.groups
+                            .iter()
+                            .any(|g| g.get("path").and_then(Value::as_str) == Some(k.as_str()))
+                    })
+                    .map(|k| (&Value::Null, k.as_str())),
+            )
+            .filter(|(_, gp)| in_tree(gp))
+            .filter(|(_, gp)| {
+                let m = members::of_group(w, gp);
+                match by {
+                    "vm_external_id" => m.vms.contains(&key),
+                    _ => m.ports.contains(&key),
+                }
+            })
+            .map(|(g, gp)| {
+                json!({"target_id": gp, "target_type": "Group", "is_valid": true,
+                    "target_display_name": g.get("display_name").cloned()
+                        .unwrap_or(json!(gp.rsplit('/').next()))})
+            })
+            .collect();
+        Some(self.page(items, query))
+    }
+
     /// `<group path>/members/<kind>`.
     fn group_members(&self, p: &str, query: &str) -> Option<Answer> {
         let (group, kind) = p.rsplit_once("/members/")?;
         let w = &self.world;
         let known = self.index.objects.contains_key(group) || w.members.contains_key(group);
-        if !known || !group.starts_with(&w.layout.base()) {
+        if !known || !group.contains("/groups/") {
             return Some(not_found(p));
         }
         let m = members::of_group(w, group);

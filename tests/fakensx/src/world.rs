@@ -309,10 +309,19 @@ impl World {
             let path = fill(p, "SecurityPolicy", "security-policies", &base)?;
             let o = obj(p)?;
             // VPC policies carry no category (terraform-provider-nsxt
-            // `getPolicySecurityPolicySchema` drops it for VPC): the fake adds none there.
-            if matches!(self.layout, Layout::Infra { .. }) {
+            // `getPolicySecurityPolicySchema` drops it for VPC): the fake adds none there. A
+            // world may hold policies of several trees (a path given): by the policy's path.
+            let vpc_policy = path.starts_with("/orgs/") && path.contains("/vpcs/");
+            if !vpc_policy {
                 o.entry("category").or_insert(json!("Application"));
             }
+            // NSX's own default policies (`default-layer3-section`, `default-layer2-section`:
+            // terraform-provider-nsxt `docs/resources/policy_predefined_security_policy.md`
+            // names `/infra/domains/default/security-policies/default-layer3-section`) are
+            // flagged `is_default` (`nsxt/data_source_nsxt_policy_security_policy.go`).
+            let id = o.get("id").and_then(Value::as_str).unwrap_or("");
+            let is_default = matches!(id, "default-layer3-section" | "default-layer2-section");
+            o.entry("is_default").or_insert(json!(is_default));
             o.entry("sequence_number").or_insert(json!(0));
             o.entry("scope").or_insert(json!(["ANY"]));
             o.entry("stateful").or_insert(json!(true));

@@ -63,7 +63,7 @@ fn policies_rules_services_as_the_api_shapes_them() {
     assert_eq!(missing.json()["httpStatus"], "NOT_FOUND");
     // The other layout's tree is not there.
     assert_eq!(
-        c.get("/policy/api/v1/orgs/default/projects/default/vpcs/ns-prod/security-policies")
+        c.get("/policy/api/v1/orgs/default/projects/proj-tkg/vpcs/ns-prod/security-policies")
             .status,
         404
     );
@@ -190,18 +190,20 @@ fn fabric_vms_vifs_ports_and_search() {
 fn the_vpc_layout() {
     let nsx = FakeNsx::start_world("vpc-drop-2380").unwrap();
     let c = Client::basic(&nsx, AUDITOR);
-    let vpc = "/policy/api/v1/orgs/default/projects/default/vpcs/ns-prod";
+    let vpc = "/policy/api/v1/orgs/default/projects/proj-tkg/vpcs/ns-prod";
     let list = c.get(&format!("{vpc}/security-policies")).json();
     assert_eq!(
         names(&list, "id"),
-        ["vpc-etcd-lockdown", "default-layer3-section"]
+        ["default-layer3-section", "vpc-etcd-lockdown"]
     );
-    // VPC policies have no category.
-    assert!(list["results"][0].get("category").is_none(), "{list}");
+    // VPC policies have no category; NSX's default policy is flagged.
+    assert!(list["results"][1].get("category").is_none(), "{list}");
+    assert_eq!(list["results"][0]["is_default"], true);
+    assert_eq!(list["results"][1]["is_default"], false);
     let rules = c
         .get(&format!("{vpc}/security-policies/vpc-etcd-lockdown/rules"))
         .json();
-    assert_eq!(rules["results"][0]["path"], "/orgs/default/projects/default/vpcs/ns-prod/security-policies/vpc-etcd-lockdown/rules/drop-etcd-peer");
+    assert_eq!(rules["results"][0]["path"], "/orgs/default/projects/proj-tkg/vpcs/ns-prod/security-policies/vpc-etcd-lockdown/rules/drop-etcd-peer");
     let m = format!("{vpc}/groups/tkc-prod-control-plane/members");
     assert_eq!(
         c.get(&format!("{m}/ip-addresses")).json()["result_count"],
@@ -212,18 +214,56 @@ fn the_vpc_layout() {
     assert_eq!(c.get(&format!("{m}/segment-ports")).status, 404);
     assert_eq!(c.get(&format!("{m}/vifs")).json()["result_count"], 3);
     let svc = c
-        .get("/policy/api/v1/orgs/default/projects/default/infra/services/etcd-peer")
+        .get("/policy/api/v1/orgs/default/projects/proj-tkg/infra/services/etcd-peer")
         .json();
     assert_eq!(
         svc["service_entries"][0]["destination_ports"],
         json!(["2380"])
     );
-    assert_eq!(
-        c.get(&format!(
-            "{BASE}/security-policies",
-            BASE = crate::common::BASE
+    // `/infra`'s default domain is there, empty; Federation's tree is not (no Global Manager).
+    let infra = c.get(&format!(
+        "{BASE}/security-policies",
+        BASE = crate::common::BASE
+    ));
+    assert_eq!(infra.status, 200);
+    assert_eq!(infra.json()["result_count"], 0);
+    let domains = c.get("/policy/api/v1/infra/domains").json();
+    assert_eq!(names(&domains, "id"), ["default"]);
+    assert_eq!(c.get("/policy/api/v1/global-infra/domains").status, 404);
+    // Group associations: a subnet port's group is asked by the port's path in the VPC's
+    // tree; the VM itself is no member of a group of ports; /infra holds none of them.
+    let port = "/orgs/default/projects/proj-tkg/vpcs/ns-prod/subnets/tkc-prod-vnet/ports/tkc-prod-7xk2p-4rz8m-tkc-prod-vnet-eth0";
+    let by_port = c
+        .get(&format!(
+            "{vpc}/group-associations?intent_path={}",
+            port.replace('/', "%2F")
         ))
-        .status,
-        404
+        .json();
+    assert_eq!(
+        by_port["results"][0]["target_id"],
+        "/orgs/default/projects/proj-tkg/vpcs/ns-prod/groups/tkc-prod-control-plane"
+    );
+    let by_vm = c
+        .get(&format!(
+            "{vpc}/virtual-machine-group-associations?vm_external_id=037585ea-8336-58d0-abc6-6c95e184b57f"
+        ))
+        .json();
+    assert_eq!(by_vm["result_count"], 0, "{by_vm}");
+    let infra_port = c
+        .get(&format!(
+            "/policy/api/v1/infra/group-associations?intent_path={}",
+            port.replace('/', "%2F")
+        ))
+        .json();
+    assert_eq!(infra_port["result_count"], 0);
+    assert_eq!(
+        c.get(&format!("{vpc}/group-associations")).status,
+        400,
+        "intent_path is required"
+    );
+    // Members of a group of ports: no VM (the API answers an empty list for such groups).
+    assert_eq!(
+        c.get(&format!("{m}/virtual-machines")).json()["result_count"],
+        0
     );
 }

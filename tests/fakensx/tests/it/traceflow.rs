@@ -168,10 +168,10 @@ fn the_vpc_drop_under_the_project_traceflows() {
     let nsx = FakeNsx::start_world("vpc-drop-2380").unwrap();
     nsx.set_observation_delay(Duration::ZERO);
     let c = Client::basic(&nsx, TRACER);
-    let port = "/orgs/default/projects/default/vpcs/ns-prod/subnets/tkc-prod-vnet/ports/tkc-prod-7xk2p-9qtvw-tkc-prod-vnet-eth0";
+    let port = "/orgs/default/projects/proj-tkg/vpcs/ns-prod/subnets/tkc-prod-vnet/ports/tkc-prod-7xk2p-9qtvw-tkc-prod-vnet-eth0";
     let (_, obs) = run(
         &c,
-        "/policy/api/v1/orgs/default/projects/default/infra/traceflows",
+        "/policy/api/v1/orgs/default/projects/proj-tkg/infra/traceflows",
         "t",
         &syn(port, "198.18.0.11", 2380),
     );
@@ -179,7 +179,7 @@ fn the_vpc_drop_under_the_project_traceflows() {
     assert_eq!(d[0]["acl_rule_id"], 6001);
     assert_eq!(
         nsx.traceflows_deleted()[0].path,
-        "/orgs/default/projects/default/infra/traceflows/t"
+        "/orgs/default/projects/proj-tkg/infra/traceflows/t"
     );
 }
 
