@@ -38,6 +38,9 @@ pub async fn run(
         crate::bundle::check_target(path)?;
     }
     let (result, mut notes) = round_with_cleanup(conn, &how.selection, opts).await;
+    if let Some(nsx) = &opts.nsx {
+        super::nsx::end(nsx).await;
+    }
     let (stdout, mut exit_code, evidence) = match result? {
         Round::One(Diagnosed::DryRun(d)) => return dry_run(d, format, notes),
         Round::Many(_, _, d) if opts.dry_run => return dry_run(d, format, notes),
