@@ -196,6 +196,8 @@ pub struct TraceflowRecord {
     pub query: Option<TraceflowQuery>,
     /// The oracle's answer.
     pub outcome: Option<TraceflowOutcome>,
+    /// The `TraceflowConfig` as it was created (what the client sent).
+    pub config: Value,
 }
 
 struct Live {
@@ -978,12 +980,14 @@ impl Shared {
                     o.insert("_revision".into(), json!(0));
                     o.entry("display_name").or_insert(json!(id));
                 }
+                let sent = serde_json::from_slice::<Value>(body).unwrap_or(Value::Null);
                 let record = TraceflowRecord {
                     id: id.into(),
                     path: path.clone(),
                     user: user.into(),
                     query: known.then_some(q),
                     outcome,
+                    config: sent,
                 };
                 st.traceflows.insert(
                     path.clone(),
