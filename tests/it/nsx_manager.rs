@@ -291,7 +291,7 @@ fn traceflows_prove_the_rule_and_are_deleted_and_an_auditor_gets_a_note() {
     assert_eq!(
         nsx_notes(&areport),
         [format!(
-            "NSX Manager: traceflows not run: NSX Manager refused the account (403): NSX Manager answered 403: The user does not have the permission to run Traceflow.; needs {}",
+            "NSX Manager: traceflows not run: NSX Manager refused the account (403): NSX Manager answered 403 (error_code 401): The user does not have the permission to run Traceflow.; needs {}",
             "a role that may run Traceflow (Plan & Troubleshoot > Traceflow with full access, e.g. Network Operator or Network Admin); Auditor may not"
         )],
         "{:#?}",
