@@ -337,6 +337,88 @@ fn ctrl_c_with_traceflows_alive_deletes_every_one() {
     assert!(case.nsx.password_leaks().is_empty());
 }
 
+/// Every DELETE answered 503 (`Retry-After: 4`): after Ctrl-C each traceflow's delete is
+/// retried only within its 10 s bound (at 0, 4 and 8 s; a fourth try would start past it), the
+/// run ends and says what it left; and a second Ctrl-C ends that wait at once.
+#[test]
+fn deletes_are_bounded_and_a_second_ctrl_c_ends_their_wait() {
+    let case = Case::new("infra-drop-2380");
+    case.nsx.set_observation_delay(Duration::from_secs(60));
+    case.nsx.inject(
+        etcdnet_fakensx::Fault::new("/policy/api/v1/infra/traceflows/", 503)
+            .method("DELETE")
+            .retry_after(4),
+    );
+    let deletes = || {
+        case.nsx
+            .requests()
+            .iter()
+            .filter(|r| r.method == "DELETE")
+            .count()
+    };
+    let signal = |child: &std::process::Child| {
+        let sent = Command::new("kill")
+            .args(["-INT", &child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(sent.success());
+    };
+    let wait_for = |what: &str, ready: &dyn Fn() -> bool| {
+        let until = Instant::now() + Duration::from_secs(30);
+        while !ready() && Instant::now() < until {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        assert!(ready(), "never saw {what}");
+    };
+    let args = ["--nsx-traceflow", "--timeout", "60s"];
+
+    // One Ctrl-C: the deletes run their bound out, and the run ends, each left one said.
+    let child = case.nsx_command("tracer", &args).spawn().unwrap();
+    wait_for("3 traceflows", &|| case.nsx.traceflows_live().len() == 3);
+    signal(&child);
+    let first = Instant::now();
+    let run = Run::from(child.wait_with_output().unwrap());
+    run.expect_code(130);
+    let took = first.elapsed();
+    assert!(took < Duration::from_secs(25), "{took:?}");
+    assert!(
+        (6..=9).contains(&deletes()),
+        "3 traceflows, 2 or 3 tries each within 10 s: {:#?}",
+        case.nsx.requests()
+    );
+    let warned = run
+        .stderr
+        .lines()
+        .filter(|l| l.starts_with("warning: could not delete traceflow /infra/traceflows/etcdnet-"))
+        .count();
+    assert_eq!(warned, 3, "{}", run.stderr);
+
+    // A second Ctrl-C while the deletes wait: the run ends at once, naming what it left.
+    let before = deletes();
+    let child = case.nsx_command("tracer", &args).spawn().unwrap();
+    wait_for("3 more traceflows", &|| {
+        case.nsx.traceflows_live().len() == 6
+    });
+    signal(&child);
+    wait_for("a delete", &|| deletes() > before);
+    signal(&child);
+    let second = Instant::now();
+    let run = Run::from(child.wait_with_output().unwrap());
+    run.expect_code(130);
+    assert!(
+        second.elapsed() < Duration::from_secs(4),
+        "{:?}",
+        second.elapsed()
+    );
+    let named = run
+        .stderr
+        .lines()
+        .filter(|l| l.contains("was not deleted from NSX Manager (interrupted again)"))
+        .count();
+    assert_eq!(named, 3, "{}", run.stderr);
+    assert!(case.nsx.password_leaks().is_empty());
+}
+
 /// A wrong password: one refused login at most (NSX locks an account after 5 in 900 s), one
 /// note naming the 403, NSX's error_code and the lockout, the diagnosis still made; and under
 /// `--watch`, one failed login for the whole run however many rounds.
