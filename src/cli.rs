@@ -525,6 +525,7 @@ impl DiagnoseArgs {
                 options,
                 traceflow: self.nsx.nsx_traceflow,
                 note: self.nsx.report_note(),
+                login: Default::default(),
             }))
     }
 }

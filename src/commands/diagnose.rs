@@ -38,7 +38,21 @@ pub async fn run(
         crate::bundle::check_target(path)?;
     }
     let (result, mut notes) = round_with_cleanup(conn, &how.selection, opts).await;
-    let (stdout, mut exit_code, evidence) = match result? {
+    if let Some(nsx) = &opts.nsx {
+        super::nsx::end(nsx).await;
+    }
+    // An interrupted round still owes the admin its warnings (what it could not delete).
+    let result = match result {
+        Ok(r) => r,
+        Err(e) => {
+            use std::io::Write;
+            for note in &notes {
+                let _ = writeln!(std::io::stderr(), "{}", render::visible(note));
+            }
+            return Err(e);
+        }
+    };
+    let (stdout, mut exit_code, evidence) = match result {
         Round::One(Diagnosed::DryRun(d)) => return dry_run(d, format, notes),
         Round::Many(_, _, d) if opts.dry_run => return dry_run(d, format, notes),
         Round::One(Diagnosed::Report(report, evidence)) => (

@@ -1,10 +1,12 @@
-//! NSX Manager for one run (`--nsx-manager`): one client for the whole run (one login, however
-//! many clusters), each cluster's DFW read after its probes, and with `--nsx-traceflow` a few
-//! traceflows for its failing paths. Every traceflow is tracked from before its creation: the
-//! cluster's own diagnosis deletes them as soon as they are read, and [`NsxRun::finish`], which
-//! the round runs on every way out (Ctrl-C included: the signal drops the diagnosis, not this),
-//! deletes whatever is left and ends the session.
+//! NSX Manager for one round (`--nsx-manager`): the run's one client (one login however many
+//! clusters and `--watch` rounds: [`NsxConfig::login`]), each cluster's DFW read after its
+//! probes, and with `--nsx-traceflow` a few traceflows for its failing paths. Every traceflow
+//! is tracked from before its creation, by its own cluster: the cluster's diagnosis deletes
+//! its own as soon as they are read (never another cluster's), and [`NsxRun::finish`], which
+//! the round runs on every way out (Ctrl-C included: the signal drops the diagnosis, not
+//! this), deletes whatever is left. [`end`] ends the session when the run ends.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use crate::analyse::matrix::{self, CellState};
@@ -29,17 +31,24 @@ const TRACED_PORTS: [u16; 2] = [2380, 2379];
 /// NSX Manager for the run: the client (or why there is none), the traceflows not yet deleted.
 pub struct NsxRun {
     config: NsxConfig,
-    client: Result<Client, Gap>,
+    client: Result<Arc<Client>, Gap>,
+    /// Every traceflow of the round; each cluster's reading tracks its own in a scope of it.
     tracker: TraceflowTracker,
 }
 
+/// Ends the run's NSX Manager session (the run is over: every round's traceflows are deleted).
+pub async fn end(config: &NsxConfig) {
+    config.login.close().await;
+}
+
 impl NsxRun {
-    /// Logs in once (session, else basic); a refusal is kept and said in every cluster's
-    /// reading, never a failed run.
+    /// The run's login: made by the run's first round, taken as it came out by the others (a
+    /// refusal is kept and said in every cluster's reading, never a failed run, and never
+    /// tried again: NSX locks an account after a few failed logins).
     pub async fn start(config: &NsxConfig) -> NsxRun {
         NsxRun {
             config: config.clone(),
-            client: Client::connect(&config.options).await,
+            client: config.login.client(&config.options).await,
             tracker: TraceflowTracker::default(),
         }
     }
@@ -100,22 +109,25 @@ impl NsxRun {
             let classes = classes(&read, &vms, reports);
             let left = bound.saturating_sub(started.elapsed());
             if !classes.is_empty() && !left.is_zero() {
+                // This cluster's own tracker: its cleanup deletes its traceflows only, never
+                // another cluster's still being polled.
+                let own = self.tracker.scoped();
                 read.traceflows =
-                    traceflow::run_and_delete(client, &layout, &classes, &self.tracker, left).await;
+                    traceflow::run_and_delete(client, &layout, &classes, &own, left).await;
             }
         }
         read
     }
 
     /// On every way out of the round: deletes the traceflows still tracked (a run cut by a
-    /// signal, a deletion that failed) and ends the session. Returns a warning per traceflow
-    /// that could not be deleted.
+    /// signal, a deletion that failed), each within its bound. Returns a warning per
+    /// traceflow that could not be deleted. The session stays: `--watch`'s next round uses it
+    /// ([`end`] closes it).
     pub async fn finish(&self) -> Vec<String> {
         let Ok(client) = &self.client else {
             return Vec::new();
         };
         let failed = self.tracker.delete_all(client).await;
-        client.close().await;
         failed
             .into_iter()
             .map(|(path, why)| {
@@ -124,6 +136,13 @@ impl NsxRun {
                 )
             })
             .collect()
+    }
+}
+
+impl NsxRun {
+    /// The traceflows not yet deleted (for the warning when a second signal ends the wait).
+    pub fn pending(&self) -> Vec<String> {
+        self.tracker.pending()
     }
 }
 
@@ -195,6 +214,12 @@ fn classes(read: &NsxRead, vms: &[SupervisorVm], reports: &[NodeReport]) -> Vec<
                 .iter()
                 .find(|v| v.node == c.to)
                 .and_then(|v| v.ips.first());
+            // The source's address of the peer's family: the packet's `src_ip`.
+            let from_ip = to_ip.and_then(|to| {
+                vms.iter()
+                    .find(|v| v.node == c.from)
+                    .and_then(|v| v.ips.iter().find(|ip| ip.is_ipv6() == to.is_ipv6()))
+            });
             if let (Some(from_port), Some(to_ip)) = (from_port, to_ip) {
                 out.push(TraceflowClass {
                     from: c.from.clone(),
@@ -202,6 +227,9 @@ fn classes(read: &NsxRead, vms: &[SupervisorVm], reports: &[NodeReport]) -> Vec<
                     from_port,
                     to_ip: to_ip.to_string(),
                     port,
+                    from_ip: from_ip.map(|ip| ip.to_string()),
+                    from_mac: mac(read, &identified, &c.from),
+                    to_mac: mac(read, &identified, &c.to),
                 });
             }
             if out.len() >= MAX_TRACEFLOWS {
@@ -210,4 +238,19 @@ fn classes(read: &NsxRead, vms: &[SupervisorVm], reports: &[NodeReport]) -> Vec<
         }
     }
     out
+}
+
+/// The MAC of `node`'s confirmed VM's port, from what its lookup found ([`traceflow::mac_of`]).
+fn mac(read: &NsxRead, identified: &[model::DfwVm], node: &str) -> Option<String> {
+    let vm = identified
+        .iter()
+        .find(|v| v.node == node && v.identity == model::Identity::Confirmed)?;
+    let port = vm.port.as_ref()?;
+    let found = &read.vms.iter().find(|l| l.node == node)?.found;
+    traceflow::mac_of(
+        found,
+        vm.nsx_vm.as_ref().and_then(|v| v.external_id.as_deref()),
+        port.path.as_deref()?,
+        port.attachment_id.as_deref(),
+    )
 }

@@ -60,8 +60,9 @@ pub async fn round_with_cleanup(
 ) -> (Result<Round>, Vec<String>) {
     let tracker = PodTracker::default();
     let progress = Progress::for_stderr();
-    // NSX Manager (`--nsx-manager`): one login for the round, outside the signal's select so
-    // that its traceflows are deleted whatever ends the round.
+    // NSX Manager (`--nsx-manager`): the run's one login (made by its first round, shared by
+    // the rest), outside the signal's select so that the round's traceflows are deleted
+    // whatever ends the round.
     let nsx = match (&opts.nsx, opts.dry_run) {
         (Some(config), false) => {
             let login = NsxRun::start(config);
@@ -80,7 +81,14 @@ pub async fn round_with_cleanup(
     // Every way out passes here: delete what is left, unless asked to keep it.
     let mut notes = Vec::new();
     if let Some(n) = &nsx {
-        notes.extend(n.finish().await);
+        // Each delete is bounded; a second signal ends the wait at once (the first one, if it
+        // came, ended the round above), saying what is left on NSX Manager.
+        tokio::select! {
+            failed = n.finish() => notes.extend(failed),
+            _ = signal::shutdown() => notes.extend(n.pending().into_iter().map(|path| format!(
+                "warning: traceflow {path} was not deleted from NSX Manager (interrupted again); it is transient (NSX removes it after two idle hours), or delete it there"
+            ))),
+        }
     }
     let where_ = match &selection.which {
         Which::One(c) => format!("{c} -n {}", conn.namespace),

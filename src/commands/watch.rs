@@ -36,6 +36,10 @@ pub async fn run(
         ..opts.clone()
     };
     let result = rounds(conn, selection, &opts, format, every, emit).await;
+    // One NSX Manager session for the whole watch (one login a run): ended once, here.
+    if let Some(nsx) = &opts.nsx {
+        super::nsx::end(nsx).await;
+    }
     for failed in keeper.finish(Duration::from_secs(15)).await {
         eprintln_visible(&format!(
             "warning: could not delete jumpbox pod {failed}; run: kubectl etcdnet cleanup -n {}",

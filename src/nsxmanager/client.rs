@@ -8,15 +8,27 @@
 //!   is an error, so neither the credentials nor a session cookie go to another host.
 //! - **Who**: [`Credentials`] from `--nsx-credentials FILE` (`user:password`) or
 //!   `NSXT_USERNAME`/`NSXT_PASSWORD`; never from argv, never printed (`Debug` redacts), never
-//!   serialized (no `Serialize`). Authentication by session first (`POST /api/session/create`,
+//!   serialized (no `Serialize`). Authentication by session only (`POST /api/session/create`,
 //!   form `j_username`/`j_password`; the answer's `JSESSIONID` cookie and `X-XSRF-TOKEN` header
-//!   go back on every request; `POST /api/session/destroy` at the end), HTTP basic when the
-//!   session endpoint refuses. The mechanics as the NSX API reference's
-//!   `DestroyAuthenticatedSession` says them ("the set-cookie and x-xsrf-token headers obtained
-//!   from an earlier call to /api/session/create should be provided"; `POST /api/session/destroy`)
-//!   and as scripts use them (`curl -c cookies -D headers -X POST -d
+//!   go back on every request; `POST /api/session/destroy` at the end). The mechanics as the NSX
+//!   API reference's `DestroyAuthenticatedSession` says them ("the set-cookie and x-xsrf-token
+//!   headers obtained from an earlier call to /api/session/create should be provided"; `POST
+//!   /api/session/destroy`) and as scripts use them (`curl -c cookies -D headers -X POST -d
 //!   'j_username=…&j_password=…' https://$NSX/api/session/create`, then `-b cookies -H
-//!   "X-XSRF-TOKEN: …"`: e.g. tacobayle/nestedVsphere8 `06_nsx_config/logs/edge.sh`).
+//!   "X-XSRF-TOKEN: …"`: e.g. tacobayle/nestedVsphere8 `06_nsx_config/logs/edge.sh`; Broadcom
+//!   KB 423054 "HTTP authentication using APIs on NSX").
+//! - **One login per run** ([`Login`]): NSX locks an account out of the API after
+//!   `api_max_auth_failures` (default 5) failed logins within `api_failed_auth_reset_period`
+//!   (default 900 s), for `api_failed_auth_lockout_period` (default 900 s) (the API reference's
+//!   `AuthenticationPolicyProperties`, `GET /api/v1/node/aaa/auth-policy`; the CLI's `get
+//!   auth-policy api max-auth-failures`). So a run logs in to a manager once, whatever `-A` or
+//!   `--watch` does, and a refused login (NSX answers a wrong password `403`, `error_code` 403:
+//!   Broadcom KB 440528; vmware/vmware-nsxlib `vmware_nsxlib/v3/utils.py`
+//!   `http_error_to_exception`, FORBIDDEN `'403': InvalidCredentials`) stops every further
+//!   request to it: no second try, no HTTP basic with the same password. An expired session is
+//!   `403` with `error_code` 98 (the same table: `'98': BadXSRFToken`, which nsxlib's
+//!   `ExceptionConfig.regenerate_triggers` answers with a new session): one re-login, then the
+//!   request again, once ([`Client::request`]).
 //! - **Trust**: the `--nsx-ca` file's certificates, else this machine's roots; with
 //!   `--nsx-insecure-skip-tls-verify` none (said on stderr and in the report by the caller).
 //! - **Bounds** ([`Limits`]): each request within `request_timeout` and never past the whole
@@ -24,15 +36,17 @@
 //!   (`?cursor=…&page_size=…`, the Policy API's `ListResult`) up to `max_pages` pages and
 //!   `max_objects` objects ([`Pager`]); 429/503 retried at most `retries` times, waiting the
 //!   answer's `Retry-After` (seconds or an HTTP date) but never more than `max_retry_after`
-//!   nor past the deadline ([`retry_after`]).
+//!   nor past the deadline ([`retry_after`]); a delete's bound (`within`) is its whole bound,
+//!   its retries included.
 //! - **Refusals**: 401/403 are [`Gap`]s naming the NSX privilege the request needed
-//!   ([`Privilege`]), never an error that fails the diagnosis.
+//!   ([`Privilege`]), never an error that fails the diagnosis. Every error answer's
+//!   `error_code` is read and said with its `error_message` (the `ApiError` shape).
 
 use std::collections::HashSet;
 use std::fmt;
 use std::io::Read;
 use std::path::Path;
-use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
@@ -200,17 +214,6 @@ impl Credentials {
             user: Secret(user.to_string()),
             password: Secret(password.to_string()),
         })
-    }
-
-    /// The `Authorization: Basic …` value, marked sensitive (hyper never logs it).
-    fn basic(&self) -> HeaderValue {
-        use base64::Engine;
-        let token = base64::engine::general_purpose::STANDARD
-            .encode(format!("{}:{}", self.user.0, self.password.0));
-        let mut v = HeaderValue::try_from(format!("Basic {token}"))
-            .unwrap_or_else(|_| HeaderValue::from_static("Basic"));
-        v.set_sensitive(true);
-        v
     }
 
     /// The session form's body.
@@ -713,10 +716,12 @@ pub fn shown(d: Duration) -> String {
 /// A request that did not give an answer to use.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum RequestError {
-    /// The manager answered with this status (its own `error_message`, bounded and cleaned).
-    #[error("NSX Manager answered {status}{}", message.as_deref().map(|m| format!(": {m}")).unwrap_or_default())]
+    /// The manager answered with this status (its own `error_code` and `error_message`, the
+    /// message bounded and cleaned).
+    #[error("NSX Manager answered {status}{}{}", code.map(|c| format!(" (error_code {c})")).unwrap_or_default(), message.as_deref().map(|m| format!(": {m}")).unwrap_or_default())]
     Status {
         status: u16,
+        code: Option<u64>,
         message: Option<String>,
     },
     #[error("NSX Manager answered a redirect ({status}), not followed: the reader talks to {manager} only")]
@@ -733,8 +738,8 @@ pub enum RequestError {
     NotJson,
     #[error("{0}")]
     BadPath(String),
-    /// The manager refused the credentials on an earlier request: not sent again.
-    #[error("not asked: NSX Manager refused the credentials on an earlier request (NSX locks an account after a few failed logins)")]
+    /// The manager refused this run's login: nothing more is sent to it.
+    #[error("not asked: NSX Manager refused this run's login, and nothing more is sent to it (NSX locks an account after {LOCKOUT_FAILURES} failed logins within {LOCKOUT_WINDOW_SECS} s by default)")]
     NotSent,
 }
 
@@ -817,19 +822,51 @@ fn api_message(body: &[u8]) -> Option<String> {
     Some(clean(m, MAX_MESSAGE_CHARS))
 }
 
+/// The NSX API error's `error_code` (the `ApiError` shape: an integer; some answers carry it
+/// as a string of digits), when the body has one.
+pub fn api_error_code(body: &[u8]) -> Option<u64> {
+    let v: Value = serde_json::from_slice(body).ok()?;
+    match v.get("error_code")? {
+        Value::Number(n) => n.as_u64(),
+        Value::String(s) if s.len() <= 20 => s.trim().parse().ok(),
+        _ => None,
+    }
+}
+
+/// An answer's status as a [`RequestError::Status`], its `error_code` and message read.
+fn status_error(status: StatusCode, body: &[u8]) -> RequestError {
+    RequestError::Status {
+        status: status.as_u16(),
+        code: api_error_code(body),
+        message: api_message(body),
+    }
+}
+
+/// NSX's defaults for locking an account out of the API (`AuthenticationPolicyProperties`:
+/// `api_max_auth_failures` 5, `api_failed_auth_reset_period` 900 s): what the refusal says.
+pub const LOCKOUT_FAILURES: u32 = 5;
+pub const LOCKOUT_WINDOW_SECS: u64 = 900;
+
+/// `error_code` of a 403 for a session NSX no longer knows (expired, destroyed): vmware-nsxlib
+/// `http_error_to_exception`, FORBIDDEN `'98': BadXSRFToken`, a trigger to log in again.
+pub const SESSION_EXPIRED_CODE: u64 = 98;
+
+/// The most times a run logs in again after [`SESSION_EXPIRED_CODE`]: each is a successful
+/// login's session ending (never a failed login: a refused one ends the run's requests), but a
+/// manager that expires every session at once must not be logged in to without end.
+pub const MAX_RELOGINS: u32 = 8;
+
 // ---------------------------------------------------------------------------------------------
 // Sessions
 
-/// How requests are authenticated.
+/// A session's cookie and XSRF token, as the session create answered them (both marked
+/// sensitive: hyper never logs them), and which login made it.
 #[derive(Clone)]
-enum Auth {
-    /// `JSESSIONID` cookie and the XSRF token the session create answered.
-    Session {
-        cookie: HeaderValue,
-        xsrf: Option<HeaderValue>,
-    },
-    /// `Authorization: Basic …` (the session endpoint refused).
-    Basic(HeaderValue),
+struct Session {
+    cookie: HeaderValue,
+    xsrf: Option<HeaderValue>,
+    /// 1 for the run's login, one more for each re-login.
+    generation: u64,
 }
 
 /// The `JSESSIONID=…` pair of a `Set-Cookie` header (the attributes dropped), if any.
@@ -870,33 +907,64 @@ pub struct Options {
     pub limits: Limits,
 }
 
+/// The run's one login to its manager ([`Options`]), shared by every cluster and every
+/// `--watch` round: the first asks, the others take its outcome, a session or the refusal.
+/// The refusal is kept for the run: NSX counts failed logins toward locking the account.
+#[derive(Default)]
+pub struct Login {
+    outcome: tokio::sync::OnceCell<Result<Arc<Client>, Gap>>,
+}
+
+impl fmt::Debug for Login {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let state = match self.outcome.get() {
+            None => "not yet",
+            Some(Ok(_)) => "session",
+            Some(Err(_)) => "refused",
+        };
+        f.debug_struct("Login").field("state", &state).finish()
+    }
+}
+
+impl Login {
+    /// The run's client: logs in on the first call, then answers every call with that outcome.
+    pub async fn client(&self, options: &Options) -> Result<Arc<Client>, Gap> {
+        self.outcome
+            .get_or_init(|| async { Client::connect(options).await.map(Arc::new) })
+            .await
+            .clone()
+    }
+
+    /// Ends the run's session, if it has one ([`Client::close`]).
+    pub async fn close(&self) {
+        if let Some(Ok(client)) = self.outcome.get() {
+            client.close().await;
+        }
+    }
+}
+
 /// A connection to one NSX Manager, authenticated, bounded. Cheap to share by reference; the
 /// reader's concurrent requests use one pool.
 pub struct Client {
     http: HyperClient<HttpsConnector<HttpConnector>, Full<Bytes>>,
     manager: ManagerUrl,
-    auth: Auth,
+    /// Kept for a re-login after the session expired (never sent anywhere else).
+    credentials: Credentials,
+    /// The current session; replaced by a re-login.
+    session: std::sync::Mutex<Option<Session>>,
+    /// One login at a time: requests that meet the same expired session wait for one re-login.
+    login_gate: tokio::sync::Mutex<()>,
+    /// Logins sent (the run's and the re-logins), for the bound [`MAX_RELOGINS`].
+    logins: AtomicU32,
+    /// The generation of the newest session.
+    generation: AtomicU64,
     limits: Limits,
     /// No request starts or runs past it: `--nsx-timeout` from the login, renewed by each
     /// cluster's reading ([`Client::renew_deadline`]), which the probes before it must not eat.
     deadline: std::sync::Mutex<Instant>,
-    /// Why no session (the endpoint's refusal): said with the reading's gaps, since a 403 that
-    /// follows may be the credentials, not a privilege (NSX answers both with 403).
-    session_refused: Option<Gap>,
-    /// Whether the credentials still may be sent ([`CREDENTIALS_OK`], [`CREDENTIALS_UNPROVEN`],
-    /// [`CREDENTIALS_REFUSED`]): NSX locks an account after a few failed logins (5 by default),
-    /// so a run stops sending credentials the manager refused instead of failing once per
-    /// request.
-    credentials: AtomicU8,
+    /// Why nothing more is sent: a re-login the manager refused (said with the reading's gaps).
+    refused: std::sync::OnceLock<Gap>,
 }
-
-/// The credentials worked (or nothing says otherwise yet).
-const CREDENTIALS_OK: u8 = 0;
-/// The session endpoint refused them with 403 (NSX answers a wrong password so, and a session
-/// disabled too): basic is tried, and a 401/403 on its first request ends the sending.
-const CREDENTIALS_UNPROVEN: u8 = 1;
-/// The manager refused them (a 401, or the above): nothing more is sent.
-const CREDENTIALS_REFUSED: u8 = 2;
 
 impl fmt::Debug for Client {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -907,13 +975,33 @@ impl fmt::Debug for Client {
     }
 }
 
+/// The one line a refused login is: its status, NSX's own `error_code` and words, that nothing
+/// more is sent, and why (the lockout).
+fn login_refused(status: u16, body: &[u8]) -> String {
+    let answered = RequestError::Status {
+        status,
+        code: api_error_code(body),
+        message: api_message(body),
+    };
+    let lockout = format!(
+        "NSX locks an account out of its API after {LOCKOUT_FAILURES} failed logins within {LOCKOUT_WINDOW_SECS} s by default"
+    );
+    match status {
+        401 | 403 => format!(
+            "NSX Manager refused the login ({answered}): nothing more is sent to it this run ({lockout}); check the account and its password"
+        ),
+        _ => format!(
+            "NSX Manager did not grant a session ({answered}): nothing more is sent to it this run (a login is tried once a run: {lockout})"
+        ),
+    }
+}
+
 impl Client {
-    /// Builds the client and authenticates: a session when the manager grants one, else basic.
-    /// A manager that cannot be reached at all (TLS, connection, the deadline) is one [`Gap`]
-    /// at `/api/session/create`; a refused session is not (basic is tried by each request).
+    /// Builds the client and logs in (a session). A manager that cannot be reached (TLS,
+    /// connection, the deadline) or refuses the login is one [`Gap`] at
+    /// `/api/session/create`, and then nothing more is sent to it.
     pub async fn connect(options: &Options) -> Result<Client, Gap> {
         let session_path = ApiPath::fixed("/api/session/create");
-        let manager = options.manager.as_str().to_string();
         let config = tls_config(&options.trust).map_err(|why| Gap {
             path: session_path.path().into(),
             status: None,
@@ -933,83 +1021,110 @@ impl Client {
         let http = HyperClient::builder(TokioExecutor::new())
             .pool_idle_timeout(Duration::from_secs(30))
             .build(https);
-        let mut client = Client {
+        let client = Client {
             http,
             manager: options.manager.clone(),
-            auth: Auth::Basic(options.credentials.basic()),
+            credentials: options.credentials.clone(),
+            session: std::sync::Mutex::new(None),
+            login_gate: tokio::sync::Mutex::new(()),
+            logins: AtomicU32::new(0),
+            generation: AtomicU64::new(0),
             limits: options.limits,
             deadline: std::sync::Mutex::new(Instant::now() + options.limits.total),
-            session_refused: None,
-            credentials: AtomicU8::new(CREDENTIALS_OK),
+            refused: std::sync::OnceLock::new(),
         };
-        let form = Bytes::from(options.credentials.form());
-        let answer = client
+        client.login().await?;
+        tracing::debug!(manager = %client.manager, "NSX Manager session");
+        Ok(client)
+    }
+
+    /// One `POST /api/session/create`: the session on success, else the one-line gap.
+    async fn login(&self) -> Result<(), Gap> {
+        let session_path = ApiPath::fixed("/api/session/create");
+        let gap = |status: Option<u16>, why: String| Gap {
+            path: session_path.path().into(),
+            status,
+            why: clean(&why, 2 * MAX_MESSAGE_CHARS),
+            privilege: None,
+        };
+        self.logins.fetch_add(1, Ordering::SeqCst);
+        let form = Bytes::from(self.credentials.form());
+        let answer = self
             .exchange(
                 Method::POST,
                 &session_path,
                 Some(("application/x-www-form-urlencoded", form)),
                 None,
-                false,
+                None,
             )
             .await;
-        match answer {
-            Ok(a) if a.status.is_success() => {
-                let cookie = session_cookie(&a.headers).and_then(|c| HeaderValue::try_from(c).ok());
-                let xsrf = a.headers.get(XSRF_HEADER).cloned();
-                if let Some(mut cookie) = cookie {
-                    cookie.set_sensitive(true);
-                    let xsrf = xsrf.map(|mut x| {
-                        x.set_sensitive(true);
-                        x
-                    });
-                    client.auth = Auth::Session { cookie, xsrf };
-                } else {
-                    client.session_refused = Some(Gap {
-                        path: session_path.path().into(),
-                        status: Some(a.status.as_u16()),
-                        why: "NSX Manager granted no session cookie: HTTP basic used".into(),
-                        privilege: None,
-                    });
-                }
-                tracing::debug!(manager = %manager, auth = client.auth_kind(), "NSX Manager session");
-                Ok(client)
+        let a = match answer {
+            Ok(a) => a,
+            Err(e) => return Err(e.gap(session_path.path(), Privilege::ReadSecurity)),
+        };
+        if !a.status.is_success() {
+            tracing::debug!(status = a.status.as_u16(), "NSX login refused");
+            return Err(gap(
+                Some(a.status.as_u16()),
+                login_refused(a.status.as_u16(), &a.body),
+            ));
+        }
+        // A session needs its cookie: without one there is none to use, and the password is
+        // not sent again in another form (no HTTP basic: one login a run).
+        let Some(mut cookie) =
+            session_cookie(&a.headers).and_then(|c| HeaderValue::try_from(c).ok())
+        else {
+            return Err(gap(
+                Some(a.status.as_u16()),
+                "NSX Manager granted no session (no JSESSIONID cookie): nothing more is sent to it this run".into(),
+            ));
+        };
+        cookie.set_sensitive(true);
+        let xsrf = a.headers.get(XSRF_HEADER).cloned().map(|mut x| {
+            x.set_sensitive(true);
+            x
+        });
+        let generation = self.generation.fetch_add(1, Ordering::SeqCst) + 1;
+        *self.session.lock().unwrap_or_else(|e| e.into_inner()) = Some(Session {
+            cookie,
+            xsrf,
+            generation,
+        });
+        Ok(())
+    }
+
+    /// After `generation`'s session was answered [`SESSION_EXPIRED_CODE`]: logs in again, once
+    /// for every request that met that session (the others wait and take the new one). False
+    /// when no newer session can be had (the re-login refused, or [`MAX_RELOGINS`] spent).
+    async fn relogin(&self, generation: u64) -> bool {
+        let _one = self.login_gate.lock().await;
+        if self.refused.get().is_some() {
+            return false;
+        }
+        if self.generation.load(Ordering::SeqCst) != generation {
+            return true;
+        }
+        if self.logins.load(Ordering::SeqCst) > MAX_RELOGINS {
+            return false;
+        }
+        tracing::debug!("NSX session expired: logging in again");
+        match self.login().await {
+            Ok(()) => true,
+            Err(gap) => {
+                let _ = self.refused.set(gap);
+                false
             }
-            // Refused (a 4xx/5xx, or a redirect to a login page): basic on every request, unless
-            // the refusal was a 401 (the credentials themselves); a 401/403 on basic's first
-            // request ends the sending ([`CREDENTIALS_UNPROVEN`]).
-            Ok(a) => {
-                client.credentials = AtomicU8::new(match a.status.as_u16() {
-                    401 => CREDENTIALS_REFUSED,
-                    403 => CREDENTIALS_UNPROVEN,
-                    _ => CREDENTIALS_OK,
-                });
-                tracing::debug!(
-                    status = a.status.as_u16(),
-                    "NSX session refused: basic auth"
-                );
-                client.session_refused = Some(Gap {
-                    path: session_path.path().into(),
-                    status: Some(a.status.as_u16()),
-                    why: if a.status.as_u16() == 401 {
-                        "NSX Manager refused the credentials (401): nothing more is sent (NSX locks an account after a few failed logins)".to_string()
-                    } else {
-                        format!(
-                            "NSX Manager refused a session ({}): HTTP basic used; a 401/403 that follows may be the credentials themselves",
-                            a.status.as_u16()
-                        )
-                    },
-                    privilege: None,
-                });
-                Ok(client)
-            }
-            Err(e) => Err(e.gap(session_path.path(), Privilege::ReadSecurity)),
         }
     }
 
-    /// Why the client uses basic auth, when the session endpoint refused (a [`Gap`] the reading
-    /// reports).
+    /// Why nothing more is sent, when a re-login was refused (a [`Gap`] the reading reports).
     pub fn session_refused(&self) -> Option<&Gap> {
-        self.session_refused.as_ref()
+        self.refused.get()
+    }
+
+    /// How many logins the client sent (the run's, then each re-login).
+    pub fn logins(&self) -> u32 {
+        self.logins.load(Ordering::SeqCst)
     }
 
     fn deadline(&self) -> Instant {
@@ -1025,17 +1140,22 @@ impl Client {
         *d = (*d).max(Instant::now() + bound.min(self.limits.total));
     }
 
-    /// Whether the manager refused the credentials (nothing more is sent).
+    /// Whether the manager refused a login (nothing more is sent).
     pub fn credentials_refused(&self) -> bool {
-        self.credentials.load(Ordering::SeqCst) == CREDENTIALS_REFUSED
+        self.refused.get().is_some()
     }
 
-    /// `session` or `basic`: never with what.
+    /// How requests authenticate: always `session` (never with what).
     pub fn auth_kind(&self) -> &'static str {
-        match self.auth {
-            Auth::Session { .. } => "session",
-            Auth::Basic(_) => "basic",
-        }
+        "session"
+    }
+
+    /// The current session (a clone of its two header values).
+    fn session(&self) -> Option<Session> {
+        self.session
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
     }
 
     pub fn manager(&self) -> &ManagerUrl {
@@ -1047,17 +1167,23 @@ impl Client {
     }
 
     /// Ends the session (`POST /api/session/destroy`), bounded by [`SESSION_CLOSE_BOUND`]
-    /// whatever the deadline; nothing for basic auth. A failure is only logged: the session
-    /// expires.
+    /// whatever the deadline. A failure is only logged: the session expires.
     pub async fn close(&self) {
-        if let Auth::Session { .. } = self.auth {
-            let path = ApiPath::fixed("/api/session/destroy");
-            let r = self
-                .exchange(Method::POST, &path, None, Some(SESSION_CLOSE_BOUND), true)
-                .await;
-            if let Err(e) = r {
-                tracing::debug!(error = %e, "NSX session destroy");
-            }
+        let Some(session) = self.session() else {
+            return;
+        };
+        let path = ApiPath::fixed("/api/session/destroy");
+        let r = self
+            .exchange(
+                Method::POST,
+                &path,
+                None,
+                Some(SESSION_CLOSE_BOUND),
+                Some(&session),
+            )
+            .await;
+        if let Err(e) = r {
+            tracing::debug!(error = %e, "NSX session destroy");
         }
     }
 
@@ -1129,7 +1255,11 @@ impl Client {
         }
     }
 
-    /// One request with its retries (429/503, bounded), authenticated; 2xx or an error.
+    /// One request with its retries (429/503, bounded), in the session; 2xx or an error. An
+    /// expired session ([`SESSION_EXPIRED_CODE`]) is logged in again once ([`Client::relogin`])
+    /// and the request sent again in the new one. `within`: the whole bound of a tidying-up
+    /// request, its retries included (whatever is left of the deadline); else each exchange
+    /// is bounded by the request timeout and the deadline, and no retry waits past the latter.
     async fn request(
         &self,
         method: Method,
@@ -1137,27 +1267,33 @@ impl Client {
         body: Option<(&'static str, Bytes)>,
         within: Option<Duration>,
     ) -> Result<Answer, RequestError> {
+        let until = within.map(|w| Instant::now() + w);
         let mut attempt = 0;
+        let mut relogged = false;
         loop {
-            if self.credentials.load(Ordering::SeqCst) == CREDENTIALS_REFUSED {
+            if self.refused.get().is_some() {
                 return Err(RequestError::NotSent);
             }
+            let Some(session) = self.session() else {
+                return Err(RequestError::NotSent);
+            };
+            let left = match until {
+                Some(u) => {
+                    let left = u.saturating_duration_since(Instant::now());
+                    if left.is_zero() {
+                        return Err(RequestError::Slow {
+                            manager: self.manager.to_string(),
+                            bound: within.unwrap_or_default(),
+                        });
+                    }
+                    Some(left)
+                }
+                None => None,
+            };
             let a = self
-                .exchange(method.clone(), path, body.clone(), within, true)
+                .exchange(method.clone(), path, body.clone(), left, Some(&session))
                 .await?;
             let status = a.status;
-            let refused = match (self.credentials.load(Ordering::SeqCst), status.as_u16()) {
-                (_, 401) | (CREDENTIALS_UNPROVEN, 403) => true,
-                (CREDENTIALS_UNPROVEN, _) if status.is_success() => {
-                    self.credentials.store(CREDENTIALS_OK, Ordering::SeqCst);
-                    false
-                }
-                _ => false,
-            };
-            if refused {
-                self.credentials
-                    .store(CREDENTIALS_REFUSED, Ordering::SeqCst);
-            }
             if status.is_success() {
                 return Ok(a);
             }
@@ -1167,10 +1303,17 @@ impl Client {
                     manager: self.manager.to_string(),
                 });
             }
-            let error = RequestError::Status {
-                status: status.as_u16(),
-                message: api_message(&a.body),
-            };
+            let error = status_error(status, &a.body);
+            if status == StatusCode::FORBIDDEN
+                && api_error_code(&a.body) == Some(SESSION_EXPIRED_CODE)
+                && !relogged
+            {
+                relogged = true;
+                if self.relogin(session.generation).await {
+                    continue;
+                }
+                return Err(error);
+            }
             let retryable = matches!(status.as_u16(), 429 | 503);
             if !retryable || attempt >= self.limits.retries {
                 return Err(error);
@@ -1181,8 +1324,10 @@ impl Client {
                 .and_then(|v| v.to_str().ok());
             let wait = retry_after(header, SystemTime::now(), self.limits.max_retry_after)
                 .unwrap_or_else(|| backoff(attempt, self.limits.max_retry_after));
-            // A wait past the deadline is no wait worth making: the manager's answer stands.
-            if within.is_none() && Instant::now() + wait >= self.deadline() {
+            // A wait past the bound is no wait worth making: the manager's answer stands. A
+            // delete's bound is its own (tidying up outlives the reading's deadline), never
+            // renewed by its retries.
+            if Instant::now() + wait >= until.unwrap_or_else(|| self.deadline()) {
                 return Err(error);
             }
             tracing::debug!(status = status.as_u16(), wait = ?wait, "NSX Manager asked to retry");
@@ -1191,16 +1336,16 @@ impl Client {
         }
     }
 
-    /// One exchange: the request sent to this manager (never elsewhere), the answer's body read
-    /// within the bound and the size cap. `within`: the bound when tidying up; else the request
-    /// timeout, cut at the deadline.
+    /// One exchange: the request sent to this manager (never elsewhere), in `session` when
+    /// given, the answer's body read within the bound and the size cap. `within`: the bound
+    /// when tidying up; else the request timeout, cut at the deadline.
     async fn exchange(
         &self,
         method: Method,
         path: &ApiPath,
         body: Option<(&'static str, Bytes)>,
         within: Option<Duration>,
-        authenticated: bool,
+        session: Option<&Session>,
     ) -> Result<Answer, RequestError> {
         let bound = match within {
             Some(b) => b,
@@ -1219,15 +1364,10 @@ impl Client {
             .method(method)
             .uri(&url)
             .header(header::ACCEPT, "application/json");
-        if authenticated {
-            match &self.auth {
-                Auth::Session { cookie, xsrf } => {
-                    builder = builder.header(header::COOKIE, cookie.clone());
-                    if let Some(x) = xsrf {
-                        builder = builder.header(XSRF_HEADER, x.clone());
-                    }
-                }
-                Auth::Basic(v) => builder = builder.header(header::AUTHORIZATION, v.clone()),
+        if let Some(s) = session {
+            builder = builder.header(header::COOKIE, s.cookie.clone());
+            if let Some(x) = &s.xsrf {
+                builder = builder.header(XSRF_HEADER, x.clone());
             }
         }
         let payload = match body {

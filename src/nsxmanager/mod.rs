@@ -18,4 +18,7 @@ pub struct NsxConfig {
     pub traceflow: bool,
     /// The report's note when the manager's certificate is not checked.
     pub note: Option<String>,
+    /// The run's one login to the manager, shared by every cluster and `--watch` round (a
+    /// clone of the config shares it).
+    pub login: std::sync::Arc<client::Login>,
 }

@@ -19,17 +19,34 @@
 //! up by the system after two hours of inactivity if is_transient is true"); `TcpHeader`
 //! (`src_port`, `dst_port`, `tcp_flags`).
 //!
+//! The packet, as the API reference's policy traceflow example sets it and its models say
+//! (`FieldsPacketData`: `eth_header`, `ip_header`/`ipv6_header`, `transport_header`;
+//! `EthernetHeader`: `src_mac`, `dst_mac` of the form `^([0-9A-Fa-f]{2}[:-]){5}([0-9A-Fa-f]{2})$`,
+//! `eth_type` "defaults to IPv4" (2048); `Ipv4Header`/`Ipv6Header`: `src_ip`, `dst_ip`;
+//! vmware/vsphere-automation-sdk-go `services/nsxt/model/ModelPackage.go`
+//! `FieldsPacketData`, `EthernetHeader`, `Ipv6Header`): the source VM's MAC from its own VIF
+//! (else its port's `address_bindings`), the peer's likewise, the source's address, and
+//! `eth_type` 34525 (0x86DD) for IPv6: the default would put an IPv6 header in an IPv4 frame.
+//!
+//! Each cluster traces and deletes its own ([`TraceflowTracker::scoped`]): one cluster's
+//! cleanup never deletes another's traceflows while they are polled. A PUT runs as a task of
+//! its own and its delete waits for its answer (bounded by [`CLEANUP_BOUND`]), so a delete
+//! never reaches the manager before the create it undoes, even when a signal drops the run
+//! between the two.
+//!
 //! The ids are ours (`etcdnet-<16 hex>`, [`ID_PREFIX`]): a traceflow a run could not delete (the
 //! manager gone at the end, the process killed) is found later by listing
 //! `/policy/api/v1/infra/traceflows` (or the project's, [`traceflow_root`]) and keeping the ids
 //! with that prefix ([`leftovers`]); and each is `is_transient`, so NSX itself removes it after
 //! two idle hours.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde_json::{json, Value};
+use tokio::sync::watch;
 use tokio::time::Instant;
 
 use super::client::{ApiPath, Client, Privilege, RequestError, CLEANUP_BOUND};
@@ -57,6 +74,76 @@ pub struct TraceflowClass {
     pub to_ip: String,
     /// 2380 or 2379.
     pub port: u16,
+    /// The source's address of the peer's family (the packet's `src_ip`), when known.
+    pub from_ip: Option<String>,
+    /// The source's and the peer's MACs (the frame's `src_mac`, `dst_mac`), when known: from
+    /// each VM's own VIF, else its port's address bindings ([`mac_of`]).
+    pub from_mac: Option<String>,
+    pub to_mac: Option<String>,
+}
+
+/// The IPv6 `eth_type` (0x86DD): `EthernetHeader.eth_type` defaults to IPv4 (2048).
+pub const ETH_TYPE_IPV6: u16 = 0x86DD;
+
+/// Whether `s` is a MAC as `EthernetHeader` takes it (`^([0-9A-Fa-f]{2}[:-]){5}([0-9A-Fa-f]{2})$`).
+pub fn is_mac(s: &str) -> bool {
+    let b = s.as_bytes();
+    b.len() == 17
+        && b.iter().enumerate().all(|(i, c)| {
+            if i % 3 == 2 {
+                *c == b':' || *c == b'-'
+            } else {
+                c.is_ascii_hexdigit()
+            }
+        })
+}
+
+/// The MAC of a VM's port as NSX Manager showed it: among the objects its lookup found, the
+/// VIF owned by the VM (`owner_vm_id`, its external id) and attached to the port
+/// (`lport_attachment_id` = the port's `attachment.id`: what ties the port to the VM), its
+/// `mac_address`; else the port's own `address_bindings[].mac_address` (vsphere-automation-sdk
+/// `VirtualNetworkInterface.mac_address`, `PortAddressBindingEntry.mac_address`). Only a
+/// well-formed MAC ([`is_mac`]); none when they disagree or none is known.
+pub fn mac_of(
+    found: &[Value],
+    vm_external_id: Option<&str>,
+    port_path: &str,
+    attachment_id: Option<&str>,
+) -> Option<String> {
+    let str_of = |v: &Value, k: &str| v.get(k).and_then(Value::as_str).map(str::to_string);
+    let from_vif = found.iter().find_map(|v| {
+        let vif = v.get("resource_type").and_then(Value::as_str) == Some("VirtualNetworkInterface");
+        let owned =
+            vm_external_id.is_some() && str_of(v, "owner_vm_id").as_deref() == vm_external_id;
+        let tied =
+            attachment_id.is_some() && str_of(v, "lport_attachment_id").as_deref() == attachment_id;
+        (vif && owned && tied)
+            .then(|| str_of(v, "mac_address"))
+            .flatten()
+    });
+    let from_port = || {
+        let port = found
+            .iter()
+            .find(|v| v.get("path").and_then(Value::as_str) == Some(port_path))?;
+        let macs: Vec<String> = port
+            .get("address_bindings")?
+            .as_array()?
+            .iter()
+            .take(16)
+            .filter_map(|b| str_of(b, "mac_address"))
+            .collect();
+        // One MAC, or several that agree: a port bound to two MACs names neither.
+        match macs.as_slice() {
+            [first, rest @ ..] if rest.iter().all(|m| m.eq_ignore_ascii_case(first)) => {
+                Some(first.clone())
+            }
+            _ => None,
+        }
+    };
+    from_vif
+        .or_else(from_port)
+        .filter(|m| is_mac(m))
+        .map(|m| m.to_ascii_lowercase())
 }
 
 /// The state a traceflow's `/status` reports (`operation_state`).
@@ -133,10 +220,28 @@ pub fn config(class: &TraceflowClass, id: &str) -> Value {
         "transport_type": "UNICAST",
         "transport_header": tcp,
     });
-    if class.to_ip.contains(':') {
-        packet["ipv6_header"] = json!({"dst_ip": class.to_ip, "next_header": 6, "hop_limit": 64});
+    let v6 = class.to_ip.contains(':');
+    let mut ip = if v6 {
+        json!({"dst_ip": class.to_ip, "next_header": 6, "hop_limit": 64})
     } else {
-        packet["ip_header"] = json!({"dst_ip": class.to_ip, "protocol": 6, "ttl": 64});
+        json!({"dst_ip": class.to_ip, "protocol": 6, "ttl": 64})
+    };
+    if let Some(src) = &class.from_ip {
+        ip["src_ip"] = json!(src);
+    }
+    packet[if v6 { "ipv6_header" } else { "ip_header" }] = ip;
+    let mut eth = serde_json::Map::new();
+    if let Some(m) = &class.from_mac {
+        eth.insert("src_mac".into(), json!(m));
+    }
+    if let Some(m) = &class.to_mac {
+        eth.insert("dst_mac".into(), json!(m));
+    }
+    if v6 {
+        eth.insert("eth_type".into(), json!(ETH_TYPE_IPV6));
+    }
+    if !eth.is_empty() {
+        packet["eth_header"] = Value::Object(eth);
     }
     json!({
         "display_name": format!("kubectl-etcdnet {id}"),
@@ -146,47 +251,103 @@ pub fn config(class: &TraceflowClass, id: &str) -> Value {
     })
 }
 
-/// Every traceflow a run has created (or may have: its PUT went out) and not yet deleted.
+/// Every traceflow a run has created (or may have: its PUT went out) and not yet deleted, each
+/// with its creator (a cluster's [`TraceflowTracker::scoped`]) and whether its PUT has
+/// answered. The run's own tracker (the default) sees and deletes them all; a scoped one only
+/// its own.
 #[derive(Debug, Clone, Default)]
 pub struct TraceflowTracker {
-    ids: Arc<Mutex<BTreeSet<String>>>,
+    entries: Arc<Mutex<BTreeMap<String, Entry>>>,
+    /// `None`: the run's (every entry); else one cluster's.
+    scope: Option<u64>,
+    scopes: Arc<AtomicU64>,
+}
+
+#[derive(Debug)]
+struct Entry {
+    scope: Option<u64>,
+    /// Turns true when the PUT has answered (or its task ended): a delete waits for it.
+    put: Option<watch::Receiver<bool>>,
 }
 
 impl TraceflowTracker {
+    /// A tracker for one cluster: what it tracks the run's tracker sees too (and deletes on
+    /// its way out), but its [`pending`](Self::pending) and
+    /// [`delete_all`](Self::delete_all) are its own.
+    pub fn scoped(&self) -> TraceflowTracker {
+        TraceflowTracker {
+            entries: self.entries.clone(),
+            scope: Some(self.scopes.fetch_add(1, Ordering::SeqCst) + 1),
+            scopes: self.scopes.clone(),
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, Entry>> {
+        self.entries.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn mine(&self, e: &Entry) -> bool {
+        self.scope.is_none() || e.scope == self.scope
+    }
+
     /// Before the PUT goes out (its policy path): an answer lost on the way may still have
-    /// created it.
-    pub fn track(&self, id: &str) {
-        self.ids
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert(id.to_string());
+    /// created it. `put` turns true when the PUT has answered.
+    pub fn track(&self, id: &str, put: Option<watch::Receiver<bool>>) {
+        self.lock().insert(
+            id.to_string(),
+            Entry {
+                scope: self.scope,
+                put,
+            },
+        );
     }
 
     /// The traceflows (policy paths) not yet deleted.
     pub fn pending(&self) -> Vec<String> {
-        self.ids
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
+        self.lock()
             .iter()
-            .cloned()
+            .filter(|(_, e)| self.mine(e))
+            .map(|(id, _)| id.clone())
             .collect()
     }
 
     fn untrack(&self, id: &str) {
-        self.ids
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .remove(id);
+        let mut entries = self.lock();
+        if entries.get(id).is_some_and(|e| self.mine(e)) {
+            entries.remove(id);
+        }
     }
 
-    /// Deletes every tracked traceflow, all at once, each within [`CLEANUP_BOUND`] (whatever
-    /// is left of the reading's deadline). A 404 is deleted (never made, or gone). Returns the
-    /// ones that could not be deleted, with why; they stay tracked.
+    /// Deletes every tracked traceflow (of this scope), all at once, each within
+    /// [`CLEANUP_BOUND`] (whatever is left of the reading's deadline): first its PUT's answer
+    /// awaited, then the DELETE within what is left (a 503 retried only inside it). A 404 is
+    /// deleted (never made, or gone). Returns the ones that could not be deleted, with why;
+    /// they stay tracked.
     pub async fn delete_all(&self, client: &Client) -> BTreeMap<String, String> {
-        let ids = self.pending();
-        let results = futures::future::join_all(ids.into_iter().map(|id| async move {
+        let waiting: Vec<(String, Option<watch::Receiver<bool>>)> = self
+            .lock()
+            .iter()
+            .filter(|(_, e)| self.mine(e))
+            .map(|(id, e)| (id.clone(), e.put.clone()))
+            .collect();
+        let results = futures::future::join_all(waiting.into_iter().map(|(id, put)| async move {
+            let started = Instant::now();
+            if let Some(mut put) = put {
+                // Err: the PUT's task ended without saying (dropped): nothing to wait for.
+                let answered = tokio::time::timeout(CLEANUP_BOUND, put.wait_for(|done| *done));
+                if answered.await.is_err() {
+                    return (
+                        id,
+                        Err(format!(
+                            "its create did not answer within {}",
+                            super::client::shown(CLEANUP_BOUND)
+                        )),
+                    );
+                }
+            }
+            let left = CLEANUP_BOUND.saturating_sub(started.elapsed());
             let r = match ApiPath::policy(&id, &[]) {
-                Ok(p) => match client.delete(&p, CLEANUP_BOUND).await {
+                Ok(p) => match client.delete(&p, left).await {
                     Ok(()) => Ok(()),
                     Err(e) if e.status() == Some(404) => Ok(()),
                     Err(e) => Err(e.to_string()),
@@ -214,7 +375,7 @@ impl TraceflowTracker {
 /// it was deleted. Should the caller drop this (a signal), `tracker` still holds what was
 /// created: the caller deletes it ([`TraceflowTracker::delete_all`]).
 pub async fn run_and_delete(
-    client: &Client,
+    client: &Arc<Client>,
     layout: &Layout,
     classes: &[TraceflowClass],
     tracker: &TraceflowTracker,
@@ -271,7 +432,7 @@ fn read_of(class: &TraceflowClass, path: &str) -> TraceflowRead {
 /// their states until each is done or `within` passes, reads their observations. Deletes
 /// nothing: the caller's tracker does ([`run_and_delete`]).
 pub async fn run(
-    client: &Client,
+    client: &Arc<Client>,
     planned: &[(TraceflowClass, String)],
     tracker: &TraceflowTracker,
     within: Duration,
@@ -289,12 +450,27 @@ pub async fn run(
         });
     }
 
-    // 1. Create them all at once.
+    // 1. Create them all at once, each PUT a task of its own: should a signal drop this
+    // run, the PUT still gets its answer, which the delete waits for.
     let created = futures::future::join_all(run_now.iter().map(|(class, tf)| async move {
         let path = ApiPath::policy(tf, &[]).map_err(RequestError::BadPath)?;
         let id = tf.rsplit('/').next().unwrap_or_default();
-        tracker.track(tf);
-        client.put(&path, &config(class, id)).await.map(|_| ())
+        let body = config(class, id);
+        let (answered, put) = watch::channel(false);
+        tracker.track(tf, Some(put));
+        let client = client.clone();
+        let task = tokio::spawn(async move {
+            let r = client.put(&path, &body).await.map(|_| ());
+            let _ = answered.send(true);
+            r
+        });
+        match task.await {
+            Ok(r) => r,
+            Err(e) => Err(RequestError::Transport {
+                manager: String::new(),
+                why: format!("the create's task ended: {e}"),
+            }),
+        }
     }))
     .await;
     let mut live: Vec<usize> = Vec::new();

@@ -291,7 +291,7 @@ fn traceflows_prove_the_rule_and_are_deleted_and_an_auditor_gets_a_note() {
     assert_eq!(
         nsx_notes(&areport),
         [format!(
-            "NSX Manager: traceflows not run: NSX Manager refused the account (403): NSX Manager answered 403: The user does not have the permission to run Traceflow.; needs {}",
+            "NSX Manager: traceflows not run: NSX Manager refused the account (403): NSX Manager answered 403 (error_code 401): The user does not have the permission to run Traceflow.; needs {}",
             "a role that may run Traceflow (Plan & Troubleshoot > Traceflow with full access, e.g. Network Operator or Network Admin); Auditor may not"
         )],
         "{:#?}",
@@ -337,49 +337,123 @@ fn ctrl_c_with_traceflows_alive_deletes_every_one() {
     assert!(case.nsx.password_leaks().is_empty());
 }
 
-/// A wrong password: one refused login at most (NSX locks an account after a few), a note,
-/// the diagnosis still made.
+/// Every DELETE answered 503 (`Retry-After: 4`): after Ctrl-C each traceflow's delete is
+/// retried only within its 10 s bound (at 0, 4 and 8 s; a fourth try would start past it), the
+/// run ends and says what it left; and a second Ctrl-C ends that wait at once.
+#[test]
+fn deletes_are_bounded_and_a_second_ctrl_c_ends_their_wait() {
+    let case = Case::new("infra-drop-2380");
+    case.nsx.set_observation_delay(Duration::from_secs(60));
+    case.nsx.inject(
+        etcdnet_fakensx::Fault::new("/policy/api/v1/infra/traceflows/", 503)
+            .method("DELETE")
+            .retry_after(4),
+    );
+    let deletes = || {
+        case.nsx
+            .requests()
+            .iter()
+            .filter(|r| r.method == "DELETE")
+            .count()
+    };
+    let signal = |child: &std::process::Child| {
+        let sent = Command::new("kill")
+            .args(["-INT", &child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(sent.success());
+    };
+    let wait_for = |what: &str, ready: &dyn Fn() -> bool| {
+        let until = Instant::now() + Duration::from_secs(30);
+        while !ready() && Instant::now() < until {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        assert!(ready(), "never saw {what}");
+    };
+    let args = ["--nsx-traceflow", "--timeout", "60s"];
+
+    // One Ctrl-C: the deletes run their bound out, and the run ends, each left one said.
+    let child = case.nsx_command("tracer", &args).spawn().unwrap();
+    wait_for("3 traceflows", &|| case.nsx.traceflows_live().len() == 3);
+    signal(&child);
+    let first = Instant::now();
+    let run = Run::from(child.wait_with_output().unwrap());
+    run.expect_code(130);
+    let took = first.elapsed();
+    assert!(took < Duration::from_secs(25), "{took:?}");
+    assert!(
+        (6..=9).contains(&deletes()),
+        "3 traceflows, 2 or 3 tries each within 10 s: {:#?}",
+        case.nsx.requests()
+    );
+    let warned = run
+        .stderr
+        .lines()
+        .filter(|l| l.starts_with("warning: could not delete traceflow /infra/traceflows/etcdnet-"))
+        .count();
+    assert_eq!(warned, 3, "{}", run.stderr);
+
+    // A second Ctrl-C while the deletes wait: the run ends at once, naming what it left.
+    let before = deletes();
+    let child = case.nsx_command("tracer", &args).spawn().unwrap();
+    wait_for("3 more traceflows", &|| {
+        case.nsx.traceflows_live().len() == 6
+    });
+    signal(&child);
+    wait_for("a delete", &|| deletes() > before);
+    signal(&child);
+    let second = Instant::now();
+    let run = Run::from(child.wait_with_output().unwrap());
+    run.expect_code(130);
+    assert!(
+        second.elapsed() < Duration::from_secs(4),
+        "{:?}",
+        second.elapsed()
+    );
+    let named = run
+        .stderr
+        .lines()
+        .filter(|l| l.contains("was not deleted from NSX Manager (interrupted again)"))
+        .count();
+    assert_eq!(named, 3, "{}", run.stderr);
+    assert!(case.nsx.password_leaks().is_empty());
+}
+
+/// A wrong password: one refused login at most (NSX locks an account after 5 in 900 s), one
+/// note naming the 403, NSX's error_code and the lockout, the diagnosis still made; and under
+/// `--watch`, one failed login for the whole run however many rounds.
 #[test]
 fn a_wrong_password_is_one_failed_login_and_a_note() {
     let case = Case::new("infra-drop-2380");
     let url = case.nsx.url();
     let ca = case.ca.to_str().unwrap();
     let wrong = "Wr0ng!not-the-password";
-    let run = Run::from(
+    let command = |extra: &[&str]| {
+        let mut args = vec!["--nsx-manager", &url, "--nsx-ca", ca, "--nsx-traceflow"];
+        args.extend_from_slice(extra);
         case.command(
             &[("NSXT_USERNAME", "tracer"), ("NSXT_PASSWORD", wrong)],
-            &[
-                "--nsx-manager",
-                &url,
-                "--nsx-ca",
-                ca,
-                "--nsx-traceflow",
-                "-o",
-                "json",
-            ],
+            &args,
         )
-        .output()
-        .unwrap(),
-    );
+    };
+    let run = Run::from(command(&["-o", "json"]).output().unwrap());
     run.expect_code(1);
     let report = run.diagnose_report();
     assert_2380_verdict(&report);
-    let refused: Vec<String> = case
-        .nsx
-        .requests()
-        .iter()
-        .filter(|r| matches!(r.status, 401 | 403))
-        .map(|r| r.line())
-        .collect();
-    assert!(refused.len() <= 1, "{refused:#?}");
-    assert!(!refused.is_empty(), "the login was not even tried");
+    let asked: Vec<String> = case.nsx.requests().iter().map(|r| r.line()).collect();
+    assert_eq!(asked, ["POST /api/session/create"], "the login alone");
+    assert_eq!(case.nsx.failed_logins(), 1);
     assert_eq!(case.nsx.traceflows_created(), 0);
     let notes = nsx_notes(&report);
     assert!(
         notes
             .iter()
             .any(|n| n.starts_with("NSX Manager: not read: ")
-                && n.contains("NSX Manager refused the credentials (401)")),
+                && n.contains(
+                    "NSX Manager refused the login (NSX Manager answered 403 (error_code 403): "
+                )
+                && n.contains("after 5 failed logins within 900 s")
+                && !n.contains('\n')),
         "{:#?}",
         report.verdict.notes
     );
@@ -388,6 +462,221 @@ fn a_wrong_password_is_one_failed_login_and_a_note() {
         assert!(!text.contains(wrong), "the wrong password was printed");
     }
     case.assert_no_password_in(&[]);
+
+    // --watch: three rounds (each reads the Supervisor's Cluster again), one login for all,
+    // each round saying the refusal. (The rounds' verdict is the fake's: its scripted jumpbox
+    // pod ends, where --watch keeps a real one running; the network verdict is the one above.)
+    let rounds = || {
+        case.env
+            .supervisor
+            .requests()
+            .iter()
+            .filter(|r| r.method == "GET" && r.path.ends_with("/clusters/tkc-prod"))
+            .count()
+    };
+    let before = rounds();
+    let watch = interrupt_when(
+        command(&["--watch=1s", "-o", "json"]),
+        || rounds() >= before + 3,
+        Duration::from_secs(60),
+    );
+    watch.expect_code(130);
+    assert_eq!(
+        case.nsx.failed_logins(),
+        2,
+        "one more run, one more failed login: {:#?}",
+        case.nsx.requests()
+    );
+    assert_eq!(case.nsx.requests().len(), 2, "{:#?}", case.nsx.requests());
+    let rounds: Vec<DiagnoseReport> = watch
+        .stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("a round's report"))
+        .collect();
+    assert!(rounds.len() >= 2, "{}", watch.stdout);
+    for r in &rounds {
+        assert!(
+            nsx_notes(r)
+                .iter()
+                .any(|n| n.contains("refused the login") && n.contains("nothing more is sent")),
+            "{:#?}",
+            r.verdict.notes
+        );
+    }
+    assert!(!case.nsx.is_locked_out("tracer"));
+}
+
+/// A session that expires in the middle of the reading (NSX answers 403, error_code 98): one
+/// re-login, the reading carries on, and the rule is named as without the expiry.
+#[test]
+fn an_expiring_session_is_logged_in_again_once_and_the_rule_named() {
+    let case = Case::new("infra-drop-2380");
+    let (run, _) = case.json_as("auditor", &[]);
+    run.expect_code(1);
+    // The requests one reading makes in its session (its login and the destroy aside).
+    let whole = case
+        .nsx
+        .requests()
+        .iter()
+        .filter(|r| matches!(r.auth, etcdnet_fakensx::AuthUsed::Session(_)))
+        .count()
+        - 1;
+    assert!(whole > 8, "{whole} requests");
+    assert_eq!(case.nsx.logins(), 1);
+    // The session ends past half of them: one re-login carries the rest.
+    case.nsx.expire_sessions(Some(whole as u32 / 2 + 2), None);
+    let (run, report) = case.json_as("auditor", &[]);
+    run.expect_code(1);
+    assert_2380_verdict(&report);
+    assert_eq!(case.nsx.sessions_expired(), 1);
+    assert_eq!(case.nsx.logins(), 1 + 2, "the run's login and one re-login");
+    assert_eq!(case.nsx.failed_logins(), 0);
+    assert!(
+        report.verdict.evidence[0].starts_with(&format!("{RULE_LINE}{RULE_NAME}")),
+        "{:#?}",
+        report.verdict
+    );
+    assert!(nsx_notes(&report).is_empty(), "{:#?}", report.verdict.notes);
+}
+
+/// `-A --nsx-traceflow` over two clusters failing alike (the `two-clusters` set's two control
+/// planes in one vSphere Namespace, one jumpbox pod for both, every peer path on 2380 timing
+/// out; `two-clusters-drop-2380` drops it): each cluster traces its own paths and deletes its
+/// own traceflows, none left on NSX Manager, no DELETE before its PUT, none of another's.
+#[test]
+fn all_clusters_with_traceflows_delete_their_own_and_leave_none() {
+    const TKC_A: [&str; 3] = [
+        "tkc-a-m2c8r-4rz8m",
+        "tkc-a-m2c8r-9qtvw",
+        "tkc-a-m2c8r-bx2lk",
+    ];
+    const TKC_B: [&str; 3] = [
+        "tkc-b-j5t9w-4rz8m",
+        "tkc-b-j5t9w-9qtvw",
+        "tkc-b-j5t9w-bx2lk",
+    ];
+    let env = Env::new("two-clusters", Workload::black_hole());
+    // Each VM's section: the article's 2380-dropped one, made its own cluster's (its names,
+    // and for tkc-b its addresses).
+    env.script_jumpbox_pods_with(&TKC_A, |_, ip| {
+        let (own, names) = match ip.strip_prefix("198.18.1.") {
+            Some(last) => (format!("198.18.0.{last}"), TKC_B),
+            None => (ip.to_string(), TKC_A),
+        };
+        let mut text = section_2380_dropped(&own);
+        for (article, name) in CP.iter().zip(names) {
+            text = text.replace(article, name);
+        }
+        if ip.starts_with("198.18.1.") {
+            text = text.replace("198.18.0.", "198.18.1.");
+        }
+        Some(text)
+    });
+    let nsx = FakeNsx::start(World::from_dir(world_dir("two-clusters-drop-2380")).unwrap())
+        .expect("the fake NSX Manager starts");
+    let ca = env.dir.path().join("nsx-ca.pem");
+    nsx.write_ca(&ca).unwrap();
+    let password = nsx.world().user("tracer").unwrap().password.clone();
+    let url = nsx.url();
+    let mut cmd = env.kubectl_command(&[
+        "diagnose",
+        "-A",
+        "--via",
+        "jumpbox",
+        "--api-timeout",
+        "1s",
+        "--nsx-manager",
+        &url,
+        "--nsx-ca",
+        ca.to_str().unwrap(),
+        "--nsx-traceflow",
+        "-o",
+        "json",
+    ]);
+    for v in NSX_VARS {
+        cmd.env_remove(v);
+    }
+    cmd.env("NSXT_USERNAME", "tracer")
+        .env("NSXT_PASSWORD", &password);
+    let run = Run::from(cmd.output().unwrap());
+    let list: etcdnet::report::ListReport<DiagnoseReport> = run.report();
+    assert_eq!(list.result.clusters, 2, "{}\n{}", run.stdout, run.stderr);
+    for item in &list.items {
+        let etcdnet::report::ListItem::Report(r) = item else {
+            panic!("{item:?}")
+        };
+        assert_2380_verdict(r);
+        let traced = r
+            .verdict
+            .evidence
+            .iter()
+            .filter(|l| l.starts_with("traceflow ") && l.contains(":2380: dropped at "))
+            .count();
+        assert_eq!(
+            traced, 3,
+            "{}: {:#?}",
+            r.header.cluster.name, r.verdict.evidence
+        );
+    }
+    assert_eq!(nsx.logins(), 1, "one login for both clusters");
+    assert_eq!(nsx.traceflows_created(), 6, "three a cluster");
+    assert!(
+        nsx.traceflows_live().is_empty(),
+        "{:?}",
+        nsx.traceflows_live()
+    );
+    let ops = nsx.traceflow_ops();
+    let deletes: Vec<_> = ops.iter().filter(|o| o.method == "DELETE").collect();
+    assert_eq!(
+        deletes.len(),
+        6,
+        "each deleted once, by its own cluster: {ops:#?}"
+    );
+    for d in &deletes {
+        assert!(
+            d.existed,
+            "a DELETE of no traceflow (before its PUT, or twice): {ops:#?}"
+        );
+        let put = ops
+            .iter()
+            .position(|o| o.method == "PUT" && o.path == d.path);
+        let delete = ops.iter().position(|o| std::ptr::eq(o, *d));
+        assert!(put.is_some() && put < delete, "{ops:#?}");
+    }
+    // Every traceflow's packet as documented: both MACs (the VIFs'), the source address, each
+    // the world's own for the VMs the traceflow goes between.
+    let world = nsx.world();
+    for t in nsx.traceflows_deleted() {
+        let q = t.query.as_ref().expect("a port the world knows");
+        let packet = &t.config["packet"];
+        let mac_of = |ip: std::net::IpAddr| {
+            world
+                .vifs
+                .iter()
+                .find(|v| World::vif_ips(v).contains(&ip))
+                .and_then(|v| v["mac_address"].as_str())
+                .unwrap()
+                .to_string()
+        };
+        assert_eq!(
+            packet["ip_header"]["src_ip"],
+            q.src_ip.to_string(),
+            "{packet}"
+        );
+        assert_eq!(
+            packet["eth_header"]["src_mac"],
+            mac_of(q.src_ip),
+            "{packet}"
+        );
+        assert_eq!(
+            packet["eth_header"]["dst_mac"],
+            mac_of(q.dst_ip),
+            "{packet}"
+        );
+        let (src, dst) = (q.src_ip.to_string(), q.dst_ip.to_string());
+        assert_eq!(src[..9], dst[..9], "within one cluster: {src} → {dst}");
+    }
+    assert!(nsx.password_leaks().is_empty());
 }
 
 /// The password in no output of any format nor in a bundle (every byte of the archive

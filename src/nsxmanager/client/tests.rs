@@ -96,12 +96,6 @@ fn debug_output_redacts_the_credentials_everywhere() {
         assert!(!text.contains("s3cr"), "{text}");
         assert!(text.contains("<redacted>"), "{text}");
     }
-    assert!(c.basic().is_sensitive());
-    assert_eq!(
-        c.basic().to_str().unwrap(),
-        "Basic YXVkaXRvcjpzM2NyOmV0",
-        "base64 of auditor:s3cr:et"
-    );
     assert_eq!(c.form(), "j_username=auditor&j_password=s3cr%3Aet");
 }
 
@@ -294,6 +288,7 @@ fn a_walk_stops_at_its_bounds_and_on_a_loop() {
 fn refusals_are_gaps_naming_the_privilege() {
     let e = RequestError::Status {
         status: 403,
+        code: Some(401),
         message: Some("The user does not have permission".into()),
     };
     let g = e.gap(
@@ -306,9 +301,15 @@ fn refusals_are_gaps_naming_the_privilege() {
         "{}",
         g.why
     );
+    assert!(
+        g.why.contains("answered 403 (error_code 401): "),
+        "{}",
+        g.why
+    );
     assert!(g.privilege.as_deref().unwrap().contains("Auditor"));
     let g = RequestError::Status {
         status: 401,
+        code: None,
         message: None,
     }
     .gap("/x", Privilege::Traceflow);
@@ -316,6 +317,7 @@ fn refusals_are_gaps_naming_the_privilege() {
     assert!(g.privilege.as_deref().unwrap().contains("Traceflow"));
     let g = RequestError::Status {
         status: 500,
+        code: None,
         message: Some("boom\u{1b}[2J".into()),
     }
     .gap("/x", Privilege::ReadSecurity);
@@ -326,6 +328,11 @@ fn refusals_are_gaps_naming_the_privilege() {
         Some("a?b")
     );
     assert_eq!(clean(&"x".repeat(10), 4), "xxxx…");
+    // error_code as NSX sends it (an integer), as some answers carry it (digits), or not at all.
+    assert_eq!(api_error_code(br#"{"error_code":98}"#), Some(98));
+    assert_eq!(api_error_code(br#"{"error_code":"403"}"#), Some(403));
+    assert_eq!(api_error_code(br#"{"error_code":"x"}"#), None);
+    assert_eq!(api_error_code(b"not json"), None);
 }
 
 #[test]
@@ -576,38 +583,28 @@ async fn a_session_sends_its_cookie_and_xsrf_token_and_is_destroyed() {
     assert_eq!(destroy.header("x-xsrf-token").as_deref(), Some("XS-T0K"));
 }
 
+/// A refused login (NSX answers a wrong password 403, `error_code` 403) is one gap whose one
+/// line names the 403, NSX's words and the lockout; nothing more is sent, in no other form.
 #[tokio::test]
-async fn a_refused_session_falls_back_to_basic_and_a_403_is_a_gap() {
-    let (url, seen) = serve(|_, path| match path {
-        "/api/session/create" => Canned::json(403, r#"{"error_message":"no"}"#),
-        _ => Canned::json(403, r#"{"error_message":"not permitted"}"#),
+async fn a_refused_login_is_one_line_and_the_only_request() {
+    let (url, seen) = serve(|_, _| {
+        Canned::json(
+            403,
+            r#"{"error_code":403,"module_name":"common-services","error_message":"The credentials were incorrect or the account specified has been locked."}"#,
+        )
     });
-    let client = Client::connect(&options(url)).await.unwrap();
-    assert_eq!(client.auth_kind(), "basic");
-    let refused = client.session_refused().unwrap();
-    assert_eq!(refused.status, Some(403));
-    assert!(
-        refused.why.contains("may be the credentials"),
-        "{}",
-        refused.why
-    );
-    let path = ApiPath::policy("/infra/domains/default", &["security-policies"]).unwrap();
-    let l = client.list(&path, &[], Privilege::ReadSecurity).await;
-    let gap = l.incomplete.unwrap();
+    let gap = Client::connect(&options(url)).await.unwrap_err();
+    assert_eq!(gap.path, "/api/session/create");
     assert_eq!(gap.status, Some(403));
-    assert_eq!(
-        gap.path,
-        "/policy/api/v1/infra/domains/default/security-policies"
-    );
-    assert!(gap.privilege.is_some());
-    let _create = seen.recv().unwrap();
-    let list = seen.recv().unwrap();
-    assert_eq!(
-        list.header("authorization").as_deref(),
-        Some("Basic YXVkaXRvcjpzM2NyOmV0")
-    );
-    client.close().await;
-    assert!(seen.try_recv().is_err(), "no session to destroy");
+    assert!(!gap.why.contains('\n'), "{}", gap.why);
+    for words in [
+        "NSX Manager refused the login (NSX Manager answered 403 (error_code 403): The credentials were incorrect",
+        "nothing more is sent to it this run",
+        "after 5 failed logins within 900 s",
+    ] {
+        assert!(gap.why.contains(words), "{words:?} not in {}", gap.why);
+    }
+    assert_eq!(seen.try_iter().count(), 1, "the login alone");
 }
 
 #[tokio::test]
@@ -699,48 +696,159 @@ async fn an_unknown_ca_is_a_gap_before_any_credential_is_sent() {
     );
 }
 
-/// A wrong password is sent as few times as can be: NSX locks an account after a few failed
-/// logins.
+/// A wrong password is sent once: NSX locks an account after a few failed logins. Whatever
+/// the refusal (401, 403, a login granting no session), the run's [`Login`] answers every
+/// later call with it and sends nothing more.
 #[tokio::test]
-async fn refused_credentials_are_not_sent_again() {
-    // The session endpoint answers 403, basic's first request 403 too: nothing more is sent.
-    let (url, seen) = serve(|_, _| Canned::json(403, r#"{"error_message":"bad credentials"}"#));
+async fn a_refused_login_is_kept_for_the_run() {
+    for refusal in [
+        Canned::json(401, "{}"),
+        Canned::json(403, r#"{"error_code":403}"#),
+        Canned::json(200, "{}"),
+    ] {
+        let status = refusal.status;
+        let (url, seen) = serve(move |_, _| Canned {
+            status: refusal.status,
+            headers: refusal.headers.clone(),
+            body: refusal.body.clone(),
+        });
+        let login = Login::default();
+        let o = options(url);
+        for _ in 0..3 {
+            let gap = login.client(&o).await.unwrap_err();
+            assert!(
+                gap.why.contains("nothing more is sent to it this run"),
+                "{status}: {}",
+                gap.why
+            );
+        }
+        login.close().await;
+        assert_eq!(
+            seen.try_iter().count(),
+            1,
+            "{status}: one login, nothing else"
+        );
+    }
+}
+
+/// An expired session (403, `error_code` 98) is logged in again once, and the request sent
+/// again in the new session; a session expired again at once is not logged in to without end.
+#[tokio::test]
+async fn an_expired_session_is_logged_in_again_once() {
+    let logins = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let l = logins.clone();
+    let (url, seen) = serve(move |method, path| match (method, path) {
+        ("POST", "/api/session/create") => {
+            let n = l.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
+            Canned {
+                status: 200,
+                headers: vec![
+                    ("set-cookie", format!("JSESSIONID=S{n}; Path=/; Secure")),
+                    ("x-xsrf-token", format!("X{n}")),
+                ],
+                body: String::new(),
+            }
+        }
+        _ if l.load(std::sync::atomic::Ordering::SeqCst) < 2 => Canned::json(
+            403,
+            r#"{"error_code":98,"module_name":"common-services","error_message":"The session has expired."}"#,
+        ),
+        _ => Canned::json(200, r#"{"id":"etcd"}"#),
+    });
     let client = Client::connect(&options(url)).await.unwrap();
     let path = ApiPath::policy("/infra/services/etcd", &[]).unwrap();
-    let first = client.get(&path).await.unwrap_err();
-    assert_eq!(first.status(), Some(403));
-    let second = client.get(&path).await.unwrap_err();
-    assert_eq!(second, RequestError::NotSent);
-    assert!(second.to_string().contains("locks an account"), "{second}");
-    assert_eq!(
-        seen.try_iter().count(),
-        2,
-        "the session create and one request"
-    );
+    assert_eq!(client.get(&path).await.unwrap()["id"], "etcd");
+    assert_eq!(client.logins(), 2, "one re-login");
+    let lines: Vec<Seen> = seen.try_iter().collect();
+    assert_eq!(lines.len(), 4, "{lines:?}");
+    assert_eq!(lines[1].header("cookie").as_deref(), Some("JSESSIONID=S1"));
+    assert_eq!(lines[2].line(), "POST /api/session/create HTTP/1.1");
+    assert_eq!(lines[3].header("cookie").as_deref(), Some("JSESSIONID=S2"));
+    assert_eq!(lines[3].header("x-xsrf-token").as_deref(), Some("X2"));
 
-    // A 401 from the session endpoint: the credentials themselves; basic is never tried.
-    let (url, seen) = serve(|_, _| Canned::json(401, "{}"));
+    // Expired again at once, every time: one re-login a request, then its 98 is the answer
+    // (said with its error_code), and never more than MAX_RELOGINS in all.
+    let (url, seen) = serve(|method, path| match (method, path) {
+        ("POST", "/api/session/create") => session_granted(),
+        _ => Canned::json(403, r#"{"error_code":98,"error_message":"expired"}"#),
+    });
     let client = Client::connect(&options(url)).await.unwrap();
+    let e = client.get(&path).await.unwrap_err();
+    assert_eq!(e.status(), Some(403));
+    assert!(e.to_string().contains("(error_code 98)"), "{e}");
+    assert_eq!(seen.try_iter().count(), 4, "login, GET, re-login, GET");
+    for _ in 0..20 {
+        let _ = client.get(&path).await;
+    }
+    assert_eq!(client.logins(), 1 + MAX_RELOGINS);
+}
+
+/// A refused re-login ends the run's requests: nothing more is sent, and why is a gap.
+#[tokio::test]
+async fn a_refused_relogin_sends_nothing_more() {
+    let logins = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let l = logins.clone();
+    let (url, seen) = serve(move |method, path| match (method, path) {
+        ("POST", "/api/session/create")
+            if l.fetch_add(1, std::sync::atomic::Ordering::SeqCst) == 0 =>
+        {
+            session_granted()
+        }
+        ("POST", "/api/session/create") => Canned::json(403, r#"{"error_code":403}"#),
+        _ => Canned::json(403, r#"{"error_code":98}"#),
+    });
+    let client = Client::connect(&options(url)).await.unwrap();
+    let path = ApiPath::policy("/infra/services/etcd", &[]).unwrap();
+    assert_eq!(client.get(&path).await.unwrap_err().status(), Some(403));
     assert!(client.credentials_refused());
     assert!(client
         .session_refused()
         .unwrap()
         .why
-        .contains("nothing more is sent"));
+        .contains("refused the login"));
     assert_eq!(client.get(&path).await.unwrap_err(), RequestError::NotSent);
-    assert_eq!(seen.try_iter().count(), 1);
+    assert_eq!(
+        seen.try_iter().count(),
+        3,
+        "login, GET, the refused re-login"
+    );
+}
 
-    // A session refused with 403 but basic working: a later 403 is a privilege, not the end.
-    let (url, _seen) = serve(|_, p| match p {
-        "/api/session/create" => Canned::json(403, "{}"),
-        "/policy/api/v1/infra/services/etcd" => Canned::json(200, r#"{"id":"etcd"}"#),
-        _ => Canned::json(403, "{}"),
+/// A delete's bound is its whole bound: a 503 is retried only within it, never past it.
+#[tokio::test]
+async fn a_deletes_503_is_retried_only_within_its_bound() {
+    let deletes = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let d = deletes.clone();
+    let (url, _seen) = serve(move |method, path| match (method, path) {
+        ("POST", "/api/session/create") => session_granted(),
+        _ => {
+            d.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            Canned {
+                status: 503,
+                headers: vec![("retry-after", "1".into())],
+                body: r#"{"error_code":503}"#.into(),
+            }
+        }
     });
-    let client = Client::connect(&options(url)).await.unwrap();
-    assert!(client.get(&path).await.is_ok());
-    let other = ApiPath::policy("/infra/services/ssh", &[]).unwrap();
-    assert_eq!(client.get(&other).await.unwrap_err().status(), Some(403));
-    assert_eq!(client.get(&other).await.unwrap_err().status(), Some(403));
+    let mut o = options(url);
+    o.limits.max_retry_after = Duration::from_millis(400);
+    o.limits.retries = 10;
+    let client = Client::connect(&o).await.unwrap();
+    let path = ApiPath::policy("/infra/traceflows/etcdnet-0011223344556677", &[]).unwrap();
+    let started = std::time::Instant::now();
+    let e = client
+        .delete(&path, Duration::from_millis(1000))
+        .await
+        .unwrap_err();
+    assert_eq!(e.status(), Some(503));
+    assert!(
+        started.elapsed() < Duration::from_millis(1500),
+        "{:?}",
+        started.elapsed()
+    );
+    // Waits of 400 ms: at 0, ~400 and ~800 ms; a fourth would start past the bound.
+    let n = deletes.load(std::sync::atomic::Ordering::SeqCst);
+    assert!((2..=3).contains(&n), "{n} deletes");
 }
 
 #[test]

@@ -17,6 +17,9 @@ fn class(to: &str) -> TraceflowClass {
         from_port: "/infra/segments/seg-1/ports/port-a".into(),
         to_ip: to.into(),
         port: 2380,
+        from_ip: None,
+        from_mac: None,
+        to_mac: None,
     }
 }
 
@@ -40,9 +43,79 @@ fn the_config_is_a_transient_tcp_syn_from_the_port() {
         (tcp["dst_port"].as_u64(), tcp["tcp_flags"].as_u64()),
         (Some(2380), Some(2))
     );
+    assert!(
+        p.get("eth_header").is_none(),
+        "no MAC known, IPv4: NSX's defaults"
+    );
     let c6 = config(&class("fd00::12"), "etcdnet-0011223344556677");
     assert_eq!(c6["packet"]["ipv6_header"]["dst_ip"], "fd00::12");
     assert!(c6["packet"].get("ip_header").is_none());
+    // IPv6 in an IPv6 frame: EthernetHeader.eth_type defaults to IPv4 (2048).
+    assert_eq!(c6["packet"]["eth_header"]["eth_type"], 34525);
+}
+
+/// As NSX's documented policy traceflow example sets them: both MACs, the source address.
+#[test]
+fn the_packet_carries_the_macs_and_the_source_address() {
+    let mut c = class("10.0.0.12");
+    c.from_ip = Some("10.0.0.11".into());
+    c.from_mac = Some("00:50:56:a1:14:1b".into());
+    c.to_mac = Some("00:50:56:a1:14:1c".into());
+    let p = &config(&c, "etcdnet-0011223344556677")["packet"];
+    assert_eq!(p["ip_header"]["src_ip"], "10.0.0.11");
+    assert_eq!(
+        p["eth_header"],
+        json!({"src_mac": "00:50:56:a1:14:1b", "dst_mac": "00:50:56:a1:14:1c"})
+    );
+    let mut c6 = class("fd00::12");
+    c6.from_ip = Some("fd00::11".into());
+    c6.from_mac = c.from_mac.clone();
+    let p6 = &config(&c6, "etcdnet-0011223344556677")["packet"];
+    assert_eq!(p6["ipv6_header"]["src_ip"], "fd00::11");
+    assert_eq!(
+        p6["eth_header"],
+        json!({"src_mac": "00:50:56:a1:14:1b", "eth_type": 34525})
+    );
+}
+
+/// The MAC is the VM's own VIF's (owned by it, attached to its port), else the port's one
+/// bound MAC; never a malformed one, another VM's VIF's, nor one of two bound MACs.
+#[test]
+fn the_mac_is_the_vms_own_vifs_or_its_ports_binding() {
+    let port = "/infra/segments/s/ports/p1";
+    let vif = |owner: &str, att: &str, mac: &str| {
+        json!({"resource_type": "VirtualNetworkInterface", "owner_vm_id": owner,
+               "lport_attachment_id": att, "mac_address": mac})
+    };
+    let seg = |macs: &[&str]| {
+        json!({"resource_type": "SegmentPort", "path": port, "attachment": {"id": "att-1"},
+               "address_bindings": macs.iter().map(|m| json!({"ip_address": "10.0.0.11", "mac_address": m})).collect::<Vec<_>>()})
+    };
+    let mac = |found: &[Value]| mac_of(found, Some("vm-1"), port, Some("att-1"));
+    assert_eq!(
+        mac(&[
+            vif("vm-1", "att-1", "00:50:56:A1:14:1B"),
+            seg(&["00:50:56:00:00:99"])
+        ])
+        .as_deref(),
+        Some("00:50:56:a1:14:1b")
+    );
+    assert_eq!(
+        mac(&[
+            vif("vm-2", "att-1", "00:50:56:a1:14:1b"),
+            seg(&["00:50:56:00:00:99"])
+        ])
+        .as_deref(),
+        Some("00:50:56:00:00:99"),
+        "another VM's VIF is not this VM's"
+    );
+    assert_eq!(
+        mac(&[seg(&["00:50:56:00:00:99", "00:50:56:00:00:98"])]),
+        None
+    );
+    assert_eq!(mac(&[vif("vm-1", "att-1", "00:50:56:a1:14:1b; rm")]), None);
+    assert_eq!(mac(&[]), None);
+    assert!(is_mac("00-50-56-a1-14-1b") && !is_mac("0050.56a1.141b"));
 }
 
 #[test]
@@ -148,12 +221,93 @@ fn a_read_is_deleted_unless_its_delete_failed() {
 #[test]
 fn the_tracker_holds_an_id_from_before_its_put() {
     let t = TraceflowTracker::default();
-    t.track("etcdnet-1");
-    t.track("etcdnet-2");
-    t.track("etcdnet-1");
+    t.track("etcdnet-1", None);
+    t.track("etcdnet-2", None);
+    t.track("etcdnet-1", None);
     assert_eq!(t.pending(), ["etcdnet-1", "etcdnet-2"]);
     t.untrack("etcdnet-1");
     assert_eq!(t.pending(), ["etcdnet-2"]);
+}
+
+/// Each cluster's tracker is its own: it sees and deletes its traceflows only, while the run's
+/// tracker sees them all (what a signal leaves, it deletes).
+#[test]
+fn a_clusters_tracker_is_its_own() {
+    let run = TraceflowTracker::default();
+    let (a, b) = (run.scoped(), run.scoped());
+    a.track("etcdnet-a", None);
+    b.track("etcdnet-b", None);
+    assert_eq!(a.pending(), ["etcdnet-a"]);
+    assert_eq!(b.pending(), ["etcdnet-b"]);
+    assert_eq!(run.pending(), ["etcdnet-a", "etcdnet-b"]);
+    a.untrack("etcdnet-b");
+    assert_eq!(b.pending(), ["etcdnet-b"], "a cannot untrack b's");
+}
+
+/// Two clusters at once, as `-A --nsx-traceflow` runs them: the first to finish deletes its
+/// own traceflow only, never the other's still polled; and a delete waits for its create's
+/// answer (the manager here answers the PUT late), so it never lands before it.
+#[tokio::test]
+async fn clusters_delete_their_own_and_never_before_the_create() {
+    let order = Arc::new(Mutex::new(Vec::<String>::new()));
+    let o = order.clone();
+    let (url, _seen) = serve(move |method, path| {
+        let answer = match (method, path) {
+            ("POST", "/api/session/create") => return session_granted(),
+            ("PUT", _) => {
+                std::thread::sleep(Duration::from_millis(400));
+                Canned::json(200, "{}")
+            }
+            ("GET", p) if p.ends_with("/status") => {
+                Canned::json(200, r#"{"operation_state":"FINISHED"}"#)
+            }
+            ("GET", _) => Canned::json(200, r#"{"results":[]}"#),
+            ("DELETE", _) => Canned::json(200, ""),
+            _ => Canned::json(404, "{}"),
+        };
+        o.lock().unwrap().push(format!("{method} {path}"));
+        answer
+    });
+    let client = Arc::new(Client::connect(&options(url)).await.unwrap());
+    let run = TraceflowTracker::default();
+    let (a, b) = (run.scoped(), run.scoped());
+    let layout = infra();
+    let (to_a, to_b) = ([class("10.0.0.12")], [class("10.0.0.13")]);
+    let (reads_a, reads_b) = tokio::join!(
+        run_and_delete(&client, &layout, &to_a, &a, Duration::from_secs(10)),
+        run_and_delete(&client, &layout, &to_b, &b, Duration::from_secs(10)),
+    );
+    assert!(reads_a[0].deleted && reads_b[0].deleted);
+    assert!(run.pending().is_empty(), "{:?}", run.pending());
+    let seen = order.lock().unwrap().clone();
+    for r in [&reads_a[0], &reads_b[0]] {
+        let id = r.path.rsplit('/').next().unwrap();
+        let at = |m: &str| {
+            seen.iter()
+                .position(|l| l.starts_with(m) && l.ends_with(id))
+        };
+        let (put, delete) = (at("PUT"), at("DELETE"));
+        assert!(put.is_some() && put < delete, "{seen:#?}");
+    }
+    assert_eq!(seen.iter().filter(|l| l.starts_with("DELETE")).count(), 2);
+
+    // A signal drops the run while its PUT is still on its way: the run's tracker deletes it
+    // after the PUT's answer, not before.
+    order.lock().unwrap().clear();
+    let c = a.clone();
+    let work = run_and_delete(&client, &layout, &to_a, &c, Duration::from_secs(10));
+    tokio::select! {
+        _ = work => panic!("the PUT takes 400 ms"),
+        _ = tokio::time::sleep(Duration::from_millis(100)) => {}
+    }
+    assert_eq!(run.pending().len(), 1);
+    assert!(run.delete_all(&client).await.is_empty());
+    let order = order.lock().unwrap().clone();
+    assert_eq!(order.len(), 2, "{order:#?}");
+    assert!(
+        order[0].starts_with("PUT ") && order[1].starts_with("DELETE "),
+        "{order:#?}"
+    );
 }
 
 /// The mechanics (the NSX Manager fake is tests/fakensx): created, polled, observed, deleted.
@@ -172,7 +326,7 @@ async fn a_finished_traceflow_is_read_and_deleted() {
         ("DELETE", _) => Canned::json(200, ""),
         _ => Canned::json(404, "{}"),
     });
-    let client = Client::connect(&options(url)).await.unwrap();
+    let client = Arc::new(Client::connect(&options(url)).await.unwrap());
     let tracker = TraceflowTracker::default();
     let reads = run_and_delete(
         &client,
@@ -220,7 +374,7 @@ async fn an_interrupted_run_still_deletes_its_traceflows() {
         ("DELETE", _) => Canned::json(200, ""),
         _ => Canned::json(404, "{}"),
     });
-    let client = Client::connect(&options(url)).await.unwrap();
+    let client = Arc::new(Client::connect(&options(url)).await.unwrap());
     let shutdown = async {
         while !put.load(Ordering::SeqCst) {
             tokio::time::sleep(Duration::from_millis(20)).await;
@@ -263,7 +417,7 @@ async fn a_refused_create_is_a_gap_and_nothing_to_delete() {
         ("PUT", _) => Canned::json(403, r#"{"error_message":"no Traceflow for you"}"#),
         _ => Canned::json(500, "{}"),
     });
-    let client = Client::connect(&options(url)).await.unwrap();
+    let client = Arc::new(Client::connect(&options(url)).await.unwrap());
     let tracker = TraceflowTracker::default();
     let reads = run_and_delete(
         &client,
@@ -298,7 +452,7 @@ async fn a_refused_delete_is_said_and_kept_tracked() {
         ("DELETE", _) => Canned::json(403, r#"{"error_message":"no"}"#),
         _ => Canned::json(404, "{}"),
     });
-    let client = Client::connect(&options(url)).await.unwrap();
+    let client = Arc::new(Client::connect(&options(url)).await.unwrap());
     let tracker = TraceflowTracker::default();
     let planned = vec![(class("10.0.0.12"), policy_path("/infra", &new_id()))];
     let mut reads = run(&client, &planned, &tracker, Duration::from_secs(10)).await;

@@ -9,8 +9,9 @@
 //! VMs and VIFs (`/api/v1/fabric/virtual-machines`, `/api/v1/fabric/vifs`), segment or subnet
 //! ports, a subset of the search API, and Traceflow (create, status, observations, delete),
 //! every list paginated as NSX does. Users sign in with basic auth or a session
-//! (`/api/session/create`, `JSESSIONID` and `X-XSRF-TOKEN`); their role decides what they may
-//! read or run. Traceflows are answered by the fake's own first-match DFW evaluation
+//! (`/api/session/create`, `JSESSIONID` and `X-XSRF-TOKEN`), refused as NSX refuses them (403,
+//! `error_code` 403; a lockout after 5 failures in 900 s; an expired session 403, `error_code`
+//! 98: [`AuthPolicy`]); their role decides what they may read or run. Traceflows are answered by the fake's own first-match DFW evaluation
 //! ([`dfw::evaluate`]) or by an oracle the test gives ([`FakeNsx::set_oracle`]).
 //!
 //! A test can inject faults ([`Fault`]: 401/403/429/503, N times or always), slow or trickle
@@ -41,6 +42,8 @@ pub mod world;
 
 pub use dfw::{Protocol, RuleRef, Side, TraceflowOutcome, TraceflowQuery};
 pub use list::MAX_PAGE;
-pub use server::{AuthUsed, FakeNsx, Fault, Options, Oracle, Request, TraceflowRecord};
+pub use server::{
+    AuthPolicy, AuthUsed, FakeNsx, Fault, Options, Oracle, Request, TraceflowOp, TraceflowRecord,
+};
 pub use traceflow::ObservationFlavour;
 pub use world::{world_dir, ExplicitMembers, Layout, Privilege, User, World};

@@ -8,8 +8,26 @@
 //! later requests send both back; `POST /api/session/destroy` ends the session. Errors in the
 //! `ApiError` shape (`error_code`, `module_name`, `error_message`; lkx007/nsx-t-api-python
 //! `docs/ApiError.md`, generated from the manager's schema) with the `httpStatus` the Policy API
-//! adds. Unconfirmed, the fake's choice: a failed login is 401 like a bad basic header (with
-//! `error_code` 403, as managers send it), a session request without its XSRF token is 403.
+//! adds. As the real manager answers authentication (vmware/vmware-nsxlib
+//! `vmware_nsxlib/v3/utils.py` `http_error_to_exception`: FORBIDDEN with `error_code` 403 is
+//! `InvalidCredentials`, with 98 `BadXSRFToken`, the one its `ExceptionConfig` answers with a
+//! new session):
+//! - a refused login (a wrong password, an unknown user, a locked account) is **403** with
+//!   `error_code` 403 (Broadcom KB 440528: a session create with a mangled password answers
+//!   `HTTP/1.1 403 Forbidden`), and so is a refused basic header or no credentials at all (KB
+//!   321989: "API request to NSX Manager failed. Status code: 403", "Not authenticated");
+//! - a session NSX no longer knows (expired, destroyed) or a wrong XSRF token is **403** with
+//!   `error_code` 98;
+//! - after `api_max_auth_failures` (5) failed authentications of a user within
+//!   `api_failed_auth_reset_period` (900 s), the user is locked out of the API for
+//!   `api_failed_auth_lockout_period` (900 s), its right password refused too (the API
+//!   reference's `AuthenticationPolicyProperties`, their defaults; [`AuthPolicy`]);
+//! - a session expires after `session_timeout` idle (the API reference's
+//!   `HttpServiceProperties.session_timeout`, default 1800 s), and a test can make it expire
+//!   after N requests or an age ([`FakeNsx::expire_sessions`]).
+//!
+//! Unconfirmed, the fake's choice: the `error_code` of "no credentials at all" (403, as a bad
+//! password's).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::{SocketAddr, TcpListener};
@@ -147,6 +165,8 @@ pub struct Options {
     pub default_page_size: usize,
     /// The observations' `resource_type` family.
     pub observation_flavour: traceflow::ObservationFlavour,
+    /// Lockout and session expiry.
+    pub auth_policy: AuthPolicy,
 }
 
 impl Default for Options {
@@ -159,6 +179,7 @@ impl Default for Options {
             max_traceflows: 16,
             default_page_size: list::MAX_PAGE,
             observation_flavour: traceflow::ObservationFlavour::Base,
+            auth_policy: AuthPolicy::default(),
         }
     }
 }
@@ -175,6 +196,8 @@ pub struct TraceflowRecord {
     pub query: Option<TraceflowQuery>,
     /// The oracle's answer.
     pub outcome: Option<TraceflowOutcome>,
+    /// The `TraceflowConfig` as it was created (what the client sent).
+    pub config: Value,
 }
 
 struct Live {
@@ -187,6 +210,50 @@ struct Live {
 struct Session {
     user: String,
     xsrf: String,
+    created: Instant,
+    last_used: Instant,
+    /// Requests made in it (its login not counted).
+    requests: u32,
+}
+
+/// When the manager locks a user out of its API, and when sessions end: NSX's defaults
+/// (`AuthenticationPolicyProperties`: `api_max_auth_failures` 5, `api_failed_auth_reset_period`
+/// 900 s, `api_failed_auth_lockout_period` 900 s; `HttpServiceProperties.session_timeout`
+/// 1800 s), and a test's own expiry of sessions (none by default).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AuthPolicy {
+    pub max_failures: u32,
+    pub reset_period: Duration,
+    pub lockout_period: Duration,
+    pub session_idle: Duration,
+    /// A session ends after this many requests in it (`None`: never for that).
+    pub session_max_requests: Option<u32>,
+    /// A session ends this long after its login (`None`: never for that).
+    pub session_max_age: Option<Duration>,
+}
+
+impl Default for AuthPolicy {
+    fn default() -> Self {
+        AuthPolicy {
+            max_failures: 5,
+            reset_period: Duration::from_secs(900),
+            lockout_period: Duration::from_secs(900),
+            session_idle: Duration::from_secs(1800),
+            session_max_requests: None,
+            session_max_age: None,
+        }
+    }
+}
+
+/// One traceflow create or delete as it took effect, in the order the fake applied them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TraceflowOp {
+    /// `PUT` or `DELETE`.
+    pub method: String,
+    /// `/infra/traceflows/<id>` (or under a project).
+    pub path: String,
+    /// For a DELETE: whether the traceflow existed then (a DELETE of none answers 200 too).
+    pub existed: bool,
 }
 
 #[derive(Default)]
@@ -197,6 +264,13 @@ struct State {
     leaks: Vec<String>,
     faults: Vec<Fault>,
     sessions: BTreeMap<String, Session>,
+    /// Each user's recent failed authentications, and until when it is locked out.
+    failures: BTreeMap<String, Vec<Instant>>,
+    locked_until: BTreeMap<String, Instant>,
+    logins: usize,
+    auth_failures: usize,
+    expired_sessions: usize,
+    traceflow_ops: Vec<TraceflowOp>,
     traceflows: BTreeMap<String, Live>,
     deleted: Vec<TraceflowRecord>,
     created: usize,
@@ -411,12 +485,23 @@ fn not_found(path: &str) -> Answer {
 }
 
 fn unauthorized() -> Answer {
-    // Managers put 403 in the body of a 401 for bad credentials.
+    // A 403 with error_code 403 (InvalidCredentials): a wrong password and a locked account
+    // answer the same, so a guesser learns nothing from it.
     error(
-        401,
+        403,
         403,
         "common-services",
         "The credentials were incorrect or the account specified has been locked.",
+    )
+}
+
+/// A session NSX no longer knows, or its XSRF token wrong: 403, error_code 98.
+fn session_gone() -> Answer {
+    error(
+        403,
+        98,
+        "common-services",
+        "The session is not valid (expired, ended, or its X-XSRF-TOKEN wrong): log in again.",
     )
 }
 
@@ -533,7 +618,12 @@ impl Shared {
             *t -= 1;
         }
         let mut a = match f.status {
-            401 => unauthorized(),
+            401 => error(
+                401,
+                403,
+                "common-services",
+                "The credentials were incorrect or the account specified has been locked.",
+            ),
             403 => forbidden("do this"),
             s => error(s, s as u64, "fake-nsx", "an injected fault"),
         };
@@ -555,7 +645,30 @@ impl Shared {
             .map(|(_, v)| v.to_string())
     }
 
-    fn authenticate(&self, st: &State, headers: &HeaderMap) -> AuthUsed {
+    /// A failed authentication of `user`: counted toward its lockout ([`AuthPolicy`]).
+    fn failed(st: &mut State, user: &str, policy: &AuthPolicy) {
+        st.auth_failures += 1;
+        let now = Instant::now();
+        let recent = st.failures.entry(user.to_string()).or_default();
+        recent.retain(|t| now.duration_since(*t) < policy.reset_period);
+        recent.push(now);
+        // api_max_auth_failures 0 disables the lockout (the CLI guide's set auth-policy api
+        // max-auth-failures: "If set to 0, account lockout is disabled").
+        if policy.max_failures > 0 && recent.len() as u32 >= policy.max_failures {
+            recent.clear();
+            st.locked_until
+                .insert(user.to_string(), now + policy.lockout_period);
+        }
+    }
+
+    fn locked(st: &State, user: &str) -> bool {
+        st.locked_until
+            .get(user)
+            .is_some_and(|until| Instant::now() < *until)
+    }
+
+    fn authenticate(&self, st: &mut State, headers: &HeaderMap) -> AuthUsed {
+        let policy = lock(&self.opts).auth_policy.clone();
         if let Some(h) = headers.get("authorization").and_then(|v| v.to_str().ok()) {
             let Some(b64) = h.strip_prefix("Basic ") else {
                 return AuthUsed::Refused(None);
@@ -571,16 +684,34 @@ impl Shared {
                 return AuthUsed::Refused(None);
             };
             return match self.world.user(user) {
-                Some(u) if u.password == pass => AuthUsed::Basic(user.into()),
-                _ => AuthUsed::Refused(Some(user.into())),
+                Some(u) if u.password == pass && !Self::locked(st, user) => {
+                    AuthUsed::Basic(user.into())
+                }
+                _ => {
+                    Self::failed(st, user, &policy);
+                    AuthUsed::Refused(Some(user.into()))
+                }
             };
         }
         if let Some(id) = Self::cookie(headers, "JSESSIONID") {
-            let Some(s) = st.sessions.get(&id) else {
+            let now = Instant::now();
+            let Some(s) = st.sessions.get_mut(&id) else {
                 return AuthUsed::Refused(None);
             };
+            let expired = now.duration_since(s.last_used) >= policy.session_idle
+                || policy
+                    .session_max_age
+                    .is_some_and(|age| now.duration_since(s.created) >= age)
+                || policy.session_max_requests.is_some_and(|n| s.requests >= n);
+            if expired {
+                st.sessions.remove(&id);
+                st.expired_sessions += 1;
+                return AuthUsed::Refused(None);
+            }
             let xsrf = headers.get("x-xsrf-token").and_then(|v| v.to_str().ok());
             return if xsrf == Some(s.xsrf.as_str()) {
+                s.requests += 1;
+                s.last_used = now;
                 AuthUsed::Session(s.user.clone())
             } else {
                 AuthUsed::Refused(Some(s.user.clone()))
@@ -600,7 +731,7 @@ impl Shared {
         let mut st = lock(&self.state);
         let m = method.as_str();
         if let Some(a) = self.fault(&mut st, m, path) {
-            let auth = self.authenticate(&st, headers);
+            let auth = self.authenticate(&mut st, headers);
             return (a, auth);
         }
         if path == "/api/session/create" && method == Method::POST {
@@ -609,15 +740,21 @@ impl Shared {
                 .collect();
             let user = form.get("j_username").cloned().unwrap_or_default();
             let pass = form.get("j_password").cloned().unwrap_or_default();
+            let policy = lock(&self.opts).auth_policy.clone();
             return match self.world.user(&user) {
-                Some(u) if u.password == pass && !user.is_empty() => {
+                Some(u) if u.password == pass && !user.is_empty() && !Self::locked(&st, &user) => {
                     let id = self.token(&mut st).to_uppercase();
                     let xsrf = self.token(&mut st);
+                    let now = Instant::now();
+                    st.logins += 1;
                     st.sessions.insert(
                         id.clone(),
                         Session {
                             user: user.clone(),
                             xsrf: xsrf.clone(),
+                            created: now,
+                            last_used: now,
+                            requests: 0,
                         },
                     );
                     let mut a = ok(Value::Null);
@@ -628,25 +765,21 @@ impl Shared {
                     a.headers.push(("x-xsrf-token", xsrf));
                     (a, AuthUsed::Login(user))
                 }
-                _ => (unauthorized(), AuthUsed::Refused(Some(user))),
+                _ => {
+                    Self::failed(&mut st, &user, &policy);
+                    (unauthorized(), AuthUsed::Refused(Some(user)))
+                }
             };
         }
-        let auth = self.authenticate(&st, headers);
+        let auth = self.authenticate(&mut st, headers);
         let user = match &auth {
             AuthUsed::Basic(u) | AuthUsed::Session(u) => u.clone(),
-            AuthUsed::Refused(Some(_))
+            // A session cookie (and no basic header) not honoured: gone, or its token wrong.
+            AuthUsed::Refused(_)
                 if Self::cookie(headers, "JSESSIONID").is_some()
                     && headers.get("authorization").is_none() =>
             {
-                return (
-                    error(
-                        403,
-                        98,
-                        "common-services",
-                        "Bad XSRF token: send the X-XSRF-TOKEN of the session.",
-                    ),
-                    auth,
-                )
+                return (session_gone(), auth)
             }
             _ => return (unauthorized(), auth),
         };
@@ -989,15 +1122,17 @@ impl Shared {
                     o.insert("_revision".into(), json!(0));
                     o.entry("display_name").or_insert(json!(id));
                 }
+                let sent = serde_json::from_slice::<Value>(body).unwrap_or(Value::Null);
                 let record = TraceflowRecord {
                     id: id.into(),
                     path: path.clone(),
                     user: user.into(),
                     query: known.then_some(q),
                     outcome,
+                    config: sent,
                 };
                 st.traceflows.insert(
-                    path,
+                    path.clone(),
                     Live {
                         record,
                         config: config.clone(),
@@ -1007,10 +1142,21 @@ impl Shared {
                 );
                 st.created += 1;
                 st.max_alive = st.max_alive.max(st.traceflows.len());
+                st.traceflow_ops.push(TraceflowOp {
+                    method: "PUT".into(),
+                    path: path.clone(),
+                    existed: true,
+                });
                 ok(config)
             }
             (&Method::DELETE, None) => {
-                if let Some(t) = st.traceflows.remove(&path) {
+                let removed = st.traceflows.remove(&path);
+                st.traceflow_ops.push(TraceflowOp {
+                    method: "DELETE".into(),
+                    path: path.clone(),
+                    existed: removed.is_some(),
+                });
+                if let Some(t) = removed {
                     st.deleted.push(t.record);
                 }
                 ok(Value::Null)
@@ -1382,6 +1528,45 @@ impl FakeNsx {
     /// The sessions alive now (after `/api/session/destroy`, one fewer).
     pub fn sessions_alive(&self) -> usize {
         lock(&self.shared.state).sessions.len()
+    }
+
+    /// Logins granted (`POST /api/session/create` with the right password, not locked out).
+    pub fn logins(&self) -> usize {
+        lock(&self.shared.state).logins
+    }
+
+    /// Failed authentications (a wrong password or user, a locked account; by login or
+    /// basic header): what counts toward a lockout.
+    pub fn failed_logins(&self) -> usize {
+        lock(&self.shared.state).auth_failures
+    }
+
+    /// Whether `user` is locked out of the API now.
+    pub fn is_locked_out(&self, user: &str) -> bool {
+        Shared::locked(&lock(&self.shared.state), user)
+    }
+
+    /// Sessions that ended by expiring (then answered 403, error_code 98).
+    pub fn sessions_expired(&self) -> usize {
+        lock(&self.shared.state).expired_sessions
+    }
+
+    /// From now on every session ends after `requests` requests in it, or `age` after its
+    /// login (either `None`: not for that reason).
+    pub fn expire_sessions(&self, requests: Option<u32>, age: Option<Duration>) {
+        let mut o = lock(&self.shared.opts);
+        o.auth_policy.session_max_requests = requests;
+        o.auth_policy.session_max_age = age;
+    }
+
+    /// The lockout and session policy from now on.
+    pub fn set_auth_policy(&self, policy: AuthPolicy) {
+        lock(&self.shared.opts).auth_policy = policy;
+    }
+
+    /// Every traceflow create and delete, in the order they took effect.
+    pub fn traceflow_ops(&self) -> Vec<TraceflowOp> {
+        lock(&self.shared.state).traceflow_ops.clone()
     }
 }
 

@@ -14,6 +14,14 @@
 //! `TraceflowObservationReceived|Forwarded|Dropped|Delivered`, `component_type` (`DFW`, `LS`,
 //! `PHYSICAL`), a drop by the DFW with `reason: FW_RULE`, `acl_rule_id` and (Policy API)
 //! `acl_rule_path` (schema PolicyTraceflowObservationDropped).
+//!
+//! The packet's headers as the API reference's schemas have them, checked no further than they
+//! say: `EthernetHeader` (`additionalProperties: false`; `src_mac`/`dst_mac` of the form
+//! `^([0-9A-Fa-f]{2}[:-]){5}([0-9A-Fa-f]{2})$`; `eth_type` 1..65535, "defaults to IPv4", 2048),
+//! `Ipv4Header` (`ip_header`) and `Ipv6Header` (`ipv6_header`: `src_ip`, `dst_ip`, `next_header`,
+//! `hop_limit`). The frame is what `eth_type` says: IPv4 reads `ip_header`, 34525 (0x86DD)
+//! `ipv6_header`; an IPv6 header in a frame left at the IPv4 default has no IPv4 destination
+//! (400), as the least a manager may make of it.
 
 use std::net::IpAddr;
 
@@ -27,7 +35,7 @@ use crate::world::World;
 pub enum ConfigError {
     #[error("TraceflowConfig needs segment_port_path (or source_element_path)")]
     NoSource,
-    #[error("TraceflowConfig needs packet.resource_type FieldsPacketData with ip_header.dst_ip")]
+    #[error("TraceflowConfig needs packet.resource_type FieldsPacketData with the dst_ip of its frame's IP header (ip_header, or ipv6_header when eth_header.eth_type is 34525)")]
     NoDestination,
     #[error("packet.ip_header.{0} is not an IP address")]
     BadIp(&'static str),
@@ -35,6 +43,50 @@ pub enum ConfigError {
     NoTransport,
     #[error("tcp_header.tcp_flags {0} has no SYN bit: the fake traces connection attempts only")]
     NotSyn(u64),
+    #[error("packet.eth_header: {0}")]
+    Ethernet(String),
+}
+
+/// `EthernetHeader` as its schema takes it; the frame's `eth_type` (2048 when absent).
+fn eth_type(packet: &Value) -> Result<u64, ConfigError> {
+    let Some(eth) = packet.get("eth_header") else {
+        return Ok(2048);
+    };
+    let bad = |why: &str| ConfigError::Ethernet(why.to_string());
+    let eth = eth.as_object().ok_or_else(|| bad("not an object"))?;
+    if let Some(k) = eth
+        .keys()
+        .find(|k| !matches!(k.as_str(), "src_mac" | "dst_mac" | "eth_type"))
+    {
+        return Err(bad(&format!("unknown property {k}")));
+    }
+    for k in ["src_mac", "dst_mac"] {
+        if let Some(m) = eth.get(k) {
+            if !m.as_str().is_some_and(is_mac) {
+                return Err(bad(&format!("{k} is not a MAC address")));
+            }
+        }
+    }
+    match eth.get("eth_type") {
+        None => Ok(2048),
+        Some(t) => t
+            .as_u64()
+            .filter(|t| (1..=65535).contains(t))
+            .ok_or_else(|| bad("eth_type is not an integer in 1..65535")),
+    }
+}
+
+/// `^([0-9A-Fa-f]{2}[:-]){5}([0-9A-Fa-f]{2})$`
+fn is_mac(s: &str) -> bool {
+    let b = s.as_bytes();
+    b.len() == 17
+        && b.iter().enumerate().all(|(i, c)| {
+            if i % 3 == 2 {
+                *c == b':' || *c == b'-'
+            } else {
+                c.is_ascii_hexdigit()
+            }
+        })
 }
 
 /// Reads a TraceflowConfig into a query; the port found in the world when it is there
@@ -55,8 +107,13 @@ pub fn query(world: &World, config: &Value) -> Result<TraceflowQuery, ConfigErro
     {
         return Err(ConfigError::NoDestination);
     }
+    let ip_header = match eth_type(packet)? {
+        34525 => "ipv6_header",
+        _ => "ip_header",
+    };
     let dst_ip: IpAddr = packet
-        .pointer("/ip_header/dst_ip")
+        .get(ip_header)
+        .and_then(|h| h.get("dst_ip"))
         .and_then(Value::as_str)
         .ok_or(ConfigError::NoDestination)?
         .parse()
@@ -66,12 +123,25 @@ pub fn query(world: &World, config: &Value) -> Result<TraceflowQuery, ConfigErro
     let vm_id = vm
         .and_then(|v| v.get("external_id").and_then(Value::as_str))
         .map(str::to_string);
-    let src_ip = match packet.pointer("/ip_header/src_ip").and_then(Value::as_str) {
+    let src_ip = match packet
+        .get(ip_header)
+        .and_then(|h| h.get("src_ip"))
+        .and_then(Value::as_str)
+    {
         Some(s) => s.parse().map_err(|_| ConfigError::BadIp("src_ip"))?,
+        // Absent: the port's VIF's address of the frame's family.
         None => port
             .and_then(|p| world.vif_of_port(p))
-            .and_then(|v| World::vif_ips(v).into_iter().next())
-            .unwrap_or(IpAddr::from([0, 0, 0, 0])),
+            .and_then(|v| {
+                World::vif_ips(v)
+                    .into_iter()
+                    .find(|ip| ip.is_ipv6() == dst_ip.is_ipv6())
+            })
+            .unwrap_or(if dst_ip.is_ipv6() {
+                IpAddr::from([0u16; 8])
+            } else {
+                IpAddr::from([0, 0, 0, 0])
+            }),
     };
     let th = packet
         .get("transport_header")

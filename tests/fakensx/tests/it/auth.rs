@@ -1,6 +1,7 @@
-//! Authentication and roles: basic, sessions with their XSRF token, 401 and 403 in NSX's error
-//! shape, the request log's view of who asked (never a secret), and passwords sent where they
-//! must not be.
+//! Authentication and roles: basic, sessions with their XSRF token, refusals as NSX answers them
+//! (403 with `error_code` 403 for credentials, 98 for a session gone), the lockout after 5
+//! failures, sessions that expire, the request log's view of who asked (never a secret), and
+//! passwords sent where they must not be.
 
 use etcdnet_fakensx::{AuthUsed, FakeNsx};
 use serde_json::json;
@@ -15,24 +16,104 @@ fn tf_config() -> serde_json::Value {
 }
 
 #[test]
-fn missing_or_bad_credentials_are_401_in_nsx_shape() {
+fn missing_or_bad_credentials_are_403_with_error_code_403() {
     let nsx = FakeNsx::start_world("article").unwrap();
     let anon = Client::new(&nsx);
     let r = anon.get(&format!("{BASE}/security-policies"));
-    assert_eq!(r.status, 401);
+    assert_eq!(r.status, 403);
     let body = r.json();
     for k in ["httpStatus", "error_code", "module_name", "error_message"] {
         assert!(body.get(k).is_some(), "{k} missing from {body}");
     }
-    assert_eq!(body["httpStatus"], "UNAUTHORIZED");
+    assert_eq!(body["httpStatus"], "FORBIDDEN");
+    assert_eq!(body["error_code"], 403);
     let wrong = Client::basic(&nsx, ("auditor", "not-the-password"));
-    assert_eq!(wrong.get(&format!("{BASE}/groups")).status, 401);
+    assert_eq!(wrong.get(&format!("{BASE}/groups")).status, 403);
     let unknown = Client::basic(&nsx, ("mallory", "x"));
-    assert_eq!(unknown.get(&format!("{BASE}/groups")).status, 401);
+    assert_eq!(unknown.get(&format!("{BASE}/groups")).status, 403);
     let log = nsx.requests();
     assert_eq!(log[0].auth, AuthUsed::None);
     assert_eq!(log[1].auth, AuthUsed::Refused(Some("auditor".into())));
-    assert!(log.iter().all(|r| r.status == 401));
+    assert!(log.iter().all(|r| r.status == 403));
+    assert_eq!(
+        nsx.failed_logins(),
+        2,
+        "the two passwords, not the anonymous request"
+    );
+}
+
+/// Five failed logins within 900 s lock the user out of the API: its right password is then
+/// refused too, with the same answer (a guesser learns nothing), and no session is granted.
+#[test]
+fn five_failed_logins_lock_the_account_out() {
+    let nsx = FakeNsx::start_world("article").unwrap();
+    let login = |password: &str| {
+        let form = format!("j_username=auditor&j_password={password}");
+        Client::new(&nsx).send(
+            "POST",
+            "/api/session/create",
+            &[],
+            Some(("application/x-www-form-urlencoded", form.as_bytes())),
+        )
+    };
+    for i in 0..4 {
+        let r = login("nope");
+        assert_eq!(r.status, 403, "failure {i}");
+        assert_eq!(r.json()["error_code"], 403);
+        assert!(!nsx.is_locked_out("auditor"), "after {} failures", i + 1);
+    }
+    // Four failures: the right password still works.
+    assert_eq!(login(AUDITOR.1).status, 200);
+    let r = login("nope");
+    assert_eq!(r.status, 403);
+    assert!(nsx.is_locked_out("auditor"));
+    let locked = login(AUDITOR.1);
+    assert_eq!(locked.status, 403);
+    assert_eq!(
+        locked.json(),
+        r.json(),
+        "the same answer as a wrong password"
+    );
+    assert!(locked.header("set-cookie").is_none());
+    assert_eq!(
+        Client::basic(&nsx, AUDITOR)
+            .get(&format!("{BASE}/groups"))
+            .status,
+        403,
+        "basic too"
+    );
+    // Another user is not locked.
+    assert_eq!(
+        Client::basic(&nsx, TRACER)
+            .get(&format!("{BASE}/groups"))
+            .status,
+        200
+    );
+    assert_eq!(nsx.logins(), 1);
+}
+
+/// A session that expires (here after 2 requests in it) answers 403 with error_code 98, as a
+/// destroyed one does; a new login gives a new session.
+#[test]
+fn an_expired_session_is_403_with_error_code_98() {
+    let nsx = FakeNsx::start_world("article").unwrap();
+    nsx.expire_sessions(Some(2), None);
+    let s = Client::session(&nsx, AUDITOR);
+    assert_eq!(s.get(&format!("{BASE}/groups")).status, 200);
+    assert_eq!(s.get(&format!("{BASE}/groups")).status, 200);
+    let r = s.get(&format!("{BASE}/groups"));
+    assert_eq!(r.status, 403);
+    assert_eq!(r.json()["error_code"], 98);
+    assert_eq!(nsx.sessions_expired(), 1);
+    assert_eq!(nsx.sessions_alive(), 0);
+    assert_eq!(
+        nsx.failed_logins(),
+        0,
+        "an expired session is no failed login"
+    );
+    let again = Client::session(&nsx, AUDITOR);
+    assert_eq!(again.get(&format!("{BASE}/groups")).status, 200);
+    assert_eq!(nsx.logins(), 2);
 }
 
 #[test]
@@ -103,7 +184,9 @@ fn sessions_need_their_cookie_and_xsrf_token_and_end_on_destroy() {
         200
     );
     assert_eq!(nsx.sessions_alive(), 0);
-    assert_eq!(s.get(&format!("{BASE}/groups")).status, 401);
+    let gone = s.get(&format!("{BASE}/groups"));
+    assert_eq!(gone.status, 403);
+    assert_eq!(gone.json()["error_code"], 98);
     // A failed login.
     let bad = Client::new(&nsx).send(
         "POST",
@@ -114,7 +197,8 @@ fn sessions_need_their_cookie_and_xsrf_token_and_end_on_destroy() {
             b"j_username=auditor&j_password=nope",
         )),
     );
-    assert_eq!(bad.status, 401);
+    assert_eq!(bad.status, 403);
+    assert_eq!(bad.json()["error_code"], 403);
     assert!(bad.header("set-cookie").is_none());
     let kinds = nsx.auth_kinds();
     assert!(kinds.contains(&("auditor".into(), "login")));

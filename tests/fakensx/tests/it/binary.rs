@@ -26,11 +26,11 @@ fn serves_a_world_and_names_its_url_and_ca() {
     let status = ask(&url, &ca);
     let _ = child.kill();
     let _ = child.wait();
-    assert_eq!(status, 401, "no credentials");
+    assert_eq!(status, 403, "no credentials");
     let logged = std::fs::read_to_string(&log).unwrap();
     assert_eq!(
         logged,
-        "401 - none GET /policy/api/v1/infra/domains/default/security-policies\n"
+        "403 - none GET /policy/api/v1/infra/domains/default/security-policies\n"
     );
     assert!(url.starts_with("url=https://127.0.0.1:"), "{url}");
     assert_eq!(ca_line, format!("ca={}", ca.display()));

@@ -253,6 +253,60 @@ fn bad_configs_and_unknown_ports() {
     assert!(!of_kind(&obs, "TraceflowObservationForwarded").is_empty());
 }
 
+/// The Ethernet header as `EthernetHeader` takes it: well-formed MACs, an `eth_type` in range,
+/// no other property; the frame's type picks its IP header (an IPv6 header in a frame left at
+/// the IPv4 default has no destination); the documented packet (both MACs, `src_ip`) runs.
+#[test]
+fn the_ethernet_header_and_the_frames_ip_header() {
+    let nsx = FakeNsx::start_world("article").unwrap();
+    nsx.set_observation_delay(Duration::ZERO);
+    let c = Client::basic(&nsx, TRACER);
+    let with_eth = |eth: Value| {
+        let mut p = syn(PORT_4RZ8M, "198.18.0.12", 2380);
+        p["packet"]["eth_header"] = eth;
+        p
+    };
+    for bad in [
+        json!({"src_mac": "00:50:56:a1:14"}),
+        json!({"dst_mac": "00:50:56:a1:14:1c; x"}),
+        json!({"eth_type": 0}),
+        json!({"eth_type": 70000}),
+        json!({"vlan": 5}),
+    ] {
+        let r = c.put_json(&format!("{TF}/x"), &with_eth(bad.clone()));
+        assert_eq!(r.status, 400, "{bad}");
+    }
+    let v6_in_v4 = json!({"segment_port_path": PORT_4RZ8M, "packet": {
+        "resource_type": "FieldsPacketData",
+        "ipv6_header": {"dst_ip": "fd00::12"},
+        "transport_header": {"tcp_header": {"dst_port": 2380, "tcp_flags": 2}}}});
+    assert_eq!(c.put_json(&format!("{TF}/x"), &v6_in_v4).status, 400);
+    let mut v6 = v6_in_v4.clone();
+    v6["packet"]["eth_header"] = json!({"eth_type": 34525});
+    assert_eq!(c.put_json(&format!("{TF}/v6"), &v6).status, 200);
+    assert_eq!(c.delete(&format!("{TF}/v6")).status, 200);
+    let mut documented =
+        with_eth(json!({"src_mac": "00:50:56:a1:14:1b", "dst_mac": "00:50:56:a1:14:1c"}));
+    documented["packet"]["ip_header"]["src_ip"] = json!("198.18.0.11");
+    let (status, _) = run(&c, TF, "doc", &documented);
+    assert_eq!(status["operation_state"], "FINISHED");
+    // The creates and deletes in the order they took effect.
+    let ops: Vec<(String, String, bool)> = nsx
+        .traceflow_ops()
+        .into_iter()
+        .map(|o| (o.method, o.path, o.existed))
+        .collect();
+    assert_eq!(
+        ops,
+        [
+            ("PUT".into(), "/infra/traceflows/v6".into(), true),
+            ("DELETE".into(), "/infra/traceflows/v6".into(), true),
+            ("PUT".into(), "/infra/traceflows/doc".into(), true),
+            ("DELETE".into(), "/infra/traceflows/doc".into(), true),
+        ]
+    );
+}
+
 #[test]
 fn observation_type_families() {
     use etcdnet_fakensx::ObservationFlavour;
