@@ -1414,5 +1414,7 @@ fn agreement(result: &TraceflowResult, path: Option<&DfwPath>) -> Agreement {
     }
 }
 
+pub mod enforce;
+
 #[cfg(test)]
 mod tests;

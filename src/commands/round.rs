@@ -469,6 +469,15 @@ async fn conclude(
         bound: plan.timeout.saturating_sub(spent()),
         keep: plan.keep_pods,
     };
+    // NSX Manager's rule counters before the checks, to tell a rule that dropped them.
+    let counters = match nsx {
+        Some(n) => {
+            let left = plan.timeout.saturating_sub(spent());
+            n.counters_before(&conn.client, &facts, inventory, left)
+                .await
+        }
+        None => None,
+    };
     let reports = route::probe_all(&session, &plan.targets, &run, plan.parallel, progress).await;
     // The session (and any key file it holds) ends here, before the analysis.
     drop(session);
@@ -477,11 +486,12 @@ async fn conclude(
         Some(n) => {
             progress.stage("reading NSX Manager's distributed firewall");
             let left = (plan.timeout + DIAGNOSIS_GRACE).saturating_sub(spent());
-            Some((
-                n.read(&conn.client, &facts, inventory, &reports, left)
-                    .await,
-                n.note(),
-            ))
+            let mut read = n
+                .read(&conn.client, &facts, inventory, &reports, left)
+                .await;
+            let left = (plan.timeout + DIAGNOSIS_GRACE).saturating_sub(spent());
+            n.enforcement_after(&mut read, counters, left).await;
+            Some((read, n.note()))
         }
         None => None,
     };

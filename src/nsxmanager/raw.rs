@@ -129,4 +129,10 @@ pub struct NsxRead {
     pub traceflows: Vec<TraceflowRead>,
     /// What could not be read, anywhere (a 401/403 first: the whole reading may hang on it).
     pub gaps: Vec<Gap>,
+    /// The DFW's switch and exclusion list (`nsxmanager::enforce`); absent when not read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub enforcement: Option<super::enforce::EnforcementRead>,
+    /// The rules' hit counters before and after the path checks (`nsxmanager::enforce`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub statistics: Option<super::enforce::StatisticsRead>,
 }

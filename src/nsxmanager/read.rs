@@ -379,6 +379,8 @@ pub async fn read(client: &Client, layout: &Layout, vms: &[VmHint]) -> NsxRead {
         vms,
         traceflows: Vec::new(),
         gaps,
+        enforcement: None,
+        statistics: None,
     }
 }
 
@@ -399,6 +401,8 @@ pub fn unread(manager: &str, layout: &Layout, gap: Gap) -> NsxRead {
         vms: Vec::new(),
         traceflows: Vec::new(),
         gaps: vec![gap],
+        enforcement: None,
+        statistics: None,
     }
 }
 

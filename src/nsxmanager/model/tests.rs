@@ -144,6 +144,8 @@ pub(crate) fn world(name: &str, vms: &str) -> NsxRead {
         vms,
         traceflows: Vec::new(),
         gaps: Vec::new(),
+        enforcement: None,
+        statistics: None,
     }
 }
 
