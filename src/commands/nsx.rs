@@ -9,9 +9,9 @@ use std::time::Duration;
 
 use crate::analyse::matrix::{self, CellState};
 use crate::nsxmanager::client::Client;
-use crate::nsxmanager::enforce::{self, StatisticsRead};
+use crate::nsxmanager::enforce;
 use crate::nsxmanager::model::{self, SupervisorVm};
-use crate::nsxmanager::raw::{Gap, Layout, NsxRead};
+use crate::nsxmanager::raw::{Gap, Layout, NsxRead, StatisticsRead};
 use crate::nsxmanager::read::{self as nsx_read, VmHint};
 use crate::nsxmanager::traceflow::{self, TraceflowClass, TraceflowTracker, MAX_TRACEFLOWS};
 use crate::nsxmanager::NsxConfig;

@@ -34,12 +34,11 @@
 use std::collections::BTreeMap;
 
 use futures::stream::{self, StreamExt};
-use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::client::{clean, ApiPath, Client, Privilege};
 use super::model::{clip, DfwVm, Identity};
-use super::raw::{Gap, Layout, Members};
+use super::raw::{EnforcementRead, Gap, Layout, Members, PolicyStatistics, StatisticsRead};
 use super::read::{member_kinds, policy_roots};
 
 /// The DFW's settings (`enable_firewall`).
@@ -50,55 +49,6 @@ pub const EXCLUDE_LIST_PATH: &str = "/policy/api/v1/infra/settings/firewall/secu
 pub const MAX_EXCLUDE_MEMBERS: usize = 64;
 /// At most this many policies' statistics are read, before and after (the rest: not proven).
 pub const MAX_STATISTICS_POLICIES: usize = 200;
-
-/// What the run read of the DFW's switch and exclusion list (kept in a bundle).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct EnforcementRead {
-    /// The `DfwFirewallConfiguration`, as answered.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub settings: Option<Value>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub settings_gap: Option<Gap>,
-    /// The `PolicyExcludeList`, as answered.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub exclude_list: Option<Value>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub exclude_list_gap: Option<Gap>,
-    /// Whether the list read includes the system members (`system_owned=true` answered).
-    #[serde(default)]
-    pub system_members: bool,
-    /// The effective members of each group in the list, by path.
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub groups: BTreeMap<String, Members>,
-}
-
-/// One policy's statistics, read before and after the path checks.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct PolicyStatistics {
-    /// The policy's path.
-    pub path: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub before: Option<Value>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub before_gap: Option<Gap>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub after: Option<Value>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub after_gap: Option<Gap>,
-}
-
-/// The rules' hit counters around the checks (kept in a bundle).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct StatisticsRead {
-    pub policies: Vec<PolicyStatistics>,
-    /// Why the statistics were not read (whole) before the checks: the policy list's gap, a
-    /// bound.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub gaps: Vec<Gap>,
-}
 
 fn gap_of(path: &str, why: String) -> Gap {
     Gap {

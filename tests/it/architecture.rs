@@ -119,8 +119,15 @@ const FOLDERS: &[(&str, &[&[&str]])] = &[
     ),
     (
         "nsxmanager",
-        &[&["read", "traceflow"], &["client"], &["model"], &["raw"]],
+        &[
+            &["enforce"],
+            &["read", "traceflow"],
+            &["client"],
+            &["model"],
+            &["raw"],
+        ],
     ),
+    ("analyse::dfw", &[&["enforce"]]),
     (
         "analyse::policy",
         &[&["evaluate"], &["validate"], &["model"]],
