@@ -93,7 +93,10 @@ pub async fn read_enforcement(client: &Client) -> EnforcementRead {
         .map(|path| async move {
             let mut m = Members::default();
             let [_, vms, ports] = member_kinds(&path);
-            for (kind, slot) in [(vms, &mut m.virtual_machines), (ports, &mut m.segment_ports)] {
+            for (kind, slot) in [
+                (vms, &mut m.virtual_machines),
+                (ports, &mut m.segment_ports),
+            ] {
                 match ApiPath::policy(&path, &["members", kind]) {
                     Ok(p) => {
                         let l = client.list(&p, &[], Privilege::ReadSecurity).await;
@@ -231,9 +234,7 @@ pub fn dfw_state(read: &EnforcementRead) -> DfwState {
     {
         Some(Value::Bool(true)) => DfwState::Enabled,
         Some(Value::Bool(false)) => DfwState::Disabled,
-        _ => DfwState::Unknown(format!(
-            "{SETTINGS_PATH} does not say enable_firewall"
-        )),
+        _ => DfwState::Unknown(format!("{SETTINGS_PATH} does not say enable_firewall")),
     }
 }
 
@@ -324,7 +325,9 @@ pub fn excluded(read: &EnforcementRead, vm: &DfwVm) -> Excluded {
         };
         let vms = listed_ids(g.virtual_machines.as_ref(), "id");
         let ports = listed_ids(g.segment_ports.as_ref(), "path");
-        let by_vm = external.as_ref().is_some_and(|e| vms.iter().any(|v| v == e));
+        let by_vm = external
+            .as_ref()
+            .is_some_and(|e| vms.iter().any(|v| v == e));
         let by_port = port.as_ref().is_some_and(|p| ports.iter().any(|q| q == p));
         if by_vm || by_port {
             return Excluded::Yes(format!(
@@ -423,7 +426,9 @@ pub fn rule_hits(stats: Option<&StatisticsRead>, policy_path: &str, rule_path: &
     match (before.get(rule_path), after.get(rule_path)) {
         (Some(b), Some(a)) if a > b => Hits::Grew(a - b),
         (Some(b), Some(a)) if a == b => Hits::Same,
-        (Some(_), Some(_)) => Hits::NotRead("its hit count went down (reset) during the checks".into()),
+        (Some(_), Some(_)) => {
+            Hits::NotRead("its hit count went down (reset) during the checks".into())
+        }
         _ => Hits::NotRead("the statistics list no counter for this rule".into()),
     }
 }

@@ -27,7 +27,8 @@ pub const DFW_DISABLED: &str =
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NotEnforced {
     pub rule: DfwRuleRef,
-    /// Why (the DFW disabled, or which VM is excluded and how).
+    /// Why (the DFW disabled, or which VMs are excluded and how), each reason once, `; `
+    /// between them.
     pub why: String,
     pub paths: Vec<PathRef>,
 }
@@ -160,20 +161,22 @@ pub fn apply(eval: &mut DfwEvaluation, input: &DfwInput, read: &NsxRead) -> Enfo
                 if let DfwSideOutcome::Matched { rule } = &*side {
                     if blocks(rule) {
                         let room = out.not_enforced.len() < MAX_LISTED;
-                        match out
-                            .not_enforced
-                            .iter_mut()
-                            .find(|n| n.rule == *rule && n.why == why)
-                        {
-                            Some(n) if !n.paths.contains(&path) => n.paths.push(path.clone()),
-                            Some(_) => {}
-                            None if room => {
-                                out.not_enforced.push(NotEnforced {
-                                    rule: rule.clone(),
-                                    why: why.clone(),
-                                    paths: vec![path.clone()],
-                                })
+                        // One entry a rule, every reason it is not enforced said once.
+                        match out.not_enforced.iter_mut().find(|n| n.rule == *rule) {
+                            Some(n) => {
+                                if !n.paths.contains(&path) {
+                                    n.paths.push(path.clone());
+                                }
+                                if !n.why.split("; ").any(|w| w == why) {
+                                    n.why.push_str("; ");
+                                    n.why.push_str(&why);
+                                }
                             }
+                            None if room => out.not_enforced.push(NotEnforced {
+                                rule: rule.clone(),
+                                why: why.clone(),
+                                paths: vec![path.clone()],
+                            }),
                             None => {}
                         }
                     }
