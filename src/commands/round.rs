@@ -462,14 +462,9 @@ async fn conclude(
         supervisor: &conn.client,
         workload: &workload,
     };
-    let session = plan.route.open(env, &plan.targets).await?;
-    let tracker = tracker.for_cluster(&namespace, &cluster);
-    let run = route::Run {
-        tracker: &tracker,
-        bound: plan.timeout.saturating_sub(spent()),
-        keep: plan.keep_pods,
-    };
-    // NSX Manager's rule counters before the checks, to tell a rule that dropped them.
+    // NSX Manager's rule counters before the checks (before the route opens: a jumpbox pod
+    // starts probing as it starts), to tell a rule that dropped them; counted in the
+    // cluster's --timeout like the rest.
     let counters = match nsx {
         Some(n) => {
             let left = plan.timeout.saturating_sub(spent());
@@ -477,6 +472,13 @@ async fn conclude(
                 .await
         }
         None => None,
+    };
+    let session = plan.route.open(env, &plan.targets).await?;
+    let tracker = tracker.for_cluster(&namespace, &cluster);
+    let run = route::Run {
+        tracker: &tracker,
+        bound: plan.timeout.saturating_sub(spent()),
+        keep: plan.keep_pods,
     };
     let reports = route::probe_all(&session, &plan.targets, &run, plan.parallel, progress).await;
     // The session (and any key file it holds) ends here, before the analysis.

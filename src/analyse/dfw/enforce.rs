@@ -23,7 +23,8 @@ const MAX_LISTED: usize = 32;
 pub const DFW_DISABLED: &str =
     "the DFW is disabled on this NSX Manager (enable_firewall is false in /infra/settings/firewall/security)";
 
-/// A DROP/REJECT the evaluation found first on checks where it is not enforced.
+/// A DROP/REJECT that blocked paths in the evaluation and does not once the checks where it is
+/// not enforced are taken out.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NotEnforced {
     pub rule: DfwRuleRef,
@@ -104,10 +105,6 @@ fn as_check(s: &DfwSideOutcome) -> Check<DfwRuleRef> {
     }
 }
 
-fn blocks(r: &DfwRuleRef) -> bool {
-    matches!(r.action, RuleAction::Drop | RuleAction::Reject)
-}
-
 /// Applies what NSX Manager enforces to `eval` (built from `input`, read as `read`): each
 /// check at a vNIC the DFW does not reach meets no rule, the paths are combined again, the
 /// blocking rules rebuilt; notes say what is unknown. Then the blocking rules' hit counters.
@@ -156,30 +153,12 @@ pub fn apply(eval: &mut DfwEvaluation, input: &DfwInput, read: &NsxRead) -> Enfo
                 from: p.from.clone(),
                 to: p.to.clone(),
             };
+            let was = p.outcome.blocking_rule().cloned();
+            let mut whys: Vec<String> = Vec::new();
             for (side, off) in [(&mut p.egress, e_off), (&mut p.ingress, i_off)] {
                 let Some(why) = off else { continue };
-                if let DfwSideOutcome::Matched { rule } = &*side {
-                    if blocks(rule) {
-                        let room = out.not_enforced.len() < MAX_LISTED;
-                        // One entry a rule, every reason it is not enforced said once.
-                        match out.not_enforced.iter_mut().find(|n| n.rule == *rule) {
-                            Some(n) => {
-                                if !n.paths.contains(&path) {
-                                    n.paths.push(path.clone());
-                                }
-                                if !n.why.split("; ").any(|w| w == why) {
-                                    n.why.push_str("; ");
-                                    n.why.push_str(&why);
-                                }
-                            }
-                            None if room => out.not_enforced.push(NotEnforced {
-                                rule: rule.clone(),
-                                why: why.clone(),
-                                paths: vec![path.clone()],
-                            }),
-                            None => {}
-                        }
-                    }
+                if !whys.contains(&why) {
+                    whys.push(why);
                 }
                 // Nothing of the DFW acts at this vNIC.
                 *side = DfwSideOutcome::NoVisibleRule;
@@ -193,6 +172,31 @@ pub fn apply(eval: &mut DfwEvaluation, input: &DfwInput, read: &NsxRead) -> Enfo
                 Combined::NoVisibleRule => DfwPathOutcome::NoVisibleRule,
                 Combined::CannotDecide(why) => DfwPathOutcome::CannotDecide { why },
             };
+            // The rule that blocked the path before, and no longer does: not enforced there
+            // (one that still blocks it at the other end's vNIC is still blamed).
+            if let Some(rule) = was.filter(|r| p.outcome.blocking_rule() != Some(r)) {
+                let room = out.not_enforced.len() < MAX_LISTED;
+                // One entry a rule, every reason it is not enforced said once.
+                match out.not_enforced.iter_mut().find(|n| n.rule == rule) {
+                    Some(n) => {
+                        if !n.paths.contains(&path) {
+                            n.paths.push(path.clone());
+                        }
+                        for why in whys {
+                            if !n.why.split("; ").any(|w| w == why) {
+                                n.why.push_str("; ");
+                                n.why.push_str(&why);
+                            }
+                        }
+                    }
+                    None if room => out.not_enforced.push(NotEnforced {
+                        rule,
+                        why: whys.join("; "),
+                        paths: vec![path.clone()],
+                    }),
+                    None => {}
+                }
+            }
             changed = true;
         }
         if changed {

@@ -71,26 +71,38 @@ fn an_excluded_vm_enforces_nothing_at_its_vnic() {
         "/infra/domains/default/groups/excluded".into(),
         group_of(&["5012-1"]),
     );
+    read.enforcement = Some(en.clone());
+    let (e, x) = judged(&read);
+    // tkc-cp-1's own checks meet no rule, but every path has another end whose check still
+    // drops it: the rule is blamed for all six, nothing is "not enforced".
+    assert_eq!(e.blocking.len(), 1);
+    assert_eq!(e.blocking[0].paths.len(), 6);
+    assert!(x.not_enforced.is_empty(), "{:?}", x.not_enforced);
+    for p in e.paths.iter().filter(|p| p.from == "tkc-cp-1") {
+        assert_eq!(p.egress, DfwSideOutcome::NoVisibleRule);
+    }
+    // Both ends of a path excluded: the path is not blocked, the rule not enforced there.
+    en.groups.insert(
+        "/infra/domains/default/groups/excluded".into(),
+        group_of(&["5012-1", "5012-2"]),
+    );
     read.enforcement = Some(en);
     let (e, x) = judged(&read);
-    // tkc-cp-1's own checks meet no rule; the DROP still holds between tkc-cp-2 and tkc-cp-3.
-    for p in &e.paths {
-        let touches = p.from == "tkc-cp-1" || p.to == "tkc-cp-1";
-        let blocked = p.outcome.blocking_rule().is_some();
-        if p.port == 2380 {
-            assert_eq!(blocked, !touches, "{p:?}");
-        }
+    for p in e.paths.iter().filter(|p| p.port == 2380) {
+        let both = [&p.from, &p.to]
+            .iter()
+            .all(|n| *n == "tkc-cp-1" || *n == "tkc-cp-2");
+        assert_eq!(p.outcome.blocking_rule().is_none(), both, "{p:?}");
     }
-    assert_eq!(e.blocking.len(), 1);
-    assert_eq!(e.blocking[0].paths.len(), 2);
+    assert_eq!(e.blocking[0].paths.len(), 4);
     assert_eq!(x.not_enforced.len(), 1);
-    assert!(x.not_enforced[0].why.contains("tkc-cp-1 is in the DFW exclusion list (through group /infra/domains/default/groups/excluded)"));
-    assert_eq!(x.not_enforced[0].paths.len(), 4);
+    let why = &x.not_enforced[0].why;
     assert!(
-        !x.not_enforced[0].why.contains("tkc-cp-2"),
-        "{}",
-        x.not_enforced[0].why
+        why.contains("tkc-cp-1 is in the DFW exclusion list (through group /infra/domains/default/groups/excluded)")
+            && why.contains("tkc-cp-2 is in the DFW exclusion list"),
+        "{why}"
     );
+    assert_eq!(x.not_enforced[0].paths.len(), 2);
     assert!(
         e.summary.contains("not enforced elsewhere"),
         "{}",
