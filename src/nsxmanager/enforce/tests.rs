@@ -37,3 +37,84 @@ fn members_are_strings_once_and_bounded() {
     assert_eq!(exclude_members(Some(&l)).len(), 4 * MAX_EXCLUDE_MEMBERS);
     assert!(exclude_members(None).is_empty());
 }
+
+fn vm() -> DfwVm {
+    use crate::nsxmanager::model::{NsxPort, NsxVm};
+    DfwVm {
+        node: "cp-1".into(),
+        vm_name: "cp-1".into(),
+        ips: vec!["10.0.0.11".parse().unwrap()],
+        identity: Identity::Confirmed,
+        nsx_vm: Some(NsxVm {
+            external_id: Some("5012-1".into()),
+            display_name: Some("cp-1".into()),
+            bios_uuid: None,
+            instance_uuid: None,
+            power_state: None,
+        }),
+        port: Some(NsxPort {
+            path: Some("/infra/segments/s/ports/p1".into()),
+            id: Some("p1".into()),
+            display_name: None,
+            attachment_id: None,
+            ips: Vec::new(),
+        }),
+    }
+}
+
+fn listing(members: Value) -> EnforcementRead {
+    EnforcementRead {
+        exclude_list: Some(json!({ "members": members })),
+        system_members: true,
+        ..EnforcementRead::default()
+    }
+}
+
+#[test]
+fn a_vm_is_excluded_by_its_port_or_a_group_and_else_unknown_never_excluded() {
+    let v = vm();
+    assert_eq!(excluded(&listing(json!([])), &v), Excluded::No);
+    assert!(matches!(
+        excluded(&listing(json!(["/infra/segments/s/ports/p1"])), &v),
+        Excluded::Yes(w) if w.contains("its port")
+    ));
+    // A segment (not modeled), a group whose members were not read: unknown.
+    for m in ["/infra/segments/s", "/infra/domains/default/groups/g"] {
+        assert!(
+            matches!(excluded(&listing(json!([m])), &v), Excluded::Unknown(_)),
+            "{m}"
+        );
+    }
+    // A group holding another VM and port, read whole: not excluded.
+    let mut r = listing(json!(["/infra/domains/default/groups/g"]));
+    r.groups.insert(
+        "/infra/domains/default/groups/g".into(),
+        Members {
+            virtual_machines: Some(super::super::raw::Listed {
+                results: vec![json!({"id": "5012-9"})],
+                ..Default::default()
+            }),
+            segment_ports: Some(super::super::raw::Listed {
+                results: vec![json!({"path": "/infra/segments/s/ports/p9"})],
+                ..Default::default()
+            }),
+            ..Members::default()
+        },
+    );
+    assert_eq!(excluded(&r, &v), Excluded::No);
+    // Its port among the group's ports: excluded, through the group.
+    r.groups
+        .get_mut("/infra/domains/default/groups/g")
+        .unwrap()
+        .segment_ports
+        .as_mut()
+        .unwrap()
+        .results
+        .push(json!({"path": "/infra/segments/s/ports/p1"}));
+    assert!(matches!(excluded(&r, &v), Excluded::Yes(w) if w.contains("through group")));
+    // The list not read: unknown.
+    assert!(matches!(
+        excluded(&EnforcementRead::default(), &v),
+        Excluded::Unknown(_)
+    ));
+}
