@@ -784,6 +784,18 @@ fn vms_excluded_or_the_dfw_disabled_blame_no_rule_and_say_why() {
         .as_ref()
         .unwrap();
     assert_eq!(e.dfw_enabled, etcdnet::report::v1alpha2::NsxKnown::No);
+    // The table's NSX MANAGER section says it too, and names no rule as DROPS.
+    let table = case.run_as("auditor", &[]);
+    table.expect_code(1);
+    assert!(
+        table.stdout.contains("  not blamed: ")
+            && table
+                .stdout
+                .contains("but is not enforced there: the DFW is disabled")
+            && !table.stdout.contains("DROPS"),
+        "{}",
+        table.stdout
+    );
 }
 
 /// The rule's hit counters are read before and after the checks: hits the manager publishes
