@@ -1521,5 +1521,7 @@ fn agreement(result: &TraceflowResult, path: Option<&DfwPath>) -> Agreement {
     }
 }
 
+pub mod enforce;
+
 #[cfg(test)]
 mod tests;

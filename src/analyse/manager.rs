@@ -12,6 +12,7 @@
 //! drop is past NSX's reach: inside the guest. What could not be read (a 401/403 naming the
 //! privilege it needs) and a VM whose NSX identity is not the Machine's are notes.
 
+use super::dfw::enforce::{self, Enforcement};
 use super::dfw::{
     evaluate, summarize_traceflow, Agreement, DfwEvaluation, DfwPathOutcome, DfwRuleRef,
     TraceflowResult, TraceflowSummary,
@@ -40,6 +41,9 @@ pub struct ManagerAssessment {
     pub traceflow_refusals: Vec<String>,
     /// Per entry of `traceflows`: whether the manager refused to create it.
     traceflow_refused: Vec<bool>,
+    /// What the manager enforces (the DFW's switch, its exclusion list), already applied to
+    /// `evaluation`, and the blocking rules' hit counters.
+    pub enforcement: Enforcement,
 }
 
 /// Why the manager refused to create traceflow `t` (401/403 before any state was read), with
@@ -64,7 +68,8 @@ fn refusal(t: &TraceflowRead) -> Option<String> {
 /// every traceflow read summarized against it.
 pub fn assess(read: &NsxRead, vms: &[SupervisorVm]) -> ManagerAssessment {
     let input = model::input(read, vms);
-    let evaluation = evaluate(&input);
+    let mut evaluation = evaluate(&input);
+    let enforcement = enforce::apply(&mut evaluation, &input, read);
     let traceflows = read
         .traceflows
         .iter()
@@ -87,6 +92,7 @@ pub fn assess(read: &NsxRead, vms: &[SupervisorVm]) -> ManagerAssessment {
         traceflows,
         traceflow_refusals,
         traceflow_refused,
+        enforcement,
     }
 }
 
@@ -128,7 +134,13 @@ pub fn join(diagnosis: &mut Diagnosis, a: &ManagerAssessment) {
         let mut by_rule: Vec<(DfwRuleRef, Vec<PathRef>)> = Vec::new();
         let mut undecided: Vec<(String, Vec<PathRef>)> = Vec::new();
         let mut open: Vec<PathRef> = Vec::new();
+        // Rules that match but are not enforced there (the DFW disabled, a VM excluded).
+        let mut unenforced: Vec<((DfwRuleRef, String), Vec<PathRef>)> = Vec::new();
         for p in &failing {
+            if let Some(n) = a.enforcement.not_enforced_on(p) {
+                group(&mut unenforced, (n.rule.clone(), n.why.clone()), p.clone());
+                continue;
+            }
             match ev.path(p.port, &p.from, &p.to).map(|e| &e.outcome) {
                 Some(DfwPathOutcome::Dropped { rule } | DfwPathOutcome::Rejected { rule }) => {
                     group(&mut by_rule, rule.clone(), p.clone())
@@ -148,12 +160,22 @@ pub fn join(diagnosis: &mut Diagnosis, a: &ManagerAssessment) {
         let mut lines = Vec::new();
         for (rule, paths) in by_rule.iter().take(NAMED) {
             lines.push(format!(
-                "NSX Manager's distributed firewall rule {} {} {} on {} of the {total} failing paths ({})",
+                "NSX Manager's distributed firewall rule {} {} {} on {} of the {total} failing paths ({}){}",
                 rule.label(),
                 verb(rule),
                 ports_text(paths),
                 paths.len(),
-                paths_text(paths)
+                paths_text(paths),
+                a.enforcement.hits_text(rule)
+            ));
+        }
+        for ((rule, why), paths) in unenforced.iter().take(NAMED) {
+            lines.push(format!(
+                "NSX Manager's distributed firewall rule {} matches {} on {} of the {total} failing paths ({}) but is not enforced there, so it is not blamed: {why}",
+                rule.label(),
+                ports_text(paths),
+                paths.len(),
+                paths_text(paths),
             ));
         }
         if by_rule.len() > NAMED {

@@ -11,8 +11,9 @@ use std::time::Duration;
 
 use crate::analyse::matrix::{self, CellState};
 use crate::nsxmanager::client::Client;
+use crate::nsxmanager::enforce;
 use crate::nsxmanager::model::{self, SupervisorVm};
-use crate::nsxmanager::raw::{Gap, Layout, NsxRead};
+use crate::nsxmanager::raw::{Gap, Layout, NsxRead, StatisticsRead};
 use crate::nsxmanager::read::{self as nsx_read, VmHint};
 use crate::nsxmanager::traceflow::{self, TraceflowClass, TraceflowTracker, MAX_TRACEFLOWS};
 use crate::nsxmanager::NsxConfig;
@@ -24,6 +25,9 @@ use crate::supervisor::{ClusterFacts, Inventory};
 /// How long a reading may take past its deadline to put together what it read (no request
 /// runs then: the client's deadline cut them) before the backstop drops it whole.
 const ASSEMBLY_GRACE: Duration = Duration::from_secs(1);
+
+/// The longest the rule statistics before the checks may hold the probes back.
+const COUNTERS_BOUND: Duration = Duration::from_secs(10);
 
 /// The ports whose failing paths a traceflow proves, the peer port first (quorum's).
 const TRACED_PORTS: [u16; 2] = [2380, 2379];
@@ -117,6 +121,72 @@ impl NsxRun {
             }
         }
         read
+    }
+
+    /// The rules' hit counters before the cluster's path checks (issue 37), read as the DFW
+    /// reading reads (same layout, same privileges), within `within` and at most
+    /// [`COUNTERS_BOUND`]: the probes wait for it. `None` when there is no client or no
+    /// layout (the reading says why).
+    pub async fn counters_before(
+        &self,
+        supervisor: &kube::Client,
+        facts: &ClusterFacts,
+        inventory: &Inventory,
+        within: Duration,
+    ) -> Option<StatisticsRead> {
+        let client = self.client.as_ref().ok()?;
+        if client.credentials_refused() {
+            return None;
+        }
+        let layout = layout(supervisor, facts, inventory).await.ok()?;
+        let bound = within
+            .min(self.config.options.limits.total)
+            .min(COUNTERS_BOUND);
+        client.renew_deadline(bound);
+        let before = enforce::read_statistics_before(client, &layout);
+        match tokio::time::timeout(bound + ASSEMBLY_GRACE, before).await {
+            Ok(s) => Some(s),
+            Err(_) => Some(StatisticsRead {
+                gaps: vec![Gap {
+                    path: "/policy/api/v1".into(),
+                    status: None,
+                    why: format!(
+                        "the rule statistics were not read within {} before the checks",
+                        crate::nsxmanager::client::shown(bound)
+                    ),
+                    privilege: None,
+                }],
+                ..StatisticsRead::default()
+            }),
+        }
+    }
+
+    /// After the cluster's reading (and its traceflows): the DFW's switch and exclusion list,
+    /// and the counters of `before` read again, into `read`. Bounded as the reading is (the
+    /// client's deadline) and by what is left of `within`.
+    pub async fn enforcement_after(
+        &self,
+        read: &mut NsxRead,
+        before: Option<StatisticsRead>,
+        within: Duration,
+    ) {
+        let Ok(client) = &self.client else { return };
+        if client.credentials_refused() || read.auth.is_none() {
+            return;
+        }
+        let bound = within.min(self.config.options.limits.total);
+        let work = async {
+            let enforcement = enforce::read_enforcement(client).await;
+            let mut stats = before;
+            if let Some(s) = stats.as_mut() {
+                enforce::read_statistics_after(client, s).await;
+            }
+            (enforcement, stats)
+        };
+        if let Ok((e, s)) = tokio::time::timeout(bound + ASSEMBLY_GRACE, work).await {
+            read.enforcement = Some(e);
+            read.statistics = s;
+        }
     }
 
     /// On every way out of the round: deletes the traceflows still tracked (a run cut by a

@@ -481,6 +481,17 @@ async fn conclude(
         supervisor: &conn.client,
         workload: &workload,
     };
+    // NSX Manager's rule counters before the checks (before the route opens: a jumpbox pod
+    // starts probing as it starts), to tell a rule that dropped them; counted in the
+    // cluster's --timeout like the rest.
+    let counters = match nsx {
+        Some(n) => {
+            let left = plan.timeout.saturating_sub(spent());
+            n.counters_before(&conn.client, &facts, inventory, left)
+                .await
+        }
+        None => None,
+    };
     let session = plan.route.open(env, &plan.targets).await?;
     let tracker = tracker.for_cluster(&namespace, &cluster);
     let run = route::Run {
@@ -496,11 +507,12 @@ async fn conclude(
         Some(n) => {
             progress.stage("reading NSX Manager's distributed firewall");
             let left = (plan.timeout + DIAGNOSIS_GRACE).saturating_sub(spent());
-            Some((
-                n.read(&conn.client, &facts, inventory, &reports, left)
-                    .await,
-                n.note(),
-            ))
+            let mut read = n
+                .read(&conn.client, &facts, inventory, &reports, left)
+                .await;
+            let left = (plan.timeout + DIAGNOSIS_GRACE).saturating_sub(spent());
+            n.enforcement_after(&mut read, counters, left).await;
+            Some((read, n.note()))
         }
         None => None,
     };

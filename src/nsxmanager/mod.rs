@@ -4,6 +4,7 @@
 //! was read is one value, [`raw::NsxRead`]; `analyse::dfw` judges it.
 
 pub mod client;
+pub mod enforce;
 pub mod model;
 pub mod raw;
 pub mod read;

@@ -151,6 +151,63 @@ pub struct NsxRead {
     pub vpc_security: Option<VpcSecurity>,
     /// What could not be read, anywhere (a 401/403 first: the whole reading may hang on it).
     pub gaps: Vec<Gap>,
+    /// The DFW's switch and exclusion list (`nsxmanager::enforce`); absent when not read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub enforcement: Option<EnforcementRead>,
+    /// The rules' hit counters before and after the path checks (`nsxmanager::enforce`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub statistics: Option<StatisticsRead>,
+}
+
+// ---- what NSX Manager enforces (`nsxmanager::enforce` reads and judges these) ----
+
+/// What the run read of the DFW's switch and exclusion list (kept in a bundle).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct EnforcementRead {
+    /// The `DfwFirewallConfiguration`, as answered.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub settings: Option<serde_json::Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub settings_gap: Option<Gap>,
+    /// The `PolicyExcludeList`, as answered.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exclude_list: Option<serde_json::Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exclude_list_gap: Option<Gap>,
+    /// Whether the list read includes the system members (`system_owned=true` answered).
+    #[serde(default)]
+    pub system_members: bool,
+    /// The effective members of each group in the list, by path.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub groups: BTreeMap<String, Members>,
+}
+
+/// One policy's statistics, read before and after the path checks.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PolicyStatistics {
+    /// The policy's path.
+    pub path: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub before: Option<serde_json::Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub before_gap: Option<Gap>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub after: Option<serde_json::Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub after_gap: Option<Gap>,
+}
+
+/// The rules' hit counters around the checks (kept in a bundle).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StatisticsRead {
+    pub policies: Vec<PolicyStatistics>,
+    /// Why the statistics were not read (whole) before the checks: the policy list's gap, a
+    /// bound.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub gaps: Vec<Gap>,
 }
 
 /// A VPC's security posture as NSX 9 keeps it: the `VpcSecurityProfile` attached to the VPC

@@ -457,6 +457,8 @@ pub async fn read(client: &Client, layout: &Layout, vms: &[VmHint]) -> NsxRead {
         traceflows: Vec::new(),
         vpc_security,
         gaps,
+        enforcement: None,
+        statistics: None,
     }
 }
 
@@ -605,6 +607,8 @@ pub fn unread(manager: &str, layout: &Layout, gap: Gap) -> NsxRead {
         traceflows: Vec::new(),
         vpc_security: None,
         gaps: vec![gap],
+        enforcement: None,
+        statistics: None,
     }
 }
 

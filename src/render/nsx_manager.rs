@@ -86,12 +86,24 @@ pub(crate) fn section(out: &mut Lines, n: &NsxManager, wide: bool) {
             crate::report::v1alpha2::DfwAction::Reject => "REJECTS",
             _ => "DROPS",
         };
+        // Its hit counter around the checks (issue 37), when read.
+        let proof = n
+            .enforcement
+            .as_ref()
+            .and_then(|e| e.hits.iter().find(|h| h.rule == b.rule.path))
+            .map(|h| match (h.proof, h.hits_during_checks) {
+                (crate::report::v1alpha2::DfwProof::Proven, Some(k)) => {
+                    format!(" (proven: +{k} hits during the checks)")
+                }
+                _ => " (matched, not proven by its hit counters)".to_string(),
+            })
+            .unwrap_or_default();
         out.marked(
             "  ",
             Tone::Bad,
             word,
             &format!(
-                " {} on {}",
+                " {} on {}{proof}",
                 clip(&b.rule.label(), MAX_LINE_CHARS),
                 PathRef::ports_text(&b.paths)
             ),
@@ -125,6 +137,20 @@ pub(crate) fn section(out: &mut Lines, n: &NsxManager, wide: bool) {
                 s.paths.len(),
                 PathRef::paths_text(&s.paths),
                 clip(&s.by.label(), MAX_LINE_CHARS / 2),
+            ),
+        );
+    }
+    // Rules that match but are not enforced there (the DFW disabled, a VM excluded).
+    let not_enforced = n.enforcement.iter().flat_map(|e| e.not_enforced.iter());
+    for r in not_enforced.take(SHOWN) {
+        line(
+            out,
+            format!(
+                "  not blamed: {} matches {} path(s) ({}) but is not enforced there: {}",
+                clip(&r.rule.label(), MAX_LINE_CHARS / 2),
+                r.paths.len(),
+                PathRef::paths_text(&r.paths),
+                clip(&r.why, MAX_LINE_CHARS / 2),
             ),
         );
     }

@@ -191,6 +191,7 @@ impl Evidence {
                 &m.traceflows,
                 self.nsx_note.clone(),
             )
+            .with_enforcement(&m.enforcement)
         })))
     }
 

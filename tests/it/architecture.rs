@@ -125,8 +125,15 @@ const FOLDERS: &[(&str, &[&[&str]])] = &[
     ),
     (
         "nsxmanager",
-        &[&["read", "traceflow"], &["client"], &["model"], &["raw"]],
+        &[
+            &["enforce"],
+            &["read", "traceflow"],
+            &["client"],
+            &["model"],
+            &["raw"],
+        ],
     ),
+    ("analyse::dfw", &[&["enforce"]]),
     (
         "analyse::policy",
         &[&["evaluate"], &["validate"], &["model"]],

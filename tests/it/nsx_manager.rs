@@ -1119,3 +1119,177 @@ fn an_nsx_operator_rule_scoped_by_a_segment_port_group_is_named() {
     );
     assert!(first.contains("6 of the 6 failing paths"), "{first}");
 }
+
+/// The path of infra-drop-2380's group of the control plane's VMs.
+const CP_GROUP: &str = "/infra/domains/default/groups/tkc-prod-control-plane";
+/// The policy of [`RULE_PATH`].
+const RULE_POLICY: &str = "/infra/domains/default/security-policies/infra-hardening";
+
+/// infra-drop-2380 with the DFW's `enforcement:` changed by `f`.
+fn enforcing(f: impl FnOnce(&mut etcdnet_fakensx::enforce::Enforcement)) -> Case {
+    let mut world = World::from_dir(world_dir("infra-drop-2380")).expect("the world loads");
+    f(&mut world.enforcement);
+    Case::serving(world)
+}
+
+/// A rule that is not enforced is never blamed, and the evidence says why: the control plane's
+/// VMs in the DFW exclusion list through their group (the first evidence line names the rule
+/// as matching but not enforced, and the group), or the DFW disabled on the manager (the same,
+/// with "the DFW is disabled"). Either way no next step asks to change the rule, and the JSON
+/// says which VMs are excluded and which rule is not enforced.
+#[test]
+fn vms_excluded_or_the_dfw_disabled_blame_no_rule_and_say_why() {
+    let case = enforcing(|e| e.exclude_list = vec![CP_GROUP.to_string()]);
+    let (run, report) = case.json_as("auditor", &[]);
+    run.expect_code(1);
+    assert_2380_verdict(&report);
+    let first = &report.verdict.evidence[0];
+    assert!(
+        first.starts_with(&format!("{RULE_LINE}{RULE_NAME} ({RULE_PATH};"))
+            && first.contains("matches TCP 2380 on 6 of the 6 failing paths")
+            && first.contains("is not enforced there, so it is not blamed")
+            && CP.iter().all(|vm| first.contains(&format!(
+                "{vm} is in the DFW exclusion list (through group {CP_GROUP})"
+            ))),
+        "{:#?}",
+        report.verdict.evidence
+    );
+    assert!(
+        !report.verdict.next_steps.join("\n").contains(RULE_PATH),
+        "{:#?}",
+        report.verdict.next_steps
+    );
+    let nsx = report.nsx_manager.as_ref().expect("nsxManager");
+    assert!(nsx.blocking.is_empty(), "{:#?}", nsx.blocking);
+    let e = nsx.enforcement.as_ref().expect("nsxManager.enforcement");
+    assert_eq!(e.dfw_enabled, etcdnet::report::v1alpha2::NsxKnown::Yes);
+    assert_eq!(e.vms.len(), 3);
+    assert!(
+        e.vms
+            .iter()
+            .all(|v| v.excluded == etcdnet::report::v1alpha2::NsxKnown::Yes),
+        "{:#?}",
+        e.vms
+    );
+    assert_eq!(e.not_enforced.len(), 1, "{:#?}", e.not_enforced);
+    assert!(
+        case.nsx.requests().iter().any(|r| r.path
+            == "/policy/api/v1/infra/settings/firewall/security/exclude-list"
+            && r.query.contains("system_owned=true")),
+        "the list with its system members asked"
+    );
+
+    let case = enforcing(|e| e.enable_firewall = false);
+    let (run, report) = case.json_as("auditor", &[]);
+    run.expect_code(1);
+    let first = &report.verdict.evidence[0];
+    assert!(
+        first.starts_with(&format!("{RULE_LINE}{RULE_NAME} ({RULE_PATH};"))
+            && first.contains("is not enforced there, so it is not blamed")
+            && first.contains("the DFW is disabled on this NSX Manager"),
+        "{:#?}",
+        report.verdict.evidence
+    );
+    assert!(!report.verdict.next_steps.join("\n").contains(RULE_PATH));
+    let e = report
+        .nsx_manager
+        .as_ref()
+        .unwrap()
+        .enforcement
+        .as_ref()
+        .unwrap();
+    assert_eq!(e.dfw_enabled, etcdnet::report::v1alpha2::NsxKnown::No);
+    // The table's NSX MANAGER section says it too, and names no rule as DROPS.
+    let table = case.run_as("auditor", &[]);
+    table.expect_code(1);
+    assert!(
+        table.stdout.contains("  not blamed: ")
+            && table
+                .stdout
+                .contains("but is not enforced there: the DFW is disabled")
+            && !table.stdout.contains("DROPS"),
+        "{}",
+        table.stdout
+    );
+}
+
+/// The rule's hit counters are read before and after the checks: hits the manager publishes
+/// in between (the test says 6 were counted; the fake publishes them at its next refresh,
+/// after the first read) prove the DROP, with the count. Statistics forbidden (403): the DROP
+/// stays named as matched, and the evidence says its counters could not be read. An
+/// exclusion list the account may not read (403) is unknown, never "not enforced": the rule
+/// is still named, and a note says its enforcement is not confirmed.
+#[test]
+fn a_drop_whose_hits_grew_is_proven_and_forbidden_counters_leave_it_matched() {
+    let case = Case::new("infra-drop-2380");
+    case.nsx.publish_hits_later(RULE_PATH, 6);
+    let (run, report) = case.json_as("auditor", &[]);
+    run.expect_code(1);
+    let first = &report.verdict.evidence[0];
+    assert!(
+        first.starts_with(&format!("{RULE_LINE}{RULE_NAME} ({RULE_PATH};"))
+            && first.ends_with(
+                "; proven: +6 hits during the checks (its rule statistics, read before and after)"
+            ),
+        "{:#?}",
+        report.verdict.evidence
+    );
+    let stats = format!("/policy/api/v1{RULE_POLICY}/statistics");
+    let reads = case
+        .nsx
+        .requests()
+        .iter()
+        .filter(|r| r.path == stats)
+        .count();
+    assert_eq!(reads, 2, "read before and after the checks");
+    let hits = &report
+        .nsx_manager
+        .as_ref()
+        .unwrap()
+        .enforcement
+        .as_ref()
+        .unwrap()
+        .hits;
+    assert_eq!(hits.len(), 1);
+    assert_eq!(hits[0].hits_during_checks, Some(6));
+
+    let case = Case::new("infra-drop-2380");
+    case.nsx.inject(etcdnet_fakensx::Fault::new(&stats, 403));
+    case.nsx.inject(etcdnet_fakensx::Fault::new(
+        "/policy/api/v1/infra/settings/firewall/security/exclude-list",
+        403,
+    ));
+    let (run, report) = case.json_as("auditor", &[]);
+    run.expect_code(1);
+    let first = &report.verdict.evidence[0];
+    assert!(
+        first.starts_with(&format!("{RULE_LINE}{RULE_NAME} ({RULE_PATH};"))
+            && first.contains("drops TCP 2380 on 6 of the 6 failing paths")
+            && first.contains("; matched, not proven: its hit counters could not be read (")
+            && first.contains("403"),
+        "{:#?}",
+        report.verdict.evidence
+    );
+    assert!(
+        report.verdict.next_steps[0].contains(RULE_PATH),
+        "still the step: {:#?}",
+        report.verdict.next_steps
+    );
+    let notes = nsx_notes(&report);
+    assert!(
+        notes
+            .iter()
+            .any(|n| n.contains("the DFW exclusion list could not be read")
+                && n.contains("their enforcement not confirmed")),
+        "{notes:#?}"
+    );
+    assert!(
+        !report
+            .verdict
+            .evidence
+            .join("\n")
+            .contains("not enforced there"),
+        "{:#?}",
+        report.verdict.evidence
+    );
+}

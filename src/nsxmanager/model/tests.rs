@@ -146,6 +146,8 @@ pub(crate) fn world(name: &str, vms: &str) -> NsxRead {
         traceflows: Vec::new(),
         vpc_security: None,
         gaps: Vec::new(),
+        enforcement: None,
+        statistics: None,
     }
 }
 

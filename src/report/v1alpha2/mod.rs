@@ -68,9 +68,10 @@ pub use network::{
 };
 pub use node::*;
 pub use nsx_manager::{
-    CategoryCount, DfwAction, DfwBlockingRule, DfwCheck, DfwOutcome, DfwPathEvaluation, DfwRule,
-    DfwShadowedRule, NsxGap, NsxIdentityState, NsxManager, NsxReadCounts, NsxTraceflow,
-    NsxTraceflowResult, NsxVmIdentity, TraceflowAgreement,
+    CategoryCount, DfwAction, DfwBlockingRule, DfwCheck, DfwNotEnforcedRule, DfwOutcome,
+    DfwPathEvaluation, DfwProof, DfwRule, DfwRuleHits, DfwShadowedRule, NsxEnforcement, NsxGap,
+    NsxIdentityState, NsxKnown, NsxManager, NsxReadCounts, NsxTraceflow, NsxTraceflowResult,
+    NsxVmExclusion, NsxVmIdentity, TraceflowAgreement,
 };
 pub use timeline::{LastProbe, NoLeaderSince, NodeClock, PairOnset, Timeline, TimelineShape};
 

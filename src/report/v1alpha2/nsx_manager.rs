@@ -116,6 +116,151 @@ pub struct NsxManager {
     /// What the evaluation assumes where NSX's order is not visible.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
+    /// What the manager enforces: the DFW's switch, its exclusion list, the rules that match
+    /// but are not enforced, the blocking rules' hit counters. Absent when not read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub enforcement: Option<NsxEnforcement>,
+}
+
+/// Whether something is so, as read: `unknown` when it could not be read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum NsxKnown {
+    Yes,
+    No,
+    Unknown,
+}
+
+/// What NSX Manager enforces (`/infra/settings/firewall/security`, its `exclude-list`) and the
+/// blocking rules' hit counters read before and after the path checks.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct NsxEnforcement {
+    /// `enable_firewall`: `yes`, `no` (nothing of the DFW is enforced), `unknown`.
+    pub dfw_enabled: NsxKnown,
+    /// Why it is `unknown`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dfw_why: Option<String>,
+    /// Each VM: whether it is in the DFW exclusion list.
+    pub vms: Vec<NsxVmExclusion>,
+    /// DROP/REJECT rules the evaluation finds first on checks where they are not enforced:
+    /// not blamed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub not_enforced: Vec<DfwNotEnforcedRule>,
+    /// Each blocking rule's hit counter around the checks (absent when the statistics were not
+    /// read).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub hits: Vec<DfwRuleHits>,
+}
+
+/// Whether one VM is in the DFW exclusion list.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct NsxVmExclusion {
+    pub node: String,
+    pub excluded: NsxKnown,
+    /// How (directly, through which group), or why it is unknown.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub why: Option<String>,
+}
+
+/// A rule that matches paths where it is not enforced.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct DfwNotEnforcedRule {
+    pub rule: DfwRule,
+    /// Why: the DFW disabled, or the VM excluded and how.
+    pub why: String,
+    pub paths: Vec<PathRef>,
+}
+
+/// What a blocking rule's hit counter says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum DfwProof {
+    /// Its hit count grew during the checks: it dropped them.
+    Proven,
+    /// Read before and after, the same (NSX refreshes its counters periodically: not a
+    /// disproof).
+    NotGrown,
+    /// The counters could not be compared (why).
+    NotRead,
+}
+
+/// One blocking rule's hit counter around the checks.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct DfwRuleHits {
+    /// The rule's path.
+    pub rule: String,
+    pub proof: DfwProof,
+    /// How many hits it counted during the checks (`proven`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hits_during_checks: Option<u64>,
+    /// Why it is `notRead`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub why: Option<String>,
+}
+
+impl From<&crate::analyse::dfw::enforce::Enforcement> for NsxEnforcement {
+    fn from(e: &crate::analyse::dfw::enforce::Enforcement) -> Self {
+        use crate::nsxmanager::enforce::{DfwState, Excluded, Hits};
+        let (dfw_enabled, dfw_why) = match &e.dfw {
+            Some(DfwState::Enabled) => (NsxKnown::Yes, None),
+            Some(DfwState::Disabled) => (NsxKnown::No, None),
+            Some(DfwState::Unknown(w)) => (NsxKnown::Unknown, Some(text(w))),
+            None => (NsxKnown::Unknown, Some("not read".to_string())),
+        };
+        NsxEnforcement {
+            dfw_enabled,
+            dfw_why,
+            vms: e
+                .excluded
+                .iter()
+                .take(MAX_VMS)
+                .map(|(node, x)| {
+                    let (excluded, why) = match x {
+                        Excluded::Yes(w) => (NsxKnown::Yes, Some(text(w))),
+                        Excluded::No => (NsxKnown::No, None),
+                        Excluded::Unknown(w) => (NsxKnown::Unknown, Some(text(w))),
+                    };
+                    NsxVmExclusion {
+                        node: name(node),
+                        excluded,
+                        why,
+                    }
+                })
+                .collect(),
+            not_enforced: e
+                .not_enforced
+                .iter()
+                .take(MAX_LINES)
+                .map(|n| DfwNotEnforcedRule {
+                    rule: (&n.rule).into(),
+                    why: text(&n.why),
+                    paths: paths_of(&n.paths),
+                })
+                .collect(),
+            hits: e
+                .hits
+                .iter()
+                .take(MAX_PATHS)
+                .map(|(r, h)| {
+                    let (proof, n, why) = match h {
+                        Hits::Grew(n) => (DfwProof::Proven, Some(*n), None),
+                        Hits::Same => (DfwProof::NotGrown, None, None),
+                        Hits::NotRead(w) => (DfwProof::NotRead, None, Some(text(w))),
+                    };
+                    DfwRuleHits {
+                        rule: clip(&r.path, MAX_PATH_CHARS),
+                        proof,
+                        hits_during_checks: n,
+                        why,
+                    }
+                })
+                .collect(),
+        }
+    }
 }
 
 /// What was read, in numbers.
@@ -717,7 +862,15 @@ impl NsxManager {
             gaps_not_listed,
             findings,
             notes: eval.notes.iter().take(MAX_LINES).map(|n| text(n)).collect(),
+            enforcement: None,
         }
+    }
+
+    /// With what the manager enforces (`analyse::manager::ManagerAssessment::enforcement`),
+    /// when the reading read it.
+    pub fn with_enforcement(mut self, e: &crate::analyse::dfw::enforce::Enforcement) -> Self {
+        self.enforcement = e.read.then(|| e.into());
+        self
     }
 
     /// The paths that cannot be decided, grouped by why (in path order).

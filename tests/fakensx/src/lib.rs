@@ -33,6 +33,7 @@
 //! ```
 
 pub mod dfw;
+pub mod enforce;
 mod list;
 pub mod members;
 mod server;

@@ -276,6 +276,8 @@ struct State {
     created: usize,
     max_alive: usize,
     next: u64,
+    /// The rules' hit counters the test publishes (`crate::enforce`).
+    counters: crate::enforce::Counters,
 }
 
 struct Index {
@@ -899,6 +901,9 @@ impl Shared {
         if let Some(a) = self.associations(p, query) {
             return a;
         }
+        if let Some(a) = self.enforcement(p, query) {
+            return a;
+        }
         if let Some(o) = self.index.objects.get(p) {
             return ok(o.clone());
         }
@@ -988,6 +993,30 @@ impl Shared {
             })
             .collect();
         Some(self.page(items, query))
+    }
+
+    /// The DFW's settings, its exclusion list, a security policy's rule statistics
+    /// (`crate::enforce`).
+    fn enforcement(&self, p: &str, query: &str) -> Option<Answer> {
+        let e = &self.world.enforcement;
+        match p {
+            "/infra/settings/firewall/security" => return Some(ok(e.settings())),
+            "/infra/settings/firewall/security/exclude-list" => {
+                let system = Self::params(query)
+                    .iter()
+                    .any(|(k, v)| k == "system_owned" && v == "true");
+                return Some(ok(e.exclude_list(system)));
+            }
+            _ => {}
+        }
+        let policy = p.strip_suffix("/statistics")?;
+        let found = self
+            .world
+            .policies
+            .iter()
+            .find(|v| v.get("path").and_then(Value::as_str) == Some(policy))?;
+        let answer = lock(&self.state).counters.answer(found, &e.statistics);
+        Some(ok(answer))
     }
 
     /// `<group path>/members/<kind>`.
@@ -1397,6 +1426,15 @@ impl FakeNsx {
             shutdown: Some(tx),
             thread: Some(thread),
         })
+    }
+
+    /// `hits` more on the rule at `rule_path`, published at the manager's next refresh of its
+    /// counters, which the fake places after the next read of the rule's policy's statistics
+    /// (`crate::enforce`: the fake cannot see a test's packets, the test says what was hit).
+    pub fn publish_hits_later(&self, rule_path: &str, hits: u64) {
+        lock(&self.shared.state)
+            .counters
+            .publish_later(rule_path, hits);
     }
 
     /// `https://127.0.0.1:PORT`

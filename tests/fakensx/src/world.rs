@@ -13,6 +13,7 @@
 //! | `virtual_machines` | fabric `VirtualMachine` (`external_id`, `display_name`, `tags`) | sdk-go `services/nsxt-mp/nsx/fabric/VirtualMachinesTypes.go` |
 //! | `vifs` | `VirtualNetworkInterface` (`owner_vm_id`, `lport_attachment_id`, `ip_address_info`) | sdk-go `services/nsxt-mp/nsx/fabric/VifsTypes.go` |
 //! | `segment_ports` | `SegmentPort` / `VpcSubnetPort` (`path`, `attachment.id`) | sdk-go `services/nsxt/infra/segments/PortsTypes.go` |
+//! | `enforcement` | `{enable_firewall, exclude_list, system_exclude_list, statistics}` | `crate::enforce` (sdk-go `services/nsxt/infra/settings/firewall/…`, `…/security_policies/StatisticsTypes.go`) |
 //! | `members` | by group path: `{ip_addresses, virtual_machines (external ids), segment_ports (paths)}`: effective members given, not computed | — |
 //!
 //! Missing `id`/`path`/`parent_path`/`resource_type`/`rule_id` are filled in as the manager
@@ -185,6 +186,8 @@ struct WorldFile {
     segment_ports: Vec<Value>,
     #[serde(default)]
     members: BTreeMap<String, ExplicitMembers>,
+    /// The DFW's switch, exclusion list and counters (`crate::enforce`).
+    enforcement: Option<crate::enforce::Enforcement>,
 }
 
 /// Everything the fake manager serves, normalized (ids, paths, rule ids filled in).
@@ -200,6 +203,8 @@ pub struct World {
     pub vifs: Vec<Value>,
     pub ports: Vec<Value>,
     pub members: BTreeMap<String, ExplicitMembers>,
+    /// The DFW's switch, exclusion list and counters (`crate::enforce`).
+    pub enforcement: crate::enforce::Enforcement,
 }
 
 fn obj(v: &mut Value) -> Result<&mut Map<String, Value>> {
@@ -274,6 +279,9 @@ impl World {
             raw.vifs.extend(f.vifs);
             raw.segment_ports.extend(f.segment_ports);
             raw.members.extend(f.members);
+            if let Some(e) = f.enforcement {
+                w.enforcement.merge(e);
+            }
         }
         w.layout = raw.layout.unwrap_or_default();
         w.users = raw.users;

@@ -1,0 +1,281 @@
+//! What NSX Manager enforces, applied to the DFW evaluation (issue 37): a rule the evaluation
+//! finds first is not enforced on a VM's vNIC when the DFW is disabled (`enable_firewall`
+//! false) or the VM is in the DFW exclusion list (its port listed, or a listed group holding
+//! it): the check at that vNIC then meets no rule, and the rule is never blamed for it; it is
+//! listed in [`Enforcement::not_enforced`] with why. What could not be read (a 403, a 404, a
+//! group's members not read whole) is unknown and said so, never "not enforced": the rules are
+//! then named as matched. And the blocking rules' hit counters, read before and after the path
+//! checks: a rule whose `hit_count` grew then is proven ([`Hits::Grew`]), else matched.
+//! Pure, no I/O: what was read is [`NsxRead::enforcement`] and [`NsxRead::statistics`]
+//! (`nsxmanager::enforce` reads and parses them).
+
+use crate::analyse::policy::{combine_checks, Check, Combined, PathRef};
+use crate::nsxmanager::enforce::{dfw_state, excluded, rule_hits, DfwState, Excluded, Hits};
+use crate::nsxmanager::model::{DfwInput, RuleAction};
+use crate::nsxmanager::raw::NsxRead;
+
+use super::{DfwBlocking, DfwEvaluation, DfwPathOutcome, DfwRuleRef, DfwSideOutcome};
+
+/// At most this many not-enforced rules (and notes) are kept.
+const MAX_LISTED: usize = 32;
+
+/// Why the DFW is disabled, in the evidence's words.
+pub const DFW_DISABLED: &str =
+    "the DFW is disabled on this NSX Manager (enable_firewall is false in /infra/settings/firewall/security)";
+
+/// A DROP/REJECT that blocked paths in the evaluation and does not once the checks where it is
+/// not enforced are taken out.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NotEnforced {
+    pub rule: DfwRuleRef,
+    /// Why (the DFW disabled, or which VMs are excluded and how), each reason once, `; `
+    /// between them.
+    pub why: String,
+    pub paths: Vec<PathRef>,
+}
+
+/// What NSX Manager enforces, as read, and what it changed in the evaluation.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Enforcement {
+    /// Whether the switch and exclusion list were read at all (an older bundle's reading did
+    /// not): without, nothing here is said.
+    pub read: bool,
+    /// `None` when not read.
+    pub dfw: Option<DfwState>,
+    /// Each VM (by node) and whether it is excluded.
+    pub excluded: Vec<(String, Excluded)>,
+    pub not_enforced: Vec<NotEnforced>,
+    /// Each blocking rule's hit counter around the checks, when the statistics were read.
+    pub hits: Vec<(DfwRuleRef, Hits)>,
+}
+
+impl Enforcement {
+    /// Why the check at `node`'s vNIC enforces nothing, when it does not.
+    fn off(&self, node: &str) -> Option<String> {
+        if self.dfw == Some(DfwState::Disabled) {
+            return Some(DFW_DISABLED.to_string());
+        }
+        self.excluded.iter().find_map(|(n, e)| match e {
+            Excluded::Yes(why) if n == node => Some(why.clone()),
+            _ => None,
+        })
+    }
+
+    /// The blocking rule's counter, when the statistics were read.
+    pub fn hits_of(&self, rule: &DfwRuleRef) -> Option<&Hits> {
+        self.hits.iter().find(|(r, _)| r == rule).map(|(_, h)| h)
+    }
+
+    /// What follows a blocking rule's evidence line: proven with the count, or matched and
+    /// why not proven. Empty when the statistics were not read (an older bundle).
+    pub fn hits_text(&self, rule: &DfwRuleRef) -> String {
+        match self.hits_of(rule) {
+            None => String::new(),
+            Some(Hits::Grew(n)) => format!(
+                "; proven: +{n} hits during the checks (its rule statistics, read before and after)"
+            ),
+            Some(Hits::Same) => "; matched, not proven: its hit count did not grow during the checks (NSX Manager aggregates the hosts' counters periodically, so it may not show yet)".to_string(),
+            Some(Hits::NotRead(why)) => {
+                format!("; matched, not proven: its hit counters could not be read ({why})")
+            }
+        }
+    }
+
+    /// The not-enforced rule covering the path, when there is one.
+    pub fn not_enforced_on(&self, p: &PathRef) -> Option<&NotEnforced> {
+        self.not_enforced.iter().find(|n| n.paths.contains(p))
+    }
+}
+
+fn as_check(s: &DfwSideOutcome) -> Check<DfwRuleRef> {
+    match s {
+        DfwSideOutcome::Matched { rule } => match rule.action {
+            RuleAction::Drop => Check::Blocks {
+                rule: rule.clone(),
+                reject: false,
+            },
+            RuleAction::Reject => Check::Blocks {
+                rule: rule.clone(),
+                reject: true,
+            },
+            _ => Check::Allows(rule.clone()),
+        },
+        DfwSideOutcome::NoVisibleRule => Check::NoVisibleRule,
+        DfwSideOutcome::CannotDecide { why } => Check::CannotDecide(why.clone()),
+    }
+}
+
+/// Applies what NSX Manager enforces to `eval` (built from `input`, read as `read`): each
+/// check at a vNIC the DFW does not reach meets no rule, the paths are combined again, the
+/// blocking rules rebuilt; notes say what is unknown. Then the blocking rules' hit counters.
+pub fn apply(eval: &mut DfwEvaluation, input: &DfwInput, read: &NsxRead) -> Enforcement {
+    let mut out = Enforcement::default();
+    if let Some(e) = &read.enforcement {
+        out.read = true;
+        let dfw = dfw_state(e);
+        match &dfw {
+            DfwState::Disabled => eval
+                .notes
+                .push(format!("{DFW_DISABLED}: none of its rules is enforced, none is blamed")),
+            DfwState::Unknown(why) => eval.notes.push(format!(
+                "whether the DFW is enabled is unknown ({why}): rules are named as matched, their enforcement not confirmed"
+            )),
+            DfwState::Enabled => {}
+        }
+        out.dfw = Some(dfw);
+        if e.exclude_list.is_some() && !e.system_members {
+            eval.notes.push("the DFW exclusion list was read without its system members (the manager refused system_owned=true)".into());
+        }
+        for vm in &input.vms {
+            let x = excluded(e, vm);
+            match &x {
+                Excluded::Yes(why) => eval
+                    .notes
+                    .push(format!("{why}: no DFW rule is enforced on its vNIC")),
+                Excluded::Unknown(why) => eval.notes.push(format!(
+                    "{why}: its rules are named as matched, their enforcement not confirmed"
+                )),
+                Excluded::No => {}
+            }
+            out.excluded.push((vm.node.clone(), x));
+        }
+        eval.notes.dedup();
+        eval.notes.truncate(MAX_LISTED);
+        let mut changed = false;
+        for p in &mut eval.paths {
+            let e_off = out.off(&p.from);
+            let i_off = out.off(&p.to);
+            if e_off.is_none() && i_off.is_none() {
+                continue;
+            }
+            let path = PathRef {
+                port: p.port,
+                from: p.from.clone(),
+                to: p.to.clone(),
+            };
+            let was = p.outcome.blocking_rule().cloned();
+            let mut whys: Vec<String> = Vec::new();
+            for (side, off) in [(&mut p.egress, e_off), (&mut p.ingress, i_off)] {
+                let Some(why) = off else { continue };
+                if !whys.contains(&why) {
+                    whys.push(why);
+                }
+                // Nothing of the DFW acts at this vNIC.
+                *side = DfwSideOutcome::NoVisibleRule;
+            }
+            p.outcome = match combine_checks(as_check(&p.egress), as_check(&p.ingress)) {
+                Combined::Dropped(rule) => DfwPathOutcome::Dropped { rule },
+                Combined::Rejected(rule) => DfwPathOutcome::Rejected { rule },
+                Combined::Allowed { egress, ingress } => {
+                    DfwPathOutcome::Allowed { egress, ingress }
+                }
+                Combined::NoVisibleRule => DfwPathOutcome::NoVisibleRule,
+                Combined::CannotDecide(why) => DfwPathOutcome::CannotDecide { why },
+            };
+            // The rule that blocked the path before, and no longer does: not enforced there
+            // (one that still blocks it at the other end's vNIC is still blamed).
+            if let Some(rule) = was.filter(|r| p.outcome.blocking_rule() != Some(r)) {
+                let room = out.not_enforced.len() < MAX_LISTED;
+                // One entry a rule, every reason it is not enforced said once.
+                match out.not_enforced.iter_mut().find(|n| n.rule == rule) {
+                    Some(n) => {
+                        if !n.paths.contains(&path) {
+                            n.paths.push(path.clone());
+                        }
+                        for why in whys {
+                            if !n.why.split("; ").any(|w| w == why) {
+                                n.why.push_str("; ");
+                                n.why.push_str(&why);
+                            }
+                        }
+                    }
+                    None if room => out.not_enforced.push(NotEnforced {
+                        rule,
+                        why: whys.join("; "),
+                        paths: vec![path.clone()],
+                    }),
+                    None => {}
+                }
+            }
+            changed = true;
+        }
+        if changed {
+            rebuild(eval, &out);
+        }
+    }
+    if read.statistics.is_some() {
+        for b in &eval.blocking {
+            let h = rule_hits(read.statistics.as_ref(), &b.rule.policy_path, &b.rule.path);
+            out.hits.push((b.rule.clone(), h));
+        }
+    }
+    out
+}
+
+/// The blocking rules and the summary again, after checks were turned off.
+fn rebuild(eval: &mut DfwEvaluation, e: &Enforcement) {
+    let mut blocking: Vec<DfwBlocking> = Vec::new();
+    for p in &eval.paths {
+        let Some(rule) = p.outcome.blocking_rule() else {
+            continue;
+        };
+        let path = PathRef {
+            port: p.port,
+            from: p.from.clone(),
+            to: p.to.clone(),
+        };
+        match blocking.iter_mut().find(|b| &b.rule == rule) {
+            Some(b) => b.paths.push(path),
+            None => blocking.push(DfwBlocking {
+                rule: rule.clone(),
+                paths: vec![path],
+            }),
+        }
+    }
+    eval.blocking = blocking;
+    let read = eval.read_text();
+    let total = eval.paths.len();
+    let undecided = eval
+        .paths
+        .iter()
+        .filter(|p| matches!(p.outcome, DfwPathOutcome::CannotDecide { .. }))
+        .count();
+    let why = if e.dfw == Some(DfwState::Disabled) {
+        DFW_DISABLED.to_string()
+    } else {
+        let names: Vec<&str> = e
+            .excluded
+            .iter()
+            .filter_map(|(_, x)| match x {
+                Excluded::Yes(w) => Some(w.as_str()),
+                _ => None,
+            })
+            .collect();
+        names.join("; ")
+    };
+    eval.summary = if let Some(b) = eval.blocking.first() {
+        let more = match eval.blocking.len() {
+            1 => String::new(),
+            n => format!(" ({} more blocking rules)", n - 1),
+        };
+        format!(
+            "NSX Manager: {} {} {} of {total} paths{more} (not enforced elsewhere: {why})",
+            b.rule.label(),
+            if b.rule.action == RuleAction::Reject {
+                "rejects"
+            } else {
+                "drops"
+            },
+            b.paths.len(),
+        )
+    } else if undecided > 0 {
+        format!(
+            "NSX Manager shows no enforced rule that drops these paths ({why}), but {undecided} of {total} paths cannot be decided (read: {read})"
+        )
+    } else {
+        format!("NSX Manager shows no enforced rule that drops these paths: {why} (read: {read})")
+    };
+}
+
+#[cfg(test)]
+mod tests;
