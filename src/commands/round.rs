@@ -498,7 +498,7 @@ async fn conclude(
     .with_since(opts.since)
     .with_read_at(read_at)
     .with_nsx_manager(nsx_read);
-    let report = evidence.judge()?;
+    let report = evidence.judge(&conn.kubectl)?;
     Ok(Diagnosed::Report(Box::new(report), Box::new(evidence)))
 }
 

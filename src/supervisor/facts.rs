@@ -551,6 +551,10 @@ pub struct ClusterFacts {
     /// The optional kinds the Supervisor refused to show (403), each a finding
     /// (`PermissionMissing`); the run went on without them.
     pub missing_permissions: Vec<MissingPermission>,
+    /// `kubectl` as the run reached the Supervisor (its `--context`, its `--kubeconfig`): what
+    /// every command the analysis prints for the admin starts with. Not the Supervisor's: the
+    /// run's, set where the facts are made for it (`supervisor::walk`, `Evidence::judge`).
+    pub kubectl: crate::command::Kubectl,
 }
 
 /// Where a cluster's API server is: CAPI writes the cluster's kubeconfig for this address.

@@ -234,6 +234,8 @@ impl Inventory {
             endpoint: extract::endpoint(&cluster.data),
             remediation,
             missing_permissions: self.forbidden.clone(),
+            // The run's, set by whoever makes the facts for it (`walk`, `Evidence::judge`).
+            kubectl: Default::default(),
         })
     }
 
