@@ -54,7 +54,12 @@ pub fn run(opts: &AnalyseOptions, format: Format) -> Result<Outcome> {
         opts.path.display(),
         m.created,
         m.plugin_version,
-        m.args.join(" ")
+        // The bundle's words, each one shell word: a pasted line runs what ran, nothing more.
+        m.args
+            .iter()
+            .map(|a| crate::command::quote(a))
+            .collect::<Vec<_>>()
+            .join(" ")
     )];
     // A bundle that had to leave objects out (its caps) says so.
     notes.extend(bundle.left_out_notes());

@@ -184,7 +184,7 @@ impl Evidence {
             diagnosis,
             self.duration_ms,
         )
-        .with_network(network)
+        .with_network(network, kubectl)
         .with_nsx_manager(manager.map(|(read, m)| {
             super::v1alpha2::NsxManager::new(
                 read,
