@@ -84,11 +84,28 @@ fn every_pasted_command_carries_the_run_context_and_kubeconfig() {
         "{}",
         run.stderr
     );
-    // What was pasted runs against the same fake: the cleanup the note names finds the pod.
-    let words = shlex::split(&g.pause_command).unwrap();
-    assert_eq!(words[0], "kubectl");
-    assert!(words.contains(&"--context=sv admin".to_string()), "{words:?}");
-    assert!(words.contains(&format!("--kubeconfig={kubeconfig}")), "{words:?}");
+    // Pasted, the commands run through the real kubectl against the same fake and pause, then
+    // unpause, exactly the Cluster (whatever KUBECONFIG says: none here).
+    for (command, paused) in [(&g.pause_command, true), (&g.unpause_command, false)] {
+        let words = shlex::split(command).unwrap();
+        assert_eq!(words[0], "kubectl");
+        assert!(words.contains(&"--context=sv admin".to_string()), "{words:?}");
+        assert!(words.contains(&format!("--kubeconfig={kubeconfig}")), "{words:?}");
+        let out = std::process::Command::new(KUBECTL)
+            .args(&words[1..])
+            .env_remove("KUBECONFIG")
+            .env("HOME", env.dir.path())
+            .output()
+            .expect("kubectl runs");
+        assert!(out.status.success(), "{command}: {out:?}");
+        let cluster = env
+            .supervisor
+            .objects("cluster.x-k8s.io", "clusters")
+            .into_iter()
+            .find(|c| c["metadata"]["name"] == CLUSTER)
+            .unwrap();
+        assert_eq!(cluster["spec"]["paused"], paused, "{command}");
+    }
 }
 
 /// A bundle of a cut cluster, then `edit` applied to its entries, then `analyse`d.
