@@ -9,8 +9,8 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use crate::bounds;
-use crate::error::{Error, Result};
 use crate::command::Kubectl;
+use crate::error::{Error, Result};
 use crate::names::validate_dns1123_label;
 
 /// kubectl's connection flags, resolved.

@@ -94,7 +94,17 @@ mod tests {
         assert!(validate_dns1123_label("ns.prod").is_err());
         assert!(validate_dns1123_label("ns-prod").is_ok());
         assert!(is_object_name(&format!("{}.b", "a".repeat(100))));
-        for bad in ["", "-a", "a-", "a..b", "A", "a_b", "--server=x", "$(id)", &"a".repeat(254)] {
+        for bad in [
+            "",
+            "-a",
+            "a-",
+            "a..b",
+            "A",
+            "a_b",
+            "--server=x",
+            "$(id)",
+            &"a".repeat(254),
+        ] {
             assert!(!is_object_name(bad), "{bad:?}");
         }
     }

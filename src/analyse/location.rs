@@ -570,7 +570,9 @@ fn list_command(h: &RuleHit) -> Result<String, String> {
         .split_once(' ')
         .filter(|(family, table)| safe(family) && safe(table) && safe(&h.chain));
     let Some((family, table)) = names else {
-        return Err("no command: the node's table or chain name is not one a command may hold".into());
+        return Err(
+            "no command: the node's table or chain name is not one a command may hold".into(),
+        );
     };
     if tool == "nft" {
         Ok(format!("nft -a list chain {family} {table} {}", h.chain))

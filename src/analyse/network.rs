@@ -22,8 +22,8 @@ use super::policy::{
 };
 use super::realization::{realization, RealizationProblem};
 use super::verdict::Diagnosis;
-use crate::supervisor::network::{NetKind, NetworkObjects, ReadCount};
 use crate::command::Kubectl;
+use crate::supervisor::network::{NetKind, NetworkObjects, ReadCount};
 use crate::supervisor::ClusterFacts;
 
 /// Kubernetes' own label on every Namespace, its name (what `namespaceSelector` often uses).

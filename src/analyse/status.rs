@@ -4,8 +4,7 @@
 //! that "a separate issue").
 
 use super::network::{
-    action_text, pairs_text, ports_text, rule_text, show_command, warning_text,
-    NetworkAssessment,
+    action_text, pairs_text, ports_text, rule_text, show_command, warning_text, NetworkAssessment,
 };
 use crate::command::Kubectl;
 use crate::supervisor::{

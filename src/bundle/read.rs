@@ -440,10 +440,18 @@ fn cluster(
 /// `names`), before anything else of it is read: each goes into the commands the report
 /// prints, so a name no live run could have (`$(…)`, `;`, `--server=…`) refuses the bundle.
 fn names(c: &ClusterEntry) -> std::result::Result<(), String> {
-    crate::names::validate_dns1123_label(&c.namespace)
-        .map_err(|why| format!("{MANIFEST}: namespace {:?} is not a valid name: {why}", c.namespace))?;
-    crate::names::validate_dns1123_subdomain(&c.cluster)
-        .map_err(|why| format!("{MANIFEST}: cluster {:?} is not a valid name: {why}", c.cluster))?;
+    crate::names::validate_dns1123_label(&c.namespace).map_err(|why| {
+        format!(
+            "{MANIFEST}: namespace {:?} is not a valid name: {why}",
+            c.namespace
+        )
+    })?;
+    crate::names::validate_dns1123_subdomain(&c.cluster).map_err(|why| {
+        format!(
+            "{MANIFEST}: cluster {:?} is not a valid name: {why}",
+            c.cluster
+        )
+    })?;
     Ok(())
 }
 
@@ -457,7 +465,10 @@ fn object_names(o: &Value) -> std::result::Result<(), String> {
         _ => {
             return Err(format!(
                 "metadata.name {:?} is not a name the API server accepts",
-                name.unwrap_or_default().chars().take(64).collect::<String>()
+                name.unwrap_or_default()
+                    .chars()
+                    .take(64)
+                    .collect::<String>()
             ))
         }
     }

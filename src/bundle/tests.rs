@@ -123,7 +123,10 @@ fn evidence_round_trips() {
     let bytes = write_bytes(std::slice::from_ref(&e));
     let b = read_bytes(&bytes).unwrap();
     assert_eq!(b.evidence, vec![e.clone()]);
-    assert_eq!(b.evidence[0].judge(&Default::default()).unwrap(), e.judge(&Default::default()).unwrap());
+    assert_eq!(
+        b.evidence[0].judge(&Default::default()).unwrap(),
+        e.judge(&Default::default()).unwrap()
+    );
     // The notes of what could not be read of the network go in the manifest and come back.
     let mut noted = e.clone();
     noted.network_unread =
@@ -196,7 +199,10 @@ fn a_newer_bundles_extra_entries_are_ignored_and_reports_are_judged_again() {
         b"{\"verdict\":{\"code\":\"Healthy\"}}".to_vec(),
     );
     let b = from_entries(&files, CAPS).unwrap();
-    assert_eq!(b.evidence[0].judge(&Default::default()).unwrap(), e.judge(&Default::default()).unwrap());
+    assert_eq!(
+        b.evidence[0].judge(&Default::default()).unwrap(),
+        e.judge(&Default::default()).unwrap()
+    );
 }
 
 #[test]

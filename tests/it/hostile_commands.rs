@@ -89,8 +89,14 @@ fn every_pasted_command_carries_the_run_context_and_kubeconfig() {
     for (command, paused) in [(&g.pause_command, true), (&g.unpause_command, false)] {
         let words = shlex::split(command).unwrap();
         assert_eq!(words[0], "kubectl");
-        assert!(words.contains(&"--context=sv admin".to_string()), "{words:?}");
-        assert!(words.contains(&format!("--kubeconfig={kubeconfig}")), "{words:?}");
+        assert!(
+            words.contains(&"--context=sv admin".to_string()),
+            "{words:?}"
+        );
+        assert!(
+            words.contains(&format!("--kubeconfig={kubeconfig}")),
+            "{words:?}"
+        );
         let out = std::process::Command::new(KUBECTL)
             .args(&words[1..])
             .env_remove("KUBECONFIG")
@@ -221,7 +227,10 @@ fn section_with_firewall(ip: &str, tool: &str) -> String {
 /// names the rule and says why no command is given. `nft` gets its command.
 #[test]
 fn a_node_firewall_tool_picks_no_program() {
-    for (tool, program) in [("bash", None), ("nft", Some("nft -a list chain inet filter input"))] {
+    for (tool, program) in [
+        ("bash", None),
+        ("nft", Some("nft -a list chain inet filter input")),
+    ] {
         let env = Env::new(common::article::SET, Workload::black_hole());
         env.script_jumpbox_pods_with(&CP, move |i, ip| {
             Some(if i == 1 {

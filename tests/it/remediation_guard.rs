@@ -428,7 +428,11 @@ fn eight_paused_decoys_never_silence_the_guard() {
         "{:#?}",
         r.verdict.evidence
     );
-    assert!(r.verdict.next_steps[0].ends_with(PAUSE), "{:#?}", r.verdict.next_steps);
+    assert!(
+        r.verdict.next_steps[0].ends_with(PAUSE),
+        "{:#?}",
+        r.verdict.next_steps
+    );
     let json = run.json();
     assert_eq!(json["remediationGuard"]["healthChecksLeftOut"], 1);
 
@@ -464,7 +468,11 @@ fn an_annotated_cluster_not_paused_by_spec_is_armed() {
     assert_eq!(g.state, GuardState::Armed);
     assert!(!g.cluster_paused);
     assert_eq!(g.pause_command, PAUSE);
-    assert!(r.verdict.next_steps[0].ends_with(PAUSE), "{:#?}", r.verdict.next_steps);
+    assert!(
+        r.verdict.next_steps[0].ends_with(PAUSE),
+        "{:#?}",
+        r.verdict.next_steps
+    );
     assert!(
         r.verdict
             .notes

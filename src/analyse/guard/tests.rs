@@ -210,7 +210,10 @@ fn every_command_carries_the_run_flags() {
     f.kubectl = Kubectl::new(Some("sv admin"), Some(std::path::Path::new("/k/c")));
     let g = assess(&f).unwrap();
     for c in [&g.pause, &g.unpause, &g.list_checks] {
-        assert!(c.ends_with(" --context='sv admin' --kubeconfig=/k/c"), "{c}");
+        assert!(
+            c.ends_with(" --context='sv admin' --kubeconfig=/k/c"),
+            "{c}"
+        );
     }
 }
 
@@ -235,13 +238,14 @@ fn paused_decoys_never_hide_the_live_check() {
     assert_eq!(g.state, GuardState::Armed);
     let a = g.advice(true, false);
     assert!(
-        a.evidence[0].starts_with("remediation is armed: MachineHealthCheck tkc-prod-control-plane"),
+        a.evidence[0]
+            .starts_with("remediation is armed: MachineHealthCheck tkc-prod-control-plane"),
         "{a:#?}"
     );
     assert!(
-        a.evidence
-            .iter()
-            .any(|e| e.starts_with("1 more MachineHealthCheck(s) over the control plane not shown (0 of them not paused)")),
+        a.evidence.iter().any(|e| e.starts_with(
+            "1 more MachineHealthCheck(s) over the control plane not shown (0 of them not paused)"
+        )),
         "{a:#?}"
     );
     // Live ones past the cap arm on their own, shown or not.
@@ -269,7 +273,9 @@ fn an_annotated_cluster_is_not_paused_and_says_why() {
     let a = g.advice(true, false);
     assert!(a.first_steps[0].ends_with(PAUSE), "{a:#?}");
     assert!(
-        a.notes.iter().any(|n| n.contains("pauses only the Cluster's own reconciler")),
+        a.notes
+            .iter()
+            .any(|n| n.contains("pauses only the Cluster's own reconciler")),
         "{a:#?}"
     );
 }
@@ -285,9 +291,16 @@ fn a_paused_kcp_holds_kcp_remediation_and_its_annotation_is_what_is_removed() {
     .unwrap();
     assert_eq!(g.state, GuardState::Paused);
     assert_eq!(g.unpause, KCP_UNPAUSE);
-    assert!(g.pause.ends_with("cluster.x-k8s.io/paused=true"), "{}", g.pause);
+    assert!(
+        g.pause.ends_with("cluster.x-k8s.io/paused=true"),
+        "{}",
+        g.pause
+    );
     let a = g.advice(true, false);
-    assert!(a.evidence[0].starts_with("KubeadmControlPlane tkc-prod-cp carries"), "{a:#?}");
+    assert!(
+        a.evidence[0].starts_with("KubeadmControlPlane tkc-prod-cp carries"),
+        "{a:#?}"
+    );
     assert!(a.next_steps[0].ends_with(KCP_UNPAUSE), "{a:#?}");
     let healthy = g.advice(false, true);
     assert!(healthy.next_steps[0].ends_with(KCP_UNPAUSE), "{healthy:#?}");
@@ -302,5 +315,9 @@ fn a_paused_kcp_holds_kcp_remediation_and_its_annotation_is_what_is_removed() {
     }))
     .unwrap();
     assert_eq!(g.state, GuardState::Armed);
-    assert!(g.unpause.ends_with(r#"{"spec":{"paused":false}}'"#), "{}", g.unpause);
+    assert!(
+        g.unpause.ends_with(r#"{"spec":{"paused":false}}'"#),
+        "{}",
+        g.unpause
+    );
 }

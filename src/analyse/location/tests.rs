@@ -141,7 +141,14 @@ fn a_hostile_name_never_reaches_a_command() {
 /// that name, only one of nft, iptables, ip6tables.
 #[test]
 fn a_node_picks_no_program() {
-    for tool in ["bash", "sh", "/usr/sbin/nft", "nft;reboot", "iptables-save", ""] {
+    for tool in [
+        "bash",
+        "sh",
+        "/usr/sbin/nft",
+        "nft;reboot",
+        "iptables-save",
+        "",
+    ] {
         let hit = RuleHit {
             node: "b".into(),
             tool: tool.into(),
@@ -169,7 +176,9 @@ fn a_node_picks_no_program() {
     assert!(list_command(&hit("ip6tables-legacy"))
         .unwrap()
         .starts_with("ip6tables -t filter"));
-    assert!(list_command(&hit("nft")).unwrap().starts_with("nft -a list chain ip filter INPUT"));
+    assert!(list_command(&hit("nft"))
+        .unwrap()
+        .starts_with("nft -a list chain ip filter INPUT"));
 }
 
 #[test]

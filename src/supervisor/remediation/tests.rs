@@ -214,7 +214,9 @@ fn marked_machines_in_both_shapes_and_the_paused_annotation() {
     assert!(!cluster_paused(&cluster(
         serde_json::json!({"paused": false})
     )));
-    assert!(cluster_paused(&cluster(serde_json::json!({"paused": true}))));
+    assert!(cluster_paused(&cluster(
+        serde_json::json!({"paused": true})
+    )));
 }
 
 /// Eight paused decoys named `aaa-*` and one live MachineHealthCheck: every one is judged
@@ -225,8 +227,7 @@ fn paused_decoys_never_push_the_live_check_out() {
     let mut all: Vec<DynamicObject> = (0..8)
         .map(|i| {
             let mut d = mhc_v1beta1(&format!("aaa-{i}"), "tkc", selector.clone());
-            d.metadata.annotations =
-                Some([(PAUSED_ANNOTATION.to_string(), String::new())].into());
+            d.metadata.annotations = Some([(PAUSED_ANNOTATION.to_string(), String::new())].into());
             d
         })
         .collect();
