@@ -410,11 +410,13 @@ pub struct AnalyseArgs {
 }
 
 impl AnalyseArgs {
-    pub fn options(&self) -> AnalyseOptions {
+    pub fn options(&self, g: &GlobalArgs) -> AnalyseOptions {
         AnalyseOptions {
             path: self.file.clone(),
             summary: self.summary,
             since: self.since,
+            context: g.context.clone(),
+            kubeconfig: g.kubeconfig.clone(),
         }
     }
 }

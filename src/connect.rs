@@ -9,6 +9,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use crate::bounds;
+use crate::command::Kubectl;
 use crate::error::{Error, Result};
 use crate::names::validate_dns1123_label;
 
@@ -33,6 +34,9 @@ pub struct Connection {
     pub namespace: String,
     /// The API server URL, for messages.
     pub server: String,
+    /// `kubectl` as this run reached the Supervisor (its context, its `--kubeconfig`): every
+    /// command printed for the admin to paste carries them (resolved here, once).
+    pub kubectl: Kubectl,
 }
 
 /// A kubeconfig error in our own words, never the parser's.
@@ -129,10 +133,15 @@ pub async fn connect(g: &ConnectOptions) -> Result<Connection> {
         bounds::client(config, bounds::Api::Supervisor, g.request_timeout).map_err(|e| {
             Error::config_from(format!("cannot build a client for context {context:?}"), e)
         })?;
+    // The context resolved above (the flag, else the current context, which may change before
+    // a command is pasted) and the kubeconfig flag as given (else KUBECONFIG or the default,
+    // which a pasted command reads as this run did).
+    let kubectl = Kubectl::new(Some(&context), g.kubeconfig.as_deref());
     Ok(Connection {
         client,
         context,
         namespace,
         server,
+        kubectl,
     })
 }

@@ -32,13 +32,15 @@
 //!
 //! ```text
 //! lib · cli · commands · bundle · plan · route · render · report · analyse · workload · nsxmanager ·
-//! supervisor · connect · probe · {names, labels, progress, selector, signal, error} · bounds
+//! supervisor · connect · probe · command · {names, labels, progress, selector, signal, error} ·
+//! bounds
 //! ```
 
 pub mod analyse;
 pub mod bounds;
 pub mod bundle;
 pub mod cli;
+pub mod command;
 pub mod commands;
 pub mod connect;
 pub mod error;
@@ -102,7 +104,7 @@ pub async fn run(cli: Cli, emit: commands::Emit<'_>) -> Result<Outcome> {
             commands::diagnose::run(&conn, &args.run_options(), &opts, format, emit).await
         }
         // Offline: the bundle is all it reads; no kubeconfig, no connection.
-        Command::Analyse(args) => commands::analyse::run(&args.options(), format),
+        Command::Analyse(args) => commands::analyse::run(&args.options(g), format),
         Command::Cleanup(args) => {
             let conn = connect::connect(&g.connect_options()).await?;
             commands::cleanup::run(&conn, &args.options(g), format).await

@@ -51,6 +51,24 @@ pub fn validate_dns1123_subdomain(s: &str) -> Result<(), String> {
     Ok(())
 }
 
+/// An object's `metadata.name` as the API server accepts it for a custom resource and most
+/// kinds: apimachinery's `IsDNS1123Subdomain` (`k8s.io/apimachinery/pkg/util/validation`), at
+/// most 253 characters of dot-separated parts of `[a-z0-9-]`, each starting and ending with a
+/// letter or digit. Unlike [`validate_dns1123_subdomain`] (the command line's cluster name) a
+/// part may be longer than 63 characters, as apimachinery's regex allows.
+pub fn is_object_name(s: &str) -> bool {
+    !s.is_empty()
+        && s.len() <= 253
+        && s.split('.').all(|part| {
+            !part.is_empty()
+                && part
+                    .chars()
+                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+                && !part.starts_with('-')
+                && !part.ends_with('-')
+        })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -75,5 +93,19 @@ mod tests {
         }
         assert!(validate_dns1123_label("ns.prod").is_err());
         assert!(validate_dns1123_label("ns-prod").is_ok());
+        assert!(is_object_name(&format!("{}.b", "a".repeat(100))));
+        for bad in [
+            "",
+            "-a",
+            "a-",
+            "a..b",
+            "A",
+            "a_b",
+            "--server=x",
+            "$(id)",
+            &"a".repeat(254),
+        ] {
+            assert!(!is_object_name(bad), "{bad:?}");
+        }
     }
 }

@@ -14,16 +14,23 @@
 //!   is provisioning or being deleted, removing the member keeps etcd quorum counting only the
 //!   members whose Machines KCP sees `EtcdMemberHealthy`, and a healthy Machine can take the
 //!   etcd leadership;
-//! - both controllers reconcile nothing of a paused Cluster (`spec.paused`, or the
-//!   `cluster.x-k8s.io/paused` annotation), and the MachineHealthCheck skips a Machine carrying
-//!   `cluster.x-k8s.io/paused` or `cluster.x-k8s.io/skip-remediation`.
+//! - a controller reconciles nothing of what CAPI's `IsPaused(cluster, o)`
+//!   (`util/annotations/helpers.go`) calls paused: the Cluster's `spec.paused`, or the
+//!   `cluster.x-k8s.io/paused` annotation on `o` itself, the object that acts (the
+//!   MachineHealthCheck, the KCP); the annotation on the Cluster pauses only the Cluster's own
+//!   reconciler. The MachineHealthCheck skips a Machine carrying `cluster.x-k8s.io/paused` or
+//!   `cluster.x-k8s.io/skip-remediation`.
 //!
 //! A replacement in the middle of a network cut is the risk: a member removed and a new one
 //! joining while the peers cannot reach each other can turn a transient loss of quorum into a
 //! stuck rollout. So during a network verdict the guard says what is armed, naming the
-//! MachineHealthCheck, and gives the commands that pause the Cluster and, once Healthy, unpause
+//! MachineHealthCheck that acts (every one over the control plane is judged before any is left
+//! out of what is shown, and the count left out is said), and gives the commands that pause the
+//! Cluster and, once Healthy, unpause exactly what holds it paused (the Cluster's
+//! `spec.paused`, or the KCP's annotation), each with the run's `--context` and `--kubeconfig`;
 //! it; on a Healthy verdict of a paused Cluster, it reminds to unpause.
 
+use crate::command::{self, Kubectl};
 use crate::supervisor::{
     ClusterFacts, Condition, HealthCheck, KcpRemediation, MarkedMachine, RemediationFacts,
 };
@@ -34,7 +41,10 @@ pub enum GuardState {
     /// Something can replace control-plane Machines now: a MachineHealthCheck selects them, a
     /// Machine is marked for KCP's remediation, or KCP has one in progress.
     Armed,
-    /// The Cluster is paused: neither the MachineHealthCheck's controller nor KCP acts on it.
+    /// Paused as CAPI decides it: the Cluster's `spec.paused` (neither the
+    /// MachineHealthCheck's controller nor KCP acts), or the KCP's own annotation with no
+    /// external remediation over the control plane (a MachineHealthCheck may mark, KCP replaces
+    /// nothing).
     Paused,
     /// Nothing armed was seen (what was read only tells of the past: a KCP's last remediation,
     /// a marked Machine that is skipped).
@@ -47,21 +57,33 @@ pub enum GuardState {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Guard {
     pub state: GuardState,
+    /// The Cluster's `spec.paused` is true.
     pub cluster_paused: bool,
-    /// The MachineHealthChecks over the control-plane Machines.
+    /// The Cluster carries `cluster.x-k8s.io/paused` (its own reconciler's pause only).
+    pub cluster_annotated: bool,
+    /// The KCP's name when it carries `cluster.x-k8s.io/paused`.
+    pub kcp_paused: Option<String>,
+    /// The MachineHealthChecks over the control-plane Machines, those not paused first.
     pub health_checks: Vec<HealthCheck>,
+    /// How many more are over the control plane than `health_checks` shows, and how many of
+    /// those are not paused.
+    pub health_checks_left_out: usize,
+    pub live_left_out: usize,
     /// The control-plane Machines marked for remediation.
     pub marked: Vec<MarkedMachine>,
     /// The KCP's remediation, when it remediates or did.
     pub kcp: Option<KcpRemediation>,
     /// Why the MachineHealthChecks could not be read.
     pub unread: Option<String>,
-    /// The command that pauses the Cluster.
+    /// The command that pauses what holds remediation off: the Cluster (`spec.paused`), or,
+    /// when only the KCP's annotation holds it, the KCP.
     pub pause: String,
-    /// The command that unpauses it.
+    /// The command that unpauses exactly that.
     pub unpause: String,
-    /// The namespace as a shell word, for the commands the advice names.
-    pub namespace_word: String,
+    /// The command that removes the KCP's annotation, when it carries one.
+    pub kcp_unpause: Option<String>,
+    /// The command that lists the namespace's MachineHealthChecks.
+    pub list_checks: String,
 }
 
 /// What a MachineHealthCheck's mark leads to, as KCP's `remediation.go` does it.
@@ -77,60 +99,99 @@ pub struct Advice {
     pub notes: Vec<String>,
 }
 
-/// A word as a shell reads it: itself when plain (every Kubernetes name is), else quoted.
-fn word(s: &str) -> String {
-    let plain = !s.is_empty()
-        && s.chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '.' | '_'));
-    if plain {
-        s.to_string()
-    } else {
-        format!("'{}'", s.replace('\'', r"'\''"))
-    }
+/// `kubectl patch cluster <c> -n <ns> --type merge -p '{"spec":{"paused":<paused>}}'`, with
+/// the run's flags: `spec.paused`, which CAPI's `IsPaused` reads for every controller of the
+/// cluster. The names as the API server accepts them, else a placeholder
+/// ([`command::name`]): never a word a shell or kubectl reads as more than a name.
+pub fn patch_command(kubectl: &Kubectl, cluster: &str, namespace: &str, paused: bool) -> String {
+    kubectl.run(&format!(
+        "patch clusters.cluster.x-k8s.io {} -n {} --type merge -p '{{\"spec\":{{\"paused\":{paused}}}}}'",
+        command::name(cluster),
+        command::namespace(namespace)
+    ))
 }
 
-/// `kubectl patch cluster <c> -n <ns> --type merge -p '{"spec":{"paused":<paused>}}'`.
-pub fn patch_command(cluster: &str, namespace: &str, paused: bool) -> String {
-    format!(
-        "kubectl patch cluster {} -n {} --type merge -p '{{\"spec\":{{\"paused\":{paused}}}}}'",
-        word(cluster),
-        word(namespace)
-    )
+/// `kubectl annotate kubeadmcontrolplanes… <kcp> -n <ns> cluster.x-k8s.io/paused=true` (or
+/// `…/paused-` to remove it): the KCP's own pause, which `IsPaused(cluster, kcp)` reads.
+pub fn kcp_annotate_command(kubectl: &Kubectl, kcp: &str, namespace: &str, paused: bool) -> String {
+    let how = if paused { "=true" } else { "-" };
+    kubectl.run(&format!(
+        "annotate kubeadmcontrolplanes.controlplane.cluster.x-k8s.io {} -n {} {}{how}",
+        command::name(kcp),
+        command::namespace(namespace),
+        crate::supervisor::remediation::PAUSED_ANNOTATION
+    ))
 }
 
 /// The guard of a cluster; None when the Supervisor said nothing of remediation (no
-/// MachineHealthCheck over the control plane, nothing marked, no KCP remediation, not paused,
-/// and the MachineHealthChecks read or not served): then the report is what it was.
+/// MachineHealthCheck over the control plane, nothing marked, no KCP remediation, nothing
+/// paused, and the MachineHealthChecks read or not served): then the report is what it was.
 pub fn assess(facts: &ClusterFacts) -> Option<Guard> {
     let r: &RemediationFacts = &facts.remediation;
     if r.is_empty() {
         return None;
     }
-    let live_check = r.health_checks.iter().any(|h| !h.paused);
+    let kubectl = &facts.kubectl;
+    let (cluster, ns) = (&facts.cluster.name, &facts.namespace);
+    // Judged over every MachineHealthCheck, those past the cap too: a live one left out of
+    // what is shown still arms (and may hand its Machines to an external controller).
+    let live_check = r.health_checks.iter().any(|h| !h.paused) || r.live_left_out > 0;
+    let external = r
+        .health_checks
+        .iter()
+        .any(|h| !h.paused && h.remediation_template.is_some())
+        || r.live_left_out > 0;
     let owner_marked = r
         .marked
         .iter()
         .any(|m| m.owner_remediated.is_some() && !m.skipped);
     let in_progress = r.kcp.as_ref().is_some_and(|k| k.in_progress.is_some());
+    // KCP acts on a mark, and on its own remediation in progress, unless its own annotation
+    // pauses it; an external remediation controller acts whatever KCP does.
+    let kcp_would = live_check || owner_marked || in_progress;
+    let armed = external || (r.kcp_paused.is_none() && kcp_would);
     let state = if r.cluster_paused {
         GuardState::Paused
-    } else if live_check || owner_marked || in_progress {
+    } else if armed {
         GuardState::Armed
     } else if r.unread.is_some() {
         GuardState::Unknown
+    } else if r.kcp_paused.is_some() && kcp_would {
+        GuardState::Paused
     } else {
         GuardState::NotArmed
+    };
+    let kcp_command = |paused| {
+        r.kcp_paused
+            .as_deref()
+            .map(|k| kcp_annotate_command(kubectl, k, ns, paused))
+    };
+    // Exactly what holds it paused: the KCP's annotation when it alone does.
+    let (pause, unpause) = match (state, kcp_command(true), kcp_command(false)) {
+        (GuardState::Paused, Some(p), Some(u)) if !r.cluster_paused => (p, u),
+        _ => (
+            patch_command(kubectl, cluster, ns, true),
+            patch_command(kubectl, cluster, ns, false),
+        ),
     };
     Some(Guard {
         state,
         cluster_paused: r.cluster_paused,
+        cluster_annotated: r.cluster_annotated,
+        kcp_paused: r.kcp_paused.clone(),
         health_checks: r.health_checks.clone(),
+        health_checks_left_out: r.health_checks_left_out,
+        live_left_out: r.live_left_out,
         marked: r.marked.clone(),
         kcp: r.kcp.clone(),
         unread: r.unread.clone(),
-        pause: patch_command(&facts.cluster.name, &facts.namespace, true),
-        unpause: patch_command(&facts.cluster.name, &facts.namespace, false),
-        namespace_word: word(&facts.namespace),
+        pause,
+        unpause,
+        kcp_unpause: kcp_command(false),
+        list_checks: kubectl.run(&format!(
+            "get machinehealthchecks.cluster.x-k8s.io -n {}",
+            command::namespace(ns)
+        )),
     })
 }
 
@@ -176,11 +237,21 @@ impl Guard {
                 "MachineHealthChecks could not be read ({why}): whether a MachineHealthCheck would replace control-plane Machines is not known"
             ));
         }
+        if self.cluster_annotated && !self.cluster_paused {
+            a.notes.push(
+                "the Cluster carries cluster.x-k8s.io/paused but spec.paused is not true: that annotation pauses only the Cluster's own reconciler (CAPI's IsPaused reads the Cluster's spec.paused and the acting object's own annotation), so the MachineHealthChecks and KCP still act".to_string(),
+            );
+        }
         if healthy {
             if self.cluster_paused {
                 a.next_steps.push(format!(
                     "the Cluster is paused (spec.paused) and the control plane is Healthy: unpause it, or CAPI reconciles nothing of it (no remediation, no rollout): {}",
                     self.unpause
+                ));
+            }
+            if let (Some(k), Some(u)) = (&self.kcp_paused, &self.kcp_unpause) {
+                a.next_steps.push(format!(
+                    "KubeadmControlPlane {k} carries cluster.x-k8s.io/paused and the control plane is Healthy: remove it, or KCP remediates and rolls out nothing: {u}"
                 ));
             }
             return a;
@@ -212,12 +283,22 @@ impl Guard {
             return a;
         }
         match self.state {
-            GuardState::Paused => {
+            GuardState::Paused if self.cluster_paused => {
                 a.evidence.push(
                     "the Cluster is paused (spec.paused): no MachineHealthCheck marks and KCP replaces no control-plane Machine while it is".to_string(),
                 );
                 a.next_steps.push(format!(
                     "keep the Cluster paused until the verdict is Healthy, then unpause it: {}",
+                    self.unpause
+                ));
+            }
+            GuardState::Paused => {
+                a.evidence.push(format!(
+                    "KubeadmControlPlane {} carries cluster.x-k8s.io/paused: KCP replaces no control-plane Machine while it does (a MachineHealthCheck may still mark one, and no external remediation is set on any)",
+                    self.kcp_paused.as_deref().unwrap_or_default()
+                ));
+                a.next_steps.push(format!(
+                    "keep the KubeadmControlPlane paused until the verdict is Healthy, then remove its annotation: {}",
                     self.unpause
                 ));
             }
@@ -239,8 +320,15 @@ impl Guard {
                         h.remediation_template.as_deref().unwrap_or_default()
                     ));
                 }
-                if live.iter().any(|h| h.remediation_template.is_none())
-                    || self.marked.iter().any(|m| m.owner_remediated.is_some())
+                if self.health_checks_left_out > 0 {
+                    a.evidence.push(format!(
+                        "{} more MachineHealthCheck(s) over the control plane not shown ({} of them not paused)",
+                        self.health_checks_left_out, self.live_left_out
+                    ));
+                }
+                if self.kcp_paused.is_none()
+                    && (live.iter().any(|h| h.remediation_template.is_none())
+                        || self.marked.iter().any(|m| m.owner_remediated.is_some()))
                 {
                     a.evidence.push(KCP_WILL.to_string());
                 }
@@ -255,8 +343,8 @@ impl Guard {
             }
             GuardState::Unknown => {
                 a.next_steps.push(format!(
-                    "whether a MachineHealthCheck would replace control-plane Machines during the cut is not known (they could not be read): if one selects them (kubectl get machinehealthchecks -n {}), pause the Cluster until the verdict is Healthy: {}, and unpause it then: {}",
-                    self.namespace_word, self.pause, self.unpause
+                    "whether a MachineHealthCheck would replace control-plane Machines during the cut is not known (they could not be read): if one selects them ({}), pause the Cluster until the verdict is Healthy: {}, and unpause it then: {}",
+                    self.list_checks, self.pause, self.unpause
                 ));
             }
             GuardState::NotArmed => {}

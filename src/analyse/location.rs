@@ -532,27 +532,52 @@ pub fn evidence(loc: &PacketLocation) -> Vec<String> {
     lines
 }
 
-/// A table, chain or tool name a node printed, safe to put in a command an admin may paste:
-/// letters, digits and `_-.` only, as nft and iptables name them (anything else is left out).
+/// A table or chain name a node printed, safe to put in a command an admin may paste: letters,
+/// digits and `_-.` only, as nft and iptables name them, and not starting with `-` (which the
+/// tool would read as an option: `-F` flushes); anything else is left out.
 fn safe(name: &str) -> bool {
     !name.is_empty()
         && name.len() <= 64
+        && !name.starts_with('-')
         && name
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'))
 }
 
-/// The command that lists a rule's chain on its node, when every name in it is safe.
-fn list_command(h: &RuleHit) -> Option<String> {
-    let (family, table) = h.table.split_once(' ')?;
-    if !(safe(&h.tool) && safe(family) && safe(table) && safe(&h.chain)) {
-        return None;
+/// The program a pasted command runs, from a closed set: the node only says which of these
+/// read its rules (probe.sh reads with exactly these, `-legacy` being the same program's
+/// other backend), never names a program of its own.
+fn program(tool: &str) -> Option<&'static str> {
+    match tool {
+        "nft" => Some("nft"),
+        "iptables" | "iptables-legacy" => Some("iptables"),
+        "ip6tables" | "ip6tables-legacy" => Some("ip6tables"),
+        _ => None,
     }
-    if h.tool == "nft" {
-        Some(format!("nft -a list chain {family} {table} {}", h.chain))
+}
+
+/// The command that lists a rule's chain on its node, when its tool is one of [`program`]'s and
+/// every name in it is safe; else why there is none.
+fn list_command(h: &RuleHit) -> Result<String, String> {
+    let Some(tool) = program(&h.tool) else {
+        return Err(format!(
+            "no command: the node named its firewall tool {:?}, not one of nft, iptables, ip6tables",
+            h.tool
+        ));
+    };
+    let names = h
+        .table
+        .split_once(' ')
+        .filter(|(family, table)| safe(family) && safe(table) && safe(&h.chain));
+    let Some((family, table)) = names else {
+        return Err(
+            "no command: the node's table or chain name is not one a command may hold".into(),
+        );
+    };
+    if tool == "nft" {
+        Ok(format!("nft -a list chain {family} {table} {}", h.chain))
     } else {
-        let tool = h.tool.trim_end_matches("-legacy");
-        Some(format!(
+        Ok(format!(
             "{tool} -t {table} -L {} -v -n --line-numbers",
             h.chain
         ))
@@ -580,9 +605,10 @@ pub fn next_steps(loc: &PacketLocation) -> Vec<String> {
         .iter()
         .take(RULES_NAMED)
         .map(|h| {
-            let look = list_command(h)
-                .map(|c| format!(" (on the node: `{c}`)"))
-                .unwrap_or_default();
+            let look = match list_command(h) {
+                Ok(c) => format!(" (on the node: `{c}`)"),
+                Err(why) => format!(" ({why})"),
+            };
             format!(
                 "Node {}'s own firewall counted the dropped packets, {INSIDE}: correct or remove {}{look} first; {} cannot change it",
                 h.node,

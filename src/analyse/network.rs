@@ -22,6 +22,7 @@ use super::policy::{
 };
 use super::realization::{realization, RealizationProblem};
 use super::verdict::Diagnosis;
+use crate::command::Kubectl;
 use crate::supervisor::network::{NetKind, NetworkObjects, ReadCount};
 use crate::supervisor::ClusterFacts;
 
@@ -159,14 +160,15 @@ pub fn action_text(r: &RuleRef) -> String {
     format!("{:?} {:?}", r.action, r.direction)
 }
 
-/// The kubectl command that shows the policy.
-pub fn show_command(r: &RuleRef) -> String {
-    format!(
-        "kubectl get securitypolicies.{} {} -n {} -o yaml",
+/// The kubectl command that shows the policy: its names as the API server accepts them, else a
+/// placeholder (a bundle's policy name is the bundle's); the run's flags last.
+pub fn show_command(kubectl: &Kubectl, r: &RuleRef) -> String {
+    kubectl.run(&format!(
+        "get securitypolicies.{} {} -n {} -o yaml",
         r.group.name(),
-        r.policy,
-        r.namespace
-    )
+        crate::command::name(&r.policy),
+        crate::command::namespace(&r.namespace)
+    ))
 }
 
 /// The peer paths that time out or are refused, every port: what a policy or a firewall rule
@@ -496,7 +498,7 @@ pub fn join(diagnosis: &mut Diagnosis, facts: &ClusterFacts, a: &NetworkAssessme
                 ports_text(paths),
                 rule.group.name(),
                 rule.priority,
-                show_command(rule)
+                show_command(&facts.kubectl, rule)
             ));
         }
         for (rule, paths) in by_not_realized.iter().take(NOTES_NAMED) {
@@ -506,7 +508,7 @@ pub fn join(diagnosis: &mut Diagnosis, facts: &ClusterFacts, a: &NetworkAssessme
                 rule.policy,
                 action_text(rule),
                 ports_text(paths),
-                show_command(rule)
+                show_command(&facts.kubectl, rule)
             ));
         }
         for (i, step) in steps.into_iter().enumerate() {
@@ -551,15 +553,13 @@ pub fn join(diagnosis: &mut Diagnosis, facts: &ClusterFacts, a: &NetworkAssessme
             continue;
         }
         notes.push(format!(
-            "warning: {}: {} on {} covers {} path(s) the probe saw work ({}): check how NSX applies it (kubectl get securitypolicies.{} {} -n {} -o yaml)",
+            "warning: {}: {} on {} covers {} path(s) the probe saw work ({}): check how NSX applies it ({})",
             rule_text(&b.rule),
             action_text(&b.rule),
             ports_text(&works),
             works.len(),
             pairs_text(&works, ev.vms.len()),
-            b.rule.group.name(),
-            b.rule.policy,
-            b.rule.namespace
+            show_command(&facts.kubectl, &b.rule)
         ));
     }
     let mut warned = 0;

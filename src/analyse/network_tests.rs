@@ -229,7 +229,7 @@ fn a_rule_not_realized_on_a_healthy_cluster_is_a_warning() {
         "{:#?}",
         d.verdict.notes
     );
-    let findings = crate::analyse::network_findings(&a);
+    let findings = crate::analyse::network_findings(&a, &Default::default());
     assert!(findings
         .iter()
         .any(|f| f.code == FindingCode::SecurityPolicyWouldBlockEtcd
@@ -243,7 +243,7 @@ fn another_verdict_gets_no_policy_evidence() {
     join(&mut d, &facts(), &a);
     assert_eq!(d.verdict.evidence, ["first"]);
     assert_eq!(d.verdict.next_steps, ["open the ports"]);
-    let codes: Vec<FindingCode> = crate::analyse::network_findings(&a)
+    let codes: Vec<FindingCode> = crate::analyse::network_findings(&a, &Default::default())
         .iter()
         .map(|f| f.code)
         .collect();
@@ -536,7 +536,7 @@ fn an_allow_only_policy_and_a_network_policy_default_deny_name_neither() {
         "{ev}"
     );
     assert!(!d.verdict.next_steps.iter().any(|s| s.starts_with("Fix ")));
-    assert!(crate::analyse::network_findings(&a)
+    assert!(crate::analyse::network_findings(&a, &Default::default())
         .iter()
         .all(|f| f.code != FindingCode::SecurityPolicyBlocksEtcd));
 }
@@ -577,7 +577,7 @@ spec:
 fn a_drowned_namespace_gives_bounded_findings_notes_and_json() {
     let start = std::time::Instant::now();
     let a = assess(&drowned());
-    let findings = crate::analyse::network_findings(&a);
+    let findings = crate::analyse::network_findings(&a, &Default::default());
     let mut d = diagnosis(VerdictCode::Healthy, None);
     join(&mut d, &facts(), &a);
     assert!(start.elapsed() < std::time::Duration::from_secs(5));

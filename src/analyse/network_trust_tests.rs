@@ -52,7 +52,7 @@ fn a_forged_annotation_is_a_claim_and_never_changes_the_exit_code() {
     let problems = realization(&net);
     assert!(problems.iter().all(|p| p.claim), "{problems:?}");
     let a = crate::analyse::assess(&net);
-    let findings = network_findings(&a);
+    let findings = network_findings(&a, &Default::default());
     assert!(
         findings.iter().all(|f| f.severity != Severity::Error),
         "{findings:#?}"
@@ -80,9 +80,10 @@ fn a_forged_annotation_is_a_claim_and_never_changes_the_exit_code() {
     // What the annotation adds never counts toward the exit code or `healthy` (the report's
     // `RunResult::of` counts only findings whose code counts; through the real kubectl:
     // tests/it/network.rs `a_forged_nsx_error_annotation_never_changes_the_exit_code`).
-    let clean_findings = network_findings(&crate::analyse::assess(
-        &clean.network_of("tkc-prod").unwrap(),
-    ));
+    let clean_findings = network_findings(
+        &crate::analyse::assess(&clean.network_of("tkc-prod").unwrap()),
+        &Default::default(),
+    );
     let added: Vec<_> = findings
         .iter()
         .filter(|f| !clean_findings.contains(f))

@@ -4,8 +4,9 @@
 //! that "a separate issue").
 
 use super::network::{
-    action_text, pairs_text, ports_text, rule_text, warning_text, NetworkAssessment,
+    action_text, pairs_text, ports_text, rule_text, show_command, warning_text, NetworkAssessment,
 };
+use crate::command::Kubectl;
 use crate::supervisor::{
     ClusterFacts, ControlPlaneNode, IdentityProblem, JoinedBy, MissingPermission, PowerState,
     RolloutPhase, VmInfo,
@@ -306,8 +307,14 @@ pub fn status_findings(facts: &ClusterFacts, api: &WorkloadApi) -> Vec<Finding> 
             Error,
             None,
             format!(
-                "the workload API does not answer ({}): {}; if etcd lost quorum, run: kubectl etcdnet diagnose {} -n {}",
-                api.state, api.detail, facts.cluster.name, facts.namespace
+                "the workload API does not answer ({}): {}; if etcd lost quorum, run: {}",
+                api.state,
+                api.detail,
+                facts.kubectl.run(&format!(
+                    "etcdnet diagnose {} -n {}",
+                    crate::command::name(&facts.cluster.name),
+                    crate::command::namespace(&facts.namespace)
+                ))
             ),
         )),
     }
@@ -492,7 +499,7 @@ pub fn rollout_text(n: &ControlPlaneNode, r: &RolloutPhase) -> String {
 /// realization problem, each rule in effect that blocks 2379/2380 between the control-plane
 /// VMs, each one that would (shadowed, not in effect as written). Paths are named by VM; the
 /// SecurityPolicy findings are bounded (the first by priority, then a count).
-pub fn network_findings(a: &NetworkAssessment) -> Vec<Finding> {
+pub fn network_findings(a: &NetworkAssessment, kubectl: &Kubectl) -> Vec<Finding> {
     use FindingCode::*;
     use Severity::*;
     let mut out = Vec::new();
@@ -541,9 +548,12 @@ pub fn network_findings(a: &NetworkAssessment) -> Vec<Finding> {
             Warning,
             None,
             format!(
-                "{}: the object's own claim, not NSX's status (anyone who may edit a NetworkPolicy can write this annotation; NetworkPolicies are realized for pods, not between the control-plane VMs); check it: kubectl get networkpolicies -n {} -o yaml",
+                "{}: the object's own claim, not NSX's status (anyone who may edit a NetworkPolicy can write this annotation; NetworkPolicies are realized for pods, not between the control-plane VMs); check it: {}",
                 claims.join("; "),
-                a.evaluation.namespace
+                kubectl.run(&format!(
+                    "get networkpolicies -n {} -o yaml",
+                    crate::command::namespace(&a.evaluation.namespace)
+                ))
             ),
         ));
     }
@@ -553,15 +563,13 @@ pub fn network_findings(a: &NetworkAssessment) -> Vec<Finding> {
             Error,
             None,
             format!(
-                "{}: {} on {} blocks {} path(s) between the control-plane VMs ({}); check it: kubectl get securitypolicies.{} {} -n {} -o yaml",
+                "{}: {} on {} blocks {} path(s) between the control-plane VMs ({}); check it: {}",
                 rule_text(&b.rule),
                 action_text(&b.rule),
                 ports_text(&b.paths),
                 b.paths.len(),
                 pairs_text(&b.paths, a.evaluation.vms.len()),
-                b.rule.group.name(),
-                b.rule.policy,
-                b.rule.namespace
+                show_command(kubectl, &b.rule)
             ),
         ));
     }

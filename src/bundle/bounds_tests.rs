@@ -192,7 +192,7 @@ fn analyse(
     assert!(parsed <= stored, "parsed {parsed} of {stored} bytes");
     let reports = (bundle.evidence.iter())
         .map(|e| {
-            let r = e.judge().ok()?;
+            let r = e.judge(&Default::default()).ok()?;
             crate::render::output(
                 &r,
                 crate::render::Format::Wide,

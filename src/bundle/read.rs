@@ -335,12 +335,17 @@ fn cluster(
     created: &str,
 ) -> std::result::Result<Evidence, String> {
     let dir = c.dir.as_str();
+    names(c)?;
     let apis: SupervisorApis = r.json(dir, "discovery.json")?;
     let objects = c
         .objects
         .iter()
-        .map(|rel| r.json(dir, rel))
-        .collect::<std::result::Result<Vec<Value>, _>>()?;
+        .map(|rel| {
+            let o: Value = r.json(dir, rel)?;
+            object_names(&o).map_err(|why| format!("{dir}/{rel}: {why}"))?;
+            Ok(o)
+        })
+        .collect::<std::result::Result<Vec<Value>, String>>()?;
     let objects_len = objects.len();
     let workload_api: WorkloadApi = r.json(dir, "workload-api.json")?;
     let route: RouteInfo = r.json(dir, "route.json")?;
@@ -429,6 +434,52 @@ fn cluster(
             .map(|n| n.chars().take(super::MAX_LEFT_OUT_CHARS).collect())
             .collect(),
     })
+}
+
+/// The cluster's namespace and name as a live run takes them (`-n`, the cluster argument:
+/// `names`), before anything else of it is read: each goes into the commands the report
+/// prints, so a name no live run could have (`$(…)`, `;`, `--server=…`) refuses the bundle.
+fn names(c: &ClusterEntry) -> std::result::Result<(), String> {
+    crate::names::validate_dns1123_label(&c.namespace).map_err(|why| {
+        format!(
+            "{MANIFEST}: namespace {:?} is not a valid name: {why}",
+            c.namespace
+        )
+    })?;
+    crate::names::validate_dns1123_subdomain(&c.cluster).map_err(|why| {
+        format!(
+            "{MANIFEST}: cluster {:?} is not a valid name: {why}",
+            c.cluster
+        )
+    })?;
+    Ok(())
+}
+
+/// An object's name and namespace as the API server accepts them (`metadata.name` a DNS-1123
+/// subdomain, `metadata.namespace` a label): a live Supervisor never serves another, and the
+/// names go into the commands the report prints (a policy's, the KCP's).
+fn object_names(o: &Value) -> std::result::Result<(), String> {
+    let name = o.pointer("/metadata/name").and_then(Value::as_str);
+    match name {
+        Some(n) if crate::names::is_object_name(n) => {}
+        _ => {
+            return Err(format!(
+                "metadata.name {:?} is not a name the API server accepts",
+                name.unwrap_or_default()
+                    .chars()
+                    .take(64)
+                    .collect::<String>()
+            ))
+        }
+    }
+    match o.pointer("/metadata/namespace") {
+        None | Some(Value::Null) => Ok(()),
+        Some(Value::String(ns)) if crate::names::validate_dns1123_label(ns).is_ok() => Ok(()),
+        Some(ns) => Err(format!(
+            "metadata.namespace {} is not a name the API server accepts",
+            ns.to_string().chars().take(64).collect::<String>()
+        )),
+    }
 }
 
 /// A node's stored document read as a live run reads one: this plugin's parser (a document it

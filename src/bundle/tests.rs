@@ -123,7 +123,10 @@ fn evidence_round_trips() {
     let bytes = write_bytes(std::slice::from_ref(&e));
     let b = read_bytes(&bytes).unwrap();
     assert_eq!(b.evidence, vec![e.clone()]);
-    assert_eq!(b.evidence[0].judge().unwrap(), e.judge().unwrap());
+    assert_eq!(
+        b.evidence[0].judge(&Default::default()).unwrap(),
+        e.judge(&Default::default()).unwrap()
+    );
     // The notes of what could not be read of the network go in the manifest and come back.
     let mut noted = e.clone();
     noted.network_unread =
@@ -143,7 +146,7 @@ fn evidence_round_trips() {
     let b = read_bytes(&write_bytes(std::slice::from_ref(&refused))).unwrap();
     assert_eq!(b.evidence, vec![refused.clone()]);
     assert!(b.evidence[0]
-        .judge()
+        .judge(&Default::default())
         .unwrap()
         .findings
         .iter()
@@ -196,7 +199,10 @@ fn a_newer_bundles_extra_entries_are_ignored_and_reports_are_judged_again() {
         b"{\"verdict\":{\"code\":\"Healthy\"}}".to_vec(),
     );
     let b = from_entries(&files, CAPS).unwrap();
-    assert_eq!(b.evidence[0].judge().unwrap(), e.judge().unwrap());
+    assert_eq!(
+        b.evidence[0].judge(&Default::default()).unwrap(),
+        e.judge(&Default::default()).unwrap()
+    );
 }
 
 #[test]
@@ -504,7 +510,7 @@ fn many_network_policies_never_push_the_verdicts_objects_out() {
     let inv = nsx_inventory(network_policies(250, false));
     let e = nsx_evidence(&inv);
     assert!(e.objects.len() > 256, "{}", e.objects.len());
-    let live = e.judge().unwrap();
+    let live = e.judge(&Default::default()).unwrap();
     let live_net = live.network_policy.clone().unwrap();
     assert!(
         live_net
@@ -522,7 +528,7 @@ fn many_network_policies_never_push_the_verdicts_objects_out() {
     write(&path, std::slice::from_ref(&e)).unwrap();
     let b = read(&path).unwrap();
     let back = &b.evidence[0];
-    let offline = back.judge().unwrap();
+    let offline = back.judge(&Default::default()).unwrap();
     let offline_net = offline.network_policy.clone().unwrap();
     assert_eq!(offline.verdict, live.verdict);
     assert_eq!(offline_net.evaluation, live_net.evaluation);

@@ -110,7 +110,9 @@ pub(super) fn files(evidence: &[Evidence], args: Vec<String>) -> Result<Vec<(Str
     let mut clusters = Vec::new();
     let mut dirs = Names::default();
     for e in evidence {
-        let report = e.judge()?;
+        // For people who open the bundle: its commands carry the context the run used, as an
+        // `analyse` of it without `--context` prints them.
+        let report = e.judge(&crate::command::Kubectl::new(Some(&e.context), None))?;
         let ns = component(&e.namespace);
         let dir = format!("{ns}/{}", dirs.unique(&ns, &component(&e.cluster)));
         let mut put = |rel: &str, bytes: Vec<u8>| out.push((format!("{dir}/{rel}"), bytes));

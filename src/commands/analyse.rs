@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use super::Outcome;
 use crate::bundle;
+use crate::command::Kubectl;
 use crate::error::Result;
 use crate::render::{self, Format, Listed, Paint};
 use crate::report::{ClusterFailure, Evidence, ListItem, ListReport};
@@ -22,6 +23,19 @@ pub struct AnalyseOptions {
     pub summary: bool,
     /// `--since`: judge with this log window instead of the bundle's.
     pub since: Option<std::time::Duration>,
+    /// `--context` and `--kubeconfig`, read by nothing here: the commands the report prints
+    /// carry them ([`Kubectl`]). Without `--context`, the context the bundle's run used (a
+    /// pasted command then reaches that Supervisor or fails, never the current context's).
+    pub context: Option<String>,
+    pub kubeconfig: Option<PathBuf>,
+}
+
+impl AnalyseOptions {
+    /// `kubectl` for the commands printed for one of the bundle's clusters.
+    fn kubectl(&self, e: &Evidence) -> Kubectl {
+        let context = self.context.as_deref().unwrap_or(&e.context);
+        Kubectl::new(Some(context), self.kubeconfig.as_deref())
+    }
 }
 
 /// Reads the bundle and prints what `diagnose` printed: one cluster's report, or the list of
@@ -40,20 +54,25 @@ pub fn run(opts: &AnalyseOptions, format: Format) -> Result<Outcome> {
         opts.path.display(),
         m.created,
         m.plugin_version,
-        m.args.join(" ")
+        // The bundle's words, each one shell word: a pasted line runs what ran, nothing more.
+        m.args
+            .iter()
+            .map(|a| crate::command::quote(a))
+            .collect::<Vec<_>>()
+            .join(" ")
     )];
     // A bundle that had to leave objects out (its caps) says so.
     notes.extend(bundle.left_out_notes());
     let (stdout, exit_code) = match bundle.evidence.as_slice() {
         [one] => {
-            let report = one.judge()?;
+            let report = one.judge(&opts.kubectl(one))?;
             (
                 render::output(&report, format, Paint::detect())?,
                 report.result.exit_code,
             )
         }
         many => {
-            let items = many.iter().map(item).collect();
+            let items = many.iter().map(|e| item(e, &opts.kubectl(e))).collect();
             // The clusters ran concurrently: the run took about as long as the slowest.
             let took = many.iter().map(|e| e.duration_ms).max().unwrap_or(0);
             let list = ListReport::new(items, Duration::from_millis(took));
@@ -79,8 +98,8 @@ pub fn run(opts: &AnalyseOptions, format: Format) -> Result<Outcome> {
 
 /// One cluster's item: its report, or (its objects do not make a cluster) its own error row,
 /// as in a live many-cluster run.
-fn item(e: &Evidence) -> ListItem<crate::report::DiagnoseReport> {
-    match e.judge() {
+fn item(e: &Evidence, kubectl: &Kubectl) -> ListItem<crate::report::DiagnoseReport> {
+    match e.judge(kubectl) {
         Ok(r) => ListItem::Report(r),
         Err(err) => ListItem::Failed(
             ClusterFailure::new(&e.namespace, &e.cluster, &err)

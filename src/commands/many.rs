@@ -72,7 +72,13 @@ pub async fn find(conn: &Connection, which: &Which) -> Result<Vec<Found>> {
         for cluster in inventory.cluster_names() {
             let facts = inventory
                 .facts(&conn.context, &cluster)
-                .map(|f| (f, inventory.clone()))
+                .map(|f| {
+                    let f = ClusterFacts {
+                        kubectl: conn.kubectl.clone(),
+                        ..f
+                    };
+                    (f, inventory.clone())
+                })
                 .map_err(|e| ClusterFailure::new(&inventory.namespace, &cluster, &e));
             found.push(Found {
                 namespace: inventory.namespace.clone(),

@@ -19,10 +19,10 @@ use k8s_openapi::api::core::v1::Pod;
 use super::many::{self, Selection, Which};
 use super::nsx::NsxRun;
 use crate::analyse::{self, FindingCode};
+use crate::command::{self, Kubectl};
 use crate::connect::Connection;
 use crate::error::{Error, Result};
 use crate::plan::{self, DiagnoseConfig, DiagnosePlan};
-use crate::probe::script::shell_quote;
 use crate::progress::Progress;
 use crate::report::{DiagnoseReport, Evidence, ListItem, ListReport};
 use crate::route::lifecycle::{Host, Kept};
@@ -90,17 +90,19 @@ pub async fn round_with_cleanup(
             ))),
         }
     }
+    let ns = command::namespace(&conn.namespace);
     let where_ = match &selection.which {
-        Which::One(c) => format!("{c} -n {}", conn.namespace),
-        Which::Namespace => format!("<cluster> -n {}", conn.namespace),
+        Which::One(c) => format!("{} -n {ns}", command::name(c)),
+        Which::Namespace => format!("<cluster> -n {ns}"),
         Which::AllNamespaces => "<cluster> -n <namespace>".to_string(),
     };
     if opts.keep_pods {
-        notes.extend(kept_notes(&tracker.kept(), &conn.context));
+        notes.extend(kept_notes(&tracker.kept(), &conn.kubectl));
     } else {
         for failed in tracker.delete_all(Duration::from_secs(15)).await {
             notes.push(format!(
-                "warning: could not delete probe pod {failed}; run: kubectl etcdnet cleanup {where_}"
+                "warning: could not delete probe pod {failed}; run: {}",
+                conn.kubectl.run(&format!("etcdnet cleanup {where_}"))
             ));
         }
     }
@@ -110,7 +112,7 @@ pub async fn round_with_cleanup(
 /// `--keep-pods`: one note per place the kept pods are in (a workload cluster's namespace, or a
 /// vSphere Namespace on the Supervisor for the jumpbox), each with the command that removes
 /// them there: `cleanup` reaches a workload cluster only when named, the Supervisor always.
-fn kept_notes(kept: &[Kept], context: &str) -> Vec<String> {
+fn kept_notes(kept: &[Kept], kubectl: &Kubectl) -> Vec<String> {
     // A vSphere Namespace is one place whichever clusters' jumpboxes are in it.
     let place = |k: &Kept| {
         let cluster = (k.host == Host::Workload).then_some(&k.cluster);
@@ -123,7 +125,6 @@ fn kept_notes(kept: &[Kept], context: &str) -> Vec<String> {
             None => places.push((k, vec![&k.name])),
         }
     }
-    let context = shell_quote(&render::visible(context));
     places
         .into_iter()
         .map(|(k, names)| {
@@ -131,11 +132,15 @@ fn kept_notes(kept: &[Kept], context: &str) -> Vec<String> {
             let (place, command) = match (k.host, &k.cluster) {
                 (Host::Supervisor, _) => (
                     format!("vSphere Namespace {ns} of the Supervisor"),
-                    format!("cleanup -n {ns}"),
+                    format!("cleanup -n {}", command::namespace(&k.namespace)),
                 ),
                 (Host::Workload, Some(c)) => (
                     format!("namespace {ns} of workload cluster {}", c.name),
-                    format!("cleanup {} -n {}", c.name, c.namespace),
+                    format!(
+                        "cleanup {} -n {}",
+                        command::name(&c.name),
+                        command::namespace(&c.namespace)
+                    ),
                 ),
                 (Host::Workload, None) => (
                     format!("namespace {ns} of a workload cluster"),
@@ -143,9 +148,10 @@ fn kept_notes(kept: &[Kept], context: &str) -> Vec<String> {
                 ),
             };
             format!(
-                "kept {} probe pod(s) in {place}: {}; remove them with: kubectl etcdnet {command} --context {context}",
+                "kept {} probe pod(s) in {place}: {}; remove them with: {}",
                 names.len(),
-                names.join(", ")
+                names.join(", "),
+                kubectl.run(&format!("etcdnet {command}"))
             )
         })
         .collect()
@@ -469,7 +475,7 @@ async fn conclude(
             .into_iter()
             .filter(|f| f.code == FindingCode::ControlPlaneMachinesBeyondReplicas)
             .map(|f| format!("warning: cluster {cluster}: {}", f.message))
-            .chain(network_notes(&cluster, inventory))
+            .chain(network_notes(&cluster, inventory, &facts.kubectl))
             .collect();
         return Ok(Diagnosed::DryRun(DryRun {
             pods: would_create(&plan),
@@ -529,18 +535,22 @@ async fn conclude(
     .with_since(opts.since)
     .with_read_at(read_at)
     .with_nsx_manager(nsx_read);
-    let report = evidence.judge()?;
+    let report = evidence.judge(&conn.kubectl)?;
     Ok(Diagnosed::Report(Box::new(report), Box::new(evidence)))
 }
 
 /// `--dry-run`: the cluster's network findings (a policy that blocks or would block
 /// 2379/2380 between the VMs, a network NSX did not realize), one note each, when the
 /// Supervisor serves an NSX group; and what could not be read.
-fn network_notes(cluster: &str, inventory: &Inventory) -> Vec<String> {
+fn network_notes(
+    cluster: &str,
+    inventory: &Inventory,
+    kubectl: &crate::command::Kubectl,
+) -> Vec<String> {
     let Some(a) = inventory.network_of(cluster).map(|o| analyse::assess(&o)) else {
         return Vec::new();
     };
-    let mut out: Vec<String> = analyse::network_findings(&a)
+    let mut out: Vec<String> = analyse::network_findings(&a, kubectl)
         .into_iter()
         .map(|f| format!("warning: cluster {cluster}: {}: {}", f.code, f.message))
         .collect();
@@ -613,13 +623,13 @@ mod tests {
             ),
         ];
         assert_eq!(
-            kept_notes(&pods, "sv admin"),
+            kept_notes(&pods, &Kubectl::new(Some("sv admin"), None)),
             [
-                "kept 2 probe pod(s) in namespace kube-system of workload cluster tkc-prod: etcdnet-probe-cp1-k3x9q, etcdnet-probe-cp2-k3x9q; remove them with: kubectl etcdnet cleanup tkc-prod -n ns-prod --context 'sv admin'",
-                "kept 2 probe pod(s) in vSphere Namespace ns-b of the Supervisor: etcdnet-jumpbox-tkc-b-k3x9q, etcdnet-jumpbox-tkc-c-k3x9q; remove them with: kubectl etcdnet cleanup -n ns-b --context 'sv admin'",
-                "kept 1 probe pod(s) in namespace kube-system of workload cluster tkc-a: etcdnet-probe-cp1-k3x9q; remove them with: kubectl etcdnet cleanup tkc-a -n ns-a --context 'sv admin'",
+                "kept 2 probe pod(s) in namespace kube-system of workload cluster tkc-prod: etcdnet-probe-cp1-k3x9q, etcdnet-probe-cp2-k3x9q; remove them with: kubectl etcdnet cleanup tkc-prod -n ns-prod --context='sv admin'",
+                "kept 2 probe pod(s) in vSphere Namespace ns-b of the Supervisor: etcdnet-jumpbox-tkc-b-k3x9q, etcdnet-jumpbox-tkc-c-k3x9q; remove them with: kubectl etcdnet cleanup -n ns-b --context='sv admin'",
+                "kept 1 probe pod(s) in namespace kube-system of workload cluster tkc-a: etcdnet-probe-cp1-k3x9q; remove them with: kubectl etcdnet cleanup tkc-a -n ns-a --context='sv admin'",
             ]
         );
-        assert!(kept_notes(&[], "sv").is_empty());
+        assert!(kept_notes(&[], &Kubectl::default()).is_empty());
     }
 }

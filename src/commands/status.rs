@@ -79,11 +79,12 @@ pub async fn report(
     .await
     .api;
     let findings = analyse::status_findings(&facts, &api);
+    let kubectl = facts.kubectl.clone();
     let network = inventory
         .network_of(&facts.cluster.name)
         .map(|o| analyse::assess(&o));
     Ok(
         StatusReport::new(facts, api, findings, started.elapsed().as_millis() as u64)
-            .with_network(network),
+            .with_network(network, &kubectl),
     )
 }

@@ -42,8 +42,11 @@ pub async fn run(
     }
     for failed in keeper.finish(Duration::from_secs(15)).await {
         eprintln_visible(&format!(
-            "warning: could not delete jumpbox pod {failed}; run: kubectl etcdnet cleanup -n {}",
-            conn.namespace
+            "warning: could not delete jumpbox pod {failed}; run: {}",
+            conn.kubectl.run(&format!(
+                "etcdnet cleanup -n {}",
+                crate::command::namespace(&conn.namespace)
+            ))
         ));
     }
     result

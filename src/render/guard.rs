@@ -15,9 +15,17 @@ pub fn section(out: &mut Lines, g: &RemediationGuard, wide: bool) {
         GuardState::Armed | GuardState::Unknown => Tone::Bad,
         GuardState::Paused | GuardState::NotArmed => Tone::Good,
     };
+    let kcp_said;
     let said = match g.state {
         GuardState::Armed => "remediation can replace control-plane Machines",
-        GuardState::Paused => "the Cluster is paused: nothing is remediated",
+        GuardState::Paused if g.cluster_paused => "the Cluster is paused: nothing is remediated",
+        GuardState::Paused => {
+            kcp_said = format!(
+                "KubeadmControlPlane {} is paused: it replaces no Machine",
+                g.kcp_paused.as_deref().unwrap_or_default()
+            );
+            &kcp_said
+        }
         GuardState::NotArmed => "nothing armed",
         GuardState::Unknown => "not known: the MachineHealthChecks could not be read",
     };
@@ -65,6 +73,12 @@ pub fn section(out: &mut Lines, g: &RemediationGuard, wide: bool) {
                 count(h.remediations_allowed)
             ));
         }
+    }
+    if g.health_checks_left_out > 0 {
+        out.line(format!(
+            "  {} more MachineHealthCheck(s) over the control plane not shown",
+            g.health_checks_left_out
+        ));
     }
     for m in &g.marked_machines {
         let mut conditions = Vec::new();

@@ -138,13 +138,15 @@ impl Evidence {
         self
     }
 
-    /// The facts again from the objects, the findings, the matrices and the verdict.
-    pub fn judge(&self) -> Result<DiagnoseReport> {
+    /// The facts again from the objects, the findings, the matrices and the verdict; every
+    /// command the report prints starts with `kubectl` (the run's context and kubeconfig).
+    pub fn judge(&self, kubectl: &crate::command::Kubectl) -> Result<DiagnoseReport> {
         let inventory = Inventory::from_objects(&self.namespace, self.apis.clone(), &self.objects)
             .with_network_notes(&self.network_unread)
             .with_remediation_note(self.remediation_unread.as_deref())
             .with_forbidden(&self.forbidden);
-        let facts = inventory.facts(&self.context, &self.cluster)?;
+        let mut facts = inventory.facts(&self.context, &self.cluster)?;
+        facts.kubectl = kubectl.clone();
         let since = std::time::Duration::from_secs(self.since_s);
         let read_at = self
             .read_at
@@ -182,7 +184,7 @@ impl Evidence {
             diagnosis,
             self.duration_ms,
         )
-        .with_network(network)
+        .with_network(network, kubectl)
         .with_nsx_manager(manager.map(|(read, m)| {
             super::v1alpha2::NsxManager::new(
                 read,
@@ -271,7 +273,7 @@ mod tests {
 
     /// The ages of the Machines' conditions in the verdict's evidence.
     fn ages(e: &Evidence) -> Vec<String> {
-        let r = e.judge().unwrap();
+        let r = e.judge(&Default::default()).unwrap();
         let lines: Vec<String> = r
             .verdict
             .evidence

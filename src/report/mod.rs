@@ -123,11 +123,16 @@ impl StatusReport {
     }
 
     /// The report with the cluster's network: its findings after the others, the result
-    /// counted again. None (no NSX group served) leaves the report as it is.
-    pub fn with_network(mut self, network: Option<NetworkAssessment>) -> Self {
+    /// counted again (their commands start with `kubectl`, the run's). None (no NSX group
+    /// served) leaves the report as it is.
+    pub fn with_network(
+        mut self,
+        network: Option<NetworkAssessment>,
+        kubectl: &crate::command::Kubectl,
+    ) -> Self {
         if let Some(a) = network {
             self.findings
-                .extend(network_findings(&a).into_iter().map(Finding::from));
+                .extend(network_findings(&a, kubectl).into_iter().map(Finding::from));
             self.result =
                 RunResult::of(&self.workload_api, &self.findings, self.result.duration_ms);
             self.network_policy = Some(a.into());
@@ -330,11 +335,16 @@ impl DiagnoseReport {
 
 impl DiagnoseReport {
     /// The report with the cluster's network: its findings after the others (the exit code is
-    /// the verdict's). None leaves the report as it is.
-    pub fn with_network(mut self, network: Option<NetworkAssessment>) -> Self {
+    /// the verdict's; their commands start with `kubectl`, the run's). None leaves the report
+    /// as it is.
+    pub fn with_network(
+        mut self,
+        network: Option<NetworkAssessment>,
+        kubectl: &crate::command::Kubectl,
+    ) -> Self {
         if let Some(a) = network {
             self.findings
-                .extend(network_findings(&a).into_iter().map(Finding::from));
+                .extend(network_findings(&a, kubectl).into_iter().map(Finding::from));
             self.network_policy = Some(a.into());
         }
         self
@@ -474,7 +484,7 @@ mod tests {
             vec![],
             7,
         );
-        let joined = plain.clone().with_network(None);
+        let joined = plain.clone().with_network(None, &Default::default());
         assert_eq!(joined, plain);
         let json = serde_json::to_string(&joined).unwrap();
         assert!(!json.contains("networkPolicy"), "{json}");

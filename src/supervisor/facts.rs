@@ -418,14 +418,25 @@ impl ControlPlaneNode {
 /// shows it (read by [`super::remediation`]; the remediation guard).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct RemediationFacts {
-    /// The Cluster's `spec.paused` is true, or it carries `cluster.x-k8s.io/paused`: CAPI's
-    /// controllers (the MachineHealthCheck's and KCP's among them) reconcile nothing of it.
+    /// The Cluster's `spec.paused` is true: CAPI's controllers (the MachineHealthCheck's and
+    /// KCP's among them) reconcile nothing of it (`IsPaused`).
     pub cluster_paused: bool,
+    /// The Cluster carries `cluster.x-k8s.io/paused`, which pauses the Cluster's own
+    /// reconciler only: the MachineHealthCheck's and KCP's still act.
+    pub cluster_annotated: bool,
+    /// The KCP's name when it carries `cluster.x-k8s.io/paused`: KCP then remediates nothing
+    /// (nor rolls out), though a MachineHealthCheck still marks Machines.
+    pub kcp_paused: Option<String>,
+    /// How many MachineHealthChecks over the control plane are not in `health_checks` (past
+    /// its cap), and how many of those are not paused: the cap keeps the live ones first.
+    pub health_checks_left_out: usize,
+    pub live_left_out: usize,
     /// Why the MachineHealthChecks could not be read (a note: 403, …); None when they were
     /// read, or the Supervisor does not serve the kind.
     pub unread: Option<String>,
     /// The MachineHealthChecks of the cluster whose selector takes at least one of its
-    /// control-plane Machines, by name (at most [`super::remediation::MAX_HEALTH_CHECKS`]).
+    /// control-plane Machines, those not paused first, each by name (at most
+    /// [`super::remediation::MAX_HEALTH_CHECKS`]).
     pub health_checks: Vec<HealthCheck>,
     /// The control-plane Machines with a remediation mark, by name.
     pub marked: Vec<MarkedMachine>,
@@ -551,6 +562,10 @@ pub struct ClusterFacts {
     /// The optional kinds the Supervisor refused to show (403), each a finding
     /// (`PermissionMissing`); the run went on without them.
     pub missing_permissions: Vec<MissingPermission>,
+    /// `kubectl` as the run reached the Supervisor (its `--context`, its `--kubeconfig`): what
+    /// every command the analysis prints for the admin starts with. Not the Supervisor's: the
+    /// run's, set where the facts are made for it (`supervisor::walk`, `Evidence::judge`).
+    pub kubectl: crate::command::Kubectl,
 }
 
 /// Where a cluster's API server is: CAPI writes the cluster's kubeconfig for this address.

@@ -234,6 +234,8 @@ impl Inventory {
             endpoint: extract::endpoint(&cluster.data),
             remediation,
             missing_permissions: self.forbidden.clone(),
+            // The run's, set by whoever makes the facts for it (`walk`, `Evidence::judge`).
+            kubectl: Default::default(),
         })
     }
 
@@ -395,12 +397,20 @@ impl Inventory {
                     return Vec::new();
                 };
                 let machines: Vec<&DynamicObject> = self.machines_of(cluster_name).collect();
-                self.of(KindId::MachineHealthCheck)
-                    .iter()
-                    .filter(|h| !remediation::selected(h, cluster_name, &machines).is_empty())
-                    .take(remediation::MAX_HEALTH_CHECKS)
-                    .map(|h| own(h, &ar))
-                    .collect()
+                // The live ones first, as the facts show them: paused decoys never push the
+                // one that acts out of a bundle; those past the facts' cap are only counted.
+                remediation::over_control_plane(
+                    self.of(KindId::MachineHealthCheck),
+                    cluster_name,
+                    &machines,
+                )
+                .into_iter()
+                .enumerate()
+                .map(|(i, h)| match i < remediation::MAX_HEALTH_CHECKS {
+                    true => own(h, &ar),
+                    false => (Rank::Counted, plain(h, &ar)),
+                })
+                .collect()
             }
             KindId::Net(kind) => {
                 let (Some(read), Some(objects)) = (&self.network, network) else {

@@ -50,8 +50,9 @@ pub async fn apis(conn: &Connection) -> Result<SupervisorApis> {
         .map_err(|e| {
             e.with_unreachable_hint(|| {
                 format!(
-                    "is the Supervisor API at {} reachable, and the login still valid? try: kubectl --context {} get ns",
-                    conn.server, conn.context
+                    "is the Supervisor API at {} reachable, and the login still valid? try: {}",
+                    conn.server,
+                    conn.kubectl.run("get ns")
                 )
             })
         })
@@ -67,6 +68,7 @@ pub async fn walk(conn: &Connection, cluster: &str) -> Result<(ClusterFacts, Inv
         namespace: conn.namespace.clone(),
     };
     let inventory = Inventory::of_cluster(&conn.client, &apis, &scope, cluster).await?;
-    let facts = inventory.facts(&conn.context, cluster)?;
+    let mut facts = inventory.facts(&conn.context, cluster)?;
+    facts.kubectl = conn.kubectl.clone();
     Ok((facts, inventory))
 }

@@ -20,7 +20,19 @@
 //!   `status.lastRemediation` (`machine`, v1beta1 `timestamp` / v1beta2 `time`, `retryCount`) and
 //!   its strategy: v1beta1 `spec.remediationStrategy.{maxRetry,retryPeriod,minHealthyPeriod}`,
 //!   v1beta2 `spec.remediation.{maxRetry,retryPeriodSeconds,minHealthyPeriodSeconds}`;
-//! - the Cluster's `spec.paused` and its `cluster.x-k8s.io/paused` annotation.
+//! - the Cluster's `spec.paused` (v1beta1 `bool`, v1beta2 `*bool`: the same field) and the
+//!   `cluster.x-k8s.io/paused` annotation of the Cluster, the KCP and each MachineHealthCheck.
+//!
+//! Paused as CAPI decides it: `util/annotations/helpers.go`'s `IsPaused(cluster, o)` is the
+//! Cluster's `spec.paused`, or the annotation on `o`, the object whose controller acts (the
+//! MachineHealthCheck's reconciler asks it of the MachineHealthCheck, KCP's of the KCP). The
+//! annotation on the Cluster pauses the Cluster's own reconciler only: never the guard's
+//! concern, so a Cluster that carries it with `spec.paused: false` is not paused here.
+//!
+//! A namespace editor can create any number of MachineHealthChecks over the control plane.
+//! Every one is judged on its own fields (paused or not) before any is left out, the ones not
+//! paused first, so a cap on what is shown never hides the one that acts; the count left out
+//! is kept.
 //!
 //! Every string is the Supervisor's (anyone who may edit the object wrote it): kept bounded
 //! here, shown only through the renderers' escaping.
@@ -93,14 +105,40 @@ fn duration(data: &Value, v1beta1: &str, v1beta2: &str) -> Option<String> {
     })
 }
 
-/// Whether the Cluster is paused: `spec.paused` true or the paused annotation.
+/// Whether the Cluster pauses every controller of it: `spec.paused` true (CAPI's `IsPaused`
+/// reads `cluster.Spec.Paused`; v1beta2 `ptr.Deref(cluster.Spec.Paused, false)`). Its own
+/// `cluster.x-k8s.io/paused` annotation is not this ([`cluster_annotated`]).
 pub fn cluster_paused(cluster: &DynamicObject) -> bool {
     cluster
         .data
         .pointer("/spec/paused")
         .and_then(Value::as_bool)
         == Some(true)
-        || has_annotation(cluster, PAUSED_ANNOTATION)
+}
+
+/// The Cluster carries `cluster.x-k8s.io/paused`: only the Cluster's own reconciler is paused
+/// by it (`IsPaused(cluster, cluster)`), never the MachineHealthCheck's nor KCP's.
+pub fn cluster_annotated(cluster: &DynamicObject) -> bool {
+    has_annotation(cluster, PAUSED_ANNOTATION)
+}
+
+/// The MachineHealthChecks of `cluster` that take at least one of its control-plane Machines,
+/// the ones not paused by their own annotation first, each group by name: the order the facts
+/// show them in and a bundle keeps them in, so a cap keeps the live ones.
+pub fn over_control_plane<'a>(
+    health_checks: &'a [DynamicObject],
+    cluster: &str,
+    machines: &[&DynamicObject],
+) -> Vec<&'a DynamicObject> {
+    let mut checks: Vec<&DynamicObject> = health_checks
+        .iter()
+        .filter(|h| !selected(h, cluster, machines).is_empty())
+        .collect();
+    checks.sort_by(|a, b| {
+        (has_annotation(a, PAUSED_ANNOTATION), &a.metadata.name)
+            .cmp(&(has_annotation(b, PAUSED_ANNOTATION), &b.metadata.name))
+    });
+    checks
 }
 
 /// Whether a label selector (`spec.selector`) takes an object with these labels, as
@@ -276,15 +314,22 @@ pub fn facts(
     unread: Option<&str>,
 ) -> RemediationFacts {
     let name = cluster.metadata.name.as_deref().unwrap_or_default();
-    let mut checks: Vec<&DynamicObject> = health_checks
+    // Every one judged (paused or not) before the cap: the live ones come first.
+    let checks = over_control_plane(health_checks, name, machines);
+    let live = checks
         .iter()
-        .filter(|h| !selected(h, name, machines).is_empty())
-        .collect();
-    checks.sort_by_key(|h| h.metadata.name.clone());
+        .filter(|h| !has_annotation(h, PAUSED_ANNOTATION))
+        .count();
     let remediation = kcp_object.map(kcp);
     RemediationFacts {
         cluster_paused: cluster_paused(cluster),
+        cluster_annotated: cluster_annotated(cluster),
+        kcp_paused: kcp_object
+            .filter(|k| has_annotation(k, PAUSED_ANNOTATION))
+            .map(|k| bounded(k.metadata.name.as_deref().unwrap_or_default())),
         unread: unread.map(bounded),
+        health_checks_left_out: checks.len().saturating_sub(MAX_HEALTH_CHECKS),
+        live_left_out: live.saturating_sub(MAX_HEALTH_CHECKS),
         health_checks: checks
             .into_iter()
             .take(MAX_HEALTH_CHECKS)

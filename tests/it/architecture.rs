@@ -32,6 +32,7 @@ const LAYERS: &[&[&str]] = &[
     &["supervisor"],
     &["connect"],
     &["probe"],
+    &["command"],
     &["names", "labels", "progress", "selector", "signal", "error"],
     &["bounds"],
 ];

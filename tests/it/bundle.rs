@@ -36,16 +36,15 @@ pub(crate) fn analyse(env: &Env, bundle: &Path, extra: &[&str]) -> Run {
     env.kubectl(&args)
 }
 
-/// `analyse` with no Supervisor to reach: the bundle alone must be enough.
+/// `analyse` with no Supervisor to reach: the bundle alone must be enough. The kubeconfig
+/// that does not exist comes from KUBECONFIG, not `--kubeconfig`: a flag would be carried into
+/// the report's commands (as the run's), which then differ from the live run's.
 pub(crate) fn analyse_offline(env: &Env, bundle: &Path, extra: &[&str]) -> Run {
-    let mut args = vec![
-        "--kubeconfig",
-        "/nonexistent/kubeconfig",
-        "analyse",
-        bundle.to_str().unwrap(),
-    ];
+    let mut args = vec!["analyse", bundle.to_str().unwrap()];
     args.extend_from_slice(extra);
-    env.kubectl(&args)
+    let mut cmd = env.kubectl_command(&args);
+    cmd.env("KUBECONFIG", "/nonexistent/kubeconfig");
+    Run::from(cmd.output().expect("kubectl runs"))
 }
 
 /// The whole archive decompressed, headers and all: what a secret scan must look through.

@@ -144,7 +144,7 @@ fn keep_pods_names_the_jumpbox_pod_in_the_supervisor() {
     let (ns, pod) = &left[0];
     assert_eq!(ns, NS);
     let note = format!(
-        "kept 1 probe pod(s) in vSphere Namespace {NS} of the Supervisor: {pod}; remove them with: kubectl etcdnet cleanup -n {NS} --context "
+        "kept 1 probe pod(s) in vSphere Namespace {NS} of the Supervisor: {pod}; remove them with: kubectl etcdnet cleanup -n {NS} --context="
     );
     assert!(run.stderr.contains(&note), "{}", run.stderr);
     assert!(!run.stderr.contains("workload cluster"), "{}", run.stderr);

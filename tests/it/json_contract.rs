@@ -40,12 +40,32 @@ pub(crate) fn mask(text: &str) -> String {
         line = mask_loopback_ports(&line);
         line = mask_ages(&line);
         line = mask_millis(&line);
+        line = mask_kubeconfig(&line);
         line = collapse_padding(&line);
         if let Some(id) = &run_id {
             line = line.replace(id.as_str(), "RUNID");
         }
         out.push_str(&line);
     }
+    out
+}
+
+/// The test's own kubeconfig (a temporary path) in the commands the report prints, which
+/// carry the run's `--kubeconfig=…`.
+fn mask_kubeconfig(line: &str) -> String {
+    const FLAG: &str = "--kubeconfig=";
+    let mut out = String::new();
+    let mut rest = line;
+    while let Some(at) = rest.find(FLAG) {
+        out.push_str(&rest[..at + FLAG.len()]);
+        rest = &rest[at + FLAG.len()..];
+        let end = rest
+            .find(|c: char| c.is_whitespace() || c == '"' || c == '\'')
+            .unwrap_or(rest.len());
+        out.push_str("KUBECONFIG");
+        rest = &rest[end..];
+    }
+    out.push_str(rest);
     out
 }
 

@@ -39,6 +39,7 @@ mod watch;
 
 mod bounded_requests;
 mod bounded_work;
+mod hostile_commands;
 mod hostile_identity;
 mod hostile_kubeconfig;
 mod hostile_members;

@@ -11,10 +11,10 @@ use common::article::CP;
 use common::*;
 use etcdnet::report::v1alpha2::{GuardState, VerdictCode};
 
-const PAUSE: &str =
-    r#"kubectl patch cluster tkc-prod -n ns-prod --type merge -p '{"spec":{"paused":true}}'"#;
-const UNPAUSE: &str =
-    r#"kubectl patch cluster tkc-prod -n ns-prod --type merge -p '{"spec":{"paused":false}}'"#;
+/// The commands as a run through kubectl prints them: the kubeconfig from KUBECONFIG (no
+/// `--kubeconfig` flag), its current context resolved once and carried.
+const PAUSE: &str = r#"kubectl patch clusters.cluster.x-k8s.io tkc-prod -n ns-prod --type merge -p '{"spec":{"paused":true}}' --context=supervisor"#;
+const UNPAUSE: &str = r#"kubectl patch clusters.cluster.x-k8s.io tkc-prod -n ns-prod --type merge -p '{"spec":{"paused":false}}' --context=supervisor"#;
 
 /// A Supervisor of `set` whose jumpbox pod finds every VM's peers on 2380 timing out.
 fn cut(set: &str) -> Env {
@@ -376,4 +376,134 @@ fn a_marked_machine_and_kcp_remediating_are_evidence() {
         r.verdict.evidence
     );
     assert!(r.verdict.next_steps.iter().any(|s| s.ends_with(PAUSE)));
+}
+
+/// A MachineHealthCheck over the control plane, as CAPI's example writes it, named `name`,
+/// paused by its own annotation when `paused`.
+fn control_plane_check(name: &str, paused: bool) -> serde_json::Value {
+    use common::article::{CLUSTER, NS};
+    let mut mhc = serde_json::json!({
+        "apiVersion": "cluster.x-k8s.io/v1beta1", "kind": "MachineHealthCheck",
+        "metadata": {"name": name, "namespace": NS,
+            "labels": {"cluster.x-k8s.io/cluster-name": CLUSTER}},
+        "spec": {"clusterName": CLUSTER, "maxUnhealthy": "100%",
+            "selector": {"matchLabels": {"cluster.x-k8s.io/control-plane": ""}},
+            "unhealthyConditions": [{"type": "Ready", "status": "Unknown", "timeout": "300s"}]}
+    });
+    if paused {
+        mhc["metadata"]["annotations"] = serde_json::json!({"cluster.x-k8s.io/paused": ""});
+    }
+    mhc
+}
+
+/// Issue 37 (8): eight paused decoys named `aaa-*`, before the live one by name, once pushed it
+/// past the cap of 8 and the guard said "not armed". Every one is judged first: armed, the live
+/// one named and shown first, the one left out counted; a bundle keeps the live one.
+#[test]
+fn eight_paused_decoys_never_silence_the_guard() {
+    let env = cut(common::article::SET);
+    for i in 0..8 {
+        env.supervisor
+            .insert(control_plane_check(&format!("aaa-{i}"), true))
+            .unwrap();
+    }
+    env.supervisor
+        .insert(control_plane_check("tkc-prod-cp-unhealthy-5m", false))
+        .unwrap();
+    let bundle = env.dir.path().join("decoys.tar.gz");
+    let run = crate::bundle::diagnose(&env, &bundle, &["-o", "json"]);
+    run.expect_code(1);
+    let r = run.diagnose_report();
+    let g = r.remediation_guard.clone().expect("a guard");
+    assert_eq!(g.state, GuardState::Armed);
+    assert_eq!(g.health_checks.len(), 8);
+    assert_eq!(g.health_checks[0].name, "tkc-prod-cp-unhealthy-5m");
+    assert!(!g.health_checks[0].paused);
+    assert!(g.health_checks[1..].iter().all(|h| h.paused));
+    assert_eq!(g.health_checks_left_out, 1);
+    assert!(
+        r.verdict.evidence.iter().any(|e| e.starts_with(
+            "remediation is armed: MachineHealthCheck tkc-prod-cp-unhealthy-5m selects"
+        )),
+        "{:#?}",
+        r.verdict.evidence
+    );
+    assert!(
+        r.verdict.next_steps[0].ends_with(PAUSE),
+        "{:#?}",
+        r.verdict.next_steps
+    );
+    let json = run.json();
+    assert_eq!(json["remediationGuard"]["healthChecksLeftOut"], 1);
+
+    let offline = crate::bundle::analyse_offline(&env, &bundle, &["-o", "json"]).diagnose_report();
+    assert_eq!(offline.remediation_guard, r.remediation_guard);
+
+    let table = env.diagnose_via_jumpbox(&[]);
+    for want in [
+        "REMEDIATION GUARD: Armed",
+        "MachineHealthCheck tkc-prod-cp-unhealthy-5m: ",
+        "1 more MachineHealthCheck(s) over the control plane not shown",
+    ] {
+        assert!(table.stdout.contains(want), "{want}:\n{}", table.stdout);
+    }
+}
+
+/// Issue 37 (9): the Cluster's own `cluster.x-k8s.io/paused` annotation with `spec.paused:
+/// false` pauses neither the MachineHealthCheck nor KCP (CAPI's `IsPaused(cluster, obj)`):
+/// armed, with the pause step, and a note that says why the annotation is not a pause.
+#[test]
+fn an_annotated_cluster_not_paused_by_spec_is_armed() {
+    use common::article::{CLUSTER, NS};
+    let env = cut("remediation-armed");
+    env.supervisor
+        .modify("cluster.x-k8s.io/v1beta1", "Cluster", NS, CLUSTER, |c| {
+            c["metadata"]["annotations"]["cluster.x-k8s.io/paused"] = serde_json::json!("");
+            c["spec"]["paused"] = serde_json::json!(false);
+        })
+        .unwrap();
+    let r = env.diagnose_via_jumpbox(&["-o", "json"]).diagnose_report();
+    assert!(is_network(r.verdict.code), "{:#?}", r.verdict);
+    let g = r.remediation_guard.expect("a guard");
+    assert_eq!(g.state, GuardState::Armed);
+    assert!(!g.cluster_paused);
+    assert_eq!(g.pause_command, PAUSE);
+    assert!(
+        r.verdict.next_steps[0].ends_with(PAUSE),
+        "{:#?}",
+        r.verdict.next_steps
+    );
+    assert!(
+        r.verdict
+            .notes
+            .iter()
+            .any(|n| n.contains("pauses only the Cluster's own reconciler")),
+        "{:#?}",
+        r.verdict.notes
+    );
+}
+
+/// The KCP's own annotation holds KCP's remediation: paused, and the unpause command removes
+/// exactly that annotation (not the Cluster's `spec.paused`).
+#[test]
+fn a_paused_kcp_is_unpaused_by_its_own_annotation() {
+    use common::article::NS;
+    let env = cut("remediation-armed");
+    env.supervisor
+        .modify(
+            "controlplane.cluster.x-k8s.io/v1beta1",
+            "KubeadmControlPlane",
+            NS,
+            "tkc-prod-7xk2p",
+            |k| k["metadata"]["annotations"]["cluster.x-k8s.io/paused"] = serde_json::json!(""),
+        )
+        .unwrap();
+    let r = env.diagnose_via_jumpbox(&["-o", "json"]).diagnose_report();
+    let g = r.remediation_guard.expect("a guard");
+    assert_eq!(g.state, GuardState::Paused);
+    assert_eq!(g.kcp_paused.as_deref(), Some("tkc-prod-7xk2p"));
+    assert_eq!(
+        g.unpause_command,
+        "kubectl annotate kubeadmcontrolplanes.controlplane.cluster.x-k8s.io tkc-prod-7xk2p -n ns-prod cluster.x-k8s.io/paused- --context=supervisor"
+    );
 }

@@ -24,10 +24,8 @@ fn control_plane_check() -> HealthCheck {
     }
 }
 
-const PAUSE: &str =
-    r#"kubectl patch cluster tkc-prod -n ns-prod --type merge -p '{"spec":{"paused":true}}'"#;
-const UNPAUSE: &str =
-    r#"kubectl patch cluster tkc-prod -n ns-prod --type merge -p '{"spec":{"paused":false}}'"#;
+const PAUSE: &str = r#"kubectl patch clusters.cluster.x-k8s.io tkc-prod -n ns-prod --type merge -p '{"spec":{"paused":true}}'"#;
+const UNPAUSE: &str = r#"kubectl patch clusters.cluster.x-k8s.io tkc-prod -n ns-prod --type merge -p '{"spec":{"paused":false}}'"#;
 
 #[test]
 fn nothing_said_is_no_guard() {
@@ -179,7 +177,7 @@ fn unread_checks_are_a_note_and_unknown() {
     // Not known is no reason to say armed: the check to make, then the commands.
     assert_eq!(a.next_steps.len(), 1, "{a:#?}");
     assert!(
-        a.next_steps[0].contains("kubectl get machinehealthchecks -n ns-prod"),
+        a.next_steps[0].contains("kubectl get machinehealthchecks.cluster.x-k8s.io -n ns-prod"),
         "{a:#?}"
     );
     assert!(a.next_steps[0].contains(PAUSE) && a.next_steps[0].ends_with(UNPAUSE));
@@ -189,9 +187,137 @@ fn unread_checks_are_a_note_and_unknown() {
 }
 
 #[test]
-fn odd_names_are_quoted_for_the_shell() {
-    assert_eq!(
-        patch_command("a'b", "ns x", true),
-        r#"kubectl patch cluster 'a'\''b' -n 'ns x' --type merge -p '{"spec":{"paused":true}}'"#
+fn names_that_are_no_kubernetes_names_never_reach_the_command() {
+    let k = Kubectl::default();
+    for hostile in ["a'b", "--server=https://evil", "$(reboot)", "x;y"] {
+        let c = patch_command(&k, hostile, "ns-prod", true);
+        assert_eq!(
+            c,
+            r#"kubectl patch clusters.cluster.x-k8s.io '<not a valid name>' -n ns-prod --type merge -p '{"spec":{"paused":true}}'"#
+        );
+        let c = patch_command(&k, "tkc-prod", hostile, true);
+        assert!(c.contains("-n '<not a valid name>' "), "{c}");
+    }
+}
+
+#[test]
+fn every_command_carries_the_run_flags() {
+    let mut f = facts(RemediationFacts {
+        health_checks: vec![control_plane_check()],
+        unread: None,
+        ..Default::default()
+    });
+    f.kubectl = Kubectl::new(Some("sv admin"), Some(std::path::Path::new("/k/c")));
+    let g = assess(&f).unwrap();
+    for c in [&g.pause, &g.unpause, &g.list_checks] {
+        assert!(
+            c.ends_with(" --context='sv admin' --kubeconfig=/k/c"),
+            "{c}"
+        );
+    }
+}
+
+/// Eight paused decoys named before the live one push it past the cap of what is shown: it is
+/// still judged, shown first, and named; the rest are counted.
+#[test]
+fn paused_decoys_never_hide_the_live_check() {
+    // What remediation::facts gives for 8 paused `aaa-*` and one live: the live one first.
+    let mut checks = vec![control_plane_check()];
+    checks.extend((0..7).map(|i| HealthCheck {
+        name: format!("aaa-{i}"),
+        paused: true,
+        ..control_plane_check()
+    }));
+    let g = assess(&facts(RemediationFacts {
+        health_checks: checks,
+        health_checks_left_out: 1,
+        live_left_out: 0,
+        ..Default::default()
+    }))
+    .unwrap();
+    assert_eq!(g.state, GuardState::Armed);
+    let a = g.advice(true, false);
+    assert!(
+        a.evidence[0]
+            .starts_with("remediation is armed: MachineHealthCheck tkc-prod-control-plane"),
+        "{a:#?}"
+    );
+    assert!(
+        a.evidence.iter().any(|e| e.starts_with(
+            "1 more MachineHealthCheck(s) over the control plane not shown (0 of them not paused)"
+        )),
+        "{a:#?}"
+    );
+    // Live ones past the cap arm on their own, shown or not.
+    let g = assess(&facts(RemediationFacts {
+        health_checks: vec![],
+        health_checks_left_out: 3,
+        live_left_out: 1,
+        kcp_paused: Some("tkc-prod-cp".into()),
+        ..Default::default()
+    }))
+    .unwrap();
+    assert_eq!(g.state, GuardState::Armed);
+}
+
+#[test]
+fn an_annotated_cluster_is_not_paused_and_says_why() {
+    let g = assess(&facts(RemediationFacts {
+        cluster_annotated: true,
+        health_checks: vec![control_plane_check()],
+        ..Default::default()
+    }))
+    .unwrap();
+    assert_eq!(g.state, GuardState::Armed);
+    assert!(!g.cluster_paused);
+    let a = g.advice(true, false);
+    assert!(a.first_steps[0].ends_with(PAUSE), "{a:#?}");
+    assert!(
+        a.notes
+            .iter()
+            .any(|n| n.contains("pauses only the Cluster's own reconciler")),
+        "{a:#?}"
+    );
+}
+
+#[test]
+fn a_paused_kcp_holds_kcp_remediation_and_its_annotation_is_what_is_removed() {
+    const KCP_UNPAUSE: &str = "kubectl annotate kubeadmcontrolplanes.controlplane.cluster.x-k8s.io tkc-prod-cp -n ns-prod cluster.x-k8s.io/paused-";
+    let g = assess(&facts(RemediationFacts {
+        kcp_paused: Some("tkc-prod-cp".into()),
+        health_checks: vec![control_plane_check()],
+        ..Default::default()
+    }))
+    .unwrap();
+    assert_eq!(g.state, GuardState::Paused);
+    assert_eq!(g.unpause, KCP_UNPAUSE);
+    assert!(
+        g.pause.ends_with("cluster.x-k8s.io/paused=true"),
+        "{}",
+        g.pause
+    );
+    let a = g.advice(true, false);
+    assert!(
+        a.evidence[0].starts_with("KubeadmControlPlane tkc-prod-cp carries"),
+        "{a:#?}"
+    );
+    assert!(a.next_steps[0].ends_with(KCP_UNPAUSE), "{a:#?}");
+    let healthy = g.advice(false, true);
+    assert!(healthy.next_steps[0].ends_with(KCP_UNPAUSE), "{healthy:#?}");
+    // An external remediation acts whatever KCP does.
+    let g = assess(&facts(RemediationFacts {
+        kcp_paused: Some("tkc-prod-cp".into()),
+        health_checks: vec![HealthCheck {
+            remediation_template: Some("Metal3RemediationTemplate/cp".into()),
+            ..control_plane_check()
+        }],
+        ..Default::default()
+    }))
+    .unwrap();
+    assert_eq!(g.state, GuardState::Armed);
+    assert!(
+        g.unpause.ends_with(r#"{"spec":{"paused":false}}'"#),
+        "{}",
+        g.unpause
     );
 }

@@ -118,17 +118,67 @@ fn a_hostile_name_never_reaches_a_command() {
         text: "drop".into(),
         packets: Some(3),
     };
-    assert_eq!(list_command(&hit), None);
+    assert!(list_command(&hit).is_err());
+    // A name the tool would read as an option (`-F` flushes the table).
+    let option = RuleHit {
+        chain: "-F".into(),
+        ..hit.clone()
+    };
+    assert!(list_command(&option).is_err());
     let ipt = RuleHit {
         tool: "iptables-legacy".into(),
         table: "ip filter".into(),
         chain: "INPUT".into(),
-        ..hit
+        ..hit.clone()
     };
     assert_eq!(
         list_command(&ipt).as_deref(),
-        Some("iptables -t filter -L INPUT -v -n --line-numbers")
+        Ok("iptables -t filter -L INPUT -v -n --line-numbers")
     );
+}
+
+/// A node names the program its rules were read with; the pasted command's program is never
+/// that name, only one of nft, iptables, ip6tables.
+#[test]
+fn a_node_picks_no_program() {
+    for tool in [
+        "bash",
+        "sh",
+        "/usr/sbin/nft",
+        "nft;reboot",
+        "iptables-save",
+        "",
+    ] {
+        let hit = RuleHit {
+            node: "b".into(),
+            tool: tool.into(),
+            table: "ip filter".into(),
+            chain: "INPUT".into(),
+            rule: "handle 8".into(),
+            text: "drop".into(),
+            packets: Some(3),
+        };
+        let why = list_command(&hit).unwrap_err();
+        assert!(
+            why.starts_with("no command: the node named its firewall tool"),
+            "{why}"
+        );
+    }
+    let hit = |tool: &str| RuleHit {
+        node: "b".into(),
+        tool: tool.into(),
+        table: "ip filter".into(),
+        chain: "INPUT".into(),
+        rule: "handle 8".into(),
+        text: "drop".into(),
+        packets: Some(3),
+    };
+    assert!(list_command(&hit("ip6tables-legacy"))
+        .unwrap()
+        .starts_with("ip6tables -t filter"));
+    assert!(list_command(&hit("nft"))
+        .unwrap()
+        .starts_with("nft -a list chain ip filter INPUT"));
 }
 
 #[test]

@@ -146,9 +146,12 @@ fn endpoint_unreachable(
             closed.join(", ")
         ));
     }
-    let ns = &ctx.facts.namespace;
+    let show = ctx.facts.kubectl.run(&format!(
+        "get virtualmachineservices,services -n {} -o wide",
+        crate::command::namespace(&ctx.facts.namespace)
+    ));
     let next = vec![
-        format!("The endpoint {endpoint} is the load balancer's virtual IP in front of the VMs' 6443 (the VirtualMachineService CAPV keeps for the control plane): on the Supervisor, kubectl get virtualmachineservices,services -n {ns} -o wide: the one whose external IP is the endpoint's must list the three VMs as its endpoints"),
+        format!("The endpoint {endpoint} is the load balancer's virtual IP in front of the VMs' 6443 (the VirtualMachineService CAPV keeps for the control plane): on the Supervisor, {show}: the one whose external IP is the endpoint's must list the three VMs as its endpoints"),
         format!("On an NSX Supervisor: the NSX load balancer's virtual server for {endpoint} and its pool members' health (NSX Manager, Networking > Load Balancing); with NSX Advanced Load Balancer (Avi): the virtual service and its pool in the Avi Controller; on a VDS Supervisor with HAProxy: the HAProxy appliance's frontend for {endpoint} and its backends' health checks"),
         "The backends above answer: once the virtual IP forwards to them the workload API answers; re-run kubectl etcdnet diagnose to confirm".into(),
     ];
@@ -175,8 +178,10 @@ fn not_serving(
     nodes: &[(&NodeReport, Option<&ApiServer>)],
     dark: String,
 ) -> Option<Verdict> {
-    let cluster = &ctx.facts.cluster.name;
-    let ns = &ctx.facts.namespace;
+    // Names as the API server accepts them, else a placeholder; the run's flags last.
+    let k = &ctx.facts.kubectl;
+    let cluster = crate::command::name(&ctx.facts.cluster.name);
+    let ns = crate::command::namespace(&ctx.facts.namespace);
     let mut evidence = vec![dark];
     let mut reasons = Vec::new();
     let mut next = Vec::new();
@@ -226,7 +231,7 @@ fn not_serving(
                     "{name} certificate expired {}",
                     rfc3339(v.not_after)
                 ));
-                next.push(format!("On {name}: kubeadm certs renew apiserver, then restart the kube-apiserver static pod (move /etc/kubernetes/manifests/kube-apiserver.yaml out and back); or let KCP replace the machine: kubectl patch kcp -n {ns} <kcp> --type merge -p '{{\"spec\":{{\"rolloutAfter\":\"<now, RFC 3339>\"}}}}'"));
+                next.push(format!("On {name}: kubeadm certs renew apiserver, then restart the kube-apiserver static pod (move /etc/kubernetes/manifests/kube-apiserver.yaml out and back); or let KCP replace the machine: {}", k.run(&format!("patch kcp -n {ns} <kcp> --type merge -p '{{\"spec\":{{\"rolloutAfter\":\"<now, RFC 3339>\"}}}}'"))));
             }
             ApiServerState::CertificateNotYetValid => {
                 let v = a.cert.as_ref().ok()?;
@@ -299,7 +304,7 @@ fn not_serving(
         bad.push(name.clone());
     }
     if starting {
-        next.push(format!("An API server that answers but is not ready, or runs without answering, is still starting or reconnecting to etcd after the heal: kubectl etcdnet diagnose {cluster} -n {ns} --watch re-checks each round until the workload API answers"));
+        next.push(format!("An API server that answers but is not ready, or runs without answering, is still starting or reconnecting to etcd after the heal: {} re-checks each round until the workload API answers", k.run(&format!("etcdnet diagnose {cluster} -n {ns} --watch"))));
     }
     next.dedup();
     verdict(

@@ -148,14 +148,19 @@ pub(super) fn certificate_problem(ctx: &Ctx) -> Option<Verdict> {
             }
         }
     }
+    // The run's kubectl and the namespace as the API server takes it; `<name>` the admin's.
+    let k = &ctx.facts.kubectl;
+    let ns = crate::command::namespace(&ctx.facts.namespace);
+    let roll = k.run(&format!("patch kcp <name> -n {ns} --type merge -p '{{\"spec\":{{\"rolloutAfter\":\"<now, RFC 3339>\"}}}}'"));
+    let replace = k.run(&format!("delete machine <name> -n {ns}"));
     verdict(
         VerdictCode::EtcdCertificateProblem,
         format!("etcd TLS fails on {}: certificates expired, not yet valid, or not for the node's IP", nodes.join(", ")),
         nodes.clone(),
         evidence,
         vec![
-            "Expired etcd certificates: roll the control plane so KCP issues new ones (kubectl patch kcp <name> -n <ns> --type merge -p '{\"spec\":{\"rolloutAfter\":\"<now, RFC 3339>\"}}'), or on the node: kubeadm certs renew etcd-peer etcd-server, then restart etcd".into(),
-            "A certificate without the node's current IP means the VM's IP changed: replace that Machine (kubectl delete machine <name> -n <ns>; KCP creates a new one)".into(),
+            format!("Expired etcd certificates: roll the control plane so KCP issues new ones ({roll}), or on the node: kubeadm certs renew etcd-peer etcd-server, then restart etcd"),
+            format!("A certificate without the node's current IP means the VM's IP changed: replace that Machine ({replace}; KCP creates a new one)"),
             "Not yet valid: check the node's clock (chronyc tracking / timedatectl)".into(),
         ],
     )

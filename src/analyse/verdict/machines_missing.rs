@@ -16,15 +16,25 @@ pub(super) fn machines_missing(ctx: &Ctx) -> Option<Verdict> {
         .as_ref()
         .map(|k| k.name.as_str())
         .unwrap_or("?");
-    let ns = &ctx.facts.namespace;
+    // Names as the API server accepts them, else a placeholder; the run's flags last.
+    let k = &ctx.facts.kubectl;
+    let ns = crate::command::namespace(&ctx.facts.namespace);
+    let kcp_word = crate::command::name(kcp);
     verdict(
         VerdictCode::ControlPlaneMachinesMissing,
         format!("{} of {desired} control-plane Machines are missing: a separate issue from etcd networking", desired - present),
         vec![],
         vec![format!("KubeadmControlPlane {kcp} wants {desired} replicas; {present} control-plane Machines exist")],
         vec![
-            format!("kubectl get kcp,machines -n {ns}; kubectl describe kcp {kcp} -n {ns} (why it cannot create the missing Machines)"),
-            format!("kubectl get events -n {ns} --sort-by=.lastTimestamp | grep -i -e {kcp} -e virtualmachine"),
+            format!(
+                "{}; {} (why it cannot create the missing Machines)",
+                k.run(&format!("get kcp,machines -n {ns}")),
+                k.run(&format!("describe kcp {kcp_word} -n {ns}"))
+            ),
+            format!(
+                "{} | grep -i -e {kcp_word} -e virtualmachine",
+                k.run(&format!("get events -n {ns} --sort-by=.lastTimestamp"))
+            ),
         ],
     )
 }

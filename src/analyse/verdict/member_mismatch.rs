@@ -58,8 +58,15 @@ pub(super) fn member_mismatch(ctx: &Ctx) -> Option<Verdict> {
     }
     next.extend(strings(&[
         "On a node with a healthy member: etcdctl member list -w table (with the certs under /etc/kubernetes/pki/etcd/) and compare with the control-plane Machines",
-        "A member from another cluster, one that was removed, or a Machine whose node is no member cannot heal by itself: let KCP remediate it (its MachineHealthCheck), or replace its Machine (kubectl delete machine <name> -n <ns>) so KCP creates a fresh member",
     ]));
+    // The run's kubectl and the namespace as the API server takes it; `<name>` the admin's.
+    next.push(format!(
+        "A member from another cluster, one that was removed, or a Machine whose node is no member cannot heal by itself: let KCP remediate it (its MachineHealthCheck), or replace its Machine ({}) so KCP creates a fresh member",
+        ctx.facts.kubectl.run(&format!(
+            "delete machine <name> -n {}",
+            crate::command::namespace(&ctx.facts.namespace)
+        ))
+    ));
     let summary = if lists.problems.is_empty() {
         format!("the network is fine, but etcd members reject each other ({}): cluster ID mismatch, removed member or member ID mismatch", nodes.join(", "))
     } else {

@@ -347,7 +347,7 @@ pub(super) fn inconclusive(ctx: &Ctx) -> Verdict {
             }
             Check::WorkloadApi => {
                 parts.push("the workload API not seen to answer".to_string());
-                next.push(format!("The workload API must answer for the cluster to be healthy: kubectl etcdnet diagnose {} -n {} --watch re-checks it each round", ctx.facts.cluster.name, ctx.facts.namespace));
+                next.push(format!("The workload API must answer for the cluster to be healthy: {} re-checks it each round", ctx.facts.kubectl.run(&format!("etcdnet diagnose {} -n {} --watch", crate::command::name(&ctx.facts.cluster.name), crate::command::namespace(&ctx.facts.namespace)))));
             }
             Check::Document => {
                 parts.push(format!(
@@ -363,7 +363,7 @@ pub(super) fn inconclusive(ctx: &Ctx) -> Verdict {
         // Healthy holds when nothing is missing, so this is never reached; say so if it is.
         evidence.push("every check was seen to work, yet no rule concluded".into());
     }
-    next.push(format!("Read the etcd logs on the nodes (crictl logs <etcd container>) and the KCP conditions (kubectl describe kcp -n {})", ctx.facts.namespace));
+    next.push(format!("Read the etcd logs on the nodes (crictl logs <etcd container>) and the KCP conditions ({})", ctx.facts.kubectl.run(&format!("describe kcp -n {}", crate::command::namespace(&ctx.facts.namespace)))));
     Verdict {
         code: VerdictCode::Inconclusive,
         summary: format!(

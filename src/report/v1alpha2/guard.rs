@@ -19,7 +19,8 @@ mirror_enum! {
         /// A MachineHealthCheck selects control-plane Machines, a Machine is marked for KCP's
         /// remediation, or KCP has one in progress.
         Armed,
-        /// The Cluster is paused: neither the MachineHealthCheck's controller nor KCP acts on it.
+        /// Paused as CAPI decides it: the Cluster's `spec.paused`, or the KubeadmControlPlane's
+        /// own `cluster.x-k8s.io/paused` with no external remediation.
         Paused,
         /// Nothing armed was seen.
         NotArmed,
@@ -33,10 +34,20 @@ mirror_enum! {
 #[serde(rename_all = "camelCase")]
 pub struct RemediationGuard {
     pub state: GuardState,
-    /// The Cluster's `spec.paused` is true, or it carries `cluster.x-k8s.io/paused`.
+    /// The Cluster's `spec.paused` is true (CAPI's `IsPaused`; the Cluster's own
+    /// `cluster.x-k8s.io/paused` annotation pauses neither the MachineHealthChecks nor KCP).
     pub cluster_paused: bool,
-    /// The MachineHealthChecks whose selector takes control-plane Machines of the cluster.
+    /// The KubeadmControlPlane's name when it carries `cluster.x-k8s.io/paused`: KCP then
+    /// replaces no Machine.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kcp_paused: Option<String>,
+    /// The MachineHealthChecks whose selector takes control-plane Machines of the cluster,
+    /// those not paused first, at most 8.
     pub health_checks: Vec<HealthCheck>,
+    /// How many more MachineHealthChecks take control-plane Machines than `healthChecks`
+    /// shows (the state counts them all).
+    #[serde(default, skip_serializing_if = "crate::report::is_zero")]
+    pub health_checks_left_out: usize,
     /// The control-plane Machines marked for remediation.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub marked_machines: Vec<MarkedMachine>,
@@ -47,9 +58,11 @@ pub struct RemediationGuard {
     /// namespace ns-prod: forbidden`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub unread: Option<String>,
-    /// The command that pauses the Cluster.
+    /// The command that pauses what holds remediation off (the Cluster's `spec.paused`; the
+    /// KubeadmControlPlane's annotation when only that holds it), with the run's `--context`
+    /// and `--kubeconfig`.
     pub pause_command: String,
-    /// The command that unpauses it.
+    /// The command that unpauses exactly that.
     pub unpause_command: String,
 }
 
@@ -129,7 +142,9 @@ impl From<guard::Guard> for RemediationGuard {
         RemediationGuard {
             state: g.state.into(),
             cluster_paused: g.cluster_paused,
+            kcp_paused: g.kcp_paused,
             health_checks: all(g.health_checks),
+            health_checks_left_out: g.health_checks_left_out,
             marked_machines: all(g.marked),
             kcp: g.kcp.map(Into::into),
             unread: g.unread,

@@ -207,10 +207,50 @@ fn marked_machines_in_both_shapes_and_the_paused_annotation() {
         "metadata": {"name": "tkc", "annotations": {"cluster.x-k8s.io/paused": ""}},
         "spec": {"paused": false}
     }));
-    assert!(cluster_paused(&annotated));
+    // CAPI's IsPaused(cluster, o): spec.paused, or the annotation on o (the MHC, the KCP),
+    // never the Cluster's own annotation.
+    assert!(!cluster_paused(&annotated));
+    assert!(cluster_annotated(&annotated));
     assert!(!cluster_paused(&cluster(
         serde_json::json!({"paused": false})
     )));
+    assert!(cluster_paused(&cluster(
+        serde_json::json!({"paused": true})
+    )));
+}
+
+/// Eight paused decoys named `aaa-*` and one live MachineHealthCheck: every one is judged
+/// before the cap, the live one is kept first, and the one left out is counted.
+#[test]
+fn paused_decoys_never_push_the_live_check_out() {
+    let selector = serde_json::json!({"matchLabels": {"cluster.x-k8s.io/control-plane": ""}});
+    let mut all: Vec<DynamicObject> = (0..8)
+        .map(|i| {
+            let mut d = mhc_v1beta1(&format!("aaa-{i}"), "tkc", selector.clone());
+            d.metadata.annotations = Some([(PAUSED_ANNOTATION.to_string(), String::new())].into());
+            d
+        })
+        .collect();
+    all.push(mhc_v1beta1("tkc-cp", "tkc", selector.clone()));
+    let machines = [cp("m")];
+    let refs: Vec<&DynamicObject> = machines.iter().collect();
+    let kcp_obj = object(serde_json::json!({
+        "apiVersion": "controlplane.cluster.x-k8s.io/v1beta1", "kind": "KubeadmControlPlane",
+        "metadata": {"name": "tkc-cp", "namespace": "ns", "annotations": {PAUSED_ANNOTATION: ""}}
+    }));
+    let f = facts(
+        &cluster(serde_json::json!({})),
+        Some(&kcp_obj),
+        &refs,
+        &all,
+        None,
+    );
+    assert_eq!(f.health_checks.len(), MAX_HEALTH_CHECKS);
+    assert_eq!(f.health_checks[0].name, "tkc-cp");
+    assert!(!f.health_checks[0].paused);
+    assert!(f.health_checks[1..].iter().all(|h| h.paused));
+    assert_eq!((f.health_checks_left_out, f.live_left_out), (1, 0));
+    assert_eq!(f.kcp_paused.as_deref(), Some("tkc-cp"));
 }
 
 #[test]

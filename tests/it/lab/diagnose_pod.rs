@@ -340,7 +340,7 @@ fn keep_pods_keeps_them_and_cleanup_removes_them() {
             "probe pod(s) in namespace kube-system of workload cluster tkc-prod: etcdnet-probe-"
         ) && run
             .stderr
-            .contains("remove them with: kubectl etcdnet cleanup tkc-prod -n ns-prod --context "),
+            .contains("remove them with: kubectl etcdnet cleanup tkc-prod -n ns-prod --context="),
         "{}",
         run.stderr
     );

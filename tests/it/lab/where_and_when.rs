@@ -91,11 +91,10 @@ const PROBER: Duration = Duration::from_secs(5);
 /// The MachineHealthCheck the fake Supervisors serve over the control plane.
 const MHC: &str = "tkc-prod-control-plane-unhealthy-5m";
 
-/// The commands the guard gives: pause, and later unpause.
-const PAUSE: &str =
-    r#"kubectl patch cluster tkc-prod -n ns-prod --type merge -p '{"spec":{"paused":true}}'"#;
-const UNPAUSE: &str =
-    r#"kubectl patch cluster tkc-prod -n ns-prod --type merge -p '{"spec":{"paused":false}}'"#;
+/// The commands the guard gives: pause, and later unpause (with the run's context, which
+/// the kubeconfig in KUBECONFIG made current).
+const PAUSE: &str = r#"kubectl patch clusters.cluster.x-k8s.io tkc-prod -n ns-prod --type merge -p '{"spec":{"paused":true}}' --context=supervisor"#;
+const UNPAUSE: &str = r#"kubectl patch clusters.cluster.x-k8s.io tkc-prod -n ns-prod --type merge -p '{"spec":{"paused":false}}' --context=supervisor"#;
 
 /// The contract's words.
 const INSIDE: &str = "inside the guest";
