@@ -59,6 +59,7 @@ fn vm() -> DfwVm {
             attachment_id: None,
             ips: Vec::new(),
         }),
+        memberships: Default::default(),
     }
 }
 
