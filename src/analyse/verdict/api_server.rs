@@ -13,6 +13,7 @@
 use crate::probe::apiserver::{rfc3339, ApiServer, ApiServerState, Readyz};
 use crate::probe::etcdlog::LeaderState;
 use crate::probe::{NodeReport, PortState};
+use crate::supervisor::NetworkStack;
 use crate::workload::ApiState;
 
 use super::seen::{self, Check};
@@ -147,11 +148,11 @@ fn endpoint_unreachable(
         ));
     }
     let ns = &ctx.facts.namespace;
-    let next = vec![
+    let mut next = vec![
         format!("The endpoint {endpoint} is the load balancer's virtual IP in front of the VMs' 6443 (the VirtualMachineService CAPV keeps for the control plane): on the Supervisor, kubectl get virtualmachineservices,services -n {ns} -o wide: the one whose external IP is the endpoint's must list the three VMs as its endpoints"),
-        format!("On an NSX Supervisor: the NSX load balancer's virtual server for {endpoint} and its pool members' health (NSX Manager, Networking > Load Balancing); with NSX Advanced Load Balancer (Avi): the virtual service and its pool in the Avi Controller; on a VDS Supervisor with HAProxy: the HAProxy appliance's frontend for {endpoint} and its backends' health checks"),
-        "The backends above answer: once the virtual IP forwards to them the workload API answers; re-run kubectl etcdnet diagnose to confirm".into(),
     ];
+    next.extend(load_balancer_on(ctx.facts.apis.network_stack.stack, &endpoint));
+    next.push("The backends above answer: once the virtual IP forwards to them the workload API answers; re-run kubectl etcdnet diagnose to confirm".into());
     verdict(
         VerdictCode::ApiEndpointUnreachable,
         format!(
@@ -161,6 +162,33 @@ fn endpoint_unreachable(
         evidence,
         next,
     )
+}
+
+/// What load balancer holds the endpoint's virtual IP on `stack`, as next steps. From VMware's
+/// documentation: a Supervisor on NSX gives its TKG clusters "an NSX Edge load balancer or the
+/// NSX Advanced Load Balancer" (vSphere 8, vSphere IaaS control plane installation and
+/// configuration, "Supervisor Networking"), and a VDS Supervisor "requires a load balancer on the
+/// vCenter Server management network" (same page): HAProxy or NSX Advanced Load Balancer (Avi),
+/// and from vSphere 9 the vSphere Foundation Load Balancer or Avi (vSphere Automation API,
+/// `NamespaceManagement.Supervisors.Networks.Edges.EdgeProvider`: `NSX_LB` on `NSXT` and
+/// `NSX_VPC` networks, `AVI` and `HAPROXY` (deprecated in 9.0 for `VSPHERE_FOUNDATION`) on
+/// `VSPHERE` networks). In Avi the endpoint is a virtual service with a pool of the VMs (vSphere 8,
+/// "NSX Advanced Load Balancer components"). A stack discovery could not name gets each.
+fn load_balancer_on(stack: NetworkStack, endpoint: &str) -> Vec<String> {
+    let nsx = format!("NSX: in NSX Manager, Networking > Load Balancing > Virtual Servers: the virtual server whose IP is {endpoint}'s must be up, and its server pool's members (the VMs' 6443) up; where the Supervisor uses NSX Advanced Load Balancer (Avi) instead, in the Avi Controller, Applications > Virtual Services: the one for {endpoint} and its pool's servers");
+    let vpc = format!("NSX VPC: the VPC's load balancer holds {endpoint}: in NSX Manager, the VPC's load balancer virtual server for it and its pool members' health (the VMs' 6443); where the Supervisor uses NSX Advanced Load Balancer (Avi), in the Avi Controller, Applications > Virtual Services: the one for {endpoint} and its pool's servers");
+    let vds = format!("VDS: the load balancer on the management network holds {endpoint}: with NSX Advanced Load Balancer (Avi), in the Avi Controller, Applications > Virtual Services: the one for {endpoint} and its pool's servers; with the HAProxy appliance, its frontend for {endpoint} and its backends' health checks; on vSphere 9, the vSphere Foundation Load Balancer's virtual service for it");
+    match stack {
+        NetworkStack::Nsx => vec![nsx],
+        NetworkStack::Vpc => vec![vpc],
+        NetworkStack::Vds => vec![vds],
+        NetworkStack::Unknown => vec![
+            format!("The networking stack is unknown: whichever load balancer this Supervisor uses holds {endpoint}"),
+            nsx,
+            vpc,
+            vds,
+        ],
+    }
 }
 
 /// Seconds from `since` (a time as the log classifier writes it) to the node's clock at its

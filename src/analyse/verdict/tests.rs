@@ -1386,12 +1386,63 @@ mod api_server_tests {
         );
         let steps = v.next_steps.join("\n");
         for lb in [
-            "NSX load balancer",
+            "NSX Manager",
             "Avi",
             "HAProxy",
             "virtualmachineservices",
         ] {
             assert!(steps.contains(lb), "{lb}: {steps}");
+        }
+    }
+
+    /// The load balancer named is the one the Supervisor's networking stack uses: NSX's
+    /// virtual server (or Avi), the VPC's load balancer (or Avi), HAProxy or Avi on VDS; each
+    /// when the stack is unknown. Never HAProxy on NSX, never the NSX load balancer on VDS.
+    #[test]
+    fn the_load_balancer_named_follows_the_networking_stack() {
+        let probes: Vec<_> = healthy3()
+            .into_iter()
+            .map(|mut p| {
+                p.api_server = Some(ready());
+                p
+            })
+            .collect();
+        let nodes = cluster(probes);
+        let api = workload(ApiState::Timeout);
+        let steps = |stack: NetworkStack| {
+            let mut f = facts(3);
+            f.apis.network_stack = StackFact {
+                stack,
+                evidence: String::new(),
+            };
+            let v = diagnose_at(&f, &nodes, DEFAULT_SINCE, None, Some(&api)).verdict;
+            assert_eq!(v.code, VerdictCode::ApiEndpointUnreachable, "{stack}");
+            v.next_steps.join("\n")
+        };
+        let nsx = steps(NetworkStack::Nsx);
+        assert!(
+            nsx.contains("NSX Manager, Networking > Load Balancing > Virtual Servers: the virtual server whose IP is https://198.18.0.10:6443's")
+                && nsx.contains("Avi"),
+            "{nsx}"
+        );
+        assert!(!nsx.contains("HAProxy") && !nsx.contains("VPC"), "{nsx}");
+        let vpc = steps(NetworkStack::Vpc);
+        assert!(vpc.contains("the VPC's load balancer"), "{vpc}");
+        assert!(!vpc.contains("HAProxy"), "{vpc}");
+        let vds = steps(NetworkStack::Vds);
+        assert!(
+            vds.contains("HAProxy appliance") && vds.contains("Avi Controller"),
+            "{vds}"
+        );
+        assert!(!vds.contains("NSX Manager"), "{vds}");
+        let unknown = steps(NetworkStack::Unknown);
+        for lb in ["NSX Manager", "the VPC's load balancer", "HAProxy", "Avi"] {
+            assert!(unknown.contains(lb), "{lb}: {unknown}");
+        }
+        assert!(unknown.contains("The networking stack is unknown"), "{unknown}");
+        // Every stack still names the VirtualMachineService to look at first.
+        for s in [nsx, vpc, vds] {
+            assert!(s.contains("kubectl get virtualmachineservices,services -n"), "{s}");
         }
     }
 
