@@ -151,7 +151,10 @@ fn endpoint_unreachable(
     let mut next = vec![
         format!("The endpoint {endpoint} is the load balancer's virtual IP in front of the VMs' 6443 (the VirtualMachineService CAPV keeps for the control plane): on the Supervisor, kubectl get virtualmachineservices,services -n {ns} -o wide: the one whose external IP is the endpoint's must list the three VMs as its endpoints"),
     ];
-    next.extend(load_balancer_on(ctx.facts.apis.network_stack.stack, &endpoint));
+    next.extend(load_balancer_on(
+        ctx.facts.apis.network_stack.stack,
+        &endpoint,
+    ));
     next.push("The backends above answer: once the virtual IP forwards to them the workload API answers; re-run kubectl etcdnet diagnose to confirm".into());
     verdict(
         VerdictCode::ApiEndpointUnreachable,

@@ -1324,6 +1324,8 @@ mod api_server_tests {
                 ApiState::Unknown => "secret \"tkc-kubeconfig\" not found in namespace \"ns\": cannot check the workload API".into(),
                 _ => "no answer within 5s".into(),
             },
+            checked_at: None,
+            before_probes: None,
         }
     }
 
@@ -1385,12 +1387,7 @@ mod api_server_tests {
             "{v:#?}"
         );
         let steps = v.next_steps.join("\n");
-        for lb in [
-            "NSX Manager",
-            "Avi",
-            "HAProxy",
-            "virtualmachineservices",
-        ] {
+        for lb in ["NSX Manager", "Avi", "HAProxy", "virtualmachineservices"] {
             assert!(steps.contains(lb), "{lb}: {steps}");
         }
     }
@@ -1439,10 +1436,16 @@ mod api_server_tests {
         for lb in ["NSX Manager", "the VPC's load balancer", "HAProxy", "Avi"] {
             assert!(unknown.contains(lb), "{lb}: {unknown}");
         }
-        assert!(unknown.contains("The networking stack is unknown"), "{unknown}");
+        assert!(
+            unknown.contains("The networking stack is unknown"),
+            "{unknown}"
+        );
         // Every stack still names the VirtualMachineService to look at first.
         for s in [nsx, vpc, vds] {
-            assert!(s.contains("kubectl get virtualmachineservices,services -n"), "{s}");
+            assert!(
+                s.contains("kubectl get virtualmachineservices,services -n"),
+                "{s}"
+            );
         }
     }
 
@@ -1471,6 +1474,60 @@ mod api_server_tests {
             ),
             "{v:#?}"
         );
+    }
+
+    /// The workload API checked again after the probes: the verdict judges from the later
+    /// check, and the evidence says when it changed (etcd healed while the probes ran).
+    #[test]
+    fn the_later_workload_check_decides_and_the_change_is_said() {
+        let probes: Vec<_> = healthy3()
+            .into_iter()
+            .map(|mut p| {
+                p.api_server = Some(ready());
+                p
+            })
+            .collect();
+        let nodes = cluster(probes);
+        let stamped = |state: ApiState, at: &str| WorkloadApi {
+            checked_at: Some(at.into()),
+            ..workload(state)
+        };
+        // Dark at the start, answering at the end: Healthy, and said so.
+        let healed = WorkloadApi {
+            before_probes: Some(Box::new(stamped(ApiState::Timeout, "2025-12-02T08:00:01Z"))),
+            ..stamped(ApiState::Reachable, "2025-12-02T08:00:31Z")
+        };
+        let v = diagnose_at(&facts(3), &nodes, DEFAULT_SINCE, None, Some(&healed)).verdict;
+        assert_eq!(v.code, VerdictCode::Healthy, "{v:#?}");
+        assert!(
+            v.evidence.iter().any(|e| e.ends_with("; it changed while the probes ran: Timeout at 2025-12-02T08:00:01Z (before the probes), answering at 2025-12-02T08:00:31Z (after them)")),
+            "{v:#?}"
+        );
+        // Answering at the start, dark at the end: never Healthy; the endpoint named.
+        let broke = WorkloadApi {
+            before_probes: Some(Box::new(stamped(
+                ApiState::Reachable,
+                "2025-12-02T08:00:01Z",
+            ))),
+            ..stamped(ApiState::Timeout, "2025-12-02T08:00:31Z")
+        };
+        let v = diagnose_at(&facts(3), &nodes, DEFAULT_SINCE, None, Some(&broke)).verdict;
+        assert_eq!(v.code, VerdictCode::ApiEndpointUnreachable, "{v:#?}");
+        assert_eq!(
+            v.evidence[0],
+            "the workload API https://198.18.0.10:6443 does not answer: Timeout (no answer within 5s); it changed while the probes ran: answering at 2025-12-02T08:00:01Z (before the probes), Timeout at 2025-12-02T08:00:31Z (after them)"
+        );
+        // The same state twice: no change to tell.
+        let same = WorkloadApi {
+            before_probes: Some(Box::new(stamped(
+                ApiState::Reachable,
+                "2025-12-02T08:00:01Z",
+            ))),
+            ..stamped(ApiState::Reachable, "2025-12-02T08:00:31Z")
+        };
+        let v = diagnose_at(&facts(3), &nodes, DEFAULT_SINCE, None, Some(&same)).verdict;
+        assert_eq!(v.code, VerdictCode::Healthy, "{v:#?}");
+        assert!(!v.evidence.iter().any(|e| e.contains("changed")), "{v:#?}");
     }
 
     #[test]
@@ -1616,6 +1673,8 @@ fn healthy_warns_of_a_node_whose_api_server_does_not_serve() {
         http_status: Some(200),
         elapsed_ms: Some(3),
         detail: "/readyz answered 200".into(),
+        checked_at: None,
+        before_probes: None,
     };
     let v = diagnose_at(&facts(3), &cluster(probes), DEFAULT_SINCE, None, Some(&api)).verdict;
     assert_eq!(v.code, VerdictCode::Healthy, "{v:#?}");
