@@ -74,9 +74,7 @@ fn mask_string_after(line: &str, keys: &[&str]) -> String {
                     Some(b) => ("\"", b),
                     None => ("", rest),
                 };
-                let len = body
-                    .find(|c: char| c == '"' || c == ',' || c == '\n' || c == '\r')
-                    .unwrap_or(body.len());
+                let len = body.find(['"', ',', '\n', '\r']).unwrap_or(body.len());
                 return format!("{}{open}<time>{}", &line[..start], &body[len..]);
             }
         }

@@ -98,9 +98,13 @@ fn backend(n: &NodeReport) -> String {
     }
 }
 
-/// What the Supervisor side (the jumpbox) saw of the node's 6443, when it looked.
-fn from_supervisor(n: &NodeReport) -> Option<PortState> {
-    n.reach.iter().find(|r| r.port == 6443).map(|r| r.state)
+/// What the route saw of the node's 6443 from outside it, when it looked: from the Supervisor
+/// (jumpbox) or from this machine (ssh), with where from.
+fn seen_6443(n: &NodeReport) -> Option<(PortState, crate::probe::Vantage)> {
+    n.reach
+        .iter()
+        .find(|r| r.port == 6443)
+        .map(|r| (r.state, n.vantage()))
 }
 
 fn endpoint_unreachable(
@@ -122,8 +126,8 @@ fn endpoint_unreachable(
                 Some(Readyz::Answered(code)) => format!("answers HTTP {code} on the node"),
                 _ => "serving".to_string(),
             };
-            let seen = match from_supervisor(n) {
-                Some(s) => format!(", {} from the Supervisor", s.to_string().to_lowercase()),
+            let seen = match seen_6443(n) {
+                Some((s, from)) => format!(", {} {}", s.to_string().to_lowercase(), from.from()),
                 None => String::new(),
             };
             format!("{} {} ({how}{seen})", n.name, backend(n))
@@ -136,16 +140,31 @@ fn endpoint_unreachable(
             backends.join(", ")
         ),
     ];
-    let closed: Vec<&str> = nodes
+    let closed: Vec<(&str, crate::probe::Vantage)> = nodes
         .iter()
-        .filter(|(n, _)| from_supervisor(n).is_some_and(|s| s != PortState::Open))
-        .map(|(n, _)| n.name.as_str())
+        .filter_map(|(n, _)| match seen_6443(n) {
+            Some((s, from)) if s != PortState::Open => Some((n.name.as_str(), from)),
+            _ => None,
+        })
         .collect();
-    if !closed.is_empty() {
-        evidence.push(format!(
-            "from the Supervisor, 6443 does not open on {}: what sits between the Supervisor's network and the VMs drops it too",
-            closed.join(", ")
-        ));
+    if let Some((_, from)) = closed.first() {
+        let names: Vec<&str> = closed.iter().map(|(n, _)| *n).collect();
+        // From this machine, a closed 6443 is this machine's path (on NSX or VPC an admin's
+        // machine often cannot route to the VMs at all): never held against the API servers,
+        // which the nodes saw ready.
+        evidence.push(match from {
+            crate::probe::Vantage::Supervisor => format!(
+                "from the Supervisor, 6443 does not open on {}: what sits between the Supervisor's network and the VMs drops it too",
+                names.join(", ")
+            ),
+            crate::probe::Vantage::ThisMachine => format!(
+                "from this machine, 6443 does not open on {}: the path from here to the VMs drops it (this says nothing against those API servers, ready on their nodes)",
+                names.join(", ")
+            ),
+        });
+    }
+    if nodes.iter().all(|(n, _)| n.reach.is_empty()) {
+        evidence.push("the VMs' 6443 was not checked from outside them on this route (the pod route runs on the nodes; an ssh through a proxy connects from the proxy): what each node's own /readyz said is above".into());
     }
     let ns = &ctx.facts.namespace;
     let mut next = vec![

@@ -110,6 +110,7 @@ pub(super) fn cluster(probes: Vec<ProbeOutput>) -> Vec<NodeReport> {
             name: NAMES[i].into(),
             ip: Some(IPS[i].parse().unwrap()),
             outcome: Ok(p),
+            reach_from: None,
             reach: vec![],
             host_key: None,
         })
@@ -939,6 +940,19 @@ fn unknown_ports_are_not_reached_ports() {
         "{:?}",
         v.evidence
     );
+    // The ssh route's view from this machine, nothing answering: the same judgement in its
+    // own words (the path from here, not "cut off from the Supervisor").
+    nodes[2].reach_from = Some(crate::probe::Vantage::ThisMachine);
+    for r in &mut nodes[2].reach {
+        r.state = PortState::Timeout;
+    }
+    let v = diagnose(&facts(3), &nodes, DEFAULT_SINCE).verdict;
+    assert!(
+        v.evidence.iter().any(|l| l == "cp3 from this machine: 22 Timeout, 2379 Timeout, 2380 Timeout, 6443 Timeout: nothing of this VM answers from here (powered off, hung, or the path from this machine to it cut)"),
+        "{:?}",
+        v.evidence
+    );
+    assert!(!v.evidence.iter().any(|l| l.contains("from the Supervisor")));
 }
 
 #[test]
@@ -1390,6 +1404,66 @@ mod api_server_tests {
         for lb in ["NSX Manager", "Avi", "HAProxy", "virtualmachineservices"] {
             assert!(steps.contains(lb), "{lb}: {steps}");
         }
+    }
+
+    /// The ssh route's view of 6443 from this machine reads as the Supervisor's does, with its
+    /// own words; a 6443 that does not open from here is never held against an API server the
+    /// node saw ready (the verdict stays the load balancer's). No view at all (the pod route) is
+    /// said too.
+    #[test]
+    fn this_machines_view_of_6443_never_counts_against_an_api_server() {
+        use crate::probe::{PortReach, PortState, Vantage};
+        let probes: Vec<_> = healthy3()
+            .into_iter()
+            .map(|mut p| {
+                p.api_server = Some(ready());
+                p
+            })
+            .collect();
+        let mut nodes = cluster(probes);
+        for (i, n) in nodes.iter_mut().enumerate() {
+            n.reach_from = Some(Vantage::ThisMachine);
+            n.reach = vec![PortReach {
+                port: 6443,
+                state: if i == 2 {
+                    PortState::Timeout
+                } else {
+                    PortState::Open
+                },
+            }];
+        }
+        let api = workload(ApiState::Timeout);
+        let v = diagnose_at(&facts(3), &nodes, DEFAULT_SINCE, None, Some(&api)).verdict;
+        assert_eq!(v.code, VerdictCode::ApiEndpointUnreachable, "{v:#?}");
+        assert!(
+            v.evidence[1].contains(
+                "cp2 198.18.0.12:6443 (/readyz passed on the node, open from this machine)"
+            ) && v.evidence[1].contains(
+                "cp3 198.18.0.13:6443 (/readyz passed on the node, timeout from this machine)"
+            ),
+            "{v:#?}"
+        );
+        assert!(
+            v.evidence.iter().any(|e| e == "from this machine, 6443 does not open on cp3: the path from here to the VMs drops it (this says nothing against those API servers, ready on their nodes)"),
+            "{v:#?}"
+        );
+        assert!(
+            !v.evidence.join("\n").contains("from the Supervisor"),
+            "{v:#?}"
+        );
+        // No view from outside the VMs: said, not left out.
+        for n in &mut nodes {
+            n.reach.clear();
+            n.reach_from = None;
+        }
+        let v = diagnose_at(&facts(3), &nodes, DEFAULT_SINCE, None, Some(&api)).verdict;
+        assert!(
+            v.evidence
+                .iter()
+                .any(|e| e
+                    .starts_with("the VMs' 6443 was not checked from outside them on this route")),
+            "{v:#?}"
+        );
     }
 
     /// The load balancer named is the one the Supervisor's networking stack uses: NSX's
