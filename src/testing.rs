@@ -152,6 +152,8 @@ pub fn api(state: ApiState) -> WorkloadApi {
         http_status: None,
         elapsed_ms: None,
         detail: "d".into(),
+        checked_at: None,
+        before_probes: None,
     }
 }
 

@@ -56,6 +56,15 @@ pub struct WorkloadApi {
     pub elapsed_ms: Option<u64>,
     /// One line: what happened, for humans.
     pub detail: String,
+    /// When this observation was made (RFC 3339, this machine's clock, the answer's or the
+    /// bound's moment). None where it was not recorded (bundles written before the field).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub checked_at: Option<String>,
+    /// The check made before the probes, when this one was made again after them
+    /// ([`WorkloadCheck::recheck`]): the verdict judges from this, the latest; the first is kept
+    /// so the report says when the API changed (etcd healing mid-run). None: no re-check.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub before_probes: Option<Box<WorkloadApi>>,
 }
 
 impl WorkloadApi {
@@ -67,10 +76,18 @@ impl WorkloadApi {
             http_status: None,
             elapsed_ms: None,
             detail,
+            checked_at: None,
+            before_probes: None,
         }
     }
     pub fn is_reachable(&self) -> bool {
         self.state == ApiState::Reachable
+    }
+
+    /// This observation stamped with the moment it was made.
+    fn at(mut self, when: std::time::SystemTime) -> WorkloadApi {
+        self.checked_at = Some(humantime::format_rfc3339_seconds(when).to_string());
+        self
     }
 }
 
@@ -101,9 +118,28 @@ pub struct WorkloadCheck {
     pub api: WorkloadApi,
     cluster: String,
     kubeconfig: Option<Config>,
+    tls: Tls,
 }
 
 impl WorkloadCheck {
+    /// Checks the workload API again, after the probes, with the same kubeconfig and code as
+    /// the first check ([`probe`]) within `bound`: etcd may have healed (or broken) while the
+    /// probes ran, and `Healthy` needs the API seen answering after etcd was seen healthy. The
+    /// new observation becomes [`WorkloadCheck::api`], the first kept as its
+    /// [`WorkloadApi::before_probes`]. Without a usable kubeconfig (`Unknown`, `Untrusted`)
+    /// there is nothing to ask: the first observation stays, unchanged.
+    pub async fn recheck(&mut self, bound: Duration) {
+        let Some(config) = self.kubeconfig.clone() else {
+            return;
+        };
+        let again =
+            unverified(probe(config, bound).await, self.tls).at(std::time::SystemTime::now());
+        let mut first = std::mem::replace(&mut self.api, again);
+        // Only one observation back: the first's own history, if any, is dropped.
+        first.before_probes = None;
+        self.api.before_probes = Some(Box::new(first));
+    }
+
     /// A client for the workload cluster, each request bounded by `bound`.
     pub fn client(&self, bound: Duration) -> Result<Client> {
         let config = self.kubeconfig.clone().ok_or_else(|| {
@@ -207,11 +243,14 @@ pub async fn check(
                 ..WorkloadApi::unknown(format!("secret {name:?}: {why}"))
             },
             kubeconfig: None,
+            tls,
         },
         Ok(config) => WorkloadCheck {
-            api: unverified(probe(config.clone(), bound).await, tls),
+            api: unverified(probe(config.clone(), bound).await, tls)
+                .at(std::time::SystemTime::now()),
             cluster: cluster.to_string(),
             kubeconfig: Some(config),
+            tls,
         },
         Err(problem) => WorkloadCheck {
             cluster: cluster.to_string(),
@@ -229,6 +268,7 @@ pub async fn check(
                 SecretProblem::Untrusted(_) => unreachable!("answered above"),
             }),
             kubeconfig: None,
+            tls,
         },
     }
 }
@@ -529,6 +569,8 @@ pub async fn probe(config: Config, bound: Duration) -> WorkloadApi {
             http_status: status,
             elapsed_ms: Some(elapsed_ms),
             detail,
+            checked_at: None,
+            before_probes: None,
         });
         break;
     }
@@ -539,6 +581,8 @@ pub async fn probe(config: Config, bound: Duration) -> WorkloadApi {
         http_status: Some(404),
         elapsed_ms: Some(started.elapsed().as_millis() as u64),
         detail: "neither /readyz nor /version is served".into(),
+        checked_at: None,
+        before_probes: None,
     })
 }
 

@@ -248,6 +248,7 @@ mod tests {
             name: name.into(),
             ip: Some(ip.parse().unwrap()),
             outcome: Ok(out),
+            reach_from: None,
             reach: vec![],
             host_key: None,
         }

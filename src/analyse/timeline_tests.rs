@@ -80,6 +80,7 @@ fn node(i: usize, skew_ms: Option<i64>, log: &str, failing: &[usize]) -> NodeRep
         name: NAMES[i].into(),
         ip: Some(IPS[i].parse().unwrap()),
         outcome: Ok(p),
+        reach_from: None,
         reach: vec![],
         host_key: None,
     }

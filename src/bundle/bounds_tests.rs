@@ -114,6 +114,7 @@ fn evidence(c: usize, n: usize, objects: usize) -> Evidence {
                 name: node_name(i),
                 ip: Some(ips[i].parse().unwrap()),
                 outcome: Ok(out),
+                reach_from: None,
                 reach: vec![PortReach {
                     port: 22,
                     state: PortState::Open,

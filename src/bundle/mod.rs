@@ -41,7 +41,7 @@ use std::net::IpAddr;
 
 use serde::{Deserialize, Serialize};
 
-use crate::probe::{HostKey, PortReach, ReachError};
+use crate::probe::{HostKey, PortReach, ReachError, Vantage};
 use crate::report::Evidence;
 
 /// The layout's version. Files are only added within one; a reader refuses a newer one.
@@ -192,9 +192,13 @@ pub struct NodeReach {
     pub ip: Option<IpAddr>,
     /// Why the node could not be probed; null when `probe.json` holds its document.
     pub error: Option<ReachError>,
-    /// The VM's 22, 2379, 2380 and 6443 from the Supervisor (jumpbox route).
+    /// The VM's 22, 2379, 2380 and 6443 from `reachFrom` (the jumpbox route: the Supervisor;
+    /// the ssh route: this machine).
     #[serde(default)]
     pub reach: Vec<PortReach>,
+    /// Where `reach` was seen from; absent when empty and in older bundles (the Supervisor's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reach_from: Option<Vantage>,
     #[serde(default)]
     pub host_key: Option<HostKey>,
 }

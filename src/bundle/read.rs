@@ -378,6 +378,7 @@ fn cluster(
             name: n.name.clone(),
             ip: reach.ip,
             outcome,
+            reach_from: reach.reach_from,
             reach: reach.reach,
             host_key: reach.host_key,
         });

@@ -53,6 +53,7 @@ fn evidence() -> Evidence {
             name: CP[i].into(),
             ip: Some(format!("198.18.0.1{}", i + 1).parse().unwrap()),
             outcome: Ok(printed(i).1),
+            reach_from: None,
             reach: vec![PortReach {
                 port: 22,
                 state: PortState::Open,
@@ -70,6 +71,7 @@ fn evidence() -> Evidence {
             kind: ReachErrorKind::Unreachable,
             message: "ssh: connect to host 198.18.0.13 port 22: Connection timed out".into(),
         }),
+        reach_from: None,
         reach: vec![PortReach {
             port: 22,
             state: PortState::Timeout,

@@ -153,6 +153,7 @@ pub(super) fn files(evidence: &[Evidence], args: Vec<String>) -> Result<Vec<(Str
                 ip: n.ip,
                 error: n.outcome.as_ref().err().cloned(),
                 reach: n.reach.clone(),
+                reach_from: n.reach_from,
                 host_key: n.host_key.clone(),
             };
             put(&format!("{rel}/reach.json"), pretty(&reach)?);

@@ -458,7 +458,7 @@ async fn conclude(
     let Planned {
         facts,
         inventory,
-        workload,
+        mut workload,
         plan,
         planning,
         read_at,
@@ -508,6 +508,15 @@ async fn conclude(
     let reports = route::probe_all(&session, &plan.targets, &run, plan.parallel, progress).await;
     // The session (and any key file it holds) ends here, before the analysis.
     drop(session);
+    // The workload API again, now that etcd was seen: it may have healed (or broken) while the
+    // probes ran, and `Healthy` needs it seen answering after etcd was seen healthy. Same
+    // kubeconfig and code as the first check, within `--api-timeout` and what is left of the
+    // cluster's bound (the analysis still to run); the first check is kept beside it.
+    progress.stage("checking the workload cluster's API again");
+    let left = (plan.timeout + DIAGNOSIS_GRACE).saturating_sub(spent());
+    workload
+        .recheck(recheck_bound(opts.api_timeout, left))
+        .await;
     // NSX Manager after the probes: its traceflows prove the paths that failed.
     let nsx_read = match nsx {
         Some(n) => {
@@ -537,6 +546,14 @@ async fn conclude(
     .with_nsx_manager(nsx_read);
     let report = evidence.judge(&conn.kubectl)?;
     Ok(Diagnosed::Report(Box::new(report), Box::new(evidence)))
+}
+
+/// The re-check's bound: `--api-timeout`, but leaving 10 s of what is left of the cluster's
+/// `--timeout` plus grace for the analysis and the deletes, and never under a second.
+fn recheck_bound(api_timeout: Duration, left: Duration) -> Duration {
+    api_timeout
+        .min(left.saturating_sub(Duration::from_secs(10)))
+        .max(Duration::from_secs(1))
 }
 
 /// `--dry-run`: the cluster's network findings (a policy that blocks or would block
@@ -569,6 +586,19 @@ fn would_create(plan: &DiagnosePlan) -> Vec<Pod> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn the_recheck_is_bounded_by_api_timeout_and_the_time_left() {
+        use super::recheck_bound;
+        use std::time::Duration;
+        let s = Duration::from_secs;
+        assert_eq!(recheck_bound(s(5), s(300)), s(5));
+        // 10 s are kept for the analysis and the deletes.
+        assert_eq!(recheck_bound(s(5), s(13)), s(3));
+        // Never under a second (the cluster's own bound cuts the run anyway).
+        assert_eq!(recheck_bound(s(5), s(2)), s(1));
+        assert_eq!(recheck_bound(s(5), s(0)), s(1));
+    }
+
     use super::*;
     use crate::route::lifecycle::Cluster;
 

@@ -63,8 +63,35 @@ pub struct ReachError {
     pub message: String,
 }
 
-/// What the Supervisor side (the jumpbox route) saw of a VM's port: tells "the VMs cannot reach
-/// each other" from "nothing reaches the VMs".
+/// Where a VM's ports were checked from ([`NodeReport::reach_from`]): the jumpbox route checks
+/// them from the Supervisor (its pod in the vSphere Namespace), the ssh route from this machine
+/// (the plugin's own process, which is what reaches the VMs on that route). One judgement reads
+/// both; only the words of the vantage differ. The names are a JSON contract.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, strum::Display, strum::VariantArray,
+)]
+pub enum Vantage {
+    Supervisor,
+    ThisMachine,
+}
+
+impl Vantage {
+    /// "the Supervisor" / "this machine".
+    pub fn who(self) -> &'static str {
+        match self {
+            Vantage::Supervisor => "the Supervisor",
+            Vantage::ThisMachine => "this machine",
+        }
+    }
+
+    /// "from the Supervisor" / "from this machine".
+    pub fn from(self) -> String {
+        format!("from {}", self.who())
+    }
+}
+
+/// What the Supervisor side (the jumpbox route) or this machine (the ssh route) saw of a VM's
+/// port: tells "the VMs cannot reach each other" from "nothing reaches the VMs".
 #[derive(
     Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, strum::Display, strum::VariantArray,
 )]
@@ -102,9 +129,15 @@ pub struct NodeReport {
     pub name: String,
     pub ip: Option<IpAddr>,
     pub outcome: Result<ProbeOutput, ReachError>,
-    /// The VM's 22, 2379, 2380 and 6443 as seen from the Supervisor (jumpbox route only).
+    /// The VM's 22, 2379, 2380 and 6443 as seen from [`NodeReport::reach_from`]: the
+    /// Supervisor (jumpbox route) or this machine (ssh route, not through a proxy); empty on the
+    /// pod route, which does not check them.
     #[serde(default)]
     pub reach: Vec<PortReach>,
+    /// Where `reach` was seen from; None when empty, and in bundles written before the field
+    /// (then only the jumpbox recorded ports: [`NodeReport::vantage`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reach_from: Option<Vantage>,
     /// The ssh host key the node presented (ssh routes; None for pods or before any contact).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub host_key: Option<HostKey>,
@@ -113,6 +146,12 @@ pub struct NodeReport {
 impl NodeReport {
     pub fn probe(&self) -> Option<&ProbeOutput> {
         self.outcome.as_ref().ok()
+    }
+
+    /// Where `reach` was seen from: a report before `reach_from` existed had ports only from
+    /// the jumpbox, so from the Supervisor.
+    pub fn vantage(&self) -> Vantage {
+        self.reach_from.unwrap_or(Vantage::Supervisor)
     }
 }
 

@@ -113,7 +113,11 @@ fn diagnose_table(r: &DiagnoseReport, wide: bool, paint: Paint) -> String {
 
     if r.nodes.iter().any(|n| !n.supervisor_reach.is_empty()) {
         out.blank();
-        out.line("From the Supervisor (jumpbox):");
+        let from = r.nodes.iter().find_map(|n| n.reach_from);
+        out.line(match from {
+            Some(crate::report::v1alpha2::Vantage::ThisMachine) => "From this machine (ssh):",
+            _ => "From the Supervisor (jumpbox):",
+        });
         let ports = [22u16, 2379, 2380, 6443];
         let rows: Vec<Vec<String>> = r
             .nodes
@@ -131,6 +135,17 @@ fn diagnose_table(r: &DiagnoseReport, wide: bool, paint: Paint) -> String {
             })
             .collect();
         out.table(&["NODE", "22", "2379", "2380", "6443"], &rows);
+    } else if r.nodes.iter().any(|n| n.reached) {
+        // Said, not left out silently: the ports were not looked at from outside the VMs.
+        let why = match r.route.name.as_str() {
+            "pod" => Some("not checked on the pod route (from here a VM's address is often not routable on NSX or VPC; each node checked its own)"),
+            "ssh" => Some("not checked (ssh goes through a ProxyJump or ProxyCommand, not from this machine)"),
+            _ => None,
+        };
+        if let Some(why) = why {
+            out.blank();
+            out.line(format!("Ports from outside the VMs: {why}."));
+        }
     }
 
     for m in &r.matrices {

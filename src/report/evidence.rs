@@ -237,6 +237,7 @@ mod tests {
                     name: CP[i].into(),
                     ip: Some(ip.parse().unwrap()),
                     outcome: Ok(p),
+                    reach_from: None,
                     reach: vec![],
                     host_key: None,
                 }

@@ -284,6 +284,7 @@ impl DiagnoseReport {
             .into_iter()
             .map(|r| {
                 let known = known.iter().find(|n| n.name == r.name);
+                let reach_from = r.reach_from.filter(|_| !r.reach.is_empty());
                 let supervisor_reach = r.reach;
                 let host_key = r.host_key;
                 let (probe, error) = match r.outcome {
@@ -304,6 +305,7 @@ impl DiagnoseReport {
                     error: error.map(Into::into),
                     probe: probe.map(Into::into),
                     supervisor_reach: v1alpha2::all(supervisor_reach),
+                    reach_from: reach_from.map(Into::into),
                     host_key: host_key.map(Into::into),
                 }
             })

@@ -37,7 +37,7 @@ use k8s_openapi_ext::{PodExt, PodSpecExt, ResourceBuilder};
 use crate::error::Result;
 use crate::labels;
 use crate::probe::script::ProbeArgs;
-use crate::probe::{identity, HostKey, NodeReport, PortReach, ProbeOutput, ReachError};
+use crate::probe::{identity, HostKey, NodeReport, PortReach, ProbeOutput, ReachError, Vantage};
 use crate::progress::Progress;
 use crate::workload::{WorkloadApi, WorkloadCheck};
 
@@ -201,6 +201,16 @@ impl Session<'_> {
         }
     }
 
+    /// Where this route checks the VMs' ports from ([`Reached::reach`]): the jumpbox's pod in the
+    /// Supervisor, the ssh route's own process on this machine; the pod route checks none.
+    pub fn vantage(&self) -> Option<Vantage> {
+        match self {
+            Session::Jumpbox(_) => Some(Vantage::Supervisor),
+            Session::Ssh(_) => Some(Vantage::ThisMachine),
+            Session::Pod(_) | Session::Unavailable(_) => None,
+        }
+    }
+
     /// Reaches `target` at `at` and runs the probe there.
     pub async fn probe(&self, target: &Target, at: &Address, run: &Run<'_>) -> Reached {
         match self {
@@ -249,9 +259,9 @@ pub struct Address {
     pub probe: ProbeArgs,
 }
 
-/// What reaching one node gave: the probe's document or why not, (jumpbox) the VM's ports as
-/// the Supervisor saw them and (ssh routes) the host key it presented, both known even when the
-/// probe failed.
+/// What reaching one node gave: the probe's document or why not, the VM's ports as the route
+/// saw them ([`Session::vantage`]: the jumpbox from the Supervisor, the ssh route from this
+/// machine) and (ssh routes) the host key it presented, both known even when the probe failed.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Reached {
     pub outcome: std::result::Result<ProbeOutput, ReachError>,
@@ -286,9 +296,16 @@ pub async fn probe_all(
         _ => None,
     };
     let doing = session.doing(targets.len());
-    probe_each(doing, unavailable, targets, parallel, progress, |t, at| {
-        session.probe(t, at, run)
-    })
+    let vantage = session.vantage();
+    probe_each(
+        doing,
+        unavailable,
+        vantage,
+        targets,
+        parallel,
+        progress,
+        |t, at| session.probe(t, at, run),
+    )
     .await
 }
 
@@ -297,6 +314,7 @@ pub async fn probe_all(
 async fn probe_each<'t, F, R>(
     doing: String,
     unavailable: Option<&ReachError>,
+    vantage: Option<Vantage>,
     targets: &'t [Target],
     parallel: usize,
     progress: &Progress,
@@ -326,6 +344,7 @@ where
                 name: t.name.clone(),
                 ip: t.address.as_ref().map(|a| a.ip),
                 outcome: reached.outcome,
+                reach_from: vantage.filter(|_| !reached.reach.is_empty()),
                 reach: reached.reach,
                 host_key: reached.host_key,
             }
@@ -455,7 +474,16 @@ mod tests {
         R: std::future::Future<Output = Reached>,
     {
         let doing = "probing".to_string();
-        probe_each(doing, None, targets, parallel, &Progress::hidden(), probe).await
+        probe_each(
+            doing,
+            None,
+            None,
+            targets,
+            parallel,
+            &Progress::hidden(),
+            probe,
+        )
+        .await
     }
 
     #[test]

@@ -617,6 +617,7 @@ fn node_report() -> BoxedStrategy<NodeReport> {
                 name,
                 ip,
                 outcome,
+                reach_from: None,
                 reach,
                 host_key: None,
             }
@@ -1035,6 +1036,7 @@ fn a_multi_byte_container_id_is_cut_on_a_character() {
         name: "cp1".into(),
         ip: "198.18.0.11".parse().ok(),
         outcome: Ok(parse("cp1", printed(&doc).as_bytes()).expect("parses")),
+        reach_from: None,
         reach: vec![],
         host_key: None,
     };
@@ -1098,6 +1100,7 @@ fn big_documents_stay_bounded() {
                 name: format!("cp{i}"),
                 ip: format!("198.18.0.1{i}").parse().ok(),
                 outcome: Ok(parse("cp", printed(&doc).as_bytes()).expect("parses")),
+                reach_from: None,
                 reach: vec![],
                 host_key: None,
             }

@@ -245,3 +245,111 @@ fn a_jumpbox_refused_by_admission_is_one_line_with_its_remedy() {
     }
     assert!(env.supervisor.existing_pods().is_empty());
 }
+
+/// The workload API is checked again after the probes, and the verdict judges from that later
+/// check: etcd healing while the probes run (the fake's kube-apiserver fails `/readyz` with
+/// `[-]etcd failed` until the moment the jumpbox pod is created, then passes) is `Healthy`,
+/// with both checks in the report (when each was made) and the change in the evidence; the
+/// reverse (answering before the probes, failing after) is never `Healthy`.
+#[test]
+fn the_workload_api_is_checked_again_after_the_probes() {
+    use etcdnet::report::v1alpha2::ApiState;
+    for healthy_at_start in [false, true] {
+        let (workload, etcd) = Workload::etcd_switchable(healthy_at_start);
+        let env = Env::new(SET, workload);
+        let again = etcd.clone();
+        env.supervisor.on_pod_created(move |pod| {
+            // The probes run now: etcd changes state while they do.
+            etcd.set_healthy(!healthy_at_start);
+            Some(etcdnet_fakeapi::PodScript::succeeds(scripted_jumpbox_log(
+                pod, &CP,
+            )))
+        });
+        let run = env.diagnose_via_jumpbox(&["-o", "json"]);
+        let report = run.diagnose_report();
+        let api = &report.workload_api;
+        let first = api
+            .before_probes
+            .as_ref()
+            .unwrap_or_else(|| panic!("both checks kept: {api:#?}"));
+        assert!(
+            api.checked_at.is_some() && first.checked_at.is_some(),
+            "{api:#?}"
+        );
+        let (before, after) = if healthy_at_start {
+            (ApiState::Reachable, ApiState::HttpError)
+        } else {
+            (ApiState::HttpError, ApiState::Reachable)
+        };
+        assert_eq!((first.state, api.state), (before, after), "{api:#?}");
+        let evidence = report.verdict.evidence.join("\n");
+        if healthy_at_start {
+            run.expect_code(1);
+            assert_ne!(
+                report.verdict.code,
+                VerdictCode::Healthy,
+                "{:#?}",
+                report.verdict
+            );
+            assert!(
+                evidence.contains("it changed while the probes ran: answering at "),
+                "{evidence}"
+            );
+        } else {
+            run.expect_code(0);
+            assert_eq!(
+                report.verdict.code,
+                VerdictCode::Healthy,
+                "{:#?}",
+                report.verdict
+            );
+            assert!(
+                evidence.contains("it changed while the probes ran: HttpError at ")
+                    && evidence.contains("(before the probes), answering at "),
+                "{evidence}"
+            );
+        }
+        // The table says it too (the render of the same evidence), from the same start.
+        again.set_healthy(healthy_at_start);
+        let text = env.diagnose_via_jumpbox(&[]);
+        assert!(
+            text.stdout.contains("it changed while the probes ran"),
+            "{}",
+            text.stdout
+        );
+    }
+}
+
+/// `ApiEndpointUnreachable`'s next steps name the load balancer of the Supervisor's networking
+/// stack: on NSX (`nsx-quorum-lost`, NCP's groups) the NSX virtual server or Avi, never HAProxy;
+/// with the stack unknown (`quorum-lost` serves no networking group) every stack's.
+#[test]
+fn the_load_balancer_named_is_the_stacks() {
+    for (set, nsx) in [("nsx-quorum-lost", true), (SET, false)] {
+        let env = Env::new(set, Workload::black_hole());
+        env.script_jumpbox_pods_with(&CP, |_, ip| {
+            Some(jumpbox_section(&ready_api_server_doc(ip, &CP)))
+        });
+        let run = env.diagnose_via_jumpbox(&["-o", "json"]);
+        run.expect_code(1);
+        let report = run.diagnose_report();
+        assert_eq!(
+            report.verdict.code,
+            VerdictCode::ApiEndpointUnreachable,
+            "{set}: {:#?}",
+            report.verdict
+        );
+        let steps = report.verdict.next_steps.join("\n");
+        assert!(
+            steps.contains("Networking > Load Balancing > Virtual Servers")
+                && steps.contains("Avi"),
+            "{set}: {steps}"
+        );
+        assert_eq!(steps.contains("HAProxy"), !nsx, "{set}: {steps}");
+        assert_eq!(
+            steps.contains("networking stack is unknown"),
+            !nsx,
+            "{set}: {steps}"
+        );
+    }
+}

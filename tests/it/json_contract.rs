@@ -37,6 +37,7 @@ pub(crate) fn mask(text: &str) -> String {
     let run_id = run_id_in(text);
     for line in text.split_inclusive('\n') {
         let mut line = mask_number_after(line, &["elapsedMs", "durationMs", "ageSeconds"]);
+        line = mask_string_after(&line, &["checkedAt"]);
         line = mask_loopback_ports(&line);
         line = mask_ages(&line);
         line = mask_millis(&line);
@@ -79,6 +80,26 @@ fn run_id_in(text: &str) -> Option<String> {
         .take_while(|c| c.is_ascii_alphanumeric())
         .collect();
     (id.len() == 5).then_some(id)
+}
+
+/// `"checkedAt": "2026-12-07T09:00:00Z"` (JSON) and `checkedAt: 2026-…` (YAML): the value
+/// becomes `<time>`, quotes kept.
+fn mask_string_after(line: &str, keys: &[&str]) -> String {
+    for key in keys {
+        for quoted in [format!("\"{key}\": "), format!("{key}: ")] {
+            if let Some(at) = line.find(&quoted) {
+                let start = at + quoted.len();
+                let rest = &line[start..];
+                let (open, body) = match rest.strip_prefix('"') {
+                    Some(b) => ("\"", b),
+                    None => ("", rest),
+                };
+                let len = body.find(['"', ',', '\n', '\r']).unwrap_or(body.len());
+                return format!("{}{open}<time>{}", &line[..start], &body[len..]);
+            }
+        }
+    }
+    line.to_string()
 }
 
 /// `"elapsedMs": 12,` (JSON) and `elapsedMs: 12` (YAML) become `... <n>`.
@@ -695,6 +716,15 @@ fn mask_volatile(mut doc: serde_json::Value) -> serde_json::Value {
     for pointer in ["/workloadApi/elapsedMs", "/result/durationMs"] {
         if let Some(v) = doc.pointer_mut(pointer) {
             *v = 0.into();
+        }
+    }
+    // Two runs a second apart are two checks at two times.
+    for pointer in [
+        "/workloadApi/checkedAt",
+        "/workloadApi/beforeProbes/checkedAt",
+    ] {
+        if let Some(v) = doc.pointer_mut(pointer) {
+            *v = "<time>".into();
         }
     }
     doc

@@ -748,6 +748,7 @@ fn ipv6_nodes_are_asked_on_bracketed_urls() {
             name: name.into(),
             ip: Some(ip.parse().unwrap()),
             outcome: Err(etcdnet::probe::ReachError::no_address()),
+            reach_from: None,
             reach: vec![],
             host_key: None,
         };

@@ -794,6 +794,12 @@ fn the_networking_stack_of_each_supervisor() {
     for (set, stack, words) in [
         ("vds", NetworkStack::Vds, "netoperator.vmware.com"),
         ("nsx-ncp", NetworkStack::Nsx, "virtualnetworks.vmware.com"),
+        // .ci/demo's set: the article's cluster on NSX.
+        (
+            "nsx-quorum-lost",
+            NetworkStack::Nsx,
+            "virtualnetworks.vmware.com",
+        ),
         ("nsx-vpc", NetworkStack::Vpc, "crd.nsx.vmware.com"),
         ("healthy-v1alpha3", NetworkStack::Unknown, "serves none of"),
     ] {

@@ -57,6 +57,7 @@ fn nodes(fa: Firewall, fb: Firewall, to_b: &str, port: u16) -> Vec<NodeReport> {
         name: name.into(),
         ip: Some(ip.parse().unwrap()),
         outcome: Ok(p),
+        reach_from: None,
         reach: vec![],
         host_key: None,
     };

@@ -13,6 +13,7 @@
 use crate::probe::apiserver::{rfc3339, ApiServer, ApiServerState, Readyz};
 use crate::probe::etcdlog::LeaderState;
 use crate::probe::{NodeReport, PortState};
+use crate::supervisor::NetworkStack;
 use crate::workload::ApiState;
 
 use super::seen::{self, Check};
@@ -97,9 +98,13 @@ fn backend(n: &NodeReport) -> String {
     }
 }
 
-/// What the Supervisor side (the jumpbox) saw of the node's 6443, when it looked.
-fn from_supervisor(n: &NodeReport) -> Option<PortState> {
-    n.reach.iter().find(|r| r.port == 6443).map(|r| r.state)
+/// What the route saw of the node's 6443 from outside it, when it looked: from the Supervisor
+/// (jumpbox) or from this machine (ssh), with where from.
+fn seen_6443(n: &NodeReport) -> Option<(PortState, crate::probe::Vantage)> {
+    n.reach
+        .iter()
+        .find(|r| r.port == 6443)
+        .map(|r| (r.state, n.vantage()))
 }
 
 fn endpoint_unreachable(
@@ -121,8 +126,8 @@ fn endpoint_unreachable(
                 Some(Readyz::Answered(code)) => format!("answers HTTP {code} on the node"),
                 _ => "serving".to_string(),
             };
-            let seen = match from_supervisor(n) {
-                Some(s) => format!(", {} from the Supervisor", s.to_string().to_lowercase()),
+            let seen = match seen_6443(n) {
+                Some((s, from)) => format!(", {} {}", s.to_string().to_lowercase(), from.from()),
                 None => String::new(),
             };
             format!("{} {} ({how}{seen})", n.name, backend(n))
@@ -135,26 +140,44 @@ fn endpoint_unreachable(
             backends.join(", ")
         ),
     ];
-    let closed: Vec<&str> = nodes
+    let closed: Vec<(&str, crate::probe::Vantage)> = nodes
         .iter()
-        .filter(|(n, _)| from_supervisor(n).is_some_and(|s| s != PortState::Open))
-        .map(|(n, _)| n.name.as_str())
+        .filter_map(|(n, _)| match seen_6443(n) {
+            Some((s, from)) if s != PortState::Open => Some((n.name.as_str(), from)),
+            _ => None,
+        })
         .collect();
-    if !closed.is_empty() {
-        evidence.push(format!(
-            "from the Supervisor, 6443 does not open on {}: what sits between the Supervisor's network and the VMs drops it too",
-            closed.join(", ")
-        ));
+    if let Some((_, from)) = closed.first() {
+        let names: Vec<&str> = closed.iter().map(|(n, _)| *n).collect();
+        // From this machine, a closed 6443 is this machine's path (on NSX or VPC an admin's
+        // machine often cannot route to the VMs at all): never held against the API servers,
+        // which the nodes saw ready.
+        evidence.push(match from {
+            crate::probe::Vantage::Supervisor => format!(
+                "from the Supervisor, 6443 does not open on {}: what sits between the Supervisor's network and the VMs drops it too",
+                names.join(", ")
+            ),
+            crate::probe::Vantage::ThisMachine => format!(
+                "from this machine, 6443 does not open on {}: the path from here to the VMs drops it (this says nothing against those API servers, ready on their nodes)",
+                names.join(", ")
+            ),
+        });
+    }
+    if nodes.iter().all(|(n, _)| n.reach.is_empty()) {
+        evidence.push("the VMs' 6443 was not checked from outside them on this route (the pod route runs on the nodes; an ssh through a proxy connects from the proxy): what each node's own /readyz said is above".into());
     }
     let show = ctx.facts.kubectl.run(&format!(
         "get virtualmachineservices,services -n {} -o wide",
         crate::command::namespace(&ctx.facts.namespace)
     ));
-    let next = vec![
+    let mut next = vec![
         format!("The endpoint {endpoint} is the load balancer's virtual IP in front of the VMs' 6443 (the VirtualMachineService CAPV keeps for the control plane): on the Supervisor, {show}: the one whose external IP is the endpoint's must list the three VMs as its endpoints"),
-        format!("On an NSX Supervisor: the NSX load balancer's virtual server for {endpoint} and its pool members' health (NSX Manager, Networking > Load Balancing); with NSX Advanced Load Balancer (Avi): the virtual service and its pool in the Avi Controller; on a VDS Supervisor with HAProxy: the HAProxy appliance's frontend for {endpoint} and its backends' health checks"),
-        "The backends above answer: once the virtual IP forwards to them the workload API answers; re-run kubectl etcdnet diagnose to confirm".into(),
     ];
+    next.extend(load_balancer_on(
+        ctx.facts.apis.network_stack.stack,
+        &endpoint,
+    ));
+    next.push("The backends above answer: once the virtual IP forwards to them the workload API answers; re-run kubectl etcdnet diagnose to confirm".into());
     verdict(
         VerdictCode::ApiEndpointUnreachable,
         format!(
@@ -164,6 +187,33 @@ fn endpoint_unreachable(
         evidence,
         next,
     )
+}
+
+/// What load balancer holds the endpoint's virtual IP on `stack`, as next steps. From VMware's
+/// documentation: a Supervisor on NSX gives its TKG clusters "an NSX Edge load balancer or the
+/// NSX Advanced Load Balancer" (vSphere 8, vSphere IaaS control plane installation and
+/// configuration, "Supervisor Networking"), and a VDS Supervisor "requires a load balancer on the
+/// vCenter Server management network" (same page): HAProxy or NSX Advanced Load Balancer (Avi),
+/// and from vSphere 9 the vSphere Foundation Load Balancer or Avi (vSphere Automation API,
+/// `NamespaceManagement.Supervisors.Networks.Edges.EdgeProvider`: `NSX_LB` on `NSXT` and
+/// `NSX_VPC` networks, `AVI` and `HAPROXY` (deprecated in 9.0 for `VSPHERE_FOUNDATION`) on
+/// `VSPHERE` networks). In Avi the endpoint is a virtual service with a pool of the VMs (vSphere 8,
+/// "NSX Advanced Load Balancer components"). A stack discovery could not name gets each.
+fn load_balancer_on(stack: NetworkStack, endpoint: &str) -> Vec<String> {
+    let nsx = format!("NSX: in NSX Manager, Networking > Load Balancing > Virtual Servers: the virtual server whose IP is {endpoint}'s must be up, and its server pool's members (the VMs' 6443) up; where the Supervisor uses NSX Advanced Load Balancer (Avi) instead, in the Avi Controller, Applications > Virtual Services: the one for {endpoint} and its pool's servers");
+    let vpc = format!("NSX VPC: the VPC's load balancer holds {endpoint}: in NSX Manager, the VPC's load balancer virtual server for it and its pool members' health (the VMs' 6443); where the Supervisor uses NSX Advanced Load Balancer (Avi), in the Avi Controller, Applications > Virtual Services: the one for {endpoint} and its pool's servers");
+    let vds = format!("VDS: the load balancer on the management network holds {endpoint}: with NSX Advanced Load Balancer (Avi), in the Avi Controller, Applications > Virtual Services: the one for {endpoint} and its pool's servers; with the HAProxy appliance, its frontend for {endpoint} and its backends' health checks; on vSphere 9, the vSphere Foundation Load Balancer's virtual service for it");
+    match stack {
+        NetworkStack::Nsx => vec![nsx],
+        NetworkStack::Vpc => vec![vpc],
+        NetworkStack::Vds => vec![vds],
+        NetworkStack::Unknown => vec![
+            format!("The networking stack is unknown: whichever load balancer this Supervisor uses holds {endpoint}"),
+            nsx,
+            vpc,
+            vds,
+        ],
+    }
 }
 
 /// Seconds from `since` (a time as the log classifier writes it) to the node's clock at its

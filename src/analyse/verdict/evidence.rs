@@ -254,12 +254,15 @@ pub(super) fn node_at(ctx: &Ctx, addr: &str) -> Option<String> {
         .map(|n| n.name.clone())
 }
 
-/// `cp3 from the Supervisor: 22 Timeout, 2379 Timeout, ...: nothing reaches this VM`.
+/// `cp3 from the Supervisor: 22 Timeout, 2379 Timeout, ...: nothing reaches this VM`; on the ssh
+/// route the same line from this machine (`NodeReport::vantage`).
 pub(super) fn supervisor_reach_line(n: &NodeReport) -> Option<String> {
-    use crate::probe::PortState;
+    use crate::probe::{PortState, Vantage};
     if n.reach.is_empty() {
         return None;
     }
+    let from = n.vantage();
+    let who = from.who();
     let ports: Vec<String> = n
         .reach
         .iter()
@@ -269,20 +272,27 @@ pub(super) fn supervisor_reach_line(n: &NodeReport) -> Option<String> {
     let (open, unknown) = (count(PortState::Open), count(PortState::Unknown));
     // Only what was seen is claimed: an Unknown port is neither reached nor unreached.
     let meaning = if open == n.reach.len() {
-        "the Supervisor reaches every port".to_string()
+        format!("{who} reaches every port")
     } else if unknown > 0 {
         format!(
-            "the Supervisor reaches {open} of {} ports; {unknown} could not be told",
+            "{who} reaches {open} of {} ports; {unknown} could not be told",
             n.reach.len()
         )
     } else if open == 0 {
-        "nothing reaches this VM (powered off, hung, or cut off from the Supervisor too)".into()
+        match from {
+            Vantage::Supervisor => {
+                "nothing reaches this VM (powered off, hung, or cut off from the Supervisor too)"
+                    .into()
+            }
+            Vantage::ThisMachine => "nothing of this VM answers from here (powered off, hung, or the path from this machine to it cut)".into(),
+        }
     } else {
-        "the Supervisor reaches some ports".into()
+        format!("{who} reaches some ports")
     };
     Some(format!(
-        "{} from the Supervisor: {}: {meaning}",
+        "{} {}: {}: {meaning}",
         n.name,
+        from.from(),
         ports.join(", ")
     ))
 }

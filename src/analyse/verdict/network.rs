@@ -26,14 +26,22 @@ fn peer_network_over(ctx: &Ctx, cells: &[&Cell]) -> Option<Verdict> {
         return None;
     }
     let mut evidence = own_paths_evidence(ctx);
-    // Jumpbox route: the Supervisor's view of the peer ports tells "the VMs cannot reach each
-    // other" from "nothing reaches the VMs".
+    // The route's view of the peer ports from outside the VMs (the jumpbox's from the
+    // Supervisor, the ssh route's from this machine) tells "the VMs cannot reach each other"
+    // from "nothing reaches the VMs".
     let reach: Vec<&crate::probe::PortReach> = ctx
         .nodes
         .iter()
         .flat_map(|n| n.reach.iter())
         .filter(|r| r.port == 2379 || r.port == 2380)
         .collect();
+    let from = ctx
+        .nodes
+        .iter()
+        .find(|n| !n.reach.is_empty())
+        .map(|n| n.vantage())
+        .unwrap_or(crate::probe::Vantage::Supervisor);
+    let (seen_from, who) = (from.from(), from.who());
     if !reach.is_empty() {
         let open = reach
             .iter()
@@ -45,11 +53,11 @@ fn peer_network_over(ctx: &Ctx, cells: &[&Cell]) -> Option<Verdict> {
             .count();
         // "Every VM answers" only when every port was seen open; Unknown is not open.
         evidence.push(if open == reach.len() {
-            "from the Supervisor, every VM answers on 2379 and 2380: the VMs cannot reach each other, yet the Supervisor reaches them".to_string()
+            format!("{seen_from}, every VM answers on 2379 and 2380: the VMs cannot reach each other, yet {who} reaches them")
         } else if unknown > 0 {
-            format!("from the Supervisor, {open} of {} VM ports 2379/2380 answer ({unknown} could not be told)", reach.len())
+            format!("{seen_from}, {open} of {} VM ports 2379/2380 answer ({unknown} could not be told)", reach.len())
         } else {
-            format!("from the Supervisor, {open} of {} VM ports 2379/2380 answer", reach.len())
+            format!("{seen_from}, {open} of {} VM ports 2379/2380 answer", reach.len())
         });
     }
     let all = failing.len() == cells.len();

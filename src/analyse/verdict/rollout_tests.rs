@@ -139,6 +139,7 @@ fn a_provisioning_machine_does_not_decide() {
             kind: ReachErrorKind::NoAddress,
             message: "the VM has no IP yet".into(),
         }),
+        reach_from: None,
         reach: vec![],
         host_key: None,
     });
@@ -186,6 +187,7 @@ fn a_removed_member_of_a_deleting_machine_is_the_rollout() {
         name: "cp4".into(),
         ip: Some("198.18.0.14".parse().unwrap()),
         outcome: Ok(p4),
+        reach_from: None,
         reach: vec![],
         host_key: None,
     });

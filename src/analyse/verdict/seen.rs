@@ -136,11 +136,12 @@ pub(super) fn gaps(ctx: &Ctx) -> Vec<Gap> {
     out
 }
 
-/// The workload API's line: what it answered, or why it was not asked.
+/// The workload API's line: what it answered, or why it was not asked; and, when it was
+/// checked again after the probes and changed, what it was before ([`workload_change`]).
 pub(super) fn workload_line(api: &crate::workload::WorkloadApi) -> String {
     use crate::workload::ApiState;
     let server = api.server.as_deref().unwrap_or("the cluster's endpoint");
-    match api.state {
+    let line = match api.state {
         ApiState::Unknown | ApiState::Untrusted => {
             format!("the workload API was not checked: {}", api.detail)
         }
@@ -148,7 +149,40 @@ pub(super) fn workload_line(api: &crate::workload::WorkloadApi) -> String {
             "the workload API {server} does not answer: {state} ({})",
             api.detail
         ),
+    };
+    match workload_change(api) {
+        Some(change) => format!("{line}; {change}"),
+        None => line,
     }
+}
+
+/// When the workload API's check after the probes differs from the one before them (etcd
+/// healed or broke while they ran): what each saw and when, e.g. "it changed while the probes
+/// ran: Timeout at 2025-12-02T08:00:01Z (before the probes), answering at
+/// 2025-12-02T08:00:31Z (after them)". The verdict is judged from the later one.
+pub(super) fn workload_change(api: &crate::workload::WorkloadApi) -> Option<String> {
+    use crate::workload::ApiState;
+    let before = api.before_probes.as_deref()?;
+    if before.state == api.state {
+        return None;
+    }
+    let seen = |a: &crate::workload::WorkloadApi| match a.state {
+        ApiState::Reachable => "answering".to_string(),
+        state => state.to_string(),
+    };
+    let at = |a: &crate::workload::WorkloadApi| {
+        a.checked_at
+            .as_deref()
+            .map(|t| format!(" at {t}"))
+            .unwrap_or_default()
+    };
+    Some(format!(
+        "it changed while the probes ran: {}{} (before the probes), {}{} (after them)",
+        seen(before),
+        at(before),
+        seen(api),
+        at(api)
+    ))
 }
 
 /// Every path on 2379 and 2380, each node's own included, that was not seen to connect and
@@ -291,9 +325,12 @@ pub(super) fn healthy(ctx: &Ctx) -> Option<Verdict> {
     let summary = match ctx.workload {
         Some(api) => {
             evidence.push(format!(
-                "the workload API {} answers: {}",
+                "the workload API {} answers: {}{}",
                 api.server.as_deref().unwrap_or("?"),
-                api.detail
+                api.detail,
+                workload_change(api)
+                    .map(|c| format!("; {c}"))
+                    .unwrap_or_default()
             ));
             "etcd is healthy, every control-plane VM reaches every other on 2379 and 2380, and the workload API answers"
         }

@@ -110,6 +110,7 @@ pub(super) fn cluster(probes: Vec<ProbeOutput>) -> Vec<NodeReport> {
             name: NAMES[i].into(),
             ip: Some(IPS[i].parse().unwrap()),
             outcome: Ok(p),
+            reach_from: None,
             reach: vec![],
             host_key: None,
         })
@@ -939,6 +940,19 @@ fn unknown_ports_are_not_reached_ports() {
         "{:?}",
         v.evidence
     );
+    // The ssh route's view from this machine, nothing answering: the same judgement in its
+    // own words (the path from here, not "cut off from the Supervisor").
+    nodes[2].reach_from = Some(crate::probe::Vantage::ThisMachine);
+    for r in &mut nodes[2].reach {
+        r.state = PortState::Timeout;
+    }
+    let v = diagnose(&facts(3), &nodes, DEFAULT_SINCE).verdict;
+    assert!(
+        v.evidence.iter().any(|l| l == "cp3 from this machine: 22 Timeout, 2379 Timeout, 2380 Timeout, 6443 Timeout: nothing of this VM answers from here (powered off, hung, or the path from this machine to it cut)"),
+        "{:?}",
+        v.evidence
+    );
+    assert!(!v.evidence.iter().any(|l| l.contains("from the Supervisor")));
 }
 
 #[test]
@@ -1324,6 +1338,8 @@ mod api_server_tests {
                 ApiState::Unknown => "secret \"tkc-kubeconfig\" not found in namespace \"ns\": cannot check the workload API".into(),
                 _ => "no answer within 5s".into(),
             },
+            checked_at: None,
+            before_probes: None,
         }
     }
 
@@ -1385,13 +1401,125 @@ mod api_server_tests {
             "{v:#?}"
         );
         let steps = v.next_steps.join("\n");
-        for lb in [
-            "NSX load balancer",
-            "Avi",
-            "HAProxy",
-            "virtualmachineservices",
-        ] {
+        for lb in ["NSX Manager", "Avi", "HAProxy", "virtualmachineservices"] {
             assert!(steps.contains(lb), "{lb}: {steps}");
+        }
+    }
+
+    /// The ssh route's view of 6443 from this machine reads as the Supervisor's does, with its
+    /// own words; a 6443 that does not open from here is never held against an API server the
+    /// node saw ready (the verdict stays the load balancer's). No view at all (the pod route) is
+    /// said too.
+    #[test]
+    fn this_machines_view_of_6443_never_counts_against_an_api_server() {
+        use crate::probe::{PortReach, PortState, Vantage};
+        let probes: Vec<_> = healthy3()
+            .into_iter()
+            .map(|mut p| {
+                p.api_server = Some(ready());
+                p
+            })
+            .collect();
+        let mut nodes = cluster(probes);
+        for (i, n) in nodes.iter_mut().enumerate() {
+            n.reach_from = Some(Vantage::ThisMachine);
+            n.reach = vec![PortReach {
+                port: 6443,
+                state: if i == 2 {
+                    PortState::Timeout
+                } else {
+                    PortState::Open
+                },
+            }];
+        }
+        let api = workload(ApiState::Timeout);
+        let v = diagnose_at(&facts(3), &nodes, DEFAULT_SINCE, None, Some(&api)).verdict;
+        assert_eq!(v.code, VerdictCode::ApiEndpointUnreachable, "{v:#?}");
+        assert!(
+            v.evidence[1].contains(
+                "cp2 198.18.0.12:6443 (/readyz passed on the node, open from this machine)"
+            ) && v.evidence[1].contains(
+                "cp3 198.18.0.13:6443 (/readyz passed on the node, timeout from this machine)"
+            ),
+            "{v:#?}"
+        );
+        assert!(
+            v.evidence.iter().any(|e| e == "from this machine, 6443 does not open on cp3: the path from here to the VMs drops it (this says nothing against those API servers, ready on their nodes)"),
+            "{v:#?}"
+        );
+        assert!(
+            !v.evidence.join("\n").contains("from the Supervisor"),
+            "{v:#?}"
+        );
+        // No view from outside the VMs: said, not left out.
+        for n in &mut nodes {
+            n.reach.clear();
+            n.reach_from = None;
+        }
+        let v = diagnose_at(&facts(3), &nodes, DEFAULT_SINCE, None, Some(&api)).verdict;
+        assert!(
+            v.evidence
+                .iter()
+                .any(|e| e
+                    .starts_with("the VMs' 6443 was not checked from outside them on this route")),
+            "{v:#?}"
+        );
+    }
+
+    /// The load balancer named is the one the Supervisor's networking stack uses: NSX's
+    /// virtual server (or Avi), the VPC's load balancer (or Avi), HAProxy or Avi on VDS; each
+    /// when the stack is unknown. Never HAProxy on NSX, never the NSX load balancer on VDS.
+    #[test]
+    fn the_load_balancer_named_follows_the_networking_stack() {
+        let probes: Vec<_> = healthy3()
+            .into_iter()
+            .map(|mut p| {
+                p.api_server = Some(ready());
+                p
+            })
+            .collect();
+        let nodes = cluster(probes);
+        let api = workload(ApiState::Timeout);
+        let steps = |stack: NetworkStack| {
+            let mut f = facts(3);
+            f.apis.network_stack = StackFact {
+                stack,
+                evidence: String::new(),
+            };
+            let v = diagnose_at(&f, &nodes, DEFAULT_SINCE, None, Some(&api)).verdict;
+            assert_eq!(v.code, VerdictCode::ApiEndpointUnreachable, "{stack}");
+            v.next_steps.join("\n")
+        };
+        let nsx = steps(NetworkStack::Nsx);
+        assert!(
+            nsx.contains("NSX Manager, Networking > Load Balancing > Virtual Servers: the virtual server whose IP is https://198.18.0.10:6443's")
+                && nsx.contains("Avi"),
+            "{nsx}"
+        );
+        assert!(!nsx.contains("HAProxy") && !nsx.contains("VPC"), "{nsx}");
+        let vpc = steps(NetworkStack::Vpc);
+        assert!(vpc.contains("the VPC's load balancer"), "{vpc}");
+        assert!(!vpc.contains("HAProxy"), "{vpc}");
+        let vds = steps(NetworkStack::Vds);
+        assert!(
+            vds.contains("HAProxy appliance") && vds.contains("Avi Controller"),
+            "{vds}"
+        );
+        assert!(!vds.contains("NSX Manager"), "{vds}");
+        let unknown = steps(NetworkStack::Unknown);
+        for lb in ["NSX Manager", "the VPC's load balancer", "HAProxy", "Avi"] {
+            assert!(unknown.contains(lb), "{lb}: {unknown}");
+        }
+        assert!(
+            unknown.contains("The networking stack is unknown"),
+            "{unknown}"
+        );
+        // Every stack still names the VirtualMachineService to look at first.
+        for s in [nsx, vpc, vds] {
+            assert!(
+                s.contains("kubectl get virtualmachineservices,services -n"),
+                "{s}"
+            );
         }
     }
 
@@ -1420,6 +1548,60 @@ mod api_server_tests {
             ),
             "{v:#?}"
         );
+    }
+
+    /// The workload API checked again after the probes: the verdict judges from the later
+    /// check, and the evidence says when it changed (etcd healed while the probes ran).
+    #[test]
+    fn the_later_workload_check_decides_and_the_change_is_said() {
+        let probes: Vec<_> = healthy3()
+            .into_iter()
+            .map(|mut p| {
+                p.api_server = Some(ready());
+                p
+            })
+            .collect();
+        let nodes = cluster(probes);
+        let stamped = |state: ApiState, at: &str| WorkloadApi {
+            checked_at: Some(at.into()),
+            ..workload(state)
+        };
+        // Dark at the start, answering at the end: Healthy, and said so.
+        let healed = WorkloadApi {
+            before_probes: Some(Box::new(stamped(ApiState::Timeout, "2025-12-02T08:00:01Z"))),
+            ..stamped(ApiState::Reachable, "2025-12-02T08:00:31Z")
+        };
+        let v = diagnose_at(&facts(3), &nodes, DEFAULT_SINCE, None, Some(&healed)).verdict;
+        assert_eq!(v.code, VerdictCode::Healthy, "{v:#?}");
+        assert!(
+            v.evidence.iter().any(|e| e.ends_with("; it changed while the probes ran: Timeout at 2025-12-02T08:00:01Z (before the probes), answering at 2025-12-02T08:00:31Z (after them)")),
+            "{v:#?}"
+        );
+        // Answering at the start, dark at the end: never Healthy; the endpoint named.
+        let broke = WorkloadApi {
+            before_probes: Some(Box::new(stamped(
+                ApiState::Reachable,
+                "2025-12-02T08:00:01Z",
+            ))),
+            ..stamped(ApiState::Timeout, "2025-12-02T08:00:31Z")
+        };
+        let v = diagnose_at(&facts(3), &nodes, DEFAULT_SINCE, None, Some(&broke)).verdict;
+        assert_eq!(v.code, VerdictCode::ApiEndpointUnreachable, "{v:#?}");
+        assert_eq!(
+            v.evidence[0],
+            "the workload API https://198.18.0.10:6443 does not answer: Timeout (no answer within 5s); it changed while the probes ran: answering at 2025-12-02T08:00:01Z (before the probes), Timeout at 2025-12-02T08:00:31Z (after them)"
+        );
+        // The same state twice: no change to tell.
+        let same = WorkloadApi {
+            before_probes: Some(Box::new(stamped(
+                ApiState::Reachable,
+                "2025-12-02T08:00:01Z",
+            ))),
+            ..stamped(ApiState::Reachable, "2025-12-02T08:00:31Z")
+        };
+        let v = diagnose_at(&facts(3), &nodes, DEFAULT_SINCE, None, Some(&same)).verdict;
+        assert_eq!(v.code, VerdictCode::Healthy, "{v:#?}");
+        assert!(!v.evidence.iter().any(|e| e.contains("changed")), "{v:#?}");
     }
 
     #[test]
@@ -1565,6 +1747,8 @@ fn healthy_warns_of_a_node_whose_api_server_does_not_serve() {
         http_status: Some(200),
         elapsed_ms: Some(3),
         detail: "/readyz answered 200".into(),
+        checked_at: None,
+        before_probes: None,
     };
     let v = diagnose_at(&facts(3), &cluster(probes), DEFAULT_SINCE, None, Some(&api)).verdict;
     assert_eq!(v.code, VerdictCode::Healthy, "{v:#?}");

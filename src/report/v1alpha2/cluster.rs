@@ -384,6 +384,37 @@ pub struct WorkloadApi {
     pub elapsed_ms: Option<u64>,
     /// One line: what happened, for humans.
     pub detail: String,
+    /// When this check was made (RFC 3339, the plugin's clock). Absent where not recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub checked_at: Option<String>,
+    /// The check made before the probes, when the API was checked again after them: this
+    /// object is then the check after the probes (what the verdict judges), that one the
+    /// first (its own `beforeProbes` absent). Absent when the API was checked once (no usable
+    /// kubeconfig, `--dry-run`, `status`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub before_probes: Option<WorkloadApiCheck>,
+}
+
+/// The workload API's check before the probes (`workloadApi.beforeProbes`): the same fields as
+/// `workloadApi`, without one of its own.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct WorkloadApiCheck {
+    /// What the check found.
+    pub state: ApiState,
+    /// The API server URL from the kubeconfig (never its credentials).
+    pub server: Option<String>,
+    /// The path that answered.
+    pub path: Option<String>,
+    /// The HTTP status.
+    pub http_status: Option<u16>,
+    /// How long it took.
+    pub elapsed_ms: Option<u64>,
+    /// One line: what happened, for humans.
+    pub detail: String,
+    /// When this check was made (RFC 3339, the plugin's clock).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub checked_at: Option<String>,
 }
 
 impl From<wl::WorkloadApi> for WorkloadApi {
@@ -395,6 +426,16 @@ impl From<wl::WorkloadApi> for WorkloadApi {
             http_status: w.http_status,
             elapsed_ms: w.elapsed_ms,
             detail: w.detail,
+            checked_at: w.checked_at,
+            before_probes: w.before_probes.map(|b| WorkloadApiCheck {
+                state: b.state.into(),
+                server: b.server,
+                path: b.path,
+                http_status: b.http_status,
+                elapsed_ms: b.elapsed_ms,
+                detail: b.detail,
+                checked_at: b.checked_at,
+            }),
         }
     }
 }

@@ -28,8 +28,13 @@ pub struct DiagnosedNode {
     pub error: Option<ReachError>,
     /// The probe's output, without the raw etcd log text (its findings are in `logs`).
     pub probe: Option<ProbeOutput>,
-    /// The VM's 22, 2379, 2380 and 6443 as the Supervisor saw them (jumpbox route; else empty).
+    /// The VM's 22, 2379, 2380 and 6443 from outside it, as `reachFrom` saw them: the
+    /// Supervisor (jumpbox route) or this machine (ssh route, unless ssh goes through a proxy);
+    /// empty on the pod route, which does not check them.
     pub supervisor_reach: Vec<PortReach>,
+    /// Where `supervisorReach` was seen from. Absent when it is empty.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reach_from: Option<Vantage>,
     /// The ssh host key the node presented (jumpbox and ssh routes, once ssh got that far).
     /// Absent, not null, otherwise: a pod-route report is what it was before the field existed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -347,7 +352,18 @@ impl From<probe::ReachError> for ReachError {
 }
 
 mirror_enum! {
-    /// What the Supervisor side saw of a VM's port.
+    /// Where a VM's ports were checked from.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema, strum::Display, strum::VariantArray)]
+    pub enum Vantage from probe::Vantage {
+        /// The jumpbox's pod in the vSphere Namespace.
+        Supervisor,
+        /// The plugin's own process (the ssh route).
+        ThisMachine,
+    }
+}
+
+mirror_enum! {
+    /// What the Supervisor side (jumpbox) or this machine (ssh) saw of a VM's port.
     #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema, strum::Display, strum::VariantArray)]
     pub enum PortState from probe::PortState {
         /// It connected.

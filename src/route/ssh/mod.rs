@@ -15,6 +15,7 @@ use crate::error::{Error, Result};
 
 mod client;
 mod options;
+pub mod ports;
 mod run_dir;
 mod secret;
 mod session;

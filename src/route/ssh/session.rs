@@ -5,7 +5,7 @@
 //! most the caps), as bytes: stderr is decoded lossily for the failure message, the document is
 //! parsed from the bytes, so a banner or MOTD in another encoding never fails a node.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Stdio;
 use std::time::Duration;
 
@@ -13,10 +13,11 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 
 use super::client::classify_failure;
 use super::options::{option_path, remote_probe_command, ssh_args, SshSettings};
+use super::ports;
 use super::run_dir::{recorded_host_key, RunDir};
 use crate::probe::parse::MAX_OUTPUT_BYTES;
-use crate::probe::script::{self, ProbeArgs};
-use crate::probe::{ProbeOutput, ReachError, ReachErrorKind};
+use crate::probe::script;
+use crate::probe::{PortState, ProbeOutput, ReachError, ReachErrorKind};
 use crate::route::{Address, Reached, Run, Target};
 
 /// An opened ssh route. It owns the run's files (the key, the known_hosts files): they are
@@ -34,30 +35,53 @@ impl SshSession<'_> {
         format!("probing {nodes} control-plane VMs over ssh")
     }
 
-    /// Reaches the target at `at` and runs the probe there.
+    /// Reaches the target at `at` and runs the probe there; beside it, when ssh connects from
+    /// this machine, the VM's ports as this machine sees them ([`ports`]).
     pub async fn probe(&self, _: &Target, at: &Address, run: &Run<'_>) -> Reached {
         let known_hosts = self.files.known_hosts(at.ip);
         // The directory passed `option_path` at open; an IP adds only plain characters.
-        let outcome = match option_path(&known_hosts) {
-            Some(kh) => {
-                probe_one(
-                    &at.ip.to_string(),
-                    &at.probe,
-                    self.settings,
-                    self.identity.as_deref(),
-                    &kh,
-                    run.bound,
-                )
-                .await
-            }
-            None => Err(ReachError {
-                kind: ReachErrorKind::Other,
-                message: format!("{} cannot be named in an ssh option", known_hosts.display()),
-            }),
+        let Some(kh) = option_path(&known_hosts) else {
+            return Reached {
+                outcome: Err(ReachError {
+                    kind: ReachErrorKind::Other,
+                    message: format!("{} cannot be named in an ssh option", known_hosts.display()),
+                }),
+                reach: Vec::new(),
+                host_key: recorded_host_key(&known_hosts),
+            };
         };
+        let host = at.ip.to_string();
+        let args = ssh_args(
+            self.settings,
+            self.identity.as_deref(),
+            &kh,
+            &host,
+            &remote_probe_command(&at.probe),
+        );
+        // Through a proxy the proxy connects, not this machine: no view from here then.
+        let direct = ports::effective(&args).await.filter(|c| !c.proxied);
+        let bound = ports::PORT_CHECK.min(self.settings.connect_timeout);
+        let tcp = async {
+            match direct {
+                Some(_) => ports::tcp_ports(at.ip, bound).await,
+                None => Vec::new(),
+            }
+        };
+        let probe = probe_one(&host, &self.settings.user, args, run.bound);
+        let ((outcome, port_22), mut reach) = tokio::join!(probe, tcp);
+        // 22 from the probe's own connection, when that is where ssh connects.
+        if direct.is_some_and(|c| c.port == 22) {
+            reach.insert(
+                0,
+                crate::probe::PortReach {
+                    port: 22,
+                    state: port_22,
+                },
+            );
+        }
         Reached {
             outcome,
-            reach: Vec::new(),
+            reach,
             // Recorded on first contact, before authentication: known for a failed login too.
             host_key: recorded_host_key(&known_hosts),
         }
@@ -68,38 +92,39 @@ impl SshSession<'_> {
 /// talking, and is a `BadOutput` as soon as it is seen.
 pub const MAX_STDERR_BYTES: usize = 1024 * 1024;
 
+/// One ssh run of the probe with `args` (`ssh_args`'): its outcome, and port 22 as that
+/// connection saw it ([`ports::port_22`]).
 async fn probe_one(
     host: &str,
-    probe: &ProbeArgs,
-    settings: &SshSettings,
-    identity: Option<&Path>,
-    known_hosts: &str,
+    user: &str,
+    args: Vec<String>,
     bound: Duration,
-) -> std::result::Result<ProbeOutput, ReachError> {
+) -> (std::result::Result<ProbeOutput, ReachError>, PortState) {
     let mut cmd = tokio::process::Command::new("ssh");
-    cmd.args(ssh_args(
-        settings,
-        identity,
-        known_hosts,
-        host,
-        &remote_probe_command(probe),
-    ))
-    .stdin(Stdio::piped())
-    .stdout(Stdio::piped())
-    .stderr(Stdio::piped())
-    // Ctrl-C, the bound or an oversized output drop this future: ssh must not outlive it.
-    .kill_on_drop(true);
-    let mut child = cmd.spawn().map_err(|e| ReachError {
-        kind: ReachErrorKind::Other,
-        message: format!("cannot run ssh: {e} (is the OpenSSH client installed?)"),
-    })?;
+    cmd.args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        // Ctrl-C, the bound or an oversized output drop this future: ssh must not outlive it.
+        .kill_on_drop(true);
+    let mut child = match cmd.spawn() {
+        Ok(c) => c,
+        Err(e) => {
+            let e = ReachError {
+                kind: ReachErrorKind::Other,
+                message: format!("cannot run ssh: {e} (is the OpenSSH client installed?)"),
+            };
+            return (Err(e), PortState::Unknown);
+        }
+    };
     let (Some(mut stdin), Some(stdout), Some(stderr)) =
         (child.stdin.take(), child.stdout.take(), child.stderr.take())
     else {
-        return Err(ReachError {
+        let e = ReachError {
             kind: ReachErrorKind::Other,
             message: format!("ssh {host}: no pipes to the ssh process"),
-        });
+        };
+        return (Err(e), PortState::Unknown);
     };
     // The script is written while the output is read: a node that answers before reading all
     // of its stdin never blocks us on a full pipe. One bound for the whole exchange.
@@ -121,19 +146,23 @@ async fn probe_one(
         Ok((status, out, err))
     };
     match tokio::time::timeout(bound, exchange).await {
-        Ok(Ok((status, out, err))) => read_result(
-            host,
-            &settings.user,
-            status.code(),
-            status.success(),
-            &out,
-            &err,
+        Ok(Ok((status, out, err))) => {
+            let result = read_result(host, user, status.code(), status.success(), &out, &err);
+            let port_22 = ports::port_22(
+                status.code(),
+                result.is_ok(),
+                &String::from_utf8_lossy(&err),
+            );
+            (result, port_22)
+        }
+        Ok(Err(e)) => (Err(e), PortState::Unknown),
+        Err(_) => (
+            Err(ReachError {
+                kind: ReachErrorKind::Timeout,
+                message: format!("ssh {host}: no result within {}s", bound.as_secs()),
+            }),
+            PortState::Unknown,
         ),
-        Ok(Err(e)) => Err(e),
-        Err(_) => Err(ReachError {
-            kind: ReachErrorKind::Timeout,
-            message: format!("ssh {host}: no result within {}s", bound.as_secs()),
-        }),
     }
 }
 

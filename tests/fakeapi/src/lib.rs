@@ -69,7 +69,7 @@ pub use config::{FakeConfig, Forbid, SetConfig};
 pub use kubelet::{PodProcess, SecretVolume};
 pub use pods::PodScript;
 pub use server::{write_kubeconfig, Access, FakeApi, Request};
-pub use workload::Workload;
+pub use workload::{EtcdSwitch, Workload};
 
 /// The fixture root of this repository: `tests/fixtures`.
 pub fn fixtures_dir() -> std::path::PathBuf {

@@ -64,6 +64,48 @@ struct FailState {
     code: u16,
     etcd: bool,
     requests: Arc<Mutex<Vec<Request>>>,
+    /// [`Workload::etcd_switchable`]: while set, etcd has its quorum back and the server
+    /// answers as a healthy one.
+    healed: Option<EtcdSwitch>,
+}
+
+/// Whether the etcd behind a [`Workload::etcd_switchable`] has its quorum: a test flips it at
+/// the moment it chooses (e.g. when the jumpbox pod is created, so the plugin's check before
+/// the probes and its check after them see different states).
+#[derive(Clone, Debug)]
+pub struct EtcdSwitch(Arc<AtomicBool>);
+
+impl EtcdSwitch {
+    /// etcd has (true) or lacks (false) its quorum from now on.
+    pub fn set_healthy(&self, healthy: bool) {
+        self.0.store(healthy, Ordering::SeqCst);
+    }
+
+    fn healthy(&self) -> bool {
+        self.0.load(Ordering::SeqCst)
+    }
+}
+
+/// A healthy kube-apiserver's answer to `path` once etcd is back: its health endpoints pass
+/// with the plain `ok` (k8s.io/apiserver pkg/server/healthz/healthz.go `handleRootHealth`:
+/// every check passed and no `?verbose`, so the body is "ok"), `/version` as before. Only
+/// those are modelled: anything else is a 404 Status, which no check of the plugin asks.
+fn healed_answer(path: &str) -> Response {
+    match path {
+        "/readyz" | "/livez" | "/healthz" => (
+            StatusCode::OK,
+            [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
+            "ok",
+        )
+            .into_response(),
+        _ => ApiError {
+            code: 404,
+            reason: "NotFound",
+            message: "the page could not be found".into(),
+            details: None,
+        }
+        .into_response(),
+    }
 }
 
 async fn failing(
@@ -80,6 +122,9 @@ async fn failing(
     });
     let code = StatusCode::from_u16(st.code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
     let path = uri.path().trim_end_matches('/');
+    if st.healed.as_ref().is_some_and(EtcdSwitch::healthy) && path != "/version" {
+        return healed_answer(path);
+    }
     let text = |body: String| {
         (
             code,
@@ -215,7 +260,22 @@ impl Workload {
         Self::failing(500, true)
     }
 
+    /// [`Workload::etcd_unhealthy`] until the returned switch says etcd is back, then a healthy
+    /// server's health endpoints (`healthy`: the state it starts in). Models what a real
+    /// kube-apiserver does as its etcd loses or regains quorum: its `/readyz` etcd check fails
+    /// while etcd does not answer and passes once it does, without a restart
+    /// (k8s.io/apiserver pkg/server/options/etcd.go: the `etcd` readyz check asks etcd on each
+    /// request).
+    pub fn etcd_switchable(healthy: bool) -> (Workload, EtcdSwitch) {
+        let switch = EtcdSwitch(Arc::new(AtomicBool::new(healthy)));
+        (Self::failing_with(500, true, Some(switch.clone())), switch)
+    }
+
     fn failing(code: u16, etcd: bool) -> Workload {
+        Self::failing_with(code, etcd, None)
+    }
+
+    fn failing_with(code: u16, etcd: bool, healed: Option<EtcdSwitch>) -> Workload {
         let listener = loopback_listener();
         let url = format!("https://{}", listener.local_addr().expect("local addr"));
         let requests = Arc::new(Mutex::new(Vec::new()));
@@ -223,6 +283,7 @@ impl Workload {
             code,
             etcd,
             requests: requests.clone(),
+            healed,
         };
         let app = axum::Router::new().fallback(failing).with_state(st);
         let (tx, thread) = spawn_server(listener, app, true).expect("starting the workload fake");

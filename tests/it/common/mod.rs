@@ -511,6 +511,32 @@ pub fn healthy_probe_doc(ip: &str, names: &[&str]) -> String {
     )
 }
 
+/// [`healthy_probe_doc`] with the node's kube-apiserver read as ready: its container running
+/// (`crictl ps -a --name kube-apiserver -o json`'s shape, cri-tools `ps`) and
+/// `/readyz?verbose` answering 200 with every check passed (k8s.io/apiserver
+/// pkg/server/healthz/healthz.go: `[+]<check> ok` lines, then "readyz check passed"). No
+/// certificate is read: its dates are then unknown, not expired.
+pub fn ready_api_server_doc(ip: &str, names: &[&str]) -> String {
+    let doc = healthy_probe_doc(ip, names);
+    let containers = serde_json::json!({"containers": [{
+        "id": "5e1f0c2a9b7d",
+        "metadata": {"name": "kube-apiserver", "attempt": 0},
+        "state": "CONTAINER_RUNNING",
+        "createdAt": "1764662300000000000"
+    }]});
+    let api_server = serde_json::json!({
+        "containers": {"outcome": "Ok", "text": containers.to_string()},
+        "readyz": {
+            "outcome": "Ok",
+            "httpStatus": 200,
+            "text": "[+]ping ok\n[+]log ok\n[+]etcd ok\n[+]etcd-readiness ok\nreadyz check passed\n"
+        }
+    });
+    // Added at the end, as text: the document keeps its own order (schemaVersion first).
+    let body = doc.trim_end().strip_suffix('}').expect("a JSON object");
+    format!("{body},\"apiServer\":{api_server}}}")
+}
+
 /// One VM's jumpbox section around its probe document: ports open, no host key, ssh exit 0.
 pub fn jumpbox_section(doc: &str) -> String {
     format!(

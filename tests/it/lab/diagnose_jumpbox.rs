@@ -265,6 +265,40 @@ fn via_ssh_peers_dropped_and_isolated() {
         report.verdict
     );
     assert_eq!(report.route.name, "ssh");
+    // The VMs' ports from this machine (the admin's namespace, where the plugin runs and reaches
+    // the VMs: the route's own view, in the jumpbox's data shape): 22 from the probe's own ssh,
+    // 2379/2380 open (the cut is between the VMs), 6443 refused (this lab runs no API server
+    // stand-in): a real check, not a constant.
+    {
+        use etcdnet::report::v1alpha2::{PortState, Vantage};
+        for n in &report.nodes {
+            assert_eq!(n.reach_from, Some(Vantage::ThisMachine), "{n:#?}");
+            let state = |port: u16| {
+                n.supervisor_reach
+                    .iter()
+                    .find(|r| r.port == port)
+                    .map(|r| r.state)
+            };
+            assert_eq!(
+                [state(22), state(2379), state(2380), state(6443)],
+                [
+                    Some(PortState::Open),
+                    Some(PortState::Open),
+                    Some(PortState::Open),
+                    Some(PortState::Refused)
+                ],
+                "{}: {:?}",
+                n.name,
+                n.supervisor_reach
+            );
+        }
+        let evidence = report.verdict.evidence.join("\n");
+        assert!(
+            evidence.contains("from this machine, every VM answers on 2379 and 2380: the VMs cannot reach each other, yet this machine reaches them"),
+            "{evidence}"
+        );
+        assert!(!evidence.contains("from the Supervisor"), "{evidence}");
+    }
     assert!(
         std::fs::read_dir(tmp.path()).unwrap().next().is_none(),
         "the temporary key is gone"

@@ -117,6 +117,7 @@ fn probe_all(lab: &Lab) -> Vec<NodeReport> {
                         outcome: Ok(
                             parse(&node.name, &out.stdout).unwrap_or_else(|e| panic!("{e}"))
                         ),
+                        reach_from: None,
                         reach: vec![],
                         host_key: None,
                     }

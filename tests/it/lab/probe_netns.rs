@@ -491,6 +491,7 @@ fn a_counting_drop_rule_in_the_namespace_is_inside_the_guest() {
         name: "a".into(),
         ip: Some("198.18.0.1".parse().unwrap()),
         outcome: Ok(out.clone()),
+        reach_from: None,
         reach: vec![],
         host_key: None,
     };
@@ -501,6 +502,7 @@ fn a_counting_drop_rule_in_the_namespace_is_inside_the_guest() {
         name: "b".into(),
         ip: Some("198.18.0.2".parse().unwrap()),
         outcome: Ok(b_doc),
+        reach_from: None,
         reach: vec![],
         host_key: None,
     };

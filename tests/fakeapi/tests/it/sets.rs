@@ -58,6 +58,8 @@ fn expectations() -> BTreeMap<&'static str, Expect> {
         ("quorum-lost", e("v1alpha3", cp3, 3)),
         // quorum-lost's objects on VDS networking (net-operator, no NSX group).
         ("vds", e("v1alpha3", cp3, 3)),
+        // quorum-lost's objects on NSX networking (NCP's groups, its VirtualNetwork): .ci/demo's.
+        ("nsx-quorum-lost", e("v1alpha3", cp3, 3)),
         ("nsx-vpc-manager", e("v1alpha3", cp3, 3)),
         ("remediation-armed", e("v1alpha3", cp3, 3)),
         ("remediation-paused", e("v1alpha3", cp3, 3)),
