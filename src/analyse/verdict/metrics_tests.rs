@@ -411,3 +411,26 @@ fn a_forged_member_entry_moves_no_metric() {
         );
     }
 }
+
+/// Duplicate series: the WAL fsync histogram written twice, once slow and once (with one more
+/// label) fast. The crate keeps histograms in a HashMap, so which one was taken used to depend
+/// on the run; now one fixed order decides, and the same input gives the same verdict and the
+/// same evidence every run.
+#[test]
+fn duplicate_metric_series_give_the_same_verdict_every_run() {
+    let doubled = |fast: u64, slow: u64| {
+        let other = fsyncs(100, 0).replace("{le=", "{instance=\"forged\",le=");
+        let other: String = other.lines().skip(1).map(|l| format!("{l}\n")).collect();
+        format!("{}{other}", fsyncs(fast, slow))
+    };
+    let verdict = || {
+        let mut p = listed();
+        p[1].metrics = reads(doubled(90, 10), doubled(90, 13));
+        let v = run(p).verdict;
+        (v.code, v.evidence)
+    };
+    let first = verdict();
+    for _ in 0..32 {
+        assert_eq!(verdict(), first);
+    }
+}
