@@ -121,3 +121,36 @@ fn a_reading_over_the_entry_cap_is_cut_to_fit_and_said() {
     let back: NsxRead = serde_json::from_slice(&bytes).unwrap();
     assert!(back.gaps[0].why.starts_with("cut to fit the bundle's"));
 }
+
+/// The run's byte budget for NSX Manager's answers: counted while each body is read, for every
+/// request of the client (every cluster's reading); past it the answer being read is cut and no
+/// further request of the reading is sent. A traceflow's delete (tidying up) still is.
+#[tokio::test]
+async fn the_runs_byte_budget_holds_every_reading() {
+    use crate::nsxmanager::client::tests::{options, serve, session_granted, Canned};
+    use crate::nsxmanager::client::{ApiPath, Client, RequestError};
+    let (url, seen) = serve(|method, path| match (method, path) {
+        (_, "/api/session/create") => session_granted(),
+        ("DELETE", _) => Canned::json(200, ""),
+        _ => Canned::json(200, &format!(r#"{{"x":"{}"}}"#, "y".repeat(4000))),
+    });
+    let mut o = options(url);
+    o.limits.max_total_bytes = 10_000;
+    let client = Client::connect(&o).await.unwrap();
+    let path = ApiPath::policy("/infra/services/etcd", &[]).unwrap();
+    assert!(client.get(&path).await.is_ok());
+    assert!(client.get(&path).await.is_ok());
+    // The third answer takes the run past 10,000 bytes: cut while read.
+    let e = client.get(&path).await.unwrap_err();
+    assert!(matches!(e, RequestError::Budget { limit: 10_000 }), "{e:?}");
+    assert!(e.to_string().contains("budget"), "{e}");
+    let asked = seen.try_iter().count();
+    // Spent: not even sent.
+    let e = client.get(&path).await.unwrap_err();
+    assert!(matches!(e, RequestError::Budget { .. }), "{e:?}");
+    assert_eq!(seen.try_iter().count(), 0, "a request past the budget was sent");
+    assert_eq!(asked, 4, "the session and three reads");
+    // Tidying up is not held to it.
+    let tf = ApiPath::policy("/infra/traceflows/t1", &[]).unwrap();
+    client.delete(&tf, Duration::from_secs(5)).await.unwrap();
+}
