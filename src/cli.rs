@@ -723,7 +723,10 @@ mod tests {
             "http://admin:planted-secret@nsx.example",
             "planted-secret",
         ] {
-            for args in [vec!["--nsx-manager", bad], vec![&*format!("--nsx-manager={bad}")]] {
+            for args in [
+                vec!["--nsx-manager", bad],
+                vec![&*format!("--nsx-manager={bad}")],
+            ] {
                 let e = diagnose(&args).unwrap_err();
                 assert_eq!(e.exit_code(), 2, "{args:?}");
                 let text = e.render().to_string();

@@ -615,7 +615,8 @@ fn twenty_thousand_pathless_policies_in_a_bundle_are_bounded_and_said() {
     assert!(took < Duration::from_secs(30), "took {took:?}");
     let r = reports[0].as_ref().unwrap();
     assert!(
-        r.verdict.notes.iter().any(|n| n.starts_with("NSX Manager: not read: nsx-manager.json: security-policies")
+        r.verdict.notes.iter().any(|n| n
+            .starts_with("NSX Manager: not read: nsx-manager.json: security-policies")
             && n.contains("more than 5000")),
         "{:#?}",
         r.verdict.notes

@@ -174,7 +174,9 @@ pub(super) fn files(evidence: &[Evidence], args: Vec<String>) -> Result<Vec<(Str
             Some(read) => {
                 let max = (CAPS.entry as usize).min(nsx_left).max(MIN_NSX_ENTRY);
                 let bytes = crate::nsxmanager::bound::fit(read, max).ok_or_else(|| {
-                    Error::config("NSX Manager's reading cannot be written within the bundle's caps")
+                    Error::config(
+                        "NSX Manager's reading cannot be written within the bundle's caps",
+                    )
                 })?;
                 nsx_left = nsx_left.saturating_sub(bytes.len());
                 put("nsx-manager.json", bytes);

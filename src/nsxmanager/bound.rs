@@ -7,7 +7,9 @@
 
 use super::client::{bound_strings, Limits, MAX_STRING_CHARS};
 use super::raw::{Gap, Listed, NsxRead};
-use super::read::{policy_roots, MAX_GAPS, MAX_GROUPS, MAX_SERVICES, MAX_VIFS_PER_VM, MAX_VMS_PER_HINT};
+use super::read::{
+    policy_roots, MAX_GAPS, MAX_GROUPS, MAX_SERVICES, MAX_VIFS_PER_VM, MAX_VMS_PER_HINT,
+};
 use super::traceflow::MAX_TRACEFLOWS;
 use crate::supervisor::targets::MAX_TARGETS;
 
@@ -36,7 +38,9 @@ fn cap_listed(l: &mut Listed, max: usize, what: &str) -> Option<Gap> {
     l.results.truncate(max);
     let g = cut_gap(
         what,
-        format!("{was} objects: more than {max} (only the first kept, as a live reading keeps them)"),
+        format!(
+            "{was} objects: more than {max} (only the first kept, as a live reading keeps them)"
+        ),
     );
     l.incomplete.get_or_insert_with(|| g.clone());
     Some(g)
@@ -58,7 +62,11 @@ pub fn rebound(read: &mut NsxRead, limits: &Limits) {
     let mut cuts: Vec<Gap> = Vec::new();
     // Each root's list holds at most `max`; they are read one after another into one list.
     let roots = policy_roots(&read.layout).len().max(1);
-    cuts.extend(cap_listed(&mut read.policies, roots * max, "security-policies"));
+    cuts.extend(cap_listed(
+        &mut read.policies,
+        roots * max,
+        "security-policies",
+    ));
     // One rules list per listed policy, at most.
     if read.rules.len() > roots * max {
         cuts.push(cut_gap(
@@ -128,7 +136,11 @@ pub fn rebound(read: &mut NsxRead, limits: &Limits) {
         if let Some(s) = &mut t.status {
             bound_strings(s, MAX_STRING_CHARS);
         }
-        cuts.extend(cap_listed(&mut t.observations, max, "traceflow observations"));
+        cuts.extend(cap_listed(
+            &mut t.observations,
+            max,
+            "traceflow observations",
+        ));
         t.gaps.truncate(MAX_GAPS);
     }
     // The cuts first: they are what makes the rest incomplete.
@@ -164,8 +176,14 @@ fn entry_sizes(r: &NsxRead) -> [Vec<usize>; PARTS] {
 /// `read` with only the first `keep[p]` entries of each part (only those copied), each cut
 /// said after `gaps`.
 fn kept(read: &NsxRead, gaps: &[Gap], keep: &[usize; PARTS], why: &str) -> NsxRead {
-    fn first<V: Clone>(m: &std::collections::BTreeMap<String, V>, n: usize) -> std::collections::BTreeMap<String, V> {
-        m.iter().take(n).map(|(k, v)| (k.clone(), v.clone())).collect()
+    fn first<V: Clone>(
+        m: &std::collections::BTreeMap<String, V>,
+        n: usize,
+    ) -> std::collections::BTreeMap<String, V> {
+        m.iter()
+            .take(n)
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect()
     }
     let mut out_gaps = gaps.to_vec();
     let lens = [
@@ -177,10 +195,21 @@ fn kept(read: &NsxRead, gaps: &[Gap], keep: &[usize; PARTS], why: &str) -> NsxRe
         read.vms.len(),
         read.traceflows.len(),
     ];
-    let names = ["security-policies", "rules", "groups", "members", "services", "vms", "traceflows"];
+    let names = [
+        "security-policies",
+        "rules",
+        "groups",
+        "members",
+        "services",
+        "vms",
+        "traceflows",
+    ];
     for p in 0..PARTS {
         if keep[p] < lens[p] {
-            out_gaps.push(cut_gap(names[p], format!("{} kept as {}: {why}", lens[p], keep[p])));
+            out_gaps.push(cut_gap(
+                names[p],
+                format!("{} kept as {}: {why}", lens[p], keep[p]),
+            ));
         }
     }
     let mut policies = Listed {

@@ -1280,22 +1280,21 @@ impl Client {
             } else {
                 body.collect().await.map(|c| c.to_bytes())
             };
-            let body = body
-                .map_err(|e| {
-                    if e.downcast_ref::<http_body_util::LengthLimitError>()
-                        .is_some()
-                    {
-                        RequestError::Large {
-                            manager: manager.clone(),
-                            limit: max,
-                        }
-                    } else {
-                        RequestError::Transport {
-                            manager: manager.clone(),
-                            why: clean(&e.to_string(), 2 * MAX_MESSAGE_CHARS),
-                        }
+            let body = body.map_err(|e| {
+                if e.downcast_ref::<http_body_util::LengthLimitError>()
+                    .is_some()
+                {
+                    RequestError::Large {
+                        manager: manager.clone(),
+                        limit: max,
                     }
-                })?;
+                } else {
+                    RequestError::Transport {
+                        manager: manager.clone(),
+                        why: clean(&e.to_string(), 2 * MAX_MESSAGE_CHARS),
+                    }
+                }
+            })?;
             Ok(Answer {
                 status: parts.status,
                 headers: parts.headers,

@@ -744,7 +744,10 @@ fn a_slow_manager_beside_a_slow_probe_keeps_the_diagnosis() {
     while case.nsx.requests().is_empty() && started.elapsed() < Duration::from_secs(20) {
         std::thread::sleep(Duration::from_millis(10));
     }
-    assert!(!case.nsx.requests().is_empty(), "the plugin never logged in");
+    assert!(
+        !case.nsx.requests().is_empty(),
+        "the plugin never logged in"
+    );
     case.nsx.set_delay(Duration::from_secs(60));
     let run = Run::from(child.wait_with_output().unwrap());
     let took = started.elapsed();
@@ -769,4 +772,21 @@ fn a_slow_manager_beside_a_slow_probe_keeps_the_diagnosis() {
     assert!(bundle.exists(), "no bundle");
     let offline = crate::bundle::analyse_offline(&case.env, &bundle, &["-o", "json"]);
     offline.expect_code(1);
+}
+
+/// A `--nsx-manager` value with userinfo (a password pasted by mistake) is refused with exit 2
+/// and one line naming the flag and what is wrong, never the value, through the real kubectl.
+#[test]
+fn a_url_with_userinfo_is_refused_without_echo() {
+    let env = Env::new(SET, Workload::black_hole());
+    for value in [
+        "https://admin:planted-pass@nsx.example",
+        "http://admin:planted-pass@nsx.example",
+    ] {
+        let run = env.kubectl(&["diagnose", CLUSTER, "-n", NS, "--nsx-manager", value]);
+        run.expect_code(2);
+        assert!(!run.stderr.contains("planted-pass"), "{}", run.stderr);
+        assert!(!run.stdout.contains("planted-pass"), "{}", run.stdout);
+        assert!(run.stderr.contains("--nsx-manager"), "{}", run.stderr);
+    }
 }

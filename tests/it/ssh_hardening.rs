@@ -112,7 +112,10 @@ fn ssh_children_get_no_nsx_credentials() {
             .split('\0')
             .filter_map(|kv| kv.split_once('=').map(|(k, _)| k))
             .collect();
-        assert!(names.contains(&"PATH") && names.contains(&"HOME"), "{names:?}");
+        assert!(
+            names.contains(&"PATH") && names.contains(&"HOME"),
+            "{names:?}"
+        );
         for planted in ["planted-nsx-password", "planted-nsx-user", "planted-other"] {
             assert!(!e.contains(planted), "{planted} reached ssh: {names:?}");
         }

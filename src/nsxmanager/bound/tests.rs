@@ -40,15 +40,28 @@ fn limits() -> Limits {
 #[test]
 fn twenty_thousand_pathless_policies_are_bounded_and_the_cut_said() {
     let mut read = flooded(20_000);
-    let own = world("infra-drop-2380.json", "vms.json").policies.results.len();
+    let own = world("infra-drop-2380.json", "vms.json")
+        .policies
+        .results
+        .len();
     rebound(&mut read, &limits());
     // T1: one root, so one list of at most the object cap; one rules list per policy.
     assert_eq!(read.policies.results.len(), limits().max_objects);
     assert!(read.rules.len() <= limits().max_objects);
-    assert!(read.policies.results.len() > own, "the world's own kept first");
-    let cut = read.policies.incomplete.as_ref().expect("the cut is the list's gap");
+    assert!(
+        read.policies.results.len() > own,
+        "the world's own kept first"
+    );
+    let cut = read
+        .policies
+        .incomplete
+        .as_ref()
+        .expect("the cut is the list's gap");
     assert!(cut.why.contains("more than 5000"), "{cut:?}");
-    assert!(read.gaps.iter().any(|g| g.path == "nsx-manager.json: security-policies"));
+    assert!(read
+        .gaps
+        .iter()
+        .any(|g| g.path == "nsx-manager.json: security-policies"));
 
     // Judged in bounded time (CPU time: what else runs on the cores does not count). Pairwise,
     // 5,000 pathless listed against 5,000 read took ~15 s in a debug build; by a set, well
@@ -62,11 +75,16 @@ fn twenty_thousand_pathless_policies_are_bounded_and_the_cut_said() {
         a.evaluation
             .gaps
             .iter()
-            .any(|g| g.contains("nsx-manager.json: security-policies") && g.contains("more than 5000")),
+            .any(|g| g.contains("nsx-manager.json: security-policies")
+                && g.contains("more than 5000")),
         "{:#?}",
         a.evaluation.gaps
     );
-    assert!(a.evaluation.blocking.is_empty(), "{:#?}", a.evaluation.blocking);
+    assert!(
+        a.evaluation.blocking.is_empty(),
+        "{:#?}",
+        a.evaluation.blocking
+    );
 }
 
 /// Each pathless policy listed and read is one policy, told by the whole object in a set,
@@ -110,7 +128,11 @@ fn a_reading_over_the_entry_cap_is_cut_to_fit_and_said() {
     let bytes = fit(&read, max).unwrap();
     assert!(bytes.len() <= max, "{} > {max}", bytes.len());
     let back: NsxRead = serde_json::from_slice(&bytes).unwrap();
-    assert!(back.gaps[0].why.starts_with("cut to fit the bundle's"), "{:?}", back.gaps[0]);
+    assert!(
+        back.gaps[0].why.starts_with("cut to fit the bundle's"),
+        "{:?}",
+        back.gaps[0]
+    );
     assert!(back.policies.results.len() < read.policies.results.len());
     assert!(back.policies.incomplete.is_some());
     // The VMs (small) are kept whole.
@@ -148,7 +170,11 @@ async fn the_runs_byte_budget_holds_every_reading() {
     // Spent: not even sent.
     let e = client.get(&path).await.unwrap_err();
     assert!(matches!(e, RequestError::Budget { .. }), "{e:?}");
-    assert_eq!(seen.try_iter().count(), 0, "a request past the budget was sent");
+    assert_eq!(
+        seen.try_iter().count(),
+        0,
+        "a request past the budget was sent"
+    );
     assert_eq!(asked, 4, "the session and three reads");
     // Tidying up is not held to it.
     let tf = ApiPath::policy("/infra/traceflows/t1", &[]).unwrap();

@@ -102,9 +102,8 @@ pub fn ssh_env(
     vars: impl Iterator<Item = (std::ffi::OsString, std::ffi::OsString)>,
 ) -> Vec<(std::ffi::OsString, std::ffi::OsString)> {
     vars.filter(|(k, _)| {
-        k.to_str().is_some_and(|k| {
-            SSH_ENV_ALLOWED.contains(&k) && !k.starts_with("NSXT_")
-        })
+        k.to_str()
+            .is_some_and(|k| SSH_ENV_ALLOWED.contains(&k) && !k.starts_with("NSXT_"))
     })
     .collect()
 }
