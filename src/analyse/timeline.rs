@@ -477,4 +477,4 @@ fn last_probes(facts: &ClusterFacts) -> Vec<LastProbe> {
 
 #[cfg(test)]
 #[path = "timeline_tests.rs"]
-mod tests;
+pub(crate) mod tests;

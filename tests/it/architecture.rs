@@ -119,7 +119,13 @@ const FOLDERS: &[(&str, &[&[&str]])] = &[
     ),
     (
         "nsxmanager",
-        &[&["read", "traceflow"], &["client"], &["model"], &["raw"]],
+        &[
+            &["bound"],
+            &["read", "traceflow"],
+            &["client"],
+            &["model"],
+            &["raw"],
+        ],
     ),
     (
         "analyse::policy",
