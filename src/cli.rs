@@ -305,7 +305,7 @@ pub struct NsxArgs {
     /// NSXT_USERNAME and NSXT_PASSWORD (your own NSX account, never the Supervisor's); sent to
     /// this URL and nowhere else (redirects are not followed). A read-only role (Auditor) is
     /// enough; --nsx-traceflow needs a role that may run Traceflow.
-    #[arg(long, value_name = "URL", value_parser = ManagerUrl::parse)]
+    #[arg(long, value_name = "URL", value_parser = ManagerUrlParser)]
     pub nsx_manager: Option<ManagerUrl>,
 
     /// A file holding one line user:password for NSX Manager (else NSXT_USERNAME and
@@ -381,6 +381,42 @@ impl NsxArgs {
         self.nsx_insecure_skip_tls_verify.then(|| {
             "NSX Manager's certificate was not checked (--nsx-insecure-skip-tls-verify)".to_string()
         })
+    }
+}
+
+/// `--nsx-manager`'s parser: [`ManagerUrl::parse`], refusing without the value. clap's own
+/// message for a rejected value quotes it ("invalid value 'https://user:pass@host' …"), and
+/// this one may hold a password (userinfo) the admin pasted by mistake: stderr goes to
+/// terminals, CI logs and tickets, so the line names the flag and what is wrong, never what
+/// was given.
+#[derive(Debug, Clone, Copy)]
+pub struct ManagerUrlParser;
+
+impl clap::builder::TypedValueParser for ManagerUrlParser {
+    type Value = ManagerUrl;
+
+    fn parse_ref(
+        &self,
+        cmd: &clap::Command,
+        arg: Option<&clap::Arg>,
+        value: &std::ffi::OsStr,
+    ) -> Result<ManagerUrl, clap::Error> {
+        let flag = arg
+            .and_then(|a| a.get_long())
+            .map_or("--nsx-manager".to_string(), |l| format!("--{l}"));
+        let why = match value.to_str() {
+            Some(v) => match ManagerUrl::parse(v) {
+                Ok(url) => return Ok(url),
+                Err(why) => why,
+            },
+            None => "is not UTF-8".to_string(),
+        };
+        let mut cmd = cmd.clone();
+        Err(clap::Error::raw(
+            clap::error::ErrorKind::ValueValidation,
+            format!("invalid value for '{flag} <URL>' (not shown: it may hold a secret): {why}\n"),
+        )
+        .format(&mut cmd))
     }
 }
 
@@ -683,6 +719,24 @@ mod tests {
 
     #[test]
     fn nsx_flags_need_nsx_manager_and_refuse_http() {
+        // A value that may hold a secret is never echoed, whatever is wrong with it.
+        for bad in [
+            "https://admin:planted-secret@nsx.example",
+            "https://nsx.example/planted-secret",
+            "http://admin:planted-secret@nsx.example",
+            "planted-secret",
+        ] {
+            for args in [
+                vec!["--nsx-manager", bad],
+                vec![&*format!("--nsx-manager={bad}")],
+            ] {
+                let e = diagnose(&args).unwrap_err();
+                assert_eq!(e.exit_code(), 2, "{args:?}");
+                let text = e.render().to_string();
+                assert!(!text.contains("planted-secret"), "{text}");
+                assert!(text.contains("--nsx-manager"), "{text}");
+            }
+        }
         let e = diagnose(&["--nsx-manager", "http://nsx.example"]).unwrap_err();
         assert_eq!(e.exit_code(), 2);
         let text = e.to_string();

@@ -9,10 +9,10 @@
 //! (when it has a reading) or as written.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::net::IpAddr;
 
 use super::matrix::Matrix;
 use crate::probe::etcdlog::{self, LeaderState, LogKind, LogSummary, PeerKey};
+use crate::probe::output::MemberId;
 use crate::probe::NodeReport;
 use crate::supervisor::ClusterFacts;
 
@@ -124,34 +124,23 @@ struct Seen {
     working_before: bool,
 }
 
-/// Which node a member ID or peer host stands for: the member lists' peer URLs and each log's
-/// own `local-member-id`, matched to the nodes' IPs.
+/// Which node a member ID or peer host stands for: the nodes' IPs, the member IDs as the
+/// majority of the member lists place them (`members`, the verdict's one view: no single
+/// node's list may rename a peer), else each log's own `local-member-id`.
 fn peer_names(
     nodes: &[NodeReport],
     logs: &BTreeMap<String, LogSummary>,
+    members: &BTreeMap<MemberId, String>,
 ) -> BTreeMap<PeerKey, String> {
-    let by_ip: BTreeMap<IpAddr, &str> = nodes
-        .iter()
-        .filter_map(|n| Some((n.ip?, n.name.as_str())))
-        .collect();
     let mut out = BTreeMap::new();
-    for (ip, name) in &by_ip {
-        out.insert(PeerKey::Host(ip.to_string()), name.to_string());
-    }
     for n in nodes {
-        let Some(p) = n.probe() else { continue };
-        for m in &p.members.members {
-            let Some(id) = m.id else { continue };
-            let node = m
-                .peer_urls
-                .iter()
-                .filter_map(|u| url_ip(u))
-                .find_map(|ip| by_ip.get(&ip));
-            if let Some(node) = node {
-                out.entry(PeerKey::Id(id.to_string()))
-                    .or_insert_with(|| node.to_string());
-            }
+        if let Some(ip) = n.ip {
+            out.entry(PeerKey::Host(ip.to_string()))
+                .or_insert_with(|| n.name.clone());
         }
+    }
+    for (id, node) in members {
+        out.insert(PeerKey::Id(id.to_string()), node.clone());
     }
     for (node, s) in logs {
         if let Some(id) = &s.local_member_id {
@@ -160,18 +149,6 @@ fn peer_names(
         }
     }
     out
-}
-
-/// `https://198.18.0.12:2380` → its IP (a name is no IP: not matched).
-fn url_ip(url: &str) -> Option<IpAddr> {
-    let rest = url.split_once("://").map_or(url, |(_, r)| r);
-    let authority = rest.split('/').next()?;
-    let host = if let Some(v6) = authority.strip_prefix('[') {
-        v6.split(']').next()?
-    } else {
-        authority.rsplit_once(':').map_or(authority, |(h, _)| h)
-    };
-    host.parse().ok()
 }
 
 /// Every node's clock against the median of them all.
@@ -220,14 +197,16 @@ fn corrected(micros: i64, clock: Option<&NodeClock>) -> i64 {
 }
 
 /// The timeline of one diagnosis: `logs` are the nodes' classified logs (for their leader view
-/// and own member ID), `matrices` this run's checks.
+/// and own member ID), `matrices` this run's checks, `members` the node at each member ID as
+/// the verdict judges the member lists (by majority).
 pub fn build(
     facts: &ClusterFacts,
     nodes: &[NodeReport],
     logs: &BTreeMap<String, LogSummary>,
     matrices: &[Matrix],
+    members: &BTreeMap<MemberId, String>,
 ) -> Timeline {
-    let names = peer_names(nodes, logs);
+    let names = peer_names(nodes, logs, members);
     let clocks = clocks(nodes);
     // (node, peer node) → the episode's start and first sign, corrected.
     let mut seen: BTreeMap<(String, String), Seen> = BTreeMap::new();
@@ -498,4 +477,4 @@ fn last_probes(facts: &ClusterFacts) -> Vec<LastProbe> {
 
 #[cfg(test)]
 #[path = "timeline_tests.rs"]
-mod tests;
+pub(crate) mod tests;

@@ -5,13 +5,13 @@ use super::*;
 use crate::analyse::matrix;
 use crate::probe::output::*;
 
-const IPS: [&str; 3] = ["198.18.0.11", "198.18.0.12", "198.18.0.13"];
-const NAMES: [&str; 3] = ["cp1", "cp2", "cp3"];
+pub(crate) const IPS: [&str; 3] = ["198.18.0.11", "198.18.0.12", "198.18.0.13"];
+pub(crate) const NAMES: [&str; 3] = ["cp1", "cp2", "cp3"];
 /// The member IDs of the plain-http fixtures (tests/fixtures/etcd-logs/README.md).
-const IDS: [&str; 3] = ["9084a16ea99391a6", "568f5d17e59791c3", "ae214cf60ca034ac"];
+pub(crate) const IDS: [&str; 3] = ["9084a16ea99391a6", "568f5d17e59791c3", "ae214cf60ca034ac"];
 const CLOCK: i64 = 1_764_662_400_000;
 
-fn fixture(name: &str) -> String {
+pub(crate) fn fixture(name: &str) -> String {
     std::fs::read_to_string(format!(
         "{}/tests/fixtures/etcd-logs/{name}",
         env!("CARGO_MANIFEST_DIR")
@@ -21,7 +21,7 @@ fn fixture(name: &str) -> String {
 
 /// Node `i`, its clock `skew_ms` off, its log `log`, every peer path in `failing` (to-index)
 /// timed out on 2380.
-fn node(i: usize, skew_ms: Option<i64>, log: &str, failing: &[usize]) -> NodeReport {
+pub(crate) fn node(i: usize, skew_ms: Option<i64>, log: &str, failing: &[usize]) -> NodeReport {
     let mut paths = Vec::new();
     for (j, ip) in IPS.iter().enumerate() {
         let down = failing.contains(&j);
@@ -100,6 +100,7 @@ fn timeline_of(nodes: &[NodeReport]) -> Timeline {
         nodes,
         &logs,
         &matrices,
+        &BTreeMap::new(),
     )
 }
 

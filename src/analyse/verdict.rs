@@ -492,7 +492,8 @@ pub fn diagnose_at(
             verdict.next_steps.insert(0, step);
         }
     }
-    let etcd_metrics = super::metrics::read(nodes, &member_nodes(&ctx));
+    let member_nodes = member_nodes(&ctx);
+    let etcd_metrics = super::metrics::read(nodes, &member_nodes);
     if verdict.code.is_network() {
         (verdict.evidence).extend(super::metrics::network_evidence(&etcd_metrics, &matrices));
     }
@@ -502,7 +503,7 @@ pub fn diagnose_at(
         .evidence
         .extend(machine_condition_evidence(&ctx, &verdict.nodes, healthy));
     verdict.notes.extend(notes::notes(&ctx, &verdict));
-    let timeline = super::timeline::build(facts, nodes, &logs, &matrices);
+    let timeline = super::timeline::build(facts, nodes, &logs, &matrices, &member_nodes);
     Diagnosis {
         timeline,
         verdict,
@@ -517,19 +518,16 @@ pub fn diagnose_at(
     }
 }
 
-/// The node at each member ID: where the member lists put it (the peer URLs' addresses), else
-/// the node whose own metrics say it is that member.
+/// The node at each member ID: where the majority of the member lists put it
+/// ([`members::Lists::node_of`]), else the node whose own metrics say it is that member. The
+/// one view of membership the verdict, the metrics and the timeline share (no single list's
+/// word, first come).
 fn member_nodes(ctx: &Ctx) -> BTreeMap<crate::probe::output::MemberId, String> {
     let lists = ctx.member_lists();
     let mut out = BTreeMap::new();
     for id in lists.ids.keys() {
-        let ips = lists.ips_of(ctx, *id);
-        let at = ctx
-            .all
-            .iter()
-            .find(|n| n.ip.is_some_and(|ip| ips.contains(&ip)));
-        if let Some(n) = at {
-            out.insert(*id, n.name.clone());
+        if let Some(n) = lists.node_of(ctx.all, *id) {
+            out.insert(*id, n.to_string());
         }
     }
     for (id, node) in super::metrics::own_ids(ctx.all) {

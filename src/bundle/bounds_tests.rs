@@ -585,3 +585,74 @@ proptest! {
         }
     }
 }
+
+/// The cluster's evidence (3 nodes) with NSX Manager's reading `read`.
+fn with_nsx(read: crate::nsxmanager::raw::NsxRead) -> Evidence {
+    let mut e = evidence(0, 3, 0);
+    e.nsx_manager = Some(read);
+    e
+}
+
+/// A doctored bundle whose `nsx-manager.json` lists 20,000 policies without a path, each also
+/// "read" with a rule (what a live reader never keeps: its object cap cuts the list at 5,000):
+/// `analyse` cuts it to the live caps before judging it, within bounded time, and says the
+/// cut. Compared pairwise, as they were, the judging alone took hours.
+#[test]
+fn twenty_thousand_pathless_policies_in_a_bundle_are_bounded_and_said() {
+    let read = crate::nsxmanager::bound::tests::flooded(20_000);
+    let mut written = files(&[evidence(0, 3, 0)], vec![]).unwrap();
+    // The manifest names the reading, the entry holds it whole (not as the writer cuts it).
+    let mut m: Manifest = serde_json::from_slice(&written[0].1).unwrap();
+    m.clusters[0].nsx_manager = Some("nsx-manager.json".into());
+    written[0].1 = pretty(&m).unwrap();
+    let dir = m.clusters[0].dir.clone();
+    written.push((
+        format!("{dir}/nsx-manager.json"),
+        serde_json::to_vec(&read).unwrap(),
+    ));
+    let started = cpu_time();
+    let (_, reports) = analyse(&archive(&written), CAPS).unwrap();
+    let took = cpu_time() - started;
+    assert!(took < Duration::from_secs(30), "took {took:?}");
+    let r = reports[0].as_ref().unwrap();
+    assert!(
+        r.verdict.notes.iter().any(|n| n
+            .starts_with("NSX Manager: not read: nsx-manager.json: security-policies")
+            && n.contains("more than 5000")),
+        "{:#?}",
+        r.verdict.notes
+    );
+}
+
+/// The plugin's own bundle of a reading larger than an entry may be (5,000 policies, each with
+/// an 8,000-character description, listed and read: about 80 MiB): written within the
+/// per-entry cap, the cut said, and `analyse` accepts it.
+#[test]
+fn the_plugins_own_bundle_of_a_huge_reading_is_accepted() {
+    let mut read = crate::nsxmanager::bound::tests::flooded(0);
+    let text = "x".repeat(8000);
+    for n in 0..5000 {
+        let p = json!({"path": format!("/infra/domains/default/security-policies/big-{n}"), "description": text, "category": "Application", "sequence_number": 1000 + n});
+        read.policies.results.push(p.clone());
+        read.rules.push(crate::nsxmanager::raw::PolicyRead {
+            policy: p,
+            rules: crate::nsxmanager::raw::Listed::default(),
+        });
+    }
+    let written = files(&[with_nsx(read)], vec![]).unwrap();
+    let (_, entry) = written
+        .iter()
+        .find(|(p, _)| p.ends_with("/nsx-manager.json"))
+        .unwrap();
+    assert!(entry.len() as u64 <= CAPS.entry, "{} bytes", entry.len());
+    let (_, reports) = analyse(&archive(&written), CAPS).unwrap();
+    let r = reports[0].as_ref().unwrap();
+    assert!(
+        r.verdict
+            .notes
+            .iter()
+            .any(|n| n.contains("cut to fit the bundle's 32 MiB per entry")),
+        "{:#?}",
+        r.verdict.notes
+    );
+}

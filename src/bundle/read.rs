@@ -384,7 +384,16 @@ fn cluster(
         });
     }
     let nsx_manager = match &c.nsx_manager {
-        Some(rel) => Some(r.json(dir, rel)?),
+        Some(rel) => {
+            // Anyone's file: cut to a live reading's caps before it is judged, so that its
+            // evaluation is bounded as a live run's is (docs/security.md, "Bundle bounds").
+            let mut read: crate::nsxmanager::raw::NsxRead = r.json(dir, rel)?;
+            crate::nsxmanager::bound::rebound(
+                &mut read,
+                &crate::nsxmanager::client::Limits::new(std::time::Duration::from_secs(60)),
+            );
+            Some(read)
+        }
         None => None,
     };
     Ok(Evidence {

@@ -84,6 +84,13 @@ pub fn write(path: &Path, evidence: &[Evidence]) -> Result<()> {
     Ok(())
 }
 
+/// The most bytes every cluster's `nsx-manager.json` together may take: a quarter of the
+/// bundle's total cap.
+const MAX_NSX_TOTAL: usize = (CAPS.total / 4) as usize;
+/// The room a cluster's `nsx-manager.json` gets however little of [`MAX_NSX_TOTAL`] is left
+/// (its gaps, at least): 100 clusters of it are a few MiB.
+const MIN_NSX_ENTRY: usize = 64 * 1024;
+
 /// The bundle's files, in order (the manifest first), from `evidence` and the command line.
 /// Nothing is written that [`read`] would refuse: more clusters or nodes than [`CAPS`] allow is
 /// an error, and a cluster's objects past its caps are left out, the ones the verdict does not
@@ -108,6 +115,10 @@ pub(super) fn files(evidence: &[Evidence], args: Vec<String>) -> Result<Vec<(Str
     }
     let mut out = Vec::new();
     let mut clusters = Vec::new();
+    // NSX Manager's readings: each within the per-entry cap, all of them within a quarter of
+    // the bundle's total (the nodes' documents and logs keep the rest), so that `analyse`
+    // accepts the plugin's own bundle however much each cluster read.
+    let mut nsx_left = MAX_NSX_TOTAL;
     let mut dirs = Names::default();
     for e in evidence {
         // For people who open the bundle: its commands carry the context the run used, as an
@@ -164,7 +175,14 @@ pub(super) fn files(evidence: &[Evidence], args: Vec<String>) -> Result<Vec<(Str
         }
         let nsx_manager = match &e.nsx_manager {
             Some(read) => {
-                put("nsx-manager.json", pretty(read)?);
+                let max = (CAPS.entry as usize).min(nsx_left).max(MIN_NSX_ENTRY);
+                let bytes = crate::nsxmanager::bound::fit(read, max).ok_or_else(|| {
+                    Error::config(
+                        "NSX Manager's reading cannot be written within the bundle's caps",
+                    )
+                })?;
+                nsx_left = nsx_left.saturating_sub(bytes.len());
+                put("nsx-manager.json", bytes);
                 Some("nsx-manager.json".to_string())
             }
             None => None,

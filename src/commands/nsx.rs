@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::analyse::matrix::{self, CellState};
-use crate::nsxmanager::client::Client;
+use crate::nsxmanager::client::{Client, CLEANUP_BOUND};
 use crate::nsxmanager::enforce;
 use crate::nsxmanager::model::{self, SupervisorVm};
 use crate::nsxmanager::raw::{Gap, Layout, NsxRead, StatisticsRead};
@@ -28,6 +28,8 @@ const ASSEMBLY_GRACE: Duration = Duration::from_secs(1);
 
 /// The longest the rule statistics before the checks may hold the probes back.
 const COUNTERS_BOUND: Duration = Duration::from_secs(10);
+/// The least time worth a reading: less is said as not read (the cluster's bound was spent).
+const MIN_READING: Duration = Duration::from_secs(1);
 
 /// The ports whose failing paths a traceflow proves, the peer port first (quorum's).
 const TRACED_PORTS: [u16; 2] = [2380, 2379];
@@ -84,7 +86,77 @@ impl NsxRun {
         };
         let vms = model::supervisor_vms(facts, &inventory.verified_vms(&facts.cluster.name));
         let hints: Vec<VmHint> = vms.iter().map(VmHint::from).collect();
-        let bound = within.min(self.config.options.limits.total);
+        // `within` is all the reading may take: its requests end early enough to leave the
+        // putting together and, with traceflows, their deletes (each within CLEANUP_BOUND).
+        let tidy = ASSEMBLY_GRACE
+            + if self.config.traceflow {
+                CLEANUP_BOUND
+            } else {
+                Duration::ZERO
+            };
+        let total = self.config.options.limits.total;
+        let bound = within.saturating_sub(tidy).min(total);
+        let shown = crate::nsxmanager::client::shown;
+        let cut_by_cluster = |why: String| Gap {
+            path: "/policy/api/v1".into(),
+            status: None,
+            why,
+            privilege: None,
+        };
+        if bound < MIN_READING {
+            return nsx_read::unread(
+                &manager,
+                &layout,
+                cut_by_cluster(format!(
+                    "not read: the cluster's --timeout (plus its grace) left {} after the probes, too little for a reading",
+                    shown(within)
+                )),
+            );
+        }
+        // The reading, its traceflows and their deletes, bounded as a whole by `within` (a
+        // backstop: the deadlines inside end it first); a traceflow it leaves is still tracked
+        // and deleted by [`NsxRun::finish`].
+        let backstop = within;
+        let whole = async {
+            let started = tokio::time::Instant::now();
+            let mut read = self
+                .read_within(client, &layout, &hints, &vms, reports, bound)
+                .await;
+            if bound < total && started.elapsed() >= bound {
+                // Cut by the cluster's bound, not --nsx-timeout: said, with the manager's
+                // own gaps (the requests the deadline stopped).
+                read.gaps.push(cut_by_cluster(format!(
+                    "the reading was given {} (what the cluster's --timeout plus its grace left after the probes), not --nsx-timeout's {}",
+                    shown(bound),
+                    shown(total)
+                )));
+            }
+            read
+        };
+        match tokio::time::timeout(backstop, whole).await {
+            Ok(r) => r,
+            Err(_) => nsx_read::unread(
+                &manager,
+                &layout,
+                cut_by_cluster(format!(
+                    "the reading did not finish within {} (what the cluster's bound left it)",
+                    shown(backstop)
+                )),
+            ),
+        }
+    }
+
+    /// The reading itself, its requests bounded by `bound`, then the traceflows.
+    async fn read_within(
+        &self,
+        client: &Client,
+        layout: &Layout,
+        hints: &[VmHint],
+        vms: &[SupervisorVm],
+        reports: &[NodeReport],
+        bound: Duration,
+    ) -> NsxRead {
+        let manager = self.config.options.manager.as_str().to_string();
         // `--nsx-timeout` is this reading's, whatever the probes before it took. The client's
         // deadline is what cuts the reading (what was read before it still counts); the
         // timeout around it only catches a reading that outlives that deadline by more than
@@ -93,11 +165,11 @@ impl NsxRun {
         let started = tokio::time::Instant::now();
         let backstop = bound + ASSEMBLY_GRACE;
         let mut read =
-            match tokio::time::timeout(backstop, nsx_read::read(client, &layout, &hints)).await {
+            match tokio::time::timeout(backstop, nsx_read::read(client, layout, hints)).await {
                 Ok(r) => r,
                 Err(_) => nsx_read::unread(
                     &manager,
-                    &layout,
+                    layout,
                     Gap {
                         path: "/policy/api/v1".into(),
                         status: None,
@@ -110,7 +182,7 @@ impl NsxRun {
                 ),
             };
         if self.config.traceflow {
-            let classes = classes(&read, &vms, reports);
+            let classes = classes(&read, vms, reports);
             let left = bound.saturating_sub(started.elapsed());
             if !classes.is_empty() && !left.is_zero() {
                 // This cluster's own tracker: its cleanup deletes its traceflows only, never

@@ -281,15 +281,37 @@ async fn round(
 /// server that answers every request slowly, each within its own bound, reaches it.
 pub const DIAGNOSIS_GRACE: Duration = Duration::from_secs(30);
 
+/// What a cluster's diagnosis keeps for judging after NSX Manager's reading, inside its outer
+/// bound ([`within`]): the reading ends this much before the bound, so that a reading cut at its
+/// deadline still leaves the verdict, the report and the bundle (never the whole diagnosis
+/// lost to the bound, and the Supervisor blamed for it).
+pub const JUDGING_RESERVE: Duration = Duration::from_secs(3);
+
+tokio::task_local! {
+    /// When the cluster's outer bound ([`within`]) cuts the diagnosis that runs in it.
+    static CLUSTER_DEADLINE: tokio::time::Instant;
+}
+
+/// What is left of the outer bound of the cluster whose diagnosis calls this; `None` outside
+/// one.
+fn left_of_cluster_bound() -> Option<Duration> {
+    CLUSTER_DEADLINE
+        .try_with(|d| d.saturating_duration_since(tokio::time::Instant::now()))
+        .ok()
+}
+
 /// `work` (one cluster's diagnosis), cut at `timeout` + [`DIAGNOSIS_GRACE`]: a run ends within
 /// its `--timeout` plus a stated margin whatever the servers do (docs/security.md, "Bounds").
-/// What it created is still tracked, and deleted by the caller.
+/// What it created is still tracked, and deleted by the caller. The work knows when that is
+/// ([`left_of_cluster_bound`]): NSX Manager's reading ends before it.
 async fn within<T>(
     timeout: Duration,
     cluster: &str,
     work: impl std::future::Future<Output = Result<T>>,
 ) -> Result<T> {
     let bound = timeout + DIAGNOSIS_GRACE;
+    let deadline = tokio::time::Instant::now() + bound;
+    let work = CLUSTER_DEADLINE.scope(deadline, work);
     tokio::time::timeout(bound, work).await.unwrap_or_else(|_| {
         Err(Error::Timeout(format!(
             "the diagnosis of cluster {cluster:?} did not finish within --timeout {} plus {}s: the Supervisor or workload API answers too slowly",
@@ -521,11 +543,20 @@ async fn conclude(
     let nsx_read = match nsx {
         Some(n) => {
             progress.stage("reading NSX Manager's distributed firewall");
+            // Within the cluster's outer bound (which also counts the Supervisor's walk),
+            // less what judging needs: the reading is cut, never the diagnosis.
             let left = (plan.timeout + DIAGNOSIS_GRACE).saturating_sub(spent());
+            let left = left_of_cluster_bound()
+                .map_or(left, |l| l.min(left))
+                .saturating_sub(JUDGING_RESERVE);
             let mut read = n
                 .read(&conn.client, &facts, inventory, &reports, left)
                 .await;
+            // The rule statistics after the checks, within the same bound as the reading.
             let left = (plan.timeout + DIAGNOSIS_GRACE).saturating_sub(spent());
+            let left = left_of_cluster_bound()
+                .map_or(left, |l| l.min(left))
+                .saturating_sub(JUDGING_RESERVE);
             n.enforcement_after(&mut read, counters, left).await;
             Some((read, n.note()))
         }

@@ -555,7 +555,16 @@ pub struct Limits {
     pub max_retry_after: Duration,
     /// Requests in flight at once (the reader's fan-out).
     pub max_concurrent: usize,
+    /// The bytes of every answer's body together, for the client's whole life (one run: every
+    /// cluster's reading): past it no request of the reading is sent, and the answer being read
+    /// is cut ([`RequestError::Budget`]). Tidying up (a traceflow's delete, the session's
+    /// destroy) is not held to it.
+    pub max_total_bytes: u64,
 }
+
+/// The default [`Limits::max_total_bytes`]: what one run keeps of NSX Manager at most (the
+/// bundle keeps a quarter of its 512 MiB for every cluster's reading together).
+pub const MAX_TOTAL_BYTES: u64 = 128 * 1024 * 1024;
 
 impl Limits {
     /// The defaults for a reading bounded by `total`.
@@ -570,6 +579,7 @@ impl Limits {
             retries: 3,
             max_retry_after: Duration::from_secs(10),
             max_concurrent: 4,
+            max_total_bytes: MAX_TOTAL_BYTES,
         }
     }
 }
@@ -738,6 +748,9 @@ pub enum RequestError {
     NotJson,
     #[error("{0}")]
     BadPath(String),
+    /// The run's byte budget for NSX Manager's answers is spent ([`Limits::max_total_bytes`]).
+    #[error("not read: the run's budget of {} MiB for NSX Manager's answers is spent", .limit / (1024 * 1024))]
+    Budget { limit: u64 },
     /// The manager refused this run's login: nothing more is sent to it.
     #[error("not asked: NSX Manager refused this run's login, and nothing more is sent to it (NSX locks an account after {LOCKOUT_FAILURES} failed logins within {LOCKOUT_WINDOW_SECS} s by default)")]
     NotSent,
@@ -964,6 +977,8 @@ pub struct Client {
     deadline: std::sync::Mutex<Instant>,
     /// Why nothing more is sent: a re-login the manager refused (said with the reading's gaps).
     refused: std::sync::OnceLock<Gap>,
+    /// The bytes of answers' bodies read so far ([`Limits::max_total_bytes`]).
+    bytes_read: std::sync::atomic::AtomicU64,
 }
 
 impl fmt::Debug for Client {
@@ -1032,6 +1047,7 @@ impl Client {
             limits: options.limits,
             deadline: std::sync::Mutex::new(Instant::now() + options.limits.total),
             refused: std::sync::OnceLock::new(),
+            bytes_read: std::sync::atomic::AtomicU64::new(0),
         };
         client.login().await?;
         tracing::debug!(manager = %client.manager, "NSX Manager session");
@@ -1347,6 +1363,12 @@ impl Client {
         within: Option<Duration>,
         session: Option<&Session>,
     ) -> Result<Answer, RequestError> {
+        // The run's byte budget holds the reading, never the tidying up (`within`).
+        let budgeted = within.is_none();
+        let budget = self.limits.max_total_bytes;
+        if budgeted && self.bytes_read.load(Ordering::SeqCst) >= budget {
+            return Err(RequestError::Budget { limit: budget });
+        }
         let bound = match within {
             Some(b) => b,
             None => {
@@ -1392,25 +1414,27 @@ impl Client {
                         why: clean(&crate::error::chain(&e), 2 * MAX_MESSAGE_CHARS),
                     })?;
             let (parts, body) = response.into_parts();
-            let body = Limited::new(body, max)
-                .collect()
-                .await
-                .map_err(|e| {
-                    if e.downcast_ref::<http_body_util::LengthLimitError>()
-                        .is_some()
-                    {
-                        RequestError::Large {
-                            manager: manager.clone(),
-                            limit: max,
-                        }
-                    } else {
-                        RequestError::Transport {
-                            manager: manager.clone(),
-                            why: clean(&e.to_string(), 2 * MAX_MESSAGE_CHARS),
-                        }
+            let body = Limited::new(body, max);
+            let body = if budgeted {
+                read_budgeted(body, &self.bytes_read, budget).await?
+            } else {
+                body.collect().await.map(|c| c.to_bytes())
+            };
+            let body = body.map_err(|e| {
+                if e.downcast_ref::<http_body_util::LengthLimitError>()
+                    .is_some()
+                {
+                    RequestError::Large {
+                        manager: manager.clone(),
+                        limit: max,
                     }
-                })?
-                .to_bytes();
+                } else {
+                    RequestError::Transport {
+                        manager: manager.clone(),
+                        why: clean(&e.to_string(), 2 * MAX_MESSAGE_CHARS),
+                    }
+                }
+            })?;
             Ok(Answer {
                 status: parts.status,
                 headers: parts.headers,
@@ -1425,6 +1449,35 @@ impl Client {
             }),
         }
     }
+}
+
+/// A body read frame by frame, each frame counted into the run's `spent` bytes: past
+/// `budget` the read stops at once ([`RequestError::Budget`]), so the run holds at most the
+/// budget and the frames in flight when it was reached. The inner error (the size cap, the
+/// transport) is the caller's to tell.
+async fn read_budgeted<B>(
+    mut body: B,
+    spent: &std::sync::atomic::AtomicU64,
+    budget: u64,
+) -> Result<Result<Bytes, B::Error>, RequestError>
+where
+    B: http_body::Body<Data = Bytes> + Unpin,
+{
+    let mut out = bytes::BytesMut::new();
+    while let Some(frame) = body.frame().await {
+        let frame = match frame {
+            Ok(f) => f,
+            Err(e) => return Ok(Err(e)),
+        };
+        if let Ok(data) = frame.into_data() {
+            let now = spent.fetch_add(data.len() as u64, Ordering::SeqCst) + data.len() as u64;
+            if now > budget {
+                return Err(RequestError::Budget { limit: budget });
+            }
+            out.extend_from_slice(&data);
+        }
+    }
+    Ok(Ok(out.freeze()))
 }
 
 #[cfg(test)]

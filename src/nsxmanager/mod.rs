@@ -3,6 +3,7 @@
 //! (`--nsx-traceflow`). Read-only but for the traceflows it creates and always deletes. What
 //! was read is one value, [`raw::NsxRead`]; `analyse::dfw` judges it.
 
+pub mod bound;
 pub mod client;
 pub mod enforce;
 pub mod model;

@@ -178,7 +178,15 @@ impl Counters {
         let mut out = Counters::default();
         // 3.4's second name only where the name of 3.4 to 3.6 is missing.
         let mut debugging_db_size = None;
-        for s in &scrape.samples {
+        // One fixed order, so that the same text gives the same numbers every run: the crate
+        // puts histograms in a HashMap (`Scrape::parse_at`'s `buckets`) and returns them in its
+        // random order, so a family written twice (two series of one name, their labels
+        // differing) would give either one. By name, then labels (sorted, as the crate prints
+        // them), then line order (a stable sort): where a family is written more than once the
+        // series last in that order is the one taken (the loop below keeps the last), every run.
+        let mut samples: Vec<&prometheus_parse::Sample> = scrape.samples.iter().collect();
+        samples.sort_by_cached_key(|s| (s.metric.clone(), s.labels.to_string()));
+        for s in samples {
             let peer = |label: &str| s.labels.get(label).and_then(|id| MemberId::parse(id).ok());
             match s.metric.as_str() {
                 "etcd_server_id" if scalar(&s.value) == Some(1.0) => {

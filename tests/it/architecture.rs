@@ -127,7 +127,7 @@ const FOLDERS: &[(&str, &[&[&str]])] = &[
     (
         "nsxmanager",
         &[
-            &["enforce"],
+            &["bound", "enforce"],
             &["read", "traceflow"],
             &["client"],
             &["model"],

@@ -1293,3 +1293,89 @@ fn a_drop_whose_hits_grew_is_proven_and_forbidden_counters_leave_it_matched() {
         report.verdict.evidence
     );
 }
+
+/// A slow manager beside a slow probe: the probes take most of `--timeout 10s` (the jumpbox pod
+/// runs 8 s), and the manager, quick to log in, is then slow (each answer 60 s late) with the
+/// whole `--nsx-timeout` (1m) still to go. The reading ends inside the cluster's outer bound
+/// (`--timeout` plus 30 s), with room for the verdict: the report, the bundle and the exit code
+/// are as without NSX Manager, the cut is said as the reading's, and the Supervisor is not
+/// blamed.
+#[test]
+fn a_slow_manager_beside_a_slow_probe_keeps_the_diagnosis() {
+    let case = Case::new("infra-drop-2380");
+    fn dropped(_: usize, ip: &str) -> Option<String> {
+        Some(section_2380_dropped(ip))
+    }
+    case.env.supervisor.on_pod_created(|pod| {
+        let log = scripted_jumpbox_log_with(pod, &CP, dropped);
+        Some(etcdnet_fakeapi::PodScript {
+            run_after: Duration::from_secs(8),
+            ..etcdnet_fakeapi::PodScript::succeeds(log)
+        })
+    });
+    let bundle = case.env.dir.path().join("slow.tar.gz");
+    let mut cmd = case.nsx_command(
+        "auditor",
+        &[
+            "-o",
+            "json",
+            "--timeout",
+            "10s",
+            "--bundle",
+            bundle.to_str().unwrap(),
+        ],
+    );
+    cmd.stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let started = Instant::now();
+    let child = cmd.spawn().expect("kubectl runs");
+    // Slow from the first request after the login on.
+    while case.nsx.requests().is_empty() && started.elapsed() < Duration::from_secs(20) {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert!(
+        !case.nsx.requests().is_empty(),
+        "the plugin never logged in"
+    );
+    case.nsx.set_delay(Duration::from_secs(60));
+    let run = Run::from(child.wait_with_output().unwrap());
+    let took = started.elapsed();
+    run.expect_code(1);
+    assert!(
+        !run.stderr.contains("did not finish within --timeout")
+            && !run.stderr.contains("answers too slowly"),
+        "{}",
+        run.stderr
+    );
+    let report = run.diagnose_report();
+    assert_2380_verdict(&report);
+    let notes = nsx_notes(&report);
+    assert!(
+        notes.iter().any(|n| n.contains(
+            "what the cluster's --timeout plus its grace left after the probes), not --nsx-timeout's 1m"
+        )),
+        "{notes:#?}"
+    );
+    assert!(took < Duration::from_secs(10 + 30 + 10), "took {took:?}");
+    // The bundle was written, and is read again.
+    assert!(bundle.exists(), "no bundle");
+    let offline = crate::bundle::analyse_offline(&case.env, &bundle, &["-o", "json"]);
+    offline.expect_code(1);
+}
+
+/// A `--nsx-manager` value with userinfo (a password pasted by mistake) is refused with exit 2
+/// and one line naming the flag and what is wrong, never the value, through the real kubectl.
+#[test]
+fn a_url_with_userinfo_is_refused_without_echo() {
+    let env = Env::new(SET, Workload::black_hole());
+    for value in [
+        "https://admin:planted-pass@nsx.example",
+        "http://admin:planted-pass@nsx.example",
+    ] {
+        let run = env.kubectl(&["diagnose", CLUSTER, "-n", NS, "--nsx-manager", value]);
+        run.expect_code(2);
+        assert!(!run.stderr.contains("planted-pass"), "{}", run.stderr);
+        assert!(!run.stdout.contains("planted-pass"), "{}", run.stdout);
+        assert!(run.stderr.contains("--nsx-manager"), "{}", run.stderr);
+    }
+}

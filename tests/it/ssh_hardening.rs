@@ -57,3 +57,68 @@ fn a_locked_ssh_option_is_a_usage_error() {
     ])
     .expect_code(0);
 }
+
+/// The `ssh` children get a clean environment: an `ssh` on PATH that records its environment
+/// sees `PATH` and `HOME`, and neither `NSXT_PASSWORD`/`NSXT_USERNAME` (the NSX credentials the
+/// admin exported) nor anything else of the plugin's.
+#[test]
+fn ssh_children_get_no_nsx_credentials() {
+    let env = Env::new(SET, Workload::black_hole());
+    let bin = tempfile::tempdir().unwrap();
+    let seen = bin.path().join("seen");
+    std::fs::create_dir(&seen).unwrap();
+    let ssh = bin.path().join("ssh");
+    // Each child writes its whole environment, NUL-separated, then fails as an unreachable
+    // host does (255).
+    std::fs::write(
+        &ssh,
+        format!(
+            "#!/bin/sh\nenv -0 > '{}/env.'$$\nexit 255\n",
+            seen.display()
+        ),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&ssh, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let path = format!(
+        "{}:{}",
+        bin.path().display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let mut cmd = env.plugin_command(&[
+        "diagnose",
+        CLUSTER,
+        "-n",
+        NS,
+        "--via",
+        "ssh",
+        "--timeout",
+        "20s",
+        "-o",
+        "json",
+    ]);
+    cmd.env("PATH", path)
+        .env("NSXT_PASSWORD", "planted-nsx-password")
+        .env("NSXT_USERNAME", "planted-nsx-user")
+        .env("ETCDNET_TEST_OTHER_SECRET", "planted-other");
+    let run = Run::from(cmd.output().unwrap());
+    let envs: Vec<String> = std::fs::read_dir(&seen)
+        .unwrap()
+        .map(|e| String::from_utf8(std::fs::read(e.unwrap().path()).unwrap()).unwrap())
+        .collect();
+    assert!(!envs.is_empty(), "no ssh child ran: {}", run.stderr);
+    for e in &envs {
+        let names: Vec<&str> = e
+            .split('\0')
+            .filter_map(|kv| kv.split_once('=').map(|(k, _)| k))
+            .collect();
+        assert!(
+            names.contains(&"PATH") && names.contains(&"HOME"),
+            "{names:?}"
+        );
+        for planted in ["planted-nsx-password", "planted-nsx-user", "planted-other"] {
+            assert!(!e.contains(planted), "{planted} reached ssh: {names:?}");
+        }
+        assert!(names.iter().all(|k| !k.starts_with("NSXT_")), "{names:?}");
+    }
+}

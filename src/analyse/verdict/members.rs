@@ -127,6 +127,34 @@ impl<'a> Lists<'a> {
         out
     }
 
+    /// The node member `id` stands for, as the majority judges it: the probed node at the
+    /// majority's entry's peer address; without a majority entry (a removed member only its own
+    /// list still names), the one node whose own list puts `id` at that node's own address.
+    /// Never one list's word about another node: a forged entry on one node cannot move an
+    /// honest member onto it. `None` when neither tells one node.
+    pub fn node_of(&self, all: &'a [NodeReport], id: MemberId) -> Option<&'a str> {
+        let at = |ips: &[IpAddr]| {
+            let mut hits = all
+                .iter()
+                .filter(|n| n.ip.is_some_and(|ip| ips.contains(&ip)));
+            let first = hits.next()?;
+            hits.next().is_none().then_some(first.name.as_str())
+        };
+        match self.majority(&self.voters(), id) {
+            Vote::Entry(m, _) => at(&ips(m)),
+            Vote::Absent | Vote::Split => {
+                let mut own = self.lists.iter().filter_map(|l| {
+                    let m = l.by_id.get(&id)?;
+                    let n = all.iter().find(|n| n.name == l.node)?;
+                    n.ip.filter(|ip| ips(m).contains(ip))?;
+                    Some(n.name.as_str())
+                });
+                let first = own.next()?;
+                own.all(|o| o == first).then_some(first)
+            }
+        }
+    }
+
     /// What more than half of the voting lists say of member `id`.
     fn majority(&self, voters: &[usize], id: MemberId) -> Vote<'a> {
         let holders: Vec<usize> = self

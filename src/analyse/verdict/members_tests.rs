@@ -444,3 +444,85 @@ fn the_lists_are_read_and_judged_once_per_verdict() {
     assert_eq!(v.code, VerdictCode::EtcdMemberMismatch, "{v:#?}");
     assert_eq!(members::RUNS.with(|r| r.get()), (1, 1));
 }
+
+/// One view of membership: cp1's member list forges cp3's ID at cp1's own address, and cp1's
+/// list comes first. The majority (cp2's and cp3's lists) puts that ID at cp3, so cp2's
+/// episodes about it stay on cp2↔cp3, the pair that fails: never moved onto cp2↔cp1, which
+/// does not fail (the verdict, the metrics and the timeline share the majority's view).
+#[test]
+fn a_forged_member_entry_moves_no_episode() {
+    use crate::analyse::timeline::tests as tl;
+    let fails = |i: usize| -> Vec<usize> {
+        match i {
+            2 => vec![0, 1],
+            _ => vec![2],
+        }
+    };
+    let list = |forged: bool| Members {
+        outcome: QueryOutcome::Ok,
+        http_status: Some(200),
+        cluster_id: Some("73841b4a9097c907".into()),
+        members: (0..3)
+            .map(|j| Member {
+                id: Some(tl::IDS[j].parse().unwrap()),
+                name: Some(tl::NAMES[j].into()),
+                // The forger says cp3's member is at its own address.
+                peer_urls: vec![format!(
+                    "https://{}:2380",
+                    if forged && j == 2 {
+                        tl::IPS[0]
+                    } else {
+                        tl::IPS[j]
+                    }
+                )],
+                client_urls: vec![],
+                is_learner: false,
+            })
+            .collect(),
+        truncated: false,
+        ms: Some(2),
+        detail: None,
+    };
+    let nodes: Vec<NodeReport> = (0..3)
+        .map(|i| {
+            let mut n = tl::node(
+                i,
+                Some(0),
+                &tl::fixture(&format!("cp3-isolated-cp{}.log", i + 1)),
+                &fails(i),
+            );
+            if let Ok(p) = &mut n.outcome {
+                p.members = list(i == 0);
+            }
+            n
+        })
+        .collect();
+    let d = diagnose(
+        &crate::testing::facts(3, 3, vec![]),
+        &nodes,
+        std::time::Duration::from_secs(24 * 3600),
+    );
+    let t = &d.timeline;
+    let pairs: Vec<(&str, &str)> = t
+        .pairs
+        .iter()
+        .map(|p| (p.from.as_str(), p.to.as_str()))
+        .collect();
+    assert_eq!(
+        pairs,
+        [
+            ("cp1", "cp3"),
+            ("cp2", "cp3"),
+            ("cp3", "cp1"),
+            ("cp3", "cp2")
+        ],
+        "{t:#?}"
+    );
+    // cp2's own log saw cp3 go: its onset is on cp2↔cp3.
+    let cp2_cp3 = t
+        .pairs
+        .iter()
+        .find(|p| p.from == "cp2" && p.to == "cp3")
+        .unwrap();
+    assert!(cp2_cp3.seen_by_from.is_some(), "{t:#?}");
+}

@@ -374,3 +374,63 @@ fn no_space_from_the_database_size_against_its_quota() {
     p[2].metrics = reads(sized(full - 1, full), sized(full - 1, full));
     assert_ne!(run(p).verdict.code, VerdictCode::EtcdNoSpace);
 }
+
+/// One view of membership: cp1's own list forges m3 at cp1's own address (and cp1 is first).
+/// The majority of the lists puts m3 at cp3: cp1's metrics about m3 stay cp3's, never moved
+/// onto cp1 (whose path to itself does not fail), as the verdict's own member judgement says.
+#[test]
+fn a_forged_member_entry_moves_no_metric() {
+    for v in ["v3.4", "v3.5"] {
+        let mut p = listed();
+        for m in &mut p[0].members.members {
+            if m.id.map(|i| i.to_string()).as_deref() == Some(IDS[2]) {
+                m.peer_urls = vec![format!("https://{}:2380", IPS[0])];
+            }
+        }
+        peers_all(&mut p, TcpOutcome::Timeout);
+        p[0].metrics = reads(
+            fixture(&format!("{v}-one-down")),
+            fixture(&format!("{v}-no-leader")),
+        );
+        let d = run(p);
+        let peers: Vec<(String, Option<&str>)> = (d.etcd_metrics[0].peers.iter())
+            .map(|p| (p.id.to_string(), p.node.as_deref()))
+            .collect();
+        assert_eq!(
+            peers,
+            [
+                (IDS[2].to_string(), Some("cp3")),
+                (IDS[1].to_string(), Some("cp2")),
+            ],
+            "{v}"
+        );
+        assert!(
+            !d.verdict.evidence.iter().any(|e| e.contains("cp1 +")),
+            "{v}: {:#?}",
+            d.verdict.evidence
+        );
+    }
+}
+
+/// Duplicate series: the WAL fsync histogram written twice, once slow and once (with one more
+/// label) fast. The crate keeps histograms in a HashMap, so which one was taken used to depend
+/// on the run; now one fixed order decides, and the same input gives the same verdict and the
+/// same evidence every run.
+#[test]
+fn duplicate_metric_series_give_the_same_verdict_every_run() {
+    let doubled = |fast: u64, slow: u64| {
+        let other = fsyncs(100, 0).replace("{le=", "{instance=\"forged\",le=");
+        let other: String = other.lines().skip(1).map(|l| format!("{l}\n")).collect();
+        format!("{}{other}", fsyncs(fast, slow))
+    };
+    let verdict = || {
+        let mut p = listed();
+        p[1].metrics = reads(doubled(90, 10), doubled(90, 13));
+        let v = run(p).verdict;
+        (v.code, v.evidence)
+    };
+    let first = verdict();
+    for _ in 0..32 {
+        assert_eq!(verdict(), first);
+    }
+}

@@ -193,3 +193,31 @@ fn only_an_answered_read_has_counters() {
     };
     assert_eq!(read.counters().unwrap().has_leader, Some(true));
 }
+
+/// A family written as two series (labels differing): the same one is taken on every parse,
+/// whatever order the crate's HashMap hands them out in.
+#[test]
+fn duplicate_series_are_read_in_one_fixed_order() {
+    let series = |labels: &str, slow: u64| {
+        let mut t = String::new();
+        for (le, n) in [("0.008", 10), ("1.024", 10), ("+Inf", 10 + slow)] {
+            t.push_str(&format!(
+                "etcd_disk_wal_fsync_duration_seconds_bucket{{{labels}le=\"{le}\"}} {n}\n"
+            ));
+        }
+        t
+    };
+    let text = format!(
+        "# TYPE etcd_disk_wal_fsync_duration_seconds histogram\n{}{}{}",
+        series("", 5),
+        series("a=\"1\",", 0),
+        series("z=\"1\",", 7)
+    );
+    let first = Counters::parse(&text);
+    assert!(first.wal_fsync.is_some());
+    for _ in 0..64 {
+        assert_eq!(Counters::parse(&text), first);
+    }
+    // The series whose labels sort last (`z="1"`).
+    assert_eq!(first.wal_fsync.unwrap().count(), 17.0);
+}

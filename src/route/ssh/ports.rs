@@ -63,6 +63,9 @@ pub fn read_effective(text: &str) -> Option<Connects> {
 /// checked from here, rather than a view that may not be the route's.
 pub async fn effective(args: &[String]) -> Option<Connects> {
     let mut cmd = tokio::process::Command::new("ssh");
+    // The probe's ssh's own clean environment: `ssh -G` runs a config's `Match exec` too.
+    cmd.env_clear()
+        .envs(super::session::ssh_env(std::env::vars_os()));
     cmd.arg("-G")
         .args(args)
         .stdin(std::process::Stdio::null())

@@ -92,6 +92,46 @@ impl SshSession<'_> {
 /// talking, and is a `BadOutput` as soon as it is seen.
 pub const MAX_STDERR_BYTES: usize = 1024 * 1024;
 
+/// The only variables an `ssh` child inherits: where programs and the admin's `~/.ssh` are
+/// (`PATH`, `HOME`; a `ProxyCommand`/`ProxyJump` runs programs), who they are (`USER`,
+/// `LOGNAME`), the admin's agent for their keys (`SSH_AUTH_SOCK`; `ForwardAgent=no` keeps it
+/// on this machine), Kerberos for GSSAPI (`KRB5CCNAME`, `KRB5_CONFIG`), a security key's
+/// provider (`SSH_SK_PROVIDER`), the temporary directory, the time zone and the locale its
+/// messages (and the usual `SendEnv LANG LC_*`) use. Nothing else of the plugin's environment:
+/// never `NSXT_PASSWORD` or any other secret the admin exported for another tool (ssh would
+/// hand it to a `ProxyCommand`, a `LocalCommand` or a `SendEnv` pattern of the admin's config).
+pub const SSH_ENV_ALLOWED: [&str; 16] = [
+    "PATH",
+    "HOME",
+    "USER",
+    "LOGNAME",
+    "SSH_AUTH_SOCK",
+    "KRB5CCNAME",
+    "KRB5_CONFIG",
+    "SSH_SK_PROVIDER",
+    "TMPDIR",
+    "TZ",
+    "LANG",
+    "LANGUAGE",
+    "LC_ALL",
+    "LC_CTYPE",
+    "LC_MESSAGES",
+    "TERM",
+];
+
+/// The environment an `ssh` child gets, from the plugin's own: the [`SSH_ENV_ALLOWED`] names
+/// only, and of them never one that starts `NSXT_` (terraform-provider-nsxt's variables, which
+/// the plugin reads too: none is allowed; kept as the rule's statement).
+pub fn ssh_env(
+    vars: impl Iterator<Item = (std::ffi::OsString, std::ffi::OsString)>,
+) -> Vec<(std::ffi::OsString, std::ffi::OsString)> {
+    vars.filter(|(k, _)| {
+        k.to_str()
+            .is_some_and(|k| SSH_ENV_ALLOWED.contains(&k) && !k.starts_with("NSXT_"))
+    })
+    .collect()
+}
+
 /// One ssh run of the probe with `args` (`ssh_args`'): its outcome, and port 22 as that
 /// connection saw it ([`ports::port_22`]).
 async fn probe_one(
@@ -101,6 +141,8 @@ async fn probe_one(
     bound: Duration,
 ) -> (std::result::Result<ProbeOutput, ReachError>, PortState) {
     let mut cmd = tokio::process::Command::new("ssh");
+    // A clean environment: only what ssh needs (never the NSX credentials).
+    cmd.env_clear().envs(ssh_env(std::env::vars_os()));
     cmd.args(args)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -249,6 +291,30 @@ mod tests {
             "/tests/fixtures/probe-output/healthy-node.json"
         ))
         .unwrap()
+    }
+
+    /// The ssh child's environment: the allowed names only; `NSXT_*` and anything else of the
+    /// plugin's environment never.
+    #[test]
+    fn ssh_gets_only_the_allowed_environment() {
+        let os = |k: &str, v: &str| (std::ffi::OsString::from(k), std::ffi::OsString::from(v));
+        let given = vec![
+            os("PATH", "/usr/bin"),
+            os("HOME", "/home/admin"),
+            os("SSH_AUTH_SOCK", "/run/agent"),
+            os("NSXT_PASSWORD", "planted-secret"),
+            os("NSXT_USERNAME", "admin"),
+            os("NSXT_MANAGER_HOST", "nsx"),
+            os("AWS_SECRET_ACCESS_KEY", "planted-too"),
+            os("LD_PRELOAD", "/tmp/evil.so"),
+            os("LC_ALL", "C.UTF-8"),
+        ];
+        let got: Vec<String> = ssh_env(given.into_iter())
+            .into_iter()
+            .map(|(k, _)| k.into_string().unwrap())
+            .collect();
+        assert_eq!(got, ["PATH", "HOME", "SSH_AUTH_SOCK", "LC_ALL"]);
+        assert!(SSH_ENV_ALLOWED.iter().all(|k| !k.starts_with("NSXT_")));
     }
 
     #[tokio::test]
