@@ -149,7 +149,7 @@ impl NsxRun {
     /// The reading itself, its requests bounded by `bound`, then the traceflows.
     async fn read_within(
         &self,
-        client: &Client,
+        client: &Arc<Client>,
         layout: &Layout,
         hints: &[VmHint],
         vms: &[SupervisorVm],
@@ -189,7 +189,7 @@ impl NsxRun {
                 // another cluster's still being polled.
                 let own = self.tracker.scoped();
                 read.traceflows =
-                    traceflow::run_and_delete(client, &layout, &classes, &own, left).await;
+                    traceflow::run_and_delete(client, layout, &classes, &own, left).await;
             }
         }
         read

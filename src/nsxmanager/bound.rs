@@ -233,7 +233,10 @@ fn kept(read: &NsxRead, gaps: &[Gap], keep: &[usize; PARTS], why: &str) -> NsxRe
         services: first(&read.services, keep[4]),
         vms: read.vms[..keep[5].min(lens[5])].to_vec(),
         traceflows: read.traceflows[..keep[6].min(lens[6])].to_vec(),
+        vpc_security: read.vpc_security.clone(),
         gaps: out_gaps,
+        enforcement: read.enforcement.clone(),
+        statistics: read.statistics.clone(),
     }
 }
 
