@@ -509,27 +509,37 @@ async fn conclude(
         supervisor: &conn.client,
         workload: &workload,
     };
-    // NSX Manager's rule counters before the checks (before the route opens: a jumpbox pod
-    // starts probing as it starts), to tell a rule that dropped them; counted in the
-    // cluster's --timeout like the rest.
-    let counters = match nsx {
-        Some(n) => {
-            let left = plan.timeout.saturating_sub(spent());
-            n.counters_before(&conn.client, &facts, inventory, left)
-                .await
+    // NSX Manager's rule counters before the checks, read beside the route's opening and the
+    // probes rather than before them: a slow manager must not spend the probes' time (the
+    // cluster's --timeout). A before-read that ends after the first probe packets only makes
+    // the growth smaller, never a false proof: whatever grew between the two reads grew
+    // during the checks.
+    let counters = async {
+        match nsx {
+            Some(n) => {
+                let left = plan.timeout.saturating_sub(spent());
+                n.counters_before(&conn.client, &facts, inventory, left)
+                    .await
+            }
+            None => None,
         }
-        None => None,
     };
-    let session = plan.route.open(env, &plan.targets).await?;
     let tracker = tracker.for_cluster(&namespace, &cluster);
-    let run = route::Run {
-        tracker: &tracker,
-        bound: plan.timeout.saturating_sub(spent()),
-        keep: plan.keep_pods,
+    let probes = async {
+        let session = plan.route.open(env, &plan.targets).await?;
+        let run = route::Run {
+            tracker: &tracker,
+            bound: plan.timeout.saturating_sub(spent()),
+            keep: plan.keep_pods,
+        };
+        let reports =
+            route::probe_all(&session, &plan.targets, &run, plan.parallel, progress).await;
+        // The session (and any key file it holds) ends here, before the analysis.
+        drop(session);
+        Ok::<_, Error>(reports)
     };
-    let reports = route::probe_all(&session, &plan.targets, &run, plan.parallel, progress).await;
-    // The session (and any key file it holds) ends here, before the analysis.
-    drop(session);
+    let (counters, reports) = tokio::join!(counters, probes);
+    let reports = reports?;
     // The workload API again, now that etcd was seen: it may have healed (or broken) while the
     // probes ran, and `Healthy` needs it seen answering after etcd was seen healthy. Same
     // kubeconfig and code as the first check, within `--api-timeout` and what is left of the

@@ -1171,7 +1171,7 @@ impl Memberships {
         if self.groups.contains(path) {
             return Some(true);
         }
-        let root = crate::nsxmanager::read::association_root_of(path)?;
+        let root = association_root_of(path)?;
         self.whole.contains(&root).then_some(false)
     }
 }
@@ -1699,4 +1699,18 @@ pub fn supervisor_vms(
             })
         })
         .collect()
+}
+
+/// The tree of an association root a group path is in (`read::association_roots`' form; here,
+/// below the reading, since the model judges by it), if any.
+pub fn association_root_of(group_path: &str) -> Option<String> {
+    let parts: Vec<&str> = group_path.trim_start_matches('/').split('/').collect();
+    match parts.as_slice() {
+        ["infra", ..] => Some("/infra".into()),
+        ["orgs", o, "projects", p, "infra", ..] => Some(format!("/orgs/{o}/projects/{p}/infra")),
+        ["orgs", o, "projects", p, "vpcs", v, ..] => {
+            Some(format!("/orgs/{o}/projects/{p}/vpcs/{v}"))
+        }
+        _ => None,
+    }
 }

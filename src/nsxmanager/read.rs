@@ -247,19 +247,6 @@ pub fn association_roots(layout: &Layout) -> Vec<String> {
     out
 }
 
-/// The tree of an association root a group path is in ([`association_roots`]' form), if any.
-pub fn association_root_of(group_path: &str) -> Option<String> {
-    let parts: Vec<&str> = group_path.trim_start_matches('/').split('/').collect();
-    match parts.as_slice() {
-        ["infra", ..] => Some("/infra".into()),
-        ["orgs", o, "projects", p, "infra", ..] => Some(format!("/orgs/{o}/projects/{p}/infra")),
-        ["orgs", o, "projects", p, "vpcs", v, ..] => {
-            Some(format!("/orgs/{o}/projects/{p}/vpcs/{v}"))
-        }
-        _ => None,
-    }
-}
-
 /// The effective-member lists read for a group at `group_path`: a VPC group's ports are
 /// `subnet-ports`, every other group's `segment-ports` (kept in [`Members::segment_ports`]).
 pub fn member_kinds(group_path: &str) -> [&'static str; 3] {

@@ -23,8 +23,8 @@ pub const AUTO_HELP: &str = "pod when the workload API answers, else jumpbox (NS
 
 /// The longest `auto` waits for a VM's TCP 22 on a VDS Supervisor (all VMs at once): a VM on a
 /// routed network answers a SYN within milliseconds; 2 s covers a slow path without making an
-/// admin wait for a route that is not there.
-pub const SSH_PORT_CHECK: Duration = Duration::from_secs(2);
+/// admin wait for a route that is not there. The ssh route's port checks wait as long.
+pub const SSH_PORT_CHECK: Duration = super::ssh::ports::PORT_CHECK;
 
 /// Which VMs answered on TCP 22 from this machine, and why the others did not.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

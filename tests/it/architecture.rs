@@ -75,7 +75,11 @@ const FOLDERS: &[(&str, &[&[&str]])] = &[
     ),
     (
         "route::ssh",
-        &[&["session"], &["client", "run_dir", "secret"], &["options"]],
+        &[
+            &["session"],
+            &["client", "ports", "run_dir", "secret"],
+            &["options"],
+        ],
     ),
     (
         "route::lifecycle",

@@ -17,8 +17,10 @@ use std::time::Duration;
 
 use crate::probe::{PortReach, PortState};
 
-/// The longest a port check waits (each port, all at once): as `--via auto`'s TCP 22 check.
-pub const PORT_CHECK: Duration = crate::route::via::SSH_PORT_CHECK;
+/// The longest a port check waits (each port, all at once; `--via auto`'s TCP 22 check too): a
+/// VM on a routed network answers a SYN within milliseconds; 2 s covers a slow path without
+/// making an admin wait for a route that is not there.
+pub const PORT_CHECK: Duration = Duration::from_secs(2);
 
 /// The ports checked by a TCP connect; 22 is the probe's own connection's.
 pub const TCP_PORTS: [u16; 3] = [2379, 2380, 6443];
@@ -58,14 +60,16 @@ pub fn read_effective(text: &str) -> Option<Connects> {
     })
 }
 
-/// `ssh -G` with the probe's own arguments (`args`, as `ssh_args` made them): how that ssh would
-/// connect. None when ssh cannot say (not run, an error, within a second): then nothing is
-/// checked from here, rather than a view that may not be the route's.
-pub async fn effective(args: &[String]) -> Option<Connects> {
+/// `ssh -G` with the probe's own arguments (`args`, as `ssh_args` made them) and its clean
+/// environment (`env`; `ssh -G` runs a config's `Match exec` too): how that ssh would connect.
+/// None when ssh cannot say (not run, an error, within a second): then nothing is checked from
+/// here, rather than a view that may not be the route's.
+pub async fn effective(
+    args: &[String],
+    env: Vec<(std::ffi::OsString, std::ffi::OsString)>,
+) -> Option<Connects> {
     let mut cmd = tokio::process::Command::new("ssh");
-    // The probe's ssh's own clean environment: `ssh -G` runs a config's `Match exec` too.
-    cmd.env_clear()
-        .envs(super::session::ssh_env(std::env::vars_os()));
+    cmd.env_clear().envs(env);
     cmd.arg("-G")
         .args(args)
         .stdin(std::process::Stdio::null())

@@ -59,7 +59,9 @@ impl SshSession<'_> {
             &remote_probe_command(&at.probe),
         );
         // Through a proxy the proxy connects, not this machine: no view from here then.
-        let direct = ports::effective(&args).await.filter(|c| !c.proxied);
+        let direct = ports::effective(&args, ssh_env(std::env::vars_os()))
+            .await
+            .filter(|c| !c.proxied);
         let bound = ports::PORT_CHECK.min(self.settings.connect_timeout);
         let tcp = async {
             match direct {
