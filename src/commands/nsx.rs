@@ -197,8 +197,8 @@ impl NsxRun {
 
     /// The rules' hit counters before the cluster's path checks (issue 37), read as the DFW
     /// reading reads (same layout, same privileges), within `within` and at most
-    /// [`COUNTERS_BOUND`]; run beside the route and the probes (`round.rs`), never before them. `None` when there is no client or no
-    /// layout (the reading says why).
+    /// [`COUNTERS_BOUND`]; run beside the route and the probes (`round.rs`), never before
+    /// them. `None` when there is no client or no layout (the reading says why).
     pub async fn counters_before(
         &self,
         supervisor: &kube::Client,
