@@ -415,6 +415,7 @@ async fn the_network_notes_and_objects_go_through_a_bundle() {
     let scope = Scope {
         context: "sv".into(),
         namespace: NS.into(),
+        kubectl: Default::default(),
     };
     let inv = Inventory::of_cluster(&client, &apis, &scope, CLUSTER)
         .await

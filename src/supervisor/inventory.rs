@@ -53,6 +53,8 @@ pub struct Inventory {
 pub struct Scope {
     pub context: String,
     pub namespace: String,
+    /// `kubectl` as the run reached the Supervisor: the commands an error pastes carry it.
+    pub kubectl: crate::command::Kubectl,
 }
 
 fn labels(o: &DynamicObject) -> &BTreeMap<String, String> {

@@ -66,6 +66,7 @@ pub async fn walk(conn: &Connection, cluster: &str) -> Result<(ClusterFacts, Inv
     let scope = Scope {
         context: conn.context.clone(),
         namespace: conn.namespace.clone(),
+        kubectl: conn.kubectl.clone(),
     };
     let inventory = Inventory::of_cluster(&conn.client, &apis, &scope, cluster).await?;
     let mut facts = inventory.facts(&conn.context, cluster)?;

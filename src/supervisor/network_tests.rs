@@ -358,6 +358,7 @@ pub(crate) fn scope() -> crate::supervisor::Scope {
     crate::supervisor::Scope {
         context: "sv".into(),
         namespace: "ns-prod".into(),
+        kubectl: Default::default(),
     }
 }
 

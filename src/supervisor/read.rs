@@ -431,7 +431,13 @@ async fn cluster_not_found(clusters: &Api<DynamicObject>, scope: &Scope, name: &
             names.sort();
             existing(ns, &names)
         }
-        Err(_) => format!("check the name with: kubectl get clusters -n {ns}"),
+        Err(_) => format!(
+            "check the name with: {}",
+            scope.kubectl.run(&format!(
+                "get clusters.cluster.x-k8s.io -n {}",
+                crate::command::namespace(ns)
+            ))
+        ),
     };
     Error::ClusterNotFound {
         name: name.to_string(),

@@ -70,6 +70,7 @@ fn status_on_a_vpc_supervisor_reads_the_network_once() {
     report.result = expected.result.clone();
     report.result.duration_ms = expected.result.duration_ms;
     report.workload_api.elapsed_ms = expected.workload_api.elapsed_ms;
+    report.workload_api.checked_at = expected.workload_api.checked_at.clone();
     // Each Env runs its own workload fake: its port differs.
     report.workload_api.server = expected.workload_api.server.clone();
     report.header.cluster.control_plane_endpoint =

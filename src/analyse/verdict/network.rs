@@ -92,7 +92,7 @@ fn peer_network_over(ctx: &Ctx, cells: &[&Cell]) -> Option<Verdict> {
             ),
             ends(&failing),
             vec![
-                format!("A reject rule (TCP reset) on 2379/2380 between the control-plane VMs: check {}, and any host firewall on the nodes (nft list ruleset / iptables -S)", rejects_on(stack)),
+                format!("A reject rule (TCP reset) on 2379/2380 between the control-plane VMs: check {}, and any host firewall on the nodes (nft list ruleset / iptables -S)", rejects_on(stack, ctx)),
             ],
         )
     } else if failing.iter().all(|c| c.state == CellState::TlsStalled) {
@@ -126,7 +126,7 @@ fn peer_network_over(ctx: &Ctx, cells: &[&Cell]) -> Option<Verdict> {
                 "Open TCP 2379 and 2380 between the control-plane VMs ({ips}) in both directions"
             )]
             .into_iter()
-            .chain(drops_on(stack))
+            .chain(drops_on(stack, ctx))
             .collect(),
         )
     } else {
@@ -372,13 +372,22 @@ pub(super) fn unless_network(ctx: &Ctx, first: Verdict) -> Verdict {
     net
 }
 
+/// The pasted command that lists the vSphere Namespace's VPC security policies: complete (its
+/// namespace, the run's `--context` and `--kubeconfig`) and safe to paste.
+fn vpc_policies(ctx: &Ctx) -> String {
+    ctx.facts.kubectl.run(&format!(
+        "get securitypolicies.crd.nsx.vmware.com -n {}",
+        crate::command::namespace(&ctx.facts.namespace)
+    ))
+}
+
 /// Where a reject (TCP reset) between the VMs comes from on `stack`.
-fn rejects_on(stack: NetworkStack) -> &'static str {
+fn rejects_on(stack: NetworkStack, ctx: &Ctx) -> String {
     match stack {
-        NetworkStack::Nsx => "the NSX distributed firewall rules with action Reject applied to these VMs",
-        NetworkStack::Vpc => "the VPC's security policies with action Reject applied to these VMs (kubectl get securitypolicies.crd.nsx.vmware.com, and the VPC's rules in NSX Manager)",
-        NetworkStack::Vds => "a firewall between the ESXi hosts that rejects TCP 2379/2380 (no NSX on this VDS Supervisor)",
-        NetworkStack::Unknown => "the NSX distributed firewall or VPC rules with action Reject applied to these VMs (on a VDS Supervisor: a firewall between the hosts)",
+        NetworkStack::Nsx => "the NSX distributed firewall rules with action Reject applied to these VMs".into(),
+        NetworkStack::Vpc => format!("the VPC's security policies with action Reject applied to these VMs ({}, and the VPC's rules in NSX Manager)", vpc_policies(ctx)),
+        NetworkStack::Vds => "a firewall between the ESXi hosts that rejects TCP 2379/2380 (no NSX on this VDS Supervisor)".into(),
+        NetworkStack::Unknown => "the NSX distributed firewall or VPC rules with action Reject applied to these VMs (on a VDS Supervisor: a firewall between the hosts)".into(),
     }
 }
 
@@ -398,10 +407,10 @@ fn mtu_on(stack: NetworkStack) -> String {
 /// default rule decides what two VMs of one VPC may send each other without a policy); on VDS,
 /// no NSX: the physical firewall between the hosts, the distributed port group's security
 /// settings, a VLAN missing from a host's trunk. Unknown: each, named by stack.
-fn drops_on(stack: NetworkStack) -> Vec<String> {
+fn drops_on(stack: NetworkStack, ctx: &Ctx) -> Vec<String> {
     const NSX: &str = "NSX: check the distributed firewall rules applied to these VMs and their segment (dropped packets show as i/o timeout in etcd's log)";
     const ANTREA: &str = "After an NSX upgrade from 4.1.x to 4.2.x: check that the antrea NSGroup still contains the cluster's IP subnets (VMware KB: IP address subnets missing from an antrea NSGroup after an upgrade from 4.1.x to 4.2.x)";
-    const VPC: &str = "NSX VPC: check the VPC's security policies applied to these VMs (kubectl get securitypolicies.crd.nsx.vmware.com in the vSphere Namespace, and the VPC's rules in NSX Manager) and the VPC's default east-west rule (its connectivity profile: whether traffic within the VPC is allowed without a policy)";
+    let vpc = format!("NSX VPC: check the VPC's security policies applied to these VMs ({}, and the VPC's rules in NSX Manager) and the VPC's default east-west rule (its connectivity profile: whether traffic within the VPC is allowed without a policy)", vpc_policies(ctx));
     const VDS: &[&str] = &[
         "VDS (no NSX on this Supervisor): check the physical firewall between the ESXi hosts for TCP 2379/2380 between the VMs' addresses",
         "Check the distributed port group of the Workload Network: its security settings (MAC address changes, forged transmits) and any traffic filtering rule on it",
@@ -409,12 +418,12 @@ fn drops_on(stack: NetworkStack) -> Vec<String> {
     ];
     match stack {
         NetworkStack::Nsx => vec![NSX.into(), ANTREA.into()],
-        NetworkStack::Vpc => vec![VPC.into()],
+        NetworkStack::Vpc => vec![vpc],
         NetworkStack::Vds => VDS.iter().map(|l| l.to_string()).collect(),
         NetworkStack::Unknown => vec![
             NSX.into(),
             ANTREA.into(),
-            VPC.into(),
+            vpc,
             "VDS: the physical firewall between the ESXi hosts, the port group's security settings, the VLAN on each host's trunk".into(),
         ],
     }
