@@ -177,3 +177,182 @@ async fn the_runs_byte_budget_holds_every_reading() {
     let tf = ApiPath::policy("/infra/traceflows/t1", &[]).unwrap();
     client.delete(&tf, Duration::from_secs(5)).await.unwrap();
 }
+
+/// The world of `infra-drop-2380` with what the merged readers added, each far past its live
+/// cap (a doctored bundle): an exclusion list of 10,000 group members, 500 of them followed with
+/// 6,000 VMs each, 1,000 policies' statistics, and 200 associations of 6,000 groups per VM.
+fn flooded_enforcement() -> NsxRead {
+    use crate::nsxmanager::raw::{Association, PolicyStatistics};
+    let mut read = world("infra-drop-2380.json", "vms.json");
+    let groups: Vec<String> = (0..10_000)
+        .map(|i| format!("/infra/domains/default/groups/x{i}"))
+        .collect();
+    let many = |n: usize, field: &str| Listed {
+        results: (0..n).map(|i| json!({ field: format!("o-{i}") })).collect(),
+        result_count: Some(n as u64),
+        incomplete: None,
+    };
+    read.enforcement = Some(EnforcementRead {
+        settings: Some(json!({"enable_firewall": true, "x": "y".repeat(20_000)})),
+        exclude_list: Some(json!({ "members": groups })),
+        system_members: true,
+        groups: groups
+            .iter()
+            .take(500)
+            .map(|g| {
+                let m = Members {
+                    virtual_machines: Some(many(6_000, "id")),
+                    ..Members::default()
+                };
+                (g.clone(), m)
+            })
+            .collect(),
+        ..EnforcementRead::default()
+    });
+    read.statistics = Some(StatisticsRead {
+        policies: (0..1_000)
+            .map(|i| PolicyStatistics {
+                path: format!("/infra/domains/default/security-policies/p{i}"),
+                before: Some(json!({"results": []})),
+                after: Some(json!({"results": []})),
+                ..PolicyStatistics::default()
+            })
+            .collect(),
+        gaps: Vec::new(),
+    });
+    for v in &mut read.vms {
+        v.associations = (0..200)
+            .map(|i| Association {
+                root: "/infra".into(),
+                by: "intent_path".into(),
+                key: format!("/infra/segments/s/ports/p{i}"),
+                listed: many(6_000, "target_id"),
+            })
+            .collect();
+    }
+    read.vpc_security = Some(VpcSecurity {
+        profile: Some(json!({"display_name": "z".repeat(20_000)})),
+        strategy: None,
+        gaps: Vec::new(),
+    });
+    read
+}
+
+/// A doctored bundle's enforcement, statistics and associations are cut to the live reader's
+/// own caps, each cut said, and what was cut reads as "cannot be told", never as "no".
+#[test]
+fn a_bundles_enforcement_statistics_and_associations_are_bounded_and_said() {
+    use crate::nsxmanager::enforce::{excluded, Excluded};
+    let mut read = flooded_enforcement();
+    rebound(&mut read, &limits());
+    let e = read.enforcement.as_ref().unwrap();
+    let listed = e.exclude_list.as_ref().unwrap()["members"]
+        .as_array()
+        .unwrap()
+        .len();
+    assert_eq!(listed, 4 * MAX_EXCLUDE_MEMBERS);
+    assert_eq!(e.groups.len(), MAX_EXCLUDE_MEMBERS);
+    for m in e.groups.values() {
+        let vms = m.virtual_machines.as_ref().unwrap();
+        assert_eq!(vms.results.len(), limits().max_objects);
+        assert!(vms.incomplete.is_some());
+        assert!(m.gaps[0].why.contains("more than 5000"), "{:?}", m.gaps);
+    }
+    assert!(
+        e.settings.as_ref().unwrap()["x"]
+            .as_str()
+            .unwrap()
+            .chars()
+            .count()
+            <= MAX_STRING_CHARS + 1
+    );
+    let s = read.statistics.as_ref().unwrap();
+    assert_eq!(s.policies.len(), MAX_STATISTICS_POLICIES);
+    assert!(s.gaps[0].why.contains("more than 200"), "{:?}", s.gaps);
+    let roots = association_roots(&read.layout).len();
+    for v in &read.vms {
+        assert_eq!(
+            v.associations.len(),
+            roots * (MAX_VMS_PER_HINT + MAX_PORTS_PER_VM)
+        );
+        assert!(v.associations.iter().all(
+            |a| a.listed.results.len() == limits().max_objects && a.listed.incomplete.is_some()
+        ));
+    }
+    let said = |what: &str| {
+        read.gaps
+            .iter()
+            .any(|g| g.path == format!("nsx-manager.json: {what}"))
+    };
+    for what in [
+        "exclude-list",
+        "exclude-list groups",
+        "members of an excluded group",
+        "statistics",
+        "group associations",
+        "group associations of a VM",
+    ] {
+        assert!(said(what), "{what} not said: {:#?}", read.gaps);
+    }
+    // A VM in none of the groups kept is not "not excluded": the list goes on past them.
+    let input = crate::nsxmanager::model::input(&read, &supervisor_vms(false));
+    for vm in &input.vms {
+        assert!(
+            matches!(excluded(e, vm), Excluded::Unknown(_)),
+            "{:?}",
+            excluded(e, vm)
+        );
+    }
+    // Within the caps now: a second pass changes nothing.
+    let again = read.clone();
+    rebound(&mut read, &limits());
+    assert_eq!(read.enforcement, again.enforcement);
+    assert_eq!(read.statistics, again.statistics);
+    assert_eq!(read.vms, again.vms);
+}
+
+/// The plugin's own reading with huge enforcement, statistics and associations is written
+/// within the entry cap; what was cut is said and reads back as unknown, never as "no".
+#[test]
+fn the_plugins_own_huge_enforcement_reading_fits_and_says_the_cut() {
+    use crate::nsxmanager::enforce::{dfw_state, excluded, DfwState, Excluded};
+    let mut read = flooded_enforcement();
+    // What a live run may hold (its caps), still far over a small entry cap.
+    rebound(&mut read, &limits());
+    let whole = serde_json::to_vec_pretty(&read).unwrap().len();
+    let max = 4 * 1024 * 1024;
+    assert!(whole > 4 * max, "{whole}");
+    let bytes = fit(&read, max).unwrap();
+    assert!(bytes.len() <= max, "{} > {max}", bytes.len());
+    let back: NsxRead = serde_json::from_slice(&bytes).unwrap();
+    assert!(back.gaps[0].why.starts_with("cut to fit the bundle's"));
+    let back_e = back.enforcement.as_ref().unwrap();
+    assert!(
+        back_e.groups.len() < MAX_EXCLUDE_MEMBERS || back_e.exclude_list_gap.is_some(),
+        "{back_e:?}"
+    );
+    // Unknown, never a guess, for what was cut.
+    let input = crate::nsxmanager::model::input(&back, &supervisor_vms(false));
+    for vm in &input.vms {
+        assert!(matches!(excluded(back_e, vm), Excluded::Unknown(_)));
+    }
+    assert!(matches!(
+        dfw_state(back_e),
+        DfwState::Enabled | DfwState::Unknown(_)
+    ));
+    // A tiny cap still cuts the enforcement's answers whole, said as their gaps.
+    let bytes = fit(&read, 64 * 1024).unwrap();
+    assert!(bytes.len() <= 64 * 1024);
+    let back: NsxRead = serde_json::from_slice(&bytes).unwrap();
+    if let Some(e) = &back.enforcement {
+        assert!(
+            e.exclude_list.is_none() && e.exclude_list_gap.is_some(),
+            "{e:?}"
+        );
+        assert!(matches!(excluded(e, &input.vms[0]), Excluded::Unknown(_)));
+    }
+    if let Some(s) = &back.statistics {
+        assert!(s.policies.len() < MAX_STATISTICS_POLICIES);
+        assert!(s.gaps[0].why.contains("kept as"), "{:?}", s.gaps);
+    }
+}
