@@ -298,9 +298,9 @@ fn a_bundles_enforcement_statistics_and_associations_are_bounded_and_said() {
     let input = crate::nsxmanager::model::input(&read, &supervisor_vms(false));
     for vm in &input.vms {
         assert!(
-            matches!(excluded(e, vm), Excluded::Unknown(_)),
+            matches!(excluded(e, vm, &|_| true), Excluded::Unknown(_)),
             "{:?}",
-            excluded(e, vm)
+            excluded(e, vm, &|_| true)
         );
     }
     // Within the caps now: a second pass changes nothing.
@@ -334,7 +334,10 @@ fn the_plugins_own_huge_enforcement_reading_fits_and_says_the_cut() {
     // Unknown, never a guess, for what was cut.
     let input = crate::nsxmanager::model::input(&back, &supervisor_vms(false));
     for vm in &input.vms {
-        assert!(matches!(excluded(back_e, vm), Excluded::Unknown(_)));
+        assert!(matches!(
+            excluded(back_e, vm, &|_| true),
+            Excluded::Unknown(_)
+        ));
     }
     assert!(matches!(
         dfw_state(back_e),
@@ -349,7 +352,10 @@ fn the_plugins_own_huge_enforcement_reading_fits_and_says_the_cut() {
             e.exclude_list.is_none() && e.exclude_list_gap.is_some(),
             "{e:?}"
         );
-        assert!(matches!(excluded(e, &input.vms[0]), Excluded::Unknown(_)));
+        assert!(matches!(
+            excluded(e, &input.vms[0], &|_| true),
+            Excluded::Unknown(_)
+        ));
     }
     if let Some(s) = &back.statistics {
         assert!(s.policies.len() < MAX_STATISTICS_POLICIES);
