@@ -328,11 +328,13 @@ pub fn excluded(read: &EnforcementRead, vm: &DfwVm, lists_tell: &dyn Fn(&str) ->
         }
         // NSX's own answer first, for any group type.
         match vm.memberships.holds(m) {
-            Some(true) => return Excluded::Yes(format!(
+            Some(true) => {
+                return Excluded::Yes(format!(
                 "{} is in the DFW exclusion list (through group {}, by NSX's group associations)",
                 vm.vm_name,
                 clip(m, 256)
-            )),
+            ))
+            }
             Some(false) => continue,
             None => {}
         }

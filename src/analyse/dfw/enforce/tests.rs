@@ -334,4 +334,24 @@ fn exclusion_by_the_associations_first_then_lists_that_tell_else_unknown() {
             ),
         }
     }
+
+    // A group of VMs (its definition read: a rule names it) whose lists are read whole and do
+    // not hold the VM: the lists tell, not excluded; one whose VM list holds it: excluded.
+    const VMS: &str = "/infra/domains/default/groups/tkc-cp";
+    for l in &mut read.vms {
+        l.associations.clear();
+    }
+    let mut en = enabled(vec![VMS]);
+    en.groups.insert(VMS.into(), group_of(&["5012-1"]));
+    read.enforcement = Some(en);
+    let (_, x) = judged(&read);
+    for (n, s) in &x.excluded {
+        match n.as_str() {
+            "tkc-cp-1" => assert!(
+                matches!(s, Excluded::Yes(w) if w.contains("through group")),
+                "{s:?}"
+            ),
+            _ => assert_eq!(s, &Excluded::No, "{n}"),
+        }
+    }
 }
