@@ -330,7 +330,7 @@ pub fn excluded(read: &EnforcementRead, vm: &DfwVm, lists_tell: &dyn Fn(&str) ->
         match vm.memberships.holds(m) {
             Some(true) => {
                 return Excluded::Yes(format!(
-                "{} is in the DFW exclusion list (through group {}, by NSX's group associations)",
+                "{} is in the DFW exclusion list (through group {}), as NSX's group associations say",
                 vm.vm_name,
                 clip(m, 256)
             ))

@@ -295,7 +295,7 @@ fn exclusion_by_the_associations_first_then_lists_that_tell_else_unknown() {
     let state = |n: &str| x.excluded.iter().find(|(m, _)| m == n).unwrap().1.clone();
     for n in ["tkc-cp-1", "tkc-cp-2"] {
         assert!(
-            matches!(state(n), Excluded::Yes(w) if w.contains("by NSX's group associations")),
+            matches!(state(n), Excluded::Yes(w) if w.contains("(through group /infra/domains/default/groups/excluded), as NSX's group associations say")),
             "{n}: {:?}",
             state(n)
         );
