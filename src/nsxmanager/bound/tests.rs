@@ -343,15 +343,12 @@ fn the_plugins_own_huge_enforcement_reading_fits_and_says_the_cut() {
         dfw_state(back_e),
         DfwState::Enabled | DfwState::Unknown(_)
     ));
-    // A tiny cap still cuts the enforcement's answers whole, said as their gaps.
+    // A tiny cap: what is kept of the enforcement still tells no VM "not excluded".
     let bytes = fit(&read, 64 * 1024).unwrap();
     assert!(bytes.len() <= 64 * 1024);
     let back: NsxRead = serde_json::from_slice(&bytes).unwrap();
+    assert!(back.gaps[0].why.starts_with("cut to fit the bundle's"));
     if let Some(e) = &back.enforcement {
-        assert!(
-            e.exclude_list.is_none() && e.exclude_list_gap.is_some(),
-            "{e:?}"
-        );
         assert!(matches!(
             excluded(e, &input.vms[0], &|_| true),
             Excluded::Unknown(_)
@@ -361,6 +358,35 @@ fn the_plugins_own_huge_enforcement_reading_fits_and_says_the_cut() {
         assert!(s.policies.len() < MAX_STATISTICS_POLICIES);
         assert!(s.gaps[0].why.contains("kept as"), "{:?}", s.gaps);
     }
+
+    // An exclusion list that is the largest part is cut whole: its gap, so unknown.
+    let mut read = world("infra-drop-2380.json", "vms.json");
+    let long: Vec<String> = (0..256)
+        .map(|i| format!("/infra/domains/default/groups/{i}-{}", "g".repeat(1000)))
+        .collect();
+    read.enforcement = Some(EnforcementRead {
+        settings: Some(json!({"enable_firewall": true})),
+        exclude_list: Some(json!({ "members": long })),
+        system_members: true,
+        ..EnforcementRead::default()
+    });
+    let whole = serde_json::to_vec_pretty(&read).unwrap().len();
+    let bytes = fit(&read, whole / 2).unwrap();
+    let back: NsxRead = serde_json::from_slice(&bytes).unwrap();
+    let e = back.enforcement.as_ref().unwrap();
+    assert!(e.exclude_list.is_none(), "{e:?}");
+    let g = e.exclude_list_gap.as_ref().unwrap();
+    assert!(g.why.contains("kept as 0"), "{g:?}");
+    assert!(e.settings_gap.is_some() && e.settings.is_none());
+    assert!(matches!(dfw_state(e), DfwState::Unknown(_)));
+    let input = crate::nsxmanager::model::input(&back, &supervisor_vms(false));
+    for vm in &input.vms {
+        assert!(
+            matches!(excluded(e, vm, &|_| true), Excluded::Unknown(w) if w.contains("could not be read"))
+        );
+    }
+    // The policies (small) kept whole.
+    assert_eq!(back.policies, read.policies);
 }
 
 /// The budget is a round's: the run's one client (one login) serves every `--watch` round, and
