@@ -51,10 +51,15 @@ impl NsxRun {
     /// The run's login: made by the run's first round, taken as it came out by the others (a
     /// refusal is kept and said in every cluster's reading, never a failed run, and never
     /// tried again: NSX locks an account after a few failed logins).
+    /// The round's byte budget starts here, shared by every cluster's reading of the round.
     pub async fn start(config: &NsxConfig) -> NsxRun {
+        let client = config.login.client(&config.options).await;
+        if let Ok(c) = &client {
+            c.renew_budget();
+        }
         NsxRun {
             config: config.clone(),
-            client: config.login.client(&config.options).await,
+            client,
             tracker: TraceflowTracker::default(),
         }
     }

@@ -6,9 +6,11 @@
 //! reading: the evaluation turns it into "cannot decide" and says it, never a guess.
 
 use super::client::{bound_strings, Limits, MAX_STRING_CHARS};
-use super::raw::{Gap, Listed, NsxRead};
+use super::enforce::{MAX_EXCLUDE_MEMBERS, MAX_STATISTICS_POLICIES};
+use super::raw::{EnforcementRead, Gap, Listed, Members, NsxRead, StatisticsRead, VpcSecurity};
 use super::read::{
-    policy_roots, MAX_GAPS, MAX_GROUPS, MAX_SERVICES, MAX_VIFS_PER_VM, MAX_VMS_PER_HINT,
+    association_roots, policy_roots, MAX_GAPS, MAX_GROUPS, MAX_PORTS_PER_VM, MAX_SERVICES,
+    MAX_VIFS_PER_VM, MAX_VMS_PER_HINT,
 };
 use super::traceflow::MAX_TRACEFLOWS;
 use crate::supervisor::targets::MAX_TARGETS;
@@ -130,6 +132,40 @@ pub fn rebound(read: &mut NsxRead, limits: &Limits) {
             .for_each(|f| bound_strings(f, MAX_STRING_CHARS));
         v.asked.truncate(most);
         v.gaps.truncate(MAX_GAPS);
+        // Per tree, the fabric VMs' external ids and the ports' paths asked at most.
+        let asks = association_roots(&read.layout).len() * (MAX_VMS_PER_HINT + MAX_PORTS_PER_VM);
+        if v.associations.len() > asks {
+            // An association not kept is one not asked: its tree is not whole for the VM, so
+            // no group of it is taken as not holding the VM (`model::Memberships`).
+            cuts.push(cut_gap(
+                "group associations",
+                format!(
+                    "{} asked for {}: more than {asks} (the others not read)",
+                    v.associations.len(),
+                    v.node
+                ),
+            ));
+            v.associations.truncate(asks);
+        }
+        // Each list cut is its own `incomplete`; the reading's gaps say the first (one per VM,
+        // not one per list: the gaps are few).
+        let mut listed_cuts = Vec::new();
+        for a in &mut v.associations {
+            a.root = super::model::clip(&a.root, MAX_STRING_CHARS);
+            a.by = super::model::clip(&a.by, MAX_STRING_CHARS);
+            a.key = super::model::clip(&a.key, MAX_STRING_CHARS);
+            listed_cuts.extend(cap_listed(&mut a.listed, max, "group associations of a VM"));
+        }
+        cuts.extend(listed_cuts.into_iter().next());
+    }
+    if let Some(e) = &mut read.enforcement {
+        cuts.extend(rebound_enforcement(e, max));
+    }
+    if let Some(s) = &mut read.statistics {
+        cuts.extend(rebound_statistics(s));
+    }
+    if let Some(v) = &mut read.vpc_security {
+        rebound_vpc_security(v);
     }
     read.traceflows.truncate(MAX_TRACEFLOWS);
     for t in &mut read.traceflows {
@@ -152,16 +188,147 @@ pub fn rebound(read: &mut NsxRead, limits: &Limits) {
     read.gaps.truncate(MAX_GAPS + 1);
 }
 
+/// The exclusion list's members a live run looks at (per field, `enforce::exclude_members`),
+/// and the groups it follows: what a bundle's enforcement reading is cut to. A cut list still
+/// has more than [`MAX_EXCLUDE_MEMBERS`] members, so the VMs stay "cannot be told" past them.
+fn rebound_enforcement(e: &mut EnforcementRead, max: usize) -> Vec<Gap> {
+    let mut cuts = Vec::new();
+    for v in [&mut e.settings, &mut e.exclude_list].into_iter().flatten() {
+        bound_strings(v, MAX_STRING_CHARS);
+    }
+    let most = 4 * MAX_EXCLUDE_MEMBERS;
+    for field in ["members", "system_members"] {
+        let Some(list) = e
+            .exclude_list
+            .as_mut()
+            .and_then(|l| l.get_mut(field))
+            .and_then(serde_json::Value::as_array_mut)
+        else {
+            continue;
+        };
+        if list.len() > most {
+            cuts.push(cut_gap(
+                "exclude-list",
+                format!(
+                    "{} {field}: more than {most} (the others not looked at)",
+                    list.len()
+                ),
+            ));
+            list.truncate(most);
+        }
+    }
+    if let Some(was) = cap_map(&mut e.groups, MAX_EXCLUDE_MEMBERS) {
+        cuts.push(cut_gap(
+            "exclude-list groups",
+            format!(
+                "the members of {was} excluded groups: more than {MAX_EXCLUDE_MEMBERS} (the others not read)"
+            ),
+        ));
+    }
+    // Each group's cut is its own gap; the reading's gaps say the first.
+    let mut member_cuts = Vec::new();
+    for m in e.groups.values_mut() {
+        member_cuts.extend(cap_members(m, max, "members of an excluded group"));
+    }
+    cuts.extend(member_cuts.into_iter().next());
+    cuts
+}
+
+/// A group's member lists cut to `max` objects each; a cut is also the group's own gap (first),
+/// as the live reader records a list it could not read whole, so the group's members are not
+/// taken as whole.
+fn cap_members(m: &mut Members, max: usize, what: &str) -> Vec<Gap> {
+    let mut cuts = Vec::new();
+    for l in [
+        &mut m.ip_addresses,
+        &mut m.virtual_machines,
+        &mut m.segment_ports,
+    ]
+    .into_iter()
+    .flatten()
+    {
+        cuts.extend(cap_listed(l, max, what));
+    }
+    m.gaps.truncate(MAX_GAPS);
+    if let Some(g) = cuts.first() {
+        m.gaps.insert(0, g.clone());
+    }
+    cuts
+}
+
+/// The statistics of at most [`MAX_STATISTICS_POLICIES`] policies, as a live run reads them; a
+/// policy cut has its counters "not read" (said with the statistics' gaps).
+fn rebound_statistics(s: &mut StatisticsRead) -> Option<Gap> {
+    for p in &mut s.policies {
+        p.path = super::model::clip(&p.path, MAX_STRING_CHARS);
+        for v in [&mut p.before, &mut p.after].into_iter().flatten() {
+            bound_strings(v, MAX_STRING_CHARS);
+        }
+    }
+    s.gaps.truncate(MAX_GAPS);
+    if s.policies.len() <= MAX_STATISTICS_POLICIES {
+        return None;
+    }
+    let g = cut_gap(
+        "statistics",
+        format!(
+            "the statistics of {} policies: more than {MAX_STATISTICS_POLICIES} (the others not read)",
+            s.policies.len()
+        ),
+    );
+    s.policies.truncate(MAX_STATISTICS_POLICIES);
+    s.gaps.insert(0, g.clone());
+    Some(g)
+}
+
+/// The VPC's security profile and strategy (evidence only), their strings bounded.
+fn rebound_vpc_security(v: &mut VpcSecurity) {
+    for o in [&mut v.profile, &mut v.strategy].into_iter().flatten() {
+        bound_strings(o, MAX_STRING_CHARS);
+    }
+    v.gaps.truncate(MAX_GAPS);
+}
+
 /// The parts of a reading [`fit`] cuts, each a list of entries whose sizes it measures once.
-const PARTS: usize = 7;
+const PARTS: usize = 11;
+
+/// The parts' names, as a cut says them.
+const NAMES: [&str; PARTS] = [
+    "security-policies",
+    "rules",
+    "groups",
+    "members",
+    "services",
+    "vms",
+    "traceflows",
+    "exclude-list groups",
+    "statistics",
+    "exclude-list and DFW settings",
+    "vpc security",
+];
+
+/// The enforcement reading's own answers (the settings and the exclusion list), one entry.
+fn enforcement_answers(r: &NsxRead) -> Option<[&serde_json::Value; 2]> {
+    let e = r.enforcement.as_ref()?;
+    let null = &serde_json::Value::Null;
+    (e.settings.is_some() || e.exclude_list.is_some()).then(|| {
+        [
+            e.settings.as_ref().unwrap_or(null),
+            e.exclude_list.as_ref().unwrap_or(null),
+        ]
+    })
+}
 
 /// Each entry's size (pretty JSON) of each part: the policies listed, the rules read, the
-/// groups, their members, the services, the VMs, the traceflows.
+/// groups, their members, the services, the VMs (their associations with them), the
+/// traceflows, the excluded groups' members, the statistics per policy, the settings and the
+/// exclusion list (one entry), the VPC's security (one entry).
 fn entry_sizes(r: &NsxRead) -> [Vec<usize>; PARTS] {
     fn each<T: serde::Serialize>(it: impl Iterator<Item = T>) -> Vec<usize> {
         it.map(|v| serde_json::to_vec_pretty(&v).map_or(usize::MAX / 8, |b| b.len() + 8))
             .collect()
     }
+    let enforcement = r.enforcement.as_ref();
     [
         each(r.policies.results.iter()),
         each(r.rules.iter()),
@@ -170,11 +337,16 @@ fn entry_sizes(r: &NsxRead) -> [Vec<usize>; PARTS] {
         each(r.services.iter()),
         each(r.vms.iter()),
         each(r.traceflows.iter()),
+        each(enforcement.into_iter().flat_map(|e| e.groups.iter())),
+        each(r.statistics.iter().flat_map(|s| s.policies.iter())),
+        each(enforcement_answers(r).into_iter()),
+        each(r.vpc_security.iter()),
     ]
 }
 
 /// `read` with only the first `keep[p]` entries of each part (only those copied), each cut
-/// said after `gaps`.
+/// said after `gaps`, and where the part has its own gaps there too (what reads it then says
+/// "not read", never "no").
 fn kept(read: &NsxRead, gaps: &[Gap], keep: &[usize; PARTS], why: &str) -> NsxRead {
     fn first<V: Clone>(
         m: &std::collections::BTreeMap<String, V>,
@@ -194,22 +366,16 @@ fn kept(read: &NsxRead, gaps: &[Gap], keep: &[usize; PARTS], why: &str) -> NsxRe
         read.services.len(),
         read.vms.len(),
         read.traceflows.len(),
+        read.enforcement.as_ref().map_or(0, |e| e.groups.len()),
+        read.statistics.as_ref().map_or(0, |s| s.policies.len()),
+        usize::from(enforcement_answers(read).is_some()),
+        usize::from(read.vpc_security.is_some()),
     ];
-    let names = [
-        "security-policies",
-        "rules",
-        "groups",
-        "members",
-        "services",
-        "vms",
-        "traceflows",
-    ];
+    let cut = |p: usize| keep[p] < lens[p];
+    let said = |p: usize| cut_gap(NAMES[p], format!("{} kept as {}: {why}", lens[p], keep[p]));
     for p in 0..PARTS {
-        if keep[p] < lens[p] {
-            out_gaps.push(cut_gap(
-                names[p],
-                format!("{} kept as {}: {why}", lens[p], keep[p]),
-            ));
+        if cut(p) {
+            out_gaps.push(said(p));
         }
     }
     let mut policies = Listed {
@@ -217,11 +383,51 @@ fn kept(read: &NsxRead, gaps: &[Gap], keep: &[usize; PARTS], why: &str) -> NsxRe
         result_count: read.policies.result_count,
         incomplete: read.policies.incomplete.clone(),
     };
-    if keep[0] < lens[0] {
+    if cut(0) {
         policies
             .incomplete
             .get_or_insert_with(|| cut_gap("security-policies", why.to_string()));
     }
+    let enforcement = read.enforcement.as_ref().map(|e| {
+        // A group not kept is one whose members were not read ("cannot be told").
+        let mut e = EnforcementRead {
+            groups: first(&e.groups, keep[7]),
+            ..e.clone()
+        };
+        if cut(9) {
+            // Not read is unknown, never "enabled" or "not excluded" (`enforce::dfw_state`,
+            // `enforce::excluded`).
+            if e.settings.take().is_some() {
+                e.settings_gap = Some(said(9));
+            }
+            if e.exclude_list.take().is_some() {
+                e.exclude_list_gap = Some(said(9));
+                e.groups.clear();
+            }
+        }
+        e
+    });
+    let statistics = read.statistics.as_ref().map(|s| {
+        let mut s = StatisticsRead {
+            policies: s.policies[..keep[8].min(lens[8])].to_vec(),
+            gaps: s.gaps.clone(),
+        };
+        if cut(8) {
+            s.gaps.insert(0, said(8));
+        }
+        s
+    });
+    let vpc_security = read.vpc_security.as_ref().map(|v| {
+        if cut(10) {
+            VpcSecurity {
+                profile: None,
+                strategy: None,
+                gaps: vec![said(10)],
+            }
+        } else {
+            v.clone()
+        }
+    });
     NsxRead {
         manager: read.manager.clone(),
         layout: read.layout.clone(),
@@ -233,16 +439,17 @@ fn kept(read: &NsxRead, gaps: &[Gap], keep: &[usize; PARTS], why: &str) -> NsxRe
         services: first(&read.services, keep[4]),
         vms: read.vms[..keep[5].min(lens[5])].to_vec(),
         traceflows: read.traceflows[..keep[6].min(lens[6])].to_vec(),
-        vpc_security: read.vpc_security.clone(),
+        vpc_security,
         gaps: out_gaps,
-        enforcement: read.enforcement.clone(),
-        statistics: read.statistics.clone(),
+        enforcement,
+        statistics,
     }
 }
 
 /// `read` as the bundle's `nsx-manager.json` (pretty JSON and a newline), at most `max` bytes:
 /// while it is larger, the largest of its parts (the policies, the rules, the groups, their
-/// members, the services, the VMs, the traceflows) is cut by half, each cut said as a gap, so
+/// members, the services, the VMs, the traceflows, the excluded groups' members, the
+/// statistics, the exclusion list and settings, the VPC's security) is cut by half, each cut said as a gap, so
 /// the plugin's own bundle always passes `analyse`'s per-entry cap. What was cut is what
 /// `analyse` cannot decide on (the live report was judged on the whole reading). At worst
 /// nothing but the gaps is kept. Each entry is measured once; the result is checked, and cut

@@ -555,15 +555,16 @@ pub struct Limits {
     pub max_retry_after: Duration,
     /// Requests in flight at once (the reader's fan-out).
     pub max_concurrent: usize,
-    /// The bytes of every answer's body together, for the client's whole life (one run: every
-    /// cluster's reading): past it no request of the reading is sent, and the answer being read
-    /// is cut ([`RequestError::Budget`]). Tidying up (a traceflow's delete, the session's
-    /// destroy) is not held to it.
+    /// The bytes of every answer's body together, for one round (every cluster's reading of
+    /// `-A`; each `--watch` round anew, [`Client::renew_budget`]: the client, one login, serves
+    /// the whole run): past it no request of the reading is sent, and the answer being read is
+    /// cut ([`RequestError::Budget`]). Tidying up (a traceflow's delete, the session's destroy)
+    /// is not held to it.
     pub max_total_bytes: u64,
 }
 
-/// The default [`Limits::max_total_bytes`]: what one run keeps of NSX Manager at most (the
-/// bundle keeps a quarter of its 512 MiB for every cluster's reading together).
+/// The default [`Limits::max_total_bytes`]: what one round keeps of NSX Manager at most (the
+/// round's bundle keeps a quarter of its 512 MiB for every cluster's reading together).
 pub const MAX_TOTAL_BYTES: u64 = 128 * 1024 * 1024;
 
 impl Limits {
@@ -748,8 +749,8 @@ pub enum RequestError {
     NotJson,
     #[error("{0}")]
     BadPath(String),
-    /// The run's byte budget for NSX Manager's answers is spent ([`Limits::max_total_bytes`]).
-    #[error("not read: the run's budget of {} MiB for NSX Manager's answers is spent", .limit / (1024 * 1024))]
+    /// The round's byte budget for NSX Manager's answers is spent ([`Limits::max_total_bytes`]).
+    #[error("not read: the round's budget of {} MiB for NSX Manager's answers is spent", .limit / (1024 * 1024))]
     Budget { limit: u64 },
     /// The manager refused this run's login: nothing more is sent to it.
     #[error("not asked: NSX Manager refused this run's login, and nothing more is sent to it (NSX locks an account after {LOCKOUT_FAILURES} failed logins within {LOCKOUT_WINDOW_SECS} s by default)")]
@@ -977,7 +978,8 @@ pub struct Client {
     deadline: std::sync::Mutex<Instant>,
     /// Why nothing more is sent: a re-login the manager refused (said with the reading's gaps).
     refused: std::sync::OnceLock<Gap>,
-    /// The bytes of answers' bodies read so far ([`Limits::max_total_bytes`]).
+    /// The bytes of answers' bodies read so far this round ([`Limits::max_total_bytes`],
+    /// [`Client::renew_budget`]).
     bytes_read: std::sync::atomic::AtomicU64,
 }
 
@@ -1154,6 +1156,15 @@ impl Client {
     pub fn renew_deadline(&self, bound: Duration) {
         let mut d = self.deadline.lock().unwrap_or_else(|e| e.into_inner());
         *d = (*d).max(Instant::now() + bound.min(self.limits.total));
+    }
+
+    /// A new round's byte budget ([`Limits::max_total_bytes`]): the run's one client serves
+    /// every `--watch` round, and each round's readings (every cluster's of `-A`, together) are
+    /// held to the budget, not the run's all rounds together (a long `--watch` would otherwise
+    /// stop reading NSX Manager for good after some rounds). Called where a round starts
+    /// ([`crate::commands::nsx::NsxRun::start`]); rounds never overlap.
+    pub fn renew_budget(&self) {
+        self.bytes_read.store(0, Ordering::SeqCst);
     }
 
     /// Whether the manager refused a login (nothing more is sent).
@@ -1363,7 +1374,7 @@ impl Client {
         within: Option<Duration>,
         session: Option<&Session>,
     ) -> Result<Answer, RequestError> {
-        // The run's byte budget holds the reading, never the tidying up (`within`).
+        // The round's byte budget holds the reading, never the tidying up (`within`).
         let budgeted = within.is_none();
         let budget = self.limits.max_total_bytes;
         if budgeted && self.bytes_read.load(Ordering::SeqCst) >= budget {

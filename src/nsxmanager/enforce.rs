@@ -278,10 +278,17 @@ fn listed_ids(l: Option<&super::raw::Listed>, field: &str) -> Vec<String> {
     .unwrap_or_default()
 }
 
-/// Whether `vm` is in the exclusion list: its port's path listed, or a listed group whose
-/// effective VMs (`id`: the VM's external id) or ports (`path`) hold it. A group whose members
-/// were not read whole, a member of another kind, or a VM NSX did not confirm: unknown.
-pub fn excluded(read: &EnforcementRead, vm: &DfwVm) -> Excluded {
+/// Whether `vm` is in the exclusion list: its port's path listed, or a listed group that holds
+/// it. A group holds it as NSX's group associations of the VM and its port say
+/// ([`DfwVm::memberships`], `…/virtual-machine-group-associations`, `…/group-associations`:
+/// membership as NSX computes it for any group type) where they were read whole for the
+/// group's tree; else as its effective member lists say: a list holding the VM (`id`: its
+/// external id) or its port (`path`) always counts, a list not holding it only where
+/// `lists_tell(group)` (the group's member type is one the lists answer for: the API reference
+/// of `members/virtual-machines`, "for Groups containing other member types, an empty list is
+/// returned"; `analyse::dfw`'s `lists_tell`). A group neither tells, whose members were not read
+/// whole, a member of another kind, or a VM NSX did not confirm: unknown, never "not excluded".
+pub fn excluded(read: &EnforcementRead, vm: &DfwVm, lists_tell: &dyn Fn(&str) -> bool) -> Excluded {
     if let Some(g) = &read.exclude_list_gap {
         return Excluded::Unknown(format!(
             "the DFW exclusion list could not be read: {}",
@@ -319,6 +326,18 @@ pub fn excluded(read: &EnforcementRead, vm: &DfwVm) -> Excluded {
             unknown.push(format!("{} (neither a group nor its port)", clip(m, 256)));
             continue;
         }
+        // NSX's own answer first, for any group type.
+        match vm.memberships.holds(m) {
+            Some(true) => {
+                return Excluded::Yes(format!(
+                "{} is in the DFW exclusion list (through group {}), as NSX's group associations say",
+                vm.vm_name,
+                clip(m, 256)
+            ))
+            }
+            Some(false) => continue,
+            None => {}
+        }
         let Some(g) = read.groups.get(m) else {
             unknown.push(format!("{} (its members not read)", clip(m, 256)));
             continue;
@@ -335,6 +354,19 @@ pub fn excluded(read: &EnforcementRead, vm: &DfwVm) -> Excluded {
                 vm.vm_name,
                 clip(m, 256)
             ));
+        }
+        if !lists_tell(m) {
+            // Not holding it in lists that answer empty for other member types proves nothing.
+            unknown.push(format!(
+                "{} (its group associations not read whole{}, and its member lists do not tell for its member type)",
+                clip(m, 256),
+                vm.memberships
+                    .why_not
+                    .first()
+                    .map(|w| format!(": {}", clip(w, 300)))
+                    .unwrap_or_default()
+            ));
+            continue;
         }
         if let Some(gap) = g.gaps.first() {
             unknown.push(format!(

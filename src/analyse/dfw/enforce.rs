@@ -1,7 +1,8 @@
 //! What NSX Manager enforces, applied to the DFW evaluation (issue 37): a rule the evaluation
 //! finds first is not enforced on a VM's vNIC when the DFW is disabled (`enable_firewall`
 //! false) or the VM is in the DFW exclusion list (its port listed, or a listed group holding
-//! it): the check at that vNIC then meets no rule, and the rule is never blamed for it; it is
+//! it: by NSX's group associations of the VM and its port, else by member lists where the
+//! group's type makes them tell): the check at that vNIC then meets no rule, and the rule is never blamed for it; it is
 //! listed in [`Enforcement::not_enforced`] with why. What could not be read (a 403, a 404, a
 //! group's members not read whole) is unknown and said so, never "not enforced": the rules are
 //! then named as matched. And the blocking rules' hit counters, read before and after the path
@@ -127,7 +128,9 @@ pub fn apply(eval: &mut DfwEvaluation, input: &DfwInput, read: &NsxRead) -> Enfo
             eval.notes.push("the DFW exclusion list was read without its system members (the manager refused system_owned=true)".into());
         }
         for vm in &input.vms {
-            let x = excluded(e, vm);
+            // NSX's group associations first; member lists only where the group's type
+            // makes them answer (`lists_tell`), else unknown.
+            let x = excluded(e, vm, &|g| super::lists_tell(input, g));
             match &x {
                 Excluded::Yes(why) => eval
                     .notes

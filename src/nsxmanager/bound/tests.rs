@@ -177,3 +177,265 @@ async fn the_runs_byte_budget_holds_every_reading() {
     let tf = ApiPath::policy("/infra/traceflows/t1", &[]).unwrap();
     client.delete(&tf, Duration::from_secs(5)).await.unwrap();
 }
+
+/// The world of `infra-drop-2380` with what the merged readers added, each far past its live
+/// cap (a doctored bundle): an exclusion list of 10,000 group members, 500 of them followed with
+/// 6,000 VMs each, 1,000 policies' statistics, and 200 associations of 6,000 groups per VM.
+fn flooded_enforcement() -> NsxRead {
+    use crate::nsxmanager::raw::{Association, PolicyStatistics};
+    let mut read = world("infra-drop-2380.json", "vms.json");
+    let groups: Vec<String> = (0..10_000)
+        .map(|i| format!("/infra/domains/default/groups/x{i}"))
+        .collect();
+    let many = |n: usize, field: &str| Listed {
+        results: (0..n).map(|i| json!({ field: format!("o-{i}") })).collect(),
+        result_count: Some(n as u64),
+        incomplete: None,
+    };
+    read.enforcement = Some(EnforcementRead {
+        settings: Some(json!({"enable_firewall": true, "x": "y".repeat(20_000)})),
+        exclude_list: Some(json!({ "members": groups })),
+        system_members: true,
+        groups: groups
+            .iter()
+            .take(500)
+            .map(|g| {
+                let m = Members {
+                    virtual_machines: Some(many(6_000, "id")),
+                    ..Members::default()
+                };
+                (g.clone(), m)
+            })
+            .collect(),
+        ..EnforcementRead::default()
+    });
+    read.statistics = Some(StatisticsRead {
+        policies: (0..1_000)
+            .map(|i| PolicyStatistics {
+                path: format!("/infra/domains/default/security-policies/p{i}"),
+                before: Some(json!({"results": []})),
+                after: Some(json!({"results": []})),
+                ..PolicyStatistics::default()
+            })
+            .collect(),
+        gaps: Vec::new(),
+    });
+    for v in &mut read.vms {
+        v.associations = (0..200)
+            .map(|i| Association {
+                root: "/infra".into(),
+                by: "intent_path".into(),
+                key: format!("/infra/segments/s/ports/p{i}"),
+                listed: many(6_000, "target_id"),
+            })
+            .collect();
+    }
+    read.vpc_security = Some(VpcSecurity {
+        profile: Some(json!({"display_name": "z".repeat(20_000)})),
+        strategy: None,
+        gaps: Vec::new(),
+    });
+    read
+}
+
+/// A doctored bundle's enforcement, statistics and associations are cut to the live reader's
+/// own caps, each cut said, and what was cut reads as "cannot be told", never as "no".
+#[test]
+fn a_bundles_enforcement_statistics_and_associations_are_bounded_and_said() {
+    use crate::nsxmanager::enforce::{excluded, Excluded};
+    let mut read = flooded_enforcement();
+    rebound(&mut read, &limits());
+    let e = read.enforcement.as_ref().unwrap();
+    let listed = e.exclude_list.as_ref().unwrap()["members"]
+        .as_array()
+        .unwrap()
+        .len();
+    assert_eq!(listed, 4 * MAX_EXCLUDE_MEMBERS);
+    assert_eq!(e.groups.len(), MAX_EXCLUDE_MEMBERS);
+    for m in e.groups.values() {
+        let vms = m.virtual_machines.as_ref().unwrap();
+        assert_eq!(vms.results.len(), limits().max_objects);
+        assert!(vms.incomplete.is_some());
+        assert!(m.gaps[0].why.contains("more than 5000"), "{:?}", m.gaps);
+    }
+    assert!(
+        e.settings.as_ref().unwrap()["x"]
+            .as_str()
+            .unwrap()
+            .chars()
+            .count()
+            <= MAX_STRING_CHARS + 1
+    );
+    let s = read.statistics.as_ref().unwrap();
+    assert_eq!(s.policies.len(), MAX_STATISTICS_POLICIES);
+    assert!(s.gaps[0].why.contains("more than 200"), "{:?}", s.gaps);
+    let roots = association_roots(&read.layout).len();
+    for v in &read.vms {
+        assert_eq!(
+            v.associations.len(),
+            roots * (MAX_VMS_PER_HINT + MAX_PORTS_PER_VM)
+        );
+        assert!(v.associations.iter().all(
+            |a| a.listed.results.len() == limits().max_objects && a.listed.incomplete.is_some()
+        ));
+    }
+    let said = |what: &str| {
+        read.gaps
+            .iter()
+            .any(|g| g.path == format!("nsx-manager.json: {what}"))
+    };
+    for what in [
+        "exclude-list",
+        "exclude-list groups",
+        "members of an excluded group",
+        "statistics",
+        "group associations",
+        "group associations of a VM",
+    ] {
+        assert!(said(what), "{what} not said: {:#?}", read.gaps);
+    }
+    // A VM in none of the groups kept is not "not excluded": the list goes on past them.
+    let input = crate::nsxmanager::model::input(&read, &supervisor_vms(false));
+    for vm in &input.vms {
+        assert!(
+            matches!(excluded(e, vm, &|_| true), Excluded::Unknown(_)),
+            "{:?}",
+            excluded(e, vm, &|_| true)
+        );
+    }
+    // Within the caps now: a second pass changes nothing.
+    let again = read.clone();
+    rebound(&mut read, &limits());
+    assert_eq!(read.enforcement, again.enforcement);
+    assert_eq!(read.statistics, again.statistics);
+    assert_eq!(read.vms, again.vms);
+}
+
+/// The plugin's own reading with huge enforcement, statistics and associations is written
+/// within the entry cap; what was cut is said and reads back as unknown, never as "no".
+#[test]
+fn the_plugins_own_huge_enforcement_reading_fits_and_says_the_cut() {
+    use crate::nsxmanager::enforce::{dfw_state, excluded, DfwState, Excluded};
+    let mut read = flooded_enforcement();
+    // What a live run may hold (its caps), still far over a small entry cap.
+    rebound(&mut read, &limits());
+    let whole = serde_json::to_vec_pretty(&read).unwrap().len();
+    let max = 4 * 1024 * 1024;
+    assert!(whole > 4 * max, "{whole}");
+    let bytes = fit(&read, max).unwrap();
+    assert!(bytes.len() <= max, "{} > {max}", bytes.len());
+    let back: NsxRead = serde_json::from_slice(&bytes).unwrap();
+    assert!(back.gaps[0].why.starts_with("cut to fit the bundle's"));
+    let back_e = back.enforcement.as_ref().unwrap();
+    assert!(
+        back_e.groups.len() < MAX_EXCLUDE_MEMBERS || back_e.exclude_list_gap.is_some(),
+        "{back_e:?}"
+    );
+    // Unknown, never a guess, for what was cut.
+    let input = crate::nsxmanager::model::input(&back, &supervisor_vms(false));
+    for vm in &input.vms {
+        assert!(matches!(
+            excluded(back_e, vm, &|_| true),
+            Excluded::Unknown(_)
+        ));
+    }
+    assert!(matches!(
+        dfw_state(back_e),
+        DfwState::Enabled | DfwState::Unknown(_)
+    ));
+    // A tiny cap: what is kept of the enforcement still tells no VM "not excluded".
+    let bytes = fit(&read, 64 * 1024).unwrap();
+    assert!(bytes.len() <= 64 * 1024);
+    let back: NsxRead = serde_json::from_slice(&bytes).unwrap();
+    assert!(back.gaps[0].why.starts_with("cut to fit the bundle's"));
+    if let Some(e) = &back.enforcement {
+        assert!(matches!(
+            excluded(e, &input.vms[0], &|_| true),
+            Excluded::Unknown(_)
+        ));
+    }
+    if let Some(s) = &back.statistics {
+        assert!(s.policies.len() < MAX_STATISTICS_POLICIES);
+        assert!(s.gaps[0].why.contains("kept as"), "{:?}", s.gaps);
+    }
+
+    // An exclusion list that is the largest part is cut whole: its gap, so unknown.
+    let mut read = world("infra-drop-2380.json", "vms.json");
+    let long: Vec<String> = (0..256)
+        .map(|i| format!("/infra/domains/default/groups/{i}-{}", "g".repeat(1000)))
+        .collect();
+    read.enforcement = Some(EnforcementRead {
+        settings: Some(json!({"enable_firewall": true})),
+        exclude_list: Some(json!({ "members": long })),
+        system_members: true,
+        ..EnforcementRead::default()
+    });
+    let whole = serde_json::to_vec_pretty(&read).unwrap().len();
+    let bytes = fit(&read, whole / 2).unwrap();
+    let back: NsxRead = serde_json::from_slice(&bytes).unwrap();
+    let e = back.enforcement.as_ref().unwrap();
+    assert!(e.exclude_list.is_none(), "{e:?}");
+    let g = e.exclude_list_gap.as_ref().unwrap();
+    assert!(g.why.contains("kept as 0"), "{g:?}");
+    assert!(e.settings_gap.is_some() && e.settings.is_none());
+    assert!(matches!(dfw_state(e), DfwState::Unknown(_)));
+    let input = crate::nsxmanager::model::input(&back, &supervisor_vms(false));
+    for vm in &input.vms {
+        assert!(
+            matches!(excluded(e, vm, &|_| true), Excluded::Unknown(w) if w.contains("could not be read"))
+        );
+    }
+    // The policies (small) kept whole.
+    assert_eq!(back.policies, read.policies);
+}
+
+/// The budget is a round's: the run's one client (one login) serves every `--watch` round, and
+/// each round's readings are held to the budget anew, so two rounds each within it both read
+/// (counted on the one client, a long `--watch` stopped reading NSX Manager after a few).
+/// Within a round it still holds every cluster's reading together.
+#[tokio::test]
+async fn each_rounds_readings_within_the_budget_are_read() {
+    use crate::nsxmanager::client::tests::{options, serve, session_granted, Canned};
+    use crate::nsxmanager::client::{ApiPath, Client, RequestError};
+    let (url, _seen) = serve(|_, path| match path {
+        "/api/session/create" => session_granted(),
+        _ => Canned::json(200, &format!(r#"{{"x":"{}"}}"#, "y".repeat(4000))),
+    });
+    let mut o = options(url);
+    o.limits.max_total_bytes = 10_000;
+    let client = Client::connect(&o).await.unwrap();
+    let path = ApiPath::policy("/infra/services/etcd", &[]).unwrap();
+    for round in 0..3 {
+        client.renew_budget();
+        // Two clusters' readings of the round, ~8 KB together: within it.
+        assert!(client.get(&path).await.is_ok(), "round {round}");
+        assert!(client.get(&path).await.is_ok(), "round {round}");
+        // A third answer in the same round is past it.
+        let e = client.get(&path).await.unwrap_err();
+        assert!(
+            matches!(e, RequestError::Budget { .. }),
+            "round {round}: {e:?}"
+        );
+    }
+    assert_eq!(client.logins(), 1, "one login for every round");
+
+    // Where a round starts (`commands::nsx::NsxRun::start`, each `--watch` round's), the run's
+    // one client gets the round's budget anew.
+    let config = crate::nsxmanager::NsxConfig {
+        options: o.clone(),
+        traceflow: false,
+        note: None,
+        login: std::sync::Arc::default(),
+    };
+    let _first = crate::commands::nsx::NsxRun::start(&config).await;
+    let shared = config.login.client(&config.options).await.unwrap();
+    assert!(shared.get(&path).await.is_ok());
+    assert!(shared.get(&path).await.is_ok());
+    assert!(
+        shared.get(&path).await.is_err(),
+        "the first round's budget is spent"
+    );
+    let _second = crate::commands::nsx::NsxRun::start(&config).await;
+    assert!(shared.get(&path).await.is_ok(), "the second round reads");
+    assert_eq!(shared.logins(), 1, "the run's one login");
+}

@@ -74,15 +74,18 @@ fn listing(members: Value) -> EnforcementRead {
 #[test]
 fn a_vm_is_excluded_by_its_port_or_a_group_and_else_unknown_never_excluded() {
     let v = vm();
-    assert_eq!(excluded(&listing(json!([])), &v), Excluded::No);
+    assert_eq!(excluded(&listing(json!([])), &v, &|_| true), Excluded::No);
     assert!(matches!(
-        excluded(&listing(json!(["/infra/segments/s/ports/p1"])), &v),
+        excluded(&listing(json!(["/infra/segments/s/ports/p1"])), &v, &|_| true),
         Excluded::Yes(w) if w.contains("its port")
     ));
     // A segment (not modeled), a group whose members were not read: unknown.
     for m in ["/infra/segments/s", "/infra/domains/default/groups/g"] {
         assert!(
-            matches!(excluded(&listing(json!([m])), &v), Excluded::Unknown(_)),
+            matches!(
+                excluded(&listing(json!([m])), &v, &|_| true),
+                Excluded::Unknown(_)
+            ),
             "{m}"
         );
     }
@@ -102,7 +105,7 @@ fn a_vm_is_excluded_by_its_port_or_a_group_and_else_unknown_never_excluded() {
             ..Members::default()
         },
     );
-    assert_eq!(excluded(&r, &v), Excluded::No);
+    assert_eq!(excluded(&r, &v, &|_| true), Excluded::No);
     // Its port among the group's ports: excluded, through the group.
     r.groups
         .get_mut("/infra/domains/default/groups/g")
@@ -112,10 +115,10 @@ fn a_vm_is_excluded_by_its_port_or_a_group_and_else_unknown_never_excluded() {
         .unwrap()
         .results
         .push(json!({"path": "/infra/segments/s/ports/p1"}));
-    assert!(matches!(excluded(&r, &v), Excluded::Yes(w) if w.contains("through group")));
+    assert!(matches!(excluded(&r, &v, &|_| true), Excluded::Yes(w) if w.contains("through group")));
     // The list not read: unknown.
     assert!(matches!(
-        excluded(&EnforcementRead::default(), &v),
+        excluded(&EnforcementRead::default(), &v, &|_| true),
         Excluded::Unknown(_)
     ));
 }

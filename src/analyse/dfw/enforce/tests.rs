@@ -219,3 +219,139 @@ fn a_hit_count_that_grew_proves_the_drop() {
         Some(Hits::NotRead(_))
     ));
 }
+
+/// NSX's group associations for `node`'s VM and port, answered whole under `/infra`: the
+/// VM's in `vm_groups`, its port's in `port_groups`.
+fn associate(read: &mut NsxRead, node: &str, vm_groups: &[&str], port_groups: &[&str]) {
+    use crate::nsxmanager::raw::Association;
+    let i = input(read, &supervisor_vms(false));
+    let vm = i.vms.iter().find(|v| v.node == node).unwrap();
+    let ext = vm.nsx_vm.as_ref().unwrap().external_id.clone().unwrap();
+    let port = vm.port.as_ref().unwrap().path.clone().unwrap();
+    let answer = |groups: &[&str]| Listed {
+        results: groups.iter().map(|g| json!({"target_id": g})).collect(),
+        result_count: Some(groups.len() as u64),
+        incomplete: None,
+    };
+    let lookup = read.vms.iter_mut().find(|l| l.node == node).unwrap();
+    lookup.associations = vec![
+        Association {
+            root: "/infra".into(),
+            by: "vm_external_id".into(),
+            key: ext,
+            listed: answer(vm_groups),
+        },
+        Association {
+            root: "/infra".into(),
+            by: "intent_path".into(),
+            key: port,
+            listed: answer(port_groups),
+        },
+    ];
+}
+
+/// The exclusion by NSX's group associations first (any group type: one defined on ports, as
+/// nsx-operator's are, whose VM member list answers empty), member lists only where the
+/// group's type makes them tell, else unknown, never "not excluded".
+#[test]
+fn exclusion_by_the_associations_first_then_lists_that_tell_else_unknown() {
+    const G: &str = "/infra/domains/default/groups/excluded";
+    let mut read = world("infra-drop-2380.json", "vms.json");
+    // The group's VM list answers empty (a group of ports), its port list is not read.
+    let mut en = enabled(vec![G]);
+    en.groups.insert(G.into(), group_of(&[]));
+    read.enforcement = Some(en);
+
+    // No association read, the group's type unknown (no rule names it): member lists that do
+    // not hold the VM prove nothing: unknown for every VM.
+    let (e, x) = judged(&read);
+    assert_eq!(e.blocking[0].paths.len(), 6);
+    assert!(
+        x.excluded.iter().all(
+            |(_, s)| matches!(s, Excluded::Unknown(w) if w.contains("member lists do not tell"))
+        ),
+        "{:?}",
+        x.excluded
+    );
+
+    // NSX's associations say the ports of tkc-cp-1 and tkc-cp-2 are in it (the lists do not):
+    // both excluded, the paths between them not blocked, the rule not enforced there.
+    associate(&mut read, "tkc-cp-1", &[], &[G]);
+    associate(
+        &mut read,
+        "tkc-cp-2",
+        &[],
+        &["/infra/domains/default/groups/other", G],
+    );
+    // tkc-cp-3's answers read whole and not holding it: not excluded (the lists alone could
+    // not have said so).
+    associate(
+        &mut read,
+        "tkc-cp-3",
+        &["/infra/domains/default/groups/other"],
+        &[],
+    );
+    let (e, x) = judged(&read);
+    let state = |n: &str| x.excluded.iter().find(|(m, _)| m == n).unwrap().1.clone();
+    for n in ["tkc-cp-1", "tkc-cp-2"] {
+        assert!(
+            matches!(state(n), Excluded::Yes(w) if w.contains("(through group /infra/domains/default/groups/excluded), as NSX's group associations say")),
+            "{n}: {:?}",
+            state(n)
+        );
+    }
+    assert_eq!(state("tkc-cp-3"), Excluded::No);
+    assert_eq!(e.blocking[0].paths.len(), 4);
+    assert_eq!(x.not_enforced.len(), 1);
+    assert_eq!(x.not_enforced[0].paths.len(), 2);
+
+    // Associations whole and not holding the VM outweigh a member list: not excluded.
+    let mut en = enabled(vec![G]);
+    en.groups.insert(G.into(), group_of(&["5012-9"]));
+    read.enforcement = Some(en);
+    associate(&mut read, "tkc-cp-1", &[], &[]);
+    let (_, x) = judged(&read);
+    assert_eq!(
+        x.excluded.iter().find(|(m, _)| m == "tkc-cp-1").unwrap().1,
+        Excluded::No
+    );
+
+    // The associations not read whole (a page refused): what they hold still holds
+    // (tkc-cp-2); else back to the lists, which do not tell for a group of unknown type:
+    // unknown, never "not excluded".
+    for l in &mut read.vms {
+        for a in &mut l.associations {
+            a.listed.incomplete = Some(forbidden("/policy/api/v1/infra/group-associations"));
+        }
+    }
+    let (_, x) = judged(&read);
+    for (n, s) in &x.excluded {
+        match n.as_str() {
+            "tkc-cp-2" => assert!(matches!(s, Excluded::Yes(_)), "{s:?}"),
+            _ => assert!(
+                matches!(s, Excluded::Unknown(w) if w.contains("not read whole")),
+                "{n}: {s:?}"
+            ),
+        }
+    }
+
+    // A group of VMs (its definition read: a rule names it) whose lists are read whole and do
+    // not hold the VM: the lists tell, not excluded; one whose VM list holds it: excluded.
+    const VMS: &str = "/infra/domains/default/groups/tkc-cp";
+    for l in &mut read.vms {
+        l.associations.clear();
+    }
+    let mut en = enabled(vec![VMS]);
+    en.groups.insert(VMS.into(), group_of(&["5012-1"]));
+    read.enforcement = Some(en);
+    let (_, x) = judged(&read);
+    for (n, s) in &x.excluded {
+        match n.as_str() {
+            "tkc-cp-1" => assert!(
+                matches!(s, Excluded::Yes(w) if w.contains("through group")),
+                "{s:?}"
+            ),
+            _ => assert_eq!(s, &Excluded::No, "{n}"),
+        }
+    }
+}
