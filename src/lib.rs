@@ -71,6 +71,8 @@ pub use commands::Outcome;
 /// Dispatches one command line. `emit` takes what a command prints as it goes (`--watch`);
 /// everything else is in the [`Outcome`].
 pub async fn run(cli: Cli, emit: commands::Emit<'_>) -> Result<Outcome> {
+    // Every signal from here on is counted, whether or not the run waits for one just then.
+    signal::listen();
     let g = &cli.global;
     let format = g.output;
     match &cli.command {

@@ -81,11 +81,12 @@ pub async fn round_with_cleanup(
     // Every way out passes here: delete what is left, unless asked to keep it.
     let mut notes = Vec::new();
     if let Some(n) = &nsx {
-        // Each delete is bounded; a second signal ends the wait at once (the first one, if it
+        // Each delete is bounded; a further signal ends the wait at once (the first one, if it
         // came, ended the round above), saying what is left on NSX Manager.
+        let seen = signal::count();
         tokio::select! {
             failed = n.finish() => notes.extend(failed),
-            _ = signal::shutdown() => notes.extend(n.pending().into_iter().map(|path| format!(
+            _ = signal::after(seen) => notes.extend(n.pending().into_iter().map(|path| format!(
                 "warning: traceflow {path} was not deleted from NSX Manager (interrupted again); it is transient (NSX removes it after two idle hours), or delete it there"
             ))),
         }
