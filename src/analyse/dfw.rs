@@ -1028,7 +1028,32 @@ fn shadowed(
     out
 }
 
-fn as_check(s: &DfwSideOutcome) -> Check<DfwRuleRef> {
+/// The blocking rules of `paths`, each once with the paths it blocks, in path order (also
+/// `enforce`'s, after it took checks out).
+pub(super) fn blocking_of(paths: &[DfwPath]) -> Vec<DfwBlocking> {
+    let mut blocking: Vec<DfwBlocking> = Vec::new();
+    for p in paths {
+        let Some(rule) = p.outcome.blocking_rule() else {
+            continue;
+        };
+        let path = PathRef {
+            port: p.port,
+            from: p.from.clone(),
+            to: p.to.clone(),
+        };
+        match blocking.iter_mut().find(|b| &b.rule == rule) {
+            Some(b) => b.paths.push(path),
+            None => blocking.push(DfwBlocking {
+                rule: rule.clone(),
+                paths: vec![path],
+            }),
+        }
+    }
+    blocking
+}
+
+/// A side's outcome as `combine_checks` takes it (also `enforce`'s, judging a path again).
+pub(super) fn as_check(s: &DfwSideOutcome) -> Check<DfwRuleRef> {
     match s {
         DfwSideOutcome::Matched { rule } => match rule.action {
             RuleAction::Drop => Check::Blocks {
@@ -1172,24 +1197,7 @@ pub fn evaluate(input: &DfwInput) -> DfwEvaluation {
             }
         }
     }
-    let mut blocking: Vec<DfwBlocking> = Vec::new();
-    for p in &paths {
-        let Some(rule) = p.outcome.blocking_rule() else {
-            continue;
-        };
-        let path = PathRef {
-            port: p.port,
-            from: p.from.clone(),
-            to: p.to.clone(),
-        };
-        match blocking.iter_mut().find(|b| &b.rule == rule) {
-            Some(b) => b.paths.push(path),
-            None => blocking.push(DfwBlocking {
-                rule: rule.clone(),
-                paths: vec![path],
-            }),
-        }
-    }
+    let blocking = blocking_of(&paths);
     // Shadowed rules, per (rule, by), on the paths that are allowed.
     let mut shadowed_all: Vec<DfwShadowed> = Vec::new();
     for (rule, by, i) in shadow_hits {

@@ -401,3 +401,57 @@ fn mac(read: &NsxRead, identified: &[model::DfwVm], node: &str) -> Option<String
         port.attachment_id.as_deref(),
     )
 }
+
+#[cfg(test)]
+mod tests {
+    /// The budget is a round's: the run's one client (one login) serves every `--watch` round, and
+    /// each round's readings are held to the budget anew, so two rounds each within it both read
+    /// (counted on the one client, a long `--watch` stopped reading NSX Manager after a few).
+    /// Within a round it still holds every cluster's reading together.
+    #[tokio::test]
+    async fn each_rounds_readings_within_the_budget_are_read() {
+        use crate::nsxmanager::client::tests::{options, serve, session_granted, Canned};
+        use crate::nsxmanager::client::{ApiPath, Client, RequestError};
+        let (url, _seen) = serve(|_, path| match path {
+            "/api/session/create" => session_granted(),
+            _ => Canned::json(200, &format!(r#"{{"x":"{}"}}"#, "y".repeat(4000))),
+        });
+        let mut o = options(url);
+        o.limits.max_total_bytes = 10_000;
+        let client = Client::connect(&o).await.unwrap();
+        let path = ApiPath::policy("/infra/services/etcd", &[]).unwrap();
+        for round in 0..3 {
+            client.renew_budget();
+            // Two clusters' readings of the round, ~8 KB together: within it.
+            assert!(client.get(&path).await.is_ok(), "round {round}");
+            assert!(client.get(&path).await.is_ok(), "round {round}");
+            // A third answer in the same round is past it.
+            let e = client.get(&path).await.unwrap_err();
+            assert!(
+                matches!(e, RequestError::Budget { .. }),
+                "round {round}: {e:?}"
+            );
+        }
+        assert_eq!(client.logins(), 1, "one login for every round");
+
+        // Where a round starts (`commands::nsx::NsxRun::start`, each `--watch` round's), the run's
+        // one client gets the round's budget anew.
+        let config = crate::nsxmanager::NsxConfig {
+            options: o.clone(),
+            traceflow: false,
+            note: None,
+            login: std::sync::Arc::default(),
+        };
+        let _first = super::NsxRun::start(&config).await;
+        let shared = config.login.client(&config.options).await.unwrap();
+        assert!(shared.get(&path).await.is_ok());
+        assert!(shared.get(&path).await.is_ok());
+        assert!(
+            shared.get(&path).await.is_err(),
+            "the first round's budget is spent"
+        );
+        let _second = super::NsxRun::start(&config).await;
+        assert!(shared.get(&path).await.is_ok(), "the second round reads");
+        assert_eq!(shared.logins(), 1, "the run's one login");
+    }
+}

@@ -131,7 +131,8 @@ const FOLDERS: &[(&str, &[&[&str]])] = &[
     (
         "nsxmanager",
         &[
-            &["bound", "enforce"],
+            &["bound"],
+            &["enforce"],
             &["read", "traceflow"],
             &["client"],
             &["model"],

@@ -10,12 +10,12 @@
 //! Pure, no I/O: what was read is [`NsxRead::enforcement`] and [`NsxRead::statistics`]
 //! (`nsxmanager::enforce` reads and parses them).
 
-use crate::analyse::policy::{combine_checks, Check, Combined, PathRef};
+use crate::analyse::policy::{combine_checks, Combined, PathRef};
 use crate::nsxmanager::enforce::{dfw_state, excluded, rule_hits, DfwState, Excluded, Hits};
 use crate::nsxmanager::model::{DfwInput, RuleAction};
 use crate::nsxmanager::raw::NsxRead;
 
-use super::{DfwBlocking, DfwEvaluation, DfwPathOutcome, DfwRuleRef, DfwSideOutcome};
+use super::{DfwEvaluation, DfwPathOutcome, DfwRuleRef, DfwSideOutcome};
 
 /// At most this many not-enforced rules (and notes) are kept.
 const MAX_LISTED: usize = 32;
@@ -88,24 +88,6 @@ impl Enforcement {
     }
 }
 
-fn as_check(s: &DfwSideOutcome) -> Check<DfwRuleRef> {
-    match s {
-        DfwSideOutcome::Matched { rule } => match rule.action {
-            RuleAction::Drop => Check::Blocks {
-                rule: rule.clone(),
-                reject: false,
-            },
-            RuleAction::Reject => Check::Blocks {
-                rule: rule.clone(),
-                reject: true,
-            },
-            _ => Check::Allows(rule.clone()),
-        },
-        DfwSideOutcome::NoVisibleRule => Check::NoVisibleRule,
-        DfwSideOutcome::CannotDecide { why } => Check::CannotDecide(why.clone()),
-    }
-}
-
 /// Applies what NSX Manager enforces to `eval` (built from `input`, read as `read`): each
 /// check at a vNIC the DFW does not reach meets no rule, the paths are combined again, the
 /// blocking rules rebuilt; notes say what is unknown. Then the blocking rules' hit counters.
@@ -166,15 +148,16 @@ pub fn apply(eval: &mut DfwEvaluation, input: &DfwInput, read: &NsxRead) -> Enfo
                 // Nothing of the DFW acts at this vNIC.
                 *side = DfwSideOutcome::NoVisibleRule;
             }
-            p.outcome = match combine_checks(as_check(&p.egress), as_check(&p.ingress)) {
-                Combined::Dropped(rule) => DfwPathOutcome::Dropped { rule },
-                Combined::Rejected(rule) => DfwPathOutcome::Rejected { rule },
-                Combined::Allowed { egress, ingress } => {
-                    DfwPathOutcome::Allowed { egress, ingress }
-                }
-                Combined::NoVisibleRule => DfwPathOutcome::NoVisibleRule,
-                Combined::CannotDecide(why) => DfwPathOutcome::CannotDecide { why },
-            };
+            p.outcome =
+                match combine_checks(super::as_check(&p.egress), super::as_check(&p.ingress)) {
+                    Combined::Dropped(rule) => DfwPathOutcome::Dropped { rule },
+                    Combined::Rejected(rule) => DfwPathOutcome::Rejected { rule },
+                    Combined::Allowed { egress, ingress } => {
+                        DfwPathOutcome::Allowed { egress, ingress }
+                    }
+                    Combined::NoVisibleRule => DfwPathOutcome::NoVisibleRule,
+                    Combined::CannotDecide(why) => DfwPathOutcome::CannotDecide { why },
+                };
             // The rule that blocked the path before, and no longer does: not enforced there
             // (one that still blocks it at the other end's vNIC is still blamed).
             if let Some(rule) = was.filter(|r| p.outcome.blocking_rule() != Some(r)) {
@@ -217,25 +200,7 @@ pub fn apply(eval: &mut DfwEvaluation, input: &DfwInput, read: &NsxRead) -> Enfo
 
 /// The blocking rules and the summary again, after checks were turned off.
 fn rebuild(eval: &mut DfwEvaluation, e: &Enforcement) {
-    let mut blocking: Vec<DfwBlocking> = Vec::new();
-    for p in &eval.paths {
-        let Some(rule) = p.outcome.blocking_rule() else {
-            continue;
-        };
-        let path = PathRef {
-            port: p.port,
-            from: p.from.clone(),
-            to: p.to.clone(),
-        };
-        match blocking.iter_mut().find(|b| &b.rule == rule) {
-            Some(b) => b.paths.push(path),
-            None => blocking.push(DfwBlocking {
-                rule: rule.clone(),
-                paths: vec![path],
-            }),
-        }
-    }
-    eval.blocking = blocking;
+    eval.blocking = super::blocking_of(&eval.paths);
     let read = eval.read_text();
     let total = eval.paths.len();
     let undecided = eval
