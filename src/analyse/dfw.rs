@@ -1052,6 +1052,26 @@ pub(super) fn blocking_of(paths: &[DfwPath]) -> Vec<DfwBlocking> {
     blocking
 }
 
+/// "NSX Manager: <rule> drops N of M paths (K more blocking rules)", from the first blocking
+/// rule; `None` when nothing blocks (also `enforce`'s summary, after it took checks out).
+pub(super) fn blocking_headline(blocking: &[DfwBlocking], total: usize) -> Option<String> {
+    let b = blocking.first()?;
+    let more = match blocking.len() {
+        1 => String::new(),
+        n => format!(" ({} more blocking rules)", n - 1),
+    };
+    Some(format!(
+        "NSX Manager: {} {} {} of {total} paths{more}",
+        b.rule.label(),
+        if b.rule.action == RuleAction::Reject {
+            "rejects"
+        } else {
+            "drops"
+        },
+        b.paths.len(),
+    ))
+}
+
 /// A side's outcome as `combine_checks` takes it (also `enforce`'s, judging a path again).
 pub(super) fn as_check(s: &DfwSideOutcome) -> Check<DfwRuleRef> {
     match s {
@@ -1253,22 +1273,8 @@ pub fn evaluate(input: &DfwInput) -> DfwEvaluation {
         .filter(|p| matches!(p.outcome, DfwPathOutcome::CannotDecide { .. }))
         .count();
     let read = read_text(&counts);
-    let summary = if let Some(b) = blocking.first() {
-        let more = match blocking.len() {
-            1 => String::new(),
-            n => format!(" ({} more blocking rules)", n - 1),
-        };
-        format!(
-            "NSX Manager: {} {} {} of {} paths{more}",
-            b.rule.label(),
-            if b.rule.action == RuleAction::Reject {
-                "rejects"
-            } else {
-                "drops"
-            },
-            b.paths.len(),
-            paths.len()
-        )
+    let summary = if let Some(first) = blocking_headline(&blocking, paths.len()) {
+        first
     } else if undecided > 0 {
         format!(
             "NSX Manager shows no rule that drops these paths, but {undecided} of {} paths cannot be decided (read: {read})",

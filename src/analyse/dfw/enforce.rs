@@ -12,7 +12,7 @@
 
 use crate::analyse::policy::{combine_checks, Combined, PathRef};
 use crate::nsxmanager::enforce::{dfw_state, excluded, rule_hits, DfwState, Excluded, Hits};
-use crate::nsxmanager::model::{DfwInput, RuleAction};
+use crate::nsxmanager::model::DfwInput;
 use crate::nsxmanager::raw::NsxRead;
 
 use super::{DfwEvaluation, DfwPathOutcome, DfwRuleRef, DfwSideOutcome};
@@ -221,21 +221,8 @@ fn rebuild(eval: &mut DfwEvaluation, e: &Enforcement) {
             .collect();
         names.join("; ")
     };
-    eval.summary = if let Some(b) = eval.blocking.first() {
-        let more = match eval.blocking.len() {
-            1 => String::new(),
-            n => format!(" ({} more blocking rules)", n - 1),
-        };
-        format!(
-            "NSX Manager: {} {} {} of {total} paths{more} (not enforced elsewhere: {why})",
-            b.rule.label(),
-            if b.rule.action == RuleAction::Reject {
-                "rejects"
-            } else {
-                "drops"
-            },
-            b.paths.len(),
-        )
+    eval.summary = if let Some(first) = super::blocking_headline(&eval.blocking, total) {
+        format!("{first} (not enforced elsewhere: {why})")
     } else if undecided > 0 {
         format!(
             "NSX Manager shows no enforced rule that drops these paths ({why}), but {undecided} of {total} paths cannot be decided (read: {read})"
