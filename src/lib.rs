@@ -32,7 +32,7 @@
 //!
 //! ```text
 //! lib · cli · commands · bundle · plan · route · render · report · analyse · workload · nsxmanager ·
-//! supervisor · connect · probe · command · {names, labels, progress, selector, signal, error} ·
+//! supervisor · connect · probe · command · {names, labels, progress, selector, signal, error, when} ·
 //! bounds
 //! ```
 
@@ -56,6 +56,7 @@ pub mod route;
 pub mod selector;
 pub mod signal;
 pub mod supervisor;
+pub mod when;
 pub mod workload;
 
 #[cfg(test)]

@@ -33,7 +33,7 @@ const LAYERS: &[&[&str]] = &[
     &["connect"],
     &["probe"],
     &["command"],
-    &["names", "labels", "progress", "selector", "signal", "error"],
+    &["names", "labels", "progress", "selector", "signal", "error", "when"],
     &["bounds"],
 ];
 

@@ -1,0 +1,94 @@
+//! One way to write time for people (issue 38): an instant is RFC 3339 to the second with `Z`
+//! (`2026-12-07T03:50:19Z`), an age or a span is one number and one unit (`45s`, `4m`, `3h`,
+//! `2d`), and the two go together as `2026-12-07T03:50:19Z, 4m ago`. json keeps its own fields
+//! (full RFC 3339, milliseconds); this module is only for text a person reads.
+//!
+//! Sub-second spans (a probe's latency, a connect timeout) keep `ms`/`s` with a decimal, because
+//! there the fraction is the finding: see [`precise`].
+
+use std::time::{Duration, SystemTime};
+
+/// `2026-12-07T03:50:19Z`: the instant, to the second, in UTC.
+pub fn instant(t: SystemTime) -> String {
+    humantime::format_rfc3339_seconds(t).to_string()
+}
+
+/// The same from an RFC 3339 text read from outside (a condition, a log line). Text that is not a
+/// time is not echoed: `None`, and the caller says the time is unknown.
+pub fn instant_of(rfc3339: &str) -> Option<String> {
+    parse(rfc3339).map(instant)
+}
+
+/// Parses RFC 3339 as the API and etcd write it (fractions and offsets accepted).
+pub fn parse(rfc3339: &str) -> Option<SystemTime> {
+    humantime::parse_rfc3339_weak(rfc3339.trim())
+        .ok()
+        .or_else(|| {
+            rfc3339
+                .trim()
+                .parse::<k8s_openapi::jiff::Timestamp>()
+                .ok()
+                .map(SystemTime::from)
+        })
+}
+
+/// `45s`, `4m`, `3h`, `2d`: how long, in the largest unit that keeps at least two of it (as
+/// kubectl's AGE column does, so `90s` rather than `1m`).
+pub fn span(d: Duration) -> String {
+    match d.as_secs() {
+        s if s < 120 => format!("{s}s"),
+        s if s < 3600 * 2 => format!("{}m", s / 60),
+        s if s < 86400 * 2 => format!("{}h", s / 3600),
+        s => format!("{}d", s / 86400),
+    }
+}
+
+/// `4m ago`; a time in the future (a skewed clock) reads `in 4m`, never a negative age.
+pub fn ago(t: SystemTime, now: SystemTime) -> String {
+    match now.duration_since(t) {
+        Ok(d) => format!("{} ago", span(d)),
+        Err(e) => format!("in {}", span(e.duration())),
+    }
+}
+
+/// `2026-12-07T03:50:19Z, 4m ago`: an instant and its age, the form for onsets and conditions.
+pub fn since(t: SystemTime, now: SystemTime) -> String {
+    format!("{}, {}", instant(t), ago(t, now))
+}
+
+/// `35 ms`, `1.2 s`: a short span where the fraction matters (latency, timeouts under a minute).
+pub fn precise(d: Duration) -> String {
+    let ms = d.as_millis();
+    if ms >= 1000 {
+        format!("{:.1} s", d.as_secs_f64())
+    } else {
+        format!("{ms} ms")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(s: &str) -> SystemTime {
+        parse(s).unwrap()
+    }
+
+    #[test]
+    fn one_style() {
+        let t = at("2026-12-07T03:50:19.363Z");
+        assert_eq!(instant(t), "2026-12-07T03:50:19Z");
+        assert_eq!(
+            instant_of("2026-12-07T04:50:19+01:00").unwrap(),
+            "2026-12-07T03:50:19Z"
+        );
+        assert_eq!(instant_of("$(reboot)"), None);
+        let now = at("2026-12-07T03:54:30Z");
+        assert_eq!(since(t, now), "2026-12-07T03:50:19Z, 4m ago");
+        assert_eq!(ago(now, t), "in 4m");
+        assert_eq!(span(Duration::from_secs(90)), "90s");
+        assert_eq!(span(Duration::from_secs(3 * 86400)), "3d");
+        assert_eq!(precise(Duration::from_millis(35)), "35 ms");
+        assert_eq!(precise(Duration::from_millis(1250)), "1.2 s");
+    }
+}
