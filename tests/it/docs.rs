@@ -21,8 +21,8 @@ fn section<'a>(md: &'a str, heading: &str) -> &'a str {
     for line in md.split_inclusive('\n') {
         let title = line.trim_start_matches('#');
         if line.starts_with('#') && title.starts_with(' ') {
-            if start.is_some() {
-                return &md[start.unwrap()..offset];
+            if let Some(start) = start {
+                return &md[start..offset];
             }
             if title.trim().starts_with(heading) {
                 start = Some(offset + line.len());
@@ -77,13 +77,19 @@ fn the_readme_names_every_verdict_and_docs_output_too() {
     }
 }
 
-/// Every `pub const EXIT_…: i32 = N;` of src/error.rs, the exit codes' one definition.
+/// Every `pub const EXIT_…: i32 = N;` of src/error.rs, the exit codes' one definition (a sum
+/// such as `128 + 15` added up).
 fn exit_codes() -> BTreeSet<String> {
     let source = read("src/error.rs");
     let codes = source.lines().filter_map(|l| {
         let rest = l.trim().strip_prefix("pub const EXIT_")?;
         let value = rest.split_once("i32 =")?.1.trim().strip_suffix(';')?;
-        Some(value.trim().to_string())
+        let sum = value.split('+').map(|n| {
+            n.trim()
+                .parse::<i32>()
+                .unwrap_or_else(|_| panic!("src/error.rs: {l:?}: not a number or a sum"))
+        });
+        Some(sum.sum::<i32>().to_string())
     });
     codes.collect()
 }
