@@ -10,6 +10,7 @@ mod common;
 mod architecture;
 mod cli;
 mod completion;
+mod docs;
 mod krew_manifest;
 mod render;
 mod schema;
