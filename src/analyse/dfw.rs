@@ -949,6 +949,17 @@ fn check(input: &DfwInput, ord: &Order, at: At, none: &Memo) -> DfwSideOutcome {
                 ),
             };
         }
+        // Federation: the Global Manager's policies (`/global-infra`) and the Local Manager's
+        // own (`/infra`) share the provider's tree, and how NSX orders one against the other
+        // inside a category is not documented for the DFW (for the gateway firewall, "Any rules
+        // you create from the Global Manager [...] are enforced first", NSX-T 3.1
+        // administration GUID-1F7DCDEF): the least is taken, either may come first. A first
+        // match of the other side in this category with another action: "cannot decide".
+        if this_tree == 0 {
+            if let Some(why) = federation_rival(input, ord, at, none, pi, rank, action) {
+                return DfwSideOutcome::CannotDecide { why };
+            }
+        }
         let p = &input.policies[pi];
         let r = &p.rules[ri];
         match (action, layer2) {
@@ -975,6 +986,51 @@ fn check(input: &DfwInput, ord: &Order, at: At, none: &Memo) -> DfwSideOutcome {
         }
     }
     DfwSideOutcome::NoVisibleRule
+}
+
+/// Whether a policy is the Global Manager's (Federation: `/global-infra/…`).
+fn is_global(p: &SecurityPolicy) -> bool {
+    p.path
+        .as_deref()
+        .is_ok_and(|path| path.starts_with("/global-infra/"))
+}
+
+/// The first match at this check among the policies of category `rank` of the provider's tree
+/// on the other side of Federation from policy `pi` (`/global-infra` for an `/infra` policy,
+/// and back), when it cannot be evaluated or its action is not `action`: why the check cannot
+/// be decided (their order is not documented: [`check`]). `None` outside Federation.
+fn federation_rival(
+    input: &DfwInput,
+    ord: &Order,
+    at: At,
+    none: &Memo,
+    pi: usize,
+    rank: u8,
+    action: RuleAction,
+) -> Option<String> {
+    let global = is_global(&input.policies[pi].policy);
+    for tier in &ord.tiers {
+        for &pj in tier {
+            let q = &input.policies[pj].policy;
+            if is_global(q) == global || !matches!(place(q), Ok((0, r, _)) if r == rank) {
+                continue;
+            }
+            match policy_hit(input, &input.policies[pj], &ord.rules[pj], at, none) {
+                None => continue,
+                Some(Err(why)) => return Some(why),
+                Some(Ok((_, a))) if a == action => return None,
+                Some(Ok(_)) => {
+                    return Some(format!(
+                        "policies \"{}\" and \"{}\" both match in category {} with different actions, one the Global Manager's (/global-infra) and one the Local Manager's (/infra): how NSX orders them inside a category is not documented",
+                        input.policies[pi].policy.label(),
+                        q.label(),
+                        q.category.name()
+                    ))
+                }
+            }
+        }
+    }
+    None
 }
 
 /// The DROP/REJECT rules that match this check after the ALLOW `by` decided it: later rules

@@ -252,8 +252,9 @@ impl NsxRun {
             return;
         }
         let bound = within.min(self.config.options.limits.total);
+        let layout = read.layout.clone();
         let work = async {
-            let enforcement = enforce::read_enforcement(client).await;
+            let enforcement = enforce::read_enforcement(client, &layout).await;
             let mut stats = before;
             if let Some(s) = stats.as_mut() {
                 enforce::read_statistics_after(client, s).await;

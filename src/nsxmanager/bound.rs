@@ -7,6 +7,7 @@
 
 use super::client::{bound_strings, Limits, MAX_STRING_CHARS};
 use super::enforce::{MAX_EXCLUDE_MEMBERS, MAX_STATISTICS_POLICIES};
+use super::model::clip;
 use super::raw::{EnforcementRead, Gap, Listed, Members, NsxRead, StatisticsRead, VpcSecurity};
 use super::read::{
     association_roots, policy_roots, MAX_GAPS, MAX_GROUPS, MAX_PORTS_PER_VM, MAX_SERVICES,
@@ -193,29 +194,25 @@ pub fn rebound(read: &mut NsxRead, limits: &Limits) {
 /// has more than [`MAX_EXCLUDE_MEMBERS`] members, so the VMs stay "cannot be told" past them.
 fn rebound_enforcement(e: &mut EnforcementRead, max: usize) -> Vec<Gap> {
     let mut cuts = Vec::new();
+    // The VPC's project's own list is bounded as the provider's is.
+    let project = e.project.as_mut();
+    if let Some(p) = project {
+        p.project = clip(&p.project, MAX_STRING_CHARS);
+        if let Some(g) = p.gap.as_mut() {
+            g.path = clip(&g.path, MAX_STRING_CHARS);
+            g.why = clip(&g.why, MAX_STRING_CHARS);
+            g.privilege = g.privilege.as_deref().map(|v| clip(v, MAX_STRING_CHARS));
+        }
+        if let Some(v) = p.list.as_mut() {
+            bound_strings(v, MAX_STRING_CHARS);
+            cuts.extend(bound_exclude_members(v, "project exclude-list"));
+        }
+    }
     for v in [&mut e.settings, &mut e.exclude_list].into_iter().flatten() {
         bound_strings(v, MAX_STRING_CHARS);
     }
-    let most = 4 * MAX_EXCLUDE_MEMBERS;
-    for field in ["members", "system_members"] {
-        let Some(list) = e
-            .exclude_list
-            .as_mut()
-            .and_then(|l| l.get_mut(field))
-            .and_then(serde_json::Value::as_array_mut)
-        else {
-            continue;
-        };
-        if list.len() > most {
-            cuts.push(cut_gap(
-                "exclude-list",
-                format!(
-                    "{} {field}: more than {most} (the others not looked at)",
-                    list.len()
-                ),
-            ));
-            list.truncate(most);
-        }
+    if let Some(v) = e.exclude_list.as_mut() {
+        cuts.extend(bound_exclude_members(v, "exclude-list"));
     }
     if let Some(was) = cap_map(&mut e.groups, MAX_EXCLUDE_MEMBERS) {
         cuts.push(cut_gap(
@@ -231,6 +228,31 @@ fn rebound_enforcement(e: &mut EnforcementRead, max: usize) -> Vec<Gap> {
         member_cuts.extend(cap_members(m, max, "members of an excluded group"));
     }
     cuts.extend(member_cuts.into_iter().next());
+    cuts
+}
+
+/// An exclusion list's `members` and `system_members` cut to what a live run looks at.
+fn bound_exclude_members(list: &mut serde_json::Value, what: &str) -> Vec<Gap> {
+    let mut cuts = Vec::new();
+    let most = 4 * MAX_EXCLUDE_MEMBERS;
+    for field in ["members", "system_members"] {
+        let Some(l) = list
+            .get_mut(field)
+            .and_then(serde_json::Value::as_array_mut)
+        else {
+            continue;
+        };
+        if l.len() > most {
+            cuts.push(cut_gap(
+                what,
+                format!(
+                    "{} {field}: more than {most} (the others not looked at)",
+                    l.len()
+                ),
+            ));
+            l.truncate(most);
+        }
+    }
     cuts
 }
 
@@ -308,13 +330,15 @@ const NAMES: [&str; PARTS] = [
 ];
 
 /// The enforcement reading's own answers (the settings and the exclusion list), one entry.
-fn enforcement_answers(r: &NsxRead) -> Option<[&serde_json::Value; 2]> {
+fn enforcement_answers(r: &NsxRead) -> Option<[&serde_json::Value; 3]> {
     let e = r.enforcement.as_ref()?;
     let null = &serde_json::Value::Null;
-    (e.settings.is_some() || e.exclude_list.is_some()).then(|| {
+    let project = e.project.as_ref().and_then(|p| p.list.as_ref());
+    (e.settings.is_some() || e.exclude_list.is_some() || project.is_some()).then(|| {
         [
             e.settings.as_ref().unwrap_or(null),
             e.exclude_list.as_ref().unwrap_or(null),
+            project.unwrap_or(null),
         ]
     })
 }
@@ -402,6 +426,11 @@ fn kept(read: &NsxRead, gaps: &[Gap], keep: &[usize; PARTS], why: &str) -> NsxRe
             }
             if e.exclude_list.take().is_some() {
                 e.exclude_list_gap = Some(said(9));
+                e.groups.clear();
+            }
+            if let Some(p) = e.project.as_mut().filter(|p| p.list.is_some()) {
+                p.list = None;
+                p.gap = Some(said(9));
                 e.groups.clear();
             }
         }

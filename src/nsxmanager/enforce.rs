@@ -17,6 +17,18 @@
 //!   the system members are then not known (said). A group member excludes the VMs and ports it
 //!   holds: its effective `members/virtual-machines` and `members/segment-ports`
 //!   (`subnet-ports` for a VPC group) are read as the DFW reading reads a rule's groups.
+//! - **A project's exclusion list** (VPC, a project other than `default`): `GET
+//!   /policy/api/v1/orgs/<org>/projects/<project>/infra/settings/firewall/security/exclude-list`,
+//!   the same `PolicyExcludeList`; the SDK's only read of it is "including system and user
+//!   excluded members", the query `system_owned=true` fixed (vsphere-automation-sdk-go
+//!   `services/nsxt/orgs/projects/infra/settings/firewall/security/ExcludeListClient.go` and
+//!   `ExcludeListTypes.go`, `excludeListGetRestMetadata`, as mirrored in TaoZou1/vsphere-automation-sdk-go;
+//!   terraform-provider-nsxt's `nsxt_policy_firewall_exclude_list_member` takes a `context {
+//!   project_id }` for it, `website/docs/r/policy_firewall_exclude_list_member.html.markdown`).
+//!   Which rules it takes off its members' vNICs is not documented (the provider's own list
+//!   takes off every rule; a Local Manager's two lists in Federation, "All members of both
+//!   lists are excluded", NSX 4.0 administration GUID-3B3C278D): the plugin takes the least,
+//!   the project's and its VPCs' own rules (`analyse::dfw::enforce`).
 //! - **Hit counters.** `GET …/security-policies/<id>/statistics` answers a
 //!   `SecurityPolicyStatisticsListResult`: per enforcement point (`enforcement_point`), a
 //!   `SecurityPolicyStatistics` whose `results` are `RuleStatistics` (`rule`: the rule's path,
@@ -38,13 +50,31 @@ use serde_json::Value;
 
 use super::client::{clean, ApiPath, Client, Privilege};
 use super::model::{clip, DfwVm, Identity};
-use super::raw::{EnforcementRead, Gap, Layout, Members, PolicyStatistics, StatisticsRead};
+use super::raw::{
+    EnforcementRead, Gap, Layout, Members, PolicyStatistics, ProjectExcludeList, StatisticsRead,
+};
 use super::read::{member_kinds, policy_roots};
 
 /// The DFW's settings (`enable_firewall`).
 pub const SETTINGS_PATH: &str = "/policy/api/v1/infra/settings/firewall/security";
 /// The DFW's exclusion list.
 pub const EXCLUDE_LIST_PATH: &str = "/policy/api/v1/infra/settings/firewall/security/exclude-list";
+
+/// The exclusion list's place under a project (`/orgs/<org>/projects/<project>` + these).
+pub const PROJECT_EXCLUDE_LIST: [&str; 5] =
+    ["infra", "settings", "firewall", "security", "exclude-list"];
+
+/// The VPC's project whose own exclusion list applies (`/orgs/<org>/projects/<project>`):
+/// none on T1, nor for the `default` project, whose infra is `/infra` (its list is the one
+/// read above).
+pub fn project_of(layout: &Layout) -> Option<String> {
+    match layout {
+        Layout::Vpc { org, project, .. } if project != "default" => {
+            Some(format!("/orgs/{org}/projects/{project}"))
+        }
+        _ => None,
+    }
+}
 /// At most this many members of the exclusion list are followed (groups' members read).
 pub const MAX_EXCLUDE_MEMBERS: usize = 64;
 /// At most this many policies' statistics are read, before and after (the rest: not proven).
@@ -59,9 +89,9 @@ fn gap_of(path: &str, why: String) -> Gap {
     }
 }
 
-/// The DFW's switch and exclusion list, and the members of the exclusion list's groups. Never
-/// fails: what cannot be read is its gap.
-pub async fn read_enforcement(client: &Client) -> EnforcementRead {
+/// The DFW's switch and exclusion list (on VPC, the project's own too), and the members of
+/// the exclusion lists' groups. Never fails: what cannot be read is its gap.
+pub async fn read_enforcement(client: &Client, layout: &Layout) -> EnforcementRead {
     let mut out = EnforcementRead::default();
     let settings = ApiPath::fixed(SETTINGS_PATH);
     match client.get(&settings).await {
@@ -84,7 +114,29 @@ pub async fn read_enforcement(client: &Client) -> EnforcementRead {
         },
         Err(e) => out.exclude_list_gap = Some(e.gap(list.path(), Privilege::ReadSecurity)),
     }
-    let groups: Vec<String> = exclude_members(out.exclude_list.as_ref())
+    if let Some(project) = project_of(layout) {
+        // The org and project are the Supervisor's words: checked as any policy path.
+        let (got, gap) = match ApiPath::policy(&project, &PROJECT_EXCLUDE_LIST) {
+            // The SDK reads it with `system_owned=true` only (above).
+            Ok(list) => match client
+                .get(&list.with_query(&[("system_owned", "true")]))
+                .await
+            {
+                Ok(v) => (Some(v), None),
+                Err(e) => (None, Some(e.gap(list.path(), Privilege::ReadSecurity))),
+            },
+            Err(why) => (None, Some(gap_of(&project, why))),
+        };
+        out.project = Some(ProjectExcludeList {
+            project,
+            list: got,
+            gap,
+        });
+    }
+    let project_list = out.project.as_ref().and_then(|p| p.list.as_ref());
+    let mut members = exclude_members(out.exclude_list.as_ref());
+    members.extend(exclude_members(project_list));
+    let groups: Vec<String> = members
         .into_iter()
         .filter(|m| m.contains("/groups/"))
         .take(MAX_EXCLUDE_MEMBERS)
@@ -289,22 +341,60 @@ fn listed_ids(l: Option<&super::raw::Listed>, field: &str) -> Vec<String> {
 /// returned"; `analyse::dfw`'s `lists_tell`). A group neither tells, whose members were not read
 /// whole, a member of another kind, or a VM NSX did not confirm: unknown, never "not excluded".
 pub fn excluded(read: &EnforcementRead, vm: &DfwVm, lists_tell: &dyn Fn(&str) -> bool) -> Excluded {
-    if let Some(g) = &read.exclude_list_gap {
-        return Excluded::Unknown(format!(
-            "the DFW exclusion list could not be read: {}",
-            gap_words(g)
-        ));
+    let list = List {
+        name: "the DFW exclusion list".into(),
+        list: read.exclude_list.as_ref(),
+        gap: read.exclude_list_gap.as_ref(),
+    };
+    excluded_by(&list, read, vm, lists_tell)
+}
+
+/// As [`excluded`], by the VPC's project's own exclusion list: `None` when there is none to
+/// read (T1, the `default` project) or an older bundle's reading has none.
+pub fn excluded_by_project(
+    read: &EnforcementRead,
+    vm: &DfwVm,
+    lists_tell: &dyn Fn(&str) -> bool,
+) -> Option<Excluded> {
+    let p = read.project.as_ref()?;
+    let list = List {
+        name: format!(
+            "project {}'s DFW exclusion list",
+            clip(p.project.rsplit('/').next().unwrap_or_default(), 256)
+        ),
+        list: p.list.as_ref(),
+        gap: p.gap.as_ref(),
+    };
+    Some(excluded_by(&list, read, vm, lists_tell))
+}
+
+/// One exclusion list as read: its name in the evidence's words, its answer or its gap.
+struct List<'a> {
+    name: String,
+    list: Option<&'a Value>,
+    gap: Option<&'a Gap>,
+}
+
+fn excluded_by(
+    l: &List,
+    read: &EnforcementRead,
+    vm: &DfwVm,
+    lists_tell: &dyn Fn(&str) -> bool,
+) -> Excluded {
+    let name = &l.name;
+    if let Some(g) = l.gap {
+        return Excluded::Unknown(format!("{name} could not be read: {}", gap_words(g)));
     }
-    if read.exclude_list.is_none() {
-        return Excluded::Unknown("the DFW exclusion list was not read".into());
-    }
-    let members = exclude_members(read.exclude_list.as_ref());
+    let Some(list) = l.list else {
+        return Excluded::Unknown(format!("{name} was not read"));
+    };
+    let members = exclude_members(Some(list));
     if members.is_empty() {
         return Excluded::No;
     }
     if vm.identity != Identity::Confirmed {
         return Excluded::Unknown(format!(
-            "{} is not identified in NSX Manager, and the DFW exclusion list has {} members",
+            "{} is not identified in NSX Manager, and {name} has {} members",
             vm.vm_name,
             members.len()
         ));
@@ -315,7 +405,7 @@ pub fn excluded(read: &EnforcementRead, vm: &DfwVm, lists_tell: &dyn Fn(&str) ->
     for m in members.iter().take(MAX_EXCLUDE_MEMBERS) {
         if port.as_deref() == Some(m.as_str()) {
             return Excluded::Yes(format!(
-                "{} is in the DFW exclusion list (its port {})",
+                "{} is in {name} (its port {})",
                 vm.vm_name,
                 clip(m, 256)
             ));
@@ -330,10 +420,10 @@ pub fn excluded(read: &EnforcementRead, vm: &DfwVm, lists_tell: &dyn Fn(&str) ->
         match vm.memberships.holds(m) {
             Some(true) => {
                 return Excluded::Yes(format!(
-                "{} is in the DFW exclusion list (through group {}), as NSX's group associations say",
-                vm.vm_name,
-                clip(m, 256)
-            ))
+                    "{} is in {name} (through group {}), as NSX's group associations say",
+                    vm.vm_name,
+                    clip(m, 256)
+                ))
             }
             Some(false) => continue,
             None => {}
@@ -350,7 +440,7 @@ pub fn excluded(read: &EnforcementRead, vm: &DfwVm, lists_tell: &dyn Fn(&str) ->
         let by_port = port.as_ref().is_some_and(|p| ports.iter().any(|q| q == p));
         if by_vm || by_port {
             return Excluded::Yes(format!(
-                "{} is in the DFW exclusion list (through group {})",
+                "{} is in {name} (through group {})",
                 vm.vm_name,
                 clip(m, 256)
             ));
@@ -385,7 +475,7 @@ pub fn excluded(read: &EnforcementRead, vm: &DfwVm, lists_tell: &dyn Fn(&str) ->
     match unknown.first() {
         None => Excluded::No,
         Some(first) => Excluded::Unknown(format!(
-            "whether {} is in the DFW exclusion list cannot be told: {first}{}",
+            "whether {} is in {name} cannot be told: {first}{}",
             vm.vm_name,
             match unknown.len() {
                 1 => String::new(),

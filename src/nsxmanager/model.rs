@@ -36,7 +36,10 @@
 //! - vmware/vsphere-automation-sdk-go `services/nsxt-vmc-aws-integration/.../ModelPackageTypes.go`
 //!   (the `TraceflowObservation` resource types and component types, the same enum);
 //! - vmware/terraform-provider-nsxt (its tests build fabric VMs with `compute_ids`
-//!   `biosUuid:<id>` and `instanceUuid:<id>`, and `external_id`).
+//!   `biosUuid:<id>` and `instanceUuid:<id>`, and `external_id`; `nsxtPolicyBiosUUIDKey`,
+//!   `nsxtPolicyInstanceUUIDKey` in `nsxt/resource_nsxt_policy_vm_tags.go`); a group's realized
+//!   VM members (`RealizedVirtualMachine`) carry `uuid:<bios uuid>` and `instanceUuid:<id>`
+//!   instead (phspies/nsxtsdk `NSXTRealizedVirtualMachineType.cs`).
 
 use std::collections::{BTreeMap, HashSet};
 use std::net::IpAddr;
@@ -886,11 +889,15 @@ impl GroupMembers {
                     v.is_object().then(|| VmMember {
                         id: name(v, "id"),
                         display_name: name(v, "display_name"),
-                        // The BIOS uuid as `biosUuid:` (terraform-provider-nsxt
-                        // `nsxt/resource_nsxt_policy_vm_tags.go` reads fabric VMs' so) or
-                        // `uuid:` (vSphere's `config.uuid`, how issue 37 says a member carries
-                        // it; not confirmed in a public source): either.
-                        bios_uuid: compute_id(v, "biosUuid:").or_else(|| compute_id(v, "uuid:")),
+                        // A member is a `RealizedVirtualMachine`, whose `compute_ids` are
+                        // "in the format 'id-type-key:value'", e.g. "['uuid:xxxx-xxxx-xxxx-xxxx',
+                        // 'moIdOnHost:moref-11', 'instanceUuid:xxxx-xxxx-xxxx-xxxx']"
+                        // (phspies/nsxtsdk `nsxtsdk/Policy/Models/NSXTRealizedVirtualMachineType.cs`,
+                        // generated from the API spec): `uuid:` is vSphere's `config.uuid`, the
+                        // BIOS uuid. The fabric `VirtualMachine` says it `biosUuid:`
+                        // (terraform-provider-nsxt `nsxt/resource_nsxt_policy_vm_tags.go`,
+                        // `nsxtPolicyBiosUUIDKey`), which a member is read with too.
+                        bios_uuid: compute_id(v, "uuid:").or_else(|| compute_id(v, "biosUuid:")),
                         instance_uuid: compute_id(v, "instanceUuid:"),
                     })
                 },

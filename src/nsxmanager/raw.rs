@@ -178,9 +178,26 @@ pub struct EnforcementRead {
     /// Whether the list read includes the system members (`system_owned=true` answered).
     #[serde(default)]
     pub system_members: bool,
-    /// The effective members of each group in the list, by path.
+    /// The effective members of each group in the list, by path (the project's list's groups
+    /// too: their paths are the project's own).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub groups: BTreeMap<String, Members>,
+    /// On VPC (a project other than `default`, whose infra is `/infra`): the VPC's project's own
+    /// exclusion list (`nsxmanager::enforce::PROJECT_EXCLUDE_LIST`); absent when not read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub project: Option<ProjectExcludeList>,
+}
+
+/// A project's own DFW exclusion list, as answered (`PolicyExcludeList`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ProjectExcludeList {
+    /// The project's path (`/orgs/<org>/projects/<project>`).
+    pub project: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub list: Option<serde_json::Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gap: Option<Gap>,
 }
 
 /// One policy's statistics, read before and after the path checks.

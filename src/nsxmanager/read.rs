@@ -521,6 +521,14 @@ async fn read_domains(
 /// `VpcSecurityProfile`: "All VPCs within a project are automatically associated with a
 /// pre-created default security profile"); then the `SecurityStrategy` its
 /// `east_west_firewall.security_strategies[0]` names. A 404 is an NSX without them: no gap.
+///
+/// Read for the evidence, not evaluated: the model has no default east-west action to place
+/// (`VpcSecurityProfile`: `east_west_firewall.security_strategies`, at most one, and
+/// `north_south_firewall.enabled`; the strategy is "a collection of distributed firewall rule
+/// templates that are automatically instantiated" into the VPC's rules, each `RuleTemplate`
+/// an action and groups with placeholders such as `{VPC_DEFAULT_GROUP}`: API reference 9.1.0),
+/// and where and in what order NSX instantiates those rules is not documented; the rules it
+/// made are evaluated where they are read (docs/nsx-policy.md).
 async fn read_vpc_security(client: &Client, org: &str, project: &str, vpc: &str) -> VpcSecurity {
     let mut out = VpcSecurity::default();
     let project_root = format!("/orgs/{org}/projects/{project}");

@@ -421,7 +421,8 @@ fn deletes_are_bounded_and_a_second_ctrl_c_ends_their_wait() {
 
 /// A wrong password: one refused login at most (NSX locks an account after 5 in 900 s), one
 /// note naming the 403, NSX's error_code and the lockout, the diagnosis still made; and under
-/// `--watch`, one failed login for the whole run however many rounds.
+/// `--watch`, one failed login for the whole run however many rounds, each round the network
+/// verdict.
 #[test]
 fn a_wrong_password_is_one_failed_login_and_a_note() {
     let case = Case::new("infra-drop-2380");
@@ -463,24 +464,27 @@ fn a_wrong_password_is_one_failed_login_and_a_note() {
     }
     case.assert_no_password_in(&[]);
 
-    // --watch: three rounds (each reads the Supervisor's Cluster again), one login for all,
-    // each round saying the refusal. (The rounds' verdict is the fake's: its scripted jumpbox
-    // pod ends, where --watch keeps a real one running; the network verdict is the one above.)
-    let rounds = || {
-        case.env
-            .supervisor
-            .requests()
-            .iter()
-            .filter(|r| r.method == "GET" && r.path.ends_with("/clusters/tkc-prod"))
-            .count()
-    };
-    let before = rounds();
-    let watch = interrupt_when(
-        command(&["--watch=1s", "-o", "json"]),
-        || rounds() >= before + 3,
-        Duration::from_secs(60),
-    );
-    watch.expect_code(130);
+    // --watch: three rounds through the kept jumpbox (the fake's kept pod prints a round every
+    // second, as jumpbox.sh does with ETCDNET_ROUNDS_EVERY), each the network verdict and
+    // saying the refusal; one more failed login for the whole watch, however many rounds.
+    let mut child = command(&["--watch=1s", "-o", "json"]).spawn().unwrap();
+    let stdout = stdout_of(&mut child);
+    let lines = || stdout.now().lines().count();
+    // (Unwind-safe: the closure only reads the text so far.)
+    let waited = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        wait_for("three --watch rounds", Duration::from_secs(90), || {
+            lines() >= 3
+        })
+    }));
+    let sent = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(sent.success());
+    let code = exit_within(&mut child, Duration::from_secs(30));
+    let text = stdout.all();
+    assert!(waited.is_ok(), "{text}");
+    assert_eq!(code, 130, "{text}");
     assert_eq!(
         case.nsx.failed_logins(),
         2,
@@ -488,13 +492,13 @@ fn a_wrong_password_is_one_failed_login_and_a_note() {
         case.nsx.requests()
     );
     assert_eq!(case.nsx.requests().len(), 2, "{:#?}", case.nsx.requests());
-    let rounds: Vec<DiagnoseReport> = watch
-        .stdout
+    let rounds: Vec<DiagnoseReport> = text
         .lines()
         .map(|l| serde_json::from_str(l).expect("a round's report"))
         .collect();
-    assert!(rounds.len() >= 2, "{}", watch.stdout);
+    assert!(rounds.len() >= 3, "{text}");
     for r in &rounds {
+        assert_2380_verdict(r);
         assert!(
             nsx_notes(r)
                 .iter()
@@ -901,6 +905,41 @@ fn a_huge_manager_is_read_within_the_bound() {
     );
 }
 
+/// A hostile manager listing 20,000 security policies without a path (live; the bundle case
+/// is `bundle::bounds_tests`): the reader keeps the first 5,000 (its object cap) and says the
+/// cut, the policies are told apart by a set (pairwise they took 15-18 s), and the run ends well
+/// within its bound (generous: CI's two loaded cores), the diagnosis made and no rule named
+/// from a list that is not whole.
+#[test]
+fn twenty_thousand_pathless_policies_live_are_bounded_and_the_cut_said() {
+    let world = World::from_dir(world_dir("infra-drop-2380"))
+        .unwrap()
+        .with_pathless(20_000);
+    let case = Case::serving(world);
+    let started = Instant::now();
+    let (run, report) = case.json_as("auditor", &["--nsx-timeout", "60s"]);
+    let took = started.elapsed();
+    run.expect_code(1);
+    assert_2380_verdict(&report);
+    assert!(took < Duration::from_secs(45), "took {took:?}");
+    let notes = nsx_notes(&report);
+    assert!(
+        notes
+            .iter()
+            .any(|n| n.starts_with("NSX Manager: not read: ")
+                && n.contains("security-policies")
+                && n.contains("more than 5000 objects")),
+        "{notes:#?}"
+    );
+    let evidence = report.verdict.evidence.join("\n");
+    assert!(!evidence.contains(RULE_LINE), "{evidence}");
+    assert!(
+        report.verdict.evidence[0]
+            .contains("cannot be decided from NSX Manager's distributed firewall"),
+        "{evidence}"
+    );
+}
+
 /// `--bundle` with the traceflows, then `analyse` with no Supervisor to reach: the same NSX
 /// Manager lines (the rule, its traceflows) and the same report.
 #[test]
@@ -1045,6 +1084,76 @@ fn on_vpc_networking_the_vpcs_drop_is_named_and_traced_from_its_subnet_ports() {
             "{line}"
         );
     }
+}
+
+/// VPC networking, the VPC's DROP of TCP 2380 (`vpc-drop-2380`), and the control plane's
+/// VMs in their project's own DFW exclusion list through a group of the project (its members
+/// the three subnet ports, which NSX's group associations of each port confirm): the VPC's
+/// rule is not enforced at their vNICs, so it is never blamed and the evidence says why,
+/// naming the project's list and the group. The list is read where the SDK reads it, with
+/// `system_owned=true`.
+#[test]
+fn a_vm_in_its_projects_exclusion_list_blames_no_vpc_rule() {
+    const PROJECT: &str = "/orgs/default/projects/proj-tkg";
+    const VPC: &str = "/orgs/default/projects/proj-tkg/vpcs/ns-prod";
+    let group = format!("{PROJECT}/infra/domains/default/groups/etcd-excluded");
+    let mut world = World::from_dir(world_dir("vpc-drop-2380")).expect("the world loads");
+    world.groups.push(serde_json::json!({
+        "resource_type": "Group", "id": "etcd-excluded", "display_name": "etcd-excluded",
+        "path": group, "parent_path": format!("{PROJECT}/infra/domains/default"),
+        "expression": [], "marked_for_delete": false, "_revision": 0,
+    }));
+    let ports: Vec<String> = ["4rz8m", "9qtvw", "bx2lk"]
+        .iter()
+        .map(|m| format!("{VPC}/subnets/tkc-prod-vnet/ports/tkc-prod-7xk2p-{m}-tkc-prod-vnet-eth0"))
+        .collect();
+    world.members.insert(
+        group.clone(),
+        etcdnet_fakensx::world::ExplicitMembers {
+            segment_ports: ports,
+            ..Default::default()
+        },
+    );
+    world.enforcement.project_exclude_list = vec![group.clone()];
+    let case = Case::on("nsx-vpc-manager", world);
+    let (run, report) = case.json_as("auditor", &[]);
+    run.expect_code(1);
+    assert_2380_verdict(&report);
+    let first = &report.verdict.evidence[0];
+    assert!(
+        first.starts_with(&format!("{RULE_LINE}\"drop-etcd-peer\" ({VPC}/security-policies/vpc-etcd-lockdown/rules/drop-etcd-peer;"))
+            && first.contains("is not enforced there, so it is not blamed")
+            && first.contains(&format!(
+                "is in project proj-tkg's DFW exclusion list (through group {group})"
+            )),
+        "{:#?}",
+        report.verdict.evidence
+    );
+    assert!(
+        !report
+            .verdict
+            .next_steps
+            .join("\n")
+            .contains("drop-etcd-peer"),
+        "{:#?}",
+        report.verdict.next_steps
+    );
+    let nsx = report.nsx_manager.as_ref().expect("nsxManager");
+    assert!(nsx.blocking.is_empty(), "{:#?}", nsx.blocking);
+    let e = nsx.enforcement.as_ref().expect("nsxManager.enforcement");
+    assert!(
+        e.vms
+            .iter()
+            .all(|v| v.excluded == etcdnet::report::v1alpha2::NsxKnown::Yes),
+        "{:#?}",
+        e.vms
+    );
+    assert!(
+        case.nsx.requests().iter().any(|r| r.path
+            == format!("/policy/api/v1{PROJECT}/infra/settings/firewall/security/exclude-list")
+            && r.query.contains("system_owned=true")),
+        "the project's list asked as the SDK asks it"
+    );
 }
 
 /// VPC networking with a provider (`/infra`) DROP of TCP 2380 at sequence 10 and the VPC's

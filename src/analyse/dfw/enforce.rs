@@ -2,7 +2,9 @@
 //! finds first is not enforced on a VM's vNIC when the DFW is disabled (`enable_firewall`
 //! false) or the VM is in the DFW exclusion list (its port listed, or a listed group holding
 //! it: by NSX's group associations of the VM and its port, else by member lists where the
-//! group's type makes them tell): the check at that vNIC then meets no rule, and the rule is never blamed for it; it is
+//! group's type makes them tell): the check at that vNIC then meets no rule (in its VPC's
+//! project's own list: the project's and VPCs' rules are not enforced there, the least that
+//! list may do), and the rule is never blamed for it; it is
 //! listed in [`Enforcement::not_enforced`] with why. What could not be read (a 403, a 404, a
 //! group's members not read whole) is unknown and said so, never "not enforced": the rules are
 //! then named as matched. And the blocking rules' hit counters, read before and after the path
@@ -11,7 +13,9 @@
 //! (`nsxmanager::enforce` reads and parses them).
 
 use crate::analyse::policy::{combine_checks, Combined, PathRef};
-use crate::nsxmanager::enforce::{dfw_state, excluded, rule_hits, DfwState, Excluded, Hits};
+use crate::nsxmanager::enforce::{
+    dfw_state, excluded, excluded_by_project, rule_hits, DfwState, Excluded, Hits,
+};
 use crate::nsxmanager::model::DfwInput;
 use crate::nsxmanager::raw::NsxRead;
 
@@ -45,6 +49,11 @@ pub struct Enforcement {
     pub dfw: Option<DfwState>,
     /// Each VM (by node) and whether it is excluded.
     pub excluded: Vec<(String, Excluded)>,
+    /// On VPC: each VM (by node) and whether its project's own exclusion list holds it (empty
+    /// when that list was not read: T1, the `default` project, an older bundle). Which rules
+    /// that list takes off a vNIC is not documented: the least, the project's and its VPCs'
+    /// own ([`Enforcement::side_off`]).
+    pub project_excluded: Vec<(String, Excluded)>,
     pub not_enforced: Vec<NotEnforced>,
     /// Each blocking rule's hit counter around the checks, when the statistics were read.
     pub hits: Vec<(DfwRuleRef, Hits)>,
@@ -59,6 +68,36 @@ impl Enforcement {
         self.excluded.iter().find_map(|(n, e)| match e {
             Excluded::Yes(why) if n == node => Some(why.clone()),
             _ => None,
+        })
+    }
+
+    /// What the check at `node`'s vNIC comes to when `side` (its outcome in the evaluation)
+    /// is not enforced there, and why; `None` when it is (or cannot be told).
+    ///
+    /// The DFW disabled or `node` in the provider's exclusion list: nothing of the DFW acts
+    /// there, the check meets no rule. `node` in its project's own list: that list's reach is
+    /// not documented, so the least is taken: the project's and its VPCs' rules (trees 1 and 2
+    /// of [`super::tree_rank`]) are not enforced there; a first match among them is then
+    /// unknown ("cannot decide": what the provider's default policy after them decides at that
+    /// vNIC is not evaluated), a first match among the provider's rules stays (a note says its
+    /// enforcement is not confirmed).
+    fn side_off(&self, node: &str, side: &DfwSideOutcome) -> Option<(String, DfwSideOutcome)> {
+        if let Some(why) = self.off(node) {
+            return Some((why, DfwSideOutcome::NoVisibleRule));
+        }
+        let why = self.project_excluded.iter().find_map(|(n, e)| match e {
+            Excluded::Yes(why) if n == node => Some(why.clone()),
+            _ => None,
+        })?;
+        let DfwSideOutcome::Matched { rule } = side else {
+            return None;
+        };
+        let tenant = super::tree_rank(&rule.policy_path).is_some_and(|t| t >= 1);
+        tenant.then(|| {
+            let undecided = format!(
+                "{why}: the project's and its VPCs' rules are not enforced at its vNIC, and what the provider's rules after them decide there is not evaluated"
+            );
+            (why, DfwSideOutcome::CannotDecide { why: undecided })
         })
     }
 
@@ -123,13 +162,26 @@ pub fn apply(eval: &mut DfwEvaluation, input: &DfwInput, read: &NsxRead) -> Enfo
                 Excluded::No => {}
             }
             out.excluded.push((vm.node.clone(), x));
+            let Some(x) = excluded_by_project(e, vm, &|g| super::lists_tell(input, g)) else {
+                continue;
+            };
+            match &x {
+                Excluded::Yes(why) => eval.notes.push(format!(
+                    "{why}: the project's and its VPCs' rules are not enforced on its vNIC; whether the provider's (/infra) rules are is not documented, so those are named as matched, their enforcement not confirmed"
+                )),
+                Excluded::Unknown(why) => eval.notes.push(format!(
+                    "{why}: its project's and VPC's rules are named as matched, their enforcement not confirmed"
+                )),
+                Excluded::No => {}
+            }
+            out.project_excluded.push((vm.node.clone(), x));
         }
         eval.notes.dedup();
         eval.notes.truncate(MAX_LISTED);
         let mut changed = false;
         for p in &mut eval.paths {
-            let e_off = out.off(&p.from);
-            let i_off = out.off(&p.to);
+            let e_off = out.side_off(&p.from, &p.egress);
+            let i_off = out.side_off(&p.to, &p.ingress);
             if e_off.is_none() && i_off.is_none() {
                 continue;
             }
@@ -141,12 +193,12 @@ pub fn apply(eval: &mut DfwEvaluation, input: &DfwInput, read: &NsxRead) -> Enfo
             let was = p.outcome.blocking_rule().cloned();
             let mut whys: Vec<String> = Vec::new();
             for (side, off) in [(&mut p.egress, e_off), (&mut p.ingress, i_off)] {
-                let Some(why) = off else { continue };
+                let Some((why, now)) = off else { continue };
                 if !whys.contains(&why) {
                     whys.push(why);
                 }
-                // Nothing of the DFW acts at this vNIC.
-                *side = DfwSideOutcome::NoVisibleRule;
+                // Nothing of the DFW acts at this vNIC (or not the rules that matched).
+                *side = now;
             }
             p.outcome =
                 match combine_checks(super::as_check(&p.egress), super::as_check(&p.ingress)) {
@@ -214,6 +266,7 @@ fn rebuild(eval: &mut DfwEvaluation, e: &Enforcement) {
         let names: Vec<&str> = e
             .excluded
             .iter()
+            .chain(&e.project_excluded)
             .filter_map(|(_, x)| match x {
                 Excluded::Yes(w) => Some(w.as_str()),
                 _ => None,

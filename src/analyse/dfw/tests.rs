@@ -675,6 +675,33 @@ fn infra_first_then_project_then_vpc_and_the_defaults_last() {
     );
 }
 
+/// Federation: how NSX orders the Global Manager's policies (`/global-infra`) against the
+/// Local Manager's (`/infra`) inside one category is not documented for the DFW, so a global
+/// ALLOW after the local DROP by sequence number, in the DROP's category, makes the check
+/// "cannot decide" (interleaved by sequence number, the DROP would be named); in a later
+/// category it is no rival, and the DROP is named.
+#[test]
+fn federations_global_and_local_policies_that_disagree_in_a_category_cannot_decide() {
+    let global = "/global-infra/domains/default/security-policies/gm-allow";
+    let mut read = world("infra-drop-2380.json", "vms.json");
+    read.rules
+        .push(allow_policy(&read, global, Some("Infrastructure"), 20));
+    let (_, e) = eval_of(&read, false);
+    let p = e.path(2380, "tkc-cp-1", "tkc-cp-2").unwrap();
+    assert!(
+        matches!(&p.outcome, DfwPathOutcome::CannotDecide { why }
+            if why.contains("the Global Manager's (/global-infra)") && why.contains("not documented")),
+        "{p:?}"
+    );
+    assert!(e.blocking.is_empty(), "{:?}", e.blocking);
+    if let Some(p) = read.rules.last_mut() {
+        p.policy["category"] = json!("Application");
+    }
+    let (_, e) = eval_of(&read, false);
+    let p = e.path(2380, "tkc-cp-1", "tkc-cp-2").unwrap();
+    assert_eq!(rule_path(&p.outcome), Some(BLOCK), "{p:?}");
+}
+
 #[test]
 fn a_policy_of_no_known_tree_has_no_known_place() {
     let mut read = world("infra-drop-2380.json", "vms.json");

@@ -122,3 +122,54 @@ fn a_vm_is_excluded_by_its_port_or_a_group_and_else_unknown_never_excluded() {
         Excluded::Unknown(_)
     ));
 }
+
+/// The VPC's project's own list is judged as the provider's is, and named as the project's;
+/// T1 and the `default` project have none to read; a project list that could not be read is
+/// unknown, never "not excluded".
+#[test]
+fn the_projects_own_list_is_read_on_vpc_and_judged_as_the_providers() {
+    let vpc = |project: &str| Layout::Vpc {
+        org: "default".into(),
+        project: project.into(),
+        vpc: "v".into(),
+    };
+    assert_eq!(
+        project_of(&vpc("proj-tkg")).as_deref(),
+        Some("/orgs/default/projects/proj-tkg")
+    );
+    assert_eq!(project_of(&vpc("default")), None);
+    assert_eq!(
+        project_of(&Layout::Infra {
+            domain: "default".into()
+        }),
+        None
+    );
+    let v = vm();
+    let mut r = listing(json!([]));
+    assert_eq!(excluded_by_project(&r, &v, &|_| true), None);
+    r.project = Some(ProjectExcludeList {
+        project: "/orgs/default/projects/proj-tkg".into(),
+        list: Some(json!({"members": ["/infra/segments/s/ports/p1"]})),
+        gap: None,
+    });
+    assert!(matches!(
+        excluded_by_project(&r, &v, &|_| true),
+        Some(Excluded::Yes(w)) if w == "cp-1 is in project proj-tkg's DFW exclusion list (its port /infra/segments/s/ports/p1)"
+    ));
+    // The provider's list does not hold it.
+    assert_eq!(excluded(&r, &v, &|_| true), Excluded::No);
+    r.project = Some(ProjectExcludeList {
+        project: "/orgs/default/projects/proj-tkg".into(),
+        list: None,
+        gap: Some(Gap {
+            path: "/policy/api/v1/orgs/default/projects/proj-tkg/infra/settings/firewall/security/exclude-list".into(),
+            status: Some(403),
+            why: "forbidden".into(),
+            privilege: None,
+        }),
+    });
+    assert!(matches!(
+        excluded_by_project(&r, &v, &|_| true),
+        Some(Excluded::Unknown(w)) if w.starts_with("project proj-tkg's DFW exclusion list could not be read")
+    ));
+}

@@ -219,6 +219,15 @@ impl From<&crate::analyse::dfw::enforce::Enforcement> for NsxEnforcement {
                 .iter()
                 .take(MAX_VMS)
                 .map(|(node, x)| {
+                    // On VPC its project's own list too: in either, excluded (from what that
+                    // list reaches); unknown in either, unknown.
+                    let project = e.project_excluded.iter().find(|(n, _)| n == node);
+                    let x = match (x, project.map(|(_, p)| p)) {
+                        (Excluded::Yes(_), _) | (_, None) => x,
+                        (_, Some(p @ Excluded::Yes(_))) => p,
+                        (Excluded::Unknown(_), _) => x,
+                        (_, Some(p)) => p,
+                    };
                     let (excluded, why) = match x {
                         Excluded::Yes(w) => (NsxKnown::Yes, Some(text(w))),
                         Excluded::No => (NsxKnown::No, None),

@@ -67,7 +67,7 @@ mod workload;
 
 pub use config::{FakeConfig, Forbid, SetConfig};
 pub use kubelet::{PodProcess, SecretVolume};
-pub use pods::PodScript;
+pub use pods::{PodScript, Rounds};
 pub use server::{write_kubeconfig, Access, FakeApi, Request};
 pub use workload::{EtcdSwitch, Workload};
 

@@ -31,6 +31,26 @@ pub struct PodScript {
     /// Time spent Running before terminating; None keeps it Running.
     pub finish_after: Option<Duration>,
     pub pod_ip: String,
+    /// A pod that prints round after round while it runs (`--watch`'s kept jumpbox: the
+    /// plugin's `src/route/jumpbox/jumpbox.sh` with `ETCDNET_ROUNDS_EVERY`); None: `log` alone.
+    pub rounds: Option<Rounds>,
+}
+
+/// What a pod that runs rounds prints: `round(n)` appended to its log once it runs and then
+/// every `every`, until it is deleted (its `finish_after` is not used). `jumpbox.sh`'s loop:
+/// one round's sections and `ETCDNET-ROUND-END <nonce> <n>`, then `sleep EVERY`, again.
+#[derive(Clone)]
+pub struct Rounds {
+    pub every: Duration,
+    pub round: Arc<dyn Fn(u64) -> String + Send + Sync>,
+}
+
+impl std::fmt::Debug for Rounds {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Rounds")
+            .field("every", &self.every)
+            .finish()
+    }
 }
 
 impl Default for PodScript {
@@ -41,6 +61,7 @@ impl Default for PodScript {
             run_after: Duration::from_millis(50),
             finish_after: Some(Duration::from_millis(50)),
             pod_ip: "198.18.100.10".into(),
+            rounds: None,
         }
     }
 }
@@ -200,6 +221,20 @@ pub fn on_created(shared: &Arc<Shared>, pod: &Value) {
             &uid,
             podstatus::running(&pod, &run, &started),
         ) {
+            return;
+        }
+        if let Some(r) = &script.rounds {
+            // Round after round while the pod exists (deleting it drops its log).
+            for n in 0.. {
+                {
+                    let mut st = shared.store.lock().unwrap();
+                    let Some(log) = st.pod_logs.get_mut(&(ns.clone(), name.clone())) else {
+                        return;
+                    };
+                    log.push_str(&(r.round)(n));
+                }
+                tokio::time::sleep(r.every).await;
+            }
             return;
         }
         if let Some(after) = script.finish_after {

@@ -267,7 +267,11 @@ fn rule_ref(r: &Value) -> RuleRef {
 /// "Default East-West Firewall Rules in an NSX VPC" GUID-9026BE25; issue 37). A tree's default
 /// policy (`is_default`) comes after every other, the VPC's first, then the project's, then
 /// `/infra`'s: the VPC's default drops "all incoming traffic to the NSX VPC", which it could
-/// not behind `/infra`'s default ALLOW.
+/// not behind `/infra`'s default ALLOW. How a Local Manager orders the Global Manager's
+/// `/global-infra` policies against its own inside a category is not documented for the DFW
+/// (the gateway firewall's: the Global Manager's "are enforced first", NSX-T 3.1
+/// administration GUID-1F7DCDEF); the fake serves no `/global-infra` (a manager outside
+/// Federation: 404), so its oracle never has to choose.
 fn tree_of(p: &Value) -> u8 {
     let path = p.get("path").and_then(Value::as_str).unwrap_or("");
     let t = if path.starts_with("/orgs/") && path.contains("/vpcs/") {

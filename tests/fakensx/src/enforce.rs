@@ -6,6 +6,7 @@
 //!   enable_firewall: false            # default true
 //!   exclude_list: [/infra/domains/default/groups/excluded]   # the user's members
 //!   system_exclude_list: []           # members NSX itself keeps (only with system_owned=true)
+//!   project_exclude_list: []          # VPC: the VPC's project's own list (its members)
 //!   statistics:                       # hit counters by rule path (default 0)
 //!     /infra/domains/default/security-policies/p/rules/r: {hit_count: 12, packet_count: 30}
 //! ```
@@ -22,6 +23,14 @@
 //!   `system_owned=true` "including system and user excluded members" (sdk-go
 //!   `services/nsxt/infra/settings/firewall/security/ExcludeListTypes.go`, `Get0`: the query
 //!   `system_owned=true`). The fake's choice, unconfirmed: both in `members`, system first.
+//! - `GET /policy/api/v1/orgs/<org>/projects/<project>/infra/settings/firewall/security/exclude-list`
+//!   (VPC worlds, their layout's project): the project's own `PolicyExcludeList`, read "including
+//!   system and user excluded members" with the query `system_owned=true` fixed, the only read
+//!   the SDK has of it (vsphere-automation-sdk-go
+//!   `services/nsxt/orgs/projects/infra/settings/firewall/security/ExcludeListTypes.go`,
+//!   `excludeListGetRestMetadata`; mirrored in TaoZou1/vsphere-automation-sdk-go). Its members
+//!   in `members`; NSX keeps no system member in a project's list that any source names, so
+//!   the fake keeps none. Another project's, or on a T1 world: 404.
 //! - `GET <security policy path>/statistics`: a `SecurityPolicyStatisticsListResult` (sdk-go
 //!   `services/nsxt/infra/domains/security_policies/StatisticsTypes.go` and the VPC one): one
 //!   entry for the default enforcement point, its `statistics` a `SecurityPolicyStatistics`
@@ -69,6 +78,8 @@ pub struct Enforcement {
     pub system_exclude_list: Vec<String>,
     #[serde(default)]
     pub statistics: BTreeMap<String, RuleCounters>,
+    #[serde(default)]
+    pub project_exclude_list: Vec<String>,
 }
 
 fn enabled() -> bool {
@@ -82,6 +93,7 @@ impl Default for Enforcement {
             exclude_list: Vec::new(),
             system_exclude_list: Vec::new(),
             statistics: BTreeMap::new(),
+            project_exclude_list: Vec::new(),
         }
     }
 }
@@ -97,6 +109,9 @@ impl Enforcement {
             self.system_exclude_list = later.system_exclude_list;
         }
         self.statistics.extend(later.statistics);
+        if !later.project_exclude_list.is_empty() {
+            self.project_exclude_list = later.project_exclude_list;
+        }
     }
 
     /// `DfwFirewallConfiguration`.
@@ -122,6 +137,20 @@ impl Enforcement {
             "id": "exclude-list",
             "path": "/infra/settings/firewall/security/exclude-list",
             "members": members,
+            "_revision": 0,
+        })
+    }
+}
+
+impl Enforcement {
+    /// The project's own `PolicyExcludeList` (`project`: `/orgs/<org>/projects/<project>`).
+    pub fn project_exclude_list(&self, project: &str) -> Value {
+        json!({
+            "resource_type": "PolicyExcludeList",
+            "id": "exclude-list",
+            "path": format!("{project}/infra/settings/firewall/security/exclude-list"),
+            "parent_path": format!("{project}/infra/settings/firewall/security"),
+            "members": self.project_exclude_list,
             "_revision": 0,
         })
     }

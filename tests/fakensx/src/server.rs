@@ -349,6 +349,12 @@ impl Index {
                 searchable.push(r.clone());
             }
         }
+        // A hostile manager's policies without a path (`World::with_pathless`), listed after
+        // the world's own in its tree.
+        collections
+            .entry(format!("{base}/security-policies"))
+            .or_default()
+            .extend(w.pathless_policies.iter().cloned());
         for o in w.groups.iter().chain(&w.services).chain(&w.ports) {
             let op = path(o);
             objects.insert(op.clone(), o.clone());
@@ -1009,6 +1015,16 @@ impl Shared {
             }
             _ => {}
         }
+        if let Some(project) = p.strip_suffix("/infra/settings/firewall/security/exclude-list") {
+            return Some(match &self.world.layout {
+                Layout::Vpc {
+                    org, project: ours, ..
+                } if project == format!("/orgs/{org}/projects/{ours}") => {
+                    ok(e.project_exclude_list(project))
+                }
+                _ => not_found(p),
+            });
+        }
         let policy = p.strip_suffix("/statistics")?;
         let found = self
             .world
@@ -1036,13 +1052,29 @@ impl Shared {
                 .filter_map(|id| w.vm(id))
                 .map(|vm| {
                     // RealizedVirtualMachine (sdk-go RealizedVirtualMachineListResultBindingType).
+                    // Its `compute_ids` as the model's own example has them ("['uuid:xxxx-xxxx-
+                    // xxxx-xxxx', 'moIdOnHost:moref-11', 'instanceUuid:xxxx-xxxx-xxxx-xxxx']",
+                    // phspies/nsxtsdk NSXTRealizedVirtualMachineType.cs): the fabric VM's
+                    // `biosUuid:` (terraform-provider-nsxt resource_nsxt_policy_vm_tags.go)
+                    // is a member's `uuid:`.
+                    let ids: Vec<Value> = vm
+                        .get("compute_ids")
+                        .and_then(Value::as_array)
+                        .into_iter()
+                        .flatten()
+                        .filter_map(Value::as_str)
+                        .map(|id| match id.strip_prefix("biosUuid:") {
+                            Some(bios) => json!(format!("uuid:{bios}")),
+                            None => json!(id),
+                        })
+                        .collect();
                     json!({
                         "resource_type": "RealizedVirtualMachine",
                         "id": vm.get("external_id"),
                         "display_name": vm.get("display_name"),
                         "power_state": vm.get("power_state"),
                         "local_id_on_host": vm.get("local_id_on_host"),
-                        "compute_ids": vm.get("compute_ids").cloned().unwrap_or(json!([])),
+                        "compute_ids": ids,
                         "host": vm.get("host_id"),
                     })
                 })

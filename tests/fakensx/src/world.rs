@@ -205,6 +205,8 @@ pub struct World {
     pub members: BTreeMap<String, ExplicitMembers>,
     /// The DFW's switch, exclusion list and counters (`crate::enforce`).
     pub enforcement: crate::enforce::Enforcement,
+    /// Policies listed without a `path` ([`World::with_pathless`]): a hostile manager's.
+    pub pathless_policies: Vec<Value>,
 }
 
 fn obj(v: &mut Value) -> Result<&mut Map<String, Value>> {
@@ -412,6 +414,20 @@ impl World {
             fill(port, port_kind, "ports", &parent)?;
         }
         Ok(())
+    }
+
+    /// Adds `n` security policies listed without a `path`, as no real manager lists one (every
+    /// policy object has its readonly `path`, "Absolute path of this object": phspies/nsxtsdk
+    /// `nsxtsdk/Policy/Models/NSXTPolicyConfigResourceType.cs`), but a hostile one, or a
+    /// man in the middle, may: the reader can ask nothing more of them (no rules) and can only
+    /// tell one from another by the whole object. Listed after the world's own, in its tree's
+    /// `security-policies`; each an Application policy with a distinct sequence number.
+    pub fn with_pathless(mut self, n: usize) -> World {
+        self.pathless_policies.extend((0..n).map(|i| {
+            json!({"resource_type": "SecurityPolicy", "display_name": format!("pathless-{i}"),
+                   "category": "Application", "sequence_number": 100_000 + i})
+        }));
+        self
     }
 
     /// Adds filler as a huge manager has it: `policies` Application policies of

@@ -298,9 +298,24 @@ impl Env {
         names: &'static [&'static str],
         section: impl Fn(usize, &str) -> Option<String> + Send + Sync + 'static,
     ) {
+        let section = std::sync::Arc::new(section);
         self.supervisor.on_pod_created(move |pod| {
+            // `--watch`'s kept jumpbox runs rounds until it is deleted.
+            if let Some(every) = rounds_every(pod) {
+                let (pod, section) = (pod.clone(), section.clone());
+                return Some(etcdnet_fakeapi::PodScript {
+                    finish_after: None,
+                    rounds: Some(etcdnet_fakeapi::Rounds {
+                        every,
+                        round: std::sync::Arc::new(move |n| {
+                            scripted_jumpbox_round_with(&pod, names, &*section, n)
+                        }),
+                    }),
+                    ..etcdnet_fakeapi::PodScript::default()
+                });
+            }
             Some(etcdnet_fakeapi::PodScript::succeeds(
-                scripted_jumpbox_log_with(pod, names, &section),
+                scripted_jumpbox_log_with(pod, names, &*section),
             ))
         });
     }
@@ -479,6 +494,51 @@ pub fn scripted_jumpbox_log_with(
             frame(nonce, i, &text)
         })
         .collect()
+}
+
+/// The interval of a jumpbox pod that runs rounds (`--watch`'s kept pod: its container's env
+/// `ETCDNET_ROUNDS_EVERY`, whole seconds, as `src/route/jumpbox/keeper.rs` sets it).
+pub fn rounds_every(pod: &serde_json::Value) -> Option<std::time::Duration> {
+    pod["spec"]["containers"][0]["env"]
+        .as_array()?
+        .iter()
+        .find(|e| e["name"] == "ETCDNET_ROUNDS_EVERY")?["value"]
+        .as_str()?
+        .parse()
+        .ok()
+        .map(std::time::Duration::from_secs)
+}
+
+/// Round `n` of a kept jumpbox pod, as `src/route/jumpbox/jumpbox.sh` prints it with
+/// `ETCDNET_ROUNDS_EVERY`: [`scripted_jumpbox_log_with`]'s sections framed with
+/// `<nonce>r<n>`, then `ETCDNET-ROUND-END <nonce> <n>`.
+pub fn scripted_jumpbox_round_with(
+    pod: &serde_json::Value,
+    names: &[&str],
+    section: impl Fn(usize, &str) -> Option<String>,
+    n: u64,
+) -> String {
+    use etcdnet::route::jumpbox::{frame, ARGV_NONCE, ARGV_VMS};
+    let command: Vec<&str> = pod["spec"]["containers"][0]["command"]
+        .as_array()
+        .map(|a| a.iter().filter_map(|v| v.as_str()).collect())
+        .unwrap_or_default();
+    let nonce = command.get(ARGV_NONCE).copied().unwrap_or_default();
+    let framed = format!("{nonce}r{n}");
+    let ips = command
+        .get(ARGV_VMS..)
+        .unwrap_or_default()
+        .iter()
+        .step_by(2);
+    let mut out: String = ips
+        .enumerate()
+        .map(|(i, ip)| {
+            let text = section(i, ip).unwrap_or_else(|| healthy_jumpbox_section(ip, names));
+            frame(&framed, i, &text)
+        })
+        .collect();
+    out.push_str(&format!("ETCDNET-ROUND-END {nonce} {n}\n"));
+    out
 }
 
 /// One VM's section when its probe ran: ports open, the healthy document made the VM's own.

@@ -355,3 +355,35 @@ fn exclusion_by_the_associations_first_then_lists_that_tell_else_unknown() {
         }
     }
 }
+
+/// The VPC's project's own exclusion list holding every VM: its reach over the provider's
+/// rules is not documented, so the provider's (`/infra`) DROP stays blamed, and a note says
+/// its enforcement is not confirmed; in the JSON the VMs are excluded.
+#[test]
+fn a_projects_list_leaves_the_providers_rules_named_and_says_so() {
+    let mut read = world("infra-drop-2380.json", "vms.json");
+    let group = "/orgs/default/projects/p/infra/domains/default/groups/excluded";
+    let mut en = enabled(vec![]);
+    en.project = Some(crate::nsxmanager::raw::ProjectExcludeList {
+        project: "/orgs/default/projects/p".into(),
+        list: Some(json!({"resource_type": "PolicyExcludeList", "members": [group]})),
+        gap: None,
+    });
+    en.groups
+        .insert(group.into(), group_of(&["5012-1", "5012-2", "5012-3"]));
+    read.enforcement = Some(en);
+    let (e, x) = judged(&read);
+    assert_eq!(e.blocking.len(), 1);
+    assert_eq!(e.blocking[0].rule.path, RULE);
+    assert_eq!(e.blocking[0].paths.len(), 6);
+    assert!(x.not_enforced.is_empty(), "{:?}", x.not_enforced);
+    assert_eq!(x.project_excluded.len(), 3);
+    assert!(
+        e.notes.iter().any(
+            |n| n.contains("is in project p's DFW exclusion list (through group")
+                && n.contains("whether the provider's (/infra) rules are is not documented")
+        ),
+        "{:?}",
+        e.notes
+    );
+}
