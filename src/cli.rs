@@ -112,13 +112,13 @@ pub enum Command {
 
     /// Diagnose etcd and its 2379/2380 network between the control-plane VMs
     #[command(after_help = format!(
-        "Examples:\n  kubectl etcdnet diagnose tkc-prod -n ns-prod\n  kubectl etcdnet diagnose tkc-prod -n ns-prod -o json | jq -r .verdict.code\n  kubectl etcdnet diagnose tkc-prod -n ns-prod --dry-run\n  kubectl etcdnet diagnose --all -n ns-prod --summary\n  kubectl etcdnet diagnose -A --max-concurrent 8 -o json | jq -r '.items[].verdict.code'\n  kubectl etcdnet diagnose tkc-prod -n ns-prod --watch=10s\n  kubectl etcdnet diagnose tkc-prod -n ns-prod --bundle tkc-prod.tar.gz\n\n{EXIT_CODES_HELP}\n\nWith --all or -A the exit code is the worst of the clusters'; --watch ends 0 once Healthy."
+        "Examples:\n  kubectl etcdnet diagnose tkc-prod -n ns-prod\n  kubectl etcdnet diagnose tkc-prod -n ns-prod -o json | jq -r .verdict.code\n  kubectl etcdnet diagnose tkc-prod -n ns-prod --dry-run\n  kubectl etcdnet diagnose --all -n ns-prod --summary\n  kubectl etcdnet diagnose -A --max-concurrent 8 -o json | jq -r '.items[].verdict.code'\n  kubectl etcdnet diagnose tkc-prod -n ns-prod --watch=10s\n  kubectl etcdnet diagnose tkc-prod -n ns-prod --bundle tkc-prod.tar.gz\n  kubectl etcdnet diagnose tkc-prod -n ns-prod --report html --report-file tkc-prod.html\n\n{EXIT_CODES_HELP}\n\nWith --all or -A the exit code is the worst of the clusters'; --watch ends 0 once Healthy."
     ))]
     Diagnose(DiagnoseArgs),
 
     /// Judge an evidence bundle (diagnose --bundle) again, offline, and print the report
     #[command(after_help = format!(
-        "Reads the bundle in memory and contacts no cluster (no kubeconfig needed). The report and the\nexit code are the ones diagnose gave, judged again by this plugin's rules: a newer plugin\nre-judges an old bundle. A file that is not a readable bundle is exit 2.\n\nExamples:\n  kubectl etcdnet analyse tkc-prod.tar.gz\n  kubectl etcdnet analyse tkc-prod.tar.gz -o json | jq -r .verdict.code\n  kubectl etcdnet analyse all-clusters.tar.gz --summary\n\n{EXIT_CODES_HELP}\n\nWith several clusters in the bundle the exit code is the worst of the clusters'."
+        "Reads the bundle in memory and contacts no cluster (no kubeconfig needed). The report and the\nexit code are the ones diagnose gave, judged again by this plugin's rules: a newer plugin\nre-judges an old bundle. A file that is not a readable bundle is exit 2.\n\nExamples:\n  kubectl etcdnet analyse tkc-prod.tar.gz\n  kubectl etcdnet analyse tkc-prod.tar.gz -o json | jq -r .verdict.code\n  kubectl etcdnet analyse all-clusters.tar.gz --summary\n  kubectl etcdnet analyse tkc-prod.tar.gz --report html > tkc-prod.html\n\n{EXIT_CODES_HELP}\n\nWith several clusters in the bundle the exit code is the worst of the clusters'."
     ))]
     Analyse(AnalyseArgs),
 

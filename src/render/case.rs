@@ -495,23 +495,37 @@ fn chart(t: &Timeline, now: SystemTime) -> Option<Chart> {
                 from: p.from.clone(),
                 to: p.to.clone(),
                 onset_ms,
+                earliest_ms: parse_ms(p.earliest.as_deref()).filter(|_| !p.at_or_before),
                 detail: format!("{detail}{sign}{now}"),
                 failing_now: p.failing_now != Some(false),
             }
         })
         .collect();
+    let mut losses: Vec<(i64, &str)> = t
+        .no_leader
+        .iter()
+        .filter_map(|n| Some((parse_ms(n.since.as_deref())?, n.node.as_str())))
+        .collect();
+    losses.sort();
+    let known = bars
+        .iter()
+        .filter_map(|b| b.earliest_ms.or(b.onset_ms))
+        .chain(losses.iter().map(|(at, _)| *at))
+        .min()?;
+    let start = known.min(end);
+    // A margin before the first time known: a bar whose onset is unknown starts there.
+    let margin = ((end - start) / 10).max(5_000);
+    let (start, end) = (start - margin, end.max(start + 1_000));
+    // Losses closer than a twentieth of the chart are one mark (their labels would overlap),
+    // at the first of them; its tooltip names every node.
     let mut marks: Vec<ChartMark> = Vec::new();
-    for n in &t.no_leader {
-        let Some(at) = parse_ms(n.since.as_deref()) else {
-            continue;
-        };
-        // Losses within the same second are one mark.
-        match marks.iter_mut().find(|m| m.at_ms / 1000 == at / 1000) {
-            Some(m) => m.nodes.push(n.node.clone()),
-            None => marks.push(ChartMark {
+    for (at, node) in losses {
+        match marks.last_mut() {
+            Some(m) if at - m.at_ms < (end - start) / 20 => m.nodes.push(node.to_string()),
+            _ => marks.push(ChartMark {
                 at_ms: at,
                 label: String::new(),
-                nodes: vec![n.node.clone()],
+                nodes: vec![node.to_string()],
             }),
         }
     }
@@ -521,17 +535,9 @@ fn chart(t: &Timeline, now: SystemTime) -> Option<Chart> {
             all => format!("no leader on {} nodes", all.len()),
         };
     }
-    let known = bars
-        .iter()
-        .filter_map(|b| b.onset_ms)
-        .chain(marks.iter().map(|m| m.at_ms))
-        .min()?;
-    let start = known.min(end);
-    // A margin before the first time known: a bar whose onset is unknown starts there.
-    let margin = ((end - start) / 10).max(5_000);
     Some(Chart {
-        start_ms: start - margin,
-        end_ms: end.max(start + 1_000),
+        start_ms: start,
+        end_ms: end,
         bars,
         marks,
     })

@@ -254,7 +254,7 @@ fn chart(o: &mut String, c: &Chart) {
         LABEL_W + PLOT_W,
         text(&format!("probes: {}", instant_ms(c.end_ms)))
     );
-    o.push_str("</svg>\n<ul class=\"legend\"><li><span class=\"swatch failing\"></span>failing since its onset</li><li><span class=\"swatch hatched\"></span>failing since before the logs read</li><li><span class=\"swatch recovered\"></span>working again at the probes' time</li><li>dashed line: etcd lost its leader</li></ul>\n");
+    o.push_str("</svg>\n<ul class=\"legend\"><li><span class=\"swatch failing\"></span>failing since its onset</li><li><span class=\"swatch hatched\"></span>failing since before the logs read</li><li><span class=\"swatch window\"></span>the onset's window (etcd says it up to 34 s late)</li><li><span class=\"swatch recovered\"></span>working again at the probes' time</li><li>dashed line: etcd lost its leader</li></ul>\n");
 }
 
 fn bar(o: &mut String, c: &Chart, b: &Bar, y: f64) {
@@ -269,6 +269,17 @@ fn bar(o: &mut String, c: &Chart, b: &Bar, y: f64) {
         (Some(_), true) => ("bar failing", "#d32f2f"),
     };
     let label = format!("{} → {}", b.from, b.to);
+    if let (Some(e), Some(_)) = (b.earliest_ms, b.onset_ms) {
+        let ex = x_of(c, e);
+        let _ = write!(
+            o,
+            "<rect class=\"window\" x=\"{ex:.1}\" y=\"{:.1}\" width=\"{:.1}\" height=\"{:.1}\" fill=\"#ffb74d\"><title>{}</title></rect>",
+            y + 3.0,
+            (x - ex).max(0.0),
+            ROW_H - 6.0,
+            text(&format!("{label}: the onset's window (etcd's prober says it up to 34 s late)")),
+        );
+    }
     let _ = write!(
         o,
         "<text x=\"4\" y=\"{:.1}\" font-size=\"12\" font-family=\"monospace\" clip-path=\"url(#labels)\">{}</text>",
@@ -308,9 +319,102 @@ span.part{display:block;padding:.25em .5em;font-family:monospace;white-space:now
 ul.legend{list-style:none;padding:0;display:flex;flex-wrap:wrap;gap:.3em 1.2em;font-size:.9em}
 span.swatch{display:inline-block;width:1em;height:1em;vertical-align:middle;margin-right:.35em;border:1px solid #999}
 span.swatch.hatched{background:repeating-linear-gradient(45deg,#d32f2f 0 3px,#fff 3px 6px)}span.swatch.recovered{background:#ef9a9a}
-span.swatch.failing{background:#d32f2f}
+span.swatch.failing{background:#d32f2f}span.swatch.window{background:#ffb74d}
 pre{background:#fafafa;border:1px solid #e0e0e0;padding:.6em;overflow-x:auto;font-size:.85em}
 li{overflow-wrap:anywhere}
 footer{margin-top:2em;color:#757575;font-size:.8em}
 @media print{nav{display:none}}
 ";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::render::sheet::{Bar, Chart, ChartMark, Section};
+
+    /// Markup, attribute breakers and terminal controls from outside are text, in an element
+    /// and in an attribute alike; a newline stays white space.
+    #[test]
+    fn text_is_never_markup() {
+        assert_eq!(
+            text("<script>alert(1)</script>"),
+            "&lt;script&gt;alert(1)&lt;&#x2F;script&gt;"
+        );
+        assert_eq!(
+            text("\" onmouseover='x' a=\""),
+            "&quot; onmouseover=&#x27;x&#x27; a=&quot;"
+        );
+        assert_eq!(text("a & b"), "a &amp; b");
+        assert_eq!(
+            text("cp1\u{202e}gnp.exe\u{1b}[2J"),
+            "cp1\\u{202e}gnp.exe\\x1b[2J"
+        );
+        assert_eq!(text("one\ntwo\r"), "one\ntwo\\r");
+    }
+
+    /// A page of hostile sections holds no tag but ours: every `<` in it starts a tag this file
+    /// writes.
+    #[test]
+    fn a_page_holds_only_our_tags() {
+        let evil = "<img src=x onerror=alert(1)><svg onload=alert(2)></svg>\"'";
+        let bar = Bar {
+            from: evil.into(),
+            to: evil.into(),
+            onset_ms: Some(2_000),
+            earliest_ms: Some(1_000),
+            detail: evil.into(),
+            failing_now: true,
+        };
+        let sections = vec![Section::new(evil, evil)
+            .with(Block::Facts(vec![(evil.into(), evil.into())]))
+            .with(Block::Verdict {
+                code: evil.into(),
+                healthy: false,
+                summary: evil.into(),
+            })
+            .with(Block::Text(evil.into()))
+            .with(Block::List(vec![evil.into()]))
+            .with(Block::Steps(vec![evil.into()]))
+            .with(Block::Table {
+                header: vec![evil.into()],
+                rows: vec![vec![evil.into()]],
+            })
+            .with(Block::Pre(format!("{evil}\n{evil}")))
+            .with(Block::Chart(Chart {
+                start_ms: 0,
+                end_ms: 10_000,
+                bars: vec![bar],
+                marks: vec![ChartMark {
+                    at_ms: 3_000,
+                    label: evil.into(),
+                    nodes: vec![evil.into()],
+                }],
+            }))];
+        let page = page(evil, &sections);
+        assert!(!page.contains("<img"), "{page}");
+        assert!(!page.contains("<svg onload"), "{page}");
+        assert!(!page.contains("<script"), "{page}");
+        // Every attribute value ends where we end it: no quote from the text.
+        assert!(!page.contains("\"'"), "{page}");
+        assert!(
+            page.contains(&format!("content=\"{}\"", text(CSP))),
+            "{page}"
+        );
+    }
+
+    /// The chart's scale: the start at the plot's left, the end at its right, times outside
+    /// the chart at its edges.
+    #[test]
+    fn the_chart_scale() {
+        let c = Chart {
+            start_ms: 1_000,
+            end_ms: 11_000,
+            bars: Vec::new(),
+            marks: Vec::new(),
+        };
+        assert_eq!(x_of(&c, 1_000), LABEL_W);
+        assert_eq!(x_of(&c, 11_000), LABEL_W + PLOT_W);
+        assert_eq!(x_of(&c, 6_000), LABEL_W + PLOT_W / 2.0);
+        assert_eq!(x_of(&c, 0), LABEL_W);
+        assert_eq!(x_of(&c, 99_000), LABEL_W + PLOT_W);
+    }
+}

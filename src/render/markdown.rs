@@ -189,3 +189,49 @@ fn chart(o: &mut String, c: &Chart) {
         text(&format!("probes at {}", instant(c.end_ms)))
     );
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Nothing from outside becomes Markdown or HTML: tags as entities, inline markup and the
+    /// table's pipe behind a backslash, a block start at the start escaped, one line.
+    #[test]
+    fn text_is_never_markup() {
+        assert_eq!(
+            text("<script>alert(1)</script>"),
+            "&lt;script&gt;alert(1)&lt;/script&gt;"
+        );
+        assert_eq!(
+            text("a|b `c` *d* _e_ [f](g) ~h~ \\"),
+            "a\\|b \\`c\\` \\*d\\* \\_e\\_ \\[f\\](g) \\~h\\~ \\\\"
+        );
+        assert_eq!(text("# title"), "\\# title");
+        assert_eq!(text("- item"), "\\- item");
+        assert_eq!(text("12. item"), "12\\. item");
+        // The newline made visible (`\n`), its backslash escaped: it reads `one\ntwo`.
+        assert_eq!(text("one\ntwo"), "one\\\\ntwo");
+        assert_eq!(text("a & b"), "a &amp; b");
+    }
+
+    /// A code block's fence is longer than any backtick run of its text, so no line closes it.
+    #[test]
+    fn a_code_block_cannot_be_closed_from_inside() {
+        let mut o = String::new();
+        pre(&mut o, "line\n````\n<b>x</b>");
+        assert!(o.starts_with("`````text\n"), "{o}");
+        assert!(o.trim_end().ends_with("\n`````"), "{o}");
+    }
+
+    /// A table's cells cannot add a column or a row.
+    #[test]
+    fn a_cell_stays_one_cell() {
+        let mut o = String::new();
+        table(
+            &mut o,
+            &["A".into(), "B".into()],
+            &[vec!["x|y\nz".into(), "w".into()]],
+        );
+        assert_eq!(o, "| A | B |\n| --- | --- |\n| x\\|y\\\\nz | w |\n\n");
+    }
+}

@@ -130,6 +130,9 @@ pub struct Bar {
     pub to: String,
     /// None: the logs read do not go back to it; the bar starts at the chart's start, hatched.
     pub onset_ms: Option<i64>,
+    /// When the onset is a window (etcd's prober says it up to 34 s late): its start, drawn
+    /// lighter up to the onset.
+    pub earliest_ms: Option<i64>,
     /// What the bar's tooltip and the md table say of it.
     pub detail: String,
     /// Still failing at the probes' time (a bar that ended is drawn lighter).
