@@ -178,9 +178,9 @@ fn grid(o: &mut String, g: &Grid) {
             text(m.legend())
         );
     }
-    let _ = write!(
+    let _ = writeln!(
         o,
-        "<li>ports: {}</li></ul>\n",
+        "<li>ports: {}</li></ul>",
         text(
             &g.ports
                 .iter()
