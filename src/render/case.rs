@@ -542,3 +542,114 @@ fn chart(t: &Timeline, now: SystemTime) -> Option<Chart> {
         marks,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::render::{case_report, CaseFormat};
+    use crate::report::ClusterFailure;
+
+    fn fixture() -> DiagnoseReport {
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/fixtures/reports/peers-dropped.json"
+        );
+        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+    }
+
+    fn run() -> Run {
+        Run {
+            at: UNIX_EPOCH + Duration::from_secs(1_796_199_975),
+            plugin_version: "0.1.0".into(),
+        }
+    }
+
+    /// Several clusters: a summary first, each cluster's sections under its name with anchors
+    /// of its own, a cluster without a report as its error, one provenance at the end.
+    #[test]
+    fn many_clusters_one_page() {
+        let mut other = fixture();
+        other.header.cluster.name = "tkc-other".into();
+        let failed = ClusterFailure {
+            api_version: "etcdnet.kubectl.io/v1alpha2".into(),
+            kind: "ClusterError".into(),
+            namespace: "ns-prod".into(),
+            cluster: "tkc-gone".into(),
+            message: "no such cluster <b>".into(),
+            exit_code: 2,
+            duration_ms: 0,
+        };
+        let items = vec![
+            ListItem::Report(fixture()),
+            ListItem::Report(other),
+            ListItem::Failed(failed),
+        ];
+        let provenance = vec![("Source".to_string(), "a live run".to_string())];
+        let (title, sections) = page(&items, &run(), &provenance);
+        assert_eq!(title, "etcd network report: 3 clusters");
+        let ids: Vec<&str> = sections.iter().map(|s| s.id.as_str()).collect();
+        assert_eq!(ids.first(), Some(&"summary"));
+        assert_eq!(ids.last(), Some(&"provenance"));
+        assert_eq!(ids.iter().filter(|i| **i == "provenance").count(), 1);
+        for id in ["c0-verdict", "c1-verdict", "c2-error"] {
+            assert!(ids.contains(&id), "{id}: {ids:?}");
+        }
+        let unique: std::collections::BTreeSet<_> = ids.iter().collect();
+        assert_eq!(unique.len(), ids.len(), "anchors are unique: {ids:?}");
+        assert!(sections
+            .iter()
+            .any(|s| s.title == "ns-prod/tkc-other: Cluster"));
+
+        let html = case_report(CaseFormat::Html, &items, &run(), &provenance);
+        assert!(html.contains("no such cluster &lt;b&gt;"), "{html}");
+        let md = case_report(CaseFormat::Md, &items, &run(), &provenance);
+        assert!(md.contains("| ns-prod | tkc-gone | Error |"), "{md}");
+    }
+
+    /// The chart: a bar a failing pair from its onset to the probes' time, the leader's losses
+    /// within a twentieth of the chart one mark, nothing when no time at all is known.
+    #[test]
+    fn the_chart_of_a_timeline() {
+        use crate::report::v1alpha2::{NoLeaderSince, PairOnset};
+        let pair = |from: &str, onset: Option<&str>| PairOnset {
+            from: from.into(),
+            to: "cp3".into(),
+            onset: onset.map(str::to_string),
+            seen_by_from: None,
+            seen_by_to: None,
+            first_sign: None,
+            at_or_before: false,
+            earliest: None,
+            failing_now: Some(true),
+        };
+        let t = Timeline {
+            pairs: vec![pair("cp1", Some("2026-12-02T08:20:00Z")), pair("cp2", None)],
+            no_leader: vec![
+                NoLeaderSince {
+                    node: "cp1".into(),
+                    since: Some("2026-12-02T08:21:00Z".into()),
+                },
+                NoLeaderSince {
+                    node: "cp2".into(),
+                    since: Some("2026-12-02T08:21:01Z".into()),
+                },
+            ],
+            ..Timeline::default()
+        };
+        let now = crate::when::parse("2026-12-02T08:30:00Z").unwrap();
+        let c = chart(&t, now).unwrap();
+        assert_eq!(c.end_ms, ms_of(now).unwrap());
+        assert!(c.start_ms < c.bars[0].onset_ms.unwrap());
+        assert_eq!(c.bars[1].onset_ms, None);
+        assert!(c.bars[1].detail.contains("before the logs read"), "{c:?}");
+        assert_eq!(c.marks.len(), 1, "{c:?}");
+        assert_eq!(c.marks[0].nodes, ["cp1", "cp2"]);
+        assert_eq!(c.marks[0].label, "no leader on 2 nodes");
+
+        let unknown = Timeline {
+            pairs: vec![pair("cp1", None)],
+            ..Timeline::default()
+        };
+        assert_eq!(chart(&unknown, now), None);
+    }
+}
