@@ -112,13 +112,13 @@ pub enum Command {
 
     /// Diagnose etcd and its 2379/2380 network between the control-plane VMs
     #[command(after_help = format!(
-        "Examples:\n  kubectl etcdnet diagnose tkc-prod -n ns-prod\n  kubectl etcdnet diagnose tkc-prod -n ns-prod -o json | jq -r .verdict.code\n  kubectl etcdnet diagnose tkc-prod -n ns-prod --dry-run\n  kubectl etcdnet diagnose --all -n ns-prod --summary\n  kubectl etcdnet diagnose -A --max-concurrent 8 -o json | jq -r '.items[].verdict.code'\n  kubectl etcdnet diagnose tkc-prod -n ns-prod --watch=10s\n  kubectl etcdnet diagnose tkc-prod -n ns-prod --bundle tkc-prod.tar.gz\n\n{EXIT_CODES_HELP}\n\nWith --all or -A the exit code is the worst of the clusters'; --watch ends 0 once Healthy."
+        "Examples:\n  kubectl etcdnet diagnose tkc-prod -n ns-prod\n  kubectl etcdnet diagnose tkc-prod -n ns-prod -o json | jq -r .verdict.code\n  kubectl etcdnet diagnose tkc-prod -n ns-prod --dry-run\n  kubectl etcdnet diagnose --all -n ns-prod --summary\n  kubectl etcdnet diagnose -A --max-concurrent 8 -o json | jq -r '.items[].verdict.code'\n  kubectl etcdnet diagnose tkc-prod -n ns-prod --watch=10s\n  kubectl etcdnet diagnose tkc-prod -n ns-prod --bundle tkc-prod.tar.gz\n  kubectl etcdnet diagnose tkc-prod -n ns-prod --report html --report-file tkc-prod.html\n\n{EXIT_CODES_HELP}\n\nWith --all or -A the exit code is the worst of the clusters'; --watch ends 0 once Healthy."
     ))]
     Diagnose(DiagnoseArgs),
 
     /// Judge an evidence bundle (diagnose --bundle) again, offline, and print the report
     #[command(after_help = format!(
-        "Reads the bundle in memory and contacts no cluster (no kubeconfig needed). The report and the\nexit code are the ones diagnose gave, judged again by this plugin's rules: a newer plugin\nre-judges an old bundle. A file that is not a readable bundle is exit 2.\n\nExamples:\n  kubectl etcdnet analyse tkc-prod.tar.gz\n  kubectl etcdnet analyse tkc-prod.tar.gz -o json | jq -r .verdict.code\n  kubectl etcdnet analyse all-clusters.tar.gz --summary\n\n{EXIT_CODES_HELP}\n\nWith several clusters in the bundle the exit code is the worst of the clusters'."
+        "Reads the bundle in memory and contacts no cluster (no kubeconfig needed). The report and the\nexit code are the ones diagnose gave, judged again by this plugin's rules: a newer plugin\nre-judges an old bundle. A file that is not a readable bundle is exit 2.\n\nExamples:\n  kubectl etcdnet analyse tkc-prod.tar.gz\n  kubectl etcdnet analyse tkc-prod.tar.gz -o json | jq -r .verdict.code\n  kubectl etcdnet analyse all-clusters.tar.gz --summary\n  kubectl etcdnet analyse tkc-prod.tar.gz --report html > tkc-prod.html\n\n{EXIT_CODES_HELP}\n\nWith several clusters in the bundle the exit code is the worst of the clusters'."
     ))]
     Analyse(AnalyseArgs),
 
@@ -239,13 +239,16 @@ pub struct DiagnoseArgs {
     /// change of verdict; -o json prints one document per round
     #[arg(long, value_name = "INTERVAL", num_args = 0..=1, require_equals = true,
           default_missing_value = "30s", value_parser = parse_duration,
-          conflicts_with_all = ["dry_run", "keep_pods", "bundle"])]
+          conflicts_with_all = ["dry_run", "keep_pods", "bundle", "report"])]
     pub watch: Option<Duration>,
 
     /// Also write the evidence the verdict was made from to FILE (a .tar.gz; no secrets), for
     /// `kubectl etcdnet analyse FILE` or a support case
     #[arg(long, value_name = "FILE", conflicts_with = "dry_run")]
     pub bundle: Option<PathBuf>,
+
+    #[command(flatten)]
+    pub report: ReportArgs,
 
     // `--via`, the routes' shared flags and each route's own.
     #[command(flatten)]
@@ -275,7 +278,7 @@ pub struct DiagnoseArgs {
     pub keep_pods: bool,
 
     /// Print the pods it would create (-o yaml or json; else YAML), create nothing
-    #[arg(long)]
+    #[arg(long, conflicts_with = "report")]
     pub dry_run: bool,
 
     /// Bound on the workload API check (both of its requests); the pod route's requests get
@@ -443,6 +446,39 @@ pub struct AnalyseArgs {
     /// Judge with this log window instead of the one the bundle was written with
     #[arg(long, value_name = "DURATION", value_parser = parse_since)]
     pub since: Option<Duration>,
+
+    #[command(flatten)]
+    pub report: ReportArgs,
+}
+
+/// `--report` and `--report-file`: a case report of the run (diagnose) or of the bundle
+/// (analyse), beside or instead of the tables.
+#[derive(Debug, Clone, Args)]
+pub struct ReportArgs {
+    /// Print a report for a support case instead of the tables: html (one self-contained page:
+    /// the matrix as a coloured grid, the onset timeline as a chart; nothing fetched) or md
+    /// (for a ticket's text field); with --report-file, write it there instead
+    #[arg(long, value_name = "FORMAT", help_heading = "Output")]
+    pub report: Option<crate::render::CaseFormat>,
+
+    /// With --report: write the report to FILE (whole or not at all, replacing FILE) and print
+    /// the tables as usual; written at the end of the run, whatever the verdict
+    #[arg(
+        long,
+        value_name = "FILE",
+        requires = "report",
+        help_heading = "Output"
+    )]
+    pub report_file: Option<PathBuf>,
+}
+
+impl ReportArgs {
+    pub fn options(&self) -> Option<crate::commands::CaseReport> {
+        self.report.map(|format| crate::commands::CaseReport {
+            format,
+            file: self.report_file.clone(),
+        })
+    }
 }
 
 impl AnalyseArgs {
@@ -451,6 +487,7 @@ impl AnalyseArgs {
             path: self.file.clone(),
             summary: self.summary,
             since: self.since,
+            report: self.report.options(),
             context: g.context.clone(),
             kubeconfig: g.kubeconfig.clone(),
         }
@@ -532,6 +569,7 @@ impl DiagnoseArgs {
             selection: self.many.selection(self.cluster.as_deref(), 4),
             watch: self.watch,
             bundle: self.bundle.clone(),
+            report: self.report.options(),
         }
     }
 

@@ -23,6 +23,8 @@ pub struct AnalyseOptions {
     pub summary: bool,
     /// `--since`: judge with this log window instead of the bundle's.
     pub since: Option<std::time::Duration>,
+    /// `--report`: the case report, printed or written to a file.
+    pub report: Option<super::CaseReport>,
     /// `--context` and `--kubeconfig`, read by nothing here: the commands the report prints
     /// carry them ([`Kubectl`]). Without `--context`, the context the bundle's run used (a
     /// pasted command then reaches that Supervisor or fails, never the current context's).
@@ -41,6 +43,24 @@ impl AnalyseOptions {
 /// Reads the bundle and prints what `diagnose` printed: one cluster's report, or the list of
 /// several; the exit code is the one `diagnose` had (a bad bundle is a configuration error, 2).
 pub fn run(opts: &AnalyseOptions, format: Format) -> Result<Outcome> {
+    if let Some(c) = &opts.report {
+        c.check_target()?;
+        // The bundle is read before the report is written: a report over it would replace the
+        // evidence with its picture.
+        if let Some(file) = &c.file {
+            let same = |a: &std::path::Path, b: &std::path::Path| {
+                a.canonicalize()
+                    .ok()
+                    .is_some_and(|a| b.canonicalize().ok() == Some(a))
+            };
+            if same(file, &opts.path) {
+                return Err(crate::error::Error::Usage(format!(
+                    "cannot write report {}: it is the bundle being analysed; name another file",
+                    file.display()
+                )));
+            }
+        }
+    }
     let mut bundle = bundle::read(&opts.path)?;
     if let Some(since) = opts.since {
         for e in &mut bundle.evidence {
@@ -63,12 +83,13 @@ pub fn run(opts: &AnalyseOptions, format: Format) -> Result<Outcome> {
     )];
     // A bundle that had to leave objects out (its caps) says so.
     notes.extend(bundle.left_out_notes());
-    let (stdout, exit_code) = match bundle.evidence.as_slice() {
+    let (stdout, mut exit_code, items) = match bundle.evidence.as_slice() {
         [one] => {
             let report = one.judge(&opts.kubectl(one))?;
             (
                 render::output(&report, format, Paint::detect())?,
                 report.result.exit_code,
+                vec![ListItem::Report(report)],
             )
         }
         many => {
@@ -86,7 +107,15 @@ pub fn run(opts: &AnalyseOptions, format: Format) -> Result<Outcome> {
                     Paint::detect(),
                 )?,
                 list.result.exit_code,
+                list.items,
             )
+        }
+    };
+    let stdout = match &opts.report {
+        None => stdout,
+        Some(c) => {
+            let page = case_report(c, &bundle, &opts.path, &items);
+            super::put_report(c, page, stdout, &mut notes, &mut exit_code)
         }
     };
     Ok(Outcome {
@@ -94,6 +123,59 @@ pub fn run(opts: &AnalyseOptions, format: Format) -> Result<Outcome> {
         notes,
         exit_code,
     })
+}
+
+/// The case report of the bundle's clusters, its provenance the bundle's: who wrote it when,
+/// with which command, and that this plugin judged it again.
+fn case_report(
+    c: &super::CaseReport,
+    bundle: &bundle::Bundle,
+    path: &std::path::Path,
+    items: &[ListItem<crate::report::DiagnoseReport>],
+) -> String {
+    let m = &bundle.manifest;
+    let mut contexts: Vec<&str> = bundle.evidence.iter().map(|e| e.context.as_str()).collect();
+    contexts.dedup();
+    let provenance = vec![
+        (
+            "Source".to_string(),
+            format!(
+                "evidence bundle {}",
+                path.file_name()
+                    .unwrap_or(path.as_os_str())
+                    .to_string_lossy()
+            ),
+        ),
+        ("Bundle written".into(), m.created.clone()),
+        (
+            "Written by".into(),
+            format!("kubectl-etcdnet {}", m.plugin_version),
+        ),
+        (
+            "Bundle's command".into(),
+            format!(
+                "kubectl etcdnet {}",
+                m.args
+                    .iter()
+                    .map(|a| crate::command::quote(a))
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            ),
+        ),
+        ("Supervisor context".into(), contexts.join(", ")),
+        (
+            "Judged by".into(),
+            format!(
+                "kubectl-etcdnet {} (analyse, offline)",
+                env!("CARGO_PKG_VERSION")
+            ),
+        ),
+    ];
+    let run = render::Run {
+        at: crate::when::parse(&m.created).unwrap_or_else(std::time::SystemTime::now),
+        plugin_version: m.plugin_version.clone(),
+    };
+    render::case_report(c.format, items, &run, &provenance)
 }
 
 /// One cluster's item: its report, or (its objects do not make a cluster) its own error row,

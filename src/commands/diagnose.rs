@@ -11,6 +11,7 @@ use crate::connect::Connection;
 use crate::error::{Result, EXIT_OK};
 use crate::plan::DiagnoseConfig;
 use crate::render::{self, Format, Listed, Paint};
+use crate::report::ListItem;
 
 /// What the command does besides diagnosing: which clusters, watch, bundle.
 #[derive(Debug, Clone)]
@@ -20,6 +21,8 @@ pub struct DiagnoseRun {
     pub watch: Option<Duration>,
     /// `--bundle`: where to write the evidence.
     pub bundle: Option<PathBuf>,
+    /// `--report`: the case report, printed or written at the end of the run.
+    pub report: Option<super::CaseReport>,
 }
 
 /// Runs the diagnosis until it ends or a signal comes, then deletes what is left (unless
@@ -37,6 +40,10 @@ pub async fn run(
     if let Some(path) = &how.bundle {
         crate::bundle::check_target(path)?;
     }
+    if let Some(c) = &how.report {
+        c.check_target()?;
+    }
+    let started = std::time::SystemTime::now();
     let (result, mut notes) = round_with_cleanup(conn, &how.selection, opts).await;
     if let Some(nsx) = &opts.nsx {
         super::nsx::end(nsx).await;
@@ -52,13 +59,14 @@ pub async fn run(
             return Err(e);
         }
     };
-    let (stdout, mut exit_code, evidence) = match result {
+    let (stdout, mut exit_code, evidence, items) = match result {
         Round::One(Diagnosed::DryRun(d)) => return dry_run(d, format, notes),
         Round::Many(_, _, d) if opts.dry_run => return dry_run(d, format, notes),
         Round::One(Diagnosed::Report(report, evidence)) => (
             render::output(&*report, format, Paint::detect())?,
             report.result.exit_code,
             vec![*evidence],
+            vec![ListItem::Report(*report)],
         ),
         Round::Many(list, evidence, _) => (
             render::output(
@@ -71,6 +79,7 @@ pub async fn run(
             )?,
             list.result.exit_code,
             evidence,
+            list.items,
         ),
     };
     if let Some(path) = &how.bundle {
@@ -88,6 +97,30 @@ pub async fn run(
             }
         }
     }
+    // At the end of the run, whatever the verdict: a failing one is what a case is about.
+    let stdout = match &how.report {
+        None => stdout,
+        Some(c) => {
+            let mut contexts: Vec<&str> = evidence.iter().map(|e| e.context.as_str()).collect();
+            contexts.dedup();
+            let provenance = vec![
+                ("Source".to_string(), "a live run".to_string()),
+                ("Time".into(), crate::when::instant(started)),
+                (
+                    "Plugin".into(),
+                    format!("kubectl-etcdnet {}", env!("CARGO_PKG_VERSION")),
+                ),
+                ("Supervisor context".into(), contexts.join(", ")),
+                ("Command".into(), super::command_line()),
+            ];
+            let run = render::Run {
+                at: started,
+                plugin_version: env!("CARGO_PKG_VERSION").into(),
+            };
+            let page = render::case_report(c.format, &items, &run, &provenance);
+            super::put_report(c, page, stdout, &mut notes, &mut exit_code)
+        }
+    };
     Ok(Outcome {
         stdout,
         notes,

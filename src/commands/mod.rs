@@ -33,3 +33,102 @@ impl Outcome {
         }
     }
 }
+
+/// `--report FORMAT [--report-file FILE]`: a case report of the run or the bundle.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CaseReport {
+    pub format: crate::render::CaseFormat,
+    /// Where to write it; None: it is what the command prints, instead of the tables.
+    pub file: Option<std::path::PathBuf>,
+}
+
+impl CaseReport {
+    /// Checks, before the run, that the report can be written (as `--bundle`'s file is: its
+    /// folder exists, the path is not a folder), so minutes of diagnosis do not end in a report
+    /// that cannot be written (exit 2, nothing contacted).
+    pub fn check_target(&self) -> crate::error::Result<()> {
+        let Some(path) = &self.file else {
+            return Ok(());
+        };
+        let cannot = |why: &str| {
+            crate::error::Error::Usage(format!("cannot write report {}: {why}", path.display()))
+        };
+        if path.is_dir() {
+            return Err(cannot("it is a folder"));
+        }
+        match path.parent() {
+            Some(d) if !d.as_os_str().is_empty() && !d.is_dir() => {
+                Err(cannot(&format!("no folder {}", d.display())))
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// Writes `text` to the file whole or not at all, as `--bundle` writes its file: a
+    /// temporary file beside the target (removed if anything fails), synced, then renamed onto
+    /// it. A file already there is replaced; a new one is the owner's alone (0600, as the
+    /// bundle), for the admin to pass on.
+    pub fn write(&self, path: &std::path::Path, text: &str) -> crate::error::Result<()> {
+        use std::io::Write;
+        let cannot = |why: String| {
+            crate::error::Error::config(format!("cannot write report {}: {why}", path.display()))
+        };
+        let dir = match path.parent() {
+            Some(d) if !d.as_os_str().is_empty() => d,
+            _ => std::path::Path::new("."),
+        };
+        let name = path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "report".into());
+        let mut tmp = tempfile::Builder::new()
+            .prefix(&format!(".{name}."))
+            .suffix(".tmp")
+            .tempfile_in(dir)
+            .map_err(|e| cannot(e.to_string()))?;
+        tmp.write_all(text.as_bytes())
+            .and_then(|()| tmp.as_file().sync_all())
+            .map_err(|e| cannot(e.to_string()))?;
+        tmp.persist(path).map_err(|e| cannot(e.error.to_string()))?;
+        Ok(())
+    }
+}
+
+/// The command line as one line of shell words (for a report's provenance): what ran, each
+/// argument one word, so a pasted line runs what ran and nothing more.
+pub(crate) fn command_line() -> String {
+    // `args_os`: `args` panics on an argument that is not UTF-8 (a path can be anything).
+    let words: Vec<String> = std::env::args_os()
+        .skip(1)
+        .map(|a| crate::command::quote(&a.to_string_lossy()))
+        .collect();
+    format!("kubectl etcdnet {}", words.join(" "))
+}
+
+/// Where a case report goes: printed instead of the tables (`stdout`), or written to its file,
+/// the tables printed and a note saying where. A file that cannot be written is said once and
+/// the run did not complete what was asked (exit 3), as with `--bundle`; the tables are still
+/// printed.
+pub(crate) fn put_report(
+    c: &CaseReport,
+    page: String,
+    stdout: String,
+    notes: &mut Vec<String>,
+    exit_code: &mut i32,
+) -> String {
+    let Some(path) = &c.file else {
+        return page;
+    };
+    match c.write(path, &page) {
+        Ok(()) => notes.push(format!(
+            "{} report written to {}",
+            c.format.extension(),
+            path.display()
+        )),
+        Err(e) => {
+            notes.push(format!("error: {e}"));
+            *exit_code = (*exit_code).max(crate::error::EXIT_INCOMPLETE);
+        }
+    }
+    stdout
+}

@@ -26,14 +26,18 @@ use tabled::settings::{Padding, Style};
 use crate::error::{Error, Result};
 use crate::report::VersionReport;
 
+mod case;
 mod cleanup;
 mod diagnose;
 mod guard;
+pub mod html;
 mod list;
 mod location;
+pub mod markdown;
 mod metrics;
 mod network;
 mod nsx_manager;
+pub mod sheet;
 mod status;
 mod timeline;
 mod watch;
@@ -131,7 +135,59 @@ impl Tabular for VersionReport {
     }
 }
 
+/// `--report`'s formats: a case report to attach to a support case or paste into a ticket.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum CaseFormat {
+    /// One self-contained HTML page (inline CSS and SVG, no script, nothing fetched)
+    Html,
+    /// Markdown for a ticket's text field (GitHub tables)
+    Md,
+}
+
+impl CaseFormat {
+    /// The file name's usual ending.
+    pub fn extension(self) -> &'static str {
+        match self {
+            CaseFormat::Html => "html",
+            CaseFormat::Md => "md",
+        }
+    }
+}
+
+/// A page of `sections` under `title` in `format`: the one switch on the case format. Another
+/// report (what changed between two bundles) gives its own sections here.
+pub fn case_page(format: CaseFormat, title: &str, sections: &[sheet::Section]) -> String {
+    match format {
+        CaseFormat::Html => html::page(title, sections),
+        CaseFormat::Md => markdown::page(title, sections),
+    }
+}
+
+pub use case::Run;
+
+/// The case report of a run's or a bundle's clusters (one, or several with a summary first).
+/// `run` says when the run was and which plugin made it; `provenance` where the report came
+/// from (time, Supervisor context, command), as plain text.
+pub fn case_report(
+    format: CaseFormat,
+    items: &[crate::report::ListItem<crate::report::DiagnoseReport>],
+    run: &Run,
+    provenance: &[(String, String)],
+) -> String {
+    let (title, sections) = case::page(items, run, provenance);
+    case_page(format, &title, &sections)
+}
+
 pub(crate) const NONE: &str = "<none>";
+
+/// [`visible`] line by line: the newlines of a text laid out in lines are kept, and each line's
+/// own controls written visibly (a `\r` cannot overwrite a line either).
+pub fn visible_lines(text: &str) -> Cow<'_, str> {
+    if !text.chars().any(|c| c != '\n' && hidden(c)) {
+        return Cow::Borrowed(text);
+    }
+    Cow::Owned(text.split('\n').map(visible).collect::<Vec<_>>().join("\n"))
+}
 
 /// `text` as it may be shown on a terminal: every character that a terminal would act on
 /// instead of print is written as an escape a reader can see, and everything else (any script,

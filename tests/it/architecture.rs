@@ -92,9 +92,17 @@ const FOLDERS: &[(&str, &[&[&str]])] = &[
         "render",
         &[
             &["watch"],
-            &["cleanup", "diagnose", "list", "status"],
-            &["network", "location", "metrics", "nsx_manager", "timeline"],
-            &["guard"],
+            &["case", "cleanup", "diagnose", "list", "status"],
+            &[
+                "network",
+                "location",
+                "metrics",
+                "nsx_manager",
+                "timeline",
+                "html",
+                "markdown",
+            ],
+            &["guard", "sheet"],
         ],
     ),
     (

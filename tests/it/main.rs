@@ -32,6 +32,7 @@ mod status;
 
 mod all_clusters;
 mod bundle;
+mod case_report;
 mod diagnose_jumpbox;
 mod diagnose_pod;
 mod many_clusters;
