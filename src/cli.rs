@@ -31,6 +31,14 @@ Exit codes:
   3  could not complete (API error, permission denied, timeout)
   130  interrupted (Ctrl-C, SIGTERM, SIGHUP); probe pods created so far were deleted";
 
+/// Every command's help in kubectl's order: what it does, the examples, then usage and flags
+/// (clap's default puts `before_help`, where the examples are, above the description).
+const HELP_TEMPLATE: &str = "\
+{about-with-newline}
+{before-help}{usage-heading} {usage}
+
+{all-args}{after-help}";
+
 const ABOUT: &str = "Diagnose etcd quorum loss in vSphere Supervisor (TKG/VKS) workload clusters";
 
 const LONG_ABOUT: &str = "\
@@ -49,6 +57,7 @@ checks etcd and the 2379/2380 paths between the control-plane VMs.";
     about = ABOUT,
     long_about = LONG_ABOUT,
     after_help = EXIT_CODES_HELP,
+    help_template = HELP_TEMPLATE,
     propagate_version = true,
     arg_required_else_help = true
 )]
@@ -60,33 +69,47 @@ pub struct Cli {
     pub command: Command,
 }
 
-/// Flags every subcommand takes, before or after its name (as kubectl's do).
+/// Flags every subcommand takes, before or after its name (as kubectl's do). Each names its
+/// help heading: the one a subcommand's `--help` lists it under.
 #[derive(Debug, Clone, Args)]
-#[command(next_help_heading = "Global options")]
 pub struct GlobalArgs {
     /// Path to the kubeconfig file (else $KUBECONFIG, else ~/.kube/config)
-    #[arg(long, global = true, value_name = "PATH")]
+    #[arg(
+        long,
+        global = true,
+        value_name = "PATH",
+        help_heading = "Global options"
+    )]
     pub kubeconfig: Option<PathBuf>,
 
     /// The kubeconfig context to use (must be the Supervisor's)
-    #[arg(long, global = true, value_name = "NAME")]
+    #[arg(
+        long,
+        global = true,
+        value_name = "NAME",
+        help_heading = "Global options"
+    )]
     pub context: Option<String>,
 
     /// The vSphere Namespace (else the context's namespace)
-    #[arg(short = 'n', long, global = true, value_name = "NAMESPACE", value_parser = parse_namespace)]
+    #[arg(short = 'n', long, global = true, value_name = "NAMESPACE", value_parser = parse_namespace,
+          help_heading = "Selection")]
     pub namespace: Option<String>,
 
     /// Output format
-    #[arg(short = 'o', long, global = true, value_enum, default_value_t = Format::Table)]
+    #[arg(short = 'o', long, global = true, value_enum, default_value_t = Format::Table,
+          help_heading = "Output")]
     pub output: Format,
 
     /// More detail on stderr (-v info, -vv debug, -vvv trace)
-    #[arg(short = 'v', long, global = true, action = clap::ArgAction::Count)]
+    #[arg(short = 'v', long, global = true, action = clap::ArgAction::Count,
+          help_heading = "Global options")]
     pub verbose: u8,
 
     /// Bound on each request to the Supervisor API, from sending it to the answer's last byte
     /// (e.g. 10s, 1m)
-    #[arg(long, global = true, value_name = "DURATION", default_value = "30s", value_parser = parse_duration)]
+    #[arg(long, global = true, value_name = "DURATION", default_value = "30s", value_parser = parse_duration,
+          help_heading = "Timeouts")]
     pub request_timeout: Duration,
 
     /// Do not check the workload API server's certificate (the <cluster>-kubeconfig secret's)
@@ -96,7 +119,7 @@ pub struct GlobalArgs {
     /// is http://). Without it, such a secret, or one with insecure-skip-tls-verify or without
     /// certificate-authority-data, is refused. The Supervisor connection is your kubeconfig's,
     /// as kubectl makes it.
-    #[arg(long, global = true)]
+    #[arg(long, global = true, help_heading = "Global options")]
     pub insecure_skip_tls_verify: bool,
 }
 
@@ -105,35 +128,48 @@ pub struct GlobalArgs {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Show a cluster's control plane as the Supervisor sees it, and whether its API answers
-    #[command(after_help = format!(
-        "Examples:\n  kubectl etcdnet status tkc-prod -n ns-prod\n  kubectl etcdnet status tkc-prod -n ns-prod -o json | jq .controlPlane\n  kubectl etcdnet status -A\n\n{EXIT_CODES_HELP}\n\nWith --all or -A the exit code is the worst of the clusters'."
-    ))]
+    #[command(
+        help_template = HELP_TEMPLATE,
+        before_help = "Examples:\n  kubectl etcdnet status tkc-prod -n ns-prod\n  kubectl etcdnet status tkc-prod -n ns-prod -o json | jq .controlPlane\n  kubectl etcdnet status -A",
+        after_help = format!("{EXIT_CODES_HELP}\n\nWith --all or -A the exit code is the worst of the clusters'.")
+    )]
     Status(StatusArgs),
 
     /// Diagnose etcd and its 2379/2380 network between the control-plane VMs
-    #[command(after_help = format!(
-        "Examples:\n  kubectl etcdnet diagnose tkc-prod -n ns-prod\n  kubectl etcdnet diagnose tkc-prod -n ns-prod -o json | jq -r .verdict.code\n  kubectl etcdnet diagnose tkc-prod -n ns-prod --dry-run\n  kubectl etcdnet diagnose --all -n ns-prod --summary\n  kubectl etcdnet diagnose -A --max-concurrent 8 -o json | jq -r '.items[].verdict.code'\n  kubectl etcdnet diagnose tkc-prod -n ns-prod --watch=10s\n  kubectl etcdnet diagnose tkc-prod -n ns-prod --bundle tkc-prod.tar.gz\n\n{EXIT_CODES_HELP}\n\nWith --all or -A the exit code is the worst of the clusters'; --watch ends 0 once Healthy."
-    ))]
+    #[command(
+        help_template = HELP_TEMPLATE,
+        before_help = "Examples:\n  kubectl etcdnet diagnose tkc-prod -n ns-prod\n  kubectl etcdnet diagnose tkc-prod -n ns-prod -o json | jq -r .verdict.code\n  kubectl etcdnet diagnose tkc-prod -n ns-prod --dry-run\n  kubectl etcdnet diagnose --all -n ns-prod --summary\n  kubectl etcdnet diagnose -A --max-concurrent 8 -o json | jq -r '.items[].verdict.code'\n  kubectl etcdnet diagnose tkc-prod -n ns-prod --watch=10s\n  kubectl etcdnet diagnose tkc-prod -n ns-prod --bundle tkc-prod.tar.gz",
+        after_help = format!("{EXIT_CODES_HELP}\n\nWith --all or -A the exit code is the worst of the clusters'; --watch ends 0 once Healthy.")
+    )]
     Diagnose(DiagnoseArgs),
 
     /// Judge an evidence bundle (diagnose --bundle) again, offline, and print the report
-    #[command(after_help = format!(
-        "Reads the bundle in memory and contacts no cluster (no kubeconfig needed). The report and the\nexit code are the ones diagnose gave, judged again by this plugin's rules: a newer plugin\nre-judges an old bundle. A file that is not a readable bundle is exit 2.\n\nExamples:\n  kubectl etcdnet analyse tkc-prod.tar.gz\n  kubectl etcdnet analyse tkc-prod.tar.gz -o json | jq -r .verdict.code\n  kubectl etcdnet analyse all-clusters.tar.gz --summary\n\n{EXIT_CODES_HELP}\n\nWith several clusters in the bundle the exit code is the worst of the clusters'."
-    ))]
+    #[command(
+        help_template = HELP_TEMPLATE,
+        before_help = "Reads the bundle in memory and contacts no cluster (no kubeconfig needed). The report and the\nexit code are the ones diagnose gave, judged again by this plugin's rules: a newer plugin\nre-judges an old bundle. A file that is not a readable bundle is exit 2.\n\nExamples:\n  kubectl etcdnet analyse tkc-prod.tar.gz\n  kubectl etcdnet analyse tkc-prod.tar.gz -o json | jq -r .verdict.code\n  kubectl etcdnet analyse all-clusters.tar.gz --summary",
+        after_help = format!("{EXIT_CODES_HELP}\n\nWith several clusters in the bundle the exit code is the worst of the clusters'.")
+    )]
     Analyse(AnalyseArgs),
 
     /// Delete pods this plugin left behind (label app.kubernetes.io/managed-by=kubectl-etcdnet)
-    #[command(after_help = format!(
-        "Only pods that have finished or are past their deadline are deleted: one still running may be\nanother admin's run in progress (--all deletes it too).\n\nExamples:\n  kubectl etcdnet cleanup -n ns-prod\n  kubectl etcdnet cleanup -A --older-than 1h --dry-run\n  kubectl etcdnet cleanup tkc-prod -n ns-prod --all\n\n{EXIT_CODES_HELP}"
-    ))]
+    #[command(
+        help_template = HELP_TEMPLATE,
+        before_help = "Only pods that have finished or are past their deadline are deleted: one still running may be\nanother admin's run in progress (--all deletes it too).\n\nExamples:\n  kubectl etcdnet cleanup -n ns-prod\n  kubectl etcdnet cleanup -A --older-than 1h --dry-run\n  kubectl etcdnet cleanup tkc-prod -n ns-prod --all",
+        after_help = EXIT_CODES_HELP
+    )]
     Cleanup(CleanupArgs),
 
     /// Print the plugin's version
+    #[command(
+        help_template = HELP_TEMPLATE,
+        before_help = "Examples:\n  kubectl etcdnet version\n  kubectl etcdnet version -o json"
+    )]
     Version,
 
     /// Print a shell completion script (see the README for kubectl's plugin completion)
     #[command(
-        after_help = "Examples:\n  kubectl etcdnet completion bash > ~/.local/share/bash-completion/completions/kubectl-etcdnet\n  kubectl etcdnet completion zsh > \"${fpath[1]}/_kubectl-etcdnet\"\n  kubectl etcdnet completion fish > ~/.config/fish/completions/kubectl-etcdnet.fish"
+        help_template = HELP_TEMPLATE,
+        before_help = "Examples:\n  kubectl etcdnet completion bash > ~/.local/share/bash-completion/completions/kubectl-etcdnet\n  kubectl etcdnet completion zsh > \"${fpath[1]}/_kubectl-etcdnet\"\n  kubectl etcdnet completion fish > ~/.config/fish/completions/kubectl-etcdnet.fish"
     )]
     Completion {
         /// The shell
@@ -177,23 +213,23 @@ impl From<CompletionShell> for Shell {
 
 /// Which clusters a command works on, besides one by name.
 #[derive(Debug, Clone, Args)]
-#[command(next_help_heading = "Many clusters")]
 pub struct ManyArgs {
     /// Every cluster of the namespace
-    #[arg(long, conflicts_with = "cluster")]
+    #[arg(long, conflicts_with = "cluster", help_heading = "Selection")]
     pub all: bool,
 
     /// Every cluster of every vSphere Namespace you can see
-    #[arg(short = 'A', long, conflicts_with_all = ["cluster", "all"])]
+    #[arg(short = 'A', long, conflicts_with_all = ["cluster", "all"], help_heading = "Selection")]
     pub all_namespaces: bool,
 
     /// With --all or -A: how many clusters are worked on at once [default: diagnose 4 (each
     /// makes pods), status 16 (each is two requests)]
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=64))]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=64),
+          help_heading = "Selection")]
     pub max_concurrent: Option<u16>,
 
     /// With --all or -A: only the summary table, not each unhealthy cluster's detail
-    #[arg(long)]
+    #[arg(long, help_heading = "Output")]
     pub summary: bool,
 }
 
@@ -220,13 +256,14 @@ pub struct StatusArgs {
     #[arg(value_parser = parse_cluster_name, required_unless_present_any = ["all", "all_namespaces"])]
     pub cluster: Option<String>,
 
-    /// Bound on the workload API check (both of its requests, together)
-    #[arg(long, value_name = "DURATION", default_value = "5s", value_parser = parse_duration)]
-    pub api_timeout: Duration,
-
-    // Last: its help heading ("Many clusters") applies to what follows it.
+    // First: `--help`'s headings come in the order of their first flag.
     #[command(flatten)]
     pub many: ManyArgs,
+
+    /// Bound on the workload API check (both of its requests, together)
+    #[arg(long, value_name = "DURATION", default_value = "5s", value_parser = parse_duration,
+          help_heading = "Timeouts")]
+    pub api_timeout: Duration,
 }
 
 #[derive(Debug, Clone, Args)]
@@ -234,6 +271,10 @@ pub struct DiagnoseArgs {
     /// The workload cluster's name (a CAPI Cluster in the vSphere Namespace)
     #[arg(value_parser = parse_cluster_name, required_unless_present_any = ["all", "all_namespaces"])]
     pub cluster: Option<String>,
+
+    // First: `--help`'s headings come in the order of their first flag.
+    #[command(flatten)]
+    pub many: ManyArgs,
 
     /// Diagnose again every INTERVAL until the verdict is Healthy (or Ctrl-C), printing each
     /// change of verdict; -o json prints one document per round
@@ -244,7 +285,12 @@ pub struct DiagnoseArgs {
 
     /// Also write the evidence the verdict was made from to FILE (a .tar.gz; no secrets), for
     /// `kubectl etcdnet analyse FILE` or a support case
-    #[arg(long, value_name = "FILE", conflicts_with = "dry_run")]
+    #[arg(
+        long,
+        value_name = "FILE",
+        conflicts_with = "dry_run",
+        help_heading = "Output"
+    )]
     pub bundle: Option<PathBuf>,
 
     // `--via`, the routes' shared flags and each route's own.
@@ -252,13 +298,15 @@ pub struct DiagnoseArgs {
     pub reach: RouteArgs,
 
     /// Bound of each TCP connect the probe makes (never the OS's two minutes)
-    #[arg(long, value_name = "DURATION", default_value = "3s", value_parser = parse_duration)]
+    #[arg(long, value_name = "DURATION", default_value = "3s", value_parser = parse_duration,
+          help_heading = "Timeouts")]
     pub connect_timeout: Duration,
 
     /// Bound of each cluster's diagnosis (cut at it plus 30s, exit 3); probe pods get it as
     /// activeDeadlineSeconds. The default covers a jumpbox's start: a vSphere Pod is a small VM
     /// whose image the ESXi host pulls, tens of seconds before it runs
-    #[arg(long, value_name = "DURATION", default_value = "2m", value_parser = parse_duration)]
+    #[arg(long, value_name = "DURATION", default_value = "2m", value_parser = parse_duration,
+          help_heading = "Timeouts")]
     pub timeout: Duration,
 
     /// How many of etcd's newest log lines to read on each node
@@ -280,16 +328,12 @@ pub struct DiagnoseArgs {
 
     /// Bound on the workload API check (both of its requests); the pod route's requests get
     /// it too, at least 10s and at most --timeout
-    #[arg(long, value_name = "DURATION", default_value = "5s", value_parser = parse_duration)]
+    #[arg(long, value_name = "DURATION", default_value = "5s", value_parser = parse_duration,
+          help_heading = "Timeouts")]
     pub api_timeout: Duration,
 
-    // NSX Manager (opt-in): its own help heading, so before `many`.
     #[command(flatten)]
     pub nsx: NsxArgs,
-
-    // Last: its help heading ("Many clusters") applies to what follows it.
-    #[command(flatten)]
-    pub many: ManyArgs,
 }
 
 /// NSX Manager, past the Supervisor's edge: off unless `--nsx-manager` is given. No flag here
@@ -335,7 +379,8 @@ pub struct NsxArgs {
 
     /// Bound on the whole NSX Manager reading, Traceflow included (each request at most 30s of
     /// it)
-    #[arg(long, value_name = "DURATION", default_value = "1m", value_parser = parse_nsx_timeout)]
+    #[arg(long, value_name = "DURATION", default_value = "1m", value_parser = parse_nsx_timeout,
+          help_heading = "Timeouts")]
     pub nsx_timeout: Duration,
 }
 
@@ -437,7 +482,7 @@ pub struct AnalyseArgs {
     pub file: PathBuf,
 
     /// With several clusters in the bundle: only the summary table
-    #[arg(long)]
+    #[arg(long, help_heading = "Output")]
     pub summary: bool,
 
     /// Judge with this log window instead of the one the bundle was written with
@@ -464,7 +509,7 @@ pub struct CleanupArgs {
     pub cluster: Option<String>,
 
     /// Look in every namespace of the Supervisor
-    #[arg(short = 'A', long)]
+    #[arg(short = 'A', long, help_heading = "Selection")]
     pub all_namespaces: bool,
 
     /// Only delete pods older than this (e.g. 30m, 2h)
