@@ -476,7 +476,7 @@ fn a_wrong_password_is_one_failed_login_and_a_note() {
     };
     let before = rounds();
     let watch = interrupt_when(
-        command(&["--watch=1s", "-o", "json"]),
+        command(&["--watch", "--interval=1s", "-o", "json"]),
         || rounds() >= before + 3,
         Duration::from_secs(60),
     );
