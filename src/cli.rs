@@ -35,7 +35,8 @@ Exit codes:
 /// Every command's help in kubectl's order: what it does, the examples, then usage and flags
 /// (clap's default puts `before_help`, where the examples are, above the description).
 /// The global options other than -n and -o are listed once, by `kubectl etcdnet options`
-/// ([`options_help`]), not in every command's help: the line that says so is kubectl's.
+/// ([`options_help`]), not in every command's help: the line that says so is kubectl's
+/// (k8s.io/kubectl/pkg/util/templates/templates.go, `usageTemplate`).
 const HELP_TEMPLATE: &str = "\
 {about-with-newline}
 {before-help}{usage-heading} {usage}
@@ -44,7 +45,8 @@ const HELP_TEMPLATE: &str = "\
 
 Use \"kubectl etcdnet options\" for a list of global command-line options (applies to all commands).";
 
-/// `kubectl etcdnet options`' first line, kubectl's (`kubectl options`).
+/// `kubectl etcdnet options`' first line, kubectl's (`kubectl options`: templates.go,
+/// `optionsUsageTemplate`).
 const OPTIONS_ABOUT: &str = "The following options can be passed to any command:";
 
 const ABOUT: &str = "Diagnose etcd quorum loss in vSphere Supervisor (TKG/VKS) workload clusters";
@@ -275,8 +277,8 @@ impl Cli {
     }
 }
 
-/// kubectl's deprecation line (k8s.io/component-base/cli/flag, pflag's `MarkDeprecated`:
-/// "Flag --%s has been deprecated, %s").
+/// kubectl's deprecation line, as spf13/pflag prints it for a flag marked deprecated
+/// (flag.go, `FlagSet.Set`: "Flag --%s has been deprecated, %s").
 fn deprecated(old: &str, new: &str) -> String {
     format!("Flag {old} has been deprecated, use {new} instead")
 }
