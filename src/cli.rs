@@ -119,7 +119,7 @@ pub struct GlobalArgs {
     pub output: Format,
 
     /// More detail on stderr (-v info, -vv debug, -vvv trace; kubectl's -v=N too: 1-3 info,
-    /// 4-5 debug, 6 and up trace with the API requests)
+    /// 4-5 debug, 6 and up trace)
     #[arg(short = 'v', long, global = true, action = clap::ArgAction::Count,
           help_heading = "Global options", hide_short_help = true, hide_long_help = true)]
     pub verbose: u8,
@@ -290,8 +290,10 @@ fn deprecated(old: &str, new: &str) -> String {
 /// - `--watch 10s` / `-w 10s` is an error: `--watch` takes no value, and the duration would be
 ///   read as the cluster's name;
 /// - `-v=N`, `-vN`, `-v N`, `--v=N` and `--v N` (klog's levels, as kubectl takes them) become
-///   our `-v` count: 0 nothing more, 1-3 info, 4-5 debug, 6 and up trace (klog's 6 logs the
-///   requests; our trace level logs kube's).
+///   our `-v` count: 0 nothing more, 1-3 info, 4-5 debug, 6 and up trace. kubectl's levels
+///   (https://kubernetes.io/docs/reference/kubectl/quick-reference/, "Kubectl output verbosity
+///   and debugging"): 2 steady state, 3 extended, 4 debug, 5 trace, 6 and up the requests; our
+///   trace (-vvv) adds kube's own debug lines, the nearest we have to those.
 pub fn kubectl_habits(argv: Vec<OsString>) -> Result<(Vec<OsString>, Vec<String>), String> {
     let mut out = Vec::with_capacity(argv.len());
     let mut notes = Vec::new();
