@@ -3,6 +3,7 @@
 //! is made, so a typo never reaches the API server. The `*_options` methods hand the commands
 //! typed values; the routes' flags are their own `Args` structs ([`RouteArgs`]), flattened here.
 
+use std::ffi::OsString;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -31,6 +32,23 @@ Exit codes:
   3  could not complete (API error, permission denied, timeout)
   130  interrupted (Ctrl-C, SIGTERM, SIGHUP); probe pods created so far were deleted";
 
+/// Every command's help in kubectl's order: what it does, the examples, then usage and flags
+/// (clap's default puts `before_help`, where the examples are, above the description).
+/// The global options other than -n and -o are listed once, by `kubectl etcdnet options`
+/// ([`options_help`]), not in every command's help: the line that says so is kubectl's
+/// (k8s.io/kubectl/pkg/util/templates/templates.go, `usageTemplate`).
+const HELP_TEMPLATE: &str = "\
+{about-with-newline}
+{before-help}{usage-heading} {usage}
+
+{all-args}{after-help}
+
+Use \"kubectl etcdnet options\" for a list of global command-line options (applies to all commands).";
+
+/// `kubectl etcdnet options`' first line, kubectl's (`kubectl options`: templates.go,
+/// `optionsUsageTemplate`).
+const OPTIONS_ABOUT: &str = "The following options can be passed to any command:";
+
 const ABOUT: &str = "Diagnose etcd quorum loss in vSphere Supervisor (TKG/VKS) workload clusters";
 
 const LONG_ABOUT: &str = "\
@@ -49,6 +67,7 @@ checks etcd and the 2379/2380 paths between the control-plane VMs.";
     about = ABOUT,
     long_about = LONG_ABOUT,
     after_help = EXIT_CODES_HELP,
+    help_template = HELP_TEMPLATE,
     propagate_version = true,
     arg_required_else_help = true
 )]
@@ -60,44 +79,78 @@ pub struct Cli {
     pub command: Command,
 }
 
-/// Flags every subcommand takes, before or after its name (as kubectl's do).
+/// Flags every subcommand takes, before or after its name (as kubectl's do). Each names its
+/// help heading: the one a subcommand's `--help` lists it under. Those that say how to connect
+/// and log are hidden from each command's help (not from completion) and listed once, by
+/// `kubectl etcdnet options`, as kubectl's are by `kubectl options`; -n and -o stay in each
+/// command's help, where they are typed.
 #[derive(Debug, Clone, Args)]
-#[command(next_help_heading = "Global options")]
 pub struct GlobalArgs {
     /// Path to the kubeconfig file (else $KUBECONFIG, else ~/.kube/config)
-    #[arg(long, global = true, value_name = "PATH")]
+    #[arg(
+        long,
+        global = true,
+        value_name = "PATH",
+        help_heading = "Global options",
+        hide_short_help = true,
+        hide_long_help = true
+    )]
     pub kubeconfig: Option<PathBuf>,
 
     /// The kubeconfig context to use (must be the Supervisor's)
-    #[arg(long, global = true, value_name = "NAME")]
+    #[arg(
+        long,
+        global = true,
+        value_name = "NAME",
+        help_heading = "Global options",
+        hide_short_help = true,
+        hide_long_help = true
+    )]
     pub context: Option<String>,
 
     /// The vSphere Namespace (else the context's namespace)
-    #[arg(short = 'n', long, global = true, value_name = "NAMESPACE", value_parser = parse_namespace)]
+    #[arg(short = 'n', long, global = true, value_name = "NAMESPACE", value_parser = parse_namespace,
+          help_heading = "Selection")]
     pub namespace: Option<String>,
 
     /// Output format
-    #[arg(short = 'o', long, global = true, value_enum, default_value_t = Format::Table)]
+    #[arg(short = 'o', long, global = true, value_enum, default_value_t = Format::Table,
+          help_heading = "Output")]
     pub output: Format,
 
-    /// More detail on stderr (-v info, -vv debug, -vvv trace)
-    #[arg(short = 'v', long, global = true, action = clap::ArgAction::Count)]
+    /// More detail on stderr (-v info, -vv debug, -vvv trace; kubectl's -v=N too: 1-3 info,
+    /// 4-5 debug, 6 and up trace)
+    #[arg(short = 'v', long, global = true, action = clap::ArgAction::Count,
+          help_heading = "Global options", hide_short_help = true, hide_long_help = true)]
     pub verbose: u8,
 
     /// Bound on each request to the Supervisor API, from sending it to the answer's last byte
     /// (e.g. 10s, 1m)
-    #[arg(long, global = true, value_name = "DURATION", default_value = "30s", value_parser = parse_duration)]
+    #[arg(long, global = true, value_name = "DURATION", default_value = "30s", value_parser = parse_duration,
+          help_heading = "Timeouts", hide_short_help = true, hide_long_help = true)]
     pub request_timeout: Duration,
 
     /// Do not check the workload API server's certificate (the <cluster>-kubeconfig secret's)
     ///
-    /// As kubectl's flag: the secret's CA is not used, and its admin credentials go to whoever
-    /// answers at the Cluster's endpoint (over plain http, unencrypted, when the secret's server
-    /// is http://). Without it, such a secret, or one with insecure-skip-tls-verify or without
+    /// The secret's CA is not used, and its admin credentials go to whoever answers at the
+    /// Cluster's endpoint (over plain http, unencrypted, when the secret's server is http://).
+    /// Without it, such a secret, or one with insecure-skip-tls-verify or without
     /// certificate-authority-data, is refused. The Supervisor connection is your kubeconfig's,
-    /// as kubectl makes it.
-    #[arg(long, global = true)]
-    pub insecure_skip_tls_verify: bool,
+    /// as kubectl makes it: this flag never applies to it.
+    #[arg(
+        long,
+        global = true,
+        help_heading = "Global options",
+        hide_short_help = true,
+        hide_long_help = true
+    )]
+    pub workload_insecure_skip_tls_verify: bool,
+
+    /// Deprecated spelling of --workload-insecure-skip-tls-verify: it looked like kubectl's
+    /// flag, which is about the kubeconfig's own server (here the Supervisor's), not the
+    /// workload API. Accepted for one release, with a deprecation line.
+    #[arg(long = "insecure-skip-tls-verify", global = true, hide = true)]
+    pub deprecated_insecure_skip_tls_verify: bool,
 }
 
 // Parsed once per run: the size of the largest variant costs nothing worth a Box.
@@ -105,35 +158,56 @@ pub struct GlobalArgs {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Show a cluster's control plane as the Supervisor sees it, and whether its API answers
-    #[command(after_help = format!(
-        "Examples:\n  kubectl etcdnet status tkc-prod -n ns-prod\n  kubectl etcdnet status tkc-prod -n ns-prod -o json | jq .controlPlane\n  kubectl etcdnet status -A\n\n{EXIT_CODES_HELP}\n\nWith --all or -A the exit code is the worst of the clusters'."
-    ))]
+    #[command(
+        help_template = HELP_TEMPLATE,
+        before_help = "Examples:\n  kubectl etcdnet status tkc-prod -n ns-prod\n  kubectl etcdnet status tkc-prod -n ns-prod -o json | jq .controlPlane\n  kubectl etcdnet status -A",
+        after_help = format!("{EXIT_CODES_HELP}\n\nWith --all or -A the exit code is the worst of the clusters'.")
+    )]
     Status(StatusArgs),
 
     /// Diagnose etcd and its 2379/2380 network between the control-plane VMs
-    #[command(after_help = format!(
-        "Examples:\n  kubectl etcdnet diagnose tkc-prod -n ns-prod\n  kubectl etcdnet diagnose tkc-prod -n ns-prod -o json | jq -r .verdict.code\n  kubectl etcdnet diagnose tkc-prod -n ns-prod --dry-run\n  kubectl etcdnet diagnose --all -n ns-prod --summary\n  kubectl etcdnet diagnose -A --max-concurrent 8 -o json | jq -r '.items[].verdict.code'\n  kubectl etcdnet diagnose tkc-prod -n ns-prod --watch=10s\n  kubectl etcdnet diagnose tkc-prod -n ns-prod --bundle tkc-prod.tar.gz\n  kubectl etcdnet diagnose tkc-prod -n ns-prod --report html --report-file tkc-prod.html\n\n{EXIT_CODES_HELP}\n\nWith --all or -A the exit code is the worst of the clusters'; --watch ends 0 once Healthy."
-    ))]
+    #[command(
+        help_template = HELP_TEMPLATE,
+        before_help = "Examples:\n  kubectl etcdnet diagnose tkc-prod -n ns-prod\n  kubectl etcdnet diagnose tkc-prod -n ns-prod -o json | jq -r .verdict.code\n  kubectl etcdnet diagnose tkc-prod -n ns-prod --dry-run\n  kubectl etcdnet diagnose --all -n ns-prod --summary\n  kubectl etcdnet diagnose -A --max-concurrent 8 -o json | jq -r '.items[].verdict.code'\n  kubectl etcdnet diagnose tkc-prod -n ns-prod --watch --interval 10s\n  kubectl etcdnet diagnose tkc-prod -n ns-prod --bundle tkc-prod.tar.gz\n  kubectl etcdnet diagnose tkc-prod -n ns-prod --report html --report-file tkc-prod.html",
+        after_help = format!("{EXIT_CODES_HELP}\n\nWith --all or -A the exit code is the worst of the clusters'; --watch ends 0 once Healthy.")
+    )]
     Diagnose(DiagnoseArgs),
 
     /// Judge an evidence bundle (diagnose --bundle) again, offline, and print the report
-    #[command(after_help = format!(
-        "Reads the bundle in memory and contacts no cluster (no kubeconfig needed). The report and the\nexit code are the ones diagnose gave, judged again by this plugin's rules: a newer plugin\nre-judges an old bundle. A file that is not a readable bundle is exit 2.\n\nExamples:\n  kubectl etcdnet analyse tkc-prod.tar.gz\n  kubectl etcdnet analyse tkc-prod.tar.gz -o json | jq -r .verdict.code\n  kubectl etcdnet analyse all-clusters.tar.gz --summary\n  kubectl etcdnet analyse tkc-prod.tar.gz --report html > tkc-prod.html\n\n{EXIT_CODES_HELP}\n\nWith several clusters in the bundle the exit code is the worst of the clusters'."
-    ))]
+    #[command(
+        visible_alias = "analyze",
+        help_template = HELP_TEMPLATE,
+        before_help = "Reads the bundle in memory and contacts no cluster (no kubeconfig needed). The report and the\nexit code are the ones diagnose gave, judged again by this plugin's rules: a newer plugin\nre-judges an old bundle. A file that is not a readable bundle is exit 2.\n\nExamples:\n  kubectl etcdnet analyse tkc-prod.tar.gz\n  kubectl etcdnet analyse tkc-prod.tar.gz -o json | jq -r .verdict.code\n  kubectl etcdnet analyse all-clusters.tar.gz --summary\n  kubectl etcdnet analyse tkc-prod.tar.gz --report html > tkc-prod.html",
+        after_help = format!("{EXIT_CODES_HELP}\n\nWith several clusters in the bundle the exit code is the worst of the clusters'.")
+    )]
     Analyse(AnalyseArgs),
 
     /// Delete pods this plugin left behind (label app.kubernetes.io/managed-by=kubectl-etcdnet)
-    #[command(after_help = format!(
-        "Only pods that have finished or are past their deadline are deleted: one still running may be\nanother admin's run in progress (--all deletes it too).\n\nExamples:\n  kubectl etcdnet cleanup -n ns-prod\n  kubectl etcdnet cleanup -A --older-than 1h --dry-run\n  kubectl etcdnet cleanup tkc-prod -n ns-prod --all\n\n{EXIT_CODES_HELP}"
-    ))]
+    #[command(
+        help_template = HELP_TEMPLATE,
+        before_help = "Only pods that have finished or are past their deadline are deleted: one still running may be\nanother admin's run in progress (--include-running deletes it too).\n\nExamples:\n  kubectl etcdnet cleanup -n ns-prod\n  kubectl etcdnet cleanup -A --older-than 1h --dry-run\n  kubectl etcdnet cleanup tkc-prod -n ns-prod --include-running",
+        after_help = EXIT_CODES_HELP
+    )]
     Cleanup(CleanupArgs),
 
     /// Print the plugin's version
+    #[command(
+        help_template = HELP_TEMPLATE,
+        before_help = "Examples:\n  kubectl etcdnet version\n  kubectl etcdnet version -o json"
+    )]
     Version,
+
+    /// Print the options every command takes (kubeconfig, context, verbosity, ...)
+    #[command(
+        help_template = HELP_TEMPLATE,
+        before_help = "Examples:\n  kubectl etcdnet options"
+    )]
+    Options,
 
     /// Print a shell completion script (see the README for kubectl's plugin completion)
     #[command(
-        after_help = "Examples:\n  kubectl etcdnet completion bash > ~/.local/share/bash-completion/completions/kubectl-etcdnet\n  kubectl etcdnet completion zsh > \"${fpath[1]}/_kubectl-etcdnet\"\n  kubectl etcdnet completion fish > ~/.config/fish/completions/kubectl-etcdnet.fish"
+        help_template = HELP_TEMPLATE,
+        before_help = "Examples:\n  kubectl etcdnet completion bash > ~/.local/share/bash-completion/completions/kubectl-etcdnet\n  kubectl etcdnet completion zsh > \"${fpath[1]}/_kubectl-etcdnet\"\n  kubectl etcdnet completion fish > ~/.config/fish/completions/kubectl-etcdnet.fish"
     )]
     Completion {
         /// The shell
@@ -153,8 +227,179 @@ impl Cli {
                 w
             }
             Command::Status(_) | Command::Cleanup(_) => self.global.warnings(),
-            Command::Analyse(_) | Command::Version | Command::Completion { .. } => Vec::new(),
+            Command::Analyse(_)
+            | Command::Version
+            | Command::Options
+            | Command::Completion { .. } => Vec::new(),
         }
+    }
+}
+
+impl Cli {
+    /// Parses `argv` as kubectl users type it: [`kubectl_habits`] first, then clap. Returns the
+    /// command line and the deprecation lines to print on stderr (one each, kubectl's wording),
+    /// or clap's usage error (exit 2) for a habit that would otherwise be misread.
+    pub fn parse_kubectl_style<I, T>(argv: I) -> Result<(Cli, Vec<String>), clap::Error>
+    where
+        I: IntoIterator<Item = T>,
+        T: Into<OsString>,
+    {
+        let argv: Vec<OsString> = argv.into_iter().map(Into::into).collect();
+        // One line, then clap's pointer to --help, as clap's own usage errors end (without
+        // the usage line clap adds to a formatted error: the line says what to write).
+        let (argv, mut notes) = kubectl_habits(argv).map_err(|why| {
+            clap::Error::raw(
+                clap::error::ErrorKind::ValueValidation,
+                format!("{why}\n\nFor more information, try '--help'.\n"),
+            )
+        })?;
+        let cli = Cli::try_parse_from(argv)?;
+        notes.extend(cli.deprecations());
+        Ok((cli, notes))
+    }
+
+    /// One line for each deprecated spelling given, kubectl's (`Flag --x has been deprecated,
+    /// use --y instead`): the old spellings work for one release.
+    pub fn deprecations(&self) -> Vec<String> {
+        let mut lines = Vec::new();
+        if self.global.deprecated_insecure_skip_tls_verify {
+            lines.push(deprecated(
+                "--insecure-skip-tls-verify",
+                "--workload-insecure-skip-tls-verify (it applies to the workload API only)",
+            ));
+        }
+        if let Command::Cleanup(c) = &self.command {
+            if c.deprecated_all {
+                lines.push(deprecated("--all", "--include-running"));
+            }
+        }
+        lines
+    }
+}
+
+/// kubectl's deprecation line, as spf13/pflag prints it for a flag marked deprecated
+/// (flag.go, `FlagSet.Set`: "Flag --%s has been deprecated, %s").
+fn deprecated(old: &str, new: &str) -> String {
+    format!("Flag {old} has been deprecated, use {new} instead")
+}
+
+/// kubectl's habits that clap alone would misread, before clap sees `argv` (only the words
+/// before a `--`, which ends the flags):
+/// - `--watch=DURATION` (this plugin's old spelling) is `--watch --interval DURATION`, with a
+///   deprecation line;
+/// - `--watch 10s` / `-w 10s` is an error: `--watch` takes no value, and the duration would be
+///   read as the cluster's name;
+/// - `-v=N`, `-vN`, `-v N`, `--v=N` and `--v N` (klog's levels, as kubectl takes them) become
+///   our `-v` count: 0 nothing more, 1-3 info, 4-5 debug, 6 and up trace. kubectl's levels
+///   (https://kubernetes.io/docs/reference/kubectl/quick-reference/, "Kubectl output verbosity
+///   and debugging"): 2 steady state, 3 extended, 4 debug, 5 trace, 6 and up the requests; our
+///   trace (-vvv) adds kube's own debug lines, the nearest we have to those.
+pub fn kubectl_habits(argv: Vec<OsString>) -> Result<(Vec<OsString>, Vec<String>), String> {
+    let mut out = Vec::with_capacity(argv.len());
+    let mut notes = Vec::new();
+    let mut words = argv.into_iter().peekable();
+    // The program's name is not a flag.
+    out.extend(words.next());
+    while let Some(word) = words.next() {
+        let Some(text) = word.to_str() else {
+            out.push(word);
+            continue;
+        };
+        if text == "--" {
+            out.push(word);
+            out.extend(words);
+            break;
+        }
+        if let Some(value) = text.strip_prefix("--watch=") {
+            notes.push(deprecated(
+                "--watch=DURATION",
+                "--watch --interval DURATION",
+            ));
+            out.push("--watch".into());
+            out.push(format!("--interval={value}").into());
+            continue;
+        }
+        if text == "--watch" || text == "-w" {
+            let next = words.peek().and_then(|w| w.to_str());
+            if let Some(next) = next.filter(|n| !n.starts_with('-') && parse_duration(n).is_ok()) {
+                return Err(format!(
+                    "{text} takes no value: '{next}' would be read as the cluster's name; write {text} --interval {next}"
+                ));
+            }
+            out.push(word);
+            continue;
+        }
+        let level = match text {
+            "-v" | "--v" => match words.peek().and_then(|w| w.to_str()).map(klog_level) {
+                Some(Some(n)) => {
+                    words.next();
+                    Some(n)
+                }
+                // `-v` alone is our count; `--v` alone is clap's to refuse.
+                _ => None,
+            },
+            _ => text
+                .strip_prefix("--v=")
+                .or_else(|| text.strip_prefix("-v="))
+                .or_else(|| {
+                    text.strip_prefix("-v")
+                        .filter(|n| n.starts_with(|c: char| c.is_ascii_digit()))
+                })
+                .map(|n| {
+                    klog_level(n).ok_or_else(|| {
+                        format!(
+                            "-v={n}: a verbosity level is a number from 0 to 10 (as kubectl's -v)"
+                        )
+                    })
+                })
+                .transpose()?,
+        };
+        match level {
+            Some(n) => out.extend((0..n).map(|_| OsString::from("-v"))),
+            None => out.push(word),
+        }
+    }
+    Ok((out, notes))
+}
+
+/// A klog verbosity level (0-10) as our `-v` count (0-3).
+fn klog_level(n: &str) -> Option<usize> {
+    match n.parse::<u8>().ok()? {
+        0 => Some(0),
+        1..=3 => Some(1),
+        4..=5 => Some(2),
+        6..=10 => Some(3),
+        _ => None,
+    }
+}
+
+/// `kubectl etcdnet options`: the global options, listed once (as `kubectl options`), with
+/// their long help. The deprecated spellings stay hidden.
+pub fn options_help() -> String {
+    let cmd = GlobalArgs::augment_args(clap::Command::new("kubectl etcdnet options"))
+        .disable_help_flag(true)
+        .mut_args(|a| a.hide_short_help(false).hide_long_help(false))
+        .help_template(format!("{OPTIONS_ABOUT}\n\n{{options}}"));
+    let mut text = cmd.clone().render_long_help().to_string();
+    // Each option ends with a blank line; one is enough at the end.
+    text.truncate(text.trim_end().len());
+    text.push('\n');
+    text
+}
+
+/// `--dry-run`'s one mode: as kubectl's `client`, print what would be sent, send nothing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DryRun {
+    Client,
+}
+
+/// `--dry-run[=client]`. kubectl's `server` would send the objects for the API server to
+/// check; this plugin sends none, so it is refused rather than quietly taken as `client`.
+pub fn parse_dry_run(s: &str) -> Result<DryRun, String> {
+    match s {
+        "client" => Ok(DryRun::Client),
+        "server" => Err("server is not supported (nothing is sent to the API server to check); use --dry-run=client or --dry-run to print what would be done".into()),
+        _ => Err("the only mode is client (--dry-run or --dry-run=client)".into()),
     }
 }
 
@@ -177,23 +422,23 @@ impl From<CompletionShell> for Shell {
 
 /// Which clusters a command works on, besides one by name.
 #[derive(Debug, Clone, Args)]
-#[command(next_help_heading = "Many clusters")]
 pub struct ManyArgs {
     /// Every cluster of the namespace
-    #[arg(long, conflicts_with = "cluster")]
+    #[arg(long, conflicts_with = "cluster", help_heading = "Selection")]
     pub all: bool,
 
     /// Every cluster of every vSphere Namespace you can see
-    #[arg(short = 'A', long, conflicts_with_all = ["cluster", "all"])]
+    #[arg(short = 'A', long, conflicts_with_all = ["cluster", "all"], help_heading = "Selection")]
     pub all_namespaces: bool,
 
     /// With --all or -A: how many clusters are worked on at once [default: diagnose 4 (each
     /// makes pods), status 16 (each is two requests)]
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=64))]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=64),
+          help_heading = "Selection")]
     pub max_concurrent: Option<u16>,
 
     /// With --all or -A: only the summary table, not each unhealthy cluster's detail
-    #[arg(long)]
+    #[arg(long, help_heading = "Output")]
     pub summary: bool,
 }
 
@@ -220,13 +465,14 @@ pub struct StatusArgs {
     #[arg(value_parser = parse_cluster_name, required_unless_present_any = ["all", "all_namespaces"])]
     pub cluster: Option<String>,
 
-    /// Bound on the workload API check (both of its requests, together)
-    #[arg(long, value_name = "DURATION", default_value = "5s", value_parser = parse_duration)]
-    pub api_timeout: Duration,
-
-    // Last: its help heading ("Many clusters") applies to what follows it.
+    // First: `--help`'s headings come in the order of their first flag.
     #[command(flatten)]
     pub many: ManyArgs,
+
+    /// Bound on the workload API check (both of its requests, together)
+    #[arg(long, value_name = "DURATION", default_value = "5s", value_parser = parse_duration,
+          help_heading = "Timeouts")]
+    pub api_timeout: Duration,
 }
 
 #[derive(Debug, Clone, Args)]
@@ -235,16 +481,28 @@ pub struct DiagnoseArgs {
     #[arg(value_parser = parse_cluster_name, required_unless_present_any = ["all", "all_namespaces"])]
     pub cluster: Option<String>,
 
-    /// Diagnose again every INTERVAL until the verdict is Healthy (or Ctrl-C), printing each
+    // First: `--help`'s headings come in the order of their first flag.
+    #[command(flatten)]
+    pub many: ManyArgs,
+
+    /// Diagnose again every --interval until the verdict is Healthy (or Ctrl-C), printing each
     /// change of verdict; -o json prints one document per round
-    #[arg(long, value_name = "INTERVAL", num_args = 0..=1, require_equals = true,
-          default_missing_value = "30s", value_parser = parse_duration,
-          conflicts_with_all = ["dry_run", "keep_pods", "bundle", "report"])]
-    pub watch: Option<Duration>,
+    #[arg(short = 'w', long, conflicts_with_all = ["dry_run", "keep_pods", "bundle", "report"])]
+    pub watch: bool,
+
+    /// With --watch: the pause between two rounds
+    #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = parse_duration,
+          requires = "watch")]
+    pub interval: Duration,
 
     /// Also write the evidence the verdict was made from to FILE (a .tar.gz; no secrets), for
     /// `kubectl etcdnet analyse FILE` or a support case
-    #[arg(long, value_name = "FILE", conflicts_with = "dry_run")]
+    #[arg(
+        long,
+        value_name = "FILE",
+        conflicts_with = "dry_run",
+        help_heading = "Output"
+    )]
     pub bundle: Option<PathBuf>,
 
     #[command(flatten)]
@@ -255,13 +513,15 @@ pub struct DiagnoseArgs {
     pub reach: RouteArgs,
 
     /// Bound of each TCP connect the probe makes (never the OS's two minutes)
-    #[arg(long, value_name = "DURATION", default_value = "3s", value_parser = parse_duration)]
+    #[arg(long, value_name = "DURATION", default_value = "3s", value_parser = parse_duration,
+          help_heading = "Timeouts")]
     pub connect_timeout: Duration,
 
     /// Bound of each cluster's diagnosis (cut at it plus 30s, exit 3); probe pods get it as
     /// activeDeadlineSeconds. The default covers a jumpbox's start: a vSphere Pod is a small VM
     /// whose image the ESXi host pulls, tens of seconds before it runs
-    #[arg(long, value_name = "DURATION", default_value = "2m", value_parser = parse_duration)]
+    #[arg(long, value_name = "DURATION", default_value = "2m", value_parser = parse_duration,
+          help_heading = "Timeouts")]
     pub timeout: Duration,
 
     /// How many of etcd's newest log lines to read on each node
@@ -277,22 +537,20 @@ pub struct DiagnoseArgs {
     #[arg(long)]
     pub keep_pods: bool,
 
-    /// Print the pods it would create (-o yaml or json; else YAML), create nothing
-    #[arg(long, conflicts_with = "report")]
-    pub dry_run: bool,
+    /// Print the pods it would create (-o yaml or json; else YAML), create nothing; as
+    /// kubectl's --dry-run=client (server is refused: nothing is sent)
+    #[arg(long, value_name = "MODE", num_args = 0..=1, require_equals = true,
+          default_missing_value = "client", value_parser = parse_dry_run, conflicts_with = "report")]
+    pub dry_run: Option<DryRun>,
 
     /// Bound on the workload API check (both of its requests); the pod route's requests get
     /// it too, at least 10s and at most --timeout
-    #[arg(long, value_name = "DURATION", default_value = "5s", value_parser = parse_duration)]
+    #[arg(long, value_name = "DURATION", default_value = "5s", value_parser = parse_duration,
+          help_heading = "Timeouts")]
     pub api_timeout: Duration,
 
-    // NSX Manager (opt-in): its own help heading, so before `many`.
     #[command(flatten)]
     pub nsx: NsxArgs,
-
-    // Last: its help heading ("Many clusters") applies to what follows it.
-    #[command(flatten)]
-    pub many: ManyArgs,
 }
 
 /// NSX Manager, past the Supervisor's edge: off unless `--nsx-manager` is given. No flag here
@@ -338,7 +596,8 @@ pub struct NsxArgs {
 
     /// Bound on the whole NSX Manager reading, Traceflow included (each request at most 30s of
     /// it)
-    #[arg(long, value_name = "DURATION", default_value = "1m", value_parser = parse_nsx_timeout)]
+    #[arg(long, value_name = "DURATION", default_value = "1m", value_parser = parse_nsx_timeout,
+          help_heading = "Timeouts")]
     pub nsx_timeout: Duration,
 }
 
@@ -440,7 +699,7 @@ pub struct AnalyseArgs {
     pub file: PathBuf,
 
     /// With several clusters in the bundle: only the summary table
-    #[arg(long)]
+    #[arg(long, help_heading = "Output")]
     pub summary: bool,
 
     /// Judge with this log window instead of the one the bundle was written with
@@ -501,21 +760,27 @@ pub struct CleanupArgs {
     pub cluster: Option<String>,
 
     /// Look in every namespace of the Supervisor
-    #[arg(short = 'A', long)]
+    #[arg(short = 'A', long, help_heading = "Selection")]
     pub all_namespaces: bool,
 
     /// Only delete pods older than this (e.g. 30m, 2h)
     #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
     pub older_than: Option<Duration>,
 
-    /// List what would be deleted, delete nothing
-    #[arg(long)]
-    pub dry_run: bool,
+    /// List what would be deleted, delete nothing (as kubectl's --dry-run=client)
+    #[arg(long, value_name = "MODE", num_args = 0..=1, require_equals = true,
+          default_missing_value = "client", value_parser = parse_dry_run)]
+    pub dry_run: Option<DryRun>,
 
     /// Also delete pods that have not finished and are not past their deadline (another run
     /// may be using them); by default those are kept
     #[arg(long)]
-    pub all: bool,
+    pub include_running: bool,
+
+    /// Deprecated spelling of --include-running: elsewhere --all means every cluster of the
+    /// namespace, not pods still running. Accepted for one release, with a deprecation line.
+    #[arg(long = "all", hide = true)]
+    pub deprecated_all: bool,
 }
 
 impl GlobalArgs {
@@ -528,9 +793,10 @@ impl GlobalArgs {
         }
     }
 
-    /// `--insecure-skip-tls-verify`, for the commands that use a `<cluster>-kubeconfig` secret.
+    /// `--workload-insecure-skip-tls-verify` (or its deprecated spelling), for the commands
+    /// that use a `<cluster>-kubeconfig` secret.
     pub fn workload_tls(&self) -> Tls {
-        if self.insecure_skip_tls_verify {
+        if self.workload_insecure_skip_tls_verify || self.deprecated_insecure_skip_tls_verify {
             Tls::SkipVerify
         } else {
             Tls::Verify
@@ -543,7 +809,7 @@ impl GlobalArgs {
         match self.workload_tls() {
             Tls::Verify => Vec::new(),
             Tls::SkipVerify => vec![
-                "warning: --insecure-skip-tls-verify: the workload API's certificate is not checked \
+                "warning: --workload-insecure-skip-tls-verify: the workload API's certificate is not checked \
                  (and an http:// server in the secret is used, unencrypted); the <cluster>-kubeconfig \
                  secret's credentials go to whoever answers at the Cluster's endpoint"
                     .into(),
@@ -567,7 +833,7 @@ impl DiagnoseArgs {
     pub fn run_options(&self) -> DiagnoseRun {
         DiagnoseRun {
             selection: self.many.selection(self.cluster.as_deref(), 4),
-            watch: self.watch,
+            watch: self.watch.then_some(self.interval),
             bundle: self.bundle.clone(),
             report: self.report.options(),
         }
@@ -582,7 +848,7 @@ impl DiagnoseArgs {
             log_lines: self.log_lines,
             since: self.since,
             keep_pods: self.keep_pods,
-            dry_run: self.dry_run,
+            dry_run: self.dry_run.is_some(),
             api_timeout: self.api_timeout,
             workload_tls: global.workload_tls(),
             parallel: crate::route::DEFAULT_PARALLEL,
@@ -612,8 +878,8 @@ impl CleanupArgs {
             cluster: self.cluster.clone(),
             all_namespaces: self.all_namespaces,
             older_than: self.older_than,
-            dry_run: self.dry_run,
-            all: self.all,
+            dry_run: self.dry_run.is_some(),
+            all: self.include_running || self.deprecated_all,
             request_timeout: global.request_timeout,
             workload_tls: global.workload_tls(),
         }
@@ -883,6 +1149,246 @@ mod tests {
         let b =
             Cli::try_parse_from(["kubectl-etcdnet", "status", "tkc", "--namespace=ns2"]).unwrap();
         assert_eq!(b.global.namespace.as_deref(), Some("ns2"));
+    }
+
+    /// Parses as the binary does: kubectl's habits, then clap.
+    fn kubectl_style(argv: &[&str]) -> Result<(Cli, Vec<String>), clap::Error> {
+        Cli::parse_kubectl_style(["kubectl-etcdnet"].iter().chain(argv))
+    }
+
+    #[test]
+    fn watch_is_a_flag_with_its_interval_apart() {
+        for (argv, every) in [
+            (&["diagnose", "tkc", "--watch"][..], Some(30)),
+            (&["diagnose", "tkc", "-w", "--interval", "10s"], Some(10)),
+            (&["diagnose", "-w", "tkc", "--interval=1m"], Some(60)),
+            (&["diagnose", "tkc"], None),
+        ] {
+            let (cli, notes) = kubectl_style(argv).unwrap();
+            let Command::Diagnose(d) = &cli.command else {
+                unreachable!()
+            };
+            assert_eq!(
+                d.run_options().watch,
+                every.map(Duration::from_secs),
+                "{argv:?}"
+            );
+            assert_eq!(d.cluster.as_deref(), Some("tkc"), "{argv:?}");
+            assert!(notes.is_empty(), "{argv:?}: {notes:?}");
+        }
+        // --interval alone would do nothing: refused.
+        let e = kubectl_style(&["diagnose", "tkc", "--interval", "10s"]).unwrap_err();
+        assert_eq!(e.exit_code(), 2);
+    }
+
+    /// The old `--watch=DURATION` still works this release, said once on stderr.
+    #[test]
+    fn the_old_watch_spelling_works_and_says_it_is_deprecated() {
+        let (cli, notes) = kubectl_style(&["diagnose", "tkc", "--watch=10s"]).unwrap();
+        let Command::Diagnose(d) = &cli.command else {
+            unreachable!()
+        };
+        assert_eq!(d.run_options().watch, Some(Duration::from_secs(10)));
+        assert_eq!(
+            notes,
+            ["Flag --watch=DURATION has been deprecated, use --watch --interval DURATION instead"]
+        );
+        // After `--`, words are not flags: left to clap as they are.
+        let (argv, notes) = kubectl_habits(
+            ["p", "--", "--watch=1s", "-v=6"]
+                .map(OsString::from)
+                .to_vec(),
+        )
+        .unwrap();
+        assert_eq!(argv, ["p", "--", "--watch=1s", "-v=6"]);
+        assert!(notes.is_empty());
+    }
+
+    /// `--watch 10s` used to diagnose a cluster named "10s": now one line that says what to
+    /// write, before anything is contacted.
+    #[test]
+    fn a_duration_after_watch_is_a_clear_usage_error() {
+        for argv in [
+            &["diagnose", "--watch", "10s"][..],
+            &["diagnose", "tkc", "-w", "1m"],
+            &["diagnose", "tkc", "-n", "ns", "--watch", "30"],
+        ] {
+            let e = kubectl_style(argv).unwrap_err();
+            assert_eq!(e.exit_code(), 2, "{argv:?}");
+            let text = e.to_string();
+            let first = text.lines().next().unwrap();
+            assert!(
+                first.starts_with("error: --watch takes no value: '")
+                    || first.starts_with("error: -w takes no value: '"),
+                "{text}"
+            );
+            assert!(first.contains("--interval"), "{text}");
+            assert!(!text.contains("Usage:"), "{text}");
+        }
+        // A cluster's name after --watch is a cluster's name.
+        let (cli, _) = kubectl_style(&["diagnose", "--watch", "tkc-prod"]).unwrap();
+        let Command::Diagnose(d) = &cli.command else {
+            unreachable!()
+        };
+        assert_eq!(d.cluster.as_deref(), Some("tkc-prod"));
+    }
+
+    #[test]
+    fn dry_run_takes_kubectls_client_and_refuses_server() {
+        for argv in [
+            &["diagnose", "tkc", "--dry-run"][..],
+            &["diagnose", "tkc", "--dry-run=client"],
+        ] {
+            let (cli, _) = kubectl_style(argv).unwrap();
+            let Command::Diagnose(d) = &cli.command else {
+                unreachable!()
+            };
+            assert!(d.options(&cli.global).dry_run, "{argv:?}");
+        }
+        let (cli, _) = kubectl_style(&["diagnose", "tkc"]).unwrap();
+        let Command::Diagnose(d) = &cli.command else {
+            unreachable!()
+        };
+        assert!(!d.options(&cli.global).dry_run);
+        let (cli, _) = kubectl_style(&["cleanup", "--dry-run=client"]).unwrap();
+        let Command::Cleanup(c) = &cli.command else {
+            unreachable!()
+        };
+        assert!(c.options(&cli.global).dry_run);
+        for cmd in ["diagnose", "cleanup"] {
+            let e = kubectl_style(&[cmd, "tkc", "--dry-run=server"]).unwrap_err();
+            assert_eq!(e.exit_code(), 2);
+            let text = e.to_string();
+            assert!(text.contains("server is not supported"), "{text}");
+            assert!(text.contains("--dry-run=client"), "{text}");
+            let e = kubectl_style(&[cmd, "tkc", "--dry-run=maybe"]).unwrap_err();
+            assert_eq!(e.exit_code(), 2);
+        }
+    }
+
+    #[test]
+    fn verbosity_as_kubectl_users_type_it() {
+        let level = |argv: &[&str]| {
+            let argv: Vec<&str> = argv.iter().copied().chain(["version"]).collect();
+            kubectl_style(&argv).map(|(c, _)| c.global.verbose)
+        };
+        assert_eq!(level(&[]).unwrap(), 0);
+        assert_eq!(level(&["-v"]).unwrap(), 1);
+        assert_eq!(level(&["-vv"]).unwrap(), 2);
+        assert_eq!(level(&["-vvv"]).unwrap(), 3);
+        assert_eq!(level(&["-v=0"]).unwrap(), 0);
+        assert_eq!(level(&["-v=2"]).unwrap(), 1);
+        assert_eq!(level(&["--v=4"]).unwrap(), 2);
+        assert_eq!(level(&["-v6"]).unwrap(), 3);
+        assert_eq!(level(&["-v", "6"]).unwrap(), 3);
+        assert_eq!(level(&["--v", "9"]).unwrap(), 3);
+        let e = level(&["-v=11"]).unwrap_err();
+        assert_eq!(e.exit_code(), 2);
+        assert!(e.to_string().contains("0 to 10"), "{e}");
+        assert_eq!(level(&["-v=high"]).unwrap_err().exit_code(), 2);
+    }
+
+    /// Each renamed flag: the new name works; the old one works too, hidden, with kubectl's
+    /// deprecation line.
+    #[test]
+    fn old_spellings_work_for_a_release_with_a_deprecation_line() {
+        let (cli, notes) =
+            kubectl_style(&["status", "tkc", "--workload-insecure-skip-tls-verify"]).unwrap();
+        assert_eq!(cli.global.workload_tls(), Tls::SkipVerify);
+        assert!(notes.is_empty(), "{notes:?}");
+        let (cli, notes) = kubectl_style(&["status", "tkc", "--insecure-skip-tls-verify"]).unwrap();
+        assert_eq!(cli.global.workload_tls(), Tls::SkipVerify);
+        assert_eq!(notes, ["Flag --insecure-skip-tls-verify has been deprecated, use --workload-insecure-skip-tls-verify (it applies to the workload API only) instead"]);
+        assert!(cli.warnings()[0].starts_with("warning: --workload-insecure-skip-tls-verify:"));
+
+        let (cli, notes) = kubectl_style(&["cleanup", "--include-running"]).unwrap();
+        let Command::Cleanup(c) = &cli.command else {
+            unreachable!()
+        };
+        assert!(c.options(&cli.global).all);
+        assert!(notes.is_empty(), "{notes:?}");
+        let (cli, notes) = kubectl_style(&["cleanup", "--all"]).unwrap();
+        let Command::Cleanup(c) = &cli.command else {
+            unreachable!()
+        };
+        assert!(c.options(&cli.global).all);
+        assert_eq!(
+            notes,
+            ["Flag --all has been deprecated, use --include-running instead"]
+        );
+        let (cli, _) = kubectl_style(&["cleanup"]).unwrap();
+        let Command::Cleanup(c) = &cli.command else {
+            unreachable!()
+        };
+        assert!(!c.options(&cli.global).all);
+
+        // Hidden: the old spellings are in no help.
+        let mut cmd = Cli::command();
+        for sub in ["status", "diagnose", "cleanup"] {
+            let help = cmd
+                .find_subcommand_mut(sub)
+                .unwrap()
+                .render_long_help()
+                .to_string();
+            assert!(!help.contains("  --insecure-skip-tls-verify"), "{sub}");
+            if sub == "cleanup" {
+                assert!(!help.contains("      --all\n"), "{help}");
+                assert!(help.contains("      --include-running\n"), "{help}");
+            }
+        }
+        assert!(!options_help().contains("  --insecure-skip-tls-verify"));
+    }
+
+    #[test]
+    fn analyze_is_analyse() {
+        let (cli, _) = kubectl_style(&["analyze", "b.tar.gz"]).unwrap();
+        assert!(matches!(cli.command, Command::Analyse(_)));
+    }
+
+    /// `options` lists every global option once; each command's help lists only -n and -o of
+    /// them, and points to `options`.
+    #[test]
+    fn global_options_are_listed_once() {
+        let options = options_help();
+        assert!(options.starts_with(OPTIONS_ABOUT), "{options}");
+        let mut cmd = Cli::command();
+        cmd.build();
+        let globals: Vec<String> = cmd
+            .get_arguments()
+            .filter(|a| a.is_global_set() && !a.is_hide_set())
+            .map(|a| format!("--{}", a.get_long().unwrap()))
+            .collect();
+        assert_eq!(globals.len(), 7, "{globals:?}");
+        for flag in &globals {
+            assert!(
+                options.contains(&format!(" {flag}")),
+                "{flag} not in:\n{options}"
+            );
+        }
+        for sub in [
+            "status",
+            "diagnose",
+            "analyse",
+            "cleanup",
+            "version",
+            "completion",
+        ] {
+            let help = cmd
+                .find_subcommand_mut(sub)
+                .unwrap()
+                .render_long_help()
+                .to_string();
+            for flag in &globals {
+                let shown =
+                    help.contains(&format!(" {flag} ")) || help.contains(&format!(" {flag}\n"));
+                let expected = flag == "--namespace" || flag == "--output";
+                assert_eq!(shown, expected, "{sub}: {flag}");
+            }
+            assert!(
+                help.trim_end().ends_with("Use \"kubectl etcdnet options\" for a list of global command-line options (applies to all commands)."),
+                "{sub}"
+            );
+        }
     }
 
     #[test]

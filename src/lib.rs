@@ -82,6 +82,7 @@ pub async fn run(cli: Cli, emit: commands::Emit<'_>) -> Result<Outcome> {
             format,
             render::Paint::detect(),
         )?)),
+        Command::Options => Ok(Outcome::ok(cli::options_help())),
         Command::Completion { shell } => {
             let mut buf = Vec::new();
             clap_complete::generate(

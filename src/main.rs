@@ -3,7 +3,6 @@
 use std::io::Write;
 use std::process::ExitCode;
 
-use clap::Parser;
 use etcdnet::cli::Cli;
 use etcdnet::error::{EXIT_INCOMPLETE, EXIT_OK};
 use etcdnet::render::{visible, visible_log};
@@ -68,8 +67,13 @@ fn deny_dumps() {
 fn main() -> ExitCode {
     deny_dumps();
     // clap prints usage errors itself and exits 2, our documented usage code.
-    let cli = Cli::parse();
+    let (cli, deprecations) =
+        Cli::parse_kubectl_style(std::env::args_os()).unwrap_or_else(|e| e.exit());
     init_tracing(cli.global.verbose);
+    // Old spellings that still work this release, said once each.
+    for line in deprecations {
+        say(&line);
+    }
     // Before the run, so that an admin reading a long run's output knows from the start.
     for warning in cli.warnings() {
         say(&warning);

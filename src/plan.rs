@@ -32,7 +32,7 @@ pub struct DiagnoseConfig {
     pub keep_pods: bool,
     pub dry_run: bool,
     pub api_timeout: Duration,
-    /// How the workload API's certificate is checked (`--insecure-skip-tls-verify`).
+    /// How the workload API's certificate is checked (`--workload-insecure-skip-tls-verify`).
     pub workload_tls: crate::workload::Tls,
     /// How many nodes are probed at once.
     pub parallel: usize,

@@ -105,7 +105,7 @@ pub enum Tls {
     /// secret without one, or with `insecure-skip-tls-verify: true`, is refused.
     #[default]
     Verify,
-    /// `--insecure-skip-tls-verify`, as kubectl's: the server's certificate is not checked (the
+    /// `--workload-insecure-skip-tls-verify`, as kubectl's: the server's certificate is not checked (the
     /// secret's CA is ignored, its `insecure-skip-tls-verify` accepted), and an `http://` server
     /// is used as it is: the admin's explicit choice, said on stderr and in the report.
     SkipVerify,
@@ -326,7 +326,7 @@ fn unverified(mut api: WorkloadApi, tls: Tls) -> WorkloadApi {
         "plain http, credentials sent unencrypted"
     };
     api.detail
-        .push_str(&format!(" ({how}: --insecure-skip-tls-verify)"));
+        .push_str(&format!(" ({how}: --workload-insecure-skip-tls-verify)"));
     api
 }
 
@@ -423,7 +423,7 @@ pub(crate) fn trust(
 /// reads it; over TLS without a check of the server's certificate (`insecure-skip-tls-verify:
 /// true`, or no `certificate-authority-data`, which CAPI always writes) anyone who can answer for
 /// the endpoint's address does. Each is refused unless the admin passes
-/// `--insecure-skip-tls-verify` for this run. kubectl sends a kubeconfig's credentials to an
+/// `--workload-insecure-skip-tls-verify` for this run. kubectl sends a kubeconfig's credentials to an
 /// `http://` server without a word; here it takes that explicit flag too (kube-apiserver has
 /// served no plain HTTP since 1.20: such a server is a proxy, a test rig or an edit of the secret).
 fn transport(name: &str, cluster: &kube::config::Cluster, tls: Tls) -> Result<(), String> {
@@ -435,7 +435,7 @@ fn transport(name: &str, cluster: &kube::config::Cluster, tls: Tls) -> Result<()
         .parse::<http::Uri>()
         .ok()
         .and_then(|u| u.scheme_str().map(str::to_ascii_lowercase));
-    let skip = "pass --insecure-skip-tls-verify to send the credentials anyway";
+    let skip = "pass --workload-insecure-skip-tls-verify to send the credentials anyway";
     if scheme.as_deref() != Some("https") {
         return Err(format!(
             "cluster {name:?} in the kubeconfig sets server {server:?} (not https: the token would cross the network readable): refused; {skip}, in clear"
@@ -757,7 +757,7 @@ users:
         );
         assert!(
             err.ends_with(
-                "pass --insecure-skip-tls-verify to send the credentials anyway, in clear"
+                "pass --workload-insecure-skip-tls-verify to send the credentials anyway, in clear"
             ),
             "{err}"
         );
@@ -772,7 +772,8 @@ users:
             err.starts_with("cluster \"tkc\" in the kubeconfig sets insecure-skip-tls-verify ("),
             "{err}"
         );
-        assert!(err.ends_with("pass --insecure-skip-tls-verify to send the credentials anyway"));
+        assert!(err
+            .ends_with("pass --workload-insecure-skip-tls-verify to send the credentials anyway"));
         assert_eq!(trust(&k, Some(&ep), Tls::SkipVerify), Ok(()));
         let mut k = kubeconfig("https://198.18.0.10:6443", "", "");
         for empty in [None, Some(String::new())] {

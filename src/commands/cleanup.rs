@@ -18,11 +18,11 @@ pub struct CleanupOptions {
     pub all_namespaces: bool,
     pub older_than: Option<Duration>,
     pub dry_run: bool,
-    /// `--all`: also pods that may belong to a run in progress (see `leftovers`).
+    /// `--include-running`: also pods that may belong to a run in progress (see `leftovers`).
     pub all: bool,
     /// Bound of each request to the workload cluster.
     pub request_timeout: Duration,
-    /// How the workload API's certificate is checked (`--insecure-skip-tls-verify`).
+    /// How the workload API's certificate is checked (`--workload-insecure-skip-tls-verify`).
     pub workload_tls: workload::Tls,
 }
 

@@ -19,7 +19,7 @@ pub struct StatusOptions {
     pub selection: Selection,
     /// Bound of the workload API check.
     pub api_timeout: Duration,
-    /// How the workload API's certificate is checked (`--insecure-skip-tls-verify`).
+    /// How the workload API's certificate is checked (`--workload-insecure-skip-tls-verify`).
     pub workload_tls: workload::Tls,
 }
 

@@ -47,7 +47,7 @@ fn cleanup_table(report: &CleanupReport) -> String {
         .count();
     if running > 0 {
         out.line(format!(
-            "{running} pod(s) kept: not finished and not past a deadline, so perhaps another run's in progress; --all deletes them too"
+            "{running} pod(s) kept: not finished and not past a deadline, so perhaps another run's in progress; --include-running deletes them too"
         ));
     }
     for s in &report.skipped {
@@ -81,7 +81,8 @@ mod tests {
         assert!(out.contains("kept (running; --all to delete)"), "{out}");
         assert!(out.contains("1 pod(s) kept: "), "{out}");
         let none = CleanupReport::new(vec![item("x", CleanupAction::Deleted)], vec![]);
-        assert!(!cleanup_table(&none).contains("--all"));
+        assert!(out.contains("--include-running deletes them too"), "{out}");
+        assert!(!cleanup_table(&none).contains("--include-running"));
     }
 
     #[test]

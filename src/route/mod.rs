@@ -112,18 +112,19 @@ pub struct RouteArgs {
     #[arg(long, value_name = "VIA", value_enum, default_value_t = Via::Auto)]
     pub via: Via,
 
-    /// The node user for the jumpbox and ssh routes (has passwordless sudo)
-    #[arg(long, value_name = "USER", default_value = ssh::DEFAULT_USER)]
-    pub ssh_user: String,
+    // Each route's flags under its own help heading, in --via's order.
+    #[command(flatten)]
+    pub pod: pod::PodArgs,
 
     #[command(flatten)]
     pub jumpbox: jumpbox::JumpboxArgs,
 
-    #[command(flatten)]
-    pub ssh: ssh::SshArgs,
+    /// The node user for the jumpbox and ssh routes (has passwordless sudo)
+    #[arg(long, value_name = "USER", default_value = ssh::DEFAULT_USER, help_heading = "Route: ssh")]
+    pub ssh_user: String,
 
     #[command(flatten)]
-    pub pod: pod::PodArgs,
+    pub ssh: ssh::SshArgs,
 }
 
 #[cfg(test)]

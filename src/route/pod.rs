@@ -138,16 +138,16 @@ pub const HELP: &str = "A debug pod pinned to each node (host network, the host'
 #[derive(Debug, Clone, clap::Args)]
 pub struct PodArgs {
     /// Image of the probe pods (needs only chroot and sh; the probe uses the node's tools)
-    #[arg(long, value_name = "IMAGE", default_value = DEFAULT_IMAGE)]
+    #[arg(long, value_name = "IMAGE", default_value = DEFAULT_IMAGE, help_heading = "Route: pod")]
     pub image: String,
 
     /// Pull secret for --image, in the pods' namespace
-    #[arg(long, value_name = "SECRET")]
+    #[arg(long, value_name = "SECRET", help_heading = "Route: pod")]
     pub image_pull_secret: Option<String>,
 
     /// Namespace of the probe pods in the workload cluster (must allow privileged pods)
     #[arg(long, value_name = "NAMESPACE", default_value = DEFAULT_NAMESPACE,
-          value_parser = crate::names::parse_namespace)]
+          value_parser = crate::names::parse_namespace, help_heading = "Route: pod")]
     pub pod_namespace: String,
 }
 

@@ -325,7 +325,8 @@ fn watch_rounds_through_a_trickling_workload_api_each_end() {
             "pod",
             "--timeout",
             "5s",
-            "--watch=1s",
+            "--watch",
+            "--interval=1s",
             "-o",
             "json",
         ])

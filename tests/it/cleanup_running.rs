@@ -1,6 +1,6 @@
 //! `cleanup` keeps what a run may still be using: by default it deletes only pods that have
 //! finished or are past their deadline (another admin's diagnosis in progress is left alone),
-//! and `--all` deletes the rest too.
+//! and `--include-running` deletes the rest too.
 
 use crate::common;
 
@@ -101,7 +101,8 @@ fn by_default_a_run_in_progress_is_left_alone() {
     run.expect_code(0);
     assert!(run.stdout.contains(KEPT), "{}", run.stdout);
     assert!(
-        run.stdout.contains("2 pod(s) kept: ") && run.stdout.contains("--all deletes them"),
+        run.stdout.contains("2 pod(s) kept: ")
+            && run.stdout.contains("--include-running deletes them"),
         "{}",
         run.stdout
     );
@@ -109,19 +110,33 @@ fn by_default_a_run_in_progress_is_left_alone() {
     assert_eq!(names(workload), ["probe-in-progress"]);
 }
 
+/// `--include-running`, and `--all`, its old spelling (elsewhere `--all` means every cluster
+/// of the namespace), which still works this release and says so on stderr.
 #[test]
-fn all_deletes_the_rest_too() {
-    let env = world();
-    let workload = env.workload.as_ref().unwrap().api().unwrap();
-    let run = env.plugin(&[
-        "cleanup", "tkc-prod", "-n", "ns-prod", "--all", "-o", "json",
-    ]);
-    run.expect_code(0);
-    assert!(
-        actions(&run).iter().all(|(_, a)| a == "deleted"),
-        "{:?}",
-        actions(&run)
-    );
-    assert!(names(&env.supervisor).is_empty());
-    assert!(names(workload).is_empty());
+fn include_running_deletes_the_rest_too() {
+    for (flag, deprecation) in [
+        ("--include-running", None),
+        (
+            "--all",
+            Some("Flag --all has been deprecated, use --include-running instead"),
+        ),
+    ] {
+        let env = world();
+        let workload = env.workload.as_ref().unwrap().api().unwrap();
+        let run = env.plugin(&["cleanup", "tkc-prod", "-n", "ns-prod", flag, "-o", "json"]);
+        run.expect_code(0);
+        assert!(
+            actions(&run).iter().all(|(_, a)| a == "deleted"),
+            "{flag}: {:?}",
+            actions(&run)
+        );
+        assert!(names(&env.supervisor).is_empty(), "{flag}");
+        assert!(names(workload).is_empty(), "{flag}");
+        assert_eq!(
+            run.stderr.lines().next(),
+            deprecation,
+            "{flag}: {}",
+            run.stderr
+        );
+    }
 }

@@ -117,13 +117,27 @@ fn shim_completes_flags_and_values() {
         "--all-namespaces",
         "--older-than",
         "--dry-run",
+        "--include-running",
         "--namespace",
+        // Global options are out of each command's help (`kubectl etcdnet options` lists
+        // them), not out of completion.
+        "--context",
+        "--kubeconfig",
+        "--workload-insecure-skip-tls-verify",
     ] {
         assert!(
             values.iter().any(|v| v == flag),
             "{flag} missing from {values:?}"
         );
     }
+    // The deprecated spellings work but are never offered.
+    for old in ["--all", "--insecure-skip-tls-verify"] {
+        assert!(!values.iter().any(|v| v == old), "{old} in {values:?}");
+    }
+    let (values, _) = shim(&["op"]);
+    assert_eq!(values, ["options"]);
+    let (values, _) = shim(&["diagnose", "--wat"]);
+    assert_eq!(values, ["--watch"]);
 
     let (values, directive) = shim(&["status", "tkc-prod", "-o", ""]);
     assert_eq!(values, ["table", "wide", "json", "yaml"]);

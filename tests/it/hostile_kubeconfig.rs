@@ -6,7 +6,7 @@
 //! connection) ever arrives. Its credentials travel only over TLS verified against its CA
 //! (`certificate-authority-data`): `http://`, `insecure-skip-tls-verify` and a missing CA are
 //! refused before any connection (the last two unless the admin passes
-//! `--insecure-skip-tls-verify`), and a CA that did not sign the server's certificate ends the
+//! `--workload-insecure-skip-tls-verify`), and a CA that did not sign the server's certificate ends the
 //! handshake before a byte of the request is sent.
 
 use crate::common;
@@ -243,7 +243,7 @@ fn the_clusters_own_endpoint_with_an_inline_token_is_used() {
 }
 
 const TOKEN: &str = "    token: FAKE-WORKLOAD-TOKEN-DO-NOT-PRINT";
-const FLAG: &str = "--insecure-skip-tls-verify";
+const FLAG: &str = "--workload-insecure-skip-tls-verify";
 
 /// The one `WorkloadKubeconfigUntrusted` finding of a status report.
 fn untrusted(report: &StatusReport) -> &str {
@@ -265,7 +265,7 @@ fn untrusted(report: &StatusReport) -> &str {
 /// network readable. Refused before any connection, naming the secret and the field, by status
 /// (exit 1: a finding), `-A`, diagnose through the pod route (exit 3, NodesUnreachable: each
 /// node's error says why no pod ran) and `cleanup <cluster>` (exit 3: the workload cluster
-/// skipped). Only the admin's explicit `--insecure-skip-tls-verify` lets the run go to it (as
+/// skipped). Only the admin's explicit `--workload-insecure-skip-tls-verify` lets the run go to it (as
 /// kubectl would, but never silently): the report then says the credentials went unencrypted.
 /// Without the refusal the plugin would send its request and the token in clear without any
 /// flag: the recorder would see connections and `authorization: Bearer ...`.
@@ -287,7 +287,7 @@ fn cleartext_http_in_the_secret_gets_no_connection_without_the_flag() {
     );
     assert!(
         message.contains(
-            "; pass --insecure-skip-tls-verify to send the credentials anyway, in clear;"
+            "; pass --workload-insecure-skip-tls-verify to send the credentials anyway, in clear;"
         ),
         "{message}"
     );
@@ -340,10 +340,9 @@ fn cleartext_http_in_the_secret_gets_no_connection_without_the_flag() {
     let report: StatusReport = run.report();
     assert_ne!(report.workload_api.state, ApiState::Untrusted);
     assert!(
-        report
-            .workload_api
-            .detail
-            .ends_with("(plain http, credentials sent unencrypted: --insecure-skip-tls-verify)"),
+        report.workload_api.detail.ends_with(
+            "(plain http, credentials sent unencrypted: --workload-insecure-skip-tls-verify)"
+        ),
         "{}",
         report.workload_api.detail
     );
@@ -351,7 +350,7 @@ fn cleartext_http_in_the_secret_gets_no_connection_without_the_flag() {
 
 /// A secret that turns the server's certificate check off (`insecure-skip-tls-verify: true`) or
 /// gives no CA to check it with: refused before any connection, naming the secret and the
-/// field; with `--insecure-skip-tls-verify` the run proceeds (the token arrives), says so on
+/// field; with `--workload-insecure-skip-tls-verify` the run proceeds (the token arrives), says so on
 /// stderr and in the report. Were the secrets used as they are, the first would send the
 /// token to an unchecked server (the recorder would see it) and the second would check the
 /// server against this machine's roots.
@@ -386,7 +385,9 @@ fn an_unverified_server_gets_no_token_unless_the_admin_says_so() {
             "{message}"
         );
         assert!(
-            message.contains("; pass --insecure-skip-tls-verify to send the credentials anyway"),
+            message.contains(
+                "; pass --workload-insecure-skip-tls-verify to send the credentials anyway"
+            ),
             "{message}"
         );
         let cleanup = env.kubectl(&["cleanup", CLUSTER, "-n", NS, "-o", "json"]);
@@ -406,13 +407,13 @@ fn an_unverified_server_gets_no_token_unless_the_admin_says_so() {
             report
                 .workload_api
                 .detail
-                .ends_with("(certificate not verified: --insecure-skip-tls-verify)"),
+                .ends_with("(certificate not verified: --workload-insecure-skip-tls-verify)"),
             "{}",
             report.workload_api.detail
         );
         assert!(
             run.stderr
-                .starts_with("warning: --insecure-skip-tls-verify: the workload API's certificate is not checked"),
+                .starts_with("warning: --workload-insecure-skip-tls-verify: the workload API's certificate is not checked"),
             "{}",
             run.stderr
         );
@@ -423,12 +424,42 @@ fn an_unverified_server_gets_no_token_unless_the_admin_says_so() {
         for out in [&run.stdout, &run.stderr, &cleanup.stdout] {
             assert!(!out.contains("FAKE-WORKLOAD-TOKEN-DO-NOT-PRINT"));
         }
+
+        // The old spelling (it looked like kubectl's own flag, which is about the Supervisor
+        // here) still works this release, through kubectl too, and says so first.
+        let old = env.kubectl(&[
+            "status",
+            CLUSTER,
+            "-n",
+            NS,
+            "-o",
+            "json",
+            "--insecure-skip-tls-verify",
+        ]);
+        let report: StatusReport = old.report();
+        assert_eq!(report.workload_api.state, ApiState::Reachable, "{field}");
+        let mut lines = old.stderr.lines();
+        assert_eq!(
+            lines.next(),
+            Some(
+                "Flag --insecure-skip-tls-verify has been deprecated, use \
+                 --workload-insecure-skip-tls-verify (it applies to the workload API only) instead"
+            ),
+            "{}",
+            old.stderr
+        );
+        assert!(
+            lines.next().is_some_and(|l| l
+                .starts_with("warning: --workload-insecure-skip-tls-verify: the workload API's")),
+            "{}",
+            old.stderr
+        );
     }
 }
 
 /// A secret whose CA did not sign the server's certificate (someone else answers at the
 /// endpoint): the handshake fails, `TlsError`, and not a byte of the request (nor the token)
-/// is sent; `--insecure-skip-tls-verify` (kubectl's meaning: the CA is not used) proceeds. The
+/// is sent; `--workload-insecure-skip-tls-verify` (kubectl's meaning: the CA is not used) proceeds. The
 /// first half is kube's own check of a CA it is given; the second is the plugin's flag.
 #[test]
 fn a_ca_that_did_not_sign_the_servers_certificate_gets_no_token() {

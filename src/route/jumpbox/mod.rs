@@ -75,7 +75,7 @@ pub const HELP: &str =
 #[derive(Debug, Clone, clap::Args)]
 pub struct JumpboxArgs {
     /// Image of the jumpbox pods (needs an ssh client and sh)
-    #[arg(long, value_name = "IMAGE", default_value = DEFAULT_IMAGE)]
+    #[arg(long, value_name = "IMAGE", default_value = DEFAULT_IMAGE, help_heading = "Route: jumpbox")]
     pub jumpbox_image: String,
 }
 

@@ -54,15 +54,20 @@ pub const HELP: &str =
 #[derive(Debug, Clone, clap::Args)]
 pub struct SshArgs {
     /// ssh route: this private key instead of the cluster's <cluster>-ssh secret
-    #[arg(long, value_name = "PATH", conflicts_with = "ssh_agent")]
+    #[arg(
+        long,
+        value_name = "PATH",
+        conflicts_with = "ssh_agent",
+        help_heading = "Route: ssh"
+    )]
     pub ssh_identity: Option<PathBuf>,
 
     /// ssh route: use the running ssh-agent instead of the cluster's <cluster>-ssh secret
-    #[arg(long)]
+    #[arg(long, help_heading = "Route: ssh")]
     pub ssh_agent: bool,
 
     /// ssh route: an option passed to ssh -o (repeatable), e.g. ProxyJump=admin@bastion
-    #[arg(long, value_name = "KEY=VALUE", value_parser = user_option)]
+    #[arg(long, value_name = "KEY=VALUE", value_parser = user_option, help_heading = "Route: ssh")]
     pub ssh_option: Vec<String>,
 }
 

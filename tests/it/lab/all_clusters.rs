@@ -182,7 +182,8 @@ fn watch_all_ends_once_every_cluster_is_healthy() {
             fleet::NS,
             "--connect-timeout",
             "2s",
-            "--watch=1s",
+            "--watch",
+            "--interval=1s",
             "--summary",
         ])
         .spawn()

@@ -536,7 +536,7 @@ fn sigint_leaves_no_pod_and_no_key_file() {
     // --watch: the jumpbox it keeps across rounds (alive between them) is deleted on Ctrl-C too.
     let cmd = w
         .env
-        .plugin_command(&[&jumpbox[..], &["--watch=1s"]].concat());
+        .plugin_command(&[&jumpbox[..], &["--watch", "--interval=1s"]].concat());
     let since = Instant::now();
     let run = interrupt_when(
         cmd,
@@ -736,7 +736,14 @@ fn watch_keeps_one_jumpbox_across_rounds() {
     let started = Instant::now();
     let mut child = w
         .env
-        .diagnose_via_jumpbox_command(&["--connect-timeout", "2s", "--watch=2s", "-o", "json"])
+        .diagnose_via_jumpbox_command(&[
+            "--connect-timeout",
+            "2s",
+            "--watch",
+            "--interval=2s",
+            "-o",
+            "json",
+        ])
         .spawn()
         .unwrap();
     let out = stdout_of(&mut child);

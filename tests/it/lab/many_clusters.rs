@@ -224,7 +224,8 @@ fn the_supervisor_reaches_every_labs_vms_through_one_jumpbox_lab() {
             "jumpbox",
             "--connect-timeout",
             "2s",
-            "--watch=2s",
+            "--watch",
+            "--interval=2s",
             "-o",
             "json",
         ])
@@ -245,7 +246,7 @@ fn the_supervisor_reaches_every_labs_vms_through_one_jumpbox_lab() {
     });
     // For docs/benchmarks.md: what the start costs the first round, and what the later ones take.
     eprintln!(
-        "--watch=2s -A, {delay:?} start: first round after {first_round:?}, third after {:?}",
+        "--watch --interval=2s -A, {delay:?} start: first round after {first_round:?}, third after {:?}",
         started.elapsed()
     );
     let sent = std::process::Command::new("kill")

@@ -42,7 +42,8 @@ fn a_fault_healed_mid_watch_shows_the_transition_and_ends_the_watch() {
             NS,
             "--connect-timeout",
             "2s",
-            "--watch=1s",
+            "--watch",
+            "--interval=1s",
         ])
         .spawn()
         .unwrap();
@@ -128,7 +129,8 @@ fn watch_json_is_one_document_per_round() {
             NS,
             "--connect-timeout",
             "2s",
-            "--watch=1s",
+            "--watch",
+            "--interval=1s",
             "-o",
             "json",
         ])
