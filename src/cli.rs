@@ -443,6 +443,16 @@ pub struct AnalyseArgs {
     /// Judge with this log window instead of the one the bundle was written with
     #[arg(long, value_name = "DURATION", value_parser = parse_since)]
     pub since: Option<Duration>,
+
+    /// Print what changed since GOOD, an older bundle of the same cluster: paths, members,
+    /// leader, rules, metrics, conditions, verdict
+    #[arg(
+        long,
+        value_name = "GOOD",
+        conflicts_with = "summary",
+        help_heading = "Output"
+    )]
+    pub against: Option<PathBuf>,
 }
 
 impl AnalyseArgs {
@@ -453,6 +463,7 @@ impl AnalyseArgs {
             since: self.since,
             context: g.context.clone(),
             kubeconfig: g.kubeconfig.clone(),
+            against: self.against.clone(),
         }
     }
 }

@@ -5,15 +5,17 @@
 //! printed, and a newer plugin's verdict on an old bundle. The `report.json` files the bundle
 //! holds are for people; they are not replayed.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use super::Outcome;
 use crate::bundle;
 use crate::command::Kubectl;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::render::{self, Format, Listed, Paint};
-use crate::report::{ClusterFailure, Evidence, ListItem, ListReport};
+use crate::report::compare::Judged;
+use crate::report::{ClusterFailure, Comparison, Evidence, ListItem, ListReport};
+use crate::when;
 
 #[derive(Debug, Clone)]
 pub struct AnalyseOptions {
@@ -28,6 +30,8 @@ pub struct AnalyseOptions {
     /// pasted command then reaches that Supervisor or fails, never the current context's).
     pub context: Option<String>,
     pub kubeconfig: Option<PathBuf>,
+    /// `--against GOOD`: compare with this older bundle of the same cluster instead.
+    pub against: Option<PathBuf>,
 }
 
 impl AnalyseOptions {
@@ -41,12 +45,10 @@ impl AnalyseOptions {
 /// Reads the bundle and prints what `diagnose` printed: one cluster's report, or the list of
 /// several; the exit code is the one `diagnose` had (a bad bundle is a configuration error, 2).
 pub fn run(opts: &AnalyseOptions, format: Format) -> Result<Outcome> {
-    let mut bundle = bundle::read(&opts.path)?;
-    if let Some(since) = opts.since {
-        for e in &mut bundle.evidence {
-            e.since_s = since.as_secs();
-        }
+    if let Some(good) = &opts.against {
+        return against(opts, good, format);
     }
+    let bundle = read(opts, &opts.path)?;
     let m = &bundle.manifest;
     let mut notes = vec![format!(
         "analysed {} cluster(s) from {}, written {} by kubectl-etcdnet {}: kubectl etcdnet {}",
@@ -105,5 +107,96 @@ fn item(e: &Evidence, kubectl: &Kubectl) -> ListItem<crate::report::DiagnoseRepo
             ClusterFailure::new(&e.namespace, &e.cluster, &err)
                 .took(Duration::from_millis(e.duration_ms)),
         ),
+    }
+}
+
+/// The bundle at `path`, with `--since`'s log window when given.
+fn read(opts: &AnalyseOptions, path: &Path) -> Result<bundle::Bundle> {
+    let mut bundle = bundle::read(path)?;
+    if let Some(since) = opts.since {
+        for e in &mut bundle.evidence {
+            e.since_s = since.as_secs();
+        }
+    }
+    Ok(bundle)
+}
+
+/// `analyse NEW --against GOOD`: both bundles judged by this plugin's rules, as `analyse` judges
+/// one, and what changed from GOOD to NEW ([`Comparison`]). Refused in one line (exit 2, a
+/// usage error) when they are not one cluster's, or when GOOD was written after NEW (the
+/// remedy: swap them). The exit code is NEW's, as `analyse NEW` gives it.
+fn against(opts: &AnalyseOptions, good_path: &Path, format: Format) -> Result<Outcome> {
+    let new = read(opts, &opts.path)?;
+    let good = read(opts, good_path)?;
+    let n = one_cluster(&new, &opts.path)?;
+    let g = one_cluster(&good, good_path)?;
+    if (&n.namespace, &n.cluster) != (&g.namespace, &g.cluster) {
+        return Err(Error::Usage(format!(
+            "--against compares two bundles of one cluster: {} is of {}/{} and {} of {}/{}",
+            opts.path.display(),
+            n.namespace,
+            n.cluster,
+            good_path.display(),
+            g.namespace,
+            g.cluster
+        )));
+    }
+    let (created_new, created_good) = (&new.manifest.created, &good.manifest.created);
+    if let (Some(t_new), Some(t_good)) = (when::parse(created_new), when::parse(created_good)) {
+        if t_good > t_new {
+            return Err(Error::Usage(format!(
+                "{} (written {}) is newer than {} (written {}): --against takes the older bundle; swap them: kubectl etcdnet analyse {} --against {}",
+                good_path.display(),
+                when::instant(t_good),
+                opts.path.display(),
+                when::instant(t_new),
+                crate::command::quote(&good_path.display().to_string()),
+                crate::command::quote(&opts.path.display().to_string()),
+            )));
+        }
+    }
+    let report_new = n.judge(&opts.kubectl(n))?;
+    let report_good = g.judge(&opts.kubectl(g))?;
+    let judged = |b: &bundle::Bundle, path: &Path, report| Judged {
+        bundle: path.display().to_string(),
+        created: b.manifest.created.clone(),
+        plugin_version: b.manifest.plugin_version.clone(),
+        report,
+    };
+    let comparison = Comparison::of(
+        &judged(&good, good_path, &report_good),
+        &judged(&new, &opts.path, &report_new),
+    );
+    let mut notes = vec![format!(
+        "compared {}/{} in {} (written {}) against {} (written {})",
+        n.namespace,
+        n.cluster,
+        opts.path.display(),
+        created_new,
+        good_path.display(),
+        created_good
+    )];
+    notes.extend(good.left_out_notes());
+    notes.extend(new.left_out_notes());
+    Ok(Outcome {
+        stdout: render::output(&comparison, format, Paint::detect())?,
+        notes,
+        exit_code: comparison.exit_code,
+    })
+}
+
+/// The one cluster of a bundle `--against` compares; a bundle of several (`--all`, `-A`) is
+/// refused with what to do.
+fn one_cluster<'a>(b: &'a bundle::Bundle, path: &Path) -> Result<&'a Evidence> {
+    match b.evidence.as_slice() {
+        [one] => Ok(one),
+        many => Err(Error::Usage(format!(
+            "--against compares one cluster, and {} holds {}: write one cluster's bundle (kubectl etcdnet diagnose CLUSTER -n NAMESPACE --bundle FILE)",
+            path.display(),
+            match many.len() {
+                0 => "none".to_string(),
+                k => format!("{k} clusters"),
+            }
+        ))),
     }
 }

@@ -27,6 +27,7 @@ use crate::error::{Error, Result};
 use crate::report::VersionReport;
 
 mod cleanup;
+pub mod compare;
 mod diagnose;
 mod guard;
 mod list;

@@ -33,7 +33,9 @@ const LAYERS: &[&[&str]] = &[
     &["connect"],
     &["probe"],
     &["command"],
-    &["names", "labels", "progress", "selector", "signal", "error", "when"],
+    &[
+        "names", "labels", "progress", "selector", "signal", "error", "when",
+    ],
     &["bounds"],
 ];
 
@@ -90,7 +92,7 @@ const FOLDERS: &[(&str, &[&[&str]])] = &[
         "render",
         &[
             &["watch"],
-            &["cleanup", "diagnose", "list", "status"],
+            &["cleanup", "compare", "diagnose", "list", "status"],
             &["network", "location", "metrics", "nsx_manager", "timeline"],
             &["guard"],
         ],
@@ -100,7 +102,7 @@ const FOLDERS: &[(&str, &[&[&str]])] = &[
         &[
             &["schema"],
             &["watch"],
-            &["evidence", "list"],
+            &["compare", "evidence", "list"],
             &["v1alpha2"],
         ],
     ),
