@@ -51,7 +51,7 @@ impl Tabular for Comparison {
         out.blank();
         let alike = alike(self);
         if !alike.is_empty() {
-            out.line(format!("Alike in both: {}.", alike.join(", ")));
+            out.line(format!("Alike: {}.", alike.join(", ")));
         }
         for n in &self.notes {
             out.line(format!("Not compared: {n}."));
@@ -123,8 +123,14 @@ pub fn sections(c: &Comparison) -> Vec<Section> {
         let rows = pair_rows(c, change);
         if !rows.is_empty() {
             let n = c.paths.iter().filter(|p| p.change == change).count();
+            // A row is a pair both ways when both moved alike: say both counts when they differ.
+            let count = if n == rows.len() {
+                format!("{n}")
+            } else {
+                format!("{n} paths, {} pairs", rows.len())
+            };
             out.push(Section::table(
-                format!("{title} ({n})"),
+                format!("{title} ({count})"),
                 &["PAIR", "PORT", "BEFORE", "AFTER"],
                 rows,
             ));
@@ -258,33 +264,33 @@ pub fn sections(c: &Comparison) -> Vec<Section> {
     out
 }
 
-/// What did not change, each kind named once (`the paths, the members, ...`); the verdict is
+/// What did not change, each kind named once (`paths between the nodes, etcd members, ...`); the verdict is
 /// on its own line above.
 pub fn alike(c: &Comparison) -> Vec<&'static str> {
     let mut out = Vec::new();
     if c.paths.is_empty() {
-        out.push("the paths between the nodes");
+        out.push("paths between the nodes");
     }
     if c.supervisor_reach.is_empty() {
-        out.push("the VM ports from outside");
+        out.push("VM ports from outside");
     }
     if c.nodes.is_empty() {
-        out.push("the nodes");
+        out.push("nodes");
     }
     if c.members.is_empty() {
-        out.push("the etcd members");
+        out.push("etcd members");
     }
     if c.leader.change == LeaderMove::Same {
-        out.push("the leader");
+        out.push("leader");
     }
     if c.rules.is_empty() {
-        out.push("the blocking rules");
+        out.push("blocking rules");
     }
     if c.metrics.is_empty() {
-        out.push("the metrics");
+        out.push("metrics");
     }
     if c.conditions.is_empty() {
-        out.push("the conditions");
+        out.push("conditions");
     }
     out
 }

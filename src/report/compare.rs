@@ -577,8 +577,9 @@ pub fn leader(r: &DiagnoseReport) -> ClusterLeader {
 fn leader_change(before: ClusterLeader, after: ClusterLeader) -> LeaderChange {
     use LeaderSeen as S;
     let change = match (before.seen, after.seen) {
-        _ if before == after => LeaderMove::Same,
+        // Nothing said either time is not "the same leader".
         (S::Unknown, _) | (_, S::Unknown) => LeaderMove::Unknown,
+        _ if before == after => LeaderMove::Same,
         (S::One, S::One) => LeaderMove::Changed,
         (S::One, _) => LeaderMove::Lost,
         (_, S::One) => LeaderMove::Regained,

@@ -388,7 +388,7 @@ fn a_cut_between_two_bundles_is_reported_as_the_pairs_that_broke() {
     let table = analyse_offline(&env, &new, &["--against", good.to_str().unwrap()]);
     table.expect_code(after_code);
     let out = &table.stdout;
-    assert!(out.contains("PATHS THAT BROKE (6)"), "{out}");
+    assert!(out.contains("PATHS THAT BROKE (6 paths, 3 pairs)"), "{out}");
     for (a, b) in [(0, 1), (0, 2), (1, 2)] {
         let row = out
             .lines()
