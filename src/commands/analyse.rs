@@ -128,19 +128,7 @@ fn read(opts: &AnalyseOptions, path: &Path) -> Result<bundle::Bundle> {
 fn against(opts: &AnalyseOptions, good_path: &Path, format: Format) -> Result<Outcome> {
     let new = read(opts, &opts.path)?;
     let good = read(opts, good_path)?;
-    let n = one_cluster(&new, &opts.path)?;
-    let g = one_cluster(&good, good_path)?;
-    if (&n.namespace, &n.cluster) != (&g.namespace, &g.cluster) {
-        return Err(Error::Usage(format!(
-            "--against compares two bundles of one cluster: {} is of {}/{} and {} of {}/{}",
-            opts.path.display(),
-            n.namespace,
-            n.cluster,
-            good_path.display(),
-            g.namespace,
-            g.cluster
-        )));
-    }
+    let (n, g) = pair(&new, &opts.path, &good, good_path)?;
     let (created_new, created_good) = (&new.manifest.created, &good.manifest.created);
     if let (Some(t_new), Some(t_good)) = (when::parse(created_new), when::parse(created_good)) {
         if t_good > t_new {
@@ -185,18 +173,56 @@ fn against(opts: &AnalyseOptions, good_path: &Path, format: Format) -> Result<Ou
     })
 }
 
-/// The one cluster of a bundle `--against` compares; a bundle of several (`--all`, `-A`) is
-/// refused with what to do.
-fn one_cluster<'a>(b: &'a bundle::Bundle, path: &Path) -> Result<&'a Evidence> {
-    match b.evidence.as_slice() {
-        [one] => Ok(one),
-        many => Err(Error::Usage(format!(
-            "--against compares one cluster, and {} holds {}: write one cluster's bundle (kubectl etcdnet diagnose CLUSTER -n NAMESPACE --bundle FILE)",
+/// The cluster `--against` compares, in each bundle: both of one cluster, or the one cluster of
+/// one bundle found in the other (a bundle of `--all`/`-A` compared with one cluster's).
+/// Refused in one line, with what each holds: two clusters, a cluster the other bundle lacks,
+/// or two bundles of several clusters.
+fn pair<'a>(
+    new: &'a bundle::Bundle,
+    new_path: &Path,
+    good: &'a bundle::Bundle,
+    good_path: &Path,
+) -> Result<(&'a Evidence, &'a Evidence)> {
+    let name = |e: &Evidence| format!("{}/{}", e.namespace, e.cluster);
+    let same = |a: &Evidence, b: &Evidence| a.namespace == b.namespace && a.cluster == b.cluster;
+    // The clusters of a bundle of several, the first few named.
+    let holds = |b: &bundle::Bundle| {
+        const NAMED: usize = 5;
+        let mut names: Vec<String> = b.evidence.iter().take(NAMED).map(name).collect();
+        if b.evidence.len() > NAMED {
+            names.push(format!("and {} more", b.evidence.len() - NAMED));
+        }
+        names.join(", ")
+    };
+    let lacks = |one: &Evidence, path: &Path, b: &bundle::Bundle| {
+        Error::Usage(format!(
+            "--against compares two bundles of one cluster: {} holds no cluster {} (it holds {})",
             path.display(),
-            match many.len() {
-                0 => "none".to_string(),
-                k => format!("{k} clusters"),
-            }
+            name(one),
+            holds(b)
+        ))
+    };
+    match (new.evidence.as_slice(), good.evidence.as_slice()) {
+        ([n], [g]) if same(n, g) => Ok((n, g)),
+        ([n], [g]) => Err(Error::Usage(format!(
+            "--against compares two bundles of one cluster: {} is of {} and {} of {}",
+            new_path.display(),
+            name(n),
+            good_path.display(),
+            name(g)
+        ))),
+        ([n], _) => match good.evidence.iter().find(|g| same(n, g)) {
+            Some(g) => Ok((n, g)),
+            None => Err(lacks(n, good_path, good)),
+        },
+        (_, [g]) => match new.evidence.iter().find(|n| same(n, g)) {
+            Some(n) => Ok((n, g)),
+            None => Err(lacks(g, new_path, new)),
+        },
+        _ => Err(Error::Usage(format!(
+            "--against compares one cluster, and {} and {} each hold several: write one cluster's bundle (kubectl etcdnet diagnose CLUSTER -n NAMESPACE --bundle FILE) for one of them",
+            new_path.display(),
+            good_path.display()
         ))),
     }
 }

@@ -312,7 +312,7 @@ fn many_clusters_bundle_then_analyse_gives_the_same_list() {
 /// kubectl: the comparison names exactly the paths that broke (the 2380 cells between
 /// distinct VMs, both ways), the verdict before → after, and the exit code is NEW's. Then the
 /// refusals, each one line and exit 2: GOOD written after NEW (with the swapped command), two
-/// clusters, a bundle of several clusters.
+/// clusters, a bundle of several clusters that lacks NEW's, two bundles of several.
 #[test]
 fn a_cut_between_two_bundles_is_reported_as_the_pairs_that_broke() {
     let good_env = Env::new(SET, Workload::black_hole());
@@ -446,7 +446,18 @@ fn a_cut_between_two_bundles_is_reported_as_the_pairs_that_broke() {
     let run = analyse(&env, &new, &["--against", two.to_str().unwrap()]);
     run.expect_code(2);
     let line = run.one_line_error();
-    assert!(line.contains("holds 2 clusters"), "{line}");
+    assert!(
+        line.contains(&format!("holds no cluster {NS}/{CLUSTER}"))
+            && line.contains("(it holds ns-shared/tkc-a, ns-shared/tkc-b)"),
+        "{line}"
+    );
+    let run = analyse(&env, &two, &["--against", two.to_str().unwrap()]);
+    run.expect_code(2);
+    assert!(
+        run.one_line_error().contains("each hold several"),
+        "{}",
+        run.stderr
+    );
     let other = other_env.dir.path().join("other.tar.gz");
     other_env.kubectl(&[
         "diagnose",
@@ -460,6 +471,15 @@ fn a_cut_between_two_bundles_is_reported_as_the_pairs_that_broke() {
         "--bundle",
         other.to_str().unwrap(),
     ]);
+    // tkc-a's bundle against the bundle of both: tkc-a's part of it is what is compared.
+    let run = analyse(
+        &other_env,
+        &other,
+        &["--against", two.to_str().unwrap(), "-o", "json"],
+    );
+    let c = run.json();
+    assert_eq!(c["cluster"], "tkc-a", "{}", run.stderr);
+    assert_eq!(c["paths"], serde_json::json!([]), "the same scripted paths");
     let run = analyse(&env, &new, &["--against", other.to_str().unwrap()]);
     run.expect_code(2);
     let line = run.one_line_error();
