@@ -396,8 +396,11 @@ fn leader_text(l: &ClusterLeader) -> String {
     match l.seen {
         LeaderSeen::One => l.names.join(""),
         LeaderSeen::None => "no leader".into(),
-        LeaderSeen::Split if l.names.is_empty() => "no leader".into(),
-        LeaderSeen::Split => format!("split ({}, and none)", l.names.join(", ")),
+        // One name in a split: some nodes name it, the others none.
+        LeaderSeen::Split if l.names.len() == 1 => {
+            format!("{} for some nodes, none for the others", l.names[0])
+        }
+        LeaderSeen::Split => format!("split between {}", l.names.join(", ")),
         LeaderSeen::Unknown => "unknown".into(),
     }
 }

@@ -129,3 +129,30 @@ fn the_sections_are_the_hook_for_other_formats() {
     // The leader no bundle names is not "alike".
     assert!(!out.contains("leader"), "{out}");
 }
+
+#[test]
+fn the_leader_is_said_in_words() {
+    use crate::report::compare::{ClusterLeader, LeaderChange};
+    let mut c = compare(&healthy(), &healthy());
+    let leader = |seen, names: &[&str]| ClusterLeader {
+        seen,
+        names: names.iter().map(|n| n.to_string()).collect(),
+    };
+    c.leader = LeaderChange {
+        before: leader(LeaderSeen::One, &["cp1"]),
+        after: leader(LeaderSeen::Split, &["cp1"]),
+        change: LeaderMove::Lost,
+    };
+    let out = c.table(OFF);
+    assert!(
+        out.contains("LEADER\n  lost: cp1 → cp1 for some nodes, none for the others"),
+        "{out}"
+    );
+    c.leader.after = leader(LeaderSeen::None, &[]);
+    assert!(c.table(OFF).contains("lost: cp1 → no leader"));
+    c.leader.after = leader(LeaderSeen::Split, &["cp1", "cp2"]);
+    c.leader.change = LeaderMove::Changed;
+    assert!(c
+        .table(OFF)
+        .contains("changed: cp1 → split between cp1, cp2"));
+}

@@ -401,3 +401,57 @@ fn the_comparison_round_trips_as_json() {
     assert_eq!(json["before"]["verdict"], "Healthy");
     assert_eq!(serde_json::from_value::<Comparison>(json).unwrap(), c);
 }
+
+#[test]
+fn a_guest_firewall_rule_that_now_drops_is_named() {
+    use crate::report::v1alpha2::{FirewallRule, PacketLocation, PathPlace, Place};
+    let mut good = healthy();
+    good.packet_location = Some(PacketLocation {
+        summary: vec![],
+        paths: vec![],
+        nodes: vec![],
+    });
+    let mut new = blocked();
+    let (a, b) = (new.nodes[0].name.clone(), new.nodes[1].name.clone());
+    let rule = FirewallRule {
+        node: b.clone(),
+        tool: "nft".into(),
+        table: "inet filter".into(),
+        chain: "input".into(),
+        rule: "handle 7".into(),
+        text: "tcp dport 2380 drop".into(),
+        packets: Some(3),
+    };
+    new.packet_location = Some(PacketLocation {
+        summary: vec![],
+        paths: vec![PathPlace {
+            from: a.clone(),
+            to: b.clone(),
+            port: 2380,
+            state: CellState::Timeout,
+            place: Place::InsideGuest,
+            rules: vec![rule],
+            why: None,
+        }],
+        nodes: vec![],
+    });
+    let c = compare(&good, &new);
+    assert_eq!(c.rules.len(), 1, "{:?}", c.rules);
+    let r = &c.rules[0];
+    assert_eq!(
+        (r.source, r.change),
+        (RuleSource::GuestFirewall, RuleMove::NowMatches)
+    );
+    assert_eq!(
+        r.rule,
+        format!("{b}: nft inet filter input: tcp dport 2380 drop")
+    );
+    assert_eq!(
+        r.after,
+        vec![PathRef {
+            port: 2380,
+            from: a,
+            to: b
+        }]
+    );
+}
