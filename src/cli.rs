@@ -708,6 +708,15 @@ pub struct AnalyseArgs {
 
     #[command(flatten)]
     pub report: ReportArgs,
+    /// Print what changed since GOOD, an older bundle of the same cluster: paths, members,
+    /// leader, rules, metrics, conditions, verdict
+    #[arg(
+        long,
+        value_name = "GOOD",
+        conflicts_with_all = ["summary", "report"],
+        help_heading = "Output"
+    )]
+    pub against: Option<PathBuf>,
 }
 
 /// `--report` and `--report-file`: a case report of the run (diagnose) or of the bundle
@@ -749,6 +758,7 @@ impl AnalyseArgs {
             report: self.report.options(),
             context: g.context.clone(),
             kubeconfig: g.kubeconfig.clone(),
+            against: self.against.clone(),
         }
     }
 }

@@ -11,7 +11,8 @@
 //! ```
 //!
 //! `Evidence::judge` runs the analysis for a live `diagnose` and for `analyse` of an evidence
-//! bundle alike ([`bundle`] writes and reads them). `--all`/`-A` run the same pipeline per cluster
+//! bundle alike ([`bundle`] writes and reads them); `analyse NEW --against GOOD` judges both and
+//! sets the two reports side by side (`report::compare`, rendered by `render::compare`). `--all`/`-A` run the same pipeline per cluster
 //! after one Supervisor read per namespace (`commands::many`); one diagnosis round is
 //! `commands::round`, which `--watch` repeats (`commands::watch`).
 //!

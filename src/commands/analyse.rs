@@ -5,15 +5,17 @@
 //! printed, and a newer plugin's verdict on an old bundle. The `report.json` files the bundle
 //! holds are for people; they are not replayed.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use super::Outcome;
 use crate::bundle;
 use crate::command::Kubectl;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::render::{self, Format, Listed, Paint};
-use crate::report::{ClusterFailure, Evidence, ListItem, ListReport};
+use crate::report::compare::Judged;
+use crate::report::{ClusterFailure, Comparison, Evidence, ListItem, ListReport};
+use crate::when;
 
 #[derive(Debug, Clone)]
 pub struct AnalyseOptions {
@@ -30,6 +32,8 @@ pub struct AnalyseOptions {
     /// pasted command then reaches that Supervisor or fails, never the current context's).
     pub context: Option<String>,
     pub kubeconfig: Option<PathBuf>,
+    /// `--against GOOD`: compare with this older bundle of the same cluster instead.
+    pub against: Option<PathBuf>,
 }
 
 impl AnalyseOptions {
@@ -61,12 +65,10 @@ pub fn run(opts: &AnalyseOptions, format: Format) -> Result<Outcome> {
             }
         }
     }
-    let mut bundle = bundle::read(&opts.path)?;
-    if let Some(since) = opts.since {
-        for e in &mut bundle.evidence {
-            e.since_s = since.as_secs();
-        }
+    if let Some(good) = &opts.against {
+        return against(opts, good, format);
     }
+    let bundle = read(opts, &opts.path)?;
     let m = &bundle.manifest;
     let mut notes = vec![format!(
         "analysed {} cluster(s) from {}, written {} by kubectl-etcdnet {}: kubectl etcdnet {}",
@@ -187,5 +189,122 @@ fn item(e: &Evidence, kubectl: &Kubectl) -> ListItem<crate::report::DiagnoseRepo
             ClusterFailure::new(&e.namespace, &e.cluster, &err)
                 .took(Duration::from_millis(e.duration_ms)),
         ),
+    }
+}
+
+/// The bundle at `path`, with `--since`'s log window when given.
+fn read(opts: &AnalyseOptions, path: &Path) -> Result<bundle::Bundle> {
+    let mut bundle = bundle::read(path)?;
+    if let Some(since) = opts.since {
+        for e in &mut bundle.evidence {
+            e.since_s = since.as_secs();
+        }
+    }
+    Ok(bundle)
+}
+
+/// `analyse NEW --against GOOD`: both bundles judged by this plugin's rules, as `analyse` judges
+/// one, and what changed from GOOD to NEW ([`Comparison`]). Refused in one line (exit 2, a
+/// usage error) when they are not one cluster's, or when GOOD was written after NEW (the
+/// remedy: swap them). The exit code is NEW's, as `analyse NEW` gives it.
+fn against(opts: &AnalyseOptions, good_path: &Path, format: Format) -> Result<Outcome> {
+    let new = read(opts, &opts.path)?;
+    let good = read(opts, good_path)?;
+    let (n, g) = pair(&new, &opts.path, &good, good_path)?;
+    let (created_new, created_good) = (&new.manifest.created, &good.manifest.created);
+    if let (Some(t_new), Some(t_good)) = (when::parse(created_new), when::parse(created_good)) {
+        if t_good > t_new {
+            return Err(Error::Usage(format!(
+                "{} (written {}) is newer than {} (written {}): --against takes the older bundle; swap them: kubectl etcdnet analyse {} --against {}",
+                good_path.display(),
+                when::instant(t_good),
+                opts.path.display(),
+                when::instant(t_new),
+                crate::command::quote(&good_path.display().to_string()),
+                crate::command::quote(&opts.path.display().to_string()),
+            )));
+        }
+    }
+    let report_new = n.judge(&opts.kubectl(n))?;
+    let report_good = g.judge(&opts.kubectl(g))?;
+    let judged = |b: &bundle::Bundle, path: &Path, report| Judged {
+        bundle: path.display().to_string(),
+        created: b.manifest.created.clone(),
+        plugin_version: b.manifest.plugin_version.clone(),
+        report,
+    };
+    let comparison = Comparison::of(
+        &judged(&good, good_path, &report_good),
+        &judged(&new, &opts.path, &report_new),
+    );
+    let mut notes = vec![format!(
+        "compared {}/{} in {} (written {}) against {} (written {})",
+        n.namespace,
+        n.cluster,
+        opts.path.display(),
+        created_new,
+        good_path.display(),
+        created_good
+    )];
+    notes.extend(good.left_out_notes());
+    notes.extend(new.left_out_notes());
+    Ok(Outcome {
+        stdout: render::output(&comparison, format, Paint::detect())?,
+        notes,
+        exit_code: comparison.exit_code,
+    })
+}
+
+/// The cluster `--against` compares, in each bundle: both of one cluster, or the one cluster of
+/// one bundle found in the other (a bundle of `--all`/`-A` compared with one cluster's).
+/// Refused in one line, with what each holds: two clusters, a cluster the other bundle lacks,
+/// or two bundles of several clusters.
+fn pair<'a>(
+    new: &'a bundle::Bundle,
+    new_path: &Path,
+    good: &'a bundle::Bundle,
+    good_path: &Path,
+) -> Result<(&'a Evidence, &'a Evidence)> {
+    let name = |e: &Evidence| format!("{}/{}", e.namespace, e.cluster);
+    let same = |a: &Evidence, b: &Evidence| a.namespace == b.namespace && a.cluster == b.cluster;
+    // The clusters of a bundle of several, the first few named.
+    let holds = |b: &bundle::Bundle| {
+        const NAMED: usize = 5;
+        let mut names: Vec<String> = b.evidence.iter().take(NAMED).map(name).collect();
+        if b.evidence.len() > NAMED {
+            names.push(format!("and {} more", b.evidence.len() - NAMED));
+        }
+        names.join(", ")
+    };
+    let lacks = |one: &Evidence, path: &Path, b: &bundle::Bundle| {
+        Error::Usage(format!(
+            "--against compares two bundles of one cluster: {} holds no cluster {} (it holds {})",
+            path.display(),
+            name(one),
+            holds(b)
+        ))
+    };
+    match (new.evidence.as_slice(), good.evidence.as_slice()) {
+        ([n], [g]) if same(n, g) => Ok((n, g)),
+        ([n], [g]) => Err(Error::Usage(format!(
+            "--against compares two bundles of one cluster: {} is of {} and {} of {}",
+            new_path.display(),
+            name(n),
+            good_path.display(),
+            name(g)
+        ))),
+        ([n], _) => match good.evidence.iter().find(|g| same(n, g)) {
+            Some(g) => Ok((n, g)),
+            None => Err(lacks(n, good_path, good)),
+        },
+        (_, [g]) => match new.evidence.iter().find(|n| same(n, g)) {
+            Some(n) => Ok((n, g)),
+            None => Err(lacks(g, new_path, new)),
+        },
+        _ => Err(Error::Usage(format!(
+            "--against compares one cluster, and {} and {} each hold several: write one cluster's bundle (kubectl etcdnet diagnose CLUSTER -n NAMESPACE --bundle FILE) for one of them",
+            new_path.display(),
+            good_path.display()
+        ))),
     }
 }

@@ -28,6 +28,7 @@ use crate::report::VersionReport;
 
 mod case;
 mod cleanup;
+pub mod compare;
 mod diagnose;
 mod guard;
 pub mod html;

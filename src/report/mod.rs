@@ -2,6 +2,7 @@
 //! added within an `apiVersion`; renaming or removing one means a new `apiVersion`.
 //! Documented in docs/output.md.
 
+pub mod compare;
 mod evidence;
 mod list;
 pub mod schema;
@@ -10,6 +11,7 @@ pub mod watch;
 
 use serde::{Deserialize, Serialize};
 
+pub use compare::Comparison;
 pub use evidence::Evidence;
 pub use list::{ClusterFailure, ListItem, ListReport, ListResult, Summarized, SummaryRow};
 

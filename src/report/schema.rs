@@ -18,6 +18,7 @@ pub fn all() -> Vec<(&'static str, Value)> {
             "DiagnoseReportList",
             of::<super::ListReport<super::DiagnoseReport>>(),
         ),
+        ("DiagnoseComparison", of::<super::Comparison>()),
         ("CleanupReport", of::<super::CleanupReport>()),
         ("Version", of::<super::VersionReport>()),
     ]

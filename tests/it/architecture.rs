@@ -92,7 +92,7 @@ const FOLDERS: &[(&str, &[&[&str]])] = &[
         "render",
         &[
             &["watch"],
-            &["case", "cleanup", "diagnose", "list", "status"],
+            &["case", "cleanup", "compare", "diagnose", "list", "status"],
             &[
                 "network",
                 "location",
@@ -110,7 +110,7 @@ const FOLDERS: &[(&str, &[&[&str]])] = &[
         &[
             &["schema"],
             &["watch"],
-            &["evidence", "list"],
+            &["compare", "evidence", "list"],
             &["v1alpha2"],
         ],
     ),

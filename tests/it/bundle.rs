@@ -306,3 +306,187 @@ fn many_clusters_bundle_then_analyse_gives_the_same_list() {
     );
     assert_no_secret(&bundle, &[]);
 }
+
+/// `analyse NEW --against GOOD` (issue 38): two bundles of the article's cluster, one written
+/// while every path worked and one with the peers' 2380 dropped, compared through the real
+/// kubectl: the comparison names exactly the paths that broke (the 2380 cells between
+/// distinct VMs, both ways), the verdict before → after, and the exit code is NEW's. Then the
+/// refusals, each one line and exit 2: GOOD written after NEW (with the swapped command), two
+/// clusters, a bundle of several clusters that lacks NEW's, two bundles of several.
+#[test]
+fn a_cut_between_two_bundles_is_reported_as_the_pairs_that_broke() {
+    let good_env = Env::new(SET, Workload::black_hole());
+    good_env.script_jumpbox_pods(&CP);
+    let good = good_env.dir.path().join("good.tar.gz");
+    let before = diagnose(&good_env, &good, &["-o", "json"]).diagnose_report();
+    // GOOD was written an hour before NEW, as a bundle kept from when it worked would be.
+    let created = |path: &Path, at: &str| {
+        let all: Vec<(String, Vec<u8>)> = entries(path)
+            .into_iter()
+            .map(|(p, bytes)| {
+                if p == "manifest.json" {
+                    let mut m: serde_json::Value = serde_json::from_slice(&bytes).unwrap();
+                    m["created"] = at.into();
+                    (p, serde_json::to_vec(&m).unwrap())
+                } else {
+                    (p, bytes)
+                }
+            })
+            .collect();
+        write_entries(path, &all);
+    };
+    let hour_ago = humantime::format_rfc3339_seconds(
+        std::time::SystemTime::now() - std::time::Duration::from_secs(3600),
+    )
+    .to_string();
+    created(&good, &hour_ago);
+
+    let env = Env::new(SET, Workload::black_hole());
+    env.script_jumpbox_pods_with(&CP, |_, ip| Some(section_2380_dropped(ip)));
+    let new = env.dir.path().join("new.tar.gz");
+    let after = diagnose(&env, &new, &["-o", "json"]);
+    let after_code = after.code;
+    let after = after.diagnose_report();
+    assert_ne!(before.verdict.code, after.verdict.code);
+
+    let run = analyse_offline(
+        &env,
+        &new,
+        &["--against", good.to_str().unwrap(), "-o", "json"],
+    );
+    run.expect_code(after_code);
+    let c = run.json();
+    assert_eq!(c["kind"], "DiagnoseComparison", "{}", run.stdout);
+    assert_eq!(c["namespace"], NS);
+    assert_eq!(c["cluster"], CLUSTER);
+    let broke: std::collections::BTreeSet<(u64, String, String)> = c["paths"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| {
+            assert_eq!(p["change"], "Broke", "{p}");
+            assert_eq!(p["before"], "Ok", "{p}");
+            (
+                p["port"].as_u64().unwrap(),
+                p["from"].as_str().unwrap().to_string(),
+                p["to"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    let want: std::collections::BTreeSet<(u64, String, String)> = CP
+        .iter()
+        .flat_map(|a| CP.iter().map(move |b| (a, b)))
+        .filter(|(a, b)| a != b)
+        .map(|(a, b)| (2380, a.to_string(), b.to_string()))
+        .collect();
+    assert_eq!(broke, want, "exactly the 2380 paths between distinct VMs");
+    assert_eq!(c["before"]["verdict"], before.verdict.code.to_string());
+    assert_eq!(c["after"]["verdict"], after.verdict.code.to_string());
+    assert_eq!(c["nodes"], serde_json::json!([]));
+
+    // The table: the three pairs, each once, both ways.
+    let table = analyse_offline(&env, &new, &["--against", good.to_str().unwrap()]);
+    table.expect_code(after_code);
+    let out = &table.stdout;
+    assert!(out.contains("PATHS THAT BROKE (6 paths, 3 pairs)"), "{out}");
+    for (a, b) in [(0, 1), (0, 2), (1, 2)] {
+        let row = out
+            .lines()
+            .find(|l| l.contains(&format!("{} ↔ {}", CP[a], CP[b])))
+            .unwrap_or_else(|| panic!("no row for {} ↔ {}: {out}", CP[a], CP[b]));
+        assert!(row.contains("2380") && row.contains("timeout"), "{row}");
+    }
+    assert!(
+        out.contains(&format!(
+            "VERDICT   {} → {}",
+            before.verdict.code, after.verdict.code
+        )),
+        "{out}"
+    );
+    assert!(
+        out.contains("60m apart") || out.contains("59m apart"),
+        "{out}"
+    );
+
+    // GOOD newer than NEW: refused, with the command that swaps them.
+    let swapped = analyse(&env, &good, &["--against", new.to_str().unwrap()]);
+    swapped.expect_code(2);
+    let line = swapped.one_line_error();
+    assert!(line.contains("is newer than"), "{line}");
+    assert!(
+        line.contains(&format!(
+            "swap them: kubectl etcdnet analyse {} --against {}",
+            new.display(),
+            good.display()
+        )),
+        "{line}"
+    );
+
+    // Another cluster's bundle, and a bundle of two clusters.
+    let other_env = Env::new("two-clusters", Workload::black_hole());
+    const A: [&str; 3] = [
+        "tkc-a-m2c8r-4rz8m",
+        "tkc-a-m2c8r-9qtvw",
+        "tkc-a-m2c8r-bx2lk",
+    ];
+    other_env.script_jumpbox_pods(&A);
+    let two = other_env.dir.path().join("two.tar.gz");
+    other_env.kubectl(&[
+        "diagnose",
+        "--all",
+        "-n",
+        "ns-shared",
+        "--via",
+        "jumpbox",
+        "--api-timeout",
+        "1s",
+        "--bundle",
+        two.to_str().unwrap(),
+    ]);
+    let run = analyse(&env, &new, &["--against", two.to_str().unwrap()]);
+    run.expect_code(2);
+    let line = run.one_line_error();
+    assert!(
+        line.contains(&format!("holds no cluster {NS}/{CLUSTER}"))
+            && line.contains("(it holds ns-shared/tkc-a, ns-shared/tkc-b)"),
+        "{line}"
+    );
+    let run = analyse(&env, &two, &["--against", two.to_str().unwrap()]);
+    run.expect_code(2);
+    assert!(
+        run.one_line_error().contains("each hold several"),
+        "{}",
+        run.stderr
+    );
+    let other = other_env.dir.path().join("other.tar.gz");
+    other_env.kubectl(&[
+        "diagnose",
+        "tkc-a",
+        "-n",
+        "ns-shared",
+        "--via",
+        "jumpbox",
+        "--api-timeout",
+        "1s",
+        "--bundle",
+        other.to_str().unwrap(),
+    ]);
+    // tkc-a's bundle against the bundle of both: tkc-a's part of it is what is compared.
+    let run = analyse(
+        &other_env,
+        &other,
+        &["--against", two.to_str().unwrap(), "-o", "json"],
+    );
+    let c = run.json();
+    assert_eq!(c["cluster"], "tkc-a", "{}", run.stderr);
+    assert_eq!(c["paths"], serde_json::json!([]), "the same scripted paths");
+    let run = analyse(&env, &new, &["--against", other.to_str().unwrap()]);
+    run.expect_code(2);
+    let line = run.one_line_error();
+    assert!(
+        line.contains("compares two bundles of one cluster")
+            && line.contains(&format!("{NS}/{CLUSTER}"))
+            && line.contains("ns-shared/tkc-a"),
+        "{line}"
+    );
+}

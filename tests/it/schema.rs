@@ -48,6 +48,7 @@ fn sections_of(kind: &str) -> Vec<&'static str> {
     match kind {
         "CleanupReport" => vec!["## `kind: CleanupReport`"],
         "Version" => vec!["## `kind: Version`"],
+        "DiagnoseComparison" => vec!["## `kind: DiagnoseComparison`"],
         "StatusReport" => vec!["## `kind: StatusReport`", "## `networkPolicy`"],
         "DiagnoseReport" => vec![
             "## `kind: DiagnoseReport`",
