@@ -235,3 +235,94 @@ fn the_network_reads_are_granted() {
     );
     assert!(asked(&seen, "list", "namespaces"), "{seen:?}");
 }
+
+/// Every (group, resource, verb) a document of docs/rbac.yaml grants.
+fn granted(kind: &str) -> BTreeSet<(String, String, String)> {
+    let mut out = BTreeSet::new();
+    for r in rules(kind) {
+        for g in &r.groups {
+            for res in &r.resources {
+                for v in &r.verbs {
+                    out.insert((g.clone(), res.clone(), v.clone()));
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The permission list of a krew manifest's caveats, read as an admin reads it: between the
+/// line that says what "the user needs" and the line on API discovery, an entry is a line
+/// indented 6 spaces, `verbs   resources (group; notes)`, continued by the lines indented
+/// deeper; no group in parentheses (a first word without a dot) is the core group. The lines
+/// indented 4 spaces between are prose.
+fn caveat_grants(manifest: &str) -> BTreeSet<(String, String, String)> {
+    let lines: Vec<&str> = manifest
+        .lines()
+        .skip_while(|l| l.trim() != "caveats: |")
+        .skip(1)
+        .take_while(|l| l.starts_with("   ") || l.trim().is_empty())
+        .skip_while(|l| !l.contains("the user needs"))
+        .skip(1)
+        .take_while(|l| !l.contains("API discovery"))
+        .collect();
+    assert!(!lines.is_empty(), "no permission list in the caveats");
+    let mut entries: Vec<String> = Vec::new();
+    for l in lines {
+        let indent = l.len() - l.trim_start().len();
+        match indent {
+            4 => continue,
+            6 => entries.push(l.trim().to_string()),
+            _ => {
+                let last = entries.last_mut().unwrap_or_else(|| panic!("{l:?}: no entry"));
+                last.push(' ');
+                last.push_str(l.trim());
+            }
+        }
+    }
+    let mut out = BTreeSet::new();
+    for e in entries {
+        let (verbs, rest) = e
+            .split_once("   ")
+            .unwrap_or_else(|| panic!("{e:?}: verbs, 3 spaces, resources"));
+        let (resources, paren) = rest.trim().split_once(" (").unwrap_or((rest.trim(), ""));
+        let first = paren
+            .split(|c: char| c == ';' || c == ')' || c.is_whitespace())
+            .next()
+            .unwrap_or("");
+        let group = if first.contains('.') { first } else { "" };
+        for v in verbs.split(',').map(str::trim) {
+            for r in resources.split(',').map(str::trim) {
+                out.insert((group.to_string(), r.to_string(), v.to_string()));
+            }
+        }
+    }
+    out
+}
+
+fn repo_file(rel: &str) -> String {
+    std::fs::read_to_string(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(rel))
+        .unwrap_or_else(|e| panic!("{rel}: {e}"))
+}
+
+/// What plugin.yaml's and krew/.krew.yaml's caveats tell an admin to grant is what docs/rbac.yaml
+/// grants, no less and no more: a kind added to the Role without its caveat line (or the other
+/// way round) fails here, naming it.
+#[test]
+fn the_krew_caveats_name_what_docs_rbac_yaml_grants() {
+    let role = granted("Role");
+    for file in ["plugin.yaml", "krew/.krew.yaml"] {
+        let caveats = caveat_grants(&repo_file(file));
+        let missing: Vec<_> = role.difference(&caveats).collect();
+        let extra: Vec<_> = caveats.difference(&role).collect();
+        assert!(
+            missing.is_empty() && extra.is_empty(),
+            "{file}'s caveats against docs/rbac.yaml's Role (group, resource, verb): \
+             not named {missing:#?}, not granted {extra:#?}"
+        );
+    }
+    // The reader sees a line taken out: the test can fail.
+    let plugin = repo_file("plugin.yaml");
+    let cut = plugin.replace("      get, list   namespaces\n", "");
+    assert_ne!(caveat_grants(&cut), role, "the namespaces line was not read");
+}
