@@ -95,6 +95,7 @@ fn assert_granted(what: &str, api: &FakeApi, kind: &str, ns: Option<&str>) -> BT
         missing.is_empty(),
         "{what}: docs/rbac.yaml's {kind} does not grant: {missing:#?}"
     );
+    assert_through_kinds(what, api);
     seen
 }
 
@@ -274,7 +275,9 @@ fn caveat_grants(manifest: &str) -> BTreeSet<(String, String, String)> {
             4 => continue,
             6 => entries.push(l.trim().to_string()),
             _ => {
-                let last = entries.last_mut().unwrap_or_else(|| panic!("{l:?}: no entry"));
+                let last = entries
+                    .last_mut()
+                    .unwrap_or_else(|| panic!("{l:?}: no entry"));
                 last.push(' ');
                 last.push_str(l.trim());
             }
@@ -324,5 +327,68 @@ fn the_krew_caveats_name_what_docs_rbac_yaml_grants() {
     // The reader sees a line taken out: the test can fail.
     let plugin = repo_file("plugin.yaml");
     let cut = plugin.replace("      get, list   namespaces\n", "");
-    assert_ne!(caveat_grants(&cut), role, "the namespaces line was not read");
+    assert_ne!(
+        caveat_grants(&cut),
+        role,
+        "the namespaces line was not read"
+    );
+}
+
+/// The accesses in `seen` that no row of the table of kinds (`etcdnet::supervisor::kinds::KINDS`)
+/// names by group and resource, the plugin's own pods (and their logs) aside.
+fn outside_kinds(seen: &BTreeSet<Access>) -> Vec<String> {
+    use etcdnet::supervisor::kinds::{Group, KINDS};
+    let in_table = |a: &Access| {
+        KINDS.iter().any(|k| match k.group {
+            Group::Named(g) => g == a.group && k.resource == Some(a.resource.as_str()),
+            // The control plane a Cluster references: the fixtures' are KubeadmControlPlanes.
+            Group::Referenced => {
+                a.group == "controlplane.cluster.x-k8s.io" && a.resource == "kubeadmcontrolplanes"
+            }
+        })
+    };
+    let own_pods =
+        |a: &Access| a.group.is_empty() && matches!(a.resource.as_str(), "pods" | "pods/log");
+    seen.iter()
+        .filter(|a| !own_pods(a) && !in_table(a))
+        .map(describe)
+        .collect()
+}
+
+/// Every request the fake Supervisor saw on a resource is one a row of `KINDS` names (or the
+/// plugin's own pods): a read that goes around the table, of a kind it does not list, fails.
+pub(crate) fn assert_through_kinds(what: &str, api: &FakeApi) {
+    let seen: BTreeSet<Access> = api.accesses().into_iter().collect();
+    let outside = outside_kinds(&seen);
+    assert!(
+        outside.is_empty(),
+        "{what}: requests on kinds src/supervisor/kinds.rs's KINDS does not list: {outside:#?}"
+    );
+}
+
+/// On the NSX (NCP/T1), VPC and VDS Supervisors, `status` and `diagnose --dry-run` ask only for
+/// kinds the table lists (the VPC objects of `--nsx-manager`: tests/it/nsx_manager.rs; the
+/// jumpbox's pods and the other commands: the runs above, through `assert_granted`).
+#[test]
+fn every_supervisor_read_is_a_row_of_kinds() {
+    for set in ["nsx-ncp", "nsx-vpc", "vds", "v1alpha1-capw"] {
+        for args in [
+            &["status", CLUSTER, "-n", NS][..],
+            &["diagnose", CLUSTER, "-n", NS, "--dry-run"][..],
+        ] {
+            let env = Env::new(set, Workload::ok());
+            env.kubectl(args);
+            let what = format!("{set}: {}", args.join(" "));
+            assert!(!env.supervisor.accesses().is_empty(), "{what}: no request");
+            assert_through_kinds(&what, &env.supervisor);
+        }
+    }
+    // The check sees a kind the table does not list.
+    let configmaps = Access {
+        verb: "get".into(),
+        group: String::new(),
+        resource: "configmaps".into(),
+        namespace: Some(NS.into()),
+    };
+    assert_eq!(outside_kinds(&[configmaps].into_iter().collect()).len(), 1);
 }
