@@ -1103,8 +1103,8 @@ fn debug_placeholders(line: &str) -> Vec<String> {
     let mut rest = line;
     while let Some(open) = rest.find('{') {
         let after = &rest[open + 1..];
-        if after.starts_with('{') {
-            rest = &after[1..];
+        if let Some(escaped) = after.strip_prefix('{') {
+            rest = escaped;
             continue;
         }
         let Some(close) = after.find('}') else { break };
