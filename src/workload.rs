@@ -8,8 +8,6 @@
 
 use std::time::{Duration, Instant};
 
-use k8s_openapi::api::core::v1::Secret;
-use kube::api::Api;
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::{Client, Config};
 
@@ -177,11 +175,11 @@ async fn read_kubeconfig(
     endpoint: Option<&Endpoint>,
     tls: Tls,
 ) -> std::result::Result<Config, SecretProblem> {
-    let secrets: Api<Secret> = Api::namespaced(supervisor.clone(), namespace);
-    let secret = secrets
-        .get(&kubeconfig_secret_name(cluster))
-        .await
-        .map_err(SecretProblem::Read)?;
+    // Through the Secret row of the Supervisor's kinds, as every read of the Supervisor.
+    let secret =
+        crate::supervisor::read::secret(supervisor, namespace, &kubeconfig_secret_name(cluster))
+            .await
+            .map_err(SecretProblem::Read)?;
     let value = secret
         .data
         .as_ref()

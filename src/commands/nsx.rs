@@ -329,7 +329,8 @@ async fn layout(
             ))
         })?;
     let (vnc, info, notes) =
-        supervisor::read::read_vpc_objects(supervisor, &facts.namespace, &config).await;
+        supervisor::read::read_vpc_objects(supervisor, &inventory.apis, &facts.namespace, &config)
+            .await;
     let vnc = vnc.ok_or_else(|| gap(notes.join("; ")))?;
     let vpc_name = info.as_ref().and_then(nsx_read::networkinfo_vpc);
     nsx_read::vpc_layout(&vnc, vpc_name).map_err(|e| gap(e.to_string()))

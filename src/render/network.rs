@@ -130,11 +130,16 @@ pub(crate) fn section(out: &mut Lines, a: &NetworkAssessment, wide: bool) {
         if p.claim {
             let text = match p.name.is_empty() {
                 true => format!(" {}", why.replace('\n', " ")),
+                // Quoted with its own quotes and backslashes escaped, so the claim cannot
+                // close the quote and speak past it; the line is then made `visible` as all
+                // outside text is (never Rust's Debug format, a second escaping with other rules).
                 false => format!(
-                    " NetworkPolicy {}: {} {:?} (the object's own claim, not NSX's status)",
+                    " NetworkPolicy {}: {} \"{}\" (the object's own claim, not NSX's status)",
                     p.name,
                     p.condition,
                     why.replace('\n', " ")
+                        .replace('\\', "\\\\")
+                        .replace('"', "\\\"")
                 ),
             };
             out.marked("  ", Tone::Warn, "CLAIMED", &text);

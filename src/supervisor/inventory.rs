@@ -330,6 +330,7 @@ impl Inventory {
         let network = self.network_of(cluster_name);
         let mut ranked: Vec<(Rank, Value)> = KINDS
             .iter()
+            .filter(|k| k.walked())
             .flat_map(|k| self.ranked_of(k.id, cluster, network.as_ref()))
             .collect();
         // Stable: within a rank, the table's order, and each kind's own.
@@ -414,6 +415,8 @@ impl Inventory {
                 })
                 .collect()
             }
+            // Read by name for a caller, never kept ([`super::kinds::Selector::Named`]).
+            KindId::Secret | KindId::VpcNetworkConfiguration | KindId::NetworkInfo => Vec::new(),
             KindId::Net(kind) => {
                 let (Some(read), Some(objects)) = (&self.network, network) else {
                     return Vec::new();
@@ -527,6 +530,7 @@ impl Inventory {
         // Each row's resource: the network kinds' only when planned.
         let resources: Vec<(KindId, ApiResource)> = KINDS
             .iter()
+            .filter(|k| k.walked())
             .filter_map(|k| {
                 let ar = match k.id {
                     KindId::Net(n) => network.as_ref()?.resources.get(&n).cloned(),

@@ -2,9 +2,13 @@
 //! resource, its scope, which objects of it are asked for, which version, and whether the
 //! Supervisor may lack it. Pure facts: the reader ([`super::read`]) asks for what a row says, the
 //! inventory ([`super::Inventory`]) keeps the objects per kind, the evidence bundle maps them by
-//! the row's resource.
+//! the row's resource. No request on the Supervisor's objects is made otherwise: the rows read
+//! by name for their callers ([`Selector::Named`]: the cluster's secrets, the VPC objects) too
+//! (`tests/it/architecture.rs` fails on an `Api` built elsewhere, `tests/it/rbac.rs` on a
+//! request for a resource no row names).
 
 use kube::api::DynamicObject;
+use kube::core::{ApiResource, GroupVersionKind};
 use serde::{Deserialize, Serialize};
 
 pub const VMOPERATOR_GROUP: &str = "vmoperator.vmware.com";
@@ -38,6 +42,14 @@ pub enum KindId {
     MachineHealthCheck,
     /// A network kind: read only when the Supervisor serves an NSX group.
     Net(NetKind),
+    /// The core Secret: `<cluster>-kubeconfig` (the workload API check, `crate::workload`) and
+    /// `<cluster>-ssh` (the ssh route's key), each read by name ([`Selector::Named`]).
+    Secret,
+    /// nsx-operator's cluster-scoped VPCNetworkConfiguration the Namespace names, read by name
+    /// only for NSX Manager on VPC networking ([`super::read::read_vpc_objects`]).
+    VpcNetworkConfiguration,
+    /// nsx-operator's NetworkInfo named as the namespace (which VPC it is on), likewise.
+    NetworkInfo,
 }
 
 /// What a network object is, with its group and kind as the Supervisor serves them.
@@ -91,6 +103,9 @@ pub enum Selector {
     /// CAPI's cluster-name label: for one cluster its value, for many every object carrying it
     /// (CAPI's MachineHealthCheck webhook sets it from `spec.clusterName`).
     ClusterLabel,
+    /// One object by the name its caller gives ([`super::read::named`]), never by the walk:
+    /// nothing of it is in the inventory or an evidence bundle (a secret is never kept).
+    Named,
 }
 
 /// Which version is asked for.
@@ -121,6 +136,9 @@ pub enum Need {
     /// Network evidence: read when served and the Supervisor serves an NSX group; a failed
     /// request is a note, a list is cut per namespace ([`super::network`]).
     Evidence,
+    /// Read by its caller ([`Selector::Named`]), which says what a failed request means (the
+    /// workload API `Unknown`, the ssh route's error, NSX Manager's gap).
+    Caller,
 }
 
 /// One kind the plugin reads.
@@ -272,6 +290,36 @@ pub const KINDS: &[Kind] = &[
         INFRA_GROUP,
         "vsphereclusters",
     ),
+    Kind {
+        id: KindId::Secret,
+        name: Some("Secret"),
+        group: Group::Named(""),
+        resource: Some("secrets"),
+        scope: ResourceScope::Namespaced,
+        selector: Selector::Named,
+        versions: Versions::Only("v1"),
+        optional: Need::Caller,
+    },
+    // Cluster-scoped (nsx-operator's
+    // pkg/apis/vpc/v1alpha1/vpcnetworkconfiguration_types.go, `+kubebuilder:resource:scope=Cluster`).
+    Kind {
+        id: KindId::VpcNetworkConfiguration,
+        name: Some("VPCNetworkConfiguration"),
+        group: Group::Named(NSX_VPC_GROUP),
+        resource: Some("vpcnetworkconfigurations"),
+        scope: ResourceScope::Cluster,
+        selector: Selector::Named,
+        versions: Versions::Preferred,
+        optional: Need::Caller,
+    },
+    kind(
+        KindId::NetworkInfo,
+        "NetworkInfo",
+        NSX_VPC_GROUP,
+        "networkinfos",
+        Selector::Named,
+        Need::Caller,
+    ),
 ];
 
 /// The VM label schemes, newest first: `capv.vmware.com/*`, and the `capw.vmware.com/*` of older
@@ -292,6 +340,26 @@ impl KindId {
 }
 
 impl Kind {
+    /// Whether the walk reads the kind (the inventory, an evidence bundle): every row but those
+    /// read by name for a caller ([`Selector::Named`]).
+    pub fn walked(&self) -> bool {
+        self.selector != Selector::Named
+    }
+
+    /// The resource of a row whose version is fixed ([`Versions::Only`]): no discovery needed.
+    pub fn fixed(&self) -> Option<ApiResource> {
+        let (Group::Named(group), Some(name), Versions::Only(v)) =
+            (self.group, self.name, self.versions)
+        else {
+            return None;
+        };
+        let gvk = GroupVersionKind::gvk(group, v, name);
+        Some(match self.resource {
+            Some(plural) => ApiResource::from_gvk_with_plural(&gvk, plural),
+            None => ApiResource::from_gvk(&gvk),
+        })
+    }
+
     /// Whether `o` of this kind is namespace `ns`'s: in it, or for a cluster-scoped kind the
     /// object named as it.
     pub fn holds(&self, o: &DynamicObject, ns: &str) -> bool {

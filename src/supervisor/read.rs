@@ -9,13 +9,19 @@
 //!   for all clusters, then the lists that depend on the Clusters (each control-plane kind
 //!   referenced; `capw` VMs only when a cluster has no `capv` VM);
 //! - the network kinds ([`Need::Evidence`] rows, [`read_network`]) only when the Supervisor
-//!   serves an NSX group; a failed request there is a note, never a failure.
+//!   serves an NSX group; a failed request there is a note, never a failure;
+//! - the rows read by name for a caller ([`Selector::Named`], [`named`]): the cluster's
+//!   secrets ([`secret`]) and the VPC objects ([`read_vpc_objects`]).
+//!
+//! This file is the only one that builds an `Api` on the Supervisor's objects (the plugin's own
+//! pods aside: the routes create, watch and delete them), and it builds each from a row's
+//! resource: `tests/it/architecture.rs` and `tests/it/rbac.rs` hold that.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use futures::future::{join_all, try_join_all};
-use k8s_openapi::api::core::v1::Namespace;
+use k8s_openapi::api::core::v1::Secret;
 use kube::api::{Api, DynamicObject, ListParams, ObjectList};
 use kube::core::{ApiResource, TypeMeta};
 use kube::Client;
@@ -90,7 +96,7 @@ async fn read_rows(
     rows: impl Iterator<Item = &'static Kind>,
 ) -> Result<(Objects, Unread, Vec<MissingPermission>)> {
     let read = try_join_all(
-        rows.filter(|k| k.optional != Need::Evidence)
+        rows.filter(|k| k.optional != Need::Evidence && k.walked())
             .map(|k| async move {
                 match read_row(client, apis, ns, reach, k).await {
                     Ok(objects) => Ok::<_, Error>((k.id, Ok(objects))),
@@ -223,7 +229,9 @@ async fn read_row(
 /// kind the Clusters reference, and old-label VMs where a cluster has no new-label one.
 async fn read_after(client: &Client, inv: &mut Inventory, ns: Option<&str>) -> Result<()> {
     let inv_ref = &*inv;
-    let rows = KINDS.iter().filter(|k| k.optional != Need::Evidence);
+    let rows = KINDS
+        .iter()
+        .filter(|k| k.optional != Need::Evidence && k.walked());
     let read = try_join_all(rows.map(|k| async move {
         let objects = match k.selector {
             Selector::ControlPlaneRef => {
@@ -361,16 +369,13 @@ impl Inventory {
                 Ok(all.split())
             }
             Err(e) if e.is_forbidden() => {
-                let namespaces: Api<Namespace> = Api::all(client.clone());
-                let list = namespaces
-                    .list(&ListParams::default())
-                    .await
-                    .map_err(|e| list_error("Namespaces", None, e))?;
-                let mut names: Vec<String> = list
-                    .items
-                    .into_iter()
-                    .filter_map(|n| n.metadata.name)
-                    .collect();
+                // The Namespace row's resource (core v1 namespaces, listed across the Supervisor).
+                let namespaces = apis
+                    .resource(KindId::Net(NetKind::Namespace))
+                    .expect("the Namespace row names its version");
+                let list = list(client, &namespaces, None, None, "Namespaces").await?;
+                let mut names: Vec<String> =
+                    list.into_iter().filter_map(|n| n.metadata.name).collect();
                 names.sort();
                 // The other namespaces' SecurityPolicies once for every namespace (NCP/T1).
                 let others = read_others(client, apis).await;
@@ -608,15 +613,62 @@ pub async fn read_network_with(
     Some(out)
 }
 
+/// One object of a row read by name for a caller ([`Selector::Named`]), at the version the row
+/// says (discovery's for a [`Versions::Preferred`](super::kinds::Versions) row); `ns` None for a
+/// cluster-scoped kind. Not found is the API's 404, as a typed `get` gives it. Panics on a row
+/// the walk reads (a caller's mistake, caught by every test that reads it).
+pub async fn named(
+    client: &Client,
+    apis: Option<&SupervisorApis>,
+    id: KindId,
+    ns: Option<&str>,
+    name: &str,
+) -> std::result::Result<DynamicObject, Unserved> {
+    let row = id.row();
+    assert_eq!(row.selector, Selector::Named, "{id:?} is read by the walk");
+    let ar = match (apis, row.fixed()) {
+        (_, Some(ar)) => ar,
+        (Some(apis), None) => apis.resource(id).ok_or(Unserved::NotServed)?,
+        (None, None) => return Err(Unserved::NotServed),
+    };
+    let api: Api<DynamicObject> = match (row.scope, ns) {
+        (ResourceScope::Namespaced, Some(ns)) => Api::namespaced_with(client.clone(), ns, &ar),
+        _ => Api::all_with(client.clone(), &ar),
+    };
+    api.get(name).await.map_err(Unserved::Failed)
+}
+
+/// Why [`named`] returned no object: the row's group or kind is not served, or the request failed.
+#[derive(Debug)]
+pub enum Unserved {
+    NotServed,
+    Failed(kube::Error),
+}
+
+/// A cluster's secret by name (`<cluster>-kubeconfig`, `<cluster>-ssh`), through the Secret row
+/// ([`KindId::Secret`]): not found is the API's 404, as a typed `get` gives it.
+pub async fn secret(client: &Client, namespace: &str, name: &str) -> kube::Result<Secret> {
+    match named(client, None, KindId::Secret, Some(namespace), name).await {
+        Ok(o) => serde_json::from_value(serde_json::to_value(o).map_err(kube::Error::SerdeError)?)
+            .map_err(kube::Error::SerdeError),
+        Err(Unserved::Failed(e)) => Err(e),
+        // The Secret row names its version: discovery is never asked for it.
+        Err(Unserved::NotServed) => unreachable!("core v1 secrets are always served"),
+    }
+}
+
 /// nsx-operator's objects that say which NSX VPC a namespace is on, read only for NSX Manager
 /// (`--nsx-manager` on VPC networking): the cluster-scoped `VPCNetworkConfiguration` the
 /// Namespace's `nsx.vmware.com/vpc_network_config` annotation names, and the namespace's
 /// `NetworkInfo`, named as the namespace (vmware-tanzu/nsx-operator
 /// `pkg/apis/vpc/v1alpha1/vpcnetworkconfiguration_types.go`, `networkinfo_types.go`,
-/// `pkg/controllers/namespace/namespace_controller.go`). Two GETs, each bounded by the client;
-/// a failure is the note of what could not be read, never a failed diagnosis.
+/// `pkg/controllers/namespace/namespace_controller.go`), through their rows
+/// ([`KindId::VpcNetworkConfiguration`], [`KindId::NetworkInfo`]) at the version discovery
+/// prefers. Two GETs, each bounded by the client; a failure is the note of what could not be
+/// read, never a failed diagnosis.
 pub async fn read_vpc_objects(
     client: &Client,
+    apis: &SupervisorApis,
     namespace: &str,
     config: &str,
 ) -> (
@@ -624,37 +676,52 @@ pub async fn read_vpc_objects(
     Option<serde_json::Value>,
     Vec<String>,
 ) {
-    let ar = |kind: &str, plural: &str| ApiResource {
-        group: super::kinds::NSX_VPC_GROUP.into(),
-        version: "v1alpha1".into(),
-        api_version: format!("{}/v1alpha1", super::kinds::NSX_VPC_GROUP),
-        kind: kind.into(),
-        plural: plural.into(),
-    };
-    let configs = ar("VPCNetworkConfiguration", "vpcnetworkconfigurations");
-    let infos = ar("NetworkInfo", "networkinfos");
-    let config_api: Api<DynamicObject> = Api::all_with(client.clone(), &configs);
-    let info_api: Api<DynamicObject> = Api::namespaced_with(client.clone(), namespace, &infos);
-    let (c, i) = futures::join!(config_api.get_opt(config), info_api.get_opt(namespace));
+    let (c, i) = futures::join!(
+        named(
+            client,
+            Some(apis),
+            KindId::VpcNetworkConfiguration,
+            None,
+            config
+        ),
+        named(
+            client,
+            Some(apis),
+            KindId::NetworkInfo,
+            Some(namespace),
+            namespace
+        )
+    );
     let mut notes = Vec::new();
-    let mut take =
-        |r: std::result::Result<Option<DynamicObject>, kube::Error>, what: String| match r {
-            Ok(Some(o)) => serde_json::to_value(o).ok(),
-            Ok(None) => {
-                notes.push(format!("{what}: not found"));
-                None
-            }
-            Err(e) => {
-                notes.push(format!("{what}: {}", failure(&e)));
-                None
-            }
-        };
-    let c = take(c, format!("get {} {config:?}", resource_name(&configs)));
+    let plural = |id: KindId| id.row().resource.unwrap_or_default();
+    let group = super::kinds::NSX_VPC_GROUP;
+    let mut take = |r: std::result::Result<DynamicObject, Unserved>, what: String| match r {
+        Ok(o) => serde_json::to_value(o).ok(),
+        Err(Unserved::Failed(e)) if is_not_found(&e) => {
+            notes.push(format!("{what}: not found"));
+            None
+        }
+        Err(Unserved::NotServed) => {
+            notes.push(format!("{what}: not served"));
+            None
+        }
+        Err(Unserved::Failed(e)) => {
+            notes.push(format!("{what}: {}", failure(&e)));
+            None
+        }
+    };
+    let c = take(
+        c,
+        format!(
+            "get {}.{group} {config:?}",
+            plural(KindId::VpcNetworkConfiguration)
+        ),
+    );
     let i = take(
         i,
         format!(
-            "get {} {namespace:?} in namespace {namespace:?}",
-            resource_name(&infos)
+            "get {}.{group} {namespace:?} in namespace {namespace:?}",
+            plural(KindId::NetworkInfo)
         ),
     );
     (c, i, notes)

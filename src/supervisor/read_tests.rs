@@ -100,3 +100,53 @@ fn refused_vsphere_machines_join_by_names_and_say_so() {
         "list vspheremachines.vmware.infrastructure.cluster.x-k8s.io in namespace ns-prod"
     );
 }
+
+/// The rows read by name: a cluster's secret through the Secret row (the same GET a typed
+/// `Api<Secret>` made, its 404 kept), and the VPC objects at the version discovery prefers,
+/// the configuration cluster-scoped, each a note when it is not there.
+#[tokio::test]
+async fn the_rows_read_by_name_ask_what_a_typed_get_asked() {
+    use super::read::{read_vpc_objects, secret};
+    let (api, client) = served("nsx-vpc-manager");
+    let apis = crate::supervisor::discovery::discover(&client, "sv")
+        .await
+        .unwrap();
+    api.clear_requests();
+    let ssh = secret(&client, "ns-prod", "tkc-prod-ssh").await.unwrap();
+    assert!(ssh.data.unwrap().contains_key("ssh-privatekey"));
+    let missing = secret(&client, "ns-prod", "nope-ssh").await.unwrap_err();
+    assert!(
+        matches!(&missing, kube::Error::Api(s) if s.code == 404),
+        "{missing}"
+    );
+    let paths: Vec<String> = api.requests().into_iter().map(|r| r.path).collect();
+    assert_eq!(
+        paths,
+        [
+            "/api/v1/namespaces/ns-prod/secrets/tkc-prod-ssh",
+            "/api/v1/namespaces/ns-prod/secrets/nope-ssh"
+        ]
+    );
+
+    api.clear_requests();
+    let (config, info, notes) =
+        read_vpc_objects(&client, &apis, "ns-prod", "ns-prod-vpc-config").await;
+    assert_eq!(config.unwrap()["kind"], "VPCNetworkConfiguration");
+    assert_eq!(info.unwrap()["metadata"]["name"], "ns-prod");
+    assert!(notes.is_empty(), "{notes:?}");
+    let mut paths: Vec<String> = api.requests().into_iter().map(|r| r.path).collect();
+    paths.sort();
+    assert_eq!(
+        paths,
+        [
+            "/apis/crd.nsx.vmware.com/v1alpha1/namespaces/ns-prod/networkinfos/ns-prod",
+            "/apis/crd.nsx.vmware.com/v1alpha1/vpcnetworkconfigurations/ns-prod-vpc-config",
+        ]
+    );
+    let (config, _, notes) = read_vpc_objects(&client, &apis, "ns-prod", "other").await;
+    assert!(config.is_none());
+    assert_eq!(
+        notes,
+        ["get vpcnetworkconfigurations.crd.nsx.vmware.com \"other\": not found"]
+    );
+}

@@ -918,3 +918,235 @@ fn the_checker_follows_path_attributes() {
     assert_eq!(from, ["a::tests"]);
     assert!(krate.files.contains("a_tests.rs"));
 }
+
+/// The library's own code of a file: test-only files skipped (None), and each `#[cfg(test)]`
+/// inline module blanked (its lines kept empty, so line numbers stay the file's).
+fn product_code(rel: &str, text: &str) -> Option<Vec<String>> {
+    let name = rel.rsplit('/').next().unwrap_or(rel);
+    if name == "tests.rs"
+        || name.ends_with("_tests.rs")
+        || rel == "testing.rs"
+        || rel.starts_with("testing/")
+    {
+        return None;
+    }
+    let mut out = Vec::new();
+    let mut skipping = false;
+    let mut after_cfg_test = false;
+    for line in code_lines(text) {
+        if skipping {
+            skipping = line != "}";
+            out.push(String::new());
+            continue;
+        }
+        if line.trim() == "#[cfg(test)]" {
+            after_cfg_test = true;
+            out.push(String::new());
+            continue;
+        }
+        if after_cfg_test && line.starts_with("mod ") && line.ends_with('{') {
+            skipping = true;
+            out.push(String::new());
+            continue;
+        }
+        after_cfg_test = false;
+        out.push(line.to_string());
+    }
+    Some(out)
+}
+
+/// Every product line of every file under `src/` (relative path, line number, text).
+fn product_lines() -> Vec<(String, usize, String)> {
+    let src = src_dir();
+    let mut files = Vec::new();
+    rust_files(&src, &mut files);
+    files.sort();
+    let mut out = Vec::new();
+    for f in files {
+        let rel = f.strip_prefix(&src).unwrap().to_string_lossy().into_owned();
+        let text = std::fs::read_to_string(&f).unwrap();
+        for (n, line) in product_code(&rel, &text).into_iter().flatten().enumerate() {
+            out.push((rel.clone(), n + 1, line));
+        }
+    }
+    out
+}
+
+/// What builds a request to an API server: a kube `Api` of any kind, or a raw request.
+const REQUEST_BUILDERS: &[&str] = &[
+    "Api::namespaced",
+    "Api::all",
+    "Api::default_namespaced",
+    "Api::<",
+    "Request::get(",
+    "Request::post(",
+    "Request::put(",
+    "Request::patch(",
+    "Request::delete(",
+    ".request(",
+    ".request::<",
+    ".request_text(",
+    ".request_status(",
+    "Discovery::",
+];
+
+/// Where a request may be built outside the one reader, each with why: (file, a part of the
+/// line, why). Every entry must still match a line (a stale one fails too).
+const OTHER_REQUESTS: &[(&str, &str, &str)] = &[
+    (
+        "supervisor/discovery.rs",
+        "http::Request::get(\"/apis\")",
+        "discovery: GET /apis, no object",
+    ),
+    (
+        "supervisor/discovery.rs",
+        ".request(request)",
+        "discovery's GET /apis, sent",
+    ),
+    (
+        "workload.rs",
+        "http::Request::get(path)",
+        "the workload cluster's own API (its /readyz), not the Supervisor",
+    ),
+    (
+        "route/pod.rs",
+        "PodApi::new(Api::namespaced(client, &self.namespace), Host::Workload)",
+        "the probe pods, in the workload cluster",
+    ),
+    (
+        "route/jumpbox/mod.rs",
+        "Api::namespaced(env.supervisor.clone(), &self.namespace),",
+        "the plugin's own jumpbox pod (PodApi): created, watched, deleted",
+    ),
+    (
+        "route/leftovers.rs",
+        "Some(ns) => Api::namespaced(client.clone(), ns),",
+        "the plugin's own pods (Api<Pod>), swept by label",
+    ),
+    (
+        "route/leftovers.rs",
+        "None => Api::all(client.clone()),",
+        "the plugin's own pods (Api<Pod>), swept by label",
+    ),
+    (
+        "route/leftovers.rs",
+        "let ns_api: Api<Pod> = Api::namespaced(client.clone(), &namespace);",
+        "the plugin's own pods, deleted",
+    ),
+];
+
+/// The requests built outside `supervisor/read.rs` that [`OTHER_REQUESTS`] does not name, and
+/// the entries of it no line matched. NSX Manager's client (`nsxmanager/`) talks to another
+/// server.
+fn requests_outside_the_reader(
+    lines: &[(String, usize, String)],
+) -> (Vec<String>, Vec<&'static str>) {
+    let mut used = BTreeSet::new();
+    let mut outside = Vec::new();
+    for (file, n, line) in lines {
+        if file == "supervisor/read.rs" || file.starts_with("nsxmanager/") {
+            continue;
+        }
+        if !REQUEST_BUILDERS.iter().any(|b| line.contains(b)) {
+            continue;
+        }
+        match OTHER_REQUESTS
+            .iter()
+            .position(|(f, text, _)| f == file && line.contains(text))
+        {
+            Some(i) => {
+                used.insert(i);
+            }
+            None => outside.push(format!("src/{file}:{n}: {}", line.trim())),
+        }
+    }
+    let stale = (0..OTHER_REQUESTS.len())
+        .filter(|i| !used.contains(i))
+        .map(|i| OTHER_REQUESTS[i].1)
+        .collect();
+    (outside, stale)
+}
+
+/// Every read of the Supervisor's objects goes through the table of kinds
+/// (`src/supervisor/kinds.rs`, `KINDS`): only `src/supervisor/read.rs` builds an `Api`, each from
+/// a row's resource; the other requests are the plugin's own pods, discovery and the workload
+/// cluster's API, each named in [`OTHER_REQUESTS`]. A typed `Api::<Secret>::namespaced` in
+/// `workload.rs` (as it was) fails here. tests/it/rbac.rs's `assert_through_kinds` holds the
+/// requests the fake Supervisor saw to the table's rows.
+#[test]
+fn only_the_reader_asks_the_supervisor_for_objects() {
+    let (outside, stale) = requests_outside_the_reader(&product_lines());
+    assert!(
+        outside.is_empty(),
+        "requests built outside src/supervisor/read.rs (read the Supervisor through a row of \
+         KINDS and supervisor::read, or name the request in OTHER_REQUESTS with why):\n{}",
+        outside.join("\n")
+    );
+    assert!(
+        stale.is_empty(),
+        "OTHER_REQUESTS entries no line matches: {stale:?}"
+    );
+    // The checker sees a bypass, and not one inside a test module.
+    let line = |file: &str, text: &str| (file.to_string(), 1, text.to_string());
+    let bypass = [
+        line(
+            "workload.rs",
+            "    let secrets: Api<Secret> = Api::namespaced(supervisor.clone(), namespace);",
+        ),
+        line(
+            "route/ssh/secret.rs",
+            "let r = client.request::<Value>(req).await?;",
+        ),
+    ];
+    assert_eq!(requests_outside_the_reader(&bypass).0.len(), 2);
+    let tested = "fn f() {}\n\n#[cfg(test)]\nmod tests {\n    fn g() { Api::all(c); }\n}\n";
+    let code = product_code("workload.rs", tested).unwrap();
+    assert!(!code.iter().any(|l| l.contains("Api::all")), "{code:?}");
+    assert!(product_code("supervisor/read_tests.rs", tested).is_none());
+}
+
+/// The `{...:?}` placeholders (Rust's Debug format) of a line: `{:?}`, `{x:?}`, `{:#?}`, ...
+fn debug_placeholders(line: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut rest = line;
+    while let Some(open) = rest.find('{') {
+        let after = &rest[open + 1..];
+        if let Some(escaped) = after.strip_prefix('{') {
+            rest = escaped;
+            continue;
+        }
+        let Some(close) = after.find('}') else { break };
+        let inner = &after[..close];
+        if inner.ends_with('?') && !inner.contains(['{', ' ', '"']) {
+            out.push(format!("{{{inner}}}"));
+        }
+        rest = &after[close + 1..];
+    }
+    out
+}
+
+/// One choke point for text: what render/ prints of a value goes through `render::visible` (by
+/// `Lines`, `table`, or by hand), never through Rust's Debug format, whose escaping is another
+/// (and whose quotes a value's own text can imitate). Test modules may debug-print.
+#[test]
+fn render_prints_no_value_with_debug() {
+    let found: Vec<String> = product_lines()
+        .into_iter()
+        .filter(|(file, _, _)| file.starts_with("render/") || file == "render.rs")
+        .flat_map(|(file, n, line)| {
+            debug_placeholders(&line)
+                .into_iter()
+                .map(move |p| format!("src/{file}:{n}: {p} in {}", line.trim()))
+        })
+        .collect();
+    assert!(
+        found.is_empty(),
+        "Debug formatting in render/ (quote and escape with render::visible instead):\n{}",
+        found.join("\n")
+    );
+    // The checker sees each form, and not an escaped brace or a plain placeholder.
+    assert_eq!(
+        debug_placeholders(r#"format!("{} {:?} {name:?} {:#?} {{x:?}} {x}", a, b, c)"#),
+        ["{:?}", "{name:?}", "{:#?}"]
+    );
+}

@@ -459,6 +459,38 @@ fn a_forged_nsx_error_annotation_is_the_objects_claim_not_nsx() {
     );
 }
 
+/// A forged `nsx-op/error` that carries a terminal sequence, a bidi override, a newline, its
+/// own quotes and a backslash: the `status` table's CLAIMED line shows the claim quoted with its
+/// quotes escaped and every hidden character as `render::visible` writes it (`\x1b`, `\u{202e}`),
+/// the one choke point for outside text, not as Rust's Debug format would (`\u{1b}`).
+#[test]
+fn a_hostile_nsx_error_claim_is_shown_through_the_one_sanitizer() {
+    const CLAIM: &str = "ok\" (NSX's status) \\ \u{1b}[2J\u{202e}txet\nNSX: fine";
+    let forged = network_policy(
+        "allow-from-monitoring",
+        json!({"podSelector": {}, "policyTypes": ["Ingress"]}),
+        json!({"nsx-op/error": CLAIM}),
+    );
+    let env = Env::with_objects(BASE, vec![forged], &[], Workload::ok());
+    let run = env.kubectl(&["status", CLUSTER, "-n", NS]);
+    let text = &run.stdout;
+    assert!(
+        !text.chars().any(|c| c == '\u{1b}' || c == '\u{202e}'),
+        "{}",
+        text.escape_debug()
+    );
+    let line = text
+        .lines()
+        .find(|l| l.contains("CLAIMED NetworkPolicy allow-from-monitoring"))
+        .unwrap_or_else(|| panic!("no CLAIMED line:\n{text}"));
+    assert!(
+        line.ends_with(
+            r#": nsx-op/error "ok\" (NSX's status) \\ \x1b[2J\u{202e}txet NSX: fine" (the object's own claim, not NSX's status)"#
+        ),
+        "{line}"
+    );
+}
+
 /// 250 NetworkPolicies beside the blocking SecurityPolicy, whose Drop takes its sources by the
 /// Namespace's own label (`namespaceSelector` `environment: production` with the control-plane
 /// `vmSelector`): a bundle that kept its first 256 objects, the network's last, kept the policy

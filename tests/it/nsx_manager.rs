@@ -1016,6 +1016,8 @@ fn on_vpc_networking_the_vpcs_drop_is_named_and_traced_from_its_subnet_ports() {
     let (run, report) = case.json_as("tracer", &["--nsx-traceflow"]);
     run.expect_code(1);
     assert_2380_verdict(&report);
+    // The VPC objects (VPCNetworkConfiguration, NetworkInfo) read through their rows of KINDS.
+    crate::rbac::assert_through_kinds("diagnose --nsx-manager (VPC)", &case.env.supervisor);
     let asked = case.nsx.requests();
     let paths: Vec<&str> = asked.iter().map(|r| r.path.as_str()).collect();
     let policies = format!("/policy/api/v1{VPC}/security-policies");

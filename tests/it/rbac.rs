@@ -95,6 +95,7 @@ fn assert_granted(what: &str, api: &FakeApi, kind: &str, ns: Option<&str>) -> BT
         missing.is_empty(),
         "{what}: docs/rbac.yaml's {kind} does not grant: {missing:#?}"
     );
+    assert_through_kinds(what, api);
     seen
 }
 
@@ -234,4 +235,160 @@ fn the_network_reads_are_granted() {
         None,
     );
     assert!(asked(&seen, "list", "namespaces"), "{seen:?}");
+}
+
+/// Every (group, resource, verb) a document of docs/rbac.yaml grants.
+fn granted(kind: &str) -> BTreeSet<(String, String, String)> {
+    let mut out = BTreeSet::new();
+    for r in rules(kind) {
+        for g in &r.groups {
+            for res in &r.resources {
+                for v in &r.verbs {
+                    out.insert((g.clone(), res.clone(), v.clone()));
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The permission list of a krew manifest's caveats, read as an admin reads it: between the
+/// line that says what "the user needs" and the line on API discovery, an entry is a line
+/// indented 6 spaces, `verbs   resources (group; notes)`, continued by the lines indented
+/// deeper; no group in parentheses (a first word without a dot) is the core group. The lines
+/// indented 4 spaces between are prose.
+fn caveat_grants(manifest: &str) -> BTreeSet<(String, String, String)> {
+    let lines: Vec<&str> = manifest
+        .lines()
+        .skip_while(|l| l.trim() != "caveats: |")
+        .skip(1)
+        .take_while(|l| l.starts_with("   ") || l.trim().is_empty())
+        .skip_while(|l| !l.contains("the user needs"))
+        .skip(1)
+        .take_while(|l| !l.contains("API discovery"))
+        .collect();
+    assert!(!lines.is_empty(), "no permission list in the caveats");
+    let mut entries: Vec<String> = Vec::new();
+    for l in lines {
+        let indent = l.len() - l.trim_start().len();
+        match indent {
+            4 => continue,
+            6 => entries.push(l.trim().to_string()),
+            _ => {
+                let last = entries
+                    .last_mut()
+                    .unwrap_or_else(|| panic!("{l:?}: no entry"));
+                last.push(' ');
+                last.push_str(l.trim());
+            }
+        }
+    }
+    let mut out = BTreeSet::new();
+    for e in entries {
+        let (verbs, rest) = e
+            .split_once("   ")
+            .unwrap_or_else(|| panic!("{e:?}: verbs, 3 spaces, resources"));
+        let (resources, paren) = rest.trim().split_once(" (").unwrap_or((rest.trim(), ""));
+        let first = paren
+            .split(|c: char| c == ';' || c == ')' || c.is_whitespace())
+            .next()
+            .unwrap_or("");
+        let group = if first.contains('.') { first } else { "" };
+        for v in verbs.split(',').map(str::trim) {
+            for r in resources.split(',').map(str::trim) {
+                out.insert((group.to_string(), r.to_string(), v.to_string()));
+            }
+        }
+    }
+    out
+}
+
+fn repo_file(rel: &str) -> String {
+    std::fs::read_to_string(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(rel))
+        .unwrap_or_else(|e| panic!("{rel}: {e}"))
+}
+
+/// What plugin.yaml's and krew/.krew.yaml's caveats tell an admin to grant is what docs/rbac.yaml
+/// grants, no less and no more: a kind added to the Role without its caveat line (or the other
+/// way round) fails here, naming it.
+#[test]
+fn the_krew_caveats_name_what_docs_rbac_yaml_grants() {
+    let role = granted("Role");
+    for file in ["plugin.yaml", "krew/.krew.yaml"] {
+        let caveats = caveat_grants(&repo_file(file));
+        let missing: Vec<_> = role.difference(&caveats).collect();
+        let extra: Vec<_> = caveats.difference(&role).collect();
+        assert!(
+            missing.is_empty() && extra.is_empty(),
+            "{file}'s caveats against docs/rbac.yaml's Role (group, resource, verb): \
+             not named {missing:#?}, not granted {extra:#?}"
+        );
+    }
+    // The reader sees a line taken out: the test can fail.
+    let plugin = repo_file("plugin.yaml");
+    let cut = plugin.replace("      get, list   namespaces\n", "");
+    assert_ne!(
+        caveat_grants(&cut),
+        role,
+        "the namespaces line was not read"
+    );
+}
+
+/// The accesses in `seen` that no row of the table of kinds (`etcdnet::supervisor::kinds::KINDS`)
+/// names by group and resource, the plugin's own pods (and their logs) aside.
+fn outside_kinds(seen: &BTreeSet<Access>) -> Vec<String> {
+    use etcdnet::supervisor::kinds::{Group, KINDS};
+    let in_table = |a: &Access| {
+        KINDS.iter().any(|k| match k.group {
+            Group::Named(g) => g == a.group && k.resource == Some(a.resource.as_str()),
+            // The control plane a Cluster references: the fixtures' are KubeadmControlPlanes.
+            Group::Referenced => {
+                a.group == "controlplane.cluster.x-k8s.io" && a.resource == "kubeadmcontrolplanes"
+            }
+        })
+    };
+    let own_pods =
+        |a: &Access| a.group.is_empty() && matches!(a.resource.as_str(), "pods" | "pods/log");
+    seen.iter()
+        .filter(|a| !own_pods(a) && !in_table(a))
+        .map(describe)
+        .collect()
+}
+
+/// Every request the fake Supervisor saw on a resource is one a row of `KINDS` names (or the
+/// plugin's own pods): a read that goes around the table, of a kind it does not list, fails.
+pub(crate) fn assert_through_kinds(what: &str, api: &FakeApi) {
+    let seen: BTreeSet<Access> = api.accesses().into_iter().collect();
+    let outside = outside_kinds(&seen);
+    assert!(
+        outside.is_empty(),
+        "{what}: requests on kinds src/supervisor/kinds.rs's KINDS does not list: {outside:#?}"
+    );
+}
+
+/// On the NSX (NCP/T1), VPC and VDS Supervisors, `status` and `diagnose --dry-run` ask only for
+/// kinds the table lists (the VPC objects of `--nsx-manager`: tests/it/nsx_manager.rs; the
+/// jumpbox's pods and the other commands: the runs above, through `assert_granted`).
+#[test]
+fn every_supervisor_read_is_a_row_of_kinds() {
+    for set in ["nsx-ncp", "nsx-vpc", "vds", "v1alpha1-capw"] {
+        for args in [
+            &["status", CLUSTER, "-n", NS][..],
+            &["diagnose", CLUSTER, "-n", NS, "--dry-run"][..],
+        ] {
+            let env = Env::new(set, Workload::ok());
+            env.kubectl(args);
+            let what = format!("{set}: {}", args.join(" "));
+            assert!(!env.supervisor.accesses().is_empty(), "{what}: no request");
+            assert_through_kinds(&what, &env.supervisor);
+        }
+    }
+    // The check sees a kind the table does not list.
+    let configmaps = Access {
+        verb: "get".into(),
+        group: String::new(),
+        resource: "configmaps".into(),
+        namespace: Some(NS.into()),
+    };
+    assert_eq!(outside_kinds(&[configmaps].into_iter().collect()).len(), 1);
 }

@@ -3,8 +3,6 @@
 //! Both ssh routes take the key from there: the jumpbox mounts the secret into its pod, the ssh
 //! route reads it into a private file of the run (unless `--ssh-identity` or `--ssh-agent`).
 
-use k8s_openapi::api::core::v1::Secret;
-
 use crate::error::{Error, Result};
 
 /// The secret's entry that holds the private key, also the key's file name in the jumpbox pod.
@@ -22,8 +20,8 @@ pub(super) async fn read_key(
     cluster: &str,
 ) -> Result<Vec<u8>> {
     let name = secret_name(cluster);
-    let secrets: kube::Api<Secret> = kube::Api::namespaced(client.clone(), namespace);
-    let secret = secrets.get(&name).await.map_err(|e| {
+    // Through the Secret row of the Supervisor's kinds, as every read of the Supervisor.
+    let secret = crate::supervisor::read::secret(client, namespace, &name).await.map_err(|e| {
         Error::kube(
             format!(
                 "reading secret {name:?} in namespace {namespace:?} (or use --ssh-identity / --ssh-agent)"
