@@ -278,6 +278,11 @@ pub struct DiagnoseArgs {
     #[arg(long)]
     pub dry_run: bool,
 
+    /// Print every section (each path's time, the etcd logs, the network policy, all the
+    /// evidence, metrics, notes), not only the verdict's first screen
+    #[arg(long, help_heading = "Output")]
+    pub details: bool,
+
     /// Bound on the workload API check (both of its requests); the pod route's requests get
     /// it too, at least 10s and at most --timeout
     #[arg(long, value_name = "DURATION", default_value = "5s", value_parser = parse_duration)]
@@ -532,6 +537,7 @@ impl DiagnoseArgs {
             selection: self.many.selection(self.cluster.as_deref(), 4),
             watch: self.watch,
             bundle: self.bundle.clone(),
+            details: self.details,
         }
     }
 

@@ -22,6 +22,11 @@ impl Tabular for DiagnoseReport {
     fn wide(&self, paint: Paint) -> String {
         diagnose_table(self, true, paint)
     }
+
+    /// The first screen ([`super::summary`]); the tables above are `--details`'.
+    fn first_screen(&self, paint: Paint, wide: bool, view: &super::View) -> String {
+        super::summary::render(self, wide, paint, view)
+    }
 }
 
 /// `--dry-run`: the pods a run would create, as YAML documents (`---` each) or, with `-o json`,
@@ -283,7 +288,7 @@ fn members_table(out: &mut Lines, r: &DiagnoseReport) {
     }
 }
 
-fn node_row(r: &DiagnoseReport, n: &DiagnosedNode, wide: bool) -> Vec<String> {
+pub(super) fn node_row(r: &DiagnoseReport, n: &DiagnosedNode, wide: bool) -> Vec<String> {
     // An address not from the guest's own report says whose it is (docs/output.md).
     let from =
         n.vm.as_ref()
@@ -360,7 +365,7 @@ fn node_row(r: &DiagnoseReport, n: &DiagnosedNode, wide: bool) -> Vec<String> {
 }
 
 /// The node's API server in a word or two: `ready`, `not ready`, `crash loop`, `cert expired`...
-fn api_server_cell(n: &DiagnosedNode) -> String {
+pub(super) fn api_server_cell(n: &DiagnosedNode) -> String {
     use crate::report::v1alpha2::ApiServerState as S;
     let Some(a) = n.probe.as_ref().and_then(|p| p.api_server.as_ref()) else {
         return "-".into();

@@ -33,7 +33,9 @@ const LAYERS: &[&[&str]] = &[
     &["connect"],
     &["probe"],
     &["command"],
-    &["names", "labels", "progress", "selector", "signal", "error", "when"],
+    &[
+        "names", "labels", "progress", "selector", "signal", "error", "when",
+    ],
     &["bounds"],
 ];
 
