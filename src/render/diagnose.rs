@@ -1,33 +1,12 @@
 //! `diagnose` as tables: a summary, the nodes, the 2379 and 2380 matrices (FROM rows, TO
 //! columns), the etcd log findings and the verdict with its evidence and next steps.
 
-use super::{control_plane_cell, or_none, structured, Format, Lines, Paint, Tabular, Tone};
+use super::{control_plane_cell, or_none, structured, Format, Lines, Paint, Tone};
 use crate::error::Result;
 use crate::report::v1alpha2::{
     CellState, HealthOutcome, LeaderState, Matrix, NodeLogs, RuntimeQuery, VerdictCode,
 };
 use crate::report::{DiagnoseReport, DiagnosedNode};
-
-impl Tabular for DiagnoseReport {
-    type Document = Self;
-
-    fn document(&self) -> &Self {
-        self
-    }
-
-    fn table(&self, paint: Paint) -> String {
-        diagnose_table(self, false, paint)
-    }
-
-    fn wide(&self, paint: Paint) -> String {
-        diagnose_table(self, true, paint)
-    }
-
-    /// The first screen ([`super::summary`]); the tables above are `--details`'.
-    fn first_screen(&self, paint: Paint, wide: bool, view: &super::View) -> String {
-        super::summary::render(self, wide, paint, view)
-    }
-}
 
 /// `--dry-run`: the pods a run would create, as YAML documents (`---` each) or, with `-o json`,
 /// one JSON document per pod. Pods are Kubernetes objects, not a report: they have no table.
@@ -47,7 +26,9 @@ pub fn dry_run(pods: &[k8s_openapi::api::core::v1::Pod], format: Format) -> Resu
     Ok(out)
 }
 
-fn diagnose_table(r: &DiagnoseReport, wide: bool, paint: Paint) -> String {
+/// Every section (`--details`; `Tabular` is implemented in [`super::summary`], whose first
+/// screen is the default).
+pub(super) fn diagnose_table(r: &DiagnoseReport, wide: bool, paint: Paint) -> String {
     let mut out = Lines::new(paint);
     out.table(
         &[

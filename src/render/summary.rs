@@ -3,7 +3,8 @@
 //! one table (a line a node: its etcd, its 2379/2380 to each node, the Supervisor's view of it);
 //! at most five evidence lines, what is alike said once ("3/3 nodes", "12/12 peer paths");
 //! then only the sections that add to the verdict (the timeline when staggered, where the
-//! packets die when a guest may hold them, the guard when armed). Everything else, as it was,
+//! packets die when a guest may hold them, the remediation guard unless nothing is armed: what
+//! not to do meanwhile, or the reminder to unpause). Everything else, as it was,
 //! is `--details`' ([`super::diagnose`]); json and yaml are the same report whichever is shown.
 //!
 //! Text from outside (names, reasons, rules) goes through [`Lines`] (so [`super::visible`]);
@@ -12,14 +13,37 @@
 
 use std::collections::BTreeMap;
 
-use super::diagnose::{api_server_cell, node_row};
-use super::{visible, Lines, Paint, Tone, View};
+use super::diagnose::{api_server_cell, diagnose_table, node_row};
+use super::{visible, Lines, Paint, Tabular, Tone, View};
 use crate::command::Kubectl;
 use crate::report::v1alpha2::{
     CellState, GuardState, HealthOutcome, LeaderState, NetworkStack, Place, PortState,
     QueryOutcome, TimelineShape, Vantage, VerdictCode,
 };
 use crate::report::DiagnoseReport;
+
+impl Tabular for DiagnoseReport {
+    type Document = Self;
+
+    fn document(&self) -> &Self {
+        self
+    }
+
+    /// Every section (`--details`).
+    fn table(&self, paint: Paint) -> String {
+        diagnose_table(self, false, paint)
+    }
+
+    /// Every section with more columns (`--details -o wide`).
+    fn wide(&self, paint: Paint) -> String {
+        diagnose_table(self, true, paint)
+    }
+
+    /// The first screen, the default.
+    fn first_screen(&self, paint: Paint, wide: bool, view: &View) -> String {
+        render(self, wide, paint, view)
+    }
+}
 
 /// The most evidence lines the first screen shows.
 const EVIDENCE: usize = 5;
@@ -94,7 +118,8 @@ pub(super) fn render(r: &DiagnoseReport, wide: bool, paint: Paint, view: &View) 
         super::location::section(&mut out, &guests, wide);
     }
     if let Some(g) = &r.remediation_guard {
-        if matches!(g.state, GuardState::Armed | GuardState::Unknown) {
+        // Armed or unknown: what not to do meanwhile; paused: the reminder to unpause.
+        if g.state != GuardState::NotArmed {
             super::guard::section(&mut out, g, wide);
         }
     }
@@ -681,4 +706,138 @@ fn wrap(text: &str, width: usize, first: &str, rest: &str) -> Vec<String> {
         lines.push(line);
     }
     lines.into_iter().map(|l| fit(&l, width)).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn article() -> DiagnoseReport {
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/fixtures/reports/article-jumpbox.json"
+        );
+        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+    }
+
+    fn view() -> View {
+        View {
+            details: false,
+            width: 100,
+            at: std::time::UNIX_EPOCH + std::time::Duration::from_secs(1_796_644_007),
+            kubectl: None,
+        }
+    }
+
+    /// An armed guard: its pause command is the first step, and its section is shown; not
+    /// armed, neither.
+    #[test]
+    fn an_armed_guard_pauses_first() {
+        let mut r = article();
+        r.remediation_guard = Some(
+            serde_json::from_value(serde_json::json!({
+                "state": "Armed",
+                "clusterPaused": false,
+                "healthChecks": [],
+                "markedMachines": [],
+                "pauseCommand": "kubectl patch cluster tkc-prod -n ns-prod --type merge -p '{\"spec\":{\"paused\":true}}' --context=supervisor",
+                "unpauseCommand": "kubectl patch cluster tkc-prod -n ns-prod --type merge -p '{\"spec\":{\"paused\":false}}' --context=supervisor"
+            }))
+            .unwrap(),
+        );
+        let out = render(&r, false, Paint { on: false }, &view());
+        let first = out
+            .lines()
+            .skip_while(|l| *l != "NEXT STEPS:")
+            .nth(1)
+            .unwrap();
+        assert!(first.starts_with("  1. Before anything else"), "{out}");
+        let pause = out
+            .lines()
+            .skip_while(|l| *l != "NEXT STEPS:")
+            .nth(2)
+            .unwrap();
+        assert!(
+            pause
+                .trim_start()
+                .starts_with("kubectl patch cluster tkc-prod"),
+            "{out}"
+        );
+        assert!(out.contains("REMEDIATION GUARD: Armed"), "{out}");
+
+        r.remediation_guard.as_mut().unwrap().state = GuardState::NotArmed;
+        // Not armed: nothing to pause, no section.
+        let out = render(&r, false, Paint { on: false }, &view());
+        assert!(!out.contains("REMEDIATION GUARD"), "{out}");
+        assert!(!out.contains("Before anything else"), "{out}");
+    }
+
+    /// Names from outside: made visible (no escape reaches the terminal) and shortened with `…`
+    /// on the first screen only; the details keep them whole.
+    #[test]
+    fn hostile_and_long_names() {
+        let mut r = article();
+        let long = format!("cp-\u{1b}]0;owned\u{7}-{}", "x".repeat(80));
+        let old = r.nodes[0].name.clone();
+        r.nodes[0].name = long.clone();
+        for m in &mut r.matrices {
+            for n in &mut m.nodes {
+                if *n == old {
+                    n.clone_from(&long);
+                }
+            }
+            for c in &mut m.cells {
+                if c.from == old {
+                    c.from.clone_from(&long);
+                }
+                if c.to == old {
+                    c.to.clone_from(&long);
+                }
+            }
+        }
+        r.header.cluster.name = "tkc-\u{1b}[2Jprod".into();
+        let out = render(&r, false, Paint { on: false }, &view());
+        assert!(!out.contains('\u{1b}') && !out.contains('\u{7}'), "{out}");
+        assert!(out.starts_with("tkc-\\x1b[2Jprod -n ns-prod"), "{out}");
+        let row = out
+            .lines()
+            .find(|l| l.starts_with("cp-\\x1b]0;owned\\x07-"))
+            .unwrap_or_else(|| panic!("{out}"));
+        assert!(row.contains("…"), "{row}");
+        // The cluster's name is not a Kubernetes name: no command carries it.
+        assert!(out.contains("'<not a valid name>'"), "{out}");
+        let details =
+            super::super::output(&r, super::super::Format::Table, Paint { on: false }).unwrap();
+        assert!(details.contains(&format!("cp-\\x1b]0;owned\\x07-{}", "x".repeat(80))));
+    }
+
+    /// Staggered onsets: the timeline is shown under the table, and `since` says so.
+    #[test]
+    fn staggered_onsets_show_the_timeline() {
+        let mut r = article();
+        let t = r.timeline.as_mut().unwrap();
+        t.shape = Some(TimelineShape::Staggered);
+        t.summary = Some("staggered: a at T1, b at T2".into());
+        t.pairs[0].onset = Some("2026-12-07T11:40:00.000000Z".into());
+        t.pairs[1].onset = Some("2026-12-07T11:45:00.000000Z".into());
+        let out = render(&r, false, Paint { on: false }, &view());
+        assert!(
+            out.contains("since: 2026-12-07T11:40:00Z, 6m ago, staggered (below)"),
+            "{out}"
+        );
+        assert!(out.contains("SINCE WHEN"), "{out}");
+        let plain = render(&article(), false, Paint { on: false }, &view());
+        assert!(!plain.contains("SINCE WHEN"), "{plain}");
+    }
+
+    #[test]
+    fn short_names_tell_nodes_apart() {
+        assert_eq!(
+            short_names(&["tkc-prod-7xk2p-4rz8m", "tkc-prod-7xk2p-9qtvw"]),
+            ["4rz8m", "9qtvw"]
+        );
+        assert_eq!(short_names(&["cp1", "cp2"]), ["cp1", "cp2"]);
+        assert_eq!(short_names(&["a-1", "b-2"]), ["a-1", "b-2"]);
+        assert_eq!(short_names(&["only"]), ["only"]);
+    }
 }

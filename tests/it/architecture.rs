@@ -92,6 +92,7 @@ const FOLDERS: &[(&str, &[&[&str]])] = &[
         "render",
         &[
             &["watch"],
+            &["summary"],
             &["cleanup", "diagnose", "list", "status"],
             &["network", "location", "metrics", "nsx_manager", "timeline"],
             &["guard"],
