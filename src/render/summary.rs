@@ -223,19 +223,27 @@ fn since(r: &DiagnoseReport, view: &View) -> Option<String> {
     Some(s)
 }
 
-/// The evidence, grouped: the peer paths, what etcd's own counters say of them, the etcd logs;
-/// then the verdict's own lines that the ones before do not say, alike lines of several nodes
-/// said once.
+/// The evidence, grouped: the peer paths when some fail; on the peer-network verdicts what
+/// etcd's own counters and logs say of them (the verdict's lines there are those, per node and
+/// per path); on every other verdict its own lines (a certificate, the API server, a member
+/// list), alike lines of several nodes said once.
 fn evidence(r: &DiagnoseReport) -> Vec<String> {
+    let code = r.verdict.code;
+    let network = matches!(
+        code,
+        VerdictCode::EtcdPeerNetworkBlocked
+            | VerdictCode::EtcdPeerNetworkPartial
+            | VerdictCode::EtcdPeerPortRefused
+    );
     let mut lines = Vec::new();
-    if r.verdict.code != VerdictCode::Healthy {
+    if code != VerdictCode::Healthy {
         lines.extend(paths_line(r));
+    }
+    if network {
         lines.extend(silent_drop_line(r));
         lines.extend(logs_line(r));
     }
-    if lines.is_empty() {
-        // Nothing of the network to say: the verdict's own evidence (a certificate, the API
-        // server, a member list), the lines alike but for the node said once.
+    if !network || lines.is_empty() {
         lines.extend(grouped(&r.verdict.evidence, r));
     }
     lines
