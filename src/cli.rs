@@ -543,6 +543,11 @@ pub struct DiagnoseArgs {
           default_missing_value = "client", value_parser = parse_dry_run, conflicts_with = "report")]
     pub dry_run: Option<DryRun>,
 
+    /// Print every section (each path's time, the etcd logs, the network policy, all the
+    /// evidence, metrics, notes), not only the verdict's first screen
+    #[arg(long, help_heading = "Output")]
+    pub details: bool,
+
     /// Bound on the workload API check (both of its requests); the pod route's requests get
     /// it too, at least 10s and at most --timeout
     #[arg(long, value_name = "DURATION", default_value = "5s", value_parser = parse_duration,
@@ -846,6 +851,7 @@ impl DiagnoseArgs {
             watch: self.watch.then_some(self.interval),
             bundle: self.bundle.clone(),
             report: self.report.options(),
+            details: self.details,
         }
     }
 

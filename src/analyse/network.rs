@@ -484,7 +484,7 @@ pub fn join(diagnosis: &mut Diagnosis, facts: &ClusterFacts, a: &NetworkAssessme
         let mut steps = Vec::new();
         for (rule, paths) in by_rule.iter().take(NOTES_NAMED) {
             steps.push(format!(
-                "Fix SecurityPolicy {}/{}: its {} {}s {} between the control-plane VMs ({}, priority {}); change or delete that rule, then re-run kubectl etcdnet diagnose (see it: {})",
+                "Fix SecurityPolicy {}/{}: its {} {}s {} between the control-plane VMs ({}, priority {}); change or delete that rule (see it: {}), then run again: {}",
                 rule.namespace,
                 rule.policy,
                 match &rule.rule_name {
@@ -498,17 +498,19 @@ pub fn join(diagnosis: &mut Diagnosis, facts: &ClusterFacts, a: &NetworkAssessme
                 ports_text(paths),
                 rule.group.name(),
                 rule.priority,
-                show_command(&facts.kubectl, rule)
+                show_command(&facts.kubectl, rule),
+                facts.diagnose_again()
             ));
         }
         for (rule, paths) in by_not_realized.iter().take(NOTES_NAMED) {
             steps.push(format!(
-                "Fix SecurityPolicy {}/{}: it is not in effect as written (its Ready message says why) while NSX may still enforce its last realized version, whose {} on {} the Supervisor does not show; correct the policy so the version you see is realized, or delete it, then re-run kubectl etcdnet diagnose (see it: {})",
+                "Fix SecurityPolicy {}/{}: it is not in effect as written (its Ready message says why) while NSX may still enforce its last realized version, whose {} on {} the Supervisor does not show; correct the policy so the version you see is realized, or delete it (see it: {}), then run again: {}",
                 rule.namespace,
                 rule.policy,
                 action_text(rule),
                 ports_text(paths),
-                show_command(&facts.kubectl, rule)
+                show_command(&facts.kubectl, rule),
+                facts.diagnose_again()
             ));
         }
         for (i, step) in steps.into_iter().enumerate() {

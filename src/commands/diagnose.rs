@@ -10,7 +10,7 @@ use super::{Emit, Outcome};
 use crate::connect::Connection;
 use crate::error::{Result, EXIT_OK};
 use crate::plan::DiagnoseConfig;
-use crate::render::{self, Format, Listed, Paint};
+use crate::render::{self, Format, Listed, Paint, View};
 use crate::report::ListItem;
 
 /// What the command does besides diagnosing: which clusters, watch, bundle.
@@ -23,6 +23,8 @@ pub struct DiagnoseRun {
     pub bundle: Option<PathBuf>,
     /// `--report`: the case report, printed or written at the end of the run.
     pub report: Option<super::CaseReport>,
+    /// `--details`: every section of the tables, not the first screen.
+    pub details: bool,
 }
 
 /// Runs the diagnosis until it ends or a signal comes, then deletes what is left (unless
@@ -35,7 +37,8 @@ pub async fn run(
     emit: Emit<'_>,
 ) -> Result<Outcome> {
     if let Some(every) = how.watch {
-        return super::watch::run(conn, &how.selection, opts, format, every, emit).await;
+        let view = View::new(how.details, Some(conn.kubectl.clone()));
+        return super::watch::run(conn, &how.selection, opts, format, every, view, emit).await;
     }
     if let Some(path) = &how.bundle {
         crate::bundle::check_target(path)?;
@@ -59,23 +62,26 @@ pub async fn run(
             return Err(e);
         }
     };
+    // Made now, at the round's end: the header's time is when the report was made.
+    let view = View::new(how.details, Some(conn.kubectl.clone()));
     let (stdout, mut exit_code, evidence, items) = match result {
         Round::One(Diagnosed::DryRun(d)) => return dry_run(d, format, notes),
         Round::Many(_, _, d) if opts.dry_run => return dry_run(d, format, notes),
         Round::One(Diagnosed::Report(report, evidence)) => (
-            render::output(&*report, format, Paint::detect())?,
+            render::output_as(&*report, format, Paint::detect(), &view)?,
             report.result.exit_code,
             vec![*evidence],
             vec![ListItem::Report(*report)],
         ),
         Round::Many(list, evidence, _) => (
-            render::output(
+            render::output_as(
                 &Listed {
                     list: &list,
                     detail: !how.selection.summary,
                 },
                 format,
                 Paint::detect(),
+                &view,
             )?,
             list.result.exit_code,
             evidence,

@@ -16,7 +16,7 @@ use super::round::{round_with_cleanup, Diagnosed, Round};
 use super::{Emit, Outcome};
 use crate::error::{Error, Result, EXIT_OK};
 use crate::plan::DiagnoseConfig;
-use crate::render::{self, Format, Paint};
+use crate::render::{self, Format, Paint, View};
 use crate::route::jumpbox::JumpboxKeeper;
 use crate::{connect::Connection, signal};
 
@@ -28,6 +28,7 @@ pub async fn run(
     opts: &DiagnoseConfig,
     format: Format,
     every: Duration,
+    view: View,
     emit: Emit<'_>,
 ) -> Result<Outcome> {
     let keeper = std::sync::Arc::new(JumpboxKeeper::new(every));
@@ -35,7 +36,7 @@ pub async fn run(
         jumpbox_keeper: Some(keeper.clone()),
         ..opts.clone()
     };
-    let result = rounds(conn, selection, &opts, format, every, emit).await;
+    let result = rounds(conn, selection, &opts, format, every, view, emit).await;
     // One NSX Manager session for the whole watch (one login a run): ended once, here.
     if let Some(nsx) = &opts.nsx {
         super::nsx::end(nsx).await;
@@ -59,9 +60,10 @@ async fn rounds(
     opts: &DiagnoseConfig,
     format: Format,
     every: Duration,
+    view: View,
     emit: Emit<'_>,
 ) -> Result<Outcome> {
-    let mut printed = render::Watch::new(format, Paint::detect(), !selection.summary);
+    let mut printed = render::Watch::new(format, Paint::detect(), !selection.summary).view(view);
     loop {
         let (result, mut notes) = round_with_cleanup(conn, selection, opts).await;
         // The kept jumpboxes: those no cluster took this round are deleted; what changed in

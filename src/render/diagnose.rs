@@ -1,28 +1,12 @@
 //! `diagnose` as tables: a summary, the nodes, the 2379 and 2380 matrices (FROM rows, TO
 //! columns), the etcd log findings and the verdict with its evidence and next steps.
 
-use super::{control_plane_cell, or_none, structured, Format, Lines, Paint, Tabular, Tone};
+use super::{control_plane_cell, or_none, structured, Format, Lines, Paint, Tone};
 use crate::error::Result;
 use crate::report::v1alpha2::{
     CellState, HealthOutcome, LeaderState, Matrix, NodeLogs, RuntimeQuery, VerdictCode,
 };
 use crate::report::{DiagnoseReport, DiagnosedNode};
-
-impl Tabular for DiagnoseReport {
-    type Document = Self;
-
-    fn document(&self) -> &Self {
-        self
-    }
-
-    fn table(&self, paint: Paint) -> String {
-        diagnose_table(self, false, paint)
-    }
-
-    fn wide(&self, paint: Paint) -> String {
-        diagnose_table(self, true, paint)
-    }
-}
 
 /// `--dry-run`: the pods a run would create, as YAML documents (`---` each) or, with `-o json`,
 /// one JSON document per pod. Pods are Kubernetes objects, not a report: they have no table.
@@ -42,7 +26,9 @@ pub fn dry_run(pods: &[k8s_openapi::api::core::v1::Pod], format: Format) -> Resu
     Ok(out)
 }
 
-fn diagnose_table(r: &DiagnoseReport, wide: bool, paint: Paint) -> String {
+/// Every section (`--details`; `Tabular` is implemented in [`super::summary`], whose first
+/// screen is the default).
+pub(super) fn diagnose_table(r: &DiagnoseReport, wide: bool, paint: Paint) -> String {
     let mut out = Lines::new(paint);
     out.table(
         &[
@@ -283,7 +269,7 @@ fn members_table(out: &mut Lines, r: &DiagnoseReport) {
     }
 }
 
-fn node_row(r: &DiagnoseReport, n: &DiagnosedNode, wide: bool) -> Vec<String> {
+pub(super) fn node_row(r: &DiagnoseReport, n: &DiagnosedNode, wide: bool) -> Vec<String> {
     // An address not from the guest's own report says whose it is (docs/output.md).
     let from =
         n.vm.as_ref()
@@ -360,7 +346,7 @@ fn node_row(r: &DiagnoseReport, n: &DiagnosedNode, wide: bool) -> Vec<String> {
 }
 
 /// The node's API server in a word or two: `ready`, `not ready`, `crash loop`, `cert expired`...
-fn api_server_cell(n: &DiagnosedNode) -> String {
+pub(super) fn api_server_cell(n: &DiagnosedNode) -> String {
     use crate::report::v1alpha2::ApiServerState as S;
     let Some(a) = n.probe.as_ref().and_then(|p| p.api_server.as_ref()) else {
         return "-".into();

@@ -3,7 +3,7 @@
 
 use serde::Serialize;
 
-use super::{Lines, Paint, Tabular, Tone};
+use super::{Lines, Paint, Tabular, Tone, View};
 use crate::error::{EXIT_OK, EXIT_PROBLEM};
 use crate::report::{ListItem, ListReport, Summarized};
 
@@ -22,21 +22,27 @@ impl<T: Summarized + Tabular + Serialize> Tabular for Listed<'_, T> {
     }
 
     fn table(&self, paint: Paint) -> String {
-        list_table(self.list, false, paint, self.detail)
+        list_table(self.list, false, paint, self.detail, &View::default())
     }
 
     fn wide(&self, paint: Paint) -> String {
-        list_table(self.list, true, paint, self.detail)
+        list_table(self.list, true, paint, self.detail, &View::default())
+    }
+
+    /// The summary table as always; each unhealthy cluster's first screen under it.
+    fn first_screen(&self, paint: Paint, wide: bool, view: &View) -> String {
+        list_table(self.list, wide, paint, self.detail, view)
     }
 }
 
 /// The summary table, a line per cluster that could not be looked at and the count; then, with
-/// `detail`, the tables of each cluster that is not healthy.
+/// `detail`, the tables of each cluster that is not healthy, as `view` shows them.
 fn list_table<T: Summarized + Tabular>(
     list: &ListReport<T>,
     wide: bool,
     paint: Paint,
     detail: bool,
+    view: &View,
 ) -> String {
     let mut out = Lines::new(paint);
     if list.items.is_empty() {
@@ -87,11 +93,7 @@ fn list_table<T: Summarized + Tabular>(
                 head.blank();
                 head.line(format!("=== {}/{} ===", row.namespace, row.cluster));
                 text.push_str(&head.finish());
-                text.push_str(&if wide {
-                    report.wide(paint)
-                } else {
-                    report.table(paint)
-                });
+                text.push_str(&super::tables(report, wide, paint, view));
             }
         }
     }

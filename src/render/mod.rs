@@ -40,12 +40,62 @@ mod network;
 mod nsx_manager;
 pub mod sheet;
 mod status;
+mod summary;
 mod timeline;
 mod watch;
 
 pub use diagnose::dry_run;
 pub use list::Listed;
 pub use watch::Watch;
+
+/// How `-o table` and `-o wide` show a diagnosis to a person: its first screen (the default:
+/// the verdict first, what is alike said once, [`summary`]) or every section (`--details`, and
+/// what every other report prints). The first screen's header and commands need what the
+/// report does not hold: when, the plugin's version, the run's `--kubeconfig`, the width.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct View {
+    /// Every section, as before the first screen existed (`--details`).
+    pub details: bool,
+    /// The widest the first screen's lines are (the terminal's; 100 when stdout is not one).
+    pub width: usize,
+    /// When the run ended: the header's time and the age of the onset.
+    pub at: std::time::SystemTime,
+    /// `kubectl` as the run reached the Supervisor (its `--context`, its `--kubeconfig`), which
+    /// every command the first screen prints carries; else the report's own context.
+    pub kubectl: Option<crate::command::Kubectl>,
+}
+
+impl Default for View {
+    /// Every section: what a report printed before `--details` existed.
+    fn default() -> View {
+        View {
+            details: true,
+            width: View::NOT_A_TERMINAL,
+            at: std::time::SystemTime::now(),
+            kubectl: None,
+        }
+    }
+}
+
+impl View {
+    /// The width when stdout is not a terminal (a pipe, a file, a CI log).
+    pub const NOT_A_TERMINAL: usize = 100;
+
+    /// The view a run asks for: the first screen unless `details`, as wide as stdout's
+    /// terminal, at this moment.
+    pub fn new(details: bool, kubectl: Option<crate::command::Kubectl>) -> View {
+        let width = terminal_size::terminal_size_of(std::io::stdout())
+            .map(|(w, _)| usize::from(w.0))
+            .filter(|w| *w >= 40)
+            .unwrap_or(View::NOT_A_TERMINAL);
+        View {
+            details,
+            width,
+            at: std::time::SystemTime::now(),
+            kubectl,
+        }
+    }
+}
 
 /// How a report is printed: the `-o` flag's values, whose docs here are its help. It derives
 /// clap's `ValueEnum` so that `cli` parses the flag straight into it (one enum, not a copy per
@@ -90,6 +140,25 @@ pub trait Tabular {
     fn wide(&self, paint: Paint) -> String {
         self.table(paint)
     }
+
+    /// What a person reads first ([`View`] without `details`): a diagnosis's summary; every
+    /// table by default, for a report that has no shorter form.
+    fn first_screen(&self, paint: Paint, wide: bool, _view: &View) -> String {
+        if wide {
+            self.wide(paint)
+        } else {
+            self.table(paint)
+        }
+    }
+}
+
+/// The tables of `report` as `view` shows them.
+fn tables<R: Tabular>(report: &R, wide: bool, paint: Paint, view: &View) -> String {
+    match (view.details, wide) {
+        (false, _) => report.first_screen(paint, wide, view),
+        (true, false) => report.table(paint),
+        (true, true) => report.wide(paint),
+    }
 }
 
 /// How JSON and YAML documents are laid out: one for a run, or one per round of a stream.
@@ -101,16 +170,33 @@ enum Layout {
     Stream,
 }
 
-/// A report as `format` prints it.
+/// A report as `format` prints it, every section of its tables.
 pub fn output<R: Tabular>(report: &R, format: Format, paint: Paint) -> Result<String> {
-    switch(report, format, paint, Layout::Document)
+    switch(report, format, paint, Layout::Document, &View::default())
+}
+
+/// A report as `format` prints it, its tables as `view` shows them (JSON and YAML are the
+/// same whatever the view).
+pub fn output_as<R: Tabular>(
+    report: &R,
+    format: Format,
+    paint: Paint,
+    view: &View,
+) -> Result<String> {
+    switch(report, format, paint, Layout::Document, view)
 }
 
 /// The one switch on the output format, for a run's report and for a watch's rounds.
-fn switch<R: Tabular>(report: &R, format: Format, paint: Paint, layout: Layout) -> Result<String> {
+fn switch<R: Tabular>(
+    report: &R,
+    format: Format,
+    paint: Paint,
+    layout: Layout,
+    view: &View,
+) -> Result<String> {
     match (format, layout) {
-        (Format::Table, _) => Ok(report.table(paint)),
-        (Format::Wide, _) => Ok(report.wide(paint)),
+        (Format::Table, _) => Ok(tables(report, false, paint, view)),
+        (Format::Wide, _) => Ok(tables(report, true, paint, view)),
         (Format::Json, Layout::Document) => structured(report.document(), Format::Json),
         (Format::Json, Layout::Stream) => json_line(report.document()),
         (Format::Yaml, Layout::Document) => structured(report.document(), Format::Yaml),

@@ -9,7 +9,7 @@
 use std::collections::BTreeMap;
 use std::time::SystemTime;
 
-use super::{switch, Format, Layout, Lines, Listed, Paint, Tabular};
+use super::{switch, Format, Layout, Lines, Listed, Paint, Tabular, View};
 use crate::error::Result;
 use crate::report::watch::{recovered_pairs, why_changed};
 use crate::report::{DiagnoseReport, ListItem, ListReport};
@@ -41,6 +41,8 @@ pub struct Watch {
     detail: bool,
     /// The clusters at the last round; `None` before the first.
     last: Option<BTreeMap<Key, Seen>>,
+    /// How the first round's tables are shown (every section unless [`Watch::view`]).
+    view: View,
 }
 
 impl Watch {
@@ -50,7 +52,13 @@ impl Watch {
             paint,
             detail,
             last: None,
+            view: View::default(),
         }
+    }
+
+    /// The first round's tables as `view` shows them (its time each round's own).
+    pub fn view(self, view: View) -> Watch {
+        Watch { view, ..self }
     }
 
     /// One cluster's round, diagnosed at `at`; `ends` when the watch stops after it (Healthy).
@@ -60,7 +68,7 @@ impl Watch {
         ends: bool,
         at: SystemTime,
     ) -> Result<String> {
-        let text = self.whole(&*report)?;
+        let text = self.whole(&*report, at)?;
         let key = (
             report.header.namespace.clone(),
             report.header.cluster.name.clone(),
@@ -75,10 +83,13 @@ impl Watch {
         ends: bool,
         at: SystemTime,
     ) -> Result<String> {
-        let text = self.whole(&Listed {
-            list: &list,
-            detail: self.detail,
-        })?;
+        let text = self.whole(
+            &Listed {
+                list: &list,
+                detail: self.detail,
+            },
+            at,
+        )?;
         let now = list
             .items
             .into_iter()
@@ -94,11 +105,15 @@ impl Watch {
     }
 
     /// The round's report as a document of the stream; tables only at the first round.
-    fn whole<R: Tabular>(&self, report: &R) -> Result<String> {
+    fn whole<R: Tabular>(&self, report: &R, at: SystemTime) -> Result<String> {
         if self.format.is_tables() && self.last.is_some() {
             return Ok(String::new());
         }
-        switch(report, self.format, self.paint, Layout::Stream)
+        let view = View {
+            at,
+            ..self.view.clone()
+        };
+        switch(report, self.format, self.paint, Layout::Stream, &view)
     }
 
     /// The change lines of a round (tables only): a cluster new since the first round, or whose

@@ -578,6 +578,27 @@ pub struct Endpoint {
 }
 
 impl ClusterFacts {
+    /// `kubectl etcdnet diagnose <cluster> -n <ns> --context=… --kubeconfig=…`: this diagnosis
+    /// again, to paste as it is (a step that said "re-run kubectl etcdnet diagnose" named no
+    /// cluster and no namespace, so pasted it diagnosed nothing).
+    pub fn diagnose_again(&self) -> String {
+        self.kubectl.run(&format!(
+            "etcdnet diagnose {} -n {}",
+            crate::command::name(&self.cluster.name),
+            crate::command::namespace(&self.namespace)
+        ))
+    }
+
+    /// [`ClusterFacts::diagnose_again`] with `--watch`: a round each interval until Healthy,
+    /// for a step whose fix takes effect by itself (etcd reconnecting once the path is open).
+    pub fn diagnose_watch(&self) -> String {
+        self.kubectl.run(&format!(
+            "etcdnet diagnose {} -n {} --watch",
+            crate::command::name(&self.cluster.name),
+            crate::command::namespace(&self.namespace)
+        ))
+    }
+
     pub fn desired(&self) -> Option<i64> {
         self.kcp.as_ref().and_then(|k| k.desired)
     }

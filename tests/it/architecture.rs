@@ -92,6 +92,7 @@ const FOLDERS: &[(&str, &[&[&str]])] = &[
         "render",
         &[
             &["watch"],
+            &["summary"],
             &["case", "cleanup", "compare", "diagnose", "list", "status"],
             &[
                 "network",

@@ -311,7 +311,7 @@ fn the_workload_api_is_checked_again_after_the_probes() {
         }
         // The table says it too (the render of the same evidence), from the same start.
         again.set_healthy(healthy_at_start);
-        let text = env.diagnose_via_jumpbox(&[]);
+        let text = env.diagnose_via_jumpbox(&["--details"]);
         assert!(
             text.stdout.contains("it changed while the probes ran"),
             "{}",

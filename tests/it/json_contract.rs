@@ -310,7 +310,8 @@ fn diagnose_without_a_lab() {
     // The workload API is down and the pod route is forced: every node is unreachable.
     let env = Env::new("quorum-lost", Workload::black_hole());
     for format in ["json", "yaml", "table"] {
-        let run = env.plugin(&[
+        // The table with every section (--details): the first screen has its own tests.
+        let mut args = vec![
             "diagnose",
             CLUSTER,
             "-n",
@@ -321,7 +322,11 @@ fn diagnose_without_a_lab() {
             "1s",
             "-o",
             format,
-        ]);
+        ];
+        if format == "table" {
+            args.push("--details");
+        }
+        let run = env.plugin(&args);
         snapshot(&format!("diagnose-via-pod-api-down.{format}"), &run);
     }
 

@@ -786,7 +786,7 @@ fn without_the_flag_the_output_is_the_same_with_or_without_nsx_variables() {
         ("NSXT_USERNAME", "admin"),
         ("NSXT_PASSWORD", password.as_str()),
     ];
-    for format in [&["-o", "json"][..], &["-o", "yaml"], &[]] {
+    for format in [&["-o", "json"][..], &["-o", "yaml"], &["--details"]] {
         let plain = Run::from(case.command(&[], format).output().unwrap());
         let with = Run::from(case.command(&vars, format).output().unwrap());
         assert_eq!(plain.code, 1, "{}", plain.stderr);
@@ -1311,7 +1311,7 @@ fn vms_excluded_or_the_dfw_disabled_blame_no_rule_and_say_why() {
         .unwrap();
     assert_eq!(e.dfw_enabled, etcdnet::report::v1alpha2::NsxKnown::No);
     // The table's NSX MANAGER section says it too, and names no rule as DROPS.
-    let table = case.run_as("auditor", &[]);
+    let table = case.run_as("auditor", &["--details"]);
     table.expect_code(1);
     assert!(
         table.stdout.contains("  not blamed: ")

@@ -180,3 +180,169 @@ fn etcd_metrics_section_under_the_verdict() {
         .unwrap_or_else(|| panic!("{out}"));
     assert!(!error.contains('\u{1b}'), "made visible: {error}");
 }
+
+/// `diagnose`'s first screen (issue 38), on the article's case as the demo makes it (3 nodes,
+/// peers dropped by the fabric, the workload API down so the jumpbox route; captured with `-o
+/// json` from `.ci/demo`'s step 2): at most 30 lines of at most 120 columns (100 here: stdout is
+/// no terminal), the verdict within the first 6, what the details say at length said once.
+fn first_screen(name: &str, format: Format, width: usize) -> String {
+    let view = render::View {
+        details: false,
+        width,
+        // Seconds after the fixture's leader loss (2026-12-07T11:46:39Z): its age is known.
+        at: std::time::UNIX_EPOCH + std::time::Duration::from_secs(1_796_644_007),
+        // As the demo runs it: the kubeconfig from $KUBECONFIG, so no --kubeconfig.
+        kubectl: Some(etcdnet::command::Kubectl::new(Some("supervisor"), None)),
+    };
+    render::output_as(&report(name), format, Paint { on: false }, &view).unwrap()
+}
+
+#[test]
+fn first_screen_of_the_article_case() {
+    let out = first_screen("article-jumpbox", Format::Table, 100);
+    snapbox::assert_data_eq!(
+        out.clone(),
+        snapbox::file!["../snapshots/article-jumpbox.first-screen.txt"]
+    );
+    let lines: Vec<&str> = out.lines().collect();
+    assert!(lines.len() <= 30, "{} lines:\n{out}", lines.len());
+    for l in &lines {
+        assert!(
+            l.chars().count() <= 100,
+            "{} columns: {l}",
+            l.chars().count()
+        );
+    }
+    let verdict = lines
+        .iter()
+        .position(|l| l.starts_with("VERDICT: EtcdPeerNetworkBlocked"))
+        .unwrap_or_else(|| panic!("no verdict: {out}"));
+    assert!(verdict < 6, "the verdict on line {}: {out}", verdict + 1);
+    // The header: cluster, namespace, context, the time to the second with Z, the route.
+    assert!(
+        lines[0].starts_with(
+            "tkc-prod -n ns-prod, context supervisor, 2026-12-07T11:46:47Z, kubectl-etcdnet "
+        ),
+        "{}",
+        lines[0]
+    );
+    assert!(
+        lines[1].starts_with("route: jumpbox (auto: the workload API does not answer (Timeout)"),
+        "{}",
+        lines[1]
+    );
+    // Since when, with its age.
+    assert!(
+        out.contains("since: 2026-12-07T11:46:39Z, 7s ago, no leader on 3/3 nodes"),
+        "{out}"
+    );
+    // Each next step's command pastes as it is: the cluster, -n, the run's --context and
+    // --kubeconfig; --watch, --nsx-manager and --bundle each once.
+    for flag in ["--watch", "--nsx-manager=", "--bundle="] {
+        let with: Vec<&&str> = lines.iter().filter(|l| l.contains(flag)).collect();
+        assert_eq!(with.len(), 1, "{flag}: {out}");
+        let words = shlex::split(with[0].trim()).unwrap();
+        assert_eq!(
+            &words[..6],
+            ["kubectl", "etcdnet", "diagnose", "tkc-prod", "-n", "ns-prod"],
+            "{flag}: {}",
+            with[0]
+        );
+        assert_eq!(words.last().unwrap(), "--context=supervisor", "{}", with[0]);
+    }
+    assert!(!out.contains("re-run kubectl etcdnet diagnose"), "{out}");
+    // One matrix, a line a node: the full name once per node, each cell 2379/2380.
+    for n in [
+        "tkc-prod-7xk2p-4rz8m",
+        "tkc-prod-7xk2p-9qtvw",
+        "tkc-prod-7xk2p-bx2lk",
+    ] {
+        assert_eq!(out.matches(n).count(), 1, "{n}: {out}");
+    }
+    assert_eq!(out.matches("timeout/timeout").count(), 6, "{out}");
+    assert!(
+        out.contains("12/12 peer paths fail on 2379/2380 (timeout 12)"),
+        "{out}"
+    );
+    // What the first screen leaves out is one flag away.
+    assert!(
+        lines.last().unwrap().starts_with("More with --details: "),
+        "{out}"
+    );
+    // The same report's details are today's whole output, unchanged.
+    let details = render::output(
+        &report("article-jumpbox"),
+        Format::Table,
+        Paint { on: false },
+    )
+    .unwrap();
+    assert!(details.contains("Where the packets die"), "{details}");
+    assert!(details.lines().count() > 60, "{details}");
+}
+
+/// The first screen within a terminal's width, and `-o wide` adding columns (the IP, each
+/// cell's connect time) as kubectl's does.
+#[test]
+fn first_screen_width_and_wide() {
+    let narrow = first_screen("article-jumpbox", Format::Table, 80);
+    for l in narrow
+        .lines()
+        .filter(|l| !l.trim_start().starts_with("kubectl "))
+    {
+        // Tables keep their columns (as kubectl's); every other line fits.
+        if l.starts_with("NODE") || l.starts_with("tkc-prod-7xk2p-") {
+            continue;
+        }
+        assert!(l.chars().count() <= 80, "{l}");
+    }
+    let wide = first_screen("article-jumpbox", Format::Wide, 100);
+    let header = wide.lines().find(|l| l.starts_with("NODE")).unwrap();
+    for column in ["IP", "ETCD", "RESTARTS", "CLOCK"] {
+        assert!(header.contains(column), "{header}");
+    }
+    assert!(wide.contains("198.18.0.11"), "{wide}");
+    assert!(wide.contains("ok 0ms/ok"), "{wide}");
+
+    // The run's --kubeconfig goes into every command printed, whole even past the width.
+    let view = render::View {
+        details: false,
+        width: 100,
+        at: std::time::UNIX_EPOCH,
+        kubectl: Some(etcdnet::command::Kubectl::new(
+            Some("sv admin"),
+            Some(std::path::Path::new("/home/admin/.kube/sv")),
+        )),
+    };
+    let out = render::output_as(
+        &report("article-jumpbox"),
+        Format::Table,
+        Paint { on: false },
+        &view,
+    )
+    .unwrap();
+    for flag in ["--nsx-manager=", "--bundle="] {
+        let line = out.lines().find(|l| l.contains(flag)).unwrap();
+        let words = shlex::split(line.trim()).unwrap();
+        assert_eq!(
+            words[words.len() - 2..],
+            ["--context=sv admin", "--kubeconfig=/home/admin/.kube/sv"],
+            "{line}"
+        );
+    }
+}
+
+/// The healed cluster (the demo's step 3): the first screen says Healthy, short, and adds no
+/// step to follow a recovery that is over.
+#[test]
+fn first_screen_of_a_healthy_cluster() {
+    let out = first_screen("article-healed", Format::Table, 100);
+    snapbox::assert_data_eq!(
+        out.clone(),
+        snapbox::file!["../snapshots/article-healed.first-screen.txt"]
+    );
+    assert!(out.lines().count() <= 20, "{out}");
+    assert!(out.contains("VERDICT: Healthy"), "{out}");
+    for flag in ["--watch", "--bundle", "--nsx-manager"] {
+        assert!(!out.contains(flag), "{flag}: {out}");
+    }
+}

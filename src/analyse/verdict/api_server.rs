@@ -177,7 +177,7 @@ fn endpoint_unreachable(
         ctx.facts.apis.network_stack.stack,
         &endpoint,
     ));
-    next.push("The backends above answer: once the virtual IP forwards to them the workload API answers; re-run kubectl etcdnet diagnose to confirm".into());
+    next.push(format!("The backends above answer: once the virtual IP forwards to them the workload API answers; then confirm: {}", ctx.facts.diagnose_again()));
     verdict(
         VerdictCode::ApiEndpointUnreachable,
         format!(

@@ -150,7 +150,10 @@ fn peer_network_over(ctx: &Ctx, cells: &[&Cell]) -> Option<Verdict> {
     for &n in &ctx.nodes {
         evidence.extend(log_evidence(ctx, &n.name, &kinds).into_iter().take(2));
     }
-    next.push("etcd recovers by itself once the VMs reach each other; then re-run kubectl etcdnet diagnose to confirm".into());
+    next.push(format!(
+        "etcd recovers by itself once the VMs reach each other; follow it until Healthy: {}",
+        ctx.facts.diagnose_watch()
+    ));
     verdict(code, summary, nodes, evidence, next)
 }
 

@@ -360,7 +360,7 @@ pub(super) fn inconclusive(ctx: &Ctx) -> Verdict {
             Check::NoNodes => parts.push("there is no control-plane node to probe".to_string()),
             Check::Unreached => {
                 parts.push(format!("{} not probed", names(c)));
-                next.push("Find out why each node above was not probed (no IP yet, the route failed), then re-run kubectl etcdnet diagnose".to_string());
+                next.push(format!("Find out why each node above was not probed (no IP yet, the route failed), then run again: {}", ctx.facts.diagnose_again()));
             }
             Check::Health => {
                 parts.push(format!("/health not true on {}", names(c)));
@@ -380,7 +380,7 @@ pub(super) fn inconclusive(ctx: &Ctx) -> Verdict {
             }
             Check::ProbeError => {
                 parts.push(format!("probe errors on {}", names(c)));
-                next.push("The probe errors above say which check could not run on which node (a missing tool, an unreadable file): fix that and re-run kubectl etcdnet diagnose".to_string());
+                next.push(format!("The probe errors above say which check could not run on which node (a missing tool, an unreadable file): fix that and run again: {}", ctx.facts.diagnose_again()));
             }
             Check::WorkloadApi => {
                 parts.push("the workload API not seen to answer".to_string());

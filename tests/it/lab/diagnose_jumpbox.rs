@@ -200,7 +200,7 @@ fn the_articles_case_through_the_jumpbox() {
     w.assert_no_pod_left();
     w.assert_one_pod_per_diagnosis(1);
 
-    let table = w.diagnose(&[]);
+    let table = w.diagnose(&["--details"]);
     assert!(
         table.stdout.contains("From the Supervisor (jumpbox):"),
         "{}",

@@ -77,7 +77,7 @@ fn cell(report: &DiagnoseReport, port: u16, from: &str, to: &str) -> CellState {
 fn healthy_then_peers_dropped_then_healed() {
     let e = lab_env("diagnose_pod healthy/dropped", "lab-3");
 
-    let table = e.diagnose(&[]);
+    let table = e.diagnose(&["--details"]);
     table.expect_code(0);
     assert!(
         table.stdout.contains("VERDICT: Healthy"),
@@ -235,7 +235,7 @@ fn one_node_isolated() {
     );
     // Everyone's peer: cp1 dialled it (and timed out in the cut).
     assert_eq!(cell(&report, 2380, CP[0], CP[2]), CellState::Timeout);
-    let table = e.diagnose(&[]);
+    let table = e.diagnose(&["--details"]);
     assert!(
         table.stdout.contains("198.18.0.13 (config)"),
         "{}",

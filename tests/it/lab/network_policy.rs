@@ -143,7 +143,7 @@ fn policy_then_no_policy_then_healed(route: Route) {
         "{assessment:#}"
     );
     // The table says the same, with its NETWORK POLICY section.
-    let table = with.diagnose(&[]);
+    let table = with.diagnose(&["--details"]);
     table.expect_code(1);
     for want in ["VERDICT: EtcdPeerNetworkBlocked", POLICY, "NETWORK POLICY"] {
         assert!(table.stdout.contains(want), "{want}:\n{}", table.stdout);
