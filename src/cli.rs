@@ -29,7 +29,8 @@ Exit codes:
   1  the run completed and found a problem (see the report)
   2  usage or configuration error (flag, name, kubeconfig, context, unknown cluster)
   3  could not complete (API error, permission denied, timeout)
-  130  interrupted (Ctrl-C, SIGTERM, SIGHUP); probe pods created so far were deleted";
+  130  interrupted by Ctrl-C (SIGINT); probe pods created so far were deleted
+  143  stopped by SIGTERM, 129 by SIGHUP (128 + the signal's number); pods deleted as for 130";
 
 const ABOUT: &str = "Diagnose etcd quorum loss in vSphere Supervisor (TKG/VKS) workload clusters";
 

@@ -7,11 +7,14 @@
 //! - 1: the run completed and found a problem (see the report);
 //! - 2: usage or configuration error (bad flag, bad name, no kubeconfig, wrong context);
 //! - 3: could not complete (API error, permission denied, timeout);
-//! - 130: interrupted (SIGINT, SIGTERM or SIGHUP), after deleting what the run created.
+//! - 130, 143, 129: interrupted by SIGINT (Ctrl-C), SIGTERM or SIGHUP (128 + the signal's
+//!   number, as shells report a death by it), after deleting what the run created.
 
 use std::fmt;
 
 use kube::config::KubeconfigError;
+
+use crate::signal::Signal;
 
 /// Exit code: the run completed and everything checked is fine.
 pub const EXIT_OK: i32 = 0;
@@ -21,9 +24,10 @@ pub const EXIT_PROBLEM: i32 = 1;
 pub const EXIT_USAGE: i32 = 2;
 /// Exit code: the run could not complete (API error, permission, timeout).
 pub const EXIT_INCOMPLETE: i32 = 3;
-/// Exit code: interrupted by SIGINT, SIGTERM or SIGHUP (after deleting what the run created),
-/// as shells report a SIGINT death (128 + 2); one code for all three, since a script only needs
-/// to know the run was interrupted.
+/// Exit code: interrupted by SIGINT (Ctrl-C), after deleting what the run created, as shells
+/// report a SIGINT death (128 + 2). SIGTERM ends a run with 143 and SIGHUP with 129
+/// ([`Signal::exit_code`]): a script or a service manager tells a stop from a Ctrl-C as it
+/// would for any program.
 pub const EXIT_INTERRUPTED: i32 = 130;
 
 #[derive(Debug, thiserror::Error)]
@@ -86,9 +90,9 @@ pub enum Error {
     #[error("{0}")]
     NoRoute(String),
 
-    /// Ctrl-C, SIGTERM, SIGHUP; what the run created was cleaned up.
-    #[error("interrupted; every probe pod created was deleted")]
-    Interrupted,
+    /// Ctrl-C, SIGTERM, SIGHUP (the first that came); what the run created was cleaned up.
+    #[error("interrupted ({}); every probe pod created was deleted", .0.name())]
+    Interrupted(Signal),
 
     /// The report could not be serialized.
     #[error("cannot write output: {source}")]
@@ -109,7 +113,7 @@ impl Error {
             Error::Kube(_) | Error::Timeout(_) | Error::NoRoute(_) | Error::Output { .. } => {
                 EXIT_INCOMPLETE
             }
-            Error::Interrupted => EXIT_INTERRUPTED,
+            Error::Interrupted(signal) => signal.exit_code(),
         }
     }
 
@@ -265,7 +269,12 @@ mod tests {
             Error::kube("x", api_error(403, "no")).exit_code(),
             EXIT_INCOMPLETE
         );
-        assert_eq!(Error::Interrupted.exit_code(), EXIT_INTERRUPTED);
+        assert_eq!(
+            Error::Interrupted(Signal::Interrupt).exit_code(),
+            EXIT_INTERRUPTED
+        );
+        assert_eq!(Error::Interrupted(Signal::Terminate).exit_code(), 143);
+        assert_eq!(Error::Interrupted(Signal::Hangup).exit_code(), 129);
     }
 
     #[test]

@@ -32,8 +32,8 @@
 //!
 //! ```text
 //! lib · cli · commands · bundle · plan · route · render · report · analyse · workload · nsxmanager ·
-//! supervisor · connect · probe · command · {names, labels, progress, selector, signal, error, when} ·
-//! bounds
+//! supervisor · connect · probe · command · {names, labels, progress, selector, error, when} ·
+//! signal · bounds
 //! ```
 
 pub mod analyse;
