@@ -79,7 +79,10 @@ pub async fn find(conn: &Connection, which: &Which) -> Result<Vec<Found>> {
                     };
                     (f, inventory.clone())
                 })
-                .map_err(|e| ClusterFailure::new(&inventory.namespace, &cluster, &e));
+                .map_err(|e| {
+                    let e = e.with_kubectl_flags(conn.kubectl.flags());
+                    ClusterFailure::new(&inventory.namespace, &cluster, &e)
+                });
             found.push(Found {
                 namespace: inventory.namespace.clone(),
                 cluster,

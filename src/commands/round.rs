@@ -221,6 +221,7 @@ async fn round(
                 prepare(conn, facts, inventory, opts, &Progress::hidden()),
             )
             .await
+            .map_err(|e| e.with_kubectl_flags(conn.kubectl.flags()))
         },
     )
     .await?;
@@ -245,7 +246,8 @@ async fn round(
                     &name,
                     conclude(conn, p, opts, tracker, nsx, &Progress::hidden()),
                 )
-                .await;
+                .await
+                .map_err(|e| e.with_kubectl_flags(conn.kubectl.flags()));
                 steps.one_done();
                 d
             }
