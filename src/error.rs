@@ -369,10 +369,21 @@ pub fn chain(err: &(dyn std::error::Error + 'static)) -> String {
     if let Some(bound) = crate::bounds::exceeded(err) {
         return bound.to_string();
     }
-    let mut out = err.to_string();
+    // The OS's `(os error N)` tail says nothing to an admin; the words before it do.
+    let words = |text: String| {
+        let mut text = text;
+        while let Some(i) = text.find(" (os error ") {
+            match text[i..].find(')') {
+                Some(end) => text.replace_range(i..i + end + 1, ""),
+                None => break,
+            }
+        }
+        text
+    };
+    let mut out = words(err.to_string());
     let mut source = err.source();
     while let Some(s) = source {
-        let text = s.to_string();
+        let text = words(s.to_string());
         if !out.contains(&text) {
             out.push_str(": ");
             out.push_str(&text);
@@ -380,6 +391,25 @@ pub fn chain(err: &(dyn std::error::Error + 'static)) -> String {
         source = s.source();
     }
     out
+}
+
+/// What an I/O error means, in words for the line that names the file: the operating system's
+/// own text without its `(os error N)` tail, which says nothing to an admin, and the common
+/// cases in plain words. The caller says which file and what to do.
+pub fn io_words(e: &std::io::Error) -> String {
+    use std::io::ErrorKind;
+    match e.kind() {
+        ErrorKind::NotFound => "no such file or folder".into(),
+        ErrorKind::PermissionDenied => "permission denied".into(),
+        ErrorKind::IsADirectory => "it is a folder, not a file".into(),
+        _ => {
+            let text = e.to_string();
+            match text.rfind(" (os error ") {
+                Some(i) if text.ends_with(')') => text[..i].to_string(),
+                _ => text,
+            }
+        }
+    }
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
@@ -491,6 +521,26 @@ mod tests {
         let err = Error::kube("discovery", api_error(500, "boom"))
             .with_unreachable_hint(|| "is it up?".into());
         assert_eq!(err.to_string(), "discovery: boom (500) (is it up?)");
+    }
+
+    /// No `(os error N)` reaches a line: the common kinds in words, the rest without the tail.
+    #[test]
+    fn io_errors_in_words() {
+        use std::io::{Error as Io, ErrorKind};
+        assert_eq!(
+            io_words(&Io::from_raw_os_error(2)),
+            "no such file or folder"
+        );
+        assert_eq!(
+            io_words(&Io::from(ErrorKind::PermissionDenied)),
+            "permission denied"
+        );
+        let other = io_words(&Io::from_raw_os_error(28));
+        assert!(!other.contains("os error") && !other.is_empty(), "{other}");
+        assert_eq!(io_words(&Io::other("short read")), "short read");
+        let refused = Io::from_raw_os_error(111);
+        let line = chain(&refused);
+        assert!(!line.contains("os error") && !line.is_empty(), "{line}");
     }
 
     #[test]
