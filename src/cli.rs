@@ -30,7 +30,8 @@ Exit codes:
   1  the run completed and found a problem (see the report)
   2  usage or configuration error (flag, name, kubeconfig, context, unknown cluster)
   3  could not complete (API error, permission denied, timeout)
-  130  interrupted (Ctrl-C, SIGTERM, SIGHUP); probe pods created so far were deleted";
+  130  interrupted by Ctrl-C (SIGINT); probe pods created so far were deleted
+  143  stopped by SIGTERM, 129 by SIGHUP (128 + the signal's number); pods deleted as for 130";
 
 /// Every command's help in kubectl's order: what it does, the examples, then usage and flags
 /// (clap's default puts `before_help`, where the examples are, above the description).
@@ -915,8 +916,19 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
     if let Ok(secs) = s.parse::<u64>() {
         return Ok(Duration::from_secs(secs));
     }
-    humantime::parse_duration(s)
-        .map_err(|e| format!("{e} (use a duration such as 5s, 1m or 500ms)"))
+    // humantime's own words ("expected number at 0") point into its parser; these name the
+    // value's problem.
+    humantime::parse_duration(s).map_err(|e| {
+        let why = match e {
+            humantime::DurationError::UnknownUnit { unit, .. } => {
+                format!("unknown unit {unit:?}")
+            }
+            humantime::DurationError::NumberOverflow => "too long".to_string(),
+            humantime::DurationError::Empty => "empty".to_string(),
+            _ => "not a duration".to_string(),
+        };
+        format!("{why} (use a duration such as 5s, 1m or 500ms)")
+    })
 }
 
 /// `--since`: a duration of at least a second and at most 30 days (etcd's log tail on a node
@@ -1153,6 +1165,14 @@ mod tests {
         assert_eq!(parse_duration("1m30s").unwrap(), Duration::from_secs(90));
         assert_eq!(parse_duration("250ms").unwrap(), Duration::from_millis(250));
         assert!(parse_duration("soon").is_err());
+        // Our words, not the parser's ("expected number at 0").
+        assert_eq!(
+            parse_duration("soon").unwrap_err(),
+            "not a duration (use a duration such as 5s, 1m or 500ms)"
+        );
+        assert!(parse_duration("5x")
+            .unwrap_err()
+            .starts_with("unknown unit \"x\""));
         assert!(parse_duration("-1s").is_err());
     }
 

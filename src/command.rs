@@ -75,6 +75,12 @@ impl Kubectl {
         Kubectl { flags }
     }
 
+    /// The run's ` --context=… --kubeconfig=…` words alone (empty when it had neither), for
+    /// a command made below this layer (a 403's `kubectl auth can-i`, `error`).
+    pub fn flags(&self) -> &str {
+        &self.flags
+    }
+
     /// `kubectl <args> <flags>`: `args` is the plugin's own text, every value in it put
     /// through [`quote`], [`name`] or [`namespace`].
     pub fn run(&self, args: &str) -> String {

@@ -52,7 +52,11 @@ fn config_error(where_: &str, e: KubeconfigError) -> Error {
 
 fn reword(e: &KubeconfigError) -> String {
     match e {
-        KubeconfigError::ReadConfig(io, path) => format!("cannot read {}: {io}", path.display()),
+        KubeconfigError::ReadConfig(io, path) => format!(
+            "cannot read {}: {} (check --kubeconfig or KUBECONFIG)",
+            path.display(),
+            crate::error::io_words(io)
+        ),
         KubeconfigError::Parse(_) | KubeconfigError::InvalidStructure(_) => {
             "it is not a valid kubeconfig (YAML)".to_string()
         }

@@ -33,8 +33,8 @@
 //!
 //! ```text
 //! lib · cli · commands · bundle · plan · route · render · report · analyse · workload · nsxmanager ·
-//! supervisor · connect · probe · command · {names, labels, progress, selector, signal, error, when} ·
-//! bounds
+//! supervisor · connect · probe · command · {names, labels, progress, selector, error, when} ·
+//! signal · bounds
 //! ```
 
 pub mod analyse;
@@ -94,9 +94,12 @@ pub async fn run(cli: Cli, emit: commands::Emit<'_>) -> Result<Outcome> {
             );
             Ok(Outcome::ok(String::from_utf8_lossy(&buf).into_owned()))
         }
+        // A refused Supervisor request's `kubectl auth can-i` carries the run's flags.
         Command::Status(args) => {
             let conn = connect::connect(&g.connect_options()).await?;
-            commands::status::run(&conn, &args.options(g), format).await
+            commands::status::run(&conn, &args.options(g), format)
+                .await
+                .map_err(|e| e.with_kubectl_flags(conn.kubectl.flags()))
         }
         Command::Diagnose(args) => {
             // NSX Manager's credentials and CA are read before anything is contacted.
@@ -106,13 +109,17 @@ pub async fn run(cli: Cli, emit: commands::Emit<'_>) -> Result<Outcome> {
                 nsx,
                 ..args.options(g)
             };
-            commands::diagnose::run(&conn, &args.run_options(), &opts, format, emit).await
+            commands::diagnose::run(&conn, &args.run_options(), &opts, format, emit)
+                .await
+                .map_err(|e| e.with_kubectl_flags(conn.kubectl.flags()))
         }
         // Offline: the bundle is all it reads; no kubeconfig, no connection.
         Command::Analyse(args) => commands::analyse::run(&args.options(g), format),
         Command::Cleanup(args) => {
             let conn = connect::connect(&g.connect_options()).await?;
-            commands::cleanup::run(&conn, &args.options(g), format).await
+            commands::cleanup::run(&conn, &args.options(g), format)
+                .await
+                .map_err(|e| e.with_kubectl_flags(conn.kubectl.flags()))
         }
     }
 }

@@ -13,7 +13,7 @@ use crate::route::jumpbox::JumpboxSettings;
 use crate::route::pod::PodSettings;
 use crate::route::ssh::{SshRouteSettings, SshSettings};
 use crate::route::via::{NoRoute, SshPortCheck};
-use crate::route::{Address, PodBasics, Route, RouteArgs, RouteSettings, Target};
+use crate::route::{Address, PodBasics, Route, RouteArgs, RouteSettings, Target, Via};
 use crate::supervisor::{ClusterFacts, ControlPlaneNode};
 use crate::workload::WorkloadApi;
 
@@ -61,8 +61,8 @@ pub struct DiagnosePlan {
 ///
 /// `ssh` is the TCP 22 check `--via auto` needs on a VDS Supervisor (made by the caller when
 /// [`crate::route::via::needs_ssh_check`] says so; [`ssh_check_addresses`] are the VMs to
-/// check). Err ([`Error::NoRoute`]): no route can reach the nodes, said before anything is
-/// created.
+/// check). Err ([`Error::NoRoute`]): no route can reach the nodes, or `--via pod` was asked
+/// while the workload API does not answer; said before anything is created.
 pub fn plan(
     opts: &DiagnoseConfig,
     facts: &ClusterFacts,
@@ -71,11 +71,14 @@ pub fn plan(
     run_id: String,
 ) -> Result<DiagnosePlan> {
     let stack = &facts.apis.network_stack;
-    let (route, reason) = opts
-        .reach
-        .via
-        .resolve(api, stack, ssh)
-        .map_err(|NoRoute(why)| Error::NoRoute(format!("cluster {}: {why}", facts.cluster.name)))?;
+    let no_route = |NoRoute(why)| Error::NoRoute(format!("cluster {}: {why}", facts.cluster.name));
+    // `--via pod` with the workload API dark cannot create a pod: one line now, not a report
+    // whose every node says so. A dry run still shows the pods (nothing is created, and the
+    // preview is what a review before an incident reads).
+    if opts.reach.via == Via::Pod && !api.is_reachable() && !opts.dry_run {
+        return Err(no_route(crate::route::via::pod_without_api(api, stack)));
+    }
+    let (route, reason) = opts.reach.via.resolve(api, stack, ssh).map_err(no_route)?;
     let (cluster, namespace) = (&facts.cluster.name, &facts.namespace);
     let reach = &opts.reach;
     let basics = || PodBasics {
@@ -286,6 +289,32 @@ mod tests {
         assert!(matches!(e, Error::NoRoute(_)), "{e}");
         assert_eq!(e.exit_code(), crate::error::EXIT_INCOMPLETE);
         assert!(e.to_string().starts_with("cluster tkc: no route"), "{e}");
+    }
+
+    /// `--via pod` with the workload API dark: no plan, one line naming the cluster and the
+    /// route that can work (exit 3), not a report of every node failing alike; a dry run still
+    /// shows the pods it would create.
+    #[test]
+    fn a_named_pod_route_without_the_api_is_no_plan_but_a_dry_run_shows_its_pods() {
+        let f = facts(3, 3, (1..=3).map(|i| node(i, true)).collect());
+        let down = api(ApiState::Refused);
+        let e = plan(&options(Via::Pod), &f, &down, None, RUN.into()).unwrap_err();
+        assert!(matches!(e, Error::NoRoute(_)), "{e}");
+        assert_eq!(e.exit_code(), crate::error::EXIT_INCOMPLETE);
+        let line = e.to_string();
+        assert!(
+            line.starts_with(
+                "cluster tkc: --via pod needs the workload API, and it does not answer (Refused"
+            ),
+            "{line}"
+        );
+        assert!(line.contains("--via jumpbox"), "{line}");
+        let dry = DiagnoseConfig {
+            dry_run: true,
+            ..options(Via::Pod)
+        };
+        let p = plan(&dry, &f, &down, None, RUN.into()).unwrap();
+        assert_eq!(p.route.would_create(&p.targets).len(), 3);
     }
 
     #[test]

@@ -5,25 +5,78 @@
 //! waits at that moment: a signal that lands between two waits (a `--watch` round ending, its
 //! output printed, the next sleep not yet begun) is never lost, as it would be with a listener
 //! made anew at each wait (tokio's signal streams see only what arrives after they are made).
+//!
+//! The first signal is remembered: it is what ended the run, and its exit code is the shell's
+//! for a death by it (128 + its number: 130 SIGINT, 143 SIGTERM, 129 SIGHUP), so that a
+//! script or a service manager reads the run's end as it would read any program's.
 
 use std::sync::OnceLock;
 
 use tokio::sync::watch;
 
-/// How many signals the run has received, kept by the one listener.
-static RECEIVED: OnceLock<watch::Receiver<u64>> = OnceLock::new();
+/// A signal that ends a run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Signal {
+    /// SIGINT: Ctrl-C (on Windows, Ctrl-C and Ctrl-Break).
+    Interrupt,
+    /// SIGTERM: `kill`, a service manager's or CI runner's stop, `timeout(1)`.
+    Terminate,
+    /// SIGHUP: the terminal or the SSH session went away.
+    Hangup,
+}
+
+impl Signal {
+    /// Its name as `kill -l` and the shells print it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Signal::Interrupt => "SIGINT",
+            Signal::Terminate => "SIGTERM",
+            Signal::Hangup => "SIGHUP",
+        }
+    }
+
+    /// The exit code of a run it ended: 128 + the signal's number, what POSIX shells report
+    /// (`$?`) for a process killed by it (POSIX.1-2017 Shell Command Language, 2.8.2 "Exit
+    /// Status for Commands": "greater than 128"; bash, dash and zsh use 128 + n). The numbers
+    /// are the same on every Unix (SIGHUP 1, SIGINT 2, SIGTERM 15: POSIX's XSI table of
+    /// `kill -s` numbers).
+    pub fn exit_code(self) -> i32 {
+        128 + match self {
+            Signal::Hangup => 1,
+            Signal::Interrupt => 2,
+            Signal::Terminate => 15,
+        }
+    }
+}
+
+/// What the one listener has seen: how many signals, and the first.
+#[derive(Debug, Clone, Copy, Default)]
+struct Received {
+    count: u64,
+    first: Option<Signal>,
+}
+
+/// The run's signals, kept by the one listener.
+static RECEIVED: OnceLock<watch::Receiver<Received>> = OnceLock::new();
 
 /// Installs the run's one listener (the first call; later calls only read it). Called at the
 /// run's start, so a signal at any moment after it is counted.
-pub fn listen() -> watch::Receiver<u64> {
+pub fn listen() {
+    receiver();
+}
+
+fn receiver() -> watch::Receiver<Received> {
     RECEIVED
         .get_or_init(|| {
-            let (tx, rx) = watch::channel(0u64);
+            let (tx, rx) = watch::channel(Received::default());
             tokio::spawn(async move {
                 let mut signals = Signals::new();
                 loop {
-                    signals.next().await;
-                    tx.send_modify(|n| *n += 1);
+                    let signal = signals.next().await;
+                    tx.send_modify(|r| {
+                        r.count += 1;
+                        r.first.get_or_insert(signal);
+                    });
                 }
             });
             rx
@@ -33,26 +86,30 @@ pub fn listen() -> watch::Receiver<u64> {
 
 /// How many signals the run has received so far.
 pub fn count() -> u64 {
-    *listen().borrow()
+    receiver().borrow().count
 }
 
 /// Resolves once more than `seen` signals have been received: at once when they already were.
 /// A listener that is gone (its runtime ended) never resolves.
 pub async fn after(seen: u64) {
-    let mut rx = listen();
-    if rx.wait_for(|n| *n > seen).await.is_err() {
+    let mut rx = receiver();
+    if rx.wait_for(|r| r.count > seen).await.is_err() {
         std::future::pending::<()>().await;
     }
 }
 
 /// Resolves once the run has received a signal (SIGINT (Ctrl-C), SIGTERM or SIGHUP; on
-/// Windows, Ctrl-C or Ctrl-Break): at once if one already came. SIGHUP is what a run gets when
-/// the terminal goes away (the SSH session to the admin's bastion drops): it ends the run like
-/// the others, so that its pods are deleted instead of the process dying with them running.
-/// All of them end with the same exit code (130, [`crate::error::EXIT_INTERRUPTED`]). A wait
-/// for a second signal (after the first ended the work) is [`after`]`(`[`count`]`())`.
-pub async fn shutdown() {
-    after(0).await
+/// Windows, Ctrl-C or Ctrl-Break), with the first one: at once if one already came. SIGHUP is
+/// what a run gets when the terminal goes away (the SSH session to the admin's bastion drops):
+/// it ends the run like the others, so that its pods are deleted instead of the process dying
+/// with them running. Each ends with its own exit code ([`Signal::exit_code`]). A wait for a
+/// second signal (after the first ended the work) is [`after`]`(`[`count`]`())`.
+pub async fn shutdown() -> Signal {
+    after(0).await;
+    receiver()
+        .borrow()
+        .first
+        .expect("a signal was counted, so the first is kept")
 }
 
 /// The signal streams, made once so that none is missed between two of them.
@@ -96,7 +153,7 @@ impl Signals {
     }
 
     /// The next signal of any kind.
-    async fn next(&mut self) {
+    async fn next(&mut self) -> Signal {
         async fn received<S: Recv>(s: &mut Option<S>) {
             match s {
                 Some(s) => s.recv_one().await,
@@ -107,21 +164,23 @@ impl Signals {
         {
             let [int, term, hup] = &mut self.streams;
             tokio::select! {
-                _ = received(int) => {}
-                _ = received(term) => {}
-                _ = received(hup) => {}
+                _ = received(int) => Signal::Interrupt,
+                _ = received(term) => Signal::Terminate,
+                _ = received(hup) => Signal::Hangup,
             }
         }
         #[cfg(windows)]
         {
+            // Windows has no signal numbers: both end as Ctrl-C does (130).
             tokio::select! {
-                _ = tokio::signal::ctrl_c() => {}
-                _ = received(&mut self.brk) => {}
+                _ = tokio::signal::ctrl_c() => Signal::Interrupt,
+                _ = received(&mut self.brk) => Signal::Interrupt,
             }
         }
         #[cfg(not(any(unix, windows)))]
         {
             let _ = tokio::signal::ctrl_c().await;
+            Signal::Interrupt
         }
     }
 }

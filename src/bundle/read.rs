@@ -25,7 +25,12 @@ use crate::workload::WorkloadApi;
 /// configuration error (exit 2) naming the file, the entry and what is wrong.
 pub fn read(path: &Path) -> Result<Bundle> {
     let bad = |why: String| Error::config(format!("bundle {}: {why}", path.display()));
-    let file = std::fs::File::open(path).map_err(|e| bad(format!("cannot open: {e}")))?;
+    let file = std::fs::File::open(path).map_err(|e| {
+        bad(format!(
+            "cannot open: {} (give the .tar.gz that diagnose --bundle wrote)",
+            crate::error::io_words(&e)
+        ))
+    })?;
     let entries = entries(io::BufReader::new(file), CAPS).map_err(bad)?;
     from_entries(&entries, CAPS).map_err(bad)
 }

@@ -55,7 +55,13 @@ pub fn write(path: &Path, evidence: &[Evidence]) -> Result<()> {
         .prefix(&format!(".{name}."))
         .suffix(".tmp")
         .tempfile_in(dir)
-        .map_err(|e| cannot(e.to_string()))?;
+        .map_err(|e| {
+            cannot(format!(
+                "cannot create a file in {}: {} (--bundle needs a folder that exists and can be written)",
+                dir.display(),
+                crate::error::io_words(&e)
+            ))
+        })?;
     let mtime = unix_seconds(SystemTime::now());
     let gz = flate2::write::GzEncoder::new(
         io::BufWriter::new(tmp.as_file()),

@@ -79,7 +79,10 @@ pub async fn find(conn: &Connection, which: &Which) -> Result<Vec<Found>> {
                     };
                     (f, inventory.clone())
                 })
-                .map_err(|e| ClusterFailure::new(&inventory.namespace, &cluster, &e));
+                .map_err(|e| {
+                    let e = e.with_kubectl_flags(conn.kubectl.flags());
+                    ClusterFailure::new(&inventory.namespace, &cluster, &e)
+                });
             found.push(Found {
                 namespace: inventory.namespace.clone(),
                 cluster,
@@ -109,7 +112,7 @@ where
                 Err(failure) => Ok(ListItem::Failed(failure)),
                 Ok((facts, inventory)) => match work(facts, inventory).await {
                     Ok(report) => Ok(ListItem::Report(report)),
-                    Err(Error::Interrupted) => Err(Error::Interrupted),
+                    Err(e @ Error::Interrupted(_)) => Err(e),
                     Err(e) => Ok(ListItem::Failed(
                         ClusterFailure::new(&f.namespace, &f.cluster, &e).took(started.elapsed()),
                     )),
@@ -146,7 +149,7 @@ where
                     let started = Instant::now();
                     match work(p).await {
                         Ok(t) => Ok(ListItem::Report(t)),
-                        Err(Error::Interrupted) => Err(Error::Interrupted),
+                        Err(e @ Error::Interrupted(_)) => Err(e),
                         Err(e) => Ok(ListItem::Failed(
                             ClusterFailure::new(&namespace, &cluster, &e)
                                 .took(before + started.elapsed()),
@@ -242,9 +245,9 @@ mod tests {
     #[tokio::test]
     async fn an_interruption_ends_the_run_not_a_row() {
         let r = each(vec![found("a"), found("b")], 4, |_, _| async {
-            Err::<(), _>(Error::Interrupted)
+            Err::<(), _>(Error::Interrupted(crate::signal::Signal::Terminate))
         })
         .await;
-        assert!(matches!(r, Err(Error::Interrupted)));
+        assert!(matches!(r, Err(Error::Interrupted(_))));
     }
 }

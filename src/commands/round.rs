@@ -68,14 +68,14 @@ pub async fn round_with_cleanup(
             let login = NsxRun::start(config);
             tokio::select! {
                 n = login => Some(n),
-                _ = signal::shutdown() => return (Err(Error::Interrupted), Vec::new()),
+                s = signal::shutdown() => return (Err(Error::Interrupted(s)), Vec::new()),
             }
         }
         _ => None,
     };
     let result = tokio::select! {
         r = round(conn, selection, opts, &tracker, nsx.as_ref(), &progress) => r,
-        _ = signal::shutdown() => Err(Error::Interrupted),
+        s = signal::shutdown() => Err(Error::Interrupted(s)),
     };
     progress.finish();
     // Every way out passes here: delete what is left, unless asked to keep it.
@@ -221,6 +221,7 @@ async fn round(
                 prepare(conn, facts, inventory, opts, &Progress::hidden()),
             )
             .await
+            .map_err(|e| e.with_kubectl_flags(conn.kubectl.flags()))
         },
     )
     .await?;
@@ -245,7 +246,8 @@ async fn round(
                     &name,
                     conclude(conn, p, opts, tracker, nsx, &Progress::hidden()),
                 )
-                .await;
+                .await
+                .map_err(|e| e.with_kubectl_flags(conn.kubectl.flags()));
                 steps.one_done();
                 d
             }

@@ -35,15 +35,16 @@ pub async fn run(conn: &Connection, opts: &StatusOptions, format: Format) -> Res
         });
     }
     let found = many::find(conn, &opts.selection.which).await?;
-    let items =
-        many::each(
-            found,
-            opts.selection.max_concurrent,
-            |facts, inventory| async move {
-                report(conn, facts, &inventory, opts, Instant::now()).await
-            },
-        )
-        .await?;
+    let items = many::each(
+        found,
+        opts.selection.max_concurrent,
+        |facts, inventory| async move {
+            report(conn, facts, &inventory, opts, Instant::now())
+                .await
+                .map_err(|e| e.with_kubectl_flags(conn.kubectl.flags()))
+        },
+    )
+    .await?;
     let list = ListReport::new(items, started.elapsed());
     Ok(Outcome {
         stdout: render::output(

@@ -100,7 +100,7 @@ async fn rounds(
         }
         tokio::select! {
             _ = tokio::time::sleep(every) => {}
-            _ = signal::shutdown() => return Err(Error::Interrupted),
+            s = signal::shutdown() => return Err(Error::Interrupted(s)),
         }
     }
 }

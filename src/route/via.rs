@@ -151,6 +151,30 @@ pub fn auto(
     }
 }
 
+/// An explicit `--via pod` while the workload API does not answer: the probe pods are created
+/// through that API, so the route cannot work (`plan` checks). Said as one line before anything
+/// is created,
+/// with the routes that can (the jumpbox where vSphere Pods run, else direct ssh), instead of
+/// a report whose every node repeats the same reason.
+pub fn pod_without_api(api: &WorkloadApi, stack: &StackFact) -> NoRoute {
+    let instead = if stack.stack.runs_vsphere_pods() {
+        "use --via jumpbox (a vSphere Pod in the Supervisor reaches the VMs), or leave out --via (auto takes the jumpbox)"
+    } else {
+        "use --via ssh (TCP 22 to the VMs from this machine; VDS networking runs no vSphere Pod, so no jumpbox), or leave out --via (auto checks TCP 22 first)"
+    };
+    use crate::workload::ApiState;
+    let state = match api.state {
+        ApiState::HttpError => "answers with an error",
+        ApiState::Unknown => "could not be checked",
+        ApiState::Untrusted => "was not contacted",
+        _ => "does not answer",
+    };
+    NoRoute(format!(
+        "--via pod needs the workload API, and it {state} ({}: {}), so no probe pod can be created on the nodes; {instead}",
+        api.state, api.detail
+    ))
+}
+
 /// An explicit `--via jumpbox` on a VDS Supervisor is done as asked (an admin who names the
 /// route may know better, e.g. a Supervisor that gained vSphere Pods), with this warning in the
 /// route's reason; the pod's refusal or `FailedScheduling` then ends the run within seconds
@@ -270,6 +294,28 @@ mod tests {
             named_reason(Route::Ssh, &stack(NetworkStack::Vds)),
             "--via ssh"
         );
+    }
+
+    /// `--via pod` with the workload API dark: one line naming the route that can work on
+    /// this stack (the jumpbox where vSphere Pods run, else ssh).
+    #[test]
+    fn a_named_pod_route_without_the_api_is_one_error_line() {
+        for (s, instead, not) in [
+            (NetworkStack::Nsx, "--via jumpbox", "--via ssh"),
+            (NetworkStack::Unknown, "--via jumpbox", "--via ssh"),
+            (NetworkStack::Vds, "--via ssh", "--via jumpbox"),
+        ] {
+            let NoRoute(line) = pod_without_api(&api(ApiState::Timeout), &stack(s));
+            assert!(!line.contains('\n'), "{line}");
+            assert!(
+                line.starts_with(
+                    "--via pod needs the workload API, and it does not answer (Timeout: d)"
+                ),
+                "{line}"
+            );
+            assert!(line.contains(instead) && !line.contains(not), "{s}: {line}");
+            assert!(line.contains("leave out --via"), "{line}");
+        }
     }
 
     /// Port 22 on loopback, whatever this host runs there: counted once, within the bound. The

@@ -33,9 +33,8 @@ const LAYERS: &[&[&str]] = &[
     &["connect"],
     &["probe"],
     &["command"],
-    &[
-        "names", "labels", "progress", "selector", "signal", "error", "when",
-    ],
+    &["names", "labels", "progress", "selector", "error", "when"],
+    &["signal"],
     &["bounds"],
 ];
 

@@ -4,7 +4,6 @@
 use crate::common;
 use common::article::*;
 use common::*;
-use etcdnet::report::v1alpha2::ApiState;
 use etcdnet::report::v1alpha2::ReachErrorKind;
 use serde_json::Value;
 
@@ -65,14 +64,25 @@ fn workload_api_down_with_via_pod() {
         "-o",
         "json",
     ]);
+    // One line, not a report whose every node says the same: the route cannot work, so
+    // nothing is created and the line says which route can.
     run.expect_code(3);
-    let report = run.diagnose_report();
-    assert_eq!(report.workload_api.state, ApiState::Timeout);
-    let m = &reach_error(&report.nodes[0]).message;
+    assert_eq!(run.stdout, "", "no report");
+    let lines: Vec<&str> = run.stderr.lines().collect();
+    assert_eq!(lines.len(), 1, "{}", run.stderr);
     assert!(
-        m.contains("does not answer") && m.contains("--via jumpbox"),
-        "{m}"
+        lines[0].starts_with(&format!(
+            "error: cluster {CLUSTER}: --via pod needs the workload API, and it does not answer (Timeout: "
+        )),
+        "{}",
+        lines[0]
     );
+    assert!(
+        lines[0].contains("use --via jumpbox") && lines[0].contains("leave out --via"),
+        "{}",
+        lines[0]
+    );
+    assert!(env.supervisor.created_pods().is_empty());
 }
 
 #[test]

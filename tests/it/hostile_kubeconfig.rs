@@ -263,8 +263,8 @@ fn untrusted(report: &StatusReport) -> &str {
 
 /// A secret whose server is `http://` (the Cluster's own endpoint): the token would cross the
 /// network readable. Refused before any connection, naming the secret and the field, by status
-/// (exit 1: a finding), `-A`, diagnose through the pod route (exit 3, NodesUnreachable: each
-/// node's error says why no pod ran) and `cleanup <cluster>` (exit 3: the workload cluster
+/// (exit 1: a finding), `-A`, diagnose through the pod route (exit 3: one error line says why
+/// no pod can run) and `cleanup <cluster>` (exit 3: the workload cluster
 /// skipped). Only the admin's explicit `--workload-insecure-skip-tls-verify` lets the run go to it (as
 /// kubectl would, but never silently): the report then says the credentials went unencrypted.
 /// Without the refusal the plugin would send its request and the token in clear without any
@@ -306,12 +306,13 @@ fn cleartext_http_in_the_secret_gets_no_connection_without_the_flag() {
         "--timeout",
         "20s",
     ]);
-    // No node could be probed (NodesUnreachable, exit 3): every node's error says why.
+    // The pod route needs the workload API, which was not contacted: one error line says why
+    // (exit 3), before anything is created.
     assert_eq!(diagnose.code, 3, "{}\n{}", diagnose.stdout, diagnose.stderr);
     assert!(
-        diagnose.stdout.contains("(not https"),
+        diagnose.stderr.contains("(not https"),
         "{}",
-        diagnose.stdout
+        diagnose.stderr
     );
     let cleanup = env.kubectl(&["cleanup", CLUSTER, "-n", NS, "-o", "json"]);
     assert_eq!(cleanup.code, 3, "{}", cleanup.stderr);

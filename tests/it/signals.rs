@@ -1,5 +1,7 @@
 //! SIGHUP (the SSH session to the admin's bastion drops) ends a run as Ctrl-C and SIGTERM do:
-//! every probe pod it created is deleted, and it exits 130 (README, "Exit codes"). The pod is
+//! every probe pod it created is deleted, and it exits 128 + the signal's number, as a shell
+//! reports a death by it: 130 for SIGINT, 143 for SIGTERM, 129 for SIGHUP (src/error.rs,
+//! docs/output.md "Exit codes"). The pod is
 //! the jumpbox route's (one for the cluster's three VMs), run as a scripted vSphere Pod by the
 //! Supervisor fake and held Running, so no lab is needed.
 
@@ -38,8 +40,8 @@ fn signal_when(mut cmd: Command, signal: &str, ready: impl Fn() -> bool, bound: 
 }
 
 /// `diagnose` on fixture set `set`, its jumpbox pod held Running (until deleted), `signal`
-/// once it runs: the pod is deleted and the run exits 130.
-fn signal_mid_run_leaves_no_pod(set: &str, ns: &str, cluster: &str, signal: &str) {
+/// once it runs: the pod is deleted and the run exits with `code`, naming the signal.
+fn signal_mid_run_leaves_no_pod(set: &str, ns: &str, cluster: &str, signal: &str, code: i32) {
     let env = Env::new(set, Workload::black_hole());
     env.supervisor.on_pod_created(|_| {
         Some(PodScript {
@@ -66,8 +68,14 @@ fn signal_mid_run_leaves_no_pod(set: &str, ns: &str, cluster: &str, signal: &str
         || running(&env.supervisor) == 1,
         Duration::from_secs(20),
     );
-    run.expect_code(130);
-    assert!(run.stderr.contains("interrupted"), "{}", run.stderr);
+    run.expect_code(code);
+    assert!(
+        run.stderr.contains(&format!(
+            "interrupted (SIG{signal}); every probe pod created was deleted"
+        )),
+        "{}",
+        run.stderr
+    );
     let created = env.supervisor.created_pods();
     assert_eq!(
         created.len(),
@@ -82,8 +90,16 @@ fn signal_mid_run_leaves_no_pod(set: &str, ns: &str, cluster: &str, signal: &str
 }
 
 #[test]
-fn sighup_deletes_running_pods_and_exits_130() {
-    signal_mid_run_leaves_no_pod(SET, NS, CLUSTER, "HUP");
+fn sighup_deletes_running_pods_and_exits_129() {
+    signal_mid_run_leaves_no_pod(SET, NS, CLUSTER, "HUP", 129);
+}
+
+/// SIGTERM (`kill`, a CI runner's or a service manager's stop, `timeout 5m kubectl etcdnet …`):
+/// the pods go as for Ctrl-C, and the code is 143, what `timeout(1)`'s callers and systemd
+/// read as "stopped by SIGTERM".
+#[test]
+fn sigterm_deletes_running_pods_and_exits_143() {
+    signal_mid_run_leaves_no_pod(SET, NS, CLUSTER, "TERM", 143);
 }
 
 /// A 45-character cluster name (fixture set `long-names`): the jumpbox pod's name is cut to fit
@@ -95,6 +111,7 @@ fn ctrl_c_with_long_node_names_leaves_no_pod() {
         "ns-prod",
         "tkc-payments-eu-central-1-prod-blue-green-v02",
         "INT",
+        130,
     );
 }
 

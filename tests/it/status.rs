@@ -556,10 +556,21 @@ fn forbidden_list_is_exit_3_with_the_servers_words() {
     let line = run.one_line_error();
     assert!(line.contains("forbidden"), "{line}");
     assert!(line.contains("cannot list resource \"machines\""), "{line}");
+    // Said once, with the command that shows the refusal (the run's context in it, so it asks
+    // the same Supervisor) and the page of the permissions.
     assert!(
-        line.contains("RBAC"),
+        line.contains(
+            "; the permissions the plugin needs: https://github.com/etcdnet/kubectl-etcdnet/blob/main/docs/rbac.yaml;"
+        ),
         "points to the documented Role: {line}"
     );
+    assert!(
+        line.contains(&format!(
+            "; check with: kubectl auth can-i list machines.cluster.x-k8s.io -n {ns} --context={CONTEXT}"
+        )),
+        "{line}"
+    );
+    assert_eq!(line.matches("cannot list").count(), 1, "{line}");
 }
 
 #[test]

@@ -859,6 +859,59 @@ fn unprobed_node() {
     assert!(v.evidence[0].contains("port 22"));
 }
 
+/// One refusal for every node (Pod Security refused each probe pod alike): said once, with
+/// how many nodes it is, and the first next step points at its remedy; two reasons stay two
+/// lines, each with its nodes.
+#[test]
+fn one_refusal_for_every_node_is_said_once() {
+    let refused = ReachError {
+        kind: ReachErrorKind::Rejected,
+        message: "the probe pod was rejected: violates PodSecurity \"baseline:latest\": host namespaces (hostNetwork=true); use --pod-namespace".into(),
+    };
+    let mut nodes = cluster(healthy3());
+    for n in &mut nodes {
+        n.outcome = Err(refused.clone());
+    }
+    let v = diagnose(&facts(3), &nodes, DEFAULT_SINCE).verdict;
+    assert_eq!(v.code, VerdictCode::NodesUnreachable, "{v:#?}");
+    let said: Vec<&String> = v
+        .evidence
+        .iter()
+        .filter(|e| e.contains("PodSecurity"))
+        .collect();
+    assert_eq!(
+        said,
+        [&format!("all 3 nodes: Rejected: {}", refused.message)],
+        "{v:#?}"
+    );
+    assert!(
+        v.next_steps[0].starts_with("All 3 nodes failed for the one reason above"),
+        "{v:#?}"
+    );
+
+    nodes[2].outcome = Err(ReachError {
+        kind: ReachErrorKind::Unreachable,
+        message: "no answer".into(),
+    });
+    let v = diagnose(&facts(3), &nodes, DEFAULT_SINCE).verdict;
+    assert!(
+        v.evidence
+            .iter()
+            .any(|e| e.starts_with("2 nodes (cp1, cp2): Rejected: ")),
+        "{v:#?}"
+    );
+    assert!(
+        v.evidence
+            .iter()
+            .any(|e| e == "cp3: Unreachable: no answer"),
+        "{v:#?}"
+    );
+    assert!(
+        v.next_steps[0].starts_with("Check the reason per node"),
+        "{v:#?}"
+    );
+}
+
 /// cp2's address answered with cp1's document (a duplicate IP, an ssh alias to the wrong VM):
 /// the driver's identity check makes it an unreached node, and a healthy-looking set of documents
 /// is not Healthy.

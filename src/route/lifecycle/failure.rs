@@ -108,9 +108,19 @@ pub fn reach_error(f: PodFailure, ns: &str, route: PodRoute) -> ReachError {
             ReachErrorKind::Unschedulable,
             format!("no node took the probe pod within {}s (still Pending: no node, no scheduling condition): is a scheduler running?", after.as_secs()),
         ),
+        // RBAC's 403: the `kubectl auth can-i` that shows it, and where the permissions are
+        // written. The probe pods are created with the workload cluster's own kubeconfig (its
+        // `<cluster>-kubeconfig` secret), the jumpbox with the admin's on the Supervisor.
         PodFailure::Forbidden(m) => (
             ReachErrorKind::Rejected,
-            format!("{m}; creating, watching, reading the log of and deleting pods in {ns} is needed (docs/rbac.yaml)"),
+            format!(
+                "{m}; creating, watching, reading the log of and deleting pods in {ns} is needed ({}); {}",
+                match route {
+                    PodRoute::Pod => "in the workload cluster, by the user of its kubeconfig secret",
+                    PodRoute::Jumpbox => "on the Supervisor",
+                },
+                crate::error::forbidden_remedy(&m, "")
+            ),
         ),
         PodFailure::ImagePull { image, reason, message } => (
             ReachErrorKind::ImagePull,
@@ -152,6 +162,18 @@ fn refused_by_admission(message: &str) -> bool {
         || message.contains("exceeded quota")
 }
 
+/// An admission refusal without the API server's `pods "<name>" is forbidden: ` lead
+/// (apimachinery `NewForbidden`: `%s %q is forbidden: %v`): the name is this node's pod, which
+/// never existed, and without it every node's refusal reads the same and is said once.
+fn without_pod_name(message: &str) -> &str {
+    match message.strip_prefix("pods \"") {
+        Some(rest) => rest
+            .split_once("\" is forbidden: ")
+            .map_or(message, |(_, why)| why),
+        None => message,
+    }
+}
+
 /// A failed request of the run (`doing` says which) as the failure it means.
 pub(super) fn api_failure(doing: &str, err: kube::Error) -> PodFailure {
     match (err.status_code(), err.status_message()) {
@@ -159,7 +181,7 @@ pub(super) fn api_failure(doing: &str, err: kube::Error) -> PodFailure {
             "{doing}: {m} (409); this run did not create it and leaves it alone (if it is a leftover of an earlier run, kubectl etcdnet cleanup removes it once it has finished)"
         )),
         (Some(400..=499), Some(m)) if refused_by_admission(m) => {
-            PodFailure::Rejected(m.to_string())
+            PodFailure::Rejected(without_pod_name(m).to_string())
         }
         (Some(403), Some(m)) => PodFailure::Forbidden(format!("{doing}: {m}")),
         (Some(code), Some(m)) => PodFailure::Api(format!("{doing}: {m} ({code})")),
@@ -201,6 +223,33 @@ mod tests {
         );
     }
 
+    /// RBAC's 403 is said with the `kubectl auth can-i` that shows it and the permissions'
+    /// page, and where it was refused.
+    #[test]
+    fn a_forbidden_create_says_how_to_check_it() {
+        let rbac = kube::core::Status::failure(
+            "pods is forbidden: User \"kubernetes-admin\" cannot create resource \"pods\" in API group \"\" in the namespace \"kube-system\"",
+            "Forbidden",
+        )
+        .with_code(403);
+        let f = api_failure("creating pod p", kube::Error::Api(Box::new(rbac)));
+        let e = reach_error(f.clone(), "kube-system", PodRoute::Pod);
+        assert_eq!(e.kind, ReachErrorKind::Rejected);
+        assert!(
+            e.message.ends_with("is needed (in the workload cluster, by the user of its kubeconfig secret); the permissions the plugin needs: https://github.com/etcdnet/kubectl-etcdnet/blob/main/docs/rbac.yaml; check with: kubectl auth can-i create pods -n kube-system"),
+            "{}",
+            e.message
+        );
+        let e = reach_error(f, "ns-prod", PodRoute::Jumpbox);
+        assert!(
+            e.message.contains("(on the Supervisor); the permissions")
+                && e.message
+                    .ends_with("; check with: kubectl auth can-i create pods -n kube-system"),
+            "{}",
+            e.message
+        );
+    }
+
     #[test]
     fn psa_rejection_is_told_apart_from_rbac() {
         let psa = kube::core::Status::failure(
@@ -208,10 +257,14 @@ mod tests {
             "Forbidden",
         )
         .with_code(403);
-        assert!(matches!(
+        // The pod's name goes: every node's refusal is then the same line.
+        assert_eq!(
             api_failure("creating", kube::Error::Api(Box::new(psa))),
-            PodFailure::Rejected(_)
-        ));
+            PodFailure::Rejected(
+                "violates PodSecurity \"baseline:latest\": host namespaces (hostNetwork=true)"
+                    .into()
+            )
+        );
         let rbac = kube::core::Status::failure(
             "pods is forbidden: User \"u\" cannot create resource \"pods\"",
             "Forbidden",

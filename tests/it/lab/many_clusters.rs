@@ -256,7 +256,7 @@ fn the_supervisor_reaches_every_labs_vms_through_one_jumpbox_lab() {
     assert!(sent.success());
     let code = exit_within(&mut child, Duration::from_secs(30));
     let text = out.all();
-    assert_eq!(code, 130, "a signal ends the watch\n{text}");
+    assert_eq!(code, 143, "SIGTERM ends the watch with 128 + 15\n{text}");
     for line in text.lines().filter(|l| !l.trim().is_empty()).take(3) {
         let list: etcdnet::report::ListReport<etcdnet::report::DiagnoseReport> =
             serde_json::from_str(line).unwrap();
