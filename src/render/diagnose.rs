@@ -56,7 +56,7 @@ fn diagnose_table(r: &DiagnoseReport, wide: bool, paint: Paint) -> String {
             r.header.cluster.name.clone(),
             r.header.namespace.clone(),
             control_plane_cell(&r.header.control_plane),
-            r.workload_api.state.to_string(),
+            super::api_state(r.workload_api.state).to_string(),
             format!("{} ({})", r.route.name, r.route.reason),
         ]],
     );
@@ -162,7 +162,7 @@ fn diagnose_table(r: &DiagnoseReport, wide: bool, paint: Paint) -> String {
                 .summary
                 .findings
                 .iter()
-                .map(|f| format!("{} ×{}", f.kind, f.count))
+                .map(|f| format!("{} ×{}", f.kind.phrase(), f.count))
                 .collect();
             format!("  {}: {}", l.node, kinds.join(", "))
         })
@@ -344,7 +344,7 @@ fn node_row(r: &DiagnoseReport, n: &DiagnosedNode, wide: bool) -> Vec<String> {
             .min_by_key(|(s, _)| *s)
             .map(|(_, at)| at);
         row.push(or_none(soonest));
-        row.push(or_none(p.duration_ms.map(|ms| format!("{ms}ms"))));
+        row.push(or_none(p.duration_ms.map(crate::when::millis)));
         // Against the median of the nodes' clocks, not one node's: a node that lies about its
         // clock then marks only itself as skewed.
         let reference = crate::analyse::clock::median(
@@ -426,9 +426,9 @@ fn api_servers_table(out: &mut Lines, r: &DiagnoseReport) {
     }
 }
 
-/// `cp2 since 08:41:11` (the leader this node's log last named), `none since 08:40:25`, or `-`.
+/// `cp2 since 2026-12-03T08:41:11Z` (the leader this node's log last named), `none since
+/// 2026-12-03T08:40:25Z`, or `-`.
 fn leader_cell(r: &DiagnoseReport, node: &str) -> String {
-    use crate::probe::etcdlog::clock;
     let Some(v) = r
         .logs
         .iter()
@@ -440,7 +440,7 @@ fn leader_cell(r: &DiagnoseReport, node: &str) -> String {
     let since = v
         .since
         .as_deref()
-        .map(|t| format!(" since {}", clock(t)))
+        .map(|t| format!(" since {}", crate::when::stamp(t)))
         .unwrap_or_default();
     match v.state {
         LeaderState::NoLeader => format!("none{since}"),
@@ -457,7 +457,7 @@ fn leader_cell(r: &DiagnoseReport, node: &str) -> String {
 
 fn cell_text(state: CellState, ms: Option<u64>) -> String {
     match (state, ms) {
-        (CellState::Ok, Some(ms)) => format!("ok {ms}ms"),
+        (CellState::Ok, Some(ms)) => format!("ok {}", crate::when::millis(ms)),
         (s, _) => s.label().to_string(),
     }
 }

@@ -48,7 +48,7 @@ pub(super) fn section(out: &mut Lines, t: Option<&Timeline>, wide: bool) {
                         (t, _, _) => or_dash(t),
                     },
                     p.first_sign
-                        .map(|k| k.to_string())
+                        .map(|k| k.phrase().to_string())
                         .unwrap_or_else(|| "-".into()),
                     match p.failing_now {
                         Some(true) => "yes".into(),
