@@ -9,8 +9,13 @@
 use std::time::{Duration, SystemTime};
 
 /// `2026-12-07T03:50:19Z`: the instant, to the second, in UTC.
+/// Total: a time read from outside may be before 1970 or far ahead (humantime's formatter
+/// panics before the epoch), so jiff writes it, and a time beyond its years reads as such.
 pub fn instant(t: SystemTime) -> String {
-    humantime::format_rfc3339_seconds(t).to_string()
+    match k8s_openapi::jiff::Timestamp::try_from(t) {
+        Ok(ts) => ts.strftime("%Y-%m-%dT%H:%M:%SZ").to_string(),
+        Err(_) => "a time out of range".into(),
+    }
 }
 
 /// The same from an RFC 3339 text read from outside (a condition, a log line). Text that is not a
@@ -121,6 +126,15 @@ mod tests {
             "2026-12-07T03:50:19Z"
         );
         assert_eq!(instant_of("$(reboot)"), None);
+        // Before the epoch (a node's or a bundle's word): written, never a panic.
+        assert_eq!(
+            instant_of("0000-01-01T00:00:00Z").unwrap(),
+            "0000-01-01T00:00:00Z"
+        );
+        assert_eq!(
+            instant(SystemTime::UNIX_EPOCH - Duration::from_millis(1500)),
+            "1969-12-31T23:59:58Z"
+        );
         let now = at("2026-12-07T03:54:30Z");
         assert_eq!(since(t, now), "2026-12-07T03:50:19Z, 4m ago");
         assert_eq!(ago(now, t), "in 4m");

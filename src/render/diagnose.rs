@@ -571,16 +571,16 @@ mod tests {
                     .to_string()
             };
             assert!(
-                row(&r.logs[0].node).contains(&format!("{leader_node} since 15:15:30")),
+                row(&r.logs[0].node).contains(&format!("{leader_node} since 2026-12-02T15:15:30Z")),
                 "{out}"
             );
             let cells: Vec<String> = row(&r.logs[1].node)
                 .split_whitespace()
                 .map(str::to_string)
                 .collect();
-            assert_eq!(cells[8], "-", "{out}"); // "ok 0ms" is two words
+            assert_eq!(cells[9], "-", "{out}"); // "ok 0 ms" is three words
             assert!(
-                row(&r.logs[2].node).contains("none since 15:15:34"),
+                row(&r.logs[2].node).contains("none since 2026-12-02T15:15:34Z"),
                 "{out}"
             );
         }

@@ -512,9 +512,11 @@ pub(crate) fn control_plane_cell(cp: &crate::report::ControlPlaneSummary) -> Str
     // "3/3 machines" read as "3 of 3 ready" beside a KCP that says 0 ready (issue 38): the
     // Machines present, of how many when that is not all, how many KCP counts ready, and the
     // VMs only when they are not one a Machine.
+    let machines = i64::try_from(cp.machines).unwrap_or(i64::MAX);
     let mut text = match cp.desired {
-        Some(d) if d != cp.machines as i64 => format!("{} of {d} machines", cp.machines),
-        _ => format!("{} machines", cp.machines),
+        Some(d) if d > machines => format!("{machines} of {d} machines"),
+        Some(d) if d < machines => format!("{machines} machines ({d} desired)"),
+        _ => format!("{machines} machines"),
     };
     if let Some(ready) = cp.kcp.as_ref().and_then(|k| k.ready) {
         text.push_str(&format!(", {ready} ready"));

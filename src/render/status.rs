@@ -392,7 +392,7 @@ mod tests {
         );
         let table = status_table(&r, false, Paint { on: false });
         assert!(
-            table.contains("\nRollout in progress (these Machines are shown, not judged):\n  KubeadmControlPlane tkc-cp has 4 replicas for 3 desired\n  tkc-cp-1: Deleting (Machine phase Deleting), since 2025-06-03T09:02:00Z ("),
+            table.contains("\nRollout in progress (these Machines are shown, not judged):\n  KubeadmControlPlane tkc-cp has 4 replicas for 3 desired\n  tkc-cp-1: Deleting (Machine phase Deleting), since 2025-06-03T09:02:00Z, "),
             "{table}"
         );
         assert!(
