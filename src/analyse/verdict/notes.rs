@@ -150,7 +150,7 @@ pub(super) fn notes(ctx: &Ctx, v: &Verdict) -> Vec<String> {
                     .as_deref()
                     .and_then(created_ms)
                     .and_then(|ms| k8s_openapi::jiff::Timestamp::from_millisecond(ms).ok())
-                    .map(|t| format!(" since {} UTC", t.strftime("%H:%M:%S")))
+                    .map(|t| format!(" since {}", crate::when::instant(t.into())))
                     .unwrap_or_default()
             ));
         }

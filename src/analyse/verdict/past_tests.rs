@@ -378,7 +378,7 @@ fn healthy_again_after_restarts_is_healthy() {
     assert_eq!(v.code, VerdictCode::Healthy, "{v:#?}");
     assert!(
         v.notes.iter().any(|n| n
-            == "cp2: etcd was restarted 6 times before; the newest container runs since 07:57:00 UTC and /health is true"),
+            == "cp2: etcd was restarted 6 times before; the newest container runs since 2026-12-04T07:57:00Z and /health is true"),
         "{v:#?}"
     );
 }
