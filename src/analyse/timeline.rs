@@ -70,9 +70,7 @@ impl Timeline {
     pub fn onset(&self) -> Option<std::time::SystemTime> {
         let pairs = self.pairs.iter().filter_map(|p| p.onset.as_deref());
         let leaderless = self.no_leader.iter().filter_map(|n| n.since.as_deref());
-        let earliest = |ts: &mut dyn Iterator<Item = &str>| {
-            ts.filter_map(crate::when::parse).min()
-        };
+        let earliest = |ts: &mut dyn Iterator<Item = &str>| ts.filter_map(crate::when::parse).min();
         earliest(&mut { pairs }).or_else(|| earliest(&mut { leaderless }))
     }
 }

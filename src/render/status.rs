@@ -7,7 +7,6 @@ use crate::report::v1alpha2::{
 use crate::report::StatusReport;
 use std::time::SystemTime;
 
-
 impl Tabular for StatusReport {
     type Document = Self;
 

@@ -150,7 +150,17 @@ mod tests {
         let cells: Vec<&str> = row.split_whitespace().collect();
         assert_eq!(
             cells,
-            ["cp1", "cp2", "2026-12-01T10:00:00Z", "stream", "to", "a", "peer", "lost", "yes"],
+            [
+                "cp1",
+                "cp2",
+                "2026-12-01T10:00:00Z",
+                "stream",
+                "to",
+                "a",
+                "peer",
+                "lost",
+                "yes"
+            ],
             "{text}"
         );
         // A node's name is escaped, never a terminal sequence.
@@ -164,7 +174,10 @@ mod tests {
         open.pairs[0].at_or_before = true;
         let text = render(Some(&open), false);
         assert!(text.contains("   ≤2026-12-01T10:00:00Z   "), "{text}");
-        assert!(text.contains("  ≤: the log read begins inside the failure"), "{text}");
+        assert!(
+            text.contains("  ≤: the log read begins inside the failure"),
+            "{text}"
+        );
         // etcd's prober says a cut up to 34 s late: the column keeps the onset the summary
         // names (never a range beside "within 1 s of"), and the legend says how early it may be.
         let mut late = t.clone();

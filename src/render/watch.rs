@@ -238,7 +238,12 @@ mod tests {
         names.sort();
         let recovered: String = [(0, 1), (0, 2), (1, 2)]
             .iter()
-            .map(|(a, b)| format!("1970-01-01T08:31:02Z {}↔{} recovered\n", names[*a], names[*b]))
+            .map(|(a, b)| {
+                format!(
+                    "1970-01-01T08:31:02Z {}↔{} recovered\n",
+                    names[*a], names[*b]
+                )
+            })
             .collect();
         assert_eq!(
             w.one(Box::new(healthy), true, at()).unwrap(),

@@ -28,10 +28,9 @@ pub(super) fn ip_of(ctx: &Ctx, node: &str) -> String {
 
 /// "ok 2 ms", "timeout after 3.0 s (curl: ...)".
 pub(super) fn describe(c: &Cell) -> String {
-    let ms = c
-        .ms
-        .map(|ms| format!(" {}", crate::when::millis(ms)))
-        .unwrap_or_default();
+    let ms =
+        c.ms.map(|ms| format!(" {}", crate::when::millis(ms)))
+            .unwrap_or_default();
     match (c.state, &c.detail) {
         (CellState::Ok, _) => format!("ok{ms}"),
         (s, Some(d)) => format!(

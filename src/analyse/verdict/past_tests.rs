@@ -129,7 +129,10 @@ fn a_disarmed_nospace_is_history() {
     p[1] = logged(p[1].clone(), &[nospace("05:00:00"), disarmed("06:00:00")]);
     let v = judge(p);
     assert_eq!(v.code, VerdictCode::Healthy, "{v:#?}");
-    assert!(v.notes.iter().any(|n| n.contains("NOSPACE alarm 1×")), "{v:#?}");
+    assert!(
+        v.notes.iter().any(|n| n.contains("NOSPACE alarm 1×")),
+        "{v:#?}"
+    );
 
     // Disarmed inside the window, after a raise inside it: still over.
     let mut p = past3();
@@ -154,8 +157,9 @@ fn nospace_is_the_present_alarm() {
     let v = judge(p);
     assert_eq!(v.code, VerdictCode::EtcdNoSpace, "{v:#?}");
     assert!(
-        v.evidence[0]
-            .contains("the newest NOSPACE line (2026-12-04T03:00:00Z) has no \"alarm disarmed\" after it"),
+        v.evidence[0].contains(
+            "the newest NOSPACE line (2026-12-04T03:00:00Z) has no \"alarm disarmed\" after it"
+        ),
         "{v:#?}"
     );
 

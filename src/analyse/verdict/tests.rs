@@ -609,7 +609,9 @@ fn all_peers_refused_with_etcd_running_is_a_rejecting_firewall() {
     let v = run(p).verdict;
     assert_eq!(v.code, VerdictCode::EtcdPeerPortRefused, "{v:#?}");
     assert!(
-        v.evidence.iter().any(|e| e.contains("× connection refused")),
+        v.evidence
+            .iter()
+            .any(|e| e.contains("× connection refused")),
         "{:#?}",
         v.evidence
     );
