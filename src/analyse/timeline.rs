@@ -63,6 +63,16 @@ impl Timeline {
     pub fn is_empty(&self) -> bool {
         self.pairs.is_empty() && self.no_leader.is_empty() && self.last_successful_probes.is_empty()
     }
+
+    /// When the current failure began, as the logs tell it (on the median clock): the earliest
+    /// pair onset, else the earliest "no leader since"; `None` when no log tells. What the
+    /// Supervisor said before it (a condition set earlier) is about an earlier state.
+    pub fn onset(&self) -> Option<std::time::SystemTime> {
+        let pairs = self.pairs.iter().filter_map(|p| p.onset.as_deref());
+        let leaderless = self.no_leader.iter().filter_map(|n| n.since.as_deref());
+        let earliest = |ts: &mut dyn Iterator<Item = &str>| ts.filter_map(crate::when::parse).min();
+        earliest(&mut { pairs }).or_else(|| earliest(&mut { leaderless }))
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -499,11 +499,12 @@ pub fn diagnose_at(
     }
     let guard = guard_advice(facts, &mut verdict);
     let healthy = verdict.code == VerdictCode::Healthy;
-    verdict
-        .evidence
-        .extend(machine_condition_evidence(&ctx, &verdict.nodes, healthy));
-    verdict.notes.extend(notes::notes(&ctx, &verdict));
     let timeline = super::timeline::build(facts, nodes, &logs, &matrices, &member_nodes);
+    let (conditions, stale) =
+        machine_condition_evidence(&ctx, &verdict.nodes, healthy, timeline.onset());
+    verdict.evidence.extend(conditions);
+    verdict.notes.extend(notes::notes(&ctx, &verdict));
+    verdict.notes.extend(stale);
     Diagnosis {
         timeline,
         verdict,

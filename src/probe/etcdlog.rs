@@ -93,6 +93,57 @@ pub enum LogKind {
     Terminated,
 }
 
+impl LogKind {
+    /// What the kind means, for a person (issue 38: no internal names in human text); the
+    /// PascalCase name stays the JSON's, for scripts.
+    pub fn phrase(self) -> &'static str {
+        use LogKind as K;
+        match self {
+            K::PeerInactive => "peer inactive",
+            K::PeerActive => "peer active again",
+            K::PeerUnhealthy => "peer unhealthy (etcd's prober)",
+            K::LostStream => "stream to a peer lost",
+            K::PeerUrlUnreachable => "peer URL unreachable",
+            K::IoTimeout => "i/o timeout",
+            K::ConnectionRefused => "connection refused",
+            K::NoRouteToHost => "no route to host",
+            K::ConnectionReset => "connection reset",
+            K::TlsHandshakeTimeout => "TLS handshake timeout",
+            K::TlsRemoteError => "TLS error from the peer",
+            K::RejectedConnection => "peer connection rejected (TLS)",
+            K::ClientRejectedConnection => "client connection rejected (TLS)",
+            K::CertExpired => "certificate expired",
+            K::CertNotYetValid => "certificate not yet valid",
+            K::CertNameMismatch => "certificate names another host",
+            K::CertUnknownAuthority => "certificate of an unknown authority",
+            K::ClusterIdMismatch => "cluster ID mismatch",
+            K::MemberRemoved => "removed member still talking",
+            K::MemberRemovedInfo => "member removed",
+            K::MemberUnknown => "unknown member",
+            K::MemberIdMismatch => "message for another member ID",
+            K::MemberAlreadyBootstrapped => "member already bootstrapped",
+            K::PublishFailed => "could not publish itself (no quorum)",
+            K::LeaderLost => "leader lost",
+            K::LeaderElected => "leader elected",
+            K::LeaderChanged => "leader changed",
+            K::NoLeader => "no leader",
+            K::ElectionStarted => "election started",
+            K::LeaderSteppedDown => "leader stepped down",
+            K::HeartbeatLate => "heartbeat late",
+            K::ReadIndexTimeout => "read index timeout",
+            K::BufferFull => "message buffer full",
+            K::SlowFdatasync => "slow fdatasync",
+            K::ApplySlow => "slow apply",
+            K::NoSpace => "NOSPACE alarm",
+            K::ClockDrift => "clock drift",
+            K::AlarmDisarmed => "alarm disarmed",
+            K::Fatal => "exited (fatal)",
+            K::FatalUnreachable => "exited: no peer reachable",
+            K::Terminated => "terminated (SIGTERM)",
+        }
+    }
+}
+
 /// Which text of a line a pattern reads.
 #[derive(Debug, Clone, Copy)]
 enum On {
@@ -621,7 +672,7 @@ mod time;
 mod window;
 
 pub use episode::{episodes, format_micros, parse_micros, Episode, PeerKey};
-pub use leader::{clock, member_name, LeaderState, LeaderView};
+pub use leader::{member_name, LeaderState, LeaderView};
 
 pub use line::parse_line;
 use line::peel;

@@ -31,7 +31,7 @@ fn cleanup_table(report: &CleanupReport) -> String {
                     i.namespace.clone(),
                     i.name.clone(),
                     i.age_seconds
-                        .map(crate::supervisor::human_age)
+                        .map(|s| crate::when::span(std::time::Duration::from_secs(s)))
                         .unwrap_or_else(|| "<unknown>".into()),
                     i.action.to_string(),
                 ]
@@ -87,10 +87,11 @@ mod tests {
 
     #[test]
     fn ages_like_kubectl() {
-        assert_eq!(crate::supervisor::human_age(5), "5s");
-        assert_eq!(crate::supervisor::human_age(119), "119s");
-        assert_eq!(crate::supervisor::human_age(600), "10m");
-        assert_eq!(crate::supervisor::human_age(3 * 3600), "3h");
-        assert_eq!(crate::supervisor::human_age(5 * 86400), "5d");
+        let age = |s| crate::when::span(std::time::Duration::from_secs(s));
+        assert_eq!(age(5), "5s");
+        assert_eq!(age(119), "119s");
+        assert_eq!(age(600), "10m");
+        assert_eq!(age(3 * 3600), "3h");
+        assert_eq!(age(5 * 86400), "5d");
     }
 }

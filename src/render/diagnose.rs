@@ -42,7 +42,7 @@ pub(super) fn diagnose_table(r: &DiagnoseReport, wide: bool, paint: Paint) -> St
             r.header.cluster.name.clone(),
             r.header.namespace.clone(),
             control_plane_cell(&r.header.control_plane),
-            r.workload_api.state.to_string(),
+            super::api_state(r.workload_api.state).to_string(),
             format!("{} ({})", r.route.name, r.route.reason),
         ]],
     );
@@ -148,7 +148,7 @@ pub(super) fn diagnose_table(r: &DiagnoseReport, wide: bool, paint: Paint) -> St
                 .summary
                 .findings
                 .iter()
-                .map(|f| format!("{} ×{}", f.kind, f.count))
+                .map(|f| format!("{} ×{}", f.kind.phrase(), f.count))
                 .collect();
             format!("  {}: {}", l.node, kinds.join(", "))
         })
@@ -330,7 +330,7 @@ pub(super) fn node_row(r: &DiagnoseReport, n: &DiagnosedNode, wide: bool) -> Vec
             .min_by_key(|(s, _)| *s)
             .map(|(_, at)| at);
         row.push(or_none(soonest));
-        row.push(or_none(p.duration_ms.map(|ms| format!("{ms}ms"))));
+        row.push(or_none(p.duration_ms.map(crate::when::millis)));
         // Against the median of the nodes' clocks, not one node's: a node that lies about its
         // clock then marks only itself as skewed.
         let reference = crate::analyse::clock::median(
@@ -412,9 +412,9 @@ fn api_servers_table(out: &mut Lines, r: &DiagnoseReport) {
     }
 }
 
-/// `cp2 since 08:41:11` (the leader this node's log last named), `none since 08:40:25`, or `-`.
+/// `cp2 since 2026-12-03T08:41:11Z` (the leader this node's log last named), `none since
+/// 2026-12-03T08:40:25Z`, or `-`.
 fn leader_cell(r: &DiagnoseReport, node: &str) -> String {
-    use crate::probe::etcdlog::clock;
     let Some(v) = r
         .logs
         .iter()
@@ -426,7 +426,7 @@ fn leader_cell(r: &DiagnoseReport, node: &str) -> String {
     let since = v
         .since
         .as_deref()
-        .map(|t| format!(" since {}", clock(t)))
+        .map(|t| format!(" since {}", crate::when::stamp(t)))
         .unwrap_or_default();
     match v.state {
         LeaderState::NoLeader => format!("none{since}"),
@@ -443,7 +443,7 @@ fn leader_cell(r: &DiagnoseReport, node: &str) -> String {
 
 fn cell_text(state: CellState, ms: Option<u64>) -> String {
     match (state, ms) {
-        (CellState::Ok, Some(ms)) => format!("ok {ms}ms"),
+        (CellState::Ok, Some(ms)) => format!("ok {}", crate::when::millis(ms)),
         (s, _) => s.label().to_string(),
     }
 }
@@ -557,16 +557,16 @@ mod tests {
                     .to_string()
             };
             assert!(
-                row(&r.logs[0].node).contains(&format!("{leader_node} since 15:15:30")),
+                row(&r.logs[0].node).contains(&format!("{leader_node} since 2026-12-02T15:15:30Z")),
                 "{out}"
             );
             let cells: Vec<String> = row(&r.logs[1].node)
                 .split_whitespace()
                 .map(str::to_string)
                 .collect();
-            assert_eq!(cells[8], "-", "{out}"); // "ok 0ms" is two words
+            assert_eq!(cells[9], "-", "{out}"); // "ok 0 ms" is three words
             assert!(
-                row(&r.logs[2].node).contains("none since 15:15:34"),
+                row(&r.logs[2].node).contains("none since 2026-12-02T15:15:34Z"),
                 "{out}"
             );
         }

@@ -13,19 +13,10 @@ fn or_dash<T: ToString>(v: Option<T>) -> String {
     v.map_or_else(|| "-".into(), |v| v.to_string())
 }
 
-/// `1.2 s`, `35 ms`.
-fn duration(ms: u64) -> String {
-    if ms >= 1000 {
-        format!("{:.1} s", ms as f64 / 1000.0)
-    } else {
-        format!("{ms} ms")
-    }
-}
-
 /// p99, and how many were over 1 s when any were.
 fn latency(l: &Option<Latency>) -> String {
     let Some(l) = l else { return "-".into() };
-    let p99 = or_dash(l.p99_ms.map(duration));
+    let p99 = or_dash(l.p99_ms.map(crate::when::millis));
     if l.over_one_second > 0 {
         format!("{p99} ({} of {} > 1 s)", l.over_one_second, l.count)
     } else {

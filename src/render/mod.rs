@@ -649,14 +649,41 @@ fn yaml_double_quoted(s: &str) -> String {
     out
 }
 
-/// `3/3 machines, 3 VMs`: present Machines of desired, and VMs.
+/// `3 machines, 0 ready`: the Machines present (`2 of 3 machines` when KCP wants more), how
+/// many KCP counts ready, and the VMs when their count differs (`, 2 VMs`).
 pub(crate) fn control_plane_cell(cp: &crate::report::ControlPlaneSummary) -> String {
-    format!(
-        "{}/{} machines, {} VMs",
-        cp.machines,
-        count(cp.desired),
-        cp.virtual_machines
-    )
+    // "3/3 machines" read as "3 of 3 ready" beside a KCP that says 0 ready (issue 38): the
+    // Machines present, of how many when that is not all, how many KCP counts ready, and the
+    // VMs only when they are not one a Machine.
+    let machines = i64::try_from(cp.machines).unwrap_or(i64::MAX);
+    let mut text = match cp.desired {
+        Some(d) if d > machines => format!("{machines} of {d} machines"),
+        Some(d) if d < machines => format!("{machines} machines ({d} desired)"),
+        _ => format!("{machines} machines"),
+    };
+    if let Some(ready) = cp.kcp.as_ref().and_then(|k| k.ready) {
+        text.push_str(&format!(", {ready} ready"));
+    }
+    if cp.virtual_machines != cp.machines {
+        text.push_str(&format!(", {} VMs", cp.virtual_machines));
+    }
+    text
+}
+
+/// The workload API's state in words (issue 38: no internal names in human text; the JSON keeps
+/// the code, `Timeout`, for scripts).
+pub(crate) fn api_state(s: crate::report::v1alpha2::ApiState) -> &'static str {
+    use crate::report::v1alpha2::ApiState as S;
+    match s {
+        S::Reachable => "answers",
+        S::HttpError => "HTTP error",
+        S::Timeout => "no answer",
+        S::Refused => "refused",
+        S::TlsError => "TLS error",
+        S::Unreachable => "unreachable",
+        S::Unknown => "not checked",
+        S::Untrusted => "not contacted",
+    }
 }
 
 pub(crate) fn or_none(v: Option<impl ToString>) -> String {

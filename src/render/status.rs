@@ -7,8 +7,6 @@ use crate::report::v1alpha2::{
 use crate::report::StatusReport;
 use std::time::SystemTime;
 
-use crate::supervisor::{human_age, seconds_since};
-
 impl Tabular for StatusReport {
     type Document = Self;
 
@@ -27,16 +25,16 @@ impl Tabular for StatusReport {
 
 fn workload_cell(report: &StatusReport) -> String {
     let w = &report.workload_api;
+    let state = super::api_state(w.state);
+    let took = crate::when::millis(w.elapsed_ms.unwrap_or(0));
     match w.state {
         ApiState::Reachable | ApiState::HttpError => format!(
-            "{} ({} {}, {}ms)",
-            w.state,
+            "{state} ({} {}, {took})",
             w.path.as_deref().unwrap_or("?"),
             or_none(w.http_status),
-            w.elapsed_ms.unwrap_or(0)
         ),
-        ApiState::Unknown => "Unknown".to_string(),
-        _ => format!("{} ({}ms)", w.state, w.elapsed_ms.unwrap_or(0)),
+        ApiState::Unknown => state.to_string(),
+        _ => format!("{state} ({took})"),
     }
 }
 
@@ -77,10 +75,10 @@ fn machine_etcd_conditions(out: &mut Lines, r: &StatusReport) {
     }
 }
 
-/// `since` with its age at `now`: `2025-06-03T08:20:00Z (4m ago)`.
+/// `since` with its age at `now`: `2025-06-03T08:20:00Z, 4m ago` ([`crate::when::since`]).
 fn since_text(since: &str, now: SystemTime) -> String {
-    match seconds_since(since, now) {
-        Some(secs) => format!("{since} ({} ago)", human_age(secs)),
+    match crate::when::parse(since) {
+        Some(t) => crate::when::since(t, now),
         None => since.to_string(),
     }
 }
@@ -293,7 +291,7 @@ fn status_table(r: &StatusReport, wide: bool, paint: Paint) -> String {
     let w = &r.workload_api;
     out.line(format!(
         "Workload API: {} {}",
-        w.state,
+        super::api_state(w.state),
         w.server
             .as_deref()
             .map(|s| format!("at {s}: "))
@@ -387,13 +385,13 @@ mod tests {
             rollout_lines(&r, now),
             [
                 "  KubeadmControlPlane tkc-cp has 4 replicas for 3 desired",
-                "  tkc-cp-1: Deleting (Machine phase Deleting), since 2025-06-03T09:02:00Z (4m ago)",
+                "  tkc-cp-1: Deleting (Machine phase Deleting), since 2025-06-03T09:02:00Z, 4m ago",
                 "  tkc-cp-4: Provisioning (Machine phase none yet), waiting for its VirtualMachine, since not a time\u{1b}[2J",
             ]
         );
         let table = status_table(&r, false, Paint { on: false });
         assert!(
-            table.contains("\nRollout in progress (these Machines are shown, not judged):\n  KubeadmControlPlane tkc-cp has 4 replicas for 3 desired\n  tkc-cp-1: Deleting (Machine phase Deleting), since 2025-06-03T09:02:00Z ("),
+            table.contains("\nRollout in progress (these Machines are shown, not judged):\n  KubeadmControlPlane tkc-cp has 4 replicas for 3 desired\n  tkc-cp-1: Deleting (Machine phase Deleting), since 2025-06-03T09:02:00Z, "),
             "{table}"
         );
         assert!(

@@ -4,13 +4,10 @@
 use super::Lines;
 use crate::report::v1alpha2::Timeline;
 
-/// `2026-12-01T10:00:00.123456Z` → `2026-12-01T10:00:00Z` (the table's precision; the JSON
-/// keeps the fraction).
+/// `2026-12-01T10:00:00.123456Z` → `2026-12-01T10:00:00Z` (the table's precision, as
+/// [`crate::when`] writes every time; the JSON keeps the fraction).
 fn to_second(ts: &str) -> String {
-    match ts.split_once('.') {
-        Some((head, _)) if ts.ends_with('Z') => format!("{head}Z"),
-        _ => ts.to_string(),
-    }
+    crate::when::stamp(ts)
 }
 
 fn or_dash(ts: Option<&str>) -> String {
@@ -41,14 +38,15 @@ pub(super) fn section(out: &mut Lines, t: Option<&Timeline>, wide: bool) {
                 let mut row = vec![
                     p.from.clone(),
                     p.to.clone(),
-                    match (p.onset.as_deref(), p.at_or_before, p.earliest.as_deref()) {
-                        (Some(t), true, _) => format!("≤{}", to_second(t)),
-                        // etcd's prober only says it up to 34 s late: the window, not a time.
-                        (Some(t), false, Some(e)) => format!("{}..{}", to_second(e), to_second(t)),
-                        (t, _, _) => or_dash(t),
+                    // The onset the summary line names, never another: a cut said late (etcd's
+                    // prober) or by a log that begins inside it was at or before it; the legend
+                    // under the table says how much earlier it can be.
+                    match (p.onset.as_deref(), p.at_or_before || p.earliest.is_some()) {
+                        (Some(t), true) => format!("≤{}", to_second(t)),
+                        (t, _) => or_dash(t),
                     },
                     p.first_sign
-                        .map(|k| k.to_string())
+                        .map(|k| k.phrase().to_string())
                         .unwrap_or_else(|| "-".into()),
                     match p.failing_now {
                         Some(true) => "yes".into(),
@@ -64,6 +62,22 @@ pub(super) fn section(out: &mut Lines, t: Option<&Timeline>, wide: bool) {
             })
             .collect();
         out.table(&header, &rows);
+        if t.pairs.iter().any(|p| p.onset.is_some() && p.at_or_before) {
+            out.line("  ≤: the log read begins inside the failure: it may have begun earlier");
+        }
+        if let Some(e) = t
+            .pairs
+            .iter()
+            .filter(|p| p.onset.is_some() && !p.at_or_before)
+            .filter_map(|p| p.earliest.as_deref())
+            .min()
+        {
+            out.line(format!(
+                "  ≤: first said by etcd's prober, which says it up to {} s late: the cut may be as early as {}",
+                crate::analyse::timeline::PROBER_LAG_S,
+                to_second(e)
+            ));
+        }
     }
     for n in &t.no_leader {
         out.line(format!(
@@ -136,7 +150,17 @@ mod tests {
         let cells: Vec<&str> = row.split_whitespace().collect();
         assert_eq!(
             cells,
-            ["cp1", "cp2", "2026-12-01T10:00:00Z", "LostStream", "yes"],
+            [
+                "cp1",
+                "cp2",
+                "2026-12-01T10:00:00Z",
+                "stream",
+                "to",
+                "a",
+                "peer",
+                "lost",
+                "yes"
+            ],
             "{text}"
         );
         // A node's name is escaped, never a terminal sequence.
@@ -148,7 +172,25 @@ mod tests {
         // An onset whose log begins inside the episode is only an upper bound.
         let mut open = t.clone();
         open.pairs[0].at_or_before = true;
-        assert!(render(Some(&open), false).contains("   ≤2026-12-01T10:00:00Z   "));
+        let text = render(Some(&open), false);
+        assert!(text.contains("   ≤2026-12-01T10:00:00Z   "), "{text}");
+        assert!(
+            text.contains("  ≤: the log read begins inside the failure"),
+            "{text}"
+        );
+        // etcd's prober says a cut up to 34 s late: the column keeps the onset the summary
+        // names (never a range beside "within 1 s of"), and the legend says how early it may be.
+        let mut late = t.clone();
+        late.pairs[0].first_sign = Some(LogKind::PeerUnhealthy);
+        late.pairs[0].earliest = Some("2026-12-01T09:59:26.250000Z".into());
+        let text = render(Some(&late), false);
+        let row = text.lines().find(|l| l.starts_with("cp1")).unwrap();
+        assert!(row.contains("   ≤2026-12-01T10:00:00Z   "), "{text}");
+        assert!(!text.contains(".."), "{text}");
+        assert!(
+            text.contains("up to 34 s late: the cut may be as early as 2026-12-01T09:59:26Z"),
+            "{text}"
+        );
         let wide = render(Some(&t), true);
         assert!(wide.contains("SEEN BY FROM"), "{wide}");
         let row = wide.lines().find(|l| l.starts_with("cp1")).unwrap();

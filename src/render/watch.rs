@@ -1,7 +1,7 @@
 //! `diagnose --watch` as printed, round after round, for one cluster or with `--all`/`-A`.
 //!
 //! Tables: the first round is printed whole; after it, one line per cluster whose verdict
-//! changed, with the time and why (`08:31:02 EtcdPeerNetworkBlocked → EtcdPeerNetworkPartial
+//! changed, with the time and why (`2026-12-07T08:31:02Z EtcdPeerNetworkBlocked → EtcdPeerNetworkPartial
 //! (tkc-prod-7xk2p-9qtvw reaches its peers again)`), and a last line when the watch ends.
 //! `-o json`: one compact JSON document per round, one per line (JSON lines); `-o yaml`: one
 //! YAML document per round (`---`).
@@ -176,15 +176,11 @@ impl Watch {
     }
 }
 
-/// The time of day a watch line starts with (`08:31:02`), in UTC: the plugin carries no
-/// time-zone database, and UTC is what etcd's logs and the API server's timestamps use.
+/// The time a watch line starts with (`2026-12-07T08:31:02Z`), as every time for people is
+/// written ([`crate::when::instant`]): UTC, which etcd's logs and the API server's timestamps
+/// use, and a date, so that a watch left running overnight still says which day.
 fn clock(at: SystemTime) -> String {
-    let secs = at
-        .duration_since(SystemTime::UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or_default();
-    let day = secs % 86_400;
-    format!("{:02}:{:02}:{:02}", day / 3600, day % 3600 / 60, day % 60)
+    crate::when::instant(at)
 }
 
 #[cfg(test)]
@@ -244,7 +240,7 @@ mod tests {
         assert_eq!(
             w.one(Box::new(partial.clone()), false, at()).unwrap(),
             format!(
-                "08:31:02 EtcdPeerNetworkBlocked → EtcdPeerNetworkPartial ({node} reaches its peers again)\n"
+                "1970-01-01T08:31:02Z EtcdPeerNetworkBlocked → EtcdPeerNetworkPartial ({node} reaches its peers again)\n"
             )
         );
         let mut healthy = partial.clone();
@@ -257,12 +253,17 @@ mod tests {
         names.sort();
         let recovered: String = [(0, 1), (0, 2), (1, 2)]
             .iter()
-            .map(|(a, b)| format!("08:31:02 {}↔{} recovered\n", names[*a], names[*b]))
+            .map(|(a, b)| {
+                format!(
+                    "1970-01-01T08:31:02Z {}↔{} recovered\n",
+                    names[*a], names[*b]
+                )
+            })
             .collect();
         assert_eq!(
             w.one(Box::new(healthy), true, at()).unwrap(),
             format!(
-                "08:31:02 EtcdPeerNetworkPartial → Healthy ({why})\n{recovered}08:31:02 Healthy: the watch ends\n"
+                "1970-01-01T08:31:02Z EtcdPeerNetworkPartial → Healthy ({why})\n{recovered}1970-01-01T08:31:02Z Healthy: the watch ends\n"
             )
         );
     }
@@ -336,9 +337,9 @@ mod tests {
         assert_eq!(
             w.many(second, false, at()).unwrap(),
             format!(
-                "08:31:02 ns-a/tkc-a: EtcdPeerNetworkBlocked → Error ({message})\n\
-                 08:31:02 ns-b/tkc-b: Error → EtcdPeerNetworkBlocked ({summary})\n\
-                 08:31:02 ns-c/tkc-c: new, EtcdPeerNetworkBlocked\n"
+                "1970-01-01T08:31:02Z ns-a/tkc-a: EtcdPeerNetworkBlocked → Error ({message})\n\
+                 1970-01-01T08:31:02Z ns-b/tkc-b: Error → EtcdPeerNetworkBlocked ({summary})\n\
+                 1970-01-01T08:31:02Z ns-c/tkc-c: new, EtcdPeerNetworkBlocked\n"
             )
         );
     }

@@ -154,16 +154,6 @@ pub fn seconds_since(rfc3339: &str, now: SystemTime) -> Option<u64> {
     Some(now.duration_since(t).map(|d| d.as_secs()).unwrap_or(0))
 }
 
-/// kubectl's compact age: 45s, 12m, 5h, 3d.
-pub fn human_age(secs: u64) -> String {
-    match secs {
-        s if s < 120 => format!("{s}s"),
-        s if s < 3600 * 2 => format!("{}m", s / 60),
-        s if s < 86400 * 2 => format!("{}h", s / 3600),
-        s => format!("{}d", s / 86400),
-    }
-}
-
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MachineAddress {
     pub kind: String,

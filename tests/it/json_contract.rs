@@ -41,6 +41,7 @@ pub(crate) fn mask(text: &str) -> String {
         line = mask_loopback_ports(&line);
         line = mask_ages(&line);
         line = mask_millis(&line);
+        line = mask_spans(&line);
         line = mask_kubeconfig(&line);
         line = collapse_padding(&line);
         if let Some(id) = &run_id {
@@ -141,6 +142,52 @@ fn collapse_padding(line: &str) -> String {
     out
 }
 
+/// `5 ms`, `2.0 s` (a timing as `crate::when` writes it for people: `ok 5 ms`, `after 2.0 s`,
+/// `(/readyz 200, 5 ms)`, `(2.0 s)`) become `<n> ms`, `<n> s`. Only there: the probe script a
+/// dry run prints says `~10 ms` in its comments, which is no timing of the run.
+fn mask_spans(line: &str) -> String {
+    let b: Vec<char> = line.chars().collect();
+    let mut out = String::new();
+    let mut i = 0;
+    while i < b.len() {
+        let starts = i == 0 || !(b[i - 1].is_alphanumeric() || b[i - 1] == '.');
+        if b[i].is_ascii_digit() && starts {
+            let mut j = i;
+            while j < b.len() && (b[j].is_ascii_digit() || b[j] == '.') {
+                j += 1;
+            }
+            let rest: String = b[j..].iter().take(3).collect();
+            let unit = if rest.starts_with(" ms") {
+                Some(" ms")
+            } else if rest.starts_with(" s") && b[i..j].contains(&'.') {
+                Some(" s")
+            } else {
+                None
+            };
+            let closes = |u: &str| b.get(j + u.len()) == Some(&')');
+            let timing = |u: &str| {
+                ["ok ", ", ", "after "].iter().any(|p| out.ends_with(p))
+                    || (out.ends_with('(') && closes(u))
+            };
+            if let Some(u) = unit.filter(|u| timing(u)) {
+                let end = j + u.len();
+                if end == b.len() || !b[end].is_alphanumeric() {
+                    out.push_str("<n>");
+                    out.push_str(u);
+                    i = end;
+                    continue;
+                }
+            }
+            out.extend(&b[i..j]);
+            i = j;
+            continue;
+        }
+        out.push(b[i]);
+        i += 1;
+    }
+    out
+}
+
 /// `5ms`, `1002ms` (a timing in a table or a message) become `<n>ms`.
 fn mask_millis(line: &str) -> String {
     let mut out = String::new();
@@ -164,13 +211,14 @@ fn mask_millis(line: &str) -> String {
     out
 }
 
-/// `(552d ago)` (the age of a fixture's timestamp, which grows by the day) becomes `(<age> ago)`.
+/// `(since 2025-06-03T08:14:07Z, 552d ago)` (the age of a fixture's timestamp, which grows by
+/// the day) becomes `(since 2025-06-03T08:14:07Z, <age> ago)`.
 fn mask_ages(line: &str) -> String {
     let mut out = String::new();
     let mut rest = line;
     while let Some(end) = rest.find(" ago)") {
         let head = &rest[..end];
-        match head.rfind('(') {
+        match head.rfind(['(', ' ']) {
             Some(open)
                 if head[open + 1..].len() > 1
                     && head[open + 1..end - 1].chars().all(|c| c.is_ascii_digit())

@@ -26,9 +26,11 @@ pub(super) fn ip_of(ctx: &Ctx, node: &str) -> String {
         .unwrap_or_else(|| "?".into())
 }
 
-/// "ok 2ms", "timeout after 3001ms (curl: ...)".
+/// "ok 2 ms", "timeout after 3.0 s (curl: ...)".
 pub(super) fn describe(c: &Cell) -> String {
-    let ms = c.ms.map(|ms| format!(" {ms}ms")).unwrap_or_default();
+    let ms =
+        c.ms.map(|ms| format!(" {}", crate::when::millis(ms)))
+            .unwrap_or_default();
     match (c.state, &c.detail) {
         (CellState::Ok, _) => format!("ok{ms}"),
         (s, Some(d)) => format!(
@@ -176,7 +178,7 @@ fn removed_in_rollout(ctx: &Ctx, summary: &LogSummary, f: &etcdlog::Finding) -> 
 }
 
 /// The node's log findings of these kinds, one line each, quoting the log:
-/// `cp1 etcd log: 37× IoTimeout (198.18.0.12:2380 = cp2), 08:25:49..08:26:07: "…"`.
+/// `cp1 etcd log: 37× i/o timeout (198.18.0.12:2380 = cp2), 2026-12-02T08:25:49Z over 18s: "…"`.
 pub(super) fn log_evidence(ctx: &Ctx, node: &str, kinds: &[LogKind]) -> Vec<String> {
     let Some(summary) = ctx.logs.get(node) else {
         return vec![];
@@ -194,8 +196,8 @@ pub(super) fn log_evidence(ctx: &Ctx, node: &str, kinds: &[LogKind]) -> Vec<Stri
                 })
                 .collect();
             let when = match (&f.first, &f.last) {
-                (Some(a), Some(b)) if a != b => format!(", {a} .. {b}"),
-                (Some(a), _) => format!(", {a}"),
+                (Some(a), Some(b)) => format!(", {}", crate::when::during(a, b)),
+                (Some(a), None) => format!(", {}", crate::when::stamp(a)),
                 _ => String::new(),
             };
             // Quote the line's own words (message and error), not its JSON wrapping.
@@ -218,7 +220,7 @@ pub(super) fn log_evidence(ctx: &Ctx, node: &str, kinds: &[LogKind]) -> Vec<Stri
             format!(
                 "{node} etcd log: {}× {}{}{when}: {example}",
                 f.count,
-                f.kind,
+                f.kind.phrase(),
                 if addrs.is_empty() {
                     String::new()
                 } else {
@@ -306,15 +308,21 @@ pub(super) fn supervisor_reach_line(n: &NodeReport) -> Option<String> {
 /// (`Ctx::now`): the time of the run, also when a bundle is judged later); beside a `Healthy`
 /// verdict it is marked as the Supervisor's last report, which KCP refreshes only once it
 /// reaches the workload API again.
+///
+/// A condition that changed before `onset` (the failure's first sign in the logs, see
+/// [`super::super::timeline::Timeline::onset`]) speaks of an earlier state, not of this failure:
+/// it is marked stale and returned apart (the second list), for the notes.
 pub(super) fn machine_condition_evidence(
     ctx: &Ctx,
     about: &[String],
     healthy: bool,
-) -> Vec<String> {
+    onset: Option<std::time::SystemTime>,
+) -> (Vec<String>, Vec<String>) {
     // The time the plugin read the Supervisor, never a node's clock: one node that lies about
     // its clock would make every condition look new or years old.
     let now = ctx.now;
     let mut out = Vec::new();
+    let mut stale_out = Vec::new();
     for n in &ctx.facts.nodes {
         let Some(m) = &n.machine else { continue };
         if !about.is_empty() && !about.contains(&n.name) {
@@ -332,31 +340,37 @@ pub(super) fn machine_condition_evidence(
             } else {
                 format!(" ({})", why.replace('\n', " "))
             };
-            let age = c
+            let changed = c
                 .last_transition_time
                 .as_deref()
-                .and_then(|t| crate::supervisor::seconds_since(t, now))
-                // As kubectl's AGE column says it.
-                .map(|secs| format!(" ({} ago)", crate::supervisor::human_age(secs)))
+                .and_then(crate::when::parse);
+            // Its time and age, as kubectl's AGE column says the age.
+            let age = changed
+                .map(|t| format!(" (since {})", crate::when::since(t, now)))
                 .unwrap_or_default();
-            let stale = if healthy {
-                ": the Supervisor's last report, not what was seen now (KCP updates it once it reaches the workload API again)"
-            } else {
-                ""
-            };
-            out.push(format!(
-                "{}: Machine condition {} is {}{why}{age}{stale}",
+            let line = format!(
+                "{}: Machine condition {} is {}{why}{age}",
                 n.name, c.kind, c.status
-            ));
+            );
+            match (changed, onset) {
+                (Some(t), Some(onset)) if !healthy && t < onset => stale_out.push(format!(
+                    "{line}: stale, it changed before this failure began ({}): the Supervisor's report of an earlier state",
+                    crate::when::instant(onset)
+                )),
+                _ if healthy => out.push(format!(
+                    "{line}: the Supervisor's last report, not what was seen now (KCP updates it once it reaches the workload API again)"
+                )),
+                _ => out.push(line),
+            }
         }
     }
-    out
+    (out, stale_out)
 }
 
 /// The leader view of every node's log, one line (none when no log has a leader line):
-/// `etcd logs: no leader since 08:13:52 on all nodes`, or who follows whom and who has none.
+/// `etcd logs: no leader since 2025-06-03T08:13:52Z on all nodes`, or who follows whom and who has none.
 pub(super) fn leader_evidence(ctx: &Ctx) -> Option<String> {
-    use etcdlog::{clock, member_name, LeaderState};
+    use etcdlog::{member_name, LeaderState};
     let views: Vec<(&str, &etcdlog::LeaderView)> = ctx
         .logs
         .iter()
@@ -373,7 +387,7 @@ pub(super) fn leader_evidence(ctx: &Ctx) -> Option<String> {
     let since = |v: &etcdlog::LeaderView| {
         v.since
             .as_deref()
-            .map(|t| format!(" since {}", clock(t)))
+            .map(|t| format!(" since {}", crate::when::stamp(t)))
             .unwrap_or_default()
     };
     let none: Vec<&(&str, &etcdlog::LeaderView)> = views
@@ -386,7 +400,7 @@ pub(super) fn leader_evidence(ctx: &Ctx) -> Option<String> {
         return Some(format!(
             "etcd logs: no leader{} on all nodes",
             latest
-                .map(|t| format!(" since {} UTC", clock(t)))
+                .map(|t| format!(" since {}", crate::when::stamp(t)))
                 .unwrap_or_default()
         ));
     }
@@ -416,7 +430,7 @@ pub(super) fn leader_evidence(ctx: &Ctx) -> Option<String> {
     for (leader, ns) in by_leader {
         parts.push(format!("leader {leader} known on {}", ns.join(", ")));
     }
-    Some(format!("etcd logs (UTC): {}", parts.join("; ")))
+    Some(format!("etcd logs: {}", parts.join("; ")))
 }
 
 /// The newest etcd container: the highest restart attempt (kubelet counts up), else the first.

@@ -2,7 +2,7 @@
 
 use super::evidence::{last_time, log_evidence};
 use super::{strings, verdict, Ctx, Verdict, VerdictCode};
-use crate::probe::etcdlog::{self, LogKind};
+use crate::probe::etcdlog::LogKind;
 use crate::probe::output::{HealthOutcome, QueryOutcome};
 use crate::probe::NodeReport;
 
@@ -53,10 +53,10 @@ fn nospace_now(ctx: &Ctx, n: &NodeReport) -> Option<String> {
     match last_time(s, LogKind::AlarmDisarmed) {
         Some(disarmed) if disarmed >= raised => None,
         _ => Some(format!(
-            "{}: /health is {} and the newest NOSPACE line ({} UTC) has no \"alarm disarmed\" after it",
+            "{}: /health is {} and the newest NOSPACE line ({}) has no \"alarm disarmed\" after it",
             n.name,
             p.health.outcome,
-            etcdlog::clock(&raised)
+            crate::when::stamp(&raised)
         )),
     }
 }

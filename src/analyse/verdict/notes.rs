@@ -119,13 +119,13 @@ pub(super) fn notes(ctx: &Ctx, v: &Verdict) -> Vec<String> {
             .iter()
             .filter(|f| !ROUTINE.contains(&f.kind))
             .take(HISTORY_KINDS)
-            .map(|f| format!("{} {}× ({})", f.kind, f.count, when(f)))
+            .map(|f| format!("{} {}× ({})", f.kind.phrase(), f.count, when(f)))
             .collect();
         if !old.is_empty() {
             let before = s
                 .window
                 .as_ref()
-                .map(|w| format!(" before {} UTC", etcdlog::clock(&w.since)))
+                .map(|w| format!(" before {}", crate::when::stamp(&w.since)))
                 .unwrap_or_default();
             out.push(format!(
                 "{node} etcd log{before} (history, outside --since {since}; not a reason for this verdict): {}",
@@ -150,7 +150,7 @@ pub(super) fn notes(ctx: &Ctx, v: &Verdict) -> Vec<String> {
                     .as_deref()
                     .and_then(created_ms)
                     .and_then(|ms| k8s_openapi::jiff::Timestamp::from_millisecond(ms).ok())
-                    .map(|t| format!(" since {} UTC", t.strftime("%H:%M:%S")))
+                    .map(|t| format!(" since {}", crate::when::instant(t.into())))
                     .unwrap_or_default()
             ));
         }
@@ -191,13 +191,12 @@ pub(super) fn clock_drift(ctx: &Ctx) -> Vec<String> {
         .collect()
 }
 
-/// "05:12:03" or "05:12:03 .. 06:00:05" (UTC), from a finding's first and last times.
+/// `2026-12-03T05:12:03Z` or `2026-12-03T05:12:03Z over 48m` ([`crate::when::during`]), from a
+/// finding's first and last times.
 fn when(f: &etcdlog::Finding) -> String {
     match (&f.first, &f.last) {
-        (Some(a), Some(b)) if a != b => {
-            format!("{} .. {} UTC", etcdlog::clock(a), etcdlog::clock(b))
-        }
-        (Some(a), _) => format!("{} UTC", etcdlog::clock(a)),
+        (Some(a), Some(b)) => crate::when::during(a, b),
+        (Some(a), None) => crate::when::stamp(a),
         _ => "no time".into(),
     }
 }

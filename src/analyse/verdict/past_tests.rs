@@ -97,7 +97,7 @@ fn old_slow_fsyncs_are_history_not_a_slow_disk() {
     assert_eq!(v.code, VerdictCode::Healthy, "{v:#?}");
     assert!(
         v.notes.iter().any(|n| n.starts_with(
-            "cp1 etcd log before 07:45:00 UTC (history, outside --since 15m; not a reason for this verdict): SlowFdatasync 4× (05:00:00 .. 05:00:03 UTC)"
+            "cp1 etcd log before 2026-12-04T07:45:00Z (history, outside --since 15m; not a reason for this verdict): slow fdatasync 4× (2026-12-04T05:00:00Z over 3s)"
         )),
         "{:#?}",
         v.notes
@@ -129,7 +129,10 @@ fn a_disarmed_nospace_is_history() {
     p[1] = logged(p[1].clone(), &[nospace("05:00:00"), disarmed("06:00:00")]);
     let v = judge(p);
     assert_eq!(v.code, VerdictCode::Healthy, "{v:#?}");
-    assert!(v.notes.iter().any(|n| n.contains("NoSpace 1×")), "{v:#?}");
+    assert!(
+        v.notes.iter().any(|n| n.contains("NOSPACE alarm 1×")),
+        "{v:#?}"
+    );
 
     // Disarmed inside the window, after a raise inside it: still over.
     let mut p = past3();
@@ -154,8 +157,9 @@ fn nospace_is_the_present_alarm() {
     let v = judge(p);
     assert_eq!(v.code, VerdictCode::EtcdNoSpace, "{v:#?}");
     assert!(
-        v.evidence[0]
-            .contains("the newest NOSPACE line (03:00:00 UTC) has no \"alarm disarmed\" after it"),
+        v.evidence[0].contains(
+            "the newest NOSPACE line (2026-12-04T03:00:00Z) has no \"alarm disarmed\" after it"
+        ),
         "{v:#?}"
     );
 
@@ -378,7 +382,7 @@ fn healthy_again_after_restarts_is_healthy() {
     assert_eq!(v.code, VerdictCode::Healthy, "{v:#?}");
     assert!(
         v.notes.iter().any(|n| n
-            == "cp2: etcd was restarted 6 times before; the newest container runs since 07:57:00 UTC and /health is true"),
+            == "cp2: etcd was restarted 6 times before; the newest container runs since 2026-12-04T07:57:00Z and /health is true"),
         "{v:#?}"
     );
 }
@@ -613,7 +617,7 @@ fn conditions_beside_healthy_carry_their_age() {
     assert_eq!(v.code, VerdictCode::Healthy, "{v:#?}");
     assert_eq!(
         v.evidence.last().unwrap(),
-        "cp1: Machine condition EtcdMemberHealthy is False (EtcdMemberUnhealthy: etcdserver: no leader) (4m ago): the Supervisor's last report, not what was seen now (KCP updates it once it reaches the workload API again)"
+        "cp1: Machine condition EtcdMemberHealthy is False (EtcdMemberUnhealthy: etcdserver: no leader) (since 2026-12-04T07:56:00Z, 4m ago): the Supervisor's last report, not what was seen now (KCP updates it once it reaches the workload API again)"
     );
 }
 

@@ -110,11 +110,6 @@ fn after_num(msg: &str, marker: &str) -> Option<u64> {
     super::line::after(msg, marker)?.parse().ok()
 }
 
-/// `2026-12-03T08:40:25.456000Z` → `08:40:25` (the classifier's normalised UTC times).
-pub fn clock(ts: &str) -> &str {
-    ts.get(11..19).unwrap_or(ts)
-}
-
 /// A member ID as the name of the node whose log says it is that member (`local-member-id`),
 /// else the ID itself. `members` is (node, its log's `local_member_id`) of every log read.
 pub fn member_name<'a, I>(members: I, id: &str) -> String

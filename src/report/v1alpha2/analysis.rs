@@ -162,6 +162,14 @@ mirror_enum! {
     }
 }
 
+impl LogKind {
+    /// What the kind means, for a person ([`etcdlog::LogKind::phrase`]); the name stays the
+    /// JSON's.
+    pub fn phrase(self) -> &'static str {
+        etcdlog::LogKind::from(self).phrase()
+    }
+}
+
 /// All lines of one kind in a node's etcd log.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]

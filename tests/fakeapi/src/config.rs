@@ -140,7 +140,14 @@ pub struct FakeConfig {
     pub(crate) user: Option<String>,
     pub(crate) listen: Option<SocketAddr>,
     pub(crate) objects: Vec<Value>,
+    /// Where the newest fixture timestamp is moved to ([`FakeConfig::stamped_at_start`]).
+    pub(crate) stamp_at: Option<std::time::SystemTime>,
 }
+
+/// How long before the start the newest fixture timestamp lands with
+/// [`FakeConfig::stamped_at_start`]: the Supervisor's conditions read "3m ago", older than
+/// anything the lab does after it starts.
+pub const STAMP_LEAD: std::time::Duration = std::time::Duration::from_secs(180);
 
 pub(crate) const DEFAULT_USER: &str = "sso:alice@vsphere.local";
 
@@ -178,6 +185,19 @@ impl FakeConfig {
             set,
             ..Default::default()
         })
+    }
+
+    /// Stamps the set at start: every timestamp of its objects moves by one offset so that the
+    /// newest is [`STAMP_LEAD`] before now (see `src/stamp.rs`). For the demo and the lab, whose
+    /// runs happen now; a test that pins a clock leaves its fixtures as written.
+    pub fn stamped_at_start(self) -> Self {
+        self.stamped_at(std::time::SystemTime::now() - STAMP_LEAD)
+    }
+
+    /// [`FakeConfig::stamped_at_start`] with the newest timestamp at `at`.
+    pub fn stamped_at(mut self, at: std::time::SystemTime) -> Self {
+        self.stamp_at = Some(at);
+        self
     }
 
     /// Sets a `{{name}}` placeholder's value (overrides `vars:` in fake.yaml).
@@ -257,6 +277,9 @@ impl FakeConfig {
             load_dir(dir, &vars, &mut out)?;
         }
         out.extend(self.objects.iter().cloned());
+        if let Some(at) = self.stamp_at {
+            crate::stamp::restamp(&mut out, at);
+        }
         Ok(out)
     }
 }

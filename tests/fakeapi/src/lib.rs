@@ -58,6 +58,7 @@ mod resources;
 mod router;
 pub mod selectors;
 mod server;
+mod stamp;
 mod status;
 mod store;
 mod table;
@@ -65,7 +66,7 @@ pub mod tls;
 mod watch;
 mod workload;
 
-pub use config::{FakeConfig, Forbid, SetConfig};
+pub use config::{FakeConfig, Forbid, SetConfig, STAMP_LEAD};
 pub use kubelet::{PodProcess, SecretVolume};
 pub use pods::{PodScript, Rounds};
 pub use server::{write_kubeconfig, Access, FakeApi, Request};

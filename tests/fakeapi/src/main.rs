@@ -6,7 +6,7 @@
 //!                 [--workload ok|black-hole|refused|etcd-unhealthy|lab]
 //!                 [--workload-fixtures DIR] [--workload-down] [--apiserver] [--cluster NAME]
 //!                 [--refuse-image IMAGE ...] [--fault F ...] [--logger zap|text|mixed]
-//!                 [--etcd 3.4|3.5]
+//!                 [--etcd 3.4|3.5] [--stamp-at-start]
 //! ```
 //!
 //! Prints `FAKEAPI_URL=...` (and `WORKLOAD_URL=...`, `KUBECONFIG=...`, and in lab mode
@@ -35,6 +35,10 @@
 //! Namespaces of M clusters (`etcdnet_fakeapi::generate::many_clusters`), every kubeconfig at the
 //! one `WORKLOAD_URL`. `--requests-out FILE` writes every Supervisor request to FILE as it
 //! arrives, one `METHOD path?query` line each (count a run's with `wc -l` before and after).
+//!
+//! `--stamp-at-start` moves every timestamp of the set so that the newest is a few minutes before
+//! the fake starts (`FakeConfig::stamped_at_start`): the demo's conditions then read "3m ago",
+//! not the fixture's year-old date beside a cut seconds old.
 
 mod labmode;
 
@@ -53,7 +57,7 @@ const USAGE: &str =
                        [--workload ok|black-hole|refused|etcd-unhealthy|lab]
                        [--workload-fixtures DIR] [--workload-down] [--apiserver] [--cluster NAME]
                        [--refuse-image IMAGE ...] [--fault F ...] [--logger zap|text|mixed]
-                       [--etcd 3.4|3.5]
+                       [--etcd 3.4|3.5] [--stamp-at-start]
   --workload lab         a lab of real etcd nodes named and addressed as the set's control plane;
                          the workload API runs the pods pinned to them
   --workload-fixtures    objects of the workload API (e.g. tests/fixtures/workload/lab-3)
@@ -70,6 +74,8 @@ const USAGE: &str =
   --fault F              inject an etcdnet-lab fault once the lab is up (drop-all-peers, ...)
   --logger L             the lab's etcd log format
   --etcd V               the lab's etcd line (3.4, the default, or 3.5)
+  --stamp-at-start       move the set's timestamps so that the newest is 3 minutes before the
+                         start (conditions read 3m ago, not the fixture's date)
   --vsphere-pod-start S  each jumpbox (vSphere Pod) takes S seconds to start, as a real one's
                          image pull and VM boot do (docs/benchmarks.md uses 20)";
 
@@ -93,6 +99,7 @@ struct Args {
     requests_out: Option<PathBuf>,
     many_clusters: Option<(usize, usize)>,
     vsphere_pod_start: Option<std::time::Duration>,
+    stamp_at_start: bool,
 }
 
 fn parse_args(mut it: impl Iterator<Item = String>) -> Result<Args> {
@@ -113,6 +120,10 @@ fn parse_args(mut it: impl Iterator<Item = String>) -> Result<Args> {
         }
         if flag == "--apiserver" {
             a.apiserver = true;
+            continue;
+        }
+        if flag == "--stamp-at-start" {
+            a.stamp_at_start = true;
             continue;
         }
         let mut value = || -> Result<String> {
@@ -220,6 +231,9 @@ fn run() -> Result<()> {
     })?;
 
     let mut cfg = FakeConfig::from_dir(&fixtures)?;
+    if args.stamp_at_start {
+        cfg = cfg.stamped_at_start();
+    }
     let mut lab = None;
     let mut planned = Vec::new();
     let mut labs = Vec::new();

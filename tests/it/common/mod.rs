@@ -156,7 +156,16 @@ impl Env {
         key: Vec<u8>,
         workload: Workload,
     ) -> Env {
-        let env = Env::new(set, workload);
+        // The lab runs now: the set's timestamps are moved to a few minutes before it starts
+        // (`stamped_at_start`), as the demo's are, so no condition reads a year old beside a
+        // cut the lab made seconds ago.
+        let url = workload.url();
+        let cfg = FakeConfig::from_dir(fixture(set))
+            .expect("fixture set loads")
+            .var("WORKLOAD_URL", &url)
+            .var("WORKLOAD_CA", workload.ca_data())
+            .stamped_at_start();
+        let env = Env::with_config(cfg, Some(workload));
         env.supervisor
             .execute_jumpbox_pods_in(lab.clone())
             .expect("the Supervisor runs jumpbox pods");
