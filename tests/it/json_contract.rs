@@ -488,7 +488,14 @@ fn cleanup_and_version() {
     }
     snapshot(
         "cleanup-all-dry-run.table",
-        &env.plugin(&["cleanup", CLUSTER, "-n", NS, "--include-running", "--dry-run"]),
+        &env.plugin(&[
+            "cleanup",
+            CLUSTER,
+            "-n",
+            NS,
+            "--include-running",
+            "--dry-run",
+        ]),
     );
     snapshot(
         "cleanup.json",

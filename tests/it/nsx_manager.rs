@@ -467,7 +467,9 @@ fn a_wrong_password_is_one_failed_login_and_a_note() {
     // --watch: three rounds through the kept jumpbox (the fake's kept pod prints a round every
     // second, as jumpbox.sh does with ETCDNET_ROUNDS_EVERY), each the network verdict and
     // saying the refusal; one more failed login for the whole watch, however many rounds.
-    let mut child = command(&["--watch", "--interval=1s", "-o", "json"]).spawn().unwrap();
+    let mut child = command(&["--watch", "--interval=1s", "-o", "json"])
+        .spawn()
+        .unwrap();
     let stdout = stdout_of(&mut child);
     let lines = || stdout.now().lines().count();
     // (Unwind-safe: the closure only reads the text so far.)
