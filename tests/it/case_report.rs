@@ -376,10 +376,16 @@ fn markup_in_a_bundle_is_text_in_the_report() {
     json.expect_code(1);
     let report = json.diagnose_report();
     for hostile in [HOSTILE_TEXT, HOSTILE_LINE] {
+        // In the evidence, or in the notes (a Machine condition older than the onset is stale).
         assert!(
-            report.verdict.evidence.iter().any(|e| e.contains(hostile)),
+            report
+                .verdict
+                .evidence
+                .iter()
+                .chain(&report.verdict.notes)
+                .any(|e| e.contains(hostile)),
             "the bundle's text is read as it is: {:#?}",
-            report.verdict.evidence
+            report.verdict
         );
     }
     let html = crate::bundle::analyse(&env, &hostile, &["--report", "html"]);
