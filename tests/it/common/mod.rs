@@ -129,6 +129,18 @@ impl Env {
         Env::with_config(cfg, Some(workload))
     }
 
+    /// [`Env::new`] for a world in the lab: the set's timestamps moved to a few minutes before
+    /// the fake starts (`stamped_at_start`), as the jumpbox's lab worlds and the demo's are.
+    pub fn stamped(set: &str, workload: Workload) -> Env {
+        let url = workload.url();
+        let cfg = FakeConfig::from_dir(fixture(set))
+            .expect("fixture set loads")
+            .var("WORKLOAD_URL", &url)
+            .var("WORKLOAD_CA", workload.ca_data())
+            .stamped_at_start();
+        Env::with_config(cfg, Some(workload))
+    }
+
     /// A world over `set` plus `objects` (an editor's, a test's), `forbid` refused, its workload
     /// API `workload`.
     pub fn with_objects(

@@ -37,7 +37,7 @@ impl Route {
                     "lab-any"
                 };
                 let w = FakeConfig::from_dir(etcdnet_fakeapi::workload_set(workload)).unwrap();
-                Env::new(set, Workload::lab(w, lab.clone()).unwrap())
+                Env::stamped(set, Workload::lab(w, lab.clone()).unwrap())
             }
             // The workload API answers (`Healthy` needs it); the jumpbox is asked for by
             // `--via jumpbox` (`args`).

@@ -188,7 +188,7 @@ fn the_workload_api_answers_through_the_vip_only_while_etcd_has_a_quorum() {
         "{}",
         shown(&r)
     );
-    let table = env.diagnose_lab(&["-o", "wide", "--api-timeout", "2s"]);
+    let table = env.diagnose_lab(&["-o", "wide", "--details", "--api-timeout", "2s"]);
     assert!(
         table.stdout.contains("API SERVERS (") && table.stdout.contains("API SERVER "),
         "{}{}",

@@ -150,7 +150,7 @@ fn diagnose_until_also(
             || d.verdict
                 .evidence
                 .iter()
-                .any(|e| e.contains("etcd log:") && log_words.iter().any(|w| e.contains(w)));
+                .any(|e| e.contains("etcd log:") && log_words.iter().any(|w| says(e, w)));
         if (d.verdict.code == want && quoted && also(&d)) || Instant::now() > deadline {
             return d;
         }
@@ -180,12 +180,22 @@ fn assert_verdict(d: &Diagnosis, want: VerdictCode) {
     assert_eq!(d.verdict.code, want, "{:#?}", d.verdict);
 }
 
+/// Whether an evidence line says `word`: the word itself, or, for a log kind's name
+/// (`IoTimeout`), the phrase people read for it (`i/o timeout`; the name stays the json's).
+fn says(line: &str, word: &str) -> bool {
+    use strum::VariantArray;
+    line.contains(word)
+        || LogKind::VARIANTS
+            .iter()
+            .any(|k| k.to_string() == word && line.contains(k.phrase()))
+}
+
 fn assert_quotes_log(d: &Diagnosis, words: &[&str]) {
     assert!(
         d.verdict
             .evidence
             .iter()
-            .any(|e| e.contains("etcd log:") && words.iter().any(|w| e.contains(w))),
+            .any(|e| e.contains("etcd log:") && words.iter().any(|w| says(e, w))),
         "evidence should quote etcd's log ({words:?}): {:#?}",
         d.verdict.evidence
     );
