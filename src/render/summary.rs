@@ -326,12 +326,13 @@ fn silent_drop_line(r: &DiagnoseReport) -> Option<String> {
     })
 }
 
-/// `etcd logs: IoTimeout ×30, PeerUnhealthy ×24 (3/3 nodes)`: the kinds most counted.
+/// `etcd logs: i/o timeout ×30, peer unhealthy (etcd's prober) ×24 (3/3 nodes)`: the kinds most
+/// counted, as their phrases (the kinds' names are the json's).
 fn logs_line(r: &DiagnoseReport) -> Option<String> {
     let mut kinds: BTreeMap<String, (usize, usize)> = BTreeMap::new();
     for l in &r.logs {
         for f in &l.summary.findings {
-            let e = kinds.entry(f.kind.to_string()).or_default();
+            let e = kinds.entry(f.kind.phrase().to_string()).or_default();
             e.0 += f.count;
             e.1 += 1;
         }
