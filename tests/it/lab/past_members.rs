@@ -97,7 +97,7 @@ fn three_vms(test: &str, etcd: EtcdVersion) {
         let r = up.until(VerdictCode::Healthy);
         let note = rollout_note(&r);
         assert!(
-            note.contains(&format!("{K8D5N} Provisioning (waiting for ")) && stamped_since(&note),
+            note.contains(&format!("{K8D5N} Provisioning (waiting for ")) && stamped_since(note),
             "{note}"
         );
         assert_eq!(waiting_for(&r, K8D5N), ProvisioningStep::PowerOn);
@@ -249,7 +249,7 @@ fn four_vms(test: &str, etcd: EtcdVersion) {
         let r = down.until(VerdictCode::Healthy);
         let note = rollout_note(&r);
         assert!(
-            note.contains(&format!("{} Deleting since ", CP[0])) && stamped_since(&note),
+            note.contains(&format!("{} Deleting since ", CP[0])) && stamped_since(note),
             "{note}"
         );
         // The rejection is there in -o json (a log's MemberRemoved finding), and did not
