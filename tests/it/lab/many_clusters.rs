@@ -161,20 +161,37 @@ fn the_supervisor_reaches_every_labs_vms_through_one_jumpbox_lab() {
     }
     // --all over the namespace: ONE jumpbox for its three clusters, each lab's VMs reached
     // with that cluster's own key (each lab's sshd knows only its own), each verdict its own.
-    let before = f.supervisor.created_pods().len();
-    let run = f.kubectl(&[
-        "diagnose",
-        "--all",
-        "-n",
-        fleet::NS,
-        "--via",
-        "jumpbox",
-        "--connect-timeout",
-        "2s",
-        "-o",
-        "json",
-    ]);
-    let list: etcdnet::report::ListReport<etcdnet::report::DiagnoseReport> = run.report();
+    // Nine real etcd members share the lab's host: when its CPU is starved, a leader's
+    // heartbeats come late and etcd says so in its log, which the plugin rightly reads as a
+    // slow disk. That is the lab's host, not this test's subject (one jumpbox, each cluster's own
+    // key and verdict): one more run then, never more.
+    let mut attempt = 0;
+    let (before, list) = loop {
+        let before = f.supervisor.created_pods().len();
+        let run = f.kubectl(&[
+            "diagnose",
+            "--all",
+            "-n",
+            fleet::NS,
+            "--via",
+            "jumpbox",
+            "--connect-timeout",
+            "2s",
+            "-o",
+            "json",
+        ]);
+        let list: etcdnet::report::ListReport<etcdnet::report::DiagnoseReport> = run.report();
+        let starved = list.items.iter().any(|i| {
+            matches!(i, etcdnet::report::ListItem::Report(r)
+                if r.verdict.code == VerdictCode::EtcdSlowDisk)
+        });
+        attempt += 1;
+        if starved && attempt < 2 {
+            eprintln!("a lab's etcd logged late heartbeats (the host is loaded): once more");
+            continue;
+        }
+        break (before, list);
+    };
     let created = f.supervisor.created_pods();
     assert_eq!(created.len() - before, 1, "one jumpbox: {created:?}");
     assert!(
