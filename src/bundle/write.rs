@@ -20,7 +20,13 @@ use crate::report::{Evidence, API_VERSION};
 /// Checked before a run, so that a bundle that cannot be written is known before minutes of
 /// diagnosis (exit 2, nothing contacted): its folder must exist, and the path must not be one.
 pub fn check_target(path: &Path) -> Result<()> {
-    let cannot = |why: &str| Error::Usage(format!("cannot write bundle {}: {why}", path.display()));
+    check_writable("bundle", path)
+}
+
+/// Checks that a file of ours (`what`: bundle, report) can be written at `path`: its folder
+/// exists and the path is not a folder. A usage error (exit 2) naming `what` and the path.
+pub fn check_writable(what: &str, path: &Path) -> Result<()> {
+    let cannot = |why: &str| Error::Usage(format!("cannot write {what} {}: {why}", path.display()));
     if path.is_dir() {
         return Err(cannot("it is a folder"));
     }

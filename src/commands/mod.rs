@@ -47,20 +47,9 @@ impl CaseReport {
     /// folder exists, the path is not a folder), so minutes of diagnosis do not end in a report
     /// that cannot be written (exit 2, nothing contacted).
     pub fn check_target(&self) -> crate::error::Result<()> {
-        let Some(path) = &self.file else {
-            return Ok(());
-        };
-        let cannot = |why: &str| {
-            crate::error::Error::Usage(format!("cannot write report {}: {why}", path.display()))
-        };
-        if path.is_dir() {
-            return Err(cannot("it is a folder"));
-        }
-        match path.parent() {
-            Some(d) if !d.as_os_str().is_empty() && !d.is_dir() => {
-                Err(cannot(&format!("no folder {}", d.display())))
-            }
-            _ => Ok(()),
+        match &self.file {
+            Some(path) => crate::bundle::check_writable("report", path),
+            None => Ok(()),
         }
     }
 

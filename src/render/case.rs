@@ -376,28 +376,14 @@ fn supervisor_view(r: &DiagnoseReport) -> Option<Block> {
     if r.nodes.iter().all(|n| n.supervisor_reach.is_empty()) {
         return None;
     }
-    let ports = [22u16, 2379, 2380, 6443];
+    let ports = super::REACH_PORTS;
     let from = match r.nodes.iter().find_map(|n| n.reach_from) {
         Some(crate::report::v1alpha2::Vantage::ThisMachine) => "FROM THIS MACHINE (ssh)",
         _ => "FROM THE SUPERVISOR (jumpbox)",
     };
     let mut header = vec![from.to_string()];
     header.extend(ports.iter().map(u16::to_string));
-    let rows = r
-        .nodes
-        .iter()
-        .map(|n| {
-            let mut row = vec![n.name.clone()];
-            row.extend(ports.iter().map(|p| {
-                n.supervisor_reach
-                    .iter()
-                    .find(|x| x.port == *p)
-                    .map(|x| x.state.to_string().to_lowercase())
-                    .unwrap_or_else(|| "-".into())
-            }));
-            row
-        })
-        .collect();
+    let rows = super::supervisor_reach_rows(r);
     Some(Block::Table { header, rows })
 }
 

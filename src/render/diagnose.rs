@@ -104,22 +104,7 @@ pub(super) fn diagnose_table(r: &DiagnoseReport, wide: bool, paint: Paint) -> St
             Some(crate::report::v1alpha2::Vantage::ThisMachine) => "From this machine (ssh):",
             _ => "From the Supervisor (jumpbox):",
         });
-        let ports = [22u16, 2379, 2380, 6443];
-        let rows: Vec<Vec<String>> = r
-            .nodes
-            .iter()
-            .map(|n| {
-                let mut row = vec![n.name.clone()];
-                row.extend(ports.iter().map(|p| {
-                    n.supervisor_reach
-                        .iter()
-                        .find(|x| x.port == *p)
-                        .map(|x| x.state.to_string().to_lowercase())
-                        .unwrap_or_else(|| "-".into())
-                }));
-                row
-            })
-            .collect();
+        let rows = super::supervisor_reach_rows(r);
         out.table(&["NODE", "22", "2379", "2380", "6443"], &rows);
     } else if r.nodes.iter().any(|n| n.reached) {
         // Said, not left out silently: the ports were not looked at from outside the VMs.

@@ -720,6 +720,29 @@ pub(crate) fn pairs_lines(paths: &[crate::report::v1alpha2::PathRef], vms: usize
         .collect()
 }
 
+/// The ports a VM is checked on from outside the VMs ([`supervisor_reach_rows`]).
+pub(crate) const REACH_PORTS: [u16; 4] = [22, 2379, 2380, 6443];
+
+/// One row a node: its name, then each of [`REACH_PORTS`] as seen from the Supervisor (or from
+/// this machine on the ssh route), `-` where it was not checked. The tables and the case report
+/// print the same rows.
+pub(crate) fn supervisor_reach_rows(r: &crate::report::DiagnoseReport) -> Vec<Vec<String>> {
+    r.nodes
+        .iter()
+        .map(|n| {
+            let mut row = vec![n.name.clone()];
+            row.extend(REACH_PORTS.iter().map(|p| {
+                n.supervisor_reach
+                    .iter()
+                    .find(|x| x.port == *p)
+                    .map(|x| x.state.to_string().to_lowercase())
+                    .unwrap_or_else(|| "-".into())
+            }));
+            row
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
