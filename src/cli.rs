@@ -169,7 +169,7 @@ pub enum Command {
     /// Diagnose etcd and its 2379/2380 network between the control-plane VMs
     #[command(
         help_template = HELP_TEMPLATE,
-        before_help = "Examples:\n  kubectl etcdnet diagnose tkc-prod -n ns-prod\n  kubectl etcdnet diagnose tkc-prod -n ns-prod -o json | jq -r .verdict.code\n  kubectl etcdnet diagnose tkc-prod -n ns-prod --dry-run\n  kubectl etcdnet diagnose --all -n ns-prod --summary\n  kubectl etcdnet diagnose -A --max-concurrent 8 -o json | jq -r '.items[].verdict.code'\n  kubectl etcdnet diagnose tkc-prod -n ns-prod --watch --interval 10s\n  kubectl etcdnet diagnose tkc-prod -n ns-prod --bundle tkc-prod.tar.gz\n  kubectl etcdnet diagnose tkc-prod -n ns-prod --report html --report-file tkc-prod.html",
+        before_help = "Examples:\n  kubectl etcdnet diagnose tkc-prod -n ns-prod\n  kubectl etcdnet diagnose tkc-prod -n ns-prod -o json | jq -r .verdict.code\n  kubectl etcdnet diagnose tkc-prod -n ns-prod --dry-run\n  kubectl etcdnet diagnose --all -n ns-prod --summary\n  kubectl etcdnet diagnose -A --max-concurrent 8 -o json | jq -r '.items[].verdict.code'\n  kubectl etcdnet diagnose tkc-prod -n ns-prod --watch --interval 10s\n  kubectl etcdnet diagnose tkc-prod -n ns-prod --bundle tkc-prod.tar.gz\n  kubectl etcdnet diagnose tkc-prod -n ns-prod --report html tkc-prod.html",
         after_help = format!("{EXIT_CODES_HELP}\n\nWith --all or -A the exit code is the worst of the clusters'; --watch ends 0 once Healthy.")
     )]
     Diagnose(DiagnoseArgs),
@@ -178,7 +178,7 @@ pub enum Command {
     #[command(
         visible_alias = "analyze",
         help_template = HELP_TEMPLATE,
-        before_help = "Reads the bundle in memory and contacts no cluster (no kubeconfig needed). The report and the\nexit code are the ones diagnose gave, judged again by this plugin's rules: a newer plugin\nre-judges an old bundle. A file that is not a readable bundle is exit 2.\n\nExamples:\n  kubectl etcdnet analyse tkc-prod.tar.gz\n  kubectl etcdnet analyse tkc-prod.tar.gz -o json | jq -r .verdict.code\n  kubectl etcdnet analyse all-clusters.tar.gz --summary\n  kubectl etcdnet analyse tkc-prod.tar.gz --report html > tkc-prod.html",
+        before_help = "Reads the bundle in memory and contacts no cluster (no kubeconfig needed). The report and the\nexit code are the ones diagnose gave, judged again by this plugin's rules: a newer plugin\nre-judges an old bundle. A file that is not a readable bundle is exit 2.\n\nExamples:\n  kubectl etcdnet analyse tkc-prod.tar.gz\n  kubectl etcdnet analyse tkc-prod.tar.gz -o json | jq -r .verdict.code\n  kubectl etcdnet analyse all-clusters.tar.gz --summary\n  kubectl etcdnet analyse tkc-prod.tar.gz --report html > tkc-prod.html\n  kubectl etcdnet analyse new.tar.gz --against good.tar.gz --report html changes.html",
         after_help = format!("{EXIT_CODES_HELP}\n\nWith several clusters in the bundle the exit code is the worst of the clusters'.")
     )]
     Analyse(AnalyseArgs),
@@ -236,6 +236,17 @@ impl Cli {
     }
 }
 
+impl Command {
+    /// The `--report` flags of the commands that take them.
+    fn report_args(&self) -> Option<&ReportArgs> {
+        match self {
+            Command::Diagnose(d) => Some(&d.report),
+            Command::Analyse(a) => Some(&a.report),
+            _ => None,
+        }
+    }
+}
+
 impl Cli {
     /// Parses `argv` as kubectl users type it: [`kubectl_habits`] first, then clap. Returns the
     /// command line and the deprecation lines to print on stderr (one each, kubectl's wording),
@@ -248,15 +259,41 @@ impl Cli {
         let argv: Vec<OsString> = argv.into_iter().map(Into::into).collect();
         // One line, then clap's pointer to --help, as clap's own usage errors end (without
         // the usage line clap adds to a formatted error: the line says what to write).
-        let (argv, mut notes) = kubectl_habits(argv).map_err(|why| {
+        let usage = |why: String| {
             clap::Error::raw(
                 clap::error::ErrorKind::ValueValidation,
                 format!("{why}\n\nFor more information, try '--help'.\n"),
             )
-        })?;
+        };
+        let (argv, mut notes) = kubectl_habits(argv).map_err(usage)?;
         let cli = Cli::try_parse_from(argv)?;
+        cli.check_report().map_err(usage)?;
         notes.extend(cli.deprecations());
         Ok((cli, notes))
+    }
+
+    /// `--report FORMAT [FILE]`'s words: FORMAT one of the formats, FILE given once (not
+    /// also as `--report-file`).
+    fn check_report(&self) -> Result<(), String> {
+        let Some(r) = self.command.report_args() else {
+            return Ok(());
+        };
+        let Some(words) = &r.report else {
+            return Ok(());
+        };
+        let format = words[0].to_string_lossy();
+        if <crate::render::CaseFormat as clap::ValueEnum>::from_str(&format, true).is_err() {
+            return Err(format!(
+                "--report {format}: the format is html or md (e.g. --report html case.html)"
+            ));
+        }
+        if words.len() > 1 && r.deprecated_report_file.is_some() {
+            return Err(
+                "--report FORMAT FILE and --report-file both name the file: give FILE once, after the format"
+                    .into(),
+            );
+        }
+        Ok(())
     }
 
     /// One line for each deprecated spelling given, kubectl's (`Flag --x has been deprecated,
@@ -268,6 +305,13 @@ impl Cli {
                 "--insecure-skip-tls-verify",
                 "--workload-insecure-skip-tls-verify (it applies to the workload API only)",
             ));
+        }
+        if self
+            .command
+            .report_args()
+            .is_some_and(|r| r.deprecated_report_file.is_some())
+        {
+            lines.push(deprecated("--report-file FILE", "--report FORMAT FILE"));
         }
         if let Command::Cleanup(c) = &self.command {
             if c.deprecated_all {
@@ -318,6 +362,44 @@ pub fn kubectl_habits(argv: Vec<OsString>) -> Result<(Vec<OsString>, Vec<String>
             ));
             out.push("--watch".into());
             out.push(format!("--interval={value}").into());
+            continue;
+        }
+        // `--report FORMAT [FILE]`: the word after FORMAT is FILE only when it reads as one;
+        // otherwise FORMAT's values end there (`--report=FORMAT`: clap takes no more after
+        // an attached value) and the word is the command's own (`diagnose --report html
+        // tkc-prod`: the cluster).
+        if let Some(format) = text
+            .strip_prefix("--report=")
+            .or((text == "--report").then_some(""))
+        {
+            let format: OsString = if format.is_empty() {
+                match words.peek().and_then(|w| w.to_str()) {
+                    Some(f) if !f.starts_with('-') => words.next().unwrap_or_default(),
+                    // No format: clap's to say.
+                    _ => {
+                        out.push(word);
+                        continue;
+                    }
+                }
+            } else {
+                format.into()
+            };
+            match words
+                .peek()
+                .and_then(|w| w.to_str())
+                .filter(|w| !w.starts_with('-') && is_report_file(w))
+            {
+                Some(file) => {
+                    let file = OsString::from(file);
+                    words.next();
+                    out.extend(["--report".into(), format, file]);
+                }
+                None => {
+                    let mut joined = OsString::from("--report=");
+                    joined.push(&format);
+                    out.push(joined);
+                }
+            }
             continue;
         }
         if text == "--watch" || text == "-w" {
@@ -715,42 +797,60 @@ pub struct AnalyseArgs {
     #[command(flatten)]
     pub report: ReportArgs,
     /// Print what changed since GOOD, an older bundle of the same cluster: paths, members,
-    /// leader, rules, metrics, conditions, verdict
+    /// leader, rules, metrics, conditions, verdict (with --report, as a page or Markdown)
     #[arg(
         long,
         value_name = "GOOD",
-        conflicts_with_all = ["summary", "report"],
+        conflicts_with = "summary",
         help_heading = "Output"
     )]
     pub against: Option<PathBuf>,
 }
 
-/// `--report` and `--report-file`: a case report of the run (diagnose) or of the bundle
-/// (analyse), beside or instead of the tables.
+/// `--report FORMAT [FILE]`: a case report of the run (diagnose) or of the bundle (analyse),
+/// instead of the tables or, with FILE, beside them. The word after FORMAT is FILE only when it
+/// reads as a report's file ([`is_report_file`]); otherwise it is the command's own argument
+/// (the cluster, the bundle): [`kubectl_habits`] decides before clap sees it.
 #[derive(Debug, Clone, Args)]
 pub struct ReportArgs {
-    /// Print a report for a support case instead of the tables: html (one self-contained page:
-    /// the matrix as a coloured grid, the onset timeline as a chart; nothing fetched) or md
-    /// (for a ticket's text field); with --report-file, write it there instead
-    #[arg(long, value_name = "FORMAT", help_heading = "Output")]
-    pub report: Option<crate::render::CaseFormat>,
+    /// A report for a support case: html (one self-contained page: the matrix as a coloured
+    /// grid, the onset timeline as a chart; nothing fetched) or md (for a ticket's text field).
+    /// Printed instead of the tables; with FILE (ending in .html or .md, or a path with a /),
+    /// written there whole at the end of the run, whatever the verdict, and the tables printed
+    /// as usual
+    #[arg(long, value_names = ["FORMAT", "FILE"], num_args = 1..=2, help_heading = "Output")]
+    pub report: Option<Vec<PathBuf>>,
 
-    /// With --report: write the report to FILE (whole or not at all, replacing FILE) and print
-    /// the tables as usual; written at the end of the run, whatever the verdict
-    #[arg(
-        long,
-        value_name = "FILE",
-        requires = "report",
-        help_heading = "Output"
-    )]
-    pub report_file: Option<PathBuf>,
+    /// Deprecated spelling of --report FORMAT FILE's FILE. Accepted for one release, with a
+    /// deprecation line.
+    #[arg(long = "report-file", value_name = "FILE", requires = "report", hide = true)]
+    pub deprecated_report_file: Option<PathBuf>,
+}
+
+/// Whether the word after `--report FORMAT` is the report's FILE: it ends in `.html`, `.htm`
+/// or `.md`, or it holds a path separator. A cluster's name (a DNS-1123 name) holds no `/`, and
+/// a bundle ends in `.tar.gz`, so `diagnose --report html tkc-prod -n ns` and
+/// `analyse --report md tkc-prod.tar.gz` read as they mean; a file named otherwise is written
+/// `./name`.
+pub fn is_report_file(word: &str) -> bool {
+    let lower = word.to_ascii_lowercase();
+    word.contains(std::path::MAIN_SEPARATOR)
+        || word.contains('/')
+        || [".html", ".htm", ".md"].iter().any(|e| lower.ends_with(e))
 }
 
 impl ReportArgs {
     pub fn options(&self) -> Option<crate::commands::CaseReport> {
-        self.report.map(|format| crate::commands::CaseReport {
+        let words = self.report.as_ref()?;
+        let format = words.first()?.to_str().and_then(|f| {
+            <crate::render::CaseFormat as clap::ValueEnum>::from_str(f, true).ok()
+        })?;
+        Some(crate::commands::CaseReport {
             format,
-            file: self.report_file.clone(),
+            file: words
+                .get(1)
+                .cloned()
+                .or_else(|| self.deprecated_report_file.clone()),
         })
     }
 }
@@ -1190,6 +1290,66 @@ mod tests {
     /// Parses as the binary does: kubectl's habits, then clap.
     fn kubectl_style(argv: &[&str]) -> Result<(Cli, Vec<String>), clap::Error> {
         Cli::parse_kubectl_style(["kubectl-etcdnet"].iter().chain(argv))
+    }
+
+    /// `--report FORMAT [FILE]`: the word after FORMAT is FILE only when it reads as a file
+    /// (.html, .md, a path), else it is the cluster or the bundle; `--report-file` works for a
+    /// release with its deprecation line; a bad format or FILE given twice is one line.
+    #[test]
+    fn report_takes_its_file_and_leaves_the_cluster_alone() {
+        use crate::commands::CaseReport;
+        use crate::render::CaseFormat::{Html, Md};
+        let report = |argv: &[&str]| {
+            let (cli, notes) = kubectl_style(argv).unwrap();
+            let (r, cluster) = match &cli.command {
+                Command::Diagnose(d) => (d.report.options(), d.cluster.clone()),
+                Command::Analyse(a) => (a.report.options(), Some(a.file.display().to_string())),
+                other => panic!("{other:?}"),
+            };
+            (r, cluster, notes)
+        };
+        let case = |format, file: Option<&str>| {
+            Some(CaseReport {
+                format,
+                file: file.map(PathBuf::from),
+            })
+        };
+        for (argv, want, cluster) in [
+            (&["diagnose", "--report", "html", "tkc", "-n", "ns"][..], case(Html, None), "tkc"),
+            (&["diagnose", "tkc", "--report", "html", "case.html"], case(Html, Some("case.html")), "tkc"),
+            (&["diagnose", "--report", "md", "out/case", "tkc"], case(Md, Some("out/case")), "tkc"),
+            (&["diagnose", "--report=md", "CASE.MD", "tkc"], case(Md, Some("CASE.MD")), "tkc"),
+            (&["diagnose", "--report", "html", "--", "tkc"], case(Html, None), "tkc"),
+            (&["analyse", "--report", "md", "b.tar.gz"], case(Md, None), "b.tar.gz"),
+            (&["analyse", "b.tar.gz", "--report", "html", "./page"], case(Html, Some("./page")), "b.tar.gz"),
+        ] {
+            let (r, c, notes) = report(argv);
+            assert_eq!(r, want, "{argv:?}");
+            assert_eq!(c.as_deref(), Some(cluster), "{argv:?}");
+            assert!(notes.is_empty(), "{argv:?}: {notes:?}");
+        }
+        // The old spelling, with kubectl's deprecation line.
+        let (r, _, notes) = report(&["diagnose", "tkc", "--report", "html", "--report-file", "x"]);
+        assert_eq!(r, case(Html, Some("x")));
+        assert_eq!(
+            notes,
+            ["Flag --report-file FILE has been deprecated, use --report FORMAT FILE instead"]
+        );
+        // A word that is no file after the format is the command's own: a second bundle is
+        // clap's "unexpected argument".
+        let e = kubectl_style(&["analyse", "b.tar.gz", "--report", "html", "page"]).unwrap_err();
+        assert!(e.to_string().contains("'page'"), "{e}");
+        for (argv, says) in [
+            (&["diagnose", "tkc", "--report", "pdf"][..], "the format is html or md"),
+            (
+                &["diagnose", "tkc", "--report", "md", "a.md", "--report-file", "b.md"],
+                "give FILE once",
+            ),
+        ] {
+            let e = kubectl_style(argv).unwrap_err().to_string();
+            assert!(e.contains(says), "{argv:?}: {e}");
+            assert_eq!(e.lines().next().map(|l| l.contains(says)), Some(true), "{e}");
+        }
     }
 
     #[test]

@@ -25,6 +25,16 @@ pub fn supervisor_apis() -> SupervisorApis {
     crate::supervisor::discovery::from_answer(&answer, "supervisor").unwrap()
 }
 
+/// The article's case as the json contract holds it (tests/fixtures/reports/peers-dropped.json):
+/// three nodes, the peers' paths between them dropped, seen through the jumpbox.
+pub fn peers_dropped() -> crate::report::DiagnoseReport {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/reports/peers-dropped.json"
+    );
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
 /// The Cluster, KCP, Machines and VMs of Supervisor fixture set `set` as the fake serves them
 /// (its workload endpoint filled in), one value per object.
 pub fn fixture_objects(set: &str) -> Vec<serde_json::Value> {

@@ -34,7 +34,7 @@ mod read;
 mod write;
 
 pub use read::read;
-pub use write::{check_target, check_writable, write};
+pub use write::{check_target, check_writable, write, write_atomically};
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::IpAddr;

@@ -40,14 +40,50 @@ pub fn check_writable(what: &str, path: &Path) -> Result<()> {
 
 /// Writes `evidence` (one per cluster) to `path` as a .tar.gz, atomically.
 pub fn write(path: &Path, evidence: &[Evidence]) -> Result<()> {
-    let cannot =
-        |why: String| Error::config(format!("cannot write bundle {}: {why}", path.display()));
     // `args_os`: `args` panics on an argument that is not UTF-8 (a path can be anything).
     let args = std::env::args_os()
         .skip(1)
         .map(|a| a.to_string_lossy().into_owned())
         .collect();
     let files = files(evidence, args)?;
+    write_atomically("bundle", "--bundle", path, |file| {
+        let why = |e: io::Error| e.to_string();
+        let mtime = unix_seconds(SystemTime::now());
+        let gz = flate2::write::GzEncoder::new(
+            io::BufWriter::new(file),
+            flate2::Compression::default(),
+        );
+        let mut tar = tar::Builder::new(gz);
+        for (entry, bytes) in &files {
+            let mut header = tar::Header::new_gnu();
+            header.set_entry_type(tar::EntryType::Regular);
+            header.set_size(bytes.len() as u64);
+            header.set_mode(0o644);
+            header.set_mtime(mtime);
+            header.set_uid(0);
+            header.set_gid(0);
+            tar.append_data(&mut header, entry, bytes.as_slice())
+                .map_err(why)?;
+        }
+        let gz = tar.into_inner().map_err(why)?;
+        let mut buf = gz.finish().map_err(why)?;
+        buf.flush().map_err(why)
+    })
+}
+
+/// Writes a file of ours (`what`: bundle, report; given by `flag`) at `path` whole or not at
+/// all: `fill` writes it into a temporary file beside `path` (so the rename is atomic; removed
+/// if anything fails), which is synced, then renamed onto `path`. A file already there is
+/// replaced; a new one is the owner's alone (0600, tempfile's mode), for the admin to pass on.
+/// A configuration error naming `what` and the path.
+pub fn write_atomically(
+    what: &str,
+    flag: &str,
+    path: &Path,
+    fill: impl FnOnce(&std::fs::File) -> std::result::Result<(), String>,
+) -> Result<()> {
+    let cannot =
+        |why: String| Error::config(format!("cannot write {what} {}: {why}", path.display()));
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d,
         _ => Path::new("."),
@@ -55,40 +91,19 @@ pub fn write(path: &Path, evidence: &[Evidence]) -> Result<()> {
     let name = path
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "bundle".into());
-    // Beside the target, so the rename is atomic; removed on drop if anything below fails.
+        .unwrap_or_else(|| what.into());
     let tmp = tempfile::Builder::new()
         .prefix(&format!(".{name}."))
         .suffix(".tmp")
         .tempfile_in(dir)
         .map_err(|e| {
             cannot(format!(
-                "cannot create a file in {}: {} (--bundle needs a folder that exists and can be written)",
+                "cannot create a file in {}: {} ({flag} needs a folder that exists and can be written)",
                 dir.display(),
                 crate::error::io_words(&e)
             ))
         })?;
-    let mtime = unix_seconds(SystemTime::now());
-    let gz = flate2::write::GzEncoder::new(
-        io::BufWriter::new(tmp.as_file()),
-        flate2::Compression::default(),
-    );
-    let mut tar = tar::Builder::new(gz);
-    for (entry, bytes) in &files {
-        let mut header = tar::Header::new_gnu();
-        header.set_entry_type(tar::EntryType::Regular);
-        header.set_size(bytes.len() as u64);
-        header.set_mode(0o644);
-        header.set_mtime(mtime);
-        header.set_uid(0);
-        header.set_gid(0);
-        tar.append_data(&mut header, entry, bytes.as_slice())
-            .map_err(|e| cannot(e.to_string()))?;
-    }
-    let gz = tar.into_inner().map_err(|e| cannot(e.to_string()))?;
-    let mut buf = gz.finish().map_err(|e| cannot(e.to_string()))?;
-    buf.flush().map_err(|e| cannot(e.to_string()))?;
-    drop(buf);
+    fill(tmp.as_file()).map_err(cannot)?;
     tmp.as_file()
         .sync_all()
         .map_err(|e| cannot(e.to_string()))?;

@@ -49,18 +49,22 @@ impl AnalyseOptions {
 pub fn run(opts: &AnalyseOptions, format: Format) -> Result<Outcome> {
     if let Some(c) = &opts.report {
         c.check_target()?;
-        // The bundle is read before the report is written: a report over it would replace the
-        // evidence with its picture.
+        // The bundles are read before the report is written: a report over one would replace
+        // the evidence with its picture.
         if let Some(file) = &c.file {
             let same = |a: &std::path::Path, b: &std::path::Path| {
                 a.canonicalize()
                     .ok()
                     .is_some_and(|a| b.canonicalize().ok() == Some(a))
             };
-            if same(file, &opts.path) {
+            if let Some(bundle) = std::iter::once(&opts.path)
+                .chain(&opts.against)
+                .find(|b| same(file, b))
+            {
                 return Err(crate::error::Error::Usage(format!(
-                    "cannot write report {}: it is the bundle being analysed; name another file",
-                    file.display()
+                    "cannot write report {}: it is the bundle being analysed ({}); name another file",
+                    file.display(),
+                    bundle.display()
                 )));
             }
         }
@@ -248,10 +252,18 @@ fn against(opts: &AnalyseOptions, good_path: &Path, format: Format) -> Result<Ou
     )];
     notes.extend(good.left_out_notes());
     notes.extend(new.left_out_notes());
+    let mut exit_code = comparison.exit_code;
+    let mut stdout = render::output(&comparison, format, Paint::detect())?;
+    // `--report`: the same sections as a page or Markdown, printed or written to its file.
+    if let Some(c) = &opts.report {
+        let (title, sections) = render::compare::page(&comparison);
+        let page = render::case_page(c.format, &title, &sections);
+        stdout = super::put_report(c, page, stdout, &mut notes, &mut exit_code);
+    }
     Ok(Outcome {
-        stdout: render::output(&comparison, format, Paint::detect())?,
+        stdout,
         notes,
-        exit_code: comparison.exit_code,
+        exit_code,
     })
 }
 

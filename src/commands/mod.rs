@@ -34,7 +34,7 @@ impl Outcome {
     }
 }
 
-/// `--report FORMAT [--report-file FILE]`: a case report of the run or the bundle.
+/// `--report FORMAT [FILE]`: a case report of the run or the bundle.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CaseReport {
     pub format: crate::render::CaseFormat,
@@ -53,33 +53,12 @@ impl CaseReport {
         }
     }
 
-    /// Writes `text` to the file whole or not at all, as `--bundle` writes its file: a
-    /// temporary file beside the target (removed if anything fails), synced, then renamed onto
-    /// it. A file already there is replaced; a new one is the owner's alone (0600, as the
-    /// bundle), for the admin to pass on.
+    /// Writes `text` to the file whole or not at all, as `--bundle` writes its file
+    /// ([`crate::bundle::write_atomically`]).
     pub fn write(&self, path: &std::path::Path, text: &str) -> crate::error::Result<()> {
-        use std::io::Write;
-        let cannot = |why: String| {
-            crate::error::Error::config(format!("cannot write report {}: {why}", path.display()))
-        };
-        let dir = match path.parent() {
-            Some(d) if !d.as_os_str().is_empty() => d,
-            _ => std::path::Path::new("."),
-        };
-        let name = path
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_else(|| "report".into());
-        let mut tmp = tempfile::Builder::new()
-            .prefix(&format!(".{name}."))
-            .suffix(".tmp")
-            .tempfile_in(dir)
-            .map_err(|e| cannot(e.to_string()))?;
-        tmp.write_all(text.as_bytes())
-            .and_then(|()| tmp.as_file().sync_all())
-            .map_err(|e| cannot(e.to_string()))?;
-        tmp.persist(path).map_err(|e| cannot(e.error.to_string()))?;
-        Ok(())
+        crate::bundle::write_atomically("report", "--report", path, |mut file| {
+            std::io::Write::write_all(&mut file, text.as_bytes()).map_err(|e| e.to_string())
+        })
     }
 }
 

@@ -535,13 +535,7 @@ mod tests {
     use crate::render::{case_report, CaseFormat};
     use crate::report::ClusterFailure;
 
-    fn fixture() -> DiagnoseReport {
-        let path = concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/tests/fixtures/reports/peers-dropped.json"
-        );
-        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
-    }
+    use crate::testing::peers_dropped as fixture;
 
     fn run() -> Run {
         Run {

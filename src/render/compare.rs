@@ -2,10 +2,13 @@
 //! then one section per kind of change, each only when something of that kind changed; what is
 //! alike is said once, on one line, and what could not be compared on another.
 //!
-//! [`sections`] is the one list of what the comparison shows, as raw text in titled tables: the
-//! table here prints it through [`super::table`] (so through [`super::visible`]); a report
-//! format (html, md) takes the same sections and escapes them for its own medium.
+//! [`sections`] is the one list of what the comparison shows, as the case report's
+//! [`Section`]s (raw text in titled tables): the table here prints them through
+//! [`super::table`] (so through [`super::visible`]); [`page`] gives the same sections, with
+//! the header, the verdict and what is alike, to `--report html|md` ([`super::case_page`]),
+//! which escape them for their own medium.
 
+use super::sheet::{Block, Section};
 use super::{Lines, Paint, Tabular, Tone};
 use crate::report::compare::{
     ClusterLeader, Comparison, LeaderMove, LeaderSeen, MetricName, PathMove, Presence, RuleMove,
@@ -40,12 +43,20 @@ impl Tabular for Comparison {
         for s in sections(self) {
             out.blank();
             out.line(&s.title);
-            if s.header.is_empty() {
-                for row in &s.rows {
-                    out.line(format!("  {}", row.join(" ")));
+            for b in &s.blocks {
+                match b {
+                    Block::Table { header, rows } => {
+                        let header: Vec<&str> = header.iter().map(String::as_str).collect();
+                        out.table(&header, rows);
+                    }
+                    Block::List(lines) => {
+                        for line in lines {
+                            out.line(format!("  {line}"));
+                        }
+                    }
+                    // The change sections hold tables and lines only.
+                    _ => {}
                 }
-            } else {
-                out.table(&s.header, &s.rows);
             }
         }
         out.blank();
@@ -62,52 +73,85 @@ impl Tabular for Comparison {
 
 /// The lines above the verdict: which cluster, which two bundles, how far apart.
 pub fn headline(c: &Comparison) -> Vec<String> {
-    let when =
-        |created: &str| crate::when::instant_of(created).unwrap_or_else(|| created.to_string());
-    let apart = match (
-        crate::when::parse(&c.before.created),
-        crate::when::parse(&c.after.created),
-    ) {
-        (Some(b), Some(a)) => a
-            .duration_since(b)
-            .map(|d| format!(", {} apart", crate::when::span(d)))
-            .unwrap_or_default(),
-        _ => String::new(),
-    };
+    let apart = apart(c).map(|a| format!(", {a} apart")).unwrap_or_default();
     vec![
         format!("COMPARED  {}/{}", c.namespace, c.cluster),
-        format!(
-            "BEFORE    {} ({}, kubectl-etcdnet {})",
-            c.before.bundle,
-            when(&c.before.created),
-            c.before.plugin_version
-        ),
-        format!(
-            "AFTER     {} ({}, kubectl-etcdnet {}{apart})",
-            c.after.bundle,
-            when(&c.after.created),
-            c.after.plugin_version
-        ),
+        format!("BEFORE    {}", run_text(&c.before, "")),
+        format!("AFTER     {}", run_text(&c.after, &apart)),
     ]
 }
 
-/// One kind of change: a title and a table (a header and rows), or lines (no header, each row
-/// one line of its cells). Raw text, as the bundles hold it: each renderer escapes it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Section {
-    pub title: String,
-    pub header: Vec<&'static str>,
-    pub rows: Vec<Vec<String>>,
+/// How long after the older bundle the newer was written (`10m`), when both times read.
+fn apart(c: &Comparison) -> Option<String> {
+    let b = crate::when::parse(&c.before.created)?;
+    let a = crate::when::parse(&c.after.created)?;
+    a.duration_since(b).ok().map(crate::when::span)
 }
 
-impl Section {
-    fn table(title: String, header: &[&'static str], rows: Vec<Vec<String>>) -> Section {
-        Section {
-            title,
-            header: header.to_vec(),
-            rows,
-        }
+/// A bundle as the headline says it: its file, when and by which plugin it was written.
+fn run_text(r: &crate::report::compare::ComparedRun, more: &str) -> String {
+    let when = crate::when::instant_of(&r.created).unwrap_or_else(|| r.created.clone());
+    format!(
+        "{} ({when}, kubectl-etcdnet {}{more})",
+        r.bundle, r.plugin_version
+    )
+}
+
+/// The comparison as a case report's title and sections (`--against GOOD --report html|md`):
+/// which cluster and bundles, the verdict before → after, each change as the table shows it,
+/// what is alike, what could not be compared, and who compared them.
+pub fn page(c: &Comparison) -> (String, Vec<Section>) {
+    let title = format!("etcd network changes: {}/{}", c.namespace, c.cluster);
+    let mut facts = vec![
+        ("Cluster".to_string(), c.cluster.clone()),
+        ("Namespace".into(), c.namespace.clone()),
+        ("Before".into(), run_text(&c.before, "")),
+        ("After".into(), run_text(&c.after, "")),
+    ];
+    if let Some(a) = apart(c) {
+        facts.push(("Apart".into(), a));
     }
+    facts.push(("Supervisor context".into(), c.after.context.clone()));
+    let mut out = vec![
+        Section::new("header", "Compared").with(Block::Facts(facts)),
+        Section::new("verdict", "Verdict").with(Block::Verdict {
+            code: format!("{} → {}", c.before.verdict, c.after.verdict),
+            healthy: c.after.verdict == VerdictCode::Healthy,
+            summary: c.after.summary.clone(),
+        }),
+    ];
+    out.extend(sections(c));
+    let alike = alike(c);
+    let mut rest = Section::new("alike", "Alike and not compared");
+    if !alike.is_empty() {
+        rest = rest.with(Block::Text(format!("Alike: {}.", alike.join(", "))));
+    }
+    if !c.notes.is_empty() {
+        rest = rest
+            .with(Block::Text("Not compared:".into()))
+            .with(Block::List(c.notes.clone()));
+    }
+    if !rest.blocks.is_empty() {
+        out.push(rest);
+    }
+    out.push(
+        Section::new("provenance", "Provenance").with(Block::Facts(vec![(
+            "Compared by".into(),
+            format!(
+                "kubectl-etcdnet {} (analyse --against, offline)",
+                env!("CARGO_PKG_VERSION")
+            ),
+        )])),
+    );
+    (title, out)
+}
+
+/// One kind of change: its anchor, its title and its table.
+fn change_table(id: &str, title: String, header: &[&str], rows: Vec<Vec<String>>) -> Section {
+    Section::new(id, title).with(Block::Table {
+        header: header.iter().map(|h| h.to_string()).collect(),
+        rows,
+    })
 }
 
 /// The sections of what changed, in the order a support engineer reads them: the paths, the
@@ -115,10 +159,10 @@ impl Section {
 /// conditions. A kind with no change has no section ([`alike`] names it).
 pub fn sections(c: &Comparison) -> Vec<Section> {
     let mut out = Vec::new();
-    for (change, title) in [
-        (PathMove::Broke, "PATHS THAT BROKE"),
-        (PathMove::Recovered, "PATHS THAT RECOVERED"),
-        (PathMove::Changed, "PATHS THAT FAIL OTHERWISE"),
+    for (change, id, title) in [
+        (PathMove::Broke, "paths-broke", "PATHS THAT BROKE"),
+        (PathMove::Recovered, "paths-recovered", "PATHS THAT RECOVERED"),
+        (PathMove::Changed, "paths-changed", "PATHS THAT FAIL OTHERWISE"),
     ] {
         let rows = pair_rows(c, change);
         if !rows.is_empty() {
@@ -129,7 +173,8 @@ pub fn sections(c: &Comparison) -> Vec<Section> {
             } else {
                 format!("{n} paths, {} pairs", rows.len())
             };
-            out.push(Section::table(
+            out.push(change_table(
+                id,
                 format!("{title} ({count})"),
                 &["PAIR", "PORT", "BEFORE", "AFTER"],
                 rows,
@@ -137,7 +182,8 @@ pub fn sections(c: &Comparison) -> Vec<Section> {
         }
     }
     if !c.supervisor_reach.is_empty() {
-        out.push(Section::table(
+        out.push(change_table(
+            "reach",
             "VM PORTS FROM OUTSIDE THE VMS".into(),
             &["NODE", "PORT", "BEFORE", "AFTER", "CHANGE"],
             c.supervisor_reach
@@ -155,7 +201,8 @@ pub fn sections(c: &Comparison) -> Vec<Section> {
         ));
     }
     if !c.nodes.is_empty() {
-        out.push(Section::table(
+        out.push(change_table(
+            "nodes",
             "CONTROL-PLANE NODES".into(),
             &["NODE", "CHANGE"],
             c.nodes
@@ -165,7 +212,8 @@ pub fn sections(c: &Comparison) -> Vec<Section> {
         ));
     }
     if !c.members.is_empty() {
-        out.push(Section::table(
+        out.push(change_table(
+            "members",
             "ETCD MEMBERS".into(),
             &["MEMBER", "CHANGE", "BEFORE", "AFTER"],
             c.members
@@ -183,19 +231,18 @@ pub fn sections(c: &Comparison) -> Vec<Section> {
         ));
     }
     if !matches!(c.leader.change, LeaderMove::Same | LeaderMove::Unknown) {
-        out.push(Section {
-            title: "LEADER".into(),
-            header: Vec::new(),
-            rows: vec![vec![format!(
+        out.push(
+            Section::new("leader", "LEADER").with(Block::List(vec![format!(
                 "{}: {} → {}",
                 leader_move_phrase(c.leader.change),
                 leader_text(&c.leader.before),
                 leader_text(&c.leader.after)
-            )]],
-        });
+            )])),
+        );
     }
     if !c.rules.is_empty() {
-        out.push(Section::table(
+        out.push(change_table(
+            "rules",
             "RULES THAT BLOCK".into(),
             &["WHERE", "RULE", "CHANGE", "PATHS NOW"],
             c.rules
@@ -221,7 +268,8 @@ pub fn sections(c: &Comparison) -> Vec<Section> {
         ));
     }
     if !c.metrics.is_empty() {
-        out.push(Section::table(
+        out.push(change_table(
+            "metrics",
             "METRICS THAT MOVED".into(),
             &["NODE", "METRIC", "BEFORE", "AFTER"],
             c.metrics
@@ -245,7 +293,8 @@ pub fn sections(c: &Comparison) -> Vec<Section> {
                 None => s.status.clone(),
             },
         };
-        out.push(Section::table(
+        out.push(change_table(
+            "conditions",
             "CONDITIONS".into(),
             &["OBJECT", "TYPE", "BEFORE", "AFTER"],
             c.conditions

@@ -466,12 +466,7 @@ mod tests {
     /// ones stay near +0ms (against the earliest clock, the liar's, they all looked skewed).
     #[test]
     fn clock_column_is_against_the_median() {
-        let path = concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/tests/fixtures/reports/peers-dropped.json"
-        );
-        let mut r: DiagnoseReport =
-            serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+        let mut r = crate::testing::peers_dropped();
         let base = 1_764_688_528_000_i64;
         for (n, c) in r.nodes.iter_mut().zip([base, base + 12, 0]) {
             n.probe.as_mut().unwrap().clock_ms = Some(c);
@@ -504,12 +499,7 @@ mod tests {
     /// it is that member), or none and since when; absent when no log has a leader line.
     #[test]
     fn leader_column() {
-        let path = concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/tests/fixtures/reports/peers-dropped.json"
-        );
-        let mut r: DiagnoseReport =
-            serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+        let mut r = crate::testing::peers_dropped();
         let plain = diagnose_table(&r, false, Paint { on: false });
         assert!(!plain.contains("LEADER"), "{plain}");
         let view = |state, id: Option<&str>, since: &str| LeaderView {
@@ -562,12 +552,7 @@ mod tests {
     #[test]
     fn api_server_column_and_wide_section() {
         use crate::report::v1alpha2::{ApiLogFinding, ApiLogKind, ApiServer, ApiServerState};
-        let path = concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/tests/fixtures/reports/peers-dropped.json"
-        );
-        let mut r: DiagnoseReport =
-            serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+        let mut r = crate::testing::peers_dropped();
         let plain = diagnose_table(&r, true, Paint { on: false });
         assert!(!plain.contains("API SERVER"), "{plain}");
         let server = |state| ApiServer {

@@ -200,13 +200,7 @@ mod tests {
         SystemTime::UNIX_EPOCH + Duration::from_secs(8 * 3600 + 31 * 60 + 2)
     }
 
-    fn blocked() -> DiagnoseReport {
-        let path = concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/tests/fixtures/reports/peers-dropped.json"
-        );
-        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
-    }
+    use crate::testing::peers_dropped as blocked;
 
     /// `node`'s paths to its peers (both ports) opened, and the verdict `code`.
     fn healed(before: &DiagnoseReport, node: &str, code: VerdictCode) -> DiagnoseReport {

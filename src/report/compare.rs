@@ -517,32 +517,32 @@ fn members(b: &DiagnoseReport, a: &DiagnoseReport, notes: &mut Vec<String>) -> V
         }
         return Vec::new();
     };
-    let mut out = Vec::new();
-    for (id, m) in &was {
-        match is.get(id) {
-            None => out.push(MemberChange {
-                change: Presence::Removed,
-                before: Some(m.clone()),
-                after: None,
-            }),
-            Some(n) if n != m => out.push(MemberChange {
-                change: Presence::Changed,
-                before: Some(m.clone()),
-                after: Some(n.clone()),
-            }),
-            Some(_) => {}
-        }
-    }
-    for (id, m) in &is {
-        if !was.contains_key(id) {
-            out.push(MemberChange {
-                change: Presence::Added,
-                before: None,
-                after: Some(m.clone()),
-            });
-        }
-    }
+    let mut out: Vec<MemberChange> = diff(&was, &is)
+        .map(|(_, before, after)| MemberChange {
+            change: match (before, after) {
+                (Some(_), Some(_)) => Presence::Changed,
+                (Some(_), None) => Presence::Removed,
+                _ => Presence::Added,
+            },
+            before: before.cloned(),
+            after: after.cloned(),
+        })
+        .collect();
+    // The members gone or changed first, then the new ones (a stable sort: by ID within).
+    out.sort_by_key(|m| m.change == Presence::Added);
     out
+}
+
+/// What differs between two maps of one kind of fact, in key order: each key whose value is
+/// not the same in both (or that only one has), with its value on each side.
+fn diff<'a, K: Ord, V: PartialEq>(
+    was: &'a BTreeMap<K, V>,
+    is: &'a BTreeMap<K, V>,
+) -> impl Iterator<Item = (&'a K, Option<&'a V>, Option<&'a V>)> {
+    let keys: BTreeSet<&K> = was.keys().chain(is.keys()).collect();
+    keys.into_iter()
+        .map(|k| (k, was.get(k), is.get(k)))
+        .filter(|(_, b, a)| b != a)
 }
 
 /// The leader as the nodes' logs name it (the leader each log last named, by node name where a
@@ -674,13 +674,10 @@ fn rules(b: &DiagnoseReport, a: &DiagnoseReport, notes: &mut Vec<String>) -> Vec
 }
 
 fn rule_changes(source: RuleSource, was: &Blocking, is: &Blocking) -> Vec<RuleChange> {
-    let words: BTreeSet<&String> = was.keys().chain(is.keys()).collect();
     let empty = BTreeSet::new();
-    words
-        .into_iter()
-        .filter_map(|w| {
-            let before = was.get(w).unwrap_or(&empty);
-            let after = is.get(w).unwrap_or(&empty);
+    diff(was, is)
+        .filter_map(|(w, before, after)| {
+            let (before, after) = (before.unwrap_or(&empty), after.unwrap_or(&empty));
             let change = match (before.is_empty(), after.is_empty()) {
                 (true, false) => RuleMove::NowMatches,
                 (false, true) => RuleMove::NoLongerMatches,
@@ -800,15 +797,13 @@ fn conditions(b: &DiagnoseReport, a: &DiagnoseReport) -> Vec<ConditionChange> {
         m.keys().map(|(o, _)| o.clone()).collect()
     };
     let (was_objects, is_objects) = (objects(&was), objects(&is));
-    let keys: BTreeSet<&(String, String)> = was.keys().chain(is.keys()).collect();
-    keys.into_iter()
-        .filter(|k| was_objects.contains(&k.0) && is_objects.contains(&k.0))
-        .filter(|k| was.get(*k) != is.get(*k))
-        .map(|k| ConditionChange {
+    diff(&was, &is)
+        .filter(|(k, _, _)| was_objects.contains(&k.0) && is_objects.contains(&k.0))
+        .map(|(k, before, after)| ConditionChange {
             object: k.0.clone(),
             kind: k.1.clone(),
-            before: was.get(k).cloned(),
-            after: is.get(k).cloned(),
+            before: before.cloned(),
+            after: after.cloned(),
         })
         .collect()
 }

@@ -6,14 +6,7 @@ use crate::report::v1alpha2::{
     EtcdMetrics, LeaderView, MetricsRead, NetworkAssessment, PeerMetrics, PortReach,
 };
 
-/// The article's case as a report: three nodes, every 2380 path between them dropped.
-fn blocked() -> DiagnoseReport {
-    let path = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/tests/fixtures/reports/peers-dropped.json"
-    );
-    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
-}
+use crate::testing::peers_dropped as blocked;
 
 /// The same cluster with every path open and the verdict Healthy.
 fn healthy() -> DiagnoseReport {

@@ -103,13 +103,7 @@ mod tests {
     use super::*;
     use crate::report::v1alpha2::{CellState, VerdictCode};
 
-    fn blocked() -> DiagnoseReport {
-        let path = concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/tests/fixtures/reports/peers-dropped.json"
-        );
-        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
-    }
+    use crate::testing::peers_dropped as blocked;
 
     /// `node`'s paths to its peers (both ports) opened.
     fn heal(r: &mut DiagnoseReport, node: &str) {
@@ -158,13 +152,7 @@ mod recovered_tests {
     use super::*;
     use crate::report::v1alpha2::{CellState, PairOnset, Timeline};
 
-    fn blocked() -> DiagnoseReport {
-        let path = concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/tests/fixtures/reports/peers-dropped.json"
-        );
-        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
-    }
+    use crate::testing::peers_dropped as blocked;
 
     /// Every path between `a` and `b`, both ways, both ports, opened.
     fn open(r: &mut DiagnoseReport, a: &str, b: &str) {

@@ -203,13 +203,7 @@ fn hostile_names_are_escaped_and_bounded() {
     }
 }
 
-fn peers_dropped() -> DiagnoseReport {
-    let path = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/tests/fixtures/reports/peers-dropped.json"
-    );
-    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
-}
+use crate::testing::peers_dropped;
 
 /// Without `--nsx-manager` every output is what it was; with it, the table has the section
 /// and the JSON the field, which reads back.
