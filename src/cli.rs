@@ -823,7 +823,12 @@ pub struct ReportArgs {
 
     /// Deprecated spelling of --report FORMAT FILE's FILE. Accepted for one release, with a
     /// deprecation line.
-    #[arg(long = "report-file", value_name = "FILE", requires = "report", hide = true)]
+    #[arg(
+        long = "report-file",
+        value_name = "FILE",
+        requires = "report",
+        hide = true
+    )]
     pub deprecated_report_file: Option<PathBuf>,
 }
 
@@ -842,9 +847,10 @@ pub fn is_report_file(word: &str) -> bool {
 impl ReportArgs {
     pub fn options(&self) -> Option<crate::commands::CaseReport> {
         let words = self.report.as_ref()?;
-        let format = words.first()?.to_str().and_then(|f| {
-            <crate::render::CaseFormat as clap::ValueEnum>::from_str(f, true).ok()
-        })?;
+        let format = words
+            .first()?
+            .to_str()
+            .and_then(|f| <crate::render::CaseFormat as clap::ValueEnum>::from_str(f, true).ok())?;
         Some(crate::commands::CaseReport {
             format,
             file: words
@@ -1315,13 +1321,41 @@ mod tests {
             })
         };
         for (argv, want, cluster) in [
-            (&["diagnose", "--report", "html", "tkc", "-n", "ns"][..], case(Html, None), "tkc"),
-            (&["diagnose", "tkc", "--report", "html", "case.html"], case(Html, Some("case.html")), "tkc"),
-            (&["diagnose", "--report", "md", "out/case", "tkc"], case(Md, Some("out/case")), "tkc"),
-            (&["diagnose", "--report=md", "CASE.MD", "tkc"], case(Md, Some("CASE.MD")), "tkc"),
-            (&["diagnose", "--report", "html", "--", "tkc"], case(Html, None), "tkc"),
-            (&["analyse", "--report", "md", "b.tar.gz"], case(Md, None), "b.tar.gz"),
-            (&["analyse", "b.tar.gz", "--report", "html", "./page"], case(Html, Some("./page")), "b.tar.gz"),
+            (
+                &["diagnose", "--report", "html", "tkc", "-n", "ns"][..],
+                case(Html, None),
+                "tkc",
+            ),
+            (
+                &["diagnose", "tkc", "--report", "html", "case.html"],
+                case(Html, Some("case.html")),
+                "tkc",
+            ),
+            (
+                &["diagnose", "--report", "md", "out/case", "tkc"],
+                case(Md, Some("out/case")),
+                "tkc",
+            ),
+            (
+                &["diagnose", "--report=md", "CASE.MD", "tkc"],
+                case(Md, Some("CASE.MD")),
+                "tkc",
+            ),
+            (
+                &["diagnose", "--report", "html", "--", "tkc"],
+                case(Html, None),
+                "tkc",
+            ),
+            (
+                &["analyse", "--report", "md", "b.tar.gz"],
+                case(Md, None),
+                "b.tar.gz",
+            ),
+            (
+                &["analyse", "b.tar.gz", "--report", "html", "./page"],
+                case(Html, Some("./page")),
+                "b.tar.gz",
+            ),
         ] {
             let (r, c, notes) = report(argv);
             assert_eq!(r, want, "{argv:?}");
@@ -1340,15 +1374,30 @@ mod tests {
         let e = kubectl_style(&["analyse", "b.tar.gz", "--report", "html", "page"]).unwrap_err();
         assert!(e.to_string().contains("'page'"), "{e}");
         for (argv, says) in [
-            (&["diagnose", "tkc", "--report", "pdf"][..], "the format is html or md"),
             (
-                &["diagnose", "tkc", "--report", "md", "a.md", "--report-file", "b.md"],
+                &["diagnose", "tkc", "--report", "pdf"][..],
+                "the format is html or md",
+            ),
+            (
+                &[
+                    "diagnose",
+                    "tkc",
+                    "--report",
+                    "md",
+                    "a.md",
+                    "--report-file",
+                    "b.md",
+                ],
                 "give FILE once",
             ),
         ] {
             let e = kubectl_style(argv).unwrap_err().to_string();
             assert!(e.contains(says), "{argv:?}: {e}");
-            assert_eq!(e.lines().next().map(|l| l.contains(says)), Some(true), "{e}");
+            assert_eq!(
+                e.lines().next().map(|l| l.contains(says)),
+                Some(true),
+                "{e}"
+            );
         }
     }
 

@@ -49,10 +49,8 @@ pub fn write(path: &Path, evidence: &[Evidence]) -> Result<()> {
     write_atomically("bundle", "--bundle", path, |file| {
         let why = |e: io::Error| e.to_string();
         let mtime = unix_seconds(SystemTime::now());
-        let gz = flate2::write::GzEncoder::new(
-            io::BufWriter::new(file),
-            flate2::Compression::default(),
-        );
+        let gz =
+            flate2::write::GzEncoder::new(io::BufWriter::new(file), flate2::Compression::default());
         let mut tar = tar::Builder::new(gz);
         for (entry, bytes) in &files {
             let mut header = tar::Header::new_gnu();

@@ -161,8 +161,16 @@ pub fn sections(c: &Comparison) -> Vec<Section> {
     let mut out = Vec::new();
     for (change, id, title) in [
         (PathMove::Broke, "paths-broke", "PATHS THAT BROKE"),
-        (PathMove::Recovered, "paths-recovered", "PATHS THAT RECOVERED"),
-        (PathMove::Changed, "paths-changed", "PATHS THAT FAIL OTHERWISE"),
+        (
+            PathMove::Recovered,
+            "paths-recovered",
+            "PATHS THAT RECOVERED",
+        ),
+        (
+            PathMove::Changed,
+            "paths-changed",
+            "PATHS THAT FAIL OTHERWISE",
+        ),
     ] {
         let rows = pair_rows(c, change);
         if !rows.is_empty() {

@@ -13,7 +13,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use common::article::*;
-use common::tarball::{entries, write_entries};
+use common::tarball::edit_manifest as edited;
 use common::*;
 use etcdnet::report::v1alpha2::FindingCode;
 use serde_json::{json, Value};
@@ -218,19 +218,6 @@ fn built_bundle(env: &Env, path: &Path) {
 
 /// A change to a manifest.
 type Edit = Box<dyn Fn(&mut Value)>;
-
-/// The bundle at `path` with its manifest changed by `edit`, written to `out`.
-fn edited(path: &Path, out: &Path, edit: impl Fn(&mut Value)) {
-    let mut files = entries(path);
-    let m = files
-        .iter_mut()
-        .find(|(p, _)| p == "manifest.json")
-        .unwrap();
-    let mut v: Value = serde_json::from_slice(&m.1).unwrap();
-    edit(&mut v);
-    m.1 = serde_json::to_vec(&v).unwrap();
-    write_entries(out, &files);
-}
 
 /// A built bundle whose manifest lists one node 10 000 times, or one node twice, or one object
 /// 10 000 times: `analyse` refuses it at once (exit 2, one line naming the node or the entry).

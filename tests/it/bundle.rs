@@ -10,7 +10,7 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use common::article::*;
-use common::tarball::{entries, write_entries};
+use common::tarball::{edit_manifest, entries, write_entries};
 use common::*;
 use etcdnet::report::v1alpha2::VerdictCode;
 
@@ -310,6 +310,15 @@ fn many_clusters_bundle_then_analyse_gives_the_same_list() {
     assert_no_secret(&bundle, &[]);
 }
 
+/// The bundle at `path` stamped as written an hour ago: a bundle kept from when it worked.
+pub(crate) fn written_an_hour_ago(path: &Path) {
+    let hour_ago = humantime::format_rfc3339_seconds(
+        std::time::SystemTime::now() - std::time::Duration::from_secs(3600),
+    )
+    .to_string();
+    edit_manifest(path, path, |m| m["created"] = hour_ago.into());
+}
+
 /// `analyse NEW --against GOOD` (issue 38): two bundles of the article's cluster, one written
 /// while every path worked and one with the peers' 2380 dropped, compared through the real
 /// kubectl: the comparison names exactly the paths that broke (the 2380 cells between
@@ -323,26 +332,7 @@ fn a_cut_between_two_bundles_is_reported_as_the_pairs_that_broke() {
     let good = good_env.dir.path().join("good.tar.gz");
     let before = diagnose(&good_env, &good, &["-o", "json"]).diagnose_report();
     // GOOD was written an hour before NEW, as a bundle kept from when it worked would be.
-    let created = |path: &Path, at: &str| {
-        let all: Vec<(String, Vec<u8>)> = entries(path)
-            .into_iter()
-            .map(|(p, bytes)| {
-                if p == "manifest.json" {
-                    let mut m: serde_json::Value = serde_json::from_slice(&bytes).unwrap();
-                    m["created"] = at.into();
-                    (p, serde_json::to_vec(&m).unwrap())
-                } else {
-                    (p, bytes)
-                }
-            })
-            .collect();
-        write_entries(path, &all);
-    };
-    let hour_ago = humantime::format_rfc3339_seconds(
-        std::time::SystemTime::now() - std::time::Duration::from_secs(3600),
-    )
-    .to_string();
-    created(&good, &hour_ago);
+    written_an_hour_ago(&good);
 
     let env = Env::new(SET, Workload::black_hole());
     env.script_jumpbox_pods_with(&CP, |_, ip| Some(section_2380_dropped(ip)));

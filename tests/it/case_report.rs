@@ -2,24 +2,31 @@
 //! (3 nodes, the peers dropped, the jumpbox route) diagnosed on scripted vSphere Pods, whose
 //! probes carry the etcd logs captured from a real 3-member cluster whose peers were dropped
 //! (tests/fixtures/etcd-logs/drop-all-peers-cp*.log), so the report has its onset timeline.
-//! - `diagnose --report html --report-file FILE` writes the page at the end of the live run
-//!   (a failing verdict), `analyse BUNDLE --report html|md` prints it, and the page says what
-//!   the json says: every matrix cell's state at its pair and port, every timeline pair's bar;
+//! - `diagnose --report html FILE` writes the page at the end of the live run (a failing
+//!   verdict), `analyse BUNDLE --report html|md` prints it, and the page says what the json
+//!   says: every matrix cell's state at its pair and port, every timeline pair's bar;
+//! - `analyse NEW --against GOOD --report html|md [FILE]`: the comparison as a page and as
+//!   Markdown, the pairs that broke in their section as the json says, a condition's markup
+//!   from the newer bundle as text;
 //! - `analyse` of a bundle whose node name and log line hold markup gives a page and a
 //!   Markdown text where that markup is text;
 //! - in headless Chromium (the distribution's package, installed by .ci/run; the test is
 //!   compiled as ignored where `chromium` is not there and not in CI: build.rs,
 //!   `etcdnet_browser`): the pages load with no console message and no request from the page,
 //!   the grid's cells and the chart's bars are in the DOM the browser built, where the json
-//!   says, the markup from the bundle is text there, and the article's page is kept as a
-//!   screenshot for review (docs/report-example.png; `SNAPSHOTS=overwrite` writes it again).
+//!   says, the markup from the bundle is text there, the comparison's page likewise, and the
+//!   article's page is a screenshot snapshot (docs/report-example.png): the fresh screenshot,
+//!   of a page whose every word is fixed (the bundle stamped), is compared pixel by pixel with
+//!   the kept one, a small share of pixels allowed to differ for the fonts' antialiasing; a
+//!   failure says the share and writes the new picture beside the kept one for review
+//!   (`SNAPSHOTS=overwrite` writes it over the kept one).
 
 use crate::common;
 
 use std::path::{Path, PathBuf};
 
 use common::article::*;
-use common::tarball::{entries, write_entries};
+use common::tarball::{edit_manifest, entries, write_entries};
 use common::*;
 use etcdnet::report::DiagnoseReport;
 
@@ -82,15 +89,11 @@ fn article_env() -> Env {
     env
 }
 
-/// The live run with `--bundle` and `--report html --report-file`: the bundle and the page.
+/// The live run with `--bundle` and `--report html FILE`: the bundle and the page.
 fn live(env: &Env) -> (PathBuf, PathBuf) {
     let bundle = env.dir.path().join("tkc-prod.tar.gz");
     let page = env.dir.path().join("live.html");
-    let run = crate::bundle::diagnose(
-        env,
-        &bundle,
-        &["--report", "html", "--report-file", page.to_str().unwrap()],
-    );
+    let run = crate::bundle::diagnose(env, &bundle, &["--report", "html", page.to_str().unwrap()]);
     run.expect_code(1);
     assert!(
         run.stdout.contains("EtcdPeerNetworkBlocked"),
@@ -110,13 +113,25 @@ fn live(env: &Env) -> (PathBuf, PathBuf) {
 /// condition messages ([`HOSTILE_TEXT`]) and the etcd logs' lines ([`HOSTILE_LINE`]). (Names
 /// cannot hold it: `analyse` refuses a bundle whose names the API server would not accept.)
 fn hostile_bundle(bundle: &Path, to: &Path) {
+    replaced(
+        bundle,
+        to,
+        &[
+            ("Etcd member status reports errors", HOSTILE_TEXT),
+            ("lost TCP streaming connection", HOSTILE_LINE),
+        ],
+    );
+}
+
+/// The bundle at `bundle` with each text replaced in every file, written to `to`.
+fn replaced(bundle: &Path, to: &Path, texts: &[(&str, &str)]) {
     let edited: Vec<(String, Vec<u8>)> = entries(bundle)
         .into_iter()
         .map(|(path, bytes)| {
-            let text = String::from_utf8(bytes)
-                .unwrap()
-                .replace("Etcd member status reports errors", HOSTILE_TEXT)
-                .replace("lost TCP streaming connection", HOSTILE_LINE);
+            let mut text = String::from_utf8(bytes).unwrap();
+            for (from, to) in texts {
+                text = text.replace(from, to);
+            }
             (path, text.into_bytes())
         })
         .collect();
@@ -305,11 +320,7 @@ fn html_and_md_reports_say_what_the_json_says() {
 
     // To a file: the tables as usual, the report beside them; never over the bundle.
     let file = env.dir.path().join("case.md");
-    let run = crate::bundle::analyse(
-        &env,
-        &bundle,
-        &["--report", "md", "--report-file", file.to_str().unwrap()],
-    );
+    let run = crate::bundle::analyse(&env, &bundle, &["--report", "md", file.to_str().unwrap()]);
     run.expect_code(1);
     assert!(
         run.stdout.contains("VERDICT: EtcdPeerNetworkBlocked"),
@@ -320,12 +331,7 @@ fn html_and_md_reports_say_what_the_json_says() {
     let over = crate::bundle::analyse(
         &env,
         &bundle,
-        &[
-            "--report",
-            "html",
-            "--report-file",
-            bundle.to_str().unwrap(),
-        ],
+        &["--report", "html", bundle.to_str().unwrap()],
     );
     over.expect_code(2);
     assert!(
@@ -334,6 +340,7 @@ fn html_and_md_reports_say_what_the_json_says() {
         over.stderr
     );
     let missing = env.dir.path().join("no-such-dir").join("case.html");
+    // The old spelling still works for a release, with its deprecation line.
     let no_dir = crate::bundle::analyse(
         &env,
         &bundle,
@@ -347,6 +354,13 @@ fn html_and_md_reports_say_what_the_json_says() {
     no_dir.expect_code(2);
     assert!(
         no_dir.stderr.contains("cannot write report"),
+        "{}",
+        no_dir.stderr
+    );
+    assert!(
+        no_dir.stderr.contains(
+            "Flag --report-file FILE has been deprecated, use --report FORMAT FILE instead"
+        ),
         "{}",
         no_dir.stderr
     );
@@ -425,18 +439,36 @@ fn the_pages_in_headless_chromium() {
     let hostile = env.dir.path().join("hostile.tar.gz");
     hostile_bundle(&bundle, &hostile);
     let hostile_report = crate::bundle::analyse(&env, &hostile, &["-o", "json"]).diagnose_report();
-    let write = |name: &str, bundle: &Path| {
+    let write = |name: &str, bundle: &Path, more: &[&str]| {
         let path = env.dir.path().join(name);
-        crate::bundle::analyse(
-            &env,
-            bundle,
-            &["--report", "html", "--report-file", path.to_str().unwrap()],
-        )
-        .expect_code(1);
+        let mut args = more.to_vec();
+        args.extend(["--report", "html", path.to_str().unwrap()]);
+        crate::bundle::analyse(&env, bundle, &args).expect_code(1);
         path
     };
-    let article = write("article.html", &bundle);
-    let hostile_page = write("hostile.html", &hostile);
+    // Every word of the article's page fixed (its screenshot is a snapshot): the Supervisor
+    // read just before the probes' clock (the conditions' ages), the bundle written just
+    // after it, by the command the article runs.
+    let stamped = env.dir.path().join("stamped.tar.gz");
+    edit_manifest(&bundle, &stamped, |m| {
+        m["created"] = "2026-12-02T08:26:20Z".into();
+        m["clusters"][0]["readAt"] = "2026-12-02T08:26:05Z".into();
+        m["args"] = serde_json::json!([
+            "diagnose",
+            CLUSTER,
+            "-n",
+            NS,
+            "--via",
+            "jumpbox",
+            "--bundle",
+            "tkc-prod.tar.gz"
+        ]);
+    });
+    let article = write("article.html", &stamped, &[]);
+    let hostile_page = write("hostile.html", &hostile, &[]);
+    let (good, changed, comparison) = compared(&env, &bundle);
+    let good = good.to_str().unwrap();
+    let compare_page = write("compare.html", &changed, &["--against", good]);
 
     // The detectors first: a page without our policy that logs to the console and loads an
     // image from this machine's discard port is caught by both.
@@ -492,20 +524,280 @@ fn the_pages_in_headless_chromium() {
         "the name is text in the DOM: {hostile_dom}"
     );
 
-    // The article's page as a picture, for review: regenerated with SNAPSHOTS=overwrite; else
-    // only its size is compared (the fonts and the anti-aliasing are the machine's).
+    // The comparison's page: loads with nothing logged and nothing fetched, the pairs that
+    // broke where the comparison says, the markup from the newer bundle text.
+    let l = browser::load(&compare_page, env.dir.path());
+    assert!(l.console.is_empty(), "console: {:?}", l.console);
+    assert!(
+        l.page_requests.is_empty(),
+        "requests: {:?}",
+        l.page_requests
+    );
+    assert_comparison_page(&l.dom, &comparison);
+    assert!(!l.dom.contains("<script"), "{}", l.dom);
+    assert!(
+        l.dom.contains(HOSTILE_REASON_DOM),
+        "the reason is text in the DOM: {}",
+        l.dom
+    );
+
+    // The article's page as a snapshot for review.
     let shot = browser::screenshot(&article, env.dir.path());
-    let kept = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/report-example.png");
-    if std::env::var("SNAPSHOTS").as_deref() == Ok("overwrite") {
-        std::fs::write(&kept, &shot).unwrap();
+    snapshot::assert_png(&shot, "docs/report-example.png");
+}
+
+/// A condition's reason with markup, which a namespace editor can write on a Machine's status.
+const HOSTILE_REASON: &str = "<script>alert(3)</script>";
+/// [`HOSTILE_REASON`] as a browser serializes it as text.
+const HOSTILE_REASON_DOM: &str = "&lt;script&gt;alert(3)&lt;/script&gt;";
+
+/// Two bundles of the article's cluster for `--against`: GOOD written an hour before, while
+/// every path worked, and NEW, `bundle` (the peers dropped) with a Machine condition's reason
+/// holding markup. Returns GOOD, NEW and the comparison's json.
+fn compared(env: &Env, bundle: &Path) -> (PathBuf, PathBuf, serde_json::Value) {
+    let good_env = Env::new(SET, Workload::black_hole());
+    good_env.script_jumpbox_pods(&CP);
+    let good = env.dir.path().join("good.tar.gz");
+    crate::bundle::diagnose(&good_env, &good, &[]).expect_code(1);
+    crate::bundle::written_an_hour_ago(&good);
+    let new = env.dir.path().join("new.tar.gz");
+    replaced(
+        bundle,
+        &new,
+        // A JSON string may hold `<`, `>` and `/` as they are.
+        &[("EtcdMemberUnhealthy", HOSTILE_REASON)],
+    );
+    let json = crate::bundle::analyse(
+        env,
+        &new,
+        &["--against", good.to_str().unwrap(), "-o", "json"],
+    );
+    json.expect_code(1);
+    (good, new, json.json())
+}
+
+/// The comparison's page (ours or the DOM a browser built) says what its json says: a row in
+/// the section of the paths that broke for each pair and port that broke (`a ↔ b` when both
+/// ways broke), and nothing broke that the json does not name.
+fn assert_comparison_page(html: &str, c: &serde_json::Value) {
+    let start = html
+        .find("<section id=\"paths-broke\">")
+        .unwrap_or_else(|| panic!("no section of the paths that broke: {html}"));
+    let section = &html[start..start + html[start..].find("</section>").unwrap()];
+    let mut want = std::collections::BTreeSet::new();
+    for p in c["paths"].as_array().unwrap() {
+        assert_eq!(p["change"], "Broke", "{p}");
+        let (from, to) = (p["from"].as_str().unwrap(), p["to"].as_str().unwrap());
+        want.insert((p["port"].as_u64().unwrap(), from.min(to), from.max(to)));
     }
-    let size = |png: &[u8]| -> (u32, u32) {
-        assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n", "a PNG");
-        let be = |at: usize| u32::from_be_bytes(png[at..at + 4].try_into().unwrap());
-        (be(16), be(20))
-    };
-    let kept_png = std::fs::read(&kept).expect("docs/report-example.png (SNAPSHOTS=overwrite)");
-    assert_eq!(size(&shot), size(&kept_png), "the screenshot's size");
+    assert!(!want.is_empty(), "{c}");
+    let rows = section.matches("<tr><td>").count();
+    assert_eq!(rows, want.len(), "a row a pair and port: {section}");
+    for (port, a, b) in want {
+        let row = format!("<tr><td>{a} ↔ {b}</td><td>{port}</td>");
+        assert!(section.contains(&row), "{row}: {section}");
+    }
+}
+
+/// `analyse NEW --against GOOD --report html|md [FILE]` (issue 38.6): the comparison as a
+/// page and as Markdown, printed or written; the tables as usual beside a file; the exit code
+/// NEW's; the markup of the newer bundle as text.
+#[test]
+fn the_comparison_as_a_page_and_as_markdown() {
+    let env = article_env();
+    let (bundle, _) = live(&env);
+    let (good, new, c) = compared(&env, &bundle);
+    let good = good.to_str().unwrap();
+    assert!(
+        c["conditions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|k| k["after"]["reason"] == HOSTILE_REASON),
+        "the reason is read as it is: {c}"
+    );
+
+    let html = crate::bundle::analyse(&env, &new, &["--against", good, "--report", "html"]);
+    html.expect_code(1);
+    let page = &html.stdout;
+    assert!(page.starts_with("<!DOCTYPE html>"), "{page}");
+    assert!(
+        page.contains("default-src &#x27;none&#x27;"),
+        "the case report's policy: {page}"
+    );
+    assert!(!page.contains("<script"), "{page}");
+    assert!(!page.contains(" src="), "{page}");
+    assert!(
+        page.contains("&lt;script&gt;alert(3)&lt;&#x2F;script&gt;"),
+        "{page}"
+    );
+    assert!(
+        page.contains(&format!("etcd network changes: {NS}&#x2F;{CLUSTER}")),
+        "{page}"
+    );
+    for section in [
+        "header",
+        "verdict",
+        "paths-broke",
+        "conditions",
+        "provenance",
+    ] {
+        assert!(
+            page.contains(&format!("<section id=\"{section}\">")),
+            "{section}: {page}"
+        );
+    }
+    assert_comparison_page(page, &c);
+
+    // Markdown, to a file: the table printed as usual, the text the same as printed.
+    let md = crate::bundle::analyse(&env, &new, &["--against", good, "--report", "md"]);
+    md.expect_code(1);
+    let text = &md.stdout;
+    assert!(
+        text.contains("## PATHS THAT BROKE (12 paths, 6 pairs)"),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!("| {} ↔ {} | 2380 |", CP[0], CP[1])),
+        "{text}"
+    );
+    assert!(
+        text.contains("&lt;script&gt;alert(3)&lt;/script&gt;"),
+        "{text}"
+    );
+    assert!(!text.contains("<script"), "{text}");
+    let file = env.dir.path().join("changes.md");
+    let run = crate::bundle::analyse(
+        &env,
+        &new,
+        &["--against", good, "--report", "md", file.to_str().unwrap()],
+    );
+    run.expect_code(1);
+    assert!(run.stdout.starts_with("COMPARED  "), "{}", run.stdout);
+    assert!(
+        run.stderr
+            .contains(&format!("md report written to {}", file.display())),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(&std::fs::read_to_string(&file).unwrap(), text);
+    // Never over one of the bundles.
+    let over = crate::bundle::analyse(&env, &new, &["--against", good, "--report", "html", good]);
+    over.expect_code(2);
+    assert!(
+        over.stderr.contains("it is the bundle being analysed"),
+        "{}",
+        over.stderr
+    );
+}
+
+/// The screenshot snapshot: a PNG compared with the kept one pixel by pixel.
+mod snapshot {
+    use std::path::Path;
+
+    /// A pixel differs when one of its channels moved by more than this (of 255): the fonts'
+    /// antialiasing moves edges by less between two runs of one browser.
+    const CHANNEL: u8 = 48;
+    /// The share of pixels that may differ: a few glyphs' edges, not a word or a cell.
+    const SHARE: f64 = 0.002;
+
+    /// RGBA8 pixels and the size of a PNG, decoded by the png crate.
+    fn decode(png: &[u8]) -> (u32, u32, Vec<[u8; 4]>) {
+        let mut d = png::Decoder::new(std::io::Cursor::new(png));
+        d.set_transformations(png::Transformations::normalize_to_color8());
+        let mut r = d.read_info().expect("a PNG");
+        let mut buf = vec![0; r.output_buffer_size().expect("a PNG's size")];
+        let info = r.next_frame(&mut buf).expect("a PNG's pixels");
+        let samples = info.color_type.samples();
+        let pixels = buf[..info.buffer_size()]
+            .chunks(info.line_size)
+            .flat_map(|line| line[..info.width as usize * samples].chunks(samples))
+            .map(|p| match *p {
+                [g] => [g, g, g, 255],
+                [g, a] => [g, g, g, a],
+                [r, g, b] => [r, g, b, 255],
+                [r, g, b, a] => [r, g, b, a],
+                _ => unreachable!("8-bit samples"),
+            })
+            .collect();
+        (info.width, info.height, pixels)
+    }
+
+    /// The share of the pixels of `a` and `b` that differ (1 when their sizes differ).
+    pub fn differing(a: &[u8], b: &[u8]) -> f64 {
+        let (a, b) = (decode(a), decode(b));
+        if (a.0, a.1) != (b.0, b.1) {
+            return 1.0;
+        }
+        let off =
+            a.2.iter()
+                .zip(&b.2)
+                .filter(|(p, q)| {
+                    p.iter()
+                        .zip(q.iter())
+                        .any(|(x, y)| x.abs_diff(*y) > CHANNEL)
+                })
+                .count();
+        off as f64 / a.2.len().max(1) as f64
+    }
+
+    /// `shot` is the picture kept at `kept` (from the repository's root), within [`SHARE`].
+    /// `SNAPSHOTS=overwrite` writes it there; a failure writes it beside (`NAME.new.png`) for
+    /// review, and says the share that differs.
+    pub fn assert_png(shot: &[u8], kept: &str) {
+        let kept = Path::new(env!("CARGO_MANIFEST_DIR")).join(kept);
+        if std::env::var("SNAPSHOTS").as_deref() == Ok("overwrite") {
+            std::fs::write(&kept, shot).unwrap();
+        }
+        let was = std::fs::read(&kept)
+            .unwrap_or_else(|e| panic!("{}: {e} (SNAPSHOTS=overwrite writes it)", kept.display()));
+        let share = differing(shot, &was);
+        let new = kept.with_extension("new.png");
+        if share > SHARE {
+            std::fs::write(&new, shot).unwrap();
+            panic!(
+                "{:.2}% of the pixels differ from {} (at most {:.2}%): the new screenshot is {} for review; SNAPSHOTS=overwrite keeps it",
+                share * 100.0,
+                kept.display(),
+                SHARE * 100.0,
+                new.display()
+            );
+        }
+        let _ = std::fs::remove_file(&new);
+    }
+
+    /// The comparison itself: the same picture is alike, a picture with a block painted over
+    /// differs by that block's share, and another size differs wholly.
+    #[test]
+    fn a_screenshot_is_compared_pixel_by_pixel() {
+        let picture = |w: u32, h: u32, paint: &dyn Fn(u32, u32) -> [u8; 3]| {
+            let mut out = Vec::new();
+            let mut e = png::Encoder::new(&mut out, w, h);
+            e.set_color(png::ColorType::Rgb);
+            e.set_depth(png::BitDepth::Eight);
+            let mut wr = e.write_header().unwrap();
+            let data: Vec<u8> = (0..h)
+                .flat_map(|y| (0..w).flat_map(move |x| paint(x, y)))
+                .collect();
+            wr.write_image_data(&data).unwrap();
+            wr.finish().unwrap();
+            out
+        };
+        let white = picture(100, 100, &|_, _| [255; 3]);
+        // An antialiased edge: a little grey is not a difference.
+        let grey = picture(100, 100, &|x, _| if x == 0 { [230; 3] } else { [255; 3] });
+        let block = picture(100, 100, &|x, y| {
+            if x < 10 && y < 10 {
+                [211, 47, 47]
+            } else {
+                [255; 3]
+            }
+        });
+        assert_eq!(differing(&white, &white), 0.0);
+        assert_eq!(differing(&white, &grey), 0.0);
+        assert_eq!(differing(&white, &block), 0.01);
+        assert_eq!(differing(&white, &picture(100, 90, &|_, _| [255; 3])), 1.0);
+    }
 }
 
 /// Headless Chromium, one process a page: the DOM after load (`--dump-dom`), the console
@@ -590,7 +882,18 @@ mod browser {
 
     pub fn screenshot(page: &Path, dir: &Path) -> Vec<u8> {
         let png = dir.join("shot.png");
+        // The same picture on every run: the viewport ([`chromium`]'s window) at one pixel a
+        // CSS pixel, sRGB, grey antialiasing without hinting (no subpixel colours that follow
+        // the machine's font settings). The page has no script, no caret, no animation; its
+        // words are the bundle's, which the test fixes.
         let out = chromium(dir, "shot")
+            .args([
+                "--force-device-scale-factor=1",
+                "--force-color-profile=srgb",
+                "--font-render-hinting=none",
+                "--disable-lcd-text",
+                "--disable-font-subpixel-positioning",
+            ])
             .arg(format!("--screenshot={}", png.display()))
             .arg(url(page))
             .output()

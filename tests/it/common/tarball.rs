@@ -44,3 +44,17 @@ pub fn write_entries(bundle: &Path, entries: &[(String, Vec<u8>)]) {
         }
     });
 }
+
+/// The bundle at `path` with its manifest changed by `edit`, written to `out` (`path` itself
+/// for an edit in place): a bundle written at another time, by another command, or doctored.
+pub fn edit_manifest(path: &Path, out: &Path, edit: impl FnOnce(&mut serde_json::Value)) {
+    let mut files = entries(path);
+    let m = files
+        .iter_mut()
+        .find(|(p, _)| p == "manifest.json")
+        .unwrap();
+    let mut v: serde_json::Value = serde_json::from_slice(&m.1).unwrap();
+    edit(&mut v);
+    m.1 = serde_json::to_vec(&v).unwrap();
+    write_entries(out, &files);
+}
