@@ -368,21 +368,18 @@ pub fn kubectl_habits(argv: Vec<OsString>) -> Result<(Vec<OsString>, Vec<String>
         // otherwise FORMAT's values end there (`--report=FORMAT`: clap takes no more after
         // an attached value) and the word is the command's own (`diagnose --report html
         // tkc-prod`: the cluster).
-        if let Some(format) = text
-            .strip_prefix("--report=")
-            .or((text == "--report").then_some(""))
-        {
-            let format: OsString = if format.is_empty() {
-                match words.peek().and_then(|w| w.to_str()) {
+        let attached = text.strip_prefix("--report=");
+        if attached.is_some() || text == "--report" {
+            let format: OsString = match attached {
+                Some(format) => format.into(),
+                None => match words.peek().and_then(|w| w.to_str()) {
                     Some(f) if !f.starts_with('-') => words.next().unwrap_or_default(),
                     // No format: clap's to say.
                     _ => {
                         out.push(word);
                         continue;
                     }
-                }
-            } else {
-                format.into()
+                },
             };
             match words
                 .peek()

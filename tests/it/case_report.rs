@@ -162,6 +162,16 @@ fn unescape(s: &str) -> String {
         .replace("&amp;", "&")
 }
 
+/// The page has a section of each of these anchors.
+fn assert_sections(page: &str, ids: &[&str]) {
+    for id in ids {
+        assert!(
+            page.contains(&format!("<section id=\"{id}\">")),
+            "{id}: {page}"
+        );
+    }
+}
+
 /// What the page says is what the report says: a grid part at each pair and port with its
 /// state as the json names it, and a bar for each pair of the timeline with its onset, in
 /// the order of the onsets.
@@ -279,20 +289,18 @@ fn html_and_md_reports_say_what_the_json_says() {
         "{page}"
     );
     assert!(page.contains("EtcdPeerNetworkBlocked"), "{page}");
-    for section in [
-        "verdict",
-        "matrix",
-        "timeline",
-        "nodes",
-        "etcd",
-        "evidence",
-        "provenance",
-    ] {
-        assert!(
-            page.contains(&format!("<section id=\"{section}\">")),
-            "{section}"
-        );
-    }
+    assert_sections(
+        page,
+        &[
+            "verdict",
+            "matrix",
+            "timeline",
+            "nodes",
+            "etcd",
+            "evidence",
+            "provenance",
+        ],
+    );
     assert_page_matches(page, &report);
     // The live run's page is the same report of the same cluster.
     let live = std::fs::read_to_string(&live_page).unwrap();
@@ -453,16 +461,8 @@ fn the_pages_in_headless_chromium() {
     edit_manifest(&bundle, &stamped, |m| {
         m["created"] = "2026-12-02T08:26:20Z".into();
         m["clusters"][0]["readAt"] = "2026-12-02T08:26:05Z".into();
-        m["args"] = serde_json::json!([
-            "diagnose",
-            CLUSTER,
-            "-n",
-            NS,
-            "--via",
-            "jumpbox",
-            "--bundle",
-            "tkc-prod.tar.gz"
-        ]);
+        let args = format!("diagnose {CLUSTER} -n {NS} --via jumpbox --bundle tkc-prod.tar.gz");
+        m["args"] = args.split(' ').collect::<Vec<_>>().into();
     });
     let article = write("article.html", &stamped, &[]);
     let hostile_page = write("hostile.html", &hostile, &[]);
@@ -635,18 +635,16 @@ fn the_comparison_as_a_page_and_as_markdown() {
         page.contains(&format!("etcd network changes: {NS}&#x2F;{CLUSTER}")),
         "{page}"
     );
-    for section in [
-        "header",
-        "verdict",
-        "paths-broke",
-        "conditions",
-        "provenance",
-    ] {
-        assert!(
-            page.contains(&format!("<section id=\"{section}\">")),
-            "{section}: {page}"
-        );
-    }
+    assert_sections(
+        page,
+        &[
+            "header",
+            "verdict",
+            "paths-broke",
+            "conditions",
+            "provenance",
+        ],
+    );
     assert_comparison_page(page, &c);
 
     // Markdown, to a file: the table printed as usual, the text the same as printed.
