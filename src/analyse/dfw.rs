@@ -57,7 +57,7 @@
 //! A path is Dropped/Rejected when either check's first match blocks (the egress check's
 //! first), else cannot decide when a check cannot, else Allowed when a check's first match
 //! allows, else NoVisibleRule (the combination shared with the SecurityPolicy engine:
-//! [`crate::analyse::policy::combine_checks`]).
+//! [`crate::analyse::firewall::PathOutcome::of`]).
 //!
 //! Not modeled: the policies' time windows (`scheduler_path`); the VPC's security profile
 //! itself is not read: the rules NSX instantiates from its strategy's templates ("these rule
@@ -70,10 +70,10 @@ use std::collections::{BTreeMap, HashMap};
 use std::net::IpAddr;
 
 pub use crate::analyse::firewall::MAX_VMS;
-use crate::analyse::firewall::{self, Effect, Hit, PathRef, TierHit, Tri, Verdict};
+use crate::analyse::firewall::{self, clip, Effect, Hit, PathRef, TierHit, Tri, Verdict};
 use crate::nsxmanager::model::{
-    clip, observations, traceflow_state, Category, DfwInput, DfwVm, Endpoint, GroupMembers,
-    Identity, IpFamily, MemberList, Observation, PolicyRules, Rule, RuleAction, RuleDirection,
+    observations, traceflow_state, Category, DfwInput, DfwVm, Endpoint, GroupMembers, Identity,
+    IpFamily, MemberList, Observation, PolicyRules, Rule, RuleAction, RuleDirection,
     SecurityPolicy, ServiceEntry, MAX_NESTING,
 };
 use crate::nsxmanager::raw::TraceflowRead;

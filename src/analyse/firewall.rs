@@ -13,9 +13,10 @@
 //!   alone). The first hit of a section ([`first_hit`]), then of a tier ([`tier_hit`]): a rule
 //!   that may match but cannot be told, or two tied hits with different actions, make the
 //!   check "cannot decide" ([`SideOutcome::CannotDecide`]);
-//! - the path: both checks together ([`combine_checks`]), the blocking rules each with their
+//! - the path: both checks together ([`PathOutcome::of`]), the blocking rules each with their
 //!   paths ([`blocking_of`]), the VMs and the paths bounded ([`MAX_VMS`], [`vm_pairs`]);
-//! - one clip for the text that comes from outside ([`clip`]).
+//! - the clips for the text that comes from outside ([`clip`] replaces control characters,
+//!   [`cut`] leaves them to the render layer's sanitizer).
 //!
 //! What differs stays in the adapter: how a source's objects are read, its tiers (priority;
 //! tree, category and sequence number), its own continuations (the DFW's layer 2 ALLOW and
@@ -30,6 +31,16 @@ pub const MAX_VMS: usize = 16;
 /// number of characters (then `…`), control characters replaced. It lives with NSX Manager's
 /// model, below this layer, which clips as it reads.
 pub use crate::nsxmanager::model::clip;
+
+/// Cuts `s` to `max` characters (then `…`), nothing replaced: for text the render layer's
+/// sanitizer (`render::visible`) escapes later, each hidden character shown as what it is (the
+/// SecurityPolicies' text, the renderers' cells).
+pub fn cut(s: &str, max: usize) -> String {
+    match s.char_indices().nth(max) {
+        Some((i, _)) => format!("{}…", &s[..i]),
+        None => s.to_string(),
+    }
+}
 
 /// Three-valued: a match, no match, or cannot tell (why). Every predicate of every source
 /// answers in it.
@@ -140,27 +151,6 @@ pub enum SideOutcome<R> {
     CannotDecide { why: String },
 }
 
-impl<R: Verdict + Clone> SideOutcome<R> {
-    /// The check as [`combine_checks`] takes it.
-    pub fn as_check(&self) -> Check<R> {
-        match self {
-            SideOutcome::Matched { rule } => match rule.effect() {
-                Effect::Drop => Check::Blocks {
-                    rule: rule.clone(),
-                    reject: false,
-                },
-                Effect::Reject => Check::Blocks {
-                    rule: rule.clone(),
-                    reject: true,
-                },
-                Effect::Allow => Check::Allows(rule.clone()),
-            },
-            SideOutcome::NoVisibleRule => Check::NoVisibleRule,
-            SideOutcome::CannotDecide { why } => Check::CannotDecide(why.clone()),
-        }
-    }
-}
-
 /// What one path (port, FROM → TO) comes to, both checks together.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum PathOutcome<R> {
@@ -191,72 +181,32 @@ impl<R> PathOutcome<R> {
 }
 
 impl<R: Verdict + Clone> PathOutcome<R> {
-    /// The path's two checks together ([`combine_checks`]).
+    /// The egress check at FROM and the ingress check at TO of one path: blocked when either
+    /// check's first match blocks (the egress check's first: the packet never leaves FROM),
+    /// else cannot decide when a check cannot, else allowed when a check's first match allows
+    /// (a check without a visible rule falls through to what is not visible), else no visible
+    /// rule.
     pub fn of(egress: &SideOutcome<R>, ingress: &SideOutcome<R>) -> PathOutcome<R> {
-        match combine_checks(egress.as_check(), ingress.as_check()) {
-            Combined::Dropped(rule) => PathOutcome::Dropped { rule },
-            Combined::Rejected(rule) => PathOutcome::Rejected { rule },
-            Combined::Allowed { egress, ingress } => PathOutcome::Allowed { egress, ingress },
-            Combined::NoVisibleRule => PathOutcome::NoVisibleRule,
-            Combined::CannotDecide(why) => PathOutcome::CannotDecide { why },
+        let matched = |s: &SideOutcome<R>| match s {
+            SideOutcome::Matched { rule } => Some(rule.clone()),
+            _ => None,
+        };
+        for rule in [egress, ingress].into_iter().filter_map(matched) {
+            match rule.effect() {
+                Effect::Drop => return PathOutcome::Dropped { rule },
+                Effect::Reject => return PathOutcome::Rejected { rule },
+                Effect::Allow => {}
+            }
         }
-    }
-}
-
-/// One check's first match, whatever source it came from: what [`combine_checks`] needs of it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Check<R> {
-    /// A Drop (`reject` false) or Reject rule.
-    Blocks {
-        rule: R,
-        reject: bool,
-    },
-    Allows(R),
-    NoVisibleRule,
-    CannotDecide(String),
-}
-
-/// A path's two checks together.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Combined<R> {
-    Dropped(R),
-    Rejected(R),
-    Allowed {
-        egress: Option<R>,
-        ingress: Option<R>,
-    },
-    NoVisibleRule,
-    CannotDecide(String),
-}
-
-/// The egress check at FROM and the ingress check at TO of one path: blocked when either
-/// check's first match blocks (the egress check's first: the packet never leaves FROM), else
-/// cannot decide when a check cannot, else allowed when a check's first match allows (a check
-/// without a visible rule falls through to what is not visible), else no visible rule.
-pub fn combine_checks<R>(egress: Check<R>, ingress: Check<R>) -> Combined<R> {
-    let (egress, ingress) = match (egress, ingress) {
-        (Check::Blocks { rule, reject }, _) | (_, Check::Blocks { rule, reject }) => {
-            return if reject {
-                Combined::Rejected(rule)
-            } else {
-                Combined::Dropped(rule)
-            };
+        for s in [egress, ingress] {
+            if let SideOutcome::CannotDecide { why } = s {
+                return PathOutcome::CannotDecide { why: why.clone() };
+            }
         }
-        (Check::CannotDecide(why), _) | (_, Check::CannotDecide(why)) => {
-            return Combined::CannotDecide(why)
+        match (matched(egress), matched(ingress)) {
+            (None, None) => PathOutcome::NoVisibleRule,
+            (egress, ingress) => PathOutcome::Allowed { egress, ingress },
         }
-        (e, i) => (e, i),
-    };
-    let allow = |c: Check<R>| match c {
-        Check::Allows(r) => Some(r),
-        _ => None,
-    };
-    match (allow(egress), allow(ingress)) {
-        (None, None) => Combined::NoVisibleRule,
-        (e, i) => Combined::Allowed {
-            egress: e,
-            ingress: i,
-        },
     }
 }
 

@@ -49,7 +49,7 @@ mod evaluate;
 mod model;
 mod validate;
 
-pub use crate::analyse::firewall::{combine_checks, paths_text, Check, Combined};
+pub use crate::analyse::firewall::paths_text;
 pub use crate::selector::{Operator, Requirement, Selector};
 pub use evaluate::{
     evaluate, BlockingRule, CoverReason, CoveredCheck, CoveringRule, PathEvaluation, PathOutcome,

@@ -234,4 +234,11 @@ fn the_clip_bounds_and_defuses_outside_text() {
     assert_eq!(clip("abcd", 3), "abc…");
     assert_eq!(clip("a\u{1b}[2Jb", 10), "a\u{FFFD}[2Jb");
     assert_eq!(clip(&"é".repeat(300), 256).chars().count(), 257);
+    assert_eq!(cut("abcd", 3), "abc…");
+    assert_eq!(
+        cut("a\u{1b}[2Jb", 10),
+        "a\u{1b}[2Jb",
+        "left to render::visible"
+    );
+    assert_eq!(cut(&"é".repeat(300), 256).chars().count(), 257);
 }

@@ -14,7 +14,8 @@ use std::net::IpAddr;
 use kube::api::DynamicObject;
 use serde_json::Value;
 
-pub use crate::analyse::firewall::clip;
+/// Text from the Supervisor is cut, not rewritten: the render layer escapes what it hides.
+pub use crate::analyse::firewall::cut as clip;
 use crate::selector::Selector;
 
 /// At most this many rules are read from one policy; more makes the rest one unreadable rule.
