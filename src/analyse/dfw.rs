@@ -407,7 +407,7 @@ fn side_matches(
     };
     match excluded {
         Ok(false) => t,
-        Ok(true) => t.not(),
+        Ok(true) => !t,
         Err(e) => Tri::Unknown(e.clone()),
     }
 }

@@ -84,9 +84,13 @@ impl Tri {
         }
         unknown.map_or(Tri::No, Tri::Unknown)
     }
+}
 
-    /// NOT: an exclusion (the DFW's `sources_excluded`); cannot tell stays cannot tell.
-    pub fn not(self) -> Tri {
+/// NOT: an exclusion (the DFW's `sources_excluded`); cannot tell stays cannot tell.
+impl std::ops::Not for Tri {
+    type Output = Tri;
+
+    fn not(self) -> Tri {
         match self {
             Tri::Yes => Tri::No,
             Tri::No => Tri::Yes,
