@@ -57,7 +57,7 @@
 //! A path is Dropped/Rejected when either check's first match blocks (the egress check's
 //! first), else cannot decide when a check cannot, else Allowed when a check's first match
 //! allows, else NoVisibleRule (the combination shared with the SecurityPolicy engine:
-//! [`crate::analyse::policy::combine_checks`]).
+//! [`crate::analyse::firewall::PathOutcome::of`]).
 //!
 //! Not modeled: the policies' time windows (`scheduler_path`); the VPC's security profile
 //! itself is not read: the rules NSX instantiates from its strategy's templates ("these rule
@@ -69,16 +69,15 @@ use std::cell::RefCell;
 use std::collections::{BTreeMap, HashMap};
 use std::net::IpAddr;
 
-use crate::analyse::policy::{combine_checks, Check, Combined, PathRef, Tri, ETCD_PORTS};
+pub use crate::analyse::firewall::MAX_VMS;
+use crate::analyse::firewall::{self, clip, Effect, Hit, PathRef, TierHit, Tri, Verdict};
 use crate::nsxmanager::model::{
-    clip, observations, traceflow_state, Category, DfwInput, DfwVm, Endpoint, GroupMembers,
-    Identity, IpFamily, MemberList, Observation, PolicyRules, Rule, RuleAction, RuleDirection,
+    observations, traceflow_state, Category, DfwInput, DfwVm, Endpoint, GroupMembers, Identity,
+    IpFamily, MemberList, Observation, PolicyRules, Rule, RuleAction, RuleDirection,
     SecurityPolicy, ServiceEntry, MAX_NESTING,
 };
 use crate::nsxmanager::raw::TraceflowRead;
 
-/// At most this many VMs are evaluated (a control plane has 1, 3, 5 or 7).
-pub const MAX_VMS: usize = 16;
 /// At most this many rules are evaluated in all (the rest make every check "cannot decide").
 pub const MAX_RULES: usize = 20_000;
 
@@ -120,44 +119,25 @@ impl DfwRuleRef {
     }
 }
 
-/// What one check (egress at FROM's vNIC, ingress at TO's) comes to.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum DfwSideOutcome {
-    /// The first matching enabled layer 3 rule (or a layer 2 DROP/REJECT).
-    Matched { rule: DfwRuleRef },
-    /// No rule read matches.
-    NoVisibleRule,
-    /// A rule that might come first cannot be evaluated, or the order is not visible.
-    CannotDecide { why: String },
-}
-
-/// What one path comes to, both checks together.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum DfwPathOutcome {
-    Dropped {
-        rule: DfwRuleRef,
-    },
-    Rejected {
-        rule: DfwRuleRef,
-    },
-    Allowed {
-        egress: Option<DfwRuleRef>,
-        ingress: Option<DfwRuleRef>,
-    },
-    NoVisibleRule,
-    CannotDecide {
-        why: String,
-    },
-}
-
-impl DfwPathOutcome {
-    pub fn blocking_rule(&self) -> Option<&DfwRuleRef> {
-        match self {
-            DfwPathOutcome::Dropped { rule } | DfwPathOutcome::Rejected { rule } => Some(rule),
-            _ => None,
+impl Verdict for DfwRuleRef {
+    fn effect(&self) -> Effect {
+        match self.action {
+            RuleAction::Drop => Effect::Drop,
+            RuleAction::Reject => Effect::Reject,
+            // An ALLOW, or a jump that reached the end: the check does not block.
+            RuleAction::Allow | RuleAction::JumpToApplication => Effect::Allow,
         }
     }
 }
+
+/// What one check (egress at FROM's vNIC, ingress at TO's) comes to: the first matching
+/// enabled layer 3 rule (or a layer 2 DROP/REJECT), no rule read matches, or a rule that might
+/// come first cannot be evaluated, or the order is not visible.
+pub type DfwSideOutcome = firewall::SideOutcome<DfwRuleRef>;
+/// What one path comes to, both checks together.
+pub type DfwPathOutcome = firewall::PathOutcome<DfwRuleRef>;
+/// A rule that blocks paths, with those paths (in path order).
+pub type DfwBlocking = firewall::Blocking<DfwRuleRef>;
 
 /// One path (port, FROM → TO; VMs named by their node).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -168,13 +148,6 @@ pub struct DfwPath {
     pub outcome: DfwPathOutcome,
     pub egress: DfwSideOutcome,
     pub ingress: DfwSideOutcome,
-}
-
-/// A rule that blocks paths, with those paths (in path order).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct DfwBlocking {
-    pub rule: DfwRuleRef,
-    pub paths: Vec<PathRef>,
 }
 
 /// A DROP/REJECT rule that matches a check after the ALLOW that decides it: it would block
@@ -414,14 +387,6 @@ fn endpoint_matches(input: &DfwInput, e: &Endpoint, vm: &DfwVm, none: &Memo) -> 
     }
 }
 
-fn not(t: Tri) -> Tri {
-    match t {
-        Tri::Yes => Tri::No,
-        Tri::No => Tri::Yes,
-        u => u,
-    }
-}
-
 fn side_matches(
     input: &DfwInput,
     list: &Result<Vec<Endpoint>, String>,
@@ -442,7 +407,7 @@ fn side_matches(
     };
     match excluded {
         Ok(false) => t,
-        Ok(true) => not(t),
+        Ok(true) => !t,
         Err(e) => Tri::Unknown(e.clone()),
     }
 }
@@ -727,59 +692,59 @@ fn who(p: &PolicyRules, r: &Rule) -> String {
     )
 }
 
-/// One policy's first hit on a check: `Ok((rule index, action))`, `Err(why)` when a rule that
-/// may come first cannot be evaluated or two tied rules disagree; `None`: no rule matches.
-type Hit = Option<Result<(usize, RuleAction), String>>;
-
-fn policy_hit(input: &DfwInput, p: &PolicyRules, order: &[usize], at: At, none: &Memo) -> Hit {
-    // A rule whose sequence number cannot be read has no place in the order.
-    for r in &p.rules {
-        if let Err(e) = &r.sequence_number {
-            if rule_matches(input, p, r, at, none) != Tri::No {
-                return Some(Err(format!("{}: {e}", who(p, r))));
-            }
-        }
-    }
-    let mut k = 0;
-    while k < order.len() {
-        let seq = p.rules[order[k]].sequence_number.clone().unwrap_or(0);
-        let tied: Vec<usize> = order[k..]
-            .iter()
-            .copied()
-            .take_while(|&i| p.rules[i].sequence_number.as_ref().ok() == Some(&seq))
-            .collect();
-        k += tied.len();
-        let mut yes: Vec<(usize, RuleAction)> = Vec::new();
-        for &i in &tied {
-            let r = &p.rules[i];
-            match rule_matches(input, p, r, at, none) {
-                Tri::No => {}
-                Tri::Unknown(w) => return Some(Err(format!("{}: {w}", who(p, r)))),
-                Tri::Yes => {
-                    if let Ok(a) = r.action {
-                        yes.push((i, a));
-                    }
-                }
-            }
-        }
-        if let Some(&(i, a)) = yes.first() {
-            if let Some(&(j, _)) = yes.iter().find(|(_, b)| *b != a) {
-                return Some(Err(format!(
-                    "{} and {} share rule sequence number {seq} and both match with different actions: NSX's order between them is not deterministic",
-                    who(p, &p.rules[i]),
-                    who(p, &p.rules[j])
-                )));
-            }
-            return Some(Ok((i, a)));
-        }
-    }
-    p.rules_incomplete.as_ref().map(|w| {
-        Err(format!(
+/// One policy's first hit on a check, through the engine: first the rules whose sequence
+/// number cannot be read (they have no place in the order: one that may match makes the check
+/// "cannot decide"), then the rules by sequence number, tied ones together; the rules not all
+/// read are its tail.
+fn policy_hit(
+    input: &DfwInput,
+    p: &PolicyRules,
+    order: &[usize],
+    at: At,
+    none: &Memo,
+) -> Option<Hit<RuleAction>> {
+    let seq = |i: usize| p.rules[i].sequence_number.as_ref().ok().copied();
+    let unplaced: Vec<usize> = (0..p.rules.len()).filter(|&i| seq(i).is_none()).collect();
+    let groups = std::iter::once(unplaced).chain(
+        order
+            .chunk_by(|&a, &b| seq(a) == seq(b))
+            .map(<[usize]>::to_vec),
+    );
+    let tail = p.rules_incomplete.as_ref().map(|w| {
+        format!(
             "policy \"{}\" ({}): rules not all read: {w}",
             p.policy.label(),
             p.policy.category.name()
-        ))
-    })
+        )
+    });
+    firewall::first_hit(
+        groups,
+        |i| {
+            let r = &p.rules[i];
+            match (&r.sequence_number, rule_matches(input, p, r, at, none)) {
+                (_, Tri::No) => Tri::No,
+                (Err(e), _) => Tri::Unknown(format!("{}: {e}", who(p, r))),
+                (Ok(_), Tri::Unknown(w)) => Tri::Unknown(format!("{}: {w}", who(p, r))),
+                (Ok(_), t) => t,
+            }
+        },
+        |i| p.rules[i].action.as_ref().ok().copied(),
+        tail.as_deref().map(|t| (p.rules.len(), t)),
+    )
+}
+
+/// Why a policy's hit cannot decide a check, in the DFW's words.
+fn hit_why(p: &PolicyRules, hit: &Hit<RuleAction>) -> String {
+    match hit {
+        Hit::Split(i, j) => format!(
+            "{} and {} share rule sequence number {} and both match with different actions: NSX's order between them is not deterministic",
+            who(p, &p.rules[*i]),
+            who(p, &p.rules[*j]),
+            p.rules[*i].sequence_number.clone().unwrap_or(0)
+        ),
+        Hit::Unknown(_, why) => why.clone(),
+        Hit::Rule(..) => String::new(),
+    }
 }
 
 /// The policies in NSX's order, grouped in tiers of equal (category, sequence number); the
@@ -927,28 +892,33 @@ fn check(input: &DfwInput, ord: &Order, at: At, none: &Memo) -> DfwSideOutcome {
         if (layer2 && layer2_done) || (jumped && rank < app) {
             continue;
         }
-        let mut hits: Vec<(usize, usize, RuleAction)> = Vec::new();
-        for &pi in tier {
-            match policy_hit(input, &input.policies[pi], &ord.rules[pi], at, none) {
-                None => {}
-                Some(Err(why)) => return DfwSideOutcome::CannotDecide { why },
-                Some(Ok((ri, a))) => hits.push((pi, ri, a)),
+        let hits = tier.iter().map(|&pi| {
+            let p = &input.policies[pi];
+            (pi, policy_hit(input, p, &ord.rules[pi], at, none))
+        });
+        let (pi, ri, action) = match firewall::tier_hit(hits) {
+            None => continue,
+            Some(TierHit::Rule(pi, ri, action)) => (pi, ri, action),
+            Some(TierHit::Cannot { at: pj, hit, .. }) => {
+                return DfwSideOutcome::CannotDecide {
+                    why: hit_why(&input.policies[pj], &hit),
+                }
             }
-        }
-        let Some(&(pi, ri, action)) = hits.first() else {
-            continue;
+            Some(TierHit::Split {
+                first: (pi, _),
+                other: pj,
+            }) => {
+                return DfwSideOutcome::CannotDecide {
+                    why: format!(
+                        "policies \"{}\" and \"{}\" share category {} and sequence number {} and both match with different actions: NSX's order between them is not deterministic",
+                        input.policies[pi].policy.label(),
+                        input.policies[pj].policy.label(),
+                        cat.name(),
+                        input.policies[pi].policy.sequence_number.clone().unwrap_or(0)
+                    ),
+                }
+            }
         };
-        if let Some(&(pj, _, _)) = hits.iter().find(|h| h.2 != action) {
-            return DfwSideOutcome::CannotDecide {
-                why: format!(
-                    "policies \"{}\" and \"{}\" share category {} and sequence number {} and both match with different actions: NSX's order between them is not deterministic",
-                    input.policies[pi].policy.label(),
-                    input.policies[pj].policy.label(),
-                    cat.name(),
-                    input.policies[pi].policy.sequence_number.clone().unwrap_or(0)
-                ),
-            };
-        }
         // Federation: the Global Manager's policies (`/global-infra`) and the Local Manager's
         // own (`/infra`) share the provider's tree, and how NSX orders one against the other
         // inside a category is not documented for the DFW (for the gateway firewall, "Any rules
@@ -1017,9 +987,11 @@ fn federation_rival(
             }
             match policy_hit(input, &input.policies[pj], &ord.rules[pj], at, none) {
                 None => continue,
-                Some(Err(why)) => return Some(why),
-                Some(Ok((_, a))) if a == action => return None,
-                Some(Ok(_)) => {
+                Some(Hit::Rule(_, a)) if a == action => return None,
+                Some(h @ (Hit::Unknown(..) | Hit::Split(..))) => {
+                    return Some(hit_why(&input.policies[pj], &h))
+                }
+                Some(Hit::Rule(..)) => {
                     return Some(format!(
                         "policies \"{}\" and \"{}\" both match in category {} with different actions, one the Global Manager's (/global-infra) and one the Local Manager's (/infra): how NSX orders them inside a category is not documented",
                         input.policies[pi].policy.label(),
@@ -1087,25 +1059,14 @@ fn shadowed(
 /// The blocking rules of `paths`, each once with the paths it blocks, in path order (also
 /// `enforce`'s, after it took checks out).
 pub(super) fn blocking_of(paths: &[DfwPath]) -> Vec<DfwBlocking> {
-    let mut blocking: Vec<DfwBlocking> = Vec::new();
-    for p in paths {
-        let Some(rule) = p.outcome.blocking_rule() else {
-            continue;
-        };
+    firewall::blocking_of(paths.iter().map(|p| {
         let path = PathRef {
             port: p.port,
             from: p.from.clone(),
             to: p.to.clone(),
         };
-        match blocking.iter_mut().find(|b| &b.rule == rule) {
-            Some(b) => b.paths.push(path),
-            None => blocking.push(DfwBlocking {
-                rule: rule.clone(),
-                paths: vec![path],
-            }),
-        }
-    }
-    blocking
+        (path, &p.outcome)
+    }))
 }
 
 /// "NSX Manager: <rule> drops N of M paths (K more blocking rules)", from the first blocking
@@ -1126,25 +1087,6 @@ pub(super) fn blocking_headline(blocking: &[DfwBlocking], total: usize) -> Optio
         },
         b.paths.len(),
     ))
-}
-
-/// A side's outcome as `combine_checks` takes it (also `enforce`'s, judging a path again).
-pub(super) fn as_check(s: &DfwSideOutcome) -> Check<DfwRuleRef> {
-    match s {
-        DfwSideOutcome::Matched { rule } => match rule.action {
-            RuleAction::Drop => Check::Blocks {
-                rule: rule.clone(),
-                reject: false,
-            },
-            RuleAction::Reject => Check::Blocks {
-                rule: rule.clone(),
-                reject: true,
-            },
-            _ => Check::Allows(rule.clone()),
-        },
-        DfwSideOutcome::NoVisibleRule => Check::NoVisibleRule,
-        DfwSideOutcome::CannotDecide { why } => Check::CannotDecide(why.clone()),
-    }
 }
 
 fn counts(input: &DfwInput) -> DfwCounts {
@@ -1202,9 +1144,8 @@ fn counts(input: &DfwInput) -> DfwCounts {
 /// Evaluates the DFW for TCP 2379 and 2380 between every ordered pair of the VMs. Pure; never
 /// fails; bounded.
 pub fn evaluate(input: &DfwInput) -> DfwEvaluation {
-    let mut vms: Vec<&DfwVm> = input.vms.iter().take(MAX_VMS).collect();
-    vms.sort_by(|a, b| a.node.cmp(&b.node));
-    vms.dedup_by(|a, b| a.node == b.node);
+    let all: Vec<&DfwVm> = input.vms.iter().collect();
+    let vms = firewall::bounded_vms(&all, |v| &v.node);
     let ord = order(input);
     let none = Memo::new();
     let total_rules: usize = input.policies.iter().map(|p| p.rules.len()).sum();
@@ -1212,66 +1153,52 @@ pub fn evaluate(input: &DfwInput) -> DfwEvaluation {
     let mut paths = Vec::new();
     // (rule, by, path index) for every shadowed match.
     let mut shadow_hits: Vec<(DfwRuleRef, DfwRuleRef, usize)> = Vec::new();
-    for port in ETCD_PORTS {
-        for from in &vms {
-            for to in &vms {
-                if from.node == to.node {
-                    continue;
-                }
-                let side = |egress: bool| {
-                    if too_many {
-                        return DfwSideOutcome::CannotDecide {
-                            why: format!("more than {MAX_RULES} rules were read: not evaluated"),
-                        };
-                    }
-                    let at = At {
-                        here: if egress { from } else { to },
-                        src: from,
-                        dst: to,
-                        egress,
-                        port,
-                    };
-                    check(input, &ord, at, &none)
+    for (port, fi, ti) in firewall::vm_pairs(vms.len()) {
+        let (from, to) = (&vms[fi], &vms[ti]);
+        let side = |egress: bool| {
+            if too_many {
+                return DfwSideOutcome::CannotDecide {
+                    why: format!("more than {MAX_RULES} rules were read: not evaluated"),
                 };
-                let egress = side(true);
-                let ingress = side(false);
-                for (is_egress, s) in [(true, &egress), (false, &ingress)] {
-                    let DfwSideOutcome::Matched { rule: by } = s else {
-                        continue;
-                    };
-                    if by.action != RuleAction::Allow {
-                        continue;
-                    }
-                    let at = At {
-                        here: if is_egress { from } else { to },
-                        src: from,
-                        dst: to,
-                        egress: is_egress,
-                        port,
-                    };
-                    for rule in shadowed(input, &ord, at, &none, by) {
-                        shadow_hits.push((rule, by.clone(), paths.len()));
-                    }
-                }
-                let outcome = match combine_checks(as_check(&egress), as_check(&ingress)) {
-                    Combined::Dropped(rule) => DfwPathOutcome::Dropped { rule },
-                    Combined::Rejected(rule) => DfwPathOutcome::Rejected { rule },
-                    Combined::Allowed { egress, ingress } => {
-                        DfwPathOutcome::Allowed { egress, ingress }
-                    }
-                    Combined::NoVisibleRule => DfwPathOutcome::NoVisibleRule,
-                    Combined::CannotDecide(why) => DfwPathOutcome::CannotDecide { why },
-                };
-                paths.push(DfwPath {
-                    port,
-                    from: from.node.clone(),
-                    to: to.node.clone(),
-                    outcome,
-                    egress,
-                    ingress,
-                });
+            }
+            let at = At {
+                here: if egress { from } else { to },
+                src: from,
+                dst: to,
+                egress,
+                port,
+            };
+            check(input, &ord, at, &none)
+        };
+        let egress = side(true);
+        let ingress = side(false);
+        for (is_egress, s) in [(true, &egress), (false, &ingress)] {
+            let DfwSideOutcome::Matched { rule: by } = s else {
+                continue;
+            };
+            if by.action != RuleAction::Allow {
+                continue;
+            }
+            let at = At {
+                here: if is_egress { from } else { to },
+                src: from,
+                dst: to,
+                egress: is_egress,
+                port,
+            };
+            for rule in shadowed(input, &ord, at, &none, by) {
+                shadow_hits.push((rule, by.clone(), paths.len()));
             }
         }
+        let outcome = DfwPathOutcome::of(&egress, &ingress);
+        paths.push(DfwPath {
+            port,
+            from: from.node.clone(),
+            to: to.node.clone(),
+            outcome,
+            egress,
+            ingress,
+        });
     }
     let blocking = blocking_of(&paths);
     // Shadowed rules, per (rule, by), on the paths that are allowed.

@@ -17,6 +17,7 @@
 
 pub mod clock;
 pub mod dfw;
+pub(crate) mod firewall;
 pub mod guard;
 pub mod location;
 pub mod manager;

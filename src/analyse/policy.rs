@@ -49,13 +49,13 @@ mod evaluate;
 mod model;
 mod validate;
 
+pub use crate::analyse::firewall::paths_text;
 pub use crate::selector::{Operator, Requirement, Selector};
 pub use evaluate::{
-    combine_checks, evaluate, paths_text, BlockingRule, Check, Combined, CoverReason, CoveredCheck,
-    CoveringRule, PathEvaluation, PathOutcome, PathRef, PolicyEvaluation, PolicyInput,
-    PolicySummary, PolicyVm, PolicyWarning, RuleRef, SetAside, Side, SideOutcome, Tri,
-    COVERING_EXAMPLES, ETCD_PORTS, MAX_COVERING, MAX_POLICIES, MAX_VMS, MAX_WARNINGS,
-    T1_TAGGING_NOTE,
+    evaluate, BlockingRule, CoverReason, CoveredCheck, CoveringRule, PathEvaluation, PathOutcome,
+    PathRef, PolicyEvaluation, PolicyInput, PolicySummary, PolicyVm, PolicyWarning, RuleRef,
+    SetAside, Side, SideOutcome, Tri, COVERING_EXAMPLES, ETCD_PORTS, MAX_COVERING, MAX_POLICIES,
+    MAX_VMS, MAX_WARNINGS, T1_TAGGING_NOTE,
 };
 pub use model::{clip, Action, Direction, NsxGroup, PolicyObject, Realization, RealizedState};
 pub use validate::validate;

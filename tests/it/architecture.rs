@@ -136,6 +136,7 @@ const FOLDERS: &[(&str, &[&[&str]])] = &[
             &["timeline"],
             &["dfw"],
             &["matrix", "policy", "clock", "realization"],
+            &["firewall"],
         ],
     ),
     (

@@ -12,7 +12,7 @@
 //! Pure, no I/O: what was read is [`NsxRead::enforcement`] and [`NsxRead::statistics`]
 //! (`nsxmanager::enforce` reads and parses them).
 
-use crate::analyse::policy::{combine_checks, Combined, PathRef};
+use crate::analyse::firewall::PathRef;
 use crate::nsxmanager::enforce::{
     dfw_state, excluded, excluded_by_project, rule_hits, DfwState, Excluded, Hits,
 };
@@ -200,16 +200,7 @@ pub fn apply(eval: &mut DfwEvaluation, input: &DfwInput, read: &NsxRead) -> Enfo
                 // Nothing of the DFW acts at this vNIC (or not the rules that matched).
                 *side = now;
             }
-            p.outcome =
-                match combine_checks(super::as_check(&p.egress), super::as_check(&p.ingress)) {
-                    Combined::Dropped(rule) => DfwPathOutcome::Dropped { rule },
-                    Combined::Rejected(rule) => DfwPathOutcome::Rejected { rule },
-                    Combined::Allowed { egress, ingress } => {
-                        DfwPathOutcome::Allowed { egress, ingress }
-                    }
-                    Combined::NoVisibleRule => DfwPathOutcome::NoVisibleRule,
-                    Combined::CannotDecide(why) => DfwPathOutcome::CannotDecide { why },
-                };
+            p.outcome = DfwPathOutcome::of(&p.egress, &p.ingress);
             // The rule that blocked the path before, and no longer does: not enforced there
             // (one that still blocks it at the other end's vNIC is still blamed).
             if let Some(rule) = was.filter(|r| p.outcome.blocking_rule() != Some(r)) {

@@ -16,15 +16,32 @@ use super::model::{
     RealizedState, Rule, Target, MAX_NAME_CHARS,
 };
 use super::validate::validate;
+use crate::analyse::firewall::{self, Effect, Hit, TierHit, Verdict};
+pub use crate::analyse::firewall::{PathRef, Side, Tri, ETCD_PORTS, MAX_VMS};
 use crate::selector::Selector;
 
-/// The ports evaluated: etcd's client and peer ports, TCP.
-pub const ETCD_PORTS: [u16; 2] = [2379, 2380];
+/// What one check (egress at FROM, ingress at TO) comes to: the first matching rule in effect;
+/// no visible rule in effect matches (what happens is decided outside the Supervisor's view);
+/// or a rule that might come first cannot be evaluated (`why` names its policy).
+pub type SideOutcome = firewall::SideOutcome<RuleRef>;
+/// What one path (port, FROM → TO) comes to, both checks together.
+pub type PathOutcome = firewall::PathOutcome<RuleRef>;
+/// A Drop/Reject rule that blocks paths now, with those paths.
+pub type BlockingRule = firewall::Blocking<RuleRef>;
+
+impl Verdict for RuleRef {
+    fn effect(&self) -> Effect {
+        match self.action {
+            Action::Allow => Effect::Allow,
+            Action::Drop => Effect::Drop,
+            Action::Reject => Effect::Reject,
+        }
+    }
+}
+
 /// At most this many policies that can apply are evaluated, the first by priority; the others
 /// are counted, and a check they could decide is "cannot decide".
 pub const MAX_POLICIES: usize = 64;
-/// At most this many VMs are evaluated (a control plane has 1, 3, 5 or 7).
-pub const MAX_VMS: usize = 16;
 /// At most this many covering rules are listed (the rest counted).
 pub const MAX_COVERING: usize = 32;
 /// At most this many warnings are kept (the rest counted).
@@ -67,13 +84,6 @@ pub struct PolicyInput {
     pub policies_left_out: usize,
 }
 
-/// Which check of a path: at FROM on the way out, or at TO on the way in.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Side {
-    Egress,
-    Ingress,
-}
-
 /// A rule, named as an admin finds it: the policy, the rule's index in `spec.rules` and its
 /// name when it has one, the policy's priority, the action and direction.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
@@ -100,36 +110,6 @@ impl RuleRef {
         }
         s
     }
-}
-
-/// What one check (egress at FROM, ingress at TO) comes to.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum SideOutcome {
-    /// The first matching rule in effect.
-    Matched { rule: RuleRef },
-    /// No visible rule in effect matches: what happens is decided outside the Supervisor's view.
-    NoVisibleRule,
-    /// A rule that might come first cannot be evaluated (`why` names its policy).
-    CannotDecide { why: String },
-}
-
-/// What one path (port, FROM → TO) comes to, both checks together.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum PathOutcome {
-    /// A Drop rule is the first match of a check (the egress check's when both block).
-    Dropped { rule: RuleRef },
-    /// A Reject rule is the first match of a check.
-    Rejected { rule: RuleRef },
-    /// No check blocks and at least one has an Allow as its first match; a check without a
-    /// visible rule falls through to what the Supervisor does not show.
-    Allowed {
-        egress: Option<RuleRef>,
-        ingress: Option<RuleRef>,
-    },
-    /// No visible rule matches either check.
-    NoVisibleRule,
-    /// A check cannot be decided and the other does not block.
-    CannotDecide { why: String },
 }
 
 /// One path's evaluation.
@@ -182,31 +162,6 @@ pub struct CoveringRule {
     pub examples: Vec<CoveredCheck>,
 }
 
-/// One path, for warnings.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
-pub struct PathRef {
-    pub port: u16,
-    pub from: String,
-    pub to: String,
-}
-
-/// Paths named in one line; the rest are counted.
-const PATHS_NAMED: usize = 6;
-
-/// `a → b:2380, ...`, at most [`PATHS_NAMED`] and a count of the rest: how every evidence line
-/// names paths (the SecurityPolicies' and the nodes' own firewalls').
-pub fn paths_text(paths: &[PathRef]) -> String {
-    let mut parts: Vec<String> = paths
-        .iter()
-        .take(PATHS_NAMED)
-        .map(|p| format!("{} → {}:{}", p.from, p.to, p.port))
-        .collect();
-    if paths.len() > PATHS_NAMED {
-        parts.push(format!("{} more", paths.len() - PATHS_NAMED));
-    }
-    parts.join(", ")
-}
-
 /// A Drop/Reject rule that would block 2379/2380 between the VMs but does not now, with every
 /// path it covers: what `status` and `diagnose` warn about on a cluster that is still healthy.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -217,13 +172,6 @@ pub struct PolicyWarning {
     pub realization: Option<Realization>,
     /// nsx-operator's validation errors: the policy cannot be realized as written.
     pub invalid: Vec<String>,
-    pub paths: Vec<PathRef>,
-}
-
-/// A Drop/Reject rule that blocks paths now, with those paths.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct BlockingRule {
-    pub rule: RuleRef,
     pub paths: Vec<PathRef>,
 }
 
@@ -353,50 +301,6 @@ impl PolicyEvaluation {
         self.policies
             .iter()
             .find(|p| p.namespace == r.namespace && p.name == r.policy && p.group == r.group)
-    }
-}
-
-/// Three-valued: a match, no match, or cannot tell (why). Shared with `analyse::dfw`, whose
-/// NSX Manager rules are matched the same way: "cannot tell" is never turned into a guess.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Tri {
-    Yes,
-    No,
-    Unknown(String),
-}
-
-impl Tri {
-    pub fn from_bool(b: bool) -> Tri {
-        if b {
-            Tri::Yes
-        } else {
-            Tri::No
-        }
-    }
-
-    /// AND: any No is No, else any Unknown is Unknown.
-    pub fn and(self, other: impl FnOnce() -> Tri) -> Tri {
-        match self {
-            Tri::No => Tri::No,
-            Tri::Yes => other(),
-            Tri::Unknown(why) => match other() {
-                Tri::No => Tri::No,
-                _ => Tri::Unknown(why),
-            },
-        }
-    }
-
-    /// OR over many: any Yes is Yes, else the first Unknown, else No.
-    pub fn any(items: impl IntoIterator<Item = Tri>) -> Tri {
-        let mut unknown = None;
-        for t in items {
-            match t {
-                Tri::Yes => return Tri::Yes,
-                Tri::Unknown(w) if unknown.is_none() => unknown = Some(w),
-                _ => {}
-            }
-        }
-        unknown.map_or(Tri::No, Tri::Unknown)
     }
 }
 
@@ -594,19 +498,28 @@ fn who(p: &Policy) -> String {
     format!("SecurityPolicy {}/{}", p.namespace, p.name)
 }
 
-/// One policy's first hit on a check (`hits`: its rules that match or cannot be told apart, in
-/// order): the first of them.
-fn first_hit(hits: &[(usize, Tri)], policy: &Policy) -> Option<(usize, Tri)> {
-    match hits.first() {
-        None if policy.rules_truncated => Some((
-            policy.rules.len(),
-            Tri::Unknown(format!(
-                "rules past the {}th were not read",
-                super::model::MAX_RULES
-            )),
-        )),
-        h => h.cloned(),
-    }
+/// Said of a policy whose rules past [`super::model::MAX_RULES`] were not read.
+fn truncated_text() -> String {
+    format!("rules past the {}th were not read", super::model::MAX_RULES)
+}
+
+/// One policy's first hit on a check, through the engine: `matches` are its rules that match or
+/// cannot be told apart, in order (each rule alone: a SecurityPolicy's rules are in list order).
+fn first_hit(matches: &[(usize, Tri)], policy: &Policy) -> Option<Hit<Action>> {
+    let tail = truncated_text();
+    firewall::first_hit(
+        matches.iter().map(|(r, _)| [*r]),
+        |r| {
+            matches
+                .iter()
+                .find(|(x, _)| *x == r)
+                .map_or(Tri::No, |(_, t)| t.clone())
+        },
+        |r| policy.rules[r].action.clone().ok(),
+        policy
+            .rules_truncated
+            .then_some((policy.rules.len(), tail.as_str())),
+    )
 }
 
 /// Why a rule covers a check without deciding it, by index (cheap to aggregate).
@@ -658,60 +571,55 @@ fn check(
         .collect();
     let realized = |i: usize| in_effect[i];
 
+    let hits: Vec<Option<Hit<Action>>> = policies
+        .iter()
+        .zip(&matches)
+        .map(|(p, m)| first_hit(m, p))
+        .collect();
     // A policy in effect whose priority cannot be read may come anywhere.
-    let unordered = (0..policies.len()).find(|&i| {
-        realized(i)
-            && policies[i].priority.is_err()
-            && first_hit(&matches[i], &policies[i]).is_some()
-    });
+    let unordered = (0..policies.len())
+        .find(|&i| realized(i) && policies[i].priority.is_err() && hits[i].is_some());
 
-    // Walk the priorities in effect, lowest first.
+    // Walk the priorities in effect, lowest first: one tier per priority.
     let mut outcome = SideOutcome::NoVisibleRule;
     let mut decided: Option<(u32, usize, usize)> = None; // (priority, policy, rule)
     let in_effect_order: Vec<usize> = (0..policies.len())
         .filter(|&i| realized(i) && policies[i].priority.is_ok())
         .collect();
-    let mut k = 0;
-    while k < in_effect_order.len() && decided.is_none() {
-        let prio = *policies[in_effect_order[k]].priority.as_ref().unwrap_or(&0);
-        let group: Vec<usize> = in_effect_order[k..]
-            .iter()
-            .copied()
-            .take_while(|&i| policies[i].priority.as_ref().ok() == Some(&prio))
-            .collect();
-        k += group.len();
-        let hits: Vec<(usize, usize, Tri)> = group
-            .iter()
-            .filter_map(|&i| first_hit(&matches[i], &policies[i]).map(|(r, t)| (i, r, t)))
-            .collect();
-        let Some((pi, ri, _)) = hits.first().cloned() else {
+    for tier in in_effect_order.chunk_by(|&a, &b| policies[a].priority == policies[b].priority) {
+        let prio = *policies[tier[0]].priority.as_ref().unwrap_or(&0);
+        let Some(hit) = firewall::tier_hit(tier.iter().map(|&i| (i, hits[i].clone()))) else {
             continue;
         };
-        if let Some((upi, _, Tri::Unknown(why))) =
-            hits.iter().find(|h| matches!(h.2, Tri::Unknown(_)))
-        {
-            outcome = SideOutcome::CannotDecide {
-                why: format!("{}: {why} (priority {prio})", who(&policies[*upi])),
-            };
-            decided = Some((prio, pi, ri));
-            break;
-        }
-        let action = |&(p, r, _): &(usize, usize, Tri)| policies[p].rules[r].action.clone().ok();
-        if let Some(other_hit) = hits.iter().find(|h| action(h) != action(&hits[0])) {
-            outcome = SideOutcome::CannotDecide {
-                why: format!(
-                    "{} and {} share priority {prio} and both match with different actions: NSX's order between them is not visible",
-                    who(&policies[pi]),
-                    who(&policies[other_hit.0])
-                ),
-            };
-            decided = Some((prio, pi, ri));
-            break;
-        }
-        if let Some(rule) = rule_ref(&policies[pi], prio, &policies[pi].rules[ri]) {
-            outcome = SideOutcome::Matched { rule };
-        }
+        let (pi, ri) = hit.first();
         decided = Some((prio, pi, ri));
+        match hit {
+            TierHit::Cannot { at, hit, .. } => {
+                let why = match hit {
+                    Hit::Unknown(_, why) => why,
+                    // A SecurityPolicy's rules are each alone: never split.
+                    Hit::Split(..) | Hit::Rule(..) => String::new(),
+                };
+                outcome = SideOutcome::CannotDecide {
+                    why: format!("{}: {why} (priority {prio})", who(&policies[at])),
+                };
+            }
+            TierHit::Split { other, .. } => {
+                outcome = SideOutcome::CannotDecide {
+                    why: format!(
+                        "{} and {} share priority {prio} and both match with different actions: NSX's order between them is not visible",
+                        who(&policies[pi]),
+                        who(&policies[other])
+                    ),
+                };
+            }
+            TierHit::Rule(..) => {
+                if let Some(rule) = rule_ref(&policies[pi], prio, &policies[pi].rules[ri]) {
+                    outcome = SideOutcome::Matched { rule };
+                }
+            }
+        }
+        break;
     }
     if let Some(i) = unordered {
         outcome = SideOutcome::CannotDecide {
@@ -752,7 +660,7 @@ fn check(
                     if i == dp {
                         dr + 1
                     } else {
-                        first_hit(&matches[i], p).map_or(usize::MAX, |(r, _)| r + 1)
+                        hits[i].as_ref().map_or(usize::MAX, |h| h.rule() + 1)
                     }
                 } else {
                     0
@@ -772,7 +680,7 @@ fn check(
             continue;
         }
         let Ok(prio) = p.priority else { continue };
-        let own_first = first_hit(&matches[i], p).map(|(r, _)| r);
+        let own_first = hits[i].as_ref().map(Hit::rule);
         for (r, t) in &matches[i] {
             if *t != Tri::Yes || !p.rules[*r].action.as_ref().is_ok_and(|a| a.blocks()) {
                 continue;
@@ -786,89 +694,6 @@ fn check(
         }
     }
     SideResult { outcome, covering }
-}
-
-fn combine(egress: &SideOutcome, ingress: &SideOutcome) -> PathOutcome {
-    let check = |s: &SideOutcome| match s {
-        SideOutcome::Matched { rule } => match rule.action {
-            Action::Drop => Check::Blocks {
-                rule: rule.clone(),
-                reject: false,
-            },
-            Action::Reject => Check::Blocks {
-                rule: rule.clone(),
-                reject: true,
-            },
-            Action::Allow => Check::Allows(rule.clone()),
-        },
-        SideOutcome::NoVisibleRule => Check::NoVisibleRule,
-        SideOutcome::CannotDecide { why } => Check::CannotDecide(why.clone()),
-    };
-    match combine_checks(check(egress), check(ingress)) {
-        Combined::Dropped(rule) => PathOutcome::Dropped { rule },
-        Combined::Rejected(rule) => PathOutcome::Rejected { rule },
-        Combined::Allowed { egress, ingress } => PathOutcome::Allowed { egress, ingress },
-        Combined::NoVisibleRule => PathOutcome::NoVisibleRule,
-        Combined::CannotDecide(why) => PathOutcome::CannotDecide { why },
-    }
-}
-
-/// One check's first match, whatever engine found it (the SecurityPolicies', NSX Manager's
-/// DFW): what [`combine_checks`] needs of it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Check<R> {
-    /// A Drop (`reject` false) or Reject rule.
-    Blocks {
-        rule: R,
-        reject: bool,
-    },
-    Allows(R),
-    NoVisibleRule,
-    CannotDecide(String),
-}
-
-/// A path's two checks together.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Combined<R> {
-    Dropped(R),
-    Rejected(R),
-    Allowed {
-        egress: Option<R>,
-        ingress: Option<R>,
-    },
-    NoVisibleRule,
-    CannotDecide(String),
-}
-
-/// The egress check at FROM and the ingress check at TO of one path: blocked when either
-/// check's first match blocks (the egress check's first: the packet never leaves FROM), else
-/// cannot decide when a check cannot, else allowed when a check's first match allows (a check
-/// without a visible rule falls through to what is not visible), else no visible rule.
-pub fn combine_checks<R>(egress: Check<R>, ingress: Check<R>) -> Combined<R> {
-    let (egress, ingress) = match (egress, ingress) {
-        (Check::Blocks { rule, reject }, _) | (_, Check::Blocks { rule, reject }) => {
-            return if reject {
-                Combined::Rejected(rule)
-            } else {
-                Combined::Dropped(rule)
-            };
-        }
-        (Check::CannotDecide(why), _) | (_, Check::CannotDecide(why)) => {
-            return Combined::CannotDecide(why)
-        }
-        (e, i) => (e, i),
-    };
-    let allow = |c: Check<R>| match c {
-        Check::Allows(r) => Some(r),
-        _ => None,
-    };
-    match (allow(egress), allow(ingress)) {
-        (None, None) => Combined::NoVisibleRule,
-        (e, i) => Combined::Allowed {
-            egress: e,
-            ingress: i,
-        },
-    }
 }
 
 /// Whether the policy's effective `appliedTo` may take `vm` for any of its rules (a policy
@@ -929,10 +754,7 @@ fn summary(
         }
     }
     if p.rules_truncated {
-        unreadable.push(format!(
-            "rules past the {}th were not read",
-            super::model::MAX_RULES
-        ));
+        unreadable.push(truncated_text());
     }
     // Bounded: a policy of 64 rules each unreadable in 5 ways would say 320 things.
     if unreadable.len() > MAX_UNREADABLE {
@@ -1010,9 +832,7 @@ pub fn evaluate(input: &PolicyInput) -> PolicyEvaluation {
         namespace: &input.namespace,
         namespace_labels: &input.namespace_labels,
     };
-    let mut vms: Vec<PolicyVm> = input.vms.iter().take(MAX_VMS).cloned().collect();
-    vms.sort_by(|a, b| a.name.cmp(&b.name));
-    vms.dedup_by(|a, b| a.name == b.name);
+    let vms = firewall::bounded_vms(&input.vms, |v| &v.name);
 
     // Which policies can apply, before any bound.
     let mut candidates: Vec<Policy> = Vec::new();
@@ -1158,87 +978,72 @@ pub fn evaluate(input: &PolicyInput) -> PolicyEvaluation {
     }
     let npaths = ETCD_PORTS.len() * vms.len() * vms.len().saturating_sub(1);
     let mut aggs: HashMap<(usize, usize, Cover), Agg> = HashMap::new();
-    for (pi, port) in ETCD_PORTS.into_iter().enumerate() {
-        for (fi, from) in vms.iter().enumerate() {
-            for (ti, to) in vms.iter().enumerate() {
-                if fi == ti {
-                    continue;
+    for (port, fi, ti) in firewall::vm_pairs(vms.len()) {
+        let pi = ETCD_PORTS.iter().position(|p| *p == port).unwrap_or(0);
+        let (from, to) = (&vms[fi], &vms[ti]);
+        let path_index = paths.len();
+        let egress = At {
+            dir: Direction::Out,
+            this: fi,
+            other: ti,
+            port: pi,
+        };
+        let ingress = At {
+            dir: Direction::In,
+            this: ti,
+            other: fi,
+            port: pi,
+        };
+        let e = check(&policies, &in_effect, &facts, unread_out.as_ref(), egress);
+        let i = check(&policies, &in_effect, &facts, unread_in.as_ref(), ingress);
+        let outcome = PathOutcome::of(&e.outcome, &i.outcome);
+        let mut not_realized = None;
+        for (side, r) in [(Side::Egress, e.covering), (Side::Ingress, i.covering)] {
+            for (p, ri, why) in r {
+                if not_realized.is_none() && why == Cover::NotRealized(true) {
+                    not_realized = rule_ref(
+                        &policies[p],
+                        policies[p].priority.clone().unwrap_or(0),
+                        &policies[p].rules[ri],
+                    );
                 }
-                let path_index = paths.len();
-                let egress = At {
-                    dir: Direction::Out,
-                    this: fi,
-                    other: ti,
-                    port: pi,
-                };
-                let ingress = At {
-                    dir: Direction::In,
-                    this: ti,
-                    other: fi,
-                    port: pi,
-                };
-                let e = check(&policies, &in_effect, &facts, unread_out.as_ref(), egress);
-                let i = check(&policies, &in_effect, &facts, unread_in.as_ref(), ingress);
-                let outcome = combine(&e.outcome, &i.outcome);
-                let mut not_realized = None;
-                for (side, r) in [(Side::Egress, e.covering), (Side::Ingress, i.covering)] {
-                    for (p, ri, why) in r {
-                        if not_realized.is_none() && why == Cover::NotRealized(true) {
-                            not_realized = rule_ref(
-                                &policies[p],
-                                policies[p].priority.clone().unwrap_or(0),
-                                &policies[p].rules[ri],
-                            );
-                        }
-                        let a = aggs.entry((p, ri, why)).or_insert_with(|| Agg {
-                            checks: 0,
-                            paths: vec![0; npaths.div_ceil(64)],
-                            examples: Vec::new(),
-                        });
-                        a.checks += 1;
-                        a.paths[path_index / 64] |= 1 << (path_index % 64);
-                        if a.examples.len() < COVERING_EXAMPLES {
-                            a.examples.push(CoveredCheck {
-                                port,
-                                from: from.name.clone(),
-                                to: to.name.clone(),
-                                side,
-                            });
-                        }
-                    }
-                }
-                paths.push(PathEvaluation {
-                    port,
-                    from: from.name.clone(),
-                    to: to.name.clone(),
-                    outcome,
-                    egress: e.outcome,
-                    ingress: i.outcome,
-                    not_realized,
+                let a = aggs.entry((p, ri, why)).or_insert_with(|| Agg {
+                    checks: 0,
+                    paths: vec![0; npaths.div_ceil(64)],
+                    examples: Vec::new(),
                 });
+                a.checks += 1;
+                a.paths[path_index / 64] |= 1 << (path_index % 64);
+                if a.examples.len() < COVERING_EXAMPLES {
+                    a.examples.push(CoveredCheck {
+                        port,
+                        from: from.name.clone(),
+                        to: to.name.clone(),
+                        side,
+                    });
+                }
             }
         }
+        paths.push(PathEvaluation {
+            port,
+            from: from.name.clone(),
+            to: to.name.clone(),
+            outcome,
+            egress: e.outcome,
+            ingress: i.outcome,
+            not_realized,
+        });
     }
 
     // Blocking rules, once, in path order.
-    let mut blocking: Vec<BlockingRule> = Vec::new();
-    for p in &paths {
-        let (PathOutcome::Dropped { rule } | PathOutcome::Rejected { rule }) = &p.outcome else {
-            continue;
-        };
+    let blocking = firewall::blocking_of(paths.iter().map(|p| {
         let path = PathRef {
             port: p.port,
             from: p.from.clone(),
             to: p.to.clone(),
         };
-        match blocking.iter_mut().find(|b| &b.rule == rule) {
-            Some(b) => b.paths.push(path),
-            None => blocking.push(BlockingRule {
-                rule: rule.clone(),
-                paths: vec![path],
-            }),
-        }
-    }
+        (path, &p.outcome)
+    }));
 
     // Covering rules and warnings, aggregated, in policy then rule order.
     let mut keys: Vec<(usize, usize, Cover)> = aggs.keys().copied().collect();

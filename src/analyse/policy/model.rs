@@ -14,6 +14,8 @@ use std::net::IpAddr;
 use kube::api::DynamicObject;
 use serde_json::Value;
 
+/// Text from the Supervisor is cut, not rewritten: the render layer escapes what it hides.
+pub use crate::analyse::firewall::cut as clip;
 use crate::selector::Selector;
 
 /// At most this many rules are read from one policy; more makes the rest one unreadable rule.
@@ -234,14 +236,6 @@ pub struct Policy {
     pub realization: Realization,
     /// What was read but not used, said once (e.g. an `except` nsx-operator does not have).
     pub notes: Vec<String>,
-}
-
-/// Cuts a string from the Supervisor to `max` characters.
-pub fn clip(s: &str, max: usize) -> String {
-    match s.char_indices().nth(max) {
-        Some((i, _)) => format!("{}…", &s[..i]),
-        None => s.to_string(),
-    }
 }
 
 impl Policy {

@@ -1,0 +1,371 @@
+//! The one firewall engine: an ordered, normalized rule set evaluated per path (port, FROM → TO)
+//! and per check (the egress check at FROM, the ingress check at TO), each check the first
+//! matching rule in the set's order. Pure, no I/O, bounded.
+//!
+//! Two sources normalize into it (adapters): the SecurityPolicies as nsx-operator realizes them
+//! (`analyse::policy`, issue 28) and NSX Manager's distributed firewall (`analyse::dfw`,
+//! issues 31 and 37). What they share, and what lives here once:
+//! - a rule's predicates (applies to, source, destination, service, direction) answer yes, no
+//!   or cannot tell ([`Tri`]); "cannot tell" is never turned into a guess;
+//! - the order: tiers of sections (a SecurityPolicy's priority, a DFW policy's place) whose
+//!   order among them is not visible, each section's rules in groups whose order among them
+//!   is not visible either (a DFW rule's sequence number; a SecurityPolicy's rules are each
+//!   alone). The first hit of a section ([`first_hit`]), then of a tier ([`tier_hit`]): a rule
+//!   that may match but cannot be told, or two tied hits with different actions, make the
+//!   check "cannot decide" ([`SideOutcome::CannotDecide`]);
+//! - the path: both checks together ([`PathOutcome::of`]), the blocking rules each with their
+//!   paths ([`blocking_of`]), the VMs and the paths bounded ([`MAX_VMS`], [`vm_pairs`]);
+//! - the clips for the text that comes from outside ([`clip`] replaces control characters,
+//!   [`cut`] leaves them to the render layer's sanitizer).
+//!
+//! What differs stays in the adapter: how a source's objects are read, its tiers (priority;
+//! tree, category and sequence number), its own continuations (the DFW's layer 2 ALLOW and
+//! `JUMP_TO_APPLICATION`, the policies not realized), and the words that name its rules.
+
+/// The ports evaluated: etcd's client and peer ports, TCP.
+pub const ETCD_PORTS: [u16; 2] = [2379, 2380];
+/// At most this many VMs are evaluated (a control plane has 1, 3, 5 or 7), whatever the source.
+pub const MAX_VMS: usize = 16;
+
+/// The one clip for text from outside (a name from the Supervisor or NSX Manager): cut to a
+/// number of characters (then `…`), control characters replaced. It lives with NSX Manager's
+/// model, below this layer, which clips as it reads.
+pub use crate::nsxmanager::model::clip;
+
+/// Cuts `s` to `max` characters (then `…`), nothing replaced: for text the render layer's
+/// sanitizer (`render::visible`) escapes later, each hidden character shown as what it is (the
+/// SecurityPolicies' text, the renderers' cells).
+pub fn cut(s: &str, max: usize) -> String {
+    match s.char_indices().nth(max) {
+        Some((i, _)) => format!("{}…", &s[..i]),
+        None => s.to_string(),
+    }
+}
+
+/// Three-valued: a match, no match, or cannot tell (why). Every predicate of every source
+/// answers in it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Tri {
+    Yes,
+    No,
+    Unknown(String),
+}
+
+impl Tri {
+    pub fn from_bool(b: bool) -> Tri {
+        if b {
+            Tri::Yes
+        } else {
+            Tri::No
+        }
+    }
+
+    /// AND: any No is No, else any Unknown is Unknown (the first one's why).
+    pub fn and(self, other: impl FnOnce() -> Tri) -> Tri {
+        match self {
+            Tri::No => Tri::No,
+            Tri::Yes => other(),
+            Tri::Unknown(why) => match other() {
+                Tri::No => Tri::No,
+                _ => Tri::Unknown(why),
+            },
+        }
+    }
+
+    /// OR over many: any Yes is Yes, else the first Unknown, else No.
+    pub fn any(items: impl IntoIterator<Item = Tri>) -> Tri {
+        let mut unknown = None;
+        for t in items {
+            match t {
+                Tri::Yes => return Tri::Yes,
+                Tri::Unknown(w) if unknown.is_none() => unknown = Some(w),
+                _ => {}
+            }
+        }
+        unknown.map_or(Tri::No, Tri::Unknown)
+    }
+}
+
+/// NOT: an exclusion (the DFW's `sources_excluded`); cannot tell stays cannot tell.
+impl std::ops::Not for Tri {
+    type Output = Tri;
+
+    fn not(self) -> Tri {
+        match self {
+            Tri::Yes => Tri::No,
+            Tri::No => Tri::Yes,
+            u => u,
+        }
+    }
+}
+
+/// Which check of a path: at FROM on the way out, or at TO on the way in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Side {
+    Egress,
+    Ingress,
+}
+
+/// One path, for the lines that name paths.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct PathRef {
+    pub port: u16,
+    pub from: String,
+    pub to: String,
+}
+
+/// Paths named in one line; the rest are counted.
+const PATHS_NAMED: usize = 6;
+
+/// `a → b:2380, ...`, at most [`PATHS_NAMED`] and a count of the rest: how every evidence line
+/// names paths (the SecurityPolicies', NSX Manager's and the nodes' own firewalls').
+pub fn paths_text(paths: &[PathRef]) -> String {
+    let mut parts: Vec<String> = paths
+        .iter()
+        .take(PATHS_NAMED)
+        .map(|p| format!("{} → {}:{}", p.from, p.to, p.port))
+        .collect();
+    if paths.len() > PATHS_NAMED {
+        parts.push(format!("{} more", paths.len() - PATHS_NAMED));
+    }
+    parts.join(", ")
+}
+
+/// What a rule does to a path once it decides a check.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Effect {
+    Allow,
+    Drop,
+    Reject,
+}
+
+/// A source's rule reference (what the output names): what it does when it decides.
+pub trait Verdict {
+    fn effect(&self) -> Effect;
+}
+
+/// What one check (egress at FROM, ingress at TO) comes to, `R` naming the rule.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SideOutcome<R> {
+    /// The first matching rule.
+    Matched { rule: R },
+    /// No visible rule matches: what happens is decided outside what was read.
+    NoVisibleRule,
+    /// A rule that might come first cannot be evaluated, or the order is not visible.
+    CannotDecide { why: String },
+}
+
+/// What one path (port, FROM → TO) comes to, both checks together.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PathOutcome<R> {
+    /// A Drop rule is the first match of a check (the egress check's when both block).
+    Dropped { rule: R },
+    /// A Reject rule is the first match of a check.
+    Rejected { rule: R },
+    /// No check blocks and at least one has an Allow as its first match; a check without a
+    /// visible rule falls through to what is not visible.
+    Allowed {
+        egress: Option<R>,
+        ingress: Option<R>,
+    },
+    /// No visible rule matches either check.
+    NoVisibleRule,
+    /// A check cannot be decided and the other does not block.
+    CannotDecide { why: String },
+}
+
+impl<R> PathOutcome<R> {
+    /// The rule that blocks the path, when a visible one does.
+    pub fn blocking_rule(&self) -> Option<&R> {
+        match self {
+            PathOutcome::Dropped { rule } | PathOutcome::Rejected { rule } => Some(rule),
+            _ => None,
+        }
+    }
+}
+
+impl<R: Verdict + Clone> PathOutcome<R> {
+    /// The egress check at FROM and the ingress check at TO of one path: blocked when either
+    /// check's first match blocks (the egress check's first: the packet never leaves FROM),
+    /// else cannot decide when a check cannot, else allowed when a check's first match allows
+    /// (a check without a visible rule falls through to what is not visible), else no visible
+    /// rule.
+    pub fn of(egress: &SideOutcome<R>, ingress: &SideOutcome<R>) -> PathOutcome<R> {
+        let matched = |s: &SideOutcome<R>| match s {
+            SideOutcome::Matched { rule } => Some(rule.clone()),
+            _ => None,
+        };
+        for rule in [egress, ingress].into_iter().filter_map(matched) {
+            match rule.effect() {
+                Effect::Drop => return PathOutcome::Dropped { rule },
+                Effect::Reject => return PathOutcome::Rejected { rule },
+                Effect::Allow => {}
+            }
+        }
+        for s in [egress, ingress] {
+            if let SideOutcome::CannotDecide { why } = s {
+                return PathOutcome::CannotDecide { why: why.clone() };
+            }
+        }
+        match (matched(egress), matched(ingress)) {
+            (None, None) => PathOutcome::NoVisibleRule,
+            (egress, ingress) => PathOutcome::Allowed { egress, ingress },
+        }
+    }
+}
+
+/// A rule that blocks paths now, with those paths (in path order).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Blocking<R> {
+    pub rule: R,
+    pub paths: Vec<PathRef>,
+}
+
+/// The blocking rules of the paths given (in path order), each once with the paths it blocks.
+pub fn blocking_of<'a, R: PartialEq + Clone + 'a>(
+    paths: impl IntoIterator<Item = (PathRef, &'a PathOutcome<R>)>,
+) -> Vec<Blocking<R>> {
+    let mut blocking: Vec<Blocking<R>> = Vec::new();
+    for (path, outcome) in paths {
+        let Some(rule) = outcome.blocking_rule() else {
+            continue;
+        };
+        match blocking.iter_mut().find(|b| &b.rule == rule) {
+            Some(b) => b.paths.push(path),
+            None => blocking.push(Blocking {
+                rule: rule.clone(),
+                paths: vec![path],
+            }),
+        }
+    }
+    blocking
+}
+
+/// The VMs evaluated: the first [`MAX_VMS`] given, sorted by name, each name once.
+pub fn bounded_vms<V: Clone>(vms: &[V], name: impl Fn(&V) -> &str) -> Vec<V> {
+    let mut out: Vec<V> = vms.iter().take(MAX_VMS).cloned().collect();
+    out.sort_by(|a, b| name(a).cmp(name(b)));
+    out.dedup_by(|a, b| name(a) == name(b));
+    out
+}
+
+/// Every path of `n` VMs in the engine's order: per port of [`ETCD_PORTS`], per FROM, per TO
+/// (indexes into the VMs), FROM ≠ TO.
+pub fn vm_pairs(n: usize) -> impl Iterator<Item = (u16, usize, usize)> {
+    ETCD_PORTS.into_iter().flat_map(move |port| {
+        (0..n).flat_map(move |f| (0..n).filter(move |t| *t != f).map(move |t| (port, f, t)))
+    })
+}
+
+/// A section's (a policy's) first hit on one check.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Hit<A> {
+    /// Rule `.0` matches and does `.1`.
+    Rule(usize, A),
+    /// Rule `.0` may match but cannot be told (`.1` why); `.0` is the section's rule count for
+    /// its unread tail.
+    Unknown(usize, String),
+    /// Rules `.0` and `.1`, whose order is not visible, both match with different actions.
+    Split(usize, usize),
+}
+
+impl<A> Hit<A> {
+    /// The rule the hit is at (the first of a split).
+    pub fn rule(&self) -> usize {
+        match self {
+            Hit::Rule(r, _) | Hit::Unknown(r, _) | Hit::Split(r, _) => *r,
+        }
+    }
+}
+
+/// A section's first hit: `groups` are its rules in order, each group's rules in an order that
+/// is not visible; `matches` answers a rule's predicates at this check (a rule whose action
+/// cannot be read answers cannot tell); `action` is a matching rule's action; `tail`: rules
+/// past a bound were not read (why), and any of them could be the first hit. `None`: no rule
+/// matches.
+pub fn first_hit<A: Copy + PartialEq, G: IntoIterator<Item = usize>>(
+    groups: impl IntoIterator<Item = G>,
+    mut matches: impl FnMut(usize) -> Tri,
+    action: impl Fn(usize) -> Option<A>,
+    tail: Option<(usize, &str)>,
+) -> Option<Hit<A>> {
+    for group in groups {
+        let mut yes: Vec<(usize, A)> = Vec::new();
+        for r in group {
+            match matches(r) {
+                Tri::No => {}
+                Tri::Unknown(why) => return Some(Hit::Unknown(r, why)),
+                Tri::Yes => yes.extend(action(r).map(|a| (r, a))),
+            }
+        }
+        if let Some(&(r, a)) = yes.first() {
+            return Some(match yes.iter().find(|(_, b)| *b != a) {
+                Some(&(other, _)) => Hit::Split(r, other),
+                None => Hit::Rule(r, a),
+            });
+        }
+    }
+    tail.map(|(n, why)| Hit::Unknown(n, why.to_string()))
+}
+
+/// A tier's first hit on one check: the tier's sections (whose order among them is not
+/// visible), each with its own first hit.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TierHit<A> {
+    /// The first section's hit decides: section, rule, action.
+    Rule(usize, usize, A),
+    /// A section's hit cannot be told or is split: the check cannot be decided. `first`: the
+    /// first section hit (section, rule), `at`: the section whose hit cannot be told, and it.
+    Cannot {
+        first: (usize, usize),
+        at: usize,
+        hit: Hit<A>,
+    },
+    /// Two sections both hit with different actions: NSX's order between them is not
+    /// visible. `first` (section, rule) and the other section.
+    Split { first: (usize, usize), other: usize },
+}
+
+impl<A> TierHit<A> {
+    /// The section and rule of the tier's first hit.
+    pub fn first(&self) -> (usize, usize) {
+        match self {
+            TierHit::Rule(s, r, _) => (*s, *r),
+            TierHit::Cannot { first, .. } | TierHit::Split { first, .. } => *first,
+        }
+    }
+}
+
+/// A tier's first hit from its sections' hits, in the tier's listed order; `None`: none hits.
+pub fn tier_hit<A: Copy + PartialEq>(
+    hits: impl IntoIterator<Item = (usize, Option<Hit<A>>)>,
+) -> Option<TierHit<A>> {
+    let hits: Vec<(usize, Hit<A>)> = hits
+        .into_iter()
+        .filter_map(|(s, h)| h.map(|h| (s, h)))
+        .collect();
+    let (s0, h0) = hits.first()?;
+    let first = (*s0, h0.rule());
+    if let Some((at, hit)) = hits.iter().find(|(_, h)| !matches!(h, Hit::Rule(..))) {
+        return Some(TierHit::Cannot {
+            first,
+            at: *at,
+            hit: hit.clone(),
+        });
+    }
+    let action = |h: &Hit<A>| match h {
+        Hit::Rule(_, a) => Some(*a),
+        _ => None,
+    };
+    if let Some((other, _)) = hits.iter().find(|(_, h)| action(h) != action(h0)) {
+        return Some(TierHit::Split {
+            first,
+            other: *other,
+        });
+    }
+    let a = action(h0)?;
+    Some(TierHit::Rule(first.0, first.1, a))
+}
+
+#[cfg(test)]
+mod tests;
