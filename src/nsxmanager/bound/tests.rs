@@ -178,12 +178,12 @@ async fn the_runs_byte_budget_holds_every_reading() {
     client.delete(&tf, Duration::from_secs(5)).await.unwrap();
 }
 
-/// The world of `infra-drop-2380` with what the merged readers added, each far past its live
-/// cap (a doctored bundle): an exclusion list of 10,000 group members, twice the groups kept
-/// followed with 6,000 VMs each, 1,000 policies' statistics, and 32 associations (more than the
-/// most roots keep) of 6,000 groups per VM. Past each cap, not further: what is kept is the same,
-/// and the test stays within seconds and a few hundred MB (500 groups and 200 associations took
-/// 4.7 GB and 10 CPU-s in a debug build).
+/// The world of `infra-drop-2380` with what the merged readers added, each past its live cap (a
+/// doctored bundle): an exclusion list of 10,000 group members, twice the groups kept followed
+/// with 6,000 VMs each, 1,000 policies' statistics, and 32 associations (more than the most roots
+/// keep) of 6,000 groups per VM. Past each cap but not far past it: what is kept, and so every
+/// assertion, is the same, in ~1 GB (500 groups and 200 associations took 4.7 GB and 10 to 13
+/// CPU-s a test in a debug build).
 fn flooded_enforcement() -> NsxRead {
     use crate::nsxmanager::raw::{Association, PolicyStatistics};
     let mut read = world("infra-drop-2380.json", "vms.json");
