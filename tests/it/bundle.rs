@@ -131,7 +131,9 @@ fn bundle_then_analyse_gives_the_same_report() {
     let wide = analyse(&env, &bundle, &["-o", "wide"]);
     wide.expect_code(1);
     assert!(
-        wide.stdout.lines().any(|l| l.starts_with("NODE ") && l.contains(" IP "))
+        wide.stdout
+            .lines()
+            .any(|l| l.starts_with("NODE ") && l.contains(" IP "))
             && wide.stdout.contains("More with --details: "),
         "{}",
         wide.stdout
