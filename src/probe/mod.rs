@@ -123,6 +123,19 @@ pub enum PortState {
     Unknown,
 }
 
+impl PortState {
+    /// The state in words, for people (issue 38; the JSON keeps the code, `NoRoute`).
+    pub fn phrase(self) -> &'static str {
+        match self {
+            PortState::Open => "open",
+            PortState::Timeout => "timeout",
+            PortState::Refused => "refused",
+            PortState::NoRoute => "no route",
+            PortState::Unknown => "unknown",
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct PortReach {

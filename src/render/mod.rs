@@ -725,7 +725,7 @@ pub(crate) fn supervisor_reach_rows(r: &crate::report::DiagnoseReport) -> Vec<Ve
                 n.supervisor_reach
                     .iter()
                     .find(|x| x.port == *p)
-                    .map(|x| x.state.to_string().to_lowercase())
+                    .map(|x| crate::probe::PortState::from(x.state).phrase().to_string())
                     .unwrap_or_else(|| "-".into())
             }));
             row

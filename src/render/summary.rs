@@ -637,7 +637,7 @@ fn reach_cell(n: &crate::report::DiagnosedNode) -> String {
             .map(|x| x.state)
     };
     let word = |s: Option<PortState>| match s {
-        Some(s) => s.to_string().to_lowercase(),
+        Some(s) => crate::probe::PortState::from(s).phrase().to_string(),
         None => "-".into(),
     };
     let mut cell = format!("{}/{}", word(state(2379)), word(state(2380)));
@@ -792,7 +792,7 @@ mod tests {
                 .starts_with("kubectl patch cluster tkc-prod"),
             "{out}"
         );
-        assert!(out.contains("REMEDIATION GUARD: Armed"), "{out}");
+        assert!(out.contains("REMEDIATION GUARD: armed"), "{out}");
 
         r.remediation_guard.as_mut().unwrap().state = GuardState::NotArmed;
         // Not armed: nothing to pause, no section.

@@ -256,7 +256,7 @@ pub(super) fn node_at(ctx: &Ctx, addr: &str) -> Option<String> {
         .map(|n| n.name.clone())
 }
 
-/// `cp3 from the Supervisor: 22 Timeout, 2379 Timeout, ...: nothing reaches this VM`; on the ssh
+/// `cp3 from the Supervisor: 22 timeout, 2379 timeout, ...: nothing reaches this VM`; on the ssh
 /// route the same line from this machine (`NodeReport::vantage`).
 pub(super) fn supervisor_reach_line(n: &NodeReport) -> Option<String> {
     use crate::probe::{PortState, Vantage};
@@ -268,7 +268,7 @@ pub(super) fn supervisor_reach_line(n: &NodeReport) -> Option<String> {
     let ports: Vec<String> = n
         .reach
         .iter()
-        .map(|r| format!("{} {}", r.port, r.state))
+        .map(|r| format!("{} {}", r.port, r.state.phrase()))
         .collect();
     let count = |state: PortState| n.reach.iter().filter(|r| r.state == state).count();
     let (open, unknown) = (count(PortState::Open), count(PortState::Unknown));

@@ -91,9 +91,9 @@ pub(super) fn gaps(ctx: &Ctx) -> Vec<Gap> {
                 Check::Health,
                 &[&n.name],
                 format!(
-                    "{}: /health {}{}",
+                    "{}: /health is {}{}",
                     n.name,
-                    p.health.outcome,
+                    p.health.outcome.phrase(),
                     p.health
                         .body
                         .as_deref()

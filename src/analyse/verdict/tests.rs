@@ -283,14 +283,14 @@ const SHORT_OF_HEALTHY: &[ShortOf] = &[
         },
         nodes: &["cp3"],
         summary: "/health not true on cp3",
-        evidence: &["cp3: /health Error: https://127.0.0.1:2379/health: Operation timed out after 3001 milliseconds with 0 bytes received"],
+        evidence: &["cp3: /health is unanswered: https://127.0.0.1:2379/health: Operation timed out after 3001 milliseconds with 0 bytes received"],
     },
     ShortOf {
         name: "/health not asked (skipped)",
         change: |_, nodes| probe_mut(nodes, 0).health = Health::default(),
         nodes: &["cp1"],
         summary: "/health not true on cp1",
-        evidence: &["cp1: /health Skipped"],
+        evidence: &["cp1: /health is not asked"],
     },
     ShortOf {
         name: "a probe step reported an error",
@@ -400,7 +400,7 @@ fn every_gap_is_listed_in_order() {
     assert_eq!(
         v.evidence,
         [
-            r#"cp3: /health Unhealthy: {"health":"false","reason":"RAFT NO LEADER"}"#,
+            r#"cp3: /health is false: {"health":"false","reason":"RAFT NO LEADER"}"#,
             "not checked: cp1 → cp2:2379 (cp1's probe has no result for 198.18.0.12)",
             "cp2: probe step host failed: neither 'ip' nor 'hostname -I' to list the node's addresses",
         ]
@@ -1015,7 +1015,7 @@ fn unknown_ports_are_not_reached_ports() {
     }
     let v = diagnose(&facts(3), &nodes, DEFAULT_SINCE).verdict;
     assert!(
-        v.evidence.iter().any(|l| l == "cp3 from this machine: 22 Timeout, 2379 Timeout, 2380 Timeout, 6443 Timeout: nothing of this VM answers from here (powered off, hung, or the path from this machine to it cut)"),
+        v.evidence.iter().any(|l| l == "cp3 from this machine: 22 timeout, 2379 timeout, 2380 timeout, 6443 timeout: nothing of this VM answers from here (powered off, hung, or the path from this machine to it cut)"),
         "{:?}",
         v.evidence
     );
@@ -1079,7 +1079,7 @@ fn unhealthy_without_explanation_is_inconclusive() {
     };
     let v = run(p).verdict;
     assert_eq!(v.code, VerdictCode::Inconclusive, "{v:#?}");
-    assert!(v.evidence[0].contains("cp1: /health Unhealthy"));
+    assert!(v.evidence[0].contains("cp1: /health is false"));
 }
 
 #[test]
