@@ -787,6 +787,11 @@ pub struct AnalyseArgs {
     #[arg(long, help_heading = "Output")]
     pub summary: bool,
 
+    /// Print every section (each path's time, the etcd logs, the network policy, all the
+    /// evidence, metrics, notes), not only the verdict's first screen (as diagnose --details)
+    #[arg(long, help_heading = "Output")]
+    pub details: bool,
+
     /// Judge with this log window instead of the one the bundle was written with
     #[arg(long, value_name = "DURATION", value_parser = parse_since)]
     pub since: Option<Duration>,
@@ -863,6 +868,7 @@ impl AnalyseArgs {
         AnalyseOptions {
             path: self.file.clone(),
             summary: self.summary,
+            details: self.details,
             since: self.since,
             report: self.report.options(),
             context: g.context.clone(),

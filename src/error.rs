@@ -313,6 +313,20 @@ pub fn forbidden_remedy(message: &str, flags: &str) -> String {
     }
 }
 
+/// A line made where the run's flags were not known (a pod's 403, `forbidden_remedy(m, "")`)
+/// with `flags` (the run's ` --context=… --kubeconfig=…`) given to the `kubectl auth can-i` that
+/// ends it, so that it pastes whole and asks the cluster the run asked. Any other line is kept.
+pub fn with_can_i_flags(line: String, flags: &str) -> String {
+    const CHECK: &str = "; check with: kubectl auth can-i ";
+    match line.rfind(CHECK) {
+        // The command ends the line (forbidden_remedy): nothing after it but its own words.
+        Some(at) if !flags.is_empty() && !line[at + CHECK.len()..].contains(';') => {
+            format!("{line}{flags}")
+        }
+        _ => line,
+    }
+}
+
 /// The user's line for a failed request.
 fn kube_line(doing: &str, err: &kube::Error, hint: Option<&str>, flags: &str) -> String {
     let line = match err {
@@ -548,5 +562,31 @@ mod tests {
         assert!(api_error(404, "gone").is_not_found());
         assert!(api_error(403, "no").is_forbidden());
         assert_eq!(api_error(409, "exists").status_message(), Some("exists"));
+    }
+
+    /// A pod's 403 line, made where the run's flags were not known, gets them on its
+    /// `kubectl auth can-i`; a line that does not end with one is kept as it is.
+    #[test]
+    fn a_refused_pods_check_gets_the_runs_flags() {
+        let line = format!(
+            "creating pod p: pods is forbidden: User \"u\" cannot create resource \"pods\" in API group \"\" in the namespace \"ns-prod\"; {}",
+            forbidden_remedy(
+                "pods is forbidden: User \"u\" cannot create resource \"pods\" in API group \"\" in the namespace \"ns-prod\"",
+                ""
+            )
+        );
+        let flags =
+            crate::command::Kubectl::new(Some("sv admin"), Some(std::path::Path::new("/k")));
+        let with = with_can_i_flags(line.clone(), flags.flags());
+        assert!(
+            with.ends_with("; check with: kubectl auth can-i create pods -n ns-prod --context='sv admin' --kubeconfig=/k"),
+            "{with}"
+        );
+        assert_eq!(with_can_i_flags(line.clone(), ""), line);
+        let other = "the probe pod did not finish: x; raise --timeout".to_string();
+        assert_eq!(with_can_i_flags(other.clone(), flags.flags()), other);
+        // A line where the command does not end the line is left alone.
+        let mid = format!("{line}; then more");
+        assert_eq!(with_can_i_flags(mid.clone(), flags.flags()), mid);
     }
 }

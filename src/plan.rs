@@ -106,6 +106,8 @@ pub fn plan(
             ssh: ssh(),
             keeper: opts.jumpbox_keeper.clone(),
             shared: None,
+            // The connection's, set by the caller that has it.
+            kubectl_flags: String::new(),
         }),
         Route::Ssh => {
             RouteSettings::Ssh(SshRouteSettings::new(&reach.ssh, ssh(), cluster, namespace))
@@ -233,7 +235,7 @@ mod tests {
         let p = plan(&options(Via::Auto), &f, &down, None, RUN.into()).unwrap();
         assert_eq!(p.route_info.name, "jumpbox");
         assert!(
-            p.route_info.reason.contains("(Timeout)"),
+            p.route_info.reason.contains("does not answer (d)"),
             "{}",
             p.route_info.reason
         );
@@ -304,7 +306,7 @@ mod tests {
         let line = e.to_string();
         assert!(
             line.starts_with(
-                "cluster tkc: --via pod needs the workload API, and it does not answer (Refused"
+                "cluster tkc: --via pod needs the workload API, and it refuses the connection (d)"
             ),
             "{line}"
         );

@@ -42,6 +42,49 @@ pub enum ApiState {
     Untrusted,
 }
 
+impl ApiState {
+    /// The state in a word or two, for people (issue 38: no internal names in human text; the
+    /// JSON keeps the code, `Timeout`, for scripts).
+    pub fn phrase(self) -> &'static str {
+        match self {
+            ApiState::Reachable => "answers",
+            ApiState::HttpError => "HTTP error",
+            ApiState::Timeout => "no answer",
+            ApiState::Refused => "refused",
+            ApiState::TlsError => "TLS error",
+            ApiState::Unreachable => "unreachable",
+            ApiState::Unknown => "not checked",
+            ApiState::Untrusted => "not contacted",
+        }
+    }
+}
+
+/// What the check found as the end of a sentence about the workload API, each thing said once:
+/// `does not answer within 2s` (the detail of a timeout is `no answer within 2s`), `answers
+/// (/readyz answered 200)`, `refuses the connection (connection refused)`.
+pub fn said(state: ApiState, detail: &str) -> String {
+    let with = |verb: &str| {
+        if detail.is_empty() {
+            verb.to_string()
+        } else {
+            format!("{verb} ({detail})")
+        }
+    };
+    match state {
+        ApiState::Timeout => match detail.strip_prefix("no answer ") {
+            Some(within) => format!("does not answer {within}"),
+            None => with("does not answer"),
+        },
+        ApiState::Reachable => with("answers"),
+        ApiState::HttpError => with("answers with an HTTP error"),
+        ApiState::Refused => with("refuses the connection"),
+        ApiState::TlsError => with("fails the TLS handshake"),
+        ApiState::Unreachable => with("is unreachable"),
+        ApiState::Unknown => with("was not checked"),
+        ApiState::Untrusted => with("was not contacted"),
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct WorkloadApi {
@@ -80,6 +123,11 @@ impl WorkloadApi {
     }
     pub fn is_reachable(&self) -> bool {
         self.state == ApiState::Reachable
+    }
+
+    /// What the check found, in words ([`said`]): `does not answer within 2s`.
+    pub fn said(&self) -> String {
+        said(self.state, &self.detail)
     }
 
     /// This observation stamped with the moment it was made.
@@ -633,6 +681,26 @@ fn classify(err: &kube::Error) -> (ApiState, String) {
 
 #[cfg(test)]
 mod tests {
+
+    /// The state in words, each thing once (issue 38: "no answer … no answer within" said
+    /// one thing twice), never the JSON's code.
+    #[test]
+    fn said_once_in_words() {
+        use strum::VariantArray;
+        assert_eq!(
+            said(ApiState::Timeout, "no answer within 2s"),
+            "does not answer within 2s"
+        );
+        assert_eq!(
+            said(ApiState::Reachable, "/readyz answered 200"),
+            "answers (/readyz answered 200)"
+        );
+        for s in ApiState::VARIANTS {
+            let words = said(*s, "d");
+            assert!(!words.contains(&s.to_string()), "{s}: {words}");
+            assert!(!s.phrase().contains(&s.to_string()), "{s}");
+        }
+    }
     use super::*;
 
     fn endpoint(host: &str, port: Option<u16>) -> Endpoint {

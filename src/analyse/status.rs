@@ -307,9 +307,8 @@ pub fn status_findings(facts: &ClusterFacts, api: &WorkloadApi) -> Vec<Finding> 
             Error,
             None,
             format!(
-                "the workload API does not answer ({}): {}; if etcd lost quorum, run: {}",
-                api.state,
-                api.detail,
+                "the workload API {}; if etcd lost quorum, run: {}",
+                api.said(),
                 facts.kubectl.run(&format!(
                     "etcdnet diagnose {} -n {}",
                     crate::command::name(&facts.cluster.name),

@@ -23,6 +23,8 @@ pub struct AnalyseOptions {
     pub path: PathBuf,
     /// With several clusters: only the summary table.
     pub summary: bool,
+    /// `--details`: every section of the tables, not the first screen (as `diagnose`).
+    pub details: bool,
     /// `--since`: judge with this log window instead of the bundle's.
     pub since: Option<std::time::Duration>,
     /// `--report`: the case report, printed or written to a file.
@@ -89,11 +91,22 @@ pub fn run(opts: &AnalyseOptions, format: Format) -> Result<Outcome> {
     )];
     // A bundle that had to leave objects out (its caps) says so.
     notes.extend(bundle.left_out_notes());
+    // As `diagnose` printed it: the first screen unless --details, its header's time the run's
+    // (the bundle's), so the ages it prints are those the run saw.
+    let view = |kubectl: Option<Kubectl>| render::View {
+        at: crate::when::parse(&m.created).unwrap_or_else(std::time::SystemTime::now),
+        ..render::View::new(opts.details, kubectl)
+    };
     let (stdout, mut exit_code, items) = match bundle.evidence.as_slice() {
         [one] => {
             let report = one.judge(&opts.kubectl(one))?;
             (
-                render::output(&report, format, Paint::detect())?,
+                render::output_as(
+                    &report,
+                    format,
+                    Paint::detect(),
+                    &view(Some(opts.kubectl(one))),
+                )?,
                 report.result.exit_code,
                 vec![ListItem::Report(report)],
             )
@@ -103,14 +116,17 @@ pub fn run(opts: &AnalyseOptions, format: Format) -> Result<Outcome> {
             // The clusters ran concurrently: the run took about as long as the slowest.
             let took = many.iter().map(|e| e.duration_ms).max().unwrap_or(0);
             let list = ListReport::new(items, Duration::from_millis(took));
+            // One run wrote them all, with one context: its (or --context, --kubeconfig).
+            let kubectl = many.first().map(|e| opts.kubectl(e));
             (
-                render::output(
+                render::output_as(
                     &Listed {
                         list: &list,
                         detail: !opts.summary,
                     },
                     format,
                     Paint::detect(),
+                    &view(kubectl),
                 )?,
                 list.result.exit_code,
                 list.items,

@@ -383,13 +383,19 @@ async fn prepare(
         } else {
             None
         };
-    let plan = plan::plan(
+    let mut plan = plan::plan(
         opts,
         &facts,
         &workload.api,
         ssh_check.as_ref(),
         route::run_id(),
     )?;
+    // The jumpbox is made on the Supervisor with the run's kubeconfig: a 403's `kubectl auth
+    // can-i` carries the run's flags. (The pod route's pods are made with the workload
+    // cluster's kubeconfig secret: the run's --context would ask the wrong cluster.)
+    if let route::RouteSettings::Jumpbox(s) = &mut plan.route {
+        s.kubectl_flags = conn.kubectl.flags().to_string();
+    }
     Ok(Planned {
         facts,
         inventory,

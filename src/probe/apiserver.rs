@@ -271,6 +271,18 @@ pub enum ApiLogKind {
 }
 
 /// One kind of line in the log tail.
+impl ApiLogKind {
+    /// The kind in words, for people (issue 38; the JSON keeps the code).
+    pub fn phrase(self) -> &'static str {
+        match self {
+            ApiLogKind::Fatal => "fatal",
+            ApiLogKind::BindFailed => "port in use",
+            ApiLogKind::CertificateInvalid => "certificate invalid",
+            ApiLogKind::EtcdUnreachable => "etcd unreachable",
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ApiLogFinding {
     pub kind: ApiLogKind,

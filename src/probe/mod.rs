@@ -55,6 +55,25 @@ pub enum ReachErrorKind {
     Other,
 }
 
+impl ReachErrorKind {
+    /// The kind in words, for people (issue 38: no internal names in human text; the JSON
+    /// keeps the code, `Rejected`, for scripts).
+    pub fn phrase(self) -> &'static str {
+        match self {
+            ReachErrorKind::NoAddress => "no IP address",
+            ReachErrorKind::Unreachable => "unreachable",
+            ReachErrorKind::AuthFailed => "ssh login failed",
+            ReachErrorKind::Rejected => "refused",
+            ReachErrorKind::ImagePull => "image not pulled",
+            ReachErrorKind::Unschedulable => "not scheduled",
+            ReachErrorKind::Timeout => "timed out",
+            ReachErrorKind::BadOutput => "unreadable output",
+            ReachErrorKind::IdentityMismatch => "another machine answered",
+            ReachErrorKind::Other => "failed",
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ReachError {
@@ -102,6 +121,19 @@ pub enum PortState {
     NoRoute,
     /// The check failed in a way it does not recognise: neither open nor closed is known.
     Unknown,
+}
+
+impl PortState {
+    /// The state in words, for people (issue 38; the JSON keeps the code, `NoRoute`).
+    pub fn phrase(self) -> &'static str {
+        match self {
+            PortState::Open => "open",
+            PortState::Timeout => "timeout",
+            PortState::Refused => "refused",
+            PortState::NoRoute => "no route",
+            PortState::Unknown => "unknown",
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

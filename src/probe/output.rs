@@ -353,6 +353,19 @@ pub enum HealthOutcome {
     Skipped,
 }
 
+impl HealthOutcome {
+    /// What `/health` said, for people (issue 38; the JSON keeps the code, `Unhealthy`):
+    /// `/health is false`.
+    pub fn phrase(self) -> &'static str {
+        match self {
+            HealthOutcome::Healthy => "true",
+            HealthOutcome::Unhealthy => "false",
+            HealthOutcome::Error => "unanswered",
+            HealthOutcome::Skipped => "not asked",
+        }
+    }
+}
+
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Health {

@@ -269,7 +269,7 @@ pub(super) fn node_row(r: &DiagnoseReport, n: &DiagnosedNode, wide: bool) -> Vec
         let why = n
             .error
             .as_ref()
-            .map(|e| e.kind.to_string())
+            .map(|e| crate::probe::ReachErrorKind::from(e.kind).phrase())
             .unwrap_or_default();
         let mut row = vec![n.name.clone(), ip, format!("<not probed: {why}>")];
         row.resize(if wide { 10 } else { 7 }, String::new());
@@ -367,7 +367,7 @@ fn api_servers_table(out: &mut Lines, r: &DiagnoseReport) {
         };
         rows.push(vec![
             n.name.clone(),
-            a.state.to_string(),
+            api_server_cell(n),
             or_none(a.container_state.clone()),
             or_none(a.restarts),
             or_none(a.started_at.clone()),
@@ -375,7 +375,13 @@ fn api_servers_table(out: &mut Lines, r: &DiagnoseReport) {
             or_none(a.cert_not_after.clone()),
         ]);
         if let Some(f) = a.log.first() {
-            lines.push(format!("  {}: {} ×{}: {}", n.name, f.kind, f.count, f.line));
+            lines.push(format!(
+                "  {}: {} ×{}: {}",
+                n.name,
+                crate::probe::apiserver::ApiLogKind::from(f.kind).phrase(),
+                f.count,
+                f.line
+            ));
         }
     }
     out.blank();
@@ -599,7 +605,7 @@ mod tests {
         assert!(wide.contains("500 [-]etcd"), "{wide}");
         assert!(wide.contains("2026-12-01T00:00:00Z"), "{wide}");
         assert!(
-            wide.contains("EtcdUnreachable ×3: E1202 etcdserver: request timed out"),
+            wide.contains("etcd unreachable ×3: E1202 etcdserver: request timed out"),
             "{wide}"
         );
         assert!(!wide.contains('\u{1b}'), "sanitized: {wide}");

@@ -32,7 +32,13 @@ pub fn section(out: &mut Lines, g: &RemediationGuard, wide: bool) {
     out.marked(
         "REMEDIATION GUARD: ",
         tone,
-        &g.state.to_string(),
+        // In words (issue 38); the JSON keeps the code, `NotArmed`.
+        match g.state {
+            GuardState::Armed => "armed",
+            GuardState::Paused => "paused",
+            GuardState::NotArmed => "not armed",
+            GuardState::Unknown => "unknown",
+        },
         &format!(" ({said})"),
     );
     for h in &g.health_checks {

@@ -49,7 +49,7 @@ pub fn section(out: &mut Lines, l: &PacketLocation, wide: bool) {
                 p.from.clone(),
                 p.to.clone(),
                 p.port.to_string(),
-                p.state.to_string().to_lowercase(),
+                p.state.label().to_string(),
                 place_words(p.place).to_string(),
                 if rules.is_empty() {
                     "-".to_string()

@@ -289,14 +289,15 @@ fn status_table(r: &StatusReport, wide: bool, paint: Paint) -> String {
 
     out.blank();
     let w = &r.workload_api;
+    // Each thing once: `Workload API https://…/ does not answer within 2s`, not the state's
+    // word and then the detail that says it again.
     out.line(format!(
-        "Workload API: {} {}",
-        super::api_state(w.state),
+        "Workload API{} {}",
         w.server
             .as_deref()
-            .map(|s| format!("at {s}: "))
-            .unwrap_or_default()
-            + &w.detail
+            .map(|s| format!(" {s}"))
+            .unwrap_or_default(),
+        crate::workload::said(w.state.into(), &w.detail)
     ));
     if wide {
         out.line(format!(

@@ -59,11 +59,7 @@ pub(super) fn render(r: &DiagnoseReport, wide: bool, paint: Paint, view: &View) 
         .clone()
         .unwrap_or_else(|| Kubectl::new(Some(&r.header.context), None));
     let mut out = Lines::new(paint);
-    out.line(fit(&header(r, view), width));
-    out.line(fit(
-        &format!("route: {} ({})", r.route.name, r.route.reason),
-        width,
-    ));
+    out.line(header(r, view, width));
 
     // The verdict, where and since when.
     let v = &r.verdict;
@@ -128,18 +124,42 @@ pub(super) fn render(r: &DiagnoseReport, wide: bool, paint: Paint, view: &View) 
     out.finish()
 }
 
-/// `tkc-prod -n ns-prod, context supervisor, 2026-12-07T03:50:19Z, kubectl-etcdnet 0.4.0`; the
-/// route and its reason follow on a line of their own (the reason says whether the workload
-/// API answered).
-fn header(r: &DiagnoseReport, view: &View) -> String {
-    format!(
-        "{} -n {}, context {}, {}, kubectl-etcdnet {}",
+/// One line (issue 38): `tkc-prod -n ns-prod, context supervisor, 2026-12-07T03:50:19Z, v0.4.0,
+/// jumpbox (workload API down)`: the route last, its reason in a few words (what decided it:
+/// the workload API's state, or `--via`); the whole reason is `--details`'. Past `width`, the
+/// reason goes first, then the line is cut.
+fn header(r: &DiagnoseReport, view: &View, width: usize) -> String {
+    let line = format!(
+        "{} -n {}, context {}, {}, v{}, {}",
         r.header.cluster.name,
         r.header.namespace,
         r.header.context,
         crate::when::instant(view.at),
         env!("CARGO_PKG_VERSION"),
-    )
+        r.route.name,
+    );
+    let with_reason = format!("{line} ({})", route_why(r));
+    if chars(&visible(&with_reason)) <= width {
+        return with_reason;
+    }
+    fit(&line, width)
+}
+
+/// Why this route, in a few words: `workload API down` (`auto` took the jumpbox or ssh), `workload
+/// API up` (the pod route), `--via` (asked for).
+fn route_why(r: &DiagnoseReport) -> String {
+    use crate::report::v1alpha2::ApiState as S;
+    if !r.route.reason.starts_with("auto") {
+        return "--via".into();
+    }
+    let api = match r.workload_api.state {
+        S::Reachable => "up",
+        S::HttpError => "not ready",
+        S::Timeout | S::Refused | S::TlsError | S::Unreachable => "down",
+        S::Unknown => "not checked",
+        S::Untrusted => "not contacted",
+    };
+    format!("workload API {api}")
 }
 
 /// Where the failing paths' packets die: the nodes' own firewalls (`packetLocation`), NSX
@@ -617,7 +637,7 @@ fn reach_cell(n: &crate::report::DiagnosedNode) -> String {
             .map(|x| x.state)
     };
     let word = |s: Option<PortState>| match s {
-        Some(s) => s.to_string().to_lowercase(),
+        Some(s) => crate::probe::PortState::from(s).phrase().to_string(),
         None => "-".into(),
     };
     let mut cell = format!("{}/{}", word(state(2379)), word(state(2380)));
@@ -772,7 +792,7 @@ mod tests {
                 .starts_with("kubectl patch cluster tkc-prod"),
             "{out}"
         );
-        assert!(out.contains("REMEDIATION GUARD: Armed"), "{out}");
+        assert!(out.contains("REMEDIATION GUARD: armed"), "{out}");
 
         r.remediation_guard.as_mut().unwrap().state = GuardState::NotArmed;
         // Not armed: nothing to pause, no section.
@@ -837,6 +857,34 @@ mod tests {
         assert!(out.contains("SINCE WHEN"), "{out}");
         let plain = render(&article(), false, Paint { on: false }, &view());
         assert!(!plain.contains("SINCE WHEN"), "{plain}");
+    }
+
+    /// The header is one line within the width: the route's reason in words, dropped first when
+    /// the names are long; `--via` says it was asked for.
+    #[test]
+    fn the_header_is_one_line() {
+        let mut r = article();
+        let out = render(&r, false, Paint { on: false }, &view());
+        let first = out.lines().next().unwrap();
+        assert!(first.ends_with(", jumpbox (workload API down)"), "{first}");
+        assert!(out.lines().nth(1).unwrap().is_empty(), "{out}");
+        assert!(!out.contains("route:"), "{out}");
+        r.route.reason = "--via jumpbox".into();
+        let out = render(&r, false, Paint { on: false }, &view());
+        assert!(
+            out.lines().next().unwrap().ends_with(", jumpbox (--via)"),
+            "{out}"
+        );
+        r.header.namespace = "a-namespace-with-a-long-name".into();
+        let out = render(&r, false, Paint { on: false }, &view());
+        let first = out.lines().next().unwrap();
+        assert!(first.ends_with(", jumpbox"), "{first}");
+        assert!(first.chars().count() <= 100, "{first}");
+        r.header.cluster.name = "c".repeat(120);
+        let out = render(&r, false, Paint { on: false }, &view());
+        let first = out.lines().next().unwrap();
+        assert_eq!(first.chars().count(), 100, "{first}");
+        assert!(first.ends_with('…'), "{first}");
     }
 
     #[test]

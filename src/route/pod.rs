@@ -193,8 +193,8 @@ impl PodSettings {
             return Ok(Session::Unavailable(ReachError {
                 kind: ReachErrorKind::Unreachable,
                 message: format!(
-                    "the workload API does not answer ({}: {}), so no pod can run on the nodes; use --via jumpbox (through the Supervisor) or --via ssh",
-                    api.state, api.detail
+                    "the workload API {}, so no pod can run on the nodes; use --via jumpbox (through the Supervisor) or --via ssh",
+                    api.said()
                 ),
             }));
         }

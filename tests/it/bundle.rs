@@ -106,6 +106,38 @@ fn bundle_then_analyse_gives_the_same_report() {
         "{}",
         table.stderr
     );
+    // As diagnose prints it (issue 38): the first screen by default, its header one line with
+    // the run's context, `--details` every section, `-o wide` the first screen's columns.
+    let first: Vec<&str> = table.stdout.lines().collect();
+    assert!(
+        first[0].starts_with(&format!("{CLUSTER} -n {NS}, context ")) && first[1].is_empty(),
+        "{}",
+        table.stdout
+    );
+    assert!(
+        first.last().unwrap().starts_with("More with --details: "),
+        "{}",
+        table.stdout
+    );
+    let details = analyse(&env, &bundle, &["--details"]);
+    details.expect_code(1);
+    assert!(
+        details.stdout.contains("VERDICT: NodesUnreachable")
+            && !details.stdout.contains("More with --details")
+            && details.stdout.lines().count() > first.len(),
+        "{}",
+        details.stdout
+    );
+    let wide = analyse(&env, &bundle, &["-o", "wide"]);
+    wide.expect_code(1);
+    assert!(
+        wide.stdout
+            .lines()
+            .any(|l| l.starts_with("NODE ") && l.contains(" IP "))
+            && wide.stdout.contains("More with --details: "),
+        "{}",
+        wide.stdout
+    );
 
     // What the issue asks the bundle to hold, where docs/output.md says.
     let names: Vec<String> = entries(&bundle).into_iter().map(|(p, _)| p).collect();

@@ -304,7 +304,7 @@ fn the_workload_api_is_checked_again_after_the_probes() {
                 report.verdict
             );
             assert!(
-                evidence.contains("it changed while the probes ran: HttpError at ")
+                evidence.contains("it changed while the probes ran: HTTP error at ")
                     && evidence.contains("(before the probes), answering at "),
                 "{evidence}"
             );

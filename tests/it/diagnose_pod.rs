@@ -72,7 +72,7 @@ fn workload_api_down_with_via_pod() {
     assert_eq!(lines.len(), 1, "{}", run.stderr);
     assert!(
         lines[0].starts_with(&format!(
-            "error: cluster {CLUSTER}: --via pod needs the workload API, and it does not answer (Timeout: "
+            "error: cluster {CLUSTER}: --via pod needs the workload API, and it does not answer within "
         )),
         "{}",
         lines[0]

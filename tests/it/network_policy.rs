@@ -190,7 +190,7 @@ fn a_diagnosis_names_the_dropping_policy_and_its_bundle_keeps_it() {
     assert!(offline.json().get("networkPolicy").is_some());
     assert_eq!(offline.json(), live.json(), "the same report");
 
-    let table = env.kubectl(&["analyse", bundle.to_str().unwrap()]);
+    let table = env.kubectl(&["analyse", bundle.to_str().unwrap(), "--details"]);
     assert!(
         table.stdout.contains("NETWORK POLICY")
             && table

@@ -70,7 +70,7 @@ fn a_network_verdict_names_the_armed_health_check_and_the_commands() {
     let table = env.diagnose_via_jumpbox(&[]);
     table.expect_code(1);
     for want in [
-        "REMEDIATION GUARD: Armed",
+        "REMEDIATION GUARD: armed",
         "MachineHealthCheck tkc-prod-7xk2p: tkc-prod-7xk2p-4rz8m",
         "unhealthy when: Ready=Unknown for 5m0s, Ready=False for 5m0s",
         PAUSE,
@@ -110,7 +110,7 @@ fn a_paused_cluster_found_healthy_is_reminded_to_unpause() {
     let table = env.diagnose_via_jumpbox(&[]);
     table.expect_code(0);
     assert!(
-        table.stdout.contains("REMEDIATION GUARD: Paused"),
+        table.stdout.contains("REMEDIATION GUARD: paused"),
         "{}",
         table.stdout
     );
@@ -441,7 +441,7 @@ fn eight_paused_decoys_never_silence_the_guard() {
 
     let table = env.diagnose_via_jumpbox(&[]);
     for want in [
-        "REMEDIATION GUARD: Armed",
+        "REMEDIATION GUARD: armed",
         "MachineHealthCheck tkc-prod-cp-unhealthy-5m: ",
         "1 more MachineHealthCheck(s) over the control plane not shown",
     ] {

@@ -256,7 +256,7 @@ pub(super) fn node_at(ctx: &Ctx, addr: &str) -> Option<String> {
         .map(|n| n.name.clone())
 }
 
-/// `cp3 from the Supervisor: 22 Timeout, 2379 Timeout, ...: nothing reaches this VM`; on the ssh
+/// `cp3 from the Supervisor: 22 timeout, 2379 timeout, ...: nothing reaches this VM`; on the ssh
 /// route the same line from this machine (`NodeReport::vantage`).
 pub(super) fn supervisor_reach_line(n: &NodeReport) -> Option<String> {
     use crate::probe::{PortState, Vantage};
@@ -268,7 +268,7 @@ pub(super) fn supervisor_reach_line(n: &NodeReport) -> Option<String> {
     let ports: Vec<String> = n
         .reach
         .iter()
-        .map(|r| format!("{} {}", r.port, r.state))
+        .map(|r| format!("{} {}", r.port, r.state.phrase()))
         .collect();
     let count = |state: PortState| n.reach.iter().filter(|r| r.state == state).count();
     let (open, unknown) = (count(PortState::Open), count(PortState::Unknown));
@@ -305,13 +305,14 @@ pub(super) fn supervisor_reach_line(n: &NodeReport) -> Option<String> {
 /// reports errors: etcdserver: no leader)`. The Supervisor's view, which may lag what was seen.
 ///
 /// Each carries its age (`lastTransitionTime`, against the time the plugin read the Supervisor
-/// (`Ctx::now`): the time of the run, also when a bundle is judged later); beside a `Healthy`
-/// verdict it is marked as the Supervisor's last report, which KCP refreshes only once it
-/// reaches the workload API again.
+/// (`Ctx::now`): the time of the run, also when a bundle is judged later).
 ///
 /// A condition that changed before `onset` (the failure's first sign in the logs, see
 /// [`super::super::timeline::Timeline::onset`]) speaks of an earlier state, not of this failure:
-/// it is marked stale and returned apart (the second list), for the notes.
+/// it is marked stale and returned apart (the second list), for the notes. Beside a `Healthy`
+/// verdict every one is stale (issue 38: the screen reads as the API's state truly is): what
+/// was seen now is healthy, and KCP refreshes the condition only once it reaches the workload
+/// API again, so it is the Supervisor's last report, a note, never evidence of the verdict.
 pub(super) fn machine_condition_evidence(
     ctx: &Ctx,
     about: &[String],
@@ -357,8 +358,8 @@ pub(super) fn machine_condition_evidence(
                     "{line}: stale, it changed before this failure began ({}): the Supervisor's report of an earlier state",
                     crate::when::instant(onset)
                 )),
-                _ if healthy => out.push(format!(
-                    "{line}: the Supervisor's last report, not what was seen now (KCP updates it once it reaches the workload API again)"
+                _ if healthy => stale_out.push(format!(
+                    "{line}: stale, the Supervisor's last report, not what was seen now (KCP updates it once it reaches the workload API again)"
                 )),
                 _ => out.push(line),
             }

@@ -55,7 +55,7 @@ fn nospace_now(ctx: &Ctx, n: &NodeReport) -> Option<String> {
         _ => Some(format!(
             "{}: /health is {} and the newest NOSPACE line ({}) has no \"alarm disarmed\" after it",
             n.name,
-            p.health.outcome,
+            p.health.outcome.phrase(),
             crate::when::stamp(&raised)
         )),
     }

@@ -31,15 +31,20 @@ pub(super) fn nodes_unreachable(ctx: &Ctx) -> Option<Verdict> {
     let mut evidence: Vec<String> = reasons
         .iter()
         .map(|(e, nodes)| match nodes.as_slice() {
-            [one] => format!("{one}: {}: {}", e.kind, e.message),
+            [one] => format!("{one}: {}: {}", e.kind.phrase(), e.message),
             all if all.len() == ctx.nodes.len() => {
-                format!("all {} nodes: {}: {}", all.len(), e.kind, e.message)
+                format!(
+                    "all {} nodes: {}: {}",
+                    all.len(),
+                    e.kind.phrase(),
+                    e.message
+                )
             }
             some => format!(
                 "{} nodes ({}): {}: {}",
                 some.len(),
                 some.join(", "),
-                e.kind,
+                e.kind.phrase(),
                 e.message
             ),
         })

@@ -84,16 +84,16 @@ pub(super) fn gaps(ctx: &Ctx) -> Vec<Gap> {
             Err(e) => out.push(gap(
                 Check::Unreached,
                 &[&n.name],
-                format!("{}: not probed: {}: {}", n.name, e.kind, e.message),
+                format!("{}: not probed: {}: {}", n.name, e.kind.phrase(), e.message),
                 None,
             )),
             Ok(p) if p.health.outcome != HealthOutcome::Healthy => out.push(gap(
                 Check::Health,
                 &[&n.name],
                 format!(
-                    "{}: /health {}{}",
+                    "{}: /health is {}{}",
                     n.name,
-                    p.health.outcome,
+                    p.health.outcome.phrase(),
                     p.health
                         .body
                         .as_deref()
@@ -145,10 +145,8 @@ pub(super) fn workload_line(api: &crate::workload::WorkloadApi) -> String {
         ApiState::Unknown | ApiState::Untrusted => {
             format!("the workload API was not checked: {}", api.detail)
         }
-        state => format!(
-            "the workload API {server} does not answer: {state} ({})",
-            api.detail
-        ),
+        // In words, each thing once (the JSON's `workloadApi.state` keeps the code).
+        _ => format!("the workload API {server} {}", api.said()),
     };
     match workload_change(api) {
         Some(change) => format!("{line}; {change}"),
@@ -158,7 +156,7 @@ pub(super) fn workload_line(api: &crate::workload::WorkloadApi) -> String {
 
 /// When the workload API's check after the probes differs from the one before them (etcd
 /// healed or broke while they ran): what each saw and when, e.g. "it changed while the probes
-/// ran: Timeout at 2025-12-02T08:00:01Z (before the probes), answering at
+/// ran: no answer at 2025-12-02T08:00:01Z (before the probes), answering at
 /// 2025-12-02T08:00:31Z (after them)". The verdict is judged from the later one.
 pub(super) fn workload_change(api: &crate::workload::WorkloadApi) -> Option<String> {
     use crate::workload::ApiState;
@@ -168,7 +166,7 @@ pub(super) fn workload_change(api: &crate::workload::WorkloadApi) -> Option<Stri
     }
     let seen = |a: &crate::workload::WorkloadApi| match a.state {
         ApiState::Reachable => "answering".to_string(),
-        state => state.to_string(),
+        state => state.phrase().to_string(),
     };
     let at = |a: &crate::workload::WorkloadApi| {
         a.checked_at

@@ -21,9 +21,10 @@ fn facts_with_condition() -> ClusterFacts {
     facts
 }
 
+/// Beside `Healthy` the condition is a stale note (never evidence of the verdict).
 fn condition_line(d: &Diagnosis) -> String {
     d.verdict
-        .evidence
+        .notes
         .iter()
         .find(|l| l.contains("Machine condition EtcdMemberHealthy"))
         .unwrap_or_else(|| panic!("no condition line: {:#?}", d.verdict))

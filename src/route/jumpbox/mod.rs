@@ -58,6 +58,9 @@ pub struct JumpboxSettings {
     /// `-A`, `--all`: the vSphere Namespace's one jumpbox and this cluster's number in it
     /// (its key's); None: the cluster's own pod.
     pub shared: Option<(std::sync::Arc<NamespaceJumpbox>, usize)>,
+    /// The run's ` --context=… --kubeconfig=…` (`command::Kubectl::flags`): a refused pod's
+    /// `kubectl auth can-i` asks the Supervisor the run asked (empty: none).
+    pub kubectl_flags: String,
 }
 
 /// The targets the pod reaches, in its sections' order: those with an address.

@@ -44,6 +44,14 @@ impl<'a> JumpboxSession<'a> {
 
     /// Runs the one pod for every VM and reads each VM's section of its log.
     async fn run_pod(&self, run: &Run<'_>) -> std::result::Result<Vec<Reached>, ReachError> {
+        // A refusal's `kubectl auth can-i` (the Supervisor's 403) with the run's flags.
+        self.run_pod_once(run).await.map_err(|e| ReachError {
+            message: crate::error::with_can_i_flags(e.message, &self.settings.kubectl_flags),
+            ..e
+        })
+    }
+
+    async fn run_pod_once(&self, run: &Run<'_>) -> std::result::Result<Vec<Reached>, ReachError> {
         let s = self.settings;
         let addresses: Vec<&Address> = self.vms.iter().map(|(_, at)| *at).collect();
         if let Some((shared, _)) = &s.shared {

@@ -25,6 +25,7 @@ pub(super) fn settings() -> JumpboxSettings {
         },
         keeper: None,
         shared: None,
+        kubectl_flags: String::new(),
     }
 }
 

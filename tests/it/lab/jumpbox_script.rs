@@ -32,6 +32,7 @@ fn settings() -> JumpboxSettings {
         },
         keeper: None,
         shared: None,
+        kubectl_flags: String::new(),
     }
 }
 
