@@ -845,7 +845,7 @@ pub struct Members {
 impl From<po::Members> for Members {
     fn from(m: po::Members) -> Members {
         Members {
-            outcome: m.outcome.into(),
+            outcome: m.outcome,
             http_status: m.http_status,
             cluster_id: m.cluster_id,
             members: all(m.members),
@@ -917,7 +917,7 @@ pub struct Alarms {
 impl From<po::Alarms> for Alarms {
     fn from(a: po::Alarms) -> Alarms {
         Alarms {
-            outcome: a.outcome.into(),
+            outcome: a.outcome,
             http_status: a.http_status,
             alarms: all(a.alarms),
             truncated: a.truncated,
