@@ -30,59 +30,96 @@
 //! `spec.paused`, or the KCP's annotation), each with the run's `--context` and `--kubeconfig`;
 //! it; on a Healthy verdict of a paused Cluster, it reminds to unpause.
 
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
 use crate::command::{self, Kubectl};
 use crate::supervisor::{
     ClusterFacts, Condition, HealthCheck, KcpRemediation, MarkedMachine, RemediationFacts,
 };
 
+// `GuardState` and `RemediationGuard` are the contract of `remediationGuard` (`report::DiagnoseReport`):
+// their doc comments are the schema's descriptions, their serde attributes the json's names;
+// what only the wording needs is `serde(skip)`.
+
 /// What the guard concludes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, strum::Display, strum::VariantArray)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Serialize,
+    Deserialize,
+    JsonSchema,
+    strum::Display,
+    strum::VariantArray,
+)]
 pub enum GuardState {
-    /// Something can replace control-plane Machines now: a MachineHealthCheck selects them, a
-    /// Machine is marked for KCP's remediation, or KCP has one in progress.
+    /// A MachineHealthCheck selects control-plane Machines, a Machine is marked for KCP's
+    /// remediation, or KCP has one in progress.
+    // Something can replace control-plane Machines now.
     Armed,
-    /// Paused as CAPI decides it: the Cluster's `spec.paused` (neither the
-    /// MachineHealthCheck's controller nor KCP acts), or the KCP's own annotation with no
-    /// external remediation over the control plane (a MachineHealthCheck may mark, KCP replaces
-    /// nothing).
+    /// Paused as CAPI decides it: the Cluster's `spec.paused`, or the KubeadmControlPlane's
+    /// own `cluster.x-k8s.io/paused` with no external remediation.
+    // With `spec.paused` neither the MachineHealthCheck's controller nor KCP acts; with KCP's
+    // annotation a MachineHealthCheck may mark, KCP replaces nothing.
     Paused,
-    /// Nothing armed was seen (what was read only tells of the past: a KCP's last remediation,
-    /// a marked Machine that is skipped).
+    /// Nothing armed was seen.
+    // What was read only tells of the past: a KCP's last remediation, a marked Machine that is
+    // skipped.
     NotArmed,
-    /// The MachineHealthChecks could not be read: whether anything is armed is not known.
+    /// The MachineHealthChecks could not be read.
+    // Whether anything is armed is not known.
     Unknown,
 }
 
-/// The remediation guard of one cluster.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Guard {
+/// The remediation guard.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RemediationGuard {
     pub state: GuardState,
-    /// The Cluster's `spec.paused` is true.
+    /// The Cluster's `spec.paused` is true (CAPI's `IsPaused`; the Cluster's own
+    /// `cluster.x-k8s.io/paused` annotation pauses neither the MachineHealthChecks nor KCP).
     pub cluster_paused: bool,
-    /// The Cluster carries `cluster.x-k8s.io/paused` (its own reconciler's pause only).
+    // The Cluster carries `cluster.x-k8s.io/paused` (its own reconciler's pause only).
+    #[serde(skip)]
     pub cluster_annotated: bool,
-    /// The KCP's name when it carries `cluster.x-k8s.io/paused`.
+    /// The KubeadmControlPlane's name when it carries `cluster.x-k8s.io/paused`: KCP then
+    /// replaces no Machine.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kcp_paused: Option<String>,
-    /// The MachineHealthChecks over the control-plane Machines, those not paused first.
+    /// The MachineHealthChecks whose selector takes control-plane Machines of the cluster,
+    /// those not paused first, at most 8.
     pub health_checks: Vec<HealthCheck>,
-    /// How many more are over the control plane than `health_checks` shows, and how many of
-    /// those are not paused.
+    /// How many more MachineHealthChecks take control-plane Machines than `healthChecks`
+    /// shows (the state counts them all).
+    #[serde(default, skip_serializing_if = "is_zero")]
     pub health_checks_left_out: usize,
+    // Of those left out, how many are not paused.
+    #[serde(skip)]
     pub live_left_out: usize,
     /// The control-plane Machines marked for remediation.
-    pub marked: Vec<MarkedMachine>,
-    /// The KCP's remediation, when it remediates or did.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub marked_machines: Vec<MarkedMachine>,
+    /// The KubeadmControlPlane's remediation, when it remediates or did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kcp: Option<KcpRemediation>,
-    /// Why the MachineHealthChecks could not be read.
+    /// Why the MachineHealthChecks could not be read (e.g. `list machinehealthchecks in
+    /// namespace ns-prod: forbidden`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub unread: Option<String>,
-    /// The command that pauses what holds remediation off: the Cluster (`spec.paused`), or,
-    /// when only the KCP's annotation holds it, the KCP.
-    pub pause: String,
+    /// The command that pauses what holds remediation off (the Cluster's `spec.paused`; the
+    /// KubeadmControlPlane's annotation when only that holds it), with the run's `--context`
+    /// and `--kubeconfig`.
+    pub pause_command: String,
     /// The command that unpauses exactly that.
-    pub unpause: String,
-    /// The command that removes the KCP's annotation, when it carries one.
+    pub unpause_command: String,
+    // The command that removes the KCP's annotation, when it carries one.
+    #[serde(skip)]
     pub kcp_unpause: Option<String>,
-    /// The command that lists the namespace's MachineHealthChecks.
+    // The command that lists the namespace's MachineHealthChecks.
+    #[serde(skip)]
     pub list_checks: String,
 }
 
@@ -126,7 +163,7 @@ pub fn kcp_annotate_command(kubectl: &Kubectl, kcp: &str, namespace: &str, pause
 /// The guard of a cluster; None when the Supervisor said nothing of remediation (no
 /// MachineHealthCheck over the control plane, nothing marked, no KCP remediation, nothing
 /// paused, and the MachineHealthChecks read or not served): then the report is what it was.
-pub fn assess(facts: &ClusterFacts) -> Option<Guard> {
+pub fn assess(facts: &ClusterFacts) -> Option<RemediationGuard> {
     let r: &RemediationFacts = &facts.remediation;
     if r.is_empty() {
         return None;
@@ -174,7 +211,7 @@ pub fn assess(facts: &ClusterFacts) -> Option<Guard> {
             patch_command(kubectl, cluster, ns, false),
         ),
     };
-    Some(Guard {
+    Some(RemediationGuard {
         state,
         cluster_paused: r.cluster_paused,
         cluster_annotated: r.cluster_annotated,
@@ -182,11 +219,11 @@ pub fn assess(facts: &ClusterFacts) -> Option<Guard> {
         health_checks: r.health_checks.clone(),
         health_checks_left_out: r.health_checks_left_out,
         live_left_out: r.live_left_out,
-        marked: r.marked.clone(),
+        marked_machines: r.marked.clone(),
         kcp: r.kcp.clone(),
         unread: r.unread.clone(),
-        pause,
-        unpause,
+        pause_command: pause,
+        unpause_command: unpause,
         kcp_unpause: kcp_command(false),
         list_checks: kubectl.run(&format!(
             "get machinehealthchecks.cluster.x-k8s.io -n {}",
@@ -227,7 +264,11 @@ fn watches(h: &HealthCheck) -> String {
     parts.join("; ")
 }
 
-impl Guard {
+fn is_zero(n: &usize) -> bool {
+    *n == 0
+}
+
+impl RemediationGuard {
     /// The guard's lines for a verdict: `network` when the verdict is about the paths between
     /// the members, `healthy` when it is Healthy.
     pub fn advice(&self, network: bool, healthy: bool) -> Advice {
@@ -246,7 +287,7 @@ impl Guard {
             if self.cluster_paused {
                 a.next_steps.push(format!(
                     "the Cluster is paused (spec.paused) and the control plane is Healthy: unpause it, or CAPI reconciles nothing of it (no remediation, no rollout): {}",
-                    self.unpause
+                    self.unpause_command
                 ));
             }
             if let (Some(k), Some(u)) = (&self.kcp_paused, &self.kcp_unpause) {
@@ -256,9 +297,9 @@ impl Guard {
             }
             return a;
         }
-        for m in &self.marked {
+        for m in &self.marked_machines {
             let mut conditions: Vec<String> = Vec::new();
-            conditions.extend(m.health_check.iter().map(said));
+            conditions.extend(m.health_check_succeeded.iter().map(said));
             conditions.extend(m.owner_remediated.iter().map(said));
             let skipped = if m.skipped {
                 " (it carries cluster.x-k8s.io/skip-remediation or cluster.x-k8s.io/paused: the MachineHealthCheck leaves it)"
@@ -289,7 +330,7 @@ impl Guard {
                 );
                 a.next_steps.push(format!(
                     "keep the Cluster paused until the verdict is Healthy, then unpause it: {}",
-                    self.unpause
+                    self.unpause_command
                 ));
             }
             GuardState::Paused => {
@@ -299,7 +340,7 @@ impl Guard {
                 ));
                 a.next_steps.push(format!(
                     "keep the KubeadmControlPlane paused until the verdict is Healthy, then remove its annotation: {}",
-                    self.unpause
+                    self.unpause_command
                 ));
             }
             GuardState::Armed => {
@@ -328,23 +369,26 @@ impl Guard {
                 }
                 if self.kcp_paused.is_none()
                     && (live.iter().any(|h| h.remediation_template.is_none())
-                        || self.marked.iter().any(|m| m.owner_remediated.is_some()))
+                        || self
+                            .marked_machines
+                            .iter()
+                            .any(|m| m.owner_remediated.is_some()))
                 {
                     a.evidence.push(KCP_WILL.to_string());
                 }
                 a.first_steps.push(format!(
                     "pause the Cluster while the network is cut, so no Machine is replaced (it also holds every other CAPI change to the cluster): {}",
-                    self.pause
+                    self.pause_command
                 ));
                 a.next_steps.push(format!(
                     "once the paths are back and the verdict is Healthy, unpause it: {}",
-                    self.unpause
+                    self.unpause_command
                 ));
             }
             GuardState::Unknown => {
                 a.next_steps.push(format!(
                     "whether a MachineHealthCheck would replace control-plane Machines during the cut is not known (they could not be read): if one selects them ({}), pause the Cluster until the verdict is Healthy: {}, and unpause it then: {}",
-                    self.list_checks, self.pause, self.unpause
+                    self.list_checks, self.pause_command, self.unpause_command
                 ));
             }
             GuardState::NotArmed => {}

@@ -10,6 +10,9 @@
 //! difference between the read after the checks and the read before them. Only what was seen
 //! concludes: "outside the guests" needs both ends read, whole, at both moments.
 
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
 use crate::analyse::matrix::{CellState, Matrix};
 use crate::probe::firewall::{Action, FirewallRead, Fit, Hook, Packet, ReadOutcome, Ruleset};
 use crate::probe::NodeReport;
@@ -25,57 +28,93 @@ const RULES_NAMED: usize = 3;
 /// Rules kept per path.
 const HITS_PER_PATH: usize = 8;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, strum::Display, strum::VariantArray)]
+// `Place`, `FirewallReadState`, `NodeFirewall`, `FirewallRule` and `PathPlace` are the contract
+// of `packetLocation` (`report::DiagnoseReport`): their doc comments are the schema's
+// descriptions, their serde attributes the json's names.
+
+/// Where a failing path's packets die.
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Serialize,
+    Deserialize,
+    JsonSchema,
+    strum::Display,
+    strum::VariantArray,
+)]
 pub enum Place {
-    /// A node's rule counted packets during the checks.
+    /// A rule of one of its nodes counted packets during the checks: `inside the guest`.
     InsideGuest,
-    /// A rule that could match keeps no counter, or a base chain's policy drops.
+    /// A rule that could match keeps no counter, or a base chain's policy drops with no
+    /// accept for the port before it: `may be inside the guest`.
     MayBeInsideGuest,
-    /// Both ends' rules were read and none could have dropped the packets.
+    /// Both ends' rules were read before and after the checks and none could have dropped
+    /// the packets: `outside the guests`.
     OutsideGuests,
-    /// An end's rules were not read.
+    /// An end's rules were not read (see `nodes`).
     Undecided,
 }
 
-/// How a node's firewall was read.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, strum::Display, strum::VariantArray)]
-pub enum ReadState {
+/// How a node's own firewall was read.
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Serialize,
+    Deserialize,
+    JsonSchema,
+    strum::Display,
+    strum::VariantArray,
+)]
+pub enum FirewallReadState {
     /// Every tool's rules, before and after the checks.
     Read,
     /// Read, but the probe cut lines past its cap: a rule may be missing.
     Partial,
-    /// A tool was refused or failed, or none is on the node, or the node was not probed.
+    /// A tool was refused or failed, none is on the node, or the node was not probed.
     NotRead,
     /// Its probe does not read the firewall (an older probe).
     Absent,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct NodeRead {
+/// How one node's own firewall was read.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct NodeFirewall {
     pub node: String,
-    pub read: ReadState,
+    pub read: FirewallReadState,
     /// Why it is not `Read`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub detail: Option<String>,
 }
 
-/// One rule (or a chain's policy) of a node that can drop a failing path's packets.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RuleHit {
+/// A node's rule, or a chain's policy, that can drop a path's packets.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct FirewallRule {
     pub node: String,
-    /// `nft`, `iptables-legacy`, ...
+    /// The tool that listed it: `nft`, `iptables-legacy`, `ip6tables-legacy`, `iptables`,
+    /// `ip6tables`.
     pub tool: String,
-    /// `inet filter`, `ip filter`, ...
+    /// Family and table: `inet filter`, `ip filter`.
     pub table: String,
     pub chain: String,
-    /// `handle 8` (nft), `rule 2` (iptables), `policy` (the chain's policy).
+    /// `handle N` (nft), `rule N` (iptables, its position in the chain), or `policy`.
     pub rule: String,
-    /// The rule as printed (without counter and handle); the policy's words for a policy.
+    /// The rule as listed, without its counter and handle (the node's text).
+    // For a policy, the policy's words.
     pub text: String,
-    /// Packets it counted during the checks; None when it keeps no counter.
+    /// Packets it counted during the checks; absent when it keeps no counter.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub packets: Option<u64>,
 }
 
-impl RuleHit {
+impl FirewallRule {
     fn counted(&self) -> bool {
         self.packets.is_some_and(|p| p > 0)
     }
@@ -86,16 +125,22 @@ impl RuleHit {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// One failing path, placed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
 pub struct PathPlace {
     pub from: String,
     pub to: String,
     pub port: u16,
+    /// Its matrix cell.
     pub state: CellState,
     pub place: Place,
-    /// The rules that counted (first) or may drop its packets.
-    pub rules: Vec<RuleHit>,
+    /// The rules (or chain policies) of its nodes that counted its packets (first) or may drop
+    /// them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub rules: Vec<FirewallRule>,
     /// Why it is undecided.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub why: Option<String>,
 }
 
@@ -104,7 +149,7 @@ pub struct PacketLocation {
     /// Each failing peer path, in the matrices' order (2379 first).
     pub paths: Vec<PathPlace>,
     /// Each node's read.
-    pub nodes: Vec<NodeRead>,
+    pub nodes: Vec<NodeFirewall>,
     /// The Supervisor's networking stack: what "outside the guests" can be ([`outside_on`]).
     pub stack: NetworkStack,
 }
@@ -133,7 +178,7 @@ pub fn network_team(stack: NetworkStack) -> &'static str {
 
 /// One node's rules at both moments, by tool.
 struct NodeRules<'a> {
-    read: NodeRead,
+    read: NodeFirewall,
     sets: Vec<(Ruleset, Ruleset)>,
     ip: Option<std::net::IpAddr>,
     _node: &'a NodeReport,
@@ -141,9 +186,9 @@ struct NodeRules<'a> {
 
 fn node_rules(n: &NodeReport) -> NodeRules<'_> {
     let mut out = NodeRules {
-        read: NodeRead {
+        read: NodeFirewall {
             node: n.name.clone(),
-            read: ReadState::Read,
+            read: FirewallReadState::Read,
             detail: None,
         },
         sets: vec![],
@@ -151,13 +196,13 @@ fn node_rules(n: &NodeReport) -> NodeRules<'_> {
         _node: n,
     };
     let Some(p) = n.probe() else {
-        out.read.read = ReadState::NotRead;
+        out.read.read = FirewallReadState::NotRead;
         out.read.detail = Some("the node was not probed".into());
         return out;
     };
     let fw = &p.firewall;
     if fw.is_empty() {
-        out.read.read = ReadState::Absent;
+        out.read.read = FirewallReadState::Absent;
         out.read.detail = Some("its probe did not read the firewall".into());
         return out;
     }
@@ -202,17 +247,17 @@ fn node_rules(n: &NodeReport) -> NodeRules<'_> {
         problems.push("neither nft nor iptables-save is on the node".into());
     }
     if !problems.is_empty() {
-        out.read.read = ReadState::NotRead;
+        out.read.read = FirewallReadState::NotRead;
         out.read.detail = Some(problems.join("; "));
     } else if cut {
-        out.read.read = ReadState::Partial;
+        out.read.read = FirewallReadState::Partial;
         out.read.detail = Some("the probe cut lines past its cap: a rule may be missing".into());
     }
     out
 }
 
 /// The rules of `n` that can drop `p`, with what they counted between the reads.
-fn hits(n: &NodeRules, p: &Packet, out: &mut Vec<RuleHit>) {
+fn hits(n: &NodeRules, p: &Packet, out: &mut Vec<FirewallRule>) {
     for (before, after) in &n.sets {
         for chain in &after.chains {
             let sees = match chain.hook {
@@ -232,7 +277,7 @@ fn hits(n: &NodeRules, p: &Packet, out: &mut Vec<RuleHit>) {
             // A rule (or the chain's policy) that may drop the path's packets, with what it counted
             // between the reads (`None`: it keeps no counter); one that surely counted nothing is
             // left out.
-            let counted = |out: &mut Vec<RuleHit>,
+            let counted = |out: &mut Vec<FirewallRule>,
                            rule: String,
                            text: String,
                            now: Option<u64>,
@@ -241,7 +286,7 @@ fn hits(n: &NodeRules, p: &Packet, out: &mut Vec<RuleHit>) {
                 if packets != Some(0) {
                     push(
                         out,
-                        RuleHit {
+                        FirewallRule {
                             node: n.read.node.clone(),
                             tool: after.tool.clone(),
                             table: chain.table.clone(),
@@ -293,7 +338,7 @@ fn hits(n: &NodeRules, p: &Packet, out: &mut Vec<RuleHit>) {
     }
 }
 
-fn push(out: &mut Vec<RuleHit>, hit: RuleHit) {
+fn push(out: &mut Vec<FirewallRule>, hit: FirewallRule) {
     if out.len() < HITS_PER_PATH * 4 && !out.contains(&hit) {
         out.push(hit);
     }
@@ -367,11 +412,11 @@ pub fn locate(
             // Counted first.
             found.sort_by_key(|h| !h.counted());
             found.truncate(HITS_PER_PATH);
-            let unread: Vec<&NodeRead> = [&f.read, &t.read]
+            let unread: Vec<&NodeFirewall> = [&f.read, &t.read]
                 .into_iter()
-                .filter(|r| r.read != ReadState::Read)
+                .filter(|r| r.read != FirewallReadState::Read)
                 .collect();
-            let (place, why) = if found.iter().any(RuleHit::counted) {
+            let (place, why) = if found.iter().any(FirewallRule::counted) {
                 (Place::InsideGuest, None)
             } else if !found.is_empty() {
                 (Place::MayBeInsideGuest, None)
@@ -432,7 +477,7 @@ pub fn evidence(loc: &PacketLocation) -> Vec<String> {
         return lines;
     }
     // Rules by name, with the paths they touch and the most they counted, in the order met.
-    let mut rules: Vec<(RuleHit, Vec<&PathPlace>, u64)> = Vec::new();
+    let mut rules: Vec<(FirewallRule, Vec<&PathPlace>, u64)> = Vec::new();
     for p in &loc.paths {
         if !matches!(p.place, Place::InsideGuest | Place::MayBeInsideGuest) {
             continue;
@@ -513,7 +558,7 @@ pub fn evidence(loc: &PacketLocation) -> Vec<String> {
         for n in loc
             .nodes
             .iter()
-            .filter(|n| n.read != ReadState::Read)
+            .filter(|n| n.read != FirewallReadState::Read)
             .filter(|n| undecided.iter().any(|p| p.from == n.node || p.to == n.node))
         {
             why.push(format!(
@@ -558,7 +603,7 @@ fn program(tool: &str) -> Option<&'static str> {
 
 /// The command that lists a rule's chain on its node, when its tool is one of [`program`]'s and
 /// every name in it is safe; else why there is none.
-fn list_command(h: &RuleHit) -> Result<String, String> {
+fn list_command(h: &FirewallRule) -> Result<String, String> {
     let Some(tool) = program(&h.tool) else {
         return Err(format!(
             "no command: the node named its firewall tool {:?}, not one of nft, iptables, ip6tables",
@@ -587,7 +632,7 @@ fn list_command(h: &RuleHit) -> Result<String, String> {
 /// The first next step when a node's own rule counted the failing packets: that rule is the
 /// node's, not the fabric's; what to look at on which node. Empty otherwise.
 pub fn next_steps(loc: &PacketLocation) -> Vec<String> {
-    let mut named: Vec<&RuleHit> = Vec::new();
+    let mut named: Vec<&FirewallRule> = Vec::new();
     for h in loc
         .paths
         .iter()

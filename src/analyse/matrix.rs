@@ -5,11 +5,28 @@
 use std::collections::HashMap;
 use std::net::IpAddr;
 
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
 use crate::probe::output::{PathCheck, TcpOutcome, TlsOutcome};
 use crate::probe::NodeReport;
 
-/// One cell's state, from worst news to best (`report::v1alpha2::CellState` in the JSON).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, strum::Display, strum::VariantArray)]
+// `CellState`, `Cell` and `Matrix` are the contract of `matrices` (`report::DiagnoseReport`):
+// their doc comments are the schema's descriptions, their serde attributes the json's names.
+
+/// One matrix cell's state, from worst news to best.
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Serialize,
+    Deserialize,
+    JsonSchema,
+    strum::Display,
+    strum::VariantArray,
+)]
 pub enum CellState {
     /// TCP connected and the TLS handshake completed (or was not tried).
     Ok,
@@ -17,15 +34,16 @@ pub enum CellState {
     TlsStalled,
     /// TCP connected, the TLS handshake failed (certificate problem).
     TlsRejected,
-    /// TCP connected and the TLS handshake completed, but no HTTP answer came: something that is
-    /// not a working etcd listens there (or one too busy to answer). Never ok.
+    /// TCP and TLS completed but no HTTP answer came: not a working etcd.
+    // Something that is not a working etcd listens there (or one too busy to answer). Never ok.
     NoAnswer,
     /// The connect timed out (dropped).
     Timeout,
-    /// Connection refused (RST: nothing listens, or a rejecting firewall).
+    /// Connection refused (nothing listens, or a rejecting firewall).
     Refused,
     /// No route to host.
     NoRoute,
+    /// Another failure.
     Error,
     /// FROM could not be probed, or did not dial TO (no IP).
     NotProbed,
@@ -55,7 +73,9 @@ impl CellState {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// What FROM saw when it dialled TO's IP on one port.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
 pub struct Cell {
     pub from: String,
     pub to: String,
@@ -73,7 +93,9 @@ impl Cell {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// The node-to-node matrix of one port: every probed node (FROM) to every node (TO).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
 pub struct Matrix {
     pub port: u16,
     /// Node names, in row and column order.

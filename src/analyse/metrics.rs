@@ -11,6 +11,9 @@
 
 use std::collections::BTreeMap;
 
+use schemars::JsonSchema;
+use serde::{de::Error as _, Deserialize, Deserializer, Serialize, Serializer};
+
 use super::matrix::Matrix;
 use crate::probe::metrics::{Counters, Histogram, PeerCounters};
 use crate::probe::output::{MemberId, MetricsRead, QueryOutcome};
@@ -19,66 +22,150 @@ use crate::probe::NodeReport;
 /// etcd's own warning: a WAL fsync over 1 s (wal/wal.go `warnSyncDuration`, 3.4 to 3.6).
 pub const SLOW_FSYNC_SECONDS: f64 = 1.0;
 
-/// How one read went.
-#[derive(Debug, Clone, PartialEq, Eq)]
+// The contract of `etcdMetrics` (`report::DiagnoseReport`): these types are what `-o json|yaml`
+// prints and what the schema describes, so their doc comments are the schema's descriptions and
+// their serde attributes fix the json names (tests/it/schema.rs and the json-contract snapshots
+// hold both).
+
+/// How one read of `/metrics` went.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[schemars(rename = "MetricsRead")]
 pub struct ReadResult {
     pub outcome: QueryOutcome,
-    /// The URL, with why it failed when it did.
+    /// The URL asked; with why it failed when it did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub detail: Option<String>,
 }
 
 /// What etcd counts about one peer.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
 pub struct PeerMetrics {
+    /// The peer's member ID, as etcdctl prints it.
+    #[serde(serialize_with = "id_text", deserialize_with = "id_from_text")]
+    #[schemars(with = "String")]
     pub id: MemberId,
     /// The node the member lists put at this ID.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub node: Option<String>,
-    /// Failed sends since this member started (the newest read).
+    /// `etcd_network_peer_sent_failures_total`: failed sends since this member started.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sent_failures: Option<u64>,
-    /// How many more between the reads, when both were read (and the counter did not go down).
+    /// How many more between the two reads: etcd's own failures during the checks.
+    // (None unless both reads answered and the counter did not go down.)
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sent_failures_during_checks: Option<u64>,
-    /// The round-trip time's p99 since start (etcd's prober), in ms.
+    /// `etcd_network_peer_round_trip_time_seconds`: p99 since start, in milliseconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub round_trip_p99_ms: Option<u64>,
-    /// Times the stream to the peer was lost since start.
+    /// `etcd_network_disconnected_peers_total`: streams to the peer lost since start.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub disconnects: Option<u64>,
-    /// Bytes etcd wrote to the peer between the reads (`etcd_network_peer_sent_bytes_total`).
+    /// `etcd_network_peer_sent_bytes_total`: bytes written to the peer between the two reads.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sent_bytes_during_checks: Option<u64>,
-    /// Bytes etcd read from the peer between the reads
-    /// (`etcd_network_peer_received_bytes_total`; a peer without the series yet counts 0).
+    /// `etcd_network_peer_received_bytes_total`: bytes read from the peer between the two reads.
+    // (A peer without the series yet counts 0.)
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub received_bytes_during_checks: Option<u64>,
 }
 
 /// A disk latency histogram, summed up.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
 pub struct Latency {
-    /// p99 since start, in ms (histogram_quantile's estimate).
+    /// The 99th percentile since start, in milliseconds (as `histogram_quantile` estimates it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub p99_ms: Option<u64>,
+    /// Observations since start.
     pub count: u64,
-    /// Of them, over 1 s (above the smallest bucket bound of at least 1 s: 1.024 s).
+    /// Of them, over 1 s (above the bucket bound 1.024 s).
+    // (The smallest bucket bound of at least 1 s.)
     pub over_one_second: u64,
-    /// Observed between the reads, when both were read.
+    /// Observations between the two reads.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub during_checks: Option<u64>,
+    /// Of them, over 1 s.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub over_one_second_during_checks: Option<u64>,
 }
 
-/// One node's metrics.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct NodeMetrics {
+/// One node's etcd metrics.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct EtcdMetrics {
+    /// The node (as in `nodes`).
     pub node: String,
+    /// The read right before the path checks.
     pub before: ReadResult,
+    /// The read right after the last path check ended.
     pub after: ReadResult,
-    /// This member's ID (`etcd_server_id`).
+    /// This member's ID (`etcd_server_id`), as etcdctl prints it.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        serialize_with = "some_id_text",
+        deserialize_with = "some_id_from_text"
+    )]
+    #[schemars(with = "Option<String>")]
     pub member_id: Option<MemberId>,
-    /// `etcd_server_has_leader` after the checks (before them when only that read answered).
+    /// `etcd_server_has_leader`, after the checks (before them when only that read answered).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub has_leader: Option<bool>,
+    /// `etcd_server_leader_changes_seen_total`: leader changes since this member started.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub leader_changes: Option<u64>,
-    /// ms between the starts of the two reads.
+    /// Milliseconds between the starts of the two reads, when both answered.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub between_reads_ms: Option<u64>,
+    /// What etcd counts about each peer, by member ID.
+    #[serde(default)]
     pub peers: Vec<PeerMetrics>,
+    /// `etcd_disk_wal_fsync_duration_seconds`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub wal_fsync: Option<Latency>,
+    /// `etcd_disk_backend_commit_duration_seconds`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub backend_commit: Option<Latency>,
+    /// `etcd_mvcc_db_total_size_in_bytes` (3.4 also names it
+    /// `etcd_debugging_mvcc_db_total_size_in_bytes`; 3.5 and 3.6 do not).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub db_size_bytes: Option<u64>,
+    /// `etcd_server_quota_backend_bytes`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub quota_bytes: Option<u64>,
+}
+
+impl EtcdMetrics {
+    /// Both reads answered: what etcd counted between them is a count of the checks' time.
+    pub fn both_answered(&self) -> bool {
+        self.before.outcome == QueryOutcome::Ok && self.after.outcome == QueryOutcome::Ok
+    }
+}
+
+// A member ID in the json as etcdctl prints it (`MemberId`'s `Display`); read back only in
+// etcd's canonical form ([`MemberId::parse`]).
+fn id_text<S: Serializer>(id: &MemberId, s: S) -> Result<S::Ok, S::Error> {
+    s.collect_str(id)
+}
+
+fn id_from_text<'de, D: Deserializer<'de>>(d: D) -> Result<MemberId, D::Error> {
+    let text = String::deserialize(d)?;
+    MemberId::parse(&text).map_err(|e| D::Error::custom(format!("member ID {text:?}: {e}")))
+}
+
+fn some_id_text<S: Serializer>(id: &Option<MemberId>, s: S) -> Result<S::Ok, S::Error> {
+    match id {
+        Some(id) => id_text(id, s),
+        None => s.serialize_none(),
+    }
+}
+
+fn some_id_from_text<'de, D: Deserializer<'de>>(d: D) -> Result<Option<MemberId>, D::Error> {
+    #[derive(Deserialize)]
+    struct Id(#[serde(deserialize_with = "id_from_text")] MemberId);
+    Ok(Option::<Id>::deserialize(d)?.map(|Id(id)| id))
 }
 
 fn result(r: &MetricsRead) -> ReadResult {
@@ -141,7 +228,7 @@ fn counters(
 
 /// One node's metrics; `None` for a node not probed or whose probe is older than the reads.
 /// `names`: the node at each member ID, from the member lists.
-pub fn node_metrics(n: &NodeReport, names: &BTreeMap<MemberId, String>) -> Option<NodeMetrics> {
+pub fn node_metrics(n: &NodeReport, names: &BTreeMap<MemberId, String>) -> Option<EtcdMetrics> {
     let (before_read, after_read, before, after) = counters(n)?;
     let newest = after.as_ref().or(before.as_ref());
     let mut ids: Vec<MemberId> = newest
@@ -178,7 +265,7 @@ pub fn node_metrics(n: &NodeReport, names: &BTreeMap<MemberId, String>) -> Optio
         (Some(b), Some(a)) if a >= b && before.is_some() && after.is_some() => Some(a - b),
         _ => None,
     };
-    Some(NodeMetrics {
+    Some(EtcdMetrics {
         node: n.name.clone(),
         before: result(before_read),
         after: result(after_read),
@@ -204,7 +291,7 @@ pub fn node_metrics(n: &NodeReport, names: &BTreeMap<MemberId, String>) -> Optio
 }
 
 /// Every node's metrics, in the nodes' order; the nodes without them left out.
-pub fn read(nodes: &[NodeReport], names: &BTreeMap<MemberId, String>) -> Vec<NodeMetrics> {
+pub fn read(nodes: &[NodeReport], names: &BTreeMap<MemberId, String>) -> Vec<EtcdMetrics> {
     nodes
         .iter()
         .filter_map(|n| node_metrics(n, names))
@@ -280,7 +367,7 @@ const PEERS_SHOWN: usize = 8;
 /// Evidence lines for a network verdict: per node, the peers etcd failed to send to during the
 /// checks, each set against the probe's 2380 path from that node to it; the members that have
 /// no leader. Nothing for nodes without metrics.
-pub fn network_evidence(metrics: &[NodeMetrics], matrices: &[Matrix]) -> Vec<String> {
+pub fn network_evidence(metrics: &[EtcdMetrics], matrices: &[Matrix]) -> Vec<String> {
     let peer_matrix = matrices.iter().find(|m| m.port == 2380);
     let mut out = Vec::new();
     for m in metrics {
@@ -357,7 +444,7 @@ pub fn network_evidence(metrics: &[NodeMetrics], matrices: &[Matrix]) -> Vec<Str
 /// where it was (seen in the lab on 3.4 and 3.5: no failure counted over 30 s of a fabric drop,
 /// while the bytes sent grew and none came back). Without this line, "no failed sends" next to a
 /// matrix of timeouts would read as a contradiction.
-fn silent_drop(m: &NodeMetrics, peer_matrix: Option<&Matrix>) -> Option<String> {
+fn silent_drop(m: &EtcdMetrics, peer_matrix: Option<&Matrix>) -> Option<String> {
     let quiet: Vec<(&str, &PeerMetrics)> = m
         .peers
         .iter()

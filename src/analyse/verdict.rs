@@ -65,6 +65,8 @@ mod seen;
 mod slow_disk;
 
 use evidence::machine_condition_evidence;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 
 use super::matrix::{self, Cell, Matrix};
 pub use crate::probe::etcdlog::LogWindow;
@@ -72,8 +74,22 @@ use crate::probe::etcdlog::{self, LogSummary};
 use crate::probe::NodeReport;
 use crate::supervisor::{ClusterFacts, RolloutPhase};
 
-/// The verdict codes; `report::v1alpha2::VerdictCode` is their JSON, which scripts match on.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, strum::Display, strum::VariantArray)]
+// `VerdictCode` and `Verdict` are the contract's (`report::DiagnoseReport`'s `verdict`): their
+// doc comments are the schema's descriptions, their serde attributes the json's names.
+
+/// The verdict's code: scripts match on it.
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Serialize,
+    Deserialize,
+    JsonSchema,
+    strum::Display,
+    strum::VariantArray,
+)]
 pub enum VerdictCode {
     Healthy,
     ControlPlaneMachinesMissing,
@@ -93,7 +109,9 @@ pub enum VerdictCode {
     Inconclusive,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// One verdict for the whole control plane, with its evidence and next steps.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
 pub struct Verdict {
     pub code: VerdictCode,
     /// One sentence.
@@ -102,10 +120,12 @@ pub struct Verdict {
     pub nodes: Vec<String>,
     /// The facts that led to it, one line each, most telling first.
     pub evidence: Vec<String>,
+    /// What to do, in order.
     pub next_steps: Vec<String>,
-    /// What is past or minor, one line each: log history outside the window, a single slow
-    /// fsync, restarts of a member that is healthy now; a line starting "warning:" is one an
-    /// admin should still read on a `Healthy` verdict (many elections in the window).
+    /// What is past or minor, one line each; a line starting "warning:" is one to read even on `Healthy`.
+    // Log history outside the window, a single slow fsync, restarts of a member that is healthy
+    // now; a "warning:" line is one an admin should still read (many elections in the window).
+    #[serde(default)]
     pub notes: Vec<String>,
 }
 
@@ -127,9 +147,9 @@ pub struct Diagnosis {
     pub location: Option<super::location::PacketLocation>,
     /// The remediation guard ([`super::guard`]): None when the Supervisor said nothing of
     /// remediation.
-    pub guard: Option<super::guard::Guard>,
+    pub guard: Option<super::guard::RemediationGuard>,
     /// etcd's own metrics of every node whose probe read them.
-    pub etcd_metrics: Vec<super::metrics::NodeMetrics>,
+    pub etcd_metrics: Vec<super::metrics::EtcdMetrics>,
     /// Since when each pair fails, from both ends' logs ([`super::timeline`]).
     pub timeline: super::timeline::Timeline,
 }
@@ -539,7 +559,10 @@ fn member_nodes(ctx: &Ctx) -> BTreeMap<crate::probe::output::MemberId, String> {
 
 /// The remediation guard's lines, in the verdict ([`super::guard`]): what is armed and the
 /// pause commands on a network verdict, the reminder to unpause on a Healthy one.
-fn guard_advice(facts: &ClusterFacts, verdict: &mut Verdict) -> Option<super::guard::Guard> {
+fn guard_advice(
+    facts: &ClusterFacts,
+    verdict: &mut Verdict,
+) -> Option<super::guard::RemediationGuard> {
     let guard = super::guard::assess(facts)?;
     let advice = guard.advice(
         verdict.code.is_network(),

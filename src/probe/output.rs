@@ -392,15 +392,18 @@ pub struct Health {
     Eq,
     Serialize,
     Deserialize,
+    schemars::JsonSchema,
     strum::Display,
     strum::VariantArray,
 )]
+// Also the contract's `QueryOutcome` (`report::v1alpha2`): its doc comments are the schema's.
 pub enum QueryOutcome {
     /// etcd answered 200 with a document of the expected shape.
     Ok,
     /// No answer, a TLS or HTTP error, or not the expected document (`detail` says which).
     Error,
-    /// Not asked (no certificate, no curl, no `--self`; or a probe older than the field).
+    /// Not asked (no certificate, no curl; or a probe older than the field).
+    // Nor without `--self`.
     #[default]
     Skipped,
 }

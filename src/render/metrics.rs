@@ -3,7 +3,8 @@
 //! when some probe read them. Every text goes out through [`Lines`] (made visible).
 
 use super::Lines;
-use crate::report::v1alpha2::{EtcdMetrics, Latency, QueryOutcome};
+use crate::probe::output::QueryOutcome;
+use crate::report::v1alpha2::{EtcdMetrics, Latency};
 use crate::report::DiagnoseReport;
 
 /// At most this many peers named in one cell; the rest are counted.
@@ -38,7 +39,7 @@ fn size(m: &EtcdMetrics) -> String {
 
 /// The peers etcd failed to send to during the checks, by node (else member ID).
 fn failed_sends(m: &EtcdMetrics) -> String {
-    if m.before.outcome != QueryOutcome::Ok || m.after.outcome != QueryOutcome::Ok {
+    if !m.both_answered() {
         return "-".into();
     }
     let failing: Vec<String> = m
@@ -46,7 +47,7 @@ fn failed_sends(m: &EtcdMetrics) -> String {
         .iter()
         .filter(|p| p.sent_failures_during_checks.is_some_and(|d| d > 0))
         .map(|p| {
-            let who = p.node.clone().unwrap_or_else(|| p.id.clone());
+            let who = p.node.clone().unwrap_or_else(|| p.id.to_string());
             format!("{who} +{}", p.sent_failures_during_checks.unwrap_or(0))
         })
         .collect();

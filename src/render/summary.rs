@@ -18,7 +18,7 @@ use super::{visible, Lines, Paint, Tabular, Tone, View};
 use crate::command::Kubectl;
 use crate::report::v1alpha2::{
     CellState, GuardState, HealthOutcome, LeaderState, NetworkStack, Place, PortState,
-    QueryOutcome, TimelineShape, Vantage, VerdictCode,
+    TimelineShape, Vantage, VerdictCode,
 };
 use crate::report::DiagnoseReport;
 
@@ -328,7 +328,7 @@ fn silent_drop_line(r: &DiagnoseReport) -> Option<String> {
     let nodes = r
         .etcd_metrics
         .iter()
-        .filter(|m| m.before.outcome == QueryOutcome::Ok && m.after.outcome == QueryOutcome::Ok)
+        .filter(|m| m.both_answered())
         .filter(|m| {
             m.peers.iter().any(|p| {
                 p.node.as_deref().is_some_and(|to| failing(&m.node, to))

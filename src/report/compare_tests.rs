@@ -3,7 +3,7 @@
 
 use super::*;
 use crate::report::v1alpha2::{
-    EtcdMetrics, LeaderView, MetricsRead, NetworkAssessment, PeerMetrics, PortReach,
+    EtcdMetrics, LeaderView, NetworkAssessment, PeerMetrics, PortReach, ReadResult,
 };
 
 use crate::testing::peers_dropped as blocked;
@@ -245,8 +245,8 @@ fn a_security_policy_rule_that_now_blocks_is_named() {
 }
 
 fn metrics_of(node: &str, leader_changes: u64, failures: u64, db: u64) -> EtcdMetrics {
-    let read = MetricsRead {
-        outcome: QueryOutcome::Ok,
+    let read = ReadResult {
+        outcome: crate::probe::output::QueryOutcome::Ok,
         detail: None,
     };
     let mut m: EtcdMetrics = serde_json::from_value(serde_json::json!({

@@ -4,6 +4,9 @@
 use std::net::IpAddr;
 use std::time::SystemTime;
 
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, strum::Display, strum::VariantArray)]
 pub enum PowerState {
     PoweredOn,
@@ -86,18 +89,27 @@ pub struct ClusterInfo {
     pub control_plane_endpoint: Option<String>,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// A condition of a Supervisor object, as the object has it.
+// The contract's `Condition` (its doc comments are the schema's descriptions).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
 pub struct Condition {
+    /// The condition's type (`Ready`, `EtcdClusterHealthy`, ...).
+    #[serde(rename = "type")]
     pub kind: String,
+    /// `True`, `False` or `Unknown`.
     pub status: String,
+    /// The condition's machine-readable reason.
     pub reason: Option<String>,
+    /// The condition's message.
     pub message: Option<String>,
     /// v1beta1 conditions only.
     pub severity: Option<String>,
-    /// `lastTransitionTime` as the object has it (RFC 3339, e.g. `2025-06-03T08:14:07Z`): when
-    /// the Supervisor last changed its mind, so a report can say how old its word is. Required
-    /// in both shapes (CAPI's `clusterv1.Condition` and `metav1.Condition`); absent when a
-    /// served object leaves it out. Not in the JSON when absent.
+    /// `lastTransitionTime` as the object has it (RFC 3339); absent when the object leaves it out.
+    // When the Supervisor last changed its mind, so a report can say how old its word is (e.g.
+    // `2025-06-03T08:14:07Z`). Required in both shapes (CAPI's `clusterv1.Condition` and
+    // `metav1.Condition`); absent when a served object leaves it out.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_transition_time: Option<String>,
 }
 
@@ -442,56 +454,84 @@ impl RemediationFacts {
     }
 }
 
-/// One MachineHealthCheck over control-plane Machines, as its spec and status say.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+// `HealthCheck`, `MarkedMachine` and `KcpRemediation` are the contract of
+// `remediationGuard.healthChecks`, `.markedMachines` and `.kcp` (`report::DiagnoseReport`):
+// their doc comments are the schema's descriptions, their serde attributes the json's names.
+
+/// One MachineHealthCheck over control-plane Machines.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
 pub struct HealthCheck {
     pub name: String,
-    /// The control-plane Machines its selector takes, by name.
+    /// The control-plane Machines its selector takes.
     pub machines: Vec<String>,
     /// The Node conditions it judges unhealthy, each `Type=Status for <timeout>`.
     pub unhealthy_conditions: Vec<String>,
-    /// How long a Machine may stay without a Node (`nodeStartupTimeout`).
+    /// How long a Machine may stay without a Node.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub node_startup_timeout: Option<String>,
-    /// `maxUnhealthy` (v1beta1) / `triggerIf.unhealthyLessThanOrEqualTo` (v1beta2): remediation
-    /// only while no more are unhealthy than this (CAPI's default: 100%).
+    /// `maxUnhealthy` (v1beta1) / `remediation.triggerIf.unhealthyLessThanOrEqualTo` (v1beta2).
+    // Remediation only while no more are unhealthy than this (CAPI's default: 100%).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_unhealthy: Option<String>,
-    /// `unhealthyRange` / `triggerIf.unhealthyInRange`: remediation only within this range.
+    /// `unhealthyRange` / `remediation.triggerIf.unhealthyInRange`.
+    // Remediation only within this range.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub unhealthy_range: Option<String>,
-    /// Its external remediation template (`Kind/name`): remediation is then that
-    /// controller's, not KCP's.
+    /// An external remediation template (`Kind/name`).
+    // Remediation is then that controller's, not KCP's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub remediation_template: Option<String>,
     /// It carries `cluster.x-k8s.io/paused`.
     pub paused: bool,
-    /// `status.remediationsAllowed`, `status.expectedMachines`, `status.currentHealthy`.
+    /// `status.remediationsAllowed`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub remediations_allowed: Option<i64>,
+    /// `status.expectedMachines`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub expected_machines: Option<i64>,
+    /// `status.currentHealthy`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub current_healthy: Option<i64>,
 }
 
-/// A control-plane Machine a MachineHealthCheck has judged (HealthCheckSucceeded False) or
-/// handed to its owner (OwnerRemediated False).
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// A control-plane Machine marked for remediation.
+// A MachineHealthCheck has judged it (HealthCheckSucceeded False) or handed it to its owner
+// (OwnerRemediated False).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
 pub struct MarkedMachine {
     pub name: String,
     /// `HealthCheckSucceeded`, when False.
-    pub health_check: Option<Condition>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub health_check_succeeded: Option<Condition>,
     /// `OwnerRemediated`, when False: KCP is to remediate it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub owner_remediated: Option<Condition>,
     /// It carries `cluster.x-k8s.io/skip-remediation` or `cluster.x-k8s.io/paused`.
     pub skipped: bool,
 }
 
-/// The KCP's remediation state.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+/// The KubeadmControlPlane's remediation.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
 pub struct KcpRemediation {
     pub name: String,
-    /// `controlplane.cluster.x-k8s.io/remediation-in-progress` (its JSON: machine, timestamp,
-    /// retryCount), bounded.
+    /// The `controlplane.cluster.x-k8s.io/remediation-in-progress` annotation's value.
+    // Its JSON (machine, timestamp, retryCount), bounded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub in_progress: Option<String>,
     /// `status.lastRemediation`: `machine at time (retry N)`.
-    pub last: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_remediation: Option<String>,
+    /// The remediation strategy's `maxRetry`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_retry: Option<i64>,
+    /// Its retry period.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub retry_period: Option<String>,
+    /// Its minimum healthy period.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub min_healthy_period: Option<String>,
 }
 

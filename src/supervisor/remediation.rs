@@ -265,7 +265,7 @@ pub fn marked(machine: &DynamicObject) -> Option<MarkedMachine> {
     }
     Some(MarkedMachine {
         name: bounded(machine.metadata.name.as_deref().unwrap_or_default()),
-        health_check,
+        health_check_succeeded: health_check,
         owner_remediated,
         skipped: has_annotation(machine, SKIP_REMEDIATION_ANNOTATION)
             || has_annotation(machine, PAUSED_ANNOTATION),
@@ -297,7 +297,7 @@ pub fn kcp(kcp: &DynamicObject) -> KcpRemediation {
         in_progress: annotations(kcp)
             .and_then(|a| a.get(REMEDIATION_IN_PROGRESS_ANNOTATION))
             .map(|v| bounded(v)),
-        last,
+        last_remediation: last,
         max_retry: s.get("maxRetry").and_then(Value::as_i64),
         retry_period: duration(&s, "/retryPeriod", "/retryPeriodSeconds"),
         min_healthy_period: duration(&s, "/minHealthyPeriod", "/minHealthyPeriodSeconds"),
@@ -337,7 +337,7 @@ pub fn facts(
             .collect(),
         marked: machines.iter().filter_map(|m| marked(m)).collect(),
         // Only a KCP with something to say: a KCP that never remediated says nothing.
-        kcp: remediation.filter(|k| k.in_progress.is_some() || k.last.is_some()),
+        kcp: remediation.filter(|k| k.in_progress.is_some() || k.last_remediation.is_some()),
     }
 }
 

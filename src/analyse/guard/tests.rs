@@ -40,8 +40,8 @@ fn an_armed_check_on_a_network_verdict_names_it_and_gives_both_commands() {
     }))
     .unwrap();
     assert_eq!(g.state, GuardState::Armed);
-    assert_eq!(g.pause, PAUSE);
-    assert_eq!(g.unpause, UNPAUSE);
+    assert_eq!(g.pause_command, PAUSE);
+    assert_eq!(g.unpause_command, UNPAUSE);
     let a = g.advice(true, false);
     assert!(
         a.evidence[0].starts_with(
@@ -136,7 +136,7 @@ fn marked_machines_and_kcp_in_progress_on_any_problem_verdict() {
     let g = assess(&facts(RemediationFacts {
         marked: vec![MarkedMachine {
             name: "cp-2".into(),
-            health_check: Some(cond("HealthCheckSucceeded", "UnhealthyNode")),
+            health_check_succeeded: Some(cond("HealthCheckSucceeded", "UnhealthyNode")),
             owner_remediated: Some(cond("OwnerRemediated", "WaitingForRemediation")),
             skipped: false,
         }],
@@ -209,7 +209,7 @@ fn every_command_carries_the_run_flags() {
     });
     f.kubectl = Kubectl::new(Some("sv admin"), Some(std::path::Path::new("/k/c")));
     let g = assess(&f).unwrap();
-    for c in [&g.pause, &g.unpause, &g.list_checks] {
+    for c in [&g.pause_command, &g.unpause_command, &g.list_checks] {
         assert!(
             c.ends_with(" --context='sv admin' --kubeconfig=/k/c"),
             "{c}"
@@ -290,11 +290,11 @@ fn a_paused_kcp_holds_kcp_remediation_and_its_annotation_is_what_is_removed() {
     }))
     .unwrap();
     assert_eq!(g.state, GuardState::Paused);
-    assert_eq!(g.unpause, KCP_UNPAUSE);
+    assert_eq!(g.unpause_command, KCP_UNPAUSE);
     assert!(
-        g.pause.ends_with("cluster.x-k8s.io/paused=true"),
+        g.pause_command.ends_with("cluster.x-k8s.io/paused=true"),
         "{}",
-        g.pause
+        g.pause_command
     );
     let a = g.advice(true, false);
     assert!(
@@ -316,8 +316,8 @@ fn a_paused_kcp_holds_kcp_remediation_and_its_annotation_is_what_is_removed() {
     .unwrap();
     assert_eq!(g.state, GuardState::Armed);
     assert!(
-        g.unpause.ends_with(r#"{"spec":{"paused":false}}'"#),
+        g.unpause_command.ends_with(r#"{"spec":{"paused":false}}'"#),
         "{}",
-        g.unpause
+        g.unpause_command
     );
 }

@@ -110,7 +110,7 @@ fn a_rule_whose_counter_grew_is_inside_the_guest_named_with_its_packets() {
 
 #[test]
 fn a_hostile_name_never_reaches_a_command() {
-    let hit = RuleHit {
+    let hit = FirewallRule {
         node: "b".into(),
         tool: "nft".into(),
         table: "inet filter".into(),
@@ -121,12 +121,12 @@ fn a_hostile_name_never_reaches_a_command() {
     };
     assert!(list_command(&hit).is_err());
     // A name the tool would read as an option (`-F` flushes the table).
-    let option = RuleHit {
+    let option = FirewallRule {
         chain: "-F".into(),
         ..hit.clone()
     };
     assert!(list_command(&option).is_err());
-    let ipt = RuleHit {
+    let ipt = FirewallRule {
         tool: "iptables-legacy".into(),
         table: "ip filter".into(),
         chain: "INPUT".into(),
@@ -150,7 +150,7 @@ fn a_node_picks_no_program() {
         "iptables-save",
         "",
     ] {
-        let hit = RuleHit {
+        let hit = FirewallRule {
             node: "b".into(),
             tool: tool.into(),
             table: "ip filter".into(),
@@ -165,7 +165,7 @@ fn a_node_picks_no_program() {
             "{why}"
         );
     }
-    let hit = |tool: &str| RuleHit {
+    let hit = |tool: &str| FirewallRule {
         node: "b".into(),
         tool: tool.into(),
         table: "ip filter".into(),
@@ -214,7 +214,7 @@ fn a_rule_without_counter_or_a_policy_drop_may_be_inside_never_outside() {
     let loc = locate_on(&n, 2380);
     let p = &loc.paths[0];
     assert_eq!(p.place, Place::MayBeInsideGuest);
-    let names: Vec<String> = p.rules.iter().map(RuleHit::name).collect();
+    let names: Vec<String> = p.rules.iter().map(FirewallRule::name).collect();
     assert_eq!(
         names,
         [
@@ -250,7 +250,7 @@ fn an_end_not_read_leaves_the_path_undecided() {
     let n = nodes(both(EMPTY_NFT), denied, "Timeout", 2380);
     let loc = locate_on(&n, 2380);
     assert_eq!(loc.paths[0].place, Place::Undecided);
-    assert_eq!(loc.nodes[1].read, ReadState::NotRead);
+    assert_eq!(loc.nodes[1].read, FirewallReadState::NotRead);
     let ev = evidence(&loc).join("\n");
     assert!(!ev.contains(OUTSIDE), "{ev}");
     assert!(

@@ -1,71 +1,14 @@
 //! The analysis of a `DiagnoseReport`: the verdict, the node-to-node matrices and each node's
 //! etcd log findings.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::BTreeSet;
 
 use serde::{Deserialize, Serialize};
 
 use super::all;
 
-use crate::analyse::{matrix, verdict};
+use crate::analyse::verdict;
 use crate::probe::etcdlog;
-
-mirror_enum! {
-    /// The verdict's code: scripts match on it.
-    #[derive(
-        Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema,
-        strum::Display, strum::VariantArray,
-    )]
-    pub enum VerdictCode from verdict::VerdictCode {
-        Healthy,
-        ControlPlaneMachinesMissing,
-        EtcdNotRunning,
-        EtcdCrashLooping,
-        EtcdPeerNetworkBlocked,
-        EtcdPeerNetworkPartial,
-        EtcdPeerPortRefused,
-        EtcdPeerLargePacketsDropped,
-        EtcdCertificateProblem,
-        EtcdMemberMismatch,
-        EtcdNoSpace,
-        EtcdSlowDisk,
-        NodesUnreachable,
-        ApiServerNotServing,
-        ApiEndpointUnreachable,
-        Inconclusive,
-    }
-}
-
-/// One verdict for the whole control plane, with its evidence and next steps.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct Verdict {
-    pub code: VerdictCode,
-    /// One sentence.
-    pub summary: String,
-    /// The nodes the verdict is about (empty when it is about all of them).
-    pub nodes: Vec<String>,
-    /// The facts that led to it, one line each, most telling first.
-    pub evidence: Vec<String>,
-    /// What to do, in order.
-    pub next_steps: Vec<String>,
-    /// What is past or minor, one line each; a line starting "warning:" is one to read even on `Healthy`.
-    #[serde(default)]
-    pub notes: Vec<String>,
-}
-
-impl From<verdict::Verdict> for Verdict {
-    fn from(v: verdict::Verdict) -> Self {
-        Verdict {
-            code: v.code.into(),
-            summary: v.summary,
-            nodes: v.nodes,
-            evidence: v.evidence,
-            next_steps: v.next_steps,
-            notes: v.notes,
-        }
-    }
-}
 
 /// The etcd log findings of one node whose log could be read.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
@@ -344,139 +287,6 @@ mirror_enum! {
     }
 }
 
-mirror_enum! {
-    /// One matrix cell's state, from worst news to best.
-    #[derive(
-        Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema,
-        strum::Display, strum::VariantArray,
-    )]
-    pub enum CellState from matrix::CellState {
-        /// TCP connected and the TLS handshake completed (or was not tried).
-        Ok,
-        /// TCP connected, the TLS handshake did not finish: large packets lost (MTU).
-        TlsStalled,
-        /// TCP connected, the TLS handshake failed (certificate problem).
-        TlsRejected,
-        /// TCP and TLS completed but no HTTP answer came: not a working etcd.
-        NoAnswer,
-        /// The connect timed out (dropped).
-        Timeout,
-        /// Connection refused (nothing listens, or a rejecting firewall).
-        Refused,
-        /// No route to host.
-        NoRoute,
-        /// Another failure.
-        Error,
-        /// FROM could not be probed, or did not dial TO (no IP).
-        NotProbed,
-    }
-}
-
-impl CellState {
-    pub fn is_ok(self) -> bool {
-        self == CellState::Ok
-    }
-    /// A cell that says something about the path (not NotProbed).
-    pub fn is_known(self) -> bool {
-        self != CellState::NotProbed
-    }
-    /// Short text for tables.
-    pub fn label(self) -> &'static str {
-        matrix::CellState::from(self).label()
-    }
-}
-
-/// What FROM saw when it dialled TO's IP on one port.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct Cell {
-    pub from: String,
-    pub to: String,
-    pub port: u16,
-    pub state: CellState,
-    /// Connect time when it connected, else how long it waited.
-    pub ms: Option<u64>,
-    /// The tool's own words for a failure (curl's message, the TLS error).
-    pub detail: Option<String>,
-}
-
-impl From<matrix::Cell> for Cell {
-    fn from(c: matrix::Cell) -> Self {
-        Cell {
-            from: c.from,
-            to: c.to,
-            port: c.port,
-            state: c.state.into(),
-            ms: c.ms,
-            detail: c.detail,
-        }
-    }
-}
-
-/// The node-to-node matrix of one port: every probed node (FROM) to every node (TO).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct Matrix {
-    pub port: u16,
-    /// Node names, in row and column order.
-    pub nodes: Vec<String>,
-    /// Row-major: `cells[i * nodes.len() + j]` is nodes[i] → nodes[j].
-    pub cells: Vec<Cell>,
-}
-
-impl From<matrix::Matrix> for Matrix {
-    fn from(m: matrix::Matrix) -> Self {
-        Matrix {
-            port: m.port,
-            nodes: m.nodes,
-            cells: all(m.cells),
-        }
-    }
-}
-
-impl Matrix {
-    /// The cell `from` → `to`: O(N). Loops over cells use [`Matrix::index`].
-    pub fn cell(&self, from: &str, to: &str) -> Option<&Cell> {
-        let at = |name: &str| self.nodes.iter().position(|n| n == name);
-        self.at(at(from)?, at(to)?)
-    }
-    /// Each node's row and column, once: O(N) to make, then each cell is O(1).
-    pub fn index(&self) -> Cells<'_> {
-        let mut pos = HashMap::with_capacity(self.nodes.len());
-        for (i, n) in self.nodes.iter().enumerate() {
-            // The first of two equal names, as a search from the start would find it.
-            pos.entry(n.as_str()).or_insert(i);
-        }
-        Cells { matrix: self, pos }
-    }
-    /// Row `i`, column `j`; None when the cells do not say what the nodes say (a matrix read
-    /// back from JSON is data).
-    fn at(&self, i: usize, j: usize) -> Option<&Cell> {
-        let c = self
-            .cells
-            .get(i.checked_mul(self.nodes.len())?.checked_add(j)?)?;
-        (c.from == self.nodes[i] && c.to == self.nodes[j]).then_some(c)
-    }
-    /// Cells between two different nodes that both have something to say.
-    pub fn peer_cells(&self) -> impl Iterator<Item = &Cell> {
-        self.cells
-            .iter()
-            .filter(|c| c.from != c.to && c.state.is_known())
-    }
-}
-
-/// A matrix's cells by node name ([`Matrix::index`]).
-pub struct Cells<'a> {
-    matrix: &'a Matrix,
-    pos: HashMap<&'a str, usize>,
-}
-
-impl<'a> Cells<'a> {
-    pub fn cell(&self, from: &str, to: &str) -> Option<&'a Cell> {
-        self.matrix.at(*self.pos.get(from)?, *self.pos.get(to)?)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -506,12 +316,10 @@ mod tests {
 
     #[test]
     fn the_enums_read_as_their_domain_twins() {
-        display_is_the_domains::<verdict::VerdictCode, VerdictCode>();
         display_is_the_domains::<etcdlog::LogKind, LogKind>();
         display_is_the_domains::<etcdlog::LogFormat, LogFormat>();
         display_is_the_domains::<etcdlog::LeaderState, LeaderState>();
         display_is_the_domains::<etcdlog::WindowEnd, WindowEnd>();
-        display_is_the_domains::<matrix::CellState, CellState>();
     }
 
     #[test]
@@ -535,9 +343,10 @@ mod tests {
         ] {
             assert!(schema.contains(said), "{said} not in {schema}");
         }
-        let schema = serde_json::to_string(&schemars::schema_for!(Matrix)).unwrap();
+        let schema =
+            serde_json::to_string(&schemars::schema_for!(crate::analyse::matrix::Matrix)).unwrap();
         assert!(schema.contains("\"TlsStalled\""), "{schema}");
-        let schema = serde_json::to_string(&schemars::schema_for!(Verdict)).unwrap();
+        let schema = serde_json::to_string(&schemars::schema_for!(verdict::Verdict)).unwrap();
         assert!(schema.contains("\"nextSteps\""), "{schema}");
     }
 }

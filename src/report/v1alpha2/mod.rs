@@ -42,24 +42,25 @@ pub(crate) fn all<A, B: From<A>>(v: Vec<A>) -> Vec<B> {
 
 mod analysis;
 mod cluster;
-mod guard;
 mod location;
-mod metrics;
 mod network;
 mod node;
 pub(crate) mod nsx_manager;
 mod timeline;
 
+pub use crate::analyse::guard::{GuardState, RemediationGuard};
+pub use crate::analyse::location::{
+    FirewallReadState, FirewallRule, NodeFirewall, PathPlace, Place,
+};
+pub use crate::analyse::matrix::{Cell, CellState, Cells, Matrix};
+pub use crate::analyse::metrics::{EtcdMetrics, Latency, PeerMetrics, ReadResult};
+pub use crate::analyse::verdict::{Verdict, VerdictCode};
 pub use analysis::{
-    Cell, CellState, Cells, LeaderState, LeaderView, LogFinding, LogFormat, LogKind, LogSummary,
-    LogWindow, Matrix, NodeLogs, Verdict, VerdictCode, WindowEnd,
+    LeaderState, LeaderView, LogFinding, LogFormat, LogKind, LogSummary, LogWindow, NodeLogs,
+    WindowEnd,
 };
 pub use cluster::*;
-pub use guard::{GuardState, RemediationGuard};
-pub use location::{
-    FirewallReadState, FirewallRule, NodeFirewall, PacketLocation, PathPlace, Place,
-};
-pub use metrics::{EtcdMetrics, Latency, MetricsRead, PeerMetrics};
+pub use location::PacketLocation;
 pub use network::{
     Action, BlockingRule, CoverReason, CoveredCheck, CoveringRule, Direction, NetworkAssessment,
     NsxGroup, PathEvaluation, PathOutcome, PathRef, PolicyEvaluation, PolicySummary, PolicyWarning,

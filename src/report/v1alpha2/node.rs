@@ -52,38 +52,7 @@ mirror_enum! {
     }
 }
 
-/// A condition of a Supervisor object, as the object has it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct Condition {
-    /// The condition's type (`Ready`, `EtcdClusterHealthy`, ...).
-    #[serde(rename = "type")]
-    pub kind: String,
-    /// `True`, `False` or `Unknown`.
-    pub status: String,
-    /// The condition's machine-readable reason.
-    pub reason: Option<String>,
-    /// The condition's message.
-    pub message: Option<String>,
-    /// v1beta1 conditions only.
-    pub severity: Option<String>,
-    /// `lastTransitionTime` as the object has it (RFC 3339); absent when the object leaves it out.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub last_transition_time: Option<String>,
-}
-
-impl From<sv::Condition> for Condition {
-    fn from(c: sv::Condition) -> Condition {
-        Condition {
-            kind: c.kind,
-            status: c.status,
-            reason: c.reason,
-            message: c.message,
-            severity: c.severity,
-            last_transition_time: c.last_transition_time,
-        }
-    }
-}
+pub use crate::supervisor::Condition;
 
 /// One of a Machine's `status.addresses`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -844,19 +813,7 @@ impl From<po::Health> for Health {
     }
 }
 
-mirror_enum! {
-    /// How one of the probe's questions to its own etcd went (member list, alarm list).
-    #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema, strum::Display, strum::VariantArray)]
-    pub enum QueryOutcome from po::QueryOutcome {
-        /// etcd answered 200 with a document of the expected shape.
-        Ok,
-        /// No answer, a TLS or HTTP error, or not the expected document (`detail` says which).
-        Error,
-        /// Not asked (no certificate, no curl; or a probe older than the field).
-        #[default]
-        Skipped,
-    }
-}
+pub use crate::probe::output::QueryOutcome;
 
 /// The member list from the node's etcd peer listener (its own copy, answered without quorum).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -888,7 +845,7 @@ pub struct Members {
 impl From<po::Members> for Members {
     fn from(m: po::Members) -> Members {
         Members {
-            outcome: m.outcome.into(),
+            outcome: m.outcome,
             http_status: m.http_status,
             cluster_id: m.cluster_id,
             members: all(m.members),
@@ -960,7 +917,7 @@ pub struct Alarms {
 impl From<po::Alarms> for Alarms {
     fn from(a: po::Alarms) -> Alarms {
         Alarms {
-            outcome: a.outcome.into(),
+            outcome: a.outcome,
             http_status: a.http_status,
             alarms: all(a.alarms),
             truncated: a.truncated,

@@ -158,7 +158,7 @@ fn v1beta2_health_checks_and_kcp_strategy() {
     let k = f.kcp.unwrap();
     assert!(k.in_progress.unwrap().contains("tkc-cp-1"));
     assert_eq!(
-        k.last.as_deref(),
+        k.last_remediation.as_deref(),
         Some("tkc-cp-0 at 2025-06-03T08:00:00Z (retry 1)")
     );
     assert_eq!(k.max_retry, Some(3));
@@ -179,7 +179,7 @@ fn marked_machines_in_both_shapes_and_the_paused_annotation() {
     );
     let m = marked(&v1beta1).unwrap();
     assert_eq!(
-        m.health_check.unwrap().reason.as_deref(),
+        m.health_check_succeeded.unwrap().reason.as_deref(),
         Some("UnhealthyNode")
     );
     assert_eq!(
@@ -195,7 +195,7 @@ fn marked_machines_in_both_shapes_and_the_paused_annotation() {
             {"type": "OwnerRemediated", "status": "True", "reason": "Remediated"}]}
     }));
     let m = marked(&v1beta2).unwrap();
-    assert!(m.health_check.is_some() && m.owner_remediated.is_none() && m.skipped);
+    assert!(m.health_check_succeeded.is_some() && m.owner_remediated.is_none() && m.skipped);
     let healthy = machine(
         "c",
         serde_json::json!({}),

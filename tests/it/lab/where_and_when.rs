@@ -60,8 +60,9 @@ use std::time::{Duration, Instant, SystemTime};
 use common::article::{CLUSTER, CP, NS, SET};
 use common::*;
 use etcdnet::analyse::timeline::PROBER_LAG_S;
+use etcdnet::probe::output::QueryOutcome;
 use etcdnet::report::v1alpha2::{
-    CellState, GuardState, LogKind, Place, QueryOutcome, TimelineShape, VerdictCode,
+    CellState, GuardState, LogKind, Place, TimelineShape, VerdictCode,
 };
 use etcdnet::report::DiagnoseReport;
 use etcdnet_lab::{EtcdLine, EtcdVersion, Fault, Lab};
