@@ -14,6 +14,7 @@
 pub mod apiserver;
 pub mod etcdlog;
 pub mod firewall;
+pub(crate) mod frame;
 pub mod hostkey;
 pub mod identity;
 pub mod metrics;

@@ -1086,48 +1086,30 @@ probe_manifest() {
   else err manifest "not readable: $MANIFEST" && printf null >"$T/manifest.json"; fi
 }
 
-# --- the document: assembled from the parts, printed once -------------------------------------
+# --- the output: framed sections, printed once -----------------------------------------------
+# Format 2 (src/probe/frame.rs reads it): a line `etcdnet-probe 2`, then per section a header
+# line `@NAME` and each line of its text behind a `|`, then `@end N` (N: the sections printed).
+# Every line of text has its `|`, so nothing a section holds can print a header or the end:
+# only this function frames. One awk frames them all (no classification: it copies lines).
+AWK_FRAME='
+BEGIN { print "etcdnet-probe 2"
+  for (i = 1; i < ARGC; i++) { c = index(ARGV[i], ":"); f = substr(ARGV[i], c + 1); print "@" substr(ARGV[i], 1, c - 1)
+    while ((getline l < f) > 0) print "|" l
+    close(f) }
+  print "@end " (ARGC - 1); exit }'
+
+# Each section as NAME:FILE (a file missing is an empty section).
 emit() {
   [ -s "$T/stderr" ] && err probe "unexpected stderr: $(head -c 300 "$T/stderr")"
-  # nodeIp is a string even when --self was missing.
-  self_json='""'
-  [ -z "$SELF" ] || self_json=$(jstr "$SELF")
-  {
-    printf '{"schemaVersion":1,"nodeIp":%s,"hostname":%s,"ips":[' "$self_json" "$(jstr "$HOST")"
-    awk "$AWK_LIB"'{ printf "%s%s", sep, jstr($0); sep = "," }' "$T/ips" 2>/dev/null
-    now_ms
-    printf '],"clockMs":%s,"durationMs":%s,"etcd":' "$CLOCK" "$((NOW - START))"
-    cat "$T/etcd.json"
-    printf ',"kubelet":'
-    cat "$T/kubelet.json"
-    printf ',"paths":['
-    emit_paths
-    printf '],"certs":['
-    awk 'NF { printf "%s%s", sep, $0; sep = "," }' "$T/certs"
-    printf '],"manifest":'
-    cat "$T/manifest.json"
-    printf ',"health":'
-    cat "$T/health.json"
-    printf ',"members":'
-    cat "$T/members.json"
-    printf ',"alarms":'
-    cat "$T/alarms.json"
-    printf ',"firewall":{"before":['
-    cat "$T/fw.before" 2>/dev/null
-    printf '],"after":['
-    cat "$T/fw.after" 2>/dev/null
-    printf ']}'
-    printf ',"metrics":{"before":'
-    cat "$T/metrics.before.json" 2>/dev/null || printf '{"outcome":"Error","detail":"metrics job gave no result"}'
-    printf ',"after":'
-    cat "$T/metrics.after.json"
-    printf '}'
-    printf ',"apiServer":'
-    cat "$T/apiserver.json" 2>/dev/null || printf '{"readyz":{"outcome":"Error","detail":"apiserver job gave no result"}}'
-    printf ',"errors":['
-    awk -F '\t' "$AWK_LIB"'{ printf "%s{\"step\":%s,\"message\":%s}", sep, jstr($1), jstr(cap($2, 500)); sep = "," }' "$T/errors"
-    printf ']}\n'
-  } >"$T/out"
+  now_ms
+  printf '%s\n%s\n%s\n%s\n' "$SELF" "$HOST" "$CLOCK" "$((NOW - START))" >"$T/node"
+  emit_paths >"$T/paths.out"
+  [ -e "$T/metrics.before.json" ] || printf '{"outcome":"Error","detail":"metrics job gave no result"}' >"$T/metrics.before.json"
+  [ -e "$T/apiserver.json" ] || printf '{"readyz":{"outcome":"Error","detail":"apiserver job gave no result"}}' >"$T/apiserver.json"
+  set -- node:"$T/node" ips:"$T/ips" paths:"$T/paths.out" certs:"$T/certs" firewall.before:"$T/fw.before" \
+    firewall.after:"$T/fw.after" errors:"$T/errors"
+  for p in etcd kubelet manifest health members alarms metrics.before metrics.after apiserver; do set -- "$@" "$p:$T/$p.json"; done
+  awk "$AWK_FRAME" "$@" >"$T/out"
   cat "$T/out"
 }
 
@@ -1174,7 +1156,7 @@ main() {
   POD_LOGS=${ETCDNET_POD_LOGS:-/var/log/pods}
   # No writable temp folder may mean stale ones filling it: sweep, then try once more.
   if ! make_tmp && ! { sweep_stale; make_tmp; }; then
-    printf '{"schemaVersion":1,"nodeIp":"","errors":[{"step":"probe","message":"no writable temp directory"}]}\n'
+    printf 'etcdnet-probe 2\n@errors\n|probe\tno writable temp directory\n@end 1\n'
     return 0
   fi
   # A job still running (the metrics read before the checks, the checks' own job) may create a
