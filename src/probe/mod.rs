@@ -20,6 +20,7 @@ pub mod identity;
 pub mod metrics;
 pub mod output;
 pub mod parse;
+pub(crate) mod paths;
 pub mod script;
 
 use std::net::IpAddr;

@@ -29,8 +29,8 @@ pub(super) fn document(frames: &Frames) -> (Value, Vec<String>) {
         "errors".into(),
         Value::Array(errors(frames.get("errors").unwrap_or_default())),
     );
-    // The sections the script still prints as JSON: one value each, or (paths, the firewall's
-    // reads) the entries of an array, comma-separated; certs one object a line.
+    // The sections the script still prints as JSON: one value each, or (the firewall's reads)
+    // the entries of an array, comma-separated; certs one object a line.
     for (section, key) in [
         ("etcd", "etcd"),
         ("kubelet", "kubelet"),
@@ -44,11 +44,12 @@ pub(super) fn document(frames: &Frames) -> (Value, Vec<String>) {
             doc.insert(key.into(), v);
         }
     }
-    for (section, key) in [("paths", "paths")] {
-        if let Some(v) = json_list(frames, section, &mut problems) {
-            doc.insert(key.into(), v);
-        }
-    }
+    // The path checks: each one's raw transcript judged here (src/probe/paths.rs).
+    let paths = crate::probe::paths::read(frames);
+    doc.insert(
+        "paths".into(),
+        serde_json::to_value(paths).unwrap_or(Value::Array(Vec::new())),
+    );
     if let Some(text) = frames.get("certs") {
         let mut certs = Vec::new();
         for line in text.lines().filter(|l| !l.trim().is_empty()) {
