@@ -177,7 +177,7 @@ fn archive(files: &[(String, Vec<u8>)]) -> Vec<u8> {
 /// The objects per cluster that fill the entry cap once every cluster has its nodes.
 fn objects_filling(caps: Caps) -> usize {
     let per_cluster = (caps.count - 1) / caps.clusters;
-    // report, discovery, workload-api, route; a probe.json, etcd.log and reach.json per node.
+    // report, discovery, workload-api, route; a probe.out, etcd.log and reach.json per node.
     (per_cluster - 4 - 3 * caps.nodes).min(caps.objects)
 }
 
@@ -251,7 +251,7 @@ fn the_largest_bundle_within_the_caps_is_read_once_in_bounded_time() {
     let took = cpu_time() - started;
     assert_eq!(reports.len(), CAPS.clusters);
     // Every entry parsed exactly once, but the reports and logs (for people; the log is
-    // also inside probe.json), which are never parsed.
+    // also inside probe.out), which are never parsed.
     let unread = |p: &str| p.ends_with("/report.json") || p.ends_with("/etcd.log");
     let read: u64 = all
         .iter()

@@ -9,8 +9,10 @@
 //! <namespace>/<cluster>/discovery.json   what discovery said (SupervisorApis)
 //! <namespace>/<cluster>/supervisor/<Kind>-<name>.json   each object read, no managedFields
 //! <namespace>/<cluster>/workload-api.json, route.json
-//! <namespace>/<cluster>/nodes/<node>/probe.json   the probe's document as the node printed it
-//! <namespace>/<cluster>/nodes/<node>/etcd.log     its etcd log tail (also inside probe.json)
+//! <namespace>/<cluster>/nodes/<node>/probe.out    the probe's output as the node printed it
+//!                                                (framed sections, format 2; `probe.json`, a
+//!                                                document of format 1, in older bundles)
+//! <namespace>/<cluster>/nodes/<node>/etcd.log     its etcd log tail (also inside probe.out)
 //! <namespace>/<cluster>/nodes/<node>/reach.json   IP, why unreached, Supervisor-side ports, host key
 //! ```
 //!
@@ -190,7 +192,7 @@ pub struct NodeEntry {
 pub struct NodeReach {
     pub name: String,
     pub ip: Option<IpAddr>,
-    /// Why the node could not be probed; null when `probe.json` holds its document.
+    /// Why the node could not be probed; null when `probe.out` holds its output.
     pub error: Option<ReachError>,
     /// The VM's 22, 2379, 2380 and 6443 from `reachFrom` (the jumpbox route: the Supervisor;
     /// the ssh route: this machine).

@@ -321,6 +321,11 @@ impl<'a> Reader<'a> {
         Ok((name, bytes.as_slice()))
     }
 
+    /// Whether the bundle holds the file `rel` of the cluster folder `dir`.
+    fn has(&self, dir: &str, rel: &str) -> bool {
+        normalise(&format!("{dir}/{rel}")).is_ok_and(|name| self.files.contains_key(&name))
+    }
+
     /// The file `rel` of the cluster folder `dir`, as JSON of a `T`.
     fn json<T: DeserializeOwned>(
         &mut self,
@@ -370,7 +375,16 @@ fn cluster(
         let outcome = match reach.error {
             Some(e) => Err(e),
             None => {
-                let (name, doc) = r.take(dir, &format!("{}/probe.json", n.dir))?;
+                // `probe.out` (framed sections, format 2) since the probe printed them; a bundle
+                // written before holds `probe.json` (a document of format 1). The one parser
+                // reads both, so an old bundle is judged by this version's rules.
+                let out = format!("{}/probe.out", n.dir);
+                let rel = if r.has(dir, &out) {
+                    out
+                } else {
+                    format!("{}/probe.json", n.dir)
+                };
+                let (name, doc) = r.take(dir, &rel)?;
                 let node_name = node_names
                     .get(n.name.as_str())
                     .copied()

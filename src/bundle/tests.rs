@@ -177,14 +177,14 @@ fn evidence_round_trips() {
         "ns-prod/tkc-prod/supervisor/KubeadmControlPlane-tkc-prod-7xk2p.json",
         "ns-prod/tkc-prod/supervisor/Machine-tkc-prod-7xk2p-4rz8m.json",
         "ns-prod/tkc-prod/supervisor/VirtualMachine-tkc-prod-7xk2p-4rz8m.json",
-        "ns-prod/tkc-prod/nodes/tkc-prod-7xk2p-4rz8m/probe.json",
+        "ns-prod/tkc-prod/nodes/tkc-prod-7xk2p-4rz8m/probe.out",
         "ns-prod/tkc-prod/nodes/tkc-prod-7xk2p-4rz8m/etcd.log",
         "ns-prod/tkc-prod/nodes/tkc-prod-7xk2p-4rz8m/reach.json",
         "ns-prod/tkc-prod/nodes/tkc-prod-7xk2p-bx2lk/reach.json",
     ] {
         assert!(names.contains(&want), "{want} not in {names:#?}");
     }
-    assert!(!names.contains(&"ns-prod/tkc-prod/nodes/tkc-prod-7xk2p-bx2lk/probe.json"));
+    assert!(!names.contains(&"ns-prod/tkc-prod/nodes/tkc-prod-7xk2p-bx2lk/probe.out"));
     assert!(!String::from_utf8_lossy(
         &files["ns-prod/tkc-prod/supervisor/Machine-tkc-prod-7xk2p-4rz8m.json"]
     )
@@ -596,4 +596,81 @@ fn a_bundle_that_left_used_objects_out_says_so() {
         "{:?}",
         notes
     );
+}
+
+/// A bundle as the plugin wrote it before the framed output (format 2): each node's document of
+/// format 1 in `probe.json`. `edit` changes each node's document.
+fn old_bundle(e: &Evidence, edit: impl Fn(&mut Value)) -> BTreeMap<String, Vec<u8>> {
+    let files = entries(write_bytes(std::slice::from_ref(e)).as_slice(), CAPS).unwrap();
+    files
+        .into_iter()
+        .map(|(name, bytes)| match name.strip_suffix("/probe.out") {
+            Some(dir) => {
+                let mut doc: Value = serde_json::from_slice(&bytes).expect("format 1's JSON");
+                edit(&mut doc);
+                // `schemaVersion` first, as the probe printed it.
+                let version = doc
+                    .as_object_mut()
+                    .unwrap()
+                    .remove("schemaVersion")
+                    .unwrap();
+                let rest = doc.to_string();
+                let text = format!("{{\"schemaVersion\":{version},{}", &rest[1..]);
+                (format!("{dir}/probe.json"), text.into_bytes())
+            }
+            None => (name, bytes),
+        })
+        .collect()
+}
+
+#[test]
+fn a_bundle_written_before_the_framed_output_is_read_and_judged_again() {
+    let e = evidence();
+    let files = old_bundle(&e, |_| {});
+    assert!(files.keys().any(|n| n.ends_with("/probe.json")));
+    assert!(!files.keys().any(|n| n.ends_with("/probe.out")));
+    let b = from_entries(&files, CAPS).unwrap();
+    assert_eq!(
+        b.evidence[0].judge(&Default::default()).unwrap(),
+        e.judge(&Default::default()).unwrap()
+    );
+}
+
+#[test]
+fn a_fixed_classifier_changes_an_old_bundles_verdict() {
+    // Probes before `NoHttpAnswer` wrote a handshake that got no HTTP answer as `Completed`
+    // without a status: the plugin of then judged those paths working. This plugin's reading
+    // of the same stored document (`parse`) knows better, and `analyse` says so.
+    let mut e = evidence();
+    e.nodes[2].outcome = Ok(printed(2).1);
+    // As the plugin of then judged it: every path working, so no network verdict.
+    let judged_then = e.judge(&Default::default()).unwrap();
+    let files = old_bundle(&e, |doc| {
+        for p in doc["paths"].as_array_mut().unwrap() {
+            if p["own"] == json!(false) {
+                p["tls"] = json!("Completed");
+                p["httpStatus"] = Value::Null;
+                p["tlsDetail"] = json!(
+                    "no HTTP answer after the handshake: curl: (28) Operation timed out after 5001 milliseconds with 0 bytes received"
+                );
+            }
+        }
+    });
+    let b = from_entries(&files, CAPS).unwrap();
+    let now = b.evidence[0].judge(&Default::default()).unwrap();
+    assert_ne!(
+        now.verdict.code, judged_then.verdict.code,
+        "the old bundle re-judged: {:?}",
+        now.verdict
+    );
+    assert!(
+        now.verdict.evidence.iter().any(|l| l.contains("2380")),
+        "{:?}",
+        now.verdict
+    );
+    let paths = &b.evidence[0].nodes[0].probe().unwrap().paths;
+    assert!(paths
+        .iter()
+        .filter(|p| !p.own)
+        .all(|p| p.tls == crate::probe::output::TlsOutcome::NoHttpAnswer));
 }

@@ -174,12 +174,13 @@ pub(super) fn files(evidence: &[Evidence], args: Vec<String>) -> Result<Vec<(Str
         for n in &e.nodes {
             let rel = format!("nodes/{}", taken.unique("nodes", &component(&n.name)));
             if let Ok(probe) = &n.outcome {
-                // As the node printed it; a document made in code (tests) in the same schema.
+                // As the node printed it (framed sections; a document of format 1 from an older
+                // probe); a document made in code (tests) as format 1's JSON.
                 let doc = match probe.raw.as_str() {
                     Some(raw) => raw.as_bytes().to_vec(),
                     None => pretty(probe)?,
                 };
-                put(&format!("{rel}/probe.json"), doc);
+                put(&format!("{rel}/probe.out"), doc);
                 if let Some(logs) = &probe.etcd.logs {
                     put(&format!("{rel}/etcd.log"), logs.text.clone().into_bytes());
                 }

@@ -14,11 +14,13 @@
 pub mod apiserver;
 pub mod etcdlog;
 pub mod firewall;
+pub(crate) mod frame;
 pub mod hostkey;
 pub mod identity;
 pub mod metrics;
 pub mod output;
 pub mod parse;
+pub(crate) mod paths;
 pub mod script;
 
 use std::net::IpAddr;

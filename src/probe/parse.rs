@@ -78,6 +78,11 @@ pub fn parse(node: &str, raw: &[u8]) -> Result<ProbeOutput, ParseError> {
     if text.trim().is_empty() {
         return Err(ParseError::Empty { node: node.into() });
     }
+    // Format 2 (framed sections) where its start line is; else a document of format 1 (a probe
+    // before it, a bundle written then).
+    if crate::probe::frame::start(&text).is_some() {
+        return parse_frames(node, &text);
+    }
     // Every place a document may start, tried in order; the last failure is the one reported
     // (the real document comes after any noise that merely mentions the marker), or the one
     // before the read budget ran out.
@@ -99,6 +104,35 @@ pub fn parse(node: &str, raw: &[u8]) -> Result<ProbeOutput, ParseError> {
         node: node.into(),
         excerpt: excerpt(text.trim_start()),
     }))
+}
+
+/// A framed output (format 2): its sections read into the document, then the caps and the
+/// typed reading as for format 1.
+fn parse_frames(node: &str, text: &str) -> Result<ProbeOutput, ParseError> {
+    use crate::probe::frame::{self, FrameError};
+    let frames = frame::read(text).map_err(|e| match e {
+        FrameError::NotFramed => ParseError::NotJson {
+            node: node.into(),
+            excerpt: excerpt(text.trim_start()),
+        },
+        FrameError::Version(found) => ParseError::UnsupportedSchema {
+            node: node.into(),
+            found,
+        },
+        FrameError::Truncated { bytes } => ParseError::Truncated {
+            node: node.into(),
+            bytes,
+        },
+    })?;
+    let (mut value, mut problems) = framed::document(&frames);
+    problems.extend(bounds::bound(&mut value));
+    let mut out = ProbeOutput::deserialize(value).map_err(|e| ParseError::Invalid {
+        node: node.into(),
+        detail: cap(&e.to_string()),
+    })?;
+    out.document_problems = problems;
+    out.raw = RawDocument::new(&text[frames.span.0..frames.span.1]);
+    Ok(out)
 }
 
 /// One attempt at a document starting at `doc`; a failure comes with how many bytes it read.
@@ -184,6 +218,14 @@ fn no_http_answer_of_older_probes(out: &mut ProbeOutput) {
     }
 }
 
+/// Whether a line is the probe's own (a line of its framed output, or its document of format
+/// 1): not the node's noise around it (ssh's or sudo's words, when a route reads both).
+pub(crate) fn is_output_line(line: &str) -> bool {
+    line.starts_with(MARKER)
+        || line.starts_with(['@', '|'])
+        || line.starts_with(crate::probe::frame::MAGIC)
+}
+
 /// Offsets where a document may start: the marker at the start of a line, or after a prefix
 /// that holds no JSON (a timestamp, a CRI `stdout F`).
 fn document_starts(text: &str) -> Vec<usize> {
@@ -255,6 +297,7 @@ fn cap(s: &str) -> String {
 }
 
 pub mod bounds;
+mod framed;
 
 #[cfg(test)]
 mod tests;

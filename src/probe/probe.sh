@@ -402,61 +402,6 @@ BEGIN { for (i = first; i <= last; i++) { f = dir "/p." i ".v"; c = 0
   while (!c && (getline l < f) > 0) { l = untimed(l); if (connected(l) || l ~ /^curl: \([0-9]+\) /) c = 1 }
   close(f); if (!c) print i } }'
 
-# Input: paths.meta, one finished check a line (index target port own curl-exit elapsed-ms). Per
-# check it reads p.I.v (curl -v), p.I.w (curl -w) and p.I.killed (the watchdog's ms, if it ended
-# the check). Output: the JSON array's entries, comma-separated.
-AWK_PATH='
-function span(a, b) { return (a >= 0 && b >= a) ? int((b - a) * 1000 + 0.5) : -1 }
-function path(i, target, port, own, rc, elapsed,
-    f, l, t, t0, tc, th, last, conn, hs, reason, final, w, wv, code, wc, wa, killed, k,
-    tcp, tcpms, tcpd, tls, tlsms, tlsd, http) {
-  t0 = tc = th = last = -1; conn = hs = 0; reason = final = ""
-  f = dir "/p." i ".v"
-  while ((getline l < f) > 0) {
-    l = stamped(l); t = LT
-    if (t >= 0 && t0 >= 0 && t < t0) t += 86400
-    if (t >= 0) last = t
-    if (l ~ /^\* +Trying / && t0 < 0) t0 = t
-    if (!conn && connected(l)) { conn = 1; tc = t }
-    if (!hs && l ~ /^\* +(SSL connection using |Established (2nd )?connection)/) { hs = 1; th = t }
-    if (l ~ /^\* +(connect to .* failed: |Immediate connect fail for )/) reason = substr(l, 3)
-    if (l ~ /^curl: \([0-9]+\) /) final = l
-  }
-  close(f)
-  w = ""; f = dir "/p." i ".w"; if ((getline w < f) <= 0) w = ""; close(f)
-  killed = 0; f = dir "/p." i ".killed"; if ((getline k < f) > 0) { killed = 1; elapsed = k + 0 }; close(f)
-  split(w, wv, " "); code = wv[1] + 0; wc = wv[2] + 0; wa = wv[3] + 0
-  tcpms = tlsms = http = -1; tcpd = tlsd = ""; tls = "NotTried"
-  # Ended by the watchdog: not connected at the deadline, even if curl connected in the instant
-  # before the signal (its handshake cut short by us is no TLS answer to judge).
-  if (!conn || killed) {
-    tcpms = killed ? elapsed : span(t0, last); if (tcpms < 0) tcpms = elapsed
-    if (killed) { tcp = "Timeout"; tcpd = "no TCP answer within " ct " s" }
-    else if (rc == 28) tcp = "Timeout"
-    else if (reason ~ /Connection refused/) tcp = "Refused"
-    else if (reason ~ /No route to host|Network is unreachable|Host is unreachable/) tcp = "NoRoute"
-    else tcp = "Error"
-    if (tcpd == "") tcpd = reason != "" ? reason : final != "" ? final : "curl exited " rc
-  } else {
-    tcp = "Connected"
-    tcpms = (rc == 0 && wc > 0) ? int(wc * 1000 + 0.5) : span(t0, tc)
-    # A handshake that finished with nothing answering the request in time is NoHttpAnswer (not
-    # etcd listening there, or one too busy to serve): never a working path.
-    if (!tried) { if (rc != 0 && !hs) tlsd = final }
-    else if (rc == 0 || code > 0) { tls = "Completed"; http = code > 0 ? code : -1; if (rc != 0) tlsd = final
-      tlsms = (wa > wc && wc > 0) ? int((wa - wc) * 1000 + 0.5) : span(tc, th) }
-    else if (rc == 28 && hs) { tls = "NoHttpAnswer"; tlsms = span(tc, th); tlsd = "no HTTP answer after the handshake: " final }
-    else if (rc == 28) { tls = "Stalled"; tlsms = span(tc, last); tlsd = "no TLS handshake within " ct + tt " s (connected after " tcpms " ms): " final }
-    else { tls = "Rejected"; tlsms = span(tc, last); tlsd = final
-      # TLS 1.3: the client finishes first; a peer refusing its certificate may just close.
-      if (hs && final !~ /alert|certificate/) tlsd = "closed after the handshake, no HTTP answer (a refused client certificate under TLS 1.3): " final }
-    if (tls != "NotTried" && tls != "Completed" && tlsd == "") tlsd = "curl exited " rc
-  }
-  return sprintf("{\"target\":%s,\"port\":%d,\"own\":%s,\"tcp\":\"%s\",\"tcpMs\":%s,\"tcpDetail\":%s,", jstr(target), port, own, tcp, jnum(tcpms), jstr(cap(tcpd, 300))) \
-    sprintf("\"tls\":\"%s\",\"tlsMs\":%s,\"tlsDetail\":%s,\"httpStatus\":%s}", tls, jnum(tlsms), jstr(cap(tlsd, 300)), jnum(http))
-}
-NF == 6 { printf "%s%s", sep, path($1, $2, $3, $4, $5, $6); sep = "," }'
-
 # After --connect-timeout, ends the checks of a group (first..last) that have not connected,
 # noting how long each had run. A check whose curl has ended is left alone (its pid may be gone).
 watchdog() { # first last
@@ -468,7 +413,7 @@ watchdog() { # first last
   for j in $(awk -v dir="$T" -v first="$1" -v last="$2" "$AWK_CONNECTED$AWK_UNCONNECTED"); do
     [ -e "$T/p.$j.done" ] && continue
     eval "t0=\$T0_$j pid=\$PID_$j"
-    echo $((NOW - t0)) >"$T/p.$j.killed"
+    echo "killed $((NOW - t0))" >"$T/p.$j.killed"
     kill "$pid"
   done
 }
@@ -485,7 +430,7 @@ start_group() { # first last
     now_ms
     eval "T0_$j=\$NOW"
     GNUTLS_NO_IMPLICIT_INIT=1 curl -q -g -sS -v --trace-time --http1.1 --noproxy '*' --connect-timeout $((CT + TT)) --max-time $((CT + TT)) "$@" \
-      -o /dev/null -w '%{http_code} %{time_connect} %{time_appconnect}' "https://$host:$port/version" >"$T/p.$j.w" 2>"$T/p.$j.v" &
+      -o /dev/null -w 'w %{http_code} %{time_connect} %{time_appconnect}\n' "https://$host:$port/version" >"$T/p.$j.w" 2>"$T/p.$j.v" &
     eval "PID_$j=\$! GROUP_$j=\$G_FIRST"
     j=$((j + 1))
   done
@@ -493,7 +438,7 @@ start_group() { # first last
   eval "WD_$G_FIRST=\$! LAST_$G_FIRST=\$G_LAST"
 }
 
-# Waits for check $1, notes how it ended in paths.meta, and stops its group's watchdog once the
+# Waits for check $1, notes how it ended (p.$1.m: curl's exit code and ms), and stops its group's watchdog once the
 # group is over (checks end in the order they started: they all have the same bounds).
 finish_check() { # index
   eval "pid=\$PID_$1 g=\$GROUP_$1"
@@ -501,8 +446,8 @@ finish_check() { # index
   rc=$?
   : >"$T/p.$1.done"
   now_ms
-  eval "t0=\$T0_$1 ip=\$IP_$1 port=\$PORT_$1 own=\$OWN_$1 wd=\$WD_$g last=\$LAST_$g"
-  printf '%s %s %s %s %s %s\n' "$1" "$ip" "$port" "$own" "$rc" $((NOW - t0)) >>"$T/paths.meta"
+  eval "t0=\$T0_$1 wd=\$WD_$g last=\$LAST_$g"
+  printf 'check %s %s\n' "$rc" $((NOW - t0)) >"$T/p.$1.m"
   if [ "$1" -eq "$last" ]; then
     kill "$wd" 2>/dev/null
     wait "$wd"
@@ -511,10 +456,9 @@ finish_check() { # index
 
 # All checks, at most --parallel at once: that bounds the processes and connections a long --peer
 # list can make the probe open on the node. The first --parallel start together; past that, each
-# next check starts as the oldest ends, with a watchdog of its own. paths.ok: the entries are
-# complete.
+# next check starts as the oldest ends, with a watchdog of its own. Each check's section
+# (check.I: p.I.m, p.I.killed, p.I.w, p.I.v) is judged by the plugin (src/probe/paths.rs).
 run_paths() {
-  : >"$T/paths.meta"
   next=$N
   [ "$PAR" -lt "$N" ] && next=$PAR
   start_group 1 "$next"
@@ -528,8 +472,6 @@ run_paths() {
       next=$((next + 1))
     fi
   done
-  awk -v dir="$T" -v ct="$CT" -v tt="$TT" -v tried="${PEER_TLS:+1}" "$AWK_LIB$AWK_CONNECTED$AWK_PATH" "$T/paths.meta" >"$T/paths.json" &&
-    : >"$T/paths.ok"
 }
 
 # The checks (IP_i PORT_i OWN_i, i = 1..N: own node first, each address once), run in the
@@ -537,6 +479,8 @@ run_paths() {
 start_paths() {
   N=0 seen=' ' PEER_TLS=
   [ -r "$PKI/ca.crt" ] && [ -r "$PKI/peer.crt" ] && [ -r "$PKI/peer.key" ] && PEER_TLS=1
+  printf 'checks %s %s %s\n' "$CT" "$TT" "${PEER_TLS:-0}" >"$T/paths.list"
+  have curl || echo nocurl >>"$T/paths.list"
   [ -n "$PEER_TLS" ] || err paths "no readable ca.crt/peer.crt/peer.key in $PKI: TCP checked, TLS not tried"
   for ip in $SELF $PEERS; do
     case $seen in *" $ip "*) continue ;; esac
@@ -545,6 +489,7 @@ start_paths() {
     for port in 2379 2380; do
       N=$((N + 1))
       eval "IP_$N=\$ip PORT_$N=\$port OWN_$N=\$own"
+      printf 'path %s %s %s %s\n' "$N" "$ip" "$port" "$own" >>"$T/paths.list"
     done
   done
   if have curl; then
@@ -737,20 +682,6 @@ metrics_wait_before() {
   i=0
   while [ ! -e "$T/metrics.before.json" ] && [ "$i" -lt $(((METRICS_BEFORE_S + 1) * 10)) ]; do
     sleep 0.1 2>/dev/null || { sleep 1 && i=$((i + 9)); }
-    i=$((i + 1))
-  done
-}
-
-# The paths' entries: the job's, or (curl missing, the job died) one per check saying so.
-emit_paths() {
-  if [ -e "$T/paths.ok" ]; then cat "$T/paths.json" && return; fi
-  why='probe job gave no result'
-  have curl || why='curl not found'
-  i=1
-  while [ "$i" -le "$N" ]; do
-    eval "ip=\$IP_$i port=\$PORT_$i own=\$OWN_$i"
-    [ "$i" -gt 1 ] && printf ','
-    printf '{"target":"%s","port":%s,"own":%s,"tcp":"Error","tcpDetail":"%s","tls":"NotTried"}' "$ip" "$port" "$own" "$why"
     i=$((i + 1))
   done
 }
@@ -1086,48 +1017,36 @@ probe_manifest() {
   else err manifest "not readable: $MANIFEST" && printf null >"$T/manifest.json"; fi
 }
 
-# --- the document: assembled from the parts, printed once -------------------------------------
+# --- the output: framed sections, printed once -----------------------------------------------
+# Format 2 (src/probe/frame.rs reads it): a line `etcdnet-probe 2`, then per section a header
+# line `@NAME` and each line of its text behind a `|`, then `@end N` (N: the sections printed).
+# Every line of text has its `|`, so nothing a section holds can print a header or the end:
+# only this function frames. One awk frames them all (no classification: it copies lines).
+AWK_FRAME='
+BEGIN { print "etcdnet-probe 2"
+  for (i = 1; i < ARGC; i++) { n = split(ARGV[i], a, ":"); print "@" a[1]; used = 0
+    for (k = 3; k <= n; k++) { while ((getline l < a[k]) > 0) { used += length(l) + 1; if (a[2] > 0 && used > a[2]) break; print "|" l }
+      close(a[k]) } }
+  print "@end " (ARGC - 1); exit }'
+
+# Each section as NAME:MAX:FILE[:FILE]... (its files' lines, at most MAX bytes of them when MAX
+# is not 0; a file missing adds nothing). A check's transcript: at most 8 KiB (curl -v of one
+# /version request is a few dozen lines; a peer's huge headers are cut).
 emit() {
   [ -s "$T/stderr" ] && err probe "unexpected stderr: $(head -c 300 "$T/stderr")"
-  # nodeIp is a string even when --self was missing.
-  self_json='""'
-  [ -z "$SELF" ] || self_json=$(jstr "$SELF")
-  {
-    printf '{"schemaVersion":1,"nodeIp":%s,"hostname":%s,"ips":[' "$self_json" "$(jstr "$HOST")"
-    awk "$AWK_LIB"'{ printf "%s%s", sep, jstr($0); sep = "," }' "$T/ips" 2>/dev/null
-    now_ms
-    printf '],"clockMs":%s,"durationMs":%s,"etcd":' "$CLOCK" "$((NOW - START))"
-    cat "$T/etcd.json"
-    printf ',"kubelet":'
-    cat "$T/kubelet.json"
-    printf ',"paths":['
-    emit_paths
-    printf '],"certs":['
-    awk 'NF { printf "%s%s", sep, $0; sep = "," }' "$T/certs"
-    printf '],"manifest":'
-    cat "$T/manifest.json"
-    printf ',"health":'
-    cat "$T/health.json"
-    printf ',"members":'
-    cat "$T/members.json"
-    printf ',"alarms":'
-    cat "$T/alarms.json"
-    printf ',"firewall":{"before":['
-    cat "$T/fw.before" 2>/dev/null
-    printf '],"after":['
-    cat "$T/fw.after" 2>/dev/null
-    printf ']}'
-    printf ',"metrics":{"before":'
-    cat "$T/metrics.before.json" 2>/dev/null || printf '{"outcome":"Error","detail":"metrics job gave no result"}'
-    printf ',"after":'
-    cat "$T/metrics.after.json"
-    printf '}'
-    printf ',"apiServer":'
-    cat "$T/apiserver.json" 2>/dev/null || printf '{"readyz":{"outcome":"Error","detail":"apiserver job gave no result"}}'
-    printf ',"errors":['
-    awk -F '\t' "$AWK_LIB"'{ printf "%s{\"step\":%s,\"message\":%s}", sep, jstr($1), jstr(cap($2, 500)); sep = "," }' "$T/errors"
-    printf ']}\n'
-  } >"$T/out"
+  now_ms
+  printf '%s\n%s\n%s\n%s\n' "$SELF" "$HOST" "$CLOCK" "$((NOW - START))" >"$T/node"
+  [ -e "$T/metrics.before.json" ] || printf '{"outcome":"Error","detail":"metrics job gave no result"}' >"$T/metrics.before.json"
+  [ -e "$T/apiserver.json" ] || printf '{"readyz":{"outcome":"Error","detail":"apiserver job gave no result"}}' >"$T/apiserver.json"
+  set -- node:0:"$T/node" ips:0:"$T/ips" paths:0:"$T/paths.list" certs:0:"$T/certs" firewall.before:0:"$T/fw.before" \
+    firewall.after:0:"$T/fw.after" errors:0:"$T/errors"
+  for p in etcd kubelet manifest health members alarms metrics.before metrics.after apiserver; do set -- "$@" "$p:0:$T/$p.json"; done
+  i=1
+  while [ "$i" -le "$N" ]; do
+    [ -e "$T/p.$i.m" ] && set -- "$@" "check.$i:8192:$T/p.$i.m:$T/p.$i.killed:$T/p.$i.w:$T/p.$i.v"
+    i=$((i + 1))
+  done
+  awk "$AWK_FRAME" "$@" >"$T/out"
   cat "$T/out"
 }
 
@@ -1174,7 +1093,7 @@ main() {
   POD_LOGS=${ETCDNET_POD_LOGS:-/var/log/pods}
   # No writable temp folder may mean stale ones filling it: sweep, then try once more.
   if ! make_tmp && ! { sweep_stale; make_tmp; }; then
-    printf '{"schemaVersion":1,"nodeIp":"","errors":[{"step":"probe","message":"no writable temp directory"}]}\n'
+    printf 'etcdnet-probe 2\n@errors\n|probe\tno writable temp directory\n@end 1\n'
     return 0
   fi
   # A job still running (the metrics read before the checks, the checks' own job) may create a

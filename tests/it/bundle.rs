@@ -151,7 +151,7 @@ fn bundle_then_analyse_gives_the_same_report() {
         format!("{dir}/supervisor/Cluster-{CLUSTER}.json"),
         format!("{dir}/supervisor/Machine-{}.json", CP[0]),
         format!("{dir}/supervisor/VirtualMachine-{}.json", CP[0]),
-        format!("{dir}/nodes/{}/probe.json", CP[0]),
+        format!("{dir}/nodes/{}/probe.out", CP[0]),
         format!("{dir}/nodes/{}/etcd.log", CP[0]),
         format!("{dir}/nodes/{}/reach.json", CP[0]),
         format!("{dir}/nodes/{}/reach.json", CP[1]),

@@ -632,8 +632,9 @@ fn conditions_beside_healthy_carry_their_age() {
 #[test]
 fn the_probes_prefix_for_a_close_after_the_handshake_is_the_one_the_rule_strips() {
     let prefix = super::certificate_problem::CLOSED_AFTER_HANDSHAKE;
+    // The plugin judges the path checks (src/probe/paths.rs) and writes the prefix there.
     assert!(
-        crate::probe::script::PROBE_SH.contains(&format!("tlsd = \"{prefix}\" final")),
-        "probe.sh no longer writes {prefix:?}"
+        include_str!("../../probe/paths.rs").contains(&format!("\"{prefix}{{fin}}\"")),
+        "probe/paths.rs no longer writes {prefix:?}"
     );
 }

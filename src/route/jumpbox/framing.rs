@@ -217,7 +217,7 @@ pub fn read_log(node: &str, ip: &str, user: &str, log: &str) -> Reached {
     }
     let other: String = body
         .iter()
-        .filter(|l| !l.starts_with("{\"schemaVersion\""))
+        .filter(|l| !crate::probe::parse::is_output_line(l))
         .flat_map(|l| [*l, "\n"])
         .collect();
     let outcome = match crate::probe::parse::parse(node, body.join("\n").as_bytes()) {

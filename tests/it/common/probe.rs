@@ -160,7 +160,7 @@ pub struct Run {
     pub wall: Duration,
 }
 
-/// Run, then check the contract: exit 0, one JSON line on stdout, nothing on stderr, no temp
+/// Run, then check the contract: exit 0, one framed output on stdout, nothing on stderr, no temp
 /// files left behind.
 pub fn check(mut cmd: Command, node: &Node, what: &str) -> Run {
     let start = Instant::now();
@@ -173,8 +173,16 @@ pub fn check(mut cmd: Command, node: &Node, what: &str) -> Run {
         "{what}: {:?}, stderr: {stderr}",
         out.status
     );
-    let one_document = stdout.lines().count() == 1 && stdout.starts_with("{\"schemaVersion\":1,");
-    assert!(one_document, "{what}: stdout is one JSON line: {stdout}");
+    // Framed sections (src/probe/frame.rs): the start line, then only headers and text lines,
+    // then the end line, and nothing else.
+    let framed = stdout.starts_with("etcdnet-probe 2\n")
+        && stdout.ends_with('\n')
+        && stdout
+            .lines()
+            .last()
+            .is_some_and(|l| l.starts_with("@end "))
+        && stdout.lines().skip(1).all(|l| l.starts_with(['@', '|']));
+    assert!(framed, "{what}: stdout is one framed output: {stdout}");
     let left: Vec<_> = std::fs::read_dir(node.path("tmp")).unwrap().collect();
     assert!(left.is_empty(), "{what}: temp files left: {left:?}");
     let out = parse("cp1", &out.stdout).unwrap_or_else(|e| panic!("{what}: {e}\n{stdout}"));

@@ -1,0 +1,147 @@
+//! A framed output's sections (format 2, [`crate::probe::frame`]) read into the document's
+//! value, which the caps ([`super::bounds`]) and the typed reading then take as they take a
+//! document of format 1. Each section's reader is total: a section missing or not as the probe
+//! prints it leaves its part at its default (what an older probe without it gives) and says so
+//! in the document's problems.
+
+use serde_json::{json, Map, Value};
+
+use super::bounds;
+use crate::probe::frame::Frames;
+use crate::probe::output::PROBE_SCHEMA_VERSION;
+
+/// The document's value from the sections, and what was wrong with them.
+pub(super) fn document(frames: &Frames) -> (Value, Vec<String>) {
+    let mut problems = frames.problems.clone();
+    let mut doc = Map::new();
+    doc.insert("schemaVersion".into(), json!(PROBE_SCHEMA_VERSION));
+    node(frames.get("node").unwrap_or_default(), &mut doc);
+    let ips: Vec<Value> = frames
+        .get("ips")
+        .unwrap_or_default()
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .map(|l| Value::String(l.to_string()))
+        .collect();
+    doc.insert("ips".into(), Value::Array(ips));
+    doc.insert(
+        "errors".into(),
+        Value::Array(errors(frames.get("errors").unwrap_or_default())),
+    );
+    // The sections the script still prints as JSON: one value each, or (the firewall's reads)
+    // the entries of an array, comma-separated; certs one object a line.
+    for (section, key) in [
+        ("etcd", "etcd"),
+        ("kubelet", "kubelet"),
+        ("manifest", "manifest"),
+        ("health", "health"),
+        ("members", "members"),
+        ("alarms", "alarms"),
+        ("apiserver", "apiServer"),
+    ] {
+        if let Some(v) = json_section(frames, section, &mut problems) {
+            doc.insert(key.into(), v);
+        }
+    }
+    // The path checks: each one's raw transcript judged here (src/probe/paths.rs).
+    let paths = crate::probe::paths::read(frames);
+    doc.insert(
+        "paths".into(),
+        serde_json::to_value(paths).unwrap_or(Value::Array(Vec::new())),
+    );
+    if let Some(text) = frames.get("certs") {
+        let mut certs = Vec::new();
+        for line in text.lines().filter(|l| !l.trim().is_empty()) {
+            match serde_json::from_str::<Value>(line) {
+                Ok(v) => certs.push(v),
+                Err(_) => problems.push(unreadable("certs")),
+            }
+        }
+        doc.insert("certs".into(), Value::Array(certs));
+    }
+    let mut fw = Map::new();
+    for (section, key) in [("firewall.before", "before"), ("firewall.after", "after")] {
+        if let Some(v) = json_list(frames, section, &mut problems) {
+            fw.insert(key.into(), v);
+        }
+    }
+    doc.insert("firewall".into(), Value::Object(fw));
+    let mut metrics = Map::new();
+    for (section, key) in [("metrics.before", "before"), ("metrics.after", "after")] {
+        if let Some(v) = json_section(frames, section, &mut problems) {
+            metrics.insert(key.into(), v);
+        }
+    }
+    if !metrics.is_empty() {
+        doc.insert("metrics".into(), Value::Object(metrics));
+    }
+    (Value::Object(doc), problems)
+}
+
+/// `node`: this node's address as the probe was told it, its host name, its clock (epoch ms)
+/// and how long the probe took (ms), one a line.
+fn node(text: &str, doc: &mut Map<String, Value>) {
+    let mut lines = text.lines().map(str::trim);
+    let self_ip = lines.next().unwrap_or_default();
+    doc.insert("nodeIp".into(), json!(self_ip));
+    let host = lines.next().unwrap_or_default();
+    doc.insert(
+        "hostname".into(),
+        if host.is_empty() {
+            Value::Null
+        } else {
+            json!(host)
+        },
+    );
+    if let Some(ms) = lines.next().and_then(|l| l.parse::<i64>().ok()) {
+        doc.insert("clockMs".into(), json!(ms));
+    }
+    if let Some(ms) = lines.next().and_then(|l| l.parse::<u64>().ok()) {
+        doc.insert("durationMs".into(), json!(ms));
+    }
+}
+
+/// `errors`: one failed step a line, `step<TAB>message`.
+fn errors(text: &str) -> Vec<Value> {
+    text.lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| {
+            let (step, message) = l.split_once('\t').unwrap_or((l, ""));
+            // The script's `cap(message, 500)` of format 1, made here.
+            let message = match crate::probe::head(message, bounds::MAX_ERROR_TEXT) {
+                m if m.len() < message.len() => format!("{m}..."),
+                m => m.to_string(),
+            };
+            json!({"step": crate::probe::head(step, 64), "message": message})
+        })
+        .collect()
+}
+
+fn unreadable(section: &str) -> String {
+    format!("its section {section} is not what the probe prints (not read)")
+}
+
+/// A section holding one JSON value; None (said) when it does not, None (unsaid) when absent.
+fn json_section(frames: &Frames, section: &str, problems: &mut Vec<String>) -> Option<Value> {
+    let text = frames.get(section)?;
+    match serde_json::from_str(text) {
+        Ok(v) => Some(v),
+        Err(_) => {
+            problems.push(unreadable(section));
+            None
+        }
+    }
+}
+
+/// A section holding an array's entries, comma-separated (empty: none).
+fn json_list(frames: &Frames, section: &str, problems: &mut Vec<String>) -> Option<Value> {
+    let text = frames.get(section)?;
+    match serde_json::from_str(&format!("[{text}]")) {
+        Ok(v) => Some(v),
+        Err(_) => {
+            problems.push(unreadable(section));
+            None
+        }
+    }
+}
