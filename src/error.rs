@@ -575,18 +575,18 @@ mod tests {
                 ""
             )
         );
-        let flags =
-            crate::command::Kubectl::new(Some("sv admin"), Some(std::path::Path::new("/k")));
-        let with = with_can_i_flags(line.clone(), flags.flags());
+        // As `command::Kubectl::flags` writes them (error sits below command: no import).
+        let flags = " --context='sv admin' --kubeconfig=/k";
+        let with = with_can_i_flags(line.clone(), flags);
         assert!(
             with.ends_with("; check with: kubectl auth can-i create pods -n ns-prod --context='sv admin' --kubeconfig=/k"),
             "{with}"
         );
         assert_eq!(with_can_i_flags(line.clone(), ""), line);
         let other = "the probe pod did not finish: x; raise --timeout".to_string();
-        assert_eq!(with_can_i_flags(other.clone(), flags.flags()), other);
+        assert_eq!(with_can_i_flags(other.clone(), flags), other);
         // A line where the command does not end the line is left alone.
         let mid = format!("{line}; then more");
-        assert_eq!(with_can_i_flags(mid.clone(), flags.flags()), mid);
+        assert_eq!(with_can_i_flags(mid.clone(), flags), mid);
     }
 }

@@ -204,13 +204,14 @@ const FOLDERS: &[(&str, &[&[&str]])] = &[
         &[
             &["script"],
             &["parse"],
+            &["paths"],
             &["apiserver", "identity", "metrics"],
             &["output"],
             &["etcdlog", "firewall"],
-            &["hostkey"],
+            &["hostkey", "frame"],
         ],
     ),
-    ("probe::parse", &[&["bounds"]]),
+    ("probe::parse", &[&["framed"], &["bounds"]]),
     (
         "probe::etcdlog",
         &[&["episode", "leader", "window"], &["line"], &["time"]],

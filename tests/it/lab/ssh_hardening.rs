@@ -415,7 +415,7 @@ fn a_node_answering_as_another_is_not_counted() {
     assert_eq!(key_of(cp2), lab_host_key(&w.lab, CP[0]));
     assert_eq!(key_of(&report.nodes[0]), lab_host_key(&w.lab, CP[0]));
     assert!(
-        report.verdict.evidence[0].contains("IdentityMismatch"),
+        report.verdict.evidence[0].contains("another machine answered"),
         "{:#?}",
         report.verdict.evidence
     );
