@@ -395,7 +395,13 @@ fn node_row(n: &DiagnosedNode) -> Vec<String> {
         let why = n
             .error
             .as_ref()
-            .map(|e| format!("{}: {}", e.kind, e.message))
+            .map(|e| {
+                format!(
+                    "{}: {}",
+                    crate::probe::ReachErrorKind::from(e.kind).phrase(),
+                    e.message
+                )
+            })
             .unwrap_or_else(|| "-".into());
         return vec![
             n.name.clone(),
@@ -542,6 +548,25 @@ mod tests {
             at: UNIX_EPOCH + Duration::from_secs(1_796_199_975),
             plugin_version: "0.1.0".into(),
         }
+    }
+
+    /// A node that was not reached says why in words, as the screen does (issue 38: no
+    /// internal names in human text); the json keeps the code `Rejected`.
+    #[test]
+    fn an_unreached_nodes_row_says_why_in_words() {
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/fixtures/reports/psa-rejected.json"
+        );
+        let report: crate::report::DiagnoseReport =
+            serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+        let row = node_row(&report.nodes[0]);
+        let why = row.last().unwrap();
+        assert!(
+            why.starts_with("refused: the probe pod was rejected"),
+            "{why}"
+        );
+        assert!(!why.contains("Rejected"), "{why}");
     }
 
     /// Several clusters: a summary first, each cluster's sections under its name with anchors
