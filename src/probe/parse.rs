@@ -44,6 +44,13 @@ pub enum ParseError {
         "node {node}: the probe speaks schema version {found}; this build reads version {PROBE_SCHEMA_VERSION}"
     )]
     UnsupportedSchema { node: String, found: String },
+    /// A framed output whose start line names another format than this build's (format 1 is
+    /// the JSON document, read by its `schemaVersion`).
+    #[error(
+        "node {node}: the probe printed output format {found}; this build reads format {} (and format 1's JSON document)",
+        crate::probe::frame::FORMAT
+    )]
+    UnsupportedFormat { node: String, found: String },
     #[error("node {node}: the probe printed {bytes} bytes, more than the {MAX_OUTPUT_BYTES} read")]
     TooLarge { node: String, bytes: usize },
     /// JSON of schema v1, but a field has the wrong type or a required one is missing.
@@ -58,6 +65,7 @@ impl ParseError {
             ParseError::Empty { node }
             | ParseError::NotJson { node, .. }
             | ParseError::Truncated { node, .. }
+            | ParseError::UnsupportedFormat { node, .. }
             | ParseError::UnsupportedSchema { node, .. }
             | ParseError::TooLarge { node, .. }
             | ParseError::Invalid { node, .. } => node,
@@ -115,7 +123,7 @@ fn parse_frames(node: &str, text: &str) -> Result<ProbeOutput, ParseError> {
             node: node.into(),
             excerpt: excerpt(text.trim_start()),
         },
-        FrameError::Version(found) => ParseError::UnsupportedSchema {
+        FrameError::Version(found) => ParseError::UnsupportedFormat {
             node: node.into(),
             found,
         },

@@ -311,6 +311,17 @@ fn garbage_gives_the_named_errors() {
         err(b"{\"schemaVersion\":\"1\"}"),
         ParseError::UnsupportedSchema { .. }
     ));
+    // A framed output of another format is named as a format, not as schema version.
+    let third = format!("{} 3\n@end 0\n", crate::probe::frame::MAGIC);
+    let e = err(third.as_bytes());
+    assert_eq!(
+        e,
+        ParseError::UnsupportedFormat {
+            node: "cp2".into(),
+            found: "3".into()
+        }
+    );
+    assert!(e.to_string().contains("output format 3"), "{e}");
     // Wrong types and a missing required field: errors, not panics.
     assert!(matches!(
         err(b"{\"schemaVersion\":1,\"nodeIp\":7}"),
