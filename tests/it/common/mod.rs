@@ -96,6 +96,15 @@ pub struct Env {
 
 pub const CONTEXT: &str = "supervisor";
 
+/// Fixture set `set` with its workload endpoint `workload` filled in (`{{WORKLOAD_URL}}`,
+/// `{{WORKLOAD_CA}}`): the one reading of a set that [`Env::new`] and [`Env::stamped`] share.
+fn workload_config(set: &str, workload: &Workload) -> FakeConfig {
+    FakeConfig::from_dir(fixture(set))
+        .expect("fixture set loads")
+        .var("WORKLOAD_URL", workload.url())
+        .var("WORKLOAD_CA", workload.ca_data())
+}
+
 /// Fixture set `set` with `objects` added and `forbid` refused, its kubeconfig secret at
 /// `workload_url`: what [`Env::with_config`] serves.
 pub fn fixture_config(
@@ -121,23 +130,14 @@ impl Env {
     /// Its `{{WORKLOAD_CA}}` is the one `workload` is served with (the lab's cluster CA when
     /// the endpoint is the lab's VIP in front of its API servers: `Workload::lab`).
     pub fn new(set: &str, workload: Workload) -> Env {
-        let url = workload.url();
-        let cfg = FakeConfig::from_dir(fixture(set))
-            .expect("fixture set loads")
-            .var("WORKLOAD_URL", &url)
-            .var("WORKLOAD_CA", workload.ca_data());
+        let cfg = workload_config(set, &workload);
         Env::with_config(cfg, Some(workload))
     }
 
     /// [`Env::new`] for a world in the lab: the set's timestamps moved to a few minutes before
     /// the fake starts (`stamped_at_start`), as the jumpbox's lab worlds and the demo's are.
     pub fn stamped(set: &str, workload: Workload) -> Env {
-        let url = workload.url();
-        let cfg = FakeConfig::from_dir(fixture(set))
-            .expect("fixture set loads")
-            .var("WORKLOAD_URL", &url)
-            .var("WORKLOAD_CA", workload.ca_data())
-            .stamped_at_start();
+        let cfg = workload_config(set, &workload).stamped_at_start();
         Env::with_config(cfg, Some(workload))
     }
 
@@ -171,13 +171,7 @@ impl Env {
         // The lab runs now: the set's timestamps are moved to a few minutes before it starts
         // (`stamped_at_start`), as the demo's are, so no condition reads a year old beside a
         // cut the lab made seconds ago.
-        let url = workload.url();
-        let cfg = FakeConfig::from_dir(fixture(set))
-            .expect("fixture set loads")
-            .var("WORKLOAD_URL", &url)
-            .var("WORKLOAD_CA", workload.ca_data())
-            .stamped_at_start();
-        let env = Env::with_config(cfg, Some(workload));
+        let env = Env::stamped(set, workload);
         env.supervisor
             .execute_jumpbox_pods_in(lab.clone())
             .expect("the Supervisor runs jumpbox pods");
