@@ -631,10 +631,33 @@ impl ApiServers {
                     .spawn(move || static_pod(&sh, i))?,
             );
         }
-        Ok(ApiServers {
+        let servers = ApiServers {
             shared,
             threads: Mutex::new(threads),
-        })
+        };
+        // "Serving at once" is a promise to the caller: a lab handed back while a thread has not
+        // yet bound 6443 made a test's first curl race the bind (refused) on a loaded CI host.
+        servers.wait_serving(Duration::from_secs(20))?;
+        Ok(servers)
+    }
+
+    /// Waits until every node's first attempt listens on 6443, or fails naming the node.
+    fn wait_serving(&self, limit: Duration) -> Result<()> {
+        let deadline = Instant::now() + limit;
+        loop {
+            let st = self.shared.state();
+            let Some(i) = st.iter().position(|s| s.listener.is_none()) else {
+                return Ok(());
+            };
+            if Instant::now() >= deadline || (st[i].attempt.is_some() && !st[i].running) {
+                anyhow::bail!(
+                    "{}'s kube-apiserver stand-in is not serving on 6443 after {limit:?}",
+                    self.shared.nodes[i].name
+                );
+            }
+            drop(st);
+            std::thread::sleep(Duration::from_millis(20));
+        }
     }
 
     pub(crate) fn set_backend(&self, backend: Option<Backend>) {
