@@ -137,17 +137,19 @@ fn probe_all(lab: &Lab) -> Vec<NodeReport> {
 struct Case {
     name: &'static str,
     at: Instant,
-    /// Each member's etcd log file's length at the start: the case's own lines follow (unless
-    /// the member was restarted since, and its file begun again).
-    ends: Vec<u64>,
+    /// Each member's etcd log file (inode) and its length at the start: the case's own lines
+    /// follow, unless the member was restarted since and its file begun again (the lab moves
+    /// a stopped container's log aside).
+    ends: Vec<(u64, u64)>,
 }
 
 impl Case {
     fn begin(lab: &Lab, name: &'static str) -> Case {
         // Names the case in a failing test's output: the test runs several on one lab.
         eprintln!("case {name}");
+        use std::os::unix::fs::MetadataExt;
         let ends = (lab.nodes().iter())
-            .map(|n| std::fs::metadata(n.log_file()).map_or(0, |m| m.len()))
+            .map(|n| std::fs::metadata(n.log_file()).map_or((0, 0), |m| (m.ino(), m.len())))
             .collect();
         Case {
             name,
@@ -165,12 +167,13 @@ impl Case {
     /// What each member's etcd logged since the case began, from its own log file.
     fn new_lines(&self, lab: &Lab) -> Vec<String> {
         use std::io::{Read, Seek, SeekFrom};
+        use std::os::unix::fs::MetadataExt;
         (lab.nodes().iter().zip(&self.ends))
-            .map(|(node, &end)| {
+            .map(|(node, &(ino, end))| {
                 let mut text = Vec::new();
                 if let Ok(mut f) = std::fs::File::open(node.log_file()) {
-                    let len = f.metadata().map_or(0, |m| m.len());
-                    let from = if len >= end { end } else { 0 };
+                    let (now_ino, len) = f.metadata().map_or((0, 0), |m| (m.ino(), m.len()));
+                    let from = if now_ino == ino && len >= end { end } else { 0 };
                     let _ = f.seek(SeekFrom::Start(from));
                     let _ = f.read_to_end(&mut text);
                 }
