@@ -15,7 +15,7 @@
 use std::time::{Duration, Instant};
 
 use etcdnet::analyse::matrix::CellState;
-use etcdnet::analyse::verdict::{diagnose, Diagnosis, VerdictCode};
+use etcdnet::analyse::verdict::{diagnose, Diagnosis, VerdictCode, DEFAULT_SINCE};
 use etcdnet::probe::etcdlog::{classify, LogFormat, LogKind};
 use etcdnet::probe::script::{self, ProbeArgs};
 use etcdnet::probe::{parse::parse, NodeReport};
@@ -137,6 +137,8 @@ fn probe_all(lab: &Lab) -> Vec<NodeReport> {
 struct Case {
     name: &'static str,
     at: Instant,
+    /// The first case on a fresh lab counts the lab's whole log, as one lab per case did.
+    whole_log: bool,
     /// Each member's etcd log file (inode) and its length at the start: the case's own lines
     /// follow, unless the member was restarted since and its file begun again (the lab moves
     /// a stopped container's log aside).
@@ -144,6 +146,15 @@ struct Case {
 }
 
 impl Case {
+    /// The first case on a fresh lab: its diagnosis counts every line the lab's etcd logged
+    /// (the product's default window, longer than the lab has lived), its start included.
+    fn first(lab: &Lab, name: &'static str) -> Case {
+        Case {
+            whole_log: true,
+            ..Case::begin(lab, name)
+        }
+    }
+
     fn begin(lab: &Lab, name: &'static str) -> Case {
         // Names the case in a failing test's output: the test runs several on one lab.
         eprintln!("case {name}");
@@ -154,6 +165,7 @@ impl Case {
         Case {
             name,
             at: Instant::now(),
+            whole_log: false,
             ends,
         }
     }
@@ -161,6 +173,9 @@ impl Case {
     /// The diagnosis's log window: since the case began, and a second more for the log's and
     /// the probe's clocks, which stamp in milliseconds.
     fn since(&self) -> Duration {
+        if self.whole_log {
+            return DEFAULT_SINCE;
+        }
         self.at.elapsed() + Duration::from_secs(1)
     }
 
@@ -320,7 +335,7 @@ fn assert_quotes_log(d: &Diagnosis, words: &[&str]) {
 }
 
 fn healthy_lab(lab: &Lab, etcd: EtcdVersion) {
-    let case = Case::begin(lab, "healthy_lab");
+    let case = Case::first(lab, "healthy_lab");
     let (d, reports) = diagnosis_and_reports(lab, &case, VerdictCode::Healthy, &[], |_| true);
     assert_verdict(&d, VerdictCode::Healthy);
     for m in &d.matrices {
@@ -403,7 +418,7 @@ fn all_peers_rejected(lab: &Lab) {
 // Long: probes until etcd 3.5's prober names cp3 (its first lines after the cut carry no
 // address), each round waiting out the cut paths' connect timeouts.
 fn one_node_isolated(lab: &Lab) {
-    let case = Case::begin(lab, "one_node_isolated");
+    let case = Case::first(lab, "one_node_isolated");
     lab.inject(Fault::Isolate("cp3".into())).unwrap();
     // Wait for the words the assertion wants: "cp3" alone also matches the evidence's "cp3 etcd
     // log:" prefix, and etcd 3.5's first prober lines after the fault carry no error, so no
@@ -524,7 +539,7 @@ fn expired_peer_certificate(lab: &Lab) {
 }
 
 fn etcd_stopped_on_one_node(lab: &Lab) {
-    let case = Case::begin(lab, "etcd_stopped_on_one_node");
+    let case = Case::first(lab, "etcd_stopped_on_one_node");
     lab.inject(Fault::StopEtcd("cp2".into())).unwrap();
     let d = diagnose_until(
         lab,
@@ -541,7 +556,7 @@ fn etcd_stopped_on_one_node(lab: &Lab) {
 
 // Long: five members to start, then probes until etcd's prober names cp5 in the log.
 fn five_nodes_one_isolated(lab: &Lab) {
-    let case = Case::begin(lab, "five_nodes_one_isolated");
+    let case = Case::first(lab, "five_nodes_one_isolated");
     lab.inject(Fault::Isolate("cp5".into())).unwrap();
     let d = diagnose_until(lab, &case, VerdictCode::EtcdPeerNetworkPartial, &["= cp5"]);
     assert_verdict(&d, VerdictCode::EtcdPeerNetworkPartial);
@@ -801,13 +816,15 @@ fn own_view_without_quorum(lab: &Lab, etcd: EtcdVersion, cluster_id: &str) {
 }
 
 // The cases in sequence, a few labs per etcd line instead of one lab per case (issue 39, item 5:
-// starting a lab was most of a case's CPU). A case ends with its fault in place; `heal` removes
-// it and waits until every member is healthy again, and the next case counts only the log lines
-// since its own start (`Case`). Where a case leaves what a heal does not undo, it comes last on
-// its lab (a member removed for good), or after the cases it would disturb: the restart in
-// `own_view` and the kubelet's restarts under `etcd_stopped_on_one_node` and
-// `expired_peer_certificate` leave restart counts behind, which `member_replaced` then resets
-// with a new pod; `removed_member_restarted_on_old_data` leaves cp3 out of the cluster.
+// fewer labs started, and with `Case::wait_logged` one probe round per case where the 3 s polls
+// probed every node until etcd had spoken, up to 26 s into a case). A case ends with its fault in place; `heal` removes it and waits until every
+// member is healthy again, and the next case counts only the log lines since its own start
+// (`Case`; the first case on a lab counts the whole log, as one lab per case did). Where a case
+// leaves what a heal does not undo, it comes last on its lab (a member removed for good), or
+// after the cases it would disturb: the restart in `own_view` and the kubelet's restarts under
+// `etcd_stopped_on_one_node` and `expired_peer_certificate` leave restart counts behind (three
+// make a crash loop), which `member_replaced` then resets with a new pod;
+// `removed_member_restarted_on_old_data` leaves cp3 out of the cluster.
 
 /// A healthy lab, what each member says of itself, then the whole cluster's peer ports cut
 /// (dropped, then refused) and the client port alone.
