@@ -334,7 +334,8 @@ fn assert_quotes_log(d: &Diagnosis, words: &[&str]) {
     );
 }
 
-fn healthy_lab(lab: &Lab, etcd: EtcdVersion) {
+/// Returns the reports of the healthy diagnosis, for [`own_view`]'s first look.
+fn healthy_lab(lab: &Lab, etcd: EtcdVersion) -> Vec<NodeReport> {
     let case = Case::first(lab, "healthy_lab");
     let (d, reports) = diagnosis_and_reports(lab, &case, VerdictCode::Healthy, &[], |_| true);
     assert_verdict(&d, VerdictCode::Healthy);
@@ -359,7 +360,7 @@ fn healthy_lab(lab: &Lab, etcd: EtcdVersion) {
         assert!(v["level"].is_string() && v["ts"].is_string() && v["msg"].is_string());
     }
     // What the probe got from it: every line read, the release named.
-    for r in reports {
+    for r in &reports {
         let probe = r.probe().expect("probed");
         let logs = probe.etcd.logs.as_ref().expect("a log sample");
         let s = classify(&logs.text);
@@ -367,6 +368,7 @@ fn healthy_lab(lab: &Lab, etcd: EtcdVersion) {
         assert_eq!(s.lines, s.parsed_lines, "{}: every line parsed", r.name);
         assert_eq!(s.etcd_version, etcd.release().ok(), "{}", r.name);
     }
+    reports
 }
 
 // Long: waits until etcd has noticed the cut and logged it (election timeouts), then probes,
@@ -376,11 +378,12 @@ fn healthy_lab(lab: &Lab, etcd: EtcdVersion) {
 fn all_peers_dropped(lab: &Lab, etcd: EtcdVersion, cluster_id: &str) {
     let case = Case::begin(lab, "all_peers_dropped");
     lab.inject(Fault::DropAllPeers).unwrap();
-    let d = diagnose_until(
+    let (d, reports) = diagnosis_and_reports(
         lab,
         &case,
         VerdictCode::EtcdPeerNetworkBlocked,
         &["IoTimeout", "PeerUnhealthy", "PeerInactive"],
+        |_| true,
     );
     assert_verdict(&d, VerdictCode::EtcdPeerNetworkBlocked);
     assert_quotes_log(&d, &["IoTimeout", "PeerUnhealthy", "PeerInactive"]);
@@ -389,7 +392,7 @@ fn all_peers_dropped(lab: &Lab, etcd: EtcdVersion, cluster_id: &str) {
         assert_eq!(cell(&d, port, "cp3", "cp1"), CellState::Timeout);
         assert_eq!(cell(&d, port, "cp2", "cp2"), CellState::Ok, "own path");
     }
-    own_view_without_quorum(lab, etcd, cluster_id);
+    own_view_without_quorum(lab, etcd, cluster_id, reports);
     // Healed, the same lab is healthy again.
     lab.heal().unwrap();
     lab.wait_healthy(Duration::from_secs(30)).unwrap();
@@ -667,7 +670,7 @@ fn gateway(lab: &Lab, node: &str, path: &str, body: &str) -> String {
 /// previous container's log after a restart; crictl found with sudo's secure_path.
 // Long: a member restarted and waited healthy. Returns the cluster ID the members gave; the
 // view without a quorum is [`own_view_without_quorum`], under [`all_peers_dropped`]'s fault.
-fn own_view(lab: &Lab, etcd: EtcdVersion) -> String {
+fn own_view(lab: &Lab, etcd: EtcdVersion, healthy: Vec<NodeReport>) -> String {
     use etcdnet::probe::output::{HealthOutcome, QueryOutcome};
     Case::begin(lab, "own_view");
     lab.wait_healthy(Duration::from_secs(30)).unwrap();
@@ -678,7 +681,9 @@ fn own_view(lab: &Lab, etcd: EtcdVersion) -> String {
     want.sort();
     assert_eq!(want.len(), 3, "{list:?}");
     let mut cluster_ids = vec![];
-    for r in probe_all(lab) {
+    // The healthy lab's own probe (`healthy_lab`'s, Healthy with every path working): the
+    // same state, not probed again.
+    for r in healthy {
         let p = r.probe().unwrap();
         let m = &p.members;
         assert_eq!(m.outcome, QueryOutcome::Ok, "{}: {m:?}", r.name);
@@ -775,11 +780,13 @@ fn own_view(lab: &Lab, etcd: EtcdVersion) -> String {
 
 /// [`own_view`] without a quorum ([`all_peers_dropped`]'s fault, its verdict reached): the
 /// member lists still come (the member's own copy), the alarm lists do not.
-fn own_view_without_quorum(lab: &Lab, etcd: EtcdVersion, cluster_id: &str) {
+/// `first`: the reports the fault's verdict was made of, looked at before probing again.
+fn own_view_without_quorum(lab: &Lab, etcd: EtcdVersion, cluster_id: &str, first: Vec<NodeReport>) {
     use etcdnet::probe::output::QueryOutcome;
     let deadline = Instant::now() + Duration::from_secs(60);
+    let mut first = Some(first);
     loop {
-        let reports = probe_all(lab);
+        let reports = first.take().unwrap_or_else(|| probe_all(lab));
         for r in &reports {
             let m = &r.probe().unwrap().members;
             assert_eq!(
@@ -830,8 +837,8 @@ fn own_view_without_quorum(lab: &Lab, etcd: EtcdVersion, cluster_id: &str) {
 /// (dropped, then refused) and the client port alone.
 fn healthy_then_all_peers(etcd: EtcdVersion) {
     let lab = start(etcd, 3);
-    healthy_lab(&lab, etcd);
-    let cluster_id = own_view(&lab, etcd);
+    let healthy = healthy_lab(&lab, etcd);
+    let cluster_id = own_view(&lab, etcd, healthy);
     all_peers_dropped(&lab, etcd, &cluster_id);
     heal(&lab);
     all_peers_rejected(&lab);
