@@ -456,10 +456,14 @@ impl Run {
 /// a fault; gives up after 60 s and returns the last run and its report either way.
 pub fn diagnose_until(want: VerdictCode, diagnose: impl Fn() -> Run) -> (Run, DiagnoseReport) {
     let deadline = Instant::now() + Duration::from_secs(60);
+    let mut rounds = 0;
     loop {
         let run = diagnose();
         let report = run.diagnose_report();
+        rounds += 1;
         if report.verdict.code == want || Instant::now() > deadline {
+            // How many whole diagnoses it took: each one is the suite's CPU (issue 39, item 5).
+            eprintln!("  {} after {rounds} round(s)", report.verdict.code);
             return (run, report);
         }
         std::thread::sleep(Duration::from_secs(2));

@@ -155,6 +155,12 @@ impl PastWorld {
             let report = run.diagnose_report();
             seen.push(report.verdict.code);
             if done(&report) || Instant::now() > deadline {
+                // How many whole diagnoses the state took: each one is the suite's CPU.
+                eprintln!(
+                    "  ({route:?}) {} after {} round(s)",
+                    report.verdict.code,
+                    seen.len()
+                );
                 return (report, seen);
             }
             // What a run on the way said, for the failure that names a code seen on the way.

@@ -24,18 +24,7 @@ fn diagnose_all_in_the_lab_one_run_every_cluster() {
         .inject(etcdnet_lab::Fault::DropAllPeers)
         .unwrap();
     // etcd takes seconds to notice: wait on the one cluster first.
-    diagnose_until(VerdictCode::EtcdPeerNetworkBlocked, || {
-        f.kubectl(&[
-            "diagnose",
-            "tkc-db",
-            "-n",
-            fleet::NS,
-            "--connect-timeout",
-            "2s",
-            "-o",
-            "json",
-        ])
-    });
+    super::wait_no_leader(f.lab("tkc-db"), &[]);
     f.supervisor.clear_requests();
     let before: Vec<usize> = fleet::CLUSTERS
         .iter()
@@ -161,21 +150,7 @@ fn watch_all_ends_once_every_cluster_is_healthy() {
     f.lab("tkc-web")
         .inject(etcdnet_lab::Fault::DropAllPeers)
         .unwrap();
-    diagnose_until(
-        etcdnet::report::v1alpha2::VerdictCode::EtcdPeerNetworkBlocked,
-        || {
-            f.kubectl(&[
-                "diagnose",
-                "tkc-web",
-                "-n",
-                fleet::NS,
-                "--connect-timeout",
-                "2s",
-                "-o",
-                "json",
-            ])
-        },
-    );
+    super::wait_no_leader(f.lab("tkc-web"), &[]);
     let mut child = f
         .kubectl_command(&[
             "diagnose",

@@ -30,9 +30,7 @@ fn a_fault_healed_mid_watch_shows_the_transition_and_ends_the_watch() {
     let (env, lab) = lab_env("watch heal");
     lab.inject(Fault::Isolate(CP[2].into())).unwrap();
     // Let etcd notice, so the first round already sees the partition.
-    diagnose_until(VerdictCode::EtcdPeerNetworkPartial, || {
-        env.diagnose_lab(&["-o", "json"])
-    });
+    super::wait_no_leader(&lab, &[CP[2]]);
 
     let mut child = env
         .kubectl_command(&[
@@ -114,9 +112,7 @@ fn a_fault_healed_mid_watch_shows_the_transition_and_ends_the_watch() {
 fn watch_json_is_one_document_per_round() {
     let (env, lab) = lab_env("watch json");
     lab.inject(Fault::DropAllPeers).unwrap();
-    diagnose_until(VerdictCode::EtcdPeerNetworkBlocked, || {
-        env.diagnose_lab(&["-o", "json"])
-    });
+    super::wait_no_leader(&lab, &[]);
     let mut child = env
         .kubectl_command(&[
             "diagnose",

@@ -211,11 +211,18 @@ impl World {
         done: impl Fn(&DiagnoseReport, &Value) -> bool,
     ) -> (DiagnoseReport, Value) {
         let deadline = Instant::now() + SETTLE;
+        let mut rounds = 0;
         loop {
             let run = self.diagnose(route, &[]);
             let report = run.diagnose_report();
             let json = run.json();
+            rounds += 1;
             if done(&report, &json) || Instant::now() > deadline {
+                // How many whole diagnoses the state took: each one is the suite's CPU.
+                eprintln!(
+                    "  ({route:?}) {} after {rounds} round(s)",
+                    report.verdict.code
+                );
                 return (report, json);
             }
             eprintln!(
@@ -531,8 +538,10 @@ fn staggered_from_the_past(w: &World) {
         );
     }
     let t1 = SystemTime::now() - ago;
+    let keys = peer_keys(w);
     w.lab.inject(Fault::DropAllPeers).unwrap();
     let t2 = w.lab.injected_at(&Fault::DropAllPeers).unwrap();
+    wait_logged(w, &keys, &[(a, c), (b, c)], false);
     for route in ROUTES {
         assert_staggered(w, route, (a, b, c), t1, t2);
     }
@@ -729,6 +738,81 @@ fn open_episodes(w: &World) -> Vec<(String, String)> {
     out
 }
 
+/// Each member's etcd and address as its peers' logs name it: (node, member ID in hex, IP).
+/// Read once, before a cut (`etcdctl member list` asks a member).
+fn peer_keys(w: &World) -> Vec<(&'static str, String, String)> {
+    (CP.into_iter())
+        .map(|n| {
+            let id = w.lab.member_id(n).unwrap().map(|id| format!("{id:x}"));
+            (
+                n,
+                id.unwrap_or_default(),
+                w.lab.node(n).unwrap().ip.to_string(),
+            )
+        })
+        .collect()
+}
+
+/// The (node, peer) pairs whose node's log holds a failure episode about the peer that is a
+/// cut of its own (not only the late lines of one healed before), read from the nodes' log
+/// files with the plugin's own episode reader: what the timeline takes its onsets from.
+fn logged_cuts(w: &World, keys: &[(&'static str, String, String)]) -> Vec<(String, String)> {
+    use etcdnet::probe::etcdlog::{episodes, PeerKey};
+    let mut out = Vec::new();
+    for n in CP {
+        let Ok(text) = std::fs::read_to_string(w.lab.node(n).unwrap().log_file()) else {
+            continue;
+        };
+        for e in episodes(&text).into_iter() {
+            if e.start.is_none() || e.late {
+                continue;
+            }
+            let peer = keys.iter().find(|(_, id, ip)| match &e.peer {
+                PeerKey::Id(hex) => hex == id,
+                PeerKey::Host(h) => h == ip,
+            });
+            if let Some((p, _, _)) = peer.filter(|(p, _, _)| *p != n) {
+                out.push((n.to_string(), p.to_string()));
+            }
+        }
+    }
+    out
+}
+
+/// Waits, reading the nodes' log files every half second (at most [`SETTLE`]), until etcd has
+/// logged the cut on `pairs` (each `(x, y)` from either end, or from `x`'s only when `from_x`):
+/// the lab's own cheap sign that the timeline has its onsets, before a first diagnosis. A
+/// diagnosis under a cut waits out its 2 s dials on every path, and etcd 3.5's prober says a
+/// silent peer unhealthy only at its next status check (up to 30 s later): polling the whole
+/// plugin meanwhile was most of these cases' CPU (issue 39, item 5). Not an assertion: the
+/// diagnoses after it make them (and poll on, bounded, should this wait end unseen).
+fn wait_logged(
+    w: &World,
+    keys: &[(&'static str, String, String)],
+    pairs: &[(&str, &str)],
+    from_x: bool,
+) {
+    let started = Instant::now();
+    let has = |cuts: &[(String, String)], x: &str, y: &str| {
+        (cuts.iter()).any(|(a, b)| (a == x && b == y) || (!from_x && a == y && b == x))
+    };
+    loop {
+        let cuts = logged_cuts(w, keys);
+        if pairs.iter().all(|(x, y)| has(&cuts, x, y)) {
+            eprintln!(
+                "  the cut of {pairs:?} logged after {:?}",
+                started.elapsed()
+            );
+            return;
+        }
+        if started.elapsed() > SETTLE {
+            eprintln!("  the cut of {pairs:?} not logged within {SETTLE:?}: {cuts:?}");
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(500));
+    }
+}
+
 /// Case 5: every peer path dropped in the fabric at once.
 fn outside_at_once(w: &World) {
     // A pair whose log still holds an open episode from the case before keeps that onset (see
@@ -762,8 +846,10 @@ fn outside_at_once(w: &World) {
     if stale_pairs > 0 {
         eprintln!("open episodes before the cut (their onset is theirs): {stale:?}");
     }
+    let keys = peer_keys(w);
     w.lab.inject(Fault::DropAllPeers).unwrap();
     let t = w.lab.injected_at(&Fault::DropAllPeers).unwrap();
+    wait_logged(w, &keys, &PAIRS, false);
     for route in ROUTES {
         let (r, json) = w.until(route, |r, _| {
             r.verdict.code == VerdictCode::EtcdPeerNetworkBlocked
@@ -908,8 +994,10 @@ fn staggered_for_real(w: &World) {
         "{:#}",
         json["etcdMetrics"]
     );
+    let keys = peer_keys(w);
     let t2 = w.lab.inject_at(cut(a, c), later).unwrap();
     w.lab.inject(cut(b, c)).unwrap();
+    wait_logged(w, &keys, &[(a, c), (b, c)], false);
     for route in ROUTES {
         assert_staggered(w, route, (a, b, c), t1, t2);
     }
@@ -1018,6 +1106,7 @@ fn hours_of_history(
 /// start logged the streams to A established, closing the late line's episode anyway.
 fn across_hosts_hours_later(w: &World) {
     let [a, b, c] = CP;
+    let keys = peer_keys(w);
     let isolate = Fault::Isolate(c.into());
     w.lab.inject(isolate.clone()).unwrap();
     let t2 = w.lab.injected_at(&isolate).unwrap();
@@ -1032,6 +1121,8 @@ fn across_hosts_hours_later(w: &World) {
     w.lab.age(c, &spec).unwrap();
     w.lab.restart_etcd(c).unwrap();
     let restarted = SystemTime::now();
+    // C's own first lines about each cut peer (its `seenByFrom`).
+    wait_logged(w, &keys, &[(c, a), (c, b)], true);
     for route in ROUTES {
         let (r, json) = w.until(route, |r, _| {
             NETWORK.contains(&r.verdict.code)
