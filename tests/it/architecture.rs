@@ -993,6 +993,10 @@ const REQUEST_BUILDERS: &[&str] = &[
     ".request_text(",
     ".request_status(",
     "Discovery::",
+    "kube::discovery::",
+    "discovery::oneshot",
+    "pinned_kind(",
+    "pinned_group(",
 ];
 
 /// Where a request may be built outside the one reader, each with why: (file, a part of the
