@@ -26,6 +26,20 @@
 pub const ETCD_PORTS: [u16; 2] = [2379, 2380];
 /// At most this many VMs are evaluated (a control plane has 1, 3, 5 or 7), whatever the source.
 pub const MAX_VMS: usize = 16;
+/// At most this many rules are evaluated in all, whatever the source; past it every check is
+/// "cannot decide". A fifth of NSX 4.1's tested maximum of DFW rules on one manager (100,000,
+/// configmax.vmware.com), enough for any Supervisor we know, and bounded work. The
+/// SecurityPolicies stay under it by construction ([`MAX_SECTION_RULES`] times the policies
+/// evaluated, `policy::MAX_POLICIES`).
+pub const MAX_RULES: usize = 20_000;
+/// At most this many rules of one section are read (a SecurityPolicy's `spec.rules`; nsx-operator
+/// sets no maximum on the list, `securitypolicy_types.go`): the rest are one unreadable tail
+/// that makes a check they could decide "cannot decide". NSX Manager's policies are bounded
+/// by the reader instead (`nsxmanager::bound`) and by [`MAX_RULES`] in all.
+pub const MAX_SECTION_RULES: usize = 64;
+/// Names (a policy's, a rule's, a namespace's, a VM's, a display name) are cut to this many
+/// characters, whatever the source.
+pub use crate::nsxmanager::model::MAX_NAME_CHARS;
 
 /// The one clip for text from outside (a name from the Supervisor or NSX Manager): cut to a
 /// number of characters (then `…`), control characters replaced. It lives with NSX Manager's
@@ -212,6 +226,64 @@ impl<R: Verdict + Clone> PathOutcome<R> {
             (egress, ingress) => PathOutcome::Allowed { egress, ingress },
         }
     }
+}
+
+/// One path's evaluation, whatever the source: the path, what it comes to, and its two checks.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PathEvaluation<R> {
+    pub port: u16,
+    pub from: String,
+    pub to: String,
+    pub outcome: PathOutcome<R>,
+    pub egress: SideOutcome<R>,
+    pub ingress: SideOutcome<R>,
+    /// A blocking rule of a section not in effect as written that would be the first match of
+    /// a check once realized (the egress check's first): the SecurityPolicies' Ready False or
+    /// refused ones, whose last realized version NSX may still enforce. NSX Manager shows what
+    /// is realized: always `None` there.
+    pub not_realized: Option<R>,
+}
+
+impl<R: Verdict + Clone> PathEvaluation<R> {
+    /// The path's two checks together ([`PathOutcome::of`]).
+    pub fn new(path: PathRef, egress: SideOutcome<R>, ingress: SideOutcome<R>) -> Self {
+        PathEvaluation {
+            port: path.port,
+            from: path.from,
+            to: path.to,
+            outcome: PathOutcome::of(&egress, &ingress),
+            egress,
+            ingress,
+            not_realized: None,
+        }
+    }
+}
+
+impl<R> PathEvaluation<R> {
+    pub fn path_ref(&self) -> PathRef {
+        PathRef {
+            port: self.port,
+            from: self.from.clone(),
+            to: self.to.clone(),
+        }
+    }
+}
+
+/// The evaluation of one path among `paths`.
+pub fn find_path<'a, R>(
+    paths: &'a [PathEvaluation<R>],
+    port: u16,
+    from: &str,
+    to: &str,
+) -> Option<&'a PathEvaluation<R>> {
+    paths
+        .iter()
+        .find(|p| p.port == port && p.from == from && p.to == to)
+}
+
+/// The blocking rules of evaluated paths, each once with the paths it blocks, in path order.
+pub fn blocking_of_paths<R: PartialEq + Clone>(paths: &[PathEvaluation<R>]) -> Vec<Blocking<R>> {
+    blocking_of(paths.iter().map(|p| (p.path_ref(), &p.outcome)))
 }
 
 /// A rule that blocks paths now, with those paths (in path order).

@@ -19,8 +19,8 @@ use crate::analyse::dfw::{
 use crate::nsxmanager::model::{clip, DfwInput, DfwVm, Identity, RuleAction};
 use crate::nsxmanager::raw::{Gap, Layout, NsxRead};
 
-/// Names, ids, paths of VMs and ports, and layout parts are cut to this many characters.
-pub const MAX_NAME_CHARS: usize = 256;
+/// Names, ids, paths of VMs and ports, and layout parts are cut to the engine's one bound.
+pub use crate::nsxmanager::model::MAX_NAME_CHARS;
 /// A rule's or a policy's path (the engine keeps them whole up to this).
 pub const MAX_PATH_CHARS: usize = 1024;
 /// A line of ours (a reason, a summary, a finding) is cut to this many characters.
