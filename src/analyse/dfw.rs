@@ -69,17 +69,14 @@ use std::cell::RefCell;
 use std::collections::{BTreeMap, HashMap};
 use std::net::IpAddr;
 
-pub use crate::analyse::firewall::MAX_VMS;
 use crate::analyse::firewall::{self, clip, Effect, Hit, PathRef, TierHit, Tri, Verdict};
+pub use crate::analyse::firewall::{MAX_RULES, MAX_VMS};
 use crate::nsxmanager::model::{
     observations, traceflow_state, Category, DfwInput, DfwVm, Endpoint, GroupMembers, Identity,
     IpFamily, MemberList, Observation, PolicyRules, Rule, RuleAction, RuleDirection,
     SecurityPolicy, ServiceEntry, MAX_NESTING,
 };
 use crate::nsxmanager::raw::TraceflowRead;
-
-/// At most this many rules are evaluated in all (the rest make every check "cannot decide").
-pub const MAX_RULES: usize = 20_000;
 
 /// A DFW rule, named as an admin finds it in NSX Manager.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
@@ -139,16 +136,9 @@ pub type DfwPathOutcome = firewall::PathOutcome<DfwRuleRef>;
 /// A rule that blocks paths, with those paths (in path order).
 pub type DfwBlocking = firewall::Blocking<DfwRuleRef>;
 
-/// One path (port, FROM → TO; VMs named by their node).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct DfwPath {
-    pub port: u16,
-    pub from: String,
-    pub to: String,
-    pub outcome: DfwPathOutcome,
-    pub egress: DfwSideOutcome,
-    pub ingress: DfwSideOutcome,
-}
+/// One path (port, FROM → TO; VMs named by their node): the engine's (`not_realized` is always
+/// `None`: NSX Manager shows what is realized).
+pub type DfwPath = firewall::PathEvaluation<DfwRuleRef>;
 
 /// A DROP/REJECT rule that matches a check after the ALLOW that decides it: it would block
 /// the path but does not (not blamed), with the paths it covers.
@@ -210,9 +200,7 @@ pub struct DfwEvaluation {
 
 impl DfwEvaluation {
     pub fn path(&self, port: u16, from: &str, to: &str) -> Option<&DfwPath> {
-        self.paths
-            .iter()
-            .find(|p| p.port == port && p.from == from && p.to == to)
+        firewall::find_path(&self.paths, port, from, to)
     }
 
     /// What was read, in words: for every evidence line.
@@ -1056,19 +1044,6 @@ fn shadowed(
     out
 }
 
-/// The blocking rules of `paths`, each once with the paths it blocks, in path order (also
-/// `enforce`'s, after it took checks out).
-pub(super) fn blocking_of(paths: &[DfwPath]) -> Vec<DfwBlocking> {
-    firewall::blocking_of(paths.iter().map(|p| {
-        let path = PathRef {
-            port: p.port,
-            from: p.from.clone(),
-            to: p.to.clone(),
-        };
-        (path, &p.outcome)
-    }))
-}
-
 /// "NSX Manager: <rule> drops N of M paths (K more blocking rules)", from the first blocking
 /// rule; `None` when nothing blocks (also `enforce`'s summary, after it took checks out).
 pub(super) fn blocking_headline(blocking: &[DfwBlocking], total: usize) -> Option<String> {
@@ -1190,17 +1165,14 @@ pub fn evaluate(input: &DfwInput) -> DfwEvaluation {
                 shadow_hits.push((rule, by.clone(), paths.len()));
             }
         }
-        let outcome = DfwPathOutcome::of(&egress, &ingress);
-        paths.push(DfwPath {
+        let path = PathRef {
             port,
             from: from.node.clone(),
             to: to.node.clone(),
-            outcome,
-            egress,
-            ingress,
-        });
+        };
+        paths.push(DfwPath::new(path, egress, ingress));
     }
-    let blocking = blocking_of(&paths);
+    let blocking = firewall::blocking_of_paths(&paths);
     // Shadowed rules, per (rule, by), on the paths that are allowed.
     let mut shadowed_all: Vec<DfwShadowed> = Vec::new();
     for (rule, by, i) in shadow_hits {
@@ -1208,11 +1180,7 @@ pub fn evaluate(input: &DfwInput) -> DfwEvaluation {
         if !matches!(p.outcome, DfwPathOutcome::Allowed { .. }) {
             continue;
         }
-        let path = PathRef {
-            port: p.port,
-            from: p.from.clone(),
-            to: p.to.clone(),
-        };
+        let path = p.path_ref();
         match shadowed_all
             .iter_mut()
             .find(|s| s.rule == rule && s.by == by)

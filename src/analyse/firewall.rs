@@ -22,10 +22,26 @@
 //! tree, category and sequence number), its own continuations (the DFW's layer 2 ALLOW and
 //! `JUMP_TO_APPLICATION`, the policies not realized), and the words that name its rules.
 
+use serde::{Deserialize, Serialize};
+
 /// The ports evaluated: etcd's client and peer ports, TCP.
 pub const ETCD_PORTS: [u16; 2] = [2379, 2380];
 /// At most this many VMs are evaluated (a control plane has 1, 3, 5 or 7), whatever the source.
 pub const MAX_VMS: usize = 16;
+/// At most this many rules are evaluated in all, whatever the source; past it every check is
+/// "cannot decide". A fifth of NSX 4.1's tested maximum of DFW rules on one manager (100,000,
+/// configmax.vmware.com), enough for any Supervisor we know, and bounded work. The
+/// SecurityPolicies stay under it by construction ([`MAX_SECTION_RULES`] times the policies
+/// evaluated, `policy::MAX_POLICIES`).
+pub const MAX_RULES: usize = 20_000;
+/// At most this many rules of one section are read (a SecurityPolicy's `spec.rules`; nsx-operator
+/// sets no maximum on the list, `securitypolicy_types.go`): the rest are one unreadable tail
+/// that makes a check they could decide "cannot decide". NSX Manager's policies are bounded
+/// by the reader instead (`nsxmanager::bound`) and by [`MAX_RULES`] in all.
+pub const MAX_SECTION_RULES: usize = 64;
+/// Names (a policy's, a rule's, a namespace's, a VM's, a display name) are cut to this many
+/// characters, whatever the source.
+pub use crate::nsxmanager::model::MAX_NAME_CHARS;
 
 /// The one clip for text from outside (a name from the Supervisor or NSX Manager): cut to a
 /// number of characters (then `…`), control characters replaced. It lives with NSX Manager's
@@ -106,8 +122,11 @@ pub enum Side {
     Ingress,
 }
 
-/// One path, for the lines that name paths.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+/// One path: a port, FROM and TO.
+#[derive(
+    Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, schemars::JsonSchema,
+)]
+#[serde(rename_all = "camelCase")]
 pub struct PathRef {
     pub port: u16,
     pub from: String,
@@ -144,8 +163,10 @@ pub trait Verdict {
     fn effect(&self) -> Effect;
 }
 
-/// What one check (egress at FROM, ingress at TO) comes to, `R` naming the rule.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// What one check (egress at FROM, ingress at TO) comes to, `R` naming the rule. Also the json
+/// contract's (`report::v1alpha2::firewall` names its schema per source).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "result", rename_all_fields = "camelCase")]
 pub enum SideOutcome<R> {
     /// The first matching rule.
     Matched { rule: R },
@@ -155,8 +176,13 @@ pub enum SideOutcome<R> {
     CannotDecide { why: String },
 }
 
-/// What one path (port, FROM → TO) comes to, both checks together.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// What one path (port, FROM → TO) comes to, both checks together. Also the json contract's.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(
+    tag = "outcome",
+    rename_all_fields = "camelCase",
+    bound(deserialize = "R: Deserialize<'de>")
+)]
 pub enum PathOutcome<R> {
     /// A Drop rule is the first match of a check (the egress check's when both block).
     Dropped { rule: R },
@@ -165,7 +191,9 @@ pub enum PathOutcome<R> {
     /// No check blocks and at least one has an Allow as its first match; a check without a
     /// visible rule falls through to what is not visible.
     Allowed {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
         egress: Option<R>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
         ingress: Option<R>,
     },
     /// No visible rule matches either check.
@@ -174,12 +202,38 @@ pub enum PathOutcome<R> {
     CannotDecide { why: String },
 }
 
+impl<R> SideOutcome<R> {
+    /// The same outcome, each rule named by `rule` and each reason rewritten by `why` (the
+    /// contract's names and clips).
+    pub fn map<S>(&self, rule: impl Fn(&R) -> S, why: impl Fn(&str) -> String) -> SideOutcome<S> {
+        match self {
+            SideOutcome::Matched { rule: r } => SideOutcome::Matched { rule: rule(r) },
+            SideOutcome::NoVisibleRule => SideOutcome::NoVisibleRule,
+            SideOutcome::CannotDecide { why: w } => SideOutcome::CannotDecide { why: why(w) },
+        }
+    }
+}
+
 impl<R> PathOutcome<R> {
     /// The rule that blocks the path, when a visible one does.
     pub fn blocking_rule(&self) -> Option<&R> {
         match self {
             PathOutcome::Dropped { rule } | PathOutcome::Rejected { rule } => Some(rule),
             _ => None,
+        }
+    }
+
+    /// The same outcome, each rule named by `rule` and each reason rewritten by `why`.
+    pub fn map<S>(&self, rule: impl Fn(&R) -> S, why: impl Fn(&str) -> String) -> PathOutcome<S> {
+        match self {
+            PathOutcome::Dropped { rule: r } => PathOutcome::Dropped { rule: rule(r) },
+            PathOutcome::Rejected { rule: r } => PathOutcome::Rejected { rule: rule(r) },
+            PathOutcome::Allowed { egress, ingress } => PathOutcome::Allowed {
+                egress: egress.as_ref().map(&rule),
+                ingress: ingress.as_ref().map(&rule),
+            },
+            PathOutcome::NoVisibleRule => PathOutcome::NoVisibleRule,
+            PathOutcome::CannotDecide { why: w } => PathOutcome::CannotDecide { why: why(w) },
         }
     }
 }
@@ -214,11 +268,123 @@ impl<R: Verdict + Clone> PathOutcome<R> {
     }
 }
 
-/// A rule that blocks paths now, with those paths (in path order).
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// One path's evaluation, whatever the source: the path, what it comes to, and its two checks.
+/// Also the json contract's.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", bound(deserialize = "R: Deserialize<'de>"))]
+pub struct PathEvaluation<R> {
+    pub port: u16,
+    pub from: String,
+    pub to: String,
+    pub outcome: PathOutcome<R>,
+    pub egress: SideOutcome<R>,
+    pub ingress: SideOutcome<R>,
+    /// A blocking rule of a section not in effect as written that would be the first match of
+    /// a check once realized (the egress check's first): the SecurityPolicies' Ready False or
+    /// refused ones, whose last realized version NSX may still enforce. NSX Manager shows what
+    /// is realized: always `None` there.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub not_realized: Option<R>,
+}
+
+impl<R: Verdict + Clone> PathEvaluation<R> {
+    /// The path's two checks together ([`PathOutcome::of`]).
+    pub fn new(path: PathRef, egress: SideOutcome<R>, ingress: SideOutcome<R>) -> Self {
+        PathEvaluation {
+            port: path.port,
+            from: path.from,
+            to: path.to,
+            outcome: PathOutcome::of(&egress, &ingress),
+            egress,
+            ingress,
+            not_realized: None,
+        }
+    }
+}
+
+impl<R> PathEvaluation<R> {
+    /// The same evaluation, each rule named by `rule`, each reason rewritten by `why`, each VM
+    /// name by `name` (the contract's names and clips).
+    pub fn map<S>(
+        &self,
+        rule: impl Fn(&R) -> S,
+        why: impl Fn(&str) -> String,
+        name: impl Fn(&str) -> String,
+    ) -> PathEvaluation<S> {
+        PathEvaluation {
+            port: self.port,
+            from: name(&self.from),
+            to: name(&self.to),
+            outcome: self.outcome.map(&rule, &why),
+            egress: self.egress.map(&rule, &why),
+            ingress: self.ingress.map(&rule, &why),
+            not_realized: self.not_realized.as_ref().map(&rule),
+        }
+    }
+
+    pub fn path_ref(&self) -> PathRef {
+        PathRef {
+            port: self.port,
+            from: self.from.clone(),
+            to: self.to.clone(),
+        }
+    }
+}
+
+/// The evaluation of one path among `paths`.
+pub fn find_path<'a, R>(
+    paths: &'a [PathEvaluation<R>],
+    port: u16,
+    from: &str,
+    to: &str,
+) -> Option<&'a PathEvaluation<R>> {
+    paths
+        .iter()
+        .find(|p| p.port == port && p.from == from && p.to == to)
+}
+
+/// The paths that cannot be decided, grouped by reason (each once, in path order): for the
+/// lines that say why (both renderers).
+pub fn undecided<R>(paths: &[PathEvaluation<R>]) -> Vec<(&str, Vec<PathRef>)> {
+    let mut out: Vec<(&str, Vec<PathRef>)> = Vec::new();
+    for p in paths {
+        let PathOutcome::CannotDecide { why } = &p.outcome else {
+            continue;
+        };
+        match out.iter_mut().find(|(w, _)| *w == why.as_str()) {
+            Some((_, ps)) => ps.push(p.path_ref()),
+            None => out.push((why, vec![p.path_ref()])),
+        }
+    }
+    out
+}
+
+/// The blocking rules of evaluated paths, each once with the paths it blocks, in path order.
+pub fn blocking_of_paths<R: PartialEq + Clone>(paths: &[PathEvaluation<R>]) -> Vec<Blocking<R>> {
+    blocking_of(paths.iter().map(|p| (p.path_ref(), &p.outcome)))
+}
+
+/// A rule that blocks paths now, with those paths (in path order). Also the json contract's.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct Blocking<R> {
     pub rule: R,
     pub paths: Vec<PathRef>,
+}
+
+impl<R> Blocking<R> {
+    /// The same rule named by `rule`, with its paths rewritten by `paths` (the contract's
+    /// bound and clips).
+    pub fn map<S>(
+        &self,
+        rule: impl Fn(&R) -> S,
+        paths: impl Fn(&[PathRef]) -> Vec<PathRef>,
+    ) -> Blocking<S> {
+        Blocking {
+            rule: rule(&self.rule),
+            paths: paths(&self.paths),
+        }
+    }
 }
 
 /// The blocking rules of the paths given (in path order), each once with the paths it blocks.

@@ -48,7 +48,10 @@ use serde_json::Value;
 
 use super::raw::{Gap, Layout, Listed, Members, NsxRead, TraceflowRead, VmLookup};
 
-/// Names and ids are cut to this many characters.
+/// Names and ids are cut to this many characters, whatever their source: the firewall engine's
+/// one bound (`analyse::firewall` re-exports it; it lives here, below that layer, as [`clip`]
+/// does). It keeps every Kubernetes object name whole (a DNS subdomain is at most 253
+/// characters, RFC 1123, `names.rs`) and NSX Manager's display names up to 256.
 pub const MAX_NAME_CHARS: usize = 256;
 /// A path longer than this is not a path we can match (it is kept as unreadable).
 pub const MAX_PATH_CHARS: usize = 1024;

@@ -30,6 +30,7 @@ mod case;
 mod cleanup;
 pub mod compare;
 mod diagnose;
+mod firewall;
 mod guard;
 pub mod html;
 mod list;

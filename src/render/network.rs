@@ -6,8 +6,8 @@
 //! Every text from the objects (names, condition messages) goes out through [`Lines`], which
 //! makes it visible (no control or invisible character reaches the terminal).
 
-use super::{pairs_lines, Lines, Tone};
-use crate::report::v1alpha2::{NetworkAssessment, PathOutcome, PathRef, RealizedState};
+use super::{firewall, pairs_lines, Lines, Tone};
+use crate::report::v1alpha2::{NetworkAssessment, PathRef, RealizedState};
 
 /// At most this many rules (or reasons) of each kind get a line; one more counts the rest.
 const RULES_SHOWN: usize = 8;
@@ -72,33 +72,8 @@ pub(crate) fn section(out: &mut Lines, a: &NetworkAssessment, wide: bool) {
         );
     }
     // One line per reason a path cannot be decided (each names its policy), the first few.
-    let mut reasons: Vec<(&str, Vec<PathRef>)> = Vec::new();
-    for p in ev.undecided() {
-        let PathOutcome::CannotDecide { why } = &p.outcome else {
-            continue;
-        };
-        let path = PathRef {
-            port: p.port,
-            from: p.from.clone(),
-            to: p.to.clone(),
-        };
-        match reasons.iter_mut().find(|(w, _)| w == why) {
-            Some((_, ps)) => ps.push(path),
-            None => reasons.push((why, vec![path])),
-        }
-    }
-    for (why, paths) in reasons.iter().take(RULES_SHOWN) {
-        out.line(format!(
-            "  cannot decide {} path(s) ({}): {why}",
-            paths.len(),
-            PathRef::paths_text(paths)
-        ));
-    }
-    if reasons.len() > RULES_SHOWN {
-        out.line(format!(
-            "  and {} more reasons paths cannot be decided",
-            reasons.len() - RULES_SHOWN
-        ));
+    for l in firewall::undecided_lines(&ev.paths, RULES_SHOWN, "") {
+        out.line(l);
     }
     for s in &ev.set_aside {
         out.line(format!(

@@ -9,7 +9,7 @@
 //! and cell goes out through [`Lines`], which makes it visible, and is cut to a bound first
 //! ([`cut`]) so a huge name cannot flood the terminal.
 
-use super::{pairs_lines, Lines, Tone};
+use super::{firewall, pairs_lines, Lines, Tone};
 use crate::analyse::policy::clip;
 use crate::report::v1alpha2::{
     DfwCheck, DfwOutcome, DfwRule, NsxIdentityState, NsxManager, NsxTraceflowResult, PathRef,
@@ -161,25 +161,8 @@ pub(crate) fn section(out: &mut Lines, n: &NsxManager, wide: bool) {
             format!("  not blamed: and {more} more rules (-o json: nsxManager.shadowed)"),
         );
     }
-    let undecided = n.undecided();
-    for (why, paths) in undecided.iter().take(SHOWN) {
-        line(
-            out,
-            format!(
-                "  cannot decide {} path(s) ({}): {why}",
-                paths.len(),
-                PathRef::paths_text(paths)
-            ),
-        );
-    }
-    if undecided.len() > SHOWN {
-        line(
-            out,
-            format!(
-                "  and {} more reasons paths cannot be decided (-o json: nsxManager.paths)",
-                undecided.len() - SHOWN
-            ),
-        );
+    for l in firewall::undecided_lines(&n.paths, SHOWN, " (-o json: nsxManager.paths)") {
+        line(out, l);
     }
     if !n.traceflows.is_empty() {
         let rows: Vec<Vec<String>> = n

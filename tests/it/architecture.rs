@@ -102,7 +102,7 @@ const FOLDERS: &[(&str, &[&[&str]])] = &[
                 "html",
                 "markdown",
             ],
-            &["guard", "sheet"],
+            &["guard", "sheet", "firewall"],
         ],
     ),
     (
@@ -121,6 +121,7 @@ const FOLDERS: &[(&str, &[&[&str]])] = &[
             &["analysis", "metrics", "network", "timeline"],
             &["cluster"],
             &["node"],
+            &["firewall"],
         ],
     ),
     (

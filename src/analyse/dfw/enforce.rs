@@ -243,7 +243,7 @@ pub fn apply(eval: &mut DfwEvaluation, input: &DfwInput, read: &NsxRead) -> Enfo
 
 /// The blocking rules and the summary again, after checks were turned off.
 fn rebuild(eval: &mut DfwEvaluation, e: &Enforcement) {
-    eval.blocking = super::blocking_of(&eval.paths);
+    eval.blocking = crate::analyse::firewall::blocking_of_paths(&eval.paths);
     let read = eval.read_text();
     let total = eval.paths.len();
     let undecided = eval

@@ -42,6 +42,8 @@ impl Verdict for RuleRef {
 /// At most this many policies that can apply are evaluated, the first by priority; the others
 /// are counted, and a check they could decide is "cannot decide".
 pub const MAX_POLICIES: usize = 64;
+// The SecurityPolicies stay under the engine's one bound on rules evaluated.
+const _: () = assert!(MAX_POLICIES * super::model::MAX_RULES <= firewall::MAX_RULES);
 /// At most this many covering rules are listed (the rest counted).
 pub const MAX_COVERING: usize = 32;
 /// At most this many warnings are kept (the rest counted).
@@ -112,20 +114,9 @@ impl RuleRef {
     }
 }
 
-/// One path's evaluation.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PathEvaluation {
-    pub port: u16,
-    pub from: String,
-    pub to: String,
-    pub outcome: PathOutcome,
-    pub egress: SideOutcome,
-    pub ingress: SideOutcome,
-    /// A Drop/Reject rule of a policy not in effect as written (not Ready, or refused by
-    /// nsx-operator's validation) that would be the first match of a check once realized: NSX
-    /// may still enforce that policy's last realized version (the egress check's first).
-    pub not_realized: Option<RuleRef>,
-}
+/// One path's evaluation: the engine's, with the rule not in effect that would decide a check
+/// once realized (`not_realized`).
+pub type PathEvaluation = firewall::PathEvaluation<RuleRef>;
 
 /// Why a Drop/Reject rule that covers a path does not decide it now.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -252,9 +243,7 @@ pub const T1_TAGGING_NOTE: &str = "nsx.vmware.com (T1/NCP): NCP, whose source is
 impl PolicyEvaluation {
     /// The evaluation of one path.
     pub fn path(&self, port: u16, from: &str, to: &str) -> Option<&PathEvaluation> {
-        self.paths
-            .iter()
-            .find(|p| p.port == port && p.from == from && p.to == to)
+        firewall::find_path(&self.paths, port, from, to)
     }
 
     /// The Drop/Reject rule that blocks this path, if a visible one does.
@@ -996,7 +985,6 @@ pub fn evaluate(input: &PolicyInput) -> PolicyEvaluation {
         };
         let e = check(&policies, &in_effect, &facts, unread_out.as_ref(), egress);
         let i = check(&policies, &in_effect, &facts, unread_in.as_ref(), ingress);
-        let outcome = PathOutcome::of(&e.outcome, &i.outcome);
         let mut not_realized = None;
         for (side, r) in [(Side::Egress, e.covering), (Side::Ingress, i.covering)] {
             for (p, ri, why) in r {
@@ -1024,26 +1012,19 @@ pub fn evaluate(input: &PolicyInput) -> PolicyEvaluation {
                 }
             }
         }
-        paths.push(PathEvaluation {
+        let path = PathRef {
             port,
             from: from.name.clone(),
             to: to.name.clone(),
-            outcome,
-            egress: e.outcome,
-            ingress: i.outcome,
+        };
+        paths.push(PathEvaluation {
             not_realized,
+            ..PathEvaluation::new(path, e.outcome, i.outcome)
         });
     }
 
     // Blocking rules, once, in path order.
-    let blocking = firewall::blocking_of(paths.iter().map(|p| {
-        let path = PathRef {
-            port: p.port,
-            from: p.from.clone(),
-            to: p.to.clone(),
-        };
-        (path, &p.outcome)
-    }));
+    let blocking = firewall::blocking_of_paths(&paths);
 
     // Covering rules and warnings, aggregated, in policy then rule order.
     let mut keys: Vec<(usize, usize, Cover)> = aggs.keys().copied().collect();
@@ -1081,11 +1062,7 @@ pub fn evaluate(input: &PolicyInput) -> PolicyEvaluation {
                     .iter()
                     .enumerate()
                     .filter(|(i, _)| a.paths[i / 64] & (1 << (i % 64)) != 0)
-                    .map(|(_, e)| PathRef {
-                        port: e.port,
-                        from: e.from.clone(),
-                        to: e.to.clone(),
-                    })
+                    .map(|(_, e)| e.path_ref())
                     .collect();
                 warnings.push(PolicyWarning {
                     rule: rule.clone(),

@@ -18,14 +18,13 @@ use serde_json::Value;
 pub use crate::analyse::firewall::cut as clip;
 use crate::selector::Selector;
 
-/// At most this many rules are read from one policy; more makes the rest one unreadable rule.
-pub const MAX_RULES: usize = 64;
+/// The engine's bounds: rules read from one policy (more makes the rest one unreadable tail),
+/// and names.
+pub use crate::analyse::firewall::{MAX_NAME_CHARS, MAX_SECTION_RULES as MAX_RULES};
 /// At most this many `appliedTo` entries, peers of a rule, ports of a rule.
 pub const MAX_ENTRIES: usize = 64;
 /// At most this many `ipBlocks` in one peer.
 pub const MAX_IP_BLOCKS: usize = 256;
-/// Names (policy, namespace, rule) are cut to this many characters.
-pub const MAX_NAME_CHARS: usize = 253;
 /// A condition's reason is cut to this many characters, its message to [`MAX_MESSAGE_CHARS`].
 pub const MAX_REASON_CHARS: usize = 128;
 pub const MAX_MESSAGE_CHARS: usize = 1024;

@@ -42,6 +42,7 @@ pub(crate) fn all<A, B: From<A>>(v: Vec<A>) -> Vec<B> {
 
 mod analysis;
 mod cluster;
+mod firewall;
 mod location;
 mod network;
 mod node;

@@ -9,6 +9,9 @@ use serde::{Deserialize, Serialize};
 use super::all;
 use crate::report::is_zero;
 
+pub use super::firewall::PathRef;
+use super::firewall::{Doc, Source, Words};
+use crate::analyse::firewall;
 use crate::analyse::{network, policy};
 use crate::supervisor::network as read;
 
@@ -290,92 +293,52 @@ impl RuleRef {
     }
 }
 
-/// What one check (egress at FROM, ingress at TO) comes to.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
-#[serde(tag = "result", rename_all_fields = "camelCase")]
-pub enum SideOutcome {
-    /// The first matching rule in effect.
-    Matched { rule: RuleRef },
-    /// No visible rule in effect matches: decided outside the Supervisor's view.
-    NoVisibleRule,
-    /// A rule that might come first cannot be evaluated (`why` names its policy).
-    CannotDecide { why: String },
-}
+/// The SecurityPolicies' outcome of one check (egress at FROM, ingress at TO).
+pub type SideOutcome = firewall::SideOutcome<RuleRef>;
+/// The SecurityPolicies' outcome of one path.
+pub type PathOutcome = firewall::PathOutcome<RuleRef>;
+/// One path through the SecurityPolicies.
+pub type PathEvaluation = firewall::PathEvaluation<RuleRef>;
+/// A SecurityPolicy rule that blocks paths now, with them.
+pub type BlockingRule = firewall::Blocking<RuleRef>;
 
-impl From<policy::SideOutcome> for SideOutcome {
-    fn from(o: policy::SideOutcome) -> Self {
-        match o {
-            policy::SideOutcome::Matched { rule } => SideOutcome::Matched { rule: rule.into() },
-            policy::SideOutcome::NoVisibleRule => SideOutcome::NoVisibleRule,
-            policy::SideOutcome::CannotDecide { why } => SideOutcome::CannotDecide { why },
-        }
-    }
-}
-
-/// What one path (port, FROM → TO) comes to, both checks together.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
-#[serde(tag = "outcome", rename_all_fields = "camelCase")]
-pub enum PathOutcome {
-    /// A Drop rule is the first match of a check.
-    Dropped { rule: RuleRef },
-    /// A Reject rule is the first match of a check.
-    Rejected { rule: RuleRef },
-    /// No check blocks and at least one has an Allow as its first match.
-    Allowed {
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        egress: Option<RuleRef>,
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        ingress: Option<RuleRef>,
-    },
-    /// No visible rule matches either check.
-    NoVisibleRule,
-    /// A check cannot be decided and the other does not block.
-    CannotDecide { why: String },
-}
-
-impl From<policy::PathOutcome> for PathOutcome {
-    fn from(o: policy::PathOutcome) -> Self {
-        use policy::PathOutcome as P;
-        match o {
-            P::Dropped { rule } => PathOutcome::Dropped { rule: rule.into() },
-            P::Rejected { rule } => PathOutcome::Rejected { rule: rule.into() },
-            P::Allowed { egress, ingress } => PathOutcome::Allowed {
-                egress: egress.map(Into::into),
-                ingress: ingress.map(Into::into),
-            },
-            P::NoVisibleRule => PathOutcome::NoVisibleRule,
-            P::CannotDecide { why } => PathOutcome::CannotDecide { why },
-        }
-    }
-}
-
-/// One path's evaluation.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct PathEvaluation {
-    pub port: u16,
-    pub from: String,
-    pub to: String,
-    pub outcome: PathOutcome,
-    pub egress: SideOutcome,
-    pub ingress: SideOutcome,
-    /// A Drop/Reject of a policy not in effect as written that would decide a check once realized.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub not_realized: Option<RuleRef>,
-}
-
-impl From<policy::PathEvaluation> for PathEvaluation {
-    fn from(p: policy::PathEvaluation) -> Self {
-        PathEvaluation {
-            port: p.port,
-            from: p.from,
-            to: p.to,
-            outcome: p.outcome.into(),
-            egress: p.egress.into(),
-            ingress: p.ingress.into(),
-            not_realized: p.not_realized.map(Into::into),
-        }
-    }
+impl Source for RuleRef {
+    const WORDS: Words = Words {
+        check: Doc {
+            name: "SideOutcome",
+            about: "What one check (egress at FROM, ingress at TO) comes to.",
+            parts: &[
+                Some("The first matching rule in effect."),
+                Some("No visible rule in effect matches: decided outside the Supervisor's view."),
+                Some("A rule that might come first cannot be evaluated (`why` names its policy)."),
+            ],
+        },
+        outcome: Doc {
+            name: "PathOutcome",
+            about: "What one path (port, FROM → TO) comes to, both checks together.",
+            parts: &[
+                Some("A Drop rule is the first match of a check."),
+                Some("A Reject rule is the first match of a check."),
+                Some("No check blocks and at least one has an Allow as its first match."),
+                Some("No visible rule matches either check."),
+                Some("A check cannot be decided and the other does not block."),
+            ],
+        },
+        path: Doc {
+            name: "PathEvaluation",
+            about: "One path's evaluation.",
+            parts: &[
+                None,
+                None,
+                Some("A Drop/Reject of a policy not in effect as written that would decide a check once realized."),
+            ],
+        },
+        blocking: Doc {
+            name: "BlockingRule",
+            about: "A Drop/Reject rule that blocks paths now, with those paths.",
+            parts: &[None],
+        },
+    };
 }
 
 /// Why a Drop/Reject rule that covers a path does not decide it now.
@@ -468,50 +431,15 @@ impl From<policy::CoveringRule> for CoveringRule {
     }
 }
 
-/// One path: a port, FROM and TO.
-#[derive(
-    Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, schemars::JsonSchema,
-)]
-#[serde(rename_all = "camelCase")]
-pub struct PathRef {
-    pub port: u16,
-    pub from: String,
-    pub to: String,
-}
-
-impl From<policy::PathRef> for PathRef {
-    fn from(p: policy::PathRef) -> Self {
-        PathRef {
-            port: p.port,
-            from: p.from,
-            to: p.to,
-        }
-    }
-}
-
-impl From<PathRef> for policy::PathRef {
-    fn from(p: PathRef) -> Self {
-        policy::PathRef {
-            port: p.port,
-            from: p.from,
-            to: p.to,
-        }
-    }
-}
-
 impl PathRef {
     /// The ports of `paths`, `TCP 2380` or `TCP 2379, 2380`.
     pub fn ports_text(paths: &[PathRef]) -> String {
-        network::ports_text(&domain_paths(paths))
+        network::ports_text(paths)
     }
     /// `a → b:2380, ...`: the first few and a count of the rest.
     pub fn paths_text(paths: &[PathRef]) -> String {
-        policy::paths_text(&domain_paths(paths))
+        policy::paths_text(paths)
     }
-}
-
-fn domain_paths(paths: &[PathRef]) -> Vec<policy::PathRef> {
-    paths.iter().cloned().map(Into::into).collect()
 }
 
 /// A Drop/Reject rule that would block 2379/2380 between the VMs but does not now, with its paths.
@@ -548,7 +476,7 @@ impl From<PolicyWarning> for policy::PolicyWarning {
             reason: w.reason.into(),
             realization: w.realization.map(Into::into),
             invalid: w.invalid,
-            paths: domain_paths(&w.paths),
+            paths: w.paths,
         }
     }
 }
@@ -557,23 +485,6 @@ impl PolicyWarning {
     /// One line: which rule, what it would block (`vms` VMs evaluated), why it does not now.
     pub fn text(&self, vms: usize) -> String {
         network::warning_text(&self.clone().into(), vms)
-    }
-}
-
-/// A Drop/Reject rule that blocks paths now, with those paths.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct BlockingRule {
-    pub rule: RuleRef,
-    pub paths: Vec<PathRef>,
-}
-
-impl From<policy::BlockingRule> for BlockingRule {
-    fn from(b: policy::BlockingRule) -> Self {
-        BlockingRule {
-            rule: b.rule.into(),
-            paths: all(b.paths),
-        }
     }
 }
 
@@ -706,8 +617,16 @@ impl From<policy::PolicyEvaluation> for PolicyEvaluation {
             set_aside_not_listed: e.set_aside_not_listed,
             policies_not_applying: e.policies_not_applying,
             policies_not_read: e.policies_not_read,
-            paths: all(e.paths),
-            blocking: all(e.blocking),
+            paths: e
+                .paths
+                .iter()
+                .map(|p| p.map(|r| r.clone().into(), str::to_string, str::to_string))
+                .collect(),
+            blocking: e
+                .blocking
+                .iter()
+                .map(|b| b.map(|r| r.clone().into(), <[PathRef]>::to_vec))
+                .collect(),
             warnings: all(e.warnings),
             warnings_not_listed: e.warnings_not_listed,
             covering: all(e.covering),

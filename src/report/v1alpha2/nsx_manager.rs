@@ -11,16 +11,17 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::firewall::{Doc, Source, Words};
 use super::PathRef;
 use crate::analyse::dfw::{
-    Agreement, DfwBlocking, DfwEvaluation, DfwPath, DfwPathOutcome, DfwRuleRef, DfwShadowed,
-    DfwSideOutcome, TraceflowResult, TraceflowSummary,
+    Agreement, DfwEvaluation, DfwRuleRef, DfwShadowed, TraceflowResult, TraceflowSummary,
 };
+use crate::analyse::firewall;
 use crate::nsxmanager::model::{clip, DfwInput, DfwVm, Identity, RuleAction};
 use crate::nsxmanager::raw::{Gap, Layout, NsxRead};
 
-/// Names, ids, paths of VMs and ports, and layout parts are cut to this many characters.
-pub const MAX_NAME_CHARS: usize = 256;
+/// Names, ids, paths of VMs and ports, and layout parts are cut to the engine's one bound.
+pub use crate::nsxmanager::model::MAX_NAME_CHARS;
 /// A rule's or a policy's path (the engine keeps them whole up to this).
 pub const MAX_PATH_CHARS: usize = 1024;
 /// A line of ours (a reason, a summary, a finding) is cut to this many characters.
@@ -412,102 +413,54 @@ impl DfwRule {
     }
 }
 
-/// What one check (egress at FROM's vNIC, ingress at TO's) comes to.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
-#[serde(tag = "result", rename_all_fields = "camelCase")]
-pub enum DfwCheck {
-    /// The first matching enabled rule (layer 3, or a layer 2 DROP/REJECT).
-    Matched { rule: DfwRule },
-    /// No rule read matches.
-    NoVisibleRule,
-    /// A rule that might come first cannot be evaluated, or the order is not visible.
-    CannotDecide { why: String },
+/// NSX Manager's outcome of one check (egress at FROM's vNIC, ingress at TO's).
+pub type DfwCheck = firewall::SideOutcome<DfwRule>;
+/// NSX Manager's outcome of one path.
+pub type DfwOutcome = firewall::PathOutcome<DfwRule>;
+/// One path through the DFW.
+pub type DfwPathEvaluation = firewall::PathEvaluation<DfwRule>;
+/// A DFW rule that blocks paths, with them.
+pub type DfwBlockingRule = firewall::Blocking<DfwRule>;
+
+impl Source for DfwRule {
+    const WORDS: Words = Words {
+        check: Doc {
+            name: "DfwCheck",
+            about: "What one check (egress at FROM's vNIC, ingress at TO's) comes to.",
+            parts: &[
+                Some("The first matching enabled rule (layer 3, or a layer 2 DROP/REJECT)."),
+                Some("No rule read matches."),
+                Some("A rule that might come first cannot be evaluated, or the order is not visible."),
+            ],
+        },
+        outcome: Doc {
+            name: "DfwOutcome",
+            about: "What one path comes to, both checks together.",
+            parts: &[
+                Some("A DROP is the first match of a check (the egress check's first)."),
+                Some("A REJECT is."),
+                Some("No check blocks and at least one has an ALLOW as its first match."),
+                Some("No rule read matches either check."),
+                Some("A check cannot be decided and the other does not block."),
+            ],
+        },
+        path: Doc {
+            name: "DfwPathEvaluation",
+            about: "One path (port, FROM → TO; VMs named by their node) through the DFW.",
+            parts: &[
+                Some("The check at FROM's vNIC (rules applied there, direction OUT or IN_OUT)."),
+                Some("The check at TO's vNIC (direction IN or IN_OUT)."),
+            ],
+        },
+        blocking: Doc {
+            name: "DfwBlockingRule",
+            about: "A rule that blocks paths, with them.",
+            parts: &[Some("The paths it blocks, in path order.")],
+        },
+    };
 }
 
-impl From<&DfwSideOutcome> for DfwCheck {
-    fn from(o: &DfwSideOutcome) -> Self {
-        match o {
-            DfwSideOutcome::Matched { rule } => DfwCheck::Matched { rule: rule.into() },
-            DfwSideOutcome::NoVisibleRule => DfwCheck::NoVisibleRule,
-            DfwSideOutcome::CannotDecide { why } => DfwCheck::CannotDecide { why: text(why) },
-        }
-    }
-}
-
-/// What one path comes to, both checks together.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
-#[serde(tag = "outcome", rename_all_fields = "camelCase")]
-pub enum DfwOutcome {
-    /// A DROP is the first match of a check (the egress check's first).
-    Dropped { rule: DfwRule },
-    /// A REJECT is.
-    Rejected { rule: DfwRule },
-    /// No check blocks and at least one has an ALLOW as its first match.
-    Allowed {
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        egress: Option<DfwRule>,
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        ingress: Option<DfwRule>,
-    },
-    /// No rule read matches either check.
-    NoVisibleRule,
-    /// A check cannot be decided and the other does not block.
-    CannotDecide { why: String },
-}
-
-impl From<&DfwPathOutcome> for DfwOutcome {
-    fn from(o: &DfwPathOutcome) -> Self {
-        match o {
-            DfwPathOutcome::Dropped { rule } => DfwOutcome::Dropped { rule: rule.into() },
-            DfwPathOutcome::Rejected { rule } => DfwOutcome::Rejected { rule: rule.into() },
-            DfwPathOutcome::Allowed { egress, ingress } => DfwOutcome::Allowed {
-                egress: egress.as_ref().map(Into::into),
-                ingress: ingress.as_ref().map(Into::into),
-            },
-            DfwPathOutcome::NoVisibleRule => DfwOutcome::NoVisibleRule,
-            DfwPathOutcome::CannotDecide { why } => DfwOutcome::CannotDecide { why: text(why) },
-        }
-    }
-}
-
-impl DfwOutcome {
-    /// The DROP/REJECT rule that blocks the path.
-    pub fn blocking_rule(&self) -> Option<&DfwRule> {
-        match self {
-            DfwOutcome::Dropped { rule } | DfwOutcome::Rejected { rule } => Some(rule),
-            _ => None,
-        }
-    }
-}
-
-/// One path (port, FROM → TO; VMs named by their node) through the DFW.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct DfwPathEvaluation {
-    pub port: u16,
-    pub from: String,
-    pub to: String,
-    pub outcome: DfwOutcome,
-    /// The check at FROM's vNIC (rules applied there, direction OUT or IN_OUT).
-    pub egress: DfwCheck,
-    /// The check at TO's vNIC (direction IN or IN_OUT).
-    pub ingress: DfwCheck,
-}
-
-impl From<&DfwPath> for DfwPathEvaluation {
-    fn from(p: &DfwPath) -> Self {
-        DfwPathEvaluation {
-            port: p.port,
-            from: name(&p.from),
-            to: name(&p.to),
-            outcome: (&p.outcome).into(),
-            egress: (&p.egress).into(),
-            ingress: (&p.ingress).into(),
-        }
-    }
-}
-
-fn paths_of(paths: &[crate::analyse::policy::PathRef]) -> Vec<PathRef> {
+fn paths_of(paths: &[PathRef]) -> Vec<PathRef> {
     paths
         .iter()
         .take(MAX_PATHS)
@@ -517,24 +470,6 @@ fn paths_of(paths: &[crate::analyse::policy::PathRef]) -> Vec<PathRef> {
             to: name(&p.to),
         })
         .collect()
-}
-
-/// A rule that blocks paths, with them.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct DfwBlockingRule {
-    pub rule: DfwRule,
-    /// The paths it blocks, in path order.
-    pub paths: Vec<PathRef>,
-}
-
-impl From<&DfwBlocking> for DfwBlockingRule {
-    fn from(b: &DfwBlocking) -> Self {
-        DfwBlockingRule {
-            rule: (&b.rule).into(),
-            paths: paths_of(&b.paths),
-        }
-    }
 }
 
 /// A DROP/REJECT rule that matches allowed paths after the ALLOW that decides them: not blamed.
@@ -857,12 +792,17 @@ impl NsxManager {
             read_text: text(&eval.read_text()),
             summary: text(&eval.summary),
             vms,
-            paths: eval.paths.iter().take(MAX_PATHS).map(Into::into).collect(),
+            paths: eval
+                .paths
+                .iter()
+                .take(MAX_PATHS)
+                .map(|p| p.map(|r| DfwRule::from(r), text, name))
+                .collect(),
             blocking: eval
                 .blocking
                 .iter()
                 .take(MAX_PATHS)
-                .map(Into::into)
+                .map(|b| b.map(|r| DfwRule::from(r), paths_of))
                 .collect(),
             shadowed: eval.shadowed.iter().map(Into::into).collect(),
             shadowed_not_listed: eval.shadowed_not_listed,
@@ -884,22 +824,7 @@ impl NsxManager {
 
     /// The paths that cannot be decided, grouped by why (in path order).
     pub fn undecided(&self) -> Vec<(&str, Vec<PathRef>)> {
-        let mut out: Vec<(&str, Vec<PathRef>)> = Vec::new();
-        for p in &self.paths {
-            let DfwOutcome::CannotDecide { why } = &p.outcome else {
-                continue;
-            };
-            let path = PathRef {
-                port: p.port,
-                from: p.from.clone(),
-                to: p.to.clone(),
-            };
-            match out.iter_mut().find(|(w, _)| *w == why.as_str()) {
-                Some((_, ps)) => ps.push(path),
-                None => out.push((why, vec![path])),
-            }
-        }
-        out
+        firewall::undecided(&self.paths)
     }
 }
 
