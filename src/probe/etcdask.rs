@@ -24,10 +24,15 @@
 use serde_json::{json, Value};
 
 use crate::probe::metrics;
-// Members and alarms kept, URLs of a member, bytes of a name, URL or alarm: the document's caps.
-use crate::probe::parse::bounds::{
-    MAX_ALARMS, MAX_ALARM_TEXT, MAX_MEMBERS, MAX_MEMBER_TEXT, MAX_MEMBER_URLS,
-};
+
+/// Members kept of a list (then `truncated`), URLs of a member, bytes of a name or URL (then
+/// `...`); alarms kept, bytes of an alarm's name. The document's caps too
+/// ([`crate::probe::parse::bounds`] takes them from here).
+pub(crate) const MAX_MEMBERS: usize = 64;
+pub(crate) const MAX_MEMBER_URLS: usize = 16;
+pub(crate) const MAX_MEMBER_TEXT: usize = 256;
+pub(crate) const MAX_ALARMS: usize = 64;
+pub(crate) const MAX_ALARM_TEXT: usize = 64;
 
 /// Bytes of `/health`'s body the probe sends (etcd's is a few dozen).
 pub(crate) const HEALTH_BODY: usize = 4096;

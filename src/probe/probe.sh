@@ -641,11 +641,14 @@ metrics_fetch() { # when max-seconds [nice -n N]
     -o - "$url" 2>"$f.err"; echo $? >"$f.rc"; } | head -c "$METRICS_RAW" | tr -d '\000' >"$f.body"
   now_ms
   read -r rc <"$f.rc" 2>/dev/null || rc=1
+  # This read ends the probe's wait: no process for what is empty (a refused connect's body).
+  size=0
+  [ ! -s "$f.body" ] || size=$(wc -c <"$f.body")
   {
-    printf 'ask %s %s\ntime %s %s\nsize %s\n' "$rc" "$url" "$((t0 - START))" "$((NOW - t0))" "$(wc -c <"$f.body")"
+    printf 'ask %s %s\ntime %s %s\nsize %s\n' "$rc" "$url" "$((t0 - START))" "$((NOW - t0))" "$size"
     ask_meta "$f"
     echo body
-    $3 grep -E "^(# TYPE ($METRICS_FAMILIES)[[:blank:]]|($METRICS_FAMILIES)(_bucket|_sum|_count)?([[:blank:]{]|\$))" "$f.body" |
+    [ "$size" = 0 ] || $3 grep -E "^(# TYPE ($METRICS_FAMILIES)[[:blank:]]|($METRICS_FAMILIES)(_bucket|_sum|_count)?([[:blank:]{]|\$))" "$f.body" |
       head -c $((METRICS_KEEP + 1))
   } >"$f.tmp" && mv "$f.tmp" "$f.json"
 }
@@ -689,10 +692,10 @@ etcd_ask() { # name max-bytes url option...
 }
 
 # curl's stderr and the answer's headers of request $1 (its files' prefix), bounded, one line
-# each behind `err ` and `hdr ` (the echo ends a line head cut short).
+# each behind `err ` and `hdr ` (the echo ends a line head cut short); nothing for an empty file.
 ask_meta() { # prefix
-  { head -c "$ASK_STDERR" "$1.err" 2>/dev/null; echo; } | sed 's/^/err /'
-  { head -c "$ASK_HEADERS" "$1.hdr" 2>/dev/null | tr -d '\000'; echo; } | sed 's/^/hdr /'
+  [ ! -s "$1.err" ] || { head -c "$ASK_STDERR" "$1.err"; echo; } | sed 's/^/err /'
+  [ ! -s "$1.hdr" ] || { head -c "$ASK_HEADERS" "$1.hdr" | tr -d '\000'; echo; } | sed 's/^/hdr /'
 }
 
 # etcd's /health (client certificate, as etcdctl would), else the metrics listener. Its body names

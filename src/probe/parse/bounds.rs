@@ -14,17 +14,18 @@ use std::collections::HashSet;
 
 use serde_json::{Map, Value};
 
+use crate::probe::etcdask;
 use crate::probe::output::MemberId;
 
 /// Members in one list: the member list's reader (`probe::etcdask`) keeps 64, then `truncated`.
-pub const MAX_MEMBERS: usize = 64;
+pub const MAX_MEMBERS: usize = etcdask::MAX_MEMBERS;
 /// Peer and client URLs of one member: 16 each.
-pub const MAX_MEMBER_URLS: usize = 16;
+pub const MAX_MEMBER_URLS: usize = etcdask::MAX_MEMBER_URLS;
 /// A member's name and each of its URLs: 256 bytes and `...`.
-pub const MAX_MEMBER_TEXT: usize = 256;
+pub const MAX_MEMBER_TEXT: usize = etcdask::MAX_MEMBER_TEXT;
 /// Alarms in the list: the reader keeps 64; an alarm's name 64 bytes and `...`.
-pub const MAX_ALARMS: usize = 64;
-pub const MAX_ALARM_TEXT: usize = 64;
+pub const MAX_ALARMS: usize = etcdask::MAX_ALARMS;
+pub const MAX_ALARM_TEXT: usize = etcdask::MAX_ALARM_TEXT;
 /// Certificates: `probe_certs` reads ca.crt, server.crt, peer.crt, healthcheck-client.crt and
 /// apiserver-etcd-client.crt, one entry each.
 pub const MAX_CERTS: usize = 5;
