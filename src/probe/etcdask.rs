@@ -451,4 +451,4 @@ fn metrics_read(a: &Answer) -> Value {
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
