@@ -398,7 +398,8 @@ fn metrics_read(a: &Answer) -> Value {
     let code = a
         .hdr
         .iter()
-        .filter_map(|h| {
+        .rev()
+        .find_map(|h| {
             let mut w = h.split_whitespace();
             let proto = w.next()?;
             let code = w.next()?;
@@ -406,7 +407,6 @@ fn metrics_read(a: &Answer) -> Value {
                 .then(|| code.parse::<i64>().ok())
                 .flatten()
         })
-        .last()
         .unwrap_or(0);
     let raw = a.raw.unwrap_or(0);
     let full = raw >= METRICS_RAW as u64;
