@@ -205,7 +205,7 @@ const FOLDERS: &[(&str, &[&[&str]])] = &[
         &[
             &["script"],
             &["parse"],
-            &["paths"],
+            &["paths", "etcdask"],
             &["apiserver", "identity", "metrics"],
             &["output"],
             &["etcdlog", "firewall"],

@@ -35,12 +35,19 @@ pub(super) fn document(frames: &Frames) -> (Value, Vec<String>) {
         ("etcd", "etcd"),
         ("kubelet", "kubelet"),
         ("manifest", "manifest"),
-        ("health", "health"),
-        ("members", "members"),
-        ("alarms", "alarms"),
         ("apiserver", "apiServer"),
     ] {
         if let Some(v) = json_section(frames, section, &mut problems) {
+            doc.insert(key.into(), v);
+        }
+    }
+    // etcd's own answers, as it sent them, judged here (src/probe/etcdask.rs).
+    for (section, key) in [
+        ("health", "health"),
+        ("members", "members"),
+        ("alarms", "alarms"),
+    ] {
+        if let Some(v) = etcd_answer(frames, section, &mut problems) {
             doc.insert(key.into(), v);
         }
     }
@@ -69,7 +76,7 @@ pub(super) fn document(frames: &Frames) -> (Value, Vec<String>) {
     doc.insert("firewall".into(), Value::Object(fw));
     let mut metrics = Map::new();
     for (section, key) in [("metrics.before", "before"), ("metrics.after", "after")] {
-        if let Some(v) = json_section(frames, section, &mut problems) {
+        if let Some(v) = etcd_answer(frames, section, &mut problems) {
             metrics.insert(key.into(), v);
         }
     }
@@ -140,6 +147,18 @@ fn json_list(frames: &Frames, section: &str, problems: &mut Vec<String>) -> Opti
     match serde_json::from_str(&format!("[{text}]")) {
         Ok(v) => Some(v),
         Err(_) => {
+            problems.push(unreadable(section));
+            None
+        }
+    }
+}
+
+/// One of etcd's answers ([`crate::probe::etcdask`]); None (unsaid) when the section is absent.
+fn etcd_answer(frames: &Frames, section: &str, problems: &mut Vec<String>) -> Option<Value> {
+    let text = frames.get(section)?;
+    match crate::probe::etcdask::read(section, text)? {
+        Ok(v) => Some(v),
+        Err(()) => {
             problems.push(unreadable(section));
             None
         }

@@ -818,3 +818,88 @@ fn a_16_mib_document_of_every_list_is_read_within_the_caps_quickly() {
         "took {took:?} of CPU"
     );
 }
+
+mod etcdask_tests {
+    use super::*;
+    use crate::probe::etcdask::tests::{asked, fetched, section, HEALTH, MEMBERS};
+    use crate::probe::frame;
+    use proptest::prelude::*;
+
+    /// A whole framed output with etcd's raw answers (`probe::etcdask`) reads into the document's typed parts, the caps and
+    /// the ID checks applied as to a document of format 1.
+    #[test]
+    fn raw_answers_read_into_the_document() {
+        let ids = r#"[{"id":8208389352252555441,"name":"cp1","peerURLs":["https://10.0.0.11:2380"]},{"id":0,"peerURLs":["https://203.0.113.9:2380"]},{"id":8208389352252555441,"peerURLs":["https://203.0.113.10:2380"]}]"#;
+        let out = parse(
+            "cp1",
+            frame::write(&[
+                ("node", "10.0.0.11\ncp1\n1765000000000\n900"),
+                (
+                    "health",
+                    &asked(
+                        0,
+                        HEALTH,
+                        "503 0.003",
+                        "",
+                        "",
+                        r#"{"health":"false","reason":"RAFT NO LEADER"}"#,
+                    ),
+                ),
+                (
+                    "members",
+                    &asked(0, MEMBERS, "200 0.01", "", "X-Etcd-Cluster-ID: 0", ids),
+                ),
+                (
+                    "alarms",
+                    "skipped not asked: /health says RAFT NO LEADER (the list needs quorum)",
+                ),
+                (
+                    "metrics.before",
+                    &fetched(0, "HTTP/1.1 200 OK", 40, "etcd_server_has_leader 0\n"),
+                ),
+                ("metrics.after", ""),
+            ])
+            .as_bytes(),
+        )
+        .unwrap();
+        assert_eq!(out.health.outcome, HealthOutcome::Unhealthy);
+        assert_eq!(out.health.http_status, Some(503));
+        assert_eq!(out.members.outcome, QueryOutcome::Ok);
+        assert_eq!(out.members.cluster_id, None, "0 is no cluster ID");
+        let ids: Vec<Option<String>> = (out.members.members.iter())
+            .map(|m| m.id.map(|i| i.to_string()))
+            .collect();
+        assert_eq!(
+            ids,
+            [Some("71ea0ea03f1cc0b1".into()), None],
+            "0 none, the repeat dropped"
+        );
+        let p = &out.document_problems;
+        assert!(p.iter().any(|l| l.contains("cluster ID \"0\"")), "{p:#?}");
+        assert!(p.iter().any(|l| l.starts_with("member ID \"0\"")), "{p:#?}");
+        assert!(p.iter().any(|l| l.contains("more than once")), "{p:#?}");
+        assert_eq!(out.alarms.outcome, QueryOutcome::Skipped);
+        let m = out.metrics.as_ref().unwrap();
+        assert_eq!(m.before.outcome, QueryOutcome::Ok);
+        assert_eq!(m.before.text.as_deref(), Some("etcd_server_has_leader 0\n"));
+        assert_eq!(m.after.outcome, QueryOutcome::Error);
+        assert_eq!(
+            m.after.detail.as_deref(),
+            Some("metrics.after job gave no result")
+        );
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 128, failure_persistence: None, ..ProptestConfig::default() })]
+
+        /// Whatever a node prints in one of etcd's answers, the document reads (a section of
+        /// the older JSON may be anything, and is refused as such).
+        #[test]
+        fn any_raw_answer_reads(text in section(), name in prop::sample::select(vec!["health", "members", "alarms", "metrics.before", "metrics.after"])) {
+            let out = parse("cp1", frame::write(&[(name, text.as_str())]).as_bytes());
+            if !text.trim_start().starts_with('{') {
+                prop_assert!(out.is_ok(), "{out:?}");
+            }
+        }
+    }
+}
