@@ -398,7 +398,7 @@ fn node_row(n: &DiagnosedNode) -> Vec<String> {
             .map(|e| {
                 format!(
                     "{}: {}",
-                    crate::probe::ReachErrorKind::from(e.kind).phrase(),
+                    e.kind.phrase(),
                     e.message
                 )
             })
