@@ -23,7 +23,11 @@ pub struct StatusOptions {
     pub workload_tls: workload::Tls,
 }
 
-pub(crate) async fn run(conn: &Connection, opts: &StatusOptions, format: Format) -> Result<Outcome> {
+pub(crate) async fn run(
+    conn: &Connection,
+    opts: &StatusOptions,
+    format: Format,
+) -> Result<Outcome> {
     let started = Instant::now();
     if let Which::One(cluster) = &opts.selection.which {
         let (facts, inventory) = supervisor::walk(conn, cluster).await?;

@@ -58,7 +58,8 @@ use super::read::{member_kinds, policy_roots};
 /// The DFW's settings (`enable_firewall`).
 pub(crate) const SETTINGS_PATH: &str = "/policy/api/v1/infra/settings/firewall/security";
 /// The DFW's exclusion list.
-pub(crate) const EXCLUDE_LIST_PATH: &str = "/policy/api/v1/infra/settings/firewall/security/exclude-list";
+pub(crate) const EXCLUDE_LIST_PATH: &str =
+    "/policy/api/v1/infra/settings/firewall/security/exclude-list";
 
 /// The exclusion list's place under a project (`/orgs/<org>/projects/<project>` + these).
 pub(crate) const PROJECT_EXCLUDE_LIST: [&str; 5] =
@@ -340,7 +341,11 @@ fn listed_ids(l: Option<&super::raw::Listed>, field: &str) -> Vec<String> {
 /// of `members/virtual-machines`, "for Groups containing other member types, an empty list is
 /// returned"; `analyse::dfw`'s `lists_tell`). A group neither tells, whose members were not read
 /// whole, a member of another kind, or a VM NSX did not confirm: unknown, never "not excluded".
-pub(crate) fn excluded(read: &EnforcementRead, vm: &DfwVm, lists_tell: &dyn Fn(&str) -> bool) -> Excluded {
+pub(crate) fn excluded(
+    read: &EnforcementRead,
+    vm: &DfwVm,
+    lists_tell: &dyn Fn(&str) -> bool,
+) -> Excluded {
     let list = List {
         name: "the DFW exclusion list".into(),
         list: read.exclude_list.as_ref(),
@@ -522,7 +527,11 @@ fn counts(v: &Value) -> BTreeMap<String, u64> {
 }
 
 /// What the counters say of the rule at `rule_path` of the policy at `policy_path`.
-pub(crate) fn rule_hits(stats: Option<&StatisticsRead>, policy_path: &str, rule_path: &str) -> Hits {
+pub(crate) fn rule_hits(
+    stats: Option<&StatisticsRead>,
+    policy_path: &str,
+    rule_path: &str,
+) -> Hits {
     let Some(stats) = stats else {
         return Hits::NotRead("the rule statistics were not read".into());
     };

@@ -131,8 +131,7 @@ impl StatusReport {
         kubectl: &crate::command::Kubectl,
     ) -> Self {
         if let Some(a) = network {
-            self.findings
-                .extend(network_findings(&a, kubectl));
+            self.findings.extend(network_findings(&a, kubectl));
             self.result =
                 RunResult::of(&self.workload_api, &self.findings, self.result.duration_ms);
             self.network_policy = Some(a.into());
@@ -345,8 +344,7 @@ impl DiagnoseReport {
         kubectl: &crate::command::Kubectl,
     ) -> Self {
         if let Some(a) = network {
-            self.findings
-                .extend(network_findings(&a, kubectl));
+            self.findings.extend(network_findings(&a, kubectl));
             self.network_policy = Some(a.into());
         }
         self

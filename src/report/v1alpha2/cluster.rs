@@ -42,4 +42,3 @@ impl From<&sv::ClusterFacts> for ControlPlaneSummary {
         }
     }
 }
-
