@@ -17,28 +17,43 @@ use crate::supervisor::Endpoint;
 use serde::{Deserialize, Serialize};
 use tracing::debug;
 
-/// What the check found; the JSON contract uses these names (and tables show them).
+// `ApiState` and `WorkloadApi` are the contract's `workloadApi` (the reports): their doc
+// comments are the schema's descriptions, their serde attributes the json's names (and tables
+// show the names).
+/// What the workload API check found.
 #[derive(
-    Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, strum::Display, strum::VariantArray,
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Serialize,
+    Deserialize,
+    schemars::JsonSchema,
+    strum::Display,
+    strum::VariantArray,
 )]
 pub enum ApiState {
     /// It answered 2xx.
     Reachable,
     /// It answered, with an HTTP error (e.g. 500 from /readyz while etcd has no quorum).
     HttpError,
-    /// No answer within the bound (a dropping firewall, a dead VIP, a hung server).
+    /// No answer within the bound.
+    // A dropping firewall, a dead VIP, a hung server.
     Timeout,
-    /// Connection refused (nothing listens, or a rejecting firewall).
+    /// Connection refused.
+    // Nothing listens, or a rejecting firewall.
     Refused,
-    /// The TLS handshake failed (wrong CA, not TLS at all, ...).
+    /// The TLS handshake failed.
+    // Wrong CA, not TLS at all, ...
     TlsError,
     /// Another network failure (no route, DNS, reset).
     Unreachable,
     /// Not checked: the kubeconfig secret is missing, unreadable or unusable.
     Unknown,
-    /// Not contacted: the kubeconfig secret asks for something we do not do for a secret's
-    /// writer (read a local file, run a program, use a proxy) or points at a server other than
-    /// the Cluster's own endpoint.
+    /// Not contacted: the kubeconfig secret asks for what a secret's writer may not.
+    // Read a local file, run a program, use a proxy, or a server other than the Cluster's own
+    // endpoint.
     Untrusted,
 }
 
@@ -85,27 +100,59 @@ pub fn said(state: ApiState, detail: &str) -> String {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+/// The workload cluster's API server, as the check found it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct WorkloadApi {
+    /// What the check found.
     pub state: ApiState,
     /// The API server URL from the kubeconfig (never its credentials).
     pub server: Option<String>,
     /// The path that answered.
     pub path: Option<String>,
+    /// The HTTP status.
     pub http_status: Option<u16>,
+    /// How long it took.
     pub elapsed_ms: Option<u64>,
     /// One line: what happened, for humans.
     pub detail: String,
-    /// When this observation was made (RFC 3339, this machine's clock, the answer's or the
-    /// bound's moment). None where it was not recorded (bundles written before the field).
+    /// When this check was made (RFC 3339, the plugin's clock). Absent where not recorded.
+    // The answer's or the bound's moment; bundles written before the field have none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub checked_at: Option<String>,
-    /// The check made before the probes, when this one was made again after them
-    /// ([`WorkloadCheck::recheck`]): the verdict judges from this, the latest; the first is kept
-    /// so the report says when the API changed (etcd healing mid-run). None: no re-check.
+    /// The check made before the probes, when the API was checked again after them: this
+    /// object is then the check after the probes (what the verdict judges), that one the
+    /// first (its own `beforeProbes` absent). Absent when the API was checked once (no usable
+    /// kubeconfig, `--dry-run`, `status`).
+    // ([`WorkloadCheck::recheck`]): the first is kept so the report says when the API changed
+    // (etcd healing mid-run). Its schema is the same fields without this one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Option<WorkloadApiCheck>")]
     pub before_probes: Option<Box<WorkloadApi>>,
+}
+
+/// The workload API's check before the probes (`workloadApi.beforeProbes`): the same fields as
+/// `workloadApi`, without one of its own.
+// The schema of `WorkloadApi::before_probes` only, never built: the value is a `WorkloadApi`
+// whose own `before_probes` is None (it is skipped), so the json is these fields.
+#[derive(schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct WorkloadApiCheck {
+    /// What the check found.
+    pub state: ApiState,
+    /// The API server URL from the kubeconfig (never its credentials).
+    pub server: Option<String>,
+    /// The path that answered.
+    pub path: Option<String>,
+    /// The HTTP status.
+    pub http_status: Option<u16>,
+    /// How long it took.
+    pub elapsed_ms: Option<u64>,
+    /// One line: what happened, for humans.
+    pub detail: String,
+    /// When this check was made (RFC 3339, the plugin's clock).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub checked_at: Option<String>,
 }
 
 impl WorkloadApi {

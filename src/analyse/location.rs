@@ -144,8 +144,11 @@ pub struct PathPlace {
     pub why: Option<String>,
 }
 
+/// Where the failing paths' packets die, as the analysis finds it. The contract's
+/// `packetLocation` (`report::v1alpha2::PacketLocation`) is this with the verdict's wording
+/// ([`evidence`]) in place of the stack.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct PacketLocation {
+pub struct PacketPlaces {
     /// Each failing peer path, in the matrices' order (2379 first).
     pub paths: Vec<PathPlace>,
     /// Each node's read.
@@ -351,7 +354,7 @@ pub fn locate(
     nodes: &[NodeReport],
     matrices: &[Matrix],
     stack: NetworkStack,
-) -> Option<PacketLocation> {
+) -> Option<PacketPlaces> {
     if !nodes
         .iter()
         .any(|n| n.probe().is_some_and(|p| !p.firewall.is_empty()))
@@ -447,7 +450,7 @@ pub fn locate(
             });
         }
     }
-    Some(PacketLocation {
+    Some(PacketPlaces {
         paths,
         nodes: rules.into_iter().map(|r| r.read).collect(),
         stack,
@@ -470,7 +473,7 @@ fn paths_text(paths: &[&PathPlace]) -> String {
 /// The evidence lines of a network verdict: per rule that counted (`inside the guest`), per
 /// rule that may drop without counting (`may be inside the guest`), the paths no rule could
 /// have dropped (`outside the guests`), the paths left undecided. Empty without failing paths.
-pub fn evidence(loc: &PacketLocation) -> Vec<String> {
+pub fn evidence(loc: &PacketPlaces) -> Vec<String> {
     let total = loc.paths.len();
     let mut lines = Vec::new();
     if total == 0 {
@@ -631,7 +634,7 @@ fn list_command(h: &FirewallRule) -> Result<String, String> {
 
 /// The first next step when a node's own rule counted the failing packets: that rule is the
 /// node's, not the fabric's; what to look at on which node. Empty otherwise.
-pub fn next_steps(loc: &PacketLocation) -> Vec<String> {
+pub fn next_steps(loc: &PacketPlaces) -> Vec<String> {
     let mut named: Vec<&FirewallRule> = Vec::new();
     for h in loc
         .paths

@@ -3,6 +3,9 @@
 //! the list is the order an admin should read them in (missing machines first: the article calls
 //! that "a separate issue").
 
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
 use super::network::{
     action_text, pairs_text, ports_text, rule_text, show_command, warning_text, NetworkAssessment,
 };
@@ -13,21 +16,42 @@ use crate::supervisor::{
 };
 use crate::workload::{ApiState, WorkloadApi};
 
+// `Severity`, `Finding` and `FindingCode` are the contract's (`findings` of the reports): their
+// doc comments are the schema's descriptions, their serde attributes the json's names.
+
+/// How bad a finding is.
 #[derive(
-    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, strum::Display, strum::VariantArray,
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Serialize,
+    Deserialize,
+    JsonSchema,
+    strum::Display,
+    strum::VariantArray,
 )]
 pub enum Severity {
+    /// A problem.
     Error,
+    /// Worth a look.
     Warning,
 }
 
 /// One thing found wrong.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
 pub struct Finding {
+    /// What was found.
     pub code: FindingCode,
+    /// How bad it is.
     pub severity: Severity,
     /// The node (Machine or VM name) it is about, when it is about one.
     pub node: Option<String>,
+    /// One line, for humans.
     pub message: String,
 }
 
@@ -40,61 +64,85 @@ fn finding(code: FindingCode, severity: Severity, node: Option<&str>, message: S
     }
 }
 
-/// Finding codes of `status`: scripts match on them (docs/output.md), as the report's
-/// `FindingCode`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, strum::Display, strum::VariantArray)]
+/// A finding's code: scripts match on them (docs/output.md).
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Serialize,
+    Deserialize,
+    JsonSchema,
+    strum::Display,
+    strum::VariantArray,
+)]
 pub enum FindingCode {
+    /// No KubeadmControlPlane found for the cluster.
     ControlPlaneNotFound,
+    /// Fewer control-plane Machines than the KCP wants.
     ControlPlaneMachinesMissing,
+    /// The KCP is not Ready.
     ControlPlaneNotReady,
+    /// An etcd condition of the KCP is not True.
     EtcdConditionNotTrue,
+    /// A Machine has no VirtualMachine.
     VirtualMachineMissing,
+    /// A control-plane VirtualMachine has no Machine.
     MachineMissing,
+    /// A VirtualMachine has no IP address.
     VirtualMachineNoIP,
+    /// A VirtualMachine is not powered on.
     VirtualMachineNotPoweredOn,
+    /// A Machine is not Running.
     MachineNotRunning,
+    /// The workload API could not be reached.
     WorkloadAPIUnreachable,
+    /// The workload API answered, not ready.
     WorkloadAPINotReady,
-    /// The `<cluster>-kubeconfig` secret was refused before any request (a local file, a
-    /// program, a proxy, or a server other than the Cluster's endpoint).
+    /// The `<cluster>-kubeconfig` secret was refused before any request.
+    // (A local file, a program, a proxy, or a server other than the Cluster's endpoint.)
     WorkloadKubeconfigUntrusted,
-    /// A Machine is being deleted or is still provisioning, or the KCP's counts show it rolling
-    /// (more replicas than desired, replicas not up to date): shown, with the phase and since
-    /// when, in place of the node findings it explains (no IP, not powered on, not Running).
+    /// A Machine is being deleted or provisioned, or the KCP's counts show it rolling.
+    // (More replicas than desired, replicas not up to date): shown, with the phase and since
+    // when, in place of the node findings it explains (no IP, not powered on, not Running).
     RolloutInProgress,
-    /// A Machine with the cluster's control-plane labels is not controller-owned by the uid of
-    /// the cluster's KubeadmControlPlane: no Machine of this control plane, never probed.
+    /// A Machine with the control-plane labels is not controller-owned by the cluster's KCP.
+    // (By the uid of the cluster's KubeadmControlPlane): no Machine of this control plane,
+    // never probed.
     MachineNotOwnedByKCP,
-    /// A VirtualMachine names a Machine's VSphereMachine as its owner but is not controlled by
-    /// that VSphereMachine's uid: never probed, and never taken for the Machine's VM.
+    /// A VirtualMachine names a Machine's VSphereMachine as owner, not by its uid.
+    // Never probed, and never taken for the Machine's VM.
     VirtualMachineOwnerMismatch,
-    /// Several VirtualMachines claim one Machine's VSphereMachine: none is used or probed.
+    /// Several VirtualMachines claim one Machine's VSphereMachine.
+    // None is used or probed.
     VirtualMachineAmbiguous,
-    /// The Supervisor refused (403) a kind the walk can do without (VSphereMachines): the
-    /// finding names the permission (verb, resource.group, namespace) and what the run did
-    /// instead. A Warning that does not count towards the exit code: the user's rights, not
-    /// the cluster's state.
+    /// The Supervisor refused (403) a kind the run can do without: the permission named,
+    /// and what the run did instead.
+    // (VSphereMachines; verb, resource.group, namespace.) A Warning that does not count towards
+    // the exit code: the user's rights, not the cluster's state.
     PermissionMissing,
-    /// The VM reports an address that is no other host's (loopback, unspecified, link-local,
-    /// multicast, broadcast, reserved): the node is never probed at it, nor anyone's peer.
+    /// The VM reports an address that is no other host's: never probed at it.
+    // (Loopback, unspecified, link-local, multicast, broadcast, reserved), nor anyone's peer.
     VirtualMachineAddressRefused,
-    /// More Machines carry the control-plane label than the KCP's replicas plus a surplus of
-    /// one: the KCP's own and then the oldest are probed, the rest never (named, at most a few).
+    /// More Machines carry the control-plane label than the KCP's replicas plus one.
+    // The KCP's own and then the oldest are probed, the rest never (named, at most a few).
     ControlPlaneMachinesBeyondReplicas,
-    /// A network object of the cluster NSX (or CAPV) failed to realize: a SubnetPort,
-    /// SubnetSet, Subnet or VirtualNetwork not Ready, the Namespace's `NamespaceNetworkReady`
-    /// or the VSphereCluster's `ClusterNetworkReady` not True, a NetworkPolicy with an
-    /// `nsx-op/error` annotation (only on a Supervisor that serves an NSX group).
+    /// A network object of the cluster failed to realize.
+    // NSX's (or CAPV's): a SubnetPort, SubnetSet, Subnet or VirtualNetwork not Ready, the
+    // Namespace's `NamespaceNetworkReady` or the VSphereCluster's `ClusterNetworkReady` not
+    // True, a NetworkPolicy with an `nsx-op/error` annotation (only on a Supervisor that serves
+    // an NSX group).
     NetworkNotRealized,
-    /// NetworkPolicies carry an `nsx-op/error` annotation: the object's own claim, not NSX's
-    /// status (anyone who may edit a NetworkPolicy can write it). Always a Warning, and never
-    /// what makes `status` exit 1 ([`FindingCode::counts`]).
+    /// NetworkPolicies carry an `nsx-op/error` annotation: the object's own claim.
+    // Not NSX's status (anyone who may edit a NetworkPolicy can write it). Always a Warning,
+    // and never what makes `status` exit 1 ([`FindingCode::counts`]).
     NetworkPolicyErrorClaimed,
-    /// A realized SecurityPolicy's Drop or Reject rule is what decides TCP 2379/2380 between
-    /// the cluster's control-plane VMs (docs/nsx-policy.md).
+    /// A realized SecurityPolicy's Drop or Reject rule decides TCP 2379/2380 between the VMs.
+    // (docs/nsx-policy.md.)
     SecurityPolicyBlocksEtcd,
-    /// A SecurityPolicy's Drop or Reject rule would block TCP 2379/2380 between the
-    /// control-plane VMs but does not now: shadowed by an earlier Allow, or not realized yet.
+    /// A SecurityPolicy's Drop or Reject rule would block TCP 2379/2380 but does not now.
+    // Shadowed by an earlier Allow, or not realized yet.
     SecurityPolicyWouldBlockEtcd,
 }
 

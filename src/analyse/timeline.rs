@@ -10,6 +10,9 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
 use super::matrix::Matrix;
 use crate::probe::etcdlog::{self, LeaderState, LogKind, LogSummary, PeerKey};
 use crate::probe::output::MemberId;
@@ -32,29 +35,58 @@ pub const TRUSTED_SKEW_MS: i64 = 60_000;
 /// At most this many pairs are kept (n·(n-1) for the nodes probed: 20 for five nodes).
 const MAX_PAIRS: usize = 64;
 
-/// The two shapes a set of onsets takes; their words are the contract's.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, strum::Display, strum::VariantArray)]
+// The contract's `timeline` (`report::DiagnoseReport`): these types are what `-o json|yaml`
+// prints and what the schema describes, so their doc comments are the schema's descriptions and
+// their serde attributes fix the json names (tests/it/schema.rs and the json-contract snapshots
+// hold both).
+
+/// The shape of the onsets: the words of `summary` scripts match on are `one change` and
+/// `staggered`.
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Serialize,
+    Deserialize,
+    JsonSchema,
+    strum::Display,
+    strum::VariantArray,
+)]
+#[schemars(rename = "TimelineShape")]
 pub enum Shape {
-    /// Every failing path went within [`ONE_CHANGE_S`] of the first.
+    /// Every failing path went within 30 s of the first.
+    // ([`ONE_CHANGE_S`].)
     OneChange,
-    /// Some paths went later than that: pairs or nodes one after another.
+    /// Some paths went later: pairs or nodes one after another.
     Staggered,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+/// Since when, and how: present when a log gives an onset, a path fails, a node has no leader
+/// or KCP's conditions carry a last successful probe.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
 pub struct Timeline {
-    /// "all paths failed within N s of T (one change)" or "staggered: a↔b at T1, c at T2";
-    /// `None` when no log gives an onset.
+    /// "all paths failed within N s of T (one change)" or "staggered: a↔b at T1, c at T2
+    /// (+N s)"; times RFC 3339 UTC to the second. Absent when no log gives an onset.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub summary: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shape: Option<Shape>,
-    /// Per ordered pair (from, to) whose current episode is open in a log or whose 2380 path
-    /// fails now.
+    /// Per ordered pair of nodes whose current failure episode is open in either end's log or
+    /// whose 2380 path fails now.
+    #[serde(default)]
     pub pairs: Vec<PairOnset>,
-    /// Nodes whose etcd knows no leader at their log's last leader line, since when.
+    /// Nodes whose etcd knows no leader at their log's last leader line.
+    #[serde(default)]
     pub no_leader: Vec<NoLeaderSince>,
-    /// The clock of every node whose times are used.
+    /// The clock of every node whose times are used, against the median of the nodes' clocks.
+    #[serde(default)]
     pub clocks: Vec<NodeClock>,
-    /// "Last successful probe at …" of KCP's conditions on the Machines (the Supervisor's word).
+    /// "Last successful probe at …" from KCP's etcd conditions on the Machines.
+    // (The Supervisor's word.)
+    #[serde(default)]
     pub last_successful_probes: Vec<LastProbe>,
 }
 
@@ -75,53 +107,77 @@ impl Timeline {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// One direction of a pair: `from`'s etcd sending to `to`'s.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
 pub struct PairOnset {
     pub from: String,
     pub to: String,
-    /// The earlier of the two ends' onsets, corrected (RFC 3339 UTC); `None` when neither log
-    /// tells.
+    /// The start of the current failure episode: the earlier of `seenByFrom` and `seenByTo`
+    /// (RFC 3339 UTC, six fraction digits, on the nodes' median clock); absent when neither
+    /// log tells.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub onset: Option<String>,
-    /// `from`'s log about `to`: the first failure after the last recovery, corrected.
+    /// `from`'s log about `to`: its first failure line (a lost stream, the peer inactive, the
+    /// prober's unhealthy status, a dial error) after the last line saying the peer worked.
+    // (Corrected to the median clock.)
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub seen_by_from: Option<String>,
-    /// `to`'s log about `from`.
+    /// `to`'s log about `from`, the same way.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub seen_by_to: Option<String>,
-    /// The first failure line's kind, of the end whose onset is the pair's.
+    /// What the line of the onset said.
+    // (The first failure line's kind, of the end whose onset is the pair's.)
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub first_sign: Option<LogKind>,
-    /// That end's log shows no line of the path working before its onset: the log read begins
-    /// inside the episode, which began at or before `onset`.
+    /// True when the log of the onset's end shows no line of the path working before it: the
+    /// log read begins inside the episode, which began at or before `onset`.
+    #[serde(default)]
     pub at_or_before: bool,
-    /// When the first sign is etcd's prober's line, the earliest the path may have failed
-    /// ([`PROBER_LAG_S`] before `onset`): the cut lies between the two, and no log line says
-    /// closer. `None` for every other first sign, which etcd writes within seconds of the cut.
+    /// When `firstSign` is `PeerUnhealthy` (etcd's prober, which checks a healthy peer's status
+    /// only every 30 s): the earliest the path may have failed, 34 s before `onset`. The cut
+    /// lies between the two; no line of etcd's says closer.
+    // ([`PROBER_LAG_S`]; None for every other first sign, which etcd writes within seconds of
+    // the cut.)
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub earliest: Option<String>,
-    /// Whether the 2380 path from → to failed in this run's checks (`None`: not checked).
+    /// Whether this run's check of `from` → `to`:2380 failed; absent when not checked.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub failing_now: Option<bool>,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
 pub struct NoLeaderSince {
     pub node: String,
-    /// Corrected (RFC 3339 UTC); `None` when the log's no-leader line has no time.
+    /// The first no-leader line after the last known leader, corrected (RFC 3339 UTC).
+    // (None when the log's no-leader line has no time.)
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub since: Option<String>,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
 pub struct NodeClock {
     pub node: String,
-    /// The node's clock minus the median of the nodes' clocks; `None`: no reading.
+    /// The node's clock at probe start minus the median of the nodes' clocks; absent when the
+    /// node's clock was not read. Its log's times are corrected by it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub offset_ms: Option<i64>,
+    /// False when the clock was not read or is more than 60 s off the others'.
     pub trusted: bool,
     /// Why not, when not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
 pub struct LastProbe {
     pub node: String,
-    /// The Machine condition that says it.
+    /// The Machine condition whose message says it (e.g. `EtcdMemberHealthy`).
     pub condition: String,
-    /// The time as the condition writes it.
+    /// The time as the condition writes it (the Supervisor's clock).
     pub at: String,
 }
 

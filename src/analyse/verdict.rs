@@ -129,10 +129,23 @@ pub struct Verdict {
     pub notes: Vec<String>,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// The etcd log findings of one node whose log could be read.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
 pub struct NodeLogs {
     pub node: String,
     pub summary: LogSummary,
+}
+
+impl NodeLogs {
+    /// A member ID as the name of the node whose log says it is that member, else the ID.
+    pub fn member_name(logs: &[NodeLogs], id: &str) -> String {
+        crate::probe::etcdlog::member_name(
+            logs.iter()
+                .map(|l| (l.node.as_str(), l.summary.local_member_id.as_deref())),
+            id,
+        )
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -144,7 +157,7 @@ pub struct Diagnosis {
     pub logs: Vec<NodeLogs>,
     /// Where the failing paths' packets die (the nodes' own firewalls read around the checks);
     /// None when no node's probe read its firewall.
-    pub location: Option<super::location::PacketLocation>,
+    pub location: Option<super::location::PacketPlaces>,
     /// The remediation guard ([`super::guard`]): None when the Supervisor said nothing of
     /// remediation.
     pub guard: Option<super::guard::RemediationGuard>,

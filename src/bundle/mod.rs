@@ -35,8 +35,8 @@
 mod read;
 mod write;
 
-pub use read::read;
-pub use write::{check_target, check_writable, write, write_atomically};
+pub(crate) use read::read;
+pub(crate) use write::{check_target, check_writable, write, write_atomically};
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::IpAddr;
@@ -47,10 +47,10 @@ use crate::probe::{HostKey, PortReach, ReachError, Vantage};
 use crate::report::Evidence;
 
 /// The layout's version. Files are only added within one; a reader refuses a newer one.
-pub const FORMAT_VERSION: u32 = 1;
+pub(crate) const FORMAT_VERSION: u32 = 1;
 /// The manifest's `kind`.
-pub const KIND: &str = "EvidenceBundle";
-pub const MANIFEST: &str = "manifest.json";
+pub(crate) const KIND: &str = "EvidenceBundle";
+pub(crate) const MANIFEST: &str = "manifest.json";
 
 /// What reading accepts at most (what writing keeps to: see [`write::write`]).
 ///
@@ -70,7 +70,7 @@ pub const MANIFEST: &str = "manifest.json";
 /// largest bundle these caps allow by count, about 100 MB of JSON: analysed, timed, every
 /// entry parsed exactly once) and the property tests of `bounds_tests`.
 #[derive(Debug, Clone, Copy)]
-pub struct Caps {
+pub(crate) struct Caps {
     /// One entry's bytes. A probe document is at most `parse::MAX_OUTPUT_BYTES` (16 MiB);
     /// nothing else comes near.
     pub entry: u64,
@@ -92,7 +92,7 @@ pub struct Caps {
     pub objects: usize,
 }
 
-pub const CAPS: Caps = Caps {
+pub(crate) const CAPS: Caps = Caps {
     entry: 32 * 1024 * 1024,
     total: 512 * 1024 * 1024,
     count: 20_000,
@@ -102,18 +102,18 @@ pub const CAPS: Caps = Caps {
 };
 /// The objects the verdict does not use (NetworkPolicies without an `nsx-op/error`, only
 /// counted in the report's `read`) a bundle keeps at most, after every one it does use.
-pub const MAX_EXTRA_OBJECTS: usize = 64;
+pub(crate) const MAX_EXTRA_OBJECTS: usize = 64;
 /// The objects left out a bundle names (each at most [`MAX_LEFT_OUT_CHARS`]); the rest are
 /// counted in one more line.
-pub const MAX_LEFT_OUT_NAMED: usize = 32;
-pub const MAX_LEFT_OUT_CHARS: usize = 300;
+pub(crate) const MAX_LEFT_OUT_NAMED: usize = 32;
+pub(crate) const MAX_LEFT_OUT_CHARS: usize = 300;
 /// Longest path component written (tar handles longer paths, people's tools less so).
 const MAX_COMPONENT_CHARS: usize = 100;
 
 /// `manifest.json`: what the bundle is and where each cluster's files are.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct Manifest {
+pub(crate) struct Manifest {
     pub api_version: String,
     /// Always [`KIND`].
     pub kind: String,
@@ -130,7 +130,7 @@ pub struct Manifest {
 /// One cluster's files.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct ClusterEntry {
+pub(crate) struct ClusterEntry {
     pub context: String,
     pub namespace: String,
     pub cluster: String,
@@ -179,7 +179,7 @@ pub struct ClusterEntry {
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct NodeEntry {
+pub(crate) struct NodeEntry {
     /// The node's name, exactly.
     pub name: String,
     /// Its folder under the cluster's `dir` (`nodes/<name made safe>`).
@@ -189,7 +189,7 @@ pub struct NodeEntry {
 /// `nodes/<node>/reach.json`: how the route got (or did not get) to the node.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct NodeReach {
+pub(crate) struct NodeReach {
     pub name: String,
     pub ip: Option<IpAddr>,
     /// Why the node could not be probed; null when `probe.out` holds its output.
@@ -207,7 +207,7 @@ pub struct NodeReach {
 
 /// A bundle as read: its manifest and each cluster's evidence.
 #[derive(Debug, Clone)]
-pub struct Bundle {
+pub(crate) struct Bundle {
     pub manifest: Manifest,
     pub evidence: Vec<Evidence>,
 }
@@ -235,7 +235,7 @@ impl Bundle {
 /// A name as one path component: ASCII letters, digits, `.`, `-` and `_` kept, anything else
 /// `_`; never empty, never starting with a dot (so never `.` or `..`, nor hidden), at most
 /// [`MAX_COMPONENT_CHARS`]. Kubernetes names pass unchanged; the rest is data, not a path.
-pub fn component(name: &str) -> String {
+pub(crate) fn component(name: &str) -> String {
     let mut safe: String = name
         .chars()
         .map(|c| {

@@ -23,7 +23,7 @@ use crate::workload::WorkloadApi;
 /// Reads the bundle at `path`: in memory, each node's document parsed again with this plugin's
 /// parser and checked to be the node's, as a live run does. Any problem with the file is one
 /// configuration error (exit 2) naming the file, the entry and what is wrong.
-pub fn read(path: &Path) -> Result<Bundle> {
+pub(crate) fn read(path: &Path) -> Result<Bundle> {
     let bad = |why: String| Error::config(format!("bundle {}: {why}", path.display()));
     let file = std::fs::File::open(path).map_err(|e| {
         bad(format!(

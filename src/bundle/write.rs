@@ -19,13 +19,13 @@ use crate::report::{Evidence, API_VERSION};
 ///
 /// Checked before a run, so that a bundle that cannot be written is known before minutes of
 /// diagnosis (exit 2, nothing contacted): its folder must exist, and the path must not be one.
-pub fn check_target(path: &Path) -> Result<()> {
+pub(crate) fn check_target(path: &Path) -> Result<()> {
     check_writable("bundle", path)
 }
 
 /// Checks that a file of ours (`what`: bundle, report) can be written at `path`: its folder
 /// exists and the path is not a folder. A usage error (exit 2) naming `what` and the path.
-pub fn check_writable(what: &str, path: &Path) -> Result<()> {
+pub(crate) fn check_writable(what: &str, path: &Path) -> Result<()> {
     let cannot = |why: &str| Error::Usage(format!("cannot write {what} {}: {why}", path.display()));
     if path.is_dir() {
         return Err(cannot("it is a folder"));
@@ -39,7 +39,7 @@ pub fn check_writable(what: &str, path: &Path) -> Result<()> {
 }
 
 /// Writes `evidence` (one per cluster) to `path` as a .tar.gz, atomically.
-pub fn write(path: &Path, evidence: &[Evidence]) -> Result<()> {
+pub(crate) fn write(path: &Path, evidence: &[Evidence]) -> Result<()> {
     // `args_os`: `args` panics on an argument that is not UTF-8 (a path can be anything).
     let args = std::env::args_os()
         .skip(1)
@@ -74,7 +74,7 @@ pub fn write(path: &Path, evidence: &[Evidence]) -> Result<()> {
 /// if anything fails), which is synced, then renamed onto `path`. A file already there is
 /// replaced; a new one is the owner's alone (0600, tempfile's mode), for the admin to pass on.
 /// A configuration error naming `what` and the path.
-pub fn write_atomically(
+pub(crate) fn write_atomically(
     what: &str,
     flag: &str,
     path: &Path,

@@ -48,7 +48,7 @@ impl AnalyseOptions {
 
 /// Reads the bundle and prints what `diagnose` printed: one cluster's report, or the list of
 /// several; the exit code is the one `diagnose` had (a bad bundle is a configuration error, 2).
-pub fn run(opts: &AnalyseOptions, format: Format) -> Result<Outcome> {
+pub(crate) fn run(opts: &AnalyseOptions, format: Format) -> Result<Outcome> {
     if let Some(c) = &opts.report {
         c.check_target()?;
         // The bundles are read before the report is written: a report over one would replace

@@ -26,7 +26,11 @@ pub struct CleanupOptions {
     pub workload_tls: workload::Tls,
 }
 
-pub async fn run(conn: &Connection, opts: &CleanupOptions, format: Format) -> Result<Outcome> {
+pub(crate) async fn run(
+    conn: &Connection,
+    opts: &CleanupOptions,
+    format: Format,
+) -> Result<Outcome> {
     let scope = Scope {
         namespace: (!opts.all_namespaces).then_some(conn.namespace.as_str()),
         older_than: opts.older_than,

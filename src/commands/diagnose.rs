@@ -29,7 +29,7 @@ pub struct DiagnoseRun {
 
 /// Runs the diagnosis until it ends or a signal comes, then deletes what is left (unless
 /// `--keep-pods`) and renders the result.
-pub async fn run(
+pub(crate) async fn run(
     conn: &Connection,
     how: &DiagnoseRun,
     opts: &DiagnoseConfig,

@@ -38,7 +38,7 @@ pub struct Selection {
 
 /// One cluster to work on: its facts and the objects they came from, or why they could not be
 /// had.
-pub struct Found {
+pub(crate) struct Found {
     pub namespace: String,
     pub cluster: String,
     pub facts: std::result::Result<(ClusterFacts, Arc<Inventory>), ClusterFailure>,
@@ -47,7 +47,7 @@ pub struct Found {
 /// The clusters of a many-cluster selection, read with one list of each kind per namespace (or
 /// per Supervisor). An error that leaves no cluster to show (not a Supervisor, the cluster list
 /// refused) ends the run; after that, every failure is a cluster's.
-pub async fn find(conn: &Connection, which: &Which) -> Result<Vec<Found>> {
+pub(crate) async fn find(conn: &Connection, which: &Which) -> Result<Vec<Found>> {
     let inventories = match which {
         // One cluster is read by name (its own walk does discovery).
         Which::One(cluster) => {
@@ -95,7 +95,7 @@ pub async fn find(conn: &Connection, which: &Which) -> Result<Vec<Found>> {
 
 /// Runs `work` on every found cluster, at most `max_concurrent` at once; each cluster's error is
 /// its [`ListItem::Failed`] row. An interruption is not a cluster's failure: it ends the run.
-pub async fn each<T, F, Fut>(
+pub(crate) async fn each<T, F, Fut>(
     found: Vec<Found>,
     max_concurrent: usize,
     work: F,
@@ -128,7 +128,7 @@ where
 /// Runs `work` on every item that is not yet a failure, at most `max_concurrent` at once, as
 /// [`each`] does: each error is its cluster's row (`names` gives its namespace, name and the
 /// time its earlier work took), an interruption ends the run.
-pub async fn each_planned<P, T, N, F, Fut>(
+pub(crate) async fn each_planned<P, T, N, F, Fut>(
     items: Vec<ListItem<P>>,
     max_concurrent: usize,
     names: N,

@@ -35,7 +35,7 @@ const MIN_READING: Duration = Duration::from_secs(1);
 const TRACED_PORTS: [u16; 2] = [2380, 2379];
 
 /// NSX Manager for the run: the client (or why there is none), the traceflows not yet deleted.
-pub struct NsxRun {
+pub(crate) struct NsxRun {
     config: NsxConfig,
     client: Result<Arc<Client>, Gap>,
     /// Every traceflow of the round; each cluster's reading tracks its own in a scope of it.
@@ -43,7 +43,7 @@ pub struct NsxRun {
 }
 
 /// Ends the run's NSX Manager session (the run is over: every round's traceflows are deleted).
-pub async fn end(config: &NsxConfig) {
+pub(crate) async fn end(config: &NsxConfig) {
     config.login.close().await;
 }
 

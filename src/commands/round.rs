@@ -31,7 +31,7 @@ use crate::supervisor::{self, ClusterFacts, Inventory};
 use crate::{render, signal, workload};
 
 /// What one cluster's diagnosis produced.
-pub enum Diagnosed {
+pub(crate) enum Diagnosed {
     Report(Box<DiagnoseReport>, Box<Evidence>),
     /// `--dry-run`: the pods it would have created.
     DryRun(DryRun),
@@ -40,20 +40,20 @@ pub enum Diagnosed {
 /// `--dry-run`'s output: the pods, and the warnings a dry run still owes the admin (the
 /// labelled Machines that would not be probed).
 #[derive(Default)]
-pub struct DryRun {
+pub(crate) struct DryRun {
     pub pods: Vec<Pod>,
     pub notes: Vec<String>,
 }
 
 /// What one round produced: one cluster's diagnosis, or a list of many.
-pub enum Round {
+pub(crate) enum Round {
     One(Diagnosed),
     Many(ListReport<DiagnoseReport>, Vec<Evidence>, DryRun),
 }
 
 /// One round over the selection, cancelled by a signal, then every pod it created deleted
 /// (unless `--keep-pods`). Returns the round and the notes about the pods.
-pub async fn round_with_cleanup(
+pub(crate) async fn round_with_cleanup(
     conn: &Connection,
     selection: &Selection,
     opts: &DiagnoseConfig,
@@ -282,13 +282,13 @@ async fn round(
 /// that finishes at the deadline still has its log read (at least `lifecycle`'s 10 s floor) and
 /// is deleted (one request, within the workload client's bound), and the analysis runs. Only a
 /// server that answers every request slowly, each within its own bound, reaches it.
-pub const DIAGNOSIS_GRACE: Duration = Duration::from_secs(30);
+pub(crate) const DIAGNOSIS_GRACE: Duration = Duration::from_secs(30);
 
 /// What a cluster's diagnosis keeps for judging after NSX Manager's reading, inside its outer
 /// bound ([`within`]): the reading ends this much before the bound, so that a reading cut at its
 /// deadline still leaves the verdict, the report and the bundle (never the whole diagnosis
 /// lost to the bound, and the Supervisor blamed for it).
-pub const JUDGING_RESERVE: Duration = Duration::from_secs(3);
+pub(crate) const JUDGING_RESERVE: Duration = Duration::from_secs(3);
 
 tokio::task_local! {
     /// When the cluster's outer bound ([`within`]) cuts the diagnosis that runs in it.
@@ -325,7 +325,7 @@ async fn within<T>(
 }
 
 /// One cluster's diagnosis, from its facts; every pod it creates goes into `tracker`.
-pub async fn diagnose(
+pub(crate) async fn diagnose(
     conn: &Connection,
     facts: ClusterFacts,
     inventory: &Arc<Inventory>,
@@ -340,7 +340,7 @@ pub async fn diagnose(
 
 /// One cluster planned: its workload API checked, its route and targets chosen, nothing
 /// created yet.
-pub struct Planned {
+pub(crate) struct Planned {
     pub facts: ClusterFacts,
     inventory: Arc<Inventory>,
     workload: workload::WorkloadCheck,

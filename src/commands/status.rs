@@ -23,7 +23,11 @@ pub struct StatusOptions {
     pub workload_tls: workload::Tls,
 }
 
-pub async fn run(conn: &Connection, opts: &StatusOptions, format: Format) -> Result<Outcome> {
+pub(crate) async fn run(
+    conn: &Connection,
+    opts: &StatusOptions,
+    format: Format,
+) -> Result<Outcome> {
     let started = Instant::now();
     if let Which::One(cluster) = &opts.selection.which {
         let (facts, inventory) = supervisor::walk(conn, cluster).await?;
@@ -62,7 +66,7 @@ pub async fn run(conn: &Connection, opts: &StatusOptions, format: Format) -> Res
 
 /// The workload API check on top of the Supervisor's facts, analysed; with the cluster's
 /// network when the Supervisor serves an NSX group.
-pub async fn report(
+pub(crate) async fn report(
     conn: &Connection,
     facts: ClusterFacts,
     inventory: &Inventory,

@@ -22,7 +22,7 @@ use crate::{connect::Connection, signal};
 
 /// Diagnoses the selection every `every`, printing each round through `emit` as it ends, until
 /// every cluster is Healthy (exit 0), a round fails, or a signal comes.
-pub async fn run(
+pub(crate) async fn run(
     conn: &Connection,
     selection: &Selection,
     opts: &DiagnoseConfig,

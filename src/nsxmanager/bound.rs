@@ -60,7 +60,7 @@ fn cap_map(m: &mut std::collections::BTreeMap<String, impl Sized>, max: usize) -
 /// services, VMs, traceflows and gaps a live run reads at most, every string bounded): what
 /// `analyse` judges of a bundle's `nsx-manager.json`, whose work is then bounded as a live
 /// run's is. A reading within the caps is left as it is. Linear in the reading's size.
-pub fn rebound(read: &mut NsxRead, limits: &Limits) {
+pub(crate) fn rebound(read: &mut NsxRead, limits: &Limits) {
     let max = limits.max_objects;
     let mut cuts: Vec<Gap> = Vec::new();
     // Each root's list holds at most `max`; they are read one after another into one list.
@@ -484,7 +484,7 @@ fn kept(read: &NsxRead, gaps: &[Gap], keep: &[usize; PARTS], why: &str) -> NsxRe
 /// nothing but the gaps is kept. Each entry is measured once; the result is checked, and cut
 /// further should the measure have been short. `None` only when even the gaps alone are over
 /// `max` (a `max` of a few bytes).
-pub fn fit(read: &NsxRead, max: usize) -> Option<Vec<u8>> {
+pub(crate) fn fit(read: &NsxRead, max: usize) -> Option<Vec<u8>> {
     let encode = |r: &NsxRead| {
         let mut b = serde_json::to_vec_pretty(r).ok()?;
         b.push(b'\n');

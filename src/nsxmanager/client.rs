@@ -65,28 +65,28 @@ use tokio::time::Instant;
 use super::raw::{Gap, Listed};
 
 /// The variables terraform-provider-nsxt's users already set.
-pub const USERNAME_ENV: &str = "NSXT_USERNAME";
-pub const PASSWORD_ENV: &str = "NSXT_PASSWORD";
+pub(crate) const USERNAME_ENV: &str = "NSXT_USERNAME";
+pub(crate) const PASSWORD_ENV: &str = "NSXT_PASSWORD";
 /// The most a credentials file may hold (one line).
-pub const MAX_CREDENTIALS_BYTES: u64 = 4096;
+pub(crate) const MAX_CREDENTIALS_BYTES: u64 = 4096;
 /// The most a `--nsx-ca` file may hold.
-pub const MAX_CA_BYTES: u64 = 1024 * 1024;
+pub(crate) const MAX_CA_BYTES: u64 = 1024 * 1024;
 /// The most characters of the manager's own words (an API error's `error_message`) kept.
-pub const MAX_MESSAGE_CHARS: usize = 300;
+pub(crate) const MAX_MESSAGE_CHARS: usize = 300;
 /// The longest NSX policy path the reader asks for (the manager's own paths are far shorter).
-pub const MAX_POLICY_PATH: usize = 1024;
+pub(crate) const MAX_POLICY_PATH: usize = 1024;
 /// The longest cursor the reader sends back.
 const MAX_CURSOR: usize = 4096;
 /// The longest string kept of an answer (a description, a tag): longer ones are cut (then
 /// `…`). Ids, paths and addresses are far shorter; this bounds what a report and a bundle keep.
-pub const MAX_STRING_CHARS: usize = 8192;
+pub(crate) const MAX_STRING_CHARS: usize = 8192;
 /// How long a traceflow's delete may take, whatever is left of the reading's deadline:
 /// tidying up is not cut by the deadline it may have hit.
-pub const CLEANUP_BOUND: Duration = Duration::from_secs(10);
+pub(crate) const CLEANUP_BOUND: Duration = Duration::from_secs(10);
 /// How long the session's destroy may take: a courtesy (an undestroyed session expires on its
 /// own), so it holds the admin's result back for less than a traceflow's delete may. A manager
 /// still busy with the requests a cut reading left in flight answers it late.
-pub const SESSION_CLOSE_BOUND: Duration = Duration::from_secs(2);
+pub(crate) const SESSION_CLOSE_BOUND: Duration = Duration::from_secs(2);
 
 // ---------------------------------------------------------------------------------------------
 // Credentials
@@ -351,6 +351,7 @@ impl ApiPath {
         self.0.split('?').next().unwrap_or_default()
     }
 
+    #[cfg(test)]
     pub fn as_str(&self) -> &str {
         &self.0
     }
@@ -359,7 +360,7 @@ impl ApiPath {
 /// The segments of an NSX policy path the reader may ask for: `/infra/…`, `/orgs/…` or
 /// `/global-infra/…`, no empty, `.` or `..` segment, no control character, at most
 /// [`MAX_POLICY_PATH`] bytes.
-pub fn policy_segments(path: &str) -> Result<Vec<&str>, String> {
+pub(crate) fn policy_segments(path: &str) -> Result<Vec<&str>, String> {
     let bad = |why: &str| {
         format!(
             "{:?} is not an NSX policy path the reader asks for ({why})",
@@ -435,7 +436,7 @@ impl Trust {
 }
 
 /// The certificates of a PEM file (at least one).
-pub fn parse_ca_pem(pem: &[u8]) -> Result<Vec<CertificateDer<'static>>, String> {
+pub(crate) fn parse_ca_pem(pem: &[u8]) -> Result<Vec<CertificateDer<'static>>, String> {
     let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_slice_iter(pem)
         .collect::<Result<_, _>>()
         .map_err(|_| "is not a PEM file of certificates".to_string())?;
@@ -565,7 +566,7 @@ pub struct Limits {
 
 /// The default [`Limits::max_total_bytes`]: what one round keeps of NSX Manager at most (the
 /// round's bundle keeps a quarter of its 512 MiB for every cluster's reading together).
-pub const MAX_TOTAL_BYTES: u64 = 128 * 1024 * 1024;
+pub(crate) const MAX_TOTAL_BYTES: u64 = 128 * 1024 * 1024;
 
 impl Limits {
     /// The defaults for a reading bounded by `total`.
@@ -588,7 +589,7 @@ impl Limits {
 /// How long to wait before retrying, from a `Retry-After` value (delta-seconds or an HTTP
 /// date, RFC 9110 §10.2.3), at most `max`; None when absent or unreadable (the caller backs
 /// off by itself).
-pub fn retry_after(value: Option<&str>, now: SystemTime, max: Duration) -> Option<Duration> {
+pub(crate) fn retry_after(value: Option<&str>, now: SystemTime, max: Duration) -> Option<Duration> {
     let v = value?.trim();
     let wait = if let Ok(secs) = v.parse::<u64>() {
         Duration::from_secs(secs)
@@ -600,13 +601,13 @@ pub fn retry_after(value: Option<&str>, now: SystemTime, max: Duration) -> Optio
 }
 
 /// The wait before retry `attempt` (0-based) without a `Retry-After`: 1 s, 2 s, 4 s…, at most `max`.
-pub fn backoff(attempt: u32, max: Duration) -> Duration {
+pub(crate) fn backoff(attempt: u32, max: Duration) -> Duration {
     Duration::from_secs(1u64 << attempt.min(6)).min(max)
 }
 
 /// One list's walk, page by page: what to ask next, within the bounds.
 #[derive(Debug)]
-pub struct Pager {
+pub(crate) struct Pager {
     max_pages: u32,
     max_objects: usize,
     pages: u32,
@@ -615,7 +616,7 @@ pub struct Pager {
 
 /// What a [`Pager`] says after a page.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Next {
+pub(crate) enum Next {
     /// Every page read.
     Done,
     /// Ask for this cursor.
@@ -715,7 +716,7 @@ impl Privilege {
 
 /// A bound as a message says it: whole seconds from a second up, else milliseconds (a bound
 /// is often what was left of a deadline: `4s 999ms 991us 117ns` would be noise).
-pub fn shown(d: Duration) -> String {
+pub(crate) fn shown(d: Duration) -> String {
     let d = if d >= Duration::from_secs(1) {
         Duration::from_secs(((d.as_millis() + 500) / 1000) as u64)
     } else {
@@ -793,13 +794,13 @@ impl RequestError {
 
 /// `s` without control characters (each one `?`), at most `max` characters (then `…`): for the
 /// manager's and the file system's words put into our messages.
-pub fn clean(s: &str, max: usize) -> String {
+pub(crate) fn clean(s: &str, max: usize) -> String {
     super::model::clip_replacing(s, max, '?')
 }
 
 /// Cuts every string of `v` (values and keys alike) to `max` characters (then `…`): what the
 /// manager answers is kept as JSON, but no string of it is unbounded.
-pub fn bound_strings(v: &mut Value, max: usize) {
+pub(crate) fn bound_strings(v: &mut Value, max: usize) {
     let cut = |s: &str| -> Option<String> {
         s.chars().nth(max).map(|_| {
             let mut t: String = s.chars().take(max).collect();
@@ -838,7 +839,7 @@ fn api_message(body: &[u8]) -> Option<String> {
 
 /// The NSX API error's `error_code` (the `ApiError` shape: an integer; some answers carry it
 /// as a string of digits), when the body has one.
-pub fn api_error_code(body: &[u8]) -> Option<u64> {
+pub(crate) fn api_error_code(body: &[u8]) -> Option<u64> {
     let v: Value = serde_json::from_slice(body).ok()?;
     match v.get("error_code")? {
         Value::Number(n) => n.as_u64(),
@@ -858,17 +859,17 @@ fn status_error(status: StatusCode, body: &[u8]) -> RequestError {
 
 /// NSX's defaults for locking an account out of the API (`AuthenticationPolicyProperties`:
 /// `api_max_auth_failures` 5, `api_failed_auth_reset_period` 900 s): what the refusal says.
-pub const LOCKOUT_FAILURES: u32 = 5;
-pub const LOCKOUT_WINDOW_SECS: u64 = 900;
+pub(crate) const LOCKOUT_FAILURES: u32 = 5;
+pub(crate) const LOCKOUT_WINDOW_SECS: u64 = 900;
 
 /// `error_code` of a 403 for a session NSX no longer knows (expired, destroyed): vmware-nsxlib
 /// `http_error_to_exception`, FORBIDDEN `'98': BadXSRFToken`, a trigger to log in again.
-pub const SESSION_EXPIRED_CODE: u64 = 98;
+pub(crate) const SESSION_EXPIRED_CODE: u64 = 98;
 
 /// The most times a run logs in again after [`SESSION_EXPIRED_CODE`]: each is a successful
 /// login's session ending (never a failed login: a refused one ends the run's requests), but a
 /// manager that expires every session at once must not be logged in to without end.
-pub const MAX_RELOGINS: u32 = 8;
+pub(crate) const MAX_RELOGINS: u32 = 8;
 
 // ---------------------------------------------------------------------------------------------
 // Sessions
@@ -884,7 +885,7 @@ struct Session {
 }
 
 /// The `JSESSIONID=…` pair of a `Set-Cookie` header (the attributes dropped), if any.
-pub fn session_cookie(headers: &HeaderMap) -> Option<String> {
+pub(crate) fn session_cookie(headers: &HeaderMap) -> Option<String> {
     headers
         .get_all(header::SET_COOKIE)
         .iter()
@@ -900,7 +901,7 @@ pub fn session_cookie(headers: &HeaderMap) -> Option<String> {
 }
 
 /// The session's XSRF token header name, as NSX answers and expects it.
-pub const XSRF_HEADER: &str = "x-xsrf-token";
+pub(crate) const XSRF_HEADER: &str = "x-xsrf-token";
 
 // ---------------------------------------------------------------------------------------------
 // The client
@@ -1141,6 +1142,7 @@ impl Client {
     }
 
     /// How many logins the client sent (the run's, then each re-login).
+    #[cfg(test)]
     pub fn logins(&self) -> u32 {
         self.logins.load(Ordering::SeqCst)
     }

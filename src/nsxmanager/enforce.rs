@@ -56,18 +56,19 @@ use super::raw::{
 use super::read::{member_kinds, policy_roots};
 
 /// The DFW's settings (`enable_firewall`).
-pub const SETTINGS_PATH: &str = "/policy/api/v1/infra/settings/firewall/security";
+pub(crate) const SETTINGS_PATH: &str = "/policy/api/v1/infra/settings/firewall/security";
 /// The DFW's exclusion list.
-pub const EXCLUDE_LIST_PATH: &str = "/policy/api/v1/infra/settings/firewall/security/exclude-list";
+pub(crate) const EXCLUDE_LIST_PATH: &str =
+    "/policy/api/v1/infra/settings/firewall/security/exclude-list";
 
 /// The exclusion list's place under a project (`/orgs/<org>/projects/<project>` + these).
-pub const PROJECT_EXCLUDE_LIST: [&str; 5] =
+pub(crate) const PROJECT_EXCLUDE_LIST: [&str; 5] =
     ["infra", "settings", "firewall", "security", "exclude-list"];
 
 /// The VPC's project whose own exclusion list applies (`/orgs/<org>/projects/<project>`):
 /// none on T1, nor for the `default` project, whose infra is `/infra` (its list is the one
 /// read above).
-pub fn project_of(layout: &Layout) -> Option<String> {
+pub(crate) fn project_of(layout: &Layout) -> Option<String> {
     match layout {
         Layout::Vpc { org, project, .. } if project != "default" => {
             Some(format!("/orgs/{org}/projects/{project}"))
@@ -76,9 +77,9 @@ pub fn project_of(layout: &Layout) -> Option<String> {
     }
 }
 /// At most this many members of the exclusion list are followed (groups' members read).
-pub const MAX_EXCLUDE_MEMBERS: usize = 64;
+pub(crate) const MAX_EXCLUDE_MEMBERS: usize = 64;
 /// At most this many policies' statistics are read, before and after (the rest: not proven).
-pub const MAX_STATISTICS_POLICIES: usize = 200;
+pub(crate) const MAX_STATISTICS_POLICIES: usize = 200;
 
 fn gap_of(path: &str, why: String) -> Gap {
     Gap {
@@ -91,7 +92,7 @@ fn gap_of(path: &str, why: String) -> Gap {
 
 /// The DFW's switch and exclusion list (on VPC, the project's own too), and the members of
 /// the exclusion lists' groups. Never fails: what cannot be read is its gap.
-pub async fn read_enforcement(client: &Client, layout: &Layout) -> EnforcementRead {
+pub(crate) async fn read_enforcement(client: &Client, layout: &Layout) -> EnforcementRead {
     let mut out = EnforcementRead::default();
     let settings = ApiPath::fixed(SETTINGS_PATH);
     match client.get(&settings).await {
@@ -171,7 +172,7 @@ pub async fn read_enforcement(client: &Client, layout: &Layout) -> EnforcementRe
 
 /// The statistics of every policy of the layout's trees (at most
 /// [`MAX_STATISTICS_POLICIES`]), as they are before the path checks.
-pub async fn read_statistics_before(client: &Client, layout: &Layout) -> StatisticsRead {
+pub(crate) async fn read_statistics_before(client: &Client, layout: &Layout) -> StatisticsRead {
     let mut out = StatisticsRead::default();
     let mut paths: Vec<String> = Vec::new();
     for root in policy_roots(layout) {
@@ -217,7 +218,7 @@ pub async fn read_statistics_before(client: &Client, layout: &Layout) -> Statist
 }
 
 /// The same policies' statistics again, after the path checks (and the traceflows).
-pub async fn read_statistics_after(client: &Client, stats: &mut StatisticsRead) {
+pub(crate) async fn read_statistics_after(client: &Client, stats: &mut StatisticsRead) {
     let paths: Vec<String> = stats.policies.iter().map(|p| p.path.clone()).collect();
     let read = read_each(client, &paths).await;
     for (p, (_, r)) in stats.policies.iter_mut().zip(read) {
@@ -271,7 +272,7 @@ fn gap_words(g: &Gap) -> String {
 
 /// The DFW's switch as read. An answer without `enable_firewall` (a boolean) is unknown: the
 /// API's default is not documented in the model.
-pub fn dfw_state(read: &EnforcementRead) -> DfwState {
+pub(crate) fn dfw_state(read: &EnforcementRead) -> DfwState {
     if let Some(g) = &read.settings_gap {
         return DfwState::Unknown(format!(
             "{} could not be read: {}",
@@ -291,7 +292,7 @@ pub fn dfw_state(read: &EnforcementRead) -> DfwState {
 }
 
 /// The exclusion list's member paths, as listed (at most a bounded number, strings only).
-pub fn exclude_members(list: Option<&Value>) -> Vec<String> {
+pub(crate) fn exclude_members(list: Option<&Value>) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     for field in ["members", "system_members"] {
         let items = list
@@ -340,7 +341,11 @@ fn listed_ids(l: Option<&super::raw::Listed>, field: &str) -> Vec<String> {
 /// of `members/virtual-machines`, "for Groups containing other member types, an empty list is
 /// returned"; `analyse::dfw`'s `lists_tell`). A group neither tells, whose members were not read
 /// whole, a member of another kind, or a VM NSX did not confirm: unknown, never "not excluded".
-pub fn excluded(read: &EnforcementRead, vm: &DfwVm, lists_tell: &dyn Fn(&str) -> bool) -> Excluded {
+pub(crate) fn excluded(
+    read: &EnforcementRead,
+    vm: &DfwVm,
+    lists_tell: &dyn Fn(&str) -> bool,
+) -> Excluded {
     let list = List {
         name: "the DFW exclusion list".into(),
         list: read.exclude_list.as_ref(),
@@ -351,7 +356,7 @@ pub fn excluded(read: &EnforcementRead, vm: &DfwVm, lists_tell: &dyn Fn(&str) ->
 
 /// As [`excluded`], by the VPC's project's own exclusion list: `None` when there is none to
 /// read (T1, the `default` project) or an older bundle's reading has none.
-pub fn excluded_by_project(
+pub(crate) fn excluded_by_project(
     read: &EnforcementRead,
     vm: &DfwVm,
     lists_tell: &dyn Fn(&str) -> bool,
@@ -522,7 +527,11 @@ fn counts(v: &Value) -> BTreeMap<String, u64> {
 }
 
 /// What the counters say of the rule at `rule_path` of the policy at `policy_path`.
-pub fn rule_hits(stats: Option<&StatisticsRead>, policy_path: &str, rule_path: &str) -> Hits {
+pub(crate) fn rule_hits(
+    stats: Option<&StatisticsRead>,
+    policy_path: &str,
+    rule_path: &str,
+) -> Hits {
     let Some(stats) = stats else {
         return Hits::NotRead("the rule statistics were not read".into());
     };

@@ -41,26 +41,26 @@ use super::raw::{
 };
 
 /// The most groups read (definition and members) for one run; more are a gap.
-pub const MAX_GROUPS: usize = 300;
+pub(crate) const MAX_GROUPS: usize = 300;
 /// The most services read for one run; more are a gap.
-pub const MAX_SERVICES: usize = 300;
+pub(crate) const MAX_SERVICES: usize = 300;
 /// The most fabric VMs, and VIFs per VM, followed for one hint.
-pub const MAX_VMS_PER_HINT: usize = 4;
-pub const MAX_VIFS_PER_VM: usize = 8;
+pub(crate) const MAX_VMS_PER_HINT: usize = 4;
+pub(crate) const MAX_VIFS_PER_VM: usize = 8;
 /// The most gaps [`NsxRead::gaps`] keeps (a manager that stops answering mid-reading would
 /// otherwise give one per request left); the rest are counted in one more.
-pub const MAX_GAPS: usize = 100;
+pub(crate) const MAX_GAPS: usize = 100;
 /// The longest id of ours put into a search query or an identifier filter.
 const MAX_ID: usize = 128;
 /// The most domains read under one tree (`/infra/domains`, a project's, Federation's): more
 /// are a gap of the policy list (a policy in a domain not read might come first).
-pub const MAX_DOMAINS: usize = 32;
+pub(crate) const MAX_DOMAINS: usize = 32;
 /// The most ports of one VM whose group associations are asked.
-pub const MAX_PORTS_PER_VM: usize = 4;
+pub(crate) const MAX_PORTS_PER_VM: usize = 4;
 
 /// What the Supervisor says of one control-plane VM: what NSX Manager is asked by.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct VmHint {
+pub(crate) struct VmHint {
     /// The Kubernetes node / VirtualMachine name.
     pub node: String,
     /// The VM's name in vSphere (the VirtualMachine's name: vm-operator names the vSphere VM
@@ -80,7 +80,7 @@ pub struct VmHint {
 
 /// Why no layout could be derived.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum LayoutError {
+pub(crate) enum LayoutError {
     #[error("{0:?} is not an NSX VPC path (/orgs/<org>/projects/<project>/vpcs/<vpc>)")]
     NotVpcPath(String),
     #[error("the VPCNetworkConfiguration shows no VPC path for this namespace ({0})")]
@@ -88,14 +88,14 @@ pub enum LayoutError {
 }
 
 /// T1/NCP: `/infra/domains/default` (NCP's domain).
-pub fn infra_layout() -> Layout {
+pub(crate) fn infra_layout() -> Layout {
     Layout::Infra {
         domain: "default".into(),
     }
 }
 
 /// `/orgs/<org>/projects/<project>/vpcs/<vpc>` as a [`Layout::Vpc`]; nothing more, nothing less.
-pub fn parse_vpc_path(path: &str) -> Result<Layout, LayoutError> {
+pub(crate) fn parse_vpc_path(path: &str) -> Result<Layout, LayoutError> {
     let bad = || LayoutError::NotVpcPath(clean(path, 200));
     let parts: Vec<&str> = path.strip_prefix('/').ok_or_else(bad)?.split('/').collect();
     match parts.as_slice() {
@@ -128,7 +128,7 @@ fn id_ok(s: &str) -> bool {
 ///   of another VPC is never taken;
 /// - without the NetworkInfo's name, the only entry, unless the configuration is the shared
 ///   default (`nsx.vmware.com/default: "true"`).
-pub fn vpc_layout(
+pub(crate) fn vpc_layout(
     vpc_network_configuration: &Value,
     networkinfo_vpc: Option<&str>,
 ) -> Result<Layout, LayoutError> {
@@ -180,7 +180,7 @@ pub fn vpc_layout(
 }
 
 /// The namespace's VPC name in its `NetworkInfo` (`vpcs[0].name`), for [`vpc_layout`].
-pub fn networkinfo_vpc(networkinfo: &Value) -> Option<&str> {
+pub(crate) fn networkinfo_vpc(networkinfo: &Value) -> Option<&str> {
     networkinfo
         .pointer("/vpcs/0/name")
         .and_then(Value::as_str)
@@ -192,7 +192,7 @@ pub fn networkinfo_vpc(networkinfo: &Value) -> Option<&str> {
 /// - VPC: the provider's default domain, the project's default domain (but for the default
 ///   project, whose infra *is* `/infra`) and the VPC itself: a VPC's VMs are under all of them
 ///   (NSX evaluates the provider's and the project's policies too).
-pub fn policy_roots(layout: &Layout) -> Vec<String> {
+pub(crate) fn policy_roots(layout: &Layout) -> Vec<String> {
     match layout {
         Layout::Infra { domain } => vec![format!("/infra/domains/{domain}")],
         Layout::Vpc { org, project, vpc } => {
@@ -220,7 +220,7 @@ pub fn policy_roots(layout: &Layout) -> Vec<String> {
 /// `getDomain` is `NSXConfig.Cluster`; `builder.go` builds group paths with it), and an admin
 /// may make more (vsphere-automation-sdk-go `services/nsxt/infra/DomainsTypes.go`, `GET
 /// /policy/api/v1/infra/domains`).
-pub fn domain_parents(layout: &Layout) -> Vec<String> {
+pub(crate) fn domain_parents(layout: &Layout) -> Vec<String> {
     let mut out = vec!["/infra".to_string(), "/global-infra".to_string()];
     if let Layout::Vpc { org, project, .. } = layout {
         if project != "default" {
@@ -236,7 +236,7 @@ pub fn domain_parents(layout: &Layout) -> Vec<String> {
 /// `GroupAssociationsTypes.go`; `services/nsxt/orgs/projects/infra/…`,
 /// `services/nsxt/orgs/projects/vpcs/VirtualMachineGroupAssociationsTypes.go`,
 /// `GroupAssociationsTypes.go`).
-pub fn association_roots(layout: &Layout) -> Vec<String> {
+pub(crate) fn association_roots(layout: &Layout) -> Vec<String> {
     let mut out = vec!["/infra".to_string()];
     if let Layout::Vpc { org, project, vpc } = layout {
         if project != "default" {
@@ -249,7 +249,7 @@ pub fn association_roots(layout: &Layout) -> Vec<String> {
 
 /// The effective-member lists read for a group at `group_path`: a VPC group's ports are
 /// `subnet-ports`, every other group's `segment-ports` (kept in [`Members::segment_ports`]).
-pub fn member_kinds(group_path: &str) -> [&'static str; 3] {
+pub(crate) fn member_kinds(group_path: &str) -> [&'static str; 3] {
     let vpc = group_path.starts_with("/orgs/") && group_path.contains("/vpcs/");
     [
         "ip-addresses",
@@ -272,7 +272,7 @@ fn paths<'a>(v: &'a Value, field: &str) -> impl Iterator<Item = &'a str> {
 /// `scope`) name, in a stable order. A rule's sources and destinations may also be addresses
 /// (an IP, a CIDR, a range: the API reference's `Rule.source_groups`); the model reads those
 /// itself ([`AddrSpec`]), they are no group to ask for.
-pub fn group_refs(policies: &[PolicyRead]) -> BTreeSet<String> {
+pub(crate) fn group_refs(policies: &[PolicyRead]) -> BTreeSet<String> {
     let mut out = BTreeSet::new();
     let group = |s: &&str| AddrSpec::parse(s).is_none();
     for p in policies {
@@ -287,7 +287,7 @@ pub fn group_refs(policies: &[PolicyRead]) -> BTreeSet<String> {
 }
 
 /// Every service the rules name (`services`).
-pub fn service_refs(policies: &[PolicyRead]) -> BTreeSet<String> {
+pub(crate) fn service_refs(policies: &[PolicyRead]) -> BTreeSet<String> {
     policies
         .iter()
         .flat_map(|p| p.rules.results.iter())
@@ -325,7 +325,7 @@ fn merge(lists: Vec<Listed>, more_gaps: &mut Vec<Gap>) -> Listed {
 }
 
 /// Reads one run's DFW and VMs. Never fails: what cannot be read is a gap (401/403 first).
-pub async fn read(client: &Client, layout: &Layout, vms: &[VmHint]) -> NsxRead {
+pub(crate) async fn read(client: &Client, layout: &Layout, vms: &[VmHint]) -> NsxRead {
     let limits = *client.limits();
     let mut gaps: Vec<Gap> = client.session_refused().into_iter().cloned().collect();
 
@@ -585,7 +585,7 @@ async fn read_vpc_security(client: &Client, org: &str, project: &str, vpc: &str)
 }
 
 /// The reading that could not start (the manager unreachable): what the caller records.
-pub fn unread(manager: &str, layout: &Layout, gap: Gap) -> NsxRead {
+pub(crate) fn unread(manager: &str, layout: &Layout, gap: Gap) -> NsxRead {
     NsxRead {
         manager: manager.to_string(),
         layout: layout.clone(),
@@ -695,7 +695,7 @@ async fn read_groups(
 
 /// An id we may put in a filter or a search query: letters, digits, `-`, `_`, `.`, `:` only
 /// (UUIDs, NSX ids), so no query syntax of its own.
-pub fn plain_id(s: &str) -> bool {
+pub(crate) fn plain_id(s: &str) -> bool {
     !s.is_empty()
         && s.len() <= MAX_ID
         && s.chars()
@@ -705,7 +705,7 @@ pub fn plain_id(s: &str) -> bool {
 /// The `resource_type` of a layout's ports in the search index: `SegmentPort` (T1/NCP),
 /// `VpcSubnetPort` (VPC; vmware-tanzu/nsx-operator `pkg/nsx/services/common/types.go`
 /// `ResourceTypeSubnetPort`).
-pub fn port_type(layout: &Layout) -> &'static str {
+pub(crate) fn port_type(layout: &Layout) -> &'static str {
     match layout {
         Layout::Infra { .. } => "SegmentPort",
         Layout::Vpc { .. } => "VpcSubnetPort",
@@ -716,7 +716,7 @@ pub fn port_type(layout: &Layout) -> &'static str {
 /// ids it searches by (`nsxt/policy_search.go` `escapeSpecialCharacters`: each of
 /// `()[]+-=&|><!{}^~*?:/` behind a backslash; `data_source_nsxt_policy_segment_port.go` escapes
 /// `attachment.id` so).
-pub fn escape_query_value(s: &str) -> String {
+pub(crate) fn escape_query_value(s: &str) -> String {
     const SPECIALS: &str = "()[]+-=&|><!{}^~*?:/";
     let mut out = String::with_capacity(s.len() * 2);
     for c in s.chars() {
@@ -732,7 +732,7 @@ pub fn escape_query_value(s: &str) -> String {
 /// `field:value` terms joined by AND, the value escaped ([`escape_query_value`]), and
 /// `marked_for_delete:false` as terraform-provider-nsxt's searches have it (`nsxt/policy_search.go`,
 /// `nsxt/cache.go`): a port being deleted is not the VM's port.
-pub fn port_query(port_type: &str, attachment_id: &str) -> Option<String> {
+pub(crate) fn port_query(port_type: &str, attachment_id: &str) -> Option<String> {
     plain_id(attachment_id).then(|| {
         format!(
             "resource_type:{port_type} AND attachment.id:{} AND marked_for_delete:false",

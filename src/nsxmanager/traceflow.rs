@@ -53,18 +53,18 @@ use super::client::{ApiPath, Client, Privilege, RequestError, CLEANUP_BOUND};
 use super::raw::{Gap, Layout, Listed, TraceflowRead};
 
 /// The most traceflows one run creates (the caller picks the classes; more are refused).
-pub const MAX_TRACEFLOWS: usize = 6;
+pub(crate) const MAX_TRACEFLOWS: usize = 6;
 /// Every id this plugin gives a traceflow starts with this.
-pub const ID_PREFIX: &str = "etcdnet-";
+pub(crate) const ID_PREFIX: &str = "etcdnet-";
 /// Between two reads of the traceflows' states.
-pub const POLL_INTERVAL: Duration = Duration::from_millis(1000);
+pub(crate) const POLL_INTERVAL: Duration = Duration::from_millis(1000);
 /// The source port of the injected SYN (an ephemeral one, as a client's connect would use).
-pub const SOURCE_PORT: u16 = 49152;
+pub(crate) const SOURCE_PORT: u16 = 49152;
 
 /// One traceflow to run: from a VM's port (its policy path, as read) to a peer's IP and port,
 /// between two nodes (the names its read carries: what the evaluation and the report speak of).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct TraceflowClass {
+pub(crate) struct TraceflowClass {
     /// The source and destination nodes.
     pub from: String,
     pub to: String,
@@ -83,10 +83,10 @@ pub struct TraceflowClass {
 }
 
 /// The IPv6 `eth_type` (0x86DD): `EthernetHeader.eth_type` defaults to IPv4 (2048).
-pub const ETH_TYPE_IPV6: u16 = 0x86DD;
+pub(crate) const ETH_TYPE_IPV6: u16 = 0x86DD;
 
 /// Whether `s` is a MAC as `EthernetHeader` takes it (`^([0-9A-Fa-f]{2}[:-]){5}([0-9A-Fa-f]{2})$`).
-pub fn is_mac(s: &str) -> bool {
+pub(crate) fn is_mac(s: &str) -> bool {
     let b = s.as_bytes();
     b.len() == 17
         && b.iter().enumerate().all(|(i, c)| {
@@ -104,7 +104,7 @@ pub fn is_mac(s: &str) -> bool {
 /// `mac_address`; else the port's own `address_bindings[].mac_address` (vsphere-automation-sdk
 /// `VirtualNetworkInterface.mac_address`, `PortAddressBindingEntry.mac_address`). Only a
 /// well-formed MAC ([`is_mac`]); none when they disagree or none is known.
-pub fn mac_of(
+pub(crate) fn mac_of(
     found: &[Value],
     vm_external_id: Option<&str>,
     port_path: &str,
@@ -148,7 +148,7 @@ pub fn mac_of(
 
 /// The state a traceflow's `/status` reports (`operation_state`).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum State {
+pub(crate) enum State {
     InProgress,
     Finished,
     /// `FAILED`, with the manager's reason when it gave one.
@@ -158,7 +158,7 @@ pub enum State {
 }
 
 /// `operation_state` of a traceflow's status.
-pub fn state(status: &Value) -> State {
+pub(crate) fn state(status: &Value) -> State {
     match status.get("operation_state").and_then(Value::as_str) {
         Some("IN_PROGRESS") => State::InProgress,
         Some("FINISHED") => State::Finished,
@@ -176,7 +176,7 @@ pub fn state(status: &Value) -> State {
 }
 
 /// A new id of ours: [`ID_PREFIX`] and 64 random bits.
-pub fn new_id() -> String {
+pub(crate) fn new_id() -> String {
     use ring::rand::SecureRandom;
     let mut bytes = [0u8; 8];
     // The system's randomness failing is no reason to skip the traceflow: the time's nanos
@@ -193,7 +193,7 @@ pub fn new_id() -> String {
 
 /// Where a layout's traceflows live: `/infra` (T1/NCP, and a VPC of the default project), a
 /// project's own `infra` otherwise (a port of a project is traced from there).
-pub fn traceflow_root(layout: &Layout) -> String {
+pub(crate) fn traceflow_root(layout: &Layout) -> String {
     match layout {
         Layout::Vpc { org, project, .. } if project != "default" => {
             format!("/orgs/{org}/projects/{project}/infra")
@@ -203,12 +203,12 @@ pub fn traceflow_root(layout: &Layout) -> String {
 }
 
 /// The traceflow's policy path under `root` ([`traceflow_root`]).
-pub fn policy_path(root: &str, id: &str) -> String {
+pub(crate) fn policy_path(root: &str, id: &str) -> String {
     format!("{root}/traceflows/{id}")
 }
 
 /// The `TraceflowConfig` body: a TCP SYN from the port to `to_ip:port`, transient.
-pub fn config(class: &TraceflowClass, id: &str) -> Value {
+pub(crate) fn config(class: &TraceflowClass, id: &str) -> Value {
     let tcp = json!({"tcp_header": {
         "src_port": SOURCE_PORT,
         "dst_port": class.port,
@@ -256,7 +256,7 @@ pub fn config(class: &TraceflowClass, id: &str) -> Value {
 /// answered. The run's own tracker (the default) sees and deletes them all; a scoped one only
 /// its own.
 #[derive(Debug, Clone, Default)]
-pub struct TraceflowTracker {
+pub(crate) struct TraceflowTracker {
     entries: Arc<Mutex<BTreeMap<String, Entry>>>,
     /// `None`: the run's (every entry); else one cluster's.
     scope: Option<u64>,
@@ -374,7 +374,7 @@ impl TraceflowTracker {
 /// in `tracker` from before its creation, then deletes every one and says in each read whether
 /// it was deleted. Should the caller drop this (a signal), `tracker` still holds what was
 /// created: the caller deletes it ([`TraceflowTracker::delete_all`]).
-pub async fn run_and_delete(
+pub(crate) async fn run_and_delete(
     client: &Arc<Client>,
     layout: &Layout,
     classes: &[TraceflowClass],
@@ -393,7 +393,7 @@ pub async fn run_and_delete(
 }
 
 /// Sets each read's `deleted` from the deletion's outcome (and a gap when it failed).
-pub fn mark_deleted(reads: &mut [TraceflowRead], failed: &BTreeMap<String, String>) {
+pub(crate) fn mark_deleted(reads: &mut [TraceflowRead], failed: &BTreeMap<String, String>) {
     for r in reads.iter_mut() {
         if r.path.is_empty() {
             continue;
@@ -431,7 +431,7 @@ fn read_of(class: &TraceflowClass, path: &str) -> TraceflowRead {
 /// Creates the traceflows (each a class and its policy path, [`policy_path`]) at once, polls
 /// their states until each is done or `within` passes, reads their observations. Deletes
 /// nothing: the caller's tracker does ([`run_and_delete`]).
-pub async fn run(
+pub(crate) async fn run(
     client: &Arc<Client>,
     planned: &[(TraceflowClass, String)],
     tracker: &TraceflowTracker,
@@ -572,21 +572,6 @@ pub async fn run(
         reads[i].observations = l;
     }
     reads
-}
-
-/// The ids of ours in a listing of a root's traceflows (`/policy/api/v1/infra/traceflows`, or a
-/// project's): what `cleanup` would delete after a run that could not.
-pub fn leftovers(listed: &Listed) -> Vec<String> {
-    listed
-        .results
-        .iter()
-        .filter_map(|t| t.get("id").and_then(Value::as_str))
-        .filter(|id| {
-            id.strip_prefix(ID_PREFIX)
-                .is_some_and(|h| h.len() == 16 && h.chars().all(|c| c.is_ascii_hexdigit()))
-        })
-        .map(str::to_string)
-        .collect()
 }
 
 #[cfg(test)]

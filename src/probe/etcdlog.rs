@@ -15,6 +15,8 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 /// Longer lines are counted but not parsed: no etcd message is that long, and it caps the work.
@@ -23,10 +25,26 @@ const MAX_LINE: usize = 256 * 1024;
 /// error field comes last and is what evidence quotes).
 const EXAMPLE_MAX: usize = 1000;
 
-/// What a line says. Declaration order is the order of [`LogSummary::findings`]; the names are
-/// the JSON's (`report::v1alpha2::LogKind`, PascalCase), which scripts match on.
+// The contract's `LogKind` and the other types of a node's log findings (`logs` of a
+// `DiagnoseReport`): their doc comments are the schema's descriptions and their serde attributes
+// fix the json names (tests/it/schema.rs and the json-contract snapshots hold both).
+// Declaration order is the order of [`LogSummary::findings`]; the names, which scripts match on,
+// are the JSON's.
+/// What an etcd log line says (PascalCase, as written).
 #[derive(
-    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, strum::Display, strum::VariantArray,
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    Serialize,
+    Deserialize,
+    JsonSchema,
+    strum::Display,
+    strum::VariantArray,
 )]
 pub enum LogKind {
     PeerInactive,
@@ -41,8 +59,8 @@ pub enum LogKind {
     TlsHandshakeTimeout,
     TlsRemoteError,
     RejectedConnection,
-    /// A TLS handshake on the client port (2379) failed (3.5.15+ says which endpoint): a client's
-    /// problem, never counted as a peer's.
+    /// A TLS handshake on the client port (2379) failed: a client's problem, not a peer's.
+    // (3.5.15+ says which endpoint; never counted as a peer's.)
     ClientRejectedConnection,
     CertExpired,
     CertNotYetValid,
@@ -51,13 +69,13 @@ pub enum LogKind {
     ClusterIdMismatch,
     /// A removed member is still talking: its messages or streams are rejected, or it was told so.
     MemberRemoved,
-    /// Informational: the membership change "removed member", which every member logs each time
-    /// a member is removed (KCP does it on every machine replacement, i.e. every rolling update).
+    /// Informational: "removed member", logged on every member removal (every rolling update).
+    // (A membership change every member logs; KCP removes one on every machine replacement.)
     MemberRemovedInfo,
     /// A peer not in this member's member list dialled it, or a peer does not know this member.
     MemberUnknown,
-    /// A message or stream meant for another member ID arrived here: an IP address reused by a
-    /// new VM (new member) that the others still know as the old one.
+    /// A message meant for another member ID arrived here: an IP address reused by a new member.
+    // (Or a stream: a new VM that the others still know as the old member.)
     MemberIdMismatch,
     /// etcd refused to start: its member was already bootstrapped into the cluster.
     MemberAlreadyBootstrapped,
@@ -83,11 +101,12 @@ pub enum LogKind {
     ClockDrift,
     /// An alarm was disarmed (`etcdctl alarm disarm`): a NOSPACE before it is over.
     AlarmDisarmed,
-    /// etcd exited for a reason of its own: a fatal or panic line (corrupt WAL or database,
-    /// unreadable certificate or key, data directory permissions), a Go runtime panic, bad flags.
+    /// etcd exited for a reason of its own (a fatal or panic line, bad flags).
+    // (Corrupt WAL or database, unreadable certificate or key, data directory permissions, a Go
+    // runtime panic.)
     Fatal,
-    /// etcd exited because it could not reach its peers (a joining member that found no peer
-    /// to fetch the cluster from): the network's doing, not the member's.
+    /// etcd exited because it could not reach its peers: the network's doing, not the member's.
+    // (A joining member that found no peer to fetch the cluster from.)
     FatalUnreachable,
     /// etcd was told to stop (SIGTERM): a kubelet killing it after failed probes, or a rollout.
     Terminated,
@@ -443,21 +462,41 @@ impl LogLine {
     }
 }
 
-/// All lines of one kind.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// All lines of one kind in a node's etcd log.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[schemars(rename = "LogFinding")]
 pub struct Finding {
     pub kind: LogKind,
+    /// How many lines.
     pub count: usize,
+    /// The peer member IDs the lines name.
     pub peer_ids: BTreeSet<String>,
+    /// The peer addresses the lines name (`host:port`, or a bare host).
     pub peer_addresses: BTreeSet<String>,
+    /// The first line's time (RFC 3339 UTC).
     pub first: Option<String>,
+    /// The last line's time (RFC 3339 UTC).
     pub last: Option<String>,
-    /// One representative line (the first that names a peer address, else the first), cut short.
+    /// One representative line, cut short.
+    // (The first that names a peer address, else the first.)
     pub example: String,
 }
 
-/// Which forms the etcd lines were in (grpc-go's lines do not count: they ride along with both).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, strum::Display, strum::VariantArray)]
+/// Which forms the etcd lines were in.
+// (grpc-go's lines do not count: they ride along with both.)
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Serialize,
+    Deserialize,
+    JsonSchema,
+    strum::Display,
+    strum::VariantArray,
+)]
 pub enum LogFormat {
     Zap,
     Text,
@@ -465,27 +504,35 @@ pub enum LogFormat {
     Unknown,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// What a node's etcd log says, counted in its window.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
 pub struct LogSummary {
-    /// One per kind seen, in [`LogKind`] declaration order.
+    /// One per kind seen in the window, in `LogKind` order.
     pub findings: Vec<Finding>,
     /// Non-blank physical lines.
     pub lines: usize,
     /// Log lines recognised (a CRI `P…F` run counts once).
     pub parsed_lines: usize,
     pub format: LogFormat,
+    /// The oldest line's time.
     pub first_ts: Option<String>,
+    /// The newest line's time.
     pub last_ts: Option<String>,
+    /// The member's own ID, as its log names it.
     pub local_member_id: Option<String>,
     pub etcd_version: Option<String>,
-    /// From the raft lines: whether the member knows a leader at its last leader line, since
-    /// when, and its last leader change; null when the log has no such line.
+    /// Whether the member knows a leader at its last leader line; null when no such line.
+    // (From the raft lines: since when, and its last leader change.)
+    #[serde(default)]
     pub leader: Option<LeaderView>,
-    /// The window the findings were counted in (`--since`, ending at the node's probe time);
-    /// null when the whole log counted (no window asked).
+    /// The window the findings were counted in; null when the whole log counted.
+    // (`--since`, ending at the node's probe time; no window asked: the whole log.)
+    #[serde(default)]
     pub window: Option<LogWindow>,
-    /// What older lines said, in [`LogKind`] order: the member's past, shown with its times,
-    /// never the reason for a verdict.
+    /// What older lines said, in `LogKind` order: the past, never a verdict's reason.
+    // (The member's past, shown with its times.)
+    #[serde(default)]
     pub history: Vec<Finding>,
 }
 

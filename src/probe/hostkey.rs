@@ -14,13 +14,15 @@ use serde::{Deserialize, Serialize};
 /// limit, is about 2 KiB).
 const MAX_BLOB_BYTES: usize = 16 * 1024;
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+/// The ssh host key a node presented, as `ssh-keygen -l` shows it.
+// The contract's `nodes[].hostKey`: the doc comments are the schema's descriptions.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct HostKey {
     /// As `ssh-keygen -l` names it: `ED25519`, `ECDSA`, `RSA`, ...
     #[serde(rename = "type")]
     pub key_type: String,
-    /// `SHA256:` and the unpadded base64 of the SHA-256 of the key blob, as `ssh-keygen -l`
-    /// prints it.
+    /// `SHA256:` and the unpadded base64 of the SHA-256 of the key blob.
+    // As `ssh-keygen -l` prints it.
     pub sha256: String,
 }
 

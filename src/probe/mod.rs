@@ -28,14 +28,27 @@ pub mod script;
 
 use std::net::IpAddr;
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 pub use hostkey::HostKey;
 pub use output::ProbeOutput;
 
-/// Why a node could not be probed. The kinds are a JSON contract.
+// `ReachErrorKind`, `ReachError`, `Vantage`, `PortState` and `PortReach` are the contract's
+// (`nodes[].error`, `nodes[].supervisorReach`, `nodes[].reachFrom`): their doc comments are the
+// schema's descriptions, their serde attributes the json's names.
+/// Why a node could not be probed.
 #[derive(
-    Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, strum::Display, strum::VariantArray,
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Serialize,
+    Deserialize,
+    JsonSchema,
+    strum::Display,
+    strum::VariantArray,
 )]
 pub enum ReachErrorKind {
     /// The VM has no IP address (yet).
@@ -54,9 +67,10 @@ pub enum ReachErrorKind {
     Timeout,
     /// The probe ran but its output could not be read.
     BadOutput,
-    /// The machine that answered is not the node it was sent to (its document names other
-    /// addresses or another host name); its document is not used.
+    /// The machine that answered is not the node it was sent to.
+    // Its document names other addresses or another host name; its document is not used.
     IdentityMismatch,
+    /// Anything else.
     Other,
 }
 
@@ -79,23 +93,37 @@ impl ReachErrorKind {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+/// Why a node could not be probed, and what to do.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ReachError {
+    /// The kind of failure.
     pub kind: ReachErrorKind,
     /// One line: what happened and what to do.
     pub message: String,
 }
 
-/// Where a VM's ports were checked from ([`NodeReport::reach_from`]): the jumpbox route checks
-/// them from the Supervisor (its pod in the vSphere Namespace), the ssh route from this machine
-/// (the plugin's own process, which is what reaches the VMs on that route). One judgement reads
-/// both; only the words of the vantage differ. The names are a JSON contract.
+// ([`NodeReport::reach_from`]): the jumpbox route checks them from the Supervisor (its pod in
+// the vSphere Namespace), the ssh route from this machine (the plugin's own process, which is
+// what reaches the VMs on that route). One judgement reads both; only the words of the vantage
+// differ.
+/// Where a VM's ports were checked from.
 #[derive(
-    Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, strum::Display, strum::VariantArray,
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Serialize,
+    Deserialize,
+    JsonSchema,
+    strum::Display,
+    strum::VariantArray,
 )]
 pub enum Vantage {
+    /// The jumpbox's pod in the vSphere Namespace.
     Supervisor,
+    /// The plugin's own process (the ssh route).
     ThisMachine,
 }
 
@@ -114,17 +142,31 @@ impl Vantage {
     }
 }
 
-/// What the Supervisor side (the jumpbox route) or this machine (the ssh route) saw of a VM's
-/// port: tells "the VMs cannot reach each other" from "nothing reaches the VMs".
+// Tells "the VMs cannot reach each other" from "nothing reaches the VMs".
+/// What the Supervisor side (jumpbox) or this machine (ssh) saw of a VM's port.
 #[derive(
-    Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, strum::Display, strum::VariantArray,
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Serialize,
+    Deserialize,
+    JsonSchema,
+    strum::Display,
+    strum::VariantArray,
 )]
 pub enum PortState {
+    /// It connected.
     Open,
+    /// No answer in time.
     Timeout,
+    /// Refused.
     Refused,
+    /// No route to the VM.
     NoRoute,
-    /// The check failed in a way it does not recognise: neither open nor closed is known.
+    /// The check failed in a way it does not recognise.
+    // Neither open nor closed is known.
     Unknown,
 }
 
@@ -141,10 +183,13 @@ impl PortState {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+/// One port of a VM as the Supervisor saw it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct PortReach {
+    /// The TCP port.
     pub port: u16,
+    /// What the dial found.
     pub state: PortState,
 }
 

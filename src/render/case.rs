@@ -395,13 +395,7 @@ fn node_row(n: &DiagnosedNode) -> Vec<String> {
         let why = n
             .error
             .as_ref()
-            .map(|e| {
-                format!(
-                    "{}: {}",
-                    crate::probe::ReachErrorKind::from(e.kind).phrase(),
-                    e.message
-                )
-            })
+            .map(|e| format!("{}: {}", e.kind.phrase(), e.message))
             .unwrap_or_else(|| "-".into());
         return vec![
             n.name.clone(),

@@ -256,10 +256,7 @@ fn members_table(out: &mut Lines, r: &DiagnoseReport) {
 
 pub(super) fn node_row(r: &DiagnoseReport, n: &DiagnosedNode, wide: bool) -> Vec<String> {
     // An address not from the guest's own report says whose it is (docs/output.md).
-    let from =
-        n.vm.as_ref()
-            .and_then(|v| v.ip_source)
-            .and_then(|s| s.short());
+    let from = n.vm.as_ref().and_then(|v| v.ip_source.short());
     let ip = match (n.ip, from) {
         (Some(ip), Some(from)) => format!("{ip} ({from})"),
         (Some(ip), None) => ip.to_string(),
@@ -269,7 +266,7 @@ pub(super) fn node_row(r: &DiagnoseReport, n: &DiagnosedNode, wide: bool) -> Vec
         let why = n
             .error
             .as_ref()
-            .map(|e| crate::probe::ReachErrorKind::from(e.kind).phrase())
+            .map(|e| e.kind.phrase())
             .unwrap_or_default();
         let mut row = vec![n.name.clone(), ip, format!("<not probed: {why}>")];
         row.resize(if wide { 10 } else { 7 }, String::new());

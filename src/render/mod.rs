@@ -674,7 +674,7 @@ pub(crate) fn control_plane_cell(cp: &crate::report::ControlPlaneSummary) -> Str
 /// The workload API's state in words (issue 38: no internal names in human text; the JSON keeps
 /// the code, `Timeout`, for scripts).
 pub(crate) fn api_state(s: crate::report::v1alpha2::ApiState) -> &'static str {
-    crate::workload::ApiState::from(s).phrase()
+    s.phrase()
 }
 
 pub(crate) fn or_none(v: Option<impl ToString>) -> String {
@@ -726,7 +726,7 @@ pub(crate) fn supervisor_reach_rows(r: &crate::report::DiagnoseReport) -> Vec<Ve
                 n.supervisor_reach
                     .iter()
                     .find(|x| x.port == *p)
-                    .map(|x| crate::probe::PortState::from(x.state).phrase().to_string())
+                    .map(|x| x.state.phrase().to_string())
                     .unwrap_or_else(|| "-".into())
             }));
             row

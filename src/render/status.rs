@@ -157,7 +157,7 @@ fn status_table(r: &StatusReport, wide: bool, paint: Paint) -> String {
         row.push(or_none(r.header.cluster.control_plane_endpoint.as_deref()));
         row.push(r.header.context.clone());
         // The Supervisor's networking stack: which route runs with the workload API dark.
-        row.push(r.header.apis.network_stack.name.to_string());
+        row.push(r.header.apis.network_stack.stack.to_string());
     }
     out.table(&header, &[row]);
 
@@ -219,7 +219,7 @@ fn status_table(r: &StatusReport, wide: bool, paint: Paint) -> String {
                             (None, None) => "<pending>".into(),
                         };
                         // Not the guest's word: say whose (docs/output.md).
-                        match v.ip_source.and_then(|s| s.short()) {
+                        match v.ip_source.short() {
                             Some(from) if v.ip.is_some() || v.refused_ip.is_some() => {
                                 format!("{ip} ({from})")
                             }
@@ -297,7 +297,7 @@ fn status_table(r: &StatusReport, wide: bool, paint: Paint) -> String {
             .as_deref()
             .map(|s| format!(" {s}"))
             .unwrap_or_default(),
-        crate::workload::said(w.state.into(), &w.detail)
+        crate::workload::said(w.state, &w.detail)
     ));
     if wide {
         out.line(format!(

@@ -436,7 +436,7 @@ fn steps(r: &DiagnoseReport, kubectl: &Kubectl) -> Vec<String> {
             .any(|c| c.from != c.to && c.state.is_known() && !c.state.is_ok())
     });
     let nsx = matches!(
-        r.header.apis.network_stack.name,
+        r.header.apis.network_stack.stack,
         NetworkStack::Nsx | NetworkStack::Vpc
     );
     let mut more = Vec::new();
@@ -637,7 +637,7 @@ fn reach_cell(n: &crate::report::DiagnosedNode) -> String {
             .map(|x| x.state)
     };
     let word = |s: Option<PortState>| match s {
-        Some(s) => crate::probe::PortState::from(s).phrase().to_string(),
+        Some(s) => s.phrase().to_string(),
         None => "-".into(),
     };
     let mut cell = format!("{}/{}", word(state(2379)), word(state(2380)));

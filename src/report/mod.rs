@@ -65,8 +65,8 @@ impl ReportHeader {
             control_plane: ControlPlaneSummary::from(&facts),
             context: facts.context,
             namespace: facts.namespace,
-            cluster: facts.cluster.into(),
-            apis: facts.apis.into(),
+            cluster: facts.cluster,
+            apis: facts.apis,
         };
         (header, facts.nodes)
     }
@@ -111,12 +111,10 @@ impl StatusReport {
         duration_ms: u64,
     ) -> Self {
         let (header, nodes) = ReportHeader::of("StatusReport", facts);
-        let workload_api = WorkloadApi::from(workload_api);
-        let findings = v1alpha2::all(findings);
         let result = RunResult::of(&workload_api, &findings, duration_ms);
         StatusReport {
             header,
-            nodes: v1alpha2::all(nodes),
+            nodes,
             workload_api,
             result,
             findings,
@@ -133,8 +131,7 @@ impl StatusReport {
         kubectl: &crate::command::Kubectl,
     ) -> Self {
         if let Some(a) = network {
-            self.findings
-                .extend(network_findings(&a, kubectl).into_iter().map(Finding::from));
+            self.findings.extend(network_findings(&a, kubectl));
             self.result =
                 RunResult::of(&self.workload_api, &self.findings, self.result.duration_ms);
             self.network_policy = Some(a.into());
@@ -301,21 +298,21 @@ impl DiagnoseReport {
                 DiagnosedNode {
                     name: r.name,
                     ip: r.ip,
-                    machine: known.and_then(|n| n.machine.clone()).map(Into::into),
-                    vm: known.and_then(|n| n.vm.clone()).map(Into::into),
+                    machine: known.and_then(|n| n.machine.clone()),
+                    vm: known.and_then(|n| n.vm.clone()),
                     reached: probe.is_some(),
-                    error: error.map(Into::into),
+                    error,
                     probe: probe.map(Into::into),
-                    supervisor_reach: v1alpha2::all(supervisor_reach),
-                    reach_from: reach_from.map(Into::into),
-                    host_key: host_key.map(Into::into),
+                    supervisor_reach,
+                    reach_from,
+                    host_key,
                 }
             })
             .collect::<Vec<_>>();
         DiagnoseReport {
             header,
-            workload_api: workload_api.into(),
-            findings: v1alpha2::all(findings),
+            workload_api,
+            findings,
             network_policy: None,
             nsx_manager: None,
             route,
@@ -327,12 +324,12 @@ impl DiagnoseReport {
             },
             nodes,
             matrices: diagnosis.matrices,
-            logs: diagnosis.logs.into_iter().map(Into::into).collect(),
+            logs: diagnosis.logs,
             verdict: diagnosis.verdict,
             remediation_guard: diagnosis.guard,
             packet_location: diagnosis.location.map(Into::into),
-            etcd_metrics: v1alpha2::all(diagnosis.etcd_metrics),
-            timeline: (!diagnosis.timeline.is_empty()).then(|| diagnosis.timeline.into()),
+            etcd_metrics: diagnosis.etcd_metrics,
+            timeline: (!diagnosis.timeline.is_empty()).then_some(diagnosis.timeline),
         }
     }
 }
@@ -347,8 +344,7 @@ impl DiagnoseReport {
         kubectl: &crate::command::Kubectl,
     ) -> Self {
         if let Some(a) = network {
-            self.findings
-                .extend(network_findings(&a, kubectl).into_iter().map(Finding::from));
+            self.findings.extend(network_findings(&a, kubectl));
             self.network_policy = Some(a.into());
         }
         self

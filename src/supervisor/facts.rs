@@ -1,5 +1,7 @@
 //! The values the find stage hands on: what the Supervisor knows about one workload cluster.
-//! The reports print them as `report::v1alpha2`'s types, built from these.
+//! The leaf types are the output contract's own (`report::v1alpha2` re-exports them): their doc
+//! comments are the schema's descriptions and their serde attributes fix the json names
+//! (tests/it/schema.rs and the json-contract snapshots hold both).
 
 use std::net::IpAddr;
 use std::time::SystemTime;
@@ -7,7 +9,20 @@ use std::time::SystemTime;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, strum::Display, strum::VariantArray)]
+/// The VirtualMachine's power state.
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    Default,
+    PartialEq,
+    Eq,
+    Serialize,
+    Deserialize,
+    JsonSchema,
+    strum::Display,
+    strum::VariantArray,
+)]
 pub enum PowerState {
     PoweredOn,
     PoweredOff,
@@ -16,43 +31,82 @@ pub enum PowerState {
     Unknown,
 }
 
-/// Which labels found the control-plane VMs: `capv.vmware.com/*`, or the `capw.vmware.com/*` of
-/// older Supervisors.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, strum::Display, strum::VariantArray)]
+/// Which labels found the control-plane VMs.
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Serialize,
+    Deserialize,
+    JsonSchema,
+    strum::Display,
+    strum::VariantArray,
+)]
+#[serde(rename_all = "lowercase")]
 #[strum(serialize_all = "lowercase")]
 pub enum VmLabelScheme {
+    /// `capv.vmware.com/*`.
     Capv,
+    /// `capw.vmware.com/*`, of older Supervisors.
     Capw,
 }
 
 /// The API versions discovery chose (the server's preferred ones).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
 pub struct ApiVersions {
+    /// VirtualMachine's group/version.
     pub virtual_machine: String,
+    /// Cluster's group/version.
     pub cluster: String,
+    /// Machine's group/version.
     pub machine: String,
     /// Absent when the cluster has no control-plane reference or its group is not served.
     pub control_plane: Option<String>,
     /// Absent when no control-plane VM was found under either label scheme.
     pub vm_labels: Option<VmLabelScheme>,
-    /// The networking stack the served groups show ([`super::stack`]).
+    /// The Supervisor's networking stack, from the groups it serves. Absent from documents
+    /// written before it was read: `unknown`.
+    // ([`super::stack`].)
+    #[serde(default)]
     pub network_stack: StackFact,
 }
 
-/// The networking stack of the Supervisor, from the groups it serves (`super::stack`).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, strum::Display, strum::VariantArray)]
+/// The Supervisor's networking stack: which route can run with the workload API dark, and
+/// what can drop packets between the VMs.
+// From the groups it serves (`super::stack`).
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    Default,
+    PartialEq,
+    Eq,
+    Serialize,
+    Deserialize,
+    JsonSchema,
+    strum::Display,
+    strum::VariantArray,
+)]
+#[serde(rename_all = "lowercase")]
 #[strum(serialize_all = "lowercase")]
 pub enum NetworkStack {
-    /// NSX with NCP (a T1 gateway per vSphere Namespace; vSphere 7/8): vSphere Pods can run.
+    /// NSX with NCP, a T1 gateway per vSphere Namespace (vSphere 7/8): serves NCP's
+    /// `vmware.com` VirtualNetwork or nsx-operator's `nsx.vmware.com`.
+    // vSphere Pods can run.
     Nsx,
-    /// NSX VPC (vSphere 9): vSphere Pods can run.
+    /// NSX VPC (vSphere 9): serves nsx-operator's VPC kinds in `crd.nsx.vmware.com`.
+    // vSphere Pods can run.
     Vpc,
-    /// The vSphere Distributed Switch, no NSX: vSphere Pods cannot run ("you cannot deploy
-    /// vSphere Pods for generic use on a Supervisor configured with VDS", vSphere 8
-    /// documentation, Supervisor networking).
+    /// The vSphere Distributed Switch: serves `netoperator.vmware.com` and no NSX group;
+    /// vSphere Pods (the jumpbox) cannot run there.
+    // "you cannot deploy vSphere Pods for generic use on a Supervisor configured with VDS",
+    // vSphere 8 documentation, Supervisor networking.
     Vds,
-    /// Discovery named none of the groups above (an older Supervisor, or a bundle written
-    /// before the stack was read).
+    /// None of those groups served.
+    // An older Supervisor, or a bundle written before the stack was read.
     #[default]
     Unknown,
 }
@@ -75,17 +129,27 @@ impl NetworkStack {
     }
 }
 
-/// The stack and what discovery showed of it, in one line (`serves virtualnetworks.vmware.com`).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+/// The networking stack and what discovery showed of it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[schemars(rename = "NetworkStackInfo")]
 pub struct StackFact {
+    /// `nsx`, `vpc`, `vds` or `unknown`.
+    #[serde(rename = "name")]
     pub stack: NetworkStack,
+    /// The groups that decided, e.g. `serves netoperator.vmware.com and no NSX group`.
     pub evidence: String,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+/// The Cluster object.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
 pub struct ClusterInfo {
+    /// The Cluster's name.
     pub name: String,
+    /// `status.phase`.
     pub phase: Option<String>,
+    /// `spec.controlPlaneEndpoint` as `host:port`.
     pub control_plane_endpoint: Option<String>,
 }
 
@@ -121,16 +185,25 @@ impl Condition {
     }
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+/// The cluster's KubeadmControlPlane.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
 pub struct KcpInfo {
+    /// Its name.
     pub name: String,
+    /// Its apiVersion.
     pub api_version: String,
     /// `spec.replicas`: how many control-plane nodes the cluster should have.
     pub desired: Option<i64>,
+    /// `status.replicas`.
     pub replicas: Option<i64>,
+    /// `status.readyReplicas`.
     pub ready: Option<i64>,
+    /// `status.availableReplicas`.
     pub available: Option<i64>,
+    /// `status.upToDateReplicas` (v1beta1 `updatedReplicas`).
     pub up_to_date: Option<i64>,
+    /// `spec.version`.
     pub version: Option<String>,
     /// Etcd-related conditions, plus Ready/Available.
     pub conditions: Vec<Condition>,
@@ -166,61 +239,85 @@ pub fn seconds_since(rfc3339: &str, now: SystemTime) -> Option<u64> {
     Some(now.duration_since(t).map(|d| d.as_secs()).unwrap_or(0))
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// One of a Machine's `status.addresses`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct MachineAddress {
+    /// `InternalIP`, `ExternalIP`, `Hostname`, ...
+    #[serde(rename = "type")]
     pub kind: String,
+    /// The address.
     pub address: String,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+/// A control-plane node's CAPI Machine.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
 pub struct MachineInfo {
+    /// The Machine's name.
     pub name: String,
+    /// `status.phase`.
     pub phase: Option<String>,
+    /// `status.nodeRef.name`.
     pub node_name: Option<String>,
+    /// `status.addresses`.
     pub addresses: Vec<MachineAddress>,
     /// `spec.infrastructureRef.name`: the VSphereMachine, whose name the VM shares.
     pub infrastructure_name: Option<String>,
+    /// `spec.version`.
     pub version: Option<String>,
+    /// `spec.failureDomain`.
     pub failure_domain: Option<String>,
-    /// The KCP's `EtcdMemberHealthy` and `EtcdPodHealthy` conditions on this Machine (the
-    /// newer, metav1 shape where both are written). Reports captured before they were read
-    /// have none.
+    /// The KCP's `EtcdMemberHealthy` and `EtcdPodHealthy` conditions on this Machine.
+    // The newer, metav1 shape where both are written. Reports captured before they were read
+    // have none.
+    #[serde(default)]
     pub etcd_conditions: Vec<Condition>,
-    /// Where the Machine is in a rollout, when it is being created or deleted (see
-    /// [`RolloutPhase`]). Not in the JSON for a Machine that is simply there.
+    /// Where the Machine is in a rollout; absent for a Machine that is simply there.
+    // When it is being created or deleted (see [`RolloutPhase`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rollout: Option<RolloutPhase>,
 }
 
-/// A control-plane Machine that KCP (or an admin) is adding or removing: it is shown under
-/// "rollout in progress" and is evidence, never the reason for a verdict.
-///
-/// Read from the Machine as CAPI writes it (v1beta1 and v1beta2 alike: `metadata`,
-/// `status.phase`, `status.nodeRef`) and from its VirtualMachine (vm-operator v1alpha1..5):
-/// - `Deleting`: `metadata.deletionTimestamp` is set (the API server keeps the object, and lists
-///   it, until CAPI's `machine.cluster.x-k8s.io` finalizer goes: the VM is deleted first, then
-///   the Node), or CAPI's `status.phase` says `Deleting` (`MachinePhaseDeleting`, set from the
-///   deletionTimestamp);
-/// - `Provisioning`: no `status.nodeRef` yet and `status.phase` is `Pending`, `Provisioning` or
-///   `Provisioned` (CAPI's `MachinePhase*` constants: created, infrastructure being made,
-///   infrastructure made but no Node yet). `waitingFor` says what the Machine still lacks.
-///
-/// A Machine with a nodeRef whose VM is off, or one `Failed`, is no rollout: those are faults.
-///
-/// JSON (`nodes[].machine.rollout`): `{"phase": "Deleting", "since": "<deletionTimestamp>",
-/// "machinePhase": "Deleting"}` or `{"phase": "Provisioning", "since": "<creationTimestamp>",
-/// "machinePhase": "Provisioning", "waitingFor": "IpAddress"}` (`waitingFor`:
-/// [`ProvisioningStep`]'s variant names).
-#[derive(Debug, Clone, PartialEq, Eq)]
+// A control-plane Machine that KCP (or an admin) is adding or removing: it is shown under
+// "rollout in progress" and is evidence, never the reason for a verdict.
+//
+// Read from the Machine as CAPI writes it (v1beta1 and v1beta2 alike: `metadata`,
+// `status.phase`, `status.nodeRef`) and from its VirtualMachine (vm-operator v1alpha1..5):
+// - `Deleting`: `metadata.deletionTimestamp` is set (the API server keeps the object, and lists
+//   it, until CAPI's `machine.cluster.x-k8s.io` finalizer goes: the VM is deleted first, then
+//   the Node), or CAPI's `status.phase` says `Deleting` (`MachinePhaseDeleting`, set from the
+//   deletionTimestamp);
+// - `Provisioning`: no `status.nodeRef` yet and `status.phase` is `Pending`, `Provisioning` or
+//   `Provisioned` (CAPI's `MachinePhase*` constants: created, infrastructure being made,
+//   infrastructure made but no Node yet). `waitingFor` says what the Machine still lacks.
+//
+// A Machine with a nodeRef whose VM is off, or one `Failed`, is no rollout: those are faults.
+//
+// JSON (`nodes[].machine.rollout`): `{"phase": "Deleting", "since": "<deletionTimestamp>",
+// "machinePhase": "Deleting"}` or `{"phase": "Provisioning", "since": "<creationTimestamp>",
+// "machinePhase": "Provisioning", "waitingFor": "IpAddress"}` (`waitingFor`:
+// [`ProvisioningStep`]'s variant names).
+/// A control-plane Machine being deleted or provisioned: shown, never the reason for a verdict.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "phase")]
 pub enum RolloutPhase {
+    /// `metadata.deletionTimestamp` is set, or the Machine's phase is `Deleting`.
     Deleting {
         /// `metadata.deletionTimestamp` (RFC 3339); None when only the phase says so.
         since: Option<String>,
+        /// The Machine's `status.phase`.
+        #[serde(rename = "machinePhase")]
         machine_phase: Option<String>,
     },
+    /// No `status.nodeRef` yet, and the Machine is `Pending`, `Provisioning` or `Provisioned`.
     Provisioning {
         /// `metadata.creationTimestamp` (RFC 3339): how long it has been on its way.
         since: Option<String>,
+        /// The Machine's `status.phase`.
+        #[serde(rename = "machinePhase")]
         machine_phase: Option<String>,
+        /// What the Machine still lacks.
+        #[serde(rename = "waitingFor")]
         waiting_for: ProvisioningStep,
     },
 }
@@ -234,6 +331,8 @@ impl RolloutPhase {
             }
         }
     }
+
+    /// The Machine's `status.phase`.
     pub fn machine_phase(&self) -> Option<&str> {
         match self {
             RolloutPhase::Deleting { machine_phase, .. }
@@ -245,15 +344,30 @@ impl RolloutPhase {
     }
 }
 
-/// What a provisioning Machine still lacks, in the order it gets them: its VirtualMachine
-/// (vm-operator creates it for the VSphereMachine), power (`status.powerState` PoweredOn), an
-/// address (`status.network.primaryIP4`/`primaryIP6`, v1alpha1 `status.vmIp`), then kubeadm's
-/// join, after which CAPI sets `status.nodeRef`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, strum::Display, strum::VariantArray)]
+/// What a provisioning Machine still lacks, in the order it gets them.
+// Its VirtualMachine (vm-operator creates it for the VSphereMachine), power
+// (`status.powerState` PoweredOn), an address (`status.network.primaryIP4`/`primaryIP6`,
+// v1alpha1 `status.vmIp`), then kubeadm's join, after which CAPI sets `status.nodeRef`.
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Serialize,
+    Deserialize,
+    JsonSchema,
+    strum::Display,
+    strum::VariantArray,
+)]
 pub enum ProvisioningStep {
+    /// Its VirtualMachine.
     VirtualMachine,
+    /// Its VM to power on.
     PowerOn,
+    /// An IP address.
     IpAddress,
+    /// Its Node to join.
     NodeJoin,
 }
 
@@ -269,23 +383,42 @@ impl ProvisioningStep {
     }
 }
 
-/// Where a node's address came from (`nodes[].vm.ipSource`), in the order they are tried.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, strum::Display, strum::VariantArray)]
+// Where a node's address came from (`nodes[].vm.ipSource`), in the order they are tried.
+/// Where a VM's address came from, when not from its guest.
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    Default,
+    PartialEq,
+    Eq,
+    Serialize,
+    Deserialize,
+    JsonSchema,
+    strum::Display,
+    strum::VariantArray,
+)]
 pub enum AddressSource {
-    /// What the guest reports through VMware Tools: `status.network.primaryIP4`,
-    /// `primaryIP6`, v1alpha1's `status.vmIp`.
+    /// `status.network.primaryIP4`/`primaryIP6`/`vmIp`: the guest's report.
+    // Through VMware Tools.
     #[default]
     Guest,
-    /// The network provider's configured address, `status.network.config` (the guest reports
-    /// none: a hung guest, VMware Tools not running).
+    /// `status.network.config`: the network provider's configured address (the guest
+    /// reports none).
+    // A hung guest, VMware Tools not running.
     NetworkConfig,
-    /// The Machine's `status.addresses` (`InternalIP`, then `ExternalIP`), as CAPI copied them
-    /// from the VSphereMachine while the guest still reported one: neither the guest nor the
-    /// network provider gives one now.
+    /// The Machine's `status.addresses` (`InternalIP`, else `ExternalIP`): neither the
+    /// guest nor the network provider gives one.
+    // As CAPI copied them from the VSphereMachine while the guest still reported one.
     MachineAddress,
 }
 
 impl AddressSource {
+    /// The guest's own report: absent from the json.
+    fn is_guest(&self) -> bool {
+        *self == AddressSource::Guest
+    }
+
     /// Beside the address in the tables: nothing for the guest's own word.
     pub fn short(self) -> Option<&'static str> {
         match self {
@@ -296,26 +429,46 @@ impl AddressSource {
     }
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+/// A control-plane node's VirtualMachine.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
 pub struct VmInfo {
+    /// The VirtualMachine's name.
     pub name: String,
+    /// Its address, when it is one the plugin may use.
     pub ip: Option<IpAddr>,
+    /// Its power state.
     pub power: PowerState,
+    /// Its VirtualMachineClass.
     pub class: Option<String>,
-    /// The name of the VSphereMachine the VM's ownerReferences name (shown; the join goes by
-    /// uid, see [`super::join`]).
+    /// The name of the VSphereMachine the VM's ownerReferences name.
+    // Shown; the join goes by uid, see [`super::join`].
     pub owner: Option<String>,
-    /// The address the VM reports when it is none the plugin may send anything to (loopback,
-    /// link-local, multicast...: [`super::address::refusal`]); `ip` is then None. Not in the
-    /// JSON when absent.
+    /// The address the VM reports when it is none the plugin may send anything to.
+    // Loopback, link-local, multicast...: [`super::address::refusal`]; `ip` is then None.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub refused_ip: Option<IpAddr>,
-    /// Where `ip` (or `refused_ip`) came from: the guest, the network provider's
-    /// `status.network.config`, or the Machine's `status.addresses`.
+    /// Where `ip` (or `refusedIp`) came from; absent for the guest's own report (and in
+    /// reports from before the field).
+    #[serde(
+        default,
+        skip_serializing_if = "AddressSource::is_guest",
+        deserialize_with = "guest_when_absent"
+    )]
+    #[schemars(with = "Option<AddressSource>")]
     pub ip_source: AddressSource,
-    /// The ESXi host it runs on (`status.host`, `status.nodeName` from v1alpha4).
+    /// The ESXi host the VM runs on (vm-operator `status.host`, `status.nodeName` from
+    /// v1alpha4); absent when not reported.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub host: Option<String>,
-    /// The vSphere Zone it was placed in (`status.zone`; none on a Supervisor without zones).
+    /// The vSphere Zone the VM was placed in (`status.zone`); absent without zones.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub zone: Option<String>,
+}
+
+/// `ipSource` as written: absent or null is the guest's own report.
+fn guest_when_absent<'de, D: serde::Deserializer<'de>>(d: D) -> Result<AddressSource, D::Error> {
+    Ok(Option::<AddressSource>::deserialize(d)?.unwrap_or_default())
 }
 
 impl VmInfo {
@@ -326,18 +479,30 @@ impl VmInfo {
     }
 }
 
-/// How a node's VirtualMachine was found for its Machine (`nodes[].join.by`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, strum::Display, strum::VariantArray)]
+// `nodes[].join.by`.
+/// How a node's VirtualMachine was found for its Machine.
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Serialize,
+    Deserialize,
+    JsonSchema,
+    strum::Display,
+    strum::VariantArray,
+)]
 pub enum JoinedBy {
-    /// The VM is controller-owned (`controller: true`) by the uid of the Machine's
-    /// VSphereMachine: read from the VSphereMachine, else from the Machine's
-    /// `spec.infrastructureRef.uid` (CAPI v1beta1 writes it).
+    /// The VM is controller-owned by the uid of the Machine's VSphereMachine.
+    // (`controller: true`): read from the VSphereMachine, else from the Machine's
+    // `spec.infrastructureRef.uid` (CAPI v1beta1 writes it).
     Uid,
-    /// No VSphereMachine uid to go by (an older Supervisor, a bundle without them): the VM's
-    /// VSphereMachine ownerReference names the Machine's infrastructure.
+    /// No uid to go by: the VM's VSphereMachine ownerReference names the Machine's infrastructure.
+    // An older Supervisor, a bundle without them.
     OwnerName,
-    /// No uid, and the VM names no VSphereMachine owner: its name is the Machine's
-    /// infrastructure's (or the Machine's).
+    /// No uid, and no owner named: the VM's name is the Machine's infrastructure's.
+    // (Or the Machine's.)
     VmName,
 }
 
@@ -352,49 +517,64 @@ impl JoinedBy {
     }
 }
 
-/// Why a node is never probed: who it is could not be established (`nodes[].join.problem`,
-/// tagged by `kind`). Each is a finding.
-#[derive(Debug, Clone, PartialEq, Eq)]
+// `nodes[].join.problem`, tagged by `kind`. Each is a finding.
+/// Why a node is never probed: who it is could not be established.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "kind", rename_all_fields = "camelCase")]
 pub enum IdentityProblem {
-    /// A Machine with the cluster's control-plane labels that is not controller-owned by the
-    /// uid of the cluster's KubeadmControlPlane. Such a row has no `machine` (it is no Machine of
-    /// this cluster's control plane) and joins no VM.
+    /// A Machine with the control-plane labels not controller-owned by the cluster's KCP's uid.
+    // Such a row has no `machine` (it is no Machine of this cluster's control plane) and joins
+    // no VM.
     MachineNotOwned {
+        /// The Machine.
         machine: String,
         /// Its controller ownerReference (`Kind name (uid)`), when it has one.
         controller: Option<String>,
     },
-    /// Several VMs claim the Machine's VSphereMachine (by uid, or by name without one): none
-    /// is used. On the Machine's row and on each candidate's.
+    /// Several VMs claim the Machine's VSphereMachine: none is used.
+    // By uid, or by name without one. On the Machine's row and on each candidate's.
     AmbiguousVm {
+        /// The Machine.
         machine: String,
+        /// The VMs that claim it.
         candidates: Vec<String>,
     },
-    /// The VM names the Machine's VSphereMachine as its owner, but not as its controller by
-    /// that VSphereMachine's uid (a wrong or absent uid, or `controller` not true).
+    /// The VM names the Machine's VSphereMachine as its owner, but not as its controller by uid.
+    // A wrong or absent uid, or `controller` not true.
     OwnerMismatch {
+        /// The Machine.
         machine: String,
+        /// Its VSphereMachine.
         vsphere_machine: String,
     },
 }
 
-/// How a node's Machine and VM were put together (`nodes[].join`).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+// `nodes[].join`.
+/// How a node's Machine and VM were put together.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
 pub struct Join {
     /// Absent when the row lacks a Machine or a VM.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub by: Option<JoinedBy>,
+    /// What makes the node no target, when something does.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub problem: Option<IdentityProblem>,
 }
 
 /// One control-plane node: a Machine and its VM, either of which may be missing.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
 pub struct ControlPlaneNode {
     /// The Machine's name, or the VM's when there is no Machine.
     pub name: String,
+    /// The Machine, when there is one.
     pub machine: Option<MachineInfo>,
+    /// The VirtualMachine, when there is one.
     pub vm: Option<VmInfo>,
-    /// How Machine and VM were joined, and what makes the node no target. Reports from before
-    /// it have none.
+    /// How Machine and VM were joined, and what makes the node no target.
+    // Reports from before it have none.
+    #[serde(default)]
     pub join: Join,
 }
 

@@ -77,7 +77,7 @@ fn status_on_a_vpc_supervisor_reads_the_network_once() {
         expected.header.cluster.control_plane_endpoint.clone();
     // The stack is the one thing of the header the NSX groups change: VPC here, unknown without.
     assert_eq!(
-        report.header.apis.network_stack.name,
+        report.header.apis.network_stack.stack,
         etcdnet::report::v1alpha2::NetworkStack::Vpc
     );
     report.header.apis.network_stack = expected.header.apis.network_stack.clone();

@@ -827,7 +827,7 @@ fn the_networking_stack_of_each_supervisor() {
         let env = Env::new(set, Workload::refused());
         let (_, report) = status_json(&env, "tkc-prod", "ns-prod");
         let s = &report.header.apis.network_stack;
-        assert_eq!(s.name, stack, "{set}: {s:?}");
+        assert_eq!(s.stack, stack, "{set}: {s:?}");
         assert!(s.evidence.contains(words), "{set}: {s:?}");
         let wide = env.plugin(&["status", "tkc-prod", "-n", "ns-prod", "-o", "wide"]);
         assert!(

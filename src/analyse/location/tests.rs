@@ -71,7 +71,7 @@ fn nodes(fa: Firewall, fb: Firewall, to_b: &str, port: u16) -> Vec<NodeReport> {
     ]
 }
 
-fn locate_on(n: &[NodeReport], port: u16) -> PacketLocation {
+fn locate_on(n: &[NodeReport], port: u16) -> PacketPlaces {
     locate(n, &[matrix::build(n, port)], NetworkStack::Unknown).expect("firewalls were read")
 }
 

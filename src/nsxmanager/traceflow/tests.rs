@@ -183,20 +183,6 @@ fn the_state_is_the_statuss_operation_state() {
 }
 
 #[test]
-fn leftovers_are_our_ids_only() {
-    let l = Listed {
-        results: vec![
-            json!({"id": "etcdnet-0011223344556677"}),
-            json!({"id": "etcdnet-xyz"}),
-            json!({"id": "admins-own"}),
-            json!({"display_name": "no id"}),
-        ],
-        ..Listed::default()
-    };
-    assert_eq!(leftovers(&l), ["etcdnet-0011223344556677"]);
-}
-
-#[test]
 fn a_read_is_deleted_unless_its_delete_failed() {
     let mut reads = vec![
         read_of(

@@ -1,30 +1,50 @@
 //! The leader view: from a member's raft lines, whether it knows a leader now, since when, and
 //! its last leader change.
 
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
 use super::{LogKind, LogLine};
 
 /// What the member's last leader line says.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, strum::Display, strum::VariantArray)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Serialize,
+    Deserialize,
+    JsonSchema,
+    strum::Display,
+    strum::VariantArray,
+)]
 pub enum LeaderState {
-    /// "elected leader" / "changed leader": the member follows (or is) a leader.
+    /// The member follows (or is) a leader.
+    // ("elected leader" / "changed leader".)
     Known,
-    /// "lost leader", "no leader", an election started or a leader stepping down: no leader.
+    /// The member has no leader.
+    // ("lost leader", "no leader", an election started or a leader stepping down.)
     NoLeader,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// The leader as a member's raft lines tell it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
 pub struct LeaderView {
     pub state: LeaderState,
     /// The leader's member ID when `Known` (it may be the member itself).
     pub leader_id: Option<String>,
-    /// When the state began: the first line of the current run (`NoLeader` since the first
-    /// no-leader line after the last known leader).
+    /// When the state began.
+    // (The first line of the current run: `NoLeader` since the first no-leader line after the
+    // last known leader.)
     pub since: Option<String>,
     /// The raft term of the last leader line that names one.
     pub term: Option<u64>,
     /// The time of the last "elected leader", "changed leader" or "lost leader" line.
     pub last_change: Option<String>,
-    /// "elected leader" and "changed leader" lines: how often leadership moved (flapping).
+    /// How often leadership moved ("elected leader" and "changed leader" lines).
+    // (Flapping, when often.)
     pub changes: usize,
 }
 

@@ -2,23 +2,41 @@
 //! probe time; older lines are history. The node's clock, never the admin's: a node whose clock
 //! is off is judged against its own lines.
 
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
 use super::{each_line, time, Acc, LogSummary};
 
 /// The present of a log: lines at or after `since` count, older ones are history.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
 pub struct LogWindow {
-    /// RFC 3339 UTC (six fraction digits): the oldest time that counts.
+    /// The oldest time that counts (RFC 3339 UTC).
+    // (Six fraction digits.)
     pub since: String,
-    /// Its end: the node's clock when the probe ran, or (no clock) the log's newest line.
+    /// The window's end: the node's clock at probe time, or the log's newest line.
+    // (The log's newest line when the node's clock was not read.)
     pub until: String,
     /// `--since`, in seconds.
     pub seconds: u64,
     pub until_from: WindowEnd,
 }
 
-/// Where a window's end comes from: the node's own clock, so a node whose clock is off is judged
-/// against its own lines, never against the admin's clock.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, strum::Display, strum::VariantArray)]
+/// Where a log window's end comes from: the node's own clock, or its newest line.
+// The node's own clock, so a node whose clock is off is judged against its own lines, never
+// against the admin's clock.
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Serialize,
+    Deserialize,
+    JsonSchema,
+    strum::Display,
+    strum::VariantArray,
+)]
 pub enum WindowEnd {
     ProbeClock,
     LastLine,

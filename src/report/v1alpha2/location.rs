@@ -21,8 +21,8 @@ pub struct PacketLocation {
     pub nodes: Vec<NodeFirewall>,
 }
 
-impl From<location::PacketLocation> for PacketLocation {
-    fn from(l: location::PacketLocation) -> Self {
+impl From<location::PacketPlaces> for PacketLocation {
+    fn from(l: location::PacketPlaces) -> Self {
         PacketLocation {
             summary: location::evidence(&l),
             paths: l.paths,

@@ -372,7 +372,7 @@ fn via_ssh_peers_dropped_and_isolated() {
         report.route.reason
     );
     assert_eq!(
-        report.header.apis.network_stack.name,
+        report.header.apis.network_stack.stack,
         etcdnet::report::v1alpha2::NetworkStack::Vds
     );
     assert!(

@@ -230,7 +230,7 @@ fn one_node_isolated() {
     assert!(cp3.reached, "cp3 is probed at its config address: {cp3:#?}");
     assert_eq!(cp3.ip, Some("198.18.0.13".parse().unwrap()));
     assert_eq!(
-        cp3.vm.as_ref().and_then(|v| v.ip_source),
+        cp3.vm.as_ref().map(|v| v.ip_source),
         Some(etcdnet::report::v1alpha2::AddressSource::NetworkConfig)
     );
     // Everyone's peer: cp1 dialled it (and timed out in the cut).
