@@ -6,7 +6,7 @@
 
 use serde_json::{json, Map, Value};
 
-use super::bounds;
+use super::{bounds, raw};
 use crate::probe::frame::Frames;
 use crate::probe::output::PROBE_SCHEMA_VERSION;
 
@@ -16,29 +16,44 @@ pub(super) fn document(frames: &Frames) -> (Value, Vec<String>) {
     let mut doc = Map::new();
     doc.insert("schemaVersion".into(), json!(PROBE_SCHEMA_VERSION));
     node(frames.get("node").unwrap_or_default(), &mut doc);
-    let ips: Vec<Value> = frames
-        .get("ips")
+    let ips = raw::ips(frames);
+    doc.insert("ips".into(), json!(ips));
+    // The node's own sections, read from the tools' raw output (src/probe/parse/raw.rs); the
+    // steps that failed there join the script's errors.
+    let mut steps = Vec::new();
+    let self_ip = doc
+        .get("nodeIp")
+        .and_then(Value::as_str)
         .unwrap_or_default()
-        .lines()
-        .map(str::trim)
-        .filter(|l| !l.is_empty())
-        .map(|l| Value::String(l.to_string()))
-        .collect();
-    doc.insert("ips".into(), Value::Array(ips));
-    doc.insert(
-        "errors".into(),
-        Value::Array(errors(frames.get("errors").unwrap_or_default())),
-    );
+        .to_string();
+    let now_s = doc
+        .get("clockMs")
+        .and_then(Value::as_i64)
+        .map(|ms| ms / 1000);
+    if let Some(v) = raw::etcd(frames, &mut steps) {
+        doc.insert("etcd".into(), json!(v));
+    }
+    if let Some(v) = raw::kubelet(frames) {
+        doc.insert("kubelet".into(), json!(v));
+    }
+    if let Some(v) = raw::manifest(frames) {
+        doc.insert("manifest".into(), json!(v));
+    }
+    if let Some(v) = raw::certs(frames, &self_ip, now_s) {
+        doc.insert("certs".into(), json!(v));
+    }
+    if let Some(v) = raw::api_server(frames, &mut steps) {
+        doc.insert("apiServer".into(), json!(v));
+    }
+    let mut errors = errors(frames.get("errors").unwrap_or_default());
+    errors.extend(steps.iter().map(|e| json!(e)));
+    doc.insert("errors".into(), Value::Array(errors));
     // The sections the script still prints as JSON: one value each, or (the firewall's reads)
     // the entries of an array, comma-separated; certs one object a line.
     for (section, key) in [
-        ("etcd", "etcd"),
-        ("kubelet", "kubelet"),
-        ("manifest", "manifest"),
         ("health", "health"),
         ("members", "members"),
         ("alarms", "alarms"),
-        ("apiserver", "apiServer"),
     ] {
         if let Some(v) = json_section(frames, section, &mut problems) {
             doc.insert(key.into(), v);
@@ -50,16 +65,6 @@ pub(super) fn document(frames: &Frames) -> (Value, Vec<String>) {
         "paths".into(),
         serde_json::to_value(paths).unwrap_or(Value::Array(Vec::new())),
     );
-    if let Some(text) = frames.get("certs") {
-        let mut certs = Vec::new();
-        for line in text.lines().filter(|l| !l.trim().is_empty()) {
-            match serde_json::from_str::<Value>(line) {
-                Ok(v) => certs.push(v),
-                Err(_) => problems.push(unreadable("certs")),
-            }
-        }
-        doc.insert("certs".into(), Value::Array(certs));
-    }
     let mut fw = Map::new();
     for (section, key) in [("firewall.before", "before"), ("firewall.after", "after")] {
         if let Some(v) = json_list(frames, section, &mut problems) {
