@@ -61,16 +61,6 @@ APISERVER_PS=32768 APISERVER_LOG=16384 APISERVER_READYZ=8192 APISERVER_CERT=1638
 # A failed step, recorded for errors[] (one line: step TAB message).
 err() { printf '%s\t%s\n' "$1" "$(printf '%s' "$2" | tr '\t\n\r' '   ')" >>"$T/errors"; }
 
-# One shell string as a JSON string ("" becomes null). Printable ASCII without " and \ is its
-# own JSON string (most values are): only the others cost an awk.
-jstr() {
-  case $1 in
-  '') printf null ;;
-  *[!\ -~]* | *[\"\\]*) printf '%s' "$1" | awk "$AWK_LIB"'{ s = s (NR > 1 ? "\n" : "") $0 } END { printf "%s", jstr(s) }' ;;
-  *) printf '"%s"' "$1" ;;
-  esac
-}
-
 # Monotonic milliseconds from /proc/uptime (10 ms steps) into NOW; the wall clock when that is
 # missing. It sets a variable rather than printing so that reading the clock costs no fork.
 now_ms() {
@@ -464,16 +454,18 @@ reads_after() {
 # what can drop a packet is kept (table and chain headers with their hook and policy, the rules
 # that drop or reject, those naming 2379 or 2380, and the accepts of a chain whose policy drops),
 # each line cut at 512 bytes, at most FW_MAX bytes a read: a kube-proxy or Antrea node has
-# thousands of rules that cannot. How many lines were read, kept and cut past the cap is said.
-# A missing tool, or one refused (no CAP_NET_ADMIN, CAP_NET_RAW for legacy), is data. The plugin
-# parses the text (src/probe/firewall.rs). Each read is bounded in time (timeout 2 s where the
-# node has `timeout`).
+# thousands of rules that cannot (the one bound that reads the text: the dump is megabytes there).
+# How many lines were read, kept and cut past the cap is said. A missing tool, or one refused (no
+# CAP_NET_ADMIN, CAP_NET_RAW for legacy), is data. The plugin reads each tool's part
+# (src/probe/parse/raw.rs: `tool NAME`, then `missing`, or `rc N` with its stderr as `err LINE`, or
+# `rc 0`, `counts LINES KEPT CUT` and each kept line behind `= `) and parses the rules
+# (src/probe/firewall.rs). Each read is bounded in time (timeout 2 s where the node has `timeout`).
 FW_MAX=49152
 AWK_FW='
 function keep(l) {
   if (length(l) > 512) l = substr(l, 1, 512) "..."
   if (used + length(l) + 1 > max) { cut++; return }
-  text = text esc(l) "\\n"; used += length(l) + 1; kept++
+  text = text "= " l "\n"; used += length(l) + 1; kept++
 }
 { sub(/\r$/, ""); n++ }
 kind == "nft" {
@@ -495,50 +487,33 @@ kind == "nft" {
   split(l, a, " "); ch = a[2]; pos[ch]++
   if (l ~ / -j (DROP|REJECT)( |$)/ || l ~ /2379|2380/ || (pol[ch] == "DROP" && l ~ / -j ACCEPT( |$)/)) keep("@" pos[ch] " " $0)
 }
-END {
-  printf "{\"tool\":\"%s\",\"outcome\":\"Ok\",\"text\":%s,\"lines\":%d,\"kept\":%d,\"cut\":%d,\"detail\":null}", tool, text == "" ? "\"\"" : "\"" text "\"", n, kept, cut
-}'
+END { printf "counts %d %d %d\n%s", n, kept, cut, text }'
 
-# One tool's read as an entry of firewall.before/after (kind: nft or ipt).
+# One tool's read, its part of firewall.before/after (kind: nft or ipt).
 fw_one() { # tool kind command...
-  tool=$1 kind=$2
+  printf 'tool %s\n' "$1"
+  kind=$2
   shift 2
-  if ! have "$1"; then
-    printf '{"tool":"%s","outcome":"Missing","detail":"%s not found"}' "$tool" "$1"
-    return
-  fi
+  have "$1" || { printf 'missing %s\n' "$1" && return; }
   have timeout && set -- timeout 2 "$@"
   "$@" >"$T/fw.out" 2>"$T/fw.err" </dev/null
   rc=$?
-  if [ $rc -ne 0 ]; then
-    msg=$(last_msg "$T/fw.err")
-    out=Error
-    case $msg in *'not permitted'* | *'Permission denied'* | *'must be root'*) out=Denied ;; esac
-    [ $rc -eq 124 ] && msg="no answer within 2 s"
-    [ -n "$msg" ] || msg="exited $rc"
-    printf '{"tool":"%s","outcome":"%s","detail":%s}' "$tool" "$out" "$(jstr "$msg")"
-    return
-  fi
-  # Each kept line is escaped on its own and ends in \n (AWK_FW's keep).
-  head -c 8388608 "$T/fw.out" | tr -d '\000' | awk -v tool="$tool" -v kind="$kind" -v max="$FW_MAX" "$AWK_LIB$AWK_FW"
+  printf 'rc %s\n' "$rc"
+  [ $rc -eq 0 ] || { tail -c "$STDERR_BYTES" "$T/fw.err" | sed 's/^/err /' && echo && return; }
+  head -c 8388608 "$T/fw.out" | tr -d '\000' | awk -v kind="$kind" -v max="$FW_MAX" "$AWK_FW"
 }
 
-# Writes $T/fw.before or $T/fw.after: the entries, comma-separated, of every tool read.
+# Writes $T/fw.before or $T/fw.after: every tool's read, one after the other.
 firewall_read() { # before|after
   {
     fw_one nft nft nft -a list ruleset
     if have iptables-legacy-save || have ip6tables-legacy-save; then
-      printf ','
       fw_one iptables-legacy ipt iptables-legacy-save -c
-      printf ','
       fw_one ip6tables-legacy ipt ip6tables-legacy-save -c
     elif have iptables-save && { ! have nft || iptables -V 2>/dev/null | grep -q legacy; }; then
-      printf ','
       fw_one iptables ipt iptables-save -c
-      printf ','
       fw_one ip6tables ipt ip6tables-save -c
     elif ! have nft; then
-      printf ','
       fw_one iptables ipt iptables-save -c
     fi
   } >"$T/fw.$1.tmp" 2>/dev/null

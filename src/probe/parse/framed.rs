@@ -67,8 +67,8 @@ pub(super) fn document(frames: &Frames) -> (Value, Vec<String>) {
     );
     let mut fw = Map::new();
     for (section, key) in [("firewall.before", "before"), ("firewall.after", "after")] {
-        if let Some(v) = json_list(frames, section, &mut problems) {
-            fw.insert(key.into(), v);
+        if let Some(v) = raw::firewall(frames, section) {
+            fw.insert(key.into(), json!(v));
         }
     }
     doc.insert("firewall".into(), Value::Object(fw));
@@ -131,18 +131,6 @@ fn unreadable(section: &str) -> String {
 fn json_section(frames: &Frames, section: &str, problems: &mut Vec<String>) -> Option<Value> {
     let text = frames.get(section)?;
     match serde_json::from_str(text) {
-        Ok(v) => Some(v),
-        Err(_) => {
-            problems.push(unreadable(section));
-            None
-        }
-    }
-}
-
-/// A section holding an array's entries, comma-separated (empty: none).
-fn json_list(frames: &Frames, section: &str, problems: &mut Vec<String>) -> Option<Value> {
-    let text = frames.get(section)?;
-    match serde_json::from_str(&format!("[{text}]")) {
         Ok(v) => Some(v),
         Err(_) => {
             problems.push(unreadable(section));

@@ -285,3 +285,26 @@ fn hostile_sections_are_read_within_the_caps() {
         assert!(errors.len() <= 3);
     }
 }
+
+#[test]
+fn each_firewall_tools_read_and_how_it_went() {
+    let text = "tool nft\nrc 0\ncounts 10 3 1\n= table inet filter {\n= \tchain input {\n= tool forged by a rule's comment\n\
+                tool iptables-legacy\nrc 4\nerr iptables-legacy-save v1.8.9: Permission denied (you must be root)\n\n\
+                tool ip6tables-legacy\nmissing ip6tables-legacy-save\n\
+                tool iptables\nrc 124\n";
+    let r = firewall(&frames(&[("firewall.before", text)]), "firewall.before").unwrap();
+    assert_eq!(r.len(), 4);
+    assert_eq!((r[0].outcome, r[0].lines, r[0].kept, r[0].cut), (ReadOutcome::Ok, 10, 3, 1));
+    assert_eq!(
+        r[0].text.as_deref(),
+        Some("table inet filter {\n\tchain input {\ntool forged by a rule's comment\n")
+    );
+    assert_eq!(r[1].outcome, ReadOutcome::Denied);
+    assert_eq!(
+        r[1].detail.as_deref(),
+        Some("iptables-legacy-save v1.8.9: Permission denied (you must be root)")
+    );
+    assert_eq!((r[2].outcome, r[2].detail.as_deref()), (ReadOutcome::Missing, Some("ip6tables-legacy-save not found")));
+    assert_eq!((r[3].outcome, r[3].detail.as_deref()), (ReadOutcome::Error, Some("no answer within 2 s")));
+    assert!(firewall(&frames(&[]), "firewall.after").is_none());
+}
