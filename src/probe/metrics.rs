@@ -26,6 +26,24 @@ use std::collections::BTreeMap;
 use crate::probe::output::{MemberId, MetricsRead, QueryOutcome};
 use prometheus_parse::{Scrape, Value};
 
+/// The families the probe keeps of a read (and their `# TYPE` lines): handed to the script
+/// ([`crate::probe::script::CAPS`]), so it keeps exactly what [`Counters::parse`] reads.
+pub(crate) const FAMILIES: &[&str] = &[
+    "etcd_server_id",
+    "etcd_server_has_leader",
+    "etcd_server_leader_changes_seen_total",
+    "etcd_network_peer_sent_failures_total",
+    "etcd_network_peer_round_trip_time_seconds",
+    "etcd_network_disconnected_peers_total",
+    "etcd_network_peer_sent_bytes_total",
+    "etcd_network_peer_received_bytes_total",
+    "etcd_disk_wal_fsync_duration_seconds",
+    "etcd_disk_backend_commit_duration_seconds",
+    "etcd_mvcc_db_total_size_in_bytes",
+    "etcd_debugging_mvcc_db_total_size_in_bytes",
+    "etcd_server_quota_backend_bytes",
+];
+
 /// The most of a read's text the plugin reads: the probe keeps 64 KiB (`METRICS_KEEP`), each
 /// byte at most 6 once escaped in JSON, and what it reads back is the unescaped text.
 pub const MAX_TEXT_BYTES: usize = 65536;

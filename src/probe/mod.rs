@@ -5,6 +5,8 @@
 //! - [`etcdlog`] classifies etcd's log lines into findings;
 //! - [`firewall`] reads the node's own firewall rules the probe printed;
 //! - [`metrics`]: etcd's own metrics, read before and after the path checks;
+//! - `etcdask`: etcd's own answers (`/health`, the member and alarm lists, the metrics reads)
+//!   as the probe sent them, judged;
 //! - [`identity`] tells a document from the node it was sent to from one of another machine;
 //! - [`hostkey`]: the ssh host key a node presented (ssh routes), as its fingerprint.
 //!
@@ -12,6 +14,7 @@
 //! node: a node that could not be probed is a value, not an early return.
 
 pub mod apiserver;
+pub(crate) mod etcdask;
 pub mod etcdlog;
 pub mod firewall;
 pub(crate) mod frame;

@@ -306,7 +306,7 @@ fn cap(s: &str) -> String {
 
 pub mod bounds;
 mod framed;
-mod raw;
+pub(crate) mod raw;
 
 #[cfg(test)]
 mod tests;

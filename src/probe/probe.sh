@@ -21,6 +21,8 @@
 # so with up to 7 peers the probe ends within connect-timeout + tls-timeout + about a second.
 # Temp files live in one folder, removed on exit and on HUP/INT/TERM; a folder left by a probe
 # killed outright (SIGKILL) is removed by the next probe on the node once it is 10 minutes old.
+# Every cap (bytes, seconds, the flags' defaults, the metric families kept) is set by the plugin
+# right after the `#!` line (src/probe/script.rs, CAPS): none is written here.
 # Test hooks (environment): ETCDNET_PKI_DIR (default /etc/kubernetes/pki/etcd), ETCDNET_MANIFEST
 # (default /etc/kubernetes/manifests/etcd.yaml) and ETCDNET_POD_LOGS (default /var/log/pods).
 
@@ -53,10 +55,6 @@ function esc(s,    out, c, o, n, k, ok, lo, hi, b) {
 
 have() { command -v "$1" >/dev/null 2>&1; }
 
-# The raw sections' caps, bytes of a tool's output sent (raw_section): the plugin's constants
-# (src/probe/parse/raw.rs, whose tests hold these to them).
-STDERR_BYTES=2048 IPS_BYTES=16384 CRICTL_PS_BYTES=65536 MANIFEST_BYTES=65536 CERTS_BYTES=65536
-APISERVER_PS=32768 APISERVER_LOG=16384 APISERVER_READYZ=8192 APISERVER_CERT=16384 APISERVER_LOG_LINES=60
 
 # A failed step, recorded for errors[] (one line: step TAB message).
 err() { printf '%s\t%s\n' "$1" "$(printf '%s' "$2" | tr '\t\n\r' '   ')" >>"$T/errors"; }
@@ -80,7 +78,7 @@ last_msg() {
 
 # --- arguments: bad values are reported and replaced by defaults, never fatal ------------------
 parse_args() {
-  SELF= PEERS= CT=3 TT=2 LOG_LINES=500 LOG_BYTES=262144 PAR=16
+  SELF= PEERS=
   while [ $# -gt 0 ]; do
     case $1 in
     --self | --peer | --connect-timeout | --tls-timeout | --log-lines | --log-bytes | --parallel)
@@ -262,6 +260,7 @@ pod_log_file() { # attempt
 # dates are what is read, from the file; the body names each check, `[-]etcd failed: reason
 # withheld` (handleRootHealth in staging/src/k8s.io/apiserver/pkg/server/healthz/healthz.go); and
 # /etc/kubernetes/pki/apiserver.crt as PEM text. Runs in the background beside the rest.
+# Its caps (APISERVER_*) are set by the plugin (src/probe/script.rs).
 probe_apiserver() {
   if ! have crictl; then echo missing >"$T/s.apiserver.ps"
   else
@@ -270,7 +269,7 @@ probe_apiserver() {
     id=$(awk -v want=kube-apiserver "$AWK_CRICTL" "$T/aps.out" | sort -r | awk -F '\t' 'NR == 1 { print $2 }')
     if [ -n "$id" ]; then
       crictl logs --tail "$APISERVER_LOG_LINES" "$id" >"$T/apl.raw" 2>&1
-      raw_section "$T/s.apiserver.log" tail "$APISERVER_LOG" "$T/apl.raw" '' "id $id" "rc $?" "max $APISERVER_LOG"
+      raw_section "$T/s.apiserver.log" tail "$APISERVER_LOG_BYTES" "$T/apl.raw" '' "id $id" "rc $?" "max $APISERVER_LOG_BYTES"
     fi
   fi
   if ! have curl; then echo missing >"$T/s.apiserver.readyz"
@@ -460,7 +459,6 @@ reads_after() {
 # (src/probe/parse/raw.rs: `tool NAME`, then `missing`, or `rc N` with its stderr as `err LINE`, or
 # `rc 0`, `counts LINES KEPT CUT` and each kept line behind `= `) and parses the rules
 # (src/probe/firewall.rs). Each read is bounded in time (timeout 2 s where the node has `timeout`).
-FW_MAX=49152
 AWK_FW='
 function keep(l) {
   if (length(l) > 512) l = substr(l, 1, 512) "..."
@@ -526,45 +524,13 @@ firewall_read() { # before|after
 # the checks start at once; the alarm list waits for it: `etcd_server_has_leader 0` says the
 # member has no leader, which 3.4's /health body does not) and after the last check ends (in the
 # checks' job: it ends the probe's wait, so at most METRICS_AFTER_S). The probe only fetches: at
-# most METRICS_RAW bytes of the body are read, and only the lines of the families the plugin
-# reads (src/probe/metrics.rs), with their `# TYPE` lines, are kept, at most METRICS_KEEP bytes;
-# the plugin parses them. atMs: when the read started, in ms since the probe started.
-# 3.4 to 3.6 share these names; 3.4 and 3.5 also print etcd_debugging_mvcc_db_total_size_in_bytes.
-METRICS_FAMILIES='etcd_server_id etcd_server_has_leader etcd_server_leader_changes_seen_total etcd_network_peer_sent_failures_total'
-METRICS_FAMILIES="$METRICS_FAMILIES etcd_network_peer_round_trip_time_seconds etcd_network_disconnected_peers_total"
-METRICS_FAMILIES="$METRICS_FAMILIES etcd_network_peer_sent_bytes_total etcd_network_peer_received_bytes_total"
-METRICS_FAMILIES="$METRICS_FAMILIES etcd_disk_wal_fsync_duration_seconds etcd_disk_backend_commit_duration_seconds"
-METRICS_FAMILIES="$METRICS_FAMILIES etcd_mvcc_db_total_size_in_bytes etcd_debugging_mvcc_db_total_size_in_bytes etcd_server_quota_backend_bytes"
-METRICS_RAW=4194304 METRICS_KEEP=65536 METRICS_BEFORE_S=2 METRICS_AFTER_S=1
-
-# Input: the body (NULs removed). hdr: curl's header file (the last status line counts), errf:
-# curl's stderr (its last line says why it failed). One awk for all of it: the read after the
-# checks ends the probe's wait, and on a busy node every process costs.
-AWK_METRICS='
-BEGIN { n = split(fams, f, " "); for (i = 1; i <= n; i++) if (f[i] != "") want[f[i]] = 1 }
-function keep(l) { if (used + length(l) + 1 > max) { cut = 1; exit } text = text esc(l) "\\n"; used += length(l) + 1 }
-{ raw += length($0) + 1; sub(/\r$/, "") }
-/^# TYPE / { if ($3 in want) keep($0); next }
-/^#/ || NF == 0 { next }
-{ name = $0; sub(/[{ \t].*/, "", name); base = name; sub(/_(bucket|sum|count)$/, "", base)
-  if (name in want || base in want) keep($0) }
-END {
-  code = 0
-  while ((getline l < hdr) > 0) { sub(/\r$/, "", l); if (l ~ /^HTTP\/[0-9.]+ [0-9][0-9][0-9]/) { split(l, a, " "); code = a[2] + 0 } }
-  e = ""
-  while ((getline l < errf) > 0) if (l ~ /[^ \t]/) e = l
-  e = cap(e, 300)
-  # A body over the raw cap ends curl (its pipe closed): kept as cut, not as a failure.
-  if (rc != 0 && !cut && raw < rawmax) { out = "Error"; detail = url ": " (e != "" ? e : "curl exited " rc); text = "" }
-  else if (code != 200) { out = "Error"; detail = url ": HTTP " (code > 0 ? code : "status unknown"); text = "" }
-  else { out = "Ok"; detail = url }
-  if (code <= 0) code = -1
-  printf "{\"outcome\":\"%s\",\"httpStatus\":%s,\"atMs\":%s,\"ms\":%s,\"text\":%s,\"truncated\":%s,\"detail\":%s}", out,
-    jnum(code), jnum(at), jnum(ms), (text == "" ? "null" : "\"" text "\""), (out == "Ok" && (cut || raw >= rawmax)) ? "true" : "false", jstr(cap(detail, 500))
-}'
+# most METRICS_RAW bytes of the body, of which only the lines of the families the plugin reads
+# (METRICS_FAMILIES, src/probe/metrics.rs) and their `# TYPE` lines are sent, at most
+# METRICS_KEEP bytes and one more (so the plugin sees the cut). The plugin judges the read
+# (src/probe/etcdask.rs) and parses the lines.
 
 # One read (before or after), into $T/metrics.WHEN.json. The before read runs in the background
-# and yields the CPU to the checks starting beside it (its curl and awk at nice 10); the after
+# and yields the CPU to the checks starting beside it (its curl and grep at nice 10); the after
 # read ends the probe's wait, at the checks' priority.
 metrics_read() { # before|after
   if [ "$1" = before ]; then
@@ -574,21 +540,25 @@ metrics_read() { # before|after
   else metrics_fetch after "$METRICS_AFTER_S"; fi
 }
 
-# The file appears whole (mv: the alarm list's job waits for the before read's).
+# The section appears whole (mv: the alarm list's job waits for the before read's).
 metrics_fetch() { # when max-seconds [nice -n N]
-  f=$T/metrics.$1.json
-  if ! have curl; then printf '{"outcome":"Skipped","detail":"curl not found"}' >"$f.tmp" && mv "$f.tmp" "$f" && return; fi
+  f=$T/metrics.$1
+  if ! have curl; then echo 'skipped curl not found' >"$f.tmp" && mv "$f.tmp" "$f.json" && return; fi
   url=http://$LOCAL:2381/metrics
   now_ms
   t0=$NOW
   # $3 unquoted: the nice command and its arguments, or nothing.
-  { GNUTLS_NO_IMPLICIT_INIT=1 $3 curl -q -g -sS --noproxy '*' --connect-timeout "$2" --max-time "$2" -D "$T/metrics.$1.hdr" \
-    -o - "$url" 2>"$T/metrics.$1.err"; echo $? >"$T/metrics.$1.rc"; } | head -c "$METRICS_RAW" | tr -d '\000' >"$T/metrics.$1.body"
+  { GNUTLS_NO_IMPLICIT_INIT=1 $3 curl -q -g -sS --noproxy '*' --connect-timeout "$2" --max-time "$2" -D "$f.hdr" \
+    -o - "$url" 2>"$f.err"; echo $? >"$f.rc"; } | head -c "$METRICS_RAW" | tr -d '\000' >"$f.body"
   now_ms
-  read -r rc <"$T/metrics.$1.rc" 2>/dev/null || rc=1
-  $3 awk -v rc="$rc" -v hdr="$T/metrics.$1.hdr" -v errf="$T/metrics.$1.err" -v url="$url" -v fams="$METRICS_FAMILIES" \
-    -v max="$METRICS_KEEP" -v rawmax="$METRICS_RAW" -v at="$((t0 - START))" -v ms="$((NOW - t0))" \
-    "$AWK_LIB$AWK_METRICS" "$T/metrics.$1.body" >"$f.tmp" && mv "$f.tmp" "$f"
+  read -r rc <"$f.rc" 2>/dev/null || rc=1
+  {
+    printf 'ask %s %s\ntime %s %s\nsize %s\n' "$rc" "$url" "$((t0 - START))" "$((NOW - t0))" "$(wc -c <"$f.body")"
+    ask_meta "$f"
+    echo body
+    $3 grep -E "^(# TYPE ($METRICS_FAMILIES)[[:blank:]]|($METRICS_FAMILIES)(_bucket|_sum|_count)?([[:blank:]{]|\$))" "$f.body" |
+      head -c $((METRICS_KEEP + 1))
+  } >"$f.tmp" && mv "$f.tmp" "$f.json"
 }
 
 # Waits (at most METRICS_BEFORE_S and a second) for the before read: the alarm list's job reads it.
@@ -605,157 +575,66 @@ metrics_wait_before() {
 # background beside the rest; none of them is a path check (those are the /version checks above).
 # LOCAL is this node's loopback in the family of --self: kubeadm's etcd listens for clients on
 # 127.0.0.1:2379 on IPv4 nodes and on [::1]:2379 on IPv6 ones (and its metrics on the same
-# loopback's 2381).
+# loopback's 2381). Each answer is its section as etcd sent it, judged by the plugin
+# (src/probe/etcdask.rs): `ask RC URL`, `w STATUS SECONDS`, curl's stderr (`err` lines), the
+# headers (`hdr` lines), `body` and the body. A question not asked is `skipped WHY`.
 
 # One request to the node's own etcd: name (of the $T files), byte cap, URL, curl options. Writes
-# NAME.hdr (headers), NAME.body (at most the cap), NAME.w ("http_code time_total"), NAME.err;
-# returns curl's exit code. ASK_MAX, when set, is its whole time instead of connect + TLS.
+# the section $T/NAME.json; returns curl's exit code. ASK_MAX, when set, is its whole time
+# instead of connect + TLS.
 etcd_ask() { # name max-bytes url option...
   n=$1 max=$2 url=$3
   shift 3
   GNUTLS_NO_IMPLICIT_INIT=1 curl -q -g -sS --http1.1 --noproxy '*' --connect-timeout "$CT" --max-time "${ASK_MAX:-$((CT + TT))}" \
     --max-filesize "$max" "$@" -D "$T/$n.hdr" -o "$T/$n.body" -w '%{http_code} %{time_total}' "$url" >"$T/$n.w" 2>"$T/$n.err"
+  rc=$?
+  w=
+  read -r w <"$T/$n.w"
+  {
+    printf 'ask %s %s\nw %s\n' "$rc" "$url" "$w"
+    ask_meta "$T/$n"
+    echo body
+    head -c "$max" "$T/$n.body" 2>/dev/null | tr -d '\000'
+  } >"$T/$n.tmp" && mv "$T/$n.tmp" "$T/$n.json"
+  return $rc
 }
 
-AWK_HEALTH='
-{ body = body (NR > 1 ? "\n" : "") $0 }
-END {
-  split(w, wv, " "); code = wv[1] + 0; ms = int(wv[2] * 1000 + 0.5)
-  if (rc != 0) { out = "Error"; detail = url ": " e; if (e == "") detail = url ": curl exited " rc; code = 0 }
-  else { out = (body ~ /"health" *: *"true"/ && code == 200) ? "Healthy" : "Unhealthy"; detail = url }
-  if (code <= 0) code = -1
-  printf "{\"outcome\":\"%s\",\"httpStatus\":%s,\"body\":%s,\"ms\":%s,\"detail\":%s}", out, jnum(code),
-    jstr(cap(body, 1024)), jnum(ms), jstr(detail)
-}'
+# curl's stderr and the answer's headers of request $1 (its files' prefix), bounded, one line
+# each behind `err ` and `hdr ` (the echo ends a line head cut short).
+ask_meta() { # prefix
+  { head -c "$ASK_STDERR" "$1.err" 2>/dev/null; echo; } | sed 's/^/err /'
+  { head -c "$ASK_HEADERS" "$1.hdr" 2>/dev/null | tr -d '\000'; echo; } | sed 's/^/hdr /'
+}
 
 # etcd's /health (client certificate, as etcdctl would), else the metrics listener. Its body names
 # an alarm from etcd 3.5 on ({"health":"false","reason":"ALARM NOSPACE"}: checkAlarms in
 # server/etcdserver/api/etcdhttp/health.go, 3.5 and 3.6); 3.4's says {"health":"false"} only
-# (etcdserver/api/etcdhttp/metrics.go), hence the alarm list below.
+# (etcdserver/api/etcdhttp/metrics.go), hence the alarm list below. HEALTH_RC: curl's exit code.
 health_check() {
-  if ! have curl; then printf '{"outcome":"Skipped","detail":"curl not found"}' >"$T/health.json" && return; fi
+  HEALTH_RC=1
+  if ! have curl; then echo 'skipped curl not found' >"$T/health.json" && return; fi
   if [ -r "$PKI/ca.crt" ] && [ -r "$PKI/healthcheck-client.crt" ] && [ -r "$PKI/healthcheck-client.key" ]; then
     url=https://$LOCAL:2379/health
     set -- --cacert "$PKI/ca.crt" --cert "$PKI/healthcheck-client.crt" --key "$PKI/healthcheck-client.key"
   else url=http://$LOCAL:2381/health && set --; fi
-  GNUTLS_NO_IMPLICIT_INIT=1 curl -q -g -sS --noproxy '*' --connect-timeout "$CT" --max-time $((CT + TT)) "$@" -o "$T/h.body" \
-    -w '%{http_code} %{time_total}' "$url" >"$T/h.w" 2>"$T/h.err"
-  rc=$?
-  head -c 4096 "$T/h.body" 2>/dev/null | tr -d '\000' |
-    awk -v rc="$rc" -v url="$url" -v w="$(cat "$T/h.w")" -v e="$(last_msg "$T/h.err")" "$AWK_LIB$AWK_HEALTH" >"$T/h.tmp" &&
-    mv "$T/h.tmp" "$T/health.json"
+  etcd_ask health "$HEALTH_BODY" "$url" "$@"
+  HEALTH_RC=$?
 }
-
-# A JSON document walked without jq, in linear time whatever it holds: strings are the even
-# fields when split at '"' (once \\ and \" are set aside as \001 and \002), the rest is split at
-# its punctuation. The program using it defines opened(), closed() (d is the depth, kind[1..d] "{"
-# or "[", key[1..d] the current key of each object) and value(v, quoted). walk() returns 0 for
-# anything that is not one well-formed object or array (nesting over 16 counts as not).
-AWK_JSON='
-{ gsub(/\t|\r/, " "); gsub(/\\\\/, "\001"); gsub(/\\"/, "\002"); buf = buf " " $0 }
-function walk(s,    n, part, i, m, w, tok, j, c) {
-  d = 0; top = ""; n = split(s, part, "\"")
-  if (n % 2 == 0) return 0
-  for (i = 1; i <= n; i++) {
-    if (i % 2 == 0) { if (!scalar(part[i], 1)) return 0; continue }
-    w = part[i]; gsub(/[][{}:,]/, " & ", w); m = split(w, tok, " ")
-    for (j = 1; j <= m; j++) {
-      c = tok[j]
-      if (c == "{" || c == "[") { if (d == 0 && top != "") return 0; if (++d > 16) return 0
-        kind[d] = c; key[d] = ""; iskey[d] = (c == "{"); if (d == 1) top = c; opened(); continue }
-      if (c == "}" || c == "]") { if (d < 1 || (c == "}") != (kind[d] == "{")) return 0; closed(); d--; continue }
-      if (c == ":") continue
-      if (c == ",") { if (d > 0 && kind[d] == "{") iskey[d] = 1; continue }
-      if (!scalar(c, 0)) return 0
-    }
-  }
-  return d == 0 && top != ""
-}
-function scalar(v, q) {
-  if (d < 1) return 0
-  if (kind[d] == "{" && iskey[d]) { key[d] = v; iskey[d] = 0; return 1 }
-  value(v, q); return 1
-}
-# A string as it was in the document, its \\ and \" back (other escapes stay as written).
-function unesc(s,    n, a, i, out) {
-  n = split(s, a, "\001"); out = a[1]; for (i = 2; i <= n; i++) out = out "\\" a[i]
-  n = split(out, a, "\002"); out = a[1]; for (i = 2; i <= n; i++) out = out "\"" a[i]
-  return out
-}
-# A uint64 in decimal (as the JSON of etcd prints member IDs) in lowercase hex without leading
-# zeros, as etcdctl prints them (%x); "" when it is not one. Long division on the digits: awk
-# numbers are doubles, exact only to 2^53.
-function dec2hex(s,    out, q, r, i, x) {
-  if (s !~ /^[0-9]+$/ || length(s) > 20) return ""
-  sub(/^0+/, "", s); if (s == "") return "0"
-  out = ""
-  while (s != "") {
-    q = ""; r = 0
-    for (i = 1; i <= length(s); i++) { r = r * 10 + substr(s, i, 1); x = int(r / 16); r -= x * 16; if (q != "" || x > 0) q = q x }
-    out = substr("0123456789abcdef", r + 1, 1) out; s = q
-  }
-  return length(out) > 16 ? "" : out
-}
-# The first 200 bytes of the body, for a detail.
-function excerpt() { return cap(unesc(substr(buf, 2)), 200) }
-function outcome(what, wanted) {
-  split(w, wv, " "); code = wv[1] + 0; ms = int(wv[2] * 1000 + 0.5); if (code <= 0) code = -1
-  if (rc != 0) return fail(url ": " (e != "" ? e : "curl exited " rc))
-  if (code != 200) return fail(url ": HTTP " code ": " excerpt())
-  if (!walk(buf) || top != wanted) return fail(url ": not " what ": " excerpt())
-  detail = url; return "Ok"
-}
-function fail(why) { detail = why; return "Error" }
-'
 
 # The member list from this node's peer listener, with its peer certificate: etcd serves it there
 # without quorum, from the member's own copy (GET /members, peerMembersHandler in
 # server/etcdserver/api/etcdhttp/peer.go, 3.4 to 3.6), as a JSON array of {id, name, peerURLs,
 # clientURLs, isLearner}, with the X-Etcd-Cluster-ID header. etcd 3.4 and 3.5 print the id as a
-# decimal number (a uint64: over 2^53, so never read as an awk number) and leave out an empty name
-# (a member added but not started yet) and isLearner when false. At most 64 members, 16 URLs each.
-AWK_MEMBERS='
-function opened() { if (d == 2 && top == "[") { mid = mname = ""; np = nc = 0; learner = "false" } }
-function value(v, q) {
-  if (d == 2 && top == "[" && kind[2] == "{") {
-    if (key[2] == "id") mid = dec2hex(v)
-    else if (key[2] == "name" && q) mname = unesc(v)
-    else if (key[2] == "isLearner" && !q) learner = v == "true" ? "true" : "false"
-  } else if (d == 3 && top == "[" && kind[2] == "{" && kind[3] == "[" && q) {
-    if (key[2] == "peerURLs" && np < 16) pu[++np] = unesc(v)
-    if (key[2] == "clientURLs" && nc < 16) cu[++nc] = unesc(v)
-  }
-}
-function closed() {
-  if (d != 2 || top != "[" || kind[2] != "{" || ++count > 64) return
-  list = list sep "{\"id\":" jstr(mid) ",\"name\":" jstr(cap(mname, 256)) ",\"peerUrls\":" urls(pu, np) ",\"clientUrls\":" urls(cu, nc) ",\"isLearner\":" learner "}"
-  sep = ","
-}
-function urls(a, n,    i, s) { s = ""; for (i = 1; i <= n; i++) s = s (i > 1 ? "," : "") jstr(cap(a[i], 256)); return "[" s "]" }
-END {
-  out = outcome("a member list", "[")
-  if (out != "Ok") list = ""
-  c = tolower(cid); sub(/^0+/, "", c); if (c == "" && cid != "") c = "0"
-  printf "{\"outcome\":\"%s\",\"httpStatus\":%s,\"clusterId\":%s,\"members\":[%s],\"truncated\":%s,\"ms\":%s,\"detail\":%s}", out,
-    jnum(code), jstr(c), list, (out == "Ok" && count > 64) ? "true" : "false", jnum(ms), jstr(cap(detail, 500))
-}'
-
+# decimal number (a uint64, over 2^53) and leave out an empty name (a member added but not
+# started yet) and isLearner when false.
 members_check() {
   f=$T/members.json
-  if ! have curl; then printf '{"outcome":"Skipped","detail":"curl not found"}' >"$f" && return; fi
-  if [ -z "$SELF" ]; then printf '{"outcome":"Skipped","detail":"no --self address to ask"}' >"$f" && return; fi
-  if [ -z "$PEER_TLS" ]; then printf '{"outcome":"Skipped","detail":"no readable ca.crt/peer.crt/peer.key"}' >"$f" && return; fi
+  if ! have curl; then echo 'skipped curl not found' >"$f" && return; fi
+  if [ -z "$SELF" ]; then echo 'skipped no --self address to ask' >"$f" && return; fi
+  if [ -z "$PEER_TLS" ]; then echo 'skipped no readable ca.crt/peer.crt/peer.key' >"$f" && return; fi
   host=$SELF
   case $host in *:*) host="[$host]" ;; esac
-  url=https://$host:2380/members
-  etcd_ask members 65536 "$url" --cacert "$PKI/ca.crt" --cert "$PKI/peer.crt" --key "$PKI/peer.key"
-  rc=$?
-  # The header as etcd writes it (types.ID.String(): hex); anything else is no cluster ID.
-  cid=$(head -c 16384 "$T/members.hdr" | tr -d '\r\000' | sed -n 's/^[Xx]-[Ee][Tt][Cc][Dd]-[Cc][Ll][Uu][Ss][Tt][Ee][Rr]-[Ii][Dd]: *//p' | head -n 1)
-  case $cid in *[!0-9A-Fa-f]* | ?????????????????*) cid= ;; esac
-  head -c 65536 "$T/members.body" | tr -d '\000' |
-    awk -v rc="$rc" -v url="$url" -v cid="$cid" -v w="$(cat "$T/members.w")" -v e="$(last_msg "$T/members.err")" \
-      "$AWK_LIB$AWK_JSON$AWK_MEMBERS" >"$f.tmp" && mv "$f.tmp" "$f"
+  etcd_ask members "$MEMBERS_BODY" "https://$host:2380/members" --cacert "$PKI/ca.crt" --cert "$PKI/peer.crt" --key "$PKI/peer.key"
 }
 
 # The alarm list through etcd's grpc-gateway on the client port (POST /v3/maintenance/alarm,
@@ -764,59 +643,34 @@ members_check() {
 # check's client certificate. It goes through raft, so without quorum it
 # fails or times out: that is data, not an error of the probe. grpc-gateway prints the member ID
 # as a decimal string and the alarm by its name (AlarmType: NONE 0, NOSPACE 1, CORRUPT 2; the
-# number is read too). At most 64 alarms. Asked once /health has answered, in what is left of
+# number is read too). Asked once /health has answered, in what is left of
 # connect + TLS timeouts since the probe started (at least a second): a member that does not
 # answer /health, or says it has no leader (3.5 and 3.6: "RAFT NO LEADER", checkLeader in
 # health.go), is not asked (Skipped), and the two requests never queue behind each other at a
 # busy member.
-AWK_ALARMS='
-function entry() { return d == 3 && top == "{" && key[1] == "alarms" && kind[2] == "[" && kind[3] == "{" }
-function opened() { if (entry()) amid = aname = "" }
-function value(v, q) { if (entry()) { if (key[3] == "memberID") amid = dec2hex(v); else if (key[3] == "alarm") aname = unesc(v) } }
-function closed() {
-  if (!entry() || ++count > 64) return
-  if (aname == "" || aname == "0") aname = "NONE"; else if (aname == "1") aname = "NOSPACE"; else if (aname == "2") aname = "CORRUPT"
-  list = list sep "{\"memberId\":" jstr(amid) ",\"alarm\":" jstr(cap(aname, 64)) "}"
-  sep = ","
-}
-END {
-  out = outcome("an alarm list", "{")
-  if (out != "Ok") list = ""
-  printf "{\"outcome\":\"%s\",\"httpStatus\":%s,\"alarms\":[%s],\"truncated\":%s,\"ms\":%s,\"detail\":%s}", out,
-    jnum(code), list, (out == "Ok" && count > 64) ? "true" : "false", jnum(ms), jstr(cap(detail, 500))
-}'
-
 alarms_check() {
   f=$T/alarms.json
-  if ! have curl; then printf '{"outcome":"Skipped","detail":"curl not found"}' >"$f" && return; fi
+  if ! have curl; then echo 'skipped curl not found' >"$f" && return; fi
   if ! { [ -r "$PKI/ca.crt" ] && [ -r "$PKI/healthcheck-client.crt" ] && [ -r "$PKI/healthcheck-client.key" ]; }; then
-    printf '{"outcome":"Skipped","detail":"no readable ca.crt/healthcheck-client.crt/healthcheck-client.key"}' >"$f" && return
+    echo 'skipped no readable ca.crt/healthcheck-client.crt/healthcheck-client.key' >"$f" && return
   fi
-  case $(cat "$T/health.json") in
-  *'"outcome":"Error"'* | *'"outcome":"Skipped"'*)
-    printf '{"outcome":"Skipped","detail":"not asked: /health got no answer"}' >"$f" && return ;;
-  *'RAFT NO LEADER'*)
-    printf '{"outcome":"Skipped","detail":"not asked: /health says RAFT NO LEADER (the list needs quorum)"}' >"$f" && return ;;
-  esac
+  [ "$HEALTH_RC" = 0 ] || { echo 'skipped not asked: /health got no answer' >"$f" && return; }
+  if grep -q 'RAFT NO LEADER' "$T/health.body" 2>/dev/null; then
+    echo 'skipped not asked: /health says RAFT NO LEADER (the list needs quorum)' >"$f" && return
+  fi
   # 3.4's /health body does not say why it is false: the metrics read before the checks do.
   metrics_wait_before
-  case $(cat "$T/metrics.before.json" 2>/dev/null) in
-  *'\netcd_server_has_leader 0\n'* | *'"etcd_server_has_leader 0\n'*)
-    printf '{"outcome":"Skipped","detail":"not asked: etcd_server_has_leader is 0 (the list needs quorum)"}' >"$f" && return ;;
-  esac
+  if grep -qx 'etcd_server_has_leader 0' "$T/metrics.before.json" 2>/dev/null; then
+    echo 'skipped not asked: etcd_server_has_leader is 0 (the list needs quorum)' >"$f" && return
+  fi
   # What is left of connect + TLS timeouts since the probe started (at least a second): the
   # alarm list never makes the probe longer than its path checks may take.
   now_ms
   left=$(((CT + TT) * 1000 - (NOW - START)))
   [ "$left" -ge 1000 ] || left=1000
   ASK_MAX=$((left / 1000)).$((left % 1000 / 100))
-  url=https://$LOCAL:2379/v3/maintenance/alarm
-  etcd_ask alarms 16384 "$url" --cacert "$PKI/ca.crt" --cert "$PKI/healthcheck-client.crt" --key "$PKI/healthcheck-client.key" \
-    -H 'Content-Type: application/json' --data '{"action":"GET"}'
-  rc=$?
-  head -c 16384 "$T/alarms.body" | tr -d '\000' |
-    awk -v rc="$rc" -v url="$url" -v w="$(cat "$T/alarms.w")" -v e="$(last_msg "$T/alarms.err")" \
-      "$AWK_LIB$AWK_JSON$AWK_ALARMS" >"$f.tmp" && mv "$f.tmp" "$f"
+  etcd_ask alarms "$ALARMS_BODY" "https://$LOCAL:2379/v3/maintenance/alarm" --cacert "$PKI/ca.crt" \
+    --cert "$PKI/healthcheck-client.crt" --key "$PKI/healthcheck-client.key" -H 'Content-Type: application/json' --data '{"action":"GET"}'
 }
 
 # --- certs: openssl's text of the etcd certificates (1.0 to 3.x); the plugin reads dates and SANs
@@ -967,7 +821,6 @@ main() {
   now_ms
   START=$NOW
   : >"$T/errors"
-  for f in health members alarms metrics.after; do printf '{"outcome":"Error","detail":"%s job gave no result"}' "$f" >"$T/$f.json"; done
   parse_args "$@"
   # The paths first: their timers are what the probe waits for, and on a busy node every process
   # started before them delays them all.

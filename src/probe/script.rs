@@ -3,13 +3,89 @@
 //! `probe.sh` is one POSIX `sh` script (bash, dash, busybox ash). A route runs it as root on a
 //! control-plane node either as `sh -c "$PROBE_SH" etcdnet-probe ARGS...` (a pod's command, an exec)
 //! or as `sh -s -- ARGS...` with the script on stdin (ssh, where the remote command line is one
-//! string). It prints one JSON document ([`crate::probe::output::ProbeOutput`]) read back by
+//! string). It prints framed raw sections ([`crate::probe::frame`]) read back by
 //! [`crate::probe::parse::parse`].
+//!
+//! The caps exist once, here: every bound the script applies (bytes of a body, of a transcript,
+//! a read's time, the metric families it keeps, the defaults of its flags) is a Rust constant in
+//! [`CAPS`], written into the script as shell assignments right after its `#!` line
+//! ([`PROBE_SH`]). probe.sh itself holds no cap (a test fails on a cap's literal there), and the
+//! parsers read the same constants, so the script and its reader cannot drift apart. The
+//! rendered script is the same on every run (nothing per run in it): the jumpbox route keeps its
+//! pod across runs by the shape of its command.
 
+use std::sync::LazyLock;
 use std::time::Duration;
 
-/// The probe script itself.
-pub const PROBE_SH: &str = include_str!("probe.sh");
+use crate::probe::{etcdask, metrics, parse, parse::bounds};
+
+/// probe.sh as written, without its caps.
+const SOURCE: &str = include_str!("probe.sh");
+
+/// One cap handed to the script: its shell variable and its value.
+pub(crate) enum Cap {
+    Num(u64),
+    Text(&'static str),
+}
+
+/// Every cap the script uses, by the shell variable that holds it.
+pub(crate) static CAPS: LazyLock<Vec<(&'static str, Cap)>> = LazyLock::new(|| {
+    let d = ProbeArgs::default();
+    let n = |v: usize| Cap::Num(v as u64);
+    vec![
+        // The flags' defaults (a flag the plugin always passes; the script's own use).
+        ("CT", Cap::Num(d.connect_timeout_s.into())),
+        ("TT", Cap::Num(d.tls_timeout_s.into())),
+        ("LOG_LINES", Cap::Num(d.log_lines.into())),
+        ("LOG_BYTES", Cap::Num(d.log_bytes)),
+        ("PAR", Cap::Num(d.parallel.into())),
+        // etcd's own answers (src/probe/etcdask.rs).
+        ("HEALTH_BODY", n(etcdask::HEALTH_BODY)),
+        ("MEMBERS_BODY", n(etcdask::MEMBERS_BODY)),
+        ("ALARMS_BODY", n(etcdask::ALARMS_BODY)),
+        ("ASK_HEADERS", n(etcdask::HEADERS)),
+        ("ASK_STDERR", n(etcdask::STDERR)),
+        ("METRICS_RAW", n(etcdask::METRICS_RAW)),
+        ("METRICS_KEEP", n(metrics::MAX_TEXT_BYTES)),
+        ("METRICS_BEFORE_S", Cap::Num(etcdask::METRICS_BEFORE_S)),
+        ("METRICS_AFTER_S", Cap::Num(etcdask::METRICS_AFTER_S)),
+        ("METRICS_FAMILIES", Cap::Text(&METRICS_PATTERN)),
+        // The kube-apiserver reads (src/probe/apiserver.rs).
+        ("APISERVER_PS", n(bounds::MAX_APISERVER_PS)),
+        ("APISERVER_LOG_LINES", n(bounds::APISERVER_LOG_LINES)),
+        ("APISERVER_LOG_BYTES", n(bounds::MAX_APISERVER_LOG)),
+        ("APISERVER_READYZ", n(bounds::MAX_APISERVER_READYZ)),
+        ("APISERVER_CERT", n(bounds::MAX_APISERVER_CERT)),
+        // One firewall read's kept text (src/probe/firewall.rs).
+        ("FW_MAX", n(bounds::FIREWALL_READ)),
+        // The node's own raw sections (src/probe/parse/raw.rs).
+        ("STDERR_BYTES", n(parse::raw::STDERR_BYTES)),
+        ("IPS_BYTES", n(parse::raw::IPS_BYTES)),
+        ("CRICTL_PS_BYTES", n(parse::raw::CRICTL_PS_BYTES)),
+        ("MANIFEST_BYTES", n(parse::raw::MANIFEST_BYTES)),
+        ("CERTS_BYTES", n(parse::raw::CERTS_BYTES)),
+    ]
+});
+
+/// The metric families the script keeps, as one `grep -E` alternation.
+static METRICS_PATTERN: LazyLock<String> = LazyLock::new(|| metrics::FAMILIES.join("|"));
+
+/// The probe script itself: probe.sh with its caps set after the `#!` line.
+pub static PROBE_SH: LazyLock<String> = LazyLock::new(|| render(SOURCE));
+
+fn render(source: &str) -> String {
+    let (shebang, rest) = source.split_once('\n').unwrap_or((source, ""));
+    let mut out = format!("{shebang}\n# The caps, set by the plugin (src/probe/script.rs).\n");
+    for (name, cap) in CAPS.iter() {
+        let value = match cap {
+            Cap::Num(v) => v.to_string(),
+            Cap::Text(t) => shell_quote(t),
+        };
+        out.push_str(&format!("{name}={value}\n"));
+    }
+    out.push_str(rest);
+    out
+}
 
 /// `$0` of the script under `sh -c` (what `ps` shows on the node).
 pub const PROBE_NAME: &str = "etcdnet-probe";
@@ -113,7 +189,7 @@ pub fn argv(opts: &ProbeArgs) -> Vec<String> {
 pub fn argv_with_shell(shell: &[&str], opts: &ProbeArgs) -> Vec<String> {
     let mut argv: Vec<String> = shell.iter().map(|s| s.to_string()).collect();
     argv.push("-c".into());
-    argv.push(PROBE_SH.into());
+    argv.push(PROBE_SH.to_string());
     argv.push(PROBE_NAME.into());
     argv.extend(opts.script_args());
     argv
@@ -185,7 +261,7 @@ mod tests {
     fn argv_runs_the_embedded_script_with_a_name() {
         let argv = argv(&opts());
         assert_eq!(argv[..2], ["sh", "-c"]);
-        assert_eq!(argv[2], PROBE_SH);
+        assert_eq!(argv[2], *PROBE_SH);
         assert_eq!(argv[3], PROBE_NAME);
         assert_eq!(argv[4..6], ["--self", "10.0.0.11"]);
         let bb = argv_with_shell(&["busybox", "sh"], &opts());
@@ -242,6 +318,123 @@ mod tests {
         assert!(PROBE_SH
             .trim_end()
             .ends_with("main \"$@\" </dev/null\nexit 0"));
+    }
+
+    /// The caps that are the flags' defaults.
+    const FLAGS: &[&str] = &["CT", "TT", "LOG_LINES", "LOG_BYTES", "PAR"];
+
+    /// Numbers ≥ 64 probe.sh may write that are no cap: ports, units, a mode, an exit code.
+    const NOT_CAPS: &[&str] = &[
+        "100",  // tenths of a second in ms
+        "124",  // timeout(1)'s exit code
+        "127",  // the loopback prefix 127.
+        "700",  // mkdir's mode
+        "1000", // ms in a second
+        "2379", // etcd's client port
+        "2380", // etcd's peer port
+        "2381", // etcd's metrics port
+        "6443", // the kube-apiserver's port
+    ];
+
+    /// Literals still in the sections being rewritten as raw ones (issue 39, probe.sh's other
+    /// half: the UTF-8 escaping and the certificates' date arithmetic in awk, the log, firewall
+    /// and transcript byte caps); each goes with its code, or into [`CAPS`].
+    const NOT_YET_HANDED: &[&str] = &[
+        "128", "143", "144", "153", "159", "160", "191", "194", "200", "223", "224", "237", "239",
+        "240", "244", "256", "300", "365", "400", "500", "512", "1460", "2026", "3339", "3600",
+        "8192", "36524", "86400", "146096", "146097", "719468", "4194304", "8388608",
+    ];
+
+    /// The script's code: its lines without comments (a `#` at a word's start, outside the awk
+    /// programs' strings this is close enough: a cap in a comment is no cap).
+    fn code_lines() -> impl Iterator<Item = &'static str> {
+        SOURCE
+            .lines()
+            .filter(|l| !l.trim_start().starts_with('#'))
+            .map(|l| match l.find(" # ") {
+                Some(i) => &l[..i],
+                None => l,
+            })
+    }
+
+    #[test]
+    fn every_cap_is_handed_by_rust_and_used() {
+        let code: Vec<&str> = code_lines().collect();
+        for (name, _) in CAPS.iter() {
+            // As a word (`$NAME`, `${NAME}`, `$((NAME + 1))`), not the start of a longer one.
+            let used = code.iter().any(|l| {
+                l.match_indices(name).any(|(i, _)| {
+                    let before = l[..i].chars().next_back();
+                    let after = l[i + name.len()..].chars().next();
+                    let word =
+                        |c: Option<char>| c.is_some_and(|c| c.is_ascii_alphanumeric() || c == '_');
+                    !word(before) && !word(after) && after != Some('=')
+                })
+            });
+            assert!(used, "cap {name} handed to probe.sh but never used there");
+            // The flags' values are the script's to set (from its arguments); the rest never.
+            if FLAGS.contains(name) {
+                continue;
+            }
+            let set = code.iter().find(|l| {
+                l.split([' ', ';', '{', '('])
+                    .any(|w| w.starts_with(&format!("{name}=")))
+            });
+            assert!(
+                set.is_none(),
+                "probe.sh sets the cap {name} itself: {set:?}"
+            );
+        }
+        // Each cap once in the rendered script, after the `#!` line, as a plain assignment.
+        let rendered: Vec<&str> = PROBE_SH.lines().collect();
+        assert_eq!(rendered[0], "#!/bin/sh");
+        for (name, cap) in CAPS.iter() {
+            let want = match cap {
+                Cap::Num(v) => format!("{name}={v}"),
+                Cap::Text(t) => format!("{name}={}", shell_quote(t)),
+            };
+            assert_eq!(rendered.iter().filter(|l| **l == want).count(), 1, "{want}");
+        }
+        assert_eq!(render(SOURCE), *PROBE_SH, "the same script every run");
+    }
+
+    #[test]
+    fn no_cap_is_written_in_the_script() {
+        let mut found = Vec::new();
+        for line in code_lines() {
+            let b = line.as_bytes();
+            let mut i = 0;
+            while i < b.len() {
+                if b[i].is_ascii_digit()
+                    && (i == 0
+                        || !(b[i - 1].is_ascii_alphanumeric() || b"_.\\".contains(&b[i - 1])))
+                {
+                    let end = (i..b.len())
+                        .find(|&j| !b[j].is_ascii_digit())
+                        .unwrap_or(b.len());
+                    let n = &line[i..end];
+                    if n.parse::<u64>().is_ok_and(|v| v >= 64)
+                        && !NOT_CAPS.contains(&n)
+                        && !NOT_YET_HANDED.contains(&n)
+                    {
+                        found.push(format!("{n} in {line:?}"));
+                    }
+                    i = end;
+                } else {
+                    i += 1;
+                }
+            }
+        }
+        assert!(
+            found.is_empty(),
+            "a cap written in probe.sh: hand it from Rust (script::CAPS) instead: {found:#?}"
+        );
+        // The allowance for numbers that are no cap hides none.
+        for (name, cap) in CAPS.iter() {
+            if let Cap::Num(v) = cap {
+                assert!(!NOT_CAPS.contains(&v.to_string().as_str()), "{name}");
+            }
+        }
     }
 
     // `function name(` inside the awk programs is awk, not shell.

@@ -16,13 +16,13 @@ use serde_json::{Map, Value};
 
 use crate::probe::output::MemberId;
 
-/// Members in one list: `AWK_MEMBERS` in probe.sh keeps 64 (`++count > 64`, then `truncated`).
+/// Members in one list: the member list's reader (`probe::etcdask`) keeps 64, then `truncated`.
 pub const MAX_MEMBERS: usize = 64;
-/// Peer and client URLs of one member: 16 each (`np < 16`, `nc < 16` in `AWK_MEMBERS`).
+/// Peer and client URLs of one member: 16 each.
 pub const MAX_MEMBER_URLS: usize = 16;
-/// A member's name and each of its URLs: `cap(..., 256)` in `AWK_MEMBERS`.
+/// A member's name and each of its URLs: 256 bytes and `...`.
 pub const MAX_MEMBER_TEXT: usize = 256;
-/// Alarms in the list: `AWK_ALARMS` keeps 64; an alarm's name `cap(aname, 64)`.
+/// Alarms in the list: the reader keeps 64; an alarm's name 64 bytes and `...`.
 pub const MAX_ALARMS: usize = 64;
 pub const MAX_ALARM_TEXT: usize = 64;
 /// Certificates: `probe_certs` reads ca.crt, server.crt, peer.crt, healthcheck-client.crt and
@@ -46,9 +46,12 @@ pub const MAX_ERROR_TEXT: usize = 500;
 /// Firewall reads of one moment: `firewall_read` in probe.sh reads nft and at most two legacy
 /// tools.
 pub const MAX_FIREWALL_READS: usize = 3;
-/// A read's kept text: `FW_MAX` (49152) bytes of lines, each line's cut adding `...`; the
-/// plugin's bound is twice that.
-pub const MAX_FIREWALL_TEXT: usize = 2 * 49152;
+/// What one firewall read keeps on the node: at most this many bytes of lines (`FW_MAX`, handed
+/// to the script by [`crate::probe::script::CAPS`]).
+pub const FIREWALL_READ: usize = 49152;
+/// A read's kept text: `FW_MAX` bytes of lines, each line's cut adding `...`; the plugin's bound
+/// is twice that.
+pub const MAX_FIREWALL_TEXT: usize = 2 * FIREWALL_READ;
 /// The kube-apiserver reads (probe.sh's `APISERVER_*` caps): crictl's container list, the log
 /// tail, the `/readyz?verbose` body, the serving certificate's PEM, each read's detail.
 pub const MAX_APISERVER_PS: usize = 32768;
@@ -56,6 +59,8 @@ pub const MAX_APISERVER_LOG: usize = 16384;
 pub const MAX_APISERVER_READYZ: usize = 8192;
 pub const MAX_APISERVER_CERT: usize = 16384;
 pub const MAX_APISERVER_DETAIL: usize = 500;
+/// Lines of the kube-apiserver's log tail the probe asks crictl for.
+pub const APISERVER_LOG_LINES: usize = 60;
 
 /// Problem lines kept for one document; the rest are counted in a last line.
 const MAX_PROBLEM_LINES: usize = 12;

@@ -48,14 +48,13 @@ pub(super) fn document(frames: &Frames) -> (Value, Vec<String>) {
     let mut errors = errors(frames.get("errors").unwrap_or_default());
     errors.extend(steps.iter().map(|e| json!(e)));
     doc.insert("errors".into(), Value::Array(errors));
-    // The sections the script still prints as JSON: one value each, or (the firewall's reads)
-    // the entries of an array, comma-separated; certs one object a line.
+    // etcd's own answers, as it sent them, judged here (src/probe/etcdask.rs).
     for (section, key) in [
         ("health", "health"),
         ("members", "members"),
         ("alarms", "alarms"),
     ] {
-        if let Some(v) = json_section(frames, section, &mut problems) {
+        if let Some(v) = etcd_answer(frames, section, &mut problems) {
             doc.insert(key.into(), v);
         }
     }
@@ -74,7 +73,7 @@ pub(super) fn document(frames: &Frames) -> (Value, Vec<String>) {
     doc.insert("firewall".into(), Value::Object(fw));
     let mut metrics = Map::new();
     for (section, key) in [("metrics.before", "before"), ("metrics.after", "after")] {
-        if let Some(v) = json_section(frames, section, &mut problems) {
+        if let Some(v) = etcd_answer(frames, section, &mut problems) {
             metrics.insert(key.into(), v);
         }
     }
@@ -127,12 +126,12 @@ fn unreadable(section: &str) -> String {
     format!("its section {section} is not what the probe prints (not read)")
 }
 
-/// A section holding one JSON value; None (said) when it does not, None (unsaid) when absent.
-fn json_section(frames: &Frames, section: &str, problems: &mut Vec<String>) -> Option<Value> {
+/// One of etcd's answers ([`crate::probe::etcdask`]); None (unsaid) when the section is absent.
+fn etcd_answer(frames: &Frames, section: &str, problems: &mut Vec<String>) -> Option<Value> {
     let text = frames.get(section)?;
-    match serde_json::from_str(text) {
+    match crate::probe::etcdask::read(section, text)? {
         Ok(v) => Some(v),
-        Err(_) => {
+        Err(()) => {
             problems.push(unreadable(section));
             None
         }

@@ -21,8 +21,8 @@ use crate::probe::output::{
     RawRead, RuntimeQuery, StepError,
 };
 
-/// The caps probe.sh puts on these sections (bytes of the tool's output sent); its own copies
-/// are held to these by `the_scripts_caps_are_these`.
+/// The caps probe.sh puts on these sections (bytes of the tool's output sent), handed to it
+/// by [`crate::probe::script::CAPS`].
 pub(crate) const CRICTL_PS_BYTES: usize = 65536;
 pub(crate) const MANIFEST_BYTES: usize = 65536;
 pub(crate) const CERTS_BYTES: usize = 65536;

@@ -207,7 +207,7 @@ pub fn keyed_pod(
         locked_option_words(),
         parallel.to_string(),
         NODE_OUTPUT_CAP.to_string(),
-        script::PROBE_SH.into(),
+        script::PROBE_SH.to_string(),
         vms.iter()
             .map(|(n, _)| n.to_string())
             .collect::<Vec<_>>()

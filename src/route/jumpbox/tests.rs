@@ -84,7 +84,7 @@ fn one_pod_reaches_every_vm() {
     assert_eq!(argv[4], NONCE);
     assert_eq!(argv[9], "16", "--parallel bounds the VMs at once");
     assert_eq!(argv[10], NODE_OUTPUT_CAP.to_string());
-    assert_eq!(argv[11], script::PROBE_SH);
+    assert_eq!(argv[11], *script::PROBE_SH);
     assert_eq!(
         argv[ARGV_KEY_OF_VMS], "0 0 0",
         "every VM offered the one key"

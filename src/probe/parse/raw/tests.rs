@@ -3,29 +3,6 @@
 use super::*;
 use crate::probe::frame;
 
-/// The script's caps are the plugin's: each `NAME=VALUE` of probe.sh's caps line.
-#[test]
-fn the_scripts_caps_are_these() {
-    let script = crate::probe::script::PROBE_SH;
-    for (name, value) in [
-        ("STDERR_BYTES", STDERR_BYTES),
-        ("IPS_BYTES", IPS_BYTES),
-        ("CRICTL_PS_BYTES", CRICTL_PS_BYTES),
-        ("MANIFEST_BYTES", MANIFEST_BYTES),
-        ("CERTS_BYTES", CERTS_BYTES),
-        ("APISERVER_PS", MAX_APISERVER_PS),
-        ("APISERVER_LOG", super::super::bounds::MAX_APISERVER_LOG),
-        ("APISERVER_READYZ", MAX_APISERVER_READYZ),
-        ("APISERVER_CERT", MAX_APISERVER_CERT),
-    ] {
-        let want = format!("{name}={value}");
-        assert!(
-            script.split_whitespace().any(|w| w == want),
-            "{want} in probe.sh"
-        );
-    }
-}
-
 fn frames(sections: &[(&str, &str)]) -> Frames {
     let mut out = String::from("etcdnet-probe 2\n");
     for (name, text) in sections {

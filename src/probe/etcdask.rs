@@ -1,0 +1,449 @@
+//! etcd's own answers on the node, judged here: `/health`, the member list, the alarm list and
+//! the two metrics reads. probe.sh only asks (`etcd_ask`, `health_check`, `members_check`,
+//! `alarms_check`, `metrics_fetch`) and prints each answer as etcd sent it, bounded, in its own
+//! section ([`crate::probe::frame`]); one reader per section here turns it into the document's
+//! part, as the script's awk programs did before (format 1 documents still carry their result).
+//!
+//! A section (`health`, `members`, `alarms`, `metrics.before`, `metrics.after`):
+//!
+//! ```text
+//! skipped WHY              not asked, and why (the rest absent)
+//! ask RC URL               curl's exit code and the URL asked
+//! w CODE TIME_TOTAL        curl's -w (status and seconds), health, members and alarms
+//! time AT_MS MS            the metrics reads: when it started (ms since the probe did), how long
+//! size RAW                 the metrics reads: bytes of the body read (at most METRICS_RAW)
+//! err LINE                 each line of curl's stderr (at most ASK_STDERR bytes)
+//! hdr LINE                 each line of the response's headers (at most ASK_HEADERS bytes)
+//! body                     then the body, as etcd sent it (at most the section's cap)
+//! ```
+//!
+//! Total: whatever a section holds gives a value; a section that is not one of these (empty: the
+//! job never wrote it) is an `Error` that says so. A section that holds a JSON value is one of
+//! the probe of format 2 before this reader (its result computed on the node), read as it is.
+
+use serde_json::{json, Value};
+
+use crate::probe::metrics;
+// Members and alarms kept, URLs of a member, bytes of a name, URL or alarm: the document's caps.
+use crate::probe::parse::bounds::{
+    MAX_ALARMS, MAX_ALARM_TEXT, MAX_MEMBERS, MAX_MEMBER_TEXT, MAX_MEMBER_URLS,
+};
+
+/// Bytes of `/health`'s body the probe sends (etcd's is a few dozen).
+pub(crate) const HEALTH_BODY: usize = 4096;
+/// Bytes of `/health`'s body kept in the document (`body`).
+const HEALTH_KEPT: usize = 1024;
+/// Bytes of the member list's body: 64 members of 16 URLs fit many times over.
+pub(crate) const MEMBERS_BODY: usize = 65536;
+/// Bytes of the alarm list's body.
+pub(crate) const ALARMS_BODY: usize = 16384;
+/// Bytes of one answer's headers, and of curl's stderr.
+pub(crate) const HEADERS: usize = 16384;
+pub(crate) const STDERR: usize = 2048;
+/// Bytes of `/metrics` read (etcd's whole text is a few hundred KiB); the families kept of it
+/// are at most [`metrics::MAX_TEXT_BYTES`].
+pub(crate) const METRICS_RAW: usize = 4194304;
+/// Whole seconds of the read before the checks (in the background: the alarm list waits for
+/// it) and of the one after them (it ends the probe's wait).
+pub(crate) const METRICS_BEFORE_S: u64 = 2;
+pub(crate) const METRICS_AFTER_S: u64 = 1;
+/// Bytes of a detail, of curl's words in it, of the body quoted in it.
+const DETAIL: usize = 500;
+const WORDS: usize = 300;
+const EXCERPT: usize = 200;
+
+/// One answer's section, split.
+#[derive(Default)]
+struct Answer<'a> {
+    skipped: Option<&'a str>,
+    asked: bool,
+    rc: i64,
+    url: &'a str,
+    code: i64,
+    secs: f64,
+    at_ms: Option<u64>,
+    ms: Option<u64>,
+    raw: Option<u64>,
+    err: Vec<&'a str>,
+    hdr: Vec<&'a str>,
+    body: String,
+}
+
+fn split(text: &str) -> Answer<'_> {
+    let mut a = Answer {
+        rc: -1,
+        ..Answer::default()
+    };
+    let mut lines = text.lines();
+    for line in lines.by_ref() {
+        let (word, rest) = line.split_once(' ').unwrap_or((line, ""));
+        match word {
+            "body" if rest.is_empty() => break,
+            "skipped" => a.skipped = Some(rest),
+            "ask" => {
+                let (rc, url) = rest.split_once(' ').unwrap_or((rest, ""));
+                a.asked = true;
+                a.rc = rc.parse().unwrap_or(-1);
+                a.url = url;
+            }
+            "w" => {
+                let mut w = rest.split_whitespace();
+                a.code = w.next().and_then(|c| c.parse().ok()).unwrap_or(0);
+                a.secs = w.next().and_then(|s| s.parse().ok()).unwrap_or(0.0);
+            }
+            "time" => {
+                let mut t = rest.split_whitespace().map(|v| v.parse::<u64>().ok());
+                a.at_ms = t.next().flatten();
+                a.ms = t.next().flatten();
+            }
+            "size" => a.raw = rest.trim().parse().ok(),
+            "err" => a.err.push(rest),
+            "hdr" => a.hdr.push(rest),
+            _ => {}
+        }
+    }
+    // The body's lines as the node sent them, without the newline the framing adds to the last.
+    let body: Vec<&str> = lines.collect();
+    a.body = body.join("\n");
+    a
+}
+
+/// The first `max` bytes of `s` and `...` when it was longer (probe.sh's `cap(s, max)`).
+fn cap(s: &str, max: usize) -> String {
+    let h = crate::probe::head(s, max);
+    if h.len() < s.len() {
+        format!("{h}...")
+    } else {
+        s.to_string()
+    }
+}
+
+impl Answer<'_> {
+    /// curl's last word on stderr (its last line that says something), capped.
+    fn words(&self) -> String {
+        let last = self.err.iter().rev().find(|l| !l.trim().is_empty());
+        cap(last.map_or("", |l| l.trim_end_matches('\r')), WORDS)
+    }
+
+    /// Why the request failed, in curl's words or its exit code.
+    fn failed(&self) -> String {
+        match self.words() {
+            w if w.is_empty() => format!("{}: curl exited {}", self.url, self.rc),
+            w => format!("{}: {w}", self.url),
+        }
+    }
+
+    fn status(&self) -> Option<i64> {
+        (self.code > 0).then_some(self.code)
+    }
+
+    fn ms(&self) -> u64 {
+        (self.secs * 1000.0 + 0.5).max(0.0) as u64
+    }
+
+    /// The body's start for a detail: one line (tabs and newlines as spaces), capped.
+    fn excerpt(&self) -> String {
+        cap(&self.body.replace(['\n', '\t', '\r'], " "), EXCERPT)
+    }
+}
+
+/// A section not written by the probe's own job, or not as it writes it.
+fn no_result(name: &str) -> Value {
+    json!({"outcome": "Error", "detail": format!("{name} job gave no result")})
+}
+
+fn skipped(why: &str) -> Value {
+    json!({"outcome": "Skipped", "detail": cap(why, DETAIL)})
+}
+
+/// The section's JSON, when it holds one (a format 2 probe of before these readers).
+fn earlier(text: &str) -> Option<Option<Value>> {
+    text.trim_start()
+        .starts_with('{')
+        .then(|| serde_json::from_str(text).ok())
+}
+
+/// The reader of section `name`; None for a section it does not know.
+pub(crate) fn read(name: &str, text: &str) -> Option<Result<Value, ()>> {
+    let judge: fn(&Answer) -> Value = match name {
+        "health" => health,
+        "members" => members,
+        "alarms" => alarms,
+        "metrics.before" | "metrics.after" => metrics_read,
+        _ => return None,
+    };
+    if let Some(old) = earlier(text) {
+        return Some(old.ok_or(()));
+    }
+    let a = split(text);
+    Some(Ok(match a.skipped {
+        Some(why) if !a.asked => skipped(why),
+        _ if !a.asked => no_result(name),
+        _ => judge(&a),
+    }))
+}
+
+/// `/health`: `Healthy` only for a 200 whose body says `"health": "true"`.
+fn health(a: &Answer) -> Value {
+    let body = crate::probe::head(&a.body, HEALTH_BODY);
+    let (outcome, detail, status) = if a.rc != 0 {
+        ("Error", a.failed(), None)
+    } else if a.code == 200 && says_healthy(body) {
+        ("Healthy", a.url.to_string(), a.status())
+    } else {
+        ("Unhealthy", a.url.to_string(), a.status())
+    };
+    let body = cap(body, HEALTH_KEPT);
+    json!({
+        "outcome": outcome,
+        "httpStatus": status,
+        "body": (!body.is_empty()).then_some(body),
+        "ms": a.ms(),
+        "detail": detail,
+    })
+}
+
+/// `"health"`, spaces, `:`, spaces, `"true"` somewhere in the body (etcd writes
+/// `{"health":"true","reason":""}`).
+fn says_healthy(body: &str) -> bool {
+    body.match_indices("\"health\"").any(|(i, m)| {
+        let rest = body[i + m.len()..].trim_start_matches(' ');
+        rest.strip_prefix(':')
+            .is_some_and(|r| r.trim_start_matches(' ').starts_with("\"true\""))
+    })
+}
+
+/// The answer as a JSON document of the wanted kind (`[` or `{`), or the failure's detail.
+fn document(a: &Answer, what: &str, max: usize, array: bool) -> Result<Value, String> {
+    if a.rc != 0 {
+        return Err(a.failed());
+    }
+    if a.code != 200 {
+        return Err(format!(
+            "{}: HTTP {}: {}",
+            a.url,
+            a.code.max(-1),
+            a.excerpt()
+        ));
+    }
+    // More than the probe sends is not etcd's answer: cut there, it reads as no document.
+    let body = crate::probe::head(&a.body, max);
+    match serde_json::from_str::<Value>(body) {
+        // A list is of objects only (etcd's members are): `[[...]]` is no member list.
+        Ok(Value::Array(l)) if array && l.iter().all(Value::is_object) => Ok(Value::Array(l)),
+        Ok(v) if !array && v.is_object() => Ok(v),
+        _ => Err(format!("{}: not {what}: {}", a.url, a.excerpt())),
+    }
+}
+
+/// A uint64 in decimal (a JSON number or a string of digits, as etcd's JSON and grpc-gateway
+/// print member IDs) as etcd writes IDs: lowercase hex without leading zeros; None when it is not
+/// one. `0` stays `0`: the caps then say it is no member ID.
+fn id_hex(v: &Value) -> Option<String> {
+    let n = match v {
+        Value::Number(n) => n.as_u64()?,
+        Value::String(s)
+            if !s.is_empty() && s.len() <= 20 && s.bytes().all(|b| b.is_ascii_digit()) =>
+        {
+            s.parse().ok()?
+        }
+        _ => return None,
+    };
+    Some(format!("{n:x}"))
+}
+
+/// A string value, capped; None for another kind or an empty one.
+fn text(v: Option<&Value>, max: usize) -> Option<String> {
+    match v {
+        Some(Value::String(s)) if !s.is_empty() => Some(cap(s, max)),
+        _ => None,
+    }
+}
+
+/// The member list (peerMembersHandler's JSON array of {id, name, peerURLs, clientURLs,
+/// isLearner}); the cluster ID from its `X-Etcd-Cluster-ID` header, also with an error answer.
+fn members(a: &Answer) -> Value {
+    let cluster = a.hdr.iter().find_map(|h| {
+        let (k, v) = h.split_once(':')?;
+        k.eq_ignore_ascii_case("x-etcd-cluster-id")
+            .then(|| v.trim_start_matches(' ').trim_end_matches('\r'))
+    });
+    // As etcd writes it (types.ID.String(): hex); anything else is no cluster ID. Lower case and
+    // no leading zeros, as the script did; the caps then check the form.
+    let cluster = cluster
+        .filter(|c| !c.is_empty() && c.len() <= 16 && c.bytes().all(|b| b.is_ascii_hexdigit()))
+        .map(|c| match c.to_ascii_lowercase().trim_start_matches('0') {
+            "" => "0".to_string(),
+            c => c.to_string(),
+        });
+    let (outcome, list, truncated, detail) = match document(a, "a member list", MEMBERS_BODY, true)
+    {
+        Ok(doc) => {
+            let entries: Vec<&serde_json::Map<String, Value>> = doc
+                .as_array()
+                .map(|l| l.iter().filter_map(Value::as_object).collect())
+                .unwrap_or_default();
+            // The members as etcd sent them: a name's escapes decoded (`\u001b` is the one
+            // character; the render layer shows it safely), unlike the script's awk did.
+            let list: Vec<Value> = entries
+                .iter()
+                .take(MAX_MEMBERS)
+                .map(|m| member(m))
+                .collect();
+            ("Ok", list, entries.len() > MAX_MEMBERS, a.url.to_string())
+        }
+        Err(why) => ("Error", Vec::new(), false, why),
+    };
+    json!({
+        "outcome": outcome,
+        "httpStatus": a.status(),
+        "clusterId": cluster,
+        "members": list,
+        "truncated": truncated,
+        "ms": a.ms(),
+        "detail": cap(&detail, DETAIL),
+    })
+}
+
+fn member(m: &serde_json::Map<String, Value>) -> Value {
+    let urls = |key: &str| -> Vec<String> {
+        m.get(key)
+            .and_then(Value::as_array)
+            .map(|l| {
+                l.iter()
+                    .filter_map(Value::as_str)
+                    .take(MAX_MEMBER_URLS)
+                    .map(|u| cap(u, MAX_MEMBER_TEXT))
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    json!({
+        "id": m.get("id").and_then(id_hex),
+        "name": text(m.get("name"), MAX_MEMBER_TEXT),
+        "peerUrls": urls("peerURLs"),
+        "clientUrls": urls("clientURLs"),
+        "isLearner": m.get("isLearner") == Some(&Value::Bool(true)),
+    })
+}
+
+/// The alarm list (grpc-gateway's AlarmResponse: {"header":..., "alarms":[{"memberID","alarm"}]}),
+/// the alarm by its name or its number (AlarmType: NONE 0, NOSPACE 1, CORRUPT 2).
+fn alarms(a: &Answer) -> Value {
+    let (outcome, list, truncated, detail) = match document(a, "an alarm list", ALARMS_BODY, false)
+    {
+        Ok(doc) => {
+            let entries: Vec<&serde_json::Map<String, Value>> = doc
+                .get("alarms")
+                .and_then(Value::as_array)
+                .map(|l| l.iter().filter_map(Value::as_object).collect())
+                .unwrap_or_default();
+            let list: Vec<Value> = entries.iter().take(MAX_ALARMS).map(|e| alarm(e)).collect();
+            ("Ok", list, entries.len() > MAX_ALARMS, a.url.to_string())
+        }
+        Err(why) => ("Error", Vec::new(), false, why),
+    };
+    json!({
+        "outcome": outcome,
+        "httpStatus": a.status(),
+        "alarms": list,
+        "truncated": truncated,
+        "ms": a.ms(),
+        "detail": cap(&detail, DETAIL),
+    })
+}
+
+fn alarm(e: &serde_json::Map<String, Value>) -> Value {
+    let name = match e.get("alarm") {
+        Some(Value::String(s)) => s.clone(),
+        Some(Value::Number(n)) => n.to_string(),
+        Some(Value::Bool(b)) => b.to_string(),
+        _ => String::new(),
+    };
+    let name = match name.as_str() {
+        "" | "0" => "NONE".to_string(),
+        "1" => "NOSPACE".to_string(),
+        "2" => "CORRUPT".to_string(),
+        other => cap(other, MAX_ALARM_TEXT),
+    };
+    json!({"memberId": e.get("memberID").and_then(id_hex), "alarm": name})
+}
+
+/// Is `line` one of the lines the metrics reader reads: a family's `# TYPE` line or one of its
+/// samples (a histogram's `_bucket`, `_sum`, `_count` too)?
+fn wanted(line: &str) -> bool {
+    if let Some(rest) = line.strip_prefix("# TYPE ") {
+        let name = rest.split_whitespace().next().unwrap_or_default();
+        return metrics::FAMILIES.contains(&name);
+    }
+    if line.starts_with('#') || line.trim().is_empty() {
+        return false;
+    }
+    let name = line.split(['{', ' ', '\t']).next().unwrap_or_default();
+    let base = ["_bucket", "_sum", "_count"]
+        .iter()
+        .find_map(|s| name.strip_suffix(s))
+        .unwrap_or(name);
+    metrics::FAMILIES.contains(&name) || metrics::FAMILIES.contains(&base)
+}
+
+/// One `/metrics` read: the wanted lines the probe sent (at most [`metrics::MAX_TEXT_BYTES`] of
+/// them, whole lines), the status from the last status line of its headers.
+fn metrics_read(a: &Answer) -> Value {
+    let code = a
+        .hdr
+        .iter()
+        .filter_map(|h| {
+            let mut w = h.split_whitespace();
+            let proto = w.next()?;
+            let code = w.next()?;
+            (proto.starts_with("HTTP/") && code.len() == 3)
+                .then(|| code.parse::<i64>().ok())
+                .flatten()
+        })
+        .last()
+        .unwrap_or(0);
+    let raw = a.raw.unwrap_or(0);
+    let full = raw >= METRICS_RAW as u64;
+    // The probe sends one byte past the cap when there was more: the cut is seen here.
+    let mut cut = a.body.len() > metrics::MAX_TEXT_BYTES;
+    let mut used = 0;
+    let mut text = String::new();
+    for line in a.body.lines() {
+        if used + line.len() + 1 > metrics::MAX_TEXT_BYTES {
+            cut = true;
+            break;
+        }
+        used += line.len() + 1;
+        if wanted(line) {
+            text.push_str(line);
+            text.push('\n');
+        }
+    }
+    // A body over the raw cap ends curl (its pipe closed): kept as cut, not as a failure.
+    let (outcome, detail) = if a.rc != 0 && !cut && !full {
+        ("Error", a.failed())
+    } else if code != 200 {
+        let why = if code > 0 {
+            code.to_string()
+        } else {
+            "status unknown".into()
+        };
+        ("Error", format!("{}: HTTP {why}", a.url))
+    } else {
+        ("Ok", a.url.to_string())
+    };
+    let ok = outcome == "Ok";
+    json!({
+        "outcome": outcome,
+        "httpStatus": (code > 0).then_some(code),
+        "atMs": a.at_ms,
+        "ms": a.ms,
+        "text": (ok && !text.is_empty()).then_some(text),
+        "truncated": ok && (cut || full),
+        "detail": cap(&detail, DETAIL),
+    })
+}
+
+#[cfg(test)]
+mod tests;
