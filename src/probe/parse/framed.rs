@@ -45,6 +45,25 @@ pub(super) fn document(frames: &Frames) -> (Value, Vec<String>) {
     if let Some(v) = raw::api_server(frames, &mut steps) {
         doc.insert("apiServer".into(), json!(v));
     }
+    // An output of the first format-2 probes, whose sections for these still held JSON (a
+    // bundle stored then): read as it was.
+    for (section, key) in [
+        ("etcd", "etcd"),
+        ("kubelet", "kubelet"),
+        ("manifest", "manifest"),
+        ("apiserver", "apiServer"),
+    ] {
+        if let Some(v) = frames.get(section).and_then(|t| serde_json::from_str(t).ok()) {
+            doc.insert(key.into(), v);
+        }
+    }
+    if let Some(text) = frames.get("certs").filter(|t| t.starts_with('{')) {
+        let certs: Vec<Value> = text
+            .lines()
+            .filter_map(|l| serde_json::from_str(l).ok())
+            .collect();
+        doc.insert("certs".into(), Value::Array(certs));
+    }
     let mut errors = errors(frames.get("errors").unwrap_or_default());
     errors.extend(steps.iter().map(|e| json!(e)));
     doc.insert("errors".into(), Value::Array(errors));
@@ -66,7 +85,13 @@ pub(super) fn document(frames: &Frames) -> (Value, Vec<String>) {
     );
     let mut fw = Map::new();
     for (section, key) in [("firewall.before", "before"), ("firewall.after", "after")] {
-        if let Some(v) = raw::firewall(frames, section) {
+        let text = frames.get(section).unwrap_or_default();
+        if text.starts_with('{') {
+            // The first format-2 probes' JSON entries, comma-separated.
+            if let Ok(v) = serde_json::from_str::<Value>(&format!("[{text}]")) {
+                fw.insert(key.into(), v);
+            }
+        } else if let Some(v) = raw::firewall(frames, section) {
             fw.insert(key.into(), json!(v));
         }
     }

@@ -181,8 +181,11 @@ pub(super) fn ips(frames: &Frames) -> Vec<String> {
                 }
             }
         }
-    } else {
+    } else if raw.has("tool") {
         raw.body.split_whitespace().for_each(&mut keep);
+    } else {
+        // The first format-2 probes: the addresses already filtered, one a line.
+        raw.head.iter().for_each(|l| keep(l.trim()));
     }
     out
 }

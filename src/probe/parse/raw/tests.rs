@@ -285,3 +285,23 @@ fn each_firewall_tools_read_and_how_it_went() {
     assert_eq!((r[3].outcome, r[3].detail.as_deref()), (ReadOutcome::Error, Some("no answer within 2 s")));
     assert!(firewall(&frames(&[]), "firewall.after").is_none());
 }
+
+/// The first format-2 probes printed these sections as JSON: a bundle stored then is read as
+/// it was.
+#[test]
+fn the_first_framed_outputs_json_sections_are_still_read() {
+    let f = frames(&[
+        ("node", "10.0.0.5\ncp1\n1796220000000\n900\n"),
+        ("ips", "10.0.0.5\n"),
+        ("etcd", r#"{"query":"CrictlMissing","error":"crictl not found in PATH","containers":[],"logs":null}"#),
+        ("kubelet", r#"{"active":"active","since":null,"error":null}"#),
+        ("certs", r#"{"file":"ca.crt","sans":[],"error":"not found: /x"}"#),
+        ("firewall.before", r#"{"tool":"nft","outcome":"Missing","detail":"nft not found"}"#),
+    ]);
+    let (doc, _) = super::super::framed::document(&f);
+    assert_eq!(doc["ips"], serde_json::json!(["10.0.0.5"]));
+    assert_eq!(doc["etcd"]["query"], "CrictlMissing");
+    assert_eq!(doc["kubelet"]["active"], "active");
+    assert_eq!(doc["certs"][0]["error"], "not found: /x");
+    assert_eq!(doc["firewall"]["before"][0]["outcome"], "Missing");
+}
