@@ -53,7 +53,10 @@ pub(super) fn document(frames: &Frames) -> (Value, Vec<String>) {
         ("manifest", "manifest"),
         ("apiserver", "apiServer"),
     ] {
-        if let Some(v) = frames.get(section).and_then(|t| serde_json::from_str(t).ok()) {
+        if let Some(v) = frames
+            .get(section)
+            .and_then(|t| serde_json::from_str(t).ok())
+        {
             doc.insert(key.into(), v);
         }
     }

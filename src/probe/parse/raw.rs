@@ -106,10 +106,7 @@ impl<'a> Raw<'a> {
 }
 
 fn section<'a>(frames: &'a Frames, name: &str) -> Option<Raw<'a>> {
-    frames
-        .get(name)
-        .filter(|t| !t.is_empty())
-        .map(Raw::of)
+    frames.get(name).filter(|t| !t.is_empty()).map(Raw::of)
 }
 
 /// A section whose body is the first `max` bytes of a tool's output: a body longer than the
@@ -249,12 +246,14 @@ fn crictl_containers(text: &str, name: &str) -> Vec<Container> {
             if id.is_empty() || id.len() > 128 || !id.bytes().all(|b| b.is_ascii_alphanumeric()) {
                 return None;
             }
-            let digits = |v: &Value| match v {
-                Value::String(s) => Some(s.clone()),
-                Value::Number(n) => Some(n.to_string()),
-                _ => None,
-            }
-            .filter(|s| !s.is_empty() && s.len() <= 24 && s.bytes().all(|b| b.is_ascii_digit()));
+            let digits = |v: &Value| {
+                match v {
+                    Value::String(s) => Some(s.clone()),
+                    Value::Number(n) => Some(n.to_string()),
+                    _ => None,
+                }
+                .filter(|s| !s.is_empty() && s.len() <= 24 && s.bytes().all(|b| b.is_ascii_digit()))
+            };
             let state = c
                 .get("state")
                 .and_then(Value::as_str)
@@ -509,7 +508,11 @@ pub(super) fn certs(frames: &Frames, self_ip: &str, now_s: Option<i64>) -> Optio
         match kind {
             "file" => {
                 let (k, path) = rest.split_once(' ').unwrap_or((rest, ""));
-                match k.parse::<usize>().ok().and_then(|k| blocks.get(k.wrapping_sub(1))) {
+                match k
+                    .parse::<usize>()
+                    .ok()
+                    .and_then(|k| blocks.get(k.wrapping_sub(1)))
+                {
                     Some(block) => out.push(cert(file, block, self_ip, now_s)),
                     None => out.push(error(
                         file,
@@ -595,7 +598,11 @@ fn openssl_time(v: &str) -> Option<i64> {
     let [mon, day, hms, year, ..] = w.as_slice() else {
         return None;
     };
-    let m = "JanFebMarAprMayJunJulAugSepOctNovDec".find(mon).filter(|i| i % 3 == 0 && mon.len() == 3)? / 3 + 1;
+    let m = "JanFebMarAprMayJunJulAugSepOctNovDec"
+        .find(mon)
+        .filter(|i| i % 3 == 0 && mon.len() == 3)?
+        / 3
+        + 1;
     let t: Vec<&str> = hms.split(':').collect();
     let [h, mi, s] = t.as_slice() else {
         return None;
@@ -691,7 +698,10 @@ fn failed(detail: String) -> RawRead {
 /// `w HTTP_CODE TIME_TOTAL`) its status and time, `Ok` when it got a status.
 fn read(r: &Raw, max: usize, outcome: Option<QueryOutcome>, detail: String) -> RawRead {
     let mut w = r.get("w").unwrap_or_default().split_whitespace();
-    let code = w.next().and_then(|c| c.parse::<u16>().ok()).filter(|c| *c > 0);
+    let code = w
+        .next()
+        .and_then(|c| c.parse::<u16>().ok())
+        .filter(|c| *c > 0);
     let ms = w
         .next()
         .and_then(|t| t.parse::<f64>().ok())

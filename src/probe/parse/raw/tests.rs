@@ -25,7 +25,10 @@ fn the_nodes_addresses_from_either_tool_without_loopback_or_link_local() {
               5: lo    inet 10.9.9.9/32 scope global lo\n";
     let f = frames(&[("ips", &format!("tool ip\n--\n{ip}"))]);
     assert_eq!(ips(&f), ["10.0.0.5", "fd00::5"]);
-    let f = frames(&[("ips", "tool hostname\n--\n10.0.0.5 127.0.0.1 ::1 fd00::5 not-an-ip \n")]);
+    let f = frames(&[(
+        "ips",
+        "tool hostname\n--\n10.0.0.5 127.0.0.1 ::1 fd00::5 not-an-ip \n",
+    )]);
     assert_eq!(ips(&f), ["10.0.0.5", "fd00::5"]);
     assert!(ips(&frames(&[])).is_empty());
 }
@@ -49,12 +52,22 @@ fn crictls_list_is_read_here_newest_first_named_exactly_etcd() {
     let mut errors = Vec::new();
     let e = etcd(&f, &mut errors).unwrap();
     assert_eq!(e.query, RuntimeQuery::Ok);
-    let ids: Vec<_> = e.containers.iter().map(|c| (c.id.as_str(), c.state.as_str())).collect();
-    assert_eq!(ids, [("2222bbbb", "UNKNOWN"), ("1111aaaa", "CONTAINER_EXITED")]);
+    let ids: Vec<_> = e
+        .containers
+        .iter()
+        .map(|c| (c.id.as_str(), c.state.as_str()))
+        .collect();
+    assert_eq!(
+        ids,
+        [("2222bbbb", "UNKNOWN"), ("1111aaaa", "CONTAINER_EXITED")]
+    );
     assert_eq!(e.containers[0].attempt, Some(2));
     // The cut first line and crictl's own line dropped, the newest whole lines kept.
     let log = e.logs.unwrap();
-    assert_eq!((log.text.as_str(), log.lines, log.truncated), ("newest one\nand two\n", 2, true));
+    assert_eq!(
+        (log.text.as_str(), log.lines, log.truncated),
+        ("newest one\nand two\n", 2, true)
+    );
     assert_eq!(log.container_id, "2222bbbb");
     assert!(errors.is_empty());
 }
@@ -67,8 +80,15 @@ fn crictl_missing_or_failing_is_the_runtime_query() {
     let failing = "rc 1\nerr time=\"x\" level=fatal msg=\"validate service connection: \\\"dial\\\" refused\"\n--\n";
     let e = etcd(&frames(&[("etcd.ps", failing)]), &mut errors).unwrap();
     assert_eq!(e.query, RuntimeQuery::RuntimeError);
-    assert_eq!(e.error.as_deref(), Some("validate service connection: \"dial\" refused"));
-    let e = etcd(&frames(&[("etcd.ps", "rc 0\n--\nnot json at all\n")]), &mut errors).unwrap();
+    assert_eq!(
+        e.error.as_deref(),
+        Some("validate service connection: \"dial\" refused")
+    );
+    let e = etcd(
+        &frames(&[("etcd.ps", "rc 0\n--\nnot json at all\n")]),
+        &mut errors,
+    )
+    .unwrap();
     assert_eq!(
         e.error.as_deref(),
         Some("crictl ps exited 0 with no container list: not json at all\n")
@@ -93,13 +113,22 @@ fn a_failed_log_read_is_a_step_error_and_the_kubelets_file_is_unwrapped() {
     let e = etcd(&f, &mut errors).unwrap();
     assert_eq!(e.logs, None);
     assert_eq!(errors[0].step, "etcd-logs");
-    assert_eq!(errors[0].message, "crictl logs 2222bbbb exited 1: FATA[0000] rpc error: NotFound");
+    assert_eq!(
+        errors[0].message,
+        "crictl logs 2222bbbb exited 1: FATA[0000] rpc error: NotFound"
+    );
     let prev = e.previous_logs.unwrap();
     assert_eq!(prev.text, "first\n{\"a\":1}\n");
-    assert_eq!(e.previous_logs_file.as_deref(), Some("/var/log/pods/x/etcd/1.log"));
+    assert_eq!(
+        e.previous_logs_file.as_deref(),
+        Some("/var/log/pods/x/etcd/1.log")
+    );
     let f = frames(&[
         ("etcd.ps", &format!("rc 0\n--\n{PS}")),
-        ("etcd.prev", "id 1111aaaa\nrc 1\nnofile 1 /var/log/pods\n--\nFATA[0000] gone\n"),
+        (
+            "etcd.prev",
+            "id 1111aaaa\nrc 1\nnofile 1 /var/log/pods\n--\nFATA[0000] gone\n",
+        ),
     ]);
     let mut errors = Vec::new();
     etcd(&f, &mut errors).unwrap();
@@ -143,7 +172,10 @@ fn the_manifests_flags_the_last_one_counting() {
         ["https://10.0.0.5:2379", "https://[fd00::5]:2379"]
     );
     assert!(m.listen_client_urls.is_empty());
-    assert_eq!(m.initial_cluster.as_deref(), Some("cp1=https://10.0.0.5:2380"));
+    assert_eq!(
+        m.initial_cluster.as_deref(),
+        Some("cp1=https://10.0.0.5:2380")
+    );
     assert!(manifest(&frames(&[])).is_none());
 }
 
@@ -171,15 +203,27 @@ fn certificates_from_openssls_text() {
         c[2].error.as_deref(),
         Some("openssl x509 printed no certificate for /pki/server.crt")
     );
-    assert_eq!(c[3].error.as_deref(), Some("not found: /pki/healthcheck-client.crt"));
-    assert_eq!(c[4].error.as_deref(), Some("openssl x509 failed on /pki/x.crt: bad PEM"));
+    assert_eq!(
+        c[3].error.as_deref(),
+        Some("not found: /pki/healthcheck-client.crt")
+    );
+    assert_eq!(
+        c[4].error.as_deref(),
+        Some("openssl x509 failed on /pki/x.crt: bad PEM")
+    );
     let no_dates = certs(
-        &frames(&[("certs", "file peer.crt 1 /p\n--\nCertificate:\n  Not Before: soon\n")]),
+        &frames(&[(
+            "certs",
+            "file peer.crt 1 /p\n--\nCertificate:\n  Not Before: soon\n",
+        )]),
         "10.0.0.5",
         Some(now),
     )
     .unwrap();
-    assert_eq!(no_dates[0].error.as_deref(), Some("no validity dates in openssl output"));
+    assert_eq!(
+        no_dates[0].error.as_deref(),
+        Some("no validity dates in openssl output")
+    );
     assert_eq!(no_dates[0].has_node_ip, Some(false));
 }
 
@@ -196,15 +240,24 @@ fn the_api_servers_reads_raw_and_bounded() {
                 body.repeat(MAX_APISERVER_READYZ / 101 + 1)
             ),
         ),
-        ("apiserver.cert", "unreadable /etc/kubernetes/pki/apiserver.crt\n"),
+        (
+            "apiserver.cert",
+            "unreadable /etc/kubernetes/pki/apiserver.crt\n",
+        ),
     ]);
     let mut errors = Vec::new();
     let a = api_server(&f, &mut errors).unwrap();
     assert_eq!(a.containers.outcome, QueryOutcome::Skipped);
-    assert_eq!((a.readyz.outcome, a.readyz.http_status, a.readyz.ms), (QueryOutcome::Ok, Some(500), Some(12)));
+    assert_eq!(
+        (a.readyz.outcome, a.readyz.http_status, a.readyz.ms),
+        (QueryOutcome::Ok, Some(500), Some(12))
+    );
     let text = a.readyz.text.unwrap();
     assert!(a.readyz.truncated && text.len() <= MAX_APISERVER_READYZ && text.ends_with('\n'));
-    assert_eq!(a.cert.detail.as_deref(), Some("not readable: /etc/kubernetes/pki/apiserver.crt"));
+    assert_eq!(
+        a.cert.detail.as_deref(),
+        Some("not readable: /etc/kubernetes/pki/apiserver.crt")
+    );
     let refused = frames(&[(
         "apiserver.readyz",
         "url https://127.0.0.1:6443/readyz?verbose\nrc 7\nw 000 0.001\nerr curl: (7) Failed to connect\n\n--\n",
@@ -216,7 +269,10 @@ fn the_api_servers_reads_raw_and_bounded() {
         Some("https://127.0.0.1:6443/readyz?verbose: curl: (7) Failed to connect")
     );
     let nojob = api_server(&frames(&[("apiserver.readyz", "nojob\n")]), &mut errors).unwrap();
-    assert_eq!(nojob.readyz.detail.as_deref(), Some("apiserver job gave no result"));
+    assert_eq!(
+        nojob.readyz.detail.as_deref(),
+        Some("apiserver job gave no result")
+    );
     assert!(api_server(&frames(&[]), &mut errors).is_none());
 }
 
@@ -234,8 +290,17 @@ fn hostile_sections_are_read_within_the_caps() {
         format!("tool ip\n--\n{}", "1: e inet 10.0.0.1/8\n".repeat(10_000)),
     ];
     let names = [
-        "ips", "etcd.ps", "etcd.log", "etcd.prev", "kubelet", "manifest", "certs",
-        "apiserver.ps", "apiserver.log", "apiserver.readyz", "apiserver.cert",
+        "ips",
+        "etcd.ps",
+        "etcd.log",
+        "etcd.prev",
+        "kubelet",
+        "manifest",
+        "certs",
+        "apiserver.ps",
+        "apiserver.log",
+        "apiserver.readyz",
+        "apiserver.cert",
     ];
     for j in &junk {
         let sections: Vec<(&str, &str)> = names.iter().map(|n| (*n, j.as_str())).collect();
@@ -271,7 +336,10 @@ fn each_firewall_tools_read_and_how_it_went() {
                 tool iptables\nrc 124\n";
     let r = firewall(&frames(&[("firewall.before", text)]), "firewall.before").unwrap();
     assert_eq!(r.len(), 4);
-    assert_eq!((r[0].outcome, r[0].lines, r[0].kept, r[0].cut), (ReadOutcome::Ok, 10, 3, 1));
+    assert_eq!(
+        (r[0].outcome, r[0].lines, r[0].kept, r[0].cut),
+        (ReadOutcome::Ok, 10, 3, 1)
+    );
     assert_eq!(
         r[0].text.as_deref(),
         Some("table inet filter {\n\tchain input {\ntool forged by a rule's comment\n")
@@ -281,8 +349,17 @@ fn each_firewall_tools_read_and_how_it_went() {
         r[1].detail.as_deref(),
         Some("iptables-legacy-save v1.8.9: Permission denied (you must be root)")
     );
-    assert_eq!((r[2].outcome, r[2].detail.as_deref()), (ReadOutcome::Missing, Some("ip6tables-legacy-save not found")));
-    assert_eq!((r[3].outcome, r[3].detail.as_deref()), (ReadOutcome::Error, Some("no answer within 2 s")));
+    assert_eq!(
+        (r[2].outcome, r[2].detail.as_deref()),
+        (
+            ReadOutcome::Missing,
+            Some("ip6tables-legacy-save not found")
+        )
+    );
+    assert_eq!(
+        (r[3].outcome, r[3].detail.as_deref()),
+        (ReadOutcome::Error, Some("no answer within 2 s"))
+    );
     assert!(firewall(&frames(&[]), "firewall.after").is_none());
 }
 
@@ -293,10 +370,22 @@ fn the_first_framed_outputs_json_sections_are_still_read() {
     let f = frames(&[
         ("node", "10.0.0.5\ncp1\n1796220000000\n900\n"),
         ("ips", "10.0.0.5\n"),
-        ("etcd", r#"{"query":"CrictlMissing","error":"crictl not found in PATH","containers":[],"logs":null}"#),
-        ("kubelet", r#"{"active":"active","since":null,"error":null}"#),
-        ("certs", r#"{"file":"ca.crt","sans":[],"error":"not found: /x"}"#),
-        ("firewall.before", r#"{"tool":"nft","outcome":"Missing","detail":"nft not found"}"#),
+        (
+            "etcd",
+            r#"{"query":"CrictlMissing","error":"crictl not found in PATH","containers":[],"logs":null}"#,
+        ),
+        (
+            "kubelet",
+            r#"{"active":"active","since":null,"error":null}"#,
+        ),
+        (
+            "certs",
+            r#"{"file":"ca.crt","sans":[],"error":"not found: /x"}"#,
+        ),
+        (
+            "firewall.before",
+            r#"{"tool":"nft","outcome":"Missing","detail":"nft not found"}"#,
+        ),
     ]);
     let (doc, _) = super::super::framed::document(&f);
     assert_eq!(doc["ips"], serde_json::json!(["10.0.0.5"]));
