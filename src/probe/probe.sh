@@ -26,35 +26,7 @@
 # Test hooks (environment): ETCDNET_PKI_DIR (default /etc/kubernetes/pki/etcd), ETCDNET_MANIFEST
 # (default /etc/kubernetes/manifests/etcd.yaml) and ETCDNET_POD_LOGS (default /var/log/pods).
 
-# JSON string escaping for every awk below, byte-wise (LC_ALL=C): \ and " escaped, control bytes
-# as \u00XX, valid UTF-8 kept, every invalid byte replaced by \ufffd, so the document is always
-# valid JSON whatever etcd, curl or openssl printed.
-AWK_LIB='
-BEGIN { for (i = 1; i < 256; i++) ORD[sprintf("%c", i)] = i }
-function cap(s, n) { return length(s) > n ? substr(s, 1, n) "..." : s }
-function jstr(s) { return s == "" ? "null" : "\"" esc(s) "\"" }
-function jnum(v) { return v < 0 ? "null" : sprintf("%.0f", v) }
-function esc(s,    out, c, o, n, k, ok, lo, hi, b) {
-  out = ""
-  while (match(s, /[^ -~]|"|\\/)) {
-    out = out substr(s, 1, RSTART - 1); c = substr(s, RSTART, 1); s = substr(s, RSTART + 1)
-    o = ORD[c]
-    if (c == "\"" || c == "\\") { out = out "\\" c; continue }
-    if (o < 128) { out = out sprintf("\\u%04x", o); continue }
-    n = (o >= 194 && o <= 223) ? 1 : (o >= 224 && o <= 239) ? 2 : (o >= 240 && o <= 244) ? 3 : 0
-    lo = (o == 224) ? 160 : (o == 240) ? 144 : 128; hi = (o == 237) ? 159 : (o == 244) ? 143 : 191
-    ok = n > 0
-    for (k = 1; ok && k <= n; k++) {
-      b = ORD[substr(s, k, 1)]; if (b < lo || b > hi) ok = 0; lo = 128; hi = 191
-    }
-    if (ok) { out = out c substr(s, 1, n); s = substr(s, n + 1) } else out = out "\\ufffd"
-  }
-  return out s
-}
-'
-
 have() { command -v "$1" >/dev/null 2>&1; }
-
 
 # A failed step, recorded for errors[] (one line: step TAB message).
 err() { printf '%s\t%s\n' "$1" "$(printf '%s' "$2" | tr '\t\n\r' '   ')" >>"$T/errors"; }
