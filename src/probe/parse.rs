@@ -306,6 +306,7 @@ fn cap(s: &str) -> String {
 
 pub mod bounds;
 mod framed;
+pub(crate) mod raw;
 
 #[cfg(test)]
 mod tests;

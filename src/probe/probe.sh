@@ -26,47 +26,10 @@
 # Test hooks (environment): ETCDNET_PKI_DIR (default /etc/kubernetes/pki/etcd), ETCDNET_MANIFEST
 # (default /etc/kubernetes/manifests/etcd.yaml) and ETCDNET_POD_LOGS (default /var/log/pods).
 
-# JSON string escaping for every awk below, byte-wise (LC_ALL=C): \ and " escaped, control bytes
-# as \u00XX, valid UTF-8 kept, every invalid byte replaced by \ufffd, so the document is always
-# valid JSON whatever etcd, curl or openssl printed.
-AWK_LIB='
-BEGIN { for (i = 1; i < 256; i++) ORD[sprintf("%c", i)] = i }
-function cap(s, n) { return length(s) > n ? substr(s, 1, n) "..." : s }
-function jstr(s) { return s == "" ? "null" : "\"" esc(s) "\"" }
-function jnum(v) { return v < 0 ? "null" : sprintf("%.0f", v) }
-function esc(s,    out, c, o, n, k, ok, lo, hi, b) {
-  out = ""
-  while (match(s, /[^ -~]|"|\\/)) {
-    out = out substr(s, 1, RSTART - 1); c = substr(s, RSTART, 1); s = substr(s, RSTART + 1)
-    o = ORD[c]
-    if (c == "\"" || c == "\\") { out = out "\\" c; continue }
-    if (o < 128) { out = out sprintf("\\u%04x", o); continue }
-    n = (o >= 194 && o <= 223) ? 1 : (o >= 224 && o <= 239) ? 2 : (o >= 240 && o <= 244) ? 3 : 0
-    lo = (o == 224) ? 160 : (o == 240) ? 144 : 128; hi = (o == 237) ? 159 : (o == 244) ? 143 : 191
-    ok = n > 0
-    for (k = 1; ok && k <= n; k++) {
-      b = ORD[substr(s, k, 1)]; if (b < lo || b > hi) ok = 0; lo = 128; hi = 191
-    }
-    if (ok) { out = out c substr(s, 1, n); s = substr(s, n + 1) } else out = out "\\ufffd"
-  }
-  return out s
-}
-'
-
 have() { command -v "$1" >/dev/null 2>&1; }
 
 # A failed step, recorded for errors[] (one line: step TAB message).
 err() { printf '%s\t%s\n' "$1" "$(printf '%s' "$2" | tr '\t\n\r' '   ')" >>"$T/errors"; }
-
-# One shell string as a JSON string ("" becomes null). Printable ASCII without " and \ is its
-# own JSON string (most values are): only the others cost an awk.
-jstr() {
-  case $1 in
-  '') printf null ;;
-  *[!\ -~]* | *[\"\\]*) printf '%s' "$1" | awk "$AWK_LIB"'{ s = s (NR > 1 ? "\n" : "") $0 } END { printf "%s", jstr(s) }' ;;
-  *) printf '"%s"' "$1" ;;
-  esac
-}
 
 # Monotonic milliseconds from /proc/uptime (10 ms steps) into NOW; the wall clock when that is
 # missing. It sets a variable rather than printing so that reading the clock costs no fork.
@@ -125,18 +88,33 @@ set_opt() {
   esac
 }
 
-# --- host: name, addresses (all but loopback and IPv6 link-local), clock ----------------------
+# --- host: name, addresses (as `ip -o addr show` or `hostname -I` prints them), clock -------
 probe_host() {
   HOST=$(uname -n 2>/dev/null)
   CLOCK=$(date +%s%3N 2>/dev/null)
   # GNU date prints 13 digits; busybox prints "%3N" literally.
   case $CLOCK in *[!0-9]* | '') CLOCK=$(($(date +%s) * 1000)) ;; esac
   if have ip; then
-    ip -o addr show 2>/dev/null | awk '{ for (i = 3; i < NF; i++) if ($i == "inet" || $i == "inet6") {
-      a = $(i + 1); sub(/\/.*/, "", a); if ($2 != "lo" && a !~ /^127\./ && a != "::1" && a !~ /^fe80:/) print a } }' >"$T/ips"
+    ip -o addr show >"$T/ips.raw" 2>/dev/null
+    raw_section "$T/s.ips" head "$IPS_BYTES" "$T/ips.raw" '' 'tool ip'
   elif hostname -I >"$T/ips.raw" 2>/dev/null; then
-    tr ' ' '\n' <"$T/ips.raw" | grep -v -e '^$' -e '^127\.' -e '^::1$' >"$T/ips"
+    raw_section "$T/s.ips" head "$IPS_BYTES" "$T/ips.raw" '' 'tool hostname'
   else err host "neither 'ip' nor 'hostname -I' to list the node's addresses"; fi
+}
+
+# A raw section's file (src/probe/parse/raw.rs reads it): the head lines given (`rc N`, `id ID`,
+# ...), `size N` (the bytes OUT holds), `err LINE` for each line of ERR's tail, a line `--`, then
+# the first (head) or last (tail) MAX bytes of OUT, NULs removed. Nothing here reads the text.
+raw_section() { # file head|tail max out err [head-line]...
+  f=$1 how=$2 max=$3 o=$4 e=$5
+  shift 5
+  {
+    for l in "$@"; do printf '%s\n' "$l"; done
+    [ -f "$o" ] && printf 'size %s\n' "$(wc -c <"$o")"
+    [ -f "$e" ] && tail -c "$STDERR_BYTES" "$e" | sed 's/^/err /' && echo
+    echo --
+    [ -f "$o" ] && "$how" -c "$max" "$o" | tr -d '\000'
+  } >"$f"
 }
 
 # --- etcd container: crictl ps -a (JSON read with awk: jq may be absent), newest first ---------
@@ -173,67 +151,21 @@ END {
   }
 }'
 
-# The log tail: crictl's own logrus lines (WARN[0000] ...) dropped, NULs removed, then the newest
-# whole lines that fit in --log-bytes (the newest line alone is cut to its tail if it is longer).
-AWK_LOG='
-/^(DEBU|INFO|WARN|ERRO|FATA)\[[0-9]+\] / { next }
-{ line[++n] = $0 }
-END {
-  used = 0; first = n + 1
-  while (first > 1 && used + length(line[first - 1]) + 1 <= max) { first--; used += length(line[first]) + 1 }
-  trunc = first > 1
-  if (first > n && n > 0 && max > 1) { first = n; line[n] = substr(line[n], length(line[n]) - max + 2) }
-  printf "{\"containerId\":\"%s\",\"text\":\"", id
-  for (i = first; i <= n; i++) printf "%s\\n", esc(line[i])
-  kept = n - first + 1; tr = "false"; if (trunc) tr = "true"
-  printf "\",\"lines\":%d,\"truncated\":%s}", kept, tr
-  # For the caller: the lines read and the bytes kept (what is left of --log-bytes for the
-  # previous container).
-  if (usedf != "") printf "%d %d\n", n, used > usedf
-}'
-
-# A kubelet container log file (/var/log/pods/<ns>_<pod>_<uid>/<container>/<attempt>.log, CRI
-# format "<time> <stdout|stderr> <P|F> <text>") as `crictl logs` prints it: the text only, the
-# partial (P) pieces of a line joined. A line in another format is kept as it is.
-AWK_CRI='
-{ sub(/\r$/, "") }
-match($0, /^[^ ]+ (stdout|stderr) [PF] /) { part = part substr($0, RLENGTH + 1)
-  if (substr($0, RLENGTH - 1, 1) == "F") { print part; part = "" }
-  next }
-{ if (part != "") { print part; part = "" }; print }
-END { if (part != "") print part }'
-
+# Sections etcd.ps (crictl's list as printed), etcd.log and etcd.prev (the log tails: their last
+# bytes within --log-bytes together). AWK_CRICTL only picks whose log to read; the plugin reads
+# the list itself.
 probe_etcd() {
-  if ! have crictl; then
-    printf '{"query":"CrictlMissing","error":"crictl not found in PATH","containers":[],"logs":null}' >"$T/etcd.json"
-    return
-  fi
+  if ! have crictl; then echo missing >"$T/s.etcd.ps" && return; fi
   crictl ps -a --name etcd -o json >"$T/ps.out" 2>"$T/ps.err"
   rc=$?
-  if [ $rc -ne 0 ] || ! grep -q '"containers"' "$T/ps.out"; then
-    msg=$(last_msg "$T/ps.err")
-    [ -n "$msg" ] || msg="crictl ps exited $rc with no container list: $(head -c 200 "$T/ps.out")"
-    printf '{"query":"RuntimeError","error":%s,"containers":[],"logs":null}' "$(jstr "$msg")" >"$T/etcd.json"
-    return
-  fi
+  raw_section "$T/s.etcd.ps" head "$CRICTL_PS_BYTES" "$T/ps.out" "$T/ps.err" "rc $rc"
+  [ $rc -eq 0 ] || return 0
   awk -v want=etcd "$AWK_CRICTL" "$T/ps.out" | sort -r >"$T/ctrs"
   id=$(awk -F '\t' 'NR == 1 { print $2 }' "$T/ctrs")
-  logs=null PREV=null PREV_FILE=
-  if [ -n "$id" ]; then
-    echo "0 0" >"$T/log.used"
-    crictl logs --tail "$LOG_LINES" "$id" >"$T/log.raw" 2>&1
-    rc=$?
-    if [ $rc -eq 0 ]; then
-      logs=$(tr -d '\000' <"$T/log.raw" | awk -v id="$id" -v max="$LOG_BYTES" -v usedf="$T/log.used" "$AWK_LIB$AWK_LOG")
-    else err etcd-logs "crictl logs $id exited $rc: $(last_msg "$T/log.raw")"; fi
-    previous_logs
-  fi
-  {
-    printf '{"query":"Ok","error":null,"containers":['
-    awk -F '\t' '{ at = $4; if (at == "") at = "null"; ca = "null"; if ($5 != "") ca = "\"" $5 "\""
-      printf "%s{\"id\":\"%s\",\"state\":\"%s\",\"attempt\":%s,\"createdAt\":%s}", sep, $2, $3, at, ca; sep = "," }' "$T/ctrs"
-    printf '],"logs":%s,"previousLogs":%s,"previousLogsFile":%s}' "$logs" "$PREV" "$(jstr "$PREV_FILE")"
-  } >"$T/etcd.json"
+  [ -n "$id" ] || return 0
+  crictl logs --tail "$LOG_LINES" "$id" >"$T/log.raw" 2>&1
+  raw_section "$T/s.etcd.log" tail "$LOG_BYTES" "$T/log.raw" '' "id $id" "rc $?" "max $LOG_BYTES"
+  previous_logs
 }
 
 # The previous etcd container's log (PREV, PREV_FILE), when the newest one's says little: it is
@@ -245,7 +177,8 @@ probe_etcd() {
 # attempt.
 # What the newest's log left of --log-bytes is the cap.
 previous_logs() {
-  read -r got used <"$T/log.used"
+  got=$(wc -l <"$T/log.raw") used=$(wc -c <"$T/log.raw")
+  [ "$used" -le "$LOG_BYTES" ] || used=$LOG_BYTES
   running=$(awk -F '\t' 'NR == 1 { print $3 }' "$T/ctrs")
   case $running in CONTAINER_RUNNING | Running | RUNNING | running) [ "$got" -lt "$LOG_LINES" ] || return 0 ;; esac
   left=$((LOG_BYTES - used))
@@ -258,21 +191,17 @@ previous_logs() {
     case $at in '' | 0) return 0 ;; esac
     pat=$((at - 1))
   fi
+  set -- "$T/s.etcd.prev" tail "$left"
   if [ -n "$prev_id" ]; then
     crictl logs --tail "$LOG_LINES" "$prev_id" >"$T/prev.raw" 2>&1
     rc=$?
-    if [ $rc -eq 0 ]; then
-      PREV=$(tr -d '\000' <"$T/prev.raw" | awk -v id="$prev_id" -v max="$left" "$AWK_LIB$AWK_LOG")
-      return 0
-    fi
-    why="crictl logs $prev_id exited $rc: $(last_msg "$T/prev.raw")"
+    [ $rc -eq 0 ] && raw_section "$@" "$T/prev.raw" '' "id $prev_id" "rc 0" "max $left" && return 0
   fi
   [ -n "$pat" ] && pod_log_file "$pat" || {
-    [ -z "$prev_id" ] || err etcd-previous-logs "$why; no kubelet log file of attempt $pat under $POD_LOGS"
+    [ -z "$prev_id" ] || raw_section "$@" "$T/prev.raw" '' "id $prev_id" "rc $rc" "nofile $pat $POD_LOGS"
     return 0
   }
-  PREV_FILE=$LOGFILE
-  PREV=$(tail -c 4194304 "$LOGFILE" | tr -d '\000' | awk "$AWK_CRI" | tail -n "$LOG_LINES" | awk -v id="$prev_id" -v max="$left" "$AWK_LIB$AWK_LOG")
+  raw_section "$@" "$LOGFILE" '' "id $prev_id" "rc 0" "max $left" "lines $LOG_LINES" "file $LOGFILE"
 }
 
 # LOGFILE: the kubelet's log file of etcd's attempt $1, the static pod's
@@ -304,68 +233,37 @@ pod_log_file() { # attempt
 # withheld` (handleRootHealth in staging/src/k8s.io/apiserver/pkg/server/healthz/healthz.go); and
 # /etc/kubernetes/pki/apiserver.crt as PEM text. Runs in the background beside the rest.
 # Its caps (APISERVER_*) are set by the plugin (src/probe/script.rs).
-
-# One fetch as a RawRead (src/probe/output.rs): the input's lines (at most max bytes, each line
-# escaped on its own), outcome, and for a request w ("http_code time_total": the status and ms).
-AWK_RAW='
-{ sub(/\r$/, ""); if (used + length($0) + 1 > max) { cut = 1; exit } text = text esc($0) "\\n"; used += length($0) + 1 }
-END {
-  code = -1; ms = -1
-  if (w != "") { split(w, wv, " "); code = wv[1] + 0; ms = int(wv[2] * 1000 + 0.5); if (code <= 0) code = -1 }
-  if (out == "") out = (code > 0) ? "Ok" : "Error"
-  if (out != "Ok" && code <= 0) text = ""
-  printf "{\"outcome\":\"%s\",\"httpStatus\":%s,\"ms\":%s,\"text\":%s,\"truncated\":%s,\"detail\":%s}", out, jnum(code), jnum(ms),
-    (text == "" ? "null" : "\"" text "\""), (cut || more) ? "true" : "false", jstr(cap(detail, 500))
-}'
-
-raw_read() { # file max outcome detail [w]
-  more=0
-  [ -f "$1" ] && [ "$(wc -c <"$1")" -gt "$2" ] && more=1
-  head -c "$2" "$1" 2>/dev/null | tr -d '\000' | awk -v max="$2" -v out="$3" -v detail="$4" -v w="$5" -v more="$more" "$AWK_LIB$AWK_RAW"
-}
-
 probe_apiserver() {
-  logs=null
-  if ! have crictl; then ps='{"outcome":"Skipped","detail":"crictl not found in PATH"}'
-  elif crictl ps -a --name kube-apiserver -o json >"$T/aps.out" 2>"$T/aps.err"; then
-    ps=$(raw_read "$T/aps.out" "$APISERVER_PS" Ok "crictl ps -a --name kube-apiserver -o json")
+  if ! have crictl; then echo missing >"$T/s.apiserver.ps"
+  else
+    crictl ps -a --name kube-apiserver -o json >"$T/aps.out" 2>"$T/aps.err"
+    raw_section "$T/s.apiserver.ps" head "$APISERVER_PS" "$T/aps.out" "$T/aps.err" "rc $?"
     id=$(awk -v want=kube-apiserver "$AWK_CRICTL" "$T/aps.out" | sort -r | awk -F '\t' 'NR == 1 { print $2 }')
     if [ -n "$id" ]; then
-      if crictl logs --tail "$APISERVER_LOG_LINES" "$id" >"$T/apl.raw" 2>&1; then
-        logs=$(tr -d '\000' <"$T/apl.raw" | awk -v id="$id" -v max="$APISERVER_LOG_BYTES" "$AWK_LIB$AWK_LOG")
-      else err apiserver-logs "crictl logs $id failed: $(last_msg "$T/apl.raw")"; fi
+      crictl logs --tail "$APISERVER_LOG_LINES" "$id" >"$T/apl.raw" 2>&1
+      raw_section "$T/s.apiserver.log" tail "$APISERVER_LOG_BYTES" "$T/apl.raw" '' "id $id" "rc $?" "max $APISERVER_LOG_BYTES"
     fi
-  else ps=$(raw_read /dev/null 1 Error "crictl ps -a --name kube-apiserver: $(last_msg "$T/aps.err")"); fi
-  if ! have curl; then rz='{"outcome":"Skipped","detail":"curl not found"}'
+  fi
+  if ! have curl; then echo missing >"$T/s.apiserver.readyz"
   else
     url="https://$LOCAL:6443/readyz?verbose"
     GNUTLS_NO_IMPLICIT_INIT=1 curl -q -g -k -sS --noproxy '*' --connect-timeout "$CT" --max-time $((CT + TT)) -o "$T/rz.body" \
       -w '%{http_code} %{time_total}' "$url" >"$T/rz.w" 2>"$T/rz.err"
     rc=$?
-    why=$url
-    [ $rc -eq 0 ] || why="$url: $(last_msg "$T/rz.err")"
-    [ $rc -eq 0 ] || [ -n "$(last_msg "$T/rz.err")" ] || why="$url: curl exited $rc"
-    rz=$(raw_read "$T/rz.body" "$APISERVER_READYZ" "" "$why" "$(cat "$T/rz.w" 2>/dev/null)")
+    raw_section "$T/s.apiserver.readyz" head "$APISERVER_READYZ" "$T/rz.body" "$T/rz.err" "url $url" "rc $rc" "w $(cat "$T/rz.w" 2>/dev/null)"
   fi
   crt=${PKI%/}
   crt=${crt%/*}/apiserver.crt
-  if [ -r "$crt" ] && [ -f "$crt" ]; then crt=$(raw_read "$crt" "$APISERVER_CERT" Ok "$crt")
-  else crt=$(raw_read /dev/null 1 Error "not readable: $crt"); fi
-  printf '{"containers":%s,"logs":%s,"readyz":%s,"cert":%s}' "$ps" "$logs" "$rz" "$crt" >"$T/apiserver.tmp" &&
-    mv "$T/apiserver.tmp" "$T/apiserver.json"
+  if [ -r "$crt" ] && [ -f "$crt" ]; then raw_section "$T/s.apiserver.cert" head "$APISERVER_CERT" "$crt" '' "path $crt"
+  else printf 'unreadable %s\n' "$crt" >"$T/s.apiserver.cert"; fi
 }
 
 # --- kubelet: what `systemctl status kubelet` shows in the article ----------------------------
 probe_kubelet() {
-  if ! have systemctl; then
-    printf '{"active":null,"since":null,"error":"systemctl not found"}' >"$T/kubelet.json" && return
-  fi
-  active=$(systemctl is-active kubelet 2>"$T/k.err" | head -n 1)
-  since=$(systemctl show kubelet -p ActiveEnterTimestamp 2>>"$T/k.err" | sed -n 's/^ActiveEnterTimestamp=//p')
-  e=
-  [ -n "$active" ] || e=$(last_msg "$T/k.err")
-  [ -n "$active" ] || [ -n "$e" ] || e="systemctl is-active kubelet printed nothing"
-  printf '{"active":%s,"since":%s,"error":%s}' "$(jstr "$active")" "$(jstr "$since")" "$(jstr "$e")" >"$T/kubelet.json"
+  if ! have systemctl; then echo missing >"$T/s.kubelet" && return; fi
+  a=$(systemctl is-active kubelet 2>"$T/k.err" | head -n 1)
+  s=$(systemctl show kubelet -p ActiveEnterTimestamp 2>>"$T/k.err")
+  raw_section "$T/s.kubelet" head 0 '' "$T/k.err" "active $a" "show $s"
 }
 
 # --- paths: own and peers' 2379/2380, all at once ---------------------------------------------
@@ -527,15 +425,17 @@ reads_after() {
 # what can drop a packet is kept (table and chain headers with their hook and policy, the rules
 # that drop or reject, those naming 2379 or 2380, and the accepts of a chain whose policy drops),
 # each line cut at 512 bytes, at most FW_MAX bytes a read: a kube-proxy or Antrea node has
-# thousands of rules that cannot. How many lines were read, kept and cut past the cap is said.
-# A missing tool, or one refused (no CAP_NET_ADMIN, CAP_NET_RAW for legacy), is data. The plugin
-# parses the text (src/probe/firewall.rs). Each read is bounded in time (timeout 2 s where the
-# node has `timeout`).
+# thousands of rules that cannot (the one bound that reads the text: the dump is megabytes there).
+# How many lines were read, kept and cut past the cap is said. A missing tool, or one refused (no
+# CAP_NET_ADMIN, CAP_NET_RAW for legacy), is data. The plugin reads each tool's part
+# (src/probe/parse/raw.rs: `tool NAME`, then `missing`, or `rc N` with its stderr as `err LINE`, or
+# `rc 0`, `counts LINES KEPT CUT` and each kept line behind `= `) and parses the rules
+# (src/probe/firewall.rs). Each read is bounded in time (timeout 2 s where the node has `timeout`).
 AWK_FW='
 function keep(l) {
   if (length(l) > 512) l = substr(l, 1, 512) "..."
   if (used + length(l) + 1 > max) { cut++; return }
-  text = text esc(l) "\\n"; used += length(l) + 1; kept++
+  text = text "= " l "\n"; used += length(l) + 1; kept++
 }
 { sub(/\r$/, ""); n++ }
 kind == "nft" {
@@ -557,50 +457,33 @@ kind == "nft" {
   split(l, a, " "); ch = a[2]; pos[ch]++
   if (l ~ / -j (DROP|REJECT)( |$)/ || l ~ /2379|2380/ || (pol[ch] == "DROP" && l ~ / -j ACCEPT( |$)/)) keep("@" pos[ch] " " $0)
 }
-END {
-  printf "{\"tool\":\"%s\",\"outcome\":\"Ok\",\"text\":%s,\"lines\":%d,\"kept\":%d,\"cut\":%d,\"detail\":null}", tool, text == "" ? "\"\"" : "\"" text "\"", n, kept, cut
-}'
+END { printf "counts %d %d %d\n%s", n, kept, cut, text }'
 
-# One tool's read as an entry of firewall.before/after (kind: nft or ipt).
+# One tool's read, its part of firewall.before/after (kind: nft or ipt).
 fw_one() { # tool kind command...
-  tool=$1 kind=$2
+  printf 'tool %s\n' "$1"
+  kind=$2
   shift 2
-  if ! have "$1"; then
-    printf '{"tool":"%s","outcome":"Missing","detail":"%s not found"}' "$tool" "$1"
-    return
-  fi
+  have "$1" || { printf 'missing %s\n' "$1" && return; }
   have timeout && set -- timeout 2 "$@"
   "$@" >"$T/fw.out" 2>"$T/fw.err" </dev/null
   rc=$?
-  if [ $rc -ne 0 ]; then
-    msg=$(last_msg "$T/fw.err")
-    out=Error
-    case $msg in *'not permitted'* | *'Permission denied'* | *'must be root'*) out=Denied ;; esac
-    [ $rc -eq 124 ] && msg="no answer within 2 s"
-    [ -n "$msg" ] || msg="exited $rc"
-    printf '{"tool":"%s","outcome":"%s","detail":%s}' "$tool" "$out" "$(jstr "$msg")"
-    return
-  fi
-  # Each kept line is escaped on its own and ends in \n (AWK_FW's keep).
-  head -c 8388608 "$T/fw.out" | tr -d '\000' | awk -v tool="$tool" -v kind="$kind" -v max="$FW_MAX" "$AWK_LIB$AWK_FW"
+  printf 'rc %s\n' "$rc"
+  [ $rc -eq 0 ] || { tail -c "$STDERR_BYTES" "$T/fw.err" | sed 's/^/err /' && echo && return; }
+  head -c 8388608 "$T/fw.out" | tr -d '\000' | awk -v kind="$kind" -v max="$FW_MAX" "$AWK_FW"
 }
 
-# Writes $T/fw.before or $T/fw.after: the entries, comma-separated, of every tool read.
+# Writes $T/fw.before or $T/fw.after: every tool's read, one after the other.
 firewall_read() { # before|after
   {
     fw_one nft nft nft -a list ruleset
     if have iptables-legacy-save || have ip6tables-legacy-save; then
-      printf ','
       fw_one iptables-legacy ipt iptables-legacy-save -c
-      printf ','
       fw_one ip6tables-legacy ipt ip6tables-legacy-save -c
     elif have iptables-save && { ! have nft || iptables -V 2>/dev/null | grep -q legacy; }; then
-      printf ','
       fw_one iptables ipt iptables-save -c
-      printf ','
       fw_one ip6tables ipt ip6tables-save -c
     elif ! have nft; then
-      printf ','
       fw_one iptables ipt iptables-save -c
     fi
   } >"$T/fw.$1.tmp" 2>/dev/null
@@ -765,90 +648,43 @@ alarms_check() {
     --cert "$PKI/healthcheck-client.crt" --key "$PKI/healthcheck-client.key" -H 'Content-Type: application/json' --data '{"action":"GET"}'
 }
 
-# --- certs: validity and SANs of the etcd certificates (openssl -text works on 1.0 to 3.x) -----
-# Input: `openssl ... -text -noout` of one or more certificates, each starting "Certificate:".
-# files: "name:K ..." (K: the place of the certificate that stands for that file), total: how
-# many certificates the input must hold (else exit 1, nothing printed). Output: a JSON line a file.
-AWK_CERT='
-function epoch(v,    a, m, y, mp, era, yoe, doy) { # "Dec  2 14:20:53 2026 GMT" -> seconds
-  if (split(v, a, " ") < 4 || split(a[3], hms, ":") != 3) return ""
-  m = index("JanFebMarAprMayJunJulAugSepOctNovDec", a[1]); if (m % 3 != 1) return ""
-  m = (m + 2) / 3; y = a[4] - (m <= 2); era = int(y / 400); yoe = y - era * 400
-  mp = (m + 9) % 12; doy = int((153 * mp + 2) / 5) + a[2] - 1
-  return (era * 146097 + yoe * 365 + int(yoe / 4) - int(yoe / 100) + doy - 719468) * 86400 + hms[1] * 3600 + hms[2] * 60 + hms[3]
-}
-function rfc(e,    d, z, era, doe, yoe, y, doy, mp, dd, m) { # seconds -> RFC 3339 UTC
-  d = int(e / 86400); z = d + 719468; era = int(z / 146097); doe = z - era * 146097
-  yoe = int((doe - int(doe / 1460) + int(doe / 36524) - int(doe / 146096)) / 365)
-  y = yoe + era * 400; doy = doe - (365 * yoe + int(yoe / 4) - int(yoe / 100)); mp = int((5 * doy + 2) / 153)
-  dd = doy - int((153 * mp + 2) / 5) + 1; m = mp < 10 ? mp + 3 : mp - 9; y += (m <= 2)
-  e -= d * 86400
-  return sprintf("%04d-%02d-%02dT%02d:%02d:%02dZ", y, m, dd, int(e / 3600), int(e % 3600 / 60), e % 60)
-}
-/^Certificate:/ { c++; insan = 0; next }
-/^ +Not Before *: / && !(c in nb) { v = $0; sub(/^ +Not Before *: /, "", v); nb[c] = epoch(v); next }
-/^ +Not After *: / && !(c in na) { v = $0; sub(/^ +Not After *: /, "", v); na[c] = epoch(v); next }
-insan { sans[c] = $0; insan = 0; next }
-/X509v3 Subject Alternative Name:/ { insan = 1 }
-function one(file, k,    want, n, parts, list, hit, i, v, nbs, nas, ex, nyv, e) {
-  want = file == "server.crt" || file == "peer.crt"
-  n = split(sans[k], parts, ",")
-  list = ""; hit = "false"
-  for (i = 1; i <= n; i++) { v = parts[i]; gsub(/^ +| +$/, "", v); sub(/^(DNS|IP Address|IP):/, "", v)
-    if (v == "") continue; list = list (list == "" ? "" : ",") jstr(v); if (v == ip) hit = "true" }
-  if (!want || ip == "") hit = "null"
-  nbs = nas = ex = nyv = "null"; e = "null"
-  if (nb[k] != "") { nbs = "\"" rfc(nb[k]) "\""; nyv = "false"; if (nb[k] > now) nyv = "true" }
-  if (na[k] != "") { nas = "\"" rfc(na[k]) "\""; ex = sprintf("%.0f", na[k] - now) }
-  if (nb[k] == "" || na[k] == "") e = "\"no validity dates in openssl output\""
-  printf "{\"file\":%s,\"notBefore\":%s,\"notAfter\":%s,\"expiresInS\":%s,\"notYetValid\":%s,", jstr(file), nbs, nas, ex, nyv
-  printf "\"sans\":[%s],\"hasNodeIp\":%s,\"error\":%s}\n", list, hit, e
-}
-END {
-  if (c != total) exit 1
-  n = split(files, fl, " ")
-  for (i = 1; i <= n; i++) { split(fl[i], f, ":"); one(f[1], f[2] + 0) }
-}'
-
-# Per file, "name:K" (K: its first certificate's place among all the files' certificates, 0 if it
-# has none), then the total; the PEM labels are those openssl reads a certificate from.
-AWK_FIRSTS='
-BEGIN { for (i = 1; i < ARGC; i++) { f = ARGV[i]; n = 0
-    while ((getline l < f) > 0) if (l ~ /^-----BEGIN (X509 |TRUSTED )?CERTIFICATE-----/) n++
-    close(f); name = f; sub(/.*\//, "", name); printf "%s:%d ", name, n ? seen + 1 : 0; seen += n }
-  print seen; exit }'
-
-# The JSON lines of the certificates in $T/c.txt (see AWK_CERT): files "name:K ...", total.
-cert_json() { # files total
-  awk -v files="$1" -v total="$2" -v ip="$SELF" -v now="$((CLOCK / 1000))" "$AWK_LIB$AWK_CERT" "$T/c.txt"
-}
-
+# --- certs: openssl's text of the etcd certificates (1.0 to 3.x); the plugin reads dates and SANs
+# Section certs: per file `file NAME K PATH` (its certificate is the K-th of the text, 0: none),
+# `error NAME WHY` or `failed NAME PATH` and openssl's stderr; then `--` and the text.
 # One certificate file on its own: the fallback, and the one that names a file's own error.
 cert_info() { # path
   name=${1##*/}
-  if [ ! -e "$1" ]; then e="not found: $1"
-  elif ! have openssl; then e="openssl not found"
-  elif ! openssl x509 -in "$1" -noout -text >"$T/c.txt" 2>"$T/c.err"; then e="openssl x509 failed on $1: $(last_msg "$T/c.err")"
-  elif cert_json "$name:1" 1 >>"$T/certs"; then return
-  else e="openssl x509 printed no certificate for $1"; fi
-  printf '{"file":%s,"sans":[],"error":%s}\n' "$(jstr "$name")" "$(jstr "$e")" >>"$T/certs"
+  if [ ! -e "$1" ]; then printf 'error %s not found: %s\n' "$name" "$1"
+  elif ! have openssl; then printf 'error %s openssl not found\n' "$name"
+  elif ! openssl x509 -in "$1" -noout -text >"$T/c.one" 2>"$T/c.err"; then
+    printf 'failed %s %s\n' "$name" "$1" && sed 's/^/err /' "$T/c.err" && echo
+  elif grep -q '^Certificate:' "$T/c.one"; then
+    K=$((K + 1)) && printf 'file %s %s %s\n' "$name" "$K" "$1" && cat "$T/c.one" >>"$T/c.txt"
+  else printf 'file %s 0 %s\n' "$name" "$1"; fi
 }
 
 # All certificate files read by one openssl pair: OpenSSL 3's `x509` command spends ~40 ms of CPU
 # starting (its decoders), so one per file was the most expensive part of a probe, and on a busy
 # node that CPU delays the path checks; `crl2pkcs7 | pkcs7 -print_certs` reads them all for ~15 ms
-# and keeps their order. A file counts by its first certificate, as `x509 -in` reads it. Returns 1
-# on anything unexpected (a file missing or without a certificate, openssl failing, counts that do
-# not add up): the caller then reads each file on its own.
+# and keeps their order. A file counts by its first certificate, as `x509 -in` reads it (one grep
+# counts the PEM blocks each file holds, `FILE:N` a line). Returns 1 on anything unexpected (a file
+# missing or without a certificate, openssl failing, counts that do not add up): the caller then
+# reads each file on its own.
 certs_at_once() { # path...
   have openssl || return 1
   for f in "$@"; do [ -f "$f" ] && [ -r "$f" ] || return 1; done
-  firsts=$(awk "$AWK_FIRSTS" "$@") || return 1
-  case " $firsts" in *:0\ *) return 1 ;; esac
-  total=${firsts##* }
+  grep -c -e '^-----BEGIN CERTIFICATE-----' -e '^-----BEGIN X509 CERTIFICATE-----' \
+    -e '^-----BEGIN TRUSTED CERTIFICATE-----' "$@" >"$T/c.n" 2>/dev/null || return 1
+  K=1
+  for f in "$@"; do
+    read -r n || return 1
+    n=${n##*:}
+    [ "$n" -gt 0 ] || return 1
+    printf 'file %s %s %s\n' "${f##*/}" "$K" "$f" && K=$((K + n))
+  done <"$T/c.n" >"$T/c.head"
   for f in "$@"; do set -- "$@" -certfile "$f" && shift; done
   openssl crl2pkcs7 -nocrl "$@" 2>/dev/null | openssl pkcs7 -print_certs -text -noout >"$T/c.txt" 2>/dev/null || return 1
-  cert_json "${firsts% *}" "$total" >"$T/certs"
+  [ "$(grep -c '^Certificate:' "$T/c.txt")" -eq $((K - 1)) ]
 }
 
 probe_certs() {
@@ -856,25 +692,17 @@ probe_certs() {
   api=${api%/*}/apiserver-etcd-client.crt
   set -- "$PKI/ca.crt" "$PKI/server.crt" "$PKI/peer.crt" "$PKI/healthcheck-client.crt"
   [ -e "$api" ] && set -- "$@" "$api"
-  certs_at_once "$@" && return
-  : >"$T/certs"
-  for f in "$@"; do cert_info "$f"; done
+  if ! certs_at_once "$@"; then
+    : >"$T/c.txt" && K=0
+    for f in "$@"; do cert_info "$f"; done >"$T/c.head"
+  fi
+  { cat "$T/c.head"; echo --; head -c "$CERTS_BYTES" "$T/c.txt"; } >"$T/s.certs"
 }
 
-# --- manifest: kubeadm's static pod has one `- --flag=value` line per flag --------------------
-AWK_MANIFEST='
-function list(v,    a, n, i, out) { n = split(v, a, ","); out = ""
-  for (i = 1; i <= n; i++) if (a[i] != "") out = out (out == "" ? "" : ",") jstr(a[i]); return "[" out "]" }
-{ l = $0; sub(/\r$/, "", l); if (!sub(/^[ \t]*-[ \t]*["\047]?--/, "", l)) next; sub(/["\047]?[ \t]*$/, "", l)
-  eq = index(l, "="); if (eq == 0) next; k = substr(l, 1, eq - 1); v[k] = substr(l, eq + 1) }
-END {
-  printf "{\"name\":%s,\"advertiseClientUrls\":%s,\"initialAdvertisePeerUrls\":%s,", jstr(v["name"]), list(v["advertise-client-urls"]), list(v["initial-advertise-peer-urls"])
-  printf "\"listenPeerUrls\":%s,\"listenClientUrls\":%s,\"initialCluster\":%s}", list(v["listen-peer-urls"]), list(v["listen-client-urls"]), jstr(v["initial-cluster"])
-}'
-
+# --- manifest: the static pod's file, read by the plugin (kubeadm's `- --flag=value` lines) -----
 probe_manifest() {
-  if [ -r "$MANIFEST" ]; then awk "$AWK_LIB$AWK_MANIFEST" "$MANIFEST" >"$T/manifest.json"
-  else err manifest "not readable: $MANIFEST" && printf null >"$T/manifest.json"; fi
+  if [ -r "$MANIFEST" ]; then raw_section "$T/s.manifest" head "$MANIFEST_BYTES" "$MANIFEST" ''
+  else err manifest "not readable: $MANIFEST"; fi
 }
 
 # --- the output: framed sections, printed once -----------------------------------------------
@@ -897,10 +725,14 @@ emit() {
   now_ms
   printf '%s\n%s\n%s\n%s\n' "$SELF" "$HOST" "$CLOCK" "$((NOW - START))" >"$T/node"
   [ -e "$T/metrics.before.json" ] || printf '{"outcome":"Error","detail":"metrics job gave no result"}' >"$T/metrics.before.json"
-  [ -e "$T/apiserver.json" ] || printf '{"readyz":{"outcome":"Error","detail":"apiserver job gave no result"}}' >"$T/apiserver.json"
-  set -- node:0:"$T/node" ips:0:"$T/ips" paths:0:"$T/paths.list" certs:0:"$T/certs" firewall.before:0:"$T/fw.before" \
+  [ -e "$T/s.apiserver.readyz" ] || echo nojob >"$T/s.apiserver.readyz"
+  set -- node:0:"$T/node" paths:0:"$T/paths.list" firewall.before:0:"$T/fw.before" \
     firewall.after:0:"$T/fw.after" errors:0:"$T/errors"
-  for p in etcd kubelet manifest health members alarms metrics.before metrics.after apiserver; do set -- "$@" "$p:0:$T/$p.json"; done
+  for p in health members alarms metrics.before metrics.after; do set -- "$@" "$p:0:$T/$p.json"; done
+  # The raw sections (raw_section): those the node gave.
+  for p in ips etcd.ps etcd.log etcd.prev kubelet manifest certs apiserver.ps apiserver.log apiserver.readyz apiserver.cert; do
+    [ -e "$T/s.$p" ] && set -- "$@" "$p:0:$T/s.$p"
+  done
   i=1
   while [ "$i" -le "$N" ]; do
     [ -e "$T/p.$i.m" ] && set -- "$@" "check.$i:8192:$T/p.$i.m:$T/p.$i.killed:$T/p.$i.w:$T/p.$i.v"

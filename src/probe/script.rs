@@ -17,7 +17,7 @@
 use std::sync::LazyLock;
 use std::time::Duration;
 
-use crate::probe::{etcdask, metrics, parse::bounds};
+use crate::probe::{etcdask, metrics, parse, parse::bounds};
 
 /// probe.sh as written, without its caps.
 const SOURCE: &str = include_str!("probe.sh");
@@ -58,6 +58,12 @@ pub(crate) static CAPS: LazyLock<Vec<(&'static str, Cap)>> = LazyLock::new(|| {
         ("APISERVER_CERT", n(bounds::MAX_APISERVER_CERT)),
         // One firewall read's kept text (src/probe/firewall.rs).
         ("FW_MAX", n(bounds::FIREWALL_READ)),
+        // The node's own raw sections (src/probe/parse/raw.rs).
+        ("STDERR_BYTES", n(parse::raw::STDERR_BYTES)),
+        ("IPS_BYTES", n(parse::raw::IPS_BYTES)),
+        ("CRICTL_PS_BYTES", n(parse::raw::CRICTL_PS_BYTES)),
+        ("MANIFEST_BYTES", n(parse::raw::MANIFEST_BYTES)),
+        ("CERTS_BYTES", n(parse::raw::CERTS_BYTES)),
     ]
 });
 

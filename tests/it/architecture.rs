@@ -212,7 +212,7 @@ const FOLDERS: &[(&str, &[&[&str]])] = &[
             &["hostkey", "frame"],
         ],
     ),
-    ("probe::parse", &[&["framed"], &["bounds"]]),
+    ("probe::parse", &[&["framed"], &["raw"], &["bounds"]]),
     (
         "probe::etcdlog",
         &[&["episode", "leader", "window"], &["line"], &["time"]],

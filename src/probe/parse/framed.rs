@@ -6,7 +6,7 @@
 
 use serde_json::{json, Map, Value};
 
-use super::bounds;
+use super::{bounds, raw};
 use crate::probe::frame::Frames;
 use crate::probe::output::PROBE_SCHEMA_VERSION;
 
@@ -16,31 +16,60 @@ pub(super) fn document(frames: &Frames) -> (Value, Vec<String>) {
     let mut doc = Map::new();
     doc.insert("schemaVersion".into(), json!(PROBE_SCHEMA_VERSION));
     node(frames.get("node").unwrap_or_default(), &mut doc);
-    let ips: Vec<Value> = frames
-        .get("ips")
+    let ips = raw::ips(frames);
+    doc.insert("ips".into(), json!(ips));
+    // The node's own sections, read from the tools' raw output (src/probe/parse/raw.rs); the
+    // steps that failed there join the script's errors.
+    let mut steps = Vec::new();
+    let self_ip = doc
+        .get("nodeIp")
+        .and_then(Value::as_str)
         .unwrap_or_default()
-        .lines()
-        .map(str::trim)
-        .filter(|l| !l.is_empty())
-        .map(|l| Value::String(l.to_string()))
-        .collect();
-    doc.insert("ips".into(), Value::Array(ips));
-    doc.insert(
-        "errors".into(),
-        Value::Array(errors(frames.get("errors").unwrap_or_default())),
-    );
-    // The sections the script still prints as JSON: one value each, or (the firewall's reads)
-    // the entries of an array, comma-separated; certs one object a line.
+        .to_string();
+    let now_s = doc
+        .get("clockMs")
+        .and_then(Value::as_i64)
+        .map(|ms| ms / 1000);
+    if let Some(v) = raw::etcd(frames, &mut steps) {
+        doc.insert("etcd".into(), json!(v));
+    }
+    if let Some(v) = raw::kubelet(frames) {
+        doc.insert("kubelet".into(), json!(v));
+    }
+    if let Some(v) = raw::manifest(frames) {
+        doc.insert("manifest".into(), json!(v));
+    }
+    if let Some(v) = raw::certs(frames, &self_ip, now_s) {
+        doc.insert("certs".into(), json!(v));
+    }
+    if let Some(v) = raw::api_server(frames, &mut steps) {
+        doc.insert("apiServer".into(), json!(v));
+    }
+    // An output of the first format-2 probes, whose sections for these still held JSON (a
+    // bundle stored then): read as it was.
     for (section, key) in [
         ("etcd", "etcd"),
         ("kubelet", "kubelet"),
         ("manifest", "manifest"),
         ("apiserver", "apiServer"),
     ] {
-        if let Some(v) = json_section(frames, section, &mut problems) {
+        if let Some(v) = frames
+            .get(section)
+            .and_then(|t| serde_json::from_str(t).ok())
+        {
             doc.insert(key.into(), v);
         }
     }
+    if let Some(text) = frames.get("certs").filter(|t| t.starts_with('{')) {
+        let certs: Vec<Value> = text
+            .lines()
+            .filter_map(|l| serde_json::from_str(l).ok())
+            .collect();
+        doc.insert("certs".into(), Value::Array(certs));
+    }
+    let mut errors = errors(frames.get("errors").unwrap_or_default());
+    errors.extend(steps.iter().map(|e| json!(e)));
+    doc.insert("errors".into(), Value::Array(errors));
     // etcd's own answers, as it sent them, judged here (src/probe/etcdask.rs).
     for (section, key) in [
         ("health", "health"),
@@ -57,20 +86,16 @@ pub(super) fn document(frames: &Frames) -> (Value, Vec<String>) {
         "paths".into(),
         serde_json::to_value(paths).unwrap_or(Value::Array(Vec::new())),
     );
-    if let Some(text) = frames.get("certs") {
-        let mut certs = Vec::new();
-        for line in text.lines().filter(|l| !l.trim().is_empty()) {
-            match serde_json::from_str::<Value>(line) {
-                Ok(v) => certs.push(v),
-                Err(_) => problems.push(unreadable("certs")),
-            }
-        }
-        doc.insert("certs".into(), Value::Array(certs));
-    }
     let mut fw = Map::new();
     for (section, key) in [("firewall.before", "before"), ("firewall.after", "after")] {
-        if let Some(v) = json_list(frames, section, &mut problems) {
-            fw.insert(key.into(), v);
+        let text = frames.get(section).unwrap_or_default();
+        if text.starts_with('{') {
+            // The first format-2 probes' JSON entries, comma-separated.
+            if let Ok(v) = serde_json::from_str::<Value>(&format!("[{text}]")) {
+                fw.insert(key.into(), v);
+            }
+        } else if let Some(v) = raw::firewall(frames, section) {
+            fw.insert(key.into(), json!(v));
         }
     }
     doc.insert("firewall".into(), Value::Object(fw));
@@ -127,30 +152,6 @@ fn errors(text: &str) -> Vec<Value> {
 
 fn unreadable(section: &str) -> String {
     format!("its section {section} is not what the probe prints (not read)")
-}
-
-/// A section holding one JSON value; None (said) when it does not, None (unsaid) when absent.
-fn json_section(frames: &Frames, section: &str, problems: &mut Vec<String>) -> Option<Value> {
-    let text = frames.get(section)?;
-    match serde_json::from_str(text) {
-        Ok(v) => Some(v),
-        Err(_) => {
-            problems.push(unreadable(section));
-            None
-        }
-    }
-}
-
-/// A section holding an array's entries, comma-separated (empty: none).
-fn json_list(frames: &Frames, section: &str, problems: &mut Vec<String>) -> Option<Value> {
-    let text = frames.get(section)?;
-    match serde_json::from_str(&format!("[{text}]")) {
-        Ok(v) => Some(v),
-        Err(_) => {
-            problems.push(unreadable(section));
-            None
-        }
-    }
 }
 
 /// One of etcd's answers ([`crate::probe::etcdask`]); None (unsaid) when the section is absent.

@@ -1,7 +1,9 @@
 //! Unit tests of `parse`.
 
 use super::*;
+use crate::probe::frame::{self, Frames};
 use crate::probe::output::{HealthOutcome, RuntimeQuery, TcpOutcome, TlsOutcome};
+use crate::probe::parse::raw::{tests::PS, MAX_IPS};
 
 macro_rules! fixture {
     ($name:literal) => {
@@ -902,4 +904,138 @@ mod etcdask_tests {
             }
         }
     }
+}
+
+/// The raw sections read through the whole framed document (here, above `framed` and `raw`: a
+/// reader's own tests cannot use the module that calls it).
+
+fn raw_frames(sections: &[(&str, &str)]) -> Frames {
+    let mut out = String::from("etcdnet-probe 2\n");
+    for (name, text) in sections {
+        out.push_str(&format!("@{name}\n"));
+        for l in text.lines() {
+            out.push_str(&format!("|{l}\n"));
+        }
+    }
+    out.push_str(&format!("@end {}\n", sections.len()));
+    frame::read(&out).unwrap()
+}
+
+/// The first format-2 probes printed these sections as JSON: a bundle stored then is read as
+/// it was.
+#[test]
+fn the_first_framed_outputs_json_sections_are_still_read() {
+    let f = raw_frames(&[
+        ("node", "10.0.0.5\ncp1\n1796220000000\n900\n"),
+        ("ips", "10.0.0.5\n"),
+        (
+            "etcd",
+            r#"{"query":"CrictlMissing","error":"crictl not found in PATH","containers":[],"logs":null}"#,
+        ),
+        (
+            "kubelet",
+            r#"{"active":"active","since":null,"error":null}"#,
+        ),
+        (
+            "certs",
+            r#"{"file":"ca.crt","sans":[],"error":"not found: /x"}"#,
+        ),
+        (
+            "firewall.before",
+            r#"{"tool":"nft","outcome":"Missing","detail":"nft not found"}"#,
+        ),
+    ]);
+    let (doc, _) = crate::probe::parse::framed::document(&f);
+    assert_eq!(doc["ips"], serde_json::json!(["10.0.0.5"]));
+    assert_eq!(doc["etcd"]["query"], "CrictlMissing");
+    assert_eq!(doc["kubelet"]["active"], "active");
+    assert_eq!(doc["certs"][0]["error"], "not found: /x");
+    assert_eq!(doc["firewall"]["before"][0]["outcome"], "Missing");
+}
+
+/// A 16 MiB framed output of huge node sections (the bounds test of format 1, on the raw
+/// sections): every list is read at the probe's caps, each cut said, within seconds of CPU.
+#[test]
+fn a_16_mib_output_of_huge_node_sections_is_read_within_the_caps_quickly() {
+    use crate::probe::parse::bounds::{MAX_CERTS, MAX_FIREWALL_READS, MAX_SANS};
+    let share = crate::probe::parse::MAX_OUTPUT_BYTES / 8;
+    let many = |line: &dyn Fn(usize) -> String| {
+        let mut out = String::new();
+        let mut i = 0;
+        while out.len() + 200 < share {
+            out.push_str(&line(i));
+            out.push('\n');
+            i += 1;
+        }
+        out
+    };
+    let certs = format!(
+    "file peer.crt 1 /p\n{}--\nCertificate:\n  Not Before: Dec  2 14:20:53 2026 GMT\n  Not After : Dec  2 14:20:53 2027 GMT\n  X509v3 Subject Alternative Name: \n      {}\n",
+    many(&|i| format!("file f{i}.crt 1 /p/f{i}.crt")),
+    (0..share / 20).map(|i| format!("DNS:s{i}")).collect::<Vec<_>>().join(", ")
+);
+    let firewall = many(&|i| format!("tool nft{i}\nrc 0\ncounts 1 1 0\n= table inet t{i} {{"));
+    let log = format!(
+        "id 2222bbbb\nrc 0\nmax 262144\nsize 99999999\n--\n{}",
+        many(&|i| format!("{{\"level\":\"warn\",\"msg\":\"line {i}\"}}"))
+    );
+    let ips = format!(
+        "tool hostname\n--\n{}",
+        many(&|i| format!("10.{}.{}.1", i >> 8 & 255, i & 255))
+    );
+    let manifest = format!(
+        "--\n{}",
+        many(&|i| format!("    - --advertise-client-urls={}", "u,".repeat(i % 64)))
+    );
+    let text = {
+        let f = raw_frames(&[
+            ("node", "10.0.0.5\ncp1\n1796220000000\n900\n"),
+            ("certs", &certs),
+            ("firewall.before", &firewall),
+            ("etcd.ps", &format!("rc 0\n--\n{PS}")),
+            ("etcd.log", &log),
+            ("ips", &ips),
+            ("manifest", &manifest),
+        ]);
+        // Printed again as a node would (the frames' text, each line behind `|`).
+        let mut out = String::from("etcdnet-probe 2\n");
+        for s in &f.sections {
+            out.push_str(&format!("@{}\n", s.name));
+            for l in s.text.lines() {
+                out.push_str(&format!("|{l}\n"));
+            }
+        }
+        out.push_str(&format!("@end {}\n", f.sections.len()));
+        out
+    };
+    assert!(
+        text.len() <= crate::probe::parse::MAX_OUTPUT_BYTES,
+        "{}",
+        text.len()
+    );
+    let started = crate::testing::cpu_time();
+    let out = crate::probe::parse::parse("cp1", text.as_bytes()).unwrap();
+    let took = crate::testing::cpu_time() - started;
+    assert_eq!(out.certs.len(), MAX_CERTS);
+    assert_eq!(out.certs[0].sans.len(), MAX_SANS);
+    assert_eq!(out.firewall.before.len(), MAX_FIREWALL_READS);
+    assert!(out.ips.len() <= MAX_IPS);
+    let log = out.etcd.logs.unwrap();
+    assert!(
+        log.truncated && log.text.len() <= 262144,
+        "{}",
+        log.text.len()
+    );
+    assert!(out.manifest.unwrap().advertise_client_urls.len() <= 64);
+    for said in ["its certificates: ", "a certificate's SANs: "] {
+        assert!(
+            out.document_problems.iter().any(|l| l.starts_with(said)),
+            "{said}: {:#?}",
+            out.document_problems
+        );
+    }
+    assert!(
+        took < std::time::Duration::from_secs(15),
+        "took {took:?} of CPU"
+    );
 }
