@@ -906,9 +906,10 @@ mod etcdask_tests {
     }
 }
 
-/// The raw sections read through the whole framed document (here, above `framed` and `raw`: a
-/// reader's own tests cannot use the module that calls it).
+// The raw sections read through the whole framed document (here, above `framed` and `raw`: a
+// reader's own tests cannot use the module that calls it).
 
+/// A framed output of these sections, as probe.sh prints one.
 fn raw_frames(sections: &[(&str, &str)]) -> Frames {
     let mut out = String::from("etcdnet-probe 2\n");
     for (name, text) in sections {
