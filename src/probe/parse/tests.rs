@@ -1,9 +1,11 @@
 //! Unit tests of `parse`.
 
 use super::*;
-use crate::probe::frame::{self, Frames};
 use crate::probe::output::{HealthOutcome, RuntimeQuery, TcpOutcome, TlsOutcome};
-use crate::probe::parse::raw::{tests::PS, MAX_IPS};
+use crate::probe::parse::raw::{
+    tests::{frames, PS},
+    MAX_IPS,
+};
 
 macro_rules! fixture {
     ($name:literal) => {
@@ -909,24 +911,11 @@ mod etcdask_tests {
 // The raw sections read through the whole framed document (here, above `framed` and `raw`: a
 // reader's own tests cannot use the module that calls it).
 
-/// A framed output of these sections, as probe.sh prints one.
-fn raw_frames(sections: &[(&str, &str)]) -> Frames {
-    let mut out = String::from("etcdnet-probe 2\n");
-    for (name, text) in sections {
-        out.push_str(&format!("@{name}\n"));
-        for l in text.lines() {
-            out.push_str(&format!("|{l}\n"));
-        }
-    }
-    out.push_str(&format!("@end {}\n", sections.len()));
-    frame::read(&out).unwrap()
-}
-
 /// The first format-2 probes printed these sections as JSON: a bundle stored then is read as
 /// it was.
 #[test]
 fn the_first_framed_outputs_json_sections_are_still_read() {
-    let f = raw_frames(&[
+    let f = frames(&[
         ("node", "10.0.0.5\ncp1\n1796220000000\n900\n"),
         ("ips", "10.0.0.5\n"),
         (
@@ -989,7 +978,7 @@ fn a_16_mib_output_of_huge_node_sections_is_read_within_the_caps_quickly() {
         many(&|i| format!("    - --advertise-client-urls={}", "u,".repeat(i % 64)))
     );
     let text = {
-        let f = raw_frames(&[
+        let f = frames(&[
             ("node", "10.0.0.5\ncp1\n1796220000000\n900\n"),
             ("certs", &certs),
             ("firewall.before", &firewall),

@@ -3,7 +3,8 @@
 use super::*;
 use crate::probe::frame;
 
-fn frames(sections: &[(&str, &str)]) -> Frames {
+/// A framed output of these sections, as probe.sh prints one.
+pub(crate) fn frames(sections: &[(&str, &str)]) -> Frames {
     let mut out = String::from("etcdnet-probe 2\n");
     for (name, text) in sections {
         out.push_str(&format!("@{name}\n"));
