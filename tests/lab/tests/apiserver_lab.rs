@@ -106,7 +106,9 @@ fn apiserver_and_vip() {
 
     // Every member leaderless: the etcd check fails, 500, the real body; the log says why.
     // Polled, and the code read from the same answer as the body: the fabric drops packets *to*
-    // 2379/2380, so the raft streams' data (sent from 2380) keeps flowing for the seconds until
+    // 2379/2380, so the raft streams' data (sent from 2380: the member a stream dials writes its
+    // messages to the dialer on the response, etcd server/etcdserver/api/rafthttp/http.go
+    // `streamHandler.ServeHTTP`, `attachOutgoingConn`) keeps flowing for the seconds until
     // TCP stalls on its lost ACKs (seen: a second or two), and readyz can pass again after its
     // first failure.
     lab.inject(Fault::DropAllPeers).unwrap();

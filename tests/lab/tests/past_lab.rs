@@ -236,7 +236,9 @@ fn a_removed_member_is_restarted_and_exits_again(etcd: EtcdVersion) {
 // Long: one lab for both cases (membership made with the real etcdctl: a learner, a member
 // without a VM, cp3 rejoined as a learner and promoted; then cp1 aged hours back), as a lab each
 // was a lab start more per etcd line (issue 39, item 5). The membership first: etcd refuses a
-// member add until its leader has been connected to every voting member for 5 s, which a member
+// member add until its leader has been connected to every voting member for 5 s (etcd
+// server/etcdserver/server.go: `mayAddMember` under `--strict-reconfig-check`, the default,
+// asks `isConnectedFullySince(..., now - HealthInterval)`, `HealthInterval` 5 s), which a member
 // just restarted with a past is not; the learner case ends healthy, cp3 promoted. 3.4's text
 // logger needs a lab of its own, started last.
 fn members_without_a_vm_and_learners_then_aged(etcd: EtcdVersion) {
