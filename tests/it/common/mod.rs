@@ -938,6 +938,22 @@ pub fn wait_for(what: &str, bound: Duration, ready: impl Fn() -> bool) {
     }
 }
 
+/// Polls `ready` every half second until it holds (true) or `bound` has passed (false), without
+/// failing: a wait for the lab's own cheap sign before a diagnosis, which then makes the
+/// assertions (and polls on, bounded, should this wait end unseen).
+pub fn settle(bound: Duration, mut ready: impl FnMut() -> bool) -> bool {
+    let deadline = Instant::now() + bound;
+    loop {
+        if ready() {
+            return true;
+        }
+        if Instant::now() > deadline {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(500));
+    }
+}
+
 /// The child's exit code once it ends within `bound`; kills it and fails otherwise.
 pub fn exit_within(child: &mut std::process::Child, bound: Duration) -> i32 {
     let deadline = Instant::now() + bound;

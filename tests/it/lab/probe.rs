@@ -206,9 +206,8 @@ impl Case {
         if words.is_empty() {
             return;
         }
-        let deadline = Instant::now() + timeout;
-        loop {
-            let logged = self.new_lines(lab).iter().any(|text| {
+        crate::common::settle(timeout, || {
+            self.new_lines(lab).iter().any(|text| {
                 let s = classify(text);
                 words.iter().any(|w| {
                     if let Some(peer) = w.strip_prefix("= ") {
@@ -221,12 +220,8 @@ impl Case {
                         text.contains(w)
                     }
                 })
-            });
-            if logged || Instant::now() > deadline {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(500));
-        }
+            })
+        });
     }
 }
 

@@ -796,20 +796,17 @@ fn wait_logged(
     let has = |cuts: &[(String, String)], x: &str, y: &str| {
         (cuts.iter()).any(|(a, b)| (a == x && b == y) || (!from_x && a == y && b == x))
     };
-    loop {
-        let cuts = logged_cuts(w, keys);
-        if pairs.iter().all(|(x, y)| has(&cuts, x, y)) {
-            eprintln!(
-                "  the cut of {pairs:?} logged after {:?}",
-                started.elapsed()
-            );
-            return;
-        }
-        if started.elapsed() > SETTLE {
-            eprintln!("  the cut of {pairs:?} not logged within {SETTLE:?}: {cuts:?}");
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(500));
+    let mut cuts = Vec::new();
+    if crate::common::settle(SETTLE, || {
+        cuts = logged_cuts(w, keys);
+        pairs.iter().all(|(x, y)| has(&cuts, x, y))
+    }) {
+        eprintln!(
+            "  the cut of {pairs:?} logged after {:?}",
+            started.elapsed()
+        );
+    } else {
+        eprintln!("  the cut of {pairs:?} not logged within {SETTLE:?}: {cuts:?}");
     }
 }
 
