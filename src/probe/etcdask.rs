@@ -23,7 +23,7 @@
 
 use serde_json::{json, Value};
 
-use crate::probe::metrics;
+use crate::probe::{cap, metrics};
 
 /// Members kept of a list (then `truncated`), URLs of a member, bytes of a name or URL (then
 /// `...`); alarms kept, bytes of an alarm's name. The document's caps too
@@ -111,16 +111,6 @@ fn split(text: &str) -> Answer<'_> {
     let body: Vec<&str> = lines.collect();
     a.body = body.join("\n");
     a
-}
-
-/// The first `max` bytes of `s` and `...` when it was longer (probe.sh's `cap(s, max)`).
-fn cap(s: &str, max: usize) -> String {
-    let h = crate::probe::head(s, max);
-    if h.len() < s.len() {
-        format!("{h}...")
-    } else {
-        s.to_string()
-    }
 }
 
 impl Answer<'_> {

@@ -391,12 +391,7 @@ fn counter_pair(s: &str) -> Option<(u64, u64)> {
 }
 
 fn cap(s: &str) -> String {
-    let s = s.trim();
-    if s.len() <= MAX_RULE_TEXT {
-        s.to_string()
-    } else {
-        format!("{}...", crate::probe::head(s, MAX_RULE_TEXT))
-    }
+    crate::probe::cap(s.trim(), MAX_RULE_TEXT)
 }
 
 /// nft's words, with `{ a, b }` as one word.

@@ -251,6 +251,15 @@ pub fn head(text: &str, max: usize) -> &str {
     &text[..end]
 }
 
+/// `text` cut at `max` bytes (on a character boundary) with `...` when it was longer: the one
+/// way a detail quoting outside text is bounded (probe.sh's `cap(s, max)` did the same).
+pub(crate) fn cap(text: &str, max: usize) -> String {
+    match head(text, max) {
+        h if h.len() < text.len() => format!("{h}..."),
+        h => h.to_string(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::head;

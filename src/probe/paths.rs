@@ -9,6 +9,7 @@
 //!
 //! Total: whatever the sections hold gives one [`PathCheck`] per check named in `paths`.
 
+use crate::probe::cap;
 use crate::probe::frame::Frames;
 use crate::probe::output::{PathCheck, TcpOutcome, TlsOutcome};
 
@@ -159,15 +160,6 @@ fn final_word(line: &str) -> bool {
     })
 }
 
-fn cap(s: &str) -> String {
-    let h = crate::probe::head(s, DETAIL);
-    if h.len() < s.len() {
-        format!("{h}...")
-    } else {
-        s.to_string()
-    }
-}
-
 fn ms(secs: f64) -> u64 {
     (secs * 1000.0 + 0.5) as u64
 }
@@ -295,7 +287,7 @@ fn judge(
                 curl_exited.clone()
             }
         });
-        check.tcp_detail = Some(cap(&detail));
+        check.tcp_detail = Some(cap(&detail, DETAIL));
         return check;
     }
     check.tcp = TcpOutcome::Connected;
@@ -352,7 +344,7 @@ fn judge(
         tls_detail = curl_exited;
     }
     if !tls_detail.is_empty() {
-        check.tls_detail = Some(cap(&tls_detail));
+        check.tls_detail = Some(cap(&tls_detail, DETAIL));
     }
     check
 }

@@ -14,6 +14,7 @@
 use k8s_openapi::jiff::{civil::DateTime, tz::TimeZone};
 use serde_json::Value;
 
+use crate::probe::cap;
 use crate::probe::firewall::{FirewallRead, ReadOutcome};
 use crate::probe::frame::Frames;
 use crate::probe::output::{
@@ -117,14 +118,6 @@ fn section_max<'a>(frames: &'a Frames, name: &str, max: usize) -> Option<Raw<'a>
     raw.body.truncate(keep);
     raw.head.truncate(MAX_HEAD_LINES);
     Some(raw)
-}
-
-/// `s` cut at `max` bytes with `...`, as probe.sh's `cap(s, max)`.
-fn cap(s: &str, max: usize) -> String {
-    match crate::probe::head(s, max) {
-        h if h.len() < s.len() => format!("{h}..."),
-        h => h.to_string(),
-    }
 }
 
 /// The last line of a tool's stderr that says something, capped; crictl's `msg="..."`
