@@ -94,16 +94,19 @@ fn probe_all(lab: &Lab) -> Vec<NodeReport> {
                             &node.name,
                             &script::argv(&args),
                             None,
-                            Duration::from_secs(30),
+                            Duration::from_secs(90),
                         )
                         .expect("the probe runs on the node");
                     let took = started.elapsed();
-                    // The probe's own bound, whatever the number of peers: connect + TLS + ~1 s,
-                    // plus the lab's ~40 ms to enter the node's view, plus what CPU the shared
-                    // test machine left it (7.1 and 7.5 s with five labs on 2 cores). A probe
-                    // that waited on TCP's own timeouts would take minutes.
+                    // The probe keeps its own bound (connect + TLS + ~1 s, whatever the number
+                    // of peers) instead of TCP's: a SYN to a dropped port is retried for ~127 s
+                    // (tcp_syn_retries 6, Documentation/networking/ip-sysctl.rst) and a stalled
+                    // TLS handshake waits forever. What is asserted is that difference, not a
+                    // speed: 7.1 and 7.5 s with five labs on 2 cores, more on a busier CI run,
+                    // so the slack is wide (this is not a benchmark) and still far under the
+                    // minutes TCP would take.
                     assert!(
-                        took <= args.expected_duration() + Duration::from_secs(5),
+                        took <= args.expected_duration() * 2 + Duration::from_secs(20),
                         "{}: the probe took {took:?}",
                         node.name
                     );
