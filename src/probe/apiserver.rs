@@ -15,6 +15,8 @@
 //!   the DER (RFC 5280 4.1: TBSCertificate's fifth field).
 
 use k8s_openapi::jiff::{civil::DateTime, tz::TimeZone, Timestamp};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::probe::output::{ApiServerRead, QueryOutcome, RawRead};
@@ -247,30 +249,45 @@ pub fn rfc3339(secs: i64) -> String {
         .unwrap_or_default()
 }
 
-/// What a kube-apiserver log line says, in the order a verdict names them.
+/// What a kube-apiserver log line says.
+// In the order a verdict names them. A leaf of the report (`report::v1alpha2`): the `///`
+// comments are the JSON Schema's, the sources beside them in `//`.
 #[derive(
-    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, strum::Display, strum::VariantArray,
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Serialize,
+    Deserialize,
+    JsonSchema,
+    strum::Display,
+    strum::VariantArray,
 )]
 pub enum ApiLogKind {
-    /// A fatal line (klog `F`), or component-base's `"command failed"` (the process exits).
+    /// A fatal line, or `"command failed"`: the process exits.
+    // klog's `F`; component-base's `"command failed"`.
     Fatal,
-    /// Its port taken or its address gone: `listen tcp 0.0.0.0:6443: bind: address already in
-    /// use` (Go's net.OpError of syscall.EADDRINUSE, wrapped "failed to listen on ..." and
-    /// "failed to create listener: ..." in staging/src/k8s.io/apiserver/pkg/server/options/serving.go).
+    /// `bind: address already in use` (its port taken).
+    // Or its address gone: `listen tcp 0.0.0.0:6443: bind: address already in use` (Go's
+    // net.OpError of syscall.EADDRINUSE, wrapped "failed to listen on ..." and "failed to
+    // create listener: ..." in staging/src/k8s.io/apiserver/pkg/server/options/serving.go).
     BindFailed,
-    /// A certificate out of its dates: Go's `x509: certificate has expired or is not yet
-    /// valid` (crypto/x509 `CertificateInvalidError`, `Expired`), or the TLS alert
-    /// `tls: expired certificate` (crypto/tls alert.go) a peer sent back.
+    /// `x509: certificate has expired or is not yet valid`, `tls: expired certificate`.
+    // A certificate out of its dates: Go's crypto/x509 `CertificateInvalidError`, `Expired`, or
+    // the TLS alert (crypto/tls alert.go) a peer sent back.
     CertificateInvalid,
-    /// etcd not answering: a dial to 2379 refused or timed out (grpc-go's `transport: Error while
-    /// dialing: dial tcp 127.0.0.1:2379: connect: connection refused`), `context deadline
-    /// exceeded` toward etcd, or etcd's own `etcdserver: request timed out` / `etcdserver: no
-    /// leader` / `etcdserver: leader changed` (ErrGRPCTimeout, ErrGRPCNoLeader,
-    /// ErrGRPCLeaderChanged in etcd's api/v3rpc/rpctypes/error.go).
+    /// etcd not answering: a dial to 2379 refused or timed out, `etcdserver: request timed out`.
+    // The dial: grpc-go's `transport: Error while dialing: dial tcp 127.0.0.1:2379: connect:
+    // connection refused`, or `context deadline exceeded` toward etcd; etcd's own: `etcdserver:
+    // request timed out` / `etcdserver: no leader` / `etcdserver: leader changed`
+    // (ErrGRPCTimeout, ErrGRPCNoLeader, ErrGRPCLeaderChanged in etcd's api/v3rpc/rpctypes/
+    // error.go).
     EtcdUnreachable,
 }
 
-/// One kind of line in the log tail.
 impl ApiLogKind {
     /// The kind in words, for people (issue 38; the JSON keeps the code).
     pub fn phrase(self) -> &'static str {
@@ -283,13 +300,19 @@ impl ApiLogKind {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// One kind of line in the API server's log tail.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
 pub struct ApiLogFinding {
     pub kind: ApiLogKind,
+    /// How many lines of the tail.
     pub count: usize,
-    /// The newest such line, capped at [`MAX_QUOTE`] characters.
+    /// The newest such line (at most 300 characters).
+    // Capped at [`MAX_QUOTE`] characters.
     pub line: String,
-    /// Its klog time (`MMDD hh:mm:ss.uuuuuu`), when it has one.
+    /// Its klog time (`MMDD hh:mm:ss.uuuuuu`).
+    // When it has one.
+    #[serde(default)]
     pub at: Option<String>,
 }
 
@@ -393,7 +416,18 @@ pub struct ApiServer {
 }
 
 /// What the node's API server is doing, most telling first.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, strum::Display, strum::VariantArray)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Serialize,
+    Deserialize,
+    JsonSchema,
+    strum::Display,
+    strum::VariantArray,
+)]
 pub enum ApiServerState {
     /// `/readyz` passed and the serving certificate is within its dates.
     Ready,
@@ -401,17 +435,21 @@ pub enum ApiServerState {
     CertificateExpired,
     /// Its serving certificate's notBefore is ahead (by the node's clock).
     CertificateNotYetValid,
-    /// It answers, `/readyz` names failed checks (e.g. `etcd`): starting, or cut from etcd.
+    /// It answers, `/readyz` names failed checks.
+    // E.g. `etcd`: starting, or cut from etcd.
     NotReady,
-    /// It answers HTTP, its readiness not told (401/403 to an anonymous request).
+    /// It answers HTTP (401/403 to an anonymous request): its readiness not told.
     Answering,
-    /// Its newest container exited after restarts: kubelet restarts it, it dies again.
+    /// Its newest container exited after restarts.
+    // kubelet restarts it, it dies again.
     CrashLooping,
-    /// No container running and none restarting (or none at all).
+    /// No container running, none restarting.
+    // Or none at all.
     NotRunning,
-    /// Its container runs but 6443 gives no HTTP answer.
+    /// Its container runs, 6443 gives no HTTP answer.
     NoAnswer,
-    /// Not read (an older probe, or neither crictl nor curl on the node).
+    /// Not read.
+    // An older probe, or neither crictl nor curl on the node.
     Unknown,
 }
 

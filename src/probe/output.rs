@@ -1,9 +1,13 @@
 //! What the node probe (`probe.sh`) prints: exactly one JSON document, versioned by
 //! `schemaVersion`. These types are that contract; the script and the parser change together.
+//! The sections' types are also the report's (`report::v1alpha2` re-exports them, issue 39 item
+//! 3): their `///` comments are the JSON Schema's descriptions, so the longer notes for
+//! maintainers are `//` comments beside them.
 //!
 //! Every field a node might fail to provide is optional or has a "could not read" form: a
 //! missing tool or a failing step is data, never an abort.
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 /// The schema version this build reads. The probe prints it first.
@@ -116,29 +120,32 @@ impl std::fmt::Debug for RawDocument {
     }
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+/// The node's etcd containers as the container runtime lists them.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct EtcdContainer {
     /// Whether the container runtime could be asked at all.
     #[serde(default)]
     pub query: RuntimeQuery,
+    /// Why the runtime could not be asked.
     #[serde(default)]
     pub error: Option<String>,
     /// Every etcd container `crictl ps -a --name etcd` lists, newest first.
     #[serde(default)]
     pub containers: Vec<Container>,
-    /// The tail of the newest container's log.
+    /// The tail of the newest container's log (its text is left out of reports).
     #[serde(default)]
     pub logs: Option<LogSample>,
-    /// The tail of the previous container's log, read when the newest is not running or its log
-    /// has fewer lines than `--log-lines` (a restarted member starts a new log). From `crictl
-    /// logs` of the second newest container, else from the kubelet's log file of the attempt
-    /// before (then `previous_logs_file`). Its bytes and the newest's share `--log-bytes`.
+    /// The tail of the previous container's log.
+    // Read when the newest is not running or its log has fewer lines than `--log-lines` (a
+    // restarted member starts a new log). From `crictl logs` of the second newest container,
+    // else from the kubelet's log file of the attempt before (then `previous_logs_file`). Its
+    // bytes and the newest's share `--log-bytes`.
     #[serde(default)]
     pub previous_logs: Option<LogSample>,
-    /// The kubelet log file (`/var/log/pods/kube-system_etcd-<node>_<uid>/etcd/<attempt>.log`)
-    /// `previous_logs` was read from; `None` when crictl gave it. Its `container_id` is then the
-    /// crictl ID when the container was still listed, else empty.
+    /// The kubelet log file `previous_logs` was read from; absent when crictl gave it.
+    // The file is `/var/log/pods/kube-system_etcd-<node>_<uid>/etcd/<attempt>.log`; its
+    // `container_id` is then the crictl ID when the container was still listed, else empty.
     #[serde(default)]
     pub previous_logs_file: Option<String>,
 }
@@ -160,6 +167,7 @@ impl EtcdContainer {
     }
 }
 
+/// Whether the container runtime could be asked.
 #[derive(
     Debug,
     Clone,
@@ -169,6 +177,7 @@ impl EtcdContainer {
     Eq,
     Serialize,
     Deserialize,
+    JsonSchema,
     strum::Display,
     strum::VariantArray,
 )]
@@ -179,13 +188,16 @@ pub enum RuntimeQuery {
     CrictlMissing,
     /// crictl is there but failed (runtime down, socket missing).
     RuntimeError,
+    /// Not asked.
     #[default]
     NotRun,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+/// One etcd container.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Container {
+    /// The container ID.
     pub id: String,
     /// As crictl says it: `CONTAINER_RUNNING`, `CONTAINER_EXITED`, `Running`, `Exited`, ...
     pub state: String,
@@ -204,37 +216,54 @@ impl Container {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+/// A container's log tail.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct LogSample {
+    /// The container the log is of.
     pub container_id: String,
-    /// The log text (stdout and stderr of the container), at most `--log-lines` lines and a
-    /// byte cap, the newest kept.
+    /// The log text; empty in reports (the findings read from it are in `logs`).
+    // The container's stdout and stderr, at most `--log-lines` lines and a byte cap, the newest
+    // kept.
     pub text: String,
+    /// How many lines were read.
     pub lines: u32,
     /// True when the byte cap cut it.
     #[serde(default)]
     pub truncated: bool,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+/// The kubelet's systemd service.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Kubelet {
-    /// `systemctl is-active kubelet`: active, inactive, failed, activating, ...; absent when
-    /// it could not be asked.
+    /// `systemctl is-active kubelet`; absent when it could not be asked.
+    // active, inactive, failed, activating, ...
     #[serde(default)]
     pub active: Option<String>,
     /// `ActiveEnterTimestamp`, as systemd prints it.
     #[serde(default)]
     pub since: Option<String>,
+    /// Why it could not be asked.
     #[serde(default)]
     pub error: Option<String>,
 }
 
+/// How a TCP dial went.
 #[derive(
-    Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, strum::Display, strum::VariantArray,
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Serialize,
+    Deserialize,
+    JsonSchema,
+    strum::Display,
+    strum::VariantArray,
 )]
 pub enum TcpOutcome {
+    /// It connected.
     Connected,
     /// No answer within the connect timeout (a dropping firewall).
     Timeout,
@@ -242,11 +271,22 @@ pub enum TcpOutcome {
     Refused,
     /// ICMP unreachable / no route.
     NoRoute,
+    /// Another error.
     Error,
 }
 
+/// How the TLS handshake after a TCP connect went.
 #[derive(
-    Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, strum::Display, strum::VariantArray,
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Serialize,
+    Deserialize,
+    JsonSchema,
+    strum::Display,
+    strum::VariantArray,
 )]
 pub enum TlsOutcome {
     /// The handshake finished (with the node's peer certificate).
@@ -255,28 +295,35 @@ pub enum TlsOutcome {
     Stalled,
     /// The handshake failed with an error (bad certificate, expired, unknown CA, ...).
     Rejected,
-    /// The handshake completed but the request after it got no HTTP answer in time: not etcd
-    /// answering there (or one too busy to), never a working path.
+    /// The handshake completed but the request after it got no HTTP answer in time.
+    // Not etcd answering there (or one too busy to), never a working path.
     NoHttpAnswer,
     /// Not attempted (TCP did not connect, or no certificate to try with).
     NotTried,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+/// One dial from the node to an etcd port.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct PathCheck {
     /// The address dialled.
     pub target: String,
+    /// The port dialled.
     pub port: u16,
     /// True for this node's own IP.
     #[serde(default)]
     pub own: bool,
+    /// How the TCP connect went.
     pub tcp: TcpOutcome,
+    /// How long the TCP connect took.
     #[serde(default)]
     pub tcp_ms: Option<u64>,
+    /// The TCP error, when there is one.
     #[serde(default)]
     pub tcp_detail: Option<String>,
+    /// How the TLS handshake went.
     pub tls: TlsOutcome,
+    /// How long the TLS handshake took.
     #[serde(default)]
     pub tls_ms: Option<u64>,
     /// The TLS or x509 error, when rejected.
@@ -287,13 +334,16 @@ pub struct PathCheck {
     pub http_status: Option<u16>,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+/// One etcd certificate of the node.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct CertInfo {
     /// The file name under /etc/kubernetes/pki/etcd/ (e.g. `peer.crt`).
     pub file: String,
+    /// Its notBefore.
     #[serde(default)]
     pub not_before: Option<String>,
+    /// Its notAfter.
     #[serde(default)]
     pub not_after: Option<String>,
     /// Seconds until expiry at probe time (negative: expired).
@@ -308,27 +358,36 @@ pub struct CertInfo {
     /// Whether the SANs contain `nodeIp` (only for server.crt and peer.crt).
     #[serde(default)]
     pub has_node_ip: Option<bool>,
+    /// Why it could not be read.
     #[serde(default)]
     pub error: Option<String>,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+/// What the etcd static-pod manifest says.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Manifest {
+    /// `--name`.
     #[serde(default)]
     pub name: Option<String>,
+    /// `--advertise-client-urls`.
     #[serde(default)]
     pub advertise_client_urls: Vec<String>,
+    /// `--initial-advertise-peer-urls`.
     #[serde(default)]
     pub initial_advertise_peer_urls: Vec<String>,
+    /// `--listen-peer-urls`.
     #[serde(default)]
     pub listen_peer_urls: Vec<String>,
+    /// `--listen-client-urls`.
     #[serde(default)]
     pub listen_client_urls: Vec<String>,
+    /// `--initial-cluster`.
     #[serde(default)]
     pub initial_cluster: Option<String>,
 }
 
+/// What etcd's `/health` said.
 #[derive(
     Debug,
     Clone,
@@ -338,6 +397,7 @@ pub struct Manifest {
     Eq,
     Serialize,
     Deserialize,
+    JsonSchema,
     strum::Display,
     strum::VariantArray,
 )]
@@ -366,18 +426,23 @@ impl HealthOutcome {
     }
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+/// etcd's own `/health` on the node.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Health {
+    /// What it said.
     #[serde(default)]
     pub outcome: HealthOutcome,
+    /// The HTTP status.
     #[serde(default)]
     pub http_status: Option<u16>,
     /// The body, capped (e.g. `{"health":"false","reason":"RAFT NO LEADER"}`).
     #[serde(default)]
     pub body: Option<String>,
+    /// How long it took.
     #[serde(default)]
     pub ms: Option<u64>,
+    /// The error, when there is one.
     #[serde(default)]
     pub detail: Option<String>,
 }
@@ -392,11 +457,10 @@ pub struct Health {
     Eq,
     Serialize,
     Deserialize,
-    schemars::JsonSchema,
+    JsonSchema,
     strum::Display,
     strum::VariantArray,
 )]
-// Also the contract's `QueryOutcome` (`report::v1alpha2`): its doc comments are the schema's.
 pub enum QueryOutcome {
     /// etcd answered 200 with a document of the expected shape.
     Ok,
@@ -408,46 +472,54 @@ pub enum QueryOutcome {
     Skipped,
 }
 
-/// The member list from this node's etcd peer listener (`GET https://<self>:2380/members` with
-/// the node's peer certificate; etcd's `peerMembersHandler`, server/etcdserver/api/etcdhttp/
-/// peer.go, 3.4 to 3.6). It is the member's own copy: answered without quorum.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+/// The member list from the node's etcd peer listener (its own copy, answered without quorum).
+// `GET https://<self>:2380/members` with the node's peer certificate; etcd's
+// `peerMembersHandler`, server/etcdserver/api/etcdhttp/peer.go, 3.4 to 3.6.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Members {
+    /// How the question went.
     #[serde(default)]
     pub outcome: QueryOutcome,
+    /// The HTTP status.
     #[serde(default)]
     pub http_status: Option<u16>,
-    /// The `X-Etcd-Cluster-ID` the node answered with: lowercase hex without leading zeros, as
-    /// etcd and etcdctl print cluster IDs. Also given with an error answer when etcd sent it.
-    /// The parser keeps only that form (anything else is a document problem, and `None`).
+    /// The `X-Etcd-Cluster-ID` the node answered with (lowercase hex, no leading zeros).
+    // As etcd and etcdctl print cluster IDs. Also given with an error answer when etcd sent it.
+    // The parser keeps only that form (anything else is a document problem, and `None`).
     #[serde(default)]
     pub cluster_id: Option<String>,
-    /// At most 64 (then `truncated`), in etcd's order (by ID). The probe's cap, and the
-    /// parser's too ([`crate::probe::parse`]): a longer list is cut there and marked.
+    /// At most 64 (then `truncated`), in etcd's order (by ID).
+    // The probe's cap, and the parser's too (`crate::probe::parse`): a longer list is cut there
+    // and marked.
     #[serde(default)]
     pub members: Vec<Member>,
+    /// True when the list was cut at 64.
     #[serde(default)]
     pub truncated: bool,
+    /// How long it took.
     #[serde(default)]
     pub ms: Option<u64>,
-    /// The URL asked; with the error when there is one (curl's words, the HTTP status and the
-    /// start of the body).
+    /// The URL asked; with the error when there is one.
+    // The error: curl's words, the HTTP status and the start of the body.
     #[serde(default)]
     pub detail: Option<String>,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+/// One etcd member of a node's member list.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Member {
-    /// The member ID, written in lowercase hex without leading zeros, as `etcdctl member list`
-    /// prints it (e.g. `b71f75320dc06a6c`). etcd 3.4 and 3.5 send it as a decimal uint64
-    /// (checked in the lab); the probe converts it exactly. `None` when what was sent is no
-    /// uint64, or when the document wrote it in another form (a document problem: such an
-    /// entry is never taken for a member).
+    /// The member ID as `etcdctl member list` prints it (lowercase hex, no leading zeros).
+    // E.g. `b71f75320dc06a6c`. etcd 3.4 and 3.5 send it as a decimal uint64 (checked in the
+    // lab); the probe converts it exactly. `None` when what was sent is no uint64, or when the
+    // document wrote it in another form (a document problem: such an entry is never taken for
+    // a member).
     #[serde(default)]
+    #[schemars(with = "Option<String>", regex(pattern = r"^[1-9a-f][0-9a-f]{0,15}$"))]
     pub id: Option<MemberId>,
-    /// `None` for a member added but never started (etcd leaves its name out until it publishes).
+    /// Absent for a member added but never started.
+    // etcd leaves its name out until it publishes.
     #[serde(default)]
     pub name: Option<String>,
     /// At most 16.
@@ -456,29 +528,35 @@ pub struct Member {
     /// At most 16; empty for a member that never started.
     #[serde(default)]
     pub client_urls: Vec<String>,
-    /// A learner (etcd leaves the field out when false).
+    /// A learner.
+    // etcd leaves the field out when false.
     #[serde(default)]
     pub is_learner: bool,
 }
 
-/// The alarm list of this node's etcd (`POST https://127.0.0.1:2379/v3/maintenance/alarm`,
-/// `{"action":"GET"}`, through etcd's grpc-gateway with the healthcheck-client certificate;
-/// `[::1]` on IPv6 nodes). It goes through raft: without quorum it is an `Error` (a timeout),
-/// which is data, not a probe failure.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+/// The alarm list of the node's etcd (it needs quorum: without it, an `Error`).
+// `POST https://127.0.0.1:2379/v3/maintenance/alarm`, `{"action":"GET"}`, through etcd's
+// grpc-gateway with the healthcheck-client certificate; `[::1]` on IPv6 nodes. It goes through
+// raft: without quorum it is an `Error` (a timeout), which is data, not a probe failure.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Alarms {
+    /// How the question went.
     #[serde(default)]
     pub outcome: QueryOutcome,
+    /// The HTTP status.
     #[serde(default)]
     pub http_status: Option<u16>,
     /// The active alarms (empty when `Ok` and none), at most 64 (then `truncated`).
     #[serde(default)]
     pub alarms: Vec<Alarm>,
+    /// True when the list was cut at 64.
     #[serde(default)]
     pub truncated: bool,
+    /// How long it took.
     #[serde(default)]
     pub ms: Option<u64>,
+    /// The URL asked; with the error when there is one.
     #[serde(default)]
     pub detail: Option<String>,
 }
@@ -566,14 +644,16 @@ pub struct RawRead {
     pub detail: Option<String>,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+/// One active etcd alarm.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Alarm {
-    /// The member the alarm is raised for, as [`Member::id`].
+    /// The member the alarm is raised for, as a member's `id`.
     #[serde(default)]
+    #[schemars(with = "Option<String>", regex(pattern = r"^[1-9a-f][0-9a-f]{0,15}$"))]
     pub member_id: Option<MemberId>,
-    /// etcd's AlarmType name: `NOSPACE`, `CORRUPT` (`NONE` for an entry without one); another
-    /// name as etcd sent it (capped).
+    /// etcd's AlarmType name: `NOSPACE`, `CORRUPT` (`NONE` for an entry without one).
+    // Another name as etcd sent it (capped).
     pub alarm: String,
 }
 
@@ -687,10 +767,13 @@ impl<'de> Deserialize<'de> for MemberId {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+/// A probe step that failed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct StepError {
+    /// The step.
     pub step: String,
+    /// Why it failed.
     pub message: String,
 }
 

@@ -216,7 +216,7 @@ fn members_table(out: &mut Lines, r: &DiagnoseReport) {
                     rows.push(vec![
                         n.name.clone(),
                         or_none(p.members.cluster_id.as_deref()),
-                        or_none(m.id.as_deref()),
+                        or_none(m.id.map(|id| id.to_string()).as_deref()),
                         m.name.clone().unwrap_or_else(|| "<never started>".into()),
                         m.peer_urls.join(","),
                         if m.is_learner { "yes" } else { "no" }.into(),
@@ -375,7 +375,7 @@ fn api_servers_table(out: &mut Lines, r: &DiagnoseReport) {
             lines.push(format!(
                 "  {}: {} ×{}: {}",
                 n.name,
-                crate::probe::apiserver::ApiLogKind::from(f.kind).phrase(),
+                f.kind.phrase(),
                 f.count,
                 f.line
             ));
@@ -554,11 +554,11 @@ mod tests {
     /// telling line sanitized); neither when no probe read an API server.
     #[test]
     fn api_server_column_and_wide_section() {
-        use crate::report::v1alpha2::{ApiLogFinding, ApiLogKind, ApiServer, ApiServerState};
+        use crate::report::v1alpha2::{ApiLogFinding, ApiLogKind, ApiServerState, ApiServerStatus};
         let mut r = crate::testing::peers_dropped();
         let plain = diagnose_table(&r, true, Paint { on: false });
         assert!(!plain.contains("API SERVER"), "{plain}");
-        let server = |state| ApiServer {
+        let server = |state| ApiServerStatus {
             state,
             container_state: Some("CONTAINER_RUNNING".into()),
             restarts: Some(2),

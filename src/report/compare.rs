@@ -500,7 +500,10 @@ fn member_list(r: &DiagnoseReport) -> Option<BTreeMap<String, Member>> {
     let mut all = BTreeMap::new();
     for p in lists {
         for m in &p.members.members {
-            let key = m.id.clone().or_else(|| m.name.clone()).unwrap_or_default();
+            let key =
+                m.id.map(|id| id.to_string())
+                    .or_else(|| m.name.clone())
+                    .unwrap_or_default();
             all.entry(key).or_insert_with(|| m.clone());
         }
     }

@@ -326,7 +326,7 @@ fn conditions_that_changed_on_objects_in_both() {
 fn members_added_removed_and_changed() {
     use crate::report::v1alpha2::Member;
     let member = |id: &str, name: &str, url: &str| Member {
-        id: Some(id.into()),
+        id: Some(id.parse().unwrap()),
         name: Some(name.into()),
         peer_urls: vec![url.into()],
         client_urls: vec![],

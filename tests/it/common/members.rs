@@ -127,7 +127,7 @@ pub fn assert_lists_are_the_labs(report: &DiagnoseReport, lab: &Lab, nodes: &[&s
             .iter()
             .map(|m| {
                 (
-                    m.id.clone().unwrap_or_default(),
+                    m.id.map(|id| id.to_string()).unwrap_or_default(),
                     m.name.clone(),
                     m.peer_urls.clone(),
                     m.client_urls.clone(),
