@@ -290,6 +290,30 @@ mod tests {
         lines
     }
 
+    /// Neither log tail's text reaches the report (the schema says "empty in reports"): the
+    /// running container's was cleared, the attempt before it was printed whole in `-o json`.
+    #[test]
+    fn no_log_text_in_the_report() {
+        let mut e = evidence([0; 3], None);
+        for n in &mut e.nodes {
+            let p = n.outcome.as_mut().unwrap();
+            for l in [&mut p.etcd.logs, &mut p.etcd.previous_logs] {
+                *l = Some(crate::probe::output::LogSample {
+                    container_id: "c0ffee".into(),
+                    text: "raft.node: lost leader 8e9e05c52164694d".into(),
+                    lines: 1,
+                    truncated: false,
+                });
+            }
+        }
+        let json = serde_json::to_string(&e.judge(&Default::default()).unwrap()).unwrap();
+        assert!(!json.contains("lost leader"), "{json}");
+        assert!(
+            json.contains("c0ffee"),
+            "the samples are kept, without their text"
+        );
+    }
+
     /// `judge` measures the conditions' ages against the time of the run, not the nodes'
     /// clocks (here all three read 2040): 4 minutes after 08:14:07 is "4m ago". Without it, the
     /// median of the nodes' clocks, which one node alone cannot move.

@@ -288,7 +288,13 @@ impl DiagnoseReport {
                 let host_key = r.host_key;
                 let (probe, error) = match r.outcome {
                     Ok(mut p) => {
-                        if let Some(l) = p.etcd.logs.as_mut() {
+                        // The contract says a log's text is empty in reports (the findings
+                        // read from it are kept): both the running container's tail and the
+                        // attempt before it, which a node writes and `-o json` would repeat.
+                        for l in [p.etcd.logs.as_mut(), p.etcd.previous_logs.as_mut()]
+                            .into_iter()
+                            .flatten()
+                        {
                             l.text.clear();
                         }
                         (Some(p), None)
