@@ -62,7 +62,7 @@ pub use config::{
     EtcdVersion, KubeletConfig, LabConfig, Logger, ProbeConfig, ETCD_3_5_DEFAULT, ETCD_3_5_ENV,
     LIVENESS_PROBE_PATH, STARTUP_PROBE_PATH,
 };
-pub use exec::{run as run_with_timeout, ExecTimeout};
+pub use exec::{as_machine, run as run_with_timeout, ExecTimeout};
 pub use fault::{Fault, FAULT_NAMES, SLOW_FDATASYNC};
 pub use health::Curl;
 pub use lab::{Lab, CA_CRT, HEALTHCHECK_CRT, HEALTHCHECK_KEY};

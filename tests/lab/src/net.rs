@@ -5,7 +5,6 @@
 //! be unique within their namespace, so parallel labs can all use 198.18.0.11.
 
 use std::net::Ipv4Addr;
-use std::os::unix::process::CommandExt;
 use std::process::Command;
 use std::time::Duration;
 
@@ -20,7 +19,7 @@ const STEP: Duration = Duration::from_secs(20);
 pub(crate) fn in_netns<S: AsRef<std::ffi::OsStr>>(netns: &str, argv: &[S]) -> Command {
     let mut c = Command::new("ip");
     c.args(["netns", "exec", netns]).args(argv);
-    c.process_group(0);
+    // Its own session and process group, at the machines' priority.
     crate::exec::as_machine(&mut c);
     c
 }

@@ -9,7 +9,6 @@
 //! Everything vanishes with the namespace when the command exits; the host never sees a mount.
 
 use std::ffi::OsStr;
-use std::os::unix::process::CommandExt;
 use std::process::Command;
 
 use crate::Node;
@@ -49,8 +48,8 @@ pub(crate) fn command<S: AsRef<OsStr>>(node: &Node, mode: Mode, argv: &[S]) -> C
             Mode::PodHostReadOnly => "pod-ro",
         })
         .args(argv);
-    // Its own process group, so a timeout can kill the command and everything it started.
-    c.process_group(0);
+    // Its own session and so its own process group (a timeout kills the command and everything
+    // it started), at the machines' priority.
     crate::exec::as_machine(&mut c);
     c
 }
