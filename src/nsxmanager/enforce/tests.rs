@@ -39,7 +39,7 @@ fn members_are_strings_once_and_bounded() {
 }
 
 fn vm() -> DfwVm {
-    use crate::nsxmanager::model::{NsxPort, NsxVm};
+    use crate::nsxmanager::identity::{NsxPort, NsxVm};
     DfwVm {
         node: "cp-1".into(),
         vm_name: "cp-1".into(),
@@ -50,7 +50,6 @@ fn vm() -> DfwVm {
             display_name: Some("cp-1".into()),
             bios_uuid: None,
             instance_uuid: None,
-            power_state: None,
         }),
         port: Some(NsxPort {
             path: Some("/infra/segments/s/ports/p1".into()),
