@@ -137,7 +137,7 @@ pub(crate) fn rebound(read: &mut NsxRead, limits: &Limits) {
         let asks = association_roots(&read.layout).len() * (MAX_VMS_PER_HINT + MAX_PORTS_PER_VM);
         if v.associations.len() > asks {
             // An association not kept is one not asked: its tree is not whole for the VM, so
-            // no group of it is taken as not holding the VM (`identity::Memberships`).
+            // no group of it is taken as not holding the VM (`model::Memberships`).
             cuts.push(cut_gap(
                 "group associations",
                 format!(

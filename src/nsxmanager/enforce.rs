@@ -49,8 +49,7 @@ use futures::stream::{self, StreamExt};
 use serde_json::Value;
 
 use super::client::{gap, ApiPath, Client, Privilege};
-use super::identity::{DfwVm, Identity};
-use super::model::clip;
+use super::model::{clip, DfwVm, Identity};
 use super::raw::{
     EnforcementRead, Gap, Layout, Members, PolicyStatistics, ProjectExcludeList, StatisticsRead,
 };

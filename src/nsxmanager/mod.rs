@@ -6,7 +6,6 @@
 pub mod bound;
 pub mod client;
 pub mod enforce;
-pub mod identity;
 pub mod model;
 pub mod raw;
 pub mod read;

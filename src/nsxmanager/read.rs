@@ -934,8 +934,8 @@ async fn associations(client: &Client, layout: &Layout, found: &[Value]) -> Vec<
 #[cfg(test)]
 mod tests;
 
-impl From<&super::identity::SupervisorVm> for VmHint {
-    fn from(v: &super::identity::SupervisorVm) -> VmHint {
+impl From<&super::model::SupervisorVm> for VmHint {
+    fn from(v: &super::model::SupervisorVm) -> VmHint {
         VmHint {
             node: v.node.clone(),
             vm_name: v.vm_name.clone(),

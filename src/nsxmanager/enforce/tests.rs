@@ -39,7 +39,7 @@ fn members_are_strings_once_and_bounded() {
 }
 
 fn vm() -> DfwVm {
-    use crate::nsxmanager::identity::{NsxPort, NsxVm};
+    use crate::nsxmanager::model::{NsxPort, NsxVm};
     DfwVm {
         node: "cp-1".into(),
         vm_name: "cp-1".into(),

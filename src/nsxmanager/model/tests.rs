@@ -8,7 +8,6 @@ use std::net::IpAddr;
 use serde_json::{json, Value};
 
 use super::*;
-use crate::nsxmanager::identity::identify;
 use crate::nsxmanager::raw::{
     Gap, Layout, Listed, Members, NsxRead, PolicyRead, TraceflowRead, VmLookup,
 };
