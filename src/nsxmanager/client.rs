@@ -62,6 +62,7 @@ use rustls_pki_types::CertificateDer;
 use serde_json::Value;
 use tokio::time::Instant;
 
+use super::model::MAX_PATH_CHARS;
 use super::raw::{Gap, Listed};
 
 /// The variables terraform-provider-nsxt's users already set.
@@ -73,8 +74,6 @@ pub(crate) const MAX_CREDENTIALS_BYTES: u64 = 4096;
 pub(crate) const MAX_CA_BYTES: u64 = 1024 * 1024;
 /// The most characters of the manager's own words (an API error's `error_message`) kept.
 pub(crate) const MAX_MESSAGE_CHARS: usize = 300;
-/// The longest NSX policy path the reader asks for (the manager's own paths are far shorter).
-pub(crate) const MAX_POLICY_PATH: usize = 1024;
 /// The longest cursor the reader sends back.
 const MAX_CURSOR: usize = 4096;
 /// The longest string kept of an answer (a description, a tag): longer ones are cut (then
@@ -120,7 +119,7 @@ impl fmt::Debug for Credentials {
 
 /// Why no credentials: one line, never quoting what was read.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum CredentialsError {
+pub(crate) enum CredentialsError {
     #[error("--nsx-manager needs credentials: set {USERNAME_ENV} and {PASSWORD_ENV}, or pass --nsx-credentials FILE (one line user:password)")]
     Missing,
     #[error("--nsx-credentials {path}: {why}")]
@@ -131,7 +130,7 @@ pub enum CredentialsError {
 
 impl Credentials {
     /// `--nsx-credentials FILE` when given, else `NSXT_USERNAME`/`NSXT_PASSWORD`.
-    pub fn load(file: Option<&Path>) -> Result<Credentials, CredentialsError> {
+    pub(crate) fn load(file: Option<&Path>) -> Result<Credentials, CredentialsError> {
         match file {
             Some(path) => Credentials::from_file(path),
             None => Credentials::from_env_values(
@@ -142,7 +141,7 @@ impl Credentials {
     }
 
     /// Reads a `user:password` file (one line, at most [`MAX_CREDENTIALS_BYTES`]).
-    pub fn from_file(path: &Path) -> Result<Credentials, CredentialsError> {
+    pub(crate) fn from_file(path: &Path) -> Result<Credentials, CredentialsError> {
         let err = |why: String| CredentialsError::File {
             path: clean(&path.display().to_string(), 200),
             why,
@@ -164,7 +163,7 @@ impl Credentials {
 
     /// The file's text: one line `user:password` (the password may hold `:`), an optional final
     /// newline. Errors never quote the text.
-    pub fn parse_line(text: &str) -> Result<Credentials, &'static str> {
+    pub(crate) fn parse_line(text: &str) -> Result<Credentials, &'static str> {
         let line = text
             .strip_suffix("\r\n")
             .or_else(|| text.strip_suffix('\n'))
@@ -179,7 +178,7 @@ impl Credentials {
     }
 
     /// From the two variables' values (as `std::env::var` answers them).
-    pub fn from_env_values(
+    pub(crate) fn from_env_values(
         user: Result<String, std::env::VarError>,
         password: Result<String, std::env::VarError>,
     ) -> Result<Credentials, CredentialsError> {
@@ -236,7 +235,7 @@ pub struct ManagerUrl {
 }
 
 impl ManagerUrl {
-    pub fn parse(s: &str) -> Result<ManagerUrl, String> {
+    pub(crate) fn parse(s: &str) -> Result<ManagerUrl, String> {
         let s = s.trim();
         let lower = s.to_ascii_lowercase();
         if lower.starts_with("http://") {
@@ -276,7 +275,7 @@ impl ManagerUrl {
     }
 
     /// `https://host[:port]`.
-    pub fn as_str(&self) -> &str {
+    pub(crate) fn as_str(&self) -> &str {
         &self.base
     }
 
@@ -306,7 +305,7 @@ impl std::str::FromStr for ManagerUrl {
 /// paths that were checked and percent-encoded segment by segment, so that nothing an answer
 /// holds can point a request elsewhere (another host, `..`, a query of its own).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ApiPath(String);
+pub(crate) struct ApiPath(String);
 
 /// Characters left as they are in a path segment: RFC 3986 unreserved. Everything else (`/`,
 /// `?`, `#`, `%`, spaces) is encoded, so a segment stays one segment.
@@ -318,13 +317,13 @@ const SEGMENT: &percent_encoding::AsciiSet = &percent_encoding::NON_ALPHANUMERIC
 
 impl ApiPath {
     /// A fixed path of ours (`/api/v1/fabric/virtual-machines`).
-    pub fn fixed(path: &'static str) -> ApiPath {
+    pub(crate) fn fixed(path: &'static str) -> ApiPath {
         ApiPath(path.to_string())
     }
 
     /// `/policy/api/v1` + an NSX policy path (`/infra/…`, `/orgs/…`), e.g. a group a rule
     /// names, then `children` segments (`members`, `ip-addresses`).
-    pub fn policy(policy_path: &str, children: &[&str]) -> Result<ApiPath, String> {
+    pub(crate) fn policy(policy_path: &str, children: &[&str]) -> Result<ApiPath, String> {
         let segments = policy_segments(policy_path)?;
         let mut out = String::from("/policy/api/v1");
         for s in segments.iter().copied().chain(children.iter().copied()) {
@@ -335,7 +334,7 @@ impl ApiPath {
     }
 
     /// The same path with a query (`key=value` pairs, form-encoded).
-    pub fn with_query(&self, query: &[(&str, &str)]) -> ApiPath {
+    pub(crate) fn with_query(&self, query: &[(&str, &str)]) -> ApiPath {
         if query.is_empty() {
             return self.clone();
         }
@@ -347,19 +346,19 @@ impl ApiPath {
     }
 
     /// The path without its query, for a [`Gap`].
-    pub fn path(&self) -> &str {
+    pub(crate) fn path(&self) -> &str {
         self.0.split('?').next().unwrap_or_default()
     }
 
     #[cfg(test)]
-    pub fn as_str(&self) -> &str {
+    pub(crate) fn as_str(&self) -> &str {
         &self.0
     }
 }
 
 /// The segments of an NSX policy path the reader may ask for: `/infra/…`, `/orgs/…` or
 /// `/global-infra/…`, no empty, `.` or `..` segment, no control character, at most
-/// [`MAX_POLICY_PATH`] bytes.
+/// [`MAX_PATH_CHARS`] bytes.
 pub(crate) fn policy_segments(path: &str) -> Result<Vec<&str>, String> {
     let bad = |why: &str| {
         format!(
@@ -367,7 +366,7 @@ pub(crate) fn policy_segments(path: &str) -> Result<Vec<&str>, String> {
             clean(path, 120)
         )
     };
-    if path.len() > MAX_POLICY_PATH {
+    if path.len() > MAX_PATH_CHARS {
         return Err(bad("too long"));
     }
     let rest = path.strip_prefix('/').ok_or_else(|| bad("not absolute"))?;
@@ -410,7 +409,7 @@ impl fmt::Debug for Trust {
 
 impl Trust {
     /// `--nsx-ca FILE` read, else the system's roots; `skip` wins (the flags' conflict is clap's).
-    pub fn from_flags(ca: Option<&Path>, skip: bool) -> Result<Trust, String> {
+    pub(crate) fn from_flags(ca: Option<&Path>, skip: bool) -> Result<Trust, String> {
         if skip {
             return Ok(Trust::SkipVerify);
         }
@@ -570,7 +569,7 @@ pub(crate) const MAX_TOTAL_BYTES: u64 = 128 * 1024 * 1024;
 
 impl Limits {
     /// The defaults for a reading bounded by `total`.
-    pub fn new(total: Duration) -> Limits {
+    pub(crate) fn new(total: Duration) -> Limits {
         Limits {
             request_timeout: total.min(Duration::from_secs(30)),
             total,
@@ -626,7 +625,7 @@ pub(crate) enum Next {
 }
 
 impl Pager {
-    pub fn new(limits: &Limits) -> Pager {
+    pub(crate) fn new(limits: &Limits) -> Pager {
         Pager {
             max_pages: limits.max_pages,
             max_objects: limits.max_objects,
@@ -636,7 +635,7 @@ impl Pager {
     }
 
     /// Takes one page's answer into `listed` and says what comes next.
-    pub fn page(&mut self, listed: &mut Listed, answer: Value) -> Next {
+    pub(crate) fn page(&mut self, listed: &mut Listed, answer: Value) -> Next {
         self.pages += 1;
         let Value::Object(mut page) = answer else {
             return Next::Cut("the answer is not a list result (no object)".into());
@@ -695,7 +694,7 @@ impl Pager {
 
 /// Which NSX privilege a request needs: what a 401/403's gap names.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Privilege {
+pub(crate) enum Privilege {
     /// The DFW reading: security policies, rules, groups and their members, services.
     ReadSecurity,
     /// The inventory: fabric virtual machines, VIFs, segment ports, search.
@@ -705,7 +704,7 @@ pub enum Privilege {
 }
 
 impl Privilege {
-    pub fn words(self) -> &'static str {
+    pub(crate) fn words(self) -> &'static str {
         match self {
             Privilege::ReadSecurity => "read access to Security (distributed firewall policies, groups, services): NSX's read-only Auditor role has it",
             Privilege::ReadInventory => "read access to Inventory (virtual machines, segment ports, search): NSX's read-only Auditor role has it",
@@ -727,7 +726,7 @@ pub(crate) fn shown(d: Duration) -> String {
 
 /// A request that did not give an answer to use.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum RequestError {
+pub(crate) enum RequestError {
     /// The manager answered with this status (its own `error_code` and `error_message`, the
     /// message bounded and cleaned).
     #[error("NSX Manager answered {status}{}{}", code.map(|c| format!(" (error_code {c})")).unwrap_or_default(), message.as_deref().map(|m| format!(": {m}")).unwrap_or_default())]
@@ -759,7 +758,7 @@ pub enum RequestError {
 }
 
 impl RequestError {
-    pub fn status(&self) -> Option<u16> {
+    pub(crate) fn status(&self) -> Option<u16> {
         match self {
             RequestError::Status { status, .. } | RequestError::Redirect { status, .. } => {
                 Some(*status)
@@ -769,7 +768,7 @@ impl RequestError {
     }
 
     /// This error as a gap of `path`: 401/403 name the privilege needed.
-    pub fn gap(&self, path: &str, privilege: Privilege) -> Gap {
+    pub(crate) fn gap(&self, path: &str, privilege: Privilege) -> Gap {
         let status = self.status();
         let (why, privilege) = match status {
             Some(401) => (
@@ -784,11 +783,22 @@ impl RequestError {
             _ => (self.to_string(), None),
         };
         Gap {
-            path: clean(path, MAX_POLICY_PATH),
+            path: clean(path, MAX_PATH_CHARS),
             status,
             why: clean(&why, 2 * MAX_MESSAGE_CHARS),
             privilege,
         }
+    }
+}
+
+/// A gap of ours at `path` (no status, no privilege): a path the reader would not ask for, a
+/// bound it stopped at.
+pub(crate) fn gap(path: &str, why: String) -> Gap {
+    Gap {
+        path: clean(path, 300),
+        status: None,
+        why,
+        privilege: None,
     }
 }
 
@@ -943,7 +953,7 @@ impl fmt::Debug for Login {
 
 impl Login {
     /// The run's client: logs in on the first call, then answers every call with that outcome.
-    pub async fn client(&self, options: &Options) -> Result<Arc<Client>, Gap> {
+    pub(crate) async fn client(&self, options: &Options) -> Result<Arc<Client>, Gap> {
         self.outcome
             .get_or_init(|| async { Client::connect(options).await.map(Arc::new) })
             .await
@@ -951,7 +961,7 @@ impl Login {
     }
 
     /// Ends the run's session, if it has one ([`Client::close`]).
-    pub async fn close(&self) {
+    pub(crate) async fn close(&self) {
         if let Some(Ok(client)) = self.outcome.get() {
             client.close().await;
         }
@@ -960,7 +970,7 @@ impl Login {
 
 /// A connection to one NSX Manager, authenticated, bounded. Cheap to share by reference; the
 /// reader's concurrent requests use one pool.
-pub struct Client {
+pub(crate) struct Client {
     http: HyperClient<HttpsConnector<HttpConnector>, Full<Bytes>>,
     manager: ManagerUrl,
     /// Kept for a re-login after the session expired (never sent anywhere else).
@@ -1018,7 +1028,7 @@ impl Client {
     /// Builds the client and logs in (a session). A manager that cannot be reached (TLS,
     /// connection, the deadline) or refuses the login is one [`Gap`] at
     /// `/api/session/create`, and then nothing more is sent to it.
-    pub async fn connect(options: &Options) -> Result<Client, Gap> {
+    pub(crate) async fn connect(options: &Options) -> Result<Client, Gap> {
         let session_path = ApiPath::fixed("/api/session/create");
         let config = tls_config(&options.trust).map_err(|why| Gap {
             path: session_path.path().into(),
@@ -1137,13 +1147,13 @@ impl Client {
     }
 
     /// Why nothing more is sent, when a re-login was refused (a [`Gap`] the reading reports).
-    pub fn session_refused(&self) -> Option<&Gap> {
+    pub(crate) fn session_refused(&self) -> Option<&Gap> {
         self.refused.get()
     }
 
     /// How many logins the client sent (the run's, then each re-login).
     #[cfg(test)]
-    pub fn logins(&self) -> u32 {
+    pub(crate) fn logins(&self) -> u32 {
         self.logins.load(Ordering::SeqCst)
     }
 
@@ -1155,7 +1165,7 @@ impl Client {
     /// cluster's `--timeout` leaves less): one login serves the round, and its probes (or
     /// another cluster's reading) came before. Never shortens it, so readings at once only
     /// lengthen each other's: each is bounded by its caller too (`commands::nsx`).
-    pub fn renew_deadline(&self, bound: Duration) {
+    pub(crate) fn renew_deadline(&self, bound: Duration) {
         let mut d = self.deadline.lock().unwrap_or_else(|e| e.into_inner());
         *d = (*d).max(Instant::now() + bound.min(self.limits.total));
     }
@@ -1165,17 +1175,17 @@ impl Client {
     /// held to the budget, not the run's all rounds together (a long `--watch` would otherwise
     /// stop reading NSX Manager for good after some rounds). Called where a round starts
     /// ([`crate::commands::nsx::NsxRun::start`]); rounds never overlap.
-    pub fn renew_budget(&self) {
+    pub(crate) fn renew_budget(&self) {
         self.bytes_read.store(0, Ordering::SeqCst);
     }
 
     /// Whether the manager refused a login (nothing more is sent).
-    pub fn credentials_refused(&self) -> bool {
+    pub(crate) fn credentials_refused(&self) -> bool {
         self.refused.get().is_some()
     }
 
     /// How requests authenticate: always `session` (never with what).
-    pub fn auth_kind(&self) -> &'static str {
+    pub(crate) fn auth_kind(&self) -> &'static str {
         "session"
     }
 
@@ -1187,17 +1197,17 @@ impl Client {
             .clone()
     }
 
-    pub fn manager(&self) -> &ManagerUrl {
+    pub(crate) fn manager(&self) -> &ManagerUrl {
         &self.manager
     }
 
-    pub fn limits(&self) -> &Limits {
+    pub(crate) fn limits(&self) -> &Limits {
         &self.limits
     }
 
     /// Ends the session (`POST /api/session/destroy`), bounded by [`SESSION_CLOSE_BOUND`]
     /// whatever the deadline. A failure is only logged: the session expires.
-    pub async fn close(&self) {
+    pub(crate) async fn close(&self) {
         let Some(session) = self.session() else {
             return;
         };
@@ -1217,7 +1227,7 @@ impl Client {
     }
 
     /// GET one object (its strings bounded: [`bound_strings`]).
-    pub async fn get(&self, path: &ApiPath) -> Result<Value, RequestError> {
+    pub(crate) async fn get(&self, path: &ApiPath) -> Result<Value, RequestError> {
         let a = self.request(Method::GET, path, None, None).await?;
         let mut v = serde_json::from_slice(&a.body).map_err(|_| RequestError::NotJson)?;
         bound_strings(&mut v, MAX_STRING_CHARS);
@@ -1225,7 +1235,7 @@ impl Client {
     }
 
     /// PUT one object (a traceflow's config).
-    pub async fn put(&self, path: &ApiPath, body: &Value) -> Result<Value, RequestError> {
+    pub(crate) async fn put(&self, path: &ApiPath, body: &Value) -> Result<Value, RequestError> {
         let bytes = Bytes::from(serde_json::to_vec(body).map_err(|_| RequestError::NotJson)?);
         let a = self
             .request(Method::PUT, path, Some(("application/json", bytes)), None)
@@ -1237,7 +1247,11 @@ impl Client {
     }
 
     /// DELETE, bounded by `within` (whatever is left of the deadline: tidying up).
-    pub async fn delete(&self, path: &ApiPath, within: Duration) -> Result<(), RequestError> {
+    pub(crate) async fn delete(
+        &self,
+        path: &ApiPath,
+        within: Duration,
+    ) -> Result<(), RequestError> {
         self.request(Method::DELETE, path, None, Some(within))
             .await
             .map(|_| ())
@@ -1245,7 +1259,7 @@ impl Client {
 
     /// Every page of a list (`results`, `cursor`), within the bounds. Never fails: a page that
     /// cannot be read, or a bound, is the list's `incomplete` gap.
-    pub async fn list(
+    pub(crate) async fn list(
         &self,
         path: &ApiPath,
         query: &[(&str, &str)],
@@ -1273,7 +1287,7 @@ impl Client {
                 Next::Cursor(c) => cursor = Some(c),
                 Next::Cut(why) => {
                     listed.incomplete = Some(Gap {
-                        path: clean(path.path(), MAX_POLICY_PATH),
+                        path: clean(path.path(), MAX_PATH_CHARS),
                         status: None,
                         why,
                         privilege: None,

@@ -48,7 +48,7 @@ use std::collections::BTreeMap;
 use futures::stream::{self, StreamExt};
 use serde_json::Value;
 
-use super::client::{clean, ApiPath, Client, Privilege};
+use super::client::{gap, ApiPath, Client, Privilege};
 use super::model::{clip, DfwVm, Identity};
 use super::raw::{
     EnforcementRead, Gap, Layout, Members, PolicyStatistics, ProjectExcludeList, StatisticsRead,
@@ -80,15 +80,6 @@ pub(crate) fn project_of(layout: &Layout) -> Option<String> {
 pub(crate) const MAX_EXCLUDE_MEMBERS: usize = 64;
 /// At most this many policies' statistics are read, before and after (the rest: not proven).
 pub(crate) const MAX_STATISTICS_POLICIES: usize = 200;
-
-fn gap_of(path: &str, why: String) -> Gap {
-    Gap {
-        path: clean(path, 300),
-        status: None,
-        why,
-        privilege: None,
-    }
-}
 
 /// The DFW's switch and exclusion list (on VPC, the project's own too), and the members of
 /// the exclusion lists' groups. Never fails: what cannot be read is its gap.
@@ -126,7 +117,7 @@ pub(crate) async fn read_enforcement(client: &Client, layout: &Layout) -> Enforc
                 Ok(v) => (Some(v), None),
                 Err(e) => (None, Some(e.gap(list.path(), Privilege::ReadSecurity))),
             },
-            Err(why) => (None, Some(gap_of(&project, why))),
+            Err(why) => (None, Some(gap(&project, why))),
         };
         out.project = Some(ProjectExcludeList {
             project,
@@ -158,7 +149,7 @@ pub(crate) async fn read_enforcement(client: &Client, layout: &Layout) -> Enforc
                         }
                         *slot = Some(l);
                     }
-                    Err(why) => m.gaps.push(gap_of(&path, why)),
+                    Err(why) => m.gaps.push(gap(&path, why)),
                 }
             }
             (path, m)
@@ -192,7 +183,7 @@ pub(crate) async fn read_statistics_before(client: &Client, layout: &Layout) -> 
         );
     }
     if paths.len() > MAX_STATISTICS_POLICIES {
-        out.gaps.push(gap_of(
+        out.gaps.push(gap(
             "",
             format!(
                 "{} security policies: the statistics of the first {MAX_STATISTICS_POLICIES} read",
@@ -241,7 +232,7 @@ async fn read_each(client: &Client, paths: &[String]) -> Vec<(String, Result<Val
                     .get(&p)
                     .await
                     .map_err(|e| e.gap(p.path(), Privilege::ReadSecurity)),
-                Err(why) => Err(gap_of(path, why)),
+                Err(why) => Err(gap(path, why)),
             };
             (path.clone(), r)
         })

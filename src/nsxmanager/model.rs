@@ -1,45 +1,47 @@
-//! Typed, tolerant reads of the NSX Policy API objects [`raw`](super::raw) keeps as JSON, and
-//! the DFW engine's input built from them and the Supervisor's view of the control-plane VMs.
+//! Typed, tolerant reads of the NSX Policy API objects [`raw`](super::raw) keeps as JSON, only
+//! the fields the product reads, and the DFW engine's input built from them ([`input`]) and the
+//! Supervisor's view of the control-plane VMs (which NSX VM and port is each, [`identify`]).
 //! Pure: values in, values out.
 //!
 //! Nothing here fails: a field that cannot be read keeps a bounded reason (our words, with
 //! clipped names and no control characters), and `analyse::dfw` turns it into "cannot decide"
-//! where it could change a check, never into a guess.
+//! where it could change a check, never into a guess. So each field is read on its own, one
+//! line each, not by a serde derive: a derive fails the whole object on one bad field, and a
+//! rule whose `profiles` alone is unreadable can still be told not to apply.
 //!
-//! Shapes checked against the generated SDK models of the Policy API:
-//! - phspies/nsxtsdk `nsxtsdk/Policy/Models/` (generated from the NSX Policy API spec):
-//!   `NSXTPolicyType.cs` (`category`, `sequence_number` 0..=999999, ties "not deterministic",
-//!   `scope` "will take precedence over rule level scope", `stateful`),
-//!   `NSXTSecurityPolicyType.cs` (`rules`), `NSXTBaseRuleType.cs` (`rule_id` "passed all the
-//!   way down to the data path", `sequence_number` ties "not deterministic", `source_groups` /
-//!   `destination_groups` "ANY", group paths or IP / CIDR / range, `sources_excluded` /
-//!   `destinations_excluded`, `services` "ANY" or paths, `service_entries`, `scope`,
-//!   `profiles`, `ip_protocol` IPV4/IPV6/IPV4_IPV6, `disabled`, `direction`),
-//!   `NSXTRuleType.cs` (`action` ALLOW/DROP/REJECT/JUMP_TO_APPLICATION, the jump "only
-//!   supported for rules created in the Environment category"), `Enums/NSXTBaseRuleDirectionEnumType.cs`
-//!   (IN, OUT, IN_OUT), `NSXTL4PortSetServiceEntryType.cs` (`l4_protocol` TCP/UDP,
-//!   `destination_ports`, `source_ports`), `NSXTPolicyGroupIPMembersListResultType.cs`
-//!   (`members/ip-addresses`: `results` are strings), `NSXTRealizedVirtualMachineType.cs`
-//!   (`members/virtual-machines`), `NSXTPolicyGroupMemberDetailsType.cs`
-//!   (`members/segment-ports`: `path`, `id`, `display_name`), `NSXTSegmentPortType.cs` +
-//!   `NSXTPortAttachmentType.cs` (`attachment.id`, `address_bindings`),
-//!   `NSXTVirtualMachineType.cs` (`external_id`, `compute_ids`, `power_state`),
-//!   `NSXTVirtualNetworkInterfaceType.cs` (`owner_vm_id`, `lport_attachment_id`,
-//!   `ip_address_info`), `NSXTTraceflowObservationType.cs` (`resource_type`,
-//!   `component_type`, `component_name`, `transport_node_name`, `sequence_no`),
-//!   `NSXTTraceflowObservationDroppedType.cs` (`reason`, `acl_rule_id`, `l2_rule_id`,
-//!   `jumpto_rule_id`, `lport_id`), `NSXTPolicyTraceflowObservationDroppedType.cs`
-//!   (`acl_rule_path`, `segment_port_path`), `NSXTPolicyTraceflowObservationDroppedLogicalType.cs`
-//!   (`acl_rule_path`, `l2_rule_path`, `jumpto_rule_path`, `component_path`),
-//!   `NSXTPolicyTraceflowObservationDeliveredType.cs` (`segment_port_path`),
-//!   `NSXTTraceflowType.cs` (`operation_state` IN_PROGRESS/FINISHED/FAILED);
-//! - vmware/vsphere-automation-sdk-go `services/nsxt-vmc-aws-integration/.../ModelPackageTypes.go`
-//!   (the `TraceflowObservation` resource types and component types, the same enum);
-//! - vmware/terraform-provider-nsxt (its tests build fabric VMs with `compute_ids`
-//!   `biosUuid:<id>` and `instanceUuid:<id>`, and `external_id`; `nsxtPolicyBiosUUIDKey`,
-//!   `nsxtPolicyInstanceUUIDKey` in `nsxt/resource_nsxt_policy_vm_tags.go`); a group's realized
-//!   VM members (`RealizedVirtualMachine`) carry `uuid:<bios uuid>` and `instanceUuid:<id>`
-//!   instead (phspies/nsxtsdk `NSXTRealizedVirtualMachineType.cs`).
+//! Shapes, as the generated models of the Policy API spec give them (phspies/nsxtsdk
+//! `nsxtsdk/Policy/Models/`; vsphere-automation-sdk-go's `services/nsxt/model` is the same
+//! spec, too large for the mirror):
+//! - [`SecurityPolicy`]: `NSXTPolicyType.cs` (`category`, `sequence_number` 0..=999999, ties
+//!   "not deterministic", `scope` "will take precedence over rule level scope"; `is_default`
+//!   cited at its field);
+//! - [`Rule`]: `NSXTBaseRuleType.cs` (`rule_id` "passed all the way down to the data path",
+//!   `sequence_number`, `source_groups` / `destination_groups` "ANY", group paths or IP / CIDR /
+//!   range, `sources_excluded` / `destinations_excluded`, `services`, `service_entries`,
+//!   `scope`, `profiles`, `ip_protocol` IPV4/IPV6/IPV4_IPV6, `disabled`, `direction` IN/OUT/
+//!   IN_OUT, `Enums/NSXTBaseRuleDirectionEnumType.cs`), `NSXTRuleType.cs` (`action`
+//!   ALLOW/DROP/REJECT/JUMP_TO_APPLICATION, the jump "only supported for rules created in the
+//!   Environment category");
+//! - [`ServiceEntry`]: `NSXTL4PortSetServiceEntryType.cs` (`l4_protocol`, `destination_ports`,
+//!   `source_ports`) and its siblings by `resource_type`; [`Service`]: `service_entries`;
+//! - [`Group`]: `expression[].member_type` / `resource_type`; [`GroupMembers`]:
+//!   `NSXTPolicyGroupIPMembersListResultType.cs` (`members/ip-addresses`: strings),
+//!   `NSXTRealizedVirtualMachineType.cs` (`members/virtual-machines`: `id`, `compute_ids`),
+//!   `NSXTPolicyGroupMemberDetailsType.cs` (`members/segment-ports`: `path`, `id`);
+//! - [`Observation`]: `NSXTTraceflowObservationType.cs` (`resource_type`, `component_type`,
+//!   `component_name`, `transport_node_name`), `NSXTTraceflowObservationDroppedType.cs`
+//!   (`reason`, `acl_rule_id`), `NSXTPolicyTraceflowObservationDroppedType.cs` and
+//!   `…DroppedLogicalType.cs` (`acl_rule_path`); `NSXTTraceflowType.cs` (`operation_state`);
+//!   vsphere-automation-sdk-go `services/nsxt-vmc-aws-integration/nsx_vmc_app/model/ModelPackageTypes.go`
+//!   names the same `TraceflowObservation` resource types;
+//! - [`Found`], a VM lookup's fabric objects: the NSX Manager API's `VirtualMachine`
+//!   (`external_id`, `display_name`, `compute_ids`), `SegmentPort` (`attachment.id`,
+//!   `address_bindings`), `VirtualNetworkInterface` (`owner_vm_id`, `lport_attachment_id`,
+//!   `ip_address_info`) (phspies/nsxtsdk `NSXTVirtualMachineType.cs`, `NSXTSegmentPortType.cs`,
+//!   `NSXTPortAttachmentType.cs`, `NSXTVirtualNetworkInterfaceType.cs`; the paths in
+//!   vsphere-automation-sdk-go `nsxt-mp/nsx/fabric/VirtualMachinesTypes.go`, `VifsTypes.go`);
+//!   `compute_ids` `biosUuid:`/`instanceUuid:` as vmware/terraform-provider-nsxt
+//!   `nsxt/resource_nsxt_policy_vm_tags.go` reads them.
 
 use std::collections::{BTreeMap, HashSet};
 use std::net::IpAddr;
@@ -53,19 +55,20 @@ use super::raw::{Gap, Layout, Listed, Members, NsxRead, TraceflowRead, VmLookup}
 /// does). It keeps every Kubernetes object name whole (a DNS subdomain is at most 253
 /// characters, RFC 1123, `names.rs`) and NSX Manager's display names up to 256.
 pub const MAX_NAME_CHARS: usize = 256;
-/// A path longer than this is not a path we can match (it is kept as unreadable).
-pub const MAX_PATH_CHARS: usize = 1024;
+/// A path longer than this is not a path we can match (it is kept as unreadable), and not one
+/// the reader asks for (`client::policy_segments`).
+pub(crate) const MAX_PATH_CHARS: usize = 1024;
 /// A reason is cut to this many characters.
-pub const MAX_WHY_CHARS: usize = 512;
+pub(crate) const MAX_WHY_CHARS: usize = 512;
 /// At most this many entries of one list in one object (a rule's groups, services, scope,
 /// profiles, service entries, ports): more makes the list unreadable.
-pub const MAX_ENTRIES: usize = 256;
+pub(crate) const MAX_ENTRIES: usize = 256;
 /// At most this many members of one kind of one group are read (the reader bounds them too).
-pub const MAX_MEMBERS: usize = 20_000;
+pub(crate) const MAX_MEMBERS: usize = 20_000;
 /// At most this many findings are kept.
-pub const MAX_FINDINGS: usize = 32;
+pub(crate) const MAX_FINDINGS: usize = 32;
 /// Nested services are followed this deep.
-pub const MAX_NESTING: usize = 4;
+pub(crate) const MAX_NESTING: usize = 4;
 
 /// Cuts `s` to `max` characters and replaces control characters: a name from NSX Manager is
 /// someone else's input, and messages we build must not carry raw control characters.
@@ -74,7 +77,7 @@ pub fn clip(s: &str, max: usize) -> String {
 }
 
 /// `s` cut to `max` characters (then `…`), each control character replaced by `with`.
-pub fn clip_replacing(s: &str, max: usize, with: char) -> String {
+pub(crate) fn clip_replacing(s: &str, max: usize, with: char) -> String {
     let mut out: String = s
         .chars()
         .take(max)
@@ -129,22 +132,45 @@ fn flag(v: &Value, key: &str, default: bool) -> Result<bool, String> {
     }
 }
 
-fn strings<'a>(v: &'a Value, key: &str) -> Result<Vec<&'a str>, String> {
+/// A field holding one of `words` (compared without case), or why not ("direction is not IN,
+/// OUT or IN_OUT"); absent or null is `absent` (the API's default), when it has one.
+fn one_of<T: Copy>(
+    v: &Value,
+    key: &str,
+    absent: Option<T>,
+    words: &[(&str, T)],
+) -> Result<T, String> {
+    let got = v.get(key).filter(|x| !x.is_null());
+    if let (None, Some(d)) = (got, absent) {
+        return Ok(d);
+    }
+    let word = got.and_then(Value::as_str).map(str::to_ascii_uppercase);
+    let found = words.iter().find(|(w, _)| word.as_deref() == Some(*w));
+    found.map(|(_, t)| *t).ok_or_else(|| {
+        let names: Vec<&str> = words.iter().map(|(w, _)| *w).collect();
+        let (last, rest) = names.split_last().expect("one word at least");
+        format!("{key} is not {} or {last}", rest.join(", "))
+    })
+}
+
+/// A list field of at most [`MAX_ENTRIES`] (absent or null: empty), or why not.
+fn list<'a>(v: &'a Value, key: &str) -> Result<&'a [Value], String> {
     match v.get(key) {
-        None | Some(Value::Null) => Ok(Vec::new()),
+        None | Some(Value::Null) => Ok(&[]),
         Some(Value::Array(a)) if a.len() > MAX_ENTRIES => {
             Err(format!("{key} has more than {MAX_ENTRIES} entries"))
         }
-        Some(Value::Array(a)) => a
-            .iter()
-            .enumerate()
-            .map(|(i, e)| {
-                e.as_str()
-                    .ok_or_else(|| format!("{key}[{i}] is not a string"))
-            })
-            .collect(),
+        Some(Value::Array(a)) => Ok(a),
         Some(_) => Err(format!("{key} is not a list")),
     }
+}
+
+fn strings<'a>(v: &'a Value, key: &str) -> Result<Vec<&'a str>, String> {
+    let each = |(i, e): (usize, &'a Value)| {
+        e.as_str()
+            .ok_or_else(|| format!("{key}[{i}] is not a string"))
+    };
+    list(v, key)?.iter().enumerate().map(each).collect()
 }
 
 fn is_any(s: &str) -> bool {
@@ -166,13 +192,13 @@ fn paths_or_any(v: &Value, key: &str) -> Result<Option<Vec<String>>, String> {
 
 /// An address a rule or a group names: one IP, a CIDR, or a range `a-b`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum AddrSpec {
+pub(crate) enum AddrSpec {
     Cidr { addr: IpAddr, prefix: u8 },
     Range { start: IpAddr, end: IpAddr },
 }
 
 impl AddrSpec {
-    pub fn parse(s: &str) -> Option<AddrSpec> {
+    pub(crate) fn parse(s: &str) -> Option<AddrSpec> {
         let s = s.trim();
         if let Some((a, b)) = s.split_once('-') {
             let start: IpAddr = a.trim().parse().ok()?;
@@ -195,7 +221,7 @@ impl AddrSpec {
         Some(AddrSpec::Cidr { addr, prefix })
     }
 
-    pub fn contains(&self, ip: IpAddr) -> bool {
+    pub(crate) fn contains(&self, ip: IpAddr) -> bool {
         fn n(ip: IpAddr) -> (bool, u128) {
             match ip {
                 IpAddr::V4(a) => (true, u128::from(u32::from(a))),
@@ -228,7 +254,7 @@ impl AddrSpec {
 
 /// One entry of a rule's `source_groups` / `destination_groups`.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Endpoint {
+pub(crate) enum Endpoint {
     /// `ANY` (or an empty list).
     Any,
     /// A group's path (`/infra/domains/default/groups/<id>`, a VPC's or a project's).
@@ -266,7 +292,7 @@ fn endpoints(v: &Value, key: &str) -> Result<Vec<Endpoint>, String> {
 
 /// The DFW categories (`SecurityPolicy.category`), east-west.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Category {
+pub(crate) enum Category {
     /// Layer 2 rules, evaluated before every layer 3 category.
     Ethernet,
     Emergency,
@@ -285,7 +311,7 @@ pub enum Category {
 }
 
 impl Category {
-    pub fn parse(s: Option<&str>) -> Category {
+    pub(crate) fn parse(s: Option<&str>) -> Category {
         match s.map(str::trim) {
             None | Some("") => Category::Empty,
             Some(c) => match c.to_ascii_lowercase().as_str() {
@@ -300,7 +326,7 @@ impl Category {
     }
 
     /// Its place in the DFW's order (lower first); `None`: not known.
-    pub fn rank(&self) -> Option<u8> {
+    pub(crate) fn rank(&self) -> Option<u8> {
         Some(match self {
             Category::Ethernet => 0,
             Category::Emergency => 1,
@@ -312,7 +338,7 @@ impl Category {
         })
     }
 
-    pub fn name(&self) -> &str {
+    pub(crate) fn name(&self) -> &str {
         match self {
             Category::Ethernet => "Ethernet",
             Category::Emergency => "Emergency",
@@ -334,20 +360,9 @@ pub enum RuleAction {
     JumpToApplication,
 }
 
-impl RuleAction {
-    pub fn name(self) -> &'static str {
-        match self {
-            RuleAction::Allow => "ALLOW",
-            RuleAction::Drop => "DROP",
-            RuleAction::Reject => "REJECT",
-            RuleAction::JumpToApplication => "JUMP_TO_APPLICATION",
-        }
-    }
-}
-
 /// Relative to the vNIC the rule is applied at: IN is traffic into it, OUT out of it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum RuleDirection {
+pub(crate) enum RuleDirection {
     In,
     Out,
     InOut,
@@ -355,7 +370,7 @@ pub enum RuleDirection {
 
 /// `ip_protocol`: which IP family the rule matches.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum IpFamily {
+pub(crate) enum IpFamily {
     V4,
     V6,
     Both,
@@ -363,13 +378,13 @@ pub enum IpFamily {
 
 /// A port or a range from `destination_ports` / `source_ports` ("2379", "2379-2380").
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct PortRange {
+pub(crate) struct PortRange {
     pub start: u16,
     pub end: u16,
 }
 
 impl PortRange {
-    pub fn parse(v: &Value) -> Option<PortRange> {
+    pub(crate) fn parse(v: &Value) -> Option<PortRange> {
         let one = |s: &str| s.trim().parse::<u16>().ok();
         match v {
             Value::Number(n) => {
@@ -387,14 +402,14 @@ impl PortRange {
         }
     }
 
-    pub fn contains(&self, port: u16) -> bool {
+    pub(crate) fn contains(&self, port: u16) -> bool {
         self.start <= port && port <= self.end
     }
 }
 
 /// One service entry (a rule's own `service_entries`, or a Service's).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ServiceEntry {
+pub(crate) enum ServiceEntry {
     /// `L4PortSetServiceEntry`: empty port lists are every port.
     L4PortSet {
         protocol: String,
@@ -427,21 +442,13 @@ pub enum ServiceEntry {
 fn service_entry(v: &Value) -> ServiceEntry {
     let kind = v.get("resource_type").and_then(Value::as_str).unwrap_or("");
     let ports = |key: &str| -> Result<Vec<PortRange>, String> {
-        match v.get(key) {
-            None | Some(Value::Null) => Ok(Vec::new()),
-            Some(Value::Array(a)) if a.len() <= MAX_ENTRIES => a
-                .iter()
-                .map(|p| {
-                    PortRange::parse(p).ok_or_else(|| {
-                        format!(
-                            "{key} holds {} (not a port or range)",
-                            clip(&p.to_string(), 32)
-                        )
-                    })
-                })
-                .collect(),
-            Some(_) => Err(format!("{key} is not a list of at most {MAX_ENTRIES}")),
-        }
+        let each = |p: &Value| {
+            PortRange::parse(p).ok_or_else(|| {
+                let p = clip(&p.to_string(), 32);
+                format!("{key} holds {p} (not a port or range)")
+            })
+        };
+        list(v, key)?.iter().map(each).collect()
     };
     // Compared without case: the generated C# SDK spells the enum in upper case
     // (phspies/nsxtsdk `Enums/NSXTServiceEntryResourceTypeEnumType.cs`), the API answers
@@ -493,19 +500,12 @@ fn service_entry(v: &Value) -> ServiceEntry {
 }
 
 fn service_entries(v: &Value, key: &str) -> Result<Vec<ServiceEntry>, String> {
-    match v.get(key) {
-        None | Some(Value::Null) => Ok(Vec::new()),
-        Some(Value::Array(a)) if a.len() > MAX_ENTRIES => {
-            Err(format!("{key} has more than {MAX_ENTRIES} entries"))
-        }
-        Some(Value::Array(a)) => Ok(a.iter().map(service_entry).collect()),
-        Some(_) => Err(format!("{key} is not a list")),
-    }
+    Ok(list(v, key)?.iter().map(service_entry).collect())
 }
 
 /// One DFW security policy (`SecurityPolicy`).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SecurityPolicy {
+pub(crate) struct SecurityPolicy {
     pub path: Result<String, String>,
     pub id: Option<String>,
     pub display_name: Option<String>,
@@ -514,7 +514,6 @@ pub struct SecurityPolicy {
     pub sequence_number: Result<i64, String>,
     /// `None`: ANY (no policy-level scope: each rule's own counts).
     pub scope: Result<Option<Vec<String>>, String>,
-    pub stateful: Option<bool>,
     /// `is_default`: a tree's default policy (`default-layer3-section`, the project's and the
     /// VPC's default east-west policy), which NSX keeps after every other policy
     /// (terraform-provider-nsxt `nsxt/data_source_nsxt_policy_security_policy.go` `is_default`).
@@ -524,18 +523,15 @@ pub struct SecurityPolicy {
 }
 
 impl SecurityPolicy {
-    pub fn read(v: &Value) -> SecurityPolicy {
+    pub(crate) fn read(v: &Value) -> SecurityPolicy {
         if !v.is_object() {
+            let not = || "the policy is not an object".to_string();
             return SecurityPolicy {
-                path: Err("the policy is not an object".into()),
-                id: None,
-                display_name: None,
-                category: Category::Empty,
-                sequence_number: Err("the policy is not an object".into()),
-                scope: Err("the policy is not an object".into()),
-                stateful: None,
-                is_default: false,
-                unreadable: Some("the policy is not an object".into()),
+                path: Err(not()),
+                sequence_number: Err(not()),
+                scope: Err(not()),
+                unreadable: Some(not()),
+                ..SecurityPolicy::read(&Value::Object(Default::default()))
             };
         }
         let path = path_of(v);
@@ -554,14 +550,13 @@ impl SecurityPolicy {
             },
             sequence_number: int(v, "sequence_number", 0),
             scope: paths_or_any(v, "scope"),
-            stateful: v.get("stateful").and_then(Value::as_bool),
             is_default: v.get("is_default").and_then(Value::as_bool) == Some(true),
             unreadable: None,
         }
     }
 
     /// How a line names it: its display name, else its id, else its path.
-    pub fn label(&self) -> String {
+    pub(crate) fn label(&self) -> String {
         self.display_name
             .clone()
             .or_else(|| self.id.clone())
@@ -572,7 +567,7 @@ impl SecurityPolicy {
 
 /// One DFW rule (`Rule`), each part readable or not on its own.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Rule {
+pub(crate) struct Rule {
     pub path: Result<String, String>,
     pub id: Option<String>,
     /// The number the datapath and traceflow's `acl_rule_id` use.
@@ -599,10 +594,11 @@ pub struct Rule {
 }
 
 impl Rule {
-    pub fn read(v: &Value) -> Rule {
-        let not = || Err::<(), String>("the rule is not an object".into());
+    pub(crate) fn read(v: &Value) -> Rule {
         if !v.is_object() {
-            let e = not().unwrap_err();
+            // Nothing of it is known: every part says so (an empty object's defaults would
+            // make it a rule of ANY to ANY).
+            let e = "the rule is not an object".to_string();
             return Rule {
                 path: Err(e.clone()),
                 id: None,
@@ -623,33 +619,34 @@ impl Rule {
                 ip_protocol: Err(e),
             };
         }
-        let word = |k: &str| {
-            v.get(k)
-                .and_then(Value::as_str)
-                .map(str::to_ascii_uppercase)
-        };
+        use RuleAction::*;
         Rule {
             path: path_of(v),
             id: name(v, "id"),
             rule_id: v.get("rule_id").and_then(Value::as_u64),
             display_name: name(v, "display_name"),
             sequence_number: int(v, "sequence_number", 0),
-            action: match word("action").as_deref() {
-                Some("ALLOW") => Ok(RuleAction::Allow),
-                Some("DROP") => Ok(RuleAction::Drop),
-                Some("REJECT") => Ok(RuleAction::Reject),
-                Some("JUMP_TO_APPLICATION") => Ok(RuleAction::JumpToApplication),
-                _ => Err("action is not ALLOW, DROP, REJECT or JUMP_TO_APPLICATION".into()),
-            },
-            direction: match v.get("direction") {
-                None | Some(Value::Null) => Ok(RuleDirection::InOut),
-                _ => match word("direction").as_deref() {
-                    Some("IN") => Ok(RuleDirection::In),
-                    Some("OUT") => Ok(RuleDirection::Out),
-                    Some("IN_OUT") => Ok(RuleDirection::InOut),
-                    _ => Err("direction is not IN, OUT or IN_OUT".into()),
-                },
-            },
+            action: one_of(
+                v,
+                "action",
+                None,
+                &[
+                    ("ALLOW", Allow),
+                    ("DROP", Drop),
+                    ("REJECT", Reject),
+                    ("JUMP_TO_APPLICATION", JumpToApplication),
+                ],
+            ),
+            direction: one_of(
+                v,
+                "direction",
+                Some(RuleDirection::InOut),
+                &[
+                    ("IN", RuleDirection::In),
+                    ("OUT", RuleDirection::Out),
+                    ("IN_OUT", RuleDirection::InOut),
+                ],
+            ),
             disabled: flag(v, "disabled", false),
             sources: endpoints(v, "source_groups"),
             destinations: endpoints(v, "destination_groups"),
@@ -659,20 +656,21 @@ impl Rule {
             service_entries: service_entries(v, "service_entries"),
             scope: paths_or_any(v, "scope"),
             profiles: paths_or_any(v, "profiles"),
-            ip_protocol: match v.get("ip_protocol") {
-                None | Some(Value::Null) => Ok(IpFamily::Both),
-                _ => match word("ip_protocol").as_deref() {
-                    Some("IPV4") => Ok(IpFamily::V4),
-                    Some("IPV6") => Ok(IpFamily::V6),
-                    Some("IPV4_IPV6") => Ok(IpFamily::Both),
-                    _ => Err("ip_protocol is not IPV4, IPV6 or IPV4_IPV6".into()),
-                },
-            },
+            ip_protocol: one_of(
+                v,
+                "ip_protocol",
+                Some(IpFamily::Both),
+                &[
+                    ("IPV4", IpFamily::V4),
+                    ("IPV6", IpFamily::V6),
+                    ("IPV4_IPV6", IpFamily::Both),
+                ],
+            ),
         }
     }
 
     /// Every reason a part of the rule could not be read, once each.
-    pub fn unreadable(&self) -> Vec<String> {
+    pub(crate) fn unreadable(&self) -> Vec<String> {
         let mut out: Vec<String> = Vec::new();
         let errs = [
             self.sequence_number.as_ref().err(),
@@ -700,14 +698,14 @@ impl Rule {
 
 /// A Service: its entries.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Service {
+pub(crate) struct Service {
     pub path: Result<String, String>,
     pub display_name: Option<String>,
     pub entries: Result<Vec<ServiceEntry>, String>,
 }
 
 impl Service {
-    pub fn read(v: &Value) -> Service {
+    pub(crate) fn read(v: &Value) -> Service {
         if !v.is_object() {
             return Service {
                 path: Err("the service is not an object".into()),
@@ -725,11 +723,9 @@ impl Service {
 
 /// A Group's definition: who it is (its members are read apart, as NSX realized them).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Group {
+pub(crate) struct Group {
     pub path: Result<String, String>,
     pub display_name: Option<String>,
-    /// The `resource_type` of each `expression` (Condition, IPAddressExpression, PathExpression…).
-    pub expression_kinds: Vec<String>,
     /// Per expression, what it selects: a `Condition`'s or `ExternalIDExpression`'s
     /// `member_type` (`VirtualMachine`, `SegmentPort`, `VpcSubnetPort`…), else its
     /// `resource_type` (terraform-provider-nsxt `nsxt/resource_nsxt_policy_group.go`).
@@ -737,18 +733,7 @@ pub struct Group {
 }
 
 impl Group {
-    pub fn read(v: &Value) -> Group {
-        let kinds = v
-            .get("expression")
-            .and_then(Value::as_array)
-            .map(|a| {
-                a.iter()
-                    .take(MAX_ENTRIES)
-                    .filter_map(|e| e.get("resource_type").and_then(Value::as_str))
-                    .map(|s| clip(s, 64))
-                    .collect()
-            })
-            .unwrap_or_default();
+    pub(crate) fn read(v: &Value) -> Group {
         let member_types = v
             .get("expression")
             .and_then(Value::as_array)
@@ -766,7 +751,6 @@ impl Group {
         Group {
             path: path_of(v),
             display_name: name(v, "display_name"),
-            expression_kinds: kinds,
             member_types,
         }
     }
@@ -774,7 +758,7 @@ impl Group {
 
 /// One member list of a group: read whole, or why not.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum MemberList<T> {
+pub(crate) enum MemberList<T> {
     Whole(Vec<T>),
     /// Not read, or not whole (a page or an entry missing): nothing can be told from absence.
     NotWhole {
@@ -784,13 +768,13 @@ pub enum MemberList<T> {
 }
 
 impl<T> MemberList<T> {
-    pub fn read(&self) -> &[T] {
+    pub(crate) fn read(&self) -> &[T] {
         match self {
             MemberList::Whole(v) | MemberList::NotWhole { read: v, .. } => v,
         }
     }
 
-    pub fn why_not_whole(&self) -> Option<&str> {
+    pub(crate) fn why_not_whole(&self) -> Option<&str> {
         match self {
             MemberList::Whole(_) => None,
             MemberList::NotWhole { why, .. } => Some(why),
@@ -800,25 +784,23 @@ impl<T> MemberList<T> {
 
 /// A realized VM member (`members/virtual-machines`, `RealizedVirtualMachine`).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct VmMember {
+pub(crate) struct VmMember {
     /// `id`: the VM's external id.
     pub id: Option<String>,
-    pub display_name: Option<String>,
     pub bios_uuid: Option<String>,
     pub instance_uuid: Option<String>,
 }
 
 /// A segment-port member (`members/segment-ports`, `PolicyGroupMemberDetails`).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PortMember {
+pub(crate) struct PortMember {
     pub path: Option<String>,
     pub id: Option<String>,
-    pub display_name: Option<String>,
 }
 
 /// A group's effective members.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct GroupMembers {
+pub(crate) struct GroupMembers {
     pub ips: MemberList<AddrSpec>,
     pub vms: MemberList<VmMember>,
     pub ports: MemberList<PortMember>,
@@ -879,7 +861,7 @@ fn member_list<T>(
 }
 
 impl GroupMembers {
-    pub fn read(m: &Members) -> GroupMembers {
+    pub(crate) fn read(m: &Members) -> GroupMembers {
         GroupMembers {
             ips: member_list(m.ip_addresses.as_ref(), "ip-addresses", &m.gaps, |v| {
                 v.as_str().and_then(AddrSpec::parse)
@@ -891,7 +873,6 @@ impl GroupMembers {
                 |v| {
                     v.is_object().then(|| VmMember {
                         id: name(v, "id"),
-                        display_name: name(v, "display_name"),
                         // A member is a `RealizedVirtualMachine`, whose `compute_ids` are
                         // "in the format 'id-type-key:value'", e.g. "['uuid:xxxx-xxxx-xxxx-xxxx',
                         // 'moIdOnHost:moref-11', 'instanceUuid:xxxx-xxxx-xxxx-xxxx']"
@@ -909,14 +890,13 @@ impl GroupMembers {
                 v.is_object().then(|| PortMember {
                     path: path_of(v).ok(),
                     id: name(v, "id"),
-                    display_name: name(v, "display_name"),
                 })
             }),
         }
     }
 
     /// No member kind was read at all.
-    pub fn not_read() -> GroupMembers {
+    pub(crate) fn not_read() -> GroupMembers {
         fn no<T>(k: &str) -> MemberList<T> {
             MemberList::NotWhole {
                 read: Vec::new(),
@@ -931,19 +911,278 @@ impl GroupMembers {
     }
 }
 
+/// One traceflow observation.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Observation {
+    /// `TraceflowObservationDelivered`.
+    Delivered { component: Option<String> },
+    /// `TraceflowObservationDropped` / `…DroppedLogical`.
+    Dropped {
+        component_type: Option<String>,
+        component_name: Option<String>,
+        reason: Option<String>,
+        acl_rule_id: Option<u64>,
+        acl_rule_path: Option<String>,
+        transport_node: Option<String>,
+    },
+    /// Any other kind (`…Forwarded`, `…Received`, relayed, replicated…): counted, not read.
+    Other,
+}
+
+impl Observation {
+    pub(crate) fn read(v: &Value) -> Observation {
+        let kind = v.get("resource_type").and_then(Value::as_str).unwrap_or("");
+        let component = name(v, "component_name").or_else(|| name(v, "component_type"));
+        match kind {
+            "TraceflowObservationDelivered" => Observation::Delivered { component },
+            "TraceflowObservationDropped" | "TraceflowObservationDroppedLogical" => {
+                Observation::Dropped {
+                    component_type: name(v, "component_type"),
+                    component_name: name(v, "component_name"),
+                    reason: name(v, "reason"),
+                    acl_rule_id: v.get("acl_rule_id").and_then(Value::as_u64),
+                    acl_rule_path: v
+                        .get("acl_rule_path")
+                        .and_then(Value::as_str)
+                        .and_then(|s| path_str(s).ok()),
+                    transport_node: name(v, "transport_node_name"),
+                }
+            }
+            _ => Observation::Other,
+        }
+    }
+}
+
+/// A traceflow's `operation_state` (from its status), when read.
+pub(crate) fn traceflow_state(t: &TraceflowRead) -> Option<String> {
+    t.status.as_ref().and_then(|s| name(s, "operation_state"))
+}
+
+/// The traceflow's observations, in `sequence_no` order as listed (the list keeps NSX's order).
+pub(crate) fn observations(t: &TraceflowRead) -> Vec<Observation> {
+    t.observations
+        .results
+        .iter()
+        .take(MAX_MEMBERS)
+        .map(Observation::read)
+        .collect()
+}
+
+// ---- the engine's input ----
+
+/// One policy and its rules, in the order listed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct PolicyRules {
+    pub policy: SecurityPolicy,
+    pub rules: Vec<Rule>,
+    /// Why its rules are not all read (`None`: every page).
+    pub rules_incomplete: Option<String>,
+}
+
+/// Everything the DFW engine reads, typed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DfwInput {
+    pub(crate) layout: Layout,
+    pub(crate) policies: Vec<PolicyRules>,
+    /// Why the policy list is not whole (`None`: every page): any policy not read might come
+    /// first.
+    pub(crate) policies_incomplete: Option<String>,
+    pub(crate) groups: BTreeMap<String, Group>,
+    pub(crate) members: BTreeMap<String, GroupMembers>,
+    pub(crate) services: BTreeMap<String, Service>,
+    pub(crate) vms: Vec<DfwVm>,
+    /// What does not fit (a port whose VIF is another VM's, a VM name with another uuid…):
+    /// said, never used. At most [`MAX_FINDINGS`].
+    pub(crate) findings: Vec<String>,
+    /// Everything that could not be read, anywhere, in our words (bounded).
+    pub(crate) gaps: Vec<String>,
+    /// What the evaluation's notes carry of the reading itself (the VPC's security profile).
+    pub(crate) notes: Vec<String>,
+}
+
+fn gap_text(g: &Gap) -> String {
+    let mut s = format!("{}: {}", clip(&g.path, 256), clip(&g.why, MAX_WHY_CHARS));
+    if let Some(st) = g.status {
+        s.push_str(&format!(" (HTTP {st})"));
+    }
+    if let Some(p) = &g.privilege {
+        s.push_str(&format!("; needs {}", clip(p, 128)));
+    }
+    s
+}
+
+/// Builds the DFW engine's input from what one run read and the Supervisor's VMs.
+pub(crate) fn input(read: &NsxRead, vms: &[SupervisorVm]) -> DfwInput {
+    let mut gaps: Vec<String> = read.gaps.iter().take(MAX_FINDINGS).map(gap_text).collect();
+    let mut findings = Vec::new();
+    let mut policies: Vec<PolicyRules> = Vec::new();
+    for pr in &read.rules {
+        let policy = SecurityPolicy::read(&pr.policy);
+        let rules = pr.rules.results.iter().map(Rule::read).collect();
+        let rules_incomplete = pr.rules.incomplete.as_ref().map(gap_text);
+        if let Some(g) = &rules_incomplete {
+            gaps.push(format!("rules of {}: {g}", policy.label()));
+        }
+        policies.push(PolicyRules {
+            policy,
+            rules,
+            rules_incomplete,
+        });
+    }
+    // Policies listed without their rules read: their rules are not known.
+    // A policy that cannot be read at all is kept too: it could come anywhere.
+    // Looked up by path in a set: a huge manager lists thousands of policies, and a scan of
+    // the read ones for each listed one took 1.6 s (debug build) at 2,500 cut policies.
+    let mut read_paths: HashSet<String> = policies
+        .iter()
+        .filter_map(|q| q.policy.path.clone().ok())
+        .collect();
+    // The policies read with their rules that have no path, by their JSON text (keys sorted:
+    // equal texts are equal objects): looked up in a set, never compared pairwise (20,000
+    // pathless policies against as many read ones were 4·10⁸ comparisons of whole objects).
+    let read_pathless: HashSet<String> = read
+        .rules
+        .iter()
+        .filter(|pr| path_of(&pr.policy).is_err())
+        .map(|pr| pr.policy.to_string())
+        .collect();
+    for v in &read.policies.results {
+        let mut p = SecurityPolicy::read(v);
+        match &p.path {
+            Ok(path) if !read_paths.insert(path.clone()) => continue,
+            Ok(_) => {}
+            // No path to look up by: the very object read with its rules is that policy.
+            Err(_) if read_pathless.contains(&v.to_string()) => continue,
+            Err(_) => {}
+        }
+        if let Err(e) = &p.path {
+            p.unreadable
+                .get_or_insert_with(|| format!("a listed policy: {e}"));
+        }
+        policies.push(PolicyRules {
+            rules_incomplete: Some("its rules were not read".into()),
+            policy: p,
+            rules: Vec::new(),
+        });
+    }
+    // The list's own gap; else a gap the reader kept apart that names the policies; else, with
+    // no policy at all (NSX always has its default Layer 3 policy) and something not read, that.
+    let policies_incomplete = read
+        .policies
+        .incomplete
+        .as_ref()
+        .or_else(|| {
+            // The list's (`…/security-policies`), never one policy's rules (`…/<id>/rules`:
+            // that policy's `rules_incomplete`).
+            read.gaps
+                .iter()
+                .find(|g| g.path.trim_end_matches('/').ends_with("/security-policies"))
+        })
+        .or_else(|| {
+            read.gaps
+                .first()
+                .filter(|_| read.policies.results.is_empty() && read.rules.is_empty())
+        })
+        .map(gap_text);
+    if let Some(g) = &policies_incomplete {
+        gaps.push(format!("security policies: {g}"));
+    }
+    let groups = read
+        .groups
+        .iter()
+        .map(|(k, v)| (k.clone(), Group::read(v)))
+        .collect();
+    let members = read
+        .members
+        .iter()
+        .map(|(k, m)| (k.clone(), GroupMembers::read(m)))
+        .collect();
+    let services = read
+        .services
+        .iter()
+        .map(|(k, v)| (k.clone(), Service::read(v)))
+        .collect();
+    let dvms = identified_vms(read, vms, &mut findings);
+    gaps.truncate(MAX_FINDINGS);
+    DfwInput {
+        notes: read
+            .vpc_security
+            .as_ref()
+            .and_then(vpc_security_note)
+            .into_iter()
+            .collect(),
+        layout: read.layout.clone(),
+        policies,
+        policies_incomplete,
+        groups,
+        members,
+        services,
+        vms: dvms,
+        findings,
+        gaps,
+    }
+}
+
+/// One line for the VPC's security profile and east-west strategy, as read (`None`: an NSX
+/// without them). Its fields: the API reference's `VpcSecurityProfile` (`display_name`, `path`,
+/// `east_west_firewall.security_strategies`) and `SecurityStrategy` (`display_name`,
+/// `description`, `rule_templates`), NSX 9.1.
+pub(crate) fn vpc_security_note(v: &super::raw::VpcSecurity) -> Option<String> {
+    let label = |o: &Value| {
+        let n = name(o, "display_name").or_else(|| name(o, "id"));
+        let p = path_of(o).ok().map(|p| clip(&p, 256));
+        match (n, p) {
+            (Some(n), Some(p)) => format!("\"{n}\" ({p})"),
+            (Some(n), None) => format!("\"{n}\""),
+            (None, Some(p)) => p,
+            (None, None) => "(unnamed)".into(),
+        }
+    };
+    let Some(profile) = &v.profile else {
+        return v
+            .gaps
+            .first()
+            .map(|g| format!("the VPC's security profile was not read: {}", gap_text(g)));
+    };
+    let mut s = format!("the VPC's security profile is {}", label(profile));
+    match &v.strategy {
+        Some(st) => {
+            s.push_str(&format!(", its east-west security strategy {}", label(st)));
+            if let Some(d) = name(st, "description") {
+                s.push_str(&format!(": {d}"));
+            }
+            s.push_str(
+                " (its rules are evaluated as NSX instantiates them among the VPC's policies)",
+            );
+        }
+        None => match v.gaps.first() {
+            Some(g) => s.push_str(&format!(
+                "; its east-west security strategy was not read: {}",
+                gap_text(g)
+            )),
+            None => s.push_str(", with no east-west security strategy"),
+        },
+    }
+    Some(clip(&s, 2 * MAX_WHY_CHARS))
+}
+
+#[cfg(test)]
+pub(crate) mod tests;
+
+// ---- which NSX VM and port is each control-plane VM ----
+
 /// A fabric VirtualMachine as NSX Manager knows it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct NsxVm {
+pub(crate) struct NsxVm {
     pub external_id: Option<String>,
     pub display_name: Option<String>,
     pub bios_uuid: Option<String>,
     pub instance_uuid: Option<String>,
-    pub power_state: Option<String>,
 }
 
 /// A SegmentPort.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct NsxPort {
+pub(crate) struct NsxPort {
     pub path: Option<String>,
     pub id: Option<String>,
     pub display_name: Option<String>,
@@ -954,22 +1193,21 @@ pub struct NsxPort {
 
 /// A VirtualNetworkInterface (a VM's vNIC).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct NsxVif {
+pub(crate) struct NsxVif {
     /// The owning VM's `external_id`.
     pub owner_vm_id: Option<String>,
     pub lport_attachment_id: Option<String>,
     pub ips: Vec<IpAddr>,
-    pub device_name: Option<String>,
 }
 
 /// One object a VM lookup found.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Found {
+pub(crate) enum Found {
     Vm(NsxVm),
     Port(NsxPort),
     Vif(NsxVif),
-    /// Something else (its `resource_type`, clipped).
-    Other(String),
+    /// Something else: not used.
+    Other,
 }
 
 fn ips_in(v: Option<&Value>, key: &str) -> Vec<IpAddr> {
@@ -988,14 +1226,13 @@ fn ips_in(v: Option<&Value>, key: &str) -> Vec<IpAddr> {
 
 impl Found {
     /// Reads one object by its `resource_type` (a search answers several kinds).
-    pub fn read(v: &Value) -> Found {
+    pub(crate) fn read(v: &Value) -> Found {
         match v.get("resource_type").and_then(Value::as_str) {
             Some("VirtualMachine") => Found::Vm(NsxVm {
                 external_id: name(v, "external_id"),
                 display_name: name(v, "display_name"),
                 bios_uuid: compute_id(v, "biosUuid:"),
                 instance_uuid: compute_id(v, "instanceUuid:"),
-                power_state: name(v, "power_state"),
             }),
             // A T1/NCP segment's port, or a VPC subnet's (`VpcSubnetPort`: the search index's
             // type of `/orgs/<o>/projects/<p>/vpcs/<v>/subnets/<s>/ports/<id>`,
@@ -1022,117 +1259,31 @@ impl Found {
                             .collect()
                     })
                     .unwrap_or_default(),
-                device_name: name(v, "device_name"),
             }),
-            Some(k) => Found::Other(clip(k, 64)),
-            None => Found::Other("(no resource_type)".into()),
+            _ => Found::Other,
         }
     }
 }
-
-/// One traceflow observation.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Observation {
-    /// `TraceflowObservationDelivered`.
-    Delivered {
-        component: Option<String>,
-        segment_port_path: Option<String>,
-        transport_node: Option<String>,
-    },
-    /// `TraceflowObservationDropped` / `…DroppedLogical`.
-    Dropped {
-        component_type: Option<String>,
-        component_name: Option<String>,
-        reason: Option<String>,
-        acl_rule_id: Option<u64>,
-        acl_rule_path: Option<String>,
-        transport_node: Option<String>,
-    },
-    /// `…Forwarded`, `…Received`, `…ForwardedLogical`, `…ReceivedLogical`, relayed, replicated.
-    Passed { kind: String },
-    /// Another kind (clipped), or none.
-    Other { kind: String },
-}
-
-impl Observation {
-    pub fn read(v: &Value) -> Observation {
-        let kind = v.get("resource_type").and_then(Value::as_str).unwrap_or("");
-        let component = name(v, "component_name").or_else(|| name(v, "component_type"));
-        let transport_node = name(v, "transport_node_name");
-        match kind {
-            "TraceflowObservationDelivered" => Observation::Delivered {
-                component,
-                segment_port_path: v
-                    .get("segment_port_path")
-                    .and_then(Value::as_str)
-                    .and_then(|s| path_str(s).ok()),
-                transport_node,
-            },
-            "TraceflowObservationDropped" | "TraceflowObservationDroppedLogical" => {
-                Observation::Dropped {
-                    component_type: name(v, "component_type"),
-                    component_name: name(v, "component_name"),
-                    reason: name(v, "reason"),
-                    acl_rule_id: v.get("acl_rule_id").and_then(Value::as_u64),
-                    acl_rule_path: v
-                        .get("acl_rule_path")
-                        .and_then(Value::as_str)
-                        .and_then(|s| path_str(s).ok()),
-                    transport_node,
-                }
-            }
-            "TraceflowObservationForwarded"
-            | "TraceflowObservationReceived"
-            | "TraceflowObservationForwardedLogical"
-            | "TraceflowObservationReceivedLogical"
-            | "TraceflowObservationRelayedLogical"
-            | "TraceflowObservationReplicationLogical" => Observation::Passed {
-                kind: kind.to_string(),
-            },
-            "" => Observation::Other {
-                kind: "(no resource_type)".into(),
-            },
-            k => Observation::Other { kind: clip(k, 64) },
-        }
-    }
-}
-
-/// A traceflow's `operation_state` (from its status), when read.
-pub fn traceflow_state(t: &TraceflowRead) -> Option<String> {
-    t.status.as_ref().and_then(|s| name(s, "operation_state"))
-}
-
-/// The traceflow's observations, in `sequence_no` order as listed (the list keeps NSX's order).
-pub fn observations(t: &TraceflowRead) -> Vec<Observation> {
-    t.observations
-        .results
-        .iter()
-        .take(MAX_MEMBERS)
-        .map(Observation::read)
-        .collect()
-}
-
-// ---- the engine's input ----
 
 /// A control-plane VM as the Supervisor says it is.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct SupervisorVm {
     /// The Kubernetes node name (the key of [`VmLookup::node`]).
-    pub node: String,
+    pub(crate) node: String,
     /// The VirtualMachine's name (its vSphere display name).
-    pub vm_name: String,
-    pub bios_uuid: Option<String>,
-    pub instance_uuid: Option<String>,
+    pub(crate) vm_name: String,
+    pub(crate) bios_uuid: Option<String>,
+    pub(crate) instance_uuid: Option<String>,
     /// The addresses etcd's packets carry (its peer and client URLs' host on that node).
     /// Every address given is matched: a VM with addresses inside and outside a group makes
     /// the check "cannot decide", so give the etcd address alone when it is known (a
     /// dual-stack node's other family would only blur the answer).
-    pub ips: Vec<IpAddr>,
+    pub(crate) ips: Vec<IpAddr>,
 }
 
 /// Whether the VM found in NSX is this Machine's VM, checked both ways.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Identity {
+pub(crate) enum Identity {
     /// One fabric VM whose uuids (or, with no uuid on either side, its name) are the
     /// Machine's. Its segment port ([`DfwVm::port`]) is kept only when one of its own VIFs
     /// ties the port to it.
@@ -1145,7 +1296,7 @@ pub enum Identity {
 
 /// A control-plane VM as the DFW engine sees it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct DfwVm {
+pub(crate) struct DfwVm {
     pub node: String,
     pub vm_name: String,
     pub ips: Vec<IpAddr>,
@@ -1164,7 +1315,7 @@ pub struct DfwVm {
 /// reference of `members/virtual-machines`: "for Groups containing other member types, an
 /// empty list is returned").
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Memberships {
+pub(crate) struct Memberships {
     /// Group paths (`target_id`) the VM or its port is a member of, as read.
     pub groups: std::collections::BTreeSet<String>,
     /// The trees (`/infra`, a project's infra, a VPC) whose answers were read whole for the
@@ -1177,7 +1328,7 @@ pub struct Memberships {
 impl Memberships {
     /// Whether the group at `path` holds the VM (or its port): `Some(true)`, `Some(false)`, or
     /// `None` when its tree's answers were not read whole (why in [`Memberships::why_not`]).
-    pub fn holds(&self, path: &str) -> Option<bool> {
+    pub(crate) fn holds(&self, path: &str) -> Option<bool> {
         if self.groups.contains(path) {
             return Some(true);
         }
@@ -1203,14 +1354,11 @@ fn memberships(
         return m;
     };
     let port_path = port.and_then(|p| p.path.clone());
-    let mut roots: Vec<&str> = lookup
+    let roots: std::collections::BTreeSet<&str> = lookup
         .associations
         .iter()
         .map(|a| a.root.as_str())
         .collect();
-    roots.dedup();
-    roots.sort();
-    roots.dedup();
     for root in roots {
         let mut whole = true;
         let mut asked = |by: &str, key: &str| {
@@ -1271,47 +1419,6 @@ fn memberships(
     }
     m.why_not.truncate(8);
     m
-}
-
-/// One policy and its rules, in the order listed.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PolicyRules {
-    pub policy: SecurityPolicy,
-    pub rules: Vec<Rule>,
-    /// Why its rules are not all read (`None`: every page).
-    pub rules_incomplete: Option<String>,
-}
-
-/// Everything the DFW engine reads, typed.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct DfwInput {
-    pub layout: Layout,
-    pub policies: Vec<PolicyRules>,
-    /// Why the policy list is not whole (`None`: every page): any policy not read might come
-    /// first.
-    pub policies_incomplete: Option<String>,
-    pub groups: BTreeMap<String, Group>,
-    pub members: BTreeMap<String, GroupMembers>,
-    pub services: BTreeMap<String, Service>,
-    pub vms: Vec<DfwVm>,
-    /// What does not fit (a port whose VIF is another VM's, a VM name with another uuid…):
-    /// said, never used. At most [`MAX_FINDINGS`].
-    pub findings: Vec<String>,
-    /// Everything that could not be read, anywhere, in our words (bounded).
-    pub gaps: Vec<String>,
-    /// What the evaluation's notes carry of the reading itself (the VPC's security profile).
-    pub notes: Vec<String>,
-}
-
-fn gap_text(g: &Gap) -> String {
-    let mut s = format!("{}: {}", clip(&g.path, 256), clip(&g.why, MAX_WHY_CHARS));
-    if let Some(st) = g.status {
-        s.push_str(&format!(" (HTTP {st})"));
-    }
-    if let Some(p) = &g.privilege {
-        s.push_str(&format!("; needs {}", clip(p, 128)));
-    }
-    s
 }
 
 fn same(a: &Option<String>, b: &Option<String>) -> Option<bool> {
@@ -1490,168 +1597,10 @@ fn identify(
     (Identity::Confirmed, Some(vm), port)
 }
 
-/// Builds the DFW engine's input from what one run read and the Supervisor's VMs.
-pub fn input(read: &NsxRead, vms: &[SupervisorVm]) -> DfwInput {
-    let mut gaps: Vec<String> = read.gaps.iter().take(MAX_FINDINGS).map(gap_text).collect();
-    let mut findings = Vec::new();
-    let mut policies: Vec<PolicyRules> = Vec::new();
-    for pr in &read.rules {
-        let policy = SecurityPolicy::read(&pr.policy);
-        let rules = pr.rules.results.iter().map(Rule::read).collect();
-        let rules_incomplete = pr.rules.incomplete.as_ref().map(gap_text);
-        if let Some(g) = &rules_incomplete {
-            gaps.push(format!("rules of {}: {g}", policy.label()));
-        }
-        policies.push(PolicyRules {
-            policy,
-            rules,
-            rules_incomplete,
-        });
-    }
-    // Policies listed without their rules read: their rules are not known.
-    // A policy that cannot be read at all is kept too: it could come anywhere.
-    // Looked up by path in a set: a huge manager lists thousands of policies, and a scan of
-    // the read ones for each listed one took 1.6 s (debug build) at 2,500 cut policies.
-    let mut read_paths: HashSet<String> = policies
-        .iter()
-        .filter_map(|q| q.policy.path.clone().ok())
-        .collect();
-    // The policies read with their rules that have no path, by their JSON text (keys sorted:
-    // equal texts are equal objects): looked up in a set, never compared pairwise (20,000
-    // pathless policies against as many read ones were 4·10⁸ comparisons of whole objects).
-    let read_pathless: HashSet<String> = read
-        .rules
-        .iter()
-        .filter(|pr| path_of(&pr.policy).is_err())
-        .map(|pr| pr.policy.to_string())
-        .collect();
-    for v in &read.policies.results {
-        let mut p = SecurityPolicy::read(v);
-        match &p.path {
-            Ok(path) if !read_paths.insert(path.clone()) => continue,
-            Ok(_) => {}
-            // No path to look up by: the very object read with its rules is that policy.
-            Err(_) if read_pathless.contains(&v.to_string()) => continue,
-            Err(_) => {}
-        }
-        if let Err(e) = &p.path {
-            p.unreadable
-                .get_or_insert_with(|| format!("a listed policy: {e}"));
-        }
-        policies.push(PolicyRules {
-            rules_incomplete: Some("its rules were not read".into()),
-            policy: p,
-            rules: Vec::new(),
-        });
-    }
-    // The list's own gap; else a gap the reader kept apart that names the policies; else, with
-    // no policy at all (NSX always has its default Layer 3 policy) and something not read, that.
-    let policies_incomplete = read
-        .policies
-        .incomplete
-        .as_ref()
-        .or_else(|| {
-            // The list's (`…/security-policies`), never one policy's rules (`…/<id>/rules`:
-            // that policy's `rules_incomplete`).
-            read.gaps
-                .iter()
-                .find(|g| g.path.trim_end_matches('/').ends_with("/security-policies"))
-        })
-        .or_else(|| {
-            read.gaps
-                .first()
-                .filter(|_| read.policies.results.is_empty() && read.rules.is_empty())
-        })
-        .map(gap_text);
-    if let Some(g) = &policies_incomplete {
-        gaps.push(format!("security policies: {g}"));
-    }
-    let groups = read
-        .groups
-        .iter()
-        .map(|(k, v)| (k.clone(), Group::read(v)))
-        .collect();
-    let members = read
-        .members
-        .iter()
-        .map(|(k, m)| (k.clone(), GroupMembers::read(m)))
-        .collect();
-    let services = read
-        .services
-        .iter()
-        .map(|(k, v)| (k.clone(), Service::read(v)))
-        .collect();
-    let dvms = identified_vms(read, vms, &mut findings);
-    gaps.truncate(MAX_FINDINGS);
-    DfwInput {
-        notes: read
-            .vpc_security
-            .as_ref()
-            .and_then(vpc_security_note)
-            .into_iter()
-            .collect(),
-        layout: read.layout.clone(),
-        policies,
-        policies_incomplete,
-        groups,
-        members,
-        services,
-        vms: dvms,
-        findings,
-        gaps,
-    }
-}
-
-/// One line for the VPC's security profile and east-west strategy, as read (`None`: an NSX
-/// without them). Its fields: the API reference's `VpcSecurityProfile` (`display_name`, `path`,
-/// `east_west_firewall.security_strategies`) and `SecurityStrategy` (`display_name`,
-/// `description`, `rule_templates`), NSX 9.1.
-pub fn vpc_security_note(v: &super::raw::VpcSecurity) -> Option<String> {
-    let label = |o: &Value| {
-        let n = name(o, "display_name").or_else(|| name(o, "id"));
-        let p = path_of(o).ok().map(|p| clip(&p, 256));
-        match (n, p) {
-            (Some(n), Some(p)) => format!("\"{n}\" ({p})"),
-            (Some(n), None) => format!("\"{n}\""),
-            (None, Some(p)) => p,
-            (None, None) => "(unnamed)".into(),
-        }
-    };
-    let Some(profile) = &v.profile else {
-        return v
-            .gaps
-            .first()
-            .map(|g| format!("the VPC's security profile was not read: {}", gap_text(g)));
-    };
-    let mut s = format!("the VPC's security profile is {}", label(profile));
-    match &v.strategy {
-        Some(st) => {
-            s.push_str(&format!(", its east-west security strategy {}", label(st)));
-            if let Some(d) = name(st, "description") {
-                s.push_str(&format!(": {d}"));
-            }
-            s.push_str(
-                " (its rules are evaluated as NSX instantiates them among the VPC's policies)",
-            );
-        }
-        None => match v.gaps.first() {
-            Some(g) => s.push_str(&format!(
-                "; its east-west security strategy was not read: {}",
-                gap_text(g)
-            )),
-            None => s.push_str(", with no east-west security strategy"),
-        },
-    }
-    Some(clip(&s, 2 * MAX_WHY_CHARS))
-}
-
-#[cfg(test)]
-pub(crate) mod tests;
-
 /// Each of the Supervisor's VMs with its NSX identity as `read` found it (checked both ways,
 /// [`identify`]); what does not add up goes to `findings`. Part of [`input`], and all a
 /// traceflow needs (the confirmed ports), without reading the DFW.
-pub fn identified_vms(
+pub(crate) fn identified_vms(
     read: &NsxRead,
     vms: &[SupervisorVm],
     findings: &mut Vec<String>,
@@ -1681,7 +1630,7 @@ pub fn identified_vms(
 /// its VirtualMachine's name, its `status.biosUUID` / `status.instanceUUID` (vm-operator
 /// `api/v1alpha3/virtualmachine_types.go`; read from the verified VM objects `vms`, never from
 /// one whose join was in doubt) and the address etcd uses (the VM's primary IP).
-pub fn supervisor_vms(
+pub(crate) fn supervisor_vms(
     facts: &crate::supervisor::ClusterFacts,
     vms: &[&kube::api::DynamicObject],
 ) -> Vec<SupervisorVm> {
@@ -1713,7 +1662,7 @@ pub fn supervisor_vms(
 
 /// The tree of an association root a group path is in (`read::association_roots`' form; here,
 /// below the reading, since the model judges by it), if any.
-pub fn association_root_of(group_path: &str) -> Option<String> {
+fn association_root_of(group_path: &str) -> Option<String> {
     let parts: Vec<&str> = group_path.trim_start_matches('/').split('/').collect();
     match parts.as_slice() {
         ["infra", ..] => Some("/infra".into()),

@@ -34,7 +34,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use futures::stream::{self, StreamExt};
 use serde_json::Value;
 
-use super::client::{clean, policy_segments, ApiPath, Client, Privilege};
+use super::client::{clean, gap, policy_segments, ApiPath, Client, Privilege};
 use super::model::AddrSpec;
 use super::raw::{
     Association, Gap, Layout, Listed, Members, NsxRead, PolicyRead, VmLookup, VpcSecurity,
@@ -295,15 +295,6 @@ pub(crate) fn service_refs(policies: &[PolicyRead]) -> BTreeSet<String> {
         .collect()
 }
 
-fn bad_path_gap(path: &str, why: String) -> Gap {
-    Gap {
-        path: clean(path, 300),
-        status: None,
-        why,
-        privilege: None,
-    }
-}
-
 /// Concatenates lists read from several roots into one: every result, the count when each
 /// root said one, the first gap (the others go to `more_gaps`).
 fn merge(lists: Vec<Listed>, more_gaps: &mut Vec<Gap>) -> Listed {
@@ -363,7 +354,7 @@ pub(crate) async fn read(client: &Client, layout: &Layout, vms: &[VmHint]) -> Ns
                 }
                 lists.push(l);
             }
-            Err(why) => gaps.push(bad_path_gap(&root, why)),
+            Err(why) => gaps.push(gap(&root, why)),
         }
     }
     let policies = merge(lists, &mut gaps);
@@ -379,7 +370,7 @@ pub(crate) async fn read(client: &Client, layout: &Layout, vms: &[VmHint]) -> Ns
             let rules = match ApiPath::policy(path, &["rules"]) {
                 Ok(p) => client.list(&p, &[], Privilege::ReadSecurity).await,
                 Err(why) => Listed {
-                    incomplete: Some(bad_path_gap(path, why)),
+                    incomplete: Some(gap(path, why)),
                     ..Listed::default()
                 },
             };
@@ -466,7 +457,7 @@ async fn read_domains(
     let path = match ApiPath::policy(parent, &["domains"]) {
         Ok(p) => p,
         Err(why) => {
-            let gap = bad_path_gap(parent, why);
+            let gap = gap(parent, why);
             return (
                 out,
                 Some(Listed {
@@ -558,7 +549,7 @@ async fn read_vpc_security(client: &Client, org: &str, project: &str, vpc: &str)
                 .get(&p)
                 .await
                 .map_err(|e| e.gap(p.path(), Privilege::ReadSecurity)),
-            Err(why) => Err(bad_path_gap(&path, why)),
+            Err(why) => Err(gap(&path, why)),
         }
     };
     match get(profile_path).await {
@@ -633,7 +624,7 @@ async fn read_objects(
                     .get(&p)
                     .await
                     .map_err(|e| e.gap(p.path(), Privilege::ReadSecurity)),
-                Err(why) => Err(bad_path_gap(path, why)),
+                Err(why) => Err(gap(path, why)),
             };
             (path.clone(), r)
         })
@@ -673,7 +664,7 @@ async fn read_groups(
                         *slot = Some(l);
                     }
                     Err(why) => {
-                        m.gaps.push(bad_path_gap(path, why));
+                        m.gaps.push(gap(path, why));
                         break;
                     }
                 }
@@ -924,7 +915,7 @@ async fn associations(client: &Client, layout: &Layout, found: &[Value]) -> Vec<
                         .await
                 }
                 Err(why) => Listed {
-                    incomplete: Some(bad_path_gap(&root, why)),
+                    incomplete: Some(gap(&root, why)),
                     ..Listed::default()
                 },
             };

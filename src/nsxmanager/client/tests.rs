@@ -156,7 +156,7 @@ fn api_paths_are_the_managers_own_segments_encoded() {
     ] {
         assert!(ApiPath::policy(bad, &[]).is_err(), "{bad}");
     }
-    assert!(ApiPath::policy(&format!("/infra/{}", "x".repeat(MAX_POLICY_PATH)), &[]).is_err());
+    assert!(ApiPath::policy(&format!("/infra/{}", "x".repeat(MAX_PATH_CHARS)), &[]).is_err());
     let q = ApiPath::fixed("/api/v1/fabric/vifs")
         .with_query(&[("owner_vm_id", "a b"), ("cursor", "00012&x=y")]);
     assert_eq!(

@@ -50,7 +50,6 @@ fn vm() -> DfwVm {
             display_name: Some("cp-1".into()),
             bios_uuid: None,
             instance_uuid: None,
-            power_state: None,
         }),
         port: Some(NsxPort {
             path: Some("/infra/segments/s/ports/p1".into()),
