@@ -837,7 +837,7 @@ mod etcdask_tests {
         let out = parse(
             "cp1",
             frame::write(&[
-                ("node", "10.0.0.11\ncp1\n1765000000000\n900"),
+                ("node", "self 10.0.0.11\nhost cp1\nclock 1765000000000\nms 900"),
                 (
                     "health",
                     &asked(
@@ -896,52 +896,17 @@ mod etcdask_tests {
     proptest! {
         #![proptest_config(ProptestConfig { cases: 128, failure_persistence: None, ..ProptestConfig::default() })]
 
-        /// Whatever a node prints in one of etcd's answers, the document reads (a section of
-        /// the older JSON may be anything, and is refused as such).
+        /// Whatever a node prints in one of etcd's answers, the document reads.
         #[test]
         fn any_raw_answer_reads(text in section(), name in prop::sample::select(vec!["health", "members", "alarms", "metrics.before", "metrics.after"])) {
             let out = parse("cp1", frame::write(&[(name, text.as_str())]).as_bytes());
-            if !text.trim_start().starts_with('{') {
-                prop_assert!(out.is_ok(), "{out:?}");
-            }
+            prop_assert!(out.is_ok(), "{out:?}");
         }
     }
 }
 
 // The raw sections read through the whole framed document (here, above `framed` and `raw`: a
 // reader's own tests cannot use the module that calls it).
-
-/// The first format-2 probes printed these sections as JSON: a bundle stored then is read as
-/// it was.
-#[test]
-fn the_first_framed_outputs_json_sections_are_still_read() {
-    let f = frames(&[
-        ("node", "10.0.0.5\ncp1\n1796220000000\n900\n"),
-        ("ips", "10.0.0.5\n"),
-        (
-            "etcd",
-            r#"{"query":"CrictlMissing","error":"crictl not found in PATH","containers":[],"logs":null}"#,
-        ),
-        (
-            "kubelet",
-            r#"{"active":"active","since":null,"error":null}"#,
-        ),
-        (
-            "certs",
-            r#"{"file":"ca.crt","sans":[],"error":"not found: /x"}"#,
-        ),
-        (
-            "firewall.before",
-            r#"{"tool":"nft","outcome":"Missing","detail":"nft not found"}"#,
-        ),
-    ]);
-    let (doc, _) = crate::probe::parse::framed::document(&f);
-    assert_eq!(doc["ips"], serde_json::json!(["10.0.0.5"]));
-    assert_eq!(doc["etcd"]["query"], "CrictlMissing");
-    assert_eq!(doc["kubelet"]["active"], "active");
-    assert_eq!(doc["certs"][0]["error"], "not found: /x");
-    assert_eq!(doc["firewall"]["before"][0]["outcome"], "Missing");
-}
 
 /// A 16 MiB framed output of huge node sections (the bounds test of format 1, on the raw
 /// sections): every list is read at the probe's caps, each cut said, within seconds of CPU.
@@ -979,7 +944,7 @@ fn a_16_mib_output_of_huge_node_sections_is_read_within_the_caps_quickly() {
     );
     let text = {
         let f = frames(&[
-            ("node", "10.0.0.5\ncp1\n1796220000000\n900\n"),
+            ("node", "self 10.0.0.5\nhost cp1\nclock 1796220000000\nms 900\n"),
             ("certs", &certs),
             ("firewall.before", &firewall),
             ("etcd.ps", &format!("rc 0\n--\n{PS}")),
