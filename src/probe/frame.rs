@@ -356,6 +356,32 @@ mod tests {
     }
 
     #[test]
+    fn noise_is_what_does_not_stand_in_the_output() {
+        let out = write(&[("a", "1")]);
+        // ssh's banner of `|` lines before the output, and anything after its end, are not the
+        // output's; its own lines are, whatever they hold.
+        let text = format!("| banner\n{out}stray after\n|after\n@end 1\n");
+        assert_eq!(noise(&text), "| banner\nstray after\n|after\n@end 1\n");
+        // Inside it: a `|` line before any header, a line neither header nor text.
+        assert_eq!(
+            noise("etcdnet-probe 2\n|before\n@a\n|1\nssh: closed\n"),
+            "|before\nssh: closed\n"
+        );
+        assert_eq!(noise("no output\n"), "no output\n");
+    }
+
+    #[test]
+    fn a_section_is_its_head_and_its_output() {
+        let h = Head::of("rc 0\nerr a\nerr b\nmissing\n--\nerr c\n--\nx\0y\n");
+        assert_eq!((h.num("rc"), h.get("missing")), (Some(0), Some("")));
+        assert_eq!(h.all("err").collect::<Vec<_>>(), ["a", "b"]);
+        // After `--`, all is output: its own `--` and `err` lines too.
+        assert_eq!(h.body, "err c\n--\nxy\n");
+        let h = Head::of("skipped not asked\n");
+        assert_eq!((h.get("skipped"), h.body.as_str()), (Some("not asked"), ""));
+    }
+
+    #[test]
     fn crlf_lines_read_as_lines() {
         let f = read("etcdnet-probe 2\r\n@a\r\n|x\r\n@end 1\r\n").unwrap();
         assert_eq!(f.get("a"), Some("x\n"));
