@@ -893,6 +893,66 @@ mod etcdask_tests {
         );
     }
 
+    /// The bounds tests of format 1 above, on the raw answers a compromised node sends: a
+    /// member list and an alarm list far past the caps are read as the probe's 64 each, marked
+    /// truncated; 16 MiB in one answer is no answer etcd sends (more than the probe's cap of its
+    /// body) and reads as an error that quotes its start; each in bounded CPU.
+    #[test]
+    fn raw_answers_past_the_caps_are_read_within_them_quickly() {
+        let list = |max: usize, entry: &dyn Fn(u64) -> String| {
+            let mut body = String::from("[");
+            let mut n = 0;
+            while body.len() + 200 < max {
+                body.push_str(&entry(n + 1));
+                body.push(',');
+                n += 1;
+            }
+            body.pop();
+            body.push(']');
+            (body, n)
+        };
+        let member = |i: u64| format!(r#"{{"id":{i},"peerURLs":["https://10.0.0.1:2380"]}}"#);
+        let (members, nm) = list(crate::probe::etcdask::MEMBERS_BODY, &member);
+        let (alarms, na) = list(crate::probe::etcdask::ALARMS_BODY, &|i| {
+            format!(r#"{{"memberID":"{i}","alarm":"NOSPACE"}}"#)
+        });
+        let alarms = format!(r#"{{"alarms":{alarms}}}"#);
+        let (huge, _) = list(MAX_OUTPUT_BYTES - 65536, &member);
+        let started = crate::testing::cpu_time();
+        let read = |members: &str| {
+            parse(
+                "cp1",
+                frame::write(&[
+                    ("members", &asked(0, MEMBERS, "200 0.01", "", "", members)),
+                    (
+                        "alarms",
+                        &asked(0, "https://127.0.0.1:2379/v3/maintenance/alarm", "200 0.01", "", "", &alarms),
+                    ),
+                ])
+                .as_bytes(),
+            )
+            .unwrap()
+        };
+        let out = read(&members);
+        assert!(nm > MAX_MEMBERS as u64 && na > MAX_ALARMS as u64, "{nm} {na}");
+        assert_eq!(out.members.members.len(), MAX_MEMBERS);
+        assert!(out.members.truncated);
+        assert_eq!(out.alarms.alarms.len(), MAX_ALARMS);
+        assert!(out.alarms.truncated);
+        assert!(out.document_problems.is_empty(), "{:#?}", out.document_problems);
+        let out = read(&huge);
+        assert_eq!(out.members.outcome, QueryOutcome::Error);
+        assert!(out.members.members.is_empty());
+        let detail = out.members.detail.unwrap();
+        assert!(detail.contains("not a member list"), "{detail}");
+        assert!(detail.len() <= crate::probe::DETAIL + 3, "{}", detail.len());
+        let took = crate::testing::cpu_time() - started;
+        assert!(
+            took < std::time::Duration::from_secs(15),
+            "took {took:?} of CPU"
+        );
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig { cases: 128, failure_persistence: None, ..ProptestConfig::default() })]
 
