@@ -42,7 +42,9 @@ pub(crate) fn read(frames: &Frames) -> Vec<PathCheck> {
         };
         let own = *own == "true";
         out.push(match frames.get(&format!("check.{i}")) {
-            Some(text) if text.starts_with("check ") => judge(target, port, own, text, ct, tt, tried),
+            Some(text) if text.starts_with("check ") => {
+                judge(target, port, own, text, ct, tt, tried)
+            }
             _ => no_result(target, port, own, why),
         });
     }
@@ -175,7 +177,9 @@ fn judge(
     let wc: f64 = w.next().and_then(|c| c.parse().ok()).unwrap_or(0.0);
     let wa: f64 = w.next().and_then(|c| c.parse().ok()).unwrap_or(0.0);
     let killed = head.get("killed");
-    let elapsed = killed.and_then(|k| k.trim().parse().ok()).unwrap_or(elapsed);
+    let elapsed = killed
+        .and_then(|k| k.trim().parse().ok())
+        .unwrap_or(elapsed);
     let killed = killed.is_some();
     let (mut t0, mut tc, mut th, mut last) = (None::<f64>, None::<f64>, None::<f64>, None::<f64>);
     let (mut conn, mut hs) = (false, false);

@@ -626,8 +626,9 @@ fn transcript_line() -> BoxedStrategy<String> {
 /// A framed output (format 2) shaped as probe.sh prints it, every section's leaves hostile, each
 /// section now and then any text at all.
 fn framed_output() -> BoxedStrategy<String> {
-    let node = (ip_text(), text(), i64_edge(), u64_edge())
-        .prop_map(|(ip, host, clock, ms)| format!("self {ip}\nhost {host}\nclock {clock}\nms {ms}\n"));
+    let node = (ip_text(), text(), i64_edge(), u64_edge()).prop_map(|(ip, host, clock, ms)| {
+        format!("self {ip}\nhost {host}\nclock {clock}\nms {ms}\n")
+    });
     let check = (
         usually(Just(0i64), i64_edge()),
         u64_edge(),
@@ -637,7 +638,10 @@ fn framed_output() -> BoxedStrategy<String> {
     )
         .prop_map(|(rc, ms, code, killed, lines)| {
             let killed = killed.map(|k| format!("killed {k}\n")).unwrap_or_default();
-            format!("check {rc} {ms}\n{killed}w {code} 0.001 0.05\n--\n{}\n", lines.join("\n"))
+            format!(
+                "check {rc} {ms}\n{killed}w {code} 0.001 0.05\n--\n{}\n",
+                lines.join("\n")
+            )
         });
     let checks = proptest::collection::vec((ip_text(), check), 0..4);
     let members = proptest::collection::vec(member(), 0..5)
@@ -659,12 +663,15 @@ fn framed_output() -> BoxedStrategy<String> {
     let ps = proptest::collection::vec(container(), 0..3).prop_map(|cs| {
         let cs: Vec<Value> = cs
             .into_iter()
-            .map(|c| json!({"id": c["id"], "state": c["state"], "createdAt": c["createdAt"],
-                            "metadata": {"name": "etcd", "attempt": c["attempt"]}}))
+            .map(|c| {
+                json!({"id": c["id"], "state": c["state"], "createdAt": c["createdAt"],
+                            "metadata": {"name": "etcd", "attempt": c["attempt"]}})
+            })
             .collect();
         format!("rc 0\n--\n{}\n", json!({"containers": cs}))
     });
-    let log = (text(), etcd_log()).prop_map(|(id, log)| format!("id {id}\nrc 0\nmax 262144\n--\n{log}\n"));
+    let log = (text(), etcd_log())
+        .prop_map(|(id, log)| format!("id {id}\nrc 0\nmax 262144\n--\n{log}\n"));
     let certs = (timestamp(), timestamp(), proptest::collection::vec(ip_text(), 0..4)).prop_map(
         |(nb, na, sans)| {
             let sans: Vec<String> = sans.iter().map(|s| format!("IP Address:{s}")).collect();
@@ -674,38 +681,56 @@ fn framed_output() -> BoxedStrategy<String> {
             )
         },
     );
-    let errors = proptest::collection::vec((text(), text()), 0..3)
-        .prop_map(|e| e.iter().map(|(s, m)| format!("{s}\t{m}\n")).collect::<String>());
+    let errors = proptest::collection::vec((text(), text()), 0..3).prop_map(|e| {
+        e.iter()
+            .map(|(s, m)| format!("{s}\t{m}\n"))
+            .collect::<String>()
+    });
     let any = || prop_oneof![9 => Just(None), 1 => text().prop_map(Some)];
     (
         (node, checks, errors, any()),
-        (answer("https://127.0.0.1:2379/health", health), answer("https://198.18.0.11:2380/members", members), answer("https://127.0.0.1:2379/v3/maintenance/alarm", alarms)),
+        (
+            answer("https://127.0.0.1:2379/health", health),
+            answer("https://198.18.0.11:2380/members", members),
+            answer("https://127.0.0.1:2379/v3/maintenance/alarm", alarms),
+        ),
         (ps, log, certs, text(), any()),
     )
-        .prop_map(|((node, checks, errors, junk), (health, members, alarms), (ps, log, certs, kubelet, junk2))| {
-            let mut paths = String::from("checks 3 2 1\n");
-            for (i, (ip, _)) in checks.iter().enumerate() {
-                paths.push_str(&format!("path {} {ip} {} {}\n", i + 1, 2379 + i % 2, i < 2));
-            }
-            let mut sections: Vec<(String, String)> = vec![
-                ("node".into(), junk.unwrap_or(node)),
-                ("paths".into(), paths),
-                ("errors".into(), errors),
-                ("health".into(), health),
-                ("members".into(), members),
-                ("alarms".into(), alarms),
-                ("etcd.ps".into(), junk2.unwrap_or(ps)),
-                ("etcd.log".into(), log),
-                ("certs".into(), certs),
-                ("kubelet".into(), format!("active {kubelet}\nshow ActiveEnterTimestamp={kubelet}\n")),
-            ];
-            for (i, (_, check)) in checks.into_iter().enumerate() {
-                sections.push((format!("check.{}", i + 1), check));
-            }
-            let sections: Vec<(&str, &str)> =
-                sections.iter().map(|(n, t)| (n.as_str(), t.as_str())).collect();
-            crate::probe::frame::write(&sections)
-        })
+        .prop_map(
+            |(
+                (node, checks, errors, junk),
+                (health, members, alarms),
+                (ps, log, certs, kubelet, junk2),
+            )| {
+                let mut paths = String::from("checks 3 2 1\n");
+                for (i, (ip, _)) in checks.iter().enumerate() {
+                    paths.push_str(&format!("path {} {ip} {} {}\n", i + 1, 2379 + i % 2, i < 2));
+                }
+                let mut sections: Vec<(String, String)> = vec![
+                    ("node".into(), junk.unwrap_or(node)),
+                    ("paths".into(), paths),
+                    ("errors".into(), errors),
+                    ("health".into(), health),
+                    ("members".into(), members),
+                    ("alarms".into(), alarms),
+                    ("etcd.ps".into(), junk2.unwrap_or(ps)),
+                    ("etcd.log".into(), log),
+                    ("certs".into(), certs),
+                    (
+                        "kubelet".into(),
+                        format!("active {kubelet}\nshow ActiveEnterTimestamp={kubelet}\n"),
+                    ),
+                ];
+                for (i, (_, check)) in checks.into_iter().enumerate() {
+                    sections.push((format!("check.{}", i + 1), check));
+                }
+                let sections: Vec<(&str, &str)> = sections
+                    .iter()
+                    .map(|(n, t)| (n.as_str(), t.as_str()))
+                    .collect();
+                crate::probe::frame::write(&sections)
+            },
+        )
         .boxed()
 }
 

@@ -15,13 +15,13 @@
 use k8s_openapi::jiff::{civil::DateTime, tz::TimeZone};
 use serde_json::Value;
 
-use crate::probe::{cap, DETAIL};
 use crate::probe::firewall::{FirewallRead, ReadOutcome};
 use crate::probe::frame::{Frames, Head};
 use crate::probe::output::{
     ApiServerRead, CertInfo, Container, EtcdContainer, Kubelet, LogSample, Manifest, QueryOutcome,
     RawRead, RuntimeQuery, StepError,
 };
+use crate::probe::{cap, DETAIL};
 
 /// The caps probe.sh puts on these sections (bytes of the tool's output sent), handed to it
 /// by [`crate::probe::script::CAPS`].

@@ -837,7 +837,10 @@ mod etcdask_tests {
         let out = parse(
             "cp1",
             frame::write(&[
-                ("node", "self 10.0.0.11\nhost cp1\nclock 1765000000000\nms 900"),
+                (
+                    "node",
+                    "self 10.0.0.11\nhost cp1\nclock 1765000000000\nms 900",
+                ),
                 (
                     "health",
                     &asked(
@@ -926,7 +929,14 @@ mod etcdask_tests {
                     ("members", &asked(0, MEMBERS, "200 0.01", "", "", members)),
                     (
                         "alarms",
-                        &asked(0, "https://127.0.0.1:2379/v3/maintenance/alarm", "200 0.01", "", "", &alarms),
+                        &asked(
+                            0,
+                            "https://127.0.0.1:2379/v3/maintenance/alarm",
+                            "200 0.01",
+                            "",
+                            "",
+                            &alarms,
+                        ),
                     ),
                 ])
                 .as_bytes(),
@@ -934,12 +944,19 @@ mod etcdask_tests {
             .unwrap()
         };
         let out = read(&members);
-        assert!(nm > MAX_MEMBERS as u64 && na > MAX_ALARMS as u64, "{nm} {na}");
+        assert!(
+            nm > MAX_MEMBERS as u64 && na > MAX_ALARMS as u64,
+            "{nm} {na}"
+        );
         assert_eq!(out.members.members.len(), MAX_MEMBERS);
         assert!(out.members.truncated);
         assert_eq!(out.alarms.alarms.len(), MAX_ALARMS);
         assert!(out.alarms.truncated);
-        assert!(out.document_problems.is_empty(), "{:#?}", out.document_problems);
+        assert!(
+            out.document_problems.is_empty(),
+            "{:#?}",
+            out.document_problems
+        );
         let out = read(&huge);
         assert_eq!(out.members.outcome, QueryOutcome::Error);
         assert!(out.members.members.is_empty());
@@ -1004,7 +1021,10 @@ fn a_16_mib_output_of_huge_node_sections_is_read_within_the_caps_quickly() {
     );
     let text = {
         let f = frames(&[
-            ("node", "self 10.0.0.5\nhost cp1\nclock 1796220000000\nms 900\n"),
+            (
+                "node",
+                "self 10.0.0.5\nhost cp1\nclock 1796220000000\nms 900\n",
+            ),
             ("certs", &certs),
             ("firewall.before", &firewall),
             ("etcd.ps", &format!("rc 0\n--\n{PS}")),
