@@ -4,26 +4,29 @@
 //! section ([`crate::probe::frame`]); one reader per section here turns it into the document's
 //! part, as the script's awk programs did before (format 1 documents still carry their result).
 //!
-//! A section (`health`, `members`, `alarms`, `metrics.before`, `metrics.after`):
+//! A section (`health`, `members`, `alarms`, `metrics.before`, `metrics.after`) has the one
+//! shape of every section ([`crate::probe::frame::Head`], written by probe.sh's `raw_section`):
 //!
 //! ```text
 //! skipped WHY              not asked, and why (the rest absent)
-//! ask RC URL               curl's exit code and the URL asked
+//! rc RC                    curl's exit code
+//! url URL                  the URL asked
 //! w CODE TIME_TOTAL        curl's -w (status and seconds), health, members and alarms
 //! time AT_MS MS            the metrics reads: when it started (ms since the probe did), how long
-//! size RAW                 the metrics reads: bytes of the body read (at most METRICS_RAW)
-//! err LINE                 each line of curl's stderr (at most ASK_STDERR bytes)
+//! raw BYTES                the metrics reads: bytes of the body read (at most METRICS_RAW)
+//! size BYTES               bytes of the body the section holds (of the metrics: the lines kept)
+//! err LINE                 each line of curl's stderr (its last STDERR_BYTES)
 //! hdr LINE                 each line of the response's headers (at most ASK_HEADERS bytes)
-//! body                     then the body, as etcd sent it (at most the section's cap)
+//! --                       then the body, as etcd sent it (at most the section's cap)
 //! ```
 //!
 //! Total: whatever a section holds gives a value; a section that is not one of these (empty: the
-//! job never wrote it) is an `Error` that says so. A section that holds a JSON value is one of
-//! the probe of format 2 before this reader (its result computed on the node), read as it is.
+//! job never wrote it) is an `Error` that says so.
 
 use serde_json::{json, Value};
 
-use crate::probe::{cap, metrics};
+use crate::probe::frame::Head;
+use crate::probe::{cap, metrics, DETAIL};
 
 /// Members kept of a list (then `truncated`), URLs of a member, bytes of a name or URL (then
 /// `...`); alarms kept, bytes of an alarm's name. The document's caps too
@@ -42,9 +45,9 @@ const HEALTH_KEPT: usize = 1024;
 pub(crate) const MEMBERS_BODY: usize = 65536;
 /// Bytes of the alarm list's body.
 pub(crate) const ALARMS_BODY: usize = 16384;
-/// Bytes of one answer's headers, and of curl's stderr.
+/// Bytes of one answer's headers (curl's stderr: the one tail of every section's,
+/// [`crate::probe::parse::raw::STDERR_BYTES`]).
 pub(crate) const HEADERS: usize = 16384;
-pub(crate) const STDERR: usize = 2048;
 /// Bytes of `/metrics` read (etcd's whole text is a few hundred KiB); the families kept of it
 /// are at most [`metrics::MAX_TEXT_BYTES`].
 pub(crate) const METRICS_RAW: usize = 4194304;
@@ -52,13 +55,11 @@ pub(crate) const METRICS_RAW: usize = 4194304;
 /// it) and of the one after them (it ends the probe's wait).
 pub(crate) const METRICS_BEFORE_S: u64 = 2;
 pub(crate) const METRICS_AFTER_S: u64 = 1;
-/// Bytes of a detail, of curl's words in it, of the body quoted in it.
-const DETAIL: usize = 500;
+/// Bytes of curl's words in a detail ([`DETAIL`]), of the body quoted in it.
 const WORDS: usize = 300;
 const EXCERPT: usize = 200;
 
 /// One answer's section, split.
-#[derive(Default)]
 struct Answer<'a> {
     skipped: Option<&'a str>,
     asked: bool,
@@ -75,42 +76,29 @@ struct Answer<'a> {
 }
 
 fn split(text: &str) -> Answer<'_> {
-    let mut a = Answer {
-        rc: -1,
-        ..Answer::default()
-    };
-    let mut lines = text.lines();
-    for line in lines.by_ref() {
-        let (word, rest) = line.split_once(' ').unwrap_or((line, ""));
-        match word {
-            "body" if rest.is_empty() => break,
-            "skipped" => a.skipped = Some(rest),
-            "ask" => {
-                let (rc, url) = rest.split_once(' ').unwrap_or((rest, ""));
-                a.asked = true;
-                a.rc = rc.parse().unwrap_or(-1);
-                a.url = url;
-            }
-            "w" => {
-                let mut w = rest.split_whitespace();
-                a.code = w.next().and_then(|c| c.parse().ok()).unwrap_or(0);
-                a.secs = w.next().and_then(|s| s.parse().ok()).unwrap_or(0.0);
-            }
-            "time" => {
-                let mut t = rest.split_whitespace().map(|v| v.parse::<u64>().ok());
-                a.at_ms = t.next().flatten();
-                a.ms = t.next().flatten();
-            }
-            "size" => a.raw = rest.trim().parse().ok(),
-            "err" => a.err.push(rest),
-            "hdr" => a.hdr.push(rest),
-            _ => {}
-        }
-    }
+    let mut h = Head::of(text);
+    let mut w = h.get("w").unwrap_or_default().split_whitespace();
+    let mut t = h.get("time").unwrap_or_default().split_whitespace();
+    let mut t = || t.next().and_then(|v| v.parse::<u64>().ok());
+    let mut body = std::mem::take(&mut h.body);
     // The body's lines as the node sent them, without the newline the framing adds to the last.
-    let body: Vec<&str> = lines.collect();
-    a.body = body.join("\n");
-    a
+    if body.ends_with('\n') {
+        body.pop();
+    }
+    Answer {
+        skipped: h.get("skipped"),
+        asked: h.has("rc"),
+        rc: h.num("rc").unwrap_or(-1),
+        url: h.get("url").unwrap_or_default(),
+        code: w.next().and_then(|c| c.parse().ok()).unwrap_or(0),
+        secs: w.next().and_then(|s| s.parse().ok()).unwrap_or(0.0),
+        at_ms: t(),
+        ms: t(),
+        raw: h.get("raw").and_then(|v| v.trim().parse().ok()),
+        err: h.all("err").collect(),
+        hdr: h.all("hdr").collect(),
+        body,
+    }
 }
 
 impl Answer<'_> {
@@ -151,15 +139,8 @@ fn skipped(why: &str) -> Value {
     json!({"outcome": "Skipped", "detail": cap(why, DETAIL)})
 }
 
-/// The section's JSON, when it holds one (a format 2 probe of before these readers).
-fn earlier(text: &str) -> Option<Option<Value>> {
-    text.trim_start()
-        .starts_with('{')
-        .then(|| serde_json::from_str(text).ok())
-}
-
 /// The reader of section `name`; None for a section it does not know.
-pub(crate) fn read(name: &str, text: &str) -> Option<Result<Value, ()>> {
+pub(crate) fn read(name: &str, text: &str) -> Option<Value> {
     let judge: fn(&Answer) -> Value = match name {
         "health" => health,
         "members" => members,
@@ -167,15 +148,12 @@ pub(crate) fn read(name: &str, text: &str) -> Option<Result<Value, ()>> {
         "metrics.before" | "metrics.after" => metrics_read,
         _ => return None,
     };
-    if let Some(old) = earlier(text) {
-        return Some(old.ok_or(()));
-    }
     let a = split(text);
-    Some(Ok(match a.skipped {
+    Some(match a.skipped {
         Some(why) if !a.asked => skipped(why),
         _ if !a.asked => no_result(name),
         _ => judge(&a),
-    }))
+    })
 }
 
 /// `/health`: `Healthy` only for a 200 whose body says `"health": "true"`.

@@ -17,8 +17,8 @@
 //! shape). With every line of text behind `|`, nothing a section holds (an etcd log line, a
 //! peer's answer, a firewall rule's comment) can start a header or end the output: a frame
 //! can only be printed by the script itself. Truncation is detectable: an output without its
-//! `@end N` line, or with another count than the sections read, is cut short, and refused as
-//! a cut JSON document was.
+//! `@end N` line, or with another count than the sections read, is cut short, and refused
+//! ([`crate::probe::parse::ParseError::Truncated`]).
 //!
 //! Everything here is total: whatever a node printed gives frames or a [`FrameError`].
 
@@ -58,6 +58,12 @@ impl Frames {
             .iter()
             .find(|s| s.name == name)
             .map(|s| s.text.as_str())
+    }
+
+    /// The first section of that name, read as a [`Head`] and its output; None when it is
+    /// absent or empty (a job that never wrote it).
+    pub(crate) fn head(&self, name: &str) -> Option<Head<'_>> {
+        self.get(name).filter(|t| !t.is_empty()).map(Head::of)
     }
 }
 
@@ -171,6 +177,108 @@ pub(crate) fn read(text: &str) -> Result<Frames, FrameError> {
     Err(FrameError::Truncated { bytes: at - begin })
 }
 
+/// The one shape of every section's text (probe.sh's `raw_section` writes it; the node's
+/// `node`, `paths` and `errors` sections are heads only):
+///
+/// ```text
+/// KEY VALUE        head lines: what the script says of the read (`rc N`, `size N`, `url U`...)
+/// err LINE         a line of the tool's stderr (its tail), `hdr LINE` one of an answer's headers
+/// --               then, when the read has an output, the separator
+/// ...              and the output as the tool printed it (its first or last bytes, bounded)
+/// ```
+///
+/// A section without `--` is all head (`missing`, `skipped WHY`). Every reader of a section
+/// reads it through here; what a key means is the reader's.
+#[derive(Debug, Default)]
+pub(crate) struct Head<'a> {
+    pub(crate) lines: Vec<&'a str>,
+    /// The output: the text after `--`, NUL bytes dropped.
+    pub(crate) body: String,
+}
+
+impl<'a> Head<'a> {
+    pub(crate) fn of(text: &'a str) -> Head<'a> {
+        let mut lines = Vec::new();
+        let mut rest = text;
+        while !rest.is_empty() {
+            let (line, after) = rest.split_once('\n').unwrap_or((rest, ""));
+            if line == "--" {
+                return Head {
+                    lines,
+                    body: after.replace('\0', ""),
+                };
+            }
+            lines.push(line);
+            rest = after;
+        }
+        Head {
+            lines,
+            body: String::new(),
+        }
+    }
+
+    /// The value of the first head line `KEY VALUE` (`KEY` alone: "").
+    pub(crate) fn get(&self, key: &str) -> Option<&'a str> {
+        self.lines.iter().find_map(|l| match l.split_once(' ') {
+            Some((k, v)) if k == key => Some(v),
+            None if *l == key => Some(""),
+            _ => None,
+        })
+    }
+
+    pub(crate) fn num(&self, key: &str) -> Option<i64> {
+        self.get(key).and_then(|v| v.trim().parse().ok())
+    }
+
+    pub(crate) fn has(&self, key: &str) -> bool {
+        self.get(key).is_some()
+    }
+
+    /// The values of every head line `KEY VALUE` of that key, in order (`err`, `hdr`).
+    pub(crate) fn all(&self, key: &'a str) -> impl Iterator<Item = &'a str> + '_ {
+        self.lines
+            .iter()
+            .filter_map(move |l| l.strip_prefix(key)?.strip_prefix(' '))
+    }
+
+    /// The tool printed more than `max` bytes (its `size`): the output was cut on the node.
+    pub(crate) fn cut(&self, max: usize) -> bool {
+        self.num("size").is_some_and(|n| n > max as i64)
+    }
+}
+
+/// What of `text` is not the framed output's own, line by line: the lines before its start line
+/// and after its `@end` (or, cut short, the stray lines where it stops), and the lines inside it
+/// that are neither a header nor a section's text. A route that reads the node's stderr with
+/// the probe's stdout (the jumpbox's ssh, `2>&1`) finds ssh's and sudo's words here: a line is
+/// the output's by where it stands, not by its first character, so a banner line `| ...` before
+/// the output is the node's (not hidden), and nothing after `@end` passes for the output.
+/// Without a start line, all of it.
+pub(crate) fn noise(text: &str) -> String {
+    let Some(begin) = start(text) else {
+        return text.to_string();
+    };
+    let mut out = text[..begin].to_string();
+    let mut lines = text[begin..].split_inclusive('\n');
+    lines.next();
+    let mut in_section = false;
+    let mut ended = false;
+    for raw in lines {
+        let line = raw.trim_end_matches(['\n', '\r']);
+        let own = !ended
+            && ((in_section && line.starts_with('|'))
+                || line.strip_prefix('@').is_some_and(is_name)
+                || line.starts_with("@end "));
+        if own {
+            in_section = true;
+            ended = line.starts_with("@end ");
+        } else {
+            out.push_str(raw);
+        }
+    }
+    out
+}
+
 fn is_name(name: &str) -> bool {
     (1..=64).contains(&name.len())
         && name
@@ -245,6 +353,32 @@ mod tests {
         let f = read(text).unwrap();
         assert_eq!(f.get("a"), Some("1\n"));
         assert_eq!(f.problems.len(), 2, "{:?}", f.problems);
+    }
+
+    #[test]
+    fn noise_is_what_does_not_stand_in_the_output() {
+        let out = write(&[("a", "1")]);
+        // ssh's banner of `|` lines before the output, and anything after its end, are not the
+        // output's; its own lines are, whatever they hold.
+        let text = format!("| banner\n{out}stray after\n|after\n@end 1\n");
+        assert_eq!(noise(&text), "| banner\nstray after\n|after\n@end 1\n");
+        // Inside it: a `|` line before any header, a line neither header nor text.
+        assert_eq!(
+            noise("etcdnet-probe 2\n|before\n@a\n|1\nssh: closed\n"),
+            "|before\nssh: closed\n"
+        );
+        assert_eq!(noise("no output\n"), "no output\n");
+    }
+
+    #[test]
+    fn a_section_is_its_head_and_its_output() {
+        let h = Head::of("rc 0\nerr a\nerr b\nmissing\n--\nerr c\n--\nx\0y\n");
+        assert_eq!((h.num("rc"), h.get("missing")), (Some(0), Some("")));
+        assert_eq!(h.all("err").collect::<Vec<_>>(), ["a", "b"]);
+        // After `--`, all is output: its own `--` and `err` lines too.
+        assert_eq!(h.body, "err c\n--\nxy\n");
+        let h = Head::of("skipped not asked\n");
+        assert_eq!((h.get("skipped"), h.body.as_str()), (Some("not asked"), ""));
     }
 
     #[test]

@@ -1,6 +1,8 @@
 //! The probe stage: what runs on each control-plane node and how its output is read.
-//! - `probe.sh` (embedded by `script`) gathers the node's facts and prints one JSON document;
-//! - [`output`] is that document's schema, `parse` its total parser;
+//! - `probe.sh` (embedded by `script`) gathers the node's facts and prints them as framed raw
+//!   sections ([`frame`]: one shape for every section, [`frame::Head`]);
+//! - `parse` reads them, one reader a section, into [`output`]'s document (its schema, and a
+//!   format-1 JSON document's of older bundles);
 //! - [`apiserver`] reads and judges what the probe fetched of the node's kube-apiserver;
 //! - [`etcdlog`] classifies etcd's log lines into findings;
 //! - [`firewall`] reads the node's own firewall rules the probe printed;
@@ -250,6 +252,11 @@ pub fn head(text: &str, max: usize) -> &str {
     }
     &text[..end]
 }
+
+/// Bytes of a detail quoting outside text (curl's words, a tool's stderr, a path), before
+/// [`cap`]'s `...`: the one bound of every section reader's detail (probe.sh's `cap(s, 500)` of
+/// format 1, whose documents the caps in `parse::bounds` hold to it).
+pub(crate) const DETAIL: usize = 500;
 
 /// `text` cut at `max` bytes (on a character boundary) with `...` when it was longer: the one
 /// way a detail quoting outside text is bounded (probe.sh's `cap(s, max)` did the same).

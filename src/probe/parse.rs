@@ -36,9 +36,12 @@ const READ_BUDGET_FACTOR: usize = 4;
 pub enum ParseError {
     #[error("node {node}: the probe printed nothing")]
     Empty { node: String },
-    #[error("node {node}: the probe did not print its JSON document; it printed: {excerpt}")]
+    /// Neither a framed output's start line nor a format-1 JSON document.
+    #[error("node {node}: the probe did not print its output; it printed: {excerpt}")]
     NotJson { node: String, excerpt: String },
-    #[error("node {node}: the probe's JSON document is cut short after {bytes} bytes")]
+    /// A framed output without its `@end N` (or counting other sections), or a format-1
+    /// document that stops before its end.
+    #[error("node {node}: the probe's output is cut short after {bytes} bytes")]
     Truncated { node: String, bytes: usize },
     #[error(
         "node {node}: the probe speaks schema version {found}; this build reads version {PROBE_SCHEMA_VERSION}"
@@ -226,12 +229,17 @@ fn no_http_answer_of_older_probes(out: &mut ProbeOutput) {
     }
 }
 
-/// Whether a line is the probe's own (a line of its framed output, or its document of format
-/// 1): not the node's noise around it (ssh's or sudo's words, when a route reads both).
-pub(crate) fn is_output_line(line: &str) -> bool {
-    line.starts_with(MARKER)
-        || line.starts_with(['@', '|'])
-        || line.starts_with(crate::probe::frame::MAGIC)
+/// What a route read besides the probe's output (ssh's or sudo's words, when it reads the
+/// node's stderr with the probe's stdout): all but the framed output's own lines
+/// ([`crate::probe::frame::noise`]); with no framed output, all but a format-1 document's line.
+pub(crate) fn noise(text: &str) -> String {
+    if crate::probe::frame::start(text).is_some() {
+        return crate::probe::frame::noise(text);
+    }
+    text.lines()
+        .filter(|l| !l.starts_with(MARKER))
+        .flat_map(|l| [l, "\n"])
+        .collect()
 }
 
 /// Offsets where a document may start: the marker at the start of a line, or after a prefix

@@ -5,12 +5,13 @@
 //! Section `paths`: `checks CT TT TRIED` (the connect and TLS timeouts in seconds, 1 when TLS was
 //! tried with the node's peer certificate), then `path I TARGET PORT OWN` per check, or `nocurl`.
 //! Section `check.I`: `check RC ELAPSED_MS`, `w HTTP_CODE TIME_CONNECT TIME_APPCONNECT`,
-//! `killed MS` when the watchdog ended it, and curl's transcript (capped on the node).
+//! `killed MS` when the watchdog ended it, `--` and curl's transcript (capped on the node): the
+//! one shape of every section ([`crate::probe::frame::Head`]).
 //!
 //! Total: whatever the sections hold gives one [`PathCheck`] per check named in `paths`.
 
 use crate::probe::cap;
-use crate::probe::frame::Frames;
+use crate::probe::frame::{Frames, Head};
 use crate::probe::output::{PathCheck, TcpOutcome, TlsOutcome};
 
 /// Bytes of a detail (curl's words), as probe.sh's `cap(s, 300)` cut it.
@@ -18,48 +19,34 @@ const DETAIL: usize = 300;
 
 /// The checks of a framed output, in the order the probe ran them.
 pub(crate) fn read(frames: &Frames) -> Vec<PathCheck> {
-    let Some(list) = frames.get("paths") else {
+    let Some(list) = frames.head("paths") else {
         return Vec::new();
     };
-    let mut ct = 3u64;
-    let mut tt = 2u64;
-    let mut tried = false;
-    let mut nocurl = false;
+    let mut checks = list.get("checks").unwrap_or_default().split_whitespace();
+    let ct = checks.next().and_then(|c| c.parse().ok()).unwrap_or(3u64);
+    let tt = checks.next().and_then(|t| t.parse().ok()).unwrap_or(2u64);
+    let tried = checks.next() == Some("1");
+    let why = if list.has("nocurl") {
+        "curl not found"
+    } else {
+        "probe job gave no result"
+    };
     let mut out = Vec::new();
-    for line in list.lines() {
-        let w: Vec<&str> = line.split_whitespace().collect();
-        match w.as_slice() {
-            ["checks", c, t, tr] => {
-                ct = c.parse().unwrap_or(ct);
-                tt = t.parse().unwrap_or(tt);
-                tried = *tr == "1";
+    for path in list.all("path") {
+        let w: Vec<&str> = path.split_whitespace().collect();
+        let [i, target, port, own] = w.as_slice() else {
+            continue;
+        };
+        let Ok(port) = port.parse::<u16>() else {
+            continue;
+        };
+        let own = *own == "true";
+        out.push(match frames.get(&format!("check.{i}")) {
+            Some(text) if text.starts_with("check ") => {
+                judge(target, port, own, text, ct, tt, tried)
             }
-            ["nocurl"] => nocurl = true,
-            ["path", i, target, port, own] => {
-                let Ok(port) = port.parse::<u16>() else {
-                    continue;
-                };
-                let own = *own == "true";
-                let section = frames.get(&format!("check.{i}"));
-                let check = match section {
-                    Some(text) if text.starts_with("check ") => {
-                        judge(target, port, own, text, ct, tt, tried)
-                    }
-                    _ => no_result(
-                        target,
-                        port,
-                        own,
-                        if nocurl {
-                            "curl not found"
-                        } else {
-                            "probe job gave no result"
-                        },
-                    ),
-                };
-                out.push(check);
-            }
-            _ => {}
-        }
+            _ => no_result(target, port, own, why),
+        });
     }
     out
 }
@@ -181,35 +168,24 @@ fn judge(
     tt: u64,
     tried: bool,
 ) -> PathCheck {
-    let mut rc: i64 = -1;
-    let mut elapsed: u64 = 0;
-    let (mut code, mut wc, mut wa) = (0u64, 0f64, 0f64);
-    let mut killed = false;
+    let head = Head::of(text);
+    let mut ended = head.get("check").unwrap_or_default().split_whitespace();
+    let rc: i64 = ended.next().and_then(|r| r.parse().ok()).unwrap_or(-1);
+    let elapsed: u64 = ended.next().and_then(|e| e.parse().ok()).unwrap_or(0);
+    let mut w = head.get("w").unwrap_or_default().split_whitespace();
+    let code: u64 = w.next().and_then(|c| c.parse().ok()).unwrap_or(0);
+    let wc: f64 = w.next().and_then(|c| c.parse().ok()).unwrap_or(0.0);
+    let wa: f64 = w.next().and_then(|c| c.parse().ok()).unwrap_or(0.0);
+    let killed = head.get("killed");
+    let elapsed = killed
+        .and_then(|k| k.trim().parse().ok())
+        .unwrap_or(elapsed);
+    let killed = killed.is_some();
     let (mut t0, mut tc, mut th, mut last) = (None::<f64>, None::<f64>, None::<f64>, None::<f64>);
     let (mut conn, mut hs) = (false, false);
     let mut reason = String::new();
     let mut fin = String::new();
-    for line in text.lines() {
-        let words: Vec<&str> = line.split_whitespace().collect();
-        match words.as_slice() {
-            ["check", r, e] if line.starts_with("check ") => {
-                rc = r.parse().unwrap_or(-1);
-                elapsed = e.parse().unwrap_or(0);
-                continue;
-            }
-            ["w", rest @ ..] if line.starts_with("w ") => {
-                code = rest.first().and_then(|c| c.parse().ok()).unwrap_or(0);
-                wc = rest.get(1).and_then(|c| c.parse().ok()).unwrap_or(0.0);
-                wa = rest.get(2).and_then(|c| c.parse().ok()).unwrap_or(0.0);
-                continue;
-            }
-            ["killed", k] if line.starts_with("killed ") => {
-                killed = true;
-                elapsed = k.parse().unwrap_or(elapsed);
-                continue;
-            }
-            _ => {}
-        }
+    for line in head.body.lines() {
         let (l, t) = stamped(line);
         let t = match (t, t0) {
             // Past midnight since the check started.
@@ -368,7 +344,7 @@ mod tests {
     #[test]
     fn a_completed_check_reads_its_timings_from_the_w_line() {
         let c = one(
-            "check 0 40\nw 200 0.012 0.050\n12:00:00.000000 *   Trying 198.18.0.12:2380...\n12:00:00.012000 * Connected to 198.18.0.12 (198.18.0.12) port 2380\n12:00:00.050000 * SSL connection using TLSv1.3\n",
+            "check 0 40\nw 200 0.012 0.050\n--\n12:00:00.000000 *   Trying 198.18.0.12:2380...\n12:00:00.012000 * Connected to 198.18.0.12 (198.18.0.12) port 2380\n12:00:00.050000 * SSL connection using TLSv1.3\n",
             true,
         );
         assert_eq!(
@@ -381,17 +357,17 @@ mod tests {
     #[test]
     fn refused_no_route_and_the_watchdogs_timeout() {
         let c = one(
-            "check 7 3\nw 000 0 0\n12:00:00.000000 *   Trying 198.18.0.12:2380...\n12:00:00.001000 * connect to 198.18.0.12 port 2380 from 198.18.0.11 port 4242 failed: Connection refused\ncurl: (7) Failed to connect\n",
+            "check 7 3\nw 000 0 0\n--\n12:00:00.000000 *   Trying 198.18.0.12:2380...\n12:00:00.001000 * connect to 198.18.0.12 port 2380 from 198.18.0.11 port 4242 failed: Connection refused\ncurl: (7) Failed to connect\n",
             true,
         );
         assert_eq!((c.tcp, c.tls), (TcpOutcome::Refused, TlsOutcome::NotTried));
         assert!(c.tcp_detail.unwrap().starts_with("connect to "));
         let c = one(
-            "check 7 3\nw 000 0 0\n* Immediate connect fail for 198.18.0.12: No route to host\n",
+            "check 7 3\nw 000 0 0\n--\n* Immediate connect fail for 198.18.0.12: No route to host\n",
             true,
         );
         assert_eq!(c.tcp, TcpOutcome::NoRoute);
-        let c = one("check 143 3004\nkilled 3002\nw 000 0 0\n12:00:00.000000 *   Trying 198.18.0.12:2380...\n", true);
+        let c = one("check 143 3004\nkilled 3002\nw 000 0 0\n--\n12:00:00.000000 *   Trying 198.18.0.12:2380...\n", true);
         assert_eq!((c.tcp, c.tcp_ms), (TcpOutcome::Timeout, Some(3002)));
         assert_eq!(c.tcp_detail.as_deref(), Some("no TCP answer within 3 s"));
     }
@@ -400,7 +376,7 @@ mod tests {
     fn curl_8_16_connects_silently_and_a_stalled_or_unanswered_handshake_is_no_working_path() {
         // No "Connected to": the ClientHello line says the connect was done.
         let stalled = one(
-            "check 28 5000\nw 000 0 0\n12:00:00.000000 *   Trying 198.18.0.12:2380...\n12:00:00.010000 * TLSv1.3 (OUT), TLS handshake, Client hello (1):\n12:00:05.000000 * Operation timed out\ncurl: (28) Operation timed out after 5000 milliseconds\n",
+            "check 28 5000\nw 000 0 0\n--\n12:00:00.000000 *   Trying 198.18.0.12:2380...\n12:00:00.010000 * TLSv1.3 (OUT), TLS handshake, Client hello (1):\n12:00:05.000000 * Operation timed out\ncurl: (28) Operation timed out after 5000 milliseconds\n",
             true,
         );
         assert_eq!(
@@ -409,12 +385,12 @@ mod tests {
         );
         assert_eq!(stalled.tcp_ms, Some(10));
         let silent = one(
-            "check 28 5000\nw 000 0 0\n12:00:00.000000 *   Trying 198.18.0.12:2380...\n12:00:00.010000 * Established connection to 198.18.0.12 (198.18.0.12 port 2380) from 198.18.0.11 port 4242\ncurl: (28) Operation timed out\n",
+            "check 28 5000\nw 000 0 0\n--\n12:00:00.000000 *   Trying 198.18.0.12:2380...\n12:00:00.010000 * Established connection to 198.18.0.12 (198.18.0.12 port 2380) from 198.18.0.11 port 4242\ncurl: (28) Operation timed out\n",
             true,
         );
         assert_eq!(silent.tls, TlsOutcome::NoHttpAnswer);
         let closed = one(
-            "check 56 30\nw 000 0 0\n* Connected to x\n* SSL connection using TLSv1.3\ncurl: (56) Recv failure: Connection reset by peer\n",
+            "check 56 30\nw 000 0 0\n--\n* Connected to x\n* SSL connection using TLSv1.3\ncurl: (56) Recv failure: Connection reset by peer\n",
             true,
         );
         assert_eq!(closed.tls, TlsOutcome::Rejected);
@@ -436,7 +412,7 @@ mod tests {
         for junk in [
             "",
             "check",
-            "check x y\nw a b c\nkilled z\n99:99:99.x *\n* \ncurl: (",
+            "check x y\nw a b c\nkilled z\n--\n99:99:99.x *\n* \ncurl: (",
             "\u{0}\u{fffd}é",
         ] {
             let _ = one(junk, true);

@@ -8,8 +8,9 @@
 # etcd's /health answers. From etcd's own view besides: its member list (the peer listener's,
 # answered without quorum), its alarm list, and the previous container's log after a restart.
 #
-# Contract: exactly one JSON document (schema v1, src/probe/output.rs) on stdout, nothing on
-# stderr, exit 0 once it is printed. A missing tool or a failing step is data in the JSON. Read-only:
+# Contract: exactly one framed output on stdout (format 2, `emit`: raw sections, each as the tools
+# printed it, bounded; src/probe/frame.rs reads it and src/probe/parse/ judges it), nothing on
+# stderr, exit 0 once it is printed. A missing tool or a failing step is data in a section. Read-only:
 # nothing writes to etcd or changes the node (temp files only, removed on exit). Portable: POSIX sh
 # (bash, dash, busybox ash), GNU or busybox tools, any awk (mawk, gawk, busybox); jq not needed.
 #
@@ -102,18 +103,22 @@ probe_host() {
   else err host "neither 'ip' nor 'hostname -I' to list the node's addresses"; fi
 }
 
-# A raw section's file (src/probe/parse/raw.rs reads it): the head lines given (`rc N`, `id ID`,
-# ...), `size N` (the bytes OUT holds), `err LINE` for each line of ERR's tail, a line `--`, then
-# the first (head) or last (tail) MAX bytes of OUT, NULs removed. Nothing here reads the text.
+# Every section has one shape (src/probe/frame.rs's Head reads it): head lines `KEY VALUE` (those
+# given; `size N`, the bytes OUT holds; `err LINE` for each line of ERR's last STDERR_BYTES;
+# `hdr LINE` for each of the first ASK_HEADERS bytes of the file HDR names, when set), then, with
+# an OUT, a line `--` and the first (head) or last (tail) MAX bytes of OUT, NULs removed. A
+# section of a head alone (`missing`, `skipped WHY`) is an echo. Nothing here reads the text, and
+# an empty file costs no process (the metrics read after the checks ends the probe's wait).
 raw_section() { # file head|tail max out err [head-line]...
   f=$1 how=$2 max=$3 o=$4 e=$5
   shift 5
   {
     for l in "$@"; do printf '%s\n' "$l"; done
-    [ -f "$o" ] && printf 'size %s\n' "$(wc -c <"$o")"
-    [ -f "$e" ] && tail -c "$STDERR_BYTES" "$e" | sed 's/^/err /' && echo
-    echo --
-    [ -f "$o" ] && "$how" -c "$max" "$o" | tr -d '\000'
+    [ ! -s "$o" ] || printf 'size %s\n' "$(wc -c <"$o")"
+    [ ! -s "$e" ] || { tail -c "$STDERR_BYTES" "$e"; echo; } | sed 's/^/err /'
+    [ ! -s "${HDR:-}" ] || { head -c "$ASK_HEADERS" "$HDR" | tr -d '\000'; echo; } | sed 's/^/hdr /'
+    [ -z "$o" ] || echo --
+    [ ! -s "$o" ] || "$how" -c "$max" "$o" | tr -d '\000'
   } >"$f"
 }
 
@@ -501,7 +506,7 @@ firewall_read() { # before|after
 # METRICS_KEEP bytes and one more (so the plugin sees the cut). The plugin judges the read
 # (src/probe/etcdask.rs) and parses the lines.
 
-# One read (before or after), into $T/metrics.WHEN.json. The before read runs in the background
+# One read (before or after), into its section $T/s.metrics.WHEN. The before read runs in the background
 # and yields the CPU to the checks starting beside it (its curl and grep at nice 10); the after
 # read ends the probe's wait, at the checks' priority.
 metrics_read() { # before|after
@@ -515,7 +520,7 @@ metrics_read() { # before|after
 # The section appears whole (mv: the alarm list's job waits for the before read's).
 metrics_fetch() { # when max-seconds [nice -n N]
   f=$T/metrics.$1
-  if ! have curl; then echo 'skipped curl not found' >"$f.tmp" && mv "$f.tmp" "$f.json" && return; fi
+  if ! have curl; then echo 'skipped curl not found' >"$T/s.metrics.$1" && return; fi
   url=http://$LOCAL:2381/metrics
   now_ms
   t0=$NOW
@@ -527,19 +532,17 @@ metrics_fetch() { # when max-seconds [nice -n N]
   # This read ends the probe's wait: no process for what is empty (a refused connect's body).
   size=0
   [ ! -s "$f.body" ] || size=$(wc -c <"$f.body")
-  {
-    printf 'ask %s %s\ntime %s %s\nsize %s\n' "$rc" "$url" "$((t0 - START))" "$((NOW - t0))" "$size"
-    ask_meta "$f"
-    echo body
-    [ "$size" = 0 ] || $3 grep -E "^(# TYPE ($METRICS_FAMILIES)[[:blank:]]|($METRICS_FAMILIES)(_bucket|_sum|_count)?([[:blank:]{]|\$))" "$f.body" |
-      head -c $((METRICS_KEEP + 1))
-  } >"$f.tmp" && mv "$f.tmp" "$f.json"
+  : >"$f.kept"
+  [ "$size" = 0 ] || $3 grep -E "^(# TYPE ($METRICS_FAMILIES)[[:blank:]]|($METRICS_FAMILIES)(_bucket|_sum|_count)?([[:blank:]{]|\$))" "$f.body" >"$f.kept"
+  HDR=$f.hdr
+  raw_section "$f.tmp" head $((METRICS_KEEP + 1)) "$f.kept" "$f.err" "rc $rc" "url $url" "time $((t0 - START)) $((NOW - t0))" "raw $size"
+  mv "$f.tmp" "$T/s.metrics.$1"
 }
 
 # Waits (at most METRICS_BEFORE_S and a second) for the before read: the alarm list's job reads it.
 metrics_wait_before() {
   i=0
-  while [ ! -e "$T/metrics.before.json" ] && [ "$i" -lt $(((METRICS_BEFORE_S + 1) * 10)) ]; do
+  while [ ! -e "$T/s.metrics.before" ] && [ "$i" -lt $(((METRICS_BEFORE_S + 1) * 10)) ]; do
     sleep 0.1 2>/dev/null || { sleep 1 && i=$((i + 9)); }
     i=$((i + 1))
   done
@@ -551,12 +554,12 @@ metrics_wait_before() {
 # LOCAL is this node's loopback in the family of --self: kubeadm's etcd listens for clients on
 # 127.0.0.1:2379 on IPv4 nodes and on [::1]:2379 on IPv6 ones (and its metrics on the same
 # loopback's 2381). Each answer is its section as etcd sent it, judged by the plugin
-# (src/probe/etcdask.rs): `ask RC URL`, `w STATUS SECONDS`, curl's stderr (`err` lines), the
-# headers (`hdr` lines), `body` and the body. A question not asked is `skipped WHY`.
+# (src/probe/etcdask.rs): `rc RC`, `url URL`, `w STATUS SECONDS`, curl's stderr (`err` lines), the
+# headers (`hdr` lines), `--` and the body. A question not asked is `skipped WHY`.
 
 # One request to the node's own etcd: name (of the $T files), byte cap, URL, curl options. Writes
-# the section $T/NAME.json; returns curl's exit code. ASK_MAX, when set, is its whole time
-# instead of connect + TLS.
+# its section $T/s.NAME; returns curl's exit code. ASK_MAX, when set, is its whole time instead
+# of connect + TLS.
 etcd_ask() { # name max-bytes url option...
   n=$1 max=$2 url=$3
   shift 3
@@ -565,20 +568,11 @@ etcd_ask() { # name max-bytes url option...
   rc=$?
   w=
   read -r w <"$T/$n.w"
-  {
-    printf 'ask %s %s\nw %s\n' "$rc" "$url" "$w"
-    ask_meta "$T/$n"
-    echo body
-    head -c "$max" "$T/$n.body" 2>/dev/null | tr -d '\000'
-  } >"$T/$n.tmp" && mv "$T/$n.tmp" "$T/$n.json"
+  HDR=$T/$n.hdr
+  raw_section "$T/$n.tmp" head "$max" "$T/$n.body" "$T/$n.err" "rc $rc" "url $url" "w $w"
+  HDR=
+  mv "$T/$n.tmp" "$T/s.$n"
   return $rc
-}
-
-# curl's stderr and the answer's headers of request $1 (its files' prefix), bounded, one line
-# each behind `err ` and `hdr ` (the echo ends a line head cut short); nothing for an empty file.
-ask_meta() { # prefix
-  [ ! -s "$1.err" ] || { head -c "$ASK_STDERR" "$1.err"; echo; } | sed 's/^/err /'
-  [ ! -s "$1.hdr" ] || { head -c "$ASK_HEADERS" "$1.hdr" | tr -d '\000'; echo; } | sed 's/^/hdr /'
 }
 
 # etcd's /health (client certificate, as etcdctl would), else the metrics listener. Its body names
@@ -587,7 +581,7 @@ ask_meta() { # prefix
 # (etcdserver/api/etcdhttp/metrics.go), hence the alarm list below. HEALTH_RC: curl's exit code.
 health_check() {
   HEALTH_RC=1
-  if ! have curl; then echo 'skipped curl not found' >"$T/health.json" && return; fi
+  if ! have curl; then echo 'skipped curl not found' >"$T/s.health" && return; fi
   if [ -r "$PKI/ca.crt" ] && [ -r "$PKI/healthcheck-client.crt" ] && [ -r "$PKI/healthcheck-client.key" ]; then
     url=https://$LOCAL:2379/health
     set -- --cacert "$PKI/ca.crt" --cert "$PKI/healthcheck-client.crt" --key "$PKI/healthcheck-client.key"
@@ -603,7 +597,7 @@ health_check() {
 # decimal number (a uint64, over 2^53) and leave out an empty name (a member added but not
 # started yet) and isLearner when false.
 members_check() {
-  f=$T/members.json
+  f=$T/s.members
   if ! have curl; then echo 'skipped curl not found' >"$f" && return; fi
   if [ -z "$SELF" ]; then echo 'skipped no --self address to ask' >"$f" && return; fi
   if [ -z "$PEER_TLS" ]; then echo 'skipped no readable ca.crt/peer.crt/peer.key' >"$f" && return; fi
@@ -624,7 +618,7 @@ members_check() {
 # health.go), is not asked (Skipped), and the two requests never queue behind each other at a
 # busy member.
 alarms_check() {
-  f=$T/alarms.json
+  f=$T/s.alarms
   if ! have curl; then echo 'skipped curl not found' >"$f" && return; fi
   if ! { [ -r "$PKI/ca.crt" ] && [ -r "$PKI/healthcheck-client.crt" ] && [ -r "$PKI/healthcheck-client.key" ]; }; then
     echo 'skipped no readable ca.crt/healthcheck-client.crt/healthcheck-client.key' >"$f" && return
@@ -635,7 +629,7 @@ alarms_check() {
   fi
   # 3.4's /health body does not say why it is false: the metrics read before the checks do.
   metrics_wait_before
-  if grep -qx 'etcd_server_has_leader 0' "$T/metrics.before.json" 2>/dev/null; then
+  if grep -qx 'etcd_server_has_leader 0' "$T/s.metrics.before" 2>/dev/null; then
     echo 'skipped not asked: etcd_server_has_leader is 0 (the list needs quorum)' >"$f" && return
   fi
   # What is left of connect + TLS timeouts since the probe started (at least a second): the
@@ -696,7 +690,7 @@ probe_certs() {
     : >"$T/c.txt" && K=0
     for f in "$@"; do cert_info "$f"; done >"$T/c.head"
   fi
-  { cat "$T/c.head"; echo --; head -c "$CERTS_BYTES" "$T/c.txt"; } >"$T/s.certs"
+  raw_section "$T/s.certs" head "$CERTS_BYTES" "$T/c.txt" '' "$(cat "$T/c.head")"
 }
 
 # --- manifest: the static pod's file, read by the plugin (kubeadm's `- --flag=value` lines) -----
@@ -709,36 +703,30 @@ probe_manifest() {
 # Format 2 (src/probe/frame.rs reads it): a line `etcdnet-probe 2`, then per section a header
 # line `@NAME` and each line of its text behind a `|`, then `@end N` (N: the sections printed).
 # Every line of text has its `|`, so nothing a section holds can print a header or the end:
-# only this function frames. One awk frames them all (no classification: it copies lines).
-AWK_FRAME='
-BEGIN { print "etcdnet-probe 2"
-  for (i = 1; i < ARGC; i++) { n = split(ARGV[i], a, ":"); print "@" a[1]; used = 0
-    for (k = 3; k <= n; k++) { while ((getline l < a[k]) > 0) { used += length(l) + 1; if (a[2] > 0 && used > a[2]) break; print "|" l }
-      close(a[k]) } }
-  print "@end " (ARGC - 1); exit }'
-
-# Each section as NAME:MAX:FILE[:FILE]... (its files' lines, at most MAX bytes of them when MAX
-# is not 0; a file missing adds nothing). A check's transcript: at most 8 KiB (curl -v of one
-# /version request is a few dozen lines; a peer's huge headers are cut).
+# only this function frames. Each section as NAME:MAX:FILE[:FILE]... (its files' lines, at most
+# MAX bytes of them when MAX is not 0; a file missing adds nothing, a section of none is empty).
+# One awk copies every line behind its `|` and reads none (a sed per section would be twenty
+# processes where the probe's end is waited for; sed alone cannot put a header between files).
+# A check's section: its head (p.I.m, p.I.killed, p.I.w), `--` and curl's transcript, at most
+# 8 KiB (curl -v of one /version request is a few dozen lines; a peer's huge headers are cut).
 emit() {
   [ -s "$T/stderr" ] && err probe "unexpected stderr: $(head -c 300 "$T/stderr")"
   now_ms
-  printf '%s\n%s\n%s\n%s\n' "$SELF" "$HOST" "$CLOCK" "$((NOW - START))" >"$T/node"
-  [ -e "$T/metrics.before.json" ] || printf '{"outcome":"Error","detail":"metrics job gave no result"}' >"$T/metrics.before.json"
+  printf 'self %s\nhost %s\nclock %s\nms %s\n' "$SELF" "$HOST" "$CLOCK" "$((NOW - START))" >"$T/s.node"
   [ -e "$T/s.apiserver.readyz" ] || echo nojob >"$T/s.apiserver.readyz"
-  set -- node:0:"$T/node" paths:0:"$T/paths.list" firewall.before:0:"$T/fw.before" \
-    firewall.after:0:"$T/fw.after" errors:0:"$T/errors"
-  for p in health members alarms metrics.before metrics.after; do set -- "$@" "$p:0:$T/$p.json"; done
-  # The raw sections (raw_section): those the node gave.
-  for p in ips etcd.ps etcd.log etcd.prev kubelet manifest certs apiserver.ps apiserver.log apiserver.readyz apiserver.cert; do
-    [ -e "$T/s.$p" ] && set -- "$@" "$p:0:$T/s.$p"
-  done
+  echo -- >"$T/sep"
+  set -- paths:0:"$T/paths.list" firewall.before:0:"$T/fw.before" firewall.after:0:"$T/fw.after" errors:0:"$T/errors"
+  for p in node health members alarms metrics.before metrics.after ips etcd.ps etcd.log etcd.prev kubelet manifest \
+    certs apiserver.ps apiserver.log apiserver.readyz apiserver.cert; do set -- "$@" "$p:0:$T/s.$p"; done
   i=1
   while [ "$i" -le "$N" ]; do
-    [ -e "$T/p.$i.m" ] && set -- "$@" "check.$i:8192:$T/p.$i.m:$T/p.$i.killed:$T/p.$i.w:$T/p.$i.v"
+    [ -e "$T/p.$i.m" ] && set -- "$@" "check.$i:8192:$T/p.$i.m:$T/p.$i.killed:$T/p.$i.w:$T/sep:$T/p.$i.v"
     i=$((i + 1))
   done
-  awk "$AWK_FRAME" "$@" >"$T/out"
+  awk 'BEGIN { print "etcdnet-probe 2"; for (i = 1; i < ARGC; i++) { n = split(ARGV[i], a, ":"); print "@" a[1]; used = 0
+      for (k = 3; k <= n; k++) { while ((getline l < a[k]) > 0 && (a[2] == 0 || (used += length(l) + 1) <= a[2])) print "|" l
+        close(a[k]) } }
+    print "@end " (ARGC - 1); exit }' "$@" >"$T/out"
   cat "$T/out"
 }
 

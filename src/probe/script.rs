@@ -44,7 +44,6 @@ pub(crate) static CAPS: LazyLock<Vec<(&'static str, Cap)>> = LazyLock::new(|| {
         ("MEMBERS_BODY", n(etcdask::MEMBERS_BODY)),
         ("ALARMS_BODY", n(etcdask::ALARMS_BODY)),
         ("ASK_HEADERS", n(etcdask::HEADERS)),
-        ("ASK_STDERR", n(etcdask::STDERR)),
         ("METRICS_RAW", n(etcdask::METRICS_RAW)),
         ("METRICS_KEEP", n(metrics::MAX_TEXT_BYTES)),
         ("METRICS_BEFORE_S", Cap::Num(etcdask::METRICS_BEFORE_S)),

@@ -1,4 +1,5 @@
-//! The whole pipeline under arbitrary input: what a node prints (its probe document, its etcd
+//! The whole pipeline under arbitrary input: what a node prints (its framed output, a format-1
+//! document of an older bundle, its etcd
 //! log, any bytes at all) and what the API serves (Cluster, KCP, Machine, VM objects) go
 //! through parse → extract → analyse → report → every renderer, and none of it may panic,
 //! overflow, or let a control character reach a table. Property tests (proptest), seeded: the
@@ -460,7 +461,8 @@ fn cert() -> BoxedStrategy<Value> {
         .boxed()
 }
 
-/// A probe document shaped like schema v1, leaves arbitrary.
+/// A probe document of format 1 (a bundle's `probe.json`) shaped like schema v1, leaves
+/// arbitrary.
 fn probe_document() -> BoxedStrategy<Value> {
     let etcd = (
         s_leaf(variant::<RuntimeQuery>()),
@@ -557,11 +559,195 @@ fn printed(doc: &Value) -> String {
     }
 }
 
-/// What a route hands back for one node: the document with the noise routes see around it
-/// (banners, CRI prefixes, a cut), or a failure to reach it.
+// ---- the probe's framed output (format 2) -----------------------------------------------------
+
+/// One of etcd's answers as `etcd_ask` writes it (`raw_section`'s shape), or not asked.
+fn answer(url: &'static str, body: BoxedStrategy<String>) -> BoxedStrategy<String> {
+    prop_oneof![
+        6 => (
+            usually(Just(0i64), i64_edge()),
+            usually(Just(200u32), u32_edge()),
+            u64_edge(),
+            opt(phrase()),
+            body,
+        )
+            .prop_map(move |(rc, code, ms, err, body)| {
+                let err = err.map(|e| format!("err {e}\n")).unwrap_or_default();
+                format!(
+                    "rc {rc}\nurl {url}\nw {code} 0.{ms}\nsize {}\n{err}hdr X-Etcd-Cluster-ID: cdf818194e3a8c32\n--\n{body}",
+                    body.len()
+                )
+            }),
+        1 => text().prop_map(|why| format!("skipped {why}")),
+        1 => text(),
+    ]
+    .boxed()
+}
+
+/// A member as peerMembersHandler prints it, its leaves hostile: IDs as etcd 3.4/3.5 print them
+/// (decimal uint64s), as strings, at their extremes, of the wrong type.
+fn member() -> BoxedStrategy<Value> {
+    (
+        leaf(usually(
+            u64_edge().prop_map(Value::from),
+            u64_edge().prop_map(|n| Value::from(n.to_string())),
+        )),
+        s_leaf(text()),
+        proptest::collection::vec(ip_text().prop_map(|ip| format!("https://{ip}:2380")), 0..3),
+        leaf(any::<bool>().prop_map(Value::from)),
+    )
+        .prop_map(|(id, name, peers, learner)| {
+            json!({"id": id, "name": name, "peerURLs": peers, "clientURLs": peers, "isLearner": learner})
+        })
+        .boxed()
+}
+
+/// A curl `-v --trace-time` transcript line of a path check, or any text.
+fn transcript_line() -> BoxedStrategy<String> {
+    prop_oneof![
+        3 => select(vec![
+            "12:00:00.000000 *   Trying 198.18.0.12:2380...",
+            "12:00:00.001000 * Connected to 198.18.0.12 (198.18.0.12) port 2380",
+            "12:00:00.002000 * TLSv1.3 (OUT), TLS handshake, Client hello (1):",
+            "12:00:00.050000 * SSL connection using TLSv1.3",
+            "12:00:03.000000 * connect to 198.18.0.12 port 2380 from 198.18.0.11 port 4242 failed: Connection refused",
+            "* Immediate connect fail for 198.18.0.12: No route to host",
+            "curl: (28) Operation timed out after 5000 milliseconds",
+            "curl: (56) Recv failure: Connection reset by peer",
+            "23:59:59.999999 * Established connection to x",
+        ])
+        .prop_map(str::to_string),
+        1 => (timestamp(), phrase()).prop_map(|(t, p)| format!("{t} * {p}")),
+        1 => text(),
+    ]
+    .boxed()
+}
+
+/// A framed output (format 2) shaped as probe.sh prints it, every section's leaves hostile, each
+/// section now and then any text at all.
+fn framed_output() -> BoxedStrategy<String> {
+    let node = (ip_text(), text(), i64_edge(), u64_edge()).prop_map(|(ip, host, clock, ms)| {
+        format!("self {ip}\nhost {host}\nclock {clock}\nms {ms}\n")
+    });
+    let check = (
+        usually(Just(0i64), i64_edge()),
+        u64_edge(),
+        usually(Just(200u32), u32_edge()),
+        opt(u64_edge()),
+        proptest::collection::vec(transcript_line(), 0..6),
+    )
+        .prop_map(|(rc, ms, code, killed, lines)| {
+            let killed = killed.map(|k| format!("killed {k}\n")).unwrap_or_default();
+            format!(
+                "check {rc} {ms}\n{killed}w {code} 0.001 0.05\n--\n{}\n",
+                lines.join("\n")
+            )
+        });
+    let checks = proptest::collection::vec((ip_text(), check), 0..4);
+    let members = proptest::collection::vec(member(), 0..5)
+        .prop_map(|m| Value::Array(m).to_string())
+        .boxed();
+    let alarms = proptest::collection::vec((leaf(u64_edge().prop_map(|n| Value::from(n.to_string()))), s_leaf(prop_oneof![select(vec!["NOSPACE", "CORRUPT", "NONE"]).prop_map(str::to_string), text()])), 0..3)
+        .prop_map(|a| json!({"alarms": a.into_iter().map(|(id, alarm)| json!({"memberID": id, "alarm": alarm})).collect::<Vec<_>>()}).to_string())
+        .boxed();
+    let health = prop_oneof![
+        select(vec![
+            r#"{"health":"true","reason":""}"#,
+            r#"{"health":"false","reason":"RAFT NO LEADER"}"#,
+            r#"{"health":"false","reason":"ALARM NOSPACE"}"#,
+        ])
+        .prop_map(str::to_string),
+        text(),
+    ]
+    .boxed();
+    let ps = proptest::collection::vec(container(), 0..3).prop_map(|cs| {
+        let cs: Vec<Value> = cs
+            .into_iter()
+            .map(|c| {
+                json!({"id": c["id"], "state": c["state"], "createdAt": c["createdAt"],
+                            "metadata": {"name": "etcd", "attempt": c["attempt"]}})
+            })
+            .collect();
+        format!("rc 0\n--\n{}\n", json!({"containers": cs}))
+    });
+    let log = (text(), etcd_log())
+        .prop_map(|(id, log)| format!("id {id}\nrc 0\nmax 262144\n--\n{log}\n"));
+    let certs = (timestamp(), timestamp(), proptest::collection::vec(ip_text(), 0..4)).prop_map(
+        |(nb, na, sans)| {
+            let sans: Vec<String> = sans.iter().map(|s| format!("IP Address:{s}")).collect();
+            format!(
+                "file peer.crt 1 /p/peer.crt\nfile ca.crt 2 /p/ca.crt\n--\nCertificate:\n  Not Before: {nb}\n  Not After : {na}\n  X509v3 Subject Alternative Name: \n      {}\nCertificate:\n",
+                sans.join(", ")
+            )
+        },
+    );
+    let errors = proptest::collection::vec((text(), text()), 0..3).prop_map(|e| {
+        e.iter()
+            .map(|(s, m)| format!("{s}\t{m}\n"))
+            .collect::<String>()
+    });
+    let any = || prop_oneof![9 => Just(None), 1 => text().prop_map(Some)];
+    (
+        (node, checks, errors, any()),
+        (
+            answer("https://127.0.0.1:2379/health", health),
+            answer("https://198.18.0.11:2380/members", members),
+            answer("https://127.0.0.1:2379/v3/maintenance/alarm", alarms),
+        ),
+        (ps, log, certs, text(), any()),
+    )
+        .prop_map(
+            |(
+                (node, checks, errors, junk),
+                (health, members, alarms),
+                (ps, log, certs, kubelet, junk2),
+            )| {
+                let mut paths = String::from("checks 3 2 1\n");
+                for (i, (ip, _)) in checks.iter().enumerate() {
+                    paths.push_str(&format!("path {} {ip} {} {}\n", i + 1, 2379 + i % 2, i < 2));
+                }
+                let mut sections: Vec<(String, String)> = vec![
+                    ("node".into(), junk.unwrap_or(node)),
+                    ("paths".into(), paths),
+                    ("errors".into(), errors),
+                    ("health".into(), health),
+                    ("members".into(), members),
+                    ("alarms".into(), alarms),
+                    ("etcd.ps".into(), junk2.unwrap_or(ps)),
+                    ("etcd.log".into(), log),
+                    ("certs".into(), certs),
+                    (
+                        "kubelet".into(),
+                        format!("active {kubelet}\nshow ActiveEnterTimestamp={kubelet}\n"),
+                    ),
+                ];
+                for (i, (_, check)) in checks.into_iter().enumerate() {
+                    sections.push((format!("check.{}", i + 1), check));
+                }
+                let sections: Vec<(&str, &str)> = sections
+                    .iter()
+                    .map(|(n, t)| (n.as_str(), t.as_str()))
+                    .collect();
+                crate::probe::frame::write(&sections)
+            },
+        )
+        .boxed()
+}
+
+/// What a route hands back for one node: the probe's framed output (format 2) or a document of
+/// format 1 (a bundle's `probe.json`), with the noise routes see around it (banners, CRI
+/// prefixes, a cut), or a failure to reach it.
 fn node_output() -> BoxedStrategy<Vec<u8>> {
     prop_oneof![
-        24 => probe_document().prop_map(|d| printed(&d).into_bytes()),
+        16 => framed_output().prop_map(String::into_bytes),
+        2 => (text(), framed_output(), text())
+            .prop_map(|(a, f, b)| format!("{a}\n{f}{b}").into_bytes()),
+        2 => (framed_output(), any::<prop::sample::Index>()).prop_map(|(f, at)| {
+            let bytes = f.into_bytes();
+            let end = at.index(bytes.len() + 1);
+            bytes[..end].to_vec()
+        }),
+        8 => probe_document().prop_map(|d| printed(&d).into_bytes()),
         1 => (text(), probe_document(), text())
             .prop_map(|(a, d, b)| format!("{a}\n{}\n{b}", printed(&d)).into_bytes()),
         // A pod log: kubelet's CRI format, the long line in `P` pieces ended by an `F`.

@@ -12,10 +12,10 @@ use crate::probe::output::PROBE_SCHEMA_VERSION;
 
 /// The document's value from the sections, and what was wrong with them.
 pub(super) fn document(frames: &Frames) -> (Value, Vec<String>) {
-    let mut problems = frames.problems.clone();
+    let problems = frames.problems.clone();
     let mut doc = Map::new();
     doc.insert("schemaVersion".into(), json!(PROBE_SCHEMA_VERSION));
-    node(frames.get("node").unwrap_or_default(), &mut doc);
+    node(frames, &mut doc);
     let ips = raw::ips(frames);
     doc.insert("ips".into(), json!(ips));
     // The node's own sections, read from the tools' raw output (src/probe/parse/raw.rs); the
@@ -45,28 +45,6 @@ pub(super) fn document(frames: &Frames) -> (Value, Vec<String>) {
     if let Some(v) = raw::api_server(frames, &mut steps) {
         doc.insert("apiServer".into(), json!(v));
     }
-    // An output of the first format-2 probes, whose sections for these still held JSON (a
-    // bundle stored then): read as it was.
-    for (section, key) in [
-        ("etcd", "etcd"),
-        ("kubelet", "kubelet"),
-        ("manifest", "manifest"),
-        ("apiserver", "apiServer"),
-    ] {
-        if let Some(v) = frames
-            .get(section)
-            .and_then(|t| serde_json::from_str(t).ok())
-        {
-            doc.insert(key.into(), v);
-        }
-    }
-    if let Some(text) = frames.get("certs").filter(|t| t.starts_with('{')) {
-        let certs: Vec<Value> = text
-            .lines()
-            .filter_map(|l| serde_json::from_str(l).ok())
-            .collect();
-        doc.insert("certs".into(), Value::Array(certs));
-    }
     let mut errors = errors(frames.get("errors").unwrap_or_default());
     errors.extend(steps.iter().map(|e| json!(e)));
     doc.insert("errors".into(), Value::Array(errors));
@@ -76,7 +54,7 @@ pub(super) fn document(frames: &Frames) -> (Value, Vec<String>) {
         ("members", "members"),
         ("alarms", "alarms"),
     ] {
-        if let Some(v) = etcd_answer(frames, section, &mut problems) {
+        if let Some(v) = etcd_answer(frames, section) {
             doc.insert(key.into(), v);
         }
     }
@@ -88,20 +66,14 @@ pub(super) fn document(frames: &Frames) -> (Value, Vec<String>) {
     );
     let mut fw = Map::new();
     for (section, key) in [("firewall.before", "before"), ("firewall.after", "after")] {
-        let text = frames.get(section).unwrap_or_default();
-        if text.starts_with('{') {
-            // The first format-2 probes' JSON entries, comma-separated.
-            if let Ok(v) = serde_json::from_str::<Value>(&format!("[{text}]")) {
-                fw.insert(key.into(), v);
-            }
-        } else if let Some(v) = raw::firewall(frames, section) {
+        if let Some(v) = raw::firewall(frames, section) {
             fw.insert(key.into(), json!(v));
         }
     }
     doc.insert("firewall".into(), Value::Object(fw));
     let mut metrics = Map::new();
     for (section, key) in [("metrics.before", "before"), ("metrics.after", "after")] {
-        if let Some(v) = etcd_answer(frames, section, &mut problems) {
+        if let Some(v) = etcd_answer(frames, section) {
             metrics.insert(key.into(), v);
         }
     }
@@ -111,25 +83,25 @@ pub(super) fn document(frames: &Frames) -> (Value, Vec<String>) {
     (Value::Object(doc), problems)
 }
 
-/// `node`: this node's address as the probe was told it, its host name, its clock (epoch ms)
-/// and how long the probe took (ms), one a line.
-fn node(text: &str, doc: &mut Map<String, Value>) {
-    let mut lines = text.lines().map(str::trim);
-    let self_ip = lines.next().unwrap_or_default();
-    doc.insert("nodeIp".into(), json!(self_ip));
-    let host = lines.next().unwrap_or_default();
+/// `node`: `self IP` (this node's address as the probe was told it), `host NAME`, `clock MS`
+/// (its clock, epoch ms) and `ms MS` (how long the probe took).
+fn node(frames: &Frames, doc: &mut Map<String, Value>) {
+    let h = frames.head("node").unwrap_or_default();
+    doc.insert(
+        "nodeIp".into(),
+        json!(h.get("self").unwrap_or_default().trim()),
+    );
     doc.insert(
         "hostname".into(),
-        if host.is_empty() {
-            Value::Null
-        } else {
-            json!(host)
+        match h.get("host").unwrap_or_default().trim() {
+            "" => Value::Null,
+            host => json!(host),
         },
     );
-    if let Some(ms) = lines.next().and_then(|l| l.parse::<i64>().ok()) {
+    if let Some(ms) = h.num("clock") {
         doc.insert("clockMs".into(), json!(ms));
     }
-    if let Some(ms) = lines.next().and_then(|l| l.parse::<u64>().ok()) {
+    if let Some(ms) = h.num("ms").and_then(|ms| u64::try_from(ms).ok()) {
         doc.insert("durationMs".into(), json!(ms));
     }
 }
@@ -150,18 +122,7 @@ fn errors(text: &str) -> Vec<Value> {
         .collect()
 }
 
-fn unreadable(section: &str) -> String {
-    format!("its section {section} is not what the probe prints (not read)")
-}
-
 /// One of etcd's answers ([`crate::probe::etcdask`]); None (unsaid) when the section is absent.
-fn etcd_answer(frames: &Frames, section: &str, problems: &mut Vec<String>) -> Option<Value> {
-    let text = frames.get(section)?;
-    match crate::probe::etcdask::read(section, text)? {
-        Ok(v) => Some(v),
-        Err(()) => {
-            problems.push(unreadable(section));
-            None
-        }
-    }
+fn etcd_answer(frames: &Frames, section: &str) -> Option<Value> {
+    crate::probe::etcdask::read(section, frames.get(section)?)
 }

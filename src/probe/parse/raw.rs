@@ -4,23 +4,24 @@
 //! reads. probe.sh decides nothing about them; it runs the tools on the node, bounds what
 //! they print and says how each run ended.
 //!
-//! A section is a head and a body: head lines `KEY VALUE` the script writes (`rc N`: the
-//! tool's exit code; `size N`: the bytes the tool printed, of which at most the section's cap
-//! is sent; `err LINE`: a line of the tool's stderr, its tail), then a line `--`, then the
-//! tool's output (its first or its last bytes, as the section says). Every reader here is
+//! Each section has the one shape of [`crate::probe::frame::Head`]: head lines `KEY VALUE` the
+//! script writes (`rc N`: the tool's exit code; `size N`: the bytes the tool printed, of which at
+//! most the section's cap is sent; `err LINE`: a line of the tool's stderr, its tail), then a
+//! line `--` and the tool's output (its first or its last bytes, as the section says). Every
+//! reader here is
 //! total: a section missing, cut or hostile gives the part's default, never a failure; text
 //! is the lossy UTF-8 the framing gives, NUL bytes dropped.
 
 use k8s_openapi::jiff::{civil::DateTime, tz::TimeZone};
 use serde_json::Value;
 
-use crate::probe::cap;
 use crate::probe::firewall::{FirewallRead, ReadOutcome};
-use crate::probe::frame::Frames;
+use crate::probe::frame::{Frames, Head};
 use crate::probe::output::{
     ApiServerRead, CertInfo, Container, EtcdContainer, Kubelet, LogSample, Manifest, QueryOutcome,
     RawRead, RuntimeQuery, StepError,
 };
+use crate::probe::{cap, DETAIL};
 
 /// The caps probe.sh puts on these sections (bytes of the tool's output sent), handed to it
 /// by [`crate::probe::script::CAPS`].
@@ -42,81 +43,14 @@ const MAX_HEAD_LINES: usize = 16 + STDERR_BYTES;
 pub(crate) const MAX_IPS: usize = 64;
 /// Bytes of a tool's last words kept (probe.sh's `last_msg` cut at 300).
 const LAST_MSG: usize = 300;
-/// A detail of a raw read (`cap(detail, 500)`).
-const DETAIL: usize = 500;
-
-/// A section's head lines and its body.
-#[derive(Default)]
-struct Raw<'a> {
-    head: Vec<&'a str>,
-    body: String,
-}
-
-impl<'a> Raw<'a> {
-    fn of(text: &'a str) -> Raw<'a> {
-        let mut head = Vec::new();
-        let mut rest = text;
-        loop {
-            let (line, after) = match rest.split_once('\n') {
-                Some((l, a)) => (l, a),
-                None => (rest, ""),
-            };
-            if line == "--" {
-                return Raw {
-                    head,
-                    body: after.replace('\0', ""),
-                };
-            }
-            if line.is_empty() && after.is_empty() {
-                return Raw {
-                    head,
-                    body: String::new(),
-                };
-            }
-            head.push(line);
-            rest = after;
-        }
-    }
-
-    /// The value of the first head line `KEY VALUE` (`KEY` alone: "").
-    fn get(&self, key: &str) -> Option<&'a str> {
-        self.head.iter().find_map(|l| match l.split_once(' ') {
-            Some((k, v)) if k == key => Some(v),
-            None if *l == key => Some(""),
-            _ => None,
-        })
-    }
-
-    fn num(&self, key: &str) -> Option<i64> {
-        self.get(key).and_then(|v| v.trim().parse().ok())
-    }
-
-    fn has(&self, key: &str) -> bool {
-        self.get(key).is_some()
-    }
-
-    /// The stderr lines of the head (`err LINE`).
-    fn stderr(&self) -> impl Iterator<Item = &'a str> + '_ {
-        self.head.iter().filter_map(|l| l.strip_prefix("err "))
-    }
-
-    /// The body's bytes were cut: the tool printed more than the section's cap.
-    fn cut(&self, max: usize) -> bool {
-        self.num("size").is_some_and(|n| n > max as i64)
-    }
-}
-
-fn section<'a>(frames: &'a Frames, name: &str) -> Option<Raw<'a>> {
-    frames.get(name).filter(|t| !t.is_empty()).map(Raw::of)
-}
 
 /// A section whose body is the first `max` bytes of a tool's output: a body longer than the
 /// script sends is cut there (a node's word, not a reason to read more).
-fn section_max<'a>(frames: &'a Frames, name: &str, max: usize) -> Option<Raw<'a>> {
-    let mut raw = section(frames, name)?;
+fn section_max<'a>(frames: &'a Frames, name: &str, max: usize) -> Option<Head<'a>> {
+    let mut raw = frames.head(name)?;
     let keep = crate::probe::head(&raw.body, max).len();
     raw.body.truncate(keep);
-    raw.head.truncate(MAX_HEAD_LINES);
+    raw.lines.truncate(MAX_HEAD_LINES);
     Some(raw)
 }
 
@@ -171,11 +105,8 @@ pub(super) fn ips(frames: &Frames) -> Vec<String> {
                 }
             }
         }
-    } else if raw.has("tool") {
-        raw.body.split_whitespace().for_each(&mut keep);
     } else {
-        // The first format-2 probes: the addresses already filtered, one a line.
-        raw.head.iter().for_each(|l| keep(l.trim()));
+        raw.body.split_whitespace().for_each(&mut keep);
     }
     out
 }
@@ -193,7 +124,7 @@ pub(super) fn etcd(frames: &Frames, errors: &mut Vec<StepError>) -> Option<EtcdC
     }
     let rc = ps.num("rc").unwrap_or(-1);
     if rc != 0 || !ps.body.contains("\"containers\"") {
-        let mut msg = last_msg(ps.stderr());
+        let mut msg = last_msg(ps.all("err"));
         if msg.is_empty() {
             let start = crate::probe::head(&ps.body, 200);
             msg = format!("crictl ps exited {rc} with no container list: {start}");
@@ -206,7 +137,7 @@ pub(super) fn etcd(frames: &Frames, errors: &mut Vec<StepError>) -> Option<EtcdC
     }
     let containers = crictl_containers(&ps.body, "etcd");
     let logs = log_tail(frames, "etcd.log", "etcd-logs", errors);
-    let prev = section(frames, "etcd.prev");
+    let prev = frames.head("etcd.prev");
     let previous_logs_file = prev
         .as_ref()
         .and_then(|p| p.get("file"))
@@ -289,8 +220,8 @@ fn log_tail(
     step: &str,
     errors: &mut Vec<StepError>,
 ) -> Option<LogSample> {
-    let mut raw = section(frames, name)?;
-    raw.head.truncate(MAX_HEAD_LINES);
+    let mut raw = frames.head(name)?;
+    raw.lines.truncate(MAX_HEAD_LINES);
     let id = raw.get("id").unwrap_or_default();
     let id = if id.bytes().all(|b| b.is_ascii_alphanumeric()) {
         crate::probe::head(id, 128)
@@ -419,7 +350,7 @@ pub(super) fn kubelet(frames: &Frames) -> Option<Kubelet> {
         .and_then(some);
     let error = match active {
         Some(_) => None,
-        None => Some(match last_msg(raw.stderr()) {
+        None => Some(match last_msg(raw.all("err")) {
             e if e.is_empty() => "systemctl is-active kubelet printed nothing".to_string(),
             e => e,
         }),
@@ -493,8 +424,8 @@ pub(super) fn certs(frames: &Frames, self_ip: &str, now_s: Option<i64>) -> Optio
         error: Some(cap(&message, 500)),
     };
     let mut i = 0;
-    while i < raw.head.len() {
-        let line = raw.head[i];
+    while i < raw.lines.len() {
+        let line = raw.lines[i];
         i += 1;
         let (kind, rest) = line.split_once(' ').unwrap_or((line, ""));
         let (file, rest) = rest.split_once(' ').unwrap_or((rest, ""));
@@ -516,7 +447,7 @@ pub(super) fn certs(frames: &Frames, self_ip: &str, now_s: Option<i64>) -> Optio
             "error" => out.push(error(file, rest.to_string())),
             "failed" => {
                 let mut stderr = Vec::new();
-                while let Some(e) = raw.head.get(i).and_then(|l| l.strip_prefix("err ")) {
+                while let Some(e) = raw.lines.get(i).and_then(|l| l.strip_prefix("err ")) {
                     stderr.push(e);
                     i += 1;
                 }
@@ -634,7 +565,7 @@ pub(super) fn api_server(frames: &Frames, errors: &mut Vec<StepError>) -> Option
         ),
         Some(r) => failed(format!(
             "crictl ps -a --name kube-apiserver: {}",
-            last_msg(r.stderr())
+            last_msg(r.all("err"))
         )),
     };
     let readyz = match rz {
@@ -644,7 +575,7 @@ pub(super) fn api_server(frames: &Frames, errors: &mut Vec<StepError>) -> Option
         Some(r) => {
             let url = r.get("url").unwrap_or_default();
             let rc = r.num("rc").unwrap_or(-1);
-            let why = match (rc, last_msg(r.stderr())) {
+            let why = match (rc, last_msg(r.all("err"))) {
                 (0, _) => url.to_string(),
                 (_, m) if m.is_empty() => format!("{url}: curl exited {rc}"),
                 (_, m) => format!("{url}: {m}"),
@@ -689,7 +620,7 @@ fn failed(detail: String) -> RawRead {
 
 /// One fetch of raw text: the whole lines of the body within `max` bytes; for a request (head
 /// `w HTTP_CODE TIME_TOTAL`) its status and time, `Ok` when it got a status.
-fn read(r: &Raw, max: usize, outcome: Option<QueryOutcome>, detail: String) -> RawRead {
+fn read(r: &Head, max: usize, outcome: Option<QueryOutcome>, detail: String) -> RawRead {
     let mut w = r.get("w").unwrap_or_default().split_whitespace();
     let code = w
         .next()

@@ -215,12 +215,9 @@ pub fn read_log(node: &str, ip: &str, user: &str, log: &str) -> Reached {
             host_key,
         };
     }
-    let other: String = body
-        .iter()
-        .filter(|l| !crate::probe::parse::is_output_line(l))
-        .flat_map(|l| [*l, "\n"])
-        .collect();
-    let outcome = match crate::probe::parse::parse(node, body.join("\n").as_bytes()) {
+    let output = body.join("\n");
+    let other = crate::probe::parse::noise(&output);
+    let outcome = match crate::probe::parse::parse(node, output.as_bytes()) {
         Ok(p) => Ok(p),
         Err(e) => match ssh_exit {
             Some(0) | None if other.trim().is_empty() => Err(ReachError {

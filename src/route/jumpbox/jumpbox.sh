@@ -13,7 +13,7 @@
 # The nonce is the plugin's, new for every run, and never sent to a node (it is in no remote
 # command): a node cannot print a frame, so what it prints stays inside its own section, which
 # the plugin reads by its length. A section is: `ETCDNET-REACH <port> <state>` lines and
-# `ETCDNET-REACH-END`, then what ssh to the node printed (the probe's JSON document; ssh's and
+# `ETCDNET-REACH-END`, then what ssh to the node printed (the probe's framed output; ssh's and
 # the node's errors, merged into the same ordered stream; at most OUTPUT_CAP bytes), then
 # `ETCDNET-HOSTKEY <type> <base64>` (or `none`) and `ETCDNET-SSH-EXIT <code>`. Within a section
 # the plugin takes the ETCDNET lines only from where the node cannot write: the block before ssh

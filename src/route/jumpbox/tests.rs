@@ -278,6 +278,15 @@ fn reads_a_section() {
     assert_eq!(r.host_key, None);
 }
 
+/// What ssh and sudo said is what does not stand in the probe's framed output, whatever its
+/// first character: a line `| ...` is not hidden from the failure's reading.
+#[test]
+fn the_nodes_words_are_told_by_where_they_stand_not_by_a_bar() {
+    let log = "ETCDNET-REACH 22 Open\nETCDNET-REACH-END\n| sudo: a password is required\n\nETCDNET-HOSTKEY none\nETCDNET-SSH-EXIT 1\n";
+    let r = read_log("cp1", "198.18.0.11", "u", log);
+    assert_eq!(r.outcome.unwrap_err().kind, ReachErrorKind::AuthFailed);
+}
+
 #[test]
 fn a_port_state_it_does_not_know_is_unknown_never_open() {
     let log = "ETCDNET-REACH 22 Open\nETCDNET-REACH 2379 Unknown\nETCDNET-REACH 2380 Halfway\nETCDNET-REACH 6443\n";
