@@ -61,9 +61,9 @@ pub struct FirewallRead {
 }
 
 impl FirewallRead {
-    /// iptables-save's format (else nft's).
+    /// iptables-save's format (else nft's): `iptables`, `ip6tables` and their `-legacy` shims.
     pub fn is_iptables(&self) -> bool {
-        self.tool.contains("iptables")
+        self.tool.contains("iptables") || self.tool.contains("ip6tables")
     }
 
     /// The rules of this read; empty unless it is `Ok`.
@@ -916,6 +916,9 @@ impl Cond {
         }
     }
 }
+
+mod read;
+pub(crate) use read::{section, ACCEPT_PATTERN, KEEP_PATTERN};
 
 #[cfg(test)]
 mod tests;

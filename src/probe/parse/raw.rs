@@ -15,7 +15,7 @@ use k8s_openapi::jiff::{civil::DateTime, tz::TimeZone};
 use serde_json::Value;
 
 use crate::probe::cap;
-use crate::probe::firewall::{FirewallRead, ReadOutcome};
+use crate::probe::firewall::FirewallRead;
 use crate::probe::frame::Frames;
 use crate::probe::output::{
     ApiServerRead, CertInfo, Container, EtcdContainer, Kubelet, LogSample, Manifest, QueryOutcome,
@@ -729,89 +729,10 @@ fn read(r: &Raw, max: usize, outcome: Option<QueryOutcome>, detail: String) -> R
     }
 }
 
-/// `firewall.before` / `firewall.after`: each tool's read in turn, from its `tool NAME` line:
-/// `missing CMD` (not on the node); `rc N` and its stderr (`err LINE`) when it failed; or
-/// `rc 0`, `counts LINES KEPT CUT` and the kept lines, each behind `= ` (so no rule's text can
-/// start another tool's part). A refusal (no CAP_NET_ADMIN, CAP_NET_RAW) is told by the tool's
-/// words; `timeout 2`'s 124 is no answer.
+/// `firewall.before` / `firewall.after`: each tool's read in turn, judged by
+/// [`crate::probe::firewall::section`].
 pub(super) fn firewall(frames: &Frames, name: &str) -> Option<Vec<FirewallRead>> {
-    let text = frames.get(name)?;
-    let mut reads: Vec<(FirewallRead, Vec<&str>, Option<i64>)> = Vec::new();
-    for line in text.lines() {
-        if let Some(tool) = line.strip_prefix("tool ") {
-            if reads.len() == super::bounds::MAX_FIREWALL_READS + 1 {
-                break;
-            }
-            let read = FirewallRead {
-                tool: cap(tool, 64),
-                ..FirewallRead::default()
-            };
-            reads.push((read, Vec::new(), None));
-            continue;
-        }
-        let Some((read, stderr, rc)) = reads.last_mut() else {
-            continue;
-        };
-        if let Some(l) = line.strip_prefix("= ") {
-            let t = read.text.get_or_insert_with(String::new);
-            if t.len() + l.len() < super::bounds::MAX_FIREWALL_TEXT {
-                t.push_str(l);
-                t.push('\n');
-            }
-        } else if let Some(cmd) = line.strip_prefix("missing ") {
-            read.outcome = ReadOutcome::Missing;
-            read.detail = Some(format!("{} not found", cap(cmd, 64)));
-        } else if let Some(n) = line.strip_prefix("rc ") {
-            *rc = n.trim().parse().ok();
-        } else if let Some(e) = line.strip_prefix("err ") {
-            if stderr.len() < MAX_HEAD_LINES {
-                stderr.push(e);
-            }
-        } else if let Some(c) = line.strip_prefix("counts ") {
-            let mut n = c.split_whitespace().map(|v| v.parse::<u64>().unwrap_or(0));
-            (read.lines, read.kept, read.cut) = (
-                n.next().unwrap_or(0),
-                n.next().unwrap_or(0),
-                n.next().unwrap_or(0),
-            );
-        }
-    }
-    let out = reads
-        .into_iter()
-        .map(|(mut read, stderr, rc)| {
-            match rc {
-                _ if read.outcome == ReadOutcome::Missing => {}
-                Some(0) => {
-                    read.outcome = ReadOutcome::Ok;
-                    read.text.get_or_insert_with(String::new);
-                }
-                rc => {
-                    let mut msg = last_msg(stderr.into_iter());
-                    read.outcome = if ["not permitted", "Permission denied", "must be root"]
-                        .iter()
-                        .any(|w| msg.contains(w))
-                    {
-                        ReadOutcome::Denied
-                    } else {
-                        ReadOutcome::Error
-                    };
-                    if rc == Some(124) {
-                        msg = "no answer within 2 s".into();
-                    }
-                    if msg.is_empty() {
-                        msg = match rc {
-                            Some(rc) => format!("exited {rc}"),
-                            None => "gave no result".into(),
-                        };
-                    }
-                    read.text = None;
-                    read.detail = Some(msg);
-                }
-            }
-            read
-        })
-        .collect();
-    Some(out)
+    Some(crate::probe::firewall::section(frames.get(name)?))
 }
 
 #[cfg(test)]
