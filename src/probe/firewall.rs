@@ -1,6 +1,7 @@
 //! The node's own firewall as the probe read it (`firewall_read` in probe.sh): the text of
 //! `nft -a list ruleset` and of the legacy back-end's `iptables-save -c`, read right before and
-//! right after the path checks, filtered on the node to what can drop a packet. This module
+//! right after the path checks, the lines that may matter sent by the node and those that can
+//! drop a packet kept here ([`section`], `firewall/read.rs`). This module
 //! holds the document's part and reads the text into rules (table, chain with its hook and
 //! policy, handle or position, counter, action, match text) and decides which rules can touch a
 //! TCP packet of a path. What a node printed is data: every rule is read in linear time, an

@@ -909,8 +909,8 @@ fn the_previous_containers_log_when_the_current_one_is_short() {
 /// The node's own firewall, read right before and right after the checks: `nft` and the legacy
 /// `iptables-legacy-save` shims print real captures (tests/fixtures/firewall), the "before" one
 /// on their first call and the "after" one (a counter grown) on their second; `ip6tables` is
-/// refused as without CAP_NET_ADMIN. Each read is filtered on the node to what can drop a
-/// packet and bounded; the plugin's parser reads the kept text.
+/// refused as without CAP_NET_ADMIN. Each read sends the dump's lines that may matter, bounded;
+/// the plugin keeps those that can drop a packet and parses them.
 #[test]
 fn the_firewall_is_read_before_and_after_the_checks_filtered_and_bounded() {
     let fixtures = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/firewall");

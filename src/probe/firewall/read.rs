@@ -310,8 +310,9 @@ impl<'a> Part<'a> {
                 .and_then(|r| r.split_once("] "))
                 .filter(|(c, _)| counter(c))
                 .map_or(l, |(_, r)| r);
-            let Some(rest) = rule.strip_prefix("-A ") else {
-                others += 1;
+            let rest = rule.strip_prefix("-A ");
+            others += u64::from(rest.is_none());
+            let Some(rest) = rest else {
                 if l.starts_with('*') {
                     policy.clear();
                     k.keep(l);
