@@ -46,7 +46,7 @@ pub(crate) const MEMBERS_BODY: usize = 65536;
 /// Bytes of the alarm list's body.
 pub(crate) const ALARMS_BODY: usize = 16384;
 /// Bytes of one answer's headers (curl's stderr: the one tail of every section's,
-/// [`crate::probe::parse::raw::STDERR_BYTES`]).
+/// [`crate::probe::STDERR_BYTES`]).
 pub(crate) const HEADERS: usize = 16384;
 /// Bytes of `/metrics` read (etcd's whole text is a few hundred KiB); the families kept of it
 /// are at most [`metrics::MAX_TEXT_BYTES`].

@@ -1,6 +1,7 @@
 //! The node's own firewall as the probe read it (`firewall_read` in probe.sh): the text of
 //! `nft -a list ruleset` and of the legacy back-end's `iptables-save -c`, read right before and
-//! right after the path checks, filtered on the node to what can drop a packet. This module
+//! right after the path checks, the lines that may matter sent by the node and those that can
+//! drop a packet kept here ([`section`], `firewall/read.rs`). This module
 //! holds the document's part and reads the text into rules (table, chain with its hook and
 //! policy, handle or position, counter, action, match text) and decides which rules can touch a
 //! TCP packet of a path. What a node printed is data: every rule is read in linear time, an
@@ -61,9 +62,9 @@ pub struct FirewallRead {
 }
 
 impl FirewallRead {
-    /// iptables-save's format (else nft's).
+    /// iptables-save's format (else nft's): `iptables`, `ip6tables` and their `-legacy` shims.
     pub fn is_iptables(&self) -> bool {
-        self.tool.contains("iptables")
+        self.tool.contains("iptables") || self.tool.contains("ip6tables")
     }
 
     /// The rules of this read; empty unless it is `Ok`.
@@ -916,6 +917,10 @@ impl Cond {
         }
     }
 }
+
+mod read;
+pub(crate) use read::{section, ACCEPT_PATTERN, KEEP_PATTERN};
+pub use read::{FIREWALL_READ, MAX_FIREWALL_READS, MAX_FIREWALL_TEXT};
 
 #[cfg(test)]
 mod tests;

@@ -267,6 +267,29 @@ pub(crate) fn cap(text: &str, max: usize) -> String {
     }
 }
 
+/// Bytes of a tool's last words kept (probe.sh's `last_msg` cut at 300).
+const LAST_MSG: usize = 300;
+/// A section's `err` lines: the last bytes of a tool's stderr the script sends (`STDERR_BYTES`,
+/// handed to it by [`script::CAPS`]).
+pub(crate) const STDERR_BYTES: usize = 2048;
+/// The last line of a tool's stderr that says something, capped; crictl's `msg="..."`
+/// unwrapped (logrus' text format, `level=fatal msg="..."`).
+pub(crate) fn last_msg<'a>(lines: impl Iterator<Item = &'a str>) -> String {
+    let Some(l) = lines.filter(|l| !l.trim().is_empty()).last() else {
+        return String::new();
+    };
+    let l = l.strip_suffix('\r').unwrap_or(l);
+    let msg = match l.rfind("msg=\"") {
+        Some(at) => {
+            let m = &l[at + 5..];
+            let m = m.rfind('"').map_or(m, |end| &m[..end]);
+            m.replace("\\\"", "\"")
+        }
+        None => l.to_string(),
+    };
+    cap(&msg, LAST_MSG)
+}
+
 #[cfg(test)]
 mod tests {
     use super::head;

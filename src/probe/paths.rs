@@ -17,6 +17,16 @@ use crate::probe::output::{PathCheck, TcpOutcome, TlsOutcome};
 /// Bytes of a detail (curl's words), as probe.sh's `cap(s, 300)` cut it.
 const DETAIL: usize = 300;
 
+/// A transcript line that says the connect is done ([`connected`]) or curl has ended
+/// ([`final_word`]), `--trace-time` stamp or not, as one `grep -E` pattern: probe.sh's watchdog
+/// (`CONNECTED`, handed by [`crate::probe::script::CAPS`]) ends the checks none of whose lines
+/// match once the connect timeout is over.
+pub(crate) const CONNECTED_PATTERN: &str = concat!(
+    r"^([0-9][0-9]:[0-9][0-9]:[0-9][0-9]\.[0-9]+ )?",
+    r"(\* +(Connected to |Established (2nd )?connection|ALPN[:,] |TLSv1\.[0-3] \(OUT\)|SSLv3 \(OUT\)|SSL connection using )",
+    r"|curl: \([0-9]+\) )"
+);
+
 /// The checks of a framed output, in the order the probe ran them.
 pub(crate) fn read(frames: &Frames) -> Vec<PathCheck> {
     let Some(list) = frames.head("paths") else {
@@ -339,6 +349,53 @@ mod tests {
         let mut all = read(&frame::read(&text).unwrap());
         assert_eq!(all.len(), 1);
         all.remove(0)
+    }
+
+    /// The watchdog's pattern (run by the node's grep) and the plugin's reading agree on every
+    /// kind of line: stamped or not, each word curl says after a connect, and near misses.
+    #[test]
+    fn the_watchdogs_pattern_says_what_connected_and_final_word_say() {
+        let lines = [
+            "* Connected to 10.0.0.2 (10.0.0.2) port 2380",
+            "*   Connected to x",
+            "* Established connection to x",
+            "* Established 2nd connection to x",
+            "* ALPN: curl offers http/1.1",
+            "* ALPN, offering http/1.1",
+            "* TLSv1.3 (OUT), TLS handshake, Client hello (1):",
+            "* TLSv1.0 (OUT), x",
+            "* SSLv3 (OUT), x",
+            "* SSL connection using TLSv1.3",
+            "curl: (28) Connection timed out after 3001 milliseconds",
+            "*   Trying 10.0.0.2:2380...",
+            "* TLSv1.4 (OUT), x",
+            "* TLSv1.3 (IN), TLS handshake",
+            "*Connected to x",
+            "curl: (x) no",
+            "curl: (7)no",
+            " * Connected to x",
+            "** Connected to x",
+            "",
+        ];
+        let dir = std::env::temp_dir().join(format!("etcdnet-connected-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        for (i, line) in lines.iter().enumerate() {
+            for stamp in ["", "12:00:00.123456 "] {
+                let l = format!("{stamp}{line}");
+                let f = dir.join(format!("{i}{}.v", stamp.len()));
+                std::fs::write(&f, format!("{l}\n")).unwrap();
+                let grep = std::process::Command::new("grep")
+                    .args(["-q", "-E", CONNECTED_PATTERN])
+                    .arg(&f)
+                    .status()
+                    .unwrap()
+                    .success();
+                let (untimed, _) = stamped(&l);
+                let rust = connected(untimed) || final_word(untimed);
+                assert_eq!(grep, rust, "{l:?}");
+            }
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

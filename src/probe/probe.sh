@@ -43,12 +43,6 @@ now_ms() {
   esac
 }
 
-# The last line of a tool's stderr that says something, capped; crictl's msg="..." unwrapped.
-last_msg() {
-  awk 'NF { l = $0 } END { if (l ~ /msg="/) { sub(/^.*msg="/, "", l); sub(/"[^"]*$/, "", l); gsub(/\\"/, "\"", l) }
-    if (length(l) > 300) l = substr(l, 1, 300) "..."; print l }' "$1"
-}
-
 # --- arguments: bad values are reported and replaced by defaults, never fatal ------------------
 parse_args() {
   SELF= PEERS=
@@ -108,18 +102,19 @@ probe_host() {
 # `hdr LINE` for each of the first ASK_HEADERS bytes of the file HDR names, when set), then, with
 # an OUT, a line `--` and the first (head) or last (tail) MAX bytes of OUT, NULs removed. A
 # section of a head alone (`missing`, `skipped WHY`) is an echo. Nothing here reads the text, and
-# an empty file costs no process (the metrics read after the checks ends the probe's wait).
+# an empty file costs no process (the metrics read after the checks ends the probe's wait). Its
+# variables are its own (rs_: sh has no `local`), so a caller's `f` is still the caller's.
 raw_section() { # file head|tail max out err [head-line]...
-  f=$1 how=$2 max=$3 o=$4 e=$5
+  rs_f=$1 rs_how=$2 rs_max=$3 rs_o=$4 rs_e=$5
   shift 5
   {
-    for l in "$@"; do printf '%s\n' "$l"; done
-    [ ! -s "$o" ] || printf 'size %s\n' "$(wc -c <"$o")"
-    [ ! -s "$e" ] || { tail -c "$STDERR_BYTES" "$e"; echo; } | sed 's/^/err /'
+    for rs_l in "$@"; do printf '%s\n' "$rs_l"; done
+    [ ! -s "$rs_o" ] || printf 'size %s\n' "$(wc -c <"$rs_o")"
+    [ ! -s "$rs_e" ] || { tail -c "$STDERR_BYTES" "$rs_e"; echo; } | sed 's/^/err /'
     [ ! -s "${HDR:-}" ] || { head -c "$ASK_HEADERS" "$HDR" | tr -d '\000'; echo; } | sed 's/^/hdr /'
-    [ -z "$o" ] || echo --
-    [ ! -s "$o" ] || "$how" -c "$max" "$o" | tr -d '\000'
-  } >"$f"
+    [ -z "$rs_o" ] || echo --
+    [ ! -s "$rs_o" ] || "$rs_how" -c "$rs_max" "$rs_o" | tr -d '\000'
+  } >"$rs_f"
 }
 
 # --- etcd container: crictl ps -a (JSON read with awk: jq may be absent), newest first ---------
@@ -282,44 +277,39 @@ probe_kubelet() {
 #
 # Cost matters here: on a node whose peers are dropped every check waits the whole connect
 # timeout, and a check's timer only starts when its curl does. So the curls are started back to
-# back with nothing else forked per path, one watchdog serves all that start together, one awk
+# back with nothing else forked per path, one watchdog serves all that start together, one grep
 # reads every path's log at the end (the lab measured ~1 s between the first and the last of 14
 # checks starting when each had its own subshell, watchdog, sleep and awk).
 # GNUTLS_NO_IMPLICIT_INIT=1 (every curl here): Debian's and Ubuntu's curl use OpenSSL but load
 # GnuTLS through librtmp/libldap, whose constructor then initialises it for nothing: ~10 ms of
 # CPU per curl, about half of one. A curl built on GnuTLS initialises it itself (libcurl calls
 # gnutls_global_init), and nothing else here sees the variable.
-AWK_CONNECTED='
-function untimed(l) { sub(/^[0-9][0-9]:[0-9][0-9]:[0-9][0-9]\.[0-9]+ /, "", l); return l }
-function secs(t) { return substr(t, 1, 2) * 3600 + substr(t, 4, 2) * 60 + substr(t, 7) }
-# The line without its --trace-time stamp; LT: the stamp in seconds of the day, or -1 if none.
-function stamped(l,   sp) { LT = -1
-  if (l ~ /^[0-9][0-9]:[0-9][0-9]:[0-9][0-9]\.[0-9]+ /) { sp = index(l, " "); LT = secs(substr(l, 1, sp - 1)); l = substr(l, sp + 1) }
-  return l }
-function connected(l) { return l ~ /^\* +(Connected to |Established (2nd )?connection|ALPN[:,] |TLSv1\.[0-3] \(OUT\)|SSLv3 \(OUT\)|SSL connection using )/ }
-'
 
-# The checks of a group (first..last) whose curl has neither connected nor ended (curl's last
-# word on a failure is "curl: (N) ..."; a check that ended early may not have been waited for
-# yet): one index a line.
-AWK_UNCONNECTED='
-BEGIN { for (i = first; i <= last; i++) { f = dir "/p." i ".v"; c = 0
-  while (!c && (getline l < f) > 0) { l = untimed(l); if (connected(l) || l ~ /^curl: \([0-9]+\) /) c = 1 }
-  close(f); if (!c) print i } }'
-
-# After --connect-timeout, ends the checks of a group (first..last) that have not connected,
-# noting how long each had run. A check whose curl has ended is left alone (its pid may be gone).
+# After --connect-timeout, ends the checks of a group (first..last) whose curl has neither
+# connected nor ended: one grep -l over their transcripts by the plugin's reading of curl's words
+# (CONNECTED: src/probe/paths.rs), noting how long each had run. A check whose curl has ended is
+# left alone (its pid may be gone).
 watchdog() { # first last
   trap 'kill "$s" 2>/dev/null; exit 0' TERM
   sleep "$CT" &
   s=$!
   wait "$s"
   now_ms
-  for j in $(awk -v dir="$T" -v first="$1" -v last="$2" "$AWK_CONNECTED$AWK_UNCONNECTED"); do
-    [ -e "$T/p.$j.done" ] && continue
-    eval "t0=\$T0_$j pid=\$PID_$j"
-    echo "killed $((NOW - t0))" >"$T/p.$j.killed"
-    kill "$pid"
+  first=$1 last=$2
+  set --
+  j=$first
+  while [ "$j" -le "$last" ]; do set -- "$@" "$T/p.$j.v" && j=$((j + 1)); done
+  conn=$(grep -l -s -E "$CONNECTED" "$@")
+  j=$first
+  while [ "$j" -le "$last" ]; do
+    case $conn in *"/p.$j.v"*) ;; *)
+      if [ ! -e "$T/p.$j.done" ]; then
+        eval "t0=\$T0_$j pid=\$PID_$j"
+        echo "killed $((NOW - t0))" >"$T/p.$j.killed"
+        kill "$pid"
+      fi ;;
+    esac
+    j=$((j + 1))
   done
 }
 
@@ -426,46 +416,15 @@ reads_after() {
 # --- the node's own firewall: its rules and their counters, read before and after the checks ---
 # `nft -a list ruleset` (every family: iptables-nft's tables too), and the legacy back-end's
 # tables where there are any: `iptables-legacy-save -c` / `ip6tables-legacy-save -c`, else
-# `iptables-save -c` / `ip6tables-save -c` when `iptables -V` says legacy or nft is missing. Only
-# what can drop a packet is kept (table and chain headers with their hook and policy, the rules
-# that drop or reject, those naming 2379 or 2380, and the accepts of a chain whose policy drops),
-# each line cut at 512 bytes, at most FW_MAX bytes a read: a kube-proxy or Antrea node has
-# thousands of rules that cannot (the one bound that reads the text: the dump is megabytes there).
-# How many lines were read, kept and cut past the cap is said. A missing tool, or one refused (no
-# CAP_NET_ADMIN, CAP_NET_RAW for legacy), is data. The plugin reads each tool's part
-# (src/probe/parse/raw.rs: `tool NAME`, then `missing`, or `rc N` with its stderr as `err LINE`, or
-# `rc 0`, `counts LINES KEPT CUT` and each kept line behind `= `) and parses the rules
-# (src/probe/firewall.rs). Each read is bounded in time (timeout 2 s where the node has `timeout`).
-AWK_FW='
-function keep(l) {
-  if (length(l) > 512) l = substr(l, 1, 512) "..."
-  if (used + length(l) + 1 > max) { cut++; return }
-  text = text "= " l "\n"; used += length(l) + 1; kept++
-}
-{ sub(/\r$/, ""); n++ }
-kind == "nft" {
-  if ($0 ~ /^table / || $0 ~ /^}/) { inchain = 0; keep($0); next }
-  if ($0 ~ /^\tchain /) { inchain = 1; drops = 0; keep($0); next }
-  if (inchain && $0 ~ /^\t}/) { inchain = 0; keep($0); next }
-  if (!inchain) next
-  if ($0 ~ /^\t\ttype .* hook /) { drops = $0 ~ /policy drop/; keep($0); next }
-  r = $0; sub(/ # handle [0-9]+$/, "", r)
-  if (r ~ /(^|[ \t])(drop|reject)( |$)/ || r ~ /2379|2380/ || (drops && r ~ /(^|[ \t])accept( |$)/)) keep($0)
-  next
-}
-{
-  if ($0 ~ /^\*/) { delete pol; delete pos; keep($0); next }
-  if ($0 ~ /^:/) { split(substr($0, 2), h, " "); pol[h[1]] = h[2]; keep($0); next }
-  if ($0 ~ /^COMMIT/) { keep($0); next }
-  l = $0; sub(/^\[[0-9]+:[0-9]+\] /, "", l)
-  if (l !~ /^-A /) next
-  split(l, a, " "); ch = a[2]; pos[ch]++
-  if (l ~ / -j (DROP|REJECT)( |$)/ || l ~ /2379|2380/ || (pol[ch] == "DROP" && l ~ / -j ACCEPT( |$)/)) keep("@" pos[ch] " " $0)
-}
-END { printf "counts %d %d %d\n%s", n, kept, cut, text }'
-
-# One tool's read, its part of firewall.before/after (kind: nft or ipt).
-fw_one() { # tool kind command...
+# `iptables-save -c` / `ip6tables-save -c` when `iptables -V` says legacy or nft is missing. A
+# missing tool, or one refused (no CAP_NET_ADMIN, CAP_NET_RAW), is data. Each read is bounded in
+# time (timeout 2 s where the node has `timeout`) and in bytes: a kube-proxy or Antrea node has
+# thousands of rules that cannot drop (the dump is megabytes there), so only the lines the
+# plugin's patterns pick are sent (FW_KEEP, then the accepts apart, FW_ACCEPT: they never crowd
+# out a drop), each list at most FW_MAX bytes, with their line numbers; for iptables-save also
+# the chains of its rules in order (uniq -c), for each rule's position. The plugin judges which
+# rules can drop a path's packet (src/probe/firewall/read.rs reads this part).
+fw_one() { # tool nft|ipt command...
   printf 'tool %s\n' "$1"
   kind=$2
   shift 2
@@ -475,7 +434,13 @@ fw_one() { # tool kind command...
   rc=$?
   printf 'rc %s\n' "$rc"
   [ $rc -eq 0 ] || { tail -c "$STDERR_BYTES" "$T/fw.err" | sed 's/^/err /' && echo && return; }
-  head -c 8388608 "$T/fw.out" | tr -d '\000' | awk -v kind="$kind" -v max="$FW_MAX" "$AWK_FW"
+  printf 'lines ' && wc -l <"$T/fw.out" && echo keep
+  # The `echo` ends a line `head -c` cut short: an empty last line says the list is whole.
+  grep -n -i -E "$FW_KEEP" "$T/fw.out" | head -c "$FW_MAX" && echo && echo accept
+  grep -n -i -E "$FW_ACCEPT" "$T/fw.out" | head -c "$FW_MAX" && echo
+  [ "$kind" = ipt ] || return 0
+  echo runs
+  sed -n 's/^\(\[[0-9]*:[0-9]*\] \)\{0,1\}-A \([[:graph:]]*\).*/\2/p' "$T/fw.out" | uniq -c | head -c "$FW_MAX" && echo
 }
 
 # Writes $T/fw.before or $T/fw.after: every tool's read, one after the other.

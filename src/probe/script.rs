@@ -17,7 +17,7 @@
 use std::sync::LazyLock;
 use std::time::Duration;
 
-use crate::probe::{etcdask, metrics, parse, parse::bounds};
+use crate::probe::{etcdask, firewall, metrics, parse, parse::bounds, paths};
 
 /// probe.sh as written, without its caps.
 const SOURCE: &str = include_str!("probe.sh");
@@ -39,6 +39,8 @@ pub(crate) static CAPS: LazyLock<Vec<(&'static str, Cap)>> = LazyLock::new(|| {
         ("LOG_LINES", Cap::Num(d.log_lines.into())),
         ("LOG_BYTES", Cap::Num(d.log_bytes)),
         ("PAR", Cap::Num(d.parallel.into())),
+        // The path checks' watchdog: what says a connect is done (src/probe/paths.rs).
+        ("CONNECTED", Cap::Text(paths::CONNECTED_PATTERN)),
         // etcd's own answers (src/probe/etcdask.rs).
         ("HEALTH_BODY", n(etcdask::HEALTH_BODY)),
         ("MEMBERS_BODY", n(etcdask::MEMBERS_BODY)),
@@ -55,10 +57,13 @@ pub(crate) static CAPS: LazyLock<Vec<(&'static str, Cap)>> = LazyLock::new(|| {
         ("APISERVER_LOG_BYTES", n(bounds::MAX_APISERVER_LOG)),
         ("APISERVER_READYZ", n(bounds::MAX_APISERVER_READYZ)),
         ("APISERVER_CERT", n(bounds::MAX_APISERVER_CERT)),
-        // One firewall read's kept text (src/probe/firewall.rs).
+        // One firewall read: each list of its lines sent, and what picks them
+        // (src/probe/firewall/read.rs).
         ("FW_MAX", n(bounds::FIREWALL_READ)),
+        ("FW_KEEP", Cap::Text(firewall::KEEP_PATTERN)),
+        ("FW_ACCEPT", Cap::Text(firewall::ACCEPT_PATTERN)),
         // The node's own raw sections (src/probe/parse/raw.rs).
-        ("STDERR_BYTES", n(parse::raw::STDERR_BYTES)),
+        ("STDERR_BYTES", n(crate::probe::STDERR_BYTES)),
         ("IPS_BYTES", n(parse::raw::IPS_BYTES)),
         ("CRICTL_PS_BYTES", n(parse::raw::CRICTL_PS_BYTES)),
         ("MANIFEST_BYTES", n(parse::raw::MANIFEST_BYTES)),
@@ -335,14 +340,9 @@ mod tests {
         "6443", // the kube-apiserver's port
     ];
 
-    /// Literals still in the sections being rewritten as raw ones (issue 39, probe.sh's other
-    /// half: the UTF-8 escaping and the certificates' date arithmetic in awk, the log, firewall
-    /// and transcript byte caps); each goes with its code, or into [`CAPS`].
-    const NOT_YET_HANDED: &[&str] = &[
-        "128", "143", "144", "153", "159", "160", "191", "194", "200", "223", "224", "237", "239",
-        "240", "244", "256", "300", "365", "400", "500", "512", "1460", "2026", "3339", "3600",
-        "8192", "36524", "86400", "146096", "146097", "719468", "4194304", "8388608",
-    ];
+    /// Literals still in the framing (issue 39, probe.sh's `emit`: the unexpected stderr's and a
+    /// check transcript's byte caps); each goes with its code, or into [`CAPS`].
+    const NOT_YET_HANDED: &[&str] = &["300", "8192"];
 
     /// The script's code: its lines without comments (a `#` at a word's start, outside the awk
     /// programs' strings this is close enough: a cap in a comment is no cap).

@@ -213,6 +213,7 @@ const FOLDERS: &[(&str, &[&[&str]])] = &[
         ],
     ),
     ("probe::parse", &[&["framed"], &["raw"], &["bounds"]]),
+    ("probe::firewall", &[&["read"]]),
     (
         "probe::etcdlog",
         &[&["episode", "leader", "window"], &["line"], &["time"]],

@@ -44,15 +44,8 @@ pub const MAX_PATHS: usize = 2 * MAX_ADDRESSES;
 pub const MAX_ERRORS: usize = 32;
 pub const MAX_ERROR_TEXT: usize = 500;
 
-/// Firewall reads of one moment: `firewall_read` in probe.sh reads nft and at most two legacy
-/// tools.
-pub const MAX_FIREWALL_READS: usize = 3;
-/// What one firewall read keeps on the node: at most this many bytes of lines (`FW_MAX`, handed
-/// to the script by [`crate::probe::script::CAPS`]).
-pub const FIREWALL_READ: usize = 49152;
-/// A read's kept text: `FW_MAX` bytes of lines, each line's cut adding `...`; the plugin's bound
-/// is twice that.
-pub const MAX_FIREWALL_TEXT: usize = 2 * FIREWALL_READ;
+/// The firewall reads' caps are the firewall section reader's own ([`crate::probe::firewall`]).
+pub use crate::probe::firewall::{FIREWALL_READ, MAX_FIREWALL_READS, MAX_FIREWALL_TEXT};
 /// The kube-apiserver reads (probe.sh's `APISERVER_*` caps): crictl's container list, the log
 /// tail, the `/readyz?verbose` body, the serving certificate's PEM, each read's detail.
 pub const MAX_APISERVER_PS: usize = 32768;

@@ -15,13 +15,13 @@
 use k8s_openapi::jiff::{civil::DateTime, tz::TimeZone};
 use serde_json::Value;
 
-use crate::probe::firewall::{FirewallRead, ReadOutcome};
+use crate::probe::firewall::FirewallRead;
 use crate::probe::frame::{Frames, Head};
 use crate::probe::output::{
     ApiServerRead, CertInfo, Container, EtcdContainer, Kubelet, LogSample, Manifest, QueryOutcome,
     RawRead, RuntimeQuery, StepError,
 };
-use crate::probe::{cap, DETAIL};
+use crate::probe::{cap, last_msg, DETAIL, STDERR_BYTES};
 
 /// The caps probe.sh puts on these sections (bytes of the tool's output sent), handed to it
 /// by [`crate::probe::script::CAPS`].
@@ -29,7 +29,6 @@ pub(crate) const CRICTL_PS_BYTES: usize = 65536;
 pub(crate) const MANIFEST_BYTES: usize = 65536;
 pub(crate) const CERTS_BYTES: usize = 65536;
 pub(crate) const IPS_BYTES: usize = 16384;
-pub(crate) const STDERR_BYTES: usize = 2048;
 /// The kube-apiserver reads: [`super::bounds`]'s caps, the script's too.
 use super::bounds::{MAX_APISERVER_CERT, MAX_APISERVER_PS, MAX_APISERVER_READYZ};
 
@@ -41,8 +40,6 @@ const MAX_LOG_BYTES: i64 = crate::probe::parse::MAX_OUTPUT_BYTES as i64;
 const MAX_HEAD_LINES: usize = 16 + STDERR_BYTES;
 /// Addresses kept from the node's list: a node has a handful; more is not a node's.
 pub(crate) const MAX_IPS: usize = 64;
-/// Bytes of a tool's last words kept (probe.sh's `last_msg` cut at 300).
-const LAST_MSG: usize = 300;
 
 /// A section whose body is the first `max` bytes of a tool's output: a body longer than the
 /// script sends is cut there (a node's word, not a reason to read more).
@@ -52,24 +49,6 @@ fn section_max<'a>(frames: &'a Frames, name: &str, max: usize) -> Option<Head<'a
     raw.body.truncate(keep);
     raw.lines.truncate(MAX_HEAD_LINES);
     Some(raw)
-}
-
-/// The last line of a tool's stderr that says something, capped; crictl's `msg="..."`
-/// unwrapped (logrus' text format, `level=fatal msg="..."`).
-pub(crate) fn last_msg<'a>(lines: impl Iterator<Item = &'a str>) -> String {
-    let Some(l) = lines.filter(|l| !l.trim().is_empty()).last() else {
-        return String::new();
-    };
-    let l = l.strip_suffix('\r').unwrap_or(l);
-    let msg = match l.rfind("msg=\"") {
-        Some(at) => {
-            let m = &l[at + 5..];
-            let m = m.rfind('"').map_or(m, |end| &m[..end]);
-            m.replace("\\\"", "\"")
-        }
-        None => l.to_string(),
-    };
-    cap(&msg, LAST_MSG)
 }
 
 /// `ips`: `ip -o addr show` (tool `ip`) or `hostname -I` (tool `hostname`) as printed. The
@@ -660,89 +639,10 @@ fn read(r: &Head, max: usize, outcome: Option<QueryOutcome>, detail: String) -> 
     }
 }
 
-/// `firewall.before` / `firewall.after`: each tool's read in turn, from its `tool NAME` line:
-/// `missing CMD` (not on the node); `rc N` and its stderr (`err LINE`) when it failed; or
-/// `rc 0`, `counts LINES KEPT CUT` and the kept lines, each behind `= ` (so no rule's text can
-/// start another tool's part). A refusal (no CAP_NET_ADMIN, CAP_NET_RAW) is told by the tool's
-/// words; `timeout 2`'s 124 is no answer.
+/// `firewall.before` / `firewall.after`: each tool's read in turn, judged by
+/// [`crate::probe::firewall::section`].
 pub(super) fn firewall(frames: &Frames, name: &str) -> Option<Vec<FirewallRead>> {
-    let text = frames.get(name)?;
-    let mut reads: Vec<(FirewallRead, Vec<&str>, Option<i64>)> = Vec::new();
-    for line in text.lines() {
-        if let Some(tool) = line.strip_prefix("tool ") {
-            if reads.len() == super::bounds::MAX_FIREWALL_READS + 1 {
-                break;
-            }
-            let read = FirewallRead {
-                tool: cap(tool, 64),
-                ..FirewallRead::default()
-            };
-            reads.push((read, Vec::new(), None));
-            continue;
-        }
-        let Some((read, stderr, rc)) = reads.last_mut() else {
-            continue;
-        };
-        if let Some(l) = line.strip_prefix("= ") {
-            let t = read.text.get_or_insert_with(String::new);
-            if t.len() + l.len() < super::bounds::MAX_FIREWALL_TEXT {
-                t.push_str(l);
-                t.push('\n');
-            }
-        } else if let Some(cmd) = line.strip_prefix("missing ") {
-            read.outcome = ReadOutcome::Missing;
-            read.detail = Some(format!("{} not found", cap(cmd, 64)));
-        } else if let Some(n) = line.strip_prefix("rc ") {
-            *rc = n.trim().parse().ok();
-        } else if let Some(e) = line.strip_prefix("err ") {
-            if stderr.len() < MAX_HEAD_LINES {
-                stderr.push(e);
-            }
-        } else if let Some(c) = line.strip_prefix("counts ") {
-            let mut n = c.split_whitespace().map(|v| v.parse::<u64>().unwrap_or(0));
-            (read.lines, read.kept, read.cut) = (
-                n.next().unwrap_or(0),
-                n.next().unwrap_or(0),
-                n.next().unwrap_or(0),
-            );
-        }
-    }
-    let out = reads
-        .into_iter()
-        .map(|(mut read, stderr, rc)| {
-            match rc {
-                _ if read.outcome == ReadOutcome::Missing => {}
-                Some(0) => {
-                    read.outcome = ReadOutcome::Ok;
-                    read.text.get_or_insert_with(String::new);
-                }
-                rc => {
-                    let mut msg = last_msg(stderr.into_iter());
-                    read.outcome = if ["not permitted", "Permission denied", "must be root"]
-                        .iter()
-                        .any(|w| msg.contains(w))
-                    {
-                        ReadOutcome::Denied
-                    } else {
-                        ReadOutcome::Error
-                    };
-                    if rc == Some(124) {
-                        msg = "no answer within 2 s".into();
-                    }
-                    if msg.is_empty() {
-                        msg = match rc {
-                            Some(rc) => format!("exited {rc}"),
-                            None => "gave no result".into(),
-                        };
-                    }
-                    read.text = None;
-                    read.detail = Some(msg);
-                }
-            }
-            read
-        })
-        .collect();
-    Some(out)
+    Some(crate::probe::firewall::section(frames.get(name)?))
 }
 
 #[cfg(test)]

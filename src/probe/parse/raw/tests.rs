@@ -1,6 +1,7 @@
 //! Unit tests of the raw sections' readers.
 
 use super::*;
+use crate::probe::firewall::ReadOutcome;
 use crate::probe::frame;
 
 /// A framed output of these sections, as probe.sh prints one.
