@@ -127,8 +127,10 @@ async fn a_body_that_trickles_past_the_deadline_fails_naming_it() {
     let started = std::time::Instant::now();
     let trickle = Slowly::new(vec![b"{"], Duration::from_millis(20), true);
     let err = read(wrap(&b, "/api/v1/pods", trickle)).await.unwrap_err();
+    // Stopped by the 300 ms deadline, not the endless body: wide slack, as a loaded machine
+    // stretches wall time (CI, load 15-78).
     assert!(
-        started.elapsed() < Duration::from_secs(2),
+        started.elapsed() < Duration::from_secs(20),
         "{:?}",
         started.elapsed()
     );
@@ -203,8 +205,10 @@ async fn a_watch_lives_its_timeout_seconds_plus_the_deadline() {
         .unwrap_err();
     let took = started.elapsed();
     assert!(matches!(err, Exceeded::Slow { .. }), "{err}");
+    // At least timeoutSeconds plus the deadline; at most far less than the 50 s the events
+    // would go on for (wide slack: a loaded machine stretches wall time, CI at load 15-78).
     assert!(
-        took >= Duration::from_millis(1200) && took < Duration::from_secs(3),
+        took >= Duration::from_millis(1200) && took < Duration::from_secs(20),
         "{took:?}"
     );
 }

@@ -322,7 +322,9 @@ mod tests {
         let lo: IpAddr = "127.0.0.1".parse().unwrap();
         let started = std::time::Instant::now();
         let check = check_ssh_port(&[lo, lo], Duration::from_secs(1)).await;
-        assert!(started.elapsed() < Duration::from_secs(2));
+        // Within the bound, not an unbounded wait on a silent listener: wide slack over the
+        // 1 s, as a loaded machine stretches wall time (CI, load 15-78).
+        assert!(started.elapsed() < Duration::from_secs(10));
         assert_eq!(check.answered.len() + check.silent.len(), 2, "{check:?}");
     }
 

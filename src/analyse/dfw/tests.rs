@@ -578,9 +578,11 @@ fn a_huge_manager_is_evaluated_in_bounded_time() {
             .collect();
         read.rules.push(p);
     }
-    let started = std::time::Instant::now();
+    // Bounded work: this thread's CPU time, not wall time, which a loaded machine stretches.
+    let started = crate::testing::cpu_time();
     let (_, e) = eval_of(&read, false);
-    assert!(started.elapsed() < std::time::Duration::from_secs(20));
+    let took = crate::testing::cpu_time() - started;
+    assert!(took < std::time::Duration::from_secs(20), "{took:?} of CPU");
     // None of the bulk rules matches the VMs; the Infrastructure DROP still decides 2380.
     assert_eq!(e.counts.rules, 4 + 10_000);
     assert_eq!(rule_path(outcomes(&e, 2380)[0]), Some(BLOCK));

@@ -641,7 +641,7 @@ async fn a_429_is_retried_within_its_bound_then_answered() {
         "/api/session/create" => session_granted(),
         _ if c.fetch_add(1, std::sync::atomic::Ordering::SeqCst) < 2 => Canned {
             status: 429,
-            headers: vec![("retry-after", "1".into())],
+            headers: vec![("retry-after", "60".into())],
             body: String::new(),
         },
         _ => Canned::json(200, r#"{"id":"etcd"}"#),
@@ -651,9 +651,12 @@ async fn a_429_is_retried_within_its_bound_then_answered() {
     let started = std::time::Instant::now();
     let v = client.get(&path).await.unwrap();
     assert_eq!(v["id"], "etcd");
-    // Two waits of Retry-After 1s, each cut to max_retry_after (200 ms).
+    // Two waits of Retry-After 60s, each cut to max_retry_after (200 ms): uncut, the first
+    // would end past the 20 s deadline and the 429 would stand (no answer). The wall bound has
+    // wide slack, as a loaded machine stretches wall time (CI, load 15-78), where two uncut
+    // waits would be 120 s.
     assert!(
-        started.elapsed() < Duration::from_secs(2),
+        started.elapsed() < Duration::from_secs(10),
         "{:?}",
         started.elapsed()
     );
@@ -832,23 +835,27 @@ async fn a_deletes_503_is_retried_only_within_its_bound() {
     });
     let mut o = options(url);
     o.limits.max_retry_after = Duration::from_millis(400);
+    // More retries than the bound has room for: what stops the delete is its bound.
     o.limits.retries = 10;
     let client = Client::connect(&o).await.unwrap();
     let path = ApiPath::policy("/infra/traceflows/etcdnet-0011223344556677", &[]).unwrap();
-    let started = std::time::Instant::now();
     let e = client
-        .delete(&path, Duration::from_millis(1000))
+        .delete(&path, Duration::from_millis(2000))
         .await
         .unwrap_err();
-    assert_eq!(e.status(), Some(503));
+    // Stopped by its bound, the manager's 503 standing (no wait would end within it) or the
+    // bound spent during an exchange: never a retry count run out.
     assert!(
-        started.elapsed() < Duration::from_millis(1500),
-        "{:?}",
-        started.elapsed()
+        e.status() == Some(503) || matches!(e, RequestError::Slow { .. }),
+        "{e:?}"
     );
-    // Waits of 400 ms: at 0, ~400 and ~800 ms; a fourth would start past the bound.
+    // Counted, not timed (a loaded machine stretches wall time, CI failed a wall bound at load
+    // 15-78): waits of 400 ms that never end early put the attempts at 0, >=400, ..., >=1600 ms,
+    // and a sixth's wait would end at or past the 2 s bound, which no retry may do; a bound
+    // renewed by each retry would make all 11. Load only makes fewer attempts; 2 is one retry
+    // made, the first attempt and its wait ending within 1.6 s of a 2 s bound.
     let n = deletes.load(std::sync::atomic::Ordering::SeqCst);
-    assert!((2..=3).contains(&n), "{n} deletes");
+    assert!((2..=5).contains(&n), "{n} deletes");
 }
 
 #[test]

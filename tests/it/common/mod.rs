@@ -2,6 +2,7 @@
 //! kubeconfig pointing at it, and helpers that run the built plugin, directly or through the real
 //! `kubectl` with the plugin on PATH.
 
+pub mod cpu;
 pub mod members;
 pub mod nsx;
 pub mod past;
