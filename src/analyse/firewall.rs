@@ -116,7 +116,9 @@ impl std::ops::Not for Tri {
 }
 
 /// Which check of a path: at FROM on the way out, or at TO on the way in.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, schemars::JsonSchema,
+)]
 pub enum Side {
     Egress,
     Ingress,
