@@ -487,31 +487,61 @@ fn rule_facts(policy: &Policy, rule: &Rule, vms: &[PolicyVm], ctx: &Ctx) -> Rule
     }
 }
 
-/// One check's coordinates: the direction, the VM the rule must be applied to (`this`), the
-/// peer VM (`other`), both as indexes in the sorted VMs, and the index of the port.
-#[derive(Clone, Copy)]
-struct At {
-    dir: Direction,
-    this: usize,
-    other: usize,
-    port: usize,
+/// One check: the VMs as indexes in the sorted VMs.
+type At = firewall::At<usize>;
+
+/// A SecurityPolicy rule as the engine sees it, its facts computed once. An In rule's peers are
+/// its source (its destination ANY), an Out rule's its destination (its source ANY); its
+/// scope is its `appliedTo` (builder.go, the module `policy`).
+struct Normalized<'a> {
+    rule: &'a Rule,
+    facts: &'a RuleFacts,
 }
 
-/// Whether `rule` matches this check.
-fn rule_matches(rule: &Rule, facts: &RuleFacts, at: At) -> Tri {
-    let unknown = |e: &str| Tri::Unknown(format!("rules[{}]: {e}", rule.index));
-    let direction = match &rule.direction {
-        Ok(d) => Tri::from_bool(*d == at.dir),
-        Err(e) => unknown(e),
-    };
-    direction
-        .and(|| facts.ports[at.port].clone())
-        .and(|| facts.applied[at.this].clone())
-        .and(|| facts.peers[at.other].clone())
-        .and(|| match &rule.action {
+impl Normalized<'_> {
+    fn unknown(&self, e: &str) -> Tri {
+        Tri::Unknown(format!("rules[{}]: {e}", self.rule.index))
+    }
+
+    fn peers_if(&self, dir: Direction, vm: usize) -> Tri {
+        match self.rule.direction {
+            Ok(d) if d == dir => self.facts.peers[vm].clone(),
+            _ => Tri::Yes,
+        }
+    }
+}
+
+impl firewall::Rule<usize> for Normalized<'_> {
+    fn direction(&self, side: Side) -> Tri {
+        match &self.rule.direction {
+            Ok(d) => Tri::from_bool(*d == Direction::of(side)),
+            Err(e) => self.unknown(e),
+        }
+    }
+    fn service(&self, at: At) -> Tri {
+        let i = ETCD_PORTS.iter().position(|p| *p == at.port).unwrap_or(0);
+        self.facts.ports[i].clone()
+    }
+    fn applies_to(&self, here: usize) -> Tri {
+        self.facts.applied[here].clone()
+    }
+    fn source(&self, src: usize) -> Tri {
+        self.peers_if(Direction::In, src)
+    }
+    fn destination(&self, dst: usize) -> Tri {
+        self.peers_if(Direction::Out, dst)
+    }
+    fn rest(&self) -> Tri {
+        match &self.rule.action {
             Ok(_) => Tri::Yes,
-            Err(e) => unknown(e),
-        })
+            Err(e) => self.unknown(e),
+        }
+    }
+}
+
+/// Whether `rule` matches this check: the engine's one match.
+fn rule_matches(rule: &Rule, facts: &RuleFacts, at: At) -> Tri {
+    firewall::Rule::matches(&Normalized { rule, facts }, at)
 }
 
 fn rule_ref(policy: &Policy, priority: u32, rule: &Rule) -> Option<RuleRef> {
@@ -1013,21 +1043,15 @@ pub fn evaluate(input: &PolicyInput) -> PolicyEvaluation {
     let npaths = ETCD_PORTS.len() * vms.len() * vms.len().saturating_sub(1);
     let mut aggs: HashMap<(usize, usize, Cover), Agg> = HashMap::new();
     for (port, fi, ti) in firewall::vm_pairs(vms.len()) {
-        let pi = ETCD_PORTS.iter().position(|p| *p == port).unwrap_or(0);
         let (from, to) = (&vms[fi], &vms[ti]);
         let path_index = paths.len();
-        let egress = At {
-            dir: Direction::Out,
-            this: fi,
-            other: ti,
-            port: pi,
+        let at = |side| At {
+            side,
+            src: fi,
+            dst: ti,
+            port,
         };
-        let ingress = At {
-            dir: Direction::In,
-            this: ti,
-            other: fi,
-            port: pi,
-        };
+        let (egress, ingress) = (at(Side::Egress), at(Side::Ingress));
         let e = check(&policies, &in_effect, &facts, unread_out.as_ref(), egress);
         let i = check(&policies, &in_effect, &facts, unread_in.as_ref(), ingress);
         let mut not_realized = None;

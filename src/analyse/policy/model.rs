@@ -17,7 +17,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 /// Text from the Supervisor is cut, not rewritten: the render layer escapes what it hides.
-pub use crate::analyse::firewall::cut as clip;
+pub use crate::analyse::firewall::clip;
 use crate::selector::Selector;
 
 /// The engine's bounds: rules read from one policy (more makes the rest one unreadable tail),
@@ -107,6 +107,16 @@ impl Action {
 pub enum Direction {
     In,
     Out,
+}
+
+impl Direction {
+    /// The rules a check counts: Out at FROM (egress), In at TO (ingress).
+    pub fn of(side: crate::analyse::firewall::Side) -> Direction {
+        match side {
+            crate::analyse::firewall::Side::Egress => Direction::Out,
+            crate::analyse::firewall::Side::Ingress => Direction::In,
+        }
+    }
 }
 
 // Its `status.conditions[type=Ready]`: True is nsx-operator's `SecurityPolicyReady`, False
