@@ -65,11 +65,13 @@
 //! `RuleTemplate`) are evaluated where they are read, as the VPC's default policy
 //! (`default-layer3-section`, NSX 4.1 administration GUID-9026BE25).
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::collections::{BTreeMap, HashMap};
 use std::net::IpAddr;
 
-use crate::analyse::firewall::{self, clip, Effect, Hit, PathRef, Side, TierHit, Tri, Verdict};
+use crate::analyse::firewall::{
+    self, clip, Effect, Hit, PathRef, Side, Then, TierHit, Tri, Verdict,
+};
 pub use crate::analyse::firewall::{MAX_RULES, MAX_VMS};
 use crate::nsxmanager::model::{
     observations, traceflow_state, Category, DfwInput, DfwVm, Endpoint, GroupMembers, Identity,
@@ -476,7 +478,13 @@ fn lists_tell(input: &DfwInput, path: &str) -> bool {
     })
 }
 
-fn applied(input: &DfwInput, policy: &SecurityPolicy, rule: &Rule, here: &DfwVm, none: &Memo) -> Tri {
+fn applied(
+    input: &DfwInput,
+    policy: &SecurityPolicy,
+    rule: &Rule,
+    here: &DfwVm,
+    none: &Memo,
+) -> Tri {
     let scope = match (&policy.scope, &rule.scope) {
         (Err(e), _) => return Tri::Unknown(format!("policy scope: {e}")),
         (Ok(Some(p)), _) => p,
@@ -623,7 +631,14 @@ impl<'v> firewall::Rule<&'v DfwVm> for Normalized<'_> {
     }
     fn source(&self, src: &'v DfwVm) -> Tri {
         let r = self.rule;
-        side_matches(self.input, &r.sources, &r.sources_excluded, src, self.layer2(), self.none)
+        side_matches(
+            self.input,
+            &r.sources,
+            &r.sources_excluded,
+            src,
+            self.layer2(),
+            self.none,
+        )
     }
     fn destination(&self, dst: &'v DfwVm) -> Tri {
         let r = self.rule;
@@ -645,7 +660,15 @@ impl<'v> firewall::Rule<&'v DfwVm> for Normalized<'_> {
 
 /// Whether one rule matches one check: the engine's one match.
 fn rule_matches(input: &DfwInput, p: &PolicyRules, rule: &Rule, at: At, none: &Memo) -> Tri {
-    firewall::Rule::matches(&Normalized { input, p, rule, none }, at)
+    firewall::Rule::matches(
+        &Normalized {
+            input,
+            p,
+            rule,
+            none,
+        },
+        at,
+    )
 }
 
 fn rule_ref(p: &PolicyRules, r: &Rule) -> Option<DfwRuleRef> {
@@ -870,46 +893,47 @@ fn check(input: &DfwInput, ord: &Order, at: At, none: &Memo) -> DfwSideOutcome {
         }
     }
     let app = Category::Application.rank().unwrap_or(4);
-    let mut layer2_done = false;
-    let mut jumped = false;
-    let mut tree = None;
-    for tier in &ord.tiers {
+    // The continuations: a layer 2 ALLOW ends the layer 2 tiers; a jump to Application skips
+    // the rest of its own tree's Environment only.
+    let (layer2_done, jumped, tree) = (Cell::new(false), Cell::new(false), Cell::new(None));
+    let tiers = ord.tiers.iter().filter_map(|tier| {
         let cat = &input.policies[tier[0]].policy.category;
         let (this_tree, rank, _) = place(&input.policies[tier[0]].policy).unwrap_or((0, 0, 0));
-        // A jump to Application skips the rest of its own tree's Environment only.
-        if tree != Some(this_tree) {
-            tree = Some(this_tree);
-            jumped = false;
+        if tree.get() != Some(this_tree) {
+            tree.set(Some(this_tree));
+            jumped.set(false);
         }
         let layer2 = *cat == Category::Ethernet;
-        if (layer2 && layer2_done) || (jumped && rank < app) {
-            continue;
+        if (layer2 && layer2_done.get()) || (jumped.get() && rank < app) {
+            return None;
         }
-        let hits = tier.iter().map(|&pi| {
+        Some(tier.iter().map(move |&pi| {
             let p = &input.policies[pi];
             (pi, policy_hit(input, p, &ord.rules[pi], at, none))
-        });
-        let (pi, ri, action) = match firewall::tier_hit(hits) {
-            None => continue,
-            Some(TierHit::Rule(pi, ri, action)) => (pi, ri, action),
-            Some(TierHit::Cannot { at: pj, hit, .. }) => {
-                return DfwSideOutcome::CannotDecide {
+        }))
+    });
+    firewall::check(tiers, |hit| {
+        let (pi, ri) = hit.first();
+        let p = &input.policies[pi];
+        let cat = &p.policy.category;
+        let (this_tree, rank, _) = place(&p.policy).unwrap_or((0, 0, 0));
+        let action = match hit {
+            TierHit::Rule(_, _, action) => action,
+            TierHit::Cannot { at: pj, hit, .. } => {
+                return Then::Decide(DfwSideOutcome::CannotDecide {
                     why: hit_why(&input.policies[pj], &hit),
-                }
+                })
             }
-            Some(TierHit::Split {
-                first: (pi, _),
-                other: pj,
-            }) => {
-                return DfwSideOutcome::CannotDecide {
+            TierHit::Split { other: pj, .. } => {
+                return Then::Decide(DfwSideOutcome::CannotDecide {
                     why: format!(
                         "policies \"{}\" and \"{}\" share category {} and sequence number {} and both match with different actions: NSX's order between them is not deterministic",
-                        input.policies[pi].policy.label(),
+                        p.policy.label(),
                         input.policies[pj].policy.label(),
                         cat.name(),
-                        input.policies[pi].policy.sequence_number.clone().unwrap_or(0)
+                        p.policy.sequence_number.clone().unwrap_or(0)
                     ),
-                }
+                })
             }
         };
         // Federation: the Global Manager's policies (`/global-infra`) and the Local Manager's
@@ -920,35 +944,33 @@ fn check(input: &DfwInput, ord: &Order, at: At, none: &Memo) -> DfwSideOutcome {
         // match of the other side in this category with another action: "cannot decide".
         if this_tree == 0 {
             if let Some(why) = federation_rival(input, ord, at, none, pi, rank, action) {
-                return DfwSideOutcome::CannotDecide { why };
+                return Then::Decide(DfwSideOutcome::CannotDecide { why });
             }
         }
-        let p = &input.policies[pi];
         let r = &p.rules[ri];
-        match (action, layer2) {
-            (RuleAction::Allow, true) => layer2_done = true,
+        match (action, *cat == Category::Ethernet) {
+            (RuleAction::Allow, true) => {
+                layer2_done.set(true);
+                Then::GoOn
+            }
             (RuleAction::JumpToApplication, false) if *cat == Category::Environment => {
-                jumped = true
+                jumped.set(true);
+                Then::GoOn
             }
-            (RuleAction::JumpToApplication, _) => {
-                return DfwSideOutcome::CannotDecide {
-                    why: format!(
-                        "{}: JUMP_TO_APPLICATION outside the Environment category",
-                        who(p, r)
-                    ),
-                }
-            }
-            _ => {
-                return match rule_ref(p, r) {
-                    Some(rule) => DfwSideOutcome::Matched { rule },
-                    None => DfwSideOutcome::CannotDecide {
-                        why: format!("{}: its action cannot be read", who(p, r)),
-                    },
-                }
-            }
+            (RuleAction::JumpToApplication, _) => Then::Decide(DfwSideOutcome::CannotDecide {
+                why: format!(
+                    "{}: JUMP_TO_APPLICATION outside the Environment category",
+                    who(p, r)
+                ),
+            }),
+            _ => Then::Decide(match rule_ref(p, r) {
+                Some(rule) => DfwSideOutcome::Matched { rule },
+                None => DfwSideOutcome::CannotDecide {
+                    why: format!("{}: its action cannot be read", who(p, r)),
+                },
+            }),
         }
-    }
-    DfwSideOutcome::NoVisibleRule
+    })
 }
 
 /// Whether a policy is the Global Manager's (Federation: `/global-infra/…`).
@@ -1159,7 +1181,11 @@ pub fn evaluate(input: &DfwInput) -> DfwEvaluation {
                 continue;
             }
             let at = At {
-                side: if is_egress { Side::Egress } else { Side::Ingress },
+                side: if is_egress {
+                    Side::Egress
+                } else {
+                    Side::Ingress
+                },
                 src: from,
                 dst: to,
                 port,

@@ -581,5 +581,34 @@ pub fn tier_hit<A: Copy + PartialEq>(
     Some(TierHit::Rule(first.0, first.1, a))
 }
 
+/// What an adapter makes of a tier's first hit.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Then<R> {
+    /// The check comes to this.
+    Decide(SideOutcome<R>),
+    /// The walk goes on to the next tier (the DFW's layer 2 ALLOW, `JUMP_TO_APPLICATION`).
+    GoOn,
+}
+
+/// One check, the engine's one walk for every source: `tiers` in order, each its sections'
+/// first hits (computed only when the tier is reached: an adapter may leave tiers out after a
+/// continuation); the first tier that hits is handed to `then`, which decides the check in its
+/// source's words or lets the walk go on. No tier decides: no visible rule.
+pub fn check<A, R, T, S>(tiers: T, mut then: impl FnMut(TierHit<A>) -> Then<R>) -> SideOutcome<R>
+where
+    A: Copy + PartialEq,
+    T: IntoIterator<Item = S>,
+    S: IntoIterator<Item = (usize, Option<Hit<A>>)>,
+{
+    for tier in tiers {
+        if let Some(hit) = tier_hit(tier) {
+            if let Then::Decide(outcome) = then(hit) {
+                return outcome;
+            }
+        }
+    }
+    SideOutcome::NoVisibleRule
+}
+
 #[cfg(test)]
 mod tests;

@@ -16,7 +16,7 @@ use super::model::{
     RealizedState, Rule, Target, MAX_NAME_CHARS,
 };
 use super::validate::validate;
-use crate::analyse::firewall::{self, Effect, Hit, TierHit, Verdict};
+use crate::analyse::firewall::{self, Effect, Hit, Then, TierHit, Verdict};
 pub use crate::analyse::firewall::{PathRef, Side, Tri, ETCD_PORTS, MAX_VMS};
 use crate::report::is_zero;
 use crate::selector::Selector;
@@ -91,9 +91,7 @@ pub struct PolicyInput {
 
 // The rule's name when it has one. Also the json contract's (`report::v1alpha2`).
 /// A rule, named as an admin finds it: policy, index in `spec.rules`, priority, action, direction.
-#[derive(
-    Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, JsonSchema,
-)]
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct RuleRef {
     pub namespace: String,
@@ -644,47 +642,42 @@ fn check(
     let unordered = (0..policies.len())
         .find(|&i| realized(i) && policies[i].priority.is_err() && hits[i].is_some());
 
-    // Walk the priorities in effect, lowest first: one tier per priority.
-    let mut outcome = SideOutcome::NoVisibleRule;
+    // The priorities in effect, lowest first: one tier per priority; the first hit decides.
     let mut decided: Option<(u32, usize, usize)> = None; // (priority, policy, rule)
     let in_effect_order: Vec<usize> = (0..policies.len())
         .filter(|&i| realized(i) && policies[i].priority.is_ok())
         .collect();
-    for tier in in_effect_order.chunk_by(|&a, &b| policies[a].priority == policies[b].priority) {
-        let prio = *policies[tier[0]].priority.as_ref().unwrap_or(&0);
-        let Some(hit) = firewall::tier_hit(tier.iter().map(|&i| (i, hits[i].clone()))) else {
-            continue;
-        };
+    let tiers = in_effect_order
+        .chunk_by(|&a, &b| policies[a].priority == policies[b].priority)
+        .map(|tier| tier.iter().map(|&i| (i, hits[i].clone())));
+    let mut outcome = firewall::check(tiers, |hit| {
         let (pi, ri) = hit.first();
+        let prio = *policies[pi].priority.as_ref().unwrap_or(&0);
         decided = Some((prio, pi, ri));
-        match hit {
+        Then::Decide(match hit {
             TierHit::Cannot { at, hit, .. } => {
                 let why = match hit {
                     Hit::Unknown(_, why) => why,
                     // A SecurityPolicy's rules are each alone: never split.
                     Hit::Split(..) | Hit::Rule(..) => String::new(),
                 };
-                outcome = SideOutcome::CannotDecide {
+                SideOutcome::CannotDecide {
                     why: format!("{}: {why} (priority {prio})", who(&policies[at])),
-                };
-            }
-            TierHit::Split { other, .. } => {
-                outcome = SideOutcome::CannotDecide {
-                    why: format!(
-                        "{} and {} share priority {prio} and both match with different actions: NSX's order between them is not visible",
-                        who(&policies[pi]),
-                        who(&policies[other])
-                    ),
-                };
-            }
-            TierHit::Rule(..) => {
-                if let Some(rule) = rule_ref(&policies[pi], prio, &policies[pi].rules[ri]) {
-                    outcome = SideOutcome::Matched { rule };
                 }
             }
-        }
-        break;
-    }
+            TierHit::Split { other, .. } => SideOutcome::CannotDecide {
+                why: format!(
+                    "{} and {} share priority {prio} and both match with different actions: NSX's order between them is not visible",
+                    who(&policies[pi]),
+                    who(&policies[other])
+                ),
+            },
+            TierHit::Rule(..) => match rule_ref(&policies[pi], prio, &policies[pi].rules[ri]) {
+                Some(rule) => SideOutcome::Matched { rule },
+                None => SideOutcome::NoVisibleRule,
+            },
+        })
+    });
     if let Some(i) = unordered {
         outcome = SideOutcome::CannotDecide {
             why: format!(
