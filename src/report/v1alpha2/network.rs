@@ -1,8 +1,9 @@
 //! The cluster's network as the reports carry it (`networkPolicy`): what was read, what NSX did
 //! not realize, and the SecurityPolicies evaluated against the control-plane VMs.
 //!
-//! The texts a renderer reads off these types (`RuleRef::text`, `PolicyWarning::text`, ...) are
-//! `analyse::network`'s, which the verdict's evidence uses: one wording, reached by converting back.
+//! The SecurityPolicies' evaluation is `analyse::policy`'s own types, re-exported. The texts a
+//! renderer reads off them (`RuleRef::text`, `PolicyWarning::text`, ...) are `analyse::network`'s,
+//! which the verdict's evidence uses: one wording.
 
 use serde::{Deserialize, Serialize};
 
@@ -220,7 +221,7 @@ mod tests {
 
     #[test]
     fn an_evaluation_is_camel_case_and_round_trips() {
-        let e = PolicyEvaluation::from(policy::tests::shadowed_and_not_realized());
+        let e = policy::tests::shadowed_and_not_realized();
         let json = serde_json::to_value(&e).unwrap();
         assert_eq!(json["paths"][0]["outcome"]["outcome"], "Allowed");
         assert_eq!(json["paths"][0]["ingress"]["result"], "Matched");
@@ -254,7 +255,7 @@ mod tests {
         assert_eq!(e.paths.len(), 480);
         assert_eq!(e.covering.len(), policy::MAX_COVERING);
         assert_eq!(e.warnings()[0].paths.len(), 480);
-        let json = serde_json::to_string(&PolicyEvaluation::from(e)).unwrap();
+        let json = serde_json::to_string(&e).unwrap();
         eprintln!("{} bytes", json.len());
         assert!(json.len() < 1_000_000, "{} bytes", json.len());
     }
@@ -264,7 +265,7 @@ mod tests {
     fn the_enums_are_their_names() {
         for g in [policy::NsxGroup::Vpc, policy::NsxGroup::Legacy] {
             assert_eq!(
-                serde_json::to_value(NsxGroup::from(g)).unwrap(),
+                serde_json::to_value(g).unwrap(),
                 serde_json::Value::String(g.name().into())
             );
         }
@@ -282,7 +283,7 @@ mod tests {
     fn the_texts_are_the_evidences() {
         let d = policy::tests::shadowed_and_not_realized();
         let w = d.warnings()[0].clone();
-        let c = PolicyWarning::from(w.clone());
+        let c = w.clone();
         assert_eq!(c.text(3), network::warning_text(&w, 3));
         assert_eq!(c.rule.text(), network::rule_text(&w.rule));
         assert_eq!(c.rule.action_text(), network::action_text(&w.rule));
