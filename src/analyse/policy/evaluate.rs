@@ -18,7 +18,6 @@ use super::model::{
 use super::validate::validate;
 use crate::analyse::firewall::{self, Effect, Hit, Then, TierHit, Verdict};
 pub use crate::analyse::firewall::{PathRef, Side, Tri, ETCD_PORTS, MAX_VMS};
-use crate::report::is_zero;
 use crate::selector::Selector;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -276,6 +275,11 @@ pub struct PolicyEvaluation {
     /// What the evaluation assumes where upstream cannot be read.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
+}
+
+/// A count left out of the json when 0 (serde's `skip_serializing_if`; analyse is below report).
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 /// Said when an `nsx.vmware.com` (T1/NCP) policy is evaluated: on T1 the VMs' segment ports are
