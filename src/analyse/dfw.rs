@@ -65,11 +65,13 @@
 //! `RuleTemplate`) are evaluated where they are read, as the VPC's default policy
 //! (`default-layer3-section`, NSX 4.1 administration GUID-9026BE25).
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::collections::{BTreeMap, HashMap};
 use std::net::IpAddr;
 
-use crate::analyse::firewall::{self, clip, Effect, Hit, PathRef, TierHit, Tri, Verdict};
+use crate::analyse::firewall::{
+    self, clip, Effect, Hit, PathRef, Side, Then, TierHit, Tri, Verdict,
+};
 pub use crate::analyse::firewall::{MAX_RULES, MAX_VMS};
 use crate::nsxmanager::model::{
     observations, traceflow_state, Category, DfwInput, DfwVm, Endpoint, GroupMembers, Identity,
@@ -258,16 +260,8 @@ fn read_text(c: &DfwCounts) -> String {
 
 // ---- matching ----
 
-/// The packet of one check.
-#[derive(Clone, Copy)]
-struct At<'a> {
-    /// The vNIC the check runs at (FROM for egress, TO for ingress).
-    here: &'a DfwVm,
-    src: &'a DfwVm,
-    dst: &'a DfwVm,
-    egress: bool,
-    port: u16,
-}
+/// The packet of one check (the check runs at FROM's vNIC for egress, TO's for ingress).
+type At<'a> = firewall::At<&'a DfwVm>;
 
 fn ip_of(vm: &DfwVm) -> Result<&[IpAddr], String> {
     if vm.ips.is_empty() {
@@ -484,7 +478,13 @@ fn lists_tell(input: &DfwInput, path: &str) -> bool {
     })
 }
 
-fn applied(input: &DfwInput, policy: &SecurityPolicy, rule: &Rule, at: At, none: &Memo) -> Tri {
+fn applied(
+    input: &DfwInput,
+    policy: &SecurityPolicy,
+    rule: &Rule,
+    here: &DfwVm,
+    none: &Memo,
+) -> Tri {
     let scope = match (&policy.scope, &rule.scope) {
         (Err(e), _) => return Tri::Unknown(format!("policy scope: {e}")),
         (Ok(Some(p)), _) => p,
@@ -492,7 +492,7 @@ fn applied(input: &DfwInput, policy: &SecurityPolicy, rule: &Rule, at: At, none:
         (Ok(None), Ok(None)) => return Tri::Yes,
         (Ok(None), Ok(Some(r))) => r,
     };
-    Tri::any(scope.iter().map(|g| scope_member(input, g, at.here, none)))
+    Tri::any(scope.iter().map(|g| scope_member(input, g, here, none)))
 }
 
 fn family(vm: &DfwVm) -> Option<IpFamily> {
@@ -583,24 +583,38 @@ fn services_match(input: &DfwInput, rule: &Rule, at: At) -> Tri {
     }
 }
 
-/// Whether one rule matches one check (direction, scope, sources, destinations, services,
-/// IP family, profiles). A disabled rule never does.
-fn rule_matches(input: &DfwInput, p: &PolicyRules, rule: &Rule, at: At, none: &Memo) -> Tri {
-    let layer2 = p.policy.category == Category::Ethernet;
-    let disabled = match rule.disabled {
-        Ok(true) => return Tri::No,
-        Ok(false) => Tri::Yes,
-        Err(ref e) => Tri::Unknown(e.clone()),
-    };
-    let direction = match rule.direction {
-        Ok(RuleDirection::InOut) => Tri::Yes,
-        Ok(RuleDirection::Out) => Tri::from_bool(at.egress),
-        Ok(RuleDirection::In) => Tri::from_bool(!at.egress),
-        Err(ref e) => Tri::Unknown(e.clone()),
-    };
-    direction
-        .and(|| disabled)
-        .and(|| match (&rule.ip_protocol, layer2) {
+/// A DFW rule as the engine sees it: direction (and enabled), service (the rule's services
+/// and entries, and its `ip_protocol`), scope, sources, destinations (each with its
+/// exclusion), then its context profiles and action.
+struct Normalized<'a> {
+    input: &'a DfwInput,
+    p: &'a PolicyRules,
+    rule: &'a Rule,
+    none: &'a Memo,
+}
+
+impl Normalized<'_> {
+    fn layer2(&self) -> bool {
+        self.p.policy.category == Category::Ethernet
+    }
+}
+
+impl<'v> firewall::Rule<&'v DfwVm> for Normalized<'_> {
+    fn direction(&self, side: Side) -> Tri {
+        let direction = match self.rule.direction {
+            Ok(RuleDirection::InOut) => Tri::Yes,
+            Ok(RuleDirection::Out) => Tri::from_bool(side == Side::Egress),
+            Ok(RuleDirection::In) => Tri::from_bool(side == Side::Ingress),
+            Err(ref e) => Tri::Unknown(e.clone()),
+        };
+        // A disabled rule never matches.
+        direction.and(|| match self.rule.disabled {
+            Ok(d) => Tri::from_bool(!d),
+            Err(ref e) => Tri::Unknown(e.clone()),
+        })
+    }
+    fn service(&self, at: At<'v>) -> Tri {
+        let family = match (&self.rule.ip_protocol, self.layer2()) {
             (_, true) => Tri::Yes,
             (Ok(IpFamily::Both), _) => Tri::Yes,
             (Ok(f), _) => match (family(at.src), family(at.dst)) {
@@ -609,38 +623,52 @@ fn rule_matches(input: &DfwInput, p: &PolicyRules, rule: &Rule, at: At, none: &M
                 _ => Tri::Unknown("ip_protocol against VMs of both or no IP families".into()),
             },
             (Err(e), _) => Tri::Unknown(e.clone()),
-        })
-        .and(|| services_match(input, rule, at))
-        .and(|| applied(input, &p.policy, rule, at, none))
-        .and(|| {
-            side_matches(
-                input,
-                &rule.sources,
-                &rule.sources_excluded,
-                at.src,
-                layer2,
-                none,
-            )
-        })
-        .and(|| {
-            side_matches(
-                input,
-                &rule.destinations,
-                &rule.destinations_excluded,
-                at.dst,
-                layer2,
-                none,
-            )
-        })
-        .and(|| match &rule.profiles {
+        };
+        family.and(|| services_match(self.input, self.rule, at))
+    }
+    fn applies_to(&self, here: &'v DfwVm) -> Tri {
+        applied(self.input, &self.p.policy, self.rule, here, self.none)
+    }
+    fn source(&self, src: &'v DfwVm) -> Tri {
+        let r = self.rule;
+        side_matches(
+            self.input,
+            &r.sources,
+            &r.sources_excluded,
+            src,
+            self.layer2(),
+            self.none,
+        )
+    }
+    fn destination(&self, dst: &'v DfwVm) -> Tri {
+        let r = self.rule;
+        let (list, excluded) = (&r.destinations, &r.destinations_excluded);
+        side_matches(self.input, list, excluded, dst, self.layer2(), self.none)
+    }
+    fn rest(&self) -> Tri {
+        let profiles = match &self.rule.profiles {
             Ok(None) => Tri::Yes,
             Ok(Some(_)) => Tri::Unknown("context profiles could restrict it further".into()),
             Err(e) => Tri::Unknown(e.clone()),
-        })
-        .and(|| match &rule.action {
+        };
+        profiles.and(|| match &self.rule.action {
             Ok(_) => Tri::Yes,
             Err(e) => Tri::Unknown(e.clone()),
         })
+    }
+}
+
+/// Whether one rule matches one check: the engine's one match.
+fn rule_matches(input: &DfwInput, p: &PolicyRules, rule: &Rule, at: At, none: &Memo) -> Tri {
+    firewall::Rule::matches(
+        &Normalized {
+            input,
+            p,
+            rule,
+            none,
+        },
+        at,
+    )
 }
 
 fn rule_ref(p: &PolicyRules, r: &Rule) -> Option<DfwRuleRef> {
@@ -865,46 +893,47 @@ fn check(input: &DfwInput, ord: &Order, at: At, none: &Memo) -> DfwSideOutcome {
         }
     }
     let app = Category::Application.rank().unwrap_or(4);
-    let mut layer2_done = false;
-    let mut jumped = false;
-    let mut tree = None;
-    for tier in &ord.tiers {
+    // The continuations: a layer 2 ALLOW ends the layer 2 tiers; a jump to Application skips
+    // the rest of its own tree's Environment only.
+    let (layer2_done, jumped, tree) = (Cell::new(false), Cell::new(false), Cell::new(None));
+    let tiers = ord.tiers.iter().filter_map(|tier| {
         let cat = &input.policies[tier[0]].policy.category;
         let (this_tree, rank, _) = place(&input.policies[tier[0]].policy).unwrap_or((0, 0, 0));
-        // A jump to Application skips the rest of its own tree's Environment only.
-        if tree != Some(this_tree) {
-            tree = Some(this_tree);
-            jumped = false;
+        if tree.get() != Some(this_tree) {
+            tree.set(Some(this_tree));
+            jumped.set(false);
         }
         let layer2 = *cat == Category::Ethernet;
-        if (layer2 && layer2_done) || (jumped && rank < app) {
-            continue;
+        if (layer2 && layer2_done.get()) || (jumped.get() && rank < app) {
+            return None;
         }
-        let hits = tier.iter().map(|&pi| {
+        Some(tier.iter().map(move |&pi| {
             let p = &input.policies[pi];
             (pi, policy_hit(input, p, &ord.rules[pi], at, none))
-        });
-        let (pi, ri, action) = match firewall::tier_hit(hits) {
-            None => continue,
-            Some(TierHit::Rule(pi, ri, action)) => (pi, ri, action),
-            Some(TierHit::Cannot { at: pj, hit, .. }) => {
-                return DfwSideOutcome::CannotDecide {
+        }))
+    });
+    firewall::check(tiers, |hit| {
+        let (pi, ri) = hit.first();
+        let p = &input.policies[pi];
+        let cat = &p.policy.category;
+        let (this_tree, rank, _) = place(&p.policy).unwrap_or((0, 0, 0));
+        let action = match hit {
+            TierHit::Rule(_, _, action) => action,
+            TierHit::Cannot { at: pj, hit, .. } => {
+                return Then::Decide(DfwSideOutcome::CannotDecide {
                     why: hit_why(&input.policies[pj], &hit),
-                }
+                })
             }
-            Some(TierHit::Split {
-                first: (pi, _),
-                other: pj,
-            }) => {
-                return DfwSideOutcome::CannotDecide {
+            TierHit::Split { other: pj, .. } => {
+                return Then::Decide(DfwSideOutcome::CannotDecide {
                     why: format!(
                         "policies \"{}\" and \"{}\" share category {} and sequence number {} and both match with different actions: NSX's order between them is not deterministic",
-                        input.policies[pi].policy.label(),
+                        p.policy.label(),
                         input.policies[pj].policy.label(),
                         cat.name(),
-                        input.policies[pi].policy.sequence_number.clone().unwrap_or(0)
+                        p.policy.sequence_number.clone().unwrap_or(0)
                     ),
-                }
+                })
             }
         };
         // Federation: the Global Manager's policies (`/global-infra`) and the Local Manager's
@@ -915,35 +944,33 @@ fn check(input: &DfwInput, ord: &Order, at: At, none: &Memo) -> DfwSideOutcome {
         // match of the other side in this category with another action: "cannot decide".
         if this_tree == 0 {
             if let Some(why) = federation_rival(input, ord, at, none, pi, rank, action) {
-                return DfwSideOutcome::CannotDecide { why };
+                return Then::Decide(DfwSideOutcome::CannotDecide { why });
             }
         }
-        let p = &input.policies[pi];
         let r = &p.rules[ri];
-        match (action, layer2) {
-            (RuleAction::Allow, true) => layer2_done = true,
+        match (action, *cat == Category::Ethernet) {
+            (RuleAction::Allow, true) => {
+                layer2_done.set(true);
+                Then::GoOn
+            }
             (RuleAction::JumpToApplication, false) if *cat == Category::Environment => {
-                jumped = true
+                jumped.set(true);
+                Then::GoOn
             }
-            (RuleAction::JumpToApplication, _) => {
-                return DfwSideOutcome::CannotDecide {
-                    why: format!(
-                        "{}: JUMP_TO_APPLICATION outside the Environment category",
-                        who(p, r)
-                    ),
-                }
-            }
-            _ => {
-                return match rule_ref(p, r) {
-                    Some(rule) => DfwSideOutcome::Matched { rule },
-                    None => DfwSideOutcome::CannotDecide {
-                        why: format!("{}: its action cannot be read", who(p, r)),
-                    },
-                }
-            }
+            (RuleAction::JumpToApplication, _) => Then::Decide(DfwSideOutcome::CannotDecide {
+                why: format!(
+                    "{}: JUMP_TO_APPLICATION outside the Environment category",
+                    who(p, r)
+                ),
+            }),
+            _ => Then::Decide(match rule_ref(p, r) {
+                Some(rule) => DfwSideOutcome::Matched { rule },
+                None => DfwSideOutcome::CannotDecide {
+                    why: format!("{}: its action cannot be read", who(p, r)),
+                },
+            }),
         }
-    }
-    DfwSideOutcome::NoVisibleRule
+    })
 }
 
 /// Whether a policy is the Global Manager's (Federation: `/global-infra/…`).
@@ -1137,10 +1164,9 @@ pub fn evaluate(input: &DfwInput) -> DfwEvaluation {
                 };
             }
             let at = At {
-                here: if egress { from } else { to },
+                side: if egress { Side::Egress } else { Side::Ingress },
                 src: from,
                 dst: to,
-                egress,
                 port,
             };
             check(input, &ord, at, &none)
@@ -1155,10 +1181,13 @@ pub fn evaluate(input: &DfwInput) -> DfwEvaluation {
                 continue;
             }
             let at = At {
-                here: if is_egress { from } else { to },
+                side: if is_egress {
+                    Side::Egress
+                } else {
+                    Side::Ingress
+                },
                 src: from,
                 dst: to,
-                egress: is_egress,
                 port,
             };
             for rule in shadowed(input, &ord, at, &none, by) {

@@ -15,8 +15,8 @@
 //!   check "cannot decide" ([`SideOutcome::CannotDecide`]);
 //! - the path: both checks together ([`PathOutcome::of`]), the blocking rules each with their
 //!   paths ([`blocking_of`]), the VMs and the paths bounded ([`MAX_VMS`], [`vm_pairs`]);
-//! - the clips for the text that comes from outside ([`clip`] replaces control characters,
-//!   [`cut`] leaves them to the render layer's sanitizer).
+//! - the one clip for the text that comes from outside ([`clip`]: cut, left to the render
+//!   layer's sanitizer).
 //!
 //! What differs stays in the adapter: how a source's objects are read, its tiers (priority;
 //! tree, category and sequence number), its own continuations (the DFW's layer 2 ALLOW and
@@ -43,15 +43,12 @@ pub const MAX_SECTION_RULES: usize = 64;
 /// characters, whatever the source.
 pub use crate::nsxmanager::model::MAX_NAME_CHARS;
 
-/// The one clip for text from outside (a name from the Supervisor or NSX Manager): cut to a
-/// number of characters (then `…`), control characters replaced. It lives with NSX Manager's
-/// model, below this layer, which clips as it reads.
-pub use crate::nsxmanager::model::clip;
-
-/// Cuts `s` to `max` characters (then `…`), nothing replaced: for text the render layer's
-/// sanitizer (`render::visible`) escapes later, each hidden character shown as what it is (the
-/// SecurityPolicies' text, the renderers' cells).
-pub fn cut(s: &str, max: usize) -> String {
+/// The engine's one clip for text from outside (a name, a path, a reason read from the
+/// Supervisor, NSX Manager or a bundle): cut to `max` characters (then `…`), nothing replaced.
+/// The render layer's sanitizer (`render::visible`) escapes later, each hidden character shown
+/// as what it is; json escapes control characters itself. (NSX Manager's reader replaces them
+/// as it reads, `nsxmanager::model::clip`: below this layer, not the engine's.)
+pub fn clip(s: &str, max: usize) -> String {
     match s.char_indices().nth(max) {
         Some((i, _)) => format!("{}…", &s[..i]),
         None => s.to_string(),
@@ -116,10 +113,61 @@ impl std::ops::Not for Tri {
 }
 
 /// Which check of a path: at FROM on the way out, or at TO on the way in.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, schemars::JsonSchema,
+)]
 pub enum Side {
     Egress,
     Ingress,
+}
+
+/// One check's packet: the side, its source and destination VM (FROM and TO of the path), the
+/// port. `V` is how an adapter names a VM (an index, a reference).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct At<V> {
+    pub side: Side,
+    pub src: V,
+    pub dst: V,
+    pub port: u16,
+}
+
+impl<V: Copy> At<V> {
+    /// The VM the check runs at: FROM on the way out, TO on the way in.
+    pub fn here(&self) -> V {
+        match self.side {
+            Side::Egress => self.src,
+            Side::Ingress => self.dst,
+        }
+    }
+}
+
+/// The engine's normalized rule, whichever adapter fills it (a SecurityPolicy rule with its
+/// facts computed once, a DFW rule with its groups and services): its predicates at one check,
+/// each yes, no or cannot tell. [`Rule::matches`] is the one match of every source: the
+/// predicates in this order, the first "cannot tell" being the why.
+pub trait Rule<V: Copy> {
+    /// Counts at this side (a DFW rule: and is enabled).
+    fn direction(&self, side: Side) -> Tri;
+    /// TCP to the port (a DFW rule: and the VMs' IP family).
+    fn service(&self, at: At<V>) -> Tri;
+    /// Applied to the VM the check runs at.
+    fn applies_to(&self, here: V) -> Tri;
+    /// Selects the packet's source.
+    fn source(&self, src: V) -> Tri;
+    /// Selects the packet's destination.
+    fn destination(&self, dst: V) -> Tri;
+    /// Nothing else restricts it (a DFW rule's context profiles) and its action is read.
+    fn rest(&self) -> Tri;
+
+    /// Whether the rule matches this check.
+    fn matches(&self, at: At<V>) -> Tri {
+        self.direction(at.side)
+            .and(|| self.service(at))
+            .and(|| self.applies_to(at.here()))
+            .and(|| self.source(at.src))
+            .and(|| self.destination(at.dst))
+            .and(|| self.rest())
+    }
 }
 
 /// One path: a port, FROM and TO.
@@ -531,6 +579,35 @@ pub fn tier_hit<A: Copy + PartialEq>(
     }
     let a = action(h0)?;
     Some(TierHit::Rule(first.0, first.1, a))
+}
+
+/// What an adapter makes of a tier's first hit.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Then<R> {
+    /// The check comes to this.
+    Decide(SideOutcome<R>),
+    /// The walk goes on to the next tier (the DFW's layer 2 ALLOW, `JUMP_TO_APPLICATION`).
+    GoOn,
+}
+
+/// One check, the engine's one walk for every source: `tiers` in order, each its sections'
+/// first hits (computed only when the tier is reached: an adapter may leave tiers out after a
+/// continuation); the first tier that hits is handed to `then`, which decides the check in its
+/// source's words or lets the walk go on. No tier decides: no visible rule.
+pub fn check<A, R, T, S>(tiers: T, mut then: impl FnMut(TierHit<A>) -> Then<R>) -> SideOutcome<R>
+where
+    A: Copy + PartialEq,
+    T: IntoIterator<Item = S>,
+    S: IntoIterator<Item = (usize, Option<Hit<A>>)>,
+{
+    for tier in tiers {
+        if let Some(hit) = tier_hit(tier) {
+            if let Then::Decide(outcome) = then(hit) {
+                return outcome;
+            }
+        }
+    }
+    SideOutcome::NoVisibleRule
 }
 
 #[cfg(test)]

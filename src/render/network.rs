@@ -202,7 +202,7 @@ mod tests {
     use super::*;
     use crate::analyse::policy::{evaluate, PolicyInput};
     use crate::render::Paint;
-    use crate::report::v1alpha2::{PolicyEvaluation, RealizationProblem};
+    use crate::report::v1alpha2::RealizationProblem;
 
     /// A condition's message from the Supervisor cannot reach the terminal as a sequence.
     #[test]
@@ -226,8 +226,7 @@ mod tests {
                 policies: vec![],
                 vms: vec![],
                 ..Default::default()
-            })
-            .into(),
+            }),
         };
         let mut out = Lines::new(Paint { on: false });
         section(&mut out, &a, true);
@@ -263,7 +262,7 @@ mod tests {
                 claim("forged", "NSX: etcd blocked"),
                 claim("", "3 more NetworkPolicies carry the annotation"),
             ],
-            evaluation: PolicyEvaluation::from(evaluate(&PolicyInput::default())),
+            evaluation: evaluate(&PolicyInput::default()),
         };
         let mut out = Lines::new(Paint { on: false });
         section(&mut out, &a, false);

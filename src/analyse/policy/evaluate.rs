@@ -16,9 +16,11 @@ use super::model::{
     RealizedState, Rule, Target, MAX_NAME_CHARS,
 };
 use super::validate::validate;
-use crate::analyse::firewall::{self, Effect, Hit, TierHit, Verdict};
+use crate::analyse::firewall::{self, Effect, Hit, Then, TierHit, Verdict};
 pub use crate::analyse::firewall::{PathRef, Side, Tri, ETCD_PORTS, MAX_VMS};
 use crate::selector::Selector;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 
 /// What one check (egress at FROM, ingress at TO) comes to: the first matching rule in effect;
 /// no visible rule in effect matches (what happens is decided outside the Supervisor's view);
@@ -86,15 +88,17 @@ pub struct PolicyInput {
     pub policies_left_out: usize,
 }
 
-/// A rule, named as an admin finds it: the policy, the rule's index in `spec.rules` and its
-/// name when it has one, the policy's priority, the action and direction.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+// The rule's name when it has one. Also the json contract's (`report::v1alpha2`).
+/// A rule, named as an admin finds it: policy, index in `spec.rules`, priority, action, direction.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
 pub struct RuleRef {
     pub namespace: String,
     pub policy: String,
     pub group: NsxGroup,
     pub priority: u32,
     pub rule_index: usize,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rule_name: Option<String>,
     pub action: Action,
     pub direction: Direction,
@@ -119,14 +123,15 @@ impl RuleRef {
 pub type PathEvaluation = firewall::PathEvaluation<RuleRef>;
 
 /// Why a Drop/Reject rule that covers a path does not decide it now.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "kind", rename_all_fields = "camelCase")]
 pub enum CoverReason {
     /// A rule in effect that comes first allows the path.
     Shadowed { by: RuleRef },
-    /// Its policy is not in effect as written: not realized (Ready False, or no Ready
-    /// condition yet), or refused by nsx-operator's validation (the policy's `invalid`).
-    /// `would_decide`: it would be the first match of this check once realized (as far as
-    /// the visible policies tell: an equal priority counts as yes).
+    // Not in effect: not realized (Ready False, or no Ready condition yet), or refused by
+    // nsx-operator's validation (the policy's `invalid`). `would_decide`: the first match of
+    // this check once realized, as far as the visible policies tell (an equal priority: yes).
+    /// Its policy is not in effect as written; `wouldDecide`: it would decide the check once realized.
     NotRealized {
         state: RealizedState,
         would_decide: bool,
@@ -134,7 +139,8 @@ pub enum CoverReason {
 }
 
 /// One check a covering rule covers.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
 pub struct CoveredCheck {
     pub port: u16,
     pub from: String,
@@ -142,56 +148,71 @@ pub struct CoveredCheck {
     pub side: Side,
 }
 
-/// A Drop/Reject rule that matches checks without deciding them, for one reason: how many
-/// checks and paths, and a few of them ([`COVERING_EXAMPLES`]).
-#[derive(Debug, Clone, PartialEq, Eq)]
+// At most [`COVERING_EXAMPLES`] examples.
+/// A Drop/Reject rule that matches checks without deciding them, for one reason, with examples.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
 pub struct CoveringRule {
     pub rule: RuleRef,
     pub reason: CoverReason,
+    /// How many checks it covers.
     pub checks: usize,
+    /// How many paths those checks are on.
     pub paths: usize,
+    /// A few of the checks.
     pub examples: Vec<CoveredCheck>,
 }
 
-/// A Drop/Reject rule that would block 2379/2380 between the VMs but does not now, with every
-/// path it covers: what `status` and `diagnose` warn about on a cluster that is still healthy.
-#[derive(Debug, Clone, PartialEq, Eq)]
+// What `status` and `diagnose` warn about on a cluster that is still healthy.
+/// A Drop/Reject rule that would block 2379/2380 between the VMs but does not now, with its paths.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
 pub struct PolicyWarning {
     pub rule: RuleRef,
     pub reason: CoverReason,
     /// The policy's Ready reason and message when it is not in effect.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub realization: Option<Realization>,
     /// nsx-operator's validation errors: the policy cannot be realized as written.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub invalid: Vec<String>,
     pub paths: Vec<PathRef>,
 }
 
 /// One policy as read: who it is, whether NSX realized it, which VMs it applies to.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
 pub struct PolicySummary {
     pub namespace: String,
     pub name: String,
     pub group: NsxGroup,
-    /// `None`: `spec.priority` could not be read.
+    /// Absent: `spec.priority` could not be read.
     pub priority: Option<u32>,
     pub realization: Realization,
-    /// Counted in the evaluation: realized (Ready True) and valid (see docs/nsx-policy.md).
+    // Valid: see docs/nsx-policy.md.
+    /// Counted in the evaluation: realized (Ready True) and valid.
     pub in_effect: bool,
     /// What nsx-operator's validation refuses in it: it cannot be realized as written.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub invalid: Vec<String>,
-    /// The VMs its policy-level `appliedTo` (else any rule-level one) selects.
+    // Its policy-level `appliedTo`, else any rule-level one.
+    /// The VMs its `appliedTo` selects.
     pub applies_to: Vec<String>,
     /// The VMs for which that cannot be decided.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub applies_to_undecided: Vec<String>,
     pub rule_count: usize,
     /// What could not be read (`rules[2]: ...`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub unreadable: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
 }
 
-/// A policy of the cluster's namespace that is not evaluated, and why (a leftover of the
-/// group nsx-operator does not reconcile).
-#[derive(Debug, Clone, PartialEq, Eq)]
+// A leftover of the group nsx-operator does not reconcile.
+/// A policy of the cluster's namespace that is not evaluated, and why.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
 pub struct SetAside {
     pub namespace: String,
     pub name: String,
@@ -200,39 +221,65 @@ pub struct SetAside {
     pub why: String,
 }
 
-/// The whole evaluation: the policies that can apply, every path, the rules that block now,
-/// the warnings, the covering rules that do not decide. Stable order: policies by priority,
-/// namespace, name, group; paths by port, FROM, TO (the VMs sorted by name).
-#[derive(Debug, Clone, PartialEq, Eq)]
+// Stable order: policies by priority, namespace, name, group; paths by port, FROM, TO (the VMs
+// sorted by name). Also the json contract's (`networkPolicy.evaluation`).
+/// The SecurityPolicies evaluated against the control-plane VMs on TCP 2379/2380.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
 pub struct PolicyEvaluation {
+    /// The vSphere Namespace of the cluster's VMs.
     pub namespace: String,
+    /// The control-plane VMs evaluated, sorted.
     pub vms: Vec<String>,
-    /// The group nsx-operator reconciles (None: not told, both count).
+    /// The group nsx-operator reconciles (absent: not told, both count).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub live_group: Option<NsxGroup>,
+    /// What the live group was told from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub networking_basis: Option<String>,
-    /// The policies that can apply to the VMs, evaluated (at most [`MAX_POLICIES`]).
+    // At most [`MAX_POLICIES`].
+    /// The policies that can apply to the VMs, evaluated (bounded).
     pub policies: Vec<PolicySummary>,
     /// The namespace's policies of the group nsx-operator does not reconcile.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub set_aside: Vec<SetAside>,
+    #[serde(default, skip_serializing_if = "is_zero")]
     pub set_aside_not_listed: usize,
-    /// Policies read that cannot apply to these VMs (another namespace's without a
-    /// cluster-wide `appliedTo`, another group's, selecting none of the VMs).
+    // Another namespace's without a cluster-wide `appliedTo`, another group's, selecting none
+    // of the VMs.
+    /// Policies read that cannot apply to these VMs.
+    #[serde(default, skip_serializing_if = "is_zero")]
     pub policies_not_applying: usize,
-    /// Policies that can apply but were not evaluated: past [`MAX_POLICIES`] by priority, or
-    /// left out by the read. A check they could come first in is "cannot decide".
+    // Past [`MAX_POLICIES`] by priority, or left out by the read.
+    /// Policies that can apply but were not evaluated (a check they could decide is undecided).
+    #[serde(default, skip_serializing_if = "is_zero")]
     pub policies_not_read: usize,
+    /// Every path, by port, FROM, TO.
     pub paths: Vec<PathEvaluation>,
     /// The rules that block paths now, each with its paths.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub blocking: Vec<BlockingRule>,
-    /// Drop/Reject rules that would block paths but do not now (at most [`MAX_WARNINGS`]).
+    // At most [`MAX_WARNINGS`].
+    /// Drop/Reject rules that would block paths but do not now (bounded).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<PolicyWarning>,
+    #[serde(default, skip_serializing_if = "is_zero")]
     pub warnings_not_listed: usize,
-    /// Every Drop/Reject rule that covers checks without deciding them, aggregated per rule
-    /// and reason (at most [`MAX_COVERING`]).
+    // At most [`MAX_COVERING`].
+    /// Every Drop/Reject rule that covers checks without deciding them, per rule and reason (bounded).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub covering: Vec<CoveringRule>,
+    #[serde(default, skip_serializing_if = "is_zero")]
     pub covering_not_listed: usize,
-    /// What the evaluation assumes where upstream cannot be read (said, never guessed).
+    // Said, never guessed.
+    /// What the evaluation assumes where upstream cannot be read.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
+}
+
+/// A count left out of the json when 0 (serde's `skip_serializing_if`; analyse is below report).
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 /// Said when an `nsx.vmware.com` (T1/NCP) policy is evaluated: on T1 the VMs' segment ports are
@@ -442,31 +489,61 @@ fn rule_facts(policy: &Policy, rule: &Rule, vms: &[PolicyVm], ctx: &Ctx) -> Rule
     }
 }
 
-/// One check's coordinates: the direction, the VM the rule must be applied to (`this`), the
-/// peer VM (`other`), both as indexes in the sorted VMs, and the index of the port.
-#[derive(Clone, Copy)]
-struct At {
-    dir: Direction,
-    this: usize,
-    other: usize,
-    port: usize,
+/// One check: the VMs as indexes in the sorted VMs.
+type At = firewall::At<usize>;
+
+/// A SecurityPolicy rule as the engine sees it, its facts computed once. An In rule's peers are
+/// its source (its destination ANY), an Out rule's its destination (its source ANY); its
+/// scope is its `appliedTo` (builder.go, the module `policy`).
+struct Normalized<'a> {
+    rule: &'a Rule,
+    facts: &'a RuleFacts,
 }
 
-/// Whether `rule` matches this check.
-fn rule_matches(rule: &Rule, facts: &RuleFacts, at: At) -> Tri {
-    let unknown = |e: &str| Tri::Unknown(format!("rules[{}]: {e}", rule.index));
-    let direction = match &rule.direction {
-        Ok(d) => Tri::from_bool(*d == at.dir),
-        Err(e) => unknown(e),
-    };
-    direction
-        .and(|| facts.ports[at.port].clone())
-        .and(|| facts.applied[at.this].clone())
-        .and(|| facts.peers[at.other].clone())
-        .and(|| match &rule.action {
+impl Normalized<'_> {
+    fn unknown(&self, e: &str) -> Tri {
+        Tri::Unknown(format!("rules[{}]: {e}", self.rule.index))
+    }
+
+    fn peers_if(&self, dir: Direction, vm: usize) -> Tri {
+        match self.rule.direction {
+            Ok(d) if d == dir => self.facts.peers[vm].clone(),
+            _ => Tri::Yes,
+        }
+    }
+}
+
+impl firewall::Rule<usize> for Normalized<'_> {
+    fn direction(&self, side: Side) -> Tri {
+        match &self.rule.direction {
+            Ok(d) => Tri::from_bool(*d == Direction::of(side)),
+            Err(e) => self.unknown(e),
+        }
+    }
+    fn service(&self, at: At) -> Tri {
+        let i = ETCD_PORTS.iter().position(|p| *p == at.port).unwrap_or(0);
+        self.facts.ports[i].clone()
+    }
+    fn applies_to(&self, here: usize) -> Tri {
+        self.facts.applied[here].clone()
+    }
+    fn source(&self, src: usize) -> Tri {
+        self.peers_if(Direction::In, src)
+    }
+    fn destination(&self, dst: usize) -> Tri {
+        self.peers_if(Direction::Out, dst)
+    }
+    fn rest(&self) -> Tri {
+        match &self.rule.action {
             Ok(_) => Tri::Yes,
-            Err(e) => unknown(e),
-        })
+            Err(e) => self.unknown(e),
+        }
+    }
+}
+
+/// Whether `rule` matches this check: the engine's one match.
+fn rule_matches(rule: &Rule, facts: &RuleFacts, at: At) -> Tri {
+    firewall::Rule::matches(&Normalized { rule, facts }, at)
 }
 
 fn rule_ref(policy: &Policy, priority: u32, rule: &Rule) -> Option<RuleRef> {
@@ -569,47 +646,42 @@ fn check(
     let unordered = (0..policies.len())
         .find(|&i| realized(i) && policies[i].priority.is_err() && hits[i].is_some());
 
-    // Walk the priorities in effect, lowest first: one tier per priority.
-    let mut outcome = SideOutcome::NoVisibleRule;
+    // The priorities in effect, lowest first: one tier per priority; the first hit decides.
     let mut decided: Option<(u32, usize, usize)> = None; // (priority, policy, rule)
     let in_effect_order: Vec<usize> = (0..policies.len())
         .filter(|&i| realized(i) && policies[i].priority.is_ok())
         .collect();
-    for tier in in_effect_order.chunk_by(|&a, &b| policies[a].priority == policies[b].priority) {
-        let prio = *policies[tier[0]].priority.as_ref().unwrap_or(&0);
-        let Some(hit) = firewall::tier_hit(tier.iter().map(|&i| (i, hits[i].clone()))) else {
-            continue;
-        };
+    let tiers = in_effect_order
+        .chunk_by(|&a, &b| policies[a].priority == policies[b].priority)
+        .map(|tier| tier.iter().map(|&i| (i, hits[i].clone())));
+    let mut outcome = firewall::check(tiers, |hit| {
         let (pi, ri) = hit.first();
+        let prio = *policies[pi].priority.as_ref().unwrap_or(&0);
         decided = Some((prio, pi, ri));
-        match hit {
+        Then::Decide(match hit {
             TierHit::Cannot { at, hit, .. } => {
                 let why = match hit {
                     Hit::Unknown(_, why) => why,
                     // A SecurityPolicy's rules are each alone: never split.
                     Hit::Split(..) | Hit::Rule(..) => String::new(),
                 };
-                outcome = SideOutcome::CannotDecide {
+                SideOutcome::CannotDecide {
                     why: format!("{}: {why} (priority {prio})", who(&policies[at])),
-                };
-            }
-            TierHit::Split { other, .. } => {
-                outcome = SideOutcome::CannotDecide {
-                    why: format!(
-                        "{} and {} share priority {prio} and both match with different actions: NSX's order between them is not visible",
-                        who(&policies[pi]),
-                        who(&policies[other])
-                    ),
-                };
-            }
-            TierHit::Rule(..) => {
-                if let Some(rule) = rule_ref(&policies[pi], prio, &policies[pi].rules[ri]) {
-                    outcome = SideOutcome::Matched { rule };
                 }
             }
-        }
-        break;
-    }
+            TierHit::Split { other, .. } => SideOutcome::CannotDecide {
+                why: format!(
+                    "{} and {} share priority {prio} and both match with different actions: NSX's order between them is not visible",
+                    who(&policies[pi]),
+                    who(&policies[other])
+                ),
+            },
+            TierHit::Rule(..) => match rule_ref(&policies[pi], prio, &policies[pi].rules[ri]) {
+                Some(rule) => SideOutcome::Matched { rule },
+                None => SideOutcome::NoVisibleRule,
+            },
+        })
+    });
     if let Some(i) = unordered {
         outcome = SideOutcome::CannotDecide {
             why: format!(
@@ -968,21 +1040,15 @@ pub fn evaluate(input: &PolicyInput) -> PolicyEvaluation {
     let npaths = ETCD_PORTS.len() * vms.len() * vms.len().saturating_sub(1);
     let mut aggs: HashMap<(usize, usize, Cover), Agg> = HashMap::new();
     for (port, fi, ti) in firewall::vm_pairs(vms.len()) {
-        let pi = ETCD_PORTS.iter().position(|p| *p == port).unwrap_or(0);
         let (from, to) = (&vms[fi], &vms[ti]);
         let path_index = paths.len();
-        let egress = At {
-            dir: Direction::Out,
-            this: fi,
-            other: ti,
-            port: pi,
+        let at = |side| At {
+            side,
+            src: fi,
+            dst: ti,
+            port,
         };
-        let ingress = At {
-            dir: Direction::In,
-            this: ti,
-            other: fi,
-            port: pi,
-        };
+        let (egress, ingress) = (at(Side::Egress), at(Side::Ingress));
         let e = check(&policies, &in_effect, &facts, unread_out.as_ref(), egress);
         let i = check(&policies, &in_effect, &facts, unread_in.as_ref(), ingress);
         let mut not_realized = None;

@@ -12,10 +12,12 @@
 use std::net::IpAddr;
 
 use kube::api::DynamicObject;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 /// Text from the Supervisor is cut, not rewritten: the render layer escapes what it hides.
-pub use crate::analyse::firewall::cut as clip;
+pub use crate::analyse::firewall::clip;
 use crate::selector::Selector;
 
 /// The engine's bounds: rules read from one policy (more makes the rest one unreadable tail),
@@ -29,12 +31,17 @@ pub const MAX_IP_BLOCKS: usize = 256;
 pub const MAX_REASON_CHARS: usize = 128;
 pub const MAX_MESSAGE_CHARS: usize = 1024;
 
-/// The API group a SecurityPolicy was served from (both `v1alpha1`, the same schema).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+// Both groups serve `v1alpha1`, the same schema. In the json, a group is its name.
+/// The API group a SecurityPolicy was served from.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema,
+)]
 pub enum NsxGroup {
     /// `crd.nsx.vmware.com`: nsx-operator on VPC networking.
+    #[serde(rename = "crd.nsx.vmware.com")]
     Vpc,
     /// `nsx.vmware.com`: the older NCP/T1 networking.
+    #[serde(rename = "nsx.vmware.com")]
     Legacy,
 }
 
@@ -75,7 +82,10 @@ impl PolicyObject {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+/// A rule's action.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, JsonSchema,
+)]
 pub enum Action {
     Allow,
     Drop,
@@ -89,28 +99,47 @@ impl Action {
     }
 }
 
-/// `In`/`Ingress` and `Out`/`Egress` are one each (parse.go's `getRuleDirection`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+// `In`/`Ingress` and `Out`/`Egress` are one each (parse.go's `getRuleDirection`).
+/// A rule's direction.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, JsonSchema,
+)]
 pub enum Direction {
     In,
     Out,
 }
 
-/// Whether NSX realized the policy: its `status.conditions[type=Ready]`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+impl Direction {
+    /// The rules a check counts: Out at FROM (egress), In at TO (ingress).
+    pub fn of(side: crate::analyse::firewall::Side) -> Direction {
+        match side {
+            crate::analyse::firewall::Side::Egress => Direction::Out,
+            crate::analyse::firewall::Side::Ingress => Direction::In,
+        }
+    }
+}
+
+// Its `status.conditions[type=Ready]`: True is nsx-operator's `SecurityPolicyReady`, False
+// its `SecurityPolicyNotReady` (the error in the message); none: not processed yet.
+/// Whether NSX realized a policy (its Ready condition).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub enum RealizedState {
-    /// Ready True (`SecurityPolicyReady`).
+    /// Ready True.
     Realized,
-    /// Ready False (`SecurityPolicyNotReady`, the error in the message).
+    /// Ready False.
     NotRealized,
-    /// No Ready condition (not processed yet) or another status.
+    /// No Ready condition yet, or another status.
     Unknown,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// A policy's Ready condition: its state, reason and message.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
 pub struct Realization {
     pub state: RealizedState,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
 }
 
