@@ -46,25 +46,41 @@ fn has_leader(d: &Diagnosis) -> bool {
     known > 0 && known > states.len() - known
 }
 
-/// The cluster's network as assessed; the reports carry it as `networkPolicy`
-/// (`report::v1alpha2::NetworkAssessment`).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct NetworkAssessment {
+// The contract's type (`networkPolicy`): its `///` comments are the schema's descriptions. The
+// evaluation is `E`: the policy engine's own here, its contract form in the reports
+// (`report::v1alpha2::PolicyEvaluation`), one type either way for what was read and not realized.
+/// What the reports carry of the cluster's network (present only when an NSX group is served).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[schemars(rename = "NetworkAssessment")]
+pub struct NetworkAssessment<E = PolicyEvaluation> {
     /// Each network resource answered, with how many of its objects are this cluster's.
     pub read: Vec<ReadCount>,
-    /// What could not be read, one note per failed request ("list ... in namespace ...:
-    /// forbidden").
+    // ("list ... in namespace ...: forbidden")
+    /// What could not be read, one note per failed request.
+    #[serde(default)]
     pub unread: Vec<String>,
     /// The network objects NSX (or CAPV) says are not realized.
+    #[serde(default)]
     pub realization: Vec<RealizationProblem>,
     /// The SecurityPolicies against the control-plane VMs on TCP 2379/2380.
-    pub evaluation: PolicyEvaluation,
+    pub evaluation: E,
 }
 
-impl NetworkAssessment {
+impl<E> NetworkAssessment<E> {
     /// `securitypolicies.crd.nsx.vmware.com 5, subnetports.crd.nsx.vmware.com 3, ...`.
     pub fn read_text(&self) -> String {
         read_text(&self.read)
+    }
+
+    /// The same assessment with its evaluation converted (to the reports' form).
+    pub fn map<F: From<E>>(self) -> NetworkAssessment<F> {
+        NetworkAssessment {
+            read: self.read,
+            unread: self.unread,
+            realization: self.realization,
+            evaluation: self.evaluation.into(),
+        }
     }
 }
 

@@ -594,12 +594,12 @@ fn leader_change(before: ClusterLeader, after: ClusterLeader) -> LeaderChange {
 }
 
 /// The blocking rules of one source in one bundle: each rule's words and the paths it blocks.
-type Blocking = BTreeMap<String, BTreeSet<PathRef>>;
+type PathsByRule = BTreeMap<String, BTreeSet<PathRef>>;
 
 /// SecurityPolicies' and NSX Manager's blocking rules (each compared only when both bundles
 /// evaluated that source), and the guests' own firewall rules on failing paths.
 fn rules(b: &DiagnoseReport, a: &DiagnoseReport, notes: &mut Vec<String>) -> Vec<RuleChange> {
-    let security = |r: &DiagnoseReport| -> Option<Blocking> {
+    let security = |r: &DiagnoseReport| -> Option<PathsByRule> {
         r.network_policy.as_ref().map(|n| {
             n.evaluation
                 .blocking
@@ -608,7 +608,7 @@ fn rules(b: &DiagnoseReport, a: &DiagnoseReport, notes: &mut Vec<String>) -> Vec
                 .collect()
         })
     };
-    let dfw = |r: &DiagnoseReport| -> Option<Blocking> {
+    let dfw = |r: &DiagnoseReport| -> Option<PathsByRule> {
         r.nsx_manager.as_ref().map(|n| {
             n.blocking
                 .iter()
@@ -618,9 +618,9 @@ fn rules(b: &DiagnoseReport, a: &DiagnoseReport, notes: &mut Vec<String>) -> Vec
     };
     // A guest's rules are read on every node whose probe read its firewall; a rule is named
     // on the paths whose packets it can drop.
-    let guest = |r: &DiagnoseReport| -> Option<Blocking> {
+    let guest = |r: &DiagnoseReport| -> Option<PathsByRule> {
         r.packet_location.as_ref().map(|l| {
-            let mut out = Blocking::new();
+            let mut out = PathsByRule::new();
             for p in &l.paths {
                 for rule in &p.rules {
                     let words = format!(
@@ -641,7 +641,7 @@ fn rules(b: &DiagnoseReport, a: &DiagnoseReport, notes: &mut Vec<String>) -> Vec
     for (source, of, what) in [
         (
             RuleSource::SecurityPolicy,
-            &security as &dyn Fn(&DiagnoseReport) -> Option<Blocking>,
+            &security as &dyn Fn(&DiagnoseReport) -> Option<PathsByRule>,
             "SecurityPolicies were evaluated",
         ),
         (
@@ -673,7 +673,7 @@ fn rules(b: &DiagnoseReport, a: &DiagnoseReport, notes: &mut Vec<String>) -> Vec
     out
 }
 
-fn rule_changes(source: RuleSource, was: &Blocking, is: &Blocking) -> Vec<RuleChange> {
+fn rule_changes(source: RuleSource, was: &PathsByRule, is: &PathsByRule) -> Vec<RuleChange> {
     let empty = BTreeSet::new();
     diff(was, is)
         .filter_map(|(w, before, after)| {

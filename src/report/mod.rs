@@ -83,7 +83,7 @@ pub struct StatusReport {
     /// The cluster's network and its SecurityPolicies against the control-plane VMs: only when
     /// the Supervisor serves an NSX group (absent otherwise, so a report is what it was).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub network_policy: Option<v1alpha2::NetworkAssessment>,
+    pub network_policy: Option<v1alpha2::NetworkAssessment<v1alpha2::PolicyEvaluation>>,
     pub result: RunResult,
 }
 
@@ -228,7 +228,7 @@ pub struct DiagnoseReport {
     pub findings: Vec<Finding>,
     /// As in `StatusReport`: only when the Supervisor serves an NSX group.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub network_policy: Option<v1alpha2::NetworkAssessment>,
+    pub network_policy: Option<v1alpha2::NetworkAssessment<v1alpha2::PolicyEvaluation>>,
     /// NSX Manager's distributed firewall for the control-plane VMs: only with
     /// `--nsx-manager` (absent otherwise, so a report is what it was).
     #[serde(default, skip_serializing_if = "Option::is_none")]

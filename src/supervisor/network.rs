@@ -78,8 +78,11 @@ pub fn plan(apis: &SupervisorApis) -> Vec<(NetKind, ApiResource)> {
     plan
 }
 
-/// One resource read, and how many of its objects were kept.
-#[derive(Debug, Clone, PartialEq, Eq)]
+// The contract's type (`networkPolicy.read`): its doc comments are the schema's descriptions.
+/// One network resource read, and how many of its objects are the cluster's.
+#[derive(
+    Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize, schemars::JsonSchema,
+)]
 pub struct ReadCount {
     /// `resource.group`, e.g. `securitypolicies.crd.nsx.vmware.com`.
     pub resource: String,
