@@ -10,7 +10,7 @@ use crate::supervisor::network::{
 
 /// The most NetworkPolicies whose `nsx-op/error` annotation is taken as a claim (by name); the
 /// rest are counted in one more claim.
-pub const MAX_CLAIMS: usize = 8;
+pub(crate) const MAX_CLAIMS: usize = 8;
 
 // The contract's type (`networkPolicy.realization`): its `///` comments are the schema's
 // descriptions, the `//` ones are not.
@@ -81,7 +81,7 @@ fn not_true(o: &DynamicObject, object_kind: &str, condition: &str) -> Option<Rea
 /// nsx-operator writes it (`pkg/controllers/common/types.go`), but so can anyone who may edit
 /// the NetworkPolicy, and no NetworkPolicy is tied to a cluster. At most [`MAX_CLAIMS`] of
 /// them, by name; more are one claim more that counts them.
-pub fn realization(objects: &NetworkObjects) -> Vec<RealizationProblem> {
+pub(crate) fn realization(objects: &NetworkObjects) -> Vec<RealizationProblem> {
     let mut out = Vec::new();
     for (list, kind) in [
         (&objects.subnet_sets, "SubnetSet"),

@@ -9,13 +9,13 @@ use serde::{Deserialize, Serialize};
 use super::all;
 use crate::report::is_zero;
 
-pub use super::firewall::PathRef;
+pub(crate) use super::firewall::PathRef;
 use super::firewall::{Doc, Source, Words};
 use crate::analyse::firewall;
-pub use crate::analyse::network::NetworkAssessment;
-pub use crate::analyse::realization::RealizationProblem;
+pub(crate) use crate::analyse::network::NetworkAssessment;
+#[cfg(test)]
+pub(crate) use crate::analyse::realization::RealizationProblem;
 use crate::analyse::{network, policy};
-pub use crate::supervisor::network::ReadCount;
 
 /// The assessment as the reports carry it: its evaluation in the contract's form.
 impl From<network::NetworkAssessment> for NetworkAssessment<PolicyEvaluation> {
@@ -203,14 +203,12 @@ impl RuleRef {
     }
 }
 
-/// The SecurityPolicies' outcome of one check (egress at FROM, ingress at TO).
-pub type SideOutcome = firewall::SideOutcome<RuleRef>;
 /// The SecurityPolicies' outcome of one path.
-pub type PathOutcome = firewall::PathOutcome<RuleRef>;
+pub(crate) type PathOutcome = firewall::PathOutcome<RuleRef>;
 /// One path through the SecurityPolicies.
-pub type PathEvaluation = firewall::PathEvaluation<RuleRef>;
+pub(crate) type PathEvaluation = firewall::PathEvaluation<RuleRef>;
 /// A SecurityPolicy rule that blocks paths now, with them.
-pub type BlockingRule = firewall::Blocking<RuleRef>;
+pub(crate) type BlockingRule = firewall::Blocking<RuleRef>;
 
 impl Source for RuleRef {
     const WORDS: Words = Words {
@@ -655,7 +653,9 @@ mod tests {
     /// camelCase fields.
     #[test]
     fn the_schema_follows_the_serde_attributes() {
-        let schema = serde_json::to_string(&schemars::schema_for!(NetworkAssessment<PolicyEvaluation>)).unwrap();
+        let schema =
+            serde_json::to_string(&schemars::schema_for!(NetworkAssessment<PolicyEvaluation>))
+                .unwrap();
         for said in [
             "\"crd.nsx.vmware.com\"",
             "\"nsx.vmware.com\"",
