@@ -42,15 +42,15 @@ type BoxError = Box<dyn std::error::Error + Send + Sync>;
 /// asks for is a list of every VirtualMachine or Machine of the namespaces it may see (`-A`),
 /// at a few KiB per object, or a jumpbox pod's log (`jumpbox::log_limit`, asked with
 /// `limitBytes`, capped at that instead).
-pub const MAX_BODY_BYTES: u64 = 64 * 1024 * 1024;
+pub(crate) const MAX_BODY_BYTES: u64 = 64 * 1024 * 1024;
 
 /// The most one line of a watch (one event: one object, which etcd holds to 1.5 MiB by
 /// default) may hold.
-pub const MAX_LINE_BYTES: u64 = 8 * 1024 * 1024;
+pub(crate) const MAX_LINE_BYTES: u64 = 8 * 1024 * 1024;
 
 /// Which API a client talks to, for the errors' wording.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Api {
+pub(crate) enum Api {
     Supervisor,
     Workload,
 }
@@ -66,7 +66,7 @@ impl fmt::Display for Api {
 
 /// A request that went past one of its bounds. One line, naming the API and its URL.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum Exceeded {
+pub(crate) enum Exceeded {
     #[error("{api} at {server} did not finish answering within {}", humantime::format_duration(*.bound))]
     Slow {
         api: Api,
@@ -97,7 +97,7 @@ fn size(bytes: u64) -> String {
 
 /// A client for `config` whose every request is bounded by `bound` (and kube's own timeouts set
 /// to it too, as the wait for one byte), and every body by [`MAX_BODY_BYTES`].
-pub fn client(mut config: Config, api: Api, bound: Duration) -> Result<Client, kube::Error> {
+pub(crate) fn client(mut config: Config, api: Api, bound: Duration) -> Result<Client, kube::Error> {
     config.connect_timeout = Some(bound.min(Duration::from_secs(10)));
     config.read_timeout = Some(bound);
     config.write_timeout = Some(bound);
@@ -113,7 +113,7 @@ pub fn client(mut config: Config, api: Api, bound: Duration) -> Result<Client, k
 
 /// The tower layer (and its service): see the module's comment.
 #[derive(Debug, Clone)]
-pub struct Bound {
+pub(crate) struct Bound {
     api: Api,
     server: String,
     deadline: Duration,
@@ -132,7 +132,7 @@ impl<S> tower_layer::Layer<S> for Bound {
 }
 
 #[derive(Debug, Clone)]
-pub struct BoundService<S> {
+pub(crate) struct BoundService<S> {
     inner: S,
     bound: Bound,
 }
@@ -229,7 +229,7 @@ where
 }
 
 /// A response body that fails once its request's deadline passes or it holds too much.
-pub struct BoundBody<B> {
+pub(crate) struct BoundBody<B> {
     inner: B,
     timer: Pin<Box<Sleep>>,
     limits: Limits,
@@ -318,7 +318,7 @@ where
 }
 
 /// This module's error in `err`'s chain of sources, if any.
-pub fn exceeded<'a>(err: &'a (dyn std::error::Error + 'static)) -> Option<&'a Exceeded> {
+pub(crate) fn exceeded<'a>(err: &'a (dyn std::error::Error + 'static)) -> Option<&'a Exceeded> {
     let mut source = Some(err);
     while let Some(e) = source {
         if let Some(x) = e.downcast_ref::<Exceeded>() {

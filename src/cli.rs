@@ -24,7 +24,7 @@ use crate::route::RouteArgs;
 use crate::workload::Tls;
 
 /// Appended to `--help`: scripts depend on these, so they are part of the interface.
-pub const EXIT_CODES_HELP: &str = "\
+pub(crate) const EXIT_CODES_HELP: &str = "\
 Exit codes:
   0  all fine
   1  the run completed and found a problem (see the report)
@@ -339,7 +339,7 @@ fn deprecated(old: &str, new: &str) -> String {
 ///   (https://kubernetes.io/docs/reference/kubectl/quick-reference/, "Kubectl output verbosity
 ///   and debugging"): 2 steady state, 3 extended, 4 debug, 5 trace, 6 and up the requests; our
 ///   trace (-vvv) adds kube's own debug lines, the nearest we have to those.
-pub fn kubectl_habits(argv: Vec<OsString>) -> Result<(Vec<OsString>, Vec<String>), String> {
+pub(crate) fn kubectl_habits(argv: Vec<OsString>) -> Result<(Vec<OsString>, Vec<String>), String> {
     let mut out = Vec::with_capacity(argv.len());
     let mut notes = Vec::new();
     let mut words = argv.into_iter().peekable();
@@ -455,7 +455,7 @@ fn klog_level(n: &str) -> Option<usize> {
 
 /// `kubectl etcdnet options`: the global options, listed once (as `kubectl options`), with
 /// their long help. The deprecated spellings stay hidden.
-pub fn options_help() -> String {
+pub(crate) fn options_help() -> String {
     let cmd = GlobalArgs::augment_args(clap::Command::new("kubectl etcdnet options"))
         .disable_help_flag(true)
         .mut_args(|a| a.hide_short_help(false).hide_long_help(false))
@@ -475,7 +475,7 @@ pub enum DryRun {
 
 /// `--dry-run[=client]`. kubectl's `server` would send the objects for the API server to
 /// check; this plugin sends none, so it is refused rather than quietly taken as `client`.
-pub fn parse_dry_run(s: &str) -> Result<DryRun, String> {
+pub(crate) fn parse_dry_run(s: &str) -> Result<DryRun, String> {
     match s {
         "client" => Ok(DryRun::Client),
         "server" => Err("server is not supported (nothing is sent to the API server to check); use --dry-run=client or --dry-run to print what would be done".into()),
@@ -737,7 +737,7 @@ impl NsxArgs {
 /// terminals, CI logs and tickets, so the line names the flag and what is wrong, never what
 /// was given.
 #[derive(Debug, Clone, Copy)]
-pub struct ManagerUrlParser;
+pub(crate) struct ManagerUrlParser;
 
 impl clap::builder::TypedValueParser for ManagerUrlParser {
     type Value = ManagerUrl;
@@ -769,7 +769,7 @@ impl clap::builder::TypedValueParser for ManagerUrlParser {
 
 /// `--nsx-timeout`: between 5s and 10m (a reading needs a few requests; more than ten minutes
 /// is a hung manager, not a slow one).
-pub fn parse_nsx_timeout(s: &str) -> Result<Duration, String> {
+pub(crate) fn parse_nsx_timeout(s: &str) -> Result<Duration, String> {
     let d = parse_duration(s)?;
     if d < Duration::from_secs(5) || d > Duration::from_secs(600) {
         return Err("must be between 5s and 10m (e.g. 1m)".into());
@@ -839,7 +839,7 @@ pub struct ReportArgs {
 /// a bundle ends in `.tar.gz`, so `diagnose --report html tkc-prod -n ns` and
 /// `analyse --report md tkc-prod.tar.gz` read as they mean; a file named otherwise is written
 /// `./name`.
-pub fn is_report_file(word: &str) -> bool {
+pub(crate) fn is_report_file(word: &str) -> bool {
     let lower = word.to_ascii_lowercase();
     word.contains(std::path::MAIN_SEPARATOR)
         || word.contains('/')
@@ -1020,7 +1020,7 @@ fn parse_cluster_name(s: &str) -> Result<String, String> {
 }
 
 /// Accepts kubectl's forms: "5s", "1m30s", "500ms", or a bare number of seconds.
-pub fn parse_duration(s: &str) -> Result<Duration, String> {
+pub(crate) fn parse_duration(s: &str) -> Result<Duration, String> {
     let s = s.trim();
     if let Ok(secs) = s.parse::<u64>() {
         return Ok(Duration::from_secs(secs));
@@ -1042,7 +1042,7 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
 
 /// `--since`: a duration of at least a second and at most 30 days (etcd's log tail on a node
 /// rarely reaches back further; a larger window would count every old line as the present).
-pub fn parse_since(s: &str) -> Result<Duration, String> {
+pub(crate) fn parse_since(s: &str) -> Result<Duration, String> {
     let d = parse_duration(s)?;
     if d < Duration::from_secs(1) || d > Duration::from_secs(30 * 24 * 3600) {
         return Err("must be between 1s and 30d (e.g. 15m, 1h)".into());

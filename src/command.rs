@@ -18,11 +18,11 @@
 use std::path::Path;
 
 /// What stands in a command for a value that is not a Kubernetes name.
-pub const NOT_A_NAME: &str = "'<not a valid name>'";
+pub(crate) const NOT_A_NAME: &str = "'<not a valid name>'";
 
 /// A value as one shell word: itself when plain, else quoted (a NUL, which no shell word can
 /// hold, is dropped first: no Kubernetes name, context or path holds one).
-pub fn quote(s: &str) -> String {
+pub(crate) fn quote(s: &str) -> String {
     let s = s.replace('\0', "");
     match shlex::try_quote(&s) {
         Ok(q) => q.into_owned(),
@@ -34,7 +34,7 @@ pub fn quote(s: &str) -> String {
 /// An object's name as a word for a command, when it is one the API server accepts
 /// (apimachinery's `IsDNS1123Subdomain`, which `metadata.name` of a custom resource and of most
 /// kinds must pass); else [`NOT_A_NAME`].
-pub fn name(s: &str) -> String {
+pub(crate) fn name(s: &str) -> String {
     if crate::names::is_object_name(s) {
         quote(s)
     } else {
@@ -44,7 +44,7 @@ pub fn name(s: &str) -> String {
 
 /// A namespace as a word for a command (an RFC 1123 label, as `-n` takes it); else
 /// [`NOT_A_NAME`].
-pub fn namespace(s: &str) -> String {
+pub(crate) fn namespace(s: &str) -> String {
     if crate::names::validate_dns1123_label(s).is_ok() {
         quote(s)
     } else {

@@ -26,7 +26,7 @@ pub struct ConnectOptions {
     pub request_timeout: Duration,
 }
 
-pub struct Connection {
+pub(crate) struct Connection {
     pub client: Client,
     /// The context's name, for messages ("context X is not a Supervisor").
     pub context: String,
@@ -72,7 +72,7 @@ fn reword(e: &KubeconfigError) -> String {
     }
 }
 
-pub async fn connect(g: &ConnectOptions) -> Result<Connection> {
+pub(crate) async fn connect(g: &ConnectOptions) -> Result<Connection> {
     let (kubeconfig, where_) = match &g.kubeconfig {
         Some(path) => (Kubeconfig::read_from(path), format!("{}", path.display())),
         None => (

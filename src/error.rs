@@ -19,9 +19,9 @@ use crate::signal::Signal;
 /// Exit code: the run completed and everything checked is fine.
 pub const EXIT_OK: i32 = 0;
 /// Exit code: the run completed and found a problem.
-pub const EXIT_PROBLEM: i32 = 1;
+pub(crate) const EXIT_PROBLEM: i32 = 1;
 /// Exit code: usage or configuration error.
-pub const EXIT_USAGE: i32 = 2;
+pub(crate) const EXIT_USAGE: i32 = 2;
 /// Exit code: the run could not complete (API error, permission, timeout).
 pub const EXIT_INCOMPLETE: i32 = 3;
 /// Exit code: interrupted by SIGINT (Ctrl-C), after deleting what the run created, as shells
@@ -195,7 +195,8 @@ pub struct KubeFailure {
 
 /// Where the permissions the plugin needs are written down (the Role and ClusterRole, each rule
 /// with the command that makes the request): docs/rbac.yaml in the repository.
-pub const RBAC_DOC: &str = concat!(env!("CARGO_PKG_REPOSITORY"), "/blob/main/docs/rbac.yaml");
+pub(crate) const RBAC_DOC: &str =
+    concat!(env!("CARGO_PKG_REPOSITORY"), "/blob/main/docs/rbac.yaml");
 
 /// What an RBAC refusal says was refused, read from the API server's own words. The authorizer's
 /// 403 is written by one function (kubernetes staging/src/k8s.io/apiserver/pkg/endpoints/
@@ -207,7 +208,7 @@ pub const RBAC_DOC: &str = concat!(env!("CARGO_PKG_REPOSITORY"), "/blob/main/doc
 /// (lower-case names, dots, dashes) before it goes into a command: anything else, and there is
 /// no command.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Refusal {
+pub(crate) struct Refusal {
     pub verb: String,
     pub resource: String,
     pub subresource: Option<String>,
@@ -303,7 +304,7 @@ fn go_quoted(s: &str) -> Option<(String, &str)> {
 /// `kubectl auth can-i` that shows the refusal (with `flags`, the run's
 /// ` --context=… --kubeconfig=…`) when the message is the authorizer's. The command ends the
 /// line, so that it pastes whole.
-pub fn forbidden_remedy(message: &str, flags: &str) -> String {
+pub(crate) fn forbidden_remedy(message: &str, flags: &str) -> String {
     match Refusal::parse(message) {
         Some(r) => format!(
             "the permissions the plugin needs: {RBAC_DOC}; check with: kubectl {}{flags}",
@@ -316,7 +317,7 @@ pub fn forbidden_remedy(message: &str, flags: &str) -> String {
 /// A line made where the run's flags were not known (a pod's 403, `forbidden_remedy(m, "")`)
 /// with `flags` (the run's ` --context=… --kubeconfig=…`) given to the `kubectl auth can-i` that
 /// ends it, so that it pastes whole and asks the cluster the run asked. Any other line is kept.
-pub fn with_can_i_flags(line: String, flags: &str) -> String {
+pub(crate) fn with_can_i_flags(line: String, flags: &str) -> String {
     const CHECK: &str = "; check with: kubectl auth can-i ";
     match line.rfind(CHECK) {
         // The command ends the line (forbidden_remedy): nothing after it but its own words.
@@ -345,7 +346,7 @@ fn kube_line(doing: &str, err: &kube::Error, hint: Option<&str>, flags: &str) ->
 }
 
 /// What an API server's answer was, without matching on `kube::Error` by hand everywhere.
-pub trait KubeErrorExt {
+pub(crate) trait KubeErrorExt {
     /// The HTTP status of an API server's `Status` answer; `None` when it never answered.
     fn status_code(&self) -> Option<u16>;
     /// The `Status` message the server gave, if it answered.
@@ -379,7 +380,7 @@ impl KubeErrorExt for kube::Error {
 ///
 /// A request cut by its bounds ([`crate::bounds::Exceeded`]) is that line alone: it names the
 /// API, its URL and the bound, and what kube wraps it in adds only noise ("ServiceError").
-pub fn chain(err: &(dyn std::error::Error + 'static)) -> String {
+pub(crate) fn chain(err: &(dyn std::error::Error + 'static)) -> String {
     if let Some(bound) = crate::bounds::exceeded(err) {
         return bound.to_string();
     }
@@ -410,7 +411,7 @@ pub fn chain(err: &(dyn std::error::Error + 'static)) -> String {
 /// What an I/O error means, in words for the line that names the file: the operating system's
 /// own text without its `(os error N)` tail, which says nothing to an admin, and the common
 /// cases in plain words. The caller says which file and what to do.
-pub fn io_words(e: &std::io::Error) -> String {
+pub(crate) fn io_words(e: &std::io::Error) -> String {
     use std::io::ErrorKind;
     match e.kind() {
         ErrorKind::NotFound => "no such file or folder".into(),
@@ -426,7 +427,7 @@ pub fn io_words(e: &std::io::Error) -> String {
     }
 }
 
-pub type Result<T, E = Error> = std::result::Result<T, E>;
+pub(crate) type Result<T, E = Error> = std::result::Result<T, E>;
 
 #[cfg(test)]
 mod tests {

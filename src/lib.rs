@@ -38,27 +38,27 @@
 //! ```
 
 pub mod analyse;
-pub mod bounds;
-pub mod bundle;
+pub(crate) mod bounds;
+pub(crate) mod bundle;
 pub mod cli;
 pub mod command;
 pub mod commands;
-pub mod connect;
+pub(crate) mod connect;
 pub mod error;
-pub mod labels;
+pub(crate) mod labels;
 pub mod names;
 pub mod nsxmanager;
-pub mod plan;
+pub(crate) mod plan;
 pub mod probe;
-pub mod progress;
+pub(crate) mod progress;
 pub mod render;
 pub mod report;
 pub mod route;
-pub mod selector;
-pub mod signal;
+pub(crate) mod selector;
+pub(crate) mod signal;
 pub mod supervisor;
 pub mod when;
-pub mod workload;
+pub(crate) mod workload;
 
 #[cfg(test)]
 mod testing;

@@ -25,14 +25,14 @@ pub fn validate_dns1123_label(s: &str) -> Result<(), String> {
 
 /// A namespace flag's value (`-n`, `--pod-namespace`): Kubernetes namespaces are RFC 1123
 /// labels.
-pub fn parse_namespace(s: &str) -> Result<String, String> {
+pub(crate) fn parse_namespace(s: &str) -> Result<String, String> {
     validate_dns1123_label(s)
         .map(|_| s.to_string())
         .map_err(|why| format!("not a valid namespace name: {why}"))
 }
 
 /// RFC 1123 subdomain: dot-separated labels, at most 253 characters.
-pub fn validate_dns1123_subdomain(s: &str) -> Result<(), String> {
+pub(crate) fn validate_dns1123_subdomain(s: &str) -> Result<(), String> {
     if s.len() > 253 {
         return Err(format!("{} characters, at most 253 are allowed", s.len()));
     }
@@ -56,7 +56,7 @@ pub fn validate_dns1123_subdomain(s: &str) -> Result<(), String> {
 /// most 253 characters of dot-separated parts of `[a-z0-9-]`, each starting and ending with a
 /// letter or digit. Unlike [`validate_dns1123_subdomain`] (the command line's cluster name) a
 /// part may be longer than 63 characters, as apimachinery's regex allows.
-pub fn is_object_name(s: &str) -> bool {
+pub(crate) fn is_object_name(s: &str) -> bool {
     !s.is_empty()
         && s.len() <= 253
         && s.split('.').all(|part| {

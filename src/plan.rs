@@ -44,7 +44,7 @@ pub struct DiagnoseConfig {
 
 /// One diagnosis, resolved.
 #[derive(Debug)]
-pub struct DiagnosePlan {
+pub(crate) struct DiagnosePlan {
     /// The chosen route, configured for this cluster.
     pub route: RouteSettings,
     /// The route's name and why it was chosen, as the report says it.
@@ -63,7 +63,7 @@ pub struct DiagnosePlan {
 /// [`crate::route::via::needs_ssh_check`] says so; [`ssh_check_addresses`] are the VMs to
 /// check). Err ([`Error::NoRoute`]): no route can reach the nodes, or `--via pod` was asked
 /// while the workload API does not answer; said before anything is created.
-pub fn plan(
+pub(crate) fn plan(
     opts: &DiagnoseConfig,
     facts: &ClusterFacts,
     api: &WorkloadApi,
@@ -129,7 +129,7 @@ pub fn plan(
 
 /// The addresses `--via auto`'s TCP 22 check goes to: every target's (the nodes the route
 /// would reach; a VM that is not a target is never contacted).
-pub fn ssh_check_addresses(facts: &ClusterFacts) -> Vec<std::net::IpAddr> {
+pub(crate) fn ssh_check_addresses(facts: &ClusterFacts) -> Vec<std::net::IpAddr> {
     facts
         .nodes
         .iter()

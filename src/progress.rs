@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
-pub struct Progress {
+pub(crate) struct Progress {
     bar: ProgressBar,
 }
 
@@ -53,7 +53,7 @@ impl Progress {
 }
 
 /// A stage made of `total` steps that finish in any order: "WHAT (n/total done)".
-pub struct Steps<'a> {
+pub(crate) struct Steps<'a> {
     progress: &'a Progress,
     what: String,
     total: usize,

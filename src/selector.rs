@@ -19,13 +19,13 @@ use serde_json::Value;
 
 /// At most this many requirements (matchLabels plus matchExpressions) in one selector; more is
 /// unreadable (NSX itself refuses far fewer: nsx-operator's `MaxCriteriaExpressions`).
-pub const MAX_REQUIREMENTS: usize = 64;
+pub(crate) const MAX_REQUIREMENTS: usize = 64;
 /// At most this many values in one `In`/`NotIn`.
-pub const MAX_VALUES: usize = 64;
+pub(crate) const MAX_VALUES: usize = 64;
 /// A label key is at most 253 (prefix) + 1 + 63 (name) bytes.
-pub const MAX_KEY_BYTES: usize = 317;
+pub(crate) const MAX_KEY_BYTES: usize = 317;
 /// A label value is at most 63 bytes.
-pub const MAX_VALUE_BYTES: usize = 63;
+pub(crate) const MAX_VALUE_BYTES: usize = 63;
 
 /// A selector's operator, as `metav1.LabelSelectorOperator` spells it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]

@@ -61,7 +61,7 @@ static RECEIVED: OnceLock<watch::Receiver<Received>> = OnceLock::new();
 
 /// Installs the run's one listener (the first call; later calls only read it). Called at the
 /// run's start, so a signal at any moment after it is counted.
-pub fn listen() {
+pub(crate) fn listen() {
     receiver();
 }
 
@@ -85,13 +85,13 @@ fn receiver() -> watch::Receiver<Received> {
 }
 
 /// How many signals the run has received so far.
-pub fn count() -> u64 {
+pub(crate) fn count() -> u64 {
     receiver().borrow().count
 }
 
 /// Resolves once more than `seen` signals have been received: at once when they already were.
 /// A listener that is gone (its runtime ended) never resolves.
-pub async fn after(seen: u64) {
+pub(crate) async fn after(seen: u64) {
     let mut rx = receiver();
     if rx.wait_for(|r| r.count > seen).await.is_err() {
         std::future::pending::<()>().await;
@@ -104,7 +104,7 @@ pub async fn after(seen: u64) {
 /// it ends the run like the others, so that its pods are deleted instead of the process dying
 /// with them running. Each ends with its own exit code ([`Signal::exit_code`]). A wait for a
 /// second signal (after the first ended the work) is [`after`]`(`[`count`]`())`.
-pub async fn shutdown() -> Signal {
+pub(crate) async fn shutdown() -> Signal {
     after(0).await;
     receiver()
         .borrow()

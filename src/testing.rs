@@ -11,7 +11,7 @@ mod fuzz;
 
 /// Discovery of a Supervisor serving vm-operator v1alpha3, CAPI v1beta1 and KCP v1beta1 (the
 /// fixture sets' versions), as `supervisor::discovery` reads the API's group list.
-pub fn supervisor_apis() -> SupervisorApis {
+pub(crate) fn supervisor_apis() -> SupervisorApis {
     use serde_json::json;
     let group = |name: &str, version: &str| {
         json!({"name": name, "versions": [{"groupVersion": format!("{name}/{version}"), "version": version}],
@@ -27,7 +27,7 @@ pub fn supervisor_apis() -> SupervisorApis {
 
 /// The article's case as the json contract holds it (tests/fixtures/reports/peers-dropped.json):
 /// three nodes, the peers' paths between them dropped, seen through the jumpbox.
-pub fn peers_dropped() -> crate::report::DiagnoseReport {
+pub(crate) fn peers_dropped() -> crate::report::DiagnoseReport {
     let path = concat!(
         env!("CARGO_MANIFEST_DIR"),
         "/tests/fixtures/reports/peers-dropped.json"
@@ -37,7 +37,7 @@ pub fn peers_dropped() -> crate::report::DiagnoseReport {
 
 /// The Cluster, KCP, Machines and VMs of Supervisor fixture set `set` as the fake serves them
 /// (its workload endpoint filled in), one value per object.
-pub fn fixture_objects(set: &str) -> Vec<serde_json::Value> {
+pub(crate) fn fixture_objects(set: &str) -> Vec<serde_json::Value> {
     use serde::Deserialize;
     let dir = format!(
         "{}/tests/fixtures/supervisor/{set}",
@@ -66,7 +66,7 @@ pub fn fixture_objects(set: &str) -> Vec<serde_json::Value> {
 
 /// A cluster `tkc` in namespace `ns` whose KCP wants `desired` nodes and has `ready` ready
 /// (and available), every Machine up to date, with these nodes.
-pub fn facts(desired: i64, ready: i64, nodes: Vec<ControlPlaneNode>) -> ClusterFacts {
+pub(crate) fn facts(desired: i64, ready: i64, nodes: Vec<ControlPlaneNode>) -> ClusterFacts {
     ClusterFacts {
         context: "sv".into(),
         namespace: "ns".into(),
@@ -99,7 +99,7 @@ pub fn facts(desired: i64, ready: i64, nodes: Vec<ControlPlaneNode>) -> ClusterF
 }
 
 /// cp1..cpN as Machines with VMs at 198.18.0.11.., the KCP wanting 3.
-pub fn facts_with_vms(n: usize) -> ClusterFacts {
+pub(crate) fn facts_with_vms(n: usize) -> ClusterFacts {
     let nodes = (1..=n)
         .map(|i| ControlPlaneNode {
             name: format!("cp{i}"),
@@ -117,7 +117,7 @@ pub fn facts_with_vms(n: usize) -> ClusterFacts {
 }
 
 /// A control-plane Machine in `phase`.
-pub fn machine(name: &str, phase: &str) -> MachineInfo {
+pub(crate) fn machine(name: &str, phase: &str) -> MachineInfo {
     MachineInfo {
         name: name.into(),
         phase: Some(phase.into()),
@@ -126,7 +126,7 @@ pub fn machine(name: &str, phase: &str) -> MachineInfo {
 }
 
 /// A condition as the KCP writes it on a Machine (metav1 shape: no severity).
-pub fn condition(kind: &str, status: &str, reason: &str, message: &str) -> Condition {
+pub(crate) fn condition(kind: &str, status: &str, reason: &str, message: &str) -> Condition {
     Condition {
         kind: kind.into(),
         status: status.into(),
@@ -138,7 +138,7 @@ pub fn condition(kind: &str, status: &str, reason: &str, message: &str) -> Condi
 }
 
 /// Node `tkc-cp-<i>`: its Machine in `phase` and its VM, at 198.18.0.1<i> when `ip`.
-pub fn node(i: u8, power: PowerState, ip: bool, phase: &str) -> ControlPlaneNode {
+pub(crate) fn node(i: u8, power: PowerState, ip: bool, phase: &str) -> ControlPlaneNode {
     let name = format!("tkc-cp-{i}");
     ControlPlaneNode {
         name: name.clone(),
@@ -154,7 +154,7 @@ pub fn node(i: u8, power: PowerState, ip: bool, phase: &str) -> ControlPlaneNode
 }
 
 /// The workload API in `state`.
-pub fn api(state: ApiState) -> WorkloadApi {
+pub(crate) fn api(state: ApiState) -> WorkloadApi {
     WorkloadApi {
         state,
         server: None,
@@ -171,7 +171,7 @@ pub fn api(state: ApiState) -> WorkloadApi {
 /// re-read) measures, so that its bound holds on busy cores (a test runner running other tests
 /// beside it, a build at the same time), where wall time says more about the machine than the
 /// code. Linux: `CLOCK_THREAD_CPUTIME_ID`; elsewhere wall time.
-pub fn cpu_time() -> std::time::Duration {
+pub(crate) fn cpu_time() -> std::time::Duration {
     #[cfg(target_os = "linux")]
     {
         let mut ts = libc::timespec {
@@ -192,7 +192,7 @@ pub fn cpu_time() -> std::time::Duration {
 }
 
 /// A label map from pairs, as a test writes them.
-pub fn labels(pairs: &[(&str, &str)]) -> std::collections::BTreeMap<String, String> {
+pub(crate) fn labels(pairs: &[(&str, &str)]) -> std::collections::BTreeMap<String, String> {
     pairs
         .iter()
         .map(|(k, v)| (k.to_string(), v.to_string()))

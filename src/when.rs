@@ -11,7 +11,7 @@ use std::time::{Duration, SystemTime};
 /// `2026-12-07T03:50:19Z`: the instant, to the second, in UTC.
 /// Total: a time read from outside may be before 1970 or far ahead (humantime's formatter
 /// panics before the epoch), so jiff writes it, and a time beyond its years reads as such.
-pub fn instant(t: SystemTime) -> String {
+pub(crate) fn instant(t: SystemTime) -> String {
     match k8s_openapi::jiff::Timestamp::try_from(t) {
         Ok(ts) => ts.strftime("%Y-%m-%dT%H:%M:%SZ").to_string(),
         Err(_) => "a time out of range".into(),
@@ -20,7 +20,7 @@ pub fn instant(t: SystemTime) -> String {
 
 /// The same from an RFC 3339 text read from outside (a condition, a log line). Text that is not a
 /// time is not echoed: `None`, and the caller says the time is unknown.
-pub fn instant_of(rfc3339: &str) -> Option<String> {
+pub(crate) fn instant_of(rfc3339: &str) -> Option<String> {
     parse(rfc3339).map(instant)
 }
 
@@ -39,7 +39,7 @@ pub fn parse(rfc3339: &str) -> Option<SystemTime> {
 
 /// `45s`, `4m`, `3h`, `2d`: how long, in the largest unit that keeps at least two of it (as
 /// kubectl's AGE column does, so `90s` rather than `1m`).
-pub fn span(d: Duration) -> String {
+pub(crate) fn span(d: Duration) -> String {
     match d.as_secs() {
         s if s < 120 => format!("{s}s"),
         s if s < 3600 * 2 => format!("{}m", s / 60),
@@ -49,7 +49,7 @@ pub fn span(d: Duration) -> String {
 }
 
 /// `4m ago`; a time in the future (a skewed clock) reads `in 4m`, never a negative age.
-pub fn ago(t: SystemTime, now: SystemTime) -> String {
+pub(crate) fn ago(t: SystemTime, now: SystemTime) -> String {
     match now.duration_since(t) {
         Ok(d) => format!("{} ago", span(d)),
         Err(e) => format!("in {}", span(e.duration())),
@@ -57,19 +57,19 @@ pub fn ago(t: SystemTime, now: SystemTime) -> String {
 }
 
 /// `2026-12-07T03:50:19Z, 4m ago`: an instant and its age, the form for onsets and conditions.
-pub fn since(t: SystemTime, now: SystemTime) -> String {
+pub(crate) fn since(t: SystemTime, now: SystemTime) -> String {
     format!("{}, {}", instant(t), ago(t, now))
 }
 
 /// A time read from a log or an object (RFC 3339, any fraction or offset), to the second:
 /// `2026-12-07T03:50:19Z`. Text that is no time reads `an unreadable time`, never itself.
-pub fn stamp(rfc3339: &str) -> String {
+pub(crate) fn stamp(rfc3339: &str) -> String {
     instant_of(rfc3339).unwrap_or_else(|| "an unreadable time".into())
 }
 
 /// A first and a last time (a log finding's): `2026-12-07T03:50:19Z` when they fall in one
 /// second, else `2026-12-07T03:50:19Z over 2s` (the first, and how long it went on).
-pub fn during(first: &str, last: &str) -> String {
+pub(crate) fn during(first: &str, last: &str) -> String {
     match (parse(first), parse(last)) {
         (Some(a), Some(b)) if instant(a) != instant(b) => match whole(b).duration_since(whole(a)) {
             // On whole seconds, as the instant is written: 34.9 to 36.1 is "over 2s".
@@ -90,17 +90,18 @@ fn whole(t: SystemTime) -> SystemTime {
 }
 
 /// [`ago`] of a time read from outside (RFC 3339): `4m ago`; `None` when it is no time.
-pub fn ago_of(rfc3339: &str, now: SystemTime) -> Option<String> {
+#[cfg(test)]
+pub(crate) fn ago_of(rfc3339: &str, now: SystemTime) -> Option<String> {
     parse(rfc3339).map(|t| ago(t, now))
 }
 
 /// [`precise`] of a count of milliseconds, as the reports carry them: `0 ms`, `2.0 s`.
-pub fn millis(ms: u64) -> String {
+pub(crate) fn millis(ms: u64) -> String {
     precise(Duration::from_millis(ms))
 }
 
 /// `35 ms`, `1.2 s`: a short span where the fraction matters (latency, timeouts under a minute).
-pub fn precise(d: Duration) -> String {
+pub(crate) fn precise(d: Duration) -> String {
     let ms = d.as_millis();
     if ms >= 1000 {
         format!("{:.1} s", d.as_secs_f64())

@@ -77,7 +77,7 @@ impl ApiState {
 /// What the check found as the end of a sentence about the workload API, each thing said once:
 /// `does not answer within 2s` (the detail of a timeout is `no answer within 2s`), `answers
 /// (/readyz answered 200)`, `refuses the connection (connection refused)`.
-pub fn said(state: ApiState, detail: &str) -> String {
+pub(crate) fn said(state: ApiState, detail: &str) -> String {
     let with = |verb: &str| {
         if detail.is_empty() {
             verb.to_string()
@@ -137,7 +137,8 @@ pub struct WorkloadApi {
 // whose own `before_probes` is None (it is skipped), so the json is these fields.
 #[derive(schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct WorkloadApiCheck {
+#[allow(dead_code)] // only its schema is read: its fields are never
+pub(crate) struct WorkloadApiCheck {
     /// What the check found.
     pub state: ApiState,
     /// The API server URL from the kubeconfig (never its credentials).
@@ -184,7 +185,7 @@ impl WorkloadApi {
     }
 }
 
-pub fn kubeconfig_secret_name(cluster: &str) -> String {
+pub(crate) fn kubeconfig_secret_name(cluster: &str) -> String {
     format!("{cluster}-kubeconfig")
 }
 
@@ -290,7 +291,7 @@ async fn read_kubeconfig(
 }
 
 /// A client for the workload cluster, from its `<cluster>-kubeconfig` secret in the Supervisor.
-pub async fn client(
+pub(crate) async fn client(
     supervisor: &Client,
     namespace: &str,
     cluster: &str,
@@ -319,7 +320,7 @@ pub async fn client(
 /// Reads the cluster's kubeconfig secret and checks its API server, within `bound`. `endpoint`
 /// is the Cluster's `spec.controlPlaneEndpoint`: the kubeconfig must point there; `tls` says
 /// how its server's certificate is checked.
-pub async fn check(
+pub(crate) async fn check(
     supervisor: &Client,
     namespace: &str,
     cluster: &str,
@@ -596,7 +597,7 @@ fn same_server(server: &str, endpoint: Option<&Endpoint>) -> Result<(), String> 
 ///
 /// Only the status is used; the body is not read (a server that trickles it holds nothing). The
 /// client's own deadline is `bound` too, and the two paths share it.
-pub async fn probe(config: Config, bound: Duration) -> WorkloadApi {
+pub(crate) async fn probe(config: Config, bound: Duration) -> WorkloadApi {
     let server = config.cluster_url.to_string();
     let client = match bounds::client(config, bounds::Api::Workload, bound) {
         Ok(c) => c,

@@ -8,7 +8,7 @@
 /// The median of the nodes' clocks (epoch ms), None without any. With an even count the mean of
 /// the two middle clocks (rounded down): with two nodes neither can be told to be the one that
 /// is off, so each is shown half the difference away.
-pub fn median(clocks: impl IntoIterator<Item = i64>) -> Option<i64> {
+pub(crate) fn median(clocks: impl IntoIterator<Item = i64>) -> Option<i64> {
     let mut all: Vec<i64> = clocks.into_iter().collect();
     if all.is_empty() {
         return None;
@@ -24,14 +24,14 @@ pub fn median(clocks: impl IntoIterator<Item = i64>) -> Option<i64> {
 }
 
 /// An epoch-ms clock as a `SystemTime`; None before 1970 (no real run is).
-pub fn system_time(ms: i64) -> Option<std::time::SystemTime> {
+pub(crate) fn system_time(ms: i64) -> Option<std::time::SystemTime> {
     let ms = u64::try_from(ms).ok()?;
     std::time::UNIX_EPOCH.checked_add(std::time::Duration::from_millis(ms))
 }
 
 /// `clock` against `base` as the CLOCK column says it: `+12ms`, `-3ms`, `+0ms` (saturating: both
 /// are the nodes' word, any i64).
-pub fn offset_text(clock: i64, base: i64) -> String {
+pub(crate) fn offset_text(clock: i64, base: i64) -> String {
     let d = clock.saturating_sub(base);
     if d < 0 {
         format!("{d}ms")

@@ -140,7 +140,12 @@ pub struct Advice {
 /// the run's flags: `spec.paused`, which CAPI's `IsPaused` reads for every controller of the
 /// cluster. The names as the API server accepts them, else a placeholder
 /// ([`command::name`]): never a word a shell or kubectl reads as more than a name.
-pub fn patch_command(kubectl: &Kubectl, cluster: &str, namespace: &str, paused: bool) -> String {
+pub(crate) fn patch_command(
+    kubectl: &Kubectl,
+    cluster: &str,
+    namespace: &str,
+    paused: bool,
+) -> String {
     kubectl.run(&format!(
         "patch clusters.cluster.x-k8s.io {} -n {} --type merge -p '{{\"spec\":{{\"paused\":{paused}}}}}'",
         command::name(cluster),
@@ -150,7 +155,12 @@ pub fn patch_command(kubectl: &Kubectl, cluster: &str, namespace: &str, paused: 
 
 /// `kubectl annotate kubeadmcontrolplanes… <kcp> -n <ns> cluster.x-k8s.io/paused=true` (or
 /// `…/paused-` to remove it): the KCP's own pause, which `IsPaused(cluster, kcp)` reads.
-pub fn kcp_annotate_command(kubectl: &Kubectl, kcp: &str, namespace: &str, paused: bool) -> String {
+pub(crate) fn kcp_annotate_command(
+    kubectl: &Kubectl,
+    kcp: &str,
+    namespace: &str,
+    paused: bool,
+) -> String {
     let how = if paused { "=true" } else { "-" };
     kubectl.run(&format!(
         "annotate kubeadmcontrolplanes.controlplane.cluster.x-k8s.io {} -n {} {}{how}",
@@ -163,7 +173,7 @@ pub fn kcp_annotate_command(kubectl: &Kubectl, kcp: &str, namespace: &str, pause
 /// The guard of a cluster; None when the Supervisor said nothing of remediation (no
 /// MachineHealthCheck over the control plane, nothing marked, no KCP remediation, nothing
 /// paused, and the MachineHealthChecks read or not served): then the report is what it was.
-pub fn assess(facts: &ClusterFacts) -> Option<RemediationGuard> {
+pub(crate) fn assess(facts: &ClusterFacts) -> Option<RemediationGuard> {
     let r: &RemediationFacts = &facts.remediation;
     if r.is_empty() {
         return None;

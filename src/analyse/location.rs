@@ -19,9 +19,9 @@ use crate::probe::NodeReport;
 use crate::supervisor::NetworkStack;
 
 /// The contract's words (docs/output.md): scripts match on them.
-pub const INSIDE: &str = "inside the guest";
-pub const MAYBE_INSIDE: &str = "may be inside the guest";
-pub const OUTSIDE: &str = "outside the guests";
+pub(crate) const INSIDE: &str = "inside the guest";
+pub(crate) const MAYBE_INSIDE: &str = "may be inside the guest";
+pub(crate) const OUTSIDE: &str = "outside the guests";
 
 /// Rules named in the verdict's evidence; the rest are counted (`-o json` has all).
 const RULES_NAMED: usize = 3;
@@ -162,7 +162,7 @@ pub struct PacketPlaces {
 /// (VPC), the physical network on VDS (a firewall between the hosts, the distributed port
 /// group's security settings, a VLAN missing from a host's trunk); all of them when the stack
 /// is unknown.
-pub fn outside_on(stack: NetworkStack) -> &'static str {
+pub(crate) fn outside_on(stack: NetworkStack) -> &'static str {
     match stack {
         NetworkStack::Nsx => "the NSX distributed firewall, the segment's rules, SpoofGuard, or the fabric between the hosts",
         NetworkStack::Vpc => "the VPC's security policies or its default east-west rule, SpoofGuard, or the fabric between the hosts",
@@ -172,7 +172,7 @@ pub fn outside_on(stack: NetworkStack) -> &'static str {
 }
 
 /// Who can change what drops the packets outside the guests, on `stack`.
-pub fn network_team(stack: NetworkStack) -> &'static str {
+pub(crate) fn network_team(stack: NetworkStack) -> &'static str {
     match stack {
         NetworkStack::Nsx | NetworkStack::Vpc => "the NSX team",
         NetworkStack::Vds | NetworkStack::Unknown => "the network team",
@@ -634,7 +634,7 @@ fn list_command(h: &FirewallRule) -> Result<String, String> {
 
 /// The first next step when a node's own rule counted the failing packets: that rule is the
 /// node's, not the fabric's; what to look at on which node. Empty otherwise.
-pub fn next_steps(loc: &PacketPlaces) -> Vec<String> {
+pub(crate) fn next_steps(loc: &PacketPlaces) -> Vec<String> {
     let mut named: Vec<&FirewallRule> = Vec::new();
     for h in loc
         .paths

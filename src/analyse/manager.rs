@@ -31,7 +31,7 @@ const REASONS_NAMED: usize = 3;
 /// What NSX Manager says of one cluster: the evaluation's input, the evaluation, the
 /// traceflows summarized.
 #[derive(Debug, Clone)]
-pub struct ManagerAssessment {
+pub(crate) struct ManagerAssessment {
     pub input: DfwInput,
     pub evaluation: DfwEvaluation,
     pub traceflows: Vec<TraceflowSummary>,
@@ -66,7 +66,7 @@ fn refusal(t: &TraceflowRead) -> Option<String> {
 
 /// The DFW of `read` evaluated for the control-plane VMs `vms` (the Supervisor's view), and
 /// every traceflow read summarized against it.
-pub fn assess(read: &NsxRead, vms: &[SupervisorVm]) -> ManagerAssessment {
+pub(crate) fn assess(read: &NsxRead, vms: &[SupervisorVm]) -> ManagerAssessment {
     let input = model::input(read, vms);
     let mut evaluation = evaluate(&input);
     let enforcement = enforce::apply(&mut evaluation, &input, read);
@@ -106,7 +106,7 @@ fn verb(r: &DfwRuleRef) -> &'static str {
 
 /// Adds what NSX Manager says to a diagnosis (pure; see the module). Its lines go first: the
 /// Supervisor's own (SecurityPolicies, "outside the Supervisor's view") follow them.
-pub fn join(diagnosis: &mut Diagnosis, a: &ManagerAssessment) {
+pub(crate) fn join(diagnosis: &mut Diagnosis, a: &ManagerAssessment) {
     let ev = &a.evaluation;
     let mut notes: Vec<String> = Vec::new();
     for g in ev.gaps.iter().take(NAMED) {

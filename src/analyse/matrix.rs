@@ -150,7 +150,7 @@ impl<'a> Cells<'a> {
 
 /// One node's probe results by (port, address), so that each cell of its row is one lookup: the
 /// first result for an address wins, as a search from the start would find it.
-pub struct Paths<'a>(HashMap<(u16, IpAddr), &'a PathCheck>);
+pub(crate) struct Paths<'a>(HashMap<(u16, IpAddr), &'a PathCheck>);
 
 impl<'a> Paths<'a> {
     /// Empty when the node was not probed.
@@ -170,7 +170,7 @@ impl<'a> Paths<'a> {
 }
 
 /// What one probe path says, as a cell state.
-pub fn cell_state(p: &PathCheck) -> CellState {
+pub(crate) fn cell_state(p: &PathCheck) -> CellState {
     match p.tcp {
         TcpOutcome::Connected => match p.tls {
             TlsOutcome::Completed | TlsOutcome::NotTried => CellState::Ok,
@@ -183,17 +183,6 @@ pub fn cell_state(p: &PathCheck) -> CellState {
         TcpOutcome::NoRoute => CellState::NoRoute,
         TcpOutcome::Error => CellState::Error,
     }
-}
-
-/// What `from`'s probe saw when it dialled `to`'s IP on `port`: `None` when `from` was not
-/// probed, `to` has no IP, or the probe has no result for that address (a `NotProbed` cell).
-/// O(paths); loops over nodes use [`Paths`].
-pub fn path<'a>(from: &'a NodeReport, to: &NodeReport, port: u16) -> Option<&'a PathCheck> {
-    let ip = to.ip?;
-    from.probe()?
-        .paths
-        .iter()
-        .find(|p| p.port == port && p.target.parse::<IpAddr>().ok() == Some(ip))
 }
 
 /// N² cells for N nodes, each an O(1) lookup in its row's [`Paths`] (made once per row, linear

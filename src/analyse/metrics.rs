@@ -20,7 +20,7 @@ use crate::probe::output::{MemberId, MetricsRead, QueryOutcome};
 use crate::probe::NodeReport;
 
 /// etcd's own warning: a WAL fsync over 1 s (wal/wal.go `warnSyncDuration`, 3.4 to 3.6).
-pub const SLOW_FSYNC_SECONDS: f64 = 1.0;
+pub(crate) const SLOW_FSYNC_SECONDS: f64 = 1.0;
 
 // The contract of `etcdMetrics` (`report::DiagnoseReport`): these types are what `-o json|yaml`
 // prints and what the schema describes, so their doc comments are the schema's descriptions and
@@ -228,7 +228,10 @@ fn counters(
 
 /// One node's metrics; `None` for a node not probed or whose probe is older than the reads.
 /// `names`: the node at each member ID, from the member lists.
-pub fn node_metrics(n: &NodeReport, names: &BTreeMap<MemberId, String>) -> Option<EtcdMetrics> {
+pub(crate) fn node_metrics(
+    n: &NodeReport,
+    names: &BTreeMap<MemberId, String>,
+) -> Option<EtcdMetrics> {
     let (before_read, after_read, before, after) = counters(n)?;
     let newest = after.as_ref().or(before.as_ref());
     let mut ids: Vec<MemberId> = newest
@@ -291,7 +294,7 @@ pub fn node_metrics(n: &NodeReport, names: &BTreeMap<MemberId, String>) -> Optio
 }
 
 /// Every node's metrics, in the nodes' order; the nodes without them left out.
-pub fn read(nodes: &[NodeReport], names: &BTreeMap<MemberId, String>) -> Vec<EtcdMetrics> {
+pub(crate) fn read(nodes: &[NodeReport], names: &BTreeMap<MemberId, String>) -> Vec<EtcdMetrics> {
     nodes
         .iter()
         .filter_map(|n| node_metrics(n, names))
@@ -299,7 +302,7 @@ pub fn read(nodes: &[NodeReport], names: &BTreeMap<MemberId, String>) -> Vec<Etc
 }
 
 /// Each node's own member ID as its metrics say (`etcd_server_id`): the node at that ID.
-pub fn own_ids(nodes: &[NodeReport]) -> BTreeMap<MemberId, String> {
+pub(crate) fn own_ids(nodes: &[NodeReport]) -> BTreeMap<MemberId, String> {
     nodes
         .iter()
         .filter_map(|n| {
@@ -367,7 +370,7 @@ const PEERS_SHOWN: usize = 8;
 /// Evidence lines for a network verdict: per node, the peers etcd failed to send to during the
 /// checks, each set against the probe's 2380 path from that node to it; the members that have
 /// no leader. Nothing for nodes without metrics.
-pub fn network_evidence(metrics: &[EtcdMetrics], matrices: &[Matrix]) -> Vec<String> {
+pub(crate) fn network_evidence(metrics: &[EtcdMetrics], matrices: &[Matrix]) -> Vec<String> {
     let peer_matrix = matrices.iter().find(|m| m.port == 2380);
     let mut out = Vec::new();
     for m in metrics {

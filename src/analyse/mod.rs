@@ -15,20 +15,21 @@
 //! - [`guard`]: the remediation guard: what could replace control-plane Machines during a
 //!   network cut, and the commands that pause and unpause the Cluster.
 
-pub mod clock;
+pub(crate) mod clock;
 pub mod dfw;
-pub(crate) mod firewall;
-pub mod guard;
+pub mod firewall;
+pub(crate) mod guard;
 pub mod location;
-pub mod manager;
+pub(crate) mod manager;
 pub mod matrix;
-pub mod metrics;
-pub mod network;
+pub(crate) mod metrics;
+pub(crate) mod network;
 pub mod policy;
-pub mod realization;
-pub mod status;
+pub(crate) mod realization;
+pub(crate) mod status;
 pub mod timeline;
 pub mod verdict;
 
-pub use network::{assess, NetworkAssessment};
-pub use status::{network_findings, status_findings, Finding, FindingCode, Severity};
+pub(crate) use network::{assess, NetworkAssessment};
+pub(crate) use status::{network_findings, status_findings, Finding};
+pub use status::{FindingCode, Severity};

@@ -46,30 +46,48 @@ fn has_leader(d: &Diagnosis) -> bool {
     known > 0 && known > states.len() - known
 }
 
-/// The cluster's network as assessed; the reports carry it as `networkPolicy`
-/// (`report::v1alpha2::NetworkAssessment`).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct NetworkAssessment {
+// The contract's type (`networkPolicy`): its `///` comments are the schema's descriptions. The
+// evaluation is `E`: the policy engine's own here, its contract form in the reports
+// (`report::v1alpha2::PolicyEvaluation`), one type either way for what was read and not realized.
+/// What the reports carry of the cluster's network (present only when an NSX group is served).
+#[derive(
+    Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize, schemars::JsonSchema,
+)]
+#[serde(rename_all = "camelCase")]
+#[schemars(rename = "NetworkAssessment")]
+pub struct NetworkAssessment<E = PolicyEvaluation> {
     /// Each network resource answered, with how many of its objects are this cluster's.
     pub read: Vec<ReadCount>,
-    /// What could not be read, one note per failed request ("list ... in namespace ...:
-    /// forbidden").
+    // ("list ... in namespace ...: forbidden")
+    /// What could not be read, one note per failed request.
+    #[serde(default)]
     pub unread: Vec<String>,
     /// The network objects NSX (or CAPV) says are not realized.
+    #[serde(default)]
     pub realization: Vec<RealizationProblem>,
     /// The SecurityPolicies against the control-plane VMs on TCP 2379/2380.
-    pub evaluation: PolicyEvaluation,
+    pub evaluation: E,
 }
 
-impl NetworkAssessment {
+impl<E> NetworkAssessment<E> {
     /// `securitypolicies.crd.nsx.vmware.com 5, subnetports.crd.nsx.vmware.com 3, ...`.
     pub fn read_text(&self) -> String {
         read_text(&self.read)
     }
+
+    /// The same assessment with its evaluation converted (to the reports' form).
+    pub fn map<F: From<E>>(self) -> NetworkAssessment<F> {
+        NetworkAssessment {
+            read: self.read,
+            unread: self.unread,
+            realization: self.realization,
+            evaluation: self.evaluation.into(),
+        }
+    }
 }
 
 /// What was read, `securitypolicies.crd.nsx.vmware.com 5, ...`, or `nothing`.
-pub fn read_text(read: &[ReadCount]) -> String {
+pub(crate) fn read_text(read: &[ReadCount]) -> String {
     if read.is_empty() {
         return "nothing".to_string();
     }
@@ -82,7 +100,7 @@ pub fn read_text(read: &[ReadCount]) -> String {
 /// The evaluation's input from the objects read: the Namespace's labels (its name label
 /// always, as the API server sets it), the SecurityPolicies of both groups, the control-plane
 /// VMs' names, labels and primary IPs.
-pub fn input(objects: &NetworkObjects) -> PolicyInput {
+pub(crate) fn input(objects: &NetworkObjects) -> PolicyInput {
     let mut namespace_labels: BTreeMap<String, String> = objects
         .namespace_object
         .as_ref()
@@ -129,7 +147,7 @@ pub fn input(objects: &NetworkObjects) -> PolicyInput {
 }
 
 /// The assessment of one cluster's network objects (pure).
-pub fn assess(objects: &NetworkObjects) -> NetworkAssessment {
+pub(crate) fn assess(objects: &NetworkObjects) -> NetworkAssessment {
     NetworkAssessment {
         read: objects.read.clone(),
         unread: objects.unread.clone(),
@@ -139,7 +157,7 @@ pub fn assess(objects: &NetworkObjects) -> NetworkAssessment {
 }
 
 /// `ns/name (group, priority P, rules[i] "name")`: a rule as the evidence names it.
-pub fn rule_text(r: &RuleRef) -> String {
+pub(crate) fn rule_text(r: &RuleRef) -> String {
     let name = r
         .rule_name
         .as_ref()
@@ -156,13 +174,13 @@ pub fn rule_text(r: &RuleRef) -> String {
 }
 
 /// `Drop In`: the rule's action and direction.
-pub fn action_text(r: &RuleRef) -> String {
+pub(crate) fn action_text(r: &RuleRef) -> String {
     format!("{:?} {:?}", r.action, r.direction)
 }
 
 /// The kubectl command that shows the policy: its names as the API server accepts them, else a
 /// placeholder (a bundle's policy name is the bundle's); the run's flags last.
-pub fn show_command(kubectl: &Kubectl, r: &RuleRef) -> String {
+pub(crate) fn show_command(kubectl: &Kubectl, r: &RuleRef) -> String {
     kubectl.run(&format!(
         "get securitypolicies.{} {} -n {} -o yaml",
         r.group.name(),
@@ -196,7 +214,7 @@ pub(super) fn group<K: PartialEq>(groups: &mut Vec<(K, Vec<PathRef>)>, key: K, p
 }
 
 /// The ports of `paths`, `TCP 2380` or `TCP 2379, 2380`.
-pub fn ports_text(paths: &[PathRef]) -> String {
+pub(crate) fn ports_text(paths: &[PathRef]) -> String {
     let mut ports: Vec<u16> = paths.iter().map(|p| p.port).collect();
     ports.sort_unstable();
     ports.dedup();
@@ -213,7 +231,7 @@ pub fn ports_text(paths: &[PathRef]) -> String {
 /// The paths in short, per port: `every path between the 3 VMs on 2380` when they are all
 /// the ordered pairs of distinct VMs on that port (the matrix's N×N shape without its
 /// diagonal), else the paths named ([`paths_text`]).
-pub fn pairs_text(paths: &[PathRef], vms: usize) -> String {
+pub(crate) fn pairs_text(paths: &[PathRef], vms: usize) -> String {
     let all = vms * vms.saturating_sub(1);
     let mut ports: Vec<u16> = paths.iter().map(|p| p.port).collect();
     ports.sort_unstable();
@@ -261,7 +279,7 @@ fn ready_detail(r: Option<&Realization>) -> String {
 /// message)`, or that nsx-operator's validation refuses it (`cannot be realized as written`).
 /// Either way nsx-operator stops before any NSX call, so NSX keeps the last version it
 /// realized (`Ready` has no observedGeneration: the Supervisor does not show which).
-pub fn not_in_effect_text(
+pub(crate) fn not_in_effect_text(
     state: RealizedState,
     realization: Option<&Realization>,
     invalid: &[String],
@@ -286,7 +304,7 @@ pub fn not_in_effect_text(
 
 /// One line for a warning: which rule, what it would block (`vms`: how many VMs were
 /// evaluated, for [`pairs_text`]), why it does not now.
-pub fn warning_text(w: &PolicyWarning, vms: usize) -> String {
+pub(crate) fn warning_text(w: &PolicyWarning, vms: usize) -> String {
     let why = match &w.reason {
         CoverReason::Shadowed { by } => format!(
             "shadowed by {} ({}), which comes first: it blocks them if that rule changes",
@@ -319,7 +337,7 @@ pub fn warning_text(w: &PolicyWarning, vms: usize) -> String {
 /// members still know a leader is hedged (`established` streams). Whatever the verdict, a rule
 /// that would block a path that works (shadowed, not in effect) is a "warning:" note, bounded.
 /// The verdict's code is never changed.
-pub fn join(diagnosis: &mut Diagnosis, facts: &ClusterFacts, a: &NetworkAssessment) {
+pub(crate) fn join(diagnosis: &mut Diagnosis, facts: &ClusterFacts, a: &NetworkAssessment) {
     let vm_of = |node: &str| -> Option<&str> {
         facts
             .nodes

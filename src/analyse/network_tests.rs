@@ -56,7 +56,6 @@ pub(crate) fn objects(file: &str) -> NetworkObjects {
     let security_policies = policies(file);
     NetworkObjects {
         namespace: "ns-prod".into(),
-        cluster: "tkc-prod".into(),
         read: vec![ReadCount {
             resource: "securitypolicies.crd.nsx.vmware.com".into(),
             count: security_policies.len(),

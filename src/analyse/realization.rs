@@ -10,28 +10,39 @@ use crate::supervisor::network::{
 
 /// The most NetworkPolicies whose `nsx-op/error` annotation is taken as a claim (by name); the
 /// rest are counted in one more claim.
-pub const MAX_CLAIMS: usize = 8;
+pub(crate) const MAX_CLAIMS: usize = 8;
 
-/// A network object NSX (or CAPV) says is not realized.
-#[derive(Debug, Clone, PartialEq, Eq)]
+// The contract's type (`networkPolicy.realization`): its `///` comments are the schema's
+// descriptions, the `//` ones are not.
+/// A network object NSX (or CAPV) says is not realized, or that claims so itself.
+#[derive(
+    Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize, schemars::JsonSchema,
+)]
+#[serde(rename_all = "camelCase")]
 pub struct RealizationProblem {
     /// The object's kind (`SubnetPort`, `VirtualNetwork`, `Namespace`, ...).
     pub kind: String,
     pub name: String,
-    /// The condition's type (`Ready`, `NamespaceNetworkReady`, `ClusterNetworkReady`), or the
-    /// annotation's key (`nsx-op/error`).
+    // The condition's type: `Ready`, `NamespaceNetworkReady`, `ClusterNetworkReady`.
+    /// The condition's type (`Ready`, ...), or the annotation's key (`nsx-op/error`).
     pub condition: String,
-    /// The condition's status (`False`, `Unknown`); None for an annotation.
+    /// The condition's status (`False`, `Unknown`); absent for an annotation.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub status: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
-    /// The condition's message or the annotation's text, at most
-    /// [`MAX_TEXT_CHARS`](crate::supervisor::network::MAX_TEXT_CHARS) characters (verbatim otherwise: a renderer makes it visible).
+    // At most [`MAX_TEXT_CHARS`](crate::supervisor::network::MAX_TEXT_CHARS) characters,
+    // verbatim otherwise: a renderer makes it visible.
+    /// The condition's message or the annotation's text, bounded, verbatim.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
-    /// The control-plane VM whose SubnetPort this is: that VM's network is not realized, a
-    /// cause of its own.
+    // That VM's network is not realized, a cause of its own.
+    /// The control-plane VM whose SubnetPort this is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub vm: Option<String>,
-    /// Only the object's own annotation says so (a NetworkPolicy's `nsx-op/error`): anyone who
-    /// may edit the object can write it, so it is the object's claim, never NSX's status.
+    // A NetworkPolicy's `nsx-op/error`: anyone who may edit the object can write it.
+    /// Only the object's own annotation says so: its editor's claim, never NSX's status.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub claim: bool,
 }
 
@@ -70,7 +81,7 @@ fn not_true(o: &DynamicObject, object_kind: &str, condition: &str) -> Option<Rea
 /// nsx-operator writes it (`pkg/controllers/common/types.go`), but so can anyone who may edit
 /// the NetworkPolicy, and no NetworkPolicy is tied to a cluster. At most [`MAX_CLAIMS`] of
 /// them, by name; more are one claim more that counts them.
-pub fn realization(objects: &NetworkObjects) -> Vec<RealizationProblem> {
+pub(crate) fn realization(objects: &NetworkObjects) -> Vec<RealizationProblem> {
     let mut out = Vec::new();
     for (list, kind) in [
         (&objects.subnet_sets, "SubnetSet"),

@@ -164,7 +164,7 @@ const CLAIM_CHARS: usize = 120;
 /// Names of the Machines beyond the replicas a finding spells out; the rest are counted.
 const BEYOND_NAMED: usize = 5;
 
-pub fn status_findings(facts: &ClusterFacts, api: &WorkloadApi) -> Vec<Finding> {
+pub(crate) fn status_findings(facts: &ClusterFacts, api: &WorkloadApi) -> Vec<Finding> {
     use FindingCode::*;
     use Severity::*;
     let mut out = Vec::new();
@@ -517,7 +517,7 @@ fn beyond_replicas(facts: &ClusterFacts) -> Option<Finding> {
 
 /// One rollout node in words, its times as the objects have them (RFC 3339: the same on
 /// every run, so a bundle analysed later says the same; the table adds the ages).
-pub fn rollout_text(n: &ControlPlaneNode, r: &RolloutPhase) -> String {
+pub(crate) fn rollout_text(n: &ControlPlaneNode, r: &RolloutPhase) -> String {
     let phase = r.machine_phase().unwrap_or("no phase yet");
     match r {
         RolloutPhase::Deleting { since, .. } => format!(
@@ -546,7 +546,7 @@ pub fn rollout_text(n: &ControlPlaneNode, r: &RolloutPhase) -> String {
 /// realization problem, each rule in effect that blocks 2379/2380 between the control-plane
 /// VMs, each one that would (shadowed, not in effect as written). Paths are named by VM; the
 /// SecurityPolicy findings are bounded (the first by priority, then a count).
-pub fn network_findings(a: &NetworkAssessment, kubectl: &Kubectl) -> Vec<Finding> {
+pub(crate) fn network_findings(a: &NetworkAssessment, kubectl: &Kubectl) -> Vec<Finding> {
     use FindingCode::*;
     use Severity::*;
     let mut out = Vec::new();

@@ -20,7 +20,7 @@ use crate::probe::NodeReport;
 use crate::supervisor::ClusterFacts;
 
 /// Onsets within this many seconds of a group's first are one change.
-pub const ONE_CHANGE_S: i64 = 30;
+pub(crate) const ONE_CHANGE_S: i64 = 30;
 /// How much earlier than its first line a path may have failed when that line is etcd's
 /// prober's: the prober asks every 4 s, but checks a healthy peer's status only every 30 s
 /// (rafthttp/probing_status.go `statusMonitoringInterval`, 3.4 to 3.6) and says nothing
@@ -31,7 +31,7 @@ pub const PROBER_LAG_S: i64 = 34;
 /// A clock further than this from the median is named as not to be trusted (its offset is
 /// still applied: the probe read it, but a clock that far off may also have been stepped
 /// between the log's lines and the probe).
-pub const TRUSTED_SKEW_MS: i64 = 60_000;
+pub(crate) const TRUSTED_SKEW_MS: i64 = 60_000;
 /// At most this many pairs are kept (n·(n-1) for the nodes probed: 20 for five nodes).
 const MAX_PAIRS: usize = 64;
 
@@ -265,7 +265,7 @@ fn corrected(micros: i64, clock: Option<&NodeClock>) -> i64 {
 /// The timeline of one diagnosis: `logs` are the nodes' classified logs (for their leader view
 /// and own member ID), `matrices` this run's checks, `members` the node at each member ID as
 /// the verdict judges the member lists (by majority).
-pub fn build(
+pub(crate) fn build(
     facts: &ClusterFacts,
     nodes: &[NodeReport],
     logs: &BTreeMap<String, LogSummary>,

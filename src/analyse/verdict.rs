@@ -69,7 +69,6 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::matrix::{self, Cell, Matrix};
-pub use crate::probe::etcdlog::LogWindow;
 use crate::probe::etcdlog::{self, LogSummary};
 use crate::probe::NodeReport;
 use crate::supervisor::{ClusterFacts, RolloutPhase};
@@ -209,7 +208,7 @@ impl<'a> Ctx<'a> {
 
 /// What a rule is about: which stage of the control plane its verdict points at.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Category {
+pub(crate) enum Category {
     /// The Supervisor's objects (the Machines KCP wants).
     Supervisor,
     /// One node: it could not be probed, or its etcd does not run or rejects certificates.
@@ -226,7 +225,7 @@ pub enum Category {
 
 /// What a verdict's own evidence already says, so that its notes do not say it twice.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Said {
+pub(crate) enum Said {
     /// The problems of a node's probe document.
     DocumentProblems,
     /// etcd's clock drift warnings.
@@ -236,7 +235,7 @@ pub enum Said {
 }
 
 /// One verdict rule: what it yields and how the rest of the analysis treats that verdict.
-pub struct Rule {
+pub(crate) struct Rule {
     /// The codes this rule decides (the network rule picks one of four by what failed). A
     /// stopped or crash looping member that was removed is handed to `member_mismatch`: that
     /// verdict is `EtcdMemberMismatch`, read as that rule's.
@@ -427,7 +426,7 @@ pub fn diagnose(
 ///
 /// `workload` is the workload API as the run checked it: `Healthy` needs it answering. `None`
 /// leaves it out of the verdict (a caller that did not check it).
-pub fn diagnose_at(
+pub(crate) fn diagnose_at(
     facts: &ClusterFacts,
     nodes: &[NodeReport],
     since: std::time::Duration,

@@ -2,14 +2,14 @@
 //! what to print and how to exit. They take plain options (made from the command line by
 //! `cli`) and a [`Connection`](crate::connect::Connection); none of them writes to stdout.
 
-pub mod analyse;
-pub mod cleanup;
-pub mod diagnose;
-pub mod many;
-pub mod nsx;
-pub mod round;
-pub mod status;
-pub mod watch;
+pub(crate) mod analyse;
+pub(crate) mod cleanup;
+pub(crate) mod diagnose;
+pub(crate) mod many;
+pub(crate) mod nsx;
+pub(crate) mod round;
+pub(crate) mod status;
+pub(crate) mod watch;
 
 use crate::error::EXIT_OK;
 

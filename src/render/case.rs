@@ -14,7 +14,7 @@ use crate::report::{ClusterFailure, DiagnoseReport, DiagnosedNode, ListItem};
 /// When the run was (the bundle's time, or now) and the plugin that made it (the bundle's
 /// writer, or this one).
 #[derive(Debug, Clone)]
-pub struct Run {
+pub(crate) struct Run {
     pub at: SystemTime,
     pub plugin_version: String,
 }
@@ -22,7 +22,7 @@ pub struct Run {
 /// Every section of one cluster's report. `run` says when and by which plugin;
 /// `provenance` the lines that say where the report came from; `prefix` makes the sections'
 /// anchors unique when a page holds several clusters.
-pub fn sections(
+pub(crate) fn sections(
     r: &DiagnoseReport,
     run: &Run,
     provenance: &[(String, String)],
@@ -232,7 +232,7 @@ pub fn sections(
 }
 
 /// A cluster of a many-cluster run that has no report: its one section.
-pub fn failure(f: &ClusterFailure, prefix: &str) -> Vec<Section> {
+pub(crate) fn failure(f: &ClusterFailure, prefix: &str) -> Vec<Section> {
     vec![Section::new(&format!("{prefix}error"), "Not diagnosed")
         .with(Block::Facts(vec![
             ("Cluster".into(), f.cluster.clone()),
@@ -243,7 +243,7 @@ pub fn failure(f: &ClusterFailure, prefix: &str) -> Vec<Section> {
 }
 
 /// The page's title and sections for the clusters of one run or bundle.
-pub fn page(
+pub(crate) fn page(
     items: &[ListItem<DiagnoseReport>],
     run: &Run,
     provenance: &[(String, String)],

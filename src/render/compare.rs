@@ -72,7 +72,7 @@ impl Tabular for Comparison {
 }
 
 /// The lines above the verdict: which cluster, which two bundles, how far apart.
-pub fn headline(c: &Comparison) -> Vec<String> {
+pub(crate) fn headline(c: &Comparison) -> Vec<String> {
     let apart = apart(c).map(|a| format!(", {a} apart")).unwrap_or_default();
     vec![
         format!("COMPARED  {}/{}", c.namespace, c.cluster),
@@ -100,7 +100,7 @@ fn run_text(r: &crate::report::compare::ComparedRun, more: &str) -> String {
 /// The comparison as a case report's title and sections (`--against GOOD --report html|md`):
 /// which cluster and bundles, the verdict before → after, each change as the table shows it,
 /// what is alike, what could not be compared, and who compared them.
-pub fn page(c: &Comparison) -> (String, Vec<Section>) {
+pub(crate) fn page(c: &Comparison) -> (String, Vec<Section>) {
     let title = format!("etcd network changes: {}/{}", c.namespace, c.cluster);
     let mut facts = vec![
         ("Cluster".to_string(), c.cluster.clone()),
@@ -157,7 +157,7 @@ fn change_table(id: &str, title: String, header: &[&str], rows: Vec<Vec<String>>
 /// The sections of what changed, in the order a support engineer reads them: the paths, the
 /// ports from outside, the nodes, the members, the leader, the rules, the metrics, the
 /// conditions. A kind with no change has no section ([`alike`] names it).
-pub fn sections(c: &Comparison) -> Vec<Section> {
+pub(crate) fn sections(c: &Comparison) -> Vec<Section> {
     let mut out = Vec::new();
     for (change, id, title) in [
         (PathMove::Broke, "paths-broke", "PATHS THAT BROKE"),
@@ -323,7 +323,7 @@ pub fn sections(c: &Comparison) -> Vec<Section> {
 
 /// What did not change, each kind named once (`paths between the nodes, etcd members, ...`); the verdict is
 /// on its own line above.
-pub fn alike(c: &Comparison) -> Vec<&'static str> {
+pub(crate) fn alike(c: &Comparison) -> Vec<&'static str> {
     let mut out = Vec::new();
     if c.paths.is_empty() {
         out.push("paths between the nodes");

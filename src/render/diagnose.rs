@@ -10,7 +10,7 @@ use crate::report::{DiagnoseReport, DiagnosedNode};
 
 /// `--dry-run`: the pods a run would create, as YAML documents (`---` each) or, with `-o json`,
 /// one JSON document per pod. Pods are Kubernetes objects, not a report: they have no table.
-pub fn dry_run(pods: &[k8s_openapi::api::core::v1::Pod], format: Format) -> Result<String> {
+pub(crate) fn dry_run(pods: &[k8s_openapi::api::core::v1::Pod], format: Format) -> Result<String> {
     let format = if format == Format::Json {
         Format::Json
     } else {

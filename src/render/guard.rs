@@ -9,7 +9,7 @@ use super::{Lines, Tone};
 use crate::report::v1alpha2::{GuardState, RemediationGuard};
 
 /// The section; `wide` adds each MachineHealthCheck's status counts and the KCP's strategy.
-pub fn section(out: &mut Lines, g: &RemediationGuard, wide: bool) {
+pub(crate) fn section(out: &mut Lines, g: &RemediationGuard, wide: bool) {
     out.blank();
     let tone = match g.state {
         GuardState::Armed | GuardState::Unknown => Tone::Bad,

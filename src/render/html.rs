@@ -14,7 +14,7 @@ use super::sheet::{Bar, Block, Chart, Grid, Mark, Section};
 /// `default-src 'none'`: nothing is fetched (scripts, styles, fonts, frames, connections);
 /// only the page's own `<style>` applies and only a `data:` image could show. `base-uri` and
 /// `form-action` are not covered by `default-src`, so they are closed too.
-pub const CSP: &str =
+pub(crate) const CSP: &str =
     "default-src 'none'; style-src 'unsafe-inline'; img-src data:; base-uri 'none'; form-action 'none'";
 
 /// The one escape: `text` as HTML text or as the value of a double-quoted attribute. The
@@ -22,12 +22,12 @@ pub const CSP: &str =
 /// ([`super::visible_lines`]: a bidirectional override cannot reorder a name on the page
 /// either; a newline is only white space in HTML), then html-escape's `encode_safe` writes
 /// `& < > " ' /` as entities, which covers both places.
-pub fn text(s: &str) -> String {
+pub(crate) fn text(s: &str) -> String {
     html_escape::encode_safe(&super::visible_lines(s)).into_owned()
 }
 
 /// The page: a title and its sections.
-pub fn page(title: &str, sections: &[Section]) -> String {
+pub(crate) fn page(title: &str, sections: &[Section]) -> String {
     let mut o = String::with_capacity(64 * 1024);
     o.push_str("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n");
     let _ = writeln!(
@@ -199,7 +199,7 @@ const TOP: f64 = 34.0;
 const BOTTOM: f64 = 36.0;
 
 /// Where `ms` falls on the plot, in SVG units from the left edge.
-pub fn x_of(c: &Chart, ms: i64) -> f64 {
+pub(crate) fn x_of(c: &Chart, ms: i64) -> f64 {
     let span = (c.end_ms - c.start_ms).max(1) as f64;
     LABEL_W + ((ms.clamp(c.start_ms, c.end_ms) - c.start_ms) as f64 / span) * PLOT_W
 }

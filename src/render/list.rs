@@ -9,7 +9,7 @@ use crate::report::{ListItem, ListReport, Summarized};
 
 /// A many-cluster list as printed: its JSON and YAML are the list's own; its tables are the
 /// summary and, with `detail` (no `--summary`), each unhealthy cluster's own tables after it.
-pub struct Listed<'a, T> {
+pub(crate) struct Listed<'a, T> {
     pub list: &'a ListReport<T>,
     pub detail: bool,
 }

@@ -6,7 +6,7 @@ use super::Lines;
 use crate::report::v1alpha2::{FirewallReadState, PacketLocation, Place};
 
 /// The contract's words for a place (`undecided` for the rest).
-pub fn place_words(p: Place) -> &'static str {
+pub(crate) fn place_words(p: Place) -> &'static str {
     match p {
         Place::InsideGuest => "inside the guest",
         Place::MayBeInsideGuest => "may be inside the guest",
@@ -16,7 +16,7 @@ pub fn place_words(p: Place) -> &'static str {
 }
 
 /// The section; nothing when no path failed.
-pub fn section(out: &mut Lines, l: &PacketLocation, wide: bool) {
+pub(crate) fn section(out: &mut Lines, l: &PacketLocation, wide: bool) {
     if l.paths.is_empty() {
         return;
     }

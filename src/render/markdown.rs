@@ -15,7 +15,7 @@ use super::sheet::{Block, Chart, Grid, Mark, Section};
 /// each character that makes inline Markdown or splits a table cell (`\ ` * _ [ ] | ~`), and
 /// before what would start a block at the start of a text (`#`, `-`, `+`, `=`, `>`, a number
 /// and a dot).
-pub fn text(s: &str) -> String {
+pub(crate) fn text(s: &str) -> String {
     let v = super::visible(s);
     let mut out = String::with_capacity(v.len() + 8);
     for (i, c) in v.chars().enumerate() {
@@ -56,7 +56,7 @@ fn pre(o: &mut String, t: &str) {
 }
 
 /// The page: a title and its sections.
-pub fn page(title: &str, sections: &[Section]) -> String {
+pub(crate) fn page(title: &str, sections: &[Section]) -> String {
     let mut o = String::with_capacity(32 * 1024);
     let _ = writeln!(o, "# {}\n", text(title));
     for s in sections {

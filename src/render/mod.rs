@@ -28,26 +28,26 @@ use crate::report::VersionReport;
 
 mod case;
 mod cleanup;
-pub mod compare;
+pub(crate) mod compare;
 mod diagnose;
 mod firewall;
 mod guard;
-pub mod html;
+pub(crate) mod html;
 mod list;
 mod location;
-pub mod markdown;
+pub(crate) mod markdown;
 mod metrics;
 mod network;
 mod nsx_manager;
-pub mod sheet;
+pub(crate) mod sheet;
 mod status;
 mod summary;
 mod timeline;
 mod watch;
 
-pub use diagnose::dry_run;
-pub use list::Listed;
-pub use watch::Watch;
+pub(crate) use diagnose::dry_run;
+pub(crate) use list::Listed;
+pub(crate) use watch::Watch;
 
 /// How `-o table` and `-o wide` show a diagnosis to a person: its first screen (the default:
 /// the verdict first, what is alike said once, [`summary`]) or every section (`--details`, and
@@ -244,19 +244,19 @@ impl CaseFormat {
 
 /// A page of `sections` under `title` in `format`: the one switch on the case format. Another
 /// report (what changed between two bundles) gives its own sections here.
-pub fn case_page(format: CaseFormat, title: &str, sections: &[sheet::Section]) -> String {
+pub(crate) fn case_page(format: CaseFormat, title: &str, sections: &[sheet::Section]) -> String {
     match format {
         CaseFormat::Html => html::page(title, sections),
         CaseFormat::Md => markdown::page(title, sections),
     }
 }
 
-pub use case::Run;
+pub(crate) use case::Run;
 
 /// The case report of a run's or a bundle's clusters (one, or several with a summary first).
 /// `run` says when the run was and which plugin made it; `provenance` where the report came
 /// from (time, Supervisor context, command), as plain text.
-pub fn case_report(
+pub(crate) fn case_report(
     format: CaseFormat,
     items: &[crate::report::ListItem<crate::report::DiagnoseReport>],
     run: &Run,
@@ -270,7 +270,7 @@ pub(crate) const NONE: &str = "<none>";
 
 /// [`visible`] line by line: the newlines of a text laid out in lines are kept, and each line's
 /// own controls written visibly (a `\r` cannot overwrite a line either).
-pub fn visible_lines(text: &str) -> Cow<'_, str> {
+pub(crate) fn visible_lines(text: &str) -> Cow<'_, str> {
     if !text.chars().any(|c| c != '\n' && hidden(c)) {
         return Cow::Borrowed(text);
     }
@@ -444,7 +444,7 @@ impl Paint {
 
 /// A kubectl-style table. Rows shorter than the header are padded. Every cell, the header's
 /// too, is made [`visible`]: a cell is one line, whatever the API server put in it.
-pub fn table(header: &[&str], rows: &[Vec<String>]) -> String {
+pub(crate) fn table(header: &[&str], rows: &[Vec<String>]) -> String {
     let mut b = Builder::default();
     b.push_record(header.iter().map(|h| visible(h).into_owned()));
     for r in rows {

@@ -7,14 +7,14 @@
 //! makes it visible (no control or invisible character reaches the terminal).
 
 use super::{firewall, pairs_lines, Lines, Tone};
-use crate::report::v1alpha2::{NetworkAssessment, PathRef, RealizedState};
+use crate::report::v1alpha2::{NetworkAssessment, PathRef, PolicyEvaluation, RealizedState};
 
 /// At most this many rules (or reasons) of each kind get a line; one more counts the rest.
 const RULES_SHOWN: usize = 8;
 
 /// The section, when anything applies; `wide` adds the table of the policies that select the
 /// cluster's VMs.
-pub(crate) fn section(out: &mut Lines, a: &NetworkAssessment, wide: bool) {
+pub(crate) fn section(out: &mut Lines, a: &NetworkAssessment<PolicyEvaluation>, wide: bool) {
     if !a.applies() {
         return;
     }
@@ -282,9 +282,8 @@ mod tests {
     /// section of a few lines, not thousands.
     #[test]
     fn a_drowned_namespace_gives_a_short_section() {
-        let a = NetworkAssessment::from(crate::analyse::assess(
-            &crate::analyse::network::tests::drowned(),
-        ));
+        let a: NetworkAssessment<PolicyEvaluation> =
+            crate::analyse::assess(&crate::analyse::network::tests::drowned()).into();
         for wide in [false, true] {
             let mut out = Lines::new(Paint { on: false });
             section(&mut out, &a, wide);

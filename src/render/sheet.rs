@@ -7,7 +7,7 @@
 
 /// One titled part of the page.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Section {
+pub(crate) struct Section {
     pub title: String,
     /// The `id` of its anchor (ASCII, ours, never read from outside).
     pub id: String,
@@ -31,7 +31,7 @@ impl Section {
 
 /// What a section holds.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Block {
+pub(crate) enum Block {
     /// Name and value pairs (the header, the provenance).
     Facts(Vec<(String, String)>),
     /// The verdict's code, whether it is `Healthy`, and its sentence.
@@ -59,7 +59,7 @@ pub enum Block {
 
 /// How a part of a grid cell reads at a glance (its colour, and its word in the legend).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Mark {
+pub(crate) enum Mark {
     /// The path works.
     Open,
     /// The path fails.
@@ -89,7 +89,7 @@ impl Mark {
 
 /// The combined matrix: FROM rows, TO columns, each cell one part per port.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Grid {
+pub(crate) struct Grid {
     pub nodes: Vec<String>,
     pub ports: Vec<u16>,
     /// Row-major: `cells[i * nodes.len() + j]` is nodes[i] → nodes[j].
@@ -97,7 +97,7 @@ pub struct Grid {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct GridCell {
+pub(crate) struct GridCell {
     pub from: String,
     pub to: String,
     /// One per port of the grid, in its order.
@@ -105,7 +105,7 @@ pub struct GridCell {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct GridPart {
+pub(crate) struct GridPart {
     pub port: u16,
     /// The state as the json names it (`Timeout`), for machines reading the page.
     pub state: String,
@@ -117,7 +117,7 @@ pub struct GridPart {
 /// The onset timeline as a chart: one bar a failing pair from its onset to the probes' time,
 /// the times etcd lost its leader marked. Times are milliseconds since the Unix epoch.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Chart {
+pub(crate) struct Chart {
     pub start_ms: i64,
     pub end_ms: i64,
     pub bars: Vec<Bar>,
@@ -125,7 +125,7 @@ pub struct Chart {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Bar {
+pub(crate) struct Bar {
     pub from: String,
     pub to: String,
     /// None: the logs read do not go back to it; the bar starts at the chart's start, hatched.
@@ -141,7 +141,7 @@ pub struct Bar {
 
 /// A moment on the chart: nodes that lost their leader at that second.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ChartMark {
+pub(crate) struct ChartMark {
     pub at_ms: i64,
     pub label: String,
     pub nodes: Vec<String>,

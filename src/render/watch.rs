@@ -34,7 +34,7 @@ impl Seen {
 }
 
 /// The watch's printer: it keeps each cluster's last round to say what changed.
-pub struct Watch {
+pub(crate) struct Watch {
     format: Format,
     paint: Paint,
     /// Each unhealthy cluster's tables under a list's summary (no `--summary`).

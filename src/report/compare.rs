@@ -26,12 +26,12 @@ use super::v1alpha2::{
 use super::{DiagnoseReport, API_VERSION};
 
 /// The comparison's `kind`.
-pub const KIND: &str = "DiagnoseComparison";
+pub(crate) const KIND: &str = "DiagnoseComparison";
 
 /// `analyse NEW --against GOOD -o json|yaml`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct Comparison {
+pub(crate) struct Comparison {
     /// `etcdnet.kubectl.io/v1alpha2`.
     pub api_version: String,
     /// Always `DiagnoseComparison`.
@@ -70,7 +70,7 @@ pub struct Comparison {
 /// One of the two bundles, as judged now.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct ComparedRun {
+pub(crate) struct ComparedRun {
     /// The bundle's file, as given on the command line.
     pub bundle: String,
     /// When the bundle was written (its manifest's `created`).
@@ -89,7 +89,7 @@ pub struct ComparedRun {
 #[derive(
     Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, schemars::JsonSchema,
 )]
-pub enum PathMove {
+pub(crate) enum PathMove {
     /// It worked and no longer does.
     Broke,
     /// It failed and works again.
@@ -112,7 +112,7 @@ impl PathMove {
 /// One path between two nodes whose matrix cell changed.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct PathChange {
+pub(crate) struct PathChange {
     pub port: u16,
     pub from: String,
     pub to: String,
@@ -124,7 +124,7 @@ pub struct PathChange {
 /// One VM port, seen from outside the VM, whose state changed.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct ReachChange {
+pub(crate) struct ReachChange {
     pub node: String,
     pub port: u16,
     pub before: PortState,
@@ -136,7 +136,7 @@ pub struct ReachChange {
 #[derive(
     Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, schemars::JsonSchema,
 )]
-pub enum Presence {
+pub(crate) enum Presence {
     /// Only in the newer bundle.
     Added,
     /// Only in the older bundle.
@@ -148,7 +148,7 @@ pub enum Presence {
 /// A control-plane node in only one bundle (a Machine replaced, a node added).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct NodeChange {
+pub(crate) struct NodeChange {
     pub name: String,
     /// `Added` or `Removed`.
     pub change: Presence,
@@ -157,7 +157,7 @@ pub struct NodeChange {
 /// An etcd member added, removed, or changed (name, peer URLs, learner).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct MemberChange {
+pub(crate) struct MemberChange {
     pub change: Presence,
     /// As the older bundle listed it; absent when added.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -171,7 +171,7 @@ pub struct MemberChange {
 #[derive(
     Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, schemars::JsonSchema,
 )]
-pub enum LeaderSeen {
+pub(crate) enum LeaderSeen {
     /// Every node that says names the same leader.
     One,
     /// Nodes name different leaders, or some name one and some none.
@@ -185,7 +185,7 @@ pub enum LeaderSeen {
 /// The leader in one bundle.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct ClusterLeader {
+pub(crate) struct ClusterLeader {
     pub seen: LeaderSeen,
     /// The leaders named (by node name where a log says which member it is).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -196,7 +196,7 @@ pub struct ClusterLeader {
 #[derive(
     Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, schemars::JsonSchema,
 )]
-pub enum LeaderMove {
+pub(crate) enum LeaderMove {
     /// The same leader (or the same lack of one).
     Same,
     /// Another leader.
@@ -211,7 +211,7 @@ pub enum LeaderMove {
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct LeaderChange {
+pub(crate) struct LeaderChange {
     pub before: ClusterLeader,
     pub after: ClusterLeader,
     pub change: LeaderMove,
@@ -221,7 +221,7 @@ pub struct LeaderChange {
 #[derive(
     Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, schemars::JsonSchema,
 )]
-pub enum RuleSource {
+pub(crate) enum RuleSource {
     /// A SecurityPolicy's rule (`networkPolicy.evaluation.blocking`).
     SecurityPolicy,
     /// An NSX Manager DFW rule (`nsxManager.blocking`).
@@ -234,7 +234,7 @@ pub enum RuleSource {
 #[derive(
     Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, schemars::JsonSchema,
 )]
-pub enum RuleMove {
+pub(crate) enum RuleMove {
     /// It blocks paths now and blocked none before.
     NowMatches,
     /// It blocked paths before and blocks none now.
@@ -246,7 +246,7 @@ pub enum RuleMove {
 /// A rule whose blocking changed.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct RuleChange {
+pub(crate) struct RuleChange {
     pub source: RuleSource,
     /// The rule as the report names it (a SecurityPolicy's rule, a DFW rule's label, a guest's
     /// `node: tool table chain: rule`).
@@ -262,7 +262,7 @@ pub struct RuleChange {
 #[derive(
     Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, schemars::JsonSchema,
 )]
-pub enum MetricName {
+pub(crate) enum MetricName {
     /// `etcd_server_leader_changes_seen_total`.
     LeaderChanges,
     /// `etcd_network_peer_sent_failures_total`, summed over the node's peers.
@@ -278,7 +278,7 @@ pub enum MetricName {
 /// One node's metric that moved enough to matter ([`moved`]).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct MetricChange {
+pub(crate) struct MetricChange {
     pub node: String,
     pub metric: MetricName,
     pub before: u64,
@@ -288,7 +288,7 @@ pub struct MetricChange {
 /// A condition's word in one bundle.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct ConditionState {
+pub(crate) struct ConditionState {
     pub status: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
@@ -297,7 +297,7 @@ pub struct ConditionState {
 /// A KCP or Machine condition whose status or reason changed (or that one bundle lacks).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct ConditionChange {
+pub(crate) struct ConditionChange {
     /// `KubeadmControlPlane <name>` or `Machine <name>`.
     pub object: String,
     /// The condition's type.
@@ -313,7 +313,7 @@ pub struct ConditionChange {
 
 /// What `--against` needs of a bundle besides its report: the file and its manifest's words.
 #[derive(Debug, Clone)]
-pub struct Judged<'a> {
+pub(crate) struct Judged<'a> {
     pub bundle: String,
     pub created: String,
     pub plugin_version: String,
@@ -371,6 +371,7 @@ impl Comparison {
 
     /// Nothing changed but (perhaps) the time: every section empty, the verdict and the leader
     /// the same.
+    #[cfg(test)]
     pub fn is_unchanged(&self) -> bool {
         self.paths.is_empty()
             && self.supervisor_reach.is_empty()
@@ -550,7 +551,7 @@ fn diff<'a, K: Ord, V: PartialEq>(
 
 /// The leader as the nodes' logs name it (the leader each log last named, by node name where a
 /// log says which member it is), and no leader where a node's metrics say `has_leader 0`.
-pub fn leader(r: &DiagnoseReport) -> ClusterLeader {
+pub(crate) fn leader(r: &DiagnoseReport) -> ClusterLeader {
     let mut names = BTreeSet::new();
     let mut none = false;
     for l in &r.logs {
@@ -597,12 +598,12 @@ fn leader_change(before: ClusterLeader, after: ClusterLeader) -> LeaderChange {
 }
 
 /// The blocking rules of one source in one bundle: each rule's words and the paths it blocks.
-type Blocking = BTreeMap<String, BTreeSet<PathRef>>;
+type PathsByRule = BTreeMap<String, BTreeSet<PathRef>>;
 
 /// SecurityPolicies' and NSX Manager's blocking rules (each compared only when both bundles
 /// evaluated that source), and the guests' own firewall rules on failing paths.
 fn rules(b: &DiagnoseReport, a: &DiagnoseReport, notes: &mut Vec<String>) -> Vec<RuleChange> {
-    let security = |r: &DiagnoseReport| -> Option<Blocking> {
+    let security = |r: &DiagnoseReport| -> Option<PathsByRule> {
         r.network_policy.as_ref().map(|n| {
             n.evaluation
                 .blocking
@@ -611,7 +612,7 @@ fn rules(b: &DiagnoseReport, a: &DiagnoseReport, notes: &mut Vec<String>) -> Vec
                 .collect()
         })
     };
-    let dfw = |r: &DiagnoseReport| -> Option<Blocking> {
+    let dfw = |r: &DiagnoseReport| -> Option<PathsByRule> {
         r.nsx_manager.as_ref().map(|n| {
             n.blocking
                 .iter()
@@ -621,9 +622,9 @@ fn rules(b: &DiagnoseReport, a: &DiagnoseReport, notes: &mut Vec<String>) -> Vec
     };
     // A guest's rules are read on every node whose probe read its firewall; a rule is named
     // on the paths whose packets it can drop.
-    let guest = |r: &DiagnoseReport| -> Option<Blocking> {
+    let guest = |r: &DiagnoseReport| -> Option<PathsByRule> {
         r.packet_location.as_ref().map(|l| {
-            let mut out = Blocking::new();
+            let mut out = PathsByRule::new();
             for p in &l.paths {
                 for rule in &p.rules {
                     let words = format!(
@@ -644,7 +645,7 @@ fn rules(b: &DiagnoseReport, a: &DiagnoseReport, notes: &mut Vec<String>) -> Vec
     for (source, of, what) in [
         (
             RuleSource::SecurityPolicy,
-            &security as &dyn Fn(&DiagnoseReport) -> Option<Blocking>,
+            &security as &dyn Fn(&DiagnoseReport) -> Option<PathsByRule>,
             "SecurityPolicies were evaluated",
         ),
         (
@@ -676,7 +677,7 @@ fn rules(b: &DiagnoseReport, a: &DiagnoseReport, notes: &mut Vec<String>) -> Vec
     out
 }
 
-fn rule_changes(source: RuleSource, was: &Blocking, is: &Blocking) -> Vec<RuleChange> {
+fn rule_changes(source: RuleSource, was: &PathsByRule, is: &PathsByRule) -> Vec<RuleChange> {
     let empty = BTreeSet::new();
     diff(was, is)
         .filter_map(|(w, before, after)| {
@@ -711,7 +712,7 @@ const DB_BYTES: u64 = 8 * 1024 * 1024;
 /// etcd (its counters start again at 0). Latencies: [`LATENCY_MS`] and at least half again
 /// (p99 comes from histogram buckets, which double: one bucket up is twice). The database:
 /// [`DB_BYTES`] and a tenth.
-pub fn moved(metric: MetricName, before: u64, after: u64) -> bool {
+pub(crate) fn moved(metric: MetricName, before: u64, after: u64) -> bool {
     let (lo, hi) = (before.min(after), before.max(after));
     match metric {
         MetricName::LeaderChanges | MetricName::FailedSends => before != after,

@@ -3,7 +3,8 @@
 
 use super::*;
 use crate::report::v1alpha2::{
-    EtcdMetrics, LeaderView, NetworkAssessment, PeerMetrics, PortReach, ReadResult,
+    EtcdMetrics, LeaderView, NetworkAssessment, PeerMetrics, PolicyEvaluation, PortReach,
+    ReadResult,
 };
 
 use crate::testing::peers_dropped as blocked;
@@ -198,7 +199,8 @@ fn with_blocking(r: &mut DiagnoseReport, rule: &str, paths: &[PathRef]) {
             "warnings": [], "covering": [], "notes": []
         }
     });
-    r.network_policy = Some(serde_json::from_value::<NetworkAssessment>(json).unwrap());
+    r.network_policy =
+        Some(serde_json::from_value::<NetworkAssessment<PolicyEvaluation>>(json).unwrap());
 }
 
 fn empty_network(r: &mut DiagnoseReport) {
@@ -209,7 +211,8 @@ fn empty_network(r: &mut DiagnoseReport) {
             "warnings": [], "covering": [], "notes": []
         }
     });
-    r.network_policy = Some(serde_json::from_value::<NetworkAssessment>(json).unwrap());
+    r.network_policy =
+        Some(serde_json::from_value::<NetworkAssessment<PolicyEvaluation>>(json).unwrap());
 }
 
 #[test]

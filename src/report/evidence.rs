@@ -15,7 +15,7 @@ use crate::workload::WorkloadApi;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct Evidence {
+pub(crate) struct Evidence {
     pub context: String,
     pub namespace: String,
     pub cluster: String,

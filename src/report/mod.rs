@@ -2,18 +2,19 @@
 //! added within an `apiVersion`; renaming or removing one means a new `apiVersion`.
 //! Documented in docs/output.md.
 
-pub mod compare;
+pub(crate) mod compare;
 mod evidence;
 mod list;
 pub mod schema;
 pub mod v1alpha2;
-pub mod watch;
+pub(crate) mod watch;
 
 use serde::{Deserialize, Serialize};
 
-pub use compare::Comparison;
-pub use evidence::Evidence;
-pub use list::{ClusterFailure, ListItem, ListReport, ListResult, Summarized, SummaryRow};
+pub(crate) use compare::Comparison;
+pub(crate) use evidence::Evidence;
+pub(crate) use list::{ClusterFailure, Summarized};
+pub use list::{ListItem, ListReport};
 
 use crate::analyse::verdict::{Diagnosis, VerdictCode};
 use crate::analyse::{self, network_findings, NetworkAssessment};
@@ -21,14 +22,15 @@ use crate::error::{EXIT_INCOMPLETE, EXIT_OK, EXIT_PROBLEM};
 use crate::probe::NodeReport;
 use crate::supervisor::{self, ClusterFacts};
 use crate::workload;
+pub(crate) use v1alpha2::ControlPlaneSummary;
+pub use v1alpha2::DiagnosedNode;
 use v1alpha2::{
     ApiState, ApiVersions, ClusterInfo, ControlPlaneNode, Finding, Severity, WorkloadApi,
 };
-pub use v1alpha2::{ControlPlaneSummary, DiagnosedNode};
 
 /// v1alpha2 (0.2.0): log findings count the `--since` window only (history apart), and the
 /// verdicts read the present; v1alpha1 documents had the whole log counted.
-pub const API_VERSION: &str = "etcdnet.kubectl.io/v1alpha2";
+pub(crate) const API_VERSION: &str = "etcdnet.kubectl.io/v1alpha2";
 
 /// `skip_serializing_if` for a count that is absent when zero.
 pub(crate) fn is_zero(n: &usize) -> bool {
@@ -83,7 +85,7 @@ pub struct StatusReport {
     /// The cluster's network and its SecurityPolicies against the control-plane VMs: only when
     /// the Supervisor serves an NSX group (absent otherwise, so a report is what it was).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub network_policy: Option<v1alpha2::NetworkAssessment>,
+    pub network_policy: Option<v1alpha2::NetworkAssessment<v1alpha2::PolicyEvaluation>>,
     pub result: RunResult,
 }
 
@@ -173,7 +175,7 @@ impl RunResult {
 /// `version -o json|yaml`.
 #[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct VersionReport {
+pub(crate) struct VersionReport {
     /// `etcdnet.kubectl.io/v1alpha2`.
     pub api_version: String,
     /// Always `Version`.
@@ -228,7 +230,7 @@ pub struct DiagnoseReport {
     pub findings: Vec<Finding>,
     /// As in `StatusReport`: only when the Supervisor serves an NSX group.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub network_policy: Option<v1alpha2::NetworkAssessment>,
+    pub network_policy: Option<v1alpha2::NetworkAssessment<v1alpha2::PolicyEvaluation>>,
     /// NSX Manager's distributed firewall for the control-plane VMs: only with
     /// `--nsx-manager` (absent otherwise, so a report is what it was).
     #[serde(default, skip_serializing_if = "Option::is_none")]

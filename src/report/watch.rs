@@ -25,7 +25,7 @@ fn reaches_peers(report: &DiagnoseReport, node: &str) -> Option<bool> {
 /// Why the verdict moved from `before` to `after`, from the nodes' point of view: "X reaches its
 /// peers again", "X no longer reaches its peers", "X could not be probed"; else the new
 /// verdict's own summary.
-pub fn why_changed(before: &DiagnoseReport, after: &DiagnoseReport) -> String {
+pub(crate) fn why_changed(before: &DiagnoseReport, after: &DiagnoseReport) -> String {
     let mut said = Vec::new();
     for n in &after.nodes {
         let then = reaches_peers(before, &n.name);
@@ -50,7 +50,7 @@ pub fn why_changed(before: &DiagnoseReport, after: &DiagnoseReport) -> String {
 /// The pairs of nodes that failed at `before` (some path between them, either way, any port)
 /// and were seen working both ways on every port at `after`: "cp1↔cp2 recovered (failing since
 /// 2026-12-01T10:00:00Z)", the onset from `before`'s timeline when it has one.
-pub fn recovered_pairs(before: &DiagnoseReport, after: &DiagnoseReport) -> Vec<String> {
+pub(crate) fn recovered_pairs(before: &DiagnoseReport, after: &DiagnoseReport) -> Vec<String> {
     use std::collections::BTreeSet;
     let pair = |a: &str, b: &str| {
         if a <= b {

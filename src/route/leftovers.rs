@@ -21,7 +21,7 @@ use crate::report::{CleanupAction, CleanupItem};
 
 /// Where to look and what to do.
 #[derive(Debug, Clone, Copy)]
-pub struct Scope<'a> {
+pub(crate) struct Scope<'a> {
     /// `None` for all namespaces.
     pub namespace: Option<&'a str>,
     pub older_than: Option<Duration>,
@@ -33,13 +33,13 @@ pub struct Scope<'a> {
 /// How long past its deadline a pod is still taken as in use. The run that created a pod ends
 /// within the deadline plus its final deletes (15 s); the rest covers a clock difference
 /// between this machine and the API server (the timestamps are the server's, `now` is ours).
-pub const DEADLINE_GRACE: Duration = Duration::from_secs(60);
+pub(crate) const DEADLINE_GRACE: Duration = Duration::from_secs(60);
 
 /// Whether a run may still be using `pod` at `now`: it has not finished and is not past its
 /// deadline (counted from `startTime`, when the kubelet starts its clock, else from its
 /// creation) plus [`DEADLINE_GRACE`]. A pod without a deadline or a time to count it from is
 /// not one we made as we make them: taken as in use, so only `--all` deletes it.
-pub fn in_use(pod: &Pod, now: Timestamp) -> bool {
+pub(crate) fn in_use(pod: &Pod, now: Timestamp) -> bool {
     let status = pod.status.as_ref();
     if matches!(
         status.and_then(|s| s.phase.as_deref()),
@@ -67,7 +67,11 @@ pub fn in_use(pod: &Pod, now: Timestamp) -> bool {
 
 /// Finds our pods behind `client` and deletes those the scope allows; `cluster` names where
 /// they are in the report (`supervisor`, or the workload cluster's name).
-pub async fn clean(client: &Client, cluster: &str, scope: &Scope<'_>) -> Result<Vec<CleanupItem>> {
+pub(crate) async fn clean(
+    client: &Client,
+    cluster: &str,
+    scope: &Scope<'_>,
+) -> Result<Vec<CleanupItem>> {
     let api: Api<Pod> = match scope.namespace {
         Some(ns) => Api::namespaced(client.clone(), ns),
         None => Api::all(client.clone()),

@@ -19,11 +19,11 @@
 //! its lines.
 
 pub mod jumpbox;
-pub mod leftovers;
-pub mod lifecycle;
+pub(crate) mod leftovers;
+pub(crate) mod lifecycle;
 pub mod pod;
 pub mod ssh;
-pub mod via;
+pub(crate) mod via;
 
 use std::collections::BTreeMap;
 use std::net::IpAddr;
@@ -41,8 +41,8 @@ use crate::probe::{identity, HostKey, NodeReport, PortReach, ProbeOutput, ReachE
 use crate::progress::Progress;
 use crate::workload::{WorkloadApi, WorkloadCheck};
 
-pub use lifecycle::PodTracker;
-pub use via::{auto, AUTO_HELP};
+pub(crate) use lifecycle::PodTracker;
+pub(crate) use via::{auto, AUTO_HELP};
 
 /// A route, resolved: what `--via` named or `auto` chose.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -101,7 +101,7 @@ impl Via {
 
 /// How many nodes are probed at once. Above it, a large control plane waits its turn instead
 /// of opening hundreds of pods or ssh sessions together.
-pub const DEFAULT_PARALLEL: usize = 16;
+pub(crate) const DEFAULT_PARALLEL: usize = 16;
 
 /// `--via`, the flags the routes share and each route's own, typed and parsed once by clap as
 /// part of `diagnose`'s options. The fields' order is `--help`'s.
@@ -143,22 +143,13 @@ impl RouteArgs {
 
 /// The chosen route with its settings for one cluster: what it would create and how to open it.
 #[derive(Debug, Clone)]
-pub enum RouteSettings {
+pub(crate) enum RouteSettings {
     Pod(pod::PodSettings),
     Jumpbox(jumpbox::JumpboxSettings),
     Ssh(ssh::SshRouteSettings),
 }
 
 impl RouteSettings {
-    /// Which route these are the settings of.
-    pub fn route(&self) -> Route {
-        match self {
-            RouteSettings::Pod(_) => Route::Pod,
-            RouteSettings::Jumpbox(_) => Route::Jumpbox,
-            RouteSettings::Ssh(_) => Route::Ssh,
-        }
-    }
-
     /// `--dry-run`: the pods this route would create to reach `targets` (those with an
     /// address): one per node (`pod`), one for them all (`jumpbox`), or none (`ssh`).
     pub fn would_create(&self, targets: &[Target]) -> Vec<Pod> {
@@ -285,7 +276,7 @@ impl From<std::result::Result<ProbeOutput, ReachError>> for Reached {
 /// document is checked here, whatever the route, to come from the node it was sent to (its
 /// addresses hold the target's IP, its host name is the node's: [`identity`]); one from another
 /// machine is an `IdentityMismatch`, an unreached node.
-pub async fn probe_all(
+pub(crate) async fn probe_all(
     session: &Session<'_>,
     targets: &[Target],
     run: &Run<'_>,
@@ -399,7 +390,7 @@ impl PodBasics {
 /// the cut (a long cluster name) would all get one pod name: one create would win and the
 /// others fail with 409. The hash is FNV-1a, stable across Rust versions and platforms (std's
 /// hasher is not), so a name reads the same in every run's pods and in `--dry-run`.
-pub fn pod_name(prefix: &str, node: &str, run_id: &str) -> String {
+pub(crate) fn pod_name(prefix: &str, node: &str, run_id: &str) -> String {
     let plain = format!("{prefix}{node}-{run_id}");
     if crate::names::validate_dns1123_label(&plain).is_ok() {
         return plain;
@@ -428,7 +419,7 @@ fn fnv1a32(bytes: &[u8]) -> u32 {
 }
 
 /// Small requests (the probe waits on the network, not the CPU) and a modest limit.
-pub fn small_resources(memory_limit: &str) -> ResourceRequirements {
+pub(crate) fn small_resources(memory_limit: &str) -> ResourceRequirements {
     let quantities = |cpu: &str, mem: &str| {
         BTreeMap::from([
             ("cpu".to_string(), Quantity(cpu.into())),
@@ -443,7 +434,7 @@ pub fn small_resources(memory_limit: &str) -> ResourceRequirements {
 }
 
 /// A short random id shared by all pods of one run (label and name suffix).
-pub fn run_id() -> String {
+pub(crate) fn run_id() -> String {
     use std::hash::{BuildHasher, Hasher};
     let mut h = std::collections::hash_map::RandomState::new().build_hasher();
     h.write_u128(

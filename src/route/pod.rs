@@ -32,12 +32,12 @@ use crate::probe::{ReachError, ReachErrorKind};
 /// to move it.
 pub const DEFAULT_IMAGE: &str =
     "docker.io/library/busybox:1.36@sha256:73aaf090f3d85aa34ee199857f03fa3a95c8ede2ffd4cc2cdb5b94e566b11662";
-pub const DEFAULT_NAMESPACE: &str = "kube-system";
-pub const CONTAINER: &str = "probe";
-pub const NODE_CRITICAL: &str = "system-node-critical";
+pub(crate) const DEFAULT_NAMESPACE: &str = "kube-system";
+pub(crate) const CONTAINER: &str = "probe";
+pub(crate) const NODE_CRITICAL: &str = "system-node-critical";
 
 #[derive(Debug, Clone)]
-pub struct PodSettings {
+pub(crate) struct PodSettings {
     /// The namespace of the probe pods in the workload cluster.
     pub namespace: String,
     pub image: String,
@@ -47,7 +47,7 @@ pub struct PodSettings {
 }
 
 /// A pod name that says what it is and stays a valid DNS label: `etcdnet-probe-<node>-<run>`.
-pub fn pod_name(node: &str, run_id: &str) -> String {
+pub(crate) fn pod_name(node: &str, run_id: &str) -> String {
     super::pod_name("etcdnet-probe-", node, run_id)
 }
 
@@ -55,12 +55,17 @@ pub fn pod_name(node: &str, run_id: &str) -> String {
 /// the node's firewall rules (`nft list ruleset` asks nf_tables over netlink, which answers
 /// only with CAP_NET_ADMIN; legacy `iptables-save` opens a raw socket, CAP_NET_RAW, and asks
 /// the tables with getsockopt, CAP_NET_ADMIN). The probe only lists: it changes no rule.
-pub const PROBE_CAPABILITIES: &[&str] = &["SYS_CHROOT", "NET_ADMIN", "NET_RAW"];
+pub(crate) const PROBE_CAPABILITIES: &[&str] = &["SYS_CHROOT", "NET_ADMIN", "NET_RAW"];
 
 /// The probe pod for one node: `name` is the node's name in reports, `node_name` the Node it is
 /// pinned to. `command` is the probe's argv as run on the host (it is prefixed with
 /// `chroot /host`).
-pub fn debug_pod(name: &str, node_name: &str, settings: &PodSettings, command: &[String]) -> Pod {
+pub(crate) fn debug_pod(
+    name: &str,
+    node_name: &str,
+    settings: &PodSettings,
+    command: &[String],
+) -> Pod {
     let host = Volume {
         name: "host".into(),
         host_path: Some(HostPathVolumeSource {
@@ -131,7 +136,7 @@ pub fn debug_pod(name: &str, node_name: &str, settings: &PodSettings, command: &
 }
 
 /// `--via pod`'s help line.
-pub const HELP: &str = "A debug pod pinned to each node (host network, the host's / at /host), through the workload cluster's API";
+pub(crate) const HELP: &str = "A debug pod pinned to each node (host network, the host's / at /host), through the workload cluster's API";
 
 /// The pod route's flags, and `--image-pull-secret`, which every pod of the run gets (the
 /// jumpbox's too): one block because `--help` shows it between the two.

@@ -19,12 +19,12 @@ use crate::supervisor::{NetworkStack, StackFact};
 use crate::workload::WorkloadApi;
 
 /// `--via`'s help line for `auto`.
-pub const AUTO_HELP: &str = "pod when the workload API answers, else jumpbox (NSX, VPC), or ssh on a VDS Supervisor when the VMs answer on TCP 22";
+pub(crate) const AUTO_HELP: &str = "pod when the workload API answers, else jumpbox (NSX, VPC), or ssh on a VDS Supervisor when the VMs answer on TCP 22";
 
 /// The longest `auto` waits for a VM's TCP 22 on a VDS Supervisor (all VMs at once): a VM on a
 /// routed network answers a SYN within milliseconds; 2 s covers a slow path without making an
 /// admin wait for a route that is not there. The ssh route's port checks wait as long.
-pub const SSH_PORT_CHECK: Duration = super::ssh::ports::PORT_CHECK;
+pub(crate) const SSH_PORT_CHECK: Duration = super::ssh::ports::PORT_CHECK;
 
 /// Which VMs answered on TCP 22 from this machine, and why the others did not.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -36,7 +36,7 @@ pub struct SshPortCheck {
 
 /// Whether `auto` needs [`check_ssh_port`] before it can choose: the workload API dark on a VDS
 /// Supervisor.
-pub fn needs_ssh_check(via: super::Via, api: &WorkloadApi, stack: &StackFact) -> bool {
+pub(crate) fn needs_ssh_check(via: super::Via, api: &WorkloadApi, stack: &StackFact) -> bool {
     via == super::Via::Auto && !api.is_reachable() && stack.stack == NetworkStack::Vds
 }
 
@@ -49,7 +49,7 @@ const GREETING_LIMIT: usize = 1024;
 /// the server sends it on connect). A bare accepted connection is not enough: a transparent
 /// proxy or a port forwarder accepts every connect and greets with nothing. Nothing is sent;
 /// the connection is closed after the greeting.
-pub async fn check_ssh_port(ips: &[IpAddr], timeout: Duration) -> SshPortCheck {
+pub(crate) async fn check_ssh_port(ips: &[IpAddr], timeout: Duration) -> SshPortCheck {
     let tries = ips.iter().map(|&ip| async move {
         let result = match tokio::time::timeout(timeout, greeting(ip)).await {
             Ok(r) => r,
@@ -96,7 +96,7 @@ pub struct NoRoute(pub String);
 /// `auto`: the route for a cluster whose workload API is `api`, on a Supervisor whose stack is
 /// `stack`; `ssh` is the TCP 22 check, made when [`needs_ssh_check`] says so. The reason names
 /// the stack.
-pub fn auto(
+pub(crate) fn auto(
     api: &WorkloadApi,
     stack: &StackFact,
     ssh: Option<&SshPortCheck>,
@@ -157,7 +157,7 @@ pub fn auto(
 /// is created,
 /// with the routes that can (the jumpbox where vSphere Pods run, else direct ssh), instead of
 /// a report whose every node repeats the same reason.
-pub fn pod_without_api(api: &WorkloadApi, stack: &StackFact) -> NoRoute {
+pub(crate) fn pod_without_api(api: &WorkloadApi, stack: &StackFact) -> NoRoute {
     let instead = if stack.stack.runs_vsphere_pods() {
         "use --via jumpbox (a vSphere Pod in the Supervisor reaches the VMs), or leave out --via (auto takes the jumpbox)"
     } else {
@@ -173,7 +173,7 @@ pub fn pod_without_api(api: &WorkloadApi, stack: &StackFact) -> NoRoute {
 /// route may know better, e.g. a Supervisor that gained vSphere Pods), with this warning in the
 /// route's reason; the pod's refusal or `FailedScheduling` then ends the run within seconds
 /// with its remedy.
-pub fn named_reason(route: Route, stack: &StackFact) -> String {
+pub(crate) fn named_reason(route: Route, stack: &StackFact) -> String {
     let named = format!("--via {}", route.name());
     if route == Route::Jumpbox && !stack.stack.runs_vsphere_pods() {
         format!(

@@ -25,7 +25,7 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 /// Why `ip` is no address of another host (the words a finding uses), or None when it may be
 /// probed.
-pub fn refusal(ip: IpAddr) -> Option<&'static str> {
+pub(crate) fn refusal(ip: IpAddr) -> Option<&'static str> {
     match ip {
         IpAddr::V4(v4) => refusal_v4(v4),
         IpAddr::V6(v6) => refusal_v6(v6),

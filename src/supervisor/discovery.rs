@@ -20,8 +20,9 @@ use serde_json::Value;
 
 use crate::error::{Error, Result};
 
+#[cfg(test)]
+pub(crate) use super::kinds::CONTROLPLANE_GROUP;
 use super::kinds::{Group, Kind, KindId, Versions};
-pub use super::kinds::{CAPI_GROUP, CONTROLPLANE_GROUP, INFRA_GROUP, VMOPERATOR_GROUP};
 
 /// kubectl's order: aggregated v2, v2beta1 (Kubernetes 1.26–1.29), then the plain answer.
 const ACCEPT: &str = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,\
@@ -31,7 +32,7 @@ application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList,applic
 /// discovery), the kinds it serves there with their resource names.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct ServedGroup {
+pub(crate) struct ServedGroup {
     pub version: String,
     /// kind → plural. None: the server gave no resource lists (plain discovery).
     pub kinds: Option<BTreeMap<String, String>>,
@@ -41,7 +42,7 @@ pub struct ServedGroup {
 /// walk reads.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct SupervisorApis {
+pub(crate) struct SupervisorApis {
     pub virtual_machine: ApiResource,
     pub cluster: ApiResource,
     pub machine: ApiResource,
@@ -112,7 +113,7 @@ impl SupervisorApis {
 
 /// Confirms the context is a Supervisor (serves vm-operator and CAPI) and picks the versions,
 /// in one request.
-pub async fn discover(client: &Client, context: &str) -> Result<SupervisorApis> {
+pub(crate) async fn discover(client: &Client, context: &str) -> Result<SupervisorApis> {
     let request = http::Request::get("/apis")
         .header(http::header::ACCEPT, ACCEPT)
         .body(Vec::new())
@@ -125,7 +126,7 @@ pub async fn discover(client: &Client, context: &str) -> Result<SupervisorApis> 
 }
 
 /// Reads a `/apis` answer, aggregated or plain (pure, for tests and offline use).
-pub fn from_answer(answer: &Value, context: &str) -> Result<SupervisorApis> {
+pub(crate) fn from_answer(answer: &Value, context: &str) -> Result<SupervisorApis> {
     let groups = match answer["kind"].as_str() {
         Some("APIGroupDiscoveryList") => aggregated_groups(answer),
         _ => plain_groups(answer),

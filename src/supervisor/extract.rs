@@ -36,7 +36,7 @@ fn int_at(v: &Value, path: &[&str]) -> Option<i64> {
 
 /// The VM's primary IP: `status.network.primaryIP4` (v1alpha2+), else `primaryIP6`, else
 /// `status.vmIp` (v1alpha1). Values that are not IP addresses are ignored rather than trusted.
-pub fn vm_ip(data: &Value) -> Option<IpAddr> {
+pub(crate) fn vm_ip(data: &Value) -> Option<IpAddr> {
     [
         &["status", "network", "primaryIP4"][..],
         &["status", "network", "primaryIP6"][..],
@@ -56,7 +56,7 @@ pub fn vm_ip(data: &Value) -> Option<IpAddr> {
 /// `VirtualMachineNetworkConfigInterfaceIPStatus` in api/v1alpha3..v1alpha6
 /// virtualmachine_network_types.go (v1alpha1 and v1alpha2 have no `config`). Entries that are
 /// not an address (with or without a prefix) are skipped, never trusted.
-pub fn vm_config_ips(data: &Value) -> Vec<IpAddr> {
+pub(crate) fn vm_config_ips(data: &Value) -> Vec<IpAddr> {
     data.pointer("/status/network/config/interfaces")
         .and_then(Value::as_array)
         .into_iter()
@@ -83,7 +83,7 @@ fn split(ip: Option<IpAddr>) -> (Option<IpAddr>, Option<IpAddr>) {
 
 /// The VM's primary IP split by the address rule ([`super::address`]): (the address to use,
 /// the address refused). At most one is Some; both None when the VM reports none yet.
-pub fn vm_address(data: &Value) -> (Option<IpAddr>, Option<IpAddr>) {
+pub(crate) fn vm_address(data: &Value) -> (Option<IpAddr>, Option<IpAddr>) {
     let (ip, refused, _) = vm_address_sourced(data);
     (ip, refused)
 }
@@ -92,7 +92,7 @@ pub fn vm_address(data: &Value) -> (Option<IpAddr>, Option<IpAddr>) {
 /// the guest reports none at all, the first address of `status.network.config`
 /// ([`vm_config_ips`]). The same address rule holds for both; a refused guest address is not
 /// replaced by another (the guest's report is what is in doubt: docs/security.md).
-pub fn vm_address_sourced(data: &Value) -> (Option<IpAddr>, Option<IpAddr>, AddressSource) {
+pub(crate) fn vm_address_sourced(data: &Value) -> (Option<IpAddr>, Option<IpAddr>, AddressSource) {
     if let Some(ip) = vm_ip(data) {
         let (ip, refused) = split(Some(ip));
         return (ip, refused, AddressSource::Guest);
@@ -110,7 +110,7 @@ pub fn vm_address_sourced(data: &Value) -> (Option<IpAddr>, Option<IpAddr>, Addr
 /// one: its first `InternalIP`, else its first `ExternalIP` (CAPI `MachineAddress` types; CAPV
 /// copies the VM's address into the VSphereMachine's and CAPI into the Machine's
 /// `status.addresses`), under the same address rule: (the address to use, the address refused).
-pub fn machine_address(m: &MachineInfo) -> (Option<IpAddr>, Option<IpAddr>) {
+pub(crate) fn machine_address(m: &MachineInfo) -> (Option<IpAddr>, Option<IpAddr>) {
     let first = |kind: &str| {
         m.addresses
             .iter()
@@ -123,7 +123,7 @@ pub fn machine_address(m: &MachineInfo) -> (Option<IpAddr>, Option<IpAddr>) {
 /// The ESXi host the VM runs on: `status.host` (vm-operator v1alpha1..v1alpha3), renamed
 /// `status.nodeName` from v1alpha4 (api/v1alpha4..v1alpha6 virtualmachine_types.go, written
 /// by `reconcileStatusNodeName` from the VM's `summary.runtime.host`).
-pub fn vm_host(data: &Value) -> Option<String> {
+pub(crate) fn vm_host(data: &Value) -> Option<String> {
     str_at(data, &["status", "nodeName"])
         .or_else(|| str_at(data, &["status", "host"]))
         .map(str::to_string)
@@ -131,13 +131,13 @@ pub fn vm_host(data: &Value) -> Option<String> {
 
 /// The vSphere Zone the VM was placed in: `status.zone` (v1alpha1..v1alpha6; empty when the
 /// Supervisor is not zone-aware).
-pub fn vm_zone(data: &Value) -> Option<String> {
+pub(crate) fn vm_zone(data: &Value) -> Option<String> {
     str_at(data, &["status", "zone"]).map(str::to_string)
 }
 
 /// A Machine's `spec.infrastructureRef`.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct InfraRef {
+pub(crate) struct InfraRef {
     pub kind: String,
     pub name: String,
     /// v1beta1 references carry it; v1beta2 ones do not.
@@ -146,7 +146,7 @@ pub struct InfraRef {
 
 /// A Machine's `spec.infrastructureRef` (v1beta1 ObjectReference with `uid`, v1beta2
 /// ContractVersionedObjectReference without).
-pub fn infrastructure_ref(data: &Value) -> Option<InfraRef> {
+pub(crate) fn infrastructure_ref(data: &Value) -> Option<InfraRef> {
     let r = data.get("spec")?.get("infrastructureRef")?;
     Some(InfraRef {
         kind: str_at(r, &["kind"])?.to_string(),
@@ -156,7 +156,7 @@ pub fn infrastructure_ref(data: &Value) -> Option<InfraRef> {
 }
 
 /// `status.powerState`, normalised: v1alpha1 says `poweredOn`, later versions `PoweredOn`.
-pub fn vm_power(data: &Value) -> PowerState {
+pub(crate) fn vm_power(data: &Value) -> PowerState {
     match str_at(data, &["status", "powerState"]) {
         None => PowerState::Unknown,
         Some(s) => match s.to_ascii_lowercase().as_str() {
@@ -169,7 +169,7 @@ pub fn vm_power(data: &Value) -> PowerState {
 }
 
 /// The VM class (`spec.className`), shown in wide output.
-pub fn vm_class(data: &Value) -> Option<String> {
+pub(crate) fn vm_class(data: &Value) -> Option<String> {
     str_at(data, &["spec", "className"]).map(str::to_string)
 }
 
@@ -177,7 +177,7 @@ pub fn vm_class(data: &Value) -> Option<String> {
 /// (`apiVersion`, `kind`, `name`); v1beta2 a ContractVersionedObjectReference (`apiGroup`,
 /// `kind`, `name`) with no version: the version is then whatever the server prefers.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ControlPlaneRef {
+pub(crate) struct ControlPlaneRef {
     pub group: String,
     /// Only v1beta1 names a version; a hint, discovery decides.
     pub version: Option<String>,
@@ -185,7 +185,7 @@ pub struct ControlPlaneRef {
     pub name: String,
 }
 
-pub fn control_plane_ref(cluster_data: &Value) -> Option<ControlPlaneRef> {
+pub(crate) fn control_plane_ref(cluster_data: &Value) -> Option<ControlPlaneRef> {
     let r = cluster_data.get("spec")?.get("controlPlaneRef")?;
     let kind = str_at(r, &["kind"])?.to_string();
     let name = str_at(r, &["name"])?.to_string();
@@ -207,7 +207,7 @@ pub fn control_plane_ref(cluster_data: &Value) -> Option<ControlPlaneRef> {
 }
 
 /// `spec.controlPlaneEndpoint` as `host:port`.
-pub fn cluster_endpoint(cluster_data: &Value) -> Option<String> {
+pub(crate) fn cluster_endpoint(cluster_data: &Value) -> Option<String> {
     let host = str_at(cluster_data, &["spec", "controlPlaneEndpoint", "host"])?;
     match int_at(cluster_data, &["spec", "controlPlaneEndpoint", "port"]) {
         Some(port) => Some(format!("{host}:{port}")),
@@ -216,7 +216,7 @@ pub fn cluster_endpoint(cluster_data: &Value) -> Option<String> {
 }
 
 /// `spec.controlPlaneEndpoint` as host and port (a port outside 0..=65535 is no port).
-pub fn endpoint(cluster_data: &Value) -> Option<Endpoint> {
+pub(crate) fn endpoint(cluster_data: &Value) -> Option<Endpoint> {
     let host = str_at(cluster_data, &["spec", "controlPlaneEndpoint", "host"])?;
     if host.is_empty() {
         return None;
@@ -232,12 +232,12 @@ pub fn endpoint(cluster_data: &Value) -> Option<Endpoint> {
     })
 }
 
-pub fn phase(data: &Value) -> Option<String> {
+pub(crate) fn phase(data: &Value) -> Option<String> {
     str_at(data, &["status", "phase"]).map(str::to_string)
 }
 
 /// Reads a Machine (v1beta1 or v1beta2: the fields we use kept their names).
-pub fn machine(name: &str, data: &Value) -> MachineInfo {
+pub(crate) fn machine(name: &str, data: &Value) -> MachineInfo {
     let addresses = data
         .pointer("/status/addresses")
         .and_then(Value::as_array)
@@ -271,7 +271,7 @@ pub fn machine(name: &str, data: &Value) -> MachineInfo {
 /// The names are the same in every shape (CAPI's controlplane/kubeadm API types:
 /// `MachineEtcdMemberHealthyCondition` / `MachineEtcdPodHealthyCondition` in v1beta1,
 /// `KubeadmControlPlaneMachineEtcd{Member,Pod}HealthyCondition` in v1beta2).
-pub const MACHINE_ETCD_CONDITIONS: [&str; 2] = ["EtcdMemberHealthy", "EtcdPodHealthy"];
+pub(crate) const MACHINE_ETCD_CONDITIONS: [&str; 2] = ["EtcdMemberHealthy", "EtcdPodHealthy"];
 
 /// A Machine's etcd conditions, wherever its version keeps them:
 /// - v1beta1: `status.conditions[]` (CAPI's own type: `type`, `status`, `severity`, `reason`,
@@ -281,7 +281,7 @@ pub const MACHINE_ETCD_CONDITIONS: [&str; 2] = ["EtcdMemberHealthy", "EtcdPodHea
 ///
 /// As for the KCP, the metav1 shape wins where both carry a type; the other only adds types not
 /// seen yet. The order is [`MACHINE_ETCD_CONDITIONS`]'s.
-pub fn machine_etcd_conditions(data: &Value) -> Vec<Condition> {
+pub(crate) fn machine_etcd_conditions(data: &Value) -> Vec<Condition> {
     let etcd = |kind: &str| MACHINE_ETCD_CONDITIONS.contains(&kind);
     let mut found: Vec<Condition> = Vec::new();
     // A v1beta1 object has no `deprecated` block and a v1beta2 object no `v1beta2` block, so one
@@ -333,7 +333,7 @@ fn conditions_at(data: &Value, pointer: &str, keep: impl Fn(&str) -> bool) -> Ve
 /// - v1beta1 on CAPI 1.9/1.10: the same names under `status.v1beta2`, next to the old ones;
 /// - v1beta1: `status.{replicas,readyReplicas,updatedReplicas,unavailableReplicas}`, so
 ///   available = replicas - unavailable.
-pub fn kcp(name: &str, api_version: &str, data: &Value) -> KcpInfo {
+pub(crate) fn kcp(name: &str, api_version: &str, data: &Value) -> KcpInfo {
     let replicas = int_at(data, &["status", "replicas"]);
     let ready = int_at(data, &["status", "readyReplicas"])
         .or_else(|| int_at(data, &["status", "v1beta2", "readyReplicas"]));

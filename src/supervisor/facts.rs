@@ -234,7 +234,7 @@ impl KcpInfo {
 /// Whole seconds from `rfc3339` (a time as a Supervisor object has it: a condition's
 /// `lastTransitionTime`, a [`RolloutPhase`]'s `since`) to `now`: 0 for a time ahead of `now`
 /// (the Supervisor's clock and ours differ), None when it is no RFC 3339 time.
-pub fn seconds_since(rfc3339: &str, now: SystemTime) -> Option<u64> {
+pub(crate) fn seconds_since(rfc3339: &str, now: SystemTime) -> Option<u64> {
     let t = humantime::parse_rfc3339_weak(rfc3339.trim()).ok()?;
     Some(now.duration_since(t).map(|d| d.as_secs()).unwrap_or(0))
 }

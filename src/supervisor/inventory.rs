@@ -17,21 +17,21 @@ use serde_json::Value;
 use super::discovery::SupervisorApis;
 use super::facts::*;
 use super::kinds::{KindId, KINDS, VM_LABELS};
-pub use super::kinds::{CLUSTER_NAME_LABEL, CONTROL_PLANE_LABEL};
+pub(crate) use super::kinds::{CLUSTER_NAME_LABEL, CONTROL_PLANE_LABEL};
 use super::network::{self, NetKind, NetworkObjects, NetworkRead};
 use super::{extract, join, remediation, rollout, targets};
 use crate::error::{Error, Result};
 
 /// The objects read, per kind.
-pub type Objects = BTreeMap<KindId, Vec<DynamicObject>>;
+pub(crate) type Objects = BTreeMap<KindId, Vec<DynamicObject>>;
 
 /// Why a kind whose failed request is a note ([`super::kinds::Need::Advice`]) could not be
 /// read, per kind.
-pub type Unread = BTreeMap<KindId, String>;
+pub(crate) type Unread = BTreeMap<KindId, String>;
 
 /// The objects read in one vSphere Namespace.
 #[derive(Debug, Clone)]
-pub struct Inventory {
+pub(crate) struct Inventory {
     pub namespace: String,
     pub apis: SupervisorApis,
     /// The objects of each kind read, as listed (the control planes each with its type: the
@@ -50,7 +50,7 @@ pub struct Inventory {
 
 /// Where we are: the context's name (for messages) and the namespace to look in.
 #[derive(Debug, Clone)]
-pub struct Scope {
+pub(crate) struct Scope {
     pub context: String,
     pub namespace: String,
     /// `kubectl` as the run reached the Supervisor: the commands an error pastes carry it.
@@ -307,6 +307,7 @@ impl Inventory {
     /// ones), as the API served them, each with its apiVersion and kind and without
     /// `metadata.managedFields` (bulky, and nothing of ours). Secrets are never among them: they
     /// are not part of an inventory. See [`Inventory::objects_ranked`] for their order.
+    #[cfg(test)]
     pub fn objects_of(&self, cluster_name: &str) -> Vec<Value> {
         self.objects_ranked(cluster_name).0
     }

@@ -37,7 +37,7 @@ use super::facts::{
 
 /// An ownerReference, as the join reads it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Owner {
+pub(crate) struct Owner {
     pub kind: String,
     pub name: String,
     /// None when empty (the API server refuses that; a bundle may say anything).
@@ -58,7 +58,7 @@ impl Owner {
 
 /// A control-plane Machine with what the join checks.
 #[derive(Debug, Clone)]
-pub struct MachineObject {
+pub(crate) struct MachineObject {
     pub info: MachineInfo,
     pub owners: Vec<Owner>,
     pub infra: Option<InfraRef>,
@@ -66,14 +66,14 @@ pub struct MachineObject {
 
 /// A control-plane VM with its ownerReferences.
 #[derive(Debug, Clone)]
-pub struct VmObject {
+pub(crate) struct VmObject {
     pub info: VmInfo,
     pub owners: Vec<Owner>,
 }
 
 /// What Machines and VMs are checked against.
 #[derive(Debug, Clone, Default)]
-pub struct Anchors {
+pub(crate) struct Anchors {
     /// The uid of the cluster's KubeadmControlPlane; None when it was not read, and then no
     /// Machine is owned by it.
     pub kcp_uid: Option<String>,
@@ -93,7 +93,7 @@ enum Key {
     Names,
 }
 
-pub fn join(
+pub(crate) fn join(
     anchors: &Anchors,
     machines: Vec<MachineObject>,
     vms: Vec<VmObject>,
@@ -257,7 +257,7 @@ fn owners(o: &DynamicObject) -> Vec<Owner> {
 }
 
 /// A Machine object as the join reads it.
-pub fn machine_object(o: &DynamicObject) -> MachineObject {
+pub(crate) fn machine_object(o: &DynamicObject) -> MachineObject {
     MachineObject {
         info: extract::machine(o.metadata.name.as_deref().unwrap_or_default(), &o.data),
         owners: owners(o),
@@ -267,7 +267,7 @@ pub fn machine_object(o: &DynamicObject) -> MachineObject {
 
 /// A VirtualMachine object as the join reads it; its address split by the address rule
 /// ([`extract::vm_address`]), so no later stage sees a refused one.
-pub fn vm_object(o: &DynamicObject) -> VmObject {
+pub(crate) fn vm_object(o: &DynamicObject) -> VmObject {
     let owners = owners(o);
     let power = extract::vm_power(&o.data);
     let (mut ip, mut refused_ip, mut ip_source) = extract::vm_address_sourced(&o.data);

@@ -11,22 +11,23 @@ use kube::api::DynamicObject;
 use kube::core::{ApiResource, GroupVersionKind};
 use serde::{Deserialize, Serialize};
 
-pub const VMOPERATOR_GROUP: &str = "vmoperator.vmware.com";
-pub const CAPI_GROUP: &str = "cluster.x-k8s.io";
-pub const CONTROLPLANE_GROUP: &str = "controlplane.cluster.x-k8s.io";
+pub(crate) const VMOPERATOR_GROUP: &str = "vmoperator.vmware.com";
+pub(crate) const CAPI_GROUP: &str = "cluster.x-k8s.io";
+#[cfg(test)]
+pub(crate) const CONTROLPLANE_GROUP: &str = "controlplane.cluster.x-k8s.io";
 /// CAPV's Supervisor-mode group (VSphereMachine v1beta1, and v1beta2 from CAPV 1.14; the join
 /// reads only `metadata`, the same in every version).
-pub const INFRA_GROUP: &str = "vmware.infrastructure.cluster.x-k8s.io";
+pub(crate) const INFRA_GROUP: &str = "vmware.infrastructure.cluster.x-k8s.io";
 /// nsx-operator's group on VPC networking.
-pub const NSX_VPC_GROUP: &str = "crd.nsx.vmware.com";
+pub(crate) const NSX_VPC_GROUP: &str = "crd.nsx.vmware.com";
 /// nsx-operator's group on NCP/T1 networking (the legacy API).
-pub const NSX_T1_GROUP: &str = "nsx.vmware.com";
+pub(crate) const NSX_T1_GROUP: &str = "nsx.vmware.com";
 /// NCP's group (VirtualNetwork).
-pub const NCP_GROUP: &str = "vmware.com";
-pub const NETWORKING_GROUP: &str = "networking.k8s.io";
+pub(crate) const NCP_GROUP: &str = "vmware.com";
+pub(crate) const NETWORKING_GROUP: &str = "networking.k8s.io";
 
-pub const CLUSTER_NAME_LABEL: &str = "cluster.x-k8s.io/cluster-name";
-pub const CONTROL_PLANE_LABEL: &str = "cluster.x-k8s.io/control-plane";
+pub(crate) const CLUSTER_NAME_LABEL: &str = "cluster.x-k8s.io/cluster-name";
+pub(crate) const CONTROL_PLANE_LABEL: &str = "cluster.x-k8s.io/control-plane";
 
 /// Which kind an object is, as the inventory keeps it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -324,7 +325,7 @@ pub const KINDS: &[Kind] = &[
 
 /// The VM label schemes, newest first: `capv.vmware.com/*`, and the `capw.vmware.com/*` of older
 /// Supervisors (used only for a cluster with no VM under the first).
-pub const VM_LABELS: [(super::facts::VmLabelScheme, &str); 2] = [
+pub(crate) const VM_LABELS: [(super::facts::VmLabelScheme, &str); 2] = [
     (super::facts::VmLabelScheme::Capv, "capv.vmware.com"),
     (super::facts::VmLabelScheme::Capw, "capw.vmware.com"),
 ];
@@ -397,7 +398,7 @@ impl NetKind {
 }
 
 /// The vm-operator role selector of a label scheme (`capv.vmware.com/cluster.role=controlplane`).
-pub fn role_selector(prefix: &str) -> String {
+pub(crate) fn role_selector(prefix: &str) -> String {
     format!("{prefix}/cluster.role=controlplane")
 }
 

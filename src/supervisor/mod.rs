@@ -18,33 +18,33 @@
 //!   Supervisor serves an NSX group), sliced per cluster by uid (pure).
 //! - [`stack`]: the networking stack (NSX, VPC, VDS) discovery shows, pure.
 
-pub mod address;
-pub mod discovery;
-pub mod extract;
-pub mod facts;
-pub mod inventory;
-pub mod join;
+pub(crate) mod address;
+pub(crate) mod discovery;
+pub(crate) mod extract;
+pub(crate) mod facts;
+pub(crate) mod inventory;
+pub(crate) mod join;
 pub mod kinds;
-pub mod network;
-pub mod read;
+pub(crate) mod network;
+pub(crate) mod read;
 #[cfg(test)]
 mod read_tests;
-pub mod remediation;
-pub mod rollout;
+pub(crate) mod remediation;
+pub(crate) mod rollout;
 #[cfg(test)]
 mod rollout_tests;
-pub mod stack;
-pub mod targets;
+pub(crate) mod stack;
+pub(crate) mod targets;
 
 use crate::connect::Connection;
 use crate::error::Result;
-pub use discovery::{SupervisorApis, CAPI_GROUP, CONTROLPLANE_GROUP, VMOPERATOR_GROUP};
+pub(crate) use discovery::SupervisorApis;
 pub use facts::*;
-pub use inventory::{Inventory, Scope};
+pub(crate) use inventory::{Inventory, Scope};
 
 /// Discovery, with the first request's failure explained: an unreachable Supervisor shows here,
 /// so the error says which server it was.
-pub async fn apis(conn: &Connection) -> Result<SupervisorApis> {
+pub(crate) async fn apis(conn: &Connection) -> Result<SupervisorApis> {
     discovery::discover(&conn.client, &conn.context)
         .await
         .map_err(|e| {
@@ -61,7 +61,7 @@ pub async fn apis(conn: &Connection) -> Result<SupervisorApis> {
 /// The find stage for one cluster, as the commands use it: discovery, then the cluster's
 /// objects in the connection's namespace, then its facts. Also returns the inventory (the
 /// objects the facts came from, for the evidence bundle).
-pub async fn walk(conn: &Connection, cluster: &str) -> Result<(ClusterFacts, Inventory)> {
+pub(crate) async fn walk(conn: &Connection, cluster: &str) -> Result<(ClusterFacts, Inventory)> {
     let apis = apis(conn).await?;
     let scope = Scope {
         context: conn.context.clone(),

@@ -33,31 +33,31 @@ use serde_json::Value;
 use super::discovery::SupervisorApis;
 use super::kinds::KindId;
 
-pub use super::kinds::{NetKind, NCP_GROUP, NETWORKING_GROUP, NSX_T1_GROUP, NSX_VPC_GROUP};
+pub(crate) use super::kinds::NetKind;
 /// nsx-operator's annotation on a NetworkPolicy it failed to realize.
-pub const NSX_ERROR_ANNOTATION: &str = "nsx-op/error";
+pub(crate) const NSX_ERROR_ANNOTATION: &str = "nsx-op/error";
 /// The most objects of one kind kept per read; beyond it a note says how many were left out.
-pub const MAX_OBJECTS_PER_KIND: usize = 500;
+pub(crate) const MAX_OBJECTS_PER_KIND: usize = 500;
 /// The most characters kept of a condition's reason or message, or an annotation's text.
-pub const MAX_TEXT_CHARS: usize = 512;
+pub(crate) const MAX_TEXT_CHARS: usize = 512;
 /// The most notes of what could not be read that an evidence bundle's are taken in, and their
 /// length (a bundle is anyone's file; ours has one note per resource at most).
-pub const MAX_NOTES: usize = 32;
-pub const MAX_NOTE_CHARS: usize = 300;
+pub(crate) const MAX_NOTES: usize = 32;
+pub(crate) const MAX_NOTE_CHARS: usize = 300;
 /// The most SecurityPolicies of other namespaces kept for one cluster (nsx.vmware.com, T1/NCP
 /// mode), the first by priority; the rest are counted in [`NetworkObjects::policies_left_out`].
-pub const MAX_OTHER_POLICIES: usize = 100;
+pub(crate) const MAX_OTHER_POLICIES: usize = 100;
 /// The annotation the Supervisor puts on a Namespace on VPC networking: nsx-operator reconciles
 /// `crd.nsx.vmware.com` SecurityPolicies as soon as one namespace carries it
 /// (vmware-tanzu/nsx-operator `pkg/config/mixed_mode.go`: `VPCNetworkConfigAnnotation`,
 /// `HasVPCNamespaces`). A namespace editor cannot write it: the Namespace is cluster-scoped.
-pub const VPC_NETWORK_CONFIG_ANNOTATION: &str = "nsx.vmware.com/vpc_network_config";
+pub(crate) const VPC_NETWORK_CONFIG_ANNOTATION: &str = "nsx.vmware.com/vpc_network_config";
 /// The note that the SecurityPolicies of other namespaces could not be read starts with this.
-pub const OTHERS_NOTE: &str = "the SecurityPolicies of other namespaces (a policy there with appliedTo [{}] can apply to these VMs)";
+pub(crate) const OTHERS_NOTE: &str = "the SecurityPolicies of other namespaces (a policy there with appliedTo [{}] can apply to these VMs)";
 
 /// `resource.group` (`securitypolicies.crd.nsx.vmware.com`; `namespaces` for the core group),
 /// as RBAC and kubectl name it.
-pub fn resource_name(ar: &ApiResource) -> String {
+pub(crate) fn resource_name(ar: &ApiResource) -> String {
     if ar.group.is_empty() {
         ar.plural.clone()
     } else {
@@ -68,7 +68,7 @@ pub fn resource_name(ar: &ApiResource) -> String {
 /// What to read, from discovery: nothing unless the Supervisor serves an NSX kind
 /// (crd.nsx.vmware.com, nsx.vmware.com, or vmware.com's VirtualNetwork); then every NSX kind
 /// served, the NetworkPolicies and VSphereClusters when served, and the Namespace.
-pub fn plan(apis: &SupervisorApis) -> Vec<(NetKind, ApiResource)> {
+pub(crate) fn plan(apis: &SupervisorApis) -> Vec<(NetKind, ApiResource)> {
     let plan: Vec<(NetKind, ApiResource)> = NetKind::all()
         .filter_map(|k| apis.resource(KindId::Net(k)).map(|ar| (k, ar)))
         .collect();
@@ -78,8 +78,11 @@ pub fn plan(apis: &SupervisorApis) -> Vec<(NetKind, ApiResource)> {
     plan
 }
 
-/// One resource read, and how many of its objects were kept.
-#[derive(Debug, Clone, PartialEq, Eq)]
+// The contract's type (`networkPolicy.read`): its doc comments are the schema's descriptions.
+/// One network resource read, and how many of its objects are the cluster's.
+#[derive(
+    Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize, schemars::JsonSchema,
+)]
 pub struct ReadCount {
     /// `resource.group`, e.g. `securitypolicies.crd.nsx.vmware.com`.
     pub resource: String,
@@ -89,7 +92,7 @@ pub struct ReadCount {
 /// What one read of the network gave (one namespace, or every namespace with `-A`), before it
 /// is sliced per cluster.
 #[derive(Debug, Clone, Default)]
-pub struct NetworkRead {
+pub(crate) struct NetworkRead {
     /// The resources asked for, by kind.
     pub resources: BTreeMap<NetKind, ApiResource>,
     pub objects: BTreeMap<NetKind, Vec<DynamicObject>>,
@@ -114,9 +117,8 @@ pub struct NetworkRead {
 
 /// The network objects of one cluster ([`NetworkRead::of_cluster`]), as read.
 #[derive(Debug, Clone, Default)]
-pub struct NetworkObjects {
+pub(crate) struct NetworkObjects {
     pub namespace: String,
-    pub cluster: String,
     /// The namespace's SecurityPolicies, each with the kind it was read as (which group), and
     /// (unless the live group is crd.nsx.vmware.com) the other namespaces' nsx.vmware.com ones,
     /// at most [`MAX_OTHER_POLICIES`] by priority (each object carries its namespace).
@@ -133,6 +135,8 @@ pub struct NetworkObjects {
     pub namespace_object: Option<DynamicObject>,
     /// The cluster's VSphereCluster (its `ClusterNetworkReady` condition).
     pub vsphere_cluster: Option<DynamicObject>,
+    // Read by the tests only (the VMs the objects were sliced for).
+    #[cfg_attr(not(test), allow(dead_code))]
     /// The names of `vms` (the uid chain's control-plane VMs).
     pub control_plane_vms: Vec<String>,
     /// The cluster's control-plane VirtualMachines, as read: their labels are what a
@@ -201,9 +205,8 @@ pub(crate) fn cut_note(resource: &str, ns: &str, left: usize) -> String {
 }
 
 impl NetworkRead {
-    /// What [`plan`] would read, with no answer yet: an evidence bundle's objects are put in
-    /// with [`NetworkRead::take`]; every planned resource counts as answered (a bundle keeps
-    /// the objects, not the notes).
+    /// What [`plan`] would read, with no answer yet, for an evidence bundle's objects; every
+    /// planned resource counts as answered (a bundle keeps the objects, not the notes).
     pub fn planned(apis: &SupervisorApis) -> Option<NetworkRead> {
         let plan = plan(apis);
         if plan.is_empty() {
@@ -277,28 +280,6 @@ impl NetworkRead {
         Some((kind, ns, total.saturating_sub(kept)))
     }
 
-    /// Keeps `o` when its apiVersion and kind are one of the planned resources'; gives it back
-    /// otherwise.
-    pub fn take(
-        &mut self,
-        api_version: &str,
-        kind: &str,
-        o: DynamicObject,
-    ) -> Option<DynamicObject> {
-        let found = self
-            .resources
-            .iter()
-            .find(|(_, ar)| ar.api_version == api_version && ar.kind == kind)
-            .map(|(k, _)| *k);
-        match found {
-            Some(k) => {
-                self.objects.entry(k).or_default().push(o);
-                None
-            }
-            None => Some(o),
-        }
-    }
-
     /// The part of a cross-namespace read that is in `ns` (the notes go with every part; the
     /// other namespaces' SecurityPolicies are shared, not copied).
     pub fn in_namespace(&self, ns: &str) -> NetworkRead {
@@ -354,7 +335,6 @@ impl NetworkRead {
         vms: &[&DynamicObject],
     ) -> NetworkObjects {
         let here = |k: NetKind| self.all(k).iter().filter(|o| in_ns(o, ns));
-        let cluster_name = name(cluster);
         let cluster_uid = uid(cluster);
         let infra_kind = cluster
             .data
@@ -492,7 +472,6 @@ impl NetworkRead {
         let (live_policy_kind, networking_basis) = live.unzip();
         NetworkObjects {
             namespace: ns.to_string(),
-            cluster: cluster_name.to_string(),
             security_policies,
             network_policies,
             subnet_sets,
@@ -693,7 +672,7 @@ fn left_out_of(rest: &str) -> Option<usize> {
 
 /// A control-plane VM as a `vmSelector` and a peer see it: its name, its labels and its address.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct VmEndpoint {
+pub(crate) struct VmEndpoint {
     pub name: String,
     pub labels: BTreeMap<String, String>,
     /// The address the VM reports (None: none, or one the plugin refuses, see

@@ -478,7 +478,7 @@ pub(crate) fn failure(e: &kube::Error) -> String {
 /// mode: `appliedTo: [{}]` in another namespace selects these VMs too); across all namespaces
 /// the one list per resource already holds them. Every request is bounded in time and size by
 /// the client ([`crate::bounds`]). Returns None when nothing is to be read.
-pub async fn read_network(
+pub(crate) async fn read_network(
     client: &Client,
     apis: &SupervisorApis,
     ns: Option<&str>,
@@ -490,11 +490,11 @@ pub async fn read_network(
 /// (cut per namespace as any list), or the note of why they could not be; None when the group
 /// is not served. Shared by the per-namespace reads of `-A` when the user may not list
 /// across namespaces ([`read_network_with`]): one request, not one per namespace.
-pub type OthersAnswer =
+pub(crate) type OthersAnswer =
     Option<std::result::Result<(Arc<Vec<DynamicObject>>, BTreeMap<String, usize>), String>>;
 
 /// Lists what [`OthersAnswer`] says.
-pub async fn read_others(client: &Client, apis: &SupervisorApis) -> OthersAnswer {
+pub(crate) async fn read_others(client: &Client, apis: &SupervisorApis) -> OthersAnswer {
     let ar = plan(apis)
         .into_iter()
         .find(|(k, _)| *k == NetKind::T1SecurityPolicy)
@@ -515,7 +515,7 @@ pub async fn read_others(client: &Client, apis: &SupervisorApis) -> OthersAnswer
 
 /// [`read_network`], with the other namespaces' policies already listed (`given`), or listed here when
 /// None and `ns` is one namespace.
-pub async fn read_network_with(
+pub(crate) async fn read_network_with(
     client: &Client,
     apis: &SupervisorApis,
     ns: Option<&str>,
@@ -617,7 +617,7 @@ pub async fn read_network_with(
 /// says (discovery's for a [`Versions::Preferred`](super::kinds::Versions) row); `ns` None for a
 /// cluster-scoped kind. Not found is the API's 404, as a typed `get` gives it. Panics on a row
 /// the walk reads (a caller's mistake, caught by every test that reads it).
-pub async fn named(
+pub(crate) async fn named(
     client: &Client,
     apis: Option<&SupervisorApis>,
     id: KindId,
@@ -640,14 +640,14 @@ pub async fn named(
 
 /// Why [`named`] returned no object: the row's group or kind is not served, or the request failed.
 #[derive(Debug)]
-pub enum Unserved {
+pub(crate) enum Unserved {
     NotServed,
     Failed(kube::Error),
 }
 
 /// A cluster's secret by name (`<cluster>-kubeconfig`, `<cluster>-ssh`), through the Secret row
 /// ([`KindId::Secret`]): not found is the API's 404, as a typed `get` gives it.
-pub async fn secret(client: &Client, namespace: &str, name: &str) -> kube::Result<Secret> {
+pub(crate) async fn secret(client: &Client, namespace: &str, name: &str) -> kube::Result<Secret> {
     match named(client, None, KindId::Secret, Some(namespace), name).await {
         Ok(o) => serde_json::from_value(serde_json::to_value(o).map_err(kube::Error::SerdeError)?)
             .map_err(kube::Error::SerdeError),
@@ -666,7 +666,7 @@ pub async fn secret(client: &Client, namespace: &str, name: &str) -> kube::Resul
 /// ([`KindId::VpcNetworkConfiguration`], [`KindId::NetworkInfo`]) at the version discovery
 /// prefers. Two GETs, each bounded by the client; a failure is the note of what could not be
 /// read, never a failed diagnosis.
-pub async fn read_vpc_objects(
+pub(crate) async fn read_vpc_objects(
     client: &Client,
     apis: &SupervisorApis,
     namespace: &str,

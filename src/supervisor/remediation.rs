@@ -45,15 +45,15 @@ use serde_json::Value;
 use super::facts::{Condition, HealthCheck, KcpRemediation, MarkedMachine, RemediationFacts};
 
 /// CAPI's annotation that pauses one object's reconciliation.
-pub const PAUSED_ANNOTATION: &str = "cluster.x-k8s.io/paused";
+pub(crate) const PAUSED_ANNOTATION: &str = "cluster.x-k8s.io/paused";
 /// CAPI's annotation that keeps a Machine out of a MachineHealthCheck's remediation.
-pub const SKIP_REMEDIATION_ANNOTATION: &str = "cluster.x-k8s.io/skip-remediation";
+pub(crate) const SKIP_REMEDIATION_ANNOTATION: &str = "cluster.x-k8s.io/skip-remediation";
 /// KCP's annotation while a remediation it started waits for the replacement Machine.
-pub const REMEDIATION_IN_PROGRESS_ANNOTATION: &str =
+pub(crate) const REMEDIATION_IN_PROGRESS_ANNOTATION: &str =
     "controlplane.cluster.x-k8s.io/remediation-in-progress";
 
 /// The most MachineHealthChecks kept (a namespace may hold any number).
-pub const MAX_HEALTH_CHECKS: usize = 8;
+pub(crate) const MAX_HEALTH_CHECKS: usize = 8;
 /// The most conditions of one MachineHealthCheck kept.
 const MAX_CONDITIONS: usize = 8;
 /// The longest string kept of any value read here (names are at most 253 in Kubernetes).
@@ -108,7 +108,7 @@ fn duration(data: &Value, v1beta1: &str, v1beta2: &str) -> Option<String> {
 /// Whether the Cluster pauses every controller of it: `spec.paused` true (CAPI's `IsPaused`
 /// reads `cluster.Spec.Paused`; v1beta2 `ptr.Deref(cluster.Spec.Paused, false)`). Its own
 /// `cluster.x-k8s.io/paused` annotation is not this ([`cluster_annotated`]).
-pub fn cluster_paused(cluster: &DynamicObject) -> bool {
+pub(crate) fn cluster_paused(cluster: &DynamicObject) -> bool {
     cluster
         .data
         .pointer("/spec/paused")
@@ -118,14 +118,14 @@ pub fn cluster_paused(cluster: &DynamicObject) -> bool {
 
 /// The Cluster carries `cluster.x-k8s.io/paused`: only the Cluster's own reconciler is paused
 /// by it (`IsPaused(cluster, cluster)`), never the MachineHealthCheck's nor KCP's.
-pub fn cluster_annotated(cluster: &DynamicObject) -> bool {
+pub(crate) fn cluster_annotated(cluster: &DynamicObject) -> bool {
     has_annotation(cluster, PAUSED_ANNOTATION)
 }
 
 /// The MachineHealthChecks of `cluster` that take at least one of its control-plane Machines,
 /// the ones not paused by their own annotation first, each group by name: the order the facts
 /// show them in and a bundle keeps them in, so a cap keeps the live ones.
-pub fn over_control_plane<'a>(
+pub(crate) fn over_control_plane<'a>(
     health_checks: &'a [DynamicObject],
     cluster: &str,
     machines: &[&DynamicObject],
@@ -145,18 +145,18 @@ pub fn over_control_plane<'a>(
 /// apimachinery evaluates it (the MachineHealthCheck controller converts it with
 /// `LabelSelectorAsSelector`). An empty selector takes every object; one apimachinery refuses
 /// (an unknown operator, `In` without values, beyond the bounds) takes none.
-pub fn selects(selector: &Value, labels: &BTreeMap<String, String>) -> bool {
+pub(crate) fn selects(selector: &Value, labels: &BTreeMap<String, String>) -> bool {
     crate::selector::Selector::from_value(selector).is_ok_and(|s| s.matches(labels))
 }
 
 /// The cluster a MachineHealthCheck is for: `spec.clusterName`.
-pub fn health_check_cluster(mhc: &DynamicObject) -> Option<&str> {
+pub(crate) fn health_check_cluster(mhc: &DynamicObject) -> Option<&str> {
     str_at(&mhc.data, "/spec/clusterName")
 }
 
 /// The control-plane Machines (their names) a MachineHealthCheck of `cluster` takes: none
 /// when it is another cluster's.
-pub fn selected<'a>(
+pub(crate) fn selected<'a>(
     mhc: &DynamicObject,
     cluster: &str,
     machines: &[&'a DynamicObject],
@@ -178,7 +178,7 @@ pub fn selected<'a>(
 }
 
 /// One MachineHealthCheck as [`HealthCheck`], with the Machines it takes.
-pub fn health_check(mhc: &DynamicObject, machines: &[&DynamicObject]) -> HealthCheck {
+pub(crate) fn health_check(mhc: &DynamicObject, machines: &[&DynamicObject]) -> HealthCheck {
     let d = &mhc.data;
     let v1beta1 = d
         .pointer("/spec/unhealthyConditions")
@@ -256,7 +256,7 @@ fn condition(data: &Value, kind: &str) -> Option<Condition> {
 
 /// A control-plane Machine's remediation mark, when it has one: `HealthCheckSucceeded` or
 /// `OwnerRemediated` False.
-pub fn marked(machine: &DynamicObject) -> Option<MarkedMachine> {
+pub(crate) fn marked(machine: &DynamicObject) -> Option<MarkedMachine> {
     let is_false = |c: Option<Condition>| c.filter(|c| c.status == "False");
     let health_check = is_false(condition(&machine.data, "HealthCheckSucceeded"));
     let owner_remediated = is_false(condition(&machine.data, "OwnerRemediated"));
@@ -273,7 +273,7 @@ pub fn marked(machine: &DynamicObject) -> Option<MarkedMachine> {
 }
 
 /// The KCP's remediation state (v1beta1 or v1beta2).
-pub fn kcp(kcp: &DynamicObject) -> KcpRemediation {
+pub(crate) fn kcp(kcp: &DynamicObject) -> KcpRemediation {
     let d = &kcp.data;
     let last = d.pointer("/status/lastRemediation").and_then(|l| {
         let machine = str_at(l, "/machine")?;
@@ -306,7 +306,7 @@ pub fn kcp(kcp: &DynamicObject) -> KcpRemediation {
 
 /// The cluster's remediation facts from its Cluster, its KCP, its control-plane Machines and
 /// every MachineHealthCheck read in its namespace (`unread`: why they could not be).
-pub fn facts(
+pub(crate) fn facts(
     cluster: &DynamicObject,
     kcp_object: Option<&DynamicObject>,
     machines: &[&DynamicObject],

@@ -10,7 +10,7 @@ use super::facts::{ControlPlaneNode, PowerState, ProvisioningStep, RolloutPhase,
 
 /// Sets the rollout phase of each node's Machine from its object among `machines` (the
 /// cluster's control-plane Machines, by name).
-pub fn fill(nodes: &mut [ControlPlaneNode], machines: &[&DynamicObject]) {
+pub(crate) fn fill(nodes: &mut [ControlPlaneNode], machines: &[&DynamicObject]) {
     for n in nodes {
         let vm = n.vm.as_ref();
         let Some(m) = n.machine.as_mut() else {
@@ -34,7 +34,11 @@ const PROVISIONING_PHASES: [&str; 3] = ["Pending", "Provisioning", "Provisioned"
 /// A Machine's rollout phase (see [`RolloutPhase`]) from its metadata (`meta`: the object's
 /// `metadata`, as JSON), the rest of the object (`data`) and its VM when it has one. Deleting
 /// wins over provisioning: a Machine deleted before it joined is on its way out.
-pub fn machine_rollout(meta: &Value, data: &Value, vm: Option<&VmInfo>) -> Option<RolloutPhase> {
+pub(crate) fn machine_rollout(
+    meta: &Value,
+    data: &Value,
+    vm: Option<&VmInfo>,
+) -> Option<RolloutPhase> {
     let machine_phase = phase(data);
     let deletion = str_at(meta, &["deletionTimestamp"]).map(str::to_string);
     if deletion.is_some() || machine_phase.as_deref() == Some("Deleting") {

@@ -30,7 +30,7 @@ use super::facts::{NetworkStack, StackFact};
 use super::kinds::{NCP_GROUP, NSX_T1_GROUP, NSX_VPC_GROUP};
 
 /// net-operator's group: the networks of a VDS Supervisor.
-pub const NETOPERATOR_GROUP: &str = "netoperator.vmware.com";
+pub(crate) const NETOPERATOR_GROUP: &str = "netoperator.vmware.com";
 
 /// nsx-operator's kinds that exist only on VPC networking (`build/yaml/crd/vpc/`).
 const VPC_KINDS: &[&str] = &[
@@ -42,7 +42,7 @@ const VPC_KINDS: &[&str] = &[
 ];
 
 /// The stack `apis` shows (pure).
-pub fn of(apis: &SupervisorApis) -> StackFact {
+pub(crate) fn of(apis: &SupervisorApis) -> StackFact {
     let served = |group: &str| apis.groups.contains_key(group);
     // A kind is there when its group is served and the answer listed it, or listed no kinds
     // at all (a plain answer: the group alone then says it): `kind_in`.

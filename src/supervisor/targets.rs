@@ -24,17 +24,17 @@ use super::facts::ControlPlaneNode;
 /// Machines probed beyond the KCP's `spec.replicas`: a rolling update adds one Machine before
 /// it removes one (KCP's `rolloutStrategy.rollingUpdate.maxSurge` is 0 or 1), and a scale-down
 /// keeps the Machine being deleted until its VM is gone.
-pub const SURPLUS: usize = 1;
+pub(crate) const SURPLUS: usize = 1;
 
 /// Machines probed at most, whatever the KCP says (its `spec.replicas` is data too), and when
 /// it says no number: etcd advises at most 7 members, a 7-node control plane rolling has 8
 /// Machines. Bounds the probe pods and ssh sessions of one cluster, and each matrix to 256 cells.
-pub const MAX_TARGETS: usize = 16;
+pub(crate) const MAX_TARGETS: usize = 16;
 // A probe's document is read with room for this many addresses' paths, no fewer.
 const _: () = assert!(MAX_TARGETS <= crate::probe::parse::bounds::MAX_ADDRESSES);
 
 /// How many Machines are probed for a KCP wanting `desired` (None: no KCP, or no replicas).
-pub fn limit(desired: Option<i64>) -> usize {
+pub(crate) fn limit(desired: Option<i64>) -> usize {
     match desired.and_then(|d| usize::try_from(d).ok()) {
         Some(d) => d.saturating_add(SURPLUS).min(MAX_TARGETS),
         None => MAX_TARGETS,
@@ -44,7 +44,7 @@ pub fn limit(desired: Option<i64>) -> usize {
 /// Splits the joined `nodes` into the ones kept (in their order) and the names of the Machines
 /// beyond [`limit`] (in the order they ranked). A VM without a Machine is kept: it is never
 /// probed anyway, and is its own finding. `machines` are the cluster's Machine objects.
-pub fn select(
+pub(crate) fn select(
     nodes: Vec<ControlPlaneNode>,
     machines: &[&DynamicObject],
     desired: Option<i64>,

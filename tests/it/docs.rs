@@ -77,12 +77,14 @@ fn the_readme_names_every_verdict_and_docs_output_too() {
     }
 }
 
-/// Every `pub const EXIT_…: i32 = N;` of src/error.rs, the exit codes' one definition (a sum
+/// Every `pub const EXIT_…: i32 = N;` (or `pub(crate)`) of src/error.rs, the exit codes' one definition (a sum
 /// such as `128 + 15` added up).
 fn exit_codes() -> BTreeSet<String> {
     let source = read("src/error.rs");
     let codes = source.lines().filter_map(|l| {
-        let rest = l.trim().strip_prefix("pub const EXIT_")?;
+        let l = l.trim();
+        let rest = (l.strip_prefix("pub const EXIT_"))
+            .or_else(|| l.strip_prefix("pub(crate) const EXIT_"))?;
         let value = rest.split_once("i32 =")?.1.trim().strip_suffix(';')?;
         let sum = value.split('+').map(|n| {
             n.trim()

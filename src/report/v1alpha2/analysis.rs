@@ -2,11 +2,13 @@
 //! etcd log findings. The log findings are the classifier's own types (`probe::etcdlog`), which
 //! derive the contract's serde names and schema.
 
-pub use crate::analyse::verdict::NodeLogs;
-pub use crate::probe::etcdlog::{
-    Finding as LogFinding, LeaderState, LeaderView, LogFormat, LogKind, LogSummary, LogWindow,
-    WindowEnd,
-};
+pub(crate) use crate::analyse::verdict::NodeLogs;
+pub(crate) use crate::probe::etcdlog::LeaderState;
+pub use crate::probe::etcdlog::LogKind;
+#[cfg(test)]
+pub(crate) use crate::probe::etcdlog::LogSummary;
+#[cfg(test)]
+pub(crate) use crate::probe::etcdlog::{LeaderView, LogFormat, WindowEnd};
 
 #[cfg(test)]
 mod tests {

@@ -8,12 +8,14 @@ use serde::{Deserialize, Serialize};
 
 use crate::supervisor as sv;
 
-pub use crate::analyse::{Finding, FindingCode, Severity};
+pub(crate) use crate::analyse::Finding;
+pub use crate::analyse::{FindingCode, Severity};
+pub(crate) use crate::supervisor::{ApiVersions, ClusterInfo, KcpInfo};
 pub use crate::supervisor::{
-    ApiVersions, ClusterInfo, ControlPlaneNode, IdentityProblem, Join, JoinedBy, KcpInfo,
-    NetworkStack, StackFact as NetworkStackInfo, VmLabelScheme,
+    ControlPlaneNode, IdentityProblem, JoinedBy, NetworkStack, VmLabelScheme,
 };
-pub use crate::workload::{ApiState, WorkloadApi, WorkloadApiCheck};
+pub use crate::workload::ApiState;
+pub(crate) use crate::workload::WorkloadApi;
 
 /// The control plane in numbers, and its KCP.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]

@@ -35,11 +35,6 @@ macro_rules! mirror_enum {
     };
 }
 
-/// Each element of `v` as its contract type.
-pub(crate) fn all<A, B: From<A>>(v: Vec<A>) -> Vec<B> {
-    v.into_iter().map(B::from).collect()
-}
-
 mod analysis;
 mod cluster;
 mod firewall;
@@ -49,33 +44,38 @@ mod node;
 pub(crate) mod nsx_manager;
 mod timeline;
 
-pub use crate::analyse::guard::{GuardState, RemediationGuard};
-pub use crate::analyse::location::{
-    FirewallReadState, FirewallRule, NodeFirewall, PathPlace, Place,
-};
-pub use crate::analyse::matrix::{Cell, CellState, Cells, Matrix};
-pub use crate::analyse::metrics::{EtcdMetrics, Latency, PeerMetrics, ReadResult};
+pub use crate::analyse::guard::GuardState;
+pub(crate) use crate::analyse::guard::RemediationGuard;
+pub use crate::analyse::location::{FirewallReadState, Place};
+#[cfg(test)]
+pub(crate) use crate::analyse::location::{FirewallRule, NodeFirewall, PathPlace};
+pub use crate::analyse::matrix::CellState;
+pub(crate) use crate::analyse::matrix::Matrix;
+pub(crate) use crate::analyse::metrics::{EtcdMetrics, Latency};
+#[cfg(test)]
+pub(crate) use crate::analyse::metrics::{PeerMetrics, ReadResult};
 pub use crate::analyse::verdict::{Verdict, VerdictCode};
-pub use analysis::{
-    LeaderState, LeaderView, LogFinding, LogFormat, LogKind, LogSummary, LogWindow, NodeLogs,
-    WindowEnd,
-};
+pub use analysis::LogKind;
+pub(crate) use analysis::{LeaderState, NodeLogs};
+#[cfg(test)]
+pub(crate) use analysis::{LeaderView, LogFormat, WindowEnd};
 pub use cluster::*;
-pub use location::PacketLocation;
-pub use network::{
-    Action, BlockingRule, CoverReason, CoveredCheck, CoveringRule, Direction, NetworkAssessment,
-    NsxGroup, PathEvaluation, PathOutcome, PathRef, PolicyEvaluation, PolicySummary, PolicyWarning,
-    ReadCount, Realization, RealizationProblem, RealizedState, RuleRef, SetAside, Side,
-    SideOutcome,
-};
+pub(crate) use location::PacketLocation;
+#[cfg(test)]
+pub(crate) use network::RealizationProblem;
+pub(crate) use network::{NetworkAssessment, PathRef, PolicyEvaluation, RealizedState};
 pub use node::*;
-pub use nsx_manager::{
-    CategoryCount, DfwAction, DfwBlockingRule, DfwCheck, DfwNotEnforcedRule, DfwOutcome,
-    DfwPathEvaluation, DfwProof, DfwRule, DfwRuleHits, DfwShadowedRule, NsxEnforcement, NsxGap,
-    NsxIdentityState, NsxKnown, NsxManager, NsxReadCounts, NsxTraceflow, NsxTraceflowResult,
-    NsxVmExclusion, NsxVmIdentity, TraceflowAgreement,
+pub use nsx_manager::NsxKnown;
+pub(crate) use nsx_manager::{
+    DfwAction, DfwCheck, DfwOutcome, DfwProof, DfwRule, NsxIdentityState, NsxManager,
+    NsxTraceflowResult, TraceflowAgreement,
 };
-pub use timeline::{LastProbe, NoLeaderSince, NodeClock, PairOnset, Timeline, TimelineShape};
+#[cfg(test)]
+pub(crate) use nsx_manager::{DfwBlockingRule, NsxGap, NsxTraceflow};
+pub(crate) use timeline::Timeline;
+pub use timeline::TimelineShape;
+#[cfg(test)]
+pub(crate) use timeline::{NoLeaderSince, NodeClock, PairOnset};
 
 #[cfg(test)]
 mod tests;

@@ -5,43 +5,14 @@
 //! renderer reads off them (`RuleRef::text`, `PolicyWarning::text`, ...) are `analyse::network`'s,
 //! which the verdict's evidence uses: one wording.
 
-use serde::{Deserialize, Serialize};
-
-use super::all;
-
-pub use super::firewall::PathRef;
+pub(crate) use super::firewall::PathRef;
 use super::firewall::{Doc, Source, Words};
+pub(crate) use crate::analyse::network::NetworkAssessment;
+#[cfg(test)]
+pub(crate) use crate::analyse::realization::RealizationProblem;
 use crate::analyse::{network, policy};
-use crate::supervisor::network as read;
 
-/// What the reports carry of the cluster's network (present only when an NSX group is served).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct NetworkAssessment {
-    /// Each network resource answered, with how many of its objects are this cluster's.
-    pub read: Vec<ReadCount>,
-    /// What could not be read, one note per failed request.
-    #[serde(default)]
-    pub unread: Vec<String>,
-    /// The network objects NSX (or CAPV) says are not realized.
-    #[serde(default)]
-    pub realization: Vec<RealizationProblem>,
-    /// The SecurityPolicies against the control-plane VMs on TCP 2379/2380.
-    pub evaluation: PolicyEvaluation,
-}
-
-impl From<network::NetworkAssessment> for NetworkAssessment {
-    fn from(a: network::NetworkAssessment) -> Self {
-        NetworkAssessment {
-            read: all(a.read),
-            unread: a.unread,
-            realization: all(a.realization),
-            evaluation: a.evaluation,
-        }
-    }
-}
-
-impl NetworkAssessment {
+impl NetworkAssessment<PolicyEvaluation> {
     /// Whether the NETWORK POLICY section has anything to show: a policy applying to a VM, a
     /// blocking rule, a warning, a realization problem, an unread note.
     pub fn applies(&self) -> bool {
@@ -54,87 +25,13 @@ impl NetworkAssessment {
             || ev.policies_not_read > 0
             || !ev.set_aside.is_empty()
     }
-
-    /// `securitypolicies.crd.nsx.vmware.com 5, subnetports.crd.nsx.vmware.com 3, ...`.
-    pub fn read_text(&self) -> String {
-        let read: Vec<read::ReadCount> = self.read.iter().cloned().map(Into::into).collect();
-        network::read_text(&read)
-    }
-}
-
-/// One network resource read, and how many of its objects are the cluster's.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct ReadCount {
-    /// `resource.group`, e.g. `securitypolicies.crd.nsx.vmware.com`.
-    pub resource: String,
-    pub count: usize,
-}
-
-impl From<read::ReadCount> for ReadCount {
-    fn from(r: read::ReadCount) -> Self {
-        ReadCount {
-            resource: r.resource,
-            count: r.count,
-        }
-    }
-}
-
-impl From<ReadCount> for read::ReadCount {
-    fn from(r: ReadCount) -> Self {
-        read::ReadCount {
-            resource: r.resource,
-            count: r.count,
-        }
-    }
-}
-
-/// A network object NSX (or CAPV) says is not realized, or that claims so itself.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct RealizationProblem {
-    /// The object's kind (`SubnetPort`, `VirtualNetwork`, `Namespace`, ...).
-    pub kind: String,
-    pub name: String,
-    /// The condition's type (`Ready`, ...), or the annotation's key (`nsx-op/error`).
-    pub condition: String,
-    /// The condition's status (`False`, `Unknown`); absent for an annotation.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub status: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub reason: Option<String>,
-    /// The condition's message or the annotation's text, bounded, verbatim.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub message: Option<String>,
-    /// The control-plane VM whose SubnetPort this is.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub vm: Option<String>,
-    /// Only the object's own annotation says so: its editor's claim, never NSX's status.
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub claim: bool,
-}
-
-impl From<crate::analyse::realization::RealizationProblem> for RealizationProblem {
-    fn from(p: crate::analyse::realization::RealizationProblem) -> Self {
-        RealizationProblem {
-            kind: p.kind,
-            name: p.name,
-            condition: p.condition,
-            status: p.status,
-            reason: p.reason,
-            message: p.message,
-            vm: p.vm,
-            claim: p.claim,
-        }
-    }
 }
 
 // The SecurityPolicies' evaluation is the contract as the engine writes it: its types derive
 // Serialize and JsonSchema with the serde attributes that fix their json names (`analyse::policy`).
-pub use policy::{
-    Action, BlockingRule, CoverReason, CoveredCheck, CoveringRule, Direction, NsxGroup,
-    PathEvaluation, PathOutcome, PolicyEvaluation, PolicySummary, PolicyWarning, Realization,
-    RealizedState, RuleRef, SetAside, Side, SideOutcome,
-};
+#[cfg(test)]
+pub(crate) use policy::{Action, Direction, Side};
+pub(crate) use policy::{PolicyEvaluation, PolicyWarning, RealizedState, RuleRef};
 
 impl RuleRef {
     /// `SecurityPolicy ns/name (group, priority P, rules[i] "name")`, as the evidence says it.
@@ -210,13 +107,16 @@ mod tests {
 
     #[test]
     fn an_assessment_is_camel_case_and_round_trips() {
-        let a =
-            NetworkAssessment::from(network::assess(&network::tests::objects("drop-between-cp")));
+        let a: NetworkAssessment<PolicyEvaluation> =
+            network::assess(&network::tests::objects("drop-between-cp")).into();
         let v = serde_json::to_value(&a).unwrap();
         for k in ["read", "unread", "realization", "evaluation"] {
             assert!(v.get(k).is_some(), "{k}");
         }
-        assert_eq!(serde_json::from_value::<NetworkAssessment>(v).unwrap(), a);
+        assert_eq!(
+            serde_json::from_value::<NetworkAssessment<PolicyEvaluation>>(v).unwrap(),
+            a
+        );
     }
 
     #[test]
@@ -238,7 +138,8 @@ mod tests {
 
     #[test]
     fn a_drowned_namespace_gives_bounded_json() {
-        let a = NetworkAssessment::from(network::assess(&network::tests::drowned()));
+        let a: NetworkAssessment<PolicyEvaluation> =
+            network::assess(&network::tests::drowned()).into();
         let json = serde_json::to_string(&a).unwrap();
         assert!(json.len() < 200_000, "{} bytes", json.len());
     }
@@ -296,7 +197,9 @@ mod tests {
     /// camelCase fields.
     #[test]
     fn the_schema_follows_the_serde_attributes() {
-        let schema = serde_json::to_string(&schemars::schema_for!(NetworkAssessment)).unwrap();
+        let schema =
+            serde_json::to_string(&schemars::schema_for!(NetworkAssessment<PolicyEvaluation>))
+                .unwrap();
         for said in [
             "\"crd.nsx.vmware.com\"",
             "\"nsx.vmware.com\"",

@@ -21,22 +21,23 @@ use crate::nsxmanager::model::{clip, DfwInput, DfwVm, Identity, RuleAction};
 use crate::nsxmanager::raw::{Gap, Layout, NsxRead};
 
 /// Names, ids, paths of VMs and ports, and layout parts are cut to the engine's one bound.
-pub use crate::nsxmanager::model::MAX_NAME_CHARS;
+pub(crate) use crate::nsxmanager::model::MAX_NAME_CHARS;
 /// A rule's or a policy's path (the engine keeps them whole up to this).
-pub const MAX_PATH_CHARS: usize = 1024;
+pub(crate) const MAX_PATH_CHARS: usize = 1024;
 /// A line of ours (a reason, a summary, a finding) is cut to this many characters.
-pub const MAX_TEXT_CHARS: usize = 2048;
+pub(crate) const MAX_TEXT_CHARS: usize = 2048;
 /// At most this many paths (every ordered pair of `analyse::dfw::MAX_VMS` VMs on 2 ports).
-pub const MAX_PATHS: usize = 2 * crate::analyse::dfw::MAX_VMS * (crate::analyse::dfw::MAX_VMS - 1);
+pub(crate) const MAX_PATHS: usize =
+    2 * crate::analyse::dfw::MAX_VMS * (crate::analyse::dfw::MAX_VMS - 1);
 /// At most this many VMs are listed.
-pub const MAX_VMS: usize = crate::analyse::dfw::MAX_VMS;
+pub(crate) const MAX_VMS: usize = crate::analyse::dfw::MAX_VMS;
 /// At most this many traceflows are listed (a run creates at most
 /// `nsxmanager::traceflow::MAX_TRACEFLOWS`).
-pub const MAX_TRACEFLOWS: usize = 16;
+pub(crate) const MAX_TRACEFLOWS: usize = 16;
 /// At most this many gaps are listed; `gapsNotListed` counts the rest.
-pub const MAX_GAPS: usize = 32;
+pub(crate) const MAX_GAPS: usize = 32;
 /// At most this many findings and notes each.
-pub const MAX_LINES: usize = 32;
+pub(crate) const MAX_LINES: usize = 32;
 
 fn name(s: &str) -> String {
     clip(s, MAX_NAME_CHARS)
@@ -414,13 +415,13 @@ impl DfwRule {
 }
 
 /// NSX Manager's outcome of one check (egress at FROM's vNIC, ingress at TO's).
-pub type DfwCheck = firewall::SideOutcome<DfwRule>;
+pub(crate) type DfwCheck = firewall::SideOutcome<DfwRule>;
 /// NSX Manager's outcome of one path.
-pub type DfwOutcome = firewall::PathOutcome<DfwRule>;
+pub(crate) type DfwOutcome = firewall::PathOutcome<DfwRule>;
 /// One path through the DFW.
-pub type DfwPathEvaluation = firewall::PathEvaluation<DfwRule>;
+pub(crate) type DfwPathEvaluation = firewall::PathEvaluation<DfwRule>;
 /// A DFW rule that blocks paths, with them.
-pub type DfwBlockingRule = firewall::Blocking<DfwRule>;
+pub(crate) type DfwBlockingRule = firewall::Blocking<DfwRule>;
 
 impl Source for DfwRule {
     const WORDS: Words = Words {

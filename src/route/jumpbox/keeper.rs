@@ -41,7 +41,7 @@ use crate::route::lifecycle::{
 };
 
 /// How many rounds one kept pod's lease covers before a new one replaces it.
-pub const LEASE_ROUNDS: u32 = 10;
+pub(crate) const LEASE_ROUNDS: u32 = 10;
 /// How many rounds at their largest the kept pod's log may hold before a new pod replaces it
 /// (each round's sections are bounded as a one-shot pod's: [`log_limit`]).
 const LOG_ROUNDS: u64 = 4;

@@ -26,7 +26,6 @@ use kube::api::Api;
 use super::lifecycle::{Host, PodApi};
 use super::ssh::SshSettings;
 use super::{Address, Env, PodBasics, Session, Target};
-pub use crate::probe::{PortReach, PortState};
 use crate::probe::{ReachError, ReachErrorKind};
 
 mod framing;
@@ -34,15 +33,20 @@ mod keeper;
 mod session;
 mod shared;
 mod spec;
-pub use framing::{frame, read_log, split_log};
-pub use keeper::{JumpboxKeeper, PodLog, Shape, LEASE_ROUNDS};
-pub use session::JumpboxSession;
-pub use shared::{groups, NamespaceJumpbox};
-pub use spec::{
-    jumpbox_pod, key_dir, keyed_pod, log_limit, namespace_pod_name, new_nonce, pod_name, ARGV_KEYS,
-    ARGV_KEY_OF_VMS, ARGV_NONCE, ARGV_VMS, DEFAULT_IMAGE, DRY_RUN_NONCE, JUMPBOX_SH, KEY_DIR,
-    KEY_MODE, NOBODY, NODE_OUTPUT_CAP,
+#[cfg(test)]
+pub(crate) use crate::probe::{PortReach, PortState};
+pub use framing::frame;
+pub use framing::{read_log, split_log};
+pub(crate) use keeper::JumpboxKeeper;
+pub(crate) use session::JumpboxSession;
+pub(crate) use shared::{groups, NamespaceJumpbox};
+pub use spec::{jumpbox_pod, KEY_DIR};
+#[cfg(test)]
+pub(crate) use spec::{
+    keyed_pod, log_limit, namespace_pod_name, ARGV_KEYS, KEY_MODE, NODE_OUTPUT_CAP,
 };
+pub(crate) use spec::{new_nonce, DRY_RUN_NONCE};
+pub use spec::{ARGV_KEY_OF_VMS, ARGV_NONCE, ARGV_VMS, DEFAULT_IMAGE};
 
 #[derive(Debug, Clone)]
 pub struct JumpboxSettings {
@@ -71,7 +75,7 @@ fn addressed(targets: &[Target]) -> impl Iterator<Item = (&Target, &Address)> {
 }
 
 /// `--via jumpbox`'s help line.
-pub const HELP: &str =
+pub(crate) const HELP: &str =
     "One pod in the vSphere Namespace that SSHes to every VM with the <cluster>-ssh key";
 
 /// The jumpbox route's flags.

@@ -73,7 +73,7 @@ impl std::fmt::Debug for NamespaceJumpbox {
 /// indexes into `namespaces` (the clusters' namespaces); only namespaces with `least` or more
 /// (2 for one round: one cluster keeps its own jumpbox, named after it; 1 under `--watch`, whose
 /// kept jumpbox is the namespace's whatever joins it later).
-pub fn groups(namespaces: &[&str], least: usize) -> Vec<Vec<usize>> {
+pub(crate) fn groups(namespaces: &[&str], least: usize) -> Vec<Vec<usize>> {
     let mut out: Vec<(&str, Vec<usize>)> = Vec::new();
     for (i, ns) in namespaces.iter().enumerate() {
         match out.iter_mut().find(|(n, _)| n == ns) {

@@ -25,7 +25,7 @@ use crate::route::lifecycle::MAX_LOG_BYTES;
 use crate::route::ssh::{locked_option_words, remote_probe_command, secret_name, KEY_FILE};
 use crate::route::Address;
 
-pub const JUMPBOX_SH: &str = include_str!("jumpbox.sh");
+pub(crate) const JUMPBOX_SH: &str = include_str!("jumpbox.sh");
 /// An image with an OpenSSH client and a POSIX sh (alpine/git ships both). Pinned by the digest
 /// of its multi-arch index: this pod holds the key to every control-plane VM, so what it runs is
 /// what was reviewed, whatever the tag is made to point at later (docs/images.md: where the
@@ -35,22 +35,22 @@ pub const DEFAULT_IMAGE: &str =
 pub const KEY_DIR: &str = "/etc/etcdnet/ssh";
 /// The user and group the jumpbox runs as (`nobody`, in every image's /etc/passwd: ssh refuses
 /// to run as a user it cannot look up).
-pub const NOBODY: i64 = 65534;
+pub(crate) const NOBODY: i64 = 65534;
 /// The mode of the key in the secret volume: readable by every user of the pod, as no runtime
 /// is known to give the file to the pod's user without `fsGroup`. The pod has one container,
 /// running only our script as one user, and the volume is in no other pod. ssh never reads this
 /// file: the script first copies it to a file of its own at 0600 in the pod's memory
 /// (OpenSSH `authfile.c` `sshkey_perm_ok` refuses a key owned by the user that others may read,
 /// and a runtime may well give the file to the pod's user).
-pub const KEY_MODE: i32 = 0o444;
+pub(crate) const KEY_MODE: i32 = 0o444;
 /// `--dry-run` shows the pod with this in the nonce's place: the real one is drawn when the
 /// run starts, and is of no use to anyone after it.
-pub const DRY_RUN_NONCE: &str = "drawn-at-each-run";
+pub(crate) const DRY_RUN_NONCE: &str = "drawn-at-each-run";
 
 /// What the script keeps of a node's output (ssh's stdout and stderr together) in its section:
 /// as much as one probe's pod log may hold ([`MAX_LOG_BYTES`], above the probe's largest
 /// document), and one byte more, which tells the plugin that it was cut.
-pub const NODE_OUTPUT_CAP: u64 = MAX_LOG_BYTES + 1;
+pub(crate) const NODE_OUTPUT_CAP: u64 = MAX_LOG_BYTES + 1;
 /// The script's own bytes in one VM's framed section besides the node's output: the frame
 /// lines (a 32-character nonce), four port lines, the host key (an RSA key of 16384 bits is
 /// under 3 KiB of base64) and ssh's exit: a few KiB; 64 KiB leaves room.
@@ -60,19 +60,19 @@ const SECTION_OVERHEAD: u64 = 64 * 1024;
 /// scaled with the number of VMs (not cut per section), so that each section can hold as much
 /// as one probe's pod log can on the other route. Every section is bounded by the script
 /// ([`NODE_OUTPUT_CAP`]), so only a script that misbehaves exceeds this.
-pub fn log_limit(vms: usize) -> u64 {
+pub(crate) fn log_limit(vms: usize) -> u64 {
     (vms.max(1) as u64).saturating_mul(NODE_OUTPUT_CAP + SECTION_OVERHEAD)
 }
 
 /// The one jumpbox pod's name: the cluster's, as there is one per diagnosis of a cluster.
-pub fn pod_name(cluster: &str, run_id: &str) -> String {
+pub(crate) fn pod_name(cluster: &str, run_id: &str) -> String {
     crate::route::pod_name("etcdnet-jumpbox-", cluster, run_id)
 }
 
 /// A new nonce for one run's pod: 128 random bits from the operating system, in hex. None when
 /// the system has no randomness to give (then no pod is made: a guessable nonce would let a
 /// node forge another's section).
-pub fn new_nonce() -> Option<String> {
+pub(crate) fn new_nonce() -> Option<String> {
     use ring::rand::SecureRandom;
     let mut bytes = [0u8; 16];
     ring::rand::SystemRandom::new().fill(&mut bytes).ok()?;
@@ -82,7 +82,7 @@ pub fn new_nonce() -> Option<String> {
 /// Where the nonce is in the jumpbox container's command (`sh -c SCRIPT $0 NONCE ...`).
 pub const ARGV_NONCE: usize = 4;
 /// Where the key files are in it (their paths, blank-separated: one per cluster).
-pub const ARGV_KEYS: usize = 7;
+pub(crate) const ARGV_KEYS: usize = 7;
 /// Where each VM's key number is in it (blank-separated, one per VM in section order).
 pub const ARGV_KEY_OF_VMS: usize = 12;
 /// Where the VMs' `IP REMOTE_COMMAND` pairs start in it, one pair per VM in section order.
@@ -91,7 +91,7 @@ pub const ARGV_VMS: usize = 13;
 /// Where the key of the pod's cluster number `n` (from 0) is mounted: [`KEY_DIR`] for the
 /// first (the only one of a cluster's own jumpbox), `KEY_DIR-<n>` for the others of a vSphere
 /// Namespace's. Made of a number only: no cluster's name is in a path or the script.
-pub fn key_dir(n: usize) -> String {
+pub(crate) fn key_dir(n: usize) -> String {
     if n == 0 {
         KEY_DIR.to_string()
     } else {
@@ -100,7 +100,7 @@ pub fn key_dir(n: usize) -> String {
 }
 
 /// The name of `-A`'s one jumpbox for the clusters of vSphere Namespace `namespace`.
-pub fn namespace_pod_name(namespace: &str, run_id: &str) -> String {
+pub(crate) fn namespace_pod_name(namespace: &str, run_id: &str) -> String {
     crate::route::pod_name("etcdnet-jumpbox-ns-", namespace, run_id)
 }
 
@@ -112,7 +112,7 @@ pub fn namespace_pod_name(namespace: &str, run_id: &str) -> String {
 /// memory is not a share of a big node's but all the VM has: its kernel, sh and up to
 /// `--parallel` ssh clients with their key exchanges. 256 MiB holds that with room; the
 /// community's jumpbox recipes ask 2 GiB, for a shell with yum in it.
-pub const BASE_MEMORY_MIB: u64 = 256;
+pub(crate) const BASE_MEMORY_MIB: u64 = 256;
 
 /// The jumpbox container's requests and limits for a `/tmp` of `tmp_mib` MiB (charged to the
 /// container's memory, and on a vSphere Pod inside its VM's). The requests are reserved on the
@@ -150,7 +150,7 @@ pub fn jumpbox_pod(vms: &[&Address], nonce: &str, s: &JumpboxSettings) -> Pod {
 /// [`key_dir`]) and `vms`: each VM with the number of its cluster in `clusters`, whose key
 /// alone the script offers it. `s` gives what the clusters share (namespace, image, pod
 /// basics, ssh user and timeout); its `cluster` is not used.
-pub fn keyed_pod(
+pub(crate) fn keyed_pod(
     name: String,
     clusters: &[&str],
     vms: &[(usize, &Address)],

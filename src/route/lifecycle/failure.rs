@@ -6,7 +6,7 @@ use crate::probe::{ReachError, ReachErrorKind};
 
 /// Why a probe pod gave no usable log. The messages are one line and say what to do.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum PodFailure {
+pub(crate) enum PodFailure {
     /// Pod Security admission (or another admission webhook) refused the pod.
     Rejected(String),
     /// RBAC: 403 on create, watch or log.
@@ -69,7 +69,7 @@ pub(super) fn resumable(err: &kube::Error) -> bool {
 
 /// Which pod-based route a failure is told for: each has its own remedies.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum PodRoute {
+pub(crate) enum PodRoute {
     /// Probe pods in the workload cluster (`--image`, `--pod-namespace`).
     Pod,
     /// The jumpbox, a vSphere Pod in the vSphere Namespace (`--jumpbox-image`); where it cannot
@@ -78,7 +78,7 @@ pub enum PodRoute {
 }
 
 /// A pod failure as one line that says what to do (both pod-based routes: `pod`, `jumpbox`).
-pub fn reach_error(f: PodFailure, ns: &str, route: PodRoute) -> ReachError {
+pub(crate) fn reach_error(f: PodFailure, ns: &str, route: PodRoute) -> ReachError {
     let image_flag = match route {
         PodRoute::Pod => "--image",
         PodRoute::Jumpbox => "--jumpbox-image",

@@ -17,7 +17,7 @@ use super::failure::{api_failure, PodFailure};
 /// parser reads. The jumpbox's one pod prints a section per VM, each holding at most this much
 /// of its node's output (its script cuts more): its limit is scaled with the number of VMs
 /// (`jumpbox::log_limit`, through [`run_with_log_limit`]).
-pub const MAX_LOG_BYTES: u64 = 4 * 1024 * 1024;
+pub(crate) const MAX_LOG_BYTES: u64 = 4 * 1024 * 1024;
 
 /// Time the log read gets even when the run's bound is (nearly) used up: the pod has finished,
 /// its log is all there is left to fetch.
@@ -25,7 +25,7 @@ pub(super) const LOG_READ_FLOOR: Duration = Duration::from_secs(10);
 
 /// A pod that ran to an end.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PodRun {
+pub(crate) struct PodRun {
     pub succeeded: bool,
     pub exit_code: Option<i32>,
     pub log: String,
@@ -35,7 +35,7 @@ pub struct PodRun {
 /// one byte more is asked of the server (`limitBytes`) and read, so that a log of exactly the
 /// limit is told from a longer one. The client-side cap holds even if a server ignores
 /// `limitBytes`.
-pub async fn read_log(api: &Api<Pod>, name: &str, limit: u64) -> Result<String, PodFailure> {
+pub(crate) async fn read_log(api: &Api<Pod>, name: &str, limit: u64) -> Result<String, PodFailure> {
     let params = LogParams {
         limit_bytes: Some(i64::try_from(limit).unwrap_or(i64::MAX - 1) + 1),
         ..LogParams::default()

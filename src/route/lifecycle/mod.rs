@@ -36,8 +36,12 @@ mod wait;
 #[cfg(test)]
 mod tests;
 
-pub use failure::{reach_error, PodFailure, PodRoute};
-pub use log::{read_log, PodRun, MAX_LOG_BYTES};
-pub use run::{create, delete, run, run_with_log_limit};
-pub use tracker::{Cluster, Host, Kept, PodApi, PodTracker, Ticket, SWEEP_AGAIN_AFTER};
-pub use wait::{first_image, pod_state, unplaced, PodState, NO_HOST_AFTER};
+pub(crate) use failure::{reach_error, PodFailure, PodRoute};
+#[cfg(test)]
+pub(crate) use log::PodRun;
+pub(crate) use log::{read_log, MAX_LOG_BYTES};
+pub(crate) use run::{create, delete, run, run_with_log_limit};
+#[cfg(test)]
+pub(crate) use tracker::{Cluster, SWEEP_AGAIN_AFTER};
+pub(crate) use tracker::{Host, Kept, PodApi, PodTracker, Ticket};
+pub(crate) use wait::{first_image, pod_state, unplaced, PodState, NO_HOST_AFTER};

@@ -14,7 +14,7 @@ use crate::error::KubeErrorExt;
 
 /// Runs one pod to its end within `bound`, then deletes it unless `keep`; its log is read up
 /// to [`MAX_LOG_BYTES`].
-pub async fn run(
+pub(crate) async fn run(
     api: &PodApi,
     pod: &Pod,
     tracker: &PodTracker,
@@ -27,7 +27,7 @@ pub async fn run(
 /// [`run`] for a pod whose log holds more than one probe's output (the jumpbox's, one section
 /// per VM): its log is read up to `log_limit` bytes instead, more refused unread. The caller
 /// scales the limit with what the pod prints at most (see `jumpbox::log_limit`).
-pub async fn run_with_log_limit(
+pub(crate) async fn run_with_log_limit(
     api: &PodApi,
     pod: &Pod,
     tracker: &PodTracker,
@@ -49,7 +49,7 @@ pub async fn run_with_log_limit(
 
 /// Deletes the pod `ticket` tracks and untracks it (a 404 is fine); one whose delete fails
 /// stays tracked, and the caller's final `delete_all` retries it.
-pub async fn delete(api: &PodApi, name: &str, tracker: &PodTracker, ticket: Ticket) {
+pub(crate) async fn delete(api: &PodApi, name: &str, tracker: &PodTracker, ticket: Ticket) {
     match api.delete(name, &DeleteParams::default()).await {
         Ok(_) => tracker.untrack(ticket),
         Err(e) if e.is_not_found() => tracker.untrack(ticket),
@@ -61,7 +61,11 @@ pub async fn delete(api: &PodApi, name: &str, tracker: &PodTracker, ticket: Tick
 /// leaves it running: for a pod that outlives one round, `--watch`'s kept jumpbox. Its owner
 /// deletes it ([`delete`], with the ticket returned), and `tracker.delete_all` does whatever
 /// way the run ends.
-pub async fn create(api: &PodApi, pod: &Pod, tracker: &PodTracker) -> Result<Ticket, PodFailure> {
+pub(crate) async fn create(
+    api: &PodApi,
+    pod: &Pod,
+    tracker: &PodTracker,
+) -> Result<Ticket, PodFailure> {
     create_as(api, pod, tracker, "creating the jumpbox pod")
         .await
         .map(|(_, ticket)| ticket)

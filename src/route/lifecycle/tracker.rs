@@ -16,7 +16,7 @@ use crate::labels::{managed_selector, RUN_ID};
 /// out: a create the API server was still processing when the run ended is stored within it,
 /// unless the server takes longer than this to admit a pod (a slow admission webhook), which is
 /// then `kubectl etcdnet cleanup`'s.
-pub const SWEEP_AGAIN_AFTER: Duration = Duration::from_secs(2);
+pub(crate) const SWEEP_AGAIN_AFTER: Duration = Duration::from_secs(2);
 
 /// Which API server a route's pods are created behind: what a kept pod's note must name, since
 /// each is removed in its own place.
@@ -97,7 +97,7 @@ struct Unsettled {
 
 /// One create's entry in the tracker.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Ticket(u64);
+pub(crate) struct Ticket(u64);
 
 #[derive(Default)]
 struct Pods {

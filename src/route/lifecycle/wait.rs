@@ -20,7 +20,7 @@ const REWATCH_PACE: Duration = Duration::from_secs(1);
 
 /// What a pod's status says about waiting any longer.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum PodState {
+pub(crate) enum PodState {
     Finished {
         succeeded: bool,
         exit_code: Option<i32>,
@@ -42,7 +42,7 @@ const IMAGE_PULL_REASONS: &[&str] = &[
 ];
 
 /// Reads a pod's status. Pure, so every branch is unit-tested.
-pub fn pod_state(pod: &Pod) -> PodState {
+pub(crate) fn pod_state(pod: &Pod) -> PodState {
     let Some(status) = &pod.status else {
         return PodState::Waiting;
     };
@@ -100,7 +100,7 @@ pub fn pod_state(pod: &Pod) -> PodState {
 /// `Unschedulable`); a pod that none of them has touched after this long is one no scheduler
 /// takes. 8 s leaves a busy scheduler's queue room and says it well within the 10 s an admin
 /// is promised for a jumpbox that cannot start.
-pub const NO_HOST_AFTER: Duration = Duration::from_secs(8);
+pub(crate) const NO_HOST_AFTER: Duration = Duration::from_secs(8);
 
 /// Whether no scheduler has taken the pod at all: Pending (or no phase yet), no node, and no
 /// `PodScheduled` condition, neither the True that binding writes with the node (kubernetes
@@ -109,7 +109,7 @@ pub const NO_HOST_AFTER: Duration = Duration::from_secs(8);
 /// 9.1's per-Supervisor setting, or a VDS Supervisor) is not documented: this is the least it
 /// may do, the pod left as created. A pod made with its node named (the pod route's) is never
 /// unplaced.
-pub fn unplaced(pod: &Pod) -> bool {
+pub(crate) fn unplaced(pod: &Pod) -> bool {
     let node = pod.spec.as_ref().and_then(|s| s.node_name.as_deref());
     let status = pod.status.as_ref();
     let pending = status
@@ -294,7 +294,7 @@ fn broke_off(err: watcher::Error) -> Result<BrokeOff, PodFailure> {
 }
 
 /// The image of a pod's (first and only) container: what an image-pull failure names.
-pub fn first_image(pod: &Pod) -> String {
+pub(crate) fn first_image(pod: &Pod) -> String {
     pod.spec
         .as_ref()
         .and_then(|s| s.containers.first())

@@ -16,7 +16,12 @@
 use crate::probe::{ReachError, ReachErrorKind};
 
 /// Reads what ssh says when it fails (exit 255, message on stderr) as a reach error.
-pub fn classify_failure(host: &str, user: &str, exit: Option<i32>, stderr: &str) -> ReachError {
+pub(crate) fn classify_failure(
+    host: &str,
+    user: &str,
+    exit: Option<i32>,
+    stderr: &str,
+) -> ReachError {
     let text = stderr.trim();
     // The last line is quoted to the user; the node writes stderr too (up to a MiB): cut it.
     let last = crate::probe::head(

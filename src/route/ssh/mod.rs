@@ -15,20 +15,20 @@ use crate::error::{Error, Result};
 
 mod client;
 mod options;
-pub mod ports;
+pub(crate) mod ports;
 mod run_dir;
 mod secret;
 mod session;
-pub use client::classify_failure;
+pub(crate) use client::classify_failure;
 pub use options::*;
-pub use run_dir::RunDir;
-pub use secret::{secret_name, KEY_FILE};
-pub use session::SshSession;
-pub use session::MAX_STDERR_BYTES;
+pub(crate) use run_dir::RunDir;
+pub(crate) use secret::secret_name;
+pub use secret::KEY_FILE;
+pub(crate) use session::SshSession;
 
 /// Where the ssh route's key comes from.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum SshKey {
+pub(crate) enum SshKey {
     /// The cluster's `<cluster>-ssh` secret, written to a private temporary file for the run.
     ClusterSecret,
     /// `--ssh-identity PATH`.
@@ -38,7 +38,7 @@ pub enum SshKey {
 }
 
 #[derive(Debug, Clone)]
-pub struct SshRouteSettings {
+pub(crate) struct SshRouteSettings {
     pub ssh: SshSettings,
     pub key: SshKey,
     pub cluster: String,
@@ -47,7 +47,7 @@ pub struct SshRouteSettings {
 }
 
 /// `--via ssh`'s help line.
-pub const HELP: &str =
+pub(crate) const HELP: &str =
     "ssh from this machine to each VM (VMs routable from here, or --ssh-option ProxyJump=...)";
 
 /// The ssh route's flags.

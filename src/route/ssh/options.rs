@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use crate::probe::script::{self, ProbeArgs};
 
-pub const DEFAULT_USER: &str = "vmware-system-user";
+pub(crate) const DEFAULT_USER: &str = "vmware-system-user";
 
 #[derive(Debug, Clone)]
 pub struct SshSettings {
@@ -21,7 +21,7 @@ pub struct SshSettings {
 /// value it obtains for an option, and its command line comes before any config file, so these
 /// hold whatever `~/.ssh/config` says; `--ssh-option`s come after them, and [`user_option`]
 /// refuses one naming any of these keywords (ssh would ignore it silently).
-pub const LOCKED_OPTIONS: &[(&str, &str)] = &[
+pub(crate) const LOCKED_OPTIONS: &[(&str, &str)] = &[
     // Never a prompt (password, passphrase, host key): it would hang the run.
     ("BatchMode", "yes"),
     // A node gets nothing of the admin's machine: no agent, no display, no port, no tunnel.
@@ -66,7 +66,7 @@ const SET_BY_THE_PLUGIN: &[(&str, &str)] = &[
 /// the plugin sets itself ([`LOCKED_OPTIONS`] and the others it sets), and anything that is not
 /// a plain keyword and value (a quoted keyword or a line break would let ssh read another
 /// keyword than the one checked). ProxyJump, Port, IdentityFile... pass.
-pub fn user_option(option: &str) -> std::result::Result<String, String> {
+pub(crate) fn user_option(option: &str) -> std::result::Result<String, String> {
     if option.chars().any(|c| c.is_control() && c != '\t') {
         return Err("an ssh option is one line without control characters".into());
     }
@@ -98,7 +98,7 @@ pub fn user_option(option: &str) -> std::result::Result<String, String> {
 
 /// [`LOCKED_OPTIONS`] as `-o KEY=VALUE` words, for the jumpbox pod's script (one argument, split
 /// by its shell: no value holds a blank or a glob character).
-pub fn locked_option_words() -> String {
+pub(crate) fn locked_option_words() -> String {
     LOCKED_OPTIONS
         .iter()
         .map(|(k, v)| format!("-o {k}={v}"))
@@ -164,7 +164,7 @@ pub fn ssh_args(
 /// reads quotes and expands `%` tokens and a leading `~`, so only plain characters pass. On
 /// Windows an absolute path starts with a drive (`C:\Users\...\Temp`): Windows' OpenSSH takes
 /// it with `/` for `\` (`C:/Users/.../Temp`), which is what is given, with the same check.
-pub fn option_path(path: &Path) -> Option<String> {
+pub(crate) fn option_path(path: &Path) -> Option<String> {
     let s = path.to_str()?;
     let s = if cfg!(windows) {
         s.replace('\\', "/")
@@ -188,7 +188,7 @@ fn plain_absolute(s: &str, drive: bool) -> bool {
 
 /// The remote command: the probe under sudo, its script on stdin. `-n` makes sudo fail instead
 /// of prompting when it wants a password.
-pub fn remote_probe_command(probe: &ProbeArgs) -> String {
+pub(crate) fn remote_probe_command(probe: &ProbeArgs) -> String {
     format!("sudo -n {}", script::stdin_command_line(probe))
 }
 

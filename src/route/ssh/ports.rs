@@ -20,15 +20,15 @@ use crate::probe::{PortReach, PortState};
 /// The longest a port check waits (each port, all at once; `--via auto`'s TCP 22 check too): a
 /// VM on a routed network answers a SYN within milliseconds; 2 s covers a slow path without
 /// making an admin wait for a route that is not there.
-pub const PORT_CHECK: Duration = Duration::from_secs(2);
+pub(crate) const PORT_CHECK: Duration = Duration::from_secs(2);
 
 /// The ports checked by a TCP connect; 22 is the probe's own connection's.
-pub const TCP_PORTS: [u16; 3] = [2379, 2380, 6443];
+pub(crate) const TCP_PORTS: [u16; 3] = [2379, 2380, 6443];
 
 /// How ssh would connect to a VM, as `ssh -G` prints it (its effective configuration: the
 /// command line's options over the admin's config files).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Connects {
+pub(crate) struct Connects {
     /// Through a `ProxyJump` or `ProxyCommand`: not from this machine.
     pub proxied: bool,
     /// The port ssh connects to.
@@ -38,7 +38,7 @@ pub struct Connects {
 /// Reads `ssh -G`'s output (`key value` lines, keys in lower case): a `proxyjump` or
 /// `proxycommand` other than `none` is a proxy; `port`, else 22. None when it is not such
 /// output.
-pub fn read_effective(text: &str) -> Option<Connects> {
+pub(crate) fn read_effective(text: &str) -> Option<Connects> {
     let mut port = None;
     let mut proxied = false;
     for line in text.lines() {
@@ -64,7 +64,7 @@ pub fn read_effective(text: &str) -> Option<Connects> {
 /// environment (`env`; `ssh -G` runs a config's `Match exec` too): how that ssh would connect.
 /// None when ssh cannot say (not run, an error, within a second): then nothing is checked from
 /// here, rather than a view that may not be the route's.
-pub async fn effective(
+pub(crate) async fn effective(
     args: &[String],
     env: Vec<(std::ffi::OsString, std::ffi::OsString)>,
 ) -> Option<Connects> {
@@ -87,7 +87,7 @@ pub async fn effective(
 
 /// One TCP connect to `ip`:`port` within `bound`: `Open` once connected (closed at once, nothing
 /// sent), else what the connect said. An error it does not know is `Unknown`, never open.
-pub async fn dial(ip: IpAddr, port: u16, bound: Duration) -> PortState {
+pub(crate) async fn dial(ip: IpAddr, port: u16, bound: Duration) -> PortState {
     use std::io::ErrorKind;
     match tokio::time::timeout(bound, tokio::net::TcpStream::connect((ip, port))).await {
         Err(_) => PortState::Timeout,
@@ -102,7 +102,7 @@ pub async fn dial(ip: IpAddr, port: u16, bound: Duration) -> PortState {
 }
 
 /// [`TCP_PORTS`] of `ip`, all at once, each within `bound`.
-pub async fn tcp_ports(ip: IpAddr, bound: Duration) -> Vec<PortReach> {
+pub(crate) async fn tcp_ports(ip: IpAddr, bound: Duration) -> Vec<PortReach> {
     let dials = TCP_PORTS.map(|port| async move {
         PortReach {
             port,
@@ -118,7 +118,7 @@ pub async fn tcp_ports(ip: IpAddr, bound: Duration) -> Vec<PortReach> {
 /// `ssh_connect_direct` prints it); what ssh says only after connecting (an authentication or key
 /// exchange failure) means open; anything else, or no answer at all, is `Unknown`. The same
 /// reading as `jumpbox.sh`'s `port_state` for the same ssh's words.
-pub fn port_22(exit: Option<i32>, document: bool, stderr: &str) -> PortState {
+pub(crate) fn port_22(exit: Option<i32>, document: bool, stderr: &str) -> PortState {
     if document || exit.is_some_and(|c| c != 255) {
         return PortState::Open;
     }

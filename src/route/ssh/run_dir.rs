@@ -14,7 +14,7 @@ use crate::probe::HostKey;
 /// exit path of the run, Ctrl-C included, since the session owns it until the run ends. On
 /// Windows, where there are no modes, the directory's access list is what keeps it private
 /// (see [`RunDir::create`]).
-pub struct RunDir {
+pub(crate) struct RunDir {
     dir: tempfile::TempDir,
     key: Option<PathBuf>,
 }
@@ -68,6 +68,7 @@ impl RunDir {
     }
 
     /// The key written by [`RunDir::write_key`].
+    #[cfg(test)]
     pub fn key(&self) -> Option<&Path> {
         self.key.as_deref()
     }

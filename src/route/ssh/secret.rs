@@ -9,7 +9,7 @@ use crate::error::{Error, Result};
 pub const KEY_FILE: &str = "ssh-privatekey";
 
 /// The name of the secret with a cluster's ssh key.
-pub fn secret_name(cluster: &str) -> String {
+pub(crate) fn secret_name(cluster: &str) -> String {
     format!("{cluster}-ssh")
 }
 

@@ -92,7 +92,7 @@ impl SshSession<'_> {
 
 /// The most of ssh's stderr read: its own errors, a banner, sudo's lecture. More is not ssh
 /// talking, and is a `BadOutput` as soon as it is seen.
-pub const MAX_STDERR_BYTES: usize = 1024 * 1024;
+pub(crate) const MAX_STDERR_BYTES: usize = 1024 * 1024;
 
 /// The only variables an `ssh` child inherits: where programs and the admin's `~/.ssh` are
 /// (`PATH`, `HOME`; a `ProxyCommand`/`ProxyJump` runs programs), who they are (`USER`,
@@ -102,7 +102,7 @@ pub const MAX_STDERR_BYTES: usize = 1024 * 1024;
 /// messages (and the usual `SendEnv LANG LC_*`) use. Nothing else of the plugin's environment:
 /// never `NSXT_PASSWORD` or any other secret the admin exported for another tool (ssh would
 /// hand it to a `ProxyCommand`, a `LocalCommand` or a `SendEnv` pattern of the admin's config).
-pub const SSH_ENV_ALLOWED: [&str; 16] = [
+pub(crate) const SSH_ENV_ALLOWED: [&str; 16] = [
     "PATH",
     "HOME",
     "USER",
@@ -124,7 +124,7 @@ pub const SSH_ENV_ALLOWED: [&str; 16] = [
 /// The environment an `ssh` child gets, from the plugin's own: the [`SSH_ENV_ALLOWED`] names
 /// only, and of them never one that starts `NSXT_` (terraform-provider-nsxt's variables, which
 /// the plugin reads too: none is allowed; kept as the rule's statement).
-pub fn ssh_env(
+pub(crate) fn ssh_env(
     vars: impl Iterator<Item = (std::ffi::OsString, std::ffi::OsString)>,
 ) -> Vec<(std::ffi::OsString, std::ffi::OsString)> {
     vars.filter(|(k, _)| {
