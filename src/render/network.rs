@@ -283,7 +283,7 @@ mod tests {
     #[test]
     fn a_drowned_namespace_gives_a_short_section() {
         let a: NetworkAssessment<PolicyEvaluation> =
-            crate::analyse::assess(&crate::analyse::network::tests::drowned()).into();
+            crate::analyse::assess(&crate::analyse::network::tests::drowned());
         for wide in [false, true] {
             let mut out = Lines::new(Paint { on: false });
             section(&mut out, &a, wide);

@@ -136,7 +136,7 @@ impl StatusReport {
             self.findings.extend(network_findings(&a, kubectl));
             self.result =
                 RunResult::of(&self.workload_api, &self.findings, self.result.duration_ms);
-            self.network_policy = Some(a.into());
+            self.network_policy = Some(a);
         }
         self
     }
@@ -353,7 +353,7 @@ impl DiagnoseReport {
     ) -> Self {
         if let Some(a) = network {
             self.findings.extend(network_findings(&a, kubectl));
-            self.network_policy = Some(a.into());
+            self.network_policy = Some(a);
         }
         self
     }

@@ -108,7 +108,7 @@ mod tests {
     #[test]
     fn an_assessment_is_camel_case_and_round_trips() {
         let a: NetworkAssessment<PolicyEvaluation> =
-            network::assess(&network::tests::objects("drop-between-cp")).into();
+            network::assess(&network::tests::objects("drop-between-cp"));
         let v = serde_json::to_value(&a).unwrap();
         for k in ["read", "unread", "realization", "evaluation"] {
             assert!(v.get(k).is_some(), "{k}");
@@ -138,8 +138,7 @@ mod tests {
 
     #[test]
     fn a_drowned_namespace_gives_bounded_json() {
-        let a: NetworkAssessment<PolicyEvaluation> =
-            network::assess(&network::tests::drowned()).into();
+        let a: NetworkAssessment<PolicyEvaluation> = network::assess(&network::tests::drowned());
         let json = serde_json::to_string(&a).unwrap();
         assert!(json.len() < 200_000, "{} bytes", json.len());
     }
