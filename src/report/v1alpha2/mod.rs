@@ -1,5 +1,8 @@
-//! The output contract of `apiVersion` v1alpha2: the only types `-o json|yaml` serializes, each
-//! built from its domain type with `From`. Their doc comments are the JSON Schema's descriptions.
+//! The output contract of `apiVersion` v1alpha2: the types `-o json|yaml` serializes. Most
+//! leaves are the domain's own types (deriving Serialize and JsonSchema, re-exported here: one
+//! type per fact); a type of its own remains here only where the report's shape differs (the
+//! verdict's assembly, the probe's report form), built with `From`. The doc comments are the
+//! JSON Schema's descriptions.
 
 /// A unit enum of the contract and its domain twin, converted both ways variant by variant (the
 /// way back lets a contract value reuse the domain's wording).
