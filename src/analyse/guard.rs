@@ -94,7 +94,7 @@ pub struct RemediationGuard {
     pub health_checks: Vec<HealthCheck>,
     /// How many more MachineHealthChecks take control-plane Machines than `healthChecks`
     /// shows (the state counts them all).
-    #[serde(default, skip_serializing_if = "is_zero")]
+    #[serde(default, skip_serializing_if = "super::is_zero")]
     pub health_checks_left_out: usize,
     // Of those left out, how many are not paused.
     #[serde(skip)]
@@ -272,10 +272,6 @@ fn watches(h: &HealthCheck) -> String {
         parts.push(format!("remediation by {t}"));
     }
     parts.join("; ")
-}
-
-fn is_zero(n: &usize) -> bool {
-    *n == 0
 }
 
 impl RemediationGuard {

@@ -33,3 +33,9 @@ pub mod verdict;
 pub(crate) use network::{assess, NetworkAssessment};
 pub(crate) use status::{network_findings, status_findings, Finding};
 pub use status::{FindingCode, Severity};
+
+/// `skip_serializing_if` for a count the json leaves out when zero: the one such predicate of the
+/// contract (analyse's types and report's both use it; analyse is below report).
+pub(crate) fn is_zero(n: &usize) -> bool {
+    *n == 0
+}

@@ -32,10 +32,7 @@ use v1alpha2::{
 /// verdicts read the present; v1alpha1 documents had the whole log counted.
 pub(crate) const API_VERSION: &str = "etcdnet.kubectl.io/v1alpha2";
 
-/// `skip_serializing_if` for a count that is absent when zero.
-pub(crate) fn is_zero(n: &usize) -> bool {
-    *n == 0
-}
+pub(crate) use crate::analyse::is_zero;
 
 /// What every report about one cluster starts with: which schema, and which cluster as the
 /// Supervisor sees it. Flattened into the reports, so the JSON has these fields at the top.

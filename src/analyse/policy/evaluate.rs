@@ -243,16 +243,16 @@ pub struct PolicyEvaluation {
     /// The namespace's policies of the group nsx-operator does not reconcile.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub set_aside: Vec<SetAside>,
-    #[serde(default, skip_serializing_if = "is_zero")]
+    #[serde(default, skip_serializing_if = "crate::analyse::is_zero")]
     pub set_aside_not_listed: usize,
     // Another namespace's without a cluster-wide `appliedTo`, another group's, selecting none
     // of the VMs.
     /// Policies read that cannot apply to these VMs.
-    #[serde(default, skip_serializing_if = "is_zero")]
+    #[serde(default, skip_serializing_if = "crate::analyse::is_zero")]
     pub policies_not_applying: usize,
     // Past [`MAX_POLICIES`] by priority, or left out by the read.
     /// Policies that can apply but were not evaluated (a check they could decide is undecided).
-    #[serde(default, skip_serializing_if = "is_zero")]
+    #[serde(default, skip_serializing_if = "crate::analyse::is_zero")]
     pub policies_not_read: usize,
     /// Every path, by port, FROM, TO.
     pub paths: Vec<PathEvaluation>,
@@ -263,23 +263,18 @@ pub struct PolicyEvaluation {
     /// Drop/Reject rules that would block paths but do not now (bounded).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<PolicyWarning>,
-    #[serde(default, skip_serializing_if = "is_zero")]
+    #[serde(default, skip_serializing_if = "crate::analyse::is_zero")]
     pub warnings_not_listed: usize,
     // At most [`MAX_COVERING`].
     /// Every Drop/Reject rule that covers checks without deciding them, per rule and reason (bounded).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub covering: Vec<CoveringRule>,
-    #[serde(default, skip_serializing_if = "is_zero")]
+    #[serde(default, skip_serializing_if = "crate::analyse::is_zero")]
     pub covering_not_listed: usize,
     // Said, never guessed.
     /// What the evaluation assumes where upstream cannot be read.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
-}
-
-/// A count left out of the json when 0 (serde's `skip_serializing_if`; analyse is below report).
-fn is_zero(n: &usize) -> bool {
-    *n == 0
 }
 
 /// Said when an `nsx.vmware.com` (T1/NCP) policy is evaluated: on T1 the VMs' segment ports are
