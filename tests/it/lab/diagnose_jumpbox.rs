@@ -194,7 +194,7 @@ fn one_lab_the_articles_case_ctrl_c_then_one_isolated_node() {
     the_articles_case_through_the_jumpbox(&lab);
     sigint_leaves_no_pod_and_no_key_file(&lab);
     lab.heal().unwrap();
-    lab.wait_healthy(Duration::from_secs(60)).unwrap();
+    lab.wait_recovered().unwrap();
     one_isolated_node_with_the_api_down(&lab);
 }
 
@@ -414,7 +414,7 @@ fn via_ssh_peers_dropped_and_isolated() {
     assert!(vds.supervisor.created_pods().is_empty());
 
     w.lab.heal().unwrap();
-    w.lab.wait_healthy(Duration::from_secs(30)).unwrap();
+    w.lab.wait_recovered().unwrap();
     w.lab.inject(Fault::Isolate(CP[2].into())).unwrap();
     let (run, report) = diagnose_until(VerdictCode::EtcdPeerNetworkPartial, || {
         w.diagnose_via_ssh(&["-o", "json"], tmp.path())
@@ -783,7 +783,9 @@ fn watch_keeps_one_jumpbox_across_rounds() {
     );
     assert_ne!(first["verdict"]["code"], "Healthy", "{first}");
     w.lab.heal().unwrap();
-    let code = exit_within(&mut child, Duration::from_secs(180));
+    // Etcd whole again within the lab's recovery bound (stalled streams), then a round whose
+    // jumpbox pod starts anew.
+    let code = exit_within(&mut child, w.lab.recovery_bound() + Duration::from_secs(90));
     let text = out.all();
     let rounds: Vec<serde_json::Value> = text
         .lines()

@@ -113,7 +113,7 @@ fn one_lab_one_node_isolated_then_etcd_stopped_on_one_node() {
     let lab = start_lab("diagnose_pod isolated, then etcd stopped");
     one_node_isolated(&lab);
     lab.heal().unwrap();
-    lab.wait_healthy(Duration::from_secs(30)).unwrap();
+    lab.wait_recovered().unwrap();
     etcd_stopped_on_one_node(&lab);
 }
 
@@ -184,7 +184,7 @@ fn healthy_then_peers_dropped_then_healed(lab: &Arc<Lab>) {
     sigint_mid_probe_leaves_no_pod(lab);
 
     e.lab.heal().unwrap();
-    e.lab.wait_healthy(Duration::from_secs(30)).unwrap();
+    e.lab.wait_recovered().unwrap();
     let (run, report) = diagnose_until(VerdictCode::Healthy, || e.diagnose(&["-o", "json"]));
     run.expect_code(0);
     assert_eq!(report.verdict.code, VerdictCode::Healthy);

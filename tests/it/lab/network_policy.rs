@@ -26,7 +26,6 @@ use crate::common;
 use crate::common::past::{self, evidence_has, shown, Route, ROUTES};
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use common::nsx::{self, cp_vms, named_port, no_vms, tcp, tcp_range, Ready};
 use common::*;
@@ -123,7 +122,7 @@ fn policy_then_no_policy_then_healed() {
 
     // 3. Healed: Healthy, and nothing is said to be outside the view.
     lab.heal().unwrap();
-    lab.wait_healthy(Duration::from_secs(30)).unwrap();
+    lab.wait_recovered().unwrap();
     for without in &without {
         let (run, r, _) = without.diagnose_until(VerdictCode::Healthy);
         run.expect_code(0);

@@ -177,7 +177,7 @@ fn restarted_during_the_cut(w: &PastWorld) {
     assert!(restarted.iter().any(|r| *r > 0), "{restarted:?}");
 
     w.lab.heal().unwrap();
-    w.lab.wait_healthy(SETTLE).unwrap();
+    w.lab.wait_recovered().unwrap();
     for route in ROUTES {
         let (r, seen) = w.expect_verdict(route, &[], SETTLE, VerdictCode::Healthy);
         assert!(
@@ -276,7 +276,9 @@ fn hung_vm_and_the_others_cut(w: &PastWorld) {
     }
     w.lab.heal().unwrap();
     w.lab.power_on(hung).unwrap();
-    w.lab.wait_healthy(SETTLE).unwrap();
+    w.lab
+        .wait_healthy(SETTLE.max(w.lab.recovery_bound()))
+        .unwrap();
 }
 
 /// Scenario 4: only 2379 dropped between the VMs (2380 works: quorum holds), then NOSPACE

@@ -298,7 +298,7 @@ fn diagnosis_and_reports(
 /// Removes the case's fault and waits until every member is healthy again, for the next case.
 fn heal(lab: &Lab) {
     lab.heal().unwrap();
-    lab.wait_healthy(Duration::from_secs(60)).unwrap();
+    lab.wait_recovered().unwrap();
 }
 
 fn cell(d: &Diagnosis, port: u16, from: &str, to: &str) -> CellState {
@@ -405,7 +405,7 @@ fn all_peers_dropped(lab: &Lab, etcd: EtcdVersion, cluster_id: &str) {
     own_view_without_quorum(lab, etcd, cluster_id, reports);
     // Healed, the same lab is healthy again.
     lab.heal().unwrap();
-    lab.wait_healthy(Duration::from_secs(30)).unwrap();
+    lab.wait_recovered().unwrap();
     assert_verdict(
         &diagnose_until(lab, &case, VerdictCode::Healthy, &[]),
         VerdictCode::Healthy,

@@ -56,7 +56,8 @@ fn a_fault_healed_mid_watch_shows_the_transition_and_ends_the_watch() {
     );
 
     lab.heal().unwrap();
-    let code = exit_within(&mut child, Duration::from_secs(120));
+    // The etcd streams the cut stalled carry again within the lab's recovery bound; a round.
+    let code = exit_within(&mut child, lab.recovery_bound() + Duration::from_secs(60));
     let mut stderr = String::new();
     child
         .stderr
@@ -133,7 +134,8 @@ fn watch_json_is_one_document_per_round() {
         out.now().lines().count() >= 2
     });
     lab.heal().unwrap();
-    let code = exit_within(&mut child, Duration::from_secs(120));
+    // The etcd streams the cut stalled carry again within the lab's recovery bound; a round.
+    let code = exit_within(&mut child, lab.recovery_bound() + Duration::from_secs(60));
     assert_eq!(code, 0);
     let text = out.all();
     let rounds: Vec<DiagnoseReport> = text

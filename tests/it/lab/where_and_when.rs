@@ -260,7 +260,7 @@ impl World {
     fn heal(&self) {
         let healed = Instant::now();
         self.lab.heal().unwrap();
-        self.lab.wait_healthy(Duration::from_secs(30)).unwrap();
+        self.lab.wait_recovered().unwrap();
         std::thread::sleep(PROBER.saturating_sub(healed.elapsed()));
     }
 
