@@ -35,6 +35,20 @@ pub(crate) fn peers_dropped() -> crate::report::DiagnoseReport {
     serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
 }
 
+/// `r` healed: every path of its matrices open and the verdict Healthy (the other side of a
+/// comparison, the round after a cut).
+pub(crate) fn healed(mut r: crate::report::DiagnoseReport) -> crate::report::DiagnoseReport {
+    use crate::report::v1alpha2::{CellState, VerdictCode};
+    for m in &mut r.matrices {
+        for c in &mut m.cells {
+            c.state = CellState::Ok;
+        }
+    }
+    r.verdict.code = VerdictCode::Healthy;
+    r.verdict.summary = "etcd is healthy".into();
+    r
+}
+
 /// The Cluster, KCP, Machines and VMs of Supervisor fixture set `set` as the fake serves them
 /// (its workload endpoint filled in), one value per object.
 pub(crate) fn fixture_objects(set: &str) -> Vec<serde_json::Value> {

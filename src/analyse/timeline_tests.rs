@@ -19,6 +19,22 @@ pub(crate) fn fixture(name: &str) -> String {
     .unwrap()
 }
 
+/// `from` → `to` failing now since `onset` (no log line said more): the timelines the
+/// renderers' and the watch's tests start from.
+pub(crate) fn failing_pair(from: &str, to: &str, onset: Option<&str>) -> PairOnset {
+    PairOnset {
+        from: from.into(),
+        to: to.into(),
+        onset: onset.map(str::to_string),
+        seen_by_from: None,
+        seen_by_to: None,
+        first_sign: None,
+        at_or_before: false,
+        earliest: None,
+        failing_now: Some(true),
+    }
+}
+
 /// Node `i`, its clock `skew_ms` off, its log `log`, every peer path in `failing` (to-index)
 /// timed out on 2380.
 pub(crate) fn node(i: usize, skew_ms: Option<i64>, log: &str, failing: &[usize]) -> NodeReport {

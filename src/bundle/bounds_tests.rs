@@ -14,7 +14,7 @@ use super::write::*;
 use super::*;
 use crate::probe::NodeReport;
 use crate::probe::{PortState, ProbeOutput};
-use crate::report::{DiagnoseReport, RouteInfo};
+use crate::report::DiagnoseReport;
 use crate::testing::cpu_time;
 use serde_json::Value;
 use std::io::Write;
@@ -123,34 +123,10 @@ fn evidence(c: usize, n: usize, objects: usize) -> Evidence {
             }
         })
         .collect();
-    Evidence {
-        context: "supervisor".into(),
-        namespace: ns,
-        cluster: "tkc-prod".into(),
-        apis: crate::testing::supervisor_apis(),
-        // The flood of labelled Machines is part of the facts: all used.
-        essential_objects: out.len(),
-        objects: out,
-        workload_api: serde_json::from_value(json!({
-            "state": "Timeout", "server": "https://198.18.0.10:6443", "path": null,
-            "httpStatus": null, "elapsedMs": 1000, "detail": "no answer within 1s"
-        }))
-        .unwrap(),
-        route: RouteInfo {
-            name: "jumpbox".into(),
-            reason: "auto: the workload API does not answer".into(),
-        },
-        nodes,
-        duration_ms: 1234,
-        since_s: 900,
-        network_unread: Vec::new(),
-        remediation_unread: None,
-        forbidden: Vec::new(),
-        read_at: None,
-        left_out: Vec::new(),
-        nsx_manager: None,
-        nsx_note: None,
-    }
+    // The flood of labelled Machines is part of the facts: all used.
+    let mut e = Evidence::by_jumpbox(&ns, "tkc-prod", out, nodes);
+    e.duration_ms = 1234;
+    e
 }
 
 /// `files` as a .tar.gz, every entry written as it is.

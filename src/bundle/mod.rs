@@ -44,7 +44,7 @@ use std::net::IpAddr;
 use serde::{Deserialize, Serialize};
 
 use crate::probe::{HostKey, PortReach, ReachError, Vantage};
-use crate::report::Evidence;
+use crate::report::{Evidence, ReadNotes};
 
 /// The layout's version. Files are only added within one; a reader refuses a newer one.
 pub(crate) const FORMAT_VERSION: u32 = 1;
@@ -144,21 +144,10 @@ pub(crate) struct ClusterEntry {
     /// The verdict when written (for a reader's glance; `analyse` judges again).
     #[serde(default)]
     pub verdict: Option<String>,
-    /// What could not be read of its network (`Evidence::network_unread`). Absent when none.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub network_unread: Vec<String>,
-    /// Why its MachineHealthChecks could not be read (`Evidence::remediation_unread`). Absent
-    /// when they were.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub remediation_unread: Option<String>,
-    /// The kinds the Supervisor refused to list (`Evidence::forbidden`). Absent when none.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub forbidden: Vec<crate::supervisor::MissingPermission>,
-    /// When the run read the Supervisor's objects, by the plugin's clock (`Evidence::read_at`):
-    /// "now" for the ages of the Supervisor's conditions. Absent in older bundles (then
-    /// `created`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub read_at: Option<String>,
+    /// The evidence's notes of what the run could not read, and when it read
+    /// (`networkUnread`, `remediationUnread`, `forbidden`, `readAt`: [`ReadNotes`]), as they are.
+    #[serde(flatten)]
+    pub notes: ReadNotes,
     /// Its Supervisor objects, paths under `dir`: the ones the verdict uses first.
     pub objects: Vec<String>,
     /// The Supervisor objects the run read that the bundle had to leave out (its caps), each

@@ -16,7 +16,7 @@ use super::{
 };
 use crate::error::{Error, Result};
 use crate::probe::{identity, NodeReport, ReachError, ReachErrorKind};
-use crate::report::{Evidence, RouteInfo};
+use crate::report::{Evidence, ReadNotes, RouteInfo};
 use crate::supervisor::{Inventory, SupervisorApis};
 use crate::workload::WorkloadApi;
 
@@ -429,30 +429,38 @@ fn cluster(
         nodes,
         duration_ms: c.duration_ms,
         since_s: c.since_s,
-        network_unread: c.network_unread.clone(),
-        // Anyone's file: bounded as the reader of the Supervisor bounds it.
-        remediation_unread: c
-            .remediation_unread
-            .as_ref()
-            .map(|n| n.chars().take(256).collect()),
-        // Anyone's file: a few entries, each field bounded; only the kind decides anything
-        // (which join a re-judged bundle makes), and only a kind the table names.
-        forbidden: c
-            .forbidden
-            .iter()
-            .take(crate::supervisor::kinds::KINDS.len())
-            .map(|p| {
-                let cut = |s: &str| s.chars().take(253).collect::<String>();
-                crate::supervisor::MissingPermission {
-                    kind: cut(&p.kind),
-                    verb: cut(&p.verb),
-                    group: cut(&p.group),
-                    resource: cut(&p.resource),
-                    namespace: p.namespace.as_deref().map(cut),
-                }
-            })
-            .collect(),
-        read_at: c.read_at.clone().or_else(|| Some(created.to_string())),
+        notes: ReadNotes {
+            network_unread: c.notes.network_unread.clone(),
+            // Anyone's file: bounded as the reader of the Supervisor bounds it.
+            remediation_unread: c
+                .notes
+                .remediation_unread
+                .as_ref()
+                .map(|n| n.chars().take(256).collect()),
+            // Anyone's file: a few entries, each field bounded; only the kind decides anything
+            // (which join a re-judged bundle makes), and only a kind the table names.
+            forbidden: c
+                .notes
+                .forbidden
+                .iter()
+                .take(crate::supervisor::kinds::KINDS.len())
+                .map(|p| {
+                    let cut = |s: &str| s.chars().take(253).collect::<String>();
+                    crate::supervisor::MissingPermission {
+                        kind: cut(&p.kind),
+                        verb: cut(&p.verb),
+                        group: cut(&p.group),
+                        resource: cut(&p.resource),
+                        namespace: p.namespace.as_deref().map(cut),
+                    }
+                })
+                .collect(),
+            read_at: c
+                .notes
+                .read_at
+                .clone()
+                .or_else(|| Some(created.to_string())),
+        },
         // Everything a bundle holds is what `analyse` judges from.
         essential_objects: objects_len,
         // The manifest is anyone's file: its notes bounded as the writer bounds them.

@@ -6,7 +6,6 @@ use super::write::*;
 use super::*;
 use crate::probe::{NodeReport, ReachErrorKind};
 use crate::probe::{PortState, ProbeOutput};
-use crate::report::RouteInfo;
 use crate::supervisor::Inventory;
 use serde_json::json;
 use serde_json::Value;
@@ -78,33 +77,10 @@ fn evidence() -> Evidence {
         }],
         host_key: None,
     });
-    Evidence {
-        context: "supervisor".into(),
-        namespace: NS.into(),
-        cluster: CLUSTER.into(),
-        apis: crate::testing::supervisor_apis(),
-        objects: objects(),
-        workload_api: serde_json::from_value(json!({
-            "state": "Timeout", "server": "https://198.18.0.10:6443", "path": null,
-            "httpStatus": null, "elapsedMs": 1000, "detail": "no answer within 1s"
-        }))
-        .unwrap(),
-        route: RouteInfo {
-            name: "jumpbox".into(),
-            reason: "auto: the workload API does not answer".into(),
-        },
-        nodes,
-        duration_ms: 1234,
-        since_s: 900,
-        network_unread: Vec::new(),
-        remediation_unread: None,
-        forbidden: Vec::new(),
-        read_at: Some("2026-12-04T08:00:00Z".into()),
-        essential_objects: objects().len(),
-        left_out: Vec::new(),
-        nsx_manager: None,
-        nsx_note: None,
-    }
+    let mut e = Evidence::by_jumpbox(NS, CLUSTER, objects(), nodes);
+    e.duration_ms = 1234;
+    e.notes.read_at = Some("2026-12-04T08:00:00Z".into());
+    e
 }
 
 fn write_bytes(evidence: &[Evidence]) -> Vec<u8> {
@@ -131,14 +107,14 @@ fn evidence_round_trips() {
     );
     // The notes of what could not be read of the network go in the manifest and come back.
     let mut noted = e.clone();
-    noted.network_unread =
+    noted.notes.network_unread =
         vec!["list securitypolicies.crd.nsx.vmware.com in namespace ns-prod: forbidden".into()];
     let b = read_bytes(&write_bytes(std::slice::from_ref(&noted))).unwrap();
     assert_eq!(b.evidence, vec![noted]);
     // So do the kinds the Supervisor refused: a re-judged bundle joins as the live run did and
     // names the permission.
     let mut refused = e.clone();
-    refused.forbidden = vec![crate::supervisor::MissingPermission {
+    refused.notes.forbidden = vec![crate::supervisor::MissingPermission {
         kind: "VSphereMachine".into(),
         verb: "list".into(),
         group: "vmware.infrastructure.cluster.x-k8s.io".into(),
@@ -428,7 +404,7 @@ async fn the_network_notes_and_objects_go_through_a_bundle() {
     let mut e = evidence();
     e.apis = apis.clone();
     (e.objects, e.essential_objects) = inv.objects_ranked(CLUSTER);
-    e.network_unread = Evidence::new(
+    e.notes.network_unread = Evidence::new(
         "sv",
         CLUSTER,
         &inv,
@@ -437,14 +413,15 @@ async fn the_network_notes_and_objects_go_through_a_bundle() {
         Vec::new(),
         1,
     )
+    .notes
     .network_unread;
     let note = "list securitypolicies.crd.nsx.vmware.com in namespace ns-prod: forbidden";
-    assert_eq!(e.network_unread, [note]);
+    assert_eq!(e.notes.network_unread, [note]);
     let b = read_bytes(&write_bytes(std::slice::from_ref(&e))).unwrap();
     let back = &b.evidence[0];
     assert_eq!(back, &e);
     let net = Inventory::from_objects(NS, back.apis.clone(), &back.objects)
-        .with_network_notes(&back.network_unread)
+        .with_network_notes(&back.notes.network_unread)
         .network_of(CLUSTER)
         .unwrap();
     assert_eq!(net.unread, [note]);
@@ -459,17 +436,20 @@ async fn the_network_notes_and_objects_go_through_a_bundle() {
 fn the_time_of_the_run_goes_through_a_bundle() {
     let e = evidence();
     let b = read_bytes(&write_bytes(std::slice::from_ref(&e))).unwrap();
-    assert_eq!(b.manifest.clusters[0].read_at, e.read_at);
+    assert_eq!(b.manifest.clusters[0].notes.read_at, e.notes.read_at);
     assert_eq!(
-        b.evidence[0].read_at.as_deref(),
+        b.evidence[0].notes.read_at.as_deref(),
         Some("2026-12-04T08:00:00Z")
     );
 
     let mut old = e.clone();
-    old.read_at = None;
+    old.notes.read_at = None;
     let b = read_bytes(&write_bytes(std::slice::from_ref(&old))).unwrap();
-    assert_eq!(b.manifest.clusters[0].read_at, None);
-    assert_eq!(b.evidence[0].read_at, Some(b.manifest.created.clone()));
+    assert_eq!(b.manifest.clusters[0].notes.read_at, None);
+    assert_eq!(
+        b.evidence[0].notes.read_at,
+        Some(b.manifest.created.clone())
+    );
 }
 
 /// healthy-v1alpha3's objects (the cluster of [`evidence`]'s nodes) with nsx-vpc's network

@@ -224,10 +224,7 @@ pub(super) fn files(evidence: &[Evidence], args: Vec<String>) -> Result<Vec<(Str
             objects,
             left_out,
             nodes,
-            network_unread: e.network_unread.clone(),
-            remediation_unread: e.remediation_unread.clone(),
-            forbidden: e.forbidden.clone(),
-            read_at: e.read_at.clone(),
+            notes: e.notes.clone(),
             nsx_manager,
             nsx_note: e.nsx_note.clone(),
         });

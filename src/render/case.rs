@@ -609,18 +609,9 @@ mod tests {
     /// within a twentieth of the chart one mark, nothing when no time at all is known.
     #[test]
     fn the_chart_of_a_timeline() {
-        use crate::report::v1alpha2::{NoLeaderSince, PairOnset};
-        let pair = |from: &str, onset: Option<&str>| PairOnset {
-            from: from.into(),
-            to: "cp3".into(),
-            onset: onset.map(str::to_string),
-            seen_by_from: None,
-            seen_by_to: None,
-            first_sign: None,
-            at_or_before: false,
-            earliest: None,
-            failing_now: Some(true),
-        };
+        use crate::report::v1alpha2::NoLeaderSince;
+        let pair =
+            |from: &str, onset| crate::analyse::timeline::tests::failing_pair(from, "cp3", onset);
         let t = Timeline {
             pairs: vec![pair("cp1", Some("2026-12-02T08:20:00Z")), pair("cp2", None)],
             no_leader: vec![

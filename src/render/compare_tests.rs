@@ -10,14 +10,7 @@ const OFF: Paint = Paint { on: false };
 use crate::testing::peers_dropped as blocked;
 
 fn healthy() -> DiagnoseReport {
-    let mut r = blocked();
-    for m in &mut r.matrices {
-        for c in &mut m.cells {
-            c.state = CellState::Ok;
-        }
-    }
-    r.verdict.code = VerdictCode::Healthy;
-    r
+    crate::testing::healed(blocked())
 }
 
 fn compare(before: &DiagnoseReport, after: &DiagnoseReport) -> Comparison {

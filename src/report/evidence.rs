@@ -32,25 +32,9 @@ pub(crate) struct Evidence {
     /// same unless told otherwise. Bundles from before it had none: the default then.
     #[serde(default = "default_since_s")]
     pub since_s: u64,
-    /// What could not be read of the cluster's network (one note per failed request; see
-    /// `supervisor::network`). Not in the JSON when empty.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub network_unread: Vec<String>,
-    /// Why the MachineHealthChecks could not be read (the remediation guard's note). Not in
-    /// the JSON when they were.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub remediation_unread: Option<String>,
-    /// The kinds the walk can do without that the Supervisor refused to list (403): the
-    /// permissions missing, so a re-judged bundle joins as the live run did (without
-    /// VSphereMachines: by the Machines' references and names). Not in the JSON when none.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub forbidden: Vec<crate::supervisor::MissingPermission>,
-    /// When the run read the Supervisor's objects (`diagnose`: as its diagnosis of the cluster
-    /// starts, right after the read), RFC 3339 UTC, by the plugin's own clock: "now" for the
-    /// ages of the Supervisor's conditions (never a node's clock, which the node writes). A
-    /// bundle keeps it (`clusters[].readAt`; older bundles: the manifest's `created`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub read_at: Option<String>,
+    /// What the read left out, and when it was.
+    #[serde(flatten)]
+    pub notes: ReadNotes,
     /// How many of `objects`, first, the verdict uses ([`Inventory::objects_ranked`]); the rest
     /// only add to what the report counts. An evidence bundle keeps those first, every one
     /// within its cap; a bundle read back counts them all.
@@ -68,6 +52,34 @@ pub(crate) struct Evidence {
     /// The report's note about NSX Manager's reading (its certificate not checked).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub nsx_note: Option<String>,
+}
+
+/// What the run could not read of the cluster, and when it read the rest: what a re-judged
+/// bundle needs to join as the live run did. One type for the evidence and for the bundle
+/// manifest's `clusters[]`, flattened into each (so the two cannot name a field apart).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct ReadNotes {
+    /// What could not be read of the cluster's network (one note per failed request; see
+    /// `supervisor::network`). Not in the JSON when empty.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub network_unread: Vec<String>,
+    /// Why the MachineHealthChecks could not be read (the remediation guard's note). Not in
+    /// the JSON when they were.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub remediation_unread: Option<String>,
+    /// The kinds the walk can do without that the Supervisor refused to list (403): the
+    /// permissions missing, so a re-judged bundle joins as the live run did (without
+    /// VSphereMachines: by the Machines' references and names). Not in the JSON when none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub forbidden: Vec<crate::supervisor::MissingPermission>,
+    /// When the run read the Supervisor's objects (`diagnose`: as its diagnosis of the cluster
+    /// starts, right after the read), RFC 3339 UTC, by the plugin's own clock: "now" for the
+    /// ages of the Supervisor's conditions (never a node's clock, which the node writes). A
+    /// bundle keeps it (`clusters[].readAt`; older bundles: absent, the manifest's `created`
+    /// then).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read_at: Option<String>,
 }
 
 fn default_since_s() -> u64 {
@@ -98,15 +110,17 @@ impl Evidence {
             nodes,
             duration_ms,
             since_s: default_since_s(),
-            network_unread: inventory
-                .network_of(cluster)
-                .map(|n| n.unread)
-                .unwrap_or_default(),
-            remediation_unread: inventory.remediation_note(),
-            forbidden: inventory.forbidden.clone(),
-            read_at: Some(
-                humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string(),
-            ),
+            notes: ReadNotes {
+                network_unread: inventory
+                    .network_of(cluster)
+                    .map(|n| n.unread)
+                    .unwrap_or_default(),
+                remediation_unread: inventory.remediation_note(),
+                forbidden: inventory.forbidden.clone(),
+                read_at: Some(
+                    humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string(),
+                ),
+            },
             left_out: Vec::new(),
             nsx_manager: None,
             nsx_note: None,
@@ -134,7 +148,7 @@ impl Evidence {
     /// When the Supervisor's objects were read (the plugin's clock), for the conditions' ages:
     /// closer to what they say than the end of the run, which [`Evidence::new`] takes.
     pub fn with_read_at(mut self, at: std::time::SystemTime) -> Evidence {
-        self.read_at = Some(humantime::format_rfc3339_seconds(at).to_string());
+        self.notes.read_at = Some(humantime::format_rfc3339_seconds(at).to_string());
         self
     }
 
@@ -142,13 +156,14 @@ impl Evidence {
     /// command the report prints starts with `kubectl` (the run's context and kubeconfig).
     pub fn judge(&self, kubectl: &crate::command::Kubectl) -> Result<DiagnoseReport> {
         let inventory = Inventory::from_objects(&self.namespace, self.apis.clone(), &self.objects)
-            .with_network_notes(&self.network_unread)
-            .with_remediation_note(self.remediation_unread.as_deref())
-            .with_forbidden(&self.forbidden);
+            .with_network_notes(&self.notes.network_unread)
+            .with_remediation_note(self.notes.remediation_unread.as_deref())
+            .with_forbidden(&self.notes.forbidden);
         let mut facts = inventory.facts(&self.context, &self.cluster)?;
         facts.kubectl = kubectl.clone();
         let since = std::time::Duration::from_secs(self.since_s);
         let read_at = self
+            .notes
             .read_at
             .as_deref()
             .and_then(|t| humantime::parse_rfc3339(t).ok());
@@ -204,6 +219,43 @@ impl Evidence {
     }
 }
 
+/// A run for the tests: through the jumpbox because the workload API did not answer, in a
+/// second, every object used, nothing left unread or out, no time of the read.
+#[cfg(test)]
+impl Evidence {
+    pub(crate) fn by_jumpbox(
+        namespace: &str,
+        cluster: &str,
+        objects: Vec<Value>,
+        nodes: Vec<NodeReport>,
+    ) -> Evidence {
+        Evidence {
+            context: "supervisor".into(),
+            namespace: namespace.into(),
+            cluster: cluster.into(),
+            apis: crate::testing::supervisor_apis(),
+            essential_objects: objects.len(),
+            objects,
+            workload_api: serde_json::from_value(serde_json::json!({
+                "state": "Timeout", "server": "https://198.18.0.10:6443", "path": null,
+                "httpStatus": null, "elapsedMs": 1000, "detail": "no answer within 1s"
+            }))
+            .unwrap(),
+            route: RouteInfo {
+                name: "jumpbox".into(),
+                reason: "auto: the workload API does not answer".into(),
+            },
+            nodes,
+            duration_ms: 1,
+            since_s: 900,
+            notes: ReadNotes::default(),
+            left_out: vec![],
+            nsx_manager: None,
+            nsx_note: None,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -243,33 +295,9 @@ mod tests {
                 }
             })
             .collect();
-        Evidence {
-            context: "supervisor".into(),
-            namespace: "ns-prod".into(),
-            cluster: "tkc-prod".into(),
-            apis: crate::testing::supervisor_apis(),
-            objects,
-            workload_api: serde_json::from_value(serde_json::json!({
-                "state": "Timeout", "server": "https://198.18.0.10:6443", "path": null,
-                "httpStatus": null, "elapsedMs": 1000, "detail": "no answer within 1s"
-            }))
-            .unwrap(),
-            route: RouteInfo {
-                name: "jumpbox".into(),
-                reason: "auto: the workload API does not answer".into(),
-            },
-            nodes,
-            duration_ms: 1,
-            since_s: 900,
-            network_unread: vec![],
-            remediation_unread: None,
-            forbidden: Vec::new(),
-            read_at: read_at.map(str::to_string),
-            essential_objects: 0,
-            left_out: vec![],
-            nsx_manager: None,
-            nsx_note: None,
-        }
+        let mut e = Evidence::by_jumpbox("ns-prod", "tkc-prod", objects, nodes);
+        e.notes.read_at = read_at.map(str::to_string);
+        e
     }
 
     /// The ages of the Machines' conditions in the verdict's evidence.

@@ -12,7 +12,7 @@ pub(crate) mod watch;
 use serde::{Deserialize, Serialize};
 
 pub(crate) use compare::Comparison;
-pub(crate) use evidence::Evidence;
+pub(crate) use evidence::{Evidence, ReadNotes};
 pub(crate) use list::{ClusterFailure, Summarized};
 pub use list::{ListItem, ListReport};
 

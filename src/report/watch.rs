@@ -150,7 +150,8 @@ mod tests {
 #[cfg(test)]
 mod recovered_tests {
     use super::*;
-    use crate::report::v1alpha2::{CellState, PairOnset, Timeline};
+    use crate::analyse::timeline::tests::failing_pair;
+    use crate::report::v1alpha2::{CellState, Timeline};
 
     use crate::testing::peers_dropped as blocked;
 
@@ -171,17 +172,7 @@ mod recovered_tests {
         let names: Vec<String> = before.nodes.iter().map(|n| n.name.clone()).collect();
         let (a, b) = (names[0].as_str(), names[1].as_str());
         before.timeline = Some(Timeline {
-            pairs: vec![PairOnset {
-                from: b.into(),
-                to: a.into(),
-                onset: Some("2026-12-01T10:00:00.250000Z".into()),
-                seen_by_from: None,
-                seen_by_to: None,
-                first_sign: None,
-                at_or_before: false,
-                earliest: None,
-                failing_now: Some(true),
-            }],
+            pairs: vec![failing_pair(b, a, Some("2026-12-01T10:00:00.250000Z"))],
             ..Default::default()
         });
         assert!(recovered_pairs(&before, &before).is_empty());

@@ -6,7 +6,7 @@ use super::*;
 use crate::nsxmanager::model::tests::{traceflow, world};
 use crate::nsxmanager::raw::{Gap, TraceflowRead};
 use crate::render::{output, Format, Paint};
-use crate::report::v1alpha2::nsx_manager::tests::section_of;
+use crate::report::v1alpha2::nsx_manager::tests::{infra_drop, infra_drop_traced, section_of};
 use crate::report::v1alpha2::{DfwAction, DfwBlockingRule, NsxGap, NsxTraceflow};
 use crate::report::DiagnoseReport;
 
@@ -16,17 +16,6 @@ fn text(n: &NsxManager, wide: bool) -> String {
     let mut out = Lines::new(OFF);
     section(&mut out, n, wide);
     out.finish()
-}
-
-fn infra_drop() -> NsxManager {
-    let mut read = world("infra-drop-2380.json", "vms.json");
-    read.traceflows.push(traceflow(
-        "traceflow-dropped.json",
-        "tkc-cp-1",
-        "tkc-cp-2",
-        2380,
-    ));
-    section_of(&read, None)
 }
 
 #[test]
@@ -113,13 +102,7 @@ fn undecided_paths_unread_parts_and_a_traceflow_left_behind_are_said() {
 /// A traceflow delivered where the evaluation names a DROP disagrees, and says why.
 #[test]
 fn a_traceflow_that_disagrees_is_said() {
-    let mut read = world("infra-drop-2380.json", "vms.json");
-    read.traceflows.push(traceflow(
-        "traceflow-delivered.json",
-        "tkc-cp-1",
-        "tkc-cp-2",
-        2380,
-    ));
+    let read = infra_drop_traced("traceflow-delivered.json");
     let t = text(&section_of(&read, None), false);
     let row = t
         .lines()

@@ -26,14 +26,16 @@ pub(crate) fn section_of(read: &NsxRead, note: Option<String>) -> NsxManager {
 
 /// The Infrastructure DROP of 2380 with a traceflow that names it.
 pub(crate) fn infra_drop() -> NsxManager {
+    section_of(&infra_drop_traced("traceflow-dropped.json"), None)
+}
+
+/// What a run read of the Infrastructure DROP of 2380, with the traceflow `file` from
+/// tkc-cp-1 to tkc-cp-2:2380.
+pub(crate) fn infra_drop_traced(file: &str) -> NsxRead {
     let mut read = world("infra-drop-2380.json", "vms.json");
-    read.traceflows.push(traceflow(
-        "traceflow-dropped.json",
-        "tkc-cp-1",
-        "tkc-cp-2",
-        2380,
-    ));
-    section_of(&read, None)
+    read.traceflows
+        .push(traceflow(file, "tkc-cp-1", "tkc-cp-2", 2380));
+    read
 }
 
 #[test]
