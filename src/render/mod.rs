@@ -1076,3 +1076,7 @@ mod tests {
         }
     }
 }
+
+#[cfg(test)]
+#[path = "visible_tests.rs"]
+mod visible_tests;
