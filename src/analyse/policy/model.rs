@@ -9,8 +9,6 @@
 //! Nothing here fails: a policy, a rule or a part of a rule that cannot be read keeps the reason
 //! (our words, with bounded names) and the evaluation says "cannot decide" where it matters.
 
-use std::net::IpAddr;
-
 use kube::api::DynamicObject;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -18,18 +16,21 @@ use serde_json::Value;
 
 /// Text from the Supervisor is cut, not rewritten: the render layer escapes what it hides.
 pub use crate::analyse::firewall::clip;
+/// A rule's action is the engine's; an `ipBlocks[].cidr` is the engine's address.
+pub use crate::analyse::firewall::Action;
+pub(crate) use crate::analyse::firewall::AddrSpec;
 use crate::selector::Selector;
 
 /// The engine's bounds: rules read from one policy (more makes the rest one unreadable tail),
 /// and names.
 pub use crate::analyse::firewall::{MAX_NAME_CHARS, MAX_SECTION_RULES as MAX_RULES};
 /// At most this many `appliedTo` entries, peers of a rule, ports of a rule.
-pub const MAX_ENTRIES: usize = 64;
+pub(crate) const MAX_ENTRIES: usize = 64;
 /// At most this many `ipBlocks` in one peer.
-pub const MAX_IP_BLOCKS: usize = 256;
+pub(crate) const MAX_IP_BLOCKS: usize = 256;
 /// A condition's reason is cut to this many characters, its message to [`MAX_MESSAGE_CHARS`].
-pub const MAX_REASON_CHARS: usize = 128;
-pub const MAX_MESSAGE_CHARS: usize = 1024;
+pub(crate) const MAX_REASON_CHARS: usize = 128;
+pub(crate) const MAX_MESSAGE_CHARS: usize = 1024;
 
 // Both groups serve `v1alpha1`, the same schema. In the json, a group is its name.
 /// The API group a SecurityPolicy was served from.
@@ -82,23 +83,6 @@ impl PolicyObject {
     }
 }
 
-/// A rule's action.
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, JsonSchema,
-)]
-pub enum Action {
-    Allow,
-    Drop,
-    Reject,
-}
-
-impl Action {
-    /// Drop or Reject.
-    pub fn blocks(self) -> bool {
-        self != Action::Allow
-    }
-}
-
 // `In`/`Ingress` and `Out`/`Egress` are one each (parse.go's `getRuleDirection`).
 /// A rule's direction.
 #[derive(
@@ -107,16 +91,6 @@ impl Action {
 pub enum Direction {
     In,
     Out,
-}
-
-impl Direction {
-    /// The rules a check counts: Out at FROM (egress), In at TO (ingress).
-    pub fn of(side: crate::analyse::firewall::Side) -> Direction {
-        match side {
-            crate::analyse::firewall::Side::Egress => Direction::Out,
-            crate::analyse::firewall::Side::Ingress => Direction::In,
-        }
-    }
 }
 
 // Its `status.conditions[type=Ready]`: True is nsx-operator's `SecurityPolicyReady`, False
@@ -145,7 +119,7 @@ pub struct Realization {
 
 /// One `appliedTo` entry (`SecurityPolicyTarget`).
 #[derive(Debug, Clone, PartialEq)]
-pub enum Target {
+pub(crate) enum Target {
     /// `vmSelector`: VMs of the policy's namespace.
     Vms(Selector),
     /// `podSelector`: Pods of the policy's namespace, never a VM.
@@ -162,57 +136,17 @@ pub enum Target {
 /// One peer of `from`/`to` (`SecurityPolicyPeer`). `ipBlocks` and the selectors are ORed
 /// (`updatePeerExpressions` joins them with OR).
 #[derive(Debug, Clone, PartialEq, Default)]
-pub struct Peer {
+pub(crate) struct Peer {
     pub vms: Option<Selector>,
     pub pods: Option<Selector>,
     pub namespaces: Option<Selector>,
-    pub ip_blocks: Vec<Cidr>,
-}
-
-/// An `ipBlocks[].cidr` (a bare address is a /32 or /128).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Cidr {
-    pub addr: IpAddr,
-    pub prefix: u8,
-}
-
-impl Cidr {
-    pub fn parse(s: &str) -> Option<Cidr> {
-        let (a, p) = match s.split_once('/') {
-            Some((a, p)) => (a, Some(p)),
-            None => (s, None),
-        };
-        let addr: IpAddr = a.trim().parse().ok()?;
-        let max = if addr.is_ipv4() { 32 } else { 128 };
-        let prefix = match p {
-            Some(p) => p.trim().parse::<u8>().ok().filter(|p| *p <= max)?,
-            None => max,
-        };
-        Some(Cidr { addr, prefix })
-    }
-
-    pub fn contains(&self, ip: IpAddr) -> bool {
-        match (self.addr, ip) {
-            (IpAddr::V4(n), IpAddr::V4(i)) => {
-                let mask = u32::MAX
-                    .checked_shl(32 - u32::from(self.prefix))
-                    .unwrap_or(0);
-                u32::from(n) & mask == u32::from(i) & mask
-            }
-            (IpAddr::V6(n), IpAddr::V6(i)) => {
-                let mask = u128::MAX
-                    .checked_shl(128 - u32::from(self.prefix))
-                    .unwrap_or(0);
-                u128::from(n) & mask == u128::from(i) & mask
-            }
-            _ => false,
-        }
-    }
+    /// `ipBlocks[].cidr` (a bare address is a /32 or /128).
+    pub ip_blocks: Vec<AddrSpec>,
 }
 
 /// One `ports` entry: the protocol (TCP when absent) and the destination ports.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum PortSpec {
+pub(crate) enum PortSpec {
     /// `port` from 0 (absent) to `endPort` (0 or absent: `port` alone); no port and no
     /// endPort is every port of the protocol (`buildRuleServiceEntries`).
     Numbers {
@@ -226,16 +160,12 @@ pub enum PortSpec {
     /// only consider named port for PodSelector, not VMSelector"; docs/security-policy.md:
     /// "Support named port for Pod, but not for VM"). It never matches traffic to a VM.
     /// `end_port`: an `endPort` beside it, which nsx-operator refuses.
-    Named {
-        protocol: String,
-        name: String,
-        end_port: bool,
-    },
+    Named { end_port: bool },
 }
 
 /// A rule read as far as it could be: each part may be unreadable on its own.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Rule {
+pub(crate) struct Rule {
     pub index: usize,
     pub name: Option<String>,
     pub action: Result<Action, String>,
@@ -250,7 +180,7 @@ pub struct Rule {
 
 /// One SecurityPolicy.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Policy {
+pub(crate) struct Policy {
     pub group: NsxGroup,
     pub namespace: String,
     pub name: String,
@@ -355,10 +285,14 @@ fn realization(data: &Value) -> Realization {
 }
 
 fn list<'a>(v: Option<&'a Value>, what: &str) -> Result<&'a [Value], String> {
+    bounded(v, what, MAX_ENTRIES)
+}
+
+fn bounded<'a>(v: Option<&'a Value>, what: &str, max: usize) -> Result<&'a [Value], String> {
     match v {
         None | Some(Value::Null) => Ok(&[]),
-        Some(Value::Array(a)) if a.len() <= MAX_ENTRIES => Ok(a),
-        Some(Value::Array(_)) => Err(format!("{what} has more than {MAX_ENTRIES} entries")),
+        Some(Value::Array(a)) if a.len() <= max => Ok(a),
+        Some(Value::Array(_)) => Err(format!("{what} has more than {max} entries")),
         Some(_) => Err(format!("{what} is not a list")),
     }
 }
@@ -403,7 +337,9 @@ fn peers(v: Option<&Value>, what: &str, notes: &mut Vec<String>) -> Result<Vec<P
             if !p.is_object() {
                 return Err(format!("{at} is not an object"));
             }
-            let peer = Peer {
+            // Both vmSelector and podSelector: nsx-operator refuses the whole policy (validate.rs);
+            // such a peer selects nothing.
+            Ok(Peer {
                 vms: selector(p.get("vmSelector"), &format!("{at}.vmSelector"))?,
                 pods: selector(p.get("podSelector"), &format!("{at}.podSelector"))?,
                 namespaces: selector(
@@ -411,24 +347,17 @@ fn peers(v: Option<&Value>, what: &str, notes: &mut Vec<String>) -> Result<Vec<P
                     &format!("{at}.namespaceSelector"),
                 )?,
                 ip_blocks: ip_blocks(p.get("ipBlocks"), &format!("{at}.ipBlocks"), notes)?,
-            };
-            // Both vmSelector and podSelector: nsx-operator refuses the whole policy, with or
-            // without a namespaceSelector (validate.rs says so); such a peer selects nothing.
-            Ok(peer)
+            })
         })
         .collect()
 }
 
-fn ip_blocks(v: Option<&Value>, what: &str, notes: &mut Vec<String>) -> Result<Vec<Cidr>, String> {
-    let blocks = match v {
-        None | Some(Value::Null) => return Ok(Vec::new()),
-        Some(Value::Array(a)) if a.len() <= MAX_IP_BLOCKS => a,
-        Some(Value::Array(_)) => {
-            return Err(format!("{what} has more than {MAX_IP_BLOCKS} entries"))
-        }
-        Some(_) => return Err(format!("{what} is not a list")),
-    };
-    blocks
+fn ip_blocks(
+    v: Option<&Value>,
+    what: &str,
+    notes: &mut Vec<String>,
+) -> Result<Vec<AddrSpec>, String> {
+    bounded(v, what, MAX_IP_BLOCKS)?
         .iter()
         .enumerate()
         .map(|(i, b)| {
@@ -439,9 +368,11 @@ fn ip_blocks(v: Option<&Value>, what: &str, notes: &mut Vec<String>) -> Result<V
                     notes.push(note);
                 }
             }
+            // A CIDR or one address; a range `a-b` is NSX Manager's, not an IPBlock's.
             b.get("cidr")
                 .and_then(Value::as_str)
-                .and_then(Cidr::parse)
+                .filter(|s| !s.contains('-'))
+                .and_then(AddrSpec::parse)
                 .ok_or_else(|| format!("{what}[{i}].cidr is not an IP CIDR"))
         })
         .collect()
@@ -468,9 +399,7 @@ fn ports(v: Option<&Value>) -> Result<Vec<PortSpec>, String> {
             match p.get("port") {
                 // A JSON string is an IntOrString of type String: a named port to nsx-operator,
                 // even "2379".
-                Some(Value::String(name)) => Ok(PortSpec::Named {
-                    protocol,
-                    name: clip(name, 63),
+                Some(Value::String(_)) => Ok(PortSpec::Named {
                     end_port: end.is_some(),
                 }),
                 None | Some(Value::Null) => Ok(PortSpec::Numbers {

@@ -1131,7 +1131,7 @@ fn another_namespaces_peers_select_our_vms_only_through_a_namespace_selector() {
 }
 
 fn invalid_of(text: &str) -> Vec<String> {
-    super::validate(&super::model::Policy::read(&objects(text).remove(0)))
+    super::validate::validate(&super::model::Policy::read(&objects(text).remove(0)))
 }
 
 #[test]
@@ -1213,7 +1213,7 @@ fn nsx_operators_group_limits_as_builder_go_counts_them() {
     ] {
         for p in fixture(f) {
             assert!(
-                super::validate(&super::model::Policy::read(&p)).is_empty(),
+                super::validate::validate(&super::model::Policy::read(&p)).is_empty(),
                 "{f}"
             );
         }
