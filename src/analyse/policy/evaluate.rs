@@ -616,17 +616,10 @@ fn check(
                 .map_or(SideOutcome::NoVisibleRule, |rule| SideOutcome::Matched { rule }),
         })
     });
-    if let Some(i) = unordered {
-        let e = kept[i]
-            .p
-            .priority
-            .as_ref()
-            .err()
-            .cloned()
-            .unwrap_or_default();
-        outcome = SideOutcome::CannotDecide {
-            why: format!("{}: {e}", who(&kept[i].p)),
-        };
+    if let Some(p) = unordered.map(|i| &kept[i].p) {
+        let e = p.priority.as_ref().err().map_or("", String::as_str);
+        let why = format!("{}: {e}", who(p));
+        outcome = SideOutcome::CannotDecide { why };
     }
     // Policies not evaluated could come first unless the check was decided at a lower
     // priority than any of them (an equal one is NSX's choice: cannot decide either).
@@ -672,11 +665,8 @@ fn check(
 
 fn summary(k: &Kept, vms: &[PolicyVm], ctx: &Ctx) -> PolicySummary {
     let p = &k.p;
-    let mut unreadable: Vec<String> = [&p.priority.as_ref().err(), &p.applied_to.as_ref().err()]
-        .into_iter()
-        .flatten()
-        .map(|e| e.to_string())
-        .collect();
+    let policy_errors = [p.priority.as_ref().err(), p.applied_to.as_ref().err()];
+    let mut unreadable: Vec<String> = policy_errors.into_iter().flatten().cloned().collect();
     for r in &p.rules {
         let mut seen: Vec<&String> = Vec::new();
         let errs = [

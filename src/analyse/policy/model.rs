@@ -47,19 +47,11 @@ pub enum NsxGroup {
 }
 
 impl NsxGroup {
-    pub const ALL: [NsxGroup; 2] = [NsxGroup::Vpc, NsxGroup::Legacy];
-
     pub fn name(self) -> &'static str {
         match self {
             NsxGroup::Vpc => "crd.nsx.vmware.com",
             NsxGroup::Legacy => "nsx.vmware.com",
         }
-    }
-
-    /// The group of an `apiVersion` such as `crd.nsx.vmware.com/v1alpha1`.
-    pub fn from_api_version(api_version: &str) -> Option<NsxGroup> {
-        let group = api_version.split('/').next()?;
-        NsxGroup::ALL.into_iter().find(|g| g.name() == group)
     }
 }
 
@@ -72,12 +64,6 @@ pub struct PolicyObject {
 }
 
 impl PolicyObject {
-    /// The group from the object's own `apiVersion`; `None` when it names neither group.
-    pub fn new(object: DynamicObject) -> Option<PolicyObject> {
-        let group = NsxGroup::from_api_version(&object.types.as_ref()?.api_version)?;
-        Some(PolicyObject { group, object })
-    }
-
     pub fn in_group(group: NsxGroup, object: DynamicObject) -> PolicyObject {
         PolicyObject { group, object }
     }
@@ -253,39 +239,24 @@ impl Rule {
 }
 
 fn realization(data: &Value) -> Realization {
-    let ready = data
-        .pointer("/status/conditions")
-        .and_then(Value::as_array)
-        .and_then(|cs| {
-            cs.iter()
-                .find(|c| c.get("type").and_then(Value::as_str) == Some("Ready"))
-        });
-    let text = |c: &Value, k: &str, max: usize| {
-        c.get(k)
-            .and_then(Value::as_str)
-            .filter(|s| !s.is_empty())
-            .map(|s| clip(s, max))
+    let conditions = data.pointer("/status/conditions").and_then(Value::as_array);
+    let ready = conditions.and_then(|cs| {
+        cs.iter()
+            .find(|c| c.get("type").and_then(Value::as_str) == Some("Ready"))
+    });
+    let text = |k: &str, max: usize| {
+        let s = ready?.get(k)?.as_str().filter(|s| !s.is_empty());
+        s.map(|s| clip(s, max))
     };
-    match ready {
-        None => Realization {
-            state: RealizedState::Unknown,
-            reason: None,
-            message: None,
+    Realization {
+        state: match ready.and_then(|c| c.get("status")?.as_str()) {
+            Some("True") => RealizedState::Realized,
+            Some("False") => RealizedState::NotRealized,
+            _ => RealizedState::Unknown,
         },
-        Some(c) => Realization {
-            state: match c.get("status").and_then(Value::as_str) {
-                Some("True") => RealizedState::Realized,
-                Some("False") => RealizedState::NotRealized,
-                _ => RealizedState::Unknown,
-            },
-            reason: text(c, "reason", MAX_REASON_CHARS),
-            message: text(c, "message", MAX_MESSAGE_CHARS),
-        },
+        reason: text("reason", MAX_REASON_CHARS),
+        message: text("message", MAX_MESSAGE_CHARS),
     }
-}
-
-fn list<'a>(v: Option<&'a Value>, what: &str) -> Result<&'a [Value], String> {
-    bounded(v, what, MAX_ENTRIES)
 }
 
 fn bounded<'a>(v: Option<&'a Value>, what: &str, max: usize) -> Result<&'a [Value], String> {
@@ -297,59 +268,63 @@ fn bounded<'a>(v: Option<&'a Value>, what: &str, max: usize) -> Result<&'a [Valu
     }
 }
 
-fn selector(v: Option<&Value>, what: &str) -> Result<Option<Selector>, String> {
-    match v {
+/// The selector at `key` of the object at `at`.
+fn selector(o: &Value, at: &str, key: &str) -> Result<Option<Selector>, String> {
+    match o.get(key) {
         None | Some(Value::Null) => Ok(None),
         Some(v) => Selector::from_value(v)
             .map(Some)
-            .map_err(|e| format!("{what}: {e}")),
+            .map_err(|e| format!("{at}.{key}: {e}")),
     }
 }
 
-fn targets(v: Option<&Value>, what: &str) -> Result<Vec<Target>, String> {
-    list(v, what)?
+/// A list of objects (`appliedTo`, peers), each read by `f` with its place (`what[i]`).
+fn objects<T>(
+    v: Option<&Value>,
+    what: &str,
+    mut f: impl FnMut(&Value, &str) -> Result<T, String>,
+) -> Result<Vec<T>, String> {
+    bounded(v, what, MAX_ENTRIES)?
         .iter()
         .enumerate()
-        .map(|(i, t)| {
+        .map(|(i, o)| {
             let at = format!("{what}[{i}]");
-            if !t.is_object() {
-                return Err(format!("{at} is not an object"));
-            }
-            let vms = selector(t.get("vmSelector"), &format!("{at}.vmSelector"))?;
-            let pods = selector(t.get("podSelector"), &format!("{at}.podSelector"))?;
-            match (vms, pods) {
-                // nsx-operator refuses the whole policy for it (validate.rs says so).
-                (Some(_), Some(_)) => Ok(Target::VmsAndPods),
-                (Some(s), None) => Ok(Target::Vms(s)),
-                (None, Some(s)) => Ok(Target::Pods(s)),
-                (None, None) => Ok(Target::Everything),
+            match o.is_object() {
+                true => f(o, &at),
+                false => Err(format!("{at} is not an object")),
             }
         })
         .collect()
 }
 
+fn targets(v: Option<&Value>, what: &str) -> Result<Vec<Target>, String> {
+    objects(v, what, |t, at| {
+        Ok(
+            match (
+                selector(t, at, "vmSelector")?,
+                selector(t, at, "podSelector")?,
+            ) {
+                // nsx-operator refuses the whole policy for it (validate.rs says so).
+                (Some(_), Some(_)) => Target::VmsAndPods,
+                (Some(s), None) => Target::Vms(s),
+                (None, Some(s)) => Target::Pods(s),
+                (None, None) => Target::Everything,
+            },
+        )
+    })
+}
+
 fn peers(v: Option<&Value>, what: &str, notes: &mut Vec<String>) -> Result<Vec<Peer>, String> {
-    list(v, what)?
-        .iter()
-        .enumerate()
-        .map(|(i, p)| {
-            let at = format!("{what}[{i}]");
-            if !p.is_object() {
-                return Err(format!("{at} is not an object"));
-            }
-            // Both vmSelector and podSelector: nsx-operator refuses the whole policy (validate.rs);
-            // such a peer selects nothing.
-            Ok(Peer {
-                vms: selector(p.get("vmSelector"), &format!("{at}.vmSelector"))?,
-                pods: selector(p.get("podSelector"), &format!("{at}.podSelector"))?,
-                namespaces: selector(
-                    p.get("namespaceSelector"),
-                    &format!("{at}.namespaceSelector"),
-                )?,
-                ip_blocks: ip_blocks(p.get("ipBlocks"), &format!("{at}.ipBlocks"), notes)?,
-            })
+    // Both vmSelector and podSelector: nsx-operator refuses the whole policy (validate.rs); such
+    // a peer selects nothing.
+    objects(v, what, |p, at| {
+        Ok(Peer {
+            vms: selector(p, at, "vmSelector")?,
+            pods: selector(p, at, "podSelector")?,
+            namespaces: selector(p, at, "namespaceSelector")?,
+            ip_blocks: ip_blocks(p.get("ipBlocks"), &format!("{at}.ipBlocks"), notes)?,
         })
-        .collect()
+    })
 }
 
 fn ip_blocks(
@@ -379,7 +354,7 @@ fn ip_blocks(
 }
 
 fn ports(v: Option<&Value>) -> Result<Vec<PortSpec>, String> {
-    list(v, "ports")?
+    bounded(v, "ports", MAX_ENTRIES)?
         .iter()
         .enumerate()
         .map(|(i, p)| {

@@ -42,7 +42,12 @@ fn objects(text: &str) -> Vec<PolicyObject> {
         .filter(|v| !v.is_null())
         .map(|v| {
             let o: DynamicObject = serde_json::from_value(v).unwrap();
-            PolicyObject::new(o).expect("an NSX group")
+            let api = &o.types.as_ref().expect("an apiVersion").api_version;
+            let group = [NsxGroup::Vpc, NsxGroup::Legacy]
+                .into_iter()
+                .find(|g| api.split('/').next() == Some(g.name()))
+                .expect("an NSX group");
+            PolicyObject::in_group(group, o)
         })
         .collect()
 }
