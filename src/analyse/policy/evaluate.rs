@@ -278,11 +278,6 @@ impl PolicyEvaluation {
         &self.blocking
     }
 
-    /// Whether any policy was read at all (the NETWORK POLICY section shows when one was).
-    pub fn is_empty(&self) -> bool {
-        self.policies.is_empty() && self.policies_not_read == 0
-    }
-
     /// The policies that select at least one of the VMs (`status -o wide`).
     pub fn selecting_vms(&self) -> impl Iterator<Item = &PolicySummary> {
         self.policies.iter().filter(|p| !p.applies_to.is_empty())
@@ -552,6 +547,10 @@ enum Cover {
     /// Its policy is not in effect; whether it would decide once realized.
     NotRealized(bool),
 }
+
+/// What one covering rule covers for one reason: the checks, the paths (indexes, in order),
+/// a few examples.
+type Covered = (usize, Vec<usize>, Vec<CoveredCheck>);
 
 /// Policies that can apply but were not evaluated: any check they could come first in cannot
 /// be decided unless decided at a lower priority.
@@ -848,8 +847,7 @@ pub fn evaluate(input: &PolicyInput) -> PolicyEvaluation {
 
     let mut paths = Vec::new();
     // Per (policy, rule, why): the checks, the paths (indexes, in order), examples.
-    let mut aggs: BTreeMap<(usize, usize, Cover), (usize, Vec<usize>, Vec<CoveredCheck>)> =
-        BTreeMap::new();
+    let mut aggs: BTreeMap<(usize, usize, Cover), Covered> = BTreeMap::new();
     for (port, fi, ti) in firewall::vm_pairs(vms.len()) {
         let (from, to) = (&vms[fi].name, &vms[ti].name);
         let at = |side| At {

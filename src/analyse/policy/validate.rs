@@ -129,36 +129,23 @@ fn peer(p: &Peer, mixed: bool) -> Result<Count, String> {
         }
         .into());
     }
-    let sel = p.vms.as_ref().or(p.pods.as_ref());
-    match (sel, &p.namespaces) {
-        (None, None) => Ok((0, 0)),
-        (Some(s), None) => workload(s, mixed),
-        (Some(s), Some(ns)) => {
-            let ns_merged = ns.merged_expressions();
-            not_in_ns(&ns_merged)?;
-            let merged = s.merged_expressions();
-            let a = op_in(&merged, s.labels())?;
-            let b = op_in(&ns_merged, ns.labels())?;
-            if a > 0 && b > 0 {
-                return Err(
-                    "operator 'In' is set in both Pod/VM selector and NamespaceSelector".into(),
-                );
-            }
-            expressions(
-                s.labels().len() + 2 + ns.labels().len(),
-                merged.len() + ns_merged.len(),
-                a + b,
-                mixed,
-            )
-        }
-        (None, Some(ns)) if ns.is_empty() => expressions(2, 0, 0, mixed),
-        (None, Some(ns)) => {
-            let merged = ns.merged_expressions();
-            not_in_ns(&merged)?;
-            let in_values = op_in(&merged, ns.labels())?;
-            expressions(ns.labels().len() + 1, merged.len(), in_values, mixed)
-        }
+    let (sel, ns) = (p.vms.as_ref().or(p.pods.as_ref()), p.namespaces.as_ref());
+    match (sel, ns) {
+        (None, None) => return Ok((0, 0)),
+        (None, Some(ns)) if ns.is_empty() => return expressions(2, 0, 0, mixed),
+        _ => {}
     }
+    let ns_merged = ns.map(Selector::merged_expressions).unwrap_or_default();
+    not_in_ns(&ns_merged)?;
+    let merged = sel.map(Selector::merged_expressions).unwrap_or_default();
+    let a = sel.map_or(Ok(0), |s| op_in(&merged, s.labels()))?;
+    let b = ns.map_or(Ok(0), |n| op_in(&ns_merged, n.labels()))?;
+    if a > 0 && b > 0 {
+        return Err("operator 'In' is set in both Pod/VM selector and NamespaceSelector".into());
+    }
+    // A VM/Pod selector has 2 built-in tags (cluster, namespace), a namespaceSelector alone 1.
+    let labels = sel.map_or(1, |s| s.labels().len() + 2) + ns.map_or(0, |n| n.labels().len());
+    expressions(labels, merged.len() + ns_merged.len(), a + b, mixed)
 }
 
 /// The totals of one group (`buildPolicyGroup`, `buildRuleAppliedGroupByRule`,
