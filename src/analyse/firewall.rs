@@ -39,6 +39,9 @@ pub const MAX_RULES: usize = 20_000;
 /// that makes a check they could decide "cannot decide". NSX Manager's policies are bounded
 /// by the reader instead (`nsxmanager::bound`) and by [`MAX_RULES`] in all.
 pub const MAX_SECTION_RULES: usize = 64;
+/// An address a rule names (one IP, a CIDR, a range), whatever the source: NSX Manager's reader
+/// parses it below this layer; the SecurityPolicies' `ipBlocks` are its CIDRs.
+pub(crate) use crate::nsxmanager::model::AddrSpec;
 /// Names (a policy's, a rule's, a namespace's, a VM's, a display name) are cut to this many
 /// characters, whatever the source.
 pub use crate::nsxmanager::model::MAX_NAME_CHARS;
@@ -198,13 +201,18 @@ pub fn paths_text(paths: &[PathRef]) -> String {
     parts.join(", ")
 }
 
-/// What a rule does to a path once it decides a check.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Effect {
+/// A rule's action.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, schemars::JsonSchema,
+)]
+pub enum Action {
     Allow,
     Drop,
     Reject,
 }
+
+/// What a rule does to a path once it decides a check: its [`Action`].
+pub type Effect = Action;
 
 /// A source's rule reference (what the output names): what it does when it decides.
 pub trait Verdict {

@@ -1,6 +1,6 @@
-//! NSX SecurityPolicies evaluated against the cluster's control-plane VMs: for TCP 2379 and 2380
-//! and every ordered pair (FROM, TO) of distinct VMs, which visible rule decides the path. Pure,
-//! no I/O: the Supervisor side reads the objects, the verdict and the renderers use the result.
+//! NSX SecurityPolicies evaluated against the cluster's control-plane VMs: the firewall engine's
+//! adapter for them (`analyse::firewall`), for TCP 2379 and 2380 and every ordered pair (FROM,
+//! TO) of distinct VMs. Pure, no I/O: the Supervisor side reads the objects.
 //!
 //! Upstream, checked in vmware-tanzu/nsx-operator (docs/nsx-policy.md names the file of each
 //! rule):
@@ -24,33 +24,24 @@
 //!   `appliedTo` over rule-level, `from`/`to` over `sources`/`destinations`.
 //!
 //! The evaluation:
-//! 0. Only the policies that can apply: the live group's, the namespace's and (T1) other
-//!    namespaces' with a cluster-wide `appliedTo`, selecting at least one VM; sorted by
-//!    priority, then cut to [`MAX_POLICIES`]; a check the policies not evaluated could come
-//!    first in is [`SideOutcome::CannotDecide`], never a named Drop.
-//! 1. Per check (egress at FROM: Out rules applied to FROM whose peers select TO; ingress at
-//!    TO: In rules applied to TO whose peers select FROM), only policies in effect (Ready True,
-//!    valid) count. The others are evaluated apart: their matching Drop/Reject rules are
-//!    [`CoverReason::NotRealized`], with whether each would decide the check once realized.
-//! 2. Policies in priority order, lowest first; inside one, rules in order. The first rule that
-//!    matches decides. A rule that may match but cannot be evaluated (a selector apimachinery
-//!    refuses, an unparseable CIDR, a VM without a known IP against `ipBlocks`) makes the check
-//!    [`SideOutcome::CannotDecide`] when reached before any match.
-//! 3. Two policies of the same priority that both match with different actions: NSX's order
-//!    between them is not visible, so cannot decide.
-//! 4. Drop/Reject rules in effect that match after a deciding Allow are
+//! 0. Only the policies that can apply (the live group's, the namespace's and, on T1, other
+//!    namespaces' with a cluster-wide `appliedTo`, selecting a VM), by priority, cut to
+//!    [`MAX_POLICIES`]: a check those cut could come first in cannot be decided.
+//! 1. Only policies in effect (Ready True, valid) decide; the others' matching Drop/Reject
+//!    rules are [`CoverReason::NotRealized`], with whether each would decide once realized.
+//! 2. One engine tier per priority, lowest first, each policy's rules in order: the first match
+//!    decides; a rule that may match but cannot be evaluated (a selector apimachinery refuses,
+//!    an unparseable CIDR, a VM without a known IP against `ipBlocks`) first, or two policies
+//!    of one priority matching with different actions (NSX's order between them is not
+//!    visible), make the check [`SideOutcome::CannotDecide`].
+//! 3. Drop/Reject rules in effect that match after a deciding Allow are
 //!    [`CoverReason::Shadowed`].
-//!
-//! A path is Dropped/Rejected when either check's first match is a Drop/Reject (the egress
-//! check's first), else cannot decide when a check cannot, else Allowed when a check's first
-//! match is an Allow, else NoVisibleRule: the answer lies outside the Supervisor's view.
 
 mod evaluate;
 mod model;
 mod validate;
 
 pub use crate::analyse::firewall::paths_text;
-pub use crate::selector::{Operator, Requirement, Selector};
 pub use evaluate::{
     evaluate, BlockingRule, CoverReason, CoveredCheck, CoveringRule, PathEvaluation, PathOutcome,
     PathRef, PolicyEvaluation, PolicyInput, PolicySummary, PolicyVm, PolicyWarning, RuleRef,
@@ -58,7 +49,6 @@ pub use evaluate::{
     MAX_VMS, MAX_WARNINGS, T1_TAGGING_NOTE,
 };
 pub use model::{clip, Action, Direction, NsxGroup, PolicyObject, Realization, RealizedState};
-pub use validate::validate;
 
 #[cfg(test)]
 pub(crate) mod tests;

@@ -4,40 +4,36 @@
 //!
 //! Bounded whatever the namespace holds: the policies that can apply are sorted (those that can
 //! touch etcd's ports, then those in effect, each by priority) before they are cut to
-//! [`MAX_POLICIES`]; the rules that cover a path without deciding it are
-//! aggregated per rule ([`CoveringRule`], at most [`MAX_COVERING`]); the warnings and the
-//! blocking rules are computed once, here, and kept.
+//! [`MAX_POLICIES`]; the rules that cover a path without deciding it are aggregated per rule
+//! ([`CoveringRule`], at most [`MAX_COVERING`]).
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::net::IpAddr;
 
 use super::model::{
     clip, Action, Direction, NsxGroup, Peer, Policy, PolicyObject, PortSpec, Realization,
-    RealizedState, Rule, Target, MAX_NAME_CHARS,
+    RealizedState, Rule, Target, MAX_NAME_CHARS, MAX_RULES,
 };
 use super::validate::validate;
-use crate::analyse::firewall::{self, Effect, Hit, Then, TierHit, Verdict};
+use crate::analyse::firewall::{self, Hit, Then, TierHit, Verdict};
 pub use crate::analyse::firewall::{PathRef, Side, Tri, ETCD_PORTS, MAX_VMS};
 use crate::selector::Selector;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-/// What one check (egress at FROM, ingress at TO) comes to: the first matching rule in effect;
-/// no visible rule in effect matches (what happens is decided outside the Supervisor's view);
-/// or a rule that might come first cannot be evaluated (`why` names its policy).
+/// What one check comes to: the first matching rule in effect, no visible rule, or cannot
+/// decide (`why` names its policy).
 pub type SideOutcome = firewall::SideOutcome<RuleRef>;
 /// What one path (port, FROM → TO) comes to, both checks together.
 pub type PathOutcome = firewall::PathOutcome<RuleRef>;
 /// A Drop/Reject rule that blocks paths now, with those paths.
 pub type BlockingRule = firewall::Blocking<RuleRef>;
+/// One path's evaluation, with the rule not in effect that would decide a check once realized.
+pub type PathEvaluation = firewall::PathEvaluation<RuleRef>;
 
 impl Verdict for RuleRef {
-    fn effect(&self) -> Effect {
-        match self.action {
-            Action::Allow => Effect::Allow,
-            Action::Drop => Effect::Drop,
-            Action::Reject => Effect::Reject,
-        }
+    fn effect(&self) -> Action {
+        self.action
     }
 }
 
@@ -45,7 +41,7 @@ impl Verdict for RuleRef {
 /// are counted, and a check they could decide is "cannot decide".
 pub const MAX_POLICIES: usize = 64;
 // The SecurityPolicies stay under the engine's one bound on rules evaluated.
-const _: () = assert!(MAX_POLICIES * super::model::MAX_RULES <= firewall::MAX_RULES);
+const _: () = assert!(MAX_POLICIES * MAX_RULES <= firewall::MAX_RULES);
 /// At most this many covering rules are listed (the rest counted).
 pub const MAX_COVERING: usize = 32;
 /// At most this many warnings are kept (the rest counted).
@@ -88,7 +84,6 @@ pub struct PolicyInput {
     pub policies_left_out: usize,
 }
 
-// The rule's name when it has one. Also the json contract's (`report::v1alpha2`).
 /// A rule, named as an admin finds it: policy, index in `spec.rules`, priority, action, direction.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
@@ -107,20 +102,16 @@ pub struct RuleRef {
 impl RuleRef {
     /// `ns/name rules[i] (name)`: for text.
     pub fn label(&self) -> String {
-        let mut s = format!(
-            "{}/{} rules[{}]",
-            self.namespace, self.policy, self.rule_index
-        );
-        if let Some(n) = &self.rule_name {
-            s.push_str(&format!(" ({n})"));
-        }
-        s
+        let name = self.rule_name.as_ref().map(|n| format!(" ({n})"));
+        format!(
+            "{}/{} rules[{}]{}",
+            self.namespace,
+            self.policy,
+            self.rule_index,
+            name.unwrap_or_default()
+        )
     }
 }
-
-/// One path's evaluation: the engine's, with the rule not in effect that would decide a check
-/// once realized (`not_realized`).
-pub type PathEvaluation = firewall::PathEvaluation<RuleRef>;
 
 /// Why a Drop/Reject rule that covers a path does not decide it now.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -128,9 +119,8 @@ pub type PathEvaluation = firewall::PathEvaluation<RuleRef>;
 pub enum CoverReason {
     /// A rule in effect that comes first allows the path.
     Shadowed { by: RuleRef },
-    // Not in effect: not realized (Ready False, or no Ready condition yet), or refused by
-    // nsx-operator's validation (the policy's `invalid`). `would_decide`: the first match of
-    // this check once realized, as far as the visible policies tell (an equal priority: yes).
+    // Not realized (Ready False or none yet) or refused by nsx-operator's validation;
+    // `would_decide` as far as the visible policies tell (an equal priority: yes).
     /// Its policy is not in effect as written; `wouldDecide`: it would decide the check once realized.
     NotRealized {
         state: RealizedState,
@@ -148,7 +138,6 @@ pub struct CoveredCheck {
     pub side: Side,
 }
 
-// At most [`COVERING_EXAMPLES`] examples.
 /// A Drop/Reject rule that matches checks without deciding them, for one reason, with examples.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
@@ -163,7 +152,6 @@ pub struct CoveringRule {
     pub examples: Vec<CoveredCheck>,
 }
 
-// What `status` and `diagnose` warn about on a cluster that is still healthy.
 /// A Drop/Reject rule that would block 2379/2380 between the VMs but does not now, with its paths.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
@@ -189,7 +177,6 @@ pub struct PolicySummary {
     /// Absent: `spec.priority` could not be read.
     pub priority: Option<u32>,
     pub realization: Realization,
-    // Valid: see docs/nsx-policy.md.
     /// Counted in the evaluation: realized (Ready True) and valid.
     pub in_effect: bool,
     /// What nsx-operator's validation refuses in it: it cannot be realized as written.
@@ -209,7 +196,6 @@ pub struct PolicySummary {
     pub notes: Vec<String>,
 }
 
-// A leftover of the group nsx-operator does not reconcile.
 /// A policy of the cluster's namespace that is not evaluated, and why.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
@@ -221,8 +207,7 @@ pub struct SetAside {
     pub why: String,
 }
 
-// Stable order: policies by priority, namespace, name, group; paths by port, FROM, TO (the VMs
-// sorted by name). Also the json contract's (`networkPolicy.evaluation`).
+// Stable order: policies by priority, namespace, name, group; paths by port, FROM, TO.
 /// The SecurityPolicies evaluated against the control-plane VMs on TCP 2379/2380.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
@@ -237,7 +222,6 @@ pub struct PolicyEvaluation {
     /// What the live group was told from.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub networking_basis: Option<String>,
-    // At most [`MAX_POLICIES`].
     /// The policies that can apply to the VMs, evaluated (bounded).
     pub policies: Vec<PolicySummary>,
     /// The namespace's policies of the group nsx-operator does not reconcile.
@@ -245,8 +229,7 @@ pub struct PolicyEvaluation {
     pub set_aside: Vec<SetAside>,
     #[serde(default, skip_serializing_if = "crate::analyse::is_zero")]
     pub set_aside_not_listed: usize,
-    // Another namespace's without a cluster-wide `appliedTo`, another group's, selecting none
-    // of the VMs.
+    // Another namespace's without a cluster-wide `appliedTo`, another group's, selecting none.
     /// Policies read that cannot apply to these VMs.
     #[serde(default, skip_serializing_if = "crate::analyse::is_zero")]
     pub policies_not_applying: usize,
@@ -259,19 +242,16 @@ pub struct PolicyEvaluation {
     /// The rules that block paths now, each with its paths.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub blocking: Vec<BlockingRule>,
-    // At most [`MAX_WARNINGS`].
     /// Drop/Reject rules that would block paths but do not now (bounded).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<PolicyWarning>,
     #[serde(default, skip_serializing_if = "crate::analyse::is_zero")]
     pub warnings_not_listed: usize,
-    // At most [`MAX_COVERING`].
     /// Every Drop/Reject rule that covers checks without deciding them, per rule and reason (bounded).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub covering: Vec<CoveringRule>,
     #[serde(default, skip_serializing_if = "crate::analyse::is_zero")]
     pub covering_not_listed: usize,
-    // Said, never guessed.
     /// What the evaluation assumes where upstream cannot be read.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
@@ -290,21 +270,12 @@ impl PolicyEvaluation {
 
     /// The Drop/Reject rule that blocks this path, if a visible one does.
     pub fn blocking_rule(&self, port: u16, from: &str, to: &str) -> Option<&RuleRef> {
-        match &self.path(port, from, to)?.outcome {
-            PathOutcome::Dropped { rule } | PathOutcome::Rejected { rule } => Some(rule),
-            _ => None,
-        }
+        self.path(port, from, to)?.outcome.blocking_rule()
     }
 
-    /// Every rule that blocks paths now, each with its paths, in the order the paths come: for
-    /// the verdict's evidence and the NETWORK POLICY section. Computed once by [`evaluate`].
+    /// Every rule that blocks paths now, each with its paths, in path order.
     pub fn blocking(&self) -> &[BlockingRule] {
         &self.blocking
-    }
-
-    /// Whether any policy was read at all (the NETWORK POLICY section shows when one was).
-    pub fn is_empty(&self) -> bool {
-        self.policies.is_empty() && self.policies_not_read == 0
     }
 
     /// The policies that select at least one of the VMs (`status -o wide`).
@@ -314,15 +285,12 @@ impl PolicyEvaluation {
 
     /// The paths whose outcome cannot be decided.
     pub fn undecided(&self) -> impl Iterator<Item = &PathEvaluation> {
-        self.paths
-            .iter()
-            .filter(|p| matches!(p.outcome, PathOutcome::CannotDecide { .. }))
+        let undecided = |p: &&PathEvaluation| matches!(p.outcome, PathOutcome::CannotDecide { .. });
+        self.paths.iter().filter(undecided)
     }
 
-    /// Drop/Reject rules that would block 2379/2380 between the VMs but do not now: shadowed by
-    /// an earlier Allow, or in a policy not in effect that would decide the check once
-    /// realized. One warning per rule and reason, with its paths. Computed once by
-    /// [`evaluate`]; [`PolicyEvaluation::warnings_not_listed`] more were counted.
+    /// Drop/Reject rules that would block 2379/2380 between the VMs but do not now (shadowed, or
+    /// not in effect and deciding once realized), one per rule and reason.
     pub fn warnings(&self) -> &[PolicyWarning] {
         &self.warnings
     }
@@ -341,186 +309,164 @@ struct Ctx<'a> {
     namespace_labels: &'a BTreeMap<String, String>,
 }
 
-fn target_selects(t: &Target, policy_ns: &str, vm: &PolicyVm, ctx: &Ctx) -> bool {
-    match t {
-        // vmSelector selects in the policy's own namespace (the namespace UID tag).
-        Target::Vms(s) => policy_ns == ctx.namespace && s.matches_as_nsx(&vm.labels),
-        Target::Pods(_) | Target::VmsAndPods => false,
-        Target::Everything => true,
+impl Ctx<'_> {
+    /// Whether `targets` select `vm`: a vmSelector in the policy's own namespace (the namespace
+    /// UID tag), `{}` every port; a podSelector never a VM.
+    fn targets(&self, ts: &[Target], policy_ns: &str, vm: &PolicyVm) -> Tri {
+        Tri::from_bool(ts.iter().any(|t| match t {
+            Target::Vms(s) => policy_ns == self.namespace && s.matches_as_nsx(&vm.labels),
+            Target::Pods(_) | Target::VmsAndPods => false,
+            Target::Everything => true,
+        }))
     }
-}
 
-/// The targets a rule is applied to: policy-level when set (it takes precedence), else the
-/// rule's own; neither is refused by nsx-operator ("appliedTo needs to be set in either spec or
-/// rules"), so such a rule applies to nothing.
-fn applied(policy: &Policy, rule: &Rule, vm: &PolicyVm, ctx: &Ctx) -> Tri {
-    let targets = match (&policy.applied_to, &rule.applied_to) {
-        (Err(e), _) => return Tri::Unknown(format!("spec.appliedTo: {e}")),
-        (Ok(p), _) if !p.is_empty() => p,
-        (Ok(_), Err(e)) => return Tri::Unknown(format!("rules[{}]: {e}", rule.index)),
-        (Ok(_), Ok(r)) => r,
-    };
-    Tri::from_bool(
-        targets
-            .iter()
-            .any(|t| target_selects(t, &policy.namespace, vm, ctx)),
-    )
-}
+    /// A rule's scope: policy-level `appliedTo` when set, else the rule's own; neither is
+    /// refused by nsx-operator ("appliedTo needs to be set in either spec or rules"): nothing.
+    fn applied(&self, p: &Policy, rule: &Rule, vm: &PolicyVm) -> Tri {
+        match (&p.applied_to, &rule.applied_to) {
+            (Err(e), _) => Tri::Unknown(format!("spec.appliedTo: {e}")),
+            (Ok(ts), _) if !ts.is_empty() => self.targets(ts, &p.namespace, vm),
+            (Ok(_), Err(e)) => Tri::Unknown(format!("rules[{}]: {e}", rule.index)),
+            (Ok(_), Ok(ts)) => self.targets(ts, &p.namespace, vm),
+        }
+    }
 
-/// A `namespaceSelector` is realized as tag conditions on the namespace's segment (builder.go
-/// `updatePeerExpressions`, member type Segment): NSX's matching.
-fn selects_ns(s: &Selector, ctx: &Ctx) -> bool {
-    s.matches_as_nsx(ctx.namespace_labels)
-}
+    /// Whether the policy may take `vm` for any of its rules.
+    fn may_apply(&self, p: &Policy, vm: &PolicyVm) -> Tri {
+        match &p.applied_to {
+            Ok(ts) if ts.is_empty() => {
+                match Tri::any(p.rules.iter().map(|r| self.applied(p, r, vm))) {
+                    Tri::No if p.rules_truncated => Tri::Unknown(truncated_text()),
+                    t => t,
+                }
+            }
+            Ok(ts) => self.targets(ts, &p.namespace, vm),
+            Err(e) => Tri::Unknown(e.clone()),
+        }
+    }
 
-fn peer_matches(peer: &Peer, policy_ns: &str, vm: &PolicyVm, ctx: &Ctx) -> Tri {
-    let by_ip = if peer.ip_blocks.is_empty() {
-        Tri::No
-    } else if vm.ips.is_empty() {
-        Tri::Unknown(format!("no IP is known for VM {} (ipBlocks)", vm.name))
-    } else {
-        let inside = vm
-            .ips
-            .iter()
+    /// A `namespaceSelector` is realized as tag conditions on the namespace's segment
+    /// (builder.go `updatePeerExpressions`, member type Segment): NSX's matching.
+    fn peer(&self, peer: &Peer, policy_ns: &str, vm: &PolicyVm) -> Tri {
+        let ns = |n: &Selector| n.matches_as_nsx(self.namespace_labels);
+        let by_selector = match (&peer.vms, &peer.pods, &peer.namespaces) {
+            (Some(v), None, None) => policy_ns == self.namespace && v.matches_as_nsx(&vm.labels),
+            (Some(v), None, Some(n)) => ns(n) && v.matches_as_nsx(&vm.labels),
+            // Pods only, never these VMs.
+            (_, Some(_), _) => false,
+            // Every Pod and VM of the selected namespaces (`{}`: of every namespace).
+            (None, None, Some(n)) => ns(n),
+            (None, None, None) => false,
+        };
+        let inside = (vm.ips.iter())
             .filter(|ip| peer.ip_blocks.iter().any(|b| b.contains(**ip)))
             .count();
-        if inside == vm.ips.len() {
-            Tri::Yes
-        } else if inside == 0 {
-            Tri::No
-        } else {
-            Tri::Unknown(format!(
+        let by_ip = match (peer.ip_blocks.is_empty(), vm.ips.len()) {
+            (true, _) => Tri::No,
+            (false, 0) => Tri::Unknown(format!("no IP is known for VM {} (ipBlocks)", vm.name)),
+            (false, n) if inside == n || inside == 0 => Tri::from_bool(inside == n),
+            _ => Tri::Unknown(format!(
                 "VM {} has addresses inside and outside the ipBlocks",
                 vm.name
-            ))
-        }
-    };
-    let by_selector = match (&peer.vms, &peer.pods, &peer.namespaces) {
-        (Some(v), None, None) => policy_ns == ctx.namespace && v.matches_as_nsx(&vm.labels),
-        (Some(v), None, Some(n)) => selects_ns(n, ctx) && v.matches_as_nsx(&vm.labels),
-        // Pods only, never these VMs.
-        (None, Some(_), _) | (Some(_), Some(_), _) => false,
-        // Every Pod and VM of the selected namespaces (`{}`: of every namespace).
-        (None, None, Some(n)) => selects_ns(n, ctx),
-        (None, None, None) => false,
-    };
-    Tri::any([by_ip, Tri::from_bool(by_selector)])
+            )),
+        };
+        Tri::any([by_ip, Tri::from_bool(by_selector)])
+    }
 }
 
 fn port_matches(ports: &[PortSpec], port: u16) -> Tri {
     if ports.is_empty() {
         return Tri::Yes;
     }
-    Tri::any(ports.iter().map(|p| match p {
+    Tri::any(ports.iter().map(|p| match *p {
         // Resolved to Pods' IPs only (expand.go): never a VM's port, whatever its protocol.
         PortSpec::Named { .. } => Tri::No,
-        PortSpec::Numbers { protocol, .. } if protocol != "TCP" => {
-            if protocol == "UDP" || protocol == "SCTP" {
-                Tri::No
-            } else {
-                Tri::Unknown("a protocol other than TCP, UDP or SCTP".to_string())
-            }
-        }
-        PortSpec::Numbers {
-            start: 0,
-            end: None,
-            ..
-        } => Tri::Yes,
-        PortSpec::Numbers {
-            start, end: None, ..
-        } => Tri::from_bool(*start == port),
-        PortSpec::Numbers {
-            start,
-            end: Some(end),
-            ..
-        } => {
-            if end < start {
-                Tri::Unknown(format!("endPort {end} below port {start}"))
-            } else {
-                Tri::from_bool(*start <= port && port <= *end)
-            }
-        }
+        PortSpec::Numbers { ref protocol, .. } if protocol != "TCP" => match protocol.as_str() {
+            "UDP" | "SCTP" => Tri::No,
+            _ => Tri::Unknown("a protocol other than TCP, UDP or SCTP".to_string()),
+        },
+        PortSpec::Numbers { start, end, .. } => match end {
+            None => Tri::from_bool(start == 0 || start == port),
+            Some(end) if end < start => Tri::Unknown(format!("endPort {end} below port {start}")),
+            Some(end) => Tri::from_bool(start <= port && port <= end),
+        },
     }))
 }
 
-/// What a rule's match depends on, computed once per rule: its ports against each of
-/// [`ETCD_PORTS`], its `appliedTo` against each VM, its peers against each VM. A check then only
-/// combines them (the bounds make rules times checks large).
-struct RuleFacts {
+/// A SecurityPolicy rule as the engine sees it, what its match depends on computed once: its
+/// ports against each of [`ETCD_PORTS`], its scope and its peers against each VM (the bounds
+/// make rules times checks large). An In rule's peers are its source (its destination ANY), an
+/// Out rule's its destination (its source ANY): builder.go, the module `policy`.
+struct Facts {
+    index: usize,
+    direction: Result<Direction, String>,
+    action: Result<Action, String>,
     ports: [Tri; ETCD_PORTS.len()],
     applied: Vec<Tri>,
     peers: Vec<Tri>,
 }
 
-fn rule_facts(policy: &Policy, rule: &Rule, vms: &[PolicyVm], ctx: &Ctx) -> RuleFacts {
-    let at = |t: Tri| match t {
-        Tri::Unknown(w) => Tri::Unknown(format!("rules[{}]: {w}", rule.index)),
-        t => t,
-    };
-    let ports = ETCD_PORTS.map(|port| match &rule.ports {
-        Ok(p) => at(port_matches(p, port)),
-        Err(e) => at(Tri::Unknown(e.clone())),
-    });
-    let applied = vms
-        .iter()
-        .map(|vm| applied(policy, rule, vm, ctx))
-        .collect();
-    let peers = vms
-        .iter()
-        .map(|vm| match &rule.peers {
+impl Facts {
+    fn new(p: &Policy, rule: &Rule, vms: &[PolicyVm], ctx: &Ctx) -> Facts {
+        let at = |t: Tri| match t {
+            Tri::Unknown(w) => Tri::Unknown(format!("rules[{}]: {w}", rule.index)),
+            t => t,
+        };
+        let err = |e: &String| at(Tri::Unknown(e.clone()));
+        let peers = |vm| match &rule.peers {
             Ok(peers) if peers.is_empty() => Tri::Yes,
             Ok(peers) => at(Tri::any(
-                peers
-                    .iter()
-                    .map(|p| peer_matches(p, &policy.namespace, vm, ctx)),
+                peers.iter().map(|x| ctx.peer(x, &p.namespace, vm)),
             )),
-            Err(e) => at(Tri::Unknown(e.clone())),
-        })
-        .collect();
-    RuleFacts {
-        ports,
-        applied,
-        peers,
+            Err(e) => err(e),
+        };
+        Facts {
+            index: rule.index,
+            direction: rule.direction.clone(),
+            action: rule.action.clone(),
+            ports: ETCD_PORTS.map(|port| {
+                rule.ports
+                    .as_ref()
+                    .map_or_else(err, |ps| at(port_matches(ps, port)))
+            }),
+            applied: vms.iter().map(|vm| ctx.applied(p, rule, vm)).collect(),
+            peers: vms.iter().map(peers).collect(),
+        }
     }
-}
 
-/// One check: the VMs as indexes in the sorted VMs.
-type At = firewall::At<usize>;
-
-/// A SecurityPolicy rule as the engine sees it, its facts computed once. An In rule's peers are
-/// its source (its destination ANY), an Out rule's its destination (its source ANY); its
-/// scope is its `appliedTo` (builder.go, the module `policy`).
-struct Normalized<'a> {
-    rule: &'a Rule,
-    facts: &'a RuleFacts,
-}
-
-impl Normalized<'_> {
     fn unknown(&self, e: &str) -> Tri {
-        Tri::Unknown(format!("rules[{}]: {e}", self.rule.index))
+        Tri::Unknown(format!("rules[{}]: {e}", self.index))
     }
 
     fn peers_if(&self, dir: Direction, vm: usize) -> Tri {
-        match self.rule.direction {
-            Ok(d) if d == dir => self.facts.peers[vm].clone(),
+        match self.direction {
+            Ok(d) if d == dir => self.peers[vm].clone(),
             _ => Tri::Yes,
         }
     }
+
+    /// Drop or Reject, read.
+    fn blocks(&self) -> bool {
+        self.action.as_ref().is_ok_and(|a| *a != Action::Allow)
+    }
 }
 
-impl firewall::Rule<usize> for Normalized<'_> {
+impl firewall::Rule<usize> for Facts {
     fn direction(&self, side: Side) -> Tri {
-        match &self.rule.direction {
-            Ok(d) => Tri::from_bool(*d == Direction::of(side)),
+        let want = match side {
+            Side::Egress => Direction::Out,
+            Side::Ingress => Direction::In,
+        };
+        match &self.direction {
+            Ok(d) => Tri::from_bool(*d == want),
             Err(e) => self.unknown(e),
         }
     }
     fn service(&self, at: At) -> Tri {
-        let i = ETCD_PORTS.iter().position(|p| *p == at.port).unwrap_or(0);
-        self.facts.ports[i].clone()
+        self.ports[ETCD_PORTS.iter().position(|p| *p == at.port).unwrap_or(0)].clone()
     }
     fn applies_to(&self, here: usize) -> Tri {
-        self.facts.applied[here].clone()
+        self.applied[here].clone()
     }
     fn source(&self, src: usize) -> Tri {
         self.peers_if(Direction::In, src)
@@ -529,29 +475,58 @@ impl firewall::Rule<usize> for Normalized<'_> {
         self.peers_if(Direction::Out, dst)
     }
     fn rest(&self) -> Tri {
-        match &self.rule.action {
-            Ok(_) => Tri::Yes,
-            Err(e) => self.unknown(e),
-        }
+        self.action
+            .as_ref()
+            .map_or_else(|e| self.unknown(e), |_| Tri::Yes)
     }
 }
 
-/// Whether `rule` matches this check: the engine's one match.
-fn rule_matches(rule: &Rule, facts: &RuleFacts, at: At) -> Tri {
-    firewall::Rule::matches(&Normalized { rule, facts }, at)
+/// One check: the VMs as indexes in the sorted VMs.
+type At = firewall::At<usize>;
+
+/// One policy that can apply: read, validated, and (once kept under the bound) its rules' facts.
+struct Kept {
+    p: Policy,
+    invalid: Vec<String>,
+    /// Realized (Ready True) and valid: only these decide a check.
+    in_effect: bool,
+    /// Whether any rule could match TCP 2379 or 2380 at one of the VMs: one that cannot must not
+    /// take a place under the bound.
+    touches: bool,
+    facts: Vec<Facts>,
 }
 
-fn rule_ref(policy: &Policy, priority: u32, rule: &Rule) -> Option<RuleRef> {
-    Some(RuleRef {
-        namespace: policy.namespace.clone(),
-        policy: policy.name.clone(),
-        group: policy.group,
-        priority,
-        rule_index: rule.index,
-        rule_name: rule.name.clone(),
-        action: *rule.action.as_ref().ok()?,
-        direction: *rule.direction.as_ref().ok()?,
-    })
+impl Kept {
+    fn priority(&self) -> u32 {
+        *self.p.priority.as_ref().unwrap_or(&0)
+    }
+
+    fn rule_ref(&self, r: usize) -> Option<RuleRef> {
+        let (p, rule) = (&self.p, &self.p.rules[r]);
+        Some(RuleRef {
+            namespace: p.namespace.clone(),
+            policy: p.name.clone(),
+            group: p.group,
+            priority: self.priority(),
+            rule_index: rule.index,
+            rule_name: rule.name.clone(),
+            action: *rule.action.as_ref().ok()?,
+            direction: *rule.direction.as_ref().ok()?,
+        })
+    }
+
+    /// The order policies are evaluated in: by priority (unreadable last), namespace, name, group.
+    fn key(&self) -> (bool, Option<u32>, String, String, NsxGroup) {
+        let p = &self.p;
+        let prio = p.priority.as_ref().ok().copied();
+        (
+            prio.is_none(),
+            prio,
+            p.namespace.clone(),
+            p.name.clone(),
+            p.group,
+        )
+    }
 }
 
 /// `SecurityPolicy ns/name`: how every line names a policy.
@@ -559,32 +534,13 @@ fn who(p: &Policy) -> String {
     format!("SecurityPolicy {}/{}", p.namespace, p.name)
 }
 
-/// Said of a policy whose rules past [`super::model::MAX_RULES`] were not read.
+/// Said of a policy whose rules past [`MAX_RULES`] were not read.
 fn truncated_text() -> String {
-    format!("rules past the {}th were not read", super::model::MAX_RULES)
-}
-
-/// One policy's first hit on a check, through the engine: `matches` are its rules that match or
-/// cannot be told apart, in order (each rule alone: a SecurityPolicy's rules are in list order).
-fn first_hit(matches: &[(usize, Tri)], policy: &Policy) -> Option<Hit<Action>> {
-    let tail = truncated_text();
-    firewall::first_hit(
-        matches.iter().map(|(r, _)| [*r]),
-        |r| {
-            matches
-                .iter()
-                .find(|(x, _)| *x == r)
-                .map_or(Tri::No, |(_, t)| t.clone())
-        },
-        |r| policy.rules[r].action.clone().ok(),
-        policy
-            .rules_truncated
-            .then_some((policy.rules.len(), tail.as_str())),
-    )
+    format!("rules past the {MAX_RULES}th were not read")
 }
 
 /// Why a rule covers a check without deciding it, by index (cheap to aggregate).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 enum Cover {
     /// Shadowed by the Allow at (policy, rule).
     Shadowed(usize, usize),
@@ -592,217 +548,134 @@ enum Cover {
     NotRealized(bool),
 }
 
-struct SideResult {
-    outcome: SideOutcome,
-    /// (policy, rule, why), policy and rule as indexes.
-    covering: Vec<(usize, usize, Cover)>,
-}
+/// What one covering rule covers for one reason: the checks, the paths (indexes, in order),
+/// a few examples.
+type Covered = (usize, Vec<usize>, Vec<CoveredCheck>);
 
 /// Policies that can apply but were not evaluated: any check they could come first in cannot
-/// be decided. `priority`: the lowest priority among them (0 when unknown).
+/// be decided unless decided at a lower priority.
 struct Unread {
     priority: u32,
     why: String,
 }
 
-/// One check. `policies` are sorted by priority, namespace, name, group; `facts` each policy's
-/// rules' [`RuleFacts`]; `in_effect` whether each counts now.
+/// One check over the kept policies (sorted by [`Kept::key`]): its outcome, and the blocking
+/// rules that match it without deciding it as (policy, rule, why).
 fn check(
-    policies: &[Policy],
-    in_effect: &[bool],
-    facts: &[Vec<RuleFacts>],
+    kept: &[Kept],
     unread: Option<&Unread>,
     at: At,
-) -> SideResult {
-    // Each policy's rules that match or may match, in order (a No is not kept: most are).
-    let matches: Vec<Vec<(usize, Tri)>> = policies
-        .iter()
-        .zip(facts)
-        .map(|(p, f)| {
-            p.rules
-                .iter()
-                .zip(f)
-                .enumerate()
-                .filter_map(|(i, (r, f))| match rule_matches(r, f, at) {
-                    Tri::No => None,
-                    t => Some((i, t)),
-                })
-                .collect()
+) -> (SideOutcome, Vec<(usize, usize, Cover)>) {
+    use firewall::Rule as _;
+    let matches: Vec<Vec<Tri>> = (kept.iter())
+        .map(|k| k.facts.iter().map(|f| f.matches(at)).collect())
+        .collect();
+    let tail = truncated_text();
+    // Each policy's first hit (its rules each alone, in list order).
+    let hits: Vec<Option<Hit<Action>>> = (kept.iter().zip(&matches))
+        .map(|(k, m)| {
+            firewall::first_hit(
+                (0..m.len()).map(|r| [r]),
+                |r| m[r].clone(),
+                |r| k.facts[r].action.clone().ok(),
+                k.p.rules_truncated.then_some((m.len(), tail.as_str())),
+            )
         })
         .collect();
-    let realized = |i: usize| in_effect[i];
-
-    let hits: Vec<Option<Hit<Action>>> = policies
-        .iter()
-        .zip(&matches)
-        .map(|(p, m)| first_hit(m, p))
-        .collect();
     // A policy in effect whose priority cannot be read may come anywhere.
-    let unordered = (0..policies.len())
-        .find(|&i| realized(i) && policies[i].priority.is_err() && hits[i].is_some());
-
+    let unordered = (0..kept.len())
+        .find(|&i| kept[i].in_effect && kept[i].p.priority.is_err() && hits[i].is_some());
     // The priorities in effect, lowest first: one tier per priority; the first hit decides.
-    let mut decided: Option<(u32, usize, usize)> = None; // (priority, policy, rule)
-    let in_effect_order: Vec<usize> = (0..policies.len())
-        .filter(|&i| realized(i) && policies[i].priority.is_ok())
+    let order: Vec<usize> = (0..kept.len())
+        .filter(|&i| kept[i].in_effect && kept[i].p.priority.is_ok())
         .collect();
-    let tiers = in_effect_order
-        .chunk_by(|&a, &b| policies[a].priority == policies[b].priority)
+    let tiers = (order.chunk_by(|&a, &b| kept[a].priority() == kept[b].priority()))
         .map(|tier| tier.iter().map(|&i| (i, hits[i].clone())));
+    let mut decided: Option<(u32, usize, usize)> = None; // (priority, policy, rule)
     let mut outcome = firewall::check(tiers, |hit| {
         let (pi, ri) = hit.first();
-        let prio = *policies[pi].priority.as_ref().unwrap_or(&0);
+        let prio = kept[pi].priority();
         decided = Some((prio, pi, ri));
         Then::Decide(match hit {
             TierHit::Cannot { at, hit, .. } => {
-                let why = match hit {
-                    Hit::Unknown(_, why) => why,
-                    // A SecurityPolicy's rules are each alone: never split.
-                    Hit::Split(..) | Hit::Rule(..) => String::new(),
-                };
-                SideOutcome::CannotDecide {
-                    why: format!("{}: {why} (priority {prio})", who(&policies[at])),
-                }
+                // A SecurityPolicy's rules are each alone: never split.
+                let why = if let Hit::Unknown(_, why) = hit { why } else { String::new() };
+                let why = format!("{}: {why} (priority {prio})", who(&kept[at].p));
+                SideOutcome::CannotDecide { why }
             }
             TierHit::Split { other, .. } => SideOutcome::CannotDecide {
                 why: format!(
                     "{} and {} share priority {prio} and both match with different actions: NSX's order between them is not visible",
-                    who(&policies[pi]),
-                    who(&policies[other])
+                    who(&kept[pi].p),
+                    who(&kept[other].p)
                 ),
             },
-            TierHit::Rule(..) => match rule_ref(&policies[pi], prio, &policies[pi].rules[ri]) {
-                Some(rule) => SideOutcome::Matched { rule },
-                None => SideOutcome::NoVisibleRule,
-            },
+            TierHit::Rule(..) => kept[pi]
+                .rule_ref(ri)
+                .map_or(SideOutcome::NoVisibleRule, |rule| SideOutcome::Matched { rule }),
         })
     });
-    if let Some(i) = unordered {
-        outcome = SideOutcome::CannotDecide {
-            why: format!(
-                "{}: {}",
-                who(&policies[i]),
-                policies[i]
-                    .priority
-                    .as_ref()
-                    .err()
-                    .cloned()
-                    .unwrap_or_default()
-            ),
-        };
+    if let Some(p) = unordered.map(|i| &kept[i].p) {
+        let e = p.priority.as_ref().err().map_or("", String::as_str);
+        let why = format!("{}: {e}", who(p));
+        outcome = SideOutcome::CannotDecide { why };
     }
     // Policies not evaluated could come first unless the check was decided at a lower
     // priority than any of them (an equal one is NSX's choice: cannot decide either).
     if let Some(u) = unread {
-        let before = matches!(decided, Some((p, _, _)) if p < u.priority);
-        if !before && unordered.is_none() {
+        if !matches!(decided, Some((p, _, _)) if p < u.priority) && unordered.is_none() {
             outcome = SideOutcome::CannotDecide { why: u.why.clone() };
         }
     }
 
     let mut covering = Vec::new();
+    let blocking_yes = |i: usize, r: usize| matches[i][r] == Tri::Yes && kept[i].facts[r].blocks();
     // Shadowed: blocking rules in effect that match after the deciding Allow.
-    if let SideOutcome::Matched { rule: by } = &outcome {
-        if by.action == Action::Allow {
-            let (dprio, dp, dr) = decided.unwrap_or((0, 0, 0));
-            for &i in &in_effect_order {
-                let p = &policies[i];
-                let prio = *p.priority.as_ref().unwrap_or(&0);
-                if prio < dprio {
-                    continue;
-                }
+    if let (SideOutcome::Matched { rule }, Some((dprio, dp, dr))) = (&outcome, decided) {
+        if rule.action == Action::Allow {
+            for &i in order.iter().filter(|&&i| kept[i].priority() >= dprio) {
                 // In the deciding priority, only rules after each policy's own first hit.
-                let from = if prio == dprio {
-                    if i == dp {
-                        dr + 1
-                    } else {
-                        hits[i].as_ref().map_or(usize::MAX, |h| h.rule() + 1)
-                    }
-                } else {
-                    0
+                let from = match (kept[i].priority() == dprio, &hits[i]) {
+                    (false, _) => 0,
+                    (true, _) if i == dp => dr + 1,
+                    (true, h) => h.as_ref().map_or(usize::MAX, |h| h.rule() + 1),
                 };
-                for (r, t) in matches[i].iter().filter(|(r, _)| *r >= from) {
-                    if *t == Tri::Yes && p.rules[*r].action.as_ref().is_ok_and(|a| a.blocks()) {
-                        covering.push((i, *r, Cover::Shadowed(dp, dr)));
-                    }
+                for r in (from..matches[i].len()).filter(|&r| blocking_yes(i, r)) {
+                    covering.push((i, r, Cover::Shadowed(dp, dr)));
                 }
             }
         }
     }
     // Not in effect: their blocking rules that match, and whether each would decide once
-    // realized.
-    for (i, p) in policies.iter().enumerate() {
-        if realized(i) {
+    // realized (its policy's first hit, at or before the deciding priority).
+    for (i, k) in kept.iter().enumerate() {
+        let Ok(prio) = k.p.priority else { continue };
+        if k.in_effect {
             continue;
         }
-        let Ok(prio) = p.priority else { continue };
+        let before = decided.is_none_or(|(dprio, _, _)| prio <= dprio) && unordered.is_none();
         let own_first = hits[i].as_ref().map(Hit::rule);
-        for (r, t) in &matches[i] {
-            if *t != Tri::Yes || !p.rules[*r].action.as_ref().is_ok_and(|a| a.blocks()) {
-                continue;
-            }
-            let before_decision = match decided {
-                None => true,
-                Some((dprio, _, _)) => prio <= dprio,
-            };
-            let would_decide = own_first == Some(*r) && before_decision && unordered.is_none();
-            covering.push((i, *r, Cover::NotRealized(would_decide)));
+        for r in (0..matches[i].len()).filter(|&r| blocking_yes(i, r)) {
+            covering.push((i, r, Cover::NotRealized(before && own_first == Some(r))));
         }
     }
-    SideResult { outcome, covering }
+    (outcome, covering)
 }
 
-/// Whether the policy's effective `appliedTo` may take `vm` for any of its rules (a policy
-/// that takes none of the VMs cannot touch a check).
-fn may_apply(p: &Policy, vm: &PolicyVm, ctx: &Ctx) -> Tri {
-    match &p.applied_to {
-        Err(e) => Tri::Unknown(e.clone()),
-        Ok(ts) if !ts.is_empty() => {
-            Tri::from_bool(ts.iter().any(|t| target_selects(t, &p.namespace, vm, ctx)))
-        }
-        Ok(_) => {
-            let rules = Tri::any(p.rules.iter().map(|r| match &r.applied_to {
-                Err(e) => Tri::Unknown(e.clone()),
-                Ok(ts) => {
-                    Tri::from_bool(ts.iter().any(|t| target_selects(t, &p.namespace, vm, ctx)))
-                }
-            }));
-            match rules {
-                Tri::No if p.rules_truncated => {
-                    Tri::Unknown("rules past the bound were not read".to_string())
-                }
-                t => t,
-            }
-        }
-    }
-}
-
-fn summary(
-    p: &Policy,
-    in_effect: bool,
-    invalid: &[String],
-    vms: &[PolicyVm],
-    ctx: &Ctx,
-) -> PolicySummary {
-    let mut unreadable = Vec::new();
-    if let Err(e) = &p.priority {
-        unreadable.push(e.clone());
-    }
-    if let Err(e) = &p.applied_to {
-        unreadable.push(e.clone());
-    }
+fn summary(k: &Kept, vms: &[PolicyVm], ctx: &Ctx) -> PolicySummary {
+    let p = &k.p;
+    let policy_errors = [p.priority.as_ref().err(), p.applied_to.as_ref().err()];
+    let mut unreadable: Vec<String> = policy_errors.into_iter().flatten().cloned().collect();
     for r in &p.rules {
         let mut seen: Vec<&String> = Vec::new();
-        for e in r
-            .action
-            .as_ref()
-            .err()
-            .into_iter()
-            .chain(r.direction.as_ref().err())
-            .chain(r.applied_to.as_ref().err())
-            .chain(r.peers.as_ref().err())
-            .chain(r.ports.as_ref().err())
-        {
+        let errs = [
+            r.action.as_ref().err(),
+            r.direction.as_ref().err(),
+            r.applied_to.as_ref().err(),
+            r.peers.as_ref().err(),
+            r.ports.as_ref().err(),
+        ];
+        for e in errs.into_iter().flatten() {
             if !seen.contains(&e) {
                 seen.push(e);
                 unreadable.push(format!("rules[{}]: {e}", r.index));
@@ -818,10 +691,9 @@ fn summary(
         unreadable.truncate(MAX_UNREADABLE);
         unreadable.push(format!("and {more} more"));
     }
-    let mut applies_to = Vec::new();
-    let mut undecided = Vec::new();
+    let (mut applies_to, mut undecided) = (Vec::new(), Vec::new());
     for vm in vms {
-        match may_apply(p, vm, ctx) {
+        match ctx.may_apply(p, vm) {
             Tri::Yes => applies_to.push(vm.name.clone()),
             Tri::Unknown(_) => undecided.push(vm.name.clone()),
             Tri::No => {}
@@ -833,30 +705,14 @@ fn summary(
         group: p.group,
         priority: p.priority.as_ref().ok().copied(),
         realization: p.realization.clone(),
-        in_effect,
-        invalid: invalid.to_vec(),
+        in_effect: k.in_effect,
+        invalid: k.invalid.clone(),
         applies_to,
         applies_to_undecided: undecided,
         rule_count: p.rules.len(),
         unreadable,
         notes: p.notes.clone(),
     }
-}
-
-/// Whether any of the policy's rules could match TCP 2379 or 2380 at one of the VMs (its ports,
-/// its effective `appliedTo`): a policy whose rules are all about other ports or other
-/// workloads cannot touch a check, and must not take a place under the bound.
-fn touches_etcd(p: &Policy, vms: &[PolicyVm], ctx: &Ctx) -> bool {
-    p.rules_truncated
-        || p.rules.iter().any(|r| {
-            let ports = match &r.ports {
-                Ok(ps) => ETCD_PORTS
-                    .iter()
-                    .any(|&port| port_matches(ps, port) != Tri::No),
-                Err(_) => true,
-            };
-            ports && vms.iter().any(|vm| applied(p, r, vm, ctx) != Tri::No)
-        })
 }
 
 /// Whether a policy of another namespace can apply to the VMs. In T1/NCP mode only through an
@@ -867,19 +723,18 @@ fn touches_etcd(p: &Policy, vms: &[PolicyVm], ctx: &Ctx) -> bool {
 /// groups hold that VPC's ports only, not these VMs' (docs/nsx-policy.md says where namespaces
 /// sharing one VPC are not considered).
 fn applies_across_namespaces(p: &Policy) -> bool {
-    if p.group == NsxGroup::Vpc {
-        return false;
-    }
-    let everything = |ts: &Result<Vec<Target>, String>| match ts {
-        Ok(ts) => ts.contains(&Target::Everything),
-        // Cannot be read: it may be `{}`.
-        Err(_) => true,
+    // Cannot be read: it may be `{}`.
+    let everything = |ts: &Result<Vec<Target>, String>| {
+        ts.as_ref()
+            .map_or(true, |ts| ts.contains(&Target::Everything))
     };
-    match &p.applied_to {
-        Ok(ts) if !ts.is_empty() => everything(&p.applied_to),
-        Err(_) => true,
-        Ok(_) => p.rules.iter().any(|r| everything(&r.applied_to)) || p.rules_truncated,
-    }
+    p.group != NsxGroup::Vpc
+        && match &p.applied_to {
+            Ok(ts) if ts.is_empty() => {
+                p.rules.iter().any(|r| everything(&r.applied_to)) || p.rules_truncated
+            }
+            ts => everything(ts),
+        }
 }
 
 /// Evaluates the SecurityPolicies against the control-plane VMs. Pure; never fails; bounded.
@@ -889,85 +744,63 @@ pub fn evaluate(input: &PolicyInput) -> PolicyEvaluation {
         namespace_labels: &input.namespace_labels,
     };
     let vms = firewall::bounded_vms(&input.vms, |v| &v.name);
+    let basis = input.networking_basis.as_deref().map(|b| clip(b, 256));
 
     // Which policies can apply, before any bound.
-    let mut candidates: Vec<Policy> = Vec::new();
-    let mut set_aside: Vec<SetAside> = Vec::new();
-    let mut set_aside_total: usize = 0;
-    let mut not_applying = 0;
+    let mut candidates: Vec<Kept> = Vec::new();
+    let (mut set_aside, mut set_aside_total, mut not_applying) = (Vec::new(), 0usize, 0);
     for o in &input.policies {
         let p = Policy::read(o);
         let own = p.namespace == input.namespace;
-        if let Some(live) = input.live_group {
-            if p.group != live {
-                if own {
-                    set_aside_total += 1;
-                    if set_aside.len() < MAX_SET_ASIDE {
-                        set_aside.push(SetAside {
-                            why: format!(
-                                "a leftover of {}: nsx-operator reconciles {} SecurityPolicies here ({}), so NSX does not enforce this one whatever its Ready says",
-                                p.group.name(),
-                                live.name(),
-                                input
-                                    .networking_basis
-                                    .as_deref()
-                                    .map(|b| clip(b, 256))
-                                    .unwrap_or_else(|| "as the Supervisor's networking says".into())
-                            ),
-                            namespace: p.namespace,
-                            name: p.name,
-                            group: p.group,
-                            realization: p.realization,
-                        });
-                    }
-                } else {
-                    not_applying += 1;
+        match input.live_group {
+            Some(live) if p.group != live && own => {
+                set_aside_total += 1;
+                if set_aside.len() < MAX_SET_ASIDE {
+                    set_aside.push(SetAside {
+                        why: format!(
+                            "a leftover of {}: nsx-operator reconciles {} SecurityPolicies here ({}), so NSX does not enforce this one whatever its Ready says",
+                            p.group.name(),
+                            live.name(),
+                            basis.as_deref().unwrap_or("as the Supervisor's networking says")
+                        ),
+                        namespace: p.namespace,
+                        name: p.name,
+                        group: p.group,
+                        realization: p.realization,
+                    });
                 }
-                continue;
+            }
+            Some(live) if p.group != live => not_applying += 1,
+            _ if !own && !applies_across_namespaces(&p) => not_applying += 1,
+            _ if vms.iter().all(|vm| ctx.may_apply(&p, vm) == Tri::No) => not_applying += 1,
+            _ => {
+                let invalid = validate(&p);
+                let touches = p.rules_truncated
+                    || p.rules.iter().any(|r| {
+                        let ports = (r.ports.as_ref()).map_or(true, |ps| {
+                            ETCD_PORTS.iter().any(|&n| port_matches(ps, n) != Tri::No)
+                        });
+                        ports && vms.iter().any(|vm| ctx.applied(&p, r, vm) != Tri::No)
+                    });
+                candidates.push(Kept {
+                    in_effect: p.realization.state == RealizedState::Realized && invalid.is_empty(),
+                    p,
+                    invalid,
+                    touches,
+                    facts: Vec::new(),
+                });
             }
         }
-        if !own && !applies_across_namespaces(&p) {
-            not_applying += 1;
-            continue;
-        }
-        if vms.iter().all(|vm| may_apply(&p, vm, &ctx) == Tri::No) {
-            not_applying += 1;
-            continue;
-        }
-        candidates.push(p);
     }
-    let key = |p: &Policy| {
-        (
-            p.priority.is_err(),
-            p.priority.as_ref().ok().copied(),
-            p.namespace.clone(),
-            p.name.clone(),
-            p.group,
-        )
-    };
-    let invalid_of = |p: &Policy| validate(p);
-    let effect = |p: &Policy, invalid: &[String]| {
-        p.realization.state == RealizedState::Realized && invalid.is_empty()
-    };
     // The cut keeps first the policies that can touch etcd's ports, then those in effect (only
     // they decide a check: a namespace editor's flood of policies about other ports, or not
-    // Ready, must not push them out), each kind by priority; the first cut policy in effect
-    // that touches etcd says from which priority on a check cannot be decided.
-    candidates.sort_by_cached_key(|p| {
-        (
-            !touches_etcd(p, &vms, &ctx),
-            !effect(p, &invalid_of(p)),
-            key(p),
-        )
-    });
-    let cut: Vec<Policy> = if candidates.len() > MAX_POLICIES {
-        candidates.split_off(MAX_POLICIES)
-    } else {
-        Vec::new()
-    };
-    candidates.sort_by_cached_key(key);
-    // Per direction: a cut policy can only come first in a check its rules' direction (or an
-    // unreadable one) can match.
+    // Ready, must not push them out), each kind by priority.
+    candidates.sort_by_cached_key(|k| (!k.touches, !k.in_effect, k.key()));
+    let cut = candidates.split_off(candidates.len().min(MAX_POLICIES));
+    candidates.sort_by_cached_key(Kept::key);
+    // The first cut policy in effect that touches etcd says from which priority on a check
+    // cannot be decided; per direction: it can only come first in a check its rules' direction
+    // (or an unreadable one) can match.
     let unread_for = |dir: Direction| -> Option<Unread> {
         if input.policies_left_out > 0 {
             return Some(Unread {
@@ -978,205 +811,148 @@ pub fn evaluate(input: &PolicyInput) -> PolicyEvaluation {
                 ),
             });
         }
-        let reaches = |p: &Policy| {
-            p.rules_truncated
-                || p.rules
+        let reaches = |k: &&Kept| {
+            k.p.rules_truncated
+                || k.p
+                    .rules
                     .iter()
                     .any(|r| r.direction.as_ref().map_or(true, |d| *d == dir))
         };
-        let first = cut
-            .iter()
-            .filter(|p| reaches(p) && effect(p, &invalid_of(p)) && touches_etcd(p, &vms, &ctx))
-            .min_by_key(|p| p.priority.as_ref().ok().copied().unwrap_or(0))?;
+        let first = (cut.iter())
+            .filter(|k| k.in_effect && k.touches)
+            .filter(reaches)
+            .min_by_key(|k| k.priority())?;
+        let more = match cut.len() - 1 {
+            0 => " was".to_string(),
+            n => format!(" and {n} more SecurityPolicies were"),
+        };
+        let prio = (first.p.priority.as_ref()).map_or_else(|_| "unknown".into(), u32::to_string);
         Some(Unread {
-            priority: first.priority.as_ref().ok().copied().unwrap_or(0),
+            priority: first.priority(),
             why: format!(
-                "{} (priority {}){} not evaluated (at most {MAX_POLICIES} are): any of them might come first",
-                who(first),
-                first
-                    .priority
-                    .as_ref()
-                    .map(u32::to_string)
-                    .unwrap_or_else(|_| "unknown".into()),
-                match cut.len() - 1 {
-                    0 => " was".to_string(),
-                    n => format!(" and {n} more SecurityPolicies were"),
-                }
+                "{} (priority {prio}){more} not evaluated (at most {MAX_POLICIES} are): any of them might come first",
+                who(&first.p),
             ),
         })
     };
-    let unread_out = unread_for(Direction::Out);
-    let unread_in = unread_for(Direction::In);
-    let policies = candidates;
-    let invalid: Vec<Vec<String>> = policies.iter().map(invalid_of).collect();
-    let in_effect: Vec<bool> = policies
-        .iter()
-        .zip(&invalid)
-        .map(|(p, inv)| effect(p, inv))
-        .collect();
-
-    let facts: Vec<Vec<RuleFacts>> = policies
-        .iter()
-        .map(|p| {
-            p.rules
+    let (unread_out, unread_in) = (unread_for(Direction::Out), unread_for(Direction::In));
+    let mut kept = candidates;
+    for k in &mut kept {
+        k.facts =
+            k.p.rules
                 .iter()
-                .map(|r| rule_facts(p, r, &vms, &ctx))
-                .collect()
-        })
-        .collect();
+                .map(|r| Facts::new(&k.p, r, &vms, &ctx))
+                .collect();
+    }
 
     let mut paths = Vec::new();
-    // Per (policy, rule, why): the checks, the paths (bits over path indexes), examples.
-    struct Agg {
-        checks: usize,
-        paths: Vec<u64>,
-        examples: Vec<CoveredCheck>,
-    }
-    let npaths = ETCD_PORTS.len() * vms.len() * vms.len().saturating_sub(1);
-    let mut aggs: HashMap<(usize, usize, Cover), Agg> = HashMap::new();
+    // Per (policy, rule, why): the checks, the paths (indexes, in order), examples.
+    let mut aggs: BTreeMap<(usize, usize, Cover), Covered> = BTreeMap::new();
     for (port, fi, ti) in firewall::vm_pairs(vms.len()) {
-        let (from, to) = (&vms[fi], &vms[ti]);
-        let path_index = paths.len();
+        let (from, to) = (&vms[fi].name, &vms[ti].name);
         let at = |side| At {
             side,
             src: fi,
             dst: ti,
             port,
         };
-        let (egress, ingress) = (at(Side::Egress), at(Side::Ingress));
-        let e = check(&policies, &in_effect, &facts, unread_out.as_ref(), egress);
-        let i = check(&policies, &in_effect, &facts, unread_in.as_ref(), ingress);
+        let (e, e_covering) = check(&kept, unread_out.as_ref(), at(Side::Egress));
+        let (i, i_covering) = check(&kept, unread_in.as_ref(), at(Side::Ingress));
         let mut not_realized = None;
-        for (side, r) in [(Side::Egress, e.covering), (Side::Ingress, i.covering)] {
-            for (p, ri, why) in r {
-                if not_realized.is_none() && why == Cover::NotRealized(true) {
-                    not_realized = rule_ref(
-                        &policies[p],
-                        policies[p].priority.clone().unwrap_or(0),
-                        &policies[p].rules[ri],
-                    );
-                }
-                let a = aggs.entry((p, ri, why)).or_insert_with(|| Agg {
-                    checks: 0,
-                    paths: vec![0; npaths.div_ceil(64)],
-                    examples: Vec::new(),
+        let covering = [(Side::Egress, e_covering), (Side::Ingress, i_covering)];
+        for (side, (p, r, why)) in covering
+            .into_iter()
+            .flat_map(|(s, c)| c.into_iter().map(move |c| (s, c)))
+        {
+            if not_realized.is_none() && why == Cover::NotRealized(true) {
+                not_realized = kept[p].rule_ref(r);
+            }
+            let (checks, on, examples) = aggs.entry((p, r, why)).or_default();
+            *checks += 1;
+            if on.last() != Some(&paths.len()) {
+                on.push(paths.len());
+            }
+            if examples.len() < COVERING_EXAMPLES {
+                let (port, from, to) = (port, from.clone(), to.clone());
+                examples.push(CoveredCheck {
+                    port,
+                    from,
+                    to,
+                    side,
                 });
-                a.checks += 1;
-                a.paths[path_index / 64] |= 1 << (path_index % 64);
-                if a.examples.len() < COVERING_EXAMPLES {
-                    a.examples.push(CoveredCheck {
-                        port,
-                        from: from.name.clone(),
-                        to: to.name.clone(),
-                        side,
-                    });
-                }
             }
         }
         let path = PathRef {
             port,
-            from: from.name.clone(),
-            to: to.name.clone(),
+            from: from.clone(),
+            to: to.clone(),
         };
         paths.push(PathEvaluation {
             not_realized,
-            ..PathEvaluation::new(path, e.outcome, i.outcome)
+            ..PathEvaluation::new(path, e, i)
         });
     }
 
-    // Blocking rules, once, in path order.
-    let blocking = firewall::blocking_of_paths(&paths);
-
     // Covering rules and warnings, aggregated, in policy then rule order.
-    let mut keys: Vec<(usize, usize, Cover)> = aggs.keys().copied().collect();
-    keys.sort();
-    let rref = |p: usize, r: usize| {
-        rule_ref(
-            &policies[p],
-            policies[p].priority.clone().unwrap_or(0),
-            &policies[p].rules[r],
-        )
-    };
-    let reason = |p: usize, why: Cover| -> Option<CoverReason> {
-        Some(match why {
-            Cover::Shadowed(bp, br) => CoverReason::Shadowed { by: rref(bp, br)? },
-            Cover::NotRealized(would_decide) => CoverReason::NotRealized {
-                state: policies[p].realization.state,
+    let (mut covering, mut covering_not_listed) = (Vec::new(), 0);
+    let (mut warnings, mut warnings_not_listed) = (Vec::new(), 0);
+    for ((p, r, why), (checks, on, examples)) in aggs {
+        let reason = match why {
+            Cover::Shadowed(bp, br) => kept[bp].rule_ref(br).map(|by| CoverReason::Shadowed { by }),
+            Cover::NotRealized(would_decide) => Some(CoverReason::NotRealized {
+                state: kept[p].p.realization.state,
                 would_decide,
-            },
-        })
-    };
-    let mut covering = Vec::new();
-    let mut covering_not_listed = 0;
-    let mut warnings = Vec::new();
-    let mut warnings_not_listed = 0;
-    for k in &keys {
-        let (p, r, why) = *k;
-        let a = &aggs[k];
-        let (Some(rule), Some(reason)) = (rref(p, r), reason(p, why)) else {
+            }),
+        };
+        let (Some(rule), Some(reason)) = (kept[p].rule_ref(r), reason) else {
             continue;
         };
-        let path_count: usize = a.paths.iter().map(|w| w.count_ones() as usize).sum();
-        if why != Cover::NotRealized(false) {
-            if warnings.len() < MAX_WARNINGS {
-                let wpaths = paths
-                    .iter()
-                    .enumerate()
-                    .filter(|(i, _)| a.paths[i / 64] & (1 << (i % 64)) != 0)
-                    .map(|(_, e)| e.path_ref())
-                    .collect();
-                warnings.push(PolicyWarning {
-                    rule: rule.clone(),
-                    reason: reason.clone(),
-                    realization: match why {
-                        Cover::NotRealized(_) => Some(policies[p].realization.clone()),
-                        Cover::Shadowed(..) => None,
-                    },
-                    invalid: invalid[p].clone(),
-                    paths: wpaths,
-                });
-            } else {
-                warnings_not_listed += 1;
-            }
+        if why != Cover::NotRealized(false) && warnings.len() >= MAX_WARNINGS {
+            warnings_not_listed += 1;
+        } else if why != Cover::NotRealized(false) {
+            warnings.push(PolicyWarning {
+                rule: rule.clone(),
+                reason: reason.clone(),
+                realization: matches!(why, Cover::NotRealized(_))
+                    .then(|| kept[p].p.realization.clone()),
+                invalid: kept[p].invalid.clone(),
+                paths: on.iter().map(|&i| paths[i].path_ref()).collect(),
+            });
         }
         if covering.len() < MAX_COVERING {
+            let paths = on.len();
             covering.push(CoveringRule {
                 rule,
                 reason,
-                checks: a.checks,
-                paths: path_count,
-                examples: a.examples.clone(),
+                checks,
+                paths,
+                examples,
             });
         } else {
             covering_not_listed += 1;
         }
     }
 
-    let mut notes = Vec::new();
-    if policies.iter().any(|p| p.group == NsxGroup::Legacy) {
-        notes.push(T1_TAGGING_NOTE.to_string());
-    }
+    let legacy = kept.iter().any(|k| k.p.group == NsxGroup::Legacy);
     PolicyEvaluation {
         namespace: clip(&input.namespace, MAX_NAME_CHARS),
         vms: vms.iter().map(|v| v.name.clone()).collect(),
         live_group: input.live_group,
-        networking_basis: input.networking_basis.as_deref().map(|b| clip(b, 256)),
-        policies: policies
-            .iter()
-            .zip(&invalid)
-            .zip(&in_effect)
-            .map(|((p, inv), e)| summary(p, *e, inv, &vms, &ctx))
-            .collect(),
+        networking_basis: basis,
+        policies: kept.iter().map(|k| summary(k, &vms, &ctx)).collect(),
         set_aside,
         set_aside_not_listed: set_aside_total.saturating_sub(MAX_SET_ASIDE),
         policies_not_applying: not_applying,
         policies_not_read: cut.len() + input.policies_left_out,
+        blocking: firewall::blocking_of_paths(&paths),
         paths,
-        blocking,
         warnings,
         warnings_not_listed,
         covering,
         covering_not_listed,
-        notes,
+        notes: legacy
+            .then(|| T1_TAGGING_NOTE.to_string())
+            .into_iter()
+            .collect(),
     }
 }

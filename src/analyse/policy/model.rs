@@ -9,8 +9,6 @@
 //! Nothing here fails: a policy, a rule or a part of a rule that cannot be read keeps the reason
 //! (our words, with bounded names) and the evaluation says "cannot decide" where it matters.
 
-use std::net::IpAddr;
-
 use kube::api::DynamicObject;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -18,18 +16,21 @@ use serde_json::Value;
 
 /// Text from the Supervisor is cut, not rewritten: the render layer escapes what it hides.
 pub use crate::analyse::firewall::clip;
+/// A rule's action is the engine's; an `ipBlocks[].cidr` is the engine's address.
+pub use crate::analyse::firewall::Action;
+pub(crate) use crate::analyse::firewall::AddrSpec;
 use crate::selector::Selector;
 
 /// The engine's bounds: rules read from one policy (more makes the rest one unreadable tail),
 /// and names.
 pub use crate::analyse::firewall::{MAX_NAME_CHARS, MAX_SECTION_RULES as MAX_RULES};
 /// At most this many `appliedTo` entries, peers of a rule, ports of a rule.
-pub const MAX_ENTRIES: usize = 64;
+pub(crate) const MAX_ENTRIES: usize = 64;
 /// At most this many `ipBlocks` in one peer.
-pub const MAX_IP_BLOCKS: usize = 256;
+pub(crate) const MAX_IP_BLOCKS: usize = 256;
 /// A condition's reason is cut to this many characters, its message to [`MAX_MESSAGE_CHARS`].
-pub const MAX_REASON_CHARS: usize = 128;
-pub const MAX_MESSAGE_CHARS: usize = 1024;
+pub(crate) const MAX_REASON_CHARS: usize = 128;
+pub(crate) const MAX_MESSAGE_CHARS: usize = 1024;
 
 // Both groups serve `v1alpha1`, the same schema. In the json, a group is its name.
 /// The API group a SecurityPolicy was served from.
@@ -46,19 +47,11 @@ pub enum NsxGroup {
 }
 
 impl NsxGroup {
-    pub const ALL: [NsxGroup; 2] = [NsxGroup::Vpc, NsxGroup::Legacy];
-
     pub fn name(self) -> &'static str {
         match self {
             NsxGroup::Vpc => "crd.nsx.vmware.com",
             NsxGroup::Legacy => "nsx.vmware.com",
         }
-    }
-
-    /// The group of an `apiVersion` such as `crd.nsx.vmware.com/v1alpha1`.
-    pub fn from_api_version(api_version: &str) -> Option<NsxGroup> {
-        let group = api_version.split('/').next()?;
-        NsxGroup::ALL.into_iter().find(|g| g.name() == group)
     }
 }
 
@@ -71,31 +64,8 @@ pub struct PolicyObject {
 }
 
 impl PolicyObject {
-    /// The group from the object's own `apiVersion`; `None` when it names neither group.
-    pub fn new(object: DynamicObject) -> Option<PolicyObject> {
-        let group = NsxGroup::from_api_version(&object.types.as_ref()?.api_version)?;
-        Some(PolicyObject { group, object })
-    }
-
     pub fn in_group(group: NsxGroup, object: DynamicObject) -> PolicyObject {
         PolicyObject { group, object }
-    }
-}
-
-/// A rule's action.
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, JsonSchema,
-)]
-pub enum Action {
-    Allow,
-    Drop,
-    Reject,
-}
-
-impl Action {
-    /// Drop or Reject.
-    pub fn blocks(self) -> bool {
-        self != Action::Allow
     }
 }
 
@@ -107,16 +77,6 @@ impl Action {
 pub enum Direction {
     In,
     Out,
-}
-
-impl Direction {
-    /// The rules a check counts: Out at FROM (egress), In at TO (ingress).
-    pub fn of(side: crate::analyse::firewall::Side) -> Direction {
-        match side {
-            crate::analyse::firewall::Side::Egress => Direction::Out,
-            crate::analyse::firewall::Side::Ingress => Direction::In,
-        }
-    }
 }
 
 // Its `status.conditions[type=Ready]`: True is nsx-operator's `SecurityPolicyReady`, False
@@ -145,7 +105,7 @@ pub struct Realization {
 
 /// One `appliedTo` entry (`SecurityPolicyTarget`).
 #[derive(Debug, Clone, PartialEq)]
-pub enum Target {
+pub(crate) enum Target {
     /// `vmSelector`: VMs of the policy's namespace.
     Vms(Selector),
     /// `podSelector`: Pods of the policy's namespace, never a VM.
@@ -162,57 +122,17 @@ pub enum Target {
 /// One peer of `from`/`to` (`SecurityPolicyPeer`). `ipBlocks` and the selectors are ORed
 /// (`updatePeerExpressions` joins them with OR).
 #[derive(Debug, Clone, PartialEq, Default)]
-pub struct Peer {
+pub(crate) struct Peer {
     pub vms: Option<Selector>,
     pub pods: Option<Selector>,
     pub namespaces: Option<Selector>,
-    pub ip_blocks: Vec<Cidr>,
-}
-
-/// An `ipBlocks[].cidr` (a bare address is a /32 or /128).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Cidr {
-    pub addr: IpAddr,
-    pub prefix: u8,
-}
-
-impl Cidr {
-    pub fn parse(s: &str) -> Option<Cidr> {
-        let (a, p) = match s.split_once('/') {
-            Some((a, p)) => (a, Some(p)),
-            None => (s, None),
-        };
-        let addr: IpAddr = a.trim().parse().ok()?;
-        let max = if addr.is_ipv4() { 32 } else { 128 };
-        let prefix = match p {
-            Some(p) => p.trim().parse::<u8>().ok().filter(|p| *p <= max)?,
-            None => max,
-        };
-        Some(Cidr { addr, prefix })
-    }
-
-    pub fn contains(&self, ip: IpAddr) -> bool {
-        match (self.addr, ip) {
-            (IpAddr::V4(n), IpAddr::V4(i)) => {
-                let mask = u32::MAX
-                    .checked_shl(32 - u32::from(self.prefix))
-                    .unwrap_or(0);
-                u32::from(n) & mask == u32::from(i) & mask
-            }
-            (IpAddr::V6(n), IpAddr::V6(i)) => {
-                let mask = u128::MAX
-                    .checked_shl(128 - u32::from(self.prefix))
-                    .unwrap_or(0);
-                u128::from(n) & mask == u128::from(i) & mask
-            }
-            _ => false,
-        }
-    }
+    /// `ipBlocks[].cidr` (a bare address is a /32 or /128).
+    pub ip_blocks: Vec<AddrSpec>,
 }
 
 /// One `ports` entry: the protocol (TCP when absent) and the destination ports.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum PortSpec {
+pub(crate) enum PortSpec {
     /// `port` from 0 (absent) to `endPort` (0 or absent: `port` alone); no port and no
     /// endPort is every port of the protocol (`buildRuleServiceEntries`).
     Numbers {
@@ -226,16 +146,12 @@ pub enum PortSpec {
     /// only consider named port for PodSelector, not VMSelector"; docs/security-policy.md:
     /// "Support named port for Pod, but not for VM"). It never matches traffic to a VM.
     /// `end_port`: an `endPort` beside it, which nsx-operator refuses.
-    Named {
-        protocol: String,
-        name: String,
-        end_port: bool,
-    },
+    Named { end_port: bool },
 }
 
 /// A rule read as far as it could be: each part may be unreadable on its own.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Rule {
+pub(crate) struct Rule {
     pub index: usize,
     pub name: Option<String>,
     pub action: Result<Action, String>,
@@ -250,7 +166,7 @@ pub struct Rule {
 
 /// One SecurityPolicy.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Policy {
+pub(crate) struct Policy {
     pub group: NsxGroup,
     pub namespace: String,
     pub name: String,
@@ -323,112 +239,100 @@ impl Rule {
 }
 
 fn realization(data: &Value) -> Realization {
-    let ready = data
-        .pointer("/status/conditions")
-        .and_then(Value::as_array)
-        .and_then(|cs| {
-            cs.iter()
-                .find(|c| c.get("type").and_then(Value::as_str) == Some("Ready"))
-        });
-    let text = |c: &Value, k: &str, max: usize| {
-        c.get(k)
-            .and_then(Value::as_str)
-            .filter(|s| !s.is_empty())
-            .map(|s| clip(s, max))
+    let conditions = data.pointer("/status/conditions").and_then(Value::as_array);
+    let ready = conditions.and_then(|cs| {
+        cs.iter()
+            .find(|c| c.get("type").and_then(Value::as_str) == Some("Ready"))
+    });
+    let text = |k: &str, max: usize| {
+        let s = ready?.get(k)?.as_str().filter(|s| !s.is_empty());
+        s.map(|s| clip(s, max))
     };
-    match ready {
-        None => Realization {
-            state: RealizedState::Unknown,
-            reason: None,
-            message: None,
+    Realization {
+        state: match ready.and_then(|c| c.get("status")?.as_str()) {
+            Some("True") => RealizedState::Realized,
+            Some("False") => RealizedState::NotRealized,
+            _ => RealizedState::Unknown,
         },
-        Some(c) => Realization {
-            state: match c.get("status").and_then(Value::as_str) {
-                Some("True") => RealizedState::Realized,
-                Some("False") => RealizedState::NotRealized,
-                _ => RealizedState::Unknown,
-            },
-            reason: text(c, "reason", MAX_REASON_CHARS),
-            message: text(c, "message", MAX_MESSAGE_CHARS),
-        },
+        reason: text("reason", MAX_REASON_CHARS),
+        message: text("message", MAX_MESSAGE_CHARS),
     }
 }
 
-fn list<'a>(v: Option<&'a Value>, what: &str) -> Result<&'a [Value], String> {
+fn bounded<'a>(v: Option<&'a Value>, what: &str, max: usize) -> Result<&'a [Value], String> {
     match v {
         None | Some(Value::Null) => Ok(&[]),
-        Some(Value::Array(a)) if a.len() <= MAX_ENTRIES => Ok(a),
-        Some(Value::Array(_)) => Err(format!("{what} has more than {MAX_ENTRIES} entries")),
+        Some(Value::Array(a)) if a.len() <= max => Ok(a),
+        Some(Value::Array(_)) => Err(format!("{what} has more than {max} entries")),
         Some(_) => Err(format!("{what} is not a list")),
     }
 }
 
-fn selector(v: Option<&Value>, what: &str) -> Result<Option<Selector>, String> {
-    match v {
+/// The selector at `key` of the object at `at`.
+fn selector(o: &Value, at: &str, key: &str) -> Result<Option<Selector>, String> {
+    match o.get(key) {
         None | Some(Value::Null) => Ok(None),
         Some(v) => Selector::from_value(v)
             .map(Some)
-            .map_err(|e| format!("{what}: {e}")),
+            .map_err(|e| format!("{at}.{key}: {e}")),
     }
 }
 
-fn targets(v: Option<&Value>, what: &str) -> Result<Vec<Target>, String> {
-    list(v, what)?
+/// A list of objects (`appliedTo`, peers), each read by `f` with its place (`what[i]`).
+fn objects<T>(
+    v: Option<&Value>,
+    what: &str,
+    mut f: impl FnMut(&Value, &str) -> Result<T, String>,
+) -> Result<Vec<T>, String> {
+    bounded(v, what, MAX_ENTRIES)?
         .iter()
         .enumerate()
-        .map(|(i, t)| {
+        .map(|(i, o)| {
             let at = format!("{what}[{i}]");
-            if !t.is_object() {
-                return Err(format!("{at} is not an object"));
-            }
-            let vms = selector(t.get("vmSelector"), &format!("{at}.vmSelector"))?;
-            let pods = selector(t.get("podSelector"), &format!("{at}.podSelector"))?;
-            match (vms, pods) {
-                // nsx-operator refuses the whole policy for it (validate.rs says so).
-                (Some(_), Some(_)) => Ok(Target::VmsAndPods),
-                (Some(s), None) => Ok(Target::Vms(s)),
-                (None, Some(s)) => Ok(Target::Pods(s)),
-                (None, None) => Ok(Target::Everything),
+            match o.is_object() {
+                true => f(o, &at),
+                false => Err(format!("{at} is not an object")),
             }
         })
         .collect()
+}
+
+fn targets(v: Option<&Value>, what: &str) -> Result<Vec<Target>, String> {
+    objects(v, what, |t, at| {
+        Ok(
+            match (
+                selector(t, at, "vmSelector")?,
+                selector(t, at, "podSelector")?,
+            ) {
+                // nsx-operator refuses the whole policy for it (validate.rs says so).
+                (Some(_), Some(_)) => Target::VmsAndPods,
+                (Some(s), None) => Target::Vms(s),
+                (None, Some(s)) => Target::Pods(s),
+                (None, None) => Target::Everything,
+            },
+        )
+    })
 }
 
 fn peers(v: Option<&Value>, what: &str, notes: &mut Vec<String>) -> Result<Vec<Peer>, String> {
-    list(v, what)?
-        .iter()
-        .enumerate()
-        .map(|(i, p)| {
-            let at = format!("{what}[{i}]");
-            if !p.is_object() {
-                return Err(format!("{at} is not an object"));
-            }
-            let peer = Peer {
-                vms: selector(p.get("vmSelector"), &format!("{at}.vmSelector"))?,
-                pods: selector(p.get("podSelector"), &format!("{at}.podSelector"))?,
-                namespaces: selector(
-                    p.get("namespaceSelector"),
-                    &format!("{at}.namespaceSelector"),
-                )?,
-                ip_blocks: ip_blocks(p.get("ipBlocks"), &format!("{at}.ipBlocks"), notes)?,
-            };
-            // Both vmSelector and podSelector: nsx-operator refuses the whole policy, with or
-            // without a namespaceSelector (validate.rs says so); such a peer selects nothing.
-            Ok(peer)
+    // Both vmSelector and podSelector: nsx-operator refuses the whole policy (validate.rs); such
+    // a peer selects nothing.
+    objects(v, what, |p, at| {
+        Ok(Peer {
+            vms: selector(p, at, "vmSelector")?,
+            pods: selector(p, at, "podSelector")?,
+            namespaces: selector(p, at, "namespaceSelector")?,
+            ip_blocks: ip_blocks(p.get("ipBlocks"), &format!("{at}.ipBlocks"), notes)?,
         })
-        .collect()
+    })
 }
 
-fn ip_blocks(v: Option<&Value>, what: &str, notes: &mut Vec<String>) -> Result<Vec<Cidr>, String> {
-    let blocks = match v {
-        None | Some(Value::Null) => return Ok(Vec::new()),
-        Some(Value::Array(a)) if a.len() <= MAX_IP_BLOCKS => a,
-        Some(Value::Array(_)) => {
-            return Err(format!("{what} has more than {MAX_IP_BLOCKS} entries"))
-        }
-        Some(_) => return Err(format!("{what} is not a list")),
-    };
-    blocks
+fn ip_blocks(
+    v: Option<&Value>,
+    what: &str,
+    notes: &mut Vec<String>,
+) -> Result<Vec<AddrSpec>, String> {
+    bounded(v, what, MAX_IP_BLOCKS)?
         .iter()
         .enumerate()
         .map(|(i, b)| {
@@ -439,16 +343,18 @@ fn ip_blocks(v: Option<&Value>, what: &str, notes: &mut Vec<String>) -> Result<V
                     notes.push(note);
                 }
             }
+            // A CIDR or one address; a range `a-b` is NSX Manager's, not an IPBlock's.
             b.get("cidr")
                 .and_then(Value::as_str)
-                .and_then(Cidr::parse)
+                .filter(|s| !s.contains('-'))
+                .and_then(AddrSpec::parse)
                 .ok_or_else(|| format!("{what}[{i}].cidr is not an IP CIDR"))
         })
         .collect()
 }
 
 fn ports(v: Option<&Value>) -> Result<Vec<PortSpec>, String> {
-    list(v, "ports")?
+    bounded(v, "ports", MAX_ENTRIES)?
         .iter()
         .enumerate()
         .map(|(i, p)| {
@@ -468,9 +374,7 @@ fn ports(v: Option<&Value>) -> Result<Vec<PortSpec>, String> {
             match p.get("port") {
                 // A JSON string is an IntOrString of type String: a named port to nsx-operator,
                 // even "2379".
-                Some(Value::String(name)) => Ok(PortSpec::Named {
-                    protocol,
-                    name: clip(name, 63),
+                Some(Value::String(_)) => Ok(PortSpec::Named {
                     end_port: end.is_some(),
                 }),
                 None | Some(Value::Null) => Ok(PortSpec::Numbers {

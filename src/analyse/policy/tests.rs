@@ -42,7 +42,12 @@ fn objects(text: &str) -> Vec<PolicyObject> {
         .filter(|v| !v.is_null())
         .map(|v| {
             let o: DynamicObject = serde_json::from_value(v).unwrap();
-            PolicyObject::new(o).expect("an NSX group")
+            let api = &o.types.as_ref().expect("an apiVersion").api_version;
+            let group = [NsxGroup::Vpc, NsxGroup::Legacy]
+                .into_iter()
+                .find(|g| api.split('/').next() == Some(g.name()))
+                .expect("an NSX group");
+            PolicyObject::in_group(group, o)
         })
         .collect()
 }
@@ -1131,7 +1136,7 @@ fn another_namespaces_peers_select_our_vms_only_through_a_namespace_selector() {
 }
 
 fn invalid_of(text: &str) -> Vec<String> {
-    super::validate(&super::model::Policy::read(&objects(text).remove(0)))
+    super::validate::validate(&super::model::Policy::read(&objects(text).remove(0)))
 }
 
 #[test]
@@ -1213,7 +1218,7 @@ fn nsx_operators_group_limits_as_builder_go_counts_them() {
     ] {
         for p in fixture(f) {
             assert!(
-                super::validate(&super::model::Policy::read(&p)).is_empty(),
+                super::validate::validate(&super::model::Policy::read(&p)).is_empty(),
                 "{f}"
             );
         }

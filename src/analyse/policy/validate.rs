@@ -24,8 +24,7 @@
 //! The messages are upstream's words (with our numbers), so the admin finds them in the
 //! policy's Ready message.
 
-use super::model::Direction;
-use super::model::{NsxGroup, Peer, Policy, PortSpec, Rule, Target};
+use super::model::{Direction, NsxGroup, Peer, Policy, PortSpec, Rule, Target};
 use crate::selector::{Operator, Requirement, Selector};
 
 /// `MaxCriteriaExpressions`, `MaxMixedCriteriaExpressions`, `MaxCriteria`,
@@ -40,10 +39,7 @@ const MAX_ERRORS: usize = 4;
 
 /// One selector's contribution to its group: criteria and conditions (builder.go
 /// `validateSelectorExpressions`'s return).
-struct Count {
-    criteria: usize,
-    expressions: usize,
-}
+type Count = (usize, usize);
 
 /// `validateSelectorOpIn` on merged expressions: the number of In values.
 fn op_in(merged: &[Requirement], labels: &[Requirement]) -> Result<usize, String> {
@@ -97,21 +93,10 @@ fn expressions(
     if mixed && total > MAX_MIXED_EXPRESSIONS {
         return Err(format!("total count of labelSelectors expressions {total} exceed NSX limit of {MAX_MIXED_EXPRESSIONS} in one criteria inside a mixed member type"));
     }
-    Ok(if labels == 0 && exprs == 0 {
-        Count {
-            criteria: 0,
-            expressions: 0,
-        }
-    } else if in_values != 0 {
-        Count {
-            criteria: in_values,
-            expressions: total * in_values,
-        }
-    } else {
-        Count {
-            criteria: 1,
-            expressions: total,
-        }
+    Ok(match (total, in_values) {
+        (0, _) => (0, 0),
+        (_, 0) => (1, total),
+        (_, n) => (n, total * n),
     })
 }
 
@@ -126,10 +111,7 @@ fn workload(s: &Selector, mixed: bool) -> Result<Count, String> {
 fn target(t: &Target, mixed: bool) -> Result<Count, String> {
     match t {
         Target::Vms(s) | Target::Pods(s) => workload(s, mixed),
-        Target::Everything => Ok(Count {
-            criteria: 0,
-            expressions: 0,
-        }),
+        Target::Everything => Ok((0, 0)),
         Target::VmsAndPods => {
             Err("PodSelector and VMSelector are not allowed to set in one group".into())
         }
@@ -147,39 +129,23 @@ fn peer(p: &Peer, mixed: bool) -> Result<Count, String> {
         }
         .into());
     }
-    let sel = p.vms.as_ref().or(p.pods.as_ref());
-    match (sel, &p.namespaces) {
-        (None, None) => Ok(Count {
-            criteria: 0,
-            expressions: 0,
-        }),
-        (Some(s), None) => workload(s, mixed),
-        (Some(s), Some(ns)) => {
-            let ns_merged = ns.merged_expressions();
-            not_in_ns(&ns_merged)?;
-            let merged = s.merged_expressions();
-            let a = op_in(&merged, s.labels())?;
-            let b = op_in(&ns_merged, ns.labels())?;
-            if a > 0 && b > 0 {
-                return Err(
-                    "operator 'In' is set in both Pod/VM selector and NamespaceSelector".into(),
-                );
-            }
-            expressions(
-                s.labels().len() + 2 + ns.labels().len(),
-                merged.len() + ns_merged.len(),
-                a + b,
-                mixed,
-            )
-        }
-        (None, Some(ns)) if ns.is_empty() => expressions(2, 0, 0, mixed),
-        (None, Some(ns)) => {
-            let merged = ns.merged_expressions();
-            not_in_ns(&merged)?;
-            let in_values = op_in(&merged, ns.labels())?;
-            expressions(ns.labels().len() + 1, merged.len(), in_values, mixed)
-        }
+    let (sel, ns) = (p.vms.as_ref().or(p.pods.as_ref()), p.namespaces.as_ref());
+    match (sel, ns) {
+        (None, None) => return Ok((0, 0)),
+        (None, Some(ns)) if ns.is_empty() => return expressions(2, 0, 0, mixed),
+        _ => {}
     }
+    let ns_merged = ns.map(Selector::merged_expressions).unwrap_or_default();
+    not_in_ns(&ns_merged)?;
+    let merged = sel.map(Selector::merged_expressions).unwrap_or_default();
+    let a = sel.map_or(Ok(0), |s| op_in(&merged, s.labels()))?;
+    let b = ns.map_or(Ok(0), |n| op_in(&ns_merged, n.labels()))?;
+    if a > 0 && b > 0 {
+        return Err("operator 'In' is set in both Pod/VM selector and NamespaceSelector".into());
+    }
+    // A VM/Pod selector has 2 built-in tags (cluster, namespace), a namespaceSelector alone 1.
+    let labels = sel.map_or(1, |s| s.labels().len() + 2) + ns.map_or(0, |n| n.labels().len());
+    expressions(labels, merged.len() + ns_merged.len(), a + b, mixed)
 }
 
 /// The totals of one group (`buildPolicyGroup`, `buildRuleAppliedGroupByRule`,
@@ -190,9 +156,9 @@ fn group(
 ) -> Result<(), String> {
     let (mut criteria, mut exprs) = (0, 0);
     for c in counts {
-        let c = c?;
-        criteria += c.criteria;
-        exprs += c.expressions;
+        let (c, e) = c?;
+        criteria += c;
+        exprs += e;
     }
     if criteria > MAX_CRITERIA {
         return Err(format!(
@@ -236,32 +202,24 @@ fn rule_errors(p: &Policy, r: &Rule, vpc: bool) -> Vec<String> {
             out.push(at(e));
         }
     }
-    if let Ok(ports) = &r.ports {
-        let named: Vec<&PortSpec> = ports
-            .iter()
-            .filter(|p| matches!(p, PortSpec::Named { .. }))
-            .collect();
-        if !named.is_empty() {
-            if let (Ok(Direction::Out), Ok(peers)) = (&r.direction, &r.peers) {
-                if peers.is_empty() {
-                    out.push(at(
-                        "Allow-all egress rules are not supported with named port".into(),
-                    ));
-                } else if peers.iter().any(|p| !p.ip_blocks.is_empty()) {
-                    out.push(at(
-                        "ipBlock selectors in egress rules are not supported with named port"
-                            .into(),
-                    ));
-                }
-            }
-            if named
-                .iter()
-                .any(|p| matches!(p, PortSpec::Named { end_port: true, .. }))
-            {
-                out.push(at(
-                    "endPort can only be defined if port is also numeric.".into()
-                ));
-            }
+    let ports = r.ports.as_deref().unwrap_or(&[]);
+    if ports.iter().any(|p| matches!(p, PortSpec::Named { .. })) {
+        let egress = match (&r.direction, &r.peers) {
+            (Ok(Direction::Out), Ok(peers)) => Some(peers),
+            _ => None,
+        };
+        if egress.is_some_and(|p| p.is_empty()) {
+            out.push(at(
+                "Allow-all egress rules are not supported with named port".into(),
+            ));
+        } else if egress.is_some_and(|p| p.iter().any(|p| !p.ip_blocks.is_empty())) {
+            let e = "ipBlock selectors in egress rules are not supported with named port";
+            out.push(at(e.into()));
+        }
+        if ports.contains(&PortSpec::Named { end_port: true }) {
+            out.push(at(
+                "endPort can only be defined if port is also numeric.".into()
+            ));
         }
     }
     out
@@ -269,7 +227,7 @@ fn rule_errors(p: &Policy, r: &Rule, vpc: bool) -> Vec<String> {
 
 /// The errors nsx-operator would stop at for this policy as written (empty: none we can see).
 /// At most [`MAX_ERRORS`], in upstream's order (the policy group, then rule by rule).
-pub fn validate(p: &Policy) -> Vec<String> {
+pub(crate) fn validate(p: &Policy) -> Vec<String> {
     let vpc = p.group == NsxGroup::Vpc;
     let mut out = Vec::new();
     if let Ok(ts) = &p.applied_to {
