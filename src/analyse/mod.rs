@@ -32,6 +32,8 @@ pub mod verdict;
 
 pub(crate) use network::{assess, NetworkAssessment};
 pub(crate) use status::FindingCode;
+#[cfg(test)]
+pub(crate) use status::Severity;
 pub(crate) use status::{network_findings, status_findings, Finding};
 
 /// `skip_serializing_if` for a count the json leaves out when zero: the one such predicate of the

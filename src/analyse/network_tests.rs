@@ -232,7 +232,7 @@ fn a_rule_not_realized_on_a_healthy_cluster_is_a_warning() {
     assert!(findings
         .iter()
         .any(|f| f.code == FindingCode::SecurityPolicyWouldBlockEtcd
-            && f.severity == crate::analyse::status::Severity::Warning));
+            && f.severity == crate::analyse::Severity::Warning));
 }
 
 #[test]

@@ -35,8 +35,7 @@ fn labelled_rogue_vms_are_not_evaluated() {
 #[test]
 fn a_forged_annotation_is_a_claim_and_never_changes_the_exit_code() {
     use crate::analyse::realization::realization;
-    use crate::analyse::status::Severity;
-    use crate::analyse::{network_findings, FindingCode};
+    use crate::analyse::{network_findings, FindingCode, Severity};
     use crate::supervisor::network::NSX_ERROR_ANNOTATION;
     let np = |n: &str, text: &str| {
         json!({"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy",
