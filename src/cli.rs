@@ -77,7 +77,7 @@ pub struct Cli {
     pub global: GlobalArgs,
 
     #[command(subcommand)]
-    pub command: Command,
+    pub(crate) command: Command,
 }
 
 /// Flags every subcommand takes, before or after its name (as kubectl's do). Each names its
@@ -157,7 +157,7 @@ pub struct GlobalArgs {
 // Parsed once per run: the size of the largest variant costs nothing worth a Box.
 #[allow(clippy::large_enum_variant)]
 #[derive(Debug, Subcommand)]
-pub enum Command {
+pub(crate) enum Command {
     /// Show a cluster's control plane as the Supervisor sees it, and whether its API answers
     #[command(
         help_template = HELP_TEMPLATE,
@@ -469,7 +469,7 @@ pub(crate) fn options_help() -> String {
 
 /// `--dry-run`'s one mode: as kubectl's `client`, print what would be sent, send nothing.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum DryRun {
+pub(crate) enum DryRun {
     Client,
 }
 
@@ -484,7 +484,7 @@ pub(crate) fn parse_dry_run(s: &str) -> Result<DryRun, String> {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum CompletionShell {
+pub(crate) enum CompletionShell {
     Bash,
     Zsh,
     Fish,
@@ -502,7 +502,7 @@ impl From<CompletionShell> for Shell {
 
 /// Which clusters a command works on, besides one by name.
 #[derive(Debug, Clone, Args)]
-pub struct ManyArgs {
+pub(crate) struct ManyArgs {
     /// Every cluster of the namespace
     #[arg(long, conflicts_with = "cluster", help_heading = "Selection")]
     pub all: bool,
@@ -540,7 +540,7 @@ impl ManyArgs {
 }
 
 #[derive(Debug, Clone, Args)]
-pub struct StatusArgs {
+pub(crate) struct StatusArgs {
     /// The workload cluster's name (a CAPI Cluster in the vSphere Namespace)
     #[arg(value_parser = parse_cluster_name, required_unless_present_any = ["all", "all_namespaces"])]
     pub cluster: Option<String>,
@@ -556,7 +556,7 @@ pub struct StatusArgs {
 }
 
 #[derive(Debug, Clone, Args)]
-pub struct DiagnoseArgs {
+pub(crate) struct DiagnoseArgs {
     /// The workload cluster's name (a CAPI Cluster in the vSphere Namespace)
     #[arg(value_parser = parse_cluster_name, required_unless_present_any = ["all", "all_namespaces"])]
     pub cluster: Option<String>,
@@ -643,7 +643,7 @@ pub struct DiagnoseArgs {
 /// on); only the credentials come from `NSXT_USERNAME`/`NSXT_PASSWORD`, and only with the flag.
 #[derive(Debug, Clone, Args)]
 #[command(next_help_heading = "NSX Manager (opt-in)")]
-pub struct NsxArgs {
+pub(crate) struct NsxArgs {
     /// Also read NSX Manager's distributed firewall (policies, rules, groups and their members)
     /// and find the control-plane VMs' ports there, read-only: https://HOST[:PORT] only
     ///
@@ -687,11 +687,6 @@ pub struct NsxArgs {
 }
 
 impl NsxArgs {
-    /// Whether NSX Manager is read at all.
-    pub fn enabled(&self) -> bool {
-        self.nsx_manager.is_some()
-    }
-
     /// The client's options, its credentials and CA file read now (before any cluster is
     /// contacted); None without --nsx-manager. A missing or unusable credential or CA is one
     /// line naming the flag or variables, never quoting what was read.
@@ -778,7 +773,7 @@ pub(crate) fn parse_nsx_timeout(s: &str) -> Result<Duration, String> {
 }
 
 #[derive(Debug, Clone, Args)]
-pub struct AnalyseArgs {
+pub(crate) struct AnalyseArgs {
     /// The bundle (a .tar.gz written by diagnose --bundle)
     #[arg(value_name = "FILE")]
     pub file: PathBuf,
@@ -814,7 +809,7 @@ pub struct AnalyseArgs {
 /// reads as a report's file ([`is_report_file`]); otherwise it is the command's own argument
 /// (the cluster, the bundle): [`kubectl_habits`] decides before clap sees it.
 #[derive(Debug, Clone, Args)]
-pub struct ReportArgs {
+pub(crate) struct ReportArgs {
     /// A report for a support case: html (one self-contained page: the matrix as a coloured
     /// grid, the onset timeline as a chart; nothing fetched) or md (for a ticket's text field).
     /// Printed instead of the tables; with FILE (ending in .html or .md, or a path with a /),
@@ -879,7 +874,7 @@ impl AnalyseArgs {
 }
 
 #[derive(Debug, Clone, Args)]
-pub struct CleanupArgs {
+pub(crate) struct CleanupArgs {
     /// Also clean up inside this workload cluster (through its <cluster>-kubeconfig secret)
     #[arg(value_parser = parse_cluster_name)]
     pub cluster: Option<String>,
@@ -909,7 +904,7 @@ pub struct CleanupArgs {
 }
 
 impl GlobalArgs {
-    pub fn connect_options(&self) -> ConnectOptions {
+    pub(crate) fn connect_options(&self) -> ConnectOptions {
         ConnectOptions {
             kubeconfig: self.kubeconfig.clone(),
             context: self.context.clone(),
@@ -920,7 +915,7 @@ impl GlobalArgs {
 
     /// `--workload-insecure-skip-tls-verify` (or its deprecated spelling), for the commands
     /// that use a `<cluster>-kubeconfig` secret.
-    pub fn workload_tls(&self) -> Tls {
+    pub(crate) fn workload_tls(&self) -> Tls {
         if self.workload_insecure_skip_tls_verify || self.deprecated_insecure_skip_tls_verify {
             Tls::SkipVerify
         } else {
@@ -1135,7 +1130,7 @@ mod tests {
     #[test]
     fn nsx_manager_is_off_unless_its_flag_is_given() {
         let (d, cli) = diagnose(&[]).unwrap();
-        assert!(!d.nsx.enabled());
+        assert!(d.nsx.nsx_manager.is_none());
         assert!(matches!(d.nsx.client_options(), Ok(None)));
         assert!(cli.warnings().is_empty());
         // No flag of the command line reads NSXT_* (or any NSX variable) by itself: an
@@ -1150,7 +1145,7 @@ mod tests {
             );
         }
         let (d, _) = diagnose(&["--nsx-manager", "https://nsx.example:8443"]).unwrap();
-        assert!(d.nsx.enabled());
+        assert!(d.nsx.nsx_manager.is_some());
         assert_eq!(
             d.nsx.nsx_manager.unwrap().as_str(),
             "https://nsx.example:8443"

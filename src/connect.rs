@@ -15,7 +15,7 @@ use crate::names::validate_dns1123_label;
 
 /// kubectl's connection flags, resolved.
 #[derive(Debug, Clone, Default)]
-pub struct ConnectOptions {
+pub(crate) struct ConnectOptions {
     /// `--kubeconfig`; else `$KUBECONFIG`, else `~/.kube/config`.
     pub kubeconfig: Option<PathBuf>,
     pub context: Option<String>,

@@ -28,7 +28,8 @@ pub const EXIT_INCOMPLETE: i32 = 3;
 /// report a SIGINT death (128 + 2). SIGTERM ends a run with 143 and SIGHUP with 129
 /// ([`Signal::exit_code`]): a script or a service manager tells a stop from a Ctrl-C as it
 /// would for any program.
-pub const EXIT_INTERRUPTED: i32 = 130;
+#[cfg(test)]
+pub(crate) const EXIT_INTERRUPTED: i32 = 130;
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {

@@ -20,7 +20,7 @@ use crate::workload::WorkloadApi;
 /// What `diagnose` was asked to do, as plain values (made from the command line by `cli`), the
 /// same for every cluster it diagnoses.
 #[derive(Debug, Clone)]
-pub struct DiagnoseConfig {
+pub(crate) struct DiagnoseConfig {
     /// `--via` and the routes' flags, typed.
     pub reach: RouteArgs,
     pub connect_timeout: Duration,

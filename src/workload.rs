@@ -194,7 +194,7 @@ pub(crate) fn kubeconfig_secret_name(cluster: &str) -> String {
 /// (`certificate-authority-data`, inline as CAPI writes it) keeps it from whoever sits on that
 /// path (see [`trust`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Tls {
+pub(crate) enum Tls {
     /// The server's certificate must chain to the secret's `certificate-authority-data`; a
     /// secret without one, or with `insecure-skip-tls-verify: true`, is refused.
     #[default]
@@ -208,7 +208,7 @@ pub enum Tls {
 /// The workload API as checked, and the kubeconfig it was checked with (read once; the pod
 /// route builds its client from the same one). The kubeconfig holds credentials: it is kept in
 /// memory, and this type does not print it.
-pub struct WorkloadCheck {
+pub(crate) struct WorkloadCheck {
     pub api: WorkloadApi,
     cluster: String,
     kubeconfig: Option<Config>,

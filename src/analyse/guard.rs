@@ -128,7 +128,7 @@ const KCP_WILL: &str = "what follows: a MachineHealthCheck marks a Machine whose
 
 /// The guard's lines for the verdict.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Advice {
+pub(crate) struct Advice {
     pub evidence: Vec<String>,
     /// Steps that go before the verdict's own (pausing comes before any repair).
     pub first_steps: Vec<String>,
@@ -277,7 +277,7 @@ fn watches(h: &HealthCheck) -> String {
 impl RemediationGuard {
     /// The guard's lines for a verdict: `network` when the verdict is about the paths between
     /// the members, `healthy` when it is Healthy.
-    pub fn advice(&self, network: bool, healthy: bool) -> Advice {
+    pub(crate) fn advice(&self, network: bool, healthy: bool) -> Advice {
         let mut a = Advice::default();
         if let Some(why) = &self.unread {
             a.notes.push(format!(

@@ -112,7 +112,7 @@ impl Matrix {
         self.at(at(from)?, at(to)?)
     }
     /// Each node's row and column, once: O(N) to make, then each cell is O(1).
-    pub fn index(&self) -> Cells<'_> {
+    pub(crate) fn index(&self) -> Cells<'_> {
         let mut pos = HashMap::with_capacity(self.nodes.len());
         for (i, n) in self.nodes.iter().enumerate() {
             // The first of two equal names, as a search from the start would find it.
@@ -137,7 +137,7 @@ impl Matrix {
 }
 
 /// A matrix's cells by node name ([`Matrix::index`]).
-pub struct Cells<'a> {
+pub(crate) struct Cells<'a> {
     matrix: &'a Matrix,
     pos: HashMap<&'a str, usize>,
 }

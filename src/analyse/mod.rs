@@ -16,8 +16,8 @@
 //!   network cut, and the commands that pause and unpause the Cluster.
 
 pub(crate) mod clock;
-pub mod dfw;
-pub mod firewall;
+pub(crate) mod dfw;
+pub(crate) mod firewall;
 pub(crate) mod guard;
 pub mod location;
 pub(crate) mod manager;
@@ -31,8 +31,10 @@ pub mod timeline;
 pub mod verdict;
 
 pub(crate) use network::{assess, NetworkAssessment};
+pub(crate) use status::FindingCode;
+#[cfg(test)]
+pub(crate) use status::Severity;
 pub(crate) use status::{network_findings, status_findings, Finding};
-pub use status::{FindingCode, Severity};
 
 /// `skip_serializing_if` for a count the json leaves out when zero: the one such predicate of the
 /// contract (analyse's types and report's both use it; analyse is below report).

@@ -74,16 +74,6 @@ impl<E> NetworkAssessment<E> {
     pub fn read_text(&self) -> String {
         read_text(&self.read)
     }
-
-    /// The same assessment with its evaluation converted (to the reports' form).
-    pub fn map<F: From<E>>(self) -> NetworkAssessment<F> {
-        NetworkAssessment {
-            read: self.read,
-            unread: self.unread,
-            realization: self.realization,
-            evaluation: self.evaluation.into(),
-        }
-    }
 }
 
 /// What was read, `securitypolicies.crd.nsx.vmware.com 5, ...`, or `nothing`.

@@ -18,7 +18,7 @@ use crate::report::{ClusterFailure, Comparison, Evidence, ListItem, ListReport};
 use crate::when;
 
 #[derive(Debug, Clone)]
-pub struct AnalyseOptions {
+pub(crate) struct AnalyseOptions {
     /// The bundle.
     pub path: PathBuf,
     /// With several clusters: only the summary table.

@@ -12,7 +12,7 @@ use crate::route::leftovers::{self, Scope};
 use crate::{supervisor, workload};
 
 #[derive(Debug, Clone)]
-pub struct CleanupOptions {
+pub(crate) struct CleanupOptions {
     /// Also clean up inside this workload cluster.
     pub cluster: Option<String>,
     pub all_namespaces: bool,

@@ -15,7 +15,7 @@ use crate::report::ListItem;
 
 /// What the command does besides diagnosing: which clusters, watch, bundle.
 #[derive(Debug, Clone)]
-pub struct DiagnoseRun {
+pub(crate) struct DiagnoseRun {
     pub selection: Selection,
     /// `--watch`: the interval between rounds.
     pub watch: Option<Duration>,

@@ -18,7 +18,7 @@ use crate::supervisor::{self, ClusterFacts, Inventory};
 
 /// Which clusters a command works on.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Which {
+pub(crate) enum Which {
     /// One, by name, in the connection's namespace.
     One(String),
     /// `--all`: every cluster of the connection's namespace.
@@ -28,7 +28,7 @@ pub enum Which {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Selection {
+pub(crate) struct Selection {
     pub which: Which,
     /// Clusters worked on at once.
     pub max_concurrent: usize,

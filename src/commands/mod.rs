@@ -14,7 +14,7 @@ pub(crate) mod watch;
 use crate::error::EXIT_OK;
 
 /// Where a command that prints as it goes (`--watch`) writes each piece of stdout, at once.
-pub type Emit<'a> = &'a (dyn Fn(&str) + Sync);
+pub(crate) type Emit<'a> = &'a (dyn Fn(&str) + Sync);
 
 /// What a run prints and how it exits. Notes go to stderr after the output.
 #[derive(Debug)]
@@ -36,7 +36,7 @@ impl Outcome {
 
 /// `--report FORMAT [FILE]`: a case report of the run or the bundle.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CaseReport {
+pub(crate) struct CaseReport {
     pub format: crate::render::CaseFormat,
     /// Where to write it; None: it is what the command prints, instead of the tables.
     pub file: Option<std::path::PathBuf>,

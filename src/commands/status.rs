@@ -15,7 +15,7 @@ use crate::supervisor::{ClusterFacts, Inventory};
 use crate::{analyse, supervisor, workload};
 
 #[derive(Debug, Clone)]
-pub struct StatusOptions {
+pub(crate) struct StatusOptions {
     pub selection: Selection,
     /// Bound of the workload API check.
     pub api_timeout: Duration,

@@ -103,7 +103,7 @@ impl fmt::Debug for Secret {
 /// The admin's NSX account. Neither part is printed (`Debug` redacts both: a user name is half
 /// of what a guesser needs), and the type has no `Serialize`.
 #[derive(Clone, PartialEq, Eq)]
-pub struct Credentials {
+pub(crate) struct Credentials {
     user: Secret,
     password: Secret,
 }
@@ -229,7 +229,7 @@ impl Credentials {
 
 /// `https://HOST[:PORT]`, as `--nsx-manager` gives it: nothing else (no user info, path, query).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ManagerUrl {
+pub(crate) struct ManagerUrl {
     /// `https://host[:port]`, lower-case scheme, as every request's prefix.
     base: String,
 }
@@ -388,7 +388,7 @@ pub(crate) fn policy_segments(path: &str) -> Result<Vec<&str>, String> {
 
 /// How the manager's certificate is checked.
 #[derive(Clone)]
-pub enum Trust {
+pub(crate) enum Trust {
     /// This machine's roots (no `--nsx-ca`).
     SystemRoots,
     /// The `--nsx-ca` file's certificates, and only those.
@@ -536,7 +536,7 @@ impl rustls::client::danger::ServerCertVerifier for NoVerify {
 
 /// Every bound of one NSX reading.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Limits {
+pub(crate) struct Limits {
     /// One request, from sending it to the last byte of its answer.
     pub request_timeout: Duration,
     /// The whole reading (`--nsx-timeout`): no request starts or runs past it.
@@ -925,7 +925,7 @@ struct Answer {
 
 /// Everything [`Client::connect`] needs.
 #[derive(Debug, Clone)]
-pub struct Options {
+pub(crate) struct Options {
     pub manager: ManagerUrl,
     pub credentials: Credentials,
     pub trust: Trust,
@@ -936,7 +936,7 @@ pub struct Options {
 /// `--watch` round: the first asks, the others take its outcome, a session or the refusal.
 /// The refusal is kept for the run: NSX counts failed logins toward locking the account.
 #[derive(Default)]
-pub struct Login {
+pub(crate) struct Login {
     outcome: tokio::sync::OnceCell<Result<Arc<Client>, Gap>>,
 }
 

@@ -3,18 +3,18 @@
 //! (`--nsx-traceflow`). Read-only but for the traceflows it creates and always deletes. What
 //! was read is one value, [`raw::NsxRead`]; `analyse::dfw` judges it.
 
-pub mod bound;
-pub mod client;
-pub mod enforce;
-pub mod model;
-pub mod raw;
-pub mod read;
-pub mod traceflow;
+pub(crate) mod bound;
+pub(crate) mod client;
+pub(crate) mod enforce;
+pub(crate) mod model;
+pub(crate) mod raw;
+pub(crate) mod read;
+pub(crate) mod traceflow;
 
 /// `--nsx-manager` and its flags, resolved once before any cluster is contacted (the
 /// credentials and the CA read then).
 #[derive(Debug, Clone)]
-pub struct NsxConfig {
+pub(crate) struct NsxConfig {
     pub options: client::Options,
     /// `--nsx-traceflow`.
     pub traceflow: bool,

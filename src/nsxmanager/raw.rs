@@ -16,7 +16,7 @@ use serde::{Deserialize, Serialize};
 /// (`/policy/api/v1/infra/domains/default/…`) or VPC (`/policy/api/v1/orgs/<org>/projects/<p>/vpcs/<v>/…`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", tag = "kind")]
-pub enum Layout {
+pub(crate) enum Layout {
     /// `/policy/api/v1/infra/domains/<domain>` (NCP on T1 routers: `default`).
     Infra { domain: String },
     /// `/policy/api/v1/orgs/<org>/projects/<project>/vpcs/<vpc>`.
@@ -31,7 +31,7 @@ pub enum Layout {
 /// was one). `privilege` names the NSX privilege a 401/403 needs.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct Gap {
+pub(crate) struct Gap {
     /// The API path asked (no query string with anything secret: the reader asks none).
     pub path: String,
     pub status: Option<u16>,
@@ -42,7 +42,7 @@ pub struct Gap {
 /// One list the reader walked (every page, cursor by cursor, up to its bounds).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct Listed {
+pub(crate) struct Listed {
     /// The `results` of every page read, in order.
     pub results: Vec<serde_json::Value>,
     /// `result_count` of the first page, when the manager said it.
@@ -55,7 +55,7 @@ pub struct Listed {
 /// `/virtual-machines`, `/segment-ports`): what the group *is* now, not its definition.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct Members {
+pub(crate) struct Members {
     pub ip_addresses: Option<Listed>,
     pub virtual_machines: Option<Listed>,
     pub segment_ports: Option<Listed>,
@@ -66,7 +66,7 @@ pub struct Members {
 /// One DFW security policy and its rules.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct PolicyRead {
+pub(crate) struct PolicyRead {
     /// The `SecurityPolicy` object as listed.
     pub policy: serde_json::Value,
     /// Its `Rule`s (`…/security-policies/<id>/rules`, or the policy's own `rules` when listed
@@ -77,7 +77,7 @@ pub struct PolicyRead {
 /// A control-plane VM as NSX Manager knows it: found from what the Supervisor says of it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct VmLookup {
+pub(crate) struct VmLookup {
     /// The Kubernetes node / VirtualMachine name the Supervisor gives.
     pub node: String,
     /// What it was looked up by (`display_name`, `external_id`/bios uuid, IP), as asked.
@@ -96,7 +96,7 @@ pub struct VmLookup {
 /// `target_id` a group's path).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct Association {
+pub(crate) struct Association {
     /// The tree asked (`/infra`, `/orgs/<o>/projects/<p>/infra`, `/orgs/<o>/projects/<p>/vpcs/<v>`).
     pub root: String,
     /// `vm_external_id` or `intent_path`.
@@ -109,7 +109,7 @@ pub struct Association {
 /// One Traceflow run from a source VM's port towards a peer's IP and port (TCP SYN).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct TraceflowRead {
+pub(crate) struct TraceflowRead {
     pub from: String,
     pub to: String,
     pub port: u16,
@@ -129,34 +129,34 @@ pub struct TraceflowRead {
 #[serde(rename_all = "camelCase")]
 pub struct NsxRead {
     /// The manager's URL as given (`https://host[:port]`), no credentials.
-    pub manager: String,
-    pub layout: Layout,
+    pub(crate) manager: String,
+    pub(crate) layout: Layout,
     /// How the run authenticated (`session` or `basic`), never with what.
-    pub auth: Option<String>,
+    pub(crate) auth: Option<String>,
     /// The DFW's security policies with their rules, every category.
-    pub policies: Listed,
-    pub rules: Vec<PolicyRead>,
+    pub(crate) policies: Listed,
+    pub(crate) rules: Vec<PolicyRead>,
     /// Every group a rule names (sources, destinations, scope), by path: its definition.
-    pub groups: BTreeMap<String, serde_json::Value>,
+    pub(crate) groups: BTreeMap<String, serde_json::Value>,
     /// Their effective members, by group path.
-    pub members: BTreeMap<String, Members>,
+    pub(crate) members: BTreeMap<String, Members>,
     /// Every service a rule names, by path.
-    pub services: BTreeMap<String, serde_json::Value>,
+    pub(crate) services: BTreeMap<String, serde_json::Value>,
     /// The control-plane VMs in NSX.
-    pub vms: Vec<VmLookup>,
+    pub(crate) vms: Vec<VmLookup>,
     /// The traceflows run (`--nsx-traceflow`), empty without.
-    pub traceflows: Vec<TraceflowRead>,
+    pub(crate) traceflows: Vec<TraceflowRead>,
     /// On VPC: the VPC's security profile and its east-west security strategy (NSX 9).
     #[serde(default)]
-    pub vpc_security: Option<VpcSecurity>,
+    pub(crate) vpc_security: Option<VpcSecurity>,
     /// What could not be read, anywhere (a 401/403 first: the whole reading may hang on it).
-    pub gaps: Vec<Gap>,
+    pub(crate) gaps: Vec<Gap>,
     /// The DFW's switch and exclusion list (`nsxmanager::enforce`); absent when not read.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub enforcement: Option<EnforcementRead>,
+    pub(crate) enforcement: Option<EnforcementRead>,
     /// The rules' hit counters before and after the path checks (`nsxmanager::enforce`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub statistics: Option<StatisticsRead>,
+    pub(crate) statistics: Option<StatisticsRead>,
 }
 
 // ---- what NSX Manager enforces (`nsxmanager::enforce` reads and judges these) ----
@@ -164,7 +164,7 @@ pub struct NsxRead {
 /// What the run read of the DFW's switch and exclusion list (kept in a bundle).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct EnforcementRead {
+pub(crate) struct EnforcementRead {
     /// The `DfwFirewallConfiguration`, as answered.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub settings: Option<serde_json::Value>,
@@ -191,7 +191,7 @@ pub struct EnforcementRead {
 /// A project's own DFW exclusion list, as answered (`PolicyExcludeList`).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct ProjectExcludeList {
+pub(crate) struct ProjectExcludeList {
     /// The project's path (`/orgs/<org>/projects/<project>`).
     pub project: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -203,7 +203,7 @@ pub struct ProjectExcludeList {
 /// One policy's statistics, read before and after the path checks.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct PolicyStatistics {
+pub(crate) struct PolicyStatistics {
     /// The policy's path.
     pub path: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -219,7 +219,7 @@ pub struct PolicyStatistics {
 /// The rules' hit counters around the checks (kept in a bundle).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct StatisticsRead {
+pub(crate) struct StatisticsRead {
     pub policies: Vec<PolicyStatistics>,
     /// Why the statistics were not read (whole) before the checks: the policy list's gap, a
     /// bound.
@@ -234,7 +234,7 @@ pub struct StatisticsRead {
 /// policies. Its gaps stay here (an NSX before 9 has none of these: 404, no gap).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct VpcSecurity {
+pub(crate) struct VpcSecurity {
     pub profile: Option<serde_json::Value>,
     pub strategy: Option<serde_json::Value>,
     pub gaps: Vec<Gap>,

@@ -225,7 +225,7 @@ impl Tabular for VersionReport {
 
 /// `--report`'s formats: a case report to attach to a support case or paste into a ticket.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum CaseFormat {
+pub(crate) enum CaseFormat {
     /// One self-contained HTML page (inline CSS and SVG, no script, nothing fetched)
     Html,
     /// Markdown for a ticket's text field (GitHub tables)

@@ -149,7 +149,7 @@ impl Summarized for StatusReport {
 }
 
 impl<T: Summarized> ListItem<T> {
-    pub fn row(&self) -> SummaryRow {
+    pub(crate) fn row(&self) -> SummaryRow {
         match self {
             ListItem::Report(r) => r.row(),
             ListItem::Failed(f) => SummaryRow {

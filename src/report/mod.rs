@@ -23,7 +23,7 @@ use crate::probe::NodeReport;
 use crate::supervisor::{self, ClusterFacts};
 use crate::workload;
 pub(crate) use v1alpha2::ControlPlaneSummary;
-pub use v1alpha2::DiagnosedNode;
+pub(crate) use v1alpha2::DiagnosedNode;
 use v1alpha2::{
     ApiState, ApiVersions, ClusterInfo, ControlPlaneNode, Finding, Severity, WorkloadApi,
 };
@@ -103,7 +103,7 @@ pub struct RunResult {
 }
 
 impl StatusReport {
-    pub fn new(
+    pub(crate) fn new(
         facts: ClusterFacts,
         workload_api: workload::WorkloadApi,
         findings: Vec<analyse::Finding>,
@@ -124,7 +124,7 @@ impl StatusReport {
     /// The report with the cluster's network: its findings after the others, the result
     /// counted again (their commands start with `kubectl`, the run's). None (no NSX group
     /// served) leaves the report as it is.
-    pub fn with_network(
+    pub(crate) fn with_network(
         mut self,
         network: Option<NetworkAssessment>,
         kubectl: &crate::command::Kubectl,
@@ -262,7 +262,7 @@ impl DiagnoseReport {
     /// The report of a diagnosis made by `analyse` from these facts and node reports.
     /// Exit codes: 0 Healthy, 1 any other verdict, 3 when no node at all could be probed (the
     /// diagnosis could not be made).
-    pub fn new(
+    pub(crate) fn new(
         facts: ClusterFacts,
         workload_api: workload::WorkloadApi,
         findings: Vec<analyse::Finding>,
@@ -343,7 +343,7 @@ impl DiagnoseReport {
     /// The report with the cluster's network: its findings after the others (the exit code is
     /// the verdict's; their commands start with `kubectl`, the run's). None leaves the report
     /// as it is.
-    pub fn with_network(
+    pub(crate) fn with_network(
         mut self,
         network: Option<NetworkAssessment>,
         kubectl: &crate::command::Kubectl,
@@ -453,7 +453,7 @@ pub struct CleanupReport {
 }
 
 impl CleanupReport {
-    pub fn new(items: Vec<CleanupItem>, skipped: Vec<String>) -> Self {
+    pub(crate) fn new(items: Vec<CleanupItem>, skipped: Vec<String>) -> Self {
         CleanupReport {
             api_version: API_VERSION.into(),
             kind: "CleanupReport".into(),

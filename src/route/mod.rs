@@ -46,7 +46,7 @@ pub(crate) use via::{auto, AUTO_HELP};
 
 /// A route, resolved: what `--via` named or `auto` chose.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Route {
+pub(crate) enum Route {
     Pod,
     Jumpbox,
     Ssh,
@@ -67,7 +67,7 @@ impl Route {
 /// VDS Supervisor: [`via`]). Its values
 /// and their help lines are `--help`'s, in this order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum Via {
+pub(crate) enum Via {
     #[value(help = AUTO_HELP)]
     Auto,
     #[value(help = pod::HELP)]
@@ -106,7 +106,7 @@ pub(crate) const DEFAULT_PARALLEL: usize = 16;
 /// `--via`, the flags the routes share and each route's own, typed and parsed once by clap as
 /// part of `diagnose`'s options. The fields' order is `--help`'s.
 #[derive(Debug, Clone, clap::Args)]
-pub struct RouteArgs {
+pub(crate) struct RouteArgs {
     /// How to reach the nodes (auto: pod when the workload API answers, else jumpbox on NSX/VPC,
     /// ssh on VDS when the VMs answer on TCP 22)
     #[arg(long, value_name = "VIA", value_enum, default_value_t = Via::Auto)]
@@ -174,7 +174,7 @@ impl RouteSettings {
 }
 
 /// An opened route: reaches one node at a time (the driver runs many at once).
-pub enum Session<'a> {
+pub(crate) enum Session<'a> {
     Pod(pod::PodSession<'a>),
     Jumpbox(jumpbox::JumpboxSession<'a>),
     Ssh(ssh::SshSession<'a>),
@@ -216,7 +216,7 @@ impl Session<'_> {
 
 /// What a route is opened with, besides its settings.
 #[derive(Clone, Copy)]
-pub struct Env<'a> {
+pub(crate) struct Env<'a> {
     /// The Supervisor's client (the vSphere Namespace's pods and secrets).
     pub supervisor: &'a kube::Client,
     /// The workload API as checked, with its kubeconfig.
@@ -224,7 +224,7 @@ pub struct Env<'a> {
 }
 
 /// What a session may use while it runs.
-pub struct Run<'a> {
+pub(crate) struct Run<'a> {
     /// Every pod created is tracked here, so the caller deletes it on every way out.
     pub tracker: &'a PodTracker,
     /// Time left for the whole probing.
@@ -235,7 +235,7 @@ pub struct Run<'a> {
 
 /// One control-plane node to reach.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Target {
+pub(crate) struct Target {
     /// The node's name in reports (its Machine's, else its VM's).
     pub name: String,
     /// The Kubernetes Node a pod would be pinned to (the Machine's nodeRef, else `name`).

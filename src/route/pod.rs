@@ -141,7 +141,7 @@ pub(crate) const HELP: &str = "A debug pod pinned to each node (host network, th
 /// The pod route's flags, and `--image-pull-secret`, which every pod of the run gets (the
 /// jumpbox's too): one block because `--help` shows it between the two.
 #[derive(Debug, Clone, clap::Args)]
-pub struct PodArgs {
+pub(crate) struct PodArgs {
     /// Image of the probe pods (needs only chroot and sh; the probe uses the node's tools)
     #[arg(long, value_name = "IMAGE", default_value = DEFAULT_IMAGE, help_heading = "Route: pod")]
     pub image: String,
@@ -212,7 +212,7 @@ impl PodSettings {
 }
 
 /// The opened pod route: one pod per node through the workload API.
-pub struct PodSession<'a> {
+pub(crate) struct PodSession<'a> {
     api: PodApi,
     settings: &'a PodSettings,
 }

@@ -28,7 +28,7 @@ pub(crate) const SSH_PORT_CHECK: Duration = super::ssh::ports::PORT_CHECK;
 
 /// Which VMs answered on TCP 22 from this machine, and why the others did not.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct SshPortCheck {
+pub(crate) struct SshPortCheck {
     pub answered: Vec<IpAddr>,
     /// Each VM that did not, with why (`timed out after 2s`, `connection refused`).
     pub silent: Vec<(IpAddr, String)>,
@@ -91,7 +91,7 @@ async fn greeting(ip: IpAddr) -> Result<(), String> {
 
 /// `auto` found no route: the one line that says why and what each route needs.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct NoRoute(pub String);
+pub(crate) struct NoRoute(pub String);
 
 /// `auto`: the route for a cluster whose workload API is `api`, on a Supervisor whose stack is
 /// `stack`; `ssh` is the TCP 22 check, made when [`needs_ssh_check`] says so. The reason names

@@ -80,7 +80,7 @@ pub enum Group {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ResourceScope {
+pub(crate) enum ResourceScope {
     Namespaced,
     /// A cluster-scoped kind: its object for a namespace is the one named as the namespace.
     Cluster,
@@ -88,7 +88,7 @@ pub enum ResourceScope {
 
 /// Which objects of a kind are asked for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Selector {
+pub(crate) enum Selector {
     /// Every object of the namespace (one cluster's: the Cluster by name).
     All,
     /// The object a Cluster's `spec.controlPlaneRef` names (by name for one cluster; every
@@ -111,7 +111,7 @@ pub enum Selector {
 
 /// Which version is asked for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Versions {
+pub(crate) enum Versions {
     /// The group's preferred version, as discovery says (never hard-coded).
     Preferred,
     /// This version only (the core group's `v1`).
@@ -120,7 +120,7 @@ pub enum Versions {
 
 /// Whether the Supervisor may lack the kind, and what a failed request means.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Need {
+pub(crate) enum Need {
     /// Not served: not a Supervisor; a failed request fails the read.
     Required,
     /// Read when served; a failed request fails the read.
@@ -151,10 +151,10 @@ pub struct Kind {
     pub group: Group,
     /// The plural (`clusters`), where discovery lists no resources; None: derived from the kind.
     pub resource: Option<&'static str>,
-    pub scope: ResourceScope,
-    pub selector: Selector,
-    pub versions: Versions,
-    pub optional: Need,
+    pub(crate) scope: ResourceScope,
+    pub(crate) selector: Selector,
+    pub(crate) versions: Versions,
+    pub(crate) optional: Need,
 }
 
 const fn kind(
@@ -332,7 +332,7 @@ pub(crate) const VM_LABELS: [(super::facts::VmLabelScheme, &str); 2] = [
 
 impl KindId {
     /// The kind's row in [`KINDS`].
-    pub fn row(self) -> &'static Kind {
+    pub(crate) fn row(self) -> &'static Kind {
         KINDS
             .iter()
             .find(|k| k.id == self)
@@ -385,10 +385,6 @@ impl NetKind {
             Group::Named(g) => g,
             Group::Referenced => "",
         }
-    }
-
-    pub fn kind(self) -> &'static str {
-        KindId::Net(self).row().name.unwrap_or_default()
     }
 
     /// Whether the kind alone says the Supervisor runs NSX networking.

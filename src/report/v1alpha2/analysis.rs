@@ -4,7 +4,6 @@
 
 pub(crate) use crate::analyse::verdict::NodeLogs;
 pub(crate) use crate::probe::etcdlog::LeaderState;
-pub use crate::probe::etcdlog::LogKind;
 #[cfg(test)]
 pub(crate) use crate::probe::etcdlog::LogSummary;
 #[cfg(test)]

@@ -8,8 +8,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::supervisor as sv;
 
+pub use crate::analyse::status::{FindingCode, Severity};
 pub(crate) use crate::analyse::Finding;
-pub use crate::analyse::{FindingCode, Severity};
 pub(crate) use crate::supervisor::{ApiVersions, ClusterInfo, KcpInfo};
 pub use crate::supervisor::{
     ControlPlaneNode, IdentityProblem, JoinedBy, NetworkStack, VmLabelScheme,

@@ -57,8 +57,9 @@ pub(crate) use crate::analyse::matrix::Matrix;
 pub(crate) use crate::analyse::metrics::{EtcdMetrics, Latency};
 #[cfg(test)]
 pub(crate) use crate::analyse::metrics::{PeerMetrics, ReadResult};
+pub use crate::analyse::timeline::Shape as TimelineShape;
 pub use crate::analyse::verdict::{Verdict, VerdictCode};
-pub use analysis::LogKind;
+pub use crate::probe::etcdlog::LogKind;
 pub(crate) use analysis::{LeaderState, NodeLogs};
 #[cfg(test)]
 pub(crate) use analysis::{LeaderView, LogFormat, WindowEnd};
@@ -76,7 +77,6 @@ pub(crate) use nsx_manager::{
 #[cfg(test)]
 pub(crate) use nsx_manager::{DfwBlockingRule, NsxGap, NsxTraceflow};
 pub(crate) use timeline::Timeline;
-pub use timeline::TimelineShape;
 #[cfg(test)]
 pub(crate) use timeline::{NoLeaderSince, NodeClock, PairOnset};
 

@@ -3,7 +3,6 @@
 //! are the analysis's own (`analyse::timeline`), which derive the contract's serde names and
 //! schema.
 
-pub use crate::analyse::timeline::Shape as TimelineShape;
 pub(crate) use crate::analyse::timeline::Timeline;
 #[cfg(test)]
 pub(crate) use crate::analyse::timeline::{NoLeaderSince, NodeClock, PairOnset};

@@ -60,7 +60,7 @@ type Vm = (usize, Vec<String>);
 /// rest of the command (the user, timeouts, options, the probe script) without the nonce and
 /// the key numbering. Two pods with equal shapes probe the same VMs the same way.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Shape {
+pub(crate) struct Shape {
     clusters: Vec<(String, Vec<Vm>)>,
     rest: Vec<String>,
     sections: usize,
@@ -145,7 +145,7 @@ impl Shape {
 /// One round's log of a jumpbox pod, the nonce of its frames, and the pod's shape (where each
 /// cluster's sections are).
 #[derive(Debug, Clone)]
-pub struct PodLog {
+pub(crate) struct PodLog {
     pub log: String,
     pub nonce: String,
     pub shape: Shape,
@@ -259,7 +259,7 @@ impl JumpboxKeeper {
     /// "") for the namespace's), within `bound`: its log, the nonce of the round's frames and
     /// its shape. The pod is made first if there is none, or it does not fit `want` (the shape
     /// of `build`'s pod), or will not do; `build` makes the pod for a nonce.
-    pub async fn round(
+    pub(crate) async fn round(
         &self,
         api: &PodApi,
         slot: (&str, &str),

@@ -80,7 +80,7 @@ pub(crate) const HELP: &str =
 
 /// The jumpbox route's flags.
 #[derive(Debug, Clone, clap::Args)]
-pub struct JumpboxArgs {
+pub(crate) struct JumpboxArgs {
     /// Image of the jumpbox pods (needs an ssh client and sh)
     #[arg(long, value_name = "IMAGE", default_value = DEFAULT_IMAGE, help_heading = "Route: jumpbox")]
     pub jumpbox_image: String,
@@ -88,7 +88,7 @@ pub struct JumpboxArgs {
 
 impl JumpboxSettings {
     /// One pod for every VM with an address (none when no VM has one).
-    pub fn would_create(&self, targets: &[Target]) -> Vec<Pod> {
+    pub(crate) fn would_create(&self, targets: &[Target]) -> Vec<Pod> {
         let vms: Vec<&Address> = addressed(targets).map(|(_, a)| a).collect();
         if vms.is_empty() {
             return Vec::new();
@@ -105,7 +105,7 @@ impl JumpboxSettings {
     }
 
     /// The session of the one pod for `targets`' VMs; it needs no I/O before the first node.
-    pub fn open<'a>(&'a self, env: Env<'a>, targets: &'a [Target]) -> Session<'a> {
+    pub(crate) fn open<'a>(&'a self, env: Env<'a>, targets: &'a [Target]) -> Session<'a> {
         let Some(nonce) = new_nonce() else {
             return Session::Unavailable(ReachError {
                 kind: ReachErrorKind::Other,

@@ -12,7 +12,7 @@ use crate::route::lifecycle::{self, PodApi};
 use crate::route::{Address, Reached, Run, Target};
 
 /// The opened jumpbox route: the one pod's run, shared by every VM.
-pub struct JumpboxSession<'a> {
+pub(crate) struct JumpboxSession<'a> {
     api: PodApi,
     settings: &'a JumpboxSettings,
     /// The targets the session was opened for that have an address, with it: the pod's VMs,

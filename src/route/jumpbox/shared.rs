@@ -92,7 +92,7 @@ impl NamespaceJumpbox {
     /// its run bounded by `bound` (the longest of theirs), or None when there is nothing to
     /// share (fewer than two with an address; one, under `--watch`) or no nonce could be drawn
     /// (each cluster then runs its own, which says why).
-    pub fn new(
+    pub(crate) fn new(
         members: &[(&JumpboxSettings, &[Target])],
         bound: Duration,
     ) -> Option<Arc<NamespaceJumpbox>> {
@@ -153,12 +153,13 @@ impl NamespaceJumpbox {
     }
 
     /// How many VMs the pod has sections for.
+    #[cfg(test)]
     pub fn vm_count(&self) -> usize {
         self.vms.len()
     }
 
     /// The pod's shape: where each cluster's sections are.
-    pub fn shape(&self) -> Shape {
+    pub(crate) fn shape(&self) -> Shape {
         let clusters: Vec<&str> = self.clusters.iter().map(String::as_str).collect();
         Shape::of(&clusters, &self.pod(DRY_RUN_NONCE))
     }
@@ -167,7 +168,7 @@ impl NamespaceJumpbox {
     /// and `--keep-pods`; under `--watch`, a round of the kept pod), awaited by each within its
     /// own bound. A cluster that stops waiting (its bound, its diagnosis cut) leaves the run
     /// to the others.
-    pub async fn log(
+    pub(crate) async fn log(
         self: &Arc<Self>,
         api: &PodApi,
         run: &Run<'_>,

@@ -21,7 +21,7 @@ pub(crate) const SWEEP_AGAIN_AFTER: Duration = Duration::from_secs(2);
 /// Which API server a route's pods are created behind: what a kept pod's note must name, since
 /// each is removed in its own place.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Host {
+pub(crate) enum Host {
     /// The Supervisor, in the cluster's vSphere Namespace (the jumpbox).
     Supervisor,
     /// The workload cluster itself (the pod route's probes).
@@ -32,7 +32,7 @@ pub enum Host {
 /// server it is on, and an identity (an `Api` has none to compare), so that a run's sweep asks
 /// each place once.
 #[derive(Clone)]
-pub struct PodApi {
+pub(crate) struct PodApi {
     api: Api<Pod>,
     host: Host,
     place: u64,
@@ -70,14 +70,14 @@ struct Tracked {
 
 /// The cluster whose diagnosis created a pod: its vSphere Namespace and name.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Cluster {
+pub(crate) struct Cluster {
     pub namespace: String,
     pub name: String,
 }
 
 /// A pod still alive when the run ends (`--keep-pods`): enough to say where to remove it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Kept {
+pub(crate) struct Kept {
     pub name: String,
     /// The pod's namespace, on its [`Host`].
     pub namespace: String,
@@ -108,7 +108,7 @@ struct Pods {
 
 /// Every pod this run has created (or may have) and not yet deleted.
 #[derive(Clone, Default)]
-pub struct PodTracker {
+pub(crate) struct PodTracker {
     pods: Arc<Mutex<Pods>>,
     /// The cluster this handle tracks for (one run may diagnose many, into one tracker).
     cluster: Option<Arc<Cluster>>,
@@ -170,6 +170,7 @@ impl PodTracker {
     }
 
     /// Names of the pods still alive.
+    #[cfg(test)]
     pub fn names(&self) -> Vec<String> {
         self.pods
             .lock()

@@ -52,7 +52,7 @@ pub(crate) const HELP: &str =
 
 /// The ssh route's flags.
 #[derive(Debug, Clone, clap::Args)]
-pub struct SshArgs {
+pub(crate) struct SshArgs {
     /// ssh route: this private key instead of the cluster's <cluster>-ssh secret
     #[arg(
         long,

@@ -23,7 +23,7 @@ use crate::route::{Address, Reached, Run, Target};
 /// An opened ssh route. It owns the run's files (the key, the known_hosts files): they are
 /// removed when the session is dropped, which is every way the run ends (Ctrl-C drops the future
 /// that owns it).
-pub struct SshSession<'a> {
+pub(crate) struct SshSession<'a> {
     pub(super) settings: &'a SshSettings,
     pub(super) identity: Option<PathBuf>,
     pub(super) files: RunDir,

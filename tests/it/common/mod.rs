@@ -13,8 +13,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
-use etcdnet::report::v1alpha2::{ReachError, VerdictCode};
-use etcdnet::report::{CleanupReport, DiagnoseReport, DiagnosedNode, StatusReport};
+use etcdnet::report::v1alpha2::{DiagnosedNode, ReachError, VerdictCode};
+use etcdnet::report::{CleanupReport, DiagnoseReport, StatusReport};
 pub use etcdnet_fakeapi::{FakeApi, FakeConfig, Workload};
 
 pub const PLUGIN: &str = env!("CARGO_BIN_EXE_kubectl-etcdnet");

@@ -84,7 +84,7 @@ fn lab_host_key(lab: &Lab, node: &str) -> (String, String) {
     (kind.trim_matches(['(', ')']).to_string(), sha)
 }
 
-fn key_of(n: &etcdnet::report::DiagnosedNode) -> (String, String) {
+fn key_of(n: &etcdnet::report::v1alpha2::DiagnosedNode) -> (String, String) {
     let k: &HostKey = n
         .host_key
         .as_ref()
