@@ -6,6 +6,7 @@
 pub mod bound;
 pub mod client;
 pub mod enforce;
+pub(crate) mod identify;
 pub mod model;
 pub mod raw;
 pub mod read;

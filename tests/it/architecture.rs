@@ -147,6 +147,7 @@ const FOLDERS: &[(&str, &[&[&str]])] = &[
             &["enforce"],
             &["read", "traceflow"],
             &["client"],
+            &["identify"],
             &["model"],
             &["raw"],
         ],

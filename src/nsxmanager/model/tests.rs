@@ -8,6 +8,7 @@ use std::net::IpAddr;
 use serde_json::{json, Value};
 
 use super::*;
+use crate::nsxmanager::identify::{identify, input};
 use crate::nsxmanager::raw::{
     Gap, Layout, Listed, Members, NsxRead, PolicyRead, TraceflowRead, VmLookup,
 };
@@ -464,41 +465,6 @@ fn addresses_ranges_and_ports() {
     assert_eq!(PortRange::parse(&json!("2380-2379")), None);
     assert_eq!(PortRange::parse(&json!("70000")), None);
     assert_eq!(PortRange::parse(&json!(2379)).unwrap().start, 2379);
-}
-
-#[test]
-fn traceflow_observations_read() {
-    let t = TraceflowRead {
-        from: "tkc-cp-1".into(),
-        to: "tkc-cp-2".into(),
-        port: 2380,
-        path: "/infra/traceflows/t1".into(),
-        status: Some(json!({"operation_state": "FINISHED"})),
-        observations: listed("o", Some(&fixture("traceflow-dropped.json"))),
-        deleted: true,
-        gaps: vec![],
-    };
-    assert_eq!(traceflow_state(&t).as_deref(), Some("FINISHED"));
-    let obs = observations(&t);
-    assert_eq!(obs[0], Observation::Other);
-    assert_eq!(
-        obs[1],
-        Observation::Dropped {
-            component_type: Some("DFW".into()),
-            component_name: Some("DFW".into()),
-            reason: Some("FW_RULE".into()),
-            acl_rule_id: Some(3021),
-            acl_rule_path: Some(
-                "/infra/domains/default/security-policies/infra-hardening/rules/block-etcd-peer"
-                    .into()
-            ),
-            transport_node: Some("esx-02".into()),
-        }
-    );
-    let delivered = listed("o", Some(&fixture("traceflow-delivered.json")));
-    let last = Observation::read(delivered.results.last().unwrap());
-    assert!(matches!(last, Observation::Delivered { component: Some(ref c) } if c == "tkc-seg"));
-    assert_eq!(Observation::read(&json!(3)), Observation::Other);
 }
 
 #[test]
