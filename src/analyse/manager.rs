@@ -13,12 +13,10 @@
 //! privilege it needs) and a VM whose NSX identity is not the Machine's are notes.
 
 use super::dfw::enforce::{self, Enforcement};
-use super::dfw::{
-    evaluate, summarize_traceflow, Agreement, DfwEvaluation, DfwPathOutcome, DfwRule,
-    TraceflowResult, TraceflowSummary,
-};
+use super::dfw::{evaluate, DfwEvaluation, DfwPathOutcome, DfwRule};
 use super::network::{failing_paths, group, ports_text};
 use super::policy::{paths_text, PathRef};
+use super::traceflow::{summarize_traceflow, Agreement, TraceflowResult, TraceflowSummary};
 use super::verdict::Diagnosis;
 use crate::nsxmanager::model::{self, DfwInput, RuleAction, SupervisorVm};
 use crate::nsxmanager::raw::{NsxRead, TraceflowRead};

@@ -205,7 +205,7 @@ fn push_finding(findings: &mut Vec<String>, f: String) {
 /// equal and at least one is known; with no uuid on either side, by its name alone (said).
 /// The name is checked the other way: a VM with the Machine's uuid but another name is the
 /// Machine's (a rename), noted; a VM with the Machine's name but another uuid is a finding.
-pub(super) fn identify(
+fn identify(
     sv: &SupervisorVm,
     lookup: Option<&VmLookup>,
     findings: &mut Vec<String>,
@@ -426,3 +426,6 @@ pub(crate) fn supervisor_vms(
         })
         .collect()
 }
+
+#[cfg(test)]
+mod tests;

@@ -95,24 +95,33 @@ pub(crate) fn path_str(s: &str) -> Result<String, String> {
 }
 
 pub(crate) fn path_of(v: &Value) -> Result<String, String> {
-    match v.get("path") {
+    match field(v, "path")? {
         Some(Value::String(s)) if !s.is_empty() => path_str(s),
-        None | Some(Value::Null) => Err("no path".to_string()),
+        None => Err("no path".to_string()),
         Some(_) => Err("path is not a string".to_string()),
+    }
+}
+
+/// A field (`None`: absent or null), or why not: `v` is not an object, so nothing of it is
+/// known (its defaults would make a rule of ANY to ANY).
+fn field<'a>(v: &'a Value, key: &str) -> Result<Option<&'a Value>, String> {
+    match v {
+        Value::Object(o) => Ok(o.get(key).filter(|x| !x.is_null())),
+        _ => Err("not an object".to_string()),
     }
 }
 
 /// An integer field; absent is `default` (the API's default), unreadable the reason.
 fn int(v: &Value, key: &str, default: i64) -> Result<i64, String> {
-    match v.get(key) {
-        None | Some(Value::Null) => Ok(default),
+    match field(v, key)? {
+        None => Ok(default),
         Some(x) => x.as_i64().ok_or_else(|| format!("{key} is not an integer")),
     }
 }
 
 fn flag(v: &Value, key: &str, default: bool) -> Result<bool, String> {
-    match v.get(key) {
-        None | Some(Value::Null) => Ok(default),
+    match field(v, key)? {
+        None => Ok(default),
         Some(Value::Bool(b)) => Ok(*b),
         Some(_) => Err(format!("{key} is not true or false")),
     }
@@ -126,7 +135,7 @@ fn one_of<T: Copy>(
     absent: Option<T>,
     words: &[(&str, T)],
 ) -> Result<T, String> {
-    let got = v.get(key).filter(|x| !x.is_null());
+    let got = field(v, key)?;
     if let (None, Some(d)) = (got, absent) {
         return Ok(d);
     }
@@ -141,8 +150,8 @@ fn one_of<T: Copy>(
 
 /// A list field of at most [`MAX_ENTRIES`] (absent or null: empty), or why not.
 fn list<'a>(v: &'a Value, key: &str) -> Result<&'a [Value], String> {
-    match v.get(key) {
-        None | Some(Value::Null) => Ok(&[]),
+    match field(v, key)? {
+        None => Ok(&[]),
         Some(Value::Array(a)) if a.len() > MAX_ENTRIES => {
             Err(format!("{key} has more than {MAX_ENTRIES} entries"))
         }
@@ -296,44 +305,43 @@ pub(crate) enum Category {
     Other(String),
 }
 
+/// The categories the DFW order names, in that order: a category's rank is its place here.
+const CATEGORIES: [(Category, &str); 6] = [
+    (Category::Ethernet, "Ethernet"),
+    (Category::Emergency, "Emergency"),
+    (Category::Infrastructure, "Infrastructure"),
+    (Category::Environment, "Environment"),
+    (Category::Application, "Application"),
+    (Category::Empty, "(none)"),
+];
+
 impl Category {
     pub(crate) fn parse(s: Option<&str>) -> Category {
-        match s.map(str::trim) {
-            None | Some("") => Category::Empty,
-            Some(c) => match c.to_ascii_lowercase().as_str() {
-                "ethernet" => Category::Ethernet,
-                "emergency" => Category::Emergency,
-                "infrastructure" => Category::Infrastructure,
-                "environment" => Category::Environment,
-                "application" => Category::Application,
-                _ => Category::Other(clip(c, 64)),
-            },
+        let c = s.map_or("", str::trim);
+        let named = CATEGORIES[..5]
+            .iter()
+            .find(|(_, n)| n.eq_ignore_ascii_case(c));
+        match named {
+            _ if c.is_empty() => Category::Empty,
+            Some((k, _)) => k.clone(),
+            None => Category::Other(clip(c, 64)),
         }
     }
 
     /// Its place in the DFW's order (lower first); `None`: not known.
     pub(crate) fn rank(&self) -> Option<u8> {
-        Some(match self {
-            Category::Ethernet => 0,
-            Category::Emergency => 1,
-            Category::Infrastructure => 2,
-            Category::Environment => 3,
-            Category::Application => 4,
-            Category::Empty => 5,
-            Category::Vpc | Category::Other(_) => return None,
-        })
+        let place = CATEGORIES.iter().position(|(k, _)| k == self)?;
+        u8::try_from(place).ok()
     }
 
     pub(crate) fn name(&self) -> &str {
         match self {
-            Category::Ethernet => "Ethernet",
-            Category::Emergency => "Emergency",
-            Category::Infrastructure => "Infrastructure",
-            Category::Environment => "Environment",
-            Category::Application => "Application",
-            Category::Empty => "(none)",
             Category::Vpc => "VPC (no category)",
             Category::Other(s) => s,
+            k => CATEGORIES
+                .iter()
+                .find(|(c, _)| c == k)
+                .map_or("", |(_, n)| *n),
         }
     }
 }
@@ -528,16 +536,6 @@ pub(crate) struct SecurityPolicy {
 
 impl SecurityPolicy {
     pub(crate) fn read(v: &Value) -> SecurityPolicy {
-        if !v.is_object() {
-            let not = || "the policy is not an object".to_string();
-            return SecurityPolicy {
-                path: Err(not()),
-                sequence_number: Err(not()),
-                scope: Err(not()),
-                unreadable: Some(not()),
-                ..SecurityPolicy::read(&Value::Object(Default::default()))
-            };
-        }
         let path = path_of(v);
         let vpc = path
             .as_deref()
@@ -555,7 +553,7 @@ impl SecurityPolicy {
             sequence_number: int(v, "sequence_number", 0),
             scope: paths_or_any(v, "scope"),
             is_default: v.get("is_default").and_then(Value::as_bool) == Some(true),
-            unreadable: None,
+            unreadable: (!v.is_object()).then(|| "the policy is not an object".to_string()),
         }
     }
 
@@ -599,30 +597,7 @@ pub(crate) struct Rule {
 
 impl Rule {
     pub(crate) fn read(v: &Value) -> Rule {
-        if !v.is_object() {
-            // Nothing of it is known: every part says so (an empty object's defaults would
-            // make it a rule of ANY to ANY).
-            let e = "the rule is not an object".to_string();
-            return Rule {
-                path: Err(e.clone()),
-                id: None,
-                rule_id: None,
-                display_name: None,
-                sequence_number: Err(e.clone()),
-                action: Err(e.clone()),
-                direction: Err(e.clone()),
-                disabled: Err(e.clone()),
-                sources: Err(e.clone()),
-                destinations: Err(e.clone()),
-                sources_excluded: Err(e.clone()),
-                destinations_excluded: Err(e.clone()),
-                services: Err(e.clone()),
-                service_entries: Err(e.clone()),
-                scope: Err(e.clone()),
-                profiles: Err(e.clone()),
-                ip_protocol: Err(e),
-            };
-        }
+        // Not an object: every part says so ([`field`]).
         use RuleAction::*;
         Rule {
             path: path_of(v),
@@ -710,13 +685,6 @@ pub(crate) struct Service {
 
 impl Service {
     pub(crate) fn read(v: &Value) -> Service {
-        if !v.is_object() {
-            return Service {
-                path: Err("the service is not an object".into()),
-                display_name: None,
-                entries: Err("the service is not an object".into()),
-            };
-        }
         Service {
             path: path_of(v),
             display_name: name(v, "display_name"),

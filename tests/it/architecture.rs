@@ -135,6 +135,7 @@ const FOLDERS: &[(&str, &[&[&str]])] = &[
             &["guard"],
             &["metrics"],
             &["timeline"],
+            &["traceflow"],
             &["dfw"],
             &["matrix", "policy", "clock", "realization"],
             &["firewall"],

@@ -20,8 +20,10 @@ use crate::nsxmanager::raw::{Gap, Layout, NsxRead};
 
 /// The engine's types are the contract: a rule, what was read, what a traceflow saw.
 pub use crate::analyse::dfw::{
-    Agreement as TraceflowAgreement, DfwCounts as NsxReadCounts, DfwRule,
-    DfwShadowed as DfwShadowedRule, TraceflowResult as NsxTraceflowResult,
+    DfwCounts as NsxReadCounts, DfwRule, DfwShadowed as DfwShadowedRule,
+};
+pub use crate::analyse::traceflow::{
+    Agreement as TraceflowAgreement, TraceflowResult as NsxTraceflowResult,
     TraceflowSummary as NsxTraceflow,
 };
 pub use crate::nsxmanager::model::RuleAction as DfwAction;

@@ -4,7 +4,8 @@
 use serde_json::{json, Value};
 
 use super::*;
-use crate::analyse::dfw::{evaluate, summarize_traceflow, CategoryCount, TraceflowSummary};
+use crate::analyse::dfw::{evaluate, CategoryCount};
+use crate::analyse::traceflow::{summarize_traceflow, TraceflowSummary};
 use crate::nsxmanager::identify::input;
 use crate::nsxmanager::model::tests::{supervisor_vms, traceflow, world};
 
