@@ -1,102 +1,74 @@
 //! NSX Manager's distributed firewall evaluated against the control-plane VMs: for TCP 2379 and
-//! 2380 and every ordered pair (FROM, TO) of distinct VMs, the egress check at FROM's vNIC and
-//! the ingress check at TO's vNIC, each the first matching enabled rule in NSX's order; and one
-//! traceflow's observations summarized beside that evaluation. Pure, no I/O: the input is
-//! [`nsxmanager::model::DfwInput`](crate::nsxmanager::model::DfwInput), built from what one run
-//! read ([`raw::NsxRead`](crate::nsxmanager::raw::NsxRead)).
+//! 2380 and every ordered pair (FROM, TO), the egress check at FROM's vNIC and the ingress check
+//! at TO's, each the first matching enabled rule in NSX's order (the engine's walk,
+//! [`firewall::check`]). Pure: the input is
+//! [`DfwInput`](crate::nsxmanager::model::DfwInput).
 //!
 //! NSX's order, as the Policy API reference says it (phspies/nsxtsdk
-//! `nsxtsdk/Policy/Models/NSXTPolicyType.cs`, `NSXTBaseRuleType.cs`, `NSXTRuleType.cs`,
-//! generated from the API spec):
-//! - trees first ([`tree_rank`]): the provider's `/infra` (and Federation's `/global-infra`),
-//!   then the VPC's project's own infra, then the VPC's, each whole before the next; a tree's
-//!   default policy (`is_default`) after every other, the most specific tree's first;
-//! - inside a tree, categories: Ethernet (layer 2, evaluated before every layer 3 category),
-//!   then Emergency, Infrastructure, Environment, Application; a policy without a category
-//!   comes after those four ("the least precedence"); a VPC's policies (which have none) are
-//!   ordered by sequence number alone inside the VPC's tree; a category the API does not name,
-//!   or a policy of no tree we know, has no known place: a check one of its rules could decide
-//!   is "cannot decide". The NSX administration guide says the same order ("Categories are
-//!   evaluated from left to right (Ethernet > Emergency > Infrastructure > Environment >
-//!   Application)", docs.vmware.com NSX-T 3.2 administration GUID-6AB240DB) and "Layer 2
-//!   firewall rules are processed before Layer 3 rules and if allowed in the Layer 2 rules
-//!   will then be processed by the Layer 3 rules" (NSX 4.1 administration GUID-22DF2616);
-//! - inside a category, policies by `sequence_number` (0 when absent); inside a policy, rules
-//!   by `sequence_number`. "If there are multiple policies [rules] with the same sequence
-//!   number then their order is not deterministic": two tied policies (rules) that both match
-//!   with different actions make the check "cannot decide"; with the same action the first
-//!   listed is named;
-//! - the first match decides; a disabled rule does not count; `JUMP_TO_APPLICATION` (only in
-//!   Environment; elsewhere "cannot decide") skips the rest of Environment to the Application
-//!   category;
-//! - layer 2 (Ethernet): a DROP/REJECT decides; an ALLOW ends the layer 2 rules and the layer 3
-//!   categories still decide (layer 2 and layer 3 are separate rule tables). Layer 2 rules
-//!   match MAC addresses, not IPs: an Ethernet rule whose sources or destinations are not ANY
-//!   is "cannot decide" when reached;
-//! - `direction` is relative to the vNIC: OUT (or IN_OUT) counts in the egress check at FROM,
-//!   IN (or IN_OUT) in the ingress check at TO; the rule must be applied there: the policy's
-//!   `scope` when it has one (it "will take precedence over rule level scope"), else the
-//!   rule's, `ANY` (or none) everywhere;
-//! - sources/destinations: `ANY`, IPs/CIDRs/ranges, or groups matched through their effective
-//!   members as NSX realized them (`members/ip-addresses` against the VM's addresses), or NSX's
-//!   group associations of the VM and its port; scope through the group associations first
-//!   (`…/virtual-machine-group-associations`, `…/group-associations`: any group type), else
-//!   `members/virtual-machines` (the VM's external id, bios or instance uuid) and
-//!   `members/segment-ports` (the VM's port path) for a group of VM and port members only
-//!   (NSX lists no VM member for a group of other member types); `sources_excluded` /
-//!   `destinations_excluded` negate; a member list not read whole makes a membership it
-//!   cannot show "cannot decide", never a guess;
-//! - services: `ANY` (or none, without `service_entries`), or the services' entries and the
-//!   rule's own `service_entries`, any of which matches: `L4PortSetServiceEntry` TCP with the
-//!   port in `destination_ports` (none: every port; `source_ports` set: the ephemeral source
-//!   port is not known, "cannot decide"), `IPProtocolServiceEntry` 6; ICMP/IGMP never; other
-//!   kinds (ALG, layer 7) "cannot decide"; `ip_protocol` IPV4/IPV6 against the VMs' addresses;
-//! - context `profiles` (layer 7 App IDs, FQDNs) could restrict a rule further: "cannot
-//!   decide" when such a rule is reached.
+//! `nsxtsdk/Policy/Models/NSXTPolicyType.cs`, `NSXTBaseRuleType.cs`, `NSXTRuleType.cs`):
+//! - trees first ([`tree_rank`]), then categories: Ethernet, Emergency, Infrastructure,
+//!   Environment, Application, none ("the least precedence"); a category or tree we do not
+//!   know has no place, so a rule of it that could decide makes the check "cannot decide"
+//!   ("Categories are evaluated from left to right", NSX-T 3.2 administration GUID-6AB240DB;
+//!   "Layer 2 firewall rules are processed before Layer 3 rules and if allowed [...] will then
+//!   be processed by the Layer 3 rules", NSX 4.1 GUID-22DF2616);
+//! - then policies, then rules, by `sequence_number`: ties are "not deterministic", so tied
+//!   matches with different actions cannot decide;
+//! - `JUMP_TO_APPLICATION` (Environment only) skips to Application; a layer 2 ALLOW ends the
+//!   layer 2 rules; layer 2 rules match MACs, not IPs: one not of ANY cannot decide;
+//! - `direction` is relative to the vNIC; the policy's `scope` "will take precedence over rule
+//!   level scope"; groups are matched through what NSX realized (its group associations first,
+//!   then member lists, which answer only for groups of their own member type); a list not
+//!   read whole cannot decide, never a guess; services and context profiles the same.
 //!
-//! A path is Dropped/Rejected when either check's first match blocks (the egress check's
-//! first), else cannot decide when a check cannot, else Allowed when a check's first match
-//! allows, else NoVisibleRule (the combination shared with the SecurityPolicy engine:
-//! [`crate::analyse::firewall::PathOutcome::of`]).
-//!
-//! Not modeled: the policies' time windows (`scheduler_path`); the VPC's security profile
-//! itself is not read: the rules NSX instantiates from its strategy's templates ("these rule
-//! templates are instantiated into concrete firewall rules", the API reference's
-//! `RuleTemplate`) are evaluated where they are read, as the VPC's default policy
-//! (`default-layer3-section`, NSX 4.1 administration GUID-9026BE25).
+//! Not modeled: the policies' time windows (`scheduler_path`); the VPC's security profile is
+//! not read, its templates' rules are evaluated where NSX instantiates them ("these rule
+//! templates are instantiated into concrete firewall rules", `RuleTemplate`), as the VPC's
+//! default policy (NSX 4.1 administration GUID-9026BE25).
 
 use std::cell::{Cell, RefCell};
 use std::collections::{BTreeMap, HashMap};
 use std::net::IpAddr;
+
+use serde::{Deserialize, Serialize};
 
 use crate::analyse::firewall::{
     self, clip, Effect, Hit, PathRef, Side, Then, TierHit, Tri, Verdict,
 };
 pub use crate::analyse::firewall::{MAX_RULES, MAX_VMS};
 use crate::nsxmanager::model::{
-    observations, traceflow_state, Category, DfwInput, DfwVm, Endpoint, GroupMembers, Identity,
-    IpFamily, MemberList, Observation, PolicyRules, Rule, RuleAction, RuleDirection,
-    SecurityPolicy, ServiceEntry, MAX_NESTING,
+    Category, DfwInput, DfwVm, Endpoint, GroupMembers, Identity, IpFamily, MemberList, PolicyRules,
+    Rule, RuleAction, RuleDirection, SecurityPolicy, ServiceEntry, MAX_NESTING,
 };
-use crate::nsxmanager::raw::TraceflowRead;
 
 /// A DFW rule, named as an admin finds it in NSX Manager.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
-pub struct DfwRuleRef {
+#[derive(
+    Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, schemars::JsonSchema,
+)]
+#[serde(rename_all = "camelCase")]
+pub struct DfwRule {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub display_name: Option<String>,
-    /// The rule's policy path (`…/security-policies/<p>/rules/<r>`), or `(no path)`.
+    /// The rule's policy path (`/infra/domains/default/security-policies/<p>/rules/<r>`), or
+    /// `(no path)`.
     pub path: String,
-    /// The number the datapath and traceflow's `acl_rule_id` use.
+    /// The number the datapath and a traceflow's `acl_rule_id` use.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rule_id: Option<u64>,
+    /// Its policy's category (as `policiesByCategory` names them).
     pub category: String,
     pub policy_path: String,
     pub policy_name: String,
+    /// The policy's `sequence_number` (absent: unreadable).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub policy_sequence: Option<i64>,
+    /// The rule's `sequence_number` inside its policy (absent: unreadable).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rule_sequence: Option<i64>,
     pub action: RuleAction,
 }
 
-impl DfwRuleRef {
+impl DfwRule {
     /// `"name" (path; category Infrastructure, policy "p" sequence 10, rule sequence 20)`.
     pub fn label(&self) -> String {
         let seq = |s: Option<i64>| s.map_or_else(|| "unknown".to_string(), |n| n.to_string());
@@ -118,7 +90,7 @@ impl DfwRuleRef {
     }
 }
 
-impl Verdict for DfwRuleRef {
+impl Verdict for DfwRule {
     fn effect(&self) -> Effect {
         match self.action {
             RuleAction::Drop => Effect::Drop,
@@ -132,35 +104,38 @@ impl Verdict for DfwRuleRef {
 /// What one check (egress at FROM's vNIC, ingress at TO's) comes to: the first matching
 /// enabled layer 3 rule (or a layer 2 DROP/REJECT), no rule read matches, or a rule that might
 /// come first cannot be evaluated, or the order is not visible.
-pub type DfwSideOutcome = firewall::SideOutcome<DfwRuleRef>;
+pub type DfwSideOutcome = firewall::SideOutcome<DfwRule>;
 /// What one path comes to, both checks together.
-pub type DfwPathOutcome = firewall::PathOutcome<DfwRuleRef>;
+pub type DfwPathOutcome = firewall::PathOutcome<DfwRule>;
 /// A rule that blocks paths, with those paths (in path order).
-pub type DfwBlocking = firewall::Blocking<DfwRuleRef>;
+pub type DfwBlocking = firewall::Blocking<DfwRule>;
 
 /// One path (port, FROM → TO; VMs named by their node): the engine's (`not_realized` is always
 /// `None`: NSX Manager shows what is realized).
-pub type DfwPath = firewall::PathEvaluation<DfwRuleRef>;
+pub type DfwPath = firewall::PathEvaluation<DfwRule>;
 
-/// A DROP/REJECT rule that matches a check after the ALLOW that decides it: it would block
-/// the path but does not (not blamed), with the paths it covers.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// A DROP/REJECT rule that matches allowed paths after the ALLOW that decides them: not blamed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[schemars(rename = "DfwShadowedRule")]
 pub struct DfwShadowed {
-    pub rule: DfwRuleRef,
+    pub rule: DfwRule,
     /// The ALLOW that comes first.
-    pub by: DfwRuleRef,
+    pub by: DfwRule,
     pub paths: Vec<PathRef>,
 }
 
 /// At most this many shadowed rules are listed (the rest counted).
 pub const MAX_SHADOWED: usize = 32;
 
-/// What was read, and what not.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+/// What was read, in numbers.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[schemars(rename = "NsxReadCounts")]
 pub struct DfwCounts {
     pub policies: usize,
     /// Policies per category, in NSX's order.
-    pub policies_by_category: Vec<(String, usize)>,
+    pub policies_by_category: Vec<CategoryCount>,
     pub rules: usize,
     pub rules_disabled: usize,
     /// Rules with a part that could not be read.
@@ -175,7 +150,18 @@ pub struct DfwCounts {
     pub vms: usize,
     /// VMs whose NSX identity was confirmed both ways.
     pub vms_identified: usize,
+    /// Parts not read.
     pub gaps: usize,
+}
+
+/// How many policies one category holds.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CategoryCount {
+    /// `Ethernet`, `Emergency`, `Infrastructure`, `Environment`, `Application`, `(none)`,
+    /// `VPC (no category)`, or the category as NSX wrote it.
+    pub category: String,
+    pub count: usize,
 }
 
 /// The whole evaluation. Stable order: paths by port, FROM, TO (the VMs sorted by node).
@@ -205,11 +191,6 @@ impl DfwEvaluation {
         firewall::find_path(&self.paths, port, from, to)
     }
 
-    /// What was read, in words: for every evidence line.
-    pub fn read_text(&self) -> String {
-        read_text(&self.counts)
-    }
-
     /// The evidence line "NSX Manager shows no rule that drops these paths" (with what was
     /// read) when no given path is blocked by a visible rule or undecided; `None` otherwise
     /// (and for no paths, or paths not evaluated).
@@ -228,34 +209,29 @@ impl DfwEvaluation {
             self.read_text()
         ))
     }
-}
 
-fn read_text(c: &DfwCounts) -> String {
-    let cats: Vec<String> = c
-        .policies_by_category
-        .iter()
-        .map(|(k, n)| format!("{k} {n}"))
-        .collect();
-    let mut s = format!(
-        "{} security policies{}, {} rules ({} disabled), {} groups ({} with members read whole), {} services, {} of {} VMs identified",
-        c.policies,
-        if cats.is_empty() {
-            String::new()
-        } else {
-            format!(" ({})", cats.join(", "))
-        },
-        c.rules,
-        c.rules_disabled,
-        c.groups,
-        c.groups_members_whole,
-        c.services,
-        c.vms_identified,
-        c.vms
-    );
-    if c.gaps > 0 {
-        s.push_str(&format!("; {} parts not read", c.gaps));
+    /// What was read, in words: for every evidence line.
+    pub fn read_text(&self) -> String {
+        let c = &self.counts;
+        let cats: Vec<String> = c
+            .policies_by_category
+            .iter()
+            .map(|c| format!("{} {}", c.category, c.count))
+            .collect();
+        let cats = match cats.is_empty() {
+            true => String::new(),
+            false => format!(" ({})", cats.join(", ")),
+        };
+        let gaps = match c.gaps {
+            0 => String::new(),
+            n => format!("; {n} parts not read"),
+        };
+        format!(
+            "{} security policies{cats}, {} rules ({} disabled), {} groups ({} with members read whole), {} services, {} of {} VMs identified{gaps}",
+            c.policies, c.rules, c.rules_disabled, c.groups, c.groups_members_whole, c.services,
+            c.vms_identified, c.vms
+        )
     }
-    s
 }
 
 // ---- matching ----
@@ -263,20 +239,12 @@ fn read_text(c: &DfwCounts) -> String {
 /// The packet of one check (the check runs at FROM's vNIC for egress, TO's for ingress).
 type At<'a> = firewall::At<&'a DfwVm>;
 
-fn ip_of(vm: &DfwVm) -> Result<&[IpAddr], String> {
-    if vm.ips.is_empty() {
-        Err(format!("no IP is known for {}", vm.node))
-    } else {
-        Ok(&vm.ips)
-    }
-}
-
 /// All the VM's addresses inside: yes; none: no; some: cannot tell.
 fn all_or_none(vm: &DfwVm, inside: impl Fn(IpAddr) -> bool, what: &str) -> Tri {
-    let ips = match ip_of(vm) {
-        Ok(i) => i,
-        Err(e) => return Tri::Unknown(e),
-    };
+    let ips = &vm.ips;
+    if ips.is_empty() {
+        return Tri::Unknown(format!("no IP is known for {}", vm.node));
+    }
     let n = ips.iter().filter(|ip| inside(**ip)).count();
     if n == ips.len() {
         Tri::Yes
@@ -331,12 +299,6 @@ impl Memo {
 
 /// The VM's addresses in a group's realized IP list.
 fn peer_in_group(input: &DfwInput, path: &str, vm: &DfwVm, none: &Memo) -> Tri {
-    none.get(false, path, vm, || {
-        peer_in_group_once(input, path, vm, none)
-    })
-}
-
-fn peer_in_group_once(input: &DfwInput, path: &str, vm: &DfwVm, none: &Memo) -> Tri {
     let m = members(input, path, none);
     let ips = m.ips.read();
     let t = all_or_none(vm, |ip| ips.iter().any(|a| a.contains(ip)), "the group");
@@ -364,7 +326,7 @@ fn endpoint_matches(input: &DfwInput, e: &Endpoint, vm: &DfwVm, none: &Memo) -> 
     match e {
         Endpoint::Any => Tri::Yes,
         Endpoint::Addr(a) => all_or_none(vm, |ip| a.contains(ip), "the rule's addresses"),
-        Endpoint::Group(p) => peer_in_group(input, p, vm, none),
+        Endpoint::Group(p) => none.get(false, p, vm, || peer_in_group(input, p, vm, none)),
         Endpoint::Unreadable(w) => Tri::Unknown(w.clone()),
     }
 }
@@ -421,10 +383,6 @@ fn is_member_vm(m: &GroupMembers, vm: &DfwVm) -> bool {
 
 /// Whether the group takes this VM's vNIC (scope): by the confirmed VM or its port.
 fn scope_member(input: &DfwInput, path: &str, vm: &DfwVm, none: &Memo) -> Tri {
-    none.get(true, path, vm, || scope_member_once(input, path, vm, none))
-}
-
-fn scope_member_once(input: &DfwInput, path: &str, vm: &DfwVm, none: &Memo) -> Tri {
     if !path.contains("/groups/") {
         return Tri::Unknown(format!("scope {} is not a group path", clip(path, 256)));
     }
@@ -492,7 +450,11 @@ fn applied(
         (Ok(None), Ok(None)) => return Tri::Yes,
         (Ok(None), Ok(Some(r))) => r,
     };
-    Tri::any(scope.iter().map(|g| scope_member(input, g, here, none)))
+    Tri::any(
+        scope
+            .iter()
+            .map(|g| none.get(true, g, here, || scope_member(input, g, here, none))),
+    )
 }
 
 fn family(vm: &DfwVm) -> Option<IpFamily> {
@@ -671,8 +633,9 @@ fn rule_matches(input: &DfwInput, p: &PolicyRules, rule: &Rule, at: At, none: &M
     )
 }
 
-fn rule_ref(p: &PolicyRules, r: &Rule) -> Option<DfwRuleRef> {
-    Some(DfwRuleRef {
+/// How the output names a rule read (`None`: its action cannot be read).
+pub(crate) fn rule_ref(p: &PolicyRules, r: &Rule) -> Option<DfwRule> {
+    Some(DfwRule {
         display_name: r.display_name.clone(),
         path: r
             .path
@@ -849,18 +812,10 @@ fn order(input: &DfwInput) -> Order {
         }
     }
     placed.sort();
-    let mut tiers: Vec<Vec<usize>> = Vec::new();
-    let mut last = None;
-    for (key, i) in placed {
-        if last == Some(key) {
-            if let Some(t) = tiers.last_mut() {
-                t.push(i);
-            }
-        } else {
-            tiers.push(vec![i]);
-            last = Some(key);
-        }
-    }
+    let tiers = placed
+        .chunk_by(|a, b| a.0 == b.0)
+        .map(|tier| tier.iter().map(|&(_, i)| i).collect())
+        .collect();
     let rules = input
         .policies
         .iter()
@@ -1023,13 +978,7 @@ fn federation_rival(
 /// The DROP/REJECT rules that match this check after the ALLOW `by` decided it: later rules
 /// of its policy, and the rules of policies after its own in NSX's order (a policy tied with
 /// it is not "after": their order is not known). Layer 3 only; disabled rules never match.
-fn shadowed(
-    input: &DfwInput,
-    ord: &Order,
-    at: At,
-    none: &Memo,
-    by: &DfwRuleRef,
-) -> Vec<DfwRuleRef> {
+fn shadowed(input: &DfwInput, ord: &Order, at: At, none: &Memo, by: &DfwRule) -> Vec<DfwRule> {
     let Some(dp) = input
         .policies
         .iter()
@@ -1071,24 +1020,46 @@ fn shadowed(
     out
 }
 
-/// "NSX Manager: <rule> drops N of M paths (K more blocking rules)", from the first blocking
-/// rule; `None` when nothing blocks (also `enforce`'s summary, after it took checks out).
-pub(super) fn blocking_headline(blocking: &[DfwBlocking], total: usize) -> Option<String> {
-    let b = blocking.first()?;
-    let more = match blocking.len() {
+/// The evaluation's one line: "NSX Manager: <rule> drops N of M paths (K more blocking
+/// rules)" from the first blocking rule, else that no (enforced) rule drops them, with what
+/// was read. `off`: why some checks enforce nothing (after [`enforce::apply`]).
+fn summary(e: &DfwEvaluation, off: Option<&str>) -> String {
+    let (read, total) = (e.read_text(), e.paths.len());
+    let undecided = firewall::undecided(&e.paths)
+        .iter()
+        .map(|(_, p)| p.len())
+        .sum::<usize>();
+    let no = match off {
+        None => "NSX Manager shows no rule that drops these paths",
+        Some(_) => "NSX Manager shows no enforced rule that drops these paths",
+    };
+    let Some(b) = e.blocking.first() else {
+        return match off {
+            _ if undecided > 0 => format!(
+                "{no}{}, but {undecided} of {total} paths cannot be decided (read: {read})",
+                off.map(|w| format!(" ({w})")).unwrap_or_default()
+            ),
+            Some(why) => format!("{no}: {why} (read: {read})"),
+            None => format!("{no} (read: {read})"),
+        };
+    };
+    let more = match e.blocking.len() {
         1 => String::new(),
         n => format!(" ({} more blocking rules)", n - 1),
     };
-    Some(format!(
-        "NSX Manager: {} {} {} of {total} paths{more}",
+    let verb = match b.rule.action {
+        RuleAction::Reject => "rejects",
+        _ => "drops",
+    };
+    let first = format!(
+        "NSX Manager: {} {verb} {} of {total} paths{more}",
         b.rule.label(),
-        if b.rule.action == RuleAction::Reject {
-            "rejects"
-        } else {
-            "drops"
-        },
         b.paths.len(),
-    ))
+    );
+    match off {
+        Some(why) => format!("{first} (not enforced elsewhere: {why})"),
+        None => first,
+    }
 }
 
 fn counts(input: &DfwInput) -> DfwCounts {
@@ -1102,26 +1073,22 @@ fn counts(input: &DfwInput) -> DfwCounts {
             .or_default() += 1;
     }
     let rules = input.policies.iter().flat_map(|p| &p.rules);
-    let groups: Vec<&String> = input
-        .groups
-        .keys()
-        .chain(input.members.keys())
-        .collect::<std::collections::BTreeSet<_>>()
-        .into_iter()
-        .collect();
-    let whole = groups
-        .iter()
-        .filter(|g| {
-            input.members.get(g.as_str()).is_some_and(|m| {
-                m.ips.why_not_whole().is_none()
-                    && m.vms.why_not_whole().is_none()
-                    && m.ports.why_not_whole().is_none()
-            })
-        })
-        .count();
+    let groups: std::collections::BTreeSet<&String> =
+        input.groups.keys().chain(input.members.keys()).collect();
+    let whole = input.members.values().filter(|m| {
+        let lists = [
+            m.ips.why_not_whole(),
+            m.vms.why_not_whole(),
+            m.ports.why_not_whole(),
+        ];
+        lists.iter().all(Option::is_none)
+    });
     DfwCounts {
         policies: input.policies.len(),
-        policies_by_category: by_cat.into_iter().map(|((_, k), n)| (k, n)).collect(),
+        policies_by_category: by_cat
+            .into_iter()
+            .map(|((_, category), count)| CategoryCount { category, count })
+            .collect(),
         rules: rules.clone().count(),
         rules_disabled: rules.clone().filter(|r| r.disabled == Ok(true)).count(),
         rules_unreadable: rules.filter(|r| !r.unreadable().is_empty()).count(),
@@ -1131,7 +1098,7 @@ fn counts(input: &DfwInput) -> DfwCounts {
             .filter(|p| p.rules_incomplete.is_some())
             .count(),
         groups: groups.len(),
-        groups_members_whole: whole,
+        groups_members_whole: whole.count(),
         services: input.services.len(),
         vms: input.vms.len(),
         vms_identified: input
@@ -1148,77 +1115,54 @@ fn counts(input: &DfwInput) -> DfwCounts {
 pub fn evaluate(input: &DfwInput) -> DfwEvaluation {
     let all: Vec<&DfwVm> = input.vms.iter().collect();
     let vms = firewall::bounded_vms(&all, |v| &v.node);
-    let ord = order(input);
-    let none = Memo::new();
-    let total_rules: usize = input.policies.iter().map(|p| p.rules.len()).sum();
-    let too_many = total_rules > MAX_RULES;
+    let (ord, none) = (order(input), Memo::new());
+    let too_many = input.policies.iter().map(|p| p.rules.len()).sum::<usize>() > MAX_RULES;
     let mut paths = Vec::new();
-    // (rule, by, path index) for every shadowed match.
-    let mut shadow_hits: Vec<(DfwRuleRef, DfwRuleRef, usize)> = Vec::new();
+    // (rule, the ALLOW before it, path index) for every shadowed match.
+    let mut shadow_hits: Vec<(DfwRule, DfwRule, usize)> = Vec::new();
     for (port, fi, ti) in firewall::vm_pairs(vms.len()) {
-        let (from, to) = (&vms[fi], &vms[ti]);
-        let side = |egress: bool| {
+        let (src, dst) = (vms[fi], vms[ti]);
+        let [egress, ingress] = [Side::Egress, Side::Ingress].map(|side| {
             if too_many {
-                return DfwSideOutcome::CannotDecide {
-                    why: format!("more than {MAX_RULES} rules were read: not evaluated"),
-                };
+                let why = format!("more than {MAX_RULES} rules were read: not evaluated");
+                return DfwSideOutcome::CannotDecide { why };
             }
             let at = At {
-                side: if egress { Side::Egress } else { Side::Ingress },
-                src: from,
-                dst: to,
+                side,
+                src,
+                dst,
                 port,
             };
-            check(input, &ord, at, &none)
-        };
-        let egress = side(true);
-        let ingress = side(false);
-        for (is_egress, s) in [(true, &egress), (false, &ingress)] {
-            let DfwSideOutcome::Matched { rule: by } = s else {
-                continue;
-            };
-            if by.action != RuleAction::Allow {
-                continue;
+            let outcome = check(input, &ord, at, &none);
+            if let DfwSideOutcome::Matched { rule: by } = &outcome {
+                if by.action == RuleAction::Allow {
+                    for rule in shadowed(input, &ord, at, &none, by) {
+                        shadow_hits.push((rule, by.clone(), paths.len()));
+                    }
+                }
             }
-            let at = At {
-                side: if is_egress {
-                    Side::Egress
-                } else {
-                    Side::Ingress
-                },
-                src: from,
-                dst: to,
-                port,
-            };
-            for rule in shadowed(input, &ord, at, &none, by) {
-                shadow_hits.push((rule, by.clone(), paths.len()));
-            }
-        }
+            outcome
+        });
         let path = PathRef {
             port,
-            from: from.node.clone(),
-            to: to.node.clone(),
+            from: src.node.clone(),
+            to: dst.node.clone(),
         };
         paths.push(DfwPath::new(path, egress, ingress));
     }
-    let blocking = firewall::blocking_of_paths(&paths);
     // Shadowed rules, per (rule, by), on the paths that are allowed.
     let mut shadowed_all: Vec<DfwShadowed> = Vec::new();
     for (rule, by, i) in shadow_hits {
-        let p = &paths[i];
-        if !matches!(p.outcome, DfwPathOutcome::Allowed { .. }) {
+        if !matches!(paths[i].outcome, DfwPathOutcome::Allowed { .. }) {
             continue;
         }
-        let path = p.path_ref();
+        let path = paths[i].path_ref();
         match shadowed_all
             .iter_mut()
             .find(|s| s.rule == rule && s.by == by)
         {
-            Some(s) => {
-                if !s.paths.contains(&path) {
-                    s.paths.push(path)
-                }
-            }
+            Some(s) if s.paths.contains(&path) => {}
+            Some(s) => s.paths.push(path),
             None => shadowed_all.push(DfwShadowed {
                 rule,
                 by,
@@ -1228,291 +1172,30 @@ pub fn evaluate(input: &DfwInput) -> DfwEvaluation {
     }
     let shadowed_not_listed = shadowed_all.len().saturating_sub(MAX_SHADOWED);
     shadowed_all.truncate(MAX_SHADOWED);
-    let counts = counts(input);
     let mut notes = Vec::new();
-    let trees: std::collections::BTreeSet<&str> = input
+    let trees: std::collections::BTreeSet<Option<u8>> = input
         .policies
         .iter()
-        .filter_map(|p| p.policy.path.as_ref().ok())
-        .map(|p| {
-            if p.starts_with("/orgs/") && p.contains("/vpcs/") {
-                "vpc"
-            } else if p.starts_with("/orgs/") {
-                "project"
-            } else {
-                "infra"
-            }
-        })
+        .filter_map(|p| p.policy.path.as_deref().ok().map(tree_rank))
         .collect();
     if trees.len() > 1 {
         notes.push("policies of several trees were read: ordered /infra first, then the project's, then the VPC's, each by category and sequence number".to_string());
     }
     notes.extend(input.notes.iter().cloned());
-    let undecided = paths
-        .iter()
-        .filter(|p| matches!(p.outcome, DfwPathOutcome::CannotDecide { .. }))
-        .count();
-    let read = read_text(&counts);
-    let summary = if let Some(first) = blocking_headline(&blocking, paths.len()) {
-        first
-    } else if undecided > 0 {
-        format!(
-            "NSX Manager shows no rule that drops these paths, but {undecided} of {} paths cannot be decided (read: {read})",
-            paths.len()
-        )
-    } else {
-        format!("NSX Manager shows no rule that drops these paths (read: {read})")
-    };
-    DfwEvaluation {
+    let mut e = DfwEvaluation {
         vms: vms.iter().map(|v| v.node.clone()).collect(),
+        blocking: firewall::blocking_of_paths(&paths),
         paths,
-        blocking,
         shadowed: shadowed_all,
         shadowed_not_listed,
-        counts,
+        counts: counts(input),
         findings: input.findings.clone(),
         gaps: input.gaps.clone(),
         notes,
-        summary,
-    }
-}
-
-// ---- traceflow ----
-
-/// What one traceflow saw.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum TraceflowResult {
-    /// Delivered to the peer's port.
-    Delivered { component: Option<String> },
-    /// Dropped: where (`component`), why (`reason`, e.g. FW_RULE), by which rule (`acl_rule_id`
-    /// / `acl_rule_path`, resolved to the rule read when it was read).
-    Dropped {
-        component: Option<String>,
-        reason: Option<String>,
-        transport_node: Option<String>,
-        acl_rule_id: Option<u64>,
-        acl_rule_path: Option<String>,
-        rule: Option<Box<DfwRuleRef>>,
-    },
-    /// Neither observed (still running, failed, observations not read).
-    Undecided { why: String },
-}
-
-/// Whether a traceflow agrees with the evaluation of its path.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Agreement {
-    Agrees,
-    Disagrees {
-        why: String,
-    },
-    /// The evaluation could not decide the path, or the traceflow did not: nothing to compare.
-    NotComparable {
-        why: String,
-    },
-}
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct TraceflowSummary {
-    pub from: String,
-    pub to: String,
-    pub port: u16,
-    pub state: Option<String>,
-    pub observations: usize,
-    pub result: TraceflowResult,
-    pub agreement: Agreement,
-    /// The run saw the traceflow deleted.
-    pub deleted: bool,
-}
-
-impl TraceflowSummary {
-    /// One line: `traceflow a → b:2380: dropped at DFW (FW_RULE) by "name" (path; …)`.
-    pub fn text(&self) -> String {
-        let what = match &self.result {
-            TraceflowResult::Delivered { component } => match component {
-                Some(c) => format!("delivered (at {c})"),
-                None => "delivered".to_string(),
-            },
-            TraceflowResult::Dropped {
-                component,
-                reason,
-                acl_rule_id,
-                rule,
-                ..
-            } => {
-                let mut s = format!(
-                    "dropped at {} ({})",
-                    component.as_deref().unwrap_or("an unnamed component"),
-                    reason.as_deref().unwrap_or("no reason given")
-                );
-                match (rule, acl_rule_id) {
-                    (Some(r), _) => s.push_str(&format!(" by {}", r.label())),
-                    (None, Some(id)) => {
-                        s.push_str(&format!(" by rule id {id}, not among the rules read"))
-                    }
-                    (None, None) => {}
-                }
-                s
-            }
-            TraceflowResult::Undecided { why } => format!("undecided: {why}"),
-        };
-        format!(
-            "traceflow {} → {}:{}: {what}",
-            self.from, self.to, self.port
-        )
-    }
-}
-
-fn resolve(input: &DfwInput, id: Option<u64>, path: Option<&str>) -> Option<DfwRuleRef> {
-    let all = || {
-        input
-            .policies
-            .iter()
-            .flat_map(|p| p.rules.iter().map(move |r| (p, r)))
+        summary: String::new(),
     };
-    if let Some(path) = path {
-        if let Some((p, r)) = all().find(|(_, r)| r.path.as_deref() == Ok(path)) {
-            return rule_ref(p, r);
-        }
-    }
-    let id = id?;
-    let mut found = all().filter(|(_, r)| r.rule_id == Some(id));
-    let (p, r) = found.next()?;
-    // Two rules read with one datapath id: not one rule.
-    if found.next().is_some() {
-        return None;
-    }
-    rule_ref(p, r)
-}
-
-/// One traceflow's observations summarized, and compared with the evaluation of its path
-/// (`from`/`to` are node names, as the evaluation's).
-pub fn summarize_traceflow(
-    t: &TraceflowRead,
-    input: &DfwInput,
-    eval: &DfwEvaluation,
-) -> TraceflowSummary {
-    let obs = observations(t);
-    let state = traceflow_state(t);
-    let dropped = obs.iter().find_map(|o| match o {
-        Observation::Dropped {
-            component_type,
-            component_name,
-            reason,
-            acl_rule_id,
-            acl_rule_path,
-            transport_node,
-        } => Some(TraceflowResult::Dropped {
-            component: component_name.clone().or_else(|| component_type.clone()),
-            reason: reason.clone(),
-            transport_node: transport_node.clone(),
-            acl_rule_id: *acl_rule_id,
-            acl_rule_path: acl_rule_path.clone(),
-            rule: resolve(input, *acl_rule_id, acl_rule_path.as_deref()).map(Box::new),
-        }),
-        _ => None,
-    });
-    let delivered = obs.iter().find_map(|o| match o {
-        Observation::Delivered { component, .. } => Some(TraceflowResult::Delivered {
-            component: component.clone(),
-        }),
-        _ => None,
-    });
-    let result = dropped.or(delivered).unwrap_or_else(|| {
-        let mut why = format!(
-            "no delivered or dropped observation ({} observations",
-            obs.len()
-        );
-        if let Some(s) = &state {
-            why.push_str(&format!(", state {s}"));
-        }
-        why.push(')');
-        if let Some(g) = &t.observations.incomplete {
-            why.push_str(&format!(
-                "; observations not all read: {}",
-                clip(&g.why, 256)
-            ));
-        }
-        if let Some(g) = t.gaps.first() {
-            why.push_str(&format!("; {}", clip(&g.why, 256)));
-        }
-        TraceflowResult::Undecided { why }
-    });
-    let agreement = agreement(&result, eval.path(t.port, &t.from, &t.to));
-    TraceflowSummary {
-        from: clip(&t.from, 256),
-        to: clip(&t.to, 256),
-        port: t.port,
-        state,
-        observations: obs.len(),
-        result,
-        agreement,
-        deleted: t.deleted,
-    }
-}
-
-fn agreement(result: &TraceflowResult, path: Option<&DfwPath>) -> Agreement {
-    let Some(path) = path else {
-        return Agreement::NotComparable {
-            why: "the path was not evaluated".into(),
-        };
-    };
-    match (result, &path.outcome) {
-        (TraceflowResult::Undecided { why }, _) => Agreement::NotComparable { why: why.clone() },
-        (_, DfwPathOutcome::CannotDecide { why }) => Agreement::NotComparable {
-            why: format!("the evaluation cannot decide: {why}"),
-        },
-        (TraceflowResult::Delivered { .. }, o) => match o.blocking_rule() {
-            None => Agreement::Agrees,
-            Some(r) => Agreement::Disagrees {
-                why: format!("delivered, but the evaluation names {}", r.label()),
-            },
-        },
-        (
-            TraceflowResult::Dropped {
-                rule,
-                acl_rule_id,
-                reason,
-                component,
-                ..
-            },
-            o,
-        ) => match (o.blocking_rule(), rule) {
-            (Some(e), Some(t)) if e.path == t.path => Agreement::Agrees,
-            (Some(e), Some(t)) => Agreement::Disagrees {
-                why: format!(
-                    "the traceflow names {}, the evaluation {}",
-                    t.label(),
-                    e.label()
-                ),
-            },
-            (Some(e), None) if acl_rule_id.is_some() && *acl_rule_id == e.rule_id => {
-                Agreement::Agrees
-            }
-            (Some(e), None) => Agreement::Disagrees {
-                why: format!(
-                    "dropped ({}) by no rule read, the evaluation names {}",
-                    reason.as_deref().unwrap_or("no reason"),
-                    e.label()
-                ),
-            },
-            (None, Some(t)) => Agreement::Disagrees {
-                why: format!(
-                    "dropped by {}, which the evaluation does not find first",
-                    t.label()
-                ),
-            },
-            (None, None) => Agreement::Disagrees {
-                why: format!(
-                    "dropped at {} ({}{}), and the evaluation finds no visible rule that drops it",
-                    component.as_deref().unwrap_or("an unnamed component"),
-                    reason.as_deref().unwrap_or("no reason"),
-                    acl_rule_id
-                        .map(|id| format!(", rule id {id} not among the rules read"))
-                        .unwrap_or_default()
-                ),
-            },
-        },
-    }
+    e.summary = summary(&e, None);
+    e
 }
 
 pub mod enforce;

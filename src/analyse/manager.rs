@@ -13,12 +13,10 @@
 //! privilege it needs) and a VM whose NSX identity is not the Machine's are notes.
 
 use super::dfw::enforce::{self, Enforcement};
-use super::dfw::{
-    evaluate, summarize_traceflow, Agreement, DfwEvaluation, DfwPathOutcome, DfwRuleRef,
-    TraceflowResult, TraceflowSummary,
-};
+use super::dfw::{evaluate, DfwEvaluation, DfwPathOutcome, DfwRule};
 use super::network::{failing_paths, group, ports_text};
 use super::policy::{paths_text, PathRef};
+use super::traceflow::{summarize_traceflow, Agreement, TraceflowResult, TraceflowSummary};
 use super::verdict::Diagnosis;
 use crate::nsxmanager::model::{self, DfwInput, RuleAction, SupervisorVm};
 use crate::nsxmanager::raw::{NsxRead, TraceflowRead};
@@ -67,7 +65,7 @@ fn refusal(t: &TraceflowRead) -> Option<String> {
 /// The DFW of `read` evaluated for the control-plane VMs `vms` (the Supervisor's view), and
 /// every traceflow read summarized against it.
 pub(crate) fn assess(read: &NsxRead, vms: &[SupervisorVm]) -> ManagerAssessment {
-    let input = model::input(read, vms);
+    let input = crate::nsxmanager::identify::input(read, vms);
     let mut evaluation = evaluate(&input);
     let enforcement = enforce::apply(&mut evaluation, &input, read);
     let traceflows = read
@@ -97,7 +95,7 @@ pub(crate) fn assess(read: &NsxRead, vms: &[SupervisorVm]) -> ManagerAssessment 
 }
 
 /// `drops`/`rejects`, as a sentence says what a rule does.
-fn verb(r: &DfwRuleRef) -> &'static str {
+fn verb(r: &DfwRule) -> &'static str {
     match r.action {
         RuleAction::Reject => "rejects",
         _ => "drops",
@@ -131,11 +129,11 @@ pub(crate) fn join(diagnosis: &mut Diagnosis, a: &ManagerAssessment) {
     if diagnosis.verdict.code.names_policies() {
         let failing = failing_paths(&diagnosis.matrices);
         let total = failing.len();
-        let mut by_rule: Vec<(DfwRuleRef, Vec<PathRef>)> = Vec::new();
+        let mut by_rule: Vec<(DfwRule, Vec<PathRef>)> = Vec::new();
         let mut undecided: Vec<(String, Vec<PathRef>)> = Vec::new();
         let mut open: Vec<PathRef> = Vec::new();
         // Rules that match but are not enforced there (the DFW disabled, a VM excluded).
-        let mut unenforced: Vec<((DfwRuleRef, String), Vec<PathRef>)> = Vec::new();
+        let mut unenforced: Vec<((DfwRule, String), Vec<PathRef>)> = Vec::new();
         for p in &failing {
             if let Some(n) = a.enforcement.not_enforced_on(p) {
                 group(&mut unenforced, (n.rule.clone(), n.why.clone()), p.clone());
@@ -194,7 +192,7 @@ pub(crate) fn join(diagnosis: &mut Diagnosis, a: &ManagerAssessment) {
             let failing_path = failing
                 .iter()
                 .any(|p| p.port == t.port && p.from == t.from && p.to == t.to);
-            let mut line = t.text();
+            let mut line = t.text.clone();
             if let (TraceflowResult::Delivered { .. }, true) = (&t.result, failing_path) {
                 line.push_str(": NSX delivered the SYN where the probe's connect failed, so the drop is past NSX's reach, inside the guest (the node's own firewall, or nothing listening)");
             }

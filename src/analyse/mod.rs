@@ -5,8 +5,8 @@
 //! - [`metrics`]: etcd's own metrics per node, as evidence beside the probe's;
 //! - [`verdict`]: one verdict for the whole control plane, with evidence and next steps;
 //! - [`policy`]: NSX SecurityPolicies evaluated against the control-plane VMs on 2379/2380;
-//! - [`dfw`]: NSX Manager's distributed firewall (every category) evaluated the same way, and
-//!   traceflows summarized beside it;
+//! - [`dfw`]: NSX Manager's distributed firewall (every category) evaluated the same way;
+//! - [`traceflow`]: a traceflow's observations held against that evaluation of its path;
 //! - [`network`]: the cluster's network as the reports carry it (`networkPolicy`), joined to
 //!   the findings and the verdict;
 //! - [`realization`]: what the network objects say NSX failed to realize;
@@ -28,6 +28,7 @@ pub mod policy;
 pub(crate) mod realization;
 pub(crate) mod status;
 pub mod timeline;
+pub(crate) mod traceflow;
 pub mod verdict;
 
 pub(crate) use network::{assess, NetworkAssessment};

@@ -89,7 +89,10 @@ impl NsxRun {
             Ok(c) => c,
             Err(gap) => return nsx_read::unread(&manager, &layout, gap.clone()),
         };
-        let vms = model::supervisor_vms(facts, &inventory.verified_vms(&facts.cluster.name));
+        let vms = crate::nsxmanager::identify::supervisor_vms(
+            facts,
+            &inventory.verified_vms(&facts.cluster.name),
+        );
         let hints: Vec<VmHint> = vms.iter().map(VmHint::from).collect();
         // `within` is all the reading may take: its requests end early enough to leave the
         // putting together and, with traceflows, their deletes (each within CLEANUP_BOUND).
@@ -341,7 +344,7 @@ async fn layout(
 /// port was confirmed as its own. Each names the nodes it goes between.
 fn classes(read: &NsxRead, vms: &[SupervisorVm], reports: &[NodeReport]) -> Vec<TraceflowClass> {
     // Only the VMs' identities: the DFW itself is judged once, with the evidence.
-    let identified = model::identified_vms(read, vms, &mut Vec::new());
+    let identified = crate::nsxmanager::identify::identified_vms(read, vms, &mut Vec::new());
     let mut out: Vec<TraceflowClass> = Vec::new();
     for port in TRACED_PORTS {
         let m = matrix::build(reports, port);

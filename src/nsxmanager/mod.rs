@@ -6,6 +6,7 @@
 pub(crate) mod bound;
 pub(crate) mod client;
 pub(crate) mod enforce;
+pub(crate) mod identify;
 pub(crate) mod model;
 pub(crate) mod raw;
 pub(crate) mod read;

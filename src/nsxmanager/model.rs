@@ -1,7 +1,6 @@
 //! Typed, tolerant reads of the NSX Policy API objects [`raw`](super::raw) keeps as JSON, only
-//! the fields the product reads, and the DFW engine's input built from them ([`input`]) and the
-//! Supervisor's view of the control-plane VMs (which NSX VM and port is each, [`identify`]).
-//! Pure: values in, values out.
+//! the fields the product reads, and the DFW engine's input built from them ([`input`]; which
+//! NSX VM and port each control-plane VM is: the `identify` module, above this one). Pure.
 //!
 //! Nothing here fails: a field that cannot be read keeps a bounded reason (our words, with
 //! clipped names and no control characters), and `analyse::dfw` turns it into "cannot decide"
@@ -28,27 +27,13 @@
 //!   `NSXTPolicyGroupIPMembersListResultType.cs` (`members/ip-addresses`: strings),
 //!   `NSXTRealizedVirtualMachineType.cs` (`members/virtual-machines`: `id`, `compute_ids`),
 //!   `NSXTPolicyGroupMemberDetailsType.cs` (`members/segment-ports`: `path`, `id`);
-//! - [`Observation`]: `NSXTTraceflowObservationType.cs` (`resource_type`, `component_type`,
-//!   `component_name`, `transport_node_name`), `NSXTTraceflowObservationDroppedType.cs`
-//!   (`reason`, `acl_rule_id`), `NSXTPolicyTraceflowObservationDroppedType.cs` and
-//!   `…DroppedLogicalType.cs` (`acl_rule_path`); `NSXTTraceflowType.cs` (`operation_state`);
-//!   vsphere-automation-sdk-go `services/nsxt-vmc-aws-integration/nsx_vmc_app/model/ModelPackageTypes.go`
-//!   names the same `TraceflowObservation` resource types;
-//! - [`Found`], a VM lookup's fabric objects: the NSX Manager API's `VirtualMachine`
-//!   (`external_id`, `display_name`, `compute_ids`), `SegmentPort` (`attachment.id`,
-//!   `address_bindings`), `VirtualNetworkInterface` (`owner_vm_id`, `lport_attachment_id`,
-//!   `ip_address_info`) (phspies/nsxtsdk `NSXTVirtualMachineType.cs`, `NSXTSegmentPortType.cs`,
-//!   `NSXTPortAttachmentType.cs`, `NSXTVirtualNetworkInterfaceType.cs`; the paths in
-//!   vsphere-automation-sdk-go `nsxt-mp/nsx/fabric/VirtualMachinesTypes.go`, `VifsTypes.go`);
-//!   `compute_ids` `biosUuid:`/`instanceUuid:` as vmware/terraform-provider-nsxt
-//!   `nsxt/resource_nsxt_policy_vm_tags.go` reads them.
 
 use std::collections::{BTreeMap, HashSet};
 use std::net::IpAddr;
 
 use serde_json::Value;
 
-use super::raw::{Gap, Layout, Listed, Members, NsxRead, TraceflowRead, VmLookup};
+use super::raw::{Gap, Layout, Listed, Members, NsxRead};
 
 /// Names and ids are cut to this many characters, whatever their source: the firewall engine's
 /// one bound (`analyse::firewall` re-exports it; it lives here, below that layer, as [`clip`]
@@ -89,7 +74,8 @@ pub(crate) fn clip_replacing(s: &str, max: usize, with: char) -> String {
     out
 }
 
-fn name(v: &Value, key: &str) -> Option<String> {
+/// A string field, clipped ([`clip`]); empty or absent: `None`.
+pub(crate) fn name(v: &Value, key: &str) -> Option<String> {
     v.get(key)
         .and_then(Value::as_str)
         .filter(|s| !s.is_empty())
@@ -98,7 +84,7 @@ fn name(v: &Value, key: &str) -> Option<String> {
 
 /// A path kept whole (it is a key) or nothing: a path over the bound or with control
 /// characters cannot be one NSX serves.
-fn path_str(s: &str) -> Result<String, String> {
+pub(crate) fn path_str(s: &str) -> Result<String, String> {
     if s.chars().count() > MAX_PATH_CHARS {
         Err(format!("a path longer than {MAX_PATH_CHARS} characters"))
     } else if s.chars().any(char::is_control) {
@@ -108,25 +94,34 @@ fn path_str(s: &str) -> Result<String, String> {
     }
 }
 
-fn path_of(v: &Value) -> Result<String, String> {
-    match v.get("path") {
+pub(crate) fn path_of(v: &Value) -> Result<String, String> {
+    match field(v, "path")? {
         Some(Value::String(s)) if !s.is_empty() => path_str(s),
-        None | Some(Value::Null) => Err("no path".to_string()),
+        None => Err("no path".to_string()),
         Some(_) => Err("path is not a string".to_string()),
+    }
+}
+
+/// A field (`None`: absent or null), or why not: `v` is not an object, so nothing of it is
+/// known (its defaults would make a rule of ANY to ANY).
+fn field<'a>(v: &'a Value, key: &str) -> Result<Option<&'a Value>, String> {
+    match v {
+        Value::Object(o) => Ok(o.get(key).filter(|x| !x.is_null())),
+        _ => Err("not an object".to_string()),
     }
 }
 
 /// An integer field; absent is `default` (the API's default), unreadable the reason.
 fn int(v: &Value, key: &str, default: i64) -> Result<i64, String> {
-    match v.get(key) {
-        None | Some(Value::Null) => Ok(default),
+    match field(v, key)? {
+        None => Ok(default),
         Some(x) => x.as_i64().ok_or_else(|| format!("{key} is not an integer")),
     }
 }
 
 fn flag(v: &Value, key: &str, default: bool) -> Result<bool, String> {
-    match v.get(key) {
-        None | Some(Value::Null) => Ok(default),
+    match field(v, key)? {
+        None => Ok(default),
         Some(Value::Bool(b)) => Ok(*b),
         Some(_) => Err(format!("{key} is not true or false")),
     }
@@ -140,7 +135,7 @@ fn one_of<T: Copy>(
     absent: Option<T>,
     words: &[(&str, T)],
 ) -> Result<T, String> {
-    let got = v.get(key).filter(|x| !x.is_null());
+    let got = field(v, key)?;
     if let (None, Some(d)) = (got, absent) {
         return Ok(d);
     }
@@ -155,8 +150,8 @@ fn one_of<T: Copy>(
 
 /// A list field of at most [`MAX_ENTRIES`] (absent or null: empty), or why not.
 fn list<'a>(v: &'a Value, key: &str) -> Result<&'a [Value], String> {
-    match v.get(key) {
-        None | Some(Value::Null) => Ok(&[]),
+    match field(v, key)? {
+        None => Ok(&[]),
         Some(Value::Array(a)) if a.len() > MAX_ENTRIES => {
             Err(format!("{key} has more than {MAX_ENTRIES} entries"))
         }
@@ -310,53 +305,70 @@ pub(crate) enum Category {
     Other(String),
 }
 
+/// The categories the DFW order names, in that order: a category's rank is its place here.
+const CATEGORIES: [(Category, &str); 6] = [
+    (Category::Ethernet, "Ethernet"),
+    (Category::Emergency, "Emergency"),
+    (Category::Infrastructure, "Infrastructure"),
+    (Category::Environment, "Environment"),
+    (Category::Application, "Application"),
+    (Category::Empty, "(none)"),
+];
+
 impl Category {
     pub(crate) fn parse(s: Option<&str>) -> Category {
-        match s.map(str::trim) {
-            None | Some("") => Category::Empty,
-            Some(c) => match c.to_ascii_lowercase().as_str() {
-                "ethernet" => Category::Ethernet,
-                "emergency" => Category::Emergency,
-                "infrastructure" => Category::Infrastructure,
-                "environment" => Category::Environment,
-                "application" => Category::Application,
-                _ => Category::Other(clip(c, 64)),
-            },
+        let c = s.map_or("", str::trim);
+        let named = CATEGORIES[..5]
+            .iter()
+            .find(|(_, n)| n.eq_ignore_ascii_case(c));
+        match named {
+            _ if c.is_empty() => Category::Empty,
+            Some((k, _)) => k.clone(),
+            None => Category::Other(clip(c, 64)),
         }
     }
 
     /// Its place in the DFW's order (lower first); `None`: not known.
     pub(crate) fn rank(&self) -> Option<u8> {
-        Some(match self {
-            Category::Ethernet => 0,
-            Category::Emergency => 1,
-            Category::Infrastructure => 2,
-            Category::Environment => 3,
-            Category::Application => 4,
-            Category::Empty => 5,
-            Category::Vpc | Category::Other(_) => return None,
-        })
+        let place = CATEGORIES.iter().position(|(k, _)| k == self)?;
+        u8::try_from(place).ok()
     }
 
     pub(crate) fn name(&self) -> &str {
         match self {
-            Category::Ethernet => "Ethernet",
-            Category::Emergency => "Emergency",
-            Category::Infrastructure => "Infrastructure",
-            Category::Environment => "Environment",
-            Category::Application => "Application",
-            Category::Empty => "(none)",
             Category::Vpc => "VPC (no category)",
             Category::Other(s) => s,
+            k => CATEGORIES
+                .iter()
+                .find(|(c, _)| c == k)
+                .map_or("", |(_, n)| *n),
         }
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+/// A DFW rule's `action`, as NSX spells it.
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    serde::Serialize,
+    serde::Deserialize,
+    schemars::JsonSchema,
+    strum::Display,
+)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+#[strum(serialize_all = "SCREAMING_SNAKE_CASE")]
+#[schemars(rename = "DfwAction")]
 pub enum RuleAction {
     Allow,
     Drop,
     Reject,
+    /// Environment only: skips the rest of Environment to the Application category.
     JumpToApplication,
 }
 
@@ -524,16 +536,6 @@ pub(crate) struct SecurityPolicy {
 
 impl SecurityPolicy {
     pub(crate) fn read(v: &Value) -> SecurityPolicy {
-        if !v.is_object() {
-            let not = || "the policy is not an object".to_string();
-            return SecurityPolicy {
-                path: Err(not()),
-                sequence_number: Err(not()),
-                scope: Err(not()),
-                unreadable: Some(not()),
-                ..SecurityPolicy::read(&Value::Object(Default::default()))
-            };
-        }
         let path = path_of(v);
         let vpc = path
             .as_deref()
@@ -551,7 +553,7 @@ impl SecurityPolicy {
             sequence_number: int(v, "sequence_number", 0),
             scope: paths_or_any(v, "scope"),
             is_default: v.get("is_default").and_then(Value::as_bool) == Some(true),
-            unreadable: None,
+            unreadable: (!v.is_object()).then(|| "the policy is not an object".to_string()),
         }
     }
 
@@ -595,30 +597,7 @@ pub(crate) struct Rule {
 
 impl Rule {
     pub(crate) fn read(v: &Value) -> Rule {
-        if !v.is_object() {
-            // Nothing of it is known: every part says so (an empty object's defaults would
-            // make it a rule of ANY to ANY).
-            let e = "the rule is not an object".to_string();
-            return Rule {
-                path: Err(e.clone()),
-                id: None,
-                rule_id: None,
-                display_name: None,
-                sequence_number: Err(e.clone()),
-                action: Err(e.clone()),
-                direction: Err(e.clone()),
-                disabled: Err(e.clone()),
-                sources: Err(e.clone()),
-                destinations: Err(e.clone()),
-                sources_excluded: Err(e.clone()),
-                destinations_excluded: Err(e.clone()),
-                services: Err(e.clone()),
-                service_entries: Err(e.clone()),
-                scope: Err(e.clone()),
-                profiles: Err(e.clone()),
-                ip_protocol: Err(e),
-            };
-        }
+        // Not an object: every part says so ([`field`]).
         use RuleAction::*;
         Rule {
             path: path_of(v),
@@ -706,13 +685,6 @@ pub(crate) struct Service {
 
 impl Service {
     pub(crate) fn read(v: &Value) -> Service {
-        if !v.is_object() {
-            return Service {
-                path: Err("the service is not an object".into()),
-                display_name: None,
-                entries: Err("the service is not an object".into()),
-            };
-        }
         Service {
             path: path_of(v),
             display_name: name(v, "display_name"),
@@ -806,7 +778,7 @@ pub(crate) struct GroupMembers {
     pub ports: MemberList<PortMember>,
 }
 
-fn compute_id(v: &Value, prefix: &str) -> Option<String> {
+pub(crate) fn compute_id(v: &Value, prefix: &str) -> Option<String> {
     v.get("compute_ids")
         .and_then(Value::as_array)?
         .iter()
@@ -911,63 +883,6 @@ impl GroupMembers {
     }
 }
 
-/// One traceflow observation.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Observation {
-    /// `TraceflowObservationDelivered`.
-    Delivered { component: Option<String> },
-    /// `TraceflowObservationDropped` / `…DroppedLogical`.
-    Dropped {
-        component_type: Option<String>,
-        component_name: Option<String>,
-        reason: Option<String>,
-        acl_rule_id: Option<u64>,
-        acl_rule_path: Option<String>,
-        transport_node: Option<String>,
-    },
-    /// Any other kind (`…Forwarded`, `…Received`, relayed, replicated…): counted, not read.
-    Other,
-}
-
-impl Observation {
-    pub(crate) fn read(v: &Value) -> Observation {
-        let kind = v.get("resource_type").and_then(Value::as_str).unwrap_or("");
-        let component = name(v, "component_name").or_else(|| name(v, "component_type"));
-        match kind {
-            "TraceflowObservationDelivered" => Observation::Delivered { component },
-            "TraceflowObservationDropped" | "TraceflowObservationDroppedLogical" => {
-                Observation::Dropped {
-                    component_type: name(v, "component_type"),
-                    component_name: name(v, "component_name"),
-                    reason: name(v, "reason"),
-                    acl_rule_id: v.get("acl_rule_id").and_then(Value::as_u64),
-                    acl_rule_path: v
-                        .get("acl_rule_path")
-                        .and_then(Value::as_str)
-                        .and_then(|s| path_str(s).ok()),
-                    transport_node: name(v, "transport_node_name"),
-                }
-            }
-            _ => Observation::Other,
-        }
-    }
-}
-
-/// A traceflow's `operation_state` (from its status), when read.
-pub(crate) fn traceflow_state(t: &TraceflowRead) -> Option<String> {
-    t.status.as_ref().and_then(|s| name(s, "operation_state"))
-}
-
-/// The traceflow's observations, in `sequence_no` order as listed (the list keeps NSX's order).
-pub(crate) fn observations(t: &TraceflowRead) -> Vec<Observation> {
-    t.observations
-        .results
-        .iter()
-        .take(MAX_MEMBERS)
-        .map(Observation::read)
-        .collect()
-}
-
 // ---- the engine's input ----
 
 /// One policy and its rules, in the order listed.
@@ -1000,7 +915,7 @@ pub struct DfwInput {
     pub(crate) notes: Vec<String>,
 }
 
-fn gap_text(g: &Gap) -> String {
+pub(crate) fn gap_text(g: &Gap) -> String {
     let mut s = format!("{}: {}", clip(&g.path, 256), clip(&g.why, MAX_WHY_CHARS));
     if let Some(st) = g.status {
         s.push_str(&format!(" (HTTP {st})"));
@@ -1011,10 +926,10 @@ fn gap_text(g: &Gap) -> String {
     s
 }
 
-/// Builds the DFW engine's input from what one run read and the Supervisor's VMs.
-pub(crate) fn input(read: &NsxRead, vms: &[SupervisorVm]) -> DfwInput {
+/// Builds the DFW engine's input from what one run read and the Supervisor's VMs as
+/// identified in it (by `identify::input`, above), with what did not add up (`findings`).
+pub(crate) fn input(read: &NsxRead, vms: Vec<DfwVm>, findings: Vec<String>) -> DfwInput {
     let mut gaps: Vec<String> = read.gaps.iter().take(MAX_FINDINGS).map(gap_text).collect();
-    let mut findings = Vec::new();
     let mut policies: Vec<PolicyRules> = Vec::new();
     for pr in &read.rules {
         let policy = SecurityPolicy::read(&pr.policy);
@@ -1102,7 +1017,6 @@ pub(crate) fn input(read: &NsxRead, vms: &[SupervisorVm]) -> DfwInput {
         .iter()
         .map(|(k, v)| (k.clone(), Service::read(v)))
         .collect();
-    let dvms = identified_vms(read, vms, &mut findings);
     gaps.truncate(MAX_FINDINGS);
     DfwInput {
         notes: read
@@ -1117,7 +1031,7 @@ pub(crate) fn input(read: &NsxRead, vms: &[SupervisorVm]) -> DfwInput {
         groups,
         members,
         services,
-        vms: dvms,
+        vms,
         findings,
         gaps,
     }
@@ -1166,10 +1080,7 @@ pub(crate) fn vpc_security_note(v: &super::raw::VpcSecurity) -> Option<String> {
     Some(clip(&s, 2 * MAX_WHY_CHARS))
 }
 
-#[cfg(test)]
-pub(crate) mod tests;
-
-// ---- which NSX VM and port is each control-plane VM ----
+// ---- the control-plane VMs, as the engine sees them (the `identify` module finds them) ----
 
 /// A fabric VirtualMachine as NSX Manager knows it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -1191,84 +1102,10 @@ pub(crate) struct NsxPort {
     pub ips: Vec<IpAddr>,
 }
 
-/// A VirtualNetworkInterface (a VM's vNIC).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct NsxVif {
-    /// The owning VM's `external_id`.
-    pub owner_vm_id: Option<String>,
-    pub lport_attachment_id: Option<String>,
-    pub ips: Vec<IpAddr>,
-}
-
-/// One object a VM lookup found.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Found {
-    Vm(NsxVm),
-    Port(NsxPort),
-    Vif(NsxVif),
-    /// Something else: not used.
-    Other,
-}
-
-fn ips_in(v: Option<&Value>, key: &str) -> Vec<IpAddr> {
-    v.and_then(Value::as_array)
-        .map(|a| {
-            a.iter()
-                .take(MAX_ENTRIES)
-                .filter_map(|e| match e {
-                    Value::String(s) => s.parse().ok(),
-                    o => o.get(key).and_then(Value::as_str)?.parse().ok(),
-                })
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
-impl Found {
-    /// Reads one object by its `resource_type` (a search answers several kinds).
-    pub(crate) fn read(v: &Value) -> Found {
-        match v.get("resource_type").and_then(Value::as_str) {
-            Some("VirtualMachine") => Found::Vm(NsxVm {
-                external_id: name(v, "external_id"),
-                display_name: name(v, "display_name"),
-                bios_uuid: compute_id(v, "biosUuid:"),
-                instance_uuid: compute_id(v, "instanceUuid:"),
-            }),
-            // A T1/NCP segment's port, or a VPC subnet's (`VpcSubnetPort`: the search index's
-            // type of `/orgs/<o>/projects/<p>/vpcs/<v>/subnets/<s>/ports/<id>`,
-            // vmware-tanzu/nsx-operator `pkg/nsx/services/common/types.go`
-            // `ResourceTypeSubnetPort`; the same `attachment.id` and `address_bindings`,
-            // vsphere-automation-sdk-go `services/nsxt/orgs/projects/vpcs/subnets/PortsTypes.go`).
-            Some("SegmentPort" | "VpcSubnetPort") => Found::Port(NsxPort {
-                path: path_of(v).ok(),
-                id: name(v, "id"),
-                display_name: name(v, "display_name"),
-                attachment_id: v.get("attachment").and_then(|a| name(a, "id")),
-                ips: ips_in(v.get("address_bindings"), "ip_address"),
-            }),
-            Some("VirtualNetworkInterface") => Found::Vif(NsxVif {
-                owner_vm_id: name(v, "owner_vm_id"),
-                lport_attachment_id: name(v, "lport_attachment_id"),
-                ips: v
-                    .get("ip_address_info")
-                    .and_then(Value::as_array)
-                    .map(|a| {
-                        a.iter()
-                            .take(MAX_ENTRIES)
-                            .flat_map(|i| ips_in(i.get("ip_addresses"), ""))
-                            .collect()
-                    })
-                    .unwrap_or_default(),
-            }),
-            _ => Found::Other,
-        }
-    }
-}
-
 /// A control-plane VM as the Supervisor says it is.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct SupervisorVm {
-    /// The Kubernetes node name (the key of [`VmLookup::node`]).
+    /// The Kubernetes node name (the key of `raw::VmLookup::node`).
     pub(crate) node: String,
     /// The VirtualMachine's name (its vSphere display name).
     pub(crate) vm_name: String,
@@ -1337,329 +1174,6 @@ impl Memberships {
     }
 }
 
-/// The memberships of the confirmed VM (`vm`) and port (`port`) from what `lookup` asked.
-fn memberships(
-    lookup: Option<&VmLookup>,
-    vm: Option<&NsxVm>,
-    port: Option<&NsxPort>,
-) -> Memberships {
-    let mut m = Memberships::default();
-    let Some(lookup) = lookup else {
-        m.why_not.push("the VM was not looked up".into());
-        return m;
-    };
-    let Some(ext) = vm.and_then(|v| v.external_id.clone()) else {
-        m.why_not
-            .push("the VM is not identified in NSX Manager".into());
-        return m;
-    };
-    let port_path = port.and_then(|p| p.path.clone());
-    let roots: std::collections::BTreeSet<&str> = lookup
-        .associations
-        .iter()
-        .map(|a| a.root.as_str())
-        .collect();
-    for root in roots {
-        let mut whole = true;
-        let mut asked = |by: &str, key: &str| {
-            let found: Vec<&super::raw::Association> = lookup
-                .associations
-                .iter()
-                .filter(|a| a.root == root && a.by == by && a.key.eq_ignore_ascii_case(key))
-                .collect();
-            if found.is_empty() {
-                m.why_not.push(format!(
-                    "{root}: the groups of {by} {} were not asked",
-                    clip(key, 128)
-                ));
-                whole = false;
-            }
-            for a in found {
-                for r in a.listed.results.iter().take(MAX_MEMBERS) {
-                    match r.get("target_id").and_then(Value::as_str).map(path_str) {
-                        Some(Ok(g)) => {
-                            m.groups.insert(g);
-                        }
-                        _ => {
-                            if whole {
-                                m.why_not.push(format!(
-                                    "{root}: an association without a readable target_id"
-                                ));
-                            }
-                            whole = false;
-                        }
-                    }
-                }
-                if let Some(g) = &a.listed.incomplete {
-                    m.why_not.push(format!(
-                        "{root}: the groups of {by} {} not read whole: {}",
-                        clip(key, 128),
-                        clip(&g.why, MAX_WHY_CHARS)
-                    ));
-                    whole = false;
-                } else if a.listed.results.len() > MAX_MEMBERS {
-                    whole = false;
-                }
-            }
-        };
-        asked("vm_external_id", &ext);
-        if let Some(p) = &port_path {
-            asked("intent_path", p);
-        }
-        if whole {
-            m.whole.push(root.to_string());
-        }
-    }
-    if port_path.is_none() {
-        // Groups defined on ports (nsx-operator's) hold the port, not the VM: without the
-        // port, no tree's answer is whole.
-        m.why_not
-            .push("the VM's port is not identified: its port's groups are not known".into());
-        m.whole.clear();
-    }
-    m.why_not.truncate(8);
-    m
-}
-
-fn same(a: &Option<String>, b: &Option<String>) -> Option<bool> {
-    match (a, b) {
-        (Some(a), Some(b)) => Some(a.eq_ignore_ascii_case(b)),
-        _ => None,
-    }
-}
-
-fn push_finding(findings: &mut Vec<String>, f: String) {
-    if findings.len() < MAX_FINDINGS && !findings.contains(&f) {
-        findings.push(f);
-    }
-}
-
-/// Which found VM is the Machine's. A VM is the Machine's when every uuid both sides know is
-/// equal and at least one is known; with no uuid on either side, by its name alone (said).
-/// The name is checked the other way: a VM with the Machine's uuid but another name is the
-/// Machine's (a rename), noted; a VM with the Machine's name but another uuid is a finding.
-fn identify(
-    sv: &SupervisorVm,
-    lookup: Option<&VmLookup>,
-    findings: &mut Vec<String>,
-) -> (Identity, Option<NsxVm>, Option<NsxPort>) {
-    let Some(lookup) = lookup else {
-        return (
-            Identity::NotFound(format!(
-                "VM {} was not looked up in NSX Manager",
-                sv.vm_name
-            )),
-            None,
-            None,
-        );
-    };
-    let found: Vec<Found> = lookup
-        .found
-        .iter()
-        .take(MAX_ENTRIES)
-        .map(Found::read)
-        .collect();
-    let vm_name = clip(&sv.vm_name, MAX_NAME_CHARS);
-    let mut candidates: Vec<NsxVm> = Vec::new();
-    for f in &found {
-        let Found::Vm(vm) = f else { continue };
-        let bios = same(&sv.bios_uuid, &vm.bios_uuid);
-        let inst = same(&sv.instance_uuid, &vm.instance_uuid)
-            .or_else(|| same(&sv.instance_uuid, &vm.external_id));
-        let by_name = vm.display_name.as_deref() == Some(vm_name.as_str());
-        match (bios, inst) {
-            (Some(false), _) | (_, Some(false)) => {
-                if by_name {
-                    push_finding(
-                        findings,
-                        format!(
-                            "NSX VM {} has the name of node {}'s VM but not its uuid: not used",
-                            vm_name, sv.node
-                        ),
-                    );
-                }
-            }
-            (Some(true), _) | (_, Some(true)) => {
-                if !by_name {
-                    push_finding(
-                        findings,
-                        format!(
-                            "node {}'s VM is {} in NSX Manager (same uuid, another name)",
-                            sv.node,
-                            vm.display_name.as_deref().unwrap_or("(unnamed)")
-                        ),
-                    );
-                }
-                candidates.push(vm.clone());
-            }
-            (None, None) => {
-                if by_name && sv.bios_uuid.is_none() && sv.instance_uuid.is_none() {
-                    candidates.push(vm.clone());
-                }
-            }
-        }
-    }
-    candidates.dedup();
-    let vm = match candidates.len() {
-        0 => {
-            let why = if found.iter().any(|f| matches!(f, Found::Vm(_))) {
-                format!("no VM NSX Manager answered is {}'s", sv.node)
-            } else if lookup.gaps.is_empty() {
-                format!("NSX Manager knows no VM for {}", sv.node)
-            } else {
-                format!("VM of {} not read: {}", sv.node, gap_text(&lookup.gaps[0]))
-            };
-            return (Identity::NotFound(why), None, None);
-        }
-        1 => candidates.remove(0),
-        n => {
-            return (
-                Identity::Ambiguous(format!(
-                    "{n} VMs in NSX Manager could be {}'s: none is used",
-                    sv.node
-                )),
-                None,
-                None,
-            )
-        }
-    };
-    // The port: tied by a VIF of this VM (owner_vm_id is its external_id), both ways.
-    let vifs: Vec<&NsxVif> = found
-        .iter()
-        .filter_map(|f| match f {
-            Found::Vif(v) => Some(v),
-            _ => None,
-        })
-        .collect();
-    let mut port = None;
-    for f in &found {
-        let Found::Port(p) = f else { continue };
-        let tied: Vec<&&NsxVif> = vifs
-            .iter()
-            .filter(|v| v.lport_attachment_id.is_some() && v.lport_attachment_id == p.attachment_id)
-            .collect();
-        let label = p
-            .path
-            .as_deref()
-            .or(p.id.as_deref())
-            .map(|s| clip(s, 256))
-            .unwrap_or_else(|| "(unnamed)".into());
-        match tied.as_slice() {
-            [] => push_finding(
-                findings,
-                format!(
-                    "segment port {label} found for {} is tied to no VIF of its VM: not used",
-                    sv.node
-                ),
-            ),
-            [v] if v.owner_vm_id.is_some() && v.owner_vm_id == vm.external_id => {
-                if port.is_none() {
-                    port = Some(p.clone());
-                } else {
-                    push_finding(
-                        findings,
-                        format!(
-                            "VM of {} has more than one segment port: the first is used",
-                            sv.node
-                        ),
-                    );
-                }
-            }
-            _ => push_finding(
-                findings,
-                format!(
-                    "segment port {label} found for {} belongs to another VM: not used",
-                    sv.node
-                ),
-            ),
-        }
-    }
-    // The addresses NSX learned against the Supervisor's.
-    let nsx_ips: Vec<IpAddr> = vifs
-        .iter()
-        .filter(|v| v.owner_vm_id.is_some() && v.owner_vm_id == vm.external_id)
-        .flat_map(|v| v.ips.iter().copied())
-        .chain(port.iter().flat_map(|p| p.ips.iter().copied()))
-        .collect();
-    if !nsx_ips.is_empty() {
-        for ip in &sv.ips {
-            if !nsx_ips.contains(ip) {
-                push_finding(
-                    findings,
-                    format!(
-                        "NSX Manager does not list {ip} for {}'s VM (groups are realized from what NSX learned)",
-                        sv.node
-                    ),
-                );
-            }
-        }
-    }
-    (Identity::Confirmed, Some(vm), port)
-}
-
-/// Each of the Supervisor's VMs with its NSX identity as `read` found it (checked both ways,
-/// [`identify`]); what does not add up goes to `findings`. Part of [`input`], and all a
-/// traceflow needs (the confirmed ports), without reading the DFW.
-pub(crate) fn identified_vms(
-    read: &NsxRead,
-    vms: &[SupervisorVm],
-    findings: &mut Vec<String>,
-) -> Vec<DfwVm> {
-    vms.iter()
-        .map(|sv| {
-            let lookup = read.vms.iter().find(|l| l.node == sv.node);
-            let (identity, nsx_vm, port) = identify(sv, lookup, findings);
-            if let Identity::NotFound(w) | Identity::Ambiguous(w) = &identity {
-                push_finding(findings, w.clone());
-            }
-            let memberships = memberships(lookup, nsx_vm.as_ref(), port.as_ref());
-            DfwVm {
-                memberships,
-                node: clip(&sv.node, MAX_NAME_CHARS),
-                vm_name: clip(&sv.vm_name, MAX_NAME_CHARS),
-                ips: sv.ips.clone(),
-                identity,
-                nsx_vm,
-                port,
-            }
-        })
-        .collect()
-}
-
-/// The control-plane VMs as the Supervisor shows them, for NSX Manager: each target node with
-/// its VirtualMachine's name, its `status.biosUUID` / `status.instanceUUID` (vm-operator
-/// `api/v1alpha3/virtualmachine_types.go`; read from the verified VM objects `vms`, never from
-/// one whose join was in doubt) and the address etcd uses (the VM's primary IP).
-pub(crate) fn supervisor_vms(
-    facts: &crate::supervisor::ClusterFacts,
-    vms: &[&kube::api::DynamicObject],
-) -> Vec<SupervisorVm> {
-    facts
-        .nodes
-        .iter()
-        .filter(|n| n.is_target())
-        .filter_map(|n| {
-            let vm = n.vm.as_ref()?;
-            let object = vms
-                .iter()
-                .find(|o| o.metadata.name.as_deref() == Some(vm.name.as_str()));
-            let status = |key: &str| {
-                object
-                    .and_then(|o| o.data.get("status")?.get(key)?.as_str())
-                    .filter(|s| !s.is_empty() && s.len() <= 64)
-                    .map(str::to_string)
-            };
-            Some(SupervisorVm {
-                node: n.name.clone(),
-                vm_name: vm.name.clone(),
-                bios_uuid: status("biosUUID"),
-                instance_uuid: status("instanceUUID"),
-                ips: n.ip().into_iter().collect(),
-            })
-        })
-        .collect()
-}
-
 /// The tree of an association root a group path is in (`read::association_roots`' form; here,
 /// below the reading, since the model judges by it), if any.
 fn association_root_of(group_path: &str) -> Option<String> {
@@ -1673,3 +1187,6 @@ fn association_root_of(group_path: &str) -> Option<String> {
         _ => None,
     }
 }
+
+#[cfg(test)]
+pub(crate) mod tests;

@@ -181,7 +181,7 @@ impl Evidence {
         }
         // After the Supervisor's: NSX Manager's lines go first (a rule there is the cause).
         let manager = self.nsx_manager.as_ref().map(|read| {
-            let vms = crate::nsxmanager::model::supervisor_vms(
+            let vms = crate::nsxmanager::identify::supervisor_vms(
                 &facts,
                 &inventory.verified_vms(&self.cluster),
             );

@@ -19,7 +19,7 @@ use crate::nsxmanager::enforce::{
 use crate::nsxmanager::model::DfwInput;
 use crate::nsxmanager::raw::NsxRead;
 
-use super::{DfwEvaluation, DfwPathOutcome, DfwRuleRef, DfwSideOutcome};
+use super::{DfwEvaluation, DfwPathOutcome, DfwRule, DfwSideOutcome};
 
 /// At most this many not-enforced rules (and notes) are kept.
 const MAX_LISTED: usize = 32;
@@ -32,7 +32,7 @@ pub const DFW_DISABLED: &str =
 /// not enforced are taken out.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NotEnforced {
-    pub rule: DfwRuleRef,
+    pub rule: DfwRule,
     /// Why (the DFW disabled, or which VMs are excluded and how), each reason once, `; `
     /// between them.
     pub why: String,
@@ -56,7 +56,7 @@ pub struct Enforcement {
     pub project_excluded: Vec<(String, Excluded)>,
     pub not_enforced: Vec<NotEnforced>,
     /// Each blocking rule's hit counter around the checks, when the statistics were read.
-    pub hits: Vec<(DfwRuleRef, Hits)>,
+    pub hits: Vec<(DfwRule, Hits)>,
 }
 
 impl Enforcement {
@@ -102,13 +102,13 @@ impl Enforcement {
     }
 
     /// The blocking rule's counter, when the statistics were read.
-    pub fn hits_of(&self, rule: &DfwRuleRef) -> Option<&Hits> {
+    pub fn hits_of(&self, rule: &DfwRule) -> Option<&Hits> {
         self.hits.iter().find(|(r, _)| r == rule).map(|(_, h)| h)
     }
 
     /// What follows a blocking rule's evidence line: proven with the count, or matched and
     /// why not proven. Empty when the statistics were not read (an older bundle).
-    pub fn hits_text(&self, rule: &DfwRuleRef) -> String {
+    pub fn hits_text(&self, rule: &DfwRule) -> String {
         match self.hits_of(rule) {
             None => String::new(),
             Some(Hits::Grew(n)) => format!(
@@ -244,13 +244,6 @@ pub fn apply(eval: &mut DfwEvaluation, input: &DfwInput, read: &NsxRead) -> Enfo
 /// The blocking rules and the summary again, after checks were turned off.
 fn rebuild(eval: &mut DfwEvaluation, e: &Enforcement) {
     eval.blocking = crate::analyse::firewall::blocking_of_paths(&eval.paths);
-    let read = eval.read_text();
-    let total = eval.paths.len();
-    let undecided = eval
-        .paths
-        .iter()
-        .filter(|p| matches!(p.outcome, DfwPathOutcome::CannotDecide { .. }))
-        .count();
     let why = if e.dfw == Some(DfwState::Disabled) {
         DFW_DISABLED.to_string()
     } else {
@@ -265,15 +258,7 @@ fn rebuild(eval: &mut DfwEvaluation, e: &Enforcement) {
             .collect();
         names.join("; ")
     };
-    eval.summary = if let Some(first) = super::blocking_headline(&eval.blocking, total) {
-        format!("{first} (not enforced elsewhere: {why})")
-    } else if undecided > 0 {
-        format!(
-            "NSX Manager shows no enforced rule that drops these paths ({why}), but {undecided} of {total} paths cannot be decided (read: {read})"
-        )
-    } else {
-        format!("NSX Manager shows no enforced rule that drops these paths: {why} (read: {read})")
-    };
+    eval.summary = super::summary(eval, Some(&why));
 }
 
 #[cfg(test)]

@@ -68,7 +68,7 @@ fn twenty_thousand_pathless_policies_are_bounded_and_the_cut_said() {
     // debug build; by a set, well under one. (The evaluation itself, through a whole bundle:
     // `bundle::bounds_tests`.)
     let started = cpu_time();
-    let input = crate::nsxmanager::model::input(&read, &supervisor_vms(false));
+    let input = crate::nsxmanager::identify::input(&read, &supervisor_vms(false));
     let took = cpu_time() - started;
     assert!(took < Duration::from_secs(10), "took {took:?}");
     // The cut is said with the reading's gaps, and the list is not whole.
@@ -91,7 +91,7 @@ fn twenty_thousand_pathless_policies_are_bounded_and_the_cut_said() {
 fn pathless_policies_are_matched_by_a_set() {
     let read = flooded(20_000);
     let started = cpu_time();
-    let input = crate::nsxmanager::model::input(&read, &supervisor_vms(false));
+    let input = crate::nsxmanager::identify::input(&read, &supervisor_vms(false));
     let took = cpu_time() - started;
     let pathless: Vec<_> = input
         .policies
@@ -298,7 +298,7 @@ fn a_bundles_enforcement_statistics_and_associations_are_bounded_and_said() {
         assert!(said(what), "{what} not said: {:#?}", read.gaps);
     }
     // A VM in none of the groups kept is not "not excluded": the list goes on past them.
-    let input = crate::nsxmanager::model::input(&read, &supervisor_vms(false));
+    let input = crate::nsxmanager::identify::input(&read, &supervisor_vms(false));
     for vm in &input.vms {
         assert!(
             matches!(excluded(e, vm, &|_| true), Excluded::Unknown(_)),
@@ -335,7 +335,7 @@ fn the_plugins_own_huge_enforcement_reading_fits_and_says_the_cut() {
         "{back_e:?}"
     );
     // Unknown, never a guess, for what was cut.
-    let input = crate::nsxmanager::model::input(&back, &supervisor_vms(false));
+    let input = crate::nsxmanager::identify::input(&back, &supervisor_vms(false));
     for vm in &input.vms {
         assert!(matches!(
             excluded(back_e, vm, &|_| true),
@@ -382,7 +382,7 @@ fn the_plugins_own_huge_enforcement_reading_fits_and_says_the_cut() {
     assert!(g.why.contains("kept as 0"), "{g:?}");
     assert!(e.settings_gap.is_some() && e.settings.is_none());
     assert!(matches!(dfw_state(e), DfwState::Unknown(_)));
-    let input = crate::nsxmanager::model::input(&back, &supervisor_vms(false));
+    let input = crate::nsxmanager::identify::input(&back, &supervisor_vms(false));
     for vm in &input.vms {
         assert!(
             matches!(excluded(e, vm, &|_| true), Excluded::Unknown(w) if w.contains("could not be read"))

@@ -191,7 +191,7 @@ pub(crate) fn supervisor_vms(v6: bool) -> Vec<SupervisorVm> {
 #[test]
 fn rules_read_with_every_field() {
     let read = world("infra-drop-2380.json", "vms.json");
-    let input = input(&read, &supervisor_vms(false));
+    let input = input_of(&read);
     let infra = input
         .policies
         .iter()
@@ -253,122 +253,9 @@ fn rules_read_with_every_field() {
 }
 
 #[test]
-fn identities_confirmed_both_ways() {
-    let read = world("infra-drop-2380.json", "vms.json");
-    let input = input(&read, &supervisor_vms(false));
-    assert_eq!(input.vms.len(), 3);
-    for (n, vm) in input.vms.iter().enumerate() {
-        assert_eq!(vm.identity, Identity::Confirmed, "{vm:?}");
-        assert_eq!(
-            vm.port.as_ref().and_then(|p| p.path.clone()),
-            Some(format!("/infra/segments/tkc-seg/ports/port-{}", n + 1))
-        );
-        assert_eq!(
-            vm.nsx_vm.as_ref().and_then(|v| v.external_id.clone()),
-            Some(format!("5012-{}", n + 1))
-        );
-    }
-    assert!(input.findings.is_empty(), "{:?}", input.findings);
-}
-
-#[test]
-fn a_namesake_vm_and_a_foreign_port_are_findings_never_used() {
-    let read = world("infra-drop-2380.json", "vms-mismatch.json");
-    let input = input(&read, &supervisor_vms(false));
-    let third = &input.vms[2];
-    assert!(matches!(third.identity, Identity::NotFound(_)), "{third:?}");
-    assert_eq!(third.nsx_vm, None);
-    assert_eq!(third.port, None);
-    assert!(
-        input
-            .findings
-            .iter()
-            .any(|f| f.contains("has the name of node tkc-cp-3's VM but not its uuid")),
-        "{:?}",
-        input.findings
-    );
-    // The others are untouched.
-    assert_eq!(input.vms[0].identity, Identity::Confirmed);
-}
-
-#[test]
-fn a_port_tied_to_another_vm_is_not_the_machines() {
-    let lookup = VmLookup {
-        node: "n".into(),
-        asked: vec![],
-        found: vec![
-            json!({"resource_type": "VirtualMachine", "display_name": "vm", "external_id": "e1",
-                   "compute_ids": ["biosUuid:b1"]}),
-            json!({"resource_type": "VirtualNetworkInterface", "owner_vm_id": "other",
-                   "lport_attachment_id": "a1"}),
-            json!({"resource_type": "SegmentPort", "path": "/infra/segments/s/ports/p1",
-                   "attachment": {"id": "a1"}}),
-        ],
-        gaps: vec![],
-        associations: vec![],
-    };
-    let sv = SupervisorVm {
-        node: "n".into(),
-        vm_name: "vm".into(),
-        bios_uuid: Some("B1".into()),
-        instance_uuid: None,
-        ips: vec![],
-    };
-    let mut findings = Vec::new();
-    let (id, vm, port) = identify(&sv, Some(&lookup), &mut findings);
-    assert_eq!(id, Identity::Confirmed, "uuids compare case-insensitively");
-    assert!(vm.is_some());
-    assert_eq!(port, None);
-    assert!(
-        findings[0].contains("belongs to another VM"),
-        "{findings:?}"
-    );
-}
-
-#[test]
-fn a_vm_with_the_uuid_but_another_name_is_kept_and_said() {
-    let lookup = VmLookup {
-        node: "n".into(),
-        asked: vec![],
-        found: vec![
-            json!({"resource_type": "VirtualMachine", "display_name": "renamed",
-                           "external_id": "e1", "compute_ids": ["biosUuid:b1"]}),
-        ],
-        gaps: vec![],
-        associations: vec![],
-    };
-    let sv = SupervisorVm {
-        node: "n".into(),
-        vm_name: "vm".into(),
-        bios_uuid: Some("b1".into()),
-        ..SupervisorVm::default()
-    };
-    let mut findings = Vec::new();
-    let (id, _, _) = identify(&sv, Some(&lookup), &mut findings);
-    assert_eq!(id, Identity::Confirmed);
-    assert!(findings[0].contains("another name"), "{findings:?}");
-    // Without any uuid on either side, two namesakes: none is used.
-    let two = VmLookup {
-        found: vec![
-            json!({"resource_type": "VirtualMachine", "display_name": "vm", "external_id": "e1"}),
-            json!({"resource_type": "VirtualMachine", "display_name": "vm", "external_id": "e2"}),
-        ],
-        ..lookup
-    };
-    let sv = SupervisorVm {
-        node: "n".into(),
-        vm_name: "vm".into(),
-        ..SupervisorVm::default()
-    };
-    let (id, vm, _) = identify(&sv, Some(&two), &mut Vec::new());
-    assert!(matches!(id, Identity::Ambiguous(_)), "{id:?}");
-    assert!(vm.is_none());
-}
-
-#[test]
 fn members_not_read_keep_the_reason() {
     let read = world("members-unread.json", "vms.json");
-    let input = input(&read, &supervisor_vms(false));
+    let input = input_of(&read);
     let m = &input.members["/infra/domains/default/groups/unknown-sources"];
     let why = m.ips.why_not_whole().unwrap();
     assert!(why.contains("ip-addresses not read"), "{why}");
@@ -379,7 +266,7 @@ fn members_not_read_keep_the_reason() {
 #[test]
 fn hostile_values_are_bounded_reasons() {
     let read = world("hostile.json", "vms.json");
-    let input = input(&read, &supervisor_vms(false));
+    let input = input_of(&read);
     // A policy whose category is not a string has no place; one without a path is kept
     // without its rules; a string is no policy.
     let hostile = &input.policies[0];
@@ -467,41 +354,6 @@ fn addresses_ranges_and_ports() {
 }
 
 #[test]
-fn traceflow_observations_read() {
-    let t = TraceflowRead {
-        from: "tkc-cp-1".into(),
-        to: "tkc-cp-2".into(),
-        port: 2380,
-        path: "/infra/traceflows/t1".into(),
-        status: Some(json!({"operation_state": "FINISHED"})),
-        observations: listed("o", Some(&fixture("traceflow-dropped.json"))),
-        deleted: true,
-        gaps: vec![],
-    };
-    assert_eq!(traceflow_state(&t).as_deref(), Some("FINISHED"));
-    let obs = observations(&t);
-    assert_eq!(obs[0], Observation::Other);
-    assert_eq!(
-        obs[1],
-        Observation::Dropped {
-            component_type: Some("DFW".into()),
-            component_name: Some("DFW".into()),
-            reason: Some("FW_RULE".into()),
-            acl_rule_id: Some(3021),
-            acl_rule_path: Some(
-                "/infra/domains/default/security-policies/infra-hardening/rules/block-etcd-peer"
-                    .into()
-            ),
-            transport_node: Some("esx-02".into()),
-        }
-    );
-    let delivered = listed("o", Some(&fixture("traceflow-delivered.json")));
-    let last = Observation::read(delivered.results.last().unwrap());
-    assert!(matches!(last, Observation::Delivered { component: Some(ref c) } if c == "tkc-seg"));
-    assert_eq!(Observation::read(&json!(3)), Observation::Other);
-}
-
-#[test]
 fn service_entries_of_every_kind() {
     let e = |v: Value| service_entry(&v);
     assert!(matches!(
@@ -553,7 +405,7 @@ fn a_forbidden_policy_list_is_not_an_empty_one() {
         why: "forbidden".into(),
         privilege: Some("read on Security > Distributed Firewall".into()),
     });
-    let input = input(&read, &supervisor_vms(false));
+    let input = input_of(&read);
     let why = input.policies_incomplete.unwrap();
     assert!(why.contains("HTTP 403"), "{why}");
     assert!(why.contains("Distributed Firewall"), "{why}");
@@ -578,8 +430,9 @@ fn a_forbidden_policy_list_is_not_an_empty_one() {
     assert_eq!(input_of(&read).policies_incomplete, None);
 }
 
+/// The model's input without the VMs (`identify`'s tests identify them).
 fn input_of(read: &NsxRead) -> DfwInput {
-    input(read, &supervisor_vms(false))
+    input(read, Vec::new(), Vec::new())
 }
 
 /// A huge manager's listing, its rules mostly cut by the deadline: each listed policy is kept

@@ -4,40 +4,6 @@
 //! verdict's assembly, the probe's report form), built with `From`. The doc comments are the
 //! JSON Schema's descriptions.
 
-/// A unit enum of the contract and its domain twin, converted both ways variant by variant (the
-/// way back lets a contract value reuse the domain's wording).
-macro_rules! mirror_enum {
-    (
-        $(#[$m:meta])*
-        pub enum $name:ident from $domain:path {
-            $( $(#[$vm:meta])* $v:ident ),* $(,)?
-        }
-    ) => {
-        $(#[$m])*
-        pub enum $name {
-            $( $(#[$vm])* $v ),*
-        }
-
-        impl From<$domain> for $name {
-            fn from(d: $domain) -> Self {
-                type Domain = $domain;
-                match d {
-                    $( Domain::$v => $name::$v ),*
-                }
-            }
-        }
-
-        impl From<$name> for $domain {
-            fn from(c: $name) -> Self {
-                type Domain = $domain;
-                match c {
-                    $( $name::$v => Domain::$v ),*
-                }
-            }
-        }
-    };
-}
-
 mod analysis;
 mod cluster;
 mod firewall;

@@ -13,17 +13,23 @@ use serde::{Deserialize, Serialize};
 
 use super::firewall::{Doc, Source, Words};
 use super::PathRef;
-use crate::analyse::dfw::{
-    Agreement, DfwEvaluation, DfwRuleRef, DfwShadowed, TraceflowResult, TraceflowSummary,
-};
+use crate::analyse::dfw::DfwEvaluation;
 use crate::analyse::firewall;
-use crate::nsxmanager::model::{clip, DfwInput, DfwVm, Identity, RuleAction};
+use crate::nsxmanager::model::{clip, DfwInput, DfwVm, Identity};
 use crate::nsxmanager::raw::{Gap, Layout, NsxRead};
 
-/// Names, ids, paths of VMs and ports, and layout parts are cut to the engine's one bound.
-pub(crate) use crate::nsxmanager::model::MAX_NAME_CHARS;
-/// A rule's or a policy's path (the engine keeps them whole up to this).
-pub(crate) const MAX_PATH_CHARS: usize = 1024;
+/// The engine's types are the contract: a rule, what was read, what a traceflow saw.
+pub use crate::analyse::dfw::{
+    DfwCounts as NsxReadCounts, DfwRule, DfwShadowed as DfwShadowedRule,
+};
+pub use crate::analyse::traceflow::{
+    Agreement as TraceflowAgreement, TraceflowResult as NsxTraceflowResult,
+    TraceflowSummary as NsxTraceflow,
+};
+pub use crate::nsxmanager::model::RuleAction as DfwAction;
+/// Names, ids, paths of VMs and ports, and layout parts are cut to the engine's one bound; a
+/// path (a rule's, a policy's, a port's) to the reader's.
+pub(crate) use crate::nsxmanager::model::{MAX_NAME_CHARS, MAX_PATH_CHARS};
 /// A line of ours (a reason, a summary, a finding) is cut to this many characters.
 pub(crate) const MAX_TEXT_CHARS: usize = 2048;
 /// At most this many paths (every ordered pair of `analyse::dfw::MAX_VMS` VMs on 2 ports).
@@ -45,23 +51,6 @@ fn name(s: &str) -> String {
 
 fn text(s: &str) -> String {
     clip(s, MAX_TEXT_CHARS)
-}
-
-mirror_enum! {
-    /// A DFW rule's `action`, as NSX spells it.
-    #[derive(
-        Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema,
-        strum::Display,
-    )]
-    #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
-    #[strum(serialize_all = "SCREAMING_SNAKE_CASE")]
-    pub enum DfwAction from RuleAction {
-        Allow,
-        Drop,
-        Reject,
-        /// Environment only: skips the rest of Environment to the Application category.
-        JumpToApplication,
-    }
 }
 
 /// What one run read from NSX Manager and what the DFW evaluation made of it.
@@ -247,7 +236,7 @@ impl From<&crate::analyse::dfw::enforce::Enforcement> for NsxEnforcement {
                 .iter()
                 .take(MAX_LINES)
                 .map(|n| DfwNotEnforcedRule {
-                    rule: (&n.rule).into(),
+                    rule: n.rule.clone(),
                     why: text(&n.why),
                     paths: paths_of(&n.paths),
                 })
@@ -272,41 +261,6 @@ impl From<&crate::analyse::dfw::enforce::Enforcement> for NsxEnforcement {
                 .collect(),
         }
     }
-}
-
-/// What was read, in numbers.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct NsxReadCounts {
-    pub policies: usize,
-    /// Policies per category, in NSX's order.
-    pub policies_by_category: Vec<CategoryCount>,
-    pub rules: usize,
-    pub rules_disabled: usize,
-    /// Rules with a part that could not be read.
-    pub rules_unreadable: usize,
-    /// Policies whose rules were not all read.
-    pub policies_rules_incomplete: usize,
-    /// Groups the rules name.
-    pub groups: usize,
-    /// Of those, groups with every member kind read whole.
-    pub groups_members_whole: usize,
-    pub services: usize,
-    pub vms: usize,
-    /// VMs whose NSX identity was confirmed both ways.
-    pub vms_identified: usize,
-    /// Parts not read.
-    pub gaps: usize,
-}
-
-/// How many policies one category holds.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct CategoryCount {
-    /// `Ethernet`, `Emergency`, `Infrastructure`, `Environment`, `Application`, `(none)`,
-    /// `VPC (no category)`, or the category as NSX wrote it.
-    pub category: String,
-    pub count: usize,
 }
 
 /// Whether the VM NSX Manager answered is the Machine's.
@@ -347,71 +301,6 @@ pub struct NsxVmIdentity {
     /// The findings about this node (a port or a VM that is not the Machine's: never used).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub findings: Vec<String>,
-}
-
-/// A DFW rule, named as an admin finds it in NSX Manager.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct DfwRule {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub display_name: Option<String>,
-    /// The rule's policy path (`/infra/domains/default/security-policies/<p>/rules/<r>`), or
-    /// `(no path)`.
-    pub path: String,
-    /// The number the datapath and a traceflow's `acl_rule_id` use.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub rule_id: Option<u64>,
-    /// Its policy's category (as `policiesByCategory` names them).
-    pub category: String,
-    pub policy_path: String,
-    pub policy_name: String,
-    /// The policy's `sequence_number` (absent: unreadable).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub policy_sequence: Option<i64>,
-    /// The rule's `sequence_number` inside its policy (absent: unreadable).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub rule_sequence: Option<i64>,
-    pub action: DfwAction,
-}
-
-impl From<&DfwRuleRef> for DfwRule {
-    fn from(r: &DfwRuleRef) -> Self {
-        DfwRule {
-            display_name: r.display_name.as_deref().map(name),
-            path: clip(&r.path, MAX_PATH_CHARS),
-            rule_id: r.rule_id,
-            category: name(&r.category),
-            policy_path: clip(&r.policy_path, MAX_PATH_CHARS),
-            policy_name: name(&r.policy_name),
-            policy_sequence: r.policy_sequence,
-            rule_sequence: r.rule_sequence,
-            action: r.action.into(),
-        }
-    }
-}
-
-impl From<&DfwRule> for DfwRuleRef {
-    fn from(r: &DfwRule) -> Self {
-        DfwRuleRef {
-            display_name: r.display_name.clone(),
-            path: r.path.clone(),
-            rule_id: r.rule_id,
-            category: r.category.clone(),
-            policy_path: r.policy_path.clone(),
-            policy_name: r.policy_name.clone(),
-            policy_sequence: r.policy_sequence,
-            rule_sequence: r.rule_sequence,
-            action: r.action.into(),
-        }
-    }
-}
-
-impl DfwRule {
-    /// `"name" (path; category Infrastructure, policy "p" sequence 10, rule sequence 20, rule
-    /// id 3021)`: the evaluation's own wording.
-    pub fn label(&self) -> String {
-        DfwRuleRef::from(self).label()
-    }
 }
 
 /// NSX Manager's outcome of one check (egress at FROM's vNIC, ingress at TO's).
@@ -471,134 +360,6 @@ fn paths_of(paths: &[PathRef]) -> Vec<PathRef> {
             to: name(&p.to),
         })
         .collect()
-}
-
-/// A DROP/REJECT rule that matches allowed paths after the ALLOW that decides them: not blamed.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct DfwShadowedRule {
-    pub rule: DfwRule,
-    /// The ALLOW that comes first.
-    pub by: DfwRule,
-    pub paths: Vec<PathRef>,
-}
-
-impl From<&DfwShadowed> for DfwShadowedRule {
-    fn from(s: &DfwShadowed) -> Self {
-        DfwShadowedRule {
-            rule: (&s.rule).into(),
-            by: (&s.by).into(),
-            paths: paths_of(&s.paths),
-        }
-    }
-}
-
-/// What one traceflow saw.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
-#[serde(tag = "result", rename_all_fields = "camelCase")]
-pub enum NsxTraceflowResult {
-    /// Delivered to the peer's port.
-    Delivered {
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        component: Option<String>,
-    },
-    /// Dropped: where (`component`, `transportNode`), why (`reason`, e.g. `FW_RULE`), by which
-    /// rule (`aclRuleId` / `aclRulePath` as observed; `rule`: the rule read with that path or
-    /// id, absent when none was read).
-    Dropped {
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        component: Option<String>,
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        reason: Option<String>,
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        transport_node: Option<String>,
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        acl_rule_id: Option<u64>,
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        acl_rule_path: Option<String>,
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        rule: Option<Box<DfwRule>>,
-    },
-    /// Neither observed (still running, failed, observations not read).
-    Undecided { why: String },
-}
-
-impl From<&TraceflowResult> for NsxTraceflowResult {
-    fn from(r: &TraceflowResult) -> Self {
-        let opt = |s: &Option<String>| s.as_deref().map(name);
-        match r {
-            TraceflowResult::Delivered { component } => NsxTraceflowResult::Delivered {
-                component: opt(component),
-            },
-            TraceflowResult::Dropped {
-                component,
-                reason,
-                transport_node,
-                acl_rule_id,
-                acl_rule_path,
-                rule,
-            } => NsxTraceflowResult::Dropped {
-                component: opt(component),
-                reason: opt(reason),
-                transport_node: opt(transport_node),
-                acl_rule_id: *acl_rule_id,
-                acl_rule_path: acl_rule_path.as_deref().map(|p| clip(p, MAX_PATH_CHARS)),
-                rule: rule.as_deref().map(|r| Box::new(r.into())),
-            },
-            TraceflowResult::Undecided { why } => NsxTraceflowResult::Undecided { why: text(why) },
-        }
-    }
-}
-
-/// Whether a traceflow agrees with the evaluation of its path.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
-#[serde(tag = "agreement", rename_all_fields = "camelCase")]
-pub enum TraceflowAgreement {
-    /// Delivered where the evaluation blocks nothing, or dropped by the rule it names.
-    Agrees,
-    Disagrees {
-        why: String,
-    },
-    /// The evaluation or the traceflow did not decide: nothing to compare.
-    NotComparable {
-        why: String,
-    },
-}
-
-impl From<&Agreement> for TraceflowAgreement {
-    fn from(a: &Agreement) -> Self {
-        match a {
-            Agreement::Agrees => TraceflowAgreement::Agrees,
-            Agreement::Disagrees { why } => TraceflowAgreement::Disagrees { why: text(why) },
-            Agreement::NotComparable { why } => {
-                TraceflowAgreement::NotComparable { why: text(why) }
-            }
-        }
-    }
-}
-
-/// One traceflow: a TCP SYN injected at FROM's port towards TO's address and port.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct NsxTraceflow {
-    pub from: String,
-    pub to: String,
-    pub port: u16,
-    /// Its path on the manager (`/infra/traceflows/etcdnet-…`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub path: Option<String>,
-    /// Its `operation_state` as last read (`FINISHED`, `IN_PROGRESS`, `FAILED`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub state: Option<String>,
-    /// How many observations were read.
-    pub observations: usize,
-    pub result: NsxTraceflowResult,
-    pub agreement: TraceflowAgreement,
-    /// The run saw it deleted (the manager answered the DELETE, or 404). False: it is left on
-    /// the manager (NSX removes a transient traceflow after two idle hours).
-    pub deleted: bool,
-    /// One line: `traceflow a → b:2380: dropped at DFW (FW_RULE) by "name" (…)`.
-    pub text: String,
 }
 
 /// Something not read from NSX Manager.
@@ -701,31 +462,9 @@ impl NsxManager {
         read: &NsxRead,
         input: &DfwInput,
         eval: &DfwEvaluation,
-        traceflows: &[TraceflowSummary],
+        traceflows: &[NsxTraceflow],
         note: Option<String>,
     ) -> NsxManager {
-        let c = &eval.counts;
-        let counts = NsxReadCounts {
-            policies: c.policies,
-            policies_by_category: c
-                .policies_by_category
-                .iter()
-                .map(|(k, n)| CategoryCount {
-                    category: name(k),
-                    count: *n,
-                })
-                .collect(),
-            rules: c.rules,
-            rules_disabled: c.rules_disabled,
-            rules_unreadable: c.rules_unreadable,
-            policies_rules_incomplete: c.policies_rules_incomplete,
-            groups: c.groups,
-            groups_members_whole: c.groups_members_whole,
-            services: c.services,
-            vms: c.vms,
-            vms_identified: c.vms_identified,
-            gaps: c.gaps,
-        };
         let findings: Vec<String> = eval
             .findings
             .iter()
@@ -738,33 +477,7 @@ impl NsxManager {
             .take(MAX_VMS)
             .map(|v| vm_identity(v, &findings))
             .collect();
-        let traceflows = traceflows
-            .iter()
-            .take(MAX_TRACEFLOWS)
-            .map(|t| {
-                // The summary's ends are the read's, clipped: its path on the manager is the
-                // read's whose ends clip the same.
-                let path = read
-                    .traceflows
-                    .iter()
-                    .find(|r| {
-                        r.port == t.port && clip(&r.from, 256) == t.from && clip(&r.to, 256) == t.to
-                    })
-                    .map(|r| clip(&r.path, MAX_PATH_CHARS));
-                NsxTraceflow {
-                    from: name(&t.from),
-                    to: name(&t.to),
-                    port: t.port,
-                    path,
-                    state: t.state.as_deref().map(name),
-                    observations: t.observations,
-                    result: (&t.result).into(),
-                    agreement: (&t.agreement).into(),
-                    deleted: t.deleted,
-                    text: text(&t.text()),
-                }
-            })
-            .collect();
+        let traceflows = traceflows.iter().take(MAX_TRACEFLOWS).cloned().collect();
         // Every gap, once: the reading's (its lists' and lookups' are among them), then each
         // traceflow's (run after the reading).
         let mut gaps: Vec<NsxGap> = Vec::new();
@@ -789,7 +502,7 @@ impl NsxManager {
             layout: layout_text(&read.layout),
             auth: read.auth.as_deref().map(name),
             note: note.as_deref().map(text),
-            read: counts,
+            read: eval.counts.clone(),
             read_text: text(&eval.read_text()),
             summary: text(&eval.summary),
             vms,
@@ -797,15 +510,15 @@ impl NsxManager {
                 .paths
                 .iter()
                 .take(MAX_PATHS)
-                .map(|p| p.map(|r| DfwRule::from(r), text, name))
+                .map(|p| p.map(DfwRule::clone, text, name))
                 .collect(),
             blocking: eval
                 .blocking
                 .iter()
                 .take(MAX_PATHS)
-                .map(|b| b.map(|r| DfwRule::from(r), paths_of))
+                .map(|b| b.map(DfwRule::clone, paths_of))
                 .collect(),
-            shadowed: eval.shadowed.iter().map(Into::into).collect(),
+            shadowed: eval.shadowed.clone(),
             shadowed_not_listed: eval.shadowed_not_listed,
             traceflows,
             gaps,

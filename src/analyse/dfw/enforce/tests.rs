@@ -5,7 +5,7 @@ use serde_json::json;
 
 use super::*;
 use crate::analyse::dfw::evaluate;
-use crate::nsxmanager::model::input;
+use crate::nsxmanager::identify::input;
 use crate::nsxmanager::model::tests::{supervisor_vms, world};
 use crate::nsxmanager::raw::{
     EnforcementRead, Gap, Listed, Members, PolicyStatistics, StatisticsRead,

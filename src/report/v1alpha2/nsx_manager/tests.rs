@@ -4,8 +4,9 @@
 use serde_json::{json, Value};
 
 use super::*;
-use crate::analyse::dfw::{evaluate, summarize_traceflow};
-use crate::nsxmanager::model::input;
+use crate::analyse::dfw::{evaluate, CategoryCount};
+use crate::analyse::traceflow::{summarize_traceflow, TraceflowSummary};
+use crate::nsxmanager::identify::input;
 use crate::nsxmanager::model::tests::{supervisor_vms, traceflow, world};
 
 const BLOCK: &str =
