@@ -1,7 +1,7 @@
 //! etcd's own metrics, as the probe reads them: `http://127.0.0.1:2381/metrics` (kubeadm's
 //! `--listen-metrics-urls`; `[::1]` on IPv6 nodes), no certificate, no quorum needed. Read twice,
-//! right before the path checks start and right after the last one ends (`reads_before` and
-//! `reads_after` in probe.sh), so a counter read by both counts what happened during the checks.
+//! right before the path checks start and right after the last one ends (probe.sh's `main`
+//! and `reads_after`), so a counter read by both counts what happened during the checks.
 //!
 //! The probe only fetches: it keeps the lines of the families below (and their `# TYPE` lines),
 //! at most 64 KiB. The text is the node's word: it is parsed here with the `prometheus-parse`

@@ -17,6 +17,11 @@ use crate::probe::output::{PathCheck, TcpOutcome, TlsOutcome};
 /// Bytes of a detail (curl's words), as probe.sh's `cap(s, 300)` cut it.
 const DETAIL: usize = 300;
 
+/// Bytes of one check's section the script sends (`CHECK_BYTES`, handed by
+/// [`crate::probe::script::CAPS`]), whole lines: `curl -v` of one /version request is a few dozen
+/// lines; a peer's huge headers are cut.
+pub(crate) const CHECK_BYTES: usize = 8192;
+
 /// A transcript line that says the connect is done ([`connected`]) or curl has ended
 /// ([`final_word`]), `--trace-time` stamp or not, as one `grep -E` pattern: probe.sh's watchdog
 /// (`CONNECTED`, handed by [`crate::probe::script::CAPS`]) ends the checks none of whose lines
