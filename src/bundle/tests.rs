@@ -721,8 +721,8 @@ fn a_framed_bundle_is_judged_by_the_running_readers_not_a_stored_classification(
     use crate::probe::output::TlsOutcome;
     use strum::VariantArray;
     let mut e = evidence();
-    for i in 0..2 {
-        e.nodes[i].outcome = Ok(crate::probe::parse::parse(CP[i], framed(i).as_bytes()).unwrap());
+    for (i, node) in e.nodes.iter_mut().take(2).enumerate() {
+        node.outcome = Ok(crate::probe::parse::parse(CP[i], framed(i).as_bytes()).unwrap());
     }
     // As the classifier of then read the same transcripts: every handshake a working path.
     let mut then = e.clone();
