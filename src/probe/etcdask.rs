@@ -21,7 +21,7 @@
 //! ```
 //!
 //! Each reader gives the document's own type ([`crate::probe::output`]), bounded as the probe
-//! bounds it; the member IDs are checked as they are read ([`bounds::member_id`]). Total:
+//! bounds it; the member IDs are checked as they are read ([`member_id`]). Total:
 //! whatever a section holds gives a value; a section that is not one of these (empty: the job
 //! never wrote it) is an `Error` that says so.
 
@@ -29,9 +29,8 @@ use serde_json::Value;
 
 use crate::probe::frame::Head;
 use crate::probe::output::{
-    Alarm, Alarms, Health, HealthOutcome, Member, Members, MetricsRead, QueryOutcome,
+    Alarm, Alarms, Health, HealthOutcome, Member, MemberId, Members, MetricsRead, QueryOutcome,
 };
-use crate::probe::parse::bounds::{self, Problems};
 use crate::probe::{cap, metrics, DETAIL};
 
 /// Members kept of a list (then `truncated`), URLs of a member, bytes of a name or URL (then
@@ -42,6 +41,79 @@ pub(crate) const MAX_MEMBER_URLS: usize = 16;
 pub(crate) const MAX_MEMBER_TEXT: usize = 256;
 pub(crate) const MAX_ALARMS: usize = 64;
 pub(crate) const MAX_ALARM_TEXT: usize = 64;
+
+/// Problem lines kept for one document; the rest are counted in a last line.
+const MAX_PROBLEM_LINES: usize = 12;
+
+/// What was found wrong with one document, one line each, at most [`MAX_PROBLEM_LINES`] and a
+/// count of the rest: the section readers (a member ID that is none) and the caps say them here.
+#[derive(Default)]
+pub(crate) struct Problems {
+    lines: Vec<String>,
+    more: usize,
+}
+
+impl Problems {
+    pub(crate) fn push(&mut self, line: String) {
+        if self.lines.len() < MAX_PROBLEM_LINES {
+            self.lines.push(line);
+        } else {
+            self.more += 1;
+        }
+    }
+
+    pub(crate) fn finish(mut self) -> Vec<String> {
+        if self.more > 0 {
+            self.lines.push(format!(
+                "and {} more problems of the same document",
+                self.more
+            ));
+        }
+        self.lines
+    }
+}
+
+/// A node's text quoted in a problem line: at most 40 characters, escaped (controls and quotes
+/// as Rust writes them), so a line stays one short line whatever the node wrote.
+pub(crate) fn quote(text: &str) -> String {
+    let mut short: String = text.chars().take(40).collect();
+    if text.chars().nth(40).is_some() {
+        short.push_str("...");
+    }
+    format!("\"{}\"", short.escape_debug())
+}
+
+/// A member's ID as the document wrote it (`raw`, with the member's first peer URL): the ID
+/// when it is written as etcd writes IDs; else none, said (an entry without an ID is shown,
+/// never taken for a member).
+pub(crate) fn member_id(raw: &str, peer_url: Option<&str>, p: &mut Problems) -> Option<MemberId> {
+    MemberId::parse(raw)
+        .map_err(|why| {
+            let url = peer_url
+                .map(|u| format!(" (peer URL {})", quote(u)))
+                .unwrap_or_default();
+            let reads = MemberId::as_etcdctl_reads(raw)
+                .map(|id| format!("; etcdctl would read it as {id}"))
+                .unwrap_or_default();
+            p.push(format!(
+                "member ID {}{url} is not one as etcd writes it ({why}{reads}): that entry is never taken for a member",
+                quote(raw)
+            ));
+        })
+        .ok()
+}
+
+/// An alarm's member ID as the document wrote it: the ID when etcd writes it so; else none, said.
+pub(crate) fn alarm_member_id(raw: &str, p: &mut Problems) -> Option<MemberId> {
+    MemberId::parse(raw)
+        .map_err(|why| {
+            p.push(format!(
+                "alarm member ID {} is not one as etcd writes it ({why}): not used",
+                quote(raw)
+            ))
+        })
+        .ok()
+}
 
 /// Bytes of `/health`'s body the probe sends (etcd's is a few dozen).
 pub(crate) const HEALTH_BODY: usize = 4096;
@@ -213,7 +285,7 @@ fn document(a: &Answer, what: &str, max: usize, array: bool) -> Result<Value, St
 
 /// A uint64 in decimal (a JSON number or a string of digits, as etcd's JSON and grpc-gateway
 /// print member IDs) as etcd writes IDs: lowercase hex without leading zeros; None when it is not
-/// one. `0` stays `0`: the ID check ([`bounds::member_id`]) then says it is no member ID.
+/// one. `0` stays `0`: the ID check ([`member_id`]) then says it is no member ID.
 fn id_hex(v: &Value) -> Option<String> {
     let n = match v {
         Value::Number(n) => n.as_u64()?,
@@ -238,7 +310,7 @@ fn text(v: Option<&Value>, max: usize) -> Option<String> {
 /// The member list (peerMembersHandler's JSON array of {id, name, peerURLs, clientURLs,
 /// isLearner}); the cluster ID from its `X-Etcd-Cluster-ID` header, also with an error answer.
 /// An ID that is no member's (0) is said in `p`; the caps' checks of the whole list (a repeated
-/// ID, the cluster ID's form) are [`bounds`]'.
+/// ID, the cluster ID's form) are the caps' (`probe::parse::bounds`).
 pub(crate) fn members(text: &str, p: &mut Problems) -> Members {
     let a = split(text);
     if let Some((outcome, detail)) = unanswered("members", &a) {
@@ -311,7 +383,7 @@ fn member(m: &serde_json::Map<String, Value>, p: &mut Problems) -> Member {
     let peer_urls = urls("peerURLs");
     let id = m.get("id").and_then(id_hex);
     Member {
-        id: id.and_then(|id| bounds::member_id(&id, peer_urls.first().map(String::as_str), p)),
+        id: id.and_then(|id| member_id(&id, peer_urls.first().map(String::as_str), p)),
         name: text(m.get("name"), MAX_MEMBER_TEXT),
         peer_urls,
         client_urls: urls("clientURLs"),
@@ -378,7 +450,7 @@ fn alarm(e: &serde_json::Map<String, Value>, p: &mut Problems) -> Alarm {
     };
     let id = e.get("memberID").and_then(id_hex);
     Alarm {
-        member_id: id.and_then(|id| bounds::alarm_member_id(&id, p)),
+        member_id: id.and_then(|id| alarm_member_id(&id, p)),
         alarm: name,
     }
 }

@@ -135,7 +135,7 @@ fn parse_frames(node: &str, text: &str) -> Result<ProbeOutput, ParseError> {
             bytes,
         },
     })?;
-    let mut p = bounds::Problems::default();
+    let mut p = crate::probe::etcdask::Problems::default();
     let mut out = framed::document(&frames, &mut p);
     bounds::bound(&mut out, &mut p);
     // The framing's own problems first (at most three lines), then the sections'.
@@ -201,7 +201,7 @@ fn parse_value(node: &str, mut value: Value) -> Result<ProbeOutput, ParseError> 
             });
         }
     }
-    let mut p = bounds::Problems::default();
+    let mut p = crate::probe::etcdask::Problems::default();
     bounds::format1(&mut value, &mut p);
     let mut out = ProbeOutput::deserialize(value).map_err(|e| ParseError::Invalid {
         node: node.into(),

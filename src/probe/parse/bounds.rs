@@ -16,7 +16,7 @@ use std::collections::HashSet;
 
 use serde_json::Value;
 
-use crate::probe::etcdask;
+use crate::probe::etcdask::{self, alarm_member_id, member_id, quote, Problems};
 use crate::probe::firewall::Firewall;
 use crate::probe::output::{Alarms, ApiServerRead, MemberId, Members, ProbeOutput};
 
@@ -59,83 +59,10 @@ pub const MAX_APISERVER_DETAIL: usize = 500;
 /// Lines of the kube-apiserver's log tail the probe asks crictl for.
 pub const APISERVER_LOG_LINES: usize = 60;
 
-/// Problem lines kept for one document; the rest are counted in a last line.
-const MAX_PROBLEM_LINES: usize = 12;
-
 /// What `cap(s, n)` in probe.sh leaves at most: n bytes (under `LC_ALL=C`), each at most one
 /// character once escaped, and `...`.
 fn longest(n: usize) -> usize {
     n + 3
-}
-
-/// What was found wrong with one document, one line each, at most [`MAX_PROBLEM_LINES`] and a
-/// count of the rest: the section readers (a member ID that is none) and the caps say them here.
-#[derive(Default)]
-pub(crate) struct Problems {
-    lines: Vec<String>,
-    more: usize,
-}
-
-impl Problems {
-    pub(crate) fn push(&mut self, line: String) {
-        if self.lines.len() < MAX_PROBLEM_LINES {
-            self.lines.push(line);
-        } else {
-            self.more += 1;
-        }
-    }
-
-    pub(crate) fn finish(mut self) -> Vec<String> {
-        if self.more > 0 {
-            self.lines.push(format!(
-                "and {} more problems of the same document",
-                self.more
-            ));
-        }
-        self.lines
-    }
-}
-
-/// A node's text quoted in a problem line: at most 40 characters, escaped (controls and quotes
-/// as Rust writes them), so a line stays one short line whatever the node wrote.
-fn quote(text: &str) -> String {
-    let mut short: String = text.chars().take(40).collect();
-    if text.chars().nth(40).is_some() {
-        short.push_str("...");
-    }
-    format!("\"{}\"", short.escape_debug())
-}
-
-/// A member's ID as the document wrote it (`raw`, with the member's first peer URL): the ID
-/// when it is written as etcd writes IDs; else none, said (an entry without an ID is shown,
-/// never taken for a member).
-pub(crate) fn member_id(raw: &str, peer_url: Option<&str>, p: &mut Problems) -> Option<MemberId> {
-    MemberId::parse(raw)
-        .map_err(|why| {
-            let url = peer_url
-                .map(|u| format!(" (peer URL {})", quote(u)))
-                .unwrap_or_default();
-            let reads = MemberId::as_etcdctl_reads(raw)
-                .map(|id| format!("; etcdctl would read it as {id}"))
-                .unwrap_or_default();
-            p.push(format!(
-                "member ID {}{url} is not one as etcd writes it ({why}{reads}): that entry is never taken for a member",
-                quote(raw)
-            ));
-        })
-        .ok()
-}
-
-/// An alarm's member ID as the document wrote it: the ID when etcd writes it so; else none, said.
-pub(crate) fn alarm_member_id(raw: &str, p: &mut Problems) -> Option<MemberId> {
-    MemberId::parse(raw)
-        .map_err(|why| {
-            p.push(format!(
-                "alarm member ID {} is not one as etcd writes it ({why}): not used",
-                quote(raw)
-            ))
-        })
-        .ok()
 }
 
 /// A list the probe bounds, and what a problem line calls it.

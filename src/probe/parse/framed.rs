@@ -5,9 +5,10 @@
 //! part at its default (what an older probe without it gives) and says so in the document's
 //! problems.
 
-use super::bounds::{self, Problems};
+use super::bounds;
 use super::raw;
 use crate::probe::etcdask;
+use crate::probe::etcdask::Problems;
 use crate::probe::firewall::Firewall;
 use crate::probe::frame::Frames;
 use crate::probe::output::{MetricsReads, ProbeOutput, StepError, PROBE_SCHEMA_VERSION};
