@@ -654,3 +654,97 @@ fn a_fixed_classifier_changes_an_old_bundles_verdict() {
         .filter(|p| !p.own)
         .all(|p| p.tls == crate::probe::output::TlsOutcome::NoHttpAnswer));
 }
+
+/// Node `i`'s framed output (format 2): its path checks as curl printed them, each peer's 2380
+/// a handshake that got no HTTP answer within curl's time (curl 28 after `SSL connection
+/// using`), the rest answered. No section carries a classification: the outcome of a check is
+/// read from its transcript when the output is read.
+fn framed(i: usize) -> String {
+    let ips = ["198.18.0.11", "198.18.0.12", "198.18.0.13"];
+    let mut paths = String::from("checks 3 2 1\n");
+    let mut sections = vec![(
+        "node".to_string(),
+        format!(
+            "self {}\nhost {}\nclock 1764835200000\nms 900\n",
+            ips[i], CP[i]
+        ),
+    )];
+    let order = std::iter::once(i).chain((0..3).filter(|j| *j != i));
+    for (n, (j, port)) in order.flat_map(|j| [(j, 2379), (j, 2380)]).enumerate() {
+        let ip = ips[j];
+        paths.push_str(&format!("path {} {ip} {port} {}\n", n + 1, j == i));
+        let connected = format!(
+            "12:00:00.000000 *   Trying {ip}:{port}...\n12:00:00.010000 * Connected to {ip} ({ip}) port {port}\n12:00:00.030000 * SSL connection using TLSv1.3 / TLS_AES_256_GCM_SHA384\n"
+        );
+        let check = if j != i && port == 2380 {
+            format!("check 28 5001\nw 000 0.010 0.030\n--\n{connected}curl: (28) Operation timed out after 5001 milliseconds with 0 bytes received\n")
+        } else {
+            format!("check 0 40\nw 200 0.010 0.030\n--\n{connected}")
+        };
+        sections.push((format!("check.{}", n + 1), check));
+    }
+    sections.insert(1, ("paths".to_string(), paths));
+    let sections: Vec<(&str, &str)> = (sections.iter())
+        .map(|(n, t)| (n.as_str(), t.as_str()))
+        .collect();
+    crate::probe::frame::write(&sections)
+}
+
+/// A bundle of the framed output stores what the node printed and no classification, so the
+/// running version's readers judge it when it is read: a classifier fixed after the bundle was
+/// written changes its verdict. Here the classifier of then is the one before `NoHttpAnswer`,
+/// which took a handshake without an HTTP answer for a working path (the format-1 test above
+/// has its document); the same bundle read now holds the transcripts, and the reading of now
+/// judges them.
+#[test]
+fn a_framed_bundle_is_judged_by_the_running_readers_not_a_stored_classification() {
+    use crate::probe::output::TlsOutcome;
+    use strum::VariantArray;
+    let mut e = evidence();
+    for (i, node) in e.nodes.iter_mut().take(2).enumerate() {
+        node.outcome = Ok(crate::probe::parse::parse(CP[i], framed(i).as_bytes()).unwrap());
+    }
+    // As the classifier of then read the same transcripts: every handshake a working path.
+    let mut then = e.clone();
+    for n in &mut then.nodes {
+        for p in n.outcome.iter_mut().flat_map(|p| p.paths.iter_mut()) {
+            if p.tls == TlsOutcome::NoHttpAnswer {
+                p.tls = TlsOutcome::Completed;
+            }
+        }
+    }
+    let judged_then = then.judge(&Default::default()).unwrap();
+    let files = entries(write_bytes(std::slice::from_ref(&e)).as_slice(), CAPS).unwrap();
+    // What the bundle keeps of a node is its output as printed: no TLS outcome in it (curl's
+    // own words, `Connected to`, are its transcript's).
+    let stored: Vec<&Vec<u8>> = (files.iter())
+        .filter(|(name, _)| name.ends_with("/probe.out"))
+        .map(|(_, bytes)| bytes)
+        .collect();
+    assert_eq!(stored.len(), 2);
+    for bytes in &stored {
+        let text = String::from_utf8_lossy(bytes);
+        assert!(text.starts_with("etcdnet-probe 2\n"), "{text}");
+        for word in TlsOutcome::VARIANTS.iter().map(ToString::to_string) {
+            assert!(!text.contains(&word), "{word} stored in {text}");
+        }
+    }
+    let b = from_entries(&files, CAPS).unwrap();
+    let read = &b.evidence[0];
+    for n in 0..2 {
+        let paths = &read.nodes[n].probe().unwrap().paths;
+        assert_eq!(paths.len(), 6);
+        for p in paths {
+            let unanswered = !p.own && p.port == 2380;
+            assert_eq!(p.tls == TlsOutcome::NoHttpAnswer, unanswered, "{n}: {p:?}");
+        }
+    }
+    let now = read.judge(&Default::default()).unwrap();
+    assert_eq!(now, e.judge(&Default::default()).unwrap());
+    assert_ne!(now.verdict, judged_then.verdict);
+    assert!(
+        now.verdict.evidence.iter().any(|l| l.contains("2380")),
+        "{:#?}",
+        now.verdict
+    );
+}

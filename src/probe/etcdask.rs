@@ -20,12 +20,17 @@
 //! --                       then the body, as etcd sent it (at most the section's cap)
 //! ```
 //!
-//! Total: whatever a section holds gives a value; a section that is not one of these (empty: the
-//! job never wrote it) is an `Error` that says so.
+//! Each reader gives the document's own type ([`crate::probe::output`]), bounded as the probe
+//! bounds it; the member IDs are checked as they are read ([`member_id`]). Total:
+//! whatever a section holds gives a value; a section that is not one of these (empty: the job
+//! never wrote it) is an `Error` that says so.
 
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use crate::probe::frame::Head;
+use crate::probe::output::{
+    Alarm, Alarms, Health, HealthOutcome, Member, MemberId, Members, MetricsRead, QueryOutcome,
+};
 use crate::probe::{cap, metrics, DETAIL};
 
 /// Members kept of a list (then `truncated`), URLs of a member, bytes of a name or URL (then
@@ -36,6 +41,79 @@ pub(crate) const MAX_MEMBER_URLS: usize = 16;
 pub(crate) const MAX_MEMBER_TEXT: usize = 256;
 pub(crate) const MAX_ALARMS: usize = 64;
 pub(crate) const MAX_ALARM_TEXT: usize = 64;
+
+/// Problem lines kept for one document; the rest are counted in a last line.
+const MAX_PROBLEM_LINES: usize = 12;
+
+/// What was found wrong with one document, one line each, at most [`MAX_PROBLEM_LINES`] and a
+/// count of the rest: the section readers (a member ID that is none) and the caps say them here.
+#[derive(Default)]
+pub(crate) struct Problems {
+    lines: Vec<String>,
+    more: usize,
+}
+
+impl Problems {
+    pub(crate) fn push(&mut self, line: String) {
+        if self.lines.len() < MAX_PROBLEM_LINES {
+            self.lines.push(line);
+        } else {
+            self.more += 1;
+        }
+    }
+
+    pub(crate) fn finish(mut self) -> Vec<String> {
+        if self.more > 0 {
+            self.lines.push(format!(
+                "and {} more problems of the same document",
+                self.more
+            ));
+        }
+        self.lines
+    }
+}
+
+/// A node's text quoted in a problem line: at most 40 characters, escaped (controls and quotes
+/// as Rust writes them), so a line stays one short line whatever the node wrote.
+pub(crate) fn quote(text: &str) -> String {
+    let mut short: String = text.chars().take(40).collect();
+    if text.chars().nth(40).is_some() {
+        short.push_str("...");
+    }
+    format!("\"{}\"", short.escape_debug())
+}
+
+/// A member's ID as the document wrote it (`raw`, with the member's first peer URL): the ID
+/// when it is written as etcd writes IDs; else none, said (an entry without an ID is shown,
+/// never taken for a member).
+pub(crate) fn member_id(raw: &str, peer_url: Option<&str>, p: &mut Problems) -> Option<MemberId> {
+    MemberId::parse(raw)
+        .map_err(|why| {
+            let url = peer_url
+                .map(|u| format!(" (peer URL {})", quote(u)))
+                .unwrap_or_default();
+            let reads = MemberId::as_etcdctl_reads(raw)
+                .map(|id| format!("; etcdctl would read it as {id}"))
+                .unwrap_or_default();
+            p.push(format!(
+                "member ID {}{url} is not one as etcd writes it ({why}{reads}): that entry is never taken for a member",
+                quote(raw)
+            ));
+        })
+        .ok()
+}
+
+/// An alarm's member ID as the document wrote it: the ID when etcd writes it so; else none, said.
+pub(crate) fn alarm_member_id(raw: &str, p: &mut Problems) -> Option<MemberId> {
+    MemberId::parse(raw)
+        .map_err(|why| {
+            p.push(format!(
+                "alarm member ID {} is not one as etcd writes it ({why}): not used",
+                quote(raw)
+            ))
+        })
+        .ok()
+}
 
 /// Bytes of `/health`'s body the probe sends (etcd's is a few dozen).
 pub(crate) const HEALTH_BODY: usize = 4096;
@@ -116,8 +194,9 @@ impl Answer<'_> {
         }
     }
 
-    fn status(&self) -> Option<i64> {
-        (self.code > 0).then_some(self.code)
+    /// The HTTP status, when curl got one (a node's `w` past a status's range is none).
+    fn status(&self) -> Option<u16> {
+        u16::try_from(self.code).ok().filter(|c| *c > 0)
     }
 
     fn ms(&self) -> u64 {
@@ -130,50 +209,45 @@ impl Answer<'_> {
     }
 }
 
-/// A section not written by the probe's own job, or not as it writes it.
-fn no_result(name: &str) -> Value {
-    json!({"outcome": "Error", "detail": format!("{name} job gave no result")})
-}
-
-fn skipped(why: &str) -> Value {
-    json!({"outcome": "Skipped", "detail": cap(why, DETAIL)})
-}
-
-/// The reader of section `name`; None for a section it does not know.
-pub(crate) fn read(name: &str, text: &str) -> Option<Value> {
-    let judge: fn(&Answer) -> Value = match name {
-        "health" => health,
-        "members" => members,
-        "alarms" => alarms,
-        "metrics.before" | "metrics.after" => metrics_read,
-        _ => return None,
-    };
-    let a = split(text);
-    Some(match a.skipped {
-        Some(why) if !a.asked => skipped(why),
-        _ if !a.asked => no_result(name),
-        _ => judge(&a),
-    })
+/// How a section that holds no answer reads: not asked, and why (`Skipped`); not written by
+/// the probe's own job, or not as it writes it (`Error`). None when it holds an answer.
+fn unanswered(name: &str, a: &Answer) -> Option<(QueryOutcome, String)> {
+    match a.skipped {
+        _ if a.asked => None,
+        Some(why) => Some((QueryOutcome::Skipped, cap(why, DETAIL))),
+        None => Some((QueryOutcome::Error, format!("{name} job gave no result"))),
+    }
 }
 
 /// `/health`: `Healthy` only for a 200 whose body says `"health": "true"`.
-fn health(a: &Answer) -> Value {
+pub(crate) fn health(text: &str) -> Health {
+    let a = split(text);
+    if let Some((outcome, detail)) = unanswered("health", &a) {
+        return Health {
+            outcome: match outcome {
+                QueryOutcome::Skipped => HealthOutcome::Skipped,
+                _ => HealthOutcome::Error,
+            },
+            detail: Some(detail),
+            ..Health::default()
+        };
+    }
     let body = crate::probe::head(&a.body, HEALTH_BODY);
     let (outcome, detail, status) = if a.rc != 0 {
-        ("Error", a.failed(), None)
+        (HealthOutcome::Error, a.failed(), None)
     } else if a.code == 200 && says_healthy(body) {
-        ("Healthy", a.url.to_string(), a.status())
+        (HealthOutcome::Healthy, a.url.to_string(), a.status())
     } else {
-        ("Unhealthy", a.url.to_string(), a.status())
+        (HealthOutcome::Unhealthy, a.url.to_string(), a.status())
     };
     let body = cap(body, HEALTH_KEPT);
-    json!({
-        "outcome": outcome,
-        "httpStatus": status,
-        "body": (!body.is_empty()).then_some(body),
-        "ms": a.ms(),
-        "detail": detail,
-    })
+    Health {
+        outcome,
+        http_status: status,
+        body: (!body.is_empty()).then_some(body),
+        ms: Some(a.ms()),
+        detail: Some(detail),
+    }
 }
 
 /// `"health"`, spaces, `:`, spaces, `"true"` somewhere in the body (etcd writes
@@ -211,7 +285,7 @@ fn document(a: &Answer, what: &str, max: usize, array: bool) -> Result<Value, St
 
 /// A uint64 in decimal (a JSON number or a string of digits, as etcd's JSON and grpc-gateway
 /// print member IDs) as etcd writes IDs: lowercase hex without leading zeros; None when it is not
-/// one. `0` stays `0`: the caps then say it is no member ID.
+/// one. `0` stays `0`: the ID check ([`member_id`]) then says it is no member ID.
 fn id_hex(v: &Value) -> Option<String> {
     let n = match v {
         Value::Number(n) => n.as_u64()?,
@@ -235,7 +309,17 @@ fn text(v: Option<&Value>, max: usize) -> Option<String> {
 
 /// The member list (peerMembersHandler's JSON array of {id, name, peerURLs, clientURLs,
 /// isLearner}); the cluster ID from its `X-Etcd-Cluster-ID` header, also with an error answer.
-fn members(a: &Answer) -> Value {
+/// An ID that is no member's (0) is said in `p`; the caps' checks of the whole list (a repeated
+/// ID, the cluster ID's form) are the caps' (`probe::parse::bounds`).
+pub(crate) fn members(text: &str, p: &mut Problems) -> Members {
+    let a = split(text);
+    if let Some((outcome, detail)) = unanswered("members", &a) {
+        return Members {
+            outcome,
+            detail: Some(detail),
+            ..Members::default()
+        };
+    }
     let cluster = a.hdr.iter().find_map(|h| {
         let (k, v) = h.split_once(':')?;
         k.eq_ignore_ascii_case("x-etcd-cluster-id")
@@ -249,7 +333,7 @@ fn members(a: &Answer) -> Value {
             "" => "0".to_string(),
             c => c.to_string(),
         });
-    let (outcome, list, truncated, detail) = match document(a, "a member list", MEMBERS_BODY, true)
+    let (outcome, list, truncated, detail) = match document(&a, "a member list", MEMBERS_BODY, true)
     {
         Ok(doc) => {
             let entries: Vec<&serde_json::Map<String, Value>> = doc
@@ -258,27 +342,32 @@ fn members(a: &Answer) -> Value {
                 .unwrap_or_default();
             // The members as etcd sent them: a name's escapes decoded (`\u001b` is the one
             // character; the render layer shows it safely), unlike the script's awk did.
-            let list: Vec<Value> = entries
+            let list: Vec<Member> = entries
                 .iter()
                 .take(MAX_MEMBERS)
-                .map(|m| member(m))
+                .map(|m| member(m, p))
                 .collect();
-            ("Ok", list, entries.len() > MAX_MEMBERS, a.url.to_string())
+            (
+                QueryOutcome::Ok,
+                list,
+                entries.len() > MAX_MEMBERS,
+                a.url.to_string(),
+            )
         }
-        Err(why) => ("Error", Vec::new(), false, why),
+        Err(why) => (QueryOutcome::Error, Vec::new(), false, why),
     };
-    json!({
-        "outcome": outcome,
-        "httpStatus": a.status(),
-        "clusterId": cluster,
-        "members": list,
-        "truncated": truncated,
-        "ms": a.ms(),
-        "detail": cap(&detail, DETAIL),
-    })
+    Members {
+        outcome,
+        http_status: a.status(),
+        cluster_id: cluster,
+        members: list,
+        truncated,
+        ms: Some(a.ms()),
+        detail: Some(cap(&detail, DETAIL)),
+    }
 }
 
-fn member(m: &serde_json::Map<String, Value>) -> Value {
+fn member(m: &serde_json::Map<String, Value>, p: &mut Problems) -> Member {
     let urls = |key: &str| -> Vec<String> {
         m.get(key)
             .and_then(Value::as_array)
@@ -291,19 +380,30 @@ fn member(m: &serde_json::Map<String, Value>) -> Value {
             })
             .unwrap_or_default()
     };
-    json!({
-        "id": m.get("id").and_then(id_hex),
-        "name": text(m.get("name"), MAX_MEMBER_TEXT),
-        "peerUrls": urls("peerURLs"),
-        "clientUrls": urls("clientURLs"),
-        "isLearner": m.get("isLearner") == Some(&Value::Bool(true)),
-    })
+    let peer_urls = urls("peerURLs");
+    let id = m.get("id").and_then(id_hex);
+    Member {
+        id: id.and_then(|id| member_id(&id, peer_urls.first().map(String::as_str), p)),
+        name: text(m.get("name"), MAX_MEMBER_TEXT),
+        peer_urls,
+        client_urls: urls("clientURLs"),
+        is_learner: m.get("isLearner") == Some(&Value::Bool(true)),
+    }
 }
 
 /// The alarm list (grpc-gateway's AlarmResponse: {"header":..., "alarms":[{"memberID","alarm"}]}),
-/// the alarm by its name or its number (AlarmType: NONE 0, NOSPACE 1, CORRUPT 2).
-fn alarms(a: &Answer) -> Value {
-    let (outcome, list, truncated, detail) = match document(a, "an alarm list", ALARMS_BODY, false)
+/// the alarm by its name or its number (AlarmType: NONE 0, NOSPACE 1, CORRUPT 2). A member ID
+/// that is no member's (0) is said in `p`.
+pub(crate) fn alarms(text: &str, p: &mut Problems) -> Alarms {
+    let a = split(text);
+    if let Some((outcome, detail)) = unanswered("alarms", &a) {
+        return Alarms {
+            outcome,
+            detail: Some(detail),
+            ..Alarms::default()
+        };
+    }
+    let (outcome, list, truncated, detail) = match document(&a, "an alarm list", ALARMS_BODY, false)
     {
         Ok(doc) => {
             let entries: Vec<&serde_json::Map<String, Value>> = doc
@@ -311,22 +411,31 @@ fn alarms(a: &Answer) -> Value {
                 .and_then(Value::as_array)
                 .map(|l| l.iter().filter_map(Value::as_object).collect())
                 .unwrap_or_default();
-            let list: Vec<Value> = entries.iter().take(MAX_ALARMS).map(|e| alarm(e)).collect();
-            ("Ok", list, entries.len() > MAX_ALARMS, a.url.to_string())
+            let list: Vec<Alarm> = entries
+                .iter()
+                .take(MAX_ALARMS)
+                .map(|e| alarm(e, p))
+                .collect();
+            (
+                QueryOutcome::Ok,
+                list,
+                entries.len() > MAX_ALARMS,
+                a.url.to_string(),
+            )
         }
-        Err(why) => ("Error", Vec::new(), false, why),
+        Err(why) => (QueryOutcome::Error, Vec::new(), false, why),
     };
-    json!({
-        "outcome": outcome,
-        "httpStatus": a.status(),
-        "alarms": list,
-        "truncated": truncated,
-        "ms": a.ms(),
-        "detail": cap(&detail, DETAIL),
-    })
+    Alarms {
+        outcome,
+        http_status: a.status(),
+        alarms: list,
+        truncated,
+        ms: Some(a.ms()),
+        detail: Some(cap(&detail, DETAIL)),
+    }
 }
 
-fn alarm(e: &serde_json::Map<String, Value>) -> Value {
+fn alarm(e: &serde_json::Map<String, Value>, p: &mut Problems) -> Alarm {
     let name = match e.get("alarm") {
         Some(Value::String(s)) => s.clone(),
         Some(Value::Number(n)) => n.to_string(),
@@ -339,7 +448,11 @@ fn alarm(e: &serde_json::Map<String, Value>) -> Value {
         "2" => "CORRUPT".to_string(),
         other => cap(other, MAX_ALARM_TEXT),
     };
-    json!({"memberId": e.get("memberID").and_then(id_hex), "alarm": name})
+    let id = e.get("memberID").and_then(id_hex);
+    Alarm {
+        member_id: id.and_then(|id| alarm_member_id(&id, p)),
+        alarm: name,
+    }
 }
 
 /// Is `line` one of the lines the metrics reader reads: a family's `# TYPE` line or one of its
@@ -360,9 +473,18 @@ fn wanted(line: &str) -> bool {
     metrics::FAMILIES.contains(&name) || metrics::FAMILIES.contains(&base)
 }
 
-/// One `/metrics` read: the wanted lines the probe sent (at most [`metrics::MAX_TEXT_BYTES`] of
-/// them, whole lines), the status from the last status line of its headers.
-fn metrics_read(a: &Answer) -> Value {
+/// One `/metrics` read (section `name`): the wanted lines the probe sent (at most
+/// [`metrics::MAX_TEXT_BYTES`] of them, whole lines), the status from the last status line of
+/// its headers.
+pub(crate) fn metrics_read(name: &str, text: &str) -> MetricsRead {
+    let a = split(text);
+    if let Some((outcome, detail)) = unanswered(name, &a) {
+        return MetricsRead {
+            outcome,
+            detail: Some(detail),
+            ..MetricsRead::default()
+        };
+    }
     let code = a
         .hdr
         .iter()
@@ -372,7 +494,7 @@ fn metrics_read(a: &Answer) -> Value {
             let proto = w.next()?;
             let code = w.next()?;
             (proto.starts_with("HTTP/") && code.len() == 3)
-                .then(|| code.parse::<i64>().ok())
+                .then(|| code.parse::<u16>().ok())
                 .flatten()
         })
         .unwrap_or(0);
@@ -395,27 +517,27 @@ fn metrics_read(a: &Answer) -> Value {
     }
     // A body over the raw cap ends curl (its pipe closed): kept as cut, not as a failure.
     let (outcome, detail) = if a.rc != 0 && !cut && !full {
-        ("Error", a.failed())
+        (QueryOutcome::Error, a.failed())
     } else if code != 200 {
         let why = if code > 0 {
             code.to_string()
         } else {
             "status unknown".into()
         };
-        ("Error", format!("{}: HTTP {why}", a.url))
+        (QueryOutcome::Error, format!("{}: HTTP {why}", a.url))
     } else {
-        ("Ok", a.url.to_string())
+        (QueryOutcome::Ok, a.url.to_string())
     };
-    let ok = outcome == "Ok";
-    json!({
-        "outcome": outcome,
-        "httpStatus": (code > 0).then_some(code),
-        "atMs": a.at_ms,
-        "ms": a.ms,
-        "text": (ok && !text.is_empty()).then_some(text),
-        "truncated": ok && (cut || full),
-        "detail": cap(&detail, DETAIL),
-    })
+    let ok = outcome == QueryOutcome::Ok;
+    MetricsRead {
+        outcome,
+        http_status: (code > 0).then_some(code),
+        at_ms: a.at_ms,
+        ms: a.ms,
+        text: (ok && !text.is_empty()).then_some(text),
+        truncated: ok && (cut || full),
+        detail: Some(cap(&detail, DETAIL)),
+    }
 }
 
 #[cfg(test)]

@@ -13,25 +13,53 @@ use serde::{Deserialize, Serialize};
 /// The schema version this build reads. The probe prints it first.
 pub const PROBE_SCHEMA_VERSION: u32 = 1;
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ProbeOutput {
+/// What the node probe found on one node.
+// One type for the document the probe prints (format 1's JSON; format 2's sections read into
+// it; the bundle's `probe.json` of then) and for the report's `probe` (issue 39 item 3: one type
+// per fact): `ProbeOutput` is the document, `report::v1alpha2::ProbeResult` the report's, whose
+// schema keeps the name `ProbeOutput`. They differ in three parts, the type's parameters:
+// - `A`, the kube-apiserver: the raw text the probe fetched ([`ApiServerRead`], read by
+//   [`crate::probe::apiserver`]); the report prints it as read and judged (`ApiServerStatus`);
+// - `F` and `M`, the raw firewall and metrics reads ([`crate::probe::firewall::Firewall`],
+//   `Option<`[`MetricsReads`]`>`); the report leaves them out (`NotKept`): their findings are in
+//   the matrices, `packetLocation` and `metrics`.
+// The `///` comments are the schema's descriptions; the notes for maintainers are `//` comments.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(
+    rename_all = "camelCase",
+    bound(
+        serialize = "A: Serialize, F: Serialize + Unsaid, M: Serialize + Unsaid",
+        deserialize = "A: Deserialize<'de>, F: Deserialize<'de> + Default, M: Deserialize<'de> + Default"
+    )
+)]
+#[schemars(rename = "ProbeOutput")]
+pub struct ProbeOutput<
+    A = ApiServerRead,
+    F = crate::probe::firewall::Firewall,
+    M = Option<MetricsReads>,
+> {
+    /// The probe document's schema version.
+    // The probe prints it first; this build reads [`PROBE_SCHEMA_VERSION`].
     pub schema_version: u32,
     /// The IP the probe was told is this node's (its etcd address).
     pub node_ip: String,
+    /// The node's host name.
     #[serde(default)]
     pub hostname: Option<String>,
     /// The node's own addresses (all interfaces but loopback).
     #[serde(default)]
     pub ips: Vec<String>,
-    /// The node's clock when the probe started, epoch milliseconds (for skew between nodes).
+    /// The node's clock when the probe started, epoch milliseconds.
+    // For the skew between nodes.
     #[serde(default)]
     pub clock_ms: Option<i64>,
     /// How long the whole probe took on the node.
     #[serde(default)]
     pub duration_ms: Option<u64>,
+    /// The etcd containers and their logs.
     #[serde(default)]
     pub etcd: EtcdContainer,
+    /// The kubelet's service state.
     #[serde(default)]
     pub kubelet: Kubelet,
     /// Own IP:2379 and :2380, then every peer's 2379 and 2380.
@@ -46,44 +74,98 @@ pub struct ProbeOutput {
     /// etcd's own `/health` on this node.
     #[serde(default)]
     pub health: Health,
-    /// The member list as this node's etcd knows it (its peer listener's `/members`, no quorum
-    /// needed). Absent from older probes: `Skipped`.
+    /// The member list as this node's etcd knows it.
+    // Its peer listener's `/members`, no quorum needed. Absent from older probes: `Skipped`.
     #[serde(default)]
     pub members: Members,
-    /// The alarm list (NOSPACE, CORRUPT) from this node's etcd, where it could answer (it needs
-    /// quorum). Absent from older probes: `Skipped`.
+    /// The alarm list from this node's etcd, where it could answer.
+    // NOSPACE, CORRUPT; it needs quorum. Absent from older probes: `Skipped`.
     #[serde(default)]
     pub alarms: Alarms,
-    /// The node's own firewall rules, read right before and right after the path checks.
-    /// Absent from older probes: empty (not read).
-    #[serde(
-        default,
-        skip_serializing_if = "crate::probe::firewall::Firewall::is_empty"
-    )]
-    pub firewall: crate::probe::firewall::Firewall,
-    /// etcd's own metrics (`http://127.0.0.1:2381/metrics`), read right before and right after
-    /// the path checks. Absent from older probes.
+    // The node's own firewall rules, read right before and right after the path checks. Absent
+    // from older probes: empty (not read). Not in reports.
+    #[serde(default, skip_serializing_if = "Unsaid::unsaid")]
+    #[schemars(skip)]
+    pub firewall: F,
+    // etcd's own metrics (`http://127.0.0.1:2381/metrics`), read right before and right after
+    // the path checks. Absent from older probes. Not in reports.
+    #[serde(default, skip_serializing_if = "Unsaid::unsaid")]
+    #[schemars(skip)]
+    pub metrics: M,
+    /// The node's kube-apiserver, as the plugin read what the probe fetched. Absent from older
+    /// probes.
+    // In the document, the raw text the probe fetched, bounded there and again by the parser
+    // ([`crate::probe::parse::bounds`]); in the report, as read and judged.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub metrics: Option<MetricsReads>,
-    /// The node's kube-apiserver as the probe fetched it: raw text, bounded, read by
-    /// [`crate::probe::apiserver`]. Absent from older probes.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub api_server: Option<ApiServerRead>,
-    /// Steps that failed, with why (a missing tool, a timeout, ...).
+    pub api_server: Option<A>,
+    /// Steps that failed, with why.
+    // A missing tool, a timeout, ...
     #[serde(default)]
     pub errors: Vec<StepError>,
-    /// What the plugin found wrong with the document itself as it read it, one line each: a
-    /// list longer than the probe's own cap (the rest dropped), a member ID not as etcd writes
-    /// it (that entry never used as a member), a value longer than the probe prints. Set by
-    /// [`crate::probe::parse::parse`] whatever the document says: the node's output is its own
-    /// word, and these are findings about that node's document, never about another node.
+    /// What the plugin found wrong with the document itself, one line each.
+    // A list longer than the probe's own cap (the rest dropped), a member ID not as etcd writes
+    // it (that entry never used as a member), a value longer than the probe prints. Set by
+    // [`crate::probe::parse::parse`] whatever the document says: the node's output is its own
+    // word, and these are findings about that node's document, never about another node.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub document_problems: Vec<String>,
-    /// The document as the node printed it, set by [`crate::probe::parse::parse`]: the evidence
-    /// bundle stores it verbatim, so a later plugin reads what the node said, not our reading
-    /// of it. Never in a report's JSON (skipped), and not part of equality ([`RawDocument`]).
+    // The document as the node printed it, set by [`crate::probe::parse::parse`]: the evidence
+    // bundle stores it verbatim, so a later plugin reads what the node said, not our reading
+    // of it. Never in JSON (skipped), and not part of equality ([`RawDocument`]).
     #[serde(skip)]
     pub raw: RawDocument,
+}
+
+impl<A, F, M> ProbeOutput<A, F, M> {
+    /// The same findings with the kube-apiserver's part made by `api` (from the whole output)
+    /// and the raw firewall and metrics reads as `G` and `N` have them by default (the report's
+    /// form: left out), without the document's text.
+    pub fn with_reads<B, G: Default, N: Default>(
+        self,
+        api: impl FnOnce(&Self) -> Option<B>,
+    ) -> ProbeOutput<B, G, N> {
+        let api_server = api(&self);
+        ProbeOutput {
+            schema_version: self.schema_version,
+            node_ip: self.node_ip,
+            hostname: self.hostname,
+            ips: self.ips,
+            clock_ms: self.clock_ms,
+            duration_ms: self.duration_ms,
+            etcd: self.etcd,
+            kubelet: self.kubelet,
+            paths: self.paths,
+            certs: self.certs,
+            manifest: self.manifest,
+            health: self.health,
+            members: self.members,
+            alarms: self.alarms,
+            firewall: G::default(),
+            metrics: N::default(),
+            api_server,
+            errors: self.errors,
+            document_problems: self.document_problems,
+            raw: RawDocument::default(),
+        }
+    }
+}
+
+/// A part of the probe's output with nothing to print (then left out of the JSON): the
+/// document's firewall reads when none were read, its metrics when absent.
+pub trait Unsaid {
+    fn unsaid(&self) -> bool;
+}
+
+impl Unsaid for crate::probe::firewall::Firewall {
+    fn unsaid(&self) -> bool {
+        self.is_empty()
+    }
+}
+
+impl<T> Unsaid for Option<T> {
+    fn unsaid(&self) -> bool {
+        self.is_none()
+    }
 }
 
 /// A probe document's text as printed. Equal to any other: two documents that read the same

@@ -6,7 +6,7 @@
 //! prefix on each line (`<time> stdout F ...`, partial `P` lines joined), `kubectl logs
 //! --timestamps` prefixes, invalid UTF-8 (replaced), trailing noise, unknown fields (ignored) and
 //! missing optional ones (defaults). Input over [`MAX_OUTPUT_BYTES`] is refused before parsing;
-//! a document is cut to the probe's own caps before it is read ([`bounds`]), each cut said in
+//! a document is cut to the probe's own caps as it is read ([`bounds`]), each cut said in
 //! [`ProbeOutput::document_problems`].
 
 use std::borrow::Cow;
@@ -117,8 +117,8 @@ pub fn parse(node: &str, raw: &[u8]) -> Result<ProbeOutput, ParseError> {
     }))
 }
 
-/// A framed output (format 2): its sections read into the document, then the caps and the
-/// typed reading as for format 1.
+/// A framed output (format 2): its sections read into the document's types, then the caps as
+/// for format 1.
 fn parse_frames(node: &str, text: &str) -> Result<ProbeOutput, ParseError> {
     use crate::probe::frame::{self, FrameError};
     let frames = frame::read(text).map_err(|e| match e {
@@ -135,13 +135,12 @@ fn parse_frames(node: &str, text: &str) -> Result<ProbeOutput, ParseError> {
             bytes,
         },
     })?;
-    let (mut value, mut problems) = framed::document(&frames);
-    problems.extend(bounds::bound(&mut value));
-    let mut out = ProbeOutput::deserialize(value).map_err(|e| ParseError::Invalid {
-        node: node.into(),
-        detail: cap(&e.to_string()),
-    })?;
-    out.document_problems = problems;
+    let mut p = crate::probe::etcdask::Problems::default();
+    let mut out = framed::document(&frames, &mut p);
+    bounds::bound(&mut out, &mut p);
+    // The framing's own problems first (at most three lines), then the sections'.
+    out.document_problems = frames.problems.clone();
+    out.document_problems.extend(p.finish());
     out.raw = RawDocument::new(&text[frames.span.0..frames.span.1]);
     Ok(out)
 }
@@ -188,8 +187,9 @@ fn offset_of(doc: &str, line: usize, column: usize) -> usize {
     before.saturating_add(column).min(doc.len())
 }
 
-/// A parsed JSON value as the probe's document: schema version first, then the probe's own
-/// caps ([`bounds`]), then the fields.
+/// A parsed JSON value as the probe's document: schema version first, then its lists cut and
+/// its member IDs checked ([`bounds::format1`]), the fields read, and the probe's own caps
+/// ([`bounds::bound`]).
 fn parse_value(node: &str, mut value: Value) -> Result<ProbeOutput, ParseError> {
     match value.get("schemaVersion") {
         Some(v) if v.as_u64() == Some(u64::from(PROBE_SCHEMA_VERSION)) => {}
@@ -201,13 +201,15 @@ fn parse_value(node: &str, mut value: Value) -> Result<ProbeOutput, ParseError> 
             });
         }
     }
-    let problems = bounds::bound(&mut value);
+    let mut p = crate::probe::etcdask::Problems::default();
+    bounds::format1(&mut value, &mut p);
     let mut out = ProbeOutput::deserialize(value).map_err(|e| ParseError::Invalid {
         node: node.into(),
         detail: cap(&e.to_string()),
     })?;
+    bounds::bound(&mut out, &mut p);
     // Whatever the node wrote there: only the reader says what is wrong with the document.
-    out.document_problems = problems;
+    out.document_problems = p.finish();
     no_http_answer_of_older_probes(&mut out);
     Ok(out)
 }

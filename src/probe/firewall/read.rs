@@ -21,6 +21,7 @@
 use std::collections::BTreeMap;
 
 use super::{FirewallRead, ReadOutcome};
+use crate::probe::frame::Head;
 use crate::probe::{cap, last_msg, STDERR_BYTES};
 
 /// Firewall reads of one moment: `firewall_read` in probe.sh reads nft and at most two legacy
@@ -48,10 +49,11 @@ const LINE: usize = 512;
 /// Chain runs read (`uniq -c` lines).
 const MAX_RUNS: usize = FIREWALL_READ / 8;
 
-/// One section's reads, each tool's in turn.
-pub(crate) fn section(text: &str) -> Vec<FirewallRead> {
+/// One section's reads, each tool's in turn: the section is all head lines
+/// ([`crate::probe::frame::Head`]), each tool's part from its `tool` line on.
+pub(crate) fn section<'a>(section: &Head<'a>) -> Vec<FirewallRead> {
     let mut parts: Vec<Part> = Vec::new();
-    for line in text.lines() {
+    for &line in &section.lines {
         if let Some(tool) = line.strip_prefix("tool ") {
             if parts.len() == MAX_FIREWALL_READS + 1 {
                 break;
@@ -490,11 +492,11 @@ mod tests {
 
     #[test]
     fn nft_keeps_what_can_drop() {
-        let r = &section(&part(
+        let r = &section(&Head::of(&part(
             "nft",
             &fixture("nft-counter-after.txt"),
             FIREWALL_READ,
-        ))[0];
+        )))[0];
         assert_eq!(
             (r.outcome, r.lines, r.kept, r.cut),
             (ReadOutcome::Ok, 20, 12, 0)
@@ -511,7 +513,7 @@ mod tests {
     #[test]
     fn nft_keeps_the_accepts_of_a_chain_whose_policy_drops() {
         let dump = fixture("nft-policy-drop.txt");
-        let r = &section(&part("nft", &dump, FIREWALL_READ))[0];
+        let r = &section(&Head::of(&part("nft", &dump, FIREWALL_READ)))[0];
         let text = r.text.as_deref().unwrap();
         assert!(text.contains("policy drop"), "{text}");
         assert!(text.contains(" accept"), "{text}");
@@ -519,11 +521,11 @@ mod tests {
 
     #[test]
     fn iptables_rules_carry_their_position_in_their_chain() {
-        let r = &section(&part(
+        let r = &section(&Head::of(&part(
             "iptables-legacy",
             &fixture("iptables-legacy-after.txt"),
             FIREWALL_READ,
-        ))[0];
+        )))[0];
         let text = r.text.as_deref().unwrap();
         assert!(
             text.contains(
@@ -560,7 +562,7 @@ mod tests {
             ));
         }
         dump.push_str("\t}\n}\n");
-        let r = &section(&part("nft", &dump, FIREWALL_READ))[0];
+        let r = &section(&Head::of(&part("nft", &dump, FIREWALL_READ)))[0];
         let text = r.text.as_deref().unwrap();
         assert!(r.cut >= 1 && r.kept < 3000, "{:?}", (r.kept, r.cut));
         assert!(text.len() <= FIREWALL_READ);
@@ -573,7 +575,7 @@ mod tests {
     #[test]
     fn older_probes_kept_lines_are_read_as_they_were() {
         let text = "tool nft\nrc 0\ncounts 10 3 1\n= table inet filter {\n= \tchain input {\n";
-        let r = &section(text)[0];
+        let r = &section(&Head::of(text))[0];
         assert_eq!((r.lines, r.kept, r.cut), (10, 3, 1));
         assert_eq!(
             r.text.as_deref(),
@@ -590,7 +592,7 @@ mod tests {
             "tool a\ntool b\ntool c\ntool d\ntool e\n",
             "keep\naccept\nruns\n",
         ] {
-            let reads = section(text);
+            let reads = section(&Head::of(text));
             assert!(reads.len() <= MAX_FIREWALL_READS + 1);
             for r in reads {
                 let _ = r.ruleset();

@@ -1,4 +1,4 @@
-//! The probe's own caps, applied to whatever a node printed before it is read into
+//! The probe's own caps, applied to whatever a node printed as it is read into
 //! [`ProbeOutput`](crate::probe::output::ProbeOutput): a compromised node writes its document,
 //! and the verdict's work and output grow with its lists (each member an evidence line, each
 //! stray a removal step, each path and error a line). A list longer than `probe.sh` ever
@@ -6,16 +6,19 @@
 //! the first N bytes and `...`), and each is said as a problem of that node's document. Member
 //! and cluster IDs are kept only in the form etcd writes them ([`MemberId::parse`]).
 //!
-//! Runs on the parsed JSON value, before any typed reading: the arrays are cut first, so what
-//! follows (the typed reading, the verdict) works on at most the caps whatever the document
-//! held; the cost before that is one linear JSON parse of at most `MAX_OUTPUT_BYTES`.
+//! Runs on the typed document, whichever format it came in ([`bound`]). A document of format 1
+//! (JSON) has its lists cut and its member IDs checked on the JSON value first ([`format1`]), so
+//! that its typed reading and the verdict work on at most the caps whatever it held; the cost
+//! before that is one linear JSON parse of at most `MAX_OUTPUT_BYTES`. A framed output's
+//! readers bound what they read as they read it (the member IDs too: [`member_id`]).
 
 use std::collections::HashSet;
 
-use serde_json::{Map, Value};
+use serde_json::Value;
 
-use crate::probe::etcdask;
-use crate::probe::output::MemberId;
+use crate::probe::etcdask::{self, alarm_member_id, member_id, quote, Problems};
+use crate::probe::firewall::Firewall;
+use crate::probe::output::{Alarms, ApiServerRead, MemberId, Members, ProbeOutput};
 
 /// Members in one list: the member list's reader (`probe::etcdask`) keeps 64, then `truncated`.
 pub const MAX_MEMBERS: usize = etcdask::MAX_MEMBERS;
@@ -56,155 +59,179 @@ pub const MAX_APISERVER_DETAIL: usize = 500;
 /// Lines of the kube-apiserver's log tail the probe asks crictl for.
 pub const APISERVER_LOG_LINES: usize = 60;
 
-/// Problem lines kept for one document; the rest are counted in a last line.
-const MAX_PROBLEM_LINES: usize = 12;
-
 /// What `cap(s, n)` in probe.sh leaves at most: n bytes (under `LC_ALL=C`), each at most one
 /// character once escaped, and `...`.
 fn longest(n: usize) -> usize {
     n + 3
 }
 
-#[derive(Default)]
-struct Problems {
-    lines: Vec<String>,
-    more: usize,
+/// A list the probe bounds, and what a problem line calls it.
+struct List {
+    max: usize,
+    what: &'static str,
 }
 
-impl Problems {
-    fn push(&mut self, line: String) {
-        if self.lines.len() < MAX_PROBLEM_LINES {
-            self.lines.push(line);
-        } else {
-            self.more += 1;
-        }
-    }
+const MEMBER_LIST: List = List {
+    max: MAX_MEMBERS,
+    what: "its member list",
+};
+const ALARM_LIST: List = List {
+    max: MAX_ALARMS,
+    what: "its alarm list",
+};
+const PATHS: List = List {
+    max: MAX_PATHS,
+    what: "its path checks",
+};
+const CERTS: List = List {
+    max: MAX_CERTS,
+    what: "its certificates",
+};
+const SANS: List = List {
+    max: MAX_SANS,
+    what: "a certificate's SANs",
+};
+const ERRORS: List = List {
+    max: MAX_ERRORS,
+    what: "its step errors",
+};
+const FIREWALL_READS: List = List {
+    max: MAX_FIREWALL_READS,
+    what: "its firewall reads",
+};
 
-    fn finish(mut self) -> Vec<String> {
-        if self.more > 0 {
-            self.lines.push(format!(
-                "and {} more problems of the same document",
-                self.more
-            ));
-        }
-        self.lines
+/// Cuts `list` to its cap; true when it had more.
+fn cut<T>(list: &mut Vec<T>, cap: &List, p: &mut Problems) -> bool {
+    if list.len() <= cap.max {
+        return false;
     }
+    p.push(format!(
+        "{}: {} entries, more than the probe ever prints ({}): the rest dropped",
+        cap.what,
+        list.len(),
+        cap.max
+    ));
+    list.truncate(cap.max);
+    true
 }
 
-/// A node's text quoted in a problem line: at most 40 characters, escaped (controls and quotes
-/// as Rust writes them), so a line stays one short line whatever the node wrote.
-fn quote(text: &str) -> String {
-    let mut short: String = text.chars().take(40).collect();
-    if text.chars().nth(40).is_some() {
-        short.push_str("...");
-    }
-    format!("\"{}\"", short.escape_debug())
-}
-
-/// Bounds `doc` to the probe's caps in place; what it had to change, one line each.
-pub(super) fn bound(doc: &mut Value) -> Vec<String> {
-    let mut p = Problems::default();
-    let Some(obj) = doc.as_object_mut() else {
-        return vec![];
-    };
-    if let Some(m) = obj.get_mut("members").and_then(Value::as_object_mut) {
-        members(m, &mut p);
-    }
-    if let Some(a) = obj.get_mut("alarms").and_then(Value::as_object_mut) {
-        alarms(a, &mut p);
-    }
-    if let Some(list) = array(obj, "paths") {
-        cut(list, MAX_PATHS, "its path checks", &mut p);
-        let mut long = 0;
-        for e in list.iter_mut().filter_map(Value::as_object_mut) {
-            for key in ["tcpDetail", "tlsDetail"] {
-                long += usize::from(text(e, key, 300));
+/// A document of format 1 (JSON, as probes before the framed output printed it), before it is
+/// read into its type: each list cut at the probe's cap, so that what a node wrote past it is
+/// never read (nor costs a typed reading: a 16 MiB list is a linear cut here), and the member IDs
+/// not written as etcd writes them taken out, each said ([`MemberId`] holds only that form).
+/// The rest of the caps are [`bound`]'s, on the typed document, as for format 2.
+pub(super) fn format1(doc: &mut Value, p: &mut Problems) {
+    for (at, list) in [
+        ("/members/members", &MEMBER_LIST),
+        ("/alarms/alarms", &ALARM_LIST),
+        ("/paths", &PATHS),
+        ("/certs", &CERTS),
+        ("/errors", &ERRORS),
+        ("/firewall/before", &FIREWALL_READS),
+        ("/firewall/after", &FIREWALL_READS),
+    ] {
+        let Some(entries) = doc.pointer_mut(at).and_then(Value::as_array_mut) else {
+            continue;
+        };
+        if cut(entries, list, p) {
+            // The member and alarm lists say their cut (`truncated`).
+            if let Some((parent, "members" | "alarms")) = at.rsplit_once('/') {
+                if let Some(o) = doc.pointer_mut(parent).and_then(Value::as_object_mut) {
+                    o.insert("truncated".into(), Value::Bool(true));
+                }
             }
         }
-        said_long(long, "path details", 300, &mut p);
     }
-    if let Some(list) = array(obj, "certs") {
-        cut(list, MAX_CERTS, "its certificates", &mut p);
-        for e in list.iter_mut().filter_map(Value::as_object_mut) {
-            if let Some(sans) = array(e, "sans") {
-                cut(sans, MAX_SANS, "a certificate's SANs", &mut p);
+    for cert in entries(doc, "/certs") {
+        if let Some(sans) = cert.get_mut("sans").and_then(Value::as_array_mut) {
+            cut(sans, &SANS, p);
+        }
+    }
+    for e in entries(doc, "/members/members") {
+        let url = e
+            .get("peerUrls")
+            .and_then(|u| u.get(0))
+            .and_then(Value::as_str);
+        if let Some(Value::String(raw)) = e.get("id") {
+            if member_id(raw, url, p).is_none() {
+                e.insert("id".into(), Value::Null);
             }
         }
     }
-    if let Some(list) = array(obj, "errors") {
-        cut(list, MAX_ERRORS, "its step errors", &mut p);
-        let mut long = 0;
-        for e in list.iter_mut().filter_map(Value::as_object_mut) {
-            long += usize::from(text(e, "message", MAX_ERROR_TEXT));
-            long += usize::from(text(e, "step", 64));
+    for e in entries(doc, "/alarms/alarms") {
+        if let Some(Value::String(raw)) = e.get("memberId") {
+            if alarm_member_id(raw, p).is_none() {
+                e.insert("memberId".into(), Value::Null);
+            }
         }
-        said_long(long, "step errors", MAX_ERROR_TEXT, &mut p);
     }
-    if let Some(f) = obj.get_mut("firewall").and_then(Value::as_object_mut) {
-        firewall(f, &mut p);
+}
+
+/// The objects of the list at `at` in `doc`.
+fn entries<'a>(doc: &'a mut Value, at: &str) -> Vec<&'a mut serde_json::Map<String, Value>> {
+    match doc.pointer_mut(at).and_then(Value::as_array_mut) {
+        Some(l) => l.iter_mut().filter_map(Value::as_object_mut).collect(),
+        None => Vec::new(),
     }
-    if let Some(a) = obj.get_mut("apiServer").and_then(Value::as_object_mut) {
-        api_server(a, &mut p);
+}
+
+/// Bounds the document to the probe's caps in place, whichever format it came in; what it had
+/// to change is said in `p`, one line each.
+pub(super) fn bound(out: &mut ProbeOutput, p: &mut Problems) {
+    members(&mut out.members, p);
+    alarms(&mut out.alarms, p);
+    cut(&mut out.paths, &PATHS, p);
+    let long = (out.paths.iter_mut())
+        .map(|e| text(&mut e.tcp_detail, 300) + text(&mut e.tls_detail, 300))
+        .sum();
+    said_long(long, "path details", 300, p);
+    cut(&mut out.certs, &CERTS, p);
+    for c in &mut out.certs {
+        cut(&mut c.sans, &SANS, p);
     }
-    if let Some(h) = obj.get_mut("health").and_then(Value::as_object_mut) {
-        let long = usize::from(text(h, "body", 1024)) + usize::from(text(h, "detail", 1024));
-        said_long(long, "/health answers", 1024, &mut p);
+    cut(&mut out.errors, &ERRORS, p);
+    let long = (out.errors.iter_mut())
+        .map(|e| cap_text(&mut e.message, MAX_ERROR_TEXT) + cap_text(&mut e.step, 64))
+        .sum();
+    said_long(long, "step errors", MAX_ERROR_TEXT, p);
+    firewall(&mut out.firewall, p);
+    if let Some(a) = &mut out.api_server {
+        api_server(a, p);
     }
-    p.finish()
+    let h = &mut out.health;
+    let long = text(&mut h.body, 1024) + text(&mut h.detail, 1024);
+    said_long(long, "/health answers", 1024, p);
 }
 
 /// The kube-apiserver reads: each text and detail cut at the probe's own cap.
-fn api_server(a: &mut Map<String, Value>, p: &mut Problems) {
+fn api_server(a: &mut ApiServerRead, p: &mut Problems) {
     let mut long = 0;
-    for (key, max) in [
-        ("containers", MAX_APISERVER_PS),
-        ("readyz", MAX_APISERVER_READYZ),
-        ("cert", MAX_APISERVER_CERT),
-        ("logs", MAX_APISERVER_LOG),
+    for (r, max) in [
+        (&mut a.containers, MAX_APISERVER_PS),
+        (&mut a.readyz, MAX_APISERVER_READYZ),
+        (&mut a.cert, MAX_APISERVER_CERT),
     ] {
-        if let Some(r) = a.get_mut(key).and_then(Value::as_object_mut) {
-            long += usize::from(text(r, "text", max));
-            long += usize::from(text(r, "detail", MAX_APISERVER_DETAIL));
-            long += usize::from(text(r, "containerId", 128));
-        }
+        long += text(&mut r.text, max) + text(&mut r.detail, MAX_APISERVER_DETAIL);
+    }
+    if let Some(l) = &mut a.logs {
+        long += cap_text(&mut l.text, MAX_APISERVER_LOG) + cap_text(&mut l.container_id, 128);
     }
     said_long(long, "kube-apiserver reads", MAX_APISERVER_PS, p);
 }
 
-fn array<'a>(obj: &'a mut Map<String, Value>, key: &str) -> Option<&'a mut Vec<Value>> {
-    obj.get_mut(key).and_then(Value::as_array_mut)
-}
-
-/// Cuts `list` to `max` entries; true when it had more.
-fn cut(list: &mut Vec<Value>, max: usize, what: &str, p: &mut Problems) -> bool {
-    if list.len() <= max {
-        return false;
-    }
-    p.push(format!(
-        "{what}: {} entries, more than the probe ever prints ({max}): the rest dropped",
-        list.len()
-    ));
-    list.truncate(max);
-    true
-}
-
-/// Cuts the string at `key` the way probe.sh's `cap(s, max)` does; true when it was longer.
-fn text(obj: &mut Map<String, Value>, key: &str, max: usize) -> bool {
-    match obj.get_mut(key) {
-        Some(v) => cap_value(v, max),
-        None => false,
-    }
-}
-
-fn cap_value(v: &mut Value, max: usize) -> bool {
-    let Value::String(s) = v else { return false };
+/// Cuts `s` the way probe.sh's `cap(s, max)` does; 1 when it was longer (a count of cuts).
+fn cap_text(s: &mut String, max: usize) -> usize {
     if s.chars().nth(longest(max)).is_none() {
-        return false;
+        return 0;
     }
     let end = s.char_indices().nth(max).map_or(s.len(), |(i, _)| i);
     s.truncate(end);
     s.push_str("...");
-    true
+    1
+}
+
+fn text(s: &mut Option<String>, max: usize) -> usize {
+    s.as_mut().map_or(0, |s| cap_text(s, max))
 }
 
 fn said_long(count: usize, what: &str, max: usize, p: &mut Problems) {
@@ -215,75 +242,43 @@ fn said_long(count: usize, what: &str, max: usize, p: &mut Problems) {
     }
 }
 
-/// The member list: at most [`MAX_MEMBERS`], IDs only as etcd writes them (an entry whose ID is
-/// not is kept with no ID: shown, never taken for a member), each ID once, URLs and name capped.
-fn members(m: &mut Map<String, Value>, p: &mut Problems) {
-    said_long(
-        usize::from(text(m, "detail", 500)),
-        "member list details",
-        500,
-        p,
-    );
-    if let Some(v) = m.get_mut("clusterId") {
-        if let Value::String(s) = v {
-            if let Err(why) = MemberId::parse(s) {
-                p.push(format!(
-                    "its cluster ID {} is not one as etcd writes it ({why}): not used",
-                    quote(s)
-                ));
-                *v = Value::Null;
-            }
+/// The member list: at most [`MAX_MEMBERS`], each ID once, URLs and name capped, the cluster ID
+/// only as etcd writes it (the IDs' form is checked where they are read: [`member_id`]).
+fn members(m: &mut Members, p: &mut Problems) {
+    said_long(text(&mut m.detail, 500), "member list details", 500, p);
+    if let Some(s) = &m.cluster_id {
+        if let Err(why) = MemberId::parse(s) {
+            p.push(format!(
+                "its cluster ID {} is not one as etcd writes it ({why}): not used",
+                quote(s)
+            ));
+            m.cluster_id = None;
         }
     }
-    let Some(list) = array(m, "members") else {
-        return;
-    };
-    let cut_here = cut(list, MAX_MEMBERS, "its member list", p);
+    if cut(&mut m.members, &MEMBER_LIST, p) {
+        m.truncated = true;
+    }
     let mut seen = HashSet::new();
     let mut long = 0;
     let mut duplicates = 0;
-    list.retain_mut(|e| {
-        let Some(e) = e.as_object_mut() else {
-            return true;
-        };
-        for key in ["peerUrls", "clientUrls"] {
-            if let Some(urls) = array(e, key) {
-                if urls.len() > MAX_MEMBER_URLS {
-                    urls.truncate(MAX_MEMBER_URLS);
-                    long += 1;
-                }
-                for u in urls.iter_mut() {
-                    long += usize::from(cap_value(u, MAX_MEMBER_TEXT));
-                }
+    m.members.retain_mut(|e| {
+        for urls in [&mut e.peer_urls, &mut e.client_urls] {
+            if urls.len() > MAX_MEMBER_URLS {
+                urls.truncate(MAX_MEMBER_URLS);
+                long += 1;
             }
+            long += urls
+                .iter_mut()
+                .map(|u| cap_text(u, MAX_MEMBER_TEXT))
+                .sum::<usize>();
         }
-        long += usize::from(text(e, "name", MAX_MEMBER_TEXT));
-        let Some(Value::String(raw)) = e.get("id") else {
-            return true;
-        };
-        match MemberId::parse(raw) {
-            Ok(id) if seen.insert(id) => true,
-            Ok(_) => {
+        long += text(&mut e.name, MAX_MEMBER_TEXT);
+        match e.id {
+            Some(id) if !seen.insert(id) => {
                 duplicates += 1;
                 false
             }
-            Err(why) => {
-                let url = e
-                    .get("peerUrls")
-                    .and_then(|u| u.get(0))
-                    .and_then(Value::as_str)
-                    .map(|u| format!(" (peer URL {})", quote(u)))
-                    .unwrap_or_default();
-                let reads = MemberId::as_etcdctl_reads(raw)
-                    .map(|id| format!("; etcdctl would read it as {id}"))
-                    .unwrap_or_default();
-                p.push(format!(
-                    "member ID {}{url} is not one as etcd writes it ({why}{reads}): that entry is never taken for a member",
-                    quote(raw)
-                ));
-                e.insert("id".into(), Value::Null);
-                true
-            }
+            _ => true,
         }
     });
     if duplicates > 0 {
@@ -296,54 +291,29 @@ fn members(m: &mut Map<String, Value>, p: &mut Problems) {
             "{long} member names, URLs or URL lists longer than the probe prints ({MAX_MEMBER_TEXT} bytes, {MAX_MEMBER_URLS} URLs): cut there"
         ));
     }
-    if cut_here {
-        m.insert("truncated".into(), Value::Bool(true));
-    }
 }
 
-/// The alarm list: at most [`MAX_ALARMS`], member IDs only as etcd writes them.
-fn alarms(a: &mut Map<String, Value>, p: &mut Problems) {
-    said_long(
-        usize::from(text(a, "detail", 500)),
-        "alarm list details",
-        500,
-        p,
-    );
-    let Some(list) = array(a, "alarms") else {
-        return;
-    };
-    let cut_here = cut(list, MAX_ALARMS, "its alarm list", p);
-    let mut long = 0;
-    for e in list.iter_mut().filter_map(Value::as_object_mut) {
-        long += usize::from(text(e, "alarm", MAX_ALARM_TEXT));
-        if let Some(Value::String(raw)) = e.get("memberId") {
-            if let Err(why) = MemberId::parse(raw) {
-                p.push(format!(
-                    "alarm member ID {} is not one as etcd writes it ({why}): not used",
-                    quote(raw)
-                ));
-                e.insert("memberId".into(), Value::Null);
-            }
-        }
+/// The alarm list: at most [`MAX_ALARMS`], each name capped.
+fn alarms(a: &mut Alarms, p: &mut Problems) {
+    said_long(text(&mut a.detail, 500), "alarm list details", 500, p);
+    if cut(&mut a.alarms, &ALARM_LIST, p) {
+        a.truncated = true;
     }
+    let long = (a.alarms.iter_mut())
+        .map(|e| cap_text(&mut e.alarm, MAX_ALARM_TEXT))
+        .sum();
     said_long(long, "alarm names", MAX_ALARM_TEXT, p);
-    if cut_here {
-        a.insert("truncated".into(), Value::Bool(true));
-    }
 }
 
 /// The firewall reads: at most [`MAX_FIREWALL_READS`] a moment, each text and detail capped.
-fn firewall(f: &mut Map<String, Value>, p: &mut Problems) {
+fn firewall(f: &mut Firewall, p: &mut Problems) {
     let mut long = 0;
-    for moment in ["before", "after"] {
-        let Some(list) = array(f, moment) else {
-            continue;
-        };
-        cut(list, MAX_FIREWALL_READS, "its firewall reads", p);
-        for e in list.iter_mut().filter_map(Value::as_object_mut) {
-            long += usize::from(text(e, "text", MAX_FIREWALL_TEXT));
-            long += usize::from(text(e, "detail", 300));
-            long += usize::from(text(e, "tool", 64));
+    for reads in [&mut f.before, &mut f.after] {
+        cut(reads, &FIREWALL_READS, p);
+        for e in reads.iter_mut() {
+            long += text(&mut e.text, MAX_FIREWALL_TEXT)
+                + text(&mut e.detail, 300)
+                + cap_text(&mut e.tool, 64);
         }
     }
     said_long(long, "firewall reads", MAX_FIREWALL_TEXT, p);

@@ -640,9 +640,11 @@ fn read(r: &Head, max: usize, outcome: Option<QueryOutcome>, detail: String) -> 
 }
 
 /// `firewall.before` / `firewall.after`: each tool's read in turn, judged by
-/// [`crate::probe::firewall::section`].
-pub(super) fn firewall(frames: &Frames, name: &str) -> Option<Vec<FirewallRead>> {
-    Some(crate::probe::firewall::section(frames.get(name)?))
+/// [`crate::probe::firewall::section`]; none when the section is absent or empty.
+pub(super) fn firewall(frames: &Frames, name: &str) -> Vec<FirewallRead> {
+    (frames.head(name))
+        .map(|h| crate::probe::firewall::section(&h))
+        .unwrap_or_default()
 }
 
 #[cfg(test)]

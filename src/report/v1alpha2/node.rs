@@ -58,91 +58,35 @@ pub use crate::probe::output::{
 // And the kube-apiserver's judged parts.
 pub use crate::probe::apiserver::{ApiLogFinding, ApiLogKind, ApiServerState};
 
-/// What the node probe found on one node.
-// Not `probe::output::ProbeOutput`, the document as the node printed it (the bundle's format):
-// the report leaves out the raw firewall and metrics reads (their findings are in the matrices,
-// `packetLocation` and `metrics`) and prints the kube-apiserver as read and judged. The schema
-// keeps the name it has always had.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-#[schemars(rename = "ProbeOutput")]
-pub struct ProbeResult {
-    /// The probe document's schema version.
-    pub schema_version: u32,
-    /// The IP the probe was told is this node's (its etcd address).
-    pub node_ip: String,
-    /// The node's host name.
-    #[serde(default)]
-    pub hostname: Option<String>,
-    /// The node's own addresses (all interfaces but loopback).
-    #[serde(default)]
-    pub ips: Vec<String>,
-    /// The node's clock when the probe started, epoch milliseconds.
-    #[serde(default)]
-    pub clock_ms: Option<i64>,
-    /// How long the whole probe took on the node.
-    #[serde(default)]
-    pub duration_ms: Option<u64>,
-    /// The etcd containers and their logs.
-    #[serde(default)]
-    pub etcd: EtcdContainer,
-    /// The kubelet's service state.
-    #[serde(default)]
-    pub kubelet: Kubelet,
-    /// Own IP:2379 and :2380, then every peer's 2379 and 2380.
-    #[serde(default)]
-    pub paths: Vec<PathCheck>,
-    /// The etcd certificates under /etc/kubernetes/pki/etcd/.
-    #[serde(default)]
-    pub certs: Vec<CertInfo>,
-    /// What the etcd static-pod manifest says.
-    #[serde(default)]
-    pub manifest: Option<Manifest>,
-    /// etcd's own `/health` on this node.
-    #[serde(default)]
-    pub health: Health,
-    /// The member list as this node's etcd knows it.
-    #[serde(default)]
-    pub members: Members,
-    /// The alarm list from this node's etcd, where it could answer.
-    #[serde(default)]
-    pub alarms: Alarms,
-    /// The node's kube-apiserver, as the plugin read what the probe fetched. Absent from older
-    /// probes.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub api_server: Option<ApiServerStatus>,
-    /// Steps that failed, with why.
-    #[serde(default)]
-    pub errors: Vec<StepError>,
-    /// What the plugin found wrong with the document itself, one line each.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub document_problems: Vec<String>,
-}
+/// What the node probe found on one node: the probe's document as reports print it (schema
+/// name `ProbeOutput`), one type with it ([`ProbeOutput`]'s parameters): the kube-apiserver as
+/// read and judged, the raw firewall and metrics reads left out (their findings are in the
+/// matrices, `packetLocation` and `metrics`).
+pub type ProbeResult = ProbeOutput<ApiServerStatus, NotKept, NotKept>;
 
 impl From<ProbeOutput> for ProbeResult {
     fn from(p: ProbeOutput) -> ProbeResult {
-        ProbeResult {
-            api_server: p
-                .api_server
-                .as_ref()
-                .map(|r| ApiServerStatus::from(apiserver::read(r, p.clock_ms))),
-            schema_version: p.schema_version,
-            node_ip: p.node_ip,
-            hostname: p.hostname,
-            ips: p.ips,
-            clock_ms: p.clock_ms,
-            duration_ms: p.duration_ms,
-            etcd: p.etcd,
-            kubelet: p.kubelet,
-            paths: p.paths,
-            certs: p.certs,
-            manifest: p.manifest,
-            health: p.health,
-            members: p.members,
-            alarms: p.alarms,
-            errors: p.errors,
-            document_problems: p.document_problems,
-        }
+        p.with_reads(|p| {
+            (p.api_server.as_ref()).map(|r| ApiServerStatus::from(apiserver::read(r, p.clock_ms)))
+        })
+    }
+}
+
+/// A part of the probe's document a report does not print: never written, and whatever a
+/// report read back holds there is ignored.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, JsonSchema)]
+pub struct NotKept;
+
+impl<'de> Deserialize<'de> for NotKept {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<NotKept, D::Error> {
+        serde::de::IgnoredAny::deserialize(d)?;
+        Ok(NotKept)
+    }
+}
+
+impl crate::probe::output::Unsaid for NotKept {
+    fn unsaid(&self) -> bool {
+        true
     }
 }
 
