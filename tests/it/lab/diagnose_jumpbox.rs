@@ -185,7 +185,7 @@ impl World {
 // Long: two cases in turn on one lab (etcd's noticing the cut made once; issue 39 item 5), each
 // with a fake Supervisor of its own: every peer path dropped, the article's case then Ctrl-C on
 // every route under the same cut. The isolated node is a lab of its own: after the drop cut
-// etcd's stalled streams may need up to the cut's age to carry again (`Lab::recovery_bound`),
+// etcd's stalled streams may need up to the cut's age to carry again (`Lab::stall_after_heal`),
 // more than a fresh lab's start (and the two run side by side).
 #[test]
 #[cfg_attr(not(etcdnet_lab), ignore = "needs root and the lab (see build.rs)")]
@@ -420,7 +420,7 @@ fn via_ssh_peers_dropped_and_isolated() {
     assert!(vds.supervisor.created_pods().is_empty());
 
     w.lab.heal().unwrap();
-    w.lab.wait_recovered().unwrap();
+    w.lab.wait_recovered(Duration::from_secs(30)).unwrap();
     w.lab.inject(Fault::Isolate(CP[2].into())).unwrap();
     let (run, report) = diagnose_until(VerdictCode::EtcdPeerNetworkPartial, || {
         w.diagnose_via_ssh(&["-o", "json"], tmp.path())
@@ -789,9 +789,12 @@ fn watch_keeps_one_jumpbox_across_rounds() {
     );
     assert_ne!(first["verdict"]["code"], "Healthy", "{first}");
     w.lab.heal().unwrap();
-    // Etcd whole again within the lab's recovery bound (stalled streams), then a round whose
-    // jumpbox pod starts anew.
-    let code = exit_within(&mut child, w.lab.recovery_bound() + Duration::from_secs(90));
+    // The usual bound (etcd whole again, then a round whose jumpbox pod starts anew), plus
+    // what TCP's backoff on the streams the cut stalled may add.
+    let code = exit_within(
+        &mut child,
+        Duration::from_secs(180) + w.lab.stall_after_heal(),
+    );
     let text = out.all();
     let rounds: Vec<serde_json::Value> = text
         .lines()

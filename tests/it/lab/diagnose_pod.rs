@@ -106,7 +106,7 @@ fn one_lab_healthy_cases_then_peers_dropped_ctrl_c_and_healed() {
 
 // Long: one node isolated, diagnosed until etcd has noticed (and again with fewer rights), on a
 // lab of its own: after the drop cut etcd's stalled streams may need up to the cut's age to
-// carry again (`Lab::recovery_bound`), more than a fresh lab's start, so the stopped member
+// carry again (`Lab::stall_after_heal`), more than a fresh lab's start, so the stopped member
 // below is a lab of its own, not a heal away (and the two run side by side).
 #[test]
 #[cfg_attr(not(etcdnet_lab), ignore = "needs root and the lab (see build.rs)")]
@@ -190,7 +190,7 @@ fn healthy_then_peers_dropped_then_healed(lab: &Arc<Lab>) {
     sigint_mid_probe_leaves_no_pod(lab);
 
     e.lab.heal().unwrap();
-    e.lab.wait_recovered().unwrap();
+    e.lab.wait_recovered(Duration::from_secs(30)).unwrap();
     let (run, report) = diagnose_until(VerdictCode::Healthy, || e.diagnose(&["-o", "json"]));
     run.expect_code(0);
     assert_eq!(report.verdict.code, VerdictCode::Healthy);

@@ -103,7 +103,7 @@ fn next_steps_have(r: &DiagnoseReport, words: &str) -> bool {
 /// routes (not one each): the cut and etcd's noticing it are made once (issue 39, item 5); every
 /// diagnosis and assertion of each route is the same. The whole cluster is diagnosed before the
 /// cut, not after a heal: after a drop cut etcd's stalled streams may need up to the cut's age
-/// to carry again (`Lab::recovery_bound`), a wait that proved nothing of the policy's reading
+/// to carry again (`Lab::stall_after_heal`), a wait that proved nothing of the policy's reading
 /// (a heal's Healthy is `lab::probe`'s and `lab::diagnose_pod`'s); the teardown ends the cut.
 fn whole_then_policy_then_no_policy() {
     let test = "network_policy both routes";

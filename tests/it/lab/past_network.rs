@@ -40,7 +40,7 @@ fn scenarios(etcd: EtcdVersion) {
     eprintln!("{test}: 2 (restarts) done at {:?}", started.elapsed());
     // 4 before 3: the hung VM and its drop cut last, ended by the teardown. Healed, its
     // members' stalled streams may need up to the cut's age to carry again
-    // (`Lab::recovery_bound`), and the VM its boot: a wait for no case.
+    // (`Lab::stall_after_heal`), and the VM its boot: a wait for no case.
     only_2379_and_nospace(&w);
     eprintln!("{test}: 4 (2379, NOSPACE) done at {:?}", started.elapsed());
     hung_vm_and_the_others_cut(&w);
@@ -181,7 +181,7 @@ fn restarted_during_the_cut(w: &PastWorld) {
     assert!(restarted.iter().any(|r| *r > 0), "{restarted:?}");
 
     w.lab.heal().unwrap();
-    w.lab.wait_recovered().unwrap();
+    w.lab.wait_recovered(SETTLE).unwrap();
     for route in ROUTES {
         let (r, seen) = w.expect_verdict(route, &[], SETTLE, VerdictCode::Healthy);
         assert!(

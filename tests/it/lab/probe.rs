@@ -298,7 +298,7 @@ fn diagnosis_and_reports(
 /// Removes the case's fault and waits until every member is healthy again, for the next case.
 fn heal(lab: &Lab) {
     lab.heal().unwrap();
-    lab.wait_recovered().unwrap();
+    lab.wait_recovered(Duration::from_secs(60)).unwrap();
 }
 
 fn cell(d: &Diagnosis, port: u16, from: &str, to: &str) -> CellState {
@@ -405,7 +405,7 @@ fn all_peers_dropped(lab: &Lab, etcd: EtcdVersion, cluster_id: &str) {
     own_view_without_quorum(lab, etcd, cluster_id, reports);
     // Healed, the same lab is healthy again.
     lab.heal().unwrap();
-    lab.wait_recovered().unwrap();
+    lab.wait_recovered(Duration::from_secs(30)).unwrap();
     assert_verdict(
         &diagnose_until(lab, &case, VerdictCode::Healthy, &[]),
         VerdictCode::Healthy,
@@ -858,7 +858,7 @@ fn healthy_then_all_peers(etcd: EtcdVersion) {
 
 /// The partial cuts, one node, then one port. Each of the partial cuts drops packets, and after
 /// a drop cut etcd's stalled streams may need up to the cut's age to carry again
-/// (`Lab::recovery_bound`): two labs of two cases each wait out one heal each, where one lab
+/// (`Lab::stall_after_heal`): two labs of two cases each wait out one heal each, where one lab
 /// of four waited out three, and they run side by side.
 fn partial_cuts(etcd: EtcdVersion) {
     let lab = start(etcd, 3);

@@ -14,6 +14,7 @@ use std::time::{Duration, Instant};
 use etcdnet_lab::{require, Curl, Fault, Lab, LabConfig, Logger};
 
 const EXEC: Duration = Duration::from_secs(30);
+const HEAL: Duration = Duration::from_secs(30);
 
 fn start(cfg: LabConfig) -> Lab {
     let cfg = LabConfig {
@@ -91,7 +92,7 @@ fn columns(row: &str) -> Vec<&str> {
 
 fn heal(lab: &Lab) {
     lab.heal().expect("heal");
-    lab.wait_recovered().expect("healthy again after heal");
+    lab.wait_recovered(HEAL).expect("healthy again after heal");
 }
 
 #[test]

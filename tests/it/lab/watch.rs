@@ -56,8 +56,11 @@ fn a_fault_healed_mid_watch_shows_the_transition_and_ends_the_watch() {
     );
 
     lab.heal().unwrap();
-    // The etcd streams the cut stalled carry again within the lab's recovery bound; a round.
-    let code = exit_within(&mut child, lab.recovery_bound() + Duration::from_secs(60));
+    // The usual bound, plus what TCP's backoff on the streams the cut stalled may add.
+    let code = exit_within(
+        &mut child,
+        Duration::from_secs(120) + lab.stall_after_heal(),
+    );
     let mut stderr = String::new();
     child
         .stderr
@@ -134,8 +137,11 @@ fn watch_json_is_one_document_per_round() {
         out.now().lines().count() >= 2
     });
     lab.heal().unwrap();
-    // The etcd streams the cut stalled carry again within the lab's recovery bound; a round.
-    let code = exit_within(&mut child, lab.recovery_bound() + Duration::from_secs(60));
+    // The usual bound, plus what TCP's backoff on the streams the cut stalled may add.
+    let code = exit_within(
+        &mut child,
+        Duration::from_secs(120) + lab.stall_after_heal(),
+    );
     assert_eq!(code, 0);
     let text = out.all();
     let rounds: Vec<DiagnoseReport> = text

@@ -263,7 +263,7 @@ impl World {
     fn heal(&self) {
         let healed = Instant::now();
         self.lab.heal().unwrap();
-        self.lab.wait_recovered().unwrap();
+        self.lab.wait_recovered(Duration::from_secs(30)).unwrap();
         std::thread::sleep(PROBER.saturating_sub(healed.elapsed()));
     }
 
@@ -549,7 +549,7 @@ fn staggered_from_the_past(w: &World) {
         assert_staggered(w, route, (a, b, c), t1, t2);
     }
     // The last case of its lab: the teardown ends the cut (a heal would wait out the stalled
-    // streams' backoff, up to the cut's age, `Lab::recovery_bound`, for no case).
+    // streams' backoff, up to the cut's age, `Lab::stall_after_heal`, for no case).
 }
 
 /// Writes into `node`'s log a heal of its path to `peer` at `at` (the stream established, the
@@ -1194,7 +1194,7 @@ fn across_hosts_hours_later(w: &World) {
 // line (~20 s here) and ends the lab under its cut. The fabric, guest and host cases are a lab of
 // their own (`etcd_3_4_outside_inside_across`): after a drop cut the members' stalled streams
 // carry again only at their next retransmit, up to the cut's age after a heal
-// (`Lab::recovery_bound`), so a fresh lab (a few seconds) is cheaper than a heal between them,
+// (`Lab::stall_after_heal`), so a fresh lab (a few seconds) is cheaper than a heal between them,
 // and the two halves run side by side.
 #[test]
 #[cfg_attr(not(etcdnet_lab), ignore = "needs root and the lab (see build.rs)")]

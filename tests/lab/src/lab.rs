@@ -38,17 +38,12 @@ struct State {
     injected: Vec<SystemTime>,
     /// The strace of each `SlowDisk` in force.
     tracers: Vec<Tracer>,
-    /// The last `heal`: when, and how long its oldest fault had been in force.
-    healed: Option<(Instant, Duration)>,
+    /// How long the oldest fault had been in force at the last `heal`.
+    healed_cut: Option<Duration>,
 }
 
 /// Linux's cap on a TCP retransmission timeout: `TCP_RTO_MAX` (120 s, include/net/tcp.h).
 const TCP_RTO_MAX: Duration = Duration::from_secs(120);
-
-/// What etcd needs once its streams carry again: a pre-vote, a vote and a heartbeat at
-/// kubeadm's 100 ms / 1 s (`--heartbeat-interval`, `--election-timeout`), with room for a
-/// loaded machine.
-const ELECTION_MARGIN: Duration = Duration::from_secs(30);
 
 /// A running lab: N control-plane nodes, each a network namespace on a private bridge, each
 /// running a real etcd member with kubeadm's TLS layout. Dropping it tears everything down.
@@ -219,7 +214,7 @@ impl Lab {
                 faults: Vec::new(),
                 injected: Vec::new(),
                 tracers: Vec::new(),
-                healed: None,
+                healed_cut: None,
             }),
             pods: Arc::new(Pods::new(&id, &nodes)),
             kubelets: None,
@@ -819,14 +814,13 @@ impl Lab {
             v.set_down(false);
         }
         let mut state = self.state();
-        let oldest = state.injected.iter().min().and_then(|t| t.elapsed().ok());
-        state.healed = Some((Instant::now(), oldest.unwrap_or_default()));
+        state.healed_cut = state.injected.iter().min().and_then(|t| t.elapsed().ok());
         state.faults.clear();
         state.injected.clear();
         Ok(())
     }
 
-    /// How long after the last [`Lab::heal`] etcd may take to be whole again, from the heal.
+    /// How much longer than usual etcd may take to be whole again after the last [`Lab::heal`].
     ///
     /// A drop cut stalls the members' long-lived raft streams mid-flight: a writer's unacked
     /// segments are retransmitted at a timeout that doubles each time (RFC 6298 §5.5), up to
@@ -834,23 +828,17 @@ impl Lab {
     /// retransmit, which is at most one timeout away, and a timeout is at most as long as the
     /// cut has lasted. Measured: a 60 s `DropAllPeers`, healed, left all three members
     /// leaderless for 49 s (`ss -ti`: `rto:52224 backoff:8` on the streams), as a real
-    /// control plane would be after its firewall is fixed. So the bound is the cut's age
-    /// (capped at `TCP_RTO_MAX`) plus an election, not a fixed few seconds.
-    pub fn recovery_bound(&self) -> Duration {
-        let stalled = self.state().healed.map(|(_, cut)| cut).unwrap_or_default();
-        stalled.min(TCP_RTO_MAX) + ELECTION_MARGIN
+    /// control plane would be after its firewall is fixed. So a wait after a heal is its usual
+    /// bound (an election, a restart) plus the cut's age, capped at `TCP_RTO_MAX`.
+    pub fn stall_after_heal(&self) -> Duration {
+        let cut = self.state().healed_cut.unwrap_or_default();
+        cut.min(TCP_RTO_MAX)
     }
 
-    /// Waits until every member reports `/health` true, at most [`Lab::recovery_bound`] after
-    /// the last heal (the time already passed since the heal counts).
-    pub fn wait_recovered(&self) -> Result<()> {
-        let since = self
-            .state()
-            .healed
-            .map(|(at, _)| at.elapsed())
-            .unwrap_or_default();
-        let left = self.recovery_bound().saturating_sub(since);
-        self.wait_healthy(left.max(Duration::from_secs(1)))
+    /// Waits until every member reports `/health` true, at most `usual` (what the heal's
+    /// election and restarts take) plus [`Lab::stall_after_heal`].
+    pub fn wait_recovered(&self, usual: Duration) -> Result<()> {
+        self.wait_healthy(usual + self.stall_after_heal())
     }
 
     /// The lab as JSON: id, dir, jumpbox, etcd line and release, and per node name, ip, netns,

@@ -29,7 +29,7 @@
 //! lab.inject(Fault::DropAllPeers).unwrap();
 //! let out = lab.exec("cp1", &["crictl", "ps", "--name", "etcd"], None, Duration::from_secs(10)).unwrap();
 //! lab.heal().unwrap();
-//! lab.wait_recovered().unwrap();
+//! lab.wait_recovered(Duration::from_secs(20)).unwrap();
 //! ```
 
 mod apiserver;

@@ -177,7 +177,7 @@ fn restarted_during_a_partition_is_killed_by_its_startup_probe(lab: &Lab) {
     }
     // The network back: the kubelet's next restart joins, and the cluster is whole again.
     lab.heal().unwrap();
-    lab.wait_recovered().unwrap();
+    lab.wait_recovered(Duration::from_secs(90)).unwrap();
 }
 
 fn a_removed_member_is_restarted_and_exits_again(etcd: EtcdVersion) {
