@@ -33,7 +33,7 @@ use std::net::IpAddr;
 use serde::{Deserialize, Serialize};
 
 use crate::analyse::firewall::{
-    self, clip, Effect, Hit, PathRef, Side, Then, TierHit, Tri, Verdict,
+    self, clip, Action, Hit, PathRef, Side, Then, TierHit, Tri, Verdict,
 };
 pub use crate::analyse::firewall::{MAX_RULES, MAX_VMS};
 use crate::nsxmanager::model::{
@@ -91,12 +91,12 @@ impl DfwRule {
 }
 
 impl Verdict for DfwRule {
-    fn effect(&self) -> Effect {
+    fn effect(&self) -> Action {
         match self.action {
-            RuleAction::Drop => Effect::Drop,
-            RuleAction::Reject => Effect::Reject,
+            RuleAction::Drop => Action::Drop,
+            RuleAction::Reject => Action::Reject,
             // An ALLOW, or a jump that reached the end: the check does not block.
-            RuleAction::Allow | RuleAction::JumpToApplication => Effect::Allow,
+            RuleAction::Allow | RuleAction::JumpToApplication => Action::Allow,
         }
     }
 }

@@ -211,12 +211,9 @@ pub enum Action {
     Reject,
 }
 
-/// What a rule does to a path once it decides a check: its [`Action`].
-pub type Effect = Action;
-
 /// A source's rule reference (what the output names): what it does when it decides.
 pub trait Verdict {
-    fn effect(&self) -> Effect;
+    fn effect(&self) -> Action;
 }
 
 /// What one check (egress at FROM, ingress at TO) comes to, `R` naming the rule. Also the json
@@ -307,9 +304,9 @@ impl<R: Verdict + Clone> PathOutcome<R> {
         };
         for rule in [egress, ingress].into_iter().filter_map(matched) {
             match rule.effect() {
-                Effect::Drop => return PathOutcome::Dropped { rule },
-                Effect::Reject => return PathOutcome::Rejected { rule },
-                Effect::Allow => {}
+                Action::Drop => return PathOutcome::Dropped { rule },
+                Action::Reject => return PathOutcome::Rejected { rule },
+                Action::Allow => {}
             }
         }
         for s in [egress, ingress] {

@@ -4,10 +4,10 @@ use super::*;
 
 /// A rule of a test source: its action.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct R(Effect);
+struct R(Action);
 
 impl Verdict for R {
-    fn effect(&self) -> Effect {
+    fn effect(&self) -> Action {
         self.0
     }
 }
@@ -38,14 +38,14 @@ fn tri_and_or_not_keep_cannot_tell() {
 #[test]
 fn a_sections_first_hit_follows_its_order() {
     let matches = [Tri::No, Tri::Yes, Tri::Yes];
-    let actions = [Effect::Drop, Effect::Allow, Effect::Drop];
+    let actions = [Action::Drop, Action::Allow, Action::Drop];
     let hit = first_hit(
         [[0], [1], [2]],
         |r| matches[r].clone(),
         |r| Some(actions[r]),
         None,
     );
-    assert_eq!(hit, Some(Hit::Rule(1, Effect::Allow)));
+    assert_eq!(hit, Some(Hit::Rule(1, Action::Allow)));
     // Cannot tell before any match: the check cannot be decided there.
     let matches = [Tri::No, unknown("why"), Tri::Yes];
     let hit = first_hit(
@@ -59,7 +59,7 @@ fn a_sections_first_hit_follows_its_order() {
     let hit = first_hit(
         [[0]],
         |_| Tri::No,
-        |_| Some(Effect::Drop),
+        |_| Some(Action::Drop),
         Some((5, "rules past the 64th were not read")),
     );
     assert_eq!(
@@ -67,18 +67,18 @@ fn a_sections_first_hit_follows_its_order() {
         Some(Hit::Unknown(5, "rules past the 64th were not read".into()))
     );
     assert_eq!(
-        first_hit([[0, 1]], |_| Tri::No, |_| Some(Effect::Drop), None),
+        first_hit([[0, 1]], |_| Tri::No, |_| Some(Action::Drop), None),
         None
     );
 }
 
 #[test]
 fn tied_rules_that_disagree_split_and_agreeing_ones_name_the_first() {
-    let actions = [Effect::Allow, Effect::Drop, Effect::Allow];
+    let actions = [Action::Allow, Action::Drop, Action::Allow];
     let hit = first_hit([vec![0, 1]], |_| Tri::Yes, |r| Some(actions[r]), None);
     assert_eq!(hit, Some(Hit::Split(0, 1)));
     let hit = first_hit([vec![0, 2]], |_| Tri::Yes, |r| Some(actions[r]), None);
-    assert_eq!(hit, Some(Hit::Rule(0, Effect::Allow)));
+    assert_eq!(hit, Some(Hit::Rule(0, Action::Allow)));
     // A tied rule that cannot be told, even after a match in its group.
     let m = [Tri::Yes, unknown("w")];
     let hit = first_hit([vec![0, 1]], |r| m[r].clone(), |r| Some(actions[r]), None);
@@ -89,13 +89,13 @@ fn tied_rules_that_disagree_split_and_agreeing_ones_name_the_first() {
 fn a_tier_decides_only_when_its_sections_agree() {
     let t = tier_hit([
         (0, None),
-        (1, Some(Hit::Rule(3, Effect::Drop))),
-        (2, Some(Hit::Rule(0, Effect::Drop))),
+        (1, Some(Hit::Rule(3, Action::Drop))),
+        (2, Some(Hit::Rule(0, Action::Drop))),
     ]);
-    assert_eq!(t, Some(TierHit::Rule(1, 3, Effect::Drop)));
+    assert_eq!(t, Some(TierHit::Rule(1, 3, Action::Drop)));
     let t = tier_hit([
-        (1, Some(Hit::Rule(3, Effect::Drop))),
-        (2, Some(Hit::Rule(0, Effect::Allow))),
+        (1, Some(Hit::Rule(3, Action::Drop))),
+        (2, Some(Hit::Rule(0, Action::Allow))),
     ]);
     assert_eq!(
         t,
@@ -106,7 +106,7 @@ fn a_tier_decides_only_when_its_sections_agree() {
     );
     // A section that cannot be told, even after one that matches.
     let t = tier_hit([
-        (1, Some(Hit::Rule(3, Effect::Drop))),
+        (1, Some(Hit::Rule(3, Action::Drop))),
         (2, Some(Hit::Unknown(4, "w".into()))),
     ]);
     assert_eq!(
@@ -118,39 +118,39 @@ fn a_tier_decides_only_when_its_sections_agree() {
         })
     );
     assert_eq!(t.unwrap().first(), (1, 3));
-    let t: Option<TierHit<Effect>> = tier_hit([(0, None), (1, None)]);
+    let t: Option<TierHit<Action>> = tier_hit([(0, None), (1, None)]);
     assert_eq!(t, None);
 }
 
 #[test]
 fn a_path_is_blocked_by_either_check_the_egress_first() {
     let drop = SideOutcome::Matched {
-        rule: R(Effect::Drop),
+        rule: R(Action::Drop),
     };
     let reject = SideOutcome::Matched {
-        rule: R(Effect::Reject),
+        rule: R(Action::Reject),
     };
     let allow = SideOutcome::Matched {
-        rule: R(Effect::Allow),
+        rule: R(Action::Allow),
     };
     let none = SideOutcome::NoVisibleRule;
     let cannot = SideOutcome::CannotDecide { why: "w".into() };
     assert_eq!(
         PathOutcome::of(&drop, &reject),
         PathOutcome::Dropped {
-            rule: R(Effect::Drop)
+            rule: R(Action::Drop)
         }
     );
     assert_eq!(
         PathOutcome::of(&allow, &reject),
         PathOutcome::Rejected {
-            rule: R(Effect::Reject)
+            rule: R(Action::Reject)
         }
     );
     assert_eq!(
         PathOutcome::of(&cannot, &drop),
         PathOutcome::Dropped {
-            rule: R(Effect::Drop)
+            rule: R(Action::Drop)
         }
     );
     assert_eq!(
@@ -161,7 +161,7 @@ fn a_path_is_blocked_by_either_check_the_egress_first() {
         PathOutcome::of(&none, &allow),
         PathOutcome::Allowed {
             egress: None,
-            ingress: Some(R(Effect::Allow))
+            ingress: Some(R(Action::Allow))
         }
     );
     assert_eq!(
@@ -170,7 +170,7 @@ fn a_path_is_blocked_by_either_check_the_egress_first() {
     );
     assert_eq!(
         PathOutcome::of(&drop, &none).blocking_rule(),
-        Some(&R(Effect::Drop))
+        Some(&R(Action::Drop))
     );
     assert_eq!(PathOutcome::of(&allow, &none).blocking_rule(), None);
 }
@@ -183,10 +183,10 @@ fn blocking_rules_are_listed_once_with_their_paths_in_order() {
         to: to.into(),
     };
     let d = PathOutcome::Dropped {
-        rule: R(Effect::Drop),
+        rule: R(Action::Drop),
     };
     let r = PathOutcome::Rejected {
-        rule: R(Effect::Reject),
+        rule: R(Action::Reject),
     };
     let a = PathOutcome::<R>::NoVisibleRule;
     let b = blocking_of([
@@ -196,7 +196,7 @@ fn blocking_rules_are_listed_once_with_their_paths_in_order() {
         (p(2380, "b", "a"), &d),
     ]);
     assert_eq!(b.len(), 2);
-    assert_eq!(b[0].rule, R(Effect::Drop));
+    assert_eq!(b[0].rule, R(Action::Drop));
     assert_eq!(b[0].paths, vec![p(2379, "a", "b"), p(2380, "b", "a")]);
     assert_eq!(b[1].paths, vec![p(2380, "a", "b")]);
     assert_eq!(
